@@ -1,0 +1,54 @@
+// swift-tools-version:6.0
+// tokengate — a reverse-proxy token gateway on libevent, OpenSSL and libcurl.
+// Layers (arrows point down only): tokengate → Gateway → (OAuth →) JOSE, Reactor → C shims.
+import PackageDescription
+
+let strictC: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault")]
+
+let package = Package(
+    name: "tokengate",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "tokengate", targets: ["tokengate"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // C libraries as the system provides them (Debian: libevent-dev, libssl-dev,
+        // libcurl4-openssl-dev, libhiredis-dev).
+        .systemLibrary(name: "CEvent", pkgConfig: "libevent_openssl",
+                       providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis",
+                       providers: [.apt(["libhiredis-dev"])]),
+        // The few C entry points Swift cannot call directly (macros, variadics, TAILQ walks).
+        .target(name: "CShim", dependencies: ["CEvent", "COpenSSL", "CCurl"]),
+
+        // Cryptographic core: JWS/JWK/JWT on OpenSSL's EVP API. No I/O.
+        .target(name: "JOSE", dependencies: ["CShim", "COpenSSL"], swiftSettings: strictC),
+        // Event loops, HTTP server and upstream client, signals, timers. Knows nothing of OAuth.
+        .target(name: "Reactor", dependencies: ["CShim", "CEvent", "COpenSSL"],
+                swiftSettings: strictC + [.swiftLanguageMode(.v5)]),
+        // Config, router, request pipeline, metrics, logs.
+        .target(name: "Gateway",
+                dependencies: ["Reactor",
+                               .product(name: "Yams", package: "Yams"),
+                               .product(name: "Logging", package: "swift-log")],
+                swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(name: "tokengate",
+                          dependencies: ["Gateway", "JOSE", "CShim", "CCurl",
+                                         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                                         .product(name: "Logging", package: "swift-log")],
+                          swiftSettings: [.swiftLanguageMode(.v5)]),
+
+        .testTarget(name: "JOSETests", dependencies: ["JOSE"],
+                    resources: [.copy("Fixtures")]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor"]),
+    ]
+)

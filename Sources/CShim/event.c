@@ -1,0 +1,48 @@
+#include <sys/queue.h>
+#include "tg_event.h"
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <string.h>
+#include <errno.h>
+#include <stdio.h>
+
+struct evkeyval *tg_headers_first(struct evkeyvalq *headers) { return headers->tqh_first; }
+struct evkeyval *tg_headers_next(struct evkeyval *kv) { return kv->next.tqe_next; }
+
+int tg_reuseport_listener(const char *host, unsigned short port, int backlog) {
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+    char portstr[8];
+    snprintf(portstr, sizeof portstr, "%u", (unsigned)port);
+    int rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc != 0 || res == NULL) { errno = EINVAL; return -1; }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) { freeaddrinfo(res); return -1; }
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) < 0 ||
+        listen(fd, backlog) < 0) {
+        int saved = errno;
+        close(fd);
+        freeaddrinfo(res);
+        errno = saved;
+        return -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+int tg_socket_connected(int fd) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    return getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
+}
