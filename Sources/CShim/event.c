@@ -1,5 +1,6 @@
 #include <sys/queue.h>
 #include "tg_event.h"
+#include <event2/http_struct.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -45,4 +46,9 @@ int tg_socket_connected(int fd) {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
     return getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
+}
+
+void tg_request_version(struct evhttp_request *req, int *major, int *minor) {
+    *major = req->major;
+    *minor = req->minor;
 }

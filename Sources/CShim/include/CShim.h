@@ -4,4 +4,5 @@
 #include "tg_event.h"
 #include "tg_curl.h"
 #include "tg_openssl.h"
+#include "tg_tls.h"
 #endif

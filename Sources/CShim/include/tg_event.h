@@ -15,4 +15,6 @@ struct evkeyval *tg_headers_next(struct evkeyval *kv);
 int tg_reuseport_listener(const char *host, unsigned short port, int backlog);
 /// Whether the socket `fd` has completed its TCP connect (getpeername succeeds).
 int tg_socket_connected(int fd);
+/// The request line's HTTP version (struct evhttp_request is opaque to Swift).
+void tg_request_version(struct evhttp_request *req, int *major, int *minor);
 #endif

@@ -1,0 +1,270 @@
+import Foundation
+import Reactor
+import Yams
+
+/// YAML text → validated `GatewayConfig`, or every problem at once (DESIGN "Configuration":
+/// data → validation → bootstrap). Pure apart from reading `*_file` secrets.
+public enum ConfigParser {
+    static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
+                          "issuers", "clients", "upstreams", "routes", "limits", "access_log",
+                          "log_level", "reserved_header_prefix"]
+
+    public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+                             baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
+        -> Result<GatewayConfig, ConfigError> {
+        let r = ConfigReader(environment: environment, baseDirectory: baseDirectory)
+        let root: Node
+        do {
+            guard let node = try Yams.compose(yaml: yaml) else {
+                return .failure(ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "the file is empty")]))
+            }
+            root = node
+        } catch {
+            return .failure(ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "not valid YAML: \(error)")]))
+        }
+        var cfg = GatewayConfig()
+        guard let top = r.mapping(root, path: "", known: topKeys) else { return .failure(ConfigError(problems: r.problems)) }
+
+        cfg.listeners = listeners(top["listen"], r)
+        if let node = top["admin_listen"] {
+            if let s = r.string(node, path: "admin_listen") {
+                if s == "off" { cfg.adminListen = nil }
+                else if let a = ConfigValues.socketAddress(s) { cfg.adminListen = a }
+                else { r.problem("admin_listen", node, "\"\(s)\" is not host:port (or off)") }
+            }
+        }
+        if let node = top["workers"], let s = r.string(node, path: "workers") {
+            if s == "auto" { cfg.workers = max(1, cores) }
+            else if let n = Int(s), n >= 1, n <= 256 { cfg.workers = n }
+            else { r.problem("workers", node, "must be auto or a number from 1 to 256") }
+        } else {
+            cfg.workers = max(1, cores)
+        }
+        if let node = top["trusted_proxies"], let list = r.sequence(node, path: "trusted_proxies") {
+            for (i, item) in list.enumerated() {
+                let p = "trusted_proxies[\(i)]"
+                guard let s = r.string(item, path: p) else { continue }
+                if let c = CIDR(s) { cfg.trustedProxies.append(c) }
+                else { r.problem(p, item, "\"\(s)\" is not an IP address or CIDR network (10.0.0.0/8, ::1/128)") }
+            }
+        }
+        if let node = top["store"], let s = r.string(node, path: "store") {
+            if s == "memory" { cfg.store = s }
+            else if s.hasPrefix("redis://") || s.hasPrefix("rediss://") || s.hasPrefix("redis+sentinel://") || s.hasPrefix("redis+cluster://") {
+                r.problem("store", node, "Redis stores are not available in this version; use store: memory")
+            } else { r.problem("store", node, "must be memory or a redis:// URL") }
+        }
+        if let node = top["limits"] { cfg.limits = limits(node, r) }
+        if let node = top["access_log"], let b = r.bool(node, path: "access_log") { cfg.accessLog = b }
+        if let node = top["log_level"], let s = r.string(node, path: "log_level") {
+            let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+            if levels.contains(s) { cfg.logLevel = s } else { r.problem("log_level", node, "must be one of \(levels.joined(separator: ", "))") }
+        }
+        if let node = top["reserved_header_prefix"], let s = r.string(node, path: "reserved_header_prefix") {
+            if s.isEmpty || !s.utf8.allSatisfy({ HeaderRules.isTokenChar($0) }) {
+                r.problem("reserved_header_prefix", node, "must be a header-name prefix such as X-Auth-")
+            } else { cfg.reservedHeaderPrefix = s }
+        }
+        cfg.issuerNames = namedSection(top["issuers"], "issuers", r)
+        cfg.clientNames = namedSection(top["clients"], "clients", r)
+        if let node = top["session"] { _ = r.mapping(node, path: "session", known: ["keys", "keys_file", "idle_timeout", "absolute_timeout", "cookie_name", "secure_cookie"]) }
+        cfg.upstreams = upstreams(top["upstreams"], r)
+        cfg.routes = routes(top["routes"], cfg, r)
+
+        if cfg.listeners.isEmpty && top["listen"] == nil {
+            cfg.listeners = [ListenerConfig(address: SocketAddress(host: "0.0.0.0", port: 8080), tls: nil)]
+        }
+        if let admin = cfg.adminListen, cfg.listeners.contains(where: { $0.address == admin }) {
+            r.problem("admin_listen", top["admin_listen"], "must differ from every public listen address")
+        }
+        return r.problems.isEmpty ? .success(cfg) : .failure(ConfigError(problems: r.problems))
+    }
+
+    /// Reads and parses a file; relative `*_file` paths resolve next to it.
+    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> Result<GatewayConfig, ConfigError> {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            return .failure(ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "cannot read config file \(path)")]))
+        }
+        let dir = (path as NSString).deletingLastPathComponent
+        return parse(yaml: text, environment: environment, baseDirectory: dir.isEmpty ? "." : dir)
+    }
+
+    private static func listeners(_ node: Node?, _ r: ConfigReader) -> [ListenerConfig] {
+        guard let node else { return [] }
+        let items: [(Node, String)]
+        if case .sequence(let seq) = node { items = seq.enumerated().map { ($1, "listen[\($0)]") } }
+        else { items = [(node, "listen")] }
+        var out: [ListenerConfig] = []
+        for (item, p) in items {
+            var addressNode = item
+            var tls: TLSFiles?
+            if case .mapping = item {
+                guard let m = r.mapping(item, path: p, known: ["address", "tls"]) else { continue }
+                guard let a = m["address"] else { r.problem(p, item, "needs address: host:port"); continue }
+                addressNode = a
+                if let t = m["tls"], let tm = r.mapping(t, path: "\(p).tls", known: ["cert_file", "key_file"]) {
+                    let cert = tm["cert_file"].flatMap { r.string($0, path: "\(p).tls.cert_file") }
+                    let key = tm["key_file"].flatMap { r.string($0, path: "\(p).tls.key_file") }
+                    if let cert, let key { tls = TLSFiles(certFile: cert, keyFile: key) }
+                    else { r.problem("\(p).tls", t, "needs both cert_file and key_file") }
+                }
+            }
+            guard let s = r.string(addressNode, path: p) else { continue }
+            guard let a = ConfigValues.socketAddress(s) else {
+                r.problem(p, addressNode, "\"\(s)\" is not host:port (e.g. 0.0.0.0:8080)")
+                continue
+            }
+            out.append(ListenerConfig(address: a, tls: tls))
+        }
+        return out
+    }
+
+    private static func limits(_ node: Node, _ r: ConfigReader) -> Limits {
+        var l = Limits()
+        guard let m = r.mapping(node, path: "limits", known: ["max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace"]) else { return l }
+        if let n = m["max_body_size"], let v = r.size(n, path: "limits.max_body_size") { l.maxBodySize = v }
+        if let n = m["max_header_size"], let v = r.size(n, path: "limits.max_header_size") {
+            if v < 1024 { r.problem("limits.max_header_size", n, "must be at least 1KB") } else { l.maxHeaderSize = v }
+        }
+        if let n = m["client_idle_timeout"], let v = r.duration(n, path: "limits.client_idle_timeout") { l.clientIdleTimeout = max(v, 1) }
+        if let n = m["shutdown_grace"], let v = r.duration(n, path: "limits.shutdown_grace") { l.shutdownGrace = v }
+        return l
+    }
+
+    /// `issuers:` and `clients:` — used by later features; their names are checked now so
+    /// that routes can refer to them.
+    private static func namedSection(_ node: Node?, _ name: String, _ r: ConfigReader) -> [String] {
+        guard let node, let m = r.mapping(node, path: name, known: nil) else { return [] }
+        for (key, value) in m { _ = r.mapping(value, path: "\(name).\(key)", known: nil) }
+        return m.keys.sorted()
+    }
+
+    private static func upstreams(_ node: Node?, _ r: ConfigReader) -> [String: UpstreamConfig] {
+        guard let node else { return [:] }
+        guard let m = r.mapping(node, path: "upstreams", known: nil) else { return [:] }
+        var out: [String: UpstreamConfig] = [:]
+        for (name, value) in m {
+            let p = "upstreams.\(name)"
+            guard let u = r.mapping(value, path: p, known: ["url", "connect_timeout", "timeout", "host_header", "max_idle_connections"]) else { continue }
+            guard let urlNode = u["url"] else { r.problem(p, value, "needs url: http://host:port"); continue }
+            guard let s = r.string(urlNode, path: "\(p).url") else { continue }
+            guard let url = ConfigValues.url(s) else {
+                r.problem("\(p).url", urlNode, "\"\(s)\" is not an http URL like http://127.0.0.1:3000 (no query, fragment or user)")
+                continue
+            }
+            if url.scheme != "http" {
+                r.problem("\(p).url", urlNode, "https upstreams are not supported yet; use a plain http URL (a sidecar's upstream is on the pod's loopback)")
+                continue
+            }
+            var up = UpstreamConfig(name: name, host: url.host, port: url.port, basePath: url.path)
+            if let n = u["connect_timeout"], let v = r.duration(n, path: "\(p).connect_timeout") { up.connectTimeout = max(v, 0.001) }
+            if let n = u["timeout"], let v = r.duration(n, path: "\(p).timeout") { up.timeout = max(v, 0.001) }
+            if let n = u["max_idle_connections"], let s = r.string(n, path: "\(p).max_idle_connections") {
+                if let v = Int(s), v >= 0 { up.maxIdleConnections = v } else { r.problem("\(p).max_idle_connections", n, "must be a number ≥ 0") }
+            }
+            if let n = u["host_header"], let s = r.string(n, path: "\(p).host_header") {
+                switch s {
+                case "upstream": up.hostHeader = .upstream
+                case "preserve": up.hostHeader = .preserve
+                default:
+                    if HostNormalizer.normalize(s) != nil { up.hostHeader = .fixed(s) }
+                    else { r.problem("\(p).host_header", n, "must be upstream, preserve, or a host name") }
+                }
+            }
+            out[name] = up
+        }
+        return out
+    }
+
+    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "require", "headers", "forward_token"]
+
+    private static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
+        guard let node else {
+            r.problem("routes", nil, "is missing; add at least one route")
+            return []
+        }
+        guard let list = r.sequence(node, path: "routes") else { return [] }
+        if list.isEmpty { r.problem("routes", node, "is empty; add at least one route") }
+        var out: [RouteConfig] = []
+        let defined = cfg.upstreams.keys.sorted()
+        for (i, item) in list.enumerated() {
+            let p = "routes[\(i)]"
+            guard let m = r.mapping(item, path: p, known: routeKeys) else { continue }
+            let match = routeMatch(m["match"], path: "\(p).match", item: item, r)
+            var upstream = ""
+            if let n = m["upstream"], let s = r.string(n, path: "\(p).upstream") {
+                if cfg.upstreams[s] == nil {
+                    r.problem("\(p).upstream", n, "\"\(s)\" is not defined; defined: \(defined.isEmpty ? "(none)" : defined.joined(separator: ", "))")
+                }
+                upstream = s
+            } else if m["upstream"] == nil {
+                r.problem(p, item, "needs upstream: NAME (defined: \(defined.joined(separator: ", ")))")
+            }
+            var auth = AuthMode.none
+            if let n = m["auth"], let s = r.string(n, path: "\(p).auth") {
+                if let a = AuthMode(rawValue: s) {
+                    auth = a
+                    if a != .none {
+                        r.problem("\(p).auth", n, "auth: \(s) is not available in this version (only none); refusing to start rather than serve this route unprotected")
+                    }
+                } else {
+                    r.problem("\(p).auth", n, "must be one of \(AuthMode.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+            } else if m["auth"] == nil {
+                r.problem("\(p).auth", item, "is missing; say auth: none explicitly for a public route")
+            }
+            if let n = m["issuers"], let seq = r.sequence(n, path: "\(p).issuers") {
+                for (j, iss) in seq.enumerated() {
+                    if let s = r.string(iss, path: "\(p).issuers[\(j)]"), !cfg.issuerNames.contains(s) {
+                        r.problem("\(p).issuers[\(j)]", iss, "\"\(s)\" is not defined; defined: \(cfg.issuerNames.joined(separator: ", "))")
+                    }
+                }
+            }
+            if let n = m["client"], let s = r.string(n, path: "\(p).client"), !cfg.clientNames.contains(s) {
+                r.problem("\(p).client", n, "\"\(s)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
+            }
+            var name = p
+            if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
+            if let match { out.append(RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth)) }
+        }
+        return out
+    }
+
+    private static func routeMatch(_ node: Node?, path p: String, item: Node, _ r: ConfigReader) -> RouteMatch? {
+        guard let node else { r.problem(p, item, "is missing; e.g. match: { path_prefix: / }"); return nil }
+        guard let m = r.mapping(node, path: p, known: ["host", "path", "path_prefix", "methods"]) else { return nil }
+        var host: HostPattern?
+        if let n = m["host"], let s = r.string(n, path: "\(p).host") {
+            host = HostPattern(s)
+            if host == nil { r.problem("\(p).host", n, "\"\(s)\" is not a host name or *.wildcard") }
+        }
+        var pattern: PathPattern?
+        switch (m["path"], m["path_prefix"]) {
+        case (.some, .some): r.problem(p, node, "give path or path_prefix, not both")
+        case (nil, nil): r.problem(p, node, "needs path: /exact or path_prefix: /prefix/")
+        case (let n?, nil), (nil, let n?):
+            let key = m["path"] != nil ? "path" : "path_prefix"
+            if let s = r.string(n, path: "\(p).\(key)") {
+                // A rule must already be in normal form, or no request could ever match it.
+                if case .success(let norm) = PathNormalizer.normalize(target: s), norm.path == s, norm.query == nil {
+                    pattern = key == "path" ? .exact(s) : .prefix(s)
+                } else {
+                    r.problem("\(p).\(key)", n, "\"\(s)\" must start with / and be a normalized path (no //, dot-segments, query or encoded unreserved characters)")
+                }
+            }
+        }
+        var methods: Set<HTTPMethod>?
+        if let n = m["methods"], let seq = r.sequence(n, path: "\(p).methods") {
+            var set = Set<HTTPMethod>()
+            for (j, item) in seq.enumerated() {
+                guard let s = r.string(item, path: "\(p).methods[\(j)]") else { continue }
+                if let method = HTTPMethod(rawValue: s.uppercased()) { set.insert(method) }
+                else { r.problem("\(p).methods[\(j)]", item, "\"\(s)\" is not one of \(HTTPMethod.allCases.map(\.rawValue).joined(separator: ", "))") }
+            }
+            methods = set
+        }
+        guard let pattern else { return nil }
+        return RouteMatch(host: host, path: pattern, methods: methods)
+    }
+}

@@ -1,0 +1,95 @@
+import Reactor
+
+/// The whole configuration, validated: every value here has passed `ConfigParser`.
+/// Plain values; a reload builds a new one and swaps it in.
+public struct GatewayConfig: Sendable {
+    public var listeners: [ListenerConfig] = []
+    /// `/healthz`, `/readyz`, `/metrics`; never served on the public listeners.
+    public var adminListen: SocketAddress? = SocketAddress(host: "127.0.0.1", port: 9901)
+    public var workers: Int = 1
+    public var trustedProxies: [CIDR] = []
+    public var limits = Limits()
+    public var accessLog = true
+    public var logLevel = "info"
+    public var store = "memory"
+    /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
+    /// always removed (DESIGN: strip, then inject).
+    public var reservedHeaderPrefix: String? = nil
+    public var upstreams: [String: UpstreamConfig] = [:]
+    public var routes: [RouteConfig] = []
+    /// Names defined in sections that later features use (`issuers`, `clients`).
+    public var issuerNames: [String] = []
+    public var clientNames: [String] = []
+
+    public init() {}
+}
+
+public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+public struct ListenerConfig: Sendable {
+    public var address: SocketAddress
+    public var tls: TLSFiles?
+}
+
+public struct TLSFiles: Sendable, Equatable {
+    public var certFile: String
+    public var keyFile: String
+}
+
+public struct Limits: Sendable {
+    public var maxBodySize = 4 << 20
+    public var maxHeaderSize = 32 << 10
+    public var clientIdleTimeout = 60.0
+    public var shutdownGrace = 30.0
+}
+
+public struct UpstreamConfig: Sendable {
+    public enum HostHeader: Sendable, Equatable {
+        /// Send the upstream's own host:port (default).
+        case upstream
+        /// Keep the client's Host.
+        case preserve
+        /// Send this value.
+        case fixed(String)
+    }
+    public var name: String
+    public var host: String
+    public var port: UInt16
+    /// Path the upstream URL carries ("" when none); prefixed to every forwarded path.
+    public var basePath: String
+    public var connectTimeout = 2.0
+    public var timeout = 30.0
+    public var hostHeader = HostHeader.upstream
+    public var maxIdleConnections = 64
+
+    var endpoint: UpstreamEndpoint {
+        UpstreamEndpoint(host: host, port: port, connectTimeout: connectTimeout,
+                         responseTimeout: timeout, maxIdle: maxIdleConnections)
+    }
+    /// The authority as an upstream Host header.
+    var authority: String { port == 80 ? host : "\(host):\(port)" }
+}
+
+/// `auth:` per route (DESIGN "What it does, per route").
+public enum AuthMode: String, Sendable, CaseIterable {
+    case none, bearer, dpop, token, login, login_or_token
+}
+
+public struct RouteConfig: Sendable {
+    public var index: Int
+    /// For metrics and logs: `name:` or "routes[N]".
+    public var name: String
+    public var match: RouteMatch
+    public var upstream: String
+    public var auth: AuthMode
+}
+
+public struct RouteMatch: Sendable, Equatable {
+    public var host: HostPattern?
+    public var path: PathPattern
+    public var methods: Set<HTTPMethod>?
+}

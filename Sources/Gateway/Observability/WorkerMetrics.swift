@@ -1,0 +1,78 @@
+/// One worker's counters. Written only on that worker's loop; read by asking the loop for a
+/// `MetricsSnapshot` (no locks or atomics on the request path).
+final class WorkerMetrics {
+    static let latencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    struct RouteStatus: Hashable { var route: String; var status: Int }
+
+    private(set) var requests: [RouteStatus: Int] = [:]
+    private(set) var latencyCounts = [Int](repeating: 0, count: latencyBuckets.count + 1)
+    private(set) var latencySum = 0.0
+    private(set) var upstreamErrors: [String: Int] = [:]
+    var inflight = 0
+
+    func record(route: String, status: Int, seconds: Double) {
+        requests[RouteStatus(route: route, status: status), default: 0] += 1
+        var i = 0
+        while i < WorkerMetrics.latencyBuckets.count && seconds > WorkerMetrics.latencyBuckets[i] { i += 1 }
+        latencyCounts[i] += 1
+        latencySum += seconds
+    }
+
+    func upstreamError(_ kind: String) { upstreamErrors[kind, default: 0] += 1 }
+
+    func snapshot(upstreamConnections: [String: Int]) -> MetricsSnapshot {
+        MetricsSnapshot(requests: requests, latencyCounts: latencyCounts, latencySum: latencySum,
+                        upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections)
+    }
+}
+
+/// Counters of all workers added up, rendered in the Prometheus text format (0.0.4).
+struct MetricsSnapshot: Sendable {
+    var requests: [WorkerMetrics.RouteStatus: Int] = [:]
+    var latencyCounts = [Int](repeating: 0, count: WorkerMetrics.latencyBuckets.count + 1)
+    var latencySum = 0.0
+    var upstreamErrors: [String: Int] = [:]
+    var inflight = 0
+    var upstreamConnections: [String: Int] = [:]
+
+    mutating func add(_ o: MetricsSnapshot) {
+        requests.merge(o.requests, uniquingKeysWith: +)
+        for i in latencyCounts.indices { latencyCounts[i] += o.latencyCounts[i] }
+        latencySum += o.latencySum
+        upstreamErrors.merge(o.upstreamErrors, uniquingKeysWith: +)
+        inflight += o.inflight
+        upstreamConnections.merge(o.upstreamConnections, uniquingKeysWith: +)
+    }
+
+    func prometheusText(ready: Bool) -> String {
+        var out = "# HELP tokengate_requests_total Requests answered, by route and status.\n# TYPE tokengate_requests_total counter\n"
+        for (k, v) in requests.sorted(by: { ($0.key.route, $0.key.status) < ($1.key.route, $1.key.status) }) {
+            out += "tokengate_requests_total{route=\"\(label(k.route))\",status=\"\(k.status)\"} \(v)\n"
+        }
+        out += "# HELP tokengate_request_duration_seconds Time from request to last response byte.\n# TYPE tokengate_request_duration_seconds histogram\n"
+        var cumulative = 0
+        for (i, bound) in WorkerMetrics.latencyBuckets.enumerated() {
+            cumulative += latencyCounts[i]
+            out += "tokengate_request_duration_seconds_bucket{le=\"\(bound)\"} \(cumulative)\n"
+        }
+        cumulative += latencyCounts.last!
+        out += "tokengate_request_duration_seconds_bucket{le=\"+Inf\"} \(cumulative)\n"
+        out += "tokengate_request_duration_seconds_sum \(latencySum)\ntokengate_request_duration_seconds_count \(cumulative)\n"
+        out += "# HELP tokengate_upstream_errors_total Upstream exchanges that failed, by kind.\n# TYPE tokengate_upstream_errors_total counter\n"
+        for (k, v) in upstreamErrors.sorted(by: { $0.key < $1.key }) {
+            out += "tokengate_upstream_errors_total{kind=\"\(label(k))\"} \(v)\n"
+        }
+        out += "# HELP tokengate_inflight_requests Requests being served now.\n# TYPE tokengate_inflight_requests gauge\ntokengate_inflight_requests \(inflight)\n"
+        out += "# HELP tokengate_upstream_connections Open connections to each upstream.\n# TYPE tokengate_upstream_connections gauge\n"
+        for (k, v) in upstreamConnections.sorted(by: { $0.key < $1.key }) {
+            out += "tokengate_upstream_connections{upstream=\"\(label(k))\"} \(v)\n"
+        }
+        out += "# HELP tokengate_ready Whether the gateway reports ready.\n# TYPE tokengate_ready gauge\ntokengate_ready \(ready ? 1 : 0)\n"
+        return out
+    }
+
+    private func label(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

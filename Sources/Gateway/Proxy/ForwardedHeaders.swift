@@ -1,0 +1,43 @@
+/// X-Forwarded-For / -Proto / -Host and X-Request-Id for the upstream request. The client's
+/// own values are believed only when the TCP peer is in `trusted_proxies`; otherwise the
+/// gateway states what it saw itself.
+public struct ForwardedHeaders: Equatable {
+    public var forwardedFor: String
+    public var forwardedProto: String
+    public var forwardedHost: String?
+    public var requestID: String
+
+    public struct Inbound {
+        public var peer: String
+        public var peerTrusted: Bool
+        public var scheme: String
+        public var host: String?
+        public var xForwardedFor: [String]
+        public var xForwardedProto: String?
+        public var xForwardedHost: String?
+        public var xRequestID: String?
+    }
+
+    public static func compute(_ inbound: Inbound, newRequestID: () -> String) -> ForwardedHeaders {
+        let trusted = inbound.peerTrusted
+        var chain = trusted ? inbound.xForwardedFor.joined(separator: ", ") : ""
+        chain = chain.isEmpty ? inbound.peer : "\(chain), \(inbound.peer)"
+        var proto = inbound.scheme
+        if trusted, let p = inbound.xForwardedProto?.lowercased(), p == "http" || p == "https" { proto = p }
+        var host = inbound.host
+        if trusted, let h = inbound.xForwardedHost, HostNormalizer.normalize(h) != nil { host = h }
+        var id: String
+        if trusted, let given = inbound.xRequestID, isValidRequestID(given) { id = given } else { id = newRequestID() }
+        if id.isEmpty { id = newRequestID() }
+        return ForwardedHeaders(forwardedFor: chain, forwardedProto: proto, forwardedHost: host, requestID: id)
+    }
+
+    /// 1–128 characters of [A-Za-z0-9._:-]: safe in logs and headers.
+    public static func isValidRequestID(_ id: String) -> Bool {
+        let u = id.utf8
+        return !u.isEmpty && u.count <= 128 && u.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)
+                || c == 0x2e || c == 0x5f || c == 0x3a || c == 0x2d
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Reactor
+
+/// The request path up to the upstream call, built from the stages in order:
+/// validate host → normalize path → route → scrub and forward headers.
+/// (Authentication stages slot in after routing; see DESIGN.)
+enum RequestPipeline {
+    enum Outcome {
+        case reject(status: Int, error: String, description: String)
+        case forward(route: RouteConfig, request: UpstreamCall.Request, path: String)
+    }
+
+    static func prepare(_ req: ServerRequest, forwarded: ForwardedHeaders, router: Router,
+                        routes: [Int: RouteConfig], config: GatewayConfig) -> Outcome {
+        guard let method = req.method else {
+            return .reject(status: 405, error: "invalid_request", description: "method not allowed")
+        }
+        let headers = req.headers
+        // RFC 9112 §3.2: a request with more than one Host, or an HTTP/1.1 request with none,
+        // gets 400.
+        let hostCount = headers.count("Host")
+        if hostCount > 1 || (hostCount == 0 && req.version >= (1, 1)) {
+            return .reject(status: 400, error: "invalid_request", description: "exactly one Host header is required")
+        }
+        var host = ""
+        if let raw = headers.first("Host") {
+            guard let h = HostNormalizer.normalize(raw) else {
+                return .reject(status: 400, error: "invalid_request", description: "the Host header is not a valid host")
+            }
+            host = h
+        }
+        let normalized: PathNormalizer.Normalized
+        switch PathNormalizer.normalize(target: req.rawTarget) {
+        case .success(let n): normalized = n
+        case .failure(let why): return .reject(status: 400, error: "invalid_request", description: describe(why))
+        }
+        let route: RouteConfig
+        switch router.decide(host: host, method: method, normalized: normalized) {
+        case .notFound:
+            return .reject(status: 404, error: "not_found", description: "no route for this request")
+        case .escapesRoute:
+            return .reject(status: 400, error: "invalid_request", description: "the path's dot-segments leave the route they start in")
+        case .route(let index):
+            route = routes[index]!
+        }
+        guard let upstream = config.upstreams[route.upstream] else {
+            return .reject(status: 502, error: "bad_gateway", description: "no upstream")
+        }
+
+        var out: [(name: String, value: String)] = []
+        out.reserveCapacity(16)
+        let listed = headers.first("Connection").map { HeaderRules.connectionTokens([$0]) } ?? []
+        let reserved = config.reservedHeaderPrefix?.lowercased()
+        headers.forEach { name, value in
+            if HeaderRules.forwardsRequestHeader(name, listed: listed, reservedPrefix: reserved) {
+                out.append((name, value))
+            }
+        }
+        switch upstream.hostHeader {
+        case .upstream: out.append(("Host", upstream.authority))
+        case .preserve: out.append(("Host", headers.first("Host") ?? upstream.authority))
+        case .fixed(let value): out.append(("Host", value))
+        }
+        out.append(("X-Forwarded-For", forwarded.forwardedFor))
+        out.append(("X-Forwarded-Proto", forwarded.forwardedProto))
+        if let h = forwarded.forwardedHost { out.append(("X-Forwarded-Host", h)) }
+        out.append(("X-Request-Id", forwarded.requestID))
+
+        var target = upstream.basePath + normalized.path
+        if let q = normalized.query { target += "?" + q }
+        return .forward(route: route, request: UpstreamCall.Request(method: method, target: target, headers: out),
+                        path: normalized.path)
+    }
+
+    static func describe(_ r: PathNormalizer.Rejection) -> String {
+        switch r {
+        case .notOriginForm: return "the request target must be a path starting with /"
+        case .badPercentEncoding: return "the path has a malformed percent-encoding"
+        case .encodedSlash: return "the path has an encoded slash (%2F)"
+        case .backslash: return "the path has a backslash"
+        case .controlCharacter: return "the request target has a control character"
+        case .escapesRoot: return "the path's dot-segments climb above the root"
+        case .fragment: return "the request target has a fragment"
+        case .servletDotSegment: return "the path has a dot-segment with parameters (..;)"
+        }
+    }
+}

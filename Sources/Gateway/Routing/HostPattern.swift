@@ -1,0 +1,67 @@
+/// A route's `host:` — an exact name or a `*.` wildcard (any depth of labels in front of
+/// the suffix; the bare suffix itself does not match). Compared case-insensitively.
+public enum HostPattern: Sendable, Equatable {
+    case exact(String)
+    /// Stored with its leading dot: `*.example.com` → ".example.com".
+    case wildcard(suffix: String)
+
+    public init?(_ text: String) {
+        let lower = text.lowercased()
+        if lower.hasPrefix("*.") {
+            let suffix = String(lower.dropFirst())
+            guard suffix.count > 1, !suffix.contains("*"), HostPattern.validName(String(suffix.dropFirst())) else { return nil }
+            self = .wildcard(suffix: suffix)
+        } else {
+            guard HostPattern.validName(lower) else { return nil }
+            self = .exact(lower)
+        }
+    }
+
+    /// `host` is already normalized (lowercase, no port, no trailing dot).
+    public func matches(_ host: String) -> Bool {
+        switch self {
+        case .exact(let name): return host == name
+        case .wildcard(let suffix): return host.count > suffix.count && host.hasSuffix(suffix)
+        }
+    }
+
+    /// Higher is more specific: exact beats wildcard; longer wildcard suffix beats shorter.
+    var specificity: Int {
+        switch self {
+        case .exact: return 1_000_000
+        case .wildcard(let suffix): return suffix.count
+        }
+    }
+
+    static func validName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { c in
+            (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x2e
+        }
+    }
+}
+
+/// A route's path rule: `path:` (exact) or `path_prefix:`. A prefix that ends in "/" matches
+/// everything under it; one that does not matches itself and whatever follows a "/" — so
+/// `/api` matches `/api` and `/api/x`, never `/apiary`.
+public enum PathPattern: Sendable, Equatable {
+    case exact(String)
+    case prefix(String)
+
+    public func matches(_ path: String) -> Bool {
+        switch self {
+        case .exact(let p): return path == p
+        case .prefix(let p):
+            guard path.hasPrefix(p) else { return false }
+            if p.hasSuffix("/") || path.utf8.count == p.utf8.count { return true }
+            return path.utf8[path.utf8.index(path.utf8.startIndex, offsetBy: p.utf8.count)] == UInt8(ascii: "/")
+        }
+    }
+
+    /// Exact beats any prefix; a longer prefix beats a shorter one.
+    var specificity: Int {
+        switch self {
+        case .exact(let p): return 1_000_000 + p.utf8.count
+        case .prefix(let p): return p.utf8.count
+        }
+    }
+}

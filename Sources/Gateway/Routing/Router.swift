@@ -1,0 +1,52 @@
+import Reactor
+
+/// Chooses a route for (host, method, normalized path). Routes are sorted once, most
+/// specific first — host (exact, then longest wildcard, then any), then path (exact, then
+/// longest prefix), then routes with a method list before those without — and the first
+/// match wins; ties keep config order.
+public struct Router: Sendable {
+    public let routes: [RouteConfig]
+
+    public init(routes: [RouteConfig]) {
+        self.routes = routes.sorted { a, b in
+            let ka = Router.rank(a), kb = Router.rank(b)
+            if ka != kb { return ka.lexicographicallyPrecedes(kb) == false }
+            return a.index < b.index
+        }
+    }
+
+    private static func rank(_ r: RouteConfig) -> [Int] {
+        [r.match.host?.specificity ?? 0, r.match.path.specificity, r.match.methods == nil ? 0 : 1]
+    }
+
+    public func match(host: String, method: HTTPMethod, path: String) -> RouteConfig? {
+        for route in routes {
+            if let h = route.match.host, !h.matches(host) { continue }
+            if let m = route.match.methods, !m.contains(method) { continue }
+            if route.match.path.matches(path) { return route }
+        }
+        return nil
+    }
+
+    public enum Decision: Equatable {
+        case route(Int)
+        case notFound
+        /// A `..` in the request moved the path out of the route it was in.
+        case escapesRoute
+    }
+
+    /// Routes a normalized request. A `..` that removed a segment is allowed only when the
+    /// path, as it stood before that `..`, was served by the same route as the result: so
+    /// `/static/css/../img/a.png` is fine, `/public/../admin` is refused (400), even though
+    /// the gateway would route and check `/admin` correctly — a request that means one
+    /// route and lands on another is an attack, not a typo.
+    public func decide(host: String, method: HTTPMethod, normalized: PathNormalizer.Normalized) -> Decision {
+        guard let route = match(host: host, method: method, path: normalized.path) else {
+            return normalized.dotDotOrigins.isEmpty ? .notFound : .escapesRoute
+        }
+        for origin in normalized.dotDotOrigins {
+            if match(host: host, method: method, path: origin)?.index != route.index { return .escapesRoute }
+        }
+        return .route(route.index)
+    }
+}

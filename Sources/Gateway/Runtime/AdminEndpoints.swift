@@ -1,0 +1,65 @@
+import Reactor
+
+/// The admin listener (never the public one): `/healthz` (process alive), `/readyz`
+/// (accepting traffic), `/metrics` (Prometheus text). Runs on the main loop; metrics are
+/// gathered by asking each worker's loop for a snapshot.
+final class AdminEndpoints {
+    private let loop: EventLoop
+    private let workers: [Worker]
+    private let isReady: () -> Bool
+    private var server: HTTPServer?
+
+    init(loop: EventLoop, workers: [Worker], isReady: @escaping () -> Bool) {
+        self.loop = loop
+        self.workers = workers
+        self.isReady = isReady
+    }
+
+    func serve(on addr: SocketAddress) throws {
+        var options = HTTPServerOptions()
+        options.maxBodySize = 0
+        options.idleTimeout = 10
+        let server = HTTPServer(loop: loop, options: options, tls: nil) { [unowned self] req in self.handle(req) }
+        try server.serve(listeningSocket: try Listener.open(host: addr.host, port: addr.port))
+        self.server = server
+    }
+
+    private func handle(_ req: ServerRequest) {
+        let path = req.rawTarget.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
+        switch (req.method, path) {
+        case (.GET?, "/healthz"), (.HEAD?, "/healthz"):
+            reply(req, 200, "text/plain", "ok\n")
+        case (.GET?, "/readyz"), (.HEAD?, "/readyz"):
+            let ready = isReady()
+            reply(req, ready ? 200 : 503, "text/plain", ready ? "ready\n" : "not ready: shutting down\n")
+        case (.GET?, "/metrics"):
+            gather { [isReady] snapshot in
+                self.reply(req, 200, "text/plain; version=0.0.4", snapshot.prometheusText(ready: isReady()))
+            }
+        default:
+            reply(req, 404, "text/plain", "not found\n")
+        }
+    }
+
+    private func gather(_ done: @escaping (MetricsSnapshot) -> Void) {
+        var total = MetricsSnapshot()
+        var pending = workers.count
+        if pending == 0 { done(total); return }
+        for w in workers {
+            w.loop.execute { [loop] in
+                let snap = w.snapshot()
+                loop.execute {
+                    total.add(snap)
+                    pending -= 1
+                    if pending == 0 { done(total) }
+                }
+            }
+        }
+    }
+
+    private func reply(_ req: ServerRequest, _ status: Int, _ type: String, _ body: String) {
+        req.responseHeaders.add("Content-Type", type)
+        req.responseHeaders.add("Cache-Control", "no-store")
+        req.respond(status: status, body: OwnedBuffer(body))
+    }
+}

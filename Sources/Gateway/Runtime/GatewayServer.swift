@@ -1,0 +1,112 @@
+import Foundation
+import Logging
+import Reactor
+
+/// The running gateway: workers, the admin listener and signal handling on the main loop.
+/// SIGHUP reloads the config file (a bad file is refused and the old config keeps serving);
+/// SIGTERM/SIGINT stop accepting, let in-flight requests finish within the grace period,
+/// and return from `run()`.
+public final class GatewayServer {
+    private let configPath: String?
+    private var config: GatewayConfig
+    private let log: Logger
+    private let mainLoop = EventLoop()
+    private var workers: [Worker] = []
+    private var admin: AdminEndpoints?
+    private var signals: [SignalWatcher] = []
+    private var shuttingDown = false
+    private var graceTimer: LoopTimer?
+
+    public init(config: GatewayConfig, configPath: String?, log: Logger) {
+        self.config = config
+        self.configPath = configPath
+        self.log = log
+    }
+
+    /// Binds everything, then serves until shut down. Throws if a socket or TLS file fails.
+    public func run() throws {
+        signal(SIGPIPE, SIG_IGN)
+        var tlsContexts: [TLSContext?] = []
+        for l in config.listeners {
+            tlsContexts.append(try l.tls.map { try TLSContext(certificateFile: $0.certFile, privateKeyFile: $0.keyFile) })
+        }
+        let prefix = RequestIDGenerator.makeProcessPrefix()
+        for id in 0..<config.workers {
+            let worker = Worker(id: id, config: config, log: log, processPrefix: prefix)
+            var sockets: [(fd: Int32, tls: TLSContext?)] = []
+            for (i, l) in config.listeners.enumerated() {
+                sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i]))
+            }
+            try worker.serve(sockets: sockets)
+            workers.append(worker)
+        }
+        if let addr = config.adminListen {
+            let endpoints = AdminEndpoints(loop: mainLoop, workers: workers, isReady: { [unowned self] in !self.shuttingDown })
+            try endpoints.serve(on: addr)
+            admin = endpoints
+        }
+        signals = [
+            SignalWatcher(loop: mainLoop, signal: SIGHUP) { [unowned self] in self.reload() },
+            SignalWatcher(loop: mainLoop, signal: SIGTERM) { [unowned self] in self.shutdown() },
+            SignalWatcher(loop: mainLoop, signal: SIGINT) { [unowned self] in self.shutdown() },
+        ]
+        for w in workers { w.startThread() }
+        log.info("tokengate serving", metadata: [
+            "listen": .array(config.listeners.map { .string("\($0.address)\($0.tls != nil ? " (tls)" : "")") }),
+            "admin": .string(config.adminListen.map { "\($0)" } ?? "off"),
+            "workers": .stringConvertible(config.workers), "routes": .stringConvertible(config.routes.count),
+        ])
+        mainLoop.run()
+    }
+
+    private func reload() {
+        guard let path = configPath, !shuttingDown else { return }
+        switch ConfigParser.load(path: path) {
+        case .failure(let err):
+            log.error("reload refused: the new config has problems; the old config keeps serving",
+                      metadata: ["problems": .array(err.problems.map { .string($0.description) })])
+        case .success(var new):
+            // Sockets and threads are fixed at start; a change to them needs a restart.
+            if new.workers != config.workers || new.listeners.map(\.address) != config.listeners.map(\.address)
+                || new.adminListen != config.adminListen || new.listeners.map(\.tls) != config.listeners.map(\.tls) {
+                log.warning("reload: listen, admin_listen, workers and TLS changes take effect only after a restart")
+                new.workers = config.workers
+                new.listeners = config.listeners
+                new.adminListen = config.adminListen
+            }
+            config = new
+            for w in workers {
+                w.loop.execute { w.apply(new) }
+            }
+            log.info("config reloaded", metadata: ["routes": .stringConvertible(new.routes.count)])
+        }
+    }
+
+    private func shutdown() {
+        guard !shuttingDown else { return }
+        shuttingDown = true
+        log.info("shutting down: draining in-flight requests", metadata: ["grace_s": .stringConvertible(config.limits.shutdownGrace)])
+        var remaining = workers.count
+        for w in workers {
+            w.loop.execute { [mainLoop] in
+                w.drain {
+                    mainLoop.execute { [unowned self] in
+                        remaining -= 1
+                        if remaining == 0 { self.finish(clean: true) }
+                    }
+                }
+            }
+        }
+        graceTimer = LoopTimer(loop: mainLoop, seconds: config.limits.shutdownGrace) { [unowned self] in
+            self.finish(clean: false)
+        }
+    }
+
+    private func finish(clean: Bool) {
+        graceTimer?.cancel()
+        if !clean { log.warning("grace period over: closing with requests still in flight") }
+        log.info("stopped")
+        for w in workers { w.loop.stop() }
+        mainLoop.stop()
+    }
+}

@@ -1,0 +1,10 @@
+import Reactor
+
+/// What the pipeline knows about one request once it is routed; carried to the access log.
+struct RequestContext {
+    var requestID: String
+    var start: Double
+    var method: String
+    var path: String
+    var route: String
+}

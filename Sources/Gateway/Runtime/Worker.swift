@@ -1,0 +1,148 @@
+import Foundation
+import Logging
+import Reactor
+
+/// One event loop thread: its HTTP server on the shared listen addresses (SO_REUSEPORT),
+/// its upstream pools, router and metrics. Nothing here is shared with other workers; the
+/// main thread talks to it only through `loop.execute`.
+final class Worker {
+    let id: Int
+    let loop = EventLoop()
+    let metrics = WorkerMetrics()
+    let log: Logger
+    private(set) var config: GatewayConfig
+    private(set) var router: Router
+    private var routesByIndex: [Int: RouteConfig] = [:]
+    private(set) var pools: [String: UpstreamPool] = [:]
+    private var servers: [HTTPServer] = []
+    private let ids: RequestIDGenerator
+    private(set) var draining = false
+    private var onDrained: (() -> Void)?
+    private var thread: Thread?
+
+    init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String) {
+        self.id = id
+        self.config = config
+        self.log = log
+        router = Router(routes: config.routes)
+        ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
+        apply(config)
+    }
+
+    /// Adds a server on each listening socket (fds opened by the caller, one set per worker).
+    func serve(sockets: [(fd: Int32, tls: TLSContext?)]) throws {
+        var options = HTTPServerOptions()
+        options.maxBodySize = config.limits.maxBodySize
+        options.maxHeaderSize = config.limits.maxHeaderSize
+        options.idleTimeout = config.limits.clientIdleTimeout
+        for socket in sockets {
+            let server = HTTPServer(loop: loop, options: options, tls: socket.tls) { [unowned self] req in
+                self.handle(req)
+            }
+            try server.serve(listeningSocket: socket.fd)
+            servers.append(server)
+        }
+    }
+
+    func startThread() {
+        let t = Thread { [loop] in loop.run() }
+        t.name = "tokengate-worker-\(id)"
+        thread = t
+        t.start()
+    }
+
+    /// Swaps in a new config for requests that start from now on (loop-thread).
+    func apply(_ new: GatewayConfig) {
+        config = new
+        router = Router(routes: new.routes)
+        routesByIndex = Dictionary(uniqueKeysWithValues: new.routes.map { ($0.index, $0) })
+        var next: [String: UpstreamPool] = [:]
+        for (name, up) in new.upstreams {
+            if let old = pools[name], old.endpoint == up.endpoint { next[name] = old }
+            else { next[name] = UpstreamPool(loop: loop, endpoint: up.endpoint) }
+        }
+        for (name, old) in pools where next[name] !== old { old.closeIdle() }
+        pools = next
+    }
+
+    /// Stops accepting; calls `done` (on this loop) once no request is in flight.
+    func drain(_ done: @escaping () -> Void) {
+        draining = true
+        for s in servers { s.stopAccepting() }
+        onDrained = done
+        if metrics.inflight == 0 { finishDrain() }
+    }
+
+    private func finishDrain() {
+        guard let done = onDrained else { return }
+        onDrained = nil
+        done()
+    }
+
+    func clock() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    func snapshot() -> MetricsSnapshot {
+        metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections })
+    }
+
+    // MARK: request path
+
+    private func handle(_ req: ServerRequest) {
+        metrics.inflight += 1
+        var ctx = RequestContext(requestID: "", start: clock(), method: req.method?.rawValue ?? "?", path: "", route: "-")
+        let headers = req.headers
+        let forwarded = ForwardedHeaders.compute(
+            .init(peer: req.peerAddress,
+                  peerTrusted: isTrusted(req.peerAddress),
+                  scheme: req.isTLS ? "https" : "http",
+                  host: headers.first("Host"),
+                  xForwardedFor: headers.count("X-Forwarded-For") > 0 ? [headers.first("X-Forwarded-For")!] : [],
+                  xForwardedProto: headers.first("X-Forwarded-Proto"),
+                  xForwardedHost: headers.first("X-Forwarded-Host"),
+                  xRequestID: headers.first("X-Request-Id")),
+            newRequestID: ids.next)
+        ctx.requestID = forwarded.requestID
+        switch RequestPipeline.prepare(req, forwarded: forwarded, router: router, routes: routesByIndex,
+                                       config: config) {
+        case .reject(let status, let error, let description):
+            ctx.path = String(req.rawTarget.prefix(256))
+            ErrorResponse.send(req, status: status, error: error, description: description,
+                               requestID: ctx.requestID, close: draining)
+            requestFinished(ctx, status: status, bytes: 0, upstreamSeconds: 0, detail: description)
+        case .forward(let route, let upstreamRequest, let path):
+            ctx.path = path
+            ctx.route = route.name
+            guard let pool = pools[route.upstream] else {
+                ErrorResponse.send(req, status: 502, error: "bad_gateway", description: "no upstream", requestID: ctx.requestID)
+                requestFinished(ctx, status: 502, bytes: 0, upstreamSeconds: 0, detail: "pool missing")
+                return
+            }
+            ProxyExchange(worker: self, client: req, context: ctx).start(pool: pool, request: upstreamRequest)
+        }
+    }
+
+    private func isTrusted(_ peer: String) -> Bool {
+        config.trustedProxies.contains { $0.contains(peer) }
+    }
+
+    func requestFinished(_ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?) {
+        let seconds = clock() - ctx.start
+        metrics.inflight -= 1
+        metrics.record(route: ctx.route, status: status, seconds: seconds)
+        if config.accessLog {
+            var meta: Logger.Metadata = [
+                "request_id": .string(ctx.requestID), "route": .string(ctx.route), "method": .string(ctx.method),
+                "path": .string(ctx.path), "status": .stringConvertible(status), "bytes": .stringConvertible(bytes),
+                "duration_ms": .stringConvertible((seconds * 1e6).rounded() / 1e3),
+                "upstream_ms": .stringConvertible((upstreamSeconds * 1e6).rounded() / 1e3),
+            ]
+            if let detail { meta["detail"] = .string(detail) }
+            log.info("access", metadata: meta)
+        }
+        if draining && metrics.inflight == 0 { finishDrain() }
+    }
+}

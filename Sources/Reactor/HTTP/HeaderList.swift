@@ -1,0 +1,55 @@
+internal import CEvent
+internal import CShim
+
+/// A view of one libevent header list (`struct evkeyvalq`). Not owning: the list belongs to
+/// the request it came from, and the view is valid only while that request is.
+public struct HeaderList {
+    let queue: UnsafeMutablePointer<evkeyvalq>
+
+    /// Calls `body` with each header in order (duplicates included).
+    public func forEach(_ body: (_ name: String, _ value: String) -> Void) {
+        var kv = tg_headers_first(queue)
+        while let entry = kv {
+            body(String(cString: entry.pointee.key), String(cString: entry.pointee.value))
+            kv = tg_headers_next(entry)
+        }
+    }
+
+    /// All headers as (name, value) pairs, in order.
+    public var all: [(name: String, value: String)] {
+        var out: [(name: String, value: String)] = []
+        out.reserveCapacity(12)
+        forEach { out.append(($0, $1)) }
+        return out
+    }
+
+    /// The first value of `name` (case-insensitive), if any.
+    public func first(_ name: String) -> String? {
+        guard let value = evhttp_find_header(queue, name) else { return nil }
+        return String(cString: value)
+    }
+
+    /// How many headers named `name` (case-insensitive) there are.
+    public func count(_ name: String) -> Int {
+        var n = 0
+        var kv = tg_headers_first(queue)
+        while let entry = kv {
+            if strcasecmp(entry.pointee.key, name) == 0 { n += 1 }
+            kv = tg_headers_next(entry)
+        }
+        return n
+    }
+
+    /// Appends a header. libevent refuses values with CR/LF (header injection); so do we.
+    @discardableResult
+    public func add(_ name: String, _ value: String) -> Bool {
+        evhttp_add_header(queue, name, value) == 0
+    }
+
+    /// Removes every header named `name`.
+    public func removeAll(_ name: String) {
+        while evhttp_remove_header(queue, name) == 0 {}
+    }
+
+    public func clear() { evhttp_clear_headers(queue) }
+}

@@ -1,0 +1,66 @@
+internal import CEvent
+import Foundation
+
+/// One libevent `event_base`, driven by exactly one thread. Other threads hand it work only
+/// through `execute(_:)` (event_base_once, safe across threads once
+/// `evthread_use_pthreads()` has run, which `EventLoop.initializeThreading()` does once).
+public final class EventLoop: @unchecked Sendable {
+    let base: OpaquePointer
+
+    private static let threadingOnce: Void = {
+        precondition(evthread_use_pthreads() == 0, "evthread_use_pthreads failed")
+    }()
+
+    /// Must run before any base is created; idempotent.
+    public static func initializeThreading() { _ = threadingOnce }
+
+    public init() {
+        EventLoop.initializeThreading()
+        guard let cfg = event_config_new() else { fatalError("event_config_new failed") }
+        defer { event_config_free(cfg) }
+        // One thread per base: no internal locking needed for the base's own events, but
+        // cross-thread event_base_once still needs the lock, so keep it.
+        guard let base = event_base_new_with_config(cfg) else { fatalError("event_base_new failed") }
+        self.base = base
+    }
+
+    deinit { event_base_free(base) }
+
+    /// Runs the loop until `stop()` or until no events remain.
+    public func run() { event_base_dispatch(base) }
+
+    /// Ends `run()` after the current callbacks (thread-safe).
+    public func stop() { event_base_loopbreak(base) }
+
+    /// Runs `work` on this loop's thread soon. Thread-safe.
+    public func execute(_ work: @escaping () -> Void) {
+        schedule(after: 0, work)
+    }
+
+    /// Runs `work` on this loop's thread after `seconds`. Thread-safe; one shot.
+    public func schedule(after seconds: Double, _ work: @escaping () -> Void) {
+        // Retained here, released by `onceThunk` when the callback runs.
+        let box = Unmanaged.passRetained(ClosureBox(work)).toOpaque()
+        var tv = timeval(seconds: seconds)
+        if event_base_once(base, -1, Int16(EV_TIMEOUT), onceThunk, box, &tv) != 0 {
+            Unmanaged<ClosureBox>.fromOpaque(box).release()
+        }
+    }
+}
+
+final class ClosureBox {
+    let work: () -> Void
+    init(_ work: @escaping () -> Void) { self.work = work }
+}
+
+private func onceThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
+    let box = Unmanaged<ClosureBox>.fromOpaque(arg!).takeRetainedValue()
+    box.work()
+}
+
+extension timeval {
+    init(seconds: Double) {
+        let whole = seconds.rounded(.down)
+        self.init(tv_sec: Int(whole), tv_usec: Int((seconds - whole) * 1_000_000))
+    }
+}

@@ -1,0 +1,33 @@
+internal import CEvent
+
+/// A timer event on one loop; fires `action` after `seconds`, once or repeatedly.
+/// Owns its `struct event`; `cancel()` is idempotent and `deinit` frees the event.
+/// Loop-thread only.
+public final class LoopTimer {
+    private var event: OpaquePointer?
+    private let action: () -> Void
+    private let seconds: Double
+
+    public init(loop: EventLoop, seconds: Double, repeating: Bool = false, _ action: @escaping () -> Void) {
+        self.action = action
+        self.seconds = seconds
+        let flags = Int16(repeating ? EV_PERSIST : 0)
+        // Unretained: the Timer owns the event and frees it before it goes away.
+        event = event_new(loop.base, -1, flags, timerThunk, Unmanaged.passUnretained(self).toOpaque())
+        var tv = timeval(seconds: seconds)
+        event_add(event, &tv)
+    }
+
+    public func cancel() {
+        if let event { event_del(event); event_free(event) }
+        event = nil
+    }
+
+    deinit { cancel() }
+
+    fileprivate func fire() { action() }
+}
+
+private func timerThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
+    Unmanaged<LoopTimer>.fromOpaque(arg!).takeUnretainedValue().fire()
+}

@@ -1,0 +1,225 @@
+internal import CEvent
+
+/// Why an upstream exchange failed, as the gateway maps it to 502/504.
+public enum UpstreamFailure: Sendable, Equatable {
+    case connectTimeout, responseTimeout, connectionFailed, invalidResponse, cancelled
+
+    public var isTimeout: Bool { self == .connectTimeout || self == .responseTimeout }
+}
+
+/// The status line and headers of an upstream response.
+public struct UpstreamResponseHead {
+    public let status: Int
+    public let reason: String
+    public let headers: HeaderList
+}
+
+/// Receives the events of one upstream exchange, in order: `head`, `body`*, then exactly
+/// one of `complete` or `failed`.
+public protocol UpstreamCallDelegate: AnyObject {
+    func upstreamHead(_ head: UpstreamResponseHead)
+    func upstreamBody(_ chunk: BodyChunk)
+    func upstreamComplete()
+    func upstreamFailed(_ failure: UpstreamFailure, afterHead: Bool)
+}
+
+/// One request to an upstream over a pooled keep-alive connection: streams the response
+/// to its delegate as it arrives, with a connect deadline and an idle response deadline.
+/// A request without a body that fails on a reused keep-alive connection before any
+/// response byte (the upstream closed it while idle) is retried once on a new connection.
+public final class UpstreamCall {
+    public struct Request {
+        public var method: HTTPMethod
+        public var target: String
+        public var headers: [(name: String, value: String)]
+        public init(method: HTTPMethod, target: String, headers: [(name: String, value: String)]) {
+            self.method = method; self.target = target; self.headers = headers
+        }
+    }
+
+    private let pool: UpstreamPool
+    private let request: Request
+    private weak var delegate: UpstreamCallDelegate?
+    private var connection: UpstreamConnection?
+    private var evreq: OpaquePointer?
+    private var connectTimer: LoopTimer?
+    private var gotHead = false
+    private var finished = false
+    private var failure: UpstreamFailure?
+    private var retried = false
+    private var body: OpaquePointer?
+    private var hasBody = false
+    /// Keeps self alive while libevent holds a pointer to it; set in `start`, cleared in `end`.
+    private var selfRetain: UpstreamCall?
+
+    public init(pool: UpstreamPool, request: Request, delegate: UpstreamCallDelegate) {
+        self.pool = pool
+        self.request = request
+        self.delegate = delegate
+    }
+
+    /// Sends the request; the body (if any) is moved out of `clientBody`.
+    public func start(movingBodyFrom client: ServerRequest?) {
+        selfRetain = self
+        if let client, client.bodyLength > 0 {
+            hasBody = true
+            body = evbuffer_new()
+            evbuffer_add_buffer(body, evhttp_request_get_input_buffer(client.req))
+        }
+        send(fresh: false)
+    }
+
+    private func send(fresh: Bool) {
+        let conn = pool.acquire(fresh: fresh)
+        connection = conn
+        // Unretained: `selfRetain` keeps this call alive until `end`.
+        guard let req = evhttp_request_new(doneThunk, Unmanaged.passUnretained(self).toOpaque()) else {
+            end(failure: .connectionFailed)
+            return
+        }
+        evreq = req
+        evhttp_request_set_header_cb(req, headerThunk)
+        evhttp_request_set_chunked_cb(req, chunkThunk)
+        evhttp_request_set_error_cb(req, errorThunk)
+        let out = HeaderList(queue: evhttp_request_get_output_headers(req))
+        for (name, value) in request.headers { out.add(name, value) }
+        if let body {
+            // Moved, not copied: a request with a body is never retried.
+            evbuffer_add_buffer(evhttp_request_get_output_buffer(req), body)
+            out.add("Content-Length", String(evbuffer_get_length(evhttp_request_get_output_buffer(req))))
+        } else if request.method == .POST || request.method == .PUT || request.method == .PATCH {
+            out.add("Content-Length", "0")
+        }
+        if evhttp_make_request(conn.evcon, req, request.method.cmd, request.target) != 0 {
+            // libevent freed the request on failure.
+            evreq = nil
+            end(failure: .connectionFailed)
+            return
+        }
+        if !conn.isConnected {
+            connectTimer = LoopTimer(loop: pool.loop, seconds: pool.endpoint.connectTimeout) { [weak self] in
+                self?.connectDeadline()
+            }
+        }
+    }
+
+    /// Abandons the exchange (client went away). No delegate call follows.
+    public func cancel() {
+        guard !finished else { return }
+        delegate = nil
+        failure = .cancelled
+        if let req = evreq {
+            evreq = nil
+            evhttp_cancel_request(req)
+        }
+        end(failure: .cancelled)
+    }
+
+    /// Flow control: stop reading the upstream while the client is slow.
+    public func pause() {
+        if let bev = connection?.bufferEvent { bufferevent_disable(bev, Int16(EV_READ)) }
+    }
+
+    public func resume() {
+        if let bev = connection?.bufferEvent { bufferevent_enable(bev, Int16(EV_READ)) }
+    }
+
+    private func connectDeadline() {
+        connectTimer = nil
+        guard !finished, let conn = connection, !conn.isConnected, let req = evreq else { return }
+        failure = .connectTimeout
+        evreq = nil
+        evhttp_cancel_request(req)
+        end(failure: .connectTimeout)
+    }
+
+    fileprivate func onHead(_ req: OpaquePointer) -> Int32 {
+        connectTimer?.cancel()
+        connectTimer = nil
+        gotHead = true
+        let status = Int(evhttp_request_get_response_code(req))
+        let reason = evhttp_request_get_response_code_line(req).map { String(cString: $0) } ?? ""
+        delegate?.upstreamHead(UpstreamResponseHead(status: status, reason: reason,
+                                                    headers: HeaderList(queue: evhttp_request_get_input_headers(req))))
+        return 0
+    }
+
+    fileprivate func onChunk(_ req: OpaquePointer) {
+        delegate?.upstreamBody(BodyChunk(buffer: evhttp_request_get_input_buffer(req)))
+    }
+
+    fileprivate func onError(_ error: evhttp_request_error) {
+        switch error {
+        case EVREQ_HTTP_TIMEOUT: failure = failure ?? (connection?.isConnected == true ? .responseTimeout : .connectTimeout)
+        case EVREQ_HTTP_INVALID_HEADER, EVREQ_HTTP_DATA_TOO_LONG: failure = failure ?? .invalidResponse
+        case EVREQ_HTTP_REQUEST_CANCEL:
+            // Cancelled by us: libevent will not call the done callback.
+            failure = failure ?? .cancelled
+        default: failure = failure ?? .connectionFailed
+        }
+    }
+
+    fileprivate func onDone(_ req: OpaquePointer?) {
+        evreq = nil
+        connectTimer?.cancel()
+        connectTimer = nil
+        guard let req, evhttp_request_get_response_code(req) != 0, failure == nil else {
+            let why = failure ?? .connectionFailed
+            if let conn = connection, conn.served > 0, !gotHead, why == .connectionFailed,
+               !retried, !hasBody {
+                // Stale keep-alive connection: one retry on a new connection.
+                retried = true
+                failure = nil
+                pool.discard(conn)
+                connection = nil
+                send(fresh: true)
+                return
+            }
+            end(failure: why)
+            return
+        }
+        if !gotHead { _ = onHead(req) }
+        end(failure: nil)
+    }
+
+    private func end(failure: UpstreamFailure?) {
+        guard !finished else { return }
+        finished = true
+        connectTimer?.cancel()
+        connectTimer = nil
+        if let body { evbuffer_free(body); self.body = nil }
+        if let conn = connection {
+            connection = nil
+            conn.served += 1
+            if failure == nil { pool.release(conn, reusable: true) } else { pool.discard(conn) }
+        }
+        let delegate = self.delegate
+        self.delegate = nil
+        if let failure {
+            if failure != .cancelled { delegate?.upstreamFailed(failure, afterHead: gotHead) }
+        } else {
+            delegate?.upstreamComplete()
+        }
+        selfRetain = nil
+    }
+}
+
+private func call(_ arg: UnsafeMutableRawPointer?) -> UpstreamCall {
+    Unmanaged<UpstreamCall>.fromOpaque(arg!).takeUnretainedValue()
+}
+
+private func headerThunk(_ req: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> Int32 {
+    call(arg).onHead(req!)
+}
+
+private func chunkThunk(_ req: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
+    call(arg).onChunk(req!)
+}
+
+private func errorThunk(_ error: evhttp_request_error, _ arg: UnsafeMutableRawPointer?) {
+    call(arg).onError(error)
+}
+
+private func doneThunk(_ req: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
+    call(arg).onDone(req)
+}
