@@ -1,0 +1,78 @@
+import Reactor
+import Testing
+@testable import Gateway
+
+@Suite("Router: most specific route wins; dot-segments may not change routes")
+struct RouterTests {
+    func route(_ i: Int, host: String? = nil, exact: String? = nil, prefix: String? = nil, methods: [HTTPMethod]? = nil) -> RouteConfig {
+        RouteConfig(index: i, name: "r\(i)",
+                    match: RouteMatch(host: host.flatMap(HostPattern.init),
+                                      path: exact.map(PathPattern.exact) ?? .prefix(prefix ?? "/"),
+                                      methods: methods.map(Set.init)),
+                    upstream: "u", auth: .none)
+    }
+
+    var router: Router {
+        Router(routes: [
+            route(0, prefix: "/"),
+            route(1, prefix: "/api"),
+            route(2, prefix: "/api/orders/"),
+            route(3, exact: "/api/orders/export"),
+            route(4, prefix: "/api/orders/", methods: [.POST]),
+            route(5, host: "*.example.com", prefix: "/"),
+            route(6, host: "admin.example.com", prefix: "/"),
+            route(7, host: "*.internal.example.com", prefix: "/"),
+            route(8, prefix: "/public/"),
+            route(9, prefix: "/admin"),
+        ])
+    }
+
+    @Test("picks the most specific route", arguments: [
+        ("h", HTTPMethod.GET, "/", 0), ("h", .GET, "/apiary", 0), ("h", .GET, "/api", 1), ("h", .GET, "/api/x", 1),
+        ("h", .GET, "/api/orders/1", 2), ("h", .POST, "/api/orders/1", 4), ("h", .GET, "/api/orders/export", 3),
+        ("h", .POST, "/api/orders/export", 3), ("h", .GET, "/api/orders", 1), ("a.example.com", .GET, "/api", 5),
+        ("admin.example.com", .GET, "/", 6), ("x.y.example.com", .GET, "/", 5), ("example.com", .GET, "/", 0),
+        ("a.internal.example.com", .GET, "/", 7), ("notexample.com", .GET, "/", 0),
+    ])
+    func specificity(_ host: String, _ method: HTTPMethod, _ path: String, _ expected: Int) {
+        #expect(router.match(host: host, method: method, path: path)?.index == expected)
+    }
+
+    @Test func noMatchIs404() {
+        let r = Router(routes: [route(0, prefix: "/api/", methods: [.GET])])
+        #expect(r.match(host: "h", method: .GET, path: "/other") == nil)
+        #expect(r.match(host: "h", method: .DELETE, path: "/api/x") == nil)
+    }
+
+    func decide(_ target: String) -> Router.Decision? {
+        guard case .success(let n) = PathNormalizer.normalize(target: target) else { return nil }
+        return router.decide(host: "h", method: .GET, normalized: n)
+    }
+
+    @Test func dotSegmentsThatLeaveTheirRouteAreRefused() {
+        #expect(decide("/public/../admin") == .escapesRoute)
+        #expect(decide("/public/%2e%2e/admin") == .escapesRoute)
+        #expect(decide("/api/orders/../../admin/x") == .escapesRoute)
+        #expect(decide("/public/css/../img/a.png") == .route(8))
+        #expect(decide("/public/./x") == .route(8))
+        #expect(decide("/x/../y") == .route(0))
+    }
+
+    @Test("host patterns", arguments: [("API.Example.COM", "*.example.com", true), ("example.com", "*.example.com", false),
+                                       ("a.b.example.com", "*.example.com", true), ("aexample.com", "*.example.com", false),
+                                       ("api.example.com", "api.example.com", true), ("api.example.com.evil", "api.example.com", false)])
+    func hosts(_ host: String, _ pattern: String, _ ok: Bool) {
+        #expect(HostPattern(pattern)!.matches(HostNormalizer.normalize(host)!) == ok)
+    }
+
+    @Test func hostNormalization() {
+        #expect(HostNormalizer.normalize("Example.COM:8080") == "example.com")
+        #expect(HostNormalizer.normalize("example.com.") == "example.com")
+        #expect(HostNormalizer.normalize("[::1]:80") == "[::1]")
+        #expect(HostNormalizer.normalize("a b") == nil)
+        #expect(HostNormalizer.normalize("evil.com/x") == nil)
+        #expect(HostNormalizer.normalize("a:b") == nil)
+        #expect(HostNormalizer.normalize("") == nil)
+        #expect(HostNormalizer.normalize("exa_mple.com") == nil)
+    }
+}
