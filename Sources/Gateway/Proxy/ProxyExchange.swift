@@ -82,7 +82,7 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
             // Headers are gone already: the only honest signal left is a cut connection.
             worker.log.warning("upstream failed mid-response", metadata: ["request_id": "\(context.requestID)", "failure": "\(failure)"])
             client.abort()
-            finish(status: status)
+            finish(status: status, connectionGone: true)
             return
         }
         let code = failure.isTimeout ? 504 : 502
@@ -96,16 +96,17 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
         guard !done else { return }
         call?.cancel()
         // 499: client closed the request (nginx's convention, for logs and metrics only).
-        finish(status: 499)
+        finish(status: 499, connectionGone: true)
         // libevent detached the request from the dead connection; ending it frees it.
         client.finishStreaming()
     }
 
-    private func finish(status: Int, detail: String? = nil) {
+    private func finish(status: Int, detail: String? = nil, connectionGone: Bool = false) {
         guard !done else { return }
         done = true
         call = nil
-        worker.requestFinished(context, status: status, bytes: bytes, upstreamSeconds: upstreamSeconds, detail: detail)
+        worker.requestFinished(context, status: status, bytes: bytes, upstreamSeconds: upstreamSeconds, detail: detail,
+                               connectionGone: connectionGone)
         closeHandler = nil
         selfRetain = nil
     }

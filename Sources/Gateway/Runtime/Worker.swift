@@ -5,7 +5,7 @@ import Reactor
 /// One event loop thread: its HTTP server on the shared listen addresses (SO_REUSEPORT),
 /// its upstream pools, router and metrics. Nothing here is shared with other workers; the
 /// main thread talks to it only through `loop.execute`.
-final class Worker {
+final class Worker: FlushListener {
     let id: Int
     let loop = EventLoop()
     let metrics = WorkerMetrics()
@@ -92,7 +92,10 @@ final class Worker {
     // MARK: request path
 
     private func handle(_ req: ServerRequest) {
+        // In flight until its last byte is written (or its client is gone): a drain must not
+        // stop the loop with a finished reply still in the socket buffer.
         metrics.inflight += 1
+        req.onFlushed(self)
         var ctx = RequestContext(requestID: "", start: clock(), method: req.method?.rawValue ?? "?", path: "", route: "-")
         let headers = req.headers
         let forwarded = ForwardedHeaders.compute(
@@ -129,9 +132,16 @@ final class Worker {
         config.trustedProxies.contains { $0.contains(peer) }
     }
 
-    func requestFinished(_ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?) {
-        let seconds = clock() - ctx.start
+    func requestFlushed() {
         metrics.inflight -= 1
+        if draining && metrics.inflight == 0 { finishDrain() }
+    }
+
+    /// `connectionGone`: the reply will never be flushed (client left, or connection cut).
+    func requestFinished(_ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?,
+                         connectionGone: Bool = false) {
+        let seconds = clock() - ctx.start
+        if connectionGone { requestFlushed() }
         metrics.record(route: ctx.route, status: status, seconds: seconds)
         if config.accessLog {
             var meta: Logger.Metadata = [
@@ -143,6 +153,5 @@ final class Worker {
             if let detail { meta["detail"] = .string(detail) }
             log.info("access", metadata: meta)
         }
-        if draining && metrics.inflight == 0 { finishDrain() }
     }
 }

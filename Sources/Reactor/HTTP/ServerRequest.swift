@@ -76,6 +76,12 @@ public struct ServerRequest {
         }
     }
 
+    /// Calls `listener.requestFlushed()` once the whole reply has been written to the socket
+    /// (not when the client went away first). The listener is not retained.
+    public func onFlushed(_ listener: FlushListener) {
+        evhttp_request_set_on_complete_cb(req, flushedThunk, Unmanaged.passUnretained(listener as AnyObject).toOpaque())
+    }
+
     /// Whether the client connection is still there.
     public var isConnected: Bool { evhttp_request_get_connection(req) != nil }
 
@@ -110,4 +116,13 @@ public protocol DrainListener: AnyObject {
 
 private func drainedThunk(_ conn: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
     (Unmanaged<AnyObject>.fromOpaque(arg!).takeUnretainedValue() as! DrainListener).drained()
+}
+
+/// Receives "this reply is fully written" from `ServerRequest.onFlushed`.
+public protocol FlushListener: AnyObject {
+    func requestFlushed()
+}
+
+private func flushedThunk(_ req: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
+    (Unmanaged<AnyObject>.fromOpaque(arg!).takeUnretainedValue() as! FlushListener).requestFlushed()
 }

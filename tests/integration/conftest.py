@@ -1,0 +1,155 @@
+"""Fixtures: a real upstream and a real tokengate process, both on 127.0.0.1."""
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+from upstream import Upstream
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("TOKENGATE_BIN", os.path.join(ROOT, ".build", "debug", "tokengate"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Gateway:
+    """One tokengate process with a config written to a temp dir."""
+
+    def __init__(self, config_text, workers=2):
+        self.dir = tempfile.mkdtemp(prefix="tg-it-")
+        self.port = free_port()
+        self.admin = free_port()
+        self.config_path = os.path.join(self.dir, "tokengate.yaml")
+        self.write_config(config_text)
+        self.log_path = os.path.join(self.dir, "out.log")
+        self.proc = None
+        self.workers = workers
+
+    def render(self, text):
+        return text.replace("{PORT}", str(self.port)).replace("{ADMIN}", str(self.admin))
+
+    def write_config(self, text):
+        with open(self.config_path, "w") as f:
+            f.write(self.render(text))
+
+    def start(self):
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([BIN, "serve", "--config", self.config_path],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("tokengate exited: " + self.output())
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.admin}/readyz", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("tokengate did not become ready: " + self.output())
+
+    def output(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def rss_kb(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.log.close()
+
+
+def basic_config(upstream_port, extra="", timeout="2s", connect_timeout="1s", body="4MB", workers=2):
+    return f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: {workers}
+limits: {{ max_body_size: {body}, shutdown_grace: 5s }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream_port}", timeout: {timeout}, connect_timeout: {connect_timeout} }}
+{extra}
+routes:
+  - match: {{ path_prefix: / }}
+    upstream: app
+    auth: none
+"""
+
+
+@pytest.fixture
+def upstream():
+    u = Upstream().start()
+    yield u
+    u.stop()
+
+
+@pytest.fixture
+def gateway_factory():
+    started = []
+
+    def make(config_text, **kw):
+        g = Gateway(config_text, **kw)
+        started.append(g)
+        return g.start()
+
+    yield make
+    for g in started:
+        g.stop()
+
+
+@pytest.fixture
+def gateway(upstream, gateway_factory):
+    return gateway_factory(basic_config(upstream.port))
+
+
+def raw_request(port, data, timeout=5):
+    """Sends bytes as they are (no client-side normalization) and returns the status code
+    and the whole response."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        chunks = []
+        while True:
+            try:
+                b = s.recv(65536)
+            except socket.timeout:
+                break
+            if not b:
+                break
+            chunks.append(b)
+            if b"\r\n\r\n" in b"".join(chunks) and b"Connection: close" not in b"".join(chunks):
+                head, _, rest = b"".join(chunks).partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                if len(rest) >= length:
+                    break
+        resp = b"".join(chunks)
+    status = int(resp.split(b" ", 2)[1]) if resp.startswith(b"HTTP/") else 0
+    return status, resp

@@ -1,0 +1,104 @@
+"""Reload, graceful shutdown, TLS listener, and the CLI's exit codes."""
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import requests
+
+from conftest import BIN, basic_config
+
+
+def test_sighup_reload_good_then_bad(upstream, gateway_factory):
+    g = gateway_factory(basic_config(upstream.port))
+    assert requests.get(g.url("/echo")).json()["path"] == "/echo"
+    good = basic_config(upstream.port).replace(f'url: "http://127.0.0.1:{upstream.port}"', f'url: "http://127.0.0.1:{upstream.port}/v2"')
+    g.write_config(good)
+    g.signal(signal.SIGHUP)
+    deadline = time.time() + 5
+    while time.time() < deadline and requests.get(g.url("/echo")).json()["path"] != "/v2/echo":
+        time.sleep(0.05)
+    assert requests.get(g.url("/echo")).json()["path"] == "/v2/echo"
+    g.write_config(good.replace("upstream: app", "upstream: missing"))
+    g.signal(signal.SIGHUP)
+    time.sleep(0.5)
+    assert g.proc.poll() is None
+    assert requests.get(g.url("/echo")).json()["path"] == "/v2/echo"
+    assert "reload refused" in g.output()
+    assert 'routes[0].upstream: \\"missing\\" is not defined' in g.output()
+
+
+def test_sigterm_drains_in_flight_requests(upstream, gateway_factory):
+    g = gateway_factory(basic_config(upstream.port))
+    results = []
+
+    def slow():
+        results.append(requests.get(g.url("/slow?delay=1.5"), timeout=10).status_code)
+
+    threads = [threading.Thread(target=slow) for _ in range(4)]
+    for t in threads:
+        t.start()
+    # Wait until all four are in flight at the gateway, then ask it to stop.
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        m = requests.get(f"http://127.0.0.1:{g.admin}/metrics").text
+        if "tokengate_inflight_requests 4" in m:
+            break
+        time.sleep(0.02)
+    assert "tokengate_inflight_requests 4" in m
+    g.signal(signal.SIGTERM)
+    time.sleep(0.2)
+    # New connections are no longer accepted while the old ones finish.
+    try:
+        requests.get(g.url("/echo"), timeout=1)
+        refused = False
+    except requests.exceptions.ConnectionError:
+        refused = True
+    for t in threads:
+        t.join()
+    assert results == [200, 200, 200, 200]
+    assert refused
+    assert g.proc.wait(timeout=5) == 0
+
+
+def test_tls_listener(upstream, gateway_factory):
+    d = tempfile.mkdtemp()
+    cert, key = os.path.join(d, "c.pem"), os.path.join(d, "k.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    cfg = basic_config(upstream.port).replace(
+        "listen: 127.0.0.1:{PORT}", f"listen: {{ address: 127.0.0.1:{{PORT}}, tls: {{ cert_file: {cert}, key_file: {key} }} }}")
+    g = gateway_factory(cfg)
+    r = requests.get(f"https://127.0.0.1:{g.port}/echo", verify=cert)
+    assert r.status_code == 200
+    h = {k.lower(): v for k, v in r.json()["headers"]}
+    assert h["x-forwarded-proto"] == "https"
+    # Plain HTTP on the TLS port does not get through.
+    try:
+        requests.get(f"http://127.0.0.1:{g.port}/echo", timeout=2)
+        ok = True
+    except requests.exceptions.RequestException:
+        ok = False
+    assert not ok
+
+
+def test_check_config_and_version(upstream):
+    d = tempfile.mkdtemp()
+    good = os.path.join(d, "good.yaml")
+    bad = os.path.join(d, "bad.yaml")
+    with open(good, "w") as f:
+        f.write(basic_config(upstream.port).replace("{PORT}", "8080").replace("{ADMIN}", "9901"))
+    with open(bad, "w") as f:
+        f.write(basic_config(upstream.port).replace("{PORT}", "8080").replace("{ADMIN}", "9901").replace("upstream: app", "upstream: ordres"))
+    r = subprocess.run([BIN, "check-config", good], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([BIN, "check-config", bad], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert 'routes[0].upstream: "ordres" is not defined; defined: app' in r.stdout
+    r = subprocess.run([BIN, "version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("tokengate ")
+    r = subprocess.run([BIN, "serve", "--config", bad], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2
+    assert "ordres" in r.stderr

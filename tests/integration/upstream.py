@@ -1,0 +1,108 @@
+"""A real HTTP/1.1 upstream for the integration tests (threaded, keep-alive).
+
+Endpoints:
+  /echo...          JSON of method, path, headers, body length; records the client port
+  /big?size=N       N bytes with Content-Length, written in 64 KB pieces
+  /chunked?size=N   N bytes with chunked transfer coding
+  /slow?delay=S     waits S seconds, then answers
+  /close            closes the connection without answering
+  /hop              answers with hop-by-hop headers that must not reach the client
+"""
+import json
+import socketserver
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+
+class Upstream:
+    def __init__(self, port=0):
+        self.connections = set()
+        self.requests = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def _send(self, status, body, ctype="application/json", extra=()):
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in extra:
+                    self.send_header(k, v)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def _handle(self):
+                with outer.lock:
+                    outer.connections.add(self.client_address[1])
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                url = urlsplit(self.path)
+                q = parse_qs(url.query)
+                with outer.lock:
+                    outer.requests.append({"path": self.path, "headers": self.headers.items()})
+                if url.path.startswith("/big"):
+                    size = int(q.get("size", ["0"])[0])
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(size))
+                    self.end_headers()
+                    piece = b"x" * 65536
+                    left = size
+                    while left > 0:
+                        n = min(left, len(piece))
+                        self.wfile.write(piece[:n])
+                        left -= n
+                    return
+                if url.path.startswith("/chunked"):
+                    size = int(q.get("size", ["0"])[0])
+                    self.send_response(200)
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    left = size
+                    while left > 0:
+                        n = min(left, 65536)
+                        self.wfile.write(b"%x\r\n" % n + b"y" * n + b"\r\n")
+                        left -= n
+                    self.wfile.write(b"0\r\n\r\n")
+                    return
+                if url.path.startswith("/slow"):
+                    time.sleep(float(q.get("delay", ["1"])[0]))
+                    return self._send(200, b'{"slow":true}')
+                if url.path.startswith("/close"):
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                if url.path.startswith("/hop"):
+                    return self._send(200, b"{}", extra=[("Connection", "X-Hop-Secret"), ("X-Hop-Secret", "1"),
+                                                         ("Keep-Alive", "timeout=5"), ("X-End-To-End", "kept")])
+                self._send(200, json.dumps({
+                    "method": self.command, "path": self.path,
+                    "headers": [[k, v] for k, v in self.headers.items()],
+                    "body_length": len(body), "client_port": self.client_address[1],
+                }).encode())
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _handle
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.server = Server(("127.0.0.1", port), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
