@@ -7,11 +7,14 @@ import tempfile
 import time
 import urllib.request
 
+import sys
+
 import pytest
 
-from upstream import Upstream
-
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from echo_upstream import Upstream  # noqa: E402
+
 BIN = os.environ.get("TOKENGATE_BIN", os.path.join(ROOT, ".build", "debug", "tokengate"))
 
 

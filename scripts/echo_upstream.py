@@ -1,4 +1,5 @@
-"""A real HTTP/1.1 upstream for the integration tests (threaded, keep-alive).
+"""A small real HTTP/1.1 upstream (threaded, keep-alive): the quickstart's demo app and the
+integration tests' upstream. Run directly: python3 scripts/echo_upstream.py [PORT].
 
 Endpoints:
   /echo...          JSON of method, path, headers, body length; records the client port
@@ -106,3 +107,14 @@ class Upstream:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+if __name__ == "__main__":
+    import sys
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+    u = Upstream(port)
+    print(f"echo upstream on http://127.0.0.1:{u.port}", flush=True)
+    try:
+        u.server.serve_forever()
+    except KeyboardInterrupt:
+        pass

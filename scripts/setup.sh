@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what building and running tokengate needs on Debian (bookworm): the C libraries
+# it links and pkg-config. Only what is missing is installed; `apt-get update` runs only then.
+# Usage: scripts/setup.sh [--test]   (--test adds what the test suite needs)
+set -euo pipefail
+pkgs=(libevent-dev libssl-dev libcurl4-openssl-dev libhiredis-dev pkg-config openssl curl)
+if [[ "${1:-}" == "--test" ]]; then
+  pkgs+=(python3)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} )); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v swift >/dev/null || { echo "setup: the Swift toolchain (6.x) is required: https://www.swift.org/install/linux/"; exit 1; }
+if [[ "${1:-}" == "--test" ]]; then
+  python3 -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../tests/requirements.txt"
+fi
