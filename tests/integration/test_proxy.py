@@ -135,6 +135,7 @@ def test_admin_endpoints_and_metrics(gateway):
     assert 'tokengate_requests_total{route="-",status="400"} 1' in m
     assert "tokengate_request_duration_seconds_bucket" in m
     assert "tokengate_upstream_connections" in m
+    assert "tokengate_client_connections" in m
     # The admin endpoints are not served on the public port.
     assert "tokengate_requests_total" not in requests.get(gateway.url("/metrics")).text
 

@@ -66,3 +66,8 @@ def test_client_disconnect_mid_stream_is_harmless(gateway):
     time.sleep(0.3)
     assert requests.get(gateway.url("/echo")).status_code == 200
     assert gateway.proc.poll() is None
+    # Nothing is left counted as in flight or open (drain would otherwise wait for them).
+    m = requests.get(f"http://127.0.0.1:{gateway.admin}/metrics").text
+    assert "tokengate_inflight_requests 0" in m
+    assert "tokengate_client_connections 0" in m
+    assert 'status="499"} 5' in m

@@ -21,9 +21,10 @@ final class WorkerMetrics {
 
     func upstreamError(_ kind: String) { upstreamErrors[kind, default: 0] += 1 }
 
-    func snapshot(upstreamConnections: [String: Int]) -> MetricsSnapshot {
+    func snapshot(upstreamConnections: [String: Int], clientConnections: Int) -> MetricsSnapshot {
         MetricsSnapshot(requests: requests, latencyCounts: latencyCounts, latencySum: latencySum,
-                        upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections)
+                        upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections,
+                        clientConnections: clientConnections)
     }
 }
 
@@ -35,6 +36,7 @@ struct MetricsSnapshot: Sendable {
     var upstreamErrors: [String: Int] = [:]
     var inflight = 0
     var upstreamConnections: [String: Int] = [:]
+    var clientConnections = 0
 
     mutating func add(_ o: MetricsSnapshot) {
         requests.merge(o.requests, uniquingKeysWith: +)
@@ -43,6 +45,7 @@ struct MetricsSnapshot: Sendable {
         upstreamErrors.merge(o.upstreamErrors, uniquingKeysWith: +)
         inflight += o.inflight
         upstreamConnections.merge(o.upstreamConnections, uniquingKeysWith: +)
+        clientConnections += o.clientConnections
     }
 
     func prometheusText(ready: Bool) -> String {
@@ -64,6 +67,7 @@ struct MetricsSnapshot: Sendable {
             out += "tokengate_upstream_errors_total{kind=\"\(label(k))\"} \(v)\n"
         }
         out += "# HELP tokengate_inflight_requests Requests being served now.\n# TYPE tokengate_inflight_requests gauge\ntokengate_inflight_requests \(inflight)\n"
+        out += "# HELP tokengate_client_connections Open client connections.\n# TYPE tokengate_client_connections gauge\ntokengate_client_connections \(clientConnections)\n"
         out += "# HELP tokengate_upstream_connections Open connections to each upstream.\n# TYPE tokengate_upstream_connections gauge\n"
         for (k, v) in upstreamConnections.sorted(by: { $0.key < $1.key }) {
             out += "tokengate_upstream_connections{upstream=\"\(label(k))\"} \(v)\n"

@@ -12,7 +12,6 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
     private let client: ServerRequest
     private let context: RequestContext
     private var call: UpstreamCall?
-    private var closeHandler: CloseHandler?
     private var paused = false
     private var done = false
     private var status = 0
@@ -30,9 +29,6 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
 
     func start(pool: UpstreamPool, request: UpstreamCall.Request) {
         selfRetain = self
-        let handler = CloseHandler { [unowned self] in self.clientClosed() }
-        closeHandler = handler
-        client.onClientClose(handler)
         upstreamStart = worker.clock()
         let call = UpstreamCall(pool: pool, request: request, delegate: self)
         self.call = call
@@ -69,7 +65,6 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
 
     func upstreamComplete() {
         upstreamSeconds = worker.clock() - upstreamStart
-        client.clearCloseHandler()
         client.finishStreaming()
         finish(status: status)
     }
@@ -77,12 +72,13 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
     func upstreamFailed(_ failure: UpstreamFailure, afterHead: Bool) {
         upstreamSeconds = worker.clock() - upstreamStart
         worker.metrics.upstreamError("\(failure)")
-        client.clearCloseHandler()
         if afterHead {
             // Headers are gone already: the only honest signal left is a cut connection.
             worker.log.warning("upstream failed mid-response", metadata: ["request_id": "\(context.requestID)", "failure": "\(failure)"])
+            let unflushed = worker.connections.forget(client.connection)
             client.abort()
-            finish(status: status, connectionGone: true)
+            worker.connectionGone(unflushed: unflushed)
+            finish(status: status)
             return
         }
         let code = failure.isTimeout ? 504 : 502
@@ -92,22 +88,21 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
         finish(status: code, detail: "\(failure)")
     }
 
-    private func clientClosed() {
+    /// The client connection closed (told by `ClientConnections`).
+    func clientClosed() {
         guard !done else { return }
         call?.cancel()
         // 499: client closed the request (nginx's convention, for logs and metrics only).
-        finish(status: 499, connectionGone: true)
+        finish(status: 499)
         // libevent detached the request from the dead connection; ending it frees it.
         client.finishStreaming()
     }
 
-    private func finish(status: Int, detail: String? = nil, connectionGone: Bool = false) {
+    private func finish(status: Int, detail: String? = nil) {
         guard !done else { return }
         done = true
         call = nil
-        worker.requestFinished(context, status: status, bytes: bytes, upstreamSeconds: upstreamSeconds, detail: detail,
-                               connectionGone: connectionGone)
-        closeHandler = nil
+        worker.requestFinished(context, status: status, bytes: bytes, upstreamSeconds: upstreamSeconds, detail: detail)
         selfRetain = nil
     }
 }

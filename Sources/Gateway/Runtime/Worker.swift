@@ -16,6 +16,7 @@ final class Worker: FlushListener {
     private(set) var pools: [String: UpstreamPool] = [:]
     private var servers: [HTTPServer] = []
     private let ids: RequestIDGenerator
+    let connections = ClientConnections()
     private(set) var draining = false
     private var onDrained: (() -> Void)?
     private var thread: Thread?
@@ -86,7 +87,7 @@ final class Worker: FlushListener {
     }
 
     func snapshot() -> MetricsSnapshot {
-        metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections })
+        metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections }, clientConnections: connections.count)
     }
 
     // MARK: request path
@@ -96,6 +97,8 @@ final class Worker: FlushListener {
         // stop the loop with a finished reply still in the socket buffer.
         metrics.inflight += 1
         req.onFlushed(self)
+        let watch = connections.watch(req) { [unowned self] unflushed in self.connectionGone(unflushed: unflushed) }
+        watch?.unflushed += 1
         var ctx = RequestContext(requestID: "", start: clock(), method: req.method?.rawValue ?? "?", path: "", route: "-")
         let headers = req.headers
         let forwarded = ForwardedHeaders.compute(
@@ -124,7 +127,9 @@ final class Worker: FlushListener {
                 requestFinished(ctx, status: 502, bytes: 0, upstreamSeconds: 0, detail: "pool missing")
                 return
             }
-            ProxyExchange(worker: self, client: req, context: ctx).start(pool: pool, request: upstreamRequest)
+            let exchange = ProxyExchange(worker: self, client: req, context: ctx)
+            watch?.exchange = exchange
+            exchange.start(pool: pool, request: upstreamRequest)
         }
     }
 
@@ -132,16 +137,20 @@ final class Worker: FlushListener {
         config.trustedProxies.contains { $0.contains(peer) }
     }
 
-    func requestFlushed() {
+    func requestFlushed(on connection: ClientConnectionID?) {
+        connections.flushed(connection)
         metrics.inflight -= 1
         if draining && metrics.inflight == 0 { finishDrain() }
     }
 
-    /// `connectionGone`: the reply will never be flushed (client left, or connection cut).
-    func requestFinished(_ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?,
-                         connectionGone: Bool = false) {
+    /// A client connection went away with `unflushed` replies that will now never flush.
+    func connectionGone(unflushed: Int) {
+        metrics.inflight -= unflushed
+        if draining && metrics.inflight == 0 { finishDrain() }
+    }
+
+    func requestFinished(_ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?) {
         let seconds = clock() - ctx.start
-        if connectionGone { requestFlushed() }
         metrics.record(route: ctx.route, status: status, seconds: seconds)
         if config.accessLog {
             var meta: Logger.Metadata = [

@@ -79,14 +79,20 @@ public struct ServerRequest {
     /// Calls `listener.requestFlushed()` once the whole reply has been written to the socket
     /// (not when the client went away first). The listener is not retained.
     public func onFlushed(_ listener: FlushListener) {
+        // Unretained: the listener (a worker) outlives every request it serves.
         evhttp_request_set_on_complete_cb(req, flushedThunk, Unmanaged.passUnretained(listener as AnyObject).toOpaque())
+    }
+
+    /// The client connection this request arrived on, while it is open.
+    public var connection: ClientConnectionID? {
+        evhttp_request_get_connection(req).map(ClientConnectionID.init)
     }
 
     /// Whether the client connection is still there.
     public var isConnected: Bool { evhttp_request_get_connection(req) != nil }
 
-    /// Calls `handler` if the client connection closes before the reply is finished; cleared
-    /// by `clearCloseHandler()`. The box is retained until then.
+    /// Calls `handler` when the client connection closes (after this or a later request on
+    /// it). Not retained: the caller keeps `handler` until it has been called or cleared.
     public func onClientClose(_ handler: CloseHandler) {
         guard let conn = evhttp_request_get_connection(req) else { return }
         evhttp_connection_set_closecb(conn, closeThunk, Unmanaged.passUnretained(handler).toOpaque())
@@ -120,9 +126,16 @@ private func drainedThunk(_ conn: OpaquePointer?, _ arg: UnsafeMutableRawPointer
 
 /// Receives "this reply is fully written" from `ServerRequest.onFlushed`.
 public protocol FlushListener: AnyObject {
-    func requestFlushed()
+    func requestFlushed(on connection: ClientConnectionID?)
+}
+
+/// Identifies an open client connection (its `evhttp_connection`); valid as a key only
+/// while the connection is open — forget it in the close handler.
+public struct ClientConnectionID: Hashable {
+    let pointer: OpaquePointer
 }
 
 private func flushedThunk(_ req: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
-    (Unmanaged<AnyObject>.fromOpaque(arg!).takeUnretainedValue() as! FlushListener).requestFlushed()
+    let conn = req.flatMap { evhttp_request_get_connection($0) }.map(ClientConnectionID.init)
+    (Unmanaged<AnyObject>.fromOpaque(arg!).takeUnretainedValue() as! FlushListener).requestFlushed(on: conn)
 }

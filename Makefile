@@ -1,0 +1,7 @@
+.PHONY: run test bench
+run:
+	scripts/quickstart.sh
+test:
+	scripts/test.sh
+bench:
+	bench/run.sh
