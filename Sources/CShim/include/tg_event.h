@@ -2,6 +2,8 @@
 // these functions walk it. Everything else in libevent is called directly.
 #ifndef TG_EVENT_H
 #define TG_EVENT_H
+#include <sys/types.h>
+#include <sys/select.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
