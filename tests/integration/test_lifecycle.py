@@ -102,3 +102,16 @@ def test_check_config_and_version(upstream):
     r = subprocess.run([BIN, "serve", "--config", bad], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2
     assert "ordres" in r.stderr
+
+
+def test_reload_applies_new_limits(upstream, gateway_factory):
+    g = gateway_factory(basic_config(upstream.port, body="4MB"))
+    assert requests.post(g.url("/echo"), data=b"a" * 4096).status_code == 200
+    g.write_config(basic_config(upstream.port, body="1KB"))
+    g.signal(signal.SIGHUP)
+    deadline = time.time() + 5
+    status = 200
+    while time.time() < deadline and status != 413:
+        status = requests.post(g.url("/echo"), data=b"a" * 4096).status_code
+        time.sleep(0.05)
+    assert status == 413

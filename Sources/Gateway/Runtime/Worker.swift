@@ -32,10 +32,7 @@ final class Worker: FlushListener {
 
     /// Adds a server on each listening socket (fds opened by the caller, one set per worker).
     func serve(sockets: [(fd: Int32, tls: TLSContext?)]) throws {
-        var options = HTTPServerOptions()
-        options.maxBodySize = config.limits.maxBodySize
-        options.maxHeaderSize = config.limits.maxHeaderSize
-        options.idleTimeout = config.limits.clientIdleTimeout
+        let options = serverOptions(config.limits)
         for socket in sockets {
             let server = HTTPServer(loop: loop, options: options, tls: socket.tls) { [unowned self] req in
                 self.handle(req)
@@ -52,9 +49,19 @@ final class Worker: FlushListener {
         t.start()
     }
 
+    private func serverOptions(_ limits: Limits) -> HTTPServerOptions {
+        var options = HTTPServerOptions()
+        options.maxBodySize = limits.maxBodySize
+        options.maxHeaderSize = limits.maxHeaderSize
+        options.idleTimeout = limits.clientIdleTimeout
+        return options
+    }
+
     /// Swaps in a new config for requests that start from now on (loop-thread).
     func apply(_ new: GatewayConfig) {
         config = new
+        let options = serverOptions(new.limits)
+        for s in servers { s.apply(options) }
         router = Router(routes: new.routes)
         routesByIndex = Dictionary(uniqueKeysWithValues: new.routes.map { ($0.index, $0) })
         var next: [String: UpstreamPool] = [:]

@@ -27,10 +27,7 @@ public final class HTTPServer {
         self.loop = loop
         self.tls = tls
         self.handler = handler
-        evhttp_set_max_body_size(http, Int(options.maxBodySize))
-        evhttp_set_max_headers_size(http, Int(options.maxHeaderSize))
-        var tv = timeval(seconds: options.idleTimeout)
-        evhttp_set_timeout_tv(http, &tv)
+        apply(options)
         evhttp_set_allowed_methods(http, HTTPMethod.allowedMask)
         // A proxy must not invent a Content-Type for bodies that had none.
         evhttp_set_default_content_type(http, nil)
@@ -41,6 +38,14 @@ public final class HTTPServer {
     }
 
     deinit { evhttp_free(http) }
+
+    /// Changes limits for connections and requests from now on (reload).
+    public func apply(_ options: HTTPServerOptions) {
+        evhttp_set_max_body_size(http, Int(options.maxBodySize))
+        evhttp_set_max_headers_size(http, Int(options.maxHeaderSize))
+        var tv = timeval(seconds: options.idleTimeout)
+        evhttp_set_timeout_tv(http, &tv)
+    }
 
     /// Serves on an already listening socket (see `Listener`); the server closes it.
     public func serve(listeningSocket fd: Int32) throws {
