@@ -33,7 +33,7 @@ let package = Package(
         // Cryptographic core: JWS/JWK/JWT on OpenSSL's EVP API. No I/O.
         .target(name: "JOSE", dependencies: ["CShim", "COpenSSL"], swiftSettings: strictC),
         // Event loops, HTTP server and upstream client, signals, timers. Knows nothing of OAuth.
-        .target(name: "Reactor", dependencies: ["CShim", "CEvent"],
+        .target(name: "Reactor", dependencies: ["CShim", "CEvent", "CCurl"],
                 swiftSettings: strictC + [.swiftLanguageMode(.v5)]),
         // Config, router, request pipeline, metrics, logs.
         .target(name: "Gateway",
@@ -50,5 +50,6 @@ let package = Package(
         .testTarget(name: "JOSETests", dependencies: ["JOSE"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor"]),
+        .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
     ]
 )

@@ -9,4 +9,12 @@ CURLcode tg_curl_easy_setopt_off_t(CURL *handle, CURLoption option, curl_off_t v
 CURLcode tg_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value);
 CURLMcode tg_curl_multi_setopt_long(CURLM *handle, CURLMoption option, long value);
 CURLMcode tg_curl_multi_setopt_ptr(CURLM *handle, CURLMoption option, const void *value);
+
+/// Typed setters for the callback options (their C function-pointer types survive).
+CURLMcode tg_curl_multi_set_socket_function(CURLM *multi, curl_socket_callback cb, void *userp);
+CURLMcode tg_curl_multi_set_timer_function(CURLM *multi, curl_multi_timer_callback cb, void *userp);
+CURLcode tg_curl_easy_set_write_function(CURL *easy, curl_write_callback cb, void *userp);
+CURLcode tg_curl_easy_set_header_function(CURL *easy, curl_write_callback cb, void *userp);
+/// The easy handle and result of a finished transfer from curl_multi_info_read, or 0.
+int tg_curl_multi_next_done(CURLM *multi, CURL **easy, CURLcode *result);
 #endif

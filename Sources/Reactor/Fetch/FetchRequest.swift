@@ -1,0 +1,43 @@
+/// An HTTP request to an identity provider (discovery, JWKS, token, introspection…).
+public struct FetchRequest: Sendable {
+    public var url: String
+    /// nil: GET; otherwise POST with this body.
+    public var body: [UInt8]?
+    public var headers: [String]
+    public var timeout: Double
+    public var connectTimeout: Double
+    /// Responses larger than this fail (a hostile or broken IdP cannot exhaust memory).
+    public var maxResponseBytes: Int
+
+    public init(url: String, body: [UInt8]? = nil, headers: [String] = [], timeout: Double = 10,
+                connectTimeout: Double = 3, maxResponseBytes: Int = 1 << 20) {
+        self.url = url; self.body = body; self.headers = headers
+        self.timeout = timeout; self.connectTimeout = connectTimeout; self.maxResponseBytes = maxResponseBytes
+    }
+}
+
+public struct FetchResponse: Sendable {
+    public var status: Int
+    /// Header lines of the final response, names lowercased.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.first { $0.name == lower }?.value
+    }
+}
+
+public struct FetchError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+}
+
+/// TLS and transport settings shared by every fetch (one place: DESIGN "harden curl").
+public struct FetchSettings: Sendable {
+    /// CA bundle file; nil uses the system default.
+    public var caFile: String?
+    public var maxRedirects = 3
+    /// Disables certificate verification. For local development only; the name says so.
+    public var insecureSkipTLSVerify = false
+    public init(caFile: String? = nil) { self.caFile = caFile }
+}

@@ -1,0 +1,121 @@
+internal import CCurl
+internal import CEvent
+internal import CShim
+
+/// Asynchronous HTTP(S) client for one loop: libcurl's multi interface driven by the loop's
+/// sockets and timers (curl's socket and timer callbacks become libevent events), so a
+/// request waiting on an IdP never blocks the loop. Loop-thread only. Owns its multi handle.
+public final class HTTPFetcher {
+    private let loop: EventLoop
+    private let multi: UnsafeMutableRawPointer
+    private let settings: FetchSettings
+    private var timer: OpaquePointer?
+    private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var socketEvents: [Int32: OpaquePointer] = [:]
+
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    public init(loop: EventLoop, settings: FetchSettings = FetchSettings()) {
+        _ = HTTPFetcher.globalInit
+        self.loop = loop
+        self.settings = settings
+        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed") }
+        self.multi = multi
+        // Unretained: the fetcher owns the multi handle and outlives its callbacks.
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        tg_curl_multi_set_socket_function(multi, socketThunk, me)
+        tg_curl_multi_set_timer_function(multi, timerThunk, me)
+        timer = event_new(loop.base, -1, 0, timeoutThunk, me)
+    }
+
+    deinit {
+        for (easy, _) in transfers {
+            curl_multi_remove_handle(multi, easy)
+        }
+        for (_, ev) in socketEvents { event_free(ev) }
+        if let timer { event_free(timer) }
+        curl_multi_cleanup(multi)
+    }
+
+    /// Starts a fetch; `completion` runs on this loop with the response or an error.
+    public func fetch(_ request: FetchRequest, completion: @escaping (Result<FetchResponse, FetchError>) -> Void) {
+        let transfer = Transfer(request: request, completion: completion)
+        do {
+            let easy = try transfer.configure(settings: settings)
+            transfers[easy] = transfer
+            if curl_multi_add_handle(multi, easy) != CURLM_OK {
+                transfers[easy] = nil
+                throw FetchError(description: "curl_multi_add_handle failed")
+            }
+        } catch let error as FetchError {
+            loop.execute { completion(.failure(error)) }
+        } catch {
+            loop.execute { completion(.failure(FetchError(description: "\(error)"))) }
+        }
+    }
+
+    /// Transfers in progress.
+    public var activeCount: Int { transfers.count }
+
+    // MARK: curl → libevent
+
+    fileprivate func socketChanged(_ fd: Int32, what: Int32) {
+        if let ev = socketEvents.removeValue(forKey: fd) {
+            event_del(ev)
+            event_free(ev)
+        }
+        guard what != CURL_POLL_REMOVE else { return }
+        var flags = Int16(EV_PERSIST)
+        if what & CURL_POLL_IN != 0 { flags |= Int16(EV_READ) }
+        if what & CURL_POLL_OUT != 0 { flags |= Int16(EV_WRITE) }
+        let ev = event_new(loop.base, fd, flags, socketEventThunk, Unmanaged.passUnretained(self).toOpaque())
+        event_add(ev, nil)
+        socketEvents[fd] = ev
+    }
+
+    fileprivate func timerChanged(_ ms: Int) {
+        guard let timer else { return }
+        if ms < 0 { event_del(timer); return }
+        var tv = timeval(seconds: Double(ms) / 1000)
+        event_add(timer, &tv)
+    }
+
+    fileprivate func action(fd: Int32, events: Int16) {
+        var mask: Int32 = 0
+        if events & Int16(EV_READ) != 0 { mask |= CURL_CSELECT_IN }
+        if events & Int16(EV_WRITE) != 0 { mask |= CURL_CSELECT_OUT }
+        var running: Int32 = 0
+        curl_multi_socket_action(multi, fd, mask, &running)
+        collectFinished()
+    }
+
+    private func collectFinished() {
+        var easy: UnsafeMutableRawPointer?
+        var result = CURLE_OK
+        while tg_curl_multi_next_done(multi, &easy, &result) != 0 {
+            guard let easy else { continue }
+            curl_multi_remove_handle(multi, easy)
+            guard let transfer = transfers.removeValue(forKey: easy) else { continue }
+            transfer.finish(result: result)
+        }
+    }
+}
+
+private func socketThunk(_ easy: UnsafeMutableRawPointer?, _ fd: curl_socket_t, _ what: Int32,
+                         _ userp: UnsafeMutableRawPointer?, _ socketp: UnsafeMutableRawPointer?) -> Int32 {
+    Unmanaged<HTTPFetcher>.fromOpaque(userp!).takeUnretainedValue().socketChanged(fd, what: what)
+    return 0
+}
+
+private func timerThunk(_ multi: UnsafeMutableRawPointer?, _ ms: Int, _ userp: UnsafeMutableRawPointer?) -> Int32 {
+    Unmanaged<HTTPFetcher>.fromOpaque(userp!).takeUnretainedValue().timerChanged(ms)
+    return 0
+}
+
+private func socketEventThunk(_ fd: Int32, _ events: Int16, _ arg: UnsafeMutableRawPointer?) {
+    Unmanaged<HTTPFetcher>.fromOpaque(arg!).takeUnretainedValue().action(fd: fd, events: events)
+}
+
+private func timeoutThunk(_ fd: Int32, _ events: Int16, _ arg: UnsafeMutableRawPointer?) {
+    Unmanaged<HTTPFetcher>.fromOpaque(arg!).takeUnretainedValue().action(fd: CURL_SOCKET_TIMEOUT, events: 0)
+}

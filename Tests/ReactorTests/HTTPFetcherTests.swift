@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+@testable import Reactor
+
+/// The async IdP client against a real HTTP server (Reactor's own, on 127.0.0.1) on the same
+/// loop: nothing blocks, so both sides make progress.
+@Suite("HTTPFetcher: curl multi on the libevent loop")
+struct HTTPFetcherTests {
+    final class Harness {
+        let loop = EventLoop()
+        var server: HTTPServer!
+        var port: UInt16 = 0
+        var pending: [ServerRequest] = []
+
+        init(_ handler: @escaping (Harness, ServerRequest) -> Void) throws {
+            server = HTTPServer(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in handler(self, req) }
+            // Port 0: the kernel picks a free one; read it back.
+            let fd = try Listener.open(host: "127.0.0.1", port: 0)
+            var addr = sockaddr_in()
+            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+            port = UInt16(bigEndian: addr.sin_port)
+            try server.serve(listeningSocket: fd)
+        }
+
+        /// Runs the loop until `done` is set or `limit` seconds pass.
+        func run(limit: Double = 5, _ start: (HTTPFetcher, @escaping (Result<FetchResponse, FetchError>) -> Void) -> Void) -> Result<FetchResponse, FetchError>? {
+            let fetcher = HTTPFetcher(loop: loop)
+            var result: Result<FetchResponse, FetchError>?
+            start(fetcher) { [loop] r in result = r; loop.stop() }
+            loop.schedule(after: limit) { [loop] in loop.stop() }
+            loop.run()
+            return result
+        }
+    }
+
+    @Test func getReturnsStatusHeadersAndBody() throws {
+        let h = try Harness { _, req in
+            req.responseHeaders.add("Cache-Control", "max-age=300")
+            req.respond(status: 200, body: OwnedBuffer("{\"keys\":[]}"))
+        }
+        let r = h.run { f, done in f.fetch(FetchRequest(url: "http://127.0.0.1:\(h.port)/jwks"), completion: done) }
+        let resp = try #require(try r?.get())
+        #expect(resp.status == 200)
+        #expect(String(decoding: resp.body, as: UTF8.self) == "{\"keys\":[]}")
+        #expect(resp.header("Cache-Control") == "max-age=300")
+    }
+
+    @Test func postSendsBodyAndHeaders() throws {
+        let h = try Harness { _, req in
+            let ct = req.headers.first("Content-Type") ?? "-"
+            req.respond(status: 201, body: OwnedBuffer("\(req.method!.rawValue) \(req.bodyLength) \(ct)"))
+        }
+        let r = h.run { f, done in
+            f.fetch(FetchRequest(url: "http://127.0.0.1:\(h.port)/token", body: Array("grant_type=x".utf8),
+                                 headers: ["Content-Type: application/x-www-form-urlencoded"]), completion: done)
+        }
+        let resp = try #require(try r?.get())
+        #expect(resp.status == 201)
+        #expect(String(decoding: resp.body, as: UTF8.self) == "POST 12 application/x-www-form-urlencoded")
+    }
+
+    @Test func timeoutFailsInsteadOfHanging() throws {
+        let h = try Harness { h, req in h.pending.append(req) }  // never answers
+        let started = Date()
+        let r = h.run(limit: 5) { f, done in
+            f.fetch(FetchRequest(url: "http://127.0.0.1:\(h.port)/slow", timeout: 0.3), completion: done)
+        }
+        #expect(throws: FetchError.self) { try r?.get() }
+        #expect(r != nil)
+        #expect(Date().timeIntervalSince(started) < 3)
+    }
+
+    @Test func oversizedResponseFails() throws {
+        let h = try Harness { _, req in req.respond(status: 200, body: OwnedBuffer(String(repeating: "x", count: 70_000))) }
+        let r = h.run { f, done in
+            f.fetch(FetchRequest(url: "http://127.0.0.1:\(h.port)/big", maxResponseBytes: 65_536), completion: done)
+        }
+        guard case .failure(let e)? = r else { Issue.record("expected failure"); return }
+        #expect(e.description.contains("larger than"))
+    }
+
+    @Test func onlyHTTPSchemes() throws {
+        let h = try Harness { _, req in req.respond(status: 200, body: nil) }
+        let r = h.run { f, done in f.fetch(FetchRequest(url: "file:///etc/passwd"), completion: done) }
+        guard case .failure? = r else { Issue.record("file:// must be refused"); return }
+    }
+
+    @Test func connectionRefusedFails() throws {
+        let h = try Harness { _, req in req.respond(status: 200, body: nil) }
+        let r = h.run { f, done in f.fetch(FetchRequest(url: "http://127.0.0.1:1/x", connectTimeout: 1), completion: done) }
+        guard case .failure? = r else { Issue.record("expected failure"); return }
+    }
+}
