@@ -32,6 +32,9 @@ let package = Package(
 
         // Cryptographic core: JWS/JWK/JWT on OpenSSL's EVP API. No I/O.
         .target(name: "JOSE", dependencies: ["CShim", "COpenSSL"], swiftSettings: strictC),
+        // OAuth protocol rules, no I/O: token extraction and challenges (RFC 6750), and, as
+        // they land, access-token policy, DPoP proofs, PKCE, request objects, ID tokens.
+        .target(name: "OAuth", dependencies: ["JOSE"], swiftSettings: strictC),
         // Event loops, HTTP server and upstream client, signals, timers. Knows nothing of OAuth.
         .target(name: "Reactor", dependencies: ["CShim", "CEvent", "CCurl"],
                 swiftSettings: strictC + [.swiftLanguageMode(.v5)]),
@@ -51,5 +54,6 @@ let package = Package(
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
+        .testTarget(name: "OAuthTests", dependencies: ["OAuth"]),
     ]
 )

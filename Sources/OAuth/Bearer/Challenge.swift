@@ -1,0 +1,51 @@
+/// RFC 6750 §3 error codes, with the HTTP status each maps to (§3.1), plus RFC 9449 §7.1's.
+public enum OAuthErrorCode: String, Sendable {
+    case invalid_request, invalid_token, insufficient_scope, invalid_dpop_proof, use_dpop_nonce
+
+    public var status: Int {
+        switch self {
+        case .invalid_request: 400
+        case .invalid_token, .invalid_dpop_proof, .use_dpop_nonce: 401
+        case .insufficient_scope: 403
+        }
+    }
+}
+
+/// A `WWW-Authenticate` challenge (RFC 6750 §3, RFC 9449 §7.1). A request that carried no
+/// credentials gets the bare form (no error attributes, §3.1).
+public struct Challenge: Sendable, Equatable {
+    public var scheme: String
+    public var realm: String?
+    public var error: OAuthErrorCode?
+    public var errorDescription: String?
+    public var scope: [String]?
+    /// RFC 9449 §7.1: the algorithms accepted for DPoP proofs.
+    public var algs: [String]?
+
+    public init(scheme: String = "Bearer", realm: String? = nil, error: OAuthErrorCode? = nil,
+                errorDescription: String? = nil, scope: [String]? = nil, algs: [String]? = nil) {
+        self.scheme = scheme; self.realm = realm; self.error = error
+        self.errorDescription = errorDescription; self.scope = scope; self.algs = algs
+    }
+
+    /// The header value; every attribute a quoted-string with `"` and `\` escaped (RFC 9110
+    /// §5.6.4) and characters outside %x20-7E dropped (§3: error_description is ASCII).
+    public var headerValue: String {
+        var attrs: [String] = []
+        if let realm { attrs.append("realm=\(Challenge.quoted(realm))") }
+        if let algs { attrs.append("algs=\(Challenge.quoted(algs.joined(separator: " ")))") }
+        if let error { attrs.append("error=\(Challenge.quoted(error.rawValue))") }
+        if let errorDescription { attrs.append("error_description=\(Challenge.quoted(errorDescription))") }
+        if let scope { attrs.append("scope=\(Challenge.quoted(scope.joined(separator: " ")))") }
+        return attrs.isEmpty ? scheme : "\(scheme) " + attrs.joined(separator: ", ")
+    }
+
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars where u.value >= 0x20 && u.value <= 0x7e {
+            if u == "\"" || u == "\\" { out.append("\\") }
+            out.unicodeScalars.append(u)
+        }
+        return out + "\""
+    }
+}
