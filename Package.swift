@@ -50,7 +50,7 @@ let package = Package(
                                          .product(name: "Logging", package: "swift-log")],
                           swiftSettings: [.swiftLanguageMode(.v5)]),
 
-        .testTarget(name: "JOSETests", dependencies: ["JOSE"],
+        .testTarget(name: "JOSETests", dependencies: ["JOSE", "OAuth"],
                     resources: [.copy("Fixtures")]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),

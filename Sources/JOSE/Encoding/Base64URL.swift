@@ -1,0 +1,63 @@
+/// base64url without padding (RFC 7515 §2, RFC 4648 §5), decoded strictly: no padding, no
+/// whitespace, nothing outside the alphabet, no impossible length, and the unused low bits
+/// of the last character must be zero (otherwise two texts decode to the same bytes, and a
+/// signature could be "changed" without changing what it signs).
+public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let reverse: [UInt8] = {
+        var table = [UInt8](repeating: 0xff, count: 256)
+        for (i, c) in alphabet.enumerated() { table[Int(c)] = UInt8(i) }
+        return table
+    }()
+
+    public static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var it = bytes.makeIterator()
+        while let b0 = it.next() {
+            let b1 = it.next(), b2 = it.next()
+            out.append(alphabet[Int(b0 >> 2)])
+            out.append(alphabet[Int((b0 & 0x03) << 4 | (b1 ?? 0) >> 4)])
+            if let b1 { out.append(alphabet[Int((b1 & 0x0f) << 2 | (b2 ?? 0) >> 6)]) }
+            if let b2 { out.append(alphabet[Int(b2 & 0x3f)]) }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public static func encode(_ text: String) -> String { encode(Array(text.utf8)) }
+
+    /// nil unless `text` is canonical unpadded base64url.
+    public static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
+        var copy = String(text)
+        return copy.withUTF8 { decode(bytes: $0) }
+    }
+
+    public static func decode(bytes input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        let n = input.count
+        if n % 4 == 1 { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(n * 3 / 4)
+        var i = 0
+        while i + 4 <= n {
+            let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])]
+            let c = reverse[Int(input[i + 2])], d = reverse[Int(input[i + 3])]
+            if (a | b | c | d) == 0xff { return nil }
+            out.append(a << 2 | b >> 4)
+            out.append(b << 4 | c >> 2)
+            out.append(c << 6 | d)
+            i += 4
+        }
+        let rest = n - i
+        if rest == 2 {
+            let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])]
+            if (a | b) == 0xff || b & 0x0f != 0 { return nil }
+            out.append(a << 2 | b >> 4)
+        } else if rest == 3 {
+            let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])], c = reverse[Int(input[i + 2])]
+            if (a | b | c) == 0xff || c & 0x03 != 0 { return nil }
+            out.append(a << 2 | b >> 4)
+            out.append(b << 4 | c >> 2)
+        }
+        return out
+    }
+}

@@ -1,0 +1,98 @@
+/// A compact-serialized JWS (RFC 7515 §7.1), parsed strictly: size limit first, exactly
+/// three parts, each canonical base64url, a header that is a JSON object without duplicate
+/// members and with a known `alg`. Parsing does not verify; `JWSVerifier` does.
+public struct CompactJWS: Sendable {
+    public static let defaultMaxSize = 16 * 1024
+
+    public let header: JWSHeader
+    public let payload: [UInt8]
+    public let signature: [UInt8]
+    /// ASCII(BASE64URL(header) || '.' || BASE64URL(payload)): what the signature covers.
+    let signingInput: [UInt8]
+
+    public init(_ token: String, maxSize: Int = CompactJWS.defaultMaxSize) throws {
+        var token = token
+        guard token.utf8.count <= maxSize else { throw JOSEError(.tooLarge, "the token is larger than \(maxSize) bytes") }
+        let parsed: (JSONObject, [UInt8], [UInt8], [UInt8]) = try token.withUTF8 { buf in
+            var dots: [Int] = []
+            for (i, c) in buf.enumerated() where c == UInt8(ascii: ".") {
+                dots.append(i)
+                if dots.count > 2 { break }
+            }
+            guard dots.count == 2 else { throw JOSEError(.malformed, "a compact JWS has exactly three parts") }
+            let h = UnsafeBufferPointer(rebasing: buf[0..<dots[0]])
+            let p = UnsafeBufferPointer(rebasing: buf[(dots[0] + 1)..<dots[1]])
+            let s = UnsafeBufferPointer(rebasing: buf[(dots[1] + 1)...])
+            guard !h.isEmpty, !s.isEmpty else { throw JOSEError(.malformed, "empty header or signature") }
+            guard let hb = Base64URL.decode(bytes: h) else { throw JOSEError(.malformed, "the header is not canonical base64url") }
+            guard let pb = Base64URL.decode(bytes: p) else { throw JOSEError(.malformed, "the payload is not canonical base64url") }
+            guard let sb = Base64URL.decode(bytes: s) else { throw JOSEError(.malformed, "the signature is not canonical base64url") }
+            let header = try JSONParser.parseObject(hb, what: "the JWS header")
+            return (header, pb, sb, Array(buf[0..<dots[1]]))
+        }
+        header = try JWSHeader(object: parsed.0)
+        payload = parsed.1
+        signature = parsed.2
+        signingInput = parsed.3
+    }
+
+    /// The payload as a JSON object (a JWT claims set).
+    public func claims() throws -> JSONObject {
+        try JSONParser.parseObject(payload, what: "the JWT claims set")
+    }
+}
+
+/// Verifies compact JWSs against a key set and an algorithm allow-list.
+public struct JWSVerifier: Sendable {
+    public let keys: JWKSet
+    public let algorithms: Set<JWSAlgorithm>
+
+    public init(keys: JWKSet, algorithms: Set<JWSAlgorithm>) {
+        self.keys = keys
+        self.algorithms = algorithms
+    }
+
+    /// Returns the key that verified `jws`, or throws why not.
+    @discardableResult
+    public func verify(_ jws: CompactJWS) throws -> JWK {
+        let alg = jws.header.alg
+        guard algorithms.contains(alg) else { throw JOSEError(.algorithmNotAllowed, claim: "alg", "\(alg) is not allowed here") }
+        let key = try keys.key(for: alg, kid: jws.header.kid)
+        try JWSVerifier.check(jws, with: key)
+        return key
+    }
+
+    /// Verifies with one given key (e.g. a DPoP proof's own `jwk`, by RFC 9449's explicit
+    /// rule — never for access tokens). The algorithm must still be allowed and fit the key.
+    public static func verify(_ jws: CompactJWS, embeddedKey key: JWK, algorithms: Set<JWSAlgorithm>) throws {
+        guard algorithms.contains(jws.header.alg) else { throw JOSEError(.algorithmNotAllowed, claim: "alg", "\(jws.header.alg) is not allowed here") }
+        try key.checkUsable(for: jws.header.alg)
+        try check(jws, with: key)
+    }
+
+    static func check(_ jws: CompactJWS, with key: JWK) throws {
+        let ok = try jws.signingInput.withUnsafeBufferPointer {
+            try key.verify(jws.header.alg, message: $0, signature: jws.signature)
+        }
+        guard ok else { throw JOSEError(.badSignature, "the signature does not verify") }
+    }
+}
+
+/// Produces compact JWSs.
+public enum JWSSigner {
+    /// Signs `payload` with `key`; `header` gets `alg` (and `kid` if the key has one and the
+    /// header does not).
+    public static func sign(payload: [UInt8], header: JSONObject = JSONObject(), alg: JWSAlgorithm, key: JWK) throws -> String {
+        var h = JSONObject()
+        h["alg"] = .string(alg.rawValue)
+        for name in header.names where name != "alg" { h[name] = header[name] }
+        if h["kid"] == nil, let kid = key.kid { h["kid"] = .string(kid) }
+        let input = Base64URL.encode(JSONSerializer.serialize(.object(h))) + "." + Base64URL.encode(payload)
+        let sig = try key.sign(alg, message: Array(input.utf8))
+        return input + "." + Base64URL.encode(sig)
+    }
+
+    public static func sign(claims: JSONObject, header: JSONObject = JSONObject(), alg: JWSAlgorithm, key: JWK) throws -> String {
+        try sign(payload: Array(JSONSerializer.serialize(.object(claims)).utf8), header: header, alg: alg, key: key)
+    }
+}

@@ -1,0 +1,46 @@
+/// The protected header of a compact JWS, checked as RFC 7515 §4 and RFC 8725 require.
+public struct JWSHeader: Sendable {
+    public let object: JSONObject
+    public let alg: JWSAlgorithm
+    public var kid: String? { object["kid"]?.string }
+    public var typ: String? { object["typ"]?.string }
+
+    /// Header parameters tokengate understands and so may appear in `crit` — none: it
+    /// refuses every extension that must be understood (RFC 7515 §4.1.11).
+    static let understoodCritical: Set<String> = []
+
+    init(object: JSONObject) throws {
+        guard let algValue = object["alg"] else { throw JOSEError(.malformed, claim: "alg", "the header has no alg") }
+        guard let name = algValue.string else { throw JOSEError(.malformed, claim: "alg", "must be a string") }
+        guard let alg = JWSAlgorithm(rawValue: name) else {
+            throw JOSEError(.algorithmNotAllowed, claim: "alg", "\"\(name)\" is not a supported algorithm")
+        }
+        if let crit = object["crit"] {
+            guard let names = crit.array, !names.isEmpty, names.allSatisfy({ $0.string != nil }) else {
+                throw JOSEError(.malformed, claim: "crit", "must be a non-empty array of names")
+            }
+            for n in names.compactMap(\.string) where !JWSHeader.understoodCritical.contains(n) {
+                throw JOSEError(.unsupportedCritical, claim: "crit", "extension \"\(n)\" is not supported")
+            }
+        }
+        // RFC 7797: an unencoded payload changes what is signed; refused outright.
+        if let b64 = object["b64"], b64 != .bool(true) {
+            throw JOSEError(.unsupportedCritical, claim: "b64", "unencoded payloads are not supported")
+        }
+        for name in ["kid", "typ", "cty"] where object[name] != nil && object[name]?.string == nil {
+            throw JOSEError(.malformed, claim: name, "must be a string")
+        }
+        self.object = object
+        self.alg = alg
+    }
+
+    /// RFC 7515 §4.1.9: media types compare case-insensitively, and "application/" may be
+    /// left out when no other "/" appears.
+    public static func typesMatch(_ a: String, _ b: String) -> Bool {
+        func norm(_ s: String) -> String {
+            let l = s.lowercased()
+            return l.hasPrefix("application/") && l.dropFirst(12).contains("/") == false ? String(l.dropFirst(12)) : l
+        }
+        return norm(a) == norm(b)
+    }
+}
