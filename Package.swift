@@ -45,7 +45,7 @@ let package = Package(
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         .executableTarget(name: "tokengate",
-                          dependencies: ["Gateway", "JOSE", "CShim", "CCurl",
+                          dependencies: ["Gateway", "JOSE", "Reactor",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           swiftSettings: [.swiftLanguageMode(.v5)]),

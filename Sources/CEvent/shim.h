@@ -17,3 +17,4 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/listener.h>
 #include <event2/util.h>
+#include <event2/dns.h>

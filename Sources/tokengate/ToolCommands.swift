@@ -1,6 +1,6 @@
 import ArgumentParser
 
 extension Tokengate {
-    /// Developer tools from the JOSE module (`jwt`, `keys`).
-    static var toolCommands: [ParsableCommand.Type] { [] }
+    /// Developer tools over the JOSE module.
+    static var toolCommands: [ParsableCommand.Type] { [JWTCommand.self, KeysCommand.self] }
 }

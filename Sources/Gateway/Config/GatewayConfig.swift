@@ -14,7 +14,11 @@ public struct GatewayConfig: Sendable {
     public var store = "memory"
     /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
     /// always removed (DESIGN: strip, then inject).
-    public var reservedHeaderPrefix: String? = nil
+    public var reservedHeaderPrefix: String? = nil {
+        didSet { reservedHeaderPrefixBytes = reservedHeaderPrefix.map { Array($0.lowercased().utf8) } }
+    }
+    /// The prefix lowercased, as the header rules compare it.
+    public private(set) var reservedHeaderPrefixBytes: [UInt8]? = nil
     public var upstreams: [String: UpstreamConfig] = [:]
     public var routes: [RouteConfig] = []
     /// Names defined in sections that later features use (`issuers`, `clients`).

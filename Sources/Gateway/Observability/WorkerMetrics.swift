@@ -5,14 +5,25 @@ final class WorkerMetrics {
 
     struct RouteStatus: Hashable { var route: String; var status: Int }
 
-    private(set) var requests: [RouteStatus: Int] = [:]
+    /// Counts keyed by routeID << 10 | status; names resolved only when scraped.
+    private var counts: [Int: Int] = [:]
+    /// Interned route names; index = route id. Append-only, so ids survive reloads.
+    private var routeNames: [String] = []
+    private var routeIDs: [String: Int] = [:]
     private(set) var latencyCounts = [Int](repeating: 0, count: latencyBuckets.count + 1)
     private(set) var latencySum = 0.0
     private(set) var upstreamErrors: [String: Int] = [:]
     var inflight = 0
 
-    func record(route: String, status: Int, seconds: Double) {
-        requests[RouteStatus(route: route, status: status), default: 0] += 1
+    func routeID(_ name: String) -> Int {
+        if let id = routeIDs[name] { return id }
+        routeNames.append(name)
+        routeIDs[name] = routeNames.count - 1
+        return routeNames.count - 1
+    }
+
+    func record(routeID: Int, status: Int, seconds: Double) {
+        counts[(routeID + 1) << 10 | min(status, 1023), default: 0] += 1
         var i = 0
         while i < WorkerMetrics.latencyBuckets.count && seconds > WorkerMetrics.latencyBuckets[i] { i += 1 }
         latencyCounts[i] += 1
@@ -22,7 +33,12 @@ final class WorkerMetrics {
     func upstreamError(_ kind: String) { upstreamErrors[kind, default: 0] += 1 }
 
     func snapshot(upstreamConnections: [String: Int], clientConnections: Int) -> MetricsSnapshot {
-        MetricsSnapshot(requests: requests, latencyCounts: latencyCounts, latencySum: latencySum,
+        var requests: [RouteStatus: Int] = [:]
+        for (key, n) in counts {
+            let id = key >> 10 - 1
+            requests[RouteStatus(route: id >= 0 ? routeNames[id] : "-", status: key & 1023), default: 0] += n
+        }
+        return MetricsSnapshot(requests: requests, latencyCounts: latencyCounts, latencySum: latencySum,
                         upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections,
                         clientConnections: clientConnections)
     }

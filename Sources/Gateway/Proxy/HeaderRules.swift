@@ -1,45 +1,49 @@
+import Reactor
+
 /// Which headers cross the gateway (RFC 9110 §7.6.1 hop-by-hop fields, RFC 9110 §7.2 Host),
-/// decided in one place for requests and responses.
+/// decided in one place for requests and responses. Names are compared as bytes,
+/// ASCII-case-insensitively, so the request path builds no strings for them.
 public enum HeaderRules {
     /// Always connection-specific, whatever `Connection` says; plus every `Proxy-*` field.
-    static let hopByHop: Set<String> = ["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"]
+    static let hopByHop: [[UInt8]] = ["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"].map { Array($0.utf8) }
 
     /// Request fields the gateway sets itself, so a client-sent copy must not pass:
     /// framing (recomputed), Host (per upstream), and the X-Forwarded-* / request-id fields
     /// (taken from the client only when it is a trusted proxy, see `ForwardedHeaders`).
-    static let recomputedOnRequest: Set<String> = ["host", "content-length", "x-forwarded-for",
-                                                    "x-forwarded-proto", "x-forwarded-host", "x-request-id",
-                                                    "forwarded"]
+    static let recomputedOnRequest: [[UInt8]] = ["host", "content-length", "x-forwarded-for", "x-forwarded-proto",
+                                                 "x-forwarded-host", "x-request-id", "forwarded"].map { Array($0.utf8) }
+    static let proxyPrefix = Array("proxy-".utf8)
+    static let requestID = Array("x-request-id".utf8)
 
-    /// The field names a `Connection` header lists (they are hop-by-hop too).
-    public static func connectionTokens(_ values: [String]) -> Set<String> {
-        var out = Set<String>()
+    /// The field names a `Connection` header lists (they are hop-by-hop too), lowercased.
+    public static func connectionTokens(_ values: [String]) -> [[UInt8]] {
+        var out: [[UInt8]] = []
         for v in values {
             for token in v.split(separator: ",") {
-                let t = token.trimmed().lowercased()
-                if !t.isEmpty { out.insert(t) }
+                var t = Substring(token)
+                while t.first == " " || t.first == "\t" { t = t.dropFirst() }
+                while t.last == " " || t.last == "\t" { t = t.dropLast() }
+                if !t.isEmpty { out.append(Array(t.lowercased().utf8)) }
             }
         }
         return out
     }
 
-    public static func isHopByHop(_ lowerName: String, listed: Set<String>) -> Bool {
-        hopByHop.contains(lowerName) || lowerName.hasPrefix("proxy-") || listed.contains(lowerName)
+    static func isHopByHop(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]]) -> Bool {
+        equalsAny(name, hopByHop) || hasPrefix(name, proxyPrefix) || equalsAny(name, listed)
     }
 
     /// Whether a client request header is forwarded upstream as sent.
-    public static func forwardsRequestHeader(_ name: String, listed: Set<String>, reservedPrefix: String?) -> Bool {
-        let lower = name.lowercased()
-        if isHopByHop(lower, listed: listed) || recomputedOnRequest.contains(lower) { return false }
-        if let reservedPrefix, lower.hasPrefix(reservedPrefix) { return false }
+    public static func forwardsRequestHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?) -> Bool {
+        if isHopByHop(name, listed: listed) || equalsAny(name, recomputedOnRequest) { return false }
+        if let reservedPrefix, hasPrefix(name, reservedPrefix) { return false }
         return true
     }
 
     /// Whether an upstream response header is passed to the client. Content-Length stays
     /// (so the client gets the same framing); Transfer-Encoding goes (libevent re-frames).
-    public static func forwardsResponseHeader(_ name: String, listed: Set<String>) -> Bool {
-        let lower = name.lowercased()
-        return !isHopByHop(lower, listed: listed) && lower != "x-request-id"
+    public static func forwardsResponseHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]]) -> Bool {
+        !isHopByHop(name, listed: listed) && !equals(name, requestID)
     }
 
     /// RFC 9110 §5.6.2 tchar.
@@ -51,14 +55,37 @@ public enum HeaderRules {
             return "!#$%&'*+-.^_`|~".utf8.contains(c)
         }
     }
+
+    // MARK: ASCII case-insensitive byte comparison (`lower` is already lowercase)
+
+    @inline(__always)
+    static func equals(_ name: UnsafeBufferPointer<UInt8>, _ lower: [UInt8]) -> Bool {
+        guard name.count == lower.count else { return false }
+        for i in 0..<lower.count where name[i] | (name[i] >= 0x41 && name[i] <= 0x5a ? 0x20 : 0) != lower[i] { return false }
+        return true
+    }
+
+    static func equalsAny(_ name: UnsafeBufferPointer<UInt8>, _ lowers: [[UInt8]]) -> Bool {
+        for l in lowers where equals(name, l) { return true }
+        return false
+    }
+
+    static func hasPrefix(_ name: UnsafeBufferPointer<UInt8>, _ lower: [UInt8]) -> Bool {
+        guard name.count >= lower.count else { return false }
+        return equals(UnsafeBufferPointer(rebasing: name[0..<lower.count]), lower)
+    }
 }
 
-private extension Substring {
-    /// Without leading and trailing optional whitespace (RFC 9110 §5.6.3 OWS).
-    func trimmed() -> Substring {
-        var s = self
-        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
-        while s.last == " " || s.last == "\t" { s = s.dropLast() }
-        return s
+extension HeaderRules {
+    /// String forms of the rules, for callers (and tests) that hold Swift strings.
+    public static func forwardsRequestHeader(_ name: String, listed: [[UInt8]], reservedPrefix: String?) -> Bool {
+        var n = name
+        let prefix = reservedPrefix.map { Array($0.lowercased().utf8) }
+        return n.withUTF8 { forwardsRequestHeader($0, listed: listed, reservedPrefix: prefix) }
+    }
+
+    public static func forwardsResponseHeader(_ name: String, listed: [[UInt8]]) -> Bool {
+        var n = name
+        return n.withUTF8 { forwardsResponseHeader($0, listed: listed) }
     }
 }

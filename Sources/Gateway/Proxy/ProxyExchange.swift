@@ -39,9 +39,7 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
         status = head.status
         let listed = head.headers.first("Connection").map { HeaderRules.connectionTokens([$0]) } ?? []
         let out = client.responseHeaders
-        head.headers.forEach { name, value in
-            if HeaderRules.forwardsResponseHeader(name, listed: listed) { out.add(name, value) }
-        }
+        head.headers.copy(to: out) { HeaderRules.forwardsResponseHeader($0.bytes, listed: listed) }
         out.add("X-Request-Id", context.requestID)
         if worker.draining { out.removeAll("Connection"); out.add("Connection", "close") }
         client.startStreaming(status: head.status, reason: head.reason.isEmpty ? HTTPStatus.reason(head.status) : head.reason)

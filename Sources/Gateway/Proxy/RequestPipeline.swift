@@ -46,28 +46,26 @@ enum RequestPipeline {
             return .reject(status: 502, error: "bad_gateway", description: "no upstream")
         }
 
-        var out: [(name: String, value: String)] = []
-        out.reserveCapacity(16)
         let listed = headers.first("Connection").map { HeaderRules.connectionTokens([$0]) } ?? []
-        let reserved = config.reservedHeaderPrefix?.lowercased()
-        headers.forEach { name, value in
-            if HeaderRules.forwardsRequestHeader(name, listed: listed, reservedPrefix: reserved) {
-                out.append((name, value))
-            }
-        }
+        let reserved = config.reservedHeaderPrefixBytes
+        let upstreamHost: String
         switch upstream.hostHeader {
-        case .upstream: out.append(("Host", upstream.authority))
-        case .preserve: out.append(("Host", headers.first("Host") ?? upstream.authority))
-        case .fixed(let value): out.append(("Host", value))
+        case .upstream: upstreamHost = upstream.authority
+        case .preserve: upstreamHost = headers.first("Host") ?? upstream.authority
+        case .fixed(let value): upstreamHost = value
         }
-        out.append(("X-Forwarded-For", forwarded.forwardedFor))
-        out.append(("X-Forwarded-Proto", forwarded.forwardedProto))
-        if let h = forwarded.forwardedHost { out.append(("X-Forwarded-Host", h)) }
-        out.append(("X-Request-Id", forwarded.requestID))
+        let writeHeaders: (HeaderList) -> Void = { out in
+            headers.copy(to: out) { HeaderRules.forwardsRequestHeader($0.bytes, listed: listed, reservedPrefix: reserved) }
+            out.add("Host", upstreamHost)
+            out.add("X-Forwarded-For", forwarded.forwardedFor)
+            out.add("X-Forwarded-Proto", forwarded.forwardedProto)
+            if let h = forwarded.forwardedHost { out.add("X-Forwarded-Host", h) }
+            out.add("X-Request-Id", forwarded.requestID)
+        }
 
         var target = upstream.basePath + normalized.path
         if let q = normalized.query { target += "?" + q }
-        return .forward(route: route, request: UpstreamCall.Request(method: method, target: target, headers: out),
+        return .forward(route: route, request: UpstreamCall.Request(method: method, target: target, writeHeaders: writeHeaders),
                         path: normalized.path)
     }
 

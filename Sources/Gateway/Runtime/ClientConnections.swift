@@ -9,6 +9,11 @@ final class ClientConnections {
         var handler: CloseHandler?
         weak var exchange: ProxyExchange?
         var unflushed = 0
+        /// The TCP peer, read once per connection.
+        var peer = ""
+        /// Whether `peer` is a trusted proxy, as of config `trustGeneration`.
+        var trusted = false
+        var trustGeneration = -1
     }
 
     private var open: [ClientConnectionID: Watch] = [:]
@@ -20,6 +25,7 @@ final class ClientConnections {
         guard let id = req.connection else { return nil }
         if let w = open[id] { return w }
         let w = Watch()
+        w.peer = req.peerAddress
         // `w` owns its handler; the handler holds `w` weakly (no cycle), and `open` holds `w`
         // until the close: take it out first, keep it alive through the callback.
         w.handler = CloseHandler { [unowned self, weak w] in

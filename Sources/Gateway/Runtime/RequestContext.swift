@@ -7,4 +7,6 @@ struct RequestContext {
     var method: String
     var path: String
     var route: String
+    /// Metrics id of the route (-1: no route).
+    var routeID: Int
 }

@@ -18,6 +18,9 @@ final class Worker: FlushListener {
     private let ids: RequestIDGenerator
     let connections = ClientConnections()
     private(set) var draining = false
+    private var configGeneration = 0
+    /// Route index → the metrics' interned id of its name (names survive reloads).
+    private var routeMetricIDs: [Int: Int] = [:]
     private var onDrained: (() -> Void)?
     private var thread: Thread?
 
@@ -60,6 +63,8 @@ final class Worker: FlushListener {
     /// Swaps in a new config for requests that start from now on (loop-thread).
     func apply(_ new: GatewayConfig) {
         config = new
+        configGeneration += 1
+        for r in new.routes { routeMetricIDs[r.index] = metrics.routeID(r.name) }
         let options = serverOptions(new.limits)
         for s in servers { s.apply(options) }
         router = Router(routes: new.routes)
@@ -106,17 +111,27 @@ final class Worker: FlushListener {
         req.onFlushed(self)
         let watch = connections.watch(req) { [unowned self] unflushed in self.connectionGone(unflushed: unflushed) }
         watch?.unflushed += 1
-        var ctx = RequestContext(requestID: "", start: clock(), method: req.method?.rawValue ?? "?", path: "", route: "-")
+        var ctx = RequestContext(requestID: "", start: clock(), method: req.method?.rawValue ?? "?", path: "", route: "-", routeID: -1)
         let headers = req.headers
+        let peer = watch?.peer ?? req.peerAddress
+        var trusted = false
+        if !config.trustedProxies.isEmpty {
+            if let watch, watch.trustGeneration == configGeneration {
+                trusted = watch.trusted
+            } else {
+                trusted = isTrusted(peer)
+                watch?.trusted = trusted
+                watch?.trustGeneration = configGeneration
+            }
+        }
+        // A client's own X-Forwarded-* and X-Request-Id are read only if it is a trusted proxy.
         let forwarded = ForwardedHeaders.compute(
-            .init(peer: req.peerAddress,
-                  peerTrusted: isTrusted(req.peerAddress),
-                  scheme: req.isTLS ? "https" : "http",
+            .init(peer: peer, peerTrusted: trusted, scheme: req.isTLS ? "https" : "http",
                   host: headers.first("Host"),
-                  xForwardedFor: headers.count("X-Forwarded-For") > 0 ? [headers.first("X-Forwarded-For")!] : [],
-                  xForwardedProto: headers.first("X-Forwarded-Proto"),
-                  xForwardedHost: headers.first("X-Forwarded-Host"),
-                  xRequestID: headers.first("X-Request-Id")),
+                  xForwardedFor: trusted ? headers.first("X-Forwarded-For").map { [$0] } ?? [] : [],
+                  xForwardedProto: trusted ? headers.first("X-Forwarded-Proto") : nil,
+                  xForwardedHost: trusted ? headers.first("X-Forwarded-Host") : nil,
+                  xRequestID: trusted ? headers.first("X-Request-Id") : nil),
             newRequestID: ids.next)
         ctx.requestID = forwarded.requestID
         switch RequestPipeline.prepare(req, forwarded: forwarded, router: router, routes: routesByIndex,
@@ -129,6 +144,7 @@ final class Worker: FlushListener {
         case .forward(let route, let upstreamRequest, let path):
             ctx.path = path
             ctx.route = route.name
+            ctx.routeID = routeMetricIDs[route.index] ?? -1
             guard let pool = pools[route.upstream] else {
                 ErrorResponse.send(req, status: 502, error: "bad_gateway", description: "no upstream", requestID: ctx.requestID)
                 requestFinished(ctx, status: 502, bytes: 0, upstreamSeconds: 0, detail: "pool missing")
@@ -158,7 +174,7 @@ final class Worker: FlushListener {
 
     func requestFinished(_ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?) {
         let seconds = clock() - ctx.start
-        metrics.record(route: ctx.route, status: status, seconds: seconds)
+        metrics.record(routeID: ctx.routeID, status: status, seconds: seconds)
         if config.accessLog {
             var meta: Logger.Metadata = [
                 "request_id": .string(ctx.requestID), "route": .string(ctx.route), "method": .string(ctx.method),

@@ -15,6 +15,18 @@ public struct HeaderList {
         }
     }
 
+    /// Copies every header for which `keep(name)` is true into `other`, C string to C string
+    /// (no Swift strings on the request path).
+    public func copy(to other: HeaderList, where keep: (HeaderName) -> Bool) {
+        var kv = tg_headers_first(queue)
+        while let entry = kv {
+            if keep(HeaderName(pointer: entry.pointee.key)) {
+                evhttp_add_header(other.queue, entry.pointee.key, entry.pointee.value)
+            }
+            kv = tg_headers_next(entry)
+        }
+    }
+
     /// All headers as (name, value) pairs, in order.
     public var all: [(name: String, value: String)] {
         var out: [(name: String, value: String)] = []
@@ -52,4 +64,17 @@ public struct HeaderList {
     }
 
     public func clear() { evhttp_clear_headers(queue) }
+}
+
+/// A header name as libevent holds it (a C string valid during the callback that sees it),
+/// compared without building a Swift string.
+public struct HeaderName {
+    let pointer: UnsafePointer<CChar>
+
+    /// The name's bytes.
+    public var bytes: UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))
+    }
+
+    public var string: String { String(cString: pointer) }
 }

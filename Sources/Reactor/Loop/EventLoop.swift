@@ -18,13 +18,27 @@ public final class EventLoop: @unchecked Sendable {
         EventLoop.initializeThreading()
         guard let cfg = event_config_new() else { fatalError("event_config_new failed") }
         defer { event_config_free(cfg) }
-        // One thread per base: no internal locking needed for the base's own events, but
-        // cross-thread event_base_once still needs the lock, so keep it.
+        // Batch epoll interest changes per loop turn: evhttp's bufferevents switch read and
+        // write interest several times per request, and without the changelist each switch
+        // is an epoll_ctl system call (measured: 10 per proxied request → about 6).
+        event_config_set_flag(cfg, Int32(EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
+        // Cross-thread event_base_once needs the base's lock, so it stays enabled.
         guard let base = event_base_new_with_config(cfg) else { fatalError("event_base_new failed") }
         self.base = base
     }
 
-    deinit { event_base_free(base) }
+    deinit {
+        if let dns { evdns_base_free(dns, 0) }
+        event_base_free(base)
+    }
+
+    /// Asynchronous DNS for upstream host names on this loop (resolv.conf), created on first
+    /// use: without it libevent resolves with a blocking getaddrinfo on the worker thread.
+    private var dns: OpaquePointer?
+    var dnsBase: OpaquePointer? {
+        if dns == nil { dns = evdns_base_new(base, Int32(EVDNS_BASE_INITIALIZE_NAMESERVERS)) }
+        return dns
+    }
 
     /// Runs the loop until `stop()` or until no events remain.
     public func run() { event_base_dispatch(base) }

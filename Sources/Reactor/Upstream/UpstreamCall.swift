@@ -31,9 +31,11 @@ public final class UpstreamCall {
     public struct Request {
         public var method: HTTPMethod
         public var target: String
-        public var headers: [(name: String, value: String)]
-        public init(method: HTTPMethod, target: String, headers: [(name: String, value: String)]) {
-            self.method = method; self.target = target; self.headers = headers
+        /// Writes the request's headers into the upstream request (called once per attempt;
+        /// Content-Length is set by the call itself).
+        public var writeHeaders: (HeaderList) -> Void
+        public init(method: HTTPMethod, target: String, writeHeaders: @escaping (HeaderList) -> Void) {
+            self.method = method; self.target = target; self.writeHeaders = writeHeaders
         }
     }
 
@@ -82,7 +84,7 @@ public final class UpstreamCall {
         evhttp_request_set_chunked_cb(req, chunkThunk)
         evhttp_request_set_error_cb(req, errorThunk)
         let out = HeaderList(queue: evhttp_request_get_output_headers(req))
-        for (name, value) in request.headers { out.add(name, value) }
+        request.writeHeaders(out)
         if let body {
             // Moved, not copied: a request with a body is never retried.
             evbuffer_add_buffer(evhttp_request_get_output_buffer(req), body)

@@ -69,7 +69,9 @@ final class UpstreamConnection {
 
     init(pool: UpstreamPool) {
         let ep = pool.endpoint
-        guard let evcon = evhttp_connection_base_new(pool.loop.base, nil, ep.host, ep.port) else {
+        // Numeric addresses need no resolver; names go through the loop's async DNS.
+        let numeric = ep.host.allSatisfy { $0.isHexDigit || $0 == "." || $0 == ":" }
+        guard let evcon = evhttp_connection_base_new(pool.loop.base, numeric ? nil : pool.loop.dnsBase, ep.host, ep.port) else {
             fatalError("evhttp_connection_base_new failed")
         }
         self.evcon = evcon
@@ -78,8 +80,11 @@ final class UpstreamConnection {
         evhttp_connection_set_retries(evcon, 0)
     }
 
-    /// Whether the TCP connection is established (connect timeout check).
+    /// Whether the TCP connection is established (connect timeout check). Asked only for a
+    /// connection that has not completed a request yet: a reused one was connected, and if
+    /// the upstream closed it meanwhile, evhttp reconnects and the retry path covers it.
     var isConnected: Bool {
+        if served > 0 { return true }
         guard let bev = evhttp_connection_get_bufferevent(evcon) else { return false }
         let fd = bufferevent_getfd(bev)
         return fd >= 0 && tg_socket_connected(fd) != 0
