@@ -115,3 +115,20 @@ def test_reload_applies_new_limits(upstream, gateway_factory):
         status = requests.post(g.url("/echo"), data=b"a" * 4096).status_code
         time.sleep(0.05)
     assert status == 413
+
+
+def test_shipped_configs_are_valid(tmp_path):
+    """The configs the README and deploy/ hand to users must pass check-config."""
+    import re
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    files = [os.path.join(root, "config", "quickstart.yaml"), os.path.join(root, "deploy", "compose", "tokengate.yaml")]
+    # The Kubernetes example embeds its config in a ConfigMap.
+    k8s = open(os.path.join(root, "deploy", "kubernetes", "tokengate-sidecar.yaml")).read()
+    block = re.search(r"tokengate\.yaml: \|\n((?:    .*\n|\s*\n)+)", k8s).group(1)
+    embedded = tmp_path / "k8s.yaml"
+    embedded.write_text("\n".join(l[4:] for l in block.splitlines()) + "\n")
+    files.append(str(embedded))
+    env = dict(os.environ, TOKENGATE_SESSION_KEY="k" * 43, WEB_CLIENT_SECRET="s")
+    for f in files:
+        r = subprocess.run([BIN, "check-config", f], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, f + ": " + r.stdout + r.stderr
