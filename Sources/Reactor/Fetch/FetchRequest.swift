@@ -30,6 +30,7 @@ public struct FetchResponse: Sendable {
 
 public struct FetchError: Error, Sendable, CustomStringConvertible {
     public var description: String
+    public init(description: String) { self.description = description }
 }
 
 /// TLS and transport settings shared by every fetch (one place: DESIGN "harden curl").

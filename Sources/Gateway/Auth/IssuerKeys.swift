@@ -1,0 +1,163 @@
+import JOSE
+import Reactor
+
+/// One issuer's signing keys: fetched (OIDC Discovery / RFC 8414 metadata → `jwks_uri`, or a
+/// configured `jwks_uri`), kept as an immutable `JWKSet`, refreshed before it goes stale, and
+/// refetched at most once per `minRefetchInterval` when a token names an unknown `kid`.
+/// A failed fetch keeps the last good set (stale-if-error). Lives on one loop (the main
+/// loop); `onUpdate` hands each new set to the workers. One fetch serves every waiter.
+final class IssuerKeys {
+    enum Source: Equatable {
+        /// The issuer URL; metadata from `<issuer>/.well-known/openid-configuration`.
+        case discovery(issuer: String)
+        case jwksURI(String)
+    }
+
+    struct Timing {
+        /// Refresh interval bounds for the JWKS's Cache-Control max-age.
+        var minRefresh = 60.0
+        var maxRefresh = 3600.0
+        /// An unknown kid may trigger a refetch at most this often.
+        var minRefetchInterval = 30.0
+        /// Retry delay after a failed fetch.
+        var retryAfterError = 10.0
+    }
+
+    let name: String
+    let source: Source
+    private let fetcher: HTTPFetcher
+    private let loop: EventLoop
+    private let timing: Timing
+    private let now: () -> Double
+    private(set) var current: JWKSet?
+    private(set) var lastError: String?
+    private(set) var fetchCount = 0
+    private var jwksURI: String?
+    private var inFlight = false
+    private var waiters: [(Bool) -> Void] = []
+    private var lastKidRefetch = -Double.infinity
+    private var refreshTimer: LoopTimer?
+    var onUpdate: ((JWKSet) -> Void)?
+    var onError: ((String) -> Void)?
+
+    init(name: String, source: Source, fetcher: HTTPFetcher, loop: EventLoop, timing: Timing = Timing(),
+         now: @escaping () -> Double) {
+        self.name = name
+        self.source = source
+        self.fetcher = fetcher
+        self.loop = loop
+        self.timing = timing
+        self.now = now
+        if case .jwksURI(let uri) = source { jwksURI = uri }
+    }
+
+    /// Loads the keys now; `done(ok)` when the first attempt ends.
+    func start(_ done: @escaping (Bool) -> Void = { _ in }) { fetch(done) }
+
+    /// A token named a kid the current set lacks. Refetches unless one happened within
+    /// `minRefetchInterval` (a flood of made-up kids must not become load on the IdP);
+    /// `done(true)` when a new set arrived, `done(false)` when nothing changed.
+    func refetchForUnknownKid(_ done: @escaping (Bool) -> Void) {
+        if inFlight { waiters.append(done); return }
+        guard now() - lastKidRefetch >= timing.minRefetchInterval else { done(false); return }
+        lastKidRefetch = now()
+        fetch(done)
+    }
+
+    private func fetch(_ done: @escaping (Bool) -> Void) {
+        waiters.append(done)
+        guard !inFlight else { return }
+        inFlight = true
+        if let uri = jwksURI {
+            fetchJWKS(uri)
+        } else if case .discovery(let issuer) = source {
+            let url = (issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer) + "/.well-known/openid-configuration"
+            fetcher.fetch(FetchRequest(url: url, headers: ["Accept: application/json"])) { [weak self] result in
+                guard let self else { return }
+                switch result.flatMap(Self.metadataJWKSURI(issuer: issuer)) {
+                case .success(let uri):
+                    self.jwksURI = uri
+                    self.fetchJWKS(uri)
+                case .failure(let e):
+                    self.finish(nil, maxAge: nil, error: "discovery: \(e.description)")
+                }
+            }
+        }
+    }
+
+    private func fetchJWKS(_ uri: String) {
+        fetchCount += 1
+        fetcher.fetch(FetchRequest(url: uri, headers: ["Accept: application/json, application/jwk-set+json"])) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let resp) where resp.status == 200:
+                do {
+                    let set = try JWKSet(bytes: resp.body)
+                    self.finish(set, maxAge: Self.maxAge(resp.header("cache-control")), error: nil)
+                } catch {
+                    self.finish(nil, maxAge: nil, error: "jwks: \(error)")
+                }
+            case .success(let resp):
+                self.finish(nil, maxAge: nil, error: "jwks: HTTP \(resp.status)")
+            case .failure(let e):
+                self.finish(nil, maxAge: nil, error: "jwks: \(e.description)")
+            }
+        }
+    }
+
+    private func finish(_ set: JWKSet?, maxAge: Double?, error: String?) {
+        inFlight = false
+        if let set {
+            current = set
+            lastError = nil
+            onUpdate?(set)
+        } else if let error {
+            // Stale-if-error: the last good set keeps serving.
+            lastError = error
+            onError?(error)
+        }
+        let delay = set != nil
+            ? min(max(maxAge ?? timing.maxRefresh, timing.minRefresh), timing.maxRefresh)
+            : timing.retryAfterError
+        refreshTimer?.cancel()
+        refreshTimer = LoopTimer(loop: loop, seconds: delay) { [weak self] in self?.fetch { _ in } }
+        let pending = waiters
+        waiters = []
+        for w in pending { w(set != nil) }
+    }
+
+    /// RFC 8414 §3 / OIDC Discovery §4.3: the metadata's `issuer` must equal the configured
+    /// issuer exactly, and `jwks_uri` must be an https (or, for local setups, http) URL.
+    static func metadataJWKSURI(issuer: String) -> (FetchResponse) -> Result<String, FetchError> {
+        { resp in
+            guard resp.status == 200 else { return .failure(FetchError(description: "HTTP \(resp.status)")) }
+            guard let meta = try? JSONParser.parse(resp.body).object else { return .failure(FetchError(description: "metadata is not a JSON object")) }
+            guard meta["issuer"]?.string == issuer else { return .failure(FetchError(description: "metadata issuer does not match \(issuer)")) }
+            guard let uri = meta["jwks_uri"]?.string, uri.hasPrefix("https://") || uri.hasPrefix("http://") else {
+                return .failure(FetchError(description: "metadata has no usable jwks_uri"))
+            }
+            return .success(uri)
+        }
+    }
+
+    /// `max-age` from a Cache-Control value, if any (no-store/no-cache → 0).
+    static func maxAge(_ header: String?) -> Double? {
+        guard let header else { return nil }
+        var age: Double?
+        for part in header.split(separator: ",") {
+            let p = part.trimmingLeadingSpaces().lowercased()
+            if p == "no-store" || p == "no-cache" { return 0 }
+            if p.hasPrefix("max-age="), let v = Double(p.dropFirst(8)), v >= 0 { age = v }
+        }
+        return age
+    }
+}
+
+private extension Substring {
+    func trimmingLeadingSpaces() -> Substring {
+        var s = self
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return s
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import JOSE
+import Reactor
+import Testing
+@testable import Gateway
+
+/// The key-set manager against a real HTTP server on 127.0.0.1 (Reactor's own), one loop.
+@Suite("Issuer keys: discovery, single flight, refetch limit, stale-if-error")
+struct IssuerKeysTests {
+    final class IdP {
+        let loop = EventLoop()
+        var server: HTTPServer!
+        var port: UInt16 = 0
+        var issuer: String { "http://127.0.0.1:\(port)" }
+        var jwks: String
+        var jwksStatus = 200
+        var metadataIssuer: String?
+        var hits: [String: Int] = [:]
+
+        init(jwks: String) throws {
+            self.jwks = jwks
+            server = HTTPServer(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in
+                let path = req.rawTarget
+                self.hits[path, default: 0] += 1
+                if path == "/.well-known/openid-configuration" {
+                    let body = "{\"issuer\":\"\(self.metadataIssuer ?? self.issuer)\",\"jwks_uri\":\"\(self.issuer)/jwks\"}"
+                    req.respond(status: 200, body: OwnedBuffer(body))
+                } else if path == "/jwks" {
+                    req.responseHeaders.add("Cache-Control", "public, max-age=120")
+                    req.respond(status: self.jwksStatus, body: OwnedBuffer(self.jwks))
+                } else {
+                    req.respond(status: 404, body: nil)
+                }
+            }
+            let fd = try Listener.open(host: "127.0.0.1", port: 0)
+            var addr = sockaddr_in()
+            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+            port = UInt16(bigEndian: addr.sin_port)
+            try server.serve(listeningSocket: fd)
+        }
+
+        /// Runs the loop until `body` calls its `stop`, or 5 s pass.
+        func run(_ body: (@escaping () -> Void) -> Void) {
+            body { [loop] in loop.stop() }
+            loop.schedule(after: 5) { [loop] in loop.stop() }
+            loop.run()
+        }
+    }
+
+    static func keySet(kid: String) throws -> (JWK, String) {
+        let key = try JWK.generate(for: .ES256, kid: kid)
+        return (key, JWKSet(keys: [key]).publicJSON())
+    }
+
+    @Test func discoveryThenKeys() throws {
+        let (_, jwks) = try Self.keySet(kid: "a")
+        let idp = try IdP(jwks: jwks)
+        var clock = 1000.0
+        let keys = IssuerKeys(name: "corp", source: .discovery(issuer: idp.issuer), fetcher: HTTPFetcher(loop: idp.loop),
+                              loop: idp.loop, now: { clock })
+        var ok: Bool?
+        idp.run { stop in keys.start { ok = $0; stop() } }
+        #expect(ok == true)
+        #expect(keys.current?.keys.first?.kid == "a")
+        #expect(idp.hits["/.well-known/openid-configuration"] == 1 && idp.hits["/jwks"] == 1)
+        clock += 1
+    }
+
+    @Test func metadataForAnotherIssuerIsRefused() throws {
+        let (_, jwks) = try Self.keySet(kid: "a")
+        let idp = try IdP(jwks: jwks)
+        idp.metadataIssuer = "https://evil.example"
+        let keys = IssuerKeys(name: "corp", source: .discovery(issuer: idp.issuer), fetcher: HTTPFetcher(loop: idp.loop),
+                              loop: idp.loop, now: { 0 })
+        var ok: Bool?
+        idp.run { stop in keys.start { ok = $0; stop() } }
+        #expect(ok == false)
+        #expect(keys.current == nil)
+        #expect(keys.lastError?.contains("does not match") == true)
+        #expect(idp.hits["/jwks"] == nil)
+    }
+
+    @Test func unknownKidRefetchIsSingleFlightAndRateLimited() throws {
+        let (_, jwks) = try Self.keySet(kid: "a")
+        let idp = try IdP(jwks: jwks)
+        var clock = 1000.0
+        let keys = IssuerKeys(name: "corp", source: .jwksURI("http://127.0.0.1:\(idp.port)/jwks"),
+                              fetcher: HTTPFetcher(loop: idp.loop), loop: idp.loop, now: { clock })
+        idp.run { stop in keys.start { _ in stop() } }
+        let (_, rotated) = try Self.keySet(kid: "b")
+        idp.jwks = rotated
+        var results: [Bool] = []
+        idp.run { stop in
+            for _ in 0..<10 {
+                keys.refetchForUnknownKid { results.append($0); if results.count == 10 { stop() } }
+            }
+        }
+        #expect(results == Array(repeating: true, count: 10))
+        #expect(idp.hits["/jwks"] == 2, "ten waiters, one fetch")
+        #expect(keys.current?.keys.first?.kid == "b")
+        // Another unknown kid within the interval: no fetch at all.
+        var again: Bool?
+        clock += 5
+        keys.refetchForUnknownKid { again = $0 }
+        #expect(again == false)
+        #expect(idp.hits["/jwks"] == 2)
+        // After the interval, one more is allowed.
+        clock += 30
+        idp.run { stop in keys.refetchForUnknownKid { again = $0; stop() } }
+        #expect(again == true)
+        #expect(idp.hits["/jwks"] == 3)
+    }
+
+    @Test func lastGoodKeysServeWhenTheIdPFails() throws {
+        let (_, jwks) = try Self.keySet(kid: "a")
+        let idp = try IdP(jwks: jwks)
+        var clock = 1000.0
+        let keys = IssuerKeys(name: "corp", source: .jwksURI("http://127.0.0.1:\(idp.port)/jwks"),
+                              fetcher: HTTPFetcher(loop: idp.loop), loop: idp.loop, now: { clock })
+        idp.run { stop in keys.start { _ in stop() } }
+        idp.jwksStatus = 500
+        clock += 60
+        var ok: Bool?
+        idp.run { stop in keys.refetchForUnknownKid { ok = $0; stop() } }
+        #expect(ok == false)
+        #expect(keys.current?.keys.first?.kid == "a")
+        #expect(keys.lastError == "jwks: HTTP 500")
+    }
+
+    @Test func cacheControl() {
+        #expect(IssuerKeys.maxAge("public, max-age=300") == 300)
+        #expect(IssuerKeys.maxAge("no-store") == 0)
+        #expect(IssuerKeys.maxAge("private") == nil)
+        #expect(IssuerKeys.maxAge(nil) == nil)
+        #expect(IssuerKeys.maxAge("max-age=-5") == nil)
+    }
+}
