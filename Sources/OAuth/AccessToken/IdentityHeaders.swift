@@ -1,0 +1,51 @@
+public import JOSE
+
+/// Maps claims to the identity headers the upstream trusts: strings as they are, numbers
+/// and booleans as their JSON text, arrays of scalars joined with ",", objects (and arrays
+/// holding objects) as compact JSON. Values with CR, LF or NUL are dropped — a claim must
+/// never split a header. Defaults follow oauth2-proxy's names so migrations keep working.
+public struct IdentityHeaders: Sendable, Equatable {
+    public var mapping: [(header: String, path: ClaimPath)]
+
+    public static let defaults: [(String, String)] = [
+        ("X-Forwarded-User", "sub"), ("X-Forwarded-Email", "email"),
+        ("X-Forwarded-Groups", "groups"), ("X-Forwarded-Preferred-Username", "preferred_username"),
+    ]
+
+    public init(mapping: [(header: String, path: ClaimPath)]) { self.mapping = mapping }
+
+    public static var standard: IdentityHeaders {
+        IdentityHeaders(mapping: defaults.map { ($0.0, ClaimPath($0.1)!) })
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.mapping.count == b.mapping.count && zip(a.mapping, b.mapping).allSatisfy { $0.header == $1.header && $0.path == $1.path }
+    }
+
+    /// Header names to strip from every client request (the gateway's to set).
+    public var headerNames: [String] { mapping.map(\.header) }
+
+    /// (header, value) pairs for these claims; absent claims give no header.
+    public func values(for claims: JSONObject) -> [(String, String)] {
+        mapping.compactMap { entry in
+            guard let v = entry.path.value(in: claims), let text = Self.render(v) else { return nil }
+            guard !text.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0 }) else { return nil }
+            return (entry.header, text)
+        }
+    }
+
+    static func render(_ v: JSONValue) -> String? {
+        switch v {
+        case .null: return nil
+        case .string(let s): return s
+        case .number(let n): return n
+        case .bool(let b): return b ? "true" : "false"
+        case .object: return JSONSerializer.serialize(v)
+        case .array(let a):
+            if a.allSatisfy({ if case .object = $0 { return false }; if case .array = $0 { return false }; return true }) {
+                return a.compactMap(render).joined(separator: ",")
+            }
+            return JSONSerializer.serialize(v)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/// A bounded cache of validated tokens for one worker (no locks: one loop uses it). Keyed by
+/// the token bytes; an entry lives until min(token expiry, ttl). Bounded in entries and in
+/// key bytes: when either is full, the oldest insertions go first (FIFO), so a flood of
+/// distinct (or large) tokens cannot grow it.
+public struct ValidatedTokenCache<Value> {
+    public let capacity: Int
+    public let maxBytes: Int
+    public let ttl: Int64
+    public private(set) var bytes = 0
+    private var entries: [String: (value: Value, expires: Int64)] = [:]
+    /// Insertion order; `order[head...]` are live.
+    private var order: [String] = []
+    private var head = 0
+    public private(set) var hits = 0
+    public private(set) var misses = 0
+
+    public init(capacity: Int = 10_000, maxBytes: Int = 8 << 20, ttl: Int64 = 300) {
+        self.capacity = max(1, capacity)
+        self.maxBytes = maxBytes
+        self.ttl = ttl
+    }
+
+    public var count: Int { entries.count }
+
+    public mutating func get(_ token: String, now: Int64) -> Value? {
+        if let e = entries[token], e.expires > now {
+            hits += 1
+            return e.value
+        }
+        misses += 1
+        return nil
+    }
+
+    public mutating func put(_ token: String, _ value: Value, expiresAt: Int64, now: Int64) {
+        let expires = min(expiresAt, now + ttl)
+        let size = token.utf8.count
+        guard expires > now, size <= maxBytes else { return }
+        if entries[token] == nil {
+            while head < order.count && (entries.count >= capacity || bytes + size > maxBytes) { evictOldest() }
+            order.append(token)
+            bytes += size
+        }
+        entries[token] = (value, expires)
+    }
+
+    private mutating func evictOldest() {
+        let oldest = order[head]
+        head += 1
+        if entries.removeValue(forKey: oldest) != nil { bytes -= oldest.utf8.count }
+        // Compact the queue now and then instead of shifting on every eviction.
+        if head > 1024 && head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import JOSE
+import Testing
+@testable import OAuth
+
+@Suite("Access tokens: issuer choice, verification, authorization, identity headers, cache")
+struct AccessTokenTests {
+    static let now: Int64 = 1_800_000_000
+    static let corpKey = try! JWK.generate(for: .ES256, kid: "corp-1")
+    static let otherKey = try! JWK.generate(for: .ES256, kid: "other-1")
+
+    static let verifier = AccessTokenVerifier(issuers: [
+        IssuerPolicy(name: "corp", issuer: "https://idp.corp", algorithms: [.ES256], audiences: ["api"], requiredType: "at+jwt"),
+        IssuerPolicy(name: "partner", issuer: "https://idp.partner", algorithms: [.ES256], audiences: ["api"]),
+    ])
+
+    static func token(_ claims: JSONObject, key: JWK = corpKey, typ: String? = "at+jwt") -> String {
+        var header = JSONObject()
+        if let typ { header["typ"] = .string(typ) }
+        return try! JWSSigner.sign(claims: claims, header: header, alg: .ES256, key: key)
+    }
+
+    static func claims(iss: String = "https://idp.corp", extra: [(String, JSONValue)] = []) -> JSONObject {
+        var c = JSONObject(["iss": .string(iss), "aud": .string("api"), "sub": .string("alice"),
+                            "exp": .number(String(now + 300)), "iat": .number(String(now))])
+        for (k, v) in extra { c[k] = v }
+        return c
+    }
+
+    func keys(_ name: String) -> JWKSet? {
+        name == "corp" ? JWKSet(keys: [Self.corpKey]) : JWKSet(keys: [Self.otherKey])
+    }
+
+    @Test func validTokenFromTheRightIssuer() throws {
+        let r = try Self.verifier.verify(Self.token(Self.claims()), now: Self.now, keys: keys).get()
+        #expect(r.issuer == "corp" && r.subject == "alice" && r.expiresAt == Self.now + 300 && r.jkt == nil)
+    }
+
+    @Test func issuerIsChosenByIssThenOnlyItsKeysCount() {
+        // Signed by corp's key but claiming to be from partner: partner's keys must decide.
+        let forged = Self.token(Self.claims(iss: "https://idp.partner"), typ: nil)
+        guard case .failure(.unknownKey) = Self.verifier.verify(forged, now: Self.now, keys: keys) else {
+            Issue.record("a corp-signed token was accepted for partner"); return
+        }
+        guard case .failure(.unknownIssuer) = Self.verifier.verify(Self.token(Self.claims(iss: "https://evil")), now: Self.now, keys: keys) else {
+            Issue.record("unknown issuer accepted"); return
+        }
+    }
+
+    @Test func badSignatureIsNotAReasonToRefetch() {
+        var t = Self.token(Self.claims())
+        t.removeLast(2)
+        t += "AA"
+        guard case .failure(.rejected(let e)) = Self.verifier.verify(t, now: Self.now, keys: keys) else { Issue.record("accepted"); return }
+        #expect(e.code == .badSignature || e.code == .malformed)
+    }
+
+    @Test func unknownKidAsksForARefetch() throws {
+        let rotated = try JWK.generate(for: .ES256, kid: "corp-2")
+        guard case .failure(.unknownKey(let issuer)) = Self.verifier.verify(Self.token(Self.claims(), key: rotated), now: Self.now, keys: keys) else {
+            Issue.record("expected unknownKey"); return
+        }
+        #expect(issuer == "corp")
+    }
+
+    @Test("claims policy", arguments: [
+        ("exp", JSONValue.number(String(now - 100)), JOSEError.Code.expired),
+        ("aud", .string("other"), .audienceMismatch),
+        ("nbf", .number(String(now + 500)), .notYetValid),
+    ])
+    func claimsPolicy(_ name: String, _ value: JSONValue, _ code: JOSEError.Code) {
+        var c = Self.claims()
+        c[name] = value
+        guard case .failure(.rejected(let e)) = Self.verifier.verify(Self.token(c), now: Self.now, keys: keys) else { Issue.record("accepted"); return }
+        #expect(e.code == code)
+    }
+
+    @Test func idTokenIsNotAnAccessToken() {
+        guard case .failure(.rejected(let e)) = Self.verifier.verify(Self.token(Self.claims(), typ: "JWT"), now: Self.now, keys: keys) else {
+            Issue.record("typ JWT accepted where at+jwt is required"); return
+        }
+        #expect(e.code == .typeMismatch)
+    }
+
+    @Test func dpopBindingIsReported() throws {
+        let c = Self.claims(extra: [("cnf", .object(JSONObject(["jkt": .string("abc")])))])
+        #expect(try Self.verifier.verify(Self.token(c), now: Self.now, keys: keys).get().jkt == "abc")
+    }
+
+    @Test func garbage() {
+        for t in ["", "abc", "a.b.c", String(repeating: "a", count: 20_000)] {
+            guard case .failure(.malformed) = Self.verifier.verify(t, now: Self.now, keys: keys) else { Issue.record("\(t.prefix(10)) accepted"); return }
+        }
+    }
+
+    @Test func scopesAndClaimRules() throws {
+        let claims = try JSONParser.parse("""
+        {"scope":"orders:read profile","scp":["extra"],"tenant":"acme","level":3,
+         "realm_access":{"roles":["admin","dev"]},"groups":["a","b"]}
+        """).object!
+        #expect(AuthorizationRequirement(scopes: ["orders:read", "extra"]).check(claims) == nil)
+        #expect(AuthorizationRequirement(scopes: ["orders:write", "orders:read"]).check(claims) == .missingScopes(["orders:write"]))
+        let rules = AuthorizationRequirement(claims: [
+            (ClaimPath("tenant")!, .equals("acme")), (ClaimPath("level")!, .oneOf(["2", "3"])),
+            (ClaimPath("realm_access.roles")!, .contains("admin")),
+        ])
+        #expect(rules.check(claims) == nil)
+        #expect(AuthorizationRequirement(claims: [(ClaimPath("tenant")!, .equals("other"))]).check(claims) == .claim("tenant"))
+        #expect(AuthorizationRequirement(claims: [(ClaimPath("realm_access.roles")!, .contains("root"))]).check(claims) == .claim("realm_access.roles"))
+        #expect(AuthorizationRequirement(claims: [(ClaimPath("missing.path")!, .equals("x"))]).check(claims) == .claim("missing.path"))
+        // An array never "equals" a string.
+        #expect(AuthorizationRequirement(claims: [(ClaimPath("groups")!, .equals("a"))]).check(claims) == .claim("groups"))
+        #expect(ClaimPath("a..b") == nil)
+    }
+
+    @Test func identityHeaderValues() throws {
+        let claims = try JSONParser.parse("""
+        {"sub":"alice","email":"a@x","groups":["g1","g2"],"n":5,"addr":{"c":"NL"},"evil":"x\\r\\nX-Admin: 1"}
+        """).object!
+        let h = IdentityHeaders(mapping: [("X-User", ClaimPath("sub")!), ("X-Groups", ClaimPath("groups")!), ("X-N", ClaimPath("n")!),
+                                          ("X-Addr", ClaimPath("addr")!), ("X-Evil", ClaimPath("evil")!), ("X-None", ClaimPath("none")!)])
+        let values = h.values(for: claims)
+        #expect(values.map(\.0) == ["X-User", "X-Groups", "X-N", "X-Addr"])
+        #expect(values.map(\.1) == ["alice", "g1,g2", "5", "{\"c\":\"NL\"}"])
+        #expect(IdentityHeaders.standard.headerNames.contains("X-Forwarded-User"))
+    }
+
+    @Test func cacheIsBoundedAndExpires() {
+        var cache = ValidatedTokenCache<Int>(capacity: 3, maxBytes: 1000, ttl: 60)
+        cache.put("a", 1, expiresAt: 100, now: 0)
+        cache.put("b", 2, expiresAt: 1000, now: 0)
+        #expect(cache.get("a", now: 50) == 1)
+        #expect(cache.get("a", now: 100) == nil, "expired at exp")
+        #expect(cache.get("b", now: 59) == 2)
+        #expect(cache.get("b", now: 61) == nil, "ttl caps the lifetime")
+        for i in 0..<10 { cache.put("t\(i)", i, expiresAt: 1000, now: 0) }
+        #expect(cache.count == 3)
+        #expect(cache.get("t9", now: 1) == 9 && cache.get("t0", now: 1) == nil)
+        var small = ValidatedTokenCache<Int>(capacity: 100, maxBytes: 10, ttl: 60)
+        small.put("12345", 1, expiresAt: 100, now: 0)
+        small.put("67890", 2, expiresAt: 100, now: 0)
+        small.put("abcde", 3, expiresAt: 100, now: 0)
+        #expect(small.bytes <= 10 && small.count == 2)
+        small.put(String(repeating: "x", count: 11), 4, expiresAt: 100, now: 0)
+        #expect(small.count == 2, "an entry larger than the whole budget is not cached")
+        #expect(cache.hits > 0 && cache.misses > 0)
+    }
+}
