@@ -40,7 +40,7 @@ let package = Package(
                 swiftSettings: strictC + [.swiftLanguageMode(.v5)]),
         // Config, router, request pipeline, metrics, logs.
         .target(name: "Gateway",
-                dependencies: ["Reactor", "JOSE",
+                dependencies: ["Reactor", "JOSE", "OAuth",
                                .product(name: "Yams", package: "Yams"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: [.swiftLanguageMode(.v5)]),

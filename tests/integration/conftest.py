@@ -44,7 +44,7 @@ class Gateway:
         with open(self.config_path, "w") as f:
             f.write(self.render(text))
 
-    def start(self):
+    def start(self, wait_for="/readyz"):
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([BIN, "serve", "--config", self.config_path],
                                      stdout=self.log, stderr=subprocess.STDOUT)
@@ -53,12 +53,16 @@ class Gateway:
             if self.proc.poll() is not None:
                 raise RuntimeError("tokengate exited: " + self.output())
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.admin}/readyz", timeout=1) as r:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.admin}{wait_for}", timeout=1) as r:
                     if r.status == 200:
                         return self
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("tokengate did not become ready: " + self.output())
+
+    def start_no_wait(self):
+        """Starts and waits only for liveness (/healthz), not readiness."""
+        return self.start(wait_for="/healthz")
 
     def output(self):
         with open(self.log_path, "rb") as f:

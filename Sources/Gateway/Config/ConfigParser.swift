@@ -1,4 +1,5 @@
 import Foundation
+import OAuth
 import Reactor
 import Yams
 
@@ -65,11 +66,15 @@ public enum ConfigParser {
                 r.problem("reserved_header_prefix", node, "must be a header-name prefix such as X-Auth-")
             } else { cfg.reservedHeaderPrefix = s }
         }
-        cfg.issuerNames = namedSection(top["issuers"], "issuers", r)
+        cfg.issuers = issuers(top["issuers"], r)
         cfg.clientNames = namedSection(top["clients"], "clients", r)
         if let node = top["session"] { _ = r.mapping(node, path: "session", known: ["keys", "keys_file", "idle_timeout", "absolute_timeout", "cookie_name", "secure_cookie"]) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.routes = routes(top["routes"], cfg, r)
+        // Every identity header any route sets is stripped from every request on every route.
+        var stripped = Set(IdentityHeaders.defaults.map { $0.0.lowercased() })
+        for route in cfg.routes { stripped.formUnion(route.identityHeaders.headerNames.map { $0.lowercased() }) }
+        cfg.strippedIdentityHeaders = stripped.sorted().map { Array($0.utf8) }
 
         if cfg.listeners.isEmpty && top["listen"] == nil {
             cfg.listeners = [ListenerConfig(address: SocketAddress(host: "0.0.0.0", port: 8080), tls: nil)]
@@ -132,8 +137,8 @@ public enum ConfigParser {
         return l
     }
 
-    /// `issuers:` and `clients:` — used by later features; their names are checked now so
-    /// that routes can refer to them.
+    /// `clients:` — used by later features; its names are checked now so routes can refer
+    /// to them.
     private static func namedSection(_ node: Node?, _ name: String, _ r: ConfigReader) -> [String] {
         guard let node, let m = r.mapping(node, path: name, known: nil) else { return [] }
         for (key, value) in m { _ = r.mapping(value, path: "\(name).\(key)", known: nil) }
@@ -177,7 +182,7 @@ public enum ConfigParser {
         return out
     }
 
-    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "require", "headers", "forward_token"]
+    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "require", "headers", "forward_token", "token_in_query"]
 
     private static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
         guard let node else {
@@ -202,11 +207,14 @@ public enum ConfigParser {
                 r.problem(p, item, "needs upstream: NAME (defined: \(defined.joined(separator: ", ")))")
             }
             var auth = AuthMode.none
+            var bearer: BearerRouteConfig?
             if let n = m["auth"], let s = r.string(n, path: "\(p).auth") {
                 if let a = AuthMode(rawValue: s) {
                     auth = a
-                    if a != .none {
-                        r.problem("\(p).auth", n, "auth: \(s) is not available in this version (only none); refusing to start rather than serve this route unprotected")
+                    if a == .bearer {
+                        bearer = bearerRoute(m, path: p, item: item, issuers: cfg.issuers, r)
+                    } else if a != .none {
+                        r.problem("\(p).auth", n, "auth: \(s) is not available in this version (none and bearer are); refusing to start rather than serve this route unprotected")
                     }
                 } else {
                     r.problem("\(p).auth", n, "must be one of \(AuthMode.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -214,19 +222,22 @@ public enum ConfigParser {
             } else if m["auth"] == nil {
                 r.problem("\(p).auth", item, "is missing; say auth: none explicitly for a public route")
             }
-            if let n = m["issuers"], let seq = r.sequence(n, path: "\(p).issuers") {
-                for (j, iss) in seq.enumerated() {
-                    if let s = r.string(iss, path: "\(p).issuers[\(j)]"), !cfg.issuerNames.contains(s) {
-                        r.problem("\(p).issuers[\(j)]", iss, "\"\(s)\" is not defined; defined: \(cfg.issuerNames.joined(separator: ", "))")
-                    }
+            if auth == .none {
+                for key in ["issuers", "require", "forward_token", "token_in_query"] where m[key] != nil {
+                    r.problem("\(p).\(key)", m[key], "has no effect with auth: none; remove it or set auth")
                 }
             }
             if let n = m["client"], let s = r.string(n, path: "\(p).client"), !cfg.clientNames.contains(s) {
                 r.problem("\(p).client", n, "\"\(s)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
             }
+            var headers = IdentityHeaders.standard
+            if let n = m["headers"], let h = identityHeaders(n, path: "\(p).headers", r) { headers = h }
             var name = p
             if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
-            if let match { out.append(RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth)) }
+            if let match {
+                out.append(RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth,
+                                       bearer: bearer, identityHeaders: headers))
+            }
         }
         return out
     }

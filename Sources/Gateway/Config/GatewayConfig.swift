@@ -1,3 +1,4 @@
+import OAuth
 import Reactor
 
 /// The whole configuration, validated: every value here has passed `ConfigParser`.
@@ -21,9 +22,13 @@ public struct GatewayConfig: Sendable {
     public private(set) var reservedHeaderPrefixBytes: [UInt8]? = nil
     public var upstreams: [String: UpstreamConfig] = [:]
     public var routes: [RouteConfig] = []
-    /// Names defined in sections that later features use (`issuers`, `clients`).
-    public var issuerNames: [String] = []
+    public var issuers: [String: IssuerConfig] = [:]
+    public var issuerNames: [String] { issuers.keys.sorted() }
+    /// Names defined in `clients:` (used by later features).
     public var clientNames: [String] = []
+    /// Identity header names stripped from every client request on every route (all that
+    /// any route maps, plus the defaults), lowercased.
+    public var strippedIdentityHeaders: [[UInt8]] = []
 
     public init() {}
 }
@@ -90,6 +95,10 @@ public struct RouteConfig: Sendable {
     public var match: RouteMatch
     public var upstream: String
     public var auth: AuthMode
+    /// Set when `auth` is bearer.
+    public var bearer: BearerRouteConfig?
+    /// Claims → headers for authenticated requests (default: oauth2-proxy's names).
+    public var identityHeaders = IdentityHeaders.standard
 }
 
 public struct RouteMatch: Sendable, Equatable {

@@ -32,7 +32,10 @@ final class WorkerMetrics {
 
     func upstreamError(_ kind: String) { upstreamErrors[kind, default: 0] += 1 }
 
-    func snapshot(upstreamConnections: [String: Int], clientConnections: Int) -> MetricsSnapshot {
+    private(set) var authFailures: [String: Int] = [:]
+    func authFailure(_ code: String) { authFailures[code, default: 0] += 1 }
+
+    func snapshot(upstreamConnections: [String: Int], clientConnections: Int, tokenCache: (hits: Int, misses: Int)) -> MetricsSnapshot {
         var requests: [RouteStatus: Int] = [:]
         for (key, n) in counts {
             let id = key >> 10 - 1
@@ -40,7 +43,8 @@ final class WorkerMetrics {
         }
         return MetricsSnapshot(requests: requests, latencyCounts: latencyCounts, latencySum: latencySum,
                         upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections,
-                        clientConnections: clientConnections)
+                        clientConnections: clientConnections, authFailures: authFailures,
+                        tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses)
     }
 }
 
@@ -53,6 +57,9 @@ struct MetricsSnapshot: Sendable {
     var inflight = 0
     var upstreamConnections: [String: Int] = [:]
     var clientConnections = 0
+    var authFailures: [String: Int] = [:]
+    var tokenCacheHits = 0
+    var tokenCacheMisses = 0
 
     mutating func add(_ o: MetricsSnapshot) {
         requests.merge(o.requests, uniquingKeysWith: +)
@@ -62,6 +69,9 @@ struct MetricsSnapshot: Sendable {
         inflight += o.inflight
         upstreamConnections.merge(o.upstreamConnections, uniquingKeysWith: +)
         clientConnections += o.clientConnections
+        authFailures.merge(o.authFailures, uniquingKeysWith: +)
+        tokenCacheHits += o.tokenCacheHits
+        tokenCacheMisses += o.tokenCacheMisses
     }
 
     func prometheusText(ready: Bool) -> String {
@@ -88,6 +98,12 @@ struct MetricsSnapshot: Sendable {
         for (k, v) in upstreamConnections.sorted(by: { $0.key < $1.key }) {
             out += "tokengate_upstream_connections{upstream=\"\(label(k))\"} \(v)\n"
         }
+        out += "# HELP tokengate_auth_failures_total Requests refused by authentication, by RFC 6750 code.\n# TYPE tokengate_auth_failures_total counter\n"
+        for (k, v) in authFailures.sorted(by: { $0.key < $1.key }) {
+            out += "tokengate_auth_failures_total{error=\"\(label(k))\"} \(v)\n"
+        }
+        out += "# HELP tokengate_token_cache_total Validated-token cache lookups.\n# TYPE tokengate_token_cache_total counter\n"
+        out += "tokengate_token_cache_total{result=\"hit\"} \(tokenCacheHits)\ntokengate_token_cache_total{result=\"miss\"} \(tokenCacheMisses)\n"
         out += "# HELP tokengate_ready Whether the gateway reports ready.\n# TYPE tokengate_ready gauge\ntokengate_ready \(ready ? 1 : 0)\n"
         return out
     }

@@ -1,3 +1,4 @@
+import OAuth
 import Reactor
 
 /// Responses the gateway writes itself: a small JSON body with a stable `error` code, a
@@ -11,6 +12,15 @@ enum ErrorResponse {
         if close { h.add("Connection", "close") }
         let body = "{\"error\":\"\(error)\",\"error_description\":\"\(JSONText.escape(description))\",\"request_id\":\"\(JSONText.escape(requestID))\"}\n"
         req.respond(status: status, body: OwnedBuffer(body))
+    }
+}
+
+extension ErrorResponse {
+    /// RFC 6750 §3: the challenge in WWW-Authenticate, the same error in a JSON body.
+    static func sendAuthError(_ req: ServerRequest, status: Int, challenge: Challenge, requestID: String, close: Bool) {
+        req.responseHeaders.add("WWW-Authenticate", challenge.headerValue)
+        send(req, status: status, error: challenge.error?.rawValue ?? "unauthorized",
+             description: challenge.errorDescription ?? "authentication is required", requestID: requestID, close: close)
     }
 }
 

@@ -6,8 +6,12 @@ import Reactor
 enum RequestPipeline {
     enum Outcome {
         case reject(status: Int, error: String, description: String)
-        case forward(route: RouteConfig, request: UpstreamCall.Request, path: String)
+        /// `request(identity)` builds the upstream request once authentication has decided
+        /// which identity headers to add.
+        case forward(route: RouteConfig, path: String, query: String?, request: (_ identity: [(String, String)]) -> UpstreamCall.Request)
     }
+
+    static let authorization = Array("authorization".utf8)
 
     static func prepare(_ req: ServerRequest, forwarded: ForwardedHeaders, router: Router,
                         routes: [Int: RouteConfig], config: GatewayConfig) -> Outcome {
@@ -48,25 +52,35 @@ enum RequestPipeline {
 
         let listed = headers.first("Connection").map { HeaderRules.connectionTokens([$0]) } ?? []
         let reserved = config.reservedHeaderPrefixBytes
+        let identityNames = config.strippedIdentityHeaders
+        // The credential goes upstream only when the route says so.
+        let dropAuthorization = route.auth != .none && !(route.bearer?.forwardToken ?? false)
         let upstreamHost: String
         switch upstream.hostHeader {
         case .upstream: upstreamHost = upstream.authority
         case .preserve: upstreamHost = headers.first("Host") ?? upstream.authority
         case .fixed(let value): upstreamHost = value
         }
-        let writeHeaders: (HeaderList) -> Void = { out in
-            headers.copy(to: out) { HeaderRules.forwardsRequestHeader($0.bytes, listed: listed, reservedPrefix: reserved) }
-            out.add("Host", upstreamHost)
-            out.add("X-Forwarded-For", forwarded.forwardedFor)
-            out.add("X-Forwarded-Proto", forwarded.forwardedProto)
-            if let h = forwarded.forwardedHost { out.add("X-Forwarded-Host", h) }
-            out.add("X-Request-Id", forwarded.requestID)
-        }
-
         var target = upstream.basePath + normalized.path
         if let q = normalized.query { target += "?" + q }
-        return .forward(route: route, request: UpstreamCall.Request(method: method, target: target, writeHeaders: writeHeaders),
-                        path: normalized.path)
+        let build: ([(String, String)]) -> UpstreamCall.Request = { identity in
+            UpstreamCall.Request(method: method, target: target) { out in
+                headers.copy(to: out) { name in
+                    let bytes = name.bytes
+                    // Client-sent copies of identity headers never pass, on any route.
+                    if HeaderRules.equalsAny(bytes, identityNames) { return false }
+                    if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
+                    return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved)
+                }
+                for (name, value) in identity { out.add(name, value) }
+                out.add("Host", upstreamHost)
+                out.add("X-Forwarded-For", forwarded.forwardedFor)
+                out.add("X-Forwarded-Proto", forwarded.forwardedProto)
+                if let h = forwarded.forwardedHost { out.add("X-Forwarded-Host", h) }
+                out.add("X-Request-Id", forwarded.requestID)
+            }
+        }
+        return .forward(route: route, path: normalized.path, query: normalized.query, request: build)
     }
 
     static func describe(_ r: PathNormalizer.Rejection) -> String {

@@ -6,13 +6,13 @@ import Reactor
 final class AdminEndpoints {
     private let loop: EventLoop
     private let workers: [Worker]
-    private let isReady: () -> Bool
+    private let readiness: () -> (ready: Bool, reason: String)
     private var server: HTTPServer?
 
-    init(loop: EventLoop, workers: [Worker], isReady: @escaping () -> Bool) {
+    init(loop: EventLoop, workers: [Worker], readiness: @escaping () -> (ready: Bool, reason: String)) {
         self.loop = loop
         self.workers = workers
-        self.isReady = isReady
+        self.readiness = readiness
     }
 
     func serve(on addr: SocketAddress) throws {
@@ -30,11 +30,11 @@ final class AdminEndpoints {
         case (.GET?, "/healthz"), (.HEAD?, "/healthz"):
             reply(req, 200, "text/plain", "ok\n")
         case (.GET?, "/readyz"), (.HEAD?, "/readyz"):
-            let ready = isReady()
-            reply(req, ready ? 200 : 503, "text/plain", ready ? "ready\n" : "not ready: shutting down\n")
+            let r = readiness()
+            reply(req, r.ready ? 200 : 503, "text/plain", r.ready ? "ready\n" : "not ready: \(r.reason)\n")
         case (.GET?, "/metrics"):
-            gather { [isReady] snapshot in
-                self.reply(req, 200, "text/plain; version=0.0.4", snapshot.prometheusText(ready: isReady()))
+            gather { [readiness] snapshot in
+                self.reply(req, 200, "text/plain; version=0.0.4", snapshot.prometheusText(ready: readiness().ready))
             }
         default:
             reply(req, 404, "text/plain", "not found\n")

@@ -16,6 +16,7 @@ public final class GatewayServer {
     private var signals: [SignalWatcher] = []
     private var shuttingDown = false
     private var graceTimer: LoopTimer?
+    private var keyService: IssuerKeyService?
 
     public init(config: GatewayConfig, configPath: String?, log: Logger) {
         self.config = config
@@ -40,8 +41,12 @@ public final class GatewayServer {
             try worker.serve(sockets: sockets)
             workers.append(worker)
         }
+        let keys = IssuerKeyService(loop: mainLoop, log: log)
+        keys.attach(workers)
+        keys.apply(config)
+        keyService = keys
         if let addr = config.adminListen {
-            let endpoints = AdminEndpoints(loop: mainLoop, workers: workers, isReady: { [unowned self] in !self.shuttingDown })
+            let endpoints = AdminEndpoints(loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
             try endpoints.serve(on: addr)
             admin = endpoints
         }
@@ -57,6 +62,15 @@ public final class GatewayServer {
             "workers": .stringConvertible(config.workers), "routes": .stringConvertible(config.routes.count),
         ])
         mainLoop.run()
+    }
+
+    /// Ready: not shutting down, and every issuer's keys loaded at least once (the last good
+    /// set keeps serving through later IdP failures).
+    private func readiness() -> (ready: Bool, reason: String) {
+        if shuttingDown { return (false, "shutting down") }
+        let missing = keyService?.missing ?? []
+        if !missing.isEmpty { return (false, "issuer keys not loaded: \(missing.joined(separator: ", "))") }
+        return (true, "ready")
     }
 
     private func reload() {
@@ -75,6 +89,7 @@ public final class GatewayServer {
                 new.adminListen = config.adminListen
             }
             config = new
+            keyService?.apply(new)
             for w in workers {
                 w.loop.execute { w.apply(new) }
             }

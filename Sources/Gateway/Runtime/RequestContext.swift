@@ -9,4 +9,10 @@ struct RequestContext {
     var route: String
     /// Metrics id of the route (-1: no route).
     var routeID: Int
+    /// Set by authentication, for the access log.
+    var subject: String? = nil
+    var clientID: String? = nil
+    var issuer: String? = nil
+    /// The RFC 6750 error code a request was refused with.
+    var rejection: String? = nil
 }

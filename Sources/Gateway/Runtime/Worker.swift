@@ -17,6 +17,8 @@ final class Worker: FlushListener {
     private var servers: [HTTPServer] = []
     private let ids: RequestIDGenerator
     let connections = ClientConnections()
+    /// `auth: bearer` routes: verified-token cache and this worker's copy of issuer keys.
+    let bearer = BearerAuthenticator()
     private(set) var draining = false
     private var configGeneration = 0
     /// Route index → the metrics' interned id of its name (names survive reloads).
@@ -64,6 +66,7 @@ final class Worker: FlushListener {
     func apply(_ new: GatewayConfig) {
         config = new
         configGeneration += 1
+        bearer.apply(new)
         for r in new.routes { routeMetricIDs[r.index] = metrics.routeID(r.name) }
         let options = serverOptions(new.limits)
         for s in servers { s.apply(options) }
@@ -99,7 +102,8 @@ final class Worker: FlushListener {
     }
 
     func snapshot() -> MetricsSnapshot {
-        metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections }, clientConnections: connections.count)
+        metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections }, clientConnections: connections.count,
+                         tokenCache: (bearer.cacheHits, bearer.cacheMisses))
     }
 
     // MARK: request path
@@ -141,7 +145,7 @@ final class Worker: FlushListener {
             ErrorResponse.send(req, status: status, error: error, description: description,
                                requestID: ctx.requestID, close: draining)
             requestFinished(ctx, status: status, bytes: 0, upstreamSeconds: 0, detail: description)
-        case .forward(let route, let upstreamRequest, let path):
+        case .forward(let route, let path, let query, let build):
             ctx.path = path
             ctx.route = route.name
             ctx.routeID = routeMetricIDs[route.index] ?? -1
@@ -150,10 +154,45 @@ final class Worker: FlushListener {
                 requestFinished(ctx, status: 502, bytes: 0, upstreamSeconds: 0, detail: "pool missing")
                 return
             }
-            let exchange = ProxyExchange(worker: self, client: req, context: ctx)
-            watch?.exchange = exchange
-            exchange.start(pool: pool, request: upstreamRequest)
+            guard route.auth == .bearer else {
+                forward(req, ctx: ctx, pool: pool, request: build([]), watch: watch)
+                return
+            }
+            bearer.authenticate(req, route: route, query: query) { [unowned self] decision in
+                var ctx = ctx
+                switch decision {
+                case .allow(let token):
+                    ctx.subject = token.subject
+                    ctx.clientID = token.clientID
+                    ctx.issuer = token.issuer
+                    guard req.isConnected else {
+                        // The client left while its keys were being fetched.
+                        req.respond(status: 499, body: nil)
+                        self.requestFinished(ctx, status: 499, bytes: 0, upstreamSeconds: 0, detail: "client gone")
+                        return
+                    }
+                    self.forward(req, ctx: ctx, pool: pool, request: build(route.identityHeaders.values(for: token.claims)),
+                                 watch: self.connections.watch(req) { [unowned self] in self.connectionGone(unflushed: $0) })
+                case .unavailable(let detail):
+                    req.responseHeaders.add("Retry-After", "5")
+                    ErrorResponse.send(req, status: 503, error: "temporarily_unavailable",
+                                       description: "the gateway cannot verify tokens right now", requestID: ctx.requestID, close: self.draining)
+                    self.requestFinished(ctx, status: 503, bytes: 0, upstreamSeconds: 0, detail: detail)
+                case .deny(let status, let challenge, let detail):
+                    ctx.rejection = challenge.error?.rawValue ?? "no_credentials"
+                    self.metrics.authFailure(ctx.rejection!)
+                    ErrorResponse.sendAuthError(req, status: status, challenge: challenge, requestID: ctx.requestID, close: self.draining)
+                    self.requestFinished(ctx, status: status, bytes: 0, upstreamSeconds: 0, detail: detail)
+                }
+            }
         }
+    }
+
+    private func forward(_ req: ServerRequest, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request,
+                         watch: ClientConnections.Watch?) {
+        let exchange = ProxyExchange(worker: self, client: req, context: ctx)
+        watch?.exchange = exchange
+        exchange.start(pool: pool, request: request)
     }
 
     private func isTrusted(_ peer: String) -> Bool {
@@ -183,6 +222,10 @@ final class Worker: FlushListener {
                 "upstream_ms": .stringConvertible((upstreamSeconds * 1e6).rounded() / 1e3),
             ]
             if let detail { meta["detail"] = .string(detail) }
+            if let v = ctx.subject { meta["sub"] = .string(v) }
+            if let v = ctx.clientID { meta["client_id"] = .string(v) }
+            if let v = ctx.issuer { meta["issuer"] = .string(v) }
+            if let v = ctx.rejection { meta["rejection"] = .string(v) }
             log.info("access", metadata: meta)
         }
     }

@@ -1,0 +1,139 @@
+import JOSE
+import OAuth
+import Yams
+
+/// `issuers:` and the authentication keys of a route (`issuers`, `require`, `headers`,
+/// `forward_token`, `token_in_query`).
+extension ConfigParser {
+    static let issuerKeys = ["issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
+                             "access_token_type", "ca_file", "introspection"]
+
+    static func issuers(_ node: Node?, _ r: ConfigReader) -> [String: IssuerConfig] {
+        guard let node, let m = r.mapping(node, path: "issuers", known: nil) else { return [:] }
+        var out: [String: IssuerConfig] = [:]
+        for (name, value) in m {
+            let p = "issuers.\(name)"
+            guard let i = r.mapping(value, path: p, known: issuerKeys) else { continue }
+            guard let issNode = i["issuer"], let iss = r.string(issNode, path: "\(p).issuer") else {
+                r.problem(p, value, "needs issuer: the exact iss value of its tokens (https://…)")
+                continue
+            }
+            if ConfigValues.url(iss.hasSuffix("/") ? String(iss.dropLast()) : iss) == nil {
+                r.problem("\(p).issuer", issNode, "\"\(iss)\" is not an http(s) URL")
+            }
+            var keys: IssuerConfig.KeySource?
+            let discovery = i["discovery"].flatMap { r.bool($0, path: "\(p).discovery") } ?? false
+            let uri = i["jwks_uri"].flatMap { r.string($0, path: "\(p).jwks_uri") }
+            let file = i["jwks_file"].flatMap { r.string($0, path: "\(p).jwks_file") }
+            switch (discovery, uri, file) {
+            case (true, nil, nil): keys = .discovery
+            case (false, let u?, nil):
+                if ConfigValues.url(u) == nil && !(u.contains("?")) { r.problem("\(p).jwks_uri", i["jwks_uri"], "\"\(u)\" is not an http(s) URL") }
+                keys = .jwksURI(u)
+            case (false, nil, let f?):
+                let full = f.hasPrefix("/") ? f : "\(r.baseDirectory)/\(f)"
+                keys = .jwksFile(full)
+            default:
+                r.problem(p, value, "give exactly one of discovery: true, jwks_uri or jwks_file")
+            }
+            guard let keys else { continue }
+            var cfg = IssuerConfig(name: name, issuer: iss, keys: keys)
+            if let n = i["algorithms"], let seq = r.sequence(n, path: "\(p).algorithms") {
+                var algs = Set<JWSAlgorithm>()
+                for (j, a) in seq.enumerated() {
+                    guard let s = r.string(a, path: "\(p).algorithms[\(j)]") else { continue }
+                    if let alg = JWSAlgorithm(rawValue: s) { algs.insert(alg) }
+                    else { r.problem("\(p).algorithms[\(j)]", a, "\"\(s)\" is not one of \(JWSAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))") }
+                }
+                if algs.contains(where: \.isSymmetric) {
+                    r.problem("\(p).algorithms", n, "HS* algorithms need a shared secret, which an issuer's published keys never are; use RS*/PS*/ES*/EdDSA")
+                }
+                if !algs.isEmpty { cfg.algorithms = algs }
+            }
+            if let n = i["audiences"], let seq = r.sequence(n, path: "\(p).audiences") {
+                cfg.audiences = seq.enumerated().compactMap { r.string($1, path: "\(p).audiences[\($0)]") }
+            }
+            if cfg.audiences.isEmpty {
+                r.problem("\(p).audiences", value, "is required: the audience(s) this gateway's APIs go by (RFC 9068 §4: tokens for another audience must be refused)")
+            }
+            if let n = i["leeway"], let v = r.duration(n, path: "\(p).leeway") {
+                if v > 300 { r.problem("\(p).leeway", n, "more than 5m of clock skew is not accepted") } else { cfg.leeway = v }
+            }
+            if let n = i["access_token_type"] { cfg.accessTokenType = r.string(n, path: "\(p).access_token_type") }
+            if let n = i["ca_file"] { cfg.caFile = r.string(n, path: "\(p).ca_file") }
+            if i["introspection"] != nil {
+                r.problem("\(p).introspection", i["introspection"], "opaque-token introspection is not available in this version")
+            }
+            out[name] = cfg
+        }
+        return out
+    }
+
+    /// Reads a route's bearer settings; reports problems at their paths.
+    static func bearerRoute(_ m: [String: Node], path p: String, item: Node, issuers: [String: IssuerConfig],
+                            _ r: ConfigReader) -> BearerRouteConfig? {
+        guard let n = m["issuers"], let seq = r.sequence(n, path: "\(p).issuers"), !seq.isEmpty else {
+            r.problem("\(p).issuers", item, "auth: bearer needs issuers: [NAME, …] (defined: \(issuers.keys.sorted().joined(separator: ", ")))")
+            return nil
+        }
+        var cfg = BearerRouteConfig(issuers: [])
+        for (j, iss) in seq.enumerated() {
+            guard let s = r.string(iss, path: "\(p).issuers[\(j)]") else { continue }
+            if issuers[s] == nil {
+                r.problem("\(p).issuers[\(j)]", iss, "\"\(s)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
+            } else { cfg.issuers.append(s) }
+        }
+        let issValues = cfg.issuers.compactMap { issuers[$0]?.issuer }
+        if Set(issValues).count != issValues.count { r.problem("\(p).issuers", n, "two of these issuers have the same issuer URL") }
+        if let n = m["require"] { cfg.requirement = requirement(n, path: "\(p).require", r) }
+        if let n = m["forward_token"], let b = r.bool(n, path: "\(p).forward_token") { cfg.forwardToken = b }
+        if let n = m["token_in_query"], let b = r.bool(n, path: "\(p).token_in_query") { cfg.tokenInQuery = b }
+        return cfg
+    }
+
+    static func requirement(_ node: Node, path p: String, _ r: ConfigReader) -> AuthorizationRequirement {
+        var req = AuthorizationRequirement()
+        guard let m = r.mapping(node, path: p, known: ["scopes", "claims"]) else { return req }
+        if let n = m["scopes"], let seq = r.sequence(n, path: "\(p).scopes") {
+            req.scopes = seq.enumerated().compactMap { r.string($1, path: "\(p).scopes[\($0)]") }
+        }
+        if let n = m["claims"], let claims = r.mapping(n, path: "\(p).claims", known: nil) {
+            for (key, value) in claims.sorted(by: { $0.key < $1.key }) {
+                let cp = "\(p).claims.\(key)"
+                guard let path = ClaimPath(key) else { r.problem(cp, value, "is not a claim path (name or a.b.c)"); continue }
+                if case .scalar = value, let s = r.string(value, path: cp) {
+                    req.claims.append((path, .equals(s)))
+                } else if let rule = r.mapping(value, path: cp, known: ["equals", "one_of", "contains"]), rule.count == 1 {
+                    if let v = rule["equals"], let s = r.string(v, path: "\(cp).equals") { req.claims.append((path, .equals(s))) }
+                    if let v = rule["contains"], let s = r.string(v, path: "\(cp).contains") { req.claims.append((path, .contains(s))) }
+                    if let v = rule["one_of"], let seq = r.sequence(v, path: "\(cp).one_of") {
+                        req.claims.append((path, .oneOf(seq.enumerated().compactMap { r.string($1, path: "\(cp).one_of[\($0)]") })))
+                    }
+                } else {
+                    r.problem(cp, value, "give a value, or one of { equals: v }, { one_of: [..] }, { contains: v }")
+                }
+            }
+        }
+        return req
+    }
+
+    /// `headers: { Header-Name: claim.path }` — replaces the defaults.
+    static func identityHeaders(_ node: Node, path p: String, _ r: ConfigReader) -> IdentityHeaders? {
+        guard let m = r.mapping(node, path: p, known: nil) else { return nil }
+        var mapping: [(header: String, path: ClaimPath)] = []
+        for (header, value) in m.sorted(by: { $0.key < $1.key }) {
+            guard !header.isEmpty, header.utf8.allSatisfy(HeaderRules.isTokenChar) else {
+                r.problem("\(p).\(header)", value, "is not a valid header name"); continue
+            }
+            let lower = header.lowercased()
+            if HeaderRules.forwardsRequestHeader(header, listed: [], reservedPrefix: nil) == false || lower == "authorization" || lower == "cookie" {
+                r.problem("\(p).\(header)", value, "cannot carry identity (it is a header the gateway or the protocol owns)"); continue
+            }
+            guard let s = r.string(value, path: "\(p).\(header)"), let path = ClaimPath(s) else {
+                r.problem("\(p).\(header)", value, "must be a claim path such as sub or realm_access.roles"); continue
+            }
+            mapping.append((header, path))
+        }
+        return IdentityHeaders(mapping: mapping)
+    }
+}

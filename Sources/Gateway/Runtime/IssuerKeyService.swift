@@ -1,0 +1,85 @@
+import Foundation
+import JOSE
+import Logging
+import Reactor
+
+/// Every configured issuer's keys, managed on the main loop and copied to each worker
+/// (workers never share a mutable key set). Remote sets refresh in the background; a
+/// worker's unknown-kid refetch goes through here, so one fetch serves all workers.
+final class IssuerKeyService {
+    private let loop: EventLoop
+    private let log: Logger
+    private var workers: [Worker] = []
+    private var remote: [String: (config: IssuerConfig, keys: IssuerKeys)] = [:]
+    private var loaded: [String: JWKSet] = [:]
+    private var configured: [String] = []
+
+    init(loop: EventLoop, log: Logger) {
+        self.loop = loop
+        self.log = log
+    }
+
+    /// Issuers whose keys have never loaded (readiness).
+    var missing: [String] { configured.filter { loaded[$0] == nil } }
+
+    func attach(_ workers: [Worker]) {
+        self.workers = workers
+        for w in workers {
+            w.bearer.requestRefetch = { [weak self, loop] issuer, done in
+                loop.execute {
+                    guard let self else { return }
+                    self.refetch(issuer) { set in w.loop.execute { done(set) } }
+                }
+            }
+        }
+    }
+
+    /// (Re)configures from `config` (main loop). Unchanged remote issuers keep their state.
+    func apply(_ config: GatewayConfig) {
+        configured = config.issuers.keys.sorted()
+        var next: [String: (config: IssuerConfig, keys: IssuerKeys)] = [:]
+        for (name, issuer) in config.issuers {
+            switch issuer.keys {
+            case .jwksFile(let path):
+                do {
+                    guard let data = FileManager.default.contents(atPath: path) else { throw ReactorError("cannot read \(path)") }
+                    let set = try JWKSet(bytes: Array(data))
+                    publish(name, set, source: path)
+                } catch {
+                    log.error("issuer keys not loaded", metadata: ["issuer": .string(name), "error": .string("\(error)")])
+                }
+            case .discovery, .jwksURI:
+                if let old = remote[name], old.config.issuer == issuer.issuer, old.config.keys == issuer.keys,
+                   old.config.caFile == issuer.caFile {
+                    next[name] = old
+                    continue
+                }
+                let source: IssuerKeys.Source
+                if case .jwksURI(let u) = issuer.keys { source = .jwksURI(u) } else { source = .discovery(issuer: issuer.issuer) }
+                let keys = IssuerKeys(name: name, source: source, fetcher: HTTPFetcher(loop: loop, settings: FetchSettings(caFile: issuer.caFile)),
+                                      loop: loop, now: { Date().timeIntervalSince1970 })
+                keys.onUpdate = { [weak self] set in self?.publish(name, set, source: "remote") }
+                keys.onError = { [weak self] error in
+                    self?.log.warning("issuer keys fetch failed; the last good keys keep serving",
+                                      metadata: ["issuer": .string(name), "error": .string(error)])
+                }
+                next[name] = (issuer, keys)
+                keys.start()
+            }
+        }
+        remote = next
+        for name in loaded.keys where config.issuers[name] == nil { loaded[name] = nil }
+    }
+
+    private func publish(_ name: String, _ set: JWKSet, source: String) {
+        loaded[name] = set
+        log.info("issuer keys loaded", metadata: ["issuer": .string(name), "keys": .stringConvertible(set.keys.count),
+                                                  "skipped": .stringConvertible(set.skipped.count), "source": .string(source)])
+        for w in workers { w.loop.execute { w.bearer.updateKeys(name, set) } }
+    }
+
+    private func refetch(_ issuer: String, _ done: @escaping (JWKSet?) -> Void) {
+        guard let entry = remote[issuer] else { done(nil); return }
+        entry.keys.refetchForUnknownKid { [weak entry = entry.keys] changed in done(changed ? entry?.current : nil) }
+    }
+}

@@ -1,0 +1,326 @@
+"""`auth: bearer` end to end: a real tokengate, a real upstream, a real JWKS server (with
+rotation and outages), tokens made with a third-party JOSE library (joserfc)."""
+import base64
+import http.server
+import json
+import os
+import threading
+import time
+
+import pytest
+import requests
+from joserfc import jws, jwt
+from joserfc.jwk import ECKey, OctKey, RSAKey
+
+from conftest import Gateway
+
+
+class JWKSServer:
+    """Serves whatever key set it currently holds; counts fetches; can go down."""
+
+    def __init__(self):
+        self.keys = []
+        self.hits = 0
+        self.down = False
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                outer.hits += 1
+                if outer.down:
+                    self.send_response(503)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = json.dumps({"keys": [k.as_dict(private=False) for k in outer.keys]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}/jwks"
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.srv.shutdown()
+
+
+def ec_key(kid):
+    return ECKey.generate_key("P-256", parameters={"kid": kid, "alg": "ES256", "use": "sig"}, private=True)
+
+
+def token(key, claims=None, alg="ES256", typ="at+jwt", header_extra=None, **over):
+    now = int(time.time())
+    c = {"iss": "https://idp.one", "aud": "api", "sub": "alice", "iat": now, "exp": now + 300, "scope": "orders:read",
+         "email": "alice@example.com", "groups": ["staff", "dev"], "client_id": "app1"}
+    c.update(claims or {})
+    for k, v in over.items():
+        if v is None:
+            c.pop(k, None)
+        else:
+            c[k] = v
+    header = {"alg": alg, "typ": typ, "kid": key.kid}
+    if typ is None:
+        header.pop("typ")
+    header.update(header_extra or {})
+    return jwt.encode(header, c, key, algorithms=[alg])
+
+
+def b64(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+@pytest.fixture
+def idp():
+    s = JWKSServer()
+    s.keys = [ec_key("one-1")]
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def second_idp(tmp_path):
+    key = ec_key("two-1")
+    path = tmp_path / "two.jwks"
+    path.write_text(json.dumps({"keys": [key.as_dict(private=False)]}))
+    return key, str(path)
+
+
+def bearer_config(upstream, idp, second_path, extra_route=""):
+    return f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 2
+issuers:
+  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], access_token_type: at+jwt, algorithms: [ES256, RS256] }}
+  two: {{ issuer: "https://idp.two", jwks_file: "{second_path}", audiences: [api] }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+routes:
+  - name: orders
+    match: {{ path_prefix: /api/orders/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one, two]
+    require: {{ scopes: [orders:read], claims: {{ groups: {{ contains: staff }} }} }}
+  - name: query
+    match: {{ path_prefix: /api/query/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    token_in_query: true
+    forward_token: true
+    headers: {{ X-User-Id: sub, X-Client: client_id }}
+{extra_route}
+  - name: public
+    match: {{ path_prefix: / }}
+    upstream: app
+    auth: none
+"""
+
+
+@pytest.fixture
+def gw(upstream, idp, second_idp, gateway_factory):
+    return gateway_factory(bearer_config(upstream, idp, second_idp[1]))
+
+
+def call(gw, path="/api/orders/1", tok=None, headers=None):
+    h = dict(headers or {})
+    if tok is not None:
+        h["Authorization"] = f"Bearer {tok}"
+    return requests.get(gw.url(path), headers=h, timeout=10)
+
+
+def sent(r):
+    return {k.lower(): v for k, v in r.json()["headers"]}
+
+
+def challenge(r):
+    return r.headers.get("WWW-Authenticate", "")
+
+
+def test_valid_token_reaches_upstream_with_identity(gw, idp):
+    r = call(gw, tok=token(idp.keys[0]), headers={"X-Forwarded-User": "mallory", "X-Forwarded-Groups": "admin"})
+    assert r.status_code == 200, r.text
+    h = sent(r)
+    assert h["x-forwarded-user"] == "alice"
+    assert h["x-forwarded-email"] == "alice@example.com"
+    assert h["x-forwarded-groups"] == "staff,dev"
+    assert "authorization" not in h  # stripped unless the route forwards it
+
+
+def test_no_credentials_gets_a_bare_challenge(gw):
+    r = call(gw)
+    assert r.status_code == 401
+    assert challenge(r) == 'Bearer realm="tokengate"'
+    assert r.json()["error"] == "unauthorized"
+
+
+@pytest.mark.parametrize("auth", ["Basic YTpi", "Bearer a b", "Bearer", "Bearer a\"b"])
+def test_malformed_credentials_are_400(gw, auth):
+    r = requests.get(gw.url("/api/orders/1"), headers={"Authorization": auth})
+    assert r.status_code == 400
+    assert 'error="invalid_request"' in challenge(r)
+    assert r.json()["error"] == "invalid_request"
+
+
+def test_two_credentials_are_400(gw, idp):
+    t = token(idp.keys[0])
+    r = requests.get(gw.url(f"/api/query/x?access_token={t}"), headers={"Authorization": f"Bearer {t}"})
+    assert r.status_code == 400 and 'error="invalid_request"' in challenge(r)
+
+
+def test_insufficient_scope_is_403_with_scope(gw, idp):
+    r = call(gw, tok=token(idp.keys[0], scope="profile"))
+    assert r.status_code == 403
+    assert 'error="insufficient_scope"' in challenge(r) and 'scope="orders:read"' in challenge(r)
+    r = call(gw, tok=token(idp.keys[0], groups=["dev"]))
+    assert r.status_code == 403
+
+
+def test_second_issuer_from_jwks_file(gw, second_idp):
+    key, _ = second_idp
+    r = call(gw, tok=token(key, iss="https://idp.two", typ=None))
+    assert r.status_code == 200, r.text
+
+
+def test_issuer_picks_keys_only_from_itself(gw, idp, second_idp):
+    # Signed with issuer two's key but claiming issuer one.
+    key, _ = second_idp
+    r = call(gw, tok=token(key, iss="https://idp.one"))
+    assert r.status_code == 401 and 'error="invalid_token"' in challenge(r)
+
+
+def invalid(gw, tok, path="/api/orders/1"):
+    r = call(gw, path, tok=tok)
+    assert r.status_code == 401, r.text
+    assert 'error="invalid_token"' in challenge(r)
+    body = r.json()
+    assert body["error"] == "invalid_token"
+    # Never internals: no key material, no stack, no JOSE code names.
+    assert "kid" not in body["error_description"] and "JOSE" not in body["error_description"]
+    return r
+
+
+def test_claims_failures(gw, idp):
+    k = idp.keys[0]
+    now = int(time.time())
+    invalid(gw, token(k, exp=now - 120))
+    invalid(gw, token(k, nbf=now + 600))
+    invalid(gw, token(k, iss="https://other"))
+    invalid(gw, token(k, aud="other-api"))
+    invalid(gw, token(k, exp=None))
+    # An ID token (typ JWT, audience the client) is not an access token.
+    invalid(gw, token(k, typ="JWT", aud="app1"))
+
+
+def test_attacks(gw, idp):
+    k = idp.keys[0]
+    now = int(time.time())
+    claims = {"iss": "https://idp.one", "aud": "api", "sub": "eve", "exp": now + 300, "scope": "orders:read", "groups": ["staff"]}
+    enc = lambda h, c: b64(json.dumps(h).encode()) + "." + b64(json.dumps(c).encode())
+    # alg none.
+    invalid(gw, enc({"alg": "none", "typ": "at+jwt", "kid": k.kid}, claims) + ".")
+    # HS256 with the issuer's public key as the HMAC secret (alg confusion).
+    pub_pem = k.as_pem(private=False)
+    forged = jws.serialize_compact({"alg": "HS256", "typ": "at+jwt", "kid": k.kid}, json.dumps(claims).encode(),
+                                   OctKey.import_key(pub_pem), algorithms=["HS256"])
+    invalid(gw, forged)
+    # The attacker's own key offered in the header (jwk / jku / x5u).
+    evil = ec_key(k.kid)
+    for extra in [{"jwk": evil.as_dict(private=False)}, {"jku": "http://127.0.0.1:1/evil"}, {"x5u": "http://127.0.0.1:1/x"}]:
+        invalid(gw, token(evil, header_extra=extra))
+    # Bad signature.
+    good = token(k)
+    invalid(gw, good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB"))
+    # Duplicate claims (a second "sub" after the signed one).
+    # Properly signed, so only the duplicate member can make it fail.
+    dup = ('{"iss":"https://idp.one","aud":"api","sub":"alice","exp":%d,"scope":"orders:read","groups":["staff"],"sub":"admin"}' % (now + 300)).encode()
+    invalid(gw, jws.serialize_compact({"alg": "ES256", "typ": "at+jwt", "kid": k.kid}, dup, k))
+    # DPoP-bound token presented as Bearer.
+    invalid(gw, token(k, cnf={"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}))
+    # Oversized token (> 16 KB).
+    invalid(gw, token(k, pad="x" * 17000))
+
+
+def test_oversized_header_is_refused(gw):
+    r = requests.get(gw.url("/api/orders/1"), headers={"Authorization": "Bearer " + "a" * 70000})
+    assert r.status_code in (400, 413, 431)
+
+
+def test_token_in_query_only_where_allowed(gw, idp):
+    t = token(idp.keys[0])
+    r = requests.get(gw.url(f"/api/orders/1?access_token={t}"))
+    assert r.status_code == 400 and 'error="invalid_request"' in challenge(r)
+    r = requests.get(gw.url(f"/api/query/x?access_token={t}"))
+    assert r.status_code == 200, r.text
+    h = sent(r)
+    assert h["x-user-id"] == "alice" and h["x-client"] == "app1"
+    # Custom mapping replaces the defaults, and the defaults are still stripped.
+    r = call(gw, "/api/query/x", tok=t, headers={"X-Forwarded-User": "mallory"})
+    h = sent(r)
+    assert "x-forwarded-user" not in h
+    assert h["authorization"] == f"Bearer {t}"  # forward_token: true
+
+
+def test_unknown_kid_refetches_once_then_rotation_works(gw, idp):
+    old = idp.keys[0]
+    assert call(gw, tok=token(old)).status_code == 200
+    hits = idp.hits
+    # Rotation at the IdP: a token with the new kid is accepted without a restart.
+    new = ec_key("one-2")
+    idp.keys = [new]
+    assert call(gw, tok=token(new)).status_code == 200
+    assert idp.hits == hits + 1
+    # The removed key is refused now (the cache was dropped with the old set).
+    invalid(gw, token(old))
+    # A flood of made-up kids within the refetch interval costs the IdP nothing.
+    before = idp.hits
+    for i in range(30):
+        invalid(gw, token(ec_key(f"made-up-{i}")))
+    assert idp.hits - before <= 1
+    # A bad signature never triggers a refetch.
+    before = idp.hits
+    t = token(new)
+    for _ in range(10):
+        invalid(gw, t[:-4] + ("AAAA" if not t.endswith("AAAA") else "BBBB"))
+    assert idp.hits == before
+
+
+def test_identity_headers_stripped_on_public_routes(gw):
+    r = requests.get(gw.url("/public"), headers={"X-Forwarded-User": "mallory", "X-User-Id": "1", "X-Forwarded-Email": "m@x"})
+    h = sent(r)
+    assert "x-forwarded-user" not in h and "x-user-id" not in h and "x-forwarded-email" not in h
+
+
+def test_idp_down_at_start_then_recovers(upstream, second_idp, gateway_factory):
+    srv = JWKSServer()
+    srv.down = True
+    key = ec_key("one-1")
+    srv.keys = [key]
+    try:
+        g = Gateway(bearer_config(upstream, srv, second_idp[1]))
+        g.start_no_wait()
+        try:
+            time.sleep(1)
+            r = requests.get(f"http://127.0.0.1:{g.admin}/readyz")
+            assert r.status_code == 503 and "one" in r.text
+            assert call(g, tok=token(key)).status_code == 503
+            srv.down = False
+            deadline = time.time() + 20
+            while time.time() < deadline and requests.get(f"http://127.0.0.1:{g.admin}/readyz").status_code != 200:
+                time.sleep(0.2)
+            assert requests.get(f"http://127.0.0.1:{g.admin}/readyz").status_code == 200
+            assert call(g, tok=token(key)).status_code == 200
+            # Down again mid-run: the last good keys keep serving.
+            srv.down = True
+            assert call(g, tok=token(key, sub="bob")).status_code == 200
+        finally:
+            g.stop()
+    finally:
+        srv.stop()
