@@ -7,6 +7,10 @@ scripts/setup.sh
 echo "== building tokengate (release)"
 swift build -c release --product tokengate
 bin="$(swift build -c release --show-bin-path)/tokengate"
+if [[ ! -f config/dev/dev.jwk ]]; then
+  mkdir -p config/dev
+  "$bin" keys generate --alg ES256 --kid dev --out config/dev/dev.jwk > config/dev/dev.jwks
+fi
 python3 scripts/echo_upstream.py 3000 &
 up=$!
 "$bin" serve --config config/quickstart.yaml &
@@ -16,12 +20,18 @@ for _ in $(seq 50); do
   curl -fs http://127.0.0.1:9901/readyz >/dev/null 2>&1 && break
   sleep 0.1
 done
+token=$("$bin" jwt sign --key config/dev/dev.jwk --typ at+jwt --exp-in 3600 \
+  --claims '{"iss":"https://quickstart.local","aud":"demo-api","sub":"alice","email":"alice@example.com","scope":"demo:read"}')
 cat <<MSG
 
 tokengate is running on http://127.0.0.1:8080 (admin: http://127.0.0.1:9901/metrics).
 Try:
-  curl -s http://127.0.0.1:8080/hello -H 'X-Forwarded-For: 6.6.6.6' | python3 -m json.tool
-The echo upstream shows what it received: the client's X-Forwarded-For replaced (it is not a
-trusted proxy), X-Forwarded-Proto/-Host and X-Request-Id set by the gateway. Ctrl-C stops.
+  curl -i http://127.0.0.1:8080/api/hello                     # 401 with a Bearer challenge
+  curl -s http://127.0.0.1:8080/api/hello -H "Authorization: Bearer $token" | python3 -m json.tool
+                                                              # 200: the echo upstream shows X-Forwarded-User: alice
+  curl -s http://127.0.0.1:8080/hello -H 'X-Forwarded-User: mallory' | python3 -m json.tool
+                                                              # public route: the forged identity header is gone
+Mint more tokens with: $bin jwt sign --key config/dev/dev.jwk --typ at+jwt --claims '{...}'
+Ctrl-C stops.
 MSG
 wait $gw

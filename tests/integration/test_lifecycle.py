@@ -132,3 +132,29 @@ def test_shipped_configs_are_valid(tmp_path):
     for f in files:
         r = subprocess.run([BIN, "check-config", f], capture_output=True, text=True, env=env)
         assert r.returncode == 0, f + ": " + r.stdout + r.stderr
+
+
+def test_quickstart_flow(upstream, gateway_factory):
+    """The README's first minute: 401, mint a token with the CLI, 200 with identity headers."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    text = open(os.path.join(root, "config", "quickstart.yaml")).read()
+    text = (text.replace("127.0.0.1:8080", "127.0.0.1:{PORT}").replace("127.0.0.1:9901", "127.0.0.1:{ADMIN}")
+                .replace("http://127.0.0.1:3000", f"http://127.0.0.1:{upstream.port}").replace("workers: auto", "workers: 1"))
+    from conftest import Gateway
+    g = Gateway(text)
+    os.makedirs(os.path.join(g.dir, "dev"))
+    key = os.path.join(g.dir, "dev", "dev.jwk")
+    jwks = subprocess.run([BIN, "keys", "generate", "--alg", "ES256", "--kid", "dev", "--out", key], capture_output=True, text=True, check=True).stdout
+    open(os.path.join(g.dir, "dev", "dev.jwks"), "w").write(jwks)
+    g.start()
+    try:
+        r = requests.get(g.url("/api/hello"))
+        assert r.status_code == 401 and r.headers["WWW-Authenticate"].startswith("Bearer")
+        token = subprocess.run([BIN, "jwt", "sign", "--key", key, "--typ", "at+jwt", "--claims",
+                                '{"iss":"https://quickstart.local","aud":"demo-api","sub":"alice","scope":"demo:read"}'],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        r = requests.get(g.url("/api/hello"), headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 200
+        assert ["X-Forwarded-User", "alice"] in r.json()["headers"]
+    finally:
+        g.stop()
