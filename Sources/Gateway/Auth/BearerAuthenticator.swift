@@ -19,12 +19,16 @@ final class BearerAuthenticator {
     private(set) var keys: [String: JWKSet] = [:]
     private var cache: ValidatedTokenCache<VerifiedAccessToken>
     private var verifiers: [Int: AccessTokenVerifier] = [:]
+    /// Routes whose issuers introspect opaque tokens: the first such issuer on the route.
+    private var introspection: [Int: (policy: IssuerPolicy, config: IntrospectionConfig, caFile: String?)] = [:]
+    let introspector: Introspector
     /// Asks the main loop to refetch an issuer's keys; the completion runs on this worker's
     /// loop with the new set (nil: nothing changed).
     var requestRefetch: ((_ issuer: String, _ done: @escaping (JWKSet?) -> Void) -> Void)?
 
-    init(cacheCapacity: Int = 10_000) {
+    init(loop: EventLoop, cacheCapacity: Int = 10_000) {
         cache = ValidatedTokenCache(capacity: cacheCapacity, ttl: 120)
+        introspector = Introspector(loop: loop)
     }
 
     var cacheHits: Int { cache.hits }
@@ -32,16 +36,25 @@ final class BearerAuthenticator {
 
     func apply(_ config: GatewayConfig) {
         verifiers = [:]
+        introspection = [:]
         for route in config.routes {
             guard let bearer = route.bearer else { continue }
-            verifiers[route.index] = AccessTokenVerifier(issuers: bearer.issuers.compactMap { name in
+            let policies = bearer.issuers.compactMap { name in
                 config.issuers[name].map {
                     IssuerPolicy(name: $0.name, issuer: $0.issuer, algorithms: $0.algorithms, audiences: $0.audiences,
                                  leeway: Int64($0.leeway), requiredType: $0.accessTokenType)
                 }
-            })
+            }
+            verifiers[route.index] = AccessTokenVerifier(issuers: policies)
+            for policy in policies {
+                if let issuer = config.issuers[policy.name], let intro = issuer.introspection {
+                    introspection[route.index] = (policy, intro, issuer.caFile)
+                    break
+                }
+            }
         }
         cache = ValidatedTokenCache(capacity: cache.capacity, ttl: cache.ttl)
+        introspector.reset()
     }
 
     /// A new key set for an issuer: tokens verified with the old one are verified again.
@@ -79,6 +92,19 @@ final class BearerAuthenticator {
         let now = Int64(Date().timeIntervalSince1970)
         if let hit = cache.get(token, now: now), verifier.issuers.contains(where: { $0.name == hit.issuer }) {
             done(authorize(hit, bearer: bearer))
+            return
+        }
+        // A JWS has exactly two dots; anything else is opaque, for the issuer that introspects.
+        if token.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count != 2, let intro = introspection[route.index] {
+            introspector.introspect(token, issuer: intro.policy, config: intro.config, caFile: intro.caFile) { [weak self] verdict in
+                guard let self else { return }
+                switch verdict {
+                case .active(let t): done(self.authorize(t, bearer: bearer))
+                case .inactive(let reason):
+                    done(.deny(status: 401, challenge: Challenge(realm: realm, error: .invalid_token, errorDescription: "the token is not active"),
+                               detail: reason))
+                }
+            }
             return
         }
         verify(token, verifier: verifier, bearer: bearer, now: now, refetched: false, done: done)

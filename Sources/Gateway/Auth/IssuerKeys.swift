@@ -33,6 +33,8 @@ final class IssuerKeys {
     private(set) var lastError: String?
     private(set) var fetchCount = 0
     private var jwksURI: String?
+    /// From discovery metadata (RFC 8414 §2), when the issuer publishes one.
+    private(set) var introspectionEndpoint: String?
     private var inFlight = false
     private var waiters: [(Bool) -> Void] = []
     private var lastKidRefetch = -Double.infinity
@@ -74,6 +76,9 @@ final class IssuerKeys {
             let url = (issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer) + "/.well-known/openid-configuration"
             fetcher.fetch(FetchRequest(url: url, headers: ["Accept: application/json"])) { [weak self] result in
                 guard let self else { return }
+                if case .success(let resp) = result, let meta = try? JSONParser.parse(resp.body).object {
+                    self.introspectionEndpoint = meta["introspection_endpoint"]?.string
+                }
                 switch result.flatMap(Self.metadataJWKSURI(issuer: issuer)) {
                 case .success(let uri):
                     self.jwksURI = uri

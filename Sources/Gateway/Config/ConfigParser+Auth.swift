@@ -8,7 +8,20 @@ extension ConfigParser {
     static let issuerKeys = ["issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
                              "access_token_type", "ca_file", "introspection"]
 
-    static func issuers(_ node: Node?, _ r: ConfigReader) -> [String: IssuerConfig] {
+    static func issuers(_ node: Node?, clientsNode: Node?, _ r: ConfigReader) -> (issuers: [String: IssuerConfig], clients: [String: ClientConfig]) {
+        var issuers = issuers(node, r)
+        let clients = clients(clientsNode, issuers: issuers, r)
+        guard let node, let m = r.mapping(node, path: "issuers", known: nil) else { return (issuers, clients) }
+        for (name, value) in m {
+            guard let i = value.mapping, let intro = i["introspection"], issuers[name] != nil else { continue }
+            let discovery = issuers[name]?.keys == .discovery
+            let parsed = introspection(intro, path: "issuers.\(name).introspection", clients: clients, discovery: discovery, r)
+            issuers[name]?.introspection = parsed
+        }
+        return (issuers, clients)
+    }
+
+    private static func issuers(_ node: Node?, _ r: ConfigReader) -> [String: IssuerConfig] {
         guard let node, let m = r.mapping(node, path: "issuers", known: nil) else { return [:] }
         var out: [String: IssuerConfig] = [:]
         for (name, value) in m {
@@ -61,9 +74,6 @@ extension ConfigParser {
             }
             if let n = i["access_token_type"] { cfg.accessTokenType = r.string(n, path: "\(p).access_token_type") }
             if let n = i["ca_file"] { cfg.caFile = r.string(n, path: "\(p).ca_file") }
-            if i["introspection"] != nil {
-                r.problem("\(p).introspection", i["introspection"], "opaque-token introspection is not available in this version")
-            }
             out[name] = cfg
         }
         return out

@@ -66,8 +66,7 @@ public enum ConfigParser {
                 r.problem("reserved_header_prefix", node, "must be a header-name prefix such as X-Auth-")
             } else { cfg.reservedHeaderPrefix = s }
         }
-        cfg.issuers = issuers(top["issuers"], r)
-        cfg.clientNames = namedSection(top["clients"], "clients", r)
+        (cfg.issuers, cfg.clients) = issuers(top["issuers"], clientsNode: top["clients"], r)
         if let node = top["session"] { _ = r.mapping(node, path: "session", known: ["keys", "keys_file", "idle_timeout", "absolute_timeout", "cookie_name", "secure_cookie"]) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.routes = routes(top["routes"], cfg, r)
@@ -135,14 +134,6 @@ public enum ConfigParser {
         if let n = m["client_idle_timeout"], let v = r.duration(n, path: "limits.client_idle_timeout") { l.clientIdleTimeout = max(v, 1) }
         if let n = m["shutdown_grace"], let v = r.duration(n, path: "limits.shutdown_grace") { l.shutdownGrace = v }
         return l
-    }
-
-    /// `clients:` — used by later features; its names are checked now so routes can refer
-    /// to them.
-    private static func namedSection(_ node: Node?, _ name: String, _ r: ConfigReader) -> [String] {
-        guard let node, let m = r.mapping(node, path: name, known: nil) else { return [] }
-        for (key, value) in m { _ = r.mapping(value, path: "\(name).\(key)", known: nil) }
-        return m.keys.sorted()
     }
 
     private static func upstreams(_ node: Node?, _ r: ConfigReader) -> [String: UpstreamConfig] {

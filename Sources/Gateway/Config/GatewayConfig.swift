@@ -24,8 +24,8 @@ public struct GatewayConfig: Sendable {
     public var routes: [RouteConfig] = []
     public var issuers: [String: IssuerConfig] = [:]
     public var issuerNames: [String] { issuers.keys.sorted() }
-    /// Names defined in `clients:` (used by later features).
-    public var clientNames: [String] = []
+    public var clients: [String: ClientConfig] = [:]
+    public var clientNames: [String] { clients.keys.sorted() }
     /// Identity header names stripped from every client request on every route (all that
     /// any route maps, plus the defaults), lowercased.
     public var strippedIdentityHeaders: [[UInt8]] = []

@@ -22,6 +22,26 @@ public struct IssuerConfig: Sendable {
     public var accessTokenType: String?
     /// CA bundle for this issuer's HTTPS endpoints (default: the system's).
     public var caFile: String?
+    /// RFC 7662 introspection for opaque tokens.
+    public var introspection: IntrospectionConfig?
+}
+
+/// The gateway's registration as an OAuth client (`clients:`).
+public struct ClientConfig: Sendable {
+    public var name: String
+    public var issuer: String?
+    public var authentication: ClientAuthentication
+}
+
+/// An issuer's introspection endpoint and how long answers are cached.
+public struct IntrospectionConfig: Sendable {
+    public var client: ClientConfig
+    /// nil: from the issuer's discovery metadata (`introspection_endpoint`).
+    public var endpoint: String?
+    /// Positive answers are cached until min(exp, this).
+    public var cacheTTL = 60.0
+    /// `active: false` answers are cached this long (a flood of bad tokens is not a flood at the AS).
+    public var negativeTTL = 10.0
 }
 
 /// A route's `auth: bearer` settings.

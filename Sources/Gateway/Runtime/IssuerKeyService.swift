@@ -58,7 +58,10 @@ final class IssuerKeyService {
                 if case .jwksURI(let u) = issuer.keys { source = .jwksURI(u) } else { source = .discovery(issuer: issuer.issuer) }
                 let keys = IssuerKeys(name: name, source: source, fetcher: HTTPFetcher(loop: loop, settings: FetchSettings(caFile: issuer.caFile)),
                                       loop: loop, now: { Date().timeIntervalSince1970 })
-                keys.onUpdate = { [weak self] set in self?.publish(name, set, source: "remote") }
+                keys.onUpdate = { [weak self, weak keys] set in
+                    self?.publish(name, set, source: "remote")
+                    if let endpoint = keys?.introspectionEndpoint { self?.publishEndpoint(name, endpoint) }
+                }
                 keys.onError = { [weak self] error in
                     self?.log.warning("issuer keys fetch failed; the last good keys keep serving",
                                       metadata: ["issuer": .string(name), "error": .string(error)])
@@ -76,6 +79,10 @@ final class IssuerKeyService {
         log.info("issuer keys loaded", metadata: ["issuer": .string(name), "keys": .stringConvertible(set.keys.count),
                                                   "skipped": .stringConvertible(set.skipped.count), "source": .string(source)])
         for w in workers { w.loop.execute { w.bearer.updateKeys(name, set) } }
+    }
+
+    private func publishEndpoint(_ name: String, _ endpoint: String) {
+        for w in workers { w.loop.execute { w.bearer.introspector.discoveredEndpoints[name] = endpoint } }
     }
 
     private func refetch(_ issuer: String, _ done: @escaping (JWKSet?) -> Void) {

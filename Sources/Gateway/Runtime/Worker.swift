@@ -7,7 +7,7 @@ import Reactor
 /// main thread talks to it only through `loop.execute`.
 final class Worker: FlushListener {
     let id: Int
-    let loop = EventLoop()
+    let loop: EventLoop
     let metrics = WorkerMetrics()
     let log: Logger
     private(set) var config: GatewayConfig
@@ -18,7 +18,7 @@ final class Worker: FlushListener {
     private let ids: RequestIDGenerator
     let connections = ClientConnections()
     /// `auth: bearer` routes: verified-token cache and this worker's copy of issuer keys.
-    let bearer = BearerAuthenticator()
+    let bearer: BearerAuthenticator
     private(set) var draining = false
     private var configGeneration = 0
     /// Route index → the metrics' interned id of its name (names survive reloads).
@@ -28,6 +28,9 @@ final class Worker: FlushListener {
 
     init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String) {
         self.id = id
+        let loop = EventLoop()
+        self.loop = loop
+        bearer = BearerAuthenticator(loop: loop)
         self.config = config
         self.log = log
         router = Router(routes: config.routes)

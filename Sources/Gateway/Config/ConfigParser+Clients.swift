@@ -1,0 +1,88 @@
+import Foundation
+import JOSE
+import OAuth
+import Yams
+
+/// `clients:` — the gateway's own OAuth client registrations — and an issuer's
+/// `introspection:` block.
+extension ConfigParser {
+    static let clientKeys = ["issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg",
+                             "request_mode", "scopes", "redirect_uri", "dpop", "extra"]
+
+    static func clients(_ node: Node?, issuers: [String: IssuerConfig], _ r: ConfigReader) -> [String: ClientConfig] {
+        guard let node, let m = r.mapping(node, path: "clients", known: nil) else { return [:] }
+        var out: [String: ClientConfig] = [:]
+        for (name, value) in m {
+            let p = "clients.\(name)"
+            guard let c = r.mapping(value, path: p, known: clientKeys) else { continue }
+            let issuer = c["issuer"].flatMap { r.string($0, path: "\(p).issuer") }
+            if let issuer, issuers[issuer] == nil {
+                r.problem("\(p).issuer", c["issuer"], "\"\(issuer)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
+            }
+            guard let idNode = c["client_id"], let id = r.string(idNode, path: "\(p).client_id"), !id.isEmpty else {
+                r.problem(p, value, "needs client_id"); continue
+            }
+            let method = c["auth"].flatMap { r.string($0, path: "\(p).auth") } ?? "client_secret_basic"
+            var auth: ClientAuthentication?
+            switch method {
+            case "client_secret_basic", "client_secret_post", "client_secret_jwt":
+                guard let secret = r.secret(c, key: "secret", path: p) else {
+                    if c["secret"] == nil && c["secret_file"] == nil { r.problem(p, value, "\(method) needs secret (or secret_file)") }
+                    continue
+                }
+                if method == "client_secret_jwt" && secret.utf8.count < 32 {
+                    r.problem("\(p).secret", c["secret"] ?? c["secret_file"], "client_secret_jwt (HS256) needs a secret of at least 32 bytes")
+                    continue
+                }
+                auth = method == "client_secret_basic" ? .clientSecretBasic(clientID: id, secret: secret)
+                    : method == "client_secret_post" ? .clientSecretPost(clientID: id, secret: secret)
+                    : .clientSecretJWT(clientID: id, secret: secret)
+            case "private_key_jwt":
+                guard let fileNode = c["key_file"], let file = r.string(fileNode, path: "\(p).key_file") else {
+                    r.problem(p, value, "private_key_jwt needs key_file (a private JWK or PEM)"); continue
+                }
+                let full = file.hasPrefix("/") ? file : "\(r.baseDirectory)/\(file)"
+                guard let text = try? String(contentsOfFile: full, encoding: .utf8) else {
+                    r.problem("\(p).key_file", fileNode, "cannot read \(full)"); continue
+                }
+                do {
+                    let key = text.contains("-----BEGIN") ? try JWK(pem: text) : try JWK(json: text)
+                    guard key.isPrivate, !(key.kty == "oct") else { r.problem("\(p).key_file", fileNode, "must hold a private RSA, EC or Ed25519 key"); continue }
+                    let algName = c["alg"].flatMap { r.string($0, path: "\(p).alg") } ?? key.alg ?? (key.kty == "RSA" ? "RS256" : key.kty == "EC" ? "ES256" : "EdDSA")
+                    guard let alg = JWSAlgorithm(rawValue: algName), (try? key.checkUsable(for: alg, operation: "sign")) != nil else {
+                        r.problem("\(p).alg", c["alg"] ?? fileNode, "\(algName) does not fit the key in \(file)"); continue
+                    }
+                    auth = .privateKeyJWT(clientID: id, key: key, alg: alg)
+                } catch {
+                    r.problem("\(p).key_file", fileNode, "not a usable key: \(error)"); continue
+                }
+            default:
+                r.problem("\(p).auth", c["auth"], "must be client_secret_basic, client_secret_post, client_secret_jwt or private_key_jwt")
+                continue
+            }
+            if let auth { out[name] = ClientConfig(name: name, issuer: issuer, authentication: auth) }
+        }
+        return out
+    }
+
+    /// An issuer's `introspection: { client: NAME, endpoint: URL, cache_ttl: 60s, negative_ttl: 10s }`.
+    static func introspection(_ node: Node, path p: String, clients: [String: ClientConfig], discovery: Bool,
+                              _ r: ConfigReader) -> IntrospectionConfig? {
+        guard let m = r.mapping(node, path: p, known: ["client", "endpoint", "cache_ttl", "negative_ttl"]) else { return nil }
+        guard let cn = m["client"], let name = r.string(cn, path: "\(p).client") else {
+            r.problem(p, node, "needs client: NAME (the gateway's client registration used to authenticate)"); return nil
+        }
+        guard let client = clients[name] else {
+            r.problem("\(p).client", cn, "\"\(name)\" is not defined; defined: \(clients.keys.sorted().joined(separator: ", "))"); return nil
+        }
+        let endpoint = m["endpoint"].flatMap { r.string($0, path: "\(p).endpoint") }
+        if endpoint == nil && !discovery {
+            r.problem(p, node, "needs endpoint: URL (or discovery: true on the issuer)"); return nil
+        }
+        if let endpoint, ConfigValues.url(endpoint) == nil { r.problem("\(p).endpoint", m["endpoint"], "\"\(endpoint)\" is not an http(s) URL") }
+        var cfg = IntrospectionConfig(client: client, endpoint: endpoint)
+        if let n = m["cache_ttl"], let v = r.duration(n, path: "\(p).cache_ttl") { cfg.cacheTTL = v }
+        if let n = m["negative_ttl"], let v = r.duration(n, path: "\(p).negative_ttl") { cfg.negativeTTL = v }
+        return cfg
+    }
+}

@@ -1,0 +1,93 @@
+public import JOSE
+
+/// How the gateway authenticates as an OAuth client at the authorization server's
+/// endpoints (token, PAR, introspection, revocation): RFC 6749 §2.3.1
+/// (client_secret_basic / client_secret_post) and RFC 7523 §2.2 assertions
+/// (client_secret_jwt with HS256, private_key_jwt with the client's key).
+public enum ClientAuthentication: Sendable {
+    case clientSecretBasic(clientID: String, secret: String)
+    case clientSecretPost(clientID: String, secret: String)
+    case clientSecretJWT(clientID: String, secret: String)
+    case privateKeyJWT(clientID: String, key: JWK, alg: JWSAlgorithm)
+
+    public var clientID: String {
+        switch self {
+        case .clientSecretBasic(let id, _), .clientSecretPost(let id, _), .clientSecretJWT(let id, _), .privateKeyJWT(let id, _, _): id
+        }
+    }
+
+    /// The request parts that authenticate one request to `endpoint`: extra headers and form
+    /// parameters. `audience` is what an assertion's `aud` names (the issuer by default —
+    /// RFC 7523 §3 allows the issuer or the endpoint URL).
+    public func credentials(audience: String, now: Int64) throws -> (headers: [String], form: [(String, String)]) {
+        switch self {
+        case .clientSecretBasic(let id, let secret):
+            // RFC 6749 §2.3.1: both parts form-urlencoded before base64.
+            let pair = FormEncoding.encode(id) + ":" + FormEncoding.encode(secret)
+            return (["Authorization: Basic " + Base64.standard(Array(pair.utf8))], [])
+        case .clientSecretPost(let id, let secret):
+            return ([], [("client_id", id), ("client_secret", secret)])
+        case .clientSecretJWT(let id, let secret):
+            let key = try JWK(json: "{\"kty\":\"oct\",\"k\":\"\(Base64URL.encode(Array(secret.utf8)))\"}")
+            return ([], try ClientAssertion.form(clientID: id, audience: audience, key: key, alg: .HS256, now: now))
+        case .privateKeyJWT(let id, let key, let alg):
+            return ([], try ClientAssertion.form(clientID: id, audience: audience, key: key, alg: alg, now: now))
+        }
+    }
+}
+
+/// An RFC 7523 client assertion: iss = sub = client_id, aud, a unique jti, a short life.
+public enum ClientAssertion {
+    public static let lifetime: Int64 = 60
+
+    public static func make(clientID: String, audience: String, key: JWK, alg: JWSAlgorithm, now: Int64) throws -> String {
+        let claims = JSONObject([
+            "iss": .string(clientID), "sub": .string(clientID), "aud": .string(audience),
+            "jti": .string(Base64URL.encode(SecureRandom.bytes(18))),
+            "iat": .number(String(now)), "exp": .number(String(now + lifetime)),
+        ])
+        return try JWSSigner.sign(claims: claims, alg: alg, key: key)
+    }
+
+    static func form(clientID: String, audience: String, key: JWK, alg: JWSAlgorithm, now: Int64) throws -> [(String, String)] {
+        [("client_id", clientID),
+         ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+         ("client_assertion", try make(clientID: clientID, audience: audience, key: key, alg: alg, now: now))]
+    }
+}
+
+/// application/x-www-form-urlencoded (WHATWG URL §5.2, the form RFC 6749 uses).
+public enum FormEncoding {
+    public static func encode(_ s: String) -> String {
+        var out = ""
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "*"):
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            case UInt8(ascii: " "): out += "+"
+            default:
+                let hex = Array("0123456789ABCDEF".utf8)
+                out += "%" + String(decoding: [hex[Int(b >> 4)], hex[Int(b & 15)]], as: UTF8.self)
+            }
+        }
+        return out
+    }
+
+    public static func body(_ params: [(String, String)]) -> String {
+        params.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
+    }
+}
+
+/// Standard base64 with padding, for HTTP Basic (RFC 7617).
+enum Base64 {
+    static func standard(_ bytes: [UInt8]) -> String {
+        var s = Base64URL.encode(bytes).replacingAll("-", "+").replacingAll("_", "/")
+        while s.utf8.count % 4 != 0 { s += "=" }
+        return s
+    }
+}
+
+private extension String {
+    func replacingAll(_ a: Character, _ b: Character) -> String { String(map { $0 == a ? b : $0 }) }
+}

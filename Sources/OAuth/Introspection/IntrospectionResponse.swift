@@ -1,0 +1,28 @@
+public import JOSE
+
+/// RFC 7662 §2.2: an introspection response, judged for one resource server.
+public enum IntrospectionResponse {
+    public enum Verdict: Sendable {
+        case active(VerifiedAccessToken)
+        case inactive(reason: String)
+    }
+
+    /// `active: true` is required; `exp`, `nbf` are honoured with leeway; `aud`, when
+    /// present, must name one of `audiences`; `iss`, when present, must be the issuer.
+    public static func judge(_ body: [UInt8], issuer: IssuerPolicy, now: Int64, defaultTTL: Int64) -> Verdict {
+        guard let obj = try? JSONParser.parse(body).object else { return .inactive(reason: "the response is not a JSON object") }
+        guard obj["active"] == .bool(true) else { return .inactive(reason: "active is not true") }
+        if let exp = obj["exp"]?.int64, now - issuer.leeway >= exp { return .inactive(reason: "expired") }
+        if let nbf = obj["nbf"]?.int64, now + issuer.leeway < nbf { return .inactive(reason: "not valid yet") }
+        if let iss = obj["iss"] {
+            guard iss.string == issuer.issuer else { return .inactive(reason: "issuer mismatch") }
+        }
+        if let aud = obj["aud"] {
+            let values: [String] = aud.string.map { [$0] } ?? (aud.array?.compactMap(\.string) ?? [])
+            guard values.contains(where: issuer.audiences.contains) else { return .inactive(reason: "audience mismatch") }
+        }
+        let expires = obj["exp"]?.int64 ?? now + defaultTTL
+        let jkt = obj["cnf"]?.object?["jkt"]?.string
+        return .active(VerifiedAccessToken(issuer: issuer.name, claims: obj, expiresAt: expires, jkt: jkt))
+    }
+}
