@@ -163,7 +163,7 @@ scenario() {
   local dir=$WORK/scenario-$name
   mkdir -p "$dir"
   render "$ROOT/$template" "$dir/tokengate.yaml" PORT="$PORT_TOKENGATE" ADMIN_PORT="$PORT_ADMIN" \
-    UPSTREAM_PORT="$PORT_UPSTREAM" WORKERS="$WORKERS"
+    UPSTREAM_PORT="$PORT_UPSTREAM" WORKERS="$WORKERS" ${SCENARIO_VARS:-}
   "$TOKENGATE_BIN" check-config "$dir/tokengate.yaml" >&2 || die "scenario $name: invalid tokengate config"
   log "scenario $name: starting tokengate ($WORKERS workers) on 127.0.0.1:$PORT_TOKENGATE"
   # shellcheck disable=SC2086 # TOKENGATE_ENV is a list of K=V words
@@ -211,8 +211,25 @@ scenario() {
 
 # --- scenarios -------------------------------------------------------------------------
 # One line each: scenario NAME TOKENGATE_CONFIG_TEMPLATE [WRK_ARGS...]
-# (later: bearer / dpop / login routes, with wrk Lua scripts under bench/lua/ adding headers)
+# (later: dpop / login routes, with wrk Lua scripts under bench/lua/ adding headers)
 scenario none bench/tokengate/none.yaml
+
+# bearer_scenario NAME ALG CACHE_ENTRIES: a key of ALG, a token signed with it, the route
+# validating it (with the per-worker validation cache, or with it off: 0).
+bearer_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local keys=$WORK/keys-$2
+  mkdir -p "$keys"
+  [[ -f $keys/key.jwk ]] || "$TOKENGATE_BIN" keys generate --alg "$2" --kid "bench-$2" --out "$keys/key.jwk" >"$keys/jwks.json"
+  BENCH_TOKEN=$("$TOKENGATE_BIN" jwt sign --key "$keys/key.jwk" --typ at+jwt --exp-in 86400 \
+    --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","scope":"bench","email":"b@example.com"}')
+  export BENCH_TOKEN
+  SCENARIO_VARS="JWKS=$keys/jwks.json CACHE_ENTRIES=$3" scenario "$1" bench/tokengate/bearer.yaml -s "$ROOT/bench/lua/bearer.lua"
+}
+bearer_scenario bearer-rs256 RS256 10000
+bearer_scenario bearer-es256 ES256 10000
+bearer_scenario bearer-rs256-nocache RS256 0
+bearer_scenario bearer-es256-nocache ES256 0
 
 (( ${#RAN[@]} )) || die "no scenario named ${SELECTED[*]}"
 

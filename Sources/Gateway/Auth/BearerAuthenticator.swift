@@ -18,6 +18,7 @@ enum AuthDecision {
 final class BearerAuthenticator {
     private(set) var keys: [String: JWKSet] = [:]
     private var cache: ValidatedTokenCache<VerifiedAccessToken>
+    private var cacheEnabled = true
     private var verifiers: [Int: AccessTokenVerifier] = [:]
     /// Routes whose issuers introspect opaque tokens: the first such issuer on the route.
     private var introspection: [Int: (policy: IssuerPolicy, config: IntrospectionConfig, caFile: String?)] = [:]
@@ -53,7 +54,8 @@ final class BearerAuthenticator {
                 }
             }
         }
-        cache = ValidatedTokenCache(capacity: cache.capacity, ttl: cache.ttl)
+        cacheEnabled = config.tokenCacheEntries > 0
+        cache = ValidatedTokenCache(capacity: max(1, config.tokenCacheEntries), ttl: Int64(config.tokenCacheTTL))
         introspector.reset()
     }
 
@@ -90,7 +92,7 @@ final class BearerAuthenticator {
             token = t
         }
         let now = Int64(Date().timeIntervalSince1970)
-        if let hit = cache.get(token, now: now), verifier.issuers.contains(where: { $0.name == hit.issuer }) {
+        if cacheEnabled, let hit = cache.get(token, now: now), verifier.issuers.contains(where: { $0.name == hit.issuer }) {
             done(authorize(hit, bearer: bearer))
             return
         }
@@ -115,7 +117,7 @@ final class BearerAuthenticator {
         let realm = bearer.realm
         switch verifier.verify(token, now: now, keys: { self.keys[$0] }) {
         case .success(let verified):
-            cache.put(token, verified, expiresAt: verified.expiresAt, now: now)
+            if cacheEnabled { cache.put(token, verified, expiresAt: verified.expiresAt, now: now) }
             done(authorize(verified, bearer: bearer))
         case .failure(.unknownKey(let issuer)) where !refetched && requestRefetch != nil:
             // One rate-limited refetch (the main loop decides whether it may), then retry once.

@@ -8,7 +8,7 @@ import Yams
 public enum ConfigParser {
     static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
                           "issuers", "clients", "upstreams", "routes", "limits", "access_log",
-                          "log_level", "reserved_header_prefix"]
+                          "log_level", "reserved_header_prefix", "token_cache"]
 
     public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                              baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
@@ -67,6 +67,12 @@ public enum ConfigParser {
             } else { cfg.reservedHeaderPrefix = s }
         }
         (cfg.issuers, cfg.clients) = issuers(top["issuers"], clientsNode: top["clients"], r)
+        if let node = top["token_cache"], let tc = r.mapping(node, path: "token_cache", known: ["entries", "ttl"]) {
+            if let n = tc["entries"], let s = r.string(n, path: "token_cache.entries") {
+                if let v = Int(s), v >= 0, v <= 10_000_000 { cfg.tokenCacheEntries = v } else { r.problem("token_cache.entries", n, "must be a number from 0 (off) to 10000000") }
+            }
+            if let n = tc["ttl"], let v = r.duration(n, path: "token_cache.ttl") { cfg.tokenCacheTTL = max(v, 1) }
+        }
         if let node = top["session"] { _ = r.mapping(node, path: "session", known: ["keys", "keys_file", "idle_timeout", "absolute_timeout", "cookie_name", "secure_cookie"]) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.routes = routes(top["routes"], cfg, r)

@@ -23,6 +23,9 @@ public struct GatewayConfig: Sendable {
     public var upstreams: [String: UpstreamConfig] = [:]
     public var routes: [RouteConfig] = []
     public var issuers: [String: IssuerConfig] = [:]
+    /// Per-worker cache of verified tokens; 0 entries disables it.
+    public var tokenCacheEntries = 10_000
+    public var tokenCacheTTL = 120.0
     public var issuerNames: [String] { issuers.keys.sorted() }
     public var clients: [String: ClientConfig] = [:]
     public var clientNames: [String] { clients.keys.sorted() }
