@@ -8,6 +8,9 @@ Endpoints:
   /slow?delay=S     waits S seconds, then answers
   /close            closes the connection without answering
   /hop              answers with hop-by-hop headers that must not reach the client
+  /early            a 103 Early Hints interim response, then the final 200
+  /poison           a complete response followed by stray bytes (a second "response")
+  /reason           a reason phrase carrying a bare CR and a fake header
 """
 import json
 import socketserver
@@ -80,6 +83,16 @@ class Upstream:
                 if url.path.startswith("/close"):
                     self.close_connection = True
                     self.connection.shutdown(2)
+                    return
+                if url.path.startswith("/early"):
+                    self.wfile.write(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n")
+                    return self._send(200, b'{"early":"final"}')
+                if url.path.startswith("/poison"):
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                                     b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nPOISON")
+                    return
+                if url.path.startswith("/reason"):
+                    self.wfile.write(b"HTTP/1.1 200 OK\rSet-Cookie: session=attacker\r\nContent-Length: 2\r\n\r\nok")
                     return
                 if url.path.startswith("/hop"):
                     return self._send(200, b"{}", extra=[("Connection", "X-Hop-Secret"), ("X-Hop-Secret", "1"),

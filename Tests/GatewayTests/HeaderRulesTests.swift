@@ -25,6 +25,16 @@ struct HeaderRulesTests {
         #expect(!HeaderRules.forwardsResponseHeader("X-Other", listed: listed))
     }
 
+    @Test func underscoreLookalikesAndRoutingHeadersAreDropped() {
+        for name in ["X_Forwarded_User", "X_Auth_Role", "Content_Length"] {
+            #expect(!HeaderRules.forwardsRequestHeader(name, listed: [], reservedPrefix: nil))
+        }
+        for name in ["X-Original-URL", "X-Rewrite-URL", "X-HTTP-Method-Override", "X-Real-IP", "True-Client-IP", "X-Forwarded-Port"] {
+            #expect(!HeaderRules.forwardsRequestHeader(name, listed: [], reservedPrefix: nil), "\(name)")
+        }
+        #expect(!HeaderRules.forwardsRequestHeader("Expect", listed: [], reservedPrefix: nil))
+    }
+
     @Test func reservedPrefixIsStripped() {
         #expect(!HeaderRules.forwardsRequestHeader("X-Auth-User", listed: [], reservedPrefix: "x-auth-"))
         #expect(HeaderRules.forwardsRequestHeader("X-Authorization-Hint", listed: [], reservedPrefix: "x-auth-"))

@@ -30,7 +30,7 @@ struct RouterTests {
     @Test("picks the most specific route", arguments: [
         ("h", HTTPMethod.GET, "/", 0), ("h", .GET, "/apiary", 0), ("h", .GET, "/api", 1), ("h", .GET, "/api/x", 1),
         ("h", .GET, "/api/orders/1", 2), ("h", .POST, "/api/orders/1", 4), ("h", .GET, "/api/orders/export", 3),
-        ("h", .POST, "/api/orders/export", 3), ("h", .GET, "/api/orders", 1), ("a.example.com", .GET, "/api", 5),
+        ("h", .POST, "/api/orders/export", 3), ("h", .GET, "/api/orders/export/", 3), ("h", .GET, "/api/orders", 1), ("a.example.com", .GET, "/api", 5),
         ("admin.example.com", .GET, "/", 6), ("x.y.example.com", .GET, "/", 5), ("example.com", .GET, "/", 0),
         ("a.internal.example.com", .GET, "/", 7), ("notexample.com", .GET, "/", 0),
     ])
@@ -74,5 +74,12 @@ struct RouterTests {
         #expect(HostNormalizer.normalize("a:b") == nil)
         #expect(HostNormalizer.normalize("") == nil)
         #expect(HostNormalizer.normalize("exa_mple.com") == nil)
+        #expect(HostNormalizer.normalize("[]") == nil)
+        #expect(HostNormalizer.normalize("[Ａ]") == nil)
+        #expect(HostNormalizer.normalize("a.com:+80") == nil)
+        #expect(HostNormalizer.normalize("a.com:99999") == nil)
+        #expect(HostNormalizer.normalize("x.example.com..") == nil)
+        #expect(HostNormalizer.normalize("..example.com") == nil)
+        #expect(HostNormalizer.normalize("ex%41mple.com") == nil)
     }
 }

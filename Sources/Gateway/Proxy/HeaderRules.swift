@@ -11,7 +11,17 @@ public enum HeaderRules {
     /// framing (recomputed), Host (per upstream), and the X-Forwarded-* / request-id fields
     /// (taken from the client only when it is a trusted proxy, see `ForwardedHeaders`).
     static let recomputedOnRequest: [[UInt8]] = ["host", "content-length", "x-forwarded-for", "x-forwarded-proto",
-                                                 "x-forwarded-host", "x-request-id", "forwarded"].map { Array($0.utf8) }
+                                                 "x-forwarded-host", "x-request-id", "forwarded",
+                                                 // The body is already read: an upstream must not wait for 100-continue.
+                                                 "expect"].map { Array($0.utf8) }
+
+    /// Headers that frameworks use to pick a URL, a method or a client address. From a client
+    /// that is not a trusted proxy they would route around the gateway's decisions
+    /// (X-Original-URL on Symfony/IIS, method overrides around a `methods:` split).
+    static let trustedOnly: [[UInt8]] = ["x-original-url", "x-rewrite-url", "x-http-method-override", "x-http-method",
+                                         "x-method-override", "x-real-ip", "true-client-ip", "x-client-ip",
+                                         "x-forwarded-port", "x-forwarded-prefix", "x-forwarded-server", "x-forwarded-scheme",
+                                         "x-forwarded-ssl", "x-original-forwarded-for", "x-cluster-client-ip"].map { Array($0.utf8) }
     static let proxyPrefix = Array("proxy-".utf8)
     static let requestID = Array("x-request-id".utf8)
 
@@ -33,9 +43,14 @@ public enum HeaderRules {
         equalsAny(name, hopByHop) || hasPrefix(name, proxyPrefix) || equalsAny(name, listed)
     }
 
-    /// Whether a client request header is forwarded upstream as sent.
-    public static func forwardsRequestHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?) -> Bool {
+    /// Whether a client request header is forwarded upstream as sent. Names with `_` never
+    /// are: CGI, WSGI and PHP turn `X_Forwarded_User` into the same variable as
+    /// `X-Forwarded-User`, which would get around every strip rule (nginx drops them too).
+    public static func forwardsRequestHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?,
+                                             peerTrusted: Bool = false) -> Bool {
+        if name.contains(UInt8(ascii: "_")) { return false }
         if isHopByHop(name, listed: listed) || equalsAny(name, recomputedOnRequest) { return false }
+        if !peerTrusted && equalsAny(name, trustedOnly) { return false }
         if let reservedPrefix, hasPrefix(name, reservedPrefix) { return false }
         return true
     }

@@ -37,12 +37,15 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
 
     func upstreamHead(_ head: UpstreamResponseHead) {
         status = head.status
-        let listed = head.headers.first("Connection").map { HeaderRules.connectionTokens([$0]) } ?? []
+        let listed = HeaderRules.connectionTokens(head.headers.values("Connection"))
         let out = client.responseHeaders
-        head.headers.copy(to: out) { HeaderRules.forwardsResponseHeader($0.bytes, listed: listed) }
+        head.headers.copy(to: out) { $0.isToken && HeaderRules.forwardsResponseHeader($0.bytes, listed: listed) }
         out.add("X-Request-Id", context.requestID)
         if worker.draining { out.removeAll("Connection"); out.add("Connection", "close") }
-        client.startStreaming(status: head.status, reason: head.reason.isEmpty ? HTTPStatus.reason(head.status) : head.reason)
+        // The reason phrase is only passed on when it is plain text (RFC 9112 §4: HTAB, SP,
+        // VCHAR); a CR in it would split the response for lenient clients.
+        let plain = !head.reason.isEmpty && head.reason.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7f) }
+        client.startStreaming(status: head.status, reason: plain ? head.reason : HTTPStatus.reason(head.status))
     }
 
     func upstreamBody(_ chunk: BodyChunk) {

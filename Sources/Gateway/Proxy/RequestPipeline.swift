@@ -13,12 +13,24 @@ enum RequestPipeline {
 
     static let authorization = Array("authorization".utf8)
 
-    static func prepare(_ req: ServerRequest, forwarded: ForwardedHeaders, router: Router,
+    static func prepare(_ req: ServerRequest, forwarded: ForwardedHeaders, peerTrusted: Bool, router: Router,
                         routes: [Int: RouteConfig], config: GatewayConfig) -> Outcome {
         guard let method = req.method else {
             return .reject(status: 405, error: "invalid_request", description: "method not allowed")
         }
         let headers = req.headers
+        // RFC 9112 §5.1: a field name is a token — "Host : x" is not a Host header, and would
+        // reach the upstream as something no rule here recognised.
+        guard headers.allNamesAreTokens else {
+            return .reject(status: 400, error: "invalid_request", description: "a header field name is not a valid token")
+        }
+        // RFC 9112 §6.3: several differing or non-numeric Content-Length values make the
+        // framing ambiguous (a request-smuggling setup); refuse, and the connection closes.
+        let lengths = headers.values("Content-Length")
+        if lengths.count > 1 && Set(lengths).count > 1
+            || lengths.contains(where: { $0.isEmpty || !$0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }) {
+            return .reject(status: 400, error: "invalid_request", description: "the Content-Length header is ambiguous")
+        }
         // RFC 9112 §3.2: a request with more than one Host, or an HTTP/1.1 request with none,
         // gets 400.
         let hostCount = headers.count("Host")
@@ -50,7 +62,7 @@ enum RequestPipeline {
             return .reject(status: 502, error: "bad_gateway", description: "no upstream")
         }
 
-        let listed = headers.first("Connection").map { HeaderRules.connectionTokens([$0]) } ?? []
+        let listed = HeaderRules.connectionTokens(headers.values("Connection"))
         let reserved = config.reservedHeaderPrefixBytes
         let identityNames = config.strippedIdentityHeaders
         // The credential goes upstream only when the route says so.
@@ -70,7 +82,7 @@ enum RequestPipeline {
                     // Client-sent copies of identity headers never pass, on any route.
                     if HeaderRules.equalsAny(bytes, identityNames) { return false }
                     if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
-                    return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved)
+                    return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted)
                 }
                 for (name, value) in identity { out.add(name, value) }
                 out.add("Host", upstreamHost)
@@ -92,7 +104,8 @@ enum RequestPipeline {
         case .controlCharacter: return "the request target has a control character"
         case .escapesRoot: return "the path's dot-segments climb above the root"
         case .fragment: return "the request target has a fragment"
-        case .servletDotSegment: return "the path has a dot-segment with parameters (..;)"
+        case .pathParameter: return "the path has a ';' (path parameters are not accepted)"
+        case .tooManyDotSegments: return "the path has too many dot-segments"
         }
     }
 }

@@ -33,10 +33,11 @@ public enum HostPattern: Sendable, Equatable {
         }
     }
 
+    /// Lowercase ASCII letters, digits and "-", in non-empty dot-separated labels.
     static func validName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.allSatisfy { c in
             (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x2e
-        }
+        } && !name.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty)
     }
 }
 
@@ -49,7 +50,8 @@ public enum PathPattern: Sendable, Equatable {
 
     public func matches(_ path: String) -> Bool {
         switch self {
-        case .exact(let p): return path == p
+        // An exact path also matches with a trailing "/": frameworks serve both as one endpoint.
+        case .exact(let p): return path == p || (path.utf8.count == p.utf8.count + 1 && path.hasPrefix(p) && path.hasSuffix("/"))
         case .prefix(let p):
             guard path.hasPrefix(p) else { return false }
             if p.hasSuffix("/") || path.utf8.count == p.utf8.count { return true }

@@ -6,8 +6,9 @@
 ///   uppercase hex; characters that must be encoded are encoded;
 /// - `//` collapses to `/`; `.` and `..` segments are removed (§5.2.4);
 /// - refused (400): encoded `/` (`%2F`), `\` raw or encoded, NUL and other control bytes,
-///   malformed `%`, a `..` that would climb above the root, `..;`/`.;` segments (servlet
-///   containers read them as dot-segments), and any fragment.
+///   malformed `%`, a `..` that would climb above the root, `;` raw or encoded (servlet
+///   containers and Spring strip `;params`, so `/admin;x` would be `/admin` upstream but
+///   not here), more than 32 `..` segments, and any fragment.
 public enum PathNormalizer {
     public struct Normalized: Equatable, Sendable {
         public var path: String
@@ -20,7 +21,7 @@ public enum PathNormalizer {
 
     public enum Rejection: Error, Equatable, Sendable {
         case notOriginForm, badPercentEncoding, encodedSlash, backslash, controlCharacter,
-             escapesRoot, fragment, servletDotSegment
+             escapesRoot, fragment, pathParameter, tooManyDotSegments
     }
 
     public static func normalize(target: String) -> Result<Normalized, Rejection> {
@@ -64,6 +65,7 @@ public enum PathNormalizer {
                 if decoded == UInt8(ascii: "/") { return .failure(.encodedSlash) }
                 if decoded == UInt8(ascii: "\\") { return .failure(.backslash) }
                 if decoded < 0x20 || decoded == 0x7f { return .failure(.controlCharacter) }
+                if decoded == UInt8(ascii: ";") { return .failure(.pathParameter) }
                 if isUnreserved(decoded) {
                     current.append(decoded)
                 } else {
@@ -73,6 +75,7 @@ public enum PathNormalizer {
                 continue
             }
             if c == UInt8(ascii: "\\") { return .failure(.backslash) }
+            if c == UInt8(ascii: ";") { return .failure(.pathParameter) }
             if c < 0x20 || c == 0x7f || c == 0x20 { return .failure(.controlCharacter) }
             if isPchar(c) { current.append(c) } else { appendEncoded(c, to: &current) }
             i += 1
@@ -82,6 +85,8 @@ public enum PathNormalizer {
         // Pass 2: dot-segments (RFC 3986 §5.2.4), refusing a climb above the root.
         var output: [[UInt8]] = []
         var origins: [String] = []
+        // Each `..` costs a route lookup later; bound the work one request can ask for.
+        if segments.lazy.filter({ $0 == [0x2e, 0x2e] }).count > 32 { return .failure(.tooManyDotSegments) }
         for (n, seg) in segments.enumerated() {
             let isLast = n == segments.count - 1
             if seg == [0x2e] {
@@ -94,9 +99,6 @@ public enum PathNormalizer {
                 output.removeLast()
                 if isLast { trailingSlash = true }
                 continue
-            }
-            if seg.starts(with: [0x2e, 0x2e, 0x3b]) || seg.starts(with: [0x2e, 0x3b]) {
-                return .failure(.servletDotSegment)
             }
             output.append(seg)
         }
@@ -112,7 +114,7 @@ public enum PathNormalizer {
                 if previous == UInt8(ascii: "/") { return false }
             } else if c == UInt8(ascii: ".") {
                 if previous == UInt8(ascii: "/") { return false }
-            } else if !isPchar(c) {
+            } else if !isPchar(c) || c == UInt8(ascii: ";") {
                 return false
             }
             previous = c

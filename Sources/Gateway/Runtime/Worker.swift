@@ -135,18 +135,18 @@ final class Worker: FlushListener {
         let forwarded = ForwardedHeaders.compute(
             .init(peer: peer, peerTrusted: trusted, scheme: req.isTLS ? "https" : "http",
                   host: headers.first("Host"),
-                  xForwardedFor: trusted ? headers.first("X-Forwarded-For").map { [$0] } ?? [] : [],
+                  xForwardedFor: trusted ? headers.values("X-Forwarded-For") : [],
                   xForwardedProto: trusted ? headers.first("X-Forwarded-Proto") : nil,
                   xForwardedHost: trusted ? headers.first("X-Forwarded-Host") : nil,
                   xRequestID: trusted ? headers.first("X-Request-Id") : nil),
             newRequestID: ids.next)
         ctx.requestID = forwarded.requestID
-        switch RequestPipeline.prepare(req, forwarded: forwarded, router: router, routes: routesByIndex,
+        switch RequestPipeline.prepare(req, forwarded: forwarded, peerTrusted: trusted, router: router, routes: routesByIndex,
                                        config: config) {
         case .reject(let status, let error, let description):
             ctx.path = String(req.rawTarget.prefix(256))
             ErrorResponse.send(req, status: status, error: error, description: description,
-                               requestID: ctx.requestID, close: draining)
+                               requestID: ctx.requestID, close: draining || status == 400)
             requestFinished(ctx, status: status, bytes: 0, upstreamSeconds: 0, detail: description)
         case .forward(let route, let path, let query, let build):
             ctx.path = path

@@ -27,6 +27,43 @@ public struct HeaderList {
         }
     }
 
+    /// Whether every header name is an RFC 9110 §5.1 token. evhttp keeps whitespace before
+    /// the colon as part of the name ("Host : x"), which RFC 9112 §5.1 says to reject: such
+    /// names would slip past every name comparison and mean something else upstream.
+    public var allNamesAreTokens: Bool {
+        var kv = tg_headers_first(queue)
+        while let entry = kv {
+            if !HeaderList.isToken(entry.pointee.key) { return false }
+            kv = tg_headers_next(entry)
+        }
+        return true
+    }
+
+    /// All values of `name` (case-insensitive), in order.
+    public func values(_ name: String) -> [String] {
+        var out: [String] = []
+        var kv = tg_headers_first(queue)
+        while let entry = kv {
+            if strcasecmp(entry.pointee.key, name) == 0 { out.append(String(cString: entry.pointee.value)) }
+            kv = tg_headers_next(entry)
+        }
+        return out
+    }
+
+    static func isToken(_ p: UnsafePointer<CChar>) -> Bool {
+        var q = p
+        if q.pointee == 0 { return false }
+        while q.pointee != 0 {
+            let c = UInt8(bitPattern: q.pointee)
+            let ok = (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39)
+                || c == 0x21 || (c >= 0x23 && c <= 0x27) || c == 0x2a || c == 0x2b || c == 0x2d || c == 0x2e
+                || c == 0x5e || c == 0x5f || c == 0x60 || c == 0x7c || c == 0x7e
+            if !ok { return false }
+            q += 1
+        }
+        return true
+    }
+
     /// All headers as (name, value) pairs, in order.
     public var all: [(name: String, value: String)] {
         var out: [(name: String, value: String)] = []
@@ -77,4 +114,7 @@ public struct HeaderName {
     }
 
     public var string: String { String(cString: pointer) }
+
+    /// An RFC 9110 token (no spaces, separators or controls).
+    public var isToken: Bool { HeaderList.isToken(pointer) }
 }

@@ -138,8 +138,15 @@ public final class UpstreamCall {
     fileprivate func onHead(_ req: OpaquePointer) -> Int32 {
         connectTimer?.cancel()
         connectTimer = nil
-        gotHead = true
         let status = Int(evhttp_request_get_response_code(req))
+        if status < 200 {
+            // libevent's client takes an interim 1xx (e.g. 103 Early Hints) for the final
+            // response and would leave the real one in the connection for the next request —
+            // another client's. Fail this exchange and close the connection instead.
+            failure = .invalidResponse
+            return -1
+        }
+        gotHead = true
         let reason = evhttp_request_get_response_code_line(req).map { String(cString: $0) } ?? ""
         delegate?.upstreamHead(UpstreamResponseHead(status: status, reason: reason,
                                                     headers: HeaderList(queue: evhttp_request_get_input_headers(req))))
@@ -193,7 +200,9 @@ public final class UpstreamCall {
         if let conn = connection {
             connection = nil
             conn.served += 1
-            if failure == nil { pool.release(conn, reusable: true) } else { pool.discard(conn) }
+            // Reused only when nothing is left unread: bytes after a complete response belong
+            // to no request, and must never reach the next one.
+            if failure == nil && conn.inputIsEmpty { pool.release(conn, reusable: true) } else { pool.discard(conn) }
         }
         let delegate = self.delegate
         self.delegate = nil

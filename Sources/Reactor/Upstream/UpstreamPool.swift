@@ -92,5 +92,11 @@ final class UpstreamConnection {
 
     var bufferEvent: OpaquePointer? { evhttp_connection_get_bufferevent(evcon) }
 
+    /// No unread bytes in the connection's input buffer.
+    var inputIsEmpty: Bool {
+        guard let bev = bufferEvent else { return true }
+        return evbuffer_get_length(bufferevent_get_input(bev)) == 0
+    }
+
     deinit { evhttp_connection_free(evcon) }
 }
