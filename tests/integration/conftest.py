@@ -14,6 +14,8 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from echo_upstream import Upstream  # noqa: E402
+# The real authorization server (idpyoidc): fixtures `authserver`, `authserver_factory`.
+from authserver.fixtures import authserver, authserver_factory  # noqa: E402,F401
 
 BIN = os.environ.get("TOKENGATE_BIN", os.path.join(ROOT, ".build", "debug", "tokengate"))
 

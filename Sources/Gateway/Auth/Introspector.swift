@@ -33,7 +33,8 @@ final class Introspector {
         }
         let credentials: (headers: [String], form: [(String, String)])
         do {
-            credentials = try config.client.authentication.credentials(audience: issuer.issuer, now: now)
+            let audience = config.client.assertionAudience == .endpoint ? endpoint : issuer.issuer
+            credentials = try config.client.authentication.credentials(audience: audience, now: now)
         } catch {
             done(.inactive(reason: "client authentication: \(error)")); return
         }

@@ -19,8 +19,9 @@ final class IssuerKeys {
         var maxRefresh = 3600.0
         /// An unknown kid may trigger a refetch at most this often.
         var minRefetchInterval = 30.0
-        /// Retry delay after a failed fetch.
-        var retryAfterError = 10.0
+        /// Retry delay after a failed fetch: doubles per consecutive failure, up to the max.
+        var retryAfterError = 1.0
+        var maxRetryAfterError = 30.0
     }
 
     let name: String
@@ -39,6 +40,7 @@ final class IssuerKeys {
     private var waiters: [(Bool) -> Void] = []
     private var lastKidRefetch = -Double.infinity
     private var refreshTimer: LoopTimer?
+    private var consecutiveFailures = 0
     var onUpdate: ((JWKSet) -> Void)?
     var onError: ((String) -> Void)?
 
@@ -121,9 +123,10 @@ final class IssuerKeys {
             lastError = error
             onError?(error)
         }
+        consecutiveFailures = set != nil ? 0 : consecutiveFailures + 1
         let delay = set != nil
             ? min(max(maxAge ?? timing.maxRefresh, timing.minRefresh), timing.maxRefresh)
-            : timing.retryAfterError
+            : min(timing.retryAfterError * Double(1 << min(consecutiveFailures - 1, 10)), timing.maxRetryAfterError)
         refreshTimer?.cancel()
         refreshTimer = LoopTimer(loop: loop, seconds: delay) { [weak self] in self?.fetch { _ in } }
         let pending = waiters

@@ -7,7 +7,7 @@ import Yams
 /// `introspection:` block.
 extension ConfigParser {
     static let clientKeys = ["issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg",
-                             "request_mode", "scopes", "redirect_uri", "dpop", "extra"]
+                             "request_mode", "scopes", "redirect_uri", "dpop", "extra", "assertion_audience"]
 
     static func clients(_ node: Node?, issuers: [String: IssuerConfig], _ r: ConfigReader) -> [String: ClientConfig] {
         guard let node, let m = r.mapping(node, path: "clients", known: nil) else { return [:] }
@@ -60,7 +60,13 @@ extension ConfigParser {
                 r.problem("\(p).auth", c["auth"], "must be client_secret_basic, client_secret_post, client_secret_jwt or private_key_jwt")
                 continue
             }
-            if let auth { out[name] = ClientConfig(name: name, issuer: issuer, authentication: auth) }
+            guard let auth else { continue }
+            var client = ClientConfig(name: name, issuer: issuer, authentication: auth)
+            if let n = c["assertion_audience"], let v = r.string(n, path: "\(p).assertion_audience") {
+                if let a = ClientConfig.AssertionAudience(rawValue: v) { client.assertionAudience = a }
+                else { r.problem("\(p).assertion_audience", n, "must be issuer or endpoint") }
+            }
+            out[name] = client
         }
         return out
     }

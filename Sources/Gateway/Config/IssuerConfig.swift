@@ -28,9 +28,12 @@ public struct IssuerConfig: Sendable {
 
 /// The gateway's registration as an OAuth client (`clients:`).
 public struct ClientConfig: Sendable {
+    public enum AssertionAudience: String, Sendable { case issuer, endpoint }
     public var name: String
     public var issuer: String?
     public var authentication: ClientAuthentication
+    /// `aud` of client assertions (RFC 7523 §3): the issuer, or the URL of the endpoint called.
+    public var assertionAudience = AssertionAudience.issuer
 }
 
 /// An issuer's introspection endpoint and how long answers are cached.

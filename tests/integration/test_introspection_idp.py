@@ -1,0 +1,92 @@
+"""Opaque access tokens on an `auth: bearer` route, resolved by RFC 7662 introspection at
+the real authorization server (idpyoidc), with each client authentication method the gateway
+supports; answers cached (positive and negative)."""
+import json
+import os
+import subprocess
+
+import pytest
+import requests
+
+from conftest import BIN, Gateway
+
+GW_SECRET = "gateway-secret-0123456789abcdef0123456789"
+
+
+def config(a, auth_block):
+    return f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 1
+clients:
+  gw: {{ client_id: tokengate, {auth_block} }}
+issuers:
+  as1:
+    issuer: "{a.issuer}"
+    discovery: true
+    audiences: [api]
+    algorithms: [ES256]
+    introspection: {{ client: gw }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:@UPSTREAM@" }}
+routes:
+  - name: orders
+    match: {{ path_prefix: /api/orders/ }}
+    upstream: app
+    auth: bearer
+    issuers: [as1]
+    require: {{ scopes: [orders:read] }}
+    headers: {{ X-Subject: sub, X-Client-Id: client_id }}
+"""
+
+
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"])
+def test_opaque_token_via_introspection(method, authserver, upstream, tmp_path):
+    a = authserver
+    a.add_client("opq", client_secret="opq-secret-0123456789abcdef0123456789ab", scopes=["orders:read"],
+                 audience=["api"], access_token_format="opaque")
+    if method == "private_key_jwt":
+        key = tmp_path / "gw.jwk"
+        jwks = subprocess.run([BIN, "keys", "generate", "--alg", "ES256", "--kid", "gw-1", "--out", str(key)],
+                              capture_output=True, text=True, check=True).stdout
+        a.add_client("tokengate", jwks=json.loads(jwks), token_endpoint_auth_method="private_key_jwt", scopes=["openid"])
+        block = f'auth: private_key_jwt, key_file: "{key}", assertion_audience: endpoint'
+    else:
+        a.add_client("tokengate", client_secret=GW_SECRET, token_endpoint_auth_method=method, scopes=["openid"])
+        block = f'auth: {method}, secret: "{GW_SECRET}"' + (", assertion_audience: endpoint" if method.endswith("_jwt") else "")
+    g = Gateway(config(a, block).replace("@UPSTREAM@", str(upstream.port)))
+    g.start()
+    try:
+        token = a.client_credentials_token("opq", scope="orders:read", secret="opq-secret-0123456789abcdef0123456789ab")["access_token"]
+        assert token.count(".") != 2, "the AS must hand out an opaque token here"
+        before = a.hits.get("/introspection", 0)
+        for _ in range(3):
+            r = requests.get(g.url("/api/orders/1"), headers={"Authorization": f"Bearer {token}"})
+            assert r.status_code == 200, r.text + g.output()[-2000:]
+        h = {k.lower(): v for k, v in r.json()["headers"]}
+        assert h["x-subject"] == "opq" and h["x-client-id"] == "opq"
+        assert a.hits.get("/introspection", 0) - before == 1, "answers are cached"
+        # An unknown opaque token: active false → 401, and the negative answer is cached too.
+        before = a.hits.get("/introspection", 0)
+        for _ in range(3):
+            r = requests.get(g.url("/api/orders/1"), headers={"Authorization": "Bearer opq_not-a-real-token"})
+            assert r.status_code == 401 and 'error="invalid_token"' in r.headers["WWW-Authenticate"]
+        assert a.hits.get("/introspection", 0) - before == 1
+    finally:
+        g.stop()
+
+
+def test_introspection_with_wrong_client_secret_refuses_tokens(authserver, upstream):
+    a = authserver
+    a.add_client("opq", client_secret="opq-secret-0123456789abcdef0123456789ab", scopes=["orders:read"],
+                 audience=["api"], access_token_format="opaque")
+    a.add_client("tokengate", client_secret=GW_SECRET, token_endpoint_auth_method="client_secret_basic", scopes=["openid"])
+    g = Gateway(config(a, 'auth: client_secret_basic, secret: "wrong-secret"').replace("@UPSTREAM@", str(upstream.port)))
+    g.start()
+    try:
+        token = a.client_credentials_token("opq", scope="orders:read", secret="opq-secret-0123456789abcdef0123456789ab")["access_token"]
+        r = requests.get(g.url("/api/orders/1"), headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 401
+        assert "introspection" in g.output()
+    finally:
+        g.stop()
