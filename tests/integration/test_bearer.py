@@ -311,12 +311,16 @@ def test_idp_down_at_start_then_recovers(upstream, second_idp, gateway_factory):
             r = requests.get(f"http://127.0.0.1:{g.admin}/readyz")
             assert r.status_code == 503 and "one" in r.text
             assert call(g, tok=token(key)).status_code == 503
+            m = requests.get(f"http://127.0.0.1:{g.admin}/metrics").text
+            assert 'tokengate_issuer_keys_loaded{issuer="one"} 0' in m
+            assert 'tokengate_issuer_key_fetch_failures_total{issuer="one"} 0' not in m
             srv.down = False
             deadline = time.time() + 20
             while time.time() < deadline and requests.get(f"http://127.0.0.1:{g.admin}/readyz").status_code != 200:
                 time.sleep(0.2)
             assert requests.get(f"http://127.0.0.1:{g.admin}/readyz").status_code == 200
             assert call(g, tok=token(key)).status_code == 200
+            assert 'tokengate_issuer_keys_loaded{issuer="one"} 1' in requests.get(f"http://127.0.0.1:{g.admin}/metrics").text
             # Down again mid-run: the last good keys keep serving.
             srv.down = True
             assert call(g, tok=token(key, sub="bob")).status_code == 200

@@ -41,6 +41,8 @@ final class IssuerKeys {
     private var lastKidRefetch = -Double.infinity
     private var refreshTimer: LoopTimer?
     private var consecutiveFailures = 0
+    private(set) var failureCount = 0
+    private(set) var lastSuccessAt: Double?
     var onUpdate: ((JWKSet) -> Void)?
     var onError: ((String) -> Void)?
 
@@ -117,10 +119,12 @@ final class IssuerKeys {
         if let set {
             current = set
             lastError = nil
+            lastSuccessAt = now()
             onUpdate?(set)
         } else if let error {
             // Stale-if-error: the last good set keeps serving.
             lastError = error
+            failureCount += 1
             onError?(error)
         }
         consecutiveFailures = set != nil ? 0 : consecutiveFailures + 1

@@ -7,6 +7,8 @@ final class AdminEndpoints {
     private let loop: EventLoop
     private let workers: [Worker]
     private let readiness: () -> (ready: Bool, reason: String)
+    /// More metrics from the main loop's own state (issuer keys).
+    var extraMetrics: () -> String = { "" }
     private var server: HTTPServer?
 
     init(loop: EventLoop, workers: [Worker], readiness: @escaping () -> (ready: Bool, reason: String)) {
@@ -34,7 +36,7 @@ final class AdminEndpoints {
             reply(req, r.ready ? 200 : 503, "text/plain", r.ready ? "ready\n" : "not ready: \(r.reason)\n")
         case (.GET?, "/metrics"):
             gather { [readiness] snapshot in
-                self.reply(req, 200, "text/plain; version=0.0.4", snapshot.prometheusText(ready: readiness().ready))
+                self.reply(req, 200, "text/plain; version=0.0.4", snapshot.prometheusText(ready: readiness().ready) + self.extraMetrics())
             }
         default:
             reply(req, 404, "text/plain", "not found\n")

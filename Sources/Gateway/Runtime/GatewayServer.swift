@@ -47,6 +47,7 @@ public final class GatewayServer {
         keyService = keys
         if let addr = config.adminListen {
             let endpoints = AdminEndpoints(loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
+            endpoints.extraMetrics = { [weak keys] in keys?.metricsText(now: Date().timeIntervalSince1970) ?? "" }
             try endpoints.serve(on: addr)
             admin = endpoints
         }

@@ -74,6 +74,19 @@ final class IssuerKeyService {
         for name in loaded.keys where config.issuers[name] == nil { loaded[name] = nil }
     }
 
+    /// Prometheus lines for the issuers' key state (main loop).
+    func metricsText(now: Double) -> String {
+        var out = "# HELP tokengate_issuer_keys_loaded Whether an issuer's keys are loaded (the last good set serves through IdP outages).\n# TYPE tokengate_issuer_keys_loaded gauge\n"
+        for name in configured { out += "tokengate_issuer_keys_loaded{issuer=\"\(name)\"} \(loaded[name] == nil ? 0 : 1)\n" }
+        out += "# HELP tokengate_issuer_key_fetch_failures_total Failed discovery/JWKS fetches.\n# TYPE tokengate_issuer_key_fetch_failures_total counter\n"
+        out += "# HELP tokengate_issuer_keys_age_seconds Seconds since the keys were last fetched.\n# TYPE tokengate_issuer_keys_age_seconds gauge\n"
+        for (name, entry) in remote.sorted(by: { $0.key < $1.key }) {
+            out += "tokengate_issuer_key_fetch_failures_total{issuer=\"\(name)\"} \(entry.keys.failureCount)\n"
+            if let t = entry.keys.lastSuccessAt { out += "tokengate_issuer_keys_age_seconds{issuer=\"\(name)\"} \(Int(now - t))\n" }
+        }
+        return out
+    }
+
     private func publish(_ name: String, _ set: JWKSet, source: String) {
         loaded[name] = set
         log.info("issuer keys loaded", metadata: ["issuer": .string(name), "keys": .stringConvertible(set.keys.count),
