@@ -10,6 +10,10 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "tokengate", targets: ["tokengate"]),
+        // For fuzz/ (a separate package, built with -sanitize=fuzzer) to depend on by path.
+        .library(name: "JOSE", targets: ["JOSE"]),
+        // JOSE verify throughput against raw OpenSSL (bench/jose/run.sh).
+        .executable(name: "tokengate-jose-bench", targets: ["JOSEBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
@@ -49,6 +53,9 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           swiftSettings: [.swiftLanguageMode(.v5)]),
+        // Micro-benchmark, not a test: full JWT verify vs OpenSSL's raw EVP_DigestVerify.
+        .executableTarget(name: "JOSEBench", dependencies: ["JOSE", "COpenSSL"],
+                          path: "Sources/JOSEBench"),
 
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "OAuth"],
                     resources: [.copy("Fixtures")]),

@@ -60,7 +60,7 @@ public enum JSONParser {
 
         mutating func object(depth: Int) throws -> JSONObject {
             i += 1
-            var obj = JSONObject()
+            var obj = JSONObject(minimumCapacity: 8)
             skipWS()
             if i < b.count, b[i] == UInt8(ascii: "}") { i += 1; return obj }
             while true {
@@ -169,6 +169,11 @@ public enum JSONParser {
         }
 
         func utf8(_ bytes: UnsafeBufferPointer<UInt8>) throws -> String {
+            // Nearly every JOSE string is ASCII, which is valid UTF-8 as it stands; only the
+            // rest pays for the (generic, unspecialized) validating initializer.
+            var high: UInt8 = 0
+            for b in bytes { high |= b }
+            if high < 0x80 { return String(decoding: bytes, as: UTF8.self) }
             guard let s = String(validating: bytes, as: UTF8.self) else { throw fail("invalid UTF-8") }
             return s
         }

@@ -52,10 +52,20 @@ public struct JSONObject: Equatable, Sendable {
         }
     }
 
-    /// Adds a member; false if the name is already there (the parser's duplicate check).
+    /// Room for `minimumCapacity` members without regrowing (the parser's objects: a JOSE
+    /// header or an access token's claims rarely has more than a dozen).
+    init(minimumCapacity: Int) {
+        names.reserveCapacity(minimumCapacity)
+        members.reserveCapacity(minimumCapacity)
+    }
+
+    /// Adds a member; false, leaving the object as it was, if the name is already there
+    /// (the parser's duplicate check). One hash lookup on the common path.
     mutating func insertNew(_ name: String, _ value: JSONValue) -> Bool {
-        guard members[name] == nil else { return false }
-        members[name] = value
+        if let existing = members.updateValue(value, forKey: name) {
+            members[name] = existing
+            return false
+        }
         names.append(name)
         return true
     }

@@ -51,7 +51,7 @@ public struct JWKSet: Sendable {
     /// The one key that fits a JWS with this `alg` and `kid`.
     public func key(for alg: JWSAlgorithm, kid: String?) throws -> JWK {
         // RFC 7517 §4.5: kids distinguish keys; a kid that names two keys names none.
-        if let kid, duplicateKids.contains(kid) {
+        if let kid, !duplicateKids.isEmpty, duplicateKids.contains(kid) {
             throw JOSEError(.ambiguousKey, claim: "kid", "several keys have kid \"\(kid)\"; refusing to guess")
         }
         var found: JWK?
@@ -59,7 +59,7 @@ public struct JWKSet: Sendable {
         for key in keys {
             if let kid, key.kid != kid { continue }
             guard (try? key.checkUsable(for: alg)) != nil else { continue }
-            if let k = key.kid, duplicateKids.contains(k) {
+            if !duplicateKids.isEmpty, let k = key.kid, duplicateKids.contains(k) {
                 throw JOSEError(.ambiguousKey, claim: "kid", "several keys have kid \"\(k)\"; refusing to guess")
             }
             found = key

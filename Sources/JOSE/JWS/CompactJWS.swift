@@ -1,3 +1,5 @@
+import Glibc
+
 /// A compact-serialized JWS (RFC 7515 §7.1), parsed strictly: size limit first, exactly
 /// three parts, each canonical base64url, a header that is a JSON object without duplicate
 /// members and with a known `alg`. Parsing does not verify; `JWSVerifier` does.
@@ -14,23 +16,30 @@ public struct CompactJWS: Sendable {
         var token = token
         guard token.utf8.count <= maxSize else { throw JOSEError(.tooLarge, "the token is larger than \(maxSize) bytes") }
         let parsed: (JSONObject, [UInt8], [UInt8], [UInt8]) = try token.withUTF8 { buf in
-            var dots: [Int] = []
-            for (i, c) in buf.enumerated() where c == UInt8(ascii: ".") {
-                dots.append(i)
-                if dots.count > 2 { break }
+            // memchr: the token is scanned on every request, and most of it is signature.
+            func dot(after start: Int) -> Int? {
+                guard start < buf.count, let base = buf.baseAddress,
+                      let hit = memchr(base + start, Int32(UInt8(ascii: ".")), buf.count - start) else { return nil }
+                return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
             }
-            guard dots.count == 2 else { throw JOSEError(.malformed, "a compact JWS has exactly three parts") }
-            let h = UnsafeBufferPointer(rebasing: buf[0..<dots[0]])
-            let p = UnsafeBufferPointer(rebasing: buf[(dots[0] + 1)..<dots[1]])
-            let s = UnsafeBufferPointer(rebasing: buf[(dots[1] + 1)...])
-            guard !h.isEmpty, !s.isEmpty else { throw JOSEError(.malformed, "empty header or signature") }
+            guard let first = dot(after: 0), let second = dot(after: first + 1), dot(after: second + 1) == nil else {
+                throw JOSEError(.malformed, "a compact JWS has exactly three parts")
+            }
+            let dots = (first, second)
+            let h = UnsafeBufferPointer(rebasing: buf[0..<dots.0])
+            let p = UnsafeBufferPointer(rebasing: buf[(dots.0 + 1)..<dots.1])
+            let s = UnsafeBufferPointer(rebasing: buf[(dots.1 + 1)...])
+            guard !h.isEmpty else { throw JOSEError(.malformed, "empty header") }
             guard let hb = Base64URL.decode(bytes: h) else { throw JOSEError(.malformed, "the header is not canonical base64url") }
             guard let pb = Base64URL.decode(bytes: p) else { throw JOSEError(.malformed, "the payload is not canonical base64url") }
             guard let sb = Base64URL.decode(bytes: s) else { throw JOSEError(.malformed, "the signature is not canonical base64url") }
             let header = try JSONParser.parseObject(hb, what: "the JWS header")
-            return (header, pb, sb, Array(buf[0..<dots[1]]))
+            return (header, pb, sb, Array(buf[0..<dots.1]))
         }
         header = try JWSHeader(object: parsed.0)
+        // Checked after the header, so an unsecured JWS (RFC 7515 §A.5: alg "none", empty
+        // signature) is reported as the algorithm it asks for, not as a formatting slip.
+        guard !parsed.2.isEmpty else { throw JOSEError(.malformed, "empty signature") }
         payload = parsed.1
         signature = parsed.2
         signingInput = parsed.3

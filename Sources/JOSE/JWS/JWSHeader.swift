@@ -27,9 +27,12 @@ public struct JWSHeader: Sendable {
         if let b64 = object["b64"], b64 != .bool(true) {
             throw JOSEError(.unsupportedCritical, claim: "b64", "unencoded payloads are not supported")
         }
-        for name in ["kid", "typ", "cty"] where object[name] != nil && object[name]?.string == nil {
-            throw JOSEError(.malformed, claim: name, "must be a string")
+        func requireString(_ name: String) throws {
+            if let v = object[name], v.string == nil { throw JOSEError(.malformed, claim: name, "must be a string") }
         }
+        try requireString("kid")
+        try requireString("typ")
+        try requireString("cty")
         self.object = object
         self.alg = alg
     }
@@ -37,6 +40,7 @@ public struct JWSHeader: Sendable {
     /// RFC 7515 §4.1.9: media types compare case-insensitively, and "application/" may be
     /// left out when no other "/" appears.
     public static func typesMatch(_ a: String, _ b: String) -> Bool {
+        if a == b { return true }
         func norm(_ s: String) -> String {
             let l = s.lowercased()
             return l.hasPrefix("application/") && l.dropFirst(12).contains("/") == false ? String(l.dropFirst(12)) : l
