@@ -116,6 +116,12 @@ routes:
     token_in_query: true
     forward_token: true
     headers: {{ X-User-Id: sub, X-Client: client_id }}
+  - name: form
+    match: {{ path_prefix: /api/form/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    token_in_body: true
 {extra_route}
   - name: public
     match: {{ path_prefix: / }}
@@ -321,10 +327,25 @@ def test_idp_down_at_start_then_recovers(upstream, second_idp, gateway_factory):
             assert requests.get(f"http://127.0.0.1:{g.admin}/readyz").status_code == 200
             assert call(g, tok=token(key)).status_code == 200
             assert 'tokengate_issuer_keys_loaded{issuer="one"} 1' in requests.get(f"http://127.0.0.1:{g.admin}/metrics").text
-            # Down again mid-run: the last good keys keep serving.
+            # Down again mid-run: the last good keys keep serving, and readiness says so.
             srv.down = True
             assert call(g, tok=token(key, sub="bob")).status_code == 200
+            assert call(g, tok=token(ec_key("rotated-1"))).status_code == 401  # unknown kid: one failed refetch
+            r = requests.get(f"http://127.0.0.1:{g.admin}/readyz")
+            assert r.status_code == 200 and "last good keys" in r.text
         finally:
             g.stop()
     finally:
         srv.stop()
+
+
+def test_token_in_form_body_only_where_allowed(gw, idp):
+    t = token(idp.keys[0])
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    r = requests.post(gw.url("/api/form/x"), data=f"a=1&access_token={t}", headers=form)
+    assert r.status_code == 200, r.text
+    # The token was taken out of the body before it went upstream ("a=1" is left).
+    assert r.json()["body_length"] == 3
+    assert sent(r)["x-forwarded-user"] == "alice"
+    r = requests.post(gw.url("/api/orders/1"), data=f"access_token={t}", headers=form)
+    assert r.status_code == 400 and 'error="invalid_request"' in challenge(r)

@@ -74,9 +74,22 @@ final class BearerAuthenticator {
         var authorization: [String] = []
         req.headers.forEach { name, value in if name.caseInsensitiveCompare("Authorization") == .orderedSame { authorization.append(value) } }
         let queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []
+        // RFC 6750 §2.2: only a form-encoded body of a request with a body, and only where the
+        // route opts in; the parameter is then taken out of the body unless the route
+        // forwards the token.
+        var formTokens: [String] = []
+        if req.bodyLength > 0, req.method != .GET,
+           let type = req.headers.first("Content-Type")?.lowercased(), type.hasPrefix("application/x-www-form-urlencoded") {
+            let body = String(decoding: req.bodyBytes, as: UTF8.self)
+            formTokens = Self.accessTokens(inQuery: body)
+            if !formTokens.isEmpty && bearer.tokenInBody && !bearer.forwardToken {
+                let kept = body.split(separator: "&").filter { !$0.hasPrefix("access_token=") }.joined(separator: "&")
+                req.replaceBody(Array(kept.utf8))
+            }
+        }
         let token: String
-        switch BearerTokenExtractor.extract(authorization: authorization, queryTokens: queryTokens,
-                                            sources: TokenSources(query: bearer.tokenInQuery)) {
+        switch BearerTokenExtractor.extract(authorization: authorization, formTokens: formTokens, queryTokens: queryTokens,
+                                            sources: TokenSources(formBody: bearer.tokenInBody, query: bearer.tokenInQuery)) {
         case .none:
             // RFC 6750 §3.1: no credentials → a challenge without an error code.
             done(.deny(status: 401, challenge: Challenge(realm: realm), detail: "no credentials"))

@@ -98,6 +98,7 @@ extension ConfigParser {
         if let n = m["require"] { cfg.requirement = requirement(n, path: "\(p).require", r) }
         if let n = m["forward_token"], let b = r.bool(n, path: "\(p).forward_token") { cfg.forwardToken = b }
         if let n = m["token_in_query"], let b = r.bool(n, path: "\(p).token_in_query") { cfg.tokenInQuery = b }
+        if let n = m["token_in_body"], let b = r.bool(n, path: "\(p).token_in_body") { cfg.tokenInBody = b }
         return cfg
     }
 

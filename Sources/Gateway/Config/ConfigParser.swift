@@ -179,7 +179,7 @@ public enum ConfigParser {
         return out
     }
 
-    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "require", "headers", "forward_token", "token_in_query"]
+    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "require", "headers", "forward_token", "token_in_query", "token_in_body"]
 
     private static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
         guard let node else {
@@ -220,7 +220,7 @@ public enum ConfigParser {
                 r.problem("\(p).auth", item, "is missing; say auth: none explicitly for a public route")
             }
             if auth == .none {
-                for key in ["issuers", "require", "forward_token", "token_in_query"] where m[key] != nil {
+                for key in ["issuers", "require", "forward_token", "token_in_query", "token_in_body"] where m[key] != nil {
                     r.problem("\(p).\(key)", m[key], "has no effect with auth: none; remove it or set auth")
                 }
             }

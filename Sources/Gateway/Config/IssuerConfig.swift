@@ -53,6 +53,8 @@ public struct BearerRouteConfig: Sendable {
     public var requirement = AuthorizationRequirement()
     /// `access_token` in the query string is accepted (RFC 6750 §2.3; off by default).
     public var tokenInQuery = false
+    /// `access_token` in a form-encoded POST body is accepted (RFC 6750 §2.2; off by default).
+    public var tokenInBody = false
     /// The Authorization header goes upstream too (default: stripped).
     public var forwardToken = false
     public var realm = "tokengate"

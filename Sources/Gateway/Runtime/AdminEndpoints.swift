@@ -33,7 +33,7 @@ final class AdminEndpoints {
             reply(req, 200, "text/plain", "ok\n")
         case (.GET?, "/readyz"), (.HEAD?, "/readyz"):
             let r = readiness()
-            reply(req, r.ready ? 200 : 503, "text/plain", r.ready ? "ready\n" : "not ready: \(r.reason)\n")
+            reply(req, r.ready ? 200 : 503, "text/plain", r.ready ? "\(r.reason)\n" : "not ready: \(r.reason)\n")
         case (.GET?, "/metrics"):
             gather { [readiness] snapshot in
                 self.reply(req, 200, "text/plain; version=0.0.4", snapshot.prometheusText(ready: readiness().ready) + self.extraMetrics())

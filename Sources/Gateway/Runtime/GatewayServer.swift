@@ -71,6 +71,8 @@ public final class GatewayServer {
         if shuttingDown { return (false, "shutting down") }
         let missing = keyService?.missing ?? []
         if !missing.isEmpty { return (false, "issuer keys not loaded: \(missing.joined(separator: ", "))") }
+        let stale = keyService?.stale ?? []
+        if !stale.isEmpty { return (true, "ready (serving last good keys, refresh failing: \(stale.joined(separator: ", ")))") }
         return (true, "ready")
     }
 

@@ -22,6 +22,9 @@ final class IssuerKeyService {
     /// Issuers whose keys have never loaded (readiness).
     var missing: [String] { configured.filter { loaded[$0] == nil } }
 
+    /// Issuers serving their last good keys while refreshes fail.
+    var stale: [String] { remote.filter { $0.value.keys.lastError != nil && loaded[$0.key] != nil }.keys.sorted() }
+
     func attach(_ workers: [Worker]) {
         self.workers = workers
         for w in workers {

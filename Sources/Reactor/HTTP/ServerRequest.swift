@@ -26,6 +26,22 @@ public struct ServerRequest {
 
     public var bodyLength: Int { evbuffer_get_length(evhttp_request_get_input_buffer(req)) }
 
+    /// A copy of the (already fully read) request body, without consuming it.
+    public var bodyBytes: [UInt8] {
+        let buf = evhttp_request_get_input_buffer(req)
+        let n = evbuffer_get_length(buf)
+        var out = [UInt8](repeating: 0, count: n)
+        if n > 0 { _ = out.withUnsafeMutableBytes { evbuffer_copyout(buf, $0.baseAddress, n) } }
+        return out
+    }
+
+    /// Replaces the request body (before it is forwarded).
+    public func replaceBody(_ bytes: [UInt8]) {
+        let buf = evhttp_request_get_input_buffer(req)
+        evbuffer_drain(buf, evbuffer_get_length(buf))
+        if !bytes.isEmpty { _ = bytes.withUnsafeBytes { evbuffer_add(buf, $0.baseAddress, bytes.count) } }
+    }
+
     /// The TCP peer's address (numeric) — the address X-Forwarded-For trust is decided on.
     public var peerAddress: String {
         guard let conn = evhttp_request_get_connection(req) else { return "" }
