@@ -8,7 +8,8 @@
 # env:   ROUNDS=5 DURATION=10 (s per wrk run) WARMUP=3 (s) CONNECTIONS=64 THREADS=2
 #        WORKERS=$(nproc) (nginx proxy worker_processes = tokengate workers)
 #        TOKENGATE_BIN=path (skip the build)  OUT=/tmp/tokengate-bench.json
-#        PORT_BASE=18180 (uses PORT_BASE..PORT_BASE+3 on 127.0.0.1)  KEEP_WORK=1 (keep temp dir)
+#        PORT_BASE=18180 (uses PORT_BASE..PORT_BASE+5 on 127.0.0.1)  KEEP_WORK=1 (keep temp dir)
+#        MOD_AUTH_OPENIDC=1 (0: no Apache mod_auth_openidc peer in the RS256 bearer scenarios)
 #        TOKENGATE_ENV="K=V ..." (environment for tokengate only, e.g. to try a libevent or
 #        allocator setting)  PERF_OUT=FILE (perf record -g tokengate's first round into FILE)
 set -euo pipefail
@@ -27,6 +28,9 @@ PORT_TOKENGATE=$PORT_BASE
 PORT_UPSTREAM=$((PORT_BASE + 1))
 PORT_NGINX=$((PORT_BASE + 2))
 PORT_ADMIN=$((PORT_BASE + 3))
+PORT_PEER=$((PORT_BASE + 4))   # Apache httpd + mod_auth_openidc (the issue-4 peer)
+PORT_JWKS=$((PORT_BASE + 5))   # nginx serving the JWKS over TLS, for that peer
+MOD_AUTH_OPENIDC=${MOD_AUTH_OPENIDC:-1}
 
 log() { echo "== $*" >&2; }
 die() { echo "bench: $*" >&2; exit 1; }
@@ -34,17 +38,26 @@ die() { echo "bench: $*" >&2; exit 1; }
 # --- tools ---------------------------------------------------------------------------
 install_missing() {
   local missing=() cmd pkg
-  for pair in nginx:nginx-light wrk:wrk python3:python3 curl:curl pgrep:procps; do
+  local pairs=(nginx:nginx-light wrk:wrk python3:python3 curl:curl pgrep:procps)
+  # The mod_auth_openidc peer: Apache httpd (mpm_event, mod_proxy_http) and Debian's module;
+  # openssl makes the throwaway CA for the TLS JWKS endpoint it insists on.
+  (( MOD_AUTH_OPENIDC )) && pairs+=(apache2:apache2 openssl:openssl
+    /usr/lib/apache2/modules/mod_auth_openidc.so:libapache2-mod-auth-openidc)
+  for pair in "${pairs[@]}"; do
     cmd=${pair%%:*} pkg=${pair#*:}
+    if [[ $cmd == /* ]]; then [[ -e $cmd ]] || missing+=("$pkg"); continue; fi
     command -v "$cmd" >/dev/null || [[ -x /usr/sbin/$cmd ]] || missing+=("$pkg")
   done
   if (( ${#missing[@]} )); then
     log "installing ${missing[*]}"
     local sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
     $sudo apt-get update -qq
+    # (Debian would start apache2 as a system service where policy-rc.d allows it; this
+    # harness runs its own Apache in the foreground and never uses that service.)
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+  APACHE=$(command -v apache2 || echo /usr/sbin/apache2)
 }
 install_missing
 
@@ -75,7 +88,7 @@ forget_pid() {
 }
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for p in $PORT_TOKENGATE $PORT_UPSTREAM $PORT_NGINX $PORT_ADMIN; do
+for p in $PORT_TOKENGATE $PORT_UPSTREAM $PORT_NGINX $PORT_ADMIN $PORT_PEER $PORT_JWKS; do
   port_free "$p" || die "127.0.0.1:$p is in use; set PORT_BASE to use other ports"
 done
 
@@ -88,17 +101,18 @@ render() {
   ! grep -v '^ *#' "$dst" | grep -q '@[A-Z_]*@' || die "$src: unreplaced placeholder in $dst"
 }
 
-wait_http() { # URL PID: until URL answers 2xx, or the process died, or 10 s
+wait_http() { # URL PID [CURL_ARGS...]: until URL answers 2xx, or the process died, or 10 s
   local i
   for i in $(seq 100); do
-    curl -fs -o /dev/null "$1" && return 0
+    curl -fs -o /dev/null "${@:3}" "$1" && return 0
     kill -0 "$2" 2>/dev/null || return 1
     sleep 0.1
   done
   return 1
 }
 
-# start_nginx NAME TEMPLATE PORT : runs nginx in the foreground from $WORK/NAME; sets NGINX_PID.
+# start_nginx NAME TEMPLATE PORT [READY_URL [CURL_ARGS...]] : runs nginx in the foreground
+# from $WORK/NAME; sets NGINX_PID.
 start_nginx() {
   local name=$1 dir=$WORK/$1 user_line=""
   mkdir -p "$dir"
@@ -109,7 +123,7 @@ start_nginx() {
   "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
   NGINX_PID=$!
   PIDS+=("$NGINX_PID")
-  wait_http "http://127.0.0.1:$3/" "$NGINX_PID" || { cat "$dir/error.log" >&2; die "$name: nginx did not start"; }
+  wait_http "${4:-http://127.0.0.1:$3/}" "$NGINX_PID" "${@:5}" || { cat "$dir/error.log" >&2; die "$name: nginx did not start"; }
 }
 
 # Peak RSS (VmHWM, kB) of a process, or summed over a process and its children.
@@ -118,6 +132,89 @@ vmhwm_tree() {
   local total=0 pid
   for pid in "$1" $(pgrep -P "$1"); do total=$((total + $(vmhwm "$pid"))); done
   echo "$total"
+}
+
+# http_status URL [CURL_ARGS...]: the status code of one GET (000: no answer).
+http_status() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${@:2}" "$1" || true; }
+
+# expect_status WHAT WANT URL [CURL_ARGS...]: dies loudly unless URL answers WANT.
+expect_status() {
+  local got
+  got=$(http_status "$3" "${@:4}")
+  [[ $got == "$2" ]] || die "$1: expected HTTP $2, got $got from $3"
+  log "  ok: $1 -> $got"
+}
+
+# check_bearer NAME URL KEYS_DIR SCOPE_STATUS: before measuring a bearer route, make sure
+# NAME really validates the token: no token, a token with a broken signature, a validly
+# signed token with the wrong issuer or audience must get 401, one without the required
+# scope SCOPE_STATUS (tokengate: 403 insufficient_scope, RFC 6750; mod_auth_openidc: 401),
+# and the scenario's BENCH_TOKEN 200.
+check_bearer() {
+  local name=$1 url=$2 keys=$3 scope_status=$4 tok sig bad claim
+  log "$name: checking that it validates the token before measuring"
+  tok=$BENCH_TOKEN sig=${BENCH_TOKEN##*.}
+  if [[ ${sig:0:8} == AAAAAAAA ]]; then bad=BBBBBBBB; else bad=AAAAAAAA; fi
+  expect_status "$name: no token" 401 "$url"
+  expect_status "$name: broken signature" 401 "$url" -H "Authorization: Bearer ${tok%.*}.$bad${sig:8}"
+  for claim in '"iss":"https://evil.example","aud":"bench-api","scope":"bench"' \
+               '"iss":"https://bench.local","aud":"other-api","scope":"bench"' \
+               '"iss":"https://bench.local","aud":"bench-api","scope":"other"'; do
+    tok=$("$TOKENGATE_BIN" jwt sign --key "$keys/key.jwk" --typ at+jwt --exp-in 600 \
+      --claims "{$claim,\"sub\":\"bench-user\"}")
+    local want=401
+    [[ $claim == *'"scope":"other"'* ]] && want=$scope_status
+    expect_status "$name: token with {$claim}" "$want" "$url" -H "Authorization: Bearer $tok"
+  done
+  expect_status "$name: the scenario's token" 200 "$url" -H "Authorization: Bearer $BENCH_TOKEN"
+}
+
+# start_mod_auth_openidc KEYS_DIR: once per run, the issue-4 peer: nginx serving
+# KEYS_DIR/jwks.json over TLS (cert for 127.0.0.1 from a throwaway CA made here), and
+# Apache httpd (mpm_event) + mod_auth_openidc in the foreground, trusting that CA,
+# proxying to the upstream. Sets PEER_PID.
+PEER_PID=""
+start_mod_auth_openidc() {
+  [[ -z $PEER_PID ]] || return 0
+  local keys=$1 tls=$WORK/jwks-tls dir=$WORK/mod_auth_openidc user_line="" group_line="" i
+  mkdir -p "$tls" "$dir/run"
+  log "mod_auth_openidc peer: throwaway CA and a certificate for 127.0.0.1 in $tls"
+  {
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tls/ca.key" -out "$tls/ca.pem" -days 2 \
+      -subj "/CN=tokengate bench throwaway CA" &&
+    openssl req -newkey rsa:2048 -nodes -keyout "$tls/server.key" -out "$tls/server.csr" \
+      -subj "/CN=127.0.0.1" &&
+    printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$tls/ext.cnf" &&
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial \
+      -days 2 -extfile "$tls/ext.cnf" -out "$tls/server.pem"
+  } >"$tls/openssl.log" 2>&1 || { cat "$tls/openssl.log" >&2; die "mod_auth_openidc peer: openssl failed"; }
+  cp "$keys/jwks.json" "$tls/jwks.json"
+  log "mod_auth_openidc peer: starting the JWKS server (nginx, TLS) on 127.0.0.1:$PORT_JWKS"
+  start_nginx jwks-tls bench/nginx/jwks-tls.conf.in "$PORT_JWKS" \
+    "https://127.0.0.1:$PORT_JWKS/jwks.json" --cacert "$tls/ca.pem"
+
+  cp "$tls/ca.pem" "$dir/ca.pem"
+  if [[ $(id -u) -eq 0 ]]; then
+    # Apache will not serve as root: its children run as www-data, and read ca.pem (and
+    # open the mutex files in run/) when they fetch the keys.
+    user_line="User www-data" group_line="Group www-data"
+    chmod 711 "$WORK"; chmod 755 "$dir"; chmod 644 "$dir/ca.pem"; chown www-data: "$dir/run"
+  fi
+  render "$ROOT/bench/apache/httpd.conf.in" "$dir/httpd.conf" DIR="$dir" PORT="$PORT_PEER" \
+    UPSTREAM_PORT="$PORT_UPSTREAM" JWKS_PORT="$PORT_JWKS" USER_LINE="$user_line" GROUP_LINE="$group_line"
+  "$APACHE" -d "$dir" -f "$dir/httpd.conf" -t >"$dir/configtest.log" 2>&1 \
+    || { cat "$dir/configtest.log" >&2; die "mod_auth_openidc peer: apache2 rejected $dir/httpd.conf"; }
+  log "mod_auth_openidc peer: starting Apache httpd (mpm_event, 2 x 128 threads) on 127.0.0.1:$PORT_PEER"
+  "$APACHE" -d "$dir" -f "$dir/httpd.conf" -DFOREGROUND >"$dir/stdout.log" 2>&1 &
+  PEER_PID=$!
+  PIDS+=("$PEER_PID")
+  for i in $(seq 100); do  # up when it answers at all (401: no token)
+    [[ $(http_status "http://127.0.0.1:$PORT_PEER/") == 000 ]] || return 0
+    kill -0 "$PEER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$dir/stdout.log" "$dir/error.log" >&2 2>/dev/null || true
+  die "mod_auth_openidc peer: Apache did not start"
 }
 
 log "starting the upstream (nginx, 1 worker) on 127.0.0.1:$PORT_UPSTREAM"
@@ -148,6 +245,7 @@ RAN=()
 : >"$WORK/runs.tsv"
 : >"$WORK/rss.tsv"
 : >"$WORK/wrkargs.tsv"
+: >"$WORK/kinds.tsv"
 
 # scenario NAME TOKENGATE_CONFIG_TEMPLATE [WRK_ARGS...]
 #   Starts a fresh tokengate on the rendered config (placeholders @PORT@ @ADMIN_PORT@
@@ -172,18 +270,29 @@ scenario() {
   PIDS+=("$tg")
   wait_http "http://127.0.0.1:$PORT_ADMIN/readyz" "$tg" || { cat "$dir/tokengate.log" >&2; die "scenario $name: tokengate not ready"; }
 
-  local nginx_url="http://127.0.0.1:$PORT_NGINX/" tg_url="http://127.0.0.1:$PORT_TOKENGATE/"
+  # Targets: the nginx baseline, tokengate, and the scenario's peer if it has one
+  # (PEER_NAME at PEER_URL, e.g. mod_auth_openidc for the RS256 bearer scenarios).
+  local -A urls=([nginx]="http://127.0.0.1:$PORT_NGINX/" [tokengate]="http://127.0.0.1:$PORT_TOKENGATE/")
+  local targets=(nginx tokengate)
+  if [[ -n ${PEER_NAME:-} ]]; then urls[$PEER_NAME]=$PEER_URL; targets+=("$PEER_NAME"); fi
+  [[ -z ${CHECK_BEARER_KEYS:-} ]] \
+    || check_bearer "tokengate ($name)" "${urls[tokengate]}" "$CHECK_BEARER_KEYS" 403
   printf '%s\t%s\n' "$name" "$*" >>"$WORK/wrkargs.tsv"
+  printf '%s\t%s\t%s\n' "$name" "${SCENARIO_AUTH:-none}" "${SCENARIO_CACHE:-}" >>"$WORK/kinds.tsv"
   log "scenario $name: warm-up (${WARMUP}s each)"
-  run_wrk "$WARMUP" "$nginx_url" "$dir/warmup-nginx.txt" "$@"
-  run_wrk "$WARMUP" "$tg_url" "$dir/warmup-tokengate.txt" "$@"
+  local target
+  for target in "${targets[@]}"; do
+    run_wrk "$WARMUP" "${urls[$target]}" "$dir/warmup-$target.txt" "$@"
+  done
 
-  local round order target url
+  local round order i n=${#targets[@]} url
   for round in $(seq "$ROUNDS"); do
-    # Alternate which proxy goes first, so neither always runs on a warmer/cooler machine.
-    if (( round % 2 )); then order="nginx tokengate"; else order="tokengate nginx"; fi
-    for target in $order; do
-      if [[ $target == nginx ]]; then url=$nginx_url; else url=$tg_url; fi
+    # Rotate which proxy goes first, so none always runs on a warmer/cooler machine
+    # (with two targets: nginx first in odd rounds, tokengate first in even ones).
+    order=()
+    for i in $(seq 0 $((n - 1))); do order+=("${targets[(i + round - 1) % n]}"); done
+    for target in "${order[@]}"; do
+      url=${urls[$target]}
       log "scenario $name: round $round/$ROUNDS: $target (${DURATION}s)"
       local perf_pid=""
       if [[ -n "${PERF_OUT:-}" && $target == tokengate && $round == 1 ]]; then
@@ -202,6 +311,8 @@ scenario() {
 
   printf '%s\t%s\t%s\n' "$name" tokengate "$(vmhwm "$tg")" >>"$WORK/rss.tsv"
   printf '%s\t%s\t%s\n' "$name" nginx "$(vmhwm_tree "$BASELINE_PID")" >>"$WORK/rss.tsv"
+  [[ -z ${PEER_NAME:-} ]] \
+    || printf '%s\t%s\t%s\n' "$name" "$PEER_NAME" "$(vmhwm_tree "$PEER_PID")" >>"$WORK/rss.tsv"
   kill -TERM "$tg"
   local rc=0
   wait "$tg" || rc=$?
@@ -224,7 +335,17 @@ bearer_scenario() {
   BENCH_TOKEN=$("$TOKENGATE_BIN" jwt sign --key "$keys/key.jwk" --typ at+jwt --exp-in 86400 \
     --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","scope":"bench","email":"b@example.com"}')
   export BENCH_TOKEN
-  SCENARIO_VARS="JWKS=$keys/jwks.json CACHE_ENTRIES=$3" scenario "$1" bench/tokengate/bearer.yaml -s "$ROOT/bench/lua/bearer.lua"
+  local peer_name="" peer_url=""
+  if [[ $2 == RS256 ]] && (( MOD_AUTH_OPENIDC )); then
+    # The issue-4 peer, for RS256 (started once, on this key's JWKS; same key for both
+    # RS256 scenarios since the key is made once per run).
+    start_mod_auth_openidc "$keys"
+    peer_name=mod_auth_openidc peer_url="http://127.0.0.1:$PORT_PEER/"
+    check_bearer "mod_auth_openidc ($1)" "$peer_url" "$keys" 401
+  fi
+  SCENARIO_VARS="JWKS=$keys/jwks.json CACHE_ENTRIES=$3" SCENARIO_AUTH=bearer SCENARIO_CACHE=$3 \
+    CHECK_BEARER_KEYS=$keys PEER_NAME=$peer_name PEER_URL=$peer_url \
+    scenario "$1" bench/tokengate/bearer.yaml -s "$ROOT/bench/lua/bearer.lua"
 }
 bearer_scenario bearer-rs256 RS256 10000
 bearer_scenario bearer-es256 ES256 10000
@@ -239,12 +360,18 @@ NGINX_VERSION="$("$NGINX" -v 2>&1 | sed 's/^nginx version: //')" \
 WRK_VERSION="$(wrk --version 2>&1 | head -1 | awk '{print $2}')" \
 TOKENGATE_VERSION="$("$TOKENGATE_BIN" version 2>&1 | head -1)" \
 TOKENGATE_ENV="${TOKENGATE_ENV:-}" \
+APACHE_VERSION="$( [[ -z $PEER_PID ]] || "$APACHE" -v 2>&1 | sed -n 's/^Server version: //p')" \
+MOD_AUTH_OPENIDC_VERSION="$( [[ -z $PEER_PID ]] || dpkg-query -W -f='${Version}' libapache2-mod-auth-openidc 2>/dev/null)" \
 GIT_REV="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo -dirty)" \
 python3 - "$WORK" <<'PY'
 import json, os, platform, sys, time
 work = sys.argv[1]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown")
 wrk_args = dict(l.rstrip("\n").split("\t", 1) for l in open(f"{work}/wrkargs.tsv"))
+kinds = {}
+for l in open(f"{work}/kinds.tsv"):
+    name, auth, cache = l.rstrip("\n").split("\t")
+    kinds[name] = {"auth": auth, "cache_entries": int(cache) if cache else None}
 meta = {
     "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     "rounds": int(os.environ["ROUNDS"]), "duration_s": int(os.environ["DURATION"]),
@@ -253,7 +380,9 @@ meta = {
     "kernel": platform.release(), "nginx": os.environ["NGINX_VERSION"],
     "wrk": os.environ["WRK_VERSION"], "tokengate": os.environ["TOKENGATE_VERSION"],
     "git": os.environ["GIT_REV"], "tokengate_env": os.environ["TOKENGATE_ENV"],
-    "wrk_args": wrk_args,
+    "wrk_args": wrk_args, "scenario_kinds": kinds,
+    "apache": os.environ["APACHE_VERSION"] or None,
+    "mod_auth_openidc": os.environ["MOD_AUTH_OPENIDC_VERSION"] or None,
 }
 json.dump(meta, open(f"{work}/meta.json", "w"), indent=2)
 PY
