@@ -33,10 +33,7 @@ struct IssuerKeysTests {
                 }
             }
             let fd = try Listener.open(host: "127.0.0.1", port: 0)
-            var addr = sockaddr_in()
-            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-            port = UInt16(bigEndian: addr.sin_port)
+            port = Listener.port(of: fd)
             try server.serve(listeningSocket: fd)
         }
 

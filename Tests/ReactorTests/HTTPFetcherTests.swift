@@ -16,10 +16,7 @@ struct HTTPFetcherTests {
             server = HTTPServer(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in handler(self, req) }
             // Port 0: the kernel picks a free one; read it back.
             let fd = try Listener.open(host: "127.0.0.1", port: 0)
-            var addr = sockaddr_in()
-            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-            port = UInt16(bigEndian: addr.sin_port)
+            port = Listener.port(of: fd)
             try server.serve(listeningSocket: fd)
         }
 

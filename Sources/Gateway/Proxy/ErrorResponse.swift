@@ -1,3 +1,4 @@
+import JOSE
 import OAuth
 import Reactor
 
@@ -25,30 +26,14 @@ extension ErrorResponse {
 }
 
 /// JSON string escaping for the few JSON texts the gateway builds by hand (error bodies,
-/// log lines), where a full encoder would cost more than the line.
+/// log lines), where a full encoder would cost more than the line. The escaping itself is
+/// JOSE's serializer's.
 enum JSONText {
     static func escape(_ s: String) -> String {
-        var needs = false
-        for c in s.utf8 where c < 0x20 || c == 0x22 || c == 0x5c { needs = true; break }
-        if !needs { return s }
-        var out = ""
-        out.reserveCapacity(s.utf8.count + 8)
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out
+        var plain = true
+        for c in s.utf8 where c < 0x20 || c == 0x22 || c == 0x5c { plain = false; break }
+        if plain { return s }
+        let q = JSONSerializer.quoted(s)
+        return String(q.dropFirst().dropLast())
     }
 }

@@ -32,6 +32,13 @@ public enum JSONSerializer {
         }
     }
 
+    /// `s` as a JSON string literal, quotes included.
+    public static func quoted(_ s: String) -> String {
+        var out = ""
+        writeString(s, to: &out)
+        return out
+    }
+
     static func writeString(_ s: String, to out: inout String) {
         out += "\""
         for u in s.unicodeScalars {
