@@ -60,7 +60,7 @@ extension JWK {
             var name = [CChar](repeating: 0, count: 64)
             var len = 0
             guard EVP_PKEY_get_utf8_string_param(pkey.pointer, "group", &name, name.count, &len) == 1,
-                  let curve = ECCurve(openSSLName: String(cString: name)),
+                  let curve = ECCurve(openSSLName: name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }),
                   let x = pkey.bnParam("qx", size: curve.size), let y = pkey.bnParam("qy", size: curve.size) else {
                 throw JOSEError(.invalidKey, "unsupported EC curve")
             }

@@ -10,7 +10,7 @@ enum OpenSSLError {
         while case let e = ERR_get_error(), e != 0 {
             var buf = [CChar](repeating: 0, count: 256)
             ERR_error_string_n(e, &buf, buf.count)
-            parts.append(String(cString: buf))
+            parts.append(buf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
         }
         return JOSEError(code, parts.isEmpty ? what : "\(what): \(parts.joined(separator: "; "))")
     }
