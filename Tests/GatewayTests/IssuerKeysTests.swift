@@ -45,27 +45,33 @@ struct IssuerKeysTests {
         }
     }
 
-    static func keySet(kid: String) throws -> (JWK, String) {
-        let key = try JWK.generate(for: .ES256, kid: kid)
-        return (key, JWKSet(keys: [key]).publicJSON())
+    /// A public JWK Set text holding one new ES256 key.
+    static func jwks(kid: String) throws -> String {
+        JWKSet(keys: [try JWK.generate(for: .ES256, kid: kid)]).publicJSON()
+    }
+
+    /// Keys from the IdP's jwks_uri, loaded once before the test goes on.
+    static func loadedKeys(_ idp: IdP, now: @escaping () -> Double) -> IssuerKeys {
+        let keys = IssuerKeys(name: "corp", source: .jwksURI("http://127.0.0.1:\(idp.port)/jwks"),
+                              fetcher: HTTPFetcher(loop: idp.loop), loop: idp.loop, now: now)
+        idp.run { stop in keys.start { _ in stop() } }
+        return keys
     }
 
     @Test func discoveryThenKeys() throws {
-        let (_, jwks) = try Self.keySet(kid: "a")
+        let jwks = try Self.jwks(kid: "a")
         let idp = try IdP(jwks: jwks)
-        var clock = 1000.0
         let keys = IssuerKeys(name: "corp", source: .discovery(issuer: idp.issuer), fetcher: HTTPFetcher(loop: idp.loop),
-                              loop: idp.loop, now: { clock })
+                              loop: idp.loop, now: { 1000 })
         var ok: Bool?
         idp.run { stop in keys.start { ok = $0; stop() } }
         #expect(ok == true)
         #expect(keys.current?.keys.first?.kid == "a")
         #expect(idp.hits["/.well-known/openid-configuration"] == 1 && idp.hits["/jwks"] == 1)
-        clock += 1
     }
 
     @Test func metadataForAnotherIssuerIsRefused() throws {
-        let (_, jwks) = try Self.keySet(kid: "a")
+        let jwks = try Self.jwks(kid: "a")
         let idp = try IdP(jwks: jwks)
         idp.metadataIssuer = "https://evil.example"
         let keys = IssuerKeys(name: "corp", source: .discovery(issuer: idp.issuer), fetcher: HTTPFetcher(loop: idp.loop),
@@ -79,13 +85,11 @@ struct IssuerKeysTests {
     }
 
     @Test func unknownKidRefetchIsSingleFlightAndRateLimited() throws {
-        let (_, jwks) = try Self.keySet(kid: "a")
+        let jwks = try Self.jwks(kid: "a")
         let idp = try IdP(jwks: jwks)
         var clock = 1000.0
-        let keys = IssuerKeys(name: "corp", source: .jwksURI("http://127.0.0.1:\(idp.port)/jwks"),
-                              fetcher: HTTPFetcher(loop: idp.loop), loop: idp.loop, now: { clock })
-        idp.run { stop in keys.start { _ in stop() } }
-        let (_, rotated) = try Self.keySet(kid: "b")
+        let keys = Self.loadedKeys(idp, now: { clock })
+        let rotated = try Self.jwks(kid: "b")
         idp.jwks = rotated
         var results: [Bool] = []
         idp.run { stop in
@@ -110,12 +114,10 @@ struct IssuerKeysTests {
     }
 
     @Test func lastGoodKeysServeWhenTheIdPFails() throws {
-        let (_, jwks) = try Self.keySet(kid: "a")
+        let jwks = try Self.jwks(kid: "a")
         let idp = try IdP(jwks: jwks)
         var clock = 1000.0
-        let keys = IssuerKeys(name: "corp", source: .jwksURI("http://127.0.0.1:\(idp.port)/jwks"),
-                              fetcher: HTTPFetcher(loop: idp.loop), loop: idp.loop, now: { clock })
-        idp.run { stop in keys.start { _ in stop() } }
+        let keys = Self.loadedKeys(idp, now: { clock })
         idp.jwksStatus = 500
         clock += 60
         var ok: Bool?

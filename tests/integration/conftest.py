@@ -1,15 +1,19 @@
 """Fixtures: a real upstream and a real tokengate process, both on 127.0.0.1."""
+import http.server
+import json
 import os
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 
 import sys
 
 import pytest
+import requests
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -162,3 +166,48 @@ def raw_request(port, data, timeout=5):
         resp = b"".join(chunks)
     status = int(resp.split(b" ", 2)[1]) if resp.startswith(b"HTTP/") else 0
     return status, resp
+
+
+class JSONServer:
+    """A real HTTP server on 127.0.0.1 answering every GET with `body()` as JSON; counts
+    requests; answers 503 while `down` is set (an identity provider's JWKS, for example)."""
+
+    def __init__(self, body):
+        self.body = body
+        self.hits = 0
+        self.down = False
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                outer.hits += 1
+                data = b"" if outer.down else json.dumps(outer.body()).encode()
+                self.send_response(503 if outer.down else 200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}/jwks"
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+def bearer_get(gw, tok=None, path="/api/orders/1", headers=None):
+    """GET through the gateway, with `Authorization: Bearer tok` when tok is given."""
+    h = dict(headers or {})
+    if tok is not None:
+        h["Authorization"] = f"Bearer {tok}"
+    return requests.get(gw.url(path), headers=h, timeout=10)
+
+
+def sent_headers(r):
+    """The request headers the echo upstream received, names lowercased."""
+    return {k.lower(): v for k, v in r.json()["headers"]}

@@ -1,10 +1,8 @@
 """`auth: bearer` end to end: a real tokengate, a real upstream, a real JWKS server (with
 rotation and outages), tokens made with a third-party JOSE library (joserfc)."""
 import base64
-import http.server
 import json
 import os
-import threading
 import time
 
 import pytest
@@ -12,42 +10,15 @@ import requests
 from joserfc import jws, jwt
 from joserfc.jwk import ECKey, OctKey, RSAKey
 
-from conftest import Gateway
+from conftest import Gateway, JSONServer, bearer_get as call, sent_headers as sent
 
 
-class JWKSServer:
+class JWKSServer(JSONServer):
     """Serves whatever key set it currently holds; counts fetches; can go down."""
 
     def __init__(self):
         self.keys = []
-        self.hits = 0
-        self.down = False
-        outer = self
-
-        class H(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                outer.hits += 1
-                if outer.down:
-                    self.send_response(503)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                body = json.dumps({"keys": [k.as_dict(private=False) for k in outer.keys]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}/jwks"
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.srv.shutdown()
+        super().__init__(lambda: {"keys": [k.as_dict(private=False) for k in self.keys]})
 
 
 def ec_key(kid):
@@ -135,17 +106,6 @@ def gw(upstream, idp, second_idp, gateway_factory):
     return gateway_factory(bearer_config(upstream, idp, second_idp[1]))
 
 
-def call(gw, path="/api/orders/1", tok=None, headers=None):
-    h = dict(headers or {})
-    if tok is not None:
-        h["Authorization"] = f"Bearer {tok}"
-    return requests.get(gw.url(path), headers=h, timeout=10)
-
-
-def sent(r):
-    return {k.lower(): v for k, v in r.json()["headers"]}
-
-
 def challenge(r):
     return r.headers.get("WWW-Authenticate", "")
 
@@ -203,7 +163,7 @@ def test_issuer_picks_keys_only_from_itself(gw, idp, second_idp):
 
 
 def invalid(gw, tok, path="/api/orders/1"):
-    r = call(gw, path, tok=tok)
+    r = call(gw, tok, path=path)
     assert r.status_code == 401, r.text
     assert 'error="invalid_token"' in challenge(r)
     body = r.json()
@@ -268,7 +228,7 @@ def test_token_in_query_only_where_allowed(gw, idp):
     h = sent(r)
     assert h["x-user-id"] == "alice" and h["x-client"] == "app1"
     # Custom mapping replaces the defaults, and the defaults are still stripped.
-    r = call(gw, "/api/query/x", tok=t, headers={"X-Forwarded-User": "mallory"})
+    r = call(gw, t, path="/api/query/x", headers={"X-Forwarded-User": "mallory"})
     h = sent(r)
     assert "x-forwarded-user" not in h
     assert h["authorization"] == f"Bearer {t}"  # forward_token: true

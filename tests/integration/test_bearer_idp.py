@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 
-from conftest import Gateway
+from conftest import Gateway, bearer_get as call, sent_headers as sent
 
 
 def wait_for(pred, timeout=5.0, interval=0.05, what="condition"):
@@ -87,17 +87,6 @@ def gateways():
     yield make
     for g in started:
         g.stop()
-
-
-def call(gw, tok=None, path="/api/orders/1", headers=None):
-    h = dict(headers or {})
-    if tok is not None:
-        h["Authorization"] = f"Bearer {tok}"
-    return requests.get(gw.url(path), headers=h, timeout=10)
-
-
-def sent(r):
-    return {k.lower(): v for k, v in r.json()["headers"]}
 
 
 def readyz(gw):

@@ -1,15 +1,13 @@
 """`tokengate keys generate`, `jwt sign`, `jwt decode`, `jwt verify` end to end (real process,
 JWKS from a file and from a real HTTP server)."""
-import http.server
 import json
 import os
 import subprocess
 import tempfile
-import threading
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, JSONServer
 
 
 def run(*args, stdin=None):
@@ -79,24 +77,11 @@ def test_decode_shows_but_does_not_verify(keys):
 
 def test_verify_with_jwks_url(keys):
     priv, pub = keys["ES256"]
-    body = open(pub, "rb").read()
-
-    class H(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *a):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv = JSONServer(lambda: json.load(open(pub)))
     try:
         token = run("jwt", "sign", "--key", priv, "--claims", '{"sub":"a"}').stdout.strip()
-        r = run("jwt", "verify", "--jwks", f"http://127.0.0.1:{srv.server_address[1]}/jwks", token)
+        r = run("jwt", "verify", "--jwks", srv.url, token)
         assert r.returncode == 0, r.stdout + r.stderr
+        assert srv.hits == 1
     finally:
-        srv.shutdown()
+        srv.stop()

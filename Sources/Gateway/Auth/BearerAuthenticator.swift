@@ -71,8 +71,7 @@ final class BearerAuthenticator {
             return
         }
         let realm = bearer.realm
-        var authorization: [String] = []
-        req.headers.forEach { name, value in if name.caseInsensitiveCompare("Authorization") == .orderedSame { authorization.append(value) } }
+        let authorization = req.headers.values("Authorization")
         let queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []
         // RFC 6750 §2.2: only a form-encoded body of a request with a body, and only where the
         // route opts in; the parameter is then taken out of the body unless the route

@@ -174,8 +174,7 @@ final class Worker: FlushListener {
                         self.requestFinished(ctx, status: 499, bytes: 0, upstreamSeconds: 0, detail: "client gone")
                         return
                     }
-                    self.forward(req, ctx: ctx, pool: pool, request: build(route.identityHeaders.values(for: token.claims)),
-                                 watch: self.connections.watch(req) { [unowned self] in self.connectionGone(unflushed: $0) })
+                    self.forward(req, ctx: ctx, pool: pool, request: build(route.identityHeaders.values(for: token.claims)), watch: watch)
                 case .unavailable(let detail):
                     req.responseHeaders.add("Retry-After", "5")
                     ErrorResponse.send(req, status: 503, error: "temporarily_unavailable",

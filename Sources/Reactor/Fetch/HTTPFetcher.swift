@@ -54,9 +54,6 @@ public final class HTTPFetcher {
         }
     }
 
-    /// Transfers in progress.
-    public var activeCount: Int { transfers.count }
-
     // MARK: curl → libevent
 
     fileprivate func socketChanged(_ fd: Int32, what: Int32) {

@@ -6,15 +6,6 @@ internal import CShim
 public struct HeaderList {
     let queue: UnsafeMutablePointer<evkeyvalq>
 
-    /// Calls `body` with each header in order (duplicates included).
-    public func forEach(_ body: (_ name: String, _ value: String) -> Void) {
-        var kv = tg_headers_first(queue)
-        while let entry = kv {
-            body(String(cString: entry.pointee.key), String(cString: entry.pointee.value))
-            kv = tg_headers_next(entry)
-        }
-    }
-
     /// Copies every header for which `keep(name)` is true into `other`, C string to C string
     /// (no Swift strings on the request path).
     public func copy(to other: HeaderList, where keep: (HeaderName) -> Bool) {
@@ -62,14 +53,6 @@ public struct HeaderList {
             q += 1
         }
         return true
-    }
-
-    /// All headers as (name, value) pairs, in order.
-    public var all: [(name: String, value: String)] {
-        var out: [(name: String, value: String)] = []
-        out.reserveCapacity(12)
-        forEach { out.append(($0, $1)) }
-        return out
     }
 
     /// The first value of `name` (case-insensitive), if any.

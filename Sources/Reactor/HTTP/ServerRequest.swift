@@ -108,15 +108,10 @@ public struct ServerRequest {
     public var isConnected: Bool { evhttp_request_get_connection(req) != nil }
 
     /// Calls `handler` when the client connection closes (after this or a later request on
-    /// it). Not retained: the caller keeps `handler` until it has been called or cleared.
+    /// it). Not retained: the caller keeps `handler` alive until it has been called.
     public func onClientClose(_ handler: CloseHandler) {
         guard let conn = evhttp_request_get_connection(req) else { return }
         evhttp_connection_set_closecb(conn, closeThunk, Unmanaged.passUnretained(handler).toOpaque())
-    }
-
-    public func clearCloseHandler() {
-        guard let conn = evhttp_request_get_connection(req) else { return }
-        evhttp_connection_set_closecb(conn, nil, nil)
     }
 }
 
