@@ -29,8 +29,9 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
-        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis",
-                       providers: [.apt(["libhiredis-dev"])]),
+        // No pkgConfig for hiredis: its .pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM drops
+        // with a warning on every build; <hiredis/hiredis.h> is found in /usr/include anyway.
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
         // The few C entry points Swift cannot call directly (macros, variadics, TAILQ walks).
         .target(name: "CShim", dependencies: ["CEvent", "COpenSSL", "CCurl"]),
 
@@ -39,8 +40,9 @@ let package = Package(
         // OAuth protocol rules, no I/O: token extraction and challenges (RFC 6750), and, as
         // they land, access-token policy, DPoP proofs, PKCE, request objects, ID tokens.
         .target(name: "OAuth", dependencies: ["JOSE"], swiftSettings: strictC),
-        // Event loops, HTTP server and upstream client, signals, timers. Knows nothing of OAuth.
-        .target(name: "Reactor", dependencies: ["CShim", "CEvent", "CCurl"],
+        // Event loops, HTTP server and upstream client, Redis client, signals, timers.
+        // Knows nothing of OAuth.
+        .target(name: "Reactor", dependencies: ["CShim", "CEvent", "CCurl", "CHiredis"],
                 swiftSettings: strictC + [.swiftLanguageMode(.v5)]),
         // Config, router, request pipeline, metrics, logs.
         .target(name: "Gateway",

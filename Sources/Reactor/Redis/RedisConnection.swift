@@ -1,0 +1,177 @@
+internal import CEvent
+import Glibc
+
+/// What a `RedisConnection` reports, on the loop thread, each at most once except replies.
+protocol RedisConnectionDelegate: AnyObject {
+    /// TCP is up; the connection is ready for the handshake.
+    func redisConnectionDidConnect(_ connection: RedisConnection)
+    /// One parsed reply, in the order the server sent them.
+    func redisConnection(_ connection: RedisConnection, didReceive reply: RedisReply)
+    /// The connection failed and is already closed; nothing follows.
+    func redisConnection(_ connection: RedisConnection, didFail error: RedisError)
+}
+
+/// One connection to a Redis server: a libevent `bufferevent` socket carrying RESP, parsed
+/// by hiredis' reader. Transport only — what to send, when to reconnect and what a failure
+/// means for pending commands is `RedisClient`'s policy — so that a TLS connection
+/// (bufferevent_openssl) can take its place later. Owns the bufferevent and the reader;
+/// `close()` frees both, once. Loop-thread only.
+final class RedisConnection {
+    weak var delegate: RedisConnectionDelegate?
+    let endpoint: RedisEndpoint
+    private let loop: EventLoop
+    private var bev: OpaquePointer?
+    private var reader: RedisReader?
+    /// libevent's reference to this connection while the bufferevent exists (see `connect`).
+    private var callbackContext: Unmanaged<RedisConnection>?
+
+    init(loop: EventLoop, endpoint: RedisEndpoint) {
+        self.loop = loop
+        self.endpoint = endpoint
+    }
+
+    deinit { close() }
+
+    /// Starts the TCP connect; the outcome arrives through the delegate. Numeric addresses
+    /// connect directly; names go through the loop's asynchronous resolver, never a blocking
+    /// getaddrinfo on the worker. A failure may reach the delegate before this returns
+    /// (libevent reports an immediate connect error, or a name /etc/hosts cannot give, at once).
+    func connect() throws(RedisError) {
+        precondition(bev == nil && callbackContext == nil, "a RedisConnection connects once")
+        reader = try RedisReader()
+        guard let bev = bufferevent_socket_new(loop.base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
+            throw RedisError(.unavailable, "\(endpoint.address): bufferevent_socket_new failed")
+        }
+        self.bev = bev
+        // Retained for libevent's callbacks; released by `close()` right after
+        // bufferevent_free has cleared them, so no callback can reach a freed connection.
+        let context = Unmanaged.passRetained(self)
+        callbackContext = context
+        bufferevent_setcb(bev, readThunk, nil, eventThunk, context.toOpaque())
+        guard bufferevent_enable(bev, Int16(EV_READ | EV_WRITE)) == 0 else {
+            close()
+            throw RedisError(.unavailable, "\(endpoint.address): bufferevent_enable failed")
+        }
+        let rc: Int32
+        if let numeric = numericAddress() {
+            var address = numeric.address
+            rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bufferevent_socket_connect(bev, $0, numeric.length) }
+            }
+        } else {
+            guard let dns = loop.dnsBase else {
+                close()
+                throw RedisError(.unavailable, "\(endpoint.address): no DNS resolver (evdns_base_new failed)")
+            }
+            rc = bufferevent_socket_connect_hostname(bev, dns, AF_UNSPEC, endpoint.host, Int32(endpoint.port))
+        }
+        guard rc == 0 else {
+            // An immediate failure (no socket, unreachable network) has already been reported
+            // through the delegate, which closed this connection.
+            guard self.bev != nil else { return }
+            let why = String(cString: strerror(errno))
+            close()
+            throw RedisError(.unavailable, "\(endpoint.address): connect failed: \(why)")
+        }
+    }
+
+    /// Queues bytes for the socket (sent once connected); false if closed or out of memory.
+    func write(_ bytes: [UInt8]) -> Bool {
+        guard let bev else { return false }
+        return bytes.withUnsafeBytes { bufferevent_write(bev, $0.baseAddress, $0.count) } == 0
+    }
+
+    /// Frees the bufferevent (closing the socket) and the reader; idempotent, no delegate call.
+    func close() {
+        if let bev {
+            bufferevent_free(bev)
+            self.bev = nil
+        }
+        reader = nil
+        if let context = callbackContext {
+            callbackContext = nil
+            context.release()
+        }
+    }
+
+    /// The endpoint's host as a socket address when it is an IPv4 or IPv6 literal.
+    private func numericAddress() -> (address: sockaddr_storage, length: Int32)? {
+        let literal = endpoint.host.contains(":") ? "[\(endpoint.host)]:\(endpoint.port)" : "\(endpoint.host):\(endpoint.port)"
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let rc = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { evutil_parse_sockaddr_port(literal, $0, &length) }
+        }
+        return rc == 0 ? (storage, length) : nil
+    }
+
+    fileprivate func readable() {
+        guard let bev, let reader else { return }
+        let input = bufferevent_get_input(bev)
+        do throws(RedisError) {
+            // Every contiguous chunk of the input goes to the reader, then the input is drained
+            // (evbuffer_iovec is a macro for struct iovec).
+            let chunks = evbuffer_peek(input, -1, nil, nil, 0)
+            if chunks > 0 {
+                var vectors = [iovec](repeating: iovec(), count: Int(chunks))
+                let filled = evbuffer_peek(input, -1, nil, &vectors, chunks)
+                var total = 0
+                for v in vectors.prefix(Int(filled)) {
+                    try reader.feed(UnsafeRawBufferPointer(start: v.iov_base, count: v.iov_len))
+                    total += v.iov_len
+                }
+                guard evbuffer_drain(input, total) == 0 else {
+                    throw RedisError(.unavailable, "\(endpoint.address): evbuffer_drain failed")
+                }
+            }
+            while let reply = try reader.next() {
+                delegate?.redisConnection(self, didReceive: reply)
+                // The delegate may have closed this connection (or its owner may be gone).
+                guard self.bev != nil else { return }
+            }
+        } catch {
+            fail(RedisError(error.kind, "\(endpoint.address): \(error.message)"))
+        }
+    }
+
+    fileprivate func event(_ what: Int16) {
+        guard let bev else { return }
+        if what & Int16(BEV_EVENT_CONNECTED) != 0 {
+            if !setNoDelay(bufferevent_getfd(bev)) {
+                fail(RedisError(.unavailable, "\(endpoint.address): setsockopt(TCP_NODELAY) failed: \(String(cString: strerror(errno)))"))
+                return
+            }
+            delegate?.redisConnectionDidConnect(self)
+        } else if what & Int16(BEV_EVENT_EOF) != 0 {
+            fail(RedisError(.unavailable, "\(endpoint.address): connection closed by the server"))
+        } else if what & Int16(BEV_EVENT_ERROR) != 0 {
+            let dnsError = bufferevent_socket_get_dns_error(bev)
+            let why = dnsError != 0 ? "cannot resolve \(endpoint.host): \(String(cString: evutil_gai_strerror(dnsError)))"
+                                    : String(cString: strerror(errno))
+            fail(RedisError(.unavailable, "\(endpoint.address): \(why)"))
+        }
+    }
+
+    /// Small pipelined commands must not wait for Nagle's algorithm (hiredis sets it too).
+    private func setNoDelay(_ fd: Int32) -> Bool {
+        var one: Int32 = 1
+        return setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) == 0
+    }
+
+    private func fail(_ error: RedisError) {
+        close()
+        delegate?.redisConnection(self, didFail: error)
+    }
+}
+
+private func connection(_ arg: UnsafeMutableRawPointer?) -> RedisConnection {
+    Unmanaged<RedisConnection>.fromOpaque(arg!).takeUnretainedValue()
+}
+
+private func readThunk(_ bev: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
+    connection(arg).readable()
+}
+
+private func eventThunk(_ bev: OpaquePointer?, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
+    connection(arg).event(what)
+}
