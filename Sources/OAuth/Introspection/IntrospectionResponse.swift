@@ -1,4 +1,4 @@
-public import JOSE
+import JOSE
 
 /// RFC 7662 §2.2: an introspection response, judged for one resource server.
 public enum IntrospectionResponse {

@@ -1,0 +1,41 @@
+public import JOSE
+
+/// Makes DPoP proofs (RFC 9449 §4.2) with a client's private key: header `typ: dpop+jwt`,
+/// `alg`, and the public `jwk`; claims `jti` (128 random bits), `htm`, `htu` (without query
+/// and fragment), `iat`, and `ath` / `nonce` when given. For the gateway as a client (DPoP at
+/// a token endpoint) and for the `tokengate dpop proof` tool.
+public struct DPoPProofSigner: Sendable {
+    public let key: JWK
+    public let alg: JWSAlgorithm
+    private let header: JSONObject
+
+    public init(key: JWK, alg: JWSAlgorithm) throws {
+        guard !alg.isSymmetric else { throw JOSEError(.keyMismatch, "DPoP proofs need an asymmetric key") }
+        guard key.isPrivate else { throw JOSEError(.invalidKey, "signing DPoP proofs needs the private key") }
+        try key.checkUsable(for: alg, operation: "sign")
+        self.key = key
+        self.alg = alg
+        var h = JSONObject()
+        h["typ"] = .string("dpop+jwt")
+        var jwk = key.publicJWK()
+        jwk["kid"] = nil
+        h["jwk"] = .object(jwk)
+        header = h
+    }
+
+    /// RFC 7638 thumbprint of the key: the `cnf.jkt` that tokens bound to it carry.
+    public var jkt: String { key.thumbprint() }
+
+    public func proof(method: String, url: String, accessToken: String? = nil, nonce: String? = nil, now: Int64) throws -> String {
+        var htu = Substring(url)
+        if let cut = htu.firstIndex(where: { $0 == "?" || $0 == "#" }) { htu = htu[..<cut] }
+        var claims = JSONObject()
+        claims["jti"] = .string(Base64URL.encode(SecureRandom.bytes(16)))
+        claims["htm"] = .string(method)
+        claims["htu"] = .string(String(htu))
+        claims["iat"] = .number(String(now))
+        if let accessToken { claims["ath"] = .string(Base64URL.encode(Digest.sha256.hash(Array(accessToken.utf8)))) }
+        if let nonce { claims["nonce"] = .string(nonce) }
+        return try JWSSigner.sign(claims: claims, header: header, alg: alg, key: key)
+    }
+}

@@ -1,0 +1,112 @@
+public import JOSE
+
+/// RFC 9449 §4.3 proof validation, as a policy value with an injected clock. Replay (jti) is
+/// the caller's, since it needs shared state; everything else is here, in the RFC's order.
+public struct DPoPProofVerifier: Sendable {
+    /// Asymmetric algorithms only (§4.3 check 5); the route's allow-list.
+    public var algorithms: Set<JWSAlgorithm> = [.ES256, .ES384, .PS256, .RS256, .EdDSA]
+    /// Accepted |now − iat| in seconds, before leeway (§4.3 check 11; §11.1).
+    public var window: Int64 = 60
+    public var leeway: Int64 = 5
+    public var maxSize = 8 * 1024
+    /// When set, every proof must carry a valid server nonce (§8, §9), and the nonce's time
+    /// stands in for `iat` (§4.3 check 11: "a server managed timestamp via the nonce claim").
+    public var nonces: DPoPNonces?
+
+    public init() {}
+
+    public struct Request: Sendable {
+        public var method: String
+        /// The request's target URI as the client addressed it (its query and fragment are ignored).
+        public var uri: String
+        /// The access token sent with the proof, if any (then `ath` is required, §4.3 check 12).
+        public var accessToken: String?
+        public var now: Int64
+        /// The router's path normalization, applied to the `htu` claim's path so that it is
+        /// compared with the request's path in the same form.
+        public var normalizePath: (@Sendable (String) -> String?)?
+
+        public init(method: String, uri: String, accessToken: String?, now: Int64,
+                    normalizePath: (@Sendable (String) -> String?)? = nil) {
+            self.method = method; self.uri = uri; self.accessToken = accessToken; self.now = now
+            self.normalizePath = normalizePath
+        }
+    }
+
+    public func verify(_ proof: String, request: Request) throws(DPoPProofError) -> DPoPProof {
+        func invalid(_ reason: String, _ cause: JOSEError? = nil) -> DPoPProofError { DPoPProofError(.invalidProof, reason, cause: cause) }
+        let jws: CompactJWS
+        let key: JWK
+        let claims: JSONObject
+        do {
+            // Check 2: a well-formed compact JWS.
+            jws = try CompactJWS(proof, maxSize: maxSize)
+            claims = try jws.claims()
+        } catch let e as JOSEError {
+            throw invalid("the DPoP proof is not a well-formed JWT", e)
+        } catch { throw invalid("the DPoP proof is not a well-formed JWT") }
+        // Check 4: typ.
+        guard let typ = jws.header.typ, JWSHeader.typesMatch(typ, "dpop+jwt") else {
+            throw invalid("the DPoP proof's typ is not dpop+jwt")
+        }
+        // Check 5: an asymmetric algorithm on the allow-list.
+        guard !jws.header.alg.isSymmetric, algorithms.contains(jws.header.alg) else {
+            throw invalid("the DPoP proof's algorithm is not accepted")
+        }
+        // Check 7: the jwk header is a public key (no private or symmetric members).
+        guard let jwkObject = jws.header.object["jwk"]?.object else { throw invalid("the DPoP proof has no jwk header") }
+        for member in ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] where jwkObject[member] != nil {
+            throw invalid("the DPoP proof's jwk contains a private key")
+        }
+        // Check 3: required claims, of the right types.
+        guard let jti = claims["jti"]?.string, !jti.isEmpty, jti.utf8.count <= 256 else { throw invalid("the DPoP proof needs a jti") }
+        guard let htm = claims["htm"]?.string else { throw invalid("the DPoP proof needs htm") }
+        guard let htu = claims["htu"]?.string else { throw invalid("the DPoP proof needs htu") }
+        guard let iat = claims["iat"]?.int64 else { throw invalid("the DPoP proof needs a numeric iat") }
+        // Check 10 before the signature: asking for a nonce costs nothing, a signature check does.
+        let nonce = claims["nonce"]?.string
+        var nonceVerdict: DPoPNonces.Verdict?
+        if let nonces {
+            guard let nonce else { throw DPoPProofError(.useNonce, "a DPoP nonce is required") }
+            let v = nonces.check(nonce, now: request.now)
+            guard v != .invalid else { throw DPoPProofError(.useNonce, "the DPoP nonce is not valid or has expired") }
+            nonceVerdict = v
+        } else if claims["nonce"] != nil && nonce == nil {
+            throw invalid("the DPoP proof's nonce is not a string")
+        }
+        // Check 6: the signature verifies with the proof's own key (RFC 9449's explicit rule).
+        do {
+            key = try JWK(object: jwkObject)
+            try JWSVerifier.verify(jws, embeddedKey: key, algorithms: algorithms)
+        } catch let e as JOSEError {
+            throw invalid(e.code == .badSignature ? "the DPoP proof's signature does not verify" : "the DPoP proof's jwk is not a usable public key", e)
+        } catch { throw invalid("the DPoP proof's signature does not verify") }
+        // Check 8: method.
+        guard htm == request.method else { throw invalid("the DPoP proof's htm does not match the request method") }
+        // Check 9: URI without query and fragment, compared in normal form.
+        guard let want = HTU.normalize(requestURI: request.uri), let got = HTU.normalize(htu, normalizePath: request.normalizePath), want == got else {
+            throw invalid("the DPoP proof's htu does not match the request URI")
+        }
+        // Check 11: fresh, by the server's nonce if it requires one, else by iat.
+        let acceptableUntil: Int64
+        var stale = false
+        if case .valid(_, let expiresAt, let isStale)? = nonceVerdict {
+            acceptableUntil = expiresAt
+            stale = isStale
+        } else {
+            let slack = window + leeway
+            guard iat <= request.now + slack else { throw invalid("the DPoP proof's iat is in the future") }
+            guard iat >= request.now - slack else { throw invalid("the DPoP proof is too old") }
+            acceptableUntil = iat + slack
+        }
+        // Check 12: ath binds the proof to the access token.
+        if let token = request.accessToken {
+            guard let ath = claims["ath"]?.string else { throw invalid("the DPoP proof needs ath with an access token") }
+            let expected = Base64URL.encode(Digest.sha256.hash(Array(token.utf8)))
+            guard ConstantTime.equals(Array(ath.utf8), Array(expected.utf8)) else {
+                throw invalid("the DPoP proof's ath does not match the access token")
+            }
+        }
+        return DPoPProof(jkt: key.thumbprint(), jti: jti, iat: iat, nonce: nonce, acceptableUntil: acceptableUntil, nonceIsStale: stale)
+    }
+}
