@@ -61,8 +61,10 @@ let package = Package(
 
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "OAuth"],
                     resources: [.copy("Fixtures")]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor"]),
-        .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
+        // What several test targets share: a real redis-server for the Redis-backed tests.
+        .target(name: "TestSupport", dependencies: ["Reactor"], path: "Tests/TestSupport"),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor", "TestSupport"]),
+        .testTarget(name: "ReactorTests", dependencies: ["Reactor", "TestSupport"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth"]),
     ]
 )

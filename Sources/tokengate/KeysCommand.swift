@@ -6,7 +6,7 @@ import JOSE
 /// the public JWK Set on standard output.
 struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "keys", abstract: "Manage signing keys.",
-                                                    subcommands: [Generate.self])
+                                                    subcommands: [Generate.self, Thumbprint.self])
 
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Generate a key pair.")
@@ -28,6 +28,17 @@ struct KeysCommand: ParsableCommand {
                 throw ValidationError("cannot write \(out)")
             }
             print(JWKSet(keys: [key]).publicJSON())
+        }
+    }
+
+    /// `tokengate keys thumbprint --key k.jwk`: the RFC 7638 thumbprint, e.g. the `cnf.jkt`
+    /// of tokens bound to a DPoP key.
+    struct Thumbprint: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a key's RFC 7638 SHA-256 thumbprint.")
+        @Option(help: "A JWK file (public or private).") var key: String
+
+        func run() throws {
+            print(try JWK(json: try String(contentsOfFile: key, encoding: .utf8)).thumbprint())
         }
     }
 }

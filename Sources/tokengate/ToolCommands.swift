@@ -2,5 +2,5 @@ import ArgumentParser
 
 extension Tokengate {
     /// Developer tools over the JOSE module.
-    static var toolCommands: [ParsableCommand.Type] { [JWTCommand.self, KeysCommand.self] }
+    static var toolCommands: [ParsableCommand.Type] { [JWTCommand.self, KeysCommand.self, DPoPCommand.self] }
 }

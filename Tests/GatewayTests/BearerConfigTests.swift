@@ -29,7 +29,7 @@ struct BearerConfigTests {
         let corp = try #require(cfg.issuers["corp"])
         #expect(corp.keys == .discovery && corp.algorithms == [.RS256] && corp.leeway == 10 && corp.accessTokenType == "at+jwt")
         #expect(cfg.issuers["local"]?.keys == .jwksFile("/etc/tg/keys.jwks"))
-        let bearer = try #require(cfg.routes[0].bearer)
+        let bearer = try #require(cfg.routes[0].tokens)
         #expect(bearer.issuers == ["corp", "local"])
         #expect(bearer.requirement.scopes == ["read"] && bearer.requirement.claims.count == 3)
         #expect(cfg.routes[0].identityHeaders.headerNames == ["X-User"])
@@ -51,6 +51,6 @@ struct BearerConfigTests {
         #expect(problems(base.replacingOccurrences(of: "    issuers: [corp, local]\n", with: "")).contains("auth: bearer needs issuers"))
         #expect(problems(base.replacingOccurrences(of: "headers: { X-User: sub }", with: "headers: { Host: sub }")).contains("cannot carry identity"))
         #expect(problems(base + "\n    issuers: [corp]\n").contains("has no effect with auth: none"))
-        #expect(problems(base.replacingOccurrences(of: "auth: bearer", with: "auth: dpop")).contains("auth: dpop is not available"))
+        #expect(problems(base.replacingOccurrences(of: "auth: bearer", with: "auth: login")).contains("auth: login is not available"))
     }
 }

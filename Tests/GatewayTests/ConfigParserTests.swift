@@ -83,9 +83,9 @@ struct ConfigParserTests {
     }
 
     @Test func authModesOfLaterFeaturesAreRefusedNotIgnored() {
-        let p = problems(valid.replacingOccurrences(of: "auth: none\n  - match", with: "auth: dpop\n  - match"))
+        let p = problems(valid.replacingOccurrences(of: "auth: none\n  - match", with: "auth: login\n  - match"))
         #expect(p.count == 1)
-        #expect(p.first?.contains("auth: dpop is not available") == true)
+        #expect(p.first?.contains("auth: login is not available") == true)
     }
 
     @Test func environmentSubstitution() throws {

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import Reactor
+import TestSupport
 
 /// RedisClient when things go wrong, against real redis-server processes and sockets: no
 /// command may hang, a dead server costs callers nothing, and the client heals itself.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Reactor
+import TestSupport
 
 /// RedisClient against a real redis-server per test: commands and replies, pipelining,
 /// login (requirepass, ACL users) and database selection. Failures and deadlines are in

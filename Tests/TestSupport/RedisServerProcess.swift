@@ -1,18 +1,18 @@
 import Foundation
 import Glibc
-@testable import Reactor
+import Reactor
 
 /// A real redis-server (the Debian package) on 127.0.0.1 for one test: started on a free
 /// port, waited for until it accepts connections, killed when the test ends.
-final class RedisServerProcess {
-    struct StartError: Error, CustomStringConvertible { let description: String }
+public final class RedisServerProcess {
+    public struct StartError: Error, CustomStringConvertible { public let description: String }
 
-    let port: UInt16
+    public let port: UInt16
     private let extraArguments: [String]
     private var process: Process?
 
     /// Starts a server with `extraArguments` appended (e.g. `["--requirepass", "pw"]`).
-    init(_ extraArguments: [String] = []) throws {
+    public init(_ extraArguments: [String] = []) throws {
         self.port = try RedisServerProcess.freePort()
         self.extraArguments = extraArguments
         try start()
@@ -21,7 +21,7 @@ final class RedisServerProcess {
     deinit { kill() }
 
     /// Starts (or restarts, on the same port) the server and waits until it accepts.
-    func start() throws {
+    public func start() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
         // No persistence and no files; DEBUG allowed (Redis 7 disables it by default); ::1 too
@@ -44,7 +44,7 @@ final class RedisServerProcess {
     }
 
     /// SIGKILL, as a crash: no shutdown, connections reset.
-    func kill() {
+    public func kill() {
         guard let p = process else { return }
         process = nil
         if p.isRunning { Glibc.kill(p.processIdentifier, SIGKILL) }
@@ -52,7 +52,7 @@ final class RedisServerProcess {
     }
 
     /// A port nothing listens on now (the kernel's pick for port 0, released again).
-    static func freePort() throws -> UInt16 {
+    public static func freePort() throws -> UInt16 {
         let fd = try Listener.open(host: "127.0.0.1", port: 0)
         defer { Glibc.close(fd) }
         return Listener.port(of: fd)

@@ -79,14 +79,15 @@ extension ConfigParser {
         return out
     }
 
-    /// Reads a route's bearer settings; reports problems at their paths.
-    static func bearerRoute(_ m: [String: Node], path p: String, item: Node, issuers: [String: IssuerConfig],
-                            _ r: ConfigReader) -> BearerRouteConfig? {
+    /// Reads the access-token settings of a `bearer`, `dpop` or `token` route; reports
+    /// problems at their paths.
+    static func tokenRoute(_ m: [String: Node], path p: String, item: Node, mode: AuthMode, issuers: [String: IssuerConfig],
+                           _ r: ConfigReader) -> TokenRouteConfig? {
         guard let n = m["issuers"], let seq = r.sequence(n, path: "\(p).issuers"), !seq.isEmpty else {
-            r.problem("\(p).issuers", item, "auth: bearer needs issuers: [NAME, …] (defined: \(issuers.keys.sorted().joined(separator: ", ")))")
+            r.problem("\(p).issuers", item, "auth: \(mode.rawValue) needs issuers: [NAME, …] (defined: \(issuers.keys.sorted().joined(separator: ", ")))")
             return nil
         }
-        var cfg = BearerRouteConfig(issuers: [])
+        var cfg = TokenRouteConfig(issuers: [])
         for (j, iss) in seq.enumerated() {
             guard let s = r.string(iss, path: "\(p).issuers[\(j)]") else { continue }
             if issuers[s] == nil {
@@ -97,8 +98,17 @@ extension ConfigParser {
         if Set(issValues).count != issValues.count { r.problem("\(p).issuers", n, "two of these issuers have the same issuer URL") }
         if let n = m["require"] { cfg.requirement = requirement(n, path: "\(p).require", r) }
         if let n = m["forward_token"], let b = r.bool(n, path: "\(p).forward_token") { cfg.forwardToken = b }
+        for key in ["token_in_query", "token_in_body"] where mode == .dpop && m[key] != nil {
+            // RFC 9449 §7.1 sends DPoP tokens in the Authorization header only.
+            r.problem("\(p).\(key)", m[key], "has no effect with auth: dpop (DPoP tokens come only in the Authorization header)")
+        }
         if let n = m["token_in_query"], let b = r.bool(n, path: "\(p).token_in_query") { cfg.tokenInQuery = b }
         if let n = m["token_in_body"], let b = r.bool(n, path: "\(p).token_in_body") { cfg.tokenInBody = b }
+        if mode == .bearer {
+            if let n = m["dpop"] { r.problem("\(p).dpop", n, "has no effect with auth: bearer; use auth: dpop or auth: token") }
+        } else {
+            cfg.dpop = m["dpop"].map { dpopRoute($0, path: "\(p).dpop", r) } ?? DPoPRouteConfig()
+        }
         return cfg
     }
 

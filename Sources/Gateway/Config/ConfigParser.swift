@@ -8,7 +8,7 @@ import Yams
 public enum ConfigParser {
     static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
                           "issuers", "clients", "upstreams", "routes", "limits", "access_log",
-                          "log_level", "reserved_header_prefix", "token_cache"]
+                          "log_level", "reserved_header_prefix", "token_cache", "public_url", "dpop"]
 
     public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                              baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
@@ -49,12 +49,9 @@ public enum ConfigParser {
                 else { r.problem(p, item, "\"\(s)\" is not an IP address or CIDR network (10.0.0.0/8, ::1/128)") }
             }
         }
-        if let node = top["store"], let s = r.string(node, path: "store") {
-            if s == "memory" { cfg.store = s }
-            else if s.hasPrefix("redis://") || s.hasPrefix("rediss://") || s.hasPrefix("redis+sentinel://") || s.hasPrefix("redis+cluster://") {
-                r.problem("store", node, "Redis stores are not available in this version; use store: memory")
-            } else { r.problem("store", node, "must be memory or a redis:// URL") }
-        }
+        if let node = top["store"] { cfg.store = store(node, r) }
+        if let node = top["public_url"] { cfg.publicURL = publicURL(node, r) }
+        if let node = top["dpop"] { cfg.dpop = dpopSettings(node, r) }
         if let node = top["limits"] { cfg.limits = limits(node, r) }
         if let node = top["access_log"], let b = r.bool(node, path: "access_log") { cfg.accessLog = b }
         if let node = top["log_level"], let s = r.string(node, path: "log_level") {
@@ -78,7 +75,10 @@ public enum ConfigParser {
         cfg.routes = routes(top["routes"], cfg, r)
         // Every identity header any route sets is stripped from every request on every route.
         var stripped = Set(IdentityHeaders.defaults.map { $0.0.lowercased() })
-        for route in cfg.routes { stripped.formUnion(route.identityHeaders.headerNames.map { $0.lowercased() }) }
+        for route in cfg.routes {
+            stripped.formUnion(route.identityHeaders.headerNames.map { $0.lowercased() })
+            if let h = route.tokens?.dpop?.jktHeader { stripped.insert(h.lowercased()) }
+        }
         cfg.strippedIdentityHeaders = stripped.sorted().map { Array($0.utf8) }
 
         if cfg.listeners.isEmpty && top["listen"] == nil {
@@ -179,7 +179,7 @@ public enum ConfigParser {
         return out
     }
 
-    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "require", "headers", "forward_token", "token_in_query", "token_in_body"]
+    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "require", "headers", "forward_token", "token_in_query", "token_in_body", "dpop"]
 
     private static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
         guard let node else {
@@ -204,14 +204,16 @@ public enum ConfigParser {
                 r.problem(p, item, "needs upstream: NAME (defined: \(defined.joined(separator: ", ")))")
             }
             var auth = AuthMode.none
-            var bearer: BearerRouteConfig?
+            var tokens: TokenRouteConfig?
             if let n = m["auth"], let s = r.string(n, path: "\(p).auth") {
                 if let a = AuthMode(rawValue: s) {
                     auth = a
-                    if a == .bearer {
-                        bearer = bearerRoute(m, path: p, item: item, issuers: cfg.issuers, r)
-                    } else if a != .none {
-                        r.problem("\(p).auth", n, "auth: \(s) is not available in this version (none and bearer are); refusing to start rather than serve this route unprotected")
+                    switch a {
+                    case .bearer, .dpop, .token:
+                        tokens = tokenRoute(m, path: p, item: item, mode: a, issuers: cfg.issuers, r)
+                    case .none: break
+                    case .login, .login_or_token:
+                        r.problem("\(p).auth", n, "auth: \(s) is not available in this version (none, bearer, dpop and token are); refusing to start rather than serve this route unprotected")
                     }
                 } else {
                     r.problem("\(p).auth", n, "must be one of \(AuthMode.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -220,7 +222,7 @@ public enum ConfigParser {
                 r.problem("\(p).auth", item, "is missing; say auth: none explicitly for a public route")
             }
             if auth == .none {
-                for key in ["issuers", "require", "forward_token", "token_in_query", "token_in_body"] where m[key] != nil {
+                for key in ["issuers", "require", "forward_token", "token_in_query", "token_in_body", "dpop"] where m[key] != nil {
                     r.problem("\(p).\(key)", m[key], "has no effect with auth: none; remove it or set auth")
                 }
             }
@@ -233,7 +235,7 @@ public enum ConfigParser {
             if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
             if let match {
                 out.append(RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth,
-                                       bearer: bearer, identityHeaders: headers))
+                                       tokens: tokens, identityHeaders: headers))
             }
         }
         return out

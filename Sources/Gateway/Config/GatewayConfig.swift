@@ -12,7 +12,13 @@ public struct GatewayConfig: Sendable {
     public var limits = Limits()
     public var accessLog = true
     public var logLevel = "info"
-    public var store = "memory"
+    /// Where shared state lives (DPoP jti replay entries): this process, or Redis.
+    public var store = StoreConfig.memory
+    /// How clients address the gateway (`public_url`): scheme and authority for DPoP `htu`.
+    /// nil: from the request itself (its TLS-ness and Host, or a trusted proxy's
+    /// X-Forwarded-Proto/-Host).
+    public var publicURL: PublicURL? = nil
+    public var dpop = DPoPSettings()
     /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
     /// always removed (DESIGN: strip, then inject).
     public var reservedHeaderPrefix: String? = nil {
@@ -34,6 +40,19 @@ public struct GatewayConfig: Sendable {
     public var strippedIdentityHeaders: [[UInt8]] = []
 
     public init() {}
+}
+
+/// `store:` — `memory`, or a Redis server (`redis://[[user]:password@]host[:port][/db]`)
+/// whose keys all start with `prefix`.
+public enum StoreConfig: Sendable, Equatable {
+    case memory
+    case redis(url: String, prefix: String)
+}
+
+/// The external origin of the gateway: `https://api.example.com[:port]`.
+public struct PublicURL: Sendable, Equatable {
+    public var scheme: String
+    public var authority: String
 }
 
 public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
@@ -98,8 +117,8 @@ public struct RouteConfig: Sendable {
     public var match: RouteMatch
     public var upstream: String
     public var auth: AuthMode
-    /// Set when `auth` is bearer.
-    public var bearer: BearerRouteConfig?
+    /// Set when `auth` is bearer, dpop or token.
+    public var tokens: TokenRouteConfig?
     /// Claims → headers for authenticated requests (default: oauth2-proxy's names).
     public var identityHeaders = IdentityHeaders.standard
 }

@@ -47,8 +47,8 @@ public struct IntrospectionConfig: Sendable {
     public var negativeTTL = 10.0
 }
 
-/// A route's `auth: bearer` settings.
-public struct BearerRouteConfig: Sendable {
+/// The access-token settings of a route with `auth: bearer`, `dpop` or `token`.
+public struct TokenRouteConfig: Sendable {
     public var issuers: [String]
     public var requirement = AuthorizationRequirement()
     /// `access_token` in the query string is accepted (RFC 6750 §2.3; off by default).
@@ -58,5 +58,34 @@ public struct BearerRouteConfig: Sendable {
     /// The Authorization header goes upstream too (default: stripped).
     public var forwardToken = false
     public var realm = "tokengate"
+    /// Set on `dpop` and `token` routes: how DPoP proofs are checked (RFC 9449).
+    public var dpop: DPoPRouteConfig?
 }
 
+/// A route's `dpop:` settings (RFC 9449 §4.3, §8, §11.1).
+public struct DPoPRouteConfig: Sendable {
+    public static let defaultAlgorithms: Set<JWSAlgorithm> = [.ES256, .ES384, .PS256, .RS256, .EdDSA]
+    /// Proof algorithms accepted (asymmetric only); advertised in `algs` of the challenge.
+    public var algorithms = DPoPRouteConfig.defaultAlgorithms
+    /// Accepted |now − iat| of a proof without a server nonce, before leeway.
+    public var iatWindow = 60.0
+    public var leeway = 5.0
+    /// Every proof must carry a valid server nonce (§8): `nonce: required`.
+    public var nonceRequired = false
+    /// The DPoP header goes upstream too (default: stripped, the gateway consumed it).
+    public var forwardProof = false
+    /// Header that tells the upstream the thumbprint of the caller's key; nil: none.
+    public var jktHeader: String? = "X-Forwarded-Jkt"
+}
+
+/// Gateway-wide DPoP settings (`dpop:`): the keys of stateless server nonces and the bound
+/// of the in-memory replay cache.
+public struct DPoPSettings: Sendable {
+    /// HMAC keys for nonces: the first issues, all verify. Empty: a random key per process
+    /// (fine for one process; replicas need a shared key).
+    public var nonceKeys: [[UInt8]] = []
+    public var nonceLifetime = 300.0
+    /// Entries of the in-memory jti cache (`store: memory`); when full of live entries, new
+    /// proofs are refused (503) rather than a replay let through.
+    public var replayCacheEntries = 1_000_000
+}

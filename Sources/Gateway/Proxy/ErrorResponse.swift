@@ -17,11 +17,14 @@ enum ErrorResponse {
 }
 
 extension ErrorResponse {
-    /// RFC 6750 §3: the challenge in WWW-Authenticate, the same error in a JSON body.
-    static func sendAuthError(_ req: ServerRequest, status: Int, challenge: Challenge, requestID: String, close: Bool) {
-        req.responseHeaders.add("WWW-Authenticate", challenge.headerValue)
-        send(req, status: status, error: challenge.error?.rawValue ?? "unauthorized",
-             description: challenge.errorDescription ?? "authentication is required", requestID: requestID, close: close)
+    /// RFC 6750 §3 / RFC 9449 §7.1: one WWW-Authenticate per challenge, the error of the
+    /// one that carries it in a JSON body.
+    static func sendAuthError(_ req: ServerRequest, denial: AuthDenial, requestID: String, close: Bool) {
+        for c in denial.challenges { req.responseHeaders.add("WWW-Authenticate", c.headerValue) }
+        for (name, value) in denial.headers { req.responseHeaders.add(name, value) }
+        let primary = denial.primary
+        send(req, status: denial.status, error: primary?.error?.rawValue ?? "unauthorized",
+             description: primary?.errorDescription ?? "authentication is required", requestID: requestID, close: close)
     }
 }
 

@@ -40,6 +40,11 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
         let listed = HeaderRules.connectionTokens(head.headers.values("Connection"))
         let out = client.responseHeaders
         head.headers.copy(to: out) { $0.isToken && HeaderRules.forwardsResponseHeader($0.bytes, listed: listed) }
+        for (name, value) in context.responseHeaders {
+            // The gateway's value replaces the upstream's: on this route the gateway speaks DPoP.
+            out.removeAll(name)
+            out.add(name, value)
+        }
         out.add("X-Request-Id", context.requestID)
         if worker.draining { out.removeAll("Connection"); out.add("Connection", "close") }
         // The reason phrase is only passed on when it is plain text (RFC 9112 §4: HTAB, SP,

@@ -12,6 +12,7 @@ enum RequestPipeline {
     }
 
     static let authorization = Array("authorization".utf8)
+    static let dpop = Array("dpop".utf8)
 
     static func prepare(_ req: ServerRequest, forwarded: ForwardedHeaders, peerTrusted: Bool, router: Router,
                         routes: [Int: RouteConfig], config: GatewayConfig) -> Outcome {
@@ -66,7 +67,9 @@ enum RequestPipeline {
         let reserved = config.reservedHeaderPrefixBytes
         let identityNames = config.strippedIdentityHeaders
         // The credential goes upstream only when the route says so.
-        let dropAuthorization = route.auth != .none && !(route.bearer?.forwardToken ?? false)
+        let dropAuthorization = route.auth != .none && !(route.tokens?.forwardToken ?? false)
+        // The proof was for the gateway (its htu names the gateway's URL); it goes on only if asked.
+        let dropProof = route.tokens?.dpop.map { !$0.forwardProof } ?? false
         let upstreamHost: String
         switch upstream.hostHeader {
         case .upstream: upstreamHost = upstream.authority
@@ -82,6 +85,7 @@ enum RequestPipeline {
                     // Client-sent copies of identity headers never pass, on any route.
                     if HeaderRules.equalsAny(bytes, identityNames) { return false }
                     if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
+                    if dropProof && HeaderRules.equals(bytes, dpop) { return false }
                     return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted)
                 }
                 for (name, value) in identity { out.add(name, value) }

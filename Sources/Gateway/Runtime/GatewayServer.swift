@@ -32,8 +32,9 @@ public final class GatewayServer {
             tlsContexts.append(try l.tls.map { try TLSContext(certificateFile: $0.certFile, privateKeyFile: $0.keyFile) })
         }
         let prefix = RequestIDGenerator.makeProcessPrefix()
+        let replay = ReplayStores.factory(config.store, memoryCapacity: config.dpop.replayCacheEntries)
         for id in 0..<config.workers {
-            let worker = Worker(id: id, config: config, log: log, processPrefix: prefix)
+            let worker = Worker(id: id, config: config, log: log, processPrefix: prefix, replay: replay)
             var sockets: [(fd: Int32, tls: TLSContext?)] = []
             for (i, l) in config.listeners.enumerated() {
                 sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i]))
@@ -85,11 +86,14 @@ public final class GatewayServer {
         case .success(var new):
             // Sockets and threads are fixed at start; a change to them needs a restart.
             if new.workers != config.workers || new.listeners.map(\.address) != config.listeners.map(\.address)
-                || new.adminListen != config.adminListen || new.listeners.map(\.tls) != config.listeners.map(\.tls) {
-                log.warning("reload: listen, admin_listen, workers and TLS changes take effect only after a restart")
+                || new.adminListen != config.adminListen || new.listeners.map(\.tls) != config.listeners.map(\.tls)
+                || new.store != config.store || new.dpop.replayCacheEntries != config.dpop.replayCacheEntries {
+                log.warning("reload: listen, admin_listen, workers, TLS, store and dpop.replay_cache_entries changes take effect only after a restart")
                 new.workers = config.workers
                 new.listeners = config.listeners
                 new.adminListen = config.adminListen
+                new.store = config.store
+                new.dpop.replayCacheEntries = config.dpop.replayCacheEntries
             }
             config = new
             keyService?.apply(new)

@@ -28,7 +28,7 @@ final class IssuerKeyService {
     func attach(_ workers: [Worker]) {
         self.workers = workers
         for w in workers {
-            w.bearer.requestRefetch = { [weak self, loop] issuer, done in
+            w.tokens.requestRefetch = { [weak self, loop] issuer, done in
                 loop.execute {
                     guard let self else { return }
                     self.refetch(issuer) { set in w.loop.execute { done(set) } }
@@ -94,11 +94,11 @@ final class IssuerKeyService {
         loaded[name] = set
         log.info("issuer keys loaded", metadata: ["issuer": .string(name), "keys": .stringConvertible(set.keys.count),
                                                   "skipped": .stringConvertible(set.skipped.count), "source": .string(source)])
-        for w in workers { w.loop.execute { w.bearer.updateKeys(name, set) } }
+        for w in workers { w.loop.execute { w.tokens.updateKeys(name, set) } }
     }
 
     private func publishEndpoint(_ name: String, _ endpoint: String) {
-        for w in workers { w.loop.execute { w.bearer.introspector.discoveredEndpoints[name] = endpoint } }
+        for w in workers { w.loop.execute { w.tokens.introspector.discoveredEndpoints[name] = endpoint } }
     }
 
     private func refetch(_ issuer: String, _ done: @escaping (JWKSet?) -> Void) {

@@ -15,4 +15,6 @@ struct RequestContext {
     var issuer: String? = nil
     /// The RFC 6750 error code a request was refused with.
     var rejection: String? = nil
+    /// Headers the gateway adds to the upstream's response (a fresh `DPoP-Nonce`).
+    var responseHeaders: [(String, String)] = []
 }

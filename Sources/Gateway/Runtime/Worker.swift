@@ -17,8 +17,10 @@ final class Worker: FlushListener {
     private var servers: [HTTPServer] = []
     private let ids: RequestIDGenerator
     let connections = ClientConnections()
-    /// `auth: bearer` routes: verified-token cache and this worker's copy of issuer keys.
-    let bearer: BearerAuthenticator
+    /// Token routes: verified-token cache and this worker's copy of issuer keys.
+    let tokens: AccessTokenValidator
+    /// The `bearer` / `dpop` / `token` stage.
+    let authenticator: TokenAuthenticator
     private(set) var draining = false
     private var configGeneration = 0
     /// Route index → the metrics' interned id of its name (names survive reloads).
@@ -26,11 +28,13 @@ final class Worker: FlushListener {
     private var onDrained: (() -> Void)?
     private var thread: Thread?
 
-    init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String) {
+    /// `replay(loop)` makes this worker's DPoP replay store (shared memory, or its own Redis client).
+    init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, replay: (EventLoop) -> ReplayStore) {
         self.id = id
         let loop = EventLoop()
         self.loop = loop
-        bearer = BearerAuthenticator(loop: loop)
+        tokens = AccessTokenValidator(loop: loop)
+        authenticator = TokenAuthenticator(validator: tokens, replay: replay(loop))
         self.config = config
         self.log = log
         router = Router(routes: config.routes)
@@ -69,7 +73,7 @@ final class Worker: FlushListener {
     func apply(_ new: GatewayConfig) {
         config = new
         configGeneration += 1
-        bearer.apply(new)
+        authenticator.apply(new)
         for r in new.routes { routeMetricIDs[r.index] = metrics.routeID(r.name) }
         let options = serverOptions(new.limits)
         for s in servers { s.apply(options) }
@@ -106,7 +110,7 @@ final class Worker: FlushListener {
 
     func snapshot() -> MetricsSnapshot {
         metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections }, clientConnections: connections.count,
-                         tokenCache: (bearer.cacheHits, bearer.cacheMisses))
+                         tokenCache: (tokens.cacheHits, tokens.cacheMisses))
     }
 
     // MARK: request path
@@ -157,14 +161,16 @@ final class Worker: FlushListener {
                 requestFinished(ctx, status: 502, bytes: 0, upstreamSeconds: 0, detail: "pool missing")
                 return
             }
-            guard route.auth == .bearer else {
+            guard route.tokens != nil else {
                 forward(req, ctx: ctx, pool: pool, request: build([]), watch: watch)
                 return
             }
-            bearer.authenticate(req, route: route, query: query) { [unowned self] decision in
+            let target = TokenAuthenticator.Target(scheme: forwarded.forwardedProto, authority: forwarded.forwardedHost ?? "", path: path)
+            authenticator.authenticate(req, route: route, target: target, query: query) { [unowned self] decision in
                 var ctx = ctx
                 switch decision {
-                case .allow(let token):
+                case .allow(let caller):
+                    let token = caller.token
                     ctx.subject = token.subject
                     ctx.clientID = token.clientID
                     ctx.issuer = token.issuer
@@ -174,17 +180,20 @@ final class Worker: FlushListener {
                         self.requestFinished(ctx, status: 499, bytes: 0, upstreamSeconds: 0, detail: "client gone")
                         return
                     }
-                    self.forward(req, ctx: ctx, pool: pool, request: build(route.identityHeaders.values(for: token.claims)), watch: watch)
+                    ctx.responseHeaders = caller.responseHeaders
+                    var identity = route.identityHeaders.values(for: token.claims)
+                    if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
+                    self.forward(req, ctx: ctx, pool: pool, request: build(identity), watch: watch)
                 case .unavailable(let detail):
                     req.responseHeaders.add("Retry-After", "5")
                     ErrorResponse.send(req, status: 503, error: "temporarily_unavailable",
                                        description: "the gateway cannot verify tokens right now", requestID: ctx.requestID, close: self.draining)
                     self.requestFinished(ctx, status: 503, bytes: 0, upstreamSeconds: 0, detail: detail)
-                case .deny(let status, let challenge, let detail):
-                    ctx.rejection = challenge.error?.rawValue ?? "no_credentials"
+                case .deny(let denial):
+                    ctx.rejection = denial.primary?.error?.rawValue ?? "no_credentials"
                     self.metrics.authFailure(ctx.rejection!)
-                    ErrorResponse.sendAuthError(req, status: status, challenge: challenge, requestID: ctx.requestID, close: self.draining)
-                    self.requestFinished(ctx, status: status, bytes: 0, upstreamSeconds: 0, detail: detail)
+                    ErrorResponse.sendAuthError(req, denial: denial, requestID: ctx.requestID, close: self.draining)
+                    self.requestFinished(ctx, status: denial.status, bytes: 0, upstreamSeconds: 0, detail: denial.detail)
                 }
             }
         }

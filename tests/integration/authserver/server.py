@@ -31,11 +31,42 @@ idpyoidc 5.0.0 facts met while setting this up (worked around here unless noted)
   - offline_access (refresh tokens) needs prompt=consent (code_flow adds it);
   - PAR (/par) answers 201 {request_uri, expires_in}, but /authorization then still wants
     response_type, scope and redirect_uri in the query next to request_uri (not fixed here);
-  - DPoP is not enabled: its add-on makes a DPoP header mandatory on the endpoints it covers.
+  - DPoP (RFC 9449) is off unless AuthServer(dpop=True); then every /token request needs a
+    proof (see below). Its add-on (idpyoidc.server.oauth2.add_on.dpop) needs these fixes:
+    * add_support() appends userinfo_post_parse_request (the resource-side check: wants the
+      access token in auth_info, hashes ath as hex) to the endpoints it is given, never
+      token_post_parse_request → AuthServer swaps in _dpop_token_check, which calls
+      token_post_parse_request, and puts it first in /token's post_parse_request list (before
+      the grant helper looks at the code or refresh token);
+    * token_post_parse_request lets a request without http_info through, and checks only the
+      signature (with the proof's own jwk), htu and htm — not typ, not alg (an HS256 "proof"
+      MACed with a symmetric jwk carried in its own header passes), not private members in
+      the jwk, not iat, not jti → _dpop_token_check adds RFC 9449 §4.3's
+      other checks (alg one of dpop_algs, asymmetric; iat within dpop_max_age/dpop_leeway;
+      a jti only once) and answers any failure 400 invalid_dpop_proof (§5; idpyoidc's
+      ValueErrors would otherwise come out as invalid_request);
+    * the dpop_signing_alg_values_supported that add_support writes into the metadata is
+      overwritten when Server() computes the metadata afterwards → set again (refresh_token's
+      helper only binds tokens while that metadata key exists);
+    * token_args() reads cdb[client_id]["dpop_jkt"], which nothing writes (KeyError for every
+      client), and would bind per client rather than per proof → not registered. Binding goes
+      through grant.extra["dpop_jkt"] instead: the authorization_code and refresh_token helpers
+      set it from request["dpop_jkt"] (and answer token_type DPoP), Grant.payload_arguments
+      turns it into cnf.jkt of the minted tokens, ClientCredentialsGrant does the same;
+    * introspection answers token_type DPoP but no cnf → _introspection_claims adds the
+      token's cnf (RFC 9449 §6.2);
+    * Grant.payload_arguments puts cnf.jkt into every token it mints for the grant, so the
+      code flow's ID token carries it too (not fixed: harmless);
+    * add_support also registers a "dpop" client-authentication method (DPoPClientAuth) for
+      the endpoints that list none (discovery, authorization): harmless, it only reacts to
+      "Authorization: DPoP ...".
+    The AS does not do DPoP-Nonce (§8): that is the gateway's job.
 
 Use it in-process (tests): AuthServer(...).start(); .client_credentials_token(...),
-.code_flow(...), .rotate_key(), .stop()/.start() (same port), .url, .issuer.
-Or standalone:  cd tests/integration && python3 -m authserver.server --port 9000
+.code_flow(...), .refresh(...), .post_token(...) (the raw /token response), .rotate_key(),
+.stop()/.start() (same port), .url, .issuer, .token_endpoint. With dpop=True, pass
+dpop_key=dpop_client.DPoPKey(...) to the token helpers (a fresh proof per request).
+Or standalone:  cd tests/integration && python3 -m authserver.server --port 9000 [--dpop]
 (prints the issuer and the demo clients; test hooks at POST /_test/rotate).
 """
 import argparse
@@ -59,11 +90,13 @@ from cryptojwt.jwk.rsa import new_rsa_key
 from cryptojwt.key_bundle import KeyBundle
 from cryptojwt.jws.jws import JWS
 from cryptojwt.key_issuer import KeyIssuer
+from cryptojwt.utils import b64d
 from idpyoidc.message.oauth2 import JWTAccessToken, ResponseMessage
 from idpyoidc.message.oidc import AccessTokenRequest
 from idpyoidc.server import Server
 from idpyoidc.server.configure import OPConfiguration
 from idpyoidc.server.exception import ClientAuthenticationError
+from idpyoidc.server.oauth2.add_on import dpop as dpop_addon
 from idpyoidc.server.oauth2.token_helper.client_credentials import ClientCredentials
 from idpyoidc.server.oidc.token import Token as TokenEndpoint
 from idpyoidc.server.token.exception import UnknownToken
@@ -76,6 +109,11 @@ from werkzeug.wrappers import Request, Response
 log = logging.getLogger("authserver")
 
 DEFAULT_AUDIENCE = "api"
+
+# DPoP proof algorithms the AS accepts (AuthServer(dpop=True)): asymmetric only (RFC 9449 §4.2).
+DPOP_ALGS = ("ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512", "EdDSA")
+# Private members of a JWK (RFC 7518 §6, RFC 8037 §2): none may be in a proof's jwk.
+JWK_PRIVATE_MEMBERS = ("d", "p", "q", "dp", "dq", "qi", "oth", "k")
 
 # The users the AutoLogin method can log in as, with the claims the AS releases for them.
 USERS = {
@@ -179,7 +217,9 @@ class ClientCredentialsGrant(ClientCredentials):
     (TypeError: 'ClientSessionInfo' object is not subscriptable, from reusing the previous
     session) and answers token_type "access_token". This one makes a new grant per request,
     grants the requested scope within the client's allowed scopes (all of them if none is
-    asked for), refuses unauthenticated clients, and answers token_type "Bearer"."""
+    asked for), refuses unauthenticated clients, and answers token_type "Bearer" — or "DPoP"
+    with the access token bound to the proof's key (cnf.jkt) when the DPoP add-on is on and
+    the request carried a verified proof (request["dpop_jkt"])."""
 
     def process_request(self, req, **kwargs):
         _context = self.endpoint.upstream_get("context")
@@ -199,9 +239,14 @@ class ClientCredentialsGrant(ClientCredentials):
             scope = allowed
         branch_id = _mngr.add_grant(["client_credentials", client_id], scope=scope)
         info = _mngr.get_session_info(branch_id, grant=True)
+        token_type = "Bearer"
+        if _context.add_on.get("dpop") and req.get("dpop_jkt"):
+            # As idpyoidc's authorization_code helper does: Grant.payload_arguments → cnf.jkt.
+            info["grant"].extra["dpop_jkt"] = req["dpop_jkt"]
+            token_type = "DPoP"
         token = self._mint_token(token_class="access_token", grant=info["grant"], session_id=branch_id,
-                                 client_id=client_id, based_on=None, scope=scope, token_type="Bearer")
-        resp = {"access_token": token.value, "token_type": "Bearer", "scope": " ".join(scope)}
+                                 client_id=client_id, based_on=None, scope=scope, token_type=token_type)
+        resp = {"access_token": token.value, "token_type": token_type, "scope": " ".join(scope)}
         if token.expires_at:
             resp["expires_in"] = token.expires_at - utc_time_sans_frac()
         return resp
@@ -286,9 +331,9 @@ class SigningKeys:
             return next(k for k in self.keys if k.kid == kid)
 
 
-def op_config(issuer, audience, access_token_lifetime):
+def op_config(issuer, audience, access_token_lifetime, dpop_algs=None):
     authn = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
-    return {
+    conf = {
         "issuer": issuer,
         "httpc_params": {"verify": False, "timeout": 2},
         "keys": {"key_defs": [{"type": "EC", "crv": "P-256", "use": ["sig"]}], "uri_path": "jwks.json",
@@ -365,6 +410,12 @@ def op_config(issuer, audience, access_token_lifetime):
         },
         "template_dir": "templates",
     }
+    if dpop_algs:
+        # idpyoidc's DPoP add-on on /token; AuthServer fixes its wiring (see the module docstring).
+        conf["add_ons"] = {"dpop": {"function": "idpyoidc.server.oauth2.add_on.dpop.add_support",
+                                    "kwargs": {"dpop_signing_alg_values_supported": list(dpop_algs),
+                                               "dpop_endpoints": ["token"]}}}
+    return conf
 
 
 def new_client_key(kid=None, alg="ES256"):
@@ -383,9 +434,19 @@ class AuthServer:
     """One idpyoidc authorization server on 127.0.0.1:port, served from a background thread.
 
     stop() closes the listening socket (connections are refused: the IdP is down); start()
-    binds the same port again with the same state (keys, clients, sessions)."""
+    binds the same port again with the same state (keys, clients, sessions).
 
-    def __init__(self, port=0, audience=(DEFAULT_AUDIENCE,), access_token_lifetime=300, algs=("ES256", "RS256")):
+    dpop=True: every /token request (all grants) needs a DPoP proof (RFC 9449) for
+    token_endpoint; the access tokens it issues (JWT or opaque) are bound to the proof's key,
+    cnf {"jkt": thumbprint} (§6.1), the token response says token_type "DPoP" (§5),
+    introspection answers cnf.jkt (§6.2), the metadata lists dpop_signing_alg_values_supported
+    (= dpop_algs). A missing or bad proof: 400 {"error": "invalid_dpop_proof"}. Proof checks:
+    one DPoP header, a JWS with typ dpop+jwt, alg in dpop_algs, a public jwk that verifies the
+    signature, htm = the method, htu = token_endpoint exactly (no normalisation), iat within
+    dpop_max_age seconds in the past / dpop_leeway in the future, jti unseen. No DPoP-Nonce."""
+
+    def __init__(self, port=0, audience=(DEFAULT_AUDIENCE,), access_token_lifetime=300, algs=("ES256", "RS256"),
+                 dpop=False, dpop_algs=DPOP_ALGS):
         self.port = port or free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.url = self.issuer
@@ -399,7 +460,13 @@ class AuthServer:
         self.jwks_gate.set()
         self._httpd = None
         self._thread = None
-        self.server = Server(OPConfiguration(conf=op_config(self.issuer, audience, access_token_lifetime),
+        self.dpop = dpop
+        self.dpop_algs = list(dpop_algs) if dpop else []
+        self.dpop_max_age = 300  # seconds a proof's iat may lie in the past
+        self.dpop_leeway = 60  # ... and in the future
+        self._dpop_jtis = {}  # jti -> when it can be forgotten (iat outside the window by then)
+        self.server = Server(OPConfiguration(conf=op_config(self.issuer, audience, access_token_lifetime,
+                                                            dpop_algs=self.dpop_algs),
                                              base_path=self.dir), cwd=self.dir)
         self.keys = SigningKeys(self.server.keyjar, self.issuer)
         self.keys.init(algs)
@@ -408,6 +475,8 @@ class AuthServer:
         ctx = self.server.context
         self.server.endpoint["introspection"].post_construct.append(self._introspection_claims)
         ctx.provider_info["id_token_signing_alg_values_supported"] = [a for a in algs if a != "ES256"] or list(algs)
+        if dpop:
+            self._wire_dpop()
         for cid, c in CLIENTS.items():
             self.add_client(cid, **c)
 
@@ -420,11 +489,93 @@ class AuthServer:
             claims = self.server.context.session_manager.token_handler["access_token"].get_payload(request["token"])
         except Exception:  # noqa: BLE001 — a refresh token: leave idpyoidc's answer
             return response
-        for k in ("aud", "sub", "client_id", "jti"):
+        for k in ("aud", "sub", "client_id", "jti", "cnf"):
             if k in claims:
                 response[k] = claims[k]
         response.pop("token_class", None)
         return response
+
+    # -- DPoP (RFC 9449) ---------------------------------------------------------------
+
+    @property
+    def token_endpoint(self):
+        """The URL of /token exactly as the AS compares a proof's htu with it (req.base_url)."""
+        return f"{self.url}/token"
+
+    def _wire_dpop(self):
+        """Fixes idpyoidc 5.0.0's DPoP add-on wiring (module docstring): the token-endpoint
+        check instead of the userinfo one, first in line; the metadata entry back."""
+        ctx = self.server.context
+        assert ctx.add_on.get("dpop"), "idpyoidc's DPoP add-on did not load"
+        token = self.server.endpoint["token"]
+        token.post_parse_request = [m for m in token.post_parse_request
+                                    if m is not dpop_addon.userinfo_post_parse_request]
+        token.post_parse_request.insert(0, self._dpop_token_check)
+        ctx.provider_info["dpop_signing_alg_values_supported"] = list(self.dpop_algs)
+        ctx.add_on["dpop"]["algs_supported"] = list(self.dpop_algs)
+
+    def _dpop_token_check(self, request, client_id, context, **kwargs):
+        """/token post_parse_request: the proof in the DPoP header, verified by idpyoidc's
+        token_post_parse_request (signature with the proof's jwk, htu, htm; sets
+        request["dpop_jkt"]) plus the checks it lacks. Any failure: invalid_dpop_proof."""
+        error_cls = self.server.endpoint["token"].error_cls
+        try:
+            http_info = kwargs.get("http_info") or {}
+            header, claims = self._dpop_precheck(http_info)
+            request = dpop_addon.token_post_parse_request(request, client_id, context, **kwargs)
+            if not request.get("dpop_jkt"):
+                raise ValueError("proof not verified")
+            self._dpop_freshness(claims)
+        except Exception as e:  # noqa: BLE001 — idpyoidc raises ValueError, KeyError, bare Exception ...
+            detail = str(e) or type(e).__name__
+            log.info("authserver: DPoP proof refused: %s", detail)
+            return error_cls(error="invalid_dpop_proof", error_description=f"invalid DPoP proof: {detail}")
+        return request
+
+    def _dpop_precheck(self, http_info):
+        """What must hold before the signature is worth checking (RFC 9449 §4.3 steps 1-5, 7)."""
+        value = (http_info.get("headers") or {}).get("dpop")
+        if not value:
+            raise ValueError("missing DPoP header")
+        if "," in value:  # the WSGI server joins repeated headers with commas
+            raise ValueError("more than one DPoP header")
+        parts = value.split(".")
+        if len(parts) != 3 or not all(parts[:2]):
+            raise ValueError("not a compact JWS")
+        try:
+            header, claims = json.loads(b64d(parts[0].encode())), json.loads(b64d(parts[1].encode()))
+        except Exception:  # noqa: BLE001
+            raise ValueError("not a compact JWS")
+        if not isinstance(header, dict) or not isinstance(claims, dict):
+            raise ValueError("not a compact JWS")
+        if header.get("typ") != "dpop+jwt":
+            raise ValueError("typ is not dpop+jwt")
+        if header.get("alg") not in self.dpop_algs:
+            raise ValueError(f"alg {header.get('alg')!r} is not one of {self.dpop_algs}")
+        jwk = header.get("jwk")
+        if not isinstance(jwk, dict):
+            raise ValueError("no jwk in the header")
+        if any(m in jwk for m in JWK_PRIVATE_MEMBERS):
+            raise ValueError("jwk holds private key material")
+        for name in ("jti", "htm", "htu"):
+            if not isinstance(claims.get(name), str) or not claims[name]:
+                raise ValueError(f"missing claim {name}")
+        if not isinstance(claims.get("iat"), int) or isinstance(claims["iat"], bool):
+            raise ValueError("missing claim iat")
+        return header, claims
+
+    def _dpop_freshness(self, claims):
+        """iat within the window; a jti only once while it would be fresh (§4.3 steps 11, 12)."""
+        now = int(time.time())
+        iat = claims["iat"]
+        if iat < now - self.dpop_max_age:
+            raise ValueError("iat too old")
+        if iat > now + self.dpop_leeway:
+            raise ValueError("iat in the future")
+        self._dpop_jtis = {j: t for j, t in self._dpop_jtis.items() if t >= now}
+        if claims["jti"] in self._dpop_jtis:
+            raise ValueError("jti replayed")
+        self._dpop_jtis[claims["jti"]] = iat + self.dpop_max_age + self.dpop_leeway
 
     # -- configuration -----------------------------------------------------------------
 
@@ -607,20 +758,31 @@ class AuthServer:
 
     # -- getting tokens (test clients) -------------------------------------------------
 
+    # All token helpers: dpop_key (a dpop_client.DPoPKey) sends a fresh proof for POST
+    # token_endpoint in the DPoP header; dpop_proof sends that exact header value instead.
+
     def client_credentials_token(self, client_id="app1", scope=None, auth="client_secret_basic", secret=None,
-                                 key=None):
+                                 key=None, dpop_key=None, dpop_proof=None):
         """Token response of a client_credentials grant: sub = client_id (RFC 9068 §2.2),
         scope = the requested scope (within the client's allowed ones) or all allowed ones."""
         data = {"grant_type": "client_credentials"}
         if scope:
             data["scope"] = scope
-        return self._token_request(client_id, secret, auth, data, key=key)
+        return self._token_request(client_id, secret, auth, data, key=key, dpop_key=dpop_key,
+                                   dpop_proof=dpop_proof)
 
     def code_flow(self, client_id="app1", user="alice", scope="openid profile email orders:read",
-                  auth="client_secret_basic", secret=None, key=None):
+                  auth="client_secret_basic", secret=None, key=None, dpop_key=None, dpop_proof=None):
         """Authorization-code flow over HTTP, the login done by AutoLogin as `user`. Returns
         the token response: access_token, id_token, and refresh_token when the scope has
         offline_access."""
+        data = self.authorize(client_id, user=user, scope=scope)
+        return self._token_request(client_id, secret, auth, data, key=key, dpop_key=dpop_key,
+                                   dpop_proof=dpop_proof)
+
+    def authorize(self, client_id="app1", user="alice", scope="openid profile email orders:read"):
+        """The front-channel half of code_flow: the /token form fields of the
+        authorization_code grant (grant_type, code, redirect_uri, state), for post_token."""
         redirect_uri = self.server.context.cdb[client_id]["redirect_uris"][0][0]
         self.login_user = user
         state, nonce = secrets.token_urlsafe(8), secrets.token_urlsafe(8)
@@ -637,13 +799,14 @@ class AuthServer:
             raise RuntimeError(f"authorization: no code in {loc}")
         if q.get("state") != [state]:
             raise RuntimeError(f"authorization: state mismatch in {loc}")
-        return self._token_request(client_id, secret, auth, {
-            "grant_type": "authorization_code", "code": q["code"][0], "redirect_uri": redirect_uri,
-            "state": state}, key=key)
+        return {"grant_type": "authorization_code", "code": q["code"][0], "redirect_uri": redirect_uri,
+                "state": state}
 
-    def refresh(self, refresh_token, client_id="app1", auth="client_secret_basic", secret=None, key=None):
+    def refresh(self, refresh_token, client_id="app1", auth="client_secret_basic", secret=None, key=None,
+                dpop_key=None, dpop_proof=None):
         return self._token_request(client_id, secret, auth, {"grant_type": "refresh_token",
-                                                            "refresh_token": refresh_token}, key=key)
+                                                            "refresh_token": refresh_token}, key=key,
+                                   dpop_key=dpop_key, dpop_proof=dpop_proof)
 
     def client_assertion(self, client_id, endpoint="token", secret=None, key=None):
         """RFC 7523 client assertion for client_secret_jwt (HS256 with the secret) or
@@ -672,9 +835,20 @@ class AuthServer:
                     "client_assertion": assertion}, {}
         raise ValueError(f"unknown client authentication method {auth}")
 
-    def _token_request(self, client_id, secret, auth, data, key=None):
+    def post_token(self, data, client_id="app1", auth="client_secret_basic", secret=None, key=None,
+                   dpop_key=None, dpop_proof=None):
+        """POSTs the form fields data to /token with client authentication; dpop_key: a
+        dpop_client.DPoPKey to sign a fresh proof for it, or dpop_proof: the DPoP header value
+        as is. The raw response (a requests.Response), whatever its status."""
         fields, headers = self.client_auth(client_id, auth, "token", secret=secret, key=key)
-        r = requests.post(f"{self.url}/token", data=dict(data, **fields), headers=headers, timeout=10)
+        if dpop_proof is None and dpop_key is not None:
+            dpop_proof = dpop_key.proof("POST", self.token_endpoint)
+        if dpop_proof is not None:
+            headers["DPoP"] = dpop_proof
+        return requests.post(self.token_endpoint, data=dict(data, **fields), headers=headers, timeout=10)
+
+    def _token_request(self, client_id, secret, auth, data, key=None, dpop_key=None, dpop_proof=None):
+        r = self.post_token(data, client_id, auth, secret=secret, key=key, dpop_key=dpop_key, dpop_proof=dpop_proof)
         if r.status_code != 200:
             raise RuntimeError(f"token: {r.status_code} {r.text}")
         return r.json()
@@ -699,9 +873,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, default=9000)
     ap.add_argument("--audience", action="append", help="default access-token audience (repeatable)")
+    ap.add_argument("--dpop", action="store_true", help="require DPoP proofs at /token (RFC 9449)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO)
-    srv = AuthServer(port=args.port, audience=tuple(args.audience or [DEFAULT_AUDIENCE]))
+    srv = AuthServer(port=args.port, audience=tuple(args.audience or [DEFAULT_AUDIENCE]), dpop=args.dpop)
     srv.start()
     print(f"issuer {srv.issuer}")
     print(f"discovery {srv.issuer}/.well-known/openid-configuration")

@@ -1,0 +1,32 @@
+import OAuth
+
+/// What authenticating a request decided.
+enum AuthDecision {
+    case allow(AuthenticatedCaller)
+    case deny(AuthDenial)
+    /// The gateway cannot decide (keys never loaded, replay store down): 503, not the
+    /// caller's fault.
+    case unavailable(detail: String)
+}
+
+/// A request that passed: its token, and for DPoP the key it proved possession of.
+struct AuthenticatedCaller {
+    var token: VerifiedAccessToken
+    /// RFC 7638 thumbprint of the DPoP key, when the request came with a proof.
+    var jkt: String? = nil
+    /// Headers for the response to the client (a fresh `DPoP-Nonce`, RFC 9449 §8.2).
+    var responseHeaders: [(String, String)] = []
+}
+
+/// A wire refusal (RFC 6750 §3, RFC 9449 §7.1): the status, one challenge per scheme the
+/// route accepts — the scheme the client used carries the error — extra response headers,
+/// and a detail for the log only.
+struct AuthDenial {
+    var status: Int
+    var challenges: [Challenge]
+    var headers: [(String, String)] = []
+    var detail: String
+
+    /// The challenge that carries the error, if any.
+    var primary: Challenge? { challenges.first { $0.error != nil } }
+}

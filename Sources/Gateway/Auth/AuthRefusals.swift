@@ -1,0 +1,62 @@
+import Foundation
+import OAuth
+
+/// A route's refusals, shaped by the schemes it accepts: `bearer` → a `Bearer` challenge,
+/// `dpop` → `DPoP` with the accepted `algs` (RFC 9449 §7.1), `token` → both. The error goes
+/// on the scheme the client used; the others stay bare, so a client learns what else would
+/// work. Routes that require DPoP nonces send a fresh one with every 401 (§9: the client
+/// then needs no extra round trip).
+struct AuthRefusals {
+    let route: RouteConfig
+    let tokens: TokenRouteConfig
+    let nonces: DPoPNonces?
+
+    private var schemes: [String] {
+        switch route.auth {
+        case .dpop: ["DPoP"]
+        case .token: ["Bearer", "DPoP"]
+        default: ["Bearer"]
+        }
+    }
+
+    private var algs: [String]? { tokens.dpop.map { $0.algorithms.map(\.rawValue).sorted() } }
+
+    private func challenges(error: OAuthErrorCode?, description: String?, on scheme: String?, scope: [String]? = nil) -> [Challenge] {
+        let target = scheme.flatMap { schemes.contains($0) ? $0 : nil } ?? schemes[0]
+        return schemes.map { s in
+            let withError = error != nil && s == target
+            return Challenge(scheme: s, realm: tokens.realm, error: withError ? error : nil,
+                             errorDescription: withError ? description : nil, scope: withError ? scope : nil,
+                             algs: s == "DPoP" ? algs : nil)
+        }
+    }
+
+    private func nonceHeaders(status: Int) -> [(String, String)] {
+        guard status == 401, tokens.dpop?.nonceRequired == true, let nonces else { return [] }
+        return [("DPoP-Nonce", nonces.issue(now: Int64(Date().timeIntervalSince1970)))]
+    }
+
+    /// 401 for a request without credentials (RFC 6750 §3.1: no error code).
+    func bare(detail: String) -> AuthDenial {
+        AuthDenial(status: 401, challenges: challenges(error: nil, description: nil, on: nil), headers: nonceHeaders(status: 401), detail: detail)
+    }
+
+    func refuse(_ status: Int, _ code: OAuthErrorCode, _ description: String, scheme: String?, detail: String? = nil) -> AuthDenial {
+        AuthDenial(status: status, challenges: challenges(error: code, description: description, on: scheme),
+                   headers: nonceHeaders(status: status), detail: detail ?? description)
+    }
+
+    /// 403 `insufficient_scope` when the token lacks the route's scopes or claims.
+    func authorize(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
+        guard let failure = tokens.requirement.check(token.claims) else { return nil }
+        let detail: String
+        switch failure {
+        case .missingScopes(let s): detail = "missing scopes: \(s.joined(separator: " "))"
+        case .claim(let c): detail = "claim requirement not met: \(c)"
+        }
+        let scope = tokens.requirement.scopes.isEmpty ? nil : tokens.requirement.scopes
+        return AuthDenial(status: 403, challenges: challenges(error: .insufficient_scope, description: "the token does not grant access to this resource",
+                                                              on: scheme, scope: scope),
+                          detail: detail)
+    }
+}

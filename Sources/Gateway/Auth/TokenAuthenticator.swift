@@ -1,0 +1,189 @@
+import Foundation
+import JOSE
+import OAuth
+import Reactor
+
+/// The authentication stage of `bearer`, `dpop` and `token` routes for one worker: reads
+/// the credential (RFC 6750 §2, RFC 9449 §7.1), lets each scheme apply its own rules, and
+/// answers refusals with one challenge per scheme the route accepts.
+///   - Bearer: the token is validated and must not be DPoP-bound (RFC 9449 §7.2).
+///   - DPoP: exactly one proof, checked per §4.3 (with server nonces when the route asks),
+///     the token validated and bound to the proof's key (§6.1 `cnf.jkt`), then the proof's
+///     `jti` claimed in the replay store (§11.1) — last, so a refused request burns nothing.
+final class TokenAuthenticator {
+    let validator: AccessTokenValidator
+    private let replay: ReplayStore
+    private var proofVerifiers: [Int: DPoPProofVerifier] = [:]
+    private var nonces: DPoPNonces?
+    private var publicURL: PublicURL?
+
+    init(validator: AccessTokenValidator, replay: ReplayStore) {
+        self.validator = validator
+        self.replay = replay
+    }
+
+    func apply(_ config: GatewayConfig) {
+        validator.apply(config)
+        publicURL = config.publicURL
+        let keys = (config.dpop.nonceKeys.isEmpty ? [ProcessSecrets.dpopNonceKey] : config.dpop.nonceKeys).compactMap { MACKey(secret: $0) }
+        let nonces = DPoPNonces(keys: keys, lifetime: Int64(config.dpop.nonceLifetime))
+        self.nonces = nonces
+        proofVerifiers = [:]
+        for route in config.routes {
+            guard let d = route.tokens?.dpop else { continue }
+            var v = DPoPProofVerifier()
+            v.algorithms = d.algorithms
+            v.window = Int64(d.iatWindow)
+            v.leeway = Int64(d.leeway)
+            v.nonces = d.nonceRequired ? nonces : nil
+            proofVerifiers[route.index] = v
+        }
+    }
+
+    /// How the client addressed the request: what a DPoP proof's `htu` must name.
+    struct Target {
+        var scheme: String
+        var authority: String
+        var path: String
+    }
+
+    func authenticate(_ req: ServerRequest, route: RouteConfig, target: Target, query: String?, done: @escaping (AuthDecision) -> Void) {
+        guard let tokens = route.tokens else {
+            done(.deny(AuthDenial(status: 500, challenges: [], detail: "route has no token config"))); return
+        }
+        let answer = AuthRefusals(route: route, tokens: tokens, nonces: nonces)
+        var formTokens: [String] = []
+        var queryTokens: [String] = []
+        if route.auth != .dpop {
+            queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []
+            formTokens = takeFormTokens(req, tokens: tokens)
+        }
+        let credential = BearerTokenExtractor.extract(authorization: req.headers.values("Authorization"), formTokens: formTokens,
+                                                      queryTokens: queryTokens,
+                                                      sources: TokenSources(formBody: tokens.tokenInBody, query: tokens.tokenInQuery))
+        switch credential {
+        case .none:
+            // RFC 6750 §3.1: no credentials → challenges without an error code.
+            done(.deny(answer.bare(detail: "no credentials")))
+        case .invalid(let reason):
+            done(.deny(answer.refuse(400, .invalid_request, reason, scheme: nil)))
+        case .bearer(let token):
+            guard route.auth != .dpop else {
+                done(.deny(answer.refuse(401, .invalid_token, "this route requires a DPoP-bound token with a DPoP proof", scheme: "DPoP",
+                                         detail: "Bearer scheme on a dpop route")))
+                return
+            }
+            validator.validate(token, route: route) { verdict in
+                done(Self.decideBearer(verdict, tokens: tokens, answer: answer))
+            }
+        case .dpop(let token):
+            guard route.auth != .bearer else {
+                done(.deny(answer.refuse(401, .invalid_token, "this route accepts Bearer tokens", scheme: "Bearer",
+                                         detail: "DPoP scheme on a bearer route")))
+                return
+            }
+            authenticateDPoP(req, token: token, route: route, target: target, answer: answer, done: done)
+        }
+    }
+
+    private static func decideBearer(_ verdict: AccessTokenValidator.Verdict, tokens: TokenRouteConfig, answer: AuthRefusals) -> AuthDecision {
+        switch verdict {
+        case .unavailable(let detail): return .unavailable(detail: detail)
+        case .invalid(let description, let detail): return .deny(answer.refuse(401, .invalid_token, description, scheme: "Bearer", detail: detail))
+        case .valid(let token):
+            // RFC 9449 §7.2: a DPoP-bound token presented as a Bearer token is invalid.
+            if token.jkt != nil {
+                return .deny(answer.refuse(401, .invalid_token, "the token is DPoP-bound; present it with a DPoP proof", scheme: "Bearer",
+                                           detail: "DPoP-bound token sent as Bearer"))
+            }
+            if let denial = answer.authorize(token, scheme: "Bearer") { return .deny(denial) }
+            return .allow(AuthenticatedCaller(token: token))
+        }
+    }
+
+    private func authenticateDPoP(_ req: ServerRequest, token: String, route: RouteConfig, target: Target, answer: AuthRefusals,
+                                  done: @escaping (AuthDecision) -> Void) {
+        // §4.3 check 1: exactly one DPoP header.
+        let proofs = req.headers.values("DPoP")
+        guard proofs.count == 1, let verifier = proofVerifiers[route.index] else {
+            let reason = proofs.isEmpty ? "a DPoP proof is required" : "more than one DPoP header"
+            done(.deny(answer.refuse(401, .invalid_dpop_proof, reason, scheme: "DPoP"))); return
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        let scheme = publicURL?.scheme ?? target.scheme
+        let authority = publicURL?.authority ?? target.authority
+        let proof: DPoPProof
+        do {
+            proof = try verifier.verify(proofs[0], request: .init(method: req.method?.rawValue ?? "", uri: "\(scheme)://\(authority)\(target.path)",
+                                                                    accessToken: token, now: now, normalizePath: Self.normalizePath))
+        } catch {
+            done(.deny(answer.refuse(401, error.wireCode, error.reason, scheme: "DPoP", detail: error.description))); return
+        }
+        validator.validate(token, route: route) { [replay, nonces] verdict in
+            let bound: VerifiedAccessToken
+            switch verdict {
+            case .unavailable(let detail): done(.unavailable(detail: detail)); return
+            case .invalid(let description, let detail):
+                done(.deny(answer.refuse(401, .invalid_token, description, scheme: "DPoP", detail: detail))); return
+            case .valid(let t): bound = t
+            }
+            // §6.1 / §7.1: the token must be bound to the key that signed the proof.
+            guard let jkt = bound.jkt else {
+                done(.deny(answer.refuse(401, .invalid_token, "the token is not DPoP-bound", scheme: "DPoP"))); return
+            }
+            guard ConstantTime.equals(Array(jkt.utf8), Array(proof.jkt.utf8)) else {
+                done(.deny(answer.refuse(401, .invalid_token, "the token is bound to another key than the proof's", scheme: "DPoP"))); return
+            }
+            if let denial = answer.authorize(bound, scheme: "DPoP") { done(.deny(denial)); return }
+            // §11.1: the proof's id is remembered as long as the proof would be accepted.
+            replay.claim(ReplayID(jkt: proof.jkt, jti: proof.jti), until: proof.acceptableUntil + 1, now: now) { result in
+                switch result {
+                case .fresh:
+                    var caller = AuthenticatedCaller(token: bound, jkt: proof.jkt)
+                    if proof.nonceIsStale, let nonces { caller.responseHeaders.append(("DPoP-Nonce", nonces.issue(now: now))) }
+                    done(.allow(caller))
+                case .replayed:
+                    done(.deny(answer.refuse(401, .invalid_dpop_proof, "the DPoP proof has been used before", scheme: "DPoP", detail: "jti replayed")))
+                case .unavailable(let why):
+                    done(.unavailable(detail: "DPoP replay store: \(why)"))
+                }
+            }
+        }
+    }
+
+    /// The router's normalization, for the path of a proof's `htu`.
+    static let normalizePath: @Sendable (String) -> String? = { path in
+        if case .success(let n) = PathNormalizer.normalize(target: path), n.query == nil { return n.path }
+        return nil
+    }
+
+    /// RFC 6750 §2.2: only a form-encoded body of a request with a body, and only where the
+    /// route opts in; the parameter is then taken out of the body unless the route forwards
+    /// the token.
+    private func takeFormTokens(_ req: ServerRequest, tokens: TokenRouteConfig) -> [String] {
+        guard req.bodyLength > 0, req.method != .GET,
+              let type = req.headers.first("Content-Type")?.lowercased(), type.hasPrefix("application/x-www-form-urlencoded") else { return [] }
+        let body = String(decoding: req.bodyBytes, as: UTF8.self)
+        let found = Self.accessTokens(inQuery: body)
+        if !found.isEmpty && tokens.tokenInBody && !tokens.forwardToken {
+            let kept = body.split(separator: "&").filter { !$0.hasPrefix("access_token=") }.joined(separator: "&")
+            req.replaceBody(Array(kept.utf8))
+        }
+        return found
+    }
+
+    /// `access_token` values of a raw query string (RFC 6750 §2.3), percent-decoded.
+    static func accessTokens(inQuery query: String) -> [String] {
+        query.split(separator: "&").compactMap { pair in
+            guard pair.hasPrefix("access_token=") else { return nil }
+            return String(pair.dropFirst(13)).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+        }
+    }
+}
+
+/// Random per-process secrets, made once on first use and shared by every worker.
+enum ProcessSecrets {
+    /// Signs DPoP nonces when `dpop.nonce_keys` is not configured: one process accepts its own
+    /// nonces; replicas need a configured shared key.
+    static let dpopNonceKey: [UInt8] = SecureRandom.bytes(32)
+}

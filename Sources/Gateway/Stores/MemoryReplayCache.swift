@@ -1,0 +1,56 @@
+import Foundation
+
+/// The in-process replay store: shared by every worker, split into shards that each have
+/// their own lock, so workers rarely wait on each other. Bounded: a shard full of ids whose
+/// proofs are still acceptable refuses new ones (`unavailable` → 503) instead of forgetting
+/// a live id, which would let its proof be replayed.
+final class MemoryReplayCache: ReplayStore, @unchecked Sendable {
+    private final class Shard {
+        let lock = NSLock()
+        var expiry: [ReplayID: Int64] = [:]
+        /// Insertion order, oldest first from `head`: proofs expire in roughly that order.
+        var order: [(id: ReplayID, until: Int64)] = []
+        var head = 0
+    }
+
+    private let shards: [Shard]
+    private let perShard: Int
+
+    init(capacity: Int, shards count: Int = 64) {
+        shards = (0..<count).map { _ in Shard() }
+        perShard = max(1, capacity / count)
+    }
+
+    var count: Int { shards.reduce(0) { n, s in s.lock.withLock { n + s.expiry.count } } }
+
+    func claim(_ id: ReplayID, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void) {
+        done(claim(id, until: until, now: now))
+    }
+
+    func claim(_ id: ReplayID, until: Int64, now: Int64) -> ReplayVerdict {
+        let shard = shards[Int(id.low % UInt64(shards.count))]
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        if let seen = shard.expiry[id], seen > now { return .replayed }
+        sweep(shard, now: now)
+        if shard.expiry.count >= perShard { return .unavailable("the in-memory replay cache is full") }
+        shard.expiry[id] = until
+        shard.order.append((id, until))
+        return .fresh
+    }
+
+    /// Drops expired ids from the front of the queue (lock held). An id re-claimed after it
+    /// expired has a newer entry further back; only the entry matching the map is removed.
+    private func sweep(_ shard: Shard, now: Int64) {
+        while shard.head < shard.order.count {
+            let (id, until) = shard.order[shard.head]
+            guard until <= now else { break }
+            if shard.expiry[id] == until { shard.expiry.removeValue(forKey: id) }
+            shard.head += 1
+        }
+        if shard.head > 4096 && shard.head * 2 > shard.order.count {
+            shard.order.removeFirst(shard.head)
+            shard.head = 0
+        }
+    }
+}

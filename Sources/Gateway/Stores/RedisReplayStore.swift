@@ -1,0 +1,43 @@
+import Reactor
+
+/// The replay store of replicas: one Redis for all of them, one `SET key 1 NX EX ttl` per
+/// proof (RFC 9449 §11.1) — one round trip, atomic, and the key expires with the proof. A
+/// worker has its own client on its own loop; nothing blocks. If Redis cannot answer, the
+/// verdict is `unavailable` and the request fails closed: a proof that might be a replay is
+/// never accepted.
+final class RedisReplayStore: ReplayStore {
+    private let client: RedisClient
+    private let prefix: String
+
+    init(client: RedisClient, prefix: String) {
+        self.client = client
+        self.prefix = prefix
+    }
+
+    func claim(_ id: ReplayID, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void) {
+        let ttl = max(1, until - now)
+        client.send(["SET", "\(prefix)dpop:jti:\(id.text)", "1", "NX", "EX", String(ttl)]) { result in
+            switch result {
+            case .success(.status(let s)) where s == "OK": done(.fresh)
+            case .success(.null): done(.replayed)
+            case .success(let other): done(.unavailable("unexpected Redis reply \(other)"))
+            case .failure(let e): done(.unavailable("\(e)"))
+            }
+        }
+    }
+}
+
+/// Builds each worker's replay store from `store:`.
+enum ReplayStores {
+    static func factory(_ store: StoreConfig, memoryCapacity: Int) -> (EventLoop) -> ReplayStore {
+        switch store {
+        case .memory:
+            // One cache for all workers: a proof replayed to another worker is caught too.
+            let shared = MemoryReplayCache(capacity: memoryCapacity)
+            return { _ in shared }
+        case .redis(let url, let prefix):
+            guard let endpoint = RedisEndpoint(url: url) else { preconditionFailure("store URL was validated by the config parser") }
+            return { loop in RedisReplayStore(client: RedisClient(loop: loop, endpoint: endpoint), prefix: prefix) }
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import JOSE
+
+/// RFC 9449 §11.1 replay defence: a proof's id is remembered until the proof would no longer
+/// be accepted anyway, and an id seen twice is a replay. Implementations: this process's
+/// memory (`MemoryReplayCache`, shared by the workers) or Redis (`RedisReplayStore`, shared
+/// by replicas). Both pass the same conformance suite.
+protocol ReplayStore: AnyObject {
+    /// Records `id` until `until` (Unix seconds). `done` runs once, on the caller's loop.
+    func claim(_ id: ReplayID, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void)
+}
+
+enum ReplayVerdict: Equatable {
+    /// First use: the request may proceed.
+    case fresh
+    case replayed
+    /// The store cannot answer (full, or unreachable): the caller fails closed.
+    case unavailable(String)
+}
+
+/// A proof's identity in the replay store: SHA-256 over the key thumbprint and the `jti`,
+/// cut to 128 bits — fixed size whatever the client sent, and one client's `jti` can never
+/// collide with another's.
+struct ReplayID: Hashable, Sendable {
+    let high: UInt64
+    let low: UInt64
+
+    init(jkt: String, jti: String) {
+        let digest = Digest.sha256.hash(Array(jkt.utf8) + [0] + Array(jti.utf8))
+        high = digest[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
+        low = digest[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// 22 base64url characters, for store keys.
+    var text: String {
+        let bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) }
+        return Base64URL.encode(bytes)
+    }
+}

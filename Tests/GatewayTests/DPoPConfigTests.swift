@@ -1,0 +1,82 @@
+import Testing
+@testable import Gateway
+
+@Suite("Config: auth: dpop / token routes, dpop:, store:, public_url:")
+struct DPoPConfigTests {
+    func parse(_ yaml: String) -> Result<GatewayConfig, ConfigError> {
+        ConfigParser.parse(yaml: yaml, environment: ["NONCE": String(repeating: "k", count: 32)], baseDirectory: "/etc/tg", cores: 2)
+    }
+
+    func problems(_ yaml: String) -> String {
+        if case .failure(let e) = parse(yaml) { return e.description }
+        return ""
+    }
+
+    let base = """
+    public_url: https://API.example.com:443
+    store: memory
+    dpop: { nonce_keys: ["${NONCE}"], nonce_lifetime: 2m, replay_cache_entries: 5000 }
+    issuers:
+      corp: { issuer: "https://idp.example.com/", discovery: true, audiences: [api] }
+    upstreams: { a: { url: "http://127.0.0.1:1" } }
+    routes:
+      - match: { path_prefix: /api/ }
+        upstream: a
+        auth: dpop
+        issuers: [corp]
+        dpop: { algorithms: [ES256, EdDSA], iat_window: 30s, leeway: 2s, nonce: required, forward_proof: true, jkt_header: X-Client-Key }
+      - match: { path_prefix: /mixed/ }
+        upstream: a
+        auth: token
+        issuers: [corp]
+      - match: { path_prefix: / }
+        upstream: a
+        auth: none
+    """
+
+    @Test func parsesDPoPSettings() throws {
+        let cfg = try parse(base).get()
+        #expect(cfg.publicURL == PublicURL(scheme: "https", authority: "api.example.com"))
+        #expect(cfg.dpop.nonceKeys == [Array(String(repeating: "k", count: 32).utf8)] && cfg.dpop.nonceLifetime == 120)
+        #expect(cfg.dpop.replayCacheEntries == 5000)
+        let d = try #require(cfg.routes[0].tokens?.dpop)
+        #expect(d.algorithms == [.ES256, .EdDSA] && d.iatWindow == 30 && d.leeway == 2 && d.nonceRequired && d.forwardProof)
+        #expect(d.jktHeader == "X-Client-Key")
+        // A token route checks DPoP with the defaults; its key header is stripped from clients.
+        let t = try #require(cfg.routes[1].tokens?.dpop)
+        #expect(t.algorithms == DPoPRouteConfig.defaultAlgorithms && !t.nonceRequired && t.jktHeader == "X-Forwarded-Jkt")
+        let stripped = cfg.strippedIdentityHeaders.map { String(decoding: $0, as: UTF8.self) }
+        #expect(stripped.contains("x-client-key") && stripped.contains("x-forwarded-jkt"))
+    }
+
+    @Test func redisStores() throws {
+        let cfg = try parse(base.replacingOccurrences(of: "store: memory", with: "store: redis://:pw@127.0.0.1:6380/2")).get()
+        #expect(cfg.store == .redis(url: "redis://:pw@127.0.0.1:6380/2", prefix: "tokengate:"))
+        let mapped = try parse(base.replacingOccurrences(of: "store: memory", with: "store: { url: \"redis://r:6379\", prefix: \"tg1:\" }")).get()
+        #expect(mapped.store == .redis(url: "redis://r:6379", prefix: "tg1:"))
+        #expect(problems(base.replacingOccurrences(of: "store: memory", with: "store: rediss://r")).contains("not available in this version"))
+        #expect(problems(base.replacingOccurrences(of: "store: memory", with: "store: redis://r:6379/x")).contains("store: must be memory or redis://"))
+        #expect(problems(base.replacingOccurrences(of: "store: memory", with: "store: postgres://x")).contains("store: must be memory or redis://"))
+    }
+
+    @Test func mistakesAreReported() {
+        func has(_ from: String, _ to: String, _ message: String, sourceLocation: SourceLocation = #_sourceLocation) {
+            let p = problems(base.replacingOccurrences(of: from, with: to))
+            #expect(p.contains(message), "\(to) → \(p)", sourceLocation: sourceLocation)
+        }
+        has("algorithms: [ES256, EdDSA]", "algorithms: [HS256]", "DPoP proofs are signed with asymmetric keys")
+        has("algorithms: [ES256, EdDSA]", "algorithms: [none]", "\"none\" is not one of")
+        has("nonce: required", "nonce: sometimes", "must be required or off")
+        has("iat_window: 30s", "iat_window: 2d", "is not a duration")
+        has("iat_window: 30s", "iat_window: 48h", "must be from 1s to 24h")
+        has("jkt_header: X-Client-Key", "jkt_header: Authorization", "must be a header name the gateway may set")
+        has("jkt_header: X-Client-Key", "jkt_header: DPoP", "must be a header name the gateway may set")
+        has("nonce_keys: [\"${NONCE}\"]", "nonce_keys: [short]", "must be at least 32 bytes")
+        has("nonce_lifetime: 2m", "nonce_lifetime: 2s", "must be from 10s to 1h")
+        has("public_url: https://API.example.com:443", "public_url: https://api.example.com/base", "must be an origin")
+        has("    issuers: [corp]\n    dpop:", "    dpop:", "auth: dpop needs issuers")
+        has("auth: dpop", "auth: bearer", "has no effect with auth: bearer")
+        has("    dpop: { algorithms", "    token_in_query: true\n    dpop: { algorithms", "has no effect with auth: dpop")
+        has("auth: none", "auth: none\n    dpop: { nonce: off }", "has no effect with auth: none")
+    }
+}

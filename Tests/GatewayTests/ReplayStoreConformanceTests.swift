@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import Gateway
+@testable import Reactor
+
+/// One conformance suite for every replay store (RFC 9449 §11.1): the in-memory cache and
+/// Redis (a real redis-server) must behave alike, so a deployment can switch between them.
+@Suite("Replay stores: one conformance suite for memory and Redis", .serialized)
+struct ReplayStoreConformanceTests {
+    enum Kind: String, CaseIterable, CustomTestStringConvertible {
+        case memory, redis
+        var testDescription: String { rawValue }
+    }
+
+    /// A store of `kind` on its own loop; `claim` runs the loop until the verdict arrives.
+    final class Harness {
+        let loop = EventLoop()
+        let store: ReplayStore
+        let redis: RedisServerProcess?
+
+        init(_ kind: Kind, capacity: Int = 100_000) throws {
+            switch kind {
+            case .memory:
+                redis = nil
+                store = MemoryReplayCache(capacity: capacity)
+            case .redis:
+                let server = try RedisServerProcess()
+                redis = server
+                let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/1"))
+                store = RedisReplayStore(client: RedisClient(loop: loop, endpoint: endpoint), prefix: "conformance:")
+            }
+        }
+
+        func claim(_ id: ReplayID, until: Int64, now: Int64 = Int64(Date().timeIntervalSince1970)) -> ReplayVerdict? {
+            var verdict: ReplayVerdict?
+            store.claim(id, until: until, now: now) { [loop] v in verdict = v; loop.stop() }
+            if verdict == nil {
+                loop.schedule(after: 5) { [loop] in loop.stop() }
+                loop.run()
+            }
+            return verdict
+        }
+    }
+
+    static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+
+    @Test(arguments: Kind.allCases) func firstUseIsFreshThenReplayed(kind: Kind) throws {
+        let h = try Harness(kind)
+        let id = ReplayID(jkt: "key-1", jti: "proof-1")
+        #expect(h.claim(id, until: Self.now + 60) == .fresh)
+        #expect(h.claim(id, until: Self.now + 60) == .replayed)
+        #expect(h.claim(id, until: Self.now + 60) == .replayed)
+    }
+
+    @Test(arguments: Kind.allCases) func theSameJtiFromAnotherKeyIsAnotherProof(kind: Kind) throws {
+        let h = try Harness(kind)
+        #expect(h.claim(ReplayID(jkt: "key-1", jti: "same"), until: Self.now + 60) == .fresh)
+        #expect(h.claim(ReplayID(jkt: "key-2", jti: "same"), until: Self.now + 60) == .fresh)
+        // The separator keeps "ab"+"c" and "a"+"bc" apart.
+        #expect(h.claim(ReplayID(jkt: "ab", jti: "c"), until: Self.now + 60) == .fresh)
+        #expect(h.claim(ReplayID(jkt: "a", jti: "bc"), until: Self.now + 60) == .fresh)
+    }
+
+    @Test(arguments: Kind.allCases) func manyProofs(kind: Kind) throws {
+        let h = try Harness(kind)
+        let ids = (0..<500).map { ReplayID(jkt: "k", jti: "jti-\($0)") }
+        #expect(ids.allSatisfy { h.claim($0, until: Self.now + 60) == .fresh })
+        #expect(ids.allSatisfy { h.claim($0, until: Self.now + 60) == .replayed })
+    }
+
+    @Test(arguments: Kind.allCases) func anIdIsForgottenOnlyAfterItsProofExpires(kind: Kind) throws {
+        let h = try Harness(kind)
+        let id = ReplayID(jkt: "k", jti: "short-lived")
+        let start = Self.now
+        #expect(h.claim(id, until: start + 2, now: start) == .fresh)
+        #expect(h.claim(id, until: start + 2, now: start) == .replayed)
+        // Redis expires on its own clock: wait for real; the memory cache takes `now`.
+        if kind == .redis { Thread.sleep(forTimeInterval: 3.1) }
+        #expect(h.claim(id, until: start + 60, now: start + 3) == .fresh)
+        #expect(h.claim(id, until: start + 60, now: start + 3) == .replayed)
+    }
+
+    @Test func memoryCacheFullOfLiveProofsRefusesRatherThanForgets() throws {
+        let cache = MemoryReplayCache(capacity: 64, shards: 1)
+        let now = Self.now
+        for i in 0..<64 { #expect(cache.claim(ReplayID(jkt: "k", jti: "\(i)"), until: now + 60, now: now) == .fresh) }
+        guard case .unavailable = cache.claim(ReplayID(jkt: "k", jti: "one more"), until: now + 60, now: now) else {
+            Issue.record("a full cache must refuse new proofs"); return
+        }
+        // Every remembered proof is still a replay.
+        #expect(cache.claim(ReplayID(jkt: "k", jti: "0"), until: now + 60, now: now) == .replayed)
+        // Once they expire, there is room again.
+        #expect(cache.claim(ReplayID(jkt: "k", jti: "one more"), until: now + 200, now: now + 61) == .fresh)
+        #expect(cache.count == 1)
+    }
+
+    @Test func memoryCacheIsSharedAcrossThreads() async throws {
+        let cache = MemoryReplayCache(capacity: 100_000)
+        let now = Self.now
+        // 4 threads claim the same 2,000 ids: each id is fresh exactly once overall.
+        let fresh = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    (0..<2000).reduce(0) { n, i in cache.claim(ReplayID(jkt: "k", jti: "\(i)"), until: now + 60, now: now) == .fresh ? n + 1 : n }
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(fresh == 2000)
+    }
+
+    @Test func redisDownIsUnavailableNotFreshAndNotSlow() throws {
+        let h = try Harness(.redis)
+        #expect(h.claim(ReplayID(jkt: "k", jti: "before"), until: Self.now + 60) == .fresh)
+        h.redis?.kill()
+        let started = Date()
+        guard case .unavailable? = h.claim(ReplayID(jkt: "k", jti: "during"), until: Self.now + 60) else {
+            Issue.record("with Redis down a proof must not be accepted"); return
+        }
+        #expect(Date().timeIntervalSince(started) < 2.5)
+    }
+}

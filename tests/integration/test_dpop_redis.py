@@ -1,0 +1,131 @@
+"""DPoP replay defence across replicas (RFC 9449 §11.1) with `store: redis://…`: two tokengate
+processes share a real redis-server (Debian's, started here on 127.0.0.1), so a proof used on
+one is refused on the other; when Redis is gone the gateway fails closed (503, never a
+possibly replayed proof) without hanging, and recovers by itself."""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+import requests
+
+from conftest import free_port
+from dpop_client import DPoPKey
+from test_dpop import bound_token, call, idp, refused  # noqa: F401 — idp is a fixture
+
+
+class RedisServer:
+    """A real redis-server on 127.0.0.1 (no persistence), restartable on the same port."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="tg-redis-")
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                      "--appendonly", "no", "--dir", self.dir], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if self.cli("PING") == "PONG":
+                return self
+            time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def cli(self, *args):
+        r = subprocess.run(["redis-cli", "-p", str(self.port), *args], capture_output=True, text=True, timeout=5)
+        return r.stdout.strip()
+
+    def close(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def redis():
+    r = RedisServer().start()
+    yield r
+    r.close()
+
+
+def config(upstream, idp, redis_port):
+    return f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 2
+public_url: https://api.example.com
+store: {{ url: "redis://127.0.0.1:{redis_port}/3", prefix: "tg-test:" }}
+issuers:
+  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+routes:
+  - name: dpop
+    match: {{ path_prefix: /dpop/ }}
+    upstream: app
+    auth: dpop
+    issuers: [one]
+  - name: bearer
+    match: {{ path_prefix: /bearer/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+"""
+
+
+URL = "https://api.example.com/dpop/orders/1"
+
+
+def test_proof_used_on_one_replica_is_refused_on_the_other(upstream, idp, redis, gateway_factory):
+    a = gateway_factory(config(upstream, idp, redis.port))
+    b = gateway_factory(config(upstream, idp, redis.port))
+    key = DPoPKey("ES256")
+    tok = bound_token(idp, key)
+    proof = key.proof("GET", URL, access_token=tok)
+    assert call(a, tok, proof).status_code == 200
+    r = call(b, tok, proof)
+    refused(r, 401, "invalid_dpop_proof")
+    assert "used before" in r.json()["error_description"]
+    refused(call(a, tok, proof), 401, "invalid_dpop_proof")
+    # A fresh proof works on either.
+    assert call(b, tok, key.proof("GET", URL, access_token=tok)).status_code == 200
+    # What Redis holds: one key per proof under the prefix and database, expiring with the proof.
+    keys = redis.cli("-n", "3", "KEYS", "tg-test:dpop:jti:*").split()
+    assert len(keys) == 2
+    ttl = int(redis.cli("-n", "3", "TTL", keys[0]))
+    assert 0 < ttl <= 60 + 5 + 1
+    assert redis.cli("-n", "0", "DBSIZE") == "0"
+
+
+def test_redis_down_fails_closed_without_hanging_and_recovers(upstream, idp, redis, gateway_factory):
+    g = gateway_factory(config(upstream, idp, redis.port))
+    key = DPoPKey("ES256")
+    tok = bound_token(idp, key)
+    assert call(g, tok, key.proof("GET", URL, access_token=tok)).status_code == 200
+    redis.stop()
+    for _ in range(5):
+        t0 = time.time()
+        r = call(g, tok, key.proof("GET", URL, access_token=tok))
+        assert time.time() - t0 < 3, "a request waited on a dead Redis"
+        assert r.status_code == 503, r.text
+        assert r.headers.get("Retry-After") and r.json()["error"] == "temporarily_unavailable"
+    # Routes that need no store keep working.
+    assert requests.get(g.url("/bearer/x"), headers={"Authorization": "Bearer " + bound_token(idp, key, cnf=None)},
+                        timeout=5).status_code == 200
+    redis.start()
+    deadline = time.time() + 10
+    status = None
+    while time.time() < deadline:
+        status = call(g, tok, key.proof("GET", URL, access_token=tok)).status_code
+        if status == 200:
+            break
+        time.sleep(0.2)
+    assert status == 200, "the gateway did not reconnect to Redis by itself"
