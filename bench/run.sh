@@ -21,6 +21,7 @@ DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-3}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
+export WRK_THREADS=$THREADS  # for bench/lua/dpop.lua, which splits its proofs between threads
 WORKERS=${WORKERS:-$(nproc)}
 OUT=${OUT:-/tmp/tokengate-bench.json}
 PORT_BASE=${PORT_BASE:-18180}
@@ -246,13 +247,44 @@ RAN=()
 : >"$WORK/rss.tsv"
 : >"$WORK/wrkargs.tsv"
 : >"$WORK/kinds.tsv"
+: >"$WORK/cpu.tsv"
+: >"$WORK/store.tsv"
+
+# cpu_ticks PID: user + system CPU time of a process so far, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+CLK_TCK=$(getconf CLK_TCK)
+
+# start_tokengate NAME DIR: a fresh tokengate on DIR/tokengate.yaml (after RESET_STORE, a
+# command that empties the scenario's shared store, if set); sets TG_PID.
+start_tokengate() {
+  local name=$1 dir=$2
+  [[ -z ${RESET_STORE:-} ]] || eval "$RESET_STORE" >/dev/null || die "scenario $name: RESET_STORE failed"
+  # shellcheck disable=SC2086 # TOKENGATE_ENV is a list of K=V words
+  env ${TOKENGATE_ENV:-} "$TOKENGATE_BIN" serve --config "$dir/tokengate.yaml" >>"$dir/tokengate.log" 2>&1 &
+  TG_PID=$!
+  PIDS+=("$TG_PID")
+  wait_http "http://127.0.0.1:$PORT_ADMIN/readyz" "$TG_PID" || { cat "$dir/tokengate.log" >&2; die "scenario $name: tokengate not ready"; }
+}
+
+# stop_tokengate NAME DIR: SIGTERM must exit 0; records peak RSS (the largest over restarts).
+TG_RSS=0
+stop_tokengate() {
+  local name=$1 dir=$2 rc=0 kb
+  kb=$(vmhwm "$TG_PID"); (( kb > TG_RSS )) && TG_RSS=$kb
+  kill -TERM "$TG_PID"
+  wait "$TG_PID" || rc=$?
+  forget_pid "$TG_PID"
+  (( rc == 0 )) || { tail -20 "$dir/tokengate.log" >&2; die "scenario $name: tokengate exited $rc on SIGTERM"; }
+}
 
 # scenario NAME TOKENGATE_CONFIG_TEMPLATE [WRK_ARGS...]
 #   Starts a fresh tokengate on the rendered config (placeholders @PORT@ @ADMIN_PORT@
-#   @UPSTREAM_PORT@ @WORKERS@), warms up both proxies, then runs wrk against the nginx
-#   baseline and tokengate alternately for ROUNDS rounds with the same WRK_ARGS (e.g.
-#   `-s bench/lua/bearer.lua` to add headers or set wrk.path), records tokengate's peak
-#   RSS and stops it (SIGTERM must exit 0).
+#   @UPSTREAM_PORT@ @WORKERS@, and SCENARIO_VARS), warms up both proxies, then runs wrk
+#   against the nginx baseline and tokengate alternately for ROUNDS rounds with the same
+#   WRK_ARGS (e.g. `-s bench/lua/bearer.lua` to add headers or set wrk.path), records
+#   tokengate's peak RSS and CPU time per request, and stops it (SIGTERM must exit 0).
+#   RESTART_EACH_RUN=1: a fresh tokengate (and RESET_STORE) before every run against it —
+#   for DPoP, whose pre-made proofs may each be used once per replay cache.
 scenario() {
   local name=$1 template=$2
   shift 2
@@ -264,11 +296,8 @@ scenario() {
     UPSTREAM_PORT="$PORT_UPSTREAM" WORKERS="$WORKERS" ${SCENARIO_VARS:-}
   "$TOKENGATE_BIN" check-config "$dir/tokengate.yaml" >&2 || die "scenario $name: invalid tokengate config"
   log "scenario $name: starting tokengate ($WORKERS workers) on 127.0.0.1:$PORT_TOKENGATE"
-  # shellcheck disable=SC2086 # TOKENGATE_ENV is a list of K=V words
-  env ${TOKENGATE_ENV:-} "$TOKENGATE_BIN" serve --config "$dir/tokengate.yaml" >"$dir/tokengate.log" 2>&1 &
-  local tg=$!
-  PIDS+=("$tg")
-  wait_http "http://127.0.0.1:$PORT_ADMIN/readyz" "$tg" || { cat "$dir/tokengate.log" >&2; die "scenario $name: tokengate not ready"; }
+  TG_RSS=0
+  start_tokengate "$name" "$dir"
 
   # Targets: the nginx baseline, tokengate, and the scenario's peer if it has one
   # (PEER_NAME at PEER_URL, e.g. mod_auth_openidc for the RS256 bearer scenarios).
@@ -277,15 +306,17 @@ scenario() {
   if [[ -n ${PEER_NAME:-} ]]; then urls[$PEER_NAME]=$PEER_URL; targets+=("$PEER_NAME"); fi
   [[ -z ${CHECK_BEARER_KEYS:-} ]] \
     || check_bearer "tokengate ($name)" "${urls[tokengate]}" "$CHECK_BEARER_KEYS" 403
+  [[ -z ${CHECK_SCENARIO:-} ]] || $CHECK_SCENARIO "tokengate ($name)" "${urls[tokengate]}"
   printf '%s\t%s\n' "$name" "$*" >>"$WORK/wrkargs.tsv"
   printf '%s\t%s\t%s\n' "$name" "${SCENARIO_AUTH:-none}" "${SCENARIO_CACHE:-}" >>"$WORK/kinds.tsv"
   log "scenario $name: warm-up (${WARMUP}s each)"
   local target
   for target in "${targets[@]}"; do
+    if [[ $target == tokengate && -n ${RESTART_EACH_RUN:-} ]]; then stop_tokengate "$name" "$dir"; start_tokengate "$name" "$dir"; fi
     run_wrk "$WARMUP" "${urls[$target]}" "$dir/warmup-$target.txt" "$@"
   done
 
-  local round order i n=${#targets[@]} url
+  local round order i n=${#targets[@]} url ticks
   for round in $(seq "$ROUNDS"); do
     # Rotate which proxy goes first, so none always runs on a warmer/cooler machine
     # (with two targets: nginx first in odd rounds, tokengate first in even ones).
@@ -293,14 +324,23 @@ scenario() {
     for i in $(seq 0 $((n - 1))); do order+=("${targets[(i + round - 1) % n]}"); done
     for target in "${order[@]}"; do
       url=${urls[$target]}
+      if [[ $target == tokengate && -n ${RESTART_EACH_RUN:-} ]]; then stop_tokengate "$name" "$dir"; start_tokengate "$name" "$dir"; fi
       log "scenario $name: round $round/$ROUNDS: $target (${DURATION}s)"
       local perf_pid=""
       if [[ -n "${PERF_OUT:-}" && $target == tokengate && $round == 1 ]]; then
         command -v perf >/dev/null || die "PERF_OUT needs perf (apt-get install linux-perf)"
-        perf record -q -F 999 -g -p "$tg" -o "$PERF_OUT" -- sleep "$DURATION" >/dev/null 2>&1 &
+        perf record -q -F 999 -g -p "$TG_PID" -o "$PERF_OUT" -- sleep "$DURATION" >/dev/null 2>&1 &
         perf_pid=$!
       fi
+      [[ $target != tokengate ]] || ticks=$(cpu_ticks "$TG_PID")
+      [[ $target != tokengate || -z ${STORE_COUNTER:-} ]] || STORE_CALLS=$($STORE_COUNTER)
       run_wrk "$DURATION" "$url" "$dir/$target-$round.txt" "$@"
+      if [[ $target == tokengate ]]; then
+        # CPU seconds tokengate spent in this run, and (with a shared store) the store
+        # commands it sent: per request, in report.py.
+        printf '%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks "$TG_PID") - ticks ))" "$CLK_TCK" >>"$WORK/cpu.tsv"
+        [[ -z ${STORE_COUNTER:-} ]] || printf '%s\t%s\t%s\n' "$name" "$round" "$(( $($STORE_COUNTER) - STORE_CALLS ))" >>"$WORK/store.tsv"
+      fi
       if [[ -n $perf_pid ]]; then
         wait "$perf_pid" || true
         log "perf profile of tokengate: $PERF_OUT (perf report -i $PERF_OUT --no-children)"
@@ -309,20 +349,16 @@ scenario() {
     done
   done
 
-  printf '%s\t%s\t%s\n' "$name" tokengate "$(vmhwm "$tg")" >>"$WORK/rss.tsv"
+  stop_tokengate "$name" "$dir"
+  printf '%s\t%s\t%s\n' "$name" tokengate "$TG_RSS" >>"$WORK/rss.tsv"
   printf '%s\t%s\t%s\n' "$name" nginx "$(vmhwm_tree "$BASELINE_PID")" >>"$WORK/rss.tsv"
   [[ -z ${PEER_NAME:-} ]] \
     || printf '%s\t%s\t%s\n' "$name" "$PEER_NAME" "$(vmhwm_tree "$PEER_PID")" >>"$WORK/rss.tsv"
-  kill -TERM "$tg"
-  local rc=0
-  wait "$tg" || rc=$?
-  forget_pid "$tg"
-  (( rc == 0 )) || { tail -20 "$dir/tokengate.log" >&2; die "scenario $name: tokengate exited $rc on SIGTERM"; }
 }
 
 # --- scenarios -------------------------------------------------------------------------
 # One line each: scenario NAME TOKENGATE_CONFIG_TEMPLATE [WRK_ARGS...]
-# (later: dpop / login routes, with wrk Lua scripts under bench/lua/ adding headers)
+# (later: login routes, with wrk Lua scripts under bench/lua/ adding headers)
 scenario none bench/tokengate/none.yaml
 
 # bearer_scenario NAME ALG CACHE_ENTRIES: a key of ALG, a token signed with it, the route
@@ -351,6 +387,75 @@ bearer_scenario bearer-rs256 RS256 10000
 bearer_scenario bearer-es256 ES256 10000
 bearer_scenario bearer-rs256-nocache RS256 0
 bearer_scenario bearer-es256-nocache ES256 0
+
+# check_dpop NAME URL: before measuring a dpop route, make sure it really checks proofs:
+# no proof, a proof for another URL, an unbound token, and a replayed proof get 401; a
+# fresh proof 200. (Uses its own proofs, not the scenario's file.)
+check_dpop() {
+  local name=$1 url=$2 keys=$DPOP_KEYS p
+  log "$name: checking that it verifies DPoP proofs before measuring"
+  expect_status "$name: no proof" 401 "$url" -H "Authorization: DPoP $BENCH_TOKEN"
+  p=$("$TOKENGATE_BIN" dpop proof --key "$keys/dpop.jwk" --url "${url}other" --token "$BENCH_TOKEN")
+  expect_status "$name: proof for another URL" 401 "$url" -H "Authorization: DPoP $BENCH_TOKEN" -H "DPoP: $p"
+  p=$("$TOKENGATE_BIN" dpop proof --key "$keys/dpop.jwk" --url "$url" --token "$UNBOUND_TOKEN")
+  expect_status "$name: token not bound to the key" 401 "$url" -H "Authorization: DPoP $UNBOUND_TOKEN" -H "DPoP: $p"
+  p=$("$TOKENGATE_BIN" dpop proof --key "$keys/dpop.jwk" --url "$url" --token "$BENCH_TOKEN")
+  expect_status "$name: fresh proof" 200 "$url" -H "Authorization: DPoP $BENCH_TOKEN" -H "DPoP: $p"
+  expect_status "$name: the same proof again" 401 "$url" -H "Authorization: DPoP $BENCH_TOKEN" -H "DPoP: $p"
+}
+
+# Redis for the dpop-redis scenario: a real redis-server on loopback, no persistence.
+PORT_REDIS=$((PORT_BASE + 6))
+REDIS_PID=""
+start_redis() {
+  [[ -z $REDIS_PID ]] || return 0
+  command -v redis-server >/dev/null || die "the dpop-redis scenario needs redis-server (apt-get install redis-server)"
+  port_free "$PORT_REDIS" || die "127.0.0.1:$PORT_REDIS is in use; set PORT_BASE"
+  redis-server --port "$PORT_REDIS" --bind 127.0.0.1 --save "" --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
+  REDIS_PID=$!
+  PIDS+=("$REDIS_PID")
+  local i
+  for i in $(seq 100); do [[ $(redis-cli -p "$PORT_REDIS" PING 2>/dev/null) == PONG ]] && return 0; sleep 0.1; done
+  die "redis-server did not start"
+}
+redis_set_calls() { redis-cli -p "$PORT_REDIS" INFO commandstats | sed -n 's/^cmdstat_set:calls=\([0-9]*\),.*/\1/p' | tr -d '\r' | grep . || echo 0; }
+
+# dpop_scenario NAME STORE: an auth: dpop route; an ES256 client key, an access token bound
+# to it (cnf.jkt), and DPOP_PROOFS unique proofs for tokengate's URL made up front (each
+# request must carry a fresh one: one ES256 check per request that no cache can save).
+# tokengate restarts (and the store is emptied) before each run, so every run can use the
+# same proofs once.
+DPOP_PROOFS=${DPOP_PROOFS:-$(( DURATION * 45000 ))}
+dpop_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local keys=$WORK/keys-dpop store=memory reset="" counter=""
+  DPOP_KEYS=$keys
+  mkdir -p "$keys"
+  if [[ ! -f $keys/proofs.txt ]]; then
+    "$TOKENGATE_BIN" keys generate --alg ES256 --kid bench-issuer --out "$keys/issuer.jwk" >"$keys/jwks.json"
+    "$TOKENGATE_BIN" keys generate --alg ES256 --out "$keys/dpop.jwk" >/dev/null
+    local jkt
+    jkt=$("$TOKENGATE_BIN" keys thumbprint --key "$keys/dpop.jwk")
+    "$TOKENGATE_BIN" jwt sign --key "$keys/issuer.jwk" --typ at+jwt --exp-in 86400 \
+      --claims "{\"iss\":\"https://bench.local\",\"aud\":\"bench-api\",\"sub\":\"bench-user\",\"scope\":\"bench\",\"cnf\":{\"jkt\":\"$jkt\"}}" >"$keys/token"
+    "$TOKENGATE_BIN" jwt sign --key "$keys/issuer.jwk" --typ at+jwt --exp-in 86400 \
+      --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","scope":"bench"}' >"$keys/unbound-token"
+    log "dpop: making $DPOP_PROOFS proofs for http://127.0.0.1:$PORT_TOKENGATE/ (tokengate dpop proof --count)"
+    "$TOKENGATE_BIN" dpop proof --key "$keys/dpop.jwk" --url "http://127.0.0.1:$PORT_TOKENGATE/" \
+      --token "$(cat "$keys/token")" --count "$DPOP_PROOFS" >"$keys/proofs.txt"
+  fi
+  BENCH_TOKEN=$(cat "$keys/token") UNBOUND_TOKEN=$(cat "$keys/unbound-token")
+  export BENCH_TOKEN DPOP_PROOFS_FILE=$keys/proofs.txt
+  if [[ $2 == redis ]]; then
+    start_redis
+    store="redis://127.0.0.1:$PORT_REDIS/0" reset="redis-cli -p $PORT_REDIS FLUSHALL" counter=redis_set_calls
+  fi
+  SCENARIO_VARS="JWKS=$keys/jwks.json STORE=$store REPLAY_ENTRIES=$(( DPOP_PROOFS * 2 ))" SCENARIO_AUTH=dpop-$2 \
+    RESTART_EACH_RUN=1 RESET_STORE=$reset STORE_COUNTER=$counter CHECK_SCENARIO=check_dpop \
+    scenario "$1" bench/tokengate/dpop.yaml -s "$ROOT/bench/lua/dpop.lua"
+}
+dpop_scenario dpop-es256 memory
+dpop_scenario dpop-es256-redis redis
 
 (( ${#RAN[@]} )) || die "no scenario named ${SELECTED[*]}"
 

@@ -16,6 +16,8 @@ final class TokenAuthenticator {
     private var proofVerifiers: [Int: DPoPProofVerifier] = [:]
     private var nonces: DPoPNonces?
     private var publicURL: PublicURL?
+    /// Proof keys this worker has imported already (clients reuse one key for every proof).
+    private let proofKeys = DPoPKeyCache(capacity: 4096)
 
     init(validator: AccessTokenValidator, replay: ReplayStore) {
         self.validator = validator
@@ -115,7 +117,8 @@ final class TokenAuthenticator {
         let proof: DPoPProof
         do {
             proof = try verifier.verify(proofs[0], request: .init(method: req.method?.rawValue ?? "", uri: "\(scheme)://\(authority)\(target.path)",
-                                                                    accessToken: token, now: now, normalizePath: Self.normalizePath))
+                                                                    accessToken: token, now: now, normalizePath: Self.normalizePath),
+                                   keyCache: proofKeys)
         } catch {
             done(.deny(answer.refuse(401, error.wireCode, error.reason, scheme: "DPoP", detail: error.description))); return
         }

@@ -81,7 +81,8 @@ extension JWK {
                 try b.octets("pub", [0x04] + x + y)
                 if let d { try b.bn("priv", d) }
             }
-            try key.checkPublic()
+            // P-256/384/521 have cofactor 1: in range and on the curve is enough.
+            try key.checkPublic(quick: true)
             if d != nil { try key.checkPair() }
             material = .asymmetric(key, isPrivate: d != nil)
         case "OKP":

@@ -45,6 +45,12 @@ public struct CompactJWS: Sendable {
         signingInput = parsed.3
     }
 
+    /// The protected header as sent (its base64url text): two proofs with the same bytes here
+    /// carry the same key.
+    public var encodedHeader: ArraySlice<UInt8> {
+        signingInput[..<(signingInput.firstIndex(of: UInt8(ascii: ".")) ?? signingInput.endIndex)]
+    }
+
     /// The payload as a JSON object (a JWT claims set).
     public func claims() throws -> JSONObject {
         try JSONParser.parseObject(payload, what: "the JWT claims set")

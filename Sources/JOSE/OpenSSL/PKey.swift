@@ -31,11 +31,15 @@ final class PKey: @unchecked Sendable {
         return PKey(taking: pkey)
     }
 
-    /// Runs OpenSSL's public-key check (for EC: the point is on the curve, not infinity).
-    func checkPublic() throws {
+    /// Runs OpenSSL's public-key check. `quick` (EVP_PKEY_public_check_quick) skips the
+    /// costly part of the EC check, order × Q = ∞ (a full scalar multiplication, as dear as a
+    /// signature check): for the NIST curves, whose cofactor is 1, a point in range and on the
+    /// curve is already in the prime-order group (SP 800-56A rev. 3 §5.6.2.3.4).
+    func checkPublic(quick: Bool = false) throws {
         guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { throw OpenSSLError.make("EVP_PKEY_CTX_new") }
         defer { EVP_PKEY_CTX_free(ctx) }
-        guard EVP_PKEY_public_check(ctx) == 1 else { throw OpenSSLError.make(.invalidKey, "the public key fails validation") }
+        let ok = quick ? EVP_PKEY_public_check_quick(ctx) : EVP_PKEY_public_check(ctx)
+        guard ok == 1 else { throw OpenSSLError.make(.invalidKey, "the public key fails validation") }
     }
 
     /// A BIGNUM parameter as big-endian bytes, minimal or left-padded to `size`.

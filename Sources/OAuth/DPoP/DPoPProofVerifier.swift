@@ -33,10 +33,12 @@ public struct DPoPProofVerifier: Sendable {
         }
     }
 
-    public func verify(_ proof: String, request: Request) throws(DPoPProofError) -> DPoPProof {
+    /// - keyCache: this loop's cache of proof keys already imported (see `DPoPKeyCache`).
+    public func verify(_ proof: String, request: Request, keyCache: DPoPKeyCache? = nil) throws(DPoPProofError) -> DPoPProof {
         func invalid(_ reason: String, _ cause: JOSEError? = nil) -> DPoPProofError { DPoPProofError(.invalidProof, reason, cause: cause) }
         let jws: CompactJWS
         let key: JWK
+        let jkt: String
         let claims: JSONObject
         do {
             // Check 2: a well-formed compact JWS.
@@ -76,7 +78,13 @@ public struct DPoPProofVerifier: Sendable {
         }
         // Check 6: the signature verifies with the proof's own key (RFC 9449's explicit rule).
         do {
-            key = try JWK(object: jwkObject)
+            if let hit = keyCache?.get(jws.encodedHeader) {
+                (key, jkt) = hit
+            } else {
+                key = try JWK(object: jwkObject)
+                jkt = key.thumbprint()
+                keyCache?.put(jws.encodedHeader, key: key, jkt: jkt)
+            }
             try JWSVerifier.verify(jws, embeddedKey: key, algorithms: algorithms)
         } catch let e as JOSEError {
             throw invalid(e.code == .badSignature ? "the DPoP proof's signature does not verify" : "the DPoP proof's jwk is not a usable public key", e)
@@ -107,6 +115,6 @@ public struct DPoPProofVerifier: Sendable {
                 throw invalid("the DPoP proof's ath does not match the access token")
             }
         }
-        return DPoPProof(jkt: key.thumbprint(), jti: jti, iat: iat, nonce: nonce, acceptableUntil: acceptableUntil, nonceIsStale: stale)
+        return DPoPProof(jkt: jkt, jti: jti, iat: iat, nonce: nonce, acceptableUntil: acceptableUntil, nonceIsStale: stale)
     }
 }
