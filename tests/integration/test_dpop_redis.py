@@ -13,7 +13,7 @@ import requests
 
 from conftest import free_port
 from dpop_client import DPoPKey
-from test_dpop import bound_token, call, idp, refused  # noqa: F401 — idp is a fixture
+from test_dpop import bound_token, call, config as dpop_config, idp, refused  # noqa: F401 — idp is a fixture
 
 
 class RedisServer:
@@ -57,28 +57,9 @@ def redis():
 
 
 def config(upstream, idp, redis_port):
-    return f"""
-listen: 127.0.0.1:{{PORT}}
-admin_listen: 127.0.0.1:{{ADMIN}}
-workers: 2
-public_url: https://api.example.com
-store: {{ url: "redis://127.0.0.1:{redis_port}/3", prefix: "tg-test:" }}
-issuers:
-  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}
-upstreams:
-  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
-routes:
-  - name: dpop
-    match: {{ path_prefix: /dpop/ }}
-    upstream: app
-    auth: dpop
-    issuers: [one]
-  - name: bearer
-    match: {{ path_prefix: /bearer/ }}
-    upstream: app
-    auth: bearer
-    issuers: [one]
-"""
+    """test_dpop's routes, with a Redis store (database 3, a key prefix) and a fixed origin."""
+    return dpop_config(upstream, idp, extra_top=f"""public_url: https://api.example.com
+store: {{ url: "redis://127.0.0.1:{redis_port}/3", prefix: "tg-test:" }}""")
 
 
 URL = "https://api.example.com/dpop/orders/1"
@@ -118,7 +99,7 @@ def test_redis_down_fails_closed_without_hanging_and_recovers(upstream, idp, red
         assert r.status_code == 503, r.text
         assert r.headers.get("Retry-After") and r.json()["error"] == "temporarily_unavailable"
     # Routes that need no store keep working.
-    assert requests.get(g.url("/bearer/x"), headers={"Authorization": "Bearer " + bound_token(idp, key, cnf=None)},
+    assert requests.get(g.url("/token/x"), headers={"Authorization": "Bearer " + bound_token(idp, key, cnf=None)},
                         timeout=5).status_code == 200
     redis.start()
     deadline = time.time() + 10
