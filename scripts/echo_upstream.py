@@ -94,6 +94,9 @@ class Upstream:
                 if url.path.startswith("/reason"):
                     self.wfile.write(b"HTTP/1.1 200 OK\rSet-Cookie: session=attacker\r\nContent-Length: 2\r\n\r\nok")
                     return
+                if url.path.endswith("/upstream-nonce"):
+                    # An upstream that speaks DPoP itself (the gateway must not pass its nonces on).
+                    return self._send(200, b"{}", extra=[("DPoP-Nonce", "from-the-upstream")])
                 if url.path.startswith("/hop"):
                     return self._send(200, b"{}", extra=[("Connection", "X-Hop-Secret"), ("X-Hop-Secret", "1"),
                                                          ("Keep-Alive", "timeout=5"), ("X-End-To-End", "kept")])

@@ -36,7 +36,7 @@ struct DPoPConfigTests {
 
     @Test func parsesDPoPSettings() throws {
         let cfg = try parse(base).get()
-        #expect(cfg.publicURL == PublicURL(scheme: "https", authority: "api.example.com"))
+        #expect(cfg.publicURLs == [PublicURL(scheme: "https", authority: "api.example.com")])
         #expect(cfg.dpop.nonceKeys == [Array(String(repeating: "k", count: 32).utf8)] && cfg.dpop.nonceLifetime == 120)
         #expect(cfg.dpop.replayCacheEntries == 5000)
         let d = try #require(cfg.routes[0].tokens?.dpop)
@@ -78,5 +78,31 @@ struct DPoPConfigTests {
         has("auth: dpop", "auth: bearer", "has no effect with auth: bearer")
         has("    dpop: { algorithms", "    token_in_query: true\n    dpop: { algorithms", "has no effect with auth: dpop")
         has("auth: none", "auth: none\n    dpop: { nonce: off }", "has no effect with auth: none")
+        has("public_url: https://API.example.com:443\n", "", "set public_url (the origin clients use")
+    }
+
+    @Test func originsForHTU() throws {
+        let list = try parse(base.replacingOccurrences(of: "public_url: https://API.example.com:443",
+                                                        with: "public_url: [https://a.example.com, \"http://b.example.com:8080\"]")).get()
+        #expect(list.publicURLs == [PublicURL(scheme: "https", authority: "a.example.com"), PublicURL(scheme: "http", authority: "b.example.com:8080")])
+        // Behind trusted proxies, public_url may be left out.
+        let proxied = try parse(base.replacingOccurrences(of: "public_url: https://API.example.com:443", with: "trusted_proxies: [10.0.0.0/8]")).get()
+        #expect(proxied.publicURLs.isEmpty)
+    }
+
+    @Test func requestOriginRules() {
+        let one = [PublicURL(scheme: "https", authority: "api.example.com")]
+        let two = one + [PublicURL(scheme: "http", authority: "b.example.com:8080")]
+        typealias O = RequestOrigin.Origin
+        // One origin: pinned, whatever Host says.
+        #expect(RequestOrigin.select(publicURLs: one, scheme: "http", host: "evil.example", fromTrustedProxy: false) == O(scheme: "https", authority: "api.example.com"))
+        // Several: the request's host picks one of them, and only one of them.
+        #expect(RequestOrigin.select(publicURLs: two, scheme: "http", host: "B.example.com:8080", fromTrustedProxy: false) == O(scheme: "http", authority: "b.example.com:8080"))
+        #expect(RequestOrigin.select(publicURLs: two, scheme: "https", host: "api.example.com:443", fromTrustedProxy: false) == O(scheme: "https", authority: "api.example.com"))
+        #expect(RequestOrigin.select(publicURLs: two, scheme: "http", host: "b.example.com:8081", fromTrustedProxy: false) == nil)
+        #expect(RequestOrigin.select(publicURLs: two, scheme: "https", host: "files.example.com", fromTrustedProxy: false) == nil)
+        // None configured: a trusted proxy's word only, never a client's Host.
+        #expect(RequestOrigin.select(publicURLs: [], scheme: "https", host: "api.example.com", fromTrustedProxy: true) == O(scheme: "https", authority: "api.example.com"))
+        #expect(RequestOrigin.select(publicURLs: [], scheme: "http", host: "api.example.com", fromTrustedProxy: false) == nil)
     }
 }

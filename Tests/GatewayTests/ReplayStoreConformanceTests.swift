@@ -28,7 +28,8 @@ struct ReplayStoreConformanceTests {
                 let server = try RedisServerProcess()
                 redis = server
                 let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/1"))
-                store = RedisReplayStore(client: RedisClient(loop: loop, endpoint: endpoint), prefix: "conformance:")
+                // No clock-skew margin here: the suite checks the exact horizon on both stores.
+                store = RedisReplayStore(client: RedisClient(loop: loop, endpoint: endpoint), prefix: "conformance:", clockSkewMargin: 0)
             }
         }
 
@@ -108,6 +109,22 @@ struct ReplayStoreConformanceTests {
             return await group.reduce(0, +)
         }
         #expect(fresh == 2000)
+    }
+
+    @Test func redisKeepsEntriesPastTheHorizonByTheClockSkewMargin() throws {
+        let server = try RedisServerProcess()
+        let loop = EventLoop()
+        let client = RedisClient(loop: loop, endpoint: try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/0")))
+        let store = RedisReplayStore(client: client, prefix: "skew:")
+        let id = ReplayID(jkt: "k", jti: "j")
+        var ttl: RedisReply?
+        store.claim(id, until: Self.now + 60, now: Self.now) { _ in
+            client.send(["TTL", "skew:dpop:jti:\(id.text)"]) { r in ttl = try? r.get(); loop.stop() }
+        }
+        loop.schedule(after: 5) { loop.stop() }
+        loop.run()
+        guard case .integer(let seconds)? = ttl else { Issue.record("no TTL: \(String(describing: ttl))"); return }
+        #expect(seconds > 60 && seconds <= 70)
     }
 
     @Test func redisDownIsUnavailableNotFreshAndNotSlow() throws {

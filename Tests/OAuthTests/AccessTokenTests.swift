@@ -82,8 +82,15 @@ struct AccessTokenTests {
     }
 
     @Test func dpopBindingIsReported() throws {
-        let c = Self.claims(extra: [("cnf", .object(JSONObject(["jkt": .string("abc")])))])
-        #expect(try Self.verifier.verify(Self.token(c), now: Self.now, keys: keys).get().jkt == "abc")
+        let c = Self.claims(extra: [("cnf", .object(JSONObject(["jkt": .string("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I")])))])
+        let t = try Self.verifier.verify(Self.token(c), now: Self.now, keys: keys).get()
+        #expect(t.jkt == "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" && t.isSenderConstrained)
+        // A cnf of another kind, or a jkt that is no SHA-256 thumbprint: bound, but not to a DPoP key.
+        for cnf in [JSONObject(["x5t#S256": .string("abc")]), JSONObject(["jkt": .string("abc")]), JSONObject(["jkt": .number("1")])] {
+            let other = try Self.verifier.verify(Self.token(Self.claims(extra: [("cnf", .object(cnf))])), now: Self.now, keys: keys).get()
+            #expect(other.jkt == nil && other.isSenderConstrained)
+        }
+        #expect(try Self.verifier.verify(Self.token(Self.claims()), now: Self.now, keys: keys).get().isSenderConstrained == false)
     }
 
     @Test func garbage() {

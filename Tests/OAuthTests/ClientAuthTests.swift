@@ -42,10 +42,10 @@ struct ClientAuthTests {
     }
 
     @Test func introspectionVerdicts() {
-        guard case .active(let t) = judge(#"{"active":true,"sub":"alice","scope":"a b","exp":2000,"aud":["api"],"iss":"https://as","cnf":{"jkt":"xyz"}}"#) else {
+        guard case .active(let t) = judge(#"{"active":true,"sub":"alice","scope":"a b","exp":2000,"aud":["api"],"iss":"https://as","cnf":{"jkt":"0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}"#) else {
             Issue.record("active token refused"); return
         }
-        #expect(t.subject == "alice" && t.expiresAt == 2000 && t.jkt == "xyz")
+        #expect(t.subject == "alice" && t.expiresAt == 2000 && t.jkt == "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" && t.isSenderConstrained)
         for bad in [#"{"active":false}"#, #"{"active":"true"}"#, #"{}"#, "not json", #"{"active":true,"exp":500}"#,
                     #"{"active":true,"aud":"other"}"#, #"{"active":true,"iss":"https://evil"}"#, #"{"active":true,"nbf":5000}"#,
                     #"{"active":true,"active":true}"#] {

@@ -81,6 +81,17 @@ struct DPoPProofTests {
         expectRefused(try Self.proof(), verifier: onlyES384, reason: "algorithm")
     }
 
+    @Test func oversizedRSAProofKeysAreRefusedBeforeAnyWork() throws {
+        let big = try JWK.generate(for: .RS256, kid: nil, rsaBits: 4608)
+        expectRefused(try Self.proof(alg: .RS256, key: big), reason: "at most 4096 bits")
+        var jwk = try JWK.generate(for: .RS256, kid: nil).publicJWK()
+        jwk["e"] = .string("AQAAAQ")  // 2^24 + 1: not 65537
+        expectRefused(try Self.proof(header: ["jwk": .object(jwk)], alg: .RS256, key: try JWK.generate(for: .RS256, kid: nil)),
+                      reason: "exponent 65537")
+        let ok = try JWK.generate(for: .RS256, kid: nil, rsaBits: 4096)
+        _ = try DPoPProofVerifier().verify(try Self.proof(alg: .RS256, key: ok), request: Self.request())
+    }
+
     @Test func jwkMustBeAPublicKey() throws {
         expectRefused(try Self.proof(header: ["jwk": .object(try Self.key.privateJWK())]), reason: "private key")
         expectRefused(try Self.proof(header: ["jwk": nil]), reason: "no jwk")
@@ -163,15 +174,17 @@ struct DPoPProofTests {
         // Expired: issued two slots ago.
         let old = Self.nonces.issue(now: Self.now - 121)
         expectRefused(try Self.proof(claims: ["nonce": .string(old)]), verifier: nonceVerifier, code: .useNonce, reason: "not valid")
-        // A nonce stands in for iat: an old iat with a fresh nonce passes.
-        _ = try nonceVerifier.verify(try Self.proof(claims: ["nonce": .string(nonce), "iat": .number(String(Self.now - 3600))]), request: Self.request())
+        // The iat window still applies with a nonce: an old proof with a fresh nonce fails.
+        expectRefused(try Self.proof(claims: ["nonce": .string(nonce), "iat": .number(String(Self.now - 3600))]), verifier: nonceVerifier,
+                      reason: "too old")
     }
 
     @Test func staleNonceStillValidAndFlagged() throws {
         let previousSlot = Self.nonces.issue(now: Self.now - 60)
         let p = try nonceVerifier.verify(try Self.proof(claims: ["nonce": .string(previousSlot)]), request: Self.request())
         #expect(p.nonceIsStale)
-        #expect(p.acceptableUntil > Self.now)
+        // Remembered until the first of: the iat window ends, the nonce expires.
+        #expect(p.acceptableUntil == min(Self.now + 65, Self.now - 60 - (Self.now - 60) % 60 + 120))
     }
 
     /// Replaces the claims segment of a signed proof (leaving its signature as it was).

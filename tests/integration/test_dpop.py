@@ -12,11 +12,14 @@ from dpop_client import DPoPKey, hs256_proof
 from test_bearer import ec_key, idp, token as mint  # noqa: F401 — idp is a fixture
 
 
-def config(upstream, idp, extra_top="", trusted=""):
+def config(upstream, idp, extra_top="", trusted="", public_url="http://127.0.0.1:{PORT}"):
+    """public_url: the origin proofs must name (a YAML value), or None to leave it out."""
+    origin = f"public_url: {public_url}" if public_url else ""
     return f"""
 listen: 127.0.0.1:{{PORT}}
 admin_listen: 127.0.0.1:{{ADMIN}}
 workers: 2
+{origin}
 {trusted}
 {extra_top}
 issuers:
@@ -139,6 +142,16 @@ def test_forward_proof_and_token_when_asked(gw, idp, client):
     h = sent(r)
     assert h["dpop"] == proof and h["authorization"] == f"DPoP {tok}"
     assert h["x-key-thumbprint"] == client.jkt and "x-forwarded-jkt" not in h
+
+
+def test_upstream_dpop_nonce_never_reaches_the_client(upstream, idp, gateway_factory, client):
+    g = gateway_factory(config(upstream, idp))
+    tok = bound_token(idp, client)
+    path = "/dpop/upstream-nonce"
+    r = call(g, tok, client.proof("GET", g.url(path), access_token=tok), path=path)
+    assert r.status_code == 200 and "DPoP-Nonce" not in r.headers, r.headers
+    # On a route where the gateway does not check DPoP, the upstream's header passes as is.
+    assert requests.get(g.url("/public/upstream-nonce"), timeout=5).headers["DPoP-Nonce"] == "from-the-upstream"
 
 
 def test_client_cannot_forge_the_key_header(gw, idp, client):
@@ -402,7 +415,7 @@ def test_nonce_of_another_gateway_key_is_refused(upstream, idp, gateway_factory,
 # --- the URL the client addressed -----------------------------------------------------------
 
 def test_forwarded_origin_only_from_trusted_proxies(upstream, idp, gateway_factory, client):
-    trusted = gateway_factory(config(upstream, idp, trusted="trusted_proxies: [127.0.0.1/32]"))
+    trusted = gateway_factory(config(upstream, idp, trusted="trusted_proxies: [127.0.0.1/32]", public_url=None))
     untrusted = gateway_factory(config(upstream, idp))
     tok = bound_token(idp, client)
     external = "https://api.example.com/dpop/orders/1"
@@ -410,10 +423,35 @@ def test_forwarded_origin_only_from_trusted_proxies(upstream, idp, gateway_facto
     assert call(trusted, tok, client.proof("GET", external, access_token=tok), headers=fwd).status_code == 200
     # An untrusted client cannot steer the htu comparison with these headers.
     refused(call(untrusted, tok, client.proof("GET", external, access_token=tok), headers=fwd), 401, "invalid_dpop_proof")
+    # Behind trusted proxies without public_url, a request that does not come through one
+    # (no X-Forwarded-Host) has no origin the gateway can vouch for.
+    r = call(trusted, tok, client.proof("GET", trusted.url("/dpop/orders/1"), access_token=tok))
+    refused(r, 401, "invalid_dpop_proof")
+    assert "origin" in r.json()["error_description"]
+
+
+def test_host_header_cannot_steer_the_origin(gw, idp, client):
+    """A proof made for another origin (sent there, then replayed here) does not pass by
+    naming that origin in the Host header."""
+    tok = bound_token(idp, client)
+    proof = client.proof("GET", "http://files.example.com/dpop/orders/1", access_token=tok)
+    refused(call(gw, tok, proof, headers={"Host": "files.example.com"}), 401, "invalid_dpop_proof")
+    proof = client.proof("GET", f"http://127.0.0.1:{gw.port + 1}/dpop/orders/1", access_token=tok)
+    refused(call(gw, tok, proof, headers={"Host": f"127.0.0.1:{gw.port + 1}"}), 401, "invalid_dpop_proof")
+
+
+def test_several_public_urls(upstream, idp, gateway_factory, client):
+    g = gateway_factory(config(upstream, idp, public_url='["http://127.0.0.1:{PORT}", "http://localhost:{PORT}"]'))
+    tok = bound_token(idp, client)
+    for host in (f"127.0.0.1:{g.port}", f"localhost:{g.port}"):
+        r = call(g, tok, client.proof("GET", f"http://{host}/dpop/orders/1", access_token=tok), headers={"Host": host})
+        assert r.status_code == 200, (host, r.text)
+    r = call(g, tok, client.proof("GET", "http://other.example/dpop/orders/1", access_token=tok), headers={"Host": "other.example"})
+    refused(r, 401, "invalid_dpop_proof")
 
 
 def test_public_url_pins_the_origin(upstream, idp, gateway_factory, client):
-    g = gateway_factory(config(upstream, idp, extra_top="public_url: https://api.example.com"))
+    g = gateway_factory(config(upstream, idp, public_url="https://api.example.com"))
     tok = bound_token(idp, client)
     assert call(g, tok, client.proof("GET", "https://api.example.com/dpop/orders/1", access_token=tok)).status_code == 200
     # The Host the request came with does not matter any more.

@@ -18,6 +18,7 @@ def config(a, upstream, nonce="off", introspection=""):
 listen: 127.0.0.1:{{PORT}}
 admin_listen: 127.0.0.1:{{ADMIN}}
 workers: 2
+public_url: http://127.0.0.1:{{PORT}}
 clients:
   gw: {{ client_id: tokengate, auth: client_secret_basic, secret: "{GW_SECRET}" }}
 issuers:

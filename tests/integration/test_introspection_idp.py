@@ -90,3 +90,38 @@ def test_introspection_with_wrong_client_secret_refuses_tokens(authserver, upstr
         assert "introspection" in g.output()
     finally:
         g.stop()
+
+
+def test_an_issuers_introspection_answer_is_not_reused_for_another_issuer(authserver_factory, upstream):
+    """Two issuers that both introspect: issuer A's positive answer for an opaque token must
+    not let that token through a route that trusts only B (the cache is per issuer)."""
+    a, b = authserver_factory(), authserver_factory()
+    for s in (a, b):
+        s.add_client("opq", client_secret="opq-secret-0123456789abcdef0123456789ab", scopes=["orders:read"],
+                     audience=["api"], access_token_format="opaque")
+        s.add_client("tokengate", client_secret=GW_SECRET, token_endpoint_auth_method="client_secret_basic", scopes=["openid"])
+    g = Gateway(f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 1
+clients:
+  gw: {{ client_id: tokengate, auth: client_secret_basic, secret: "{GW_SECRET}" }}
+issuers:
+  as_a: {{ issuer: "{a.issuer}", discovery: true, audiences: [api], algorithms: [ES256], introspection: {{ client: gw }} }}
+  as_b: {{ issuer: "{b.issuer}", discovery: true, audiences: [api], algorithms: [ES256], introspection: {{ client: gw }} }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+routes:
+  - {{ name: a, match: {{ path_prefix: /a/ }}, upstream: app, auth: bearer, issuers: [as_a] }}
+  - {{ name: b, match: {{ path_prefix: /b/ }}, upstream: app, auth: bearer, issuers: [as_b] }}
+""")
+    g.start()
+    try:
+        token = a.client_credentials_token("opq", scope="orders:read", secret="opq-secret-0123456789abcdef0123456789ab")["access_token"]
+        h = {"Authorization": f"Bearer {token}"}
+        assert requests.get(g.url("/a/1"), headers=h, timeout=10).status_code == 200
+        r = requests.get(g.url("/b/1"), headers=h, timeout=10)
+        assert r.status_code == 401 and 'error="invalid_token"' in r.headers["WWW-Authenticate"], r.text
+        assert b.hits.get("/introspection", 0) == 1, "B was asked about the token, not A's cached answer reused"
+    finally:
+        g.stop()

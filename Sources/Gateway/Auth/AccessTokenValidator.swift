@@ -78,7 +78,8 @@ final class AccessTokenValidator {
         if token.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count != 2, let intro = introspection[route.index] {
             introspector.introspect(token, issuer: intro.policy, config: intro.config, caFile: intro.caFile) { verdict in
                 switch verdict {
-                case .active(let t): done(.valid(t))
+                case .active(let t) where verifier.issuers.contains(where: { $0.name == t.issuer }): done(.valid(t))
+                case .active(let t): done(.invalid(description: "the token's issuer is not accepted here", detail: "introspected by \(t.issuer)"))
                 case .inactive(let reason): done(.invalid(description: "the token is not active", detail: reason))
                 }
             }

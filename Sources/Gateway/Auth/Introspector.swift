@@ -25,9 +25,12 @@ final class Introspector {
     func introspect(_ token: String, issuer: IssuerPolicy, config: IntrospectionConfig, caFile: String?,
                     done: @escaping (IntrospectionResponse.Verdict) -> Void) {
         let now = Int64(Date().timeIntervalSince1970)
-        if let hit = positive.get(token, now: now) { done(.active(hit)); return }
-        if let reason = negative.get(token, now: now) { done(.inactive(reason: reason)); return }
-        if waiting[token] != nil { waiting[token]!.append(done); return }
+        // One issuer's answer is never another's: an opaque token that issuer A vouches for
+        // means nothing on a route that trusts only B.
+        let key = issuer.name + "\u{0}" + token
+        if let hit = positive.get(key, now: now) { done(.active(hit)); return }
+        if let reason = negative.get(key, now: now) { done(.inactive(reason: reason)); return }
+        if waiting[key] != nil { waiting[key]!.append(done); return }
         guard let endpoint = config.endpoint ?? discoveredEndpoints[issuer.name] else {
             done(.inactive(reason: "no introspection endpoint known for \(issuer.name)")); return
         }
@@ -38,7 +41,7 @@ final class Introspector {
         } catch {
             done(.inactive(reason: "client authentication: \(error)")); return
         }
-        waiting[token] = [done]
+        waiting[key] = [done]
         requests += 1
         let body = FormEncoding.body([("token", token), ("token_type_hint", "access_token")] + credentials.form)
         let request = FetchRequest(url: endpoint, body: Array(body.utf8),
@@ -52,8 +55,8 @@ final class Introspector {
             case .success(let resp) where resp.status == 200:
                 verdict = IntrospectionResponse.judge(resp.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
                 switch verdict {
-                case .active(let t): self.positive.put(token, t, expiresAt: min(t.expiresAt, now + Int64(config.cacheTTL)), now: now)
-                case .inactive(let reason): self.negative.put(token, reason, expiresAt: now + Int64(config.negativeTTL), now: now)
+                case .active(let t): self.positive.put(key, t, expiresAt: min(t.expiresAt, now + Int64(config.cacheTTL)), now: now)
+                case .inactive(let reason): self.negative.put(key, reason, expiresAt: now + Int64(config.negativeTTL), now: now)
                 }
             case .success(let resp):
                 // An AS error is not an answer about the token: nothing is cached.
@@ -61,7 +64,7 @@ final class Introspector {
             case .failure(let e):
                 verdict = .inactive(reason: "introspection failed: \(e.description)")
             }
-            let waiters = self.waiting.removeValue(forKey: token) ?? []
+            let waiters = self.waiting.removeValue(forKey: key) ?? []
             for w in waiters { w(verdict) }
         }
     }

@@ -15,7 +15,7 @@ final class TokenAuthenticator {
     private let replay: ReplayStore
     private var proofVerifiers: [Int: DPoPProofVerifier] = [:]
     private var nonces: DPoPNonces?
-    private var publicURL: PublicURL?
+    private var publicURLs: [PublicURL] = []
     /// Proof keys this worker has imported already (clients reuse one key for every proof).
     private let proofKeys = DPoPKeyCache(capacity: 4096)
 
@@ -26,7 +26,7 @@ final class TokenAuthenticator {
 
     func apply(_ config: GatewayConfig) {
         validator.apply(config)
-        publicURL = config.publicURL
+        publicURLs = config.publicURLs
         let keys = (config.dpop.nonceKeys.isEmpty ? [ProcessSecrets.dpopNonceKey] : config.dpop.nonceKeys).compactMap { MACKey(secret: $0) }
         let nonces = DPoPNonces(keys: keys, lifetime: Int64(config.dpop.nonceLifetime))
         self.nonces = nonces
@@ -42,10 +42,13 @@ final class TokenAuthenticator {
         }
     }
 
-    /// How the client addressed the request: what a DPoP proof's `htu` must name.
+    /// How the client addressed the request: what a DPoP proof's `htu` must name (see
+    /// `RequestOrigin` for which of these are believed).
     struct Target {
         var scheme: String
-        var authority: String
+        /// The effective Host: a trusted proxy's X-Forwarded-Host, or the Host header.
+        var host: String
+        var fromTrustedProxy: Bool
         var path: String
     }
 
@@ -93,8 +96,9 @@ final class TokenAuthenticator {
         case .unavailable(let detail): return .unavailable(detail: detail)
         case .invalid(let description, let detail): return .deny(answer.refuse(401, .invalid_token, description, scheme: "Bearer", detail: detail))
         case .valid(let token):
-            // RFC 9449 §7.2: a DPoP-bound token presented as a Bearer token is invalid.
-            if token.jkt != nil {
+            // RFC 9449 §7.2: a DPoP-bound token presented as a Bearer token is invalid; so is
+            // any token bound to a key (a `cnf` of another kind) — its holder must prove it.
+            if token.isSenderConstrained {
                 return .deny(answer.refuse(401, .invalid_token, "the token is DPoP-bound; present it with a DPoP proof", scheme: "Bearer",
                                            detail: "DPoP-bound token sent as Bearer"))
             }
@@ -112,11 +116,15 @@ final class TokenAuthenticator {
             done(.deny(answer.refuse(401, .invalid_dpop_proof, reason, scheme: "DPoP"))); return
         }
         let now = Int64(Date().timeIntervalSince1970)
-        let scheme = publicURL?.scheme ?? target.scheme
-        let authority = publicURL?.authority ?? target.authority
+        guard let origin = RequestOrigin.select(publicURLs: publicURLs, scheme: target.scheme, host: target.host,
+                                                fromTrustedProxy: target.fromTrustedProxy) else {
+            done(.deny(answer.refuse(401, .invalid_dpop_proof, "the request's origin is not one this gateway answers for", scheme: "DPoP",
+                                     detail: "no trusted origin for host \(target.host)")))
+            return
+        }
         let proof: DPoPProof
         do {
-            proof = try verifier.verify(proofs[0], request: .init(method: req.method?.rawValue ?? "", uri: "\(scheme)://\(authority)\(target.path)",
+            proof = try verifier.verify(proofs[0], request: .init(method: req.method?.rawValue ?? "", uri: "\(origin.scheme)://\(origin.authority)\(target.path)",
                                                                     accessToken: token, now: now, normalizePath: Self.normalizePath),
                                    keyCache: proofKeys)
         } catch {

@@ -32,10 +32,17 @@ extension ConfigParser {
         return .redis(url: url, prefix: prefix)
     }
 
-    static func publicURL(_ node: Node, _ r: ConfigReader) -> PublicURL? {
-        guard let s = r.string(node, path: "public_url") else { return nil }
+    static func publicURLs(_ node: Node, _ r: ConfigReader) -> [PublicURL] {
+        if case .sequence = node, let seq = r.sequence(node, path: "public_url") {
+            return seq.enumerated().compactMap { publicURL($1, path: "public_url[\($0)]", r) }
+        }
+        return publicURL(node, path: "public_url", r).map { [$0] } ?? []
+    }
+
+    static func publicURL(_ node: Node, path: String, _ r: ConfigReader) -> PublicURL? {
+        guard let s = r.string(node, path: path) else { return nil }
         guard let u = ConfigValues.url(s), u.path.isEmpty else {
-            r.problem("public_url", node, "\"\(s)\" must be an origin such as https://api.example.com (no path, query or user)")
+            r.problem(path, node, "\"\(s)\" must be an origin such as https://api.example.com (no path, query or user)")
             return nil
         }
         let bracketed = u.host.contains(":") ? "[\(u.host)]" : u.host

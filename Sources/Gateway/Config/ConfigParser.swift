@@ -50,7 +50,7 @@ public enum ConfigParser {
             }
         }
         if let node = top["store"] { cfg.store = store(node, r) }
-        if let node = top["public_url"] { cfg.publicURL = publicURL(node, r) }
+        if let node = top["public_url"] { cfg.publicURLs = publicURLs(node, r) }
         if let node = top["dpop"] { cfg.dpop = dpopSettings(node, r) }
         if let node = top["limits"] { cfg.limits = limits(node, r) }
         if let node = top["access_log"], let b = r.bool(node, path: "access_log") { cfg.accessLog = b }
@@ -73,8 +73,17 @@ public enum ConfigParser {
         if let node = top["session"] { _ = r.mapping(node, path: "session", known: ["keys", "keys_file", "idle_timeout", "absolute_timeout", "cookie_name", "secure_cookie"]) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.routes = routes(top["routes"], cfg, r)
+        if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
+           let route = cfg.routes.first(where: { $0.tokens?.dpop != nil }) {
+            // RFC 9449 §4.3 check 9 compares htu with the URL the client addressed; a client's
+            // own Host header cannot say that (it would let a proof for another origin in).
+            r.problem("public_url", top["routes"], "\(route.name) checks DPoP proofs: set public_url (the origin clients use, e.g. https://api.example.com) or trusted_proxies (whose X-Forwarded-Proto/-Host then say it)")
+        }
         // Every identity header any route sets is stripped from every request on every route.
         var stripped = Set(IdentityHeaders.defaults.map { $0.0.lowercased() })
+        // The default key-thumbprint header too, even where no route sets it: an upstream
+        // might read it whatever the config says.
+        if let jkt = DPoPRouteConfig().jktHeader { stripped.insert(jkt.lowercased()) }
         for route in cfg.routes {
             stripped.formUnion(route.identityHeaders.headerNames.map { $0.lowercased() })
             if let h = route.tokens?.dpop?.jktHeader { stripped.insert(h.lowercased()) }

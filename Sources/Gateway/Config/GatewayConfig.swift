@@ -14,10 +14,10 @@ public struct GatewayConfig: Sendable {
     public var logLevel = "info"
     /// Where shared state lives (DPoP jti replay entries): this process, or Redis.
     public var store = StoreConfig.memory
-    /// How clients address the gateway (`public_url`): scheme and authority for DPoP `htu`.
-    /// nil: from the request itself (its TLS-ness and Host, or a trusted proxy's
-    /// X-Forwarded-Proto/-Host).
-    public var publicURL: PublicURL? = nil
+    /// How clients address the gateway (`public_url`: one origin or several): what a DPoP
+    /// proof's `htu` must name. Empty: a trusted proxy's X-Forwarded-Proto/-Host say it —
+    /// never a client's own Host header.
+    public var publicURLs: [PublicURL] = []
     public var dpop = DPoPSettings()
     /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
     /// always removed (DESIGN: strip, then inject).

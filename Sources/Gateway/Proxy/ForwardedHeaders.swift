@@ -6,6 +6,9 @@ public struct ForwardedHeaders: Equatable {
     public var forwardedProto: String
     public var forwardedHost: String?
     public var requestID: String
+    /// The proto and host came from a trusted proxy's X-Forwarded-Proto/-Host, not from the
+    /// connection and its Host header.
+    public var originFromTrustedProxy = false
 
     public struct Inbound {
         public var peer: String
@@ -25,11 +28,13 @@ public struct ForwardedHeaders: Equatable {
         var proto = inbound.scheme
         if trusted, let p = inbound.xForwardedProto?.lowercased(), p == "http" || p == "https" { proto = p }
         var host = inbound.host
-        if trusted, let h = inbound.xForwardedHost, HostNormalizer.normalize(h) != nil { host = h }
+        var fromProxy = false
+        if trusted, let h = inbound.xForwardedHost, HostNormalizer.normalize(h) != nil { host = h; fromProxy = true }
         var id: String
         if trusted, let given = inbound.xRequestID, isValidRequestID(given) { id = given } else { id = newRequestID() }
         if id.isEmpty { id = newRequestID() }
-        return ForwardedHeaders(forwardedFor: chain, forwardedProto: proto, forwardedHost: host, requestID: id)
+        return ForwardedHeaders(forwardedFor: chain, forwardedProto: proto, forwardedHost: host, requestID: id,
+                                originFromTrustedProxy: fromProxy)
     }
 
     /// 1–128 characters of [A-Za-z0-9._:-]: safe in logs and headers.

@@ -40,6 +40,7 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
         let listed = HeaderRules.connectionTokens(head.headers.values("Connection"))
         let out = client.responseHeaders
         head.headers.copy(to: out) { $0.isToken && HeaderRules.forwardsResponseHeader($0.bytes, listed: listed) }
+        for name in context.droppedResponseHeaders { out.removeAll(name) }
         for (name, value) in context.responseHeaders {
             // The gateway's value replaces the upstream's: on this route the gateway speaks DPoP.
             out.removeAll(name)

@@ -17,4 +17,8 @@ struct RequestContext {
     var rejection: String? = nil
     /// Headers the gateway adds to the upstream's response (a fresh `DPoP-Nonce`).
     var responseHeaders: [(String, String)] = []
+    /// Upstream response headers that must not reach the client: on a route where the
+    /// gateway checks DPoP, the upstream's own `DPoP-Nonce` would send clients nonces the
+    /// gateway never issued.
+    var droppedResponseHeaders: [String] = []
 }

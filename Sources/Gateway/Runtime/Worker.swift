@@ -165,7 +165,8 @@ final class Worker: FlushListener {
                 forward(req, ctx: ctx, pool: pool, request: build([]), watch: watch)
                 return
             }
-            let target = TokenAuthenticator.Target(scheme: forwarded.forwardedProto, authority: forwarded.forwardedHost ?? "", path: path)
+            let target = TokenAuthenticator.Target(scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
+                                                   fromTrustedProxy: forwarded.originFromTrustedProxy, path: path)
             authenticator.authenticate(req, route: route, target: target, query: query) { [unowned self] decision in
                 var ctx = ctx
                 switch decision {
@@ -181,6 +182,7 @@ final class Worker: FlushListener {
                         return
                     }
                     ctx.responseHeaders = caller.responseHeaders
+                    if route.tokens?.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
                     var identity = route.identityHeaders.values(for: token.claims)
                     if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
                     self.forward(req, ctx: ctx, pool: pool, request: build(identity), watch: watch)

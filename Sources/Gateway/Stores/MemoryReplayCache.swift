@@ -28,12 +28,21 @@ final class MemoryReplayCache: ReplayStore, @unchecked Sendable {
     }
 
     func claim(_ id: ReplayID, until: Int64, now: Int64) -> ReplayVerdict {
-        let shard = shards[Int(id.low % UInt64(shards.count))]
+        // Swift's Hasher is seeded at random per process: a client cannot grind jtis that all
+        // land in one shard to fill it.
+        let shard = shards[Int(UInt(bitPattern: id.hashValue) % UInt(shards.count))]
         shard.lock.lock()
         defer { shard.lock.unlock() }
         if let seen = shard.expiry[id], seen > now { return .replayed }
         sweep(shard, now: now)
-        if shard.expiry.count >= perShard { return .unavailable("the in-memory replay cache is full") }
+        if shard.expiry.count >= perShard {
+            // The queue sweep stops at the first live entry; before refusing, drop every
+            // expired one (rare: only when the shard looks full).
+            shard.expiry = shard.expiry.filter { $0.value > now }
+            shard.order = shard.order[shard.head...].filter { shard.expiry[$0.id] == $0.until }
+            shard.head = 0
+            if shard.expiry.count >= perShard { return .unavailable("the in-memory replay cache is full") }
+        }
         shard.expiry[id] = until
         shard.order.append((id, until))
         return .fresh

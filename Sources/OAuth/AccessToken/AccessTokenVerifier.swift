@@ -26,7 +26,21 @@ public struct VerifiedAccessToken: Sendable {
     public let expiresAt: Int64
     /// RFC 9449 §6.1: the key the token is bound to, if it is DPoP-bound.
     public let jkt: String?
+    /// The token has a `cnf` claim at all (RFC 7800): bound to a key — DPoP or another kind
+    /// (mTLS `x5t#S256` …) — so it is never good as a plain Bearer token.
+    public var isSenderConstrained = false
     public var subject: String? { claims["sub"]?.string }
+
+    /// From the `cnf` claim or introspection member: `jkt` when it is a well-formed DPoP
+    /// binding; any `cnf` at all makes the token sender-constrained.
+    public init(issuer: String, claims: JSONObject, expiresAt: Int64, confirmation: JSONValue?) {
+        self.issuer = issuer
+        self.claims = claims
+        self.expiresAt = expiresAt
+        let jkt = confirmation?.object?["jkt"]?.string
+        self.jkt = jkt.flatMap { $0.utf8.count == 43 && Base64URL.decode($0)?.count == 32 ? $0 : nil }
+        isSenderConstrained = confirmation != nil
+    }
     public var clientID: String? { claims["client_id"]?.string ?? claims["azp"]?.string }
 }
 
@@ -80,8 +94,7 @@ public struct AccessTokenVerifier: Sendable {
         } catch {
             return .failure(.malformed("\(error)"))
         }
-        let jkt = unverifiedClaims["cnf"]?.object?["jkt"]?.string
         return .success(VerifiedAccessToken(issuer: policy.name, claims: unverifiedClaims,
-                                            expiresAt: unverifiedClaims["exp"]?.int64 ?? now, jkt: jkt))
+                                            expiresAt: unverifiedClaims["exp"]?.int64 ?? now, confirmation: unverifiedClaims["cnf"]))
     }
 }

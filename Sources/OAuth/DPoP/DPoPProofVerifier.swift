@@ -9,8 +9,8 @@ public struct DPoPProofVerifier: Sendable {
     public var window: Int64 = 60
     public var leeway: Int64 = 5
     public var maxSize = 8 * 1024
-    /// When set, every proof must carry a valid server nonce (§8, §9), and the nonce's time
-    /// stands in for `iat` (§4.3 check 11: "a server managed timestamp via the nonce claim").
+    /// When set, every proof must carry a valid server nonce (§8, §9), checked in addition to
+    /// `iat` (§4.3 check 11 allows either; both bound a stolen proof more tightly).
     public var nonces: DPoPNonces?
 
     public init() {}
@@ -60,6 +60,14 @@ public struct DPoPProofVerifier: Sendable {
         for member in ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] where jwkObject[member] != nil {
             throw invalid("the DPoP proof's jwk contains a private key")
         }
+        // A client picks its own proof key, so its size is the attacker's choice: RSA keys of
+        // 16384 bits with a 64-bit exponent would make every refused request cost
+        // milliseconds. Proof keys: RSA at most 4096 bits, e = 65537 (RFC 8017's common choice).
+        if jwkObject["kty"]?.string == "RSA" {
+            guard jwkObject["e"]?.string == "AQAB", let n = jwkObject["n"]?.string, n.utf8.count <= 683 else {
+                throw invalid("the DPoP proof's RSA key must be at most 4096 bits with exponent 65537")
+            }
+        }
         // Check 3: required claims, of the right types.
         guard let jti = claims["jti"]?.string, !jti.isEmpty, jti.utf8.count <= 256 else { throw invalid("the DPoP proof needs a jti") }
         guard let htm = claims["htm"]?.string else { throw invalid("the DPoP proof needs htm") }
@@ -95,17 +103,17 @@ public struct DPoPProofVerifier: Sendable {
         guard let want = HTU.normalize(requestURI: request.uri), let got = HTU.normalize(htu, normalizePath: request.normalizePath), want == got else {
             throw invalid("the DPoP proof's htu does not match the request URI")
         }
-        // Check 11: fresh, by the server's nonce if it requires one, else by iat.
-        let acceptableUntil: Int64
+        // Check 11: fresh by iat — and, where the server requires nonces, by the nonce too:
+        // a proof stolen with a valid nonce is then good for the iat window, not the nonce's
+        // whole lifetime.
+        let slack = window + leeway
+        guard iat <= request.now + slack else { throw invalid("the DPoP proof's iat is in the future") }
+        guard iat >= request.now - slack else { throw invalid("the DPoP proof is too old") }
+        var acceptableUntil = iat + slack
         var stale = false
         if case .valid(_, let expiresAt, let isStale)? = nonceVerdict {
-            acceptableUntil = expiresAt
+            acceptableUntil = min(acceptableUntil, expiresAt)
             stale = isStale
-        } else {
-            let slack = window + leeway
-            guard iat <= request.now + slack else { throw invalid("the DPoP proof's iat is in the future") }
-            guard iat >= request.now - slack else { throw invalid("the DPoP proof is too old") }
-            acceptableUntil = iat + slack
         }
         // Check 12: ath binds the proof to the access token.
         if let token = request.accessToken {

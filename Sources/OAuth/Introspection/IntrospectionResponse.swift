@@ -22,7 +22,6 @@ public enum IntrospectionResponse {
             guard values.contains(where: issuer.audiences.contains) else { return .inactive(reason: "audience mismatch") }
         }
         let expires = obj["exp"]?.int64 ?? now + defaultTTL
-        let jkt = obj["cnf"]?.object?["jkt"]?.string
-        return .active(VerifiedAccessToken(issuer: issuer.name, claims: obj, expiresAt: expires, jkt: jkt))
+        return .active(VerifiedAccessToken(issuer: issuer.name, claims: obj, expiresAt: expires, confirmation: obj["cnf"]))
     }
 }
