@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(libevent-dev libssl-dev libcurl4-openssl-dev libhiredis-dev pkg-config openssl curl)
 if [[ "${1:-}" == "--test" ]]; then
   # redis-server: the DPoP replay store tests run a real one on 127.0.0.1.
-  pkgs+=(python3 redis-server)
+  # chromium, chromium-driver: the headless browser of the login tests (selenium drives them).
+  pkgs+=(python3 redis-server chromium chromium-driver)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

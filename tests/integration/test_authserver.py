@@ -12,7 +12,7 @@ import pytest
 import requests
 from cryptojwt.jwk.jwk import key_from_jwk_dict
 
-from authserver.server import new_client_key
+from authserver.server import new_client_key, redirect_params
 from dpop_client import DPoPKey, ath, decode, hs256_proof
 
 
@@ -84,6 +84,38 @@ def test_refresh_and_rotation(authserver):
     assert claims_of(authserver.client_credentials_token()["access_token"])[0]["kid"] == new
     authserver.keys.remove(old)
     assert old not in [k["kid"] for k in authserver.jwks()["keys"]]
+
+
+def test_default_as_browser_login_additions(authserver):
+    """Without options: AutoLogin as before; metadata and endpoints of the browser-login work
+    (iss, end_session, revocation), PAR usable with request_uri alone, iss in every redirect."""
+    m = requests.get(f"{authserver.url}/.well-known/openid-configuration", timeout=5).json()
+    assert m["authorization_response_iss_parameter_supported"] is True
+    assert m["end_session_endpoint"] == f"{authserver.issuer}/end_session"
+    assert m["revocation_endpoint"] == f"{authserver.issuer}/revocation"
+    assert m["require_pushed_authorization_requests"] is False and m["require_signed_request_object"] is False
+    assert not authserver.threaded
+    redirect_uri = authserver.redirect_uri("app1")
+    uri = authserver.par({"response_type": "code", "client_id": "app1", "redirect_uri": redirect_uri,
+                          "scope": "openid email", "state": "s-1", "nonce": "n-1"})
+    r = requests.get(authserver.authorization_url(client_id="app1", request_uri=uri), allow_redirects=False, timeout=10)
+    assert r.status_code == 302, r.text
+    q = redirect_params(r.headers["Location"])
+    assert q["state"] == "s-1" and q["iss"] == authserver.issuer and q["code"]
+    tok = authserver.post_token({"grant_type": "authorization_code", "code": q["code"], "redirect_uri": redirect_uri})
+    assert tok.status_code == 200 and claims_of(tok.json()["id_token"])[1]["nonce"] == "n-1"
+    # Error redirects carry iss too.
+    r = requests.get(authserver.authorization_url(response_type="code", client_id="app1", redirect_uri=redirect_uri,
+                                                  scope="openid", state="s-2", code_challenge="x" * 43,
+                                                  code_challenge_method="plain"), allow_redirects=False, timeout=10)
+    q = redirect_params(r.headers["Location"])
+    assert q["error"] == "invalid_request" and q["state"] == "s-2" and q["iss"] == authserver.issuer
+    # Revocation.
+    t = authserver.code_flow(scope="openid offline_access")
+    assert authserver.revoke(t["refresh_token"]).status_code == 200
+    assert authserver.post_token({"grant_type": "refresh_token", "refresh_token": t["refresh_token"]}).json()["error"] == \
+        "invalid_grant"
+    assert authserver.revocations[-1]["status"] == 200 and authserver.refresh_count == 1
 
 
 def test_stop_and_start_keep_state(authserver):

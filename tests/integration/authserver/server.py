@@ -1,20 +1,72 @@
 """A real OAuth 2.0 / OpenID Connect authorization server for the end-to-end tests:
-idpyoidc (pinned in tests/requirements.txt) behind a small WSGI wrapper on werkzeug's
-single-threaded dev server, on 127.0.0.1.
+idpyoidc (pinned in tests/requirements.txt) behind a small WSGI wrapper on werkzeug's dev
+server (single-threaded; a thread per connection with the login form), on 127.0.0.1.
 
 What it serves (issuer = http://127.0.0.1:PORT, compared by idpyoidc as an exact string, so
 always 127.0.0.1 and never localhost):
 
   /.well-known/openid-configuration   OIDC discovery (also at /.well-known/oauth-authorization-server)
   /jwks.json                          the current public signing keys (live: rotation shows at once)
-  /authorization                      code flow; the user is logged in automatically (AutoLogin)
-  /token                              authorization_code, client_credentials, refresh_token grants
+  /authorization                      code flow; the user is logged in automatically (AutoLogin), or
+                                      on a login form (AuthServer(login="form")); plain, pushed (PAR:
+                                      client_id + request_uri alone), or a request object (RFC 9101)
+                                      by value (request=) or by reference (request_uri=http(s)://...,
+                                      fetched with a GET); iss in every response (RFC 9207)
+  /login                              login="form": where the form posts username and password
+  /token                              authorization_code (PKCE S256 checked), client_credentials,
+                                      refresh_token (rotating with rotate_refresh_tokens=True)
   /introspection                      RFC 7662
+  /revocation                         RFC 7009
+  /end_session                        OIDC RP-Initiated Logout 1.0
   /userinfo                           OIDC userinfo
-  /par                                RFC 9126 pushed authorization requests
+  /par                                RFC 9126 pushed authorization requests (plain or a request
+                                      object); request_uri one-time, expiring after par_lifetime s
 
-Client authentication at /token and /introspection: client_secret_basic, client_secret_post,
-client_secret_jwt and private_key_jwt.
+Client authentication at /token, /introspection, /par and /revocation: client_secret_basic,
+client_secret_post, client_secret_jwt and private_key_jwt (an assertion's aud: the endpoint's
+URL or the issuer).
+
+Browser login (the AS as the OIDC provider of a web-app RP) — what the wrapper does and why:
+  - the authorization request is resolved by the wrapper before idpyoidc sees it: a pushed
+    request from the wrapper's own table (AuthServer.par_requests: one use, par_lifetime,
+    the pushing client only), a request object verified here (below), or the query; idpyoidc's
+    Authorization endpoint then gets plain parameters. Why: idpyoidc 5.0.0 still wants
+    response_type/scope/redirect_uri next to a PAR request_uri, never expires PAR entries, and
+    its request-object handling checks only the signature (any alg the key jar has a key for,
+    HS256 with the client secret included), not aud, exp, typ, iss or client_id;
+  - request objects: JWS with the client's registered public keys (add_client(jwks=...)), alg
+    in REQUEST_OBJECT_ALGS (RS*, PS*, ES*, EdDSA; no HS*), typ oauth-authz-req+jwt when present,
+    iss = client_id, aud ∋ issuer, exp in the future, nbf/iat sane, client_id = the outer
+    client_id, no request/request_uri inside; the request object's parameters are the request
+    (RFC 9101 §6.3). alg none is accepted unless require_signed_request_object. Refusals of a
+    request object or request_uri answer 400 JSON, never a redirect (no trusted redirect_uri);
+  - errors after that (require_par, PKCE plain, prompt=none without login, idpyoidc's own checks)
+    redirect to the registered redirect_uri with error, state and iss (RFC 6749 §4.1.2.1,
+    RFC 9207); idpyoidc sets iss (and client_id) only on success and answers errors as JSON;
+  - offline_access: idpyoidc refuses it without prompt=consent; the wrapper adds consent (the
+    clients here are pre-registered with the scope), or drops the scope with prompt=none
+    (OIDC Core §11: ignore it);
+  - the login form is idpyoidc's UserPassJinja2 user-authentication method (FormLogin below),
+    with what 5.0.0 lacks around it: a template (templates/login.jinja2), the form's POST
+    endpoint (/login: verify(), then idpyoidc's create_session + authz_part2), a login
+    session of the AS (cookie authserver_login_PORT, all clients: SSO; prompt=login and max_age
+    honoured) instead of idpyoidc's per-client session cookie, and a form token that expires;
+  - PKCE at /token in the wrapper (AuthServer._pkce_check), not idpyoidc's pkce add-on: its
+    token check breaks client_credentials requests (looks up request["code"]) and it defaults
+    a missing code_challenge_method to plain. S256 only; a code_verifier for a code without
+    code_challenge is refused too (RFC 9700 §2.1.1); a refused verifier does not spend the code;
+  - refresh: idpyoidc's helper with revoke_refresh_on_issue for rotation; a spent, revoked or
+    expired refresh token answers invalid_grant (idpyoidc: invalid_request) → RefreshGrant;
+  - revocation: idpyoidc's TokenRevocation (works as is); the wrapper answers 200 with an empty
+    body and records the calls;
+  - end_session in the wrapper: idpyoidc's Session endpoint needs its own encrypted session
+    cookie and an interactive confirmation step. id_token_hint must be an ID token signed by
+    this AS (exp not checked: RP-Initiated Logout §2), its aud the client; a
+    post_logout_redirect_uri must be registered (add_client(post_logout_redirect_uri=...)).
+    Tokens are not revoked by a logout;
+  - introspection answers inactive from a token's exp second on (idpyoidc: one second later);
+  - a request_uri by reference is fetched while the AS is busy with that request (the AS is
+    one request at a time): the server hosting it must not need the AS to answer.
 
 Access tokens are JWTs per RFC 9068: header typ "at+jwt", a kid, and claims iss, sub, aud
 (the client's configured API audience), client_id, scope, iat, exp, jti, plus the user's
@@ -30,7 +82,8 @@ idpyoidc 5.0.0 facts met while setting this up (worked around here unless noted)
   - client_secret_jwt needs the secret in the key jar under the client_id (add_client does);
   - offline_access (refresh tokens) needs prompt=consent (code_flow adds it);
   - PAR (/par) answers 201 {request_uri, expires_in}, but /authorization then still wants
-    response_type, scope and redirect_uri in the query next to request_uri (not fixed here);
+    response_type, scope and redirect_uri in the query next to request_uri → the wrapper keeps
+    pushed requests itself (see "Browser login" above);
   - DPoP (RFC 9449) is off unless AuthServer(dpop=True); then every /token request needs a
     proof (see below). Its add-on (idpyoidc.server.oauth2.add_on.dpop) needs these fixes:
     * add_support() appends userinfo_post_parse_request (the resource-side check: wants the
@@ -66,13 +119,25 @@ Use it in-process (tests): AuthServer(...).start(); .client_credentials_token(..
 .code_flow(...), .refresh(...), .post_token(...) (the raw /token response), .rotate_key(),
 .stop()/.start() (same port), .url, .issuer, .token_endpoint. With dpop=True, pass
 dpop_key=dpop_client.DPoPKey(...) to the token helpers (a fresh proof per request).
+Browser-login helpers (a python-side RP; see the AuthServer docstring): .authorization_url(),
+.request_object(), .push_authorization_request()/.par(), .login_page()/.submit_login()/
+.login_with_form(), .exchange_code(), .revoke(), .end_session_url(), .verify_id_token(); and
+pkce_pair(), redirect_params(), parse_form() here. What happened: .authorizations,
+.request_objects, .request_uri_fetches, .par_requests, .login_attempts, .login_sessions,
+.token_requests (.refresh_count, .refresh_ok_count), .revocations, .end_session_calls.
 Or standalone:  cd tests/integration && python3 -m authserver.server --port 9000 [--dpop]
+[--login form] [--require-par]
 (prints the issuer and the demo clients; test hooks at POST /_test/rotate).
 """
 import argparse
 import base64
+import html
+import hashlib
+import hmac
 import json
 import logging
+import os
+import re
 import secrets
 import shutil
 import signal
@@ -80,28 +145,31 @@ import socket
 import tempfile
 import threading
 import time
-from urllib.parse import parse_qs, urlsplit
+from html.parser import HTMLParser
+from urllib.parse import parse_qs, unquote, urlencode, urljoin, urlsplit
 
 import requests
 from cryptojwt import JWT
 from cryptojwt.jwk.ec import new_ec_key
 from cryptojwt.jwk.hmac import SYMKey
 from cryptojwt.jwk.rsa import new_rsa_key
-from cryptojwt.key_bundle import KeyBundle
 from cryptojwt.jws.jws import JWS
+from cryptojwt.jws.utils import alg2keytype
+from cryptojwt.key_bundle import KeyBundle
 from cryptojwt.key_issuer import KeyIssuer
-from cryptojwt.utils import b64d
+from cryptojwt.utils import b64d, b64e
 from idpyoidc.message.oauth2 import JWTAccessToken, ResponseMessage
 from idpyoidc.message.oidc import AccessTokenRequest
 from idpyoidc.server import Server
 from idpyoidc.server.configure import OPConfiguration
-from idpyoidc.server.exception import ClientAuthenticationError
+from idpyoidc.server.exception import ClientAuthenticationError, FailedAuthentication
 from idpyoidc.server.oauth2.add_on import dpop as dpop_addon
 from idpyoidc.server.oauth2.token_helper.client_credentials import ClientCredentials
 from idpyoidc.server.oidc.token import Token as TokenEndpoint
+from idpyoidc.server.oidc.token_helper.refresh_token import RefreshTokenHelper
 from idpyoidc.server.token.exception import UnknownToken
 from idpyoidc.server.token.jwt_token import JWTToken
-from idpyoidc.server.user_authn.user import UserAuthnMethod
+from idpyoidc.server.user_authn.user import UserAuthnMethod, UserPassJinja2
 from idpyoidc.time_util import utc_time_sans_frac
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
@@ -121,6 +189,23 @@ USERS = {
               "groups": ["staff", "dev"]},
     "bob": {"name": "Bob Brown", "preferred_username": "bob", "email": "bob@example.com", "email_verified": True, "groups": ["dev"]},
 }
+
+# The passwords of the login form (AuthServer(login="form")).
+PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}
+
+TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+
+# Request objects (RFC 9101): asymmetric signatures with the client's registered keys only.
+REQUEST_OBJECT_ALGS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+REQUEST_OBJECT_TYP = "oauth-authz-req+jwt"
+# JWT claims of a request object that are not authorization request parameters.
+JWT_CLAIMS = ("iss", "aud", "exp", "iat", "nbf", "jti")
+# Form fields that authenticate the client at /par (not authorization request parameters).
+CLIENT_AUTH_FIELDS = ("client_secret", "client_assertion", "client_assertion_type")
+PAR_URN_PREFIX = "urn:ietf:params:oauth:request_uri:"
+# RFC 7636 §4.1: 43-128 characters of [A-Z] / [a-z] / [0-9] / "-" / "." / "_" / "~".
+PKCE_VERIFIER_RE = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
+PKCE_CHALLENGE_RE = re.compile(r"^[A-Za-z0-9\-_]{43}$")  # base64url(SHA-256), no padding
 
 # Demo clients. Tests add their own with AuthServer.add_client().
 CLIENTS = {
@@ -263,6 +348,133 @@ class AutoLogin(UserAuthnMethod):
         return {"uid": self.user}, utc_time_sans_frac()
 
 
+class RefreshGrant(RefreshTokenHelper):
+    """idpyoidc's OIDC refresh_token helper, with RFC 6749 §5.2's error for a refresh token
+    that is expired, revoked (RFC 7009) or already rotated away: invalid_grant (idpyoidc
+    answers invalid_request "Refresh token inactive"). Whether a refresh rotates is the token
+    endpoint's revoke_refresh_on_issue (AuthServer(rotate_refresh_tokens=True))."""
+
+    def post_parse_request(self, request, client_id="", **kwargs):
+        resp = super().post_parse_request(request, client_id, **kwargs)
+        if isinstance(resp, self.error_cls) and resp.get("error_description") == "Refresh token inactive":
+            return self.error_cls(error="invalid_grant",
+                                  error_description="refresh token expired, revoked or already used")
+        return resp
+
+
+class FormLogin(UserPassJinja2):
+    """The login form of AuthServer(login="form"): idpyoidc's UserPassJinja2 user-authentication
+    method (the authn broker picks it, setup_auth calls authenticated_as and, without a login,
+    __call__ for the page; verify() checks the password), completed where 5.0.0 falls short:
+      - no template ships with idpyoidc → templates/login.jinja2 here;
+      - its __call__ signs the hidden request token with RS256 (fails without an RS256 key), with
+        no expiry, and warns OnlyForTestingWarning on every page → AuthServer._login_page;
+      - there is no endpoint the form posts to (idpyoidc leaves that to the web framework) →
+        AuthServer._login (POST /login): verify(), then create_session + authz_part2;
+      - authenticated_as reads idpyoidc's own encrypted session cookie, which names one client's
+        grant (no SSO for another client) and which the wrapper never sets → the AS's login
+        session instead: AuthServer passes the browser's login cookie as `authn`, setup_auth
+        hands it over as `authorization`."""
+
+    url_endpoint = "/login"
+
+    def __init__(self, db, template_handler, template="login.jinja2", upstream_get=None, **kwargs):
+        super().__init__(db, template_handler, template=template, upstream_get=upstream_get,
+                         verify_endpoint=self.url_endpoint, **kwargs)
+        self.authserver = None  # set by AuthServer
+
+    def __call__(self, **authn_args):
+        return self.authserver._login_page(authn_args)
+
+    def authenticated_as(self, client_id="", cookie=None, authorization="", max_age=0, **kwargs):
+        return self.authserver._login_session_identity(authorization, max_age)
+
+    def verify(self, *args, **kwargs):
+        username, password = kwargs.get("username", ""), kwargs.get("password", "")
+        want = self.user_db.get(username)
+        if want is None or not hmac.compare_digest(want.encode(), password.encode()):
+            raise FailedAuthentication()
+        return username
+
+
+class PasswordDB(dict):
+    """user → password, for UserPassJinja2's db."""
+
+
+class AuthzError(Exception):
+    """An authorization request refused: error code (RFC 6749 §4.1.2.1, RFC 9101 §7, RFC 9126)
+    and description."""
+
+    def __init__(self, error, description):
+        super().__init__(f"{error}: {description}")
+        self.error = error
+        self.description = description
+
+
+class _FormParser(HTMLParser):
+    """The first <form> of a page: its action, method and <input>s (name → value)."""
+
+    def __init__(self):
+        super().__init__()
+        self.form = None
+        self._in_form = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "form" and self.form is None:
+            self.form = {"action": a.get("action", ""), "method": (a.get("method") or "get").lower(), "inputs": {},
+                         "types": {}}
+            self._in_form = True
+        elif tag == "input" and self._in_form and a.get("name"):
+            self.form["inputs"][a["name"]] = a.get("value") or ""
+            self.form["types"][a["name"]] = (a.get("type") or "text").lower()
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self._in_form = False
+
+
+def parse_form(page):
+    """{"action", "method", "inputs": {name: value}, "types": {name: type}} of the first form
+    of page (HTML text), or None."""
+    p = _FormParser()
+    p.feed(page)
+    return p.form
+
+
+def pkce_pair(verifier=None):
+    """(code_verifier, code_challenge) for PKCE S256 (RFC 7636 §4.1, §4.2)."""
+    verifier = verifier or secrets.token_urlsafe(48)[:64]
+    challenge = b64e(hashlib.sha256(verifier.encode("ascii")).digest()).decode("ascii")
+    return verifier, challenge
+
+
+def redirect_params(location):
+    """The query parameters of a redirect Location, one value each."""
+    return {k: v[0] for k, v in parse_qs(urlsplit(location).query, keep_blank_values=True).items()}
+
+
+def _add_query(url, params):
+    params = {k: v for k, v in params.items() if v is not None}
+    if not params:
+        return url
+    return url + ("&" if "?" in url else "?") + urlencode(params)
+
+
+def _jose_parts(token):
+    """(header, claims) of a compact JWS, unverified; ValueError if it is not one."""
+    parts = token.split(".") if isinstance(token, str) else []
+    if len(parts) != 3:
+        raise ValueError("not a compact JWS")
+    try:
+        header, claims = json.loads(b64d(parts[0].encode())), json.loads(b64d(parts[1].encode()))
+    except Exception:  # noqa: BLE001
+        raise ValueError("not a compact JWS")
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        raise ValueError("not a compact JWS")
+    return header, claims
+
+
 class SigningKeys:
     """The AS's signing keys, one current key per algorithm, kept in idpyoidc's key jar
     (under both owner "" and the issuer, as idpyoidc looks under either)."""
@@ -331,7 +543,8 @@ class SigningKeys:
             return next(k for k in self.keys if k.kid == kid)
 
 
-def op_config(issuer, audience, access_token_lifetime, dpop_algs=None):
+def op_config(issuer, audience, access_token_lifetime, dpop_algs=None, login="auto", id_token_lifetime=300,
+              refresh_token_lifetime=3600):
     authn = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
     conf = {
         "issuer": issuer,
@@ -369,7 +582,7 @@ def op_config(issuer, audience, access_token_lifetime, dpop_algs=None):
                       "kwargs": {"client_authn_method": authn,
                                  "grant_types_helpers": {
                                      "authorization_code": {"class": "idpyoidc.server.oidc.token_helper.access_token.AccessTokenHelper"},
-                                     "refresh_token": {"class": "idpyoidc.server.oidc.token_helper.refresh_token.RefreshTokenHelper"},
+                                     "refresh_token": {"class": _qualname(RefreshGrant)},
                                      "client_credentials": {"class": _qualname(ClientCredentialsGrant)},
                                  }}},
             "introspection": {"path": "introspection", "class": "idpyoidc.server.oauth2.introspection.Introspection",
@@ -379,11 +592,21 @@ def op_config(issuer, audience, access_token_lifetime, dpop_algs=None):
                                          "enforce_audience_restriction": False}},
             "userinfo": {"path": "userinfo", "class": "idpyoidc.server.oidc.userinfo.UserInfo",
                          "kwargs": {"client_authn_method": ["bearer_header"]}},
+            # RFC 7009.
+            "token_revocation": {"path": "revocation", "class": "idpyoidc.server.oauth2.token_revocation.TokenRevocation",
+                                 "kwargs": {"client_authn_method": authn,
+                                            "token_types_supported": ["access_token", "refresh_token"]}},
         },
-        "authentication": {
+        "authentication": ({
             "auto": {"acr": "urn:oasis:names:tc:SAML:2.0:ac:classes:InternetProtocolPassword",
                      "class": _qualname(AutoLogin), "kwargs": {"user": "alice"}},
-        },
+        } if login == "auto" else {
+            "form": {"acr": "urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport",
+                     "class": _qualname(FormLogin),
+                     "kwargs": {"template": "login.jinja2",
+                                "db": {"class": _qualname(PasswordDB), "kwargs": dict(PASSWORDS)},
+                                "page_header": "Sign in to the test authorization server"}},
+        }),
         "userinfo": {"class": "idpyoidc.server.user_info.UserInfo", "kwargs": {"db": USERS}},
         "claims_interface": {"class": "idpyoidc.server.session.claims.ClaimsInterface", "kwargs": {}},
         "authz": {
@@ -394,7 +617,7 @@ def op_config(issuer, audience, access_token_lifetime, dpop_algs=None):
                                            "max_usage": 1, "expires_in": 120},
                     "access_token": {"expires_in": access_token_lifetime},
                     "refresh_token": {"supports_minting": ["access_token", "refresh_token", "id_token"],
-                                      "expires_in": 3600},
+                                      "expires_in": refresh_token_lifetime},
                 },
                 "expires_in": 3600,
             }},
@@ -404,11 +627,11 @@ def op_config(issuer, audience, access_token_lifetime, dpop_algs=None):
             "token": {"class": _qualname(RFC9068AccessToken),
                       "kwargs": {"lifetime": access_token_lifetime, "aud": list(audience), "alg": "ES256",
                                  "add_claims_by_scope": True}},
-            "refresh": {"kwargs": {"lifetime": 3600}},
+            "refresh": {"kwargs": {"lifetime": refresh_token_lifetime}},
             "id_token": {"class": "idpyoidc.server.token.id_token.IDToken",
-                         "kwargs": {"lifetime": 300, "add_claims_by_scope": True}},
+                         "kwargs": {"lifetime": id_token_lifetime, "add_claims_by_scope": True}},
         },
-        "template_dir": "templates",
+        "template_dir": TEMPLATE_DIR,
     }
     if dpop_algs:
         # idpyoidc's DPoP add-on on /token; AuthServer fixes its wiring (see the module docstring).
@@ -443,10 +666,33 @@ class AuthServer:
     (= dpop_algs). A missing or bad proof: 400 {"error": "invalid_dpop_proof"}. Proof checks:
     one DPoP header, a JWS with typ dpop+jwt, alg in dpop_algs, a public jwk that verifies the
     signature, htm = the method, htu = token_endpoint exactly (no normalisation), iat within
-    dpop_max_age seconds in the past / dpop_leeway in the future, jti unseen. No DPoP-Nonce."""
+    dpop_max_age seconds in the past / dpop_leeway in the future, jti unseen. No DPoP-Nonce.
+
+    Browser login (module docstring for the details; each option fixed at construction):
+      login="auto"            AutoLogin (login_user, default alice) — as always; "form": the
+                              login form (users alice/alice-password, bob/bob-password) with a
+                              login session (SSO across clients; prompt=login shows the form)
+      require_par             metadata require_pushed_authorization_requests; requests that were
+                              not pushed are refused (error redirect)
+      require_signed_request_object
+                              metadata require_signed_request_object; a plain request, an
+                              unsigned (alg none) request object, a PAR body without one: refused
+      require_pkce            an authorization request without code_challenge is refused
+                              (S256 is always the only method; a challenge is always enforced)
+      rotate_refresh_tokens   each refresh answers a new refresh token and spends the old one
+      access_token_lifetime, id_token_lifetime, refresh_token_lifetime   seconds (3 works)
+      par_lifetime            seconds a pushed request_uri lives (expires_in), default 60
+      threaded                a thread per connection (requests still one at a time); default:
+                              on with login="form" (a browser's idle pre-connected socket would
+                              stall a single-threaded server), off otherwise
+    add_client(..., jwks=, redirect_uri=str|list, post_logout_redirect_uri=str|list)."""
 
     def __init__(self, port=0, audience=(DEFAULT_AUDIENCE,), access_token_lifetime=300, algs=("ES256", "RS256"),
-                 dpop=False, dpop_algs=DPOP_ALGS):
+                 dpop=False, dpop_algs=DPOP_ALGS, login="auto", require_par=False,
+                 require_signed_request_object=False, require_pkce=False, rotate_refresh_tokens=False,
+                 id_token_lifetime=300, refresh_token_lifetime=3600, par_lifetime=60, threaded=None):
+        if login not in ("auto", "form"):
+            raise ValueError(f"login must be 'auto' or 'form', not {login!r}")
         self.port = port or free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.url = self.issuer
@@ -460,13 +706,39 @@ class AuthServer:
         self.jwks_gate.set()
         self._httpd = None
         self._thread = None
+        # A thread per connection (see start()): by default only with the login form, i.e. for
+        # browsers; single-threaded otherwise, as it always was.
+        self.threaded = (login == "form") if threaded is None else bool(threaded)
+        self._conns = set()
         self.dpop = dpop
         self.dpop_algs = list(dpop_algs) if dpop else []
         self.dpop_max_age = 300  # seconds a proof's iat may lie in the past
         self.dpop_leeway = 60  # ... and in the future
         self._dpop_jtis = {}  # jti -> when it can be forgotten (iat outside the window by then)
+        # Browser login (see the class docstring); fixed at construction (the metadata says so).
+        self.login = login
+        self.require_par = require_par
+        self.require_signed_request_object = require_signed_request_object
+        self.require_pkce = require_pkce
+        self.rotate_refresh_tokens = rotate_refresh_tokens
+        self.par_lifetime = par_lifetime
+        self.login_cookie_name = f"authserver_login_{self.port}"  # cookies ignore ports: one name per AS
+        self.login_form_lifetime = 600  # seconds a login page (its signed hidden token) can be submitted
+        # What happened, for tests to assert.
+        self.par_requests = {}  # request_uri -> {"client_id", "params", "signed", "expires_at"}; popped when used
+        self.authorizations = []  # one per /authorization request: client_id, via, signed, params, outcome ...
+        self.request_objects = []  # every request object seen: via, header, claims, error (None when accepted)
+        self.request_uri_fetches = []  # request_uri fetched by reference: url, status, content_type
+        self.login_attempts = []  # /login form posts: user, ok
+        self.login_sessions = {}  # login cookie value -> {"user", "auth_time", "active"}
+        self._used_login_forms = set()
+        self.token_requests = []  # /token: grant_type, client_id (as sent, if any), status
+        self.revocations = []  # /revocation: client_id, token, token_type_hint, status
+        self.end_session_calls = []  # /end_session: params, client_id, user, ended, status, location
         self.server = Server(OPConfiguration(conf=op_config(self.issuer, audience, access_token_lifetime,
-                                                            dpop_algs=self.dpop_algs),
+                                                            dpop_algs=self.dpop_algs, login=login,
+                                                            id_token_lifetime=id_token_lifetime,
+                                                            refresh_token_lifetime=refresh_token_lifetime),
                                              base_path=self.dir), cwd=self.dir)
         self.keys = SigningKeys(self.server.keyjar, self.issuer)
         self.keys.init(algs)
@@ -475,6 +747,12 @@ class AuthServer:
         ctx = self.server.context
         self.server.endpoint["introspection"].post_construct.append(self._introspection_claims)
         ctx.provider_info["id_token_signing_alg_values_supported"] = [a for a in algs if a != "ES256"] or list(algs)
+        token = self.server.endpoint["token"]
+        token.post_parse_request.insert(0, self._pkce_check)  # before the grant helper (DPoP goes first)
+        token.revoke_refresh_on_issue = rotate_refresh_tokens
+        if login == "form":
+            self._form_method.authserver = self
+        self._browser_login_metadata()
         if dpop:
             self._wire_dpop()
         for cid, c in CLIENTS.items():
@@ -485,6 +763,10 @@ class AuthServer:
         resources, no sub for client_credentials); make aud/sub/client_id those of the token."""
         if not response.get("active"):
             return response
+        if isinstance(response.get("exp"), int) and response["exp"] <= time.time():
+            # idpyoidc keeps a token active through its exp second (integer now > exp); RFC 7519
+            # §4.1.4: not on or after exp.
+            return type(response)(active=False)
         try:
             claims = self.server.context.session_manager.token_handler["access_token"].get_payload(request["token"])
         except Exception:  # noqa: BLE001 — a refresh token: leave idpyoidc's answer
@@ -580,21 +862,25 @@ class AuthServer:
     # -- configuration -----------------------------------------------------------------
 
     def add_client(self, client_id, client_secret=None, scopes=("openid", "orders:read"), audience=None,
-                   jwks=None, redirect_uri=None, token_endpoint_auth_method=None, access_token_format="jwt"):
-        """Registers a client. jwks: its public JWK Set for private_key_jwt.
-        access_token_format: "jwt" (RFC 9068) or "opaque" (a reference only introspection
-        resolves)."""
-        redirect_uri = redirect_uri or f"http://127.0.0.1:1/cb/{client_id}"
+                   jwks=None, redirect_uri=None, token_endpoint_auth_method=None, access_token_format="jwt",
+                   post_logout_redirect_uri=None):
+        """Registers a client. jwks: its public JWK Set for private_key_jwt and for signed
+        request objects (RFC 9101). access_token_format: "jwt" (RFC 9068) or "opaque" (a
+        reference only introspection resolves). redirect_uri, post_logout_redirect_uri: one URL
+        or a list (exact matches; the first redirect_uri is the default)."""
+        redirect_uris = _as_list(redirect_uri) or [f"http://127.0.0.1:1/cb/{client_id}"]
         entry = {
             "client_id": client_id,
             "client_salt": secrets.token_hex(8),
-            "redirect_uris": [(redirect_uri, {})],
+            "redirect_uris": [(u, {}) for u in redirect_uris],
             "response_types_supported": ["code"],
             "grant_types_supported": ["authorization_code", "client_credentials", "refresh_token"],
             "allowed_scopes": list(scopes),
             "id_token_signed_response_alg": "RS256",
             "token_endpoint_auth_method": token_endpoint_auth_method,
         }
+        if post_logout_redirect_uri:
+            entry["post_logout_redirect_uris"] = _as_list(post_logout_redirect_uri)
         if client_secret:
             entry["client_secret"] = client_secret
             # client_secret_jwt: idpyoidc looks for the HMAC key in the key jar.
@@ -610,13 +896,42 @@ class AuthServer:
             self.server.keyjar.import_jwks(jwks, client_id)
         return entry
 
+    def redirect_uri(self, client_id):
+        """The client's first (default) registered redirect_uri."""
+        return self.server.context.cdb[client_id]["redirect_uris"][0][0]
+
     @property
     def login_user(self):
+        """Who AutoLogin logs in (login="auto" only)."""
         return self.server.context.authn_broker["auto"]["method"].user
 
     @login_user.setter
     def login_user(self, user):
         self.server.context.authn_broker["auto"]["method"].user = user
+
+    @property
+    def _form_method(self):
+        return self.server.context.authn_broker["form"]["method"]
+
+    @property
+    def refresh_count(self):
+        """How many /token requests with grant_type=refresh_token came in (any outcome)."""
+        return sum(1 for t in self.token_requests if t["grant_type"] == "refresh_token")
+
+    @property
+    def refresh_ok_count(self):
+        """How many of them got a 200."""
+        return sum(1 for t in self.token_requests if t["grant_type"] == "refresh_token" and t["status"] == 200)
+
+    def end_login_sessions(self, user=None):
+        """Ends the AS's login sessions (all, or user's): the next authorization request shows
+        the login form again."""
+        ended = []
+        for sid, sess in self.login_sessions.items():
+            if sess["active"] and (user is None or sess["user"] == user):
+                sess["active"] = False
+                ended.append(sid)
+        return ended
 
     # -- keys --------------------------------------------------------------------------
 
@@ -665,16 +980,34 @@ class AuthServer:
             return r
         if req.path == "/_test/rotate" and req.method == "POST":
             return _json({"kid": self.rotate_key(req.args.get("alg", "ES256"), req.args.get("keep_old") == "1")})
+        if req.path == "/authorization":
+            return self._authorization(req)
+        if req.path == "/par":
+            return self._par(req)
+        if req.path == "/login":
+            return self._login(req)
+        if req.path == "/end_session":
+            return self._end_session(req)
+        if req.path == "/revocation":
+            return self._revocation(req)
         ep = self._endpoint_for(req.path)
         if ep is None:
             return _json({"error": "not_found"}, 404)
+        if req.path == "/token":
+            return self._token(ep, req)
         return self._service(ep, req)
 
-    def _service(self, endpoint, req):
+    @staticmethod
+    def _http_info(req):
         headers = {k.lower(): v for k, v in req.headers.items() if k.lower() not in ("cookie", "user-agent")}
-        http_info = {"headers": headers, "method": req.method, "url": req.base_url,
-                     "cookie": [{"name": k, "value": v} for k, v in req.cookies.items()]}
-        if req.method == "GET":
+        return {"headers": headers, "method": req.method, "url": req.base_url,
+                "cookie": [{"name": k, "value": v} for k, v in req.cookies.items()]}
+
+    def _service(self, endpoint, req, args=None):
+        http_info = self._http_info(req)
+        if args is not None:
+            pass
+        elif req.method == "GET":
             args = req.args.to_dict()
         elif req.mimetype == "application/x-www-form-urlencoded":
             args = req.form.to_dict()
@@ -719,15 +1052,620 @@ class AuthServer:
             resp.headers[k] = v
         return resp
 
+    # -- browser login: authorization endpoint, PAR, JAR, login form, logout ------------
+
+    def _browser_login_metadata(self):
+        info = self.server.context.provider_info
+        info["authorization_response_iss_parameter_supported"] = True  # RFC 9207: iss in every response
+        info["end_session_endpoint"] = f"{self.url}/end_session"  # RP-Initiated Logout 1.0
+        info["revocation_endpoint"] = f"{self.url}/revocation"  # RFC 7009
+        info["revocation_endpoint_auth_methods_supported"] = list(info.get("token_endpoint_auth_methods_supported", []))
+        info["require_pushed_authorization_requests"] = bool(self.require_par)  # RFC 9126 §5
+        info["require_signed_request_object"] = bool(self.require_signed_request_object)  # RFC 9101 §10.5
+        info["request_parameter_supported"] = True
+        info["request_uri_parameter_supported"] = True
+        info["require_request_uri_registration"] = False
+        info["request_object_signing_alg_values_supported"] = (
+            list(REQUEST_OBJECT_ALGS) + ([] if self.require_signed_request_object else ["none"]))
+        info["code_challenge_methods_supported"] = ["S256"]
+
+    def _authorization(self, req):
+        """/authorization: resolves the request (PAR, request object, or the query), checks what
+        the wrapper checks, then hands plain parameters to idpyoidc's authorization endpoint."""
+        args = req.args.to_dict() if req.method == "GET" else req.form.to_dict()
+        client_id = args.get("client_id")
+        record = {"client_id": client_id, "via": None, "signed": False, "params": None, "outcome": None,
+                  "error": None, "location": None}
+        self.authorizations.append(record)
+        if not client_id or client_id not in self.server.context.cdb:
+            return self._authz_error_page(record, AuthzError(
+                "invalid_request", "client_id missing" if not client_id else f"unknown client {client_id}"))
+        try:
+            params, via, signed = self._resolve_authorization_request(args, client_id)
+            record.update(via=via, signed=signed, params=dict(params))
+            redirect_uri = self._registered_redirect_uri(client_id, params.get("redirect_uri"))
+        except AuthzError as e:
+            # Not redirected: without a verified request there is no redirect_uri to trust.
+            return self._authz_error_page(record, e)
+        state = params.get("state")
+        try:
+            self._check_authorization_params(params, via, signed)
+        except AuthzError as e:
+            return self._authz_error_redirect(record, redirect_uri, e, state)
+        return self._run_authorization(req, record, params, redirect_uri, state)
+
+    def _resolve_authorization_request(self, args, client_id):
+        """(params, via, signed): the parameters of a pushed request (RFC 9126 §4: the query
+        needs only client_id and request_uri), of a request object by reference or by value
+        (RFC 9101 §6.3: the query's other parameters are ignored), or the query itself."""
+        if "request_uri" in args:
+            if "request" in args:
+                raise AuthzError("invalid_request", "request and request_uri together")
+            uri = args["request_uri"]
+            if uri.startswith("urn:"):
+                entry = self.par_requests.pop(uri, None)  # one-time use, whatever happens next
+                if entry is None:
+                    raise AuthzError("invalid_request_uri", "unknown or already used request_uri")
+                if entry["expires_at"] <= time.time():
+                    raise AuthzError("invalid_request_uri", "request_uri expired")
+                if entry["client_id"] != client_id:
+                    raise AuthzError("invalid_request_uri", "request_uri was pushed by another client")
+                return dict(entry["params"]), "par", entry["signed"]
+            if uri.startswith(("https://", "http://")):
+                params, signed = self._verify_request_object(self._fetch_request_object(uri), client_id,
+                                                             "request_uri")
+                return params, "request_uri", signed
+            raise AuthzError("invalid_request_uri", "request_uri is neither a pushed request's nor an http(s) URL")
+        if "request" in args:
+            params, signed = self._verify_request_object(args["request"], client_id, "request")
+            return params, "request", signed
+        return dict(args), "query", False
+
+    def _fetch_request_object(self, uri):
+        """RFC 9101 §5.2.3: GET the request_uri; its body is the request object."""
+        if len(uri) > 512:  # RFC 9101 §5.2
+            raise AuthzError("invalid_request_uri", "request_uri longer than 512 characters")
+        fetch = {"url": uri, "status": None, "content_type": None, "error": None}
+        self.request_uri_fetches.append(fetch)
+        try:
+            r = requests.get(uri, timeout=5, allow_redirects=False,
+                             headers={"Accept": f"application/{REQUEST_OBJECT_TYP}"})
+        except requests.RequestException as e:
+            fetch["error"] = str(e)
+            raise AuthzError("invalid_request_uri", f"request_uri could not be fetched: {e}")
+        fetch.update(status=r.status_code, content_type=r.headers.get("Content-Type"))
+        if r.status_code != 200:
+            raise AuthzError("invalid_request_uri", f"request_uri answered {r.status_code}")
+        return r.text.strip()
+
+    def _verify_request_object(self, jwt, client_id, via):
+        """(params, signed) of a request object (RFC 9101), recorded in request_objects."""
+        seen = {"via": via, "client_id": client_id, "header": None, "claims": None, "error": None}
+        self.request_objects.append(seen)
+        try:
+            return self._check_request_object(jwt, client_id, seen)
+        except AuthzError as e:
+            seen["error"] = e.description
+            raise
+
+    def _check_request_object(self, jwt, client_id, seen):
+        def bad(why):
+            return AuthzError("invalid_request_object", why)
+        if not isinstance(jwt, str) or jwt.count(".") == 4:
+            raise bad("encrypted request objects are not supported")
+        try:
+            header, claims = _jose_parts(jwt)
+        except ValueError:
+            raise bad("not a JWT")
+        seen.update(header=header, claims=claims)
+        typ = header.get("typ")
+        if typ is not None and str(typ).lower() not in (REQUEST_OBJECT_TYP, f"application/{REQUEST_OBJECT_TYP}"):
+            raise bad(f"typ {typ!r} is not {REQUEST_OBJECT_TYP}")
+        if "crit" in header:
+            raise bad("crit is not supported")
+        alg = header.get("alg")
+        if alg == "none":
+            if self.require_signed_request_object:
+                raise bad("request object not signed (require_signed_request_object)")
+            if jwt.split(".")[2]:
+                raise bad("alg none with a signature")
+            signed = False
+        elif alg in REQUEST_OBJECT_ALGS:
+            self._verify_client_signature(jwt, header, alg, client_id)
+            signed = True
+        else:
+            raise bad(f"alg {alg!r} is not one of {', '.join(REQUEST_OBJECT_ALGS)}")
+        now = time.time()
+        if claims.get("iss") != client_id:
+            raise bad("iss is not the client_id")
+        if self.issuer not in _as_list(claims.get("aud")):
+            raise bad(f"aud does not name the issuer {self.issuer}")
+        exp = claims.get("exp")
+        if not isinstance(exp, (int, float)) or isinstance(exp, bool):
+            raise bad("exp missing")
+        if exp <= now:
+            raise bad("request object expired")
+        nbf = claims.get("nbf")
+        if isinstance(nbf, (int, float)) and nbf > now + 5:
+            raise bad("request object not valid yet (nbf)")
+        iat = claims.get("iat")
+        if isinstance(iat, (int, float)) and iat > now + 60:
+            raise bad("iat in the future")
+        if claims.get("client_id") != client_id:
+            raise bad("client_id in the request object is not the request's client_id")
+        if "request" in claims or "request_uri" in claims:
+            raise bad("request or request_uri inside a request object")
+        params = {}
+        for k, v in claims.items():
+            if k in JWT_CLAIMS:
+                continue
+            params[k] = json.dumps(v) if isinstance(v, dict) else v  # e.g. claims (OIDC Core §5.5)
+        return params, signed
+
+    def _verify_client_signature(self, jwt, header, alg, client_id):
+        """The signature with one of the client's registered public keys (add_client(jwks=...))."""
+        keys = self.server.keyjar.get_verify_key(key_type=alg2keytype(alg), issuer_id=client_id)
+        kid = header.get("kid")
+        if kid:
+            keys = [k for k in keys if k.kid == kid]
+        if not keys:
+            raise AuthzError("invalid_request_object", f"no registered {alg2keytype(alg)} key of {client_id}"
+                             + (f" with kid {kid}" if kid else ""))
+        try:
+            JWS(alg=alg).verify_compact(jwt, keys=keys, sigalg=alg)
+        except Exception:  # noqa: BLE001 — cryptojwt raises several kinds
+            raise AuthzError("invalid_request_object", "signature does not verify with the client's registered keys")
+
+    def _registered_redirect_uri(self, client_id, redirect_uri):
+        registered = [u for u, _ in self.server.context.cdb[client_id]["redirect_uris"]]
+        if redirect_uri is None:
+            if len(registered) == 1:
+                return registered[0]
+            raise AuthzError("invalid_request", "redirect_uri missing and more than one registered")
+        if redirect_uri not in registered:
+            raise AuthzError("invalid_request", "redirect_uri is not registered for the client")
+        return redirect_uri
+
+    def _check_authorization_params(self, params, via, signed):
+        """What the AS requires of a verified request beyond idpyoidc's own checks."""
+        if self.require_par and via != "par":
+            raise AuthzError("invalid_request", "pushed authorization request required (RFC 9126 §5)")
+        if self.require_signed_request_object and not signed:
+            raise AuthzError("invalid_request", "signed request object required (RFC 9101 §10.5)")
+        rt = params.get("response_type")
+        if not rt:
+            raise AuthzError("invalid_request", "response_type missing")
+        if rt != "code":
+            raise AuthzError("unsupported_response_type", f"response_type {rt!r}: only code")
+        challenge, method = params.get("code_challenge"), params.get("code_challenge_method")
+        if challenge is None:
+            if method is not None:
+                raise AuthzError("invalid_request", "code_challenge_method without code_challenge")
+            if self.require_pkce:
+                raise AuthzError("invalid_request", "code_challenge required (PKCE)")
+        else:
+            if method != "S256":
+                raise AuthzError("invalid_request",
+                                 f"code_challenge_method {method or 'plain (the default)'} not supported: S256 only")
+            if not isinstance(challenge, str) or not PKCE_CHALLENGE_RE.match(challenge):
+                raise AuthzError("invalid_request", "malformed code_challenge")
+
+    def _run_authorization(self, req, record, params, redirect_uri, state):
+        ep = self.server.endpoint["authorization"]
+        params = {k: v for k, v in params.items() if k not in ("request", "request_uri")}
+        scope = params.get("scope")
+        if isinstance(scope, str) and "offline_access" in scope.split():
+            # idpyoidc refuses offline_access without prompt=consent (OIDC Core §11 says to ignore
+            # it then); the clients here are pre-registered with the scope: consent is given.
+            prompt = str(params.get("prompt") or "").split()
+            if "none" in prompt:  # no consent possible without interaction: ignored (§11)
+                params["scope"] = " ".join(x for x in scope.split() if x != "offline_access")
+            elif "consent" not in prompt:
+                params["prompt"] = " ".join(prompt + ["consent"])
+        http_info = self._http_info(req)
+        try:
+            parsed = ep.parse_request(params, http_info=http_info)
+        except Exception as e:  # noqa: BLE001
+            return self._authz_error_redirect(record, redirect_uri, AuthzError("invalid_request", str(e)), state)
+        if isinstance(parsed, ResponseMessage) and "error" in parsed:
+            return self._authz_error_redirect(record, redirect_uri, AuthzError(
+                parsed["error"], parsed.get("error_description", "")), state)
+        kwargs = {"authn": req.cookies.get(self.login_cookie_name, "")} if self.login == "form" else {}
+        try:
+            result = ep.process_request(parsed, http_info=http_info, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            log.exception("authorization")
+            return self._authz_error_redirect(record, redirect_uri, AuthzError("server_error", str(e)), state)
+        return self._authorization_result(record, ep, parsed, result, redirect_uri, state)
+
+    def _authorization_result(self, record, ep, request, result, redirect_uri, state):
+        """idpyoidc's process_request / authz_part2 result as an HTTP response: the login
+        page, or a redirect with the code (or an error), state and iss (RFC 9207)."""
+        err = None
+        if isinstance(result, ResponseMessage) and "error" in result:
+            err = result
+        elif "error" in result:
+            err = result
+        elif isinstance(result.get("response_args"), dict) and "error" in result["response_args"]:
+            err = result["response_args"]
+        if err is not None:
+            return self._authz_error_redirect(record, redirect_uri, AuthzError(
+                err["error"], err.get("error_description") or ""), state)
+        if "http_response" in result:  # the login form
+            record["outcome"] = "login_form"
+            return Response(result["http_response"], status=200, content_type="text/html; charset=utf-8")
+        info = ep.do_response(request=request, **result)
+        if info.get("response_placement", ep.response_placement) != "url":  # response_mode=form_post
+            record["outcome"] = "form_post"
+            return Response(info["response"], status=200, content_type="text/html; charset=utf-8")
+        location = info["response"]
+        if "iss" not in redirect_params(location):
+            location = _add_query(location, {"iss": self.issuer})
+        record.update(outcome="code", location=location)
+        return Response(status=302, headers={"Location": location, "Cache-Control": "no-store"})
+
+    def _authz_error_redirect(self, record, redirect_uri, err, state):
+        """RFC 6749 §4.1.2.1 with RFC 9207's iss."""
+        location = _add_query(redirect_uri, {"error": err.error, "error_description": err.description or None,
+                                             "state": state, "iss": self.issuer})
+        record.update(outcome="error", error=err.error, error_description=err.description, location=location)
+        return Response(status=302, headers={"Location": location, "Cache-Control": "no-store"})
+
+    def _authz_error_page(self, record, err):
+        """An error the AS must not redirect (no trusted redirect_uri): 400 JSON."""
+        record.update(outcome="error_page", error=err.error, error_description=err.description)
+        return _json({"error": err.error, "error_description": err.description}, 400)
+
+    @staticmethod
+    def _claimed_client_id(req, form):
+        """The client a /par request says it is (Basic user or the assertion's iss), unverified:
+        only to pick the keys for the request object before idpyoidc authenticates the client."""
+        auth = req.headers.get("Authorization", "")
+        if auth[:6].lower() == "basic ":
+            try:
+                return unquote(base64.b64decode(auth[6:]).decode().split(":", 1)[0])
+            except Exception:  # noqa: BLE001
+                return None
+        if form.get("client_assertion"):
+            try:
+                return _jose_parts(form["client_assertion"])[1].get("iss")
+            except ValueError:
+                return None
+        return None
+
+    def _par(self, req):
+        """/par (RFC 9126): client authentication and request checks by idpyoidc's
+        PushedAuthorization endpoint; a request object in the body verified here; the request
+        kept by the wrapper for par_lifetime seconds, for one use."""
+        if req.method != "POST":
+            return _json({"error": "invalid_request", "error_description": "POST only"}, 405)
+        ep = self.server.endpoint["pushed_authorization"]
+        form = req.form.to_dict()
+        if "request_uri" in form:
+            return _json({"error": "invalid_request", "error_description": "request_uri in a pushed request"}, 400)
+        signed = False
+        if "request" in form:
+            claimed = form.get("client_id") or self._claimed_client_id(req, form)
+            if not claimed or claimed not in self.server.context.cdb:
+                return _json({"error": "invalid_client", "error_description": "unknown client"}, 401)
+            try:
+                params, signed = self._verify_request_object(form["request"], claimed, "par")
+            except AuthzError as e:
+                return _json({"error": e.error, "error_description": e.description}, 400)
+            args = dict(params, **{k: v for k, v in form.items() if k in CLIENT_AUTH_FIELDS})
+        else:
+            if self.require_signed_request_object:
+                return _json({"error": "invalid_request",
+                              "error_description": "signed request object required (RFC 9101 §10.5)"}, 400)
+            args = form
+            params = {k: v for k, v in form.items() if k not in CLIENT_AUTH_FIELDS}
+        try:
+            parsed = ep.parse_request(args, http_info=self._http_info(req))
+        except ClientAuthenticationError as e:
+            return _json({"error": "invalid_client", "error_description": str(e)}, 401)
+        except Exception as e:  # noqa: BLE001
+            return _json({"error": "invalid_request", "error_description": str(e)}, 400)
+        if isinstance(parsed, ResponseMessage) and "error" in parsed:
+            status = 401 if parsed["error"] in ("invalid_client", "unauthorized_client") else 400
+            return _json(parsed.to_dict(), status)
+        client_id = parsed.get("client_id")
+        if not parsed.get("authenticated"):
+            return _json({"error": "invalid_client", "error_description": "client authentication required"}, 401)
+        if params.get("client_id", client_id) != client_id:
+            return _json({"error": "invalid_request",
+                          "error_description": "client_id is not the authenticated client"}, 400)
+        params["client_id"] = client_id
+        try:
+            self._registered_redirect_uri(client_id, params.get("redirect_uri"))
+            self._check_authorization_params(params, "par", signed)
+        except AuthzError as e:
+            return _json({"error": e.error, "error_description": e.description}, 400)
+        uri = PAR_URN_PREFIX + secrets.token_urlsafe(32)
+        self.par_requests[uri] = {"client_id": client_id, "params": params, "signed": signed,
+                                  "expires_at": time.time() + self.par_lifetime}
+        r = _json({"request_uri": uri, "expires_in": self.par_lifetime}, 201)
+        r.headers["Cache-Control"] = "no-store"
+        return r
+
+    # The login form (login="form").
+
+    def _login_token_alg(self):
+        return self.keys.keys[0].alg
+
+    def _login_page(self, authn_args, error=None, username="", token=None):
+        """The form (FormLogin.__call__): the authorization request travels in a hidden,
+        AS-signed token that expires after login_form_lifetime seconds."""
+        if token is None:
+            alg = self._login_token_alg()
+            signer = JWT(key_jar=self.server.keyjar, iss=self.issuer, lifetime=self.login_form_lifetime, sign_alg=alg)
+            signer.with_jti = True
+            token = signer.pack(payload={"query": authn_args["query"],
+                                         "authn_class_ref": authn_args.get("authn_class_ref")},
+                                kid=self.keys.current_kid(alg), jws_headers={"typ": "login-form+jwt"})
+        client_id = parse_qs(authn_args["query"]).get("client_id", [""])[0]
+        m = self._form_method
+        return m.template_handler.render(m.template, action=f"{self.url}{m.url_endpoint}", token=token,
+                                         error=error, username=username, client_id=client_id, **m.kwargs)
+
+    def _login_session_identity(self, value, max_age=0):
+        """FormLogin.authenticated_as: (identity, auth_time) of an active login session."""
+        sess = self.login_sessions.get(value) if value else None
+        if not sess or not sess["active"]:
+            return None, 0
+        if max_age and utc_time_sans_frac() > sess["auth_time"] + int(max_age):
+            return None, 0
+        return {"uid": sess["user"]}, sess["auth_time"]
+
+    def _html_page(self, title, text, status):
+        body = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+                f"</head><body><h1>{html.escape(title)}</h1><p id=\"message\">{html.escape(text)}</p></body></html>")
+        return Response(body, status=status, content_type="text/html; charset=utf-8")
+
+    def _login(self, req):
+        """POST /login: the form's username and password (FormLogin.verify); a wrong one shows
+        the form again with an error; a right one starts a login session (cookie) and redirects
+        to the client with the code (idpyoidc's create_session + authz_part2)."""
+        if self.login != "form":
+            return _json({"error": "not_found"}, 404)
+        if req.method != "POST":
+            return _json({"error": "invalid_request", "error_description": "POST only"}, 405)
+        token = req.form.get("token", "")
+        username, password = req.form.get("username", ""), req.form.get("password", "")
+        try:
+            info = JWT(key_jar=self.server.keyjar, allowed_sign_algs=[k.alg for k in self.keys.keys]).unpack(token)
+            if info.get("iss") != self.issuer or not isinstance(info.get("exp"), int) or info["exp"] < time.time():
+                raise ValueError("expired")
+        except Exception:  # noqa: BLE001
+            return self._html_page("Sign-in failed", "This sign-in form has expired or is not valid: start again.", 400)
+        m = self._form_method
+        try:
+            user = m.verify(username=username, password=password)
+        except FailedAuthentication:
+            self.login_attempts.append({"user": username, "ok": False})
+            page = self._login_page({"query": info["query"]}, error="Wrong username or password.",
+                                    username=username, token=token)
+            return Response(page, status=200, content_type="text/html; charset=utf-8")
+        if info.get("jti") in self._used_login_forms:
+            return self._html_page("Sign-in failed", "This sign-in form was already used: start again.", 400)
+        self._used_login_forms.add(info.get("jti"))
+        self.login_attempts.append({"user": user, "ok": True})
+        ep = self.server.endpoint["authorization"]
+        request = ep.request_cls().from_urlencoded(info["query"])
+        record = {"client_id": request.get("client_id"), "via": "login", "signed": None, "params": request.to_dict(),
+                  "outcome": None, "error": None, "location": None, "user": user}
+        self.authorizations.append(record)
+        now = utc_time_sans_frac()
+        cookie = secrets.token_urlsafe(32)
+        self.login_sessions[cookie] = {"user": user, "auth_time": now, "active": True}
+        redirect_uri, state = request["redirect_uri"], request.get("state")
+        try:
+            session_id = ep.create_session(request, user, info.get("authn_class_ref"), now, m)
+            result = ep.authz_part2(request=request, session_id=session_id)
+        except Exception as e:  # noqa: BLE001
+            log.exception("login")
+            resp = self._authz_error_redirect(record, redirect_uri, AuthzError("server_error", str(e)), state)
+        else:
+            resp = self._authorization_result(record, ep, request, result, redirect_uri, state)
+        resp.set_cookie(self.login_cookie_name, cookie, path="/", httponly=True, samesite="Lax")
+        return resp
+
+    # RP-Initiated Logout 1.0.
+
+    def _end_session(self, req):
+        """/end_session: id_token_hint (an ID token of this AS, expired or not — §2 allows that),
+        client_id, post_logout_redirect_uri (registered for the client), state. Ends the
+        browser's login session and every login session of the hint's user."""
+        params = req.args.to_dict() if req.method == "GET" else req.form.to_dict()
+        call = {"params": params, "client_id": None, "user": None, "ended": [], "status": None, "location": None,
+                "error": None}
+        self.end_session_calls.append(call)
+        try:
+            client_id, user = self._end_session_check(params)
+        except AuthzError as e:
+            call.update(status=400, error=e.error, error_description=e.description)
+            return _json({"error": e.error, "error_description": e.description}, 400)
+        ended = []
+        cookie = req.cookies.get(self.login_cookie_name)
+        if cookie in self.login_sessions and self.login_sessions[cookie]["active"]:
+            self.login_sessions[cookie]["active"] = False
+            ended.append(cookie)
+        if user:
+            ended += self.end_login_sessions(user)
+        location = None
+        if params.get("post_logout_redirect_uri"):
+            location = _add_query(params["post_logout_redirect_uri"], {"state": params.get("state")})
+            resp = Response(status=302, headers={"Location": location, "Cache-Control": "no-store"})
+        else:
+            resp = self._html_page("Signed out", "You are signed out.", 200)
+        resp.delete_cookie(self.login_cookie_name, path="/")
+        call.update(client_id=client_id, user=user, ended=ended, status=resp.status_code, location=location)
+        return resp
+
+    def _end_session_check(self, params):
+        cdb = self.server.context.cdb
+        hint, client_id, user = params.get("id_token_hint"), params.get("client_id"), None
+        if hint:
+            claims = self.verify_id_token(hint, check_exp=False)
+            auds = [a for a in _as_list(claims.get("aud")) if a in cdb]
+            if client_id:
+                if client_id not in auds:
+                    raise AuthzError("invalid_request", "client_id is not an audience of the id_token_hint")
+            elif claims.get("azp") in auds:
+                client_id = claims["azp"]
+            elif len(auds) == 1:
+                client_id = auds[0]
+            else:
+                raise AuthzError("invalid_request", "id_token_hint names no single registered client")
+            if claims.get("sid"):
+                try:
+                    user = self.server.context.session_manager.decrypt_branch_id(claims["sid"])[0]
+                except Exception:  # noqa: BLE001
+                    raise AuthzError("invalid_request", "id_token_hint: unknown session")
+        elif client_id and client_id not in cdb:
+            raise AuthzError("invalid_request", f"unknown client {client_id}")
+        uri = params.get("post_logout_redirect_uri")
+        if uri:
+            if not client_id:
+                raise AuthzError("invalid_request", "post_logout_redirect_uri needs id_token_hint or client_id")
+            if uri not in cdb[client_id].get("post_logout_redirect_uris", []):
+                raise AuthzError("invalid_request", "post_logout_redirect_uri is not registered for the client")
+        return client_id, user
+
+    def verify_id_token(self, token, check_exp=True):
+        """The claims of an ID token this AS signed (current keys), iss checked, exp too unless
+        check_exp=False; AuthzError invalid_request otherwise."""
+        def bad(why):
+            return AuthzError("invalid_request", f"id_token_hint: {why}")
+        try:
+            header, claims = _jose_parts(token)
+        except ValueError:
+            raise bad("not a JWT")
+        alg = header.get("alg")
+        if header.get("typ") == "at+jwt" or alg not in REQUEST_OBJECT_ALGS:
+            raise bad("not an ID token of this AS")
+        keys = [k for k in self.server.keyjar.get_verify_key(key_type=alg2keytype(alg), issuer_id=self.issuer)
+                if not header.get("kid") or k.kid == header["kid"]]
+        try:
+            JWS(alg=alg).verify_compact(token, keys=keys, sigalg=alg)
+        except Exception:  # noqa: BLE001
+            raise bad("signature does not verify with the AS's keys")
+        if claims.get("iss") != self.issuer:
+            raise bad("iss is not this AS")
+        if check_exp and not (isinstance(claims.get("exp"), int) and claims["exp"] > time.time()):
+            raise bad("expired")
+        return claims
+
+    # RFC 7009.
+
+    def _revocation(self, req):
+        """/revocation through idpyoidc's TokenRevocation (client authentication, the token's
+        owner checked, the token revoked in its grant); success answers 200 with an empty body."""
+        form = req.form.to_dict() if req.method == "POST" else {}
+        call = {"client_id": None, "token": form.get("token"), "token_type_hint": form.get("token_type_hint"),
+                "status": None, "error": None}
+        self.revocations.append(call)
+
+        def answer(resp, error=None):
+            call.update(status=resp.status_code, error=error)
+            return resp
+        if req.method != "POST":
+            return answer(_json({"error": "invalid_request", "error_description": "POST only"}, 405), "invalid_request")
+        ep = self.server.endpoint["token_revocation"]
+        try:
+            parsed = ep.parse_request(form, http_info=self._http_info(req))
+        except ClientAuthenticationError as e:
+            return answer(_json({"error": "invalid_client", "error_description": str(e)}, 401), "invalid_client")
+        except Exception as e:  # noqa: BLE001
+            return answer(_json({"error": "invalid_request", "error_description": str(e)}, 400), "invalid_request")
+        if isinstance(parsed, ResponseMessage) and "error" in parsed:
+            status = 401 if parsed["error"] in ("invalid_client", "unauthorized_client") else 400
+            return answer(_json(parsed.to_dict(), status), parsed["error"])
+        call["client_id"] = parsed.get("client_id")
+        if not parsed.get("authenticated"):
+            return answer(_json({"error": "invalid_client", "error_description": "client authentication required"},
+                                401), "invalid_client")
+        try:
+            result = ep.process_request(parsed)
+        except Exception as e:  # noqa: BLE001 — RFC 7009 §2.2: an invalid token is no error
+            log.info("revocation: %s", e)
+            result = {}
+        if isinstance(result, ResponseMessage) and "error" in result:
+            return answer(_json(result.to_dict(), 400), result["error"])
+        r = Response("", status=200)
+        r.headers["Cache-Control"] = "no-store"
+        return answer(r)
+
+    # /token accounting and PKCE.
+
+    def _token(self, ep, req):
+        rec = {"grant_type": req.form.get("grant_type"), "client_id": req.form.get("client_id"), "status": None,
+               "error": None}
+        self.token_requests.append(rec)
+        resp = self._service(ep, req)
+        rec["status"] = resp.status_code
+        if resp.status_code != 200:
+            try:
+                rec["error"] = json.loads(resp.get_data(as_text=True)).get("error")
+            except Exception:  # noqa: BLE001
+                pass
+        return resp
+
+    def _pkce_check(self, request, client_id, context, **kwargs):
+        """/token post_parse_request, before the grant helper spends the code: RFC 7636 §4.6
+        (S256 only), and RFC 9700 §2.1.1's downgrade rule (a code_verifier for a code that had
+        no code_challenge is refused). idpyoidc's pkce add-on is not used: its token check fails
+        on client_credentials requests (it looks up request["code"]) and it defaults a missing
+        code_challenge_method to plain."""
+        if request.get("grant_type") != "authorization_code" or not request.get("code"):
+            return request
+        error_cls = self.server.endpoint["token"].error_cls
+        try:
+            info = context.session_manager.get_session_info_by_token(request["code"], grant=True,
+                                                                     handler_key="authorization_code")
+        except Exception:  # noqa: BLE001 — an unknown code: idpyoidc's helper answers that
+            return request
+        areq = info["grant"].authorization_request
+        challenge, verifier = areq.get("code_challenge"), request.get("code_verifier")
+        if challenge is None:
+            if verifier is not None:
+                return error_cls(error="invalid_grant", error_description="code_verifier for a code without code_challenge")
+            return request
+        if verifier is None:
+            return error_cls(error="invalid_grant", error_description="code_verifier missing")
+        if not PKCE_VERIFIER_RE.match(verifier):
+            return error_cls(error="invalid_grant", error_description="malformed code_verifier")
+        if areq.get("code_challenge_method") != "S256" or not hmac.compare_digest(pkce_pair(verifier)[1], challenge):
+            return error_cls(error="invalid_grant", error_description="code_verifier does not match the code_challenge")
+        return request
+
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self, timeout=5):
         assert self._httpd is None, "already running"
         deadline = time.time() + timeout
+        handler = _QuietHandler
+        if self.threaded:
+            # One thread per connection (requests still run one at a time under self.lock), so
+            # that a browser's idle pre-connected socket does not stall everyone else. HTTP/1.0
+            # as single-threaded: a connection per request; stop() closes the open ones.
+            conns = self._conns
+
+            class handler(_QuietHandler):  # noqa: N801
+                protocol_version = "HTTP/1.0"
+
+                def setup(self):
+                    super().setup()
+                    conns.add(self.connection)
+
+                def finish(self):
+                    try:
+                        super().finish()
+                    finally:
+                        conns.discard(self.connection)
         while True:
             try:
-                self._httpd = make_server("127.0.0.1", self.port, self.wsgi, threaded=False,
-                                          request_handler=_QuietHandler)
+                self._httpd = make_server("127.0.0.1", self.port, self.wsgi, threaded=self.threaded,
+                                          request_handler=handler)
                 break
             except OSError:
                 if time.time() > deadline:
@@ -744,6 +1682,11 @@ class AuthServer:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
+            for conn in list(self._conns):  # threaded: idle or pending connections end too
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             self._thread.join(5)
             self._httpd = None
             self._thread = None
@@ -782,25 +1725,133 @@ class AuthServer:
 
     def authorize(self, client_id="app1", user="alice", scope="openid profile email orders:read"):
         """The front-channel half of code_flow: the /token form fields of the
-        authorization_code grant (grant_type, code, redirect_uri, state), for post_token."""
-        redirect_uri = self.server.context.cdb[client_id]["redirect_uris"][0][0]
-        self.login_user = user
+        authorization_code grant (grant_type, code, redirect_uri, state, and code_verifier when
+        the AS requires PKCE), for post_token. login="form": through the login form, as user
+        with the user's password; require_par: pushed first (client_secret_basic)."""
+        redirect_uri = self.redirect_uri(client_id)
         state, nonce = secrets.token_urlsafe(8), secrets.token_urlsafe(8)
         params = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "scope": scope,
                   "state": state, "nonce": nonce}
         if "offline_access" in scope.split():
             params["prompt"] = "consent"  # OIDC Core §11: offline_access needs prompt=consent
-        r = requests.get(f"{self.url}/authorization", allow_redirects=False, timeout=10, params=params)
-        if r.status_code != 302:
-            raise RuntimeError(f"authorization: {r.status_code} {r.text}")
-        loc = r.headers["Location"]
+        grant = {}
+        if self.require_pkce:
+            grant["code_verifier"], params["code_challenge"] = pkce_pair()
+            params["code_challenge_method"] = "S256"
+        if self.require_par:
+            params = {"client_id": client_id, "request_uri": self.par(params, client_id)}
+        url = self.authorization_url(**params)
+        if self.login == "form":
+            loc = self.login_with_form(requests.Session(), url, user)
+        else:
+            self.login_user = user
+            r = requests.get(url, allow_redirects=False, timeout=10)
+            if r.status_code != 302:
+                raise RuntimeError(f"authorization: {r.status_code} {r.text}")
+            loc = r.headers["Location"]
         q = parse_qs(urlsplit(loc).query)
         if "code" not in q:
             raise RuntimeError(f"authorization: no code in {loc}")
         if q.get("state") != [state]:
             raise RuntimeError(f"authorization: state mismatch in {loc}")
-        return {"grant_type": "authorization_code", "code": q["code"][0], "redirect_uri": redirect_uri,
-                "state": state}
+        return dict({"grant_type": "authorization_code", "code": q["code"][0], "redirect_uri": redirect_uri,
+                     "state": state}, **grant)
+
+    # -- browser-login helpers (a python-side RP) --------------------------------------
+
+    def authorization_url(self, **params):
+        """{url}/authorization?params."""
+        return f"{self.url}/authorization?{urlencode(params)}"
+
+    def end_session_url(self, id_token_hint=None, post_logout_redirect_uri=None, state=None, client_id=None):
+        params = {"id_token_hint": id_token_hint, "post_logout_redirect_uri": post_logout_redirect_uri,
+                  "state": state, "client_id": client_id}
+        return _add_query(f"{self.url}/end_session", params)
+
+    def request_object(self, client_id, params, key=None, alg=None, typ=REQUEST_OBJECT_TYP, aud=None, iss=None,
+                       lifetime=60, overrides=None, drop=()):
+        """A request object (RFC 9101) for params: claims = params + client_id, iss (client_id),
+        aud (the issuer), iat, nbf, exp (now + lifetime), jti; overrides replace claims, drop
+        removes them. key: the client's private cryptojwt key (new_client_key()), signing with
+        alg (default key.alg), kid = key.kid; key=None: unsigned (alg none). typ=None: no typ."""
+        now = int(time.time())
+        claims = dict(params)
+        claims.setdefault("client_id", client_id)
+        claims.update(iss=iss or client_id, aud=aud or self.issuer, iat=now, nbf=now, exp=now + lifetime,
+                      jti=secrets.token_urlsafe(16))
+        claims.update(overrides or {})
+        for name in drop:
+            claims.pop(name, None)
+        header = {"typ": typ} if typ else {}
+        if key is None:
+            def enc(obj):
+                return b64e(json.dumps(obj).encode()).decode()
+            return f"{enc(dict(header, alg='none'))}.{enc(claims)}."
+        header["kid"] = key.kid
+        return JWS(json.dumps(claims), alg=alg or key.alg).sign_compact([key], protected=header)
+
+    def push_authorization_request(self, params, client_id="app1", auth="client_secret_basic", secret=None,
+                                   key=None):
+        """POSTs params (an authorization request's parameters, or {"request": request object})
+        to /par with client authentication (audience of an assertion: {url}/par). The raw
+        requests.Response (201 {"request_uri", "expires_in"} when accepted)."""
+        fields, headers = self.client_auth(client_id, auth, "par", secret=secret, key=key)
+        data = dict({"client_id": client_id}, **params)
+        data.update(fields)
+        return requests.post(f"{self.url}/par", data=data, headers=headers, timeout=10)
+
+    def par(self, params, client_id="app1", auth="client_secret_basic", secret=None, key=None):
+        """push_authorization_request → the request_uri (RuntimeError unless 201)."""
+        r = self.push_authorization_request(params, client_id, auth, secret=secret, key=key)
+        if r.status_code != 201:
+            raise RuntimeError(f"par: {r.status_code} {r.text}")
+        return r.json()["request_uri"]
+
+    def login_page(self, session, authorize_url):
+        """GET authorize_url in session (a requests.Session: the browser's cookies), no
+        redirects followed: 200 with the login form, or 302 (a login session: SSO; an error)."""
+        return session.get(authorize_url, allow_redirects=False, timeout=10)
+
+    def submit_login(self, session, page, user, password):
+        """Fills page's (a login_page or submit_login response) form with user and password and
+        submits it: 302 to the client (code, state, iss) or 200 with the form and an error."""
+        form = parse_form(page.text)
+        if form is None:
+            raise RuntimeError(f"no form on the page: {page.status_code} {page.text[:300]}")
+        data = dict(form["inputs"], username=user, password=password)
+        return session.post(urljoin(page.url, form["action"]), data=data, allow_redirects=False, timeout=10)
+
+    def login_with_form(self, session, authorize_url, user="alice", password=None):
+        """Opens authorize_url, logs in on the form as user (password default: the user's
+        right one, PASSWORDS) unless the session is still logged in, and returns the Location of
+        the final redirect (the client's redirect_uri with code, state, iss — or an error)."""
+        r = self.login_page(session, authorize_url)
+        if r.status_code == 302:
+            return r.headers["Location"]
+        if r.status_code != 200:
+            raise RuntimeError(f"authorization: {r.status_code} {r.text}")
+        r = self.submit_login(session, r, user, PASSWORDS.get(user, "") if password is None else password)
+        if r.status_code != 302:
+            raise RuntimeError(f"login as {user}: {r.status_code}, no redirect")
+        return r.headers["Location"]
+
+    def exchange_code(self, code, client_id="app1", redirect_uri=None, code_verifier=None,
+                      auth="client_secret_basic", secret=None, key=None, dpop_key=None):
+        """The authorization_code grant at /token; the raw requests.Response."""
+        data = {"grant_type": "authorization_code", "code": code,
+                "redirect_uri": redirect_uri or self.redirect_uri(client_id)}
+        if code_verifier is not None:
+            data["code_verifier"] = code_verifier
+        return self.post_token(data, client_id, auth, secret=secret, key=key, dpop_key=dpop_key)
+
+    def revoke(self, token, client_id="app1", auth="client_secret_basic", secret=None, key=None,
+               token_type_hint=None):
+        """RFC 7009 revocation request; the raw requests.Response (200 when done)."""
+        fields, headers = self.client_auth(client_id, auth, "revocation", secret=secret, key=key)
+        data = {"token": token}
+        if token_type_hint:
+            data["token_type_hint"] = token_type_hint
+        return requests.post(f"{self.url}/revocation", data=dict(data, **fields), headers=headers, timeout=10)
 
     def refresh(self, refresh_token, client_id="app1", auth="client_secret_basic", secret=None, key=None,
                 dpop_key=None, dpop_proof=None):
@@ -865,6 +1916,12 @@ class _QuietHandler(WSGIRequestHandler):
         pass
 
 
+def _as_list(v):
+    if not v:
+        return []
+    return [v] if isinstance(v, str) else list(v)
+
+
 def _json(obj, status=200):
     return Response(json.dumps(obj), status=status, content_type="application/json")
 
@@ -874,9 +1931,13 @@ def main():
     ap.add_argument("--port", type=int, default=9000)
     ap.add_argument("--audience", action="append", help="default access-token audience (repeatable)")
     ap.add_argument("--dpop", action="store_true", help="require DPoP proofs at /token (RFC 9449)")
+    ap.add_argument("--login", choices=("auto", "form"), default="auto",
+                    help="form: a login form (alice/alice-password, bob/bob-password)")
+    ap.add_argument("--require-par", action="store_true", help="refuse authorization requests not pushed")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO)
-    srv = AuthServer(port=args.port, audience=tuple(args.audience or [DEFAULT_AUDIENCE]), dpop=args.dpop)
+    srv = AuthServer(port=args.port, audience=tuple(args.audience or [DEFAULT_AUDIENCE]), dpop=args.dpop,
+                     login=args.login, require_par=args.require_par)
     srv.start()
     print(f"issuer {srv.issuer}")
     print(f"discovery {srv.issuer}/.well-known/openid-configuration")
