@@ -51,6 +51,6 @@ struct BearerConfigTests {
         #expect(problems(base.replacingOccurrences(of: "    issuers: [corp, local]\n", with: "")).contains("auth: bearer needs issuers"))
         #expect(problems(base.replacingOccurrences(of: "headers: { X-User: sub }", with: "headers: { Host: sub }")).contains("cannot carry identity"))
         #expect(problems(base + "\n    issuers: [corp]\n").contains("has no effect with auth: none"))
-        #expect(problems(base.replacingOccurrences(of: "auth: bearer", with: "auth: login")).contains("auth: login is not available"))
+        #expect(problems(base.replacingOccurrences(of: "auth: bearer", with: "auth: login")).contains("auth: login needs client: NAME"))
     }
 }

@@ -82,10 +82,10 @@ struct ConfigParserTests {
         }
     }
 
-    @Test func authModesOfLaterFeaturesAreRefusedNotIgnored() {
+    @Test func authModesWithoutTheirSettingsAreRefusedNotIgnored() {
         let p = problems(valid.replacingOccurrences(of: "auth: none\n  - match", with: "auth: login\n  - match"))
         #expect(p.count == 1)
-        #expect(p.first?.contains("auth: login is not available") == true)
+        #expect(p.first?.contains("auth: login needs client") == true)
     }
 
     @Test func environmentSubstitution() throws {

@@ -1,4 +1,5 @@
 import JOSE
+import OAuth
 import Reactor
 
 /// One issuer's signing keys: fetched (OIDC Discovery / RFC 8414 metadata → `jwks_uri`, or a
@@ -34,8 +35,9 @@ final class IssuerKeys {
     private(set) var lastError: String?
     private(set) var fetchCount = 0
     private var jwksURI: String?
-    /// From discovery metadata (RFC 8414 §2), when the issuer publishes one.
-    private(set) var introspectionEndpoint: String?
+    /// Discovery metadata (RFC 8414 §2, OIDC Discovery), when the issuer publishes one: the
+    /// introspection endpoint for opaque tokens, the endpoints of the login round-trip.
+    private(set) var metadata: ProviderMetadata?
     private var inFlight = false
     private var waiters: [(Bool) -> Void] = []
     private var lastKidRefetch = -Double.infinity
@@ -80,8 +82,9 @@ final class IssuerKeys {
             let url = (issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer) + "/.well-known/openid-configuration"
             fetcher.fetch(FetchRequest(url: url, headers: ["Accept: application/json"])) { [weak self] result in
                 guard let self else { return }
-                if case .success(let resp) = result, let meta = try? JSONParser.parse(resp.body).object {
-                    self.introspectionEndpoint = meta["introspection_endpoint"]?.string
+                if case .success(let resp) = result, resp.status == 200,
+                   let meta = try? ProviderMetadata.parse(resp.body, expectedIssuer: issuer) {
+                    self.metadata = meta
                 }
                 switch result.flatMap(Self.metadataJWKSURI(issuer: issuer)) {
                 case .success(let uri):

@@ -7,7 +7,27 @@ import Yams
 /// `introspection:` block.
 extension ConfigParser {
     static let clientKeys = ["issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg",
-                             "request_mode", "scopes", "redirect_uri", "dpop", "extra", "assertion_audience"]
+                             "request_mode", "scopes", "redirect_uri", "dpop", "extra", "assertion_audience",
+                             "login_hint_from_query", "post_logout_redirect_uri", "revoke_on_logout"]
+
+    /// A private key file (JWK or PEM) and the algorithm it signs with.
+    static func clientKey(file: String, node: Node, algNode: Node?, path p: String, _ r: ConfigReader) -> (JWK?, JWSAlgorithm?) {
+        let full = file.hasPrefix("/") ? file : "\(r.baseDirectory)/\(file)"
+        guard let text = try? String(contentsOfFile: full, encoding: .utf8) else {
+            r.problem("\(p).key_file", node, "cannot read \(full)"); return (nil, nil)
+        }
+        do {
+            let key = text.contains("-----BEGIN") ? try JWK(pem: text) : try JWK(json: text)
+            guard key.isPrivate, key.kty != "oct" else { r.problem("\(p).key_file", node, "must hold a private RSA, EC or Ed25519 key"); return (nil, nil) }
+            let algName = algNode.flatMap { r.string($0, path: "\(p).alg") } ?? key.alg ?? (key.kty == "RSA" ? "RS256" : key.kty == "EC" ? "ES256" : "EdDSA")
+            guard let alg = JWSAlgorithm(rawValue: algName), (try? key.checkUsable(for: alg, operation: "sign")) != nil else {
+                r.problem("\(p).alg", algNode ?? node, "\(algName) does not fit the key in \(file)"); return (nil, nil)
+            }
+            return (key, alg)
+        } catch {
+            r.problem("\(p).key_file", node, "not a usable key: \(error)"); return (nil, nil)
+        }
+    }
 
     static func clients(_ node: Node?, issuers: [String: IssuerConfig], _ r: ConfigReader) -> [String: ClientConfig] {
         guard let node, let m = r.mapping(node, path: "clients", known: nil) else { return [:] }
@@ -24,6 +44,11 @@ extension ConfigParser {
             }
             let method = c["auth"].flatMap { r.string($0, path: "\(p).auth") } ?? "client_secret_basic"
             var auth: ClientAuthentication?
+            // key_file: the client's private key, for private_key_jwt and for request objects.
+            var key: JWK?, keyAlgorithm: JWSAlgorithm?
+            if let fileNode = c["key_file"], let file = r.string(fileNode, path: "\(p).key_file") {
+                (key, keyAlgorithm) = clientKey(file: file, node: fileNode, algNode: c["alg"], path: p, r)
+            }
             switch method {
             case "client_secret_basic", "client_secret_post", "client_secret_jwt":
                 guard let secret = r.secret(c, key: "secret", path: p) else {
@@ -38,30 +63,20 @@ extension ConfigParser {
                     : method == "client_secret_post" ? .clientSecretPost(clientID: id, secret: secret)
                     : .clientSecretJWT(clientID: id, secret: secret)
             case "private_key_jwt":
-                guard let fileNode = c["key_file"], let file = r.string(fileNode, path: "\(p).key_file") else {
-                    r.problem(p, value, "private_key_jwt needs key_file (a private JWK or PEM)"); continue
+                guard let key, let alg = keyAlgorithm else {
+                    if c["key_file"] == nil { r.problem(p, value, "private_key_jwt needs key_file (a private JWK or PEM)") }
+                    continue
                 }
-                let full = file.hasPrefix("/") ? file : "\(r.baseDirectory)/\(file)"
-                guard let text = try? String(contentsOfFile: full, encoding: .utf8) else {
-                    r.problem("\(p).key_file", fileNode, "cannot read \(full)"); continue
-                }
-                do {
-                    let key = text.contains("-----BEGIN") ? try JWK(pem: text) : try JWK(json: text)
-                    guard key.isPrivate, !(key.kty == "oct") else { r.problem("\(p).key_file", fileNode, "must hold a private RSA, EC or Ed25519 key"); continue }
-                    let algName = c["alg"].flatMap { r.string($0, path: "\(p).alg") } ?? key.alg ?? (key.kty == "RSA" ? "RS256" : key.kty == "EC" ? "ES256" : "EdDSA")
-                    guard let alg = JWSAlgorithm(rawValue: algName), (try? key.checkUsable(for: alg, operation: "sign")) != nil else {
-                        r.problem("\(p).alg", c["alg"] ?? fileNode, "\(algName) does not fit the key in \(file)"); continue
-                    }
-                    auth = .privateKeyJWT(clientID: id, key: key, alg: alg)
-                } catch {
-                    r.problem("\(p).key_file", fileNode, "not a usable key: \(error)"); continue
-                }
+                auth = .privateKeyJWT(clientID: id, key: key, alg: alg)
             default:
                 r.problem("\(p).auth", c["auth"], "must be client_secret_basic, client_secret_post, client_secret_jwt or private_key_jwt")
                 continue
             }
             guard let auth else { continue }
             var client = ClientConfig(name: name, issuer: issuer, authentication: auth)
+            client.key = key
+            client.requestObjectAlgorithm = keyAlgorithm
+            client.login = loginSettings(c, path: p, hasKey: key != nil, r)
             if let n = c["assertion_audience"], let v = r.string(n, path: "\(p).assertion_audience") {
                 if let a = ClientConfig.AssertionAudience(rawValue: v) { client.assertionAudience = a }
                 else { r.problem("\(p).assertion_audience", n, "must be issuer or endpoint") }

@@ -8,7 +8,7 @@ import Yams
 public enum ConfigParser {
     static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
                           "issuers", "clients", "upstreams", "routes", "limits", "access_log",
-                          "log_level", "reserved_header_prefix", "token_cache", "public_url", "dpop"]
+                          "log_level", "reserved_header_prefix", "token_cache", "public_url", "dpop", "login"]
 
     public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                              baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
@@ -70,7 +70,8 @@ public enum ConfigParser {
             }
             if let n = tc["ttl"], let v = r.duration(n, path: "token_cache.ttl") { cfg.tokenCacheTTL = max(v, 1) }
         }
-        if let node = top["session"] { _ = r.mapping(node, path: "session", known: ["keys", "keys_file", "idle_timeout", "absolute_timeout", "cookie_name", "secure_cookie"]) }
+        if let node = top["session"] { cfg.session = session(node, r) }
+        if let node = top["login"] { cfg.login = login(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.routes = routes(top["routes"], cfg, r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
@@ -214,6 +215,7 @@ public enum ConfigParser {
             }
             var auth = AuthMode.none
             var tokens: TokenRouteConfig?
+            var client: String?
             if let n = m["auth"], let s = r.string(n, path: "\(p).auth") {
                 if let a = AuthMode(rawValue: s) {
                     auth = a
@@ -221,8 +223,12 @@ public enum ConfigParser {
                     case .bearer, .dpop, .token:
                         tokens = tokenRoute(m, path: p, item: item, mode: a, issuers: cfg.issuers, r)
                     case .none: break
-                    case .login, .login_or_token:
-                        r.problem("\(p).auth", n, "auth: \(s) is not available in this version (none, bearer, dpop and token are); refusing to start rather than serve this route unprotected")
+                    case .login:
+                        client = loginClient(m, path: p, item: item, cfg: cfg, r)
+                    case .login_or_token:
+                        client = loginClient(m, path: p, item: item, cfg: cfg, r)
+                        // Without a session cookie, the token rules of auth: token apply.
+                        tokens = tokenRoute(m, path: p, item: item, mode: .token, issuers: cfg.issuers, r)
                     }
                 } else {
                     r.problem("\(p).auth", n, "must be one of \(AuthMode.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -238,13 +244,17 @@ public enum ConfigParser {
             if let n = m["client"], let s = r.string(n, path: "\(p).client"), !cfg.clientNames.contains(s) {
                 r.problem("\(p).client", n, "\"\(s)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
             }
+            if m["client"] != nil && auth != .login && auth != .login_or_token {
+                r.problem("\(p).client", m["client"], "has no effect with auth: \(auth.rawValue) (it names the client of a login)")
+            }
             var headers = IdentityHeaders.standard
             if let n = m["headers"], let h = identityHeaders(n, path: "\(p).headers", r) { headers = h }
             var name = p
             if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
             if let match {
                 out.append(RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth,
-                                       tokens: tokens, identityHeaders: headers))
+                                       tokens: tokens, identityHeaders: headers, client: client,
+                                       forwardSessionToken: auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true))
             }
         }
         return out

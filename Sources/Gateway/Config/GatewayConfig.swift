@@ -19,6 +19,25 @@ public struct GatewayConfig: Sendable {
     /// never a client's own Host header.
     public var publicURLs: [PublicURL] = []
     public var dpop = DPoPSettings()
+    public var session = SessionConfig() {
+        didSet { updateOwnCookies() }
+    }
+    /// The cookie names the gateway sets (sessions, login state), with their chunk names:
+    /// removed from requests before they go upstream. Empty when no route logs browsers in.
+    public private(set) var ownCookieNames: Set<String> = []
+
+    mutating func updateOwnCookies() {
+        guard routes.contains(where: { $0.client != nil }) else { ownCookieNames = []; return }
+        var names: Set<String> = []
+        for base in [session.cookieName, "tokengate_login"] {
+            for prefix in ["", "__Host-"] {
+                names.insert(prefix + base)
+                for i in 1..<4 { names.insert("\(prefix)\(base)_\(i)") }
+            }
+        }
+        ownCookieNames = names
+    }
+    public var login = LoginConfig()
     /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
     /// always removed (DESIGN: strip, then inject).
     public var reservedHeaderPrefix: String? = nil {
@@ -27,7 +46,9 @@ public struct GatewayConfig: Sendable {
     /// The prefix lowercased, as the header rules compare it.
     public private(set) var reservedHeaderPrefixBytes: [UInt8]? = nil
     public var upstreams: [String: UpstreamConfig] = [:]
-    public var routes: [RouteConfig] = []
+    public var routes: [RouteConfig] = [] {
+        didSet { updateOwnCookies() }
+    }
     public var issuers: [String: IssuerConfig] = [:]
     /// Per-worker cache of verified tokens; 0 entries disables it.
     public var tokenCacheEntries = 10_000
@@ -121,6 +142,10 @@ public struct RouteConfig: Sendable {
     public var tokens: TokenRouteConfig?
     /// Claims → headers for authenticated requests (default: oauth2-proxy's names).
     public var identityHeaders = IdentityHeaders.standard
+    /// `client:` of a `login` / `login_or_token` route: the client that logs browsers in.
+    public var client: String?
+    /// The session's access token goes upstream as `Authorization: Bearer` (login routes).
+    public var forwardSessionToken = false
 }
 
 public struct RouteMatch: Sendable, Equatable {

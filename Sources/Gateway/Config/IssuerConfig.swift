@@ -34,6 +34,75 @@ public struct ClientConfig: Sendable {
     public var authentication: ClientAuthentication
     /// `aud` of client assertions (RFC 7523 §3): the issuer, or the URL of the endpoint called.
     public var assertionAudience = AssertionAudience.issuer
+    /// The client's private key (`key_file`): signs request objects (RFC 9101) and, with
+    /// private_key_jwt, client assertions; its public half is served at /.well-known/jwks.json.
+    public var key: JWK?
+    /// The algorithm request objects are signed with (RS256, RS384, PS256 or ES256).
+    public var requestObjectAlgorithm: JWSAlgorithm?
+    /// Settings for browser logins (`auth: login` routes) through this client.
+    public var login = LoginClientSettings()
+}
+
+/// How a client runs the login round-trip (OIDC code flow with PKCE, RFC 9101 / 9126).
+public struct LoginClientSettings: Sendable {
+    public enum RequestMode: String, Sendable, CaseIterable {
+        /// The request object pushed to the PAR endpoint; the browser carries only its request_uri (RFC 9126).
+        case par
+        /// The request object by value in the authorization URL (RFC 9101 §5.1).
+        case request
+        /// The request object hosted by the gateway at an unguessable single-use URL the AS fetches (RFC 9101 §5.2).
+        case request_uri
+        /// Plain query parameters, no request object (for servers without JAR).
+        case plain
+    }
+    public var requestMode = RequestMode.par
+    public var scopes = ["openid", "profile", "email"]
+    /// nil: `public_url` + the callback path.
+    public var redirectURI: String?
+    /// Extra authorization request parameters (prompt, acr_values, audience, resource, ui_locales …).
+    public var extra: [(String, String)] = []
+    /// A `login_hint` query parameter of /oauth2/start is passed on.
+    public var loginHintFromQuery = false
+    /// Where the AS sends the browser after RP-initiated logout (must be registered there).
+    public var postLogoutRedirectURI: String?
+    /// Revoke the refresh token at logout (RFC 7009) when the AS has a revocation endpoint.
+    public var revokeOnLogout = true
+    /// Get DPoP-bound tokens at the token endpoint (RFC 9449 §5) with a key the gateway holds.
+    public var dpop = false
+}
+
+/// `session:` — sealed-cookie (or Redis) sessions for `auth: login` routes.
+public struct SessionConfig: Sendable {
+    /// AES-256-GCM keys: the first seals, all open (rotation). Empty: a random key per
+    /// process (sessions do not survive a restart; replicas need configured keys).
+    public var keys: [[UInt8]] = []
+    public var cookieName = "tokengate_session"
+    /// Secure cookies (and the __Host- prefix); false only for plain-http development.
+    public var secureCookie = true
+    public var idleTimeout = 3600.0
+    public var absoluteTimeout = 12 * 3600.0
+    /// Refresh the access token this long before it expires.
+    public var refreshMargin = 30.0
+    /// How long a browser may take to come back from the AS.
+    public var loginTimeout = 600.0
+    /// Parallel logins (tabs) one browser may have pending; the oldest is dropped past this.
+    public var maxPendingLogins = 5
+    /// With a Redis store: sessions read from Redis are kept on the worker this long.
+    public var cacheTTL = 5.0
+}
+
+/// `login:` — the gateway's own login endpoints and where browsers may be sent back to.
+public struct LoginConfig: Sendable {
+    public var startPath = "/oauth2/start"
+    public var callbackPath = "/oauth2/callback"
+    public var logoutPath = "/oauth2/logout"
+    /// Where the AS fetches hosted request objects (request_mode: request_uri).
+    public var requestObjectPath = "/oauth2/request/"
+    public var jwksPath = "/.well-known/jwks.json"
+    /// Hosts (exact or *.suffix) an absolute `rd` may point to; same-origin paths always may.
+    public var allowedRedirectHosts: [String] = []
+    /// Where a browser goes after logout when the AS has no end_session_endpoint.
+    public var afterLogout = "/"
 }
 
 /// An issuer's introspection endpoint and how long answers are cached.

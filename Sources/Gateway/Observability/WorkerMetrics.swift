@@ -35,6 +35,15 @@ final class WorkerMetrics {
     private(set) var authFailures: [String: Int] = [:]
     func authFailure(_ code: String) { authFailures[code, default: 0] += 1 }
 
+    /// Login callbacks answered, and the gateway's own time in them (the token endpoint's
+    /// round trip excluded).
+    private(set) var callbacks = 0
+    private(set) var callbackOwnSeconds = 0.0
+    func recordCallback(ownSeconds: Double) {
+        callbacks += 1
+        callbackOwnSeconds += max(0, ownSeconds)
+    }
+
     func snapshot(upstreamConnections: [String: Int], clientConnections: Int, tokenCache: (hits: Int, misses: Int)) -> MetricsSnapshot {
         var requests: [RouteStatus: Int] = [:]
         for (key, n) in counts {
@@ -44,7 +53,8 @@ final class WorkerMetrics {
         return MetricsSnapshot(requests: requests, latencyCounts: latencyCounts, latencySum: latencySum,
                         upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections,
                         clientConnections: clientConnections, authFailures: authFailures,
-                        tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses)
+                        tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses,
+                        callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds)
     }
 }
 
@@ -60,8 +70,12 @@ struct MetricsSnapshot: Sendable {
     var authFailures: [String: Int] = [:]
     var tokenCacheHits = 0
     var tokenCacheMisses = 0
+    var callbacks = 0
+    var callbackOwnSeconds = 0.0
 
     mutating func add(_ o: MetricsSnapshot) {
+        callbacks += o.callbacks
+        callbackOwnSeconds += o.callbackOwnSeconds
         requests.merge(o.requests, uniquingKeysWith: +)
         for i in latencyCounts.indices { latencyCounts[i] += o.latencyCounts[i] }
         latencySum += o.latencySum
@@ -104,6 +118,8 @@ struct MetricsSnapshot: Sendable {
         }
         out += "# HELP tokengate_token_cache_total Validated-token cache lookups.\n# TYPE tokengate_token_cache_total counter\n"
         out += "tokengate_token_cache_total{result=\"hit\"} \(tokenCacheHits)\ntokengate_token_cache_total{result=\"miss\"} \(tokenCacheMisses)\n"
+        out += "# HELP tokengate_login_callback_own_seconds The gateway's own time answering login callbacks (token endpoint excluded).\n# TYPE tokengate_login_callback_own_seconds summary\n"
+        out += "tokengate_login_callback_own_seconds_sum \(callbackOwnSeconds)\ntokengate_login_callback_own_seconds_count \(callbacks)\n"
         out += "# HELP tokengate_ready Whether the gateway reports ready.\n# TYPE tokengate_ready gauge\ntokengate_ready \(ready ? 1 : 0)\n"
         return out
     }

@@ -41,11 +41,9 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
         let out = client.responseHeaders
         head.headers.copy(to: out) { $0.isToken && HeaderRules.forwardsResponseHeader($0.bytes, listed: listed) }
         for name in context.droppedResponseHeaders { out.removeAll(name) }
-        for (name, value) in context.responseHeaders {
-            // The gateway's value replaces the upstream's: on this route the gateway speaks DPoP.
-            out.removeAll(name)
-            out.add(name, value)
-        }
+        // Headers of the gateway's own (a fresh DPoP-Nonce, session cookies), after the
+        // upstream's; where the gateway owns a header outright it was dropped just above.
+        for (name, value) in context.responseHeaders { out.add(name, value) }
         out.add("X-Request-Id", context.requestID)
         if worker.draining { out.removeAll("Connection"); out.add("Connection", "close") }
         // The reason phrase is only passed on when it is plain text (RFC 9112 §4: HTAB, SP,

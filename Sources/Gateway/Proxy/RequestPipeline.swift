@@ -9,10 +9,13 @@ enum RequestPipeline {
         /// `request(identity)` builds the upstream request once authentication has decided
         /// which identity headers to add.
         case forward(route: RouteConfig, path: String, query: String?, request: (_ identity: [(String, String)]) -> UpstreamCall.Request)
+        /// One of the gateway's own login endpoints.
+        case login(LoginEndpoint, path: String, query: String?)
     }
 
     static let authorization = Array("authorization".utf8)
     static let dpop = Array("dpop".utf8)
+    static let cookie = Array("cookie".utf8)
 
     static func prepare(_ req: ServerRequest, forwarded: ForwardedHeaders, peerTrusted: Bool, router: Router,
                         routes: [Int: RouteConfig], config: GatewayConfig) -> Outcome {
@@ -50,6 +53,9 @@ enum RequestPipeline {
         case .success(let n): normalized = n
         case .failure(let why): return .reject(status: 400, error: "invalid_request", description: describe(why))
         }
+        if let endpoint = LoginEndpoint.match(normalized.path, config) {
+            return .login(endpoint, path: normalized.path, query: normalized.query)
+        }
         let route: RouteConfig
         switch router.decide(host: host, method: method, normalized: normalized) {
         case .notFound:
@@ -70,6 +76,8 @@ enum RequestPipeline {
         let dropAuthorization = route.auth != .none && !(route.tokens?.forwardToken ?? false)
         // The proof was for the gateway (its htu names the gateway's URL); it goes on only if asked.
         let dropProof = route.tokens?.dpop.map { !$0.forwardProof } ?? false
+        // The gateway's own cookies (sealed sessions, login state) are not the upstream's.
+        let ownCookies = config.ownCookieNames
         let upstreamHost: String
         switch upstream.hostHeader {
         case .upstream: upstreamHost = upstream.authority
@@ -86,7 +94,13 @@ enum RequestPipeline {
                     if HeaderRules.equalsAny(bytes, identityNames) { return false }
                     if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
                     if dropProof && HeaderRules.equals(bytes, dpop) { return false }
+                    if !ownCookies.isEmpty && HeaderRules.equals(bytes, cookie) { return false }
                     return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted)
+                }
+                if !ownCookies.isEmpty {
+                    for value in headers.values("Cookie") {
+                        if let kept = CookieFilter.without(ownCookies, value) { out.add("Cookie", kept) }
+                    }
                 }
                 for (name, value) in identity { out.add(name, value) }
                 out.add("Host", upstreamHost)

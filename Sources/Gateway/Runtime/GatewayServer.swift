@@ -33,8 +33,14 @@ public final class GatewayServer {
         }
         let prefix = RequestIDGenerator.makeProcessPrefix()
         let replay = ReplayStores.factory(config.store, memoryCapacity: config.dpop.replayCacheEntries)
+        let loginShared = LoginShared()
+        let sessions = SessionStores.factory(config.store, shared: loginShared)
+        if config.session.keys.isEmpty && config.routes.contains(where: { $0.client != nil }) {
+            log.warning("session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)")
+        }
         for id in 0..<config.workers {
-            let worker = Worker(id: id, config: config, log: log, processPrefix: prefix, replay: replay)
+            let worker = Worker(id: id, config: config, log: log, processPrefix: prefix, replay: replay,
+                                loginShared: loginShared, sessionStore: sessions)
             var sockets: [(fd: Int32, tls: TLSContext?)] = []
             for (i, l) in config.listeners.enumerated() {
                 sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i]))

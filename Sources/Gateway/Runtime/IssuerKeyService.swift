@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import OAuth
 import Logging
 import Reactor
 
@@ -13,6 +14,8 @@ final class IssuerKeyService {
     private var remote: [String: (config: IssuerConfig, keys: IssuerKeys)] = [:]
     private var loaded: [String: JWKSet] = [:]
     private var configured: [String] = []
+    /// The latest metadata of each issuer that publishes it (main loop).
+    private(set) var metadataByIssuer: [String: ProviderMetadata] = [:]
 
     init(loop: EventLoop, log: Logger) {
         self.loop = loop
@@ -63,7 +66,7 @@ final class IssuerKeyService {
                                       loop: loop, now: { Date().timeIntervalSince1970 })
                 keys.onUpdate = { [weak self, weak keys] set in
                     self?.publish(name, set, source: "remote")
-                    if let endpoint = keys?.introspectionEndpoint { self?.publishEndpoint(name, endpoint) }
+                    if let metadata = keys?.metadata { self?.publishMetadata(name, metadata) }
                 }
                 keys.onError = { [weak self] error in
                     self?.log.warning("issuer keys fetch failed; the last good keys keep serving",
@@ -97,8 +100,14 @@ final class IssuerKeyService {
         for w in workers { w.loop.execute { w.tokens.updateKeys(name, set) } }
     }
 
-    private func publishEndpoint(_ name: String, _ endpoint: String) {
-        for w in workers { w.loop.execute { w.tokens.introspector.discoveredEndpoints[name] = endpoint } }
+    private func publishMetadata(_ name: String, _ metadata: ProviderMetadata) {
+        metadataByIssuer[name] = metadata
+        for w in workers {
+            w.loop.execute {
+                w.tokens.introspector.discoveredEndpoints[name] = metadata.introspectionEndpoint
+                w.login.providerMetadata[name] = metadata
+            }
+        }
     }
 
     private func refetch(_ issuer: String, _ done: @escaping (JWKSet?) -> Void) {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OAuth
 import Reactor
 
 /// One event loop thread: its HTTP server on the shared listen addresses (SO_REUSEPORT),
@@ -21,6 +22,10 @@ final class Worker: FlushListener {
     let tokens: AccessTokenValidator
     /// The `bearer` / `dpop` / `token` stage.
     let authenticator: TokenAuthenticator
+    /// Browser logins and sessions.
+    let login: LoginService
+    /// Where `rd` may send a browser back to.
+    private(set) var returnPolicy = ReturnTo()
     private(set) var draining = false
     private var configGeneration = 0
     /// Route index → the metrics' interned id of its name (names survive reloads).
@@ -29,12 +34,15 @@ final class Worker: FlushListener {
     private var thread: Thread?
 
     /// `replay(loop)` makes this worker's DPoP replay store (shared memory, or its own Redis client).
-    init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, replay: (EventLoop) -> ReplayStore) {
+    init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, replay: (EventLoop) -> ReplayStore,
+         loginShared: LoginShared = LoginShared(), sessionStore: @escaping (EventLoop, GatewayConfig, LoginSettings) -> SessionStore) {
         self.id = id
         let loop = EventLoop()
         self.loop = loop
         tokens = AccessTokenValidator(loop: loop)
         authenticator = TokenAuthenticator(validator: tokens, replay: replay(loop))
+        login = LoginService(loop: loop, shared: loginShared, log: log, tokens: tokens,
+                             makeStore: { sessionStore(loop, $0, $1) })
         self.config = config
         self.log = log
         router = Router(routes: config.routes)
@@ -74,6 +82,8 @@ final class Worker: FlushListener {
         config = new
         configGeneration += 1
         authenticator.apply(new)
+        login.apply(new)
+        returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
         for r in new.routes { routeMetricIDs[r.index] = metrics.routeID(r.name) }
         let options = serverOptions(new.limits)
         for s in servers { s.apply(options) }
@@ -152,6 +162,9 @@ final class Worker: FlushListener {
             ErrorResponse.send(req, status: status, error: error, description: description,
                                requestID: ctx.requestID, close: draining || status == 400)
             requestFinished(ctx, status: status, bytes: 0, upstreamSeconds: 0, detail: description)
+        case .login(let endpoint, let path, let query):
+            ctx.path = path
+            handleLoginEndpoint(req, endpoint, query: query, origin: origin(forwarded), ctx: ctx)
         case .forward(let route, let path, let query, let build):
             ctx.path = path
             ctx.route = route.name
@@ -159,6 +172,13 @@ final class Worker: FlushListener {
             guard let pool = pools[route.upstream] else {
                 ErrorResponse.send(req, status: 502, error: "bad_gateway", description: "no upstream", requestID: ctx.requestID)
                 requestFinished(ctx, status: 502, bytes: 0, upstreamSeconds: 0, detail: "pool missing")
+                return
+            }
+            // A login route, or a login_or_token route whose request carries a session cookie.
+            if route.client != nil && (route.tokens == nil || Cookies(req.headers).values[login.settings.sessionCookie] != nil) {
+                authenticateSession(req, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx) { [unowned self] ctx, identity in
+                    self.forward(req, ctx: ctx, pool: pool, request: build(identity), watch: watch)
+                }
                 return
             }
             guard route.tokens != nil else {
@@ -206,6 +226,12 @@ final class Worker: FlushListener {
         let exchange = ProxyExchange(worker: self, client: req, context: ctx)
         watch?.exchange = exchange
         exchange.start(pool: pool, request: request)
+    }
+
+    /// The public origin of this request, as far as it can be trusted (see RequestOrigin).
+    private func origin(_ forwarded: ForwardedHeaders) -> RequestOrigin.Origin? {
+        RequestOrigin.select(publicURLs: config.publicURLs, scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
+                             fromTrustedProxy: forwarded.originFromTrustedProxy)
     }
 
     private func isTrusted(_ peer: String) -> Bool {

@@ -77,6 +77,43 @@ public enum FormEncoding {
     public static func body(_ params: [(String, String)]) -> String {
         params.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
     }
+
+    /// Name/value pairs of a query string or form body, in order; nil if any percent-escape
+    /// is malformed or decodes to invalid UTF-8 (an attacker's input is refused, not guessed at).
+    public static func decode(_ text: Substring) -> [(String, String)]? {
+        var out: [(String, String)] = []
+        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
+            let eq = pair.firstIndex(of: "=") ?? pair.endIndex
+            guard let name = unescape(pair[..<eq]), let value = unescape(eq == pair.endIndex ? "" : pair[pair.index(after: eq)...]) else { return nil }
+            out.append((name, value))
+        }
+        return out
+    }
+
+    static func unescape(_ s: Substring) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(s.utf8.count)
+        var it = s.utf8.makeIterator()
+        func hex(_ c: UInt8?) -> UInt8? {
+            guard let c else { return nil }
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - 48
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - 87
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - 55
+            default: return nil
+            }
+        }
+        while let c = it.next() {
+            switch c {
+            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let hi = hex(it.next()), let lo = hex(it.next()) else { return nil }
+                bytes.append(hi << 4 | lo)
+            default: bytes.append(c)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
 }
 
 /// Standard base64 with padding, for HTTP Basic (RFC 7617).

@@ -1,0 +1,98 @@
+import Foundation
+import JOSE
+import OAuth
+import Reactor
+
+/// The gateway as an OAuth client at an authorization server's back-channel endpoints, on one
+/// worker's loop (its own curl multi handles): PAR (RFC 9126), the token endpoint (code
+/// exchange and refresh, RFC 6749 §4.1.3 / §6, optionally DPoP-bound, RFC 9449 §5), and
+/// revocation (RFC 7009). Every request carries the client's authentication (RFC 6749
+/// §2.3.1, RFC 7523 assertions with `aud` = the issuer or the endpoint URL).
+final class AuthorizationServerClient {
+    private let loop: EventLoop
+    private var fetchers: [String: HTTPFetcher] = [:]
+    /// Last DPoP-Nonce each token endpoint asked for (RFC 9449 §8).
+    private var dpopNonces: [String: String] = [:]
+
+    init(loop: EventLoop) { self.loop = loop }
+
+    struct Target {
+        var client: ClientConfig
+        var issuer: IssuerConfig
+        /// Proofs for the token endpoint, when the client gets DPoP-bound tokens.
+        var dpop: DPoPProofSigner?
+    }
+
+    /// POSTs `form` (plus client authentication) to `endpoint`. With DPoP, a
+    /// `use_dpop_nonce` answer is retried once with the nonce the AS gave (§8.1).
+    func post(_ endpoint: String, form: [(String, String)], to t: Target, retried: Bool = false,
+              done: @escaping (Result<FetchResponse, FetchError>) -> Void) {
+        let now = Int64(Date().timeIntervalSince1970)
+        var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
+        var body = form
+        do {
+            let audience = t.client.assertionAudience == .endpoint ? endpoint : t.issuer.issuer
+            let credentials = try t.client.authentication.credentials(audience: audience, now: now)
+            headers += credentials.headers
+            body += credentials.form.filter { name, _ in !form.contains { $0.0 == name } }
+            if let dpop = t.dpop {
+                headers.append("DPoP: " + (try dpop.proof(method: "POST", url: endpoint, nonce: dpopNonces[endpoint], now: now)))
+            }
+        } catch {
+            done(.failure(FetchError(description: "client authentication: \(error)"))); return
+        }
+        let request = FetchRequest(url: endpoint, body: Array(FormEncoding.body(body).utf8), headers: headers, timeout: 10,
+                                   connectTimeout: 3, maxResponseBytes: 256 << 10)
+        fetcher(t.issuer).fetch(request) { [weak self] result in
+            guard let self else { return }
+            if t.dpop != nil, case .success(let resp) = result, let nonce = resp.header("dpop-nonce") {
+                self.dpopNonces[endpoint] = nonce
+                if !retried, resp.status == 400 || resp.status == 401,
+                   (try? JSONParser.parseObject(resp.body, what: "error"))?["error"]?.string == "use_dpop_nonce" {
+                    self.post(endpoint, form: form, to: t, retried: true, done: done)
+                    return
+                }
+            }
+            done(result)
+        }
+    }
+
+    /// RFC 9126 §2: the request object (or plain parameters) pushed; the request_uri back.
+    func pushAuthorizationRequest(_ endpoint: String, parameters: [(String, String)], to t: Target,
+                                  done: @escaping (Result<PushedAuthorizationResponse, Error>) -> Void) {
+        post(endpoint, form: parameters, to: Target(client: t.client, issuer: t.issuer, dpop: nil)) { result in
+            switch result {
+            case .success(let resp): done(Result { try PushedAuthorizationResponse.parse(status: resp.status, body: resp.body) })
+            case .failure(let e): done(.failure(e))
+            }
+        }
+    }
+
+    /// The token endpoint: a code exchange or a refresh.
+    func token(_ endpoint: String, grant: [(String, String)], to t: Target,
+               done: @escaping (Result<TokenResponse, TokenResponse.Failure>) -> Void) {
+        post(endpoint, form: grant, to: t) { result in
+            switch result {
+            case .success(let resp): done(TokenResponse.parse(status: resp.status, body: resp.body))
+            case .failure(let e): done(.failure(TokenResponse.Failure(error: "unreachable: \(e.description)", status: 0)))
+            }
+        }
+    }
+
+    /// RFC 7009 §2.1: revokes a token; the outcome only goes to the log (§2.2: 200 either way).
+    func revoke(_ endpoint: String, token: String, hint: String, to t: Target, done: @escaping (Int) -> Void) {
+        post(endpoint, form: [("token", token), ("token_type_hint", hint)], to: Target(client: t.client, issuer: t.issuer, dpop: nil)) { result in
+            switch result {
+            case .success(let resp): done(resp.status)
+            case .failure: done(0)
+            }
+        }
+    }
+
+    private func fetcher(_ issuer: IssuerConfig) -> HTTPFetcher {
+        if let f = fetchers[issuer.name] { return f }
+        let f = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: issuer.caFile))
+        fetchers[issuer.name] = f
+        return f
+    }
+}

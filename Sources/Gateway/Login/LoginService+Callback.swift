@@ -1,0 +1,130 @@
+import Foundation
+import JOSE
+import OAuth
+
+/// The redirect back from the AS: the response must answer a login this browser began (its
+/// `state` in the browser's login-state cookie), come from the right AS (RFC 9207 `iss`),
+/// and its code must buy an ID token that passes OIDC Core §3.1.3.7 with this login's nonce.
+/// Then the session starts and the browser goes where it wanted to go.
+extension LoginService {
+    struct CallbackTiming {
+        var tokenEndpointSeconds = 0.0
+    }
+
+    func callback(query: Substring, origin: RequestOrigin.Origin?, cookies: Cookies, clock: @escaping () -> Double,
+                  done: @escaping (GatewayResponse, CallbackTiming) -> Void) {
+        let restart = (text: "Sign in again", href: config.login.startPath)
+        var timing = CallbackTiming()
+        func fail(_ status: Int, _ message: String, _ detail: String, cookies setCookies: [String] = []) {
+            done(.page(status, title: "Sign-in failed", message: message, link: restart, cookies: setCookies, detail: detail), timing)
+        }
+        // The state first: it says which login (and so which client and AS) this answers.
+        guard let pairs = FormEncoding.decode(query), let state = pairs.first(where: { $0.0 == "state" })?.1 else {
+            fail(400, "The sign-in response was not valid.", "callback without state"); return
+        }
+        var pending = pendingLogins(cookies)
+        let now = Self.now()
+        guard let login = pending.take(state: state, now: now, timeout: Int64(config.session.loginTimeout)) else {
+            fail(400, "This sign-in was not started in this browser, or it took too long. Please start again.",
+                 "no pending login for this state (cookie missing, replayed or expired)"); return
+        }
+        let setLogin = loginCookies(pending, cookies)
+        guard let (client, issuer, meta) = target(login.client) else {
+            done(Self.unavailable("login client \(login.client): metadata not loaded"), timing); return
+        }
+        let response: AuthorizationResponse
+        switch AuthorizationResponse.parse(query: query, expectedIssuer: issuer.issuer, issRequired: meta.authorizationResponseIssParameterSupported) {
+        case .failure(.issuerMismatch):
+            fail(400, "The sign-in response came from an unexpected server.", "iss missing or not \(issuer.issuer) (RFC 9207)", cookies: setLogin); return
+        case .failure(.malformed(let why)):
+            fail(400, "The sign-in response was not valid.", why, cookies: setLogin); return
+        case .success(let r): response = r
+        }
+        let code: String
+        switch response {
+        case .error(let error, _, _):
+            // Shown, not retried: a login the AS refused must not loop back into another.
+            fail(403, "The sign-in was not completed (\(error)).", "authorization error: \(error)", cookies: setLogin); return
+        case .code(let c, _): code = c
+        }
+        guard let tokenEndpoint = meta.tokenEndpoint, let redirect = redirectURI(client, origin: origin) else {
+            done(Self.unavailable("no token endpoint or redirect URI"), timing); return
+        }
+        let grant = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect), ("code_verifier", login.codeVerifier)]
+        let started = clock()
+        server.token(tokenEndpoint, grant: grant, to: serverTarget(client, issuer)) { [weak self] result in
+            guard let self else { return }
+            timing.tokenEndpointSeconds = clock() - started
+            switch result {
+            case .failure(let f) where f.status == 0:
+                done(Self.unavailable("token endpoint \(f.error)"), timing)
+            case .failure(let f):
+                fail(400, "The sign-in could not be completed.", "token endpoint refused the code: \(f.error)", cookies: setLogin)
+            case .success(let tokens):
+                self.startSession(tokens, login: login, client: client, issuer: issuer, cookies: cookies) { outcome in
+                    switch outcome {
+                    case .failure(let why):
+                        fail(400, "The sign-in could not be completed.", why.description, cookies: setLogin)
+                    case .success(let sessionCookies):
+                        done(.redirect(login.returnTo, cookies: sessionCookies + setLogin, detail: "login completed"), timing)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Validates the ID token and stores the new session; the Set-Cookie lines for it.
+    func startSession(_ t: TokenResponse, login: PendingLogins.Login, client: ClientConfig, issuer: IssuerConfig, cookies: Cookies,
+                      refetched: Bool = false, done: @escaping (Result<[String], SessionFailure>) -> Void) {
+        guard let idToken = t.idToken else { done(.failure(.init("the token response has no ID token"))); return }
+        let now = Self.now()
+        let verifier = IDTokenVerifier(issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
+        let claims: JSONObject
+        do {
+            guard let keys = tokens.keys[issuer.name] else { done(.failure(.init("no keys loaded for \(issuer.name)"))); return }
+            claims = try verifier.verify(idToken, keys: keys, nonce: login.nonce, accessToken: t.accessToken, now: now)
+        } catch let e as JOSEError where e.code == .keyNotFound && !refetched && tokens.requestRefetch != nil {
+            // A key the AS has just rotated in: one refetch, then once more.
+            tokens.requestRefetch?(issuer.name) { [weak self] set in
+                guard let self else { return }
+                if let set { self.tokens.updateKeys(issuer.name, set) }
+                self.startSession(t, login: login, client: client, issuer: issuer, cookies: cookies, refetched: true, done: done)
+            }
+            return
+        } catch {
+            done(.failure(.init("ID token refused: \(error)"))); return
+        }
+        var kept = JSONObject()
+        for name in claims.names where keptClaims.contains(name) { kept[name] = claims[name] }
+        let session = Session(id: Session.newID(), client: login.client, subject: claims["sub"]?.string ?? "", claims: kept,
+                              idToken: idToken, accessToken: keepAccessToken ? t.accessToken : nil, refreshToken: t.refreshToken,
+                              accessExpiresAt: now + (t.expiresIn ?? 300), createdAt: now, lastSeenAt: now)
+        save(session, cookies: cookies) { result in done(result) }
+    }
+
+    /// Stores `session` and returns its Set-Cookie lines.
+    func save(_ session: Session, cookies: Cookies, done: @escaping (Result<[String], SessionFailure>) -> Void) {
+        let expiresAt = session.createdAt + Int64(config.session.absoluteTimeout)
+        store.save(session, expiresAt: expiresAt) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let e): done(.failure(.init("session store: \(e)", unavailable: true)))
+            case .success(let value):
+                guard let lines = self.sessionCookies(value, cookies) else {
+                    done(.failure(.init("the session does not fit in cookies; use store: redis://…"))); return
+                }
+                if lines.count > 1 && value.utf8.count > Cookies.chunkSize {
+                    self.log.warning("a session needed \(lines.count) cookies; a Redis store (store: redis://…) keeps only an id in the cookie",
+                                     metadata: ["bytes": .stringConvertible(value.utf8.count)])
+                }
+                done(.success(lines))
+            }
+        }
+    }
+
+    struct SessionFailure: Error, CustomStringConvertible {
+        let description: String
+        var unavailable = false
+        init(_ d: String, unavailable: Bool = false) { description = d; self.unavailable = unavailable }
+    }
+}

@@ -1,0 +1,79 @@
+import JOSE
+import OAuth
+
+/// Beginning a login: PKCE S256 (RFC 7636), fresh `state` and `nonce`, the pending login in
+/// the browser's login-state cookie, then the browser sent to the authorization endpoint —
+/// with a request object pushed by PAR (RFC 9126), passed by value or hosted here (RFC 9101),
+/// or as plain parameters.
+extension LoginService {
+    func beginLogin(client name: String, returnTo: String, loginHint: String?, origin: RequestOrigin.Origin?, cookies: Cookies,
+                    done: @escaping (GatewayResponse) -> Void) {
+        guard let (client, issuer, meta) = target(name) else {
+            done(Self.unavailable("login client \(name): authorization server metadata not loaded")); return
+        }
+        guard let authorize = meta.authorizationEndpoint, let redirect = redirectURI(client, origin: origin) else {
+            done(Self.unavailable("login client \(name): no authorization endpoint or redirect URI")); return
+        }
+        let now = Self.now()
+        let verifier = PKCE.makeVerifier()
+        guard let challenge = PKCE.challenge(for: verifier) else { done(Self.unavailable("PKCE")); return }
+        var extra = client.login.extra
+        if client.login.loginHintFromQuery, let hint = loginHint, !hint.isEmpty, hint.utf8.count <= 256 { extra.append(("login_hint", hint)) }
+        let params = AuthorizationParameters(clientID: client.authentication.clientID, redirectURI: redirect, scope: client.login.scopes,
+                                             state: PendingLogins.random(), nonce: PendingLogins.random(), codeChallenge: challenge, extra: extra)
+        var pending = pendingLogins(cookies)
+        pending.add(.init(state: params.state, nonce: params.nonce, codeVerifier: verifier, returnTo: returnTo, client: name, createdAt: now),
+                    max: config.session.maxPendingLogins, now: now, timeout: Int64(config.session.loginTimeout))
+        let setCookies = loginCookies(pending, cookies)
+        let clientID = params.clientID
+
+        // RFC 9126 §5: an AS that requires PAR gets PAR whatever the client's mode says.
+        var mode = client.login.requestMode
+        if meta.requirePushedAuthorizationRequests { mode = .par }
+        var requestObject: String?
+        if mode != .plain, let key = client.key {
+            do {
+                requestObject = try RequestObject.sign(params, audience: issuer.issuer, key: key, alg: client.requestObjectAlgorithm ?? .RS256, now: now)
+            } catch {
+                done(Self.unavailable("request object: \(error)")); return
+            }
+        }
+        // OIDC Core §6.1: response_type, client_id and scope also go as plain parameters.
+        let base: [(String, String)] = [("client_id", clientID), ("response_type", "code"), ("scope", params.scope.joined(separator: " "))]
+        switch mode {
+        case .par:
+            guard let endpoint = meta.pushedAuthorizationRequestEndpoint else {
+                done(Self.unavailable("login client \(name): request_mode par, but the AS has no PAR endpoint")); return
+            }
+            let pushed: [(String, String)] = requestObject.map { [("client_id", clientID), ("request", $0)] } ?? params.pairs
+            server.pushAuthorizationRequest(endpoint, parameters: pushed, to: serverTarget(client, issuer)) { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success(let par):
+                    done(.redirect(Self.url(authorize, [("client_id", clientID), ("request_uri", par.requestURI)]), cookies: setCookies,
+                                   detail: "login started (par)"))
+                case .failure(let e):
+                    self.log.warning("pushed authorization request failed", metadata: ["client": .string(name), "error": .string("\(e)")])
+                    done(Self.unavailable("PAR: \(e)"))
+                }
+            }
+        case .request:
+            guard let jwt = requestObject else { done(Self.unavailable("request_mode request without a key")); return }
+            done(.redirect(Self.url(authorize, base + [("request", jwt)]), cookies: setCookies, detail: "login started (request)"))
+        case .request_uri:
+            guard let jwt = requestObject, let origin = origin ?? config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) }),
+                  let id = shared.requestObjects.host(jwt) else {
+                done(Self.unavailable("request_uri: no key, no public origin, or too many pending")); return
+            }
+            let uri = "\(origin.scheme)://\(origin.authority)\(config.login.requestObjectPath)\(id)"
+            done(.redirect(Self.url(authorize, base + [("request_uri", uri)]), cookies: setCookies, detail: "login started (request_uri)"))
+        case .plain:
+            done(.redirect(Self.url(authorize, params.pairs), cookies: setCookies, detail: "login started (plain)"))
+        }
+    }
+
+    /// `endpoint` with `params` added to its query.
+    static func url(_ endpoint: String, _ params: [(String, String)]) -> String {
+        endpoint + (endpoint.contains("?") ? "&" : "?") + FormEncoding.body(params)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import JOSE
+import Logging
+import OAuth
+import Reactor
+
+/// The browser login of one worker (the gateway as OpenID Connect relying party for web apps
+/// behind `auth: login` routes): starts logins, takes the callback, keeps sessions (refresh
+/// included) and ends them. Loop-thread only. The parts live in LoginService+*.swift.
+final class LoginService {
+    let loop: EventLoop
+    let shared: LoginShared
+    let log: Logger
+    let tokens: AccessTokenValidator
+    let server: AuthorizationServerClient
+    /// Each issuer's metadata (the worker's copy, set from discovery on the main loop).
+    var providerMetadata: [String: ProviderMetadata] = [:]
+    func metadata(_ issuer: String) -> ProviderMetadata? { providerMetadata[issuer] }
+    private(set) var config = GatewayConfig()
+    private(set) var settings: LoginSettings
+    private(set) var store: SessionStore
+    private let makeStore: (GatewayConfig, LoginSettings) -> SessionStore
+    /// Claims a session keeps: those the login routes' headers map (and sub, sid).
+    private(set) var keptClaims: Set<String> = ["sub", "sid"]
+    /// Whether any login route forwards the access token (else it is not kept).
+    private(set) var keepAccessToken = false
+
+    init(loop: EventLoop, shared: LoginShared, log: Logger, tokens: AccessTokenValidator,
+         makeStore: @escaping (GatewayConfig, LoginSettings) -> SessionStore) {
+        self.loop = loop
+        self.shared = shared
+        self.log = log
+        self.tokens = tokens
+        self.makeStore = makeStore
+        server = AuthorizationServerClient(loop: loop)
+        settings = LoginSettings(GatewayConfig())
+        store = makeStore(GatewayConfig(), settings)
+    }
+
+    func apply(_ new: GatewayConfig) {
+        config = new
+        settings = LoginSettings(new)
+        store = makeStore(new, settings)
+        var claims: Set<String> = ["sub", "sid"]
+        for route in new.routes where route.client != nil {
+            for entry in route.identityHeaders.mapping { if let first = entry.path.components.first { claims.insert(first) } }
+        }
+        keptClaims = claims
+        keepAccessToken = new.routes.contains { $0.client != nil && $0.forwardSessionToken }
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    // MARK: shared helpers
+
+    /// The client `name`, its issuer and the issuer's metadata (nil while not loaded).
+    func target(_ name: String) -> (client: ClientConfig, issuer: IssuerConfig, metadata: ProviderMetadata)? {
+        guard let client = config.clients[name], let issuerName = client.issuer, let issuer = config.issuers[issuerName],
+              let meta = metadata(issuerName) else { return nil }
+        return (client, issuer, meta)
+    }
+
+    func serverTarget(_ client: ClientConfig, _ issuer: IssuerConfig) -> AuthorizationServerClient.Target {
+        var dpop: DPoPProofSigner?
+        if client.login.dpop {
+            let key = client.key ?? ProcessSecrets.dpopKey
+            dpop = try? DPoPProofSigner(key: key, alg: client.requestObjectAlgorithm ?? .ES256)
+        }
+        return .init(client: client, issuer: issuer, dpop: dpop)
+    }
+
+    /// Where the AS sends the browser back: the client's redirect_uri, or the gateway's
+    /// public origin (the one the request came to) + the callback path.
+    func redirectURI(_ client: ClientConfig, origin: RequestOrigin.Origin?) -> String? {
+        if let uri = client.login.redirectURI { return uri }
+        guard let origin = origin ?? config.publicURLs.first.map({ RequestOrigin.Origin(scheme: $0.scheme, authority: $0.authority) }) else { return nil }
+        return "\(origin.scheme)://\(origin.authority)\(config.login.callbackPath)"
+    }
+
+    var cookieAttributes: Cookies.Attributes { .init(secure: settings.secure, maxAge: Int64(config.session.absoluteTimeout)) }
+
+    func sessionCookies(_ value: String, _ cookies: Cookies) -> [String]? {
+        cookies.set(settings.sessionCookie, value, cookieAttributes)
+    }
+
+    func pendingLogins(_ cookies: Cookies) -> PendingLogins {
+        guard let value = cookies.value(settings.loginCookie),
+              let plain = settings.sealer.open(value, purpose: PendingLogins.purpose) else { return PendingLogins() }
+        return PendingLogins(json: plain) ?? PendingLogins()
+    }
+
+    func loginCookies(_ pending: PendingLogins, _ cookies: Cookies) -> [String] {
+        if pending.logins.isEmpty { return cookies.values[settings.loginCookie] == nil ? [] : cookies.clear(settings.loginCookie, secure: settings.secure) }
+        let sealed = settings.sealer.seal(pending.json(), purpose: PendingLogins.purpose)
+        return cookies.set(settings.loginCookie, sealed, .init(secure: settings.secure, maxAge: Int64(config.session.loginTimeout))) ?? []
+    }
+
+    /// The one client a request names, or the only login client there is.
+    func loginClientName(for route: RouteConfig?) -> String? {
+        if let name = route?.client { return name }
+        let names = Set(config.routes.compactMap(\.client))
+        return names.count == 1 ? names.first : nil
+    }
+
+    static func unavailable(_ detail: String) -> GatewayResponse {
+        var r = GatewayResponse.page(503, title: "Sign-in unavailable", message: "Signing in is not possible right now. Please try again in a moment.",
+                                     detail: detail)
+        r.headers.append(("Retry-After", "5"))
+        return r
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import Reactor
+
+/// One refresh per session at a time, across every worker of the process: the first request
+/// that finds the access token due refreshes; concurrent requests for the same session (on
+/// any worker) wait for its outcome instead of racing it with the same refresh token — with
+/// rotating refresh tokens the second use would fail and end the session. The outcome is
+/// kept for a short grace time, so a request that still carries the old cookie gets the new
+/// session rather than a second refresh.
+final class RefreshCoordinator: @unchecked Sendable {
+    enum Outcome {
+        case refreshed(Session)
+        /// The refresh failed: the session is over (the next request logs in again).
+        case ended
+    }
+
+    private let lock = NSLock()
+    private var inFlight: [String: [(EventLoop, (Outcome) -> Void)]] = [:]
+    private var recent: [String: (outcome: Outcome, until: Double)] = [:]
+    let grace: Double
+    private(set) var refreshesStarted = 0
+
+    init(grace: Double = 30) { self.grace = grace }
+
+    enum Role {
+        /// This caller refreshes, then calls `finish`.
+        case leader
+        /// Another caller is refreshing: `done` runs on `loop` with its outcome.
+        case waiting
+        /// A refresh just finished: here is its outcome.
+        case finished(Outcome)
+    }
+
+    func join(_ sessionID: String, loop: EventLoop, done: @escaping (Outcome) -> Void) -> Role {
+        let now = ProcessInfo.processInfo.systemUptime
+        return lock.withLock {
+            if let r = recent[sessionID], r.until > now { return .finished(r.outcome) }
+            if inFlight[sessionID] != nil {
+                inFlight[sessionID]!.append((loop, done))
+                return .waiting
+            }
+            inFlight[sessionID] = []
+            refreshesStarted += 1
+            return .leader
+        }
+    }
+
+    /// The leader's outcome: every waiter gets it on its own loop.
+    func finish(_ sessionID: String, _ outcome: Outcome) {
+        let now = ProcessInfo.processInfo.systemUptime
+        let waiters: [(EventLoop, (Outcome) -> Void)] = lock.withLock {
+            if recent.count > 10_000 { recent = recent.filter { $0.value.until > now } }
+            recent[sessionID] = (outcome, now + grace)
+            return inFlight.removeValue(forKey: sessionID) ?? []
+        }
+        for (loop, done) in waiters { loop.execute { done(outcome) } }
+    }
+}

@@ -1,0 +1,106 @@
+import OAuth
+import Reactor
+
+/// The browser side of a worker: the login endpoints, and `login` / `login_or_token` routes
+/// (session, or a login round-trip for page navigations, or 401 for everything else).
+extension Worker {
+    func handleLoginEndpoint(_ req: ServerRequest, _ endpoint: LoginEndpoint, query: String?, origin: RequestOrigin.Origin?,
+                             ctx: RequestContext) {
+        let cookies = Cookies(req.headers)
+        let reply: (GatewayResponse) -> Void = { [unowned self] response in
+            var ctx = ctx
+            ctx.route = "login"
+            response.send(req, requestID: ctx.requestID, close: self.draining)
+            self.requestFinished(ctx, status: response.status, bytes: response.body.utf8.count, upstreamSeconds: 0, detail: response.detail)
+        }
+        let method = req.method ?? .GET
+        switch endpoint {
+        case .jwks:
+            reply(login.jwks())
+        case .requestObject(let id):
+            reply(login.requestObject(id: id))
+        case .start:
+            let params = query.flatMap { FormEncoding.decode(Substring($0)) } ?? []
+            let rd = params.first { $0.0 == "rd" }?.1
+            guard let client = login.loginClientName(for: nil) else {
+                reply(.page(400, title: "Sign-in", message: "No login is configured here.")); return
+            }
+            login.beginLogin(client: client, returnTo: rd.flatMap(returnPolicy.check) ?? "/",
+                             loginHint: params.first { $0.0 == "login_hint" }?.1, origin: origin, cookies: cookies, done: reply)
+        case .callback:
+            guard method == .GET else { reply(.page(405, title: "Sign-in", message: "Method not allowed.")); return }
+            login.callback(query: Substring(query ?? ""), origin: origin, cookies: cookies, clock: clock) { [unowned self] response, timing in
+                var ctx = ctx
+                ctx.route = "login"
+                // The gateway's own time for the callback, the token endpoint's excluded.
+                let own = self.clock() - ctx.start - timing.tokenEndpointSeconds
+                self.metrics.recordCallback(ownSeconds: own)
+                response.send(req, requestID: ctx.requestID, close: self.draining)
+                self.requestFinished(ctx, status: response.status, bytes: response.body.utf8.count, upstreamSeconds: timing.tokenEndpointSeconds,
+                                     detail: (response.detail ?? "") + " (own \(Int(own * 1e6)) us)")
+            }
+        case .logout:
+            guard method == .GET || method == .POST else { reply(.page(405, title: "Log out", message: "Method not allowed.")); return }
+            let form = method == .POST ? (FormEncoding.decode(Substring(String(decoding: req.bodyBytes, as: UTF8.self))) ?? []) : []
+            login.logout(method: method.rawValue, query: Substring(query ?? ""), form: form, cookies: cookies, done: reply)
+        }
+    }
+
+    /// A page navigation (it may be redirected to a login); anything else — XHR, fetch, an
+    /// API call, a form POST — gets 401 instead of a redirect it could not follow.
+    static func isNavigation(_ req: ServerRequest) -> Bool {
+        guard req.method == .GET || req.method == .HEAD else { return false }
+        let h = req.headers
+        if h.first("X-Requested-With")?.lowercased() == "xmlhttprequest" { return false }
+        if let mode = h.first("Sec-Fetch-Mode") { return mode == "navigate" }
+        return h.first("Accept")?.contains("text/html") ?? false
+    }
+
+    /// `auth: login` (and `login_or_token` with a session cookie).
+    func authenticateSession(_ req: ServerRequest, route: RouteConfig, path: String, query: String?, origin: RequestOrigin.Origin?,
+                             ctx: RequestContext, forward: @escaping (RequestContext, [(String, String)]) -> Void) {
+        let cookies = Cookies(req.headers)
+        login.authenticate(route: route, cookies: cookies) { [unowned self] decision in
+            var ctx = ctx
+            switch decision {
+            case .allow(let session, let setCookies):
+                ctx.subject = session.subject
+                ctx.clientID = route.client
+                ctx.responseHeaders = setCookies.map { ("Set-Cookie", $0) }
+                var identity = route.identityHeaders.values(for: session.claims)
+                if route.forwardSessionToken, let token = session.accessToken { identity.append(("Authorization", "Bearer \(token)")) }
+                guard req.isConnected else {
+                    self.requestFinished(ctx, status: 499, bytes: 0, upstreamSeconds: 0, detail: "client gone"); return
+                }
+                forward(ctx, identity)
+            case .unavailable(let why):
+                ctx.rejection = "unavailable"
+                Self.sendUnavailable(req, ctx: ctx, worker: self, detail: why)
+            case .none(let clear):
+                if Worker.isNavigation(req), let client = route.client {
+                    let returnTo = path + (query.map { "?" + $0 } ?? "")
+                    self.login.beginLogin(client: client, returnTo: returnTo, loginHint: nil, origin: origin, cookies: cookies) { response in
+                        var r = response
+                        r.headers += clear.map { ("Set-Cookie", $0) }
+                        r.send(req, requestID: ctx.requestID, close: self.draining)
+                        self.requestFinished(ctx, status: r.status, bytes: 0, upstreamSeconds: 0, detail: r.detail)
+                    }
+                } else {
+                    ctx.rejection = "login_required"
+                    self.metrics.authFailure("login_required")
+                    for c in clear { req.responseHeaders.add("Set-Cookie", c) }
+                    ErrorResponse.send(req, status: 401, error: "login_required", description: "sign in first (this route uses a browser session)",
+                                       requestID: ctx.requestID, close: self.draining)
+                    self.requestFinished(ctx, status: 401, bytes: 0, upstreamSeconds: 0, detail: "no session")
+                }
+            }
+        }
+    }
+
+    static func sendUnavailable(_ req: ServerRequest, ctx: RequestContext, worker: Worker, detail: String) {
+        req.responseHeaders.add("Retry-After", "5")
+        ErrorResponse.send(req, status: 503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
+                           requestID: ctx.requestID, close: worker.draining)
+        worker.requestFinished(ctx, status: 503, bytes: 0, upstreamSeconds: 0, detail: detail)
+    }
+}

@@ -1,0 +1,81 @@
+import Reactor
+
+/// Reading the gateway's cookies from a request and writing them in a response (RFC 6265).
+/// A value longer than one cookie can carry is split over `name`, `name_1`, `name_2` …
+/// (the rule: keep a session in one cookie when it fits, split it when it cannot).
+struct Cookies {
+    /// Room for the value in one cookie, leaving space for the name and attributes under
+    /// browsers' 4096-byte limit per cookie.
+    static let chunkSize = 3800
+    static let maxChunks = 4
+
+    /// Every cookie of the request (all Cookie headers), first value of each name.
+    let values: [String: String]
+
+    init(_ headers: HeaderList) {
+        var out: [String: String] = [:]
+        for header in headers.values("Cookie") {
+            for part in header.split(separator: ";") {
+                let pair = part.drop(while: { $0 == " " })
+                guard let eq = pair.firstIndex(of: "=") else { continue }
+                let name = String(pair[..<eq])
+                if out[name] == nil { out[name] = String(pair[pair.index(after: eq)...]) }
+            }
+        }
+        values = out
+    }
+
+    /// The value of `name`, joined from its chunks.
+    func value(_ name: String) -> String? {
+        guard var v = values[name] else { return nil }
+        for i in 1..<Self.maxChunks {
+            guard let more = values["\(name)_\(i)"] else { break }
+            v += more
+        }
+        return v
+    }
+
+    /// Whether the request carries chunk `i` of `name`.
+    func hasChunk(_ name: String, _ i: Int) -> Bool { values["\(name)_\(i)"] != nil }
+
+    struct Attributes {
+        var secure: Bool
+        var maxAge: Int64
+        /// Lax: sent on top-level navigations from other sites (the AS's redirect back), not
+        /// on their subrequests or form POSTs (CSRF).
+        var sameSite = "Lax"
+    }
+
+    /// Set-Cookie values storing `value` under `name` (split if needed), and clearing the
+    /// chunks the request had that are no longer used. nil if it cannot fit at all.
+    func set(_ name: String, _ value: String, _ a: Attributes) -> [String]? {
+        var chunks: [Substring] = []
+        var rest = Substring(value)
+        while !rest.isEmpty {
+            chunks.append(rest.prefix(Self.chunkSize))
+            rest = rest.dropFirst(Self.chunkSize)
+        }
+        guard chunks.count <= Self.maxChunks else { return nil }
+        if chunks.isEmpty { chunks = [""] }
+        var out = chunks.enumerated().map { i, c in Self.line(i == 0 ? name : "\(name)_\(i)", String(c), a) }
+        for i in chunks.count..<Self.maxChunks where hasChunk(name, i) {
+            out.append(Self.line("\(name)_\(i)", "", Attributes(secure: a.secure, maxAge: 0, sameSite: a.sameSite)))
+        }
+        return out
+    }
+
+    /// Set-Cookie values deleting `name` and its chunks.
+    func clear(_ name: String, secure: Bool) -> [String] {
+        let a = Attributes(secure: secure, maxAge: 0)
+        return [Self.line(name, "", a)] + (1..<Self.maxChunks).filter { hasChunk(name, $0) }.map { Self.line("\(name)_\($0)", "", a) }
+    }
+
+    static func line(_ name: String, _ value: String, _ a: Attributes) -> String {
+        "\(name)=\(value); Path=/; Max-Age=\(max(0, a.maxAge)); HttpOnly; SameSite=\(a.sameSite)" + (a.secure ? "; Secure" : "")
+    }
+
+    /// The cookie name as sent: with Secure cookies the `__Host-` prefix, which browsers
+    /// accept only from a secure origin, for Path=/ and without Domain — so no sibling
+    /// subdomain can set or shadow it.
+    static func name(_ base: String, secure: Bool) -> String { secure ? "__Host-" + base : base }
+}

@@ -1,0 +1,27 @@
+import Foundation
+
+/// Sessions ended by logout while their cookies may still exist (the embedded store: the
+/// cookie itself is the session, so a copy of it stays well-formed). Remembered until the
+/// session would have expired anyway; shared by every worker, under one lock (logouts and
+/// lookups are rare next to requests: a lookup is one hash probe).
+final class EndedSessions: @unchecked Sendable {
+    private let lock = NSLock()
+    private var until: [String: Int64] = [:]
+    private let capacity: Int
+
+    init(capacity: Int = 1_000_000) { self.capacity = capacity }
+
+    func end(_ id: String, until expiry: Int64, now: Int64) {
+        lock.withLock {
+            if until.count >= capacity / 2 { until = until.filter { $0.value > now } }
+            // Full of live entries: forgetting one would revive a logged-out cookie, so the
+            // oldest-expiring is dropped only as a last resort (bounded memory first).
+            if until.count >= capacity, let first = until.min(by: { $0.value < $1.value }) { until[first.key] = nil }
+            until[id] = expiry
+        }
+    }
+
+    func contains(_ id: String, now: Int64) -> Bool {
+        lock.withLock { (until[id] ?? 0) > now }
+    }
+}

@@ -1,0 +1,82 @@
+import JOSE
+import Reactor
+
+/// Sessions in Redis: the cookie carries only the session's random id; Redis holds the
+/// session sealed with the session keys (it never holds a readable token) under a key derived
+/// from the id by SHA-256 (reading Redis does not yield cookie values). Sessions read are kept
+/// on this worker for `cacheTTL` seconds, so a busy session costs no round trip per request;
+/// an end (logout) reaches other replicas within that time.
+final class RedisSessionStore: SessionStore {
+    private let client: RedisClient
+    private let prefix: String
+    private let sealer: CookieSealer
+    private let cacheTTL: Int64
+    private let clock: () -> Int64
+    private var cache: [String: (session: Session, until: Int64)] = [:]
+    private(set) var roundTrips = 0
+
+    init(client: RedisClient, prefix: String, sealer: CookieSealer, cacheTTL: Double, clock: @escaping () -> Int64) {
+        self.client = client
+        self.prefix = prefix
+        self.sealer = sealer
+        self.cacheTTL = Int64(cacheTTL)
+        self.clock = clock
+    }
+
+    func key(_ id: String) -> String {
+        "\(prefix)session:" + Base64URL.encode(Array(Digest.sha256.hash(Array(id.utf8)).prefix(24)))
+    }
+
+    func load(_ cookie: String, done: @escaping (SessionLookup) -> Void) {
+        // A cookie is a session id: 22 base64url characters.
+        guard cookie.utf8.count == 22, Base64URL.decode(cookie)?.count == 16 else { done(.none); return }
+        let now = clock()
+        if let hit = cache[cookie], hit.until > now { done(.found(hit.session)); return }
+        roundTrips += 1
+        client.send(["GET", key(cookie)]) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(.bulk(let bytes)):
+                guard let plain = self.sealer.open(String(decoding: bytes, as: UTF8.self), purpose: CookieSessionStore.purpose),
+                      let session = Session(encoded: plain), session.id == cookie else { done(.none); return }
+                if self.cacheTTL > 0 { self.remember(session, now: now) }
+                done(.found(session))
+            case .success(.null): done(.none)
+            case .success(let other): done(.unavailable("unexpected Redis reply \(other)"))
+            case .failure(let e): done(.unavailable("\(e)"))
+            }
+        }
+    }
+
+    func save(_ session: Session, expiresAt: Int64, done: @escaping (Result<String, SessionStoreError>) -> Void) {
+        let now = clock()
+        let sealed = sealer.seal(session.encoded(), purpose: CookieSessionStore.purpose)
+        roundTrips += 1
+        client.send(["SET", key(session.id), sealed, "EX", String(max(1, expiresAt - now))]) { [weak self] result in
+            switch result {
+            case .success(.status("OK")):
+                self?.remember(session, now: now)
+                done(.success(session.id))
+            case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
+            case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
+            }
+        }
+    }
+
+    func end(_ session: Session, expiresAt: Int64, done: @escaping (Result<Void, SessionStoreError>) -> Void) {
+        cache[session.id] = nil
+        roundTrips += 1
+        client.send(["DEL", key(session.id)]) { result in
+            switch result {
+            case .success(.integer): done(.success(()))
+            case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
+            case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
+            }
+        }
+    }
+
+    private func remember(_ session: Session, now: Int64) {
+        if cache.count >= 10_000 { cache = cache.filter { $0.value.until > now } }
+        if cache.count < 10_000 { cache[session.id] = (session, now + cacheTTL) }
+    }
+}

@@ -1,0 +1,59 @@
+/// Where a browser may be sent back after a login or logout (`rd`): a path on this origin,
+/// or an absolute URL whose host is on an allow-list — never anything a browser would read
+/// as another origin (RFC 9700 §4.11: open redirectors). Checked on the raw value, and again
+/// after percent-decoding, so encoded forms of `//`, `\` or a scheme do not slip through.
+public struct ReturnTo: Sendable {
+    /// Hosts allowed in absolute targets: exact names or `*.suffix` (any subdomain depth).
+    public var allowedHosts: [String]
+    /// Allow http:// targets (local development); https only by default.
+    public var allowHTTP = false
+
+    public init(allowedHosts: [String] = [], allowHTTP: Bool = false) {
+        self.allowedHosts = allowedHosts.map { $0.lowercased() }
+        self.allowHTTP = allowHTTP
+    }
+
+    /// The target to redirect to, or nil if it is not allowed (the caller falls back to "/").
+    public func check(_ target: String) -> String? {
+        guard !target.isEmpty, target.utf8.count <= 2048 else { return nil }
+        // Control characters (including CR/LF: header splitting), spaces, backslashes —
+        // browsers treat `\` like `/` — anywhere, raw or encoded.
+        guard let decoded = FormEncoding.unescape(Substring(target).replacingPlus()) else { return nil }
+        for form in [target, decoded] {
+            if form.utf8.contains(where: { $0 < 0x21 || $0 == 0x7f || $0 == UInt8(ascii: "\\") }) { return nil }
+        }
+        if target.hasPrefix("/") {
+            // "//evil" and "/%2Fevil" (decoded "//evil") are network-path references.
+            guard !target.hasPrefix("//"), !decoded.hasPrefix("//") else { return nil }
+            return target
+        }
+        // Anything else must be an absolute http(s) URL to an allowed host: "https:evil",
+        // "javascript:…", "evil.com/x" (relative, read as a path by some and a host by others) fail.
+        let lower = target.lowercased()
+        let scheme: String
+        if lower.hasPrefix("https://") { scheme = "https://" } else if allowHTTP && lower.hasPrefix("http://") { scheme = "http://" } else { return nil }
+        let rest = lower.dropFirst(scheme.count)
+        let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        let authority = rest[..<end]
+        guard !authority.isEmpty, !authority.contains("@"), !authority.contains("%") else { return nil }
+        var host = Substring(authority)
+        if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") {
+            guard host[host.index(after: colon)...].allSatisfy(\.isNumber) else { return nil }
+            host = host[..<colon]
+        }
+        guard isAllowed(String(host)) else { return nil }
+        return target
+    }
+
+    func isAllowed(_ host: String) -> Bool {
+        allowedHosts.contains { pattern in
+            if pattern.hasPrefix("*.") { return host.hasSuffix(pattern.dropFirst(1)) && host.count > pattern.count - 1 }
+            return host == pattern
+        }
+    }
+}
+
+private extension Substring {
+    /// In a URL target "+" is a literal plus, not a space as in forms.
+    func replacingPlus() -> Substring { Substring(self.map { $0 == "+" ? "%2B" : String($0) }.joined()) }
+}

@@ -1,0 +1,51 @@
+import JOSE
+
+/// What the gateway needs from an authorization server's metadata (OIDC Discovery 1.0 §3,
+/// RFC 8414 §2, RFC 9126 §5, RFC 9207 §3, RP-Initiated Logout §2.1, RFC 7009).
+public struct ProviderMetadata: Sendable, Equatable {
+    public var issuer: String
+    public var authorizationEndpoint: String?
+    public var tokenEndpoint: String?
+    public var jwksURI: String?
+    public var pushedAuthorizationRequestEndpoint: String?
+    /// RFC 9126 §5: the AS accepts authorization requests only through PAR.
+    public var requirePushedAuthorizationRequests = false
+    /// RFC 9207 §3: the AS puts `iss` in its authorization responses.
+    public var authorizationResponseIssParameterSupported = false
+    public var endSessionEndpoint: String?
+    public var revocationEndpoint: String?
+    public var introspectionEndpoint: String?
+    public var userinfoEndpoint: String?
+    public var requestURIParameterSupported = false
+
+    public init(issuer: String) { self.issuer = issuer }
+
+    /// Parses metadata; its `issuer` must equal `expectedIssuer` exactly (RFC 8414 §3.3, OIDC
+    /// Discovery §4.3 — mix-up defence), and every endpoint must be an http(s) URL.
+    public static func parse(_ body: [UInt8], expectedIssuer: String) throws -> ProviderMetadata {
+        let object = try JSONParser.parseObject(body, what: "the provider metadata")
+        guard object["issuer"]?.string == expectedIssuer else {
+            throw JOSEError(.issuerMismatch, claim: "issuer", "the metadata names another issuer")
+        }
+        func url(_ name: String) throws -> String? {
+            guard let v = object[name] else { return nil }
+            guard let s = v.string, s.hasPrefix("https://") || s.hasPrefix("http://") else {
+                throw JOSEError(.malformed, claim: name, "must be an http(s) URL")
+            }
+            return s
+        }
+        var m = ProviderMetadata(issuer: expectedIssuer)
+        m.authorizationEndpoint = try url("authorization_endpoint")
+        m.tokenEndpoint = try url("token_endpoint")
+        m.jwksURI = try url("jwks_uri")
+        m.pushedAuthorizationRequestEndpoint = try url("pushed_authorization_request_endpoint")
+        m.endSessionEndpoint = try url("end_session_endpoint")
+        m.revocationEndpoint = try url("revocation_endpoint")
+        m.introspectionEndpoint = try url("introspection_endpoint")
+        m.userinfoEndpoint = try url("userinfo_endpoint")
+        m.requirePushedAuthorizationRequests = object["require_pushed_authorization_requests"] == .bool(true)
+        m.authorizationResponseIssParameterSupported = object["authorization_response_iss_parameter_supported"] == .bool(true)
+        m.requestURIParameterSupported = object["request_uri_parameter_supported"] == .bool(true)
+        return m
+    }
+}

@@ -1,0 +1,37 @@
+import JOSE
+
+/// A successful token response (RFC 6749 §5.1, OIDC Core §3.1.3.3), or the error the AS gave
+/// (RFC 6749 §5.2).
+public struct TokenResponse: Sendable, Equatable {
+    public let accessToken: String
+    /// "Bearer" or "DPoP" (RFC 9449 §5), as the AS said.
+    public let tokenType: String
+    public let expiresIn: Int64?
+    public let refreshToken: String?
+    public let idToken: String?
+    public let scope: String?
+
+    public struct Failure: Error, Equatable, Sendable {
+        /// The AS's `error` code, e.g. invalid_grant; "invalid_response" when the body is unusable.
+        public let error: String
+        public let status: Int
+        public init(error: String, status: Int) {
+            self.error = error
+            self.status = status
+        }
+    }
+
+    public static func parse(status: Int, body: [UInt8]) -> Result<TokenResponse, Failure> {
+        let object = try? JSONParser.parseObject(body, what: "the token response")
+        guard status == 200 else {
+            return .failure(Failure(error: object?["error"]?.string ?? "invalid_response", status: status))
+        }
+        guard let object, let access = object["access_token"]?.string, !access.isEmpty,
+              let type = object["token_type"]?.string else {
+            return .failure(Failure(error: "invalid_response", status: status))
+        }
+        return .success(TokenResponse(accessToken: access, tokenType: type, expiresIn: object["expires_in"]?.int64,
+                                      refreshToken: object["refresh_token"]?.string, idToken: object["id_token"]?.string,
+                                      scope: object["scope"]?.string))
+    }
+}

@@ -1,0 +1,430 @@
+"""`auth: login` end to end (the gateway as the OpenID Connect client of a web app): a real
+tokengate, a real upstream and the real authorization server (idpyoidc, its login form,
+PAR, JAR, PKCE, refresh rotation, end_session, revocation), driven by a scripted browser
+(requests.Session keeps cookies; redirects are followed by hand so every hop is checked).
+The same round-trip in headless Chromium is in test_login_browser.py."""
+import json
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+
+from conftest import BIN, Gateway, sent_headers as sent
+
+SESSION_KEY = "q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE="  # 32 bytes, base64
+SECRET = "web-secret-0123456789abcdef0123456789abcd"
+HTML = {"Accept": "text/html"}
+
+
+def gateway_key(tmp_path, alg="ES256"):
+    """A client key made by `tokengate keys generate`: (path of the private JWK, public JWKS)."""
+    path = tmp_path / f"web-{alg}.jwk"
+    out = subprocess.run([BIN, "keys", "generate", "--alg", alg, "--kid", f"web-{alg.lower()}", "--out", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    return str(path), json.loads(out)
+
+
+class LoginEnv:
+    """An AS with the web client registered, and a tokengate logging browsers in to `upstream`."""
+
+    def __init__(self, a, upstream, tmp_path, mode="par", auth="private_key_jwt", extra_client="", extra_top="",
+                 extra_route="", key_alg="ES256", session="", prompt="consent", session_key=SESSION_KEY, workers=2):
+        self.a = a
+        self.gw = Gateway("")  # for its port: the redirect URI names it
+        base = f"http://127.0.0.1:{self.gw.port}"
+        self.key_path, jwks = gateway_key(tmp_path, key_alg)
+        a.add_client("web", client_secret=SECRET if auth != "private_key_jwt" else None, jwks=jwks,
+                     scopes=["openid", "profile", "email", "offline_access", "orders:read"],
+                     redirect_uri=f"{base}/oauth2/callback", token_endpoint_auth_method=auth,
+                     post_logout_redirect_uri=f"{base}/bye")
+        secret = f'secret: "{SECRET}"\n    ' if auth != "private_key_jwt" else ""
+        self.gw.write_config(f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: {workers}
+public_url: {base}
+session: {{ keys: ["{session_key}"], secure_cookie: false {session} }}
+{extra_top}
+issuers:
+  as1: {{ issuer: "{a.issuer}", discovery: true, audiences: [api], algorithms: [ES256, RS256] }}
+clients:
+  web:
+    issuer: as1
+    client_id: web
+    auth: {auth}
+    {secret}key_file: "{self.key_path}"
+    assertion_audience: endpoint
+    request_mode: {mode}
+    scopes: [openid, profile, email, offline_access]
+    extra: {{ prompt: {prompt} }}
+    post_logout_redirect_uri: {base}/bye
+{extra_client}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+routes:
+  - name: bye
+    match: {{ path: /bye }}
+    upstream: app
+    auth: none
+{extra_route}
+  - name: web
+    match: {{ path_prefix: / }}
+    upstream: app
+    auth: login
+    client: web
+    headers: {{ X-Forwarded-User: sub, X-Forwarded-Email: email, X-Forwarded-Groups: groups }}
+""")
+        self.gw.start()
+        self.browser = requests.Session()
+
+    def url(self, path):
+        return self.gw.url(path)
+
+    def get(self, path_or_url, **kw):
+        url = path_or_url if path_or_url.startswith("http") else self.url(path_or_url)
+        kw.setdefault("headers", HTML)
+        return self.browser.get(url, allow_redirects=False, timeout=15, **kw)
+
+    def to_callback(self, path="/orders/7?x=1", user="alice"):
+        """Opens a protected page and logs in at the AS's form: the callback URL the AS sends
+        the browser to (not yet followed)."""
+        r = self.get(path)
+        assert r.status_code == 302, (r.status_code, r.text)
+        location = self.a.login_with_form(self.browser, r.headers["Location"], user=user)
+        assert location.startswith(self.url("/oauth2/callback")), location
+        return location
+
+    def login(self, path="/orders/7?x=1", user="alice"):
+        """The whole round-trip from a protected page: returns that page (from the upstream)."""
+        r = self.get(self.to_callback(path, user))
+        assert r.status_code == 302, (r.status_code, r.text, self.gw.output()[-3000:])
+        assert r.headers["Location"] == path
+        return self.get(path)
+
+    def session_cookie(self):
+        return self.browser.cookies.get("tokengate_session")
+
+    def stop(self):
+        self.gw.stop()
+
+
+@pytest.fixture
+def login_as(authserver_factory):
+    return authserver_factory(login="form", rotate_refresh_tokens=True)
+
+
+@pytest.fixture
+def env(login_as, upstream, tmp_path):
+    e = LoginEnv(login_as, upstream, tmp_path)
+    yield e
+    e.stop()
+
+
+def test_login_round_trip_par_private_key_jwt(env):
+    r = env.login()
+    assert r.status_code == 200, r.text
+    h = sent(r)
+    assert h["x-forwarded-email"] == "alice@example.com" and h["x-forwarded-user"]
+    assert r.json()["path"] == "/orders/7?x=1"
+    # The gateway's cookies never reach the upstream.
+    assert "tokengate" not in h.get("cookie", "")
+    # The AS saw a pushed, signed request object and PKCE S256.
+    first = next(x for x in env.a.authorizations if x.get("client_id") == "web")
+    assert first["via"] == "par" and first["signed"], first
+    assert first["params"]["code_challenge_method"] == "S256" and first["params"]["nonce"], first
+
+
+@pytest.mark.parametrize("mode,via", [("par", "par"), ("request", "request"), ("request_uri", "request_uri"), ("plain", "query")])
+def test_each_request_mode(login_as, upstream, tmp_path, mode, via):
+    e = LoginEnv(login_as, upstream, tmp_path, mode=mode)
+    try:
+        r = e.login()
+        assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com", r.text
+        first = next(x for x in login_as.authorizations if x.get("client_id") == "web")
+        assert first["via"] == via and first["signed"] == (mode != "plain"), first
+        if mode == "request_uri":
+            # The AS fetched the hosted request object once; a second fetch finds nothing.
+            fetched = login_as.request_uri_fetches[-1]
+            assert fetched["status"] == 200 and fetched["content_type"].startswith("application/oauth-authz-req+jwt"), fetched
+            assert requests.get(fetched["url"], timeout=5).status_code == 404
+    finally:
+        e.stop()
+
+
+@pytest.mark.parametrize("auth", ["client_secret_jwt", "client_secret_basic", "client_secret_post"])
+def test_other_client_authentication(login_as, upstream, tmp_path, auth):
+    e = LoginEnv(login_as, upstream, tmp_path, auth=auth, key_alg="RS256")
+    try:
+        assert e.login().status_code == 200
+        code = [t for t in login_as.token_requests if t["grant_type"] == "authorization_code"][-1]
+        assert code["status"] == 200, code
+    finally:
+        e.stop()
+
+
+def test_the_session_serves_later_requests_without_the_as(env):
+    env.login()
+    before = len(env.a.authorizations)
+    for path in ["/a", "/b?c=d", "/orders/7"]:
+        r = env.get(path)
+        assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com"
+    assert len(env.a.authorizations) == before
+    # The cookie is sealed: no token or claim can be read from it.
+    cookie = env.session_cookie()
+    assert cookie and "alice" not in cookie and "." not in cookie
+
+
+def test_jwks_publishes_the_client_key(env):
+    keys = requests.get(env.url("/.well-known/jwks.json"), timeout=5).json()["keys"]
+    assert [k["kid"] for k in keys] == ["web-es256"] and "d" not in keys[0]
+
+
+# --- not a browser page: 401, never a redirect ------------------------------------------------
+
+@pytest.mark.parametrize("headers,method", [
+    ({"Accept": "application/json"}, "GET"),
+    ({"Accept": "text/html", "X-Requested-With": "XMLHttpRequest"}, "GET"),
+    ({"Accept": "text/html", "Sec-Fetch-Mode": "cors"}, "GET"),
+    ({"Accept": "text/html"}, "POST"),
+])
+def test_non_navigation_requests_get_401(env, headers, method):
+    r = env.browser.request(method, env.url("/api/x"), headers=headers, allow_redirects=False, timeout=10)
+    assert r.status_code == 401 and r.json()["error"] == "login_required", r.text
+    assert "Location" not in r.headers
+
+
+# --- refresh ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def short_as(authserver_factory):
+    """Access tokens that live 3 s; refresh tokens rotate (each works once)."""
+    return authserver_factory(login="form", rotate_refresh_tokens=True, access_token_lifetime=3, id_token_lifetime=300)
+
+
+def test_refresh_before_expiry_then_the_session_goes_on(short_as, upstream, tmp_path):
+    e = LoginEnv(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    try:
+        e.login()
+        old = e.session_cookie()
+        time.sleep(2.5)
+        r = e.get("/after-refresh")
+        assert r.status_code == 200, r.text
+        assert short_as.refresh_ok_count == 1
+        assert e.session_cookie() != old  # the refreshed session, re-sealed
+        r = e.get("/again")
+        assert r.status_code == 200 and short_as.refresh_count == 1
+    finally:
+        e.stop()
+
+
+def test_parallel_requests_at_refresh_time_make_one_refresh(short_as, upstream, tmp_path):
+    """Rotating refresh tokens work once: 20 requests that all find the token due must share
+    one refresh (on any worker), not race it — and every one of them succeeds."""
+    e = LoginEnv(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    try:
+        e.login()
+        cookie = e.session_cookie()
+        time.sleep(2.5)
+        def one(i):
+            return requests.get(e.url(f"/p/{i}"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"},
+                                timeout=15)
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            results = list(pool.map(one, range(20)))
+        assert [r.status_code for r in results] == [200] * 20, [(r.status_code, r.text) for r in results if r.status_code != 200]
+        assert short_as.refresh_count == 1 and short_as.refresh_ok_count == 1
+    finally:
+        e.stop()
+
+
+def test_failed_refresh_ends_the_session_cleanly(short_as, upstream, tmp_path):
+    e = LoginEnv(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    try:
+        e.login()
+        time.sleep(2.5)
+        short_as.down_status = 400  # the AS refuses the refresh (e.g. the grant was revoked)
+        try:
+            r = e.browser.get(e.url("/x"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+        finally:
+            short_as.down_status = None
+        assert r.status_code == 401 and r.json()["error"] == "login_required", r.text
+        assert "tokengate_session=;" in r.headers.get("Set-Cookie", ""), "the dead session's cookie is cleared"
+        # The next page view starts a new login (no loop, no error page).
+        r = e.get("/x")
+        assert r.status_code == 302 and r.headers["Location"].startswith(short_as.url)
+    finally:
+        e.stop()
+
+
+# --- logout ------------------------------------------------------------------------------------
+
+def test_logout_ends_the_session_revokes_and_logs_out_at_the_as(env):
+    env.login()
+    copied = env.session_cookie()
+    # GET without a token: a confirmation page with a same-origin POST form (CSRF-safe).
+    r = env.get("/oauth2/logout")
+    assert r.status_code == 200 and 'method="post"' in r.text
+    form = parse_qs_form(r.text)
+    assert form["token"]
+    # A POST without the token is refused and logs nobody out.
+    r = env.browser.post(env.url("/oauth2/logout"), data={}, allow_redirects=False, timeout=10)
+    assert r.status_code == 403
+    assert env.get("/still-in").status_code == 200
+    r = env.browser.post(env.url("/oauth2/logout"), data={"token": form["token"]}, allow_redirects=False, timeout=10)
+    assert r.status_code == 302
+    end = urlsplit(r.headers["Location"])
+    q = parse_qs(end.query)
+    assert r.headers["Location"].startswith(env.a.url + "/end_session")
+    assert q["id_token_hint"] and q["post_logout_redirect_uri"] == [env.url("/bye")] and q["client_id"] == ["web"]
+    assert "tokengate_session=;" in r.headers["Set-Cookie"]
+    # The AS ends its own session and sends the browser back to the app.
+    r = env.get(r.headers["Location"])
+    assert r.status_code == 302 and r.headers["Location"].startswith(env.url("/bye")), r.text
+    assert env.a.end_session_calls[-1]["status"] == 302
+    assert env.a.revocations and env.a.revocations[-1]["token_type_hint"] == "refresh_token"
+    # The protected page asks for a login again — and the AS shows its form again.
+    r = env.get("/orders/7")
+    assert r.status_code == 302
+    page = env.a.login_page(env.browser, r.headers["Location"])
+    assert page.status_code == 200 and 'name="password"' in page.text
+    # A copy of the old cookie is worth nothing (the embedded store remembers ended sessions).
+    r = requests.get(env.url("/x"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={copied}"}, timeout=10)
+    assert r.status_code == 401
+
+
+def parse_qs_form(html):
+    import re
+    return {m.group(1): m.group(2) for m in re.finditer(r'name="([^"]+)" value="([^"]*)"', html)}
+
+
+# --- the callback from the attacker's side ------------------------------------------------------
+
+def test_state_mismatch_is_refused(env):
+    cb = env.to_callback()
+    forged = cb.replace("state=", "state=x")
+    r = env.get(forged)
+    assert r.status_code == 400 and "not started in this browser" in r.text
+    assert env.session_cookie() is None
+
+
+def test_callback_without_the_login_state_cookie_is_refused(env):
+    cb = env.to_callback()
+    # The same callback URL in another browser (an attacker's link: login CSRF).
+    r = requests.get(cb, headers=HTML, allow_redirects=False, timeout=10)
+    assert r.status_code == 400 and "tokengate_session" not in r.headers.get("Set-Cookie", "")
+    # The real browser can still finish its login.
+    assert env.get(cb).status_code == 302
+
+
+def test_replayed_code_is_refused(env):
+    env.browser.get(env.url("/orders/7?x=1"), headers=HTML, allow_redirects=False, timeout=10)
+    login_cookie = env.browser.cookies.get("tokengate_login")
+    cb = env.to_callback()
+    login_cookie = env.browser.cookies.get("tokengate_login")
+    assert env.get(cb).status_code == 302
+    # Replay: the same code with a copy of the login-state cookie as it was.
+    replay = requests.Session()
+    replay.cookies.set("tokengate_login", login_cookie)
+    r = replay.get(cb, headers=HTML, allow_redirects=False, timeout=10)
+    assert r.status_code == 400, r.text
+    assert "tokengate_session" not in r.headers.get("Set-Cookie", "")
+    codes = [t for t in env.a.token_requests if t["grant_type"] == "authorization_code"]
+    assert codes[-1]["status"] != 200  # the AS refused the second use
+
+
+def test_wrong_iss_in_the_callback_is_refused(env):
+    """RFC 9207 mix-up defence: a response claiming another issuer, or none where the AS
+    promised one, is refused before the code is used."""
+    before = len(env.a.token_requests)
+    for forge in [lambda cb: cb.replace("iss=http", "iss=https"), lambda cb: "&".join(p for p in cb.split("&") if not p.startswith("iss="))]:
+        r = env.get(forge(env.to_callback()))
+        assert r.status_code == 400 and "unexpected server" in r.text, r.text
+    assert len(env.a.token_requests) == before
+    # A refused response also spends its pending login: the genuine one cannot follow it.
+
+
+def test_error_response_is_shown_not_looped(login_as, upstream, tmp_path):
+    e = LoginEnv(login_as, upstream, tmp_path, prompt="none")
+    try:
+        r = e.get("/orders/1")
+        r = e.get(e.a.login_page(e.browser, r.headers["Location"]).headers["Location"])
+        assert r.status_code == 403 and "login_required" in r.text and "Location" not in r.headers
+    finally:
+        e.stop()
+
+
+def test_parallel_logins_in_tabs_and_no_cookie_pile_up(env):
+    # Two tabs start logins before either comes back: both complete.
+    cb1 = env.to_callback("/tab1")
+    cb2 = env.to_callback("/tab2")
+    assert env.get(cb2).headers["Location"] == "/tab2"
+    assert env.get(cb1).headers["Location"] == "/tab1"
+    # In a new browser, eight logins started: only the five newest stay pending, and the
+    # login-state cookie stays one cookie.
+    env.browser = requests.Session()
+    cbs = [env.to_callback(f"/t{i}") for i in range(8)]
+    assert len(env.browser.cookies.get("tokengate_login")) < 3800
+    assert env.get(cbs[0]).status_code == 400
+    assert env.get(cbs[-1]).status_code == 302
+
+
+# --- session cookies from the attacker's side ------------------------------------------------------
+
+def test_tampered_and_foreign_session_cookies(env, login_as, upstream, tmp_path):
+    env.login()
+    cookie = env.session_cookie()
+    flipped = cookie[:40] + ("A" if cookie[40] != "A" else "B") + cookie[41:]
+    for bad in [flipped, cookie[:-4], "x" + cookie, "garbage"]:
+        r = requests.get(env.url("/x"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={bad}"}, timeout=10)
+        assert r.status_code == 401, bad[:20]
+    # A gateway with another session key does not accept it.
+    (tmp_path / "other").mkdir()
+    other = LoginEnv(login_as, upstream, tmp_path / "other", session_key="AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+    try:
+        r = requests.get(other.url("/x"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"}, timeout=10)
+        assert r.status_code == 401
+    finally:
+        other.stop()
+
+
+def test_idle_and_absolute_timeouts(login_as, upstream, tmp_path):
+    e = LoginEnv(login_as, upstream, tmp_path, session=", idle_timeout: 5s, absolute_timeout: 8s")
+    try:
+        e.login()
+        for _ in range(3):  # activity keeps it alive past the idle timeout ...
+            time.sleep(2)
+            assert e.get("/active").status_code == 200
+        time.sleep(3)  # ... but not past the absolute one (8 s)
+        assert e.get("/late").status_code == 302
+        e.login()
+        time.sleep(6)  # idle for longer than 5 s
+        assert e.get("/idle").status_code == 302
+    finally:
+        e.stop()
+
+
+@pytest.mark.parametrize("rd", ["//evil.example/x", "https:evil.example", "/\\\\evil.example", "/%2F%2Fevil.example",
+                                "%2F%2Fevil.example", "https://evil.example/", "javascript:alert(1)", "/%5Cevil.example",
+                                "http://evil.example/", "https://allowed.test.evil.example/", "https://app.allowed.test@evil.example/"])
+def test_open_redirects_are_refused(login_as, upstream, tmp_path, rd):
+    e = LoginEnv(login_as, upstream, tmp_path, extra_top="login: { allowed_redirect_hosts: [app.allowed.test] }")
+    try:
+        r = e.browser.get(e.url("/oauth2/start"), params={"rd": rd}, headers=HTML, allow_redirects=False, timeout=10)
+        assert r.status_code == 302
+        cb = e.a.login_with_form(e.browser, r.headers["Location"])
+        assert e.get(cb).headers["Location"] == "/", rd
+    finally:
+        e.stop()
+
+
+def test_allowed_return_targets(login_as, upstream, tmp_path):
+    e = LoginEnv(login_as, upstream, tmp_path, extra_top="login: { allowed_redirect_hosts: [app.allowed.test] }")
+    try:
+        for rd in ["/orders/7?tab=2", "https://app.allowed.test/done"]:
+            r = e.browser.get(e.url("/oauth2/start"), params={"rd": rd}, headers=HTML, allow_redirects=False, timeout=10)
+            cb = e.a.login_with_form(e.browser, r.headers["Location"])
+            assert e.get(cb).headers["Location"] == rd
+    finally:
+        e.stop()
