@@ -8,7 +8,7 @@
 # env:   ROUNDS=5 DURATION=10 (s per wrk run) WARMUP=3 (s) CONNECTIONS=64 THREADS=2
 #        WORKERS=$(nproc) (nginx proxy worker_processes = tokengate workers)
 #        TOKENGATE_BIN=path (skip the build)  OUT=/tmp/tokengate-bench.json
-#        PORT_BASE=18180 (uses PORT_BASE..PORT_BASE+5 on 127.0.0.1)  KEEP_WORK=1 (keep temp dir)
+#        PORT_BASE=18180 (uses PORT_BASE..PORT_BASE+7 on 127.0.0.1)  KEEP_WORK=1 (keep temp dir)
 #        MOD_AUTH_OPENIDC=1 (0: no Apache mod_auth_openidc peer in the RS256 bearer scenarios)
 #        TOKENGATE_ENV="K=V ..." (environment for tokengate only, e.g. to try a libevent or
 #        allocator setting)  PERF_OUT=FILE (perf record -g tokengate's first round into FILE)
@@ -249,6 +249,7 @@ RAN=()
 : >"$WORK/kinds.tsv"
 : >"$WORK/cpu.tsv"
 : >"$WORK/store.tsv"
+: >"$WORK/callback.tsv"
 
 # cpu_ticks PID: user + system CPU time of a process so far, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -456,6 +457,48 @@ dpop_scenario() {
 }
 dpop_scenario dpop-es256 memory
 dpop_scenario dpop-es256-redis redis
+
+# login_scenario NAME: an auth: login route. The test suite's authorization server (idpyoidc,
+# automatic login; its Python packages from tests/requirements.txt) runs on PORT_BASE+7; one
+# scripted login through tokengate gets a session cookie (check_login), which every request
+# then carries (bench/lua/login.lua).
+PORT_AS=$((PORT_BASE + 7))
+AS_PID=""
+start_login_as() {
+  [[ -z $AS_PID ]] || return 0
+  python3 -c "import idpyoidc" 2>/dev/null || python3 -m pip install -q --disable-pip-version-check -r "$ROOT/tests/requirements.txt" >&2
+  port_free "$PORT_AS" || die "127.0.0.1:$PORT_AS is in use; set PORT_BASE"
+  python3 "$ROOT/bench/login/as.py" "$PORT_AS" "$1" "http://127.0.0.1:$PORT_TOKENGATE/oauth2/callback" >"$WORK/as.log" 2>&1 &
+  AS_PID=$!
+  PIDS+=("$AS_PID")
+  wait_http "http://127.0.0.1:$PORT_AS/.well-known/openid-configuration" "$AS_PID" || { cat "$WORK/as.log" >&2; die "the login AS did not start"; }
+}
+check_login() {
+  local name=$1 url=$2
+  log "$name: one login through tokengate for the session cookie, and checks"
+  expect_status "$name: no session, an API call" 401 "$url" -H "Accept: application/json"
+  expect_status "$name: no session, a page" 302 "$url" -H "Accept: text/html"
+  local i
+  for i in $(seq 10); do  # ten logins: the gateway's own time per callback, from its metrics
+    BENCH_COOKIE=$(python3 "$ROOT/bench/login/cookie.py" "$url") || die "$name: login failed"
+  done
+  export BENCH_COOKIE
+  curl -s "http://127.0.0.1:$PORT_ADMIN/metrics" | awk -v n="$name" '
+    /^tokengate_login_callback_own_seconds_sum/ {s=$2} /^tokengate_login_callback_own_seconds_count/ {c=$2}
+    END { if (c > 0) printf "%s\t%d\t%.1f\n", n, c, s / c * 1e6 }' >>"$WORK/callback.tsv"
+  expect_status "$name: the session" 200 "$url" -H "Cookie: tokengate_session=$BENCH_COOKIE"
+  expect_status "$name: a tampered session" 401 "$url" -H "Accept: application/json" -H "Cookie: tokengate_session=x$BENCH_COOKIE"
+}
+login_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local keys=$WORK/keys-login
+  mkdir -p "$keys"
+  "$TOKENGATE_BIN" keys generate --alg ES256 --kid bench-web --out "$keys/client.jwk" >"$keys/client.jwks"
+  start_login_as "$keys/client.jwks"
+  SCENARIO_VARS="AS_PORT=$PORT_AS CLIENT_KEY=$keys/client.jwk" SCENARIO_AUTH=login CHECK_SCENARIO=check_login \
+    scenario "$1" bench/tokengate/login.yaml -s "$ROOT/bench/lua/login.lua"
+}
+login_scenario login
 
 (( ${#RAN[@]} )) || die "no scenario named ${SELECTED[*]}"
 

@@ -94,6 +94,12 @@ class Upstream:
                 if url.path.startswith("/reason"):
                     self.wfile.write(b"HTTP/1.1 200 OK\rSet-Cookie: session=attacker\r\nContent-Length: 2\r\n\r\nok")
                     return
+                if url.path.startswith("/set-cookie/"):
+                    # An upstream that tries to set a cookie of the given name (and one of its own).
+                    name = url.path.rsplit("/", 1)[1]
+                    return self._send(200, b"{}", extra=[("Set-Cookie", f"{name}=evil; Path=/"), ("Set-Cookie", "app=1; Path=/")])
+                if url.path.endswith("/cacheable"):
+                    return self._send(200, b"{}", extra=[("Cache-Control", "public, max-age=3600")])
                 if url.path.endswith("/upstream-nonce"):
                     # An upstream that speaks DPoP itself (the gateway must not pass its nonces on).
                     return self._send(200, b"{}", extra=[("DPoP-Nonce", "from-the-upstream")])

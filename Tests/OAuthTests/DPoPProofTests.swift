@@ -230,3 +230,19 @@ struct DPoPNonceTests {
         #expect(MACKey(secret: Array(repeating: 1, count: 31)) == nil)
     }
 }
+
+@Suite("DPoP proof signer (the gateway as a DPoP client)")
+struct DPoPProofSignerTests {
+    @Test func proofsCarryTheKeyByValueOnlyAndVerify() throws {
+        let key = try JWK.generate(for: .ES256, kid: "named")
+        let signer = try DPoPProofSigner(key: key, alg: .ES256)
+        let proof = try signer.proof(method: "POST", url: "https://as.example/token?x=1", accessToken: "tok", nonce: "n", now: 1_700_000_000)
+        let jws = try CompactJWS(proof)
+        #expect(jws.header.kid == nil && jws.header.object["jwk"]?.object?["kid"] == nil && jws.header.object["jwk"]?.object?["d"] == nil)
+        #expect(try jws.claims()["htu"]?.string == "https://as.example/token")
+        var v = DPoPProofVerifier()
+        v.window = 60
+        let checked = try v.verify(proof, request: .init(method: "POST", uri: "https://as.example/token", accessToken: "tok", now: 1_700_000_000))
+        #expect(checked.jkt == key.thumbprint() && checked.nonce == "n")
+    }
+}

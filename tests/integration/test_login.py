@@ -31,15 +31,21 @@ class LoginEnv:
     """An AS with the web client registered, and a tokengate logging browsers in to `upstream`."""
 
     def __init__(self, a, upstream, tmp_path, mode="par", auth="private_key_jwt", extra_client="", extra_top="",
-                 extra_route="", key_alg="ES256", session="", prompt="consent", session_key=SESSION_KEY, workers=2):
+                 extra_route="", key_alg="ES256", session="", prompt="consent", session_key=SESSION_KEY, workers=2,
+                 share_client_of=None):
+        """share_client_of: another LoginEnv whose client registration and key this one uses
+        (a second replica of the same gateway)."""
         self.a = a
         self.gw = Gateway("")  # for its port: the redirect URI names it
         base = f"http://127.0.0.1:{self.gw.port}"
-        self.key_path, jwks = gateway_key(tmp_path, key_alg)
-        a.add_client("web", client_secret=SECRET if auth != "private_key_jwt" else None, jwks=jwks,
-                     scopes=["openid", "profile", "email", "offline_access", "orders:read"],
-                     redirect_uri=f"{base}/oauth2/callback", token_endpoint_auth_method=auth,
-                     post_logout_redirect_uri=f"{base}/bye")
+        if share_client_of is not None:
+            self.key_path = share_client_of.key_path
+        else:
+            self.key_path, jwks = gateway_key(tmp_path, key_alg)
+            a.add_client("web", client_secret=SECRET if auth != "private_key_jwt" else None, jwks=jwks,
+                         scopes=["openid", "profile", "email", "offline_access", "orders:read"],
+                         redirect_uri=f"{base}/oauth2/callback", token_endpoint_auth_method=auth,
+                         post_logout_redirect_uri=f"{base}/bye")
         secret = f'secret: "{SECRET}"\n    ' if auth != "private_key_jwt" else ""
         self.gw.write_config(f"""
 listen: 127.0.0.1:{{PORT}}
@@ -426,5 +432,134 @@ def test_allowed_return_targets(login_as, upstream, tmp_path):
             r = e.browser.get(e.url("/oauth2/start"), params={"rd": rd}, headers=HTML, allow_redirects=False, timeout=10)
             cb = e.a.login_with_form(e.browser, r.headers["Location"])
             assert e.get(cb).headers["Location"] == rd
+    finally:
+        e.stop()
+
+
+# --- sessions in Redis ---------------------------------------------------------------------------
+
+def test_sessions_in_redis_are_shared_by_replicas(login_as, upstream, tmp_path):
+    from test_dpop_redis import RedisServer
+    redis = RedisServer().start()
+    top = f"store: redis://127.0.0.1:{redis.port}/0"
+    a = LoginEnv(login_as, upstream, tmp_path, extra_top=top, session=", cache_ttl: 0s")
+    (tmp_path / "b").mkdir()
+    b = LoginEnv(login_as, upstream, tmp_path / "b", extra_top=top, session=", cache_ttl: 0s", share_client_of=a)
+    try:
+        a.login()
+        cookie = a.session_cookie()
+        assert len(cookie) == 22  # only the session's random id
+        r = requests.get(b.url("/on-b"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"}, timeout=10)
+        assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com"
+        # Logout on A ends it on B too.
+        page = a.get("/oauth2/logout")
+        a.browser.post(a.url("/oauth2/logout"), data={"token": parse_qs_form(page.text)["token"]}, allow_redirects=False, timeout=10)
+        r = requests.get(b.url("/on-b"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"}, timeout=10)
+        assert r.status_code == 401
+    finally:
+        a.stop()
+        b.stop()
+        redis.close()
+
+
+# --- DPoP at the token endpoint ------------------------------------------------------------------
+
+def test_dpop_bound_tokens_from_the_token_endpoint(authserver_factory, upstream, tmp_path):
+    """`dpop: true`: the gateway proves a key of its own at the token endpoint (RFC 9449 §5),
+    for the code exchange and for refreshes, so the session's tokens are bound to it."""
+    a = authserver_factory(login="form", dpop=True, rotate_refresh_tokens=True, access_token_lifetime=3)
+    e = LoginEnv(a, upstream, tmp_path, extra_client="    dpop: true", session=", refresh_margin: 1s",
+                 extra_route="""  - name: api
+    match: { path_prefix: /api/ }
+    upstream: app
+    auth: login
+    client: web
+    forward_token: true""")
+    try:
+        r = e.login("/api/me")
+        assert r.status_code == 200, r.text
+        token = sent(r)["authorization"].split(" ", 1)[1]
+        claims = json.loads(base64url_decode(token.split(".")[1]))
+        assert claims["cnf"]["jkt"], claims
+        time.sleep(2.5)
+        r = e.get("/api/me")
+        assert r.status_code == 200 and a.refresh_ok_count == 1
+        token2 = sent(r)["authorization"].split(" ", 1)[1]
+        assert token2 != token and json.loads(base64url_decode(token2.split(".")[1]))["cnf"] == claims["cnf"]
+    finally:
+        e.stop()
+
+
+def base64url_decode(s):
+    import base64
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+# --- authorization and what reaches the upstream (fixes from the login review) ---------------------
+
+def test_session_routes_enforce_require(login_as, upstream, tmp_path):
+    e = LoginEnv(login_as, upstream, tmp_path, extra_route="""  - name: admin
+    match: { path_prefix: /admin/ }
+    upstream: app
+    auth: login
+    client: web
+    require: { claims: { groups: { contains: admin } } }
+  - name: staff
+    match: { path_prefix: /staff/ }
+    upstream: app
+    auth: login
+    client: web
+    require: { claims: { groups: { contains: staff } } }""")
+    try:
+        e.login()
+        r = e.browser.get(e.url("/admin/x"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+        assert r.status_code == 403 and r.json()["error"] == "insufficient_scope", r.text
+        assert e.get("/staff/x").status_code == 200
+    finally:
+        e.stop()
+
+
+def test_login_or_token_session_path_never_forwards_a_client_credential(login_as, upstream, tmp_path):
+    e = LoginEnv(login_as, upstream, tmp_path, extra_route="""  - name: mixed
+    match: { path_prefix: /mixed/ }
+    upstream: app
+    auth: login_or_token
+    client: web
+    issuers: [as1]
+    forward_token: true""")
+    try:
+        e.login()
+        forged = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9."
+        r = e.get("/mixed/x", headers={"Accept": "text/html", "Authorization": f"Bearer {forged}", "DPoP": "x"})
+        assert r.status_code == 200
+        h = sent(r)
+        assert "authorization" not in h and "dpop" not in h, h
+        assert h["x-forwarded-email"] == "alice@example.com"
+    finally:
+        e.stop()
+
+
+def test_unverified_email_is_never_an_identity_header(login_as, upstream, tmp_path):
+    e = LoginEnv(login_as, upstream, tmp_path)
+    try:
+        r = e.login(user="mallory")
+        assert r.status_code == 200
+        assert "x-forwarded-email" not in sent(r) and sent(r)["x-forwarded-user"]
+    finally:
+        e.stop()
+
+
+def test_upstream_cannot_set_the_gateways_cookies_and_session_cookies_are_not_cached(login_as, upstream, tmp_path):
+    e = LoginEnv(login_as, upstream, tmp_path, session=", idle_timeout: 10s")
+    try:
+        e.login()
+        r = e.get("/set-cookie/tokengate_session")
+        assert r.status_code == 200
+        assert "evil" not in r.headers.get("Set-Cookie", "") and "app=1" in r.headers.get("Set-Cookie", "")
+        # At most once per idle/10 the gateway re-seals the session: that response is private.
+        time.sleep(1.2)
+        r = e.get("/cacheable")
+        assert "tokengate_session=" in r.headers.get("Set-Cookie", ""), r.headers
+        assert r.headers["Cache-Control"] == "private, no-store"
     finally:
         e.stop()

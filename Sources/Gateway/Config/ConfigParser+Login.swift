@@ -101,6 +101,7 @@ extension ConfigParser {
         if let n = c["login_hint_from_query"], let b = r.bool(n, path: "\(p).login_hint_from_query") { s.loginHintFromQuery = b }
         if let n = c["revoke_on_logout"], let b = r.bool(n, path: "\(p).revoke_on_logout") { s.revokeOnLogout = b }
         if let n = c["dpop"], let b = r.bool(n, path: "\(p).dpop") { s.dpop = b }
+        if let n = c["allow_unverified_email"], let b = r.bool(n, path: "\(p).allow_unverified_email") { s.allowUnverifiedEmail = b }
         return s
     }
 

@@ -216,6 +216,7 @@ public enum ConfigParser {
             var auth = AuthMode.none
             var tokens: TokenRouteConfig?
             var client: String?
+            var sessionRequirement: AuthorizationRequirement?
             if let n = m["auth"], let s = r.string(n, path: "\(p).auth") {
                 if let a = AuthMode(rawValue: s) {
                     auth = a
@@ -225,10 +226,20 @@ public enum ConfigParser {
                     case .none: break
                     case .login:
                         client = loginClient(m, path: p, item: item, cfg: cfg, r)
+                        if let n = m["require"] { sessionRequirement = requirement(n, path: "\(p).require", r) }
+                        for key in ["issuers", "dpop", "token_in_query", "token_in_body"] where m[key] != nil {
+                            r.problem("\(p).\(key)", m[key], "has no effect with auth: login (use auth: login_or_token to accept tokens too)")
+                        }
                     case .login_or_token:
                         client = loginClient(m, path: p, item: item, cfg: cfg, r)
                         // Without a session cookie, the token rules of auth: token apply.
                         tokens = tokenRoute(m, path: p, item: item, mode: .token, issuers: cfg.issuers, r)
+                        // A session and a token answer to the same requirement.
+                        sessionRequirement = tokens?.requirement
+                        for key in ["token_in_query", "token_in_body"] where m[key] != nil {
+                            // A credential in the URL or body would reach the upstream on the session path.
+                            r.problem("\(p).\(key)", m[key], "is not accepted with auth: login_or_token")
+                        }
                     }
                 } else {
                     r.problem("\(p).auth", n, "must be one of \(AuthMode.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -254,7 +265,8 @@ public enum ConfigParser {
             if let match {
                 out.append(RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth,
                                        tokens: tokens, identityHeaders: headers, client: client,
-                                       forwardSessionToken: auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true))
+                                       forwardSessionToken: auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true,
+                                       sessionRequirement: sessionRequirement))
             }
         }
         return out

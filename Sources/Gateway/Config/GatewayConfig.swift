@@ -27,7 +27,8 @@ public struct GatewayConfig: Sendable {
     public private(set) var ownCookieNames: Set<String> = []
 
     mutating func updateOwnCookies() {
-        guard routes.contains(where: { $0.client != nil }) else { ownCookieNames = []; return }
+        // Always: a reload that removes the last login route must not start passing session
+        // cookies (Redis session ids included) to upstreams.
         var names: Set<String> = []
         for base in [session.cookieName, "tokengate_login"] {
             for prefix in ["", "__Host-"] {
@@ -146,6 +147,9 @@ public struct RouteConfig: Sendable {
     public var client: String?
     /// The session's access token goes upstream as `Authorization: Bearer` (login routes).
     public var forwardSessionToken = false
+    /// Scopes and claims a session must have (`require:` of login / login_or_token routes),
+    /// checked against the session's claims and the scope the token response granted.
+    public var sessionRequirement: AuthorizationRequirement?
 }
 
 public struct RouteMatch: Sendable, Equatable {

@@ -69,6 +69,9 @@ public struct LoginClientSettings: Sendable {
     public var revokeOnLogout = true
     /// Get DPoP-bound tokens at the token endpoint (RFC 9449 §5) with a key the gateway holds.
     public var dpop = false
+    /// Pass `email` on even when the AS does not say `email_verified: true` (off: such an
+    /// email is dropped, so X-Forwarded-Email only ever carries verified addresses).
+    public var allowUnverifiedEmail = false
 }
 
 /// `session:` — sealed-cookie (or Redis) sessions for `auth: login` routes.

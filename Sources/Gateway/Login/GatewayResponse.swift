@@ -31,6 +31,7 @@ struct GatewayResponse {
             // the logout form's POST, which must reach the AS's end_session_endpoint.)
             h.add("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
             h.add("X-Content-Type-Options", "nosniff")
+            h.add("Referrer-Policy", "no-referrer")
         }
         if close { h.add("Connection", "close") }
         req.respond(status: status, body: body.isEmpty ? nil : OwnedBuffer(body))

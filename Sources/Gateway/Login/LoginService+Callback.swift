@@ -63,6 +63,8 @@ extension LoginService {
             case .success(let tokens):
                 self.startSession(tokens, login: login, client: client, issuer: issuer, cookies: cookies) { outcome in
                     switch outcome {
+                    case .failure(let why) where why.unavailable:
+                        done(Self.unavailable(why.description), timing)
                     case .failure(let why):
                         fail(400, "The sign-in could not be completed.", why.description, cookies: setLogin)
                     case .success(let sessionCookies):
@@ -94,20 +96,37 @@ extension LoginService {
         } catch {
             done(.failure(.init("ID token refused: \(error)"))); return
         }
-        var kept = JSONObject()
-        for name in claims.names where keptClaims.contains(name) { kept[name] = claims[name] }
-        let session = Session(id: Session.newID(), client: login.client, subject: claims["sub"]?.string ?? "", claims: kept,
+        guard let subject = claims["sub"]?.string, !subject.isEmpty else { done(.failure(.init("the ID token's sub is not a string"))); return }
+        let session = Session(id: Session.newID(), client: login.client, subject: subject, claims: sessionClaims(claims, t, client),
                               idToken: idToken, accessToken: keepAccessToken ? t.accessToken : nil, refreshToken: t.refreshToken,
-                              accessExpiresAt: now + (t.expiresIn ?? 300), createdAt: now, lastSeenAt: now)
-        save(session, cookies: cookies) { result in done(result) }
+                              accessExpiresAt: Self.expiry(t.expiresIn, now: now), createdAt: now, lastSeenAt: now)
+        save(session, cookies: cookies, creating: true) { result in done(result) }
+    }
+
+    /// The claims a session keeps: those its routes' headers and requirements use, the scope
+    /// the token response granted, and `email` only when the AS says it is verified (an
+    /// upstream reading X-Forwarded-Email trusts it as oauth2-proxy's users always have).
+    func sessionClaims(_ idClaims: JSONObject, _ t: TokenResponse, _ client: ClientConfig) -> JSONObject {
+        var kept = JSONObject()
+        for name in idClaims.names where keptClaims.contains(name) { kept[name] = idClaims[name] }
+        if kept["email"] != nil && idClaims["email_verified"] != .bool(true) && !client.login.allowUnverifiedEmail { kept["email"] = nil }
+        if keptClaims.contains("scope"), let scope = t.scope { kept["scope"] = .string(scope) }
+        return kept
+    }
+
+    /// When an access token expires: `expires_in` taken within [0 s, 1 day] (an AS answer is
+    /// input, and a huge value must neither overflow nor keep a token forever).
+    static func expiry(_ expiresIn: Int64?, now: Int64) -> Int64 {
+        now + min(max(expiresIn ?? 300, 0), 86_400)
     }
 
     /// Stores `session` and returns its Set-Cookie lines.
-    func save(_ session: Session, cookies: Cookies, done: @escaping (Result<[String], SessionFailure>) -> Void) {
+    func save(_ session: Session, cookies: Cookies, creating: Bool, done: @escaping (Result<[String], SessionFailure>) -> Void) {
         let expiresAt = session.createdAt + Int64(config.session.absoluteTimeout)
-        store.save(session, expiresAt: expiresAt) { [weak self] result in
+        store.save(session, expiresAt: expiresAt, creating: creating) { [weak self] result in
             guard let self else { return }
             switch result {
+            case .failure(let e) where e.ended: done(.failure(.init("the session was ended", ended: true)))
             case .failure(let e): done(.failure(.init("session store: \(e)", unavailable: true)))
             case .success(let value):
                 guard let lines = self.sessionCookies(value, cookies) else {
@@ -125,6 +144,7 @@ extension LoginService {
     struct SessionFailure: Error, CustomStringConvertible {
         let description: String
         var unavailable = false
-        init(_ d: String, unavailable: Bool = false) { description = d; self.unavailable = unavailable }
+        var ended = false
+        init(_ d: String, unavailable: Bool = false, ended: Bool = false) { description = d; self.unavailable = unavailable; self.ended = ended }
     }
 }

@@ -26,19 +26,22 @@ extension LoginService {
             case .none: done(.none(clear: clear))
             case .found(let session):
                 let now = Self.now()
-                guard session.client == route.client,
-                      now - session.createdAt < Int64(self.config.session.absoluteTimeout),
+                // Another client's session: not for this route, but not ours to delete either
+                // (a link to this route must not log the browser out of the other app).
+                guard session.client == route.client else { done(.none(clear: [])); return }
+                guard now - session.createdAt < Int64(self.config.session.absoluteTimeout),
                       now - session.lastSeenAt < Int64(self.config.session.idleTimeout) else {
                     done(.none(clear: clear)); return
                 }
-                if let _ = session.refreshToken, now >= session.accessExpiresAt - Int64(self.config.session.refreshMargin) {
+                if session.refreshToken != nil, now >= session.accessExpiresAt - Int64(self.config.session.refreshMargin) {
                     self.refresh(session, cookies: cookies, done: done)
                 } else if now - session.lastSeenAt >= Int64(min(60, self.config.session.idleTimeout / 10)) {
                     var touched = session
                     touched.lastSeenAt = now
-                    self.save(touched, cookies: cookies) { result in
+                    self.save(touched, cookies: cookies, creating: false) { result in
                         switch result {
                         case .success(let lines): done(.allow(touched, setCookies: lines))
+                        case .failure(let e) where e.ended: done(.none(clear: clear))
                         case .failure: done(.allow(session, setCookies: []))
                         }
                     }
@@ -56,10 +59,12 @@ extension LoginService {
             guard let self else { return }
             switch outcome {
             case .ended: done(.none(clear: clear))
+            case .unchanged: done(.allow(session, setCookies: []))
             case .refreshed(let fresh):
-                self.save(fresh, cookies: cookies) { result in
+                self.save(fresh, cookies: cookies, creating: false) { result in
                     switch result {
                     case .success(let lines): done(.allow(fresh, setCookies: lines))
+                    case .failure(let e) where e.ended: done(.none(clear: clear))
                     case .failure(let e): done(.unavailable(e.description))
                     }
                 }
@@ -80,23 +85,34 @@ extension LoginService {
         }
     }
 
-    /// One refresh_token grant (RFC 6749 §6); a new ID token, if the AS sends one, must pass
-    /// the same checks (OIDC Core §12.2: same iss and sub, no new nonce).
+    /// One refresh_token grant (RFC 6749 §6). Only a refusal of the grant ends the session
+    /// (RFC 6749 §5.2 `invalid_grant`, or another 4xx error) — and not before the store is
+    /// read again: another replica may have refreshed (rotated) it a moment ago. A new ID
+    /// token, if the AS sends one, must pass the same checks (OIDC Core §12.2: same sub).
     private func runRefresh(_ session: Session, done: @escaping (RefreshCoordinator.Outcome) -> Void) {
         guard let (client, issuer, meta) = target(session.client), let endpoint = meta.tokenEndpoint, let rt = session.refreshToken else {
-            done(.ended); return
+            done(.unchanged); return
         }
         server.token(endpoint, grant: [("grant_type", "refresh_token"), ("refresh_token", rt)], to: serverTarget(client, issuer)) { [weak self] result in
             guard let self else { return }
             let now = Self.now()
             switch result {
+            case .failure(let f) where f.status == 0 || f.status >= 500:
+                self.log.warning("session refresh: the AS could not be asked; the session goes on", metadata: ["error": .string(f.error)])
+                done(.unchanged)
             case .failure(let f):
-                self.log.info("session refresh failed; the session ends", metadata: ["error": .string(f.error), "client": .string(session.client)])
-                done(.ended)
+                self.store.load(session.id) { lookup in
+                    if case .found(let current) = lookup, current.refreshToken != rt {
+                        done(.refreshed(current))  // refreshed elsewhere meanwhile
+                    } else {
+                        self.log.info("session refresh refused; the session ends", metadata: ["error": .string(f.error), "client": .string(session.client)])
+                        done(.ended)
+                    }
+                }
             case .success(let t):
                 var fresh = session
                 fresh.accessToken = self.keepAccessToken ? t.accessToken : nil
-                fresh.accessExpiresAt = now + (t.expiresIn ?? 300)
+                fresh.accessExpiresAt = Self.expiry(t.expiresIn, now: now)
                 // RFC 6749 §6: a new refresh token replaces the old; none means keep the old.
                 if let rt = t.refreshToken { fresh.refreshToken = rt }
                 fresh.lastSeenAt = now
@@ -109,7 +125,10 @@ extension LoginService {
                         done(.ended); return
                     }
                     fresh.idToken = idToken
-                    for name in claims.names where self.keptClaims.contains(name) { fresh.claims[name] = claims[name] }
+                    // The new token's claims replace the old ones: a group removed at the AS is gone.
+                    fresh.claims = self.sessionClaims(claims, t, client)
+                } else if let scope = t.scope, self.keptClaims.contains("scope") {
+                    fresh.claims["scope"] = .string(scope)
                 }
                 done(.refreshed(fresh))
             }

@@ -44,6 +44,10 @@ final class LoginService {
         var claims: Set<String> = ["sub", "sid"]
         for route in new.routes where route.client != nil {
             for entry in route.identityHeaders.mapping { if let first = entry.path.components.first { claims.insert(first) } }
+            if let req = route.sessionRequirement {
+                for (path, _) in req.claims { if let first = path.components.first { claims.insert(first) } }
+                if !req.scopes.isEmpty { claims.insert("scope") }
+            }
         }
         keptClaims = claims
         keepAccessToken = new.routes.contains { $0.client != nil && $0.forwardSessionToken }
@@ -63,8 +67,9 @@ final class LoginService {
     func serverTarget(_ client: ClientConfig, _ issuer: IssuerConfig) -> AuthorizationServerClient.Target {
         var dpop: DPoPProofSigner?
         if client.login.dpop {
-            let key = client.key ?? ProcessSecrets.dpopKey
-            dpop = try? DPoPProofSigner(key: key, alg: client.requestObjectAlgorithm ?? .ES256)
+            // A key of its own (not the client's signing key): proofs and request objects
+            // are different jobs. ES256 always fits it, so this cannot fail.
+            dpop = try? DPoPProofSigner(key: ProcessSecrets.dpopKey, alg: .ES256)
         }
         return .init(client: client, issuer: issuer, dpop: dpop)
     }
@@ -90,8 +95,14 @@ final class LoginService {
     }
 
     func loginCookies(_ pending: PendingLogins, _ cookies: Cookies) -> [String] {
+        var pending = pending
         if pending.logins.isEmpty { return cookies.values[settings.loginCookie] == nil ? [] : cookies.clear(settings.loginCookie, secure: settings.secure) }
-        let sealed = settings.sealer.seal(pending.json(), purpose: PendingLogins.purpose)
+        var sealed = settings.sealer.seal(pending.json(), purpose: PendingLogins.purpose)
+        // One cookie at most: the oldest pending logins go first (no cookie bomb).
+        while sealed.utf8.count > Cookies.chunkSize && pending.logins.count > 1 {
+            pending.logins.removeFirst()
+            sealed = settings.sealer.seal(pending.json(), purpose: PendingLogins.purpose)
+        }
         return cookies.set(settings.loginCookie, sealed, .init(secure: settings.secure, maxAge: Int64(config.session.loginTimeout))) ?? []
     }
 

@@ -10,7 +10,10 @@ import Reactor
 final class RefreshCoordinator: @unchecked Sendable {
     enum Outcome {
         case refreshed(Session)
-        /// The refresh failed: the session is over (the next request logs in again).
+        /// The AS could not be asked (down, 5xx, metadata not loaded): the session goes on as
+        /// it is, and a later request tries again.
+        case unchanged
+        /// The AS refused the refresh token: the session is over (the next request logs in).
         case ended
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Reactor
 
 /// One client request being proxied: forwards the upstream's response to the client as it
@@ -41,6 +42,15 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
         let out = client.responseHeaders
         head.headers.copy(to: out) { $0.isToken && HeaderRules.forwardsResponseHeader($0.bytes, listed: listed) }
         for name in context.droppedResponseHeaders { out.removeAll(name) }
+        if !context.ownCookies.isEmpty {
+            // The upstream cannot plant, replace or delete the gateway's session cookies.
+            let cookies = out.values("Set-Cookie")
+            let kept = cookies.filter { !context.ownCookies.contains(String($0.prefix { $0 != "=" }).trimmingCharacters(in: .whitespaces)) }
+            if kept.count != cookies.count {
+                out.removeAll("Set-Cookie")
+                for c in kept { out.add("Set-Cookie", c) }
+            }
+        }
         // Headers of the gateway's own (a fresh DPoP-Nonce, session cookies), after the
         // upstream's; where the gateway owns a header outright it was dropped just above.
         for (name, value) in context.responseHeaders { out.add(name, value) }

@@ -6,9 +6,11 @@ import Reactor
 enum RequestPipeline {
     enum Outcome {
         case reject(status: Int, error: String, description: String)
-        /// `request(identity)` builds the upstream request once authentication has decided
-        /// which identity headers to add.
-        case forward(route: RouteConfig, path: String, query: String?, request: (_ identity: [(String, String)]) -> UpstreamCall.Request)
+        /// `request(identity, session)` builds the upstream request once authentication has
+        /// decided which identity headers to add; `session`: a browser session authenticated it
+        /// (then no client-sent credential goes upstream, whatever the route forwards).
+        case forward(route: RouteConfig, path: String, query: String?,
+                     request: (_ identity: [(String, String)], _ session: Bool) -> UpstreamCall.Request)
         /// One of the gateway's own login endpoints.
         case login(LoginEndpoint, path: String, query: String?)
     }
@@ -86,8 +88,10 @@ enum RequestPipeline {
         }
         var target = upstream.basePath + normalized.path
         if let q = normalized.query { target += "?" + q }
-        let build: ([(String, String)]) -> UpstreamCall.Request = { identity in
-            UpstreamCall.Request(method: method, target: target) { out in
+        let build: ([(String, String)], Bool) -> UpstreamCall.Request = { identity, session in
+            let dropAuthorization = dropAuthorization || session
+            let dropProof = dropProof || session
+            return UpstreamCall.Request(method: method, target: target) { out in
                 headers.copy(to: out) { name in
                     let bytes = name.bytes
                     // Client-sent copies of identity headers never pass, on any route.

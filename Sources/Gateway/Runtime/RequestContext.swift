@@ -21,4 +21,6 @@ struct RequestContext {
     /// gateway checks DPoP, the upstream's own `DPoP-Nonce` would send clients nonces the
     /// gateway never issued.
     var droppedResponseHeaders: [String] = []
+    /// On session routes: the gateway's cookie names, which the upstream may not set.
+    var ownCookies: Set<String> = []
 }

@@ -66,7 +66,22 @@ extension Worker {
             case .allow(let session, let setCookies):
                 ctx.subject = session.subject
                 ctx.clientID = route.client
-                ctx.responseHeaders = setCookies.map { ("Set-Cookie", $0) }
+                if let requirement = route.sessionRequirement, requirement.check(session.claims) != nil {
+                    ctx.rejection = "insufficient_scope"
+                    self.metrics.authFailure("insufficient_scope")
+                    for c in setCookies { req.responseHeaders.add("Set-Cookie", c) }
+                    ErrorResponse.send(req, status: 403, error: "insufficient_scope", description: "this account may not use this resource",
+                                       requestID: ctx.requestID, close: self.draining)
+                    self.requestFinished(ctx, status: 403, bytes: 0, upstreamSeconds: 0, detail: "session does not meet the route's requirement")
+                    return
+                }
+                if !setCookies.isEmpty {
+                    ctx.responseHeaders = setCookies.map { ("Set-Cookie", $0) }
+                    // A response that now carries a session cookie must never sit in a shared cache.
+                    ctx.droppedResponseHeaders = ["Cache-Control", "Expires"]
+                    ctx.responseHeaders.append(("Cache-Control", "private, no-store"))
+                }
+                ctx.ownCookies = self.config.ownCookieNames
                 var identity = route.identityHeaders.values(for: session.claims)
                 if route.forwardSessionToken, let token = session.accessToken { identity.append(("Authorization", "Bearer \(token)")) }
                 guard req.isConnected else {
@@ -78,7 +93,9 @@ extension Worker {
                 Self.sendUnavailable(req, ctx: ctx, worker: self, detail: why)
             case .none(let clear):
                 if Worker.isNavigation(req), let client = route.client {
-                    let returnTo = path + (query.map { "?" + $0 } ?? "")
+                    // Capped: the pending login's return address rides in a cookie.
+                    var returnTo = path + (query.map { "?" + $0 } ?? "")
+                    if returnTo.utf8.count > 1024 { returnTo = "/" }
                     self.login.beginLogin(client: client, returnTo: returnTo, loginHint: nil, origin: origin, cookies: cookies) { response in
                         var r = response
                         r.headers += clear.map { ("Set-Cookie", $0) }

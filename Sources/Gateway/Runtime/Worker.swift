@@ -177,12 +177,12 @@ final class Worker: FlushListener {
             // A login route, or a login_or_token route whose request carries a session cookie.
             if route.client != nil && (route.tokens == nil || Cookies(req.headers).values[login.settings.sessionCookie] != nil) {
                 authenticateSession(req, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx) { [unowned self] ctx, identity in
-                    self.forward(req, ctx: ctx, pool: pool, request: build(identity), watch: watch)
+                    self.forward(req, ctx: ctx, pool: pool, request: build(identity, true), watch: watch)
                 }
                 return
             }
             guard route.tokens != nil else {
-                forward(req, ctx: ctx, pool: pool, request: build([]), watch: watch)
+                forward(req, ctx: ctx, pool: pool, request: build([], false), watch: watch)
                 return
             }
             let target = TokenAuthenticator.Target(scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
@@ -205,7 +205,7 @@ final class Worker: FlushListener {
                     if route.tokens?.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
                     var identity = route.identityHeaders.values(for: token.claims)
                     if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
-                    self.forward(req, ctx: ctx, pool: pool, request: build(identity), watch: watch)
+                    self.forward(req, ctx: ctx, pool: pool, request: build(identity, false), watch: watch)
                 case .unavailable(let detail):
                     req.responseHeaders.add("Retry-After", "5")
                     ErrorResponse.send(req, status: 503, error: "temporarily_unavailable",

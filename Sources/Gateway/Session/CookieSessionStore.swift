@@ -19,8 +19,10 @@ final class CookieSessionStore: SessionStore {
         done(.found(session))
     }
 
-    func save(_ session: Session, expiresAt: Int64, done: @escaping (Result<String, SessionStoreError>) -> Void) {
-        done(.success(sealer.seal(session.encoded(), purpose: Self.purpose)))
+    func save(_ session: Session, expiresAt: Int64, creating: Bool, done: @escaping (Result<String, SessionStoreError>) -> Void) {
+        if !creating && ended.contains(session.id, now: clock()) { done(.failure(SessionStoreError(description: "session ended", ended: true))); return }
+        guard let plain = session.encoded() else { done(.failure(SessionStoreError(description: "a session field is too large"))); return }
+        done(.success(sealer.seal(plain, purpose: Self.purpose)))
     }
 
     func end(_ session: Session, expiresAt: Int64, done: @escaping (Result<Void, SessionStoreError>) -> Void) {

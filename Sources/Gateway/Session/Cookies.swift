@@ -15,14 +15,33 @@ struct Cookies {
     init(_ headers: HeaderList) {
         var out: [String: String] = [:]
         for header in headers.values("Cookie") {
-            for part in header.split(separator: ";") {
-                let pair = part.drop(while: { $0 == " " })
-                guard let eq = pair.firstIndex(of: "=") else { continue }
-                let name = String(pair[..<eq])
-                if out[name] == nil { out[name] = String(pair[pair.index(after: eq)...]) }
+            Self.pairs(header) { name, value in
+                let n = String(decoding: name, as: UTF8.self)
+                if out[n] == nil { out[n] = String(decoding: value, as: UTF8.self) }
             }
         }
         values = out
+    }
+
+    /// The `name=value` pairs of one Cookie header, on its UTF-8 bytes (it runs on every
+    /// request of a login route, and session cookies are kilobytes long).
+    static func pairs(_ header: String, _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
+        var header = header
+        header.withUTF8 { b in
+            var i = 0
+            while i < b.count {
+                var end = i
+                while end < b.count && b[end] != UInt8(ascii: ";") { end += 1 }
+                var start = i
+                while start < end && b[start] == UInt8(ascii: " ") { start += 1 }
+                var eq = start
+                while eq < end && b[eq] != UInt8(ascii: "=") { eq += 1 }
+                if eq < end {
+                    body(UnsafeBufferPointer(rebasing: b[start..<eq]), UnsafeBufferPointer(rebasing: b[(eq + 1)..<end]))
+                }
+                i = end + 1
+            }
+        }
     }
 
     /// The value of `name`, joined from its chunks.

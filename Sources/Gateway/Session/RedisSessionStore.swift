@@ -7,6 +7,8 @@ import Reactor
 /// on this worker for `cacheTTL` seconds, so a busy session costs no round trip per request;
 /// an end (logout) reaches other replicas within that time.
 final class RedisSessionStore: SessionStore {
+    /// Sealed under its own purpose: a Redis value is never a valid session cookie.
+    static let purpose = "session-redis"
     private let client: RedisClient
     private let prefix: String
     private let sealer: CookieSealer
@@ -37,7 +39,7 @@ final class RedisSessionStore: SessionStore {
             guard let self else { return }
             switch result {
             case .success(.bulk(let bytes)):
-                guard let plain = self.sealer.open(String(decoding: bytes, as: UTF8.self), purpose: CookieSessionStore.purpose),
+                guard let plain = self.sealer.open(String(decoding: bytes, as: UTF8.self), purpose: Self.purpose),
                       let session = Session(encoded: plain), session.id == cookie else { done(.none); return }
                 if self.cacheTTL > 0 { self.remember(session, now: now) }
                 done(.found(session))
@@ -48,15 +50,21 @@ final class RedisSessionStore: SessionStore {
         }
     }
 
-    func save(_ session: Session, expiresAt: Int64, done: @escaping (Result<String, SessionStoreError>) -> Void) {
+    func save(_ session: Session, expiresAt: Int64, creating: Bool, done: @escaping (Result<String, SessionStoreError>) -> Void) {
         let now = clock()
-        let sealed = sealer.seal(session.encoded(), purpose: CookieSessionStore.purpose)
+        guard let plain = session.encoded() else { done(.failure(SessionStoreError(description: "a session field is too large"))); return }
+        let sealed = sealer.seal(plain, purpose: Self.purpose)
         roundTrips += 1
-        client.send(["SET", key(session.id), sealed, "EX", String(max(1, expiresAt - now))]) { [weak self] result in
+        // NX for a new session, XX for an update: an update never recreates a session that a
+        // logout deleted meanwhile (on this replica or another).
+        client.send(["SET", key(session.id), sealed, "EX", String(max(1, expiresAt - now)), creating ? "NX" : "XX"]) { [weak self] result in
             switch result {
             case .success(.status("OK")):
                 self?.remember(session, now: now)
                 done(.success(session.id))
+            case .success(.null):
+                self?.cache[session.id] = nil
+                done(.failure(SessionStoreError(description: creating ? "session id taken" : "session ended", ended: !creating)))
             case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
             case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
             }

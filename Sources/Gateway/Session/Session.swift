@@ -23,7 +23,7 @@ struct Session: Sendable, Equatable {
     static func newID() -> String { Base64URL.encode(SecureRandom.bytes(16)) }
 
     /// The sealed form's plaintext (SessionEncoding).
-    func encoded() -> [UInt8] { SessionEncoding.encode(self) }
+    func encoded() -> [UInt8]? { SessionEncoding.encode(self) }
 
     init(id: String, client: String, subject: String, claims: JSONObject, idToken: String?, accessToken: String?,
          refreshToken: String?, accessExpiresAt: Int64, createdAt: Int64, lastSeenAt: Int64) {

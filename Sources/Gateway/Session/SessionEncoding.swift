@@ -12,9 +12,12 @@ enum SessionEncoding {
         case absent = 0, text = 1, packed = 2, number = 3
     }
 
-    static func encode(_ s: Session) -> [UInt8] {
+    /// nil when a field is longer than 65,535 bytes (a token that large is refused, not stored).
+    static func encode(_ s: Session) -> [UInt8]? {
         var out: [UInt8] = [version]
+        var tooLarge = false
         func bytes(_ kind: Kind, _ b: [UInt8]) {
+            guard b.count <= 0xffff else { tooLarge = true; return }
             out.append(kind.rawValue)
             out.append(UInt8(b.count >> 8)); out.append(UInt8(b.count & 0xff))
             out += b
@@ -28,7 +31,7 @@ enum SessionEncoding {
         bytes(.text, Array(JSONSerializer.serialize(.object(s.claims)).utf8))
         string(s.idToken); string(s.accessToken); string(s.refreshToken)
         number(s.accessExpiresAt); number(s.createdAt); number(s.lastSeenAt)
-        return out
+        return tooLarge ? nil : out
     }
 
     static func decode(_ b: [UInt8]) -> Session? {

@@ -5,7 +5,9 @@ protocol SessionStore: AnyObject {
     /// The session a cookie value names, if it is valid and not ended.
     func load(_ cookie: String, done: @escaping (SessionLookup) -> Void)
     /// Stores `session` until `expiresAt`; `done` gets the cookie value that names it.
-    func save(_ session: Session, expiresAt: Int64, done: @escaping (Result<String, SessionStoreError>) -> Void)
+    /// `creating`: a new session; otherwise an update, which must not bring back a session
+    /// that was ended meanwhile (a logout on another worker or replica).
+    func save(_ session: Session, expiresAt: Int64, creating: Bool, done: @escaping (Result<String, SessionStoreError>) -> Void)
     /// Ends the session everywhere (logout): a copy of the cookie no longer works.
     func end(_ session: Session, expiresAt: Int64, done: @escaping (Result<Void, SessionStoreError>) -> Void)
 }
@@ -20,4 +22,6 @@ enum SessionLookup {
 
 struct SessionStoreError: Error, CustomStringConvertible {
     let description: String
+    /// The session was ended (logout) while this update was on its way.
+    var ended = false
 }

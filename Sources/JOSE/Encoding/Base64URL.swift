@@ -11,17 +11,36 @@ public enum Base64URL {
     }()
 
     public static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var it = bytes.makeIterator()
-        while let b0 = it.next() {
-            let b1 = it.next(), b2 = it.next()
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int((b0 & 0x03) << 4 | (b1 ?? 0) >> 4)])
-            if let b1 { out.append(alphabet[Int((b1 & 0x0f) << 2 | (b2 ?? 0) >> 6)]) }
-            if let b2 { out.append(alphabet[Int(b2 & 0x3f)]) }
+        // One contiguous copy, then a loop over raw bytes: generic iteration from another
+        // module is not specialized and costs a call per byte.
+        let array = Array(bytes)
+        return array.withUnsafeBufferPointer { encode(buffer: $0) }
+    }
+
+    public static func encode(buffer input: UnsafeBufferPointer<UInt8>) -> String {
+        let n = input.count
+        let outCount = (n * 4 + 2) / 3
+        return alphabet.withUnsafeBufferPointer { table in
+            String(unsafeUninitializedCapacity: outCount) { out in
+                var i = 0, o = 0
+                while i + 3 <= n {
+                    let v = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
+                    out[o] = table[Int(v >> 18)]; out[o + 1] = table[Int(v >> 12 & 63)]
+                    out[o + 2] = table[Int(v >> 6 & 63)]; out[o + 3] = table[Int(v & 63)]
+                    i += 3; o += 4
+                }
+                if n - i == 1 {
+                    let v = UInt32(input[i]) << 16
+                    out[o] = table[Int(v >> 18)]; out[o + 1] = table[Int(v >> 12 & 63)]
+                    o += 2
+                } else if n - i == 2 {
+                    let v = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8
+                    out[o] = table[Int(v >> 18)]; out[o + 1] = table[Int(v >> 12 & 63)]; out[o + 2] = table[Int(v >> 6 & 63)]
+                    o += 3
+                }
+                return o
+            }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     public static func encode(_ text: String) -> String { encode(Array(text.utf8)) }

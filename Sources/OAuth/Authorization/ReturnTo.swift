@@ -19,9 +19,10 @@ public struct ReturnTo: Sendable {
         // Control characters (including CR/LF: header splitting), spaces, backslashes —
         // browsers treat `\` like `/` — anywhere, raw or encoded.
         guard let decoded = FormEncoding.unescape(Substring(target).replacingPlus()) else { return nil }
-        for form in [target, decoded] {
-            if form.utf8.contains(where: { $0 < 0x21 || $0 == 0x7f || $0 == UInt8(ascii: "\\") }) { return nil }
-        }
+        // Raw: no space or control character at all (not a valid URL). Decoded: no control
+        // character (an encoded space is a fine path), and no backslash either way.
+        if target.utf8.contains(where: { $0 < 0x21 || $0 == 0x7f || $0 == UInt8(ascii: "\\") }) { return nil }
+        if decoded.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f || $0 == UInt8(ascii: "\\") }) { return nil }
         if target.hasPrefix("/") {
             // "//evil" and "/%2Fevil" (decoded "//evil") are network-path references.
             guard !target.hasPrefix("//"), !decoded.hasPrefix("//") else { return nil }

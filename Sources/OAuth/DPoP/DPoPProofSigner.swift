@@ -13,13 +13,15 @@ public struct DPoPProofSigner: Sendable {
         guard !alg.isSymmetric else { throw JOSEError(.keyMismatch, "DPoP proofs need an asymmetric key") }
         guard key.isPrivate else { throw JOSEError(.invalidKey, "signing DPoP proofs needs the private key") }
         try key.checkUsable(for: alg, operation: "sign")
-        self.key = key
+        // A proof names its key by value (jwk), never by kid: the signer would otherwise add
+        // the key's kid to the header, and a verifier could look for a key by that name.
+        var unnamed = try key.privateJWK()
+        unnamed["kid"] = nil
+        self.key = try JWK(object: unnamed)
         self.alg = alg
         var h = JSONObject()
         h["typ"] = .string("dpop+jwt")
-        var jwk = key.publicJWK()
-        jwk["kid"] = nil
-        h["jwk"] = .object(jwk)
+        h["jwk"] = .object(self.key.publicJWK())
         header = h
     }
 

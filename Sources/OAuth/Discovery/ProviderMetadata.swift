@@ -21,7 +21,8 @@ public struct ProviderMetadata: Sendable, Equatable {
     public init(issuer: String) { self.issuer = issuer }
 
     /// Parses metadata; its `issuer` must equal `expectedIssuer` exactly (RFC 8414 §3.3, OIDC
-    /// Discovery §4.3 — mix-up defence), and every endpoint must be an http(s) URL.
+    /// Discovery §4.3 — mix-up defence), and every endpoint must be an http(s) URL — https
+    /// when the issuer is (RFC 8414 §2: a downgrade would put codes and tokens in clear text).
     public static func parse(_ body: [UInt8], expectedIssuer: String) throws -> ProviderMetadata {
         let object = try JSONParser.parseObject(body, what: "the provider metadata")
         guard object["issuer"]?.string == expectedIssuer else {
@@ -29,8 +30,8 @@ public struct ProviderMetadata: Sendable, Equatable {
         }
         func url(_ name: String) throws -> String? {
             guard let v = object[name] else { return nil }
-            guard let s = v.string, s.hasPrefix("https://") || s.hasPrefix("http://") else {
-                throw JOSEError(.malformed, claim: name, "must be an http(s) URL")
+            guard let s = v.string, s.hasPrefix("https://") || (!expectedIssuer.hasPrefix("https://") && s.hasPrefix("http://")) else {
+                throw JOSEError(.malformed, claim: name, expectedIssuer.hasPrefix("https://") ? "must be an https URL" : "must be an http(s) URL")
             }
             return s
         }

@@ -43,7 +43,11 @@ public struct IDTokenVerifier: Sendable {
         }
         // §3.1.3.8: at_hash = left half of the hash of the access token, by the alg's hash.
         if let atHash = claims["at_hash"], let accessToken {
-            guard let digest = jws.header.alg.digest else { throw JOSEError(.invalidClaim, claim: "at_hash", "no hash for this alg") }
+            // The alg's hash; for EdDSA with Ed25519, SHA-512 (OpenID Connect's resolution for
+            // algorithms without one in their name).
+            guard let digest = jws.header.alg.digest ?? (jws.header.alg == .EdDSA ? .sha512 : nil) else {
+                throw JOSEError(.invalidClaim, claim: "at_hash", "no hash for this alg")
+            }
             let full = digest.hash(Array(accessToken.utf8))
             let expected = Base64URL.encode(Array(full.prefix(full.count / 2)))
             guard atHash.string == expected else { throw JOSEError(.invalidClaim, claim: "at_hash", "does not match the access token") }

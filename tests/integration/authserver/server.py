@@ -188,10 +188,14 @@ USERS = {
     "alice": {"name": "Alice Adams", "preferred_username": "alice", "email": "alice@example.com", "email_verified": True,
               "groups": ["staff", "dev"]},
     "bob": {"name": "Bob Brown", "preferred_username": "bob", "email": "bob@example.com", "email_verified": True, "groups": ["dev"]},
+    # Signed up with an address she never confirmed (self-registration): her email must not
+    # become an identity header.
+    "mallory": {"name": "Mallory", "preferred_username": "mallory", "email": "ceo@example.com", "email_verified": False,
+                "groups": ["dev"]},
 }
 
 # The passwords of the login form (AuthServer(login="form")).
-PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}
+PASSWORDS = {"alice": "alice-password", "bob": "bob-password", "mallory": "mallory-password"}
 
 TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 

@@ -1,0 +1,192 @@
+import Foundation
+import Testing
+import JOSE
+import TestSupport
+@testable import Gateway
+@testable import Reactor
+
+@Suite("Sessions: encoding, sealing, cookies, pending logins")
+struct SessionTests {
+    static let idToken = try! JWSSigner.sign(claims: JSONObject(["sub": .string("alice"), "email": .string("a@example.com")]), alg: .ES256,
+                                             key: try! JWK.generate(for: .ES256, kid: "k"))
+    static func session(refresh: String? = "Z0FBQUFBQnJBOVpvSmhNSHV3Y0VwSkU4", access: String? = nil) -> Session {
+        Session(id: Session.newID(), client: "web", subject: "alice", claims: JSONObject(["email": .string("a@example.com"), "groups": .array([.string("dev")])]),
+                idToken: idToken, accessToken: access, refreshToken: refresh, accessExpiresAt: 1_700_000_300, createdAt: 1_700_000_000, lastSeenAt: 1_700_000_100)
+    }
+    static let sealer = CookieSealer(keys: [AEADKey(secret: Array(repeating: 1, count: 32))!])
+
+    @Test func encodingRoundTripsAndPacksTokens() {
+        for s in [Self.session(), Self.session(refresh: nil, access: "opaque token with spaces"), Self.session(refresh: "a.b.c")] {
+            let bytes = s.encoded()!
+            #expect(Session(encoded: bytes) == s)
+        }
+        // A JWT is kept as its raw bytes: a quarter smaller than its text.
+        let s = Self.session()
+        #expect(s.encoded()!.count < Self.idToken.utf8.count + 200)
+        // A field past 64 KiB is refused, not stored (and never traps).
+        #expect(Self.session(refresh: String(repeating: "a b", count: 25_000)).encoded()?.count == nil)
+    }
+
+    @Test func corruptEncodingsAreRefused() {
+        let good = Self.session().encoded()!
+        #expect(Session(encoded: []) == nil)
+        #expect(Session(encoded: [9] + good.dropFirst()) == nil)
+        #expect(Session(encoded: Array(good.dropLast())) == nil)
+        #expect(Session(encoded: good + [0]) == nil)
+        for i in stride(from: 1, to: good.count, by: 7) {  // any single changed length or kind byte: nil or a session, never a crash
+            var b = good
+            b[i] ^= 0xff
+            _ = Session(encoded: b)
+        }
+    }
+
+    @Test func sealingIsBoundToKeyAndPurpose() {
+        let plain = Self.session().encoded()!
+        let sealed = Self.sealer.seal(plain, purpose: "session")
+        #expect(Self.sealer.open(sealed, purpose: "session") == plain)
+        #expect(Self.sealer.open(sealed, purpose: "login-state") == nil)  // one kind of cookie is never another
+        var raw = Base64URL.decode(sealed)!
+        raw[20] ^= 1
+        #expect(Self.sealer.open(Base64URL.encode(raw), purpose: "session") == nil)  // tampered
+        #expect(Self.sealer.open(String(sealed.dropLast(2)), purpose: "session") == nil)  // truncated
+        let other = CookieSealer(keys: [AEADKey(secret: Array(repeating: 2, count: 32))!])
+        #expect(other.open(sealed, purpose: "session") == nil)  // another key
+        // Rotation: the new key first, the old one still opens.
+        let rotated = CookieSealer(keys: [AEADKey(secret: Array(repeating: 2, count: 32))!, AEADKey(secret: Array(repeating: 1, count: 32))!])
+        #expect(rotated.open(sealed, purpose: "session") == plain)
+        #expect(Self.sealer.open(rotated.seal(plain, purpose: "session"), purpose: "session") == nil)
+        // Every seal is different (random nonce).
+        #expect(Self.sealer.seal(plain, purpose: "session") != sealed)
+    }
+
+    @Test func typicalSessionFitsOneCookie() {
+        let sealed = Self.sealer.seal(Self.session().encoded()!, purpose: "session")
+        #expect(sealed.utf8.count < Cookies.chunkSize)
+    }
+
+    @Test func pendingLoginsAreBoundedAndSingleUse() {
+        var p = PendingLogins()
+        for i in 0..<8 {
+            p.add(.init(state: "s\(i)", nonce: "n", codeVerifier: "v", returnTo: "/", client: "web", createdAt: 1000 + Int64(i)), max: 5, now: 1000, timeout: 600)
+        }
+        #expect(p.logins.map(\.state) == ["s3", "s4", "s5", "s6", "s7"])
+        #expect(p.take(state: "s2", now: 1010, timeout: 600) == nil)
+        #expect(p.take(state: "s5", now: 1010, timeout: 600)?.state == "s5")
+        #expect(p.take(state: "s5", now: 1010, timeout: 600) == nil)
+        #expect(p.take(state: "s6", now: 1700, timeout: 600) == nil)  // too late
+        #expect(PendingLogins(json: p.json()) == p)
+    }
+}
+
+@Suite("Session stores: one conformance suite for the sealed cookie and Redis", .serialized)
+struct SessionStoreConformanceTests {
+    enum Kind: String, CaseIterable, CustomTestStringConvertible {
+        case cookie, redis
+        var testDescription: String { rawValue }
+    }
+
+    final class Harness {
+        let loop = EventLoop()
+        let store: SessionStore
+        let redis: RedisServerProcess?
+        init(_ kind: Kind) throws {
+            switch kind {
+            case .cookie:
+                redis = nil
+                store = CookieSessionStore(sealer: SessionTests.sealer, ended: EndedSessions(), clock: { Int64(Date().timeIntervalSince1970) })
+            case .redis:
+                let server = try RedisServerProcess()
+                redis = server
+                let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/2"))
+                store = RedisSessionStore(client: RedisClient(loop: loop, endpoint: endpoint), prefix: "t:", sealer: SessionTests.sealer,
+                                          cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
+            }
+        }
+        func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
+            var out: T?
+            start { [loop] v in out = v; loop.stop() }
+            if out == nil { loop.schedule(after: 5) { [loop] in loop.stop() }; loop.run() }
+            return out
+        }
+        func save(_ s: Session, creating: Bool = true) -> String? {
+            run { done in store.save(s, expiresAt: Int64(Date().timeIntervalSince1970) + 60, creating: creating) { done(try? $0.get()) } } ?? nil
+        }
+        func load(_ c: String) -> Session? {
+            guard case .found(let s)? = run({ done in store.load(c, done: done) }) else { return nil }
+            return s
+        }
+        func end(_ s: Session) -> Bool { run { done in store.end(s, expiresAt: Int64(Date().timeIntervalSince1970) + 60) { done((try? $0.get()) != nil) } } ?? false }
+    }
+
+    @Test(arguments: Kind.allCases) func saveLoadEnd(kind: Kind) throws {
+        let h = try Harness(kind)
+        let s = SessionTests.session()
+        let cookie = try #require(h.save(s))
+        #expect(h.load(cookie) == s)
+        var changed = s
+        changed.lastSeenAt += 10
+        let cookie2 = try #require(h.save(changed, creating: false))
+        #expect(h.load(cookie2) == changed)
+        #expect(h.end(changed))
+        #expect(h.load(cookie2) == nil)
+        #expect(h.load(cookie) == nil)  // an older cookie of the same session is ended too
+        // An update after the end (a refresh or idle touch that was on its way) does not bring it back.
+        #expect(h.save(changed, creating: false) == nil)
+        #expect(h.load(cookie2) == nil)
+    }
+
+    @Test(arguments: Kind.allCases) func forgedCookiesNameNothing(kind: Kind) throws {
+        let h = try Harness(kind)
+        for bad in ["", "x", String(repeating: "A", count: 22), String(repeating: "A", count: 5000), "../../etc", "a\r\nb"] {
+            #expect(h.load(bad) == nil)
+        }
+    }
+
+    @Test func redisHoldsNoReadableTokenAndNoCookieValue() throws {
+        let h = try Harness(.redis)
+        let s = SessionTests.session(refresh: "refresh-token-value")
+        let cookie = try #require(h.save(s))
+        #expect(cookie == s.id && cookie.utf8.count == 22)  // the cookie is only the random id
+        let raw = RedisClient(loop: h.loop, endpoint: RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/2")!)
+        let keys: RedisReply? = h.run { done in raw.send(["KEYS", "*"]) { done(try? $0.get()) } } ?? nil
+        guard case .array(let list)? = keys, case .bulk(let key)? = list.first else { Issue.record("no key"); return }
+        #expect(!String(decoding: key, as: UTF8.self).contains(s.id))  // the key does not give the cookie away
+        let value: RedisReply? = h.run { done in raw.send(["GET", String(decoding: key, as: UTF8.self)]) { done(try? $0.get()) } } ?? nil
+        guard case .bulk(let stored)? = value else { Issue.record("no value"); return }
+        let text = String(decoding: stored, as: UTF8.self)
+        #expect(!text.contains("refresh-token-value") && !text.contains("alice"))
+    }
+
+    @Test func redisDownIsUnavailable() throws {
+        let h = try Harness(.redis)
+        h.redis?.kill()
+        guard case .unavailable? = h.run({ done in h.store.load(Session.newID(), done: done) }) else {
+            Issue.record("a dead Redis must answer unavailable, not 'no session'"); return
+        }
+    }
+}
+
+@Suite("Cookie headers")
+struct CookieHeaderTests {
+    @Test func filterKeepsOthersInOrder() {
+        let own: Set<String> = ["tokengate_session", "tokengate_session_1", "tokengate_login"]
+        #expect(CookieFilter.without(own, "a=1; tokengate_session=xyz; b=2") == "a=1; b=2")
+        #expect(CookieFilter.without(own, "tokengate_session=xyz;tokengate_session_1=abc") == nil)
+        #expect(CookieFilter.without(own, "tokengate_sessionX=1;  c=3") == "tokengate_sessionX=1; c=3")
+        #expect(CookieFilter.without(own, "flag; tokengate_login=s") == "flag")
+        #expect(CookieFilter.without(own, "") == nil)
+    }
+
+    @Test func chunksJoinAndClear() {
+        let long = String(repeating: "v", count: Cookies.chunkSize * 2 + 10)
+        var pairs: [(String, String)] = []
+        Cookies.pairs("n=\(long.prefix(Cookies.chunkSize)); other=1; n_1=\(long.dropFirst(Cookies.chunkSize).prefix(Cookies.chunkSize)); n_2=\(long.dropFirst(2 * Cookies.chunkSize))") {
+            pairs.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self)))
+        }
+        #expect(pairs.map(\.0) == ["n", "other", "n_1", "n_2"])
+        #expect(pairs.map(\.1).joined().count == long.count + 1)
+        let lines = Cookies.line("n", "x", .init(secure: true, maxAge: 60))
+        #expect(lines == "n=x; Path=/; Max-Age=60; HttpOnly; SameSite=Lax; Secure")
+        #expect(Cookies.name("s", secure: true) == "__Host-s" && Cookies.name("s", secure: false) == "s")
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+import JOSE
+@testable import OAuth
+
+/// The OAuth/OIDC rules of the browser login, without sockets and with a fixed clock: ID token
+/// validation from the attacker's side (OIDC Core §3.1.3.7), callback parsing (RFC 6749
+/// §4.1.2, RFC 9207), return targets (no open redirect), request objects (RFC 9101).
+@Suite("Login protocol rules")
+struct LoginProtocolTests {
+    static let now: Int64 = 1_700_000_000
+    static let key = try! JWK.generate(for: .RS256, kid: "as-1")
+    static let keys = JWKSet(keys: [try! JWK(object: key.publicJWK())])
+    static let verifier = IDTokenVerifier(issuer: "https://as.example", clientID: "web", algorithms: [.RS256, .ES256])
+
+    static func idToken(_ change: (inout JSONObject) -> Void = { _ in }, key signer: JWK = key, alg: JWSAlgorithm = .RS256) throws -> String {
+        var c = JSONObject()
+        c["iss"] = .string("https://as.example")
+        c["sub"] = .string("alice")
+        c["aud"] = .string("web")
+        c["exp"] = .number(String(now + 300))
+        c["iat"] = .number(String(now))
+        c["nonce"] = .string("n-1")
+        change(&c)
+        return try JWSSigner.sign(claims: c, alg: alg, key: signer)
+    }
+
+    func refused(_ token: String, nonce: String? = "n-1", accessToken: String? = nil, _ code: JOSEError.Code,
+                 sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            _ = try Self.verifier.verify(token, keys: Self.keys, nonce: nonce, accessToken: accessToken, now: Self.now)
+            Issue.record("accepted an ID token that should fail with \(code)", sourceLocation: sourceLocation)
+        } catch let e as JOSEError {
+            #expect(e.code == code, "got \(e)", sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func validIDToken() throws {
+        let claims = try Self.verifier.verify(try Self.idToken(), keys: Self.keys, nonce: "n-1", accessToken: nil, now: Self.now)
+        #expect(claims["sub"]?.string == "alice")
+    }
+
+    @Test func idTokenAttacks() throws {
+        refused(try Self.idToken { $0["nonce"] = .string("other") }, .invalidClaim)
+        refused(try Self.idToken { $0["nonce"] = nil }, .invalidClaim)
+        refused(try Self.idToken { $0["aud"] = .string("another-client") }, .audienceMismatch)
+        refused(try Self.idToken { $0["aud"] = .array([.string("web"), .string("other")]) }, .audienceMismatch) // several aud, no azp
+        refused(try Self.idToken { $0["aud"] = .string("web"); $0["azp"] = .string("other") }, .audienceMismatch)
+        refused(try Self.idToken { $0["iss"] = .string("https://evil.example") }, .issuerMismatch)
+        refused(try Self.idToken { $0["exp"] = .number(String(Self.now - 100)) }, .expired)
+        refused(try Self.idToken { $0["iat"] = .number(String(Self.now - 3600)) }, .expired)
+        refused(try Self.idToken { $0["sub"] = nil }, .missingClaim)
+        // Signed by another key (same kid), and with an algorithm not allowed.
+        refused(try Self.idToken(key: try JWK.generate(for: .RS256, kid: "as-1")), .badSignature)
+        let hs = try JWK(json: #"{"kty":"oct","kid":"as-1","k":"\#(Base64URL.encode(SecureRandom.bytes(32)))"}"#)
+        refused(try Self.idToken(key: hs, alg: .HS256), .algorithmNotAllowed)
+        // at_hash must match the access token when present.
+        let at = "access-token-1"
+        let good = Base64URL.encode(Array(Digest.sha256.hash(Array(at.utf8)).prefix(16)))
+        _ = try Self.verifier.verify(try Self.idToken { $0["at_hash"] = .string(good) }, keys: Self.keys, nonce: "n-1", accessToken: at, now: Self.now)
+        refused(try Self.idToken { $0["at_hash"] = .string(good) }, accessToken: "another-token", .invalidClaim)
+        // Several audiences with azp = this client pass.
+        _ = try Self.verifier.verify(try Self.idToken { $0["aud"] = .array([.string("web"), .string("api")]); $0["azp"] = .string("web") },
+                                     keys: Self.keys, nonce: "n-1", accessToken: nil, now: Self.now)
+    }
+
+    @Test func callbackParsing() {
+        let iss = "https://as.example"
+        #expect(AuthorizationResponse.parse(query: "code=c&state=s&iss=https%3A%2F%2Fas.example", expectedIssuer: iss, issRequired: true)
+                == .success(.code("c", state: "s")))
+        #expect(AuthorizationResponse.parse(query: "code=c&state=s", expectedIssuer: iss, issRequired: true) == .failure(.issuerMismatch))
+        #expect(AuthorizationResponse.parse(query: "code=c&state=s&iss=https%3A%2F%2Fevil", expectedIssuer: iss, issRequired: false) == .failure(.issuerMismatch))
+        #expect(AuthorizationResponse.parse(query: "code=c&state=s", expectedIssuer: iss, issRequired: false) == .success(.code("c", state: "s")))
+        #expect(AuthorizationResponse.parse(query: "error=access_denied&state=s", expectedIssuer: iss, issRequired: false)
+                == .success(.error("access_denied", description: nil, state: "s")))
+        for bad in ["code=c&code=d&state=s", "code=c", "state=s", "code=%ZZ&state=s", "code=&state=s"] {
+            guard case .failure(.malformed) = AuthorizationResponse.parse(query: Substring(bad), expectedIssuer: iss, issRequired: false) else {
+                Issue.record("accepted \(bad)"); continue
+            }
+        }
+    }
+
+    @Test(arguments: ["//evil.example", "/\\evil.example", "\\\\evil.example", "/%2F%2Fevil.example", "%2F%2Fevil.example",
+                      "/%5Cevil.example", "https:evil.example", "https:/evil.example", "javascript:alert(1)", "JAVASCRIPT:alert(1)",
+                      "data:text/html,x", "evil.example", "https://evil.example", "https://app.example.com.evil.example",
+                      "https://app.example.com@evil.example", "https://evil.example\\@app.example.com", "/a\r\nSet-Cookie: x=1",
+                      "/\t/evil.example", " /x", "https://app.example.com:99999x", "http://app.example.com/", "", "/%0d%0aX: y"])
+    func openRedirectsRefused(target: String) {
+        #expect(ReturnTo(allowedHosts: ["app.example.com", "*.apps.example.com"]).check(target) == nil)
+    }
+
+    @Test(arguments: ["/", "/orders/7?tab=2#top", "/a%20b", "https://app.example.com/x", "https://APP.example.com:8443/",
+                      "https://a.b.apps.example.com/"])
+    func allowedTargets(target: String) {
+        #expect(ReturnTo(allowedHosts: ["app.example.com", "*.apps.example.com"]).check(target) == target)
+    }
+
+    @Test func requestObjectClaims() throws {
+        let p = AuthorizationParameters(clientID: "web", redirectURI: "https://gw/cb", scope: ["openid", "email"], state: "s", nonce: "n",
+                                        codeChallenge: "c", extra: [("prompt", "login")])
+        let jwt = try RequestObject.sign(p, audience: "https://as.example", key: Self.key, alg: .RS256, now: Self.now)
+        let jws = try CompactJWS(jwt)
+        #expect(jws.header.typ == "oauth-authz-req+jwt" && jws.header.kid == "as-1" && jws.header.alg == .RS256)
+        let c = try jws.claims()
+        #expect(c["iss"]?.string == "web" && c["aud"]?.string == "https://as.example" && c["client_id"]?.string == "web")
+        #expect(c["response_type"]?.string == "code" && c["code_challenge_method"]?.string == "S256" && c["prompt"]?.string == "login")
+        #expect(c["scope"]?.string == "openid email" && c["state"]?.string == "s" && c["nonce"]?.string == "n")
+        #expect(c["exp"]?.int64 == Self.now + 60 && c["nbf"]?.int64 == Self.now && (c["jti"]?.string?.utf8.count ?? 99) <= 64)
+        try JWSVerifier(keys: Self.keys, algorithms: [.RS256]).verify(jws)
+    }
+
+    @Test func providerMetadataMustNameItsIssuer() throws {
+        let good = #"{"issuer":"https://as.example","authorization_endpoint":"https://as.example/a","token_endpoint":"https://as.example/t","require_pushed_authorization_requests":true,"authorization_response_iss_parameter_supported":true}"#
+        let m = try ProviderMetadata.parse(Array(good.utf8), expectedIssuer: "https://as.example")
+        #expect(m.requirePushedAuthorizationRequests && m.authorizationResponseIssParameterSupported && m.tokenEndpoint == "https://as.example/t")
+        #expect(throws: JOSEError.self) { try ProviderMetadata.parse(Array(good.utf8), expectedIssuer: "https://other.example") }
+        #expect(throws: JOSEError.self) {
+            try ProviderMetadata.parse(Array(#"{"issuer":"https://as.example","token_endpoint":"javascript:x"}"#.utf8), expectedIssuer: "https://as.example")
+        }
+    }
+
+    @Test func formDecoding() {
+        #expect(FormEncoding.decode("a=1&b=x+y&c=%2F%3D") ?? [] == [("a", "1"), ("b", "x y"), ("c", "/=")].map { $0 })
+        #expect(FormEncoding.decode("a=%G0") == nil)
+        #expect(FormEncoding.decode("a=%FF") == nil)  // not UTF-8
+    }
+}
+
+private func == (a: [(String, String)], b: [(String, String)]) -> Bool { a.count == b.count && zip(a, b).allSatisfy { $0 == $1 } }
