@@ -129,3 +129,55 @@ struct LoginProtocolTests {
 }
 
 private func == (a: [(String, String)], b: [(String, String)]) -> Bool { a.count == b.count && zip(a, b).allSatisfy { $0 == $1 } }
+
+@Suite("Back-channel logout tokens (OIDC Back-Channel Logout 1.0 §2.6)")
+struct LogoutTokenTests {
+    static let now: Int64 = 1_700_000_000
+    static let key = LoginProtocolTests.key
+    static let verifier = LogoutTokenVerifier(issuer: "https://as.example", clientID: "web", algorithms: [.RS256])
+
+    static func token(typ: String? = "logout+jwt", key signer: JWK = key, _ change: (inout JSONObject) -> Void = { _ in }) throws -> String {
+        var c = JSONObject()
+        c["iss"] = .string("https://as.example")
+        c["aud"] = .string("web")
+        c["iat"] = .number(String(now))
+        c["jti"] = .string("j-1")
+        c["sid"] = .string("s-1")
+        c["events"] = .object(JSONObject([LogoutTokenVerifier.event: .object(JSONObject())]))
+        change(&c)
+        var h = JSONObject()
+        if let typ { h["typ"] = .string(typ) }
+        return try JWSSigner.sign(claims: c, header: h, alg: .RS256, key: signer)
+    }
+
+    func refused(_ token: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(throws: JOSEError.self, sourceLocation: sourceLocation) {
+            try Self.verifier.verify(token, keys: LoginProtocolTests.keys, now: Self.now)
+        }
+    }
+
+    @Test func validTokens() throws {
+        let t = try Self.verifier.verify(try Self.token(), keys: LoginProtocolTests.keys, now: Self.now)
+        #expect(t == .init(sid: "s-1", sub: nil, jti: "j-1", iat: Self.now))
+        let bySub = try Self.verifier.verify(try Self.token(typ: nil) { $0["sid"] = nil; $0["sub"] = .string("alice") },
+                                             keys: LoginProtocolTests.keys, now: Self.now)
+        #expect(bySub.sub == "alice" && bySub.sid == nil)
+    }
+
+    @Test func everyRuleBroken() throws {
+        refused(try Self.token { $0["nonce"] = .string("n") })                      // an ID token's nonce
+        refused(try Self.token { $0["events"] = nil })
+        refused(try Self.token { $0["events"] = .object(JSONObject(["other": .object(JSONObject())])) })
+        refused(try Self.token { $0["events"] = .object(JSONObject([LogoutTokenVerifier.event: .string("x")])) })
+        refused(try Self.token { $0["sid"] = nil })                                  // neither sid nor sub
+        refused(try Self.token { $0["jti"] = nil })
+        refused(try Self.token { $0["aud"] = .string("other") })
+        refused(try Self.token { $0["iss"] = .string("https://evil.example") })
+        refused(try Self.token { $0["iat"] = .number(String(Self.now - 3600)) })     // too old
+        refused(try Self.token { $0["iat"] = .number(String(Self.now + 3600)) })     // from the future
+        refused(try Self.token { $0["exp"] = .number(String(Self.now - 100)) })
+        refused(try Self.token(typ: "JWT"))
+        refused(try Self.token(key: try JWK.generate(for: .RS256, kid: "as-1")))     // signed by another key
+        refused("not.a.token")
+    }
+}

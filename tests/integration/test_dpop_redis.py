@@ -112,3 +112,28 @@ def test_redis_down_fails_closed_without_hanging_and_recovers(upstream, idp, red
             break
         time.sleep(0.2)
     assert status == 200, "the gateway did not reconnect to Redis by itself"
+
+
+def test_readiness_follows_the_store_and_fail_open_is_counted(upstream, idp, redis, gateway_factory):
+    g = gateway_factory(config(upstream, idp, redis.port).replace("public_url: https://api.example.com",
+                                                                   "public_url: https://api.example.com\ndpop: { on_store_failure: fail_open }"))
+    key = DPoPKey("ES256")
+    tok = bound_token(idp, key)
+    ready = lambda: requests.get(f"http://127.0.0.1:{g.admin}/readyz", timeout=5)
+    assert ready().status_code == 200
+    redis.stop()
+    deadline = time.time() + 10
+    while time.time() < deadline and ready().status_code == 200:
+        time.sleep(0.2)
+    r = ready()
+    assert r.status_code == 503 and "store" in r.text
+    # fail_open: the proof passes without a replay check — and the metric says so.
+    r = call(g, tok, key.proof("GET", URL, access_token=tok))
+    assert r.status_code == 200, r.text
+    metrics = requests.get(f"http://127.0.0.1:{g.admin}/metrics", timeout=5).text
+    assert "tokengate_dpop_unchecked_proofs_total 1" in metrics and "tokengate_store_up 0" in metrics
+    redis.start()
+    deadline = time.time() + 10
+    while time.time() < deadline and ready().status_code != 200:
+        time.sleep(0.2)
+    assert ready().status_code == 200

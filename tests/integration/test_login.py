@@ -32,12 +32,12 @@ class LoginEnv:
 
     def __init__(self, a, upstream, tmp_path, mode="par", auth="private_key_jwt", extra_client="", extra_top="",
                  extra_route="", key_alg="ES256", session="", prompt="consent", session_key=SESSION_KEY, workers=2,
-                 share_client_of=None):
+                 share_client_of=None, extra_issuers="", public_base=None):
         """share_client_of: another LoginEnv whose client registration and key this one uses
         (a second replica of the same gateway)."""
         self.a = a
         self.gw = Gateway("")  # for its port: the redirect URI names it
-        base = f"http://127.0.0.1:{self.gw.port}"
+        base = public_base or f"http://127.0.0.1:{self.gw.port}"
         if share_client_of is not None:
             self.key_path = share_client_of.key_path
         else:
@@ -56,6 +56,7 @@ session: {{ keys: ["{session_key}"], secure_cookie: false {session} }}
 {extra_top}
 issuers:
   as1: {{ issuer: "{a.issuer}", discovery: true, audiences: [api], algorithms: [ES256, RS256] }}
+{extra_issuers}
 clients:
   web:
     issuer: as1

@@ -15,6 +15,9 @@ final class TokenAuthenticator {
     private let replay: ReplayStore
     private var proofVerifiers: [Int: DPoPProofVerifier] = [:]
     private var nonces: DPoPNonces?
+    private var failOpen = false
+    /// Proofs accepted without a replay check because the store could not answer (fail_open).
+    private(set) var uncheckedProofs = 0
     private var publicURLs: [PublicURL] = []
     /// Proof keys this worker has imported already (clients reuse one key for every proof).
     private let proofKeys = DPoPKeyCache(capacity: 4096)
@@ -27,6 +30,7 @@ final class TokenAuthenticator {
     func apply(_ config: GatewayConfig) {
         validator.apply(config)
         publicURLs = config.publicURLs
+        failOpen = config.dpop.failOpenOnStoreFailure
         let keys = (config.dpop.nonceKeys.isEmpty ? [ProcessSecrets.dpopNonceKey] : config.dpop.nonceKeys).compactMap { MACKey(secret: $0) }
         let nonces = DPoPNonces(keys: keys, lifetime: Int64(config.dpop.nonceLifetime))
         self.nonces = nonces
@@ -130,7 +134,7 @@ final class TokenAuthenticator {
         } catch {
             done(.deny(answer.refuse(401, error.wireCode, error.reason, scheme: "DPoP", detail: error.description))); return
         }
-        validator.validate(token, route: route) { [replay, nonces] verdict in
+        validator.validate(token, route: route) { [replay, nonces, unowned self] verdict in
             let bound: VerifiedAccessToken
             switch verdict {
             case .unavailable(let detail): done(.unavailable(detail: detail)); return
@@ -155,6 +159,12 @@ final class TokenAuthenticator {
                     done(.allow(caller))
                 case .replayed:
                     done(.deny(answer.refuse(401, .invalid_dpop_proof, "the DPoP proof has been used before", scheme: "DPoP", detail: "jti replayed")))
+                case .unavailable(let why) where self.failOpen:
+                    // Configured availability over replay defence: let it through, and say so.
+                    self.uncheckedProofs += 1
+                    var caller = AuthenticatedCaller(token: bound, jkt: proof.jkt)
+                    if proof.nonceIsStale, let nonces { caller.responseHeaders.append(("DPoP-Nonce", nonces.issue(now: now))) }
+                    done(.allow(caller))
                 case .unavailable(let why):
                     done(.unavailable(detail: "DPoP replay store: \(why)"))
                 }

@@ -52,7 +52,15 @@ extension ConfigParser {
 
     static func dpopSettings(_ node: Node, _ r: ConfigReader) -> DPoPSettings {
         var d = DPoPSettings()
-        guard let m = r.mapping(node, path: "dpop", known: ["nonce_keys", "nonce_keys_file", "nonce_lifetime", "replay_cache_entries"]) else { return d }
+        guard let m = r.mapping(node, path: "dpop", known: ["nonce_keys", "nonce_keys_file", "nonce_lifetime", "replay_cache_entries",
+                                                           "on_store_failure"]) else { return d }
+        if let n = m["on_store_failure"], let s = r.string(n, path: "dpop.on_store_failure") {
+            switch s {
+            case "fail_closed": d.failOpenOnStoreFailure = false
+            case "fail_open": d.failOpenOnStoreFailure = true
+            default: r.problem("dpop.on_store_failure", n, "must be fail_closed or fail_open")
+            }
+        }
         var keys: [(String, Node)] = []
         if m["nonce_keys"] != nil && m["nonce_keys_file"] != nil {
             r.problem("dpop.nonce_keys", m["nonce_keys"], "give either nonce_keys or nonce_keys_file, not both")

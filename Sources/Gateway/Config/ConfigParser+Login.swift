@@ -47,7 +47,7 @@ extension ConfigParser {
     static func login(_ node: Node, _ r: ConfigReader) -> LoginConfig {
         var l = LoginConfig()
         guard let m = r.mapping(node, path: "login", known: ["start_path", "callback_path", "logout_path", "request_object_path",
-                                                            "jwks_path", "allowed_redirect_hosts", "after_logout"]) else { return l }
+                                                            "jwks_path", "allowed_redirect_hosts", "after_logout", "backchannel_logout_path"]) else { return l }
         func path(_ key: String, _ set: (String) -> Void) {
             guard let n = m[key], let v = r.string(n, path: "login.\(key)") else { return }
             if case .success(let norm) = PathNormalizer.normalize(target: v), norm.path == v, norm.query == nil { set(v) }
@@ -56,6 +56,7 @@ extension ConfigParser {
         path("start_path") { l.startPath = $0 }
         path("callback_path") { l.callbackPath = $0 }
         path("logout_path") { l.logoutPath = $0 }
+        path("backchannel_logout_path") { l.backchannelLogoutPath = $0 }
         path("request_object_path") { l.requestObjectPath = $0.hasSuffix("/") ? $0 : $0 + "/" }
         path("jwks_path") { l.jwksPath = $0 }
         if let n = m["allowed_redirect_hosts"], let seq = r.sequence(n, path: "login.allowed_redirect_hosts") {

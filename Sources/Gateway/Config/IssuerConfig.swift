@@ -99,6 +99,9 @@ public struct LoginConfig: Sendable {
     public var startPath = "/oauth2/start"
     public var callbackPath = "/oauth2/callback"
     public var logoutPath = "/oauth2/logout"
+    /// Where the AS posts logout tokens (OIDC Back-Channel Logout 1.0): register this URL as
+    /// the client's backchannel_logout_uri.
+    public var backchannelLogoutPath = "/oauth2/backchannel-logout"
     /// Where the AS fetches hosted request objects (request_mode: request_uri).
     public var requestObjectPath = "/oauth2/request/"
     public var jwksPath = "/.well-known/jwks.json"
@@ -160,4 +163,8 @@ public struct DPoPSettings: Sendable {
     /// Entries of the in-memory jti cache (`store: memory`); when full of live entries, new
     /// proofs are refused (503) rather than a replay let through.
     public var replayCacheEntries = 1_000_000
+    /// When the replay store cannot answer: refuse (503, the default: a possibly replayed proof
+    /// is never accepted) or accept the proof unchecked for replay (availability first; logged
+    /// and counted).
+    public var failOpenOnStoreFailure = false
 }

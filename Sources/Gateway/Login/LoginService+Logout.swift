@@ -64,10 +64,12 @@ extension LoginService {
     }
 
     /// A hosted request object (request_mode: request_uri), served once.
-    func requestObject(id: Substring) -> GatewayResponse {
-        guard let jwt = shared.requestObjects.take(String(id)) else {
-            return GatewayResponse(status: 404, body: "", contentType: "text/plain", detail: "request object not found or already used")
+    func requestObject(id: Substring, done: @escaping (GatewayResponse) -> Void) {
+        requestObjects.take(String(id)) { jwt in
+            guard let jwt else {
+                done(GatewayResponse(status: 404, body: "", contentType: "text/plain", detail: "request object not found or already used")); return
+            }
+            done(GatewayResponse(status: 200, body: jwt, contentType: "application/oauth-authz-req+jwt", detail: "request object served"))
         }
-        return GatewayResponse(status: 200, body: jwt, contentType: "application/oauth-authz-req+jwt", detail: "request object served")
     }
 }

@@ -60,6 +60,7 @@ extension LoginService {
             switch outcome {
             case .ended: done(.none(clear: clear))
             case .unchanged: done(.allow(session, setCookies: []))
+            case .current(let stored): done(.allow(stored, setCookies: []))
             case .refreshed(let fresh):
                 self.save(fresh, cookies: cookies, creating: false) { result in
                     switch result {
@@ -74,14 +75,47 @@ extension LoginService {
         case .waiting: return
         case .finished(let outcome): adopt(outcome)
         case .leader:
-            runRefresh(session) { [weak self] outcome in
+            // This process's one refresher; across replicas, only the holder of the store's
+            // lease refreshes, the others wait for the session it writes.
+            store.leaseRefresh(session) { [weak self] lease in
                 guard let self else { return }
-                self.shared.refreshes.finish(session.id, outcome)
-                if case .ended = outcome {
-                    self.store.end(session, expiresAt: session.createdAt + Int64(self.config.session.absoluteTimeout)) { _ in }
+                let finish: (RefreshCoordinator.Outcome) -> Void = { outcome in
+                    self.shared.refreshes.finish(session.id, outcome)
+                    if case .ended = outcome {
+                        self.store.end(session, expiresAt: session.createdAt + Int64(self.config.session.absoluteTimeout)) { _ in }
+                    }
+                    adopt(outcome)
                 }
-                adopt(outcome)
+                guard let lease else { self.awaitRefresh(session, deadline: Self.now() + 5, done: finish); return }
+                self.runRefresh(session) { outcome in
+                    guard case .refreshed(let fresh) = outcome else { self.store.releaseRefresh(lease); finish(outcome); return }
+                    // Saved before the lease goes, so the waiting replicas read the new session;
+                    // this process's waiters get it too and seal their own cookies for it.
+                    self.save(fresh, cookies: cookies, creating: false) { result in
+                        self.store.releaseRefresh(lease)
+                        self.shared.refreshes.finish(session.id, .refreshed(fresh))
+                        switch result {
+                        case .success(let lines): done(.allow(fresh, setCookies: lines))
+                        case .failure(let e) where e.ended: done(.none(clear: clear))
+                        case .failure(let e): done(.unavailable(e.description))
+                        }
+                    }
+                }
             }
+        }
+    }
+
+    /// Another replica holds the refresh lease: read the store until its refreshed session
+    /// is there (or the wait is over: the session then goes on as it was).
+    private func awaitRefresh(_ session: Session, deadline: Int64, done: @escaping (RefreshCoordinator.Outcome) -> Void) {
+        store.reload(session) { [weak self] stored in
+            guard let self else { return }
+            if let stored, stored.refreshToken != session.refreshToken || stored.accessExpiresAt > session.accessExpiresAt {
+                done(.current(stored)); return
+            }
+            if stored == nil && self.store is RedisSessionStore { done(.ended); return }
+            guard Self.now() < deadline else { done(.unchanged); return }
+            self.loop.schedule(after: 0.1) { self.awaitRefresh(session, deadline: deadline, done: done) }
         }
     }
 

@@ -61,12 +61,14 @@ extension LoginService {
             guard let jwt = requestObject else { done(Self.unavailable("request_mode request without a key")); return }
             done(.redirect(Self.url(authorize, base + [("request", jwt)]), cookies: setCookies, detail: "login started (request)"))
         case .request_uri:
-            guard let jwt = requestObject, let origin = origin ?? config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) }),
-                  let id = shared.requestObjects.host(jwt) else {
-                done(Self.unavailable("request_uri: no key, no public origin, or too many pending")); return
+            guard let jwt = requestObject, let origin = origin ?? config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) }) else {
+                done(Self.unavailable("request_uri: no key or no public origin")); return
             }
-            let uri = "\(origin.scheme)://\(origin.authority)\(config.login.requestObjectPath)\(id)"
-            done(.redirect(Self.url(authorize, base + [("request_uri", uri)]), cookies: setCookies, detail: "login started (request_uri)"))
+            requestObjects.host(jwt) { [weak self] id in
+                guard let self, let id else { done(Self.unavailable("request_uri: could not host the request object")); return }
+                let uri = "\(origin.scheme)://\(origin.authority)\(self.config.login.requestObjectPath)\(id)"
+                done(.redirect(Self.url(authorize, base + [("request_uri", uri)]), cookies: setCookies, detail: "login started (request_uri)"))
+            }
         case .plain:
             done(.redirect(Self.url(authorize, params.pairs), cookies: setCookies, detail: "login started (plain)"))
         }

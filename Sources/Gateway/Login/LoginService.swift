@@ -20,13 +20,16 @@ final class LoginService {
     private(set) var settings: LoginSettings
     private(set) var store: SessionStore
     private let makeStore: (GatewayConfig, LoginSettings) -> SessionStore
+    /// Hosted request objects: process memory, or Redis with a Redis store.
+    let requestObjects: RequestObjectHost
     /// Claims a session keeps: those the login routes' headers map (and sub, sid).
     private(set) var keptClaims: Set<String> = ["sub", "sid"]
     /// Whether any login route forwards the access token (else it is not kept).
     private(set) var keepAccessToken = false
 
-    init(loop: EventLoop, shared: LoginShared, log: Logger, tokens: AccessTokenValidator,
+    init(loop: EventLoop, shared: LoginShared, log: Logger, tokens: AccessTokenValidator, requestObjects: RequestObjectHost,
          makeStore: @escaping (GatewayConfig, LoginSettings) -> SessionStore) {
+        self.requestObjects = requestObjects
         self.loop = loop
         self.shared = shared
         self.log = log

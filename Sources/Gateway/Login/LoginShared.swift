@@ -8,6 +8,8 @@ final class LoginShared: @unchecked Sendable {
     let ended = EndedSessions()
     let refreshes = RefreshCoordinator()
     let requestObjects = HostedRequestObjects()
+    /// jtis of back-channel logout tokens already acted on.
+    let logoutTokens = MemoryReplayCache(capacity: 100_000)
 }
 
 /// Random per-process keys for when the config names none. Sessions sealed with them do not

@@ -10,6 +10,8 @@ import Reactor
 final class RefreshCoordinator: @unchecked Sendable {
     enum Outcome {
         case refreshed(Session)
+        /// Another replica refreshed it: the store already holds this session (nothing to save).
+        case current(Session)
         /// The AS could not be asked (down, 5xx, metadata not loaded): the session goes on as
         /// it is, and a later request tries again.
         case unchanged

@@ -72,8 +72,10 @@ struct MetricsSnapshot: Sendable {
     var tokenCacheMisses = 0
     var callbacks = 0
     var callbackOwnSeconds = 0.0
+    var dpopUnchecked = 0
 
     mutating func add(_ o: MetricsSnapshot) {
+        dpopUnchecked += o.dpopUnchecked
         callbacks += o.callbacks
         callbackOwnSeconds += o.callbackOwnSeconds
         requests.merge(o.requests, uniquingKeysWith: +)
@@ -118,6 +120,7 @@ struct MetricsSnapshot: Sendable {
         }
         out += "# HELP tokengate_token_cache_total Validated-token cache lookups.\n# TYPE tokengate_token_cache_total counter\n"
         out += "tokengate_token_cache_total{result=\"hit\"} \(tokenCacheHits)\ntokengate_token_cache_total{result=\"miss\"} \(tokenCacheMisses)\n"
+        out += "# HELP tokengate_dpop_unchecked_proofs_total DPoP proofs accepted without a replay check while the store was down (dpop.on_store_failure: fail_open).\n# TYPE tokengate_dpop_unchecked_proofs_total counter\ntokengate_dpop_unchecked_proofs_total \(dpopUnchecked)\n"
         out += "# HELP tokengate_login_callback_own_seconds The gateway's own time answering login callbacks (token endpoint excluded).\n# TYPE tokengate_login_callback_own_seconds summary\n"
         out += "tokengate_login_callback_own_seconds_sum \(callbackOwnSeconds)\ntokengate_login_callback_own_seconds_count \(callbacks)\n"
         out += "# HELP tokengate_ready Whether the gateway reports ready.\n# TYPE tokengate_ready gauge\ntokengate_ready \(ready ? 1 : 0)\n"

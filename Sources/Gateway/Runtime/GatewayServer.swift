@@ -17,6 +17,7 @@ public final class GatewayServer {
     private var shuttingDown = false
     private var graceTimer: LoopTimer?
     private var keyService: IssuerKeyService?
+    private var storeHealth: StoreHealth?
 
     public init(config: GatewayConfig, configPath: String?, log: Logger) {
         self.config = config
@@ -32,15 +33,17 @@ public final class GatewayServer {
             tlsContexts.append(try l.tls.map { try TLSContext(certificateFile: $0.certFile, privateKeyFile: $0.keyFile) })
         }
         let prefix = RequestIDGenerator.makeProcessPrefix()
-        let replay = ReplayStores.factory(config.store, memoryCapacity: config.dpop.replayCacheEntries)
+        let redis = RedisClients.make(config.store)
+        let replay = ReplayStores.factory(config.store, redis: redis, memoryCapacity: config.dpop.replayCacheEntries)
         let loginShared = LoginShared()
-        let sessions = SessionStores.factory(config.store, shared: loginShared)
+        let sessions = SessionStores.factory(config.store, redis: redis, shared: loginShared)
         if config.session.keys.isEmpty && config.routes.contains(where: { $0.client != nil }) {
             log.warning("session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)")
         }
         for id in 0..<config.workers {
             let worker = Worker(id: id, config: config, log: log, processPrefix: prefix, replay: replay,
-                                loginShared: loginShared, sessionStore: sessions)
+                                loginShared: loginShared, sessionStore: sessions,
+                                requestObjects: SessionStores.requestObjects(config.store, redis: redis, shared: loginShared))
             var sockets: [(fd: Int32, tls: TLSContext?)] = []
             for (i, l) in config.listeners.enumerated() {
                 sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i]))
@@ -48,13 +51,16 @@ public final class GatewayServer {
             try worker.serve(sockets: sockets)
             workers.append(worker)
         }
+        if let redis { storeHealth = StoreHealth(loop: mainLoop, endpoint: redis.endpoint) }
         let keys = IssuerKeyService(loop: mainLoop, log: log)
         keys.attach(workers)
         keys.apply(config)
         keyService = keys
         if let addr = config.adminListen {
             let endpoints = AdminEndpoints(loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
-            endpoints.extraMetrics = { [weak keys] in keys?.metricsText(now: Date().timeIntervalSince1970) ?? "" }
+            endpoints.extraMetrics = { [weak keys, weak self] in
+                (keys?.metricsText(now: Date().timeIntervalSince1970) ?? "") + (self?.storeHealth?.metricsText ?? "")
+            }
             try endpoints.serve(on: addr)
             admin = endpoints
         }
@@ -76,6 +82,9 @@ public final class GatewayServer {
     /// set keeps serving through later IdP failures).
     private func readiness() -> (ready: Bool, reason: String) {
         if shuttingDown { return (false, "shutting down") }
+        if let health = storeHealth, !health.up {
+            return (false, "the shared store does not answer: \(health.lastError ?? "unknown")")
+        }
         let missing = keyService?.missing ?? []
         if !missing.isEmpty { return (false, "issuer keys not loaded: \(missing.joined(separator: ", "))") }
         let stale = keyService?.stale ?? []

@@ -18,7 +18,7 @@ extension Worker {
         case .jwks:
             reply(login.jwks())
         case .requestObject(let id):
-            reply(login.requestObject(id: id))
+            login.requestObject(id: id, done: reply)
         case .start:
             let params = query.flatMap { FormEncoding.decode(Substring($0)) } ?? []
             let rd = params.first { $0.0 == "rd" }?.1
@@ -39,6 +39,9 @@ extension Worker {
                 self.requestFinished(ctx, status: response.status, bytes: response.body.utf8.count, upstreamSeconds: timing.tokenEndpointSeconds,
                                      detail: (response.detail ?? "") + " (own \(Int(own * 1e6)) us)")
             }
+        case .backchannelLogout:
+            guard method == .POST else { reply(GatewayResponse(status: 405, body: "", contentType: "text/plain")); return }
+            login.backchannelLogout(body: req.bodyBytes, done: reply)
         case .logout:
             guard method == .GET || method == .POST else { reply(.page(405, title: "Log out", message: "Method not allowed.")); return }
             let form = method == .POST ? (FormEncoding.decode(Substring(String(decoding: req.bodyBytes, as: UTF8.self))) ?? []) : []

@@ -35,13 +35,14 @@ final class Worker: FlushListener {
 
     /// `replay(loop)` makes this worker's DPoP replay store (shared memory, or its own Redis client).
     init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, replay: (EventLoop) -> ReplayStore,
-         loginShared: LoginShared = LoginShared(), sessionStore: @escaping (EventLoop, GatewayConfig, LoginSettings) -> SessionStore) {
+         loginShared: LoginShared = LoginShared(), sessionStore: @escaping (EventLoop, GatewayConfig, LoginSettings) -> SessionStore,
+         requestObjects: (EventLoop) -> RequestObjectHost) {
         self.id = id
         let loop = EventLoop()
         self.loop = loop
         tokens = AccessTokenValidator(loop: loop)
         authenticator = TokenAuthenticator(validator: tokens, replay: replay(loop))
-        login = LoginService(loop: loop, shared: loginShared, log: log, tokens: tokens,
+        login = LoginService(loop: loop, shared: loginShared, log: log, tokens: tokens, requestObjects: requestObjects(loop),
                              makeStore: { sessionStore(loop, $0, $1) })
         self.config = config
         self.log = log
@@ -119,8 +120,10 @@ final class Worker: FlushListener {
     }
 
     func snapshot() -> MetricsSnapshot {
-        metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections }, clientConnections: connections.count,
-                         tokenCache: (tokens.cacheHits, tokens.cacheMisses))
+        var s = metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections }, clientConnections: connections.count,
+                                 tokenCache: (tokens.cacheHits, tokens.cacheMisses))
+        s.dpopUnchecked = authenticator.uncheckedProofs
+        return s
     }
 
     // MARK: request path

@@ -22,14 +22,35 @@ final class CookieSessionStore: SessionStore {
 
     func load(_ cookie: String, done: @escaping (SessionLookup) -> Void) {
         if let session = opened[cookie] {
-            done(ended.contains(session.id, now: clock()) ? .none : .found(session))
+            done(isEnded(session) ? .none : .found(session))
             return
         }
         guard let plain = sealer.open(cookie, purpose: Self.purpose), let session = Session(encoded: plain),
-              !ended.contains(session.id, now: clock()) else { done(.none); return }
+              !isEnded(session) else { done(.none); return }
         remember(cookie, session)
         done(.found(session))
     }
+
+    private func isEnded(_ session: Session) -> Bool {
+        let now = clock()
+        return ended.contains(session.id, now: now) || ended.loggedOut(session, now: now)
+    }
+
+    func endAll(client: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
+                done: @escaping (Result<Int, SessionStoreError>) -> Void) {
+        let now = clock()
+        if let sid { ended.mark(LogoutMarks.sid(client, sid), at: at, until: expiresAt, now: now) }
+        if let sub { ended.mark(LogoutMarks.sub(client, sub), at: at, until: expiresAt, now: now) }
+        done(.success(0))
+    }
+
+    func leaseRefresh(_ session: Session, done: @escaping (RefreshLease?) -> Void) {
+        done(RefreshLease(key: session.id, token: ""))
+    }
+
+    func releaseRefresh(_ lease: RefreshLease) {}
+
+    func reload(_ session: Session, done: @escaping (Session?) -> Void) { done(nil) }
 
     private func remember(_ cookie: String, _ session: Session) {
         if opened.count >= Self.openedCapacity {

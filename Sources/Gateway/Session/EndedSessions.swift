@@ -24,4 +24,27 @@ final class EndedSessions: @unchecked Sendable {
     func contains(_ id: String, now: Int64) -> Bool {
         lock.withLock { (until[id] ?? 0) > now }
     }
+
+    /// Back-channel logouts: a mark (an AS session or a subject) and when it was logged out.
+    private var marks: [String: (at: Int64, until: Int64)] = [:]
+
+    func mark(_ key: String, at: Int64, until expiry: Int64, now: Int64) {
+        lock.withLock {
+            if marks.count >= capacity / 2 { marks = marks.filter { $0.value.until > now } }
+            if marks.count < capacity { marks[key] = (max(at, marks[key]?.at ?? 0), expiry) }
+        }
+    }
+
+    /// Whether `session` was begun before a back-channel logout of its sid or its subject.
+    func loggedOut(_ session: Session, now: Int64) -> Bool {
+        let sid = session.claims["sid"]?.string.map { LogoutMarks.sid(session.client, $0) }
+        let sub = LogoutMarks.sub(session.client, session.subject)
+        return lock.withLock {
+            if marks.isEmpty { return false }
+            for key in [sid, sub].compactMap({ $0 }) {
+                if let m = marks[key], m.until > now, session.createdAt <= m.at { return true }
+            }
+            return false
+        }
+    }
 }

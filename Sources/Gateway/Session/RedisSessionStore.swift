@@ -26,8 +26,14 @@ final class RedisSessionStore: SessionStore {
     }
 
     func key(_ id: String) -> String {
-        "\(prefix)session:" + Base64URL.encode(Array(Digest.sha256.hash(Array(id.utf8)).prefix(24)))
+        "\(prefix)session:" + Self.digest(id)
     }
+
+    static func digest(_ text: String) -> String { Base64URL.encode(Array(Digest.sha256.hash(Array(text.utf8)).prefix(24))) }
+
+    /// Index of a client's sessions by AS session id or subject, for back-channel logout: a
+    /// set of session keys (not ids — those are cookie values).
+    func indexKey(_ mark: String) -> String { "\(prefix)sessions-of:" + Self.digest(mark) }
 
     func load(_ cookie: String, done: @escaping (SessionLookup) -> Void) {
         // A cookie is a session id: 22 base64url characters.
@@ -60,7 +66,9 @@ final class RedisSessionStore: SessionStore {
         client.send(["SET", key(session.id), sealed, "EX", String(max(1, expiresAt - now)), creating ? "NX" : "XX"]) { [weak self] result in
             switch result {
             case .success(.status("OK")):
-                self?.remember(session, now: now)
+                guard let self else { return }
+                self.remember(session, now: now)
+                if creating { self.index(session, ttl: max(1, expiresAt - now)) }
                 done(.success(session.id))
             case .success(.null):
                 self?.cache[session.id] = nil
@@ -80,6 +88,68 @@ final class RedisSessionStore: SessionStore {
             case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
             case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
             }
+        }
+    }
+
+    private func index(_ session: Session, ttl: Int64) {
+        var marks = [LogoutMarks.sub(session.client, session.subject)]
+        if let sid = session.claims["sid"]?.string { marks.append(LogoutMarks.sid(session.client, sid)) }
+        for mark in marks {
+            let k = indexKey(mark)
+            client.send(["SADD", k, key(session.id)]) { _ in }
+            client.send(["EXPIRE", k, String(ttl)]) { _ in }
+        }
+    }
+
+    func endAll(client name: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
+                done: @escaping (Result<Int, SessionStoreError>) -> Void) {
+        let marks = [sid.map { LogoutMarks.sid(name, $0) }, sub.map { LogoutMarks.sub(name, $0) }].compactMap { $0 }
+        var keys = Set<String>(), pending = marks.count, failure: String?
+        cache.removeAll()
+        for mark in marks {
+            let k = indexKey(mark)
+            client.send(["SMEMBERS", k]) { [weak self] result in
+                switch result {
+                case .success(.array(let members)):
+                    for case .bulk(let b) in members { keys.insert(String(decoding: b, as: UTF8.self)) }
+                case .success: break
+                case .failure(let e): failure = "\(e)"
+                }
+                self?.client.send(["DEL", k]) { _ in }
+                pending -= 1
+                guard pending == 0, let self else { return }
+                if let failure { done(.failure(SessionStoreError(description: failure))); return }
+                guard !keys.isEmpty else { done(.success(0)); return }
+                self.client.send(["DEL"] + keys.sorted()) { result in
+                    switch result {
+                    case .success(.integer(let n)): done(.success(Int(n)))
+                    case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
+                    case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
+                    }
+                }
+            }
+        }
+        if marks.isEmpty { done(.success(0)) }
+    }
+
+    /// `SET NX PX`: a lease that expires by itself if its holder dies mid-refresh.
+    func leaseRefresh(_ session: Session, done: @escaping (RefreshLease?) -> Void) {
+        let lease = RefreshLease(key: "\(prefix)refresh-lock:" + Self.digest(session.id), token: Base64URL.encode(SecureRandom.bytes(16)))
+        client.send(["SET", lease.key, lease.token, "NX", "PX", "15000"]) { result in
+            if case .success(.status("OK")) = result { done(lease) } else { done(nil) }
+        }
+    }
+
+    /// Deletes the lease only if it is still this holder's (a compare-and-delete in one step).
+    func releaseRefresh(_ lease: RefreshLease) {
+        client.send(["EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
+                     "1", lease.key, lease.token]) { _ in }
+    }
+
+    func reload(_ session: Session, done: @escaping (Session?) -> Void) {
+        cache[session.id] = nil
+        load(session.id) { lookup in
+            if case .found(let s) = lookup { done(s) } else { done(nil) }
         }
     }
 

@@ -10,6 +10,31 @@ protocol SessionStore: AnyObject {
     func save(_ session: Session, expiresAt: Int64, creating: Bool, done: @escaping (Result<String, SessionStoreError>) -> Void)
     /// Ends the session everywhere (logout): a copy of the cookie no longer works.
     func end(_ session: Session, expiresAt: Int64, done: @escaping (Result<Void, SessionStoreError>) -> Void)
+    /// Ends every session of `client` that the AS session `sid` or the subject `sub` names,
+    /// begun before `at` (OIDC Back-Channel Logout 1.0 §2.7). `done` gets how many it knows
+    /// it ended (the embedded store cannot count cookies it never sees: 0).
+    func endAll(client: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
+                done: @escaping (Result<Int, SessionStoreError>) -> Void)
+    /// Across replicas, one refresh per session: a lease held while refreshing. nil: another
+    /// replica holds it. Stores that live in one process grant it at once (the process-wide
+    /// RefreshCoordinator already serializes).
+    func leaseRefresh(_ session: Session, done: @escaping (RefreshLease?) -> Void)
+    func releaseRefresh(_ lease: RefreshLease)
+    /// The session as the store holds it now, past any cache (after another replica refreshed
+    /// it); nil where the store keeps nothing server-side.
+    func reload(_ session: Session, done: @escaping (Session?) -> Void)
+}
+
+/// A held refresh lease: released only by its holder (the token proves it).
+struct RefreshLease {
+    let key: String
+    let token: String
+}
+
+/// What a back-channel logout ended, as keys of `EndedSessions` (embedded store).
+enum LogoutMarks {
+    static func sid(_ client: String, _ sid: String) -> String { "sid\u{0}\(client)\u{0}\(sid)" }
+    static func sub(_ client: String, _ sub: String) -> String { "sub\u{0}\(client)\u{0}\(sub)" }
 }
 
 enum SessionLookup {

@@ -1,0 +1,37 @@
+import Foundation
+import Reactor
+
+/// Whether the shared store answers, asked from the main loop every couple of seconds
+/// (`PING`, on a connection of its own): `/readyz` says not ready while it does not — the
+/// requests that need it are failing closed with 503 meanwhile — and the metrics say it.
+final class StoreHealth {
+    private let client: RedisClient
+    private var timer: LoopTimer?
+    private(set) var up = false
+    private(set) var lastError: String? = "not checked yet"
+    private var inFlight = false
+
+    init(loop: EventLoop, endpoint: RedisEndpoint, interval: Double = 2) {
+        client = RedisClient(loop: loop, endpoint: endpoint)
+        timer = LoopTimer(loop: loop, seconds: interval, repeating: true) { [weak self] in self?.check() }
+        check()
+    }
+
+    private func check() {
+        guard !inFlight else { return }
+        inFlight = true
+        client.send(["PING"]) { [weak self] result in
+            guard let self else { return }
+            self.inFlight = false
+            switch result {
+            case .success(.status("PONG")): self.up = true; self.lastError = nil
+            case .success(let other): self.up = false; self.lastError = "unexpected reply \(other)"
+            case .failure(let e): self.up = false; self.lastError = e.description
+            }
+        }
+    }
+
+    var metricsText: String {
+        "# HELP tokengate_store_up Whether the shared store (Redis) answers.\n# TYPE tokengate_store_up gauge\ntokengate_store_up \(up ? 1 : 0)\n"
+    }
+}

@@ -1,0 +1,162 @@
+"""Past one machine: three tokengate processes sharing one real redis-server (started here),
+the real authorization server, a real upstream — all on 127.0.0.1 — behave as one gateway:
+a session begun on one is valid on all; a DPoP proof used on one is refused on all; a logout
+on one ends the session everywhere; a back-channel logout posted to one ends it on the others;
+twenty parallel requests spread over the replicas when the access token is due make exactly
+one refresh at the AS, and all twenty succeed."""
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from conftest import sent_headers as sent
+from dpop_client import DPoPKey
+from test_backchannel_logout import logout_token
+from test_bearer import ec_key, idp  # noqa: F401 — fixture
+from test_dpop import bound_token
+from test_dpop_redis import RedisServer
+from test_login import LoginEnv, parse_qs_form
+
+JSON = {"Accept": "application/json"}
+
+
+@pytest.fixture
+def redis():
+    r = RedisServer().start()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def replicas(authserver_factory, upstream, tmp_path, redis, idp):  # noqa: F811
+    a = authserver_factory(login="form", rotate_refresh_tokens=True, access_token_lifetime=4)
+    top = f"store: {{ url: \"redis://127.0.0.1:{redis.port}/0\", prefix: \"tg:\" }}"
+    issuers = f'  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}'
+    route = """  - name: dpop
+    match: { path_prefix: /dpop/ }
+    upstream: app
+    auth: dpop
+    issuers: [one]"""
+    envs = []
+    for name in "abc":
+        (tmp_path / name).mkdir()
+        # One public URL for all three, as behind a load balancer: replica A's.
+        envs.append(LoginEnv(a, upstream, tmp_path / name, extra_top=top, extra_issuers=issuers, extra_route=route,
+                             session=", cache_ttl: 0s, refresh_margin: 2s", share_client_of=envs[0] if envs else None,
+                             public_base=envs[0].url("").rstrip("/") if envs else None))
+    yield a, envs
+    for e in envs:
+        e.stop()
+
+
+def with_cookie(env, cookie, path, headers=JSON):
+    return requests.get(env.url(path), headers=dict(headers, Cookie=f"tokengate_session={cookie}"), allow_redirects=False, timeout=15)
+
+
+def test_replicas_share_sessions_and_logouts(replicas, redis):
+    a_s, (a, b, c) = replicas
+    a.login()
+    cookie = a.session_cookie()
+    assert len(cookie) == 22  # the cookie is an id; the session is in Redis
+    for env in (b, c):
+        r = with_cookie(env, cookie, "/on-another-replica")
+        assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com"
+    # RP-initiated logout on C ends the session on A and B.
+    page = c.browser.get(c.url("/oauth2/logout"), headers={"Accept": "text/html", "Cookie": f"tokengate_session={cookie}"}, timeout=10)
+    r = c.browser.post(c.url("/oauth2/logout"), data={"token": parse_qs_form(page.text)["token"]},
+                       headers={"Cookie": f"tokengate_session={cookie}"}, allow_redirects=False, timeout=10)
+    assert r.status_code == 302 and r.headers["Location"].startswith(a_s.url)
+    for env in (a, b):
+        assert with_cookie(env, cookie, "/after-logout").status_code == 401
+    # A back-channel logout posted to B ends a new session on A and C.
+    time.sleep(1.1)
+    a.browser = requests.Session()
+    r = a.login()
+    sub = sent(r)["x-forwarded-user"]
+    cookie = a.session_cookie()
+    assert with_cookie(c, cookie, "/x").status_code == 200
+    assert requests.post(b.url("/oauth2/backchannel-logout"), data={"logout_token": logout_token(a_s, sub=sub)}, timeout=10).status_code == 200
+    for env in (a, c):
+        assert with_cookie(env, cookie, "/after-backchannel").status_code == 401
+    assert redis.cli("--scan", "--pattern", "tg:session:*") == ""
+
+
+def test_a_dpop_proof_used_on_one_replica_is_refused_on_the_others(replicas, idp):  # noqa: F811
+    _, (a, b, c) = replicas
+    key = DPoPKey("ES256")
+    tok = bound_token(idp, key)
+    proof = key.proof("GET", a.url("/dpop/x"), access_token=tok)  # the shared public URL
+    h = {"Authorization": f"DPoP {tok}", "DPoP": proof}
+    assert requests.get(a.url("/dpop/x"), headers=h, timeout=10).status_code == 200
+    for env in (b, c):
+        r = requests.get(env.url("/dpop/x"), headers=h, timeout=10)
+        assert r.status_code == 401 and "used before" in r.json()["error_description"], r.text
+    # A fresh proof is fine on any of them.
+    assert requests.get(c.url("/dpop/x"), headers={"Authorization": f"DPoP {tok}", "DPoP": key.proof("GET", a.url("/dpop/x"), access_token=tok)},
+                        timeout=10).status_code == 200
+
+
+def test_one_refresh_for_twenty_requests_across_replicas(replicas):
+    a_s, (a, b, c) = replicas
+    a.login()
+    cookie = a.session_cookie()
+    before = a_s.refresh_count
+    time.sleep(2.5)  # the access token (4 s) is now within the 2 s refresh margin
+    envs = [a, b, c]
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = list(pool.map(lambda i: with_cookie(envs[i % 3], cookie, f"/p/{i}"), range(20)))
+    assert [r.status_code for r in results] == [200] * 20, [(r.status_code, r.text[:200]) for r in results if r.status_code != 200]
+    assert a_s.refresh_count - before == 1 and a_s.refresh_ok_count == 1
+    # The refreshed session serves every replica afterwards without another refresh.
+    for env in envs:
+        assert with_cookie(env, cookie, "/after").status_code == 200
+    assert a_s.refresh_count - before == 1
+
+
+def test_request_uri_hosted_by_one_replica_is_served_by_another(authserver_factory, upstream, tmp_path, redis):
+    """request_mode: request_uri behind one URL: the replica that begins the login hosts the
+    request object in Redis; the AS fetches it from the public URL, which may be another
+    replica."""
+    a_s = authserver_factory(login="form")
+    top = f"store: redis://127.0.0.1:{redis.port}/0"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = LoginEnv(a_s, upstream, tmp_path / "a", mode="request_uri", extra_top=top, session=", cache_ttl: 0s")
+    b = LoginEnv(a_s, upstream, tmp_path / "b", mode="request_uri", extra_top=top, session=", cache_ttl: 0s",
+                 share_client_of=a, public_base=a.url("").rstrip("/"))
+    try:
+        r = b.get("/page")  # begun on B; the request_uri names A
+        assert r.status_code == 302
+        cb = a_s.login_with_form(b.browser, r.headers["Location"])
+        fetch = a_s.request_uri_fetches[-1]
+        assert fetch["status"] == 200 and fetch["url"].startswith(a.url("/oauth2/request/")), fetch
+        assert b.get(cb).status_code == 302
+        assert b.get("/page").status_code == 200
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_redis_killed_and_restarted(replicas, redis):
+    _, (a, b, c) = replicas
+    a.login()
+    cookie = a.session_cookie()
+    redis.stop()
+    for env in (a, b, c):
+        t0 = time.time()
+        r = with_cookie(env, cookie, "/during")
+        assert time.time() - t0 < 3, "a request waited on a dead Redis"
+        assert r.status_code == 503 and r.headers.get("Retry-After"), r.text
+    redis.start()  # no persistence: the sessions are gone, and the gateways reconnect by themselves
+    deadline = time.time() + 10
+    status = None
+    while time.time() < deadline:
+        status = with_cookie(b, cookie, "/after").status_code
+        if status != 503:
+            break
+        time.sleep(0.2)
+    assert status == 401
+    a.browser = requests.Session()
+    assert a.login().status_code == 200
+    assert with_cookie(c, a.session_cookie(), "/again").status_code == 200
