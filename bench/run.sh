@@ -419,7 +419,8 @@ start_redis() {
   for i in $(seq 100); do [[ $(redis-cli -p "$PORT_REDIS" PING 2>/dev/null) == PONG ]] && return 0; sleep 0.1; done
   die "redis-server did not start"
 }
-redis_set_calls() { redis-cli -p "$PORT_REDIS" INFO commandstats | sed -n 's/^cmdstat_set:calls=\([0-9]*\),.*/\1/p' | tr -d '\r' | grep . || echo 0; }
+# Every command Redis processed (INFO stats), the gateway's health PING every 2 s included.
+redis_commands() { redis-cli -p "$PORT_REDIS" INFO stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p' | tr -d '\r' | grep . || echo 0; }
 
 # dpop_scenario NAME STORE: an auth: dpop route; an ES256 client key, an access token bound
 # to it (cnf.jkt), and DPOP_PROOFS unique proofs for tokengate's URL made up front (each
@@ -449,7 +450,7 @@ dpop_scenario() {
   export BENCH_TOKEN DPOP_PROOFS_FILE=$keys/proofs.txt
   if [[ $2 == redis ]]; then
     start_redis
-    store="redis://127.0.0.1:$PORT_REDIS/0" reset="redis-cli -p $PORT_REDIS FLUSHALL" counter=redis_set_calls
+    store="redis://127.0.0.1:$PORT_REDIS/0" reset="redis-cli -p $PORT_REDIS FLUSHALL" counter=redis_commands
   fi
   SCENARIO_VARS="JWKS=$keys/jwks.json STORE=$store REPLAY_ENTRIES=$(( DPOP_PROOFS * 2 ))" SCENARIO_AUTH=dpop-$2 \
     RESTART_EACH_RUN=1 RESET_STORE=$reset STORE_COUNTER=$counter CHECK_SCENARIO=check_dpop \
@@ -491,14 +492,19 @@ check_login() {
 }
 login_scenario() {
   if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
-  local keys=$WORK/keys-login
+  local keys=$WORK/keys-login store=memory counter="" auth=login
   mkdir -p "$keys"
-  "$TOKENGATE_BIN" keys generate --alg ES256 --kid bench-web --out "$keys/client.jwk" >"$keys/client.jwks"
+  [[ -f $keys/client.jwk ]] || "$TOKENGATE_BIN" keys generate --alg ES256 --kid bench-web --out "$keys/client.jwk" >"$keys/client.jwks"
   start_login_as "$keys/client.jwks"
-  SCENARIO_VARS="AS_PORT=$PORT_AS CLIENT_KEY=$keys/client.jwk" SCENARIO_AUTH=login CHECK_SCENARIO=check_login \
-    scenario "$1" bench/tokengate/login.yaml -s "$ROOT/bench/lua/login.lua"
+  if [[ ${2:-memory} == redis ]]; then
+    start_redis
+    store="redis://127.0.0.1:$PORT_REDIS/0" counter=redis_commands auth=login-redis
+  fi
+  SCENARIO_VARS="AS_PORT=$PORT_AS CLIENT_KEY=$keys/client.jwk STORE=$store" SCENARIO_AUTH=$auth CHECK_SCENARIO=check_login \
+    STORE_COUNTER=$counter scenario "$1" bench/tokengate/login.yaml -s "$ROOT/bench/lua/login.lua"
 }
 login_scenario login
+login_scenario login-redis redis
 
 (( ${#RAN[@]} )) || die "no scenario named ${SELECTED[*]}"
 
