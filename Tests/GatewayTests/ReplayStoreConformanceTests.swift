@@ -86,7 +86,7 @@ struct ReplayStoreConformanceTests {
         let cache = MemoryReplayCache(capacity: 64, shards: 1)
         let now = Self.now
         for i in 0..<64 { #expect(cache.claim(ReplayID(jkt: "k", jti: "\(i)"), until: now + 60, now: now) == .fresh) }
-        guard case .unavailable = cache.claim(ReplayID(jkt: "k", jti: "one more"), until: now + 60, now: now) else {
+        guard case .refused = cache.claim(ReplayID(jkt: "k", jti: "one more"), until: now + 60, now: now) else {
             Issue.record("a full cache must refuse new proofs"); return
         }
         // Every remembered proof is still a replay.

@@ -69,7 +69,7 @@ def test_backchannel_logout_only_ends_that_users_sessions(env, login_as):  # noq
 
 @pytest.mark.parametrize("breakage", [
     {"nonce": "n"}, {"events": None}, {"events": {"other": {}}}, {"sub": None, "sid": None},
-    {"jti": None}, {"aud": "another-client"}, {"iat": 1}, {"typ": "JWT"}, {"iss": "https://evil.example"},
+    {"jti": None}, {"aud": "another-client"}, {"iat": 1}, {"typ": "at+jwt"}, {"iss": "https://evil.example"},
 ])
 def test_invalid_logout_tokens_are_refused(env, breakage):
     r = env.login()

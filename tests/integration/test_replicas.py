@@ -160,3 +160,32 @@ def test_redis_killed_and_restarted(replicas, redis):
     a.browser = requests.Session()
     assert a.login().status_code == 200
     assert with_cookie(c, a.session_cookie(), "/again").status_code == 200
+
+
+def test_a_replica_with_a_stale_cached_session_does_not_refresh_again(authserver_factory, upstream, tmp_path, redis):
+    """With the default session cache (5 s), replica B may still hold the session as it was
+    before A refreshed it. When B then finds it due, it must adopt A's refresh, not spend the
+    old (rotated, now invalid) refresh token and log the user out."""
+    a_s = authserver_factory(login="form", rotate_refresh_tokens=True, access_token_lifetime=4)
+    top = f"store: redis://127.0.0.1:{redis.port}/0"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = LoginEnv(a_s, upstream, tmp_path / "a", extra_top=top, session=", refresh_margin: 2s")
+    b = LoginEnv(a_s, upstream, tmp_path / "b", extra_top=top, session=", refresh_margin: 2s", share_client_of=a,
+                 public_base=a.url("").rstrip("/"))
+    try:
+        a.login()
+        cookie = a.session_cookie()
+        for _ in range(4):  # both of B's workers read (and cache) the session now
+            assert with_cookie(b, cookie, "/warm").status_code == 200
+        time.sleep(2.5)
+        assert with_cookie(a, cookie, "/refresh-on-a").status_code == 200
+        assert a_s.refresh_count == 1
+        for i in range(6):
+            r = with_cookie(b, cookie, f"/stale-on-b/{i}")
+            assert r.status_code == 200, r.text
+        assert a_s.refresh_count == 1, "B spent the old refresh token"
+        assert with_cookie(a, cookie, "/still-in").status_code == 200
+    finally:
+        a.stop()
+        b.stop()

@@ -165,7 +165,7 @@ final class TokenAuthenticator {
                     var caller = AuthenticatedCaller(token: bound, jkt: proof.jkt)
                     if proof.nonceIsStale, let nonces { caller.responseHeaders.append(("DPoP-Nonce", nonces.issue(now: now))) }
                     done(.allow(caller))
-                case .unavailable(let why):
+                case .unavailable(let why), .refused(let why):
                     done(.unavailable(detail: "DPoP replay store: \(why)"))
                 }
             }

@@ -29,22 +29,40 @@ extension LoginService {
         }), let issuer = client.issuer.flatMap({ config.issuers[$0] }), let keys = tokens.keys[issuer.name] else {
             refuse("the logout token is not for a client of this gateway", "no login client for iss \(iss)"); return
         }
+        verifyLogoutToken(token, client: client, issuer: issuer, keys: keys, refetched: false, refuse: refuse, done: done)
+    }
+
+    private func verifyLogoutToken(_ token: String, client: ClientConfig, issuer: IssuerConfig, keys: JWKSet, refetched: Bool,
+                                   refuse: @escaping (String, String) -> Void, done: @escaping (GatewayResponse) -> Void) {
         let now = Self.now()
         let logout: LogoutTokenVerifier.LogoutToken
         do {
             logout = try LogoutTokenVerifier(issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
                 .verify(token, keys: keys, now: now)
+        } catch let e as JOSEError where e.code == .keyNotFound && !refetched && tokens.requestRefetch != nil {
+            // A key the AS has just rotated in: one refetch, then once more.
+            tokens.requestRefetch?(issuer.name) { [weak self] set in
+                guard let self else { return }
+                if let set { self.tokens.updateKeys(issuer.name, set) }
+                self.verifyLogoutToken(token, client: client, issuer: issuer, keys: set ?? keys, refetched: true, refuse: refuse, done: done)
+            }
+            return
         } catch {
             refuse("the logout token is invalid", "\(error)"); return
         }
-        // A logout token is good once (§2.6 step 10): its jti is remembered for its lifetime.
-        guard shared.logoutTokens.claim(ReplayID(jkt: "logout\u{0}" + iss, jti: logout.jti), until: now + 600, now: now) == .fresh else {
+        // Sessions begun before the logout token was issued end; later ones (a new login) stay —
+        // so a replayed token can end nothing the first delivery did not.
+        let expiresAt = now + Int64(config.session.absoluteTimeout)
+        let jtiKey = ReplayID(jkt: "logout\u{0}" + issuer.issuer, jti: logout.jti)
+        if shared.logoutTokens.contains(jtiKey, now: now) {  // §2.6 step 10
             refuse("the logout token was used before", "jti replayed"); return
         }
-        let expiresAt = now + Int64(config.session.absoluteTimeout)
-        store.endAll(client: client.name, sid: logout.sid, sub: logout.sub, at: now, expiresAt: expiresAt) { [weak self] result in
+        store.endAll(client: client.name, sid: logout.sid, sub: logout.sub, at: logout.iat, expiresAt: expiresAt) { [weak self] result in
             switch result {
             case .success(let n):
+                // Its jti is spent only once the logout took effect (§2.6 step 10): an AS that
+                // retries after a 503 is not refused as a replay.
+                _ = self?.shared.logoutTokens.claim(jtiKey, until: now + 600, now: now)
                 done(GatewayResponse(status: 200, body: "", contentType: "text/plain",
                                      detail: "back-channel logout: sid \(logout.sid != nil), sub \(logout.sub != nil), \(n) sessions ended"))
             case .failure(let e):

@@ -54,9 +54,11 @@ extension LoginService {
 
     private func refresh(_ session: Session, cookies: Cookies, done: @escaping (SessionDecision) -> Void) {
         let clear = cookies.clear(settings.sessionCookie, secure: settings.secure)
-        // What a waiter (or a late request with the old cookie) does with the leader's outcome.
+        // What a waiter (or a late request with the old cookie) does with the outcome; once,
+        // whichever comes first: the outcome or the waiter's deadline.
+        let answered = AnsweredOnce()
         let adopt: (RefreshCoordinator.Outcome) -> Void = { [weak self] outcome in
-            guard let self else { return }
+            guard let self, answered.first() else { return }
             switch outcome {
             case .ended: done(.none(clear: clear))
             case .unchanged: done(.allow(session, setCookies: []))
@@ -72,32 +74,55 @@ extension LoginService {
             }
         }
         switch shared.refreshes.join(session.id, loop: loop, done: adopt) {
-        case .waiting: return
+        case .waiting:
+            // A leader that never finishes (it should not happen) must not hold its waiters.
+            loop.schedule(after: 12) { adopt(.unchanged) }
         case .finished(let outcome): adopt(outcome)
-        case .leader:
-            // This process's one refresher; across replicas, only the holder of the store's
-            // lease refreshes, the others wait for the session it writes.
-            store.leaseRefresh(session) { [weak self] lease in
-                guard let self else { return }
-                let finish: (RefreshCoordinator.Outcome) -> Void = { outcome in
-                    self.shared.refreshes.finish(session.id, outcome)
-                    if case .ended = outcome {
-                        self.store.end(session, expiresAt: session.createdAt + Int64(self.config.session.absoluteTimeout)) { _ in }
-                    }
-                    adopt(outcome)
-                }
-                guard let lease else { self.awaitRefresh(session, deadline: Self.now() + 5, done: finish); return }
-                self.runRefresh(session) { outcome in
-                    guard case .refreshed(let fresh) = outcome else { self.store.releaseRefresh(lease); finish(outcome); return }
-                    // Saved before the lease goes, so the waiting replicas read the new session;
-                    // this process's waiters get it too and seal their own cookies for it.
-                    self.save(fresh, cookies: cookies, creating: false) { result in
-                        self.store.releaseRefresh(lease)
-                        self.shared.refreshes.finish(session.id, .refreshed(fresh))
-                        switch result {
-                        case .success(let lines): done(.allow(fresh, setCookies: lines))
-                        case .failure(let e) where e.ended: done(.none(clear: clear))
-                        case .failure(let e): done(.unavailable(e.description))
+        case .leader: lead(session, cookies: cookies, clear: clear, adopt: adopt, done: done)
+        }
+    }
+
+    /// This process's one refresher; across replicas, only the holder of the store's lease
+    /// refreshes, the others wait for the session it writes. A store that does not answer is
+    /// never a reason to end a session: it goes on as it is, and a later request tries again.
+    private func lead(_ session: Session, cookies: Cookies, clear: [String], adopt: @escaping (RefreshCoordinator.Outcome) -> Void,
+                      done: @escaping (SessionDecision) -> Void) {
+        let finish: (RefreshCoordinator.Outcome) -> Void = { [weak self] outcome in
+            guard let self else { return }
+            self.shared.refreshes.finish(session.id, outcome)
+            if case .ended = outcome {
+                self.store.end(session, expiresAt: session.createdAt + Int64(self.config.session.absoluteTimeout)) { _ in }
+            }
+            adopt(outcome)
+        }
+        store.leaseRefresh(session) { [weak self] leaseResult in
+            guard let self else { return }
+            switch leaseResult {
+            case .unavailable: finish(.unchanged)
+            case .held: self.awaitRefresh(session, deadline: Self.now() + 5, done: finish)
+            case .acquired(let lease):
+                // The session may have been refreshed by another replica between our read (a
+                // cache, perhaps) and the lease: read it again before using its refresh token.
+                self.store.reload(session) { reloaded in
+                    switch reloaded {
+                    case .found(let stored) where Self.wasRefreshed(stored, since: session):
+                        self.store.releaseRefresh(lease); finish(.current(stored))
+                    case .gone: self.store.releaseRefresh(lease); finish(.ended)
+                    case .unavailable: self.store.releaseRefresh(lease); finish(.unchanged)
+                    case .found, .notKept:
+                        self.runRefresh(session) { outcome in
+                            guard case .refreshed(let fresh) = outcome else { self.store.releaseRefresh(lease); finish(outcome); return }
+                            // Saved before the lease goes, so the waiting replicas read the new
+                            // session; this process's waiters get it too and seal their own cookies.
+                            self.save(fresh, cookies: cookies, creating: false) { result in
+                                self.store.releaseRefresh(lease)
+                                self.shared.refreshes.finish(session.id, .refreshed(fresh))
+                                switch result {
+                                case .success(let lines): done(.allow(fresh, setCookies: lines))
+                                case .failure(let e) where e.ended: done(.none(clear: clear))
+                                case .failure(let e): done(.unavailable(e.description))
+                                }
+                            }
                         }
                     }
                 }
@@ -105,15 +130,21 @@ extension LoginService {
         }
     }
 
+    static func wasRefreshed(_ stored: Session, since old: Session) -> Bool {
+        stored.refreshToken != old.refreshToken || stored.accessExpiresAt > old.accessExpiresAt
+    }
+
     /// Another replica holds the refresh lease: read the store until its refreshed session
     /// is there (or the wait is over: the session then goes on as it was).
     private func awaitRefresh(_ session: Session, deadline: Int64, done: @escaping (RefreshCoordinator.Outcome) -> Void) {
         store.reload(session) { [weak self] stored in
             guard let self else { return }
-            if let stored, stored.refreshToken != session.refreshToken || stored.accessExpiresAt > session.accessExpiresAt {
-                done(.current(stored)); return
+            switch stored {
+            case .found(let s) where Self.wasRefreshed(s, since: session): done(.current(s)); return
+            case .gone: done(.ended); return
+            case .notKept: done(.unchanged); return
+            case .found, .unavailable: break
             }
-            if stored == nil && self.store is RedisSessionStore { done(.ended); return }
             guard Self.now() < deadline else { done(.unchanged); return }
             self.loop.schedule(after: 0.1) { self.awaitRefresh(session, deadline: deadline, done: done) }
         }
@@ -135,10 +166,13 @@ extension LoginService {
                 self.log.warning("session refresh: the AS could not be asked; the session goes on", metadata: ["error": .string(f.error)])
                 done(.unchanged)
             case .failure(let f):
-                self.store.load(session.id) { lookup in
-                    if case .found(let current) = lookup, current.refreshToken != rt {
-                        done(.refreshed(current))  // refreshed elsewhere meanwhile
-                    } else {
+                self.store.reload(session) { reloaded in
+                    switch reloaded {
+                    case .found(let current) where current.refreshToken != rt:
+                        done(.current(current))  // refreshed elsewhere meanwhile
+                    case .unavailable:
+                        done(.unchanged)
+                    default:
                         self.log.info("session refresh refused; the session ends", metadata: ["error": .string(f.error), "client": .string(session.client)])
                         done(.ended)
                     }
@@ -167,5 +201,15 @@ extension LoginService {
                 done(.refreshed(fresh))
             }
         }
+    }
+}
+
+/// A callback that must run once although two paths may reach it (an outcome and a deadline).
+final class AnsweredOnce {
+    private var done = false
+    func first() -> Bool {
+        if done { return false }
+        done = true
+        return true
     }
 }

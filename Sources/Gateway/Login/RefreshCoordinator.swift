@@ -55,7 +55,9 @@ final class RefreshCoordinator: @unchecked Sendable {
         let now = ProcessInfo.processInfo.systemUptime
         let waiters: [(EventLoop, (Outcome) -> Void)] = lock.withLock {
             if recent.count > 10_000 { recent = recent.filter { $0.value.until > now } }
-            recent[sessionID] = (outcome, now + grace)
+            // A temporary outcome (the AS or the store did not answer) is not remembered: the
+            // next request tries again.
+            if case .unchanged = outcome {} else { recent[sessionID] = (outcome, now + grace) }
             return inFlight.removeValue(forKey: sessionID) ?? []
         }
         for (loop, done) in waiters { loop.execute { done(outcome) } }

@@ -82,10 +82,12 @@ public final class GatewayServer {
     /// set keeps serving through later IdP failures).
     private func readiness() -> (ready: Bool, reason: String) {
         if shuttingDown { return (false, "shutting down") }
-        if let health = storeHealth, !health.up {
-            return (false, "the shared store does not answer: \(health.lastError ?? "unknown")")
-        }
         let missing = keyService?.missing ?? []
+        // A down store stays a note, not "not ready": every replica shares it, and taking them
+        // all out of the load balancer at once would stop the routes that do not need it too.
+        if let health = storeHealth, !health.up, missing.isEmpty {
+            return (true, "ready (the shared store does not answer: \(health.lastError ?? "unknown"); requests that need it get 503)")
+        }
         if !missing.isEmpty { return (false, "issuer keys not loaded: \(missing.joined(separator: ", "))") }
         let stale = keyService?.stale ?? []
         if !stale.isEmpty { return (true, "ready (serving last good keys, refresh failing: \(stale.joined(separator: ", ")))") }

@@ -44,13 +44,13 @@ final class CookieSessionStore: SessionStore {
         done(.success(0))
     }
 
-    func leaseRefresh(_ session: Session, done: @escaping (RefreshLease?) -> Void) {
-        done(RefreshLease(key: session.id, token: ""))
+    func leaseRefresh(_ session: Session, done: @escaping (LeaseResult) -> Void) {
+        done(.acquired(RefreshLease(key: session.id, token: "")))
     }
 
     func releaseRefresh(_ lease: RefreshLease) {}
 
-    func reload(_ session: Session, done: @escaping (Session?) -> Void) { done(nil) }
+    func reload(_ session: Session, done: @escaping (ReloadResult) -> Void) { done(.notKept) }
 
     private func remember(_ cookie: String, _ session: Session) {
         if opened.count >= Self.openedCapacity {

@@ -5,10 +5,15 @@ import Reactor
 /// session sealed with the session keys (it never holds a readable token) under a key derived
 /// from the id by SHA-256 (reading Redis does not yield cookie values). Sessions read are kept
 /// on this worker for `cacheTTL` seconds, so a busy session costs no round trip per request;
-/// an end (logout) reaches other replicas within that time.
+/// an end (logout) reaches other workers and replicas within that time.
+///
+/// Every callback holds the store strongly until Redis answers: a config reload makes a new
+/// store, and a request or refresh in flight on the old one must still get its answer.
 final class RedisSessionStore: SessionStore {
     /// Sealed under its own purpose: a Redis value is never a valid session cookie.
     static let purpose = "session-redis"
+    /// Longer than a refresh can take (the token endpoint's 10 s, a DPoP nonce retry, the save).
+    static let leaseMilliseconds = 35_000
     private let client: RedisClient
     private let prefix: String
     private let sealer: CookieSealer
@@ -25,14 +30,10 @@ final class RedisSessionStore: SessionStore {
         self.clock = clock
     }
 
-    func key(_ id: String) -> String {
-        "\(prefix)session:" + Self.digest(id)
-    }
-
     static func digest(_ text: String) -> String { Base64URL.encode(Array(Digest.sha256.hash(Array(text.utf8)).prefix(24))) }
-
-    /// Index of a client's sessions by AS session id or subject, for back-channel logout: a
-    /// set of session keys (not ids — those are cookie values).
+    func key(_ id: String) -> String { "\(prefix)session:" + Self.digest(id) }
+    /// A client's sessions by AS session id or subject, for back-channel logout: a sorted set
+    /// of session keys (not ids — those are cookie values) scored by when each began.
     func indexKey(_ mark: String) -> String { "\(prefix)sessions-of:" + Self.digest(mark) }
 
     func load(_ cookie: String, done: @escaping (SessionLookup) -> Void) {
@@ -40,18 +41,27 @@ final class RedisSessionStore: SessionStore {
         guard cookie.utf8.count == 22, Base64URL.decode(cookie)?.count == 16 else { done(.none); return }
         let now = clock()
         if let hit = cache[cookie], hit.until > now { done(.found(hit.session)); return }
+        fetch(cookie) { result in
+            switch result {
+            case .found(let s): done(.found(s))
+            case .gone, .notKept: done(.none)
+            case .unavailable: done(.unavailable("Redis did not answer"))
+            }
+        }
+    }
+
+    private func fetch(_ id: String, done: @escaping (ReloadResult) -> Void) {
         roundTrips += 1
-        client.send(["GET", key(cookie)]) { [weak self] result in
-            guard let self else { return }
+        let now = clock()
+        client.send(["GET", key(id)]) { result in
             switch result {
             case .success(.bulk(let bytes)):
                 guard let plain = self.sealer.open(String(decoding: bytes, as: UTF8.self), purpose: Self.purpose),
-                      let session = Session(encoded: plain), session.id == cookie else { done(.none); return }
-                if self.cacheTTL > 0 { self.remember(session, now: now) }
+                      let session = Session(encoded: plain), session.id == id else { done(.gone); return }
+                self.remember(session, now: now)
                 done(.found(session))
-            case .success(.null): done(.none)
-            case .success(let other): done(.unavailable("unexpected Redis reply \(other)"))
-            case .failure(let e): done(.unavailable("\(e)"))
+            case .success(.null): done(.gone)
+            case .success, .failure: done(.unavailable)
             }
         }
     }
@@ -60,21 +70,41 @@ final class RedisSessionStore: SessionStore {
         let now = clock()
         guard let plain = session.encoded() else { done(.failure(SessionStoreError(description: "a session field is too large"))); return }
         let sealed = sealer.seal(plain, purpose: Self.purpose)
+        let ttl = max(1, expiresAt - now)
         roundTrips += 1
         // NX for a new session, XX for an update: an update never recreates a session that a
         // logout deleted meanwhile (on this replica or another).
-        client.send(["SET", key(session.id), sealed, "EX", String(max(1, expiresAt - now)), creating ? "NX" : "XX"]) { [weak self] result in
+        client.send(["SET", key(session.id), sealed, "EX", String(ttl), creating ? "NX" : "XX"]) { result in
             switch result {
             case .success(.status("OK")):
-                guard let self else { return }
                 self.remember(session, now: now)
-                if creating { self.index(session, ttl: max(1, expiresAt - now)) }
-                done(.success(session.id))
+                guard creating else { done(.success(session.id)); return }
+                // A session a back-channel logout cannot find would outlive it: the index
+                // writes are part of creating one.
+                self.index(session, ttl: ttl) { ok in
+                    ok ? done(.success(session.id)) : done(.failure(SessionStoreError(description: "the session could not be indexed")))
+                }
             case .success(.null):
-                self?.cache[session.id] = nil
+                self.cache[session.id] = nil
                 done(.failure(SessionStoreError(description: creating ? "session id taken" : "session ended", ended: !creating)))
             case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
             case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
+            }
+        }
+    }
+
+    private func index(_ session: Session, ttl: Int64, done: @escaping (Bool) -> Void) {
+        var marks = [LogoutMarks.sub(session.client, session.subject)]
+        if let sid = session.claims["sid"]?.string { marks.append(LogoutMarks.sid(session.client, sid)) }
+        var pending = marks.count * 2, ok = true
+        for mark in marks {
+            let k = indexKey(mark)
+            for command in [["ZADD", k, String(session.createdAt), key(session.id)], ["EXPIRE", k, String(ttl), "GT"]] {
+                client.send(command) { result in
+                    if case .success(.integer) = result {} else if case .success(.status) = result {} else { ok = false }
+                    pending -= 1
+                    if pending == 0 { done(ok) }
+                }
             }
         }
     }
@@ -91,33 +121,26 @@ final class RedisSessionStore: SessionStore {
         }
     }
 
-    private func index(_ session: Session, ttl: Int64) {
-        var marks = [LogoutMarks.sub(session.client, session.subject)]
-        if let sid = session.claims["sid"]?.string { marks.append(LogoutMarks.sid(session.client, sid)) }
-        for mark in marks {
-            let k = indexKey(mark)
-            client.send(["SADD", k, key(session.id)]) { _ in }
-            client.send(["EXPIRE", k, String(ttl)]) { _ in }
-        }
-    }
-
+    /// Deletes the sessions in the sid/sub indexes that began at or before `at`; later ones
+    /// (a login after the logout) stay, and so do their index entries.
     func endAll(client name: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
                 done: @escaping (Result<Int, SessionStoreError>) -> Void) {
         let marks = [sid.map { LogoutMarks.sid(name, $0) }, sub.map { LogoutMarks.sub(name, $0) }].compactMap { $0 }
+        guard !marks.isEmpty else { done(.success(0)); return }
         var keys = Set<String>(), pending = marks.count, failure: String?
         cache.removeAll()
         for mark in marks {
             let k = indexKey(mark)
-            client.send(["SMEMBERS", k]) { [weak self] result in
+            client.send(["ZRANGEBYSCORE", k, "-inf", String(at)]) { result in
                 switch result {
                 case .success(.array(let members)):
                     for case .bulk(let b) in members { keys.insert(String(decoding: b, as: UTF8.self)) }
-                case .success: break
+                    self.client.send(["ZREMRANGEBYSCORE", k, "-inf", String(at)]) { _ in }
+                case .success(let other): failure = "unexpected Redis reply \(other)"
                 case .failure(let e): failure = "\(e)"
                 }
-                self?.client.send(["DEL", k]) { _ in }
                 pending -= 1
-                guard pending == 0, let self else { return }
+                guard pending == 0 else { return }
                 if let failure { done(.failure(SessionStoreError(description: failure))); return }
                 guard !keys.isEmpty else { done(.success(0)); return }
                 self.client.send(["DEL"] + keys.sorted()) { result in
@@ -129,14 +152,17 @@ final class RedisSessionStore: SessionStore {
                 }
             }
         }
-        if marks.isEmpty { done(.success(0)) }
     }
 
     /// `SET NX PX`: a lease that expires by itself if its holder dies mid-refresh.
-    func leaseRefresh(_ session: Session, done: @escaping (RefreshLease?) -> Void) {
+    func leaseRefresh(_ session: Session, done: @escaping (LeaseResult) -> Void) {
         let lease = RefreshLease(key: "\(prefix)refresh-lock:" + Self.digest(session.id), token: Base64URL.encode(SecureRandom.bytes(16)))
-        client.send(["SET", lease.key, lease.token, "NX", "PX", "15000"]) { result in
-            if case .success(.status("OK")) = result { done(lease) } else { done(nil) }
+        client.send(["SET", lease.key, lease.token, "NX", "PX", String(Self.leaseMilliseconds)]) { result in
+            switch result {
+            case .success(.status("OK")): done(.acquired(lease))
+            case .success(.null): done(.held)
+            case .success, .failure: done(.unavailable)
+            }
         }
     }
 
@@ -146,14 +172,13 @@ final class RedisSessionStore: SessionStore {
                      "1", lease.key, lease.token]) { _ in }
     }
 
-    func reload(_ session: Session, done: @escaping (Session?) -> Void) {
+    func reload(_ session: Session, done: @escaping (ReloadResult) -> Void) {
         cache[session.id] = nil
-        load(session.id) { lookup in
-            if case .found(let s) = lookup { done(s) } else { done(nil) }
-        }
+        fetch(session.id, done: done)
     }
 
     private func remember(_ session: Session, now: Int64) {
+        guard cacheTTL > 0 else { return }
         if cache.count >= 10_000 { cache = cache.filter { $0.value.until > now } }
         if cache.count < 10_000 { cache[session.id] = (session, now + cacheTTL) }
     }

@@ -15,14 +15,30 @@ protocol SessionStore: AnyObject {
     /// it ended (the embedded store cannot count cookies it never sees: 0).
     func endAll(client: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
                 done: @escaping (Result<Int, SessionStoreError>) -> Void)
-    /// Across replicas, one refresh per session: a lease held while refreshing. nil: another
-    /// replica holds it. Stores that live in one process grant it at once (the process-wide
-    /// RefreshCoordinator already serializes).
-    func leaseRefresh(_ session: Session, done: @escaping (RefreshLease?) -> Void)
+    /// Across replicas, one refresh per session: a lease held while refreshing. Stores that
+    /// live in one process grant it at once (the process-wide RefreshCoordinator serializes).
+    func leaseRefresh(_ session: Session, done: @escaping (LeaseResult) -> Void)
     func releaseRefresh(_ lease: RefreshLease)
     /// The session as the store holds it now, past any cache (after another replica refreshed
-    /// it); nil where the store keeps nothing server-side.
-    func reload(_ session: Session, done: @escaping (Session?) -> Void)
+    /// it).
+    func reload(_ session: Session, done: @escaping (ReloadResult) -> Void)
+}
+
+enum LeaseResult {
+    case acquired(RefreshLease)
+    /// Another replica is refreshing this session.
+    case held
+    /// The store did not answer: not a reason to end anything.
+    case unavailable
+}
+
+enum ReloadResult {
+    case found(Session)
+    /// The store no longer has it (ended).
+    case gone
+    case unavailable
+    /// The store keeps nothing server-side (the sealed cookie).
+    case notKept
 }
 
 /// A held refresh lease: released only by its holder (the token proves it).

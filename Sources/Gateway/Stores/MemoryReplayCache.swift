@@ -27,6 +27,12 @@ final class MemoryReplayCache: ReplayStore, @unchecked Sendable {
         done(claim(id, until: until, now: now))
     }
 
+    /// Whether `id` is remembered, without claiming it.
+    func contains(_ id: ReplayID, now: Int64) -> Bool {
+        let shard = shards[Int(UInt(bitPattern: id.hashValue) % UInt(shards.count))]
+        return shard.lock.withLock { (shard.expiry[id] ?? 0) > now }
+    }
+
     func claim(_ id: ReplayID, until: Int64, now: Int64) -> ReplayVerdict {
         // Swift's Hasher is seeded at random per process: a client cannot grind jtis that all
         // land in one shard to fill it.
@@ -41,7 +47,7 @@ final class MemoryReplayCache: ReplayStore, @unchecked Sendable {
             shard.expiry = shard.expiry.filter { $0.value > now }
             shard.order = shard.order[shard.head...].filter { shard.expiry[$0.id] == $0.until }
             shard.head = 0
-            if shard.expiry.count >= perShard { return .unavailable("the in-memory replay cache is full") }
+            if shard.expiry.count >= perShard { return .refused("the in-memory replay cache is full") }
         }
         shard.expiry[id] = until
         shard.order.append((id, until))

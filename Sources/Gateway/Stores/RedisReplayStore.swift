@@ -26,7 +26,7 @@ final class RedisReplayStore: ReplayStore {
             switch result {
             case .success(.status(let s)) where s == "OK": done(.fresh)
             case .success(.null): done(.replayed)
-            case .success(let other): done(.unavailable("unexpected Redis reply \(other)"))
+            case .success(let other): done(.refused("Redis answered \(other)"))
             case .failure(let e): done(.unavailable("\(e)"))
             }
         }

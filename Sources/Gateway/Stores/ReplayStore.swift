@@ -13,8 +13,12 @@ enum ReplayVerdict: Equatable {
     /// First use: the request may proceed.
     case fresh
     case replayed
-    /// The store cannot answer (full, or unreachable): the caller fails closed.
+    /// The store could not be reached (down, timed out): the caller fails closed — or open,
+    /// where the operator chose availability.
     case unavailable(String)
+    /// The store answered but would not record it (full, or an error reply such as OOM):
+    /// always refused — failing open here would let a flood of proofs switch replay defence off.
+    case refused(String)
 }
 
 /// A proof's identity in the replay store: SHA-256 over the key thumbprint and the `jti`,

@@ -4,7 +4,8 @@ public import JOSE
 /// signed by the issuer with an allowed algorithm (never `none`); `iss`, `aud` (the client),
 /// `iat` (recent), `exp` when present; `jti` (the caller checks it was not seen before);
 /// an `events` member holding the back-channel logout event; `sid` and/or `sub`; no `nonce`
-/// (so an ID token can never pass as one); and `typ: logout+jwt` when a typ is given (§2.4).
+/// (so an ID token can never pass as one); and, when typed, `logout+jwt` (§2.4) or plain `JWT`
+/// (some providers type every token so) — never another type such as `at+jwt`.
 public struct LogoutTokenVerifier: Sendable {
     public static let event = "http://schemas.openid.net/event/backchannel-logout"
     public let issuer: String
@@ -28,7 +29,7 @@ public struct LogoutTokenVerifier: Sendable {
 
     public func verify(_ token: String, keys: JWKSet, now: Int64) throws -> LogoutToken {
         let jws = try CompactJWS(token)
-        if let typ = jws.header.typ, !JWSHeader.typesMatch(typ, "logout+jwt") {
+        if let typ = jws.header.typ, !JWSHeader.typesMatch(typ, "logout+jwt") && !JWSHeader.typesMatch(typ, "JWT") {
             throw JOSEError(.typeMismatch, claim: "typ", "a logout token's typ is logout+jwt")
         }
         try JWSVerifier(keys: keys, algorithms: algorithms).verify(jws)
