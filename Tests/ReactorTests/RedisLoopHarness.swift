@@ -57,6 +57,37 @@ final class RedisLoopHarness {
         return replies
     }
 
+    /// Sends one command through the deployment entry point, with its keys named or (nil)
+    /// derived, and runs the loop until its completion; nil if none came in time.
+    func send(_ redis: Redis, _ arguments: [String], keys: [Int]? = nil, limit: Double = 5) -> Reply? {
+        var reply: Reply?
+        run(limit: limit) { finish in
+            if let keys {
+                redis.send(arguments, keys: keys) { reply = $0; finish() }
+            } else {
+                redis.send(arguments) { reply = $0; finish() }
+            }
+        }
+        return reply
+    }
+
+    /// Sends all commands at once through the entry point (keys derived) and runs until every
+    /// completion has come; the replies in the order of the commands.
+    func sendAll(_ redis: Redis, _ commands: [[String]], limit: Double = 10) -> [Reply] {
+        var replies = [Reply?](repeating: nil, count: commands.count)
+        var count = 0
+        run(limit: limit) { finish in
+            for (i, command) in commands.enumerated() {
+                redis.send(command) { reply in
+                    replies[i] = reply
+                    count += 1
+                    if count == commands.count { finish() }
+                }
+            }
+        }
+        return replies.compactMap { $0 }
+    }
+
     /// Lets the loop run (timers, completions) for `seconds`.
     func wait(_ seconds: Double) {
         run(limit: seconds + 5) { [loop] finish in loop.schedule(after: seconds, finish) }
@@ -78,6 +109,15 @@ final class RedisLoopHarness {
 
 extension RedisReply {
     static func bulk(_ text: String) -> RedisReply { .bulk(Array(text.utf8)) }
+
+    /// A bulk or status reply as text, nil for others.
+    var text: String? {
+        switch self {
+        case .bulk(let bytes): return String(decoding: bytes, as: UTF8.self)
+        case .status(let text): return text
+        default: return nil
+        }
+    }
 }
 
 extension Result where Success == RedisReply, Failure == RedisError {

@@ -3,19 +3,34 @@ import Glibc
 import Reactor
 
 /// A real redis-server (the Debian package) on 127.0.0.1 for one test: started on a free
-/// port, waited for until it accepts connections, killed when the test ends.
+/// port, waited for until it accepts connections, killed when the test ends. The same
+/// binary runs a Sentinel (`--sentinel`) or a cluster node with other arguments.
 public final class RedisServerProcess {
     public struct StartError: Error, CustomStringConvertible { public let description: String }
 
     public let port: UInt16
-    private let extraArguments: [String]
+    private let arguments: [String]
     private var process: Process?
 
     /// Starts a server with `extraArguments` appended (e.g. `["--requirepass", "pw"]`).
-    public init(_ extraArguments: [String] = []) throws {
+    public convenience init(_ extraArguments: [String] = []) throws {
+        try self.init { port in RedisServerProcess.standardArguments(port: port) + extraArguments }
+    }
+
+    /// Starts redis-server with exactly the arguments `arguments` gives for the free port
+    /// chosen (a TLS port, a Sentinel's configuration file).
+    public init(arguments: (_ port: UInt16) throws -> [String]) throws {
         self.port = try RedisServerProcess.freePort()
-        self.extraArguments = extraArguments
+        self.arguments = try arguments(port)
         try start()
+    }
+
+    /// Plain TCP on `port`, no persistence and no files; DEBUG allowed (Redis 7 disables it by
+    /// default); ::1 too where the machine has it (the "-" makes that bind optional), for host
+    /// names that resolve to IPv6 first.
+    public static func standardArguments(port: UInt16) -> [String] {
+        ["--port", String(port), "--bind", "127.0.0.1", "-::1", "--save", "", "--appendonly", "no",
+         "--enable-debug-command", "yes", "--dir", NSTemporaryDirectory()]
     }
 
     deinit { kill() }
@@ -24,11 +39,7 @@ public final class RedisServerProcess {
     public func start() throws {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
-        // No persistence and no files; DEBUG allowed (Redis 7 disables it by default); ::1 too
-        // where the machine has it (the "-" makes that bind optional), for host names that
-        // resolve to IPv6 first.
-        p.arguments = ["--port", String(port), "--bind", "127.0.0.1", "-::1", "--save", "", "--appendonly", "no",
-                       "--enable-debug-command", "yes", "--dir", NSTemporaryDirectory()] + extraArguments
+        p.arguments = arguments
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()

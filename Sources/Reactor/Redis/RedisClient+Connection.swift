@@ -2,7 +2,13 @@
 /// failure does to pending commands.
 extension RedisClient: RedisConnectionDelegate {
     func startConnect() {
-        let conn = RedisConnection(loop: loop, endpoint: endpoint)
+        let tls: TLSClientContext?
+        do throws(RedisError) {
+            tls = try tlsContextForConnect()
+        } catch {
+            return drop(error)
+        }
+        let conn = RedisConnection(loop: loop, endpoint: endpoint, tls: tls)
         conn.delegate = self
         connection = conn
         phase = .connecting
@@ -12,6 +18,20 @@ extension RedisClient: RedisConnectionDelegate {
         } catch {
             // Unless the delegate already heard of it (and dropped the connection).
             if connection === conn { drop(error) }
+        }
+    }
+
+    /// The TLS context of a `rediss://` endpoint, made once it can be (a missing CA file may
+    /// appear later, so a failure is not remembered); nil for plain TCP.
+    private func tlsContextForConnect() throws(RedisError) -> TLSClientContext? {
+        guard let options = endpoint.tls else { return nil }
+        if let tlsContext { return tlsContext }
+        do {
+            let context = try TLSClientContext(caFile: options.caFile, insecureSkipTLSVerify: options.insecureSkipTLSVerify)
+            tlsContext = context
+            return context
+        } catch {
+            throw RedisError(.unavailable, "\(endpoint.address): \(error.description)")
         }
     }
 
@@ -86,9 +106,10 @@ extension RedisClient: RedisConnectionDelegate {
     }
 
     /// Drops the connection and fails every pending command with `error`; unless the client
-    /// was closed, the next connect waits for the backoff. State is settled before any
-    /// completion runs, so a completion that sends again sees the backoff, not a dead
-    /// connection. `soon` defers the completions to the next loop turn (inside `send`).
+    /// was closed, the next connect waits for the backoff and `onFailure` hears of it. State
+    /// is settled before `onFailure` and any completion run, so a completion that sends again
+    /// sees the backoff, not a dead connection. `soon` defers the completions to the next loop
+    /// turn (inside `send`).
     func drop(_ error: RedisError, soon: Bool = false) {
         connectTimer = nil
         commandTimer = nil
@@ -97,7 +118,8 @@ extension RedisClient: RedisConnectionDelegate {
             conn.delegate = nil
             conn.close()
         }
-        if phase != .closed {
+        let failed = phase != .closed
+        if failed {
             phase = .idle
             retryAt = .now + .seconds(backoff.next())
             lastFailure = error
@@ -107,6 +129,7 @@ extension RedisClient: RedisConnectionDelegate {
             if case .command(_, let done) = sent { completions.append(done) }
         }
         completions += queued.removeAll().map(\.done)
+        if failed { onFailure?(error) }
         if soon {
             failSoon(completions, error)
         } else {

@@ -1,8 +1,9 @@
 /// An asynchronous Redis client for one worker's loop: one pipelined connection to one
-/// endpoint, opened on the first command, logged in (`AUTH`) and switched to the endpoint's
-/// database (`SELECT`) before any command goes out, and after a failure reopened by the
-/// first command once a backoff (100 ms doubling to 5 s) has passed. Replies are matched to
-/// commands first in, first out. Releasing the client closes it, as `close()` does.
+/// endpoint (plain TCP, or TLS for `rediss://`), opened on the first command, logged in
+/// (`AUTH`) and switched to the endpoint's database (`SELECT`) before any command goes out,
+/// and after a failure reopened by the first command once a backoff (100 ms doubling to 5 s)
+/// has passed. Replies are matched to commands first in, first out. Releasing the client
+/// closes it, as `close()` does.
 ///
 /// Every command ends, exactly once and on the loop, in a reply or a `RedisError`; none can
 /// wait forever: `connectTimeout` bounds connect plus handshake, `commandTimeout` bounds
@@ -44,6 +45,13 @@ public final class RedisClient {
     var lastFailure: RedisError?
     var connectTimer: LoopTimer?
     var commandTimer: LoopTimer?
+    /// The `rediss://` context, made on the first connect and kept for the next ones.
+    var tlsContext: TLSClientContext?
+    /// Told of every failure that drops the connection or a connect attempt (not of
+    /// `close()`), after the client has settled its state and before the pending commands'
+    /// completions run. Sentinel and Cluster clients learn here that a server went away. It
+    /// must not call back into this client synchronously.
+    var onFailure: ((RedisError) -> Void)?
 
     /// Creates the client; nothing connects until the first command.
     public init(loop: EventLoop, endpoint: RedisEndpoint, connectTimeout: Double = 1, commandTimeout: Double = 1,
@@ -113,9 +121,16 @@ public final class RedisClient {
     /// Closes the connection and fails pending commands with `.unavailable`, before it
     /// returns; later commands fail the same way. Idempotent.
     public func close() {
+        close(failing: RedisError(.unavailable, "\(endpoint.address): client closed"))
+    }
+
+    /// `close()` with the error pending commands fail with (a Sentinel client retiring a
+    /// master that stopped being one says so).
+    func close(failing error: RedisError) {
         guard phase != .closed else { return }
         phase = .closed
-        drop(RedisError(.unavailable, "\(endpoint.address): client closed"))
+        onFailure = nil
+        drop(error)
     }
 
     // MARK: deadlines

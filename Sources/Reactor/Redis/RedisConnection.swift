@@ -1,9 +1,10 @@
 internal import CEvent
+internal import CShim
 import Glibc
 
 /// What a `RedisConnection` reports, on the loop thread, each at most once except replies.
 protocol RedisConnectionDelegate: AnyObject {
-    /// TCP is up; the connection is ready for the handshake.
+    /// TCP is up (and for TLS the TLS handshake done); ready for AUTH and SELECT.
     func redisConnectionDidConnect(_ connection: RedisConnection)
     /// One parsed reply, in the order the server sent them.
     func redisConnection(_ connection: RedisConnection, didReceive reply: RedisReply)
@@ -12,36 +13,41 @@ protocol RedisConnectionDelegate: AnyObject {
 }
 
 /// One connection to a Redis server: a libevent `bufferevent` socket carrying RESP, parsed
-/// by hiredis' reader. Transport only — what to send, when to reconnect and what a failure
-/// means for pending commands is `RedisClient`'s policy — so that a TLS connection
-/// (bufferevent_openssl) can take its place later. Owns the bufferevent and the reader;
-/// `close()` frees both, once. Loop-thread only.
+/// by hiredis' reader (hiredis' own socket layer has no TLS). For a `rediss://` endpoint the
+/// bufferevent is an OpenSSL one that runs the TLS handshake, checking the certificate, right
+/// after the TCP connect. Transport only — what to send, when to reconnect and what a failure
+/// means for pending commands is `RedisClient`'s policy. Owns the bufferevent (and with it
+/// the socket and the `SSL` object) and the reader; `close()` frees them, once. Loop-thread
+/// only.
 final class RedisConnection {
     weak var delegate: RedisConnectionDelegate?
     let endpoint: RedisEndpoint
     private let loop: EventLoop
+    /// The `rediss://` context, shared by the client's connections; nil for plain TCP.
+    private let tls: TLSClientContext?
     private var bev: OpaquePointer?
     private var reader: RedisReader?
     /// libevent's reference to this connection while the bufferevent exists (see `connect`).
     private var callbackContext: Unmanaged<RedisConnection>?
 
-    init(loop: EventLoop, endpoint: RedisEndpoint) {
+    /// `tls` is required when the endpoint has TLS options, and ignored otherwise.
+    init(loop: EventLoop, endpoint: RedisEndpoint, tls: TLSClientContext? = nil) {
         self.loop = loop
         self.endpoint = endpoint
+        self.tls = endpoint.tls == nil ? nil : tls
     }
 
     deinit { close() }
 
-    /// Starts the TCP connect; the outcome arrives through the delegate. Numeric addresses
-    /// connect directly; names go through the loop's asynchronous resolver, never a blocking
-    /// getaddrinfo on the worker. A failure may reach the delegate before this returns
-    /// (libevent reports an immediate connect error, or a name /etc/hosts cannot give, at once).
+    /// Starts the TCP connect (then the TLS handshake); the outcome arrives through the
+    /// delegate. Numeric addresses connect directly; names go through the loop's asynchronous
+    /// resolver, never a blocking getaddrinfo on the worker. A failure may reach the delegate
+    /// before this returns (libevent reports an immediate connect error, or a name /etc/hosts
+    /// cannot give, at once).
     func connect() throws(RedisError) {
         precondition(bev == nil && callbackContext == nil, "a RedisConnection connects once")
         reader = try RedisReader()
-        guard let bev = bufferevent_socket_new(loop.base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
-            throw RedisError(.unavailable, "\(endpoint.address): bufferevent_socket_new failed")
-        }
+        let bev = try makeBufferEvent()
         self.bev = bev
         // Retained for libevent's callbacks; released by `close()` right after
         // bufferevent_free has cleared them, so no callback can reach a freed connection.
@@ -73,6 +79,22 @@ final class RedisConnection {
             close()
             throw RedisError(.unavailable, "\(endpoint.address): connect failed: \(why)")
         }
+    }
+
+    private func makeBufferEvent() throws(RedisError) -> OpaquePointer {
+        guard let options = endpoint.tls else {
+            guard let bev = bufferevent_socket_new(loop.base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
+                throw RedisError(.unavailable, "\(endpoint.address): bufferevent_socket_new failed")
+            }
+            return bev
+        }
+        guard let tls else { throw RedisError(.unavailable, "\(endpoint.address): TLS endpoint without a TLS context") }
+        var err = [CChar](repeating: 0, count: 512)
+        guard let bev = tg_tls_connecting_bufferevent(loop.base, tls.ctx, options.serverName ?? endpoint.host,
+                                                      options.insecureSkipTLSVerify ? 0 : 1, &err, err.count) else {
+            throw RedisError(.unavailable, "\(endpoint.address): TLS: \(String(cString: err))")
+        }
+        return bev
     }
 
     /// Queues bytes for the socket (sent once connected); false if closed or out of memory.
@@ -145,11 +167,22 @@ final class RedisConnection {
         } else if what & Int16(BEV_EVENT_EOF) != 0 {
             fail(RedisError(.unavailable, "\(endpoint.address): connection closed by the server"))
         } else if what & Int16(BEV_EVENT_ERROR) != 0 {
+            // errno first: the TLS description below may make library calls that change it.
+            let socketError = String(cString: strerror(errno))
             let dnsError = bufferevent_socket_get_dns_error(bev)
             let why = dnsError != 0 ? "cannot resolve \(endpoint.host): \(String(cString: evutil_gai_strerror(dnsError)))"
-                                    : String(cString: strerror(errno))
+                                    : tlsFailure(bev) ?? socketError
             fail(RedisError(.unavailable, "\(endpoint.address): \(why)"))
         }
+    }
+
+    /// What OpenSSL says went wrong (a certificate refused, a handshake failed), or nil for a
+    /// plain socket error.
+    private func tlsFailure(_ bev: OpaquePointer) -> String? {
+        guard tls != nil else { return nil }
+        var text = [CChar](repeating: 0, count: 512)
+        tg_tls_describe_failure(bev, &text, text.count)
+        return text[0] == 0 ? nil : "TLS: \(String(cString: text))"
     }
 
     /// Small pipelined commands must not wait for Nagle's algorithm (hiredis sets it too).

@@ -1,7 +1,6 @@
-import Foundation
-
-/// Where a Redis server is and how to log in to it: the address, the ACL user and password
-/// (`AUTH`), and the logical database (`SELECT`) every connection starts with.
+/// Where a Redis server is and how to reach and log in to it: the address, TLS or not, the
+/// ACL user and password (`AUTH`), and the logical database (`SELECT`) every connection
+/// starts with.
 public struct RedisEndpoint: Sendable, Equatable {
     /// A host name, an IPv4 address, or an IPv6 address without brackets.
     public var host: String
@@ -12,97 +11,50 @@ public struct RedisEndpoint: Sendable, Equatable {
     public var password: String?
     /// The logical database (`SELECT`) for every command of the client.
     public var database: Int
+    /// TLS (`rediss://`) and how the server is checked; nil for plain TCP.
+    public var tls: RedisTLS?
 
     public init(host: String, port: UInt16 = 6379, username: String? = nil, password: String? = nil,
-                database: Int = 0) {
+                database: Int = 0, tls: RedisTLS? = nil) {
         self.host = host; self.port = port
         self.username = username; self.password = password
         self.database = database
+        self.tls = tls
     }
 
-    /// Parses `redis://[[username]:password@]host[:port][/db]`: user and password
-    /// percent-decoded, an IPv6 host in brackets, port 1–65535 (default 6379), db a decimal
-    /// number (default 0). Returns nil for anything else: another scheme (`rediss`, `unix`,
-    /// Sentinel are later work), a query or fragment, a user without a password, an empty
-    /// host or password, a malformed escape.
+    /// Parses one server's URL: `redis://[[username]:password@]host[:port][/db]`, or
+    /// `rediss://…` (TLS) with the same parts and optionally
+    /// `?ca_file=/path&server_name=name&insecure_skip_verify=true` (see `RedisTLS`). User and
+    /// password percent-decoded, an IPv6 host in brackets, port 1–65535 (default 6379), db a
+    /// decimal number (default 0). Returns nil for anything else: another scheme (Sentinel
+    /// and Cluster URLs name several servers: `RedisDeployment(url:)`), several hosts, a
+    /// query on `redis://` or an unknown query key, a fragment, a user without a password,
+    /// an empty host or password, a malformed escape.
     public init?(url: String) {
-        let scheme = "redis://"
-        guard url.count > scheme.count, url.prefix(scheme.count).lowercased() == scheme else { return nil }
-        var rest = Substring(url.dropFirst(scheme.count))
-        guard !rest.contains("?"), !rest.contains("#") else { return nil }
-
-        var database = 0
-        if let slash = rest.firstIndex(of: "/") {
-            let path = rest[rest.index(after: slash)...]
-            if !path.isEmpty {
-                guard let db = RedisEndpoint.decimal(path), db <= Int(Int32.max) else { return nil }
-                database = db
-            }
-            rest = rest[..<slash]
+        guard let parsed = RedisURL(url), parsed.hosts.count == 1 else { return nil }
+        var tls: RedisTLS?
+        switch parsed.scheme {
+        case "redis":
+            guard parsed.query.isEmpty else { return nil }
+        case "rediss":
+            guard !parsed.hasQueryKeys(outside: RedisTLS.queryKeys), let options = RedisTLS(query: parsed) else { return nil }
+            tls = options
+        default:
+            return nil
         }
-
-        var username: String?
-        var password: String?
-        if let at = rest.lastIndex(of: "@") {
-            let userinfo = rest[..<at]
-            guard let colon = userinfo.firstIndex(of: ":"),
-                  let user = userinfo[..<colon].removingPercentEncoding,
-                  let pass = userinfo[userinfo.index(after: colon)...].removingPercentEncoding,
-                  !pass.isEmpty else { return nil }
-            username = user.isEmpty ? nil : user
-            password = pass
-            rest = rest[rest.index(after: at)...]
-        }
-
-        guard let (host, port) = RedisEndpoint.hostAndPort(rest) else { return nil }
-        self.init(host: host, port: port, username: username, password: password, database: database)
+        guard let database = RedisURL.database(parsed.path ?? "") else { return nil }
+        self.init(host: parsed.hosts[0].host, port: parsed.hosts[0].port ?? 6379, username: parsed.username,
+                  password: parsed.password, database: database, tls: tls)
     }
 
     /// `host:port` for messages, IPv6 in brackets; never the password.
     public var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-
-    private static func hostAndPort(_ authority: Substring) -> (String, UInt16)? {
-        var host: Substring
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            guard host.contains(":"), host.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == ":" || $0 == ".") }) else { return nil }
-            let after = authority[authority.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { return nil }
-                portText = after.dropFirst()
-            }
-        } else {
-            if let colon = authority.firstIndex(of: ":") {
-                host = authority[..<colon]
-                portText = authority[authority.index(after: colon)...]
-            } else {
-                host = authority
-            }
-            let allowed: (Character) -> Bool = { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_") }
-            guard host.allSatisfy(allowed) else { return nil }
-        }
-        guard !host.isEmpty else { return nil }
-        var port: UInt16 = 6379
-        if let portText {
-            guard let p = decimal(portText), p >= 1, p <= Int(UInt16.max) else { return nil }
-            port = UInt16(p)
-        }
-        return (String(host), port)
-    }
-
-    /// Digits only (no sign, no spaces), at most 10 of them.
-    private static func decimal(_ text: Substring) -> Int? {
-        guard !text.isEmpty, text.count <= 10, text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
-        return Int(text)
-    }
 }
 
 extension RedisEndpoint: CustomStringConvertible {
     /// The endpoint as a URL with the password masked, safe for logs.
     public var description: String {
         let login = password == nil ? "" : "\(username ?? ""):***@"
-        return "redis://\(login)\(address)/\(database)"
+        return "\(tls == nil ? "redis" : "rediss")://\(login)\(address)/\(database)\(tls?.queryText ?? "")"
     }
 }
