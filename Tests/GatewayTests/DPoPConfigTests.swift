@@ -54,9 +54,13 @@ struct DPoPConfigTests {
         #expect(cfg.store == .redis(url: "redis://:pw@127.0.0.1:6380/2", prefix: "tokengate:"))
         let mapped = try parse(base.replacingOccurrences(of: "store: memory", with: "store: { url: \"redis://r:6379\", prefix: \"tg1:\" }")).get()
         #expect(mapped.store == .redis(url: "redis://r:6379", prefix: "tg1:"))
-        #expect(problems(base.replacingOccurrences(of: "store: memory", with: "store: rediss://r")).contains("not available in this version"))
-        #expect(problems(base.replacingOccurrences(of: "store: memory", with: "store: redis://r:6379/x")).contains("store: must be memory or redis://"))
-        #expect(problems(base.replacingOccurrences(of: "store: memory", with: "store: postgres://x")).contains("store: must be memory or redis://"))
+        for good in ["rediss://:pw@redis.internal:6380/0?ca_file=/etc/ca.pem", "redis+sentinel://s1:26379,s2:26379/mymaster/1",
+                     "redis+cluster://n1:7000,n2:7001,n3:7002"] {
+            #expect(problems(base.replacingOccurrences(of: "store: memory", with: "store: \"\(good)\"")) == "", "\(good)")
+        }
+        for bad in ["redis://r:6379/x", "postgres://x", "rediss+cluster://n1:7000", "redis+sentinel://s1:26379"] {
+            #expect(problems(base.replacingOccurrences(of: "store: memory", with: "store: \"\(bad)\"")).contains("store: must be memory, redis[s]://"), "\(bad)")
+        }
     }
 
     @Test func mistakesAreReported() {

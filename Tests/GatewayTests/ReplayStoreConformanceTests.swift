@@ -29,7 +29,7 @@ struct ReplayStoreConformanceTests {
                 redis = server
                 let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/1"))
                 // No clock-skew margin here: the suite checks the exact horizon on both stores.
-                store = RedisReplayStore(client: RedisClient(loop: loop, endpoint: endpoint), prefix: "conformance:", clockSkewMargin: 0)
+                store = RedisReplayStore(client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "conformance:", clockSkewMargin: 0)
             }
         }
 
@@ -114,7 +114,7 @@ struct ReplayStoreConformanceTests {
     @Test func redisKeepsEntriesPastTheHorizonByTheClockSkewMargin() throws {
         let server = try RedisServerProcess()
         let loop = EventLoop()
-        let client = RedisClient(loop: loop, endpoint: try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/0")))
+        let client = Redis(loop: loop, deployment: .standalone(try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/0"))))
         let store = RedisReplayStore(client: client, prefix: "skew:")
         let id = ReplayID(jkt: "k", jti: "j")
         var ttl: RedisReply?

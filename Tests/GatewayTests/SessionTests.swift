@@ -98,7 +98,7 @@ struct SessionStoreConformanceTests {
                 let server = try RedisServerProcess()
                 redis = server
                 let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/2"))
-                store = RedisSessionStore(client: RedisClient(loop: loop, endpoint: endpoint), prefix: "t:", sealer: SessionTests.sealer,
+                store = RedisSessionStore(client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
                                           cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
             }
         }

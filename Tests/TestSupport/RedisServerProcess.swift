@@ -63,10 +63,16 @@ public final class RedisServerProcess {
     }
 
     /// A port nothing listens on now (the kernel's pick for port 0, released again).
+    /// Below 55536, so that a cluster node's bus port (port + 10000) is a port too: the kernel's
+    /// ephemeral range reaches 60999, where a cluster node could not start.
     public static func freePort() throws -> UInt16 {
-        let fd = try Listener.open(host: "127.0.0.1", port: 0)
-        defer { Glibc.close(fd) }
-        return Listener.port(of: fd)
+        for _ in 0..<200 {
+            let fd = try Listener.open(host: "127.0.0.1", port: 0)
+            let port = Listener.port(of: fd)
+            Glibc.close(fd)
+            if port < 55_536 { return port }
+        }
+        throw StartError(description: "no free port below 55536")
     }
 
     private static func accepts(port: UInt16) -> Bool {

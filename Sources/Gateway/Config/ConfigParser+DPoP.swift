@@ -21,12 +21,9 @@ extension ConfigParser {
         }
         guard let url else { return .memory }
         if url == "memory" { return .memory }
-        if url.hasPrefix("rediss://") || url.hasPrefix("redis+sentinel://") || url.hasPrefix("redis+cluster://") {
-            r.problem("store", node, "TLS, Sentinel and Cluster Redis stores are not available in this version; use redis://host:port/db")
-            return .memory
-        }
-        guard RedisEndpoint(url: url) != nil else {
-            r.problem("store", node, "must be memory or redis://[[user]:password@]host[:port][/db]")
+        guard RedisDeployment(url: url) != nil else {
+            r.problem("store", node, "must be memory, redis[s]://[[user]:password@]host[:port][/db][?ca_file=…&server_name=…], "
+                      + "redis+sentinel://[[user]:password@]host:port[,host:port…]/MASTER[/db] or redis+cluster://host:port[,host:port…]")
             return .memory
         }
         return .redis(url: url, prefix: prefix)

@@ -54,11 +54,11 @@ final class HostedRequestObjects: RequestObjectHost, @unchecked Sendable {
 /// Hosted request objects in Redis: `SET EX` when made, `GETDEL` when fetched (single use in
 /// one step, whichever replica the AS asks).
 final class RedisRequestObjects: RequestObjectHost {
-    private let client: RedisClient
+    private let client: Redis
     private let prefix: String
     let lifetime = 60
 
-    init(client: RedisClient, prefix: String) {
+    init(client: Redis, prefix: String) {
         self.client = client
         self.prefix = prefix
     }

@@ -51,7 +51,7 @@ public final class GatewayServer {
             try worker.serve(sockets: sockets)
             workers.append(worker)
         }
-        if let redis { storeHealth = StoreHealth(loop: mainLoop, endpoint: redis.endpoint) }
+        if let redis { storeHealth = StoreHealth(loop: mainLoop, deployment: redis.deployment) }
         let keys = IssuerKeyService(loop: mainLoop, log: log)
         keys.attach(workers)
         keys.apply(config)

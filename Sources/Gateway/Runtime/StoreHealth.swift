@@ -5,14 +5,14 @@ import Reactor
 /// (`PING`, on a connection of its own): `/readyz` says not ready while it does not — the
 /// requests that need it are failing closed with 503 meanwhile — and the metrics say it.
 final class StoreHealth {
-    private let client: RedisClient
+    private let client: Redis
     private var timer: LoopTimer?
     private(set) var up = false
     private(set) var lastError: String? = "not checked yet"
     private var inFlight = false
 
-    init(loop: EventLoop, endpoint: RedisEndpoint, interval: Double = 2) {
-        client = RedisClient(loop: loop, endpoint: endpoint)
+    init(loop: EventLoop, deployment: RedisDeployment, interval: Double = 2) {
+        client = Redis(loop: loop, deployment: deployment)
         timer = LoopTimer(loop: loop, seconds: interval, repeating: true) { [weak self] in self?.check() }
         check()
     }

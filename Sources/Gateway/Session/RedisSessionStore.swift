@@ -14,7 +14,7 @@ final class RedisSessionStore: SessionStore {
     static let purpose = "session-redis"
     /// Longer than a refresh can take (the token endpoint's 10 s, a DPoP nonce retry, the save).
     static let leaseMilliseconds = 35_000
-    private let client: RedisClient
+    private let client: Redis
     private let prefix: String
     private let sealer: CookieSealer
     private let cacheTTL: Int64
@@ -22,7 +22,7 @@ final class RedisSessionStore: SessionStore {
     private var cache: [String: (session: Session, until: Int64)] = [:]
     private(set) var roundTrips = 0
 
-    init(client: RedisClient, prefix: String, sealer: CookieSealer, cacheTTL: Double, clock: @escaping () -> Int64) {
+    init(client: Redis, prefix: String, sealer: CookieSealer, cacheTTL: Double, clock: @escaping () -> Int64) {
         self.client = client
         self.prefix = prefix
         self.sealer = sealer
@@ -143,11 +143,18 @@ final class RedisSessionStore: SessionStore {
                 guard pending == 0 else { return }
                 if let failure { done(.failure(SessionStoreError(description: failure))); return }
                 guard !keys.isEmpty else { done(.success(0)); return }
-                self.client.send(["DEL"] + keys.sorted()) { result in
-                    switch result {
-                    case .success(.integer(let n)): done(.success(Int(n)))
-                    case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
-                    case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
+                // One DEL per key: sessions live in different slots of a cluster.
+                var left = keys.count, ended = 0, error: String?
+                for k in keys.sorted() {
+                    self.client.send(["DEL", k]) { result in
+                        switch result {
+                        case .success(.integer(let n)): ended += Int(n)
+                        case .success(let other): error = "unexpected Redis reply \(other)"
+                        case .failure(let e): error = "\(e)"
+                        }
+                        left -= 1
+                        guard left == 0 else { return }
+                        if let error { done(.failure(SessionStoreError(description: error))) } else { done(.success(ended)) }
                     }
                 }
             }

@@ -1,21 +1,21 @@
 import Foundation
 import Reactor
 
-/// One Redis connection per worker for everything the worker keeps in Redis (replay entries,
-/// sessions, hosted request objects), made on first use and kept across config reloads (the
-/// store is fixed at start). Workers apply a reloaded config at the same time on their own
-/// threads, so the table has a lock.
+/// One Redis client per worker (standalone, TLS, Sentinel or Cluster — `Redis`) for everything
+/// the worker keeps in Redis (replay entries, sessions, hosted request objects), made on first
+/// use and kept across config reloads (the store is fixed at start). Workers apply a reloaded
+/// config at the same time on their own threads, so the table has a lock.
 final class RedisClients: @unchecked Sendable {
     private let lock = NSLock()
-    private var clients: [ObjectIdentifier: RedisClient] = [:]
-    let endpoint: RedisEndpoint
+    private var clients: [ObjectIdentifier: Redis] = [:]
+    let deployment: RedisDeployment
 
-    init(endpoint: RedisEndpoint) { self.endpoint = endpoint }
+    init(deployment: RedisDeployment) { self.deployment = deployment }
 
-    func client(for loop: EventLoop) -> RedisClient {
+    func client(for loop: EventLoop) -> Redis {
         lock.withLock {
             if let c = clients[ObjectIdentifier(loop)] { return c }
-            let c = RedisClient(loop: loop, endpoint: endpoint)
+            let c = Redis(loop: loop, deployment: deployment)
             clients[ObjectIdentifier(loop)] = c
             return c
         }
@@ -24,7 +24,7 @@ final class RedisClients: @unchecked Sendable {
     /// From `store:`; nil for the memory store.
     static func make(_ store: StoreConfig) -> RedisClients? {
         guard case .redis(let url, _) = store else { return nil }
-        guard let endpoint = RedisEndpoint(url: url) else { preconditionFailure("store URL was validated by the config parser") }
-        return RedisClients(endpoint: endpoint)
+        guard let deployment = RedisDeployment(url: url) else { preconditionFailure("store URL was validated by the config parser") }
+        return RedisClients(deployment: deployment)
     }
 }

@@ -7,10 +7,10 @@ import Reactor
 /// never accepted. Redis must keep the entries: run it with `maxmemory-policy noeviction`
 /// (an evicting policy could drop a live entry and let its proof be replayed).
 final class RedisReplayStore: ReplayStore {
-    private let client: RedisClient
+    private let client: Redis
     private let prefix: String
 
-    init(client: RedisClient, prefix: String, clockSkewMargin: Int64 = 10) {
+    init(client: Redis, prefix: String, clockSkewMargin: Int64 = 10) {
         self.client = client
         self.prefix = prefix
         self.clockSkewMargin = clockSkewMargin

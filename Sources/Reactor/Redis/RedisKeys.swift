@@ -30,6 +30,7 @@ enum RedisKeys {
     private static let firstArgument: Set<String> = [
         "GET", "SET", "GETDEL", "INCR", "INCRBY", "DECR", "DECRBY", "EXPIRE", "PEXPIRE", "PERSIST", "TTL", "PTTL",
         "SADD", "SREM", "SMEMBERS", "SISMEMBER", "SCARD",
+        "ZADD", "ZREM", "ZCARD", "ZRANGEBYSCORE", "ZREMRANGEBYSCORE",
     ]
     private static let everyArgument: Set<String> = ["DEL", "UNLINK", "EXISTS", "MGET"]
     private static let scripts: Set<String> = ["EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO"]
