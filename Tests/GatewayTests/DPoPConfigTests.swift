@@ -61,6 +61,11 @@ struct DPoPConfigTests {
         for bad in ["redis://r:6379/x", "postgres://x", "rediss+cluster://n1:7000", "redis+sentinel://s1:26379"] {
             #expect(problems(base.replacingOccurrences(of: "store: memory", with: "store: \"\(bad)\"")).contains("store: must be memory, redis[s]://"), "\(bad)")
         }
+        // Braces would make a hash tag of the prefix, and split one session's keys over slots.
+        for bad in ["tg{1}:", "tg{", "has space", String(repeating: "p", count: 65)] {
+            #expect(problems(base.replacingOccurrences(of: "store: memory", with: "store: { url: \"redis://r:6379\", prefix: \"\(bad)\" }"))
+                        .contains("store.prefix: must be up to 64 printable characters without spaces or braces"), "\(bad)")
+        }
     }
 
     @Test func mistakesAreReported() {

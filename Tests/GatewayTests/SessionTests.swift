@@ -159,6 +159,42 @@ struct SessionStoreConformanceTests {
         #expect(!text.contains("refresh-token-value") && !text.contains("alice"))
     }
 
+    @Test func aRefreshSavesOnlyWhileItHoldsTheLease() throws {
+        let h = try Harness(.redis)
+        let store = try #require(h.store as? RedisSessionStore)
+        let s = SessionTests.session(refresh: "r1")
+        _ = try #require(h.save(s))
+        // A Redis Cluster must find the session and its lease in one slot (the script's keys).
+        #expect(RedisHashSlot.slot(of: Array(store.key(s.id).utf8)) == RedisHashSlot.slot(of: Array(store.leaseKey(s.id).utf8)))
+        func lease() -> RefreshLease? {
+            guard case .acquired(let l)? = h.run({ done in store.leaseRefresh(s, done: done) }) else { return nil }
+            return l
+        }
+        func save(_ session: Session, under lease: RefreshLease) -> Result<String, SessionStoreError>? {
+            h.run { done in store.save(session, expiresAt: Int64(Date().timeIntervalSince1970) + 60, creating: false, lease: lease, done: done) }
+        }
+        let mine = try #require(lease())
+        guard case .held? = h.run({ done in store.leaseRefresh(s, done: done) }) else { Issue.record("a held lease was granted twice"); return }
+        var fresh = s
+        fresh.refreshToken = "r2"
+        #expect((try? save(fresh, under: mine)?.get()) == s.id)
+        #expect(h.load(s.id)?.refreshToken == "r2")
+        // The lease expires (a refresh that took too long) and another holder takes it: the
+        // late save is refused and the other holder's session stays.
+        store.releaseRefresh(mine)
+        _ = h.run { done in h.loop.schedule(after: 0.1) { done(()) } }
+        let theirs = try #require(lease())
+        var late = s
+        late.refreshToken = "r-late"
+        guard case .failure(let e)? = save(late, under: mine), e.leaseLost else { Issue.record("a save under a lost lease was written"); return }
+        #expect(h.load(s.id)?.refreshToken == "r2")
+        #expect((try? save(late, under: theirs)?.get()) == s.id)
+        // A lease does not bring back a session a logout ended.
+        #expect(h.end(late))
+        guard case .failure(let ended)? = save(late, under: theirs), ended.ended else { Issue.record("a save under a lease recreated an ended session"); return }
+        #expect(h.load(s.id) == nil)
+    }
+
     @Test func redisDownIsUnavailable() throws {
         let h = try Harness(.redis)
         h.redis?.kill()

@@ -66,14 +66,21 @@ def test_cluster(upstream, idp, gateway_factory, authserver_factory, tmp_path): 
         replay_is_caught(a, b, idp)
         spread = cluster.keys_per_node("tg:dpop:jti:*")
         assert sum(spread) == 12 and sum(1 for n in spread if n) >= 2, spread
-        # Browser sessions on the cluster: login, use, back-channel logout.
-        a_s = authserver_factory(login="form")
-        env = LoginEnv(a_s, upstream, tmp_path, extra_top=f'store: "{cluster.url}"', session=", cache_ttl: 0s")
+        # Browser sessions on the cluster: login (its pending state in the cluster too), a
+        # refresh (saved by a script that checks the lease: both keys in the session's slot),
+        # back-channel logout.
+        a_s = authserver_factory(login="form", rotate_refresh_tokens=True, access_token_lifetime=4)
+        env = LoginEnv(a_s, upstream, tmp_path, extra_top=f'store: "{cluster.url}"', session=", cache_ttl: 0s, refresh_margin: 2s")
         try:
             r = env.login()
             assert r.status_code == 200
             sub = sent(r)["x-forwarded-user"]
             assert env.get("/again").status_code == 200
+            before = a_s.refresh_ok_count
+            time.sleep(2.5)  # within the refresh margin
+            assert env.get("/refreshed").status_code == 200
+            assert a_s.refresh_ok_count - before == 1
+            assert env.get("/after-refresh").status_code == 200 and a_s.refresh_ok_count - before == 1
             assert requests.post(env.url("/oauth2/backchannel-logout"), data={"logout_token": logout_token(a_s, sub=sub)},
                                  timeout=10).status_code == 200
             assert env.get("/after").status_code == 302

@@ -5,6 +5,7 @@ on one ends the session everywhere; a back-channel logout posted to one ends it 
 twenty parallel requests spread over the replicas when the access token is due make exactly
 one refresh at the AS, and all twenty succeed."""
 import time
+from urllib.parse import parse_qs, urlsplit
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -112,6 +113,85 @@ def test_one_refresh_for_twenty_requests_across_replicas(replicas):
     for env in envs:
         assert with_cookie(env, cookie, "/after").status_code == 200
     assert a_s.refresh_count - before == 1
+
+
+def on(env, url):
+    """The same path and query on another replica (they share one public URL: A's)."""
+    parts = urlsplit(url)
+    return env.url(parts.path + ("?" + parts.query if parts.query else ""))
+
+
+def test_a_login_begun_on_one_replica_finishes_on_another(replicas, redis):
+    """Pending login states live in Redis: the browser's login cookie is only a random id, the
+    state (PKCE verifier, nonce, return address) is sealed in Redis with a TTL, and any replica
+    finishes the login — once."""
+    a_s, (a, b, c) = replicas
+    r = b.get("/orders/7?x=1")  # begun on B
+    assert r.status_code == 302
+    browser_id = b.browser.cookies.get("tokengate_login")
+    assert browser_id and len(browser_id) == 43  # 32 random bytes, nothing else
+    keys = redis.cli("--scan", "--pattern", "tg:login-state:*").split()
+    assert len(keys) == 1 and browser_id not in keys[0]
+    assert 0 < int(redis.cli("TTL", keys[0])) <= 600
+    stored = redis.cli("GET", keys[0])
+    assert stored and "/orders/7" not in stored  # sealed: not even the return address is readable
+    cb = a_s.login_with_form(b.browser, r.headers["Location"])
+    assert parse_qs(urlsplit(cb).query)["state"] and cb.startswith(a.url("/oauth2/callback"))  # A's: the shared public URL
+    r = b.get(on(c, cb))  # finished on C
+    assert r.status_code == 302 and r.headers["Location"] == "/orders/7?x=1", r.text
+    assert redis.cli("--scan", "--pattern", "tg:login-state:*") == ""  # used up
+    cookie = b.session_cookie()
+    assert with_cookie(a, cookie, "/orders/7").status_code == 200
+    # The same callback again, on another replica: the state was used.
+    r = b.get(on(a, cb))
+    assert r.status_code == 400 and "not started in this browser" in r.text
+
+
+def test_a_pending_login_answers_only_the_browser_that_began_it(replicas, redis):
+    """Login CSRF across replicas: an attacker's callback (their state and code) opened in the
+    victim's browser finds nothing — the state counts only with the browser id that began it —
+    and a forged or altered browser id finds nothing either."""
+    a_s, (a, b, c) = replicas
+    attacker = requests.Session()
+    r = attacker.get(a.url("/orders/7"), headers={"Accept": "text/html"}, allow_redirects=False, timeout=10)
+    assert r.status_code == 302
+    attacker_cb = a_s.login_with_form(attacker, r.headers["Location"], user="bob")
+    attacker_id = attacker.cookies.get("tokengate_login")
+    assert b.get("/mine").status_code == 302  # the victim has a login of their own pending
+    victim_id = b.browser.cookies.get("tokengate_login")
+    assert victim_id != attacker_id
+    r = b.get(on(c, attacker_cb))
+    assert r.status_code == 400 and "not started in this browser" in r.text and not b.session_cookie()
+    altered = attacker_id[:10] + ("A" if attacker_id[10] != "A" else "B") + attacker_id[11:]
+    for forged in (altered, "A" * 43, "", "x" * 5000):
+        r = requests.get(on(b, attacker_cb), headers={"Accept": "text/html", "Cookie": f"tokengate_login={forged}"},
+                         allow_redirects=False, timeout=10)
+        assert r.status_code == 400 and "not started in this browser" in r.text, forged
+    # None of that spent the attacker's own login: their browser can still finish it.
+    r = attacker.get(on(b, attacker_cb), headers={"Accept": "text/html"}, allow_redirects=False, timeout=10)
+    assert r.status_code == 302 and attacker.cookies.get("tokengate_session")
+
+
+def test_pending_logins_fail_closed_when_redis_is_down(replicas, redis):
+    """Neither a login's start nor its callback pretends: without Redis both answer 503 with
+    Retry-After, quickly — and after Redis is back, logins work without a restart."""
+    a_s, (a, b, c) = replicas
+    r = a.get("/orders/7")
+    assert r.status_code == 302
+    cb = a_s.login_with_form(a.browser, r.headers["Location"])
+    redis.stop()
+    for env, path in ((b, cb), (c, "/orders/8")):
+        t0 = time.time()
+        r = a.get(on(env, path) if path.startswith("http") else env.url(path))
+        assert time.time() - t0 < 3, "a login waited on a dead Redis"
+        assert r.status_code == 503 and r.headers.get("Retry-After") and "Sign-in unavailable" in r.text, r.text
+        assert "tokengate_session" not in r.headers.get("Set-Cookie", "")
+    redis.start()
+    deadline = time.time() + 10
+    while time.time() < deadline and a.get("/orders/9").status_code == 503:
+        time.sleep(0.2)
+    a.browser = requests.Session()
+    assert a.login().status_code == 200
 
 
 def test_request_uri_hosted_by_one_replica_is_served_by_another(authserver_factory, upstream, tmp_path, redis):

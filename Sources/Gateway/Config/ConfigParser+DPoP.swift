@@ -14,8 +14,9 @@ extension ConfigParser {
             url = m["url"].flatMap { r.string($0, path: "store.url") }
             if url == nil && m["url"] == nil { r.problem("store", node, "needs url: memory or redis://host:6379/0") }
             if let n = m["prefix"], let s = r.string(n, path: "store.prefix") {
-                if s.utf8.count > 64 || s.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7f }) {
-                    r.problem("store.prefix", n, "must be up to 64 printable characters without spaces")
+                // No braces: the keys' own hash tags keep one session's keys in one cluster slot.
+                if s.utf8.count > 64 || s.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7f || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}") }) {
+                    r.problem("store.prefix", n, "must be up to 64 printable characters without spaces or braces")
                 } else { prefix = s }
             }
         }

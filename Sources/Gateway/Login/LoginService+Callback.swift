@@ -13,22 +13,42 @@ extension LoginService {
 
     func callback(query: Substring, origin: RequestOrigin.Origin?, cookies: Cookies, clock: @escaping () -> Double,
                   done: @escaping (GatewayResponse, CallbackTiming) -> Void) {
-        let restart = (text: "Sign in again", href: config.login.startPath)
-        var timing = CallbackTiming()
+        let timing = CallbackTiming()
         func fail(_ status: Int, _ message: String, _ detail: String, cookies setCookies: [String] = []) {
-            done(.page(status, title: "Sign-in failed", message: message, link: restart, cookies: setCookies, detail: detail), timing)
+            done(signInFailed(status, message, detail, cookies: setCookies), timing)
         }
         // The state first: it says which login (and so which client and AS) this answers.
         guard let pairs = FormEncoding.decode(query), let state = pairs.first(where: { $0.0 == "state" })?.1 else {
             fail(400, "The sign-in response was not valid.", "callback without state"); return
         }
-        var pending = pendingLogins(cookies)
-        let now = Self.now()
-        guard let login = pending.take(state: state, now: now, timeout: Int64(config.session.loginTimeout)) else {
-            fail(400, "This sign-in was not started in this browser, or it took too long. Please start again.",
-                 "no pending login for this state (cookie missing, replayed or expired)"); return
+        pendingLogins.take(state: state, cookies: cookies, now: Self.now()) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let e):
+                done(Self.unavailable("login state: \(e)"), timing)
+            case .success(let taken):
+                guard let login = taken.login else {
+                    fail(400, "This sign-in was not started in this browser, or it took too long. Please start again.",
+                         "no pending login for this state (cookie missing, replayed or expired)", cookies: taken.setCookies); return
+                }
+                self.finishCallback(query: query, login: login, setLogin: taken.setCookies, origin: origin, cookies: cookies, clock: clock,
+                                    timing: timing, done: done)
+            }
         }
-        let setLogin = loginCookies(pending, cookies)
+    }
+
+    /// A failed callback's page, with a way to start again.
+    private func signInFailed(_ status: Int, _ message: String, _ detail: String, cookies: [String]) -> GatewayResponse {
+        .page(status, title: "Sign-in failed", message: message, link: (text: "Sign in again", href: config.login.startPath), cookies: cookies, detail: detail)
+    }
+
+    /// The rest of a callback whose state named a pending login of this browser.
+    private func finishCallback(query: Substring, login: PendingLogins.Login, setLogin: [String], origin: RequestOrigin.Origin?, cookies: Cookies,
+                                clock: @escaping () -> Double, timing: CallbackTiming, done: @escaping (GatewayResponse, CallbackTiming) -> Void) {
+        var timing = timing
+        func fail(_ status: Int, _ message: String, _ detail: String, cookies setCookies: [String] = []) {
+            done(signInFailed(status, message, detail, cookies: setCookies), timing)
+        }
         guard let (client, issuer, meta) = target(login.client) else {
             done(Self.unavailable("login client \(login.client): metadata not loaded"), timing); return
         }
@@ -121,12 +141,14 @@ extension LoginService {
     }
 
     /// Stores `session` and returns its Set-Cookie lines.
-    func save(_ session: Session, cookies: Cookies, creating: Bool, done: @escaping (Result<[String], SessionFailure>) -> Void) {
+    func save(_ session: Session, cookies: Cookies, creating: Bool, lease: RefreshLease? = nil,
+              done: @escaping (Result<[String], SessionFailure>) -> Void) {
         let expiresAt = session.createdAt + Int64(config.session.absoluteTimeout)
-        store.save(session, expiresAt: expiresAt, creating: creating) { [weak self] result in
+        store.save(session, expiresAt: expiresAt, creating: creating, lease: lease) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let e) where e.ended: done(.failure(.init("the session was ended", ended: true)))
+            case .failure(let e) where e.leaseLost: done(.failure(.init("session store: \(e)", leaseLost: true)))
             case .failure(let e): done(.failure(.init("session store: \(e)", unavailable: true)))
             case .success(let value):
                 guard let lines = self.sessionCookies(value, cookies) else {
@@ -145,6 +167,9 @@ extension LoginService {
         let description: String
         var unavailable = false
         var ended = false
-        init(_ d: String, unavailable: Bool = false, ended: Bool = false) { description = d; self.unavailable = unavailable; self.ended = ended }
+        var leaseLost = false
+        init(_ d: String, unavailable: Bool = false, ended: Bool = false, leaseLost: Bool = false) {
+            description = d; self.unavailable = unavailable; self.ended = ended; self.leaseLost = leaseLost
+        }
     }
 }

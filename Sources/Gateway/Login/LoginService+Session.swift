@@ -114,12 +114,18 @@ extension LoginService {
                             guard case .refreshed(let fresh) = outcome else { self.store.releaseRefresh(lease); finish(outcome); return }
                             // Saved before the lease goes, so the waiting replicas read the new
                             // session; this process's waiters get it too and seal their own cookies.
-                            self.save(fresh, cookies: cookies, creating: false) { result in
+                            self.save(fresh, cookies: cookies, creating: false, lease: lease) { result in
                                 self.store.releaseRefresh(lease)
                                 self.shared.refreshes.finish(session.id, .refreshed(fresh))
                                 switch result {
                                 case .success(let lines): done(.allow(fresh, setCookies: lines))
                                 case .failure(let e) where e.ended: done(.none(clear: clear))
+                                case .failure(let e) where e.leaseLost:
+                                    // The refresh outlived its lease and another replica holds the
+                                    // session now: this request goes on with the tokens it got;
+                                    // the store keeps the other holder's.
+                                    self.log.warning("a session refresh outlived its lease; its result was not stored")
+                                    done(.allow(fresh, setCookies: []))
                                 case .failure(let e): done(.unavailable(e.description))
                                 }
                             }

@@ -21,10 +21,6 @@ extension LoginService {
         if client.login.loginHintFromQuery, let hint = loginHint, !hint.isEmpty, hint.utf8.count <= 256 { extra.append(("login_hint", hint)) }
         let params = AuthorizationParameters(clientID: client.authentication.clientID, redirectURI: redirect, scope: client.login.scopes,
                                              state: PendingLogins.random(), nonce: PendingLogins.random(), codeChallenge: challenge, extra: extra)
-        var pending = pendingLogins(cookies)
-        pending.add(.init(state: params.state, nonce: params.nonce, codeVerifier: verifier, returnTo: returnTo, client: name, createdAt: now),
-                    max: config.session.maxPendingLogins, now: now, timeout: Int64(config.session.loginTimeout))
-        let setCookies = loginCookies(pending, cookies)
         let clientID = params.clientID
 
         // RFC 9126 §5: an AS that requires PAR gets PAR whatever the client's mode says.
@@ -40,37 +36,48 @@ extension LoginService {
         }
         // OIDC Core §6.1: response_type, client_id and scope also go as plain parameters.
         let base: [(String, String)] = [("client_id", clientID), ("response_type", "code"), ("scope", params.scope.joined(separator: " "))]
-        switch mode {
-        case .par:
-            guard let endpoint = meta.pushedAuthorizationRequestEndpoint else {
-                done(Self.unavailable("login client \(name): request_mode par, but the AS has no PAR endpoint")); return
-            }
-            let pushed: [(String, String)] = requestObject.map { [("client_id", clientID), ("request", $0)] } ?? params.pairs
-            server.pushAuthorizationRequest(endpoint, parameters: pushed, to: serverTarget(client, issuer)) { [weak self] result in
-                guard let self else { return }
-                switch result {
-                case .success(let par):
-                    done(.redirect(Self.url(authorize, [("client_id", clientID), ("request_uri", par.requestURI)]), cookies: setCookies,
-                                   detail: "login started (par)"))
-                case .failure(let e):
-                    self.log.warning("pushed authorization request failed", metadata: ["client": .string(name), "error": .string("\(e)")])
-                    done(Self.unavailable("PAR: \(e)"))
+        // Where the browser goes once its pending login is kept.
+        func sendToAuthorizationEndpoint(_ setCookies: [String]) {
+            switch mode {
+            case .par:
+                guard let endpoint = meta.pushedAuthorizationRequestEndpoint else {
+                    done(Self.unavailable("login client \(name): request_mode par, but the AS has no PAR endpoint")); return
                 }
+                let pushed: [(String, String)] = requestObject.map { [("client_id", clientID), ("request", $0)] } ?? params.pairs
+                server.pushAuthorizationRequest(endpoint, parameters: pushed, to: serverTarget(client, issuer)) { [weak self] result in
+                    guard let self else { return }
+                    switch result {
+                    case .success(let par):
+                        done(.redirect(Self.url(authorize, [("client_id", clientID), ("request_uri", par.requestURI)]), cookies: setCookies,
+                                       detail: "login started (par)"))
+                    case .failure(let e):
+                        self.log.warning("pushed authorization request failed", metadata: ["client": .string(name), "error": .string("\(e)")])
+                        done(Self.unavailable("PAR: \(e)"))
+                    }
+                }
+            case .request:
+                guard let jwt = requestObject else { done(Self.unavailable("request_mode request without a key")); return }
+                done(.redirect(Self.url(authorize, base + [("request", jwt)]), cookies: setCookies, detail: "login started (request)"))
+            case .request_uri:
+                guard let jwt = requestObject, let origin = origin ?? config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) }) else {
+                    done(Self.unavailable("request_uri: no key or no public origin")); return
+                }
+                requestObjects.host(jwt) { [weak self] id in
+                    guard let self, let id else { done(Self.unavailable("request_uri: could not host the request object")); return }
+                    let uri = "\(origin.scheme)://\(origin.authority)\(self.config.login.requestObjectPath)\(id)"
+                    done(.redirect(Self.url(authorize, base + [("request_uri", uri)]), cookies: setCookies, detail: "login started (request_uri)"))
+                }
+            case .plain:
+                done(.redirect(Self.url(authorize, params.pairs), cookies: setCookies, detail: "login started (plain)"))
             }
-        case .request:
-            guard let jwt = requestObject else { done(Self.unavailable("request_mode request without a key")); return }
-            done(.redirect(Self.url(authorize, base + [("request", jwt)]), cookies: setCookies, detail: "login started (request)"))
-        case .request_uri:
-            guard let jwt = requestObject, let origin = origin ?? config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) }) else {
-                done(Self.unavailable("request_uri: no key or no public origin")); return
+        }
+        let login = PendingLogins.Login(state: params.state, nonce: params.nonce, codeVerifier: verifier, returnTo: returnTo, client: name, createdAt: now)
+        // The pending login is kept before the browser leaves: a callback must find it.
+        pendingLogins.add(login, cookies: cookies, now: now) { result in
+            switch result {
+            case .failure(let e): done(Self.unavailable("login state: \(e)"))
+            case .success(let setCookies): sendToAuthorizationEndpoint(setCookies)
             }
-            requestObjects.host(jwt) { [weak self] id in
-                guard let self, let id else { done(Self.unavailable("request_uri: could not host the request object")); return }
-                let uri = "\(origin.scheme)://\(origin.authority)\(self.config.login.requestObjectPath)\(id)"
-                done(.redirect(Self.url(authorize, base + [("request_uri", uri)]), cookies: setCookies, detail: "login started (request_uri)"))
-            }
-        case .plain:
-            done(.redirect(Self.url(authorize, params.pairs), cookies: setCookies, detail: "login started (plain)"))
         }
     }
 

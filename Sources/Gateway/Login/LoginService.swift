@@ -19,7 +19,9 @@ final class LoginService {
     private(set) var config = GatewayConfig()
     private(set) var settings: LoginSettings
     private(set) var store: SessionStore
-    private let makeStore: (GatewayConfig, LoginSettings) -> SessionStore
+    /// Logins begun and not yet finished (sealed cookie, or Redis with a Redis store).
+    private(set) var pendingLogins: PendingLoginStore
+    private let makeStores: (GatewayConfig, LoginSettings) -> LoginStores
     /// Hosted request objects: process memory, or Redis with a Redis store.
     let requestObjects: RequestObjectHost
     /// Claims a session keeps: those the login routes' headers map (and sub, sid).
@@ -28,22 +30,26 @@ final class LoginService {
     private(set) var keepAccessToken = false
 
     init(loop: EventLoop, shared: LoginShared, log: Logger, tokens: AccessTokenValidator, requestObjects: RequestObjectHost,
-         makeStore: @escaping (GatewayConfig, LoginSettings) -> SessionStore) {
+         makeStores: @escaping (GatewayConfig, LoginSettings) -> LoginStores) {
         self.requestObjects = requestObjects
         self.loop = loop
         self.shared = shared
         self.log = log
         self.tokens = tokens
-        self.makeStore = makeStore
+        self.makeStores = makeStores
         server = AuthorizationServerClient(loop: loop)
         settings = LoginSettings(GatewayConfig())
-        store = makeStore(GatewayConfig(), settings)
+        let stores = makeStores(GatewayConfig(), settings)
+        store = stores.sessions
+        pendingLogins = stores.pendingLogins
     }
 
     func apply(_ new: GatewayConfig) {
         config = new
         settings = LoginSettings(new)
-        store = makeStore(new, settings)
+        let stores = makeStores(new, settings)
+        store = stores.sessions
+        pendingLogins = stores.pendingLogins
         var claims: Set<String> = ["sub", "sid"]
         for route in new.routes where route.client != nil {
             for entry in route.identityHeaders.mapping { if let first = entry.path.components.first { claims.insert(first) } }
@@ -89,24 +95,6 @@ final class LoginService {
 
     func sessionCookies(_ value: String, _ cookies: Cookies) -> [String]? {
         cookies.set(settings.sessionCookie, value, cookieAttributes)
-    }
-
-    func pendingLogins(_ cookies: Cookies) -> PendingLogins {
-        guard let value = cookies.value(settings.loginCookie),
-              let plain = settings.sealer.open(value, purpose: PendingLogins.purpose) else { return PendingLogins() }
-        return PendingLogins(json: plain) ?? PendingLogins()
-    }
-
-    func loginCookies(_ pending: PendingLogins, _ cookies: Cookies) -> [String] {
-        var pending = pending
-        if pending.logins.isEmpty { return cookies.values[settings.loginCookie] == nil ? [] : cookies.clear(settings.loginCookie, secure: settings.secure) }
-        var sealed = settings.sealer.seal(pending.json(), purpose: PendingLogins.purpose)
-        // One cookie at most: the oldest pending logins go first (no cookie bomb).
-        while sealed.utf8.count > Cookies.chunkSize && pending.logins.count > 1 {
-            pending.logins.removeFirst()
-            sealed = settings.sealer.seal(pending.json(), purpose: PendingLogins.purpose)
-        }
-        return cookies.set(settings.loginCookie, sealed, .init(secure: settings.secure, maxAge: Int64(config.session.loginTimeout))) ?? []
     }
 
     /// The one client a request names, or the only login client there is.

@@ -42,7 +42,7 @@ public final class GatewayServer {
         }
         for id in 0..<config.workers {
             let worker = Worker(id: id, config: config, log: log, processPrefix: prefix, replay: replay,
-                                loginShared: loginShared, sessionStore: sessions,
+                                loginShared: loginShared, loginStores: sessions,
                                 requestObjects: SessionStores.requestObjects(config.store, redis: redis, shared: loginShared))
             var sockets: [(fd: Int32, tls: TLSContext?)] = []
             for (i, l) in config.listeners.enumerated() {

@@ -35,7 +35,7 @@ final class Worker: FlushListener {
 
     /// `replay(loop)` makes this worker's DPoP replay store (shared memory, or its own Redis client).
     init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, replay: (EventLoop) -> ReplayStore,
-         loginShared: LoginShared = LoginShared(), sessionStore: @escaping (EventLoop, GatewayConfig, LoginSettings) -> SessionStore,
+         loginShared: LoginShared = LoginShared(), loginStores: @escaping (EventLoop, GatewayConfig, LoginSettings) -> LoginStores,
          requestObjects: (EventLoop) -> RequestObjectHost) {
         self.id = id
         let loop = EventLoop()
@@ -43,7 +43,7 @@ final class Worker: FlushListener {
         tokens = AccessTokenValidator(loop: loop)
         authenticator = TokenAuthenticator(validator: tokens, replay: replay(loop))
         login = LoginService(loop: loop, shared: loginShared, log: log, tokens: tokens, requestObjects: requestObjects(loop),
-                             makeStore: { sessionStore(loop, $0, $1) })
+                             makeStores: { loginStores(loop, $0, $1) })
         self.config = config
         self.log = log
         router = Router(routes: config.routes)

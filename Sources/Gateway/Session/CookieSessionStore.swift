@@ -62,7 +62,8 @@ final class CookieSessionStore: SessionStore {
         order.append(cookie)
     }
 
-    func save(_ session: Session, expiresAt: Int64, creating: Bool, done: @escaping (Result<String, SessionStoreError>) -> Void) {
+    /// `lease` is not needed: this process's RefreshCoordinator is the only refresher.
+    func save(_ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?, done: @escaping (Result<String, SessionStoreError>) -> Void) {
         if !creating && ended.contains(session.id, now: clock()) { done(.failure(SessionStoreError(description: "session ended", ended: true))); return }
         guard let plain = session.encoded() else { done(.failure(SessionStoreError(description: "a session field is too large"))); return }
         done(.success(sealer.seal(plain, purpose: Self.purpose)))

@@ -12,9 +12,12 @@ struct Cookies {
     /// Every cookie of the request (all Cookie headers), first value of each name.
     let values: [String: String]
 
-    init(_ headers: HeaderList) {
+    init(_ headers: HeaderList) { self.init(cookieHeaders: headers.values("Cookie")) }
+
+    /// From the Cookie header values themselves.
+    init(cookieHeaders: [String]) {
         var out: [String: String] = [:]
-        for header in headers.values("Cookie") {
+        for header in cookieHeaders {
             Self.pairs(header) { name, value in
                 let n = String(decoding: name, as: UTF8.self)
                 if out[n] == nil { out[n] = String(decoding: value, as: UTF8.self) }

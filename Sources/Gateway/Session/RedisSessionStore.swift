@@ -31,7 +31,10 @@ final class RedisSessionStore: SessionStore {
     }
 
     static func digest(_ text: String) -> String { Base64URL.encode(Array(Digest.sha256.hash(Array(text.utf8)).prefix(24))) }
-    func key(_ id: String) -> String { "\(prefix)session:" + Self.digest(id) }
+    /// The session's keys share a hash tag (its id's digest): a Redis Cluster keeps them in
+    /// one slot, so a script may touch the session and its refresh lease together.
+    func key(_ id: String) -> String { "\(prefix)session:{\(Self.digest(id))}" }
+    func leaseKey(_ id: String) -> String { "\(prefix)refresh-lock:{\(Self.digest(id))}" }
     /// A client's sessions by AS session id or subject, for back-channel logout: a sorted set
     /// of session keys (not ids — those are cookie values) scored by when each began.
     func indexKey(_ mark: String) -> String { "\(prefix)sessions-of:" + Self.digest(mark) }
@@ -66,16 +69,33 @@ final class RedisSessionStore: SessionStore {
         }
     }
 
-    func save(_ session: Session, expiresAt: Int64, creating: Bool, done: @escaping (Result<String, SessionStoreError>) -> Void) {
+    /// Sets the session only while `KEYS[2]` (the refresh lease) still holds `ARGV[1]` (its
+    /// token): -1 when it does not, else SET's own answer (OK, or nil when the session is gone).
+    static let saveUnderLease = """
+        if redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end
+        return redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3], 'XX')
+        """
+
+    func save(_ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?, done: @escaping (Result<String, SessionStoreError>) -> Void) {
         let now = clock()
         guard let plain = session.encoded() else { done(.failure(SessionStoreError(description: "a session field is too large"))); return }
         let sealed = sealer.seal(plain, purpose: Self.purpose)
         let ttl = max(1, expiresAt - now)
         roundTrips += 1
         // NX for a new session, XX for an update: an update never recreates a session that a
-        // logout deleted meanwhile (on this replica or another).
-        client.send(["SET", key(session.id), sealed, "EX", String(ttl), creating ? "NX" : "XX"]) { result in
+        // logout deleted meanwhile (on this replica or another). A refresh saves under its
+        // lease: if the lease expired and another replica refreshed since, ours is not written.
+        let command: [String]
+        if let lease, !creating {
+            command = ["EVAL", Self.saveUnderLease, "2", key(session.id), lease.key, lease.token, sealed, String(ttl)]
+        } else {
+            command = ["SET", key(session.id), sealed, "EX", String(ttl), creating ? "NX" : "XX"]
+        }
+        client.send(command) { result in
             switch result {
+            case .success(.integer(-1)):
+                self.cache[session.id] = nil
+                done(.failure(SessionStoreError(description: "the refresh lease had passed to another holder", leaseLost: true)))
             case .success(.status("OK")):
                 self.remember(session, now: now)
                 guard creating else { done(.success(session.id)); return }
@@ -163,7 +183,7 @@ final class RedisSessionStore: SessionStore {
 
     /// `SET NX PX`: a lease that expires by itself if its holder dies mid-refresh.
     func leaseRefresh(_ session: Session, done: @escaping (LeaseResult) -> Void) {
-        let lease = RefreshLease(key: "\(prefix)refresh-lock:" + Self.digest(session.id), token: Base64URL.encode(SecureRandom.bytes(16)))
+        let lease = RefreshLease(key: leaseKey(session.id), token: Base64URL.encode(SecureRandom.bytes(16)))
         client.send(["SET", lease.key, lease.token, "NX", "PX", String(Self.leaseMilliseconds)]) { result in
             switch result {
             case .success(.status("OK")): done(.acquired(lease))

@@ -6,8 +6,10 @@ protocol SessionStore: AnyObject {
     func load(_ cookie: String, done: @escaping (SessionLookup) -> Void)
     /// Stores `session` until `expiresAt`; `done` gets the cookie value that names it.
     /// `creating`: a new session; otherwise an update, which must not bring back a session
-    /// that was ended meanwhile (a logout on another worker or replica).
-    func save(_ session: Session, expiresAt: Int64, creating: Bool, done: @escaping (Result<String, SessionStoreError>) -> Void)
+    /// that was ended meanwhile (a logout on another worker or replica). With `lease`: only
+    /// while that refresh lease is still held (a refresh that outlived its lease must not
+    /// overwrite the session another replica refreshed since).
+    func save(_ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?, done: @escaping (Result<String, SessionStoreError>) -> Void)
     /// Ends the session everywhere (logout): a copy of the cookie no longer works.
     func end(_ session: Session, expiresAt: Int64, done: @escaping (Result<Void, SessionStoreError>) -> Void)
     /// Ends every session of `client` that the AS session `sid` or the subject `sub` names,
@@ -22,6 +24,12 @@ protocol SessionStore: AnyObject {
     /// The session as the store holds it now, past any cache (after another replica refreshed
     /// it).
     func reload(_ session: Session, done: @escaping (ReloadResult) -> Void)
+}
+
+extension SessionStore {
+    func save(_ session: Session, expiresAt: Int64, creating: Bool, done: @escaping (Result<String, SessionStoreError>) -> Void) {
+        save(session, expiresAt: expiresAt, creating: creating, lease: nil, done: done)
+    }
 }
 
 enum LeaseResult {
@@ -65,4 +73,6 @@ struct SessionStoreError: Error, CustomStringConvertible {
     let description: String
     /// The session was ended (logout) while this update was on its way.
     var ended = false
+    /// The refresh lease the update was conditioned on had passed to someone else.
+    var leaseLost = false
 }

@@ -1,19 +1,34 @@
 import Foundation
 import Reactor
 
-/// Builds each worker's session store and request-object host from `store:` — the sealed
-/// cookie itself and this process's memory (embedded default), or Redis (the worker's one
-/// connection, `RedisClients`).
+/// A worker's stores for browser logins, rebuilt with each config (keys and timeouts change).
+struct LoginStores {
+    let sessions: SessionStore
+    let pendingLogins: PendingLoginStore
+}
+
+/// Builds each worker's session and pending-login stores and request-object host from
+/// `store:` — the sealed cookie itself and this process's memory (embedded default), or Redis
+/// (the worker's one connection, `RedisClients`).
 enum SessionStores {
-    static func factory(_ store: StoreConfig, redis: RedisClients?, shared: LoginShared) -> (EventLoop, GatewayConfig, LoginSettings) -> SessionStore {
+    static func factory(_ store: StoreConfig, redis: RedisClients?, shared: LoginShared) -> (EventLoop, GatewayConfig, LoginSettings) -> LoginStores {
         let clock = { Int64(Date().timeIntervalSince1970) }
         switch (store, redis) {
         case (.redis(_, let prefix), let redis?):
             return { loop, config, settings in
-                RedisSessionStore(client: redis.client(for: loop), prefix: prefix, sealer: settings.sealer, cacheTTL: config.session.cacheTTL, clock: clock)
+                let client = redis.client(for: loop)
+                return LoginStores(
+                    sessions: RedisSessionStore(client: client, prefix: prefix, sealer: settings.sealer, cacheTTL: config.session.cacheTTL, clock: clock),
+                    pendingLogins: RedisPendingLogins(client: client, prefix: prefix, sealer: settings.sealer, cookieName: settings.loginCookie,
+                                                      secure: settings.secure, timeout: Int64(config.session.loginTimeout)))
             }
         default:
-            return { _, _, settings in CookieSessionStore(sealer: settings.sealer, ended: shared.ended, clock: clock) }
+            return { _, config, settings in
+                LoginStores(
+                    sessions: CookieSessionStore(sealer: settings.sealer, ended: shared.ended, clock: clock),
+                    pendingLogins: CookiePendingLogins(sealer: settings.sealer, cookieName: settings.loginCookie, secure: settings.secure,
+                                                       timeout: Int64(config.session.loginTimeout), max: config.session.maxPendingLogins))
+            }
         }
     }
 

@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+import JOSE
+import TestSupport
+@testable import Gateway
+@testable import Reactor
+
+/// Both pending-login stores keep the same promises: a login's state counts once, only in the
+/// browser that began it, and only within the login timeout; a store that cannot answer says
+/// so (the callback fails closed) instead of "no such login".
+@Suite("Pending login stores: the sealed cookie and Redis", .serialized)
+struct PendingLoginStoreTests {
+    enum Kind: String, CaseIterable, CustomTestStringConvertible {
+        case cookie, redis
+        var testDescription: String { rawValue }
+    }
+
+    static let cookieName = "tokengate_login"
+
+    final class Harness {
+        let loop = EventLoop()
+        let store: PendingLoginStore
+        let redis: RedisServerProcess?
+        init(_ kind: Kind, timeout: Int64 = 600) throws {
+            switch kind {
+            case .cookie:
+                redis = nil
+                store = CookiePendingLogins(sealer: SessionTests.sealer, cookieName: cookieName, secure: false, timeout: timeout, max: 5)
+            case .redis:
+                let server = try RedisServerProcess()
+                redis = server
+                let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/3"))
+                store = RedisPendingLogins(client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
+                                           cookieName: cookieName, secure: false, timeout: timeout)
+            }
+        }
+        func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
+            var out: T?
+            start { [loop] v in out = v; loop.stop() }
+            if out == nil { loop.schedule(after: 5) { [loop] in loop.stop() }; loop.run() }
+            return out
+        }
+        /// Begins a login in the browser whose cookies are `jar`; the jar after the response.
+        func add(_ state: String, jar: [String: String] = [:], now: Int64 = 1000) -> Result<[String: String], SessionStoreError>? {
+            let login = PendingLogins.Login(state: state, nonce: "nonce-\(state)", codeVerifier: "verifier-\(state)", returnTo: "/r/\(state)",
+                                            client: "web", createdAt: now)
+            return run { done in store.add(login, cookies: Self.cookies(jar), now: now) { done($0.map { Self.apply($0, to: jar) }) } }
+        }
+        func take(_ state: String, jar: [String: String], now: Int64 = 1001) -> Result<PendingLoginTake, SessionStoreError>? {
+            run { done in store.take(state: state, cookies: Self.cookies(jar), now: now, done: done) }
+        }
+        /// The jar after beginning a login; nil when the store refused it.
+        func begin(_ state: String, jar: [String: String] = [:], now: Int64 = 1000) -> [String: String]? { try? add(state, jar: jar, now: now)?.get() }
+        /// What a callback's lookup found; nil when the store failed.
+        func taken(_ state: String, jar: [String: String], now: Int64 = 1001) -> PendingLoginTake? { try? take(state, jar: jar, now: now)?.get() }
+        static func cookies(_ jar: [String: String]) -> Cookies {
+            Cookies(cookieHeaders: jar.isEmpty ? [] : [jar.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")])
+        }
+        /// What a browser keeps of `lines` (Set-Cookie).
+        static func apply(_ lines: [String], to jar: [String: String]) -> [String: String] {
+            var jar = jar
+            for line in lines {
+                let pair = line.prefix { $0 != ";" }
+                guard let eq = pair.firstIndex(of: "=") else { continue }
+                let name = String(pair[..<eq]), value = String(pair[pair.index(after: eq)...])
+                jar[name] = line.contains("Max-Age=0") ? nil : value
+            }
+            return jar
+        }
+    }
+
+    @Test(arguments: Kind.allCases) func aStateCountsOnceInItsBrowser(kind: Kind) throws {
+        let h = try Harness(kind)
+        var jar = try #require(h.begin("s1"))
+        jar = try #require(h.begin("s2", jar: jar))  // a second tab
+        let first = try #require(h.taken("s1", jar: jar))
+        #expect(first.login?.codeVerifier == "verifier-s1" && first.login?.nonce == "nonce-s1" && first.login?.returnTo == "/r/s1")
+        let afterFirst = Harness.apply(first.setCookies, to: jar)
+        // Once: the same state again finds nothing — with the cookie as it is now, and (Redis)
+        // with the cookie as it was (a replayed cookie).
+        #expect(try #require(h.taken("s1", jar: afterFirst)).login == nil)
+        if kind == .redis { #expect(try #require(h.taken("s1", jar: jar)).login == nil) }
+        // The other tab's login is still there.
+        #expect(try #require(h.taken("s2", jar: afterFirst)).login?.codeVerifier == "verifier-s2")
+    }
+
+    @Test(arguments: Kind.allCases) func anotherBrowserOrNoCookieFindsNothing(kind: Kind) throws {
+        let h = try Harness(kind)
+        let jar = try #require(h.begin("victim-state"))
+        let other = try #require(h.begin("attacker-state"))
+        #expect(try #require(h.taken("victim-state", jar: other)).login == nil)  // login CSRF: state into another browser
+        #expect(try #require(h.taken("victim-state", jar: [:])).login == nil)
+        let value = try #require(jar[Self.cookieName])
+        var tampered = Array(value)
+        tampered[5] = tampered[5] == "A" ? "B" : "A"
+        for bad in [String(tampered), "", "x", String(repeating: "A", count: 43), String(repeating: "A", count: 5000)] {
+            #expect(try #require(h.taken("victim-state", jar: [Self.cookieName: bad])).login == nil)
+        }
+        #expect(try #require(h.taken("", jar: jar)).login == nil)
+        #expect(try #require(h.taken(String(repeating: "s", count: 10_000), jar: jar)).login == nil)
+        // None of that used it up.
+        #expect(try #require(h.taken("victim-state", jar: jar)).login?.state == "victim-state")
+    }
+
+    @Test(arguments: Kind.allCases) func aLoginTimesOut(kind: Kind) throws {
+        let h = try Harness(kind, timeout: 600)
+        let jar = try #require(h.begin("late", now: 1000))
+        #expect(try #require(h.taken("late", jar: jar, now: 1600)).login == nil)
+    }
+
+    @Test func redisKeepsOnlyAnIDInTheCookieAndNothingReadable() throws {
+        let h = try Harness(.redis)
+        let jar = try #require(h.begin("the-state"))
+        let id = try #require(jar[Self.cookieName])
+        #expect(RedisPendingLogins.isBrowserID(id))
+        let raw = RedisClient(loop: h.loop, endpoint: RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/3")!)
+        let keys: RedisReply? = h.run { done in raw.send(["KEYS", "*"]) { done(try? $0.get()) } } ?? nil
+        guard case .array(let list)? = keys, list.count == 1, case .bulk(let keyBytes) = list[0] else { Issue.record("one key expected: \(String(describing: keys))"); return }
+        let key = String(decoding: keyBytes, as: UTF8.self)
+        #expect(key.hasPrefix("t:login-state:") && !key.contains(id) && !key.contains("the-state"))
+        let ttl: RedisReply? = h.run { done in raw.send(["TTL", key]) { done(try? $0.get()) } } ?? nil
+        guard case .integer(let seconds)? = ttl else { Issue.record("no TTL"); return }
+        #expect(seconds > 590 && seconds <= 600)
+        let value: RedisReply? = h.run { done in raw.send(["GET", key]) { done(try? $0.get()) } } ?? nil
+        guard case .bulk(let stored)? = value else { Issue.record("no value"); return }
+        let text = String(decoding: stored, as: UTF8.self)
+        #expect(!text.contains("verifier-the-state") && !text.contains("nonce-the-state") && !text.contains("/r/the-state"))
+        // A value moved under another login's key does not open there.
+        let jar2 = try #require(h.begin("second", jar: jar))
+        let key2 = "t:login-state:" + RedisPendingLogins.digest(browser: try #require(jar2[Self.cookieName]), state: "second")
+        let moved: RedisReply? = h.run { done in raw.send(["SET", key2, text]) { done(try? $0.get()) } } ?? nil
+        #expect(moved == .status("OK"))
+        #expect(try #require(h.taken("second", jar: jar2)).login == nil)
+    }
+
+    @Test func redisDownFailsClosed() throws {
+        let h = try Harness(.redis)
+        let jar = try #require(h.begin("s"))
+        h.redis?.kill()
+        guard case .failure? = h.take("s", jar: jar) else { Issue.record("a dead Redis must be an error, not 'no such login'"); return }
+        guard case .failure? = h.add("t", jar: jar) else { Issue.record("a login must not begin when its state cannot be kept"); return }
+    }
+}
