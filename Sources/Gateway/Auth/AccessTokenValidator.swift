@@ -26,9 +26,9 @@ final class AccessTokenValidator {
     /// loop with the new set (nil: nothing changed).
     var requestRefetch: ((_ issuer: String, _ done: @escaping (JWKSet?) -> Void) -> Void)?
 
-    init(loop: EventLoop, cacheCapacity: Int = 10_000) {
+    init(loop: EventLoop, cacheCapacity: Int = 10_000, sharedIntrospection: SharedIntrospectionCache? = nil) {
         cache = ValidatedTokenCache(capacity: cacheCapacity, ttl: 120)
-        introspector = Introspector(loop: loop)
+        introspector = Introspector(loop: loop, shared: sharedIntrospection)
     }
 
     var cacheHits: Int { cache.hits }
@@ -56,6 +56,7 @@ final class AccessTokenValidator {
         cacheEnabled = config.tokenCacheEntries > 0
         cache = ValidatedTokenCache(capacity: max(1, config.tokenCacheEntries), ttl: Int64(config.tokenCacheTTL))
         introspector.reset()
+        introspector.shared?.sealer = CookieSealer(sessionKeysOf: config)
     }
 
     /// A new key set for an issuer: tokens verified with the old one are verified again.

@@ -4,9 +4,11 @@ import Reactor
 
 /// RFC 7662 token introspection for opaque tokens, on one worker's loop (its own curl multi
 /// handle): one request per token at a time however many requests wait on it, answers
-/// cached — positive until min(exp, cache_ttl), negative for negative_ttl.
+/// cached — positive until min(exp, cache_ttl), negative for negative_ttl — on the worker and,
+/// with a Redis store, in Redis for every replica (`SharedIntrospectionCache`).
 final class Introspector {
     private let loop: EventLoop
+    let shared: SharedIntrospectionCache?
     private var fetchers: [String: HTTPFetcher] = [:]
     private var positive = ValidatedTokenCache<VerifiedAccessToken>(capacity: 10_000, ttl: 300)
     private var negative = ValidatedTokenCache<String>(capacity: 10_000, ttl: 60)
@@ -15,7 +17,10 @@ final class Introspector {
     var discoveredEndpoints: [String: String] = [:]
     private(set) var requests = 0
 
-    init(loop: EventLoop) { self.loop = loop }
+    init(loop: EventLoop, shared: SharedIntrospectionCache? = nil) {
+        self.loop = loop
+        self.shared = shared
+    }
 
     func reset() {
         positive = ValidatedTokenCache(capacity: 10_000, ttl: 300)
@@ -42,6 +47,21 @@ final class Introspector {
             done(.inactive(reason: "client authentication: \(error)")); return
         }
         waiting[key] = [done]
+        guard let shared else { ask(endpoint, token: token, key: key, issuer: issuer, config: config, credentials: credentials, caFile: caFile); return }
+        shared.get(key, now: now) { [weak self] hit in
+            guard let self else { return }
+            guard let hit else {
+                self.ask(endpoint, token: token, key: key, issuer: issuer, config: config, credentials: credentials, caFile: caFile); return
+            }
+            let now = Int64(Date().timeIntervalSince1970)
+            self.finish(key, IntrospectionResponse.judge(hit.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL)),
+                        until: hit.until, now: now)
+        }
+    }
+
+    /// Asks the AS; the answer goes to the waiters and the caches.
+    private func ask(_ endpoint: String, token: String, key: String, issuer: IssuerPolicy, config: IntrospectionConfig,
+                     credentials: (headers: [String], form: [(String, String)]), caFile: String?) {
         requests += 1
         let body = FormEncoding.body([("token", token), ("token_type_hint", "access_token")] + credentials.form)
         let request = FetchRequest(url: endpoint, body: Array(body.utf8),
@@ -50,23 +70,36 @@ final class Introspector {
         fetcher(issuer.name, caFile: caFile).fetch(request) { [weak self] result in
             guard let self else { return }
             let now = Int64(Date().timeIntervalSince1970)
-            let verdict: IntrospectionResponse.Verdict
             switch result {
             case .success(let resp) where resp.status == 200:
-                verdict = IntrospectionResponse.judge(resp.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
+                let verdict = IntrospectionResponse.judge(resp.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
+                let until: Int64
                 switch verdict {
-                case .active(let t): self.positive.put(key, t, expiresAt: min(t.expiresAt, now + Int64(config.cacheTTL)), now: now)
-                case .inactive(let reason): self.negative.put(key, reason, expiresAt: now + Int64(config.negativeTTL), now: now)
+                case .active(let t): until = min(t.expiresAt, now + Int64(config.cacheTTL))
+                case .inactive: until = now + Int64(config.negativeTTL)
                 }
+                self.shared?.put(key, body: resp.body, until: until, now: now)
+                self.finish(key, verdict, until: until, now: now)
             case .success(let resp):
                 // An AS error is not an answer about the token: nothing is cached.
-                verdict = .inactive(reason: "introspection endpoint answered \(resp.status)")
+                self.finish(key, .inactive(reason: "introspection endpoint answered \(resp.status)"), until: nil, now: now)
             case .failure(let e):
-                verdict = .inactive(reason: "introspection failed: \(e.description)")
+                self.finish(key, .inactive(reason: "introspection failed: \(e.description)"), until: nil, now: now)
             }
-            let waiters = self.waiting.removeValue(forKey: key) ?? []
-            for w in waiters { w(verdict) }
         }
+    }
+
+    /// Caches `verdict` on this worker until `until` (nil: not an answer about the token, not
+    /// cached) and hands it to everyone waiting for `key`.
+    private func finish(_ key: String, _ verdict: IntrospectionResponse.Verdict, until: Int64?, now: Int64) {
+        if let until {
+            switch verdict {
+            case .active(let t): positive.put(key, t, expiresAt: min(t.expiresAt, until), now: now)
+            case .inactive(let reason): negative.put(key, reason, expiresAt: until, now: now)
+            }
+        }
+        let waiters = waiting.removeValue(forKey: key) ?? []
+        for w in waiters { w(verdict) }
     }
 
     private func fetcher(_ issuer: String, caFile: String?) -> HTTPFetcher {

@@ -33,7 +33,7 @@ struct LoginSettings {
 
     init(_ config: GatewayConfig) {
         let keys = config.session.keys.isEmpty ? [ProcessSecrets.sessionKey] : config.session.keys
-        sealer = CookieSealer(keys: keys.compactMap { AEADKey(secret: $0) })
+        sealer = CookieSealer(sessionKeysOf: config)
         csrfKey = MACKey(secret: Digest.sha256.hash(Array("tokengate logout csrf".utf8) + keys[0]))!
         secure = config.session.secureCookie
         sessionCookie = Cookies.name(config.session.cookieName, secure: secure)

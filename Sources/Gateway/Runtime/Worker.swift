@@ -36,11 +36,11 @@ final class Worker: FlushListener {
     /// `replay(loop)` makes this worker's DPoP replay store (shared memory, or its own Redis client).
     init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, replay: (EventLoop) -> ReplayStore,
          loginShared: LoginShared = LoginShared(), loginStores: @escaping (EventLoop, GatewayConfig, LoginSettings) -> LoginStores,
-         requestObjects: (EventLoop) -> RequestObjectHost) {
+         requestObjects: (EventLoop) -> RequestObjectHost, sharedIntrospection: (EventLoop) -> SharedIntrospectionCache? = { _ in nil }) {
         self.id = id
         let loop = EventLoop()
         self.loop = loop
-        tokens = AccessTokenValidator(loop: loop)
+        tokens = AccessTokenValidator(loop: loop, sharedIntrospection: sharedIntrospection(loop))
         authenticator = TokenAuthenticator(validator: tokens, replay: replay(loop))
         login = LoginService(loop: loop, shared: loginShared, log: log, tokens: tokens, requestObjects: requestObjects(loop),
                              makeStores: { loginStores(loop, $0, $1) })

@@ -12,6 +12,13 @@ struct CookieSealer: Sendable {
         self.keys = keys
     }
 
+    /// Sealing with `session.keys`, or without them this process's random key (then nothing
+    /// sealed here opens on another replica or after a restart).
+    init(sessionKeysOf config: GatewayConfig) {
+        let keys = config.session.keys.isEmpty ? [ProcessSecrets.sessionKey] : config.session.keys
+        self.init(keys: keys.compactMap { AEADKey(secret: $0) })
+    }
+
     /// base64url(nonce ‖ ciphertext ‖ tag).
     func seal(_ plaintext: [UInt8], purpose: String) -> String {
         Base64URL.encode(keys[0].seal(plaintext, associatedData: Self.aad(purpose)))

@@ -1,0 +1,113 @@
+"""The introspection cache shared through Redis (issue 7): two tokengate processes with one
+real redis-server and the real authorization server (idpyoidc) on 127.0.0.1. A token
+introspected on one replica is not introspected again on the other; Redis holds neither the
+token nor a readable answer, and a Redis writer cannot move an "active" answer onto another
+token; without Redis, introspection still works (it is a cache, not a gate)."""
+import base64
+import hashlib
+
+import pytest
+import requests
+
+from conftest import Gateway
+from test_dpop_redis import RedisServer
+from test_introspection_idp import GW_SECRET, config
+from test_login import SESSION_KEY
+
+OPQ_SECRET = "opq-secret-0123456789abcdef0123456789ab"
+
+
+@pytest.fixture
+def redis():
+    r = RedisServer().start()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def two(authserver, upstream, redis):
+    a = authserver
+    a.add_client("opq", client_secret=OPQ_SECRET, scopes=["orders:read"], audience=["api"], access_token_format="opaque")
+    a.add_client("tokengate", client_secret=GW_SECRET, token_endpoint_auth_method="client_secret_basic", scopes=["openid"])
+    text = (f'store: {{ url: "redis://127.0.0.1:{redis.port}/0", prefix: "tg:" }}\n'
+            f'session: {{ keys: ["{SESSION_KEY}"] }}\n'
+            + config(a, f'auth: client_secret_basic, secret: "{GW_SECRET}"').replace("@UPSTREAM@", str(upstream.port)))
+    gws = [Gateway(text), Gateway(text)]
+    for g in gws:
+        g.start()
+    yield a, gws
+    for g in gws:
+        g.stop()
+
+
+def token(a):
+    t = a.client_credentials_token("opq", scope="orders:read", secret=OPQ_SECRET)["access_token"]
+    assert t.count(".") != 2
+    return t
+
+
+def call(g, tok):
+    return requests.get(g.url("/api/orders/1"), headers={"Authorization": f"Bearer {tok}"}, timeout=10)
+
+
+def redis_key(tok, issuer="as1"):
+    """The gateway's key: SHA-256 of issuer name, NUL, token; first 24 bytes, base64url."""
+    digest = hashlib.sha256(f"{issuer}\0{tok}".encode()).digest()[:24]
+    return "tg:introspection:" + base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def test_one_introspection_serves_every_replica(two, redis):
+    a, (g1, g2) = two
+    tok = token(a)
+    before = a.hits.get("/introspection", 0)
+    r = call(g1, tok)
+    assert r.status_code == 200, r.text
+    for _ in range(4):  # both workers of the other replica, more than once
+        r = call(g2, tok)
+        assert r.status_code == 200, r.text
+        assert {k.lower(): v for k, v in r.json()["headers"]}["x-subject"] == "opq"
+    assert a.hits.get("/introspection", 0) - before == 1, "the other replica asked the AS again"
+    # A negative answer is shared too.
+    before = a.hits.get("/introspection", 0)
+    for g in (g1, g2, g2):
+        r = call(g, "opq_not-a-real-token")
+        assert r.status_code == 401 and 'error="invalid_token"' in r.headers["WWW-Authenticate"]
+    assert a.hits.get("/introspection", 0) - before == 1
+    # Redis holds neither the token nor the answer readably; every entry expires.
+    keys = redis.cli("--scan", "--pattern", "tg:introspection:*").split()
+    assert redis_key(tok) in keys and len(keys) == 2
+    for k in keys:
+        value = redis.cli("GET", k)
+        assert tok not in k and tok not in value and "opq" not in value and "orders:read" not in value
+        assert 0 < int(redis.cli("TTL", k)) <= 300
+
+
+def test_an_answer_moved_to_another_tokens_key_does_not_open(two, redis):
+    """A Redis writer copies token T's "active" answer onto the key of a token the AS never
+    issued: the gateway does not accept that token (the value is bound to its own key) and
+    asks the AS, which says inactive."""
+    a, (g1, g2) = two
+    tok = token(a)
+    assert call(g1, tok).status_code == 200
+    forged = "opq_forged-token-never-issued"
+    assert redis.cli("SET", redis_key(forged), redis.cli("GET", redis_key(tok))) == "OK"
+    before = a.hits.get("/introspection", 0)
+    r = call(g2, forged)
+    assert r.status_code == 401 and 'error="invalid_token"' in r.headers["WWW-Authenticate"], r.text
+    assert a.hits.get("/introspection", 0) - before == 1
+    # Garbage in the value is a miss too, never a crash or an acceptance.
+    other = "opq_another-unknown-token"
+    assert redis.cli("SET", redis_key(other), "not sealed at all") == "OK"
+    assert call(g1, other).status_code == 401
+
+
+def test_without_redis_introspection_still_answers(two, redis):
+    a, (g1, g2) = two
+    redis.stop()
+    tok = token(a)
+    before = a.hits.get("/introspection", 0)
+    for g in (g1, g2):
+        r = call(g, tok)
+        assert r.status_code == 200, r.text
+    assert a.hits.get("/introspection", 0) - before >= 1
+    assert call(g1, "opq_not-a-real-token").status_code == 401
