@@ -208,9 +208,17 @@ def test_request_uri_hosted_by_one_replica_is_served_by_another(authserver_facto
     try:
         r = b.get("/page")  # begun on B; the request_uri names A
         assert r.status_code == 302
+        request_uri = parse_qs(urlsplit(r.headers["Location"]).query)["request_uri"][0]
+        object_id = request_uri.rsplit("/", 1)[1]
+        keys = redis.cli("--scan", "--pattern", "tokengate:request-object:*").split()
+        assert len(keys) == 1 and object_id not in keys[0]  # the key does not give the URL away
+        stored = redis.cli("GET", keys[0])
+        assert stored and not stored.startswith("eyJ") and "." not in stored  # sealed, not the JWT
         cb = a_s.login_with_form(b.browser, r.headers["Location"])
         fetch = a_s.request_uri_fetches[-1]
         assert fetch["status"] == 200 and fetch["url"].startswith(a.url("/oauth2/request/")), fetch
+        assert redis.cli("--scan", "--pattern", "tokengate:request-object:*") == ""
+        assert requests.get(on(b, request_uri), timeout=10).status_code == 404  # served once
         assert b.get(cb).status_code == 302
         assert b.get("/page").status_code == 200
     finally:

@@ -52,27 +52,41 @@ final class HostedRequestObjects: RequestObjectHost, @unchecked Sendable {
 }
 
 /// Hosted request objects in Redis: `SET EX` when made, `GETDEL` when fetched (single use in
-/// one step, whichever replica the AS asks).
+/// one step, whichever replica the AS asks). Like every value there, sealed with the session
+/// keys (a request object carries the login's state and nonce); the key is a digest of the id
+/// (the URL the AS fetches), and the seal is bound to it.
 final class RedisRequestObjects: RequestObjectHost {
     private let client: Redis
     private let prefix: String
+    private let sealer: CookieSealer
     let lifetime = 60
 
-    init(client: Redis, prefix: String) {
+    init(client: Redis, prefix: String, sealer: CookieSealer) {
         self.client = client
         self.prefix = prefix
+        self.sealer = sealer
     }
+
+    private func key(_ digest: String) -> String { "\(prefix)request-object:\(digest)" }
+    private static func purpose(_ digest: String) -> String { "request-object:\(digest)" }
 
     func host(_ jwt: String, done: @escaping (String?) -> Void) {
         let id = Base64URL.encode(SecureRandom.bytes(32))
-        client.send(["SET", "\(prefix)request-object:\(id)", jwt, "EX", String(lifetime), "NX"]) { result in
+        let digest = RedisSessionStore.digest(id)
+        let sealed = sealer.seal(Array(jwt.utf8), purpose: Self.purpose(digest))
+        client.send(["SET", key(digest), sealed, "EX", String(lifetime), "NX"]) { result in
             if case .success(.status("OK")) = result { done(id) } else { done(nil) }
         }
     }
 
     func take(_ id: String, done: @escaping (String?) -> Void) {
-        client.send(["GETDEL", "\(prefix)request-object:\(id)"]) { result in
-            if case .success(.bulk(let b)) = result { done(String(decoding: b, as: UTF8.self)) } else { done(nil) }
+        guard id.utf8.count == 43, Base64URL.decode(id)?.count == 32 else { done(nil); return }
+        let digest = RedisSessionStore.digest(id)
+        client.send(["GETDEL", key(digest)]) { [sealer] result in
+            guard case .success(.bulk(let b)) = result, let jwt = sealer.open(String(decoding: b, as: UTF8.self), purpose: Self.purpose(digest)) else {
+                done(nil); return
+            }
+            done(String(decoding: jwt, as: UTF8.self))
         }
     }
 }

@@ -23,15 +23,14 @@ final class LoginService {
     private(set) var pendingLogins: PendingLoginStore
     private let makeStores: (GatewayConfig, LoginSettings) -> LoginStores
     /// Hosted request objects: process memory, or Redis with a Redis store.
-    let requestObjects: RequestObjectHost
+    private(set) var requestObjects: RequestObjectHost
     /// Claims a session keeps: those the login routes' headers map (and sub, sid).
     private(set) var keptClaims: Set<String> = ["sub", "sid"]
     /// Whether any login route forwards the access token (else it is not kept).
     private(set) var keepAccessToken = false
 
-    init(loop: EventLoop, shared: LoginShared, log: Logger, tokens: AccessTokenValidator, requestObjects: RequestObjectHost,
+    init(loop: EventLoop, shared: LoginShared, log: Logger, tokens: AccessTokenValidator,
          makeStores: @escaping (GatewayConfig, LoginSettings) -> LoginStores) {
-        self.requestObjects = requestObjects
         self.loop = loop
         self.shared = shared
         self.log = log
@@ -42,6 +41,7 @@ final class LoginService {
         let stores = makeStores(GatewayConfig(), settings)
         store = stores.sessions
         pendingLogins = stores.pendingLogins
+        requestObjects = stores.requestObjects
     }
 
     func apply(_ new: GatewayConfig) {
@@ -50,6 +50,7 @@ final class LoginService {
         let stores = makeStores(new, settings)
         store = stores.sessions
         pendingLogins = stores.pendingLogins
+        requestObjects = stores.requestObjects
         var claims: Set<String> = ["sub", "sid"]
         for route in new.routes where route.client != nil {
             for entry in route.identityHeaders.mapping { if let first = entry.path.components.first { claims.insert(first) } }

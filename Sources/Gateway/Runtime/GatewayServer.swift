@@ -43,7 +43,6 @@ public final class GatewayServer {
         for id in 0..<config.workers {
             let worker = Worker(id: id, config: config, log: log, processPrefix: prefix, replay: replay,
                                 loginShared: loginShared, loginStores: sessions,
-                                requestObjects: SessionStores.requestObjects(config.store, redis: redis, shared: loginShared),
                                 sharedIntrospection: SharedIntrospectionCache.factory(config.store, redis: redis))
             var sockets: [(fd: Int32, tls: TLSContext?)] = []
             for (i, l) in config.listeners.enumerated() {

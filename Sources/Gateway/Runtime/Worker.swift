@@ -36,13 +36,13 @@ final class Worker: FlushListener {
     /// `replay(loop)` makes this worker's DPoP replay store (shared memory, or its own Redis client).
     init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, replay: (EventLoop) -> ReplayStore,
          loginShared: LoginShared = LoginShared(), loginStores: @escaping (EventLoop, GatewayConfig, LoginSettings) -> LoginStores,
-         requestObjects: (EventLoop) -> RequestObjectHost, sharedIntrospection: (EventLoop) -> SharedIntrospectionCache? = { _ in nil }) {
+         sharedIntrospection: (EventLoop) -> SharedIntrospectionCache? = { _ in nil }) {
         self.id = id
         let loop = EventLoop()
         self.loop = loop
         tokens = AccessTokenValidator(loop: loop, sharedIntrospection: sharedIntrospection(loop))
         authenticator = TokenAuthenticator(validator: tokens, replay: replay(loop))
-        login = LoginService(loop: loop, shared: loginShared, log: log, tokens: tokens, requestObjects: requestObjects(loop),
+        login = LoginService(loop: loop, shared: loginShared, log: log, tokens: tokens,
                              makeStores: { loginStores(loop, $0, $1) })
         self.config = config
         self.log = log

@@ -5,6 +5,8 @@ import Reactor
 struct LoginStores {
     let sessions: SessionStore
     let pendingLogins: PendingLoginStore
+    /// Hosted request objects (`request_mode: request_uri`).
+    let requestObjects: RequestObjectHost
 }
 
 /// Builds each worker's session and pending-login stores and request-object host from
@@ -20,23 +22,17 @@ enum SessionStores {
                 return LoginStores(
                     sessions: RedisSessionStore(client: client, prefix: prefix, sealer: settings.sealer, cacheTTL: config.session.cacheTTL, clock: clock),
                     pendingLogins: RedisPendingLogins(client: client, prefix: prefix, sealer: settings.sealer, cookieName: settings.loginCookie,
-                                                      secure: settings.secure, timeout: Int64(config.session.loginTimeout)))
+                                                      secure: settings.secure, timeout: Int64(config.session.loginTimeout)),
+                    requestObjects: RedisRequestObjects(client: client, prefix: prefix, sealer: settings.sealer))
             }
         default:
             return { _, config, settings in
                 LoginStores(
                     sessions: CookieSessionStore(sealer: settings.sealer, ended: shared.ended, clock: clock),
                     pendingLogins: CookiePendingLogins(sealer: settings.sealer, cookieName: settings.loginCookie, secure: settings.secure,
-                                                       timeout: Int64(config.session.loginTimeout), max: config.session.maxPendingLogins))
+                                                       timeout: Int64(config.session.loginTimeout), max: config.session.maxPendingLogins),
+                    requestObjects: shared.requestObjects)
             }
         }
-    }
-
-    /// Where hosted request objects live: this process, or Redis (any replica can serve them).
-    static func requestObjects(_ store: StoreConfig, redis: RedisClients?, shared: LoginShared) -> (EventLoop) -> RequestObjectHost {
-        if case .redis(_, let prefix) = store, let redis {
-            return { loop in RedisRequestObjects(client: redis.client(for: loop), prefix: prefix) }
-        }
-        return { _ in shared.requestObjects }
     }
 }
