@@ -31,7 +31,7 @@ struct PendingLoginStoreTests {
                 redis = server
                 let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/3"))
                 store = RedisPendingLogins(client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
-                                           cookieName: cookieName, secure: false, timeout: timeout)
+                                           cookieName: cookieName, secure: false, timeout: timeout, max: 5)
             }
         }
         func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
@@ -112,7 +112,7 @@ struct PendingLoginStoreTests {
         let h = try Harness(.redis)
         let jar = try #require(h.begin("the-state"))
         let id = try #require(jar[Self.cookieName])
-        #expect(RedisPendingLogins.isBrowserID(id))
+        #expect(RedisPendingLogins.isLoginID(Substring(id)))
         let raw = RedisClient(loop: h.loop, endpoint: RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/3")!)
         let keys: RedisReply? = h.run { done in raw.send(["KEYS", "*"]) { done(try? $0.get()) } } ?? nil
         guard case .array(let list)? = keys, list.count == 1, case .bulk(let keyBytes) = list[0] else { Issue.record("one key expected: \(String(describing: keys))"); return }
@@ -125,12 +125,44 @@ struct PendingLoginStoreTests {
         guard case .bulk(let stored)? = value else { Issue.record("no value"); return }
         let text = String(decoding: stored, as: UTF8.self)
         #expect(!text.contains("verifier-the-state") && !text.contains("nonce-the-state") && !text.contains("/r/the-state"))
-        // A value moved under another login's key does not open there.
-        let jar2 = try #require(h.begin("second", jar: jar))
-        let key2 = "t:login-state:" + RedisPendingLogins.digest(browser: try #require(jar2[Self.cookieName]), state: "second")
-        let moved: RedisReply? = h.run { done in raw.send(["SET", key2, text]) { done(try? $0.get()) } } ?? nil
+    }
+
+    /// The seal is bound to the key: two browsers begin logins with the same state (so the
+    /// state check alone cannot tell them apart); one's value copied under the other's key
+    /// does not open.
+    @Test func redisValueMovedToAnotherKeyDoesNotOpen() throws {
+        let h = try Harness(.redis)
+        let x = try #require(h.begin("same-state"))
+        let y = try #require(h.begin("same-state"))
+        let raw = RedisClient(loop: h.loop, endpoint: RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/3")!)
+        func key(_ jar: [String: String]) throws -> String {
+            "t:login-state:" + RedisPendingLogins.digest(id: try #require(jar[Self.cookieName]), state: "same-state")
+        }
+        let value: RedisReply? = h.run { done in raw.send(["GET", try! key(x)]) { done(try? $0.get()) } } ?? nil
+        guard case .bulk(let stored)? = value else { Issue.record("no value"); return }
+        let moved: RedisReply? = h.run { done in raw.send(["SET", try! key(y), String(decoding: stored, as: UTF8.self)]) { done(try? $0.get()) } } ?? nil
         #expect(moved == .status("OK"))
-        #expect(try #require(h.taken("second", jar: jar2)).login == nil)
+        #expect(try #require(h.taken("same-state", jar: y)).login == nil)
+        #expect(try #require(h.taken("same-state", jar: x)).login?.state == "same-state")  // the original still opens where it was
+    }
+
+    /// A login-state cookie someone planted (a sibling subdomain, an http:// origin without
+    /// the __Host- prefix) is never the id of a new login: knowing it gains nothing. The
+    /// cookie holds at most `max` pending logins; a used one leaves it.
+    @Test func aPlantedIDIsNeverUsedAndTheCookieIsBounded() throws {
+        let h = try Harness(.redis)
+        let planted = Base64URL.encode(Array(repeating: 7, count: 32))
+        var jar = try #require(h.begin("victim", jar: [Self.cookieName: planted]))
+        #expect(jar[Self.cookieName] != planted && jar[Self.cookieName]!.hasPrefix(planted + "."))
+        #expect(try #require(h.taken("victim", jar: [Self.cookieName: planted])).login == nil)
+        for i in 0..<6 { jar = try #require(h.begin("tab\(i)", jar: jar)) }
+        #expect(jar[Self.cookieName]!.split(separator: ".").count == 5)
+        #expect(try #require(h.taken("victim", jar: jar)).login == nil)  // pushed out by newer ones
+        let used = try #require(h.taken("tab5", jar: jar))
+        #expect(used.login?.state == "tab5")
+        let after = Harness.apply(used.setCookies, to: jar)
+        #expect(after[Self.cookieName]!.split(separator: ".").count == 4)
+        #expect(try #require(h.taken("tab4", jar: after)).login?.state == "tab4")
     }
 
     @Test func redisDownFailsClosed() throws {

@@ -159,40 +159,71 @@ struct SessionStoreConformanceTests {
         #expect(!text.contains("refresh-token-value") && !text.contains("alice"))
     }
 
-    @Test func aRefreshSavesOnlyWhileItHoldsTheLease() throws {
+    /// Two replicas (two stores on one Redis) and one session: an update never puts back
+    /// tokens older than what is stored — a refresh writes while it holds the lease, or when
+    /// nobody refreshed since it read the session (its lease merely expired); a touch from a
+    /// stale copy, or a refresh that outlived its lease after the other replica refreshed, is
+    /// refused; and nothing brings back an ended session.
+    @Test func updatesNeverPutBackOlderTokens() throws {
         let h = try Harness(.redis)
-        let store = try #require(h.store as? RedisSessionStore)
+        let a = try #require(h.store as? RedisSessionStore)
+        let b = RedisSessionStore(client: Redis(loop: h.loop, deployment: .standalone(try #require(RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/2")))),
+                                  prefix: "t:", sealer: SessionTests.sealer, cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
         let s = SessionTests.session(refresh: "r1")
         _ = try #require(h.save(s))
-        // A Redis Cluster must find the session and its lease in one slot (the script's keys).
-        #expect(RedisHashSlot.slot(of: Array(store.key(s.id).utf8)) == RedisHashSlot.slot(of: Array(store.leaseKey(s.id).utf8)))
-        func lease() -> RefreshLease? {
+        // A Redis Cluster must find the session, its lease and its generation in one slot.
+        let slots = Set([a.key(s.id), a.leaseKey(s.id), a.generationKey(s.id)].map { RedisHashSlot.slot(of: Array($0.utf8)) })
+        #expect(slots.count == 1)
+        func load(_ store: RedisSessionStore) -> Session? {
+            guard case .found(let found)? = h.run({ done in store.load(s.id, done: done) }) else { return nil }
+            return found
+        }
+        func lease(_ store: RedisSessionStore) -> RefreshLease? {
             guard case .acquired(let l)? = h.run({ done in store.leaseRefresh(s, done: done) }) else { return nil }
             return l
         }
-        func save(_ session: Session, under lease: RefreshLease) -> Result<String, SessionStoreError>? {
+        func save(_ store: RedisSessionStore, _ session: Session, under lease: RefreshLease?) -> Result<String, SessionStoreError>? {
             h.run { done in store.save(session, expiresAt: Int64(Date().timeIntervalSince1970) + 60, creating: false, lease: lease, done: done) }
         }
-        let mine = try #require(lease())
-        guard case .held? = h.run({ done in store.leaseRefresh(s, done: done) }) else { Issue.record("a held lease was granted twice"); return }
-        var fresh = s
-        fresh.refreshToken = "r2"
-        #expect((try? save(fresh, under: mine)?.get()) == s.id)
-        #expect(h.load(s.id)?.refreshToken == "r2")
-        // The lease expires (a refresh that took too long) and another holder takes it: the
-        // late save is refused and the other holder's session stays.
-        store.releaseRefresh(mine)
-        _ = h.run { done in h.loop.schedule(after: 0.1) { done(()) } }
-        let theirs = try #require(lease())
-        var late = s
-        late.refreshToken = "r-late"
-        guard case .failure(let e)? = save(late, under: mine), e.leaseLost else { Issue.record("a save under a lost lease was written"); return }
-        #expect(h.load(s.id)?.refreshToken == "r2")
-        #expect((try? save(late, under: theirs)?.get()) == s.id)
-        // A lease does not bring back a session a logout ended.
-        #expect(h.end(late))
-        guard case .failure(let ended)? = save(late, under: theirs), ended.ended else { Issue.record("a save under a lease recreated an ended session"); return }
-        #expect(h.load(s.id) == nil)
+        func with(_ token: String) -> Session { var x = s; x.refreshToken = token; return x }
+
+        // A refreshes under its lease; B cannot take the lease meanwhile.
+        _ = try #require(load(a))
+        let aLease = try #require(lease(a))
+        guard case .held? = h.run({ done in b.leaseRefresh(s, done: done) }) else { Issue.record("a held lease was granted twice"); return }
+        #expect((try? save(a, with("r2"), under: aLease)?.get()) == s.id)
+        a.releaseRefresh(aLease)
+        // A lease that expired with nobody refreshing since: the save still goes in (the
+        // rotated refresh token must not be lost).
+        _ = try #require(load(a))
+        let expiring = try #require(lease(a))
+        a.releaseRefresh(expiring)  // as if it expired
+        #expect((try? save(a, with("r3"), under: expiring)?.get()) == s.id)
+        #expect(load(b)?.refreshToken == "r3")
+        // A reads, its lease expires, B refreshes: A's late save is refused, B's stays.
+        _ = try #require(load(a))
+        let late = try #require(lease(a))
+        a.releaseRefresh(late)
+        let bLease = try #require(lease(b))
+        #expect((try? save(b, with("r4"), under: bLease)?.get()) == s.id)
+        b.releaseRefresh(bLease)
+        guard case .failure(let e)? = save(a, with("r-late"), under: late), e.superseded else { Issue.record("a superseded refresh was written"); return }
+        #expect(load(b)?.refreshToken == "r4")
+        // A touch from a stale copy (A read before B's next refresh) is refused; from a fresh one it goes in.
+        let stale = try #require(load(a))
+        let bLease2 = try #require(lease(b))
+        #expect((try? save(b, with("r5"), under: bLease2)?.get()) == s.id)
+        var touched = stale
+        touched.lastSeenAt += 60
+        guard case .failure(let t)? = save(a, touched, under: nil), t.superseded else { Issue.record("a stale touch put back a spent refresh token"); return }
+        var current = try #require(load(a))
+        #expect(current.refreshToken == "r5")
+        current.lastSeenAt += 60
+        #expect((try? save(a, current, under: nil)?.get()) == s.id)
+        // Nothing brings back an ended session, lease or not.
+        #expect(h.end(current))
+        guard case .failure(let ended)? = save(b, with("r6"), under: bLease2), ended.ended else { Issue.record("an ended session came back"); return }
+        #expect(load(a) == nil)
     }
 
     @Test func redisDownIsUnavailable() throws {

@@ -148,7 +148,7 @@ extension LoginService {
             guard let self else { return }
             switch result {
             case .failure(let e) where e.ended: done(.failure(.init("the session was ended", ended: true)))
-            case .failure(let e) where e.leaseLost: done(.failure(.init("session store: \(e)", leaseLost: true)))
+            case .failure(let e) where e.superseded: done(.failure(.init("session store: \(e)", superseded: true)))
             case .failure(let e): done(.failure(.init("session store: \(e)", unavailable: true)))
             case .success(let value):
                 guard let lines = self.sessionCookies(value, cookies) else {
@@ -167,9 +167,9 @@ extension LoginService {
         let description: String
         var unavailable = false
         var ended = false
-        var leaseLost = false
-        init(_ d: String, unavailable: Bool = false, ended: Bool = false, leaseLost: Bool = false) {
-            description = d; self.unavailable = unavailable; self.ended = ended; self.leaseLost = leaseLost
+        var superseded = false
+        init(_ d: String, unavailable: Bool = false, ended: Bool = false, superseded: Bool = false) {
+            description = d; self.unavailable = unavailable; self.ended = ended; self.superseded = superseded
         }
     }
 }

@@ -110,21 +110,30 @@ extension LoginService {
                     case .gone: self.store.releaseRefresh(lease); finish(.ended)
                     case .unavailable: self.store.releaseRefresh(lease); finish(.unchanged)
                     case .found, .notKept:
+                        // A store that keeps the session (Redis) has it once this save is done:
+                        // the waiters adopt it as it is. The sealed cookie is per browser: each
+                        // waiter seals its own.
+                        let kept: Bool
+                        if case .found = reloaded { kept = true } else { kept = false }
                         self.runRefresh(session) { outcome in
                             guard case .refreshed(let fresh) = outcome else { self.store.releaseRefresh(lease); finish(outcome); return }
-                            // Saved before the lease goes, so the waiting replicas read the new
-                            // session; this process's waiters get it too and seal their own cookies.
+                            // Saved before the lease goes, so the waiting replicas read the new session.
                             self.save(fresh, cookies: cookies, creating: false, lease: lease) { result in
                                 self.store.releaseRefresh(lease)
-                                self.shared.refreshes.finish(session.id, .refreshed(fresh))
+                                switch result {
+                                case .success: self.shared.refreshes.finish(session.id, kept ? .current(fresh) : .refreshed(fresh))
+                                case .failure(let e) where e.ended: self.shared.refreshes.finish(session.id, .ended)
+                                // Not stored: nothing for others to adopt; they read the store.
+                                case .failure: self.shared.refreshes.finish(session.id, .unchanged)
+                                }
                                 switch result {
                                 case .success(let lines): done(.allow(fresh, setCookies: lines))
                                 case .failure(let e) where e.ended: done(.none(clear: clear))
-                                case .failure(let e) where e.leaseLost:
-                                    // The refresh outlived its lease and another replica holds the
-                                    // session now: this request goes on with the tokens it got;
-                                    // the store keeps the other holder's.
-                                    self.log.warning("a session refresh outlived its lease; its result was not stored")
+                                case .failure(let e) where e.superseded:
+                                    // The refresh outlived its lease and another replica refreshed
+                                    // since: this request goes on with the tokens it got; the store
+                                    // keeps the other replica's.
+                                    self.log.warning("a session refresh outlived its lease and another replica refreshed; its result was not stored")
                                     done(.allow(fresh, setCookies: []))
                                 case .failure(let e): done(.unavailable(e.description))
                                 }

@@ -20,6 +20,8 @@ final class RedisSessionStore: SessionStore {
     private let cacheTTL: Int64
     private let clock: () -> Int64
     private var cache: [String: (session: Session, until: Int64)] = [:]
+    /// Each session's refresh generation as last read with it (see `saveUpdate`).
+    private var generations: [String: String] = [:]
     private(set) var roundTrips = 0
 
     init(client: Redis, prefix: String, sealer: CookieSealer, cacheTTL: Double, clock: @escaping () -> Int64) {
@@ -35,6 +37,8 @@ final class RedisSessionStore: SessionStore {
     /// one slot, so a script may touch the session and its refresh lease together.
     func key(_ id: String) -> String { "\(prefix)session:{\(Self.digest(id))}" }
     func leaseKey(_ id: String) -> String { "\(prefix)refresh-lock:{\(Self.digest(id))}" }
+    /// How many refreshes the session has had (a refresh's save increments it).
+    func generationKey(_ id: String) -> String { "\(prefix)session-gen:{\(Self.digest(id))}" }
     /// A client's sessions by AS session id or subject, for back-channel logout: a sorted set
     /// of session keys (not ids — those are cookie values) scored by when each began.
     func indexKey(_ mark: String) -> String { "\(prefix)sessions-of:" + Self.digest(mark) }
@@ -56,25 +60,22 @@ final class RedisSessionStore: SessionStore {
     private func fetch(_ id: String, done: @escaping (ReloadResult) -> Void) {
         roundTrips += 1
         let now = clock()
-        client.send(["GET", key(id)]) { result in
+        client.send(["MGET", key(id), generationKey(id)]) { result in
             switch result {
-            case .success(.bulk(let bytes)):
+            case .success(.array(let replies)) where replies.count == 2:
+                guard case .bulk(let bytes) = replies[0] else { done(replies[0] == .null ? .gone : .unavailable); return }
                 guard let plain = self.sealer.open(String(decoding: bytes, as: UTF8.self), purpose: Self.purpose),
                       let session = Session(encoded: plain), session.id == id else { done(.gone); return }
+                var generation = "0"
+                if case .bulk(let g) = replies[1] { generation = String(decoding: g, as: UTF8.self) }
+                if self.generations.count >= 10_000 { self.generations.removeAll() }
+                self.generations[id] = generation
                 self.remember(session, now: now)
                 done(.found(session))
-            case .success(.null): done(.gone)
             case .success, .failure: done(.unavailable)
             }
         }
     }
-
-    /// Sets the session only while `KEYS[2]` (the refresh lease) still holds `ARGV[1]` (its
-    /// token): -1 when it does not, else SET's own answer (OK, or nil when the session is gone).
-    static let saveUnderLease = """
-        if redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end
-        return redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3], 'XX')
-        """
 
     func save(_ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?, done: @escaping (Result<String, SessionStoreError>) -> Void) {
         let now = clock()
@@ -82,31 +83,60 @@ final class RedisSessionStore: SessionStore {
         let sealed = sealer.seal(plain, purpose: Self.purpose)
         let ttl = max(1, expiresAt - now)
         roundTrips += 1
-        // NX for a new session, XX for an update: an update never recreates a session that a
-        // logout deleted meanwhile (on this replica or another). A refresh saves under its
-        // lease: if the lease expired and another replica refreshed since, ours is not written.
-        let command: [String]
-        if let lease, !creating {
-            command = ["EVAL", Self.saveUnderLease, "2", key(session.id), lease.key, lease.token, sealed, String(ttl)]
-        } else {
-            command = ["SET", key(session.id), sealed, "EX", String(ttl), creating ? "NX" : "XX"]
-        }
-        client.send(command) { result in
+        guard creating else { saveUpdate(session, sealed: sealed, ttl: ttl, lease: lease, now: now, done: done); return }
+        // NX: a new session never replaces one (ids are random; a collision is refused).
+        client.send(["SET", key(session.id), sealed, "EX", String(ttl), "NX"]) { result in
             switch result {
-            case .success(.integer(-1)):
-                self.cache[session.id] = nil
-                done(.failure(SessionStoreError(description: "the refresh lease had passed to another holder", leaseLost: true)))
             case .success(.status("OK")):
                 self.remember(session, now: now)
-                guard creating else { done(.success(session.id)); return }
                 // A session a back-channel logout cannot find would outlive it: the index
                 // writes are part of creating one.
                 self.index(session, ttl: ttl) { ok in
                     ok ? done(.success(session.id)) : done(.failure(SessionStoreError(description: "the session could not be indexed")))
                 }
+            case .success(.null): done(.failure(SessionStoreError(description: "session id taken")))
+            case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
+            case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
+            }
+        }
+    }
+
+    /// An update in one step on the server. `KEYS`: the session, its refresh lease, its
+    /// generation. `ARGV`: the sealed session, its TTL, the generation the update was based
+    /// on, the lease token ("" for an update that is not a refresh). It writes only if the
+    /// session is still there (`XX`: a logout meanwhile is not undone — nil) and nobody
+    /// refreshed it since the update's basis was read — unless this is the refresh that holds
+    /// the lease. Else -1: a touch from a stale copy, or a refresh that outlived its lease
+    /// after another replica refreshed, would put back a spent refresh token. A refresh's
+    /// write increments the generation; the answer is the generation now.
+    static let saveUpdateScript = """
+        local gen = redis.call('GET', KEYS[3]) or '0'
+        if gen ~= ARGV[3] and (ARGV[4] == '' or redis.call('GET', KEYS[2]) ~= ARGV[4]) then return -1 end
+        if not redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2], 'XX') then return false end
+        if ARGV[4] == '' then return tonumber(gen) end
+        local n = redis.call('INCR', KEYS[3])
+        redis.call('EXPIRE', KEYS[3], ARGV[2])
+        return n
+        """
+
+    private func saveUpdate(_ session: Session, sealed: String, ttl: Int64, lease: RefreshLease?, now: Int64,
+                            done: @escaping (Result<String, SessionStoreError>) -> Void) {
+        // A basis never read (forgotten) matches no generation: only a lease holder writes then.
+        let basis = generations[session.id] ?? "unknown"
+        client.send(["EVAL", Self.saveUpdateScript, "3", key(session.id), leaseKey(session.id), generationKey(session.id),
+                     sealed, String(ttl), basis, lease?.token ?? ""]) { result in
+            switch result {
+            case .success(.integer(let n)) where n >= 0:
+                self.generations[session.id] = String(n)
+                self.remember(session, now: now)
+                done(.success(session.id))
+            case .success(.integer):
+                self.cache[session.id] = nil
+                self.generations[session.id] = nil
+                done(.failure(SessionStoreError(description: "the session was refreshed elsewhere since it was read", superseded: true)))
             case .success(.null):
                 self.cache[session.id] = nil
-                done(.failure(SessionStoreError(description: creating ? "session id taken" : "session ended", ended: !creating)))
+                done(.failure(SessionStoreError(description: "session ended", ended: true)))
             case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
             case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
             }

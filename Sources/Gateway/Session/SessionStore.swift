@@ -73,6 +73,7 @@ struct SessionStoreError: Error, CustomStringConvertible {
     let description: String
     /// The session was ended (logout) while this update was on its way.
     var ended = false
-    /// The refresh lease the update was conditioned on had passed to someone else.
-    var leaseLost = false
+    /// Someone refreshed the session since this update's basis was read (and this is not the
+    /// refresh holding the lease): writing it would put back older tokens.
+    var superseded = false
 }

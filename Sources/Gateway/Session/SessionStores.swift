@@ -22,7 +22,8 @@ enum SessionStores {
                 return LoginStores(
                     sessions: RedisSessionStore(client: client, prefix: prefix, sealer: settings.sealer, cacheTTL: config.session.cacheTTL, clock: clock),
                     pendingLogins: RedisPendingLogins(client: client, prefix: prefix, sealer: settings.sealer, cookieName: settings.loginCookie,
-                                                      secure: settings.secure, timeout: Int64(config.session.loginTimeout)),
+                                                      secure: settings.secure, timeout: Int64(config.session.loginTimeout),
+                                                      max: config.session.maxPendingLogins),
                     requestObjects: RedisRequestObjects(client: client, prefix: prefix, sealer: settings.sealer))
             }
         default:
