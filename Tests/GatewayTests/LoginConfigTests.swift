@@ -56,6 +56,9 @@ struct LoginConfigTests {
         let cfg = try parse(base).get()
         #expect(cfg.session.keys.count == 1 && cfg.session.keys[0].count == 32 && cfg.session.idleTimeout == 1800)
         #expect(cfg.session.absoluteTimeout == 8 * 3600 && cfg.session.refreshMargin == 20 && cfg.session.maxPendingLogins == 3)
+        #expect(!cfg.session.pendingLoginsInCookie)
+        let cookie = try parse(base.replacingOccurrences(of: "max_pending_logins: 3", with: "max_pending_logins: 3, pending_logins: cookie")).get()
+        #expect(cookie.session.pendingLoginsInCookie)
         #expect(cfg.login.allowedRedirectHosts == ["docs.example.com", "*.example.org"] && cfg.login.afterLogout == "/goodbye")
         let web = try #require(cfg.clients["web"])
         #expect(web.key != nil && web.requestObjectAlgorithm == .ES256 && web.login.requestMode == .request_uri)
@@ -72,6 +75,7 @@ struct LoginConfigTests {
             #expect(p.contains(message), "\(to) → \(p)", sourceLocation: sourceLocation)
         }
         has("    client: web\n    forward_token", "    forward_token", "auth: login needs client")
+        has("max_pending_logins: 3", "pending_logins: redis", "session.pending_logins: must be store or cookie")
         has("discovery: true", "jwks_uri: \"https://idp.example.com/jwks\"", "a login needs the issuer's metadata")
         has("request_mode: request_uri", "request_mode: sideways", "must be one of par, request, request_uri, plain")
         has("scopes: [openid, email]", "scopes: [email]", "must include openid")

@@ -192,6 +192,31 @@ def test_pending_logins_fail_closed_when_redis_is_down(replicas, redis):
     assert a.login().status_code == 200
 
 
+def test_pending_logins_in_the_cookie_with_a_redis_store(authserver_factory, upstream, tmp_path, redis):
+    """session.pending_logins: cookie — nothing is written to Redis before a user has logged
+    in; the sealed cookie carries the pending login, and another replica with the same session
+    keys still finishes it."""
+    a_s = authserver_factory(login="form")
+    top = f"store: redis://127.0.0.1:{redis.port}/0"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = LoginEnv(a_s, upstream, tmp_path / "a", extra_top=top, session=", cache_ttl: 0s, pending_logins: cookie")
+    b = LoginEnv(a_s, upstream, tmp_path / "b", extra_top=top, session=", cache_ttl: 0s, pending_logins: cookie",
+                 share_client_of=a, public_base=a.url("").rstrip("/"))
+    try:
+        r = b.get("/page")
+        assert r.status_code == 302
+        assert redis.cli("DBSIZE") == "0"  # a start writes nothing to Redis
+        assert len(b.browser.cookies.get("tokengate_login")) > 200  # the sealed pending login itself
+        cb = a_s.login_with_form(b.browser, r.headers["Location"])
+        assert b.get(cb).status_code == 302  # finished on A (the shared public URL)
+        assert b.get("/page").status_code == 200
+        assert redis.cli("--scan", "--pattern", "tokengate:session:*") != ""  # the session is in Redis
+    finally:
+        a.stop()
+        b.stop()
+
+
 def test_request_uri_hosted_by_one_replica_is_served_by_another(authserver_factory, upstream, tmp_path, redis):
     """request_mode: request_uri behind one URL: the replica that begins the login hosts the
     request object in Redis; the AS fetches it from the public URL, which may be another

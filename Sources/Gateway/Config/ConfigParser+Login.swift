@@ -9,7 +9,7 @@ extension ConfigParser {
         var s = SessionConfig()
         guard let m = r.mapping(node, path: "session", known: ["keys", "keys_file", "cookie_name", "secure_cookie", "idle_timeout",
                                                                 "absolute_timeout", "refresh_margin", "login_timeout",
-                                                                "max_pending_logins", "cache_ttl"]) else { return s }
+                                                                "max_pending_logins", "cache_ttl", "pending_logins"]) else { return s }
         var texts: [(String, Node?)] = []
         if m["keys"] != nil && m["keys_file"] != nil {
             r.problem("session.keys", m["keys"], "give either keys or keys_file, not both")
@@ -40,6 +40,13 @@ extension ConfigParser {
         if let n = m["cache_ttl"], let v = r.duration(n, path: "session.cache_ttl") { s.cacheTTL = min(v, 60) }
         if let n = m["max_pending_logins"], let v = r.string(n, path: "session.max_pending_logins") {
             if let k = Int(v), k >= 1, k <= 20 { s.maxPendingLogins = k } else { r.problem("session.max_pending_logins", n, "must be from 1 to 20") }
+        }
+        if let n = m["pending_logins"], let v = r.string(n, path: "session.pending_logins") {
+            switch v {
+            case "store": s.pendingLoginsInCookie = false
+            case "cookie": s.pendingLoginsInCookie = true
+            default: r.problem("session.pending_logins", n, "must be store or cookie")
+            }
         }
         return s
     }

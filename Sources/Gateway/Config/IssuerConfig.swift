@@ -92,6 +92,10 @@ public struct SessionConfig: Sendable {
     public var maxPendingLogins = 5
     /// With a Redis store: sessions read from Redis are kept on the worker this long.
     public var cacheTTL = 5.0
+    /// Where pending logins live: `store` (Redis with a Redis store, else the cookie) or
+    /// `cookie` (always the sealed cookie: nothing is written to Redis before a user has
+    /// logged in — replicas still share them through the session keys).
+    public var pendingLoginsInCookie = false
 }
 
 /// `login:` — the gateway's own login endpoints and where browsers may be sent back to.

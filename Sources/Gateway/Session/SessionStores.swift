@@ -15,24 +15,27 @@ struct LoginStores {
 enum SessionStores {
     static func factory(_ store: StoreConfig, redis: RedisClients?, shared: LoginShared) -> (EventLoop, GatewayConfig, LoginSettings) -> LoginStores {
         let clock = { Int64(Date().timeIntervalSince1970) }
+        func cookiePendingLogins(_ config: GatewayConfig, _ settings: LoginSettings) -> PendingLoginStore {
+            CookiePendingLogins(sealer: settings.sealer, cookieName: settings.loginCookie, secure: settings.secure,
+                                timeout: Int64(config.session.loginTimeout), max: config.session.maxPendingLogins)
+        }
         switch (store, redis) {
         case (.redis(_, let prefix), let redis?):
             return { loop, config, settings in
                 let client = redis.client(for: loop)
+                let pending: PendingLoginStore = config.session.pendingLoginsInCookie
+                    ? cookiePendingLogins(config, settings)
+                    : RedisPendingLogins(client: client, prefix: prefix, sealer: settings.sealer, cookieName: settings.loginCookie,
+                                         secure: settings.secure, timeout: Int64(config.session.loginTimeout), max: config.session.maxPendingLogins)
                 return LoginStores(
                     sessions: RedisSessionStore(client: client, prefix: prefix, sealer: settings.sealer, cacheTTL: config.session.cacheTTL, clock: clock),
-                    pendingLogins: RedisPendingLogins(client: client, prefix: prefix, sealer: settings.sealer, cookieName: settings.loginCookie,
-                                                      secure: settings.secure, timeout: Int64(config.session.loginTimeout),
-                                                      max: config.session.maxPendingLogins),
+                    pendingLogins: pending,
                     requestObjects: RedisRequestObjects(client: client, prefix: prefix, sealer: settings.sealer))
             }
         default:
             return { _, config, settings in
-                LoginStores(
-                    sessions: CookieSessionStore(sealer: settings.sealer, ended: shared.ended, clock: clock),
-                    pendingLogins: CookiePendingLogins(sealer: settings.sealer, cookieName: settings.loginCookie, secure: settings.secure,
-                                                       timeout: Int64(config.session.loginTimeout), max: config.session.maxPendingLogins),
-                    requestObjects: shared.requestObjects)
+                LoginStores(sessions: CookieSessionStore(sealer: settings.sealer, ended: shared.ended, clock: clock),
+                            pendingLogins: cookiePendingLogins(config, settings), requestObjects: shared.requestObjects)
             }
         }
     }
