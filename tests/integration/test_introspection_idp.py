@@ -1,14 +1,17 @@
 """Opaque access tokens on an `auth: bearer` route, resolved by RFC 7662 introspection at
 the real authorization server (idpyoidc), with each client authentication method the gateway
 supports; answers cached (positive and negative)."""
+import http.server
 import json
 import os
 import subprocess
+import threading
+import time
 
 import pytest
 import requests
 
-from conftest import BIN, Gateway
+from conftest import BIN, Gateway, free_port
 
 GW_SECRET = "gateway-secret-0123456789abcdef0123456789"
 
@@ -85,11 +88,70 @@ def test_introspection_with_wrong_client_secret_refuses_tokens(authserver, upstr
     g.start()
     try:
         token = a.client_credentials_token("opq", scope="orders:read", secret="opq-secret-0123456789abcdef0123456789ab")["access_token"]
+        # The AS refuses the gateway, not the token: the token was never judged, so the
+        # client hears 503 (try again), not invalid_token (throw the token away).
         r = requests.get(g.url("/api/orders/1"), headers={"Authorization": f"Bearer {token}"})
-        assert r.status_code == 401
-        assert "introspection" in g.output()
+        assert r.status_code == 503 and r.headers.get("Retry-After"), r.text
+        assert r.json()["error"] == "temporarily_unavailable" and "401" not in r.text and token not in r.text
+        assert "introspection endpoint answered 401" in g.output()
     finally:
         g.stop()
+
+
+def test_an_unreachable_introspection_endpoint_is_503_not_invalid_token(authserver, upstream):
+    """The AS down: the answer is 503 with Retry-After within the fetch's bounded time, the
+    failure is not cached as "inactive", and the token works as soon as the AS answers."""
+    a = authserver
+    a.add_client("opq", client_secret="opq-secret-0123456789abcdef0123456789ab", scopes=["orders:read"],
+                 audience=["api"], access_token_format="opaque")
+    a.add_client("tokengate", client_secret=GW_SECRET, token_endpoint_auth_method="client_secret_basic", scopes=["openid"])
+    dead = free_port()
+    text = config(a, f'auth: client_secret_basic, secret: "{GW_SECRET}"').replace("@UPSTREAM@", str(upstream.port))
+    g = Gateway(text.replace("introspection: { client: gw }", f'introspection: {{ client: gw, endpoint: "http://127.0.0.1:{dead}/introspection" }}'))
+    g.start()
+    try:
+        token = a.client_credentials_token("opq", scope="orders:read", secret="opq-secret-0123456789abcdef0123456789ab")["access_token"]
+        for _ in range(2):
+            t0 = time.time()
+            r = requests.get(g.url("/api/orders/1"), headers={"Authorization": f"Bearer {token}"}, timeout=15)
+            assert time.time() - t0 < 8
+            assert r.status_code == 503 and r.headers.get("Retry-After") and "WWW-Authenticate" not in r.headers, r.text
+        # The endpoint comes back on the same address (a relay to the real AS): nothing
+        # "inactive" was remembered, the token works at once.
+        relay = Relay(dead, f"{a.url}/introspection")
+        try:
+            r = requests.get(g.url("/api/orders/1"), headers={"Authorization": f"Bearer {token}"}, timeout=15)
+            assert r.status_code == 200, r.text
+        finally:
+            relay.close()
+    finally:
+        g.stop()
+
+
+class Relay:
+    """Forwards POSTs on 127.0.0.1:port to `target` (headers and body as they came)."""
+
+    def __init__(self, port, target):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                headers = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type", "accept")}
+                r = requests.post(target, data=body, headers=headers, timeout=10)
+                self.send_response(r.status_code)
+                self.send_header("Content-Type", r.headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(r.content)))
+                self.end_headers()
+                self.wfile.write(r.content)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def test_an_issuers_introspection_answer_is_not_reused_for_another_issuer(authserver_factory, upstream):

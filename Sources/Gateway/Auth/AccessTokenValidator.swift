@@ -77,11 +77,13 @@ final class AccessTokenValidator {
         }
         // A JWS has exactly two dots; anything else is opaque, for the issuer that introspects.
         if token.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count != 2, let intro = introspection[route.index] {
-            introspector.introspect(token, issuer: intro.policy, config: intro.config, caFile: intro.caFile) { verdict in
-                switch verdict {
-                case .active(let t) where verifier.issuers.contains(where: { $0.name == t.issuer }): done(.valid(t))
-                case .active(let t): done(.invalid(description: "the token's issuer is not accepted here", detail: "introspected by \(t.issuer)"))
-                case .inactive(let reason): done(.invalid(description: "the token is not active", detail: reason))
+            introspector.introspect(token, issuer: intro.policy, config: intro.config, caFile: intro.caFile) { answer in
+                switch answer {
+                case .verdict(.active(let t)) where verifier.issuers.contains(where: { $0.name == t.issuer }): done(.valid(t))
+                case .verdict(.active(let t)): done(.invalid(description: "the token's issuer is not accepted here", detail: "introspected by \(t.issuer)"))
+                case .verdict(.inactive(let reason)): done(.invalid(description: "the token is not active", detail: reason))
+                // The AS could not say: the token may well be valid (503, not invalid_token).
+                case .unavailable(let why): done(.unavailable(detail: "introspection: \(why)"))
                 }
             }
             return

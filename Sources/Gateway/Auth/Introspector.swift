@@ -12,7 +12,7 @@ final class Introspector {
     private var fetchers: [String: HTTPFetcher] = [:]
     private var positive = ValidatedTokenCache<VerifiedAccessToken>(capacity: 10_000, ttl: 300)
     private var negative = ValidatedTokenCache<String>(capacity: 10_000, ttl: 60)
-    private var waiting: [String: [(IntrospectionResponse.Verdict) -> Void]] = [:]
+    private var waiting: [String: [(Answer) -> Void]] = [:]
     /// Endpoints learned from discovery metadata, by issuer name.
     var discoveredEndpoints: [String: String] = [:]
     private(set) var requests = 0
@@ -27,24 +27,31 @@ final class Introspector {
         negative = ValidatedTokenCache(capacity: 10_000, ttl: 60)
     }
 
+    /// The AS's verdict on a token, or no answer about it (the AS could not be asked, or
+    /// failed): that is not "inactive" — the caller answers 503, and nothing is cached.
+    enum Answer {
+        case verdict(IntrospectionResponse.Verdict)
+        case unavailable(String)
+    }
+
     func introspect(_ token: String, issuer: IssuerPolicy, config: IntrospectionConfig, caFile: String?,
-                    done: @escaping (IntrospectionResponse.Verdict) -> Void) {
+                    done: @escaping (Answer) -> Void) {
         let now = Int64(Date().timeIntervalSince1970)
         // One issuer's answer is never another's: an opaque token that issuer A vouches for
         // means nothing on a route that trusts only B.
         let key = issuer.name + "\u{0}" + token
-        if let hit = positive.get(key, now: now) { done(.active(hit)); return }
-        if let reason = negative.get(key, now: now) { done(.inactive(reason: reason)); return }
+        if let hit = positive.get(key, now: now) { done(.verdict(.active(hit))); return }
+        if let reason = negative.get(key, now: now) { done(.verdict(.inactive(reason: reason))); return }
         if waiting[key] != nil { waiting[key]!.append(done); return }
         guard let endpoint = config.endpoint ?? discoveredEndpoints[issuer.name] else {
-            done(.inactive(reason: "no introspection endpoint known for \(issuer.name)")); return
+            done(.unavailable("no introspection endpoint known for \(issuer.name)")); return
         }
         let credentials: (headers: [String], form: [(String, String)])
         do {
             let audience = config.client.assertionAudience == .endpoint ? endpoint : issuer.issuer
             credentials = try config.client.authentication.credentials(audience: audience, now: now)
         } catch {
-            done(.inactive(reason: "client authentication: \(error)")); return
+            done(.unavailable("client authentication: \(error)")); return
         }
         waiting[key] = [done]
         guard let shared else { ask(endpoint, token: token, key: key, issuer: issuer, config: config, credentials: credentials, caFile: caFile); return }
@@ -54,7 +61,7 @@ final class Introspector {
                 self.ask(endpoint, token: token, key: key, issuer: issuer, config: config, credentials: credentials, caFile: caFile); return
             }
             let now = Int64(Date().timeIntervalSince1970)
-            self.finish(key, IntrospectionResponse.judge(hit.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL)),
+            self.finish(key, .verdict(IntrospectionResponse.judge(hit.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))),
                         until: hit.until, now: now)
         }
     }
@@ -79,27 +86,27 @@ final class Introspector {
                 case .inactive: until = now + Int64(config.negativeTTL)
                 }
                 self.shared?.put(key, body: resp.body, until: until, now: now)
-                self.finish(key, verdict, until: until, now: now)
+                self.finish(key, .verdict(verdict), until: until, now: now)
             case .success(let resp):
                 // An AS error is not an answer about the token: nothing is cached.
-                self.finish(key, .inactive(reason: "introspection endpoint answered \(resp.status)"), until: nil, now: now)
+                self.finish(key, .unavailable("introspection endpoint answered \(resp.status)"), until: nil, now: now)
             case .failure(let e):
-                self.finish(key, .inactive(reason: "introspection failed: \(e.description)"), until: nil, now: now)
+                self.finish(key, .unavailable("introspection failed: \(e.description)"), until: nil, now: now)
             }
         }
     }
 
-    /// Caches `verdict` on this worker until `until` (nil: not an answer about the token, not
-    /// cached) and hands it to everyone waiting for `key`.
-    private func finish(_ key: String, _ verdict: IntrospectionResponse.Verdict, until: Int64?, now: Int64) {
-        if let until {
+    /// Caches a verdict on this worker until `until` and hands the answer to everyone waiting
+    /// for `key`.
+    private func finish(_ key: String, _ answer: Answer, until: Int64?, now: Int64) {
+        if let until, case .verdict(let verdict) = answer {
             switch verdict {
             case .active(let t): positive.put(key, t, expiresAt: min(t.expiresAt, until), now: now)
             case .inactive(let reason): negative.put(key, reason, expiresAt: until, now: now)
             }
         }
         let waiters = waiting.removeValue(forKey: key) ?? []
-        for w in waiters { w(verdict) }
+        for w in waiters { w(answer) }
     }
 
     private func fetcher(_ issuer: String, caFile: String?) -> HTTPFetcher {
