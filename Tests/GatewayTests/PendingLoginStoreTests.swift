@@ -165,6 +165,29 @@ struct PendingLoginStoreTests {
         #expect(try #require(h.taken("tab4", jar: after)).login?.state == "tab4")
     }
 
+    /// The most pending logins the config allows (20) all stay reachable.
+    @Test func twentyPendingLoginsFitTheCookie() throws {
+        let server = try RedisServerProcess()
+        let loop = EventLoop()
+        let store = RedisPendingLogins(client: Redis(loop: loop, deployment: .standalone(try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/3")))),
+                                       prefix: "t:", sealer: SessionTests.sealer, cookieName: Self.cookieName, secure: false, timeout: 600, max: 20)
+        func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
+            var out: T?
+            start { v in out = v; loop.stop() }
+            if out == nil { loop.schedule(after: 5) { loop.stop() }; loop.run() }
+            return out
+        }
+        var jar: [String: String] = [:]
+        for i in 0..<20 {
+            let login = PendingLogins.Login(state: "s\(i)", nonce: "n", codeVerifier: "v", returnTo: "/", client: "web", createdAt: 1000)
+            let lines = try #require(run { done in store.add(login, cookies: Harness.cookies(jar), now: 1000) { done(try? $0.get()) } } ?? nil)
+            jar = Harness.apply(lines, to: jar)
+        }
+        #expect(jar[Self.cookieName]!.split(separator: ".").count == 20)
+        let first = run { done in store.take(state: "s0", cookies: Harness.cookies(jar), now: 1001) { done(try? $0.get()) } } ?? nil
+        #expect(first?.login?.state == "s0")
+    }
+
     @Test func redisDownFailsClosed() throws {
         let h = try Harness(.redis)
         let jar = try #require(h.begin("s"))

@@ -186,6 +186,8 @@ struct SessionStoreConformanceTests {
             h.run { done in store.save(session, expiresAt: Int64(Date().timeIntervalSince1970) + 60, creating: false, lease: lease, done: done) }
         }
         func with(_ token: String) -> Session { var x = s; x.refreshToken = token; return x }
+        /// What a refresh leader does after taking the lease: read the session again (its basis).
+        func reread(_ store: RedisSessionStore) { _ = h.run { done in store.reload(s, done: done) } }
 
         // A refreshes under its lease; B cannot take the lease meanwhile.
         _ = try #require(load(a))
@@ -197,22 +199,26 @@ struct SessionStoreConformanceTests {
         // rotated refresh token must not be lost).
         _ = try #require(load(a))
         let expiring = try #require(lease(a))
+        reread(a)
         a.releaseRefresh(expiring)  // as if it expired
         #expect((try? save(a, with("r3"), under: expiring)?.get()) == s.id)
         #expect(load(b)?.refreshToken == "r3")
         // A reads, its lease expires, B refreshes: A's late save is refused, B's stays.
         _ = try #require(load(a))
         let late = try #require(lease(a))
+        reread(a)
         a.releaseRefresh(late)
         let bLease = try #require(lease(b))
         #expect((try? save(b, with("r4"), under: bLease)?.get()) == s.id)
         b.releaseRefresh(bLease)
+        #expect(load(a)?.refreshToken == "r4")  // another read on A meanwhile does not move its refresh's basis
         guard case .failure(let e)? = save(a, with("r-late"), under: late), e.superseded else { Issue.record("a superseded refresh was written"); return }
         #expect(load(b)?.refreshToken == "r4")
         // A touch from a stale copy (A read before B's next refresh) is refused; from a fresh one it goes in.
         let stale = try #require(load(a))
         let bLease2 = try #require(lease(b))
         #expect((try? save(b, with("r5"), under: bLease2)?.get()) == s.id)
+        b.releaseRefresh(bLease2)
         var touched = stale
         touched.lastSeenAt += 60
         guard case .failure(let t)? = save(a, touched, under: nil), t.superseded else { Issue.record("a stale touch put back a spent refresh token"); return }
@@ -220,6 +226,15 @@ struct SessionStoreConformanceTests {
         #expect(current.refreshToken == "r5")
         current.lastSeenAt += 60
         #expect((try? save(a, current, under: nil)?.get()) == s.id)
+        // The lease holder writes whatever its basis (here: a replica that never read the
+        // session); without the lease, that basis writes nothing.
+        let c = RedisSessionStore(client: Redis(loop: h.loop, deployment: .standalone(try #require(RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/2")))),
+                                  prefix: "t:", sealer: SessionTests.sealer, cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
+        let cLease = try #require(lease(c))
+        #expect((try? save(c, with("r6"), under: cLease)?.get()) == s.id)
+        c.releaseRefresh(cLease)
+        guard case .failure(let noLease)? = save(c, with("r7"), under: cLease), noLease.superseded else { Issue.record("a released lease wrote"); return }
+        #expect(load(a)?.refreshToken == "r6")
         // Nothing brings back an ended session, lease or not.
         #expect(h.end(current))
         guard case .failure(let ended)? = save(b, with("r6"), under: bLease2), ended.ended else { Issue.record("an ended session came back"); return }

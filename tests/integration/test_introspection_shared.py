@@ -50,9 +50,11 @@ def call(g, tok):
     return requests.get(g.url("/api/orders/1"), headers={"Authorization": f"Bearer {tok}"}, timeout=10)
 
 
-def redis_key(tok, issuer="as1"):
-    """The gateway's key: SHA-256 of issuer name, NUL, token; first 24 bytes, base64url."""
-    digest = hashlib.sha256(f"{issuer}\0{tok}".encode()).digest()[:24]
+def redis_key(a, tok):
+    """The gateway's key: SHA-256 of the AS's issuer, its introspection endpoint and the
+    token (NUL-separated); first 24 bytes, base64url."""
+    endpoint = requests.get(f"{a.url}/.well-known/openid-configuration", timeout=5).json()["introspection_endpoint"]
+    digest = hashlib.sha256(f"{a.issuer}\0{endpoint}\0{tok}".encode()).digest()[:24]
     return "tg:introspection:" + base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
@@ -62,7 +64,7 @@ def test_one_introspection_serves_every_replica(two, redis):
     before = a.hits.get("/introspection", 0)
     r = call(g1, tok)
     assert r.status_code == 200, r.text
-    for _ in range(4):  # both workers of the other replica, more than once
+    for _ in range(4):  # both workers of the other replica (Gateway's default: 2), more than once
         r = call(g2, tok)
         assert r.status_code == 200, r.text
         assert {k.lower(): v for k, v in r.json()["headers"]}["x-subject"] == "opq"
@@ -75,10 +77,11 @@ def test_one_introspection_serves_every_replica(two, redis):
     assert a.hits.get("/introspection", 0) - before == 1
     # Redis holds neither the token nor the answer readably; every entry expires.
     keys = redis.cli("--scan", "--pattern", "tg:introspection:*").split()
-    assert redis_key(tok) in keys and len(keys) == 2
+    assert redis_key(a, tok) in keys and len(keys) == 2
     for k in keys:
         value = redis.cli("GET", k)
-        assert tok not in k and tok not in value and "opq" not in value and "orders:read" not in value
+        # Sealed (base64url): no token, and none of the answer's JSON.
+        assert tok not in k and tok not in value and '"active"' not in value and '"sub"' not in value
         assert 0 < int(redis.cli("TTL", k)) <= 300
 
 
@@ -90,14 +93,14 @@ def test_an_answer_moved_to_another_tokens_key_does_not_open(two, redis):
     tok = token(a)
     assert call(g1, tok).status_code == 200
     forged = "opq_forged-token-never-issued"
-    assert redis.cli("SET", redis_key(forged), redis.cli("GET", redis_key(tok))) == "OK"
+    assert redis.cli("SET", redis_key(a, forged), redis.cli("GET", redis_key(a, tok))) == "OK"
     before = a.hits.get("/introspection", 0)
     r = call(g2, forged)
     assert r.status_code == 401 and 'error="invalid_token"' in r.headers["WWW-Authenticate"], r.text
     assert a.hits.get("/introspection", 0) - before == 1
     # Garbage in the value is a miss too, never a crash or an acceptance.
     other = "opq_another-unknown-token"
-    assert redis.cli("SET", redis_key(other), "not sealed at all") == "OK"
+    assert redis.cli("SET", redis_key(a, other), "not sealed at all") == "OK"
     assert call(g1, other).status_code == 401
 
 

@@ -246,6 +246,36 @@ def test_parallel_requests_at_refresh_time_make_one_refresh(short_as, upstream, 
         e.stop()
 
 
+def test_an_as_that_is_down_does_not_end_the_session(short_as, upstream, tmp_path):
+    """The AS answers 503 when the access token is due: the session goes on where no token is
+    sent upstream; a route that forwards the token answers 503 (try again) instead of sending
+    an expired one; once the AS is back, one refresh and both routes work."""
+    e = LoginEnv(short_as, upstream, tmp_path, session=", refresh_margin: 1s",
+                 extra_route="""  - name: api
+    match: { path_prefix: /api/ }
+    upstream: app
+    auth: login
+    client: web
+    forward_token: true""")
+    try:
+        e.login("/api/me")
+        time.sleep(3.5)  # the access token (3 s) has expired
+        short_as.down_status = 503
+        try:
+            r = e.browser.get(e.url("/api/me"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+            assert r.status_code == 503 and r.headers.get("Retry-After") and "Set-Cookie" not in r.headers, r.text
+            r = e.browser.get(e.url("/page"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+            assert r.status_code == 200 and sent(r)["x-forwarded-user"], r.text
+        finally:
+            short_as.down_status = None
+        before = short_as.refresh_ok_count
+        r = e.browser.get(e.url("/api/me"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+        assert r.status_code == 200 and sent(r)["authorization"].startswith("Bearer "), r.text
+        assert short_as.refresh_ok_count - before == 1
+    finally:
+        e.stop()
+
+
 def test_failed_refresh_ends_the_session_cleanly(short_as, upstream, tmp_path):
     e = LoginEnv(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
     try:

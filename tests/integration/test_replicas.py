@@ -4,6 +4,7 @@ a session begun on one is valid on all; a DPoP proof used on one is refused on a
 on one ends the session everywhere; a back-channel logout posted to one ends it on the others;
 twenty parallel requests spread over the replicas when the access token is due make exactly
 one refresh at the AS, and all twenty succeed."""
+import subprocess
 import time
 from urllib.parse import parse_qs, urlsplit
 from concurrent.futures import ThreadPoolExecutor
@@ -98,17 +99,26 @@ def test_a_dpop_proof_used_on_one_replica_is_refused_on_the_others(replicas, idp
                         timeout=10).status_code == 200
 
 
-def test_one_refresh_for_twenty_requests_across_replicas(replicas):
+def test_one_refresh_for_twenty_requests_across_replicas(replicas, redis):
     a_s, (a, b, c) = replicas
     a.login()
     cookie = a.session_cookie()
     before = a_s.refresh_count
     time.sleep(2.5)  # the access token (4 s) is now within the 2 s refresh margin
     envs = [a, b, c]
+    # Every command Redis runs meanwhile: the refreshed session must be written once (by the
+    # lease holder), not again by the requests that waited for it.
+    monitor = subprocess.Popen(["redis-cli", "-p", str(redis.port), "MONITOR"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.2)
     with ThreadPoolExecutor(max_workers=20) as pool:
         results = list(pool.map(lambda i: with_cookie(envs[i % 3], cookie, f"/p/{i}"), range(20)))
+    time.sleep(0.3)
+    monitor.terminate()
+    commands = monitor.communicate(timeout=5)[0].splitlines()
     assert [r.status_code for r in results] == [200] * 20, [(r.status_code, r.text[:200]) for r in results if r.status_code != 200]
     assert a_s.refresh_count - before == 1 and a_s.refresh_ok_count == 1
+    saves = [c for c in commands if '"EVAL"' in c and "session-gen:" in c]
+    assert len(saves) == 1, saves
     # The refreshed session serves every replica afterwards without another refresh.
     for env in envs:
         assert with_cookie(env, cookie, "/after").status_code == 200

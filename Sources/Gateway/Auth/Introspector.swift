@@ -54,20 +54,27 @@ final class Introspector {
             done(.unavailable("client authentication: \(error)")); return
         }
         waiting[key] = [done]
-        guard let shared else { ask(endpoint, token: token, key: key, issuer: issuer, config: config, credentials: credentials, caFile: caFile); return }
-        shared.get(key, now: now) { [weak self] hit in
+        // Across replicas, the answer is named by the AS that gave it (its issuer and
+        // endpoint), not by this config's name for it: replicas with other names, or a
+        // reload that points a name elsewhere, never take one AS's answer for another's.
+        let sharedKey = issuer.issuer + "\u{0}" + endpoint + "\u{0}" + token
+        guard let shared else { ask(endpoint, token: token, key: key, sharedKey: sharedKey, issuer: issuer, config: config, credentials: credentials, caFile: caFile); return }
+        shared.get(sharedKey, now: now) { [weak self] hit in
             guard let self else { return }
             guard let hit else {
-                self.ask(endpoint, token: token, key: key, issuer: issuer, config: config, credentials: credentials, caFile: caFile); return
+                self.ask(endpoint, token: token, key: key, sharedKey: sharedKey, issuer: issuer, config: config, credentials: credentials, caFile: caFile); return
             }
             let now = Int64(Date().timeIntervalSince1970)
-            self.finish(key, .verdict(IntrospectionResponse.judge(hit.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))),
-                        until: hit.until, now: now)
+            let verdict = IntrospectionResponse.judge(hit.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
+            // Kept no longer than this replica's own TTLs would keep it either.
+            let own: Int64
+            if case .active = verdict { own = Int64(config.cacheTTL) } else { own = Int64(config.negativeTTL) }
+            self.finish(key, .verdict(verdict), until: min(hit.until, now + own), now: now)
         }
     }
 
     /// Asks the AS; the answer goes to the waiters and the caches.
-    private func ask(_ endpoint: String, token: String, key: String, issuer: IssuerPolicy, config: IntrospectionConfig,
+    private func ask(_ endpoint: String, token: String, key: String, sharedKey: String, issuer: IssuerPolicy, config: IntrospectionConfig,
                      credentials: (headers: [String], form: [(String, String)]), caFile: String?) {
         requests += 1
         let body = FormEncoding.body([("token", token), ("token_type_hint", "access_token")] + credentials.form)
@@ -85,7 +92,7 @@ final class Introspector {
                 case .active(let t): until = min(t.expiresAt, now + Int64(config.cacheTTL))
                 case .inactive: until = now + Int64(config.negativeTTL)
                 }
-                self.shared?.put(key, body: resp.body, until: until, now: now)
+                self.shared?.put(sharedKey, body: resp.body, until: until, now: now)
                 self.finish(key, .verdict(verdict), until: until, now: now)
             case .success(let resp):
                 // An AS error is not an answer about the token: nothing is cached.

@@ -34,7 +34,7 @@ extension LoginService {
                     done(.none(clear: clear)); return
                 }
                 if session.refreshToken != nil, now >= session.accessExpiresAt - Int64(self.config.session.refreshMargin) {
-                    self.refresh(session, cookies: cookies, done: done)
+                    self.refresh(session, cookies: cookies, forwardsToken: route.forwardSessionToken, done: done)
                 } else if now - session.lastSeenAt >= Int64(min(60, self.config.session.idleTimeout / 10)) {
                     var touched = session
                     touched.lastSeenAt = now
@@ -52,7 +52,7 @@ extension LoginService {
         }
     }
 
-    private func refresh(_ session: Session, cookies: Cookies, done: @escaping (SessionDecision) -> Void) {
+    private func refresh(_ session: Session, cookies: Cookies, forwardsToken: Bool, done: @escaping (SessionDecision) -> Void) {
         let clear = cookies.clear(settings.sessionCookie, secure: settings.secure)
         // What a waiter (or a late request with the old cookie) does with the outcome; once,
         // whichever comes first: the outcome or the waiter's deadline.
@@ -61,8 +61,12 @@ extension LoginService {
             guard let self, answered.first() else { return }
             switch outcome {
             case .ended: done(.none(clear: clear))
+            case .unchanged where forwardsToken && Self.now() >= session.accessExpiresAt:
+                // The session goes on (the AS or the store is down, not the user's login), but
+                // an expired access token is not sent upstream: try again shortly.
+                done(.unavailable("the access token expired and could not be refreshed"))
             case .unchanged: done(.allow(session, setCookies: []))
-            case .current(let stored): done(.allow(stored, setCookies: []))
+            case .current(let stored), .unsaved(let stored): done(.allow(stored, setCookies: []))
             case .refreshed(let fresh):
                 self.save(fresh, cookies: cookies, creating: false) { result in
                     switch result {
@@ -123,8 +127,9 @@ extension LoginService {
                                 switch result {
                                 case .success: self.shared.refreshes.finish(session.id, kept ? .current(fresh) : .refreshed(fresh))
                                 case .failure(let e) where e.ended: self.shared.refreshes.finish(session.id, .ended)
-                                // Not stored: nothing for others to adopt; they read the store.
-                                case .failure: self.shared.refreshes.finish(session.id, .unchanged)
+                                // Not stored (the store failed, or another replica refreshed
+                                // since): the new tokens serve the requests waiting now.
+                                case .failure: self.shared.refreshes.finish(session.id, .unsaved(fresh))
                                 }
                                 switch result {
                                 case .success(let lines): done(.allow(fresh, setCookies: lines))

@@ -12,6 +12,9 @@ final class RefreshCoordinator: @unchecked Sendable {
         case refreshed(Session)
         /// Another replica refreshed it: the store already holds this session (nothing to save).
         case current(Session)
+        /// Refreshed, but the store did not keep it: used by the requests waiting now, not
+        /// saved again, not remembered.
+        case unsaved(Session)
         /// The AS could not be asked (down, 5xx, metadata not loaded): the session goes on as
         /// it is, and a later request tries again.
         case unchanged
@@ -57,7 +60,10 @@ final class RefreshCoordinator: @unchecked Sendable {
             if recent.count > 10_000 { recent = recent.filter { $0.value.until > now } }
             // A temporary outcome (the AS or the store did not answer) is not remembered: the
             // next request tries again.
-            if case .unchanged = outcome {} else { recent[sessionID] = (outcome, now + grace) }
+            switch outcome {
+            case .unchanged, .unsaved: break
+            default: recent[sessionID] = (outcome, now + grace)
+            }
             return inFlight.removeValue(forKey: sessionID) ?? []
         }
         for (loop, done) in waiters { loop.execute { done(outcome) } }

@@ -39,7 +39,7 @@ final class RedisPendingLogins: PendingLoginStore {
 
     /// The ids the cookie holds (well-formed ones, the newest `max`).
     func ids(_ cookies: Cookies) -> [String] {
-        guard let value = cookies.value(cookieName), value.utf8.count <= 44 * 16 else { return [] }
+        guard let value = cookies.value(cookieName), value.utf8.count <= 44 * max else { return [] }
         var seen = Set<String>()
         let ids = value.split(separator: ".").filter(Self.isLoginID).map(String.init).filter { seen.insert($0).inserted }
         return Array(ids.suffix(max))

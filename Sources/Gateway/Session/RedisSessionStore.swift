@@ -20,8 +20,12 @@ final class RedisSessionStore: SessionStore {
     private let cacheTTL: Int64
     private let clock: () -> Int64
     private var cache: [String: (session: Session, until: Int64)] = [:]
-    /// Each session's refresh generation as last read with it (see `saveUpdate`).
+    /// Each session's refresh generation as last read with it: the basis of a touch (see
+    /// `saveUpdate`).
     private var generations: [String: String] = [:]
+    /// The generation a refresh leader read after taking the lease (`reload`): the basis of
+    /// its save, whatever other reads of the session happen on this worker meanwhile.
+    private var refreshBasis: [String: String] = [:]
     private(set) var roundTrips = 0
 
     init(client: Redis, prefix: String, sealer: CookieSealer, cacheTTL: Double, clock: @escaping () -> Int64) {
@@ -57,7 +61,7 @@ final class RedisSessionStore: SessionStore {
         }
     }
 
-    private func fetch(_ id: String, done: @escaping (ReloadResult) -> Void) {
+    private func fetch(_ id: String, forRefresh: Bool = false, done: @escaping (ReloadResult) -> Void) {
         roundTrips += 1
         let now = clock()
         client.send(["MGET", key(id), generationKey(id)]) { result in
@@ -68,8 +72,11 @@ final class RedisSessionStore: SessionStore {
                       let session = Session(encoded: plain), session.id == id else { done(.gone); return }
                 var generation = "0"
                 if case .bulk(let g) = replies[1] { generation = String(decoding: g, as: UTF8.self) }
-                if self.generations.count >= 10_000 { self.generations.removeAll() }
-                self.generations[id] = generation
+                self.remember(generation: generation, of: id)
+                if forRefresh {
+                    if self.refreshBasis.count >= 10_000 { self.refreshBasis.removeAll() }
+                    self.refreshBasis[id] = generation
+                }
                 self.remember(session, now: now)
                 done(.found(session))
             case .success, .failure: done(.unavailable)
@@ -89,6 +96,7 @@ final class RedisSessionStore: SessionStore {
             switch result {
             case .success(.status("OK")):
                 self.remember(session, now: now)
+                self.remember(generation: "0", of: session.id)
                 // A session a back-channel logout cannot find would outlive it: the index
                 // writes are part of creating one.
                 self.index(session, ttl: ttl) { ok in
@@ -104,12 +112,13 @@ final class RedisSessionStore: SessionStore {
     /// An update in one step on the server. `KEYS`: the session, its refresh lease, its
     /// generation. `ARGV`: the sealed session, its TTL, the generation the update was based
     /// on, the lease token ("" for an update that is not a refresh). It writes only if the
-    /// session is still there (`XX`: a logout meanwhile is not undone — nil) and nobody
+    /// session is still there (a logout meanwhile is not undone — nil, first) and nobody
     /// refreshed it since the update's basis was read — unless this is the refresh that holds
     /// the lease. Else -1: a touch from a stale copy, or a refresh that outlived its lease
     /// after another replica refreshed, would put back a spent refresh token. A refresh's
     /// write increments the generation; the answer is the generation now.
     static let saveUpdateScript = """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return false end
         local gen = redis.call('GET', KEYS[3]) or '0'
         if gen ~= ARGV[3] and (ARGV[4] == '' or redis.call('GET', KEYS[2]) ~= ARGV[4]) then return -1 end
         if not redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2], 'XX') then return false end
@@ -122,12 +131,12 @@ final class RedisSessionStore: SessionStore {
     private func saveUpdate(_ session: Session, sealed: String, ttl: Int64, lease: RefreshLease?, now: Int64,
                             done: @escaping (Result<String, SessionStoreError>) -> Void) {
         // A basis never read (forgotten) matches no generation: only a lease holder writes then.
-        let basis = generations[session.id] ?? "unknown"
+        let basis = (lease != nil ? refreshBasis.removeValue(forKey: session.id) : generations[session.id]) ?? "unknown"
         client.send(["EVAL", Self.saveUpdateScript, "3", key(session.id), leaseKey(session.id), generationKey(session.id),
                      sealed, String(ttl), basis, lease?.token ?? ""]) { result in
             switch result {
             case .success(.integer(let n)) where n >= 0:
-                self.generations[session.id] = String(n)
+                self.remember(generation: String(n), of: session.id)
                 self.remember(session, now: now)
                 done(.success(session.id))
             case .success(.integer):
@@ -231,7 +240,14 @@ final class RedisSessionStore: SessionStore {
 
     func reload(_ session: Session, done: @escaping (ReloadResult) -> Void) {
         cache[session.id] = nil
-        fetch(session.id, done: done)
+        fetch(session.id, forRefresh: true, done: done)
+    }
+
+    private func remember(generation: String, of id: String) {
+        // Bounded; a forgotten generation costs one refused touch (and a fresh read), never
+        // a wrong write.
+        if generations.count >= 10_000 { generations.removeAll() }
+        generations[id] = generation
     }
 
     private func remember(_ session: Session, now: Int64) {

@@ -65,6 +65,9 @@ Browser login (the AS as the OIDC provider of a web-app RP) — what the wrapper
     post_logout_redirect_uri must be registered (add_client(post_logout_redirect_uri=...)).
     Tokens are not revoked by a logout;
   - introspection answers inactive from a token's exp second on (idpyoidc: one second later);
+  - an authentication's time (auth_time) is the login's: idpyoidc's create_session passes it as
+    time_stamp=, which create_authn_event does not read (it takes authn_time= or timestamp=),
+    so every authorization — an SSO one too — got the current second instead;
   - a request_uri by reference is fetched while the AS is busy with that request (the AS is
     one request at a time): the server hosting it must not need the AS to answer.
 
@@ -163,6 +166,7 @@ from idpyoidc.message.oidc import AccessTokenRequest
 from idpyoidc.server import Server
 from idpyoidc.server.configure import OPConfiguration
 from idpyoidc.server.exception import ClientAuthenticationError, FailedAuthentication
+from idpyoidc.server.oauth2 import authorization as idpyoidc_authorization
 from idpyoidc.server.oauth2.add_on import dpop as dpop_addon
 from idpyoidc.server.oauth2.token_helper.client_credentials import ClientCredentials
 from idpyoidc.server.oidc.token import Token as TokenEndpoint
@@ -175,6 +179,19 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 log = logging.getLogger("authserver")
+
+
+def _authn_event_at_login_time(create):
+    """idpyoidc's create_authn_event with the time_stamp= its create_session passes honoured."""
+    def patched(uid, **kwargs):
+        stamp = kwargs.pop("time_stamp", None)
+        if stamp and not kwargs.get("authn_time"):
+            kwargs["authn_time"] = stamp
+        return create(uid, **kwargs)
+    return patched
+
+
+idpyoidc_authorization.create_authn_event = _authn_event_at_login_time(idpyoidc_authorization.create_authn_event)
 
 DEFAULT_AUDIENCE = "api"
 
