@@ -101,11 +101,23 @@ class SentinelSet(Processes):
         return int(cli(self.sentinels[0], "SENTINEL", "get-master-addr-by-name", "mymaster").split()[-1])
 
 
+def ephemeral_low():
+    """The lowest port the kernel hands out to outgoing connections (any of those may take a
+    port we picked between our check and redis-server's bind)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def cluster_port():
-    """A free port whose cluster bus port (port + 10000) is free and in range too: the kernel's
-    pick for port 0 can be above 55535, where a cluster node cannot start."""
+    """A free port whose cluster bus port (port + 10000) is free too, both below the kernel's
+    ephemeral range: there no outgoing connection can take them before the node binds them
+    (and above 55535 a cluster node cannot start at all)."""
+    high = min(ephemeral_low(), 55536) - 10000
     for _ in range(200):
-        port = random.randint(20000, 45000)
+        port = random.randint(10000, max(10001, high - 1))
         try:
             for p in (port, port + 10000):
                 with socket.socket() as s:
@@ -121,17 +133,33 @@ class Cluster(Processes):
 
     def __init__(self):
         super().__init__()
-        self.ports = [cluster_port() for _ in range(3)]
-        for port in self.ports:
-            self.start(f"node-{port}", ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                        "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
-                                        "--cluster-require-full-coverage", "no"])
-        for port in self.ports:
-            wait_for(lambda p=port: cli(p, "PING") == "PONG", what=f"node {port}")
+        # A node whose port was taken meanwhile exits at once: start the three again elsewhere.
+        for attempt in range(3):
+            self.ports = [cluster_port() for _ in range(3)]
+            for port in self.ports:
+                self.start(f"node-{port}", ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                            "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
+                                            "--cluster-require-full-coverage", "no"])
+            if self.nodes_answer():
+                break
+            for port in self.ports:
+                self.kill(f"node-{port}")
+        else:
+            raise AssertionError("three cluster nodes did not start")
         subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports], "--cluster-replicas", "0",
                         "--cluster-yes"], capture_output=True, timeout=30, check=True)
         for port in self.ports:
             wait_for(lambda p=port: "cluster_state:ok" in cli(p, "CLUSTER", "INFO"), what="cluster_state:ok")
+
+    def nodes_answer(self):
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            if any(self.procs[f"node-{p}"].poll() is not None for p in self.ports):
+                return False
+            if all(cli(p, "PING") == "PONG" for p in self.ports):
+                return True
+            time.sleep(0.1)
+        return False
 
     @property
     def url(self):
