@@ -5,6 +5,7 @@ on one ends the session everywhere; a back-channel logout posted to one ends it 
 twenty parallel requests spread over the replicas when the access token is due make exactly
 one refresh at the AS, and all twenty succeed."""
 import subprocess
+import threading
 import time
 from urllib.parse import parse_qs, urlsplit
 from concurrent.futures import ThreadPoolExecutor
@@ -99,6 +100,39 @@ def test_a_dpop_proof_used_on_one_replica_is_refused_on_the_others(replicas, idp
                         timeout=10).status_code == 200
 
 
+class Monitor:
+    """Redis MONITOR while the block runs: the commands (as redis-cli prints them), from a mark
+    seen at the start to one seen at the end — none missed at either edge."""
+
+    def __init__(self, redis):
+        self.redis = redis
+        self.lines = []
+
+    def _wait_for(self, mark):
+        deadline = time.time() + 10
+        while not any(mark in line for line in self.lines):
+            assert time.time() < deadline, f"MONITOR never showed {mark}"
+            self.redis.cli("ECHO", mark)
+            time.sleep(0.05)
+
+    def _read(self):
+        for line in iter(self.proc.stdout.readline, ""):
+            self.lines.append(line)
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(["redis-cli", "-p", str(self.redis.port), "MONITOR"], stdout=subprocess.PIPE, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+        self._wait_for("monitor-start")
+        return self.lines
+
+    def __exit__(self, *exc):
+        try:
+            self._wait_for("monitor-end")
+        finally:
+            self.proc.terminate()
+            self.proc.wait(timeout=5)
+
+
 def test_one_refresh_for_twenty_requests_across_replicas(replicas, redis):
     a_s, (a, b, c) = replicas
     a.login()
@@ -108,13 +142,9 @@ def test_one_refresh_for_twenty_requests_across_replicas(replicas, redis):
     envs = [a, b, c]
     # Every command Redis runs meanwhile: the refreshed session must be written once (by the
     # lease holder), not again by the requests that waited for it.
-    monitor = subprocess.Popen(["redis-cli", "-p", str(redis.port), "MONITOR"], stdout=subprocess.PIPE, text=True)
-    time.sleep(0.2)
-    with ThreadPoolExecutor(max_workers=20) as pool:
-        results = list(pool.map(lambda i: with_cookie(envs[i % 3], cookie, f"/p/{i}"), range(20)))
-    time.sleep(0.3)
-    monitor.terminate()
-    commands = monitor.communicate(timeout=5)[0].splitlines()
+    with Monitor(redis) as commands:
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            results = list(pool.map(lambda i: with_cookie(envs[i % 3], cookie, f"/p/{i}"), range(20)))
     assert [r.status_code for r in results] == [200] * 20, [(r.status_code, r.text[:200]) for r in results if r.status_code != 200]
     assert a_s.refresh_count - before == 1 and a_s.refresh_ok_count == 1
     saves = [c for c in commands if '"EVAL"' in c and "session-gen:" in c]
