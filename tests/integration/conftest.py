@@ -20,14 +20,10 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from echo_upstream import Upstream  # noqa: E402
 # The real authorization server (idpyoidc): fixtures `authserver`, `authserver_factory`.
 from authserver.fixtures import authserver, authserver_factory  # noqa: E402,F401
+# One source of ports for the gateways, the AS and every other server the tests start.
+from authserver.server import free_port  # noqa: E402,F401
 
 BIN = os.environ.get("TOKENGATE_BIN", os.path.join(ROOT, ".build", "debug", "tokengate"))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Gateway:

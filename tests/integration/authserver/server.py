@@ -243,10 +243,21 @@ def _qualname(obj):
     return f"{obj.__module__}.{obj.__qualname__}"
 
 
+_given_ports = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now, and not one this process has handed out before: the kernel may give
+    the same port to two binds in a row once the first socket is closed (a gateway's listen
+    and admin ports, or the AS's and a gateway's, would then collide)."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _given_ports:
+            _given_ports.add(port)
+            return port
+    raise RuntimeError("no fresh free port")
 
 
 class RFC9068AccessToken(JWTToken):
