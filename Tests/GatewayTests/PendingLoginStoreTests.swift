@@ -21,17 +21,17 @@ struct PendingLoginStoreTests {
         let loop = EventLoop()
         let store: PendingLoginStore
         let redis: RedisServerProcess?
-        init(_ kind: Kind, timeout: Int64 = 600) throws {
+        init(_ kind: Kind, timeout: Int64 = 600, max: Int = 5) throws {
             switch kind {
             case .cookie:
                 redis = nil
-                store = CookiePendingLogins(sealer: SessionTests.sealer, cookieName: cookieName, secure: false, timeout: timeout, max: 5)
+                store = CookiePendingLogins(sealer: SessionTests.sealer, cookieName: cookieName, secure: false, timeout: timeout, max: max)
             case .redis:
                 let server = try RedisServerProcess()
                 redis = server
                 let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/3"))
                 store = RedisPendingLogins(client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
-                                           cookieName: cookieName, secure: false, timeout: timeout, max: 5)
+                                           cookieName: cookieName, secure: false, timeout: timeout, max: max)
             }
         }
         func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
@@ -167,25 +167,11 @@ struct PendingLoginStoreTests {
 
     /// The most pending logins the config allows (20) all stay reachable.
     @Test func twentyPendingLoginsFitTheCookie() throws {
-        let server = try RedisServerProcess()
-        let loop = EventLoop()
-        let store = RedisPendingLogins(client: Redis(loop: loop, deployment: .standalone(try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/3")))),
-                                       prefix: "t:", sealer: SessionTests.sealer, cookieName: Self.cookieName, secure: false, timeout: 600, max: 20)
-        func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
-            var out: T?
-            start { v in out = v; loop.stop() }
-            if out == nil { loop.schedule(after: 5) { loop.stop() }; loop.run() }
-            return out
-        }
+        let h = try Harness(.redis, max: 20)
         var jar: [String: String] = [:]
-        for i in 0..<20 {
-            let login = PendingLogins.Login(state: "s\(i)", nonce: "n", codeVerifier: "v", returnTo: "/", client: "web", createdAt: 1000)
-            let lines = try #require(run { done in store.add(login, cookies: Harness.cookies(jar), now: 1000) { done(try? $0.get()) } } ?? nil)
-            jar = Harness.apply(lines, to: jar)
-        }
+        for i in 0..<20 { jar = try #require(h.begin("s\(i)", jar: jar)) }
         #expect(jar[Self.cookieName]!.split(separator: ".").count == 20)
-        let first = run { done in store.take(state: "s0", cookies: Harness.cookies(jar), now: 1001) { done(try? $0.get()) } } ?? nil
-        #expect(first?.login?.state == "s0")
+        #expect(try #require(h.taken("s0", jar: jar)).login?.state == "s0")
     }
 
     @Test func redisDownFailsClosed() throws {

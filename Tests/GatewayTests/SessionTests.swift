@@ -97,10 +97,14 @@ struct SessionStoreConformanceTests {
             case .redis:
                 let server = try RedisServerProcess()
                 redis = server
-                let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/2"))
-                store = RedisSessionStore(client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
-                                          cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
+                store = try Self.redisStore(loop: loop, port: server.port)
             }
+        }
+        /// A Redis session store on this harness's server: another replica, when called again.
+        static func redisStore(loop: EventLoop, port: UInt16) throws -> RedisSessionStore {
+            let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(port)/2"))
+            return RedisSessionStore(client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
+                                     cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
         }
         func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
             var out: T?
@@ -167,8 +171,7 @@ struct SessionStoreConformanceTests {
     @Test func updatesNeverPutBackOlderTokens() throws {
         let h = try Harness(.redis)
         let a = try #require(h.store as? RedisSessionStore)
-        let b = RedisSessionStore(client: Redis(loop: h.loop, deployment: .standalone(try #require(RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/2")))),
-                                  prefix: "t:", sealer: SessionTests.sealer, cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
+        let b = try Harness.redisStore(loop: h.loop, port: h.redis!.port)
         let s = SessionTests.session(refresh: "r1")
         _ = try #require(h.save(s))
         // A Redis Cluster must find the session, its lease and its generation in one slot.
@@ -228,8 +231,7 @@ struct SessionStoreConformanceTests {
         #expect((try? save(a, current, under: nil)?.get()) == s.id)
         // The lease holder writes whatever its basis (here: a replica that never read the
         // session); without the lease, that basis writes nothing.
-        let c = RedisSessionStore(client: Redis(loop: h.loop, deployment: .standalone(try #require(RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/2")))),
-                                  prefix: "t:", sealer: SessionTests.sealer, cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
+        let c = try Harness.redisStore(loop: h.loop, port: h.redis!.port)
         let cLease = try #require(lease(c))
         #expect((try? save(c, with("r6"), under: cLease)?.get()) == s.id)
         c.releaseRefresh(cLease)

@@ -10,18 +10,11 @@ import pytest
 import requests
 
 from conftest import Gateway
-from test_dpop_redis import RedisServer
 from test_introspection_idp import GW_SECRET, config
 from test_login import SESSION_KEY
+from test_replicas import redis  # noqa: F401 — fixture
 
 OPQ_SECRET = "opq-secret-0123456789abcdef0123456789ab"
-
-
-@pytest.fixture
-def redis():
-    r = RedisServer().start()
-    yield r
-    r.close()
 
 
 @pytest.fixture

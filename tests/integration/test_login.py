@@ -27,6 +27,15 @@ def gateway_key(tmp_path, alg="ES256"):
     return str(path), json.loads(out)
 
 
+# A login route that sends the session's access token upstream (Authorization: Bearer).
+API_ROUTE_FORWARDING_TOKEN = """  - name: api
+    match: { path_prefix: /api/ }
+    upstream: app
+    auth: login
+    client: web
+    forward_token: true"""
+
+
 class LoginEnv:
     """An AS with the web client registered, and a tokengate logging browsers in to `upstream`."""
 
@@ -251,12 +260,7 @@ def test_an_as_that_is_down_does_not_end_the_session(short_as, upstream, tmp_pat
     sent upstream; a route that forwards the token answers 503 (try again) instead of sending
     an expired one; once the AS is back, one refresh and both routes work."""
     e = LoginEnv(short_as, upstream, tmp_path, session=", refresh_margin: 1s",
-                 extra_route="""  - name: api
-    match: { path_prefix: /api/ }
-    upstream: app
-    auth: login
-    client: web
-    forward_token: true""")
+                 extra_route=API_ROUTE_FORWARDING_TOKEN)
     try:
         e.login("/api/me")
         time.sleep(3.5)  # the access token (3 s) has expired
@@ -500,12 +504,7 @@ def test_dpop_bound_tokens_from_the_token_endpoint(authserver_factory, upstream,
     for the code exchange and for refreshes, so the session's tokens are bound to it."""
     a = authserver_factory(login="form", dpop=True, rotate_refresh_tokens=True, access_token_lifetime=3)
     e = LoginEnv(a, upstream, tmp_path, extra_client="    dpop: true", session=", refresh_margin: 1s",
-                 extra_route="""  - name: api
-    match: { path_prefix: /api/ }
-    upstream: app
-    auth: login
-    client: web
-    forward_token: true""")
+                 extra_route=API_ROUTE_FORWARDING_TOKEN)
     try:
         r = e.login("/api/me")
         assert r.status_code == 200, r.text

@@ -58,12 +58,13 @@ final class Introspector {
         // endpoint), not by this config's name for it: replicas with other names, or a
         // reload that points a name elsewhere, never take one AS's answer for another's.
         let sharedKey = issuer.issuer + "\u{0}" + endpoint + "\u{0}" + token
-        guard let shared else { ask(endpoint, token: token, key: key, sharedKey: sharedKey, issuer: issuer, config: config, credentials: credentials, caFile: caFile); return }
+        let ask = { [weak self] in
+            self?.ask(endpoint, token: token, key: key, sharedKey: sharedKey, issuer: issuer, config: config, credentials: credentials, caFile: caFile)
+        }
+        guard let shared else { ask(); return }
         shared.get(sharedKey, now: now) { [weak self] hit in
             guard let self else { return }
-            guard let hit else {
-                self.ask(endpoint, token: token, key: key, sharedKey: sharedKey, issuer: issuer, config: config, credentials: credentials, caFile: caFile); return
-            }
+            guard let hit else { ask(); return }
             let now = Int64(Date().timeIntervalSince1970)
             let verdict = IntrospectionResponse.judge(hit.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
             // Kept no longer than this replica's own TTLs would keep it either.

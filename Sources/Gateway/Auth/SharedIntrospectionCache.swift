@@ -17,7 +17,6 @@ final class SharedIntrospectionCache {
     private let prefix: String
     /// Set from the config (the session keys may change on reload).
     var sealer: CookieSealer?
-    private(set) var hits = 0
 
     init(client: Redis, prefix: String) {
         self.client = client
@@ -37,12 +36,11 @@ final class SharedIntrospectionCache {
     func get(_ key: String, now: Int64, done: @escaping ((body: [UInt8], until: Int64)?) -> Void) {
         guard let sealer else { done(nil); return }
         let digest = Self.digest(key)
-        client.send(["GET", "\(prefix)introspection:\(digest)"]) { [weak self] result in
+        client.send(["GET", "\(prefix)introspection:\(digest)"]) { result in
             guard case .success(.bulk(let bytes)) = result,
                   let plain = sealer.open(String(decoding: bytes, as: UTF8.self), purpose: Self.purpose(digest)),
                   let newline = plain.firstIndex(of: UInt8(ascii: "\n")),
                   let until = Int64(String(decoding: plain[..<newline], as: UTF8.self)), until > now else { done(nil); return }
-            self?.hits += 1
             done((Array(plain[(newline + 1)...]), until))
         }
     }

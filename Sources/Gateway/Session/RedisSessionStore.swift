@@ -72,11 +72,7 @@ final class RedisSessionStore: SessionStore {
                       let session = Session(encoded: plain), session.id == id else { done(.gone); return }
                 var generation = "0"
                 if case .bulk(let g) = replies[1] { generation = String(decoding: g, as: UTF8.self) }
-                self.remember(generation: generation, of: id)
-                if forRefresh {
-                    if self.refreshBasis.count >= 10_000 { self.refreshBasis.removeAll() }
-                    self.refreshBasis[id] = generation
-                }
+                self.remember(generation: generation, of: id, forRefresh: forRefresh)
                 self.remember(session, now: now)
                 done(.found(session))
             case .success, .failure: done(.unavailable)
@@ -243,11 +239,15 @@ final class RedisSessionStore: SessionStore {
         fetch(session.id, forRefresh: true, done: done)
     }
 
-    private func remember(generation: String, of id: String) {
-        // Bounded; a forgotten generation costs one refused touch (and a fresh read), never
+    private func remember(generation: String, of id: String, forRefresh: Bool = false) {
+        // Bounded; a forgotten generation costs one refused update (and a fresh read), never
         // a wrong write.
         if generations.count >= 10_000 { generations.removeAll() }
         generations[id] = generation
+        if forRefresh {
+            if refreshBasis.count >= 10_000 { refreshBasis.removeAll() }
+            refreshBasis[id] = generation
+        }
     }
 
     private func remember(_ session: Session, now: Int64) {
