@@ -162,7 +162,7 @@ check_bearer() {
                '"iss":"https://bench.local","aud":"other-api","scope":"bench"' \
                '"iss":"https://bench.local","aud":"bench-api","scope":"other"'; do
     tok=$("$TOKENGATE_BIN" jwt sign --key "$keys/key.jwk" --typ at+jwt --exp-in 600 \
-      --claims "{$claim,\"sub\":\"bench-user\"}")
+      --claims "{$claim,\"sub\":\"bench-user\",\"client_id\":\"bench\"}")
     local want=401
     [[ $claim == *'"scope":"other"'* ]] && want=$scope_status
     expect_status "$name: token with {$claim}" "$want" "$url" -H "Authorization: Bearer $tok"
@@ -370,7 +370,7 @@ bearer_scenario() {
   mkdir -p "$keys"
   [[ -f $keys/key.jwk ]] || "$TOKENGATE_BIN" keys generate --alg "$2" --kid "bench-$2" --out "$keys/key.jwk" >"$keys/jwks.json"
   BENCH_TOKEN=$("$TOKENGATE_BIN" jwt sign --key "$keys/key.jwk" --typ at+jwt --exp-in 86400 \
-    --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","scope":"bench","email":"b@example.com"}')
+    --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench","email":"b@example.com"}')
   export BENCH_TOKEN
   local peer_name="" peer_url=""
   if [[ $2 == RS256 ]] && (( MOD_AUTH_OPENIDC )); then
@@ -439,9 +439,9 @@ dpop_scenario() {
     local jkt
     jkt=$("$TOKENGATE_BIN" keys thumbprint --key "$keys/dpop.jwk")
     "$TOKENGATE_BIN" jwt sign --key "$keys/issuer.jwk" --typ at+jwt --exp-in 86400 \
-      --claims "{\"iss\":\"https://bench.local\",\"aud\":\"bench-api\",\"sub\":\"bench-user\",\"scope\":\"bench\",\"cnf\":{\"jkt\":\"$jkt\"}}" >"$keys/token"
+      --claims "{\"iss\":\"https://bench.local\",\"aud\":\"bench-api\",\"sub\":\"bench-user\",\"client_id\":\"bench\",\"scope\":\"bench\",\"cnf\":{\"jkt\":\"$jkt\"}}" >"$keys/token"
     "$TOKENGATE_BIN" jwt sign --key "$keys/issuer.jwk" --typ at+jwt --exp-in 86400 \
-      --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","scope":"bench"}' >"$keys/unbound-token"
+      --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench"}' >"$keys/unbound-token"
     log "dpop: making $DPOP_PROOFS proofs for http://127.0.0.1:$PORT_TOKENGATE/ (tokengate dpop proof --count)"
     "$TOKENGATE_BIN" dpop proof --key "$keys/dpop.jwk" --url "http://127.0.0.1:$PORT_TOKENGATE/" \
       --token "$(cat "$keys/token")" --count "$DPOP_PROOFS" >"$keys/proofs.txt"

@@ -21,7 +21,7 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 token=$("$bin" jwt sign --key config/dev/dev.jwk --typ at+jwt --exp-in 3600 \
-  --claims '{"iss":"https://quickstart.local","aud":"demo-api","sub":"alice","email":"alice@example.com","scope":"demo:read"}')
+  --claims '{"iss":"https://quickstart.local","aud":"demo-api","sub":"alice","client_id":"quickstart","email":"alice@example.com","scope":"demo:read"}')
 cat <<MSG
 
 tokengate is running on http://127.0.0.1:8080 (admin: http://127.0.0.1:9901/metrics).
@@ -31,7 +31,7 @@ Try:
                                                               # 200: the echo upstream shows X-Forwarded-User: alice
   curl -s http://127.0.0.1:8080/hello -H 'X-Forwarded-User: mallory' | python3 -m json.tool
                                                               # public route: the forged identity header is gone
-Mint more tokens with: $bin jwt sign --key config/dev/dev.jwk --typ at+jwt --claims '{...}'
+Mint more tokens with: $bin jwt sign --key config/dev/dev.jwk --typ at+jwt --claims '{...}' (RFC 9068: iss, aud, sub, client_id; iat, exp, jti are added)
 Ctrl-C stops.
 MSG
 wait $gw

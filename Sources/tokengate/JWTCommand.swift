@@ -80,6 +80,10 @@ struct JWTCommand: ParsableCommand {
             let now = Int64(Date().timeIntervalSince1970)
             if body["iat"] == nil { body["iat"] = .number(String(now)) }
             if body["exp"] == nil { body["exp"] = .number(String(now + expIn)) }
+            // RFC 9068 §2.2 requires a jti, which a hand-written claims object rarely has.
+            if let typ, JWSHeader.typesMatch(typ, "at+jwt"), body["jti"] == nil {
+                body["jti"] = .string(Base64URL.encode(SecureRandom.bytes(16)))
+            }
             var header = JSONObject()
             if let typ { header["typ"] = .string(typ) }
             print(try JWSSigner.sign(claims: body, header: header, alg: algorithm, key: jwk))

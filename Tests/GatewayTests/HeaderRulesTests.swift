@@ -18,6 +18,25 @@ struct HeaderRulesTests {
         }
     }
 
+    @Test("override headers pass only from a trusted proxy", arguments: [
+        "X-Original-URL", "X-Original-URI", "X-Forwarded-Uri", "X-Forwarded-Path", "X-Envoy-Original-Path", "X-Host",
+        "Client-IP", "X-Originating-IP", "X-Remote-IP", "X-Remote-Addr", "X-Forwarded-Method", "X-Original-Method",
+        "x-envoy-anything", "X-Auth-Request-User", "CF-Connecting-IP",
+    ])
+    func overrideHeadersNeedATrustedPeer(_ name: String) {
+        #expect(!HeaderRules.forwardsRequestHeader(name, listed: [], reservedPrefix: nil))
+        #expect(HeaderRules.forwardsRequestHeader(name, listed: [], reservedPrefix: nil, peerTrusted: true))
+    }
+
+    @Test func configAddsOverrideHeaders() {
+        let extra = [Array("x-my-path".utf8)]
+        #expect(!HeaderRules.forwardsRequestHeader("X-My-Path", listed: [], reservedPrefix: nil, trustedOnlyExtra: extra))
+        #expect(HeaderRules.forwardsRequestHeader("X-My-Path", listed: [], reservedPrefix: nil, peerTrusted: true, trustedOnlyExtra: extra))
+        #expect(HeaderRules.forwardsRequestHeader("X-My-Path", listed: [], reservedPrefix: nil))
+        // Near misses of a family prefix are ordinary headers.
+        #expect(HeaderRules.forwardsRequestHeader("X-Envoyage", listed: [], reservedPrefix: nil))
+    }
+
     @Test func connectionListedHeadersAreHopByHop() {
         let listed = HeaderRules.connectionTokens(["close, X-Secret ,  x-other", "Keep-Alive"])
         #expect(listed.map { String(decoding: $0, as: UTF8.self) } == ["close", "x-secret", "x-other", "keep-alive"])

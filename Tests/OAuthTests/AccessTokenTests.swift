@@ -20,8 +20,8 @@ struct AccessTokenTests {
     }
 
     static func claims(iss: String = "https://idp.corp", extra: [(String, JSONValue)] = []) -> JSONObject {
-        var c = JSONObject(["iss": .string(iss), "aud": .string("api"), "sub": .string("alice"),
-                            "exp": .number(String(now + 300)), "iat": .number(String(now))])
+        var c = JSONObject(["iss": .string(iss), "aud": .string("api"), "sub": .string("alice"), "client_id": .string("app1"),
+                            "jti": .string("j-1"), "exp": .number(String(now + 300)), "iat": .number(String(now))])
         for (k, v) in extra { c[k] = v }
         return c
     }
@@ -104,8 +104,19 @@ struct AccessTokenTests {
         {"scope":"orders:read profile","scp":["extra"],"tenant":"acme","level":3,
          "realm_access":{"roles":["admin","dev"]},"groups":["a","b"]}
         """).object!
-        #expect(AuthorizationRequirement(scopes: ["orders:read", "extra"]).check(claims) == nil)
+        // `scope` alone counts by default: the vendor `scp` never widens it.
+        #expect(AuthorizationRequirement(scopes: ["orders:read", "profile"]).check(claims) == nil)
+        #expect(AuthorizationRequirement(scopes: ["orders:read", "extra"]).check(claims) == .missingScopes(["extra"]))
         #expect(AuthorizationRequirement(scopes: ["orders:write", "orders:read"]).check(claims) == .missingScopes(["orders:write"]))
+        // An issuer that opts in to `scp` reads `scp` alone (array or string), never `scope`.
+        #expect(AuthorizationRequirement(scopes: ["extra"]).check(claims, scopeClaim: .scp) == nil)
+        #expect(AuthorizationRequirement(scopes: ["orders:read"]).check(claims, scopeClaim: .scp) == .missingScopes(["orders:read"]))
+        let scpString = try JSONParser.parse(#"{"scp":"a b"}"#).object!
+        #expect(AuthorizationRequirement.grantedScopes(scpString, from: .scp) == ["a", "b"])
+        #expect(AuthorizationRequirement.grantedScopes(scpString, from: .scope).isEmpty)
+        // RFC 9068 §2.2.3: `scope` is a string; an array there grants nothing.
+        let scopeArray = try JSONParser.parse(#"{"scope":["admin"]}"#).object!
+        #expect(AuthorizationRequirement.grantedScopes(scopeArray).isEmpty)
         let rules = AuthorizationRequirement(claims: [
             (ClaimPath("tenant")!, .equals("acme")), (ClaimPath("level")!, .oneOf(["2", "3"])),
             (ClaimPath("realm_access.roles")!, .contains("admin")),
@@ -119,6 +130,31 @@ struct AccessTokenTests {
         #expect(ClaimPath("a..b") == nil)
     }
 
+    @Test("RFC 9068 §2.2: an at+jwt token needs sub, client_id, iat and jti", arguments: [
+        ("sub", nil), ("sub", JSONValue.string("")), ("sub", .number("7")), ("client_id", nil), ("client_id", .string("")),
+        ("jti", nil), ("jti", .string("")), ("jti", .array([])), ("iat", nil), ("iat", .string("now")),
+    ] as [(String, JSONValue?)])
+    func rfc9068RequiredClaims(name: String, value: JSONValue?) {
+        var c = Self.claims()
+        c[name] = value
+        guard case .failure(.rejected(let e)) = Self.verifier.verify(Self.token(c), now: Self.now, keys: keys) else {
+            Issue.record("accepted without a good \(name)"); return
+        }
+        #expect(e.claim == name && (e.code == .missingClaim || e.code == .invalidClaim))
+        // An issuer that does not declare the profile keeps accepting such tokens.
+        c["iss"] = .string("https://idp.partner")
+        #expect((try? Self.verifier.verify(Self.token(c, key: Self.otherKey, typ: nil), now: Self.now, keys: keys).get()) != nil
+                || name == "iat")
+    }
+
+    @Test func scopeClaimFollowsTheIssuer() throws {
+        let okta = AccessTokenVerifier(issuers: [IssuerPolicy(name: "corp", issuer: "https://idp.corp", algorithms: [.ES256],
+                                                               audiences: ["api"], scopeClaim: .scp)])
+        let t = try okta.verify(Self.token(Self.claims(), typ: nil), now: Self.now, keys: keys).get()
+        #expect(t.scopeClaim == .scp)
+        #expect(try Self.verifier.verify(Self.token(Self.claims()), now: Self.now, keys: keys).get().scopeClaim == .scope)
+    }
+
     @Test func identityHeaderValues() throws {
         let claims = try JSONParser.parse("""
         {"sub":"alice","email":"a@x","groups":["g1","g2"],"n":5,"addr":{"c":"NL"},"evil":"x\\r\\nX-Admin: 1"}
@@ -129,6 +165,16 @@ struct AccessTokenTests {
         #expect(values.map(\.0) == ["X-User", "X-Groups", "X-N", "X-Addr"])
         #expect(values.map(\.1) == ["alice", "g1,g2", "5", "{\"c\":\"NL\"}"])
         #expect(IdentityHeaders.standard.headerNames.contains("X-Forwarded-User"))
+        // RFC 9110 §5.5: every control byte but HTAB drops the header (DEL too); the caller
+        // hears which header, to log it.
+        for byte in [0x00, 0x01, 0x08, 0x0a, 0x0b, 0x0c, 0x0d, 0x1b, 0x1f, 0x7f] as [UInt8] {
+            var c = JSONObject()
+            c["name"] = .string("a" + String(decoding: [byte], as: UTF8.self) + "b")
+            var omitted: [String] = []
+            #expect(IdentityHeaders(mapping: [("X-Name", ClaimPath("name")!)]).values(for: c) { omitted.append($0) }.isEmpty)
+            #expect(omitted == ["X-Name"], "byte \(byte)")
+        }
+        #expect(IdentityHeaders.isFieldValue("Zoë\tvan Dijk ~!"))
     }
 
     @Test func cacheIsBoundedAndExpires() {

@@ -86,7 +86,14 @@ struct LoginProtocolTests {
                       "/%5Cevil.example", "https:evil.example", "https:/evil.example", "javascript:alert(1)", "JAVASCRIPT:alert(1)",
                       "data:text/html,x", "evil.example", "https://evil.example", "https://app.example.com.evil.example",
                       "https://app.example.com@evil.example", "https://evil.example\\@app.example.com", "/a\r\nSet-Cookie: x=1",
-                      "/\t/evil.example", " /x", "https://app.example.com:99999x", "http://app.example.com/", "", "/%0d%0aX: y"])
+                      "/\t/evil.example", " /x", "https://app.example.com:99999x", "http://app.example.com/", "", "/%0d%0aX: y",
+                      // RFC 3986 §5.2.4: "//host" once dot segments are resolved, raw or decoded.
+                      "/.//evil.example", "/./%2Fevil.example", "/%2e//evil.example", "/a/..//evil.example", "/../..//evil.example/x",
+                      "https://app.example.com/.//evil.example", "https://app.example.com/%2e%2e//evil.example",
+                      // Ports no host has: out of range, zero, empty, signed, non-ASCII digits.
+                      "https://app.example.com:99999/", "https://app.example.com:65536/", "https://app.example.com:0/",
+                      "https://app.example.com:/x", "https://app.example.com:-1/", "https://app.example.com:\u{663}/",
+                      "https://app.example.com:000443/"])
     func openRedirectsRefused(target: String) {
         #expect(ReturnTo(allowedHosts: ["app.example.com", "*.apps.example.com"]).check(target) == nil)
     }
@@ -95,6 +102,12 @@ struct LoginProtocolTests {
                       "https://a.b.apps.example.com/"])
     func allowedTargets(target: String) {
         #expect(ReturnTo(allowedHosts: ["app.example.com", "*.apps.example.com"]).check(target) == target)
+    }
+
+    @Test(arguments: [("/a/./b/../c?x=/../y#/./z", "/a/c?x=/../y#/./z"), ("/..//../orders", "/orders"), ("/a/b/..", "/a/"),
+                      ("/./", "/"), ("/a/%2e%2e/b", "/a/%2e%2e/b"), ("https://app.example.com:65535/a", "https://app.example.com:65535/a")])
+    func dotSegmentsResolve(target: String, want: String) {
+        #expect(ReturnTo(allowedHosts: ["app.example.com"]).check(target) == want)
     }
 
     @Test func requestObjectClaims() throws {

@@ -28,7 +28,8 @@ def ec_key(kid):
 def token(key, claims=None, alg="ES256", typ="at+jwt", header_extra=None, **over):
     now = int(time.time())
     c = {"iss": "https://idp.one", "aud": "api", "sub": "alice", "iat": now, "exp": now + 300, "scope": "orders:read",
-         "email": "alice@example.com", "groups": ["staff", "dev"], "client_id": "app1"}
+         "email": "alice@example.com", "groups": ["staff", "dev"], "client_id": "app1",
+         "jti": base64.urlsafe_b64encode(os.urandom(12)).decode()}
     c.update(claims or {})
     for k, v in over.items():
         if v is None:

@@ -150,9 +150,15 @@ def test_quickstart_flow(upstream, gateway_factory):
     try:
         r = requests.get(g.url("/api/hello"))
         assert r.status_code == 401 and r.headers["WWW-Authenticate"].startswith("Bearer")
-        token = subprocess.run([BIN, "jwt", "sign", "--key", key, "--typ", "at+jwt", "--claims",
-                                '{"iss":"https://quickstart.local","aud":"demo-api","sub":"alice","scope":"demo:read"}'],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        def mint(claims):
+            return subprocess.run([BIN, "jwt", "sign", "--key", key, "--typ", "at+jwt", "--claims", claims],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+        # RFC 9068 §2.2: the quickstart issuer is at+jwt, so a token without client_id is refused
+        # (jwt sign adds iat, exp and jti itself).
+        r = requests.get(g.url("/api/hello"), headers={"Authorization": "Bearer " + mint(
+            '{"iss":"https://quickstart.local","aud":"demo-api","sub":"alice","scope":"demo:read"}')})
+        assert r.status_code == 401 and 'error="invalid_token"' in r.headers["WWW-Authenticate"]
+        token = mint('{"iss":"https://quickstart.local","aud":"demo-api","sub":"alice","client_id":"cli","scope":"demo:read"}')
         r = requests.get(g.url("/api/hello"), headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == 200
         assert ["X-Forwarded-User", "alice"] in r.json()["headers"]

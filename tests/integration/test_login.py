@@ -448,7 +448,13 @@ def test_idle_and_absolute_timeouts(login_as, upstream, tmp_path):
 
 @pytest.mark.parametrize("rd", ["//evil.example/x", "https:evil.example", "/\\\\evil.example", "/%2F%2Fevil.example",
                                 "%2F%2Fevil.example", "https://evil.example/", "javascript:alert(1)", "/%5Cevil.example",
-                                "http://evil.example/", "https://allowed.test.evil.example/", "https://app.allowed.test@evil.example/"])
+                                "http://evil.example/", "https://allowed.test.evil.example/", "https://app.allowed.test@evil.example/",
+                                # `//host` once dot segments are resolved (RFC 3986 §5.2.4), raw or decoded
+                                "/.//evil.example", "/./%2Fevil.example", "/%2e//evil.example", "/a/..//evil.example",
+                                "/../..//evil.example/x", "https://app.allowed.test/.//evil.example",
+                                # ports no host has
+                                "https://app.allowed.test:99999/", "https://app.allowed.test:0/", "https://app.allowed.test:/x",
+                                "https://app.allowed.test:443443/", "https://app.allowed.test:-1/", "https://app.allowed.test:\u0663/"])
 def test_open_redirects_are_refused(login_as, upstream, tmp_path, rd):
     e = LoginEnv(login_as, upstream, tmp_path, extra_top="login: { allowed_redirect_hosts: [app.allowed.test] }")
     try:
@@ -463,10 +469,12 @@ def test_open_redirects_are_refused(login_as, upstream, tmp_path, rd):
 def test_allowed_return_targets(login_as, upstream, tmp_path):
     e = LoginEnv(login_as, upstream, tmp_path, extra_top="login: { allowed_redirect_hosts: [app.allowed.test] }")
     try:
-        for rd in ["/orders/7?tab=2", "https://app.allowed.test/done"]:
+        for rd, want in [("/orders/7?tab=2", "/orders/7?tab=2"), ("https://app.allowed.test/done", "https://app.allowed.test/done"),
+                         ("/a/./b/../orders/7?x=/../y", "/a/orders/7?x=/../y"), ("/..//../orders", "/orders"),
+                         ("https://app.allowed.test:8443/done", "https://app.allowed.test:8443/done")]:
             r = e.browser.get(e.url("/oauth2/start"), params={"rd": rd}, headers=HTML, allow_redirects=False, timeout=10)
             cb = e.a.login_with_form(e.browser, r.headers["Location"])
-            assert e.get(cb).headers["Location"] == rd
+            assert e.get(cb).headers["Location"] == want, rd
     finally:
         e.stop()
 

@@ -42,7 +42,7 @@ final class AccessTokenValidator {
             let policies = tokens.issuers.compactMap { name in
                 config.issuers[name].map {
                     IssuerPolicy(name: $0.name, issuer: $0.issuer, algorithms: $0.algorithms, audiences: $0.audiences,
-                                 leeway: Int64($0.leeway), requiredType: $0.accessTokenType)
+                                 leeway: Int64($0.leeway), requiredType: $0.accessTokenType, scopeClaim: $0.scopeClaim)
                 }
             }
             verifiers[route.index] = AccessTokenVerifier(issuers: policies)

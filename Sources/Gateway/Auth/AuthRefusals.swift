@@ -48,7 +48,7 @@ struct AuthRefusals {
 
     /// 403 `insufficient_scope` when the token lacks the route's scopes or claims.
     func authorize(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
-        guard let failure = tokens.requirement.check(token.claims) else { return nil }
+        guard let failure = tokens.requirement.check(token.claims, scopeClaim: token.scopeClaim) else { return nil }
         let detail: String
         switch failure {
         case .missingScopes(let s): detail = "missing scopes: \(s.joined(separator: " "))"

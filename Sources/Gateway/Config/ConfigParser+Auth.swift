@@ -6,7 +6,7 @@ import Yams
 /// `forward_token`, `token_in_query`).
 extension ConfigParser {
     static let issuerKeys = ["issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
-                             "access_token_type", "ca_file", "introspection"]
+                             "access_token_type", "scope_claim", "ca_file", "introspection"]
 
     static func issuers(_ node: Node?, clientsNode: Node?, _ r: ConfigReader) -> (issuers: [String: IssuerConfig], clients: [String: ClientConfig]) {
         var issuers = issuers(node, r)
@@ -73,6 +73,10 @@ extension ConfigParser {
                 if v > 300 { r.problem("\(p).leeway", n, "more than 5m of clock skew is not accepted") } else { cfg.leeway = v }
             }
             if let n = i["access_token_type"] { cfg.accessTokenType = r.string(n, path: "\(p).access_token_type") }
+            if let n = i["scope_claim"], let s = r.string(n, path: "\(p).scope_claim") {
+                if let c = ScopeClaim(rawValue: s) { cfg.scopeClaim = c }
+                else { r.problem("\(p).scope_claim", n, "must be scope (RFC 9068 §2.2.3, the default) or scp") }
+            }
             if let n = i["ca_file"] { cfg.caFile = r.string(n, path: "\(p).ca_file") }
             out[name] = cfg
         }

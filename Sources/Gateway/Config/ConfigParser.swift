@@ -8,7 +8,7 @@ import Yams
 public enum ConfigParser {
     static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
                           "issuers", "clients", "upstreams", "routes", "limits", "access_log",
-                          "log_level", "reserved_header_prefix", "token_cache", "public_url", "dpop", "login"]
+                          "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login"]
 
     public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                              baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
@@ -62,6 +62,15 @@ public enum ConfigParser {
             if s.isEmpty || !s.utf8.allSatisfy({ HeaderRules.isTokenChar($0) }) {
                 r.problem("reserved_header_prefix", node, "must be a header-name prefix such as X-Auth-")
             } else { cfg.reservedHeaderPrefix = s }
+        }
+        if let node = top["trusted_proxy_headers"], let list = r.sequence(node, path: "trusted_proxy_headers") {
+            for (i, item) in list.enumerated() {
+                let p = "trusted_proxy_headers[\(i)]"
+                guard let s = r.string(item, path: p) else { continue }
+                if s.isEmpty || !s.utf8.allSatisfy({ HeaderRules.isTokenChar($0) }) {
+                    r.problem(p, item, "\"\(s)\" is not a header name")
+                } else { cfg.trustedProxyHeaders.append(Array(s.lowercased().utf8)) }
+            }
         }
         (cfg.issuers, cfg.clients) = issuers(top["issuers"], clientsNode: top["clients"], r)
         if let node = top["token_cache"], let tc = r.mapping(node, path: "token_cache", known: ["entries", "ttl"]) {

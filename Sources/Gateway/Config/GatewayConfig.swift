@@ -46,6 +46,10 @@ public struct GatewayConfig: Sendable {
     }
     /// The prefix lowercased, as the header rules compare it.
     public private(set) var reservedHeaderPrefixBytes: [UInt8]? = nil
+    /// `trusted_proxy_headers`: more names (lowercased) that, like the built-in override
+    /// headers (`HeaderRules.trustedOnly`), only a trusted proxy may send. Additions only:
+    /// the built-in list cannot be shortened.
+    public var trustedProxyHeaders: [[UInt8]] = []
     public var upstreams: [String: UpstreamConfig] = [:]
     public var routes: [RouteConfig] = [] {
         didSet { updateOwnCookies() }

@@ -20,6 +20,9 @@ public struct IssuerConfig: Sendable {
     public var leeway = 30.0
     /// e.g. "at+jwt": required `typ` of access tokens (RFC 9068 §2.1).
     public var accessTokenType: String?
+    /// `scope_claim`: where its tokens carry scopes — `scope` (RFC 9068 §2.2.3, the default)
+    /// or `scp` for ASes that use it; one or the other, never both.
+    public var scopeClaim: ScopeClaim = .scope
     /// CA bundle for this issuer's HTTPS endpoints (default: the system's).
     public var caFile: String?
     /// RFC 7662 introspection for opaque tokens.

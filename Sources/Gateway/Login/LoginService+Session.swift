@@ -17,8 +17,15 @@ extension LoginService {
     }
 
     func authenticate(route: RouteConfig, cookies: Cookies, done: @escaping (SessionDecision) -> Void) {
-        guard let value = cookies.value(settings.sessionCookie) else { done(.none(clear: [])); return }
         let clear = cookies.clear(settings.sessionCookie, secure: settings.secure)
+        if cookies.isConflicting(settings.sessionCookie) {
+            // Which of the two is ours cannot be told: neither is used, and both are cleared
+            // (the one set for this host; a sibling domain's copy is not ours to reach).
+            log.warning("two different session cookie values: treated as no session, cookies cleared",
+                        metadata: ["cookie": .string(settings.sessionCookie)])
+            done(.none(clear: clear)); return
+        }
+        guard let value = cookies.value(settings.sessionCookie) else { done(.none(clear: [])); return }
         store.load(value) { [weak self] lookup in
             guard let self else { return }
             switch lookup {

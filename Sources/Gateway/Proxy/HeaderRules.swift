@@ -15,13 +15,33 @@ public enum HeaderRules {
                                                  // The body is already read: an upstream must not wait for 100-continue.
                                                  "expect"].map { Array($0.utf8) }
 
-    /// Headers that frameworks use to pick a URL, a method or a client address. From a client
-    /// that is not a trusted proxy they would route around the gateway's decisions
-    /// (X-Original-URL on Symfony/IIS, method overrides around a `methods:` split).
-    static let trustedOnly: [[UInt8]] = ["x-original-url", "x-rewrite-url", "x-http-method-override", "x-http-method",
-                                         "x-method-override", "x-real-ip", "true-client-ip", "x-client-ip",
-                                         "x-forwarded-port", "x-forwarded-prefix", "x-forwarded-server", "x-forwarded-scheme",
-                                         "x-forwarded-ssl", "x-original-forwarded-for", "x-cluster-client-ip"].map { Array($0.utf8) }
+    /// Headers that frameworks, proxies and auth helpers read as the request's URL, method,
+    /// host, scheme or client address (the full list is in the README, "Override headers").
+    /// From a client that is not a trusted proxy they would route around the gateway's
+    /// decisions: X-Original-URL on Symfony/IIS, method overrides around a `methods:` split,
+    /// PHP's `HTTP_CLIENT_IP` helpers, Traefik/Caddy forward auth and nginx `auth_request`
+    /// conventions. Dropped unless the TCP peer is in `trusted_proxies`.
+    static let trustedOnly: [[UInt8]] = [
+        // URL and path
+        "x-original-url", "x-rewrite-url", "x-original-uri", "x-forwarded-uri", "x-forwarded-path",
+        "x-forwarded-prefix", "x-replaced-path", "x-auth-request-redirect",
+        // method
+        "x-http-method-override", "x-http-method", "x-method-override", "x-original-method", "x-forwarded-method",
+        // host, scheme, port
+        "x-host", "x-original-host", "x-forwarded-server", "x-http-host-override", "x-forwarded-port",
+        "x-forwarded-scheme", "x-forwarded-ssl", "x-forwarded-protocol", "x-url-scheme", "x-scheme", "front-end-https",
+        // client address
+        "x-real-ip", "true-client-ip", "x-client-ip", "client-ip", "x-originating-ip", "x-remote-ip", "x-remote-addr",
+        "x-cluster-client-ip", "x-original-forwarded-for", "x-forwarded", "forwarded-for", "cf-connecting-ip",
+        "cf-connecting-ipv6", "fastly-client-ip", "x-azure-clientip", "x-azure-socketip", "x-appengine-user-ip",
+        "wl-proxy-client-ip", "x-proxyuser-ip",
+    ].map { Array($0.utf8) }
+
+    /// Whole families with the same meaning: Envoy trusts `x-envoy-*` (original path,
+    /// external address, internal) only from inside its mesh and strips them at the edge;
+    /// oauth2-proxy's `X-Auth-Request-*` carry a verdict and an identity.
+    static let trustedOnlyPrefixes: [[UInt8]] = ["x-envoy-", "x-auth-request-"].map { Array($0.utf8) }
+
     static let proxyPrefix = Array("proxy-".utf8)
     static let requestID = Array("x-request-id".utf8)
 
@@ -46,13 +66,20 @@ public enum HeaderRules {
     /// Whether a client request header is forwarded upstream as sent. Names with `_` never
     /// are: CGI, WSGI and PHP turn `X_Forwarded_User` into the same variable as
     /// `X-Forwarded-User`, which would get around every strip rule (nginx drops them too).
+    /// `trustedOnlyExtra`: the config's `trusted_proxy_headers`, lowercased, added to the list.
     public static func forwardsRequestHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?,
-                                             peerTrusted: Bool = false) -> Bool {
+                                             peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []) -> Bool {
         if name.contains(UInt8(ascii: "_")) { return false }
         if isHopByHop(name, listed: listed) || equalsAny(name, recomputedOnRequest) { return false }
-        if !peerTrusted && equalsAny(name, trustedOnly) { return false }
+        if !peerTrusted && isTrustedOnly(name, extra: trustedOnlyExtra) { return false }
         if let reservedPrefix, hasPrefix(name, reservedPrefix) { return false }
         return true
+    }
+
+    /// Whether only a trusted proxy may send this header (the built-in list, its families, and
+    /// the config's additions).
+    public static func isTrustedOnly(_ name: UnsafeBufferPointer<UInt8>, extra: [[UInt8]] = []) -> Bool {
+        equalsAny(name, trustedOnly) || trustedOnlyPrefixes.contains { hasPrefix(name, $0) } || equalsAny(name, extra)
     }
 
     /// Whether an upstream response header is passed to the client. Content-Length stays
@@ -93,10 +120,13 @@ public enum HeaderRules {
 
 extension HeaderRules {
     /// String forms of the rules, for callers (and tests) that hold Swift strings.
-    public static func forwardsRequestHeader(_ name: String, listed: [[UInt8]], reservedPrefix: String?) -> Bool {
+    public static func forwardsRequestHeader(_ name: String, listed: [[UInt8]], reservedPrefix: String?,
+                                             peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []) -> Bool {
         var n = name
         let prefix = reservedPrefix.map { Array($0.lowercased().utf8) }
-        return n.withUTF8 { forwardsRequestHeader($0, listed: listed, reservedPrefix: prefix) }
+        return n.withUTF8 {
+            forwardsRequestHeader($0, listed: listed, reservedPrefix: prefix, peerTrusted: peerTrusted, trustedOnlyExtra: trustedOnlyExtra)
+        }
     }
 
     public static func forwardsResponseHeader(_ name: String, listed: [[UInt8]]) -> Bool {

@@ -74,6 +74,7 @@ enum RequestPipeline {
         let listed = HeaderRules.connectionTokens(headers.values("Connection"))
         let reserved = config.reservedHeaderPrefixBytes
         let identityNames = config.strippedIdentityHeaders
+        let trustedOnlyExtra = config.trustedProxyHeaders
         // The credential goes upstream only when the route says so.
         let dropAuthorization = route.auth != .none && !(route.tokens?.forwardToken ?? false)
         // The proof was for the gateway (its htu names the gateway's URL); it goes on only if asked.
@@ -99,7 +100,8 @@ enum RequestPipeline {
                     if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
                     if dropProof && HeaderRules.equals(bytes, dpop) { return false }
                     if !ownCookies.isEmpty && HeaderRules.equals(bytes, cookie) { return false }
-                    return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted)
+                    return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted,
+                                                                 trustedOnlyExtra: trustedOnlyExtra)
                 }
                 if !ownCookies.isEmpty {
                     for value in headers.values("Cookie") {

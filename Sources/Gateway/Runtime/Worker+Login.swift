@@ -85,7 +85,7 @@ extension Worker {
                     ctx.responseHeaders.append(("Cache-Control", "private, no-store"))
                 }
                 ctx.ownCookies = self.config.ownCookieNames
-                var identity = route.identityHeaders.values(for: session.claims)
+                var identity = identityHeaders(route, session.claims, ctx)
                 if route.forwardSessionToken, let token = session.accessToken { identity.append(("Authorization", "Bearer \(token)")) }
                 guard req.isConnected else {
                     self.requestFinished(ctx, status: 499, bytes: 0, upstreamSeconds: 0, detail: "client gone"); return

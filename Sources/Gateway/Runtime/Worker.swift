@@ -1,4 +1,5 @@
 import Foundation
+import JOSE
 import Logging
 import OAuth
 import Reactor
@@ -206,7 +207,7 @@ final class Worker: FlushListener {
                     }
                     ctx.responseHeaders = caller.responseHeaders
                     if route.tokens?.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
-                    var identity = route.identityHeaders.values(for: token.claims)
+                    var identity = self.identityHeaders(route, token.claims, ctx)
                     if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
                     self.forward(req, ctx: ctx, pool: pool, request: build(identity, false), watch: watch)
                 case .unavailable(let detail):
@@ -251,6 +252,18 @@ final class Worker: FlushListener {
     func connectionGone(unflushed: Int) {
         metrics.inflight -= unflushed
         if draining && metrics.inflight == 0 { finishDrain() }
+    }
+
+    /// The route's identity headers for these claims. A claim whose value cannot be a header
+    /// value (a control byte: RFC 9110 §5.5) gives no header, and the log says which one —
+    /// never the value, which is the caller's.
+    func identityHeaders(_ route: RouteConfig, _ claims: JSONObject, _ ctx: RequestContext) -> [(String, String)] {
+        route.identityHeaders.values(for: claims) { header in
+            self.log.warning("identity header omitted", metadata: [
+                "request_id": .string(ctx.requestID), "route": .string(ctx.route), "header": .string(header),
+                "reason": "the claim's value has a character a header value may not hold (RFC 9110 §5.5)",
+            ])
+        }
     }
 
     func requestFinished(_ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?) {

@@ -11,19 +11,31 @@ struct Cookies {
 
     /// Every cookie of the request (all Cookie headers), first value of each name.
     let values: [String: String]
+    /// Names sent twice with different values. A cookie from a sibling subdomain (or, with
+    /// `secure_cookie: false`, from any plain-http page of the site) can sit beside ours
+    /// under the same name, and the browser sends both in an order the server cannot trust
+    /// (RFC 6265 §5.4, §8.6: cookie tossing). Such a name has no value here.
+    let conflicting: Set<String>
 
     init(_ headers: HeaderList) { self.init(cookieHeaders: headers.values("Cookie")) }
 
     /// From the Cookie header values themselves.
     init(cookieHeaders: [String]) {
         var out: [String: String] = [:]
+        var twice = Set<String>()
         for header in cookieHeaders {
             Self.pairs(header) { name, value in
                 let n = String(decoding: name, as: UTF8.self)
-                if out[n] == nil { out[n] = String(decoding: value, as: UTF8.self) }
+                let v = String(decoding: value, as: UTF8.self)
+                if let first = out[n] {
+                    if first != v { twice.insert(n) }
+                } else {
+                    out[n] = v
+                }
             }
         }
         values = out
+        conflicting = twice
     }
 
     /// The `name=value` pairs of one Cookie header, on its UTF-8 bytes (it runs on every
@@ -47,14 +59,20 @@ struct Cookies {
         }
     }
 
-    /// The value of `name`, joined from its chunks.
+    /// The value of `name`, joined from its chunks; nil if it or a chunk came with two values.
     func value(_ name: String) -> String? {
-        guard var v = values[name] else { return nil }
+        guard !isConflicting(name), var v = values[name] else { return nil }
         for i in 1..<Self.maxChunks {
             guard let more = values["\(name)_\(i)"] else { break }
             v += more
         }
         return v
+    }
+
+    /// Whether `name`, or one of its chunks, arrived with two different values.
+    func isConflicting(_ name: String) -> Bool {
+        guard !conflicting.isEmpty else { return false }
+        return conflicting.contains(name) || (1..<Self.maxChunks).contains { conflicting.contains("\(name)_\($0)") }
     }
 
     /// Whether the request carries chunk `i` of `name`.

@@ -11,11 +11,15 @@ public struct IssuerPolicy: Sendable {
     /// e.g. "at+jwt" (RFC 9068 §2.1); nil accepts any typ.
     public var requiredType: String?
     public var maxTokenSize: Int
+    /// The one claim its tokens (and introspection answers) carry scopes in.
+    public var scopeClaim: ScopeClaim
 
     public init(name: String, issuer: String, algorithms: Set<JWSAlgorithm>, audiences: [String],
-                leeway: Int64 = 30, requiredType: String? = nil, maxTokenSize: Int = CompactJWS.defaultMaxSize) {
+                leeway: Int64 = 30, requiredType: String? = nil, maxTokenSize: Int = CompactJWS.defaultMaxSize,
+                scopeClaim: ScopeClaim = .scope) {
         self.name = name; self.issuer = issuer; self.algorithms = algorithms; self.audiences = audiences
         self.leeway = leeway; self.requiredType = requiredType; self.maxTokenSize = maxTokenSize
+        self.scopeClaim = scopeClaim
     }
 }
 
@@ -29,6 +33,8 @@ public struct VerifiedAccessToken: Sendable {
     /// The token has a `cnf` claim at all (RFC 7800): bound to a key — DPoP or another kind
     /// (mTLS `x5t#S256` …) — so it is never good as a plain Bearer token.
     public var isSenderConstrained = false
+    /// Where its scopes are read from: its issuer's choice.
+    public var scopeClaim: ScopeClaim = .scope
     public var subject: String? { claims["sub"]?.string }
 
     /// From the `cnf` claim or introspection member: `jkt` when it is a well-formed DPoP
@@ -85,6 +91,7 @@ public struct AccessTokenVerifier: Sendable {
         do {
             try JWSVerifier(keys: set, algorithms: policy.algorithms).verify(jws)
             try claimsPolicy.validate(header: jws.header, claims: unverifiedClaims, now: now)
+            if RFC9068Claims.isProfile(policy.requiredType) { try RFC9068Claims.validate(unverifiedClaims) }
         } catch let e as JOSEError {
             // Only a missing key is worth a refetch; a bad signature never is.
             if e.code == .keyNotFound && jws.header.kid != nil && !set.keys.contains(where: { $0.kid == jws.header.kid }) {
@@ -94,7 +101,9 @@ public struct AccessTokenVerifier: Sendable {
         } catch {
             return .failure(.malformed("\(error)"))
         }
-        return .success(VerifiedAccessToken(issuer: policy.name, claims: unverifiedClaims,
-                                            expiresAt: unverifiedClaims["exp"]?.int64 ?? now, confirmation: unverifiedClaims["cnf"]))
+        var token = VerifiedAccessToken(issuer: policy.name, claims: unverifiedClaims,
+                                        expiresAt: unverifiedClaims["exp"]?.int64 ?? now, confirmation: unverifiedClaims["cnf"])
+        token.scopeClaim = policy.scopeClaim
+        return .success(token)
     }
 }

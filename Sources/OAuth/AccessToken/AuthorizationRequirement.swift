@@ -1,7 +1,15 @@
 public import JOSE
 
-/// What a route requires of a verified token's claims: scopes (RFC 6749 §3.3 `scope` string
-/// or the common `scp` array) and claim rules. Failing it is `insufficient_scope` (RFC 6750
+/// Which claim holds a token's scopes. RFC 9068 §2.2.3 and RFC 8693 §4.2 name `scope`, a
+/// space-separated string; some ASes (Okta, Entra ID) use `scp` instead, an array or a
+/// string. An issuer reads exactly one of them — never the union, in which a vendor claim
+/// could widen what `scope` grants.
+public enum ScopeClaim: String, Sendable, Equatable, CaseIterable {
+    case scope, scp
+}
+
+/// What a route requires of a verified token's claims: scopes (from the issuer's one
+/// `ScopeClaim`) and claim rules. Failing it is `insufficient_scope` (RFC 6750
 /// §3.1), 403.
 public struct AuthorizationRequirement: Sendable, Equatable {
     public enum Rule: Sendable, Equatable {
@@ -31,21 +39,19 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         case claim(String)
     }
 
-    /// The token's scopes: `scope` (space-separated string) and/or `scp` (array or string).
-    public static func grantedScopes(_ claims: JSONObject) -> Set<String> {
-        var out = Set<String>()
-        if let s = claims["scope"]?.string { out.formUnion(s.split(separator: " ").map(String.init)) }
-        switch claims["scp"] {
-        case .array(let a)?: out.formUnion(a.compactMap(\.string))
-        case .string(let s)?: out.formUnion(s.split(separator: " ").map(String.init))
-        default: break
+    /// The token's scopes, read from `claim` alone: `scope` as a space-separated string;
+    /// `scp` as an array of strings or a space-separated string.
+    public static func grantedScopes(_ claims: JSONObject, from claim: ScopeClaim = .scope) -> Set<String> {
+        switch (claim, claims[claim.rawValue]) {
+        case (_, .string(let s)?): return Set(s.split(separator: " ").map(String.init))
+        case (.scp, .array(let a)?): return Set(a.compactMap(\.string))
+        default: return []
         }
-        return out
     }
 
-    public func check(_ claims: JSONObject) -> Failure? {
+    public func check(_ claims: JSONObject, scopeClaim: ScopeClaim = .scope) -> Failure? {
         if !scopes.isEmpty {
-            let granted = Self.grantedScopes(claims)
+            let granted = Self.grantedScopes(claims, from: scopeClaim)
             let missing = scopes.filter { !granted.contains($0) }
             if !missing.isEmpty { return .missingScopes(missing) }
         }

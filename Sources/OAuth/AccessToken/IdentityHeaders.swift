@@ -2,8 +2,10 @@ public import JOSE
 
 /// Maps claims to the identity headers the upstream trusts: strings as they are, numbers
 /// and booleans as their JSON text, arrays of scalars joined with ",", objects (and arrays
-/// holding objects) as compact JSON. Values with CR, LF or NUL are dropped — a claim must
-/// never split a header. Defaults follow oauth2-proxy's names so migrations keep working.
+/// holding objects) as compact JSON. A value with any byte a field value may not hold (RFC
+/// 9110 §5.5: only field-vchar, obs-text, SP and HTAB) is dropped whole — CR, LF and NUL
+/// would split or end a header, DEL and the other controls are read differently by each
+/// upstream. Defaults follow oauth2-proxy's names so migrations keep working.
 public struct IdentityHeaders: Sendable, Equatable {
     public var mapping: [(header: String, path: ClaimPath)]
 
@@ -25,13 +27,20 @@ public struct IdentityHeaders: Sendable, Equatable {
     /// Header names to strip from every client request (the gateway's to set).
     public var headerNames: [String] { mapping.map(\.header) }
 
-    /// (header, value) pairs for these claims; absent claims give no header.
-    public func values(for claims: JSONObject) -> [(String, String)] {
+    /// (header, value) pairs for these claims; absent claims give no header. `omitted` hears
+    /// the name of each header left out because its claim's value cannot be a field value
+    /// (so the caller can log why the upstream did not get it).
+    public func values(for claims: JSONObject, omitted: ((String) -> Void)? = nil) -> [(String, String)] {
         mapping.compactMap { entry in
             guard let v = entry.path.value(in: claims), let text = Self.render(v) else { return nil }
-            guard !text.utf8.contains(where: { $0 == 0x0d || $0 == 0x0a || $0 == 0 }) else { return nil }
+            guard Self.isFieldValue(text) else { omitted?(entry.header); return nil }
             return (entry.header, text)
         }
+    }
+
+    /// RFC 9110 §5.5: field-vchar (VCHAR, obs-text), SP and HTAB — nothing else.
+    public static func isFieldValue(_ text: String) -> Bool {
+        text.utf8.allSatisfy { ($0 >= 0x20 && $0 != 0x7f) || $0 == 0x09 }
     }
 
     static func render(_ v: JSONValue) -> String? {

@@ -22,6 +22,8 @@ public enum IntrospectionResponse {
             guard values.contains(where: issuer.audiences.contains) else { return .inactive(reason: "audience mismatch") }
         }
         let expires = obj["exp"]?.int64 ?? now + defaultTTL
-        return .active(VerifiedAccessToken(issuer: issuer.name, claims: obj, expiresAt: expires, confirmation: obj["cnf"]))
+        var token = VerifiedAccessToken(issuer: issuer.name, claims: obj, expiresAt: expires, confirmation: obj["cnf"])
+        token.scopeClaim = issuer.scopeClaim
+        return .active(token)
     }
 }
