@@ -182,11 +182,23 @@ public struct HTTP1RequestParser: Sendable {
             guard method == "OPTIONS" else { throw HTTP1ParseError(.invalidTarget) }
             return .asterisk
         }
-        // absolute-form: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then ":".
+        // absolute-form, narrowed to the hierarchical URIs a proxy sees: scheme "://"
+        // authority, scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), the authority made of
+        // RFC 3986 userinfo/host/port bytes. "example.com:443" (authority-form outside
+        // CONNECT, or a URI whose scheme is "example.com") is refused rather than guessed at.
         func isAlpha(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
+        func isAuthorityByte(_ b: UInt8) -> Bool {
+            switch b {
+            case 0x2D, 0x2E, 0x5F, 0x7E, 0x21, 0x24, 0x26, 0x27, 0x28, 0x29, 0x2A, 0x2B, 0x2C, 0x3B, 0x3D,
+                 0x3A, 0x40, 0x5B, 0x5D, 0x25: true  // - . _ ~ ! $ & ' ( ) * + , ; = : @ [ ] %
+            default: isAlpha(b) || HTTP1Bytes.isDigit(b)
+            }
+        }
         guard let colon = target.firstIndex(of: HTTP1Bytes.colon), colon > target.startIndex,
               isAlpha(target[target.startIndex]),
-              target[target.startIndex..<colon].allSatisfy({ isAlpha($0) || HTTP1Bytes.isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E })
+              target[target.startIndex..<colon].allSatisfy({ isAlpha($0) || HTTP1Bytes.isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }),
+              target[colon...].starts(with: "://".utf8),
+              target[(colon + 3)...].prefix(while: { $0 != 0x2F && $0 != 0x3F }).allSatisfy(isAuthorityByte)
         else { throw HTTP1ParseError(.invalidTarget) }
         return .absolute
     }
