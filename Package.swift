@@ -12,8 +12,13 @@ let package = Package(
         .executable(name: "tokengate", targets: ["tokengate"]),
         // For fuzz/ (a separate package, built with -sanitize=fuzzer) to depend on by path.
         .library(name: "JOSE", targets: ["JOSE"]),
+        // Likewise for the HTTP/1.1 parsers' fuzz target (fuzz/Sources/HTTP1Fuzz).
+        .library(name: "Reactor", targets: ["Reactor"]),
         // JOSE verify throughput against raw OpenSSL (bench/jose/run.sh).
         .executable(name: "tokengate-jose-bench", targets: ["JOSEBench"]),
+        // Test-only: what HTTP1RequestParser makes of requests on stdin, for the differential
+        // test against llhttp (tests/integration/test_http1_differential.py).
+        .executable(name: "tokengate-http1-parse", targets: ["HTTP1ParseTool"]),
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
@@ -58,6 +63,7 @@ let package = Package(
         // Micro-benchmark, not a test: full JWT verify vs OpenSSL's raw EVP_DigestVerify.
         .executableTarget(name: "JOSEBench", dependencies: ["JOSE", "COpenSSL"],
                           path: "Sources/JOSEBench"),
+        .executableTarget(name: "HTTP1ParseTool", dependencies: ["Reactor"], path: "Sources/HTTP1ParseTool"),
 
         .testTarget(name: "JOSETests", dependencies: ["JOSE", "OAuth"],
                     resources: [.copy("Fixtures")]),

@@ -1,0 +1,122 @@
+/// What a head's fields say about framing and the connection, read in one pass and checked
+/// with the same strictness for requests and responses (RFC 9112 §6, §9).
+struct HTTP1HeadFields: Sendable {
+    var contentLength: UInt64?
+    var chunked = false
+    var connectionClose = false
+    var connectionKeepAlive = false
+    var connectionUpgrade = false
+    var hostCount = 0
+    /// Every Expect field said 100-continue; nil when there is none.
+    var expectContinue: Bool?
+    var upgradeIndices: [Int] = []
+
+    /// Checks, in this order (so each refusal has one code): Transfer-Encoding on HTTP/1.0,
+    /// Content-Length with Transfer-Encoding, the Transfer-Encoding list, Content-Length.
+    init(_ fields: HTTP1Fields, version: HTTP1Version) throws(HTTP1ParseError) {
+        var contentLengthIndex: Int?
+        var transferEncodingIndices: [Int] = []
+        for i in fields.indices {
+            if fields.nameEquals(i, "content-length") {
+                if contentLengthIndex != nil { throw HTTP1ParseError(.multipleContentLength) }
+                contentLengthIndex = i
+            } else if fields.nameEquals(i, "transfer-encoding") {
+                transferEncodingIndices.append(i)
+            } else if fields.nameEquals(i, "host") {
+                hostCount += 1
+            } else if fields.nameEquals(i, "connection") {
+                Self.forEachListElement(fields.valueBytes(i)) { token in
+                    if HTTP1Bytes.equalsLowercase(token, "close") { connectionClose = true }
+                    else if HTTP1Bytes.equalsLowercase(token, "keep-alive") { connectionKeepAlive = true }
+                    else if HTTP1Bytes.equalsLowercase(token, "upgrade") { connectionUpgrade = true }
+                }
+            } else if fields.nameEquals(i, "expect") {
+                let isContinue = HTTP1Bytes.equalsLowercase(fields.valueBytes(i), "100-continue")
+                expectContinue = (expectContinue ?? true) && isContinue
+            } else if fields.nameEquals(i, "upgrade") {
+                upgradeIndices.append(i)
+            }
+        }
+        if !transferEncodingIndices.isEmpty {
+            // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
+            if version == .http10 { throw HTTP1ParseError(.transferEncodingOnHTTP10) }
+            // RFC 9112 §6.1: "A server MAY reject a request that contains both Content-Length
+            // and Transfer-Encoding" — the classic smuggling pair; we always do.
+            if contentLengthIndex != nil { throw HTTP1ParseError(.contentLengthWithTransferEncoding) }
+            try checkTransferEncoding(transferEncodingIndices.map { fields.valueBytes($0) })
+            chunked = true
+        }
+        if let contentLengthIndex {
+            contentLength = try Self.parseContentLength(fields.valueBytes(contentLengthIndex))
+        }
+    }
+
+    /// The combined list of every Transfer-Encoding field must be exactly one token,
+    /// `chunked` (any case). A list of other tokens is an unknown coding (501); anything
+    /// that is not a list of tokens (quotes, parameters, empty elements) is malformed (400).
+    private func checkTransferEncoding(_ values: [ArraySlice<UInt8>]) throws(HTTP1ParseError) {
+        var tokens = 0
+        var onlyChunked = true
+        for value in values {
+            var malformed = false
+            Self.forEachListElement(value) { element in
+                if element.isEmpty || !element.allSatisfy(HTTP1Bytes.isTchar) { malformed = true }
+                tokens += 1
+                if !HTTP1Bytes.equalsLowercase(element, "chunked") { onlyChunked = false }
+            }
+            if malformed { throw HTTP1ParseError(.invalidTransferEncoding) }
+        }
+        guard tokens == 1, onlyChunked else { throw HTTP1ParseError(.unsupportedTransferCoding) }
+    }
+
+    /// Content-Length = 1*DIGIT (RFC 9110 §8.6). Strict: no sign, no OWS inside, no comma
+    /// list even of equal values (RFC 9112 §6.3 rule 5 allows accepting one; we do not), no
+    /// value past UInt64.
+    static func parseContentLength(_ value: ArraySlice<UInt8>) throws(HTTP1ParseError) -> UInt64 {
+        guard !value.isEmpty else { throw HTTP1ParseError(.invalidContentLength) }
+        var n: UInt64 = 0
+        for b in value {
+            guard HTTP1Bytes.isDigit(b) else { throw HTTP1ParseError(.invalidContentLength) }
+            let (times10, o1) = n.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(UInt64(b - 0x30))
+            if o1 || o2 { throw HTTP1ParseError(.invalidContentLength) }
+            n = sum
+        }
+        return n
+    }
+
+    /// Calls `body` with each element of a #rule list (RFC 9110 §5.6.1), OWS trimmed; empty
+    /// elements are passed too (callers that care refuse them).
+    static func forEachListElement(_ value: ArraySlice<UInt8>, _ body: (ArraySlice<UInt8>) -> Void) {
+        var start = value.startIndex
+        while true {
+            let end = value[start...].firstIndex(of: 0x2C) ?? value.endIndex
+            var a = start
+            var z = end
+            while a < z, HTTP1Bytes.isWhitespace(value[a]) { a += 1 }
+            while z > a, HTTP1Bytes.isWhitespace(value[z - 1]) { z -= 1 }
+            body(value[a..<z])
+            guard end < value.endIndex else { return }
+            start = end + 1
+        }
+    }
+
+    /// RFC 9112 §9.3: HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive".
+    func keepAlive(_ version: HTTP1Version) -> Bool {
+        if connectionClose { return false }
+        return version == .http11 || connectionKeepAlive
+    }
+
+    /// The Upgrade tokens when the sender also sent the "upgrade" connection option
+    /// (RFC 9110 §7.8); empty otherwise.
+    func upgradeProtocols(_ fields: HTTP1Fields) -> [String] {
+        guard connectionUpgrade else { return [] }
+        var protocols: [String] = []
+        for i in upgradeIndices {
+            Self.forEachListElement(fields.valueBytes(i)) { element in
+                if !element.isEmpty { protocols.append(String(decoding: element, as: UTF8.self)) }
+            }
+        }
+        return protocols
+    }
+}

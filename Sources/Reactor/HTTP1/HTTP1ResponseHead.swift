@@ -1,0 +1,35 @@
+/// A parsed response head (RFC 9112 §4, §5) and its framing, derived with the request method
+/// the response answers (RFC 9112 §6.3).
+public struct HTTP1ResponseHead: Sendable, Equatable, CustomStringConvertible {
+    public let version: HTTP1Version
+    /// 100…599 (RFC 9110 §15).
+    public let status: Int
+    let reasonRange: Range<Int>
+    /// The header fields in order, names case-preserved.
+    public let fields: HTTP1Fields
+    public let framing: HTTP1Framing
+    /// Whether the connection may carry another exchange after this response (RFC 9112 §9.3;
+    /// never after a close-delimited body or a 101).
+    public let keepAlive: Bool
+
+    /// The reason-phrase bytes (possibly empty; RFC 9112 §4: a client SHOULD ignore it).
+    public var reasonBytes: ArraySlice<UInt8> { fields.storage[reasonRange] }
+    public var reason: String { String(decoding: reasonBytes, as: UTF8.self) }
+
+    init(version: HTTP1Version, status: Int, reasonRange: Range<Int>, fields: HTTP1Fields,
+         framing: HTTP1Framing, keepAlive: Bool) {
+        self.version = version
+        self.status = status
+        self.reasonRange = reasonRange
+        self.fields = fields
+        self.framing = framing
+        self.keepAlive = keepAlive
+    }
+
+    public static func == (a: HTTP1ResponseHead, b: HTTP1ResponseHead) -> Bool {
+        a.version == b.version && a.status == b.status && a.reasonBytes == b.reasonBytes && a.fields == b.fields
+            && a.framing == b.framing && a.keepAlive == b.keepAlive
+    }
+
+    public var description: String { "\(version) \(status) \(reason) \(fields)" }
+}
