@@ -20,16 +20,16 @@ struct IssuerKeysTests {
         init(jwks: String) throws {
             self.jwks = jwks
             server = HTTPServer(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in
-                let path = req.rawTarget
+                let path = req.head.target
                 self.hits[path, default: 0] += 1
                 if path == "/.well-known/openid-configuration" {
                     let body = "{\"issuer\":\"\(self.metadataIssuer ?? self.issuer)\",\"jwks_uri\":\"\(self.issuer)/jwks\"}"
-                    req.respond(status: 200, body: OwnedBuffer(body))
+                    req.responder.respond(status: 200, body: Array(body.utf8))
                 } else if path == "/jwks" {
-                    req.responseHeaders.add("Cache-Control", "public, max-age=120")
-                    req.respond(status: self.jwksStatus, body: OwnedBuffer(self.jwks))
+                    req.responder.fields.append("Cache-Control", "public, max-age=120")
+                    req.responder.respond(status: self.jwksStatus, body: Array(self.jwks.utf8))
                 } else {
-                    req.respond(status: 404, body: nil)
+                    req.responder.respond(status: 404)
                 }
             }
             let fd = try Listener.open(host: "127.0.0.1", port: 0)

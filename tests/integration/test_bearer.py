@@ -308,5 +308,10 @@ def test_token_in_form_body_only_where_allowed(gw, idp):
     # The token was taken out of the body before it went upstream ("a=1" is left).
     assert r.json()["body_length"] == 3
     assert sent(r)["x-forwarded-user"] == "alice"
+    # A route without token_in_body decides on the head alone (the body is never read
+    # before authentication): a token only in the body is no credential there.
     r = requests.post(gw.url("/api/orders/1"), data=f"access_token={t}", headers=form)
-    assert r.status_code == 400 and 'error="invalid_request"' in challenge(r)
+    assert r.status_code == 401 and challenge(r) == 'Bearer realm="tokengate"'
+    # Too large a form on a route that reads it: 413, not buffered.
+    r = requests.post(gw.url("/api/form/x"), data="a=" + "x" * (70 << 10) + f"&access_token={t}", headers=form)
+    assert r.status_code == 413

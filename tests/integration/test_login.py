@@ -324,6 +324,10 @@ def test_logout_ends_the_session_revokes_and_logs_out_at_the_as(env):
     r = env.get(r.headers["Location"])
     assert r.status_code == 302 and r.headers["Location"].startswith(env.url("/bye")), r.text
     assert env.a.end_session_calls[-1]["status"] == 302
+    # The revocation goes to the AS beside the redirect, not before it: wait for it (bounded).
+    deadline = time.time() + 5
+    while not env.a.revocations and time.time() < deadline:
+        time.sleep(0.05)
     assert env.a.revocations and env.a.revocations[-1]["token_type_hint"] == "refresh_token"
     # The protected page asks for a login again — and the AS shows its form again.
     r = env.get("/orders/7")

@@ -56,18 +56,19 @@ final class TokenAuthenticator {
         var path: String
     }
 
-    func authenticate(_ req: ServerRequest, route: RouteConfig, target: Target, query: String?, done: @escaping (AuthDecision) -> Void) {
+    /// Decides on the head alone; `formTokens`: the `access_token`s of a form body the
+    /// caller read first (only on routes with `token_in_body`).
+    func authenticate(_ head: HTTPRequestHead, route: RouteConfig, target: Target, query: String?, formTokens: [String] = [],
+                      done: @escaping (AuthDecision) -> Void) {
         guard let tokens = route.tokens else {
             done(.deny(AuthDenial(status: 500, challenges: [], detail: "route has no token config"))); return
         }
         let answer = AuthRefusals(route: route, tokens: tokens, nonces: nonces)
-        var formTokens: [String] = []
         var queryTokens: [String] = []
         if route.auth != .dpop {
             queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []
-            formTokens = takeFormTokens(req, tokens: tokens)
         }
-        let credential = BearerTokenExtractor.extract(authorization: req.headers.values("Authorization"), formTokens: formTokens,
+        let credential = BearerTokenExtractor.extract(authorization: head.fields.values("Authorization"), formTokens: formTokens,
                                                       queryTokens: queryTokens,
                                                       sources: TokenSources(formBody: tokens.tokenInBody, query: tokens.tokenInQuery))
         switch credential {
@@ -91,7 +92,7 @@ final class TokenAuthenticator {
                                          detail: "DPoP scheme on a bearer route")))
                 return
             }
-            authenticateDPoP(req, token: token, route: route, target: target, answer: answer, done: done)
+            authenticateDPoP(head, token: token, route: route, target: target, answer: answer, done: done)
         }
     }
 
@@ -111,10 +112,10 @@ final class TokenAuthenticator {
         }
     }
 
-    private func authenticateDPoP(_ req: ServerRequest, token: String, route: RouteConfig, target: Target, answer: AuthRefusals,
+    private func authenticateDPoP(_ head: HTTPRequestHead, token: String, route: RouteConfig, target: Target, answer: AuthRefusals,
                                   done: @escaping (AuthDecision) -> Void) {
         // §4.3 check 1: exactly one DPoP header.
-        let proofs = req.headers.values("DPoP")
+        let proofs = head.fields.values("DPoP")
         guard proofs.count == 1, let verifier = proofVerifiers[route.index] else {
             let reason = proofs.isEmpty ? "a DPoP proof is required" : "more than one DPoP header"
             done(.deny(answer.refuse(401, .invalid_dpop_proof, reason, scheme: "DPoP"))); return
@@ -128,7 +129,7 @@ final class TokenAuthenticator {
         }
         let proof: DPoPProof
         do {
-            proof = try verifier.verify(proofs[0], request: .init(method: req.method?.rawValue ?? "", uri: "\(origin.scheme)://\(origin.authority)\(target.path)",
+            proof = try verifier.verify(proofs[0], request: .init(method: head.methodName, uri: "\(origin.scheme)://\(origin.authority)\(target.path)",
                                                                     accessToken: token, now: now, normalizePath: Self.normalizePath),
                                    keyCache: proofKeys)
         } catch {
@@ -178,19 +179,22 @@ final class TokenAuthenticator {
         return nil
     }
 
-    /// RFC 6750 §2.2: only a form-encoded body of a request with a body, and only where the
-    /// route opts in; the parameter is then taken out of the body unless the route forwards
-    /// the token.
-    private func takeFormTokens(_ req: ServerRequest, tokens: TokenRouteConfig) -> [String] {
-        guard req.bodyLength > 0, req.method != .GET,
-              let type = req.headers.first("Content-Type")?.lowercased(), type.hasPrefix("application/x-www-form-urlencoded") else { return [] }
-        let body = String(decoding: req.bodyBytes, as: UTF8.self)
-        let found = Self.accessTokens(inQuery: body)
-        if !found.isEmpty && tokens.tokenInBody && !tokens.forwardToken {
-            let kept = body.split(separator: "&").filter { !$0.hasPrefix("access_token=") }.joined(separator: "&")
-            req.replaceBody(Array(kept.utf8))
-        }
-        return found
+    /// RFC 6750 §2.2: a token may ride only in a form-encoded body of a request that has
+    /// one, and not with GET.
+    static func mayCarryFormToken(_ head: HTTPRequestHead) -> Bool {
+        guard head.method != .GET, head.fields.contains("Content-Length") || head.fields.contains("Transfer-Encoding"),
+              let type = head.fields.first("Content-Type")?.lowercased() else { return false }
+        return type.hasPrefix("application/x-www-form-urlencoded")
+    }
+
+    /// The `access_token`s of a form body, and the body to forward: without them, unless
+    /// the route forwards the token.
+    static func formTokens(_ body: [UInt8], keepToken: Bool) -> (tokens: [String], kept: [UInt8]) {
+        let text = String(decoding: body, as: UTF8.self)
+        let found = accessTokens(inQuery: text)
+        guard !found.isEmpty, !keepToken else { return (found, body) }
+        let kept = text.split(separator: "&").filter { !$0.hasPrefix("access_token=") }.joined(separator: "&")
+        return (found, Array(kept.utf8))
     }
 
     /// `access_token` values of a raw query string (RFC 6750 §2.3), percent-decoded.

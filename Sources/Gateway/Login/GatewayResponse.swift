@@ -1,6 +1,7 @@
 import Reactor
 
-/// A response the gateway writes itself (login endpoints, redirects, pages).
+/// A response the gateway writes itself (errors, login endpoints, redirects, pages, admin
+/// answers): every such answer is one of these, sent through `Worker.answer`.
 struct GatewayResponse {
     var status: Int
     var headers: [(String, String)] = []
@@ -8,6 +9,8 @@ struct GatewayResponse {
     var contentType = "text/html; charset=utf-8"
     /// For the access log: what happened, never a secret.
     var detail: String? = nil
+    /// Login pages and redirects carry one-time values: never cached anywhere.
+    var noStore = true
 
     static func redirect(_ location: String, cookies: [String] = [], detail: String? = nil) -> GatewayResponse {
         GatewayResponse(status: 302, headers: [("Location", location)] + cookies.map { ("Set-Cookie", $0) }, detail: detail)
@@ -19,22 +22,20 @@ struct GatewayResponse {
                         body: LoginPages.page(title: title, message: message, link: link), detail: detail)
     }
 
-    func send(_ req: ServerRequest, requestID: String, close: Bool) {
-        let h = req.responseHeaders
-        for (name, value) in headers { h.add(name, value) }
-        if status != 302 || !body.isEmpty { h.add("Content-Type", contentType) }
-        // Login pages and redirects carry one-time values: never cached anywhere.
-        h.add("Cache-Control", "no-store")
-        h.add("X-Request-Id", requestID)
+    /// Writes it through `responder` (which answers exactly once; to a gone client, nothing).
+    func send(_ responder: Responder, requestID: String?, close: Bool) {
+        for (name, value) in headers { responder.fields.append(name, value) }
+        if status != 302 || !body.isEmpty { responder.fields.append("Content-Type", contentType) }
+        if noStore { responder.fields.append("Cache-Control", "no-store") }
+        if let requestID { responder.fields.append("X-Request-Id", requestID) }
         if contentType.hasPrefix("text/html") {
             // No scripts, no framing. (No form-action: browsers apply it to the redirect after
             // the logout form's POST, which must reach the AS's end_session_endpoint.)
-            h.add("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-            h.add("X-Content-Type-Options", "nosniff")
-            h.add("Referrer-Policy", "no-referrer")
+            responder.fields.append("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+            responder.fields.append("X-Content-Type-Options", "nosniff")
+            responder.fields.append("Referrer-Policy", "no-referrer")
         }
-        if close { h.add("Connection", "close") }
-        req.respond(status: status, body: body.isEmpty ? nil : OwnedBuffer(body))
+        responder.respond(status: status, body: Array(body.utf8), close: close)
     }
 }
 

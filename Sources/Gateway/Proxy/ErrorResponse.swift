@@ -5,26 +5,20 @@ import Reactor
 /// Responses the gateway writes itself: a small JSON body with a stable `error` code, a
 /// human `error_description` and the request id — never internals (those go to the log).
 enum ErrorResponse {
-    static func send(_ req: ServerRequest, status: Int, error: String, description: String, requestID: String, close: Bool = false) {
-        let h = req.responseHeaders
-        h.add("Content-Type", "application/json")
-        h.add("Cache-Control", "no-store")
-        h.add("X-Request-Id", requestID)
-        if close { h.add("Connection", "close") }
+    /// `detail` is for the access log (defaults to the description).
+    static func make(_ status: Int, error: String, description: String, requestID: String, headers: [(String, String)] = [],
+                     detail: String? = nil) -> GatewayResponse {
         let body = "{\"error\":\"\(error)\",\"error_description\":\"\(JSONText.escape(description))\",\"request_id\":\"\(JSONText.escape(requestID))\"}\n"
-        req.respond(status: status, body: OwnedBuffer(body))
+        return GatewayResponse(status: status, headers: headers, body: body, contentType: "application/json", detail: detail ?? description)
     }
-}
 
-extension ErrorResponse {
     /// RFC 6750 §3 / RFC 9449 §7.1: one WWW-Authenticate per challenge, the error of the
     /// one that carries it in a JSON body.
-    static func sendAuthError(_ req: ServerRequest, denial: AuthDenial, requestID: String, close: Bool) {
-        for c in denial.challenges { req.responseHeaders.add("WWW-Authenticate", c.headerValue) }
-        for (name, value) in denial.headers { req.responseHeaders.add(name, value) }
+    static func auth(_ denial: AuthDenial, requestID: String) -> GatewayResponse {
         let primary = denial.primary
-        send(req, status: denial.status, error: primary?.error?.rawValue ?? "unauthorized",
-             description: primary?.errorDescription ?? "authentication is required", requestID: requestID, close: close)
+        return make(denial.status, error: primary?.error?.rawValue ?? "unauthorized",
+                    description: primary?.errorDescription ?? "authentication is required", requestID: requestID,
+                    headers: denial.challenges.map { ("WWW-Authenticate", $0.headerValue) } + denial.headers, detail: denial.detail)
     }
 }
 

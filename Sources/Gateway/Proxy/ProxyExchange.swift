@@ -4,13 +4,14 @@ import Reactor
 /// One client request being proxied: forwards the upstream's response to the client as it
 /// arrives, pausing the upstream while the client's output buffer is full, and ends in
 /// exactly one access-log line. Loop-thread only. Alive from `start` until it finishes
-/// (the upstream call and the close handler hold it).
-final class ProxyExchange: UpstreamCallDelegate, DrainListener {
+/// (the upstream call holds it as its delegate's owner through `selfRetain`).
+final class ProxyExchange: UpstreamCallDelegate {
     /// Past this many bytes queued for a slow client, stop reading from the upstream.
     static let highWater = 256 << 10
 
     private let worker: Worker
-    private let client: ServerRequest
+    private let exchange: ServerExchange
+    private var responder: Responder { exchange.responder }
     private let context: RequestContext
     private var call: UpstreamCall?
     private var paused = false
@@ -22,25 +23,35 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
     /// Keeps self alive until `finish`.
     private var selfRetain: ProxyExchange?
 
-    init(worker: Worker, client: ServerRequest, context: RequestContext) {
+    init(worker: Worker, exchange: ServerExchange, context: RequestContext) {
         self.worker = worker
-        self.client = client
+        self.exchange = exchange
         self.context = context
     }
 
     func start(pool: UpstreamPool, request: UpstreamCall.Request) {
         selfRetain = self
         upstreamStart = worker.clock()
+        // The client leaving ends the exchange: the upstream call is abandoned.
+        responder.onClientGone = { [unowned self] in self.clientClosed() }
         let call = UpstreamCall(pool: pool, request: request, delegate: self)
         self.call = call
-        call.start(movingBodyFrom: client)
+        call.start()
     }
 
-    func upstreamHead(_ head: UpstreamResponseHead) {
+    func upstreamInterim(_ head: HTTPResponseHead) {
+        // RFC 9110 §15.2: a proxy forwards interim responses (103 Early Hints) as they come.
+        guard !done else { return }
+        let listed = HeaderRules.connectionTokens(head.fields.values("Connection"))
+        responder.sendInterim(HTTPResponseHead(status: head.status, fields: head.fields.filter(names: {
+            HeaderRules.forwardsResponseHeader($0, listed: listed)
+        })))
+    }
+
+    func upstreamHead(_ head: HTTPResponseHead) {
         status = head.status
-        let listed = HeaderRules.connectionTokens(head.headers.values("Connection"))
-        let out = client.responseHeaders
-        head.headers.copy(to: out) { $0.isToken && HeaderRules.forwardsResponseHeader($0.bytes, listed: listed) }
+        let listed = HeaderRules.connectionTokens(head.fields.values("Connection"))
+        var out = head.fields.filter(names: { HeaderRules.isTokenName($0) && HeaderRules.forwardsResponseHeader($0, listed: listed) })
         for name in context.droppedResponseHeaders { out.removeAll(name) }
         if !context.ownCookies.isEmpty {
             // The upstream cannot plant, replace or delete the gateway's session cookies.
@@ -48,30 +59,32 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
             let kept = cookies.filter { !context.ownCookies.contains(String($0.prefix { $0 != "=" }).trimmingCharacters(in: .whitespaces)) }
             if kept.count != cookies.count {
                 out.removeAll("Set-Cookie")
-                for c in kept { out.add("Set-Cookie", c) }
+                for c in kept { out.append("Set-Cookie", c) }
             }
         }
         // Headers of the gateway's own (a fresh DPoP-Nonce, session cookies), after the
         // upstream's; where the gateway owns a header outright it was dropped just above.
-        for (name, value) in context.responseHeaders { out.add(name, value) }
-        out.add("X-Request-Id", context.requestID)
-        if worker.draining { out.removeAll("Connection"); out.add("Connection", "close") }
+        for (name, value) in context.responseHeaders { out.append(name, value) }
+        out.append("X-Request-Id", context.requestID)
+        responder.fields = out
         // The reason phrase is only passed on when it is plain text (RFC 9112 §4: HTAB, SP,
         // VCHAR); a CR in it would split the response for lenient clients.
-        let plain = !head.reason.isEmpty && head.reason.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7f) }
-        client.startStreaming(status: head.status, reason: plain ? head.reason : HTTPStatus.reason(head.status))
+        let reason = head.reason ?? ""
+        let plain = !reason.isEmpty && reason.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7f) }
+        responder.startStreaming(status: head.status, reason: plain ? reason : nil, close: worker.draining)
     }
 
     func upstreamBody(_ chunk: BodyChunk) {
         bytes += chunk.count
-        client.sendChunk(chunk, listener: self)
-        if !paused && client.pendingOutput > ProxyExchange.highWater {
+        let pause = !paused && responder.pendingOutput + chunk.count > ProxyExchange.highWater
+        responder.write(chunk, drained: pause ? { [weak self] in self?.drained() } : nil)
+        if pause {
             paused = true
             call?.pause()
         }
     }
 
-    func drained() {
+    private func drained() {
         if paused {
             paused = false
             call?.resume()
@@ -80,7 +93,7 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
 
     func upstreamComplete() {
         upstreamSeconds = worker.clock() - upstreamStart
-        client.finishStreaming()
+        responder.finish()
         finish(status: status)
     }
 
@@ -90,27 +103,27 @@ final class ProxyExchange: UpstreamCallDelegate, DrainListener {
         if afterHead {
             // Headers are gone already: the only honest signal left is a cut connection.
             worker.log.warning("upstream failed mid-response", metadata: ["request_id": "\(context.requestID)", "failure": "\(failure)"])
-            let unflushed = worker.connections.forget(client.connection)
-            client.abort()
-            worker.connectionGone(unflushed: unflushed)
+            responder.abort()
             finish(status: status)
             return
         }
+        done = true
+        call = nil
         let code = failure.isTimeout ? 504 : 502
         let desc = failure.isTimeout ? "the upstream did not answer in time" : "the upstream could not be reached or answered badly"
-        ErrorResponse.send(client, status: code, error: failure.isTimeout ? "gateway_timeout" : "bad_gateway",
-                           description: desc, requestID: context.requestID, close: worker.draining)
-        finish(status: code, detail: "\(failure)")
+        worker.answer(exchange, context, ErrorResponse.make(code, error: failure.isTimeout ? "gateway_timeout" : "bad_gateway",
+                                                             description: desc, requestID: context.requestID, detail: "\(failure)"),
+                      upstreamSeconds: upstreamSeconds)
+        selfRetain = nil
     }
 
-    /// The client connection closed (told by `ClientConnections`).
-    func clientClosed() {
+    /// The client connection closed before the answer was written.
+    private func clientClosed() {
         guard !done else { return }
         call?.cancel()
+        responder.abort()
         // 499: client closed the request (nginx's convention, for logs and metrics only).
         finish(status: 499)
-        // libevent detached the request from the dead connection; ending it frees it.
-        client.finishStreaming()
     }
 
     private func finish(status: Int, detail: String? = nil) {

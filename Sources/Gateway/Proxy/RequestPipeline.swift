@@ -9,25 +9,28 @@ enum RequestPipeline {
         /// `request(identity, session)` builds the upstream request once authentication has
         /// decided which identity headers to add; `session`: a browser session authenticated it
         /// (then no client-sent credential goes upstream, whatever the route forwards).
-        case forward(route: RouteConfig, path: String, query: String?,
-                     request: (_ identity: [(String, String)], _ session: Bool) -> UpstreamCall.Request)
+        case forward(plan: RoutePlan, path: String, query: String?, request: Build)
         /// One of the gateway's own login endpoints.
         case login(LoginEndpoint, path: String, query: String?)
     }
+
+    /// Builds the upstream request once authentication has decided which identity headers
+    /// to add and which body goes on (the client's stream, or a form with its token removed).
+    typealias Build = (_ identity: [(String, String)], _ session: Bool, _ body: RequestBody) -> UpstreamCall.Request
 
     static let authorization = Array("authorization".utf8)
     static let dpop = Array("dpop".utf8)
     static let cookie = Array("cookie".utf8)
 
-    static func prepare(_ req: ServerRequest, forwarded: ForwardedHeaders, peerTrusted: Bool, router: Router,
-                        routes: [Int: RouteConfig], config: GatewayConfig) -> Outcome {
-        guard let method = req.method else {
+    static func prepare(_ head: HTTPRequestHead, forwarded: ForwardedHeaders, peerTrusted: Bool, router: Router,
+                        plans: [Int: RoutePlan], config: GatewayConfig) -> Outcome {
+        guard let method = head.method else {
             return .reject(status: 405, error: "invalid_request", description: "method not allowed")
         }
-        let headers = req.headers
+        let headers = head.fields
         // RFC 9112 §5.1: a field name is a token — "Host : x" is not a Host header, and would
         // reach the upstream as something no rule here recognised.
-        guard headers.allNamesAreTokens else {
+        guard headers.isValid else {
             return .reject(status: 400, error: "invalid_request", description: "a header field name is not a valid token")
         }
         // RFC 9112 §6.3: several differing or non-numeric Content-Length values make the
@@ -39,8 +42,8 @@ enum RequestPipeline {
         }
         // RFC 9112 §3.2: a request with more than one Host, or an HTTP/1.1 request with none,
         // gets 400.
-        let hostCount = headers.count("Host")
-        if hostCount > 1 || (hostCount == 0 && req.version >= (1, 1)) {
+        let hostCount = headers.count(of: "Host")
+        if hostCount > 1 || (hostCount == 0 && head.version >= (1, 1)) {
             return .reject(status: 400, error: "invalid_request", description: "exactly one Host header is required")
         }
         var host = ""
@@ -51,22 +54,23 @@ enum RequestPipeline {
             host = h
         }
         let normalized: PathNormalizer.Normalized
-        switch PathNormalizer.normalize(target: req.rawTarget) {
+        switch PathNormalizer.normalize(target: head.target) {
         case .success(let n): normalized = n
         case .failure(let why): return .reject(status: 400, error: "invalid_request", description: describe(why))
         }
         if let endpoint = LoginEndpoint.match(normalized.path, config) {
             return .login(endpoint, path: normalized.path, query: normalized.query)
         }
-        let route: RouteConfig
+        let plan: RoutePlan
         switch router.decide(host: host, method: method, normalized: normalized) {
         case .notFound:
             return .reject(status: 404, error: "not_found", description: "no route for this request")
         case .escapesRoute:
             return .reject(status: 400, error: "invalid_request", description: "the path's dot-segments leave the route they start in")
         case .route(let index):
-            route = routes[index]!
+            plan = plans[index]!
         }
+        let route = plan.route
         guard let upstream = config.upstreams[route.upstream] else {
             return .reject(status: 502, error: "bad_gateway", description: "no upstream")
         }
@@ -89,34 +93,32 @@ enum RequestPipeline {
         }
         var target = upstream.basePath + normalized.path
         if let q = normalized.query { target += "?" + q }
-        let build: ([(String, String)], Bool) -> UpstreamCall.Request = { identity, session in
+        let build: Build = { identity, session, body in
             let dropAuthorization = dropAuthorization || session
             let dropProof = dropProof || session
-            return UpstreamCall.Request(method: method, target: target) { out in
-                headers.copy(to: out) { name in
-                    let bytes = name.bytes
-                    // Client-sent copies of identity headers never pass, on any route.
-                    if HeaderRules.equalsAny(bytes, identityNames) { return false }
-                    if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
-                    if dropProof && HeaderRules.equals(bytes, dpop) { return false }
-                    if !ownCookies.isEmpty && HeaderRules.equals(bytes, cookie) { return false }
-                    return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted,
-                                                                 trustedOnlyExtra: trustedOnlyExtra)
+            var out = headers.filter(names: { bytes in
+                // Client-sent copies of identity headers never pass, on any route.
+                if HeaderRules.equalsAny(bytes, identityNames) { return false }
+                if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
+                if dropProof && HeaderRules.equals(bytes, dpop) { return false }
+                if !ownCookies.isEmpty && HeaderRules.equals(bytes, cookie) { return false }
+                return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted,
+                                                         trustedOnlyExtra: trustedOnlyExtra)
+            })
+            if !ownCookies.isEmpty {
+                for value in headers.values("Cookie") {
+                    if let kept = CookieFilter.without(ownCookies, value) { out.append("Cookie", kept) }
                 }
-                if !ownCookies.isEmpty {
-                    for value in headers.values("Cookie") {
-                        if let kept = CookieFilter.without(ownCookies, value) { out.add("Cookie", kept) }
-                    }
-                }
-                for (name, value) in identity { out.add(name, value) }
-                out.add("Host", upstreamHost)
-                out.add("X-Forwarded-For", forwarded.forwardedFor)
-                out.add("X-Forwarded-Proto", forwarded.forwardedProto)
-                if let h = forwarded.forwardedHost { out.add("X-Forwarded-Host", h) }
-                out.add("X-Request-Id", forwarded.requestID)
             }
+            for (name, value) in identity { out.append(name, value) }
+            out.append("Host", upstreamHost)
+            out.append("X-Forwarded-For", forwarded.forwardedFor)
+            out.append("X-Forwarded-Proto", forwarded.forwardedProto)
+            if let h = forwarded.forwardedHost { out.append("X-Forwarded-Host", h) }
+            out.append("X-Request-Id", forwarded.requestID)
+            return UpstreamCall.Request(method: method, target: target, fields: out, body: body.framing == .none ? nil : body)
         }
-        return .forward(route: route, path: normalized.path, query: normalized.query, request: build)
+        return .forward(plan: plan, path: normalized.path, query: normalized.query, request: build)
     }
 
     static func describe(_ r: PathNormalizer.Rejection) -> String {

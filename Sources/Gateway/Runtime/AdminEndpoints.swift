@@ -21,14 +21,16 @@ final class AdminEndpoints {
         var options = HTTPServerOptions()
         options.maxBodySize = 0
         options.idleTimeout = 10
-        let server = HTTPServer(loop: loop, options: options, tls: nil) { [unowned self] req in self.handle(req) }
+        let server = HTTPServer(loop: loop, options: options, tls: nil) { [unowned self] exchange in self.handle(exchange) }
         try server.serve(listeningSocket: try Listener.open(host: addr.host, port: addr.port))
         self.server = server
     }
 
-    private func handle(_ req: ServerRequest) {
-        let path = req.rawTarget.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
-        switch (req.method, path) {
+    private func handle(_ exchange: ServerExchange) {
+        let req = exchange.responder
+        exchange.body.discard()
+        let path = exchange.head.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
+        switch (exchange.head.method, path) {
         case (.GET?, "/healthz"), (.HEAD?, "/healthz"):
             reply(req, 200, "text/plain", "ok\n")
         case (.GET?, "/readyz"), (.HEAD?, "/readyz"):
@@ -59,9 +61,7 @@ final class AdminEndpoints {
         }
     }
 
-    private func reply(_ req: ServerRequest, _ status: Int, _ type: String, _ body: String) {
-        req.responseHeaders.add("Content-Type", type)
-        req.responseHeaders.add("Cache-Control", "no-store")
-        req.respond(status: status, body: OwnedBuffer(body))
+    private func reply(_ responder: Responder, _ status: Int, _ type: String, _ body: String) {
+        GatewayResponse(status: status, body: body, contentType: type).send(responder, requestID: nil, close: false)
     }
 }

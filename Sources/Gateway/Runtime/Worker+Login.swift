@@ -4,16 +4,14 @@ import Reactor
 /// The browser side of a worker: the login endpoints, and `login` / `login_or_token` routes
 /// (session, or a login round-trip for page navigations, or 401 for everything else).
 extension Worker {
-    func handleLoginEndpoint(_ req: ServerRequest, _ endpoint: LoginEndpoint, query: String?, origin: RequestOrigin.Origin?,
+    func handleLoginEndpoint(_ ex: ServerExchange, _ endpoint: LoginEndpoint, query: String?, origin: RequestOrigin.Origin?,
                              ctx: RequestContext) {
-        let cookies = Cookies(req.headers)
-        let reply: (GatewayResponse) -> Void = { [unowned self] response in
-            var ctx = ctx
-            ctx.route = "login"
-            response.send(req, requestID: ctx.requestID, close: self.draining)
-            self.requestFinished(ctx, status: response.status, bytes: response.body.utf8.count, upstreamSeconds: 0, detail: response.detail)
-        }
-        let method = req.method ?? .GET
+        let cookies = Cookies(ex.head.fields)
+        var ctx = ctx
+        ctx.route = "login"
+        let reply: (GatewayResponse) -> Void = { [unowned self] response in self.answer(ex, ctx, response) }
+        let withBody = { (use: @escaping ([UInt8]) -> Void) in self.readOwnBody(ex, ctx, then: use) }
+        let method = ex.head.method ?? .GET
         switch endpoint {
         case .jwks:
             reply(login.jwks())
@@ -30,39 +28,42 @@ extension Worker {
         case .callback:
             guard method == .GET else { reply(.page(405, title: "Sign-in", message: "Method not allowed.")); return }
             login.callback(query: Substring(query ?? ""), origin: origin, cookies: cookies, clock: clock) { [unowned self] response, timing in
-                var ctx = ctx
-                ctx.route = "login"
                 // The gateway's own time for the callback, the token endpoint's excluded.
                 let own = self.clock() - ctx.start - timing.tokenEndpointSeconds
                 self.metrics.recordCallback(ownSeconds: own)
-                response.send(req, requestID: ctx.requestID, close: self.draining)
-                self.requestFinished(ctx, status: response.status, bytes: response.body.utf8.count, upstreamSeconds: timing.tokenEndpointSeconds,
-                                     detail: (response.detail ?? "") + " (own \(Int(own * 1e6)) us)")
+                var r = response
+                r.detail = (response.detail ?? "") + " (own \(Int(own * 1e6)) us)"
+                self.answer(ex, ctx, r, upstreamSeconds: timing.tokenEndpointSeconds)
             }
         case .backchannelLogout:
             guard method == .POST else { reply(GatewayResponse(status: 405, body: "", contentType: "text/plain")); return }
-            login.backchannelLogout(body: req.bodyBytes, done: reply)
+            withBody { body in self.login.backchannelLogout(body: body, done: reply) }
         case .logout:
             guard method == .GET || method == .POST else { reply(.page(405, title: "Log out", message: "Method not allowed.")); return }
-            let form = method == .POST ? (FormEncoding.decode(Substring(String(decoding: req.bodyBytes, as: UTF8.self))) ?? []) : []
-            login.logout(method: method.rawValue, query: Substring(query ?? ""), form: form, cookies: cookies, done: reply)
+            guard method == .POST else {
+                login.logout(method: method.rawValue, query: Substring(query ?? ""), form: [], cookies: cookies, done: reply); return
+            }
+            withBody { body in
+                let form = FormEncoding.decode(Substring(String(decoding: body, as: UTF8.self))) ?? []
+                self.login.logout(method: method.rawValue, query: Substring(query ?? ""), form: form, cookies: cookies, done: reply)
+            }
         }
     }
 
     /// A page navigation (it may be redirected to a login); anything else — XHR, fetch, an
     /// API call, a form POST — gets 401 instead of a redirect it could not follow.
-    static func isNavigation(_ req: ServerRequest) -> Bool {
-        guard req.method == .GET || req.method == .HEAD else { return false }
-        let h = req.headers
+    static func isNavigation(_ head: HTTPRequestHead) -> Bool {
+        guard head.method == .GET || head.method == .HEAD else { return false }
+        let h = head.fields
         if h.first("X-Requested-With")?.lowercased() == "xmlhttprequest" { return false }
         if let mode = h.first("Sec-Fetch-Mode") { return mode == "navigate" }
         return h.first("Accept")?.contains("text/html") ?? false
     }
 
     /// `auth: login` (and `login_or_token` with a session cookie).
-    func authenticateSession(_ req: ServerRequest, route: RouteConfig, path: String, query: String?, origin: RequestOrigin.Origin?,
+    func authenticateSession(_ ex: ServerExchange, route: RouteConfig, path: String, query: String?, origin: RequestOrigin.Origin?,
                              ctx: RequestContext, forward: @escaping (RequestContext, [(String, String)]) -> Void) {
-        let cookies = Cookies(req.headers)
+        let cookies = Cookies(ex.head.fields)
         login.authenticate(route: route, cookies: cookies) { [unowned self] decision in
             var ctx = ctx
             switch decision {
@@ -72,10 +73,9 @@ extension Worker {
                 if let requirement = route.sessionRequirement, requirement.check(session.claims) != nil {
                     ctx.rejection = "insufficient_scope"
                     self.metrics.authFailure("insufficient_scope")
-                    for c in setCookies { req.responseHeaders.add("Set-Cookie", c) }
-                    ErrorResponse.send(req, status: 403, error: "insufficient_scope", description: "this account may not use this resource",
-                                       requestID: ctx.requestID, close: self.draining)
-                    self.requestFinished(ctx, status: 403, bytes: 0, upstreamSeconds: 0, detail: "session does not meet the route's requirement")
+                    self.answer(ex, ctx, ErrorResponse.make(403, error: "insufficient_scope", description: "this account may not use this resource",
+                                                            requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
+                                                            detail: "session does not meet the route's requirement"))
                     return
                 }
                 if !setCookies.isEmpty {
@@ -87,40 +87,28 @@ extension Worker {
                 ctx.ownCookies = self.config.ownCookieNames
                 var identity = identityHeaders(route, session.claims, ctx)
                 if route.forwardSessionToken, let token = session.accessToken { identity.append(("Authorization", "Bearer \(token)")) }
-                guard req.isConnected else {
-                    self.requestFinished(ctx, status: 499, bytes: 0, upstreamSeconds: 0, detail: "client gone"); return
-                }
                 forward(ctx, identity)
             case .unavailable(let why):
                 ctx.rejection = "unavailable"
-                Self.sendUnavailable(req, ctx: ctx, worker: self, detail: why)
+                self.answer(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
+                                                        requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: why))
             case .none(let clear):
-                if Worker.isNavigation(req), let client = route.client {
+                if Worker.isNavigation(ex.head), let client = route.client {
                     // Capped: the pending login's return address rides in a cookie.
                     var returnTo = path + (query.map { "?" + $0 } ?? "")
                     if returnTo.utf8.count > 1024 { returnTo = "/" }
                     self.login.beginLogin(client: client, returnTo: returnTo, loginHint: nil, origin: origin, cookies: cookies) { response in
                         var r = response
                         r.headers += clear.map { ("Set-Cookie", $0) }
-                        r.send(req, requestID: ctx.requestID, close: self.draining)
-                        self.requestFinished(ctx, status: r.status, bytes: 0, upstreamSeconds: 0, detail: r.detail)
+                        self.answer(ex, ctx, r)
                     }
                 } else {
                     ctx.rejection = "login_required"
                     self.metrics.authFailure("login_required")
-                    for c in clear { req.responseHeaders.add("Set-Cookie", c) }
-                    ErrorResponse.send(req, status: 401, error: "login_required", description: "sign in first (this route uses a browser session)",
-                                       requestID: ctx.requestID, close: self.draining)
-                    self.requestFinished(ctx, status: 401, bytes: 0, upstreamSeconds: 0, detail: "no session")
+                    self.answer(ex, ctx, ErrorResponse.make(401, error: "login_required", description: "sign in first (this route uses a browser session)",
+                                                            requestID: ctx.requestID, headers: clear.map { ("Set-Cookie", $0) }, detail: "no session"))
                 }
             }
         }
-    }
-
-    static func sendUnavailable(_ req: ServerRequest, ctx: RequestContext, worker: Worker, detail: String) {
-        req.responseHeaders.add("Retry-After", "5")
-        ErrorResponse.send(req, status: 503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
-                           requestID: ctx.requestID, close: worker.draining)
-        worker.requestFinished(ctx, status: 503, bytes: 0, upstreamSeconds: 0, detail: detail)
     }
 }

@@ -4,21 +4,28 @@ import Logging
 import OAuth
 import Reactor
 
+/// What one route needs on the request path, built once per config (apply time): the
+/// route, its upstream pool and its metrics id. The router's index picks it.
+struct RoutePlan {
+    let route: RouteConfig
+    let pool: UpstreamPool?
+    let metricID: Int
+}
+
 /// One event loop thread: its HTTP server on the shared listen addresses (SO_REUSEPORT),
 /// its upstream pools, router and metrics. Nothing here is shared with other workers; the
 /// main thread talks to it only through `loop.execute`.
-final class Worker: FlushListener {
+final class Worker {
     let id: Int
     let loop: EventLoop
     let metrics = WorkerMetrics()
     let log: Logger
     private(set) var config: GatewayConfig
     private(set) var router: Router
-    private var routesByIndex: [Int: RouteConfig] = [:]
+    private var plans: [Int: RoutePlan] = [:]
     private(set) var pools: [String: UpstreamPool] = [:]
-    private var servers: [HTTPServer] = []
+    private var servers: [ExchangeServer] = []
     private let ids: RequestIDGenerator
-    let connections = ClientConnections()
     /// Token routes: verified-token cache and this worker's copy of issuer keys.
     let tokens: AccessTokenValidator
     /// The `bearer` / `dpop` / `token` stage.
@@ -29,10 +36,12 @@ final class Worker: FlushListener {
     private(set) var returnPolicy = ReturnTo()
     private(set) var draining = false
     private var configGeneration = 0
-    /// Route index → the metrics' interned id of its name (names survive reloads).
-    private var routeMetricIDs: [Int: Int] = [:]
     private var onDrained: (() -> Void)?
     private var thread: Thread?
+    /// The most the gateway reads of a body it must read itself (RFC 6750 form tokens, the
+    /// logout form, back-channel logout tokens): such bodies are small, and an attacker's
+    /// large one must not be buffered.
+    static let ownBodyLimit = 64 << 10
 
     /// `replay(loop)` makes this worker's DPoP replay store (shared memory, or its own Redis client).
     init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, replay: (EventLoop) -> ReplayStore,
@@ -56,8 +65,8 @@ final class Worker: FlushListener {
     func serve(sockets: [(fd: Int32, tls: TLSContext?)]) throws {
         let options = serverOptions(config.limits)
         for socket in sockets {
-            let server = HTTPServer(loop: loop, options: options, tls: socket.tls) { [unowned self] req in
-                self.handle(req)
+            let server = HTTPServer(loop: loop, options: options, tls: socket.tls) { [unowned self] exchange in
+                self.handle(exchange)
             }
             try server.serve(listeningSocket: socket.fd)
             servers.append(server)
@@ -86,11 +95,9 @@ final class Worker: FlushListener {
         authenticator.apply(new)
         login.apply(new)
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
-        for r in new.routes { routeMetricIDs[r.index] = metrics.routeID(r.name) }
         let options = serverOptions(new.limits)
         for s in servers { s.apply(options) }
         router = Router(routes: new.routes)
-        routesByIndex = Dictionary(uniqueKeysWithValues: new.routes.map { ($0.index, $0) })
         var next: [String: UpstreamPool] = [:]
         for (name, up) in new.upstreams {
             if let old = pools[name], old.endpoint == up.endpoint { next[name] = old }
@@ -98,6 +105,9 @@ final class Worker: FlushListener {
         }
         for (name, old) in pools where next[name] !== old { old.closeIdle() }
         pools = next
+        plans = Dictionary(uniqueKeysWithValues: new.routes.map {
+            ($0.index, RoutePlan(route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name)))
+        })
     }
 
     /// Stops accepting; calls `done` (on this loop) once no request is in flight.
@@ -121,7 +131,8 @@ final class Worker: FlushListener {
     }
 
     func snapshot() -> MetricsSnapshot {
-        var s = metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections }, clientConnections: connections.count,
+        var s = metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections },
+                                 clientConnections: servers.reduce(0) { $0 + $1.openConnections },
                                  tokenCache: (tokens.cacheHits, tokens.cacheMisses))
         s.dpopUnchecked = authenticator.uncheckedProofs
         return s
@@ -129,107 +140,146 @@ final class Worker: FlushListener {
 
     // MARK: request path
 
-    private func handle(_ req: ServerRequest) {
+    /// Whether the connection's peer is a trusted proxy, decided once per connection and
+    /// config generation.
+    private final class PeerTrust {
+        var trusted = false
+        var generation = -1
+    }
+
+    private func peerTrusted(_ connection: ClientConnection) -> Bool {
+        guard !config.trustedProxies.isEmpty else { return false }
+        let memo = (connection.context as? PeerTrust) ?? PeerTrust()
+        if memo.generation != configGeneration {
+            memo.trusted = config.trustedProxies.contains { $0.contains(connection.peer) }
+            memo.generation = configGeneration
+            connection.context = memo
+        }
+        return memo.trusted
+    }
+
+    func handle(_ ex: ServerExchange) {
         // In flight until its last byte is written (or its client is gone): a drain must not
         // stop the loop with a finished reply still in the socket buffer.
         metrics.inflight += 1
-        req.onFlushed(self)
-        let watch = connections.watch(req) { [unowned self] unflushed in self.connectionGone(unflushed: unflushed) }
-        watch?.unflushed += 1
-        var ctx = RequestContext(requestID: "", start: clock(), method: req.method?.rawValue ?? "?", path: "", route: "-", routeID: -1)
-        let headers = req.headers
-        let peer = watch?.peer ?? req.peerAddress
-        var trusted = false
-        if !config.trustedProxies.isEmpty {
-            if let watch, watch.trustGeneration == configGeneration {
-                trusted = watch.trusted
-            } else {
-                trusted = isTrusted(peer)
-                watch?.trusted = trusted
-                watch?.trustGeneration = configGeneration
-            }
+        ex.responder.onComplete = { [unowned self] _ in
+            self.metrics.inflight -= 1
+            if self.draining && self.metrics.inflight == 0 { self.finishDrain() }
         }
+        let head = ex.head
+        var ctx = RequestContext(requestID: "", start: clock(), method: head.methodName, path: "", route: "-", routeID: -1)
+        let fields = head.fields
+        let trusted = peerTrusted(ex.connection)
         // A client's own X-Forwarded-* and X-Request-Id are read only if it is a trusted proxy.
         let forwarded = ForwardedHeaders.compute(
-            .init(peer: peer, peerTrusted: trusted, scheme: req.isTLS ? "https" : "http",
-                  host: headers.first("Host"),
-                  xForwardedFor: trusted ? headers.values("X-Forwarded-For") : [],
-                  xForwardedProto: trusted ? headers.first("X-Forwarded-Proto") : nil,
-                  xForwardedHost: trusted ? headers.first("X-Forwarded-Host") : nil,
-                  xRequestID: trusted ? headers.first("X-Request-Id") : nil),
+            .init(peer: ex.connection.peer, peerTrusted: trusted, scheme: ex.connection.isTLS ? "https" : "http",
+                  host: fields.first("Host"),
+                  xForwardedFor: trusted ? fields.values("X-Forwarded-For") : [],
+                  xForwardedProto: trusted ? fields.first("X-Forwarded-Proto") : nil,
+                  xForwardedHost: trusted ? fields.first("X-Forwarded-Host") : nil,
+                  xRequestID: trusted ? fields.first("X-Request-Id") : nil),
             newRequestID: ids.next)
         ctx.requestID = forwarded.requestID
-        switch RequestPipeline.prepare(req, forwarded: forwarded, peerTrusted: trusted, router: router, routes: routesByIndex,
-                                       config: config) {
+        switch RequestPipeline.prepare(head, forwarded: forwarded, peerTrusted: trusted, router: router, plans: plans, config: config) {
         case .reject(let status, let error, let description):
-            ctx.path = String(req.rawTarget.prefix(256))
-            ErrorResponse.send(req, status: status, error: error, description: description,
-                               requestID: ctx.requestID, close: draining || status == 400)
-            requestFinished(ctx, status: status, bytes: 0, upstreamSeconds: 0, detail: description)
+            ctx.path = String(head.target.prefix(256))
+            answer(ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID),
+                   close: status == 400)
         case .login(let endpoint, let path, let query):
             ctx.path = path
-            handleLoginEndpoint(req, endpoint, query: query, origin: origin(forwarded), ctx: ctx)
-        case .forward(let route, let path, let query, let build):
+            handleLoginEndpoint(ex, endpoint, query: query, origin: origin(forwarded), ctx: ctx)
+        case .forward(let plan, let path, let query, let build):
+            let route = plan.route
             ctx.path = path
             ctx.route = route.name
-            ctx.routeID = routeMetricIDs[route.index] ?? -1
-            guard let pool = pools[route.upstream] else {
-                ErrorResponse.send(req, status: 502, error: "bad_gateway", description: "no upstream", requestID: ctx.requestID)
-                requestFinished(ctx, status: 502, bytes: 0, upstreamSeconds: 0, detail: "pool missing")
+            ctx.routeID = plan.metricID
+            guard let pool = plan.pool else {
+                answer(ex, ctx, ErrorResponse.make(502, error: "bad_gateway", description: "no upstream", requestID: ctx.requestID,
+                                                   detail: "pool missing"))
                 return
             }
             // A login route, or a login_or_token route whose request carries a session cookie.
-            if route.client != nil && (route.tokens == nil || Cookies(req.headers).values[login.settings.sessionCookie] != nil) {
-                authenticateSession(req, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx) { [unowned self] ctx, identity in
-                    self.forward(req, ctx: ctx, pool: pool, request: build(identity, true), watch: watch)
+            if route.client != nil && (route.tokens == nil || Cookies(fields).values[login.settings.sessionCookie] != nil) {
+                authenticateSession(ex, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx) { [unowned self] ctx, identity in
+                    self.forward(ex, ctx: ctx, pool: pool, request: build(identity, true, ex.body))
                 }
                 return
             }
-            guard route.tokens != nil else {
-                forward(req, ctx: ctx, pool: pool, request: build([], false), watch: watch)
+            guard let tokenRoute = route.tokens else {
+                forward(ex, ctx: ctx, pool: pool, request: build([], false, ex.body))
                 return
             }
             let target = TokenAuthenticator.Target(scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
                                                    fromTrustedProxy: forwarded.originFromTrustedProxy, path: path)
-            authenticator.authenticate(req, route: route, target: target, query: query) { [unowned self] decision in
-                var ctx = ctx
-                switch decision {
-                case .allow(let caller):
-                    let token = caller.token
-                    ctx.subject = token.subject
-                    ctx.clientID = token.clientID
-                    ctx.issuer = token.issuer
-                    guard req.isConnected else {
-                        // The client left while its keys were being fetched.
-                        req.respond(status: 499, body: nil)
-                        self.requestFinished(ctx, status: 499, bytes: 0, upstreamSeconds: 0, detail: "client gone")
-                        return
-                    }
-                    ctx.responseHeaders = caller.responseHeaders
-                    if route.tokens?.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
-                    var identity = self.identityHeaders(route, token.claims, ctx)
-                    if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
-                    self.forward(req, ctx: ctx, pool: pool, request: build(identity, false), watch: watch)
-                case .unavailable(let detail):
-                    req.responseHeaders.add("Retry-After", "5")
-                    ErrorResponse.send(req, status: 503, error: "temporarily_unavailable",
-                                       description: "the gateway cannot verify tokens right now", requestID: ctx.requestID, close: self.draining)
-                    self.requestFinished(ctx, status: 503, bytes: 0, upstreamSeconds: 0, detail: detail)
-                case .deny(let denial):
-                    ctx.rejection = denial.primary?.error?.rawValue ?? "no_credentials"
-                    self.metrics.authFailure(ctx.rejection!)
-                    ErrorResponse.sendAuthError(req, denial: denial, requestID: ctx.requestID, close: self.draining)
-                    self.requestFinished(ctx, status: denial.status, bytes: 0, upstreamSeconds: 0, detail: denial.detail)
-                }
+            // RFC 6750 §2.2: only a route that accepts tokens in a form body reads the body
+            // before deciding (bounded); every other route decides on the head alone.
+            guard route.auth != .dpop, tokenRoute.tokenInBody, TokenAuthenticator.mayCarryFormToken(head) else {
+                authenticateToken(ex, ctx: ctx, plan: plan, target: target, query: query, form: nil, build: build)
+                return
+            }
+            readOwnBody(ex, ctx) { [unowned self] bytes in
+                let form = TokenAuthenticator.formTokens(bytes, keepToken: tokenRoute.forwardToken)
+                self.authenticateToken(ex, ctx: ctx, plan: plan, target: target, query: query, form: form, build: build)
             }
         }
     }
 
-    private func forward(_ req: ServerRequest, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request,
-                         watch: ClientConnections.Watch?) {
-        let exchange = ProxyExchange(worker: self, client: req, context: ctx)
-        watch?.exchange = exchange
-        exchange.start(pool: pool, request: request)
+    /// Reads a body the gateway must read itself (a form token, the logout form, a
+    /// back-channel logout token), bounded by `ownBodyLimit`; a larger one gets 413 and is
+    /// never buffered whole.
+    func readOwnBody(_ ex: ServerExchange, _ ctx: RequestContext, then use: @escaping ([UInt8]) -> Void) {
+        ex.body.collect(limit: Self.ownBodyLimit) { [unowned self] result in
+            switch result {
+            case .success(let bytes): use(bytes)
+            case .failure(.tooLarge):
+                self.answer(ex, ctx, ErrorResponse.make(413, error: "invalid_request", description: "the request body is too large",
+                                                        requestID: ctx.requestID), close: true)
+            case .failure(let why):
+                self.answer(ex, ctx, ErrorResponse.make(400, error: "invalid_request", description: "the request body did not arrive",
+                                                        requestID: ctx.requestID, detail: "body: \(why)"), close: true)
+            }
+        }
+    }
+
+    /// `bearer` / `dpop` / `token` routes; `form`: the tokens of a form body already read, and
+    /// the body to forward in its place.
+    private func authenticateToken(_ ex: ServerExchange, ctx: RequestContext, plan: RoutePlan, target: TokenAuthenticator.Target,
+                                   query: String?, form: (tokens: [String], kept: [UInt8])?,
+                                   build: @escaping RequestPipeline.Build) {
+        let route = plan.route
+        authenticator.authenticate(ex.head, route: route, target: target, query: query, formTokens: form?.tokens ?? []) { [unowned self] decision in
+            var ctx = ctx
+            switch decision {
+            case .allow(let caller):
+                let token = caller.token
+                ctx.subject = token.subject
+                ctx.clientID = token.clientID
+                ctx.issuer = token.issuer
+                ctx.responseHeaders = caller.responseHeaders
+                if route.tokens?.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
+                var identity = self.identityHeaders(route, token.claims, ctx)
+                if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
+                let body: RequestBody = form.map { BufferedRequestBody($0.kept) } ?? ex.body
+                self.forward(ex, ctx: ctx, pool: plan.pool!, request: build(identity, false, body))
+            case .unavailable(let detail):
+                self.answer(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot verify tokens right now",
+                                                        requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: detail))
+            case .deny(let denial):
+                ctx.rejection = denial.primary?.error?.rawValue ?? "no_credentials"
+                self.metrics.authFailure(ctx.rejection!)
+                self.answer(ex, ctx, ErrorResponse.auth(denial, requestID: ctx.requestID))
+            }
+        }
+    }
+
+    private func forward(_ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request) {
+        guard ex.responder.isConnected else {
+            // The client left while the gateway was deciding (keys, introspection, a session).
+            answer(ex, ctx, ErrorResponse.make(499, error: "client_gone", description: "the client closed the connection",
+                                               requestID: ctx.requestID))
+            return
+        }
+        ProxyExchange(worker: self, exchange: ex, context: ctx).start(pool: pool, request: request)
     }
 
     /// The public origin of this request, as far as it can be trusted (see RequestOrigin).
@@ -238,20 +288,17 @@ final class Worker: FlushListener {
                              fromTrustedProxy: forwarded.originFromTrustedProxy)
     }
 
-    private func isTrusted(_ peer: String) -> Bool {
-        config.trustedProxies.contains { $0.contains(peer) }
-    }
-
-    func requestFlushed(on connection: ClientConnectionID?) {
-        connections.flushed(connection)
-        metrics.inflight -= 1
-        if draining && metrics.inflight == 0 { finishDrain() }
-    }
-
-    /// A client connection went away with `unflushed` replies that will now never flush.
-    func connectionGone(unflushed: Int) {
-        metrics.inflight -= unflushed
-        if draining && metrics.inflight == 0 { finishDrain() }
+    /// The one door for every answer the gateway writes itself: the response (through the
+    /// exchange's responder, which answers exactly once and sends nothing to a client that
+    /// is gone), then the access log line and the metrics. Streamed proxy answers end in
+    /// `requestFinished` (see `ProxyExchange`).
+    func answer(_ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, upstreamSeconds: Double = 0,
+                close: Bool = false) {
+        let gone = !ex.responder.isConnected
+        response.send(ex.responder, requestID: ctx.requestID, close: close || draining)
+        // 499: client closed the request (nginx's convention, for logs and metrics only).
+        requestFinished(ctx, status: gone ? 499 : response.status, bytes: gone ? 0 : response.body.utf8.count,
+                        upstreamSeconds: upstreamSeconds, detail: gone ? "client gone: " + (response.detail ?? "") : response.detail)
     }
 
     /// The route's identity headers for these claims. A claim whose value cannot be a header

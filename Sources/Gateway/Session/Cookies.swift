@@ -17,7 +17,7 @@ struct Cookies {
     /// (RFC 6265 §5.4, §8.6: cookie tossing). Such a name has no value here.
     let conflicting: Set<String>
 
-    init(_ headers: HeaderList) { self.init(cookieHeaders: headers.values("Cookie")) }
+    init(_ fields: HTTP1Fields) { self.init(cookieHeaders: fields.values("Cookie")) }
 
     /// From the Cookie header values themselves.
     init(cookieHeaders: [String]) {

@@ -1,22 +1,49 @@
 internal import CEvent
 
-/// A run of body bytes in a libevent buffer (not owning). Moving it into another buffer
-/// (`ServerRequest.sendChunk`) is zero-copy.
+/// A run of body bytes at the front of a libevent buffer (not owning): the first `count`
+/// bytes of `buffer`. Moving them into another buffer is zero-copy; the receiver moves
+/// exactly `count` bytes out during the call that hands it the chunk.
 public struct BodyChunk {
     let buffer: OpaquePointer
-    public var count: Int { evbuffer_get_length(buffer) }
+    public let count: Int
+
+    init(buffer: OpaquePointer, count: Int) {
+        self.buffer = buffer
+        self.count = count
+    }
+
+    /// The whole of `buffer`.
+    init(buffer: OpaquePointer) { self.init(buffer: buffer, count: evbuffer_get_length(buffer)) }
+
+    /// Moves the chunk's bytes to the end of `destination` (zero-copy where libevent can).
+    func move(to destination: OpaquePointer) {
+        _ = evbuffer_remove_buffer(buffer, destination, count)
+    }
+
+    /// Copies the chunk's bytes out, consuming them (for sinks that keep bytes themselves).
+    public func take() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        if count > 0 { _ = out.withUnsafeMutableBytes { evbuffer_remove(buffer, $0.baseAddress, count) } }
+        return out
+    }
 }
 
 /// An owned, growable byte buffer for bodies that the gateway writes itself (error pages,
-/// metrics). Owns its evbuffer.
+/// metrics) or keeps (a collected body). Owns its evbuffer.
 public final class OwnedBuffer {
     let buffer: OpaquePointer
     public init() { buffer = evbuffer_new() }
     public convenience init(_ text: String) { self.init(); append(text) }
+    public convenience init(_ bytes: [UInt8]) {
+        self.init()
+        if !bytes.isEmpty { _ = bytes.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, bytes.count) } }
+    }
     public func append(_ text: String) {
         var text = text
         text.withUTF8 { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
     }
     public var count: Int { evbuffer_get_length(buffer) }
+    /// The whole buffer as a chunk (moving it empties this buffer).
+    public var chunk: BodyChunk { BodyChunk(buffer: buffer) }
     deinit { evbuffer_free(buffer) }
 }

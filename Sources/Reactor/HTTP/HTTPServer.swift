@@ -11,17 +11,20 @@ public struct HTTPServerOptions: Sendable {
     public init() {}
 }
 
-/// An evhttp server on one loop. Owns its `struct evhttp` (and so its connections).
+/// An evhttp server on one loop, serving `ServerExchange`s (kept until tokengate's own
+/// HTTP/1.1 engine replaces it). Owns its `struct evhttp` (and so its connections).
 /// Loop-thread only, except `init`, which may run anywhere before the loop starts.
-public final class HTTPServer {
+public final class HTTPServer: ExchangeServer {
     private let http: OpaquePointer
     private let loop: EventLoop
     private let tls: TLSContext?
     private var bound: [OpaquePointer] = []
-    private let handler: (ServerRequest) -> Void
+    private let handler: (ServerExchange) -> Void
+    /// Per evhttp connection: what the gateway sees of it, and the requests open on it.
+    private var connections: [OpaquePointer: (info: ClientConnection, open: [EvhttpTransport])] = [:]
 
     public init(loop: EventLoop, options: HTTPServerOptions, tls: TLSContext?,
-                handler: @escaping (ServerRequest) -> Void) {
+                handler: @escaping (ServerExchange) -> Void) {
         guard let http = evhttp_new(loop.base) else { fatalError("evhttp_new failed") }
         self.http = http
         self.loop = loop
@@ -39,7 +42,6 @@ public final class HTTPServer {
 
     deinit { evhttp_free(http) }
 
-    /// Changes limits for connections and requests from now on (reload).
     public func apply(_ options: HTTPServerOptions) {
         evhttp_set_max_body_size(http, Int(options.maxBodySize))
         evhttp_set_max_headers_size(http, Int(options.maxHeaderSize))
@@ -47,7 +49,6 @@ public final class HTTPServer {
         evhttp_set_timeout_tv(http, &tv)
     }
 
-    /// Serves on an already listening socket (see `Listener`); the server closes it.
     public func serve(listeningSocket fd: Int32) throws {
         guard let handle = evhttp_accept_socket_with_handle(http, fd) else {
             close(fd)
@@ -56,14 +57,44 @@ public final class HTTPServer {
         bound.append(handle)
     }
 
-    /// Stops accepting new connections; connections already open keep being served.
     public func stopAccepting() {
         for handle in bound { evhttp_del_accept_socket(http, handle) }
         bound.removeAll()
     }
 
+    public var openConnections: Int { connections.count }
+
     fileprivate func handle(_ req: OpaquePointer) {
-        handler(ServerRequest(req: req, isTLS: tls != nil))
+        let transport = EvhttpTransport(req: req)
+        transport.server = self
+        var info = ClientConnection(peer: "", isTLS: tls != nil)
+        if let conn = evhttp_request_get_connection(req) {
+            if var known = connections[conn] {
+                info = known.info
+                known.open.removeAll { !$0.isConnected }
+                known.open.append(transport)
+                connections[conn] = known
+            } else {
+                var addr: UnsafeMutablePointer<CChar>?
+                var port: UInt16 = 0
+                evhttp_connection_get_peer(conn, &addr, &port)
+                info = ClientConnection(peer: addr.map { String(cString: $0) } ?? "", isTLS: tls != nil)
+                connections[conn] = (info, [transport])
+                // Unretained: the server outlives its connections.
+                evhttp_connection_set_closecb(conn, closeThunk, Unmanaged.passUnretained(self).toOpaque())
+            }
+        } else {
+            transport.closed = true
+        }
+        let exchange = ServerExchange(head: EvhttpTransport.head(req), connection: info, body: transport,
+                                      responder: Responder(transport: transport))
+        handler(exchange)
+    }
+
+    func closed(_ conn: OpaquePointer) {
+        evhttp_connection_set_closecb(conn, nil, nil)
+        guard let gone = connections.removeValue(forKey: conn) else { return }
+        for t in gone.open { t.connectionClosed() }
     }
 
     fileprivate func makeTLSBufferEvent() -> OpaquePointer? {
@@ -79,6 +110,10 @@ public struct ReactorError: Error, CustomStringConvertible {
 
 private func requestThunk(_ req: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
     Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue().handle(req!)
+}
+
+private func closeThunk(_ conn: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
+    Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue().closed(conn!)
 }
 
 private func tlsBufferEventThunk(_ base: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> OpaquePointer? {

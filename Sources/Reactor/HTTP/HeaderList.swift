@@ -84,6 +84,19 @@ public struct HeaderList {
     }
 
     public func clear() { evhttp_clear_headers(queue) }
+
+    /// The list as an `HTTP1Fields` section (a copy).
+    var fields: HTTP1Fields {
+        var out = HTTP1Fields()
+        var kv = tg_headers_first(queue)
+        while let entry = kv {
+            let name = entry.pointee.key!, value = entry.pointee.value!
+            out.append(name: UnsafeBufferPointer(start: UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self), count: strlen(name)),
+                       value: UnsafeBufferPointer(start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self), count: strlen(value)))
+            kv = tg_headers_next(entry)
+        }
+        return out
+    }
 }
 
 /// A header name as libevent holds it (a C string valid during the callback that sees it),

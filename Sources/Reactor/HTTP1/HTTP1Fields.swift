@@ -13,8 +13,8 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
     }
 
     /// The section's bytes (for a request head, also its request line).
-    let storage: [UInt8]
-    let spans: [Span]
+    var storage: [UInt8]
+    var spans: [Span]
 
     init(storage: [UInt8], spans: [Span]) {
         self.storage = storage

@@ -7,17 +7,12 @@ public enum UpstreamFailure: Sendable, Equatable {
     public var isTimeout: Bool { self == .connectTimeout || self == .responseTimeout }
 }
 
-/// The status line and headers of an upstream response.
-public struct UpstreamResponseHead {
-    public let status: Int
-    public let reason: String
-    public let headers: HeaderList
-}
-
-/// Receives the events of one upstream exchange, in order: `head`, `body`*, then exactly
-/// one of `complete` or `failed`.
+/// Receives the events of one upstream exchange, in order: `interim`*, `head`, `body`*,
+/// then exactly one of `complete` or `failed`.
 public protocol UpstreamCallDelegate: AnyObject {
-    func upstreamHead(_ head: UpstreamResponseHead)
+    func upstreamHead(_ head: HTTPResponseHead)
+    /// An interim response (1xx other than 100 and 101), before the head.
+    func upstreamInterim(_ head: HTTPResponseHead)
     func upstreamBody(_ chunk: BodyChunk)
     func upstreamComplete()
     func upstreamFailed(_ failure: UpstreamFailure, afterHead: Bool)
@@ -31,11 +26,12 @@ public final class UpstreamCall {
     public struct Request {
         public var method: HTTPMethod
         public var target: String
-        /// Writes the request's headers into the upstream request (called once per attempt;
-        /// Content-Length is set by the call itself).
-        public var writeHeaders: (HeaderList) -> Void
-        public init(method: HTTPMethod, target: String, writeHeaders: @escaping (HeaderList) -> Void) {
-            self.method = method; self.target = target; self.writeHeaders = writeHeaders
+        /// The request's fields (Content-Length is set by the call itself).
+        public var fields: HTTP1Fields
+        /// The body to send, if any: read from it only when the call starts.
+        public var body: RequestBody?
+        public init(method: HTTPMethod, target: String, fields: HTTP1Fields, body: RequestBody?) {
+            self.method = method; self.target = target; self.fields = fields; self.body = body
         }
     }
 
@@ -60,15 +56,18 @@ public final class UpstreamCall {
         self.delegate = delegate
     }
 
-    /// Sends the request; the body (if any) is moved out of `clientBody`.
-    public func start(movingBodyFrom client: ServerRequest?) {
+    /// Sends the request. evhttp's client sends a body from memory, so it is gathered first
+    /// (the evhttp server has read it whole already: this moves it, it does not wait).
+    public func start() {
         selfRetain = self
-        if let client, client.bodyLength > 0 {
-            hasBody = true
-            body = evbuffer_new()
-            evbuffer_add_buffer(body, evhttp_request_get_input_buffer(client.req))
+        guard let source = request.body, source.framing != .none else { send(fresh: false); return }
+        let gather = BodyGatherer { [weak self] buffer in
+            guard let self, !self.finished else { return }
+            guard let buffer else { self.end(failure: .cancelled); return }
+            if evbuffer_get_length(buffer) > 0 { self.hasBody = true; self.body = buffer } else { evbuffer_free(buffer) }
+            self.send(fresh: false)
         }
-        send(fresh: false)
+        source.stream(to: gather)
     }
 
     private func send(fresh: Bool) {
@@ -84,7 +83,9 @@ public final class UpstreamCall {
         evhttp_request_set_chunked_cb(req, chunkThunk)
         evhttp_request_set_error_cb(req, errorThunk)
         let out = HeaderList(queue: evhttp_request_get_output_headers(req))
-        request.writeHeaders(out)
+        request.fields.forEachField { name, value in
+            evhttp_add_header(out.queue, String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+        }
         if let body {
             // Moved, not copied: a request with a body is never retried.
             evbuffer_add_buffer(evhttp_request_get_output_buffer(req), body)
@@ -148,8 +149,8 @@ public final class UpstreamCall {
         }
         gotHead = true
         let reason = evhttp_request_get_response_code_line(req).map { String(cString: $0) } ?? ""
-        delegate?.upstreamHead(UpstreamResponseHead(status: status, reason: reason,
-                                                    headers: HeaderList(queue: evhttp_request_get_input_headers(req))))
+        delegate?.upstreamHead(HTTPResponseHead(status: status, reason: reason,
+                                                fields: HeaderList(queue: evhttp_request_get_input_headers(req)).fields))
         return 0
     }
 
@@ -233,4 +234,19 @@ private func errorThunk(_ error: evhttp_request_error, _ arg: UnsafeMutableRawPo
 
 private func doneThunk(_ req: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
     call(arg).onDone(req)
+}
+
+/// Gathers a streamed request body into one evbuffer for evhttp's client; nil on failure.
+private final class BodyGatherer: RequestBodySink {
+    private var buffer: OpaquePointer? = evbuffer_new()
+    private let done: (OpaquePointer?) -> Void
+    init(done: @escaping (OpaquePointer?) -> Void) { self.done = done }
+    func requestBody(_ chunk: BodyChunk) { if let buffer { chunk.move(to: buffer) } }
+    func requestBodyEnd() { let b = buffer; buffer = nil; done(b) }
+    func requestBodyFailed(_ failure: RequestBodyFailure) {
+        if let buffer { evbuffer_free(buffer) }
+        buffer = nil
+        done(nil)
+    }
+    deinit { if let buffer { evbuffer_free(buffer) } }
 }

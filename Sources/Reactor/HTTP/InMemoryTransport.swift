@@ -1,0 +1,110 @@
+/// An exchange with no socket behind it: the request is given as values, and the answer is
+/// recorded. For unit tests of the layers above (a gateway `Worker` judged without a
+/// network), and for fuzzing them. Loop-thread only, like a real transport; it needs no loop.
+public final class InMemoryTransport: ResponseTransport, RequestBody {
+    /// What the responder sent.
+    public private(set) var head: HTTPResponseHead?
+    public private(set) var interim: [HTTPResponseHead] = []
+    public private(set) var body: [UInt8] = []
+    public private(set) var closeAfter = false
+    public private(set) var ended = false
+    public private(set) var aborted = false
+    public private(set) var bodyRead = false
+    public var isConnected = true
+    public var pendingOutput = 0
+    private var responder: Responder?
+    private var requestBody: [UInt8]?
+
+    /// An exchange for `method target` with `fields` and `body`, and the transport that
+    /// records its answer.
+    public static func exchange(_ methodName: String, _ target: String, fields: [(name: String, value: String)] = [],
+                                body: [UInt8]? = nil, peer: String = "127.0.0.1", isTLS: Bool = false,
+                                connection: ClientConnection? = nil) -> (ServerExchange, InMemoryTransport) {
+        let t = InMemoryTransport()
+        t.requestBody = body
+        let head = HTTPRequestHead(methodName: methodName, target: target, version: (1, 1), fields: HTTP1Fields(fields))
+        let exchange = ServerExchange(head: head, connection: connection ?? ClientConnection(peer: peer, isTLS: isTLS),
+                                      body: t, responder: Responder(transport: t))
+        return (exchange, t)
+    }
+
+    /// The answer's status, 0 while there is none.
+    public var status: Int { head?.status ?? 0 }
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+
+    /// The client goes away.
+    public func disconnect() {
+        guard isConnected else { return }
+        isConnected = false
+        let r = responder
+        responder = nil
+        r?.transportClosed()
+    }
+
+    // MARK: ResponseTransport
+
+    public func attach(_ responder: Responder) { self.responder = responder }
+
+    public func sendResponse(_ head: HTTPResponseHead, body: [UInt8], close: Bool) {
+        self.head = head
+        self.body = body
+        closeAfter = close
+        ended = true
+        flushed()
+    }
+
+    public func sendInterim(_ head: HTTPResponseHead) { interim.append(head) }
+
+    public func startResponse(_ head: HTTPResponseHead, close: Bool) {
+        self.head = head
+        closeAfter = close
+    }
+
+    public func sendBody(_ chunk: BodyChunk) { body += chunk.take() }
+
+    public func endResponse() {
+        ended = true
+        flushed()
+    }
+
+    public func abortResponse() {
+        aborted = true
+        isConnected = false
+        let r = responder
+        responder = nil
+        r?.transportClosed()
+    }
+
+    public func discardResponse() {}
+
+    public func whenDrained(_ action: @escaping () -> Void) { action() }
+
+    private func flushed() {
+        let r = responder
+        responder = nil
+        r?.transportFlushed()
+    }
+
+    // MARK: RequestBody
+
+    public var framing: RequestBodyFraming { requestBody.map { .length(UInt64($0.count)) } ?? .none }
+
+    public func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
+        bodyRead = true
+        let b = requestBody ?? []
+        done(b.count > limit ? .failure(.tooLarge) : .success(b))
+    }
+
+    public func stream(to sink: RequestBodySink) {
+        bodyRead = true
+        if let b = requestBody, !b.isEmpty {
+            let buffer = OwnedBuffer(b)
+            sink.requestBody(buffer.chunk)
+        }
+        sink.requestBodyEnd()
+    }
+
+    public func pause() {}
+    public func resume() {}
+    public func discard() { requestBody = nil }
+}

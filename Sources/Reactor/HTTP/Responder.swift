@@ -1,0 +1,107 @@
+/// The one way to answer one request, exactly once: a whole response (`respond`), or a
+/// streamed one (`startStreaming`, `write`…, `finish` or `abort`). It also owns the
+/// accounting that used to be reconciled by hand: `onComplete` runs exactly once, when the
+/// last byte of the answer is written (`flushed: true`) or when the connection goes away
+/// first (`flushed: false`). Answering a client that is gone is allowed and sends nothing,
+/// so every path can end through the same door. Loop-thread only.
+public final class Responder {
+    public enum State: Equatable, Sendable {
+        case waiting, streaming, answered
+    }
+
+    public private(set) var state = State.waiting
+    /// The response fields built up before the answer (the gateway adds its own here).
+    public var fields = HTTP1Fields()
+    /// Called once: the answer was fully written, or the connection went away.
+    public var onComplete: ((_ flushed: Bool) -> Void)?
+    /// Called if the client goes away before the answer was fully written (an exchange
+    /// streaming from an upstream cancels it).
+    public var onClientGone: (() -> Void)?
+    private let transport: ResponseTransport
+    private var completed = false
+    /// The status of the answer, for logs (0 until answered).
+    public private(set) var status = 0
+
+    public init(transport: ResponseTransport) {
+        self.transport = transport
+        transport.attach(self)
+    }
+
+    deinit {
+        // Every request must be answered (a response, an abort, or a gone client): an
+        // exchange dropped on the floor would leave its connection waiting forever.
+        assert(state == .answered, "a request was dropped without an answer")
+    }
+
+    public var isConnected: Bool { transport.isConnected }
+    public var pendingOutput: Int { transport.pendingOutput }
+
+    /// A whole response. `close`: the connection closes after it.
+    public func respond(status: Int, reason: String? = nil, body: [UInt8] = [], close: Bool = false) {
+        precondition(state == .waiting, "answered twice")
+        state = .answered
+        self.status = status
+        guard transport.isConnected else { transport.discardResponse(); complete(flushed: false); return }
+        transport.sendResponse(HTTPResponseHead(status: status, reason: reason, fields: fields), body: body, close: close)
+    }
+
+    /// An interim response (1xx other than 101) before the final one.
+    public func sendInterim(_ head: HTTPResponseHead) {
+        precondition(state == .waiting && head.status >= 100 && head.status < 200 && head.status != 101)
+        if transport.isConnected { transport.sendInterim(head) }
+    }
+
+    /// The head of a streamed response (its body comes through `write`).
+    public func startStreaming(status: Int, reason: String? = nil, close: Bool = false) {
+        precondition(state == .waiting, "answered twice")
+        state = .streaming
+        self.status = status
+        guard transport.isConnected else { return }
+        transport.startResponse(HTTPResponseHead(status: status, reason: reason, fields: fields), close: close)
+    }
+
+    /// Moves `chunk` to the client; `drained` (if given) runs once the output is written
+    /// out, so a producer can pause until then.
+    public func write(_ chunk: BodyChunk, drained: (() -> Void)? = nil) {
+        precondition(state == .streaming)
+        guard transport.isConnected else { return }
+        transport.sendBody(chunk)
+        if let drained { transport.whenDrained(drained) }
+    }
+
+    /// Ends a streamed response normally.
+    public func finish() {
+        precondition(state == .streaming)
+        state = .answered
+        if transport.isConnected { transport.endResponse() } else { transport.discardResponse(); complete(flushed: false) }
+    }
+
+    /// Ends a response abnormally (or answers nothing): the connection is cut, so a client
+    /// can tell a streamed body was truncated.
+    public func abort() {
+        guard state != .answered else { return }
+        state = .answered
+        if transport.isConnected { transport.abortResponse() } else { transport.discardResponse(); complete(flushed: false) }
+    }
+
+    // MARK: from the transport
+
+    /// The whole answer is written to the socket.
+    public func transportFlushed() { complete(flushed: true) }
+
+    /// The connection went away (before the answer was fully written).
+    public func transportClosed() {
+        guard !completed else { return }
+        if state != .answered, let gone = onClientGone { onClientGone = nil; gone() }
+        if state == .answered { complete(flushed: false) }
+    }
+
+    private func complete(flushed: Bool) {
+        guard !completed else { return }
+        completed = true
+        onClientGone = nil
+        let done = onComplete
+        onComplete = nil
+        done?(flushed)
+    }
+}

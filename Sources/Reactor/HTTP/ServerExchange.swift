@@ -1,0 +1,45 @@
+/// What the gateway knows of the client connection a request came on. One per connection,
+/// shared by its exchanges (pipelined or sequential, or an HTTP/2 connection's streams).
+public final class ClientConnection {
+    /// The TCP peer's address (numeric): what X-Forwarded-For trust is decided on.
+    public let peer: String
+    public let isTLS: Bool
+    /// Whatever the layer above keeps per connection (the gateway: the peer's trust,
+    /// computed once per config generation). Reactor never looks at it.
+    public var context: AnyObject?
+
+    public init(peer: String, isTLS: Bool) {
+        self.peer = peer
+        self.isTLS = isTLS
+    }
+}
+
+/// One request as the gateway handles it, whatever engine received it: the head (decided
+/// on before any body byte is read), the body (read only if and as the gateway asks), and
+/// the responder that answers it exactly once. Loop-thread only.
+public final class ServerExchange {
+    public let head: HTTPRequestHead
+    public let connection: ClientConnection
+    public let body: RequestBody
+    public let responder: Responder
+
+    public init(head: HTTPRequestHead, connection: ClientConnection, body: RequestBody, responder: Responder) {
+        self.head = head
+        self.connection = connection
+        self.body = body
+        self.responder = responder
+    }
+}
+
+/// An engine serving exchanges on listening sockets (the HTTP/1.1 engine; the evhttp
+/// server until it is gone).
+public protocol ExchangeServer: AnyObject {
+    /// Serves on an already listening socket (see `Listener`); the server closes it.
+    func serve(listeningSocket fd: Int32) throws
+    /// Stops accepting new connections; those open keep being served.
+    func stopAccepting()
+    /// New limits for connections and requests from now on (reload).
+    func apply(_ options: HTTPServerOptions)
+    /// Client connections open now.
+    var openConnections: Int { get }
+}

@@ -1,0 +1,89 @@
+/// Reading fields by name and building field sections (a response head, an upstream
+/// request head). Building appends to the one byte buffer, so a section of any size costs
+/// two growing arrays, not a string per field.
+extension HTTP1Fields {
+    /// Every value of fields named `name` (ASCII case-insensitive), in order.
+    public func values(_ name: String) -> [String] {
+        var out: [String] = []
+        forEachIndex(named: name) { out.append(String(decoding: valueBytes($0), as: UTF8.self)) }
+        return out
+    }
+
+    /// How many fields are named `name`.
+    public func count(of name: String) -> Int {
+        var n = 0
+        forEachIndex(named: name) { _ in n += 1 }
+        return n
+    }
+
+    public func contains(_ name: String) -> Bool { count(of: name) > 0 }
+
+    /// Appends a field. The caller vouches for the bytes (a name from config or code, a
+    /// value already checked): `isValid` says whether a section may be sent as it is.
+    public mutating func append(_ name: String, _ value: String) {
+        var name = name, value = value
+        name.withUTF8 { n in value.withUTF8 { v in append(name: n, value: v) } }
+    }
+
+    /// Appends a field from another section (or any bytes), copying them.
+    public mutating func append(_ field: HTTP1Field) {
+        field.nameBytes.withUnsafeBufferPointer { n in field.valueBytes.withUnsafeBufferPointer { v in append(name: n, value: v) } }
+    }
+
+    public mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        let nameStart = storage.count
+        storage.append(contentsOf: name)
+        let valueStart = storage.count
+        storage.append(contentsOf: value)
+        spans.append(Span(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart, valueEnd: storage.count))
+    }
+
+    /// Removes every field named `name` (their bytes stay in storage until the section is
+    /// copied; a head is short-lived).
+    public mutating func removeAll(_ name: String) {
+        let lowered = Array(name.utf8).map(HTTP1Fields.lower)
+        spans.removeAll { span in
+            storage[span.nameStart..<span.nameEnd].elementsEqual(lowered) { HTTP1Fields.lower($0) == $1 }
+        }
+    }
+
+    /// Whether every name is a token and every value holds only field-value bytes (RFC 9110
+    /// §5.1, §5.5): what a section built from outside text must meet before it is sent.
+    public var isValid: Bool {
+        spans.allSatisfy { span in
+            span.nameEnd > span.nameStart
+                && storage[span.nameStart..<span.nameEnd].allSatisfy(HTTP1Bytes.isTchar)
+                && storage[span.valueStart..<span.valueEnd].allSatisfy(HTTP1Bytes.isFieldValueByte)
+        }
+    }
+
+    /// Calls `body` with each field's name and value bytes, in order, without copying.
+    public func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
+        storage.withUnsafeBufferPointer { all in
+            for span in spans {
+                body(UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd]),
+                     UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd]))
+            }
+        }
+    }
+
+    /// A section holding the fields for which `keep(name)` is true, in order.
+    public func filter(names keep: (UnsafeBufferPointer<UInt8>) -> Bool) -> HTTP1Fields {
+        var out = HTTP1Fields()
+        out.storage.reserveCapacity(storage.count)
+        out.spans.reserveCapacity(spans.count)
+        forEachField { name, value in if keep(name) { out.append(name: name, value: value) } }
+        return out
+    }
+
+    private func forEachIndex(named name: String, _ body: (Int) -> Void) {
+        let lowered = Array(name.utf8).map(HTTP1Fields.lower)
+        for (i, span) in spans.enumerated()
+        where storage[span.nameStart..<span.nameEnd].elementsEqual(lowered, by: { HTTP1Fields.lower($0) == $1 }) {
+            body(i)
+        }
+    }
+
+    @inline(__always)
+    static func lower(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
+}
