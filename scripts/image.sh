@@ -63,7 +63,7 @@ while read -r lib; do
     || { echo "image: no package owns $lib" >&2; exit 1; }
   owner=${owner%%:*}
   [[ " ${pkgs[*]} " == *" $owner "* ]] || missing+=("$owner ($lib)")
-done < <(ldd "$work/tokengate" | awk '/=> \//{print $3} /^\s*\/.*ld-linux/{print $1}')
+done < <(ldd "$work/tokengate" | awk '/=> \//{print $3} /^[[:space:]]*\/.*ld-linux/{print $1}')
 if (( ${#missing[@]} )); then
   echo "image: the binary links libraries of packages not in the image's list: ${missing[*]}" >&2
   exit 1
