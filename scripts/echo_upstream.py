@@ -43,11 +43,25 @@ class Upstream:
                 if self.command != "HEAD":
                     self.wfile.write(body)
 
+            def _read_chunked(self):
+                # RFC 9112 §7.1: size line (extensions ignored), data, CRLF; then trailers.
+                body = b""
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass
+                        return body
+                    body += self.rfile.read(size)
+                    self.rfile.readline()
+
             def _handle(self):
                 with outer.lock:
                     outer.connections.add(self.client_address[1])
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                    body = self._read_chunked()
                 url = urlsplit(self.path)
                 q = parse_qs(url.query)
                 with outer.lock:

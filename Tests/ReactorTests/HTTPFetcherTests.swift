@@ -8,12 +8,12 @@ import Testing
 struct HTTPFetcherTests {
     final class Harness {
         let loop = EventLoop()
-        var server: HTTPServer!
+        var server: HTTP1Server!
         var port: UInt16 = 0
         var pending: [ServerExchange] = []
 
         init(_ handler: @escaping (Harness, ServerExchange) -> Void) throws {
-            server = HTTPServer(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in handler(self, req) }
+            server = HTTP1Server(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in handler(self, req) }
             // Port 0: the kernel picks a free one; read it back.
             let fd = try Listener.open(host: "127.0.0.1", port: 0)
             port = Listener.port(of: fd)

@@ -13,20 +13,7 @@ final class RedisLoopHarness {
     /// A `finish` from an earlier step (a late completion) does not end a later one.
     @discardableResult
     func run(limit: Double = 5, _ start: (_ finish: @escaping () -> Void) -> Void) -> Bool {
-        final class Step { var active = true; var finished = false }
-        let step = Step()
-        start { [loop] in
-            guard step.active else { return }
-            step.finished = true
-            loop.stop()
-        }
-        if !step.finished {
-            let limitTimer = LoopTimer(loop: loop, seconds: limit) { [loop] in loop.stop() }
-            loop.run()
-            limitTimer.cancel()
-        }
-        step.active = false
-        return step.finished
+        loop.runStep(limit: limit, start)
     }
 
     /// Sends one command and runs the loop until its completion; nil if none came in time.

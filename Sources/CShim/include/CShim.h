@@ -12,4 +12,5 @@
 #include "tg_curl.h"
 #include "tg_openssl.h"
 #include "tg_tls.h"
+#include "tg_socket.h"
 #endif

@@ -151,7 +151,14 @@ public enum ConfigParser {
 
     private static func limits(_ node: Node, _ r: ConfigReader) -> Limits {
         var l = Limits()
-        guard let m = r.mapping(node, path: "limits", known: ["max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace"]) else { return l }
+        guard let m = r.mapping(node, path: "limits", known: ["max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace",
+                                                              "max_connections", "header_timeout", "body_timeout"]) else { return l }
+        if let n = m["max_connections"], let s = r.string(n, path: "limits.max_connections") {
+            if let v = Int(s), v >= 1, v <= 1_000_000 { l.maxConnections = v }
+            else { r.problem("limits.max_connections", n, "must be a number from 1 to 1000000") }
+        }
+        if let n = m["header_timeout"], let v = r.duration(n, path: "limits.header_timeout") { l.headerTimeout = max(v, 0.1) }
+        if let n = m["body_timeout"], let v = r.duration(n, path: "limits.body_timeout") { l.bodyTimeout = max(v, 0.1) }
         if let n = m["max_body_size"], let v = r.size(n, path: "limits.max_body_size") { l.maxBodySize = v }
         if let n = m["max_header_size"], let v = r.size(n, path: "limits.max_header_size") {
             if v < 1024 { r.problem("limits.max_header_size", n, "must be at least 1KB") } else { l.maxHeaderSize = v }

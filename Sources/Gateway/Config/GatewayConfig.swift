@@ -102,6 +102,13 @@ public struct Limits: Sendable {
     public var maxHeaderSize = 32 << 10
     public var clientIdleTimeout = 60.0
     public var shutdownGrace = 30.0
+    /// Client connections per process; past it the listeners stop accepting until one closes.
+    public var maxConnections = 10_000
+    /// A client that has not sent a whole request head by then gets 408 and is closed
+    /// (slowloris).
+    public var headerTimeout = 10.0
+    /// No request body byte for this long: the exchange fails and the connection closes.
+    public var bodyTimeout = 30.0
 }
 
 public struct UpstreamConfig: Sendable {

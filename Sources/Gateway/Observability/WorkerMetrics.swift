@@ -73,9 +73,12 @@ struct MetricsSnapshot: Sendable {
     var callbacks = 0
     var callbackOwnSeconds = 0.0
     var dpopUnchecked = 0
+    /// Times a listener stopped accepting because `limits.max_connections` was reached.
+    var acceptPauses = 0
 
     mutating func add(_ o: MetricsSnapshot) {
         dpopUnchecked += o.dpopUnchecked
+        acceptPauses += o.acceptPauses
         callbacks += o.callbacks
         callbackOwnSeconds += o.callbackOwnSeconds
         requests.merge(o.requests, uniquingKeysWith: +)
@@ -110,6 +113,7 @@ struct MetricsSnapshot: Sendable {
         }
         out += "# HELP tokengate_inflight_requests Requests being served now.\n# TYPE tokengate_inflight_requests gauge\ntokengate_inflight_requests \(inflight)\n"
         out += "# HELP tokengate_client_connections Open client connections.\n# TYPE tokengate_client_connections gauge\ntokengate_client_connections \(clientConnections)\n"
+        out += "# HELP tokengate_accept_pauses_total Times accepting paused at limits.max_connections.\n# TYPE tokengate_accept_pauses_total counter\ntokengate_accept_pauses_total \(acceptPauses)\n"
         out += "# HELP tokengate_upstream_connections Open connections to each upstream.\n# TYPE tokengate_upstream_connections gauge\n"
         for (k, v) in upstreamConnections.sorted(by: { $0.key < $1.key }) {
             out += "tokengate_upstream_connections{upstream=\"\(label(k))\"} \(v)\n"

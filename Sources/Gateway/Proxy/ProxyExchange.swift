@@ -93,12 +93,29 @@ final class ProxyExchange: UpstreamCallDelegate {
 
     func upstreamComplete() {
         upstreamSeconds = worker.clock() - upstreamStart
-        responder.finish()
+        // Logged before the last byte goes out: by the time a client holds the whole
+        // answer, its log line exists.
+        let responder = self.responder
         finish(status: status)
+        responder.finish()
     }
 
     func upstreamFailed(_ failure: UpstreamFailure, afterHead: Bool) {
         upstreamSeconds = worker.clock() - upstreamStart
+        if case .clientBodyFailed(let why) = failure, !afterHead {
+            // The client's body, not the upstream, failed: past max_body_size before anything
+            // was answered is 413 (RFC 9110 §15.5.14); a body that stopped coming is the
+            // client's fault too. The connection closes either way (its framing is spent).
+            let tooLarge = why == .tooLarge
+            worker.answer(exchange, context, ErrorResponse.make(tooLarge ? 413 : 400, error: "invalid_request",
+                                                                 description: tooLarge ? "the request body is too large" : "the request body did not arrive whole",
+                                                                 requestID: context.requestID, detail: "client body: \(why)"),
+                          upstreamSeconds: upstreamSeconds, close: true)
+            done = true
+            call = nil
+            selfRetain = nil
+            return
+        }
         worker.metrics.upstreamError("\(failure)")
         if afterHead {
             // Headers are gone already: the only honest signal left is a cut connection.

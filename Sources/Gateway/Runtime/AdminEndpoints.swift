@@ -9,7 +9,7 @@ final class AdminEndpoints {
     private let readiness: () -> (ready: Bool, reason: String)
     /// More metrics from the main loop's own state (issuer keys).
     var extraMetrics: () -> String = { "" }
-    private var server: HTTPServer?
+    private var server: ExchangeServer?
 
     init(loop: EventLoop, workers: [Worker], readiness: @escaping () -> (ready: Bool, reason: String)) {
         self.loop = loop
@@ -21,7 +21,8 @@ final class AdminEndpoints {
         var options = HTTPServerOptions()
         options.maxBodySize = 0
         options.idleTimeout = 10
-        let server = HTTPServer(loop: loop, options: options, tls: nil) { [unowned self] exchange in self.handle(exchange) }
+        options.maxConnections = 256
+        let server = HTTP1Server(loop: loop, options: options, tls: nil) { [unowned self] exchange in self.handle(exchange) }
         try server.serve(listeningSocket: try Listener.open(host: addr.host, port: addr.port))
         self.server = server
     }

@@ -65,9 +65,11 @@ final class Worker {
     func serve(sockets: [(fd: Int32, tls: TLSContext?)]) throws {
         let options = serverOptions(config.limits)
         for socket in sockets {
-            let server = HTTPServer(loop: loop, options: options, tls: socket.tls) { [unowned self] exchange in
-                self.handle(exchange)
-            }
+            let handler: (ServerExchange) -> Void = { [unowned self] exchange in self.handle(exchange) }
+            // TLS listeners stay on evhttp until the engine speaks TLS.
+            let server: ExchangeServer = socket.tls == nil
+                ? HTTP1Server(loop: loop, options: options, tls: nil, handler: handler)
+                : HTTPServer(loop: loop, options: options, tls: socket.tls, handler: handler)
             try server.serve(listeningSocket: socket.fd)
             servers.append(server)
         }
@@ -85,6 +87,10 @@ final class Worker {
         options.maxBodySize = limits.maxBodySize
         options.maxHeaderSize = limits.maxHeaderSize
         options.idleTimeout = limits.clientIdleTimeout
+        options.headerTimeout = limits.headerTimeout
+        options.bodyTimeout = limits.bodyTimeout
+        // The process's cap, shared out evenly: each worker's listeners accept their part.
+        options.maxConnections = max(1, (limits.maxConnections + config.workers - 1) / config.workers)
         return options
     }
 
@@ -135,6 +141,7 @@ final class Worker {
                                  clientConnections: servers.reduce(0) { $0 + $1.openConnections },
                                  tokenCache: (tokens.cacheHits, tokens.cacheMisses))
         s.dpopUnchecked = authenticator.uncheckedProofs
+        s.acceptPauses = servers.reduce(0) { $0 + $1.acceptPauses }
         return s
     }
 
@@ -273,6 +280,12 @@ final class Worker {
     }
 
     private func forward(_ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request) {
+        if case .length(let n) = request.body?.framing, n > UInt64(config.limits.maxBodySize) {
+            // Announced too large: refused before the upstream hears of it, nothing read.
+            answer(ex, ctx, ErrorResponse.make(413, error: "invalid_request", description: "the request body is too large",
+                                               requestID: ctx.requestID), close: true)
+            return
+        }
         guard ex.responder.isConnected else {
             // The client left while the gateway was deciding (keys, introspection, a session).
             answer(ex, ctx, ErrorResponse.make(499, error: "client_gone", description: "the client closed the connection",
@@ -295,10 +308,11 @@ final class Worker {
     func answer(_ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, upstreamSeconds: Double = 0,
                 close: Bool = false) {
         let gone = !ex.responder.isConnected
-        response.send(ex.responder, requestID: ctx.requestID, close: close || draining)
+        // Logged first: by the time a client holds the answer, its log line exists.
         // 499: client closed the request (nginx's convention, for logs and metrics only).
         requestFinished(ctx, status: gone ? 499 : response.status, bytes: gone ? 0 : response.body.utf8.count,
                         upstreamSeconds: upstreamSeconds, detail: gone ? "client gone: " + (response.detail ?? "") : response.detail)
+        response.send(ex.responder, requestID: ctx.requestID, close: close || draining)
     }
 
     /// The route's identity headers for these claims. A claim whose value cannot be a header

@@ -6,14 +6,20 @@ internal import CEvent
 public struct BodyChunk {
     let buffer: OpaquePointer
     public let count: Int
+    /// Keeps an owned buffer alive as long as a chunk of it is (`OwnedBuffer(x).chunk` must
+    /// not free the bytes before they are moved).
+    private let owner: AnyObject?
 
-    init(buffer: OpaquePointer, count: Int) {
+    init(buffer: OpaquePointer, count: Int, owner: AnyObject? = nil) {
         self.buffer = buffer
         self.count = count
+        self.owner = owner
     }
 
     /// The whole of `buffer`.
-    init(buffer: OpaquePointer) { self.init(buffer: buffer, count: evbuffer_get_length(buffer)) }
+    init(buffer: OpaquePointer, owner: AnyObject? = nil) {
+        self.init(buffer: buffer, count: evbuffer_get_length(buffer), owner: owner)
+    }
 
     /// Moves the chunk's bytes to the end of `destination` (zero-copy where libevent can).
     func move(to destination: OpaquePointer) {
@@ -44,6 +50,6 @@ public final class OwnedBuffer {
     }
     public var count: Int { evbuffer_get_length(buffer) }
     /// The whole buffer as a chunk (moving it empties this buffer).
-    public var chunk: BodyChunk { BodyChunk(buffer: buffer) }
+    public var chunk: BodyChunk { BodyChunk(buffer: buffer, owner: self) }
     deinit { evbuffer_free(buffer) }
 }

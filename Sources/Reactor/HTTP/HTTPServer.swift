@@ -8,6 +8,13 @@ public struct HTTPServerOptions: Sendable {
     public var maxHeaderSize: Int = 32 << 10
     /// Idle keep-alive and read/write timeout on client connections, seconds.
     public var idleTimeout: Double = 60
+    /// Client connections this server keeps open at once; at the cap it stops accepting
+    /// until one closes.
+    public var maxConnections: Int = 10_000
+    /// Seconds a client has to send a whole request head (408 and close after that).
+    public var headerTimeout: Double = 10
+    /// Seconds of silence allowed inside a request body.
+    public var bodyTimeout: Double = 30
     public init() {}
 }
 
@@ -63,6 +70,8 @@ public final class HTTPServer: ExchangeServer {
     }
 
     public var openConnections: Int { connections.count }
+    /// evhttp has no connection cap.
+    public var acceptPauses: Int { 0 }
 
     fileprivate func handle(_ req: OpaquePointer) {
         let transport = EvhttpTransport(req: req)

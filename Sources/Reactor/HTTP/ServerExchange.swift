@@ -42,4 +42,6 @@ public protocol ExchangeServer: AnyObject {
     func apply(_ options: HTTPServerOptions)
     /// Client connections open now.
     var openConnections: Int { get }
+    /// Times accepting paused because `maxConnections` were open.
+    var acceptPauses: Int { get }
 }

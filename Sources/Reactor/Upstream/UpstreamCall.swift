@@ -3,12 +3,18 @@ internal import CEvent
 /// Why an upstream exchange failed, as the gateway maps it to 502/504.
 public enum UpstreamFailure: Sendable, Equatable {
     case connectTimeout, responseTimeout, connectionFailed, invalidResponse, cancelled
+    /// The client's request body did not arrive whole (too large, client gone, malformed,
+    /// timed out) while it was being forwarded: the upstream exchange was aborted and its
+    /// connection closed. The gateway answers it itself (413 for `.tooLarge` if nothing
+    /// was sent to the client yet).
+    case clientBodyFailed(RequestBodyFailure)
 
     public var isTimeout: Bool { self == .connectTimeout || self == .responseTimeout }
 }
 
 /// Receives the events of one upstream exchange, in order: `interim`*, `head`, `body`*,
-/// then exactly one of `complete` or `failed`.
+/// then exactly one of `complete` or `failed`. None comes from inside `UpstreamCall.start()`
+/// or after `cancel()`.
 public protocol UpstreamCallDelegate: AnyObject {
     func upstreamHead(_ head: HTTPResponseHead)
     /// An interim response (1xx other than 100 and 101), before the head.
@@ -18,11 +24,17 @@ public protocol UpstreamCallDelegate: AnyObject {
     func upstreamFailed(_ failure: UpstreamFailure, afterHead: Bool)
 }
 
-/// One request to an upstream over a pooled keep-alive connection: streams the response
-/// to its delegate as it arrives, with a connect deadline and an idle response deadline.
-/// A request without a body that fails on a reused keep-alive connection before any
+/// One request to an upstream over a pooled keep-alive connection: sends the head and
+/// streams the body with backpressure, parses the response strictly (`HTTP1ResponseParser`)
+/// and streams it to its delegate as it arrives, with a connect deadline (resolving
+/// included) and an idle deadline on the response (and on a stalled send).
+///
+/// A bodiless idempotent request that fails on a reused keep-alive connection before any
 /// response byte (the upstream closed it while idle) is retried once on a new connection.
-public final class UpstreamCall {
+/// A connection goes back to the pool only after a complete keep-alive response with
+/// nothing unread and the whole request sent; any doubt closes it. Loop-thread only; alive
+/// from `start()` until it ends (it holds itself).
+public final class UpstreamCall: UpstreamTransportHandler {
     public struct Request {
         public var method: HTTPMethod
         public var target: String
@@ -35,218 +47,438 @@ public final class UpstreamCall {
         }
     }
 
+    /// Past this many bytes queued for the upstream, the client's body is paused…
+    static let bodyHighWater = 256 << 10
+    /// …and resumed once the queue is down to this.
+    static let bodyLowWater = 64 << 10
+
+    private enum Phase { case new, opening, exchanging, finished }
+
+    /// The request body's progress.
+    private enum BodyState {
+        /// No body, or the body has ended (its last byte is queued).
+        case complete
+        case streaming(chunked: Bool, remaining: UInt64?, paused: Bool)
+        /// Not sent on (an early response, a failed exchange): chunks are dropped.
+        case abandoned
+    }
+
     private let pool: UpstreamPool
     private let request: Request
     private weak var delegate: UpstreamCallDelegate?
+    private var phase = Phase.new
     private var connection: UpstreamConnection?
-    private var evreq: OpaquePointer?
     private var connectTimer: LoopTimer?
+    private var parser: HTTP1ResponseParser
+    private var body: RequestBody?
+    private var bodySink: UpstreamBodySink?
+    private var bodyState = BodyState.complete
+    /// Inside `start()`: delegate calls are deferred to the next loop turn, and body bytes
+    /// that arrive synchronously wait for the one write of head and body.
+    private var starting = false
+    private var queueingBody = false
     private var gotHead = false
-    private var finished = false
-    private var failure: UpstreamFailure?
+    private var keepAlive = false
+    /// The final head came while the request was still being sent.
+    private var earlyResponse = false
+    /// Head and body fully written to the socket.
+    private var requestSent = false
+    /// This attempt received at least one byte.
+    private var receivedBytes = false
     private var retried = false
-    private var body: OpaquePointer?
-    private var hasBody = false
-    /// Keeps self alive while libevent holds a pointer to it; set in `start`, cleared in `end`.
+    private var paused = false
+    /// The outcome of an exchange that ended inside `start()`, told on the next loop turn.
+    private var deferredReport: (() -> Void)?
+    /// Keeps self alive while the exchange runs; set in `start`, cleared when it ends.
     private var selfRetain: UpstreamCall?
 
     public init(pool: UpstreamPool, request: Request, delegate: UpstreamCallDelegate) {
         self.pool = pool
         self.request = request
         self.delegate = delegate
+        parser = HTTP1ResponseParser(limits: pool.limits)
     }
 
-    /// Sends the request. evhttp's client sends a body from memory, so it is gathered first
-    /// (the evhttp server has read it whole already: this moves it, it does not wait).
+    private var transport: UpstreamTransport? { connection?.transport }
+
+    /// Sends the request: on an idle keep-alive connection at once (head and the body's
+    /// first bytes in one write), else after resolving and connecting. The body starts
+    /// streaming now and queues (up to the high-water mark) while connecting.
     public func start() {
+        pool.assertOnLoop()
+        precondition(phase == .new, "UpstreamCall.start called twice")
         selfRetain = self
-        guard let source = request.body, source.framing != .none else { send(fresh: false); return }
-        let gather = BodyGatherer { [weak self] buffer in
-            guard let self, !self.finished else { return }
-            guard let buffer else { self.end(failure: .cancelled); return }
-            if evbuffer_get_length(buffer) > 0 { self.hasBody = true; self.body = buffer } else { evbuffer_free(buffer) }
-            self.send(fresh: false)
-        }
-        source.stream(to: gather)
-    }
-
-    private func send(fresh: Bool) {
-        let conn = pool.acquire(fresh: fresh)
-        connection = conn
-        // Unretained: `selfRetain` keeps this call alive until `end`.
-        guard let req = evhttp_request_new(doneThunk, Unmanaged.passUnretained(self).toOpaque()) else {
-            end(failure: .connectionFailed)
-            return
-        }
-        evreq = req
-        evhttp_request_set_header_cb(req, headerThunk)
-        evhttp_request_set_chunked_cb(req, chunkThunk)
-        evhttp_request_set_error_cb(req, errorThunk)
-        let out = HeaderList(queue: evhttp_request_get_output_headers(req))
-        request.fields.forEachField { name, value in
-            evhttp_add_header(out.queue, String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
-        }
-        if let body {
-            // Moved, not copied: a request with a body is never retried.
-            evbuffer_add_buffer(evhttp_request_get_output_buffer(req), body)
-            out.add("Content-Length", String(evbuffer_get_length(evhttp_request_get_output_buffer(req))))
-        } else if request.method == .POST || request.method == .PUT || request.method == .PATCH {
-            out.add("Content-Length", "0")
-        }
-        if evhttp_make_request(conn.evcon, req, request.method.cmd, request.target) != 0 {
-            // libevent freed the request on failure.
-            evreq = nil
-            end(failure: .connectionFailed)
-            return
-        }
-        if !conn.isConnected {
-            connectTimer = LoopTimer(loop: pool.loop, seconds: pool.endpoint.connectTimeout) { [weak self] in
-                self?.connectDeadline()
+        starting = true
+        defer { starting = false }
+        if let body = request.body {
+            switch body.framing {
+            case .none: break
+            case .length(let n):
+                self.body = body
+                bodyState = .streaming(chunked: false, remaining: n, paused: false)
+            case .streamed:
+                self.body = body
+                bodyState = .streaming(chunked: true, remaining: nil, paused: false)
             }
         }
+        attempt(fresh: false)
     }
 
-    /// Abandons the exchange (client went away). No delegate call follows.
+    /// Abandons the exchange (the client went away). No delegate call follows; the
+    /// connection is closed.
     public func cancel() {
-        guard !finished else { return }
+        pool.assertOnLoop()
+        deferredReport = nil
+        guard phase != .finished else { return }
         delegate = nil
-        failure = .cancelled
-        if let req = evreq {
-            evreq = nil
-            evhttp_cancel_request(req)
-        }
-        end(failure: .cancelled)
+        finish(.cancelled)
     }
 
-    /// Flow control: stop reading the upstream while the client is slow.
+    /// Flow control: stop reading the upstream while the client is slow (the response
+    /// deadline does not run meanwhile).
     public func pause() {
-        if let bev = connection?.bufferEvent { bufferevent_disable(bev, Int16(EV_READ)) }
+        pool.assertOnLoop()
+        guard !paused else { return }
+        paused = true
+        if phase == .exchanging { transport?.disarmRead() }
     }
 
     public func resume() {
-        if let bev = connection?.bufferEvent { bufferevent_enable(bev, Int16(EV_READ)) }
+        pool.assertOnLoop()
+        guard paused else { return }
+        paused = false
+        guard phase == .exchanging, let transport else { return }
+        armRead()
+        // What is already in the input buffer is consumed on the next loop turn, not here
+        // inside the caller's stack (a delegate resuming from its own drain callback).
+        transport.activateRead()
     }
 
-    private func connectDeadline() {
-        connectTimer = nil
-        guard !finished, let conn = connection, !conn.isConnected, let req = evreq else { return }
-        failure = .connectTimeout
-        evreq = nil
-        evhttp_cancel_request(req)
-        end(failure: .connectTimeout)
-    }
+    // MARK: Connecting
 
-    fileprivate func onHead(_ req: OpaquePointer) -> Int32 {
-        connectTimer?.cancel()
-        connectTimer = nil
-        let status = Int(evhttp_request_get_response_code(req))
-        if status < 200 {
-            // libevent's client takes an interim 1xx (e.g. 103 Early Hints) for the final
-            // response and would leave the real one in the connection for the next request —
-            // another client's. Fail this exchange and close the connection instead.
-            failure = .invalidResponse
-            return -1
+    private func attempt(fresh: Bool) {
+        let conn = pool.acquire(fresh: fresh)
+        connection = conn
+        parser = HTTP1ResponseParser(limits: pool.limits)
+        parser.expectResponse(toHEAD: request.method == .HEAD)
+        receivedBytes = false
+        requestSent = false
+        request.writeHead(to: conn.transport.output)
+        if let body, bodySink == nil {
+            let sink = UpstreamBodySink(call: self)
+            bodySink = sink
+            queueingBody = true
+            body.stream(to: sink)
+            queueingBody = false
+            guard phase != .finished else { return }
         }
-        gotHead = true
-        let reason = evhttp_request_get_response_code_line(req).map { String(cString: $0) } ?? ""
-        delegate?.upstreamHead(HTTPResponseHead(status: status, reason: reason,
-                                                fields: HeaderList(queue: evhttp_request_get_input_headers(req)).fields))
-        return 0
-    }
-
-    fileprivate func onChunk(_ req: OpaquePointer) {
-        delegate?.upstreamBody(BodyChunk(buffer: evhttp_request_get_input_buffer(req)))
-    }
-
-    fileprivate func onError(_ error: evhttp_request_error) {
-        switch error {
-        case EVREQ_HTTP_TIMEOUT: failure = failure ?? (connection?.isConnected == true ? .responseTimeout : .connectTimeout)
-        case EVREQ_HTTP_INVALID_HEADER, EVREQ_HTTP_DATA_TOO_LONG: failure = failure ?? .invalidResponse
-        case EVREQ_HTTP_REQUEST_CANCEL:
-            // Cancelled by us: libevent will not call the done callback.
-            failure = failure ?? .cancelled
-        default: failure = failure ?? .connectionFailed
-        }
-    }
-
-    fileprivate func onDone(_ req: OpaquePointer?) {
-        evreq = nil
-        connectTimer?.cancel()
-        connectTimer = nil
-        guard let req, evhttp_request_get_response_code(req) != 0, failure == nil else {
-            let why = failure ?? .connectionFailed
-            if let conn = connection, conn.served > 0, !gotHead, why == .connectionFailed,
-               !retried, !hasBody {
-                // Stale keep-alive connection: one retry on a new connection.
-                retried = true
-                failure = nil
-                pool.discard(conn)
-                connection = nil
-                send(fresh: true)
-                return
+        if conn.isOpen {
+            phase = .exchanging
+            conn.transport.handler = self
+            beginExchange()
+        } else {
+            phase = .opening
+            connectTimer = LoopTimer(loop: pool.loop, seconds: pool.endpoint.connectTimeout) { [weak self] in
+                self?.finish(.connectTimeout)
             }
-            end(failure: why)
+            conn.open { [weak self] ok in self?.opened(ok) }
+        }
+    }
+
+    private func opened(_ ok: Bool) {
+        guard phase == .opening, let conn = connection else { return }
+        connectTimer?.cancel()
+        connectTimer = nil
+        guard ok else { finish(.connectionFailed); return }
+        phase = .exchanging
+        conn.transport.handler = self
+        beginExchange()
+    }
+
+    private func beginExchange() {
+        // Read interest from the start: an early response, or the upstream closing a
+        // stale connection, must be seen while the request is still going out.
+        if !paused { armRead() }
+        sendQueued()
+    }
+
+    /// Read interest, with the response deadline once the upstream owes an answer.
+    private func armRead() {
+        guard let transport else { return }
+        if !transport.armRead(timeout: requestSent || gotHead ? pool.endpoint.responseTimeout : nil) {
+            finish(.connectionFailed)
+        }
+    }
+
+    // MARK: Sending
+
+    private var bodyComplete: Bool {
+        if case .complete = bodyState { return true }
+        return false
+    }
+
+    /// Writes what is queued; arms the response deadline once the whole request is out.
+    private func sendQueued() {
+        guard phase == .exchanging, !earlyResponse, let transport else { return }
+        switch transport.flush(timeout: pool.endpoint.responseTimeout) {
+        case .done:
+            resumeBodyIfDrained(transport)
+            if bodyComplete && !requestSent {
+                requestSent = true
+                if !paused { armRead() }
+            }
+        case .pending:
+            resumeBodyIfDrained(transport)
+        case .failed:
+            // The upstream is gone or reset the connection: stop sending and let the read
+            // side tell a response that came first from a connection that died (and
+            // whether a retry applies).
+            abandonBody()
+            transport.disarmWrite()
+            evbuffer_drain(transport.output, transport.pendingOutput)
+            if !paused && !transport.armRead(timeout: pool.endpoint.responseTimeout) { finish(.connectionFailed) }
+        }
+    }
+
+    private func resumeBodyIfDrained(_ transport: UpstreamTransport) {
+        guard case .streaming(let chunked, let remaining, true) = bodyState,
+              transport.pendingOutput <= Self.bodyLowWater else { return }
+        bodyState = .streaming(chunked: chunked, remaining: remaining, paused: false)
+        body?.resume()
+    }
+
+    func transportWritable(_ transport: UpstreamTransport, timedOut: Bool) {
+        if timedOut { finish(.responseTimeout); return }
+        sendQueued()
+    }
+
+    func transportConnected(_ transport: UpstreamTransport, error: Int32) {}
+
+    fileprivate func bodyChunk(_ chunk: BodyChunk) {
+        guard case .streaming(let chunked, let remaining, let bodyPaused) = bodyState, let transport else {
+            evbuffer_drain(chunk.buffer, chunk.count)
             return
         }
-        if !gotHead { _ = onHead(req) }
-        end(failure: nil)
+        guard chunk.count > 0 else { return }
+        var left = remaining
+        if let r = remaining {
+            // More than the Content-Length we announced would be read as the next request.
+            guard UInt64(chunk.count) <= r else {
+                evbuffer_drain(chunk.buffer, chunk.count)
+                finish(.clientBodyFailed(.malformed))
+                return
+            }
+            left = r - UInt64(chunk.count)
+        }
+        if chunked { UpstreamBodyFraming.writeChunkLine(chunk.count, to: transport.output) }
+        chunk.move(to: transport.output)
+        if chunked { UpstreamBodyFraming.write("\r\n", to: transport.output) }
+        var nowPaused = bodyPaused
+        if !bodyPaused && left != 0 && transport.pendingOutput > Self.bodyHighWater {
+            nowPaused = true
+            body?.pause()
+        }
+        // The last byte of a Content-Length body completes the request on the wire, whenever
+        // the engine gets round to `requestBodyEnd`: an answer from now on is not early.
+        bodyState = left == 0 ? .complete : .streaming(chunked: chunked, remaining: left, paused: nowPaused)
+        // A body we paused must be let run to its end, or the engine never finishes it.
+        if left == 0 && bodyPaused { body?.resume() }
+        if !queueingBody { sendQueued() }
     }
 
-    private func end(failure: UpstreamFailure?) {
-        guard !finished else { return }
-        finished = true
+    fileprivate func bodyEnded() {
+        guard case .streaming(let chunked, let remaining, _) = bodyState, let transport else { return }
+        guard remaining ?? 0 == 0 else { finish(.clientBodyFailed(.malformed)); return }
+        if chunked { UpstreamBodyFraming.write("0\r\n\r\n", to: transport.output) }
+        bodyState = .complete
+        if !queueingBody { sendQueued() }
+    }
+
+    fileprivate func bodyFailed(_ failure: RequestBodyFailure) {
+        guard case .streaming = bodyState else { return }
+        bodyState = .abandoned
+        finish(.clientBodyFailed(failure))
+    }
+
+    /// Stops forwarding the client's body: the engine keeps it paused (what it already
+    /// read stays unread), and the client's connection cannot carry another request.
+    private func abandonBody() {
+        guard case .streaming = bodyState else { return }
+        bodyState = .abandoned
+        body?.pause()
+    }
+
+    // MARK: Receiving
+
+    func transportReadable(_ transport: UpstreamTransport, timedOut: Bool) {
+        guard phase == .exchanging else { return }
+        if timedOut { finish(.responseTimeout); return }
+        let outcome = transport.fill()
+        if case .bytes = outcome { receivedBytes = true }
+        consumeInput(transport)
+        guard phase == .exchanging, !paused else { return }
+        switch outcome {
+        case .eof: endOfStream()
+        case .failed: connectionLost()
+        case .bytes, .wouldBlock: break
+        }
+    }
+
+    /// Feeds the input to the parser, one event at a time, until it needs more bytes, the
+    /// delegate pauses, or the exchange ends.
+    private func consumeInput(_ transport: UpstreamTransport) {
+        let input = transport.input
+        while phase == .exchanging && !paused {
+            var vector = iovec()
+            let length = evbuffer_get_length(input)
+            if length > 0 { evbuffer_peek(input, -1, nil, &vector, 1) }
+            let bytes = UnsafeRawBufferPointer(start: length > 0 ? vector.iov_base : nil, count: length > 0 ? vector.iov_len : 0)
+            let step: (consumed: Int, event: HTTP1ResponseParser.Event?)
+            do throws(HTTP1ParseError) {
+                step = try parser.parse(bytes)
+            } catch {
+                finish(.invalidResponse)
+                return
+            }
+            guard let event = step.event else {
+                if step.consumed == 0 { return }
+                evbuffer_drain(input, step.consumed)
+                continue
+            }
+            switch event {
+            case .informational(let head):
+                evbuffer_drain(input, step.consumed)
+                // 100 Continue answers an Expect this call never sends on its own: dropped.
+                if head.status != 100 { delegate?.upstreamInterim(responseHead(head)) }
+            case .head(let head):
+                evbuffer_drain(input, step.consumed)
+                received(head)
+            case .body(let range):
+                // Framing before the data (a chunk line) is dropped; then the data is handed
+                // over in place, and the delegate moves exactly `range.count` bytes.
+                evbuffer_drain(input, range.lowerBound)
+                let before = evbuffer_get_length(input)
+                delegate?.upstreamBody(BodyChunk(buffer: input, count: range.count))
+                let unmoved = evbuffer_get_length(input) + range.count - before
+                if unmoved > 0 { evbuffer_drain(input, unmoved) }
+                evbuffer_drain(input, step.consumed - range.upperBound)
+            case .end:
+                evbuffer_drain(input, step.consumed)
+                complete(transport)
+            }
+        }
+    }
+
+    private func received(_ head: HTTP1ResponseHead) {
+        // We send no Upgrade: a 101 is a protocol error, and the bytes after it are not HTTP.
+        guard head.status != 101 else { finish(.invalidResponse); return }
+        gotHead = true
+        keepAlive = head.keepAlive
+        if !requestSent {
+            // RFC 9112 §9.3: the upstream answered before reading the whole request. Stop
+            // sending; the connection is closed after the response.
+            earlyResponse = true
+            abandonBody()
+            if let transport {
+                transport.disarmWrite()
+                evbuffer_drain(transport.output, transport.pendingOutput)
+            }
+        }
+        if !paused { armRead() }
+        delegate?.upstreamHead(responseHead(head))
+    }
+
+    private func complete(_ transport: UpstreamTransport) {
+        // Reused only when the response said so, the whole request went out, and nothing is
+        // left unread: bytes after a complete response belong to no request.
+        let reusable = keepAlive && requestSent && !earlyResponse && evbuffer_get_length(transport.input) == 0
+        finish(nil, reusable: reusable)
+    }
+
+    /// The upstream closed the connection: the end of a close-delimited body, or a failure.
+    private func endOfStream() {
+        do throws(HTTP1ParseError) {
+            if case .end? = try parser.finish() {
+                finish(nil)
+            } else {
+                connectionLost()
+            }
+        } catch {
+            connectionLost()
+        }
+    }
+
+    private func connectionLost() {
+        if let conn = connection, conn.served > 0, !receivedBytes, !gotHead, !retried,
+           body == nil, request.method.isIdempotent {
+            // A stale keep-alive connection: the upstream closed it while it was idle.
+            retried = true
+            connection = nil
+            pool.discard(conn)
+            attempt(fresh: true)
+            return
+        }
+        finish(.connectionFailed)
+    }
+
+    // MARK: Ending
+
+    /// Ends the exchange once: the connection back to the pool (`reusable`) or closed, the
+    /// body abandoned, then the delegate told (`nil`: complete).
+    private func finish(_ failure: UpstreamFailure?, reusable: Bool = false) {
+        guard phase != .finished else { return }
+        phase = .finished
         connectTimer?.cancel()
         connectTimer = nil
-        if let body { evbuffer_free(body); self.body = nil }
         if let conn = connection {
             connection = nil
             conn.served += 1
-            // Reused only when nothing is left unread: bytes after a complete response belong
-            // to no request, and must never reach the next one.
-            if failure == nil && conn.inputIsEmpty { pool.release(conn, reusable: true) } else { pool.discard(conn) }
+            pool.release(conn, reusable: failure == nil && reusable)
         }
+        abandonBody()
+        body = nil
         let delegate = self.delegate
         self.delegate = nil
-        if let failure {
-            if failure != .cancelled { delegate?.upstreamFailed(failure, afterHead: gotHead) }
+        let afterHead = gotHead
+        let report = {
+            switch failure {
+            case nil: delegate?.upstreamComplete()
+            case .cancelled?: break
+            case let failure?: delegate?.upstreamFailed(failure, afterHead: afterHead)
+            }
+        }
+        if starting {
+            // Never from inside start(): the caller has not finished setting up. A cancel()
+            // before the next loop turn still silences it.
+            deferredReport = report
+            pool.loop.execute { [self] in
+                let report = deferredReport
+                deferredReport = nil
+                report?()
+            }
         } else {
-            delegate?.upstreamComplete()
+            report()
         }
         selfRetain = nil
     }
 }
 
-private func call(_ arg: UnsafeMutableRawPointer?) -> UpstreamCall {
-    Unmanaged<UpstreamCall>.fromOpaque(arg!).takeUnretainedValue()
+/// The gateway's view of a parsed upstream head (its fields keep the head's one buffer).
+private func responseHead(_ head: HTTP1ResponseHead) -> HTTPResponseHead {
+    HTTPResponseHead(status: head.status, reason: head.reason, fields: head.fields)
 }
 
-private func headerThunk(_ req: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> Int32 {
-    call(arg).onHead(req!)
-}
+/// The call's side of the client's body stream. The engine holds the sink; the sink holds
+/// the call weakly, so a body the client never finishes does not keep the call alive, and
+/// chunks that come after the call ended are dropped (the receiver must move them).
+private final class UpstreamBodySink: RequestBodySink {
+    weak var call: UpstreamCall?
+    init(call: UpstreamCall) { self.call = call }
 
-private func chunkThunk(_ req: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
-    call(arg).onChunk(req!)
-}
-
-private func errorThunk(_ error: evhttp_request_error, _ arg: UnsafeMutableRawPointer?) {
-    call(arg).onError(error)
-}
-
-private func doneThunk(_ req: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) {
-    call(arg).onDone(req)
-}
-
-/// Gathers a streamed request body into one evbuffer for evhttp's client; nil on failure.
-private final class BodyGatherer: RequestBodySink {
-    private var buffer: OpaquePointer? = evbuffer_new()
-    private let done: (OpaquePointer?) -> Void
-    init(done: @escaping (OpaquePointer?) -> Void) { self.done = done }
-    func requestBody(_ chunk: BodyChunk) { if let buffer { chunk.move(to: buffer) } }
-    func requestBodyEnd() { let b = buffer; buffer = nil; done(b) }
-    func requestBodyFailed(_ failure: RequestBodyFailure) {
-        if let buffer { evbuffer_free(buffer) }
-        buffer = nil
-        done(nil)
+    func requestBody(_ chunk: BodyChunk) {
+        if let call { call.bodyChunk(chunk) } else { evbuffer_drain(chunk.buffer, chunk.count) }
     }
-    deinit { if let buffer { evbuffer_free(buffer) } }
+
+    func requestBodyEnd() { call?.bodyEnded() }
+    func requestBodyFailed(_ failure: RequestBodyFailure) { call?.bodyFailed(failure) }
 }

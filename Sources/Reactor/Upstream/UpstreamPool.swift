@@ -1,5 +1,4 @@
-internal import CEvent
-internal import CShim
+import Glibc
 
 /// Settings of one upstream as the pool needs them.
 public struct UpstreamEndpoint: Sendable, Equatable {
@@ -18,85 +17,86 @@ public struct UpstreamEndpoint: Sendable, Equatable {
 }
 
 /// Keep-alive connections to one upstream, for one worker's loop (no locking: loop-thread
-/// only). A connection carries one request at a time; finished ones return to the idle
-/// stack, so a busy worker reuses warm connections instead of reconnecting.
+/// only, checked in debug builds). A connection carries one exchange at a time; one that
+/// ends cleanly returns to the idle stack (most recent first, so a busy worker reuses warm
+/// connections), up to `maxIdle`. Idle connections watch for reads: the upstream closing
+/// one, or sending bytes nobody asked for, drops it before it can be reused.
 public final class UpstreamPool {
     public let endpoint: UpstreamEndpoint
     let loop: EventLoop
+    /// The endpoint's address when its host is an IP literal (no resolver needed).
+    let numericAddress: UpstreamAddress?
+    /// What the response parser accepts.
+    let limits = HTTP1Limits()
     private var idle: [UpstreamConnection] = []
+    /// Connections open or opening, idle or in use.
     public private(set) var openConnections = 0
+    #if DEBUG
+    private var thread: pthread_t?
+    #endif
 
     public init(loop: EventLoop, endpoint: UpstreamEndpoint) {
         self.loop = loop
         self.endpoint = endpoint
+        numericAddress = UpstreamAddress(numeric: endpoint.host, port: endpoint.port)
     }
 
-    /// A warm idle connection if there is one, else a new one.
-    func acquire(fresh: Bool = false) -> UpstreamConnection {
+    deinit {
+        for conn in idle { conn.close() }
+    }
+
+    /// Debug builds: the pool (and every call on it) is used from one thread only, the
+    /// first to use it — its loop's.
+    func assertOnLoop() {
+        #if DEBUG
+        let me = pthread_self()
+        if let thread {
+            precondition(pthread_equal(thread, me) != 0, "UpstreamPool used off its loop's thread")
+        } else {
+            thread = me
+        }
+        #endif
+    }
+
+    /// A warm idle connection unless `fresh`, else a new, unopened one.
+    func acquire(fresh: Bool) -> UpstreamConnection {
         if !fresh, let conn = idle.popLast() { return conn }
         openConnections += 1
         return UpstreamConnection(pool: self)
     }
 
-    /// Returns a connection after a clean response; past `maxIdle` it is closed.
+    /// Takes a connection back after an exchange: kept idle when `reusable` and there is
+    /// room, else closed.
     func release(_ conn: UpstreamConnection, reusable: Bool) {
-        if reusable && idle.count < endpoint.maxIdle {
+        if reusable && !conn.isClosed && idle.count < endpoint.maxIdle && conn.becomeIdle() {
             idle.append(conn)
         } else {
             discard(conn)
         }
     }
 
-    /// Drops a connection that failed. It is freed on the next loop turn, outside of
-    /// libevent's callbacks for it.
+    /// Closes a connection that is not (or no longer) idle.
     func discard(_ conn: UpstreamConnection) {
+        guard !conn.isClosed else { return }
+        conn.close()
         openConnections -= 1
-        loop.execute { withExtendedLifetime(conn) {} }
+    }
+
+    /// An idle connection was closed by the upstream or got unexpected bytes.
+    func idleConnectionLost(_ conn: UpstreamConnection) {
+        guard let i = idle.firstIndex(where: { $0 === conn }) else { return }
+        idle.remove(at: i)
+        discard(conn)
     }
 
     /// Closes all idle connections (reload, shutdown).
     public func closeIdle() {
-        openConnections -= idle.count
+        assertOnLoop()
+        let closing = idle
         idle.removeAll()
-    }
-}
-
-/// One `evhttp_connection` to an upstream. Owns it; frees it in deinit.
-final class UpstreamConnection {
-    let evcon: OpaquePointer
-    /// Requests completed on it; >0 means a reused keep-alive connection.
-    var served = 0
-
-    init(pool: UpstreamPool) {
-        let ep = pool.endpoint
-        // Numeric addresses need no resolver; names go through the loop's async DNS.
-        let numeric = ep.host.allSatisfy { $0.isHexDigit || $0 == "." || $0 == ":" }
-        guard let evcon = evhttp_connection_base_new(pool.loop.base, numeric ? nil : pool.loop.dnsBase, ep.host, ep.port) else {
-            fatalError("evhttp_connection_base_new failed")
-        }
-        self.evcon = evcon
-        var tv = timeval(seconds: ep.responseTimeout)
-        evhttp_connection_set_timeout_tv(evcon, &tv)
-        evhttp_connection_set_retries(evcon, 0)
+        for conn in closing { discard(conn) }
     }
 
-    /// Whether the TCP connection is established (connect timeout check). Asked only for a
-    /// connection that has not completed a request yet: a reused one was connected, and if
-    /// the upstream closed it meanwhile, evhttp reconnects and the retry path covers it.
-    var isConnected: Bool {
-        if served > 0 { return true }
-        guard let bev = evhttp_connection_get_bufferevent(evcon) else { return false }
-        let fd = bufferevent_getfd(bev)
-        return fd >= 0 && tg_socket_connected(fd) != 0
-    }
-
-    var bufferEvent: OpaquePointer? { evhttp_connection_get_bufferevent(evcon) }
-
-    /// No unread bytes in the connection's input buffer.
-    var inputIsEmpty: Bool {
-        guard let bev = bufferEvent else { return true }
-        return evbuffer_get_length(bufferevent_get_input(bev)) == 0
-    }
-
-    deinit { evhttp_connection_free(evcon) }
+    /// Idle connections, for tests.
+    var idleCount: Int { idle.count }
 }

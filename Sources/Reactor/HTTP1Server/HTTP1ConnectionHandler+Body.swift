@@ -1,0 +1,203 @@
+internal import CEvent
+
+/// Request bodies: read only once the gateway asks (`collect`, `stream`, `discard`), or
+/// discarded (bounded) after an answer that did not read them. `Expect: 100-continue` is
+/// answered when the body is first asked for, never before (RFC 9110 §10.1.1).
+extension HTTP1ConnectionHandler {
+    func collect(_ ex: HTTP1ServerExchange, limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
+        thread.check()
+        guard case .unclaimed = ex.consumer else {
+            assertionFailure("a request body is read once")
+            return done(.failure(.malformed))
+        }
+        let limit = min(limit, context.options.maxBodySize)
+        if ex.bodyComplete {
+            ex.consumer = .finished
+            return done(.success([]))
+        }
+        if case .contentLength(let n) = ex.request.framing, n > UInt64(limit) {
+            // Refused on its announced length, before a byte is read (and with no 100).
+            ex.consumer = .finished
+            ex.closeAfter = true
+            return done(.failure(.tooLarge))
+        }
+        ex.consumer = .collecting(limit: limit, into: OwnedBuffer(), done: done)
+        startReadingBody(ex)
+    }
+
+    func stream(_ ex: HTTP1ServerExchange, to sink: RequestBodySink) {
+        thread.check()
+        guard case .unclaimed = ex.consumer else {
+            assertionFailure("a request body is read once")
+            return sink.requestBodyFailed(.malformed)
+        }
+        if ex.bodyComplete {
+            ex.consumer = .finished
+            return sink.requestBodyEnd()
+        }
+        if case .contentLength(let n) = ex.request.framing, n > UInt64(context.options.maxBodySize) {
+            ex.consumer = .finished
+            ex.closeAfter = true
+            return sink.requestBodyFailed(.tooLarge)
+        }
+        ex.consumer = .streaming(sink)
+        startReadingBody(ex)
+    }
+
+    func pause(_ ex: HTTP1ServerExchange) {
+        thread.check()
+        guard !ex.paused else { return }
+        ex.paused = true
+        if deadline == .body { setDeadline(.none) }
+        drive()
+    }
+
+    func resume(_ ex: HTTP1ServerExchange) {
+        thread.check()
+        guard ex.paused else { return }
+        ex.paused = false
+        if !ex.bodyComplete, case .streaming = ex.consumer { setDeadline(.body) }
+        drive()
+    }
+
+    func discard(_ ex: HTTP1ServerExchange) {
+        thread.check()
+        guard case .unclaimed = ex.consumer else { return }
+        startDiscarding(ex)
+        drive()
+    }
+
+    private func startReadingBody(_ ex: HTTP1ServerExchange) {
+        if ex.request.expectsContinue, !ex.continueSent, case .waiting = ex.response {
+            ex.continueSent = true
+            evbuffer_add(connection.output, "HTTP/1.1 100 Continue\r\n\r\n", 25)
+            connection.flush()
+        }
+        setDeadline(.body)
+        drive()
+    }
+
+    /// Reads and drops what is left of the body, within `discardLimit`; otherwise (or when
+    /// the client still waits for a 100 that never came) the connection closes after the
+    /// answer instead.
+    func startDiscarding(_ ex: HTTP1ServerExchange) {
+        ex.paused = false
+        if ex.bodyComplete { ex.consumer = .finished; return }
+        let remaining: UInt64? = if case .contentLength(let n) = ex.request.framing { n - UInt64(ex.bodyBytes) } else { nil }
+        if ex.request.expectsContinue && !ex.continueSent || remaining.map({ $0 > UInt64(Self.discardLimit) }) == true {
+            ex.consumer = .finished
+            ex.closeAfter = true
+            return
+        }
+        ex.consumer = .discarding(remaining: Self.discardLimit)
+        setDeadline(.body)
+    }
+
+    /// Whether body bytes are to be read for the exchange now.
+    func wantsBody(_ ex: HTTP1ServerExchange) -> Bool {
+        switch ex.consumer {
+        case .collecting, .discarding: true
+        case .streaming: !ex.paused
+        case .unclaimed, .finished: false
+        }
+    }
+
+    /// Parses body bytes from the front of the input and hands them on (one parser event).
+    /// Runs on an empty input too: a body whose last byte came ends without more input.
+    func bodyStep(_ ex: HTTP1ServerExchange) -> Bool {
+        let step: (consumed: Int, event: HTTP1RequestParser.Event?)
+        do {
+            step = try parser.parse(firstSegment())
+        } catch {
+            // Framing in doubt: nothing more can be read on this connection.
+            ex.closeAfter = true
+            failBody(ex, .malformed)
+            if case .handedOff = ex.response { closeAfterOutput() }
+            return false
+        }
+        switch step.event {
+        case nil:
+            evbuffer_drain(input, step.consumed)
+        case .body(let range):
+            evbuffer_drain(input, range.lowerBound)
+            deliver(ex, range.count)
+            guard !connection.isClosed else { return false }
+            evbuffer_drain(input, step.consumed - range.upperBound)
+        case .end:
+            evbuffer_drain(input, step.consumed)
+            ex.bodyComplete = true
+            if deadline == .body { setDeadline(.none) }
+            let consumer = ex.consumer
+            ex.consumer = .finished
+            switch consumer {
+            case .collecting(_, let buffer, let done): done(.success(BodyChunk(buffer: buffer.buffer).take()))
+            case .streaming(let sink): sink.requestBodyEnd()
+            default: break
+            }
+        case .head:
+            assertionFailure("a head event inside a body")
+        }
+        return step.consumed > 0 || step.event != nil
+    }
+
+    /// The first `count` bytes of the input are body bytes.
+    private func deliver(_ ex: HTTP1ServerExchange, _ count: Int) {
+        ex.bodyBytes += count
+        if deadline == .body { setDeadline(.body) }
+        switch ex.consumer {
+        case .collecting(let limit, let buffer, _):
+            if ex.bodyBytes > limit {
+                evbuffer_drain(input, count)
+                ex.closeAfter = true
+                failBody(ex, .tooLarge)
+            } else {
+                BodyChunk(buffer: input, count: count).move(to: buffer.buffer)
+            }
+        case .streaming(let sink):
+            if ex.bodyBytes > context.options.maxBodySize {
+                evbuffer_drain(input, count)
+                ex.closeAfter = true
+                failBody(ex, .tooLarge)
+                return
+            }
+            let before = evbuffer_get_length(input)
+            sink.requestBody(BodyChunk(buffer: input, count: count))
+            // The sink must take exactly the chunk; what it left is dropped so that the
+            // parser's next ranges still line up with the input.
+            let taken = before - evbuffer_get_length(input)
+            if taken < count, !connection.isClosed { evbuffer_drain(input, count - taken) }
+        case .discarding(let remaining):
+            evbuffer_drain(input, count)
+            if count > remaining {
+                ex.consumer = .finished
+                ex.closeAfter = true
+            } else {
+                ex.consumer = .discarding(remaining: remaining - count)
+            }
+        case .unclaimed, .finished:
+            evbuffer_drain(input, count)
+        }
+    }
+
+    /// Ends the body's reader with `failure` (once; nothing if it ended already).
+    func failBody(_ ex: HTTP1ServerExchange, _ failure: RequestBodyFailure) {
+        let consumer = ex.consumer
+        ex.consumer = .finished
+        if deadline == .body { setDeadline(.none) }
+        switch consumer {
+        case .collecting(_, _, let done): done(.failure(failure))
+        case .streaming(let sink): sink.requestBodyFailed(failure)
+        case .unclaimed, .discarding, .finished: break
+        }
+    }
+
+    /// No body byte for `bodyTimeout`: the reader fails, and the connection closes (after
+    /// an answer the gateway gives at once, if it does).
+    func bodyTimedOut() {
+        guard let ex = current else { connection.close(); return }
+        ex.closeAfter = true
+        failBody(ex, .timeout)
+        guard !connection.isClosed else { return }
+        if case .handedOff = ex.response { closeAfterOutput() } else { connection.close() }
+    }
+}

@@ -1,0 +1,272 @@
+internal import CEvent
+import Glibc
+
+/// HTTP/1.1 on one client connection: feeds the connection's input to a strict
+/// `HTTP1RequestParser` in place, one exchange at a time (a pipelined request waits in the
+/// input until the answer before it is in the output), and owns the connection's deadlines.
+/// Request bodies (`+Body`) are read only when the gateway asks; responses (`+Response`)
+/// are framed here. Re-entrancy: the gateway may answer, read or pause from inside any
+/// callback; `drive()` then only notes that there is more to do. Loop-thread only.
+final class HTTP1ConnectionHandler: ServerConnectionHandler {
+    /// What the one connection deadline currently means.
+    enum Deadline {
+        case none
+        /// A whole head is due (408 if some of it came, else a silent close).
+        case header
+        /// Keep-alive with nothing asked: close silently.
+        case idle
+        /// A body being read has been silent too long.
+        case body
+        /// The client is not taking the output.
+        case send
+    }
+
+    let connection: HTTP1ServerConnection
+    let context: HTTP1ServerContext
+    var parser: HTTP1RequestParser
+    /// The exchange being served: its body is read through here and its answer is not yet
+    /// wholly in the output (or its body is still being discarded after it).
+    private(set) var current: HTTP1ServerExchange?
+    /// Exchanges whose answer is in the output, not yet written, in order.
+    var unflushed: [HTTP1ServerExchange] = []
+    /// No more requests: the connection closes once the output is written.
+    private(set) var isClosing = false
+    var deadline = Deadline.none
+    var thread = LoopThread()
+    private var headStarted = false
+    private var firstRequest = true
+    private var driving = false
+    private var driveAgain = false
+
+    /// Bytes of a body the gateway did not read that are read and dropped to keep the
+    /// connection; past that, it closes after the answer.
+    static let discardLimit = 64 << 10
+    /// A pipelined request is not parsed while more output than this is unwritten.
+    static let outputHighWater = 256 << 10
+
+    init(connection: HTTP1ServerConnection, context: HTTP1ServerContext) {
+        self.connection = connection
+        self.context = context
+        parser = HTTP1RequestParser(limits: context.limits)
+        thread.bind()
+        // The first head is due from the accept on.
+        setDeadline(.header)
+        connection.setReading(true)
+    }
+
+    var input: OpaquePointer { connection.input }
+    var pendingOutput: Int { evbuffer_get_length(connection.output) }
+
+    // MARK: the state machine
+
+    /// Makes every step the current state allows: parse a head, deliver body bytes, move
+    /// to the next request. Called from every event; re-entrant calls only ask for a rerun.
+    func drive() {
+        if driving { driveAgain = true; return }
+        driving = true
+        repeat {
+            driveAgain = false
+            guard !isClosing, !connection.isClosed else { break }
+            let progress = current.map(exchangeStep) ?? headStep()
+            if progress { driveAgain = true }
+        } while driveAgain
+        driving = false
+        updateReading()
+    }
+
+    private func updateReading() {
+        guard !isClosing, !connection.isClosed else { return }
+        var want = true
+        if let ex = current, !ex.bodyComplete, ex.paused { want = false }
+        connection.setReading(want)
+    }
+
+    /// The first contiguous run of the input.
+    func firstSegment() -> UnsafeRawBufferPointer {
+        var vector = iovec()
+        guard evbuffer_peek(input, -1, nil, &vector, 1) > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: vector.iov_base, count: vector.iov_len)
+    }
+
+    private func headStep() -> Bool {
+        guard evbuffer_get_length(input) > 0, pendingOutput <= Self.outputHighWater else { return false }
+        if !headStarted {
+            headStarted = true
+            if !firstRequest { setDeadline(.header) }
+        }
+        let step: (consumed: Int, event: HTTP1RequestParser.Event?)
+        do {
+            step = try parser.parse(firstSegment())
+        } catch {
+            refuse(status: error.status, description: Self.description(of: error.code))
+            return false
+        }
+        evbuffer_drain(input, step.consumed)
+        if case .head(let head) = step.event { startExchange(head) }
+        return true
+    }
+
+    private func startExchange(_ head: HTTP1RequestHead) {
+        setDeadline(.none)
+        let ex = HTTP1ServerExchange(handler: self, request: head)
+        current = ex
+        if ex.framing == .none {
+            // An absent or empty body ends at once (see the parser's contract).
+            if case .end? = try? parser.parse(UnsafeRawBufferPointer(start: nil, count: 0)).event {
+                ex.bodyComplete = true
+            }
+        }
+        let requestHead = HTTPRequestHead(methodName: head.method, target: head.target,
+                                          version: head.version == .http10 ? (1, 0) : (1, 1), fields: head.fields)
+        let exchange = ServerExchange(head: requestHead, connection: connection.info, body: ex,
+                                      responder: Responder(transport: ex))
+        context.handler(exchange)
+    }
+
+    private func exchangeStep(_ ex: HTTP1ServerExchange) -> Bool {
+        var progress = false
+        if !ex.bodyComplete, wantsBody(ex) {
+            progress = bodyStep(ex)
+        }
+        guard current === ex, !isClosing, !connection.isClosed, case .handedOff = ex.response else { return progress }
+        if ex.closeAfter {
+            closeAfterOutput()
+            return false
+        }
+        if ex.bodyComplete {
+            finishExchange()
+            return true
+        }
+        return progress
+    }
+
+    /// The exchange is over on the input side: the next request may be parsed.
+    private func finishExchange() {
+        current = nil
+        firstRequest = false
+        headStarted = false
+        // An idle keep-alive connection, from the end of the answer; a pipelined head that
+        // is already here gets the header deadline when it is parsed.
+        setDeadline(evbuffer_get_length(input) > 0 ? .none : .idle)
+    }
+
+    /// No more requests on this connection: close once the output is written.
+    func closeAfterOutput() {
+        guard !isClosing else { return }
+        isClosing = true
+        setDeadline(.none)
+        // The client may still be sending: unread input, a body not read to its end, a
+        // head cut short.
+        let mayStillSend = evbuffer_get_length(input) > 0 || !parser.isIdle || current.map { !$0.bodyComplete } == true
+        connection.finish(linger: mayStillSend)
+    }
+
+    // MARK: deadlines
+
+    func setDeadline(_ kind: Deadline) {
+        deadline = kind
+        let options = context.options
+        switch kind {
+        case .none: connection.setDeadline(nil)
+        case .header: connection.setDeadline(options.headerTimeout)
+        case .idle, .send: connection.setDeadline(options.idleTimeout)
+        case .body: connection.setDeadline(options.bodyTimeout)
+        }
+    }
+
+    func connectionDeadline(_ connection: HTTP1ServerConnection) {
+        thread.check()
+        let kind = deadline
+        deadline = .none
+        switch kind {
+        case .none:
+            break
+        case .header:
+            if current == nil, headStarted {
+                refuse(status: 408, description: "request head not received in time")
+            } else {
+                connection.close()
+            }
+        case .idle, .send:
+            connection.close()
+        case .body:
+            bodyTimedOut()
+        }
+    }
+
+    // MARK: connection events
+
+    func connectionReadable(_ connection: HTTP1ServerConnection) {
+        thread.check()
+        drive()
+    }
+
+    func connectionPeerClosed(_ connection: HTTP1ServerConnection) {
+        thread.check()
+        drive()
+        guard !isClosing, !connection.isClosed else { return }
+        // A client that half-closed after its last request still gets the answers already
+        // in the output; one that left mid-request or before its answer is gone.
+        if current == nil && parser.isIdle && !unflushed.isEmpty {
+            closeAfterOutput()
+        } else if let ex = current, case .handedOff = ex.response {
+            closeAfterOutput()
+        } else {
+            connection.close()
+        }
+    }
+
+    func connectionWrote(_ connection: HTTP1ServerConnection) {
+        thread.check()
+        while let first = unflushed.first, first.flushMark <= connection.bytesWritten {
+            unflushed.removeFirst()
+            first.flushed()
+        }
+        guard !connection.isClosed else { return }
+        if pendingOutput == 0 {
+            if deadline == .send { setDeadline(.none) }
+            if let ex = current, !ex.drainedActions.isEmpty {
+                let actions = ex.drainedActions
+                ex.drainedActions = []
+                for action in actions { action() }
+            }
+        } else if deadline == .none || deadline == .send {
+            setDeadline(.send)
+        }
+        if current == nil, evbuffer_get_length(input) > 0 { drive() }
+    }
+
+    func connectionClosed(_ connection: HTTP1ServerConnection) {
+        thread.check()
+        isClosing = true
+        deadline = .none
+        let ex = current
+        current = nil
+        if let ex { failBody(ex, .clientGone) }
+        let pending = unflushed
+        unflushed = []
+        for e in pending { e.connectionClosed() }
+        if let ex, !pending.contains(where: { $0 === ex }) { ex.connectionClosed() }
+    }
+
+    /// A fixed phrase per refusal: what is wrong, never the bytes that were.
+    static func description(of code: HTTP1ParseError.Code) -> String {
+        switch code {
+        case .requestLineTooLong: "request line too long"
+        case .tooManyHeaders, .headerSectionTooLarge: "request header fields too large"
+        case .unsupportedVersion: "HTTP version not supported"
+        case .http2Preface: "HTTP/2 is not served on this port"
+        case .unsupportedTransferCoding: "transfer coding not implemented"
+        case .unsupportedExpectation: "expectation not supported"
+        case .contentLengthWithTransferEncoding, .multipleContentLength, .invalidContentLength,
+             .invalidTransferEncoding, .transferEncodingOnHTTP10: "invalid message framing"
+        case .missingHost, .multipleHost: "invalid Host header"
+        case .invalidMethod: "invalid method"
+        case .invalidTarget: "invalid request target"
+        case .invalidVersion, .http09: "invalid HTTP version"
+        case .obsFold, .missingColon, .emptyFieldName, .whitespaceBeforeColon, .invalidFieldName,
+             .invalidFieldValue: "invalid header field"
+        default: "malformed request"
+        }
+    }
+}

@@ -1,0 +1,220 @@
+internal import CEvent
+import Glibc
+
+/// One accepted client socket on one loop: the transport under a protocol handler. It owns
+/// the fd, its three libevent events (read, write, deadline) and its input and output
+/// evbuffers, and frees them in one place (`close`). Read interest is armed only while the
+/// handler wants bytes and the input is under its bound; write interest only while a write
+/// came back short (EAGAIN). Output goes out with `evbuffer_write` (one writev of every
+/// queued piece: head and body of a response together). Closing after a response is
+/// graceful (flush, FIN, then a short lingering read so that unread request bytes do not
+/// turn into an RST that destroys the response); `close()` is immediate. Loop-thread only.
+final class HTTP1ServerConnection {
+    /// Bytes read from the socket and not yet consumed by the handler.
+    let input: OpaquePointer
+    /// Bytes queued for the socket.
+    let output: OpaquePointer
+    let info: ClientConnection
+    /// The protocol on this connection; detached (nil) once closed or lingering.
+    var handler: ServerConnectionHandler?
+    /// Called once when the fd is closed (the server's bookkeeping).
+    var onClose: ((HTTP1ServerConnection) -> Void)?
+    /// Bytes written to the socket since accept.
+    private(set) var bytesWritten: UInt64 = 0
+    private(set) var isClosed = false
+    private(set) var peerClosed = false
+
+    private let fd: Int32
+    private var readEvent: OpaquePointer?
+    private var writeEvent: OpaquePointer?
+    private var timerEvent: OpaquePointer?
+    private var reading = false
+    private var writeArmed = false
+    private var flushScheduled = false
+    private var flushing = false
+    /// After the handler's last byte: shut down the write side once the output is out.
+    private var finishing = false
+    private var lingerWanted = false
+    private var lingering = false
+    private var thread = LoopThread()
+    /// libevent's reference to this connection while its events exist; released by `close()`
+    /// right after the events are freed, so no callback can reach a freed connection.
+    private var callbackContext: Unmanaged<HTTP1ServerConnection>?
+
+    /// Most bytes held in `input` (one read never takes more than the room left).
+    static let inputLimit = 64 << 10
+    /// How long a closing connection keeps reading (and dropping) what the client still sends.
+    static let lingerSeconds = 2.0
+
+    /// Takes ownership of `fd` (non-blocking, connected). Runs on the loop thread.
+    init(base: OpaquePointer, fd: Int32, info: ClientConnection) {
+        self.fd = fd
+        self.info = info
+        input = evbuffer_new()
+        output = evbuffer_new()
+        thread.bind()
+        let context = Unmanaged.passRetained(self)
+        callbackContext = context
+        let arg = context.toOpaque()
+        readEvent = event_new(base, fd, Int16(EV_READ | EV_PERSIST), readThunk, arg)
+        writeEvent = event_new(base, fd, Int16(EV_WRITE | EV_PERSIST), writeThunk, arg)
+        timerEvent = event_new(base, -1, 0, timerThunk, arg)
+        if readEvent == nil || writeEvent == nil || timerEvent == nil { close() }
+    }
+
+    deinit {
+        assert(isClosed, "a connection was dropped open")
+        evbuffer_free(input)
+        evbuffer_free(output)
+    }
+
+    // MARK: reading
+
+    /// Arms or disarms read interest (no system call when unchanged).
+    func setReading(_ want: Bool) {
+        let want = want && !isClosed && !peerClosed && evbuffer_get_length(input) < Self.inputLimit
+        guard want != reading, let readEvent else { return }
+        reading = want
+        if want { event_add(readEvent, nil) } else { event_del(readEvent) }
+    }
+
+    fileprivate func readable() {
+        thread.check()
+        guard !isClosed else { return }
+        let room = Self.inputLimit - evbuffer_get_length(input)
+        guard room > 0 else { setReading(false); return }
+        let n = evbuffer_read(input, fd, Int32(room))
+        if n > 0 {
+            if lingering { evbuffer_drain(input, evbuffer_get_length(input)); return }
+            handler?.connectionReadable(self)
+        } else if n == 0 {
+            peerClosed = true
+            setReading(false)
+            if lingering { close(); return }
+            handler?.connectionPeerClosed(self)
+        } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+            close()
+        }
+    }
+
+    // MARK: writing
+
+    /// Writes the output now, as far as the socket takes it.
+    func flush() {
+        thread.check()
+        guard !isClosed, !flushing else { return }
+        flushing = true
+        var progressed = false
+        var failed = false
+        while evbuffer_get_length(output) > 0 {
+            let n = evbuffer_write(output, fd)
+            if n > 0 { bytesWritten += UInt64(n); progressed = true; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
+            failed = true
+            break
+        }
+        flushing = false
+        if failed { close(); return }
+        let pending = evbuffer_get_length(output) > 0
+        if pending != writeArmed, let writeEvent {
+            writeArmed = pending
+            if pending { event_add(writeEvent, nil) } else { event_del(writeEvent) }
+        }
+        if progressed { handler?.connectionWrote(self) }
+        if !pending && finishing && !isClosed { startLingering() }
+    }
+
+    /// Writes the output later in this loop turn, so that pieces queued by one callback (a
+    /// streamed head and its first chunk) go out in one writev.
+    func scheduleFlush() {
+        guard !isClosed, !flushScheduled, !writeArmed, let writeEvent else { return }
+        flushScheduled = true
+        event_active(writeEvent, Int32(EV_WRITE), 0)
+    }
+
+    fileprivate func writable() {
+        thread.check()
+        flushScheduled = false
+        flush()
+    }
+
+    // MARK: deadlines
+
+    /// Arms the one deadline (replacing any), or disarms it with nil.
+    func setDeadline(_ seconds: Double?) {
+        guard let timerEvent, !lingering else { return }
+        if let seconds {
+            var tv = timeval(seconds: seconds)
+            event_add(timerEvent, &tv)
+        } else {
+            event_del(timerEvent)
+        }
+    }
+
+    fileprivate func deadlinePassed() {
+        thread.check()
+        if lingering { close() } else { handler?.connectionDeadline(self) }
+    }
+
+    // MARK: closing
+
+    /// Closes once the output is written: the handler is done with the connection.
+    /// `linger`: the client may still be sending (an unread body, pipelined bytes), so
+    /// close in stages; otherwise close as soon as the output is out.
+    func finish(linger: Bool) {
+        guard !isClosed, !finishing else { return }
+        finishing = true
+        lingerWanted = linger
+        setReading(false)
+        if evbuffer_get_length(output) == 0 { startLingering() } else { flush() }
+    }
+
+    /// FIN to the client, then read and drop what it still sends until it closes or the
+    /// linger time passes (RFC 9112 §9.6: close in stages, so that the response is not
+    /// lost to the reset a close with unread input causes).
+    private func startLingering() {
+        lingering = true
+        let h = handler
+        handler = nil
+        h?.connectionClosed(self)
+        guard !isClosed else { return }
+        if !lingerWanted || peerClosed || shutdown(fd, Int32(SHUT_WR)) != 0 { close(); return }
+        evbuffer_drain(input, evbuffer_get_length(input))
+        if let timerEvent {
+            var tv = timeval(seconds: Self.lingerSeconds)
+            event_add(timerEvent, &tv)
+        }
+        reading = false
+        setReading(true)
+    }
+
+    /// Closes now: frees the events, closes the fd (once), tells the handler. Idempotent.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        for event in [readEvent, writeEvent, timerEvent] { if let event { event_free(event) } }
+        readEvent = nil
+        writeEvent = nil
+        timerEvent = nil
+        Glibc.close(fd)
+        let h = handler
+        handler = nil
+        h?.connectionClosed(self)
+        let done = onClose
+        onClose = nil
+        done?(self)
+        if let context = callbackContext {
+            callbackContext = nil
+            context.release()
+        }
+    }
+}
+
+private func connection(_ arg: UnsafeMutableRawPointer?) -> HTTP1ServerConnection {
+    Unmanaged<HTTP1ServerConnection>.fromOpaque(arg!).takeUnretainedValue()
+}
+
+private func readThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).readable() }
+private func writeThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).writable() }
+private func timerThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).deadlinePassed() }

@@ -1,0 +1,133 @@
+/// One request on an HTTP/1.1 connection as the seam sees it: the `ResponseTransport` its
+/// responder answers through and the `RequestBody` the gateway reads, both forwarding to the
+/// connection's `HTTP1ConnectionHandler`, which keeps the state here. Holds the handler (and
+/// so the connection) only while the exchange is on it: once its answer is written out or
+/// the connection closes, the exchange is detached and inert (`isConnected` false, every
+/// call a no-op). Loop-thread only.
+final class HTTP1ServerExchange: ResponseTransport, RequestBody {
+    /// How the response body is framed on the wire.
+    enum ResponseFraming {
+        /// HEAD, 204, 304: body bytes given are dropped.
+        case none
+        case length(remaining: UInt64)
+        case chunked
+        /// HTTP/1.0 without Content-Length: the body ends when the connection closes.
+        case untilClose
+    }
+
+    enum ResponseState {
+        case waiting
+        case streaming(ResponseFraming)
+        /// Every byte of the answer is in the output.
+        case handedOff
+    }
+
+    /// Who reads the request body.
+    enum BodyConsumer {
+        case unclaimed
+        case collecting(limit: Int, into: OwnedBuffer, done: (Result<[UInt8], RequestBodyFailure>) -> Void)
+        case streaming(RequestBodySink)
+        /// Read and dropped, up to `remaining` more bytes.
+        case discarding(remaining: Int)
+        /// Ended or failed: nothing more is delivered.
+        case finished
+    }
+
+    /// nil once detached.
+    var handler: HTTP1ConnectionHandler?
+    let request: HTTP1RequestHead
+    let isHEAD: Bool
+    var responder: Responder?
+    var response = ResponseState.waiting
+    /// The connection closes after this answer (decided when its head is written, or later).
+    var closeAfter = false
+    /// Connection bytes written when the answer's last byte is out (set at hand-off).
+    var flushMark: UInt64 = 0
+    var drainedActions: [() -> Void] = []
+
+    var consumer = BodyConsumer.unclaimed
+    /// The parser has returned the body's end.
+    var bodyComplete = false
+    var bodyBytes = 0
+    var paused = false
+    var continueSent = false
+
+    init(handler: HTTP1ConnectionHandler, request: HTTP1RequestHead) {
+        self.handler = handler
+        self.request = request
+        isHEAD = request.method == "HEAD"
+    }
+
+    /// This exchange's handler, while it is the connection's current one.
+    private var active: HTTP1ConnectionHandler? {
+        guard let handler, handler.current === self else { return nil }
+        return handler
+    }
+
+    // MARK: ResponseTransport
+
+    var isConnected: Bool { handler.map { !$0.connection.isClosed && !$0.isClosing } ?? false }
+    var pendingOutput: Int { handler?.pendingOutput ?? 0 }
+    func attach(_ responder: Responder) { self.responder = responder }
+
+    func sendResponse(_ head: HTTPResponseHead, body: [UInt8], close: Bool) {
+        active?.sendResponse(self, head, body: body, close: close)
+    }
+
+    func sendInterim(_ head: HTTPResponseHead) { active?.sendInterim(self, head) }
+    func startResponse(_ head: HTTPResponseHead, close: Bool) { active?.startResponse(self, head, close: close) }
+    func sendBody(_ chunk: BodyChunk) { active?.sendBody(self, chunk) }
+    func endResponse() { active?.endResponse(self) }
+    func abortResponse() { handler?.abort(self) }
+    /// The client is gone and `transportClosed` was reported at close: nothing to release.
+    func discardResponse() {}
+
+    func whenDrained(_ action: @escaping () -> Void) {
+        guard let handler else { return }
+        if handler.pendingOutput == 0 { action() } else { drainedActions.append(action) }
+    }
+
+    // MARK: RequestBody
+
+    var framing: RequestBodyFraming {
+        switch request.framing {
+        case .none: .none
+        case .contentLength(let n): n == 0 ? .none : .length(n)
+        case .chunked, .untilClose: .streamed
+        }
+    }
+
+    func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
+        guard let handler = active else { done(.failure(.clientGone)); return }
+        handler.collect(self, limit: limit, done)
+    }
+
+    func stream(to sink: RequestBodySink) {
+        guard let handler = active else { sink.requestBodyFailed(.clientGone); return }
+        handler.stream(self, to: sink)
+    }
+
+    func pause() { active?.pause(self) }
+    func resume() { active?.resume(self) }
+    func discard() { active?.discard(self) }
+
+    // MARK: from the handler
+
+    /// The answer's last byte is written: report it and let go of the handler.
+    func flushed() {
+        handler = nil
+        drainedActions = []
+        let r = responder
+        responder = nil
+        r?.transportFlushed()
+    }
+
+    /// The connection closed first.
+    func connectionClosed() {
+        handler = nil
+        drainedActions = []
+        let r = responder
+        responder = nil
+        r?.transportClosed()
+    }
+}

@@ -1,0 +1,247 @@
+internal import CEvent
+import Glibc
+
+/// What an `UpstreamTransport` reports, on the loop thread.
+protocol UpstreamTransportHandler: AnyObject {
+    /// The non-blocking connect finished: 0, or the socket's error (ECONNREFUSED, …).
+    func transportConnected(_ transport: UpstreamTransport, error: Int32)
+    /// The socket may be read (or `activateRead()` asked for a turn); `timedOut`: the read
+    /// timeout passed without a byte.
+    func transportReadable(_ transport: UpstreamTransport, timedOut: Bool)
+    /// The socket takes output again after a short write; `timedOut`: it did not in time.
+    func transportWritable(_ transport: UpstreamTransport, timedOut: Bool)
+}
+
+/// The byte I/O of one upstream connection: a non-blocking TCP socket, its read and write
+/// events and its input and output buffers. Nothing here knows HTTP; an HTTPS upstream
+/// will be the same few operations (`connect`, `fill`, `flush`, the two interests) over an
+/// `SSL`. Read interest is registered while someone waits for bytes; write interest only
+/// while a connect is in progress or after a short write.
+///
+/// Owns the socket and both events; `close()` frees them, once (also from `deinit`), and
+/// `deinit` frees the two buffers. Loop-thread only.
+final class UpstreamTransport {
+    enum ConnectStart { case connected, inProgress, failed(Int32) }
+    enum Fill { case bytes(Int), wouldBlock, eof, failed(Int32) }
+    enum Flush { case done, pending, failed(Int32) }
+
+    /// Bytes asked of the kernel per read.
+    static let readSize = 64 << 10
+    /// iovecs per sendmsg (libevent's own writev uses up to 128).
+    private static let maxWriteVectors = 32
+
+    weak var handler: UpstreamTransportHandler?
+    /// Bytes read and not yet consumed.
+    let input: OpaquePointer
+    /// Bytes queued for the socket.
+    let output: OpaquePointer
+    private let base: OpaquePointer
+    private(set) var fd: Int32 = -1
+    private var readEvent: OpaquePointer?
+    private var writeEvent: OpaquePointer?
+    private var readArmed = false
+    private var readTimeout: Double?
+    private var connecting = false
+    private(set) var isConnected = false
+    private(set) var isClosed = false
+
+    init(loop: EventLoop) {
+        base = loop.base
+        guard let input = evbuffer_new(), let output = evbuffer_new() else { fatalError("evbuffer_new failed") }
+        self.input = input
+        self.output = output
+    }
+
+    deinit {
+        close()
+        evbuffer_free(input)
+        evbuffer_free(output)
+    }
+
+    /// Opens a non-blocking socket to `address` and starts the connect. `.inProgress`: the
+    /// outcome comes through `transportConnected`. After a failure the caller may
+    /// `dropSocket()` and connect to another address; the buffers are kept.
+    func connect(to address: UpstreamAddress) -> ConnectStart {
+        precondition(fd < 0 && !isClosed, "connect on a transport with a socket, or closed")
+        let s = socket(address.family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
+        guard s >= 0 else { return .failed(errno) }
+        fd = s
+        // Request heads must not wait for Nagle's algorithm.
+        var one: Int32 = 1
+        guard setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            return .failed(errno)
+        }
+        // Unretained: this transport owns both events and frees them in `close()` before it
+        // goes away, so no callback can reach a freed transport.
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        readEvent = event_new(base, s, Int16(EV_READ | EV_PERSIST), readThunk, context)
+        writeEvent = event_new(base, s, Int16(EV_WRITE), writeThunk, context)
+        guard readEvent != nil, writeEvent != nil else { return .failed(ENOMEM) }
+        let rc = address.withSockaddr { Glibc.connect(s, $0, $1) }
+        if rc == 0 {
+            isConnected = true
+            return .connected
+        }
+        guard errno == EINPROGRESS else { return .failed(errno) }
+        connecting = true
+        guard event_add(writeEvent, nil) == 0 else { return .failed(ENOMEM) }
+        return .inProgress
+    }
+
+    /// Registers read interest; with a timeout, `transportReadable(timedOut: true)` follows
+    /// that long after the last readable event. False if libevent refused (the caller
+    /// fails the exchange: nothing would ever wake it).
+    @discardableResult
+    func armRead(timeout: Double?) -> Bool {
+        guard let ev = readEvent else { return false }
+        if readArmed && readTimeout == timeout { return true }
+        // event_add with no timeout would keep an earlier one: delete first (the epoll
+        // changelist folds the pair into nothing).
+        if readArmed { event_del(ev) }
+        readArmed = false
+        guard Self.add(ev, timeout: timeout) else { return false }
+        readArmed = true
+        readTimeout = timeout
+        return true
+    }
+
+    func disarmRead() {
+        guard readArmed, let ev = readEvent else { return }
+        event_del(ev)
+        readArmed = false
+    }
+
+    /// A read turn on the next loop iteration even with nothing new on the socket (to
+    /// consume what is already in `input` after a pause), outside the caller's stack.
+    func activateRead() {
+        guard let ev = readEvent else { return }
+        event_active(ev, Int32(EV_READ), 0)
+    }
+
+    /// Write interest, after a short write; false if libevent refused.
+    private func armWrite(timeout: Double?) -> Bool {
+        guard let ev = writeEvent else { return false }
+        return Self.add(ev, timeout: timeout)
+    }
+
+    private static func add(_ ev: OpaquePointer, timeout: Double?) -> Bool {
+        guard let timeout else { return event_add(ev, nil) == 0 }
+        var tv = timeval(seconds: timeout)
+        return event_add(ev, &tv) == 0
+    }
+
+    func disarmWrite() {
+        if let ev = writeEvent { event_del(ev) }
+    }
+
+    /// One read from the socket into `input` (one readv into reserved buffer space).
+    func fill() -> Fill {
+        guard fd >= 0 else { return .failed(EBADF) }
+        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { vectors -> Fill in
+            let reserved = evbuffer_reserve_space(input, Int(Self.readSize), vectors.baseAddress, 2)
+            guard reserved > 0 else { return .failed(ENOMEM) }
+            let got = readv(fd, vectors.baseAddress, reserved)
+            if got <= 0 {
+                let error = errno
+                evbuffer_commit_space(input, vectors.baseAddress, 0)
+                if got == 0 { return .eof }
+                return error == EAGAIN || error == EWOULDBLOCK || error == EINTR ? .wouldBlock : .failed(error)
+            }
+            var left = got
+            var used: Int32 = 0
+            for i in 0..<Int(reserved) where left > 0 {
+                let take = min(vectors[i].iov_len, left)
+                vectors[i].iov_len = take
+                left -= take
+                used += 1
+            }
+            guard evbuffer_commit_space(input, vectors.baseAddress, used) == 0 else { return .failed(ENOMEM) }
+            return .bytes(got)
+        }
+    }
+
+    /// Writes `output` to the socket: sendmsg of up to 32 of its segments at once (head and
+    /// body bytes in one system call), MSG_NOSIGNAL so a peer that is gone is an error
+    /// code, not SIGPIPE. A short write stops (the socket buffer is full) and registers
+    /// write interest with `timeout`.
+    func flush(timeout: Double?) -> Flush {
+        guard fd >= 0, isConnected else { return .pending }
+        while true {
+            let length = evbuffer_get_length(output)
+            if length == 0 { return .done }
+            let result: Int = withUnsafeTemporaryAllocation(of: iovec.self, capacity: Self.maxWriteVectors) { vectors in
+                let n = evbuffer_peek(output, -1, nil, vectors.baseAddress, Int32(Self.maxWriteVectors))
+                var message = msghdr()
+                message.msg_iov = vectors.baseAddress
+                message.msg_iovlen = Int(min(n, Int32(Self.maxWriteVectors)))
+                var offered = 0
+                for i in 0..<message.msg_iovlen { offered += vectors[i].iov_len }
+                let sent = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                if sent < 0 { return -Int(errno) }
+                evbuffer_drain(output, sent)
+                return sent < offered ? 0 : sent
+            }
+            if result == -Int(EINTR) { continue }
+            if result < 0 && result != -Int(EAGAIN) && result != -Int(EWOULDBLOCK) { return .failed(Int32(-result)) }
+            if result <= 0 {
+                return armWrite(timeout: timeout) ? .pending : .failed(ENOMEM)
+            }
+        }
+    }
+
+    var pendingOutput: Int { evbuffer_get_length(output) }
+
+    /// Frees both events and closes the socket; idempotent, no handler call follows.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        handler = nil
+        dropSocket()
+    }
+
+    /// Frees the socket and its events after a failed connect, keeping the buffers (the
+    /// request already queued) for a connect to the next address.
+    func dropSocket() {
+        isConnected = false
+        connecting = false
+        readArmed = false
+        if let ev = readEvent { event_del(ev); event_free(ev) }
+        if let ev = writeEvent { event_del(ev); event_free(ev) }
+        readEvent = nil
+        writeEvent = nil
+        if fd >= 0 { _ = Glibc.close(fd) }
+        fd = -1
+    }
+
+    fileprivate func readReady(_ what: Int16) {
+        let timedOut = what & Int16(EV_TIMEOUT) != 0 && what & Int16(EV_READ) == 0
+        withExtendedLifetime(self) { handler?.transportReadable(self, timedOut: timedOut) }
+    }
+
+    fileprivate func writeReady(_ what: Int16) {
+        withExtendedLifetime(self) {
+            if connecting {
+                connecting = false
+                var error: Int32 = 0
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
+                isConnected = error == 0
+                handler?.transportConnected(self, error: error)
+            } else {
+                handler?.transportWritable(self, timedOut: what & Int16(EV_WRITE) == 0)
+            }
+        }
+    }
+}
+
+private func transport(_ arg: UnsafeMutableRawPointer?) -> UpstreamTransport {
+    Unmanaged<UpstreamTransport>.fromOpaque(arg!).takeUnretainedValue()
+}
+
+private func readThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
+    transport(arg).readReady(what)
+}
+
+private func writeThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
+    transport(arg).writeReady(what)
+}
