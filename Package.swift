@@ -48,7 +48,7 @@ let package = Package(
         // Event loops, HTTP server and upstream client, Redis client, signals, timers.
         // Knows nothing of OAuth.
         .target(name: "Reactor", dependencies: ["CShim", "CEvent", "CCurl", "CHiredis"],
-                swiftSettings: strictC + [.swiftLanguageMode(.v5)]),
+                swiftSettings: strictC + [.swiftLanguageMode(.v6)]),
         // Config, router, request pipeline, metrics, logs.
         .target(name: "Gateway",
                 dependencies: ["Reactor", "JOSE", "OAuth",

@@ -86,7 +86,7 @@ def main(workdir, out_path):
         pass
 
     # tokengate's CPU time per run (clock ticks) and shared-store commands per run.
-    cpu, store = {}, {}
+    cpu, store, cpu_nginx = {}, {}, {}
     callbacks = {}
     try:
         for line in open(f"{workdir}/callback.tsv"):
@@ -94,7 +94,15 @@ def main(workdir, out_path):
             callbacks[name.split("(")[-1].rstrip(")")] = (int(count), float(us))
     except FileNotFoundError:
         pass
-    for name, table in (("cpu.tsv", cpu), ("store.tsv", store)):
+    syscalls = {}
+    try:
+        for line in open(f"{workdir}/syscalls.tsv"):
+            scenario, target, calls, requests = line.rstrip("\n").split("\t")
+            if int(requests):
+                syscalls.setdefault(scenario, {})[target] = int(calls) / int(requests)
+    except FileNotFoundError:
+        pass
+    for name, table in (("cpu.tsv", cpu), ("store.tsv", store), ("cpu-nginx.tsv", cpu_nginx)):
         try:
             for line in open(f"{workdir}/{name}"):
                 fields = line.rstrip("\n").split("\t")
@@ -158,7 +166,21 @@ def main(workdir, out_path):
                 per_request.append(ticks / hz / r["requests"] * 1e6)
         if per_request:
             s["tokengate_cpu_us_per_request"] = statistics.median(per_request)
-            print(f"  tokengate CPU time per request (user + system, all workers): {s['tokengate_cpu_us_per_request']:.1f} us")
+        nginx_per_request = []
+        for r in targets.get("nginx", []):
+            ticks, hz = cpu_nginx.get(scenario, {}).get(r["round"], (None, None))
+            if ticks is not None and r["requests"]:
+                nginx_per_request.append(ticks / hz / r["requests"] * 1e6)
+        if nginx_per_request:
+            s["nginx_cpu_us_per_request"] = statistics.median(nginx_per_request)
+        if per_request or nginx_per_request:
+            print("  CPU time per request (user + system, all workers): "
+                  + ", ".join(f"{k} {s[f'{k}_cpu_us_per_request']:.1f} us" for k in ("tokengate", "nginx")
+                              if f"{k}_cpu_us_per_request" in s))
+        if scenario in syscalls:
+            s["syscalls_per_request"] = syscalls[scenario]
+            print("  system calls per keep-alive request (strace -c -f): "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in sorted(syscalls[scenario].items(), reverse=True)))
         calls = [store[scenario][r["round"]][0] / r["requests"] for r in targets.get("tokengate", [])
                  if r["round"] in store.get(scenario, {}) and r["requests"]]
         if calls:
@@ -205,6 +227,8 @@ def main(workdir, out_path):
                 f"req/s ratio >= {TARGET_RATIO}": s["rps_ratio"] >= TARGET_RATIO,
                 f"p99 <= nginx p99 x {TARGET_P99_RATIO}": s["p99_ratio"] <= TARGET_P99_RATIO,
                 f"peak RSS <= {TARGET_RSS_MB:.0f} MB": tg_kb / 1024 <= TARGET_RSS_MB,
+                "system calls <= nginx's + 1": (s.get("syscalls_per_request", {}).get("tokengate", 0)
+                                               <= s.get("syscalls_per_request", {}).get("nginx", 0) + 1),
                 "no errors": errors_ok,
             }
             print("  targets (issue 2): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))

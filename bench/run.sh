@@ -39,7 +39,8 @@ die() { echo "bench: $*" >&2; exit 1; }
 # --- tools ---------------------------------------------------------------------------
 install_missing() {
   local missing=() cmd pkg
-  local pairs=(nginx:nginx-light wrk:wrk python3:python3 curl:curl pgrep:procps)
+  # strace: system calls per proxied request, for both proxies (SYSCALLS=0 skips it).
+  local pairs=(nginx:nginx-light wrk:wrk python3:python3 curl:curl pgrep:procps strace:strace)
   # The mod_auth_openidc peer: Apache httpd (mpm_event, mod_proxy_http) and Debian's module;
   # openssl makes the throwaway CA for the TLS JWKS endpoint it insists on.
   (( MOD_AUTH_OPENIDC )) && pairs+=(apache2:apache2 openssl:openssl
@@ -248,11 +249,38 @@ RAN=()
 : >"$WORK/wrkargs.tsv"
 : >"$WORK/kinds.tsv"
 : >"$WORK/cpu.tsv"
+: >"$WORK/cpu-nginx.tsv"
+: >"$WORK/syscalls.tsv"
 : >"$WORK/store.tsv"
 : >"$WORK/callback.tsv"
 
 # cpu_ticks PID: user + system CPU time of a process so far, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# cpu_ticks_tree PID: the same, summed over a process and its children (nginx's workers).
+cpu_ticks_tree() {
+  local total=0 pid
+  for pid in "$1" $(pgrep -P "$1"); do total=$((total + $(cpu_ticks "$pid"))); done
+  echo "$total"
+}
+
+# syscalls_per_request NAME TARGET URL PIDS [WRK_ARGS...]: strace -c -f on the target's
+# processes (every thread) while wrk sends keep-alive requests for 3 s; records the
+# system calls counted and the requests wrk completed (their ratio in report.py).
+SYSCALLS=${SYSCALLS:-1}
+syscalls_per_request() {
+  local name=$1 target=$2 url=$3 pids=$4 dir=$WORK/scenario-$1 args=() pid
+  shift 4
+  for pid in $pids; do args+=(-p "$pid"); done
+  strace -c -f -q -o "$dir/strace-$target.txt" "${args[@]}" &
+  local strace_pid=$!
+  sleep 0.5
+  wrk -t1 -c8 -d3s "$@" "$url" >"$dir/strace-wrk-$target.txt" 2>&1 || true
+  kill -INT "$strace_pid"; wait "$strace_pid" || true
+  local calls requests
+  calls=$(awk '$NF == "total" { print $(NF-2) }' "$dir/strace-$target.txt")
+  requests=$(awk '/requests in/ { print $1 }' "$dir/strace-wrk-$target.txt")
+  printf '%s\t%s\t%s\t%s\n' "$name" "$target" "${calls:-0}" "${requests:-0}" >>"$WORK/syscalls.tsv"
+}
 CLK_TCK=$(getconf CLK_TCK)
 
 # start_tokengate NAME DIR: a fresh tokengate on DIR/tokengate.yaml (after RESET_STORE, a
@@ -334,6 +362,7 @@ scenario() {
         perf_pid=$!
       fi
       [[ $target != tokengate ]] || ticks=$(cpu_ticks "$TG_PID")
+      [[ $target != nginx ]] || ticks=$(cpu_ticks_tree "$BASELINE_PID")
       [[ $target != tokengate || -z ${STORE_COUNTER:-} ]] || STORE_CALLS=$($STORE_COUNTER)
       run_wrk "$DURATION" "$url" "$dir/$target-$round.txt" "$@"
       if [[ $target == tokengate ]]; then
@@ -341,6 +370,9 @@ scenario() {
         # commands it sent: per request, in report.py.
         printf '%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks "$TG_PID") - ticks ))" "$CLK_TCK" >>"$WORK/cpu.tsv"
         [[ -z ${STORE_COUNTER:-} ]] || printf '%s\t%s\t%s\n' "$name" "$round" "$(( $($STORE_COUNTER) - STORE_CALLS ))" >>"$WORK/store.tsv"
+      fi
+      if [[ $target == nginx ]]; then
+        printf '%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks_tree "$BASELINE_PID") - ticks ))" "$CLK_TCK" >>"$WORK/cpu-nginx.tsv"
       fi
       if [[ -n $perf_pid ]]; then
         wait "$perf_pid" || true
@@ -350,6 +382,12 @@ scenario() {
     done
   done
 
+  if (( SYSCALLS )) && command -v strace >/dev/null; then
+    log "scenario $name: system calls per request (strace -c -f, 3 s of keep-alive requests each)"
+    [[ -z ${RESTART_EACH_RUN:-} ]] || { stop_tokengate "$name" "$dir"; start_tokengate "$name" "$dir"; }
+    syscalls_per_request "$name" tokengate "${urls[tokengate]}" "$TG_PID" "$@"
+    syscalls_per_request "$name" nginx "${urls[nginx]}" "$(pgrep -P "$BASELINE_PID" | tr '\n' ' ')" "$@"
+  fi
   stop_tokengate "$name" "$dir"
   printf '%s\t%s\t%s\n' "$name" tokengate "$TG_RSS" >>"$WORK/rss.tsv"
   printf '%s\t%s\t%s\n' "$name" nginx "$(vmhwm_tree "$BASELINE_PID")" >>"$WORK/rss.tsv"

@@ -8,6 +8,10 @@ echo "== build"
 swift build --build-tests
 echo "== unit tests (swift test)"
 swift test --skip-build
+echo "== unit tests under ThreadSanitizer (swift test --sanitize=thread; a data race fails the run)"
+# Its own build folder: instrumented code never mixes with the build the integration tests use.
+TSAN_OPTIONS="halt_on_error=1" swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+TSAN_OPTIONS="halt_on_error=1" swift test --skip-build --sanitize=thread --scratch-path .build-tsan
 echo "== integration tests (pytest: real tokengate + real upstream on 127.0.0.1)"
 TOKENGATE_BIN="$(swift build --show-bin-path)/tokengate" python3 -m pytest -q tests/integration
 echo "== container image (scripts/image.sh: release build, root filesystem, OCI archive)"

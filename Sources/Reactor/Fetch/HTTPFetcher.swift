@@ -39,6 +39,7 @@ public final class HTTPFetcher {
 
     /// Starts a fetch; `completion` runs on this loop with the response or an error.
     public func fetch(_ request: FetchRequest, completion: @escaping (Result<FetchResponse, FetchError>) -> Void) {
+        loop.assertInLoop()
         let transfer = Transfer(request: request, completion: completion)
         do {
             let easy = try transfer.configure(settings: settings)

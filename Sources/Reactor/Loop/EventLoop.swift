@@ -40,8 +40,21 @@ public final class EventLoop: @unchecked Sendable {
         return dns
     }
 
+    /// The thread running this loop (set by `run`): objects of the loop are used from it
+    /// alone, which `assertInLoop` checks in debug builds.
+    private var runner: pthread_t?
+
     /// Runs the loop until `stop()` or until no events remain.
-    public func run() { event_base_dispatch(base) }
+    public func run() {
+        runner = pthread_self()
+        event_base_dispatch(base)
+    }
+
+    /// Asserts (debug builds) that the caller is on the thread running this loop. Before the
+    /// loop first runs anyone may set things up, so nothing is checked then.
+    public func assertInLoop(_ function: StaticString = #function) {
+        assert(runner.map { pthread_equal($0, pthread_self()) != 0 } ?? true, "\(function) called off its event loop's thread")
+    }
 
     /// Ends `run()` after the current callbacks (thread-safe).
     public func stop() { event_base_loopbreak(base) }

@@ -9,6 +9,7 @@ public final class LoopTimer {
     private let seconds: Double
 
     public init(loop: EventLoop, seconds: Double, repeating: Bool = false, _ action: @escaping () -> Void) {
+        loop.assertInLoop()
         self.action = action
         self.seconds = seconds
         let flags = Int16(repeating ? EV_PERSIST : 0)

@@ -77,6 +77,7 @@ public final class RedisClient {
     /// login and database (SUBSCRIBE, MONITOR, CLIENT REPLY, HELLO, AUTH, SELECT, RESET…)
     /// fail with `.protocolError` without being sent.
     public func send(_ arguments: [[UInt8]], done: @escaping (Result<RedisReply, RedisError>) -> Void) {
+        loop.assertInLoop()
         let bytes: [UInt8]
         do throws(RedisError) {
             try RedisCommand.validate(arguments)
