@@ -60,8 +60,9 @@ let package = Package(
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                          .product(name: "Logging", package: "swift-log")],
                           swiftSettings: [.swiftLanguageMode(.v5)]),
-        // Micro-benchmark, not a test: full JWT verify vs OpenSSL's raw EVP_DigestVerify.
-        .executableTarget(name: "JOSEBench", dependencies: ["JOSE", "COpenSSL"],
+        // Micro-benchmark, not a test: full JWT verify and the DPoP proof check vs OpenSSL's raw
+        // EVP_DigestVerify; `--profile` runs one scenario alone, for callgrind.
+        .executableTarget(name: "JOSEBench", dependencies: ["JOSE", "OAuth", "COpenSSL"],
                           path: "Sources/JOSEBench"),
         .executableTarget(name: "HTTP1ParseTool", dependencies: ["Reactor"], path: "Sources/HTTP1ParseTool"),
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# JOSE micro-benchmark (issue 3): tokengate's full JWT verify (JWTVerifier: parse + key
+# JOSE micro-benchmark (issues 3, 16): tokengate's full JWT verify (JWTVerifier: parse + key
 # selection from a 3-key JWK Set + signature + claims) against OpenSSL's raw EVP_DigestVerify
-# on the same key and message, for RS256, PS256, ES256 and EdDSA. Not a timed test: run it
+# on the same key and message, for RS256, PS256, ES256 and EdDSA, and the DPoP proof check
+# (DPoP, DPoP-cached) against one raw ES256 verify. Not a timed test: run it
 # on a quiet machine (check `top`); the ratio is what matters, absolute rates vary by CPU.
 #
 #   bench/jose/run.sh                    # release build, 3 runs of 3 s per algorithm

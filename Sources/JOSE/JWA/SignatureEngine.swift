@@ -23,7 +23,10 @@ enum SignatureEngine {
                 // otherwise accept a signature with its leading zero octet dropped.
                 return false
             }
-            return try evpVerify(alg, pkey: pkey, message: message, signature: sig)
+            return try sig.withUnsafeBufferPointer { sig in
+                if let context = key.verifyContext(for: alg) { return try context.verify(message: message, signature: sig) }
+                return try evpVerify(alg, pkey: pkey, message: message, signature: sig)
+            }
         }
     }
 
@@ -55,22 +58,15 @@ enum SignatureEngine {
         return out
     }
 
-    private static func configure(_ alg: JWSAlgorithm, _ pctx: OpaquePointer?) -> Bool {
-        guard alg.family == .rsaPSS, let pctx, let digest = alg.digest else { return true }
-        // RFC 7518 §3.5: MGF1 with the same hash, salt as long as the hash.
-        return EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) == 1
-            && EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, Int32(digest.size)) == 1
-            && EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, digest.md) == 1
-    }
-
-    private static func evpVerify(_ alg: JWSAlgorithm, pkey: PKey, message: UnsafeBufferPointer<UInt8>, signature: [UInt8]) throws -> Bool {
+    /// A fresh context per verification: for keys without a prepared `VerifyContext`.
+    private static func evpVerify(_ alg: JWSAlgorithm, pkey: PKey, message: UnsafeBufferPointer<UInt8>,
+                                  signature: UnsafeBufferPointer<UInt8>) throws -> Bool {
         guard let ctx = EVP_MD_CTX_new() else { throw OpenSSLError.make("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(ctx) }
-        var pctx: OpaquePointer?
-        guard EVP_DigestVerifyInit(ctx, &pctx, alg.digest?.md, nil, pkey.pointer) == 1, configure(alg, pctx) else {
+        guard VerifyContext.initialize(ctx, alg: alg, pkey: pkey) else {
             throw OpenSSLError.make(.keyMismatch, "the key cannot verify \(alg)")
         }
-        let rc = EVP_DigestVerify(ctx, signature, signature.count, message.baseAddress, message.count)
+        let rc = EVP_DigestVerify(ctx, signature.baseAddress, signature.count, message.baseAddress, message.count)
         if rc != 1 { OpenSSLError.clear() }
         return rc == 1
     }
@@ -79,7 +75,7 @@ enum SignatureEngine {
         guard let ctx = EVP_MD_CTX_new() else { throw OpenSSLError.make("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(ctx) }
         var pctx: OpaquePointer?
-        guard EVP_DigestSignInit(ctx, &pctx, alg.digest?.md, nil, pkey.pointer) == 1, configure(alg, pctx) else {
+        guard EVP_DigestSignInit(ctx, &pctx, alg.digest?.md, nil, pkey.pointer) == 1, VerifyContext.configure(alg, pctx) else {
             throw OpenSSLError.make(.keyMismatch, "the key cannot sign \(alg)")
         }
         var len = 0

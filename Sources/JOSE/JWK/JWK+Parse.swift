@@ -9,6 +9,17 @@ extension JWK {
 
     /// Parses one JWK (RFC 7517 §4, RFC 7518 §6, RFC 8037 §2).
     public init(object o: JSONObject) throws {
+        try self.init(object: o, contextsFor: nil)
+    }
+
+    /// Parses one JWK that will verify `alg` only (a DPoP proof's own key): the same checks,
+    /// but a verification context is prepared for that algorithm alone, not for every one the
+    /// key could serve.
+    public init(object o: JSONObject, verifying alg: JWSAlgorithm) throws {
+        try self.init(object: o, contextsFor: alg)
+    }
+
+    private init(object o: JSONObject, contextsFor verifying: JWSAlgorithm?) throws {
         func str(_ name: String) throws -> String? {
             guard let v = o[name] else { return nil }
             guard let s = v.string else { throw JOSEError(.invalidKey, claim: name, "must be a string") }
@@ -76,10 +87,15 @@ extension JWK {
             let d = try b64("d", required: false)
             if let d, d.count != curve.size { throw JOSEError(.invalidKey, claim: "d", "must be \(curve.size) bytes") }
             members["crv"] = crv; members["x"] = try str("x"); members["y"] = try str("y")
-            let key = try PKey.fromData(type: "EC", selection: d == nil ? KeySelection.publicKey : KeySelection.keyPair) { b in
-                try b.utf8("group", curve.openSSLName)
-                try b.octets("pub", [0x04] + x + y)
-                if let d { try b.bn("priv", d) }
+            let key: PKey
+            if d == nil, let factory = curve.publicKeys {
+                key = try factory.publicKey(point: [0x04] + x + y)
+            } else {
+                key = try PKey.fromData(type: "EC", selection: d == nil ? KeySelection.publicKey : KeySelection.keyPair) { b in
+                    try b.utf8("group", curve.openSSLName)
+                    try b.octets("pub", [0x04] + x + y)
+                    if let d { try b.bn("priv", d) }
+                }
             }
             // P-256/384/521 have cofactor 1: in range and on the curve is enough.
             try key.checkPublic(quick: true)
@@ -113,7 +129,8 @@ extension JWK {
         default:
             throw JOSEError(.invalidKey, claim: "kty", "unsupported key type \(kty)")
         }
-        self.init(kty: kty, kid: kid, use: use, keyOps: keyOps, alg: alg, crv: crv, material: material, publicMembers: members)
+        self.init(kty: kty, kid: kid, use: use, keyOps: keyOps, alg: alg, crv: crv, material: material, publicMembers: members,
+                  verifying: verifying)
     }
 }
 
@@ -122,6 +139,20 @@ struct ECCurve {
     let jwkName: String
     let openSSLName: String
     let size: Int
+
+    /// Makes this curve's public keys; nil if OpenSSL could not build the curve's template
+    /// (keys are then built with `EVP_PKEY_fromdata`).
+    var publicKeys: ECPublicKeyFactory? {
+        switch jwkName {
+        case "P-256": ECCurve.p256
+        case "P-384": ECCurve.p384
+        default: ECCurve.p521
+        }
+    }
+    // Built once per process, on first use (Swift's lazy globals are thread-safe).
+    private static let p256 = try? ECPublicKeyFactory(openSSLName: "prime256v1")
+    private static let p384 = try? ECPublicKeyFactory(openSSLName: "secp384r1")
+    private static let p521 = try? ECPublicKeyFactory(openSSLName: "secp521r1")
 
     init?(jwkName: String) {
         switch jwkName {

@@ -21,6 +21,9 @@ public struct JWK: Sendable {
     let material: Material
     /// The public members as given (base64url text), for thumbprints and export.
     let publicMembers: [String: String]
+    /// Verification contexts set up once, one per algorithm this key may verify (see
+    /// `VerifyContext`); immutable, so a key shared by every worker thread stays read-only.
+    let verifyContexts: [VerifyContext]
 
     public var isPrivate: Bool {
         switch material {
@@ -37,10 +40,26 @@ public struct JWK: Sendable {
         }
     }
 
+    /// - verifying: the one algorithm to prepare a verification context for (a DPoP proof's
+    ///   key verifies its proof's `alg` only); nil: every algorithm the key fits by type, curve
+    ///   and `alg` member.
     init(kty: String, kid: String?, use: String?, keyOps: [String]?, alg: String?, crv: String?,
-         material: Material, publicMembers: [String: String]) {
+         material: Material, publicMembers: [String: String], verifying: JWSAlgorithm? = nil) {
         self.kty = kty; self.kid = kid; self.use = use; self.keyOps = keyOps; self.alg = alg
         self.crv = crv; self.material = material; self.publicMembers = publicMembers
+        var contexts: [VerifyContext] = []
+        if case .asymmetric(let pkey, _) = material {
+            let candidates = verifying.map { [$0] } ?? JWSAlgorithm.allCases
+            for a in candidates where a.keyType == kty && (a.curve == nil || a.curve == crv) && (alg == nil || alg == a.rawValue) {
+                if let c = VerifyContext(alg: a, pkey: pkey) { contexts.append(c) }
+            }
+        }
+        verifyContexts = contexts
+    }
+
+    func verifyContext(for alg: JWSAlgorithm) -> VerifyContext? {
+        for c in verifyContexts where c.alg == alg { return c }
+        return nil
     }
 
     /// Whether this key may verify (or sign) `alg` by type, curve, size, `use`, `key_ops`

@@ -89,7 +89,9 @@ public struct DPoPProofVerifier: Sendable {
             if let hit = keyCache?.get(jws.encodedHeader) {
                 (key, jkt) = hit
             } else {
-                key = try JWK(object: jwkObject)
+                // Prepared to verify this proof's algorithm only (a key of another type or
+                // curve gets no context and is refused by `checkUsable` below, as before).
+                key = try JWK(object: jwkObject, verifying: jws.header.alg)
                 jkt = key.thumbprint()
                 keyCache?.put(jws.encodedHeader, key: key, jkt: jkt)
             }
