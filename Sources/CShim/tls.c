@@ -41,12 +41,6 @@ void *tg_tls_server_ctx_new(const char *cert_file, const char *key_file, char *e
 
 void tg_tls_ctx_free(void *ctx) { SSL_CTX_free((SSL_CTX *)ctx); }
 
-struct bufferevent *tg_tls_accepting_bufferevent(struct event_base *base, void *ctx) {
-    SSL *ssl = SSL_new((SSL_CTX *)ctx);
-    if (!ssl) return NULL;
-    return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-}
-
 struct tg_tls_conn {
     SSL *ssl;
     /// A fatal error happened: OpenSSL forbids SSL_shutdown after one.

@@ -1,4 +1,4 @@
-// TLS for the public listener and for Redis connections. Kept in C so that the Reactor
+// TLS for the public listeners and for Redis connections. Kept in C so that the Reactor
 // module need not import both libevent's and OpenSSL's headers into one Swift file (their
 // system-header definitions clash as two Clang modules), and because the calls a client
 // needs include macros Swift cannot see (SSL_set_tlsext_host_name is an SSL_ctrl macro).
@@ -11,8 +11,6 @@ struct bufferevent;
 /// A TLS 1.2+ server context from PEM files, or NULL with a message in `err`.
 void *tg_tls_server_ctx_new(const char *cert_file, const char *key_file, char *err, size_t errlen);
 void tg_tls_ctx_free(void *ctx);
-/// A bufferevent that accepts TLS on a socket evhttp will set; owns the SSL object.
-struct bufferevent *tg_tls_accepting_bufferevent(struct event_base *base, void *ctx);
 
 /// One server-side TLS connection on a connected non-blocking socket (the HTTP/1.1
 /// engine's TLS listeners): an SSL object in accept state reading and writing the fd
