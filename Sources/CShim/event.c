@@ -1,6 +1,4 @@
-#include <sys/queue.h>
 #include "tg_event.h"
-#include <event2/http_struct.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,9 +9,6 @@
 #include <string.h>
 #include <errno.h>
 #include <stdio.h>
-
-struct evkeyval *tg_headers_first(struct evkeyvalq *headers) { return headers->tqh_first; }
-struct evkeyval *tg_headers_next(struct evkeyval *kv) { return kv->next.tqe_next; }
 
 int tg_reuseport_listener(const char *host, unsigned short port, int backlog) {
     struct addrinfo hints, *res = NULL;
@@ -46,9 +41,4 @@ int tg_socket_connected(int fd) {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
     return getpeername(fd, (struct sockaddr *)&ss, &len) == 0;
-}
-
-void tg_request_version(struct evhttp_request *req, int *major, int *minor) {
-    *major = req->major;
-    *minor = req->minor;
 }

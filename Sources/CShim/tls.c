@@ -4,6 +4,8 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -39,11 +41,103 @@ void *tg_tls_server_ctx_new(const char *cert_file, const char *key_file, char *e
 
 void tg_tls_ctx_free(void *ctx) { SSL_CTX_free((SSL_CTX *)ctx); }
 
-struct bufferevent *tg_tls_accepting_bufferevent(struct event_base *base, void *ctx) {
-    SSL *ssl = SSL_new((SSL_CTX *)ctx);
-    if (!ssl) return NULL;
-    return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+struct tg_tls_conn {
+    SSL *ssl;
+    /// A fatal error happened: OpenSSL forbids SSL_shutdown after one.
+    int failed;
+    int shut;
+    char error[512];
+};
+
+tg_tls_conn *tg_tls_conn_new(void *ctx, int fd, char *err, size_t errlen) {
+    tg_tls_conn *conn = calloc(1, sizeof *conn);
+    if (!conn) { snprintf(err, errlen, "out of memory"); return NULL; }
+    ERR_clear_error();
+    conn->ssl = SSL_new((SSL_CTX *)ctx);
+    if (!conn->ssl) { drain_errors("SSL_new", err, errlen); free(conn); return NULL; }
+    if (SSL_set_fd(conn->ssl, fd) != 1) {
+        drain_errors("SSL_set_fd", err, errlen);
+        SSL_free(conn->ssl);
+        free(conn);
+        return NULL;
+    }
+    // Writes are offered from an evbuffer that may move its bytes between retries; idle
+    // keep-alive connections give their 16 KB+ read and write buffers back.
+    SSL_set_mode(conn->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                            SSL_MODE_RELEASE_BUFFERS);
+    SSL_set_accept_state(conn->ssl);
+    return conn;
 }
+
+void tg_tls_conn_free(tg_tls_conn *conn) {
+    if (!conn) return;
+    SSL_free(conn->ssl);
+    free(conn);
+}
+
+/// Classifies a failed SSL_read/SSL_write/SSL_shutdown and leaves the error queue empty.
+static int conn_status(tg_tls_conn *conn, int rc, const char *what) {
+    int saved = errno;
+    int code = SSL_get_error(conn->ssl, rc);
+    switch (code) {
+    case SSL_ERROR_WANT_READ: return TG_TLS_WANT_READ;
+    case SSL_ERROR_WANT_WRITE: return TG_TLS_WANT_WRITE;
+    case SSL_ERROR_ZERO_RETURN: return TG_TLS_CLOSED;
+    default: break;
+    }
+    conn->failed = 1;
+    unsigned long first = ERR_peek_error();
+    if (code == SSL_ERROR_SYSCALL && first == 0) {
+        ERR_clear_error();
+        // A TCP end with no close_notify (OpenSSL 1.1) or a reset: the peer is gone.
+        if (saved == 0 || saved == ECONNRESET || saved == EPIPE) return TG_TLS_CLOSED;
+        snprintf(conn->error, sizeof conn->error, "%s: %s", what, strerror(saved));
+        return TG_TLS_FAILED;
+    }
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+    // OpenSSL 3 reports a TCP end with no close_notify as this error.
+    if (ERR_GET_LIB(first) == ERR_LIB_SSL && ERR_GET_REASON(first) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+        ERR_clear_error();
+        return TG_TLS_CLOSED;
+    }
+#endif
+    drain_errors(what, conn->error, sizeof conn->error);
+    return TG_TLS_FAILED;
+}
+
+int tg_tls_conn_read(tg_tls_conn *conn, void *buf, int len, int *status) {
+    // SSL_get_error reads the thread's queue: anything another library left there (JOSE,
+    // curl, Redis' TLS bufferevents share the thread) would be taken for this call's error.
+    ERR_clear_error();
+    int n = SSL_read(conn->ssl, buf, len);
+    if (n > 0) return n;
+    *status = conn_status(conn, n, "TLS read");
+    return 0;
+}
+
+int tg_tls_conn_write(tg_tls_conn *conn, const void *buf, int len, int *status) {
+    ERR_clear_error();
+    int n = SSL_write(conn->ssl, buf, len);
+    if (n > 0) return n;
+    *status = conn_status(conn, n, "TLS write");
+    return 0;
+}
+
+int tg_tls_conn_pending(const tg_tls_conn *conn) { return SSL_has_pending(conn->ssl); }
+
+int tg_tls_conn_shutdown(tg_tls_conn *conn) {
+    if (conn->shut) return 1;
+    if (conn->failed || !SSL_is_init_finished(conn->ssl)) return 0;
+    conn->shut = 1;
+    ERR_clear_error();
+    // 0: our close_notify is out (the peer's is not awaited); 1: both were; < 0: the socket
+    // did not take it (full, or reset), which a closing connection does not wait for.
+    int rc = SSL_shutdown(conn->ssl);
+    ERR_clear_error();
+    return rc >= 0;
+}
+
+const char *tg_tls_conn_error(const tg_tls_conn *conn) { return conn->error; }
 
 void *tg_tls_client_ctx_new(const char *ca_file, int insecure_skip_verify, char *err, size_t errlen) {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());

@@ -14,12 +14,13 @@ final class HTTP1ServerHarness: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
 
     /// `loop`: given when the handler needs it (to answer later).
-    init(loop: EventLoop = EventLoop(), options: HTTPServerOptions = HTTPServerOptions(),
+    /// `tls`: the server's sockets speak TLS.
+    init(loop: EventLoop = EventLoop(), options: HTTPServerOptions = HTTPServerOptions(), tls: TLSContext? = nil,
          handler: @escaping (ServerExchange) -> Void) throws {
         self.loop = loop
         let fd = try Listener.open(host: "127.0.0.1", port: 0)
         port = Listener.port(of: fd)
-        let server = HTTP1Server(loop: loop, options: options, tls: nil, handler: handler)
+        let server = HTTP1Server(loop: loop, options: options, tls: tls, handler: handler)
         try server.serve(listeningSocket: fd)
         self.server = server
         keepRunning = LoopTimer(loop: loop, seconds: 3600, repeating: true) {}
@@ -132,11 +133,13 @@ struct TestResponse {
 }
 
 /// A blocking TCP client with receive and send timeouts: a test that waits for bytes that
-/// never come fails after `timeout` instead of hanging.
+/// never come fails after `timeout` instead of hanging. Over TLS once `startTLS` succeeded.
 final class TestClient {
     let fd: Int32
     private var buffer: [UInt8] = []
     private(set) var sawEOF = false
+    /// The TLS session (`TestTLSSession`), when there is one.
+    var tls: TestTLSSession?
 
     init(port: UInt16, timeout: Double = 5) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -164,7 +167,9 @@ final class TestClient {
     func send(_ bytes: [UInt8]) {
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let n = bytes[sent...].withUnsafeBytes { raw in
+                tls.map { $0.write(raw) } ?? Glibc.send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+            }
             guard n > 0 else { return }
             sent += n
         }
@@ -174,7 +179,7 @@ final class TestClient {
     @discardableResult
     private func fill() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        let n = chunk.withUnsafeMutableBytes { raw in tls.map { $0.read(raw) } ?? recv(fd, raw.baseAddress, raw.count, 0) }
         if n == 0 { sawEOF = true }
         guard n > 0 else { return false }
         buffer += chunk[..<n]

@@ -1,4 +1,4 @@
-// TLS for the public listener and for Redis connections. Kept in C so that the Reactor
+// TLS for the public listeners and for Redis connections. Kept in C so that the Reactor
 // module need not import both libevent's and OpenSSL's headers into one Swift file (their
 // system-header definitions clash as two Clang modules), and because the calls a client
 // needs include macros Swift cannot see (SSL_set_tlsext_host_name is an SSL_ctrl macro).
@@ -11,8 +11,43 @@ struct bufferevent;
 /// A TLS 1.2+ server context from PEM files, or NULL with a message in `err`.
 void *tg_tls_server_ctx_new(const char *cert_file, const char *key_file, char *err, size_t errlen);
 void tg_tls_ctx_free(void *ctx);
-/// A bufferevent that accepts TLS on a socket evhttp will set; owns the SSL object.
-struct bufferevent *tg_tls_accepting_bufferevent(struct event_base *base, void *ctx);
+
+/// One server-side TLS connection on a connected non-blocking socket (the HTTP/1.1
+/// engine's TLS listeners): an SSL object in accept state reading and writing the fd
+/// directly. The handshake runs inside the first reads. Owned by one Swift object, which
+/// frees it with `tg_tls_conn_free`; the fd stays the caller's (never closed here).
+typedef struct tg_tls_conn tg_tls_conn;
+
+/// Why a read or write returned no bytes.
+enum {
+    /// More bytes from the socket are needed (wait for readable).
+    TG_TLS_WANT_READ = 1,
+    /// The socket must take bytes first (wait for writable), even for a read.
+    TG_TLS_WANT_WRITE = 2,
+    /// The peer ended the stream: a close_notify, or a TCP end without one.
+    TG_TLS_CLOSED = 3,
+    /// A protocol or socket error; `tg_tls_conn_error` says which. The session is over.
+    TG_TLS_FAILED = 4,
+};
+
+/// A connection from the server context `ctx` on `fd`, or NULL with a message in `err`.
+tg_tls_conn *tg_tls_conn_new(void *ctx, int fd, char *err, size_t errlen);
+/// Frees the SSL object (no close_notify: see `tg_tls_conn_shutdown`). NULL is ignored.
+void tg_tls_conn_free(tg_tls_conn *conn);
+/// SSL_read: the number of plaintext bytes (> 0), or 0 with `*status` set (TG_TLS_*).
+int tg_tls_conn_read(tg_tls_conn *conn, void *buf, int len, int *status);
+/// SSL_write of up to `len` bytes (at most one record is worth asking for): the number
+/// written (> 0), or 0 with `*status` set. After WANT_* the same bytes must be offered
+/// again, from any address (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER).
+int tg_tls_conn_write(tg_tls_conn *conn, const void *buf, int len, int *status);
+/// Whether decrypted or read-ahead bytes wait inside OpenSSL, which the socket's readiness
+/// will not announce.
+int tg_tls_conn_pending(const tg_tls_conn *conn);
+/// Sends a close_notify once, if the handshake finished and nothing failed; never waits
+/// for the peer's. 1 when sent (or already), 0 when it could not be.
+int tg_tls_conn_shutdown(tg_tls_conn *conn);
+/// The last failure's OpenSSL error queue (or errno), as text; empty if none.
+const char *tg_tls_conn_error(const tg_tls_conn *conn);
 
 /// A TLS 1.2+ client context that verifies the server's certificate chain against the CA
 /// certificates in `ca_file` (PEM), or the system's when `ca_file` is NULL. With

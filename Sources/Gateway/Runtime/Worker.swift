@@ -66,10 +66,7 @@ final class Worker {
         let options = serverOptions(config.limits)
         for socket in sockets {
             let handler: (ServerExchange) -> Void = { [unowned self] exchange in self.handle(exchange) }
-            // TLS listeners stay on evhttp until the engine speaks TLS.
-            let server: ExchangeServer = socket.tls == nil
-                ? HTTP1Server(loop: loop, options: options, tls: nil, handler: handler)
-                : HTTPServer(loop: loop, options: options, tls: socket.tls, handler: handler)
+            let server = HTTP1Server(loop: loop, options: options, tls: socket.tls, handler: handler)
             try server.serve(listeningSocket: socket.fd)
             servers.append(server)
         }

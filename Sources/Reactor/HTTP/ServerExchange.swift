@@ -31,8 +31,8 @@ public final class ServerExchange {
     }
 }
 
-/// An engine serving exchanges on listening sockets (the HTTP/1.1 engine; the evhttp
-/// server until it is gone).
+/// An engine serving exchanges on listening sockets (`HTTP1Server`, plain or TLS; an
+/// HTTP/2 server later).
 public protocol ExchangeServer: AnyObject {
     /// Serves on an already listening socket (see `Listener`); the server closes it.
     func serve(listeningSocket fd: Int32) throws

@@ -4,7 +4,9 @@ import Glibc
 
 /// tokengate's own HTTP/1.1 server on one loop, serving `ServerExchange`s: it accepts on
 /// listening sockets (a persistent read event each, `accept4` until EAGAIN) and runs each
-/// connection as an `HTTP1ServerConnection` with an `HTTP1ConnectionHandler` on it. At
+/// connection as an `HTTP1ServerConnection` with an `HTTP1ConnectionHandler` on it, over
+/// plain TCP or, given a `TLSContext`, over TLS (`TLSConnectionIO`, one SSL object per
+/// connection, the handshake inside the header deadline). At
 /// `maxConnections` open connections it stops accepting until one closes (`acceptPauses`
 /// counts how often). Owns its listening sockets and their events, and closes every
 /// connection when it goes. Loop-thread only, except `init` and `serve`, which may run
@@ -22,8 +24,7 @@ public final class HTTP1Server: ExchangeServer {
 
     private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
 
-    /// `tls`: not served by this engine yet; a server given one refuses to serve (keep
-    /// TLS listeners on `HTTPServer` until then).
+    /// `tls`: every connection accepted on this server's sockets speaks TLS (1.2 or later).
     public init(loop: EventLoop, options: HTTPServerOptions, tls: TLSContext?,
                 handler: @escaping (ServerExchange) -> Void) {
         // A write to a socket the peer reset raises SIGPIPE, which would end the process.
@@ -43,10 +44,6 @@ public final class HTTP1Server: ExchangeServer {
 
     public func serve(listeningSocket fd: Int32) throws {
         thread.check()
-        guard tls == nil else {
-            close(fd)
-            throw ReactorError("HTTP1Server: TLS listeners are not served by this engine yet")
-        }
         guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else {
             close(fd)
             throw ReactorError("fcntl(O_NONBLOCK) failed: \(String(cString: strerror(errno)))")
@@ -112,8 +109,20 @@ public final class HTTP1Server: ExchangeServer {
         var one: Int32 = 1
         // Small responses must not wait for Nagle's algorithm.
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        let info = ClientConnection(peer: Self.numericHost(address), isTLS: false)
-        let connection = HTTP1ServerConnection(base: loop.base, fd: fd, info: info)
+        let io: ConnectionIO
+        if let tls {
+            do {
+                io = try TLSConnectionIO(context: tls, fd: fd)
+            } catch {
+                // Out of memory in OpenSSL: this client goes, the listener stays.
+                close(fd)
+                return
+            }
+        } else {
+            io = PlainConnectionIO(fd: fd)
+        }
+        let info = ClientConnection(peer: Self.numericHost(address), isTLS: tls != nil)
+        let connection = HTTP1ServerConnection(base: loop.base, fd: fd, io: io, info: info)
         guard !connection.isClosed else { return }
         connections[ObjectIdentifier(connection)] = connection
         connection.onClose = { [weak self] in self?.closed($0) }
@@ -138,7 +147,7 @@ public final class HTTP1Server: ExchangeServer {
         for listener in listeners { event_add(listener.event, nil) }
     }
 
-    /// The peer's numeric address, as evhttp gave it (what X-Forwarded-For trust uses).
+    /// The peer's numeric address (what X-Forwarded-For trust uses).
     static func numericHost(_ address: sockaddr_storage) -> String {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         let capacity = socklen_t(text.count)

@@ -2,13 +2,23 @@ internal import CEvent
 import Glibc
 
 /// One accepted client socket on one loop: the transport under a protocol handler. It owns
-/// the fd, its three libevent events (read, write, deadline) and its input and output
-/// evbuffers, and frees them in one place (`close`). Read interest is armed only while the
+/// the fd, its three libevent events (read, write, deadline), its input and output
+/// evbuffers and its `ConnectionIO` (plain, or TLS with the SSL object), and frees them in
+/// one place (`close`; the IO with the connection). Read interest is armed only while the
 /// handler wants bytes and the input is under its bound; write interest only while a write
-/// came back short (EAGAIN). Output goes out with `evbuffer_write` (one writev of every
-/// queued piece: head and body of a response together). Closing after a response is
-/// graceful (flush, FIN, then a short lingering read so that unread request bytes do not
-/// turn into an RST that destroys the response); `close()` is immediate. Loop-thread only.
+/// came back short (EAGAIN). On plain connections output goes out with `evbuffer_write`
+/// (one writev of every queued piece: head and body of a response together).
+///
+/// TLS adds three cases, all flags that stay false on plain connections: a TLS read that
+/// needs the socket writable (handshake, key update) arms write interest and is retried on
+/// writable; a TLS write that needs the peer's bytes arms read interest and is retried on
+/// readable; decrypted bytes left inside OpenSSL (the input was full) are read by
+/// activating the read event by hand, since the socket will not announce them.
+///
+/// Closing after a response is graceful (flush, TLS close_notify, FIN, then a short
+/// lingering read so that unread request bytes do not turn into an RST that destroys the
+/// response); `close()` is immediate (with a close_notify when the session allows).
+/// Loop-thread only.
 final class HTTP1ServerConnection {
     /// Bytes read from the socket and not yet consumed by the handler.
     let input: OpaquePointer
@@ -25,11 +35,22 @@ final class HTTP1ServerConnection {
     private(set) var peerClosed = false
 
     private let fd: Int32
+    private let io: ConnectionIO
     private var readEvent: OpaquePointer?
     private var writeEvent: OpaquePointer?
     private var timerEvent: OpaquePointer?
+    /// The handler wants bytes (and the input has room).
     private var reading = false
+    private var readArmed = false
+    /// Output is waiting for the socket to take it.
+    private var outputBlocked = false
     private var writeArmed = false
+    /// TLS: the last read stopped for want of a writable socket.
+    private var readNeedsWritable = false
+    /// TLS: the last write stopped for want of the peer's bytes.
+    private var writeNeedsReadable = false
+    /// TLS: decrypted input waits inside OpenSSL.
+    private var inputBuffered = false
     private var flushScheduled = false
     private var flushing = false
     /// After the handler's last byte: shut down the write side once the output is out.
@@ -46,9 +67,11 @@ final class HTTP1ServerConnection {
     /// How long a closing connection keeps reading (and dropping) what the client still sends.
     static let lingerSeconds = 2.0
 
-    /// Takes ownership of `fd` (non-blocking, connected). Runs on the loop thread.
-    init(base: OpaquePointer, fd: Int32, info: ClientConnection) {
+    /// Takes ownership of `fd` (non-blocking, connected) and of `io` (which works on that
+    /// fd). Runs on the loop thread.
+    init(base: OpaquePointer, fd: Int32, io: ConnectionIO, info: ClientConnection) {
         self.fd = fd
+        self.io = io
         self.info = info
         input = evbuffer_new()
         output = evbuffer_new()
@@ -70,29 +93,62 @@ final class HTTP1ServerConnection {
 
     // MARK: reading
 
+    /// Why the connection failed, if its IO did (for logs and tests, never the wire).
+    var failure: String? { io.failure }
+
     /// Arms or disarms read interest (no system call when unchanged).
     func setReading(_ want: Bool) {
         let want = want && !isClosed && !peerClosed && evbuffer_get_length(input) < Self.inputLimit
-        guard want != reading, let readEvent else { return }
+        if want && inputBuffered, let readEvent { event_active(readEvent, Int32(EV_READ), 0) }
+        guard want != reading else { return }
         reading = want
-        if want { event_add(readEvent, nil) } else { event_del(readEvent) }
+        updateReadInterest()
+    }
+
+    private func updateReadInterest() {
+        let armed = (reading || writeNeedsReadable) && !isClosed
+        guard armed != readArmed, let readEvent else { return }
+        readArmed = armed
+        if armed { event_add(readEvent, nil) } else { event_del(readEvent) }
     }
 
     fileprivate func readable() {
         thread.check()
         guard !isClosed else { return }
+        if writeNeedsReadable {
+            writeNeedsReadable = false
+            updateReadInterest()
+            flush()
+            guard !isClosed, reading else { return }
+        }
         let room = Self.inputLimit - evbuffer_get_length(input)
         guard room > 0 else { setReading(false); return }
-        let n = evbuffer_read(input, fd, Int32(room))
-        if n > 0 {
-            if lingering { evbuffer_drain(input, evbuffer_get_length(input)); return }
-            handler?.connectionReadable(self)
-        } else if n == 0 {
+        let result = io.read(into: input, room: room)
+        inputBuffered = result.stop == .buffered
+        if result.bytes > 0 {
+            if lingering {
+                evbuffer_drain(input, evbuffer_get_length(input))
+            } else {
+                handler?.connectionReadable(self)
+            }
+            guard !isClosed else { return }
+        }
+        switch result.stop {
+        case .open:
+            break
+        case .buffered:
+            // The handler's setReading(true) usually did this already; it may have left
+            // `reading` unchanged without calling.
+            if reading, let readEvent { event_active(readEvent, Int32(EV_READ), 0) }
+        case .needsWritable:
+            readNeedsWritable = true
+            updateWriteInterest()
+        case .end:
             peerClosed = true
             setReading(false)
             if lingering { close(); return }
             handler?.connectionPeerClosed(self)
-        } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+        case .failed:
             close()
         }
     }
@@ -104,25 +160,31 @@ final class HTTP1ServerConnection {
         thread.check()
         guard !isClosed, !flushing else { return }
         flushing = true
-        var progressed = false
-        var failed = false
-        while evbuffer_get_length(output) > 0 {
-            let n = evbuffer_write(output, fd)
-            if n > 0 { bytesWritten += UInt64(n); progressed = true; continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-            failed = true
-            break
-        }
+        let result = io.write(from: output)
         flushing = false
-        if failed { close(); return }
-        let pending = evbuffer_get_length(output) > 0
-        if pending != writeArmed, let writeEvent {
-            writeArmed = pending
-            if pending { event_add(writeEvent, nil) } else { event_del(writeEvent) }
+        bytesWritten += UInt64(result.bytes)
+        switch result.stop {
+        case .done, .blocked:
+            break
+        case .needsReadable:
+            writeNeedsReadable = true
+            updateReadInterest()
+        case .failed:
+            close()
+            return
         }
-        if progressed { handler?.connectionWrote(self) }
+        let pending = evbuffer_get_length(output) > 0
+        outputBlocked = pending && result.stop == .blocked
+        updateWriteInterest()
+        if result.bytes > 0 { handler?.connectionWrote(self) }
         if !pending && finishing && !isClosed { startLingering() }
+    }
+
+    private func updateWriteInterest() {
+        let armed = (outputBlocked || readNeedsWritable) && !isClosed
+        guard armed != writeArmed, let writeEvent else { return }
+        writeArmed = armed
+        if armed { event_add(writeEvent, nil) } else { event_del(writeEvent) }
     }
 
     /// Writes the output later in this loop turn, so that pieces queued by one callback (a
@@ -136,6 +198,12 @@ final class HTTP1ServerConnection {
     fileprivate func writable() {
         thread.check()
         flushScheduled = false
+        if readNeedsWritable {
+            readNeedsWritable = false
+            updateWriteInterest()
+            readable()
+            guard !isClosed else { return }
+        }
         flush()
     }
 
@@ -179,7 +247,9 @@ final class HTTP1ServerConnection {
         handler = nil
         h?.connectionClosed(self)
         guard !isClosed else { return }
-        if !lingerWanted || peerClosed || shutdown(fd, Int32(SHUT_WR)) != 0 { close(); return }
+        guard lingerWanted, !peerClosed else { close(); return }
+        io.endOutput()
+        if shutdown(fd, Int32(SHUT_WR)) != 0 { close(); return }
         evbuffer_drain(input, evbuffer_get_length(input))
         if let timerEvent {
             var tv = timeval(seconds: Self.lingerSeconds)
@@ -197,6 +267,7 @@ final class HTTP1ServerConnection {
         readEvent = nil
         writeEvent = nil
         timerEvent = nil
+        io.endOutput()
         Glibc.close(fd)
         let h = handler
         handler = nil

@@ -1,0 +1,87 @@
+internal import CEvent
+import Glibc
+
+/// How a server connection moves bytes between its socket and its evbuffers: plain reads
+/// and writevs, or TLS records (`TLSConnectionIO`). Chosen once per connection at accept,
+/// so a plain connection pays one indirect call per read or write for the choice and
+/// nothing else. Loop-thread only, like the connection that owns it.
+protocol ConnectionIO: AnyObject {
+    /// Appends at most `room` (> 0) bytes from the peer to `input`.
+    func read(into input: OpaquePointer, room: Int) -> ConnectionRead
+    /// Writes from the front of `output` (draining what went out) until it is empty or the
+    /// socket pushes back.
+    func write(from output: OpaquePointer) -> ConnectionWrite
+    /// Says that no more output follows (TLS: a close_notify), before the write side of the
+    /// socket is shut down or the socket closed. Best effort, never blocks; idempotent.
+    func endOutput()
+    /// Why the last read or write failed, for logs and tests (never for the wire).
+    var failure: String? { get }
+}
+
+/// What one `ConnectionIO.read` did: `bytes` appended, then why it stopped.
+struct ConnectionRead {
+    enum Stop {
+        /// Nothing more to say: the socket's readiness tells when to read again.
+        case open
+        /// The IO holds more input (decrypted TLS bytes) that no readiness event will
+        /// announce: read again as soon as there is room.
+        case buffered
+        /// A TLS read needs the socket writable first (handshake or key update output).
+        case needsWritable
+        /// The peer ended its stream.
+        case end
+        /// The connection cannot go on (`failure` says why).
+        case failed
+    }
+    var bytes: Int
+    var stop: Stop
+}
+
+/// What one `ConnectionIO.write` did: `bytes` of output written (and drained), then why
+/// it stopped.
+struct ConnectionWrite {
+    enum Stop {
+        /// The output is empty.
+        case done
+        /// The socket is full: wait for writable.
+        case blocked
+        /// A TLS write needs bytes from the peer first.
+        case needsReadable
+        case failed
+    }
+    var bytes: Int
+    var stop: Stop
+}
+
+/// Plain TCP: `evbuffer_read` (one read of at most `room`) and `evbuffer_write` (a writev
+/// of every queued piece), exactly what the engine did before TLS shared the connection.
+final class PlainConnectionIO: ConnectionIO {
+    private let fd: Int32
+    private(set) var failure: String?
+
+    init(fd: Int32) { self.fd = fd }
+
+    func read(into input: OpaquePointer, room: Int) -> ConnectionRead {
+        let n = evbuffer_read(input, fd, Int32(room))
+        if n > 0 { return ConnectionRead(bytes: Int(n), stop: .open) }
+        if n == 0 { return ConnectionRead(bytes: 0, stop: .end) }
+        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return ConnectionRead(bytes: 0, stop: .open) }
+        failure = "read: \(String(cString: strerror(errno)))"
+        return ConnectionRead(bytes: 0, stop: .failed)
+    }
+
+    func write(from output: OpaquePointer) -> ConnectionWrite {
+        var total = 0
+        while evbuffer_get_length(output) > 0 {
+            let n = evbuffer_write(output, fd)
+            if n > 0 { total += Int(n); continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return ConnectionWrite(bytes: total, stop: .blocked) }
+            failure = "write: \(n == 0 ? "no progress" : String(cString: strerror(errno)))"
+            return ConnectionWrite(bytes: total, stop: .failed)
+        }
+        return ConnectionWrite(bytes: total, stop: .done)
+    }
+
+    func endOutput() {}
+}

@@ -1,0 +1,96 @@
+internal import CEvent
+internal import CShim
+import Glibc
+
+/// TLS on one accepted socket (server side, TLS 1.2+ from a `TLSContext`): `SSL_read` and
+/// `SSL_write` on the fd through the `tg_tls_conn_*` shim. The handshake happens inside the
+/// first reads, so it counts against the connection's header deadline; OpenSSL's WANT_READ
+/// and WANT_WRITE become the `needsReadable` / `needsWritable` stops that the connection
+/// turns into read or write interest. Owns its `tg_tls_conn` (and so the SSL object),
+/// freed once in `deinit`, with the connection; the fd stays the connection's.
+final class TLSConnectionIO: ConnectionIO {
+    private let conn: OpaquePointer
+    private(set) var failure: String?
+    /// Most plaintext asked of one SSL_read, and offered to one SSL_write: one record.
+    static let recordSize = 16 << 10
+
+    init(context: TLSContext, fd: Int32) throws {
+        var err = [CChar](repeating: 0, count: 512)
+        guard let conn = tg_tls_conn_new(context.ctx, fd, &err, err.count) else {
+            throw ReactorError(String(cString: err))
+        }
+        self.conn = conn
+    }
+
+    deinit { tg_tls_conn_free(conn) }
+
+    /// Reads record after record straight into `input`'s free space until OpenSSL wants
+    /// the socket or `room` is used up; in the latter case decrypted bytes may be left
+    /// inside OpenSSL, which `buffered` reports.
+    func read(into input: OpaquePointer, room: Int) -> ConnectionRead {
+        var total = 0
+        var status: Int32 = 0
+        while total < room {
+            let want = min(room - total, Self.recordSize)
+            var space = iovec()  // evbuffer_iovec is a macro for it
+            guard evbuffer_reserve_space(input, want, &space, 1) == 1 else {
+                failure = "evbuffer_reserve_space failed"
+                return ConnectionRead(bytes: total, stop: .failed)
+            }
+            let n = tg_tls_conn_read(conn, space.iov_base, Int32(min(space.iov_len, want)), &status)
+            guard n > 0 else { break }
+            // Reserved space that is not committed is simply not part of the buffer.
+            space.iov_len = Int(n)
+            guard evbuffer_commit_space(input, &space, 1) == 0 else {
+                failure = "evbuffer_commit_space failed"
+                return ConnectionRead(bytes: total, stop: .failed)
+            }
+            total += Int(n)
+        }
+        if total >= room {
+            return ConnectionRead(bytes: total, stop: tg_tls_conn_pending(conn) != 0 ? .buffered : .open)
+        }
+        switch Int(status) {
+        case TG_TLS_WANT_READ: return ConnectionRead(bytes: total, stop: .open)
+        case TG_TLS_WANT_WRITE: return ConnectionRead(bytes: total, stop: .needsWritable)
+        case TG_TLS_CLOSED: return ConnectionRead(bytes: total, stop: .end)
+        default:
+            failure = String(cString: tg_tls_conn_error(conn))
+            return ConnectionRead(bytes: total, stop: .failed)
+        }
+    }
+
+    /// Offers the front of `output` one record at a time (small pieces, such as a response
+    /// head and its body, pulled up into one record rather than one record each).
+    func write(from output: OpaquePointer) -> ConnectionWrite {
+        var total = 0
+        while true {
+            let length = evbuffer_get_length(output)
+            guard length > 0 else { return ConnectionWrite(bytes: total, stop: .done) }
+            let offer = min(length, Self.recordSize)
+            guard let bytes = evbuffer_pullup(output, offer) else {
+                failure = "evbuffer_pullup failed"
+                return ConnectionWrite(bytes: total, stop: .failed)
+            }
+            var status: Int32 = 0
+            let n = tg_tls_conn_write(conn, bytes, Int32(offer), &status)
+            if n > 0 {
+                evbuffer_drain(output, Int(n))
+                total += Int(n)
+                continue
+            }
+            switch Int(status) {
+            case TG_TLS_WANT_WRITE: return ConnectionWrite(bytes: total, stop: .blocked)
+            case TG_TLS_WANT_READ: return ConnectionWrite(bytes: total, stop: .needsReadable)
+            case TG_TLS_CLOSED:
+                failure = "TLS write: the peer closed the connection"
+                return ConnectionWrite(bytes: total, stop: .failed)
+            default:
+                failure = String(cString: tg_tls_conn_error(conn))
+                return ConnectionWrite(bytes: total, stop: .failed)
+            }
+        }
+    }
+
+    func endOutput() { _ = tg_tls_conn_shutdown(conn) }
+}
