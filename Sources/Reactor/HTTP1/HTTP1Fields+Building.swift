@@ -76,14 +76,6 @@ extension HTTP1Fields {
         return out
     }
 
-    private func forEachIndex(named name: String, _ body: (Int) -> Void) {
-        let lowered = Array(name.utf8).map(HTTP1Fields.lower)
-        for (i, span) in spans.enumerated()
-        where storage[span.nameStart..<span.nameEnd].elementsEqual(lowered, by: { HTTP1Fields.lower($0) == $1 }) {
-            body(i)
-        }
-    }
-
     @inline(__always)
     static func lower(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
 }

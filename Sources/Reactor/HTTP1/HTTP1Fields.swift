@@ -49,13 +49,31 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
 
     /// The value of the first field named `name` (ASCII case-insensitive), if any.
     public func first(_ name: String) -> String? {
-        let lowered = Array(name.utf8).map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
-        for field in self where field.nameBytes.elementsEqual(lowered, by: { a, b in
-            (a >= 0x41 && a <= 0x5A ? a | 0x20 : a) == b
-        }) {
-            return field.value
+        var found: String?
+        forEachIndex(named: name) { i in
+            if found == nil { found = String(decoding: valueBytes(i), as: UTF8.self) }
         }
-        return nil
+        return found
+    }
+
+    /// Calls `body` with the index of each field named `name` (ASCII case-insensitive),
+    /// comparing in place: no allocation per lookup (the request path makes a dozen).
+    func forEachIndex(named name: String, _ body: (Int) -> Void) {
+        var name = name
+        name.withUTF8 { wanted in
+            storage.withUnsafeBufferPointer { all in
+                for (i, span) in spans.enumerated() where span.nameEnd - span.nameStart == wanted.count {
+                    var same = true
+                    for k in 0..<wanted.count {
+                        let a = all[span.nameStart + k], b = wanted[k]
+                        let fa = (a >= 0x41 && a <= 0x5A) ? a | 0x20 : a
+                        let fb = (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
+                        if fa != fb { same = false; break }
+                    }
+                    if same { body(i) }
+                }
+            }
+        }
     }
 
     /// Same fields, same order, same bytes (where the bytes sit in storage does not matter).
