@@ -277,7 +277,7 @@ syscalls_per_request() {
   wrk -t1 -c8 -d3s "$@" "$url" >"$dir/strace-wrk-$target.txt" 2>&1 || true
   kill -INT "$strace_pid"; wait "$strace_pid" || true
   local calls requests
-  calls=$(awk '$NF == "total" { print $(NF-2) }' "$dir/strace-$target.txt")
+  calls=$(awk '$NF == "total" { print $4 }' "$dir/strace-$target.txt")
   requests=$(awk '/requests in/ { print $1 }' "$dir/strace-wrk-$target.txt")
   printf '%s\t%s\t%s\t%s\n' "$name" "$target" "${calls:-0}" "${requests:-0}" >>"$WORK/syscalls.tsv"
 }

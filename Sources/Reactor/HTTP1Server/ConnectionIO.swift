@@ -53,8 +53,8 @@ struct ConnectionWrite {
     var stop: Stop
 }
 
-/// Plain TCP: `evbuffer_read` (one read of at most `room`) and `evbuffer_write` (a writev
-/// of every queued piece), exactly what the engine did before TLS shared the connection.
+/// Plain TCP: one `readv` of at most `room` (`SocketRead`) and `evbuffer_write` (a writev
+/// of every queued piece).
 final class PlainConnectionIO: ConnectionIO {
     private let fd: Int32
     private(set) var failure: String?
@@ -62,7 +62,7 @@ final class PlainConnectionIO: ConnectionIO {
     init(fd: Int32) { self.fd = fd }
 
     func read(into input: OpaquePointer, room: Int) -> ConnectionRead {
-        let n = evbuffer_read(input, fd, Int32(room))
+        let n = SocketRead.readv(fd, into: input, max: room)
         if n > 0 { return ConnectionRead(bytes: Int(n), stop: .open) }
         if n == 0 { return ConnectionRead(bytes: 0, stop: .end) }
         if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return ConnectionRead(bytes: 0, stop: .open) }

@@ -137,27 +137,11 @@ final class UpstreamTransport {
     /// One read from the socket into `input` (one readv into reserved buffer space).
     func fill() -> Fill {
         guard fd >= 0 else { return .failed(EBADF) }
-        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { vectors -> Fill in
-            let reserved = evbuffer_reserve_space(input, Int(Self.readSize), vectors.baseAddress, 2)
-            guard reserved > 0 else { return .failed(ENOMEM) }
-            let got = readv(fd, vectors.baseAddress, reserved)
-            if got <= 0 {
-                let error = errno
-                evbuffer_commit_space(input, vectors.baseAddress, 0)
-                if got == 0 { return .eof }
-                return error == EAGAIN || error == EWOULDBLOCK || error == EINTR ? .wouldBlock : .failed(error)
-            }
-            var left = got
-            var used: Int32 = 0
-            for i in 0..<Int(reserved) where left > 0 {
-                let take = min(vectors[i].iov_len, left)
-                vectors[i].iov_len = take
-                left -= take
-                used += 1
-            }
-            guard evbuffer_commit_space(input, vectors.baseAddress, used) == 0 else { return .failed(ENOMEM) }
-            return .bytes(got)
-        }
+        let got = SocketRead.readv(fd, into: input, max: Int(Self.readSize))
+        if got > 0 { return .bytes(got) }
+        if got == 0 { return .eof }
+        let error = errno
+        return error == EAGAIN || error == EWOULDBLOCK || error == EINTR ? .wouldBlock : .failed(error)
     }
 
     /// Writes `output` to the socket: sendmsg of up to 32 of its segments at once (head and
