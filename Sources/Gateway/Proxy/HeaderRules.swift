@@ -88,11 +88,6 @@ public enum HeaderRules {
         !isHopByHop(name, listed: listed) && !equals(name, requestID)
     }
 
-    /// RFC 9110 §5.1: a field name is a non-empty token.
-    public static func isTokenName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        !name.isEmpty && name.allSatisfy(isTokenChar)
-    }
-
     /// RFC 9110 §5.6.2 tchar.
     public static func isTokenChar(_ c: UInt8) -> Bool {
         switch c {

@@ -51,7 +51,8 @@ final class ProxyExchange: UpstreamCallDelegate {
     func upstreamHead(_ head: HTTPResponseHead) {
         status = head.status
         let listed = HeaderRules.connectionTokens(head.fields.values("Connection"))
-        var out = head.fields.filter(names: { HeaderRules.isTokenName($0) && HeaderRules.forwardsResponseHeader($0, listed: listed) })
+        // Names are tokens already: the strict response parser refuses any other.
+        var out = head.fields.filter(names: { HeaderRules.forwardsResponseHeader($0, listed: listed) })
         for name in context.droppedResponseHeaders { out.removeAll(name) }
         if !context.ownCookies.isEmpty {
             // The upstream cannot plant, replace or delete the gateway's session cookies.

@@ -13,7 +13,7 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
     public var isConnected = true
     public var pendingOutput = 0
     private var responder: Responder?
-    private var requestBody: [UInt8]?
+    private var requestBody: BufferedRequestBody?
 
     /// An exchange for `method target` with `fields` and `body`, and the transport that
     /// records its answer.
@@ -21,7 +21,7 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
                                 body: [UInt8]? = nil, peer: String = "127.0.0.1", isTLS: Bool = false,
                                 connection: ClientConnection? = nil) -> (ServerExchange, InMemoryTransport) {
         let t = InMemoryTransport()
-        t.requestBody = body
+        t.requestBody = body.map(BufferedRequestBody.init)
         let head = HTTPRequestHead(methodName: methodName, target: target, version: (1, 1), fields: HTTP1Fields(fields))
         let exchange = ServerExchange(head: head, connection: connection ?? ClientConnection(peer: peer, isTLS: isTLS),
                                       body: t, responder: Responder(transport: t))
@@ -85,26 +85,21 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
         r?.transportFlushed()
     }
 
-    // MARK: RequestBody
+    // MARK: RequestBody (a buffered body; `bodyRead` records that it was asked for)
 
-    public var framing: RequestBodyFraming { requestBody.map { .length(UInt64($0.count)) } ?? .none }
+    public var framing: RequestBodyFraming { requestBody?.framing ?? .none }
 
     public func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
         bodyRead = true
-        let b = requestBody ?? []
-        done(b.count > limit ? .failure(.tooLarge) : .success(b))
+        if let requestBody { requestBody.collect(limit: limit, done) } else { done(.success([])) }
     }
 
     public func stream(to sink: RequestBodySink) {
         bodyRead = true
-        if let b = requestBody, !b.isEmpty {
-            let buffer = OwnedBuffer(b)
-            sink.requestBody(buffer.chunk)
-        }
-        sink.requestBodyEnd()
+        if let requestBody { requestBody.stream(to: sink) } else { sink.requestBodyEnd() }
     }
 
     public func pause() {}
     public func resume() {}
-    public func discard() { requestBody = nil }
+    public func discard() { requestBody?.discard() }
 }
