@@ -30,7 +30,7 @@
 /// - an oversized request line is 414; too many fields or too many field bytes is 431;
 /// - checks on a complete head run in this order: framing (see `HTTP1HeadFields`), Host
 ///   (missing on HTTP/1.1, or repeated), Expect.
-public struct HTTP1RequestParser: Sendable {
+public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
     /// One step of a request.
     public enum Event: Sendable, Equatable {
         case head(HTTP1RequestHead)
@@ -83,15 +83,6 @@ public struct HTTP1RequestParser: Sendable {
             state = .failed(error)
             throw error
         }
-    }
-
-    /// `parse(_:)` over an array's bytes.
-    public mutating func parse(_ input: [UInt8]) throws(HTTP1ParseError) -> (consumed: Int, event: Event?) {
-        var result: Result<(consumed: Int, event: Event?), HTTP1ParseError>?
-        input.withUnsafeBytes { buffer in
-            result = Result { () throws(HTTP1ParseError) in try parse(buffer) }
-        }
-        return try result!.get()
     }
 
     private mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: Event?) {

@@ -19,7 +19,7 @@
 /// what only requests have (Host, Expect, leading empty lines: refused here). A status
 /// line without the SP before an empty reason ("HTTP/1.1 200") is accepted: it changes
 /// no framing and common servers send it.
-public struct HTTP1ResponseParser: Sendable {
+public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
     /// One step of a response.
     public enum Event: Sendable, Equatable {
         /// An interim 1xx response (not 101); the final response is still to come.
@@ -84,15 +84,6 @@ public struct HTTP1ResponseParser: Sendable {
             state = .failed(error)
             throw error
         }
-    }
-
-    /// `parse(_:)` over an array's bytes.
-    public mutating func parse(_ input: [UInt8]) throws(HTTP1ParseError) -> (consumed: Int, event: Event?) {
-        var result: Result<(consumed: Int, event: Event?), HTTP1ParseError>?
-        input.withUnsafeBytes { buffer in
-            result = Result { () throws(HTTP1ParseError) in try parse(buffer) }
-        }
-        return try result!.get()
     }
 
     /// End of stream from the upstream. Returns the `.end` of a close-delimited body; nil
