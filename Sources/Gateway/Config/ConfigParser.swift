@@ -3,8 +3,8 @@ import OAuth
 import Reactor
 import Yams
 
-/// YAML text → validated `GatewayConfig`, or every problem at once (DESIGN "Configuration":
-/// data → validation → bootstrap). Pure apart from reading `*_file` secrets.
+/// YAML text → validated `GatewayConfig`, or every problem at once (data → validation →
+/// bootstrap; README "Configuration walkthrough"). Pure apart from reading `*_file` secrets.
 public enum ConfigParser {
     static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
                           "issuers", "clients", "upstreams", "routes", "limits", "access_log",

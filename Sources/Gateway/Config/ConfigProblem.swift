@@ -10,7 +10,7 @@ public struct ConfigProblem: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Thrown by `ConfigLoader` with every problem found in one pass.
+/// Thrown by `ConfigParser` with every problem found in one pass.
 public struct ConfigError: Error, CustomStringConvertible {
     public var problems: [ConfigProblem]
     public var description: String { problems.map(\.description).joined(separator: "\n") }

@@ -40,7 +40,7 @@ public struct GatewayConfig: Sendable {
     }
     public var login = LoginConfig()
     /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
-    /// always removed (DESIGN: strip, then inject).
+    /// always removed (strip, then inject: docs/architecture.md, "Request path").
     public var reservedHeaderPrefix: String? = nil {
         didSet { reservedHeaderPrefixBytes = reservedHeaderPrefix.map { Array($0.lowercased().utf8) } }
     }
@@ -138,7 +138,7 @@ public struct UpstreamConfig: Sendable {
     var authority: String { port == 80 ? host : "\(host):\(port)" }
 }
 
-/// `auth:` per route (DESIGN "What it does, per route").
+/// `auth:` per route (README "Configuration walkthrough").
 public enum AuthMode: String, Sendable, CaseIterable {
     case none, bearer, dpop, token, login, login_or_token
 }

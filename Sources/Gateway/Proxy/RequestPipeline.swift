@@ -2,7 +2,7 @@ import Reactor
 
 /// The request path up to the upstream call, built from the stages in order:
 /// validate host → normalize path → route → scrub and forward headers.
-/// (Authentication stages slot in after routing; see DESIGN.)
+/// Authentication runs after routing, on the route plan (docs/architecture.md, "Request path").
 enum RequestPipeline {
     enum Outcome {
         case reject(status: Int, error: String, description: String)

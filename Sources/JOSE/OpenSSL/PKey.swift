@@ -43,7 +43,6 @@ final class PKey: @unchecked Sendable {
         guard ok == 1 else { throw OpenSSLError.make(.invalidKey, "the public key fails validation") }
     }
 
-    /// A BIGNUM parameter as big-endian bytes, minimal or left-padded to `size`.
     /// A private key's parts must belong to its public key (EVP_PKEY_pairwise_check), or a
     /// signer would produce signatures nobody can verify — or worse, trust a forged pair.
     func checkPair() throws {
@@ -55,6 +54,7 @@ final class PKey: @unchecked Sendable {
     /// Size of a signature in bytes (the RSA modulus length).
     var signatureSize: Int { Int(EVP_PKEY_get_size(pointer)) }
 
+    /// A BIGNUM parameter as big-endian bytes, minimal or left-padded to `size`.
     func bnParam(_ name: String, size: Int? = nil) -> [UInt8]? {
         var bn: OpaquePointer?
         guard EVP_PKEY_get_bn_param(pointer, name, &bn) == 1, let bn else { return nil }
@@ -65,6 +65,7 @@ final class PKey: @unchecked Sendable {
         return out
     }
 
+    /// An octet-string parameter (an EC point, an OKP key) as its bytes.
     func octetParam(_ name: String) -> [UInt8]? {
         var len = 0
         guard EVP_PKEY_get_octet_string_param(pointer, name, nil, 0, &len) == 1 else { return nil }

@@ -33,7 +33,7 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
     public init(description: String) { self.description = description }
 }
 
-/// TLS and transport settings shared by every fetch (one place: DESIGN "harden curl").
+/// TLS and transport settings shared by every fetch (one place, so every call to an AS is hardened alike).
 public struct FetchSettings: Sendable {
     /// CA bundle file; nil uses the system default.
     public var caFile: String?
