@@ -38,8 +38,7 @@ struct WorkerExchangeTests {
     static func worker() throws -> Worker {
         let config = try ConfigParser.parse(yaml: yaml, environment: [:], baseDirectory: "/", cores: 1).get()
         return Worker(id: 0, config: config, log: Logger(label: "test"), processPrefix: "t",
-                      replay: ReplayStores.factory(.memory, redis: nil, memoryCapacity: 100),
-                      loginStores: SessionStores.factory(.memory, redis: nil, shared: LoginShared()))
+                      stores: StoreBackend(.memory, replayCapacity: 100))
     }
 
     func send(_ w: Worker, _ method: String, _ target: String, fields: [(name: String, value: String)] = [("Host", "a")],

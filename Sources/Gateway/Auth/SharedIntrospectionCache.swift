@@ -23,12 +23,6 @@ final class SharedIntrospectionCache {
         self.prefix = prefix
     }
 
-    /// Each worker's cache with a Redis store (its own connection); none with the embedded one.
-    static func factory(_ store: StoreConfig, redis: RedisClients?) -> (EventLoop) -> SharedIntrospectionCache? {
-        guard case .redis(_, let prefix) = store, let redis else { return { _ in nil } }
-        return { loop in SharedIntrospectionCache(client: redis.client(for: loop), prefix: prefix) }
-    }
-
     static func digest(_ key: String) -> String { RedisSessionStore.digest(key) }
     static func purpose(_ digest: String) -> String { "introspection:\(digest)" }
 

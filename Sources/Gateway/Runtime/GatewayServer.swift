@@ -33,17 +33,12 @@ public final class GatewayServer {
             tlsContexts.append(try l.tls.map { try TLSContext(certificateFile: $0.certFile, privateKeyFile: $0.keyFile) })
         }
         let prefix = RequestIDGenerator.makeProcessPrefix()
-        let redis = RedisClients.make(config.store)
-        let replay = ReplayStores.factory(config.store, redis: redis, memoryCapacity: config.dpop.replayCacheEntries)
-        let loginShared = LoginShared()
-        let sessions = SessionStores.factory(config.store, redis: redis, shared: loginShared)
+        let stores = StoreBackend(config.store, replayCapacity: config.dpop.replayCacheEntries)
         if config.session.keys.isEmpty && config.routes.contains(where: { $0.client != nil }) {
             log.warning("session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)")
         }
         for id in 0..<config.workers {
-            let worker = Worker(id: id, config: config, log: log, processPrefix: prefix, replay: replay,
-                                loginShared: loginShared, loginStores: sessions,
-                                sharedIntrospection: SharedIntrospectionCache.factory(config.store, redis: redis))
+            let worker = Worker(id: id, config: config, log: log, processPrefix: prefix, stores: stores)
             var sockets: [(fd: Int32, tls: TLSContext?)] = []
             for (i, l) in config.listeners.enumerated() {
                 sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i]))
@@ -51,7 +46,7 @@ public final class GatewayServer {
             try worker.serve(sockets: sockets)
             workers.append(worker)
         }
-        if let redis { storeHealth = StoreHealth(loop: mainLoop, deployment: redis.deployment) }
+        if let deployment = stores.redisDeployment { storeHealth = StoreHealth(loop: mainLoop, deployment: deployment) }
         let keys = IssuerKeyService(loop: mainLoop, log: log)
         keys.attach(workers)
         keys.apply(config)

@@ -43,17 +43,16 @@ final class Worker {
     /// large one must not be buffered.
     static let ownBodyLimit = 64 << 10
 
-    /// `replay(loop)` makes this worker's DPoP replay store (shared memory, or its own Redis client).
-    init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, replay: (EventLoop) -> ReplayStore,
-         loginShared: LoginShared = LoginShared(), loginStores: @escaping (EventLoop, GatewayConfig, LoginSettings) -> LoginStores,
-         sharedIntrospection: (EventLoop) -> SharedIntrospectionCache? = { _ in nil }) {
+    /// `stores` makes this worker's replay, session and introspection stores (the process's
+    /// memory, or the worker's own Redis client).
+    init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend) {
         self.id = id
         let loop = EventLoop()
         self.loop = loop
-        tokens = AccessTokenValidator(loop: loop, sharedIntrospection: sharedIntrospection(loop))
-        authenticator = TokenAuthenticator(validator: tokens, replay: replay(loop))
-        login = LoginService(loop: loop, shared: loginShared, log: log, tokens: tokens,
-                             makeStores: { loginStores(loop, $0, $1) })
+        tokens = AccessTokenValidator(loop: loop, sharedIntrospection: stores.sharedIntrospection(for: loop))
+        authenticator = TokenAuthenticator(validator: tokens, replay: stores.replay(for: loop))
+        login = LoginService(loop: loop, shared: stores.loginShared, log: log, tokens: tokens,
+                             makeStores: { stores.loginStores(for: loop, config: $0, settings: $1) })
         self.config = config
         self.log = log
         router = Router(routes: config.routes)

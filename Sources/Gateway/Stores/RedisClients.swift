@@ -20,11 +20,4 @@ final class RedisClients: @unchecked Sendable {
             return c
         }
     }
-
-    /// From `store:`; nil for the memory store.
-    static func make(_ store: StoreConfig) -> RedisClients? {
-        guard case .redis(let url, _) = store else { return nil }
-        guard let deployment = RedisDeployment(url: url) else { preconditionFailure("store URL was validated by the config parser") }
-        return RedisClients(deployment: deployment)
-    }
 }

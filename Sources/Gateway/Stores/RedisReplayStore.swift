@@ -34,13 +34,3 @@ final class RedisReplayStore: ReplayStore {
 }
 
 /// Builds each worker's replay store from `store:`.
-enum ReplayStores {
-    static func factory(_ store: StoreConfig, redis: RedisClients?, memoryCapacity: Int) -> (EventLoop) -> ReplayStore {
-        if case .redis(_, let prefix) = store, let redis {
-            return { loop in RedisReplayStore(client: redis.client(for: loop), prefix: prefix) }
-        }
-        // One cache for all workers: a proof replayed to another worker is caught too.
-        let shared = MemoryReplayCache(capacity: memoryCapacity)
-        return { _ in shared }
-    }
-}
