@@ -94,44 +94,40 @@ struct MetricsSnapshot: Sendable {
     }
 
     func prometheusText(ready: Bool) -> String {
-        var out = "# HELP tokengate_requests_total Requests answered, by route and status.\n# TYPE tokengate_requests_total counter\n"
+        var out = PrometheusText()
+        out.family("tokengate_requests_total", .counter, help: "Requests answered, by route and status.")
         for (k, v) in requests.sorted(by: { ($0.key.route, $0.key.status) < ($1.key.route, $1.key.status) }) {
-            out += "tokengate_requests_total{route=\"\(label(k.route))\",status=\"\(k.status)\"} \(v)\n"
+            out.sample("tokengate_requests_total", [("route", k.route), ("status", String(k.status))], v)
         }
-        out += "# HELP tokengate_request_duration_seconds Time from request to last response byte.\n# TYPE tokengate_request_duration_seconds histogram\n"
+        out.family("tokengate_request_duration_seconds", .histogram, help: "Time from request to last response byte.")
         var cumulative = 0
         for (i, bound) in WorkerMetrics.latencyBuckets.enumerated() {
             cumulative += latencyCounts[i]
-            out += "tokengate_request_duration_seconds_bucket{le=\"\(bound)\"} \(cumulative)\n"
+            out.sample("tokengate_request_duration_seconds_bucket", [("le", "\(bound)")], cumulative)
         }
         cumulative += latencyCounts.last!
-        out += "tokengate_request_duration_seconds_bucket{le=\"+Inf\"} \(cumulative)\n"
-        out += "tokengate_request_duration_seconds_sum \(latencySum)\ntokengate_request_duration_seconds_count \(cumulative)\n"
-        out += "# HELP tokengate_upstream_errors_total Upstream exchanges that failed, by kind.\n# TYPE tokengate_upstream_errors_total counter\n"
-        for (k, v) in upstreamErrors.sorted(by: { $0.key < $1.key }) {
-            out += "tokengate_upstream_errors_total{kind=\"\(label(k))\"} \(v)\n"
-        }
-        out += "# HELP tokengate_inflight_requests Requests being served now.\n# TYPE tokengate_inflight_requests gauge\ntokengate_inflight_requests \(inflight)\n"
-        out += "# HELP tokengate_client_connections Open client connections.\n# TYPE tokengate_client_connections gauge\ntokengate_client_connections \(clientConnections)\n"
-        out += "# HELP tokengate_accept_pauses_total Times accepting paused at limits.max_connections.\n# TYPE tokengate_accept_pauses_total counter\ntokengate_accept_pauses_total \(acceptPauses)\n"
-        out += "# HELP tokengate_upstream_connections Open connections to each upstream.\n# TYPE tokengate_upstream_connections gauge\n"
-        for (k, v) in upstreamConnections.sorted(by: { $0.key < $1.key }) {
-            out += "tokengate_upstream_connections{upstream=\"\(label(k))\"} \(v)\n"
-        }
-        out += "# HELP tokengate_auth_failures_total Requests refused by authentication, by RFC 6750 code.\n# TYPE tokengate_auth_failures_total counter\n"
-        for (k, v) in authFailures.sorted(by: { $0.key < $1.key }) {
-            out += "tokengate_auth_failures_total{error=\"\(label(k))\"} \(v)\n"
-        }
-        out += "# HELP tokengate_token_cache_total Validated-token cache lookups.\n# TYPE tokengate_token_cache_total counter\n"
-        out += "tokengate_token_cache_total{result=\"hit\"} \(tokenCacheHits)\ntokengate_token_cache_total{result=\"miss\"} \(tokenCacheMisses)\n"
-        out += "# HELP tokengate_dpop_unchecked_proofs_total DPoP proofs accepted without a replay check while the store was down (dpop.on_store_failure: fail_open).\n# TYPE tokengate_dpop_unchecked_proofs_total counter\ntokengate_dpop_unchecked_proofs_total \(dpopUnchecked)\n"
-        out += "# HELP tokengate_login_callback_own_seconds The gateway's own time answering login callbacks (token endpoint excluded).\n# TYPE tokengate_login_callback_own_seconds summary\n"
-        out += "tokengate_login_callback_own_seconds_sum \(callbackOwnSeconds)\ntokengate_login_callback_own_seconds_count \(callbacks)\n"
-        out += "# HELP tokengate_ready Whether the gateway reports ready.\n# TYPE tokengate_ready gauge\ntokengate_ready \(ready ? 1 : 0)\n"
-        return out
-    }
-
-    private func label(_ s: String) -> String {
-        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+        out.sample("tokengate_request_duration_seconds_bucket", [("le", "+Inf")], cumulative)
+        out.sample("tokengate_request_duration_seconds_sum", [], latencySum)
+        out.sample("tokengate_request_duration_seconds_count", [], cumulative)
+        out.labelled("tokengate_upstream_errors_total", .counter, help: "Upstream exchanges that failed, by kind.",
+                     label: "kind", upstreamErrors.sorted(by: { $0.key < $1.key }))
+        out.single("tokengate_inflight_requests", .gauge, help: "Requests being served now.", inflight)
+        out.single("tokengate_client_connections", .gauge, help: "Open client connections.", clientConnections)
+        out.single("tokengate_accept_pauses_total", .counter, help: "Times accepting paused at limits.max_connections.", acceptPauses)
+        out.labelled("tokengate_upstream_connections", .gauge, help: "Open connections to each upstream.",
+                     label: "upstream", upstreamConnections.sorted(by: { $0.key < $1.key }))
+        out.labelled("tokengate_auth_failures_total", .counter, help: "Requests refused by authentication, by RFC 6750 code.",
+                     label: "error", authFailures.sorted(by: { $0.key < $1.key }))
+        out.labelled("tokengate_token_cache_total", .counter, help: "Validated-token cache lookups.",
+                     label: "result", [("hit", tokenCacheHits), ("miss", tokenCacheMisses)])
+        out.single("tokengate_dpop_unchecked_proofs_total", .counter,
+                   help: "DPoP proofs accepted without a replay check while the store was down (dpop.on_store_failure: fail_open).",
+                   dpopUnchecked)
+        out.family("tokengate_login_callback_own_seconds", .summary,
+                   help: "The gateway's own time answering login callbacks (token endpoint excluded).")
+        out.sample("tokengate_login_callback_own_seconds_sum", [], callbackOwnSeconds)
+        out.sample("tokengate_login_callback_own_seconds_count", [], callbacks)
+        out.single("tokengate_ready", .gauge, help: "Whether the gateway reports ready.", ready ? 1 : 0)
+        return out.text
     }
 }

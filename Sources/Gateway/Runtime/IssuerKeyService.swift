@@ -82,15 +82,16 @@ final class IssuerKeyService {
 
     /// Prometheus lines for the issuers' key state (main loop).
     func metricsText(now: Double) -> String {
-        var out = "# HELP tokengate_issuer_keys_loaded Whether an issuer's keys are loaded (the last good set serves through IdP outages).\n# TYPE tokengate_issuer_keys_loaded gauge\n"
-        for name in configured { out += "tokengate_issuer_keys_loaded{issuer=\"\(name)\"} \(loaded[name] == nil ? 0 : 1)\n" }
-        out += "# HELP tokengate_issuer_key_fetch_failures_total Failed discovery/JWKS fetches.\n# TYPE tokengate_issuer_key_fetch_failures_total counter\n"
-        out += "# HELP tokengate_issuer_keys_age_seconds Seconds since the keys were last fetched.\n# TYPE tokengate_issuer_keys_age_seconds gauge\n"
-        for (name, entry) in remote.sorted(by: { $0.key < $1.key }) {
-            out += "tokengate_issuer_key_fetch_failures_total{issuer=\"\(name)\"} \(entry.keys.failureCount)\n"
-            if let t = entry.keys.lastSuccessAt { out += "tokengate_issuer_keys_age_seconds{issuer=\"\(name)\"} \(Int(now - t))\n" }
-        }
-        return out
+        var out = PrometheusText()
+        out.labelled("tokengate_issuer_keys_loaded", .gauge,
+                     help: "Whether an issuer's keys are loaded (the last good set serves through IdP outages).",
+                     label: "issuer", configured.map { ($0, loaded[$0] == nil ? 0 : 1) })
+        let fetched = remote.sorted(by: { $0.key < $1.key })
+        out.labelled("tokengate_issuer_key_fetch_failures_total", .counter, help: "Failed discovery/JWKS fetches.",
+                     label: "issuer", fetched.map { ($0.key, $0.value.keys.failureCount) })
+        out.labelled("tokengate_issuer_keys_age_seconds", .gauge, help: "Seconds since the keys were last fetched.",
+                     label: "issuer", fetched.compactMap { name, entry in entry.keys.lastSuccessAt.map { (name, Int(now - $0)) } })
+        return out.text
     }
 
     private func publish(_ name: String, _ set: JWKSet, source: String) {

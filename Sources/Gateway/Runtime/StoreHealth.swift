@@ -32,6 +32,8 @@ final class StoreHealth {
     }
 
     var metricsText: String {
-        "# HELP tokengate_store_up Whether the shared store (Redis) answers.\n# TYPE tokengate_store_up gauge\ntokengate_store_up \(up ? 1 : 0)\n"
+        var out = PrometheusText()
+        out.single("tokengate_store_up", .gauge, help: "Whether the shared store (Redis) answers.", up ? 1 : 0)
+        return out.text
     }
 }
