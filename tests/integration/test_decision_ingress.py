@@ -256,3 +256,38 @@ def test_envoy_ext_authz_http_form(env):
     assert status == 403 and 'error="insufficient_scope"' in text
     # Nothing went upstream for any decision.
     assert not env.upstream.requests
+
+
+def test_login_round_trip_in_chromium_through_nginx(env):
+    """Chromium (selenium): a page behind nginx → tokengate's 401 verdict → nginx's error_page
+    redirect to /oauth2/start → the AS's login form → /oauth2/callback (through nginx) → the
+    page, whose upstream echo shows the identity headers the verdict returned."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from browser import new_browser
+    from test_login_browser import echoed
+
+    driver = new_browser()
+    try:
+        wait = WebDriverWait(driver, 15)
+        driver.get(env.nginx.url("/app/orders?tab=1"))
+        wait.until(EC.presence_of_element_located((By.NAME, "username")))
+        assert driver.current_url.startswith(env.a.url)
+        driver.find_element(By.NAME, "username").send_keys("alice")
+        driver.find_element(By.NAME, "password").send_keys("alice-password")
+        driver.find_element(By.CSS_SELECTOR, "[type=submit]").click()
+        wait.until(lambda d: d.current_url == env.nginx.url("/app/orders?tab=1"))
+        data, headers = echoed(driver)
+        assert data["path"] == "/app/orders?tab=1"
+        assert headers["x-forwarded-email"] == "alice@example.com" and headers["x-forwarded-user"]
+        cookie = driver.get_cookie("tokengate_session")
+        assert cookie and cookie["httpOnly"] and cookie["path"] == "/"
+        # Another page: the session serves the verdict, no trip to the AS.
+        before = len(env.a.authorizations)
+        driver.get(env.nginx.url("/app/other"))
+        assert echoed(driver)[1]["x-forwarded-email"] == "alice@example.com"
+        assert len(env.a.authorizations) == before
+    finally:
+        driver.quit()
