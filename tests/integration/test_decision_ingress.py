@@ -246,6 +246,36 @@ def test_path_confusion_is_judged_on_the_routed_path(env, ingress, probe):
     assert status == 200, text
 
 
+def metric(env, prefix):
+    text = requests.get(f"http://127.0.0.1:{env.gw.admin}/metrics", timeout=5).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix))
+
+
+def test_decisions_cost_no_upstream_call_and_hit_the_token_cache(env):
+    tok = env.a.client_credentials_token("app1", scope="orders:read")["access_token"]
+    hits = metric(env, 'tokengate_token_cache_total{result="hit"}')
+    for _ in range(6):
+        status, _ = get(env.gw.port, "/oauth2/auth", [f"Authorization: Bearer {tok}", "X-Original-URL: http://app/api/orders/1"])
+        assert status == 200
+    # Two workers: each validates the token once at most, then its cache answers.
+    assert metric(env, 'tokengate_token_cache_total{result="hit"}') >= hits + 4
+    assert not env.upstream.requests
+
+
+def test_a_second_decision_on_the_same_proof_is_a_replay(env):
+    """An ingress that asks twice about one request burns the proof on the first decision:
+    the second is refused as a replay (the README says how nginx and Traefik ask once)."""
+    key = DPoPKey("ES256")
+    tok = env.d.client_credentials_token("app1", scope="orders:read", dpop_key=key)["access_token"]
+    url = env.nginx.url("/dpop/orders/1")
+    proof = key.proof("GET", url, access_token=tok)
+    ask = [f"Authorization: DPoP {tok}", f"DPoP: {proof}", f"X-Original-URL: {url}", "X-Request-Id: same-request"]
+    status, text = get(env.gw.port, "/oauth2/auth", ask)
+    assert status == 200 and f"X-Forwarded-Jkt: {key.jkt}" in text, text
+    status, text = get(env.gw.port, "/oauth2/auth", ask)
+    assert status == 401 and "used before" in text, text
+
+
 def test_envoy_ext_authz_http_form(env):
     tok = env.a.client_credentials_token("app1", scope="orders:read")["access_token"]
     status, text = get(env.gw.port, "/ext_authz/api/orders/1", [f"Authorization: Bearer {tok}"])
