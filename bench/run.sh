@@ -585,7 +585,6 @@ check_decision() {
   expect_status "nginx auth_request: the scenario's token" 200 "$front" -H "Authorization: Bearer $BENCH_TOKEN"
 }
 decision_scenario decision-es256 ES256
-decision_scenario decision-rs256 RS256
 
 (( ${#RAN[@]} )) || die "no scenario named ${SELECTED[*]}"
 

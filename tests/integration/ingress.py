@@ -109,6 +109,10 @@ http {{
 NGINX_COPY = "\n".join(
     f"      auth_request_set $tg_{i} $upstream_http_{h.lower().replace('-', '_')};\n"
     f"      proxy_set_header {h} $tg_{i};" for i, h in enumerate(IDENTITY)) + """
+      # RFC 9449 §8: a nonce the verdict issues (401 use_dpop_nonce, or a fresh one on 200)
+      # reaches the client; nginx itself copies only WWW-Authenticate from a 401.
+      auth_request_set $tg_nonce $upstream_http_dpop_nonce;
+      add_header DPoP-Nonce $tg_nonce always;
       proxy_http_version 1.1;
       proxy_set_header Connection "";"""
 

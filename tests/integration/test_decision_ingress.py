@@ -78,6 +78,12 @@ routes:
     upstream: app
     auth: dpop
     issuers: [as2]
+  - name: nonce
+    match: {{ path_prefix: /nonce/ }}
+    upstream: app
+    auth: dpop
+    issuers: [as2]
+    dpop: {{ nonce: required }}
   - name: app
     match: {{ path_prefix: /app/ }}
     upstream: app
@@ -185,6 +191,22 @@ def test_dpop_through_the_ingress_claims_the_proof_once(env, ingress):
     # One decision per request: the log has exactly one allowed decision for the dpop route.
     allowed = [line for line in env.gw.output().splitlines() if '"route":"dpop"' in line.replace(" ", "") and "decision: allowed" in line]
     assert len(allowed) == 1, allowed
+
+
+@pytest.mark.parametrize("ingress", ["nginx", "caddy"])
+def test_dpop_nonce_reaches_the_client(env, ingress):
+    """RFC 9449 §8: the verdict's use_dpop_nonce challenge and its DPoP-Nonce reach the
+    client through the ingress; a proof with that nonce then passes."""
+    ing = getattr(env, ingress)
+    key = DPoPKey("ES256")
+    tok = env.d.client_credentials_token("app1", scope="orders:read", dpop_key=key)["access_token"]
+    url = ing.url("/nonce/orders/1")
+    r = requests.get(url, headers={"Authorization": f"DPoP {tok}", "DPoP": key.proof("GET", url, access_token=tok)}, timeout=10)
+    assert r.status_code == 401 and 'error="use_dpop_nonce"' in r.headers["WWW-Authenticate"], r.headers
+    nonce = r.headers["DPoP-Nonce"]
+    r = requests.get(url, headers={"Authorization": f"DPoP {tok}", "DPoP": key.proof("GET", url, access_token=tok, nonce=nonce)},
+                     timeout=10)
+    assert r.status_code == 200 and sent(r)["x-forwarded-jkt"] == key.jkt, r.text
 
 
 def test_login_redirects_nginx_401_and_caddy_302(env):

@@ -20,7 +20,9 @@ enum DecisionVerdict {
         var headers = admission.identity
         headers += authRequest.values(for: admission.claims)
         if let accessToken { headers.append(("X-Auth-Request-Access-Token", accessToken)) }
-        headers += responseHeaders
+        // A verdict is never cached (GatewayResponse says no-store): the session stage's own
+        // Cache-Control, meant for an upstream answer, would only repeat it.
+        headers += responseHeaders.filter { $0.0 != "Cache-Control" }
         return GatewayResponse(status: status, headers: headers, body: "", contentType: "text/plain", detail: "decision: allowed")
     }
 
