@@ -12,7 +12,7 @@ import requests
 from conftest import Gateway, sent_headers as sent
 from dpop_client import DPoPKey
 from ingress import Caddy, Nginx
-from test_login import HTML, SESSION_KEY, gateway_key
+from test_login import HTML, SESSION_KEY, gateway_key, parse_qs_form
 
 # Caddy 2.6.2 (Debian bookworm) sets a copy_headers header the verdict does not have to its
 # unexpanded placeholder instead of leaving it out: never the client's value, but not absent.
@@ -46,6 +46,7 @@ trusted_proxies: [127.0.0.1/32]
 public_url: [{", ".join(origins)}]
 decision: {{ path: /oauth2/auth }}
 session: {{ keys: ["{SESSION_KEY}"], secure_cookie: false }}
+login: {{ allowed_redirect_hosts: [localhost] }}
 issuers:
   as1: {{ issuer: "{a.issuer}", discovery: true, audiences: [api], algorithms: [ES256, RS256] }}
   as2: {{ issuer: "{d.issuer}", discovery: true, audiences: [api], algorithms: [ES256] }}
@@ -232,6 +233,30 @@ def test_login_redirects_nginx_401_and_caddy_302(env):
     assert r.status_code == 302 and r.headers["Location"] == "/app/orders", (r.status_code, r.headers, r.text)
     r = s.get(env.caddy.url("/app/orders"), headers=HTML, allow_redirects=False, timeout=10)
     assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com"
+    # Logout through the ingress: the confirmation form, its POST, the session cookie cleared;
+    # the page asks for a login again.
+    page = s.get(env.caddy.url("/oauth2/logout"), allow_redirects=False, timeout=10)
+    assert page.status_code == 200 and 'method="post"' in page.text
+    r = s.post(env.caddy.url("/oauth2/logout"), data={"token": parse_qs_form(page.text)["token"]}, allow_redirects=False, timeout=10)
+    assert r.status_code == 302 and "tokengate_session=;" in r.headers["Set-Cookie"], (r.status_code, r.headers)
+    r = s.get(env.caddy.url("/app/orders"), headers=HTML, allow_redirects=False, timeout=10)
+    assert r.status_code == 302 and r.headers["Location"].startswith(env.caddy.url("/oauth2/start?rd=")), r.status_code
+
+
+@pytest.mark.parametrize("rd,back", [
+    ("{nginx}/app/x?y=1", "/app/x?y=1"),              # the original URL on the login's origin: its path
+    ("http://localhost:{caddy_port}/app/x", "http://localhost:{caddy_port}/app/x"),  # login.allowed_redirect_hosts
+    ("http://evil.example/app/x", "/"),                # any other host: not followed
+])
+def test_rd_after_login_behind_the_ingress(env, rd, back):
+    fill = {"nginx": env.nginx.url(""), "caddy_port": env.caddy.port}
+    rd, back = rd.format(**fill), back.format(**fill)
+    s = requests.Session()
+    r = s.get(env.nginx.url("/oauth2/start"), params={"rd": rd}, allow_redirects=False, timeout=10)
+    assert r.status_code == 302, (r.status_code, r.text)
+    callback = env.a.login_with_form(s, r.headers["Location"])
+    r = s.get(callback, allow_redirects=False, timeout=10)
+    assert r.status_code == 302 and r.headers["Location"] == back, (r.status_code, r.headers)
 
 
 def test_untrusted_peer_is_refused_and_logged(env):
