@@ -368,3 +368,18 @@ def test_login_round_trip_in_chromium_through_nginx(env):
         assert len(env.a.authorizations) == before
     finally:
         driver.quit()
+
+
+def test_shipped_decision_config_is_valid(tmp_path):
+    """config/decision.yaml passes check-config (its key files made here, in place of /etc/tokengate)."""
+    import base64
+    import os
+    import subprocess
+
+    from conftest import BIN, ROOT
+    (tmp_path / "session.keys").write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
+    subprocess.run([BIN, "keys", "generate", "--alg", "ES256", "--out", str(tmp_path / "web.jwk")], check=True, capture_output=True)
+    text = open(os.path.join(ROOT, "config", "decision.yaml")).read().replace("/etc/tokengate/", f"{tmp_path}/")
+    (tmp_path / "decision.yaml").write_text(text)
+    r = subprocess.run([BIN, "check-config", str(tmp_path / "decision.yaml")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
