@@ -68,6 +68,12 @@ routes:
     auth: bearer
     issuers: [as1]
     require: {{ scopes: [orders:read] }}
+  - name: fwd
+    match: {{ path_prefix: /fwd/ }}
+    upstream: app
+    auth: bearer
+    issuers: [as1]
+    forward_token: true
   - name: admin
     match: {{ path_prefix: /admin/ }}
     upstream: app
@@ -233,6 +239,13 @@ def test_login_redirects_nginx_401_and_caddy_302(env):
     assert r.status_code == 302 and r.headers["Location"] == "/app/orders", (r.status_code, r.headers, r.text)
     r = s.get(env.caddy.url("/app/orders"), headers=HTML, allow_redirects=False, timeout=10)
     assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com"
+    # The verdict itself, asked directly with the browser's cookie: the route's headers and
+    # oauth2-proxy's X-Auth-Request-*.
+    cookie = "; ".join(f"{c.name}={c.value}" for c in s.cookies)
+    status, text = get(env.gw.port, "/oauth2/auth", [f"Cookie: {cookie}", "X-Original-URL: " + env.caddy.url("/app/orders"),
+                                                     "Accept: text/html"])
+    assert status == 200 and "X-Auth-Request-Email: alice@example.com" in text and "X-Forwarded-Email: alice@example.com" in text, text
+    assert "X-Auth-Request-User: " in text and "X-Auth-Request-Access-Token" not in text
     # Logout through the ingress: the confirmation form, its POST, the session cookie cleared;
     # the page asks for a login again.
     page = s.get(env.caddy.url("/oauth2/logout"), allow_redirects=False, timeout=10)
@@ -331,6 +344,9 @@ def test_envoy_ext_authz_http_form(env):
     assert status == 401 and "WWW-Authenticate: Bearer" in text
     status, text = get(env.gw.port, "/ext_authz/admin/x", [f"Authorization: Bearer {tok}"])
     assert status == 403 and 'error="insufficient_scope"' in text
+    # A route that forwards the token: the verdict carries it for the ingress to pass on.
+    status, text = get(env.gw.port, "/ext_authz/fwd/x", [f"Authorization: Bearer {tok}"])
+    assert status == 200 and f"X-Auth-Request-Access-Token: {tok}" in text, text
     # Nothing went upstream for any decision.
     assert not env.upstream.requests
 
