@@ -106,6 +106,7 @@ struct DecisionTests {
         refused([], "did not say which request")
         refused([("X-Original-URL", "https://a/x"), ("X-Original-URL", "https://b/x")], "more than one X-Original-URL")
         refused([("X-Original-URL", "javascript:alert(1)")], "not an absolute http(s) URL")
+        refused([("Host", "a"), ("Host", "b"), ("X-Forwarded-Uri", "/x"), ("X-Forwarded-Host", "app")], "more than one Host")
         refused([("X-Original-URL", "https://user@app/x")], "not an absolute http(s) URL")
         refused([("X-Original-URL", "/x")], "send X-Forwarded-Host too")
         refused([("X-Forwarded-Uri", "/x")], "needs X-Forwarded-Host")

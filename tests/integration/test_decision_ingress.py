@@ -102,9 +102,13 @@ routes:
     upstream: app
     auth: none
 """)
-        self.gw.start()
-        self.nginx.start()
-        self.caddy.start()
+        try:
+            self.gw.start()
+            self.nginx.start()
+            self.caddy.start()
+        except Exception:
+            self.stop()
+            raise
 
     def stop(self):
         for p in (self.nginx, self.caddy, self.gw):

@@ -37,35 +37,62 @@ struct DecisionRequest {
         var detail: String
     }
 
+    /// The headers that describe the original request, read in one pass over the fields
+    /// (a decision is on every request's path): each one's first value and its count.
+    struct Described {
+        enum Name: Int, CaseIterable {
+            case originalURL, originalMethod, forwardedURI, forwardedMethod, forwardedHost, forwardedProto, host
+            var text: String {
+                ["X-Original-URL", "X-Original-Method", "X-Forwarded-Uri", "X-Forwarded-Method", "X-Forwarded-Host",
+                 "X-Forwarded-Proto", "Host"][rawValue]
+            }
+        }
+        static let lowered: [[UInt8]] = Name.allCases.map { Array($0.text.lowercased().utf8) }
+        var values = [String?](repeating: nil, count: Name.allCases.count)
+        var counts = [Int](repeating: 0, count: Name.allCases.count)
+
+        init(_ fields: HTTP1Fields) {
+            fields.forEachField { name, value in
+                for i in 0..<Self.lowered.count where HeaderRules.equals(name, Self.lowered[i]) {
+                    counts[i] += 1
+                    if values[i] == nil { values[i] = String(decoding: value, as: UTF8.self) }
+                    break
+                }
+            }
+        }
+
+        subscript(_ name: Name) -> String? { values[name.rawValue] }
+        func count(_ name: Name) -> Int { counts[name.rawValue] }
+    }
+
     /// `extAuthzTarget`: for Envoy's form, the request-target with the prefix removed.
     static func read(_ head: HTTPRequestHead, extAuthzTarget: String?, connectionScheme: String, peer: String, peerTrusted: Bool)
         -> Result<DecisionRequest, Problem> {
-        let f = head.fields
+        let f = Described(head.fields)
         guard peerTrusted else {
             // The headers would let any client pick the request being judged: none is read.
-            let sent = ["X-Original-URL", "X-Forwarded-Uri", "X-Original-Method", "X-Forwarded-Method", "X-Forwarded-Host"]
-                .filter { f.contains($0) }
+            let sent = [Described.Name.originalURL, .forwardedURI, .originalMethod, .forwardedMethod, .forwardedHost]
+                .filter { f.count($0) > 0 }.map(\.text)
             return .failure(Problem(description: "the decision endpoint answers only the ingress (trusted_proxies)",
                                     detail: "decision request from untrusted peer \(peer); ignored: \(sent.isEmpty ? "no forwarded headers" : sent.joined(separator: ", "))"))
         }
         // Each describing header at most once: two values would let the ingress and tokengate
         // each read a different one.
-        for name in ["X-Original-URL", "X-Original-Method", "X-Forwarded-Uri", "X-Forwarded-Method", "X-Forwarded-Host", "X-Forwarded-Proto"]
-        where f.count(of: name) > 1 {
-            return .failure(Problem(description: "more than one \(name) header", detail: "duplicate \(name)"))
+        for name in Described.Name.allCases where f.count(name) > 1 {
+            return .failure(Problem(description: "more than one \(name.text) header", detail: "duplicate \(name.text)"))
         }
-        let proto = f.first("X-Forwarded-Proto")?.lowercased()
+        let proto = f[.forwardedProto]?.lowercased()
         let scheme = proto == "https" || proto == "http" ? proto! : connectionScheme
         if let target = extAuthzTarget {
-            guard let host = f.first("Host"), !host.isEmpty else {
+            guard let host = f[.host], !host.isEmpty else {
                 return .failure(Problem(description: "the ext_authz request has no Host", detail: "ext_authz without Host"))
             }
             return check(DecisionRequest(method: head.methodName, scheme: scheme, host: host, target: target, style: .envoy))
         }
-        if let original = f.first("X-Original-URL") {
-            let method = f.first("X-Original-Method") ?? f.first("X-Forwarded-Method") ?? head.methodName
+        if let original = f[.originalURL] {
+            let method = f[.originalMethod] ?? f[.forwardedMethod] ?? head.methodName
             if original.hasPrefix("/") {
-                guard let host = f.first("X-Forwarded-Host") else {
+                guard let host = f[.forwardedHost] else {
                     return .failure(Problem(description: "X-Original-URL is a path: send X-Forwarded-Host too",
                                             detail: "X-Original-URL path without X-Forwarded-Host"))
                 }
@@ -77,11 +104,11 @@ struct DecisionRequest {
             }
             return check(DecisionRequest(method: method, scheme: s, host: host, target: target, style: .nginx))
         }
-        if let uri = f.first("X-Forwarded-Uri") {
-            guard let host = f.first("X-Forwarded-Host") else {
+        if let uri = f[.forwardedURI] {
+            guard let host = f[.forwardedHost] else {
                 return .failure(Problem(description: "X-Forwarded-Uri needs X-Forwarded-Host", detail: "X-Forwarded-Uri without X-Forwarded-Host"))
             }
-            let method = f.first("X-Forwarded-Method") ?? head.methodName
+            let method = f[.forwardedMethod] ?? head.methodName
             return check(DecisionRequest(method: method, scheme: scheme, host: host, target: uri, style: .forwardAuth))
         }
         return .failure(Problem(description: "the ingress did not say which request to judge (X-Original-URL or X-Forwarded-Uri)",
