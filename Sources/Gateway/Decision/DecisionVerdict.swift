@@ -1,5 +1,7 @@
+import Foundation
 import JOSE
 import OAuth
+import Reactor
 
 /// The answers of the decision endpoint that are not a proxied request's: the allowed
 /// verdict and the login a browser is sent to.
@@ -24,6 +26,18 @@ enum DecisionVerdict {
         // Cache-Control, meant for an upstream answer, would only repeat it.
         headers += responseHeaders.filter { $0.0 != "Cache-Control" }
         return GatewayResponse(status: status, headers: headers, body: "", contentType: "text/plain", detail: "decision: allowed")
+    }
+
+    /// The access token a route forwards (`forward_token`), for `X-Auth-Request-Access-Token`:
+    /// a session's own token (the ingress has never seen it), or the one the client presented.
+    static func forwardedToken(route: RouteConfig, admission: Admission, head: HTTPRequestHead) -> String? {
+        if admission.session {
+            guard route.forwardSessionToken, let bearer = admission.identity.first(where: { $0.0 == "Authorization" }) else { return nil }
+            return String(bearer.1.dropFirst("Bearer ".count))
+        }
+        guard route.tokens?.forwardToken == true, let credential = head.fields.first("Authorization"),
+              let space = credential.firstIndex(of: " ") else { return nil }
+        return String(credential[credential.index(after: space)...]).trimmingCharacters(in: .whitespaces)
     }
 
     /// Where a browser without a session logs in: the gateway's start path on the original

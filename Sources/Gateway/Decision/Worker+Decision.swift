@@ -68,16 +68,7 @@ extension Worker {
             }
             admit(ex, head: head, plan: plan, path: path, query: query, forwarded: origin, ctx: ctx, readsBody: false,
                   navigation: navigation) { [unowned self] ctx, admission in
-                let route = plan.route
-                var token: String?
-                if admission.session {
-                    if route.forwardSessionToken, let bearer = admission.identity.first(where: { $0.0 == "Authorization" }) {
-                        token = String(bearer.1.dropFirst("Bearer ".count))
-                    }
-                } else if route.tokens?.forwardToken == true, let credential = head.fields.first("Authorization"),
-                          let space = credential.firstIndex(of: " ") {
-                    token = String(credential[credential.index(after: space)...]).trimmingCharacters(in: .whitespaces)
-                }
+                let token = DecisionVerdict.forwardedToken(route: plan.route, admission: admission, head: head)
                 self.answer(ex, ctx, DecisionVerdict.allowed(status: settings.allowStatus, admission: admission, accessToken: token,
                                                              responseHeaders: ctx.responseHeaders))
             }
