@@ -4,8 +4,9 @@ nginx auth_request front (nginx → tokengate /oauth2/auth → upstream) against
 proxying, and tokengate's CPU per decision against its CPU per proxied request on the same
 token. Medians over the rounds. Standard library only.
 
-usage: decision_report.py WORKDIR
+usage: decision_report.py WORKDIR [OUT_JSON]   (the figures are added to OUT_JSON under "decision")
 """
+import json
 import statistics
 import sys
 
@@ -14,7 +15,8 @@ from report import parse_wrk
 FRONT = "nginx-auth_request"
 
 
-def main(work):
+def main(work, out_path=None):
+    figures = {}
     runs = {}
     for line in open(f"{work}/runs.tsv"):
         name, target, rnd, path = line.rstrip("\n").split("\t")
@@ -38,8 +40,15 @@ def main(work):
         print(f"  nginx auth_request / plain nginx proxy req/s: {rps[FRONT] / rps['nginx']:.2f}x")
         print(f"  tokengate CPU per request: decision {us[FRONT]:.1f} us, proxied {us['tokengate']:.1f} us "
               f"(decision/proxied {us[FRONT] / us['tokengate']:.2f}; cheaper: {'yes' if us[FRONT] < us['tokengate'] else 'NO'})")
+        figures[name] = {"rps": rps, "auth_request_vs_nginx_rps_ratio": rps[FRONT] / rps["nginx"],
+                         "tokengate_cpu_us_per_decision": us[FRONT], "tokengate_cpu_us_per_proxied_request": us["tokengate"],
+                         "decision_cheaper": us[FRONT] < us["tokengate"]}
+    if out_path:
+        result = json.load(open(out_path))
+        result["decision"] = figures
+        json.dump(result, open(out_path, "w"), indent=2)
 
 
 if __name__ == "__main__":
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)

@@ -621,4 +621,4 @@ meta = {
 json.dump(meta, open(f"{work}/meta.json", "w"), indent=2)
 PY
 python3 "$ROOT/bench/report.py" "$WORK" "$OUT"
-[[ ! -s $WORK/cpu-decision.tsv ]] || python3 "$ROOT/bench/decision_report.py" "$WORK"
+[[ ! -s $WORK/cpu-decision.tsv ]] || python3 "$ROOT/bench/decision_report.py" "$WORK" "$OUT"
