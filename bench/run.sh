@@ -120,7 +120,7 @@ start_nginx() {
   mkdir -p "$dir"
   [[ $(id -u) -ne 0 ]] || user_line="user root;"  # workers would otherwise drop to nobody
   render "$ROOT/$2" "$dir/nginx.conf" DIR="$dir" PORT="$3" UPSTREAM_PORT="$PORT_UPSTREAM" \
-    WORKERS="$WORKERS" USER_LINE="$user_line"
+    WORKERS="$WORKERS" USER_LINE="$user_line" TOKENGATE_PORT="$PORT_TOKENGATE"
   "$NGINX" -q -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" -t || die "$name: nginx rejected $dir/nginx.conf"
   "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
   NGINX_PID=$!
@@ -362,6 +362,8 @@ scenario() {
         perf_pid=$!
       fi
       [[ $target != tokengate ]] || ticks=$(cpu_ticks "$TG_PID")
+      # A peer in front of tokengate (decision mode): tokengate's own CPU during its run too.
+      [[ $target != "${PEER_NAME:-}" || -z ${PEER_TOKENGATE_CPU:-} ]] || ticks=$(cpu_ticks "$TG_PID")
       [[ $target != nginx ]] || ticks=$(cpu_ticks_tree "$BASELINE_PID")
       [[ $target != tokengate || -z ${STORE_COUNTER:-} ]] || STORE_CALLS=$($STORE_COUNTER)
       run_wrk "$DURATION" "$url" "$dir/$target-$round.txt" "$@"
@@ -370,6 +372,9 @@ scenario() {
         # commands it sent: per request, in report.py.
         printf '%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks "$TG_PID") - ticks ))" "$CLK_TCK" >>"$WORK/cpu.tsv"
         [[ -z ${STORE_COUNTER:-} ]] || printf '%s\t%s\t%s\n' "$name" "$round" "$(( $($STORE_COUNTER) - STORE_CALLS ))" >>"$WORK/store.tsv"
+      fi
+      if [[ $target == "${PEER_NAME:-}" && -n ${PEER_TOKENGATE_CPU:-} ]]; then
+        printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$target" "$round" "$(( $(cpu_ticks "$TG_PID") - ticks ))" "$CLK_TCK" >>"$WORK/cpu-decision.tsv"
       fi
       if [[ $target == nginx ]]; then
         printf '%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks_tree "$BASELINE_PID") - ticks ))" "$CLK_TCK" >>"$WORK/cpu-nginx.tsv"
@@ -544,6 +549,43 @@ login_scenario() {
 login_scenario login
 login_scenario login-redis redis
 
+# decision_scenario NAME ALG: decision mode (issue 13). The bearer-* token and route with
+# `decision:` on; three targets on the same token: the nginx baseline proxy, tokengate
+# proxying (direct requests), and nginx auth_request (PORT_BASE+8) asking tokengate's
+# /oauth2/auth and proxying itself. tokengate's CPU is measured in both of its roles, so the
+# report compares its cost per decision with its cost per proxied request.
+PORT_AUTH_FRONT=$((PORT_BASE + 8))
+AUTH_FRONT_PID=""
+decision_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local keys=$WORK/keys-$2
+  mkdir -p "$keys"
+  [[ -f $keys/key.jwk ]] || "$TOKENGATE_BIN" keys generate --alg "$2" --kid "bench-$2" --out "$keys/key.jwk" >"$keys/jwks.json"
+  BENCH_TOKEN=$("$TOKENGATE_BIN" jwt sign --key "$keys/key.jwk" --typ at+jwt --exp-in 86400 \
+    --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench","email":"b@example.com"}')
+  export BENCH_TOKEN
+  if [[ -z $AUTH_FRONT_PID ]]; then
+    port_free "$PORT_AUTH_FRONT" || die "127.0.0.1:$PORT_AUTH_FRONT is in use; set PORT_BASE"
+    # Ready before tokengate is (it starts in `scenario`): its own /_ready, no verdict.
+    start_nginx auth-front bench/nginx/auth-request.conf.in "$PORT_AUTH_FRONT" "http://127.0.0.1:$PORT_AUTH_FRONT/_ready"
+    AUTH_FRONT_PID=$NGINX_PID
+  fi
+  SCENARIO_VARS="JWKS=$keys/jwks.json CACHE_ENTRIES=10000" SCENARIO_AUTH=decision-bearer SCENARIO_CACHE=10000 \
+    CHECK_BEARER_KEYS=$keys PEER_NAME=nginx-auth_request PEER_URL="http://127.0.0.1:$PORT_AUTH_FRONT/" PEER_TOKENGATE_CPU=1 \
+    PEER_PID=$AUTH_FRONT_PID \
+    CHECK_SCENARIO=check_decision scenario "$1" bench/tokengate/decision.yaml -s "$ROOT/bench/lua/bearer.lua"
+}
+# check_decision NAME URL: through the auth_request front, no token 401, a bad one 401, the
+# scenario's token 200 — before measuring.
+check_decision() {
+  local front="http://127.0.0.1:$PORT_AUTH_FRONT/"
+  log "$1: checking that nginx auth_request asks tokengate before measuring"
+  expect_status "nginx auth_request: no token" 401 "$front"
+  expect_status "nginx auth_request: a broken token" 401 "$front" -H "Authorization: Bearer x${BENCH_TOKEN}"
+  expect_status "nginx auth_request: the scenario's token" 200 "$front" -H "Authorization: Bearer $BENCH_TOKEN"
+}
+decision_scenario decision-es256 ES256
+
 (( ${#RAN[@]} )) || die "no scenario named ${SELECTED[*]}"
 
 # --- report ----------------------------------------------------------------------------
@@ -579,3 +621,4 @@ meta = {
 json.dump(meta, open(f"{work}/meta.json", "w"), indent=2)
 PY
 python3 "$ROOT/bench/report.py" "$WORK" "$OUT"
+[[ ! -s $WORK/cpu-decision.tsv ]] || python3 "$ROOT/bench/decision_report.py" "$WORK" "$OUT"

@@ -17,7 +17,9 @@ pkgs=(libevent-dev libssl-dev libcurl4-openssl-dev libhiredis-dev pkg-config ope
 if (( test )); then
   # redis-server: the DPoP replay store tests run a real one on 127.0.0.1.
   # chromium, chromium-driver: the headless browser of the login tests (selenium drives them).
-  pkgs+=(python3 redis-server chromium chromium-driver)
+  # nginx, caddy: the ingresses of the decision-mode tests (nginx auth_request, Caddy
+  # forward_auth); the tests run each on its own config and ports, never the packages' services.
+  pkgs+=(python3 redis-server chromium chromium-driver nginx caddy)
 fi
 if (( image )); then
   # mmdebstrap: the image's Debian root filesystem; umoci, skopeo: the OCI image and its

@@ -8,7 +8,8 @@ import Yams
 public enum ConfigParser {
     static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
                           "issuers", "clients", "upstreams", "routes", "limits", "access_log",
-                          "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login"]
+                          "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login",
+                          "decision"]
 
     public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                              baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
@@ -81,8 +82,10 @@ public enum ConfigParser {
         }
         if let node = top["session"] { cfg.session = session(node, r) }
         if let node = top["login"] { cfg.login = login(node, r) }
+        if let node = top["decision"] { cfg.decision = decision(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.routes = routes(top["routes"], cfg, r)
+        checkDecision(cfg, node: top["decision"], r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
            let route = cfg.routes.first(where: { $0.tokens?.dpop != nil }) {
             // RFC 9449 §4.3 check 9 compares htu with the URL the client addressed; a client's

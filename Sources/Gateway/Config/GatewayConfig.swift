@@ -39,6 +39,9 @@ public struct GatewayConfig: Sendable {
         ownCookieNames = names
     }
     public var login = LoginConfig()
+    /// `decision:` — the verdict endpoints for ingresses (nginx auth_request, forward auth,
+    /// Envoy ext_authz); off unless configured.
+    public var decision = DecisionConfig()
     /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
     /// always removed (strip, then inject: docs/architecture.md, "Request path").
     public var reservedHeaderPrefix: String? = nil {

@@ -23,7 +23,10 @@ extension Worker {
             guard let client = login.loginClientName(for: nil) else {
                 reply(.page(400, title: "Sign-in", message: "No login is configured here.")); return
             }
-            login.beginLogin(client: client, returnTo: rd.flatMap(returnPolicy.check) ?? "/",
+            // An absolute `rd` on this request's own origin (a decision's login URL names the
+            // original URL) is a same-origin path; other hosts need allowed_redirect_hosts.
+            let returnTo = rd.flatMap { DecisionLogin.sameOriginPath($0, origin: origin).flatMap(returnPolicy.check) ?? returnPolicy.check($0) }
+            login.beginLogin(client: client, returnTo: returnTo ?? "/",
                              loginHint: params.first { $0.0 == "login_hint" }?.1, origin: origin, cookies: cookies, done: reply)
         case .callback:
             guard method == .GET else { reply(.page(405, title: "Sign-in", message: "Method not allowed.")); return }
@@ -61,9 +64,10 @@ extension Worker {
     }
 
     /// `auth: login` (and `login_or_token` with a session cookie).
-    func authenticateSession(_ ex: ServerExchange, route: RouteConfig, path: String, query: String?, origin: RequestOrigin.Origin?,
-                             ctx: RequestContext, forward: @escaping (RequestContext, [(String, String)]) -> Void) {
-        let cookies = Cookies(ex.head.fields)
+    func authenticateSession(_ ex: ServerExchange, head: HTTPRequestHead, route: RouteConfig, path: String, query: String?,
+                             origin: RequestOrigin.Origin?, ctx: RequestContext, navigation: NavigationAnswer? = nil,
+                             forward: @escaping Admitted) {
+        let cookies = Cookies(head.fields)
         login.authenticate(route: route, cookies: cookies) { [unowned self] decision in
             var ctx = ctx
             switch decision {
@@ -87,13 +91,15 @@ extension Worker {
                 ctx.ownCookies = self.config.ownCookieNames
                 var identity = identityHeaders(route, session.claims, ctx)
                 if route.forwardSessionToken, let token = session.accessToken { identity.append(("Authorization", "Bearer \(token)")) }
-                forward(ctx, identity)
+                forward(ctx, Admission(identity: identity, session: true, body: nil, claims: session.claims))
             case .unavailable(let why):
                 ctx.rejection = "unavailable"
                 self.answer(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
                                                         requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: why))
             case .none(let clear):
-                if Worker.isNavigation(ex.head), let client = route.client {
+                if Worker.isNavigation(head), let navigation {
+                    navigation(ctx, clear)
+                } else if Worker.isNavigation(head), let client = route.client {
                     // Capped: the pending login's return address rides in a cookie.
                     var returnTo = path + (query.map { "?" + $0 } ?? "")
                     if returnTo.utf8.count > 1024 { returnTo = "/" }

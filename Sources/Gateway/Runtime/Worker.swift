@@ -22,7 +22,7 @@ final class Worker {
     let log: Logger
     private(set) var config: GatewayConfig
     private(set) var router: Router
-    private var plans: [Int: RoutePlan] = [:]
+    private(set) var plans: [Int: RoutePlan] = [:]
     private(set) var pools: [String: UpstreamPool] = [:]
     private var servers: [ExchangeServer] = []
     private let ids: RequestIDGenerator
@@ -183,6 +183,11 @@ final class Worker {
                   xRequestID: trusted ? fields.first("X-Request-Id") : nil),
             newRequestID: ids.next)
         ctx.requestID = forwarded.requestID
+        // Decision mode (nginx auth_request, forward auth, Envoy ext_authz): see Worker+Decision.
+        if let kind = decisionKind(head.target) {
+            decide(ex, kind, forwarded: forwarded, trusted: trusted, ctx: ctx)
+            return
+        }
         switch RequestPipeline.prepare(head, forwarded: forwarded, peerTrusted: trusted, router: router, plans: plans, config: config) {
         case .reject(let status, let error, let description):
             ctx.path = String(head.target.prefix(256))
@@ -192,37 +197,16 @@ final class Worker {
             ctx.path = path
             handleLoginEndpoint(ex, endpoint, query: query, origin: origin(forwarded), ctx: ctx)
         case .forward(let plan, let path, let query, let build):
-            let route = plan.route
             ctx.path = path
-            ctx.route = route.name
-            ctx.routeID = plan.metricID
             guard let pool = plan.pool else {
+                ctx.route = plan.route.name
+                ctx.routeID = plan.metricID
                 answer(ex, ctx, ErrorResponse.make(502, error: "bad_gateway", description: "no upstream", requestID: ctx.requestID,
                                                    detail: "pool missing"))
                 return
             }
-            // A login route, or a login_or_token route whose request carries a session cookie.
-            if route.client != nil && (route.tokens == nil || Cookies(fields).values[login.settings.sessionCookie] != nil) {
-                authenticateSession(ex, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx) { [unowned self] ctx, identity in
-                    self.forward(ex, ctx: ctx, pool: pool, request: build(identity, true, ex.body))
-                }
-                return
-            }
-            guard let tokenRoute = route.tokens else {
-                forward(ex, ctx: ctx, pool: pool, request: build([], false, ex.body))
-                return
-            }
-            let target = TokenAuthenticator.Target(scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
-                                                   fromTrustedProxy: forwarded.originFromTrustedProxy, path: path)
-            // RFC 6750 §2.2: only a route that accepts tokens in a form body reads the body
-            // before deciding (bounded); every other route decides on the head alone.
-            guard route.auth != .dpop, tokenRoute.tokenInBody, TokenAuthenticator.mayCarryFormToken(head) else {
-                authenticateToken(ex, ctx: ctx, plan: plan, target: target, query: query, form: nil, build: build)
-                return
-            }
-            readOwnBody(ex, ctx) { [unowned self] bytes in
-                let form = TokenAuthenticator.formTokens(bytes, keepToken: tokenRoute.forwardToken)
-                self.authenticateToken(ex, ctx: ctx, plan: plan, target: target, query: query, form: form, build: build)
+            admit(ex, head: head, plan: plan, path: path, query: query, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admission in
+                self.forward(ex, ctx: ctx, pool: pool, request: build(admission.identity, admission.session, admission.body ?? ex.body))
             }
         }
     }
@@ -246,11 +230,10 @@ final class Worker {
 
     /// `bearer` / `dpop` / `token` routes; `form`: the tokens of a form body already read, and
     /// the body to forward in its place.
-    private func authenticateToken(_ ex: ServerExchange, ctx: RequestContext, plan: RoutePlan, target: TokenAuthenticator.Target,
-                                   query: String?, form: (tokens: [String], kept: [UInt8])?,
-                                   build: @escaping RequestPipeline.Build) {
+    func authenticateToken(_ ex: ServerExchange, head: HTTPRequestHead, ctx: RequestContext, plan: RoutePlan, target: TokenAuthenticator.Target,
+                           query: String?, form: (tokens: [String], kept: [UInt8])?, allowed: @escaping Admitted) {
         let route = plan.route
-        authenticator.authenticate(ex.head, route: route, target: target, query: query, formTokens: form?.tokens ?? []) { [unowned self] decision in
+        authenticator.authenticate(head, route: route, target: target, query: query, formTokens: form?.tokens ?? []) { [unowned self] decision in
             var ctx = ctx
             switch decision {
             case .allow(let caller):
@@ -262,8 +245,8 @@ final class Worker {
                 if route.tokens?.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
                 var identity = self.identityHeaders(route, token.claims, ctx)
                 if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
-                let body: RequestBody = form.map { BufferedRequestBody($0.kept) } ?? ex.body
-                self.forward(ex, ctx: ctx, pool: plan.pool!, request: build(identity, false, body))
+                allowed(ctx, Admission(identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
+                                       claims: token.claims))
             case .unavailable(let detail):
                 self.answer(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot verify tokens right now",
                                                         requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: detail))
@@ -292,7 +275,7 @@ final class Worker {
     }
 
     /// The public origin of this request, as far as it can be trusted (see RequestOrigin).
-    private func origin(_ forwarded: ForwardedHeaders) -> RequestOrigin.Origin? {
+    func origin(_ forwarded: ForwardedHeaders) -> RequestOrigin.Origin? {
         RequestOrigin.select(publicURLs: config.publicURLs, scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
                              fromTrustedProxy: forwarded.originFromTrustedProxy)
     }

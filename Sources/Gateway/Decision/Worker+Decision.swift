@@ -1,0 +1,102 @@
+import Logging
+import Reactor
+
+/// Decision mode: an ingress that proxies itself asks tokengate about a request, and
+/// tokengate answers the verdict its route gives — the proxied request's routing and
+/// authentication stage, with the verdict written instead of the upstream call. Nothing
+/// goes upstream; the token and session caches serve decisions as they serve proxied
+/// requests; a DPoP proof is claimed once per decision (in the authentication stage, last).
+extension Worker {
+    enum DecisionKind {
+        case forwardAuth
+        /// Envoy's HTTP ext_authz: the original request-target after the prefix.
+        case extAuthz(target: String)
+    }
+
+    /// Whether `target` (as received) names a decision endpoint.
+    func decisionKind(_ target: String) -> DecisionKind? {
+        let d = config.decision
+        guard d.enabled else { return nil }
+        let path = target.firstIndex(of: "?").map { target[..<$0] } ?? Substring(target)
+        if path == d.path { return .forwardAuth }
+        if let prefix = d.extAuthzPrefix, target.hasPrefix(prefix), target.utf8.count > prefix.utf8.count,
+           target.utf8[target.utf8.index(target.utf8.startIndex, offsetBy: prefix.utf8.count)] == UInt8(ascii: "/") {
+            return .extAuthz(target: String(target.dropFirst(prefix.count)))
+        }
+        return nil
+    }
+
+    func decide(_ ex: ServerExchange, _ kind: DecisionKind, forwarded: ForwardedHeaders, trusted: Bool, ctx: RequestContext) {
+        var ctx = ctx
+        var envoyTarget: String?
+        if case .extAuthz(let t) = kind { envoyTarget = t }
+        let original: DecisionRequest
+        switch DecisionRequest.read(ex.head, extAuthzTarget: envoyTarget, connectionScheme: ex.connection.isTLS ? "https" : "http",
+                                    peer: ex.connection.peer, peerTrusted: trusted) {
+        case .failure(let problem):
+            ctx.path = String(ex.head.target.prefix(256))
+            ctx.route = "decision"
+            log.warning("decision refused", metadata: ["request_id": .string(ctx.requestID), "peer": .string(ex.connection.peer),
+                                                       "reason": .string(problem.detail)])
+            answer(ex, ctx, ErrorResponse.make(400, error: "invalid_request", description: problem.description, requestID: ctx.requestID,
+                                               detail: problem.detail))
+            return
+        case .success(let r): original = r
+        }
+        let head = original.head(from: ex.head)
+        ctx.method = original.method
+        // The original origin, as a trusted proxy's X-Forwarded-Proto/-Host would say it: what
+        // a DPoP proof's htu names (RFC 9449 §4.3) and where a login comes back to.
+        var origin = forwarded
+        origin.forwardedProto = original.scheme
+        origin.forwardedHost = original.host
+        origin.originFromTrustedProxy = true
+        switch RequestPipeline.prepare(head, forwarded: origin, peerTrusted: true, router: router, plans: plans, config: config) {
+        case .reject(let status, let error, let description):
+            // The same refusal a proxied request would get (path confusion, no route).
+            ctx.path = String(original.target.prefix(256))
+            answer(ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID))
+        case .login(_, let path, _):
+            // The gateway's own login endpoints are public: the ingress may send them on.
+            ctx.path = path
+            ctx.route = "login"
+            answer(ex, ctx, GatewayResponse(status: config.decision.allowStatus, body: "", contentType: "text/plain", detail: "decision: login endpoint"))
+        case .forward(let plan, let path, let query, _):
+            let settings = config.decision
+            let navigation: NavigationAnswer = { [unowned self] ctx, clear in
+                self.answerLogin(ex, ctx, original: original, clear: clear, settings: settings)
+            }
+            admit(ex, head: head, plan: plan, path: path, query: query, forwarded: origin, ctx: ctx, readsBody: false,
+                  navigation: navigation) { [unowned self] ctx, admission in
+                let token = DecisionVerdict.forwardedToken(route: plan.route, admission: admission, head: head)
+                self.answer(ex, ctx, DecisionVerdict.allowed(status: settings.allowStatus, admission: admission, accessToken: token,
+                                                             responseHeaders: ctx.responseHeaders))
+            }
+        }
+    }
+
+    /// A page navigation without a session on a login route: nginx gets 401 and the login URL
+    /// in a header (its `error_page 401 =` sends the browser there); Traefik, Caddy and Envoy,
+    /// which hand the verdict to the client, get the 302 itself.
+    private func answerLogin(_ ex: ServerExchange, _ ctx: RequestContext, original: DecisionRequest, clear: [String],
+                             settings: DecisionConfig) {
+        var ctx = ctx
+        ctx.rejection = "login_required"
+        metrics.authFailure("login_required")
+        let url = DecisionVerdict.loginURL(original, startPath: config.login.startPath)
+        let redirect: Bool
+        switch settings.loginResponse {
+        case .auto: redirect = original.style != .nginx
+        case .redirect: redirect = true
+        case .unauthorized: redirect = false
+        }
+        if redirect {
+            answer(ex, ctx, .redirect(url, cookies: clear, detail: "decision: login"))
+        } else {
+            answer(ex, ctx, ErrorResponse.make(401, error: "login_required", description: "sign in first (this route uses a browser session)",
+                                               requestID: ctx.requestID,
+                                               headers: [(DecisionVerdict.loginURLHeader, url)] + clear.map { ("Set-Cookie", $0) },
+                                               detail: "decision: no session"))
+        }
+    }
+}

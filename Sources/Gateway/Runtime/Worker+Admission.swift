@@ -1,0 +1,64 @@
+import JOSE
+import Reactor
+
+/// What the authentication stage hands on once a request may pass: the identity headers the
+/// route maps, whether a browser session (not a client credential) authenticated it, the body
+/// to send on (nil: the client's own stream), and what the identity came from.
+struct Admission {
+    var identity: [(String, String)]
+    var session: Bool
+    /// A form body already read, with its token removed (RFC 6750 §2.2); nil: the client's.
+    var body: RequestBody?
+    /// The token's or the session's claims.
+    var claims: JSONObject
+}
+
+/// The continuation of an admitted request: forward it (proxy mode) or answer the verdict
+/// (decision mode, see `Worker+Decision`).
+typealias Admitted = (RequestContext, Admission) -> Void
+
+extension Worker {
+    /// The authentication stage of a routed request, shared by proxied requests and decisions:
+    /// the route's `auth` (none, session, or token with its DPoP checks), its `require`, and its
+    /// identity headers. Refusals are answered here, the same for both modes; an admitted
+    /// request goes to `allowed`.
+    ///   - head: the request being judged (for a decision, the original request the ingress
+    ///     described, not the subrequest's own line).
+    ///   - readsBody: whether a form body may be read for a token (a decision has no body).
+    ///   - navigation: how a page navigation without a session is answered; nil: the login
+    ///     round trip starts here (proxy mode).
+    func admit(_ ex: ServerExchange, head: HTTPRequestHead, plan: RoutePlan, path: String, query: String?, forwarded: ForwardedHeaders,
+               ctx: RequestContext, readsBody: Bool = true, navigation: NavigationAnswer? = nil, allowed: @escaping Admitted) {
+        let route = plan.route
+        var ctx = ctx
+        ctx.path = path
+        ctx.route = route.name
+        ctx.routeID = plan.metricID
+        // A login route, or a login_or_token route whose request carries a session cookie.
+        if route.client != nil && (route.tokens == nil || Cookies(head.fields).values[login.settings.sessionCookie] != nil) {
+            authenticateSession(ex, head: head, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx,
+                                navigation: navigation, forward: allowed)
+            return
+        }
+        guard let tokenRoute = route.tokens else {
+            allowed(ctx, Admission(identity: [], session: false, body: nil, claims: JSONObject()))
+            return
+        }
+        let target = TokenAuthenticator.Target(scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
+                                               fromTrustedProxy: forwarded.originFromTrustedProxy, path: path)
+        // RFC 6750 §2.2: only a route that accepts tokens in a form body reads the body
+        // before deciding (bounded); every other route decides on the head alone.
+        guard readsBody, route.auth != .dpop, tokenRoute.tokenInBody, TokenAuthenticator.mayCarryFormToken(head) else {
+            authenticateToken(ex, head: head, ctx: ctx, plan: plan, target: target, query: query, form: nil, allowed: allowed)
+            return
+        }
+        readOwnBody(ex, ctx) { [unowned self] bytes in
+            let form = TokenAuthenticator.formTokens(bytes, keepToken: tokenRoute.forwardToken)
+            self.authenticateToken(ex, head: head, ctx: ctx, plan: plan, target: target, query: query, form: form, allowed: allowed)
+        }
+    }
+}
+
+/// How a decision answers a page navigation that has no session: the request context, and
+/// the session cookies to clear.
+typealias NavigationAnswer = (RequestContext, [String]) -> Void
