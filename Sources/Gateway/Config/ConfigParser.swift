@@ -8,7 +8,7 @@ import Yams
 public enum ConfigParser {
     static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
                           "issuers", "clients", "upstreams", "routes", "limits", "access_log",
-                          "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login"]
+                          "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login", "pages_dir"]
 
     public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                              baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
@@ -81,6 +81,7 @@ public enum ConfigParser {
         }
         if let node = top["session"] { cfg.session = session(node, r) }
         if let node = top["login"] { cfg.login = login(node, r) }
+        if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.routes = routes(top["routes"], cfg, r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,

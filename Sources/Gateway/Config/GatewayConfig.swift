@@ -39,6 +39,8 @@ public struct GatewayConfig: Sendable {
         ownCookieNames = names
     }
     public var login = LoginConfig()
+    /// `pages_dir:` — the HTML pages shown to browsers (built-in unless replaced).
+    public var pages = Pages()
     /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
     /// always removed (DESIGN: strip, then inject).
     public var reservedHeaderPrefix: String? = nil {
