@@ -158,6 +158,9 @@ public struct RouteConfig: Sendable {
     public var identityHeaders = IdentityHeaders.standard
     /// `client:` of a `login` / `login_or_token` route: the client that logs browsers in.
     public var client: String?
+    /// Every client that may log browsers in on this route (`clients:`; `[client]` with
+    /// `client:`). A session belongs to one client and serves only routes that list it.
+    public var clients: [String] = []
     /// The session's access token goes upstream as `Authorization: Bearer` (login routes).
     public var forwardSessionToken = false
     /// Scopes and claims a session must have (`require:` of login / login_or_token routes),

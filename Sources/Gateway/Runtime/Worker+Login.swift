@@ -20,8 +20,12 @@ extension Worker {
         case .start:
             let params = query.flatMap { FormEncoding.decode(Substring($0)) } ?? []
             let rd = params.first { $0.0 == "rd" }?.1
-            guard let client = login.loginClientName(for: nil) else {
-                reply(.page(400, title: "Sign-in", message: "No login is configured here.")); return
+            let client: String
+            switch login.chooseClient(named: params.first { $0.0 == "client" }?.1) {
+            case .client(let name): client = name
+            case .refused(let response): reply(response); return
+            case .choose(let names):
+                reply(chooseClientPage(names, returnTo: rd.flatMap(returnPolicy.check) ?? "/", requestID: ctx.requestID)); return
             }
             login.beginLogin(client: client, returnTo: rd.flatMap(returnPolicy.check) ?? "/",
                              loginHint: params.first { $0.0 == "login_hint" }?.1, origin: origin, cookies: cookies, done: reply)
@@ -69,7 +73,7 @@ extension Worker {
             switch decision {
             case .allow(let session, let setCookies):
                 ctx.subject = session.subject
-                ctx.clientID = route.client
+                ctx.clientID = session.client
                 if let requirement = route.sessionRequirement, requirement.check(session.claims) != nil {
                     ctx.rejection = "insufficient_scope"
                     self.metrics.authFailure("insufficient_scope")
@@ -105,6 +109,12 @@ extension Worker {
                     // Capped: the pending login's return address rides in a cookie.
                     var returnTo = path + (query.map { "?" + $0 } ?? "")
                     if returnTo.utf8.count > 1024 { returnTo = "/" }
+                    if route.clients.count > 1 {
+                        // Several ways to sign in: the browser picks one (each link starts its login).
+                        var r = self.chooseClientPage(route.clients, returnTo: returnTo, requestID: ctx.requestID)
+                        r.headers += clear.map { ("Set-Cookie", $0) }
+                        self.answer(ex, ctx, r); return
+                    }
                     self.login.beginLogin(client: client, returnTo: returnTo, loginHint: nil, origin: origin, cookies: cookies) { response in
                         var r = response
                         r.headers += clear.map { ("Set-Cookie", $0) }

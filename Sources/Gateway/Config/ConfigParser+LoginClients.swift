@@ -1,0 +1,30 @@
+import Yams
+
+/// A login route's clients: `client: NAME`, or `clients: [corp, partners]` — the browser then
+/// chooses at /oauth2/start (or the link names `?client=`), and the session belongs to the
+/// client it logged in with.
+extension ConfigParser {
+    /// The route's login clients (the first is `client`); problems reported on `r`.
+    static func loginClients(_ m: [String: Node], path p: String, item: Node, cfg: GatewayConfig, _ r: ConfigReader) -> [String] {
+        guard let n = m["clients"] else {
+            return loginClient(m, path: p, item: item, cfg: cfg, r).map { [$0] } ?? []
+        }
+        if m["client"] != nil {
+            r.problem("\(p).clients", n, "give client: NAME or clients: [A, B], not both"); return []
+        }
+        guard let seq = r.sequence(n, path: "\(p).clients") else { return [] }
+        if seq.isEmpty { r.problem("\(p).clients", n, "is empty; list the login clients (defined: \(cfg.clientNames.joined(separator: ", ")))") }
+        var names: [String] = []
+        for (j, item) in seq.enumerated() {
+            let q = "\(p).clients[\(j)]"
+            guard let name = r.string(item, path: q) else { continue }
+            guard !names.contains(name) else { r.problem(q, item, "\"\(name)\" is listed twice"); continue }
+            guard cfg.clients[name] != nil else {
+                r.problem(q, item, "\"\(name)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))"); continue
+            }
+            // The checks of a single `client:` (issuer with discovery, a redirect URI).
+            if let ok = loginClient(["client": item], path: q, item: item, cfg: cfg, r) { names.append(ok) }
+        }
+        return names
+    }
+}
