@@ -173,3 +173,12 @@ def test_check_config_refuses_a_missing_or_unreadable_pages_dir(login_as, upstre
         assert r.returncode == 1 and "holds none of the page templates" in r.stdout, r.stdout
     finally:
         e.stop()
+
+
+def test_the_shipped_example_and_its_pages_pass_check_config(tmp_path):
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "config")
+    env = dict(os.environ, TOKENGATE_SESSION_KEY="q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE=", CORP_SECRET="c", PARTNERS_SECRET="p")
+    r = subprocess.run([BIN, "check-config", os.path.join(root, "login-clients.yaml")], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Every shipped page replaces its built-in one (none is a stray file).
+    assert sorted(os.listdir(os.path.join(root, "pages"))) == ["choice.html", "choose.html", "error.html", "forbidden.html", "logout.html"]
