@@ -159,3 +159,22 @@ def test_another_sub_after_a_refresh_ends_the_session(short_as, upstream, tmp_pa
         assert "userinfo after a refresh answered for another sub" in e.gw.output()
     finally:
         e.stop()
+
+
+def test_check_config_refuses_userinfo_on_a_client_no_login_route_uses(login_as, upstream, tmp_path):
+    import subprocess
+    from conftest import BIN
+    e = make(login_as, upstream, tmp_path)
+    try:
+        text = open(e.gw.config_path).read()
+        bad = text.replace("upstreams:", "  spare:\n    issuer: as1\n    client_id: spare\n    secret: s\n    userinfo: true\nupstreams:", 1)
+        path = e.gw.config_path + ".bad.yaml"
+        open(path, "w").write(bad)
+        r = subprocess.run([BIN, "check-config", path], capture_output=True, text=True)
+        assert r.returncode == 1, r.stdout
+        assert "clients.spare.userinfo: has no effect: no auth: login route lists this client" in r.stdout, r.stdout
+        open(path, "w").write(text.replace("    userinfo: true", "    userinfo: yes please", 1))
+        r = subprocess.run([BIN, "check-config", path], capture_output=True, text=True)
+        assert r.returncode == 1 and "clients.web.userinfo" in r.stdout, r.stdout
+    finally:
+        e.stop()

@@ -28,3 +28,14 @@ extension ConfigParser {
         return names
     }
 }
+
+extension ConfigParser {
+    /// `userinfo: true` does something only for a client that logs browsers in.
+    static func checkUserinfoClients(_ cfg: GatewayConfig, _ r: ConfigReader) {
+        let loginClients = Set(cfg.routes.flatMap(\.clients))
+        for client in cfg.clients.values.sorted(by: { $0.name < $1.name }) where client.login.userinfo && !loginClients.contains(client.name) {
+            r.problem("clients.\(client.name).userinfo", nil,
+                      "has no effect: no auth: login route lists this client (add client: \(client.name) or clients: [..., \(client.name)] to a login route, or remove userinfo)")
+        }
+    }
+}

@@ -84,6 +84,7 @@ public enum ConfigParser {
         if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.routes = routes(top["routes"], cfg, r)
+        checkUserinfoClients(cfg, r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
            let route = cfg.routes.first(where: { $0.tokens?.dpop != nil }) {
             // RFC 9449 §4.3 check 9 compares htu with the URL the client addressed; a client's
