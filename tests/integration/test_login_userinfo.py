@@ -178,3 +178,35 @@ def test_check_config_refuses_userinfo_on_a_client_no_login_route_uses(login_as,
         assert r.returncode == 1 and "clients.web.userinfo" in r.stdout, r.stdout
     finally:
         e.stop()
+
+
+@pytest.mark.parametrize("answer,status,page,log", [
+    ((500, "application/json", "{}"), 503, "Sign-in unavailable", "userinfo endpoint answered 500"),
+    ((401, "application/json", '{"error":"invalid_token"}'), 400, "Sign-in failed", "userinfo endpoint answered 401"),
+    ((200, "application/jwt", "eyJhbGciOiJub25lIn0.e30."), 400, "Sign-in failed", "answered application/jwt, not application/json"),
+    ((200, "application/json", "[1,2]"), 400, "Sign-in failed", "userinfo response is not a JSON object"),
+])
+def test_a_broken_userinfo_answer_ends_the_login(login_as, upstream, tmp_path, answer, status, page, log):
+    login_as.userinfo_answer = answer
+    e = make(login_as, upstream, tmp_path)
+    try:
+        r = e.get(e.to_callback("/audit/report"))
+        assert r.status_code == status and page in r.text, r.text
+        assert e.session_cookie() is None
+        assert log in e.gw.output()
+    finally:
+        e.stop()
+
+
+def test_userinfo_down_at_refresh_keeps_the_session_and_its_claims(short_as, upstream, tmp_path):
+    e = make(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    try:
+        assert e.login("/audit/report").status_code == 200
+        short_as.userinfo_answer = (503, "text/plain", "down")
+        time.sleep(2.5)
+        r = e.get("/audit/report")
+        assert r.status_code == 200 and sent(r)["x-teams"] == "audit,ops", r.text
+        assert short_as.refresh_ok_count == 1
+        assert "userinfo after a refresh failed; the session keeps its claims" in e.gw.output()
+    finally:
+        e.stop()

@@ -225,7 +225,7 @@ extension LoginService {
                 } else if let scope = t.scope, self.keptClaims.contains("scope") {
                     fresh.claims["scope"] = .string(scope)
                 }
-                self.refreshUserinfo(fresh, accessToken: t.accessToken, client: client, issuer: issuer, done: done)
+                self.refreshUserinfo(fresh, previous: session, accessToken: t.accessToken, client: client, issuer: issuer, done: done)
             }
         }
     }

@@ -67,8 +67,9 @@ extension LoginService {
 extension LoginService {
     /// After a refresh: userinfo asked again with the new access token. Another `sub` ends the
     /// session; an answer that cannot be had (AS down, refused, too large) keeps the claims
-    /// the session had, and the log says why.
-    func refreshUserinfo(_ fresh: Session, accessToken: String?, client: ClientConfig, issuer: IssuerConfig,
+    /// the session had (a new ID token's win; the old session's fill in what only userinfo
+    /// gave), and the log says why.
+    func refreshUserinfo(_ fresh: Session, previous: Session, accessToken: String?, client: ClientConfig, issuer: IssuerConfig,
                          done: @escaping (RefreshCoordinator.Outcome) -> Void) {
         guard client.login.userinfo else { done(.refreshed(fresh)); return }
         mergeUserinfo(fresh.claims, subject: fresh.subject, accessToken: accessToken, client: client, issuer: issuer) { [weak self] outcome in
@@ -90,6 +91,7 @@ extension LoginService {
                 done(.ended)
             case .failed(let why, _):
                 self.log.warning("userinfo after a refresh failed; the session keeps its claims", metadata: ["client": .string(client.name), "error": .string(why)])
+                for name in previous.claims.names where session.claims[name] == nil { session.claims[name] = previous.claims[name] }
                 done(.refreshed(session))
             }
         }

@@ -773,6 +773,7 @@ class AuthServer:
         self.userinfo_claims = {}
         self.userinfo_sub = None
         self.userinfo_requests = []  # scheme ("Bearer"/"DPoP"), dpop (proof checked), status
+        self.userinfo_answer = None  # (status, content_type, body): answered instead (a broken AS)
         self.server = Server(OPConfiguration(conf=op_config(self.issuer, audience, access_token_lifetime,
                                                             dpop_algs=self.dpop_algs, login=login,
                                                             id_token_lifetime=id_token_lifetime,
@@ -1645,6 +1646,10 @@ class AuthServer:
         scheme, _, token = auth.partition(" ")
         record = {"scheme": scheme, "dpop": False, "status": None}
         self.userinfo_requests.append(record)
+        if self.userinfo_answer is not None:
+            status, ctype, body = self.userinfo_answer
+            record["status"] = status
+            return Response(body, status=status, content_type=ctype)
         if scheme == "DPoP":
             try:
                 self._userinfo_dpop_check(req, token)
