@@ -13,6 +13,13 @@ struct GatewayResponse {
     var noStore = true
     /// A page still to render from the configured template (`Pages.finish`, with the request id).
     var page: PageContent? = nil
+    /// An error answer's code and description (`ErrorResponse`), for its HTML form.
+    var problem: Problem? = nil
+
+    struct Problem: Sendable {
+        var error: String
+        var description: String
+    }
 
     static func redirect(_ location: String, cookies: [String] = [], detail: String? = nil) -> GatewayResponse {
         GatewayResponse(status: 302, headers: [("Location", location)] + cookies.map { ("Set-Cookie", $0) }, detail: detail)

@@ -42,24 +42,23 @@ extension Pages {
     }
 
     /// A JSON error answer (`ErrorResponse`) as the error page, for a browser.
-    func errorPage(_ json: GatewayResponse, error: String, description: String, title: String, requestID: String) -> GatewayResponse {
+    func errorPage(_ json: GatewayResponse, title: String, requestID: String) -> GatewayResponse {
         var r = json
         r.contentType = "text/html; charset=utf-8"
         r.body = template(Self.error).render([
-            "status": String(json.status), "title": title, "message": description, "error": error,
-            "error_description": description, "request_id": requestID, "link_href": "/", "link_text": "Home",
+            "status": String(json.status), "title": title, "message": json.problem?.description ?? "", "error": json.problem?.error ?? "",
+            "error_description": json.problem?.description ?? "", "request_id": requestID, "link_href": "/", "link_text": "Home",
         ])
         return r
     }
 
     /// The 403 page: the logout form lets the user sign in as someone else.
-    func forbiddenPage(_ json: GatewayResponse, error: String, description: String, requestID: String,
-                       logoutAction: String, csrfToken: String) -> GatewayResponse {
+    func forbiddenPage(_ json: GatewayResponse, requestID: String, logoutAction: String, csrfToken: String) -> GatewayResponse {
         var r = json
         r.contentType = "text/html; charset=utf-8"
         r.body = template(Self.forbidden).render([
-            "status": String(json.status), "error": error, "error_description": description, "request_id": requestID,
-            "logout_action": logoutAction, "csrf_token": csrfToken,
+            "status": String(json.status), "error": json.problem?.error ?? "", "error_description": json.problem?.description ?? "",
+            "request_id": requestID, "logout_action": logoutAction, "csrf_token": csrfToken,
         ])
         return r
     }

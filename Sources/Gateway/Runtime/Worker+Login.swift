@@ -81,8 +81,7 @@ extension Worker {
                                                requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
                                                detail: "session does not meet the route's requirement")
                     if Pages.wantsHTML(ex.head) {
-                        r = self.config.pages.forbiddenPage(r, error: "insufficient_scope", description: "this account may not use this resource",
-                                                            requestID: ctx.requestID, logoutAction: self.config.login.logoutPath,
+                        r = self.config.pages.forbiddenPage(r, requestID: ctx.requestID, logoutAction: self.config.login.logoutPath,
                                                             csrfToken: self.login.settings.csrfToken(session))
                     }
                     self.answer(ex, ctx, r)
@@ -100,10 +99,9 @@ extension Worker {
                 forward(ctx, identity)
             case .unavailable(let why):
                 ctx.rejection = "unavailable"
-                self.answer(ex, ctx, self.browserPage(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
-                                                                                    requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: why),
-                                                      error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
-                                                      title: "Temporarily unavailable"))
+                self.answer(ex, ctx, self.browserPage(ex, ctx, title: "Temporarily unavailable",
+                                                      ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
+                                                                         requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: why)))
             case .none(let clear):
                 if Worker.isNavigation(ex.head), let client = route.client {
                     // Capped: the pending login's return address rides in a cookie.
@@ -123,19 +121,17 @@ extension Worker {
                 } else {
                     ctx.rejection = "login_required"
                     self.metrics.authFailure("login_required")
-                    self.answer(ex, ctx, self.browserPage(ex, ctx, ErrorResponse.make(401, error: "login_required", description: "sign in first (this route uses a browser session)",
-                                                                                        requestID: ctx.requestID, headers: clear.map { ("Set-Cookie", $0) }, detail: "no session"),
-                                                          error: "login_required", description: "sign in first (this route uses a browser session)",
-                                                          title: "Sign-in required"))
+                    self.answer(ex, ctx, self.browserPage(ex, ctx, title: "Sign-in required",
+                                                          ErrorResponse.make(401, error: "login_required", description: "sign in first (this route uses a browser session)",
+                                                                             requestID: ctx.requestID, headers: clear.map { ("Set-Cookie", $0) }, detail: "no session")))
                 }
             }
         }
     }
 
     /// A JSON error as the error page when a browser will show it (`Pages.wantsHTML`).
-    func browserPage(_ ex: ServerExchange, _ ctx: RequestContext, _ json: GatewayResponse, error: String, description: String,
-                     title: String) -> GatewayResponse {
+    func browserPage(_ ex: ServerExchange, _ ctx: RequestContext, title: String, _ json: GatewayResponse) -> GatewayResponse {
         guard Pages.wantsHTML(ex.head) else { return json }
-        return config.pages.errorPage(json, error: error, description: description, title: title, requestID: ctx.requestID)
+        return config.pages.errorPage(json, title: title, requestID: ctx.requestID)
     }
 }
