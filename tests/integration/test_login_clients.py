@@ -32,9 +32,9 @@ ROUTES = """  - name: both
 class TwoClients(LoginEnv):
     """web logs in at as1 (the LoginEnv's), partners at as2."""
 
-    def __init__(self, as1, as2, upstream, tmp_path, session=""):
+    def __init__(self, as1, as2, upstream, tmp_path, session="", extra_top=""):
         self.as2 = as2
-        super().__init__(as1, upstream, tmp_path, session=session, extra_route=ROUTES,
+        super().__init__(as1, upstream, tmp_path, session=session, extra_route=ROUTES, extra_top=extra_top,
                          extra_issuers=f'  as2: {{ issuer: "{as2.issuer}", discovery: true, audiences: [api], algorithms: [ES256, RS256] }}',
                          extra_client=f"""  partners:
     issuer: as2
@@ -52,9 +52,9 @@ class TwoClients(LoginEnv):
     def choices(self, page):
         return dict(re.findall(r'<a href="([^"]+)" id="client-([^"]+)"', page.text))
 
-    def login_with(self, path, client, a, user="alice"):
+    def login_with(self, path, client, a, user="alice", prompt="Choose how to sign in"):
         r = self.get(path)
-        assert r.status_code == 200 and "Choose how to sign in" in r.text, (r.status_code, r.text)
+        assert r.status_code == 200 and prompt in r.text, (r.status_code, r.text)
         links = {name: href.replace("&amp;", "&") for href, name in self.choices(r).items()}
         assert set(links) == {"web", "partners"}
         r = self.get(links[client])
@@ -167,3 +167,15 @@ def test_check_config_refuses_clients_on_a_token_route(two):
     open(path, "w").write(bad)
     r = subprocess.run([BIN, "check-config", path], capture_output=True, text=True)
     assert r.returncode == 1 and "routes[0].clients: has no effect with auth: none (it names the client of a login)" in r.stdout, r.stdout
+
+
+def test_the_shipped_choice_pages_work(authserver_factory, upstream, tmp_path):
+    """config/pages/ (choose.html + choice.html) in use: the organisation chooser, then a login."""
+    import os
+    pages = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config", "pages")
+    as1, as2 = authserver_factory(login="form"), authserver_factory(login="form")
+    e = TwoClients(as1, as2, upstream, tmp_path, extra_top=f"pages_dir: {pages}")
+    try:
+        assert e.login_with("/both/x", "web", as1, prompt="Choose your organisation").status_code == 200
+    finally:
+        e.stop()

@@ -125,6 +125,19 @@ def test_dpop_bound_tokens_ask_userinfo_with_a_dpop_proof(authserver_factory, up
         e.stop()
 
 
+def test_a_userinfo_dpop_nonce_challenge_is_answered_once(authserver_factory, upstream, tmp_path):
+    """RFC 9449 §9: the resource server asks for a nonce; the gateway retries once with it."""
+    a = authserver_factory(login="form", dpop=True)
+    a.userinfo_claims = dict(AUDIT)
+    a.userinfo_dpop_nonce = "nonce-from-userinfo"
+    e = LoginEnv(a, upstream, tmp_path, extra_client="    dpop: true\n    userinfo: true", extra_route=TEAMS_ROUTE)
+    try:
+        assert e.login("/audit/report").status_code == 200
+        assert [(u["status"], u.get("error")) for u in a.userinfo_requests] == [(401, "use_dpop_nonce"), (200, None)]
+    finally:
+        e.stop()
+
+
 @pytest.fixture
 def short_as(authserver_factory):
     a = authserver_factory(login="form", rotate_refresh_tokens=True, access_token_lifetime=3, id_token_lifetime=300)

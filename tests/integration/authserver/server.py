@@ -774,6 +774,7 @@ class AuthServer:
         self.userinfo_sub = None
         self.userinfo_requests = []  # scheme ("Bearer"/"DPoP"), dpop (proof checked), status
         self.userinfo_answer = None  # (status, content_type, body): answered instead (a broken AS)
+        self.userinfo_dpop_nonce = None  # set: a DPoP proof at /userinfo must carry this nonce (RFC 9449 §9)
         self.server = Server(OPConfiguration(conf=op_config(self.issuer, audience, access_token_lifetime,
                                                             dpop_algs=self.dpop_algs, login=login,
                                                             id_token_lifetime=id_token_lifetime,
@@ -1650,6 +1651,14 @@ class AuthServer:
             status, ctype, body = self.userinfo_answer
             record["status"] = status
             return Response(body, status=status, content_type=ctype)
+        if scheme == "DPoP" and self.userinfo_dpop_nonce is not None:
+            _, claims = self._dpop_precheck(self._http_info(req))
+            if claims.get("nonce") != self.userinfo_dpop_nonce:
+                record["status"], record["error"] = 401, "use_dpop_nonce"
+                r = _json({"error": "use_dpop_nonce", "error_description": "a nonce is required"}, 401)
+                r.headers["WWW-Authenticate"] = 'DPoP error="use_dpop_nonce", error_description="a nonce is required"'
+                r.headers["DPoP-Nonce"] = self.userinfo_dpop_nonce
+                return r
         if scheme == "DPoP":
             try:
                 self._userinfo_dpop_check(req, token)
