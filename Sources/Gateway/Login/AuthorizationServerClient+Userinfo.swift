@@ -37,6 +37,7 @@ extension AuthorizationServerClient {
             guard let self else { return }
             switch result {
             case .failure(let e):
+                // Over the size cap is the AS's answer, not a failure to reach it (Fetch says so only in words).
                 done(.failure(.init(description: "userinfo endpoint: \(e.description)", unreachable: !e.description.contains("larger than"))))
             case .success(let resp):
                 if t.dpop != nil, let nonce = resp.header("dpop-nonce") {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A page template: HTML with `{{name}}` placeholders — no logic, no partials, no raw
 /// output. Parsed once (at config load), so a template that names a variable its page does
 /// not have, or leaves a `{{` open, is a config error rather than a broken page at request
@@ -64,4 +66,3 @@ struct PageTemplate: Sendable {
     }
 }
 
-import Foundation
