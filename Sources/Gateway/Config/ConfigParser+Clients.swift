@@ -8,7 +8,7 @@ import Yams
 extension ConfigParser {
     static let clientKeys = ["issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg",
                              "request_mode", "scopes", "redirect_uri", "dpop", "extra", "assertion_audience",
-                             "login_hint_from_query", "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email"]
+                             "login_hint_from_query", "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo"]
 
     /// A private key file (JWK or PEM) and the algorithm it signs with.
     static func clientKey(file: String, node: Node, algNode: Node?, path p: String, _ r: ConfigReader) -> (JWK?, JWSAlgorithm?) {

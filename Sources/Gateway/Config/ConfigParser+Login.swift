@@ -110,6 +110,7 @@ extension ConfigParser {
         if let n = c["revoke_on_logout"], let b = r.bool(n, path: "\(p).revoke_on_logout") { s.revokeOnLogout = b }
         if let n = c["dpop"], let b = r.bool(n, path: "\(p).dpop") { s.dpop = b }
         if let n = c["allow_unverified_email"], let b = r.bool(n, path: "\(p).allow_unverified_email") { s.allowUnverifiedEmail = b }
+        if let n = c["userinfo"], let b = r.bool(n, path: "\(p).userinfo") { s.userinfo = b }
         return s
     }
 

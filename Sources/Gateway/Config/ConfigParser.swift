@@ -9,7 +9,7 @@ public enum ConfigParser {
     static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
                           "issuers", "clients", "upstreams", "routes", "limits", "access_log",
                           "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login",
-                          "decision"]
+                          "decision", "pages_dir"]
 
     public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                              baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
@@ -83,9 +83,11 @@ public enum ConfigParser {
         if let node = top["session"] { cfg.session = session(node, r) }
         if let node = top["login"] { cfg.login = login(node, r) }
         if let node = top["decision"] { cfg.decision = decision(node, r) }
+        if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.routes = routes(top["routes"], cfg, r)
         checkDecision(cfg, node: top["decision"], r)
+        checkUserinfoClients(cfg, r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
            let route = cfg.routes.first(where: { $0.tokens?.dpop != nil }) {
             // RFC 9449 §4.3 check 9 compares htu with the URL the client addressed; a client's
@@ -208,7 +210,7 @@ public enum ConfigParser {
         return out
     }
 
-    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "require", "headers", "forward_token", "token_in_query", "token_in_body", "dpop"]
+    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers", "forward_token", "token_in_query", "token_in_body", "dpop"]
 
     private static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
         guard let node else {
@@ -235,6 +237,7 @@ public enum ConfigParser {
             var auth = AuthMode.none
             var tokens: TokenRouteConfig?
             var client: String?
+            var clients: [String] = []
             var sessionRequirement: AuthorizationRequirement?
             if let n = m["auth"], let s = r.string(n, path: "\(p).auth") {
                 if let a = AuthMode(rawValue: s) {
@@ -244,13 +247,15 @@ public enum ConfigParser {
                         tokens = tokenRoute(m, path: p, item: item, mode: a, issuers: cfg.issuers, r)
                     case .none: break
                     case .login:
-                        client = loginClient(m, path: p, item: item, cfg: cfg, r)
+                        clients = loginClients(m, path: p, item: item, cfg: cfg, r)
+                        client = clients.first
                         if let n = m["require"] { sessionRequirement = requirement(n, path: "\(p).require", r) }
                         for key in ["issuers", "dpop", "token_in_query", "token_in_body"] where m[key] != nil {
                             r.problem("\(p).\(key)", m[key], "has no effect with auth: login (use auth: login_or_token to accept tokens too)")
                         }
                     case .login_or_token:
-                        client = loginClient(m, path: p, item: item, cfg: cfg, r)
+                        clients = loginClients(m, path: p, item: item, cfg: cfg, r)
+                        client = clients.first
                         // Without a session cookie, the token rules of auth: token apply.
                         tokens = tokenRoute(m, path: p, item: item, mode: .token, issuers: cfg.issuers, r)
                         // A session and a token answer to the same requirement.
@@ -274,18 +279,20 @@ public enum ConfigParser {
             if let n = m["client"], let s = r.string(n, path: "\(p).client"), !cfg.clientNames.contains(s) {
                 r.problem("\(p).client", n, "\"\(s)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
             }
-            if m["client"] != nil && auth != .login && auth != .login_or_token {
-                r.problem("\(p).client", m["client"], "has no effect with auth: \(auth.rawValue) (it names the client of a login)")
+            for key in ["client", "clients"] where m[key] != nil && auth != .login && auth != .login_or_token {
+                r.problem("\(p).\(key)", m[key], "has no effect with auth: \(auth.rawValue) (it names the client of a login)")
             }
             var headers = IdentityHeaders.standard
             if let n = m["headers"], let h = identityHeaders(n, path: "\(p).headers", r) { headers = h }
             var name = p
             if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
             if let match {
-                out.append(RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth,
+                var route = RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth,
                                        tokens: tokens, identityHeaders: headers, client: client,
                                        forwardSessionToken: auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true,
-                                       sessionRequirement: sessionRequirement))
+                                       sessionRequirement: sessionRequirement)
+                route.clients = clients
+                out.append(route)
             }
         }
         return out

@@ -42,6 +42,8 @@ public struct GatewayConfig: Sendable {
     /// `decision:` — the verdict endpoints for ingresses (nginx auth_request, forward auth,
     /// Envoy ext_authz); off unless configured.
     public var decision = DecisionConfig()
+    /// `pages_dir:` — the HTML pages shown to browsers (built-in unless replaced).
+    public var pages = Pages()
     /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
     /// always removed (strip, then inject: docs/architecture.md, "Request path").
     public var reservedHeaderPrefix: String? = nil {
@@ -159,6 +161,9 @@ public struct RouteConfig: Sendable {
     public var identityHeaders = IdentityHeaders.standard
     /// `client:` of a `login` / `login_or_token` route: the client that logs browsers in.
     public var client: String?
+    /// Every client that may log browsers in on this route (`clients:`; `[client]` with
+    /// `client:`). A session belongs to one client and serves only routes that list it.
+    public var clients: [String] = []
     /// The session's access token goes upstream as `Authorization: Bearer` (login routes).
     public var forwardSessionToken = false
     /// Scopes and claims a session must have (`require:` of login / login_or_token routes),

@@ -75,6 +75,9 @@ public struct LoginClientSettings: Sendable {
     /// Pass `email` on even when the AS does not say `email_verified: true` (off: such an
     /// email is dropped, so X-Forwarded-Email only ever carries verified addresses).
     public var allowUnverifiedEmail = false
+    /// `userinfo: true`: the AS's userinfo endpoint (OIDC Core §5.3) is asked at login and after
+    /// each refresh; its claims (same `sub`, §5.3.2) are merged into the session's.
+    public var userinfo = false
 }
 
 /// `session:` — sealed-cookie (or Redis) sessions for `auth: login` routes.

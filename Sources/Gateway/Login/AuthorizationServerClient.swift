@@ -12,7 +12,7 @@ final class AuthorizationServerClient {
     private let loop: EventLoop
     private var fetchers: [String: HTTPFetcher] = [:]
     /// Last DPoP-Nonce each token endpoint asked for (RFC 9449 §8).
-    private var dpopNonces: [String: String] = [:]
+    var dpopNonces: [String: String] = [:]
 
     init(loop: EventLoop) { self.loop = loop }
 
@@ -89,7 +89,7 @@ final class AuthorizationServerClient {
         }
     }
 
-    private func fetcher(_ issuer: IssuerConfig) -> HTTPFetcher {
+    func fetcher(_ issuer: IssuerConfig) -> HTTPFetcher {
         if let f = fetchers[issuer.name] { return f }
         let f = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: issuer.caFile))
         fetchers[issuer.name] = f

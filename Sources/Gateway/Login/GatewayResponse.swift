@@ -11,6 +11,15 @@ struct GatewayResponse {
     var detail: String? = nil
     /// Login pages and redirects carry one-time values: never cached anywhere.
     var noStore = true
+    /// A page still to render from the configured template (`Pages.finish`, with the request id).
+    var page: PageContent? = nil
+    /// An error answer's code and description (`ErrorResponse`), for its HTML form.
+    var problem: Problem? = nil
+
+    struct Problem: Sendable {
+        var error: String
+        var description: String
+    }
 
     static func redirect(_ location: String, cookies: [String] = [], detail: String? = nil) -> GatewayResponse {
         GatewayResponse(status: 302, headers: [("Location", location)] + cookies.map { ("Set-Cookie", $0) }, detail: detail)
@@ -19,7 +28,8 @@ struct GatewayResponse {
     static func page(_ status: Int, title: String, message: String, link: (text: String, href: String)? = nil,
                      cookies: [String] = [], detail: String? = nil) -> GatewayResponse {
         GatewayResponse(status: status, headers: cookies.map { ("Set-Cookie", $0) },
-                        body: LoginPages.page(title: title, message: message, link: link), detail: detail)
+                        body: LoginPages.page(title: title, message: message, link: link), detail: detail,
+                        page: .message(title: title, message: message, link: link.map { PageLink(text: $0.text, href: $0.href) }))
     }
 
     /// Writes it through `responder` (which answers exactly once; to a gone client, nothing).

@@ -25,7 +25,7 @@ extension LoginService {
         let audiences = unverified["aud"]?.string.map { [$0] } ?? unverified["aud"]?.array?.compactMap(\.string) ?? []
         guard let client = config.clients.values.first(where: { c in
             c.issuer.flatMap { config.issuers[$0] }?.issuer == iss && audiences.contains(c.authentication.clientID)
-                && config.routes.contains { $0.client == c.name }
+                && config.routes.contains { $0.clients.contains(c.name) }
         }), let issuer = client.issuer.flatMap({ config.issuers[$0] }), let keys = tokens.keys[issuer.name] else {
             refuse("the logout token is not for a client of this gateway", "no login client for iss \(iss)"); return
         }

@@ -117,10 +117,19 @@ extension LoginService {
             done(.failure(.init("ID token refused: \(error)"))); return
         }
         guard let subject = claims["sub"]?.string, !subject.isEmpty else { done(.failure(.init("the ID token's sub is not a string"))); return }
-        let session = Session(id: Session.newID(), client: login.client, subject: subject, claims: sessionClaims(claims, t, client),
-                              idToken: idToken, accessToken: keepAccessToken ? t.accessToken : nil, refreshToken: t.refreshToken,
-                              accessExpiresAt: Self.expiry(t.expiresIn, now: now), createdAt: now, lastSeenAt: now)
-        save(session, cookies: cookies, creating: true) { result in done(result) }
+        mergeUserinfo(claims, subject: subject, accessToken: t.accessToken, client: client, issuer: issuer) { [weak self] outcome in
+            guard let self else { return }
+            let merged: JSONObject
+            switch outcome {
+            case .claims(let c): merged = c
+            case .subjectMismatch: done(.failure(.init("the userinfo endpoint answered for another sub than the ID token's (OIDC Core §5.3.2)"))); return
+            case .failed(let why, let unreachable): done(.failure(.init("userinfo: \(why)", unavailable: unreachable))); return
+            }
+            let session = Session(id: Session.newID(), client: login.client, subject: subject, claims: self.sessionClaims(merged, t, client),
+                                  idToken: idToken, accessToken: self.keepAccessToken ? t.accessToken : nil, refreshToken: t.refreshToken,
+                                  accessExpiresAt: Self.expiry(t.expiresIn, now: now), createdAt: now, lastSeenAt: now)
+            self.save(session, cookies: cookies, creating: true) { result in done(result) }
+        }
     }
 
     /// The claims a session keeps: those its routes' headers and requirements use, the scope

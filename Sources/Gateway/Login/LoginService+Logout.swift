@@ -24,7 +24,8 @@ extension LoginService {
                 // No valid token: ask, with a same-origin form that carries one.
                 done(GatewayResponse(status: method == "POST" ? 403 : 200,
                                      body: LoginPages.logoutConfirmation(action: self.config.login.logoutPath, token: self.settings.csrfToken(session)),
-                                     detail: method == "POST" ? "logout refused: no valid CSRF token" : "logout confirmation"))
+                                     detail: method == "POST" ? "logout refused: no valid CSRF token" : "logout confirmation",
+                                     page: .logoutConfirmation(action: self.config.login.logoutPath, token: self.settings.csrfToken(session))))
                 return
             }
             let expiresAt = session.createdAt + Int64(self.config.session.absoluteTimeout)

@@ -35,7 +35,7 @@ extension LoginService {
                 let now = Self.now()
                 // Another client's session: not for this route, but not ours to delete either
                 // (a link to this route must not log the browser out of the other app).
-                guard session.client == route.client else { done(.none(clear: [])); return }
+                guard route.clients.contains(session.client) else { done(.none(clear: [])); return }
                 guard now - session.createdAt < Int64(self.config.session.absoluteTimeout),
                       now - session.lastSeenAt < Int64(self.config.session.idleTimeout) else {
                     done(.none(clear: clear)); return
@@ -225,7 +225,7 @@ extension LoginService {
                 } else if let scope = t.scope, self.keptClaims.contains("scope") {
                     fresh.claims["scope"] = .string(scope)
                 }
-                done(.refreshed(fresh))
+                self.refreshUserinfo(fresh, previous: session, accessToken: t.accessToken, client: client, issuer: issuer, done: done)
             }
         }
     }

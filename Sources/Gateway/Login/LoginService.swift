@@ -101,9 +101,12 @@ final class LoginService {
     /// The one client a request names, or the only login client there is.
     func loginClientName(for route: RouteConfig?) -> String? {
         if let name = route?.client { return name }
-        let names = Set(config.routes.compactMap(\.client))
+        let names = loginClientNames
         return names.count == 1 ? names.first : nil
     }
+
+    /// Every client some login route lists, sorted.
+    var loginClientNames: [String] { Set(config.routes.flatMap(\.clients)).sorted() }
 
     static func unavailable(_ detail: String) -> GatewayResponse {
         var r = GatewayResponse.page(503, title: "Sign-in unavailable", message: "Signing in is not possible right now. Please try again in a moment.",

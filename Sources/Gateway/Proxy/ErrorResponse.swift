@@ -9,7 +9,9 @@ enum ErrorResponse {
     static func make(_ status: Int, error: String, description: String, requestID: String, headers: [(String, String)] = [],
                      detail: String? = nil) -> GatewayResponse {
         let body = "{\"error\":\"\(error)\",\"error_description\":\"\(JSONText.escape(description))\",\"request_id\":\"\(JSONText.escape(requestID))\"}\n"
-        return GatewayResponse(status: status, headers: headers, body: body, contentType: "application/json", detail: detail ?? description)
+        var r = GatewayResponse(status: status, headers: headers, body: body, contentType: "application/json", detail: detail ?? description)
+        r.problem = .init(error: error, description: description)
+        return r
     }
 
     /// RFC 6750 §3 / RFC 9449 §7.1: one WWW-Authenticate per challenge, the error of the

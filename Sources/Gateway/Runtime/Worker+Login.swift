@@ -20,8 +20,12 @@ extension Worker {
         case .start:
             let params = query.flatMap { FormEncoding.decode(Substring($0)) } ?? []
             let rd = params.first { $0.0 == "rd" }?.1
-            guard let client = login.loginClientName(for: nil) else {
-                reply(.page(400, title: "Sign-in", message: "No login is configured here.")); return
+            let client: String
+            switch login.chooseClient(named: params.first { $0.0 == "client" }?.1) {
+            case .client(let name): client = name
+            case .refused(let response): reply(response); return
+            case .choose(let names):
+                reply(chooseClientPage(names, returnTo: rd.flatMap(returnPolicy.check) ?? "/", requestID: ctx.requestID)); return
             }
             // An absolute `rd` on this request's own origin (a decision's login URL names the
             // original URL) is a same-origin path; other hosts need allowed_redirect_hosts.
@@ -73,13 +77,18 @@ extension Worker {
             switch decision {
             case .allow(let session, let setCookies):
                 ctx.subject = session.subject
-                ctx.clientID = route.client
+                ctx.clientID = session.client
                 if let requirement = route.sessionRequirement, requirement.check(session.claims) != nil {
                     ctx.rejection = "insufficient_scope"
                     self.metrics.authFailure("insufficient_scope")
-                    self.answer(ex, ctx, ErrorResponse.make(403, error: "insufficient_scope", description: "this account may not use this resource",
-                                                            requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
-                                                            detail: "session does not meet the route's requirement"))
+                    var r = ErrorResponse.make(403, error: "insufficient_scope", description: "this account may not use this resource",
+                                               requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
+                                               detail: "session does not meet the route's requirement")
+                    if Pages.wantsHTML(ex.head) {
+                        r = self.config.pages.forbiddenPage(r, requestID: ctx.requestID, logoutAction: self.config.login.logoutPath,
+                                                            csrfToken: self.login.settings.csrfToken(session))
+                    }
+                    self.answer(ex, ctx, r)
                     return
                 }
                 if !setCookies.isEmpty {
@@ -94,8 +103,9 @@ extension Worker {
                 forward(ctx, Admission(identity: identity, session: true, body: nil, claims: session.claims))
             case .unavailable(let why):
                 ctx.rejection = "unavailable"
-                self.answer(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
-                                                        requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: why))
+                self.answer(ex, ctx, self.browserPage(ex, ctx, title: "Temporarily unavailable",
+                                                      ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
+                                                                         requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: why)))
             case .none(let clear):
                 if Worker.isNavigation(head), let navigation {
                     navigation(ctx, clear)
@@ -103,6 +113,12 @@ extension Worker {
                     // Capped: the pending login's return address rides in a cookie.
                     var returnTo = path + (query.map { "?" + $0 } ?? "")
                     if returnTo.utf8.count > 1024 { returnTo = "/" }
+                    if route.clients.count > 1 {
+                        // Several ways to sign in: the browser picks one (each link starts its login).
+                        var r = self.chooseClientPage(route.clients, returnTo: returnTo, requestID: ctx.requestID)
+                        r.headers += clear.map { ("Set-Cookie", $0) }
+                        self.answer(ex, ctx, r); return
+                    }
                     self.login.beginLogin(client: client, returnTo: returnTo, loginHint: nil, origin: origin, cookies: cookies) { response in
                         var r = response
                         r.headers += clear.map { ("Set-Cookie", $0) }
@@ -111,10 +127,17 @@ extension Worker {
                 } else {
                     ctx.rejection = "login_required"
                     self.metrics.authFailure("login_required")
-                    self.answer(ex, ctx, ErrorResponse.make(401, error: "login_required", description: "sign in first (this route uses a browser session)",
-                                                            requestID: ctx.requestID, headers: clear.map { ("Set-Cookie", $0) }, detail: "no session"))
+                    self.answer(ex, ctx, self.browserPage(ex, ctx, title: "Sign-in required",
+                                                          ErrorResponse.make(401, error: "login_required", description: "sign in first (this route uses a browser session)",
+                                                                             requestID: ctx.requestID, headers: clear.map { ("Set-Cookie", $0) }, detail: "no session")))
                 }
             }
         }
+    }
+
+    /// A JSON error as the error page when a browser will show it (`Pages.wantsHTML`).
+    func browserPage(_ ex: ServerExchange, _ ctx: RequestContext, title: String, _ json: GatewayResponse) -> GatewayResponse {
+        guard Pages.wantsHTML(ex.head) else { return json }
+        return config.pages.errorPage(json, title: title, requestID: ctx.requestID)
     }
 }

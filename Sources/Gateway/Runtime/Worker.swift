@@ -286,6 +286,7 @@ final class Worker {
     /// `requestFinished` (see `ProxyExchange`).
     func answer(_ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, upstreamSeconds: Double = 0,
                 close: Bool = false) {
+        let response = config.pages.finish(response, requestID: ctx.requestID)
         let gone = !ex.responder.isConnected
         // Logged first: by the time a client holds the answer, its log line exists.
         // 499: client closed the request (nginx's convention, for logs and metrics only).

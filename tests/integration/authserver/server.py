@@ -767,6 +767,14 @@ class AuthServer:
         self.token_requests = []  # /token: grant_type, client_id (as sent, if any), status
         self.revocations = []  # /revocation: client_id, token, token_type_hint, status
         self.end_session_calls = []  # /end_session: params, client_id, user, ended, status, location
+        # /userinfo (OIDC Core §5.3) through idpyoidc, then shaped by the test: claims only
+        # userinfo carries (user -> {claim: value}, e.g. groups the ID token lacks), or another
+        # sub for every answer (a token-substitution attack the RP must catch, §5.3.2).
+        self.userinfo_claims = {}
+        self.userinfo_sub = None
+        self.userinfo_requests = []  # scheme ("Bearer"/"DPoP"), dpop (proof checked), status
+        self.userinfo_answer = None  # (status, content_type, body): answered instead (a broken AS)
+        self.userinfo_dpop_nonce = None  # set: a DPoP proof at /userinfo must carry this nonce (RFC 9449 §9)
         self.server = Server(OPConfiguration(conf=op_config(self.issuer, audience, access_token_lifetime,
                                                             dpop_algs=self.dpop_algs, login=login,
                                                             id_token_lifetime=id_token_lifetime,
@@ -1022,6 +1030,8 @@ class AuthServer:
             return self._end_session(req)
         if req.path == "/revocation":
             return self._revocation(req)
+        if req.path == "/userinfo":
+            return self._userinfo(req)
         ep = self._endpoint_for(req.path)
         if ep is None:
             return _json({"error": "not_found"}, 404)
@@ -1628,6 +1638,63 @@ class AuthServer:
         return answer(r)
 
     # /token accounting and PKCE.
+
+    def _userinfo(self, req):
+        """/userinfo: Bearer, or DPoP with a proof for this GET bound to the token (RFC 9449
+        §7.1: htm, htu, ath, the token's cnf.jkt) — idpyoidc's own userinfo then answers, and
+        the test's userinfo_claims / userinfo_sub shape the JSON."""
+        auth = req.headers.get("Authorization", "")
+        scheme, _, token = auth.partition(" ")
+        record = {"scheme": scheme, "dpop": False, "status": None}
+        self.userinfo_requests.append(record)
+        if self.userinfo_answer is not None:
+            status, ctype, body = self.userinfo_answer
+            record["status"] = status
+            return Response(body, status=status, content_type=ctype)
+        if scheme == "DPoP" and self.userinfo_dpop_nonce is not None:
+            _, claims = self._dpop_precheck(self._http_info(req))
+            if claims.get("nonce") != self.userinfo_dpop_nonce:
+                record["status"], record["error"] = 401, "use_dpop_nonce"
+                r = _json({"error": "use_dpop_nonce", "error_description": "a nonce is required"}, 401)
+                r.headers["WWW-Authenticate"] = 'DPoP error="use_dpop_nonce", error_description="a nonce is required"'
+                r.headers["DPoP-Nonce"] = self.userinfo_dpop_nonce
+                return r
+        if scheme == "DPoP":
+            try:
+                self._userinfo_dpop_check(req, token)
+            except Exception as e:  # noqa: BLE001
+                record["status"], record["error"] = 401, str(e)
+                r = _json({"error": "invalid_dpop_proof", "error_description": str(e)}, 401)
+                r.headers["WWW-Authenticate"] = 'DPoP error="invalid_dpop_proof"'
+                return r
+            record["dpop"] = True
+            environ = dict(req.environ)
+            environ["HTTP_AUTHORIZATION"] = "Bearer " + token
+            environ.pop("HTTP_DPOP", None)
+            req = Request(environ)
+        resp = self._service(self.server.endpoint["userinfo"], req)
+        record["status"] = resp.status_code
+        if resp.status_code != 200:
+            return resp
+        data = json.loads(resp.get_data(as_text=True))
+        data.update(self.userinfo_claims.get(data.get("preferred_username"), {}))
+        if self.userinfo_sub is not None:
+            data["sub"] = self.userinfo_sub
+        return _json(data)
+
+    def _userinfo_dpop_check(self, req, token):
+        header, claims = self._dpop_precheck(self._http_info(req))
+        from cryptojwt.jwk.jwk import key_from_jwk_dict
+        key = key_from_jwk_dict(header["jwk"])
+        JWS(alg=header["alg"]).verify_compact(req.headers["DPoP"], keys=[key], sigalg=header["alg"])
+        if claims["htm"] != "GET" or claims["htu"] != f"{self.url}/userinfo":
+            raise ValueError("htm/htu do not name this request")
+        if claims.get("ath") != b64e(hashlib.sha256(token.encode()).digest()).decode():
+            raise ValueError("ath is not the token's hash")
+        self._dpop_freshness(claims)
+        payload = json.loads(b64d(token.split(".")[1].encode()))
+        if (payload.get("cnf") or {}).get("jkt") != key.thumbprint("SHA-256").decode():  # already base64url
+            raise ValueError("the token is not bound to the proof's key")
 
     def _token(self, ep, req):
         rec = {"grant_type": req.form.get("grant_type"), "client_id": req.form.get("client_id"), "status": None,

@@ -1,0 +1,225 @@
+"""`userinfo: true` on a login client (OIDC Core §5.3) against the real AS (idpyoidc): the
+userinfo endpoint is asked at login and after each refresh, with the session's access token
+(Bearer, or DPoP-bound with a proof); its claims are merged into the session, so routes can
+require and forward claims only userinfo carries; an answer for another `sub` (§5.3.2) ends
+the login (or the session); the size is bounded."""
+import time
+
+import pytest
+
+from conftest import sent_headers as sent
+from test_login import LoginEnv
+
+JSON = {"Accept": "application/json"}
+
+# Claims only userinfo carries (the ID token has no "teams").
+AUDIT = {"alice": {"teams": ["audit", "ops"]}}
+
+TEAMS_ROUTE = """  - name: audit
+    match: { path_prefix: /audit/ }
+    upstream: app
+    auth: login
+    client: web
+    require: { claims: { teams: { contains: audit } } }
+    headers: { X-Forwarded-User: sub, X-Teams: teams }"""
+
+
+def make(a, upstream, tmp_path, userinfo=True, **kw):
+    return LoginEnv(a, upstream, tmp_path, extra_client="    userinfo: true" if userinfo else "", extra_route=TEAMS_ROUTE, **kw)
+
+
+@pytest.fixture
+def login_as(authserver_factory):
+    a = authserver_factory(login="form", rotate_refresh_tokens=True)
+    a.userinfo_claims = dict(AUDIT)
+    return a
+
+
+def test_userinfo_claims_satisfy_require_and_reach_headers(login_as, upstream, tmp_path):
+    e = make(login_as, upstream, tmp_path)
+    try:
+        r = e.login("/audit/report")
+        assert r.status_code == 200, r.text
+        assert sent(r)["x-teams"] == "audit,ops", sent(r)
+        assert [u["scheme"] for u in login_as.userinfo_requests] == ["Bearer"]
+        assert login_as.userinfo_requests[0]["status"] == 200
+    finally:
+        e.stop()
+
+
+def test_without_userinfo_the_same_route_refuses(login_as, upstream, tmp_path):
+    """The other side of the rule: the ID token alone has no teams → 403, and userinfo is never asked."""
+    e = make(login_as, upstream, tmp_path, userinfo=False)
+    try:
+        assert e.login("/").status_code == 200
+        r = e.browser.get(e.url("/audit/report"), headers=JSON, allow_redirects=False, timeout=10)
+        assert r.status_code == 403 and r.json()["error"] == "insufficient_scope", r.text
+        assert login_as.userinfo_requests == []
+    finally:
+        e.stop()
+
+
+def test_a_userinfo_answer_for_another_sub_ends_the_login(login_as, upstream, tmp_path):
+    login_as.userinfo_sub = "someone-else"
+    e = make(login_as, upstream, tmp_path)
+    try:
+        r = e.get(e.to_callback("/audit/report"))
+        assert r.status_code == 400, r.text
+        assert "Sign-in failed" in r.text and "could not be completed" in r.text
+        assert "tokengate_session" not in r.headers.get("Set-Cookie", "")
+        assert e.session_cookie() is None
+        assert "userinfo endpoint answered for another sub" in e.gw.output()
+        # No session: the protected page starts a new login, it does not serve.
+        assert e.get("/audit/report").status_code == 302
+    finally:
+        e.stop()
+
+
+def test_userinfo_claims_over_the_size_bound_end_the_login(login_as, upstream, tmp_path):
+    # 200 teams of 40 bytes: ~8.6 KB of a kept claim, over the 4 KB a session keeps from userinfo.
+    login_as.userinfo_claims = {"alice": {"teams": ["t%03d-" % i + "x" * 35 for i in range(200)]}}
+    e = make(login_as, upstream, tmp_path)
+    try:
+        r = e.get(e.to_callback("/audit/report"))
+        assert r.status_code == 400 and "Sign-in failed" in r.text, r.text
+        assert e.session_cookie() is None
+        assert "the userinfo claims the session keeps take" in e.gw.output()
+    finally:
+        e.stop()
+
+
+def test_a_userinfo_answer_over_64kb_is_refused(login_as, upstream, tmp_path):
+    # An unkept claim, but the answer itself is over the cap: never parsed.
+    login_as.userinfo_claims = {"alice": {"blob": "x" * (70 << 10)}}
+    e = make(login_as, upstream, tmp_path)
+    try:
+        r = e.get(e.to_callback("/audit/report"))
+        assert r.status_code == 400 and "Sign-in failed" in r.text, r.text
+        assert e.session_cookie() is None
+        assert "larger than 65536 bytes" in e.gw.output()
+    finally:
+        e.stop()
+
+
+def test_too_many_userinfo_claims_are_refused(login_as, upstream, tmp_path):
+    login_as.userinfo_claims = {"alice": {f"c{i}": i for i in range(150)}}
+    e = make(login_as, upstream, tmp_path)
+    try:
+        r = e.get(e.to_callback("/audit/report"))
+        assert r.status_code == 400 and e.session_cookie() is None, r.text
+        assert "claims (at most 100)" in e.gw.output()
+    finally:
+        e.stop()
+
+
+def test_dpop_bound_tokens_ask_userinfo_with_a_dpop_proof(authserver_factory, upstream, tmp_path):
+    a = authserver_factory(login="form", dpop=True, rotate_refresh_tokens=True)
+    a.userinfo_claims = dict(AUDIT)
+    e = LoginEnv(a, upstream, tmp_path, extra_client="    dpop: true\n    userinfo: true", extra_route=TEAMS_ROUTE)
+    try:
+        r = e.login("/audit/report")
+        assert r.status_code == 200, r.text
+        assert sent(r)["x-teams"] == "audit,ops"
+        assert a.userinfo_requests == [{"scheme": "DPoP", "dpop": True, "status": 200}]
+    finally:
+        e.stop()
+
+
+def test_a_userinfo_dpop_nonce_challenge_is_answered_once(authserver_factory, upstream, tmp_path):
+    """RFC 9449 §9: the resource server asks for a nonce; the gateway retries once with it."""
+    a = authserver_factory(login="form", dpop=True)
+    a.userinfo_claims = dict(AUDIT)
+    a.userinfo_dpop_nonce = "nonce-from-userinfo"
+    e = LoginEnv(a, upstream, tmp_path, extra_client="    dpop: true\n    userinfo: true", extra_route=TEAMS_ROUTE)
+    try:
+        assert e.login("/audit/report").status_code == 200
+        assert [(u["status"], u.get("error")) for u in a.userinfo_requests] == [(401, "use_dpop_nonce"), (200, None)]
+    finally:
+        e.stop()
+
+
+@pytest.fixture
+def short_as(authserver_factory):
+    a = authserver_factory(login="form", rotate_refresh_tokens=True, access_token_lifetime=3, id_token_lifetime=300)
+    a.userinfo_claims = dict(AUDIT)
+    return a
+
+
+def test_userinfo_is_asked_again_after_each_refresh(short_as, upstream, tmp_path):
+    e = make(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    try:
+        assert e.login("/audit/report").status_code == 200
+        # The AS drops her from audit: the next refresh's userinfo takes the route away.
+        short_as.userinfo_claims = {"alice": {"teams": ["ops"]}}
+        time.sleep(2.5)
+        r = e.browser.get(e.url("/audit/report"), headers=JSON, allow_redirects=False, timeout=10)
+        assert short_as.refresh_ok_count == 1
+        assert r.status_code == 403 and r.json()["error"] == "insufficient_scope", r.text
+        assert len(short_as.userinfo_requests) == 2
+    finally:
+        e.stop()
+
+
+def test_another_sub_after_a_refresh_ends_the_session(short_as, upstream, tmp_path):
+    e = make(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    try:
+        assert e.login("/audit/report").status_code == 200
+        short_as.userinfo_sub = "someone-else"
+        time.sleep(2.5)
+        r = e.browser.get(e.url("/audit/report"), headers=JSON, allow_redirects=False, timeout=10)
+        assert r.status_code == 401 and r.json()["error"] == "login_required", r.text
+        assert "tokengate_session=;" in r.headers.get("Set-Cookie", "")
+        assert "userinfo after a refresh answered for another sub" in e.gw.output()
+    finally:
+        e.stop()
+
+
+def test_check_config_refuses_userinfo_on_a_client_no_login_route_uses(login_as, upstream, tmp_path):
+    import subprocess
+    from conftest import BIN
+    e = make(login_as, upstream, tmp_path)
+    try:
+        text = open(e.gw.config_path).read()
+        bad = text.replace("upstreams:", "  spare:\n    issuer: as1\n    client_id: spare\n    secret: s\n    userinfo: true\nupstreams:", 1)
+        path = e.gw.config_path + ".bad.yaml"
+        open(path, "w").write(bad)
+        r = subprocess.run([BIN, "check-config", path], capture_output=True, text=True)
+        assert r.returncode == 1, r.stdout
+        assert "clients.spare.userinfo: has no effect: no auth: login route lists this client" in r.stdout, r.stdout
+        open(path, "w").write(text.replace("    userinfo: true", "    userinfo: yes please", 1))
+        r = subprocess.run([BIN, "check-config", path], capture_output=True, text=True)
+        assert r.returncode == 1 and "clients.web.userinfo" in r.stdout, r.stdout
+    finally:
+        e.stop()
+
+
+@pytest.mark.parametrize("answer,status,page,log", [
+    ((500, "application/json", "{}"), 503, "Sign-in unavailable", "userinfo endpoint answered 500"),
+    ((401, "application/json", '{"error":"invalid_token"}'), 400, "Sign-in failed", "userinfo endpoint answered 401"),
+    ((200, "application/jwt", "eyJhbGciOiJub25lIn0.e30."), 400, "Sign-in failed", "answered application/jwt, not application/json"),
+    ((200, "application/json", "[1,2]"), 400, "Sign-in failed", "userinfo response is not a JSON object"),
+])
+def test_a_broken_userinfo_answer_ends_the_login(login_as, upstream, tmp_path, answer, status, page, log):
+    login_as.userinfo_answer = answer
+    e = make(login_as, upstream, tmp_path)
+    try:
+        r = e.get(e.to_callback("/audit/report"))
+        assert r.status_code == status and page in r.text, r.text
+        assert e.session_cookie() is None
+        assert log in e.gw.output()
+    finally:
+        e.stop()
+
+
+def test_userinfo_down_at_refresh_keeps_the_session_and_its_claims(short_as, upstream, tmp_path):
+    e = make(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    try:
+        assert e.login("/audit/report").status_code == 200
+        short_as.userinfo_answer = (503, "text/plain", "down")
+        time.sleep(2.5)
+        r = e.get("/audit/report")
+        assert r.status_code == 200 and sent(r)["x-teams"] == "audit,ops", r.text
+        assert short_as.refresh_ok_count == 1
+        assert "userinfo after a refresh failed; the session keeps its claims" in e.gw.output()
+    finally:
+        e.stop()
