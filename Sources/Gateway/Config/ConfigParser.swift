@@ -8,7 +8,8 @@ import Yams
 public enum ConfigParser {
     static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
                           "issuers", "clients", "upstreams", "routes", "limits", "access_log",
-                          "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login"]
+                          "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login",
+                          "identity_assertion_keys"]
 
     public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                              baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
@@ -82,6 +83,7 @@ public enum ConfigParser {
         if let node = top["session"] { cfg.session = session(node, r) }
         if let node = top["login"] { cfg.login = login(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
+        cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
         cfg.routes = routes(top["routes"], cfg, r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
            let route = cfg.routes.first(where: { $0.tokens?.dpop != nil }) {
@@ -94,7 +96,10 @@ public enum ConfigParser {
         // The default key-thumbprint header too, even where no route sets it: an upstream
         // might read it whatever the config says.
         if let jkt = DPoPRouteConfig().jktHeader { stripped.insert(jkt.lowercased()) }
+        // Likewise the default assertion header: an upstream may check it on every path.
+        stripped.insert(IdentityAssertionConfig.defaultHeader.lowercased())
         for route in cfg.routes {
+            stripped.formUnion(route.options.ownHeaders)
             stripped.formUnion(route.identityHeaders.headerNames.map { $0.lowercased() })
             if let h = route.tokens?.dpop?.jktHeader { stripped.insert(h.lowercased()) }
         }
@@ -205,7 +210,7 @@ public enum ConfigParser {
         return out
     }
 
-    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "require", "headers", "forward_token", "token_in_query", "token_in_body", "dpop"]
+    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "require", "headers", "forward_token", "token_in_query", "token_in_body", "dpop"] + routeOptionKeys
 
     private static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
         guard let node else {
@@ -279,10 +284,13 @@ public enum ConfigParser {
             var name = p
             if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
             if let match {
-                out.append(RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth,
-                                       tokens: tokens, identityHeaders: headers, client: client,
-                                       forwardSessionToken: auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true,
-                                       sessionRequirement: sessionRequirement))
+                var route = RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth,
+                                        tokens: tokens, identityHeaders: headers, client: client,
+                                        forwardSessionToken: auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true,
+                                        sessionRequirement: sessionRequirement)
+                route.options = routeOptions(m, path: p, route: route, cfg: cfg, r)
+                if route.options.passAccessToken != nil && route.client != nil { route.forwardSessionToken = true }
+                out.append(route)
             }
         }
         return out

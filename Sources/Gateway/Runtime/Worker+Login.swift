@@ -70,12 +70,12 @@ extension Worker {
             case .allow(let session, let setCookies):
                 ctx.subject = session.subject
                 ctx.clientID = route.client
-                if let requirement = route.sessionRequirement, requirement.check(session.claims) != nil {
+                if let requirement = route.sessionRequirement, let failure = requirement.check(session.claims) {
                     ctx.rejection = "insufficient_scope"
                     self.metrics.authFailure("insufficient_scope")
                     self.answer(ex, ctx, ErrorResponse.make(403, error: "insufficient_scope", description: "this account may not use this resource",
                                                             requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
-                                                            detail: "session does not meet the route's requirement"))
+                                                            detail: "session does not meet the route's requirement: \(failure)"))
                     return
                 }
                 if !setCookies.isEmpty {
@@ -85,8 +85,13 @@ extension Worker {
                     ctx.responseHeaders.append(("Cache-Control", "private, no-store"))
                 }
                 ctx.ownCookies = self.config.ownCookieNames
-                var identity = identityHeaders(route, session.claims, ctx)
-                if route.forwardSessionToken, let token = session.accessToken { identity.append(("Authorization", "Bearer \(token)")) }
+                guard let identity = self.sessionUpstreamHeaders(route, session, self.identityHeaders(route, session.claims, ctx)) else {
+                    ctx.rejection = "unavailable"
+                    self.answer(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
+                                                            requestID: ctx.requestID, headers: [("Retry-After", "5")],
+                                                            detail: "the session's access token expired and was not refreshed; not sent upstream"))
+                    return
+                }
                 forward(ctx, identity)
             case .unavailable(let why):
                 ctx.rejection = "unavailable"

@@ -32,6 +32,8 @@ final class Worker {
     let authenticator: TokenAuthenticator
     /// Browser logins and sessions.
     let login: LoginService
+    /// Signed identity assertions (route option `identity_assertion`), cached per caller.
+    let assertions = IdentityAssertions()
     /// Where `rd` may send a browser back to.
     private(set) var returnPolicy = ReturnTo()
     private(set) var draining = false
@@ -97,6 +99,7 @@ final class Worker {
         configGeneration += 1
         authenticator.apply(new)
         login.apply(new)
+        assertions.apply(new)
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
         let options = serverOptions(new.limits)
         for s in servers { s.apply(options) }
@@ -202,6 +205,11 @@ final class Worker {
                                                    detail: "pool missing"))
                 return
             }
+            // cors_preflight: allow — a preflight carries no credentials (Fetch §3.2.2).
+            if route.options.corsPreflight && CORSPreflight.matches(head) {
+                forward(ex, ctx: ctx, pool: pool, request: build([], false, ex.body))
+                return
+            }
             // A login route, or a login_or_token route whose request carries a session cookie.
             if route.client != nil && (route.tokens == nil || Cookies(fields).values[login.settings.sessionCookie] != nil) {
                 authenticateSession(ex, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx) { [unowned self] ctx, identity in
@@ -263,6 +271,7 @@ final class Worker {
                 if route.tokens?.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
                 var identity = self.identityHeaders(route, token.claims, ctx)
                 if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
+                if let a = self.tokenAssertion(route, token) { identity.append(a) }
                 let body: RequestBody = form.map { BufferedRequestBody($0.kept) } ?? ex.body
                 self.forward(ex, ctx: ctx, pool: plan.pool!, request: build(identity, false, body))
             case .unavailable(let detail):
