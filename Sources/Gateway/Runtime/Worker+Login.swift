@@ -31,7 +31,7 @@ extension Worker {
                 // The gateway's own time for the callback, the token endpoint's excluded.
                 let own = self.clock() - ctx.start - timing.tokenEndpointSeconds
                 self.metrics.recordCallback(ownSeconds: own)
-                var r = response
+                var r = self.config.session.sameSite == .strict ? response.strictSameSiteHop() : response
                 r.detail = (response.detail ?? "") + " (own \(Int(own * 1e6)) us)"
                 self.answer(ex, ctx, r, upstreamSeconds: timing.tokenEndpointSeconds)
             }
