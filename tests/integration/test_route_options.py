@@ -191,3 +191,12 @@ def test_assertion_per_token(gw, idp, upstream):
         verify_assertion(forged, jwks, "https://gw.example.test", f"http://127.0.0.1:{upstream.port}")
     # Client-sent assertions never reach an upstream, on a route without the option either.
     assert "x-tokengate-assertion" not in sent(get(gw, "/anything", headers={"X-Tokengate-Assertion": value}))
+
+
+def test_readme_helper_is_the_tested_one():
+    """The README shows upstream apps exactly the helper these tests verify with."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    with open(os.path.join(ROOT, "examples", "verify_assertion.py")) as f:
+        helper = f.read()
+    assert "```python\n" + helper + "```" in readme
