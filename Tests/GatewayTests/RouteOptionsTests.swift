@@ -135,6 +135,11 @@ struct RouteOptionsTests {
         fewer["email"] = nil
         _ = a.header(route, caller: "s2", claims: fewer, now: 1041)
         #expect(a.signatures == 4)
+        // Never past the credential's own expiry (token routes).
+        let short = try #require(a.header(route, caller: "t1", claims: claims, now: 1000, notAfter: 1010))
+        #expect(try CompactJWS(short.1).claims()["exp"]?.int64 == 1010)
+        let signed = a.signatures
+        #expect(a.header(route, caller: "t1", claims: claims, now: 1009, notAfter: 1010)?.1 == short.1 && a.signatures == signed)
         // It verifies with the published key, and says who and for whom.
         let jws = try CompactJWS(first.1)
         let keys = JWKSet(keys: cfg.assertionKeys.map(\.key))

@@ -30,14 +30,18 @@ final class IdentityAssertions {
     }
 
     /// The route's assertion header for this caller; nil when the route has none (or, which
-    /// the config check prevents, no key). `caller` names the session or token it is cached for.
-    func header(_ route: RouteConfig, caller: String, claims: JSONObject, now: Int64) -> (String, String)? {
+    /// the config check prevents, no key). `caller` names the session or token it is cached for;
+    /// `notAfter`: the credential's own expiry, which the assertion never outlives.
+    func header(_ route: RouteConfig, caller: String, claims: JSONObject, now: Int64, notAfter: Int64? = nil) -> (String, String)? {
         guard let config = route.options.identityAssertion, let signer else { return nil }
         let key = "\(route.index) \(caller)"
-        if let e = cache[key], e.expiresAt - now > Int64(config.lifetime / 4), e.claims == claims {
+        // Reused while more than a quarter of its lifetime is left — or, when it already ends
+        // with the credential, while it lasts (a new one could not last longer).
+        if let e = cache[key], e.claims == claims,
+           e.expiresAt - now > Int64(config.lifetime / 4) || (e.expiresAt > now && e.expiresAt == notAfter) {
             return (config.header, e.jwt)
         }
-        let exp = now + Int64(config.lifetime)
+        let exp = min(now + Int64(config.lifetime), notAfter ?? .max)
         var body = JSONObject()
         body["iss"] = .string(config.issuer)
         body["aud"] = .string(config.audience)

@@ -22,10 +22,12 @@ extension Worker {
         return out
     }
 
-    /// The assertion of a token route, cached per token (its issuer, jti or subject, and expiry).
+    /// The assertion of a token route, cached per token (its issuer, jti or subject, and expiry);
+    /// it expires no later than the token.
     func tokenAssertion(_ route: RouteConfig, _ token: VerifiedAccessToken) -> (String, String)? {
         guard route.options.identityAssertion != nil else { return nil }
         let caller = "t \(token.issuer) \(token.claims["jti"]?.string ?? "") \(token.subject ?? "") \(token.expiresAt)"
-        return assertions.header(route, caller: caller, claims: token.claims, now: Int64(Date().timeIntervalSince1970))
+        return assertions.header(route, caller: caller, claims: token.claims, now: Int64(Date().timeIntervalSince1970),
+                                 notAfter: token.expiresAt)
     }
 }
