@@ -200,5 +200,8 @@ struct RouteOptionsTests {
         #expect(problems(config(route: "auth: login\nclient: web", session: ", same_site: loose")).contains("lax (the default), strict or none"))
         #expect(problems(config(route: "auth: login\nclient: web", session: ", cookie_domain: .example.com")).contains("without the leading dot"))
         #expect(problems(config(route: "auth: login\nclient: web", session: ", cookie_domain: 10.0.0.1")).contains("not an IP address"))
+        // public_url is https://gw.example.com: another domain would never get the cookie.
+        #expect(problems(config(route: "auth: login\nclient: web", session: ", cookie_domain: example.org")).contains("does not cover public_url https://gw.example.com"))
+        #expect(problems(config(route: "auth: login\nclient: web", session: ", cookie_domain: gw.example.com")).isEmpty)
     }
 }

@@ -132,6 +132,19 @@ extension ConfigParser {
         }
     }
 
+    /// A browser refuses a Set-Cookie whose Domain does not cover the host it came from
+    /// (RFC 6265 §5.3 step 6): every public_url must be under `session.cookie_domain`.
+    static func checkCookieDomain(_ cfg: GatewayConfig, node: Node?, _ r: ConfigReader) {
+        guard let domain = cfg.session.cookieDomain else { return }
+        for url in cfg.publicURLs {
+            var host = url.authority.lowercased()
+            if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") { host = String(host[..<colon]) }
+            if host != domain && !host.hasSuffix("." + domain) {
+                r.problem("session.cookie_domain", node, "\(domain) does not cover public_url \(url.scheme)://\(url.authority): browsers would refuse the cookie there; use a domain every public_url is under")
+            }
+        }
+    }
+
     /// `require.email_domains`, `require.any_of` (called by `requirement`).
     static func requirementExtras(_ m: [String: Node], path p: String, _ req: inout AuthorizationRequirement, _ r: ConfigReader) {
         if let n = m["email_domains"], let seq = r.sequence(n, path: "\(p).email_domains") {
