@@ -48,6 +48,12 @@ ROUTES = """  - name: tokens
     auth: login
     client: web
     identity_assertion: { header: X-Other-Assertion, audience: "https://other.example.test" }
+  - name: cors
+    match: { path_prefix: /cors/ }
+    upstream: app
+    auth: login
+    client: web
+    cors_preflight: allow
   - name: corp
     match: { path_prefix: /corp/ }
     upstream: app
@@ -169,5 +175,25 @@ def test_session_rules_both_sides(login_as, upstream, tmp_path):
         assert r.status_code == 403 and "any_of" not in r.text
         log = e.gw.output()
         assert "any_of: no alternative met" in log and "email_domains: the email is not verified" in log
+    finally:
+        e.stop()
+
+
+def test_cors_preflight_on_a_login_route(login_as, upstream, tmp_path):
+    e = make_env(login_as, upstream, tmp_path)
+    try:
+        pre = {"Origin": "https://spa.example.test", "Access-Control-Request-Method": "PUT", **FORGED}
+        r = requests.options(e.url("/cors/items"), headers=pre, timeout=5)
+        assert r.status_code == 200 and r.json()["method"] == "OPTIONS", r.text
+        assert not set(k.lower() for k in FORGED) & set(sent(r))
+        # Not a preflight: a login is required, as for everything else on the route.
+        seen = len(upstream.requests)
+        for headers in ({"Origin": "https://spa.example.test"}, {"Access-Control-Request-Method": "PUT"}, {}):
+            r = requests.options(e.url("/cors/items"), headers=headers, timeout=5)
+            assert r.status_code == 401 and r.json()["error"] == "login_required", (headers, r.text)
+        assert requests.put(e.url("/cors/items"), headers=pre, timeout=5).status_code == 401
+        assert len(upstream.requests) == seen
+        # The other login routes refuse preflights.
+        assert requests.options(e.url("/corp/items"), headers=pre, timeout=5).status_code == 401
     finally:
         e.stop()
