@@ -17,7 +17,7 @@ final class IdentityAssertions {
     }
 
     /// Bounds the cache: past it, expired entries go, and if that is not enough, all.
-    static let maxEntries = 20_000
+    static let maxEntries = 10_000
     private var cache: [String: Entry] = [:]
     private var signer: AssertionKey?
     /// Signatures made (for tests and the benchmark's story: one per caller per lifetime).
