@@ -54,6 +54,7 @@ ROUTES = """  - name: tokens
     auth: login
     client: web
     cors_preflight: allow
+    strip_prefix: true
   - name: corp
     match: { path_prefix: /corp/ }
     upstream: app
@@ -185,7 +186,11 @@ def test_cors_preflight_on_a_login_route(login_as, upstream, tmp_path):
         pre = {"Origin": "https://spa.example.test", "Access-Control-Request-Method": "PUT", **FORGED}
         r = requests.options(e.url("/cors/items"), headers=pre, timeout=5)
         assert r.status_code == 200 and r.json()["method"] == "OPTIONS", r.text
+        assert r.json()["path"] == "/items"  # strip_prefix on a login route
         assert not set(k.lower() for k in FORGED) & set(sent(r))
+        # The upstream's answer to a preflight cannot set the gateway's cookies either.
+        r = requests.options(e.url("/cors/set-cookie/tokengate_session"), headers=pre, timeout=5)
+        assert r.status_code == 200 and r.headers["Set-Cookie"] == "app=1; Path=/", r.headers
         # Not a preflight: a login is required, as for everything else on the route.
         seen = len(upstream.requests)
         for headers in ({"Origin": "https://spa.example.test"}, {"Access-Control-Request-Method": "PUT"}, {}):

@@ -207,6 +207,8 @@ final class Worker {
             }
             // cors_preflight: allow — a preflight carries no credentials (Fetch §3.2.2).
             if route.options.corsPreflight && CORSPreflight.matches(head) {
+                // As on the session path: the upstream's answer cannot set the gateway's cookies.
+                if route.client != nil { ctx.ownCookies = config.ownCookieNames }
                 forward(ex, ctx: ctx, pool: pool, request: build([], false, ex.body))
                 return
             }
