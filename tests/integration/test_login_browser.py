@@ -214,3 +214,22 @@ def test_same_site_strict_login_in_chromium(authserver_factory, upstream, tmp_pa
     finally:
         driver.quit()
         e.gw.stop()
+
+
+def test_same_site_none_in_chromium(authserver_factory, upstream, tmp_path):
+    """SameSite=None (with Secure, which check-config requires): stored by Chromium as such,
+    and the login works as with Lax."""
+    a = authserver_factory(login="form")
+    e = SubdomainEnv(a, upstream, tmp_path, "none-web", session_extra=", same_site: none")
+    driver = _browser_for_subdomains()
+    try:
+        wait = WebDriverWait(driver, 15)
+        driver.get(e.url(1, "/one"))
+        _login_at_form(driver, a, wait)
+        wait.until(lambda d: d.current_url == e.url(1, "/one"))
+        assert echoed(driver)[1]["x-forwarded-email"] == "alice@example.com"
+        cookie = driver.get_cookie("__Host-tokengate_session")
+        assert cookie["sameSite"] == "None" and cookie["secure"]
+    finally:
+        driver.quit()
+        e.gw.stop()
