@@ -88,6 +88,7 @@ struct RouteOptionsTests {
         #expect(problems(config(route: "auth: login\nclient: web\npass_id_token: Cookie")).contains("pick another name"))
         #expect(problems(config(route: "auth: login\nclient: web\npass_id_token: Authorization")).contains("pick another name"))
         #expect(problems(config(route: "auth: login\nclient: web\nforward_token: true\npass_access_token: X-T")).contains("not both"))
+        #expect(problems(config(route: "auth: login\nclient: web\nforward_token: false\npass_access_token: X-T")).isEmpty)
         #expect(problems(config(route: "auth: login\nclient: web\npass_id_token: X-Forwarded-Email\nheaders: { X-Forwarded-Email: email }"))
             .contains("both an identity header"))
     }

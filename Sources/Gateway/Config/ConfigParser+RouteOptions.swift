@@ -36,7 +36,9 @@ extension ConfigParser {
             guard headerName(h, path: "\(p).\(key)", n, allowAuthorization: key == "pass_access_token", r) else { continue }
             if key == "pass_access_token" { o.passAccessToken = h } else { o.passIDToken = h }
         }
-        if o.passAccessToken != nil, m["forward_token"] != nil {
+        // On auth: login, forward_token: true sends the session's token (as Authorization); on
+        // login_or_token it is about the caller's own token, and both options can be set.
+        if o.passAccessToken != nil, route.forwardSessionToken {
             r.problem("\(p).forward_token", m["forward_token"], "give forward_token or pass_access_token, not both (forward_token: true is pass_access_token: Authorization)")
         } else if route.forwardSessionToken {
             o.passAccessToken = "Authorization"
