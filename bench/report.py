@@ -28,6 +28,9 @@ PEER = "mod_auth_openidc"
 TARGET_DPOP_MEMORY = 0.4        # tokengate req/s / nginx req/s with the in-memory replay cache
 # Issue 6, for the login scenario: a valid session cookie on every request.
 TARGET_LOGIN = 0.9
+# Issue 14: login-assertion (identity_assertion on) costs at most this much of login's CPU
+# time per request, both from the same run.
+TARGET_ASSERTION_CPU = 1.05
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
@@ -216,6 +219,15 @@ def main(workdir, out_path):
         elif kind["auth"] == "login" and nginx and tg:
             checks = {f"req/s ratio >= {TARGET_LOGIN}": s["rps_ratio"] >= TARGET_LOGIN, "no errors": errors_ok}
             print("  targets (issue 6): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+        elif kind["auth"] == "login-assertion" and nginx and tg:
+            checks = {"no errors": errors_ok}
+            base = result["scenarios"].get("login", {}).get("tokengate_cpu_us_per_request")
+            own = s.get("tokengate_cpu_us_per_request")
+            if base and own:
+                s["cpu_vs_login"] = own / base
+                checks[f"CPU/request <= {TARGET_ASSERTION_CPU} x login's"] = s["cpu_vs_login"] <= TARGET_ASSERTION_CPU
+                print(f"  CPU per request against the login scenario (same run): {own:.1f} / {base:.1f} us = {s['cpu_vs_login']:.3f}x")
+            print("  targets (issue 14): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "dpop-memory" and nginx and tg:
             checks = {f"req/s ratio >= {TARGET_DPOP_MEMORY}": s["rps_ratio"] >= TARGET_DPOP_MEMORY, "no errors": errors_ok}
             print("  targets (issue 5): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))

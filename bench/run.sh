@@ -543,10 +543,17 @@ login_scenario() {
     start_redis
     store="redis://127.0.0.1:$PORT_REDIS/0" counter=redis_commands auth=login-redis
   fi
-  SCENARIO_VARS="AS_PORT=$PORT_AS CLIENT_KEY=$keys/client.jwk STORE=$store" SCENARIO_AUTH=$auth CHECK_SCENARIO=check_login \
-    STORE_COUNTER=$counter scenario "$1" bench/tokengate/login.yaml -s "$ROOT/bench/lua/login.lua"
+  # assertion: the route also signs an identity assertion (issue 14), key made here.
+  local template=bench/tokengate/login.yaml
+  if [[ ${3:-} == assertion ]]; then
+    template=bench/tokengate/login-assertion.yaml auth=login-assertion
+    [[ -f $keys/assert.jwk ]] || "$TOKENGATE_BIN" keys generate --alg ES256 --kid bench-assert --out "$keys/assert.jwk" >/dev/null
+  fi
+  SCENARIO_VARS="AS_PORT=$PORT_AS CLIENT_KEY=$keys/client.jwk STORE=$store ASSERTION_KEY=$keys/assert.jwk" SCENARIO_AUTH=$auth \
+    CHECK_SCENARIO=check_login STORE_COUNTER=$counter scenario "$1" "$template" -s "$ROOT/bench/lua/login.lua"
 }
 login_scenario login
+login_scenario login-assertion memory assertion
 login_scenario login-redis redis
 
 # decision_scenario NAME ALG: decision mode (issue 13). The bearer-* token and route with

@@ -49,11 +49,7 @@ struct AuthRefusals {
     /// 403 `insufficient_scope` when the token lacks the route's scopes or claims.
     func authorize(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
         guard let failure = tokens.requirement.check(token.claims, scopeClaim: token.scopeClaim) else { return nil }
-        let detail: String
-        switch failure {
-        case .missingScopes(let s): detail = "missing scopes: \(s.joined(separator: " "))"
-        case .claim(let c): detail = "claim requirement not met: \(c)"
-        }
+        let detail = failure.description
         let scope = tokens.requirement.scopes.isEmpty ? nil : tokens.requirement.scopes
         return AuthDenial(status: 403, challenges: challenges(error: .insufficient_scope, description: "the token does not grant access to this resource",
                                                               on: scheme, scope: scope),

@@ -9,7 +9,8 @@ extension ConfigParser {
         var s = SessionConfig()
         guard let m = r.mapping(node, path: "session", known: ["keys", "keys_file", "cookie_name", "secure_cookie", "idle_timeout",
                                                                 "absolute_timeout", "refresh_margin", "login_timeout",
-                                                                "max_pending_logins", "cache_ttl", "pending_logins"]) else { return s }
+                                                                "max_pending_logins", "cache_ttl", "pending_logins",
+                                                                "cookie_domain", "same_site"]) else { return s }
         var texts: [(String, Node?)] = []
         if m["keys"] != nil && m["keys_file"] != nil {
             r.problem("session.keys", m["keys"], "give either keys or keys_file, not both")
@@ -48,6 +49,7 @@ extension ConfigParser {
             default: r.problem("session.pending_logins", n, "must be store or cookie")
             }
         }
+        sessionCookieOptions(m, &s, r)
         return s
     }
 

@@ -9,7 +9,7 @@ public enum ConfigParser {
     static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
                           "issuers", "clients", "upstreams", "routes", "limits", "access_log",
                           "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login",
-                          "decision", "pages_dir"]
+                          "decision", "pages_dir", "identity_assertion_keys"]
 
     public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                              baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
@@ -85,6 +85,7 @@ public enum ConfigParser {
         if let node = top["decision"] { cfg.decision = decision(node, r) }
         if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
+        cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
         cfg.routes = routes(top["routes"], cfg, r)
         checkDecision(cfg, node: top["decision"], r)
         checkUserinfoClients(cfg, r)
@@ -99,12 +100,16 @@ public enum ConfigParser {
         // The default key-thumbprint header too, even where no route sets it: an upstream
         // might read it whatever the config says.
         if let jkt = DPoPRouteConfig().jktHeader { stripped.insert(jkt.lowercased()) }
+        // Likewise the default assertion header: an upstream may check it on every path.
+        stripped.insert(IdentityAssertionConfig.defaultHeader.lowercased())
         for route in cfg.routes {
+            stripped.formUnion(route.options.ownHeaders)
             stripped.formUnion(route.identityHeaders.headerNames.map { $0.lowercased() })
             if let h = route.tokens?.dpop?.jktHeader { stripped.insert(h.lowercased()) }
         }
         cfg.strippedIdentityHeaders = stripped.sorted().map { Array($0.utf8) }
 
+        checkCookieDomain(cfg, node: top["session"], r)
         if cfg.listeners.isEmpty && top["listen"] == nil {
             cfg.listeners = [ListenerConfig(address: SocketAddress(host: "0.0.0.0", port: 8080), tls: nil)]
         }
@@ -210,7 +215,7 @@ public enum ConfigParser {
         return out
     }
 
-    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers", "forward_token", "token_in_query", "token_in_body", "dpop"]
+    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers", "forward_token", "token_in_query", "token_in_body", "dpop"] + routeOptionKeys
 
     private static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
         guard let node else {
@@ -292,6 +297,8 @@ public enum ConfigParser {
                                        forwardSessionToken: auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true,
                                        sessionRequirement: sessionRequirement)
                 route.clients = clients
+                route.options = routeOptions(m, path: p, route: route, cfg: cfg, r)
+                if route.options.passAccessToken != nil && route.client != nil { route.forwardSessionToken = true }
                 out.append(route)
             }
         }

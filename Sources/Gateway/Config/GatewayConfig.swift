@@ -31,7 +31,8 @@ public struct GatewayConfig: Sendable {
         // cookies (Redis session ids included) to upstreams.
         var names: Set<String> = []
         for base in [session.cookieName, "tokengate_login"] {
-            for prefix in ["", "__Host-"] {
+            // __Secure-: the session cookie's name when it has a Domain (session.cookie_domain).
+            for prefix in ["", "__Host-", "__Secure-"] {
                 names.insert(prefix + base)
                 for i in 1..<4 { names.insert("\(prefix)\(base)_\(i)") }
             }
@@ -69,6 +70,9 @@ public struct GatewayConfig: Sendable {
     /// Identity header names stripped from every client request on every route (all that
     /// any route maps, plus the defaults), lowercased.
     public var strippedIdentityHeaders: [[UInt8]] = []
+    /// `identity_assertion_keys`: the gateway's own signing keys for identity assertions
+    /// (the first signs, all are published at the JWKS path).
+    public var assertionKeys: [AssertionKey] = []
 
     public init() {}
 }
@@ -169,6 +173,9 @@ public struct RouteConfig: Sendable {
     /// Scopes and claims a session must have (`require:` of login / login_or_token routes),
     /// checked against the session's claims and the scope the token response granted.
     public var sessionRequirement: AuthorizationRequirement?
+    /// What else the route does to a request (prefix stripping, CORS preflights, tokens and a
+    /// signed assertion upstream): see RouteOptions.swift.
+    public var options = RouteOptions()
 }
 
 public struct RouteMatch: Sendable, Equatable {

@@ -102,6 +102,24 @@ public struct SessionConfig: Sendable {
     /// `cookie` (always the sealed cookie: nothing is written to Redis before a user has
     /// logged in — replicas still share them through the session keys).
     public var pendingLoginsInCookie = false
+    /// `cookie_domain`: the session cookie's Domain (one login for every host under it); its
+    /// name then takes the `__Secure-` prefix, as `__Host-` forbids a Domain.
+    public var cookieDomain: String? = nil
+    /// `same_site` of the session cookie (the login-state cookie is always Lax).
+    public var sameSite = SameSite.lax
+}
+
+/// RFC 6265bis §4.1.2.7 SameSite values.
+public enum SameSite: String, Sendable, CaseIterable {
+    case lax, strict, none
+    /// As written in Set-Cookie.
+    var attribute: String {
+        switch self {
+        case .lax: return "Lax"
+        case .strict: return "Strict"
+        case .none: return "None"
+        }
+    }
 }
 
 /// `login:` — the gateway's own login endpoints and where browsers may be sent back to.

@@ -8,7 +8,7 @@ import OAuth
 /// with id_token_hint and post_logout_redirect_uri (OIDC RP-Initiated Logout 1.0 §2).
 extension LoginService {
     func logout(method: String, query: Substring, form: [(String, String)], cookies: Cookies, done: @escaping (GatewayResponse) -> Void) {
-        let clearAll = cookies.clear(settings.sessionCookie, secure: settings.secure)
+        let clearAll = cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
         let after = config.login.afterLogout
         guard let value = cookies.value(settings.sessionCookie) else {
             done(.redirect(after, cookies: cookies.values[settings.sessionCookie] == nil ? [] : clearAll, detail: "logout without a session")); return
@@ -60,7 +60,9 @@ extension LoginService {
     /// `/.well-known/jwks.json`: the public keys of the clients (for an AS that reads the
     /// client's jwks_uri to check its request objects and assertions).
     func jwks() -> GatewayResponse {
-        let keys = config.clients.values.sorted { $0.name < $1.name }.compactMap(\.key)
+        // The clients' keys, then the identity assertion keys (all of them: a key listed
+        // second is published before it signs, so upstreams have it when it starts to).
+        let keys = config.clients.values.sorted { $0.name < $1.name }.compactMap(\.key) + config.assertionKeys.map(\.key)
         return GatewayResponse(status: 200, body: JWKSet(keys: keys).publicJSON(), contentType: "application/jwk-set+json")
     }
 

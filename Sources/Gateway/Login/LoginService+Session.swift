@@ -17,7 +17,7 @@ extension LoginService {
     }
 
     func authenticate(route: RouteConfig, cookies: Cookies, done: @escaping (SessionDecision) -> Void) {
-        let clear = cookies.clear(settings.sessionCookie, secure: settings.secure)
+        let clear = cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
         if cookies.isConflicting(settings.sessionCookie) {
             // Which of the two is ours cannot be told: neither is used, and both are cleared
             // (the one set for this host; a sibling domain's copy is not ours to reach).
@@ -60,7 +60,7 @@ extension LoginService {
     }
 
     private func refresh(_ session: Session, cookies: Cookies, forwardsToken: Bool, done: @escaping (SessionDecision) -> Void) {
-        let clear = cookies.clear(settings.sessionCookie, secure: settings.secure)
+        let clear = cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
         // What a waiter (or a late request with the old cookie) does with the outcome; once,
         // whichever comes first: the outcome or the waiter's deadline.
         let answered = AnsweredOnce()

@@ -54,10 +54,9 @@ final class LoginService {
         var claims: Set<String> = ["sub", "sid"]
         for route in new.routes where route.client != nil {
             for entry in route.identityHeaders.mapping { if let first = entry.path.components.first { claims.insert(first) } }
-            if let req = route.sessionRequirement {
-                for (path, _) in req.claims { if let first = path.components.first { claims.insert(first) } }
-                if !req.scopes.isEmpty { claims.insert("scope") }
-            }
+            if let req = route.sessionRequirement { claims.formUnion(req.claimNames) }
+            // The identity assertion carries email and groups besides the mapped claims.
+            if route.options.identityAssertion != nil { claims.formUnion(["email", "groups"]) }
         }
         keptClaims = claims
         keepAccessToken = new.routes.contains { $0.client != nil && $0.forwardSessionToken }
@@ -92,7 +91,9 @@ final class LoginService {
         return "\(origin.scheme)://\(origin.authority)\(config.login.callbackPath)"
     }
 
-    var cookieAttributes: Cookies.Attributes { .init(secure: settings.secure, maxAge: Int64(config.session.absoluteTimeout)) }
+    var cookieAttributes: Cookies.Attributes {
+        .init(secure: settings.secure, maxAge: Int64(config.session.absoluteTimeout), sameSite: settings.sameSite, domain: settings.cookieDomain)
+    }
 
     func sessionCookies(_ value: String, _ cookies: Cookies) -> [String]? {
         cookies.set(settings.sessionCookie, value, cookieAttributes)

@@ -30,13 +30,19 @@ struct LoginSettings {
     let sessionCookie: String
     let loginCookie: String
     let secure: Bool
+    /// `session.cookie_domain` and `session.same_site`, for the session cookie only: the
+    /// login-state cookie stays host-only and Lax (the AS's redirect back must carry it).
+    let cookieDomain: String?
+    let sameSite: String
 
     init(_ config: GatewayConfig) {
         let keys = config.session.keys.isEmpty ? [ProcessSecrets.sessionKey] : config.session.keys
         sealer = CookieSealer(sessionKeysOf: config)
         csrfKey = MACKey(secret: Digest.sha256.hash(Array("tokengate logout csrf".utf8) + keys[0]))!
         secure = config.session.secureCookie
-        sessionCookie = Cookies.name(config.session.cookieName, secure: secure)
+        cookieDomain = config.session.cookieDomain
+        sameSite = config.session.sameSite.attribute
+        sessionCookie = Cookies.name(config.session.cookieName, secure: secure, domain: cookieDomain)
         loginCookie = Cookies.name("tokengate_login", secure: secure)
     }
 

@@ -82,7 +82,7 @@ enum RequestPipeline {
         case .preserve: upstreamHost = headers.first("Host") ?? upstream.authority
         case .fixed(let value): upstreamHost = value
         }
-        var target = upstream.basePath + normalized.path
+        var target = upstream.basePath + route.options.forwardedPath(normalized.path)
         if let q = normalized.query { target += "?" + q }
         let build: Build = { identity, session, body in
             let dropAuthorization = dropAuthorization || session

@@ -34,6 +34,14 @@ extension Worker {
         ctx.path = path
         ctx.route = route.name
         ctx.routeID = plan.metricID
+        // cors_preflight: allow — a preflight carries no credentials (Fetch §3.2.2), so it
+        // passes unauthenticated; any other OPTIONS is checked below.
+        if route.options.corsPreflight && CORSPreflight.matches(head) {
+            // As on the session path: the upstream's answer cannot set the gateway's cookies.
+            if route.client != nil { ctx.ownCookies = config.ownCookieNames }
+            allowed(ctx, Admission(identity: [], session: false, body: nil, claims: JSONObject()))
+            return
+        }
         // A login route, or a login_or_token route whose request carries a session cookie.
         if route.client != nil && (route.tokens == nil || Cookies(head.fields).values[login.settings.sessionCookie] != nil) {
             authenticateSession(ex, head: head, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx,

@@ -38,7 +38,7 @@ extension Worker {
                 // The gateway's own time for the callback, the token endpoint's excluded.
                 let own = self.clock() - ctx.start - timing.tokenEndpointSeconds
                 self.metrics.recordCallback(ownSeconds: own)
-                var r = response
+                var r = self.config.session.sameSite == .strict ? response.strictSameSiteHop() : response
                 r.detail = (response.detail ?? "") + " (own \(Int(own * 1e6)) us)"
                 self.answer(ex, ctx, r, upstreamSeconds: timing.tokenEndpointSeconds)
             }
@@ -78,12 +78,12 @@ extension Worker {
             case .allow(let session, let setCookies):
                 ctx.subject = session.subject
                 ctx.clientID = session.client
-                if let requirement = route.sessionRequirement, requirement.check(session.claims) != nil {
+                if let requirement = route.sessionRequirement, let failure = requirement.check(session.claims) {
                     ctx.rejection = "insufficient_scope"
                     self.metrics.authFailure("insufficient_scope")
                     var r = ErrorResponse.make(403, error: "insufficient_scope", description: "this account may not use this resource",
                                                requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
-                                               detail: "session does not meet the route's requirement")
+                                               detail: "session does not meet the route's requirement: \(failure)")
                     if Pages.wantsHTML(ex.head) {
                         r = self.config.pages.forbiddenPage(r, requestID: ctx.requestID, logoutAction: self.config.login.logoutPath,
                                                             csrfToken: self.login.settings.csrfToken(session))
@@ -98,8 +98,13 @@ extension Worker {
                     ctx.responseHeaders.append(("Cache-Control", "private, no-store"))
                 }
                 ctx.ownCookies = self.config.ownCookieNames
-                var identity = identityHeaders(route, session.claims, ctx)
-                if route.forwardSessionToken, let token = session.accessToken { identity.append(("Authorization", "Bearer \(token)")) }
+                guard let identity = self.sessionUpstreamHeaders(route, session, self.identityHeaders(route, session.claims, ctx)) else {
+                    ctx.rejection = "unavailable"
+                    self.answer(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
+                                                            requestID: ctx.requestID, headers: [("Retry-After", "5")],
+                                                            detail: "the session's access token expired and was not refreshed; not sent upstream"))
+                    return
+                }
                 forward(ctx, Admission(identity: identity, session: true, body: nil, claims: session.claims))
             case .unavailable(let why):
                 ctx.rejection = "unavailable"

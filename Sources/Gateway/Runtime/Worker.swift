@@ -32,6 +32,8 @@ final class Worker {
     let authenticator: TokenAuthenticator
     /// Browser logins and sessions.
     let login: LoginService
+    /// Signed identity assertions (route option `identity_assertion`), cached per caller.
+    let assertions = IdentityAssertions()
     /// Where `rd` may send a browser back to.
     private(set) var returnPolicy = ReturnTo()
     private(set) var draining = false
@@ -96,6 +98,7 @@ final class Worker {
         configGeneration += 1
         authenticator.apply(new)
         login.apply(new)
+        assertions.apply(new)
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
         let options = serverOptions(new.limits)
         for s in servers { s.apply(options) }
@@ -245,6 +248,7 @@ final class Worker {
                 if route.tokens?.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
                 var identity = self.identityHeaders(route, token.claims, ctx)
                 if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
+                if let a = self.tokenAssertion(route, token) { identity.append(a) }
                 allowed(ctx, Admission(identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
                                        claims: token.claims))
             case .unavailable(let detail):

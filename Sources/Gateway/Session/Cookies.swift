@@ -84,6 +84,8 @@ struct Cookies {
         /// Lax: sent on top-level navigations from other sites (the AS's redirect back), not
         /// on their subrequests or form POSTs (CSRF).
         var sameSite = "Lax"
+        /// `session.cookie_domain` (RFC 6265 §5.2.3): sent to every host under it. nil: host-only.
+        var domain: String? = nil
     }
 
     /// Set-Cookie values storing `value` under `name` (split if needed), and clearing the
@@ -98,24 +100,34 @@ struct Cookies {
         guard chunks.count <= Self.maxChunks else { return nil }
         if chunks.isEmpty { chunks = [""] }
         var out = chunks.enumerated().map { i, c in Self.line(i == 0 ? name : "\(name)_\(i)", String(c), a) }
+        var gone = a
+        gone.maxAge = 0
         for i in chunks.count..<Self.maxChunks where hasChunk(name, i) {
-            out.append(Self.line("\(name)_\(i)", "", Attributes(secure: a.secure, maxAge: 0, sameSite: a.sameSite)))
+            out.append(Self.line("\(name)_\(i)", "", gone))
         }
         return out
     }
 
     /// Set-Cookie values deleting `name` and its chunks.
-    func clear(_ name: String, secure: Bool) -> [String] {
-        let a = Attributes(secure: secure, maxAge: 0)
+    /// A cookie set with a Domain is deleted only by one with the same Domain (RFC 6265 §5.3 step 11).
+    func clear(_ name: String, secure: Bool, domain: String? = nil) -> [String] {
+        let a = Attributes(secure: secure, maxAge: 0, domain: domain)
         return [Self.line(name, "", a)] + (1..<Self.maxChunks).filter { hasChunk(name, $0) }.map { Self.line("\(name)_\($0)", "", a) }
     }
 
     static func line(_ name: String, _ value: String, _ a: Attributes) -> String {
         "\(name)=\(value); Path=/; Max-Age=\(max(0, a.maxAge)); HttpOnly; SameSite=\(a.sameSite)" + (a.secure ? "; Secure" : "")
+            + (a.domain.map { "; Domain=\($0)" } ?? "")
     }
 
     /// The cookie name as sent: with Secure cookies the `__Host-` prefix, which browsers
     /// accept only from a secure origin, for Path=/ and without Domain — so no sibling
     /// subdomain can set or shadow it.
-    static func name(_ base: String, secure: Bool) -> String { secure ? "__Host-" + base : base }
+    /// With a Domain (`session.cookie_domain`) the `__Secure-` prefix instead (RFC 6265bis
+    /// §4.1.3.1): it still proves the cookie was set over a secure channel, but every host
+    /// under the domain can set it — the price of one login across them.
+    static func name(_ base: String, secure: Bool, domain: String? = nil) -> String {
+        guard secure else { return base }
+        return (domain == nil ? "__Host-" : "__Secure-") + base
+    }
 }

@@ -23,6 +23,11 @@ public struct AuthorizationRequirement: Sendable, Equatable {
 
     public var scopes: [String]
     public var claims: [(path: ClaimPath, rule: Rule)]
+    /// `email_domains`: the `email` claim's domain is one of these or a subdomain of one, and
+    /// `email_verified` is true (see `EmailDomainRule`). Empty: no such rule.
+    public var emailDomains: [String] = []
+    /// `any_of`: at least one of these requirements is met (OR); each is a whole requirement.
+    public var anyOf: [AuthorizationRequirement] = []
 
     public init(scopes: [String] = [], claims: [(path: ClaimPath, rule: Rule)] = []) {
         self.scopes = scopes
@@ -32,11 +37,25 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     public static func == (a: Self, b: Self) -> Bool {
         a.scopes == b.scopes && a.claims.count == b.claims.count
             && zip(a.claims, b.claims).allSatisfy { $0.path == $1.path && $0.rule == $1.rule }
+            && a.emailDomains == b.emailDomains && a.anyOf == b.anyOf
     }
 
     public enum Failure: Error, Equatable, Sendable {
         case missingScopes([String])
         case claim(String)
+        /// `email_domains` failed: why (no verified email, or which domain it has).
+        case emailDomain(String)
+        /// No alternative of `any_of` was met: each alternative's failure, in order.
+        case anyOf([Failure])
+    }
+
+    /// The top-level claim names the requirement reads (a session must keep them).
+    public var claimNames: Set<String> {
+        var names = Set(claims.compactMap { $0.path.components.first })
+        if !emailDomains.isEmpty { names.formUnion(["email", "email_verified"]) }
+        if !scopes.isEmpty { names.insert("scope") }
+        for alternative in anyOf { names.formUnion(alternative.claimNames) }
+        return names
     }
 
     /// The token's scopes, read from `claim` alone: `scope` as a space-separated string;
@@ -64,6 +83,15 @@ public struct AuthorizationRequirement: Sendable, Equatable {
             case .contains(let want): ok = value?.array?.contains { Self.text($0) == want } ?? false
             }
             if !ok { return .claim(path.description) }
+        }
+        if !emailDomains.isEmpty, let why = EmailDomainRule.failure(claims, domains: emailDomains) { return .emailDomain(why) }
+        if !anyOf.isEmpty {
+            var failures: [Failure] = []
+            for alternative in anyOf {
+                guard let f = alternative.check(claims, scopeClaim: scopeClaim) else { return nil }
+                failures.append(f)
+            }
+            return .anyOf(failures)
         }
         return nil
     }

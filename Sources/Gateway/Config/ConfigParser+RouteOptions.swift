@@ -1,0 +1,169 @@
+import Foundation
+import JOSE
+import OAuth
+import Yams
+
+/// The route options of RouteOptions.swift, `identity_assertion_keys`, `session.cookie_domain`
+/// and `session.same_site`, and `require.email_domains` / `require.any_of`.
+extension ConfigParser {
+    static let routeOptionKeys = ["strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion"]
+
+    static func routeOptions(_ m: [String: Node], path p: String, route: RouteConfig, cfg: GatewayConfig, _ r: ConfigReader) -> RouteOptions {
+        var o = RouteOptions()
+        if let n = m["strip_prefix"], let b = r.bool(n, path: "\(p).strip_prefix"), b {
+            switch route.match.path {
+            case .exact:
+                r.problem("\(p).strip_prefix", n, "needs match.path_prefix (an exact path would leave nothing to forward); use path_prefix: or remove strip_prefix")
+            case .prefix(let prefix):
+                let bare = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
+                if bare.isEmpty { r.problem("\(p).strip_prefix", n, "path_prefix: / has nothing to strip; remove strip_prefix") }
+                else { o.strippedPrefix = bare }
+            }
+        }
+        if let n = m["cors_preflight"], let s = r.string(n, path: "\(p).cors_preflight") {
+            if s != "allow" { r.problem("\(p).cors_preflight", n, "must be allow (CORS preflights pass unauthenticated), or leave it out") }
+            else if route.auth == .none { r.problem("\(p).cors_preflight", n, "has no effect with auth: none (every request passes already); remove it") }
+            else { o.corsPreflight = true }
+        }
+        let session = route.auth == .login || route.auth == .login_or_token
+        for key in ["pass_access_token", "pass_id_token"] {
+            guard let n = m[key], let h = r.string(n, path: "\(p).\(key)") else { continue }
+            guard session else {
+                r.problem("\(p).\(key)", n, "passes a browser session's token: it needs auth: login or login_or_token"
+                          + (key == "pass_access_token" ? " (a token route forwards the caller's own token with forward_token: true)" : ""))
+                continue
+            }
+            guard headerName(h, path: "\(p).\(key)", n, allowAuthorization: key == "pass_access_token", r) else { continue }
+            if key == "pass_access_token" { o.passAccessToken = h } else { o.passIDToken = h }
+        }
+        // On auth: login, forward_token: true sends the session's token (as Authorization); on
+        // login_or_token it is about the caller's own token, and both options can be set.
+        if o.passAccessToken != nil, route.forwardSessionToken {
+            r.problem("\(p).forward_token", m["forward_token"], "give forward_token or pass_access_token, not both (forward_token: true is pass_access_token: Authorization)")
+        } else if route.forwardSessionToken {
+            o.passAccessToken = "Authorization"
+        }
+        if let n = m["identity_assertion"] { o.identityAssertion = identityAssertion(n, path: "\(p).identity_assertion", route: route, cfg: cfg, r) }
+        let own = o.ownHeaders
+        if Set(own).count != own.count { r.problem(p, m["identity_assertion"] ?? m["pass_id_token"], "pass_access_token, pass_id_token and identity_assertion.header must be different headers") }
+        for h in own where route.identityHeaders.headerNames.contains(where: { $0.lowercased() == h }) {
+            r.problem(p, m["headers"], "the header \(h) is both an identity header and a token/assertion header; rename one")
+        }
+        return o
+    }
+
+    /// A header the gateway itself sets upstream: a valid name that no protocol rule owns.
+    private static func headerName(_ h: String, path: String, _ n: Node, allowAuthorization: Bool, _ r: ConfigReader) -> Bool {
+        let lower = h.lowercased()
+        guard !h.isEmpty, h.utf8.allSatisfy(HeaderRules.isTokenChar) else { r.problem(path, n, "\"\(h)\" is not a header name"); return false }
+        if lower == "authorization" { if allowAuthorization { return true } }
+        if lower == "authorization" || lower == "cookie" || lower == "dpop" || !HeaderRules.forwardsRequestHeader(h, listed: [], reservedPrefix: nil) {
+            r.problem(path, n, "\(h) is a header the gateway or the protocol owns; pick another name such as X-Id-Token"); return false
+        }
+        return true
+    }
+
+    private static func identityAssertion(_ node: Node, path p: String, route: RouteConfig, cfg: GatewayConfig, _ r: ConfigReader) -> IdentityAssertionConfig? {
+        guard let m = r.mapping(node, path: p, known: ["header", "lifetime", "audience"]) else { return nil }
+        if route.auth == .none { r.problem(p, node, "has no effect with auth: none (there is no caller to assert)"); return nil }
+        guard !cfg.assertionKeys.isEmpty else {
+            r.problem(p, node, "needs identity_assertion_keys: [FILE] at the top level (make a key with: tokengate keys generate --out assertion.jwk)")
+            return nil
+        }
+        guard let origin = cfg.publicURLs.first else {
+            r.problem(p, node, "needs public_url: the assertion's iss is the gateway's public origin (e.g. https://gw.example.com)"); return nil
+        }
+        var audience = ""
+        if let up = cfg.upstreams[route.upstream] {
+            let host = up.host.contains(":") ? "[\(up.host)]" : up.host
+            audience = "http://\(host):\(up.port)\(up.basePath)"
+        }
+        var a = IdentityAssertionConfig(audience: audience, issuer: "\(origin.scheme)://\(origin.authority)")
+        if let n = m["header"], let h = r.string(n, path: "\(p).header") {
+            if headerName(h, path: "\(p).header", n, allowAuthorization: false, r) { a.header = h }
+        }
+        if let n = m["lifetime"], let v = r.duration(n, path: "\(p).lifetime") {
+            if v < 10 || v > 3600 { r.problem("\(p).lifetime", n, "must be from 10s to 1h (short: a leaked assertion is soon useless; 60s is the default)") }
+            else { a.lifetime = v }
+        }
+        if let n = m["audience"], let s = r.string(n, path: "\(p).audience") {
+            if s.isEmpty { r.problem("\(p).audience", n, "must not be empty (the upstream checks it; default: the upstream URL)") } else { a.audience = s }
+        }
+        return a
+    }
+
+    /// `identity_assertion_keys: [FILE, …]`: private keys (JWK or PEM, e.g. from `tokengate keys
+    /// generate`). The first signs; all are published at login.jwks_path, so a new key can be
+    /// listed second (published) before it is moved first (signing).
+    static func assertionKeys(_ node: Node?, _ r: ConfigReader) -> [AssertionKey] {
+        guard let node, let seq = r.sequence(node, path: "identity_assertion_keys") else { return [] }
+        var out: [AssertionKey] = []
+        for (j, item) in seq.enumerated() {
+            let p = "identity_assertion_keys[\(j)]"
+            guard let file = r.string(item, path: p) else { continue }
+            let (key, alg) = clientKey(file: file, node: item, algNode: nil, path: p, r)
+            guard let key, let alg else { continue }
+            guard let kid = key.kid, !kid.isEmpty else {
+                r.problem(p, item, "the key needs a kid (upstreams pick the key by it); tokengate keys generate sets one"); continue
+            }
+            if out.contains(where: { $0.key.kid == kid }) { r.problem(p, item, "kid \(kid) is used by another key in the list"); continue }
+            out.append(AssertionKey(key: key, alg: alg))
+        }
+        if seq.isEmpty { r.problem("identity_assertion_keys", node, "is empty; list at least one key file") }
+        return out
+    }
+
+    /// `session.cookie_domain`, `session.same_site`.
+    static func sessionCookieOptions(_ m: [String: Node], _ s: inout SessionConfig, _ r: ConfigReader) {
+        if let n = m["cookie_domain"], let v = r.string(n, path: "session.cookie_domain") {
+            if v.hasPrefix(".") {
+                r.problem("session.cookie_domain", n, "write the domain without the leading dot (\(v.dropFirst())); it covers its subdomains anyway")
+            } else if let host = HostNormalizer.normalize(v), host == v.lowercased(), host.contains("."), !host.contains(":"),
+                      !host.split(separator: ".").allSatisfy({ $0.allSatisfy(\.isNumber) }) {
+                s.cookieDomain = host
+            } else {
+                r.problem("session.cookie_domain", n, "must be a domain name with a dot, such as example.com (not an IP address, no port)")
+            }
+        }
+        if let n = m["same_site"], let v = r.string(n, path: "session.same_site") {
+            if let ss = SameSite(rawValue: v.lowercased()) { s.sameSite = ss }
+            else { r.problem("session.same_site", n, "must be lax (the default), strict or none") }
+        }
+        if s.sameSite == .none && !s.secureCookie {
+            r.problem("session.same_site", m["same_site"], "same_site: none needs secure_cookie: true (browsers drop SameSite=None cookies that are not Secure)")
+        }
+    }
+
+    /// A browser refuses a Set-Cookie whose Domain does not cover the host it came from
+    /// (RFC 6265 §5.3 step 6): every public_url must be under `session.cookie_domain`.
+    static func checkCookieDomain(_ cfg: GatewayConfig, node: Node?, _ r: ConfigReader) {
+        guard let domain = cfg.session.cookieDomain else { return }
+        for url in cfg.publicURLs {
+            var host = url.authority.lowercased()
+            if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") { host = String(host[..<colon]) }
+            if host != domain && !host.hasSuffix("." + domain) {
+                r.problem("session.cookie_domain", node, "\(domain) does not cover public_url \(url.scheme)://\(url.authority): browsers would refuse the cookie there; use a domain every public_url is under")
+            }
+        }
+    }
+
+    /// `require.email_domains`, `require.any_of` (called by `requirement`).
+    static func requirementExtras(_ m: [String: Node], path p: String, _ req: inout AuthorizationRequirement, _ r: ConfigReader) {
+        if let n = m["email_domains"], let seq = r.sequence(n, path: "\(p).email_domains") {
+            for (j, item) in seq.enumerated() {
+                guard let s = r.string(item, path: "\(p).email_domains[\(j)]") else { continue }
+                let d = s.lowercased()
+                if d.hasPrefix(".") || d.hasPrefix("@") || d.hasPrefix("*") {
+                    r.problem("\(p).email_domains[\(j)]", item, "write the bare domain (example.com); its subdomains match too")
+                } else if HostNormalizer.normalize(d) == nil || d.contains(":") || !d.contains(".") {
+                    r.problem("\(p).email_domains[\(j)]", item, "\"\(s)\" is not a domain name such as example.com")
+                } else { req.emailDomains.append(d) }
+            }
+            if seq.isEmpty { r.problem("\(p).email_domains", n, "is empty: no email would match; list domains or remove the key") }
+        }
+        if let n = m["any_of"], let seq = r.sequence(n, path: "\(p).any_of") {
+            if seq.count < 2 { r.problem("\(p).any_of", n, "needs at least two alternatives (with one, write its rules directly)") }
+            req.anyOf = seq.enumerated().map { requirement($1, path: "\(p).any_of[\($0)]", r) }
+        }
+    }
+}

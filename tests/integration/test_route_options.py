@@ -1,0 +1,202 @@
+"""Issue 14 on token routes and plain routes: strip_prefix, cors_preflight,
+require.email_domains / require.any_of (both sides of each rule, with the rule named in the
+log only), and an identity assertion per token. A real tokengate, a real upstream, a real
+JWKS server, tokens made with joserfc (test_bearer's helpers)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import requests
+from joserfc.errors import BadSignatureError, InvalidClaimError
+
+from conftest import BIN, ROOT, sent_headers as sent
+from test_bearer import JWKSServer, ec_key, token
+
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+from verify_assertion import verify_assertion  # noqa: E402 — the README's helper, as upstream apps use it
+
+
+def assertion_key(tmp_path, kid):
+    path = tmp_path / f"{kid}.jwk"
+    subprocess.run([BIN, "keys", "generate", "--kid", kid, "--out", str(path)], capture_output=True, check=True)
+    return str(path)
+
+
+@pytest.fixture
+def idp():
+    s = JWKSServer()
+    s.keys = [ec_key("one-1")]
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def gw(upstream, idp, tmp_path, gateway_factory):
+    key = assertion_key(tmp_path, "gw-1")
+    return gateway_factory(f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 2
+public_url: https://gw.example.test
+identity_assertion_keys: ["{key}"]
+issuers:
+  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+  based: {{ url: "http://127.0.0.1:{upstream.port}/base" }}
+routes:
+  - name: stripped
+    match: {{ path_prefix: /svc }}
+    upstream: based
+    auth: none
+    strip_prefix: true
+  - name: stripped-slash
+    match: {{ path_prefix: /v2/ }}
+    upstream: app
+    auth: none
+    strip_prefix: true
+  - name: corp
+    match: {{ path_prefix: /corp/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    require: {{ email_domains: [Example.COM] }}
+    cors_preflight: allow
+    identity_assertion: {{}}
+  - name: either
+    match: {{ path_prefix: /either/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    require:
+      any_of:
+        - {{ claims: {{ groups: {{ contains: admin }} }} }}
+        - {{ email_domains: [example.org], claims: {{ team: ops }} }}
+  - name: public
+    match: {{ path_prefix: / }}
+    upstream: app
+    auth: none
+""")
+
+
+def get(gw, path, tok=None, method="GET", headers=None):
+    h = dict(headers or {})
+    if tok:
+        h["Authorization"] = f"Bearer {tok}"
+    return requests.request(method, gw.url(path), headers=h, timeout=10)
+
+
+def test_strip_prefix_edges(gw):
+    # /svc is removed; the upstream URL's own path (/base) is still prepended.
+    assert get(gw, "/svc/a/b?q=1").json()["path"] == "/base/a/b?q=1"
+    assert get(gw, "/svc").json()["path"] == "/base/"
+    assert get(gw, "/svc/").json()["path"] == "/base/"
+    # The normalized path is what is stripped.
+    assert get(gw, "/svc/./x/../y").json()["path"] == "/base/y"
+    # /svcfoo is not under /svc: another route, nothing stripped.
+    assert get(gw, "/svcfoo").json()["path"] == "/svcfoo"
+    # A prefix written with its slash strips the same segment.
+    assert get(gw, "/v2/users").json()["path"] == "/users"
+    assert get(gw, "/v2/").json()["path"] == "/"
+    assert get(gw, "/v2").json()["path"] == "/v2"  # not matched by /v2/: the public route
+
+
+def test_cors_preflight_passes_but_nothing_else(gw, upstream):
+    pre = {"Origin": "https://app.example.test", "Access-Control-Request-Method": "POST",
+           "X-Forwarded-User": "forged", "X-Tokengate-Assertion": "forged"}
+    r = get(gw, "/corp/x", method="OPTIONS", headers=pre)
+    assert r.status_code == 200, r.text
+    h = sent(r)
+    assert r.json()["method"] == "OPTIONS" and h["origin"] == "https://app.example.test"
+    # Unauthenticated: no identity, and the client's copies are stripped.
+    assert "x-forwarded-user" not in h and "x-tokengate-assertion" not in h
+    # An OPTIONS that is not a preflight is checked like any request.
+    seen = len(upstream.requests)
+    for headers in ({"Origin": "https://app.example.test"}, {"Access-Control-Request-Method": "POST"}, {}):
+        r = get(gw, "/corp/x", method="OPTIONS", headers=headers)
+        assert r.status_code == 401 and r.headers["WWW-Authenticate"].startswith("Bearer")
+    # So is every other method, with the preflight headers or not.
+    assert get(gw, "/corp/x", headers=pre).status_code == 401
+    assert get(gw, "/corp/x", method="POST", headers=pre).status_code == 401
+    assert len(upstream.requests) == seen
+    # A route without the option refuses preflights too.
+    assert get(gw, "/either/x", method="OPTIONS", headers=pre).status_code == 401
+
+
+def test_email_domains_both_sides(gw, idp):
+    key = idp.keys[0]
+    ok = [dict(email="a@example.com"), dict(email="A@EXAMPLE.COM"), dict(email="a@eu.example.com")]
+    for claims in ok:
+        r = get(gw, "/corp/x", token(key, email_verified=True, **claims))
+        assert r.status_code == 200, (claims, r.text)
+    refused = [dict(email="a@evil-example.com", email_verified=True),      # not a subdomain
+               dict(email="a@example.com.evil.net", email_verified=True),  # suffix of the wrong kind
+               dict(email="a@example.com", email_verified=False),          # not verified
+               dict(email="a@example.com", email_verified=None),           # verification not stated
+               dict(email="a@example.com", email_verified="true"),         # a string is not true
+               dict(email=None, email_verified=True)]                      # no email
+    for claims in refused:
+        r = get(gw, "/corp/x", token(key, **claims))
+        assert r.status_code == 403, (claims, r.text)
+        assert 'error="insufficient_scope"' in r.headers["WWW-Authenticate"]
+        # The wire does not say which rule failed ...
+        assert "email" not in r.text and "email" not in r.headers["WWW-Authenticate"]
+    # ... the log does.
+    log = gw.output()
+    assert "email_domains: evil-example.com is not among example.com" in log
+    assert "email_domains: the email is not verified" in log
+
+
+def test_any_of_both_sides(gw, idp):
+    key = idp.keys[0]
+    assert get(gw, "/either/1", token(key, groups=["admin"])).status_code == 200
+    assert get(gw, "/either/2", token(key, email="o@example.org", email_verified=True, team="ops")).status_code == 200
+    # Each alternative half met is not met.
+    for claims in (dict(groups=["staff"]), dict(email="o@example.org", email_verified=True, team="dev"),
+                   dict(email="o@example.com", email_verified=True, team="ops")):
+        assert get(gw, "/either/3", token(key, **claims)).status_code == 403, claims
+    assert "any_of: no alternative met ([0] claim requirement not met: groups; [1]" in gw.output()
+
+
+def test_assertion_per_token(gw, idp, upstream):
+    key = idp.keys[0]
+    t = token(key, email_verified=True)
+    r = get(gw, "/corp/x", t, headers={"X-Tokengate-Assertion": "forged"})
+    assert r.status_code == 200
+    value = sent(r)["x-tokengate-assertion"]
+    jwks = requests.get(gw.url("/.well-known/jwks.json"), timeout=5).json()
+    assert [k["kid"] for k in jwks["keys"]] == ["gw-1"] and "d" not in jwks["keys"][0]
+    claims = verify_assertion(value, jwks, "https://gw.example.test", f"http://127.0.0.1:{upstream.port}")
+    assert claims["sub"] == "alice" and claims["email"] == "alice@example.com" and claims["groups"] == ["staff", "dev"]
+    # The same token gets the same assertion (one signature, not one per request; each
+    # worker signs its own, so a connection of its own is reused here).
+    with requests.Session() as s:
+        a = [sent(s.get(gw.url("/corp/y"), headers={"Authorization": f"Bearer {t}"}, timeout=5))["x-tokengate-assertion"]
+             for _ in range(3)]
+    assert a[0] == a[1] == a[2]
+    # Another token: another assertion.
+    other = sent(get(gw, "/corp/x", token(key, email_verified=True, sub="bob")))["x-tokengate-assertion"]
+    assert verify_assertion(other, jwks, "https://gw.example.test", f"http://127.0.0.1:{upstream.port}")["sub"] == "bob"
+    # For another audience, or from another issuer: refused by the helper.
+    with pytest.raises(InvalidClaimError):
+        verify_assertion(value, jwks, "https://gw.example.test", "http://127.0.0.1:1")
+    with pytest.raises(InvalidClaimError):
+        verify_assertion(value, jwks, "https://other-gw.example.test", f"http://127.0.0.1:{upstream.port}")
+    # A forgery under the gateway's kid, signed by another key: refused.
+    from joserfc import jwt
+    forged = jwt.encode({"alg": "ES256", "kid": "gw-1", "typ": "tokengate-assertion+jwt"}, claims, ec_key("gw-1"))
+    with pytest.raises(BadSignatureError):
+        verify_assertion(forged, jwks, "https://gw.example.test", f"http://127.0.0.1:{upstream.port}")
+    # Client-sent assertions never reach an upstream, on a route without the option either.
+    assert "x-tokengate-assertion" not in sent(get(gw, "/anything", headers={"X-Tokengate-Assertion": value}))
+
+
+def test_readme_helper_is_the_tested_one():
+    """The README shows upstream apps exactly the helper these tests verify with."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    with open(os.path.join(ROOT, "examples", "verify_assertion.py")) as f:
+        helper = f.read()
+    assert "```python\n" + helper + "```" in readme
