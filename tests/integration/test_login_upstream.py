@@ -18,6 +18,9 @@ from conftest import BIN, ROOT, sent_headers as sent
 from test_bearer import ec_key
 from test_login import HTML, LoginEnv
 
+# API-style requests keep the JSON error body; a browser's (HTML) gets the page instead.
+API = {"Accept": "application/json"}
+
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 from verify_assertion import verify_assertion  # noqa: E402 — the README's helper
 
@@ -149,7 +152,7 @@ def test_expired_access_token_is_never_sent(authserver_factory, upstream, tmp_pa
         a.stop()  # the refresh cannot happen
         time.sleep(3.5)
         seen = len(upstream.requests)
-        r = e.get("/tokens/2")
+        r = e.get("/tokens/2", headers=API)  # a browser would get the HTML page (test_pages.py)
         assert r.status_code == 503 and r.json()["error"] == "temporarily_unavailable", r.text
         assert r.headers["Retry-After"] == "5"
         assert len(upstream.requests) == seen
@@ -165,14 +168,14 @@ def test_session_rules_both_sides(login_as, upstream, tmp_path):
         e.login()  # alice: alice@example.com, verified, groups staff and dev
         assert e.get("/corp/1").status_code == 200
         assert e.get("/either/1").status_code == 200  # second alternative
-        r = e.get("/org/1")
+        r = e.get("/org/1", headers=API)
         assert r.status_code == 403 and r.json()["error"] == "insufficient_scope" and "example" not in r.text
         assert "email_domains: example.com is not among example.org" in e.gw.output()
         # mallory: ceo@example.com, never verified — the domain fits, the rule refuses.
         e.browser = requests.Session()
         e.login(user="mallory")
         assert e.get("/corp/1").status_code == 403
-        r = e.get("/either/1")
+        r = e.get("/either/1", headers=API)
         assert r.status_code == 403 and "any_of" not in r.text
         log = e.gw.output()
         assert "any_of: no alternative met" in log and "email_domains: the email is not verified" in log
