@@ -117,7 +117,7 @@ final class ProxyExchange: UpstreamCallDelegate {
             selfRetain = nil
             return
         }
-        worker.metrics.upstreamError("\(failure)")
+        worker.metrics.upstreamError(failure.kind)
         if afterHead {
             // Headers are gone already: the only honest signal left is a cut connection.
             worker.log.warning("upstream failed mid-response", metadata: ["request_id": "\(context.requestID)", "failure": "\(failure)"])

@@ -1,0 +1,440 @@
+"""HTTPS upstreams (issue 12): a real TLS server (Python's ssl over the stdlib HTTP server)
+with throwaway CAs made here with `cryptography`; the real gateway verifies it, sends SNI,
+presents a client certificate, keeps connections alive and resumes sessions."""
+import datetime
+import hashlib
+import http.server
+import ipaddress
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+import requests
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from conftest import BIN, Gateway
+
+NOW = datetime.datetime.now(datetime.timezone.utc)
+
+
+class CA:
+    """A throwaway certificate authority; `issue` writes a leaf certificate and its key."""
+
+    def __init__(self, directory, name):
+        self.dir = directory
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+        self.cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+                     .public_key(self.key.public_key()).serial_number(x509.random_serial_number())
+                     .not_valid_before(NOW - datetime.timedelta(days=1))
+                     .not_valid_after(NOW + datetime.timedelta(days=30))
+                     .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                     .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                                  content_commitment=False, key_encipherment=False,
+                                                  data_encipherment=False, key_agreement=False,
+                                                  encipher_only=False, decipher_only=False), critical=True)
+                     .sign(self.key, hashes.SHA256()))
+        self.path = os.path.join(directory, f"{name}.pem")
+        with open(self.path, "wb") as f:
+            f.write(self.cert.public_bytes(serialization.Encoding.PEM))
+
+    def issue(self, label, dns=(), ips=(), expired=False, client=False):
+        key = ec.generate_private_key(ec.SECP256R1())
+        sans = [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+        before, after = (NOW - datetime.timedelta(days=10), NOW - datetime.timedelta(days=1)) if expired else \
+            (NOW - datetime.timedelta(days=1), NOW + datetime.timedelta(days=10))
+        builder = (x509.CertificateBuilder()
+                   .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, label)]))
+                   .issuer_name(self.cert.subject).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number())
+                   .not_valid_before(before).not_valid_after(after)
+                   .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH if client
+                                                         else ExtendedKeyUsageOID.SERVER_AUTH]), critical=False))
+        if sans:
+            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        cert = builder.sign(self.key, hashes.SHA256())
+        cert_path = os.path.join(self.dir, f"{label}.crt")
+        key_path = os.path.join(self.dir, f"{label}.key")
+        with open(cert_path, "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        with open(key_path, "wb") as f:
+            f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+        return cert_path, key_path
+
+
+class TLSUpstream:
+    """An HTTP/1.1 keep-alive server over TLS on 127.0.0.1. Records, per TLS connection,
+    the SNI it was sent and whether the session was resumed; /big?n= streams n bytes,
+    POST /sha256 hashes the body it reads."""
+
+    def __init__(self, cert, key, client_ca=None):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        if client_ca:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(client_ca)
+        self.handshakes = []  # (sni, session_reused)
+        self.failed_handshakes = 0
+        self.lock = threading.Lock()
+        outer = self
+        snis = {}
+
+        def on_sni(sock, name, _ctx):
+            snis[id(sock)] = name
+
+        ctx.sni_callback = on_sni
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                try:
+                    self.request.do_handshake()
+                except (ssl.SSLError, OSError):
+                    with outer.lock:
+                        outer.failed_handshakes += 1
+                    raise
+                with outer.lock:
+                    outer.handshakes.append((snis.get(id(self.request)), self.request.session_reused))
+                super().setup()
+
+            def log_message(self, *a):
+                pass
+
+            def _reply(self, body, extra=()):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in extra:
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                if self.path.startswith("/big"):
+                    n = int(self.path.split("n=")[1])
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(n))
+                    self.end_headers()
+                    chunk = bytes(range(256)) * 256
+                    sent = 0
+                    while sent < n:
+                        piece = chunk[: min(len(chunk), n - sent)]
+                        self.wfile.write(piece)
+                        sent += len(piece)
+                    return
+                extra = [("Connection", "close")] if self.path.startswith("/close") else []
+                self._reply(f"ok {self.path} host={self.headers.get('Host')}".encode(), extra)
+                if extra:
+                    self.close_connection = True
+
+            def do_POST(self):
+                n = int(self.headers["Content-Length"])
+                h = hashlib.sha256()
+                while n > 0:
+                    b = self.rfile.read(min(n, 65536))
+                    if not b:
+                        break
+                    h.update(b)
+                    n -= len(b)
+                self._reply(h.hexdigest().encode())
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def get_request(self):
+                sock, addr = self.socket.accept()
+                # The handshake runs in the handler's thread, not the accept loop.
+                return ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+
+            def handle_error(self, request, client_address):
+                pass
+
+        self.srv = Server(("127.0.0.1", 0), Handler)
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+@pytest.fixture(scope="module")
+def pki():
+    d = tempfile.mkdtemp(prefix="tg-pki-")
+    ca = CA(d, "upstream-ca")
+    other = CA(d, "other-ca")
+    clients = CA(d, "client-ca")
+    return {
+        "dir": d, "ca": ca.path, "other_ca": other.path, "client_ca": clients.path,
+        "good": ca.issue("good", dns=["localhost", "app.test"], ips=["127.0.0.1"]),
+        "wrong_name": ca.issue("wrong-name", dns=["elsewhere.test"]),
+        "expired": ca.issue("expired", dns=["localhost"], ips=["127.0.0.1"], expired=True),
+        "client": clients.issue("gateway-client", client=True),
+        "stranger": other.issue("stranger-client", client=True),
+    }
+
+
+@pytest.fixture
+def tls_upstreams():
+    started = []
+
+    def make(cert_key, client_ca=None):
+        u = TLSUpstream(*cert_key, client_ca=client_ca)
+        started.append(u)
+        return u
+
+    yield make
+    for u in started:
+        u.stop()
+
+
+@pytest.fixture
+def gateways():
+    started = []
+
+    def make(upstream_block, workers=1, start=True):
+        g = Gateway(f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: {workers}
+limits: {{ max_body_size: 32MB, shutdown_grace: 5s }}
+upstreams:
+  app:
+{upstream_block}
+routes:
+  - match: {{ path_prefix: / }}
+    upstream: app
+    auth: none
+""", workers=workers)
+        started.append(g)
+        return g.start() if start else g
+
+    yield make
+    for g in started:
+        g.stop()
+
+
+def block(url, **tls):
+    lines = [f"    url: \"{url}\"", "    connect_timeout: 2s", "    timeout: 5s"]
+    if tls:
+        lines.append("    tls:")
+        lines += [f"      {k}: {v}" for k, v in tls.items()]
+    return "\n".join(lines)
+
+
+def log_has(g, text, timeout=3):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if text in g.output():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_right_ca_gives_200_with_sni_and_host(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"]))
+    r = requests.get(g.url("/hello"))
+    assert r.status_code == 200
+    assert r.text == f"ok /hello host=localhost:{u.port}"
+    assert u.handshakes[0][0] == "localhost"
+
+
+def test_ip_url_is_verified_against_ip_san_and_sends_no_sni(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://127.0.0.1:{u.port}", ca_file=pki["ca"]))
+    assert requests.get(g.url("/ip")).status_code == 200
+    # RFC 6066 §3: no IP literal in server_name.
+    assert u.handshakes[0][0] is None
+
+
+def test_system_cas_do_not_trust_a_private_ca(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://localhost:{u.port}"))
+    r = requests.get(g.url("/x"))
+    assert r.status_code == 502
+    assert log_has(g, "unable to get local issuer certificate"), g.output()
+
+
+def test_wrong_ca_gives_502_with_reason_only_in_log(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["other_ca"]))
+    r = requests.get(g.url("/x"))
+    assert r.status_code == 502
+    assert r.json()["error"] == "bad_gateway"
+    assert "verify" not in r.text and "issuer" not in r.text and "certificate" not in r.text
+    assert log_has(g, "certificate verify failed: unable to get local issuer certificate"), g.output()
+    assert u.handshakes == []
+
+
+def test_wrong_name_gives_502_and_server_name_fixes_it(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["wrong_name"])
+    g = gateways(block(f"https://127.0.0.1:{u.port}", ca_file=pki["ca"]))
+    r = requests.get(g.url("/x"))
+    assert r.status_code == 502
+    assert "mismatch" not in r.text
+    assert log_has(g, "certificate verify failed: IP address mismatch"), g.output()
+    g2 = gateways(block(f"https://127.0.0.1:{u.port}", ca_file=pki["ca"], server_name="elsewhere.test"))
+    r = requests.get(g2.url("/y"))
+    assert r.status_code == 200
+    # The name is sent as SNI too, and the Host header stays the URL's authority.
+    assert u.handshakes[-1][0] == "elsewhere.test"
+    assert r.text == f"ok /y host=127.0.0.1:{u.port}"
+
+
+def test_server_name_that_the_certificate_lacks_is_refused(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"], server_name="evil.test"))
+    assert requests.get(g.url("/x")).status_code == 502
+    assert log_has(g, "hostname mismatch"), g.output()
+
+
+def test_expired_certificate_gives_502(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["expired"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"]))
+    r = requests.get(g.url("/x"))
+    assert r.status_code == 502
+    assert "expired" not in r.text
+    assert log_has(g, "certificate verify failed: certificate has expired"), g.output()
+
+
+def test_mtls_supplied_gives_200(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"], client_ca=pki["client_ca"])
+    cert, key = pki["client"]
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"], cert_file=cert, key_file=key))
+    assert requests.get(g.url("/mtls")).status_code == 200
+
+
+def test_mtls_missing_or_untrusted_client_certificate_gives_502(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"], client_ca=pki["client_ca"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"]))
+    r = requests.get(g.url("/mtls"))
+    assert r.status_code == 502
+    assert "alert" not in r.text
+    cert, key = pki["stranger"]
+    g2 = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"], cert_file=cert, key_file=key))
+    assert requests.get(g2.url("/mtls")).status_code == 502
+    assert u.handshakes == [] and u.failed_handshakes >= 2
+
+
+def test_connections_are_reused(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"]))
+    with requests.Session() as s:
+        for i in range(30):
+            assert s.get(g.url(f"/n{i}")).status_code == 200
+    assert len(u.handshakes) == 1
+
+
+def test_sessions_are_resumed_on_new_connections(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"]))
+    # The upstream closes each connection: every request needs a new one.
+    for i in range(5):
+        assert requests.get(g.url(f"/close{i}")).status_code == 200
+    assert len(u.handshakes) == 5
+    assert u.handshakes[0][1] is False
+    assert all(reused for _, reused in u.handshakes[1:]), (u.handshakes, g.output())
+
+
+def test_insecure_skip_verify_works_and_warns_at_start_and_reload(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["expired"])
+    g = gateways(block(f"https://localhost:{u.port}", insecure_skip_verify="true"))
+    assert requests.get(g.url("/x")).status_code == 200
+    warning = "upstream TLS verification is OFF (insecure_skip_verify: true)"
+    assert g.output().count(warning) == 1
+    g.signal(signal.SIGHUP)
+    deadline = time.time() + 5
+    while time.time() < deadline and g.output().count(warning) < 2:
+        time.sleep(0.05)
+    assert g.output().count(warning) == 2
+    assert requests.get(g.url("/after-reload")).status_code == 200
+
+
+def test_reload_picks_up_a_new_ca_file(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"])
+    ca_copy = os.path.join(tempfile.mkdtemp(), "ca.pem")
+    with open(ca_copy, "wb") as f:
+        f.write(open(pki["other_ca"], "rb").read())
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=ca_copy))
+    assert requests.get(g.url("/x")).status_code == 502
+    with open(ca_copy, "wb") as f:
+        f.write(open(pki["ca"], "rb").read())
+    g.signal(signal.SIGHUP)
+    deadline = time.time() + 5
+    status = 502
+    while time.time() < deadline and status != 200:
+        time.sleep(0.1)
+        status = requests.get(g.url("/x")).status_code
+    assert status == 200
+
+
+def test_large_bodies_stream_both_ways(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"]), workers=2)
+    n = 20 << 20
+    r = requests.get(g.url(f"/big?n={n}"), stream=True)
+    assert r.status_code == 200
+    h = hashlib.sha256()
+    got = 0
+    for chunk in r.iter_content(1 << 16):
+        h.update(chunk)
+        got += len(chunk)
+    assert got == n
+    expected = hashlib.sha256()
+    chunk = bytes(range(256)) * 256
+    for _ in range(n // len(chunk)):
+        expected.update(chunk)
+    assert h.hexdigest() == expected.hexdigest()
+    body = os.urandom(8 << 20)
+    r = requests.post(g.url("/sha256"), data=body)
+    assert r.status_code == 200 and r.text == hashlib.sha256(body).hexdigest()
+
+
+def check_config(tmp_path, upstream_block):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"""
+listen: 127.0.0.1:8080
+upstreams:
+  app:
+{upstream_block}
+routes:
+  - match: {{ path_prefix: / }}
+    upstream: app
+    auth: none
+""")
+    return subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True)
+
+
+def test_check_config_explains_misuse(pki, tmp_path):
+    cert, key = pki["client"]
+    ok = check_config(tmp_path, block("https://app.test", ca_file=pki["ca"], cert_file=cert, key_file=key))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    cases = [
+        (block("https://app.test", ca_file="/nonexistent/ca.pem"), "upstreams.app.tls.ca_file: cannot read /nonexistent/ca.pem"),
+        (block("https://app.test", key_file=key), "upstreams.app.tls: a client certificate needs both cert_file and key_file; add cert_file"),
+        (block("https://app.test", cert_file=cert), "add key_file"),
+        (block("https://app.test", ca_file=pki["ca"], insecure_skip_verify="true"),
+         "upstreams.app.tls.insecure_skip_verify: turns certificate verification off, so ca_file would never be used"),
+        (block("http://app.test", ca_file=pki["ca"]), "upstreams.app.tls: applies only to an https:// url"),
+        (block("https://app.test", server_name="\"bad name\""), "upstreams.app.tls.server_name: \"bad name\" is not a host name"),
+        (block("https://app.test", cert_file=pki["good"][0], key_file=key), "cannot load key_file (or it does not match cert_file)"),
+        (block("https://app.test", ca_file=key), "cannot load ca_file"),
+        (block("https://app.test", insecure_skip_verify="maybe"), "upstreams.app.tls.insecure_skip_verify: must be true or false"),
+        (block("https://app.test", verify="false"), "upstreams.app.tls"),
+    ]
+    for text, expected in cases:
+        r = check_config(tmp_path, text)
+        assert r.returncode == 1, text
+        assert expected in r.stdout, (text, r.stdout)
