@@ -28,6 +28,8 @@ PEER = "mod_auth_openidc"
 TARGET_DPOP_MEMORY = 0.4        # tokengate req/s / nginx req/s with the in-memory replay cache
 # Issue 6, for the login scenario: a valid session cookie on every request.
 TARGET_LOGIN = 0.9
+# Issue 12: an https upstream with keep-alive, against nginx proxying to the same one.
+TARGET_HTTPS_UPSTREAM = 0.9
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
@@ -216,6 +218,9 @@ def main(workdir, out_path):
         elif kind["auth"] == "login" and nginx and tg:
             checks = {f"req/s ratio >= {TARGET_LOGIN}": s["rps_ratio"] >= TARGET_LOGIN, "no errors": errors_ok}
             print("  targets (issue 6): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+        elif kind["auth"] == "https-upstream" and nginx and tg:
+            checks = {f"req/s ratio >= {TARGET_HTTPS_UPSTREAM}": s["rps_ratio"] >= TARGET_HTTPS_UPSTREAM, "no errors": errors_ok}
+            print("  targets (issue 12): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "dpop-memory" and nginx and tg:
             checks = {f"req/s ratio >= {TARGET_DPOP_MEMORY}": s["rps_ratio"] >= TARGET_DPOP_MEMORY, "no errors": errors_ok}
             print("  targets (issue 5): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))

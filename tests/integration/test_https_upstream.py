@@ -438,3 +438,21 @@ def test_check_config_explains_misuse(pki, tmp_path):
         r = check_config(tmp_path, text)
         assert r.returncode == 1, text
         assert expected in r.stdout, (text, r.stdout)
+
+
+def test_shipped_example_is_valid(pki, tmp_path):
+    """config/https-upstream.yaml passes check-config once its files exist."""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    text = open(os.path.join(root, "config", "https-upstream.yaml")).read()
+    cert, key = pki["client"]
+    text = (text.replace("/etc/tokengate/internal-ca.pem", pki["ca"])
+            .replace("/etc/tokengate/gateway-client.pem", cert).replace("/etc/tokengate/gateway-client.key", key))
+    path = tmp_path / "example.yaml"
+    path.write_text(text)
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # As shipped (no such files here), it explains what is missing.
+    r = subprocess.run([BIN, "check-config", os.path.join(root, "config", "https-upstream.yaml")],
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "upstreams.billing.tls.ca_file: cannot read /etc/tokengate/internal-ca.pem" in r.stdout
