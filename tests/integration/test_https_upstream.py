@@ -335,6 +335,9 @@ def test_connections_are_reused(pki, tls_upstreams, gateways):
         for i in range(30):
             assert s.get(g.url(f"/n{i}")).status_code == 200
     assert len(u.handshakes) == 1
+    m = requests.get(f"http://127.0.0.1:{g.admin}/metrics").text
+    assert 'tokengate_upstream_tls_handshakes_total{upstream="app",resumed="false"} 1' in m
+    assert 'tokengate_upstream_connections{upstream="app"} 1' in m
 
 
 def test_sessions_are_resumed_on_new_connections(pki, tls_upstreams, gateways):
@@ -346,6 +349,10 @@ def test_sessions_are_resumed_on_new_connections(pki, tls_upstreams, gateways):
     assert len(u.handshakes) == 5
     assert u.handshakes[0][1] is False
     assert all(reused for _, reused in u.handshakes[1:]), (u.handshakes, g.output())
+    # The gateway counts them too.
+    m = requests.get(f"http://127.0.0.1:{g.admin}/metrics").text
+    assert 'tokengate_upstream_tls_handshakes_total{upstream="app",resumed="false"} 1' in m
+    assert 'tokengate_upstream_tls_handshakes_total{upstream="app",resumed="true"} 4' in m
 
 
 def test_insecure_skip_verify_works_and_warns_at_start_and_reload(pki, tls_upstreams, gateways):
@@ -432,7 +439,7 @@ def test_check_config_explains_misuse(pki, tmp_path):
         (block("https://app.test", cert_file=pki["good"][0], key_file=key), "cannot load key_file (or it does not match cert_file)"),
         (block("https://app.test", ca_file=key), "cannot load ca_file"),
         (block("https://app.test", insecure_skip_verify="maybe"), "upstreams.app.tls.insecure_skip_verify: must be true or false"),
-        (block("https://app.test", verify="false"), "upstreams.app.tls"),
+        (block("https://app.test", verify="false"), "upstreams.app.tls.verify: is not a known key"),
     ]
     for text, expected in cases:
         r = check_config(tmp_path, text)

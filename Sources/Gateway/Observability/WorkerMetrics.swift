@@ -1,3 +1,5 @@
+import Reactor
+
 /// One worker's counters. Written only on that worker's loop; read by asking the loop for a
 /// `MetricsSnapshot` (no locks or atomics on the request path).
 final class WorkerMetrics {
@@ -75,10 +77,13 @@ struct MetricsSnapshot: Sendable {
     var dpopUnchecked = 0
     /// Times a listener stopped accepting because `limits.max_connections` was reached.
     var acceptPauses = 0
+    /// HTTPS upstreams: TLS handshakes, and how many resumed a session.
+    var upstreamTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
 
     mutating func add(_ o: MetricsSnapshot) {
         dpopUnchecked += o.dpopUnchecked
         acceptPauses += o.acceptPauses
+        upstreamTLSHandshakes.merge(o.upstreamTLSHandshakes) { $0.adding($1) }
         callbacks += o.callbacks
         callbackOwnSeconds += o.callbackOwnSeconds
         requests.merge(o.requests, uniquingKeysWith: +)
@@ -118,6 +123,11 @@ struct MetricsSnapshot: Sendable {
         for (k, v) in upstreamConnections.sorted(by: { $0.key < $1.key }) {
             out += "tokengate_upstream_connections{upstream=\"\(label(k))\"} \(v)\n"
         }
+        out += "# HELP tokengate_upstream_tls_handshakes_total TLS handshakes with HTTPS upstreams, by whether they resumed a session.\n# TYPE tokengate_upstream_tls_handshakes_total counter\n"
+        for (k, v) in upstreamTLSHandshakes.sorted(by: { $0.key < $1.key }) {
+            out += "tokengate_upstream_tls_handshakes_total{upstream=\"\(label(k))\",resumed=\"false\"} \(v.all - v.resumed)\n"
+            out += "tokengate_upstream_tls_handshakes_total{upstream=\"\(label(k))\",resumed=\"true\"} \(v.resumed)\n"
+        }
         out += "# HELP tokengate_auth_failures_total Requests refused by authentication, by RFC 6750 code.\n# TYPE tokengate_auth_failures_total counter\n"
         for (k, v) in authFailures.sorted(by: { $0.key < $1.key }) {
             out += "tokengate_auth_failures_total{error=\"\(label(k))\"} \(v)\n"
@@ -134,4 +144,18 @@ struct MetricsSnapshot: Sendable {
     private func label(_ s: String) -> String {
         s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
     }
+}
+
+/// One upstream's TLS handshakes: all of them, and those that resumed a session (RFC 8446
+/// §2.2) instead of a full handshake with certificates.
+struct UpstreamTLSHandshakes: Sendable, Equatable {
+    var all = 0
+    var resumed = 0
+
+    mutating func add(_ pool: UpstreamPool) {
+        all += pool.tlsHandshakes
+        resumed += pool.tlsResumedHandshakes
+    }
+
+    func adding(_ o: UpstreamTLSHandshakes) -> UpstreamTLSHandshakes { .init(all: all + o.all, resumed: resumed + o.resumed) }
 }
