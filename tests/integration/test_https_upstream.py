@@ -77,9 +77,14 @@ class TLSUpstream:
     the SNI it was sent and whether the session was resumed; /big?n= streams n bytes,
     POST /sha256 hashes the body it reads."""
 
-    def __init__(self, cert, key, client_ca=None):
+    def __init__(self, cert, key, client_ca=None, max_version=None):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
+        if max_version:
+            # An old server: OpenSSL 3 only offers TLS 1.1 at security level 0.
+            ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+            ctx.minimum_version = ssl.TLSVersion.TLSv1
+            ctx.maximum_version = max_version
         if client_ca:
             ctx.verify_mode = ssl.CERT_REQUIRED
             ctx.load_verify_locations(client_ca)
@@ -132,6 +137,11 @@ class TLSUpstream:
                         piece = chunk[: min(len(chunk), n - sent)]
                         self.wfile.write(piece)
                         sent += len(piece)
+                    return
+                if self.path.startswith("/stray"):
+                    # A response, then bytes no request asked for, in one TLS record.
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"
+                                     b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nSMUGGLED")
                     return
                 extra = [("Connection", "close")] if self.path.startswith("/close") else []
                 self._reply(f"ok {self.path} host={self.headers.get('Host')}".encode(), extra)
@@ -189,8 +199,8 @@ def pki():
 def tls_upstreams():
     started = []
 
-    def make(cert_key, client_ca=None):
-        u = TLSUpstream(*cert_key, client_ca=client_ca)
+    def make(cert_key, client_ca=None, max_version=None):
+        u = TLSUpstream(*cert_key, client_ca=client_ca, max_version=max_version)
         started.append(u)
         return u
 
@@ -463,3 +473,33 @@ def test_shipped_example_is_valid(pki, tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 1
     assert "upstreams.billing.tls.ca_file: cannot read /etc/tokengate/internal-ca.pem" in r.stdout
+
+
+def test_bytes_after_a_response_are_never_read_as_the_next_response(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"]))
+    r = requests.get(g.url("/stray"))
+    assert r.status_code == 200 and r.text == "stray"
+    r = requests.get(g.url("/next"))
+    assert r.status_code == 200 and r.text == f"ok /next host=localhost:{u.port}"
+    # The connection that carried them was not reused.
+    assert len(u.handshakes) == 2
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion:DeprecationWarning")
+def test_an_upstream_below_tls_1_2_is_refused(pki, tls_upstreams, gateways):
+    u = tls_upstreams(pki["good"], max_version=ssl.TLSVersion.TLSv1_1)
+    # The server really speaks TLS 1.1 (a client that allows it gets through).
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(pki["ca"])
+    ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+    ctx.minimum_version = ssl.TLSVersion.TLSv1
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", u.port)), server_hostname="localhost") as s:
+        assert s.version() == "TLSv1.1"
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"]))
+    r = requests.get(g.url("/old"))
+    assert r.status_code == 502
+    assert "protocol" not in r.text
+    # The upstream's refusal of our TLS 1.2 minimum, in the log.
+    assert log_has(g, "TLS handshake with localhost: TLS handshake; error:0A00042E:SSL routines::tlsv1 alert protocol version"), g.output()
+    assert len(u.handshakes) == 1  # only the probe above

@@ -23,6 +23,9 @@ extension TLSConnectionIO {
         return TLSConnectionIO(owning: conn, slot: slot)
     }
 
+    /// Decrypted or read-ahead bytes wait inside OpenSSL.
+    var holdsInput: Bool { tg_tls_conn_pending(conn) != 0 }
+
     /// One step of the client handshake (SSL_do_handshake), driven by socket readiness.
     func handshake() -> TLSHandshakeStep {
         var status: Int32 = 0

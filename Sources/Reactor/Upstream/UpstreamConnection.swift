@@ -128,6 +128,10 @@ final class UpstreamConnection: UpstreamTransportHandler {
     /// reaches here.
     /// False if read interest could not be registered (the pool then closes it).
     func becomeIdle() -> Bool {
+        // Bytes after a complete response belong to no request. On a plain socket they
+        // wake the idle watch below; decrypted ones waiting inside OpenSSL would not, and
+        // would be read as the next request's response.
+        if transport.tls?.holdsInput == true { return false }
         transport.handler = self
         transport.disarmWrite()
         return transport.armRead(timeout: nil)
