@@ -353,3 +353,30 @@ def test_an_upstream_below_tls_1_2_is_refused(pki, tls_upstreams, gateways):
     # The upstream's refusal of our TLS 1.2 minimum, in the log.
     assert log_has(g, "TLS handshake with localhost: TLS handshake; error:0A00042E:SSL routines::tlsv1 alert protocol version"), g.output()
     assert len(u.handshakes) == 1  # only the probe above
+
+
+def test_slow_client_pauses_the_tls_upstream_and_gets_every_byte(pki, tls_upstreams, gateways):
+    """The gateway stops reading the upstream while the client is slow (decrypted bytes
+    may then wait inside OpenSSL, which no socket event announces) and resumes."""
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"]))
+    # More than the socket buffers on both sides hold, so the gateway must pause.
+    n = 24 << 20
+    r = requests.get(g.url(f"/big?n={n}"), stream=True)
+    assert r.status_code == 200
+    h = hashlib.sha256()
+    got = 0
+    for i, chunk in enumerate(r.raw.stream(16384, decode_content=False)):
+        if i < 100:
+            time.sleep(0.01)
+        h.update(chunk)
+        got += len(chunk)
+    assert got == n
+    expected = hashlib.sha256()
+    pattern = bytes(range(256)) * 256
+    for _ in range(n // len(pattern)):
+        expected.update(pattern)
+    assert h.hexdigest() == expected.hexdigest()
+    # The connection stayed sound: it serves the next request.
+    assert requests.get(g.url("/after")).status_code == 200
+    assert len(u.handshakes) == 1
