@@ -31,6 +31,8 @@ TARGET_LOGIN = 0.9
 # Issue 14: login-assertion (identity_assertion on) costs at most this much of login's CPU
 # time per request, both from the same run.
 TARGET_ASSERTION_CPU = 1.05
+# Issue 12: an https upstream with keep-alive, against nginx proxying to the same one.
+TARGET_HTTPS_UPSTREAM = 0.9
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
@@ -228,6 +230,9 @@ def main(workdir, out_path):
                 checks[f"CPU/request <= {TARGET_ASSERTION_CPU} x login's"] = s["cpu_vs_login"] <= TARGET_ASSERTION_CPU
                 print(f"  CPU per request against the login scenario (same run): {own:.1f} / {base:.1f} us = {s['cpu_vs_login']:.3f}x")
             print("  targets (issue 14): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+        elif kind["auth"] == "https-upstream" and nginx and tg:
+            checks = {f"req/s ratio >= {TARGET_HTTPS_UPSTREAM}": s["rps_ratio"] >= TARGET_HTTPS_UPSTREAM, "no errors": errors_ok}
+            print("  targets (issue 12): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "dpop-memory" and nginx and tg:
             checks = {f"req/s ratio >= {TARGET_DPOP_MEMORY}": s["rps_ratio"] >= TARGET_DPOP_MEMORY, "no errors": errors_ok}
             print("  targets (issue 5): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))

@@ -8,7 +8,7 @@
 # env:   ROUNDS=5 DURATION=10 (s per wrk run) WARMUP=3 (s) CONNECTIONS=64 THREADS=2
 #        WORKERS=$(nproc) (nginx proxy worker_processes = tokengate workers)
 #        TOKENGATE_BIN=path (skip the build)  OUT=/tmp/tokengate-bench.json
-#        PORT_BASE=18180 (uses PORT_BASE..PORT_BASE+7 on 127.0.0.1)  KEEP_WORK=1 (keep temp dir)
+#        PORT_BASE=18180 (uses PORT_BASE..PORT_BASE+9 on 127.0.0.1)  KEEP_WORK=1 (keep temp dir)
 #        MOD_AUTH_OPENIDC=1 (0: no Apache mod_auth_openidc peer in the RS256 bearer scenarios)
 #        TOKENGATE_ENV="K=V ..." (environment for tokengate only, e.g. to try a libevent or
 #        allocator setting)  PERF_OUT=FILE (perf record -g tokengate's first round into FILE)
@@ -330,7 +330,9 @@ scenario() {
 
   # Targets: the nginx baseline, tokengate, and the scenario's peer if it has one
   # (PEER_NAME at PEER_URL, e.g. mod_auth_openidc for the RS256 bearer scenarios).
-  local -A urls=([nginx]="http://127.0.0.1:$PORT_NGINX/" [tokengate]="http://127.0.0.1:$PORT_TOKENGATE/")
+  # A scenario may bring its own nginx baseline (BASELINE_URL, run by SCENARIO_BASELINE_PID).
+  local baseline_pid=${SCENARIO_BASELINE_PID:-$BASELINE_PID}
+  local -A urls=([nginx]="${BASELINE_URL:-http://127.0.0.1:$PORT_NGINX/}" [tokengate]="http://127.0.0.1:$PORT_TOKENGATE/")
   local targets=(nginx tokengate)
   if [[ -n ${PEER_NAME:-} ]]; then urls[$PEER_NAME]=$PEER_URL; targets+=("$PEER_NAME"); fi
   [[ -z ${CHECK_BEARER_KEYS:-} ]] \
@@ -364,7 +366,7 @@ scenario() {
       [[ $target != tokengate ]] || ticks=$(cpu_ticks "$TG_PID")
       # A peer in front of tokengate (decision mode): tokengate's own CPU during its run too.
       [[ $target != "${PEER_NAME:-}" || -z ${PEER_TOKENGATE_CPU:-} ]] || ticks=$(cpu_ticks "$TG_PID")
-      [[ $target != nginx ]] || ticks=$(cpu_ticks_tree "$BASELINE_PID")
+      [[ $target != nginx ]] || ticks=$(cpu_ticks_tree "$baseline_pid")
       [[ $target != tokengate || -z ${STORE_COUNTER:-} ]] || STORE_CALLS=$($STORE_COUNTER)
       run_wrk "$DURATION" "$url" "$dir/$target-$round.txt" "$@"
       if [[ $target == tokengate ]]; then
@@ -377,7 +379,7 @@ scenario() {
         printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$target" "$round" "$(( $(cpu_ticks "$TG_PID") - ticks ))" "$CLK_TCK" >>"$WORK/cpu-decision.tsv"
       fi
       if [[ $target == nginx ]]; then
-        printf '%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks_tree "$BASELINE_PID") - ticks ))" "$CLK_TCK" >>"$WORK/cpu-nginx.tsv"
+        printf '%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks_tree "$baseline_pid") - ticks ))" "$CLK_TCK" >>"$WORK/cpu-nginx.tsv"
       fi
       if [[ -n $perf_pid ]]; then
         wait "$perf_pid" || true
@@ -391,11 +393,11 @@ scenario() {
     log "scenario $name: system calls per request (strace -c -f, 3 s of keep-alive requests each)"
     [[ -z ${RESTART_EACH_RUN:-} ]] || { stop_tokengate "$name" "$dir"; start_tokengate "$name" "$dir"; }
     syscalls_per_request "$name" tokengate "${urls[tokengate]}" "$TG_PID" "$@"
-    syscalls_per_request "$name" nginx "${urls[nginx]}" "$(pgrep -P "$BASELINE_PID" | tr '\n' ' ')" "$@"
+    syscalls_per_request "$name" nginx "${urls[nginx]}" "$(pgrep -P "$baseline_pid" | tr '\n' ' ')" "$@"
   fi
   stop_tokengate "$name" "$dir"
   printf '%s\t%s\t%s\n' "$name" tokengate "$TG_RSS" >>"$WORK/rss.tsv"
-  printf '%s\t%s\t%s\n' "$name" nginx "$(vmhwm_tree "$BASELINE_PID")" >>"$WORK/rss.tsv"
+  printf '%s\t%s\t%s\n' "$name" nginx "$(vmhwm_tree "$baseline_pid")" >>"$WORK/rss.tsv"
   [[ -z ${PEER_NAME:-} ]] \
     || printf '%s\t%s\t%s\n' "$name" "$PEER_NAME" "$(vmhwm_tree "$PEER_PID")" >>"$WORK/rss.tsv"
 }
@@ -592,6 +594,49 @@ check_decision() {
   expect_status "nginx auth_request: the scenario's token" 200 "$front" -H "Authorization: Bearer $BENCH_TOKEN"
 }
 decision_scenario decision-es256 ES256
+
+# https_upstream_scenario: the same auth: none route, to an https upstream (nginx with a
+# certificate for bench-upstream.test from a throwaway CA made here), against an nginx
+# baseline proxying to that upstream over TLS with keep-alive (proxy_ssl_*). Both verify
+# the chain and the name and send it as SNI; both pools keep connections for the run.
+PORT_TLS_UPSTREAM=$((PORT_BASE + 9))
+PORT_NGINX_TLS=$((PORT_BASE + 10))
+https_upstream_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local tls=$WORK/upstream-tls p
+  for p in $PORT_TLS_UPSTREAM $PORT_NGINX_TLS; do
+    port_free "$p" || die "127.0.0.1:$p is in use; set PORT_BASE to use other ports"
+  done
+  mkdir -p "$tls"
+  log "$1: throwaway CA and a certificate for bench-upstream.test in $tls"
+  {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tls/ca.key" -out "$tls/ca.pem" \
+      -days 2 -subj "/CN=tokengate bench upstream CA" &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tls/server.key" -out "$tls/server.csr" \
+      -subj "/CN=bench-upstream.test" &&
+    printf 'subjectAltName=DNS:bench-upstream.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$tls/ext.cnf" &&
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial \
+      -days 2 -extfile "$tls/ext.cnf" -out "$tls/server.pem"
+  } >"$tls/openssl.log" 2>&1 || { cat "$tls/openssl.log" >&2; die "$1: openssl failed"; }
+  local user_line=""
+  [[ $(id -u) -ne 0 ]] || user_line="user root;"
+  for p in upstream-tls proxy-tls; do
+    mkdir -p "$WORK/$p"
+    render "$ROOT/bench/nginx/$p.conf.in" "$WORK/$p/nginx.conf" DIR="$WORK/$p" TLS_DIR="$tls" WORKERS="$WORKERS" \
+      USER_LINE="$user_line" TLS_UPSTREAM_PORT="$PORT_TLS_UPSTREAM" \
+      PORT="$([[ $p == upstream-tls ]] && echo "$PORT_TLS_UPSTREAM" || echo "$PORT_NGINX_TLS")"
+    "$NGINX" -q -p "$WORK/$p" -c "$WORK/$p/nginx.conf" -e "$WORK/$p/error.log" -t || die "$p: nginx rejected its config"
+    "$NGINX" -p "$WORK/$p" -c "$WORK/$p/nginx.conf" -e "$WORK/$p/error.log" &
+    PIDS+=("$!")
+    [[ $p == upstream-tls ]] || TLS_BASELINE_PID=$!
+  done
+  wait_http "https://127.0.0.1:$PORT_TLS_UPSTREAM/" "${PIDS[-2]}" -k || die "$1: the TLS upstream did not start"
+  wait_http "http://127.0.0.1:$PORT_NGINX_TLS/" "$TLS_BASELINE_PID" || { cat "$WORK/proxy-tls/error.log" >&2; die "$1: the nginx TLS baseline did not start"; }
+  SCENARIO_VARS="TLS_UPSTREAM_PORT=$PORT_TLS_UPSTREAM TLS_DIR=$tls" SCENARIO_AUTH=https-upstream \
+    BASELINE_URL="http://127.0.0.1:$PORT_NGINX_TLS/" SCENARIO_BASELINE_PID=$TLS_BASELINE_PID \
+    scenario "$1" bench/tokengate/https-upstream.yaml
+}
+https_upstream_scenario https-upstream
 
 (( ${#RAN[@]} )) || die "no scenario named ${SELECTED[*]}"
 

@@ -46,7 +46,13 @@ struct tg_tls_conn {
     /// A fatal error happened: OpenSSL forbids SSL_shutdown after one.
     int failed;
     int shut;
+    /// Client connections: where the server's session tickets go (owned elsewhere).
+    tg_tls_session_slot *slot;
     char error[512];
+};
+
+struct tg_tls_session_slot {
+    SSL_SESSION *session;
 };
 
 tg_tls_conn *tg_tls_conn_new(void *ctx, int fd, char *err, size_t errlen) {
@@ -68,6 +74,149 @@ tg_tls_conn *tg_tls_conn_new(void *ctx, int fd, char *err, size_t errlen) {
     SSL_set_accept_state(conn->ssl);
     return conn;
 }
+
+static int is_ip_literal(const char *name);
+static void describe_handshake_failure(tg_tls_conn *conn, const char *what);
+
+/// The client context's new-session callback: the connection's slot keeps the newest
+/// session (TLS 1.3 tickets arrive after the handshake, inside SSL_read), replacing the last.
+///
+/// The slot keeps a copy, never the connection's own object: OpenSSL 3 treats a TCP end
+/// without close_notify (what most HTTP servers do when they close) as a fatal error and
+/// marks the connection's session not resumable, which would spoil every later resumption
+/// through a shared object. The ticket itself stays good (RFC 8446 §4.6.1: its PSK is
+/// independent of how the connection that carried it ended).
+static int keep_new_session(SSL *ssl, SSL_SESSION *session) {
+    tg_tls_conn *conn = SSL_get_app_data(ssl);
+    if (!conn || !conn->slot) return 0;
+    SSL_SESSION *copy = SSL_SESSION_dup(session);
+    if (!copy) return 0;
+    if (conn->slot->session) SSL_SESSION_free(conn->slot->session);
+    conn->slot->session = copy;
+    return 0;  // OpenSSL keeps its reference to `session`
+}
+
+void *tg_tls_upstream_ctx_new(const char *ca_file, const char *cert_file, const char *key_file,
+                              int insecure_skip_verify, char *err, size_t errlen) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) { drain_errors("SSL_CTX_new", err, errlen); return NULL; }
+    tg_ssl_ctx_harden(ctx);
+    // Sessions are kept by each pool's slot, not in the context's internal cache.
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(ctx, keep_new_session);
+    if (insecure_skip_verify) {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    } else {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+        int loaded = ca_file ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL)
+                             : SSL_CTX_set_default_verify_paths(ctx);
+        if (loaded != 1) {
+            drain_errors(ca_file ? "cannot load ca_file" : "cannot load the system CA certificates", err, errlen);
+            SSL_CTX_free(ctx);
+            return NULL;
+        }
+    }
+    if (cert_file) {
+        if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
+            drain_errors("cannot load cert_file", err, errlen);
+            SSL_CTX_free(ctx);
+            return NULL;
+        }
+        if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+            drain_errors("cannot load key_file (or it does not match cert_file)", err, errlen);
+            SSL_CTX_free(ctx);
+            return NULL;
+        }
+    }
+    return ctx;
+}
+
+tg_tls_session_slot *tg_tls_session_slot_new(void) { return calloc(1, sizeof(tg_tls_session_slot)); }
+
+void tg_tls_session_slot_free(tg_tls_session_slot *slot) {
+    if (!slot) return;
+    if (slot->session) SSL_SESSION_free(slot->session);
+    free(slot);
+}
+
+int tg_tls_session_slot_filled(const tg_tls_session_slot *slot) { return slot->session != NULL; }
+
+tg_tls_conn *tg_tls_client_conn_new(void *ctx, int fd, const char *server_name, int check_name,
+                                    tg_tls_session_slot *slot, char *err, size_t errlen) {
+    tg_tls_conn *conn = tg_tls_conn_new(ctx, fd, err, errlen);
+    if (!conn) return NULL;
+    SSL_set_connect_state(conn->ssl);
+    // A pool's connections are few and busy: keep their record buffers rather than free
+    // and allocate 16 KB+ twice per exchange.
+    SSL_clear_mode(conn->ssl, SSL_MODE_RELEASE_BUFFERS);
+    SSL_set_app_data(conn->ssl, conn);
+    conn->slot = slot;
+    int ip = is_ip_literal(server_name);
+    // RFC 6066 §3: no IP literal in SNI.
+    if (!ip && SSL_set_tlsext_host_name(conn->ssl, server_name) != 1) {
+        drain_errors("cannot set the TLS server name (SNI)", err, errlen);
+        tg_tls_conn_free(conn);
+        return NULL;
+    }
+    if (check_name) {
+        X509_VERIFY_PARAM *param = SSL_get0_param(conn->ssl);
+        X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        int set = ip ? X509_VERIFY_PARAM_set1_ip_asc(param, server_name)
+                     : X509_VERIFY_PARAM_set1_host(param, server_name, 0);
+        if (set != 1) {
+            drain_errors("cannot set the name to verify", err, errlen);
+            tg_tls_conn_free(conn);
+            return NULL;
+        }
+    }
+    // Offered as a copy, for the reason `keep_new_session` gives (a TLS 1.2 resumption
+    // keeps using the offered object). A session the server does not take only costs a
+    // full handshake; SSL_set_session failing likewise.
+    if (slot && slot->session) {
+        SSL_SESSION *copy = SSL_SESSION_dup(slot->session);
+        if (!copy || SSL_set_session(conn->ssl, copy) != 1) ERR_clear_error();
+        SSL_SESSION_free(copy);
+    }
+    return conn;
+}
+
+int tg_tls_conn_handshake(tg_tls_conn *conn, int *status) {
+    ERR_clear_error();
+    int rc = SSL_do_handshake(conn->ssl);
+    if (rc == 1) return 1;
+    int code = SSL_get_error(conn->ssl, rc);
+    if (code == SSL_ERROR_WANT_READ) { *status = TG_TLS_WANT_READ; return 0; }
+    if (code == SSL_ERROR_WANT_WRITE) { *status = TG_TLS_WANT_WRITE; return 0; }
+    conn->failed = 1;
+    describe_handshake_failure(conn, code == SSL_ERROR_ZERO_RETURN || code == SSL_ERROR_SYSCALL
+                                         ? "TLS handshake: the server closed the connection" : "TLS handshake");
+    // Whatever went wrong, the next connection starts afresh.
+    if (conn->slot && conn->slot->session) {
+        SSL_SESSION_free(conn->slot->session);
+        conn->slot->session = NULL;
+    }
+    *status = TG_TLS_FAILED;
+    return 0;
+}
+
+/// The verify result first (what an operator needs: "certificate has expired"), then the
+/// OpenSSL error queue, or errno for a socket error.
+static void describe_handshake_failure(tg_tls_conn *conn, const char *what) {
+    int saved = errno;
+    long verify = SSL_get_verify_result(conn->ssl);
+    if (verify != X509_V_OK) {
+        snprintf(conn->error, sizeof conn->error, "certificate verify failed: %s", X509_verify_cert_error_string(verify));
+        ERR_clear_error();
+        return;
+    }
+    if (ERR_peek_error() == 0) {
+        snprintf(conn->error, sizeof conn->error, "%s%s%s", what, saved ? ": " : "", saved ? strerror(saved) : "");
+        return;
+    }
+    drain_errors(what, conn->error, sizeof conn->error);
+}
+
+int tg_tls_conn_session_reused(const tg_tls_conn *conn) { return SSL_session_reused(conn->ssl); }
 
 void tg_tls_conn_free(tg_tls_conn *conn) {
     if (!conn) return;
@@ -102,6 +251,11 @@ static int conn_status(tg_tls_conn *conn, int rc, const char *what) {
     }
 #endif
     drain_errors(what, conn->error, sizeof conn->error);
+    // A real protocol failure (a bad record, a fatal alert): its session is not offered again.
+    if (conn->slot && conn->slot->session) {
+        SSL_SESSION_free(conn->slot->session);
+        conn->slot->session = NULL;
+    }
     return TG_TLS_FAILED;
 }
 

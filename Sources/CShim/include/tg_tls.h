@@ -49,6 +49,33 @@ int tg_tls_conn_shutdown(tg_tls_conn *conn);
 /// The last failure's OpenSSL error queue (or errno), as text; empty if none.
 const char *tg_tls_conn_error(const tg_tls_conn *conn);
 
+/// Where a pool keeps the newest TLS session its connections were given, to resume it on
+/// its next connection (RFC 8446 §2.2, RFC 5077). Owned by one Swift object.
+typedef struct tg_tls_session_slot tg_tls_session_slot;
+tg_tls_session_slot *tg_tls_session_slot_new(void);
+void tg_tls_session_slot_free(tg_tls_session_slot *slot);
+/// Whether the slot holds a session.
+int tg_tls_session_slot_filled(const tg_tls_session_slot *slot);
+
+/// A TLS 1.2+ client context for HTTPS upstreams: verifies the server's chain against
+/// `ca_file` (or the system's CAs when NULL) unless `insecure_skip_verify`, presents
+/// `cert_file`/`key_file` when given (mTLS; both or neither), and hands new sessions to the
+/// connection's slot (`tg_tls_client_conn_new`). NULL with a message in `err`.
+void *tg_tls_upstream_ctx_new(const char *ca_file, const char *cert_file, const char *key_file,
+                              int insecure_skip_verify, char *err, size_t errlen);
+/// A client connection on a connected non-blocking socket, in connect state: `server_name`
+/// goes out as SNI unless it is an IP literal (RFC 6066 §3), and unless `check_name` is 0
+/// the certificate must match it (DNS name, or IP address in subjectAltName). The slot's
+/// session, if any, is offered for resumption, and new ones replace it; the slot must
+/// outlive the connection. Freed with `tg_tls_conn_free`. NULL with a message in `err`.
+tg_tls_conn *tg_tls_client_conn_new(void *ctx, int fd, const char *server_name, int check_name,
+                                    tg_tls_session_slot *slot, char *err, size_t errlen);
+/// One step of the handshake: 1 when it is done, else 0 with `*status` WANT_READ,
+/// WANT_WRITE or FAILED (then `tg_tls_conn_error` holds the verify error or OpenSSL's).
+int tg_tls_conn_handshake(tg_tls_conn *conn, int *status);
+/// Whether the finished handshake resumed a session.
+int tg_tls_conn_session_reused(const tg_tls_conn *conn);
+
 /// A TLS 1.2+ client context that verifies the server's certificate chain against the CA
 /// certificates in `ca_file` (PEM), or the system's when `ca_file` is NULL. With
 /// `insecure_skip_verify` non-zero it verifies nothing at all. NULL with a message in `err`.

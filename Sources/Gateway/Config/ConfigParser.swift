@@ -184,18 +184,19 @@ public enum ConfigParser {
         var out: [String: UpstreamConfig] = [:]
         for (name, value) in m {
             let p = "upstreams.\(name)"
-            guard let u = r.mapping(value, path: p, known: ["url", "connect_timeout", "timeout", "host_header", "max_idle_connections"]) else { continue }
+            guard let u = r.mapping(value, path: p, known: ["url", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls"]) else { continue }
             guard let urlNode = u["url"] else { r.problem(p, value, "needs url: http://host:port"); continue }
             guard let s = r.string(urlNode, path: "\(p).url") else { continue }
             guard let url = ConfigValues.url(s) else {
                 r.problem("\(p).url", urlNode, "\"\(s)\" is not an http URL like http://127.0.0.1:3000 (no query, fragment or user)")
                 continue
             }
-            if url.scheme != "http" {
-                r.problem("\(p).url", urlNode, "https upstreams are not supported yet; use a plain http URL (a sidecar's upstream is on the pod's loopback)")
-                continue
-            }
             var up = UpstreamConfig(name: name, host: url.host, port: url.port, basePath: url.path)
+            if url.scheme == "https" {
+                (up.tls, up.tlsContext) = upstreamTLS(u["tls"], path: "\(p).tls", host: url.host, r)
+            } else if let t = u["tls"] {
+                r.problem("\(p).tls", t, "applies only to an https:// url; make the url https://\(url.host):\(url.port)\(url.path) or remove tls")
+            }
             if let n = u["connect_timeout"], let v = r.duration(n, path: "\(p).connect_timeout") { up.connectTimeout = max(v, 0.001) }
             if let n = u["timeout"], let v = r.duration(n, path: "\(p).timeout") { up.timeout = max(v, 0.001) }
             if let n = u["max_idle_connections"], let s = r.string(n, path: "\(p).max_idle_connections") {

@@ -138,13 +138,34 @@ public struct UpstreamConfig: Sendable {
     public var timeout = 30.0
     public var hostHeader = HostHeader.upstream
     public var maxIdleConnections = 64
+    /// `url: https://…`: the `tls:` settings as written (defaults when there is no `tls:`).
+    public var tls: UpstreamTLSConfig?
+    /// Built from `tls` by the parser, once per config load (so a reload reads rotated
+    /// files, and gets new pools).
+    public var tlsContext: UpstreamTLSContext?
 
     var endpoint: UpstreamEndpoint {
         UpstreamEndpoint(host: host, port: port, connectTimeout: connectTimeout,
-                         responseTimeout: timeout, maxIdle: maxIdleConnections)
+                         responseTimeout: timeout, maxIdle: maxIdleConnections, tls: tlsContext)
     }
-    /// The authority as an upstream Host header.
-    var authority: String { port == 80 ? host : "\(host):\(port)" }
+    /// The authority as an upstream Host header (the scheme's default port left out).
+    var authority: String { port == (tls == nil ? 80 : 443) ? host : "\(host):\(port)" }
+}
+
+/// `upstreams.NAME.tls` of an `https://` upstream. Certificate chain and host-name
+/// verification are on unless `insecureSkipVerify` is spelled out.
+public struct UpstreamTLSConfig: Sendable, Equatable {
+    /// PEM CA certificates to trust instead of the system's.
+    public var caFile: String?
+    /// SNI and the name the certificate must carry; default the URL's host. An IP address
+    /// is checked against the certificate's IP SANs and never sent as SNI (RFC 6066 §3).
+    public var serverName: String
+    /// The client certificate chain and its key (PEM) for upstreams that require mTLS.
+    public var certFile: String?
+    public var keyFile: String?
+    /// `insecure_skip_verify: true`: no chain, date or name check at all (logged as a
+    /// warning at start and on every reload).
+    public var insecureSkipVerify = false
 }
 
 /// `auth:` per route (README "Configuration walkthrough").

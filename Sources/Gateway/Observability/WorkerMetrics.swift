@@ -1,3 +1,5 @@
+import Reactor
+
 /// One worker's counters. Written only on that worker's loop; read by asking the loop for a
 /// `MetricsSnapshot` (no locks or atomics on the request path).
 final class WorkerMetrics {
@@ -75,10 +77,13 @@ struct MetricsSnapshot: Sendable {
     var dpopUnchecked = 0
     /// Times a listener stopped accepting because `limits.max_connections` was reached.
     var acceptPauses = 0
+    /// HTTPS upstreams: TLS handshakes, and how many resumed a session.
+    var upstreamTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
 
     mutating func add(_ o: MetricsSnapshot) {
         dpopUnchecked += o.dpopUnchecked
         acceptPauses += o.acceptPauses
+        upstreamTLSHandshakes.merge(o.upstreamTLSHandshakes) { $0.adding($1) }
         callbacks += o.callbacks
         callbackOwnSeconds += o.callbackOwnSeconds
         requests.merge(o.requests, uniquingKeysWith: +)
@@ -116,6 +121,12 @@ struct MetricsSnapshot: Sendable {
         out.single("tokengate_accept_pauses_total", .counter, help: "Times accepting paused at limits.max_connections.", acceptPauses)
         out.labelled("tokengate_upstream_connections", .gauge, help: "Open connections to each upstream.",
                      label: "upstream", upstreamConnections.sorted(by: { $0.key < $1.key }))
+        out.family("tokengate_upstream_tls_handshakes_total", .counter,
+                   help: "TLS handshakes with HTTPS upstreams, by whether they resumed a session.")
+        for (k, v) in upstreamTLSHandshakes.sorted(by: { $0.key < $1.key }) {
+            out.sample("tokengate_upstream_tls_handshakes_total", [("upstream", k), ("resumed", "false")], v.all - v.resumed)
+            out.sample("tokengate_upstream_tls_handshakes_total", [("upstream", k), ("resumed", "true")], v.resumed)
+        }
         out.labelled("tokengate_auth_failures_total", .counter, help: "Requests refused by authentication, by RFC 6750 code.",
                      label: "error", authFailures.sorted(by: { $0.key < $1.key }))
         out.labelled("tokengate_token_cache_total", .counter, help: "Validated-token cache lookups.",
@@ -130,4 +141,18 @@ struct MetricsSnapshot: Sendable {
         out.single("tokengate_ready", .gauge, help: "Whether the gateway reports ready.", ready ? 1 : 0)
         return out.text
     }
+}
+
+/// One upstream's TLS handshakes: all of them, and those that resumed a session (RFC 8446
+/// §2.2) instead of a full handshake with certificates.
+struct UpstreamTLSHandshakes: Sendable, Equatable {
+    var all = 0
+    var resumed = 0
+
+    mutating func add(_ pool: UpstreamPool) {
+        all += pool.tlsHandshakes
+        resumed += pool.tlsResumedHandshakes
+    }
+
+    func adding(_ o: UpstreamTLSHandshakes) -> UpstreamTLSHandshakes { .init(all: all + o.all, resumed: resumed + o.resumed) }
 }

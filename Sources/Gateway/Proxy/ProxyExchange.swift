@@ -117,7 +117,12 @@ final class ProxyExchange: UpstreamCallDelegate {
             selfRetain = nil
             return
         }
-        worker.metrics.upstreamError("\(failure)")
+        worker.metrics.upstreamError(failure.kind)
+        if case .tlsHandshakeFailed(let reason) = failure {
+            // Said in the log even with the access log off: an operator's certificate problem
+            // (the verify error), which the client's 502 never names.
+            worker.log.warning("upstream TLS handshake failed", metadata: ["request_id": "\(context.requestID)", "reason": .string(reason)])
+        }
         if afterHead {
             // Headers are gone already: the only honest signal left is a cut connection.
             worker.log.warning("upstream failed mid-response", metadata: ["request_id": "\(context.requestID)", "failure": "\(failure)"])

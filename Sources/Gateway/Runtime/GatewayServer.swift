@@ -32,6 +32,7 @@ public final class GatewayServer {
         for l in config.listeners {
             tlsContexts.append(try l.tls.map { try TLSContext(certificateFile: $0.certFile, privateKeyFile: $0.keyFile) })
         }
+        warnInsecureUpstreams(config)
         let prefix = RequestIDGenerator.makeProcessPrefix()
         let stores = StoreBackend(config.store, replayCapacity: config.dpop.replayCacheEntries)
         if config.session.keys.isEmpty && config.routes.contains(where: { $0.client != nil }) {
@@ -108,11 +109,20 @@ public final class GatewayServer {
                 new.dpop.replayCacheEntries = config.dpop.replayCacheEntries
             }
             config = new
+            warnInsecureUpstreams(new)
             keyService?.apply(new)
             for w in workers {
                 w.loop.execute { w.apply(new) }
             }
             log.info("config reloaded", metadata: ["routes": .stringConvertible(new.routes.count)])
+        }
+    }
+
+    /// `insecure_skip_verify: true` is said out loud each time it takes effect.
+    private func warnInsecureUpstreams(_ config: GatewayConfig) {
+        for up in config.upstreams.values.sorted(by: { $0.name < $1.name }) where up.tls?.insecureSkipVerify == true {
+            log.warning("upstream TLS verification is OFF (insecure_skip_verify: true): anyone on the path can read and change its traffic",
+                        metadata: ["upstream": .string(up.name)])
         }
     }
 

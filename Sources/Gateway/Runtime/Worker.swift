@@ -24,6 +24,9 @@ final class Worker {
     private(set) var router: Router
     private(set) var plans: [Int: RoutePlan] = [:]
     private(set) var pools: [String: UpstreamPool] = [:]
+    /// TLS handshakes (all, resumed) of pools that a reload replaced, per upstream: the
+    /// metric stays a counter across reloads.
+    private var retiredTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
     private var servers: [ExchangeServer] = []
     private let ids: RequestIDGenerator
     /// Token routes: verified-token cache and this worker's copy of issuer keys.
@@ -108,7 +111,10 @@ final class Worker {
             if let old = pools[name], old.endpoint == up.endpoint { next[name] = old }
             else { next[name] = UpstreamPool(loop: loop, endpoint: up.endpoint) }
         }
-        for (name, old) in pools where next[name] !== old { old.closeIdle() }
+        for (name, old) in pools where next[name] !== old {
+            old.closeIdle()
+            if old.endpoint.tls != nil { retiredTLSHandshakes[name, default: .init()].add(old) }
+        }
         pools = next
         plans = Dictionary(uniqueKeysWithValues: new.routes.map {
             ($0.index, RoutePlan(route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name)))
@@ -141,6 +147,8 @@ final class Worker {
                                  tokenCache: (tokens.cacheHits, tokens.cacheMisses))
         s.dpopUnchecked = authenticator.uncheckedProofs
         s.acceptPauses = servers.reduce(0) { $0 + $1.acceptPauses }
+        s.upstreamTLSHandshakes = retiredTLSHandshakes
+        for (name, pool) in pools where pool.endpoint.tls != nil { s.upstreamTLSHandshakes[name, default: .init()].add(pool) }
         return s
     }
 

@@ -2,15 +2,18 @@ internal import CEvent
 internal import CShim
 import Glibc
 
-/// TLS on one accepted socket (server side, TLS 1.2+ from a `TLSContext`): `SSL_read` and
+/// TLS on one socket — an accepted one (server side, TLS 1.2+ from a `TLSContext`) or an
+/// upstream connection (client side, `TLSConnectionIO+Client.swift`): `SSL_read` and
 /// `SSL_write` on the fd through the `tg_tls_conn_*` shim. The handshake happens inside the
 /// first reads, so it counts against the connection's header deadline; OpenSSL's WANT_READ
 /// and WANT_WRITE become the `needsReadable` / `needsWritable` stops that the connection
 /// turns into read or write interest. Owns its `tg_tls_conn` (and so the SSL object),
 /// freed once in `deinit`, with the connection; the fd stays the connection's.
 final class TLSConnectionIO: ConnectionIO {
-    private let conn: OpaquePointer
-    private(set) var failure: String?
+    let conn: OpaquePointer
+    /// Client side: where the pool's sessions go; kept alive as long as the SSL object.
+    private let sessionSlot: TLSSessionSlot?
+    var failure: String?
     /// Most plaintext asked of one SSL_read, and offered to one SSL_write: one record.
     static let recordSize = 16 << 10
 
@@ -20,6 +23,13 @@ final class TLSConnectionIO: ConnectionIO {
             throw ReactorError(String(cString: err))
         }
         self.conn = conn
+        sessionSlot = nil
+    }
+
+    /// Takes ownership of a connection made by `tg_tls_client_conn_new` with `slot`.
+    init(owning conn: OpaquePointer, slot: TLSSessionSlot?) {
+        self.conn = conn
+        sessionSlot = slot
     }
 
     deinit { tg_tls_conn_free(conn) }

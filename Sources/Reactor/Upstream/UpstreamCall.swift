@@ -8,8 +8,24 @@ public enum UpstreamFailure: Sendable, Equatable {
     /// connection closed. The gateway answers it itself (413 for `.tooLarge` if nothing
     /// was sent to the client yet).
     case clientBodyFailed(RequestBodyFailure)
+    /// The TLS handshake with an HTTPS upstream failed; `reason` (the certificate verify
+    /// error, such as "certificate has expired", or OpenSSL's) is for the log only.
+    case tlsHandshakeFailed(reason: String)
 
     public var isTimeout: Bool { self == .connectTimeout || self == .responseTimeout }
+
+    /// A fixed name per kind, for metric labels (no reason text).
+    public var kind: String {
+        switch self {
+        case .connectTimeout: "connectTimeout"
+        case .responseTimeout: "responseTimeout"
+        case .connectionFailed: "connectionFailed"
+        case .invalidResponse: "invalidResponse"
+        case .cancelled: "cancelled"
+        case .clientBodyFailed(let why): "clientBodyFailed(\(why))"
+        case .tlsHandshakeFailed: "tlsHandshakeFailed"
+        }
+    }
 }
 
 /// Receives the events of one upstream exchange, in order: `interim`*, `head`, `body`*,
@@ -189,7 +205,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
         guard phase == .opening, let conn = connection else { return }
         connectTimer?.cancel()
         connectTimer = nil
-        guard ok else { finish(.connectionFailed); return }
+        guard ok else { finish(conn.openFailure.map { .tlsHandshakeFailed(reason: $0) } ?? .connectionFailed); return }
         phase = .exchanging
         conn.transport.handler = self
         beginExchange()

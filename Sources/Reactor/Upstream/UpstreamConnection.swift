@@ -1,7 +1,8 @@
 import Glibc
 
 /// One keep-alive connection to an upstream: its transport, how it is opened (the loop's
-/// resolver for a name, then each address in turn until one accepts), and what it does
+/// resolver for a name, then each address in turn until one accepts, then for an HTTPS
+/// upstream the TLS handshake, driven by socket readiness), and what it does
 /// while idle in the pool — it watches for reads, and anything (EOF, an error, bytes no
 /// request asked for) makes the pool drop it, so it is never reused.
 ///
@@ -15,6 +16,11 @@ final class UpstreamConnection: UpstreamTransportHandler {
     private var lookup: UpstreamLookup?
     private var addresses: ArraySlice<UpstreamAddress> = []
     private var opened: ((Bool) -> Void)?
+    /// The TLS handshake runs: readiness goes to it.
+    private var handshaking = false
+    /// Why the open failed, when there is more to say than "no address answered" (a TLS
+    /// handshake's verify error): for the log, never the client.
+    private(set) var openFailure: String?
 
     init(pool: UpstreamPool) {
         self.pool = pool
@@ -51,7 +57,7 @@ final class UpstreamConnection: UpstreamTransportHandler {
         while let address = addresses.popFirst() {
             switch transport.connect(to: address) {
             case .connected:
-                finishOpen(true)
+                connected()
                 return
             case .inProgress:
                 return
@@ -68,9 +74,48 @@ final class UpstreamConnection: UpstreamTransportHandler {
         done(ok)
     }
 
+    /// TCP is up: done for http, the handshake for https.
+    private func connected() {
+        guard let pool, let tls = pool.endpoint.tls, let slot = pool.sessionSlot else { finishOpen(true); return }
+        do {
+            try transport.startTLS(tls, slot: slot)
+        } catch {
+            openFailure = error.description
+            finishOpen(false)
+            return
+        }
+        handshaking = true
+        continueHandshake()
+    }
+
+    /// One handshake step; the connect deadline (the call's) bounds the whole handshake.
+    private func continueHandshake() {
+        switch transport.handshake() {
+        case .done(let resumed):
+            handshaking = false
+            transport.disarmRead()
+            transport.disarmWrite()
+            pool?.handshakeDone(resumed: resumed)
+            finishOpen(true)
+        case .wantsReadable:
+            transport.disarmWrite()
+            if !transport.armRead(timeout: nil) { failHandshake("cannot register read interest") }
+        case .wantsWritable:
+            if !transport.armWrite(timeout: nil) { failHandshake("cannot register write interest") }
+        case .failed(let reason):
+            failHandshake(reason)
+        }
+    }
+
+    private func failHandshake(_ reason: String) {
+        handshaking = false
+        openFailure = "TLS handshake with \(pool?.endpoint.tls?.serverName ?? "?"): \(reason)"
+        finishOpen(false)
+    }
+
     func transportConnected(_ transport: UpstreamTransport, error: Int32) {
         if error == 0 {
-            finishOpen(true)
+            connected()
         } else {
             // Refused or unreachable: the next address the resolver gave, if any (a name
             // that maps to ::1 and 127.0.0.1 with the upstream on one of them).
@@ -83,21 +128,31 @@ final class UpstreamConnection: UpstreamTransportHandler {
     /// reaches here.
     /// False if read interest could not be registered (the pool then closes it).
     func becomeIdle() -> Bool {
+        // Bytes after a complete response belong to no request. On a plain socket they
+        // wake the idle watch below; decrypted ones waiting inside OpenSSL would not, and
+        // would be read as the next request's response.
+        if transport.tls?.holdsInput == true { return false }
         transport.handler = self
         transport.disarmWrite()
         return transport.armRead(timeout: nil)
     }
 
     func transportReadable(_ transport: UpstreamTransport, timedOut: Bool) {
+        if handshaking { continueHandshake(); return }
+        // Over TLS, a session ticket (RFC 8446 §4.6.1) read while idle is no application
+        // data: `fill` reports it as wouldBlock.
         if case .wouldBlock = transport.fill() { return }
         pool?.idleConnectionLost(self)
     }
 
-    func transportWritable(_ transport: UpstreamTransport, timedOut: Bool) {}
+    func transportWritable(_ transport: UpstreamTransport, timedOut: Bool) {
+        if handshaking { continueHandshake() }
+    }
 
     /// Closes the socket and abandons an open in progress; no callback follows.
     func close() {
         opened = nil
+        handshaking = false
         lookup?.cancel()
         lookup = nil
         transport.close()

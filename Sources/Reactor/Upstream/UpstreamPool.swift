@@ -9,10 +9,15 @@ public struct UpstreamEndpoint: Sendable, Equatable {
     public var responseTimeout: Double
     /// Idle keep-alive connections kept per worker.
     public var maxIdle: Int
-    public init(host: String, port: UInt16, connectTimeout: Double, responseTimeout: Double, maxIdle: Int) {
+    /// HTTPS upstreams: how to speak TLS to it (nil: plain http). A context is equal only
+    /// to itself, so each config load's context gets new pools.
+    public var tls: UpstreamTLSContext?
+    public init(host: String, port: UInt16, connectTimeout: Double, responseTimeout: Double, maxIdle: Int,
+                tls: UpstreamTLSContext? = nil) {
         self.host = host; self.port = port
         self.connectTimeout = connectTimeout; self.responseTimeout = responseTimeout
         self.maxIdle = maxIdle
+        self.tls = tls
     }
 }
 
@@ -31,6 +36,11 @@ public final class UpstreamPool {
     private var idle: [UpstreamConnection] = []
     /// Connections open or opening, idle or in use.
     public private(set) var openConnections = 0
+    /// HTTPS: the newest session the upstream gave, offered by the next connection.
+    let sessionSlot: TLSSessionSlot?
+    /// HTTPS: TLS handshakes completed, and how many of them resumed a session.
+    public private(set) var tlsHandshakes = 0
+    public private(set) var tlsResumedHandshakes = 0
     #if DEBUG
     private var thread: pthread_t?
     #endif
@@ -39,6 +49,7 @@ public final class UpstreamPool {
         self.loop = loop
         self.endpoint = endpoint
         numericAddress = UpstreamAddress(numeric: endpoint.host, port: endpoint.port)
+        sessionSlot = endpoint.tls == nil ? nil : TLSSessionSlot()
     }
 
     deinit {
@@ -95,6 +106,11 @@ public final class UpstreamPool {
         let closing = idle
         idle.removeAll()
         for conn in closing { discard(conn) }
+    }
+
+    func handshakeDone(resumed: Bool) {
+        tlsHandshakes += 1
+        if resumed { tlsResumedHandshakes += 1 }
     }
 
     /// Idle connections, for tests.

@@ -13,10 +13,12 @@ protocol UpstreamTransportHandler: AnyObject {
 }
 
 /// The byte I/O of one upstream connection: a non-blocking TCP socket, its read and write
-/// events and its input and output buffers. Nothing here knows HTTP; an HTTPS upstream
-/// will be the same few operations (`connect`, `fill`, `flush`, the two interests) over an
-/// `SSL`. Read interest is registered while someone waits for bytes; write interest only
-/// while a connect is in progress or after a short write.
+/// events and its input and output buffers. Nothing here knows HTTP. An HTTPS upstream is
+/// the same few operations (`connect`, `fill`, `flush`, the two interests) over TLS
+/// (`startTLS`, then `TLSConnectionIO`'s SSL_read/SSL_write); a plain connection pays one
+/// nil check per fill and flush for it. Read interest is registered while someone waits
+/// for bytes; write interest only while a connect or handshake is in progress or after a
+/// short write.
 ///
 /// Owns the socket and both events; `close()` frees them, once (also from `deinit`), and
 /// `deinit` frees the two buffers. Loop-thread only.
@@ -44,6 +46,12 @@ final class UpstreamTransport {
     private var connecting = false
     private(set) var isConnected = false
     private(set) var isClosed = false
+    /// HTTPS upstreams: the TLS session over the socket, once `startTLS` ran.
+    private(set) var tls: TLSConnectionIO?
+    /// A TLS read needs the socket writable (or a write needs it readable) first: the next
+    /// such event is passed on as the other kind.
+    private var readWaitsForWritable = false
+    private var writeWaitsForReadable = false
 
     init(loop: EventLoop) {
         base = loop.base
@@ -118,8 +126,8 @@ final class UpstreamTransport {
         event_active(ev, Int32(EV_READ), 0)
     }
 
-    /// Write interest, after a short write; false if libevent refused.
-    private func armWrite(timeout: Double?) -> Bool {
+    /// Write interest, after a short write (or for a handshake); false if libevent refused.
+    func armWrite(timeout: Double?) -> Bool {
         guard let ev = writeEvent else { return false }
         return Self.add(ev, timeout: timeout)
     }
@@ -134,9 +142,11 @@ final class UpstreamTransport {
         if let ev = writeEvent { event_del(ev) }
     }
 
-    /// One read from the socket into `input` (one readv into reserved buffer space).
+    /// One read from the socket into `input` (one readv into reserved buffer space; over
+    /// TLS, records until OpenSSL wants the socket or `readSize` is decrypted).
     func fill() -> Fill {
         guard fd >= 0 else { return .failed(EBADF) }
+        if let tls { return fillTLS(tls) }
         let got = SocketRead.readv(fd, into: input, max: Int(Self.readSize))
         if got > 0 { return .bytes(got) }
         if got == 0 { return .eof }
@@ -150,6 +160,7 @@ final class UpstreamTransport {
     /// write interest with `timeout`.
     func flush(timeout: Double?) -> Flush {
         guard fd >= 0, isConnected else { return .pending }
+        if let tls { return flushTLS(tls, timeout: timeout) }
         while true {
             let length = evbuffer_get_length(output)
             if length == 0 { return .done }
@@ -180,6 +191,8 @@ final class UpstreamTransport {
         guard !isClosed else { return }
         isClosed = true
         handler = nil
+        // A close_notify (RFC 8446 §6.1) if the session is sound; never waited for.
+        tls?.endOutput()
         dropSocket()
     }
 
@@ -189,6 +202,10 @@ final class UpstreamTransport {
         isConnected = false
         connecting = false
         readArmed = false
+        // The SSL object goes before its socket.
+        tls = nil
+        readWaitsForWritable = false
+        writeWaitsForReadable = false
         if let ev = readEvent { event_del(ev); event_free(ev) }
         if let ev = writeEvent { event_del(ev); event_free(ev) }
         readEvent = nil
@@ -199,7 +216,13 @@ final class UpstreamTransport {
 
     fileprivate func readReady(_ what: Int16) {
         let timedOut = what & Int16(EV_TIMEOUT) != 0 && what & Int16(EV_READ) == 0
-        withExtendedLifetime(self) { handler?.transportReadable(self, timedOut: timedOut) }
+        withExtendedLifetime(self) {
+            if writeWaitsForReadable && !timedOut {
+                writeWaitsForReadable = false
+                handler?.transportWritable(self, timedOut: false)
+            }
+            handler?.transportReadable(self, timedOut: timedOut)
+        }
     }
 
     fileprivate func writeReady(_ what: Int16) {
@@ -211,9 +234,60 @@ final class UpstreamTransport {
                 if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
                 isConnected = error == 0
                 handler?.transportConnected(self, error: error)
+            } else if readWaitsForWritable && what & Int16(EV_WRITE) != 0 {
+                readWaitsForWritable = false
+                handler?.transportReadable(self, timedOut: false)
+                if evbuffer_get_length(output) > 0 { handler?.transportWritable(self, timedOut: false) }
             } else {
                 handler?.transportWritable(self, timedOut: what & Int16(EV_WRITE) == 0)
             }
+        }
+    }
+}
+
+// MARK: TLS
+
+extension UpstreamTransport {
+    /// Puts a TLS client session over the connected socket; `handshake()` then drives it.
+    func startTLS(_ context: UpstreamTLSContext, slot: TLSSessionSlot) throws(ReactorError) {
+        precondition(isConnected && tls == nil, "startTLS before connect, or twice")
+        tls = try TLSConnectionIO.client(context: context, fd: fd, slot: slot)
+    }
+
+    /// One handshake step; on a WANT the caller arms the matching interest.
+    func handshake() -> TLSHandshakeStep {
+        guard let tls else { return .failed("no TLS session") }
+        return tls.handshake()
+    }
+
+    fileprivate func fillTLS(_ tls: TLSConnectionIO) -> Fill {
+        let read = tls.read(into: input, room: Self.readSize)
+        switch read.stop {
+        case .open: break
+        case .buffered:
+            // Decrypted bytes wait inside OpenSSL, which no readiness will announce: another
+            // turn, but only while someone reads (a paused reader gets one on resume).
+            if readArmed { activateRead() }
+        case .needsWritable:
+            readWaitsForWritable = true
+            if !armWrite(timeout: readTimeout) { return .failed(ENOMEM) }
+        case .end:
+            if read.bytes == 0 { return .eof }
+        case .failed:
+            if read.bytes == 0 { return .failed(EPROTO) }
+        }
+        return read.bytes > 0 ? .bytes(read.bytes) : .wouldBlock
+    }
+
+    fileprivate func flushTLS(_ tls: TLSConnectionIO, timeout: Double?) -> Flush {
+        switch tls.write(from: output).stop {
+        case .done: return .done
+        case .blocked: return armWrite(timeout: timeout) ? .pending : .failed(ENOMEM)
+        case .needsReadable:
+            writeWaitsForReadable = true
+            if !readArmed && !armRead(timeout: timeout) { return .failed(ENOMEM) }
+            return .pending
+        case .failed: return .failed(EPIPE)
         }
     }
 }

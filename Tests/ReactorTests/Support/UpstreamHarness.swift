@@ -7,9 +7,10 @@ final class UpstreamHarness {
     let loop = EventLoop()
     let pool: UpstreamPool
 
-    init(port: UInt16, host: String = "127.0.0.1", connectTimeout: Double = 2, responseTimeout: Double = 2, maxIdle: Int = 4) {
+    init(port: UInt16, host: String = "127.0.0.1", connectTimeout: Double = 2, responseTimeout: Double = 2, maxIdle: Int = 4,
+         tls: UpstreamTLSContext? = nil) {
         pool = UpstreamPool(loop: loop, endpoint: UpstreamEndpoint(host: host, port: port, connectTimeout: connectTimeout,
-                                                                   responseTimeout: responseTimeout, maxIdle: maxIdle))
+                                                                   responseTimeout: responseTimeout, maxIdle: maxIdle, tls: tls))
     }
 
     /// Starts a call and runs the loop until it completes or fails (or `limit` seconds).
