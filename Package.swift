@@ -54,7 +54,7 @@ let package = Package(
                 dependencies: ["Reactor", "JOSE", "OAuth",
                                .product(name: "Yams", package: "Yams"),
                                .product(name: "Logging", package: "swift-log")],
-                swiftSettings: [.swiftLanguageMode(.v5)]),
+                swiftSettings: strictC + [.swiftLanguageMode(.v5)]),
         .executableTarget(name: "tokengate",
                           dependencies: ["Gateway", "JOSE", "Reactor",
                                          .product(name: "ArgumentParser", package: "swift-argument-parser"),

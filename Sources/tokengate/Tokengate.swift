@@ -52,7 +52,7 @@ struct CheckConfig: ParsableCommand {
     func run() throws {
         switch ConfigParser.load(path: file) {
         case .success(let c):
-            print("\(file): ok (\(c.routes.count) routes, \(c.upstreams.count) upstreams, \(c.workers) workers)")
+            print("\(file): ok (\(c.routeCount) routes, \(c.upstreamCount) upstreams, \(c.workers) workers)")
         case .failure(let err):
             print("\(file): \(err.problems.count) problem\(err.problems.count == 1 ? "" : "s"):")
             for p in err.problems { print("  - \(p)") }

@@ -2,12 +2,12 @@ import Glibc
 
 /// An IPv4 or IPv6 network (`10.0.0.0/8`, `::1/128`, or a single address) — the form of
 /// `trusted_proxies` entries.
-public struct CIDR: Sendable, Equatable, CustomStringConvertible {
+struct CIDR: Sendable, Equatable, CustomStringConvertible {
     let bytes: [UInt8]
     let prefix: Int
-    public let description: String
+    let description: String
 
-    public init?(_ text: String) {
+    init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count <= 2, let addr = CIDR.parseAddress(String(parts[0])) else { return nil }
         let maxBits = addr.count * 8
@@ -22,7 +22,7 @@ public struct CIDR: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether `address` (numeric text as the socket layer reports it) is inside.
-    public func contains(_ address: String) -> Bool {
+    func contains(_ address: String) -> Bool {
         guard var addr = CIDR.parseAddress(address) else { return false }
         // An IPv4 peer on a dual-stack socket shows as ::ffff:a.b.c.d.
         if addr.count == 16, bytes.count == 4, addr[0..<10].allSatisfy({ $0 == 0 }), addr[10] == 0xff, addr[11] == 0xff {

@@ -11,7 +11,7 @@ public enum ConfigParser {
                           "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login",
                           "decision", "pages_dir", "identity_assertion_keys"]
 
-    public static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+    static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
                              baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
         -> Result<GatewayConfig, ConfigError> {
         let r = ConfigReader(environment: environment, baseDirectory: baseDirectory)
@@ -120,13 +120,14 @@ public enum ConfigParser {
     }
 
     /// Reads and parses a file; relative `*_file` paths resolve next to it.
-    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
-        -> Result<GatewayConfig, ConfigError> {
+    /// `environment` (for `${VAR}` references): nil reads the process's own.
+    public static func load(path: String, environment: [String: String]? = nil) -> Result<GatewayConfig, ConfigError> {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             return .failure(ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "cannot read config file \(path)")]))
         }
         let dir = (path as NSString).deletingLastPathComponent
-        return parse(yaml: text, environment: environment, baseDirectory: dir.isEmpty ? "." : dir)
+        return parse(yaml: text, environment: environment ?? ProcessInfo.processInfo.environment,
+                     baseDirectory: dir.isEmpty ? "." : dir)
     }
 
     private static func listeners(_ node: Node?, _ r: ConfigReader) -> [ListenerConfig] {

@@ -4,27 +4,27 @@ import Reactor
 /// The whole configuration, validated: every value here has passed `ConfigParser`.
 /// Plain values; a reload builds a new one and swaps it in.
 public struct GatewayConfig: Sendable {
-    public var listeners: [ListenerConfig] = []
+    var listeners: [ListenerConfig] = []
     /// `/healthz`, `/readyz`, `/metrics`; never served on the public listeners.
-    public var adminListen: SocketAddress? = SocketAddress(host: "127.0.0.1", port: 9901)
-    public var workers: Int = 1
-    public var trustedProxies: [CIDR] = []
-    public var limits = Limits()
-    public var accessLog = true
-    public var logLevel = "info"
+    var adminListen: SocketAddress? = SocketAddress(host: "127.0.0.1", port: 9901)
+    public internal(set) var workers: Int = 1
+    var trustedProxies: [CIDR] = []
+    var limits = Limits()
+    var accessLog = true
+    public internal(set) var logLevel = "info"
     /// Where shared state lives (DPoP jti replay entries): this process, or Redis.
-    public var store = StoreConfig.memory
+    var store = StoreConfig.memory
     /// How clients address the gateway (`public_url`: one origin or several): what a DPoP
     /// proof's `htu` must name. Empty: a trusted proxy's X-Forwarded-Proto/-Host say it —
     /// never a client's own Host header.
-    public var publicURLs: [PublicURL] = []
-    public var dpop = DPoPSettings()
-    public var session = SessionConfig() {
+    var publicURLs: [PublicURL] = []
+    var dpop = DPoPSettings()
+    var session = SessionConfig() {
         didSet { updateOwnCookies() }
     }
     /// The cookie names the gateway sets (sessions, login state), with their chunk names:
     /// removed from requests before they go upstream. Empty when no route logs browsers in.
-    public private(set) var ownCookieNames: Set<String> = []
+    private(set) var ownCookieNames: Set<String> = []
 
     mutating func updateOwnCookies() {
         // Always: a reload that removes the last login route must not start passing session
@@ -39,89 +39,92 @@ public struct GatewayConfig: Sendable {
         }
         ownCookieNames = names
     }
-    public var login = LoginConfig()
+    var login = LoginConfig()
     /// `decision:` — the verdict endpoints for ingresses (nginx auth_request, forward auth,
     /// Envoy ext_authz); off unless configured.
-    public var decision = DecisionConfig()
+    var decision = DecisionConfig()
     /// `pages_dir:` — the HTML pages shown to browsers (built-in unless replaced).
-    public var pages = Pages()
+    var pages = Pages()
     /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
     /// always removed (strip, then inject: docs/architecture.md, "Request path").
-    public var reservedHeaderPrefix: String? = nil {
+    var reservedHeaderPrefix: String? = nil {
         didSet { reservedHeaderPrefixBytes = reservedHeaderPrefix.map { Array($0.lowercased().utf8) } }
     }
     /// The prefix lowercased, as the header rules compare it.
-    public private(set) var reservedHeaderPrefixBytes: [UInt8]? = nil
+    private(set) var reservedHeaderPrefixBytes: [UInt8]? = nil
     /// `trusted_proxy_headers`: more names (lowercased) that, like the built-in override
     /// headers (`HeaderRules.trustedOnly`), only a trusted proxy may send. Additions only:
     /// the built-in list cannot be shortened.
-    public var trustedProxyHeaders: [[UInt8]] = []
-    public var upstreams: [String: UpstreamConfig] = [:]
-    public var routes: [RouteConfig] = [] {
+    var trustedProxyHeaders: [[UInt8]] = []
+    /// How many upstreams and routes the file defines (what `check-config` reports).
+    public var upstreamCount: Int { upstreams.count }
+    public var routeCount: Int { routes.count }
+    var upstreams: [String: UpstreamConfig] = [:]
+    var routes: [RouteConfig] = [] {
         didSet { updateOwnCookies() }
     }
-    public var issuers: [String: IssuerConfig] = [:]
+    var issuers: [String: IssuerConfig] = [:]
     /// Per-worker cache of verified tokens; 0 entries disables it.
-    public var tokenCacheEntries = 10_000
-    public var tokenCacheTTL = 120.0
-    public var issuerNames: [String] { issuers.keys.sorted() }
-    public var clients: [String: ClientConfig] = [:]
-    public var clientNames: [String] { clients.keys.sorted() }
+    var tokenCacheEntries = 10_000
+    var tokenCacheTTL = 120.0
+    var issuerNames: [String] { issuers.keys.sorted() }
+    var clients: [String: ClientConfig] = [:]
+    var clientNames: [String] { clients.keys.sorted() }
     /// Identity header names stripped from every client request on every route (all that
     /// any route maps, plus the defaults), lowercased.
-    public var strippedIdentityHeaders: [[UInt8]] = []
+    var strippedIdentityHeaders: [[UInt8]] = []
     /// `identity_assertion_keys`: the gateway's own signing keys for identity assertions
     /// (the first signs, all are published at the JWKS path).
-    public var assertionKeys: [AssertionKey] = []
+    var assertionKeys: [AssertionKey] = []
 
-    public init() {}
+    init() {}
 }
 
 /// `store:` — `memory`, or a Redis server (`redis://[[user]:password@]host[:port][/db]`)
 /// whose keys all start with `prefix`.
-public enum StoreConfig: Sendable, Equatable {
+enum StoreConfig: Sendable, Equatable {
     case memory
     case redis(url: String, prefix: String)
 }
 
 /// The external origin of the gateway: `https://api.example.com[:port]`.
-public struct PublicURL: Sendable, Equatable {
-    public var scheme: String
-    public var authority: String
+struct PublicURL: Sendable, Equatable {
+    var scheme: String
+    var authority: String
 }
 
-public struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
-    public var host: String
-    public var port: UInt16
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
+    var host: String
+    var port: UInt16
+    var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
-public struct ListenerConfig: Sendable {
-    public var address: SocketAddress
-    public var tls: TLSFiles?
+struct ListenerConfig: Sendable {
+    var address: SocketAddress
+    var tls: TLSFiles?
 }
 
-public struct TLSFiles: Sendable, Equatable {
-    public var certFile: String
-    public var keyFile: String
+struct TLSFiles: Sendable, Equatable {
+    var certFile: String
+    var keyFile: String
 }
 
-public struct Limits: Sendable {
-    public var maxBodySize = 4 << 20
-    public var maxHeaderSize = 32 << 10
-    public var clientIdleTimeout = 60.0
-    public var shutdownGrace = 30.0
+struct Limits: Sendable {
+    var maxBodySize = 4 << 20
+    var maxHeaderSize = 32 << 10
+    var clientIdleTimeout = 60.0
+    var shutdownGrace = 30.0
     /// Client connections per process; past it the listeners stop accepting until one closes.
-    public var maxConnections = 10_000
+    var maxConnections = 10_000
     /// A client that has not sent a whole request head by then gets 408 and is closed
     /// (slowloris).
-    public var headerTimeout = 10.0
+    var headerTimeout = 10.0
     /// No request body byte for this long: the exchange fails and the connection closes.
-    public var bodyTimeout = 30.0
+    var bodyTimeout = 30.0
 }
 
-public struct UpstreamConfig: Sendable {
-    public enum HostHeader: Sendable, Equatable {
+struct UpstreamConfig: Sendable {
+    enum HostHeader: Sendable, Equatable {
         /// Send the upstream's own host:port (default).
         case upstream
         /// Keep the client's Host.
@@ -129,20 +132,20 @@ public struct UpstreamConfig: Sendable {
         /// Send this value.
         case fixed(String)
     }
-    public var name: String
-    public var host: String
-    public var port: UInt16
+    var name: String
+    var host: String
+    var port: UInt16
     /// Path the upstream URL carries ("" when none); prefixed to every forwarded path.
-    public var basePath: String
-    public var connectTimeout = 2.0
-    public var timeout = 30.0
-    public var hostHeader = HostHeader.upstream
-    public var maxIdleConnections = 64
+    var basePath: String
+    var connectTimeout = 2.0
+    var timeout = 30.0
+    var hostHeader = HostHeader.upstream
+    var maxIdleConnections = 64
     /// `url: https://…`: the `tls:` settings as written (defaults when there is no `tls:`).
-    public var tls: UpstreamTLSConfig?
+    var tls: UpstreamTLSConfig?
     /// Built from `tls` by the parser, once per config load (so a reload reads rotated
     /// files, and gets new pools).
-    public var tlsContext: UpstreamTLSContext?
+    var tlsContext: UpstreamTLSContext?
 
     var endpoint: UpstreamEndpoint {
         UpstreamEndpoint(host: host, port: port, connectTimeout: connectTimeout,
@@ -154,53 +157,53 @@ public struct UpstreamConfig: Sendable {
 
 /// `upstreams.NAME.tls` of an `https://` upstream. Certificate chain and host-name
 /// verification are on unless `insecureSkipVerify` is spelled out.
-public struct UpstreamTLSConfig: Sendable, Equatable {
+struct UpstreamTLSConfig: Sendable, Equatable {
     /// PEM CA certificates to trust instead of the system's.
-    public var caFile: String?
+    var caFile: String?
     /// SNI and the name the certificate must carry; default the URL's host. An IP address
     /// is checked against the certificate's IP SANs and never sent as SNI (RFC 6066 §3).
-    public var serverName: String
+    var serverName: String
     /// The client certificate chain and its key (PEM) for upstreams that require mTLS.
-    public var certFile: String?
-    public var keyFile: String?
+    var certFile: String?
+    var keyFile: String?
     /// `insecure_skip_verify: true`: no chain, date or name check at all (logged as a
     /// warning at start and on every reload).
-    public var insecureSkipVerify = false
+    var insecureSkipVerify = false
 }
 
 /// `auth:` per route (README "Configuration walkthrough").
-public enum AuthMode: String, Sendable, CaseIterable {
+enum AuthMode: String, Sendable, CaseIterable {
     case none, bearer, dpop, token, login, login_or_token
 }
 
-public struct RouteConfig: Sendable {
-    public var index: Int
+struct RouteConfig: Sendable {
+    var index: Int
     /// For metrics and logs: `name:` or "routes[N]".
-    public var name: String
-    public var match: RouteMatch
-    public var upstream: String
-    public var auth: AuthMode
+    var name: String
+    var match: RouteMatch
+    var upstream: String
+    var auth: AuthMode
     /// Set when `auth` is bearer, dpop or token.
-    public var tokens: TokenRouteConfig?
+    var tokens: TokenRouteConfig?
     /// Claims → headers for authenticated requests (default: oauth2-proxy's names).
-    public var identityHeaders = IdentityHeaders.standard
+    var identityHeaders = IdentityHeaders.standard
     /// `client:` of a `login` / `login_or_token` route: the client that logs browsers in.
-    public var client: String?
+    var client: String?
     /// Every client that may log browsers in on this route (`clients:`; `[client]` with
     /// `client:`). A session belongs to one client and serves only routes that list it.
-    public var clients: [String] = []
+    var clients: [String] = []
     /// The session's access token goes upstream as `Authorization: Bearer` (login routes).
-    public var forwardSessionToken = false
+    var forwardSessionToken = false
     /// Scopes and claims a session must have (`require:` of login / login_or_token routes),
     /// checked against the session's claims and the scope the token response granted.
-    public var sessionRequirement: AuthorizationRequirement?
+    var sessionRequirement: AuthorizationRequirement?
     /// What else the route does to a request (prefix stripping, CORS preflights, tokens and a
     /// signed assertion upstream): see RouteOptions.swift.
-    public var options = RouteOptions()
+    var options = RouteOptions()
 }
 
-public struct RouteMatch: Sendable, Equatable {
-    public var host: HostPattern?
-    public var path: PathPattern
-    public var methods: Set<HTTPMethod>?
+struct RouteMatch: Sendable, Equatable {
+    var host: HostPattern?
+    var path: PathPattern
+    var methods: Set<HTTPMethod>?
 }

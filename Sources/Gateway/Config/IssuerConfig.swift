@@ -3,8 +3,8 @@ import OAuth
 
 /// An `issuers:` entry: where an authorization server's keys come from and the rules its
 /// access tokens must meet (RFC 9068, RFC 8414).
-public struct IssuerConfig: Sendable {
-    public enum KeySource: Sendable, Equatable {
+struct IssuerConfig: Sendable {
+    enum KeySource: Sendable, Equatable {
         /// OIDC Discovery / RFC 8414 metadata at `<issuer>/.well-known/openid-configuration`.
         case discovery
         case jwksURI(String)
@@ -12,43 +12,43 @@ public struct IssuerConfig: Sendable {
         case jwksFile(String)
     }
 
-    public var name: String
-    public var issuer: String
-    public var keys: KeySource
-    public var algorithms: Set<JWSAlgorithm> = [.RS256, .PS256, .ES256, .EdDSA]
-    public var audiences: [String] = []
-    public var leeway = 30.0
+    var name: String
+    var issuer: String
+    var keys: KeySource
+    var algorithms: Set<JWSAlgorithm> = [.RS256, .PS256, .ES256, .EdDSA]
+    var audiences: [String] = []
+    var leeway = 30.0
     /// e.g. "at+jwt": required `typ` of access tokens (RFC 9068 §2.1).
-    public var accessTokenType: String?
+    var accessTokenType: String?
     /// `scope_claim`: where its tokens carry scopes — `scope` (RFC 9068 §2.2.3, the default)
     /// or `scp` for ASes that use it; one or the other, never both.
-    public var scopeClaim: ScopeClaim = .scope
+    var scopeClaim: ScopeClaim = .scope
     /// CA bundle for this issuer's HTTPS endpoints (default: the system's).
-    public var caFile: String?
+    var caFile: String?
     /// RFC 7662 introspection for opaque tokens.
-    public var introspection: IntrospectionConfig?
+    var introspection: IntrospectionConfig?
 }
 
 /// The gateway's registration as an OAuth client (`clients:`).
-public struct ClientConfig: Sendable {
-    public enum AssertionAudience: String, Sendable { case issuer, endpoint }
-    public var name: String
-    public var issuer: String?
-    public var authentication: ClientAuthentication
+struct ClientConfig: Sendable {
+    enum AssertionAudience: String, Sendable { case issuer, endpoint }
+    var name: String
+    var issuer: String?
+    var authentication: ClientAuthentication
     /// `aud` of client assertions (RFC 7523 §3): the issuer, or the URL of the endpoint called.
-    public var assertionAudience = AssertionAudience.issuer
+    var assertionAudience = AssertionAudience.issuer
     /// The client's private key (`key_file`): signs request objects (RFC 9101) and, with
     /// private_key_jwt, client assertions; its public half is served at /.well-known/jwks.json.
-    public var key: JWK?
+    var key: JWK?
     /// The algorithm request objects are signed with (RS256, RS384, PS256 or ES256).
-    public var requestObjectAlgorithm: JWSAlgorithm?
+    var requestObjectAlgorithm: JWSAlgorithm?
     /// Settings for browser logins (`auth: login` routes) through this client.
-    public var login = LoginClientSettings()
+    var login = LoginClientSettings()
 }
 
 /// How a client runs the login round-trip (OIDC code flow with PKCE, RFC 9101 / 9126).
-public struct LoginClientSettings: Sendable {
-    public enum RequestMode: String, Sendable, CaseIterable {
+struct LoginClientSettings: Sendable {
+    enum RequestMode: String, Sendable, CaseIterable {
         /// The request object pushed to the PAR endpoint; the browser carries only its request_uri (RFC 9126).
         case par
         /// The request object by value in the authorization URL (RFC 9101 §5.1).
@@ -58,59 +58,59 @@ public struct LoginClientSettings: Sendable {
         /// Plain query parameters, no request object (for servers without JAR).
         case plain
     }
-    public var requestMode = RequestMode.par
-    public var scopes = ["openid", "profile", "email"]
+    var requestMode = RequestMode.par
+    var scopes = ["openid", "profile", "email"]
     /// nil: `public_url` + the callback path.
-    public var redirectURI: String?
+    var redirectURI: String?
     /// Extra authorization request parameters (prompt, acr_values, audience, resource, ui_locales …).
-    public var extra: [(String, String)] = []
+    var extra: [(String, String)] = []
     /// A `login_hint` query parameter of /oauth2/start is passed on.
-    public var loginHintFromQuery = false
+    var loginHintFromQuery = false
     /// Where the AS sends the browser after RP-initiated logout (must be registered there).
-    public var postLogoutRedirectURI: String?
+    var postLogoutRedirectURI: String?
     /// Revoke the refresh token at logout (RFC 7009) when the AS has a revocation endpoint.
-    public var revokeOnLogout = true
+    var revokeOnLogout = true
     /// Get DPoP-bound tokens at the token endpoint (RFC 9449 §5) with a key the gateway holds.
-    public var dpop = false
+    var dpop = false
     /// Pass `email` on even when the AS does not say `email_verified: true` (off: such an
     /// email is dropped, so X-Forwarded-Email only ever carries verified addresses).
-    public var allowUnverifiedEmail = false
+    var allowUnverifiedEmail = false
     /// `userinfo: true`: the AS's userinfo endpoint (OIDC Core §5.3) is asked at login and after
     /// each refresh; its claims (same `sub`, §5.3.2) are merged into the session's.
-    public var userinfo = false
+    var userinfo = false
 }
 
 /// `session:` — sealed-cookie (or Redis) sessions for `auth: login` routes.
-public struct SessionConfig: Sendable {
+struct SessionConfig: Sendable {
     /// AES-256-GCM keys: the first seals, all open (rotation). Empty: a random key per
     /// process (sessions do not survive a restart; replicas need configured keys).
-    public var keys: [[UInt8]] = []
-    public var cookieName = "tokengate_session"
+    var keys: [[UInt8]] = []
+    var cookieName = "tokengate_session"
     /// Secure cookies (and the __Host- prefix); false only for plain-http development.
-    public var secureCookie = true
-    public var idleTimeout = 3600.0
-    public var absoluteTimeout = 12 * 3600.0
+    var secureCookie = true
+    var idleTimeout = 3600.0
+    var absoluteTimeout = 12 * 3600.0
     /// Refresh the access token this long before it expires.
-    public var refreshMargin = 30.0
+    var refreshMargin = 30.0
     /// How long a browser may take to come back from the AS.
-    public var loginTimeout = 600.0
+    var loginTimeout = 600.0
     /// Parallel logins (tabs) one browser may have pending; the oldest is dropped past this.
-    public var maxPendingLogins = 5
+    var maxPendingLogins = 5
     /// With a Redis store: sessions read from Redis are kept on the worker this long.
-    public var cacheTTL = 5.0
+    var cacheTTL = 5.0
     /// Where pending logins live: `store` (Redis with a Redis store, else the cookie) or
     /// `cookie` (always the sealed cookie: nothing is written to Redis before a user has
     /// logged in — replicas still share them through the session keys).
-    public var pendingLoginsInCookie = false
+    var pendingLoginsInCookie = false
     /// `cookie_domain`: the session cookie's Domain (one login for every host under it); its
     /// name then takes the `__Secure-` prefix, as `__Host-` forbids a Domain.
-    public var cookieDomain: String? = nil
+    var cookieDomain: String? = nil
     /// `same_site` of the session cookie (the login-state cookie is always Lax).
-    public var sameSite = SameSite.lax
+    var sameSite = SameSite.lax
 }
 
 /// RFC 6265bis §4.1.2.7 SameSite values.
-public enum SameSite: String, Sendable, CaseIterable {
+enum SameSite: String, Sendable, CaseIterable {
     case lax, strict, none
     /// As written in Set-Cookie.
     var attribute: String {
@@ -123,76 +123,76 @@ public enum SameSite: String, Sendable, CaseIterable {
 }
 
 /// `login:` — the gateway's own login endpoints and where browsers may be sent back to.
-public struct LoginConfig: Sendable {
-    public var startPath = "/oauth2/start"
-    public var callbackPath = "/oauth2/callback"
-    public var logoutPath = "/oauth2/logout"
+struct LoginConfig: Sendable {
+    var startPath = "/oauth2/start"
+    var callbackPath = "/oauth2/callback"
+    var logoutPath = "/oauth2/logout"
     /// Where the AS posts logout tokens (OIDC Back-Channel Logout 1.0): register this URL as
     /// the client's backchannel_logout_uri.
-    public var backchannelLogoutPath = "/oauth2/backchannel-logout"
+    var backchannelLogoutPath = "/oauth2/backchannel-logout"
     /// Where the AS fetches hosted request objects (request_mode: request_uri).
-    public var requestObjectPath = "/oauth2/request/"
-    public var jwksPath = "/.well-known/jwks.json"
+    var requestObjectPath = "/oauth2/request/"
+    var jwksPath = "/.well-known/jwks.json"
     /// Hosts (exact or *.suffix) an absolute `rd` may point to; same-origin paths always may.
-    public var allowedRedirectHosts: [String] = []
+    var allowedRedirectHosts: [String] = []
     /// Where a browser goes after logout when the AS has no end_session_endpoint.
-    public var afterLogout = "/"
+    var afterLogout = "/"
 }
 
 /// An issuer's introspection endpoint and how long answers are cached.
-public struct IntrospectionConfig: Sendable {
-    public var client: ClientConfig
+struct IntrospectionConfig: Sendable {
+    var client: ClientConfig
     /// nil: from the issuer's discovery metadata (`introspection_endpoint`).
-    public var endpoint: String?
+    var endpoint: String?
     /// Positive answers are cached until min(exp, this).
-    public var cacheTTL = 60.0
+    var cacheTTL = 60.0
     /// `active: false` answers are cached this long (a flood of bad tokens is not a flood at the AS).
-    public var negativeTTL = 10.0
+    var negativeTTL = 10.0
 }
 
 /// The access-token settings of a route with `auth: bearer`, `dpop` or `token`.
-public struct TokenRouteConfig: Sendable {
-    public var issuers: [String]
-    public var requirement = AuthorizationRequirement()
+struct TokenRouteConfig: Sendable {
+    var issuers: [String]
+    var requirement = AuthorizationRequirement()
     /// `access_token` in the query string is accepted (RFC 6750 §2.3; off by default).
-    public var tokenInQuery = false
+    var tokenInQuery = false
     /// `access_token` in a form-encoded POST body is accepted (RFC 6750 §2.2; off by default).
-    public var tokenInBody = false
+    var tokenInBody = false
     /// The Authorization header goes upstream too (default: stripped).
-    public var forwardToken = false
-    public var realm = "tokengate"
+    var forwardToken = false
+    var realm = "tokengate"
     /// Set on `dpop` and `token` routes: how DPoP proofs are checked (RFC 9449).
-    public var dpop: DPoPRouteConfig?
+    var dpop: DPoPRouteConfig?
 }
 
 /// A route's `dpop:` settings (RFC 9449 §4.3, §8, §11.1).
-public struct DPoPRouteConfig: Sendable {
-    public static let defaultAlgorithms: Set<JWSAlgorithm> = [.ES256, .ES384, .PS256, .RS256, .EdDSA]
+struct DPoPRouteConfig: Sendable {
+    static let defaultAlgorithms: Set<JWSAlgorithm> = [.ES256, .ES384, .PS256, .RS256, .EdDSA]
     /// Proof algorithms accepted (asymmetric only); advertised in `algs` of the challenge.
-    public var algorithms = DPoPRouteConfig.defaultAlgorithms
+    var algorithms = DPoPRouteConfig.defaultAlgorithms
     /// Accepted |now − iat| of a proof without a server nonce, before leeway.
-    public var iatWindow = 60.0
-    public var leeway = 5.0
+    var iatWindow = 60.0
+    var leeway = 5.0
     /// Every proof must carry a valid server nonce (§8): `nonce: required`.
-    public var nonceRequired = false
+    var nonceRequired = false
     /// The DPoP header goes upstream too (default: stripped, the gateway consumed it).
-    public var forwardProof = false
+    var forwardProof = false
     /// Header that tells the upstream the thumbprint of the caller's key; nil: none.
-    public var jktHeader: String? = "X-Forwarded-Jkt"
+    var jktHeader: String? = "X-Forwarded-Jkt"
 }
 
 /// Gateway-wide DPoP settings (`dpop:`): the keys of stateless server nonces and the bound
 /// of the in-memory replay cache.
-public struct DPoPSettings: Sendable {
+struct DPoPSettings: Sendable {
     /// HMAC keys for nonces: the first issues, all verify. Empty: a random key per process
     /// (fine for one process; replicas need a shared key).
-    public var nonceKeys: [[UInt8]] = []
-    public var nonceLifetime = 300.0
+    var nonceKeys: [[UInt8]] = []
+    var nonceLifetime = 300.0
     /// Entries of the in-memory jti cache (`store: memory`); when full of live entries, new
     /// proofs are refused (503) rather than a replay let through.
-    public var replayCacheEntries = 1_000_000
+    var replayCacheEntries = 1_000_000
     /// When the replay store cannot answer: refuse (503, the default: a possibly replayed proof
     /// is never accepted) or accept the proof unchecked for replay (availability first; logged
     /// and counted).
-    public var failOpenOnStoreFailure = false
+    var failOpenOnStoreFailure = false
 }

@@ -3,20 +3,20 @@ import JOSE
 /// What a route does to a request besides authenticating it: the path it forwards, the
 /// preflights it lets through, and what it tells the upstream about the caller (tokens, a
 /// signed identity assertion). Parsed by `ConfigParser.routeOptions`.
-public struct RouteOptions: Sendable {
+struct RouteOptions: Sendable {
     /// `strip_prefix: true`: the matched `path_prefix`, without its trailing `/`, removed from
     /// the path before it goes upstream (the upstream URL's own path is still prepended).
-    public var strippedPrefix: String? = nil
+    var strippedPrefix: String? = nil
     /// `cors_preflight: allow`: a CORS preflight (OPTIONS with Origin and
     /// Access-Control-Request-Method, Fetch §3.2.2) goes upstream unauthenticated.
-    public var corsPreflight = false
+    var corsPreflight = false
     /// `pass_access_token: HEADER`: the session's access token goes upstream in this header
     /// (`Authorization` as `Bearer …`, as `forward_token: true`; any other name bare).
-    public var passAccessToken: String? = nil
+    var passAccessToken: String? = nil
     /// `pass_id_token: HEADER`: the session's ID token goes upstream in this header.
-    public var passIDToken: String? = nil
+    var passIDToken: String? = nil
     /// `identity_assertion:` a short-lived JWT, signed by the gateway, naming the caller.
-    public var identityAssertion: IdentityAssertionConfig? = nil
+    var identityAssertion: IdentityAssertionConfig? = nil
 
     /// The path as it goes upstream (before the upstream URL's own path): with `strip_prefix`,
     /// what follows the prefix — `/api/x` → `/x`, `/api` → `/` — else the path itself. The
@@ -40,19 +40,19 @@ public struct RouteOptions: Sendable {
 
 /// `identity_assertion:` of a route (Pomerium's `X-Pomerium-Jwt-Assertion`): lets an upstream
 /// that other paths can also reach prove a request came through the gateway.
-public struct IdentityAssertionConfig: Sendable {
-    public static let defaultHeader = "X-Tokengate-Assertion"
-    public var header = IdentityAssertionConfig.defaultHeader
+struct IdentityAssertionConfig: Sendable {
+    static let defaultHeader = "X-Tokengate-Assertion"
+    var header = IdentityAssertionConfig.defaultHeader
     /// Seconds from iat to exp.
-    public var lifetime = 60.0
+    var lifetime = 60.0
     /// `aud`: the route's upstream URL unless configured.
-    public var audience: String
+    var audience: String
     /// `iss`: the gateway's (first) public_url.
-    public var issuer: String
+    var issuer: String
 }
 
 /// One of `identity_assertion_keys`: a private key and the algorithm it signs with.
-public struct AssertionKey: Sendable {
-    public var key: JWK
-    public var alg: JWSAlgorithm
+struct AssertionKey: Sendable {
+    var key: JWK
+    var alg: JWSAlgorithm
 }

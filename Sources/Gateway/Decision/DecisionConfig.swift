@@ -2,19 +2,19 @@
 /// `auth_request`, ingress-nginx `auth-url`, Traefik `forwardAuth`, Caddy `forward_auth`, Envoy
 /// `ext_authz` HTTP service). The ingress describes the original request; tokengate routes it
 /// with the same routes and answers the verdict instead of calling an upstream.
-public struct DecisionConfig: Sendable {
+struct DecisionConfig: Sendable {
     /// Off unless `decision:` is in the config.
-    public var enabled = false
+    var enabled = false
     /// The forward-auth endpoint (nginx, Traefik, Caddy).
-    public var path = "/oauth2/auth"
+    var path = "/oauth2/auth"
     /// Envoy's HTTP ext_authz form: `<prefix>/<original path>`; nil: off.
-    public var extAuthzPrefix: String? = "/ext_authz"
+    var extAuthzPrefix: String? = "/ext_authz"
     /// The status of an allowed verdict: 200, or 202 (oauth2-proxy's).
-    public var allowStatus = 200
+    var allowStatus = 200
     /// How a page navigation without a session on a login route is answered.
-    public var loginResponse = LoginResponse.auto
+    var loginResponse = LoginResponse.auto
 
-    public enum LoginResponse: String, Sendable {
+    enum LoginResponse: String, Sendable {
         /// nginx (X-Original-URL): 401 with the login URL in `X-Auth-Login-URL`, for an
         /// `error_page 401 =` redirect; Traefik / Caddy (X-Forwarded-Uri), which hand the
         /// verdict to the client: 302 to the login URL.
@@ -23,5 +23,5 @@ public struct DecisionConfig: Sendable {
         case redirect = "302"
     }
 
-    public init() {}
+    init() {}
 }

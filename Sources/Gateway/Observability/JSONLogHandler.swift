@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+public import Logging
 
 /// A swift-log handler writing one JSON object per line to standard output:
 /// `{"ts":…,"level":…,"msg":…, metadata…}`. One `write(2)` per line, so lines from several

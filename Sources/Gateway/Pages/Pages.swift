@@ -3,7 +3,7 @@ import Foundation
 /// The HTML pages the gateway shows browsers: the built-in ones, or those of `pages_dir:`
 /// (a file there replaces the built-in page of its name). Each page has a fixed, documented
 /// set of variables (README "Pages"); every one is HTML-escaped.
-public struct Pages: Sendable {
+struct Pages: Sendable {
     /// One kind of page: its file name, the variables it may use, those it must use.
     struct Kind: Sendable {
         let file: String
@@ -25,7 +25,7 @@ public struct Pages: Sendable {
     var templates: [String: PageTemplate]
 
     /// The built-in pages (they parse: a unit test says so).
-    public init() {
+    init() {
         templates = [:]
         for kind in Self.kinds { templates[kind.file] = try! PageTemplate(Self.builtIn[kind.file]!, allowed: kind.variables) }
     }

@@ -1,27 +1,27 @@
 /// X-Forwarded-For / -Proto / -Host and X-Request-Id for the upstream request. The client's
 /// own values are believed only when the TCP peer is in `trusted_proxies`; otherwise the
 /// gateway states what it saw itself.
-public struct ForwardedHeaders: Equatable {
-    public var forwardedFor: String
-    public var forwardedProto: String
-    public var forwardedHost: String?
-    public var requestID: String
+struct ForwardedHeaders: Equatable {
+    var forwardedFor: String
+    var forwardedProto: String
+    var forwardedHost: String?
+    var requestID: String
     /// The proto and host came from a trusted proxy's X-Forwarded-Proto/-Host, not from the
     /// connection and its Host header.
-    public var originFromTrustedProxy = false
+    var originFromTrustedProxy = false
 
-    public struct Inbound {
-        public var peer: String
-        public var peerTrusted: Bool
-        public var scheme: String
-        public var host: String?
-        public var xForwardedFor: [String]
-        public var xForwardedProto: String?
-        public var xForwardedHost: String?
-        public var xRequestID: String?
+    struct Inbound {
+        var peer: String
+        var peerTrusted: Bool
+        var scheme: String
+        var host: String?
+        var xForwardedFor: [String]
+        var xForwardedProto: String?
+        var xForwardedHost: String?
+        var xRequestID: String?
     }
 
-    public static func compute(_ inbound: Inbound, newRequestID: () -> String) -> ForwardedHeaders {
+    static func compute(_ inbound: Inbound, newRequestID: () -> String) -> ForwardedHeaders {
         let trusted = inbound.peerTrusted
         var chain = trusted ? inbound.xForwardedFor.joined(separator: ", ") : ""
         chain = chain.isEmpty ? inbound.peer : "\(chain), \(inbound.peer)"
@@ -38,7 +38,7 @@ public struct ForwardedHeaders: Equatable {
     }
 
     /// 1–128 characters of [A-Za-z0-9._:-]: safe in logs and headers.
-    public static func isValidRequestID(_ id: String) -> Bool {
+    static func isValidRequestID(_ id: String) -> Bool {
         let u = id.utf8
         return !u.isEmpty && u.count <= 128 && u.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)

@@ -3,7 +3,7 @@ import Reactor
 /// Which headers cross the gateway (RFC 9110 §7.6.1 hop-by-hop fields, RFC 9110 §7.2 Host),
 /// decided in one place for requests and responses. Names are compared as bytes,
 /// ASCII-case-insensitively, so the request path builds no strings for them.
-public enum HeaderRules {
+enum HeaderRules {
     /// Always connection-specific, whatever `Connection` says; plus every `Proxy-*` field.
     static let hopByHop: [[UInt8]] = ["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"].map { Array($0.utf8) }
 
@@ -46,7 +46,7 @@ public enum HeaderRules {
     static let requestID = Array("x-request-id".utf8)
 
     /// The field names a `Connection` header lists (they are hop-by-hop too), lowercased.
-    public static func connectionTokens(_ values: [String]) -> [[UInt8]] {
+    static func connectionTokens(_ values: [String]) -> [[UInt8]] {
         var out: [[UInt8]] = []
         for v in values {
             for token in v.split(separator: ",") {
@@ -67,7 +67,7 @@ public enum HeaderRules {
     /// are: CGI, WSGI and PHP turn `X_Forwarded_User` into the same variable as
     /// `X-Forwarded-User`, which would get around every strip rule (nginx drops them too).
     /// `trustedOnlyExtra`: the config's `trusted_proxy_headers`, lowercased, added to the list.
-    public static func forwardsRequestHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?,
+    static func forwardsRequestHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?,
                                              peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []) -> Bool {
         if name.contains(UInt8(ascii: "_")) { return false }
         if isHopByHop(name, listed: listed) || equalsAny(name, recomputedOnRequest) { return false }
@@ -78,18 +78,18 @@ public enum HeaderRules {
 
     /// Whether only a trusted proxy may send this header (the built-in list, its families, and
     /// the config's additions).
-    public static func isTrustedOnly(_ name: UnsafeBufferPointer<UInt8>, extra: [[UInt8]] = []) -> Bool {
+    static func isTrustedOnly(_ name: UnsafeBufferPointer<UInt8>, extra: [[UInt8]] = []) -> Bool {
         equalsAny(name, trustedOnly) || trustedOnlyPrefixes.contains { hasPrefix(name, $0) } || equalsAny(name, extra)
     }
 
     /// Whether an upstream response header is passed to the client. Content-Length stays
     /// (so the client gets the same framing); Transfer-Encoding goes (libevent re-frames).
-    public static func forwardsResponseHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]]) -> Bool {
+    static func forwardsResponseHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]]) -> Bool {
         !isHopByHop(name, listed: listed) && !equals(name, requestID)
     }
 
     /// RFC 9110 §5.6.2 tchar.
-    public static func isTokenChar(_ c: UInt8) -> Bool {
+    static func isTokenChar(_ c: UInt8) -> Bool {
         switch c {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
@@ -120,7 +120,7 @@ public enum HeaderRules {
 
 extension HeaderRules {
     /// String forms of the rules, for callers (and tests) that hold Swift strings.
-    public static func forwardsRequestHeader(_ name: String, listed: [[UInt8]], reservedPrefix: String?,
+    static func forwardsRequestHeader(_ name: String, listed: [[UInt8]], reservedPrefix: String?,
                                              peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []) -> Bool {
         var n = name
         let prefix = reservedPrefix.map { Array($0.lowercased().utf8) }
@@ -129,7 +129,7 @@ extension HeaderRules {
         }
     }
 
-    public static func forwardsResponseHeader(_ name: String, listed: [[UInt8]]) -> Bool {
+    static func forwardsResponseHeader(_ name: String, listed: [[UInt8]]) -> Bool {
         var n = name
         return n.withUTF8 { forwardsResponseHeader($0, listed: listed) }
     }

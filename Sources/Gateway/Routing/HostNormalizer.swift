@@ -1,8 +1,8 @@
 /// Normalizes the `Host` request header for routing: lowercase, port and trailing dot
 /// removed. Returns nil for anything that is not a plausible host (RFC 9110 §7.2, RFC 3986
 /// §3.2.2): the gateway answers 400 rather than guess.
-public enum HostNormalizer {
-    public static func normalize(_ value: String) -> String? {
+enum HostNormalizer {
+    static func normalize(_ value: String) -> String? {
         var text = Substring(value)
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { return nil }

@@ -1,11 +1,11 @@
 /// A route's `host:` — an exact name or a `*.` wildcard (any depth of labels in front of
 /// the suffix; the bare suffix itself does not match). Compared case-insensitively.
-public enum HostPattern: Sendable, Equatable {
+enum HostPattern: Sendable, Equatable {
     case exact(String)
     /// Stored with its leading dot: `*.example.com` → ".example.com".
     case wildcard(suffix: String)
 
-    public init?(_ text: String) {
+    init?(_ text: String) {
         let lower = text.lowercased()
         if lower.hasPrefix("*.") {
             let suffix = String(lower.dropFirst())
@@ -18,7 +18,7 @@ public enum HostPattern: Sendable, Equatable {
     }
 
     /// `host` is already normalized (lowercase, no port, no trailing dot).
-    public func matches(_ host: String) -> Bool {
+    func matches(_ host: String) -> Bool {
         switch self {
         case .exact(let name): return host == name
         case .wildcard(let suffix): return host.count > suffix.count && host.hasSuffix(suffix)
@@ -44,11 +44,11 @@ public enum HostPattern: Sendable, Equatable {
 /// A route's path rule: `path:` (exact) or `path_prefix:`. A prefix that ends in "/" matches
 /// everything under it; one that does not matches itself and whatever follows a "/" — so
 /// `/api` matches `/api` and `/api/x`, never `/apiary`.
-public enum PathPattern: Sendable, Equatable {
+enum PathPattern: Sendable, Equatable {
     case exact(String)
     case prefix(String)
 
-    public func matches(_ path: String) -> Bool {
+    func matches(_ path: String) -> Bool {
         switch self {
         // An exact path also matches with a trailing "/": frameworks serve both as one endpoint.
         case .exact(let p): return path == p || (path.utf8.count == p.utf8.count + 1 && path.hasPrefix(p) && path.hasSuffix("/"))

@@ -9,22 +9,22 @@
 ///   malformed `%`, a `..` that would climb above the root, `;` raw or encoded (servlet
 ///   containers and Spring strip `;params`, so `/admin;x` would be `/admin` upstream but
 ///   not here), more than 32 `..` segments, and any fragment.
-public enum PathNormalizer {
-    public struct Normalized: Equatable, Sendable {
-        public var path: String
+enum PathNormalizer {
+    struct Normalized: Equatable, Sendable {
+        var path: String
         /// Raw query (without "?"), validated, not decoded; nil when absent.
-        public var query: String?
+        var query: String?
         /// The path as it stood before each `..` removed a segment; the gateway refuses the
         /// request if a `..` moved it out of the route it was in (see `Router`).
-        public var dotDotOrigins: [String]
+        var dotDotOrigins: [String]
     }
 
-    public enum Rejection: Error, Equatable, Sendable {
+    enum Rejection: Error, Equatable, Sendable {
         case notOriginForm, badPercentEncoding, encodedSlash, backslash, controlCharacter,
              escapesRoot, fragment, pathParameter, tooManyDotSegments
     }
 
-    public static func normalize(target: String) -> Result<Normalized, Rejection> {
+    static func normalize(target: String) -> Result<Normalized, Rejection> {
         let bytes = Array(target.utf8)
         guard bytes.first == UInt8(ascii: "/") else { return .failure(.notOriginForm) }
         var pathEnd = bytes.count

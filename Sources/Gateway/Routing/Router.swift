@@ -4,10 +4,10 @@ import Reactor
 /// specific first — host (exact, then longest wildcard, then any), then path (exact, then
 /// longest prefix), then routes with a method list before those without — and the first
 /// match wins; ties keep config order.
-public struct Router: Sendable {
-    public let routes: [RouteConfig]
+struct Router: Sendable {
+    let routes: [RouteConfig]
 
-    public init(routes: [RouteConfig]) {
+    init(routes: [RouteConfig]) {
         self.routes = routes.sorted { a, b in
             let ka = Router.rank(a), kb = Router.rank(b)
             if ka != kb { return ka.lexicographicallyPrecedes(kb) == false }
@@ -19,7 +19,7 @@ public struct Router: Sendable {
         [r.match.host?.specificity ?? 0, r.match.path.specificity, r.match.methods == nil ? 0 : 1]
     }
 
-    public func match(host: String, method: HTTPMethod, path: String) -> RouteConfig? {
+    func match(host: String, method: HTTPMethod, path: String) -> RouteConfig? {
         for route in routes {
             if let h = route.match.host, !h.matches(host) { continue }
             if let m = route.match.methods, !m.contains(method) { continue }
@@ -28,7 +28,7 @@ public struct Router: Sendable {
         return nil
     }
 
-    public enum Decision: Equatable {
+    enum Decision: Equatable {
         case route(Int)
         case notFound
         /// A `..` in the request moved the path out of the route it was in.
@@ -40,7 +40,7 @@ public struct Router: Sendable {
     /// `/static/css/../img/a.png` is fine, `/public/../admin` is refused (400), even though
     /// the gateway would route and check `/admin` correctly — a request that means one
     /// route and lands on another is an attack, not a typo.
-    public func decide(host: String, method: HTTPMethod, normalized: PathNormalizer.Normalized) -> Decision {
+    func decide(host: String, method: HTTPMethod, normalized: PathNormalizer.Normalized) -> Decision {
         guard let route = match(host: host, method: method, path: normalized.path) else {
             return normalized.dotDotOrigins.isEmpty ? .notFound : .escapesRoute
         }

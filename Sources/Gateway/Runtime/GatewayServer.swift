@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+public import Logging
 import Reactor
 
 /// The running gateway: workers, the admin listener and signal handling on the main loop.
