@@ -236,3 +236,16 @@ class RawServer:
 
     def stop(self):
         self.sock.close()
+
+
+@pytest.fixture
+def one_worker(upstream, gateway_factory):
+    """A gateway with one worker in front of the echo upstream (one worker: what one client
+    connection does to the next is seen by the same process)."""
+    return gateway_factory(basic_config(upstream.port, workers=1))
+
+
+def echo_headers(resp):
+    """The request headers the echo upstream saw, from a raw HTTP response (lower-case names)."""
+    body = json.loads(resp.split(b"\r\n\r\n", 1)[1])
+    return {k.lower(): v for k, v in body["headers"]}
