@@ -133,10 +133,24 @@ def login_as(authserver_factory):
 
 
 @pytest.fixture
-def env(login_as, upstream, tmp_path):
-    e = LoginEnv(login_as, upstream, tmp_path)
-    yield e
-    e.stop()
+def login_env():
+    """Makes gateways for a login test as `LoginEnv(...)` does, and stops every one of them
+    when the test ends, whether it passed or not."""
+    made = []
+
+    def make(*args, **kwargs):
+        e = LoginEnv(*args, **kwargs)
+        made.append(e)
+        return e
+
+    yield make
+    for e in reversed(made):
+        e.stop()
+
+
+@pytest.fixture
+def env(login_env, login_as, upstream, tmp_path):
+    return login_env(login_as, upstream, tmp_path)
 
 
 def test_login_round_trip_par_private_key_jwt(env):
@@ -154,31 +168,25 @@ def test_login_round_trip_par_private_key_jwt(env):
 
 
 @pytest.mark.parametrize("mode,via", [("par", "par"), ("request", "request"), ("request_uri", "request_uri"), ("plain", "query")])
-def test_each_request_mode(login_as, upstream, tmp_path, mode, via):
-    e = LoginEnv(login_as, upstream, tmp_path, mode=mode)
-    try:
-        r = e.login()
-        assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com", r.text
-        first = next(x for x in login_as.authorizations if x.get("client_id") == "web")
-        assert first["via"] == via and first["signed"] == (mode != "plain"), first
-        if mode == "request_uri":
-            # The AS fetched the hosted request object once; a second fetch finds nothing.
-            fetched = login_as.request_uri_fetches[-1]
-            assert fetched["status"] == 200 and fetched["content_type"].startswith("application/oauth-authz-req+jwt"), fetched
-            assert requests.get(fetched["url"], timeout=5).status_code == 404
-    finally:
-        e.stop()
+def test_each_request_mode(login_env, login_as, upstream, tmp_path, mode, via):
+    e = login_env(login_as, upstream, tmp_path, mode=mode)
+    r = e.login()
+    assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com", r.text
+    first = next(x for x in login_as.authorizations if x.get("client_id") == "web")
+    assert first["via"] == via and first["signed"] == (mode != "plain"), first
+    if mode == "request_uri":
+        # The AS fetched the hosted request object once; a second fetch finds nothing.
+        fetched = login_as.request_uri_fetches[-1]
+        assert fetched["status"] == 200 and fetched["content_type"].startswith("application/oauth-authz-req+jwt"), fetched
+        assert requests.get(fetched["url"], timeout=5).status_code == 404
 
 
 @pytest.mark.parametrize("auth", ["client_secret_jwt", "client_secret_basic", "client_secret_post"])
-def test_other_client_authentication(login_as, upstream, tmp_path, auth):
-    e = LoginEnv(login_as, upstream, tmp_path, auth=auth, key_alg="RS256")
-    try:
-        assert e.login().status_code == 200
-        code = [t for t in login_as.token_requests if t["grant_type"] == "authorization_code"][-1]
-        assert code["status"] == 200, code
-    finally:
-        e.stop()
+def test_other_client_authentication(login_env, login_as, upstream, tmp_path, auth):
+    e = login_env(login_as, upstream, tmp_path, auth=auth, key_alg="RS256")
+    assert e.login().status_code == 200
+    code = [t for t in login_as.token_requests if t["grant_type"] == "authorization_code"][-1]
+    assert code["status"] == 200, code
 
 
 def test_the_session_serves_later_requests_without_the_as(env):
@@ -223,83 +231,71 @@ def short_as(authserver_factory):
     return authserver_factory(login="form", rotate_refresh_tokens=True, access_token_lifetime=3, id_token_lifetime=300)
 
 
-def test_refresh_before_expiry_then_the_session_goes_on(short_as, upstream, tmp_path):
-    e = LoginEnv(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
-    try:
-        e.login()
-        old = e.session_cookie()
-        time.sleep(2.5)
-        r = e.get("/after-refresh")
-        assert r.status_code == 200, r.text
-        assert short_as.refresh_ok_count == 1
-        assert e.session_cookie() != old  # the refreshed session, re-sealed
-        r = e.get("/again")
-        assert r.status_code == 200 and short_as.refresh_count == 1
-    finally:
-        e.stop()
+def test_refresh_before_expiry_then_the_session_goes_on(login_env, short_as, upstream, tmp_path):
+    e = login_env(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    e.login()
+    old = e.session_cookie()
+    time.sleep(2.5)
+    r = e.get("/after-refresh")
+    assert r.status_code == 200, r.text
+    assert short_as.refresh_ok_count == 1
+    assert e.session_cookie() != old  # the refreshed session, re-sealed
+    r = e.get("/again")
+    assert r.status_code == 200 and short_as.refresh_count == 1
 
 
-def test_parallel_requests_at_refresh_time_make_one_refresh(short_as, upstream, tmp_path):
+def test_parallel_requests_at_refresh_time_make_one_refresh(login_env, short_as, upstream, tmp_path):
     """Rotating refresh tokens work once: 20 requests that all find the token due must share
     one refresh (on any worker), not race it — and every one of them succeeds."""
-    e = LoginEnv(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
-    try:
-        e.login()
-        cookie = e.session_cookie()
-        time.sleep(2.5)
-        def one(i):
-            return requests.get(e.url(f"/p/{i}"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"},
-                                timeout=15)
-        with ThreadPoolExecutor(max_workers=20) as pool:
-            results = list(pool.map(one, range(20)))
-        assert [r.status_code for r in results] == [200] * 20, [(r.status_code, r.text) for r in results if r.status_code != 200]
-        assert short_as.refresh_count == 1 and short_as.refresh_ok_count == 1
-    finally:
-        e.stop()
+    e = login_env(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    e.login()
+    cookie = e.session_cookie()
+    time.sleep(2.5)
+    def one(i):
+        return requests.get(e.url(f"/p/{i}"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"},
+                            timeout=15)
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        results = list(pool.map(one, range(20)))
+    assert [r.status_code for r in results] == [200] * 20, [(r.status_code, r.text) for r in results if r.status_code != 200]
+    assert short_as.refresh_count == 1 and short_as.refresh_ok_count == 1
 
 
-def test_an_as_that_is_down_does_not_end_the_session(short_as, upstream, tmp_path):
+def test_an_as_that_is_down_does_not_end_the_session(login_env, short_as, upstream, tmp_path):
     """The AS answers 503 when the access token is due: the session goes on where no token is
     sent upstream; a route that forwards the token answers 503 (try again) instead of sending
     an expired one; once the AS is back, one refresh and both routes work."""
-    e = LoginEnv(short_as, upstream, tmp_path, session=", refresh_margin: 1s",
+    e = login_env(short_as, upstream, tmp_path, session=", refresh_margin: 1s",
                  extra_route=API_ROUTE_FORWARDING_TOKEN)
+    e.login("/api/me")
+    time.sleep(3.5)  # the access token (3 s) has expired
+    short_as.down_status = 503
     try:
-        e.login("/api/me")
-        time.sleep(3.5)  # the access token (3 s) has expired
-        short_as.down_status = 503
-        try:
-            r = e.browser.get(e.url("/api/me"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
-            assert r.status_code == 503 and r.headers.get("Retry-After") and "Set-Cookie" not in r.headers, r.text
-            r = e.browser.get(e.url("/page"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
-            assert r.status_code == 200 and sent(r)["x-forwarded-user"], r.text
-        finally:
-            short_as.down_status = None
-        before = short_as.refresh_ok_count
         r = e.browser.get(e.url("/api/me"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
-        assert r.status_code == 200 and sent(r)["authorization"].startswith("Bearer "), r.text
-        assert short_as.refresh_ok_count - before == 1
+        assert r.status_code == 503 and r.headers.get("Retry-After") and "Set-Cookie" not in r.headers, r.text
+        r = e.browser.get(e.url("/page"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+        assert r.status_code == 200 and sent(r)["x-forwarded-user"], r.text
     finally:
-        e.stop()
+        short_as.down_status = None
+    before = short_as.refresh_ok_count
+    r = e.browser.get(e.url("/api/me"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+    assert r.status_code == 200 and sent(r)["authorization"].startswith("Bearer "), r.text
+    assert short_as.refresh_ok_count - before == 1
 
 
-def test_failed_refresh_ends_the_session_cleanly(short_as, upstream, tmp_path):
-    e = LoginEnv(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+def test_failed_refresh_ends_the_session_cleanly(login_env, short_as, upstream, tmp_path):
+    e = login_env(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    e.login()
+    time.sleep(2.5)
+    short_as.down_status = 400  # the AS refuses the refresh (e.g. the grant was revoked)
     try:
-        e.login()
-        time.sleep(2.5)
-        short_as.down_status = 400  # the AS refuses the refresh (e.g. the grant was revoked)
-        try:
-            r = e.browser.get(e.url("/x"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
-        finally:
-            short_as.down_status = None
-        assert r.status_code == 401 and r.json()["error"] == "login_required", r.text
-        assert "tokengate_session=;" in r.headers.get("Set-Cookie", ""), "the dead session's cookie is cleared"
-        # The next page view starts a new login (no loop, no error page).
-        r = e.get("/x")
-        assert r.status_code == 302 and r.headers["Location"].startswith(short_as.url)
+        r = e.browser.get(e.url("/x"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
     finally:
-        e.stop()
+        short_as.down_status = None
+    assert r.status_code == 401 and r.json()["error"] == "login_required", r.text
+    assert "tokengate_session=;" in r.headers.get("Set-Cookie", ""), "the dead session's cookie is cleared"
+    # The next page view starts a new login (no loop, no error page).
+    r = e.get("/x")
+    assert r.status_code == 302 and r.headers["Location"].startswith(short_as.url)
 
 
 # --- logout ------------------------------------------------------------------------------------
@@ -393,14 +389,11 @@ def test_wrong_iss_in_the_callback_is_refused(env):
     # A refused response also spends its pending login: the genuine one cannot follow it.
 
 
-def test_error_response_is_shown_not_looped(login_as, upstream, tmp_path):
-    e = LoginEnv(login_as, upstream, tmp_path, prompt="none")
-    try:
-        r = e.get("/orders/1")
-        r = e.get(e.a.login_page(e.browser, r.headers["Location"]).headers["Location"])
-        assert r.status_code == 403 and "login_required" in r.text and "Location" not in r.headers
-    finally:
-        e.stop()
+def test_error_response_is_shown_not_looped(login_env, login_as, upstream, tmp_path):
+    e = login_env(login_as, upstream, tmp_path, prompt="none")
+    r = e.get("/orders/1")
+    r = e.get(e.a.login_page(e.browser, r.headers["Location"]).headers["Location"])
+    assert r.status_code == 403 and "login_required" in r.text and "Location" not in r.headers
 
 
 def test_parallel_logins_in_tabs_and_no_cookie_pile_up(env):
@@ -420,7 +413,7 @@ def test_parallel_logins_in_tabs_and_no_cookie_pile_up(env):
 
 # --- session cookies from the attacker's side ------------------------------------------------------
 
-def test_tampered_and_foreign_session_cookies(env, login_as, upstream, tmp_path):
+def test_tampered_and_foreign_session_cookies(login_env, env, login_as, upstream, tmp_path):
     env.login()
     cookie = env.session_cookie()
     flipped = cookie[:40] + ("A" if cookie[40] != "A" else "B") + cookie[41:]
@@ -429,28 +422,22 @@ def test_tampered_and_foreign_session_cookies(env, login_as, upstream, tmp_path)
         assert r.status_code == 401, bad[:20]
     # A gateway with another session key does not accept it.
     (tmp_path / "other").mkdir()
-    other = LoginEnv(login_as, upstream, tmp_path / "other", session_key="AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
-    try:
-        r = requests.get(other.url("/x"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"}, timeout=10)
-        assert r.status_code == 401
-    finally:
-        other.stop()
+    other = login_env(login_as, upstream, tmp_path / "other", session_key="AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+    r = requests.get(other.url("/x"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"}, timeout=10)
+    assert r.status_code == 401
 
 
-def test_idle_and_absolute_timeouts(login_as, upstream, tmp_path):
-    e = LoginEnv(login_as, upstream, tmp_path, session=", idle_timeout: 5s, absolute_timeout: 8s")
-    try:
-        e.login()
-        for _ in range(3):  # activity keeps it alive past the idle timeout ...
-            time.sleep(2)
-            assert e.get("/active").status_code == 200
-        time.sleep(3)  # ... but not past the absolute one (8 s)
-        assert e.get("/late").status_code == 302
-        e.login()
-        time.sleep(6)  # idle for longer than 5 s
-        assert e.get("/idle").status_code == 302
-    finally:
-        e.stop()
+def test_idle_and_absolute_timeouts(login_env, login_as, upstream, tmp_path):
+    e = login_env(login_as, upstream, tmp_path, session=", idle_timeout: 5s, absolute_timeout: 8s")
+    e.login()
+    for _ in range(3):  # activity keeps it alive past the idle timeout ...
+        time.sleep(2)
+        assert e.get("/active").status_code == 200
+    time.sleep(3)  # ... but not past the absolute one (8 s)
+    assert e.get("/late").status_code == 302
+    e.login()
+    time.sleep(6)  # idle for longer than 5 s
+    assert e.get("/idle").status_code == 302
 
 
 @pytest.mark.parametrize("rd", ["//evil.example/x", "https:evil.example", "/\\\\evil.example", "/%2F%2Fevil.example",
@@ -462,39 +449,33 @@ def test_idle_and_absolute_timeouts(login_as, upstream, tmp_path):
                                 # ports no host has
                                 "https://app.allowed.test:99999/", "https://app.allowed.test:0/", "https://app.allowed.test:/x",
                                 "https://app.allowed.test:443443/", "https://app.allowed.test:-1/", "https://app.allowed.test:\u0663/"])
-def test_open_redirects_are_refused(login_as, upstream, tmp_path, rd):
-    e = LoginEnv(login_as, upstream, tmp_path, extra_top="login: { allowed_redirect_hosts: [app.allowed.test] }")
-    try:
+def test_open_redirects_are_refused(login_env, login_as, upstream, tmp_path, rd):
+    e = login_env(login_as, upstream, tmp_path, extra_top="login: { allowed_redirect_hosts: [app.allowed.test] }")
+    r = e.browser.get(e.url("/oauth2/start"), params={"rd": rd}, headers=HTML, allow_redirects=False, timeout=10)
+    assert r.status_code == 302
+    cb = e.a.login_with_form(e.browser, r.headers["Location"])
+    assert e.get(cb).headers["Location"] == "/", rd
+
+
+def test_allowed_return_targets(login_env, login_as, upstream, tmp_path):
+    e = login_env(login_as, upstream, tmp_path, extra_top="login: { allowed_redirect_hosts: [app.allowed.test] }")
+    for rd, want in [("/orders/7?tab=2", "/orders/7?tab=2"), ("https://app.allowed.test/done", "https://app.allowed.test/done"),
+                     ("/a/./b/../orders/7?x=/../y", "/a/orders/7?x=/../y"), ("/..//../orders", "/orders"),
+                     ("https://app.allowed.test:8443/done", "https://app.allowed.test:8443/done")]:
         r = e.browser.get(e.url("/oauth2/start"), params={"rd": rd}, headers=HTML, allow_redirects=False, timeout=10)
-        assert r.status_code == 302
         cb = e.a.login_with_form(e.browser, r.headers["Location"])
-        assert e.get(cb).headers["Location"] == "/", rd
-    finally:
-        e.stop()
-
-
-def test_allowed_return_targets(login_as, upstream, tmp_path):
-    e = LoginEnv(login_as, upstream, tmp_path, extra_top="login: { allowed_redirect_hosts: [app.allowed.test] }")
-    try:
-        for rd, want in [("/orders/7?tab=2", "/orders/7?tab=2"), ("https://app.allowed.test/done", "https://app.allowed.test/done"),
-                         ("/a/./b/../orders/7?x=/../y", "/a/orders/7?x=/../y"), ("/..//../orders", "/orders"),
-                         ("https://app.allowed.test:8443/done", "https://app.allowed.test:8443/done")]:
-            r = e.browser.get(e.url("/oauth2/start"), params={"rd": rd}, headers=HTML, allow_redirects=False, timeout=10)
-            cb = e.a.login_with_form(e.browser, r.headers["Location"])
-            assert e.get(cb).headers["Location"] == want, rd
-    finally:
-        e.stop()
+        assert e.get(cb).headers["Location"] == want, rd
 
 
 # --- sessions in Redis ---------------------------------------------------------------------------
 
-def test_sessions_in_redis_are_shared_by_replicas(login_as, upstream, tmp_path):
+def test_sessions_in_redis_are_shared_by_replicas(login_env, login_as, upstream, tmp_path):
     from test_dpop_redis import RedisServer
     redis = RedisServer().start()
     top = f"store: redis://127.0.0.1:{redis.port}/0"
-    a = LoginEnv(login_as, upstream, tmp_path, extra_top=top, session=", cache_ttl: 0s")
+    a = login_env(login_as, upstream, tmp_path, extra_top=top, session=", cache_ttl: 0s")
     (tmp_path / "b").mkdir()
-    b = LoginEnv(login_as, upstream, tmp_path / "b", extra_top=top, session=", cache_ttl: 0s", share_client_of=a)
+    b = login_env(login_as, upstream, tmp_path / "b", extra_top=top, session=", cache_ttl: 0s", share_client_of=a)
     try:
         a.login()
         cookie = a.session_cookie()
@@ -507,32 +488,27 @@ def test_sessions_in_redis_are_shared_by_replicas(login_as, upstream, tmp_path):
         r = requests.get(b.url("/on-b"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"}, timeout=10)
         assert r.status_code == 401
     finally:
-        a.stop()
-        b.stop()
         redis.close()
 
 
 # --- DPoP at the token endpoint ------------------------------------------------------------------
 
-def test_dpop_bound_tokens_from_the_token_endpoint(authserver_factory, upstream, tmp_path):
+def test_dpop_bound_tokens_from_the_token_endpoint(login_env, authserver_factory, upstream, tmp_path):
     """`dpop: true`: the gateway proves a key of its own at the token endpoint (RFC 9449 §5),
     for the code exchange and for refreshes, so the session's tokens are bound to it."""
     a = authserver_factory(login="form", dpop=True, rotate_refresh_tokens=True, access_token_lifetime=3)
-    e = LoginEnv(a, upstream, tmp_path, extra_client="    dpop: true", session=", refresh_margin: 1s",
+    e = login_env(a, upstream, tmp_path, extra_client="    dpop: true", session=", refresh_margin: 1s",
                  extra_route=API_ROUTE_FORWARDING_TOKEN)
-    try:
-        r = e.login("/api/me")
-        assert r.status_code == 200, r.text
-        token = sent(r)["authorization"].split(" ", 1)[1]
-        claims = json.loads(base64url_decode(token.split(".")[1]))
-        assert claims["cnf"]["jkt"], claims
-        time.sleep(2.5)
-        r = e.get("/api/me")
-        assert r.status_code == 200 and a.refresh_ok_count == 1
-        token2 = sent(r)["authorization"].split(" ", 1)[1]
-        assert token2 != token and json.loads(base64url_decode(token2.split(".")[1]))["cnf"] == claims["cnf"]
-    finally:
-        e.stop()
+    r = e.login("/api/me")
+    assert r.status_code == 200, r.text
+    token = sent(r)["authorization"].split(" ", 1)[1]
+    claims = json.loads(base64url_decode(token.split(".")[1]))
+    assert claims["cnf"]["jkt"], claims
+    time.sleep(2.5)
+    r = e.get("/api/me")
+    assert r.status_code == 200 and a.refresh_ok_count == 1
+    token2 = sent(r)["authorization"].split(" ", 1)[1]
+    assert token2 != token and json.loads(base64url_decode(token2.split(".")[1]))["cnf"] == claims["cnf"]
 
 
 def base64url_decode(s):
@@ -542,8 +518,8 @@ def base64url_decode(s):
 
 # --- authorization and what reaches the upstream (fixes from the login review) ---------------------
 
-def test_session_routes_enforce_require(login_as, upstream, tmp_path):
-    e = LoginEnv(login_as, upstream, tmp_path, extra_route="""  - name: admin
+def test_session_routes_enforce_require(login_env, login_as, upstream, tmp_path):
+    e = login_env(login_as, upstream, tmp_path, extra_route="""  - name: admin
     match: { path_prefix: /admin/ }
     upstream: app
     auth: login
@@ -555,56 +531,44 @@ def test_session_routes_enforce_require(login_as, upstream, tmp_path):
     auth: login
     client: web
     require: { claims: { groups: { contains: staff } } }""")
-    try:
-        e.login()
-        r = e.browser.get(e.url("/admin/x"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
-        assert r.status_code == 403 and r.json()["error"] == "insufficient_scope", r.text
-        assert e.get("/staff/x").status_code == 200
-    finally:
-        e.stop()
+    e.login()
+    r = e.browser.get(e.url("/admin/x"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
+    assert r.status_code == 403 and r.json()["error"] == "insufficient_scope", r.text
+    assert e.get("/staff/x").status_code == 200
 
 
-def test_login_or_token_session_path_never_forwards_a_client_credential(login_as, upstream, tmp_path):
-    e = LoginEnv(login_as, upstream, tmp_path, extra_route="""  - name: mixed
+def test_login_or_token_session_path_never_forwards_a_client_credential(login_env, login_as, upstream, tmp_path):
+    e = login_env(login_as, upstream, tmp_path, extra_route="""  - name: mixed
     match: { path_prefix: /mixed/ }
     upstream: app
     auth: login_or_token
     client: web
     issuers: [as1]
     forward_token: true""")
-    try:
-        e.login()
-        forged = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9."
-        r = e.get("/mixed/x", headers={"Accept": "text/html", "Authorization": f"Bearer {forged}", "DPoP": "x"})
-        assert r.status_code == 200
-        h = sent(r)
-        assert "authorization" not in h and "dpop" not in h, h
-        assert h["x-forwarded-email"] == "alice@example.com"
-    finally:
-        e.stop()
+    e.login()
+    forged = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9."
+    r = e.get("/mixed/x", headers={"Accept": "text/html", "Authorization": f"Bearer {forged}", "DPoP": "x"})
+    assert r.status_code == 200
+    h = sent(r)
+    assert "authorization" not in h and "dpop" not in h, h
+    assert h["x-forwarded-email"] == "alice@example.com"
 
 
-def test_unverified_email_is_never_an_identity_header(login_as, upstream, tmp_path):
-    e = LoginEnv(login_as, upstream, tmp_path)
-    try:
-        r = e.login(user="mallory")
-        assert r.status_code == 200
-        assert "x-forwarded-email" not in sent(r) and sent(r)["x-forwarded-user"]
-    finally:
-        e.stop()
+def test_unverified_email_is_never_an_identity_header(login_env, login_as, upstream, tmp_path):
+    e = login_env(login_as, upstream, tmp_path)
+    r = e.login(user="mallory")
+    assert r.status_code == 200
+    assert "x-forwarded-email" not in sent(r) and sent(r)["x-forwarded-user"]
 
 
-def test_upstream_cannot_set_the_gateways_cookies_and_session_cookies_are_not_cached(login_as, upstream, tmp_path):
-    e = LoginEnv(login_as, upstream, tmp_path, session=", idle_timeout: 10s")
-    try:
-        e.login()
-        r = e.get("/set-cookie/tokengate_session")
-        assert r.status_code == 200
-        assert "evil" not in r.headers.get("Set-Cookie", "") and "app=1" in r.headers.get("Set-Cookie", "")
-        # At most once per idle/10 the gateway re-seals the session: that response is private.
-        time.sleep(1.2)
-        r = e.get("/cacheable")
-        assert "tokengate_session=" in r.headers.get("Set-Cookie", ""), r.headers
-        assert r.headers["Cache-Control"] == "private, no-store"
-    finally:
-        e.stop()
+def test_upstream_cannot_set_the_gateways_cookies_and_session_cookies_are_not_cached(login_env, login_as, upstream, tmp_path):
+    e = login_env(login_as, upstream, tmp_path, session=", idle_timeout: 10s")
+    e.login()
+    r = e.get("/set-cookie/tokengate_session")
+    assert r.status_code == 200
+    assert "evil" not in r.headers.get("Set-Cookie", "") and "app=1" in r.headers.get("Set-Cookie", "")
+    # At most once per idle/10 the gateway re-seals the session: that response is private.
+    time.sleep(1.2)
+    r = e.get("/cacheable")
+    assert "tokengate_session=" in r.headers.get("Set-Cookie", ""), r.headers
+    assert r.headers["Cache-Control"] == "private, no-store"
