@@ -88,7 +88,8 @@ struct PendingLoginStoreTests {
         let h = try Harness(kind)
         let jar = try #require(h.begin("victim-state"))
         let other = try #require(h.begin("attacker-state"))
-        #expect(try #require(h.taken("victim-state", jar: other)).login == nil)  // login CSRF: state into another browser
+        // login CSRF: state into another browser
+        #expect(try #require(h.taken("victim-state", jar: other)).login == nil)
         #expect(try #require(h.taken("victim-state", jar: [:])).login == nil)
         let value = try #require(jar[Self.cookieName])
         var tampered = Array(value)
@@ -143,7 +144,8 @@ struct PendingLoginStoreTests {
         let moved: RedisReply? = h.run { done in raw.send(["SET", try! key(y), String(decoding: stored, as: UTF8.self)]) { done(try? $0.get()) } } ?? nil
         #expect(moved == .status("OK"))
         #expect(try #require(h.taken("same-state", jar: y)).login == nil)
-        #expect(try #require(h.taken("same-state", jar: x)).login?.state == "same-state")  // the original still opens where it was
+        // the original still opens where it was
+        #expect(try #require(h.taken("same-state", jar: x)).login?.state == "same-state")
     }
 
     /// A login-state cookie someone planted (a sibling subdomain, an http:// origin without

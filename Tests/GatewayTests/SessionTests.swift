@@ -33,7 +33,8 @@ struct SessionTests {
         #expect(Session(encoded: [9] + good.dropFirst()) == nil)
         #expect(Session(encoded: Array(good.dropLast())) == nil)
         #expect(Session(encoded: good + [0]) == nil)
-        for i in stride(from: 1, to: good.count, by: 7) {  // any single changed length or kind byte: nil or a session, never a crash
+        // any single changed length or kind byte: nil or a session, never a crash
+        for i in stride(from: 1, to: good.count, by: 7) {
             var b = good
             b[i] ^= 0xff
             _ = Session(encoded: b)
@@ -259,7 +260,8 @@ struct CookieHeaderTests {
         #expect(CookieFilter.without(own, "a=1; tokengate_session=xyz; b=2") == "a=1; b=2")
         #expect(CookieFilter.without(own, "tokengate_session=xyz;tokengate_session_1=abc") == nil)
         #expect(CookieFilter.without(own, "tokengate_sessionX=1;  c=3") == "tokengate_sessionX=1; c=3")
-        #expect(CookieFilter.without(own, "flag; tokengate_login=s") == nil)  // a pair without "=" is no cookie (RFC 6265 §4.2.1)
+        // a pair without "=" is no cookie (RFC 6265 §4.2.1)
+        #expect(CookieFilter.without(own, "flag; tokengate_login=s") == nil)
         #expect(CookieFilter.without(own, "") == nil)
     }
 

@@ -46,7 +46,8 @@ struct LoginProtocolTests {
         refused(try Self.idToken { $0["nonce"] = .string("other") }, .invalidClaim)
         refused(try Self.idToken { $0["nonce"] = nil }, .invalidClaim)
         refused(try Self.idToken { $0["aud"] = .string("another-client") }, .audienceMismatch)
-        refused(try Self.idToken { $0["aud"] = .array([.string("web"), .string("other")]) }, .audienceMismatch) // several aud, no azp
+        // several aud, no azp
+        refused(try Self.idToken { $0["aud"] = .array([.string("web"), .string("other")]) }, .audienceMismatch)
         refused(try Self.idToken { $0["aud"] = .string("web"); $0["azp"] = .string("other") }, .audienceMismatch)
         refused(try Self.idToken { $0["iss"] = .string("https://evil.example") }, .issuerMismatch)
         refused(try Self.idToken { $0["exp"] = .number(String(Self.now - 100)) }, .expired)
@@ -190,7 +191,8 @@ struct LogoutTokenTests {
         refused(try Self.token { $0["iat"] = .number(String(Self.now + 3600)) })     // from the future
         refused(try Self.token { $0["exp"] = .number(String(Self.now - 100)) })
         refused(try Self.token(typ: "at+jwt"))                                       // an access token
-        _ = try Self.verifier.verify(try Self.token(typ: "JWT"), keys: LoginProtocolTests.keys, now: Self.now)  // generic typ: fine
+        // generic typ: fine
+        _ = try Self.verifier.verify(try Self.token(typ: "JWT"), keys: LoginProtocolTests.keys, now: Self.now)
         refused(try Self.token(key: try JWK.generate(for: .RS256, kid: "as-1")))     // signed by another key
         refused("not.a.token")
     }

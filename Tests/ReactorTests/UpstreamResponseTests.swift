@@ -95,8 +95,10 @@ struct UpstreamResponseTests {
 
     static let malformed: [(String, Bool)] = [
         ("HTTP/1.1 2OO OK\r\nContent-Length: 0\r\n\r\n", false),            // status line
-        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", false),  // CL + TE
-        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n", true),  // bad chunk size, after the head
+        // CL + TE
+        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", false),
+        // bad chunk size, after the head
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n", true),
         ("HTTP/1.1 200 OK\nContent-Length: 0\n\n", false),                   // bare LF
         ("HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx", false),        // differing lengths
     ]

@@ -9,7 +9,10 @@ enum SessionEncoding {
     static let version: UInt8 = 2
 
     private enum Kind: UInt8 {
-        case absent = 0, text = 1, packed = 2, number = 3
+        case absent = 0
+        case text = 1
+        case packed = 2
+        case number = 3
     }
 
     /// nil when a field is longer than 65,535 bytes (a token that large is refused, not stored).
