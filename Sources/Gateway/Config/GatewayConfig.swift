@@ -109,6 +109,10 @@ public struct Limits: Sendable {
     public var headerTimeout = 10.0
     /// No request body byte for this long: the exchange fails and the connection closes.
     public var bodyTimeout = 30.0
+    /// A tunnel (WebSocket) with no byte either way for this long is closed.
+    public var tunnelIdleTimeout = 300.0
+    /// Tunnels per process (shared evenly among workers); an upgrade past it gets 503.
+    public var maxTunnels = 10_000
 }
 
 public struct UpstreamConfig: Sendable {
@@ -161,6 +165,9 @@ public struct RouteConfig: Sendable {
     /// Scopes and claims a session must have (`require:` of login / login_or_token routes),
     /// checked against the session's claims and the scope the token response granted.
     public var sessionRequirement: AuthorizationRequirement?
+    /// `upgrades:` the protocols a client may switch to (RFC 9110 §7.8); only `websocket`
+    /// exists. Empty: an upgrade request is refused.
+    public var upgrades: Set<String> = ["websocket"]
 }
 
 public struct RouteMatch: Sendable, Equatable {

@@ -139,6 +139,8 @@ public struct TokenRouteConfig: Sendable {
     public var tokenInBody = false
     /// The Authorization header goes upstream too (default: stripped).
     public var forwardToken = false
+    /// A tunnel opened with a token is ended (Close 1008) when the token expires.
+    public var closeAtTokenExpiry = false
     public var realm = "tokengate"
     /// Set on `dpop` and `token` routes: how DPoP proofs are checked (RFC 9449).
     public var dpop: DPoPRouteConfig?

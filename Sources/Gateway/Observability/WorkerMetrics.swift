@@ -75,10 +75,13 @@ struct MetricsSnapshot: Sendable {
     var dpopUnchecked = 0
     /// Times a listener stopped accepting because `limits.max_connections` was reached.
     var acceptPauses = 0
+    /// Tunnels (WebSocket after a 101): open now, bytes each way, closes by reason.
+    var tunnels = TunnelMetrics()
 
     mutating func add(_ o: MetricsSnapshot) {
         dpopUnchecked += o.dpopUnchecked
         acceptPauses += o.acceptPauses
+        tunnels.add(o.tunnels)
         callbacks += o.callbacks
         callbackOwnSeconds += o.callbackOwnSeconds
         requests.merge(o.requests, uniquingKeysWith: +)
@@ -127,6 +130,7 @@ struct MetricsSnapshot: Sendable {
         out += "# HELP tokengate_dpop_unchecked_proofs_total DPoP proofs accepted without a replay check while the store was down (dpop.on_store_failure: fail_open).\n# TYPE tokengate_dpop_unchecked_proofs_total counter\ntokengate_dpop_unchecked_proofs_total \(dpopUnchecked)\n"
         out += "# HELP tokengate_login_callback_own_seconds The gateway's own time answering login callbacks (token endpoint excluded).\n# TYPE tokengate_login_callback_own_seconds summary\n"
         out += "tokengate_login_callback_own_seconds_sum \(callbackOwnSeconds)\ntokengate_login_callback_own_seconds_count \(callbacks)\n"
+        out += tunnels.prometheusText()
         out += "# HELP tokengate_ready Whether the gateway reports ready.\n# TYPE tokengate_ready gauge\ntokengate_ready \(ready ? 1 : 0)\n"
         return out
     }

@@ -85,6 +85,7 @@ extension Worker {
                     ctx.responseHeaders.append(("Cache-Control", "private, no-store"))
                 }
                 ctx.ownCookies = self.config.ownCookieNames
+                if ctx.upgrade { ctx.tunnelSession = (route, self.login.absoluteEnd(of: session)) }
                 var identity = identityHeaders(route, session.claims, ctx)
                 if route.forwardSessionToken, let token = session.accessToken { identity.append(("Authorization", "Bearer \(token)")) }
                 forward(ctx, identity)

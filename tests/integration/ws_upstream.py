@@ -1,0 +1,52 @@
+"""A real WebSocket server (PyPI `websockets`, sync API) on 127.0.0.1 for the tunnel tests:
+echoes every message, records the handshake heads it saw and the connections it accepted,
+and can be told to send a big message, to read slowly, or to vanish."""
+import socket
+import threading
+import time
+
+from websockets.sync.server import serve
+
+
+class WSUpstream:
+    def __init__(self, max_size=8 << 20):
+        self.connections = 0
+        self.requests = []
+        self.closes = []  # (code, reason) the server saw from the gateway/client
+        self.slow = False
+        self.lock = threading.Lock()
+        self.server = serve(self._handler, "127.0.0.1", 0, max_size=max_size, compression=None,
+                            process_request=self._process_request)
+        self.port = self.server.socket.getsockname()[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def _process_request(self, connection, request):
+        with self.lock:
+            self.requests.append(request)
+        return None
+
+    def _handler(self, ws):
+        with self.lock:
+            self.connections += 1
+        try:
+            for message in ws:
+                if message == "vanish":
+                    # Gone without a Close frame: the TCP connection is reset.
+                    ws.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    ws.socket.close()
+                    return
+                if isinstance(message, str) and message.startswith("send:"):
+                    ws.send(b"x" * int(message[5:]))
+                    continue
+                if self.slow:
+                    time.sleep(0.2)
+                ws.send(message)
+        except Exception:
+            pass
+        finally:
+            with self.lock:
+                rcvd = ws.protocol.close_rcvd
+                self.closes.append((rcvd.code, rcvd.reason) if rcvd else None)
+
+    def stop(self):
+        self.server.shutdown()
