@@ -49,6 +49,11 @@ def ws_config(upstream_port, idp_url="", limits="", workers=2, extra_routes=""):
     upstream: ws
     auth: token
     issuers: [one]
+  - name: ws-dpop
+    match: {{ path_prefix: /dpop/ }}
+    upstream: ws
+    auth: dpop
+    issuers: [one]
   - name: ws-expiring
     match: {{ path_prefix: /expiring/ }}
     upstream: ws
@@ -221,6 +226,34 @@ def test_token_route_echoes_with_a_bearer_token(gw, ws_upstream, idp):
         connect(ws_url(gw, "/token/x"), open_timeout=5)
     assert e.value.response.status_code == 401
     assert ws_upstream.connections == 1
+
+
+def test_dpop_route_echoes_with_a_bound_token_and_proof(gw, ws_upstream, idp):
+    from dpop_client import DPoPKey
+    from test_dpop import bound_token
+    key = DPoPKey("ES256")
+    tok = bound_token(idp, key)
+    url = f"http://127.0.0.1:{gw.port}/dpop/live"
+    headers = {"Authorization": f"DPoP {tok}", "DPoP": key.proof("GET", url, access_token=tok)}
+    try:
+        ws = connect(ws_url(gw, "/dpop/live"), additional_headers=headers, open_timeout=5)
+    except InvalidStatus as e:
+        # The route asks for a server nonce first (RFC 9449 §8): retry with it.
+        nonce = e.response.headers.get("DPoP-Nonce")
+        assert e.response.status_code == 401 and nonce, e.response
+        headers["DPoP"] = key.proof("GET", url, access_token=tok, nonce=nonce)
+        ws = connect(ws_url(gw, "/dpop/live"), additional_headers=headers, open_timeout=5)
+    with ws:
+        ws.send("bound")
+        assert ws.recv(timeout=5) == "bound"
+    seen = ws_upstream.connections
+    # The same token without a proof, or as a bearer token: refused, upstream untouched.
+    for h in ({"Authorization": f"DPoP {tok}"}, {"Authorization": f"Bearer {tok}"}):
+        with pytest.raises(InvalidStatus) as e:
+            connect(ws_url(gw, "/dpop/live"), additional_headers=h, open_timeout=5)
+        assert e.value.response.status_code in (400, 401)
+        assert e.value.response.headers.get("WWW-Authenticate", "").startswith("DPoP")
+    assert ws_upstream.connections == seen == 1
 
 
 def test_tunnel_ends_when_its_token_expires(gw, ws_upstream, idp):
