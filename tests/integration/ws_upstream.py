@@ -5,11 +5,16 @@ import socket
 import threading
 import time
 
+from websockets.datastructures import Headers
+from websockets.http11 import Response
 from websockets.sync.server import serve
 
 
 class WSUpstream:
-    def __init__(self, max_size=8 << 20):
+    def __init__(self, max_size=8 << 20, pages=None):
+        """pages: {path: html} served to plain (non-upgrade) GETs, e.g. a page whose script
+        opens a WebSocket back to the same origin."""
+        self.pages = pages or {}
         self.connections = 0
         self.requests = []
         self.closes = []  # (code, reason) the server saw from the gateway/client
@@ -23,6 +28,11 @@ class WSUpstream:
     def _process_request(self, connection, request):
         with self.lock:
             self.requests.append(request)
+        page = self.pages.get(request.path.split("?")[0])
+        if page is not None and "upgrade" not in request.headers.get("Connection", "").lower():
+            body = page.encode()
+            return Response(200, "OK", Headers([("Content-Type", "text/html; charset=utf-8"),
+                                                ("Content-Length", str(len(body)))]), body)
         return None
 
     def _handler(self, ws):
