@@ -6,6 +6,7 @@ reader against bounded memory, the idle timeout, the cap, a side vanishing mid-s
 import base64
 import json
 import os
+import signal
 import socket
 import struct
 import time
@@ -448,3 +449,15 @@ def test_upstream_vanishing_mid_stream_closes_the_client(gw, ws_upstream):
     text = metrics(gw)
     assert "tokengate_tunnels_open 0" in text
     assert 'tokengate_tunnel_bytes_total{direction="to_upstream"}' in text
+
+
+def test_shutdown_sends_going_away_and_exits_cleanly(gw, ws_upstream):
+    with connect(ws_url(gw, "/chat"), open_timeout=5) as ws:
+        ws.send("before")
+        assert ws.recv(timeout=5) == "before"
+        gw.signal(signal.SIGTERM)
+        with pytest.raises(ConnectionClosed):
+            ws.recv(timeout=8)
+        assert ws.close_code == 1001
+    assert gw.proc.wait(timeout=10) == 0
+    assert wait_for(lambda: ws_upstream.closes and ws_upstream.closes[-1] and ws_upstream.closes[-1][0] == 1001)

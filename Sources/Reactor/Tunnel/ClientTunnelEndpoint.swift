@@ -7,7 +7,8 @@ internal import CEvent
 /// head is the tunnel's first input. Loop-thread only.
 final class ClientTunnelEndpoint: TunnelEndpoint, ServerConnectionHandler {
     private let connection: HTTP1ServerConnection
-    weak var events: TunnelEndpointEvents?
+    /// Unowned: the tunnel clears it before it goes (`Tunnel.close`, `deinit`); no count per event.
+    unowned(unsafe) var events: TunnelEndpointEvents?
     private var closing = false
 
     init(connection: HTTP1ServerConnection) {

@@ -5,7 +5,8 @@ internal import CEvent
 /// capacity (`accepting`: how many more bytes the "socket" takes before it pushes back).
 /// Loop-thread only, like a real side; needs no loop.
 public final class InMemoryTunnelEndpoint: TunnelEndpoint {
-    public weak var events: TunnelEndpointEvents?
+    /// Unowned: the tunnel clears it before it goes (`Tunnel.close`, `deinit`); no count per event.
+    public unowned(unsafe) var events: TunnelEndpointEvents?
     public let input: OpaquePointer
     private let output: OpaquePointer
     /// What the "socket" took, in order.

@@ -57,6 +57,9 @@ public final class Tunnel: TunnelEndpointEvents {
     private let clock: () -> Double
     private var state = State.open
     private var lastActivity: Double
+    /// Bytes moved since the last idle check (which then stamps `lastActivity`): traffic
+    /// costs a flag, not a clock read per message.
+    private var active = false
     private var idleTimer: LoopTimer?
     private var graceTimer: LoopTimer?
     /// Called once, when both sides are closed.
@@ -77,6 +80,12 @@ public final class Tunnel: TunnelEndpointEvents {
         toClient = TunnelPipe(from: upstream, to: client, framesFollowed: webSocket)
     }
 
+    /// The sides hold their events reference without counting it: it must not outlive us.
+    deinit {
+        client.events = nil
+        upstream.events = nil
+    }
+
     public var totals: Totals { Totals(toUpstream: toUpstream.bytes, toClient: toClient.bytes) }
     public var isClosed: Bool { state == .closed }
 
@@ -87,7 +96,7 @@ public final class Tunnel: TunnelEndpointEvents {
         upstream.events = self
         client.setReading(true)
         upstream.setReading(true)
-        // Checked a few times per timeout: traffic costs a clock read, not a timer update.
+        // Checked a few times per timeout: traffic costs a flag, not a timer update.
         idleTimer = LoopTimer(loop: loop, seconds: min(max(idleTimeout / 8, 0.05), 30), repeating: true) { [weak self] in
             self?.idleCheck()
         }
@@ -102,7 +111,10 @@ public final class Tunnel: TunnelEndpointEvents {
     /// at once.
     public func end(_ reason: CloseReason, code: UInt16, phrase: String) {
         loop.assertInLoop()
-        guard state == .open || { if case .draining = state { return true } else { return false } }() else { return }
+        switch state {
+        case .open, .draining: break
+        case .ending, .closed: return
+        }
         guard toUpstream.frames != nil else { close(reason); return }
         state = .ending(reason)
         toUpstream.closeFrame = WebSocketCloseFrame.bytes(code: code, reason: phrase, masked: true)
@@ -151,7 +163,7 @@ public final class Tunnel: TunnelEndpointEvents {
     // MARK: moving bytes
 
     private func pump(_ pipe: TunnelPipe) {
-        if pipe.move() > 0 { lastActivity = clock() }
+        if pipe.move() > 0 { active = true }
         if state != .open { closeIfDone() }
     }
 
@@ -198,8 +210,14 @@ public final class Tunnel: TunnelEndpointEvents {
 
     /// No byte either way for `idleTimeout` (to within an eighth of it): closed.
     private func idleCheck() {
-        guard state != .closed, clock() - lastActivity >= idleTimeout else { return }
-        close(.idleTimeout)
+        guard state != .closed else { return }
+        let now = clock()
+        if active {
+            active = false
+            lastActivity = now
+        } else if now - lastActivity >= idleTimeout {
+            close(.idleTimeout)
+        }
     }
 
     /// Monotonic seconds.

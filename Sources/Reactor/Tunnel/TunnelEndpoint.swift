@@ -4,7 +4,7 @@
 /// this: the bytes that came in, a way to send, read interest, and the four events.
 /// Loop-thread only.
 public protocol TunnelEndpoint: AnyObject {
-    /// Receives the events; held weakly.
+    /// Receives the events; not retained (the tunnel owns its sides and clears this first).
     var events: TunnelEndpointEvents? { get set }
     /// Bytes from the peer not yet taken (an evbuffer): may hold bytes from before the
     /// tunnel began (what the client pipelined after its upgrade request, what the upstream

@@ -8,7 +8,8 @@ internal import CEvent
 final class UpstreamTunnelEndpoint: TunnelEndpoint, UpstreamTransportHandler {
     private let connection: UpstreamConnection
     private var transport: UpstreamTransport { connection.transport }
-    weak var events: TunnelEndpointEvents?
+    /// Unowned: the tunnel clears it before it goes (`Tunnel.close`, `deinit`); no count per event.
+    unowned(unsafe) var events: TunnelEndpointEvents?
     private(set) var failure: String?
     private var reading = false
     private var closed = false
