@@ -167,3 +167,24 @@ def test_login_or_token_route_takes_a_session_or_a_token(login_as, ws_upstream, 
         assert 'error="invalid_token"' in e.value.response.headers["WWW-Authenticate"]
     finally:
         env.stop()
+
+
+def test_session_idle_timeout_closes_even_a_busy_tunnel(login_as, ws_upstream, tmp_path):  # noqa: F811
+    # An open WebSocket is not activity: the session's idle deadline (5s) still ends it.
+    env = LoginEnv(login_as, ws_upstream, tmp_path, session=", idle_timeout: 5s, cache_ttl: 1s")
+    try:
+        env.login()
+        with open_ws(env) as ws:
+            opened = time.time()
+            closed = None
+            try:
+                while time.time() - opened < 10:
+                    ws.send("busy")
+                    assert ws.recv(timeout=2) == "busy"
+                    time.sleep(0.3)
+            except ConnectionClosed:
+                closed = time.time() - opened
+            assert closed is not None and 3 < closed < 8, closed
+            assert ws.close_code == 1008
+    finally:
+        env.stop()
