@@ -188,3 +188,19 @@ def test_session_idle_timeout_closes_even_a_busy_tunnel(login_as, ws_upstream, t
             assert ws.close_code == 1008
     finally:
         env.stop()
+
+
+def test_a_refresh_the_as_refuses_closes_the_tunnel(authserver_factory, ws_upstream, tmp_path):
+    # Access tokens live 4s and refresh tokens 1s: the refresh due 2s before expiry is
+    # refused (invalid_grant), which ends the session, and so the WebSocket.
+    a = authserver_factory(login="form", rotate_refresh_tokens=True, access_token_lifetime=4, refresh_token_lifetime=1)
+    env = LoginEnv(a, ws_upstream, tmp_path, session=", refresh_margin: 2s, cache_ttl: 1s")
+    try:
+        env.login()
+        with open_ws(env) as ws:
+            ws.send("x")
+            assert ws.recv(timeout=5) == "x"
+            assert ended_with_1008(ws, within=8)
+        assert a.refresh_count >= 1 and a.refresh_ok_count == 0
+    finally:
+        env.stop()
