@@ -461,3 +461,39 @@ def test_shutdown_sends_going_away_and_exits_cleanly(gw, ws_upstream):
         assert ws.close_code == 1001
     assert gw.proc.wait(timeout=10) == 0
     assert wait_for(lambda: ws_upstream.closes and ws_upstream.closes[-1] and ws_upstream.closes[-1][0] == 1001)
+
+
+class InterimUpstream(RawServer):
+    """Answers with 100 Continue (unasked), 102 Processing, 103 Early Hints, then 200."""
+
+    def serve(self, conn):
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"
+                         b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+
+def test_interim_responses_reach_the_client_before_the_final_one(gateway_factory):
+    # RFC 9110 §15.2: 1xx other than 101 are passed on in order; the upstream's own 100
+    # answers an Expect the gateway did not send on, so it is not.
+    up = InterimUpstream()
+    try:
+        gw = gateway_factory(ws_config(up.port))
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as s:
+            s.sendall(b"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            resp = b""
+            while chunk := s.recv(65536):
+                resp += chunk
+        assert resp.startswith(b"HTTP/1.1 102 "), resp
+        assert resp.index(b"HTTP/1.1 103 ") < resp.index(b"HTTP/1.1 200 ")
+        assert b"HTTP/1.1 100 " not in resp and b"rel=preload" in resp and resp.endswith(b"ok")
+        # An HTTP/1.0 client gets no 1xx at all (RFC 9110 §15.2).
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as s:
+            s.sendall(b"GET /x HTTP/1.0\r\nHost: a\r\n\r\n")
+            resp = b""
+            while chunk := s.recv(65536):
+                resp += chunk
+        assert resp.startswith(b"HTTP/1.1 200 ") and b" 10" not in resp.split(b"\r\n")[0]
+    finally:
+        up.stop()
