@@ -41,8 +41,9 @@ class WSUpstream:
         try:
             for message in ws:
                 if message == "vanish":
-                    # Gone without a Close frame: the TCP connection is reset.
-                    ws.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    # Gone without a Close frame. shutdown, not just close: the library's reader
+                    # thread blocked in recv would keep a closed fd's socket open.
+                    ws.socket.shutdown(socket.SHUT_RDWR)
                     ws.socket.close()
                     return
                 if isinstance(message, str) and message.startswith("send:"):
