@@ -497,3 +497,35 @@ def test_interim_responses_reach_the_client_before_the_final_one(gateway_factory
         assert resp.startswith(b"HTTP/1.1 200 ") and b" 10" not in resp.split(b"\r\n")[0]
     finally:
         up.stop()
+
+
+def test_wss_through_a_tls_listener_with_a_1mb_message_and_a_slow_reader(ws_upstream, gateway_factory, tmp_path):
+    # The client side of the tunnel over TLS (the connection's ConnectionIO): echo, a 1 MB
+    # message each way, then a client that stops reading while the upstream pushes 16 MB.
+    import ssl
+    import subprocess
+    cert, key = str(tmp_path / "c.pem"), str(tmp_path / "k.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    cfg = ws_config(ws_upstream.port, workers=1).replace(
+        "listen: 127.0.0.1:{PORT}", f"listen: {{ address: 127.0.0.1:{{PORT}}, tls: {{ cert_file: {cert}, key_file: {key} }} }}")
+    gw = gateway_factory(cfg)
+    context = ssl.create_default_context(cafile=cert)
+    # max_queue=1: the library stops reading the socket once a message waits unread.
+    with connect(f"wss://127.0.0.1:{gw.port}/secure", ssl=context, open_timeout=5, max_size=32 << 20, max_queue=1) as ws:
+        ws.send("over tls")
+        assert ws.recv(timeout=5) == "over tls"
+        big = os.urandom(1 << 20)
+        ws.send(big)
+        assert ws.recv(timeout=20) == big
+        before = gw.rss_kb()
+        for _ in range(16):
+            ws.send("send:%d" % (1 << 20))
+        time.sleep(1.5)
+        grown = gw.rss_kb() - before
+        for _ in range(16):
+            assert len(ws.recv(timeout=20)) == 1 << 20
+    assert grown < 16 << 10, f"gateway RSS grew {grown} KB while the TLS client did not read"
+    req = ws_upstream.requests[0]
+    assert req.headers["X-Forwarded-Proto"] == "https"
