@@ -529,3 +529,25 @@ def test_wss_through_a_tls_listener_with_a_1mb_message_and_a_slow_reader(ws_upst
     assert grown < 16 << 10, f"gateway RSS grew {grown} KB while the TLS client did not read"
     req = ws_upstream.requests[0]
     assert req.headers["X-Forwarded-Proto"] == "https"
+
+
+def test_no_tunnel_without_a_real_101_websocket_smuggling(gateway_factory, idp):
+    # WebSocket smuggling: an upgrade the upstream declines (here 200) must leave the
+    # connection HTTP, so a request sent next on it goes through the gateway's checks
+    # (401 on a bearer route) instead of straight to the upstream.
+    from conftest import Upstream
+    up = Upstream().start()
+    try:
+        gw = gateway_factory(ws_config(up.port, idp.url))
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as s:
+            s.sendall(handshake(path="/echo/x", extra=b"Sec-WebSocket-Version: 1\r\n"))
+            head, rest = read_head(s)
+            assert head.startswith(b"HTTP/1.1 200 ")
+            length = int(next(l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")).split(b":")[1])
+            while len(rest) < length:
+                rest += s.recv(65536)
+            s.sendall(b"GET /bearer/secret HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            second, _ = read_head(s)
+        assert second.startswith(b"HTTP/1.1 401 "), second
+    finally:
+        up.stop()
