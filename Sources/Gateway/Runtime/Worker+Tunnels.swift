@@ -60,8 +60,10 @@ extension Worker {
             let reason: Tunnel.CloseReason = ctx.tunnelSession != nil ? .sessionEnded : .tokenExpired
             let phrase = ctx.tunnelSession != nil ? "session ended" : "access token expired"
             let wait = max(Double(end) - Date().timeIntervalSince1970, 0)
-            entry.deadline = LoopTimer(loop: loop, seconds: wait) { [weak tunnel] in
-                tunnel?.end(reason, code: WebSocketCloseFrame.policyViolation, phrase: phrase)
+            // Unowned: the entry owns both the timer and the tunnel, and cancels the timer
+            // when the tunnel closes.
+            entry.deadline = LoopTimer(loop: loop, seconds: wait) { [unowned(unsafe) tunnel] in
+                tunnel.end(reason, code: WebSocketCloseFrame.policyViolation, phrase: phrase)
             }
         }
         if session != nil && tunnels.sessionTimer == nil {

@@ -97,8 +97,10 @@ public final class Tunnel: TunnelEndpointEvents {
         client.setReading(true)
         upstream.setReading(true)
         // Checked a few times per timeout: traffic costs a flag, not a timer update.
-        idleTimer = LoopTimer(loop: loop, seconds: min(max(idleTimeout / 8, 0.05), 30), repeating: true) { [weak self] in
-            self?.idleCheck()
+        // Unowned: the tunnel owns its timers, and they are cancelled with it (a weak
+        // capture would put every retain of the tunnel on the runtime's slow path).
+        idleTimer = LoopTimer(loop: loop, seconds: min(max(idleTimeout / 8, 0.05), 30), repeating: true) { [unowned(unsafe) self] in
+            self.idleCheck()
         }
         pump(toUpstream)
         pump(toClient)
@@ -119,7 +121,7 @@ public final class Tunnel: TunnelEndpointEvents {
         state = .ending(reason)
         toUpstream.closeFrame = WebSocketCloseFrame.bytes(code: code, reason: phrase, masked: true)
         toClient.closeFrame = WebSocketCloseFrame.bytes(code: code, reason: phrase, masked: false)
-        graceTimer = LoopTimer(loop: loop, seconds: Self.graceSeconds) { [weak self] in self?.close(reason) }
+        graceTimer = LoopTimer(loop: loop, seconds: Self.graceSeconds) { [unowned(unsafe) self] in self.close(reason) }
         for pipe in [toUpstream, toClient] {
             pipe.move()
             // A frame in progress must be read to its end before the Close can follow it.
@@ -142,7 +144,8 @@ public final class Tunnel: TunnelEndpointEvents {
         upstream.close()
         let done = onClose
         onClose = nil
-        done?(reason, totals)
+        // Whoever holds the tunnel lets go in `onClose`: alive until this call is over.
+        withExtendedLifetime(self) { done?(reason, totals) }
     }
 
     /// Ending or draining: close once nothing more is to be written.
@@ -194,7 +197,7 @@ public final class Tunnel: TunnelEndpointEvents {
         guard state != .closed else { return }
         if state == .open {
             state = .draining(reason)
-            graceTimer = LoopTimer(loop: loop, seconds: Self.graceSeconds) { [weak self] in self?.close(reason) }
+            graceTimer = LoopTimer(loop: loop, seconds: Self.graceSeconds) { [unowned(unsafe) self] in self.close(reason) }
         }
         toUpstream.stop()
         toClient.stop()
