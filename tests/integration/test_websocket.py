@@ -551,3 +551,43 @@ def test_no_tunnel_without_a_real_101_websocket_smuggling(gateway_factory, idp):
         assert second.startswith(b"HTTP/1.1 401 "), second
     finally:
         up.stop()
+
+
+class SlowSwitchUpstream(RawServer):
+    """Answers the handshake with 101 only after a second; `asked` is set once a handshake
+    has arrived."""
+
+    def __init__(self):
+        import threading
+        self.asked = threading.Event()
+        super().__init__()
+
+    def serve(self, conn):
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(4096)
+            self.asked.set()
+            time.sleep(1)
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         b"Sec-WebSocket-Accept: x\r\n\r\n")
+            while conn.recv(65536):
+                pass
+
+
+def test_handshakes_in_progress_count_against_the_cap(gateway_factory):
+    up = SlowSwitchUpstream()
+    try:
+        gw = gateway_factory(ws_config(up.port, limits=", max_tunnels: 1", workers=1))
+        first = socket.create_connection(("127.0.0.1", gw.port), timeout=5)
+        first.sendall(handshake())
+        assert up.asked.wait(5)  # the first handshake is at the upstream, waiting for its 101
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as second:
+            second.sendall(handshake())
+            head, _ = read_head(second)
+        assert head.startswith(b"HTTP/1.1 503 "), head
+        head, _ = read_head(first)
+        assert head.startswith(b"HTTP/1.1 101 ")
+        first.close()
+    finally:
+        up.stop()

@@ -21,6 +21,10 @@ final class TunnelRegistry {
     }
 
     var entries: [ObjectIdentifier: Entry] = [:]
+    /// Upgrade requests accepted and not yet answered (authenticating, or waiting for the
+    /// upstream's 101): counted against the cap too, so a burst of handshakes cannot
+    /// overshoot it.
+    var pending = 0
     /// Counters of tunnels already closed (open ones are added at snapshot time).
     var closed = TunnelMetrics()
     var sessionTimer: LoopTimer?
@@ -40,11 +44,22 @@ extension Worker {
         if let (status, description) = UpgradeExchange.refusal(ex.head, route: route, body: ex.body) {
             return ErrorResponse.make(status, error: "invalid_request", description: description, requestID: ctx.requestID)
         }
-        if tunnels.entries.count >= tunnelCap {
+        if tunnels.entries.count + tunnels.pending >= tunnelCap {
             return ErrorResponse.make(503, error: "temporarily_unavailable", description: "too many WebSocket connections are open",
                                       requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: "limits.max_tunnels reached")
         }
         return nil
+    }
+
+    /// Counts an accepted upgrade request as pending until it is answered: by a 101 (the
+    /// tunnel is registered right after, in the same call) or by anything else.
+    func upgradePending(_ ex: ServerExchange) {
+        tunnels.pending += 1
+        let previous = ex.responder.onComplete
+        ex.responder.onComplete = { [unowned self] flushed in
+            self.tunnels.pending -= 1
+            previous?(flushed)
+        }
     }
 
     /// Joins the client and the upstream after the 101 and starts the tunnel's watches.

@@ -205,6 +205,7 @@ final class Worker {
             if UpgradeExchange.asksWebSocket(head) {
                 if let refusal = upgradeRefusal(ex, route: route, ctx: ctx) { answer(ex, ctx, refusal, close: true); return }
                 ctx.upgrade = true
+                upgradePending(ex)
             }
             guard let pool = plan.pool else {
                 answer(ex, ctx, ErrorResponse.make(502, error: "bad_gateway", description: "no upstream", requestID: ctx.requestID,
