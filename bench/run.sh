@@ -15,6 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+# The WebSocket scenario has its own harness (a C echo server and load client, not wrk).
+if [[ " $* " == *" websocket "* ]]; then exec "$ROOT/bench/websocket.sh"; fi
 
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-10}

@@ -102,6 +102,7 @@ extension ConfigParser {
         if Set(issValues).count != issValues.count { r.problem("\(p).issuers", n, "two of these issuers have the same issuer URL") }
         if let n = m["require"] { cfg.requirement = requirement(n, path: "\(p).require", r) }
         if let n = m["forward_token"], let b = r.bool(n, path: "\(p).forward_token") { cfg.forwardToken = b }
+        if let n = m["close_at_token_expiry"], let b = r.bool(n, path: "\(p).close_at_token_expiry") { cfg.closeAtTokenExpiry = b }
         for key in ["token_in_query", "token_in_body"] where mode == .dpop && m[key] != nil {
             // RFC 9449 §7.1 sends DPoP tokens in the Authorization header only.
             r.problem("\(p).\(key)", m[key], "has no effect with auth: dpop (DPoP tokens come only in the Authorization header)")

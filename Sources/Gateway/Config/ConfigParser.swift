@@ -163,7 +163,15 @@ public enum ConfigParser {
     private static func limits(_ node: Node, _ r: ConfigReader) -> Limits {
         var l = Limits()
         guard let m = r.mapping(node, path: "limits", known: ["max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace",
-                                                              "max_connections", "header_timeout", "body_timeout"]) else { return l }
+                                                              "max_connections", "header_timeout", "body_timeout",
+                                                              "tunnel_idle_timeout", "max_tunnels"]) else { return l }
+        if let n = m["max_tunnels"], let s = r.string(n, path: "limits.max_tunnels") {
+            if let v = Int(s), v >= 1, v <= 1_000_000 { l.maxTunnels = v }
+            else { r.problem("limits.max_tunnels", n, "must be a number from 1 to 1000000") }
+        }
+        if let n = m["tunnel_idle_timeout"], let v = r.duration(n, path: "limits.tunnel_idle_timeout") {
+            if v < 0.1 { r.problem("limits.tunnel_idle_timeout", n, "must be at least 100ms (e.g. 300s)") } else { l.tunnelIdleTimeout = v }
+        }
         if let n = m["max_connections"], let s = r.string(n, path: "limits.max_connections") {
             if let v = Int(s), v >= 1, v <= 1_000_000 { l.maxConnections = v }
             else { r.problem("limits.max_connections", n, "must be a number from 1 to 1000000") }
@@ -217,7 +225,8 @@ public enum ConfigParser {
         return out
     }
 
-    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers", "forward_token", "token_in_query", "token_in_body", "dpop"] + routeOptionKeys
+    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers", "forward_token", "token_in_query", "token_in_body", "dpop",
+                            "upgrades", "close_at_token_expiry"] + routeOptionKeys
 
     private static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
         guard let node else {
@@ -278,6 +287,9 @@ public enum ConfigParser {
             } else if m["auth"] == nil {
                 r.problem("\(p).auth", item, "is missing; say auth: none explicitly for a public route")
             }
+            if let n = m["close_at_token_expiry"], tokens == nil {
+                r.problem("\(p).close_at_token_expiry", n, "needs auth: bearer, dpop, token or login_or_token (it ends tunnels opened with an access token)")
+            }
             if auth == .none {
                 for key in ["issuers", "require", "forward_token", "token_in_query", "token_in_body", "dpop"] where m[key] != nil {
                     r.problem("\(p).\(key)", m[key], "has no effect with auth: none; remove it or set auth")
@@ -293,16 +305,30 @@ public enum ConfigParser {
             if let n = m["headers"], let h = identityHeaders(n, path: "\(p).headers", r) { headers = h }
             var name = p
             if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
+            let upgrades = m["upgrades"].map { routeUpgrades($0, path: "\(p).upgrades", r) } ?? ["websocket"]
             if let match {
                 var route = RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth,
                                        tokens: tokens, identityHeaders: headers, client: client,
                                        forwardSessionToken: auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true,
                                        sessionRequirement: sessionRequirement)
                 route.clients = clients
+                route.upgrades = upgrades
                 route.options = routeOptions(m, path: p, route: route, cfg: cfg, r)
                 if route.options.passAccessToken != nil && route.client != nil { route.forwardSessionToken = true }
                 out.append(route)
             }
+        }
+        return out
+    }
+
+    /// A route's `upgrades: [websocket]` (or `[]`): the protocols it lets a client switch to.
+    private static func routeUpgrades(_ node: Node, path p: String, _ r: ConfigReader) -> Set<String> {
+        guard let seq = r.sequence(node, path: p) else { return ["websocket"] }
+        var out: Set<String> = []
+        for (j, item) in seq.enumerated() {
+            guard let s = r.string(item, path: "\(p)[\(j)]") else { continue }
+            if s.lowercased() == "websocket" { out.insert("websocket") }
+            else { r.problem("\(p)[\(j)]", item, "\"\(s)\" is not a supported upgrade; the only one is websocket (or [] to refuse upgrades)") }
         }
         return out
     }

@@ -121,6 +121,10 @@ struct Limits: Sendable {
     var headerTimeout = 10.0
     /// No request body byte for this long: the exchange fails and the connection closes.
     var bodyTimeout = 30.0
+    /// A tunnel (WebSocket) with no byte either way for this long is closed.
+    var tunnelIdleTimeout = 300.0
+    /// Tunnels per process (shared evenly among workers); an upgrade past it gets 503.
+    var maxTunnels = 10_000
 }
 
 struct UpstreamConfig: Sendable {
@@ -200,6 +204,9 @@ struct RouteConfig: Sendable {
     /// What else the route does to a request (prefix stripping, CORS preflights, tokens and a
     /// signed assertion upstream): see RouteOptions.swift.
     var options = RouteOptions()
+    /// `upgrades:` the protocols a client may switch to (RFC 9110 §7.8); only `websocket`
+    /// exists. Empty: an upgrade request is refused.
+    var upgrades: Set<String> = ["websocket"]
 }
 
 struct RouteMatch: Sendable, Equatable {

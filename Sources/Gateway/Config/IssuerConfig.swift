@@ -160,6 +160,8 @@ struct TokenRouteConfig: Sendable {
     var tokenInBody = false
     /// The Authorization header goes upstream too (default: stripped).
     var forwardToken = false
+    /// A tunnel opened with a token is ended (Close 1008) when the token expires.
+    var closeAtTokenExpiry = false
     var realm = "tokengate"
     /// Set on `dpop` and `token` routes: how DPoP proofs are checked (RFC 9449).
     var dpop: DPoPRouteConfig?

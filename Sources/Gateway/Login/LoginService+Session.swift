@@ -59,7 +59,7 @@ extension LoginService {
         }
     }
 
-    private func refresh(_ session: Session, cookies: Cookies, forwardsToken: Bool, done: @escaping (SessionDecision) -> Void) {
+    func refresh(_ session: Session, cookies: Cookies, forwardsToken: Bool, done: @escaping (SessionDecision) -> Void) {
         let clear = cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
         // What a waiter (or a late request with the old cookie) does with the outcome; once,
         // whichever comes first: the outcome or the waiter's deadline.

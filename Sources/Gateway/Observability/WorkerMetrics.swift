@@ -79,11 +79,14 @@ struct MetricsSnapshot: Sendable {
     var acceptPauses = 0
     /// HTTPS upstreams: TLS handshakes, and how many resumed a session.
     var upstreamTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
+    /// Tunnels (WebSocket after a 101): open now, bytes each way, closes by reason.
+    var tunnels = TunnelMetrics()
 
     mutating func add(_ o: MetricsSnapshot) {
         dpopUnchecked += o.dpopUnchecked
         acceptPauses += o.acceptPauses
         upstreamTLSHandshakes.merge(o.upstreamTLSHandshakes) { $0.adding($1) }
+        tunnels.add(o.tunnels)
         callbacks += o.callbacks
         callbackOwnSeconds += o.callbackOwnSeconds
         requests.merge(o.requests, uniquingKeysWith: +)
@@ -138,6 +141,7 @@ struct MetricsSnapshot: Sendable {
                    help: "The gateway's own time answering login callbacks (token endpoint excluded).")
         out.sample("tokengate_login_callback_own_seconds_sum", [], callbackOwnSeconds)
         out.sample("tokengate_login_callback_own_seconds_count", [], callbacks)
+        tunnels.write(to: &out)
         out.single("tokengate_ready", .gauge, help: "Whether the gateway reports ready.", ready ? 1 : 0)
         return out.text
     }

@@ -50,6 +50,35 @@ final class ProxyExchange: UpstreamCallDelegate {
 
     func upstreamHead(_ head: HTTPResponseHead) {
         status = head.status
+        responder.fields = clientFields(head)
+        // The reason phrase is only passed on when it is plain text (RFC 9112 §4: HTAB, SP,
+        // VCHAR); a CR in it would split the response for lenient clients.
+        let reason = head.reason ?? ""
+        let plain = !reason.isEmpty && reason.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7f) }
+        responder.startStreaming(status: head.status, reason: plain ? reason : nil, close: worker.draining)
+    }
+
+    /// The upstream accepted the upgrade: the 101 goes to the client (with the upstream's
+    /// `Sec-WebSocket-Accept`, `-Protocol`, `-Extensions`), the request's access-log line is
+    /// written, and the two connections become a tunnel.
+    func upstreamSwitchedProtocols(_ head: HTTPResponseHead, _ upstream: TunnelEndpoint) {
+        guard !done else { upstream.close(); return }
+        upstreamSeconds = worker.clock() - upstreamStart
+        var fields = clientFields(head)
+        fields.append("Upgrade", "websocket")
+        guard let client = responder.switchProtocols(HTTPResponseHead(status: 101, fields: fields)) else {
+            upstream.close()
+            finish(status: 499, detail: "client gone before the 101")
+            return
+        }
+        bytes = 0
+        finish(status: 101)
+        worker.openTunnel(client: client, upstream: upstream, ctx: context, head: exchange.head)
+    }
+
+    /// The upstream's response fields as the client gets them: hop-by-hop ones dropped, the
+    /// gateway's cookies protected, its own headers added.
+    private func clientFields(_ head: HTTPResponseHead) -> HTTP1Fields {
         let listed = HeaderRules.connectionTokens(head.fields.values("Connection"))
         // Names are tokens already: the strict response parser refuses any other.
         var out = head.fields.filter(names: { HeaderRules.forwardsResponseHeader($0, listed: listed) })
@@ -67,12 +96,7 @@ final class ProxyExchange: UpstreamCallDelegate {
         // upstream's; where the gateway owns a header outright it was dropped just above.
         for (name, value) in context.responseHeaders { out.append(name, value) }
         out.append("X-Request-Id", context.requestID)
-        responder.fields = out
-        // The reason phrase is only passed on when it is plain text (RFC 9112 §4: HTAB, SP,
-        // VCHAR); a CR in it would split the response for lenient clients.
-        let reason = head.reason ?? ""
-        let plain = !reason.isEmpty && reason.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7f) }
-        responder.startStreaming(status: head.status, reason: plain ? reason : nil, close: worker.draining)
+        return out
     }
 
     func upstreamBody(_ chunk: BodyChunk) {

@@ -23,4 +23,11 @@ struct RequestContext {
     var droppedResponseHeaders: [String] = []
     /// On session routes: the gateway's cookie names, which the upstream may not set.
     var ownCookies: Set<String> = []
+    /// The request asks for a WebSocket upgrade (allowed on its route).
+    var upgrade = false
+    /// Upgrades on session routes: the route whose session the tunnel re-checks, and when
+    /// the session's absolute timeout ends it (Unix seconds).
+    var tunnelSession: (route: RouteConfig, endsAt: Int64)? = nil
+    /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
+    var tunnelTokenExpiry: Int64? = nil
 }

@@ -98,6 +98,7 @@ extension Worker {
                     ctx.responseHeaders.append(("Cache-Control", "private, no-store"))
                 }
                 ctx.ownCookies = self.config.ownCookieNames
+                if ctx.upgrade { ctx.tunnelSession = (route, self.login.absoluteEnd(of: session)) }
                 guard let identity = self.sessionUpstreamHeaders(route, session, self.identityHeaders(route, session.claims, ctx)) else {
                     ctx.rejection = "unavailable"
                     self.answer(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",

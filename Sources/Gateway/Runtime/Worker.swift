@@ -43,6 +43,8 @@ final class Worker {
     private var configGeneration = 0
     private var onDrained: (() -> Void)?
     private var thread: Thread?
+    /// Open tunnels (WebSocket after a 101) and their watches: `Worker+Tunnels`.
+    let tunnels = TunnelRegistry()
     /// The most the gateway reads of a body it must read itself (RFC 6750 form tokens, the
     /// logout form, back-channel logout tokens): such bodies are small, and an attacker's
     /// large one must not be buffered.
@@ -126,11 +128,13 @@ final class Worker {
         draining = true
         for s in servers { s.stopAccepting() }
         onDrained = done
-        if metrics.inflight == 0 { finishDrain() }
+        endTunnels()
+        drainProgress()
     }
 
-    private func finishDrain() {
-        guard let done = onDrained else { return }
+    /// Finishes a drain once no request is in flight and no tunnel is open.
+    func drainProgress() {
+        guard metrics.inflight == 0, tunnels.entries.isEmpty, let done = onDrained else { return }
         onDrained = nil
         done()
     }
@@ -149,6 +153,7 @@ final class Worker {
         s.acceptPauses = servers.reduce(0) { $0 + $1.acceptPauses }
         s.upstreamTLSHandshakes = retiredTLSHandshakes
         for (name, pool) in pools where pool.endpoint.tls != nil { s.upstreamTLSHandshakes[name, default: .init()].add(pool) }
+        s.tunnels = tunnelMetrics
         return s
     }
 
@@ -178,7 +183,7 @@ final class Worker {
         metrics.inflight += 1
         ex.responder.onComplete = { [unowned self] _ in
             self.metrics.inflight -= 1
-            if self.draining && self.metrics.inflight == 0 { self.finishDrain() }
+            if self.draining { self.drainProgress() }
         }
         let head = ex.head
         var ctx = RequestContext(requestID: "", start: clock(), method: head.methodName, path: "", route: "-", routeID: -1)
@@ -209,6 +214,13 @@ final class Worker {
             handleLoginEndpoint(ex, endpoint, query: query, origin: origin(forwarded), ctx: ctx)
         case .forward(let plan, let path, let query, let build):
             ctx.path = path
+            if UpgradeExchange.asksWebSocket(head) {
+                ctx.route = plan.route.name
+                ctx.routeID = plan.metricID
+                if let refusal = upgradeRefusal(ex, route: plan.route, ctx: ctx) { answer(ex, ctx, refusal, close: true); return }
+                ctx.upgrade = true
+                upgradePending(ex)
+            }
             guard let pool = plan.pool else {
                 ctx.route = plan.route.name
                 ctx.routeID = plan.metricID
@@ -252,6 +264,7 @@ final class Worker {
                 ctx.subject = token.subject
                 ctx.clientID = token.clientID
                 ctx.issuer = token.issuer
+                if ctx.upgrade && route.tokens?.closeAtTokenExpiry == true { ctx.tunnelTokenExpiry = token.expiresAt }
                 ctx.responseHeaders = caller.responseHeaders
                 if route.tokens?.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
                 var identity = self.identityHeaders(route, token.claims, ctx)
@@ -283,7 +296,8 @@ final class Worker {
                                                requestID: ctx.requestID))
             return
         }
-        ProxyExchange(worker: self, exchange: ex, context: ctx).start(pool: pool, request: request)
+        ProxyExchange(worker: self, exchange: ex, context: ctx)
+            .start(pool: pool, request: ctx.upgrade ? UpgradeExchange.upstreamRequest(request) : request)
     }
 
     /// The public origin of this request, as far as it can be trusted (see RequestOrigin).

@@ -79,6 +79,18 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
 
     public func whenDrained(_ action: @escaping () -> Void) { action() }
 
+    /// The client's side after a 101, once `switchProtocols` handed it over.
+    public private(set) var tunnelEndpoint: InMemoryTunnelEndpoint?
+
+    public func switchProtocols(_ head: HTTPResponseHead) -> TunnelEndpoint? {
+        self.head = head
+        ended = true
+        let endpoint = InMemoryTunnelEndpoint()
+        tunnelEndpoint = endpoint
+        responder = nil
+        return endpoint
+    }
+
     private func flushed() {
         let r = responder
         responder = nil

@@ -69,6 +69,25 @@ public final class Responder {
         if let drained { transport.whenDrained(drained) }
     }
 
+    /// Answers `101 Switching Protocols` and hands the connection over (see
+    /// `ResponseTransport.switchProtocols`). The exchange is answered and complete either
+    /// way; nil means the connection could not be handed over (the caller closes its other
+    /// side).
+    public func switchProtocols(_ head: HTTPResponseHead) -> TunnelEndpoint? {
+        precondition(state == .waiting && head.status == 101, "a 101 after another answer")
+        guard transport.isConnected, let endpoint = transport.switchProtocols(head) else {
+            state = .answered
+            status = 502
+            if transport.isConnected { transport.abortResponse() } else { transport.discardResponse(); complete(flushed: false) }
+            return nil
+        }
+        state = .answered
+        status = 101
+        // The exchange is over: the connection now belongs to the tunnel.
+        complete(flushed: true)
+        return endpoint
+    }
+
     /// Ends a streamed response normally.
     public func finish() {
         precondition(state == .streaming)

@@ -27,4 +27,9 @@ public protocol ResponseTransport: AnyObject {
     func discardResponse()
     /// Calls `action` once the connection's output has been written out (flow control).
     func whenDrained(_ action: @escaping () -> Void)
+    /// Answers `101 Switching Protocols` with `head` (its `Upgrade` field included) and
+    /// gives up the connection: from now on it is the returned tunnel side (RFC 9110
+    /// §15.2.2). nil when that cannot be (the client is gone, the request had a body or was
+    /// not HTTP/1.1): the caller then answers otherwise or aborts.
+    func switchProtocols(_ head: HTTPResponseHead) -> TunnelEndpoint?
 }

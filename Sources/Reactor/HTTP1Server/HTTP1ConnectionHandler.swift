@@ -161,6 +161,38 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         connection.finish(linger: mayStillSend)
     }
 
+    // MARK: switching protocols
+
+    /// Answers `101` to the current exchange and hands the connection to a tunnel: no more
+    /// HTTP is read on it, and what the client sent after the request head stays in the
+    /// input as the tunnel's first bytes (RFC 9110 §7.8: after the 101 "the server
+    /// switches to the protocol … immediately after the empty line"). Only an HTTP/1.1
+    /// request whose body (none) is complete qualifies: any body byte would be ambiguous.
+    func switchProtocols(_ ex: HTTP1ServerExchange, _ head: HTTPResponseHead) -> TunnelEndpoint? {
+        thread.check()
+        guard current === ex, case .waiting = ex.response, ex.bodyComplete, ex.request.version == .http11,
+              !isClosing, !connection.isClosed else { return nil }
+        let bytes = HTTP1ResponseEncoder.switchingProtocols(head, date: context.dates.fieldLine)
+        bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
+        ex.response = .handedOff
+        isClosing = true
+        setDeadline(.none)
+        current = nil
+        // Answers before this one are in the output ahead of the 101: done as far as their
+        // exchanges go, since the connection is no longer this handler's to report on.
+        let earlier = unflushed
+        unflushed = []
+        let endpoint = ClientTunnelEndpoint(connection: connection)
+        connection.handler = endpoint
+        for e in earlier { e.flushed() }
+        ex.handler = nil
+        ex.responder = nil
+        // Written at the end of this loop turn, once the tunnel listens: a failure then
+        // reaches it.
+        connection.scheduleFlush()
+        return endpoint
+    }
+
     // MARK: deadlines
 
     func setDeadline(_ kind: Deadline) {

@@ -62,6 +62,17 @@ enum HTTP1ResponseEncoder {
         return out
     }
 
+    /// A `101 Switching Protocols` head: status line, the head's fields (its `Upgrade`
+    /// among them), `Date`, and `Connection: upgrade` (RFC 9110 §7.8: the sender of
+    /// `Upgrade` in a 101 "MUST also send an upgrade connection option").
+    static func switchingProtocols(_ head: HTTPResponseHead, date: [UInt8]) -> [UInt8] {
+        var out = interim(head)
+        out.removeLast(2)
+        out.append(contentsOf: date)
+        out.append(contentsOf: "Connection: upgrade\r\n\r\n".utf8)
+        return out
+    }
+
     /// The value of a single, well-formed `Content-Length` field in `fields`, if any.
     static func contentLength(_ fields: HTTP1Fields) -> UInt64? {
         let values = fields.values("Content-Length")

@@ -82,6 +82,11 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     /// The client is gone and `transportClosed` was reported at close: nothing to release.
     func discardResponse() {}
 
+    func switchProtocols(_ head: HTTPResponseHead) -> TunnelEndpoint? {
+        guard let handler = active else { return nil }
+        return handler.switchProtocols(self, head)
+    }
+
     func whenDrained(_ action: @escaping () -> Void) {
         guard let handler else { return }
         if handler.pendingOutput == 0 { action() } else { drainedActions.append(action) }

@@ -26,7 +26,8 @@ public final class LoopTimer {
 
     deinit { cancel() }
 
-    fileprivate func fire() { action() }
+    /// Alive through its action, which may cancel and drop it.
+    fileprivate func fire() { withExtendedLifetime(self) { action() } }
 }
 
 private func timerThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {

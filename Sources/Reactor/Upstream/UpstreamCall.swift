@@ -38,6 +38,16 @@ public protocol UpstreamCallDelegate: AnyObject {
     func upstreamBody(_ chunk: BodyChunk)
     func upstreamComplete()
     func upstreamFailed(_ failure: UpstreamFailure, afterHead: Bool)
+    /// A `101` to a request that asked to upgrade (`Request.upgrade`): the connection now
+    /// belongs to the delegate as a tunnel side (what the upstream sent after the head is in
+    /// its input). Ends the call: nothing else follows.
+    func upstreamSwitchedProtocols(_ head: HTTPResponseHead, _ upstream: TunnelEndpoint)
+}
+
+extension UpstreamCallDelegate {
+    /// A delegate that never asks to upgrade gets no 101 (the call answers it with
+    /// `invalidResponse`); this closes a side given anyway.
+    public func upstreamSwitchedProtocols(_ head: HTTPResponseHead, _ upstream: TunnelEndpoint) { upstream.close() }
 }
 
 /// One request to an upstream over a pooled keep-alive connection: sends the head and
@@ -58,6 +68,10 @@ public final class UpstreamCall: UpstreamTransportHandler {
         public var fields: HTTP1Fields
         /// The body to send, if any: read from it only when the call starts.
         public var body: RequestBody?
+        /// The request carries `Connection: upgrade` and `Upgrade` (its fields say which): a
+        /// `101` hands the connection over (`upstreamSwitchedProtocols`). Without it a 101
+        /// is a protocol error (RFC 9110 §15.2.2: a server sends 101 only to an Upgrade).
+        public var upgrade = false
         public init(method: HTTPMethod, target: String, fields: HTTP1Fields, body: RequestBody?) {
             self.method = method; self.target = target; self.fields = fields; self.body = body
         }
@@ -386,8 +400,12 @@ public final class UpstreamCall: UpstreamTransportHandler {
     }
 
     private func received(_ head: HTTP1ResponseHead) {
-        // We send no Upgrade: a 101 is a protocol error, and the bytes after it are not HTTP.
-        guard head.status != 101 else { finish(.invalidResponse); return }
+        if head.status == 101 {
+            // To a request without Upgrade a 101 is a protocol error, and the bytes after it
+            // are not HTTP.
+            if request.upgrade && requestSent { switchedProtocols(head) } else { finish(.invalidResponse) }
+            return
+        }
         gotHead = true
         keepAlive = head.keepAlive
         if !requestSent {
@@ -402,6 +420,21 @@ public final class UpstreamCall: UpstreamTransportHandler {
         }
         if !paused { armRead() }
         delegate?.upstreamHead(responseHead(head))
+    }
+
+    /// The 101: the connection leaves the pool for the tunnel, and the call ends.
+    private func switchedProtocols(_ head: HTTP1ResponseHead) {
+        guard let conn = connection else { finish(.invalidResponse); return }
+        phase = .finished
+        connection = nil
+        conn.served += 1
+        pool.detach(conn)
+        let endpoint = UpstreamTunnelEndpoint(connection: conn)
+        let delegate = self.delegate
+        self.delegate = nil
+        body = nil
+        if let delegate { delegate.upstreamSwitchedProtocols(responseHead(head), endpoint) } else { endpoint.close() }
+        selfRetain = nil
     }
 
     private func complete(_ transport: UpstreamTransport) {

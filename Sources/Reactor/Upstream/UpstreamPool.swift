@@ -93,6 +93,11 @@ public final class UpstreamPool {
         openConnections -= 1
     }
 
+    /// A connection leaves the pool for good, open (a tunnel after a 101 owns it now).
+    func detach(_ conn: UpstreamConnection) {
+        openConnections -= 1
+    }
+
     /// An idle connection was closed by the upstream or got unexpected bytes.
     func idleConnectionLost(_ conn: UpstreamConnection) {
         guard let i = idle.firstIndex(where: { $0 === conn }) else { return }

@@ -1,0 +1,150 @@
+import Foundation
+import Logging
+import Reactor
+
+/// The tunnels of one worker: those open, their cap, and the watches that end them with
+/// their session (re-checked through the session store every `checkInterval`, plus a timer
+/// at the absolute timeout) or their access token (`close_at_token_expiry`).
+final class TunnelRegistry {
+    final class Entry {
+        let tunnel: Tunnel
+        let context: RequestContext
+        let opened: Double
+        /// Session routes: the route and the request's cookies, to ask again.
+        let session: (route: RouteConfig, cookies: Cookies)?
+        /// At the session's absolute end or the token's expiry.
+        var deadline: LoopTimer?
+        var checking = false
+        init(tunnel: Tunnel, context: RequestContext, opened: Double, session: (route: RouteConfig, cookies: Cookies)?) {
+            self.tunnel = tunnel; self.context = context; self.opened = opened; self.session = session
+        }
+    }
+
+    var entries: [ObjectIdentifier: Entry] = [:]
+    /// Upgrade requests accepted and not yet answered (authenticating, or waiting for the
+    /// upstream's 101): counted against the cap too, so a burst of handshakes cannot
+    /// overshoot it.
+    var pending = 0
+    /// Counters of tunnels already closed (open ones are added at snapshot time).
+    var closed = TunnelMetrics()
+    var sessionTimer: LoopTimer?
+}
+
+extension Worker {
+    /// This worker's share of `limits.max_tunnels`, as with `max_connections`.
+    var tunnelCap: Int { max(1, (config.limits.maxTunnels + config.workers - 1) / config.workers) }
+
+    /// How often session tunnels are re-checked: half the session cache's lifetime, so an
+    /// ended session is seen within about 1.5 × `session.cache_ttl` on every replica.
+    var sessionCheckInterval: Double { min(max(config.session.cacheTTL / 2, 0.5), 30) }
+
+    /// The refusal of an upgrade request before anything else is done for it: the route's
+    /// `upgrades:`, the request's shape, the tunnel cap.
+    func upgradeRefusal(_ ex: ServerExchange, route: RouteConfig, ctx: RequestContext) -> GatewayResponse? {
+        if let (status, description) = UpgradeExchange.refusal(ex.head, route: route, body: ex.body) {
+            return ErrorResponse.make(status, error: "invalid_request", description: description, requestID: ctx.requestID)
+        }
+        if tunnels.entries.count + tunnels.pending >= tunnelCap {
+            return ErrorResponse.make(503, error: "temporarily_unavailable", description: "too many WebSocket connections are open",
+                                      requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: "limits.max_tunnels reached")
+        }
+        return nil
+    }
+
+    /// Counts an accepted upgrade request as pending until it is answered: by a 101 (the
+    /// tunnel is registered right after, in the same call) or by anything else.
+    func upgradePending(_ ex: ServerExchange) {
+        tunnels.pending += 1
+        let previous = ex.responder.onComplete
+        ex.responder.onComplete = { [unowned self] flushed in
+            self.tunnels.pending -= 1
+            previous?(flushed)
+        }
+    }
+
+    /// Joins the client and the upstream after the 101 and starts the tunnel's watches.
+    func openTunnel(client: TunnelEndpoint, upstream: TunnelEndpoint, ctx: RequestContext, head: HTTPRequestHead) {
+        let tunnel = Tunnel(loop: loop, client: client, upstream: upstream, webSocket: true,
+                            idleTimeout: config.limits.tunnelIdleTimeout)
+        let session = ctx.tunnelSession.map { (route: $0.route, cookies: Cookies(head.fields)) }
+        let entry = TunnelRegistry.Entry(tunnel: tunnel, context: ctx, opened: clock(), session: session)
+        let key = ObjectIdentifier(tunnel)
+        tunnel.onClose = { [unowned self] reason, totals in self.tunnelClosed(key, reason, totals) }
+        tunnels.entries[key] = entry
+        if let end = ctx.tunnelSession?.endsAt ?? ctx.tunnelTokenExpiry {
+            let reason: Tunnel.CloseReason = ctx.tunnelSession != nil ? .sessionEnded : .tokenExpired
+            let phrase = ctx.tunnelSession != nil ? "session ended" : "access token expired"
+            let wait = max(Double(end) - Date().timeIntervalSince1970, 0)
+            // Unowned: the entry owns both the timer and the tunnel, and cancels the timer
+            // when the tunnel closes.
+            entry.deadline = LoopTimer(loop: loop, seconds: wait) { [unowned(unsafe) tunnel] in
+                tunnel.end(reason, code: WebSocketCloseFrame.policyViolation, phrase: phrase)
+            }
+        }
+        if session != nil && tunnels.sessionTimer == nil {
+            tunnels.sessionTimer = LoopTimer(loop: loop, seconds: sessionCheckInterval, repeating: true) { [unowned self] in
+                self.recheckSessions()
+            }
+        }
+        tunnel.start()
+    }
+
+    /// Asks the session store about every session tunnel (one question at a time each).
+    private func recheckSessions() {
+        for entry in tunnels.entries.values {
+            guard let session = entry.session, !entry.checking else { continue }
+            entry.checking = true
+            login.recheck(route: session.route, cookies: session.cookies) { [weak entry] liveness in
+                guard let entry else { return }
+                entry.checking = false
+                if case .ended(let why) = liveness {
+                    self.log.info("tunnel session ended", metadata: ["request_id": .string(entry.context.requestID), "why": .string(why)])
+                    entry.tunnel.end(.sessionEnded, code: WebSocketCloseFrame.policyViolation, phrase: "session ended")
+                }
+            }
+        }
+    }
+
+    private func tunnelClosed(_ key: ObjectIdentifier, _ reason: Tunnel.CloseReason, _ totals: Tunnel.Totals) {
+        guard let entry = tunnels.entries.removeValue(forKey: key) else { return }
+        entry.deadline?.cancel()
+        if tunnels.entries.values.allSatisfy({ $0.session == nil }) {
+            tunnels.sessionTimer?.cancel()
+            tunnels.sessionTimer = nil
+        }
+        tunnels.closed.bytesToUpstream += totals.toUpstream
+        tunnels.closed.bytesToClient += totals.toClient
+        tunnels.closed.closes[reason.rawValue, default: 0] += 1
+        if config.accessLog {
+            let ctx = entry.context
+            var meta: Logger.Metadata = [
+                "request_id": .string(ctx.requestID), "route": .string(ctx.route), "path": .string(ctx.path),
+                "reason": .string(reason.rawValue), "bytes_to_upstream": .stringConvertible(totals.toUpstream),
+                "bytes_to_client": .stringConvertible(totals.toClient),
+                "duration_ms": .stringConvertible(((clock() - entry.opened) * 1e6).rounded() / 1e3),
+            ]
+            if let v = ctx.subject { meta["sub"] = .string(v) }
+            log.info("tunnel", metadata: meta)
+        }
+        if draining && tunnels.entries.isEmpty && metrics.inflight == 0 { drainProgress() }
+    }
+
+    /// Shutdown: every tunnel gets a Close 1001 (going away) and ends.
+    func endTunnels() {
+        for entry in Array(tunnels.entries.values) {
+            entry.tunnel.end(.shutdown, code: WebSocketCloseFrame.goingAway, phrase: "gateway shutting down")
+        }
+    }
+
+    /// Tunnel counters with the open tunnels' bytes so far.
+    var tunnelMetrics: TunnelMetrics {
+        var m = tunnels.closed
+        m.open = tunnels.entries.count
+        for entry in tunnels.entries.values {
+            let t = entry.tunnel.totals
+            m.bytesToUpstream += t.toUpstream
+            m.bytesToClient += t.toClient
+        }
+        return m
+    }
+}

@@ -1,0 +1,53 @@
+internal import CEvent
+
+/// The client's side of a tunnel: its HTTP/1.1 connection (plain or TLS, through the
+/// connection's `ConnectionIO`) after the 101 went into its output. It takes the HTTP
+/// handler's place as the connection's `ServerConnectionHandler`, so the socket, its
+/// events and its buffers stay where they are and what the client sent after its request
+/// head is the tunnel's first input. Loop-thread only.
+final class ClientTunnelEndpoint: TunnelEndpoint, ServerConnectionHandler {
+    private let connection: HTTP1ServerConnection
+    /// Unowned: the tunnel clears it before it goes (`Tunnel.close`, `deinit`); no count per event.
+    unowned(unsafe) var events: TunnelEndpointEvents?
+    private var closing = false
+
+    init(connection: HTTP1ServerConnection) {
+        self.connection = connection
+        connection.setDeadline(nil)
+    }
+
+    var input: OpaquePointer { connection.input }
+    var pendingOutput: Int { evbuffer_get_length(connection.output) }
+    var failure: String? { connection.failure }
+
+    func setReading(_ want: Bool) { connection.setReading(want) }
+
+    func send(from source: OpaquePointer, count: Int) {
+        evbuffer_remove_buffer(source, connection.output, count)
+        connection.flush()
+    }
+
+    func send(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
+        connection.flush()
+    }
+
+    func close() {
+        closing = true
+        connection.close()
+    }
+
+    // MARK: ServerConnectionHandler
+
+    func connectionReadable(_ connection: HTTP1ServerConnection) { events?.endpointReadable(self) }
+    func connectionPeerClosed(_ connection: HTTP1ServerConnection) { events?.endpointEnded(self) }
+    func connectionWrote(_ connection: HTTP1ServerConnection) { events?.endpointWrote(self) }
+    /// The tunnel keeps its own idle time; the connection's deadline is not used.
+    func connectionDeadline(_ connection: HTTP1ServerConnection) {}
+
+    func connectionClosed(_ connection: HTTP1ServerConnection) {
+        guard !closing else { return }
+        closing = true
+        events?.endpointFailed(self)
+    }
+}

@@ -1,0 +1,105 @@
+internal import CEvent
+import Glibc
+
+/// One direction of a tunnel: bytes from `source`'s input to `sink`'s output, moved as
+/// they come (evbuffer to evbuffer, no copy), with the frame boundaries followed when the
+/// tunnel carries WebSocket frames. A Close frame of the gateway's own waits in
+/// `closeFrame` until the stream is at a boundary, then goes out and the direction stops.
+/// Loop-thread only; owned by its `Tunnel`.
+final class TunnelPipe {
+    let source: TunnelEndpoint
+    let sink: TunnelEndpoint
+    /// nil: opaque bytes (no boundaries are known).
+    var frames: WebSocketFrameTracker?
+    /// Bytes moved so far.
+    private(set) var bytes: UInt64 = 0
+    /// Reading from `source` is off because `sink`'s output is over the high-water mark.
+    private(set) var blocked = false
+    /// The frame to put in at the next boundary.
+    var closeFrame: [UInt8]?
+    /// Nothing more goes this way (the Close frame went out, or the tunnel is winding down).
+    private(set) var stopped = false
+
+    init(from source: TunnelEndpoint, to sink: TunnelEndpoint, framesFollowed: Bool) {
+        self.source = source
+        self.sink = sink
+        frames = framesFollowed ? WebSocketFrameTracker() : nil
+    }
+
+    /// Moves what `source` holds to `sink`; returns the bytes moved. While a Close frame
+    /// waits, only up to the end of the current frame, then the frame.
+    @discardableResult
+    func move() -> Int {
+        if closeFrame != nil { injectIfAtBoundary() }
+        let input = source.input
+        let length = evbuffer_get_length(input)
+        if stopped {
+            if length > 0 { evbuffer_drain(input, length) }
+            return 0
+        }
+        var count = length
+        if length > 0, frames != nil { count = scan(input, length, stopAtFrameEnd: closeFrame != nil) }
+        if count > 0 {
+            sink.send(from: input, count: count)
+            bytes += UInt64(count)
+        }
+        if closeFrame != nil { injectIfAtBoundary() }
+        updateBlocked()
+        return count
+    }
+
+    /// Puts the waiting Close frame in if the stream is between frames, and stops.
+    func injectIfAtBoundary() {
+        guard let frame = closeFrame, let frames, frames.atBoundary else { return }
+        closeFrame = nil
+        sink.send(frame)
+        stop()
+    }
+
+    /// No more bytes this way: reading stops and what comes is dropped.
+    func stop() {
+        stopped = true
+        closeFrame = nil
+        source.setReading(false)
+        let left = evbuffer_get_length(source.input)
+        if left > 0 { evbuffer_drain(source.input, left) }
+    }
+
+    /// Backpressure: stop reading `source` while `sink` has more than the high-water mark
+    /// queued; read again once it is down to the low-water mark.
+    func updateBlocked() {
+        guard !stopped else { return }
+        let pending = sink.pendingOutput
+        if !blocked && pending > Tunnel.highWater {
+            blocked = true
+            source.setReading(false)
+        } else if blocked && pending <= Tunnel.lowWater {
+            blocked = false
+            source.setReading(true)
+        }
+    }
+
+    /// Follows the frames in the first `length` bytes of `input`, across its segments.
+    private func scan(_ input: OpaquePointer, _ length: Int, stopAtFrameEnd: Bool) -> Int {
+        guard var tracker = frames else { return length }
+        defer { frames = tracker }
+        var done = 0
+        let capacity = 16
+        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: capacity) { vectors in
+            var position = evbuffer_ptr()
+            while done < length {
+                guard evbuffer_ptr_set(input, &position, done, EVBUFFER_PTR_SET) == 0 else { return done }
+                let n = Int(evbuffer_peek(input, length - done, &position, vectors.baseAddress, Int32(capacity)))
+                guard n > 0 else { return done }
+                for i in 0..<min(n, capacity) {
+                    let vector = vectors[i]
+                    let span = min(vector.iov_len, length - done)
+                    let taken = tracker.scan(UnsafeRawBufferPointer(start: vector.iov_base, count: span), stopAtFrameEnd: stopAtFrameEnd)
+                    done += taken
+                    if taken < span || done == length || (stopAtFrameEnd && tracker.atBoundary) { return done }
+                }
+            }
+            return done
+        }
+    }
+}
