@@ -78,6 +78,8 @@ http {{
       proxy_set_header X-Request-Id $request_id;
 {secret}
     }}
+    # tokengate's other decision endpoints (Traefik/Caddy, Envoy) are not nginx's to expose.
+    location /_tokengate/ {{ return 404; }}
     # The login round trip: tokengate's own endpoints, proxied.
     location /oauth2/ {{
       proxy_pass http://tokengate;
@@ -179,7 +181,8 @@ http://127.0.0.1:{port} {{
     forward_auth 127.0.0.1:{tg} {{
       uri /_tokengate/forward-auth
 {secret}
-      copy_headers X-Forwarded-User X-Forwarded-Email X-Forwarded-Groups X-Forwarded-Jkt
+      # The request's cookies without the gateway's own (the sealed session): the verdict's.
+      copy_headers X-Forwarded-User X-Forwarded-Email X-Forwarded-Groups X-Forwarded-Jkt X-Tokengate-Cookie>Cookie
     }}
     # What proxy mode strips, the ingress strips: override headers a client sent (forward_auth
     # passes them on), credentials these routes do not forward, the gateway's own cookies.
@@ -188,7 +191,6 @@ http://127.0.0.1:{port} {{
     request_header -X-Rewrite-URL
     request_header -Authorization
     request_header -DPoP
-    request_header Cookie "\\s*(__Host-|__Secure-)?tokengate_[A-Za-z0-9_]*=[^;]*;?" ""
     reverse_proxy 127.0.0.1:{app}
   }}
 }}
