@@ -105,6 +105,13 @@ routes:
     auth: login
     client: web
     headers: {{ X-Forwarded-User: sub, X-Forwarded-Email: email }}
+  - name: tok
+    match: {{ path_prefix: /tok/ }}
+    upstream: app
+    auth: login
+    client: web
+    pass_access_token: X-Access-Token
+    pass_id_token: X-Id-Token
   - name: public
     match: {{ path_prefix: / }}
     upstream: app
@@ -269,6 +276,11 @@ def test_login_redirects_nginx_401_and_caddy_302(env):
     # Through Caddy, with another cookie: the upstream gets that one, never the sealed session.
     r = s.get(env.caddy.url("/app/orders"), headers={**HTML, "Cookie": f"theme=dark; {cookie}"}, allow_redirects=False, timeout=10)
     assert r.status_code == 200 and "tokengate_session" not in sent(r).get("cookie", "") and "theme=dark" in sent(r)["cookie"], sent(r)
+    # Tokens only where the route says so: /tok/ sets pass_access_token and pass_id_token.
+    status, text = get(env.gw.port, "/_tokengate/auth", [f"Cookie: {cookie}", "X-Original-URL: " + env.caddy.url("/tok/x"),
+                                                         "X-Original-Method: GET", "Accept: text/html", *WITH_SECRET])
+    assert status == 200 and "X-Access-Token: " in text and "X-Id-Token: ey" in text, text
+    assert "X-Auth-Request-Access-Token" not in text, text
     # Logout through the ingress: the confirmation form, its POST, the session cookie cleared;
     # the page asks for a login again.
     page = s.get(env.caddy.url("/oauth2/logout"), allow_redirects=False, timeout=10)
