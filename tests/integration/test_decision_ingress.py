@@ -105,6 +105,15 @@ routes:
     auth: login
     client: web
     headers: {{ X-Forwarded-User: sub, X-Forwarded-Email: email }}
+  - name: ro-public
+    match: {{ path_prefix: /ro/, methods: [GET] }}
+    upstream: app
+    auth: none
+  - name: ro-write
+    match: {{ path_prefix: /ro/ }}
+    upstream: app
+    auth: bearer
+    issuers: [as1]
   - name: tok
     match: {{ path_prefix: /tok/ }}
     upstream: app
@@ -373,6 +382,19 @@ def test_the_other_styles_spoofed_headers_change_nothing(env, ingress, spoof):
 
 
 @pytest.mark.parametrize("ingress", ["nginx", "caddy"])
+def test_a_client_cannot_pick_the_judged_method(env, ingress):
+    """Review finding 4: GET on /ro/ is public, anything else needs a token. A DELETE that
+    claims to be a GET in any method header is judged as the DELETE it is."""
+    ing = getattr(env, ingress)
+    assert requests.get(ing.url("/ro/orders/1"), timeout=10).status_code == 200
+    spoof = {"X-Original-Method": "GET", "X-Forwarded-Method": "GET", "X-HTTP-Method-Override": "GET"}
+    r = requests.delete(ing.url("/ro/orders/1"), headers=spoof, timeout=10)
+    assert r.status_code == 401, (r.status_code, r.text)
+    # Only the GET reached the upstream.
+    assert env.upstream_paths() == ["/ro/orders/1"], env.upstream.requests
+
+
+@pytest.mark.parametrize("ingress", ["nginx", "caddy"])
 def test_the_upstream_does_not_see_what_proxy_mode_strips(env, ingress):
     """Review finding 5: with the recipes, the upstream gets no client-sent override headers,
     no Authorization or DPoP on routes that do not forward them, and not the gateway's
@@ -385,7 +407,8 @@ def test_the_upstream_does_not_see_what_proxy_mode_strips(env, ingress):
         r = requests.get(ing.url(path), headers={"Authorization": auth, **extra}, timeout=10)
         assert r.status_code == 200, (path, r.status_code, r.text)
         h = sent(r)
-        for name in ("x-original-url", "x-rewrite-url", "x-original-method", "authorization", "dpop"):
+        # The ingress's decision secret stays on the decision request.
+        for name in ("x-original-url", "x-rewrite-url", "x-original-method", "authorization", "dpop", "x-tokengate-decision-secret"):
             assert not h.get(name), (path, name, h)
         assert "tokengate_" not in h.get("cookie", "") and "theme=dark" in h["cookie"], (path, h)
 
