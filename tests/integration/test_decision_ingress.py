@@ -422,6 +422,10 @@ def test_the_upstream_does_not_see_what_proxy_mode_strips(env, ingress):
                           "X-Forwarded-Proto: http"], "did not send X-Original-URL"),
     ("/_tokengate/forward-auth", ["X-Original-URL: http://127.0.0.1/public/x", "X-Original-Method: GET"], "did not send X-Forwarded-Method"),
     ("/_tokengate/forward-auth", FORWARD_AUTH[:3], "did not send X-Forwarded-Proto"),
+    ("/_tokengate/forward-auth", FORWARD_AUTH[:3] + ["X-Forwarded-Proto: gopher"], "must be http or https"),
+    ("/_tokengate/forward-auth", FORWARD_AUTH + ["X-Forwarded-Uri: /admin/x"], "more than one X-Forwarded-Uri"),
+    ("/_tokengate/auth", ["X-Original-URL: http://127.0.0.1/public/x", "X-Original-Method: GET", "X-Original-Method: DELETE"],
+     "more than one X-Original-Method"),
     # Review finding 8: a login endpoint only under its own raw path.
     ("/_tokengate/auth", ["X-Original-URL: http://127.0.0.1/admin/%2e%2e/oauth2/start", "X-Original-Method: GET"], "login endpoint"),
     ("/_tokengate/forward-auth", ["X-Forwarded-Uri: /admin/../oauth2/start?rd=/", "X-Forwarded-Host: 127.0.0.1",
