@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Decision mode figures from a bench/run.sh work directory (scenarios decision-*): the
-nginx auth_request front (nginx → tokengate /oauth2/auth → upstream) against plain nginx
+nginx auth_request front (nginx → tokengate /_tokengate/auth → upstream) against plain nginx
 proxying, and tokengate's CPU per decision against its CPU per proxied request on the same
 token. Medians over the rounds. Standard library only.
 

@@ -563,7 +563,7 @@ login_scenario login-redis redis
 # decision_scenario NAME ALG: decision mode (issue 13). The bearer-* token and route with
 # `decision:` on; three targets on the same token: the nginx baseline proxy, tokengate
 # proxying (direct requests), and nginx auth_request (PORT_BASE+8) asking tokengate's
-# /oauth2/auth and proxying itself. tokengate's CPU is measured in both of its roles, so the
+# /_tokengate/auth and proxying itself. tokengate's CPU is measured in both of its roles, so the
 # report compares its cost per decision with its cost per proxied request.
 PORT_AUTH_FRONT=$((PORT_BASE + 8))
 AUTH_FRONT_PID=""

@@ -3,8 +3,8 @@
 (forward_auth). The packages' own services play no part: each process is started here with
 its own config file and stopped by its pid.
 
-  Nginx(tokengate_port, upstream_port).start()   the README's auth_request recipe
-  Caddy(tokengate_port, upstream_port).start()   the README's forward_auth recipe
+  Nginx(tokengate_port, upstream_port, secret=None).start()   the README's auth_request recipe
+  Caddy(tokengate_port, upstream_port, secret=None).start()   the README's forward_auth recipe
   x.url(path), x.stop(), x.log()
 """
 import os
@@ -64,10 +64,11 @@ http {{
   upstream app {{ server 127.0.0.1:{app}; keepalive 16; }}
   server {{
     listen 127.0.0.1:{port};
-    # The verdict: the original request described in headers, no body.
-    location = /_tokengate {{
+    # The verdict: the original request described in headers, no body. internal: a client
+    # asking for /_tokengate/auth itself gets nginx's 404.
+    location = /_tokengate/auth {{
       internal;
-      proxy_pass http://tokengate/oauth2/auth;
+      proxy_pass http://tokengate/_tokengate/auth;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_pass_request_body off;
@@ -75,7 +76,10 @@ http {{
       proxy_set_header X-Original-URL $scheme://$http_host$request_uri;
       proxy_set_header X-Original-Method $request_method;
       proxy_set_header X-Request-Id $request_id;
+{secret}
     }}
+    # tokengate's other decision endpoints (Traefik/Caddy, Envoy) are not nginx's to expose.
+    location /_tokengate/ {{ return 404; }}
     # The login round trip: tokengate's own endpoints, proxied.
     location /oauth2/ {{
       proxy_pass http://tokengate;
@@ -88,7 +92,7 @@ http {{
     location @login {{ return 302 $tg_login; }}
     # Browser pages: no session → 401 from the verdict → the login URL it names.
     location /app/ {{
-      auth_request /_tokengate;
+      auth_request /_tokengate/auth;
       auth_request_set $tg_login $upstream_http_x_auth_login_url;
       error_page 401 = @login;
 {copy}
@@ -96,7 +100,7 @@ http {{
     }}
     # APIs: the verdict's 401/403 and WWW-Authenticate reach the client.
     location / {{
-      auth_request /_tokengate;
+      auth_request /_tokengate/auth;
 {copy}
       proxy_pass http://app;
     }}
@@ -113,18 +117,32 @@ NGINX_COPY = "\n".join(
       # reaches the client; nginx itself copies only WWW-Authenticate from a 401.
       auth_request_set $tg_nonce $upstream_http_dpop_nonce;
       add_header DPoP-Nonce $tg_nonce always;
+      # What proxy mode strips, the ingress strips: the gateway's cookies (the verdict's
+      # X-Tokengate-Cookie has the rest; empty: no Cookie), credentials these routes do not
+      # forward, and the override headers a client may have sent.
+      auth_request_set $tg_cookie $upstream_http_x_tokengate_cookie;
+      proxy_set_header Cookie $tg_cookie;
+      proxy_set_header Authorization "";
+      proxy_set_header DPoP "";
+      proxy_set_header X-Original-URL "";
+      proxy_set_header X-Original-Method "";
+      proxy_set_header X-Rewrite-URL "";
+      proxy_set_header X-Forwarded-Uri "";
+      proxy_set_header X-Forwarded-Method "";
       proxy_http_version 1.1;
       proxy_set_header Connection "";"""
 
 
 class Nginx(Process):
-    def __init__(self, tokengate_port, upstream_port):
+    def __init__(self, tokengate_port, upstream_port, secret=None):
         self.dir = tempfile.mkdtemp(prefix="tg-nginx-")
+        secret_line = f'      proxy_set_header X-Tokengate-Decision-Secret "{secret}";' if secret else ""
         self.port = free_port()
         self.conf = os.path.join(self.dir, "nginx.conf")
         user = "user root;" if os.geteuid() == 0 else ""
         with open(self.conf, "w") as f:
-            f.write(NGINX_CONF.format(user=user, dir=self.dir, tg=tokengate_port, app=upstream_port, port=self.port, copy=NGINX_COPY))
+            f.write(NGINX_CONF.format(user=user, dir=self.dir, tg=tokengate_port, app=upstream_port, port=self.port, copy=NGINX_COPY,
+                                    secret=secret_line))
         self.proc = None
 
     def start(self):
@@ -152,6 +170,8 @@ http://127.0.0.1:{port} {{
   # In this order (a route keeps it): a client's own copies of the identity headers go first
   # (forward_auth's copy_headers sets only those the verdict has), then the verdict.
   route {{
+    # The decision endpoints are the ingress's alone.
+    respond /_tokengate/* 404
     # The login round trip: tokengate's own endpoints.
     reverse_proxy /oauth2/* 127.0.0.1:{tg}
     request_header -X-Forwarded-User
@@ -159,9 +179,18 @@ http://127.0.0.1:{port} {{
     request_header -X-Forwarded-Groups
     request_header -X-Forwarded-Jkt
     forward_auth 127.0.0.1:{tg} {{
-      uri /oauth2/auth
-      copy_headers X-Forwarded-User X-Forwarded-Email X-Forwarded-Groups X-Forwarded-Jkt
+      uri /_tokengate/forward-auth
+{secret}
+      # The request's cookies without the gateway's own (the sealed session): the verdict's.
+      copy_headers X-Forwarded-User X-Forwarded-Email X-Forwarded-Groups X-Forwarded-Jkt X-Tokengate-Cookie>Cookie
     }}
+    # What proxy mode strips, the ingress strips: override headers a client sent (forward_auth
+    # passes them on), credentials these routes do not forward, the gateway's own cookies.
+    request_header -X-Original-URL
+    request_header -X-Original-Method
+    request_header -X-Rewrite-URL
+    request_header -Authorization
+    request_header -DPoP
     reverse_proxy 127.0.0.1:{app}
   }}
 }}
@@ -169,11 +198,12 @@ http://127.0.0.1:{port} {{
 
 
 class Caddy(Process):
-    def __init__(self, tokengate_port, upstream_port, strip_spoofed=True):
+    def __init__(self, tokengate_port, upstream_port, strip_spoofed=True, secret=None):
         self.dir = tempfile.mkdtemp(prefix="tg-caddy-")
         self.port = free_port()
         self.conf = os.path.join(self.dir, "Caddyfile")
-        text = CADDYFILE.format(dir=self.dir, tg=tokengate_port, app=upstream_port, port=self.port)
+        secret_line = f"      header_up X-Tokengate-Decision-Secret {secret}" if secret else ""
+        text = CADDYFILE.format(dir=self.dir, tg=tokengate_port, app=upstream_port, port=self.port, secret=secret_line)
         if not strip_spoofed:
             text = "\n".join(line for line in text.splitlines() if "request_header -" not in line)
         with open(self.conf, "w") as f:

@@ -2,8 +2,11 @@
 (forward_auth) in front of a real upstream, tokengate judging with the real authorization
 server's tokens (tests/integration/authserver). Bearer, DPoP and login routes; identity
 headers at the upstream; 401/403 at the client; spoofed identity headers never reaching the
-upstream; the decision endpoint refusing an untrusted caller; path-confusion probes judged on
-the path the ingress routes; Envoy's ext_authz HTTP form."""
+upstream; the decision endpoint refusing an untrusted caller, a caller without the shared
+secret and a client going through the ingress; each endpoint reading only its own ingress's
+headers (a client's spoofed copies of the other style's change nothing); what the upstream
+behind the recipes no longer sees; path-confusion probes judged on the path the ingress
+routes; Envoy's ext_authz HTTP form."""
 import socket
 
 import pytest
@@ -20,6 +23,10 @@ def absent(h, name):
     return name not in h or h[name] == "{http.reverse_proxy.header.%s}" % "-".join(p.capitalize() for p in name.split("-"))
 
 
+SECRET = "decision-secret-0123456789abcdef"
+# What the ingress adds to every decision request with the recipes' decision.secret.
+WITH_SECRET = [f"X-Tokengate-Decision-Secret: {SECRET}"]
+
 SPOOF = {"X-Forwarded-User": "admin", "X-Forwarded-Email": "root@evil.example", "X-Forwarded-Jkt": "spoofed",
          "X-Auth-Request-User": "admin"}
 
@@ -31,8 +38,9 @@ class Env:
         """a: the AS of bearer tokens and logins; d: an AS that binds tokens to DPoP keys."""
         self.a, self.d, self.upstream = a, d, upstream
         self.gw = Gateway("")
-        self.nginx = Nginx(self.gw.port, upstream.port)
-        self.caddy = Caddy(self.gw.port, upstream.port)
+        self.nginx = Nginx(self.gw.port, upstream.port, secret=SECRET)
+        self.caddy = Caddy(self.gw.port, upstream.port, secret=SECRET)
+        (tmp_path / "decision.secret").write_text(SECRET + "\n")
         origins = [f"http://127.0.0.1:{self.nginx.port}", f"http://127.0.0.1:{self.caddy.port}"]
         key_path, jwks = gateway_key(tmp_path)
         a.add_client("web", jwks=jwks, scopes=["openid", "profile", "email", "orders:read"],
@@ -44,7 +52,7 @@ admin_listen: 127.0.0.1:{{ADMIN}}
 workers: 2
 trusted_proxies: [127.0.0.1/32]
 public_url: [{", ".join(origins)}]
-decision: {{ path: /oauth2/auth }}
+decision: {{ secret_file: "{tmp_path / 'decision.secret'}" }}
 session: {{ keys: ["{SESSION_KEY}"], secure_cookie: false }}
 login: {{ allowed_redirect_hosts: [localhost] }}
 issuers:
@@ -97,6 +105,22 @@ routes:
     auth: login
     client: web
     headers: {{ X-Forwarded-User: sub, X-Forwarded-Email: email }}
+  - name: ro-public
+    match: {{ path_prefix: /ro/, methods: [GET] }}
+    upstream: app
+    auth: none
+  - name: ro-write
+    match: {{ path_prefix: /ro/ }}
+    upstream: app
+    auth: bearer
+    issuers: [as1]
+  - name: tok
+    match: {{ path_prefix: /tok/ }}
+    upstream: app
+    auth: login
+    client: web
+    pass_access_token: X-Access-Token
+    pass_id_token: X-Id-Token
   - name: public
     match: {{ path_prefix: / }}
     upstream: app
@@ -247,11 +271,25 @@ def test_login_redirects_nginx_401_and_caddy_302(env):
     assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com"
     # The verdict itself, asked directly with the browser's cookie: the route's headers and
     # oauth2-proxy's X-Auth-Request-*.
-    cookie = "; ".join(f"{c.name}={c.value}" for c in s.cookies)
-    status, text = get(env.gw.port, "/oauth2/auth", [f"Cookie: {cookie}", "X-Original-URL: " + env.caddy.url("/app/orders"),
-                                                     "Accept: text/html"])
+    cookie = "; ".join(f"{c.name}={c.value}" for c in s.cookies if c.name.startswith("tokengate_"))
+    status, text = get(env.gw.port, "/_tokengate/auth", [f"Cookie: {cookie}", "X-Original-URL: " + env.caddy.url("/app/orders"),
+                                                         "X-Original-Method: GET", "Accept: text/html", *WITH_SECRET])
     assert status == 200 and "X-Auth-Request-Email: alice@example.com" in text and "X-Forwarded-Email: alice@example.com" in text, text
-    assert "X-Auth-Request-User: " in text and "X-Auth-Request-Access-Token" not in text
+    # The route forwards no token: neither the session's access token nor its ID token is in
+    # the verdict; the browser had only the gateway's cookies, so X-Tokengate-Cookie is empty.
+    assert "X-Auth-Request-User: " in text and "X-Auth-Request-Access-Token" not in text and "Bearer" not in text, text
+    assert "X-Tokengate-Cookie: \r\n" in text, text
+    status, text = get(env.gw.port, "/_tokengate/auth", [f"Cookie: theme=dark; {cookie}", "X-Original-URL: " + env.caddy.url("/app/orders"),
+                                                         "X-Original-Method: GET", "Accept: text/html", *WITH_SECRET])
+    assert status == 200 and "X-Tokengate-Cookie: theme=dark\r\n" in text, text
+    # Through Caddy, with another cookie: the upstream gets that one, never the sealed session.
+    r = s.get(env.caddy.url("/app/orders"), headers={**HTML, "Cookie": f"theme=dark; {cookie}"}, allow_redirects=False, timeout=10)
+    assert r.status_code == 200 and "tokengate_session" not in sent(r).get("cookie", "") and "theme=dark" in sent(r)["cookie"], sent(r)
+    # Tokens only where the route says so: /tok/ sets pass_access_token and pass_id_token.
+    status, text = get(env.gw.port, "/_tokengate/auth", [f"Cookie: {cookie}", "X-Original-URL: " + env.caddy.url("/tok/x"),
+                                                         "X-Original-Method: GET", "Accept: text/html", *WITH_SECRET])
+    assert status == 200 and "X-Access-Token: " in text and "X-Id-Token: ey" in text, text
+    assert "X-Auth-Request-Access-Token" not in text, text
     # Logout through the ingress: the confirmation form, its POST, the session cookie cleared;
     # the page asks for a login again.
     page = s.get(env.caddy.url("/oauth2/logout"), allow_redirects=False, timeout=10)
@@ -278,21 +316,131 @@ def test_rd_after_login_behind_the_ingress(env, rd, back):
     assert r.status_code == 302 and r.headers["Location"] == back, (r.status_code, r.headers)
 
 
+FORWARD_AUTH = ["X-Forwarded-Uri: /public/x", "X-Forwarded-Host: 127.0.0.1", "X-Forwarded-Method: GET", "X-Forwarded-Proto: http"]
+
+
 def test_untrusted_peer_is_refused_and_logged(env):
     # 127.0.0.5 is not in trusted_proxies: its X-Forwarded-Uri is not read at all.
-    status, text = get(env.gw.port, "/oauth2/auth", ["X-Forwarded-Uri: /public/x", "X-Forwarded-Host: 127.0.0.1",
-                                                     "X-Forwarded-Method: GET"], source="127.0.0.5")
+    status, text = get(env.gw.port, "/_tokengate/forward-auth", FORWARD_AUTH + WITH_SECRET, source="127.0.0.5")
     assert status == 400 and "invalid_request" in text, text
     assert "untrusted peer 127.0.0.5" in env.gw.output()
-    status, text = get(env.gw.port, "/ext_authz/public/x", [], source="127.0.0.5")
+    status, text = get(env.gw.port, "/_tokengate/ext_authz/public/x", WITH_SECRET, source="127.0.0.5")
     assert status == 400
     # From the trusted ingress address the same request is judged.
-    status, _ = get(env.gw.port, "/oauth2/auth", ["X-Forwarded-Uri: /public/x", "X-Forwarded-Host: 127.0.0.1",
-                                                  "X-Forwarded-Method: GET"])
+    status, _ = get(env.gw.port, "/_tokengate/forward-auth", FORWARD_AUTH + WITH_SECRET)
     assert status == 200
-    # Without a description of the request: 400.
-    status, text = get(env.gw.port, "/oauth2/auth")
-    assert status == 400 and "which request to judge" in text
+    # Without a description of the request: 400, naming the header missing.
+    status, text = get(env.gw.port, "/_tokengate/forward-auth", WITH_SECRET)
+    assert status == 400 and "did not send X-Forwarded-Method" in text, text
+
+
+@pytest.mark.parametrize("path,headers", [
+    ("/_tokengate/forward-auth", FORWARD_AUTH),
+    ("/_tokengate/auth", ["X-Original-URL: http://127.0.0.1/public/x", "X-Original-Method: GET"]),
+    ("/_tokengate/ext_authz/public/x", []),
+])
+def test_decision_secret_is_required(env, path, headers):
+    """decision.secret_file: a trusted peer without the ingress's secret, or with a wrong one or
+    a prefix of it, gets 400 and a log line; with it, the verdict."""
+    for bad in ([], ["X-Tokengate-Decision-Secret: wrong-wrong-wrong-wrong-wrong-12"], [f"X-Tokengate-Decision-Secret: {SECRET[:-1]}"]):
+        status, text = get(env.gw.port, path, headers + bad)
+        assert status == 400 and "decision.secret" in text and "invalid_request" in text, (bad, text)
+    assert "without X-Tokengate-Decision-Secret" in env.gw.output() and "with a wrong X-Tokengate-Decision-Secret" in env.gw.output()
+    status, _ = get(env.gw.port, path, headers + WITH_SECRET)
+    assert status == 200
+
+
+@pytest.mark.parametrize("ingress", ["nginx", "caddy"])
+@pytest.mark.parametrize("path", ["/_tokengate/auth", "/_tokengate/forward-auth", "/_tokengate/ext_authz/public/x"])
+def test_clients_cannot_reach_the_decision_endpoints_through_the_ingress(env, ingress, path):
+    """Review finding 3: the recipes keep the endpoints internal (nginx `internal;`, Caddy
+    `respond /_tokengate/* 404`), so a client never gets a verdict and its identity headers."""
+    ing = getattr(env, ingress)
+    status, text = get(ing.port, path, ["X-Forwarded-Uri: /public/x", "X-Forwarded-Method: GET",
+                                        "X-Original-URL: http://127.0.0.1/public/x", "X-Original-Method: GET"])
+    assert status == 404 and "X-Auth-Request" not in text, text
+    assert not env.upstream.requests
+
+
+@pytest.mark.parametrize("spoof", [
+    # Caddy / Traefik style (the finding): nginx's headers naming a public path.
+    {"X-Original-URL": "http://127.0.0.1/public/x", "X-Original-Method": "GET"},
+    # nginx style: Traefik's and Caddy's headers naming a public path.
+    {"X-Forwarded-Uri": "/public/x", "X-Forwarded-Method": "GET", "X-Forwarded-Host": "127.0.0.1", "X-Forwarded-Proto": "http"},
+])
+@pytest.mark.parametrize("ingress", ["nginx", "caddy"])
+def test_the_other_styles_spoofed_headers_change_nothing(env, ingress, spoof):
+    """Review finding 1: a client describing a public path in the other ingress style's headers
+    is still judged on the protected path it asks for: 401, and the upstream hears nothing."""
+    ing = getattr(env, ingress)
+    spoof = {k: v.replace("127.0.0.1", f"127.0.0.1:{ing.port}") for k, v in spoof.items()}
+    r = requests.get(ing.url("/admin/secret"), headers=spoof, timeout=10)
+    assert r.status_code == 401, (r.status_code, r.text)
+    r = requests.delete(ing.url("/api/orders/1"), headers=spoof, timeout=10)
+    assert r.status_code == 401, (r.status_code, r.text)
+    assert not env.upstream.requests, env.upstream.requests
+
+
+@pytest.mark.parametrize("ingress", ["nginx", "caddy"])
+def test_a_client_cannot_pick_the_judged_method(env, ingress):
+    """Review finding 4: GET on /ro/ is public, anything else needs a token. A DELETE that
+    claims to be a GET in any method header is judged as the DELETE it is."""
+    ing = getattr(env, ingress)
+    assert requests.get(ing.url("/ro/orders/1"), timeout=10).status_code == 200
+    spoof = {"X-Original-Method": "GET", "X-Forwarded-Method": "GET", "X-HTTP-Method-Override": "GET"}
+    r = requests.delete(ing.url("/ro/orders/1"), headers=spoof, timeout=10)
+    assert r.status_code == 401, (r.status_code, r.text)
+    # Only the GET reached the upstream.
+    assert env.upstream_paths() == ["/ro/orders/1"], env.upstream.requests
+
+
+@pytest.mark.parametrize("ingress", ["nginx", "caddy"])
+def test_the_upstream_does_not_see_what_proxy_mode_strips(env, ingress):
+    """Review finding 5: with the recipes, the upstream gets no client-sent override headers,
+    no Authorization or DPoP on routes that do not forward them, and not the gateway's
+    cookies (the others pass)."""
+    ing = getattr(env, ingress)
+    tok = env.a.client_credentials_token("app1", scope="orders:read")["access_token"]
+    extra = {"X-Original-URL": f"http://127.0.0.1:{ing.port}/public/x", "X-Rewrite-URL": "/admin/secret", "X-Original-Method": "GET",
+             "Cookie": "theme=dark; tokengate_session=sealed-session-value; tokengate_login=state", "DPoP": "a.b.c"}
+    for path, auth in (("/public/x", "Bearer forged"), ("/api/orders/1", f"Bearer {tok}")):
+        r = requests.get(ing.url(path), headers={"Authorization": auth, **extra}, timeout=10)
+        assert r.status_code == 200, (path, r.status_code, r.text)
+        h = sent(r)
+        # The ingress's decision secret stays on the decision request.
+        for name in ("x-original-url", "x-rewrite-url", "x-original-method", "authorization", "dpop", "x-tokengate-decision-secret"):
+            assert not h.get(name), (path, name, h)
+        assert "tokengate_" not in h.get("cookie", "") and "theme=dark" in h["cookie"], (path, h)
+
+
+@pytest.mark.parametrize("path,headers,why", [
+    # Review finding 4: nginx style needs both headers the recipe sets, absolute URL; no fallbacks.
+    ("/_tokengate/auth", ["X-Original-URL: http://127.0.0.1/api/orders/1"], "did not send X-Original-Method"),
+    ("/_tokengate/auth", ["X-Original-URL: http://127.0.0.1/api/orders/1", "X-Forwarded-Method: GET"], "did not send X-Original-Method"),
+    ("/_tokengate/auth", ["X-Original-URL: /public/x", "X-Forwarded-Host: 127.0.0.1", "X-Original-Method: GET"], "absolute http(s) URL"),
+    ("/_tokengate/auth", ["X-Forwarded-Uri: /public/x", "X-Forwarded-Host: 127.0.0.1", "X-Forwarded-Method: GET",
+                          "X-Forwarded-Proto: http"], "did not send X-Original-URL"),
+    ("/_tokengate/forward-auth", ["X-Original-URL: http://127.0.0.1/public/x", "X-Original-Method: GET"], "did not send X-Forwarded-Method"),
+    ("/_tokengate/forward-auth", FORWARD_AUTH[:3], "did not send X-Forwarded-Proto"),
+    ("/_tokengate/forward-auth", FORWARD_AUTH[:3] + ["X-Forwarded-Proto: gopher"], "must be http or https"),
+    ("/_tokengate/forward-auth", FORWARD_AUTH + ["X-Forwarded-Uri: /admin/x"], "more than one X-Forwarded-Uri"),
+    ("/_tokengate/auth", ["X-Original-URL: http://127.0.0.1/public/x", "X-Original-Method: GET", "X-Original-Method: DELETE"],
+     "more than one X-Original-Method"),
+    # Review finding 8: a login endpoint only under its own raw path.
+    ("/_tokengate/auth", ["X-Original-URL: http://127.0.0.1/admin/%2e%2e/oauth2/start", "X-Original-Method: GET"], "login endpoint"),
+    ("/_tokengate/forward-auth", ["X-Forwarded-Uri: /admin/../oauth2/start?rd=/", "X-Forwarded-Host: 127.0.0.1",
+                                  "X-Forwarded-Method: GET", "X-Forwarded-Proto: http"], "login endpoint"),
+])
+def test_bad_descriptions_are_refused_with_400(env, path, headers, why):
+    status, text = get(env.gw.port, path, headers + WITH_SECRET)
+    assert status == 400 and why in text and "invalid_request" in text, text
+    assert "decision refused" in env.gw.output()
+
+
+def test_a_login_endpoint_is_allowed_under_its_own_path(env):
+    status, _ = get(env.gw.port, "/_tokengate/auth", ["X-Original-URL: http://127.0.0.1/oauth2/start?rd=/", "X-Original-Method: GET",
+                                                      *WITH_SECRET])
+    assert status == 200
 
 
 @pytest.mark.parametrize("ingress", ["nginx", "caddy"])
@@ -321,7 +469,8 @@ def test_decisions_cost_no_upstream_call_and_hit_the_token_cache(env):
     tok = env.a.client_credentials_token("app1", scope="orders:read")["access_token"]
     hits = metric(env, 'tokengate_token_cache_total{result="hit"}')
     for _ in range(6):
-        status, _ = get(env.gw.port, "/oauth2/auth", [f"Authorization: Bearer {tok}", "X-Original-URL: http://app/api/orders/1"])
+        status, _ = get(env.gw.port, "/_tokengate/auth", [f"Authorization: Bearer {tok}", "X-Original-URL: http://app/api/orders/1",
+                                                          "X-Original-Method: GET", *WITH_SECRET])
         assert status == 200
     # Two workers: each validates the token once at most, then its cache answers.
     assert metric(env, 'tokengate_token_cache_total{result="hit"}') >= hits + 4
@@ -335,24 +484,33 @@ def test_a_second_decision_on_the_same_proof_is_a_replay(env):
     tok = env.d.client_credentials_token("app1", scope="orders:read", dpop_key=key)["access_token"]
     url = env.nginx.url("/dpop/orders/1")
     proof = key.proof("GET", url, access_token=tok)
-    ask = [f"Authorization: DPoP {tok}", f"DPoP: {proof}", f"X-Original-URL: {url}", "X-Request-Id: same-request"]
-    status, text = get(env.gw.port, "/oauth2/auth", ask)
+    ask = [f"Authorization: DPoP {tok}", f"DPoP: {proof}", f"X-Original-URL: {url}", "X-Original-Method: GET",
+           "X-Request-Id: same-request", *WITH_SECRET]
+    status, text = get(env.gw.port, "/_tokengate/auth", ask)
     assert status == 200 and f"X-Forwarded-Jkt: {key.jkt}" in text, text
-    status, text = get(env.gw.port, "/oauth2/auth", ask)
+    status, text = get(env.gw.port, "/_tokengate/auth", ask)
     assert status == 401 and "used before" in text, text
 
 
 def test_envoy_ext_authz_http_form(env):
     tok = env.a.client_credentials_token("app1", scope="orders:read")["access_token"]
-    status, text = get(env.gw.port, "/ext_authz/api/orders/1", [f"Authorization: Bearer {tok}"])
+    ext = "/_tokengate/ext_authz"
+    status, text = get(env.gw.port, ext + "/api/orders/1", [f"Authorization: Bearer {tok}", *WITH_SECRET])
     assert status == 200 and "X-Forwarded-User: app1" in text and "X-Auth-Request-User: app1" in text, text
-    status, text = get(env.gw.port, "/ext_authz/api/orders/1")
+    status, text = get(env.gw.port, ext + "/api/orders/1", WITH_SECRET)
     assert status == 401 and "WWW-Authenticate: Bearer" in text
-    status, text = get(env.gw.port, "/ext_authz/admin/x", [f"Authorization: Bearer {tok}"])
+    status, text = get(env.gw.port, ext + "/admin/x", [f"Authorization: Bearer {tok}", *WITH_SECRET])
     assert status == 403 and 'error="insufficient_scope"' in text
-    # A route that forwards the token: the verdict carries it for the ingress to pass on.
-    status, text = get(env.gw.port, "/ext_authz/fwd/x", [f"Authorization: Bearer {tok}"])
+    # A route that forwards the token: the verdict carries it for the ingress to pass on; one
+    # that does not: no token in the verdict.
+    status, text = get(env.gw.port, ext + "/fwd/x", [f"Authorization: Bearer {tok}", *WITH_SECRET])
     assert status == 200 and f"X-Auth-Request-Access-Token: {tok}" in text, text
+    status, text = get(env.gw.port, ext + "/api/orders/1", [f"Authorization: Bearer {tok}", *WITH_SECRET])
+    assert status == 200 and "X-Auth-Request-Access-Token" not in text and tok not in text, text
+    # Envoy's form reads only the request line and Host: other styles' headers change nothing.
+    status, text = get(env.gw.port, ext + "/admin/x", ["X-Original-URL: http://127.0.0.1/public/x", "X-Original-Method: GET",
+                                                       "X-Forwarded-Uri: /public/x", *WITH_SECRET])
+    assert status == 401, text
     # Nothing went upstream for any decision.
     assert not env.upstream.requests
 
@@ -400,6 +558,7 @@ def test_shipped_decision_config_is_valid(tmp_path):
 
     from conftest import BIN, ROOT
     (tmp_path / "session.keys").write_text(base64.b64encode(os.urandom(32)).decode() + "\n")
+    (tmp_path / "decision.secret").write_text(os.urandom(32).hex() + "\n")
     subprocess.run([BIN, "keys", "generate", "--alg", "ES256", "--out", str(tmp_path / "web.jwk")], check=True, capture_output=True)
     text = open(os.path.join(ROOT, "config", "decision.yaml")).read().replace("/etc/tokengate/", f"{tmp_path}/")
     (tmp_path / "decision.yaml").write_text(text)

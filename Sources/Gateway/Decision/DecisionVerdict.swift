@@ -18,14 +18,27 @@ enum DecisionVerdict {
     /// upstream request), oauth2-proxy's `X-Auth-Request-*`, the access token where the route
     /// forwards one, and the response headers a proxied answer would carry (a fresh
     /// `DPoP-Nonce`, a refreshed session's `Set-Cookie`).
-    static func allowed(status: Int, admission: Admission, accessToken: String?, responseHeaders: [(String, String)]) -> GatewayResponse {
+    static func allowed(status: Int, admission: Admission, accessToken: String?, upstreamCookie: String,
+                        responseHeaders: [(String, String)]) -> GatewayResponse {
         var headers = admission.identity
         headers += authRequest.values(for: admission.claims)
         if let accessToken { headers.append(("X-Auth-Request-Access-Token", accessToken)) }
+        headers.append((upstreamCookieHeader, upstreamCookie))
         // A verdict is never cached (GatewayResponse says no-store): the session stage's own
         // Cache-Control, meant for an upstream answer, would only repeat it.
         headers += responseHeaders.filter { $0.0 != "Cache-Control" }
         return GatewayResponse(status: status, headers: headers, body: "", contentType: "text/plain", detail: "decision: allowed")
+    }
+
+    /// The verdict header with the request's cookies minus the gateway's own (the sealed session,
+    /// login state): the ingress sets the upstream's `Cookie` from it, as proxy mode strips
+    /// them itself. Always present, empty when nothing is left: nginx then sends no `Cookie`,
+    /// and Caddy 2.6's `copy_headers` (which sets a header the verdict lacks to its placeholder
+    /// text) sets an empty one instead of the client's.
+    static let upstreamCookieHeader = "X-Tokengate-Cookie"
+
+    static func upstreamCookie(_ head: HTTPRequestHead, own: Set<String>) -> String {
+        head.fields.values("Cookie").compactMap { CookieFilter.without(own, $0) }.joined(separator: "; ")
     }
 
     /// The access token a route forwards (`forward_token`), for `X-Auth-Request-Access-Token`:

@@ -8,17 +8,30 @@ import Reactor
 /// requests; a DPoP proof is claimed once per decision (in the authentication stage, last).
 extension Worker {
     enum DecisionKind {
+        /// `decision.path`: nginx `auth_request`, ingress-nginx.
+        case nginx
+        /// `decision.forward_auth_path`: Traefik `forwardAuth`, Caddy `forward_auth`.
         case forwardAuth
         /// Envoy's HTTP ext_authz: the original request-target after the prefix.
         case extAuthz(target: String)
+
+        var style: DecisionRequest.Style {
+            switch self {
+            case .nginx: return .nginx
+            case .forwardAuth: return .forwardAuth
+            case .extAuthz: return .envoy
+            }
+        }
     }
 
-    /// Whether `target` (as received) names a decision endpoint.
+    /// Whether `target` (as received, not normalized: only the exact path is an endpoint)
+    /// names a decision endpoint, and which ingress convention it speaks.
     func decisionKind(_ target: String) -> DecisionKind? {
         let d = config.decision
         guard d.enabled else { return nil }
         let path = target.firstIndex(of: "?").map { target[..<$0] } ?? Substring(target)
-        if path == d.path { return .forwardAuth }
+        if let p = d.path, path == p { return .nginx }
+        if let p = d.forwardAuthPath, path == p { return .forwardAuth }
         if let prefix = d.extAuthzPrefix, target.hasPrefix(prefix), target.utf8.count > prefix.utf8.count,
            target.utf8[target.utf8.index(target.utf8.startIndex, offsetBy: prefix.utf8.count)] == UInt8(ascii: "/") {
             return .extAuthz(target: String(target.dropFirst(prefix.count)))
@@ -31,8 +44,9 @@ extension Worker {
         var envoyTarget: String?
         if case .extAuthz(let t) = kind { envoyTarget = t }
         let original: DecisionRequest
-        switch DecisionRequest.read(ex.head, extAuthzTarget: envoyTarget, connectionScheme: ex.connection.isTLS ? "https" : "http",
-                                    peer: ex.connection.peer, peerTrusted: trusted) {
+        switch DecisionRequest.read(ex.head, style: kind.style, extAuthzTarget: envoyTarget,
+                                    connectionScheme: ex.connection.isTLS ? "https" : "http",
+                                    peer: ex.connection.peer, peerTrusted: trusted, secret: config.decision.secret) {
         case .failure(let problem):
             ctx.path = String(ex.head.target.prefix(256))
             ctx.route = "decision"
@@ -57,9 +71,19 @@ extension Worker {
             ctx.path = String(original.target.prefix(256))
             answer(ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID))
         case .login(_, let path, _):
-            // The gateway's own login endpoints are public: the ingress may send them on.
+            // The gateway's own login endpoints are public: the ingress may send them on — but
+            // only as themselves. A target that merely normalizes to one (`/admin/%2e%2e/oauth2/start`)
+            // never met the router's escape check, and the ingress sends its raw path upstream.
             ctx.path = path
             ctx.route = "login"
+            let raw = original.target.firstIndex(of: "?").map { String(original.target[..<$0]) } ?? original.target
+            guard raw == path else {
+                log.warning("decision refused", metadata: ["request_id": .string(ctx.requestID), "reason": .string("login endpoint reached through \(raw.prefix(200))")])
+                answer(ex, ctx, ErrorResponse.make(400, error: "invalid_request",
+                                                   description: "a login endpoint is allowed only under its own path, without dot-segments or encodings",
+                                                   requestID: ctx.requestID, detail: "decision: login endpoint reached through another path"))
+                return
+            }
             answer(ex, ctx, GatewayResponse(status: config.decision.allowStatus, body: "", contentType: "text/plain", detail: "decision: login endpoint"))
         case .forward(let plan, let path, let query, _):
             let settings = config.decision
@@ -70,6 +94,7 @@ extension Worker {
                   navigation: navigation) { [unowned self] ctx, admission in
                 let token = DecisionVerdict.forwardedToken(route: plan.route, admission: admission, head: head)
                 self.answer(ex, ctx, DecisionVerdict.allowed(status: settings.allowStatus, admission: admission, accessToken: token,
+                                                             upstreamCookie: DecisionVerdict.upstreamCookie(head, own: self.config.ownCookieNames),
                                                              responseHeaders: ctx.responseHeaders))
             }
         }
