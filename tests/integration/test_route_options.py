@@ -294,3 +294,51 @@ def test_readme_helper_is_the_tested_one():
     with open(os.path.join(ROOT, "examples", "verify_assertion.py")) as f:
         helper = f.read()
     assert "```python\n" + helper + "```" in readme
+
+
+def check_config(tmp_path, text):
+    path = tmp_path / "check.yaml"
+    path.write_text(text)
+    return subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True)
+
+
+LOGIN_CONFIG = """public_url: https://app1.example.com
+session: {{ keys: ["q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE="] {session} }}
+issuers:
+  corp: {{ issuer: "https://idp.example.com", discovery: true, audiences: [api] }}
+clients:
+  web: {{ issuer: corp, client_id: web, secret: s3cret-s3cret-s3cret, scopes: [openid, email] }}
+upstreams: {{ a: {{ url: "http://127.0.0.1:9000" }} }}
+routes:
+  - match: {{ path_prefix: / }}
+    upstream: a
+    auth: login
+    client: web
+{route}
+"""
+
+
+def test_check_config_warns_about_cookie_domain_and_refuses_it_without_secure(tmp_path):
+    """Finding 9: cookie_domain is allowed with a warning; without Secure it is refused."""
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session=", cookie_domain: example.com", route=""))
+    assert r.returncode == 0, r.stdout
+    assert "ok (1 routes" in r.stdout
+    assert "warning: line 2: session.cookie_domain: every host under example.com receives the sealed session cookie" in r.stdout
+    assert "leave cookie_domain out (host-only __Host- cookie)" in r.stdout
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session="", route=""))
+    assert r.returncode == 0 and "warning" not in r.stdout, r.stdout
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session=", cookie_domain: example.com, secure_cookie: false", route=""))
+    assert r.returncode == 1, r.stdout
+    assert "session.cookie_domain: needs secure_cookie: true: a Domain cookie without Secure has no __Secure- prefix" in r.stdout
+
+
+def test_check_config_refuses_an_empty_any_of_alternative(tmp_path):
+    """Finding 10: any_of: [{}, ...] would let everyone in."""
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session="", route="    require: { any_of: [ {}, { scopes: [admin] } ] }"))
+    assert r.returncode == 1, r.stdout
+    assert ("routes[0].require.any_of[0]: has no rules, so it is always met and any_of lets everyone in; "
+            "give it scopes, claims or email_domains, or remove it") in r.stdout
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session="", route="    require: { any_of: [] }"))
+    assert r.returncode == 1 and "routes[0].require.any_of: needs at least two alternatives" in r.stdout, r.stdout
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session="", route="    require: { any_of: [ { scopes: [a] }, { scopes: [b] } ] }"))
+    assert r.returncode == 0, r.stdout
