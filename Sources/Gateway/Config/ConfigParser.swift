@@ -110,7 +110,7 @@ public enum ConfigParser {
         cfg.strippedIdentityHeaders = stripped.sorted().map { Array($0.utf8) }
 
         checkCookieDomain(cfg, node: top["session"], r)
-        cfg.warnings = warnings(cfg, top: top, r)
+        cfg.warnings = warnings(cfg, top: top)
         if cfg.listeners.isEmpty && top["listen"] == nil {
             cfg.listeners = [ListenerConfig(address: SocketAddress(host: "0.0.0.0", port: 8080), tls: nil)]
         }

@@ -4,7 +4,7 @@ import Yams
 /// sometimes needed, yet weaken a guarantee. check-config prints them; the server logs them
 /// at start and on every reload. Errors stay in the parser: these never refuse a config.
 extension ConfigParser {
-    static func warnings(_ cfg: GatewayConfig, top: [String: Node], _ r: ConfigReader) -> [ConfigProblem] {
+    static func warnings(_ cfg: GatewayConfig, top: [String: Node]) -> [ConfigProblem] {
         var out: [ConfigProblem] = []
         func warn(_ path: String, _ node: Node?, _ message: String) {
             out.append(ConfigProblem(path: path, line: node?.mark.map { $0.line }, message: message))
