@@ -41,6 +41,7 @@ struct PagesTests {
         #expect(why("<{{m}}>")?.contains("right after <") == true)
         #expect(why("<a onclick=\"go('{{m}}')\">x</a>")?.contains("onclick attribute runs as script") == true)
         #expect(why("<p style='color: {{m}}'>x</p>")?.contains("style attribute runs as CSS") == true)
+        #expect(why("<iframe srcdoc=\"<p>{{m}}</p>\"></iframe>")?.contains("srcdoc attribute is parsed as HTML") == true)
         // Text, quoted values, comments, and after a closed script/style are fine.
         #expect(why("<p title=\"{{m}}\" data-x='{{m}}'>{{m}}</p><!-- {{m}} --><script>1</script>{{m}}<style>p{}</style > {{m}}") == nil)
         #expect(why("<p>a < b {{m}} x > y</p>") == nil)

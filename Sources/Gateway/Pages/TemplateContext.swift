@@ -37,6 +37,9 @@ struct TemplateContext {
         case .data, .comment: return nil
         case .quoted:
             let name = String(decoding: attribute, as: UTF8.self).lowercased()
+            if name == "srcdoc" {
+                return "a variable inside the srcdoc attribute is parsed as HTML after the browser decodes it; put it in text or an ordinary quoted attribute"
+            }
             if name.hasPrefix("on") || name == "style" {
                 return "a variable inside the \(name) attribute runs as \(name == "style" ? "CSS" : "script") after the browser decodes it; put it in text or an ordinary quoted attribute"
             }
