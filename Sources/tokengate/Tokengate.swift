@@ -53,6 +53,7 @@ struct CheckConfig: ParsableCommand {
         switch ConfigParser.load(path: file) {
         case .success(let c):
             print("\(file): ok (\(c.routeCount) routes, \(c.upstreamCount) upstreams, \(c.workers) workers)")
+            for w in c.warnings { print("  warning: \(w)") }
         case .failure(let err):
             print("\(file): \(err.problems.count) problem\(err.problems.count == 1 ? "" : "s"):")
             for p in err.problems { print("  - \(p)") }

@@ -26,6 +26,27 @@ struct PagesTests {
         }
     }
 
+    /// Finding 11: HTML escaping protects text and quoted attribute values only.
+    @Test func refusesVariablesWhereEscapingDoesNotProtect() {
+        func why(_ t: String) -> String? {
+            do { _ = try PageTemplate(t, allowed: ["m"]); return nil } catch { return "\(error)" }
+        }
+        #expect(why("<p>\n<script>var m = \"{{m}}\";</script>")?.hasPrefix("line 2: {{m}}: a variable inside <script>") == true)
+        #expect(why("<STYLE>p { content: '{{m}}' }</STYLE>")?.contains("inside <style>") == true)
+        #expect(why("<script type=\"x\">\n</scriptx>{{m}}</script>")?.contains("inside <script>") == true)
+        #expect(why("<div title={{m}}>x</div>")?.contains("unquoted attribute value") == true)
+        #expect(why("<div title=a{{m}}>x</div>")?.contains("unquoted attribute value") == true)
+        #expect(why("<div {{m}}>x</div>")?.contains("inside a tag") == true)
+        #expect(why("<div title=\"a\" {{m}}>x</div>")?.contains("inside a tag") == true)
+        #expect(why("<{{m}}>")?.contains("right after <") == true)
+        #expect(why("<a onclick=\"go('{{m}}')\">x</a>")?.contains("onclick attribute runs as script") == true)
+        #expect(why("<p style='color: {{m}}'>x</p>")?.contains("style attribute runs as CSS") == true)
+        #expect(why("<iframe srcdoc=\"<p>{{m}}</p>\"></iframe>")?.contains("srcdoc attribute is parsed as HTML") == true)
+        // Text, quoted values, comments, and after a closed script/style are fine.
+        #expect(why("<p title=\"{{m}}\" data-x='{{m}}'>{{m}}</p><!-- {{m}} --><script>1</script>{{m}}<style>p{}</style > {{m}}") == nil)
+        #expect(why("<p>a < b {{m}} x > y</p>") == nil)
+    }
+
     @Test func builtInPagesParseAndRender() {
         let pages = Pages()
         let choose = pages.choosePage(clients: ["corp", "<x>"], href: { "/oauth2/start?client=\($0)&rd=/" }, requestID: "r1")

@@ -183,6 +183,18 @@ struct RouteOptionsTests {
         #expect(problems(config(route: "auth: login\nclient: web\nrequire: { any_of: [ { claims: { a: b } } ] }")).contains("at least two"))
     }
 
+    /// Finding 10: an alternative with no rules is always met; the whole any_of would be.
+    @Test func anyOfRefusesEmptyAlternatives() {
+        let empty = problems(config(route: "auth: login\nclient: web\nrequire: { any_of: [ {}, { scopes: [admin] } ] }"))
+        #expect(empty.contains("routes[0].require.any_of[0]") && empty.contains("has no rules, so it is always met"))
+        #expect(problems(config(route: "auth: login\nclient: web\nrequire: { any_of: [ { scopes: [admin] }, { scopes: [] } ] }"))
+            .contains("any_of[1]: has no rules"))
+        #expect(problems(config(route: "auth: login\nclient: web\nrequire: { any_of: [ { claims: {} }, { scopes: [a] } ] }"))
+            .contains("any_of[0]: has no rules"))
+        #expect(problems(config(route: "auth: login\nclient: web\nrequire: { any_of: [] }")).contains("needs at least two alternatives"))
+        #expect(problems(config(route: "auth: login\nclient: web\nrequire: { any_of: [ { scopes: [a] }, { scopes: [b] } ] }")).isEmpty)
+    }
+
     // MARK: cookies
 
     @Test func cookieDomainAndSameSite() throws {

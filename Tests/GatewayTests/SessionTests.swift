@@ -27,6 +27,21 @@ struct SessionTests {
         #expect(Self.session(refresh: String(repeating: "a b", count: 25_000)).encoded()?.count == nil)
     }
 
+    /// Review finding 7: the stale-userinfo mark survives sealing; sessions sealed without it
+    /// decode unchanged; a trailing field that is not a number is refused.
+    @Test func userinfoStaleMarkRoundTrips() {
+        let original = Self.session()
+        var s = original
+        let plain = s.encoded()!
+        s.userinfoStaleSince = 1_700_000_000
+        let marked = s.encoded()!
+        #expect(marked.count == plain.count + 11)
+        #expect(Session(encoded: marked)?.userinfoStaleSince == 1_700_000_000)
+        #expect(Session(encoded: plain)?.userinfoStaleSince == nil && Session(encoded: plain) == original)
+        #expect(Session(encoded: plain + [1, 0, 1, 0x41]) == nil)
+        #expect(Session(encoded: marked + [0]) == nil)
+    }
+
     @Test func corruptEncodingsAreRefused() {
         let good = Self.session().encoded()!
         #expect(Session(encoded: []) == nil)

@@ -26,7 +26,13 @@ ROUTES = """  - name: both
     match: { path_prefix: /partners/ }
     upstream: app
     auth: login
-    client: partners"""
+    client: partners
+  - name: corp-admin
+    match: { path_prefix: /corp-admin/ }
+    upstream: app
+    auth: login
+    clients: [web, partners]
+    require: { clients: [web] }"""
 
 
 class TwoClients(LoginEnv):
@@ -109,8 +115,11 @@ def test_start_takes_client_and_refuses_an_unknown_one(two):
     evil = "<script>alert(1)</script>"
     two.browser = requests.Session()
     r = two.get("/oauth2/start?client=" + quote(evil))
-    assert r.status_code == 400 and "There is no sign-in called" in r.text, r.text
-    assert "<script>" not in r.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
+    assert r.status_code == 400 and "This sign-in link names no sign-in configured here." in r.text, r.text
+    # Finding 11: the client-chosen name is not echoed at all, escaped or not.
+    assert "<script>" not in r.text and "alert(1)" not in r.text
+    r = two.get("/oauth2/start?client=" + quote("Call +1-555-0100 to unlock your account"))
+    assert r.status_code == 400 and "555" not in r.text and "unlock" not in r.text
     assert two.browser.cookies.get("tokengate_login") is None, "no login was begun"
 
 
@@ -158,6 +167,36 @@ def test_check_config_explains_clients_misuse(two, route, message):
     open(path, "w").write(bad)  # "both" is routes[1] (after "bye")
     r = subprocess.run([BIN, "check-config", path], capture_output=True, text=True)
     assert r.returncode == 1 and message in r.stdout, r.stdout
+
+
+def test_require_clients_scopes_a_route_to_one_idp(two, upstream):
+    """Finding 6: a partners session (same sub as a corp user) does not meet require.clients: [web]."""
+    assert two.login_with("/both/x", "partners", two.as2).status_code == 200
+    seen = len(upstream.requests)
+    r = two.browser.get(two.url("/corp-admin/x"), headers=JSON, allow_redirects=False, timeout=10)
+    assert r.status_code == 403 and r.json()["error"] == "insufficient_scope", r.text
+    assert "vouched for by client partners, not one the rule names" in two.gw.output()
+    assert len(upstream.requests) == seen
+    two.browser = requests.Session()
+    assert two.login_with("/both/x", "web", two.a).status_code == 200
+    assert two.get("/corp-admin/x").status_code == 200
+
+
+def test_check_config_warns_about_unscoped_rules_on_a_mixed_route(two):
+    text = open(two.gw.config_path).read()
+    bad = text.replace("require: { clients: [web] }", "require: { claims: { groups: { contains: admin } } }", 1)
+    assert bad != text
+    path = two.gw.config_path + ".warn.yaml"
+    open(path, "w").write(bad)
+    r = subprocess.run([BIN, "check-config", path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+    assert "warning: routes[3].require: this route accepts callers from clients web, partners" in r.stdout, r.stdout
+    r = subprocess.run([BIN, "check-config", two.gw.config_path], capture_output=True, text=True)
+    assert r.returncode == 0 and "warning" not in r.stdout, r.stdout
+    # Names the route does not list: refused.
+    open(path, "w").write(text.replace("require: { clients: [web] }", "require: { clients: [corp] }", 1))
+    r = subprocess.run([BIN, "check-config", path], capture_output=True, text=True)
+    assert r.returncode == 1 and "routes[3].require.clients: corp is not a login client of this route (clients: web, partners)" in r.stdout, r.stdout
 
 
 def test_check_config_refuses_clients_on_a_token_route(two):

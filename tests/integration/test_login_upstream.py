@@ -117,6 +117,11 @@ def test_tokens_and_assertion_upstream(login_as, upstream, tmp_path):
         assert claims["sub"] == ident["sub"] and claims["email"] == "alice@example.com"
         assert claims["groups"] == ["staff", "dev"] and claims["preferred_username"] == "alice"
         assert claims["exp"] - claims["iat"] == 60 and len(claims["jti"]) >= 16
+        # Who vouched (finding 6): the session's IdP and its login client.
+        assert claims["idp"] == login_as.issuer and claims["client"] == "web"
+        assert verify_assertion(value, jwks, e.url("").rstrip("/"), audience, idps=[login_as.issuer])["sub"] == ident["sub"]
+        with pytest.raises(ValueError, match="another IdP"):
+            verify_assertion(value, jwks, e.url("").rstrip("/"), audience, idps=["https://partner-idp.example"])
         # The first listed key signs (the second is published for rotation).
         header = json.loads(base64.urlsafe_b64decode(value.split(".")[0] + "=="))
         assert header["kid"] == "assert-new" and header["alg"] == "ES256"

@@ -211,7 +211,13 @@ def test_a_broken_userinfo_answer_ends_the_login(login_as, upstream, tmp_path, a
         e.stop()
 
 
-def test_userinfo_down_at_refresh_keeps_the_session_and_its_claims(short_as, upstream, tmp_path):
+# A refresh within RefreshCoordinator's 30 s grace answers the previous outcome (a request
+# with the old cookie gets the new session), so "the next refresh" is at least 30 s later.
+NEXT_REFRESH = 31
+
+
+def test_userinfo_down_at_refresh_keeps_the_claims_until_the_next_refresh_only(short_as, upstream, tmp_path):
+    """Finding 7: an unreachable userinfo keeps the previous claims for one refresh, no longer."""
     e = make(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
     try:
         assert e.login("/audit/report").status_code == 200
@@ -220,6 +226,52 @@ def test_userinfo_down_at_refresh_keeps_the_session_and_its_claims(short_as, ups
         r = e.get("/audit/report")
         assert r.status_code == 200 and sent(r)["x-teams"] == "audit,ops", r.text
         assert short_as.refresh_ok_count == 1
-        assert "userinfo after a refresh failed; the session keeps its claims" in e.gw.output()
+        assert "userinfo after a refresh unreachable; the session keeps its claims until the next refresh" in e.gw.output()
+        # Back at the next refresh: fresh claims, and the stale mark is cleared...
+        short_as.userinfo_answer = None
+        short_as.userinfo_claims = {"alice": {"teams": ["audit"]}}
+        time.sleep(NEXT_REFRESH)
+        r = e.get("/audit/report")
+        assert r.status_code == 200 and sent(r)["x-teams"] == "audit", r.text
+        assert short_as.refresh_ok_count == 2
+        # ...so one more unreachable refresh keeps them again,
+        short_as.userinfo_answer = (502, "text/plain", "down")
+        time.sleep(NEXT_REFRESH)
+        assert e.get("/audit/report").status_code == 200
+        assert short_as.refresh_ok_count == 3
+        # but a second one in a row ends the session.
+        time.sleep(NEXT_REFRESH)
+        r = e.browser.get(e.url("/audit/report"), headers=JSON, allow_redirects=False, timeout=10)
+        assert short_as.refresh_ok_count == 4
+        assert r.status_code == 401 and r.json()["error"] == "login_required", r.text
+        assert "tokengate_session=;" in r.headers.get("Set-Cookie", "")
+        assert "userinfo unreachable again after a refresh; the session's claims are stale, the session ends" in e.gw.output()
+    finally:
+        e.stop()
+
+
+@pytest.mark.parametrize("answer,claims,log", [
+    # The bloat attack: a kept claim grown past the session's bound before a group removal.
+    (None, {"alice": {"teams": ["audit"] + ["t%03d-" % i + "x" * 35 for i in range(200)]}}, "the userinfo claims the session keeps take"),
+    (None, {"alice": {"teams": ["audit"], **{f"c{i}": i for i in range(150)}}}, "claims (at most 100)"),
+    ((401, "application/json", '{"error":"invalid_token"}'), None, "userinfo endpoint answered 401"),
+    ((200, "text/html", "<html></html>"), None, "answered text/html, not application/json"),
+    ((200, "application/json", "not json"), None, "userinfo response is not a JSON object"),
+])
+def test_a_refused_userinfo_after_a_refresh_ends_the_session(short_as, upstream, tmp_path, answer, claims, log):
+    """Finding 7: only an unreachable AS keeps the previous claims; every refusal ends the session."""
+    e = make(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
+    try:
+        assert e.login("/audit/report").status_code == 200
+        short_as.userinfo_answer = answer
+        if claims is not None:
+            short_as.userinfo_claims = claims
+        time.sleep(2.5)
+        r = e.browser.get(e.url("/audit/report"), headers=JSON, allow_redirects=False, timeout=10)
+        assert short_as.refresh_ok_count == 1
+        assert r.status_code == 401 and r.json()["error"] == "login_required", r.text
+        assert "tokengate_session=;" in r.headers.get("Set-Cookie", "")
+        out = e.gw.output()
+        assert "userinfo after a refresh was refused; the session ends" in out and log in out
     finally:
         e.stop()

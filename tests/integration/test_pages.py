@@ -140,6 +140,13 @@ def check_config(e, extra_top):
     ({"logout.html": "<p>Bye</p>"}, "pages_dir: logout.html: must use {{csrf_token}} and {{logout_action}} (the page cannot work without it)"),
     ({"fobidden.html": "<p>x</p>"}, "pages_dir: fobidden.html is not a page (typo?); the pages are error.html, forbidden.html"),
     ({"error.html": b"\xff\xfe<p>"}, "pages_dir: error.html: not UTF-8 text"),
+    # Finding 11: where HTML escaping does not protect, a variable is refused with file and line.
+    ({"error.html": "<p>x</p>\n<script>var e = '{{error}}';</script>"},
+     "pages_dir: error.html: line 2: {{error}}: a variable inside <script> is not escaped for JavaScript"),
+    ({"error.html": "<style>\nh1:after { content: '{{error}}' }</style>"}, "pages_dir: error.html: line 2: {{error}}: a variable inside <style>"),
+    ({"error.html": "<p class={{error}}>x</p>"},
+     "pages_dir: error.html: line 1: {{error}}: a variable in an unquoted attribute value can add attributes (onmouseover=…); quote the value"),
+    ({"error.html": "<img src=\"x\" onerror=\"log('{{error}}')\">"}, "{{error}}: a variable inside the onerror attribute runs as script"),
 ])
 def test_check_config_refuses_a_broken_template(login_as, upstream, tmp_path, files, message):
     e = LoginEnv(login_as, upstream, tmp_path)

@@ -33,7 +33,15 @@ def idp():
 
 
 @pytest.fixture
-def gw(upstream, idp, tmp_path, gateway_factory):
+def idp2():
+    s = JWKSServer()
+    s.keys = [ec_key("two-1")]
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def gw(upstream, idp, idp2, tmp_path, gateway_factory):
     key = assertion_key(tmp_path, "gw-1")
     return gateway_factory(f"""
 listen: 127.0.0.1:{{PORT}}
@@ -43,6 +51,7 @@ public_url: https://gw.example.test
 identity_assertion_keys: ["{key}"]
 issuers:
   one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}
+  two: {{ issuer: "https://idp.two", jwks_uri: "{idp2.url}", audiences: [api], algorithms: [ES256] }}
 upstreams:
   app: {{ url: "http://127.0.0.1:{upstream.port}" }}
   based: {{ url: "http://127.0.0.1:{upstream.port}/base" }}
@@ -74,6 +83,23 @@ routes:
       any_of:
         - {{ claims: {{ groups: {{ contains: admin }} }} }}
         - {{ email_domains: [example.org], claims: {{ team: ops }} }}
+  - name: mixed
+    match: {{ path_prefix: /mixed/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one, two]
+    identity_assertion: {{}}
+    require:
+      any_of:
+        - {{ issuers: [one], claims: {{ groups: {{ contains: admin }} }} }}
+        - {{ issuers: [two], scopes: [partner] }}
+  - name: forwarding
+    match: {{ path_prefix: /fwd/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    forward_token: true
+    cors_preflight: allow
   - name: public
     match: {{ path_prefix: / }}
     upstream: app
@@ -123,6 +149,45 @@ def test_cors_preflight_passes_but_nothing_else(gw, upstream):
     assert len(upstream.requests) == seen
     # A route without the option refuses preflights too.
     assert get(gw, "/either/x", method="OPTIONS", headers=pre).status_code == 401
+
+
+def test_cors_preflight_with_body_is_checked(gw, upstream):
+    """Finding 2: a preflight has no body; an OPTIONS with Origin and ACRM and a body is an
+    ordinary request, checked like every other (401), and never reaches the upstream."""
+    pre = {"Origin": "https://app.example.test", "Access-Control-Request-Method": "DELETE",
+           "Content-Type": "application/json"}
+    seen = len(upstream.requests)
+    for route in ("/corp/x", "/fwd/x"):
+        r = requests.request("OPTIONS", gw.url(route), headers=pre, data=b'{"drop": "table"}', timeout=10)
+        assert r.status_code == 401 and r.headers["WWW-Authenticate"].startswith("Bearer"), r.text
+        r = requests.request("OPTIONS", gw.url(route), headers={**pre, "Authorization": "Bearer forged"},
+                             data=b'{"drop": "table"}', timeout=10)
+        assert r.status_code == 401 and 'error="invalid_token"' in r.headers["WWW-Authenticate"], r.text
+        # Chunked (Transfer-Encoding) is a body too, even an empty one.
+        r = requests.request("OPTIONS", gw.url(route), headers=pre, data=iter([b"x"]), timeout=10)
+        assert r.status_code == 401, r.text
+    assert len(upstream.requests) == seen
+    # Content-Length: 0 is no body: still a preflight.
+    r = requests.request("OPTIONS", gw.url("/fwd/x"), headers={**pre, "Content-Length": "0"}, timeout=10)
+    assert r.status_code == 200 and r.json()["method"] == "OPTIONS"
+
+
+def test_cors_preflight_never_forwards_credentials(gw, idp):
+    """Finding 2: a forged Authorization on a forward_token route, a DPoP proof, a
+    Proxy-Authorization or any cookie on a preflight never reach the upstream."""
+    pre = {"Origin": "https://app.example.test", "Access-Control-Request-Method": "DELETE",
+           "Authorization": "Bearer forged", "Proxy-Authorization": "Basic Zm9vOmJhcg==",
+           "DPoP": "forged.proof.value", "Cookie": "app_session=stolen; other=1"}
+    for route in ("/fwd/x", "/corp/x"):
+        r = get(gw, route, method="OPTIONS", headers=pre)
+        assert r.status_code == 200, r.text
+        h = sent(r)
+        assert h["origin"] == "https://app.example.test" and h["access-control-request-method"] == "DELETE"
+        for name in ("authorization", "proxy-authorization", "dpop", "cookie"):
+            assert name not in h, (route, name)
+    # The same route still forwards a real caller's verified token on other requests.
+    t = token(idp.keys[0])
+    assert sent(get(gw, "/fwd/x", t))["authorization"] == f"Bearer {t}"
 
 
 def test_email_domains_both_sides(gw, idp):
@@ -193,6 +258,35 @@ def test_assertion_per_token(gw, idp, upstream):
     assert "x-tokengate-assertion" not in sent(get(gw, "/anything", headers={"X-Tokengate-Assertion": value}))
 
 
+def test_mixed_issuers_are_told_apart(gw, idp, idp2, upstream):
+    """Finding 6: on a route with two IdPs, require.issuers scopes each rule to its IdP, and the
+    assertion names the IdP (idp) that vouched, so an upstream keys users by (idp, sub)."""
+    jwks = requests.get(gw.url("/.well-known/jwks.json"), timeout=5).json()
+    aud = f"http://127.0.0.1:{upstream.port}"
+    one, two = idp.keys[0], idp2.keys[0]
+    # The attack: IdP two mints alice with corp's admin group. Refused (403), never forwarded.
+    seen = len(upstream.requests)
+    r = get(gw, "/mixed/x", token(two, iss="https://idp.two", groups=["admin"]))
+    assert r.status_code == 403 and 'error="insufficient_scope"' in r.headers["WWW-Authenticate"], r.text
+    assert len(upstream.requests) == seen
+    assert "vouched for by issuer two, not one the rule names" in gw.output()
+    # IdP one's admin passes; the assertion says which IdP.
+    r = get(gw, "/mixed/x", token(one, groups=["admin"]))
+    assert r.status_code == 200, r.text
+    claims = verify_assertion(sent(r)["x-tokengate-assertion"], jwks, "https://gw.example.test", aud, idps=["https://idp.one"])
+    assert claims["idp"] == "https://idp.one" and claims["sub"] == "alice" and "client" not in claims
+    # IdP two's partner passes its own alternative; an upstream serving IdP one's users refuses it.
+    r = get(gw, "/mixed/x", token(two, iss="https://idp.two", scope="partner"))
+    assert r.status_code == 200, r.text
+    value = sent(r)["x-tokengate-assertion"]
+    assert verify_assertion(value, jwks, "https://gw.example.test", aud)["idp"] == "https://idp.two"
+    with pytest.raises(ValueError, match="another IdP"):
+        verify_assertion(value, jwks, "https://gw.example.test", aud, idps=["https://idp.one"])
+    # A token claim named idp never replaces the gateway's.
+    r = get(gw, "/mixed/x", token(two, iss="https://idp.two", scope="partner", idp="https://idp.one"))
+    assert verify_assertion(sent(r)["x-tokengate-assertion"], jwks, "https://gw.example.test", aud)["idp"] == "https://idp.two"
+
+
 def test_readme_helper_is_the_tested_one():
     """The README shows upstream apps exactly the helper these tests verify with."""
     with open(os.path.join(ROOT, "README.md")) as f:
@@ -200,3 +294,51 @@ def test_readme_helper_is_the_tested_one():
     with open(os.path.join(ROOT, "examples", "verify_assertion.py")) as f:
         helper = f.read()
     assert "```python\n" + helper + "```" in readme
+
+
+def check_config(tmp_path, text):
+    path = tmp_path / "check.yaml"
+    path.write_text(text)
+    return subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True)
+
+
+LOGIN_CONFIG = """public_url: https://app1.example.com
+session: {{ keys: ["q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE="] {session} }}
+issuers:
+  corp: {{ issuer: "https://idp.example.com", discovery: true, audiences: [api] }}
+clients:
+  web: {{ issuer: corp, client_id: web, secret: s3cret-s3cret-s3cret, scopes: [openid, email] }}
+upstreams: {{ a: {{ url: "http://127.0.0.1:9000" }} }}
+routes:
+  - match: {{ path_prefix: / }}
+    upstream: a
+    auth: login
+    client: web
+{route}
+"""
+
+
+def test_check_config_warns_about_cookie_domain_and_refuses_it_without_secure(tmp_path):
+    """Finding 9: cookie_domain is allowed with a warning; without Secure it is refused."""
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session=", cookie_domain: example.com", route=""))
+    assert r.returncode == 0, r.stdout
+    assert "ok (1 routes" in r.stdout
+    assert "warning: line 2: session.cookie_domain: every host under example.com receives the sealed session cookie" in r.stdout
+    assert "leave cookie_domain out (host-only __Host- cookie)" in r.stdout
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session="", route=""))
+    assert r.returncode == 0 and "warning" not in r.stdout, r.stdout
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session=", cookie_domain: example.com, secure_cookie: false", route=""))
+    assert r.returncode == 1, r.stdout
+    assert "session.cookie_domain: needs secure_cookie: true: a Domain cookie without Secure has no __Secure- prefix" in r.stdout
+
+
+def test_check_config_refuses_an_empty_any_of_alternative(tmp_path):
+    """Finding 10: any_of: [{}, ...] would let everyone in."""
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session="", route="    require: { any_of: [ {}, { scopes: [admin] } ] }"))
+    assert r.returncode == 1, r.stdout
+    assert ("routes[0].require.any_of[0]: has no rules, so it is always met and any_of lets everyone in; "
+            "give it scopes, claims or email_domains, or remove it") in r.stdout
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session="", route="    require: { any_of: [] }"))
+    assert r.returncode == 1 and "routes[0].require.any_of: needs at least two alternatives" in r.stdout, r.stdout
+    r = check_config(tmp_path, LOGIN_CONFIG.format(session="", route="    require: { any_of: [ { scopes: [a] }, { scopes: [b] } ] }"))
+    assert r.returncode == 0, r.stdout

@@ -48,7 +48,7 @@ struct AuthRefusals {
 
     /// 403 `insufficient_scope` when the token lacks the route's scopes or claims.
     func authorize(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
-        guard let failure = tokens.requirement.check(token.claims, scopeClaim: token.scopeClaim) else { return nil }
+        guard let failure = tokens.requirement.check(token.claims, scopeClaim: token.scopeClaim, issuer: token.issuer) else { return nil }
         let detail = failure.description
         let scope = tokens.requirement.scopes.isEmpty ? nil : tokens.requirement.scopes
         return AuthDenial(status: 403, challenges: challenges(error: .insufficient_scope, description: "the token does not grant access to this resource",

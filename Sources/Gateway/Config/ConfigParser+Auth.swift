@@ -119,7 +119,7 @@ extension ConfigParser {
 
     static func requirement(_ node: Node, path p: String, _ r: ConfigReader) -> AuthorizationRequirement {
         var req = AuthorizationRequirement()
-        guard let m = r.mapping(node, path: p, known: ["scopes", "claims", "email_domains", "any_of"]) else { return req }
+        guard let m = r.mapping(node, path: p, known: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"]) else { return req }
         requirementExtras(m, path: p, &req, r)
         if let n = m["scopes"], let seq = r.sequence(n, path: "\(p).scopes") {
             req.scopes = seq.enumerated().compactMap { r.string($1, path: "\(p).scopes[\($0)]") }

@@ -138,6 +138,11 @@ extension ConfigParser {
     /// (RFC 6265 §5.3 step 6): every public_url must be under `session.cookie_domain`.
     static func checkCookieDomain(_ cfg: GatewayConfig, node: Node?, _ r: ConfigReader) {
         guard let domain = cfg.session.cookieDomain else { return }
+        // Without Secure, the cookie cannot carry the __Secure- prefix (RFC 6265bis §4.1.3.1):
+        // any host under the domain, over plain HTTP too, could set one the gateway would take.
+        if !cfg.session.secureCookie {
+            r.problem("session.cookie_domain", node, "needs secure_cookie: true: a Domain cookie without Secure has no __Secure- prefix, so any host under \(domain), even over plain http, could plant a session cookie; remove cookie_domain (host-only cookie) or set secure_cookie: true")
+        }
         for url in cfg.publicURLs {
             var host = url.authority.lowercased()
             if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") { host = String(host[..<colon]) }
@@ -145,6 +150,20 @@ extension ConfigParser {
                 r.problem("session.cookie_domain", node, "\(domain) does not cover public_url \(url.scheme)://\(url.authority): browsers would refuse the cookie there; use a domain every public_url is under")
             }
         }
+    }
+
+    /// `require.issuers` / `require.clients` (and those of every any_of alternative) name
+    /// issuers the route accepts tokens from, or login clients it lists.
+    static func checkVouchers(_ req: AuthorizationRequirement, route: RouteConfig, cfg: GatewayConfig, node: Node?, path p: String, _ r: ConfigReader) {
+        let tokenIssuers = route.tokens?.issuers ?? []
+        let sessionIssuers = route.clients.compactMap { cfg.clients[$0]?.issuer }
+        for name in req.issuers where !tokenIssuers.contains(name) && !sessionIssuers.contains(name) {
+            r.problem("\(p).issuers", node, "\(name) is not an issuer this route accepts (route issuers: \(tokenIssuers.joined(separator: ", ")); login clients' issuers: \(sessionIssuers.joined(separator: ", ")))")
+        }
+        for name in req.clients where !route.clients.contains(name) {
+            r.problem("\(p).clients", node, "\(name) is not a login client of this route (clients: \(route.clients.joined(separator: ", "))); a token never meets require.clients")
+        }
+        for (j, alt) in req.anyOf.enumerated() { checkVouchers(alt, route: route, cfg: cfg, node: node, path: "\(p).any_of[\(j)]", r) }
     }
 
     /// `require.email_domains`, `require.any_of` (called by `requirement`).
@@ -161,9 +180,24 @@ extension ConfigParser {
             }
             if seq.isEmpty { r.problem("\(p).email_domains", n, "is empty: no email would match; list domains or remove the key") }
         }
+        // `issuers` / `clients`: names, checked against the route's own lists in `checkVouchers`.
+        for key in ["issuers", "clients"] {
+            guard let n = m[key], let seq = r.sequence(n, path: "\(p).\(key)") else { continue }
+            let names = seq.enumerated().compactMap { r.string($1, path: "\(p).\(key)[\($0)]") }
+            if names.isEmpty { r.problem("\(p).\(key)", n, "is empty: no caller would match; list names or remove the key") }
+            if key == "issuers" { req.issuers = names } else { req.clients = names }
+        }
         if let n = m["any_of"], let seq = r.sequence(n, path: "\(p).any_of") {
             if seq.count < 2 { r.problem("\(p).any_of", n, "needs at least two alternatives (with one, write its rules directly)") }
-            req.anyOf = seq.enumerated().map { requirement($1, path: "\(p).any_of[\($0)]", r) }
+            req.anyOf = seq.enumerated().map { j, item in
+                let alt = requirement(item, path: "\(p).any_of[\(j)]", r)
+                // An alternative with no rule is always met, and so would the whole any_of be
+                // (`any_of: [{}, {scopes: [admin]}]` lets everyone in).
+                if alt.isEmpty {
+                    r.problem("\(p).any_of[\(j)]", item, "has no rules, so it is always met and any_of lets everyone in; give it scopes, claims or email_domains, or remove it")
+                }
+                return alt
+            }
         }
     }
 }

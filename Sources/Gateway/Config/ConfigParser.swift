@@ -110,6 +110,7 @@ public enum ConfigParser {
         cfg.strippedIdentityHeaders = stripped.sorted().map { Array($0.utf8) }
 
         checkCookieDomain(cfg, node: top["session"], r)
+        cfg.warnings = warnings(cfg, top: top)
         if cfg.listeners.isEmpty && top["listen"] == nil {
             cfg.listeners = [ListenerConfig(address: SocketAddress(host: "0.0.0.0", port: 8080), tls: nil)]
         }
@@ -314,6 +315,9 @@ public enum ConfigParser {
                 route.clients = clients
                 route.upgrades = upgrades
                 route.options = routeOptions(m, path: p, route: route, cfg: cfg, r)
+                if let req = route.sessionRequirement ?? route.tokens?.requirement {
+                    checkVouchers(req, route: route, cfg: cfg, node: m["require"], path: "\(p).require", r)
+                }
                 if route.options.passAccessToken != nil && route.client != nil { route.forwardSessionToken = true }
                 out.append(route)
             }

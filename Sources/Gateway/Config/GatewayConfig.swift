@@ -19,6 +19,9 @@ public struct GatewayConfig: Sendable {
     /// never a client's own Host header.
     var publicURLs: [PublicURL] = []
     var dpop = DPoPSettings()
+    /// What the config allows but a reviewer should know (ConfigWarnings.swift): printed by
+    /// check-config and logged at start and on every reload; never a reason to refuse.
+    public internal(set) var warnings: [ConfigProblem] = []
     var session = SessionConfig() {
         didSet { updateOwnCookies() }
     }

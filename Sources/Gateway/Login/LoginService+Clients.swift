@@ -15,9 +15,10 @@ extension LoginService {
         let names = loginClientNames
         if let name {
             // Only a client some login route lists: never another registration (an
-            // introspection client, say) that a crafted link could start a login with.
+            // introspection client, say) that a crafted link could start a login with. The
+            // name is never echoed: a crafted link would put its own text on the gateway's page.
             guard names.contains(name) else {
-                return .refused(.page(400, title: "Sign-in", message: "There is no sign-in called \u{201C}\(name)\u{201D} here.",
+                return .refused(.page(400, title: "Sign-in", message: "This sign-in link names no sign-in configured here.",
                                       link: (text: "Choose a sign-in", href: config.login.startPath), detail: "unknown login client in ?client="))
             }
             return .client(name)

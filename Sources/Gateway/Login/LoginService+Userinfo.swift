@@ -65,10 +65,13 @@ extension LoginService {
 }
 
 extension LoginService {
-    /// After a refresh: userinfo asked again with the new access token. Another `sub` ends the
-    /// session; an answer that cannot be had (AS down, refused, too large) keeps the claims
-    /// the session had (a new ID token's win; the old session's fill in what only userinfo
-    /// gave), and the log says why.
+    /// After a refresh: userinfo asked again with the new access token. Only an AS that cannot
+    /// be asked (network error, 5xx) lets the session keep the claims it had (a new ID token's
+    /// win; the old session's fill in what only userinfo gave) — and only until the next
+    /// refresh: a second unreachable refresh ends it, so stale groups cannot outlive one access
+    /// token's lifetime. Any other failure (another `sub`, an answer refused as too large, with
+    /// too many claims, not JSON, a 4xx) ends the session: a user whose userinfo grew past the
+    /// bounds must not keep the groups they had before. The log says why.
     func refreshUserinfo(_ fresh: Session, previous: Session, accessToken: String?, client: ClientConfig, issuer: IssuerConfig,
                          done: @escaping (RefreshCoordinator.Outcome) -> Void) {
         guard client.login.userinfo else { done(.refreshed(fresh)); return }
@@ -77,6 +80,7 @@ extension LoginService {
             var session = fresh
             switch outcome {
             case .claims(let merged):
+                session.userinfoStaleSince = nil
                 var kept = JSONObject()
                 for name in merged.names where self.keptClaims.contains(name) { kept[name] = merged[name] }
                 // An address userinfo changed, or calls unverified, is dropped (as at login).
@@ -89,9 +93,20 @@ extension LoginService {
             case .subjectMismatch:
                 self.log.warning("userinfo after a refresh answered for another sub; the session ends", metadata: ["client": .string(client.name)])
                 done(.ended)
-            case .failed(let why, _):
-                self.log.warning("userinfo after a refresh failed; the session keeps its claims", metadata: ["client": .string(client.name), "error": .string(why)])
+            case .failed(let why, unreachable: false):
+                self.log.warning("userinfo after a refresh was refused; the session ends", metadata: ["client": .string(client.name), "error": .string(why)])
+                done(.ended)
+            case .failed(let why, unreachable: true):
+                if let since = previous.userinfoStaleSince {
+                    self.log.warning("userinfo unreachable again after a refresh; the session's claims are stale, the session ends",
+                                     metadata: ["client": .string(client.name), "error": .string(why), "stale_since": .stringConvertible(since)])
+                    done(.ended)
+                    return
+                }
+                self.log.warning("userinfo after a refresh unreachable; the session keeps its claims until the next refresh",
+                                 metadata: ["client": .string(client.name), "error": .string(why)])
                 for name in previous.claims.names where session.claims[name] == nil { session.claims[name] = previous.claims[name] }
+                session.userinfoStaleSince = Int64(Date().timeIntervalSince1970)
                 done(.refreshed(session))
             }
         }

@@ -3,7 +3,8 @@ import Foundation
 /// A page template: HTML with `{{name}}` placeholders — no logic, no partials, no raw
 /// output. Parsed once (at config load), so a template that names a variable its page does
 /// not have, or leaves a `{{` open, is a config error rather than a broken page at request
-/// time. Every value is HTML-escaped when it is substituted (text and quoted attributes:
+/// time. A variable must stand in text or a quoted attribute value (`TemplateContext`):
+/// never in `<script>`/`<style>`, an unquoted value, or an `on*`/`style` attribute. Every value is HTML-escaped when it is substituted (text and quoted attributes:
 /// `&`, `<`, `>`, `"`, `'`), except values the gateway marks as already-escaped markup
 /// (`PageTemplate.Markup`: built only from other templates' escaped renders).
 struct PageTemplate: Sendable {
@@ -26,9 +27,11 @@ struct PageTemplate: Sendable {
         var parts: [Part] = []
         var rest = Substring(text)
         var line = 1
+        var context = TemplateContext()
         while let open = rest.range(of: "{{") {
             let before = rest[..<open.lowerBound]
             line += before.filter { $0 == "\n" }.count
+            context.feed(String(before))
             if !before.isEmpty { parts.append(.text(String(before))) }
             let after = rest[open.upperBound...]
             guard let close = after.range(of: "}}") else {
@@ -41,6 +44,10 @@ struct PageTemplate: Sendable {
             guard allowed.contains(name) else {
                 throw ParseError(description: "line \(line): unknown variable {{\(name)}}; this page has \(allowed.sorted().map { "{{\($0)}}" }.joined(separator: ", "))")
             }
+            if let why = context.refusal() {
+                throw ParseError(description: "line \(line): {{\(name)}}: \(why)")
+            }
+            context.substituted()
             parts.append(.variable(name))
             rest = after[close.upperBound...]
         }

@@ -31,8 +31,10 @@ final class IdentityAssertions {
 
     /// The route's assertion header for this caller; nil when the route has none (or, which
     /// the config check prevents, no key). `caller` names the session or token it is cached for;
-    /// `notAfter`: the credential's own expiry, which the assertion never outlives.
-    func header(_ route: RouteConfig, caller: String, claims: JSONObject, now: Int64, notAfter: Int64? = nil) -> (String, String)? {
+    /// `notAfter`: the credential's own expiry, which the assertion never outlives. `idp`: the
+    /// issuer (its `iss` URL) that vouched for the caller; `client`: the login client of a session.
+    func header(_ route: RouteConfig, caller: String, claims: JSONObject, now: Int64, notAfter: Int64? = nil,
+                idp: String? = nil, client: String? = nil) -> (String, String)? {
         guard let config = route.options.identityAssertion, let signer else { return nil }
         let key = "\(route.index) \(caller)"
         // Reused while more than a quarter of its lifetime is left — or, when it already ends
@@ -53,6 +55,9 @@ final class IdentityAssertions {
         for name in names where !Self.registered.contains(name) {
             if let v = claims[name] { body[name] = v }
         }
+        // Who vouched: on a route with several IdPs, sub and groups alone are only unique per IdP.
+        if let idp { body["idp"] = .string(idp) }
+        if let client { body["client"] = .string(client) }
         body["iat"] = .number(String(now))
         body["exp"] = .number(String(exp))
         body["jti"] = .string(Base64URL.encode(SecureRandom.bytes(16)))
@@ -70,5 +75,5 @@ final class IdentityAssertions {
     }
 
     /// Claims the gateway sets itself: a mapped claim of the same name never replaces them.
-    static let registered: Set<String> = ["iss", "aud", "iat", "exp", "nbf", "jti"]
+    static let registered: Set<String> = ["iss", "aud", "iat", "exp", "nbf", "jti", "idp", "client"]
 }

@@ -16,7 +16,9 @@ enum RequestPipeline {
 
     /// Builds the upstream request once authentication has decided which identity headers
     /// to add and which body goes on (the client's stream, or a form with its token removed).
-    typealias Build = (_ identity: [(String, String)], _ session: Bool, _ body: RequestBody) -> UpstreamCall.Request
+    /// `preflight`: a CORS preflight let through unauthenticated (`cors_preflight: allow`), which
+    /// carries no credential at all upstream (no Authorization, Proxy-Authorization, DPoP, Cookie).
+    typealias Build = (_ identity: [(String, String)], _ session: Bool, _ preflight: Bool, _ body: RequestBody) -> UpstreamCall.Request
 
     static let authorization = Array("authorization".utf8)
     static let dpop = Array("dpop".utf8)
@@ -84,19 +86,20 @@ enum RequestPipeline {
         }
         var target = upstream.basePath + route.options.forwardedPath(normalized.path)
         if let q = normalized.query { target += "?" + q }
-        let build: Build = { identity, session, body in
+        let build: Build = { identity, session, preflight, body in
             let dropAuthorization = dropAuthorization || session
             let dropProof = dropProof || session
             var out = headers.filter(names: { bytes in
                 // Client-sent copies of identity headers never pass, on any route.
                 if HeaderRules.equalsAny(bytes, identityNames) { return false }
+                if preflight && HeaderRules.equalsAny(bytes, CORSPreflight.credentialHeaders) { return false }
                 if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
                 if dropProof && HeaderRules.equals(bytes, dpop) { return false }
                 if !ownCookies.isEmpty && HeaderRules.equals(bytes, cookie) { return false }
                 return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted,
                                                          trustedOnlyExtra: trustedOnlyExtra)
             })
-            if !ownCookies.isEmpty {
+            if !ownCookies.isEmpty && !preflight {
                 for value in headers.values("Cookie") {
                     if let kept = CookieFilter.without(ownCookies, value) { out.append("Cookie", kept) }
                 }

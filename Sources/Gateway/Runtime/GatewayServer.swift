@@ -120,6 +120,8 @@ public final class GatewayServer {
 
     /// `insecure_skip_verify: true` is said out loud each time it takes effect.
     private func warnInsecureUpstreams(_ config: GatewayConfig) {
+        // The config's own warnings (ConfigWarnings.swift), said each time the config takes effect.
+        for w in config.warnings { log.warning("config: \(w)") }
         for up in config.upstreams.values.sorted(by: { $0.name < $1.name }) where up.tls?.insecureSkipVerify == true {
             log.warning("upstream TLS verification is OFF (insecure_skip_verify: true): anyone on the path can read and change its traffic",
                         metadata: ["upstream": .string(up.name)])

@@ -11,6 +11,8 @@ struct Admission {
     var body: RequestBody?
     /// The token's or the session's claims.
     var claims: JSONObject
+    /// A CORS preflight let through by `cors_preflight: allow`: forwarded with no credential.
+    var preflight = false
 }
 
 /// The continuation of an admitted request: forward it (proxy mode) or answer the verdict
@@ -39,7 +41,7 @@ extension Worker {
         if route.options.corsPreflight && CORSPreflight.matches(head) {
             // As on the session path: the upstream's answer cannot set the gateway's cookies.
             if route.client != nil { ctx.ownCookies = config.ownCookieNames }
-            allowed(ctx, Admission(identity: [], session: false, body: nil, claims: JSONObject()))
+            allowed(ctx, Admission(identity: [], session: false, body: nil, claims: JSONObject(), preflight: true))
             return
         }
         // A login route, or a login_or_token route whose request carries a session cookie.

@@ -78,7 +78,10 @@ extension Worker {
             case .allow(let session, let setCookies):
                 ctx.subject = session.subject
                 ctx.clientID = session.client
-                if let requirement = route.sessionRequirement, let failure = requirement.check(session.claims) {
+                // require.issuers / require.clients: who vouched for the session (finding 6).
+                let vouchedBy = self.config.clients[session.client]?.issuer
+                if let requirement = route.sessionRequirement,
+                   let failure = requirement.check(session.claims, issuer: vouchedBy, client: session.client) {
                     ctx.rejection = "insufficient_scope"
                     self.metrics.authFailure("insufficient_scope")
                     var r = ErrorResponse.make(403, error: "insufficient_scope", description: "this account may not use this resource",

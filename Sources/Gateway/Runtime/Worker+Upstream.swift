@@ -18,7 +18,10 @@ extension Worker {
             out.append((name, name.lowercased() == "authorization" ? "Bearer \(token)" : token))
         }
         if let name = route.options.passIDToken, let idToken = session.idToken { out.append((name, idToken)) }
-        if let a = assertions.header(route, caller: "s " + session.id, claims: session.claims, now: now) { out.append(a) }
+        let idp = config.clients[session.client]?.issuer.flatMap { config.issuers[$0]?.issuer }
+        if let a = assertions.header(route, caller: "s " + session.id, claims: session.claims, now: now, idp: idp, client: session.client) {
+            out.append(a)
+        }
         return out
     }
 
@@ -28,6 +31,6 @@ extension Worker {
         guard route.options.identityAssertion != nil else { return nil }
         let caller = "t \(token.issuer) \(token.claims["jti"]?.string ?? "") \(token.subject ?? "") \(token.expiresAt)"
         return assertions.header(route, caller: caller, claims: token.claims, now: Int64(Date().timeIntervalSince1970),
-                                 notAfter: token.expiresAt)
+                                 notAfter: token.expiresAt, idp: config.issuers[token.issuer]?.issuer)
     }
 }

@@ -229,7 +229,7 @@ final class Worker {
                 return
             }
             admit(ex, head: head, plan: plan, path: path, query: query, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admission in
-                self.forward(ex, ctx: ctx, pool: pool, request: build(admission.identity, admission.session, admission.body ?? ex.body))
+                self.forward(ex, ctx: ctx, pool: pool, request: build(admission.identity, admission.session, admission.preflight, admission.body ?? ex.body))
             }
         }
     }

@@ -19,6 +19,9 @@ struct Session: Sendable, Equatable {
     var accessExpiresAt: Int64
     var createdAt: Int64
     var lastSeenAt: Int64
+    /// Set when a refresh kept the previous userinfo claims because the userinfo endpoint could
+    /// not be reached: they may be stale, and are kept until the next refresh at most.
+    var userinfoStaleSince: Int64? = nil
 
     static func newID() -> String { Base64URL.encode(SecureRandom.bytes(16)) }
 

@@ -34,6 +34,8 @@ enum SessionEncoding {
         bytes(.text, Array(JSONSerializer.serialize(.object(s.claims)).utf8))
         string(s.idToken); string(s.accessToken); string(s.refreshToken)
         number(s.accessExpiresAt); number(s.createdAt); number(s.lastSeenAt)
+        // Optional trailing field: sessions sealed before it existed decode unchanged.
+        if let stale = s.userinfoStaleSince { number(stale) }
         return tooLarge ? nil : out
     }
 
@@ -64,9 +66,14 @@ enum SessionEncoding {
               let (claimsKind, claimsBytes) = field(), claimsKind == .text,
               let claims = try? JSONParser.parseObject(Array(claimsBytes), what: "session claims"),
               let idToken = string(), let accessToken = string(), let refreshToken = string(),
-              let ax = number(), let ct = number(), let ls = number(), i == b.count else { return nil }
-        return Session(id: id, client: client, subject: subject, claims: claims, idToken: idToken, accessToken: accessToken,
-                       refreshToken: refreshToken, accessExpiresAt: ax, createdAt: ct, lastSeenAt: ls)
+              let ax = number(), let ct = number(), let ls = number() else { return nil }
+        var stale: Int64?
+        if i < b.count { guard let v = number() else { return nil }; stale = v }
+        guard i == b.count else { return nil }
+        var session = Session(id: id, client: client, subject: subject, claims: claims, idToken: idToken, accessToken: accessToken,
+                              refreshToken: refreshToken, accessExpiresAt: ax, createdAt: ct, lastSeenAt: ls)
+        session.userinfoStaleSince = stale
+        return session
     }
 
     /// Up to three dot-separated canonical base64url segments (a JWS, or one opaque token) as

@@ -28,6 +28,22 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     public var emailDomains: [String] = []
     /// `any_of`: at least one of these requirements is met (OR); each is a whole requirement.
     public var anyOf: [AuthorizationRequirement] = []
+    /// `issuers`: the credential was vouched for by one of these configured issuers (a token
+    /// verified against it; a session whose login client uses it). Empty: no such rule.
+    /// Routes that accept several IdPs need it: one IdP can mint another's user's sub or groups.
+    public var issuers: [String] = []
+    /// `clients`: a session logged in through one of these login clients (a token never is).
+    public var clients: [String] = []
+
+    /// No rule at all: always met.
+    public var isEmpty: Bool {
+        scopes.isEmpty && claims.isEmpty && emailDomains.isEmpty && anyOf.isEmpty && issuers.isEmpty && clients.isEmpty
+    }
+
+    /// Every way to meet it names who vouched (issuers or clients).
+    public var isScoped: Bool {
+        !issuers.isEmpty || !clients.isEmpty || (!anyOf.isEmpty && anyOf.allSatisfy(\.isScoped))
+    }
 
     public init(scopes: [String] = [], claims: [(path: ClaimPath, rule: Rule)] = []) {
         self.scopes = scopes
@@ -37,7 +53,7 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     public static func == (a: Self, b: Self) -> Bool {
         a.scopes == b.scopes && a.claims.count == b.claims.count
             && zip(a.claims, b.claims).allSatisfy { $0.path == $1.path && $0.rule == $1.rule }
-            && a.emailDomains == b.emailDomains && a.anyOf == b.anyOf
+            && a.emailDomains == b.emailDomains && a.anyOf == b.anyOf && a.issuers == b.issuers && a.clients == b.clients
     }
 
     public enum Failure: Error, Equatable, Sendable {
@@ -47,6 +63,8 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         case emailDomain(String)
         /// No alternative of `any_of` was met: each alternative's failure, in order.
         case anyOf([Failure])
+        /// `issuers` / `clients` not met: who vouched instead ("issuer NAME", "client NAME", or "no client").
+        case vouchedBy(String)
     }
 
     /// The top-level claim names the requirement reads (a session must keep them).
@@ -68,7 +86,11 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         }
     }
 
-    public func check(_ claims: JSONObject, scopeClaim: ScopeClaim = .scope) -> Failure? {
+    /// `issuer` / `client`: the configured issuer and login client that vouched for the caller
+    /// (a token has no client).
+    public func check(_ claims: JSONObject, scopeClaim: ScopeClaim = .scope, issuer: String? = nil, client: String? = nil) -> Failure? {
+        if !issuers.isEmpty && !issuers.contains(issuer ?? "\u{0}") { return .vouchedBy("issuer \(issuer ?? "unknown")") }
+        if !clients.isEmpty && !clients.contains(client ?? "\u{0}") { return .vouchedBy(client.map { "client \($0)" } ?? "no login client") }
         if !scopes.isEmpty {
             let granted = Self.grantedScopes(claims, from: scopeClaim)
             let missing = scopes.filter { !granted.contains($0) }
@@ -88,7 +110,7 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         if !anyOf.isEmpty {
             var failures: [Failure] = []
             for alternative in anyOf {
-                guard let f = alternative.check(claims, scopeClaim: scopeClaim) else { return nil }
+                guard let f = alternative.check(claims, scopeClaim: scopeClaim, issuer: issuer, client: client) else { return nil }
                 failures.append(f)
             }
             return .anyOf(failures)

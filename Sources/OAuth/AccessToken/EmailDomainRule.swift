@@ -32,6 +32,7 @@ extension AuthorizationRequirement.Failure: CustomStringConvertible {
         case .missingScopes(let s): return "missing scopes: \(s.joined(separator: " "))"
         case .claim(let c): return "claim requirement not met: \(c)"
         case .emailDomain(let why): return why
+        case .vouchedBy(let who): return "vouched for by \(who), not one the rule names"
         case .anyOf(let all): return "any_of: no alternative met (" + all.enumerated().map { "[\($0)] \($1)" }.joined(separator: "; ") + ")"
         }
     }
