@@ -18,22 +18,25 @@ let package = Package(
         .executable(name: "tokengate-jose-bench", targets: ["JOSEBench"]),
         // Test-only: what HTTP1RequestParser makes of requests on stdin, for the differential
         // test against llhttp (tests/integration/test_http1_differential.py).
-        .executable(name: "tokengate-http1-parse", targets: ["HTTP1ParseTool"]),
+        .executable(name: "tokengate-http1-parse", targets: ["HTTP1ParseTool"])
     ],
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
     ],
     targets: [
         // C libraries as the system provides them (Debian: libevent-dev, libssl-dev,
         // libcurl4-openssl-dev, libhiredis-dev).
-        .systemLibrary(name: "CEvent", pkgConfig: "libevent_openssl",
-                       providers: [.apt(["libevent-dev"])]),
-        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl",
-                       providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CEvent", pkgConfig: "libevent_openssl",
+            providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
         // No pkgConfig for hiredis: its .pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM drops
         // with a warning on every build; <hiredis/hiredis.h> is found in /usr/include anyway.
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
@@ -47,31 +50,40 @@ let package = Package(
         .target(name: "OAuth", dependencies: ["JOSE"], swiftSettings: strictC),
         // Event loops, HTTP server and upstream client, Redis client, signals, timers.
         // Knows nothing of OAuth.
-        .target(name: "Reactor", dependencies: ["CShim", "CEvent", "CCurl", "CHiredis"],
-                swiftSettings: strictC + [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "Reactor", dependencies: ["CShim", "CEvent", "CCurl", "CHiredis"],
+            swiftSettings: strictC + [.swiftLanguageMode(.v6)]),
         // Config, router, request pipeline, metrics, logs.
-        .target(name: "Gateway",
-                dependencies: ["Reactor", "JOSE", "OAuth",
-                               .product(name: "Yams", package: "Yams"),
-                               .product(name: "Logging", package: "swift-log")],
-                swiftSettings: strictC + [.swiftLanguageMode(.v5)]),
-        .executableTarget(name: "tokengate",
-                          dependencies: ["Gateway", "JOSE", "Reactor",
-                                         .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                                         .product(name: "Logging", package: "swift-log")],
-                          swiftSettings: [.swiftLanguageMode(.v5)]),
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "Reactor", "JOSE", "OAuth",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log")
+            ],
+            swiftSettings: strictC + [.swiftLanguageMode(.v5)]),
+        .executableTarget(
+            name: "tokengate",
+            dependencies: [
+                "Gateway", "JOSE", "Reactor",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log")
+            ],
+            swiftSettings: [.swiftLanguageMode(.v5)]),
         // Micro-benchmark, not a test: full JWT verify and the DPoP proof check vs OpenSSL's raw
         // EVP_DigestVerify; `--profile` runs one scenario alone, for callgrind.
-        .executableTarget(name: "JOSEBench", dependencies: ["JOSE", "OAuth", "COpenSSL"],
-                          path: "Sources/JOSEBench"),
+        .executableTarget(
+            name: "JOSEBench", dependencies: ["JOSE", "OAuth", "COpenSSL"],
+            path: "Sources/JOSEBench"),
         .executableTarget(name: "HTTP1ParseTool", dependencies: ["Reactor"], path: "Sources/HTTP1ParseTool"),
 
-        .testTarget(name: "JOSETests", dependencies: ["JOSE", "OAuth"],
-                    resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "JOSETests", dependencies: ["JOSE", "OAuth"],
+            resources: [.copy("Fixtures")]),
         // What several test targets share: a real redis-server for the Redis-backed tests.
         .target(name: "TestSupport", dependencies: ["Reactor"], path: "Tests/TestSupport"),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor", "TestSupport"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "TestSupport"]),
-        .testTarget(name: "OAuthTests", dependencies: ["OAuth"]),
+        .testTarget(name: "OAuthTests", dependencies: ["OAuth"])
     ]
 )

@@ -52,13 +52,16 @@ func describe(_ wire: [UInt8]) -> String {
         while true {
             let (consumed, event) = try parser.parse(Array(rest))
             switch event {
-            case .head(let h)?: head = h; body = []
+            case .head(let h)?:
+                head = h
+                body = []
             case .body(let range)?: body += rest.dropFirst(range.lowerBound).prefix(range.count)
             case .end(let trailers)?:
                 if let h = head {
-                    messages.append("{\"method\":\(json(Array(h.method.utf8))),\"target\":\(json(h.targetBytes)),"
-                        + "\"version\":\"\(h.version == .http10 ? "1.0" : "1.1")\",\"headers\":\(json(h.fields)),"
-                        + "\"body\":\(json(body)),\"trailers\":\(json(trailers))}")
+                    messages.append(
+                        "{\"method\":\(json(Array(h.method.utf8))),\"target\":\(json(h.targetBytes)),"
+                            + "\"version\":\"\(h.version == .http10 ? "1.0" : "1.1")\",\"headers\":\(json(h.fields)),"
+                            + "\"body\":\(json(body)),\"trailers\":\(json(trailers))}")
                 }
                 head = nil
             case nil: break
@@ -70,7 +73,8 @@ func describe(_ wire: [UInt8]) -> String {
         refusal = "\"\(error.code.rawValue)\""
         status = "\(error.status)"
     }
-    return "{\"error\":\(refusal),\"status\":\(status),\"idle\":\(parser.isIdle),\"messages\":[\(messages.joined(separator: ","))]}"
+    return
+        "{\"error\":\(refusal),\"status\":\(status),\"idle\":\(parser.isIdle),\"messages\":[\(messages.joined(separator: ","))]}"
 }
 
 let input = readAll()

@@ -42,11 +42,18 @@ func run(seconds: Double, _ body: () -> Void) -> (Double, Double) {
 /// Operations per second of `a` and of `b`, measured in alternating 250 ms slices so that
 /// frequency changes and neighbours' noise fall on both alike.
 func interleavedRates(seconds: Double, _ a: () -> Void, _ b: () -> Void) -> (Double, Double) {
-    for _ in 0..<200 { a(); b() }  // warm-up
+    for _ in 0..<200 {
+        a()
+        b()
+    }  // warm-up
     var (opsA, timeA, opsB, timeB) = (0.0, 0.0, 0.0, 0.0)
     for _ in 0..<max(1, Int(seconds / 0.25)) {
-        let ra = run(seconds: 0.25, a), rb = run(seconds: 0.25, b)
-        opsA += ra.0; timeA += ra.1; opsB += rb.0; timeB += rb.1
+        let ra = run(seconds: 0.25, a)
+        let rb = run(seconds: 0.25, b)
+        opsA += ra.0
+        timeA += ra.1
+        opsB += rb.0
+        timeB += rb.1
     }
     return (opsA / timeA, opsB / timeB)
 }
@@ -61,14 +68,17 @@ func fail(_ what: String) -> Never {
 final class RawKey {
     let pkey: OpaquePointer
     init(generating alg: JWSAlgorithm) {
-        let type: String, group: String?
+        let type: String
+        let group: String?
         switch alg {
         case .RS256, .PS256: (type, group) = ("RSA", nil)
         case .ES256: (type, group) = ("EC", "prime256v1")
         case .EdDSA: (type, group) = ("ED25519", nil)
         default: fail("unsupported \(alg)")
         }
-        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, type, nil), EVP_PKEY_keygen_init(ctx) == 1 else { fail("keygen init") }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, type, nil), EVP_PKEY_keygen_init(ctx) == 1 else {
+            fail("keygen init")
+        }
         defer { EVP_PKEY_CTX_free(ctx) }
         if type == "RSA" { guard EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, 2048) == 1 else { fail("RSA bits") } }
         if let group { guard EVP_PKEY_CTX_set_group_name(ctx, group) == 1 else { fail("EC group") } }
@@ -132,7 +142,10 @@ while let a = args.popFirst() {
     case "--alg": scenarios = (args.popFirst() ?? "").split(separator: ",").map(String.init)
     case "--profile": profile = args.popFirst()
     case "--count": count = args.popFirst().flatMap(Int.init) ?? count
-    default: fail("usage: tokengate-jose-bench [--seconds S] [--alg RS256,PS256,ES256,EdDSA,DPoP,DPoP-cached] [--profile SCENARIO --count N]")
+    default:
+        fail(
+            "usage: tokengate-jose-bench [--seconds S] [--alg RS256,PS256,ES256,EdDSA,DPoP,DPoP-cached] [--profile SCENARIO --count N]"
+        )
     }
 }
 
@@ -161,18 +174,27 @@ struct Scenario {
 
 func jwtScenario(_ alg: JWSAlgorithm) -> Scenario {
     let raw = RawKey(generating: alg)
-    guard let key = try? JWK(pem: raw.privatePEM, kid: "signing", alg: alg.rawValue) else { fail("JWK(pem:) for \(alg)") }
+    guard let key = try? JWK(pem: raw.privatePEM, kid: "signing", alg: alg.rawValue) else {
+        fail("JWK(pem:) for \(alg)")
+    }
     // The verifier's set: the signing key's public half and two other keys, as an IdP
     // mid-rotation publishes them.
-    guard let other1 = try? JWK.generate(for: .ES256, kid: "old-ec"), let other2 = try? JWK.generate(for: .RS256, kid: "next-rsa"),
-          let set = try? JWKSet(keys: [other1, key, other2].map { try JWK(object: $0.publicJWK()) }) else { fail("key set") }
+    guard let other1 = try? JWK.generate(for: .ES256, kid: "old-ec"),
+        let other2 = try? JWK.generate(for: .RS256, kid: "next-rsa"),
+        let set = try? JWKSet(keys: [other1, key, other2].map { try JWK(object: $0.publicJWK()) })
+    else { fail("key set") }
     let claims = JSONObject([
         "iss": .string("https://idp.example"), "sub": .string("248289761001"), "aud": .string("https://api.example"),
-        "exp": .number(String(clock + 3600)), "iat": .number(String(clock - 10)), "scope": .string("orders:read profile"),
-        "client_id": .string("s6BhdRkqt3"), "jti": .string("dbe39bf3a3ba4238a513f51d6e1691c4"),
+        "exp": .number(String(clock + 3600)), "iat": .number(String(clock - 10)),
+        "scope": .string("orders:read profile"),
+        "client_id": .string("s6BhdRkqt3"), "jti": .string("dbe39bf3a3ba4238a513f51d6e1691c4")
     ])
-    guard let token = try? JWSSigner.sign(claims: claims, header: JSONObject(["typ": .string("at+jwt")]), alg: alg, key: key) else { fail("sign \(alg)") }
-    let policy = JWTClaimsPolicy(issuer: "https://idp.example", audiences: ["https://api.example"], leeway: 30, type: "at+jwt")
+    guard
+        let token = try? JWSSigner.sign(
+            claims: claims, header: JSONObject(["typ": .string("at+jwt")]), alg: alg, key: key)
+    else { fail("sign \(alg)") }
+    let policy = JWTClaimsPolicy(
+        issuer: "https://idp.example", audiences: ["https://api.example"], leeway: 30, type: "at+jwt")
     let verifier = JWTVerifier(keys: set, algorithms: [alg], policy: policy)
     guard (try? verifier.verify(token, now: clock)) != nil else { fail("the benchmark token does not verify (\(alg))") }
 
@@ -188,20 +210,27 @@ func jwtScenario(_ alg: JWSAlgorithm) -> Scenario {
 /// its access token (for `ath`), the request's method and URI.
 func dpopScenario(cached: Bool) -> Scenario {
     let raw = RawKey(generating: .ES256)
-    guard let key = try? JWK(pem: raw.privatePEM, alg: "ES256"), let signer = try? DPoPProofSigner(key: key, alg: .ES256) else { fail("DPoP key") }
+    guard let key = try? JWK(pem: raw.privatePEM, alg: "ES256"),
+        let signer = try? DPoPProofSigner(key: key, alg: .ES256)
+    else { fail("DPoP key") }
     // An access token of a realistic size (only its hash matters to the proof).
     let token = Base64URL.encode(SecureRandom.bytes(600))
     let uri = "https://api.example/orders/17?expand=items"
-    guard let proof = try? signer.proof(method: "GET", url: uri, accessToken: token, now: clock) else { fail("DPoP proof") }
+    guard let proof = try? signer.proof(method: "GET", url: uri, accessToken: token, now: clock) else {
+        fail("DPoP proof")
+    }
     let verifier = DPoPProofVerifier()
     let request = DPoPProofVerifier.Request(method: "GET", uri: uri, accessToken: token, now: clock)
     let keyCache = cached ? DPoPKeyCache() : nil
-    guard let p = try? verifier.verify(proof, request: request, keyCache: keyCache), p.jkt == signer.jkt else { fail("the benchmark proof does not verify") }
+    guard let p = try? verifier.verify(proof, request: request, keyCache: keyCache), p.jkt == signer.jkt else {
+        fail("the benchmark proof does not verify")
+    }
     guard let lastDot = proof.utf8.lastIndex(of: UInt8(ascii: ".")) else { fail("proof") }
     let message = Array(proof.utf8[..<lastDot])
     let sig = raw.sign(.ES256, message)
-    return Scenario(full: { (try? verifier.verify(proof, request: request, keyCache: keyCache)) != nil },
-                    raw: { raw.verify(.ES256, message, sig) })
+    return Scenario(
+        full: { (try? verifier.verify(proof, request: request, keyCache: keyCache)) != nil },
+        raw: { raw.verify(.ES256, message, sig) })
 }
 
 func scenario(_ name: String) -> Scenario {
@@ -209,7 +238,9 @@ func scenario(_ name: String) -> Scenario {
     case "DPoP": return dpopScenario(cached: false)
     case "DPoP-cached": return dpopScenario(cached: true)
     default:
-        guard let alg = JWSAlgorithm(rawValue: name), [.RS256, .PS256, .ES256, .EdDSA].contains(alg) else { fail("unknown scenario \(name)") }
+        guard let alg = JWSAlgorithm(rawValue: name), [.RS256, .PS256, .ES256, .EdDSA].contains(alg) else {
+            fail("unknown scenario \(name)")
+        }
         return jwtScenario(alg)
     }
 }
@@ -237,7 +268,8 @@ for name in scenarios {
     var sink = 0
     let (full, base) = interleavedRates(seconds: seconds, { if s.full() { sink += 1 } }, { if s.raw() { sink += 1 } })
     precondition(sink > 0)
-    print(column(name, 12, left: true), column(String(Int(full)), 13), column(String(Int(base)), 18),
-          column(fixed3(full / base), 7),
-          targets[name].map { "  ≥ \(fixed3($0)) " + (full / base >= $0 ? "met" : "NOT met") } ?? "  -")
+    print(
+        column(name, 12, left: true), column(String(Int(full)), 13), column(String(Int(base)), 18),
+        column(fixed3(full / base), 7),
+        targets[name].map { "  ≥ \(fixed3($0)) " + (full / base >= $0 ? "met" : "NOT met") } ?? "  -")
 }

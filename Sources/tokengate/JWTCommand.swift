@@ -11,7 +11,8 @@ struct JWTCommand: ParsableCommand {
         subcommands: [Decode.self, Verify.self, Sign.self])
 
     struct Decode: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show a JWT's header and claims without verifying it.")
+        static let configuration = CommandConfiguration(
+            abstract: "Show a JWT's header and claims without verifying it.")
         @Argument(help: "The token; read from standard input when absent or -.") var token: String?
 
         func run() throws {
@@ -27,7 +28,8 @@ struct JWTCommand: ParsableCommand {
     }
 
     struct Verify: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Verify a JWT; exit 0 if valid, 1 with the reason if not.")
+        static let configuration = CommandConfiguration(
+            abstract: "Verify a JWT; exit 0 if valid, 1 with the reason if not.")
         @Option(help: "JWK Set: a file, or an http(s) URL.") var jwks: String
         @Option(help: "Required issuer (iss).") var iss: String?
         @Option(help: "Accepted audience (aud); repeatable.") var aud: [String] = []
@@ -41,10 +43,13 @@ struct JWTCommand: ParsableCommand {
             let algs: Set<JWSAlgorithm>
             do {
                 keys = try JWKSet(bytes: try loadJWKS(jwks))
-                algs = try Set((alg.isEmpty ? ["RS256", "PS256", "ES256", "EdDSA"] : alg).map { name in
-                    guard let a = JWSAlgorithm(rawValue: name) else { throw ValidationError("unknown algorithm \(name)") }
-                    return a
-                })
+                algs = try Set(
+                    (alg.isEmpty ? ["RS256", "PS256", "ES256", "EdDSA"] : alg).map { name in
+                        guard let a = JWSAlgorithm(rawValue: name) else {
+                            throw ValidationError("unknown algorithm \(name)")
+                        }
+                        return a
+                    })
             } catch {
                 FileHandle.standardError.write(Data("tokengate: \(error)\n".utf8))
                 throw ExitCode(2)
@@ -64,7 +69,8 @@ struct JWTCommand: ParsableCommand {
     }
 
     struct Sign: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Sign claims with a private JWK (for development and tests).")
+        static let configuration = CommandConfiguration(
+            abstract: "Sign claims with a private JWK (for development and tests).")
         @Option(help: "Private JWK file (from `tokengate keys generate`).") var key: String
         @Option(help: "Claims as a JSON object.") var claims: String
         @Option(help: "Algorithm (default: the key's alg).") var alg: String?
@@ -76,7 +82,9 @@ struct JWTCommand: ParsableCommand {
             guard let name = alg ?? jwk.alg, let algorithm = JWSAlgorithm(rawValue: name) else {
                 throw ValidationError("give --alg (the key has no alg)")
             }
-            guard case .object(var body) = try JSONParser.parse(claims) else { throw ValidationError("--claims must be a JSON object") }
+            guard case .object(var body) = try JSONParser.parse(claims) else {
+                throw ValidationError("--claims must be a JSON object")
+            }
             let now = Int64(Date().timeIntervalSince1970)
             if body["iat"] == nil { body["iat"] = .number(String(now)) }
             if body["exp"] == nil { body["exp"] = .number(String(now + expIn)) }
@@ -107,7 +115,9 @@ private func parseToken(_ token: String) throws -> CompactJWS {
 /// A JWKS from a file, or from an http(s) URL through the gateway's own async client.
 private func loadJWKS(_ source: String) throws -> [UInt8] {
     guard source.hasPrefix("http://") || source.hasPrefix("https://") else {
-        guard let data = FileManager.default.contents(atPath: source) else { throw ValidationError("cannot read \(source)") }
+        guard let data = FileManager.default.contents(atPath: source) else {
+            throw ValidationError("cannot read \(source)")
+        }
         return Array(data)
     }
     let loop = EventLoop()

@@ -5,8 +5,9 @@ import JOSE
 /// `tokengate keys generate`: a new signing key — the private JWK to a file (mode 0600),
 /// the public JWK Set on standard output.
 struct KeysCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "keys", abstract: "Manage signing keys.",
-                                                    subcommands: [Generate.self, Thumbprint.self])
+    static let configuration = CommandConfiguration(
+        commandName: "keys", abstract: "Manage signing keys.",
+        subcommands: [Generate.self, Thumbprint.self])
 
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Generate a key pair.")
@@ -20,11 +21,19 @@ struct KeysCommand: ParsableCommand {
             }
             var key = try JWK.generate(for: algorithm, kid: kid)
             if kid == nil {
-                key = try JWK(object: { var o = try key.privateJWK(); o["kid"] = .string(key.thumbprint()); return o }())
+                key = try JWK(
+                    object: {
+                        var o = try key.privateJWK()
+                        o["kid"] = .string(key.thumbprint())
+                        return o
+                    }())
             }
             let privateText = JSONSerializer.serialize(.object(try key.privateJWK())) + "\n"
-            guard FileManager.default.createFile(atPath: out, contents: Data(privateText.utf8),
-                                                 attributes: [.posixPermissions: 0o600]) else {
+            guard
+                FileManager.default.createFile(
+                    atPath: out, contents: Data(privateText.utf8),
+                    attributes: [.posixPermissions: 0o600])
+            else {
                 throw ValidationError("cannot write \(out)")
             }
             print(JWKSet(keys: [key]).publicJSON())

@@ -44,7 +44,9 @@ struct Serve: ParsableCommand {
 }
 
 struct CheckConfig: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "check-config", abstract: "Validate a config file; exit 0 if valid, 1 with every problem listed if not.")
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Validate a config file; exit 0 if valid, 1 with every problem listed if not.")
 
     @Argument(help: "The YAML config file.")
     var file: String

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 @Suite("Config: issuers and auth: bearer routes")
@@ -8,26 +9,28 @@ struct BearerConfigTests {
     }
 
     let base = """
-    issuers:
-      corp: { issuer: "https://idp.example.com/", discovery: true, audiences: [api], algorithms: [RS256], leeway: 10s, access_token_type: at+jwt }
-      local: { issuer: "https://local", jwks_file: keys.jwks, audiences: [api] }
-    upstreams: { a: { url: "http://127.0.0.1:1" } }
-    routes:
-      - match: { path_prefix: /api/ }
-        upstream: a
-        auth: bearer
-        issuers: [corp, local]
-        require: { scopes: [read], claims: { tenant: acme, "realm.roles": { contains: admin }, level: { one_of: [1, 2] } } }
-        headers: { X-User: sub }
-      - match: { path_prefix: / }
-        upstream: a
-        auth: none
-    """
+        issuers:
+          corp: { issuer: "https://idp.example.com/", discovery: true, audiences: [api], algorithms: [RS256], leeway: 10s, access_token_type: at+jwt }
+          local: { issuer: "https://local", jwks_file: keys.jwks, audiences: [api] }
+        upstreams: { a: { url: "http://127.0.0.1:1" } }
+        routes:
+          - match: { path_prefix: /api/ }
+            upstream: a
+            auth: bearer
+            issuers: [corp, local]
+            require: { scopes: [read], claims: { tenant: acme, "realm.roles": { contains: admin }, level: { one_of: [1, 2] } } }
+            headers: { X-User: sub }
+          - match: { path_prefix: / }
+            upstream: a
+            auth: none
+        """
 
     @Test func parsesIssuersAndBearerRoutes() throws {
         let cfg = try parse(base).get()
         let corp = try #require(cfg.issuers["corp"])
-        #expect(corp.keys == .discovery && corp.algorithms == [.RS256] && corp.leeway == 10 && corp.accessTokenType == "at+jwt")
+        #expect(
+            corp.keys == .discovery && corp.algorithms == [.RS256] && corp.leeway == 10
+                && corp.accessTokenType == "at+jwt")
         #expect(cfg.issuers["local"]?.keys == .jwksFile("/etc/tg/keys.jwks"))
         let bearer = try #require(cfg.routes[0].tokens)
         #expect(bearer.issuers == ["corp", "local"])
@@ -44,13 +47,28 @@ struct BearerConfigTests {
     }
 
     @Test func mistakesAreReported() {
-        #expect(problems(base.replacingOccurrences(of: "issuers: [corp, local]", with: "issuers: [crop]")).contains("routes[0].issuers[0]: \"crop\" is not defined; defined: corp, local"))
-        #expect(problems(base.replacingOccurrences(of: "discovery: true, audiences: [api]", with: "discovery: true")).contains("issuers.corp.audiences: is required"))
-        #expect(problems(base.replacingOccurrences(of: "algorithms: [RS256]", with: "algorithms: [HS256]")).contains("HS* algorithms need a shared secret"))
-        #expect(problems(base.replacingOccurrences(of: "discovery: true,", with: "discovery: true, jwks_uri: \"https://x/j\",")).contains("exactly one of"))
-        #expect(problems(base.replacingOccurrences(of: "    issuers: [corp, local]\n", with: "")).contains("auth: bearer needs issuers"))
-        #expect(problems(base.replacingOccurrences(of: "headers: { X-User: sub }", with: "headers: { Host: sub }")).contains("cannot carry identity"))
+        #expect(
+            problems(base.replacingOccurrences(of: "issuers: [corp, local]", with: "issuers: [crop]")).contains(
+                "routes[0].issuers[0]: \"crop\" is not defined; defined: corp, local"))
+        #expect(
+            problems(base.replacingOccurrences(of: "discovery: true, audiences: [api]", with: "discovery: true"))
+                .contains("issuers.corp.audiences: is required"))
+        #expect(
+            problems(base.replacingOccurrences(of: "algorithms: [RS256]", with: "algorithms: [HS256]")).contains(
+                "HS* algorithms need a shared secret"))
+        #expect(
+            problems(
+                base.replacingOccurrences(of: "discovery: true,", with: "discovery: true, jwks_uri: \"https://x/j\",")
+            ).contains("exactly one of"))
+        #expect(
+            problems(base.replacingOccurrences(of: "    issuers: [corp, local]\n", with: "")).contains(
+                "auth: bearer needs issuers"))
+        #expect(
+            problems(base.replacingOccurrences(of: "headers: { X-User: sub }", with: "headers: { Host: sub }"))
+                .contains("cannot carry identity"))
         #expect(problems(base + "\n    issuers: [corp]\n").contains("has no effect with auth: none"))
-        #expect(problems(base.replacingOccurrences(of: "auth: bearer", with: "auth: login")).contains("auth: login needs client: NAME"))
+        #expect(
+            problems(base.replacingOccurrences(of: "auth: bearer", with: "auth: login")).contains(
+                "auth: login needs client: NAME"))
     }
 }

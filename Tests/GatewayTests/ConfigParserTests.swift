@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import Yams
+
 @testable import Gateway
 
 @Suite("Config: one pass reports every problem with its key path")
@@ -14,23 +16,23 @@ struct ConfigParserTests {
     }
 
     let valid = """
-    listen: 127.0.0.1:8080
-    admin_listen: 127.0.0.1:9901
-    workers: auto
-    trusted_proxies: [10.0.0.0/8, "::1"]
-    limits: { max_body_size: 1MB, shutdown_grace: 5s }
-    upstreams:
-      orders: { url: "http://127.0.0.1:3000/base/", connect_timeout: 250ms, timeout: 1m, host_header: preserve }
-      web: { url: http://localhost:3001 }
-    routes:
-      - name: orders
-        match: { path_prefix: /api/orders/, methods: [GET, post] }
-        upstream: orders
-        auth: none
-      - match: { host: "*.example.com", path: /exact }
-        upstream: web
-        auth: none
-    """
+        listen: 127.0.0.1:8080
+        admin_listen: 127.0.0.1:9901
+        workers: auto
+        trusted_proxies: [10.0.0.0/8, "::1"]
+        limits: { max_body_size: 1MB, shutdown_grace: 5s }
+        upstreams:
+          orders: { url: "http://127.0.0.1:3000/base/", connect_timeout: 250ms, timeout: 1m, host_header: preserve }
+          web: { url: http://localhost:3001 }
+        routes:
+          - name: orders
+            match: { path_prefix: /api/orders/, methods: [GET, post] }
+            upstream: orders
+            auth: none
+          - match: { host: "*.example.com", path: /exact }
+            upstream: web
+            auth: none
+        """
 
     @Test func validConfig() throws {
         let cfg = try parse(valid).get()
@@ -57,27 +59,29 @@ struct ConfigParserTests {
 
     @Test func everyProblemAtOnce() {
         let yaml = """
-        listen: nowhere
-        workers: many
-        lisen: 1
-        trusted_proxies: [10.0.0.0/99]
-        upstreams:
-          a: { url: "ftp://x", timeout: soon }
-        routes:
-          - match: { path_prefix: "api", path: /x }
-            upstream: b
-            auth: sometimes
-          - match: { path_prefix: /a/../b }
-            upstream: a
-        """
+            listen: nowhere
+            workers: many
+            lisen: 1
+            trusted_proxies: [10.0.0.0/99]
+            upstreams:
+              a: { url: "ftp://x", timeout: soon }
+            routes:
+              - match: { path_prefix: "api", path: /x }
+                upstream: b
+                auth: sometimes
+              - match: { path_prefix: /a/../b }
+                upstream: a
+            """
         let p = problems(yaml)
         let joined = p.joined(separator: "\n")
         #expect(p.count >= 9, "\(joined)")
-        for expected in ["listen: \"nowhere\" is not host:port", "workers: must be auto or a number",
-                         "lisen: is not a known key; did you mean \"listen\"?", "trusted_proxies[0]:",
-                         "upstreams.a.url:", "routes[0].match: give path or path_prefix, not both",
-                         "routes[0].upstream: \"b\" is not defined", "routes[0].auth: must be one of",
-                         "routes[1].match.path_prefix:", "routes[1].auth: is missing"] {
+        for expected in [
+            "listen: \"nowhere\" is not host:port", "workers: must be auto or a number",
+            "lisen: is not a known key; did you mean \"listen\"?", "trusted_proxies[0]:",
+            "upstreams.a.url:", "routes[0].match: give path or path_prefix, not both",
+            "routes[0].upstream: \"b\" is not defined", "routes[0].auth: must be one of",
+            "routes[1].match.path_prefix:", "routes[1].auth: is missing"
+        ] {
             #expect(joined.contains(expected), "missing: \(expected)\n\(joined)")
         }
     }
@@ -89,7 +93,8 @@ struct ConfigParserTests {
     }
 
     @Test func environmentSubstitution() throws {
-        let yaml = "listen: ${ADDR}\nadmin_listen: ${ADMIN:-127.0.0.1:9999}\nupstreams: { a: { url: \"http://${UP}\" } }\nroutes: [ { match: { path_prefix: / }, upstream: a, auth: none } ]\n"
+        let yaml =
+            "listen: ${ADDR}\nadmin_listen: ${ADMIN:-127.0.0.1:9999}\nupstreams: { a: { url: \"http://${UP}\" } }\nroutes: [ { match: { path_prefix: / }, upstream: a, auth: none } ]\n"
         let cfg = try parse(yaml, env: ["ADDR": "0.0.0.0:8081", "UP": "10.0.0.1:99"]).get()
         #expect(cfg.listeners[0].address.port == 8081)
         #expect(cfg.adminListen?.port == 9999)
@@ -99,13 +104,15 @@ struct ConfigParserTests {
     }
 
     @Test func environmentCannotInjectStructure() throws {
-        let yaml = "listen: 127.0.0.1:1\nupstreams: { a: { url: \"${U}\" } }\nroutes: [ { match: { path_prefix: / }, upstream: a, auth: none } ]\n"
+        let yaml =
+            "listen: 127.0.0.1:1\nupstreams: { a: { url: \"${U}\" } }\nroutes: [ { match: { path_prefix: / }, upstream: a, auth: none } ]\n"
         let p = problems(yaml, env: ["U": "http://x:1\nadmin_listen: 0.0.0.0:1"])
         #expect(p.contains { $0.contains("upstreams.a.url") })
     }
 
     @Test func secretsFromFiles() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tg-\(UInt32.random(in: 0...UInt32.max))")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tg-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try "s3cret\n".write(to: dir.appendingPathComponent("secret.txt"), atomically: true, encoding: .utf8)
         let r = ConfigReader(environment: [:], baseDirectory: dir.path)
@@ -146,5 +153,3 @@ struct ConfigParserTests {
         #expect(ConfigValues.url("http://h:99/p/?q") == nil)
     }
 }
-
-import Yams

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 @Suite("Reading the gateway's cookies (RFC 6265): chunks and tossed duplicates")

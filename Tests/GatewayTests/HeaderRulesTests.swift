@@ -1,13 +1,16 @@
 import Testing
+
 @testable import Gateway
 
 @Suite("Proxy header rules (RFC 9110 §7.6.1) and X-Forwarded-* trust")
 struct HeaderRulesTests {
-    @Test("hop-by-hop and recomputed request headers do not pass", arguments: [
-        "Connection", "Keep-Alive", "TE", "Trailer", "Transfer-Encoding", "Upgrade", "Proxy-Authorization",
-        "Proxy-Connection", "proxy-anything", "Host", "Content-Length", "X-Forwarded-For", "x-forwarded-proto",
-        "X-Forwarded-Host", "X-Request-Id", "Forwarded",
-    ])
+    @Test(
+        "hop-by-hop and recomputed request headers do not pass",
+        arguments: [
+            "Connection", "Keep-Alive", "TE", "Trailer", "Transfer-Encoding", "Upgrade", "Proxy-Authorization",
+            "Proxy-Connection", "proxy-anything", "Host", "Content-Length", "X-Forwarded-For", "x-forwarded-proto",
+            "X-Forwarded-Host", "X-Request-Id", "Forwarded"
+        ])
     func dropped(_ name: String) {
         #expect(!HeaderRules.forwardsRequestHeader(name, listed: [], reservedPrefix: nil))
     }
@@ -18,11 +21,14 @@ struct HeaderRulesTests {
         }
     }
 
-    @Test("override headers pass only from a trusted proxy", arguments: [
-        "X-Original-URL", "X-Original-URI", "X-Forwarded-Uri", "X-Forwarded-Path", "X-Envoy-Original-Path", "X-Host",
-        "Client-IP", "X-Originating-IP", "X-Remote-IP", "X-Remote-Addr", "X-Forwarded-Method", "X-Original-Method",
-        "x-envoy-anything", "X-Auth-Request-User", "CF-Connecting-IP",
-    ])
+    @Test(
+        "override headers pass only from a trusted proxy",
+        arguments: [
+            "X-Original-URL", "X-Original-URI", "X-Forwarded-Uri", "X-Forwarded-Path", "X-Envoy-Original-Path",
+            "X-Host",
+            "Client-IP", "X-Originating-IP", "X-Remote-IP", "X-Remote-Addr", "X-Forwarded-Method", "X-Original-Method",
+            "x-envoy-anything", "X-Auth-Request-User", "CF-Connecting-IP"
+        ])
     func overrideHeadersNeedATrustedPeer(_ name: String) {
         #expect(!HeaderRules.forwardsRequestHeader(name, listed: [], reservedPrefix: nil))
         #expect(HeaderRules.forwardsRequestHeader(name, listed: [], reservedPrefix: nil, peerTrusted: true))
@@ -30,8 +36,11 @@ struct HeaderRulesTests {
 
     @Test func configAddsOverrideHeaders() {
         let extra = [Array("x-my-path".utf8)]
-        #expect(!HeaderRules.forwardsRequestHeader("X-My-Path", listed: [], reservedPrefix: nil, trustedOnlyExtra: extra))
-        #expect(HeaderRules.forwardsRequestHeader("X-My-Path", listed: [], reservedPrefix: nil, peerTrusted: true, trustedOnlyExtra: extra))
+        #expect(
+            !HeaderRules.forwardsRequestHeader("X-My-Path", listed: [], reservedPrefix: nil, trustedOnlyExtra: extra))
+        #expect(
+            HeaderRules.forwardsRequestHeader(
+                "X-My-Path", listed: [], reservedPrefix: nil, peerTrusted: true, trustedOnlyExtra: extra))
         #expect(HeaderRules.forwardsRequestHeader("X-My-Path", listed: [], reservedPrefix: nil))
         // Near misses of a family prefix are ordinary headers.
         #expect(HeaderRules.forwardsRequestHeader("X-Envoyage", listed: [], reservedPrefix: nil))
@@ -48,7 +57,10 @@ struct HeaderRulesTests {
         for name in ["X_Forwarded_User", "X_Auth_Role", "Content_Length"] {
             #expect(!HeaderRules.forwardsRequestHeader(name, listed: [], reservedPrefix: nil))
         }
-        for name in ["X-Original-URL", "X-Rewrite-URL", "X-HTTP-Method-Override", "X-Real-IP", "True-Client-IP", "X-Forwarded-Port"] {
+        for name in [
+            "X-Original-URL", "X-Rewrite-URL", "X-HTTP-Method-Override", "X-Real-IP", "True-Client-IP",
+            "X-Forwarded-Port"
+        ] {
             #expect(!HeaderRules.forwardsRequestHeader(name, listed: [], reservedPrefix: nil), "\(name)")
         }
         #expect(!HeaderRules.forwardsRequestHeader("Expect", listed: [], reservedPrefix: nil))
@@ -67,9 +79,10 @@ struct HeaderRulesTests {
     }
 
     func inbound(trusted: Bool) -> ForwardedHeaders.Inbound {
-        .init(peer: "10.1.2.3", peerTrusted: trusted, scheme: "http", host: "gw.example.com",
-              xForwardedFor: ["203.0.113.9"], xForwardedProto: "https", xForwardedHost: "public.example.com",
-              xRequestID: "abc-123")
+        .init(
+            peer: "10.1.2.3", peerTrusted: trusted, scheme: "http", host: "gw.example.com",
+            xForwardedFor: ["203.0.113.9"], xForwardedProto: "https", xForwardedHost: "public.example.com",
+            xRequestID: "abc-123")
     }
 
     @Test func untrustedPeerCannotSetForwardedHeaders() {

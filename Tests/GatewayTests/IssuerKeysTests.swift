@@ -2,6 +2,7 @@ import Foundation
 import JOSE
 import Reactor
 import Testing
+
 @testable import Gateway
 
 /// The key-set manager against a real HTTP server on 127.0.0.1 (Reactor's own), one loop.
@@ -23,7 +24,8 @@ struct IssuerKeysTests {
                 let path = req.head.target
                 self.hits[path, default: 0] += 1
                 if path == "/.well-known/openid-configuration" {
-                    let body = "{\"issuer\":\"\(self.metadataIssuer ?? self.issuer)\",\"jwks_uri\":\"\(self.issuer)/jwks\"}"
+                    let body =
+                        "{\"issuer\":\"\(self.metadataIssuer ?? self.issuer)\",\"jwks_uri\":\"\(self.issuer)/jwks\"}"
                     req.responder.respond(status: 200, body: Array(body.utf8))
                 } else if path == "/jwks" {
                     req.responder.fields.append("Cache-Control", "public, max-age=120")
@@ -52,8 +54,9 @@ struct IssuerKeysTests {
 
     /// Keys from the IdP's jwks_uri, loaded once before the test goes on.
     static func loadedKeys(_ idp: IdP, now: @escaping () -> Double) -> IssuerKeys {
-        let keys = IssuerKeys(name: "corp", source: .jwksURI("http://127.0.0.1:\(idp.port)/jwks"),
-                              fetcher: HTTPFetcher(loop: idp.loop), loop: idp.loop, now: now)
+        let keys = IssuerKeys(
+            name: "corp", source: .jwksURI("http://127.0.0.1:\(idp.port)/jwks"),
+            fetcher: HTTPFetcher(loop: idp.loop), loop: idp.loop, now: now)
         idp.run { stop in keys.start { _ in stop() } }
         return keys
     }
@@ -61,10 +64,16 @@ struct IssuerKeysTests {
     @Test func discoveryThenKeys() throws {
         let jwks = try Self.jwks(kid: "a")
         let idp = try IdP(jwks: jwks)
-        let keys = IssuerKeys(name: "corp", source: .discovery(issuer: idp.issuer), fetcher: HTTPFetcher(loop: idp.loop),
-                              loop: idp.loop, now: { 1000 })
+        let keys = IssuerKeys(
+            name: "corp", source: .discovery(issuer: idp.issuer), fetcher: HTTPFetcher(loop: idp.loop),
+            loop: idp.loop, now: { 1000 })
         var ok: Bool?
-        idp.run { stop in keys.start { ok = $0; stop() } }
+        idp.run { stop in
+            keys.start {
+                ok = $0
+                stop()
+            }
+        }
         #expect(ok == true)
         #expect(keys.current?.keys.first?.kid == "a")
         #expect(idp.hits["/.well-known/openid-configuration"] == 1 && idp.hits["/jwks"] == 1)
@@ -74,10 +83,16 @@ struct IssuerKeysTests {
         let jwks = try Self.jwks(kid: "a")
         let idp = try IdP(jwks: jwks)
         idp.metadataIssuer = "https://evil.example"
-        let keys = IssuerKeys(name: "corp", source: .discovery(issuer: idp.issuer), fetcher: HTTPFetcher(loop: idp.loop),
-                              loop: idp.loop, now: { 0 })
+        let keys = IssuerKeys(
+            name: "corp", source: .discovery(issuer: idp.issuer), fetcher: HTTPFetcher(loop: idp.loop),
+            loop: idp.loop, now: { 0 })
         var ok: Bool?
-        idp.run { stop in keys.start { ok = $0; stop() } }
+        idp.run { stop in
+            keys.start {
+                ok = $0
+                stop()
+            }
+        }
         #expect(ok == false)
         #expect(keys.current == nil)
         #expect(keys.lastError?.contains("does not match") == true)
@@ -94,7 +109,10 @@ struct IssuerKeysTests {
         var results: [Bool] = []
         idp.run { stop in
             for _ in 0..<10 {
-                keys.refetchForUnknownKid { results.append($0); if results.count == 10 { stop() } }
+                keys.refetchForUnknownKid {
+                    results.append($0)
+                    if results.count == 10 { stop() }
+                }
             }
         }
         #expect(results == Array(repeating: true, count: 10))
@@ -108,7 +126,12 @@ struct IssuerKeysTests {
         #expect(idp.hits["/jwks"] == 2)
         // After the interval, one more is allowed.
         clock += 30
-        idp.run { stop in keys.refetchForUnknownKid { again = $0; stop() } }
+        idp.run { stop in
+            keys.refetchForUnknownKid {
+                again = $0
+                stop()
+            }
+        }
         #expect(again == true)
         #expect(idp.hits["/jwks"] == 3)
     }
@@ -121,7 +144,12 @@ struct IssuerKeysTests {
         idp.jwksStatus = 500
         clock += 60
         var ok: Bool?
-        idp.run { stop in keys.refetchForUnknownKid { ok = $0; stop() } }
+        idp.run { stop in
+            keys.refetchForUnknownKid {
+                ok = $0
+                stop()
+            }
+        }
         #expect(ok == false)
         #expect(keys.current?.keys.first?.kid == "a")
         #expect(keys.lastError == "jwks: HTTP 500")

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 import JOSE
 import TestSupport
+import Testing
+
 @testable import Gateway
 @testable import Reactor
 
@@ -25,34 +26,54 @@ struct PendingLoginStoreTests {
             switch kind {
             case .cookie:
                 redis = nil
-                store = CookiePendingLogins(sealer: SessionTests.sealer, cookieName: cookieName, secure: false, timeout: timeout, max: max)
+                store = CookiePendingLogins(
+                    sealer: SessionTests.sealer, cookieName: cookieName, secure: false, timeout: timeout, max: max)
             case .redis:
                 let server = try RedisServerProcess()
                 redis = server
                 let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/3"))
-                store = RedisPendingLogins(client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
-                                           cookieName: cookieName, secure: false, timeout: timeout, max: max)
+                store = RedisPendingLogins(
+                    client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:",
+                    sealer: SessionTests.sealer,
+                    cookieName: cookieName, secure: false, timeout: timeout, max: max)
             }
         }
         func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
             var out: T?
-            start { [loop] v in out = v; loop.stop() }
-            if out == nil { loop.schedule(after: 5) { [loop] in loop.stop() }; loop.run() }
+            start { [loop] v in
+                out = v
+                loop.stop()
+            }
+            if out == nil {
+                loop.schedule(after: 5) { [loop] in loop.stop() }
+                loop.run()
+            }
             return out
         }
         /// Begins a login in the browser whose cookies are `jar`; the jar after the response.
-        func add(_ state: String, jar: [String: String] = [:], now: Int64 = 1000) -> Result<[String: String], SessionStoreError>? {
-            let login = PendingLogins.Login(state: state, nonce: "nonce-\(state)", codeVerifier: "verifier-\(state)", returnTo: "/r/\(state)",
-                                            client: "web", createdAt: now)
-            return run { done in store.add(login, cookies: Self.cookies(jar), now: now) { done($0.map { Self.apply($0, to: jar) }) } }
+        func add(_ state: String, jar: [String: String] = [:], now: Int64 = 1000) -> Result<
+            [String: String], SessionStoreError
+        >? {
+            let login = PendingLogins.Login(
+                state: state, nonce: "nonce-\(state)", codeVerifier: "verifier-\(state)", returnTo: "/r/\(state)",
+                client: "web", createdAt: now)
+            return run { done in
+                store.add(login, cookies: Self.cookies(jar), now: now) { done($0.map { Self.apply($0, to: jar) }) }
+            }
         }
-        func take(_ state: String, jar: [String: String], now: Int64 = 1001) -> Result<PendingLoginTake, SessionStoreError>? {
+        func take(_ state: String, jar: [String: String], now: Int64 = 1001) -> Result<
+            PendingLoginTake, SessionStoreError
+        >? {
             run { done in store.take(state: state, cookies: Self.cookies(jar), now: now, done: done) }
         }
         /// The jar after beginning a login; nil when the store refused it.
-        func begin(_ state: String, jar: [String: String] = [:], now: Int64 = 1000) -> [String: String]? { try? add(state, jar: jar, now: now)?.get() }
+        func begin(_ state: String, jar: [String: String] = [:], now: Int64 = 1000) -> [String: String]? {
+            try? add(state, jar: jar, now: now)?.get()
+        }
         /// What a callback's lookup found; nil when the store failed.
-        func taken(_ state: String, jar: [String: String], now: Int64 = 1001) -> PendingLoginTake? { try? take(state, jar: jar, now: now)?.get() }
+        func taken(_ state: String, jar: [String: String], now: Int64 = 1001) -> PendingLoginTake? {
+            try? take(state, jar: jar, now: now)?.get()
+        }
         static func cookies(_ jar: [String: String]) -> Cookies {
             Cookies(cookieHeaders: jar.isEmpty ? [] : [jar.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")])
         }
@@ -62,7 +83,8 @@ struct PendingLoginStoreTests {
             for line in lines {
                 let pair = line.prefix { $0 != ";" }
                 guard let eq = pair.firstIndex(of: "=") else { continue }
-                let name = String(pair[..<eq]), value = String(pair[pair.index(after: eq)...])
+                let name = String(pair[..<eq])
+                let value = String(pair[pair.index(after: eq)...])
                 jar[name] = line.contains("Max-Age=0") ? nil : value
             }
             return jar
@@ -74,7 +96,9 @@ struct PendingLoginStoreTests {
         var jar = try #require(h.begin("s1"))
         jar = try #require(h.begin("s2", jar: jar))  // a second tab
         let first = try #require(h.taken("s1", jar: jar))
-        #expect(first.login?.codeVerifier == "verifier-s1" && first.login?.nonce == "nonce-s1" && first.login?.returnTo == "/r/s1")
+        #expect(
+            first.login?.codeVerifier == "verifier-s1" && first.login?.nonce == "nonce-s1"
+                && first.login?.returnTo == "/r/s1")
         let afterFirst = Harness.apply(first.setCookies, to: jar)
         // Once: the same state again finds nothing — with the cookie as it is now, and (Redis)
         // with the cookie as it was (a replayed cookie).
@@ -116,16 +140,26 @@ struct PendingLoginStoreTests {
         #expect(RedisPendingLogins.isLoginID(Substring(id)))
         let raw = RedisClient(loop: h.loop, endpoint: RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/3")!)
         let keys: RedisReply? = h.run { done in raw.send(["KEYS", "*"]) { done(try? $0.get()) } } ?? nil
-        guard case .array(let list)? = keys, list.count == 1, case .bulk(let keyBytes) = list[0] else { Issue.record("one key expected: \(String(describing: keys))"); return }
+        guard case .array(let list)? = keys, list.count == 1, case .bulk(let keyBytes) = list[0] else {
+            Issue.record("one key expected: \(String(describing: keys))")
+            return
+        }
         let key = String(decoding: keyBytes, as: UTF8.self)
         #expect(key.hasPrefix("t:login-state:") && !key.contains(id) && !key.contains("the-state"))
         let ttl: RedisReply? = h.run { done in raw.send(["TTL", key]) { done(try? $0.get()) } } ?? nil
-        guard case .integer(let seconds)? = ttl else { Issue.record("no TTL"); return }
+        guard case .integer(let seconds)? = ttl else {
+            Issue.record("no TTL")
+            return
+        }
         #expect(seconds > 590 && seconds <= 600)
         let value: RedisReply? = h.run { done in raw.send(["GET", key]) { done(try? $0.get()) } } ?? nil
-        guard case .bulk(let stored)? = value else { Issue.record("no value"); return }
+        guard case .bulk(let stored)? = value else {
+            Issue.record("no value")
+            return
+        }
         let text = String(decoding: stored, as: UTF8.self)
-        #expect(!text.contains("verifier-the-state") && !text.contains("nonce-the-state") && !text.contains("/r/the-state"))
+        #expect(
+            !text.contains("verifier-the-state") && !text.contains("nonce-the-state") && !text.contains("/r/the-state"))
     }
 
     /// The seal is bound to the key: two browsers begin logins with the same state (so the
@@ -140,8 +174,14 @@ struct PendingLoginStoreTests {
             "t:login-state:" + RedisPendingLogins.digest(id: try #require(jar[Self.cookieName]), state: "same-state")
         }
         let value: RedisReply? = h.run { done in raw.send(["GET", try! key(x)]) { done(try? $0.get()) } } ?? nil
-        guard case .bulk(let stored)? = value else { Issue.record("no value"); return }
-        let moved: RedisReply? = h.run { done in raw.send(["SET", try! key(y), String(decoding: stored, as: UTF8.self)]) { done(try? $0.get()) } } ?? nil
+        guard case .bulk(let stored)? = value else {
+            Issue.record("no value")
+            return
+        }
+        let moved: RedisReply? =
+            h.run { done in
+                raw.send(["SET", try! key(y), String(decoding: stored, as: UTF8.self)]) { done(try? $0.get()) }
+            } ?? nil
         #expect(moved == .status("OK"))
         #expect(try #require(h.taken("same-state", jar: y)).login == nil)
         // the original still opens where it was
@@ -180,7 +220,13 @@ struct PendingLoginStoreTests {
         let h = try Harness(.redis)
         let jar = try #require(h.begin("s"))
         h.redis?.kill()
-        guard case .failure? = h.take("s", jar: jar) else { Issue.record("a dead Redis must be an error, not 'no such login'"); return }
-        guard case .failure? = h.add("t", jar: jar) else { Issue.record("a login must not begin when its state cannot be kept"); return }
+        guard case .failure? = h.take("s", jar: jar) else {
+            Issue.record("a dead Redis must be an error, not 'no such login'")
+            return
+        }
+        guard case .failure? = h.add("t", jar: jar) else {
+            Issue.record("a login must not begin when its state cannot be kept")
+            return
+        }
     }
 }

@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 @Suite("Prometheus text: one writer for every /metrics family")
 struct PrometheusTextTests {
@@ -7,16 +8,17 @@ struct PrometheusTextTests {
         var out = PrometheusText()
         out.labelled("t_total", .counter, help: "Things.", label: "kind", [("a", 1), ("b", 2)])
         out.single("t_up", .gauge, help: "Up.", 1)
-        #expect(out.text == """
-            # HELP t_total Things.
-            # TYPE t_total counter
-            t_total{kind="a"} 1
-            t_total{kind="b"} 2
-            # HELP t_up Up.
-            # TYPE t_up gauge
-            t_up 1
+        #expect(
+            out.text == """
+                # HELP t_total Things.
+                # TYPE t_total counter
+                t_total{kind="a"} 1
+                t_total{kind="b"} 2
+                # HELP t_up Up.
+                # TYPE t_up gauge
+                t_up 1
 
-            """)
+                """)
     }
 
     @Test func labelValuesFromTheConfigCannotBreakALine() {
@@ -38,7 +40,8 @@ struct PrometheusTextTests {
         let m = WorkerMetrics()
         let id = m.routeID("a\"b")
         m.record(routeID: id, status: 200, seconds: 0.001)
-        let text = m.snapshot(upstreamConnections: ["app": 2], clientConnections: 1, tokenCache: (3, 4)).prometheusText(ready: true)
+        let text = m.snapshot(upstreamConnections: ["app": 2], clientConnections: 1, tokenCache: (3, 4)).prometheusText(
+            ready: true)
         #expect(text.contains("# TYPE tokengate_requests_total counter\n"))
         #expect(text.contains("tokengate_ready 1\n"))
         #expect(text.contains("tokengate_requests_total{route=\"a\\\"b\",status=\"200\"} 1\n"))

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import Gateway
 @testable import Reactor
 
@@ -29,13 +30,18 @@ struct ReplayStoreConformanceTests {
                 redis = server
                 let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/1"))
                 // No clock-skew margin here: the suite checks the exact horizon on both stores.
-                store = RedisReplayStore(client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "conformance:", clockSkewMargin: 0)
+                store = RedisReplayStore(
+                    client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "conformance:",
+                    clockSkewMargin: 0)
             }
         }
 
         func claim(_ id: ReplayID, until: Int64, now: Int64 = Int64(Date().timeIntervalSince1970)) -> ReplayVerdict? {
             var verdict: ReplayVerdict?
-            store.claim(id, until: until, now: now) { [loop] v in verdict = v; loop.stop() }
+            store.claim(id, until: until, now: now) { [loop] v in
+                verdict = v
+                loop.stop()
+            }
             if verdict == nil {
                 loop.schedule(after: 5) { [loop] in loop.stop() }
                 loop.run()
@@ -87,7 +93,8 @@ struct ReplayStoreConformanceTests {
         let now = Self.now
         for i in 0..<64 { #expect(cache.claim(ReplayID(jkt: "k", jti: "\(i)"), until: now + 60, now: now) == .fresh) }
         guard case .refused = cache.claim(ReplayID(jkt: "k", jti: "one more"), until: now + 60, now: now) else {
-            Issue.record("a full cache must refuse new proofs"); return
+            Issue.record("a full cache must refuse new proofs")
+            return
         }
         // Every remembered proof is still a replay.
         #expect(cache.claim(ReplayID(jkt: "k", jti: "0"), until: now + 60, now: now) == .replayed)
@@ -103,7 +110,9 @@ struct ReplayStoreConformanceTests {
         let fresh = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<4 {
                 group.addTask {
-                    (0..<2000).reduce(0) { n, i in cache.claim(ReplayID(jkt: "k", jti: "\(i)"), until: now + 60, now: now) == .fresh ? n + 1 : n }
+                    (0..<2000).reduce(0) { n, i in
+                        cache.claim(ReplayID(jkt: "k", jti: "\(i)"), until: now + 60, now: now) == .fresh ? n + 1 : n
+                    }
                 }
             }
             return await group.reduce(0, +)
@@ -114,16 +123,23 @@ struct ReplayStoreConformanceTests {
     @Test func redisKeepsEntriesPastTheHorizonByTheClockSkewMargin() throws {
         let server = try RedisServerProcess()
         let loop = EventLoop()
-        let client = Redis(loop: loop, deployment: .standalone(try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/0"))))
+        let client = Redis(
+            loop: loop, deployment: .standalone(try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/0"))))
         let store = RedisReplayStore(client: client, prefix: "skew:")
         let id = ReplayID(jkt: "k", jti: "j")
         var ttl: RedisReply?
         store.claim(id, until: Self.now + 60, now: Self.now) { _ in
-            client.send(["TTL", "skew:dpop:jti:\(id.text)"]) { r in ttl = try? r.get(); loop.stop() }
+            client.send(["TTL", "skew:dpop:jti:\(id.text)"]) { r in
+                ttl = try? r.get()
+                loop.stop()
+            }
         }
         loop.schedule(after: 5) { loop.stop() }
         loop.run()
-        guard case .integer(let seconds)? = ttl else { Issue.record("no TTL: \(String(describing: ttl))"); return }
+        guard case .integer(let seconds)? = ttl else {
+            Issue.record("no TTL: \(String(describing: ttl))")
+            return
+        }
         #expect(seconds > 60 && seconds <= 70)
     }
 
@@ -133,7 +149,8 @@ struct ReplayStoreConformanceTests {
         h.redis?.kill()
         let started = Date()
         guard case .unavailable? = h.claim(ReplayID(jkt: "k", jti: "during"), until: Self.now + 60) else {
-            Issue.record("with Redis down a proof must not be accepted"); return
+            Issue.record("with Redis down a proof must not be accepted")
+            return
         }
         #expect(Date().timeIntervalSince(started) < 2.5)
     }

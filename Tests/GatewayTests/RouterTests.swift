@@ -1,15 +1,20 @@
 import Reactor
 import Testing
+
 @testable import Gateway
 
 @Suite("Router: most specific route wins; dot-segments may not change routes")
 struct RouterTests {
-    func route(_ i: Int, host: String? = nil, exact: String? = nil, prefix: String? = nil, methods: [HTTPMethod]? = nil) -> RouteConfig {
-        RouteConfig(index: i, name: "r\(i)",
-                    match: RouteMatch(host: host.flatMap(HostPattern.init),
-                                      path: exact.map(PathPattern.exact) ?? .prefix(prefix ?? "/"),
-                                      methods: methods.map(Set.init)),
-                    upstream: "u", auth: .none)
+    func route(_ i: Int, host: String? = nil, exact: String? = nil, prefix: String? = nil, methods: [HTTPMethod]? = nil)
+        -> RouteConfig
+    {
+        RouteConfig(
+            index: i, name: "r\(i)",
+            match: RouteMatch(
+                host: host.flatMap(HostPattern.init),
+                path: exact.map(PathPattern.exact) ?? .prefix(prefix ?? "/"),
+                methods: methods.map(Set.init)),
+            upstream: "u", auth: .none)
     }
 
     var router: Router {
@@ -23,17 +28,20 @@ struct RouterTests {
             route(6, host: "admin.example.com", prefix: "/"),
             route(7, host: "*.internal.example.com", prefix: "/"),
             route(8, prefix: "/public/"),
-            route(9, prefix: "/admin"),
+            route(9, prefix: "/admin")
         ])
     }
 
-    @Test("picks the most specific route", arguments: [
-        ("h", HTTPMethod.GET, "/", 0), ("h", .GET, "/apiary", 0), ("h", .GET, "/api", 1), ("h", .GET, "/api/x", 1),
-        ("h", .GET, "/api/orders/1", 2), ("h", .POST, "/api/orders/1", 4), ("h", .GET, "/api/orders/export", 3),
-        ("h", .POST, "/api/orders/export", 3), ("h", .GET, "/api/orders/export/", 3), ("h", .GET, "/api/orders", 1), ("a.example.com", .GET, "/api", 5),
-        ("admin.example.com", .GET, "/", 6), ("x.y.example.com", .GET, "/", 5), ("example.com", .GET, "/", 0),
-        ("a.internal.example.com", .GET, "/", 7), ("notexample.com", .GET, "/", 0),
-    ])
+    @Test(
+        "picks the most specific route",
+        arguments: [
+            ("h", HTTPMethod.GET, "/", 0), ("h", .GET, "/apiary", 0), ("h", .GET, "/api", 1), ("h", .GET, "/api/x", 1),
+            ("h", .GET, "/api/orders/1", 2), ("h", .POST, "/api/orders/1", 4), ("h", .GET, "/api/orders/export", 3),
+            ("h", .POST, "/api/orders/export", 3), ("h", .GET, "/api/orders/export/", 3), ("h", .GET, "/api/orders", 1),
+            ("a.example.com", .GET, "/api", 5),
+            ("admin.example.com", .GET, "/", 6), ("x.y.example.com", .GET, "/", 5), ("example.com", .GET, "/", 0),
+            ("a.internal.example.com", .GET, "/", 7), ("notexample.com", .GET, "/", 0)
+        ])
     func specificity(_ host: String, _ method: HTTPMethod, _ path: String, _ expected: Int) {
         #expect(router.match(host: host, method: method, path: path)?.index == expected)
     }
@@ -58,9 +66,13 @@ struct RouterTests {
         #expect(decide("/x/../y") == .route(0))
     }
 
-    @Test("host patterns", arguments: [("API.Example.COM", "*.example.com", true), ("example.com", "*.example.com", false),
-                                       ("a.b.example.com", "*.example.com", true), ("aexample.com", "*.example.com", false),
-                                       ("api.example.com", "api.example.com", true), ("api.example.com.evil", "api.example.com", false)])
+    @Test(
+        "host patterns",
+        arguments: [
+            ("API.Example.COM", "*.example.com", true), ("example.com", "*.example.com", false),
+            ("a.b.example.com", "*.example.com", true), ("aexample.com", "*.example.com", false),
+            ("api.example.com", "api.example.com", true), ("api.example.com.evil", "api.example.com", false)
+        ])
     func hosts(_ host: String, _ pattern: String, _ ok: Bool) {
         #expect(HostPattern(pattern)!.matches(HostNormalizer.normalize(host)!) == ok)
     }

@@ -1,22 +1,30 @@
 import Foundation
-import Testing
 import JOSE
 import TestSupport
+import Testing
+
 @testable import Gateway
 @testable import Reactor
 
 @Suite("Sessions: encoding, sealing, cookies, pending logins")
 struct SessionTests {
-    static let idToken = try! JWSSigner.sign(claims: JSONObject(["sub": .string("alice"), "email": .string("a@example.com")]), alg: .ES256,
-                                             key: try! JWK.generate(for: .ES256, kid: "k"))
+    static let idToken = try! JWSSigner.sign(
+        claims: JSONObject(["sub": .string("alice"), "email": .string("a@example.com")]), alg: .ES256,
+        key: try! JWK.generate(for: .ES256, kid: "k"))
     static func session(refresh: String? = "Z0FBQUFBQnJBOVpvSmhNSHV3Y0VwSkU4", access: String? = nil) -> Session {
-        Session(id: Session.newID(), client: "web", subject: "alice", claims: JSONObject(["email": .string("a@example.com"), "groups": .array([.string("dev")])]),
-                idToken: idToken, accessToken: access, refreshToken: refresh, accessExpiresAt: 1_700_000_300, createdAt: 1_700_000_000, lastSeenAt: 1_700_000_100)
+        Session(
+            id: Session.newID(), client: "web", subject: "alice",
+            claims: JSONObject(["email": .string("a@example.com"), "groups": .array([.string("dev")])]),
+            idToken: idToken, accessToken: access, refreshToken: refresh, accessExpiresAt: 1_700_000_300,
+            createdAt: 1_700_000_000, lastSeenAt: 1_700_000_100)
     }
     static let sealer = CookieSealer(keys: [AEADKey(secret: Array(repeating: 1, count: 32))!])
 
     @Test func encodingRoundTripsAndPacksTokens() {
-        for s in [Self.session(), Self.session(refresh: nil, access: "opaque token with spaces"), Self.session(refresh: "a.b.c")] {
+        for s in [
+            Self.session(), Self.session(refresh: nil, access: "opaque token with spaces"),
+            Self.session(refresh: "a.b.c")
+        ] {
             let bytes = s.encoded()!
             #expect(Session(encoded: bytes) == s)
         }
@@ -68,7 +76,9 @@ struct SessionTests {
         let other = CookieSealer(keys: [AEADKey(secret: Array(repeating: 2, count: 32))!])
         #expect(other.open(sealed, purpose: "session") == nil)  // another key
         // Rotation: the new key first, the old one still opens.
-        let rotated = CookieSealer(keys: [AEADKey(secret: Array(repeating: 2, count: 32))!, AEADKey(secret: Array(repeating: 1, count: 32))!])
+        let rotated = CookieSealer(keys: [
+            AEADKey(secret: Array(repeating: 2, count: 32))!, AEADKey(secret: Array(repeating: 1, count: 32))!
+        ])
         #expect(rotated.open(sealed, purpose: "session") == plain)
         #expect(Self.sealer.open(rotated.seal(plain, purpose: "session"), purpose: "session") == nil)
         // Every seal is different (random nonce).
@@ -83,7 +93,10 @@ struct SessionTests {
     @Test func pendingLoginsAreBoundedAndSingleUse() {
         var p = PendingLogins()
         for i in 0..<8 {
-            p.add(.init(state: "s\(i)", nonce: "n", codeVerifier: "v", returnTo: "/", client: "web", createdAt: 1000 + Int64(i)), max: 5, now: 1000, timeout: 600)
+            p.add(
+                .init(
+                    state: "s\(i)", nonce: "n", codeVerifier: "v", returnTo: "/", client: "web",
+                    createdAt: 1000 + Int64(i)), max: 5, now: 1000, timeout: 600)
         }
         #expect(p.logins.map(\.state) == ["s3", "s4", "s5", "s6", "s7"])
         #expect(p.take(state: "s2", now: 1010, timeout: 600) == nil)
@@ -109,7 +122,8 @@ struct SessionStoreConformanceTests {
             switch kind {
             case .cookie:
                 redis = nil
-                store = CookieSessionStore(sealer: SessionTests.sealer, ended: EndedSessions(), clock: { Int64(Date().timeIntervalSince1970) })
+                store = CookieSessionStore(
+                    sealer: SessionTests.sealer, ended: EndedSessions(), clock: { Int64(Date().timeIntervalSince1970) })
             case .redis:
                 let server = try RedisServerProcess()
                 redis = server
@@ -119,23 +133,38 @@ struct SessionStoreConformanceTests {
         /// A Redis session store on this harness's server: another replica, when called again.
         static func redisStore(loop: EventLoop, port: UInt16) throws -> RedisSessionStore {
             let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(port)/2"))
-            return RedisSessionStore(client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
-                                     cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
+            return RedisSessionStore(
+                client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
+                cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
         }
         func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
             var out: T?
-            start { [loop] v in out = v; loop.stop() }
-            if out == nil { loop.schedule(after: 5) { [loop] in loop.stop() }; loop.run() }
+            start { [loop] v in
+                out = v
+                loop.stop()
+            }
+            if out == nil {
+                loop.schedule(after: 5) { [loop] in loop.stop() }
+                loop.run()
+            }
             return out
         }
         func save(_ s: Session, creating: Bool = true) -> String? {
-            run { done in store.save(s, expiresAt: Int64(Date().timeIntervalSince1970) + 60, creating: creating) { done(try? $0.get()) } } ?? nil
+            run { done in
+                store.save(s, expiresAt: Int64(Date().timeIntervalSince1970) + 60, creating: creating) {
+                    done(try? $0.get())
+                }
+            } ?? nil
         }
         func load(_ c: String) -> Session? {
             guard case .found(let s)? = run({ done in store.load(c, done: done) }) else { return nil }
             return s
         }
-        func end(_ s: Session) -> Bool { run { done in store.end(s, expiresAt: Int64(Date().timeIntervalSince1970) + 60) { done((try? $0.get()) != nil) } } ?? false }
+        func end(_ s: Session) -> Bool {
+            run { done in
+                store.end(s, expiresAt: Int64(Date().timeIntervalSince1970) + 60) { done((try? $0.get()) != nil) }
+            } ?? false
+        }
     }
 
     @Test(arguments: Kind.allCases) func saveLoadEnd(kind: Kind) throws {
@@ -157,7 +186,9 @@ struct SessionStoreConformanceTests {
 
     @Test(arguments: Kind.allCases) func forgedCookiesNameNothing(kind: Kind) throws {
         let h = try Harness(kind)
-        for bad in ["", "x", String(repeating: "A", count: 22), String(repeating: "A", count: 5000), "../../etc", "a\r\nb"] {
+        for bad in [
+            "", "x", String(repeating: "A", count: 22), String(repeating: "A", count: 5000), "../../etc", "a\r\nb"
+        ] {
             #expect(h.load(bad) == nil)
         }
     }
@@ -170,11 +201,22 @@ struct SessionStoreConformanceTests {
         let raw = RedisClient(loop: h.loop, endpoint: RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/2")!)
         let keys: RedisReply? = h.run { done in raw.send(["KEYS", "*"]) { done(try? $0.get()) } } ?? nil
         guard case .array(let list)? = keys,
-              let key = list.compactMap({ r -> [UInt8]? in if case .bulk(let b) = r { return b }; return nil })
-                  .first(where: { String(decoding: $0, as: UTF8.self).hasPrefix("t:session:") }) else { Issue.record("no session key"); return }
+            let key = list.compactMap({ r -> [UInt8]? in
+                if case .bulk(let b) = r { return b }
+                return nil
+            })
+            .first(where: { String(decoding: $0, as: UTF8.self).hasPrefix("t:session:") })
+        else {
+            Issue.record("no session key")
+            return
+        }
         #expect(!String(decoding: key, as: UTF8.self).contains(s.id))  // the key does not give the cookie away
-        let value: RedisReply? = h.run { done in raw.send(["GET", String(decoding: key, as: UTF8.self)]) { done(try? $0.get()) } } ?? nil
-        guard case .bulk(let stored)? = value else { Issue.record("no value"); return }
+        let value: RedisReply? =
+            h.run { done in raw.send(["GET", String(decoding: key, as: UTF8.self)]) { done(try? $0.get()) } } ?? nil
+        guard case .bulk(let stored)? = value else {
+            Issue.record("no value")
+            return
+        }
         let text = String(decoding: stored, as: UTF8.self)
         #expect(!text.contains("refresh-token-value") && !text.contains("alice"))
     }
@@ -191,7 +233,8 @@ struct SessionStoreConformanceTests {
         let s = SessionTests.session(refresh: "r1")
         _ = try #require(h.save(s))
         // A Redis Cluster must find the session, its lease and its generation in one slot.
-        let slots = Set([a.key(s.id), a.leaseKey(s.id), a.generationKey(s.id)].map { RedisHashSlot.slot(of: Array($0.utf8)) })
+        let slots = Set(
+            [a.key(s.id), a.leaseKey(s.id), a.generationKey(s.id)].map { RedisHashSlot.slot(of: Array($0.utf8)) })
         #expect(slots.count == 1)
         func load(_ store: RedisSessionStore) -> Session? {
             guard case .found(let found)? = h.run({ done in store.load(s.id, done: done) }) else { return nil }
@@ -201,17 +244,30 @@ struct SessionStoreConformanceTests {
             guard case .acquired(let l)? = h.run({ done in store.leaseRefresh(s, done: done) }) else { return nil }
             return l
         }
-        func save(_ store: RedisSessionStore, _ session: Session, under lease: RefreshLease?) -> Result<String, SessionStoreError>? {
-            h.run { done in store.save(session, expiresAt: Int64(Date().timeIntervalSince1970) + 60, creating: false, lease: lease, done: done) }
+        func save(_ store: RedisSessionStore, _ session: Session, under lease: RefreshLease?) -> Result<
+            String, SessionStoreError
+        >? {
+            h.run { done in
+                store.save(
+                    session, expiresAt: Int64(Date().timeIntervalSince1970) + 60, creating: false, lease: lease,
+                    done: done)
+            }
         }
-        func with(_ token: String) -> Session { var x = s; x.refreshToken = token; return x }
+        func with(_ token: String) -> Session {
+            var x = s
+            x.refreshToken = token
+            return x
+        }
         /// What a refresh leader does after taking the lease: read the session again (its basis).
         func reread(_ store: RedisSessionStore) { _ = h.run { done in store.reload(s, done: done) } }
 
         // A refreshes under its lease; B cannot take the lease meanwhile.
         _ = try #require(load(a))
         let aLease = try #require(lease(a))
-        guard case .held? = h.run({ done in b.leaseRefresh(s, done: done) }) else { Issue.record("a held lease was granted twice"); return }
+        guard case .held? = h.run({ done in b.leaseRefresh(s, done: done) }) else {
+            Issue.record("a held lease was granted twice")
+            return
+        }
         #expect((try? save(a, with("r2"), under: aLease)?.get()) == s.id)
         a.releaseRefresh(aLease)
         // A lease that expired with nobody refreshing since: the save still goes in (the
@@ -231,7 +287,10 @@ struct SessionStoreConformanceTests {
         #expect((try? save(b, with("r4"), under: bLease)?.get()) == s.id)
         b.releaseRefresh(bLease)
         #expect(load(a)?.refreshToken == "r4")  // another read on A meanwhile does not move its refresh's basis
-        guard case .failure(let e)? = save(a, with("r-late"), under: late), e.superseded else { Issue.record("a superseded refresh was written"); return }
+        guard case .failure(let e)? = save(a, with("r-late"), under: late), e.superseded else {
+            Issue.record("a superseded refresh was written")
+            return
+        }
         #expect(load(b)?.refreshToken == "r4")
         // A touch from a stale copy (A read before B's next refresh) is refused; from a fresh one it goes in.
         let stale = try #require(load(a))
@@ -240,7 +299,10 @@ struct SessionStoreConformanceTests {
         b.releaseRefresh(bLease2)
         var touched = stale
         touched.lastSeenAt += 60
-        guard case .failure(let t)? = save(a, touched, under: nil), t.superseded else { Issue.record("a stale touch put back a spent refresh token"); return }
+        guard case .failure(let t)? = save(a, touched, under: nil), t.superseded else {
+            Issue.record("a stale touch put back a spent refresh token")
+            return
+        }
         var current = try #require(load(a))
         #expect(current.refreshToken == "r5")
         current.lastSeenAt += 60
@@ -251,11 +313,17 @@ struct SessionStoreConformanceTests {
         let cLease = try #require(lease(c))
         #expect((try? save(c, with("r6"), under: cLease)?.get()) == s.id)
         c.releaseRefresh(cLease)
-        guard case .failure(let noLease)? = save(c, with("r7"), under: cLease), noLease.superseded else { Issue.record("a released lease wrote"); return }
+        guard case .failure(let noLease)? = save(c, with("r7"), under: cLease), noLease.superseded else {
+            Issue.record("a released lease wrote")
+            return
+        }
         #expect(load(a)?.refreshToken == "r6")
         // Nothing brings back an ended session, lease or not.
         #expect(h.end(current))
-        guard case .failure(let ended)? = save(b, with("r6"), under: bLease2), ended.ended else { Issue.record("an ended session came back"); return }
+        guard case .failure(let ended)? = save(b, with("r6"), under: bLease2), ended.ended else {
+            Issue.record("an ended session came back")
+            return
+        }
         #expect(load(a) == nil)
     }
 
@@ -263,7 +331,8 @@ struct SessionStoreConformanceTests {
         let h = try Harness(.redis)
         h.redis?.kill()
         guard case .unavailable? = h.run({ done in h.store.load(Session.newID(), done: done) }) else {
-            Issue.record("a dead Redis must answer unavailable, not 'no session'"); return
+            Issue.record("a dead Redis must answer unavailable, not 'no session'")
+            return
         }
     }
 }
@@ -283,7 +352,9 @@ struct CookieHeaderTests {
     @Test func chunksJoinAndClear() {
         let long = String(repeating: "v", count: Cookies.chunkSize * 2 + 10)
         var pairs: [(String, String)] = []
-        Cookies.pairs("n=\(long.prefix(Cookies.chunkSize)); other=1; n_1=\(long.dropFirst(Cookies.chunkSize).prefix(Cookies.chunkSize)); n_2=\(long.dropFirst(2 * Cookies.chunkSize))") {
+        Cookies.pairs(
+            "n=\(long.prefix(Cookies.chunkSize)); other=1; n_1=\(long.dropFirst(Cookies.chunkSize).prefix(Cookies.chunkSize)); n_2=\(long.dropFirst(2 * Cookies.chunkSize))"
+        ) {
             pairs.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self)))
         }
         #expect(pairs.map(\.0) == ["n", "other", "n_1", "n_2"])

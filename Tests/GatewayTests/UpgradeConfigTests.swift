@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 /// `upgrades:`, `close_at_token_expiry`, `limits.tunnel_idle_timeout` and `limits.max_tunnels`.
@@ -35,7 +36,8 @@ struct UpgradeConfigTests {
     }
 
     @Test func valuesAreRead() throws {
-        let cfg = try parse(config(limits: ", tunnel_idle_timeout: 90s, max_tunnels: 50", route: "    upgrades: []")).get()
+        let cfg = try parse(config(limits: ", tunnel_idle_timeout: 90s, max_tunnels: 50", route: "    upgrades: []"))
+            .get()
         #expect(cfg.routes[0].upgrades.isEmpty)
         #expect(cfg.limits.tunnelIdleTimeout == 90 && cfg.limits.maxTunnels == 50)
         let ws = try parse(config(route: "    upgrades: [WebSocket]")).get()
@@ -43,10 +45,18 @@ struct UpgradeConfigTests {
     }
 
     @Test func badValuesSayWhatToWrite() {
-        #expect(problems(config(route: "    upgrades: [h2c]")) ==
-                ["line 10: routes[0].upgrades[0]: \"h2c\" is not a supported upgrade; the only one is websocket (or [] to refuse upgrades)"])
-        #expect(problems(config(limits: ", max_tunnels: 0")).first?.contains("limits.max_tunnels: must be a number from 1 to 1000000") == true)
-        #expect(problems(config(limits: ", tunnel_idle_timeout: 10ms")).first?.contains("limits.tunnel_idle_timeout: must be at least 100ms") == true)
-        #expect(problems(config(route: "    close_at_token_expiry: true")).first?.contains("routes[0].close_at_token_expiry: needs auth: bearer") == true)
+        #expect(
+            problems(config(route: "    upgrades: [h2c]")) == [
+                "line 10: routes[0].upgrades[0]: \"h2c\" is not a supported upgrade; the only one is websocket (or [] to refuse upgrades)"
+            ])
+        #expect(
+            problems(config(limits: ", max_tunnels: 0")).first?.contains(
+                "limits.max_tunnels: must be a number from 1 to 1000000") == true)
+        #expect(
+            problems(config(limits: ", tunnel_idle_timeout: 10ms")).first?.contains(
+                "limits.tunnel_idle_timeout: must be at least 100ms") == true)
+        #expect(
+            problems(config(route: "    close_at_token_expiry: true")).first?.contains(
+                "routes[0].close_at_token_expiry: needs auth: bearer") == true)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// `upstreams.NAME.tls`: defaults, each key, and the misuses check-config explains.
@@ -7,14 +8,14 @@ import Testing
 struct UpstreamTLSConfigTests {
     func parse(_ upstream: String) -> Result<GatewayConfig, ConfigError> {
         let yaml = """
-        listen: 127.0.0.1:8080
-        upstreams:
-          app: \(upstream)
-        routes:
-          - match: { path_prefix: / }
-            upstream: app
-            auth: none
-        """
+            listen: 127.0.0.1:8080
+            upstreams:
+              app: \(upstream)
+            routes:
+              - match: { path_prefix: / }
+                upstream: app
+                auth: none
+            """
         return ConfigParser.parse(yaml: yaml, environment: [:], baseDirectory: "/", cores: 2)
     }
 
@@ -40,7 +41,10 @@ struct UpstreamTLSConfigTests {
     }
 
     @Test func serverNameAndInsecureSkipVerify() throws {
-        let up = try #require(try parse("{ url: \"https://10.0.0.7:8443\", tls: { server_name: API.Internal, insecure_skip_verify: true } }")
+        let up = try #require(
+            try parse(
+                "{ url: \"https://10.0.0.7:8443\", tls: { server_name: API.Internal, insecure_skip_verify: true } }"
+            )
             .get().upstreams["app"])
         #expect(up.tls?.serverName == "api.internal")
         #expect(up.tls?.insecureSkipVerify == true && up.tlsContext?.insecureSkipTLSVerify == true)
@@ -54,18 +58,31 @@ struct UpstreamTLSConfigTests {
     }
 
     @Test func misusesAreExplained() {
-        #expect(problems("{ url: \"https://a.test\", tls: { ca_file: /nonexistent/ca.pem } }")
-            .contains("upstreams.app.tls.ca_file: cannot read /nonexistent/ca.pem"))
-        #expect(problems("{ url: \"https://a.test\", tls: { key_file: /etc/hostname } }")
-            .contains("upstreams.app.tls: a client certificate needs both cert_file and key_file; add cert_file or remove the other"))
-        #expect(problems("{ url: \"https://a.test\", tls: { ca_file: /etc/hostname, insecure_skip_verify: true } }")
-            .contains("upstreams.app.tls.insecure_skip_verify: turns certificate verification off, so ca_file would never be used"))
-        #expect(problems("{ url: \"http://a.test\", tls: { server_name: a.test } }")
-            .contains("upstreams.app.tls: applies only to an https:// url; make the url https://a.test:80"))
-        #expect(problems("{ url: \"https://a.test\", tls: { server_name: \"a..test\" } }")
-            .contains("upstreams.app.tls.server_name: \"a..test\" is not a host name or IP address"))
-        #expect(problems("{ url: \"https://a.test\", tls: { verify: false } }").contains("upstreams.app.tls.verify: is not a known key"))
+        #expect(
+            problems("{ url: \"https://a.test\", tls: { ca_file: /nonexistent/ca.pem } }")
+                .contains("upstreams.app.tls.ca_file: cannot read /nonexistent/ca.pem"))
+        #expect(
+            problems("{ url: \"https://a.test\", tls: { key_file: /etc/hostname } }")
+                .contains(
+                    "upstreams.app.tls: a client certificate needs both cert_file and key_file; add cert_file or remove the other"
+                ))
+        #expect(
+            problems("{ url: \"https://a.test\", tls: { ca_file: /etc/hostname, insecure_skip_verify: true } }")
+                .contains(
+                    "upstreams.app.tls.insecure_skip_verify: turns certificate verification off, so ca_file would never be used"
+                ))
+        #expect(
+            problems("{ url: \"http://a.test\", tls: { server_name: a.test } }")
+                .contains("upstreams.app.tls: applies only to an https:// url; make the url https://a.test:80"))
+        #expect(
+            problems("{ url: \"https://a.test\", tls: { server_name: \"a..test\" } }")
+                .contains("upstreams.app.tls.server_name: \"a..test\" is not a host name or IP address"))
+        #expect(
+            problems("{ url: \"https://a.test\", tls: { verify: false } }").contains(
+                "upstreams.app.tls.verify: is not a known key"))
         // Readable, but not PEM: OpenSSL's refusal, at the block's path.
-        #expect(problems("{ url: \"https://a.test\", tls: { ca_file: /etc/hostname } }").contains("upstreams.app.tls: cannot load ca_file"))
+        #expect(
+            problems("{ url: \"https://a.test\", tls: { ca_file: /etc/hostname } }").contains(
+                "upstreams.app.tls: cannot load ca_file"))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+
 @testable import Gateway
 @testable import Reactor
 
@@ -10,39 +11,42 @@ import Testing
 @Suite("Worker over the in-memory transport: one answer per request, decided on the head")
 struct WorkerExchangeTests {
     static let yaml = """
-    listen: 127.0.0.1:1
-    admin_listen: "off"
-    workers: 1
-    issuers:
-      one: { issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api] }
-    upstreams:
-      app: { url: "http://127.0.0.1:9" }
-    routes:
-      - name: api
-        match: { path_prefix: /api/ }
-        upstream: app
-        auth: bearer
-        issuers: [one]
-      - name: form
-        match: { path_prefix: /form/ }
-        upstream: app
-        auth: bearer
-        issuers: [one]
-        token_in_body: true
-      - name: web
-        match: { path: /public }
-        upstream: app
-        auth: none
-    """
+        listen: 127.0.0.1:1
+        admin_listen: "off"
+        workers: 1
+        issuers:
+          one: { issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api] }
+        upstreams:
+          app: { url: "http://127.0.0.1:9" }
+        routes:
+          - name: api
+            match: { path_prefix: /api/ }
+            upstream: app
+            auth: bearer
+            issuers: [one]
+          - name: form
+            match: { path_prefix: /form/ }
+            upstream: app
+            auth: bearer
+            issuers: [one]
+            token_in_body: true
+          - name: web
+            match: { path: /public }
+            upstream: app
+            auth: none
+        """
 
     static func worker() throws -> Worker {
         let config = try ConfigParser.parse(yaml: yaml, environment: [:], baseDirectory: "/", cores: 1).get()
-        return Worker(id: 0, config: config, log: Logger(label: "test"), processPrefix: "t",
-                      stores: StoreBackend(.memory, replayCapacity: 100))
+        return Worker(
+            id: 0, config: config, log: Logger(label: "test"), processPrefix: "t",
+            stores: StoreBackend(.memory, replayCapacity: 100))
     }
 
-    func send(_ w: Worker, _ method: String, _ target: String, fields: [(name: String, value: String)] = [("Host", "a")],
-              body: [UInt8]? = nil) -> InMemoryTransport {
+    func send(
+        _ w: Worker, _ method: String, _ target: String, fields: [(name: String, value: String)] = [("Host", "a")],
+        body: [UInt8]? = nil
+    ) -> InMemoryTransport {
         let (exchange, transport) = InMemoryTransport.exchange(method, target, fields: fields, body: body)
         w.handle(exchange)
         return transport
@@ -82,18 +86,24 @@ struct WorkerExchangeTests {
     /// never read (an unauthenticated client pins no memory).
     @Test func refusedBeforeAnyBodyByteIsRead() throws {
         let w = try Self.worker()
-        let t = send(w, "POST", "/api/upload", fields: [("Host", "a"), ("Content-Length", "5")], body: Array("hello".utf8))
+        let t = send(
+            w, "POST", "/api/upload", fields: [("Host", "a"), ("Content-Length", "5")], body: Array("hello".utf8))
         #expect(t.status == 401 && !t.bodyRead)
         #expect(t.head?.fields.first("WWW-Authenticate") == "Bearer realm=\"tokengate\"")
-        let bad = send(w, "POST", "/api/upload", fields: [("Host", "a"), ("Authorization", "Bearer a b")], body: Array("x".utf8))
+        let bad = send(
+            w, "POST", "/api/upload", fields: [("Host", "a"), ("Authorization", "Bearer a b")], body: Array("x".utf8))
         #expect(bad.status == 400 && !bad.bodyRead)
     }
 
     @Test func aFormTokenRouteReadsABoundedBody() throws {
         let w = try Self.worker()
-        let form: [(name: String, value: String)] = [("Host", "a"), ("Content-Type", "application/x-www-form-urlencoded"),
-                                                      ("Content-Length", "1")]
-        let big = send(w, "POST", "/form/x", fields: form, body: Array(repeating: UInt8(ascii: "a"), count: Worker.ownBodyLimit + 1))
+        let form: [(name: String, value: String)] = [
+            ("Host", "a"), ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Content-Length", "1")
+        ]
+        let big = send(
+            w, "POST", "/form/x", fields: form,
+            body: Array(repeating: UInt8(ascii: "a"), count: Worker.ownBodyLimit + 1))
         #expect(big.bodyRead && big.status == 413 && big.closeAfter)
         let junk = send(w, "POST", "/form/x", fields: form, body: Array("access_token=a%20b".utf8))
         #expect(junk.bodyRead && junk.status == 400)

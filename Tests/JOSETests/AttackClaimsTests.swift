@@ -1,4 +1,5 @@
 import Testing
+
 @testable import JOSE
 
 /// Claims an attacker controls once a signature verifies — or replays from another context:
@@ -19,8 +20,10 @@ struct AttackClaimsTests {
 
     /// Valid claims with `overrides` applied (`nil` removes a claim); raw JSON values.
     static func claims(_ overrides: [String: String?] = [:]) -> String {
-        var members: [(String, String)] = [("iss", #""https://idp.example""#), ("aud", #""api""#), ("sub", #""alice""#),
-                                           ("exp", String(now + 600)), ("iat", String(now - 10))]
+        var members: [(String, String)] = [
+            ("iss", #""https://idp.example""#), ("aud", #""api""#), ("sub", #""alice""#),
+            ("exp", String(now + 600)), ("iat", String(now - 10))
+        ]
         for (name, value) in overrides.sorted(by: { $0.key < $1.key }) {
             members.removeAll { $0.0 == name }
             if let value { members.append((name, value)) }
@@ -30,8 +33,11 @@ struct AttackClaimsTests {
 
     static func verify(_ claims: String, typ: String? = "at+jwt", policy: JWTClaimsPolicy = policy()) throws {
         let typMember = typ.map { #","typ":\#($0.hasPrefix("#") ? String($0.dropFirst()) : #""\#($0)""#)"# } ?? ""
-        let token = try Attack.forge(header: #"{"alg":"ES256","kid":"ES256"\#(typMember)}"#, payload: claims, alg: .ES256, key: Attack.key(.ES256))
-        _ = try JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: policy).verify(token, now: now)
+        let token = try Attack.forge(
+            header: #"{"alg":"ES256","kid":"ES256"\#(typMember)}"#, payload: claims, alg: .ES256,
+            key: Attack.key(.ES256))
+        _ = try JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: policy).verify(
+            token, now: now)
     }
 
     /// (claim, value relative to now, expected code or nil for accepted).
@@ -41,7 +47,7 @@ struct AttackClaimsTests {
         // nbf: valid once now + leeway ≥ nbf (§4.1.5 "before … MUST NOT be accepted").
         ("nbf", leeway, nil), ("nbf", leeway + 1, .notYetValid), ("nbf", 0, nil),
         // iat in the future beyond the leeway.
-        ("iat", leeway, nil), ("iat", leeway + 1, .issuedInFuture),
+        ("iat", leeway, nil), ("iat", leeway + 1, .issuedInFuture)
     ]
 
     @Test("exp, nbf and iat exactly at the leeway boundary", arguments: timeEdges)
@@ -69,7 +75,9 @@ struct AttackClaimsTests {
     func maxAge() throws {
         let p = Self.policy(maxAge: 300)
         try Self.verify(Self.claims(["iat": String(Self.now - Self.leeway - 300)]), policy: p)
-        expectJOSEError(.expired) { try Self.verify(Self.claims(["iat": String(Self.now - Self.leeway - 301)]), policy: p) }
+        expectJOSEError(.expired) {
+            try Self.verify(Self.claims(["iat": String(Self.now - Self.leeway - 301)]), policy: p)
+        }
         expectJOSEError(.missingClaim) { try Self.verify(Self.claims(["iat": nil]), policy: p) }
     }
 
@@ -81,19 +89,23 @@ struct AttackClaimsTests {
         try Self.verify(Self.claims(["exp": nil]), policy: p)
     }
 
-    @Test("NumericDates that are not numbers", arguments: ["exp", "nbf", "iat"], [
-        #""1700000600""#, "true", "null", "[1700000600]", #"{"t":1700000600}"#, "1e400", "-1e400",
-    ])
+    @Test(
+        "NumericDates that are not numbers", arguments: ["exp", "nbf", "iat"],
+        [
+            #""1700000600""#, "true", "null", "[1700000600]", #"{"t":1700000600}"#, "1e400", "-1e400"
+        ])
     func numericDateTypes(_ claim: String, _ value: String) {
         let e = expectJOSEError(.invalidClaim) { try Self.verify(Self.claims([claim: value])) }
         #expect(e?.claim == claim)
     }
 
-    @Test("iss must equal the configured issuer exactly", arguments: [
-        (#""https://evil.example""#, JOSEError.Code.issuerMismatch), (#""https://idp.example/""#, .issuerMismatch),
-        (#""HTTPS://IDP.EXAMPLE""#, .issuerMismatch), (#"["https://idp.example"]"#, .issuerMismatch),
-        (#""https://idp.example\u0000""#, .issuerMismatch), ("1", .issuerMismatch), ("null", .issuerMismatch),
-    ])
+    @Test(
+        "iss must equal the configured issuer exactly",
+        arguments: [
+            (#""https://evil.example""#, JOSEError.Code.issuerMismatch), (#""https://idp.example/""#, .issuerMismatch),
+            (#""HTTPS://IDP.EXAMPLE""#, .issuerMismatch), (#"["https://idp.example"]"#, .issuerMismatch),
+            (#""https://idp.example\u0000""#, .issuerMismatch), ("1", .issuerMismatch), ("null", .issuerMismatch)
+        ])
     func issuer(_ value: String, _ code: JOSEError.Code) {
         let e = expectJOSEError(code) { try Self.verify(Self.claims(["iss": value])) }
         #expect(e?.claim == "iss")
@@ -104,14 +116,18 @@ struct AttackClaimsTests {
         expectJOSEError(.missingClaim) { try Self.verify(Self.claims(["iss": nil])) }
     }
 
-    @Test("aud as a string or an array of strings", arguments: [
-        (#""api""#, nil), (#""api2""#, nil), (#"["other","api"]"#, nil), (#"["api"]"#, nil),
-        (#""other""#, JOSEError.Code.audienceMismatch), (#""API""#, .audienceMismatch), (#""api ""#, .audienceMismatch),
-        (#"["other"]"#, .audienceMismatch), ("[]", .audienceMismatch), (#""api,api2""#, .audienceMismatch),
-        // An array of non-strings is malformed, even when a string member would match.
-        ("[1]", .invalidClaim), (#"["api",1]"#, .invalidClaim), (#"[["api"]]"#, .invalidClaim), (#"[null]"#, .invalidClaim),
-        ("1", .invalidClaim), ("true", .invalidClaim), (#"{"aud":"api"}"#, .invalidClaim), ("null", .invalidClaim),
-    ] as [(String, JOSEError.Code?)])
+    @Test(
+        "aud as a string or an array of strings",
+        arguments: [
+            (#""api""#, nil), (#""api2""#, nil), (#"["other","api"]"#, nil), (#"["api"]"#, nil),
+            (#""other""#, JOSEError.Code.audienceMismatch), (#""API""#, .audienceMismatch),
+            (#""api ""#, .audienceMismatch),
+            (#"["other"]"#, .audienceMismatch), ("[]", .audienceMismatch), (#""api,api2""#, .audienceMismatch),
+            // An array of non-strings is malformed, even when a string member would match.
+            ("[1]", .invalidClaim), (#"["api",1]"#, .invalidClaim), (#"[["api"]]"#, .invalidClaim),
+            (#"[null]"#, .invalidClaim),
+            ("1", .invalidClaim), ("true", .invalidClaim), (#"{"aud":"api"}"#, .invalidClaim), ("null", .invalidClaim)
+        ] as [(String, JOSEError.Code?)])
     func audience(_ value: String, _ code: JOSEError.Code?) throws {
         if let code {
             let e = expectJOSEError(code) { try Self.verify(Self.claims(["aud": value])) }
@@ -133,12 +149,14 @@ struct AttackClaimsTests {
         try Self.verify(Self.claims(["jti": #""1""#]), policy: p)
     }
 
-    @Test("typ where the policy requires at+jwt (RFC 9068 §2.1, RFC 7515 §4.1.9)", arguments: [
-        ("at+jwt", nil), ("application/at+jwt", nil), ("AT+JWT", nil), ("Application/At+Jwt", nil),
-        ("JWT", JOSEError.Code.typeMismatch), ("application/jwt", .typeMismatch), ("dpop+jwt", .typeMismatch),
-        ("at+jwt ", .typeMismatch), ("application/application/at+jwt", .typeMismatch), ("", .typeMismatch),
-        ("#1", .malformed), ("#[\"at+jwt\"]", .malformed),
-    ] as [(String, JOSEError.Code?)])
+    @Test(
+        "typ where the policy requires at+jwt (RFC 9068 §2.1, RFC 7515 §4.1.9)",
+        arguments: [
+            ("at+jwt", nil), ("application/at+jwt", nil), ("AT+JWT", nil), ("Application/At+Jwt", nil),
+            ("JWT", JOSEError.Code.typeMismatch), ("application/jwt", .typeMismatch), ("dpop+jwt", .typeMismatch),
+            ("at+jwt ", .typeMismatch), ("application/application/at+jwt", .typeMismatch), ("", .typeMismatch),
+            ("#1", .malformed), ("#[\"at+jwt\"]", .malformed)
+        ] as [(String, JOSEError.Code?)])
     func typ(_ typ: String, _ code: JOSEError.Code?) throws {
         let p = Self.policy(type: "at+jwt")
         if let code {
@@ -159,9 +177,12 @@ struct AttackClaimsTests {
     @Test("claims are judged only after the signature: an expired forgery is a bad signature")
     func signatureBeforeClaims() throws {
         let c = Self.claims(["exp": String(Self.now - 1000), "iss": #""https://evil""#])
-        let token = try Attack.forge(header: #"{"alg":"ES256","kid":"ES256"}"#, payload: c, alg: .ES256, key: JWK.generate(for: .ES256, kid: "ES256"))
+        let token = try Attack.forge(
+            header: #"{"alg":"ES256","kid":"ES256"}"#, payload: c, alg: .ES256,
+            key: JWK.generate(for: .ES256, kid: "ES256"))
         expectJOSEError(.badSignature) {
-            _ = try JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: Self.policy()).verify(token, now: Self.now)
+            _ = try JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: Self.policy())
+                .verify(token, now: Self.now)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import JOSE
 
 /// Keys an attacker (or a careless IdP) publishes: too small, off the curve, the wrong
@@ -8,15 +9,16 @@ import Testing
 @Suite("Attacks through JWKs and JWK Sets")
 struct AttackKeyTests {
     /// RSA-1024: n and the SPKI PEM of the same key.
-    static let rsa1024n = "zzqpubGMpo7ereH750aac5052u9qLV3CCIpE3IY1r-nDB_ymgkCtxWsON-YZ3L37ws7YUh4ppNgcVJJuWjwf8UqMMcOJZEsJyxZrF32F5XzLvJ_Op__4osE5fqYjxjd3H6qsghLvq2ymxYUwtB1kfycmRu38I4SucohGJhUJgNM"
+    static let rsa1024n =
+        "zzqpubGMpo7ereH750aac5052u9qLV3CCIpE3IY1r-nDB_ymgkCtxWsON-YZ3L37ws7YUh4ppNgcVJJuWjwf8UqMMcOJZEsJyxZrF32F5XzLvJ_Op__4osE5fqYjxjd3H6qsghLvq2ymxYUwtB1kfycmRu38I4SucohGJhUJgNM"
     static let rsa1024PEM = """
-    -----BEGIN PUBLIC KEY-----
-    MIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQDPOqm5sYymjt6t4fvnRppznTna
-    72otXcIIikTchjWv6cMH/KaCQK3Faw435hncvfvCzthSHimk2BxUkm5aPB/xSowx
-    w4lkSwnLFmsXfYXlfMu8n86n//iiwTl+piPGN3cfqqyCEu+rbKbFhTC0HWR/JyZG
-    7fwjhK5yiEYmFQmA0wIDAQAB
-    -----END PUBLIC KEY-----
-    """
+        -----BEGIN PUBLIC KEY-----
+        MIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQDPOqm5sYymjt6t4fvnRppznTna
+        72otXcIIikTchjWv6cMH/KaCQK3Faw435hncvfvCzthSHimk2BxUkm5aPB/xSowx
+        w4lkSwnLFmsXfYXlfMu8n86n//iiwTl+piPGN3cfqqyCEu+rbKbFhTC0HWR/JyZG
+        7fwjhK5yiEYmFQmA0wIDAQAB
+        -----END PUBLIC KEY-----
+        """
 
     @Test("RSA keys under 2048 bits are refused, from JWK, PEM and inside a set")
     func weakRSA() throws {
@@ -24,7 +26,10 @@ struct AttackKeyTests {
         expectJOSEError(.weakKey) { _ = try JWK(pem: Self.rsa1024PEM) }
         // A set keeps its other keys but never the weak one; a token naming it finds nothing.
         let good = try JWK.generate(for: .RS256, kid: "good")
-        let set = try JWKSet(json: #"{"keys":[{"kty":"RSA","kid":"weak","n":"\#(Self.rsa1024n)","e":"AQAB"},\#(JSONSerializer.serialize(.object(good.publicJWK())))]}"#)
+        let set = try JWKSet(
+            json:
+                #"{"keys":[{"kty":"RSA","kid":"weak","n":"\#(Self.rsa1024n)","e":"AQAB"},\#(JSONSerializer.serialize(.object(good.publicJWK())))]}"#
+        )
         #expect(set.keys.map(\.kid) == ["good"])
         #expect(set.skipped.map(\.error.code) == [.weakKey])
         let token = try Attack.forge(header: #"{"alg":"RS256","kid":"weak"}"#, payload: "{}", alg: .RS256, key: good)
@@ -38,7 +43,9 @@ struct AttackKeyTests {
         for (e, why) in [("AQ", "e = 1"), ("Ag", "e = 2"), ("AAEAAQ", "leading zero in e"), ("AQAA", "even e")] {
             expectJOSEError(.invalidKey, "\(why)") { _ = try JWK(json: #"{"kty":"RSA","n":"\#(n)","e":"\#(e)"}"#) }
         }
-        expectJOSEError(.invalidKey, "leading zero in n") { _ = try JWK(json: #"{"kty":"RSA","n":"\#(Base64URL.encode([0] + bytes))","e":"AQAB"}"#) }
+        expectJOSEError(.invalidKey, "leading zero in n") {
+            _ = try JWK(json: #"{"kty":"RSA","n":"\#(Base64URL.encode([0] + bytes))","e":"AQAB"}"#)
+        }
         expectJOSEError(.invalidKey, "padded n") { _ = try JWK(json: #"{"kty":"RSA","n":"\#(n)=","e":"AQAB"}"#) }
         expectJOSEError(.invalidKey, "n not a string") { _ = try JWK(json: #"{"kty":"RSA","n":1,"e":"AQAB"}"#) }
     }
@@ -46,7 +53,10 @@ struct AttackKeyTests {
     /// A P-256 public key's x and y as bytes.
     static func p256Point() throws -> (x: [UInt8], y: [UInt8]) {
         let pub = Attack.key(.ES256).publicJWK()
-        return (try #require(pub["x"]?.string.flatMap { Base64URL.decode($0) }), try #require(pub["y"]?.string.flatMap { Base64URL.decode($0) }))
+        return (
+            try #require(pub["x"]?.string.flatMap { Base64URL.decode($0) }),
+            try #require(pub["y"]?.string.flatMap { Base64URL.decode($0) })
+        )
     }
 
     static func ecJSON(crv: String = "P-256", x: [UInt8], y: [UInt8], d: [UInt8]? = nil) -> String {
@@ -78,7 +88,7 @@ struct AttackKeyTests {
             ("P-256 coordinates labelled P-384", Self.ecJSON(crv: "P-384", x: x, y: y)),
             ("P-256 coordinates labelled P-521", Self.ecJSON(crv: "P-521", x: x, y: y)),
             ("unknown curve", Self.ecJSON(crv: "secp256k1", x: x, y: y)),
-            ("d 31 bytes", Self.ecJSON(x: x, y: y, d: [UInt8](repeating: 1, count: 31))),
+            ("d 31 bytes", Self.ecJSON(x: x, y: y, d: [UInt8](repeating: 1, count: 31)))
         ] {
             expectJOSEError(.invalidKey, "\(name)") { _ = try JWK(json: json) }
         }
@@ -87,7 +97,8 @@ struct AttackKeyTests {
     @Test("a private part that does not belong to the public part")
     func mismatchedPrivateParts() throws {
         // Ed25519: d of one key, x of another.
-        let a = try Attack.key(.EdDSA).privateJWK(), b = try JWK.generate(for: .EdDSA, kid: nil).privateJWK()
+        let a = try Attack.key(.EdDSA).privateJWK()
+        let b = try JWK.generate(for: .EdDSA, kid: nil).privateJWK()
         var swapped = a
         swapped["x"] = b["x"]
         expectJOSEError(.invalidKey, "Ed25519 d/x") { _ = try JWK(object: swapped) }
@@ -96,7 +107,8 @@ struct AttackKeyTests {
         expectJOSEError(.invalidKey, "Ed25519 short d") { _ = try JWK(object: shortD) }
         // EC: d of another key on the same curve.
         let (x, y) = try Self.p256Point()
-        let otherD = try #require(try JWK.generate(for: .ES256, kid: nil).privateJWK()["d"]?.string.flatMap { Base64URL.decode($0) })
+        let otherD = try #require(
+            try JWK.generate(for: .ES256, kid: nil).privateJWK()["d"]?.string.flatMap { Base64URL.decode($0) })
         expectJOSEError(.invalidKey, "EC d") { _ = try JWK(json: Self.ecJSON(x: x, y: y, d: otherD)) }
         // RSA: d of another key.
         var rsa = try Attack.key(.RS256).privateJWK()
@@ -107,17 +119,24 @@ struct AttackKeyTests {
         expectJOSEError(.invalidKey, "RSA without qi") { _ = try JWK(object: partial) }
     }
 
-    @Test("HMAC secrets shorter than the hash are refused at verification", arguments: [JWSAlgorithm.HS256, .HS384, .HS512])
+    @Test(
+        "HMAC secrets shorter than the hash are refused at verification",
+        arguments: [JWSAlgorithm.HS256, .HS384, .HS512])
     func shortHMACSecret(_ alg: JWSAlgorithm) throws {
         let size = try #require(alg.digest?.size)
         let short = try JWK(json: #"{"kty":"oct","k":"\#(Base64URL.encode([UInt8](repeating: 9, count: size - 1)))"}"#)
-        expectJOSEError(.weakKey) { _ = try short.verify(alg, message: [1], signature: [UInt8](repeating: 0, count: size)) }
+        expectJOSEError(.weakKey) {
+            _ = try short.verify(alg, message: [1], signature: [UInt8](repeating: 0, count: size))
+        }
         expectJOSEError(.weakKey) { _ = try short.sign(alg, message: [1]) }
     }
 
     @Test("alg none on a key, and sets that mix secrets with public keys")
     func keyLevelConfusion() throws {
-        expectJOSEError(.invalidKey) { _ = try JWK(json: #"{"kty":"oct","alg":"none","k":"\#(Base64URL.encode([UInt8](repeating: 1, count: 32)))"}"#) }
+        expectJOSEError(.invalidKey) {
+            _ = try JWK(
+                json: #"{"kty":"oct","alg":"none","k":"\#(Base64URL.encode([UInt8](repeating: 1, count: 32)))"}"#)
+        }
         let rsa = JSONSerializer.serialize(.object(Attack.key(.RS256).publicJWK()))
         let oct = #"{"kty":"oct","k":"\#(Base64URL.encode([UInt8](repeating: 1, count: 32)))"}"#
         expectJOSEError(.invalidKey) { _ = try JWKSet(json: #"{"keys":[\#(rsa),\#(oct)]}"#) }
@@ -127,16 +146,23 @@ struct AttackKeyTests {
     func useAndKeyOps() throws {
         let pub = Attack.key(.ES256).publicJWK()
         let token = try Attack.token(.ES256)
-        for (name, value) in [("use", JSONValue.string("enc")), ("key_ops", .array([.string("encrypt")])), ("key_ops", .array([.string("sign")]))] {
+        for (name, value) in [
+            ("use", JSONValue.string("enc")), ("key_ops", .array([.string("encrypt")])),
+            ("key_ops", .array([.string("sign")]))
+        ] {
             var o = pub
             o[name] = value
             let set = JWKSet(keys: [try JWK(object: o)])
-            expectJOSEError(.keyMismatch, "\(name) named by kid") { try JWSVerifier(keys: set, algorithms: [.ES256]).verify(CompactJWS(token)) }
+            expectJOSEError(.keyMismatch, "\(name) named by kid") {
+                try JWSVerifier(keys: set, algorithms: [.ES256]).verify(CompactJWS(token))
+            }
             var anonymous = o
             anonymous["kid"] = nil
-            let noKid = try Attack.forge(header: #"{"alg":"ES256"}"#, payload: "{}", alg: .ES256, key: Attack.key(.ES256))
+            let noKid = try Attack.forge(
+                header: #"{"alg":"ES256"}"#, payload: "{}", alg: .ES256, key: Attack.key(.ES256))
             expectJOSEError(.keyNotFound, "\(name), no kid") {
-                try JWSVerifier(keys: JWKSet(keys: [try JWK(object: anonymous)]), algorithms: [.ES256]).verify(CompactJWS(noKid))
+                try JWSVerifier(keys: JWKSet(keys: [try JWK(object: anonymous)]), algorithms: [.ES256]).verify(
+                    CompactJWS(noKid))
             }
         }
     }
@@ -173,7 +199,9 @@ struct AttackKeyTests {
         // The export is usable: it verifies what the private keys signed.
         let verifierSet = try JWKSet(json: set.publicJSON())
         #expect(verifierSet.keys.allSatisfy { !$0.isPrivate })
-        for alg in algs { try JWSVerifier(keys: verifierSet, algorithms: [alg]).verify(CompactJWS(try Attack.token(alg))) }
+        for alg in algs {
+            try JWSVerifier(keys: verifierSet, algorithms: [alg]).verify(CompactJWS(try Attack.token(alg)))
+        }
     }
 
     @Test("publicJSON of a secret key set never carries the secret")

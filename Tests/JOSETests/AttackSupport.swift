@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import JOSE
 
 /// Shared keys, clock and token forging for the attacker-side suites. Attack tokens are
@@ -15,7 +16,9 @@ enum Attack {
     static let keys: [JWSAlgorithm: JWK] = {
         var out: [JWSAlgorithm: JWK] = [:]
         for alg in algorithms + [.ES384] {
-            do { out[alg] = try JWK.generate(for: alg, kid: alg.rawValue) } catch { preconditionFailure("key generation: \(error)") }
+            do { out[alg] = try JWK.generate(for: alg, kid: alg.rawValue) } catch {
+                preconditionFailure("key generation: \(error)")
+            }
         }
         return out
     }()
@@ -36,7 +39,8 @@ enum Attack {
 
     /// A JWS signed with the test key for `alg`, kid in the header.
     static func token(_ alg: JWSAlgorithm, payload: String = #"{"sub":"alice","exp":1700003600}"#) throws -> String {
-        try forge(header: #"{"alg":"\#(alg.rawValue)","kid":"\#(alg.rawValue)"}"#, payload: payload, alg: alg, key: key(alg))
+        try forge(
+            header: #"{"alg":"\#(alg.rawValue)","kid":"\#(alg.rawValue)"}"#, payload: payload, alg: alg, key: key(alg))
     }
 
     /// Replaces one of the three dot-separated segments.
@@ -53,10 +57,14 @@ enum Attack {
 
 /// Runs `body`, which must throw a `JOSEError` with exactly `code` (not just "throw").
 @discardableResult
-func expectJOSEError(_ code: JOSEError.Code, _ comment: Comment? = nil,
-                     sourceLocation: SourceLocation = #_sourceLocation,
-                     _ body: () throws -> Void) -> JOSEError? {
+func expectJOSEError(
+    _ code: JOSEError.Code, _ comment: Comment? = nil,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) -> JOSEError? {
     let error = #expect(throws: JOSEError.self, comment, sourceLocation: sourceLocation) { try body() }
-    #expect(error?.code == code, "expected \(code), got \(error.map { "\($0)" } ?? "no error")", sourceLocation: sourceLocation)
+    #expect(
+        error?.code == code, "expected \(code), got \(error.map { "\($0)" } ?? "no error")",
+        sourceLocation: sourceLocation)
     return error
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import JOSE
 
 /// The attacker's side of JWS verification (RFC 8725 §2–3, RFC 7515 §5.2): every test sends
@@ -11,10 +12,12 @@ struct AttackTests {
 
     @Test("alg none in any spelling is not an algorithm", arguments: ["none", "None", "NONE", "nOnE"], [true, false])
     func algNone(_ spelling: String, emptySignature: Bool) throws {
-        let input = Base64URL.encode(#"{"alg":"\#(spelling)"}"#) + "." + Base64URL.encode(#"{"sub":"admin","exp":1700003600}"#)
+        let input =
+            Base64URL.encode(#"{"alg":"\#(spelling)"}"#) + "." + Base64URL.encode(#"{"sub":"admin","exp":1700003600}"#)
         let token = input + "." + (emptySignature ? "" : Base64URL.encode([UInt8](repeating: 0, count: 32)))
         expectJOSEError(.algorithmNotAllowed) { _ = try CompactJWS(token) }
-        let verifier = JWTVerifier(keys: try Attack.verifierSet(.HS256), algorithms: Set(JWSAlgorithm.allCases), policy: JWTClaimsPolicy())
+        let verifier = JWTVerifier(
+            keys: try Attack.verifierSet(.HS256), algorithms: Set(JWSAlgorithm.allCases), policy: JWTClaimsPolicy())
         expectJOSEError(.algorithmNotAllowed) { _ = try verifier.verify(token, now: Attack.now) }
     }
 
@@ -29,17 +32,17 @@ struct AttackTests {
 
     /// A fixed RSA-2048 public key, as an IdP publishes it.
     static let rsaPublicPEM = """
-    -----BEGIN PUBLIC KEY-----
-    MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAl9IpSZbXDj4U+KCdn+5N
-    Ed3Iu77W1xBNv17De7799+f0d9r6k7qZxMMTcoOeUBzXeqoewHV+8sc7n9D7ld1y
-    giAE8VOaB06mjVXVaBVcXpQssUWmovVC1jSvYMN9dZBRjqsIHWX0C66wkQ5R4HTX
-    p5XJAN1CBwRFVHmtuf6gFYtbhahiXuJXgHmP1f5CN5T99wMqIxOoXwpZk3FCBZDZ
-    ub6l8lpJisARQ9IEYdPaospddN0IUsQAUKDADPheCkbYTZNH21pq4DZEHv1jXu0W
-    wPj6zgsFQq9m0RcWv0ZLvnN3HIW3XYoEdxoByChgYdX5wwDO8kWT4LDyg2LCD4Sv
-    EQIDAQAB
-    -----END PUBLIC KEY-----
+        -----BEGIN PUBLIC KEY-----
+        MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAl9IpSZbXDj4U+KCdn+5N
+        Ed3Iu77W1xBNv17De7799+f0d9r6k7qZxMMTcoOeUBzXeqoewHV+8sc7n9D7ld1y
+        giAE8VOaB06mjVXVaBVcXpQssUWmovVC1jSvYMN9dZBRjqsIHWX0C66wkQ5R4HTX
+        p5XJAN1CBwRFVHmtuf6gFYtbhahiXuJXgHmP1f5CN5T99wMqIxOoXwpZk3FCBZDZ
+        ub6l8lpJisARQ9IEYdPaospddN0IUsQAUKDADPheCkbYTZNH21pq4DZEHv1jXu0W
+        wPj6zgsFQq9m0RcWv0ZLvnN3HIW3XYoEdxoByChgYdX5wwDO8kWT4LDyg2LCD4Sv
+        EQIDAQAB
+        -----END PUBLIC KEY-----
 
-    """
+        """
 
     /// The byte strings a confused verifier might use as the HMAC secret.
     static func confusionSecrets() throws -> [(String, [UInt8])] {
@@ -47,46 +50,62 @@ struct AttackTests {
         let body = rsaPublicPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
         let der = try #require(Data(base64Encoded: body))
         let n = try #require(key.publicJWK()["n"]?.string.flatMap { Base64URL.decode($0) })
-        return [("PEM", Array(rsaPublicPEM.utf8)), ("PEM without final newline", Array(rsaPublicPEM.dropLast().utf8)),
-                ("DER", Array(der)), ("n", n)]
+        return [
+            ("PEM", Array(rsaPublicPEM.utf8)), ("PEM without final newline", Array(rsaPublicPEM.dropLast().utf8)),
+            ("DER", Array(der)), ("n", n)
+        ]
     }
 
     @Test("HS256 signed with the RSA public key as secret finds no key (key type must match)")
     func hmacWithRSAPublicKey() throws {
         let rsa = try JWK(pem: Self.rsaPublicPEM, kid: "rsa-1")
-        let set = try JWKSet(json: JSONSerializer.serialize(.object(JSONObject(["keys": .array([.object(rsa.publicJWK())])]))))
+        let set = try JWKSet(
+            json: JSONSerializer.serialize(.object(JSONObject(["keys": .array([.object(rsa.publicJWK())])]))))
         let verifier = JWSVerifier(keys: set, algorithms: [.RS256, .HS256])
         for (name, secret) in try Self.confusionSecrets() {
-            let attacker = JWK(kty: "oct", kid: nil, use: nil, keyOps: nil, alg: nil, crv: nil,
-                               material: .symmetric(secret), publicMembers: ["kty": "oct"])
-            let noKid = try Attack.forge(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"admin"}"#, alg: .HS256, key: attacker)
+            let attacker = JWK(
+                kty: "oct", kid: nil, use: nil, keyOps: nil, alg: nil, crv: nil,
+                material: .symmetric(secret), publicMembers: ["kty": "oct"])
+            let noKid = try Attack.forge(
+                header: #"{"alg":"HS256"}"#, payload: #"{"sub":"admin"}"#, alg: .HS256, key: attacker)
             expectJOSEError(.keyNotFound, "secret = \(name), no kid") { try verifier.verify(CompactJWS(noKid)) }
             // Naming the RSA key's kid gets the reason that key does not fit.
-            let withKid = try Attack.forge(header: #"{"alg":"HS256","kid":"rsa-1"}"#, payload: #"{"sub":"admin"}"#, alg: .HS256, key: attacker)
-            expectJOSEError(.keyMismatch, "secret = \(name), kid of the RSA key") { try verifier.verify(CompactJWS(withKid)) }
+            let withKid = try Attack.forge(
+                header: #"{"alg":"HS256","kid":"rsa-1"}"#, payload: #"{"sub":"admin"}"#, alg: .HS256, key: attacker)
+            expectJOSEError(.keyMismatch, "secret = \(name), kid of the RSA key") {
+                try verifier.verify(CompactJWS(withKid))
+            }
             expectJOSEError(.keyMismatch, "secret = \(name), embedded key path") {
                 try JWSVerifier.verify(CompactJWS(noKid), embeddedKey: rsa, algorithms: [.HS256])
             }
             let input = Array(Attack.segment(0, of: noKid).utf8) + [0x2e] + Array(Attack.segment(1, of: noKid).utf8)
             let mac = try #require(Base64URL.decode(Attack.segment(2, of: noKid)))
-            expectJOSEError(.keyMismatch, "secret = \(name), raw verify") { _ = try rsa.verify(.HS256, message: input, signature: mac) }
+            expectJOSEError(.keyMismatch, "secret = \(name), raw verify") {
+                _ = try rsa.verify(.HS256, message: input, signature: mac)
+            }
         }
     }
 
-    @Test("a key published for one algorithm does not verify another of the same type", arguments: [
-        (JWSAlgorithm.RS256, JWSAlgorithm.PS256), (.PS256, .RS256), (.ES256, .ES384),
-    ])
+    @Test(
+        "a key published for one algorithm does not verify another of the same type",
+        arguments: [
+            (JWSAlgorithm.RS256, JWSAlgorithm.PS256), (.PS256, .RS256), (.ES256, .ES384)
+        ])
     func crossAlgorithm(_ published: JWSAlgorithm, _ sent: JWSAlgorithm) throws {
         // The attacker's token claims `sent` but the set only has `published`'s key.
         let set = try Attack.verifierSet(published)
         let attacker = try JWK.generate(for: sent, kid: nil)
         let token = try Attack.forge(header: #"{"alg":"\#(sent.rawValue)"}"#, payload: "{}", alg: sent, key: attacker)
-        expectJOSEError(.keyNotFound) { try JWSVerifier(keys: set, algorithms: [published, sent]).verify(CompactJWS(token)) }
+        expectJOSEError(.keyNotFound) {
+            try JWSVerifier(keys: set, algorithms: [published, sent]).verify(CompactJWS(token))
+        }
     }
 
     // MARK: keys the token brings along
 
-    @Test("a key or key location in the header is never used", arguments: ["jwk", "jku", "x5u", "x5c"], [JWSAlgorithm.RS256, .ES256, .EdDSA])
+    @Test(
+        "a key or key location in the header is never used", arguments: ["jwk", "jku", "x5u", "x5c"],
+        [JWSAlgorithm.RS256, .ES256, .EdDSA])
     func embeddedKeyIgnored(_ member: String, _ alg: JWSAlgorithm) throws {
         let attacker = try JWK.generate(for: alg, kid: "attacker")
         let value: String
@@ -97,7 +116,9 @@ struct AttackTests {
         }
         let set = try Attack.verifierSet(alg)
         let verifier = JWSVerifier(keys: set, algorithms: [alg])
-        for (kid, code) in [(nil, JOSEError.Code.badSignature), ("attacker", .keyNotFound), (alg.rawValue, .badSignature)] {
+        for (kid, code) in [
+            (nil, JOSEError.Code.badSignature), ("attacker", .keyNotFound), (alg.rawValue, .badSignature)
+        ] {
             let kidMember = kid.map { #","kid":"\#($0)""# } ?? ""
             let header = #"{"alg":"\#(alg.rawValue)"\#(kidMember),"\#(member)":\#(value)}"#
             let token = try Attack.forge(header: header, payload: #"{"sub":"admin"}"#, alg: alg, key: attacker)
@@ -109,11 +130,15 @@ struct AttackTests {
 
     @Test("a kid that two keys carry selects neither")
     func kidFitsTwoKeys() throws {
-        let a = try JWK.generate(for: .ES256, kid: "shared"), b = try JWK.generate(for: .ES256, kid: "shared")
-        let json = JSONSerializer.serialize(.object(JSONObject(["keys": .array([.object(a.publicJWK()), .object(b.publicJWK())])])))
+        let a = try JWK.generate(for: .ES256, kid: "shared")
+        let b = try JWK.generate(for: .ES256, kid: "shared")
+        let json = JSONSerializer.serialize(
+            .object(JSONObject(["keys": .array([.object(a.publicJWK()), .object(b.publicJWK())])])))
         let token = try Attack.forge(header: #"{"alg":"ES256","kid":"shared"}"#, payload: "{}", alg: .ES256, key: a)
         for set in [try JWKSet(json: json), JWKSet(keys: [a, b])] {
-            expectJOSEError(.ambiguousKey) { try JWSVerifier(keys: set, algorithms: [.ES256]).verify(CompactJWS(token)) }
+            expectJOSEError(.ambiguousKey) {
+                try JWSVerifier(keys: set, algorithms: [.ES256]).verify(CompactJWS(token))
+            }
         }
         // Even when only one of the two could verify this algorithm.
         let rsa = try JWK.generate(for: .RS256, kid: "shared")
@@ -123,7 +148,8 @@ struct AttackTests {
 
     @Test("no kid and two keys fit: no guessing")
     func noKidTwoKeysFit() throws {
-        let a = try JWK.generate(for: .ES256, kid: "a"), b = try JWK.generate(for: .ES256, kid: "b")
+        let a = try JWK.generate(for: .ES256, kid: "a")
+        let b = try JWK.generate(for: .ES256, kid: "b")
         let set = JWKSet(keys: [try JWK(object: a.publicJWK()), try JWK(object: b.publicJWK())])
         let token = try Attack.forge(header: #"{"alg":"ES256"}"#, payload: "{}", alg: .ES256, key: a)
         expectJOSEError(.ambiguousKey) { try JWSVerifier(keys: set, algorithms: [.ES256]).verify(CompactJWS(token)) }
@@ -134,8 +160,11 @@ struct AttackTests {
 
     @Test("a kid that fits no key", arguments: ["unknown", "", "ES256 ", "es256"])
     func kidFitsNone(_ kid: String) throws {
-        let token = try Attack.forge(header: #"{"alg":"ES256","kid":"\#(kid)"}"#, payload: "{}", alg: .ES256, key: Attack.key(.ES256))
-        expectJOSEError(.keyNotFound) { try JWSVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256]).verify(CompactJWS(token)) }
+        let token = try Attack.forge(
+            header: #"{"alg":"ES256","kid":"\#(kid)"}"#, payload: "{}", alg: .ES256, key: Attack.key(.ES256))
+        expectJOSEError(.keyNotFound) {
+            try JWSVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256]).verify(CompactJWS(token))
+        }
     }
 
     // MARK: signature bytes
@@ -172,11 +201,15 @@ struct AttackTests {
         let raw = try #require(Base64URL.decode(Attack.segment(2, of: token)))
         let der = try #require(ECDSASignature.der(fromRaw: raw))
         // The order n of P-256 (SEC 2 §2.4.2).
-        let order: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-                              0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51]
+        let order: [UInt8] = [
+            0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+            0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51
+        ]
         // CVE-2022-21449 ("psychic signatures"): r = s = 0 must not verify anything.
-        for (name, sig) in [("DER", der), ("r=s=0", [UInt8](repeating: 0, count: 64)), ("r=s=n", order + order),
-                            ("DER padded to 64", Array((der + [UInt8](repeating: 0, count: 64)).prefix(64)))] {
+        for (name, sig) in [
+            ("DER", der), ("r=s=0", [UInt8](repeating: 0, count: 64)), ("r=s=n", order + order),
+            ("DER padded to 64", Array((der + [UInt8](repeating: 0, count: 64)).prefix(64)))
+        ] {
             let bad = Attack.replacing(segment: 2, of: token) { _ in Base64URL.encode(sig) }
             expectJOSEError(.badSignature, "\(name)") { try verifier.verify(CompactJWS(bad)) }
         }
@@ -186,8 +219,11 @@ struct AttackTests {
     func spliced() throws {
         let token = try Attack.token(.ES256)
         let other = try Attack.token(.ES256, payload: #"{"sub":"admin","exp":1700003600}"#)
-        let spliced = Attack.segment(0, of: token) + "." + Attack.segment(1, of: other) + "." + Attack.segment(2, of: token)
-        expectJOSEError(.badSignature) { try JWSVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256]).verify(CompactJWS(spliced)) }
+        let spliced =
+            Attack.segment(0, of: token) + "." + Attack.segment(1, of: other) + "." + Attack.segment(2, of: token)
+        expectJOSEError(.badSignature) {
+            try JWSVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256]).verify(CompactJWS(spliced))
+        }
     }
 
     // MARK: size
@@ -198,19 +234,25 @@ struct AttackTests {
         let junk = String(repeating: "!", count: CompactJWS.defaultMaxSize + 1)
         expectJOSEError(.tooLarge) { _ = try CompactJWS(junk) }
         expectJOSEError(.malformed) { _ = try CompactJWS(String(junk.dropFirst())) }
-        expectJOSEError(.tooLarge) { _ = try CompactJWS(String(repeating: "é", count: CompactJWS.defaultMaxSize / 2 + 1)) }
+        expectJOSEError(.tooLarge) {
+            _ = try CompactJWS(String(repeating: "é", count: CompactJWS.defaultMaxSize / 2 + 1))
+        }
         expectJOSEError(.tooLarge) { _ = try CompactJWS(try Attack.token(.ES256), maxSize: 100) }
 
         // A validly signed token of exactly the limit verifies; one byte more does not parse.
         // base64url lengths are never 1 mod 4, so a filler header member absorbs the rest.
         func encodedLength(_ n: Int) -> Int { (4 * n + 2) / 3 }
-        let verifier = JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: JWTClaimsPolicy())
+        let verifier = JWTVerifier(
+            keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: JWTClaimsPolicy())
         var exact: String?
         search: for filler in 0..<3 {
             let header = #"{"alg":"ES256","kid":"ES256","x":"\#(String(repeating: "y", count: filler))"}"#
             let skeleton = #"{"exp":1700003600,"pad":""}"#.utf8.count
             for pad in 12_000..<12_300 {
-                guard encodedLength(header.utf8.count) + 1 + encodedLength(skeleton + pad) + 1 + 86 == CompactJWS.defaultMaxSize else { continue }
+                guard
+                    encodedLength(header.utf8.count) + 1 + encodedLength(skeleton + pad) + 1 + 86
+                        == CompactJWS.defaultMaxSize
+                else { continue }
                 let payload = #"{"exp":1700003600,"pad":"\#(String(repeating: "x", count: pad))"}"#
                 exact = try Attack.forge(header: header, payload: payload, alg: .ES256, key: Attack.key(.ES256))
                 break search
@@ -223,48 +265,60 @@ struct AttackTests {
 
     // MARK: duplicates
 
-    @Test("duplicate header members", arguments: [
-        #"{"alg":"ES256","alg":"none"}"#,
-        #"{"alg":"none","alg":"ES256"}"#,
-        #"{"alg":"ES256","\u0061lg":"HS256"}"#,
-        #"{"alg":"ES256","kid":"ES256","kid":"other"}"#,
-        #"{"alg":"ES256","crit":["x"],"crit":[]}"#,
-        #"{"alg":"ES256","jwk":{"kty":"EC","kty":"oct"}}"#,
-    ])
+    @Test(
+        "duplicate header members",
+        arguments: [
+            #"{"alg":"ES256","alg":"none"}"#,
+            #"{"alg":"none","alg":"ES256"}"#,
+            #"{"alg":"ES256","\u0061lg":"HS256"}"#,
+            #"{"alg":"ES256","kid":"ES256","kid":"other"}"#,
+            #"{"alg":"ES256","crit":["x"],"crit":[]}"#,
+            #"{"alg":"ES256","jwk":{"kty":"EC","kty":"oct"}}"#
+        ])
     func duplicateHeaderMembers(_ header: String) throws {
         let input = Base64URL.encode(header) + "." + Base64URL.encode("{}")
         let token = input + "." + Base64URL.encode(try Attack.key(.ES256).sign(.ES256, message: Array(input.utf8)))
         expectJOSEError(.duplicateMember) { _ = try CompactJWS(token) }
     }
 
-    @Test("duplicate claims (after signature verification, the claims set is refused)", arguments: [
-        #"{"sub":"alice","sub":"admin","exp":1700003600}"#,
-        #"{"exp":1,"exp":1700003600}"#,
-        #"{"sub":"alice","s\u0075b":"admin","exp":1700003600}"#,
-        #"{"exp":1700003600,"cnf":{"jkt":"a","jkt":"b"}}"#,
-        #"{"exp":1700003600,"aud":["api"],"aud":"evil"}"#,
-    ])
+    @Test(
+        "duplicate claims (after signature verification, the claims set is refused)",
+        arguments: [
+            #"{"sub":"alice","sub":"admin","exp":1700003600}"#,
+            #"{"exp":1,"exp":1700003600}"#,
+            #"{"sub":"alice","s\u0075b":"admin","exp":1700003600}"#,
+            #"{"exp":1700003600,"cnf":{"jkt":"a","jkt":"b"}}"#,
+            #"{"exp":1700003600,"aud":["api"],"aud":"evil"}"#
+        ])
     func duplicateClaims(_ payload: String) throws {
         let token = try Attack.token(.ES256, payload: payload)
-        let verifier = JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: JWTClaimsPolicy())
+        let verifier = JWTVerifier(
+            keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: JWTClaimsPolicy())
         expectJOSEError(.duplicateMember) { _ = try verifier.verify(token, now: Attack.now) }
         expectJOSEError(.duplicateMember) { _ = try CompactJWS(token).claims() }
     }
 
     // MARK: structure
 
-    @Test("the header must be a JSON object", arguments: [
-        #"[{"alg":"ES256"}]"#, #""ES256""#, "42", "-1.5e3", "null", "true", "[]", "", " ",
-    ])
+    @Test(
+        "the header must be a JSON object",
+        arguments: [
+            #"[{"alg":"ES256"}]"#, #""ES256""#, "42", "-1.5e3", "null", "true", "[]", "", " "
+        ])
     func headerNotAnObject(_ header: String) throws {
-        let token = Base64URL.encode(header) + "." + Base64URL.encode("{}") + "." + Base64URL.encode([UInt8](repeating: 1, count: 64))
+        let token =
+            Base64URL.encode(header) + "." + Base64URL.encode("{}") + "."
+            + Base64URL.encode([UInt8](repeating: 1, count: 64))
         expectJOSEError(.malformed) { _ = try CompactJWS(token) }
     }
 
-    @Test("garbage after the JSON value, or after the token", arguments: [
-        #"{"alg":"ES256"}x"#, #"{"alg":"ES256"}}"#, #"{"alg":"ES256"}{}"#, "{\"alg\":\"ES256\"}\u{0}", #"{"alg":"ES256"},"#,
-        #"{"alg":"ES256",}"#, #"{"alg":"ES256"} // comment"#,
-    ])
+    @Test(
+        "garbage after the JSON value, or after the token",
+        arguments: [
+            #"{"alg":"ES256"}x"#, #"{"alg":"ES256"}}"#, #"{"alg":"ES256"}{}"#, "{\"alg\":\"ES256\"}\u{0}",
+            #"{"alg":"ES256"},"#,
+            #"{"alg":"ES256",}"#, #"{"alg":"ES256"} // comment"#
+        ])
     func trailingGarbageInHeader(_ header: String) throws {
         let input = Base64URL.encode(header) + "." + Base64URL.encode("{}")
         let token = input + "." + Base64URL.encode(try Attack.key(.ES256).sign(.ES256, message: Array(input.utf8)))
@@ -273,8 +327,12 @@ struct AttackTests {
 
     @Test("garbage after a signed claims set")
     func trailingGarbageInClaims() throws {
-        let verifier = JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: JWTClaimsPolicy())
-        for payload in [#"{"exp":1700003600}x"#, #"{"exp":1700003600}{"sub":"admin"}"#, "{\"exp\":1700003600}\u{0}", #"{"exp":1700003600,}"#] {
+        let verifier = JWTVerifier(
+            keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: JWTClaimsPolicy())
+        for payload in [
+            #"{"exp":1700003600}x"#, #"{"exp":1700003600}{"sub":"admin"}"#, "{\"exp\":1700003600}\u{0}",
+            #"{"exp":1700003600,}"#
+        ] {
             let token = try Attack.token(.ES256, payload: payload)
             expectJOSEError(.malformed, "\(payload)") { _ = try verifier.verify(token, now: Attack.now) }
         }
@@ -292,8 +350,10 @@ struct AttackTests {
     func partCount() throws {
         let token = try Attack.token(.ES256)
         let parts = token.split(separator: ".").map(String.init)
-        for bad in [parts[0] + "." + parts[1], parts[0], token + ".", token + "." + parts[2], token + ".e30.e30",
-                    "", ".", "..", "...", "...."] {
+        for bad in [
+            parts[0] + "." + parts[1], parts[0], token + ".", token + "." + parts[2], token + ".e30.e30",
+            "", ".", "..", "...", "...."
+        ] {
             expectJOSEError(.malformed, "\(bad.prefix(20))…") { _ = try CompactJWS(bad) }
         }
     }
@@ -302,19 +362,25 @@ struct AttackTests {
     func emptyParts() throws {
         let token = try Attack.token(.ES256)
         let verifier = JWSVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256])
-        expectJOSEError(.malformed, "empty header") { try verifier.verify(CompactJWS(Attack.replacing(segment: 0, of: token) { _ in "" })) }
-        expectJOSEError(.malformed, "empty signature") { try verifier.verify(CompactJWS(Attack.replacing(segment: 2, of: token) { _ in "" })) }
+        expectJOSEError(.malformed, "empty header") {
+            try verifier.verify(CompactJWS(Attack.replacing(segment: 0, of: token) { _ in "" }))
+        }
+        expectJOSEError(.malformed, "empty signature") {
+            try verifier.verify(CompactJWS(Attack.replacing(segment: 2, of: token) { _ in "" }))
+        }
         // An empty payload is a legal JWS (RFC 7515 §7.1), but never a JWT claims set.
         let empty = try Attack.forge(header: #"{"alg":"ES256"}"#, payload: "", alg: .ES256, key: Attack.key(.ES256))
         #expect(Attack.segment(1, of: empty).isEmpty)
         try verifier.verify(CompactJWS(empty))
         expectJOSEError(.malformed, "empty claims") {
-            _ = try JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: JWTClaimsPolicy()).verify(empty, now: Attack.now)
+            _ = try JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: JWTClaimsPolicy())
+                .verify(empty, now: Attack.now)
         }
     }
 
     enum SegmentMutation: String, CaseIterable, Sendable {
-        case padding, doublePadding, leadingSpace, trailingSpace, innerNewline, innerTab, plus, slash, percent, nonASCII, standardAlphabet
+        case padding, doublePadding, leadingSpace, trailingSpace, innerNewline, innerTab, plus, slash, percent,
+            nonASCII, standardAlphabet
         func apply(_ s: String) -> String {
             let mid = s.index(s.startIndex, offsetBy: s.count / 2)
             switch self {
@@ -336,8 +402,9 @@ struct AttackTests {
         }
     }
 
-    @Test("padding, whitespace and characters outside base64url in any segment",
-          arguments: [0, 1, 2], SegmentMutation.allCases)
+    @Test(
+        "padding, whitespace and characters outside base64url in any segment",
+        arguments: [0, 1, 2], SegmentMutation.allCases)
     func segmentAlphabet(_ index: Int, _ mutation: SegmentMutation) throws {
         let token = try Attack.token(.ES256)
         let bad = Attack.replacing(segment: index, of: token, with: mutation.apply)
@@ -349,7 +416,9 @@ struct AttackTests {
     func nonCanonicalTrailingBits() throws {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
         // Header 29 bytes, payload 16 bytes, signature 64 bytes: none a multiple of 3.
-        let token = try Attack.forge(header: #"{"alg":"ES256","kid":"ES256"}"#, payload: #"{"sub":"alice1"}"#, alg: .ES256, key: Attack.key(.ES256))
+        let token = try Attack.forge(
+            header: #"{"alg":"ES256","kid":"ES256"}"#, payload: #"{"sub":"alice1"}"#, alg: .ES256,
+            key: Attack.key(.ES256))
         let verifier = JWSVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256])
         try verifier.verify(CompactJWS(token))
         for index in 0..<3 {
@@ -362,36 +431,46 @@ struct AttackTests {
             let bad = Attack.replacing(segment: index, of: token) { _ in altered }
             expectJOSEError(.malformed, "segment \(index)") { try verifier.verify(CompactJWS(bad)) }
         }
-        for text in ["QR", "QUF", "Q", "QQ=", "QQ==", "QUFB=", "QQ\n", "Q Q"] { #expect(Base64URL.decode(text) == nil, "\(text)") }
+        for text in ["QR", "QUF", "Q", "QQ=", "QQ==", "QUFB=", "QQ\n", "Q Q"] {
+            #expect(Base64URL.decode(text) == nil, "\(text)")
+        }
         #expect(Base64URL.decode("QQ") == [0x41])
         #expect(Base64URL.decode("QUE") == [0x41, 0x41])
     }
 
     // MARK: extensions that change what is signed
 
-    @Test("crit naming an extension tokengate does not understand", arguments: [
-        #"{"alg":"ES256","crit":["exp"],"exp":1}"#,
-        #"{"alg":"ES256","crit":["http://example.invalid/UNDEFINED"],"http://example.invalid/UNDEFINED":true}"#,
-        #"{"alg":"ES256","crit":["b64"],"b64":false}"#,
-        #"{"alg":"ES256","crit":["b64"],"b64":true}"#,
-        #"{"alg":"ES256","crit":["alg"]}"#,
-    ])
+    @Test(
+        "crit naming an extension tokengate does not understand",
+        arguments: [
+            #"{"alg":"ES256","crit":["exp"],"exp":1}"#,
+            #"{"alg":"ES256","crit":["http://example.invalid/UNDEFINED"],"http://example.invalid/UNDEFINED":true}"#,
+            #"{"alg":"ES256","crit":["b64"],"b64":false}"#,
+            #"{"alg":"ES256","crit":["b64"],"b64":true}"#,
+            #"{"alg":"ES256","crit":["alg"]}"#
+        ])
     func unknownCritical(_ header: String) throws {
         let token = try Attack.forge(header: header, payload: "{}", alg: .ES256, key: Attack.key(.ES256))
         expectJOSEError(.unsupportedCritical) { _ = try CompactJWS(token) }
     }
 
-    @Test("crit that is not a non-empty array of names", arguments: [
-        #"{"alg":"ES256","crit":[]}"#, #"{"alg":"ES256","crit":"exp"}"#, #"{"alg":"ES256","crit":[1]}"#, #"{"alg":"ES256","crit":null}"#,
-    ])
+    @Test(
+        "crit that is not a non-empty array of names",
+        arguments: [
+            #"{"alg":"ES256","crit":[]}"#, #"{"alg":"ES256","crit":"exp"}"#, #"{"alg":"ES256","crit":[1]}"#,
+            #"{"alg":"ES256","crit":null}"#
+        ])
     func malformedCritical(_ header: String) throws {
         let token = try Attack.forge(header: header, payload: "{}", alg: .ES256, key: Attack.key(.ES256))
         expectJOSEError(.malformed) { _ = try CompactJWS(token) }
     }
 
-    @Test("b64: false (RFC 7797 unencoded payload) is refused", arguments: [
-        #"{"alg":"ES256","b64":false}"#, #"{"alg":"ES256","b64":"false"}"#, #"{"alg":"ES256","b64":0}"#, #"{"alg":"ES256","b64":null}"#,
-    ])
+    @Test(
+        "b64: false (RFC 7797 unencoded payload) is refused",
+        arguments: [
+            #"{"alg":"ES256","b64":false}"#, #"{"alg":"ES256","b64":"false"}"#, #"{"alg":"ES256","b64":0}"#,
+            #"{"alg":"ES256","b64":null}"#
+        ])
     func unencodedPayload(_ header: String) throws {
         let token = try Attack.forge(header: header, payload: "{}", alg: .ES256, key: Attack.key(.ES256))
         expectJOSEError(.unsupportedCritical) { _ = try CompactJWS(token) }

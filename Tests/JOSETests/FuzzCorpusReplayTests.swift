@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import JOSE
+import Testing
 
 /// Replays the saved libFuzzer corpus (fuzz/corpus, see fuzz/README.md) through the same
 /// entry points the fuzzer drives, so CI re-checks every input the fuzzer found interesting
@@ -13,7 +13,8 @@ struct FuzzCorpusReplayTests {
 
     @Test("every corpus file runs through JOSEFuzzEntry")
     func replay() throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).filter { !$0.hasPrefix(".") }.sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).filter { !$0.hasPrefix(".") }
+            .sorted()
         try #require(names.count >= 100, "fuzz/corpus is missing or nearly empty (\(names.count) files)")
         var bytes = 0
         for name in names {

@@ -1,6 +1,7 @@
 import Foundation
-@testable import JOSE
 import OAuth
+
+@testable import JOSE
 
 /// RFC example files and the JOSE Cookbook.
 enum RFCRunner {
@@ -26,15 +27,23 @@ enum RFCRunner {
                     // A JSON serialization's signature covers only the protected header and
                     // the payload: the same three parts make the compact form a compact-only
                     // verifier checks (an unprotected header is not signed either way).
-                    token = "\(s["protected_b64u"] as? String ?? "").\(payloadB64).\(s["signature_b64u"] as? String ?? "")"
+                    token =
+                        "\(s["protected_b64u"] as? String ?? "").\(payloadB64).\(s["signature_b64u"] as? String ?? "")"
                 }
                 guard let index = s["key_index"] as? Int, index < keys.count, let key = keys[index],
-                      let jws = try? CompactJWS(token) else { ok = false; continue }
+                    let jws = try? CompactJWS(token)
+                else {
+                    ok = false
+                    continue
+                }
                 if (try? JWSVerifier.verify(jws, embeddedKey: key, algorithms: all)) == nil { ok = false }
                 if s["reproducible"] as? Bool == true, let alg = JWSAlgorithm(rawValue: s["alg"] as? String ?? ""),
-                   let input = s["signing_input"] as? String {
+                    let input = s["signing_input"] as? String
+                {
                     let produced = (try? key.sign(alg, message: Array(input.utf8))).map(Base64URL.encode)
-                    r.record("\(id)/signature[\(n)] reproduced", expected: .valid, got: produced == s["signature_b64u"] as? String)
+                    r.record(
+                        "\(id)/signature[\(n)] reproduced", expected: .valid,
+                        got: produced == s["signature_b64u"] as? String)
                 }
             }
             r.record(id, expected: expected, got: ok)
@@ -46,7 +55,8 @@ enum RFCRunner {
         var r = FileResult()
         for t in json["tests"] as? [[String: Any]] ?? [] {
             let key = (t["jwk"] as? [String: Any]).flatMap { try? JWK(json: jsonText($0)) }
-            r.record(t["id"] as? String ?? "?", expected: .valid, got: key?.thumbprint() == t["thumbprint_b64u"] as? String)
+            r.record(
+                t["id"] as? String ?? "?", expected: .valid, got: key?.thumbprint() == t["thumbprint_b64u"] as? String)
         }
         return r
     }
@@ -55,7 +65,9 @@ enum RFCRunner {
         var r = FileResult()
         for t in json["tests"] as? [[String: Any]] ?? [] {
             let v = t["code_verifier"] as? String ?? ""
-            r.record(t["id"] as? String ?? "?", expected: .valid, got: PKCE.challenge(for: v) == t["code_challenge"] as? String)
+            r.record(
+                t["id"] as? String ?? "?", expected: .valid,
+                got: PKCE.challenge(for: v) == t["code_challenge"] as? String)
         }
         return r
     }
@@ -65,16 +77,19 @@ enum RFCRunner {
         for p in json["proofs"] as? [[String: Any]] ?? [] {
             var ok = false
             if let jwt = p["dpop_jwt"] as? String, let jws = try? CompactJWS(jwt),
-               let k = jws.header.object["jwk"]?.object, let key = try? JWK(object: k) {
-                ok = (try? JWSVerifier.verify(jws, embeddedKey: key, algorithms: all)) != nil
+                let k = jws.header.object["jwk"]?.object, let key = try? JWK(object: k)
+            {
+                ok =
+                    (try? JWSVerifier.verify(jws, embeddedKey: key, algorithms: all)) != nil
                     && key.thumbprint() == p["jwk_thumbprint"] as? String
             }
             r.record("proof \(p["id"] ?? "?")", expected: .valid, got: ok)
         }
         for a in json["ath_examples"] as? [[String: Any]] ?? [] {
             let token = a["access_token"] as? String ?? ""
-            r.record("ath \(a["id"] ?? "?")", expected: .valid,
-                     got: Base64URL.encode(Digest.sha256.hash(Array(token.utf8))) == a["ath"] as? String)
+            r.record(
+                "ath \(a["id"] ?? "?")", expected: .valid,
+                got: Base64URL.encode(Digest.sha256.hash(Array(token.utf8))) == a["ath"] as? String)
         }
         for a in json["access_token_examples"] as? [[String: Any]] ?? [] {
             // Signing keys are not published: parse and read the binding only.
@@ -85,9 +100,10 @@ enum RFCRunner {
         }
         for c in json["validation_cases"] as? [[String: Any]] ?? [] {
             let req = c["request"] as? [String: Any] ?? [:]
-            let request = DPoPProofVerifier.Request(method: req["method"] as? String ?? "", uri: req["url"] as? String ?? "",
-                                                    accessToken: req["access_token"] as? String,
-                                                    now: Int64(req["now"] as? Int ?? 0))
+            let request = DPoPProofVerifier.Request(
+                method: req["method"] as? String ?? "", uri: req["url"] as? String ?? "",
+                accessToken: req["access_token"] as? String,
+                now: Int64(req["now"] as? Int ?? 0))
             var ok = false
             if let proof = try? DPoPProofVerifier().verify(c["dpop_jwt"] as? String ?? "", request: request) {
                 ok = (req["expected_jkt"] as? String).map { $0 == proof.jkt } ?? true
@@ -113,12 +129,18 @@ enum RFCRunner {
             if let key, let alg { ok = (try? key.verify(alg, message: input, signature: sig)) ?? false }
             r.record("\(title) signature \(n)", expected: .valid, got: ok)
             if json["reproducible"] as? Bool == true, let key, let alg {
-                r.record("\(title) signature \(n) reproduced", expected: .valid, got: (try? key.sign(alg, message: input)) == sig)
+                r.record(
+                    "\(title) signature \(n) reproduced", expected: .valid,
+                    got: (try? key.sign(alg, message: input)) == sig)
             }
         }
         if let compact = (json["output"] as? [String: Any])?["compact"] as? String,
-           let key = keys.first.flatMap({ try? JWK(json: jsonText($0)) }) {
-            let ok = (try? CompactJWS(compact)).map { (try? JWSVerifier.verify($0, embeddedKey: key, algorithms: all)) != nil } ?? false
+            let key = keys.first.flatMap({ try? JWK(json: jsonText($0)) })
+        {
+            let ok =
+                (try? CompactJWS(compact)).map {
+                    (try? JWSVerifier.verify($0, embeddedKey: key, algorithms: all)) != nil
+                } ?? false
             r.record("\(title) compact", expected: .valid, got: ok)
         }
         return r

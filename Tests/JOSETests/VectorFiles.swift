@@ -26,10 +26,12 @@ enum VectorFiles {
             for case let url as URL in walker where url.pathExtension == "json" {
                 let rel = "\(prefix)/" + url.path.dropFirst(root.path.count + 1)
                 guard let data = try? Data(contentsOf: url) else {
-                    out.append(File(name: rel, json: nil, loadError: "unreadable")); continue
+                    out.append(File(name: rel, json: nil, loadError: "unreadable"))
+                    continue
                 }
                 guard let obj = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
-                    out.append(File(name: rel, json: nil, loadError: "not a JSON object")); continue
+                    out.append(File(name: rel, json: nil, loadError: "not a JSON object"))
+                    continue
                 }
                 out.append(File(name: rel, json: obj, loadError: nil))
             }
@@ -49,7 +51,11 @@ struct FileResult {
 
     mutating func record(_ id: String, expected: Expectation, got: Bool, note: String = "") {
         ran += 1
-        if expected.accepts(got) { met += 1 } else { misses.append("\(id): expected \(expected), got \(got ? "valid" : "invalid") \(note)") }
+        if expected.accepts(got) {
+            met += 1
+        } else {
+            misses.append("\(id): expected \(expected), got \(got ? "valid" : "invalid") \(note)")
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import JOSE
 import OAuth
+import Testing
+
+@testable import JOSE
 
 /// Runs every vector file by its format (never by tcId or id, so the same runner runs the
 /// reviewer's held-back half). Per file it prints "ran N, met M". Policy decisions that
@@ -12,7 +13,8 @@ struct VectorRunnerTests {
     @Test func everyVectorFileMeetsItsExpectedResults() {
         let files = VectorFiles.all()
         #expect(files.count >= 33, "fixtures missing: \(files.count)")
-        var totalRan = 0, totalMet = 0
+        var totalRan = 0
+        var totalMet = 0
         for file in files {
             guard let json = file.json else {
                 Issue.record("\(file.name): \(file.loadError ?? "unreadable")")
@@ -22,7 +24,9 @@ struct VectorRunnerTests {
                 Issue.record("\(file.name): unknown vector format")
                 continue
             }
-            print("\(file.name): ran \(result.ran), met \(result.met)\(result.byPolicy > 0 ? " (\(result.byPolicy) by tokengate policy)" : "")")
+            print(
+                "\(file.name): ran \(result.ran), met \(result.met)\(result.byPolicy > 0 ? " (\(result.byPolicy) by tokengate policy)" : "")"
+            )
             totalRan += result.ran
             totalMet += result.met
             #expect(result.ran > 0, "\(file.name): no cases")

@@ -1,5 +1,6 @@
 import JOSE
 import Testing
+
 @testable import OAuth
 
 @Suite("Access tokens: issuer choice, verification, authorization, identity headers, cache")
@@ -9,8 +10,9 @@ struct AccessTokenTests {
     static let otherKey = try! JWK.generate(for: .ES256, kid: "other-1")
 
     static let verifier = AccessTokenVerifier(issuers: [
-        IssuerPolicy(name: "corp", issuer: "https://idp.corp", algorithms: [.ES256], audiences: ["api"], requiredType: "at+jwt"),
-        IssuerPolicy(name: "partner", issuer: "https://idp.partner", algorithms: [.ES256], audiences: ["api"]),
+        IssuerPolicy(
+            name: "corp", issuer: "https://idp.corp", algorithms: [.ES256], audiences: ["api"], requiredType: "at+jwt"),
+        IssuerPolicy(name: "partner", issuer: "https://idp.partner", algorithms: [.ES256], audiences: ["api"])
     ])
 
     static func token(_ claims: JSONObject, key: JWK = corpKey, typ: String? = "at+jwt") -> String {
@@ -20,8 +22,10 @@ struct AccessTokenTests {
     }
 
     static func claims(iss: String = "https://idp.corp", extra: [(String, JSONValue)] = []) -> JSONObject {
-        var c = JSONObject(["iss": .string(iss), "aud": .string("api"), "sub": .string("alice"), "client_id": .string("app1"),
-                            "jti": .string("j-1"), "exp": .number(String(now + 300)), "iat": .number(String(now))])
+        var c = JSONObject([
+            "iss": .string(iss), "aud": .string("api"), "sub": .string("alice"), "client_id": .string("app1"),
+            "jti": .string("j-1"), "exp": .number(String(now + 300)), "iat": .number(String(now))
+        ])
         for (k, v) in extra { c[k] = v }
         return c
     }
@@ -39,10 +43,15 @@ struct AccessTokenTests {
         // Signed by corp's key but claiming to be from partner: partner's keys must decide.
         let forged = Self.token(Self.claims(iss: "https://idp.partner"), typ: nil)
         guard case .failure(.unknownKey) = Self.verifier.verify(forged, now: Self.now, keys: keys) else {
-            Issue.record("a corp-signed token was accepted for partner"); return
+            Issue.record("a corp-signed token was accepted for partner")
+            return
         }
-        guard case .failure(.unknownIssuer) = Self.verifier.verify(Self.token(Self.claims(iss: "https://evil")), now: Self.now, keys: keys) else {
-            Issue.record("unknown issuer accepted"); return
+        guard
+            case .failure(.unknownIssuer) = Self.verifier.verify(
+                Self.token(Self.claims(iss: "https://evil")), now: Self.now, keys: keys)
+        else {
+            Issue.record("unknown issuer accepted")
+            return
         }
     }
 
@@ -50,67 +59,101 @@ struct AccessTokenTests {
         var t = Self.token(Self.claims())
         t.removeLast(2)
         t += "AA"
-        guard case .failure(.rejected(let e)) = Self.verifier.verify(t, now: Self.now, keys: keys) else { Issue.record("accepted"); return }
+        guard case .failure(.rejected(let e)) = Self.verifier.verify(t, now: Self.now, keys: keys) else {
+            Issue.record("accepted")
+            return
+        }
         #expect(e.code == .badSignature || e.code == .malformed)
     }
 
     @Test func unknownKidAsksForARefetch() throws {
         let rotated = try JWK.generate(for: .ES256, kid: "corp-2")
-        guard case .failure(.unknownKey(let issuer)) = Self.verifier.verify(Self.token(Self.claims(), key: rotated), now: Self.now, keys: keys) else {
-            Issue.record("expected unknownKey"); return
+        guard
+            case .failure(.unknownKey(let issuer)) = Self.verifier.verify(
+                Self.token(Self.claims(), key: rotated), now: Self.now, keys: keys)
+        else {
+            Issue.record("expected unknownKey")
+            return
         }
         #expect(issuer == "corp")
     }
 
-    @Test("claims policy", arguments: [
-        ("exp", JSONValue.number(String(now - 100)), JOSEError.Code.expired),
-        ("aud", .string("other"), .audienceMismatch),
-        ("nbf", .number(String(now + 500)), .notYetValid),
-    ])
+    @Test(
+        "claims policy",
+        arguments: [
+            ("exp", JSONValue.number(String(now - 100)), JOSEError.Code.expired),
+            ("aud", .string("other"), .audienceMismatch),
+            ("nbf", .number(String(now + 500)), .notYetValid)
+        ])
     func claimsPolicy(_ name: String, _ value: JSONValue, _ code: JOSEError.Code) {
         var c = Self.claims()
         c[name] = value
-        guard case .failure(.rejected(let e)) = Self.verifier.verify(Self.token(c), now: Self.now, keys: keys) else { Issue.record("accepted"); return }
+        guard case .failure(.rejected(let e)) = Self.verifier.verify(Self.token(c), now: Self.now, keys: keys) else {
+            Issue.record("accepted")
+            return
+        }
         #expect(e.code == code)
     }
 
     @Test func idTokenIsNotAnAccessToken() {
-        guard case .failure(.rejected(let e)) = Self.verifier.verify(Self.token(Self.claims(), typ: "JWT"), now: Self.now, keys: keys) else {
-            Issue.record("typ JWT accepted where at+jwt is required"); return
+        guard
+            case .failure(.rejected(let e)) = Self.verifier.verify(
+                Self.token(Self.claims(), typ: "JWT"), now: Self.now, keys: keys)
+        else {
+            Issue.record("typ JWT accepted where at+jwt is required")
+            return
         }
         #expect(e.code == .typeMismatch)
     }
 
     @Test func dpopBindingIsReported() throws {
-        let c = Self.claims(extra: [("cnf", .object(JSONObject(["jkt": .string("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I")])))])
+        let c = Self.claims(extra: [
+            ("cnf", .object(JSONObject(["jkt": .string("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I")])))
+        ])
         let t = try Self.verifier.verify(Self.token(c), now: Self.now, keys: keys).get()
         #expect(t.jkt == "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" && t.isSenderConstrained)
         // A cnf of another kind, or a jkt that is no SHA-256 thumbprint: bound, but not to a DPoP key.
-        for cnf in [JSONObject(["x5t#S256": .string("abc")]), JSONObject(["jkt": .string("abc")]), JSONObject(["jkt": .number("1")])] {
-            let other = try Self.verifier.verify(Self.token(Self.claims(extra: [("cnf", .object(cnf))])), now: Self.now, keys: keys).get()
+        for cnf in [
+            JSONObject(["x5t#S256": .string("abc")]), JSONObject(["jkt": .string("abc")]),
+            JSONObject(["jkt": .number("1")])
+        ] {
+            let other = try Self.verifier.verify(
+                Self.token(Self.claims(extra: [("cnf", .object(cnf))])), now: Self.now, keys: keys
+            ).get()
             #expect(other.jkt == nil && other.isSenderConstrained)
         }
-        #expect(try Self.verifier.verify(Self.token(Self.claims()), now: Self.now, keys: keys).get().isSenderConstrained == false)
+        #expect(
+            try Self.verifier.verify(Self.token(Self.claims()), now: Self.now, keys: keys).get().isSenderConstrained
+                == false)
     }
 
     @Test func garbage() {
         for t in ["", "abc", "a.b.c", String(repeating: "a", count: 20_000)] {
-            guard case .failure(.malformed) = Self.verifier.verify(t, now: Self.now, keys: keys) else { Issue.record("\(t.prefix(10)) accepted"); return }
+            guard case .failure(.malformed) = Self.verifier.verify(t, now: Self.now, keys: keys) else {
+                Issue.record("\(t.prefix(10)) accepted")
+                return
+            }
         }
     }
 
     @Test func scopesAndClaimRules() throws {
-        let claims = try JSONParser.parse("""
-        {"scope":"orders:read profile","scp":["extra"],"tenant":"acme","level":3,
-         "realm_access":{"roles":["admin","dev"]},"groups":["a","b"]}
-        """).object!
+        let claims = try JSONParser.parse(
+            """
+            {"scope":"orders:read profile","scp":["extra"],"tenant":"acme","level":3,
+             "realm_access":{"roles":["admin","dev"]},"groups":["a","b"]}
+            """
+        ).object!
         // `scope` alone counts by default: the vendor `scp` never widens it.
         #expect(AuthorizationRequirement(scopes: ["orders:read", "profile"]).check(claims) == nil)
         #expect(AuthorizationRequirement(scopes: ["orders:read", "extra"]).check(claims) == .missingScopes(["extra"]))
-        #expect(AuthorizationRequirement(scopes: ["orders:write", "orders:read"]).check(claims) == .missingScopes(["orders:write"]))
+        #expect(
+            AuthorizationRequirement(scopes: ["orders:write", "orders:read"]).check(claims)
+                == .missingScopes(["orders:write"]))
         // An issuer that opts in to `scp` reads `scp` alone (array or string), never `scope`.
         #expect(AuthorizationRequirement(scopes: ["extra"]).check(claims, scopeClaim: .scp) == nil)
-        #expect(AuthorizationRequirement(scopes: ["orders:read"]).check(claims, scopeClaim: .scp) == .missingScopes(["orders:read"]))
+        #expect(
+            AuthorizationRequirement(scopes: ["orders:read"]).check(claims, scopeClaim: .scp)
+                == .missingScopes(["orders:read"]))
         let scpString = try JSONParser.parse(#"{"scp":"a b"}"#).object!
         #expect(AuthorizationRequirement.grantedScopes(scpString, from: .scp) == ["a", "b"])
         #expect(AuthorizationRequirement.grantedScopes(scpString, from: .scope).isEmpty)
@@ -119,48 +162,69 @@ struct AccessTokenTests {
         #expect(AuthorizationRequirement.grantedScopes(scopeArray).isEmpty)
         let rules = AuthorizationRequirement(claims: [
             (ClaimPath("tenant")!, .equals("acme")), (ClaimPath("level")!, .oneOf(["2", "3"])),
-            (ClaimPath("realm_access.roles")!, .contains("admin")),
+            (ClaimPath("realm_access.roles")!, .contains("admin"))
         ])
         #expect(rules.check(claims) == nil)
-        #expect(AuthorizationRequirement(claims: [(ClaimPath("tenant")!, .equals("other"))]).check(claims) == .claim("tenant"))
-        #expect(AuthorizationRequirement(claims: [(ClaimPath("realm_access.roles")!, .contains("root"))]).check(claims) == .claim("realm_access.roles"))
-        #expect(AuthorizationRequirement(claims: [(ClaimPath("missing.path")!, .equals("x"))]).check(claims) == .claim("missing.path"))
+        #expect(
+            AuthorizationRequirement(claims: [(ClaimPath("tenant")!, .equals("other"))]).check(claims)
+                == .claim("tenant"))
+        #expect(
+            AuthorizationRequirement(claims: [(ClaimPath("realm_access.roles")!, .contains("root"))]).check(claims)
+                == .claim("realm_access.roles"))
+        #expect(
+            AuthorizationRequirement(claims: [(ClaimPath("missing.path")!, .equals("x"))]).check(claims)
+                == .claim("missing.path"))
         // An array never "equals" a string.
-        #expect(AuthorizationRequirement(claims: [(ClaimPath("groups")!, .equals("a"))]).check(claims) == .claim("groups"))
+        #expect(
+            AuthorizationRequirement(claims: [(ClaimPath("groups")!, .equals("a"))]).check(claims) == .claim("groups"))
         #expect(ClaimPath("a..b") == nil)
     }
 
-    @Test("RFC 9068 §2.2: an at+jwt token needs sub, client_id, iat and jti", arguments: [
-        ("sub", nil), ("sub", JSONValue.string("")), ("sub", .number("7")), ("client_id", nil), ("client_id", .string("")),
-        ("jti", nil), ("jti", .string("")), ("jti", .array([])), ("iat", nil), ("iat", .string("now")),
-    ] as [(String, JSONValue?)])
+    @Test(
+        "RFC 9068 §2.2: an at+jwt token needs sub, client_id, iat and jti",
+        arguments: [
+            ("sub", nil), ("sub", JSONValue.string("")), ("sub", .number("7")), ("client_id", nil),
+            ("client_id", .string("")),
+            ("jti", nil), ("jti", .string("")), ("jti", .array([])), ("iat", nil), ("iat", .string("now"))
+        ] as [(String, JSONValue?)])
     func rfc9068RequiredClaims(name: String, value: JSONValue?) {
         var c = Self.claims()
         c[name] = value
         guard case .failure(.rejected(let e)) = Self.verifier.verify(Self.token(c), now: Self.now, keys: keys) else {
-            Issue.record("accepted without a good \(name)"); return
+            Issue.record("accepted without a good \(name)")
+            return
         }
         #expect(e.claim == name && (e.code == .missingClaim || e.code == .invalidClaim))
         // An issuer that does not declare the profile keeps accepting such tokens.
         c["iss"] = .string("https://idp.partner")
-        #expect((try? Self.verifier.verify(Self.token(c, key: Self.otherKey, typ: nil), now: Self.now, keys: keys).get()) != nil
+        #expect(
+            (try? Self.verifier.verify(Self.token(c, key: Self.otherKey, typ: nil), now: Self.now, keys: keys).get())
+                != nil
                 || name == "iat")
     }
 
     @Test func scopeClaimFollowsTheIssuer() throws {
-        let okta = AccessTokenVerifier(issuers: [IssuerPolicy(name: "corp", issuer: "https://idp.corp", algorithms: [.ES256],
-                                                               audiences: ["api"], scopeClaim: .scp)])
+        let okta = AccessTokenVerifier(issuers: [
+            IssuerPolicy(
+                name: "corp", issuer: "https://idp.corp", algorithms: [.ES256],
+                audiences: ["api"], scopeClaim: .scp)
+        ])
         let t = try okta.verify(Self.token(Self.claims(), typ: nil), now: Self.now, keys: keys).get()
         #expect(t.scopeClaim == .scp)
-        #expect(try Self.verifier.verify(Self.token(Self.claims()), now: Self.now, keys: keys).get().scopeClaim == .scope)
+        #expect(
+            try Self.verifier.verify(Self.token(Self.claims()), now: Self.now, keys: keys).get().scopeClaim == .scope)
     }
 
     @Test func identityHeaderValues() throws {
-        let claims = try JSONParser.parse("""
-        {"sub":"alice","email":"a@x","groups":["g1","g2"],"n":5,"addr":{"c":"NL"},"evil":"x\\r\\nX-Admin: 1"}
-        """).object!
-        let h = IdentityHeaders(mapping: [("X-User", ClaimPath("sub")!), ("X-Groups", ClaimPath("groups")!), ("X-N", ClaimPath("n")!),
-                                          ("X-Addr", ClaimPath("addr")!), ("X-Evil", ClaimPath("evil")!), ("X-None", ClaimPath("none")!)])
+        let claims = try JSONParser.parse(
+            """
+            {"sub":"alice","email":"a@x","groups":["g1","g2"],"n":5,"addr":{"c":"NL"},"evil":"x\\r\\nX-Admin: 1"}
+            """
+        ).object!
+        let h = IdentityHeaders(mapping: [
+            ("X-User", ClaimPath("sub")!), ("X-Groups", ClaimPath("groups")!), ("X-N", ClaimPath("n")!),
+            ("X-Addr", ClaimPath("addr")!), ("X-Evil", ClaimPath("evil")!), ("X-None", ClaimPath("none")!)
+        ])
         let values = h.values(for: claims)
         #expect(values.map(\.0) == ["X-User", "X-Groups", "X-N", "X-Addr"])
         #expect(values.map(\.1) == ["alice", "g1,g2", "5", "{\"c\":\"NL\"}"])
@@ -171,7 +235,9 @@ struct AccessTokenTests {
             var c = JSONObject()
             c["name"] = .string("a" + String(decoding: [byte], as: UTF8.self) + "b")
             var omitted: [String] = []
-            #expect(IdentityHeaders(mapping: [("X-Name", ClaimPath("name")!)]).values(for: c) { omitted.append($0) }.isEmpty)
+            #expect(
+                IdentityHeaders(mapping: [("X-Name", ClaimPath("name")!)]).values(for: c) { omitted.append($0) }.isEmpty
+            )
             #expect(omitted == ["X-Name"], "byte \(byte)")
         }
         #expect(IdentityHeaders.isFieldValue("Zoë\tvan Dijk ~!"))

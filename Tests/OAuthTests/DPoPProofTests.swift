@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import JOSE
+import Testing
+
 @testable import OAuth
 
 /// RFC 9449 §4.3 from the attacker's side: every check has a proof that breaks exactly that
@@ -13,8 +14,10 @@ struct DPoPProofTests {
     static let uri = "https://api.example.com/orders/1"
 
     /// A proof whose header and claims start from a valid one and are then changed as given.
-    static func proof(header: [String: JSONValue?] = [:], claims: [String: JSONValue?] = [:], alg: JWSAlgorithm = .ES256,
-                      key signer: JWK = key) throws -> String {
+    static func proof(
+        header: [String: JSONValue?] = [:], claims: [String: JSONValue?] = [:], alg: JWSAlgorithm = .ES256,
+        key signer: JWK = key
+    ) throws -> String {
         var h = JSONObject()
         h["typ"] = .string("dpop+jwt")
         h["alg"] = .string(alg.rawValue)
@@ -27,16 +30,25 @@ struct DPoPProofTests {
         c["iat"] = .number(String(now))
         c["ath"] = .string(Base64URL.encode(Digest.sha256.hash(Array(token.utf8))))
         for (k, v) in claims { c[k] = v }
-        let input = Base64URL.encode(JSONSerializer.serialize(.object(h))) + "." + Base64URL.encode(JSONSerializer.serialize(.object(c)))
+        let input =
+            Base64URL.encode(JSONSerializer.serialize(.object(h))) + "."
+            + Base64URL.encode(JSONSerializer.serialize(.object(c)))
         return input + "." + Base64URL.encode(try signer.sign(alg, message: Array(input.utf8)))
     }
 
-    static func request(method: String = "GET", uri: String = uri, token: String? = token, now: Int64 = now) -> DPoPProofVerifier.Request {
-        .init(method: method, uri: uri, accessToken: token, now: now, normalizePath: { $0.replacingOccurrences(of: "/./", with: "/") })
+    static func request(method: String = "GET", uri: String = uri, token: String? = token, now: Int64 = now)
+        -> DPoPProofVerifier.Request
+    {
+        .init(
+            method: method, uri: uri, accessToken: token, now: now,
+            normalizePath: { $0.replacingOccurrences(of: "/./", with: "/") })
     }
 
-    func expectRefused(_ proof: String, _ request: DPoPProofVerifier.Request = request(), verifier: DPoPProofVerifier = DPoPProofVerifier(),
-                       code: DPoPProofError.Code = .invalidProof, reason: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectRefused(
+        _ proof: String, _ request: DPoPProofVerifier.Request = request(),
+        verifier: DPoPProofVerifier = DPoPProofVerifier(),
+        code: DPoPProofError.Code = .invalidProof, reason: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         do {
             _ = try verifier.verify(proof, request: request)
             Issue.record("accepted a proof that breaks: \(reason)", sourceLocation: sourceLocation)
@@ -75,7 +87,8 @@ struct DPoPProofTests {
 
     @Test func symmetricAndDisallowedAlgorithms() throws {
         let hmac = try JWK(json: #"{"kty":"oct","k":"\#(Base64URL.encode(SecureRandom.bytes(32)))"}"#)
-        expectRefused(try Self.proof(header: ["jwk": .object(Self.key.publicJWK())], alg: .HS256, key: hmac), reason: "algorithm")
+        expectRefused(
+            try Self.proof(header: ["jwk": .object(Self.key.publicJWK())], alg: .HS256, key: hmac), reason: "algorithm")
         var onlyES384 = DPoPProofVerifier()
         onlyES384.algorithms = [.ES384]
         expectRefused(try Self.proof(), verifier: onlyES384, reason: "algorithm")
@@ -86,8 +99,9 @@ struct DPoPProofTests {
         expectRefused(try Self.proof(alg: .RS256, key: big), reason: "at most 4096 bits")
         var jwk = try JWK.generate(for: .RS256, kid: nil).publicJWK()
         jwk["e"] = .string("AQAAAQ")  // 2^24 + 1: not 65537
-        expectRefused(try Self.proof(header: ["jwk": .object(jwk)], alg: .RS256, key: try JWK.generate(for: .RS256, kid: nil)),
-                      reason: "exponent 65537")
+        expectRefused(
+            try Self.proof(header: ["jwk": .object(jwk)], alg: .RS256, key: try JWK.generate(for: .RS256, kid: nil)),
+            reason: "exponent 65537")
         let ok = try JWK.generate(for: .RS256, kid: nil, rsaBits: 4096)
         _ = try DPoPProofVerifier().verify(try Self.proof(alg: .RS256, key: ok), request: Self.request())
     }
@@ -121,19 +135,28 @@ struct DPoPProofTests {
     }
 
     @Test func htuMustMatchSchemeHostPortPath() throws {
-        for bad in ["http://api.example.com/orders/1", "https://evil.example.com/orders/1", "https://api.example.com:8443/orders/1",
-                    "https://api.example.com/orders/2", "https://api.example.com/orders/1/", "https://api.example.com/orders/1?x=1",
-                    "https://api.example.com/orders/1#f", "https://user@api.example.com/orders/1", "/orders/1", "ftp://api.example.com/orders/1"] {
+        for bad in [
+            "http://api.example.com/orders/1", "https://evil.example.com/orders/1",
+            "https://api.example.com:8443/orders/1",
+            "https://api.example.com/orders/2", "https://api.example.com/orders/1/",
+            "https://api.example.com/orders/1?x=1",
+            "https://api.example.com/orders/1#f", "https://user@api.example.com/orders/1", "/orders/1",
+            "ftp://api.example.com/orders/1"
+        ] {
             expectRefused(try Self.proof(claims: ["htu": .string(bad)]), reason: "htu")
         }
     }
 
     @Test func htuComparedInNormalForm() throws {
-        for same in ["HTTPS://API.example.COM/orders/1", "https://api.example.com:443/orders/1", "https://api.example.com/orders/./1"] {
+        for same in [
+            "HTTPS://API.example.COM/orders/1", "https://api.example.com:443/orders/1",
+            "https://api.example.com/orders/./1"
+        ] {
             _ = try DPoPProofVerifier().verify(try Self.proof(claims: ["htu": .string(same)]), request: Self.request())
         }
         // The request side is normalized too: how the client wrote the Host does not matter.
-        _ = try DPoPProofVerifier().verify(try Self.proof(), request: Self.request(uri: "https://API.EXAMPLE.COM:443/orders/1"))
+        _ = try DPoPProofVerifier().verify(
+            try Self.proof(), request: Self.request(uri: "https://API.EXAMPLE.COM:443/orders/1"))
         // The request's query is ignored (§4.3 check 9); only the claim may not carry one.
         _ = try DPoPProofVerifier().verify(try Self.proof(), request: Self.request(uri: Self.uri + "?page=2"))
         #expect(HTU.normalize("http://h:80") == "http://h/")
@@ -142,14 +165,18 @@ struct DPoPProofTests {
     @Test func iatWindow() throws {
         expectRefused(try Self.proof(claims: ["iat": .number(String(Self.now - 66))]), reason: "too old")
         expectRefused(try Self.proof(claims: ["iat": .number(String(Self.now + 66))]), reason: "future")
-        _ = try DPoPProofVerifier().verify(try Self.proof(claims: ["iat": .number(String(Self.now - 65))]), request: Self.request())
-        _ = try DPoPProofVerifier().verify(try Self.proof(claims: ["iat": .number(String(Self.now + 65))]), request: Self.request())
+        _ = try DPoPProofVerifier().verify(
+            try Self.proof(claims: ["iat": .number(String(Self.now - 65))]), request: Self.request())
+        _ = try DPoPProofVerifier().verify(
+            try Self.proof(claims: ["iat": .number(String(Self.now + 65))]), request: Self.request())
     }
 
     @Test func athBindsTheToken() throws {
         expectRefused(try Self.proof(claims: ["ath": nil]), reason: "ath")
         expectRefused(try Self.proof(), Self.request(token: "another-token"), reason: "ath")
-        expectRefused(try Self.proof(claims: ["ath": .string(Base64URL.encode(Digest.sha256.hash(Array("x".utf8))))]), reason: "ath")
+        expectRefused(
+            try Self.proof(claims: ["ath": .string(Base64URL.encode(Digest.sha256.hash(Array("x".utf8))))]),
+            reason: "ath")
     }
 
     // MARK: server nonces (§8, §9)
@@ -167,21 +194,31 @@ struct DPoPProofTests {
         let p = try nonceVerifier.verify(try Self.proof(claims: ["nonce": .string(nonce)]), request: Self.request())
         #expect(p.nonce == nonce)
         expectRefused(try Self.proof(), verifier: nonceVerifier, code: .useNonce, reason: "nonce is required")
-        expectRefused(try Self.proof(claims: ["nonce": .string("made-up")]), verifier: nonceVerifier, code: .useNonce, reason: "not valid")
+        expectRefused(
+            try Self.proof(claims: ["nonce": .string("made-up")]), verifier: nonceVerifier, code: .useNonce,
+            reason: "not valid")
         // Forged: same slot, tag under another key.
-        let forged = DPoPNonces(keys: [MACKey(secret: Array(repeating: 8, count: 32))!], lifetime: 120).issue(now: Self.now)
-        expectRefused(try Self.proof(claims: ["nonce": .string(forged)]), verifier: nonceVerifier, code: .useNonce, reason: "not valid")
+        let forged = DPoPNonces(keys: [MACKey(secret: Array(repeating: 8, count: 32))!], lifetime: 120).issue(
+            now: Self.now)
+        expectRefused(
+            try Self.proof(claims: ["nonce": .string(forged)]), verifier: nonceVerifier, code: .useNonce,
+            reason: "not valid")
         // Expired: issued two slots ago.
         let old = Self.nonces.issue(now: Self.now - 121)
-        expectRefused(try Self.proof(claims: ["nonce": .string(old)]), verifier: nonceVerifier, code: .useNonce, reason: "not valid")
+        expectRefused(
+            try Self.proof(claims: ["nonce": .string(old)]), verifier: nonceVerifier, code: .useNonce,
+            reason: "not valid")
         // The iat window still applies with a nonce: an old proof with a fresh nonce fails.
-        expectRefused(try Self.proof(claims: ["nonce": .string(nonce), "iat": .number(String(Self.now - 3600))]), verifier: nonceVerifier,
-                      reason: "too old")
+        expectRefused(
+            try Self.proof(claims: ["nonce": .string(nonce), "iat": .number(String(Self.now - 3600))]),
+            verifier: nonceVerifier,
+            reason: "too old")
     }
 
     @Test func staleNonceStillValidAndFlagged() throws {
         let previousSlot = Self.nonces.issue(now: Self.now - 60)
-        let p = try nonceVerifier.verify(try Self.proof(claims: ["nonce": .string(previousSlot)]), request: Self.request())
+        let p = try nonceVerifier.verify(
+            try Self.proof(claims: ["nonce": .string(previousSlot)]), request: Self.request())
         #expect(p.nonceIsStale)
         // Remembered until the first of: the iat window ends, the nonce expires.
         #expect(p.acceptableUntil == min(Self.now + 65, Self.now - 60 - (Self.now - 60) % 60 + 120))
@@ -203,7 +240,7 @@ struct DPoPNonceTests {
 
     @Test func lifetimeAndStaleness() {
         let n = DPoPNonces(keys: [key1], lifetime: 100)
-        let t: Int64 = 1_000_000 // slot boundary (slot = 50 s)
+        let t: Int64 = 1_000_000  // slot boundary (slot = 50 s)
         let nonce = n.issue(now: t)
         #expect(n.check(nonce, now: t) == .valid(issuedAt: t, expiresAt: t + 100, stale: false))
         #expect(n.check(nonce, now: t + 49) == .valid(issuedAt: t, expiresAt: t + 100, stale: false))
@@ -220,7 +257,7 @@ struct DPoPNonceTests {
         #expect(rotated.check(old.issue(now: t), now: t) != .invalid)
         #expect(old.check(rotated.issue(now: t), now: t) == .invalid)
         var raw = Base64URL.decode(old.issue(now: t))!
-        raw[7] ^= 1 // another slot under the same tag
+        raw[7] ^= 1  // another slot under the same tag
         #expect(old.check(Base64URL.encode(raw), now: t) == .invalid)
         #expect(old.check("", now: t) == .invalid)
         #expect(old.check(String(repeating: "A", count: 32), now: t) == .invalid)
@@ -236,13 +273,18 @@ struct DPoPProofSignerTests {
     @Test func proofsCarryTheKeyByValueOnlyAndVerify() throws {
         let key = try JWK.generate(for: .ES256, kid: "named")
         let signer = try DPoPProofSigner(key: key, alg: .ES256)
-        let proof = try signer.proof(method: "POST", url: "https://as.example/token?x=1", accessToken: "tok", nonce: "n", now: 1_700_000_000)
+        let proof = try signer.proof(
+            method: "POST", url: "https://as.example/token?x=1", accessToken: "tok", nonce: "n", now: 1_700_000_000)
         let jws = try CompactJWS(proof)
-        #expect(jws.header.kid == nil && jws.header.object["jwk"]?.object?["kid"] == nil && jws.header.object["jwk"]?.object?["d"] == nil)
+        #expect(
+            jws.header.kid == nil && jws.header.object["jwk"]?.object?["kid"] == nil
+                && jws.header.object["jwk"]?.object?["d"] == nil)
         #expect(try jws.claims()["htu"]?.string == "https://as.example/token")
         var v = DPoPProofVerifier()
         v.window = 60
-        let checked = try v.verify(proof, request: .init(method: "POST", uri: "https://as.example/token", accessToken: "tok", now: 1_700_000_000))
+        let checked = try v.verify(
+            proof,
+            request: .init(method: "POST", uri: "https://as.example/token", accessToken: "tok", now: 1_700_000_000))
         #expect(checked.jkt == key.thumbprint() && checked.nonce == "n")
     }
 }

@@ -13,7 +13,8 @@ struct HTTP1FuzzCorpusReplayTests {
 
     @Test("every corpus file runs through HTTP1FuzzEntry")
     func replay() throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).filter { !$0.hasPrefix(".") }.sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).filter { !$0.hasPrefix(".") }
+            .sorted()
         try #require(names.count >= 40, "fuzz/corpus-http1 is missing or nearly empty (\(names.count) files)")
         var bytes = 0
         for name in names {

@@ -39,20 +39,31 @@ enum HTTP1RequestCases {
 
     static let refusals: [HTTP1Case] = [
         // Framing: CL.TE, TE.CL, TE.TE.
-        HTTP1Case("CL then TE", post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", .contentLengthWithTransferEncoding),
-        HTTP1Case("TE then CL", post + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", .contentLengthWithTransferEncoding),
-        HTTP1Case("TE chunked, identity", post + "Transfer-Encoding: chunked, identity\r\n\r\n", .unsupportedTransferCoding),
+        HTTP1Case(
+            "CL then TE", post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+            .contentLengthWithTransferEncoding),
+        HTTP1Case(
+            "TE then CL", post + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+            .contentLengthWithTransferEncoding),
+        HTTP1Case(
+            "TE chunked, identity", post + "Transfer-Encoding: chunked, identity\r\n\r\n", .unsupportedTransferCoding),
         HTTP1Case("TE identity", post + "Transfer-Encoding: identity\r\n\r\n", .unsupportedTransferCoding),
         HTTP1Case("TE xchunked", post + "Transfer-Encoding: xchunked\r\n\r\n", .unsupportedTransferCoding),
         HTTP1Case("TE gzip, chunked", post + "Transfer-Encoding: gzip, chunked\r\n\r\n", .unsupportedTransferCoding),
-        HTTP1Case("TE chunked twice in one field", post + "Transfer-Encoding: chunked, chunked\r\n\r\n", .unsupportedTransferCoding),
-        HTTP1Case("TE chunked in two fields", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", .unsupportedTransferCoding),
+        HTTP1Case(
+            "TE chunked twice in one field", post + "Transfer-Encoding: chunked, chunked\r\n\r\n",
+            .unsupportedTransferCoding),
+        HTTP1Case(
+            "TE chunked in two fields", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+            .unsupportedTransferCoding),
         HTTP1Case("TE quoted chunked", post + "Transfer-Encoding: \"chunked\"\r\n\r\n", .invalidTransferEncoding),
-        HTTP1Case("TE chunked with parameter", post + "Transfer-Encoding: chunked;q=1\r\n\r\n", .invalidTransferEncoding),
+        HTTP1Case(
+            "TE chunked with parameter", post + "Transfer-Encoding: chunked;q=1\r\n\r\n", .invalidTransferEncoding),
         HTTP1Case("TE leading comma", post + "Transfer-Encoding: ,chunked\r\n\r\n", .invalidTransferEncoding),
         HTTP1Case("TE trailing comma", post + "Transfer-Encoding: chunked,\r\n\r\n", .invalidTransferEncoding),
         HTTP1Case("TE empty", post + "Transfer-Encoding:\r\n\r\n", .invalidTransferEncoding),
-        HTTP1Case("TE trailing junk after space", post + "Transfer-Encoding: chunked x\r\n\r\n", .invalidTransferEncoding),
+        HTTP1Case(
+            "TE trailing junk after space", post + "Transfer-Encoding: chunked x\r\n\r\n", .invalidTransferEncoding),
         HTTP1Case("TE chunked VT", post + "Transfer-Encoding: chunked\u{0B}\r\n\r\n", .invalidFieldValue),
         HTTP1Case("TE chunked FF", post + "Transfer-Encoding: \u{0C}chunked\r\n\r\n", .invalidFieldValue),
         HTTP1Case("TE on HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", .transferEncodingOnHTTP10),
@@ -66,8 +77,11 @@ enum HTTP1RequestCases {
         HTTP1Case("CL letters", post + "Content-Length: five\r\n\r\n", .invalidContentLength),
         HTTP1Case("CL list of equal values", post + "Content-Length: 5, 5\r\n\r\nhello", .invalidContentLength),
         HTTP1Case("CL overflow", post + "Content-Length: 18446744073709551616\r\n\r\n", .invalidContentLength),
-        HTTP1Case("CL repeated equal", post + "Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello", .multipleContentLength),
-        HTTP1Case("CL repeated differing", post + "Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", .multipleContentLength),
+        HTTP1Case(
+            "CL repeated equal", post + "Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello", .multipleContentLength),
+        HTTP1Case(
+            "CL repeated differing", post + "Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+            .multipleContentLength),
         // Line endings and bytes in the head.
         HTTP1Case("obs-fold", get + "X-A: a\r\n b\r\n\r\n", .obsFold),
         HTTP1Case("obs-fold with tab", get + "X-A: a\r\n\tb\r\n\r\n", .obsFold),
@@ -129,38 +143,74 @@ enum HTTP1RequestCases {
         // Chunked bodies.
         HTTP1Case("non-hex chunk size", post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n", .invalidChunkSize),
         HTTP1Case("empty chunk size", post + "Transfer-Encoding: chunked\r\n\r\n\r\n", .invalidChunkSize),
-        HTTP1Case("negative chunk size", post + "Transfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n", .invalidChunkSize),
-        HTTP1Case("junk after chunk size", post + "Transfer-Encoding: chunked\r\n\r\n5g\r\nhello\r\n0\r\n\r\n", .invalidChunkSize),
-        HTTP1Case("space after chunk size", post + "Transfer-Encoding: chunked\r\n\r\n5 \r\nhello\r\n0\r\n\r\n", .invalidChunkSize),
-        HTTP1Case("0x chunk size", post + "Transfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n", .invalidChunkSize),
-        HTTP1Case("17 hex digits", post + "Transfer-Encoding: chunked\r\n\r\n00000000000000005\r\nhello\r\n0\r\n\r\n", .chunkSizeTooLarge),
-        HTTP1Case("chunk size past Int.max", post + "Transfer-Encoding: chunked\r\n\r\n8000000000000000\r\n", .chunkSizeTooLarge),
-        HTTP1Case("chunk size ffff…", post + "Transfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n", .chunkSizeTooLarge),
-        HTTP1Case("empty extension", post + "Transfer-Encoding: chunked\r\n\r\n5;\r\nhello\r\n0\r\n\r\n", .invalidChunkExtension),
-        HTTP1Case("extension bad name", post + "Transfer-Encoding: chunked\r\n\r\n5;a(b)\r\nhello\r\n0\r\n\r\n", .invalidChunkExtension),
-        HTTP1Case("extension unterminated quote", post + "Transfer-Encoding: chunked\r\n\r\n5;a=\"b\r\nhello\r\n0\r\n\r\n", .invalidChunkExtension),
-        HTTP1Case("extension empty value", post + "Transfer-Encoding: chunked\r\n\r\n5;a=\r\nhello\r\n0\r\n\r\n", .invalidChunkExtension),
-        HTTP1Case("extension two names", post + "Transfer-Encoding: chunked\r\n\r\n5;a b\r\nhello\r\n0\r\n\r\n", .invalidChunkExtension),
-        HTTP1Case("extension control byte", post + "Transfer-Encoding: chunked\r\n\r\n5;a=\u{01}\r\nhello\r\n0\r\n\r\n", .invalidChunkExtension),
-        HTTP1Case("bare LF after chunk size", post + "Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n", .bareLF),
-        HTTP1Case("data longer than size", post + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello!\r\n0\r\n\r\n", .invalidChunkTerminator),
-        HTTP1Case("data without CRLF", post + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello0\r\n\r\n", .invalidChunkTerminator),
+        HTTP1Case(
+            "negative chunk size", post + "Transfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n",
+            .invalidChunkSize),
+        HTTP1Case(
+            "junk after chunk size", post + "Transfer-Encoding: chunked\r\n\r\n5g\r\nhello\r\n0\r\n\r\n",
+            .invalidChunkSize),
+        HTTP1Case(
+            "space after chunk size", post + "Transfer-Encoding: chunked\r\n\r\n5 \r\nhello\r\n0\r\n\r\n",
+            .invalidChunkSize),
+        HTTP1Case(
+            "0x chunk size", post + "Transfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n", .invalidChunkSize),
+        HTTP1Case(
+            "17 hex digits", post + "Transfer-Encoding: chunked\r\n\r\n00000000000000005\r\nhello\r\n0\r\n\r\n",
+            .chunkSizeTooLarge),
+        HTTP1Case(
+            "chunk size past Int.max", post + "Transfer-Encoding: chunked\r\n\r\n8000000000000000\r\n",
+            .chunkSizeTooLarge),
+        HTTP1Case(
+            "chunk size ffff…", post + "Transfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n", .chunkSizeTooLarge),
+        HTTP1Case(
+            "empty extension", post + "Transfer-Encoding: chunked\r\n\r\n5;\r\nhello\r\n0\r\n\r\n",
+            .invalidChunkExtension),
+        HTTP1Case(
+            "extension bad name", post + "Transfer-Encoding: chunked\r\n\r\n5;a(b)\r\nhello\r\n0\r\n\r\n",
+            .invalidChunkExtension),
+        HTTP1Case(
+            "extension unterminated quote", post + "Transfer-Encoding: chunked\r\n\r\n5;a=\"b\r\nhello\r\n0\r\n\r\n",
+            .invalidChunkExtension),
+        HTTP1Case(
+            "extension empty value", post + "Transfer-Encoding: chunked\r\n\r\n5;a=\r\nhello\r\n0\r\n\r\n",
+            .invalidChunkExtension),
+        HTTP1Case(
+            "extension two names", post + "Transfer-Encoding: chunked\r\n\r\n5;a b\r\nhello\r\n0\r\n\r\n",
+            .invalidChunkExtension),
+        HTTP1Case(
+            "extension control byte", post + "Transfer-Encoding: chunked\r\n\r\n5;a=\u{01}\r\nhello\r\n0\r\n\r\n",
+            .invalidChunkExtension),
+        HTTP1Case(
+            "bare LF after chunk size", post + "Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n", .bareLF),
+        HTTP1Case(
+            "data longer than size", post + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello!\r\n0\r\n\r\n",
+            .invalidChunkTerminator),
+        HTTP1Case(
+            "data without CRLF", post + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello0\r\n\r\n", .invalidChunkTerminator
+        ),
         HTTP1Case("data ends with LF", post + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\n0\r\n\r\n", .bareLF),
         HTTP1Case("NUL in chunk line", post + "Transfer-Encoding: chunked\r\n\r\n5\0\r\nhello\r\n0\r\n\r\n", .nul),
         // Trailers.
         HTTP1Case("trailer obs-fold", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\r\n b\r\n\r\n", .obsFold),
-        HTTP1Case("trailer bad name", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX T: a\r\n\r\n", .invalidFieldName),
+        HTTP1Case(
+            "trailer bad name", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX T: a\r\n\r\n", .invalidFieldName),
         HTTP1Case("trailer missing colon", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T\r\n\r\n", .missingColon),
         HTTP1Case("trailer bare LF", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\n\r\n", .bareLF),
-        HTTP1Case("trailer Content-Length", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 5\r\n\r\n", .forbiddenTrailerField),
-        HTTP1Case("trailer Transfer-Encoding", post + "Transfer-Encoding: chunked\r\n\r\n0\r\ntransfer-encoding: chunked\r\n\r\n", .forbiddenTrailerField),
-        HTTP1Case("trailer Host", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nHOST: b\r\n\r\n", .forbiddenTrailerField),
+        HTTP1Case(
+            "trailer Content-Length", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 5\r\n\r\n",
+            .forbiddenTrailerField),
+        HTTP1Case(
+            "trailer Transfer-Encoding",
+            post + "Transfer-Encoding: chunked\r\n\r\n0\r\ntransfer-encoding: chunked\r\n\r\n", .forbiddenTrailerField),
+        HTTP1Case(
+            "trailer Host", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nHOST: b\r\n\r\n", .forbiddenTrailerField)
     ]
 
     static let acceptances: [HTTP1Case] = [
         HTTP1Case("simple GET", get + "\r\n"),
         HTTP1Case("fields case-preserved, OWS trimmed", get + "X-Mixed-Case:  \t v a l \t \r\nx-empty:\r\n\r\n"),
-        HTTP1Case("obs-text in a value", bytes(get, "X-A: caf", UInt8(0xC3), UInt8(0xA9), " ", UInt8(0xFF), "\r\n\r\n")),
+        HTTP1Case(
+            "obs-text in a value", bytes(get, "X-A: caf", UInt8(0xC3), UInt8(0xA9), " ", UInt8(0xFF), "\r\n\r\n")),
         HTTP1Case("one leading CRLF", "\r\n" + get + "\r\n"),
         HTTP1Case("HTTP/1.0 without Host", "GET / HTTP/1.0\r\n\r\n"),
         HTTP1Case("Content-Length body", post + "Content-Length: 5\r\n\r\nhello"),
@@ -168,14 +218,22 @@ enum HTTP1RequestCases {
         HTTP1Case("Content-Length leading zeros", post + "content-length: 005\r\n\r\nhello"),
         HTTP1Case("chunked", post + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
         HTTP1Case("chunked, case and OWS", post + "transfer-encoding: \t CHUNKED \r\n\r\nA\r\n0123456789\r\n0\r\n\r\n"),
-        HTTP1Case("chunk extensions", post + "Transfer-Encoding: chunked\r\n\r\n5;a=b;c\r\nhello\r\n1 ; q = \"x \\\"y\\\"\"\r\n!\r\n0;last\r\n\r\n"),
-        HTTP1Case("trailers", post + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Checksum: 1234\r\nx-other:  v \r\n\r\n"),
+        HTTP1Case(
+            "chunk extensions",
+            post
+                + "Transfer-Encoding: chunked\r\n\r\n5;a=b;c\r\nhello\r\n1 ; q = \"x \\\"y\\\"\"\r\n!\r\n0;last\r\n\r\n"
+        ),
+        HTTP1Case(
+            "trailers",
+            post + "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Checksum: 1234\r\nx-other:  v \r\n\r\n"),
         HTTP1Case("Expect 100-continue", post + "Expect: 100-Continue\r\nContent-Length: 2\r\n\r\nok"),
         HTTP1Case("absolute-form", "GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\n\r\n"),
         HTTP1Case("asterisk-form", "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"),
         HTTP1Case("authority-form", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"),
         HTTP1Case("upgrade", get + "Connection: keep-alive, Upgrade\r\nUpgrade: websocket, h2c\r\n\r\n"),
         HTTP1Case("extension method", "PURGE /x HTTP/1.1\r\nHost: a\r\n\r\n"),
-        HTTP1Case("target with every visible byte", "GET /!\"#$%&'()*+,-./09:;<=>?@AZ[\\]^_`az{|}~ HTTP/1.1\r\nHost: a\r\n\r\n"),
+        HTTP1Case(
+            "target with every visible byte",
+            "GET /!\"#$%&'()*+,-./09:;<=>?@AZ[\\]^_`az{|}~ HTTP/1.1\r\nHost: a\r\n\r\n")
     ]
 }

@@ -32,7 +32,8 @@ struct HTTP1RequestParserTests {
     }
 
     @Test func statusPerCode() {
-        let statuses = Dictionary(HTTP1RequestCases.refusals.map { ($0.code!.rawValue, $0.code!.status) }, uniquingKeysWith: { a, _ in a })
+        let statuses = Dictionary(
+            HTTP1RequestCases.refusals.map { ($0.code!.rawValue, $0.code!.status) }, uniquingKeysWith: { a, _ in a })
         #expect(statuses["unsupported_transfer_coding"] == 501)
         #expect(statuses["unsupported_version"] == 505)
         #expect(statuses["http2_preface"] == 505)
@@ -45,7 +46,8 @@ struct HTTP1RequestParserTests {
     }
 
     @Test func headValues() throws {
-        let wire = "GET /p?q=1 HTTP/1.1\r\nHost: a.example\r\nX-Mixed-Case:  \t v a l \t \r\nx-empty:\r\nX-Mixed-Case: 2\r\n\r\n"
+        let wire =
+            "GET /p?q=1 HTTP/1.1\r\nHost: a.example\r\nX-Mixed-Case:  \t v a l \t \r\nx-empty:\r\nX-Mixed-Case: 2\r\n\r\n"
         let head = try #require(parseRequests(Array(wire.utf8)).only).head
         #expect(head.method == "GET")
         #expect(head.target == "/p?q=1")
@@ -60,7 +62,11 @@ struct HTTP1RequestParserTests {
         #expect(head.keepAlive)
         #expect(!head.expectsContinue)
         #expect(head.upgrade.isEmpty)
-        #expect(head.fields == HTTP1Fields([("Host", "a.example"), ("X-Mixed-Case", "v a l"), ("x-empty", ""), ("X-Mixed-Case", "2")]))
+        #expect(
+            head.fields
+                == HTTP1Fields([
+                    ("Host", "a.example"), ("X-Mixed-Case", "v a l"), ("x-empty", ""), ("X-Mixed-Case", "2")
+                ]))
     }
 
     @Test func obsTextIsKeptAsBytes() throws {
@@ -75,26 +81,33 @@ struct HTTP1RequestParserTests {
         ("GET / HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, CLOSE\r\n\r\n", false),
         ("GET / HTTP/1.0\r\n\r\n", false),
         ("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", true),
-        ("GET / HTTP/1.0\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n", false),
+        ("GET / HTTP/1.0\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n", false)
     ])
     func keepAlive(_ wire: String, _ expected: Bool) throws {
         #expect(try #require(parseRequests(Array(wire.utf8)).only).head.keepAlive == expected)
     }
 
     @Test func framingAndBodies() throws {
-        let cl = try #require(parseRequests(Array((HTTP1RequestCases.post + "Content-Length: 5\r\n\r\nhello").utf8)).only)
+        let cl = try #require(
+            parseRequests(Array((HTTP1RequestCases.post + "Content-Length: 5\r\n\r\nhello").utf8)).only)
         #expect(cl.head.framing == .contentLength(5))
         #expect(cl.body == Array("hello".utf8))
         var parser = HTTP1RequestParser()
-        let (_, event) = try parser.parse(Array((HTTP1RequestCases.post + "Content-Length: 18446744073709551615\r\n\r\n").utf8))
-        guard case .head(let head)? = event else { Issue.record("no head: \(String(describing: event))"); return }
+        let (_, event) = try parser.parse(
+            Array((HTTP1RequestCases.post + "Content-Length: 18446744073709551615\r\n\r\n").utf8))
+        guard case .head(let head)? = event else {
+            Issue.record("no head: \(String(describing: event))")
+            return
+        }
         #expect(head.framing == .contentLength(.max))
         let zero = try #require(parseRequests(Array((HTTP1RequestCases.post + "Content-Length: 0\r\n\r\n").utf8)).only)
         #expect(zero.head.framing == .contentLength(0) && zero.body.isEmpty)
     }
 
     @Test func chunkedWithExtensionsAndTrailers() throws {
-        let wire = HTTP1RequestCases.post + "Transfer-Encoding: chunked\r\n\r\n5;a=b;c\r\nhello\r\n1 ; q = \"x \\\"y\\\"\"\r\n!\r\n0;last\r\nX-Checksum: 1234\r\nx-other:  v \r\n\r\n"
+        let wire =
+            HTTP1RequestCases.post
+            + "Transfer-Encoding: chunked\r\n\r\n5;a=b;c\r\nhello\r\n1 ; q = \"x \\\"y\\\"\"\r\n!\r\n0;last\r\nX-Checksum: 1234\r\nx-other:  v \r\n\r\n"
         let message = try #require(parseRequests(Array(wire.utf8)).only)
         #expect(message.head.framing == .chunked)
         #expect(message.body == Array("hello!".utf8))
@@ -102,15 +115,23 @@ struct HTTP1RequestParserTests {
     }
 
     @Test func expectAndUpgrade() throws {
-        let c = try #require(parseRequests(Array((HTTP1RequestCases.post + "Expect: 100-continue\r\nContent-Length: 0\r\n\r\n").utf8)).only)
+        let c = try #require(
+            parseRequests(Array((HTTP1RequestCases.post + "Expect: 100-continue\r\nContent-Length: 0\r\n\r\n").utf8))
+                .only)
         #expect(c.head.expectsContinue)
         // RFC 9110 §10.1.1: a 100-continue expectation on HTTP/1.0 is ignored.
-        let old = try #require(parseRequests(Array("POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n".utf8)).only)
+        let old = try #require(
+            parseRequests(Array("POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n".utf8)).only)
         #expect(!old.head.expectsContinue)
-        let up = try #require(parseRequests(Array((HTTP1RequestCases.get + "Connection: keep-alive, Upgrade\r\nUpgrade: websocket, h2c\r\n\r\n").utf8)).only)
+        let up = try #require(
+            parseRequests(
+                Array(
+                    (HTTP1RequestCases.get + "Connection: keep-alive, Upgrade\r\nUpgrade: websocket, h2c\r\n\r\n").utf8)
+            ).only)
         #expect(up.head.upgrade == ["websocket", "h2c"])
         // Upgrade without the connection option is not a request to upgrade (RFC 9110 §7.8).
-        let noOption = try #require(parseRequests(Array((HTTP1RequestCases.get + "Upgrade: websocket\r\n\r\n").utf8)).only)
+        let noOption = try #require(
+            parseRequests(Array((HTTP1RequestCases.get + "Upgrade: websocket\r\n\r\n").utf8)).only)
         #expect(noOption.head.upgrade.isEmpty)
     }
 
@@ -118,7 +139,7 @@ struct HTTP1RequestParserTests {
         ("GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\n\r\n", HTTP1RequestHead.TargetForm.absolute),
         ("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", .asterisk),
         ("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", .authority),
-        ("GET //x HTTP/1.1\r\nHost: a\r\n\r\n", .origin),
+        ("GET //x HTTP/1.1\r\nHost: a\r\n\r\n", .origin)
     ])
     func targetForms(_ wire: String, _ form: HTTP1RequestHead.TargetForm) throws {
         #expect(try #require(parseRequests(Array(wire.utf8)).only).head.targetForm == form)

@@ -28,7 +28,10 @@ struct HTTP1RequestStreamTests {
         let headLength = Self.first.utf8.count - 3
         var parser = HTTP1RequestParser()
         var (consumed, event) = try parser.parse(wire)
-        guard case .head? = event else { Issue.record("expected the head"); return }
+        guard case .head? = event else {
+            Issue.record("expected the head")
+            return
+        }
         #expect(consumed == headLength)
         var rest = Array(wire[consumed...])
         (consumed, event) = try parser.parse(rest)
@@ -39,7 +42,10 @@ struct HTTP1RequestStreamTests {
         #expect(parser.isIdle)
         #expect(rest == Array(Self.third.utf8))
         (consumed, event) = try parser.parse(rest)
-        guard case .head(let head)? = event else { Issue.record("expected the second head"); return }
+        guard case .head(let head)? = event else {
+            Issue.record("expected the second head")
+            return
+        }
         #expect(head.target == "/3" && consumed == rest.count)
         (consumed, event) = try parser.parse([UInt8]())
         #expect(event == .end(trailers: HTTP1Fields()) && consumed == 0)
@@ -59,14 +65,18 @@ struct HTTP1RequestStreamTests {
         var parser = HTTP1RequestParser()
         let bad = Array((HTTP1RequestCases.post + "Transfer-Encoding: xchunked\r\n\r\n").utf8)
         #expect(throws: HTTP1ParseError(.unsupportedTransferCoding)) { try parser.parse(bad) }
-        #expect(throws: HTTP1ParseError(.unsupportedTransferCoding)) { try parser.parse(Array((HTTP1RequestCases.get + "\r\n").utf8)) }
+        #expect(throws: HTTP1ParseError(.unsupportedTransferCoding)) {
+            try parser.parse(Array((HTTP1RequestCases.get + "\r\n").utf8))
+        }
         #expect(throws: HTTP1ParseError(.unsupportedTransferCoding)) { try parser.parse([UInt8]()) }
         #expect(!parser.isIdle)
     }
 
     /// A smuggled request hidden in a refused body never comes out as a request.
     @Test func smuggledRequestAfterRefusalNeverParses() {
-        let wire = Array((HTTP1RequestCases.post + "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n" + HTTP1RequestCases.get + "\r\n").utf8)
+        let wire = Array(
+            (HTTP1RequestCases.post + "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n"
+                + HTTP1RequestCases.get + "\r\n").utf8)
         let outcome = parseRequests(wire)
         #expect(outcome.messages.isEmpty && outcome.error == .contentLengthWithTransferEncoding)
     }
@@ -126,7 +136,9 @@ struct HTTP1RequestStreamTests {
         let atLimit = ";" + String(repeating: "e", count: 4095)
         #expect(parseRequests(Self.chunked("5" + atLimit + "\r\nhello\r\n0\r\n\r\n")).only?.body == Array("hello".utf8))
         #expect(parseRequests(Self.chunked("5" + atLimit + "e\r\nhello\r\n0\r\n\r\n")).error == .chunkExtensionTooLarge)
-        #expect(parseRequests(Self.chunked("5" + atLimit + String(repeating: "e", count: 100))).error == .chunkExtensionTooLarge)
+        #expect(
+            parseRequests(Self.chunked("5" + atLimit + String(repeating: "e", count: 100))).error
+                == .chunkExtensionTooLarge)
     }
 
     /// Trailer bytes are counted like header bytes: "X: v…\r\n" is 5 + n.
@@ -143,7 +155,11 @@ struct HTTP1RequestStreamTests {
     @Test func customLimits() {
         let limits = HTTP1Limits(maxRequestLineBytes: 20, maxHeaderCount: 2, maxHeaderBytes: 30)
         #expect(parseRequests(Array("GET /1234 HTTP/1.1\r\nHost: a\r\n\r\n".utf8), limits: limits).only != nil)
-        #expect(parseRequests(Array("GET /12345678 HTTP/1.1\r\nHost: a\r\n\r\n".utf8), limits: limits).error == .requestLineTooLong)
-        #expect(parseRequests(Array("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n".utf8), limits: limits).error == .tooManyHeaders)
+        #expect(
+            parseRequests(Array("GET /12345678 HTTP/1.1\r\nHost: a\r\n\r\n".utf8), limits: limits).error
+                == .requestLineTooLong)
+        #expect(
+            parseRequests(Array("GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n".utf8), limits: limits).error
+                == .tooManyHeaders)
     }
 }

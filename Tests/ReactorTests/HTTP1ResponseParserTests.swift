@@ -25,33 +25,52 @@ struct HTTP1ResponseParserTests {
         HTTP1Case("NUL", "HTTP/1.1 200 OK\r\nX: a\0\r\n\r\n", .nul),
         HTTP1Case("obs-fold", "HTTP/1.1 200 OK\r\nX: a\r\n b\r\nContent-Length: 0\r\n\r\n", .obsFold),
         HTTP1Case("space before colon", "HTTP/1.1 200 OK\r\nContent-Length : 0\r\n\r\n", .whitespaceBeforeColon),
-        HTTP1Case("CL and TE", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", .contentLengthWithTransferEncoding),
+        HTTP1Case(
+            "CL and TE", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+            .contentLengthWithTransferEncoding),
         HTTP1Case("TE on HTTP/1.0", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", .transferEncodingOnHTTP10),
         HTTP1Case("TE xchunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: xchunked\r\n\r\n", .unsupportedTransferCoding),
-        HTTP1Case("TE gzip, chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", .unsupportedTransferCoding),
-        HTTP1Case("CL differing", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", .multipleContentLength),
+        HTTP1Case(
+            "TE gzip, chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            .unsupportedTransferCoding),
+        HTTP1Case(
+            "CL differing", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", .multipleContentLength),
         HTTP1Case("CL signed", "HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\n", .invalidContentLength),
         HTTP1Case("bad chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nq\r\n", .invalidChunkSize),
-        HTTP1Case("chunk without CRLF", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n0\r\n\r\n", .invalidChunkTerminator),
-        HTTP1Case("forbidden trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 1\r\n\r\n", .forbiddenTrailerField),
+        HTTP1Case(
+            "chunk without CRLF", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n0\r\n\r\n",
+            .invalidChunkTerminator),
+        HTTP1Case(
+            "forbidden trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 1\r\n\r\n",
+            .forbiddenTrailerField),
         HTTP1Case("truncated CL body", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabc", .truncatedMessage),
         HTTP1Case("truncated head", "HTTP/1.1 200 OK\r\nContent-Le", .truncatedMessage),
-        HTTP1Case("truncated chunked body", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", .truncatedMessage),
-        HTTP1Case("bytes after the response", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxHTTP/1.1 200 OK\r\n\r\n", .unsolicitedResponse),
+        HTTP1Case(
+            "truncated chunked body", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", .truncatedMessage),
+        HTTP1Case(
+            "bytes after the response", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxHTTP/1.1 200 OK\r\n\r\n",
+            .unsolicitedResponse)
     ]
 
     static let acceptances: [HTTP1Case] = [
         HTTP1Case("200 with CL", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
         HTTP1Case("empty reason with SP", "HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n"),
         HTTP1Case("empty reason without SP", "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n"),
-        HTTP1Case("obs-text reason", HTTP1RequestCases.bytes("HTTP/1.1 200 ", UInt8(0xC9), "t\u{09}\r\nContent-Length: 0\r\n\r\n")),
-        HTTP1Case("chunked with trailers", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nX-T: 1\r\n\r\n"),
+        HTTP1Case(
+            "obs-text reason",
+            HTTP1RequestCases.bytes("HTTP/1.1 200 ", UInt8(0xC9), "t\u{09}\r\nContent-Length: 0\r\n\r\n")),
+        HTTP1Case(
+            "chunked with trailers",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nX-T: 1\r\n\r\n"),
         HTTP1Case("close-delimited", "HTTP/1.1 200 OK\r\n\r\nall until close"),
         HTTP1Case("close-delimited 1.0", "HTTP/1.0 200 OK\r\n\r\nold"),
         HTTP1Case("204", "HTTP/1.1 204 No Content\r\n\r\n"),
         HTTP1Case("304 with CL", "HTTP/1.1 304 Not Modified\r\nContent-Length: 100\r\n\r\n"),
         HTTP1Case("100 then 200", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
-        HTTP1Case("103 then 200", "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+        HTTP1Case(
+            "103 then 200",
+            "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+        )
     ]
 
     @Test(arguments: refusals)
@@ -75,14 +94,18 @@ struct HTTP1ResponseParserTests {
     }
 
     @Test func headValuesAndFraming() throws {
-        let ok = try #require(parseResponses(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A:  b \r\n\r\nhello".utf8)).only)
+        let ok = try #require(
+            parseResponses(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A:  b \r\n\r\nhello".utf8)).only)
         let head = try #require(ok.head)
         #expect(head.status == 200 && head.reason == "OK" && head.version == .http11)
         #expect(head.framing == .contentLength(5) && head.keepAlive)
         #expect(head.fields == HTTP1Fields([("Content-Length", "5"), ("X-A", "b")]))
         #expect(ok.body == Array("hello".utf8))
 
-        let chunked = try #require(parseResponses(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nX-T: 1\r\n\r\n".utf8)).only)
+        let chunked = try #require(
+            parseResponses(
+                Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nX-T: 1\r\n\r\n".utf8)
+            ).only)
         #expect(chunked.head?.framing == .chunked && chunked.body == Array("abc".utf8))
         #expect(chunked.trailers == HTTP1Fields([("X-T", "1")]))
 
@@ -92,25 +115,33 @@ struct HTTP1ResponseParserTests {
 
         let old = try #require(parseResponses(Array("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n".utf8)).only)
         #expect(old.head?.keepAlive == false)
-        let oldKept = try #require(parseResponses(Array("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n".utf8)).only)
+        let oldKept = try #require(
+            parseResponses(Array("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n".utf8)).only)
         #expect(oldKept.head?.keepAlive == true)
     }
 
     /// RFC 9112 §6.3 rules 1–2: no body for HEAD, 1xx, 204 and 304, whatever the fields say.
     @Test func bodilessResponses() throws {
-        let toHEAD = parseResponses(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8),
-                                    toHEAD: [true, true])
+        let toHEAD = parseResponses(
+            Array(
+                "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".utf8
+            ),
+            toHEAD: [true, true])
         #expect(toHEAD.error == nil && toHEAD.messages.count == 2, "\(toHEAD)")
         #expect(toHEAD.messages.allSatisfy { $0.head?.framing == HTTP1Framing.none && $0.body.isEmpty })
         // A chunked body after a response to HEAD is not its body: it is unsolicited.
-        #expect(parseResponses(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".utf8), toHEAD: [true]).error == .unsolicitedResponse)
-        let notModified = try #require(parseResponses(Array("HTTP/1.1 304 Not Modified\r\nContent-Length: 100\r\n\r\n".utf8)).only)
+        #expect(
+            parseResponses(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".utf8), toHEAD: [true])
+                .error == .unsolicitedResponse)
+        let notModified = try #require(
+            parseResponses(Array("HTTP/1.1 304 Not Modified\r\nContent-Length: 100\r\n\r\n".utf8)).only)
         #expect(notModified.head?.framing == HTTP1Framing.none && notModified.head?.keepAlive == true)
         #expect(parseResponses(Array("HTTP/1.1 204 No Content\r\n\r\n".utf8)).only?.head?.framing == HTTP1Framing.none)
     }
 
     @Test func interimResponses() throws {
-        let wire = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        let wire =
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
         let message = try #require(parseResponses(Array(wire.utf8)).only)
         #expect(message.interim.map(\.status) == [100, 103])
         #expect(message.interim[1].fields.first("link") == "</a.css>; rel=preload")
@@ -121,9 +152,14 @@ struct HTTP1ResponseParserTests {
     @Test func switchingProtocols() throws {
         var parser = HTTP1ResponseParser()
         parser.expectResponse(toHEAD: false)
-        let wire = Array("HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n\u{81}\u{05}hello".utf8)
+        let wire = Array(
+            "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n\u{81}\u{05}hello"
+                .utf8)
         let (consumed, event) = try parser.parse(wire)
-        guard case .head(let head)? = event else { Issue.record("expected the 101 head"); return }
+        guard case .head(let head)? = event else {
+            Issue.record("expected the 101 head")
+            return
+        }
         #expect(head.status == 101 && head.framing == .none && !head.keepAlive)
         let rest = Array(wire[consumed...])
         #expect(try parser.parse(rest) == (0, .end(trailers: HTTP1Fields())))
@@ -134,7 +170,8 @@ struct HTTP1ResponseParserTests {
     }
 
     @Test func keepAliveResponsesInSequence() {
-        let wire = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nb\r\n0\r\n\r\n"
+        let wire =
+            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\naHTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nb\r\n0\r\n\r\n"
         for size in [1, 3, 200] {
             let outcome = parseResponses(Array(wire.utf8), toHEAD: [false, false], chunk: size)
             #expect(outcome.error == nil)

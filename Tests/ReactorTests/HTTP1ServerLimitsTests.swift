@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Reactor
 
 /// The HTTP/1.1 server against clients that misbehave: refusals, deadlines, disconnects
@@ -14,8 +15,9 @@ struct HTTP1ServerLimitsTests {
         }
         defer { harness.stop() }
         let client = try TestClient(port: harness.port)
-        client.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n"
-                    + "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.send(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
         let response = try #require(client.readResponse())
         #expect(response.status == 400)
         #expect(response.field("Connection") == "close")

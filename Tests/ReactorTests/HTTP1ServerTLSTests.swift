@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+
 @testable import Reactor
 
 /// The HTTP/1.1 server on a TLS listener (`TLSConnectionIO`), against a blocking OpenSSL
@@ -48,7 +49,8 @@ struct HTTP1ServerTLSTests {
             client.send("GET /\(i) HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(client.readResponse()?.text == "GET /\(i)")
         }
-        #expect(harness.onLoop { log.connections.count == 3 && log.connections.allSatisfy { $0 === log.connections[0] } })
+        #expect(
+            harness.onLoop { log.connections.count == 3 && log.connections.allSatisfy { $0 === log.connections[0] } })
         client.send("GET /last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         #expect(client.readResponse()?.field("Connection") == "close")
         #expect(client.closedByPeer())
@@ -98,7 +100,10 @@ struct HTTP1ServerTLSTests {
 
     /// Writes chunk `index` and the next one only once it is written out.
     static func stream(_ responder: Responder, chunk index: Int, of count: Int, size: Int) {
-        guard index < count else { responder.finish(); return }
+        guard index < count else {
+            responder.finish()
+            return
+        }
         let buffer = OwnedBuffer(pattern(size, from: index * size))
         withExtendedLifetime(buffer) {
             responder.write(buffer.chunk) { stream(responder, chunk: index + 1, of: count, size: size) }

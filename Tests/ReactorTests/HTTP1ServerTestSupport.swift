@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+
 @testable import Reactor
 
 /// An `HTTP1Server` on 127.0.0.1 with its loop on a thread of its own, so a test can talk
@@ -15,8 +16,10 @@ final class HTTP1ServerHarness: @unchecked Sendable {
 
     /// `loop`: given when the handler needs it (to answer later).
     /// `tls`: the server's sockets speak TLS.
-    init(loop: EventLoop = EventLoop(), options: HTTPServerOptions = HTTPServerOptions(), tls: TLSContext? = nil,
-         handler: @escaping (ServerExchange) -> Void) throws {
+    init(
+        loop: EventLoop = EventLoop(), options: HTTPServerOptions = HTTPServerOptions(), tls: TLSContext? = nil,
+        handler: @escaping (ServerExchange) -> Void
+    ) throws {
         self.loop = loop
         let fd = try Listener.open(host: "127.0.0.1", port: 0)
         port = Listener.port(of: fd)
@@ -149,9 +152,14 @@ final class TestClient {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
-        guard rc == 0 else { close(fd); throw ReactorError("connect: \(String(cString: strerror(errno)))") }
+        guard rc == 0 else {
+            close(fd)
+            throw ReactorError("connect: \(String(cString: strerror(errno)))")
+        }
     }
 
     deinit { close(fd) }
@@ -179,7 +187,9 @@ final class TestClient {
     @discardableResult
     private func fill() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
-        let n = chunk.withUnsafeMutableBytes { raw in tls.map { $0.read(raw) } ?? recv(fd, raw.baseAddress, raw.count, 0) }
+        let n = chunk.withUnsafeMutableBytes { raw in
+            tls.map { $0.read(raw) } ?? recv(fd, raw.baseAddress, raw.count, 0)
+        }
         if n == 0 { sawEOF = true }
         guard n > 0 else { return false }
         buffer += chunk[..<n]
@@ -191,7 +201,10 @@ final class TestClient {
     func readResponse(bodyless: Bool = false) -> TestResponse? {
         var headEnd: Int?
         while true {
-            if let i = find([13, 10, 13, 10]) { headEnd = i; break }
+            if let i = find([13, 10, 13, 10]) {
+                headEnd = i
+                break
+            }
             if !fill() { return nil }
         }
         let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
@@ -213,7 +226,10 @@ final class TestClient {
             while true {
                 var lineEnd: Int?
                 while true {
-                    if let i = find([13, 10]) { lineEnd = i; break }
+                    if let i = find([13, 10]) {
+                        lineEnd = i
+                        break
+                    }
                     if !fill() { return nil }
                 }
                 let size = Int(String(decoding: buffer[..<lineEnd!], as: UTF8.self), radix: 16) ?? 0

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Reactor
 
 /// The HTTP/1.1 engine's server side over real sockets on 127.0.0.1: framing, versions,
@@ -11,7 +12,8 @@ struct HTTP1ServerTests {
         { exchange in
             log.record(exchange)
             exchange.responder.fields.append("Content-Type", "text/plain")
-            exchange.responder.respond(status: 200, body: Array("\(exchange.head.methodName) \(exchange.head.target)".utf8))
+            exchange.responder.respond(
+                status: 200, body: Array("\(exchange.head.methodName) \(exchange.head.target)".utf8))
         }
     }
 
@@ -30,7 +32,10 @@ struct HTTP1ServerTests {
         let date = try #require(response.field("Date"))
         #expect(date.hasSuffix(" GMT") && date.count == 29)
         #expect(harness.wait { log.completions == [true] })
-        #expect(harness.onLoop { log.heads.first.map { $0.version == (1, 1) } == true && log.connections.first?.peer == "127.0.0.1" })
+        #expect(
+            harness.onLoop {
+                log.heads.first.map { $0.version == (1, 1) } == true && log.connections.first?.peer == "127.0.0.1"
+            })
     }
 
     @Test func http10RequestGetsHTTP11StatusLineAndClose() throws {
@@ -92,7 +97,8 @@ struct HTTP1ServerTests {
         }
         defer { harness.stop() }
         let client = try TestClient(port: harness.port)
-        client.send("GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.send(
+            "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
         let bodies = (0..<3).compactMap { _ in client.readResponse()?.text }
         #expect(bodies == ["/1", "/2", "/3"])
         #expect(harness.onLoop { maxInFlight } == 1)
@@ -155,8 +161,9 @@ struct HTTP1ServerTests {
         }
         defer { harness.stop() }
         let client = try TestClient(port: harness.port)
-        client.send("HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET /204 HTTP/1.1\r\nHost: x\r\n\r\n"
-                    + "GET /304 HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.send(
+            "HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET /204 HTTP/1.1\r\nHost: x\r\n\r\n"
+                + "GET /304 HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n")
         let head = try #require(client.readResponse(bodyless: true))
         #expect(head.status == 200 && head.field("Content-Length") == "4")
         let noContent = try #require(client.readResponse())
@@ -203,4 +210,3 @@ struct HTTP1ServerTests {
         #expect(String(decoding: first, as: UTF8.self) == "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n")
     }
 }
-

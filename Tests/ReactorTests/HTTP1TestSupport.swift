@@ -49,7 +49,7 @@ func parseRequests(_ wire: [UInt8], chunk: Int = .max, limits: HTTP1Limits = HTT
             precondition(buffer.isEmpty, "a nil event must mean every byte was consumed")
         }
         // A body that needs no more bytes ends without input.
-        while case let (_, event?) = try parser.parse([UInt8]()) {
+        while case (_, let event?) = try parser.parse([UInt8]()) {
             if case .end(let trailers) = event, var done = current {
                 done.trailers = trailers
                 outcome.messages.append(done)
@@ -85,8 +85,10 @@ struct ResponseOutcome: Equatable, CustomStringConvertible {
 
 /// `toHEAD` lists the responses expected, in order (true: the request was HEAD).
 /// `eof`: the stream ends after `wire` (close-delimited bodies end there).
-func parseResponses(_ wire: [UInt8], toHEAD: [Bool] = [false], chunk: Int = .max, eof: Bool = true,
-                    limits: HTTP1Limits = HTTP1Limits()) -> ResponseOutcome {
+func parseResponses(
+    _ wire: [UInt8], toHEAD: [Bool] = [false], chunk: Int = .max, eof: Bool = true,
+    limits: HTTP1Limits = HTTP1Limits()
+) -> ResponseOutcome {
     var parser = HTTP1ResponseParser(limits: limits)
     var outcome = ResponseOutcome()
     var expected = toHEAD[...]
@@ -118,7 +120,7 @@ func parseResponses(_ wire: [UInt8], toHEAD: [Bool] = [false], chunk: Int = .max
             }
             offset -= buffer.count  // only an upgraded parser leaves bytes: the tunnel's
         }
-        while case let (_, event?) = try parser.parse([UInt8]()) { handle(event, []) }
+        while case (_, let event?) = try parser.parse([UInt8]()) { handle(event, []) }
         if eof { handle(try parser.finish(), []) }
     } catch {
         outcome.error = error.code

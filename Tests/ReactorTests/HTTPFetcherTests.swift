@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Reactor
 
 /// The async IdP client against a real HTTP server (Reactor's own, on 127.0.0.1) on the same
@@ -13,7 +14,9 @@ struct HTTPFetcherTests {
         var pending: [ServerExchange] = []
 
         init(_ handler: @escaping (Harness, ServerExchange) -> Void) throws {
-            server = HTTP1Server(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in handler(self, req) }
+            server = HTTP1Server(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in
+                handler(self, req)
+            }
             // Port 0: the kernel picks a free one; read it back.
             let fd = try Listener.open(host: "127.0.0.1", port: 0)
             port = Listener.port(of: fd)
@@ -21,10 +24,15 @@ struct HTTPFetcherTests {
         }
 
         /// Runs the loop until `done` is set or `limit` seconds pass.
-        func run(limit: Double = 5, _ start: (HTTPFetcher, @escaping (Result<FetchResponse, FetchError>) -> Void) -> Void) -> Result<FetchResponse, FetchError>? {
+        func run(
+            limit: Double = 5, _ start: (HTTPFetcher, @escaping (Result<FetchResponse, FetchError>) -> Void) -> Void
+        ) -> Result<FetchResponse, FetchError>? {
             let fetcher = HTTPFetcher(loop: loop)
             var result: Result<FetchResponse, FetchError>?
-            start(fetcher) { [loop] r in result = r; loop.stop() }
+            start(fetcher) { [loop] r in
+                result = r
+                loop.stop()
+            }
             loop.schedule(after: limit) { [loop] in loop.stop() }
             loop.run()
             return result
@@ -47,12 +55,15 @@ struct HTTPFetcherTests {
         let h = try Harness { _, req in
             let ct = req.head.fields.first("Content-Type") ?? "-"
             req.body.collect(limit: 1 << 20) { body in
-                req.responder.respond(status: 201, body: Array("\(req.head.methodName) \((try? body.get())?.count ?? -1) \(ct)".utf8))
+                req.responder.respond(
+                    status: 201, body: Array("\(req.head.methodName) \((try? body.get())?.count ?? -1) \(ct)".utf8))
             }
         }
         let r = h.run { f, done in
-            f.fetch(FetchRequest(url: "http://127.0.0.1:\(h.port)/token", body: Array("grant_type=x".utf8),
-                                 headers: ["Content-Type: application/x-www-form-urlencoded"]), completion: done)
+            f.fetch(
+                FetchRequest(
+                    url: "http://127.0.0.1:\(h.port)/token", body: Array("grant_type=x".utf8),
+                    headers: ["Content-Type: application/x-www-form-urlencoded"]), completion: done)
         }
         let resp = try #require(try r?.get())
         #expect(resp.status == 201)
@@ -74,23 +85,36 @@ struct HTTPFetcherTests {
     }
 
     @Test func oversizedResponseFails() throws {
-        let h = try Harness { _, req in req.responder.respond(status: 200, body: Array((String(repeating: "x", count: 70_000)).utf8)) }
+        let h = try Harness { _, req in
+            req.responder.respond(status: 200, body: Array((String(repeating: "x", count: 70_000)).utf8))
+        }
         let r = h.run { f, done in
             f.fetch(FetchRequest(url: "http://127.0.0.1:\(h.port)/big", maxResponseBytes: 65_536), completion: done)
         }
-        guard case .failure(let e)? = r else { Issue.record("expected failure"); return }
+        guard case .failure(let e)? = r else {
+            Issue.record("expected failure")
+            return
+        }
         #expect(e.description.contains("larger than"))
     }
 
     @Test func onlyHTTPSchemes() throws {
         let h = try Harness { _, req in req.responder.respond(status: 200) }
         let r = h.run { f, done in f.fetch(FetchRequest(url: "file:///etc/passwd"), completion: done) }
-        guard case .failure? = r else { Issue.record("file:// must be refused"); return }
+        guard case .failure? = r else {
+            Issue.record("file:// must be refused")
+            return
+        }
     }
 
     @Test func connectionRefusedFails() throws {
         let h = try Harness { _, req in req.responder.respond(status: 200) }
-        let r = h.run { f, done in f.fetch(FetchRequest(url: "http://127.0.0.1:1/x", connectTimeout: 1), completion: done) }
-        guard case .failure? = r else { Issue.record("expected failure"); return }
+        let r = h.run { f, done in
+            f.fetch(FetchRequest(url: "http://127.0.0.1:1/x", connectTimeout: 1), completion: done)
+        }
+        guard case .failure? = r else {
+            Issue.record("expected failure")
+            return
+        }
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
-import Testing
-@testable import Reactor
 import TestSupport
+import Testing
+
+@testable import Reactor
 
 /// RedisClient when things go wrong, against real redis-server processes and sockets: no
 /// command may hang, a dead server costs callers nothing, and the client heals itself.
@@ -16,11 +17,17 @@ struct RedisClientFailureTests {
         // A connect timeout far above the bound below: the refusal itself must end it.
         let c = RedisClient(loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: port), connectTimeout: 5)
         let started = Date()
-        guard case .failure(let e)? = h.send(c, ["PING"], limit: 5) else { Issue.record("must fail"); return }
+        guard case .failure(let e)? = h.send(c, ["PING"], limit: 5) else {
+            Issue.record("must fail")
+            return
+        }
         #expect(e.kind == .unavailable)
         #expect(Date().timeIntervalSince(started) < 0.9)
         // During the backoff: failed at once, without a connect attempt.
-        guard case .failure(let again)? = h.send(c, ["PING"], limit: 5) else { Issue.record("must fail"); return }
+        guard case .failure(let again)? = h.send(c, ["PING"], limit: 5) else {
+            Issue.record("must fail")
+            return
+        }
         #expect(again.kind == .unavailable)
         #expect(again.message.contains("next connect attempt"))
         #expect(!c.isConnected)
@@ -28,7 +35,8 @@ struct RedisClientFailureTests {
 
     @Test func serverKilledThenRestartedRecovers() throws {
         let server = try RedisServerProcess()
-        let c = RedisClient(loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: server.port), commandTimeout: 10)
+        let c = RedisClient(
+            loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: server.port), commandTimeout: 10)
         #expect(h.send(c, ["SET", "k", "v"]) == .success(.status("OK")))
         weak let firstConnection = c.connection
         #expect(firstConnection != nil)
@@ -36,7 +44,10 @@ struct RedisClientFailureTests {
         // A command in flight (blocked on the server) when the server dies.
         var blocked: RedisLoopHarness.Reply?
         let ended = h.run(limit: 5) { finish in
-            c.send(["BLPOP", "nothing", "0"]) { blocked = $0; finish() }
+            c.send(["BLPOP", "nothing", "0"]) {
+                blocked = $0
+                finish()
+            }
             h.loop.schedule(after: 0.2) { server.kill() }
         }
         #expect(ended)
@@ -61,8 +72,14 @@ struct RedisClientFailureTests {
         var replies: [RedisLoopHarness.Reply] = []
         let started = Date()
         h.run(limit: 5) { finish in
-            c.send(["DEBUG", "SLEEP", "2"]) { replies.append($0); if replies.count == 2 { finish() } }
-            c.send(["GET", "k"]) { replies.append($0); if replies.count == 2 { finish() } }
+            c.send(["DEBUG", "SLEEP", "2"]) {
+                replies.append($0)
+                if replies.count == 2 { finish() }
+            }
+            c.send(["GET", "k"]) {
+                replies.append($0)
+                if replies.count == 2 { finish() }
+            }
         }
         #expect(replies.map(\.failureKind) == [.timeout, .timeout])
         #expect(Date().timeIntervalSince(started) < 1.5)
@@ -77,7 +94,8 @@ struct RedisClientFailureTests {
 
     @Test func aCommandSentJustAfterATimeoutNeverGetsTheLateReply() throws {
         let server = try RedisServerProcess()
-        let c = RedisClient(loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: server.port), commandTimeout: 0.5)
+        let c = RedisClient(
+            loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: server.port), commandTimeout: 0.5)
         #expect(h.send(c, ["PING"]) == .success(.status("PONG")))
         var sleep: RedisLoopHarness.Reply?
         var echo: RedisLoopHarness.Reply?
@@ -87,7 +105,10 @@ struct RedisClientFailureTests {
                 // Past the 100 ms backoff, while the server still sleeps: if the timed-out
                 // connection were kept, DEBUG SLEEP's "+OK" would be taken for this reply.
                 h.loop.schedule(after: 0.15) {
-                    c.send(["ECHO", "mine"]) { echo = $0; finish() }
+                    c.send(["ECHO", "mine"]) {
+                        echo = $0
+                        finish()
+                    }
                 }
             }
         }
@@ -106,13 +127,17 @@ struct RedisClientFailureTests {
         let endpoint = RedisEndpoint(host: "127.0.0.1", port: Listener.port(of: fd), password: "pw")
         let c = RedisClient(loop: h.loop, endpoint: endpoint, connectTimeout: 0.3, commandTimeout: 0.3)
         let started = Date()
-        guard case .failure(let e)? = h.send(c, ["PING"], limit: 5) else { Issue.record("must fail"); return }
+        guard case .failure(let e)? = h.send(c, ["PING"], limit: 5) else {
+            Issue.record("must fail")
+            return
+        }
         #expect(e.kind == .unavailable)
         #expect(Date().timeIntervalSince(started) < 2)
 
         // Without a handshake the connection is ready at once; the command deadline ends it.
-        let bare = RedisClient(loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: endpoint.port),
-                               commandTimeout: 0.3)
+        let bare = RedisClient(
+            loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: endpoint.port),
+            commandTimeout: 0.3)
         #expect(h.send(bare, ["PING"], limit: 5)?.failureKind == .timeout)
     }
 
@@ -138,12 +163,19 @@ struct RedisClientFailureTests {
 
     @Test func closeFailsPendingAndIsFinal() throws {
         let server = try RedisServerProcess()
-        let c = RedisClient(loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: server.port), commandTimeout: 10)
+        let c = RedisClient(
+            loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: server.port), commandTimeout: 10)
         #expect(h.send(c, ["PING"]) == .success(.status("PONG")))
         var replies: [RedisLoopHarness.Reply] = []
         h.run(limit: 5) { finish in
-            c.send(["BLPOP", "nothing", "0"]) { replies.append($0); if replies.count == 2 { finish() } }
-            c.send(["PING"]) { replies.append($0); if replies.count == 2 { finish() } }
+            c.send(["BLPOP", "nothing", "0"]) {
+                replies.append($0)
+                if replies.count == 2 { finish() }
+            }
+            c.send(["PING"]) {
+                replies.append($0)
+                if replies.count == 2 { finish() }
+            }
             h.loop.schedule(after: 0.1) {
                 c.close()
                 c.close()
@@ -169,7 +201,9 @@ struct RedisClientFailureTests {
         let gone = h.run(limit: 5) { finish in
             func poll() {
                 admin.send(["CLIENT", "LIST"]) { reply in
-                    if case .success(.bulk(let list)) = reply, !String(decoding: list, as: UTF8.self).contains("short-lived") {
+                    if case .success(.bulk(let list)) = reply,
+                        !String(decoding: list, as: UTF8.self).contains("short-lived")
+                    {
                         finish()
                     } else {
                         h.loop.schedule(after: 0.05, poll)

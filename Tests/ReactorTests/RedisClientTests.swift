@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import Reactor
 import TestSupport
+import Testing
+
+@testable import Reactor
 
 /// RedisClient against a real redis-server per test: commands and replies, pipelining,
 /// login (requirepass, ACL users) and database selection. Failures and deadlines are in
@@ -10,10 +11,15 @@ import TestSupport
 struct RedisClientTests {
     let h = RedisLoopHarness()
 
-    private func client(_ server: RedisServerProcess, username: String? = nil, password: String? = nil,
-                        database: Int = 0) -> RedisClient {
-        RedisClient(loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: server.port, username: username,
-                                                          password: password, database: database))
+    private func client(
+        _ server: RedisServerProcess, username: String? = nil, password: String? = nil,
+        database: Int = 0
+    ) -> RedisClient {
+        RedisClient(
+            loop: h.loop,
+            endpoint: RedisEndpoint(
+                host: "127.0.0.1", port: server.port, username: username,
+                password: password, database: database))
     }
 
     @Test func setNXGetIncr() throws {
@@ -26,7 +32,10 @@ struct RedisClientTests {
         #expect(h.send(c, ["GET", "missing"]) == .success(.null))
         #expect(h.send(c, ["INCR", "n"]) == .success(.integer(1)))
         #expect(h.send(c, ["INCRBY", "n", "41"]) == .success(.integer(42)))
-        guard case .success(.integer(let ttl))? = h.send(c, ["TTL", "k"]) else { Issue.record("TTL"); return }
+        guard case .success(.integer(let ttl))? = h.send(c, ["TTL", "k"]) else {
+            Issue.record("TTL")
+            return
+        }
         #expect((1...10).contains(ttl))
         #expect(h.send(c, ["MGET", "k", "missing", "n"]) == .success(.array([.bulk("v"), .null, .bulk("42")])))
     }
@@ -60,10 +69,14 @@ struct RedisClientTests {
         let c = client(server)
         #expect(h.send(c, ["SET", "s", "not a number"]) == .success(.status("OK")))
         guard case .success(.error(let message))? = h.send(c, ["INCR", "s"]) else {
-            Issue.record("INCR on a string must answer an error reply"); return
+            Issue.record("INCR on a string must answer an error reply")
+            return
         }
         #expect(message.hasPrefix("ERR"))
-        guard case .success(.error(let unknown))? = h.send(c, ["NOSUCHCOMMAND"]) else { Issue.record("unknown"); return }
+        guard case .success(.error(let unknown))? = h.send(c, ["NOSUCHCOMMAND"]) else {
+            Issue.record("unknown")
+            return
+        }
         #expect(unknown.contains("unknown command"))
         // The connection carries on.
         #expect(c.isConnected)
@@ -89,21 +102,29 @@ struct RedisClientTests {
         #expect(h.send(good, ["PING"]) == .success(.status("PONG")))
 
         let wrong = client(server, password: "wrong-pw")
-        guard case .failure(let e)? = h.send(wrong, ["PING"]) else { Issue.record("wrong password must fail"); return }
+        guard case .failure(let e)? = h.send(wrong, ["PING"]) else {
+            Issue.record("wrong password must fail")
+            return
+        }
         #expect(e.kind == .unavailable)
         #expect(e.message.contains("AUTH rejected"))
         #expect(!e.message.contains("wrong-pw"))
         #expect(!wrong.isConnected)
 
         let none = client(server)
-        guard case .success(.error(let noauth))? = h.send(none, ["GET", "k"]) else { Issue.record("NOAUTH"); return }
+        guard case .success(.error(let noauth))? = h.send(none, ["GET", "k"]) else {
+            Issue.record("NOAUTH")
+            return
+        }
         #expect(noauth.hasPrefix("NOAUTH"))
     }
 
     @Test func aclUser() throws {
         let server = try RedisServerProcess()
         let admin = client(server)
-        #expect(h.send(admin, ["ACL", "SETUSER", "alice", "on", ">al1ce-pw", "~*", "&*", "+@all"]) == .success(.status("OK")))
+        #expect(
+            h.send(admin, ["ACL", "SETUSER", "alice", "on", ">al1ce-pw", "~*", "&*", "+@all"])
+                == .success(.status("OK")))
 
         let alice = client(server, username: "alice", password: "al1ce-pw")
         #expect(h.send(alice, ["ACL", "WHOAMI"]) == .success(.bulk("alice")))
@@ -113,7 +134,8 @@ struct RedisClientTests {
         // AUTH would run as `default`: it must never be sent.
         let impostor = client(server, username: "alice", password: "not-hers")
         guard case .failure(let e)? = h.send(impostor, ["SET", "written-by-impostor", "1"]) else {
-            Issue.record("must fail"); return
+            Issue.record("must fail")
+            return
         }
         #expect(e.kind == .unavailable)
         #expect(e.message.contains("WRONGPASS"))
@@ -124,7 +146,10 @@ struct RedisClientTests {
     @Test func rejectedSelectFailsTheHandshake() throws {
         let server = try RedisServerProcess(["--databases", "4"])
         let c = client(server, database: 9)
-        guard case .failure(let e)? = h.send(c, ["SET", "k", "in-db-0?"]) else { Issue.record("must fail"); return }
+        guard case .failure(let e)? = h.send(c, ["SET", "k", "in-db-0?"]) else {
+            Issue.record("must fail")
+            return
+        }
         #expect(e.kind == .unavailable)
         #expect(e.message.contains("SELECT 9 rejected"))
         #expect(h.send(client(server), ["EXISTS", "k"]) == .success(.integer(0)))
@@ -132,7 +157,8 @@ struct RedisClientTests {
 
     @Test func databaseIsSelectedAndIsolated() throws {
         let server = try RedisServerProcess()
-        let db3 = RedisClient(loop: h.loop, endpoint: try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/3")))
+        let db3 = RedisClient(
+            loop: h.loop, endpoint: try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/3")))
         let db0 = client(server)
         #expect(h.send(db3, ["SET", "k", "three"]) == .success(.status("OK")))
         #expect(h.send(db0, ["GET", "k"]) == .success(.null))

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Reactor
 
 /// The cluster pieces that need no socket: CRC16 and hash slots with the cluster
@@ -18,7 +19,7 @@ struct RedisClusterProtocolTests {
 
     @Test(arguments: [
         // CLUSTER KEYSLOT answers, from the Redis documentation.
-        ("somekey", 11058), ("foo", 12182), ("foo{hash_tag}", 2515), ("hash_tag", 2515),
+        ("somekey", 11058), ("foo", 12182), ("foo{hash_tag}", 2515), ("hash_tag", 2515)
     ])
     func slotsOfKnownKeys(_ key: String, _ slot: Int) {
         #expect(RedisHashSlot.slot(of: bytes(key)) == slot)
@@ -30,8 +31,8 @@ struct RedisClusterProtocolTests {
         #expect(slot("{user1000}.following") == slot("{user1000}.followers"))
         #expect(slot("{user1000}.following") == crc("user1000"))
         #expect(slot("foo{}{bar}") == crc("foo{}{bar}"))  // empty first tag: the whole key
-        #expect(slot("foo{{bar}}zap") == crc("{bar"))      // from the first { to the next }
-        #expect(slot("foo{bar}{zap}") == crc("bar"))       // the first tag only
+        #expect(slot("foo{{bar}}zap") == crc("{bar"))  // from the first { to the next }
+        #expect(slot("foo{bar}{zap}") == crc("bar"))  // the first tag only
         #expect(slot("{a") == crc("{a"))
         #expect(slot("a}b{") == crc("a}b{"))
         #expect((0..<1000).allSatisfy { (0..<RedisHashSlot.count).contains(slot("key:\($0)")) })
@@ -53,7 +54,7 @@ struct RedisClusterProtocolTests {
         (["GET", "k"], [1]), (["set", "k", "v", "NX", "EX", "5"], [1]), (["DEL", "a", "b", "c"], [1, 2, 3]),
         (["EXPIRE", "k", "5"], [1]), (["PEXPIRE", "k", "5"], [1]), (["SADD", "s", "m"], [1]), (["SREM", "s", "m"], [1]),
         (["SMEMBERS", "s"], [1]), (["INCR", "n"], [1]), (["EVAL", "return 1", "0"], []),
-        (["EVALSHA", "abc", "2", "k1", "k2", "arg"], [1 + 2, 2 + 2]), (["PING"], []), (["GET"], []),
+        (["EVALSHA", "abc", "2", "k1", "k2", "arg"], [1 + 2, 2 + 2]), (["PING"], []), (["GET"], [])
     ])
     func knownKeyPositions(_ command: [String], _ keys: [Int]) throws {
         #expect(try RedisKeys.indexes(of: command.map { bytes($0) }) == keys)
@@ -68,24 +69,30 @@ struct RedisClusterProtocolTests {
     }
 
     @Test func redirections() {
-        #expect(RedisRedirect("MOVED 3999 127.0.0.1:6381") == RedisRedirect(kind: .moved, slot: 3999, host: "127.0.0.1", port: 6381))
+        #expect(
+            RedisRedirect("MOVED 3999 127.0.0.1:6381")
+                == RedisRedirect(kind: .moved, slot: 3999, host: "127.0.0.1", port: 6381))
         #expect(RedisRedirect("ASK 16383 ::1:7000") == RedisRedirect(kind: .ask, slot: 16383, host: "::1", port: 7000))
         #expect(RedisRedirect("MOVED 0 :7001") == RedisRedirect(kind: .moved, slot: 0, host: "", port: 7001))
-        for bad in ["MOVED 16384 h:1", "MOVED -1 h:1", "MOVED 1 h", "MOVED 1 h:0", "ASK 1", "ERR MOVED 1 h:1",
-                    "MOVED 1 h:1 extra", "moved 1 h:1", "WRONGTYPE Operation against a key"] {
+        for bad in [
+            "MOVED 16384 h:1", "MOVED -1 h:1", "MOVED 1 h", "MOVED 1 h:0", "ASK 1", "ERR MOVED 1 h:1",
+            "MOVED 1 h:1 extra", "moved 1 h:1", "WRONGTYPE Operation against a key"
+        ] {
             #expect(RedisRedirect(bad) == nil, "\(bad)")
         }
     }
 
     @Test func slotMapFromClusterSlots() throws {
         let answering = RedisEndpoint(host: "10.0.0.9", port: 7000)
-        func node(_ host: String, _ port: UInt16) -> RedisEndpoint { RedisEndpoint(host: host, port: port, password: "pw") }
+        func node(_ host: String, _ port: UInt16) -> RedisEndpoint {
+            RedisEndpoint(host: host, port: port, password: "pw")
+        }
         func master(_ host: String, _ port: Int64) -> RedisReply { .array([.bulk(host), .integer(port), .bulk("id")]) }
         let reply = RedisReply.array([
             .array([.integer(0), .integer(5460), master("10.0.0.1", 7000), master("10.0.0.4", 7000)]),
             .array([.integer(5461), .integer(10922), master("", 7001)]),
             .array([.integer(10923), .integer(16000), master("10.0.0.1", 7000)]),
-            .array([.integer(16001), .integer(16383), master("?", 7002)]),
+            .array([.integer(16001), .integer(16383), master("?", 7002)])
         ])
         var map = try #require(RedisSlotMap(clusterSlots: reply, answeredBy: answering, node: node))
         #expect(map.nodes == [node("10.0.0.1", 7000), node("10.0.0.9", 7001)])
@@ -97,10 +104,12 @@ struct RedisClusterProtocolTests {
         #expect(map.node(for: 16001) == node("10.0.0.2", 7002))
         #expect(map.nodes.count == 3)
 
-        for bad: RedisReply in [.array([]), .status("OK"), .array([.array([.integer(0), .integer(16384), master("h", 1)])]),
-                                .array([.array([.integer(5), .integer(4), master("h", 1)])]),
-                                .array([.array([.integer(0), .integer(1), master("h", 0)])]),
-                                .array([.array([.integer(0), .integer(1)])])] {
+        for bad: RedisReply in [
+            .array([]), .status("OK"), .array([.array([.integer(0), .integer(16384), master("h", 1)])]),
+            .array([.array([.integer(5), .integer(4), master("h", 1)])]),
+            .array([.array([.integer(0), .integer(1), master("h", 0)])]),
+            .array([.array([.integer(0), .integer(1)])])
+        ] {
             #expect(RedisSlotMap(clusterSlots: bad, answeredBy: answering, node: node) == nil)
         }
     }

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import Reactor
 import TestSupport
+import Testing
+
+@testable import Reactor
 
 /// `redis+cluster://` against a real three-master Redis Cluster on loopback ports, made per
 /// test with `redis-cli --cluster create`.
@@ -18,7 +19,8 @@ struct RedisClusterTests {
         let cluster = try RedisClusterGroup()
         // The first seed is not running: the map comes from the next one.
         let dead = try RedisServerProcess.freePort()
-        let url = "redis+cluster://127.0.0.1:\(dead)," + cluster.nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",")
+        let url =
+            "redis+cluster://127.0.0.1:\(dead)," + cluster.nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",")
         let redis = Redis(loop: h.loop, deployment: try #require(RedisDeployment(url: url)))
         let keys = (0..<60).map { "key:\($0)" }
         let sets = h.sendAll(redis, keys.map { ["SET", $0, "value of \($0)"] })
@@ -31,7 +33,10 @@ struct RedisClusterTests {
         // Every node holds some of them, each key on the node its slot names.
         var total: Int64 = 0
         for node in cluster.nodes {
-            guard case .success(.integer(let count))? = h.send(direct(node), ["DBSIZE"]) else { Issue.record("DBSIZE"); return }
+            guard case .success(.integer(let count))? = h.send(direct(node), ["DBSIZE"]) else {
+                Issue.record("DBSIZE")
+                return
+            }
             #expect(count > 0)
             total += count
         }
@@ -39,7 +44,9 @@ struct RedisClusterTests {
 
         // The client's slots are the server's, hash tags included.
         let probe = direct(cluster.nodes[0])
-        for key in keys + ["{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{}", "{a", "a}{b}", ""] {
+        for key in keys + [
+            "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{}", "{a", "a}{b}", ""
+        ] {
             let slot = RedisHashSlot.slot(of: Array(key.utf8))
             #expect(h.send(probe, ["CLUSTER", "KEYSLOT", key]) == .success(.integer(Int64(slot))), "\(key)")
         }
@@ -51,12 +58,18 @@ struct RedisClusterTests {
         let tagged = ["{user:42}:profile", "{user:42}:sessions", "{user:42}:tokens"]
         for key in tagged { #expect(h.send(redis, ["SET", key, "x"]) == .success(.status("OK"))) }
         let slot = RedisHashSlot.slot(of: Array("user:42".utf8))
-        let owners = cluster.nodes.filter { h.send(direct($0), ["CLUSTER", "COUNTKEYSINSLOT", String(slot)]) == .success(.integer(3)) }
+        let owners = cluster.nodes.filter {
+            h.send(direct($0), ["CLUSTER", "COUNTKEYSINSLOT", String(slot)]) == .success(.integer(3))
+        }
         #expect(owners.count == 1)
         // Multi-key commands in one slot run; across slots they are refused unsent.
-        #expect(h.send(redis, ["EVAL", "return redis.call('MGET', KEYS[1], KEYS[2])", "2", tagged[0], tagged[1]])
+        #expect(
+            h.send(redis, ["EVAL", "return redis.call('MGET', KEYS[1], KEYS[2])", "2", tagged[0], tagged[1]])
                 == .success(.array([.bulk("x"), .bulk("x")])))
-        guard case .failure(let cross)? = h.send(redis, ["DEL", tagged[0], "other-key"]) else { Issue.record("CROSSSLOT"); return }
+        guard case .failure(let cross)? = h.send(redis, ["DEL", tagged[0], "other-key"]) else {
+            Issue.record("CROSSSLOT")
+            return
+        }
         #expect(cross.kind == .protocolError)
         #expect(cross.message.contains("CROSSSLOT"))
         #expect(h.send(redis, ["EXISTS", tagged[0]]) == .success(.integer(1)))
@@ -71,7 +84,8 @@ struct RedisClusterTests {
         let cluster = try RedisClusterGroup()
         let redis = Redis(loop: h.loop, deployment: .cluster(cluster.settings()))
         let client = try #require(redis.clusterClient)
-        let key = "{migrating}:a", newKey = "{migrating}:b"
+        let key = "{migrating}:a"
+        let newKey = "{migrating}:b"
         #expect(h.send(redis, ["SET", key, "before"]) == .success(.status("OK")))
         let slot = RedisHashSlot.slot(of: Array("migrating".utf8))
         let source = try #require(client.map.node(for: slot).flatMap { cluster.node(port: $0.port) })
@@ -79,9 +93,15 @@ struct RedisClusterTests {
         let (sourceID, targetID) = (try cluster.id(of: source), try cluster.id(of: target))
 
         // Mid-migration: the key has moved, the slot not yet. The source answers -ASK.
-        #expect(h.send(direct(target), ["CLUSTER", "SETSLOT", String(slot), "IMPORTING", sourceID]) == .success(.status("OK")))
-        #expect(h.send(direct(source), ["CLUSTER", "SETSLOT", String(slot), "MIGRATING", targetID]) == .success(.status("OK")))
-        #expect(h.send(direct(source), ["MIGRATE", "127.0.0.1", String(target.port), key, "0", "5000"]) == .success(.status("OK")))
+        #expect(
+            h.send(direct(target), ["CLUSTER", "SETSLOT", String(slot), "IMPORTING", sourceID])
+                == .success(.status("OK")))
+        #expect(
+            h.send(direct(source), ["CLUSTER", "SETSLOT", String(slot), "MIGRATING", targetID])
+                == .success(.status("OK")))
+        #expect(
+            h.send(direct(source), ["MIGRATE", "127.0.0.1", String(target.port), key, "0", "5000"])
+                == .success(.status("OK")))
         #expect(h.send(redis, ["GET", key]) == .success(.bulk("before")))
         #expect(client.askCount == 1)
         #expect(h.send(redis, ["SET", newKey, "during"]) == .success(.status("OK")))
@@ -91,7 +111,8 @@ struct RedisClusterTests {
 
         // Migration done: the slot is the target's, the source answers -MOVED once.
         for node in cluster.nodes {
-            #expect(h.send(direct(node), ["CLUSTER", "SETSLOT", String(slot), "NODE", targetID]) == .success(.status("OK")))
+            #expect(
+                h.send(direct(node), ["CLUSTER", "SETSLOT", String(slot), "NODE", targetID]) == .success(.status("OK")))
         }
         #expect(h.send(redis, ["GET", newKey]) == .success(.bulk("during")))
         #expect(client.movedCount == 1)
@@ -103,14 +124,17 @@ struct RedisClusterTests {
 
     @Test func aKilledNodeFailsOnlyItsSlots() throws {
         let cluster = try RedisClusterGroup()
-        let connectTimeout = 0.5, commandTimeout = 1.0
-        let redis = Redis(loop: h.loop, deployment: .cluster(cluster.settings()), connectTimeout: connectTimeout,
-                          commandTimeout: commandTimeout)
+        let connectTimeout = 0.5
+        let commandTimeout = 1.0
+        let redis = Redis(
+            loop: h.loop, deployment: .cluster(cluster.settings()), connectTimeout: connectTimeout,
+            commandTimeout: commandTimeout)
         let client = try #require(redis.clusterClient)
         let keys = (0..<30).map { "k\($0)" }
         #expect(h.sendAll(redis, keys.map { ["SET", $0, $0] }).allSatisfy { $0 == .success(.status("OK")) })
         let victim = cluster.nodes[1]
-        let onVictim = Set(keys.filter { client.map.node(for: RedisHashSlot.slot(of: Array($0.utf8)))?.port == victim.port })
+        let onVictim = Set(
+            keys.filter { client.map.node(for: RedisHashSlot.slot(of: Array($0.utf8)))?.port == victim.port })
         #expect(!onVictim.isEmpty && onVictim.count < keys.count)
 
         // Commands in flight when it dies, then rounds of reads: the victim's keys fail

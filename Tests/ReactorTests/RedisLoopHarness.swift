@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Reactor
 
 /// One loop for a Redis test, run in bounded steps: each `run` ends when its `finish` is
@@ -19,14 +20,24 @@ final class RedisLoopHarness {
     /// Sends one command and runs the loop until its completion; nil if none came in time.
     func send(_ client: RedisClient, _ arguments: [String], limit: Double = 5) -> Reply? {
         var reply: Reply?
-        run(limit: limit) { finish in client.send(arguments) { reply = $0; finish() } }
+        run(limit: limit) { finish in
+            client.send(arguments) {
+                reply = $0
+                finish()
+            }
+        }
         return reply
     }
 
     /// Binary arguments.
     func send(_ client: RedisClient, bytes arguments: [[UInt8]], limit: Double = 5) -> Reply? {
         var reply: Reply?
-        run(limit: limit) { finish in client.send(arguments) { reply = $0; finish() } }
+        run(limit: limit) { finish in
+            client.send(arguments) {
+                reply = $0
+                finish()
+            }
+        }
         return reply
     }
 
@@ -50,9 +61,15 @@ final class RedisLoopHarness {
         var reply: Reply?
         run(limit: limit) { finish in
             if let keys {
-                redis.send(arguments, keys: keys) { reply = $0; finish() }
+                redis.send(arguments, keys: keys) {
+                    reply = $0
+                    finish()
+                }
             } else {
-                redis.send(arguments) { reply = $0; finish() }
+                redis.send(arguments) {
+                    reply = $0
+                    finish()
+                }
             }
         }
         return reply

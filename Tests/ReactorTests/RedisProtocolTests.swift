@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Reactor
 
 /// The Redis client's pieces that need no socket: hiredis' reader and formatter as wrapped
@@ -17,10 +18,11 @@ struct RedisProtocolTests {
 
     @Test func readerParsesEveryReplyType() throws {
         let wire = "+OK\r\n-ERR wrong\r\n:-42\r\n$3\r\na\0b\r\n$-1\r\n*-1\r\n*3\r\n:1\r\n$-1\r\n*1\r\n+x\r\n*0\r\n"
-        #expect(try replies([wire]) == [
-            .status("OK"), .error("ERR wrong"), .integer(-42), .bulk([0x61, 0x00, 0x62]), .null, .null,
-            .array([.integer(1), .null, .array([.status("x")])]), .array([]),
-        ])
+        #expect(
+            try replies([wire]) == [
+                .status("OK"), .error("ERR wrong"), .integer(-42), .bulk([0x61, 0x00, 0x62]), .null, .null,
+                .array([.integer(1), .null, .array([.status("x")])]), .array([])
+            ])
     }
 
     @Test func readerWaitsForTheWholeReply() throws {
@@ -46,8 +48,10 @@ struct RedisProtocolTests {
         #expect(bytes == Array("*3\r\n$3\r\nSET\r\n$3\r\n\0\r\n\r\n$0\r\n\r\n".utf8))
     }
 
-    @Test(arguments: [["SUBSCRIBE", "c"], ["psubscribe", "c*"], ["Unsubscribe"], ["MONITOR"], ["HELLO", "3"],
-                      ["AUTH", "pw"], ["SELECT", "1"], ["RESET"], ["CLIENT", "REPLY", "OFF"], ["client", "reply", "skip"], []])
+    @Test(arguments: [
+        ["SUBSCRIBE", "c"], ["psubscribe", "c*"], ["Unsubscribe"], ["MONITOR"], ["HELLO", "3"],
+        ["AUTH", "pw"], ["SELECT", "1"], ["RESET"], ["CLIENT", "REPLY", "OFF"], ["client", "reply", "skip"], []
+    ])
     func refusedCommands(_ command: [String]) {
         #expect(throws: RedisError.self) { try RedisCommand.validate(command.map { Array($0.utf8) }) }
     }
@@ -70,7 +74,10 @@ struct RedisProtocolTests {
         var expected = 0
         for i in 0..<5000 {
             queue.append(i)
-            if i % 3 != 0 { #expect(queue.popFirst() == expected); expected += 1 }
+            if i % 3 != 0 {
+                #expect(queue.popFirst() == expected)
+                expected += 1
+            }
         }
         #expect(queue.count == 5000 - expected)
         #expect(queue.first == expected)

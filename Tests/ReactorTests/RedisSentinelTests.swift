@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import Reactor
 import TestSupport
+import Testing
+
+@testable import Reactor
 
 /// `redis+sentinel://` against real processes on loopback ports: redis-server masters and
 /// replicas, and `redis-server --sentinel` processes monitoring them.
@@ -19,15 +20,18 @@ struct RedisSentinelTests {
     @Test func failoverIsFollowed() throws {
         let group = try RedisSentinelGroup(replica: true, sentinels: 3)
         #expect(group.waitUntilReady())
-        let connectTimeout = 0.5, commandTimeout = 1.0
-        let redis = Redis(loop: h.loop, deployment: .sentinel(group.settings()), connectTimeout: connectTimeout,
-                          commandTimeout: commandTimeout)
+        let connectTimeout = 0.5
+        let commandTimeout = 1.0
+        let redis = Redis(
+            loop: h.loop, deployment: .sentinel(group.settings()), connectTimeout: connectTimeout,
+            commandTimeout: commandTimeout)
         let sentinel = try #require(redis.sentinelClient)
         #expect(h.send(redis, ["SET", "before", "v0"]) == .success(.status("OK")))
         #expect(sentinel.master?.endpoint.port == group.master.port)
         // Acknowledged by the replica before the master dies: it must survive the failover.
         guard case .success(.integer(let acks))? = h.send(redis, ["WAIT", "1", "500"], keys: []) else {
-            Issue.record("WAIT"); return
+            Issue.record("WAIT")
+            return
         }
         #expect(acks == 1)
 
@@ -45,7 +49,8 @@ struct RedisSentinelTests {
                     outcomes[index].elapsed = Date().timeIntervalSince(outcomes[index].sent)
                     outcomes[index].result = result
                     if case .success(.status("OK")) = result, killedAt != nil, recoveredAt == nil,
-                       sentinel.master?.endpoint.port == replicaPort {
+                        sentinel.master?.endpoint.port == replicaPort
+                    {
                         recoveredAt = Date()
                     }
                 }
@@ -81,7 +86,10 @@ struct RedisSentinelTests {
         // The write landed on the promoted replica, which is a master now.
         let direct = RedisClient(loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: replicaPort))
         #expect(h.send(direct, ["GET", "after"]) == .success(.bulk("v1")))
-        guard case .success(.array(let role))? = h.send(direct, ["ROLE"]) else { Issue.record("ROLE"); return }
+        guard case .success(.array(let role))? = h.send(direct, ["ROLE"]) else {
+            Issue.record("ROLE")
+            return
+        }
         #expect(role.first == .bulk("master"))
     }
 
@@ -91,10 +99,14 @@ struct RedisSentinelTests {
         let group = try RedisSentinelGroup(replica: false, sentinels: 1, masterPassword: "mpw", sentinelPassword: "spw")
         let other = try RedisServerProcess(["--requirepass", "mpw"])
         let deadSentinel = try RedisServerProcess.freePort()
-        let url = "redis+sentinel://:mpw@127.0.0.1:\(deadSentinel),127.0.0.1:\(group.sentinels[0].port)/"
+        let url =
+            "redis+sentinel://:mpw@127.0.0.1:\(deadSentinel),127.0.0.1:\(group.sentinels[0].port)/"
             + "\(RedisSentinelGroup.masterName)?sentinel_password=spw"
         let deployment = try #require(RedisDeployment(url: url))
-        #expect(deployment == .sentinel(group.settings(password: "mpw", sentinelPassword: "spw", extraSentinelPorts: [deadSentinel])))
+        #expect(
+            deployment
+                == .sentinel(
+                    group.settings(password: "mpw", sentinelPassword: "spw", extraSentinelPorts: [deadSentinel])))
         let redis = Redis(loop: h.loop, deployment: deployment)
         let sentinel = try #require(redis.sentinelClient)
         sentinel.checkInterval = 0
@@ -103,14 +115,21 @@ struct RedisSentinelTests {
         #expect(sentinel.master?.endpoint.port == group.master.port)
 
         // The master becomes a replica behind the Sentinel's back.
-        let admin = RedisClient(loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: group.master.port, password: "mpw"))
+        let admin = RedisClient(
+            loop: h.loop, endpoint: RedisEndpoint(host: "127.0.0.1", port: group.master.port, password: "mpw"))
         #expect(h.send(admin, ["REPLICAOF", "127.0.0.1", String(other.port)]) == .success(.status("OK")))
-        guard case .failure(let readonly)? = h.send(redis, ["SET", "b", "2"]) else { Issue.record("READONLY must fail"); return }
+        guard case .failure(let readonly)? = h.send(redis, ["SET", "b", "2"]) else {
+            Issue.record("READONLY must fail")
+            return
+        }
         #expect(readonly.kind == .unavailable)
         #expect(readonly.message.contains("READONLY"))
         #expect(sentinel.master == nil)
         // Asked again, the Sentinel names the same server, whose ROLE is not master.
-        guard case .failure(let role)? = h.send(redis, ["SET", "c", "3"]) else { Issue.record("a replica must be refused"); return }
+        guard case .failure(let role)? = h.send(redis, ["SET", "c", "3"]) else {
+            Issue.record("a replica must be refused")
+            return
+        }
         #expect(role.kind == .unavailable)
         #expect(role.message.contains("not a master (role slave)"), "\(role.message)")
         #expect(!role.message.contains("mpw") && !role.message.contains("spw"))
@@ -143,8 +162,12 @@ struct RedisSentinelTests {
         #expect(sentinel.master?.endpoint.port == group.master.port)
         let port = group.sentinels[0].port
         try ProcessRunner.redisCLI(port: port, ["SENTINEL", "REMOVE", RedisSentinelGroup.masterName])
-        try ProcessRunner.redisCLI(port: port, ["SENTINEL", "MONITOR", RedisSentinelGroup.masterName, "127.0.0.1",
-                                                String(other.port), "2"])
+        try ProcessRunner.redisCLI(
+            port: port,
+            [
+                "SENTINEL", "MONITOR", RedisSentinelGroup.masterName, "127.0.0.1",
+                String(other.port), "2"
+            ])
         let switched = h.run(limit: 5) { finish in
             func poll() {
                 if sentinel.master?.endpoint.port == other.port { return finish() }
@@ -164,16 +187,26 @@ struct RedisSentinelTests {
         settings.masterName = "not-monitored"
         let redis = Redis(loop: h.loop, deployment: .sentinel(settings), connectTimeout: 0.5, commandTimeout: 0.5)
         let started = Date()
-        guard case .failure(let e)? = h.send(redis, ["GET", "k"]) else { Issue.record("must fail"); return }
+        guard case .failure(let e)? = h.send(redis, ["GET", "k"]) else {
+            Issue.record("must fail")
+            return
+        }
         #expect(e.kind == .unavailable)
         #expect(e.message.contains("does not monitor a master named not-monitored"))
         #expect(Date().timeIntervalSince(started) < 1)
         // Backing off: the next command fails at once, without asking.
-        guard case .failure(let again)? = h.send(redis, ["GET", "k"]) else { Issue.record("must fail"); return }
+        guard case .failure(let again)? = h.send(redis, ["GET", "k"]) else {
+            Issue.record("must fail")
+            return
+        }
         #expect(again.message.contains("next Sentinel query"))
 
-        let nobody = Redis(loop: h.loop, deployment: .sentinel(RedisSentinelSettings(
-            sentinels: [RedisEndpoint(host: "127.0.0.1", port: try RedisServerProcess.freePort())], masterName: "m")))
+        let nobody = Redis(
+            loop: h.loop,
+            deployment: .sentinel(
+                RedisSentinelSettings(
+                    sentinels: [RedisEndpoint(host: "127.0.0.1", port: try RedisServerProcess.freePort())],
+                    masterName: "m")))
         #expect(h.send(nobody, ["GET", "k"], limit: 3)?.failureKind == .unavailable)
         redis.close()
         #expect(h.send(redis, ["GET", "k"])?.failureKind == .unavailable)

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import Reactor
 import TestSupport
+import Testing
+
+@testable import Reactor
 
 /// `rediss://` against a real redis-server with TLS only (`--port 0 --tls-port`), its
 /// certificate from a throwaway CA made per test: the certificate chain and the name are
@@ -11,14 +12,18 @@ struct RedisTLSTests {
     let h = RedisLoopHarness()
 
     private func client(_ url: String, connectTimeout: Double = 2) throws -> RedisClient {
-        RedisClient(loop: h.loop, endpoint: try #require(RedisEndpoint(url: url)), connectTimeout: connectTimeout,
-                    commandTimeout: 2)
+        RedisClient(
+            loop: h.loop, endpoint: try #require(RedisEndpoint(url: url)), connectTimeout: connectTimeout,
+            commandTimeout: 2)
     }
 
     /// A refusal within this bound is "no hang": well under the 2 s connect timeout.
     private func expectRefused(_ c: RedisClient, _ why: String) {
         let started = Date()
-        guard case .failure(let e)? = h.send(c, ["PING"], limit: 5) else { Issue.record("must fail: \(why)"); return }
+        guard case .failure(let e)? = h.send(c, ["PING"], limit: 5) else {
+            Issue.record("must fail: \(why)")
+            return
+        }
         #expect(e.kind == .unavailable)
         #expect(e.message.contains(why), "\(e.message)")
         #expect(Date().timeIntervalSince(started) < 1.5)
@@ -50,7 +55,8 @@ struct RedisTLSTests {
     @Test func anotherCAIsRefused() throws {
         let pki = try RedisTLSFiles()
         let server = try RedisServerProcess(arguments: pki.serverArguments)
-        expectRefused(try client("rediss://127.0.0.1:\(server.port)?ca_file=\(pki.otherCAFile)"), "certificate verify failed")
+        expectRefused(
+            try client("rediss://127.0.0.1:\(server.port)?ca_file=\(pki.otherCAFile)"), "certificate verify failed")
         // Nor does the system's trust store know the throwaway CA.
         expectRefused(try client("rediss://127.0.0.1:\(server.port)"), "certificate verify failed")
     }
@@ -58,17 +64,21 @@ struct RedisTLSTests {
     @Test func aNameNotInTheCertificateIsRefused() throws {
         let pki = try RedisTLSFiles()
         let server = try RedisServerProcess(arguments: pki.serverArguments)
-        expectRefused(try client("rediss://127.0.0.1:\(server.port)?ca_file=\(pki.caFile)&server_name=redis.example.com"),
-                      "hostname mismatch")
+        expectRefused(
+            try client("rediss://127.0.0.1:\(server.port)?ca_file=\(pki.caFile)&server_name=redis.example.com"),
+            "hostname mismatch")
         // An address the certificate does not list (it has 127.0.0.1 only).
-        expectRefused(try client("rediss://localhost:\(server.port)?ca_file=\(pki.caFile)&server_name=127.0.0.2"),
-                      "IP address mismatch")
+        expectRefused(
+            try client("rediss://localhost:\(server.port)?ca_file=\(pki.caFile)&server_name=127.0.0.2"),
+            "IP address mismatch")
     }
 
     @Test func insecureSkipTLSVerifyAcceptsAnyCertificate() throws {
         let pki = try RedisTLSFiles()
         let server = try RedisServerProcess(arguments: pki.serverArguments)
-        let c = try client("rediss://127.0.0.1:\(server.port)?ca_file=\(pki.otherCAFile)&server_name=wrong.example&insecure_skip_verify=true")
+        let c = try client(
+            "rediss://127.0.0.1:\(server.port)?ca_file=\(pki.otherCAFile)&server_name=wrong.example&insecure_skip_verify=true"
+        )
         #expect(h.send(c, ["PING"]) == .success(.status("PONG")))
     }
 
@@ -79,7 +89,10 @@ struct RedisTLSTests {
         #expect(h.send(good, ["SET", "a", "1"]) == .success(.status("OK")))
         #expect(h.send(good, ["ACL", "WHOAMI"]) == .success(.bulk("default")))
         let wrong = try client("rediss://:not-it@127.0.0.1:\(server.port)?ca_file=\(pki.caFile)")
-        guard case .failure(let e)? = h.send(wrong, ["GET", "a"]) else { Issue.record("wrong password must fail"); return }
+        guard case .failure(let e)? = h.send(wrong, ["GET", "a"]) else {
+            Issue.record("wrong password must fail")
+            return
+        }
         #expect(e.kind == .unavailable)
         #expect(e.message.contains("AUTH rejected"))
         #expect(!e.message.contains("not-it"))
@@ -91,7 +104,10 @@ struct RedisTLSTests {
         // its end: the connect timeout ends the handshake.
         let tlsToPlain = try client("rediss://127.0.0.1:\(plain.port)?insecure_skip_verify=true", connectTimeout: 0.3)
         let started = Date()
-        guard case .failure(let e)? = h.send(tlsToPlain, ["PING"], limit: 5) else { Issue.record("must fail"); return }
+        guard case .failure(let e)? = h.send(tlsToPlain, ["PING"], limit: 5) else {
+            Issue.record("must fail")
+            return
+        }
         #expect(e.kind == .unavailable)
         #expect(e.message.contains("no connection and handshake within"))
         #expect(Date().timeIntervalSince(started) < 1.5)

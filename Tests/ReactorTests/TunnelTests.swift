@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Reactor
 
 /// The tunnel between two in-memory sides: bytes both ways, the bytes read before it
@@ -23,8 +24,9 @@ struct TunnelTests {
     }
 
     static func tunnel(_ s: Setup, webSocket: Bool = true, idle: Double = 60, box: Box) -> Tunnel {
-        let t = Tunnel(loop: s.loop, client: s.client, upstream: s.upstream, webSocket: webSocket, idleTimeout: idle,
-                       clock: { s.clock.now })
+        let t = Tunnel(
+            loop: s.loop, client: s.client, upstream: s.upstream, webSocket: webSocket, idleTimeout: idle,
+            clock: { s.clock.now })
         t.onClose = { reason, totals in box.closes.append((reason, totals)) }
         return t
     }
@@ -132,7 +134,8 @@ struct TunnelTests {
         _ = s.client.takeReceived()
         t.end(.sessionEnded, code: WebSocketCloseFrame.policyViolation, phrase: "session ended")
         // The client's Close went at once; the upstream's waits for the frame's end.
-        #expect(s.client.takeReceived() == WebSocketCloseFrame.bytes(code: 1008, reason: "session ended", masked: false))
+        #expect(
+            s.client.takeReceived() == WebSocketCloseFrame.bytes(code: 1008, reason: "session ended", masked: false))
         #expect(s.upstream.takeReceived().isEmpty)
         #expect(box.closes.isEmpty)
         // The rest of the frame and the start of the next come in one read: the frame is

@@ -1,14 +1,19 @@
 import Foundation
 import Glibc
 import Testing
+
 @testable import Reactor
 
 /// Keep-alive pooling, the stale-connection retry, stray bytes, connecting and DNS.
 @Suite("UpstreamPool: connections")
 struct UpstreamPoolTests {
     @Test func keepAliveReusesOneConnection() throws {
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none"),
-                                            .readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ntwo")]])
+        let server = try ScriptedUpstream([
+            [
+                .readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none"),
+                .readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ntwo")
+            ]
+        ])
         let h = UpstreamHarness(port: server.port)
         let first = h.call(.GET, "/1")
         let second = h.call(.GET, "/2")
@@ -21,7 +26,9 @@ struct UpstreamPoolTests {
     }
 
     @Test func connectionCloseIsNotReused() throws {
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")]])
+        let server = try ScriptedUpstream([
+            [.readRequest, .send("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")]
+        ])
         let h = UpstreamHarness(port: server.port)
         let r = h.call()
         #expect(r.completed)
@@ -29,7 +36,9 @@ struct UpstreamPoolTests {
     }
 
     @Test func idleConnectionClosedByTheUpstreamIsDropped() throws {
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .close]])
+        let server = try ScriptedUpstream([
+            [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .close]
+        ])
         let h = UpstreamHarness(port: server.port)
         #expect(h.call().completed)
         #expect(server.closed.wait(timeout: .now() + 5) == .success)
@@ -42,7 +51,7 @@ struct UpstreamPoolTests {
     @Test func staleConnectionRetriesAnIdempotentRequestOnce() throws {
         let server = try ScriptedUpstream([
             [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .close],
-            [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain")],
+            [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain")]
         ])
         let h = UpstreamHarness(port: server.port)
         #expect(h.call().completed)
@@ -57,7 +66,9 @@ struct UpstreamPoolTests {
     }
 
     @Test func staleConnectionDoesNotRetryAPost() throws {
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .close]])
+        let server = try ScriptedUpstream([
+            [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .close]
+        ])
         let h = UpstreamHarness(port: server.port)
         #expect(h.call().completed)
         #expect(server.closed.wait(timeout: .now() + 5) == .success)
@@ -69,8 +80,13 @@ struct UpstreamPoolTests {
 
     @Test func strayBytesAfterAResponseDiscardTheConnection() throws {
         let server = try ScriptedUpstream([
-            [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"), .expectClose],
-            [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nclean")],
+            [
+                .readRequest,
+                .send(
+                    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"),
+                .expectClose
+            ],
+            [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nclean")]
         ])
         let h = UpstreamHarness(port: server.port)
         let first = h.call()
@@ -92,7 +108,9 @@ struct UpstreamPoolTests {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         let port = ScriptedUpstream.localPort(fd)
         close(fd)
@@ -144,12 +162,18 @@ final class FullBacklogListener {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0 && listen(s, 0) == 0
+        let ok =
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            } == 0 && listen(s, 0) == 0
         fd = s
         port = ScriptedUpstream.localPort(s)
-        guard ok else { close(s); return nil }
+        guard ok else {
+            close(s)
+            return nil
+        }
         for _ in 0..<8 {
             let c = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0)
             var target = sockaddr_in()
@@ -157,7 +181,9 @@ final class FullBacklogListener {
             target.sin_addr.s_addr = inet_addr("127.0.0.1")
             target.sin_port = port.bigEndian
             _ = withUnsafePointer(to: &target) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(c, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(c, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             fillers.append(c)
             var poller = pollfd(fd: c, events: Int16(POLLOUT), revents: 0)

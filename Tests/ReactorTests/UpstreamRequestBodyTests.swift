@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Reactor
 
 /// Request bodies streamed to the upstream: framing, integrity, backpressure, an early
@@ -33,7 +34,8 @@ struct UpstreamRequestBodyTests {
         let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")]])
         let h = UpstreamHarness(port: server.port)
         let data = Self.payload(10_000)
-        let body = ScriptedRequestBody(loop: h.loop, framing: .length(UInt64(data.count)), chunks: Self.split(data, 3000), interval: 0.01)
+        let body = ScriptedRequestBody(
+            loop: h.loop, framing: .length(UInt64(data.count)), chunks: Self.split(data, 3000), interval: 0.01)
         let r = h.call(.PUT, "/upload", body: body)
         #expect(r.completed)
         let request = try #require(server.requests.first)
@@ -55,11 +57,14 @@ struct UpstreamRequestBodyTests {
         let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]])
         let h = UpstreamHarness(port: server.port)
         let data = Self.payload(50_000, seed: 3)
-        let body = ScriptedRequestBody(loop: h.loop, framing: .streamed, chunks: Self.split(data, 7000), interval: 0.005)
+        let body = ScriptedRequestBody(
+            loop: h.loop, framing: .streamed, chunks: Self.split(data, 7000), interval: 0.005)
         let r = h.call(.POST, "/stream", body: body)
         #expect(r.completed && r.bodyText == "ok")
         let request = try #require(server.requests.first)
-        #expect(String(decoding: request.prefix(100), as: UTF8.self).hasPrefix("POST /stream HTTP/1.1\r\nHost: upstream\r\nTransfer-Encoding: chunked\r\n\r\n"))
+        #expect(
+            String(decoding: request.prefix(100), as: UTF8.self).hasPrefix(
+                "POST /stream HTTP/1.1\r\nHost: upstream\r\nTransfer-Encoding: chunked\r\n\r\n"))
         #expect(decodeChunked(Self.bodyOf(request)) == data)
     }
 
@@ -70,10 +75,12 @@ struct UpstreamRequestBodyTests {
         // The upstream's small receive buffer leaves the kernel's send buffer (up to 4 MiB
         // here) as the only slack: 12 MiB cannot fit while it sleeps.
         let data = Self.payload(12 << 20, seed: 7)
-        let server = try ScriptedUpstream([[.sleep(0.5), .readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")]],
-                                          receiveBuffer: 32 << 10)
+        let server = try ScriptedUpstream(
+            [[.sleep(0.5), .readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")]],
+            receiveBuffer: 32 << 10)
         let h = UpstreamHarness(port: server.port, responseTimeout: 5)
-        let body = ScriptedRequestBody(loop: h.loop, framing: .length(UInt64(data.count)), chunks: Self.split(data, 64 << 10))
+        let body = ScriptedRequestBody(
+            loop: h.loop, framing: .length(UInt64(data.count)), chunks: Self.split(data, 64 << 10))
         let r = h.call(.POST, "/big", body: body, limit: 20)
         #expect(r.completed)
         #expect(r.failure == nil)
@@ -87,10 +94,13 @@ struct UpstreamRequestBodyTests {
     /// The upstream answers before the body is sent: sending stops, the response is
     /// delivered, and the connection is closed afterwards.
     @Test func earlyResponseStopsTheBody() throws {
-        let server = try ScriptedUpstream([[.readHead, .send("HTTP/1.1 413 Content Too Large\r\nContent-Length: 4\r\n\r\nnope"), .expectClose]])
+        let server = try ScriptedUpstream([
+            [.readHead, .send("HTTP/1.1 413 Content Too Large\r\nContent-Length: 4\r\n\r\nnope"), .expectClose]
+        ])
         let h = UpstreamHarness(port: server.port)
         let data = Self.payload(100 * 1000)
-        let body = ScriptedRequestBody(loop: h.loop, framing: .length(UInt64(data.count)), chunks: Self.split(data, 1000), interval: 0.02)
+        let body = ScriptedRequestBody(
+            loop: h.loop, framing: .length(UInt64(data.count)), chunks: Self.split(data, 1000), interval: 0.02)
         let r = h.call(.POST, "/upload", body: body)
         #expect(r.events == ["head 413", "body", "complete"])
         #expect(r.bodyText == "nope")
@@ -104,7 +114,8 @@ struct UpstreamRequestBodyTests {
     @Test func clientBodyFailureAbortsTheExchange() throws {
         let server = try ScriptedUpstream([[.readHead, .expectClose]])
         let h = UpstreamHarness(port: server.port)
-        let body = ScriptedRequestBody(loop: h.loop, framing: .streamed, chunks: [Array("part".utf8)], interval: 0.02, failure: .clientGone)
+        let body = ScriptedRequestBody(
+            loop: h.loop, framing: .streamed, chunks: [Array("part".utf8)], interval: 0.02, failure: .clientGone)
         let r = h.call(.POST, "/upload", body: body)
         #expect(r.failure == .clientBodyFailed(.clientGone) && r.failedAfterHead == false)
         #expect(h.pool.openConnections == 0)
@@ -121,8 +132,9 @@ struct UpstreamRequestBodyTests {
         let h = UpstreamHarness(port: server.port)
         let body = ScriptedRequestBody(loop: h.loop, framing: .streamed, chunks: [], failure: .tooLarge)
         let recorder = UpstreamRecorder()
-        let call = UpstreamCall(pool: h.pool, request: UpstreamCall.Request(method: .POST, target: "/", fields: HTTP1Fields(), body: body),
-                                delegate: recorder)
+        let call = UpstreamCall(
+            pool: h.pool, request: UpstreamCall.Request(method: .POST, target: "/", fields: HTTP1Fields(), body: body),
+            delegate: recorder)
         call.start()
         #expect(recorder.events.isEmpty)
         if cancelAtOnce { call.cancel() }

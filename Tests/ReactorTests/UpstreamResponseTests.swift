@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Reactor
 
 /// The upstream client's response side against a scripted upstream on 127.0.0.1: framing,
@@ -7,7 +8,9 @@ import Testing
 @Suite("UpstreamCall: responses")
 struct UpstreamResponseTests {
     @Test func getWithContentLength() throws {
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Up: 1\r\n\r\nhello")]])
+        let server = try ScriptedUpstream([
+            [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Up: 1\r\n\r\nhello")]
+        ])
         let h = UpstreamHarness(port: server.port)
         // A Content-Length among the fields is not the call's framing: it must not be sent.
         let r = h.call(.GET, "/a/b?c=d", fields: [("Host", "up.example"), ("X-Test", "v"), ("Content-Length", "99")])
@@ -27,8 +30,14 @@ struct UpstreamResponseTests {
     }
 
     @Test func chunkedResponse() throws {
-        let server = try ScriptedUpstream([[.readRequest,
-            .send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n")]])
+        let server = try ScriptedUpstream([
+            [
+                .readRequest,
+                .send(
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
+                )
+            ]
+        ])
         let h = UpstreamHarness(port: server.port)
         let r = h.call()
         #expect(r.completed)
@@ -38,7 +47,9 @@ struct UpstreamResponseTests {
     }
 
     @Test func closeDelimitedResponseEndsAtEOFAndIsNotReused() throws {
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\n\r\nuntil the end"), .sleep(0.05), .close]])
+        let server = try ScriptedUpstream([
+            [.readRequest, .send("HTTP/1.1 200 OK\r\n\r\nuntil the end"), .sleep(0.05), .close]
+        ])
         let h = UpstreamHarness(port: server.port)
         let r = h.call()
         #expect(r.events.last == "complete")
@@ -66,8 +77,14 @@ struct UpstreamResponseTests {
     }
 
     @Test func earlyHintsAreDeliveredThenTheFinalResponse() throws {
-        let server = try ScriptedUpstream([[.readRequest,
-            .send("HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]])
+        let server = try ScriptedUpstream([
+            [
+                .readRequest,
+                .send(
+                    "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                )
+            ]
+        ])
         let h = UpstreamHarness(port: server.port)
         let r = h.call()
         #expect(r.events == ["interim 103", "head 200", "body", "complete"])
@@ -76,8 +93,13 @@ struct UpstreamResponseTests {
     }
 
     @Test func continueIsConsumedSilently() throws {
-        let server = try ScriptedUpstream([[.readRequest,
-            .send("HTTP/1.1 100 Continue\r\n\r\n"), .sleep(0.05), .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]])
+        let server = try ScriptedUpstream([
+            [
+                .readRequest,
+                .send("HTTP/1.1 100 Continue\r\n\r\n"), .sleep(0.05),
+                .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            ]
+        ])
         let h = UpstreamHarness(port: server.port)
         let r = h.call()
         #expect(r.events == ["head 200", "body", "complete"])
@@ -85,7 +107,12 @@ struct UpstreamResponseTests {
     }
 
     @Test func switchingProtocolsIsInvalid() throws {
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")]])
+        let server = try ScriptedUpstream([
+            [
+                .readRequest,
+                .send("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+            ]
+        ])
         let h = UpstreamHarness(port: server.port)
         let r = h.call()
         #expect(r.failure == .invalidResponse && r.failedAfterHead == false)
@@ -94,13 +121,13 @@ struct UpstreamResponseTests {
     }
 
     static let malformed: [(String, Bool)] = [
-        ("HTTP/1.1 2OO OK\r\nContent-Length: 0\r\n\r\n", false),            // status line
+        ("HTTP/1.1 2OO OK\r\nContent-Length: 0\r\n\r\n", false),  // status line
         // CL + TE
         ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", false),
         // bad chunk size, after the head
         ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n", true),
-        ("HTTP/1.1 200 OK\nContent-Length: 0\n\n", false),                   // bare LF
-        ("HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx", false),        // differing lengths
+        ("HTTP/1.1 200 OK\nContent-Length: 0\n\n", false),  // bare LF
+        ("HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx", false)  // differing lengths
     ]
 
     @Test(arguments: malformed)
@@ -129,9 +156,13 @@ struct UpstreamResponseTests {
     @Test func responseTimeoutIsIdleTimeBetweenBodyBytes() throws {
         // 3 × 0.2 s gaps against a 0.35 s idle deadline: the body arrives whole (an overall
         // deadline would have cut it at 0.35 s); then a 1 s gap fails it after the head.
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"),
-                                            .sleep(0.2), .send("ab"), .sleep(0.2), .send("cd"), .sleep(0.2), .send("ef"),
-                                            .sleep(1), .send("ghij")]])
+        let server = try ScriptedUpstream([
+            [
+                .readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"),
+                .sleep(0.2), .send("ab"), .sleep(0.2), .send("cd"), .sleep(0.2), .send("ef"),
+                .sleep(1), .send("ghij")
+            ]
+        ])
         let h = UpstreamHarness(port: server.port, responseTimeout: 0.35)
         let r = h.call()
         #expect(r.bodyText == "abcdef")
@@ -141,7 +172,9 @@ struct UpstreamResponseTests {
     @Test func pauseStopsDeliveryUntilResume() throws {
         let size = 300_000
         let payload = String(repeating: "0123456789", count: size / 10)
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\n\r\n" + payload)]])
+        let server = try ScriptedUpstream([
+            [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: \(size)\r\n\r\n" + payload)]
+        ])
         let h = UpstreamHarness(port: server.port, responseTimeout: 0.2)
         var pausedAt: Date?
         var resumedAt: Date?
@@ -151,7 +184,10 @@ struct UpstreamResponseTests {
                 pausedAt = Date()
                 rec.call?.pause()
                 // Longer than the response timeout: a paused call is not waiting on the upstream.
-                h.loop.schedule(after: 0.5) { resumedAt = Date(); rec.call?.resume() }
+                h.loop.schedule(after: 0.5) {
+                    resumedAt = Date()
+                    rec.call?.resume()
+                }
             }
         }
         #expect(r.completed)
@@ -164,12 +200,19 @@ struct UpstreamResponseTests {
     }
 
     @Test func cancelMidResponse() throws {
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst"),
-                                            .sleep(0.1), .send("more"), .expectClose]])
+        let server = try ScriptedUpstream([
+            [
+                .readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst"),
+                .sleep(0.1), .send("more"), .expectClose
+            ]
+        ])
         let h = UpstreamHarness(port: server.port)
         let r = h.call { rec in
             // No delegate call follows a cancel: end the loop step from here.
-            rec.onBody = { rec in rec.call?.cancel(); rec.onEnd?() }
+            rec.onBody = { rec in
+                rec.call?.cancel()
+                rec.onEnd?()
+            }
         }
         h.wait(0.3)
         #expect(r.events == ["head 200", "body"])

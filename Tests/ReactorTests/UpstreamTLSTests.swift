@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Reactor
 
 /// HTTPS upstreams: `UpstreamCall` through a TLS pool to this engine's own TLS server
@@ -16,9 +17,12 @@ struct UpstreamTLSTests {
         serverTLS = try TLSContext(certificateFile: pki.certFile, privateKeyFile: pki.keyFile)
     }
 
-    private func context(name: String = "127.0.0.1", ca: String? = nil, insecure: Bool = false) throws -> UpstreamTLSContext {
-        try UpstreamTLSContext(serverName: name, caFile: insecure ? nil : (ca ?? pki.caFile), certFile: nil, keyFile: nil,
-                               insecureSkipTLSVerify: insecure)
+    private func context(name: String = "127.0.0.1", ca: String? = nil, insecure: Bool = false) throws
+        -> UpstreamTLSContext
+    {
+        try UpstreamTLSContext(
+            serverName: name, caFile: insecure ? nil : (ca ?? pki.caFile), certFile: nil, keyFile: nil,
+            insecureSkipTLSVerify: insecure)
     }
 
     @Test func keepAliveOverOneVerifiedConnection() throws {
@@ -32,7 +36,10 @@ struct UpstreamTLSTests {
             #expect(r.bodyText == "GET /\(i)")
         }
         #expect(h.pool.tlsHandshakes == 1 && h.pool.openConnections == 1 && h.pool.idleCount == 1)
-        #expect(server.onLoop { log.connections.count == 3 && log.connections.allSatisfy { $0 === log.connections[0] && $0.isTLS } })
+        #expect(
+            server.onLoop {
+                log.connections.count == 3 && log.connections.allSatisfy { $0 === log.connections[0] && $0.isTLS }
+            })
     }
 
     @Test func aNewConnectionResumesTheSession() throws {
@@ -92,9 +99,10 @@ struct UpstreamTLSTests {
         defer { server.stop() }
         let h = UpstreamHarness(port: server.port, responseTimeout: 10, tls: try context())
         let payload = HTTP1ServerTLSTests.pattern(size)
-        let body = ScriptedRequestBody(loop: h.loop, framing: .length(UInt64(size)),
-                                       chunks: stride(from: 0, to: size, by: 100_000).map { Array(payload[$0..<min($0 + 100_000, size)]) },
-                                       interval: 0.001)
+        let body = ScriptedRequestBody(
+            loop: h.loop, framing: .length(UInt64(size)),
+            chunks: stride(from: 0, to: size, by: 100_000).map { Array(payload[$0..<min($0 + 100_000, size)]) },
+            interval: 0.001)
         let r = h.call(.POST, "/big", body: body, limit: 20)
         #expect(r.completed)
         #expect(r.body.count == size)

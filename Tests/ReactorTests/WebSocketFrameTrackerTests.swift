@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Reactor
 
 /// Frame boundaries of a WebSocket byte stream (RFC 6455 §5.2), fed in every split.
@@ -14,7 +15,9 @@ struct WebSocketFrameTrackerTests {
             out += [m | 126, UInt8(payload >> 8), UInt8(payload & 0xFF)]
         } else {
             out.append(m | 127)
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8((UInt64(payload) >> UInt64(shift)) & 0xFF)) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                out.append(UInt8((UInt64(payload) >> UInt64(shift)) & 0xFF))
+            }
         }
         if masked { out += [0x11, 0x22, 0x33, 0x44] }
         // Payload bytes that look like headers, so a tracker reading them as such would fail.
@@ -32,11 +35,14 @@ struct WebSocketFrameTrackerTests {
             frame(payload: 126, masked: masked),
             frame(payload: 65535, masked: masked),
             frame(payload: 65536, masked: masked),
-            frame(opcode: 0x8, payload: 2, masked: masked),
+            frame(opcode: 0x8, payload: 2, masked: masked)
         ]
         var bytes: [UInt8] = []
         var ends: [Int] = []
-        for f in frames { bytes += f; ends.append(bytes.count) }
+        for f in frames {
+            bytes += f
+            ends.append(bytes.count)
+        }
         return (bytes, ends)
     }
 
@@ -107,7 +113,9 @@ struct WebSocketFrameTrackerTests {
         #expect(unmasked == [0x03, 0xF0] + Array("session ended".utf8))
         // A fresh key each time (RFC 6455 §5.3).
         let again = WebSocketCloseFrame.bytes(code: 1008, reason: "session ended", masked: true)
-        #expect(Array(again[2..<6]) != key || Array(WebSocketCloseFrame.bytes(code: 1008, reason: "x", masked: true)[2..<6]) != key)
+        #expect(
+            Array(again[2..<6]) != key
+                || Array(WebSocketCloseFrame.bytes(code: 1008, reason: "x", masked: true)[2..<6]) != key)
         var tracker = WebSocketFrameTracker()
         _ = toServer.withUnsafeBytes { tracker.scan($0) }
         #expect(tracker.atBoundary && tracker.sawClose && tracker.frames == 1)

@@ -31,7 +31,10 @@ public enum ProcessRunner {
         let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         guard p.terminationStatus == 0 else {
             let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) exited \(p.terminationStatus): \(message)\(output)")
+            throw Failure(
+                description:
+                    "\(executable) \(arguments.joined(separator: " ")) exited \(p.terminationStatus): \(message)\(output)"
+            )
         }
         return output
     }
@@ -39,9 +42,12 @@ public enum ProcessRunner {
     /// `redis-cli -p port args…` (a password via REDISCLI_AUTH would need the environment;
     /// `-a` with `--no-auth-warning` keeps it off stderr).
     @discardableResult
-    public static func redisCLI(port: UInt16, password: String? = nil, _ arguments: [String], timeout: Double = 10) throws -> String {
+    public static func redisCLI(port: UInt16, password: String? = nil, _ arguments: [String], timeout: Double = 10)
+        throws -> String
+    {
         let auth = password.map { ["-a", $0, "--no-auth-warning"] } ?? []
-        return try run("/usr/bin/redis-cli", ["-h", "127.0.0.1", "-p", String(port)] + auth + arguments, timeout: timeout)
+        return try run(
+            "/usr/bin/redis-cli", ["-h", "127.0.0.1", "-p", String(port)] + auth + arguments, timeout: timeout)
     }
 
     /// Polls `condition` every 50 ms for at most `timeout` seconds; whether it became true.

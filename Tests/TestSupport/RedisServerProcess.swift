@@ -29,8 +29,10 @@ public final class RedisServerProcess {
     /// default); ::1 too where the machine has it (the "-" makes that bind optional), for host
     /// names that resolve to IPv6 first.
     public static func standardArguments(port: UInt16) -> [String] {
-        ["--port", String(port), "--bind", "127.0.0.1", "-::1", "--save", "", "--appendonly", "no",
-         "--enable-debug-command", "yes", "--dir", NSTemporaryDirectory()]
+        [
+            "--port", String(port), "--bind", "127.0.0.1", "-::1", "--save", "", "--appendonly", "no",
+            "--enable-debug-command", "yes", "--dir", NSTemporaryDirectory()
+        ]
     }
 
     deinit { kill() }

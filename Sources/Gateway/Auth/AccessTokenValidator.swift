@@ -41,8 +41,9 @@ final class AccessTokenValidator {
             guard let tokens = route.tokens else { continue }
             let policies = tokens.issuers.compactMap { name in
                 config.issuers[name].map {
-                    IssuerPolicy(name: $0.name, issuer: $0.issuer, algorithms: $0.algorithms, audiences: $0.audiences,
-                                 leeway: Int64($0.leeway), requiredType: $0.accessTokenType, scopeClaim: $0.scopeClaim)
+                    IssuerPolicy(
+                        name: $0.name, issuer: $0.issuer, algorithms: $0.algorithms, audiences: $0.audiences,
+                        leeway: Int64($0.leeway), requiredType: $0.accessTokenType, scopeClaim: $0.scopeClaim)
                 }
             }
             verifiers[route.index] = AccessTokenVerifier(issuers: policies)
@@ -68,10 +69,13 @@ final class AccessTokenValidator {
     /// Validates `token` for the route; `done` may run now or later on this loop.
     func validate(_ token: String, route: RouteConfig, done: @escaping (Verdict) -> Void) {
         guard let verifier = verifiers[route.index] else {
-            done(.invalid(description: "the token is invalid", detail: "route has no token verifier")); return
+            done(.invalid(description: "the token is invalid", detail: "route has no token verifier"))
+            return
         }
         let now = Int64(Date().timeIntervalSince1970)
-        if cacheEnabled, let hit = cache.get(token, now: now), verifier.issuers.contains(where: { $0.name == hit.issuer }) {
+        if cacheEnabled, let hit = cache.get(token, now: now),
+            verifier.issuers.contains(where: { $0.name == hit.issuer })
+        {
             done(.valid(hit))
             return
         }
@@ -79,9 +83,15 @@ final class AccessTokenValidator {
         if token.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count != 2, let intro = introspection[route.index] {
             introspector.introspect(token, issuer: intro.policy, config: intro.config, caFile: intro.caFile) { answer in
                 switch answer {
-                case .verdict(.active(let t)) where verifier.issuers.contains(where: { $0.name == t.issuer }): done(.valid(t))
-                case .verdict(.active(let t)): done(.invalid(description: "the token's issuer is not accepted here", detail: "introspected by \(t.issuer)"))
-                case .verdict(.inactive(let reason)): done(.invalid(description: "the token is not active", detail: reason))
+                case .verdict(.active(let t)) where verifier.issuers.contains(where: { $0.name == t.issuer }):
+                    done(.valid(t))
+                case .verdict(.active(let t)):
+                    done(
+                        .invalid(
+                            description: "the token's issuer is not accepted here",
+                            detail: "introspected by \(t.issuer)"))
+                case .verdict(.inactive(let reason)):
+                    done(.invalid(description: "the token is not active", detail: reason))
                 // The AS could not say: the token may well be valid (503, not invalid_token).
                 case .unavailable(let why): done(.unavailable(detail: "introspection: \(why)"))
                 }
@@ -91,7 +101,9 @@ final class AccessTokenValidator {
         verify(token, verifier: verifier, now: now, refetched: false, done: done)
     }
 
-    private func verify(_ token: String, verifier: AccessTokenVerifier, now: Int64, refetched: Bool, done: @escaping (Verdict) -> Void) {
+    private func verify(
+        _ token: String, verifier: AccessTokenVerifier, now: Int64, refetched: Bool, done: @escaping (Verdict) -> Void
+    ) {
         switch verifier.verify(token, now: now, keys: { self.keys[$0] }) {
         case .success(let verified):
             if cacheEnabled { cache.put(token, verified, expiresAt: verified.expiresAt, now: now) }
@@ -101,7 +113,8 @@ final class AccessTokenValidator {
             requestRefetch?(issuer) { [weak self] set in
                 guard let self else { return }
                 if let set { self.updateKeys(issuer, set) }
-                self.verify(token, verifier: verifier, now: Int64(Date().timeIntervalSince1970), refetched: true, done: done)
+                self.verify(
+                    token, verifier: verifier, now: Int64(Date().timeIntervalSince1970), refetched: true, done: done)
             }
         case .failure(.keysUnavailable(let issuer)):
             done(.unavailable(detail: "no keys loaded for issuer \(issuer)"))

@@ -21,13 +21,16 @@ struct AuthRefusals {
 
     private var algs: [String]? { tokens.dpop.map { $0.algorithms.map(\.rawValue).sorted() } }
 
-    private func challenges(error: OAuthErrorCode?, description: String?, on scheme: String?, scope: [String]? = nil) -> [Challenge] {
+    private func challenges(error: OAuthErrorCode?, description: String?, on scheme: String?, scope: [String]? = nil)
+        -> [Challenge]
+    {
         let target = scheme.flatMap { schemes.contains($0) ? $0 : nil } ?? schemes[0]
         return schemes.map { s in
             let withError = error != nil && s == target
-            return Challenge(scheme: s, realm: tokens.realm, error: withError ? error : nil,
-                             errorDescription: withError ? description : nil, scope: withError ? scope : nil,
-                             algs: s == "DPoP" ? algs : nil)
+            return Challenge(
+                scheme: s, realm: tokens.realm, error: withError ? error : nil,
+                errorDescription: withError ? description : nil, scope: withError ? scope : nil,
+                algs: s == "DPoP" ? algs : nil)
         }
     }
 
@@ -38,21 +41,30 @@ struct AuthRefusals {
 
     /// 401 for a request without credentials (RFC 6750 §3.1: no error code).
     func bare(detail: String) -> AuthDenial {
-        AuthDenial(status: 401, challenges: challenges(error: nil, description: nil, on: nil), headers: nonceHeaders(status: 401), detail: detail)
+        AuthDenial(
+            status: 401, challenges: challenges(error: nil, description: nil, on: nil),
+            headers: nonceHeaders(status: 401), detail: detail)
     }
 
-    func refuse(_ status: Int, _ code: OAuthErrorCode, _ description: String, scheme: String?, detail: String? = nil) -> AuthDenial {
-        AuthDenial(status: status, challenges: challenges(error: code, description: description, on: scheme),
-                   headers: nonceHeaders(status: status), detail: detail ?? description)
+    func refuse(_ status: Int, _ code: OAuthErrorCode, _ description: String, scheme: String?, detail: String? = nil)
+        -> AuthDenial
+    {
+        AuthDenial(
+            status: status, challenges: challenges(error: code, description: description, on: scheme),
+            headers: nonceHeaders(status: status), detail: detail ?? description)
     }
 
     /// 403 `insufficient_scope` when the token lacks the route's scopes or claims.
     func authorize(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
-        guard let failure = tokens.requirement.check(token.claims, scopeClaim: token.scopeClaim, issuer: token.issuer) else { return nil }
+        guard let failure = tokens.requirement.check(token.claims, scopeClaim: token.scopeClaim, issuer: token.issuer)
+        else { return nil }
         let detail = failure.description
         let scope = tokens.requirement.scopes.isEmpty ? nil : tokens.requirement.scopes
-        return AuthDenial(status: 403, challenges: challenges(error: .insufficient_scope, description: "the token does not grant access to this resource",
-                                                              on: scheme, scope: scope),
-                          detail: detail)
+        return AuthDenial(
+            status: 403,
+            challenges: challenges(
+                error: .insufficient_scope, description: "the token does not grant access to this resource",
+                on: scheme, scope: scope),
+            detail: detail)
     }
 }

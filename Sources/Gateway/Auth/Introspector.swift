@@ -34,24 +34,37 @@ final class Introspector {
         case unavailable(String)
     }
 
-    func introspect(_ token: String, issuer: IssuerPolicy, config: IntrospectionConfig, caFile: String?,
-                    done: @escaping (Answer) -> Void) {
+    func introspect(
+        _ token: String, issuer: IssuerPolicy, config: IntrospectionConfig, caFile: String?,
+        done: @escaping (Answer) -> Void
+    ) {
         let now = Int64(Date().timeIntervalSince1970)
         // One issuer's answer is never another's: an opaque token that issuer A vouches for
         // means nothing on a route that trusts only B.
         let key = issuer.name + "\u{0}" + token
-        if let hit = positive.get(key, now: now) { done(.verdict(.active(hit))); return }
-        if let reason = negative.get(key, now: now) { done(.verdict(.inactive(reason: reason))); return }
-        if waiting[key] != nil { waiting[key]!.append(done); return }
+        if let hit = positive.get(key, now: now) {
+            done(.verdict(.active(hit)))
+            return
+        }
+        if let reason = negative.get(key, now: now) {
+            done(.verdict(.inactive(reason: reason)))
+            return
+        }
+        if waiting[key] != nil {
+            waiting[key]!.append(done)
+            return
+        }
         guard let endpoint = config.endpoint ?? discoveredEndpoints[issuer.name] else {
-            done(.unavailable("no introspection endpoint known for \(issuer.name)")); return
+            done(.unavailable("no introspection endpoint known for \(issuer.name)"))
+            return
         }
         let credentials: (headers: [String], form: [(String, String)])
         do {
             let audience = config.client.assertionAudience == .endpoint ? endpoint : issuer.issuer
             credentials = try config.client.authentication.credentials(audience: audience, now: now)
         } catch {
-            done(.unavailable("client authentication: \(error)")); return
+            done(.unavailable("client authentication: \(error)"))
+            return
         }
         waiting[key] = [done]
         // Across replicas, the answer is named by the AS that gave it (its issuer and
@@ -59,14 +72,23 @@ final class Introspector {
         // reload that points a name elsewhere, never take one AS's answer for another's.
         let sharedKey = issuer.issuer + "\u{0}" + endpoint + "\u{0}" + token
         let ask = { [weak self] in
-            self?.ask(endpoint, token: token, key: key, sharedKey: sharedKey, issuer: issuer, config: config, credentials: credentials, caFile: caFile)
+            self?.ask(
+                endpoint, token: token, key: key, sharedKey: sharedKey, issuer: issuer, config: config,
+                credentials: credentials, caFile: caFile)
         }
-        guard let shared else { ask(); return }
+        guard let shared else {
+            ask()
+            return
+        }
         shared.get(sharedKey, now: now) { [weak self] hit in
             guard let self else { return }
-            guard let hit else { ask(); return }
+            guard let hit else {
+                ask()
+                return
+            }
             let now = Int64(Date().timeIntervalSince1970)
-            let verdict = IntrospectionResponse.judge(hit.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
+            let verdict = IntrospectionResponse.judge(
+                hit.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
             // Kept no longer than this replica's own TTLs would keep it either.
             let own: Int64
             if case .active = verdict { own = Int64(config.cacheTTL) } else { own = Int64(config.negativeTTL) }
@@ -75,19 +97,25 @@ final class Introspector {
     }
 
     /// Asks the AS; the answer goes to the waiters and the caches.
-    private func ask(_ endpoint: String, token: String, key: String, sharedKey: String, issuer: IssuerPolicy, config: IntrospectionConfig,
-                     credentials: (headers: [String], form: [(String, String)]), caFile: String?) {
+    private func ask(
+        _ endpoint: String, token: String, key: String, sharedKey: String, issuer: IssuerPolicy,
+        config: IntrospectionConfig,
+        credentials: (headers: [String], form: [(String, String)]), caFile: String?
+    ) {
         requests += 1
         let body = FormEncoding.body([("token", token), ("token_type_hint", "access_token")] + credentials.form)
-        let request = FetchRequest(url: endpoint, body: Array(body.utf8),
-                                   headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"] + credentials.headers,
-                                   timeout: 5, connectTimeout: 2, maxResponseBytes: 64 << 10)
+        let request = FetchRequest(
+            url: endpoint, body: Array(body.utf8),
+            headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
+                + credentials.headers,
+            timeout: 5, connectTimeout: 2, maxResponseBytes: 64 << 10)
         fetcher(issuer.name, caFile: caFile).fetch(request) { [weak self] result in
             guard let self else { return }
             let now = Int64(Date().timeIntervalSince1970)
             switch result {
             case .success(let resp) where resp.status == 200:
-                let verdict = IntrospectionResponse.judge(resp.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
+                let verdict = IntrospectionResponse.judge(
+                    resp.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
                 let until: Int64
                 switch verdict {
                 case .active(let t): until = min(t.expiresAt, now + Int64(config.cacheTTL))

@@ -48,8 +48,10 @@ final class IssuerKeys {
     var onUpdate: ((JWKSet) -> Void)?
     var onError: ((String) -> Void)?
 
-    init(name: String, source: Source, fetcher: HTTPFetcher, loop: EventLoop, timing: Timing = Timing(),
-         now: @escaping () -> Double) {
+    init(
+        name: String, source: Source, fetcher: HTTPFetcher, loop: EventLoop, timing: Timing = Timing(),
+        now: @escaping () -> Double
+    ) {
         self.name = name
         self.source = source
         self.fetcher = fetcher
@@ -66,8 +68,14 @@ final class IssuerKeys {
     /// `minRefetchInterval` (a flood of made-up kids must not become load on the IdP);
     /// `done(true)` when a new set arrived, `done(false)` when nothing changed.
     func refetchForUnknownKid(_ done: @escaping (Bool) -> Void) {
-        if inFlight { waiters.append(done); return }
-        guard now() - lastKidRefetch >= timing.minRefetchInterval else { done(false); return }
+        if inFlight {
+            waiters.append(done)
+            return
+        }
+        guard now() - lastKidRefetch >= timing.minRefetchInterval else {
+            done(false)
+            return
+        }
         lastKidRefetch = now()
         fetch(done)
     }
@@ -83,7 +91,8 @@ final class IssuerKeys {
             fetcher.fetch(FetchRequest(url: url, headers: ["Accept: application/json"])) { [weak self] result in
                 guard let self else { return }
                 if case .success(let resp) = result, resp.status == 200,
-                   let meta = try? ProviderMetadata.parse(resp.body, expectedIssuer: issuer) {
+                    let meta = try? ProviderMetadata.parse(resp.body, expectedIssuer: issuer)
+                {
                     self.metadata = meta
                 }
                 switch result.flatMap(Self.metadataJWKSURI(issuer: issuer)) {
@@ -99,7 +108,8 @@ final class IssuerKeys {
 
     private func fetchJWKS(_ uri: String) {
         fetchCount += 1
-        fetcher.fetch(FetchRequest(url: uri, headers: ["Accept: application/json, application/jwk-set+json"])) { [weak self] result in
+        fetcher.fetch(FetchRequest(url: uri, headers: ["Accept: application/json, application/jwk-set+json"])) {
+            [weak self] result in
             guard let self else { return }
             switch result {
             case .success(let resp) where resp.status == 200:
@@ -131,7 +141,8 @@ final class IssuerKeys {
             onError?(error)
         }
         consecutiveFailures = set != nil ? 0 : consecutiveFailures + 1
-        let delay = set != nil
+        let delay =
+            set != nil
             ? min(max(maxAge ?? timing.maxRefresh, timing.minRefresh), timing.maxRefresh)
             : min(timing.retryAfterError * Double(1 << min(consecutiveFailures - 1, 10)), timing.maxRetryAfterError)
         refreshTimer?.cancel()
@@ -146,8 +157,12 @@ final class IssuerKeys {
     static func metadataJWKSURI(issuer: String) -> (FetchResponse) -> Result<String, FetchError> {
         { resp in
             guard resp.status == 200 else { return .failure(FetchError(description: "HTTP \(resp.status)")) }
-            guard let meta = try? JSONParser.parse(resp.body).object else { return .failure(FetchError(description: "metadata is not a JSON object")) }
-            guard meta["issuer"]?.string == issuer else { return .failure(FetchError(description: "metadata issuer does not match \(issuer)")) }
+            guard let meta = try? JSONParser.parse(resp.body).object else {
+                return .failure(FetchError(description: "metadata is not a JSON object"))
+            }
+            guard meta["issuer"]?.string == issuer else {
+                return .failure(FetchError(description: "metadata issuer does not match \(issuer)"))
+            }
             guard let uri = meta["jwks_uri"]?.string, uri.hasPrefix("https://") || uri.hasPrefix("http://") else {
                 return .failure(FetchError(description: "metadata has no usable jwks_uri"))
             }
@@ -168,8 +183,8 @@ final class IssuerKeys {
     }
 }
 
-private extension Substring {
-    func trimmingLeadingSpaces() -> Substring {
+extension Substring {
+    fileprivate func trimmingLeadingSpaces() -> Substring {
         var s = self
         while s.first == " " { s = s.dropFirst() }
         while s.last == " " { s = s.dropLast() }

@@ -28,13 +28,20 @@ final class SharedIntrospectionCache {
 
     /// The AS's answer for `key` (issuer and token) and until when it counts; nil on a miss.
     func get(_ key: String, now: Int64, done: @escaping ((body: [UInt8], until: Int64)?) -> Void) {
-        guard let sealer else { done(nil); return }
+        guard let sealer else {
+            done(nil)
+            return
+        }
         let digest = Self.digest(key)
         client.send(["GET", "\(prefix)introspection:\(digest)"]) { result in
             guard case .success(.bulk(let bytes)) = result,
-                  let plain = sealer.open(String(decoding: bytes, as: UTF8.self), purpose: Self.purpose(digest)),
-                  let newline = plain.firstIndex(of: UInt8(ascii: "\n")),
-                  let until = Int64(String(decoding: plain[..<newline], as: UTF8.self)), until > now else { done(nil); return }
+                let plain = sealer.open(String(decoding: bytes, as: UTF8.self), purpose: Self.purpose(digest)),
+                let newline = plain.firstIndex(of: UInt8(ascii: "\n")),
+                let until = Int64(String(decoding: plain[..<newline], as: UTF8.self)), until > now
+            else {
+                done(nil)
+                return
+            }
             done((Array(plain[(newline + 1)...]), until))
         }
     }

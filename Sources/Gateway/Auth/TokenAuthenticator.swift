@@ -31,7 +31,9 @@ final class TokenAuthenticator {
         validator.apply(config)
         publicURLs = config.publicURLs
         failOpen = config.dpop.failOpenOnStoreFailure
-        let keys = (config.dpop.nonceKeys.isEmpty ? [ProcessSecrets.dpopNonceKey] : config.dpop.nonceKeys).compactMap { MACKey(secret: $0) }
+        let keys = (config.dpop.nonceKeys.isEmpty ? [ProcessSecrets.dpopNonceKey] : config.dpop.nonceKeys).compactMap {
+            MACKey(secret: $0)
+        }
         let nonces = DPoPNonces(keys: keys, lifetime: Int64(config.dpop.nonceLifetime))
         self.nonces = nonces
         proofVerifiers = [:]
@@ -58,19 +60,23 @@ final class TokenAuthenticator {
 
     /// Decides on the head alone; `formTokens`: the `access_token`s of a form body the
     /// caller read first (only on routes with `token_in_body`).
-    func authenticate(_ head: HTTPRequestHead, route: RouteConfig, target: Target, query: String?, formTokens: [String] = [],
-                      done: @escaping (AuthDecision) -> Void) {
+    func authenticate(
+        _ head: HTTPRequestHead, route: RouteConfig, target: Target, query: String?, formTokens: [String] = [],
+        done: @escaping (AuthDecision) -> Void
+    ) {
         guard let tokens = route.tokens else {
-            done(.deny(AuthDenial(status: 500, challenges: [], detail: "route has no token config"))); return
+            done(.deny(AuthDenial(status: 500, challenges: [], detail: "route has no token config")))
+            return
         }
         let answer = AuthRefusals(route: route, tokens: tokens, nonces: nonces)
         var queryTokens: [String] = []
         if route.auth != .dpop {
             queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []
         }
-        let credential = BearerTokenExtractor.extract(authorization: head.fields.values("Authorization"), formTokens: formTokens,
-                                                      queryTokens: queryTokens,
-                                                      sources: TokenSources(formBody: tokens.tokenInBody, query: tokens.tokenInQuery))
+        let credential = BearerTokenExtractor.extract(
+            authorization: head.fields.values("Authorization"), formTokens: formTokens,
+            queryTokens: queryTokens,
+            sources: TokenSources(formBody: tokens.tokenInBody, query: tokens.tokenInQuery))
         switch credential {
         case .none:
             // RFC 6750 §3.1: no credentials → challenges without an error code.
@@ -79,8 +85,12 @@ final class TokenAuthenticator {
             done(.deny(answer.refuse(400, .invalid_request, reason, scheme: nil)))
         case .bearer(let token):
             guard route.auth != .dpop else {
-                done(.deny(answer.refuse(401, .invalid_token, "this route requires a DPoP-bound token with a DPoP proof", scheme: "DPoP",
-                                         detail: "Bearer scheme on a dpop route")))
+                done(
+                    .deny(
+                        answer.refuse(
+                            401, .invalid_token, "this route requires a DPoP-bound token with a DPoP proof",
+                            scheme: "DPoP",
+                            detail: "Bearer scheme on a dpop route")))
                 return
             }
             validator.validate(token, route: route) { verdict in
@@ -88,83 +98,125 @@ final class TokenAuthenticator {
             }
         case .dpop(let token):
             guard route.auth != .bearer else {
-                done(.deny(answer.refuse(401, .invalid_token, "this route accepts Bearer tokens", scheme: "Bearer",
-                                         detail: "DPoP scheme on a bearer route")))
+                done(
+                    .deny(
+                        answer.refuse(
+                            401, .invalid_token, "this route accepts Bearer tokens", scheme: "Bearer",
+                            detail: "DPoP scheme on a bearer route")))
                 return
             }
             authenticateDPoP(head, token: token, route: route, target: target, answer: answer, done: done)
         }
     }
 
-    private static func decideBearer(_ verdict: AccessTokenValidator.Verdict, tokens: TokenRouteConfig, answer: AuthRefusals) -> AuthDecision {
+    private static func decideBearer(
+        _ verdict: AccessTokenValidator.Verdict, tokens: TokenRouteConfig, answer: AuthRefusals
+    ) -> AuthDecision {
         switch verdict {
         case .unavailable(let detail): return .unavailable(detail: detail)
-        case .invalid(let description, let detail): return .deny(answer.refuse(401, .invalid_token, description, scheme: "Bearer", detail: detail))
+        case .invalid(let description, let detail):
+            return .deny(answer.refuse(401, .invalid_token, description, scheme: "Bearer", detail: detail))
         case .valid(let token):
             // RFC 9449 §7.2: a DPoP-bound token presented as a Bearer token is invalid; so is
             // any token bound to a key (a `cnf` of another kind) — its holder must prove it.
             if token.isSenderConstrained {
-                return .deny(answer.refuse(401, .invalid_token, "the token is DPoP-bound; present it with a DPoP proof", scheme: "Bearer",
-                                           detail: "DPoP-bound token sent as Bearer"))
+                return .deny(
+                    answer.refuse(
+                        401, .invalid_token, "the token is DPoP-bound; present it with a DPoP proof", scheme: "Bearer",
+                        detail: "DPoP-bound token sent as Bearer"))
             }
             if let denial = answer.authorize(token, scheme: "Bearer") { return .deny(denial) }
             return .allow(AuthenticatedCaller(token: token))
         }
     }
 
-    private func authenticateDPoP(_ head: HTTPRequestHead, token: String, route: RouteConfig, target: Target, answer: AuthRefusals,
-                                  done: @escaping (AuthDecision) -> Void) {
+    private func authenticateDPoP(
+        _ head: HTTPRequestHead, token: String, route: RouteConfig, target: Target, answer: AuthRefusals,
+        done: @escaping (AuthDecision) -> Void
+    ) {
         // §4.3 check 1: exactly one DPoP header.
         let proofs = head.fields.values("DPoP")
         guard proofs.count == 1, let verifier = proofVerifiers[route.index] else {
             let reason = proofs.isEmpty ? "a DPoP proof is required" : "more than one DPoP header"
-            done(.deny(answer.refuse(401, .invalid_dpop_proof, reason, scheme: "DPoP"))); return
+            done(.deny(answer.refuse(401, .invalid_dpop_proof, reason, scheme: "DPoP")))
+            return
         }
         let now = Int64(Date().timeIntervalSince1970)
-        guard let origin = RequestOrigin.select(publicURLs: publicURLs, scheme: target.scheme, host: target.host,
-                                                fromTrustedProxy: target.fromTrustedProxy) else {
-            done(.deny(answer.refuse(401, .invalid_dpop_proof, "the request's origin is not one this gateway answers for", scheme: "DPoP",
-                                     detail: "no trusted origin for host \(target.host)")))
+        guard
+            let origin = RequestOrigin.select(
+                publicURLs: publicURLs, scheme: target.scheme, host: target.host,
+                fromTrustedProxy: target.fromTrustedProxy)
+        else {
+            done(
+                .deny(
+                    answer.refuse(
+                        401, .invalid_dpop_proof, "the request's origin is not one this gateway answers for",
+                        scheme: "DPoP",
+                        detail: "no trusted origin for host \(target.host)")))
             return
         }
         let proof: DPoPProof
         do {
-            proof = try verifier.verify(proofs[0], request: .init(method: head.methodName, uri: "\(origin.scheme)://\(origin.authority)\(target.path)",
-                                                                    accessToken: token, now: now, normalizePath: Self.normalizePath),
-                                   keyCache: proofKeys)
+            proof = try verifier.verify(
+                proofs[0],
+                request: .init(
+                    method: head.methodName, uri: "\(origin.scheme)://\(origin.authority)\(target.path)",
+                    accessToken: token, now: now, normalizePath: Self.normalizePath),
+                keyCache: proofKeys)
         } catch {
-            done(.deny(answer.refuse(401, error.wireCode, error.reason, scheme: "DPoP", detail: error.description))); return
+            done(.deny(answer.refuse(401, error.wireCode, error.reason, scheme: "DPoP", detail: error.description)))
+            return
         }
         validator.validate(token, route: route) { [replay, nonces, unowned self] verdict in
             let bound: VerifiedAccessToken
             switch verdict {
-            case .unavailable(let detail): done(.unavailable(detail: detail)); return
+            case .unavailable(let detail):
+                done(.unavailable(detail: detail))
+                return
             case .invalid(let description, let detail):
-                done(.deny(answer.refuse(401, .invalid_token, description, scheme: "DPoP", detail: detail))); return
+                done(.deny(answer.refuse(401, .invalid_token, description, scheme: "DPoP", detail: detail)))
+                return
             case .valid(let t): bound = t
             }
             // §6.1 / §7.1: the token must be bound to the key that signed the proof.
             guard let jkt = bound.jkt else {
-                done(.deny(answer.refuse(401, .invalid_token, "the token is not DPoP-bound", scheme: "DPoP"))); return
+                done(.deny(answer.refuse(401, .invalid_token, "the token is not DPoP-bound", scheme: "DPoP")))
+                return
             }
             guard ConstantTime.equals(Array(jkt.utf8), Array(proof.jkt.utf8)) else {
-                done(.deny(answer.refuse(401, .invalid_token, "the token is bound to another key than the proof's", scheme: "DPoP"))); return
+                done(
+                    .deny(
+                        answer.refuse(
+                            401, .invalid_token, "the token is bound to another key than the proof's", scheme: "DPoP")))
+                return
             }
-            if let denial = answer.authorize(bound, scheme: "DPoP") { done(.deny(denial)); return }
+            if let denial = answer.authorize(bound, scheme: "DPoP") {
+                done(.deny(denial))
+                return
+            }
             // §11.1: the proof's id is remembered as long as the proof would be accepted.
-            replay.claim(ReplayID(jkt: proof.jkt, jti: proof.jti), until: proof.acceptableUntil + 1, now: now) { result in
+            replay.claim(ReplayID(jkt: proof.jkt, jti: proof.jti), until: proof.acceptableUntil + 1, now: now) {
+                result in
                 switch result {
                 case .fresh:
                     var caller = AuthenticatedCaller(token: bound, jkt: proof.jkt)
-                    if proof.nonceIsStale, let nonces { caller.responseHeaders.append(("DPoP-Nonce", nonces.issue(now: now))) }
+                    if proof.nonceIsStale, let nonces {
+                        caller.responseHeaders.append(("DPoP-Nonce", nonces.issue(now: now)))
+                    }
                     done(.allow(caller))
                 case .replayed:
-                    done(.deny(answer.refuse(401, .invalid_dpop_proof, "the DPoP proof has been used before", scheme: "DPoP", detail: "jti replayed")))
+                    done(
+                        .deny(
+                            answer.refuse(
+                                401, .invalid_dpop_proof, "the DPoP proof has been used before", scheme: "DPoP",
+                                detail: "jti replayed")))
                 case .unavailable(let why) where self.failOpen:
                     // Configured availability over replay defence: let it through, and say so.
                     self.uncheckedProofs += 1
                     var caller = AuthenticatedCaller(token: bound, jkt: proof.jkt)
-                    if proof.nonceIsStale, let nonces { caller.responseHeaders.append(("DPoP-Nonce", nonces.issue(now: now))) }
+                    if proof.nonceIsStale, let nonces {
+                        caller.responseHeaders.append(("DPoP-Nonce", nonces.issue(now: now)))
+                    }
                     done(.allow(caller))
                 case .unavailable(let why), .refused(let why):
                     done(.unavailable(detail: "DPoP replay store: \(why)"))
@@ -183,7 +235,8 @@ final class TokenAuthenticator {
     /// one, and not with GET.
     static func mayCarryFormToken(_ head: HTTPRequestHead) -> Bool {
         guard head.method != .GET, head.fields.contains("Content-Length") || head.fields.contains("Transfer-Encoding"),
-              let type = head.fields.first("Content-Type")?.lowercased() else { return false }
+            let type = head.fields.first("Content-Type")?.lowercased()
+        else { return false }
         return type.hasPrefix("application/x-www-form-urlencoded")
     }
 

@@ -25,7 +25,8 @@ struct CIDR: Sendable, Equatable, CustomStringConvertible {
     func contains(_ address: String) -> Bool {
         guard var addr = CIDR.parseAddress(address) else { return false }
         // An IPv4 peer on a dual-stack socket shows as ::ffff:a.b.c.d.
-        if addr.count == 16, bytes.count == 4, addr[0..<10].allSatisfy({ $0 == 0 }), addr[10] == 0xff, addr[11] == 0xff {
+        if addr.count == 16, bytes.count == 4, addr[0..<10].allSatisfy({ $0 == 0 }), addr[10] == 0xff, addr[11] == 0xff
+        {
             addr = Array(addr[12...])
         }
         guard addr.count == bytes.count else { return false }

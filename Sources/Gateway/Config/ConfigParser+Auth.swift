@@ -5,17 +5,22 @@ import Yams
 /// `issuers:` and the authentication keys of a route (`issuers`, `require`, `headers`,
 /// `forward_token`, `token_in_query`).
 extension ConfigParser {
-    static let issuerKeys = ["issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
-                             "access_token_type", "scope_claim", "ca_file", "introspection"]
+    static let issuerKeys = [
+        "issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
+        "access_token_type", "scope_claim", "ca_file", "introspection"
+    ]
 
-    static func issuers(_ node: Node?, clientsNode: Node?, _ r: ConfigReader) -> (issuers: [String: IssuerConfig], clients: [String: ClientConfig]) {
+    static func issuers(_ node: Node?, clientsNode: Node?, _ r: ConfigReader) -> (
+        issuers: [String: IssuerConfig], clients: [String: ClientConfig]
+    ) {
         var issuers = issuers(node, r)
         let clients = clients(clientsNode, issuers: issuers, r)
         guard let node, let m = r.mapping(node, path: "issuers", known: nil) else { return (issuers, clients) }
         for (name, value) in m {
             guard let i = value.mapping, let intro = i["introspection"], issuers[name] != nil else { continue }
             let discovery = issuers[name]?.keys == .discovery
-            let parsed = introspection(intro, path: "issuers.\(name).introspection", clients: clients, discovery: discovery, r)
+            let parsed = introspection(
+                intro, path: "issuers.\(name).introspection", clients: clients, discovery: discovery, r)
             issuers[name]?.introspection = parsed
         }
         return (issuers, clients)
@@ -41,7 +46,9 @@ extension ConfigParser {
             switch (discovery, uri, file) {
             case (true, nil, nil): keys = .discovery
             case (false, let u?, nil):
-                if ConfigValues.url(u) == nil && !(u.contains("?")) { r.problem("\(p).jwks_uri", i["jwks_uri"], "\"\(u)\" is not an http(s) URL") }
+                if ConfigValues.url(u) == nil && !(u.contains("?")) {
+                    r.problem("\(p).jwks_uri", i["jwks_uri"], "\"\(u)\" is not an http(s) URL")
+                }
                 keys = .jwksURI(u)
             case (false, nil, let f?):
                 let full = f.hasPrefix("/") ? f : "\(r.baseDirectory)/\(f)"
@@ -55,11 +62,19 @@ extension ConfigParser {
                 var algs = Set<JWSAlgorithm>()
                 for (j, a) in seq.enumerated() {
                     guard let s = r.string(a, path: "\(p).algorithms[\(j)]") else { continue }
-                    if let alg = JWSAlgorithm(rawValue: s) { algs.insert(alg) }
-                    else { r.problem("\(p).algorithms[\(j)]", a, "\"\(s)\" is not one of \(JWSAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))") }
+                    if let alg = JWSAlgorithm(rawValue: s) {
+                        algs.insert(alg)
+                    } else {
+                        r.problem(
+                            "\(p).algorithms[\(j)]", a,
+                            "\"\(s)\" is not one of \(JWSAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
                 }
                 if algs.contains(where: \.isSymmetric) {
-                    r.problem("\(p).algorithms", n, "HS* algorithms need a shared secret, which an issuer's published keys never are; use RS*/PS*/ES*/EdDSA")
+                    r.problem(
+                        "\(p).algorithms", n,
+                        "HS* algorithms need a shared secret, which an issuer's published keys never are; use RS*/PS*/ES*/EdDSA"
+                    )
                 }
                 if !algs.isEmpty { cfg.algorithms = algs }
             }
@@ -67,15 +82,25 @@ extension ConfigParser {
                 cfg.audiences = seq.enumerated().compactMap { r.string($1, path: "\(p).audiences[\($0)]") }
             }
             if cfg.audiences.isEmpty {
-                r.problem("\(p).audiences", value, "is required: the audience(s) this gateway's APIs go by (RFC 9068 §4: tokens for another audience must be refused)")
+                r.problem(
+                    "\(p).audiences", value,
+                    "is required: the audience(s) this gateway's APIs go by (RFC 9068 §4: tokens for another audience must be refused)"
+                )
             }
             if let n = i["leeway"], let v = r.duration(n, path: "\(p).leeway") {
-                if v > 300 { r.problem("\(p).leeway", n, "more than 5m of clock skew is not accepted") } else { cfg.leeway = v }
+                if v > 300 {
+                    r.problem("\(p).leeway", n, "more than 5m of clock skew is not accepted")
+                } else {
+                    cfg.leeway = v
+                }
             }
             if let n = i["access_token_type"] { cfg.accessTokenType = r.string(n, path: "\(p).access_token_type") }
             if let n = i["scope_claim"], let s = r.string(n, path: "\(p).scope_claim") {
-                if let c = ScopeClaim(rawValue: s) { cfg.scopeClaim = c }
-                else { r.problem("\(p).scope_claim", n, "must be scope (RFC 9068 §2.2.3, the default) or scp") }
+                if let c = ScopeClaim(rawValue: s) {
+                    cfg.scopeClaim = c
+                } else {
+                    r.problem("\(p).scope_claim", n, "must be scope (RFC 9068 §2.2.3, the default) or scp")
+                }
             }
             if let n = i["ca_file"] { cfg.caFile = r.string(n, path: "\(p).ca_file") }
             out[name] = cfg
@@ -85,32 +110,49 @@ extension ConfigParser {
 
     /// Reads the access-token settings of a `bearer`, `dpop` or `token` route; reports
     /// problems at their paths.
-    static func tokenRoute(_ m: [String: Node], path p: String, item: Node, mode: AuthMode, issuers: [String: IssuerConfig],
-                           _ r: ConfigReader) -> TokenRouteConfig? {
+    static func tokenRoute(
+        _ m: [String: Node], path p: String, item: Node, mode: AuthMode, issuers: [String: IssuerConfig],
+        _ r: ConfigReader
+    ) -> TokenRouteConfig? {
         guard let n = m["issuers"], let seq = r.sequence(n, path: "\(p).issuers"), !seq.isEmpty else {
-            r.problem("\(p).issuers", item, "auth: \(mode.rawValue) needs issuers: [NAME, …] (defined: \(issuers.keys.sorted().joined(separator: ", ")))")
+            r.problem(
+                "\(p).issuers", item,
+                "auth: \(mode.rawValue) needs issuers: [NAME, …] (defined: \(issuers.keys.sorted().joined(separator: ", ")))"
+            )
             return nil
         }
         var cfg = TokenRouteConfig(issuers: [])
         for (j, iss) in seq.enumerated() {
             guard let s = r.string(iss, path: "\(p).issuers[\(j)]") else { continue }
             if issuers[s] == nil {
-                r.problem("\(p).issuers[\(j)]", iss, "\"\(s)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
-            } else { cfg.issuers.append(s) }
+                r.problem(
+                    "\(p).issuers[\(j)]", iss,
+                    "\"\(s)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
+            } else {
+                cfg.issuers.append(s)
+            }
         }
         let issValues = cfg.issuers.compactMap { issuers[$0]?.issuer }
-        if Set(issValues).count != issValues.count { r.problem("\(p).issuers", n, "two of these issuers have the same issuer URL") }
+        if Set(issValues).count != issValues.count {
+            r.problem("\(p).issuers", n, "two of these issuers have the same issuer URL")
+        }
         if let n = m["require"] { cfg.requirement = requirement(n, path: "\(p).require", r) }
         if let n = m["forward_token"], let b = r.bool(n, path: "\(p).forward_token") { cfg.forwardToken = b }
-        if let n = m["close_at_token_expiry"], let b = r.bool(n, path: "\(p).close_at_token_expiry") { cfg.closeAtTokenExpiry = b }
+        if let n = m["close_at_token_expiry"], let b = r.bool(n, path: "\(p).close_at_token_expiry") {
+            cfg.closeAtTokenExpiry = b
+        }
         for key in ["token_in_query", "token_in_body"] where mode == .dpop && m[key] != nil {
             // RFC 9449 §7.1 sends DPoP tokens in the Authorization header only.
-            r.problem("\(p).\(key)", m[key], "has no effect with auth: dpop (DPoP tokens come only in the Authorization header)")
+            r.problem(
+                "\(p).\(key)", m[key],
+                "has no effect with auth: dpop (DPoP tokens come only in the Authorization header)")
         }
         if let n = m["token_in_query"], let b = r.bool(n, path: "\(p).token_in_query") { cfg.tokenInQuery = b }
         if let n = m["token_in_body"], let b = r.bool(n, path: "\(p).token_in_body") { cfg.tokenInBody = b }
         if mode == .bearer {
-            if let n = m["dpop"] { r.problem("\(p).dpop", n, "has no effect with auth: bearer; use auth: dpop or auth: token") }
+            if let n = m["dpop"] {
+                r.problem("\(p).dpop", n, "has no effect with auth: bearer; use auth: dpop or auth: token")
+            }
         } else {
             cfg.dpop = m["dpop"].map { dpopRoute($0, path: "\(p).dpop", r) } ?? DPoPRouteConfig()
         }
@@ -119,7 +161,10 @@ extension ConfigParser {
 
     static func requirement(_ node: Node, path p: String, _ r: ConfigReader) -> AuthorizationRequirement {
         var req = AuthorizationRequirement()
-        guard let m = r.mapping(node, path: p, known: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"]) else { return req }
+        guard
+            let m = r.mapping(
+                node, path: p, known: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"])
+        else { return req }
         requirementExtras(m, path: p, &req, r)
         if let n = m["scopes"], let seq = r.sequence(n, path: "\(p).scopes") {
             req.scopes = seq.enumerated().compactMap { r.string($1, path: "\(p).scopes[\($0)]") }
@@ -127,14 +172,24 @@ extension ConfigParser {
         if let n = m["claims"], let claims = r.mapping(n, path: "\(p).claims", known: nil) {
             for (key, value) in claims.sorted(by: { $0.key < $1.key }) {
                 let cp = "\(p).claims.\(key)"
-                guard let path = ClaimPath(key) else { r.problem(cp, value, "is not a claim path (name or a.b.c)"); continue }
+                guard let path = ClaimPath(key) else {
+                    r.problem(cp, value, "is not a claim path (name or a.b.c)")
+                    continue
+                }
                 if case .scalar = value, let s = r.string(value, path: cp) {
                     req.claims.append((path, .equals(s)))
-                } else if let rule = r.mapping(value, path: cp, known: ["equals", "one_of", "contains"]), rule.count == 1 {
-                    if let v = rule["equals"], let s = r.string(v, path: "\(cp).equals") { req.claims.append((path, .equals(s))) }
-                    if let v = rule["contains"], let s = r.string(v, path: "\(cp).contains") { req.claims.append((path, .contains(s))) }
+                } else if let rule = r.mapping(value, path: cp, known: ["equals", "one_of", "contains"]),
+                    rule.count == 1
+                {
+                    if let v = rule["equals"], let s = r.string(v, path: "\(cp).equals") {
+                        req.claims.append((path, .equals(s)))
+                    }
+                    if let v = rule["contains"], let s = r.string(v, path: "\(cp).contains") {
+                        req.claims.append((path, .contains(s)))
+                    }
                     if let v = rule["one_of"], let seq = r.sequence(v, path: "\(cp).one_of") {
-                        req.claims.append((path, .oneOf(seq.enumerated().compactMap { r.string($1, path: "\(cp).one_of[\($0)]") })))
+                        req.claims.append(
+                            (path, .oneOf(seq.enumerated().compactMap { r.string($1, path: "\(cp).one_of[\($0)]") })))
                     }
                 } else {
                     r.problem(cp, value, "give a value, or one of { equals: v }, { one_of: [..] }, { contains: v }")
@@ -150,14 +205,20 @@ extension ConfigParser {
         var mapping: [(header: String, path: ClaimPath)] = []
         for (header, value) in m.sorted(by: { $0.key < $1.key }) {
             guard !header.isEmpty, header.utf8.allSatisfy(HeaderRules.isTokenChar) else {
-                r.problem("\(p).\(header)", value, "is not a valid header name"); continue
+                r.problem("\(p).\(header)", value, "is not a valid header name")
+                continue
             }
             let lower = header.lowercased()
-            if HeaderRules.forwardsRequestHeader(header, listed: [], reservedPrefix: nil) == false || lower == "authorization" || lower == "cookie" {
-                r.problem("\(p).\(header)", value, "cannot carry identity (it is a header the gateway or the protocol owns)"); continue
+            if HeaderRules.forwardsRequestHeader(header, listed: [], reservedPrefix: nil) == false
+                || lower == "authorization" || lower == "cookie"
+            {
+                r.problem(
+                    "\(p).\(header)", value, "cannot carry identity (it is a header the gateway or the protocol owns)")
+                continue
             }
             guard let s = r.string(value, path: "\(p).\(header)"), let path = ClaimPath(s) else {
-                r.problem("\(p).\(header)", value, "must be a claim path such as sub or realm_access.roles"); continue
+                r.problem("\(p).\(header)", value, "must be a claim path such as sub or realm_access.roles")
+                continue
             }
             mapping.append((header, path))
         }

@@ -6,26 +6,39 @@ import Yams
 /// `clients:` — the gateway's own OAuth client registrations — and an issuer's
 /// `introspection:` block.
 extension ConfigParser {
-    static let clientKeys = ["issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg",
-                             "request_mode", "scopes", "redirect_uri", "dpop", "extra", "assertion_audience",
-                             "login_hint_from_query", "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo"]
+    static let clientKeys = [
+        "issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg",
+        "request_mode", "scopes", "redirect_uri", "dpop", "extra", "assertion_audience",
+        "login_hint_from_query", "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo"
+    ]
 
     /// A private key file (JWK or PEM) and the algorithm it signs with.
-    static func clientKey(file: String, node: Node, algNode: Node?, path p: String, _ r: ConfigReader) -> (JWK?, JWSAlgorithm?) {
+    static func clientKey(file: String, node: Node, algNode: Node?, path p: String, _ r: ConfigReader) -> (
+        JWK?, JWSAlgorithm?
+    ) {
         let full = file.hasPrefix("/") ? file : "\(r.baseDirectory)/\(file)"
         guard let text = try? String(contentsOfFile: full, encoding: .utf8) else {
-            r.problem("\(p).key_file", node, "cannot read \(full)"); return (nil, nil)
+            r.problem("\(p).key_file", node, "cannot read \(full)")
+            return (nil, nil)
         }
         do {
             let key = text.contains("-----BEGIN") ? try JWK(pem: text) : try JWK(json: text)
-            guard key.isPrivate, key.kty != "oct" else { r.problem("\(p).key_file", node, "must hold a private RSA, EC or Ed25519 key"); return (nil, nil) }
-            let algName = algNode.flatMap { r.string($0, path: "\(p).alg") } ?? key.alg ?? (key.kty == "RSA" ? "RS256" : key.kty == "EC" ? "ES256" : "EdDSA")
-            guard let alg = JWSAlgorithm(rawValue: algName), (try? key.checkUsable(for: alg, operation: "sign")) != nil else {
-                r.problem("\(p).alg", algNode ?? node, "\(algName) does not fit the key in \(file)"); return (nil, nil)
+            guard key.isPrivate, key.kty != "oct" else {
+                r.problem("\(p).key_file", node, "must hold a private RSA, EC or Ed25519 key")
+                return (nil, nil)
+            }
+            let algName =
+                algNode.flatMap { r.string($0, path: "\(p).alg") } ?? key.alg
+                ?? (key.kty == "RSA" ? "RS256" : key.kty == "EC" ? "ES256" : "EdDSA")
+            guard let alg = JWSAlgorithm(rawValue: algName), (try? key.checkUsable(for: alg, operation: "sign")) != nil
+            else {
+                r.problem("\(p).alg", algNode ?? node, "\(algName) does not fit the key in \(file)")
+                return (nil, nil)
             }
             return (key, alg)
         } catch {
-            r.problem("\(p).key_file", node, "not a usable key: \(error)"); return (nil, nil)
+            r.problem("\(p).key_file", node, "not a usable key: \(error)")
+            return (nil, nil)
         }
     }
 
@@ -37,39 +50,54 @@ extension ConfigParser {
             guard let c = r.mapping(value, path: p, known: clientKeys) else { continue }
             let issuer = c["issuer"].flatMap { r.string($0, path: "\(p).issuer") }
             if let issuer, issuers[issuer] == nil {
-                r.problem("\(p).issuer", c["issuer"], "\"\(issuer)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
+                r.problem(
+                    "\(p).issuer", c["issuer"],
+                    "\"\(issuer)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
             }
             guard let idNode = c["client_id"], let id = r.string(idNode, path: "\(p).client_id"), !id.isEmpty else {
-                r.problem(p, value, "needs client_id"); continue
+                r.problem(p, value, "needs client_id")
+                continue
             }
             let method = c["auth"].flatMap { r.string($0, path: "\(p).auth") } ?? "client_secret_basic"
             var auth: ClientAuthentication?
             // key_file: the client's private key, for private_key_jwt and for request objects.
-            var key: JWK?, keyAlgorithm: JWSAlgorithm?
+            var key: JWK?
+            var keyAlgorithm: JWSAlgorithm?
             if let fileNode = c["key_file"], let file = r.string(fileNode, path: "\(p).key_file") {
                 (key, keyAlgorithm) = clientKey(file: file, node: fileNode, algNode: c["alg"], path: p, r)
             }
             switch method {
             case "client_secret_basic", "client_secret_post", "client_secret_jwt":
                 guard let secret = r.secret(c, key: "secret", path: p) else {
-                    if c["secret"] == nil && c["secret_file"] == nil { r.problem(p, value, "\(method) needs secret (or secret_file)") }
+                    if c["secret"] == nil && c["secret_file"] == nil {
+                        r.problem(p, value, "\(method) needs secret (or secret_file)")
+                    }
                     continue
                 }
                 if method == "client_secret_jwt" && secret.utf8.count < 32 {
-                    r.problem("\(p).secret", c["secret"] ?? c["secret_file"], "client_secret_jwt (HS256) needs a secret of at least 32 bytes")
+                    r.problem(
+                        "\(p).secret", c["secret"] ?? c["secret_file"],
+                        "client_secret_jwt (HS256) needs a secret of at least 32 bytes")
                     continue
                 }
-                auth = method == "client_secret_basic" ? .clientSecretBasic(clientID: id, secret: secret)
-                    : method == "client_secret_post" ? .clientSecretPost(clientID: id, secret: secret)
-                    : .clientSecretJWT(clientID: id, secret: secret)
+                auth =
+                    method == "client_secret_basic"
+                    ? .clientSecretBasic(clientID: id, secret: secret)
+                    : method == "client_secret_post"
+                        ? .clientSecretPost(clientID: id, secret: secret)
+                        : .clientSecretJWT(clientID: id, secret: secret)
             case "private_key_jwt":
                 guard let key, let alg = keyAlgorithm else {
-                    if c["key_file"] == nil { r.problem(p, value, "private_key_jwt needs key_file (a private JWK or PEM)") }
+                    if c["key_file"] == nil {
+                        r.problem(p, value, "private_key_jwt needs key_file (a private JWK or PEM)")
+                    }
                     continue
                 }
                 auth = .privateKeyJWT(clientID: id, key: key, alg: alg)
             default:
-                r.problem("\(p).auth", c["auth"], "must be client_secret_basic, client_secret_post, client_secret_jwt or private_key_jwt")
+                r.problem(
+                    "\(p).auth", c["auth"],
+                    "must be client_secret_basic, client_secret_post, client_secret_jwt or private_key_jwt")
                 continue
             }
             guard let auth else { continue }
@@ -78,8 +106,11 @@ extension ConfigParser {
             client.requestObjectAlgorithm = keyAlgorithm
             client.login = loginSettings(c, path: p, hasKey: key != nil, r)
             if let n = c["assertion_audience"], let v = r.string(n, path: "\(p).assertion_audience") {
-                if let a = ClientConfig.AssertionAudience(rawValue: v) { client.assertionAudience = a }
-                else { r.problem("\(p).assertion_audience", n, "must be issuer or endpoint") }
+                if let a = ClientConfig.AssertionAudience(rawValue: v) {
+                    client.assertionAudience = a
+                } else {
+                    r.problem("\(p).assertion_audience", n, "must be issuer or endpoint")
+                }
             }
             out[name] = client
         }
@@ -87,20 +118,31 @@ extension ConfigParser {
     }
 
     /// An issuer's `introspection: { client: NAME, endpoint: URL, cache_ttl: 60s, negative_ttl: 10s }`.
-    static func introspection(_ node: Node, path p: String, clients: [String: ClientConfig], discovery: Bool,
-                              _ r: ConfigReader) -> IntrospectionConfig? {
-        guard let m = r.mapping(node, path: p, known: ["client", "endpoint", "cache_ttl", "negative_ttl"]) else { return nil }
+    static func introspection(
+        _ node: Node, path p: String, clients: [String: ClientConfig], discovery: Bool,
+        _ r: ConfigReader
+    ) -> IntrospectionConfig? {
+        guard let m = r.mapping(node, path: p, known: ["client", "endpoint", "cache_ttl", "negative_ttl"]) else {
+            return nil
+        }
         guard let cn = m["client"], let name = r.string(cn, path: "\(p).client") else {
-            r.problem(p, node, "needs client: NAME (the gateway's client registration used to authenticate)"); return nil
+            r.problem(p, node, "needs client: NAME (the gateway's client registration used to authenticate)")
+            return nil
         }
         guard let client = clients[name] else {
-            r.problem("\(p).client", cn, "\"\(name)\" is not defined; defined: \(clients.keys.sorted().joined(separator: ", "))"); return nil
+            r.problem(
+                "\(p).client", cn,
+                "\"\(name)\" is not defined; defined: \(clients.keys.sorted().joined(separator: ", "))")
+            return nil
         }
         let endpoint = m["endpoint"].flatMap { r.string($0, path: "\(p).endpoint") }
         if endpoint == nil && !discovery {
-            r.problem(p, node, "needs endpoint: URL (or discovery: true on the issuer)"); return nil
+            r.problem(p, node, "needs endpoint: URL (or discovery: true on the issuer)")
+            return nil
         }
-        if let endpoint, ConfigValues.url(endpoint) == nil { r.problem("\(p).endpoint", m["endpoint"], "\"\(endpoint)\" is not an http(s) URL") }
+        if let endpoint, ConfigValues.url(endpoint) == nil {
+            r.problem("\(p).endpoint", m["endpoint"], "\"\(endpoint)\" is not an http(s) URL")
+        }
         var cfg = IntrospectionConfig(client: client, endpoint: endpoint)
         if let n = m["cache_ttl"], let v = r.duration(n, path: "\(p).cache_ttl") { cfg.cacheTTL = v }
         if let n = m["negative_ttl"], let v = r.duration(n, path: "\(p).negative_ttl") { cfg.negativeTTL = v }

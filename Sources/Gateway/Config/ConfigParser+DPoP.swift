@@ -15,16 +15,25 @@ extension ConfigParser {
             if url == nil && m["url"] == nil { r.problem("store", node, "needs url: memory or redis://host:6379/0") }
             if let n = m["prefix"], let s = r.string(n, path: "store.prefix") {
                 // No braces: the keys' own hash tags keep one session's keys in one cluster slot.
-                if s.utf8.count > 64 || s.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7f || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}") }) {
+                if s.utf8.count > 64
+                    || s.utf8.contains(where: {
+                        $0 <= 0x20 || $0 >= 0x7f || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}")
+                    })
+                {
                     r.problem("store.prefix", n, "must be up to 64 printable characters without spaces or braces")
-                } else { prefix = s }
+                } else {
+                    prefix = s
+                }
             }
         }
         guard let url else { return .memory }
         if url == "memory" { return .memory }
         guard RedisDeployment(url: url) != nil else {
-            r.problem("store", node, "must be memory, redis[s]://[[user]:password@]host[:port][/db][?ca_file=…&server_name=…], "
-                      + "redis+sentinel://[[user]:password@]host:port[,host:port…]/MASTER[/db] or redis+cluster://host:port[,host:port…]")
+            r.problem(
+                "store", node,
+                "must be memory, redis[s]://[[user]:password@]host[:port][/db][?ca_file=…&server_name=…], "
+                    + "redis+sentinel://[[user]:password@]host:port[,host:port…]/MASTER[/db] or redis+cluster://host:port[,host:port…]"
+            )
             return .memory
         }
         return .redis(url: url, prefix: prefix)
@@ -50,8 +59,14 @@ extension ConfigParser {
 
     static func dpopSettings(_ node: Node, _ r: ConfigReader) -> DPoPSettings {
         var d = DPoPSettings()
-        guard let m = r.mapping(node, path: "dpop", known: ["nonce_keys", "nonce_keys_file", "nonce_lifetime", "replay_cache_entries",
-                                                           "on_store_failure"]) else { return d }
+        guard
+            let m = r.mapping(
+                node, path: "dpop",
+                known: [
+                    "nonce_keys", "nonce_keys_file", "nonce_lifetime", "replay_cache_entries",
+                    "on_store_failure"
+                ])
+        else { return d }
         if let n = m["on_store_failure"], let s = r.string(n, path: "dpop.on_store_failure") {
             switch s {
             case "fail_closed": d.failOpenOnStoreFailure = false
@@ -69,41 +84,68 @@ extension ConfigParser {
         }
         for (j, (key, n)) in keys.enumerated() {
             // RFC 2104 §3 / RFC 7518 §3.2: an HMAC-SHA-256 key at least as long as its output.
-            if key.utf8.count < 32 { r.problem("dpop.nonce_keys[\(j)]", n, "must be at least 32 bytes (e.g. openssl rand -base64 32)") }
-            else { d.nonceKeys.append(Array(key.utf8)) }
+            if key.utf8.count < 32 {
+                r.problem("dpop.nonce_keys[\(j)]", n, "must be at least 32 bytes (e.g. openssl rand -base64 32)")
+            } else {
+                d.nonceKeys.append(Array(key.utf8))
+            }
         }
         if let n = m["nonce_lifetime"], let v = r.duration(n, path: "dpop.nonce_lifetime") {
-            if v < 10 || v > 3600 { r.problem("dpop.nonce_lifetime", n, "must be from 10s to 1h") } else { d.nonceLifetime = v }
+            if v < 10 || v > 3600 {
+                r.problem("dpop.nonce_lifetime", n, "must be from 10s to 1h")
+            } else {
+                d.nonceLifetime = v
+            }
         }
         if let n = m["replay_cache_entries"], let s = r.string(n, path: "dpop.replay_cache_entries") {
-            if let v = Int(s), v >= 1000, v <= 100_000_000 { d.replayCacheEntries = v }
-            else { r.problem("dpop.replay_cache_entries", n, "must be a number from 1000 to 100000000") }
+            if let v = Int(s), v >= 1000, v <= 100_000_000 {
+                d.replayCacheEntries = v
+            } else {
+                r.problem("dpop.replay_cache_entries", n, "must be a number from 1000 to 100000000")
+            }
         }
         return d
     }
 
     static func dpopRoute(_ node: Node, path p: String, _ r: ConfigReader) -> DPoPRouteConfig {
         var d = DPoPRouteConfig()
-        guard let m = r.mapping(node, path: p, known: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]) else { return d }
+        guard
+            let m = r.mapping(
+                node, path: p, known: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"])
+        else { return d }
         if let n = m["algorithms"], let seq = r.sequence(n, path: "\(p).algorithms") {
             var algs = Set<JWSAlgorithm>()
             for (j, a) in seq.enumerated() {
                 guard let s = r.string(a, path: "\(p).algorithms[\(j)]") else { continue }
                 guard let alg = JWSAlgorithm(rawValue: s) else {
-                    r.problem("\(p).algorithms[\(j)]", a, "\"\(s)\" is not one of \(JWSAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))")
+                    r.problem(
+                        "\(p).algorithms[\(j)]", a,
+                        "\"\(s)\" is not one of \(JWSAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))")
                     continue
                 }
                 // RFC 9449 §4.3 check 5: a proof is signed with an asymmetric key.
-                if alg.isSymmetric { r.problem("\(p).algorithms[\(j)]", a, "DPoP proofs are signed with asymmetric keys; \(s) is not allowed") }
-                else { algs.insert(alg) }
+                if alg.isSymmetric {
+                    r.problem(
+                        "\(p).algorithms[\(j)]", a, "DPoP proofs are signed with asymmetric keys; \(s) is not allowed")
+                } else {
+                    algs.insert(alg)
+                }
             }
             if !algs.isEmpty { d.algorithms = algs }
         }
         if let n = m["iat_window"], let v = r.duration(n, path: "\(p).iat_window") {
-            if v < 1 || v > 86_400 { r.problem("\(p).iat_window", n, "must be from 1s to 24h") } else { d.iatWindow = v }
+            if v < 1 || v > 86_400 {
+                r.problem("\(p).iat_window", n, "must be from 1s to 24h")
+            } else {
+                d.iatWindow = v
+            }
         }
         if let n = m["leeway"], let v = r.duration(n, path: "\(p).leeway") {
-            if v > 300 { r.problem("\(p).leeway", n, "more than 5m of clock skew is not accepted") } else { d.leeway = v }
+            if v > 300 {
+                r.problem("\(p).leeway", n, "more than 5m of clock skew is not accepted")
+            } else {
+                d.leeway = v
+            }
         }
         if let n = m["nonce"], let s = r.string(n, path: "\(p).nonce") {
             switch s {
@@ -114,12 +156,16 @@ extension ConfigParser {
         }
         if let n = m["forward_proof"], let b = r.bool(n, path: "\(p).forward_proof") { d.forwardProof = b }
         if let n = m["jkt_header"], let s = r.string(n, path: "\(p).jkt_header") {
-            if s == "off" { d.jktHeader = nil }
-            else if s.isEmpty || !s.utf8.allSatisfy(HeaderRules.isTokenChar)
-                        || !HeaderRules.forwardsRequestHeader(s, listed: [], reservedPrefix: nil)
-                        || ["authorization", "cookie", "dpop"].contains(s.lowercased()) {
+            if s == "off" {
+                d.jktHeader = nil
+            } else if s.isEmpty || !s.utf8.allSatisfy(HeaderRules.isTokenChar)
+                || !HeaderRules.forwardsRequestHeader(s, listed: [], reservedPrefix: nil)
+                || ["authorization", "cookie", "dpop"].contains(s.lowercased())
+            {
                 r.problem("\(p).jkt_header", n, "must be a header name the gateway may set (or off)")
-            } else { d.jktHeader = s }
+            } else {
+                d.jktHeader = s
+            }
         }
         return d
     }

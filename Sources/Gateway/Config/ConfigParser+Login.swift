@@ -7,10 +7,16 @@ import Yams
 extension ConfigParser {
     static func session(_ node: Node, _ r: ConfigReader) -> SessionConfig {
         var s = SessionConfig()
-        guard let m = r.mapping(node, path: "session", known: ["keys", "keys_file", "cookie_name", "secure_cookie", "idle_timeout",
-                                                                "absolute_timeout", "refresh_margin", "login_timeout",
-                                                                "max_pending_logins", "cache_ttl", "pending_logins",
-                                                                "cookie_domain", "same_site"]) else { return s }
+        guard
+            let m = r.mapping(
+                node, path: "session",
+                known: [
+                    "keys", "keys_file", "cookie_name", "secure_cookie", "idle_timeout",
+                    "absolute_timeout", "refresh_margin", "login_timeout",
+                    "max_pending_logins", "cache_ttl", "pending_logins",
+                    "cookie_domain", "same_site"
+                ])
+        else { return s }
         var texts: [(String, Node?)] = []
         if m["keys"] != nil && m["keys_file"] != nil {
             r.problem("session.keys", m["keys"], "give either keys or keys_file, not both")
@@ -24,23 +30,34 @@ extension ConfigParser {
             let b64url = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .trimmingCharacters(in: CharacterSet(charactersIn: "="))
             guard let key = Base64URL.decode(b64url), key.count == 32 else {
-                r.problem("session.keys[\(j)]", n, "must be 32 random bytes, base64-encoded (openssl rand -base64 32)"); continue
+                r.problem("session.keys[\(j)]", n, "must be 32 random bytes, base64-encoded (openssl rand -base64 32)")
+                continue
             }
             s.keys.append(key)
         }
         if let n = m["cookie_name"], let v = r.string(n, path: "session.cookie_name") {
             if v.isEmpty || v.utf8.count > 64 || !v.utf8.allSatisfy(HeaderRules.isTokenChar) {
                 r.problem("session.cookie_name", n, "must be a cookie name (letters, digits, - and _)")
-            } else { s.cookieName = v }
+            } else {
+                s.cookieName = v
+            }
         }
         if let n = m["secure_cookie"], let b = r.bool(n, path: "session.secure_cookie") { s.secureCookie = b }
         if let n = m["idle_timeout"], let v = r.duration(n, path: "session.idle_timeout") { s.idleTimeout = max(v, 5) }
-        if let n = m["absolute_timeout"], let v = r.duration(n, path: "session.absolute_timeout") { s.absoluteTimeout = max(v, 5) }
+        if let n = m["absolute_timeout"], let v = r.duration(n, path: "session.absolute_timeout") {
+            s.absoluteTimeout = max(v, 5)
+        }
         if let n = m["refresh_margin"], let v = r.duration(n, path: "session.refresh_margin") { s.refreshMargin = v }
-        if let n = m["login_timeout"], let v = r.duration(n, path: "session.login_timeout") { s.loginTimeout = min(max(v, 30), 3600) }
+        if let n = m["login_timeout"], let v = r.duration(n, path: "session.login_timeout") {
+            s.loginTimeout = min(max(v, 30), 3600)
+        }
         if let n = m["cache_ttl"], let v = r.duration(n, path: "session.cache_ttl") { s.cacheTTL = min(v, 60) }
         if let n = m["max_pending_logins"], let v = r.string(n, path: "session.max_pending_logins") {
-            if let k = Int(v), k >= 1, k <= 20 { s.maxPendingLogins = k } else { r.problem("session.max_pending_logins", n, "must be from 1 to 20") }
+            if let k = Int(v), k >= 1, k <= 20 {
+                s.maxPendingLogins = k
+            } else {
+                r.problem("session.max_pending_logins", n, "must be from 1 to 20")
+            }
         }
         if let n = m["pending_logins"], let v = r.string(n, path: "session.pending_logins") {
             switch v {
@@ -55,12 +72,21 @@ extension ConfigParser {
 
     static func login(_ node: Node, _ r: ConfigReader) -> LoginConfig {
         var l = LoginConfig()
-        guard let m = r.mapping(node, path: "login", known: ["start_path", "callback_path", "logout_path", "request_object_path",
-                                                            "jwks_path", "allowed_redirect_hosts", "after_logout", "backchannel_logout_path"]) else { return l }
+        guard
+            let m = r.mapping(
+                node, path: "login",
+                known: [
+                    "start_path", "callback_path", "logout_path", "request_object_path",
+                    "jwks_path", "allowed_redirect_hosts", "after_logout", "backchannel_logout_path"
+                ])
+        else { return l }
         func path(_ key: String, _ set: (String) -> Void) {
             guard let n = m[key], let v = r.string(n, path: "login.\(key)") else { return }
-            if case .success(let norm) = PathNormalizer.normalize(target: v), norm.path == v, norm.query == nil { set(v) }
-            else { r.problem("login.\(key)", n, "must be a normalized path starting with /") }
+            if case .success(let norm) = PathNormalizer.normalize(target: v), norm.path == v, norm.query == nil {
+                set(v)
+            } else {
+                r.problem("login.\(key)", n, "must be a normalized path starting with /")
+            }
         }
         path("start_path") { l.startPath = $0 }
         path("callback_path") { l.callbackPath = $0 }
@@ -71,66 +97,106 @@ extension ConfigParser {
         if let n = m["allowed_redirect_hosts"], let seq = r.sequence(n, path: "login.allowed_redirect_hosts") {
             l.allowedRedirectHosts = seq.enumerated().compactMap { j, h in
                 guard let s = r.string(h, path: "login.allowed_redirect_hosts[\(j)]") else { return nil }
-                guard HostPattern(s) != nil else { r.problem("login.allowed_redirect_hosts[\(j)]", h, "must be a host name or *.suffix"); return nil }
+                guard HostPattern(s) != nil else {
+                    r.problem("login.allowed_redirect_hosts[\(j)]", h, "must be a host name or *.suffix")
+                    return nil
+                }
                 return s
             }
         }
         if let n = m["after_logout"], let v = r.string(n, path: "login.after_logout") {
-            if v.hasPrefix("/") && !v.hasPrefix("//") || v.hasPrefix("https://") { l.afterLogout = v }
-            else { r.problem("login.after_logout", n, "must be a path or an https URL") }
+            if v.hasPrefix("/") && !v.hasPrefix("//") || v.hasPrefix("https://") {
+                l.afterLogout = v
+            } else {
+                r.problem("login.after_logout", n, "must be a path or an https URL")
+            }
         }
         return l
     }
 
-    static func loginSettings(_ c: [String: Node], path p: String, hasKey: Bool, _ r: ConfigReader) -> LoginClientSettings {
+    static func loginSettings(_ c: [String: Node], path p: String, hasKey: Bool, _ r: ConfigReader)
+        -> LoginClientSettings
+    {
         var s = LoginClientSettings()
         if let n = c["request_mode"], let v = r.string(n, path: "\(p).request_mode") {
-            if let mode = LoginClientSettings.RequestMode(rawValue: v) { s.requestMode = mode }
-            else { r.problem("\(p).request_mode", n, "must be one of par, request, request_uri, plain") }
+            if let mode = LoginClientSettings.RequestMode(rawValue: v) {
+                s.requestMode = mode
+            } else {
+                r.problem("\(p).request_mode", n, "must be one of par, request, request_uri, plain")
+            }
         }
         if s.requestMode != .plain && !hasKey && c["request_mode"] != nil {
             // RFC 9101: the request object is signed with the client's key.
-            r.problem("\(p).request_mode", c["request_mode"], "request_mode \(s.requestMode.rawValue) signs a request object: add key_file (tokengate keys generate)")
+            r.problem(
+                "\(p).request_mode", c["request_mode"],
+                "request_mode \(s.requestMode.rawValue) signs a request object: add key_file (tokengate keys generate)")
         }
         if let n = c["scopes"], let seq = r.sequence(n, path: "\(p).scopes") {
             s.scopes = seq.enumerated().compactMap { r.string($1, path: "\(p).scopes[\($0)]") }
-            if !s.scopes.contains("openid") { r.problem("\(p).scopes", n, "must include openid (the login validates an ID token)") }
+            if !s.scopes.contains("openid") {
+                r.problem("\(p).scopes", n, "must include openid (the login validates an ID token)")
+            }
         }
         if let n = c["redirect_uri"], let v = r.string(n, path: "\(p).redirect_uri") {
-            if ConfigValues.url(v) == nil && !v.contains("?") { r.problem("\(p).redirect_uri", n, "\"\(v)\" is not an http(s) URL") } else { s.redirectURI = v }
+            if ConfigValues.url(v) == nil && !v.contains("?") {
+                r.problem("\(p).redirect_uri", n, "\"\(v)\" is not an http(s) URL")
+            } else {
+                s.redirectURI = v
+            }
         }
-        if let n = c["post_logout_redirect_uri"], let v = r.string(n, path: "\(p).post_logout_redirect_uri") { s.postLogoutRedirectURI = v }
+        if let n = c["post_logout_redirect_uri"], let v = r.string(n, path: "\(p).post_logout_redirect_uri") {
+            s.postLogoutRedirectURI = v
+        }
         if let n = c["extra"], let em = r.mapping(n, path: "\(p).extra", known: nil) {
-            let reserved: Set<String> = ["response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge",
-                                         "code_challenge_method", "request", "request_uri", "response_mode"]
+            let reserved: Set<String> = [
+                "response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge",
+                "code_challenge_method", "request", "request_uri", "response_mode"
+            ]
             for (k, v) in em.sorted(by: { $0.key < $1.key }) {
-                guard !reserved.contains(k) else { r.problem("\(p).extra.\(k)", v, "is set by the gateway itself"); continue }
+                guard !reserved.contains(k) else {
+                    r.problem("\(p).extra.\(k)", v, "is set by the gateway itself")
+                    continue
+                }
                 if let sv = r.string(v, path: "\(p).extra.\(k)") { s.extra.append((k, sv)) }
             }
         }
-        if let n = c["login_hint_from_query"], let b = r.bool(n, path: "\(p).login_hint_from_query") { s.loginHintFromQuery = b }
+        if let n = c["login_hint_from_query"], let b = r.bool(n, path: "\(p).login_hint_from_query") {
+            s.loginHintFromQuery = b
+        }
         if let n = c["revoke_on_logout"], let b = r.bool(n, path: "\(p).revoke_on_logout") { s.revokeOnLogout = b }
         if let n = c["dpop"], let b = r.bool(n, path: "\(p).dpop") { s.dpop = b }
-        if let n = c["allow_unverified_email"], let b = r.bool(n, path: "\(p).allow_unverified_email") { s.allowUnverifiedEmail = b }
+        if let n = c["allow_unverified_email"], let b = r.bool(n, path: "\(p).allow_unverified_email") {
+            s.allowUnverifiedEmail = b
+        }
         if let n = c["userinfo"], let b = r.bool(n, path: "\(p).userinfo") { s.userinfo = b }
         return s
     }
 
     /// A `login` / `login_or_token` route's client: defined, with an issuer whose metadata
     /// (discovery) gives the endpoints, and a redirect URI the gateway can name.
-    static func loginClient(_ m: [String: Node], path p: String, item: Node, cfg: GatewayConfig, _ r: ConfigReader) -> String? {
+    static func loginClient(_ m: [String: Node], path p: String, item: Node, cfg: GatewayConfig, _ r: ConfigReader)
+        -> String?
+    {
         guard let n = m["client"], let name = r.string(n, path: "\(p).client") else {
-            r.problem("\(p).client", item, "auth: login needs client: NAME (defined: \(cfg.clientNames.joined(separator: ", ")))"); return nil
+            r.problem(
+                "\(p).client", item,
+                "auth: login needs client: NAME (defined: \(cfg.clientNames.joined(separator: ", ")))")
+            return nil
         }
         guard let client = cfg.clients[name] else { return nil }  // reported by the caller
         guard let issuerName = client.issuer, let issuer = cfg.issuers[issuerName] else {
-            r.problem("clients.\(name).issuer", n, "a login client needs issuer: NAME (an issuer with discovery: true)"); return nil
+            r.problem("clients.\(name).issuer", n, "a login client needs issuer: NAME (an issuer with discovery: true)")
+            return nil
         }
         if issuer.keys != .discovery {
-            r.problem("issuers.\(issuerName).discovery", n, "a login needs the issuer's metadata (authorization and token endpoints): set discovery: true")
+            r.problem(
+                "issuers.\(issuerName).discovery", n,
+                "a login needs the issuer's metadata (authorization and token endpoints): set discovery: true")
         }
         if client.login.redirectURI == nil && cfg.publicURLs.isEmpty {
-            r.problem("clients.\(name).redirect_uri", n, "set redirect_uri, or public_url (the redirect URI is then public_url + \(cfg.login.callbackPath))")
+            r.problem(
+                "clients.\(name).redirect_uri", n,
+                "set redirect_uri, or public_url (the redirect URI is then public_url + \(cfg.login.callbackPath))")
         }
         return name
     }

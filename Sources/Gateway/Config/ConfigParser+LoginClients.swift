@@ -5,22 +5,33 @@ import Yams
 /// client it logged in with.
 extension ConfigParser {
     /// The route's login clients (the first is `client`); problems reported on `r`.
-    static func loginClients(_ m: [String: Node], path p: String, item: Node, cfg: GatewayConfig, _ r: ConfigReader) -> [String] {
+    static func loginClients(_ m: [String: Node], path p: String, item: Node, cfg: GatewayConfig, _ r: ConfigReader)
+        -> [String]
+    {
         guard let n = m["clients"] else {
             return loginClient(m, path: p, item: item, cfg: cfg, r).map { [$0] } ?? []
         }
         if m["client"] != nil {
-            r.problem("\(p).clients", n, "give client: NAME or clients: [A, B], not both"); return []
+            r.problem("\(p).clients", n, "give client: NAME or clients: [A, B], not both")
+            return []
         }
         guard let seq = r.sequence(n, path: "\(p).clients") else { return [] }
-        if seq.isEmpty { r.problem("\(p).clients", n, "is empty; list the login clients (defined: \(cfg.clientNames.joined(separator: ", ")))") }
+        if seq.isEmpty {
+            r.problem(
+                "\(p).clients", n,
+                "is empty; list the login clients (defined: \(cfg.clientNames.joined(separator: ", ")))")
+        }
         var names: [String] = []
         for (j, item) in seq.enumerated() {
             let q = "\(p).clients[\(j)]"
             guard let name = r.string(item, path: q) else { continue }
-            guard !names.contains(name) else { r.problem(q, item, "\"\(name)\" is listed twice"); continue }
+            guard !names.contains(name) else {
+                r.problem(q, item, "\"\(name)\" is listed twice")
+                continue
+            }
             guard cfg.clients[name] != nil else {
-                r.problem(q, item, "\"\(name)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))"); continue
+                r.problem(q, item, "\"\(name)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
+                continue
             }
             // The checks of a single `client:` (issuer with discovery, a redirect URI).
             if let ok = loginClient(["client": item], path: q, item: item, cfg: cfg, r) { names.append(ok) }
@@ -33,9 +44,12 @@ extension ConfigParser {
     /// `userinfo: true` does something only for a client that logs browsers in.
     static func checkUserinfoClients(_ cfg: GatewayConfig, _ r: ConfigReader) {
         let loginClients = Set(cfg.routes.flatMap(\.clients))
-        for client in cfg.clients.values.sorted(by: { $0.name < $1.name }) where client.login.userinfo && !loginClients.contains(client.name) {
-            r.problem("clients.\(client.name).userinfo", nil,
-                      "has no effect: no auth: login route lists this client (add client: \(client.name) or clients: [..., \(client.name)] to a login route, or remove userinfo)")
+        for client in cfg.clients.values.sorted(by: { $0.name < $1.name })
+        where client.login.userinfo && !loginClients.contains(client.name) {
+            r.problem(
+                "clients.\(client.name).userinfo", nil,
+                "has no effect: no auth: login route lists this client (add client: \(client.name) or clients: [..., \(client.name)] to a login route, or remove userinfo)"
+            )
         }
     }
 }

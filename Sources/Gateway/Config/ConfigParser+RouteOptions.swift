@@ -6,72 +6,123 @@ import Yams
 /// The route options of RouteOptions.swift, `identity_assertion_keys`, `session.cookie_domain`
 /// and `session.same_site`, and `require.email_domains` / `require.any_of`.
 extension ConfigParser {
-    static let routeOptionKeys = ["strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion"]
+    static let routeOptionKeys = [
+        "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion"
+    ]
 
-    static func routeOptions(_ m: [String: Node], path p: String, route: RouteConfig, cfg: GatewayConfig, _ r: ConfigReader) -> RouteOptions {
+    static func routeOptions(
+        _ m: [String: Node], path p: String, route: RouteConfig, cfg: GatewayConfig, _ r: ConfigReader
+    ) -> RouteOptions {
         var o = RouteOptions()
         if let n = m["strip_prefix"], let b = r.bool(n, path: "\(p).strip_prefix"), b {
             switch route.match.path {
             case .exact:
-                r.problem("\(p).strip_prefix", n, "needs match.path_prefix (an exact path would leave nothing to forward); use path_prefix: or remove strip_prefix")
+                r.problem(
+                    "\(p).strip_prefix", n,
+                    "needs match.path_prefix (an exact path would leave nothing to forward); use path_prefix: or remove strip_prefix"
+                )
             case .prefix(let prefix):
                 let bare = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
-                if bare.isEmpty { r.problem("\(p).strip_prefix", n, "path_prefix: / has nothing to strip; remove strip_prefix") }
-                else { o.strippedPrefix = bare }
+                if bare.isEmpty {
+                    r.problem("\(p).strip_prefix", n, "path_prefix: / has nothing to strip; remove strip_prefix")
+                } else {
+                    o.strippedPrefix = bare
+                }
             }
         }
         if let n = m["cors_preflight"], let s = r.string(n, path: "\(p).cors_preflight") {
-            if s != "allow" { r.problem("\(p).cors_preflight", n, "must be allow (CORS preflights pass unauthenticated), or leave it out") }
-            else if route.auth == .none { r.problem("\(p).cors_preflight", n, "has no effect with auth: none (every request passes already); remove it") }
-            else { o.corsPreflight = true }
+            if s != "allow" {
+                r.problem(
+                    "\(p).cors_preflight", n, "must be allow (CORS preflights pass unauthenticated), or leave it out")
+            } else if route.auth == .none {
+                r.problem(
+                    "\(p).cors_preflight", n, "has no effect with auth: none (every request passes already); remove it")
+            } else {
+                o.corsPreflight = true
+            }
         }
         let session = route.auth == .login || route.auth == .login_or_token
         for key in ["pass_access_token", "pass_id_token"] {
             guard let n = m[key], let h = r.string(n, path: "\(p).\(key)") else { continue }
             guard session else {
-                r.problem("\(p).\(key)", n, "passes a browser session's token: it needs auth: login or login_or_token"
-                          + (key == "pass_access_token" ? " (a token route forwards the caller's own token with forward_token: true)" : ""))
+                r.problem(
+                    "\(p).\(key)", n,
+                    "passes a browser session's token: it needs auth: login or login_or_token"
+                        + (key == "pass_access_token"
+                            ? " (a token route forwards the caller's own token with forward_token: true)" : ""))
                 continue
             }
-            guard headerName(h, path: "\(p).\(key)", n, allowAuthorization: key == "pass_access_token", r) else { continue }
+            guard headerName(h, path: "\(p).\(key)", n, allowAuthorization: key == "pass_access_token", r) else {
+                continue
+            }
             if key == "pass_access_token" { o.passAccessToken = h } else { o.passIDToken = h }
         }
         // On auth: login, forward_token: true sends the session's token (as Authorization); on
         // login_or_token it is about the caller's own token, and both options can be set.
         if o.passAccessToken != nil, route.forwardSessionToken {
-            r.problem("\(p).forward_token", m["forward_token"], "give forward_token or pass_access_token, not both (forward_token: true is pass_access_token: Authorization)")
+            r.problem(
+                "\(p).forward_token", m["forward_token"],
+                "give forward_token or pass_access_token, not both (forward_token: true is pass_access_token: Authorization)"
+            )
         } else if route.forwardSessionToken {
             o.passAccessToken = "Authorization"
         }
-        if let n = m["identity_assertion"] { o.identityAssertion = identityAssertion(n, path: "\(p).identity_assertion", route: route, cfg: cfg, r) }
+        if let n = m["identity_assertion"] {
+            o.identityAssertion = identityAssertion(n, path: "\(p).identity_assertion", route: route, cfg: cfg, r)
+        }
         let own = o.ownHeaders
-        if Set(own).count != own.count { r.problem(p, m["identity_assertion"] ?? m["pass_id_token"], "pass_access_token, pass_id_token and identity_assertion.header must be different headers") }
+        if Set(own).count != own.count {
+            r.problem(
+                p, m["identity_assertion"] ?? m["pass_id_token"],
+                "pass_access_token, pass_id_token and identity_assertion.header must be different headers")
+        }
         for h in own where route.identityHeaders.headerNames.contains(where: { $0.lowercased() == h }) {
-            r.problem(p, m["headers"], "the header \(h) is both an identity header and a token/assertion header; rename one")
+            r.problem(
+                p, m["headers"], "the header \(h) is both an identity header and a token/assertion header; rename one")
         }
         return o
     }
 
     /// A header the gateway itself sets upstream: a valid name that no protocol rule owns.
-    private static func headerName(_ h: String, path: String, _ n: Node, allowAuthorization: Bool, _ r: ConfigReader) -> Bool {
+    private static func headerName(_ h: String, path: String, _ n: Node, allowAuthorization: Bool, _ r: ConfigReader)
+        -> Bool
+    {
         let lower = h.lowercased()
-        guard !h.isEmpty, h.utf8.allSatisfy(HeaderRules.isTokenChar) else { r.problem(path, n, "\"\(h)\" is not a header name"); return false }
+        guard !h.isEmpty, h.utf8.allSatisfy(HeaderRules.isTokenChar) else {
+            r.problem(path, n, "\"\(h)\" is not a header name")
+            return false
+        }
         if lower == "authorization" { if allowAuthorization { return true } }
-        if lower == "authorization" || lower == "cookie" || lower == "dpop" || !HeaderRules.forwardsRequestHeader(h, listed: [], reservedPrefix: nil) {
-            r.problem(path, n, "\(h) is a header the gateway or the protocol owns; pick another name such as X-Id-Token"); return false
+        if lower == "authorization" || lower == "cookie" || lower == "dpop"
+            || !HeaderRules.forwardsRequestHeader(h, listed: [], reservedPrefix: nil)
+        {
+            r.problem(
+                path, n, "\(h) is a header the gateway or the protocol owns; pick another name such as X-Id-Token")
+            return false
         }
         return true
     }
 
-    private static func identityAssertion(_ node: Node, path p: String, route: RouteConfig, cfg: GatewayConfig, _ r: ConfigReader) -> IdentityAssertionConfig? {
+    private static func identityAssertion(
+        _ node: Node, path p: String, route: RouteConfig, cfg: GatewayConfig, _ r: ConfigReader
+    ) -> IdentityAssertionConfig? {
         guard let m = r.mapping(node, path: p, known: ["header", "lifetime", "audience"]) else { return nil }
-        if route.auth == .none { r.problem(p, node, "has no effect with auth: none (there is no caller to assert)"); return nil }
+        if route.auth == .none {
+            r.problem(p, node, "has no effect with auth: none (there is no caller to assert)")
+            return nil
+        }
         guard !cfg.assertionKeys.isEmpty else {
-            r.problem(p, node, "needs identity_assertion_keys: [FILE] at the top level (make a key with: tokengate keys generate --out assertion.jwk)")
+            r.problem(
+                p, node,
+                "needs identity_assertion_keys: [FILE] at the top level (make a key with: tokengate keys generate --out assertion.jwk)"
+            )
             return nil
         }
         guard let origin = cfg.publicURLs.first else {
-            r.problem(p, node, "needs public_url: the assertion's iss is the gateway's public origin (e.g. https://gw.example.com)"); return nil
+            r.problem(
+                p, node,
+                "needs public_url: the assertion's iss is the gateway's public origin (e.g. https://gw.example.com)")
+            return nil
         }
         var audience = ""
         if let up = cfg.upstreams[route.upstream] {
@@ -83,11 +134,20 @@ extension ConfigParser {
             if headerName(h, path: "\(p).header", n, allowAuthorization: false, r) { a.header = h }
         }
         if let n = m["lifetime"], let v = r.duration(n, path: "\(p).lifetime") {
-            if v < 10 || v > 3600 { r.problem("\(p).lifetime", n, "must be from 10s to 1h (short: a leaked assertion is soon useless; 60s is the default)") }
-            else { a.lifetime = v }
+            if v < 10 || v > 3600 {
+                r.problem(
+                    "\(p).lifetime", n,
+                    "must be from 10s to 1h (short: a leaked assertion is soon useless; 60s is the default)")
+            } else {
+                a.lifetime = v
+            }
         }
         if let n = m["audience"], let s = r.string(n, path: "\(p).audience") {
-            if s.isEmpty { r.problem("\(p).audience", n, "must not be empty (the upstream checks it; default: the upstream URL)") } else { a.audience = s }
+            if s.isEmpty {
+                r.problem("\(p).audience", n, "must not be empty (the upstream checks it; default: the upstream URL)")
+            } else {
+                a.audience = s
+            }
         }
         return a
     }
@@ -104,9 +164,14 @@ extension ConfigParser {
             let (key, alg) = clientKey(file: file, node: item, algNode: nil, path: p, r)
             guard let key, let alg else { continue }
             guard let kid = key.kid, !kid.isEmpty else {
-                r.problem(p, item, "the key needs a kid (upstreams pick the key by it); tokengate keys generate sets one"); continue
+                r.problem(
+                    p, item, "the key needs a kid (upstreams pick the key by it); tokengate keys generate sets one")
+                continue
             }
-            if out.contains(where: { $0.key.kid == kid }) { r.problem(p, item, "kid \(kid) is used by another key in the list"); continue }
+            if out.contains(where: { $0.key.kid == kid }) {
+                r.problem(p, item, "kid \(kid) is used by another key in the list")
+                continue
+            }
             out.append(AssertionKey(key: key, alg: alg))
         }
         if seq.isEmpty { r.problem("identity_assertion_keys", node, "is empty; list at least one key file") }
@@ -117,20 +182,31 @@ extension ConfigParser {
     static func sessionCookieOptions(_ m: [String: Node], _ s: inout SessionConfig, _ r: ConfigReader) {
         if let n = m["cookie_domain"], let v = r.string(n, path: "session.cookie_domain") {
             if v.hasPrefix(".") {
-                r.problem("session.cookie_domain", n, "write the domain without the leading dot (\(v.dropFirst())); it covers its subdomains anyway")
-            } else if let host = HostNormalizer.normalize(v), host == v.lowercased(), host.contains("."), !host.contains(":"),
-                      !host.split(separator: ".").allSatisfy({ $0.allSatisfy(\.isNumber) }) {
+                r.problem(
+                    "session.cookie_domain", n,
+                    "write the domain without the leading dot (\(v.dropFirst())); it covers its subdomains anyway")
+            } else if let host = HostNormalizer.normalize(v), host == v.lowercased(), host.contains("."),
+                !host.contains(":"),
+                !host.split(separator: ".").allSatisfy({ $0.allSatisfy(\.isNumber) })
+            {
                 s.cookieDomain = host
             } else {
-                r.problem("session.cookie_domain", n, "must be a domain name with a dot, such as example.com (not an IP address, no port)")
+                r.problem(
+                    "session.cookie_domain", n,
+                    "must be a domain name with a dot, such as example.com (not an IP address, no port)")
             }
         }
         if let n = m["same_site"], let v = r.string(n, path: "session.same_site") {
-            if let ss = SameSite(rawValue: v.lowercased()) { s.sameSite = ss }
-            else { r.problem("session.same_site", n, "must be lax (the default), strict or none") }
+            if let ss = SameSite(rawValue: v.lowercased()) {
+                s.sameSite = ss
+            } else {
+                r.problem("session.same_site", n, "must be lax (the default), strict or none")
+            }
         }
         if s.sameSite == .none && !s.secureCookie {
-            r.problem("session.same_site", m["same_site"], "same_site: none needs secure_cookie: true (browsers drop SameSite=None cookies that are not Secure)")
+            r.problem(
+                "session.same_site", m["same_site"],
+                "same_site: none needs secure_cookie: true (browsers drop SameSite=None cookies that are not Secure)")
         }
     }
 
@@ -141,60 +217,92 @@ extension ConfigParser {
         // Without Secure, the cookie cannot carry the __Secure- prefix (RFC 6265bis §4.1.3.1):
         // any host under the domain, over plain HTTP too, could set one the gateway would take.
         if !cfg.session.secureCookie {
-            r.problem("session.cookie_domain", node, "needs secure_cookie: true: a Domain cookie without Secure has no __Secure- prefix, so any host under \(domain), even over plain http, could plant a session cookie; remove cookie_domain (host-only cookie) or set secure_cookie: true")
+            r.problem(
+                "session.cookie_domain", node,
+                "needs secure_cookie: true: a Domain cookie without Secure has no __Secure- prefix, so any host under \(domain), even over plain http, could plant a session cookie; remove cookie_domain (host-only cookie) or set secure_cookie: true"
+            )
         }
         for url in cfg.publicURLs {
             var host = url.authority.lowercased()
             if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") { host = String(host[..<colon]) }
             if host != domain && !host.hasSuffix("." + domain) {
-                r.problem("session.cookie_domain", node, "\(domain) does not cover public_url \(url.scheme)://\(url.authority): browsers would refuse the cookie there; use a domain every public_url is under")
+                r.problem(
+                    "session.cookie_domain", node,
+                    "\(domain) does not cover public_url \(url.scheme)://\(url.authority): browsers would refuse the cookie there; use a domain every public_url is under"
+                )
             }
         }
     }
 
     /// `require.issuers` / `require.clients` (and those of every any_of alternative) name
     /// issuers the route accepts tokens from, or login clients it lists.
-    static func checkVouchers(_ req: AuthorizationRequirement, route: RouteConfig, cfg: GatewayConfig, node: Node?, path p: String, _ r: ConfigReader) {
+    static func checkVouchers(
+        _ req: AuthorizationRequirement, route: RouteConfig, cfg: GatewayConfig, node: Node?, path p: String,
+        _ r: ConfigReader
+    ) {
         let tokenIssuers = route.tokens?.issuers ?? []
         let sessionIssuers = route.clients.compactMap { cfg.clients[$0]?.issuer }
         for name in req.issuers where !tokenIssuers.contains(name) && !sessionIssuers.contains(name) {
-            r.problem("\(p).issuers", node, "\(name) is not an issuer this route accepts (route issuers: \(tokenIssuers.joined(separator: ", ")); login clients' issuers: \(sessionIssuers.joined(separator: ", ")))")
+            r.problem(
+                "\(p).issuers", node,
+                "\(name) is not an issuer this route accepts (route issuers: \(tokenIssuers.joined(separator: ", ")); login clients' issuers: \(sessionIssuers.joined(separator: ", ")))"
+            )
         }
         for name in req.clients where !route.clients.contains(name) {
-            r.problem("\(p).clients", node, "\(name) is not a login client of this route (clients: \(route.clients.joined(separator: ", "))); a token never meets require.clients")
+            r.problem(
+                "\(p).clients", node,
+                "\(name) is not a login client of this route (clients: \(route.clients.joined(separator: ", "))); a token never meets require.clients"
+            )
         }
-        for (j, alt) in req.anyOf.enumerated() { checkVouchers(alt, route: route, cfg: cfg, node: node, path: "\(p).any_of[\(j)]", r) }
+        for (j, alt) in req.anyOf.enumerated() {
+            checkVouchers(alt, route: route, cfg: cfg, node: node, path: "\(p).any_of[\(j)]", r)
+        }
     }
 
     /// `require.email_domains`, `require.any_of` (called by `requirement`).
-    static func requirementExtras(_ m: [String: Node], path p: String, _ req: inout AuthorizationRequirement, _ r: ConfigReader) {
+    static func requirementExtras(
+        _ m: [String: Node], path p: String, _ req: inout AuthorizationRequirement, _ r: ConfigReader
+    ) {
         if let n = m["email_domains"], let seq = r.sequence(n, path: "\(p).email_domains") {
             for (j, item) in seq.enumerated() {
                 guard let s = r.string(item, path: "\(p).email_domains[\(j)]") else { continue }
                 let d = s.lowercased()
                 if d.hasPrefix(".") || d.hasPrefix("@") || d.hasPrefix("*") {
-                    r.problem("\(p).email_domains[\(j)]", item, "write the bare domain (example.com); its subdomains match too")
+                    r.problem(
+                        "\(p).email_domains[\(j)]", item,
+                        "write the bare domain (example.com); its subdomains match too")
                 } else if HostNormalizer.normalize(d) == nil || d.contains(":") || !d.contains(".") {
                     r.problem("\(p).email_domains[\(j)]", item, "\"\(s)\" is not a domain name such as example.com")
-                } else { req.emailDomains.append(d) }
+                } else {
+                    req.emailDomains.append(d)
+                }
             }
-            if seq.isEmpty { r.problem("\(p).email_domains", n, "is empty: no email would match; list domains or remove the key") }
+            if seq.isEmpty {
+                r.problem("\(p).email_domains", n, "is empty: no email would match; list domains or remove the key")
+            }
         }
         // `issuers` / `clients`: names, checked against the route's own lists in `checkVouchers`.
         for key in ["issuers", "clients"] {
             guard let n = m[key], let seq = r.sequence(n, path: "\(p).\(key)") else { continue }
             let names = seq.enumerated().compactMap { r.string($1, path: "\(p).\(key)[\($0)]") }
-            if names.isEmpty { r.problem("\(p).\(key)", n, "is empty: no caller would match; list names or remove the key") }
+            if names.isEmpty {
+                r.problem("\(p).\(key)", n, "is empty: no caller would match; list names or remove the key")
+            }
             if key == "issuers" { req.issuers = names } else { req.clients = names }
         }
         if let n = m["any_of"], let seq = r.sequence(n, path: "\(p).any_of") {
-            if seq.count < 2 { r.problem("\(p).any_of", n, "needs at least two alternatives (with one, write its rules directly)") }
+            if seq.count < 2 {
+                r.problem("\(p).any_of", n, "needs at least two alternatives (with one, write its rules directly)")
+            }
             req.anyOf = seq.enumerated().map { j, item in
                 let alt = requirement(item, path: "\(p).any_of[\(j)]", r)
                 // An alternative with no rule is always met, and so would the whole any_of be
                 // (`any_of: [{}, {scopes: [admin]}]` lets everyone in).
                 if alt.isEmpty {
-                    r.problem("\(p).any_of[\(j)]", item, "has no rules, so it is always met and any_of lets everyone in; give it scopes, claims or email_domains, or remove it")
+                    r.problem(
+                        "\(p).any_of[\(j)]", item,
+                        "has no rules, so it is always met and any_of lets everyone in; give it scopes, claims or email_domains, or remove it"
+                    )
                 }
                 return alt
             }

@@ -9,7 +9,9 @@ extension ConfigParser {
 
     /// The settings (defaults without a `tls:` block) and the context built from them, or
     /// nil context with the problems reported at their key paths.
-    static func upstreamTLS(_ node: Node?, path p: String, host: String, _ r: ConfigReader) -> (UpstreamTLSConfig, UpstreamTLSContext?) {
+    static func upstreamTLS(_ node: Node?, path p: String, host: String, _ r: ConfigReader) -> (
+        UpstreamTLSConfig, UpstreamTLSContext?
+    ) {
         var tls = UpstreamTLSConfig(serverName: host)
         var ok = true
         if let node {
@@ -28,27 +30,39 @@ extension ConfigParser {
             tls.certFile = file("cert_file")
             tls.keyFile = file("key_file")
             if let n = m["server_name"], let s = r.string(n, path: "\(p).server_name") {
-                if validServerName(s) { tls.serverName = s.lowercased() } else {
-                    r.problem("\(p).server_name", n, "\"\(s)\" is not a host name or IP address (it is sent as SNI and checked against the certificate)")
+                if validServerName(s) {
+                    tls.serverName = s.lowercased()
+                } else {
+                    r.problem(
+                        "\(p).server_name", n,
+                        "\"\(s)\" is not a host name or IP address (it is sent as SNI and checked against the certificate)"
+                    )
                     ok = false
                 }
             }
-            if let n = m["insecure_skip_verify"], let v = r.bool(n, path: "\(p).insecure_skip_verify") { tls.insecureSkipVerify = v }
+            if let n = m["insecure_skip_verify"], let v = r.bool(n, path: "\(p).insecure_skip_verify") {
+                tls.insecureSkipVerify = v
+            }
             if (m["cert_file"] == nil) != (m["key_file"] == nil) {
                 let missing = m["cert_file"] == nil ? "cert_file" : "key_file"
-                r.problem(p, node, "a client certificate needs both cert_file and key_file; add \(missing) or remove the other")
+                r.problem(
+                    p, node,
+                    "a client certificate needs both cert_file and key_file; add \(missing) or remove the other")
                 ok = false
             }
             if tls.insecureSkipVerify && m["ca_file"] != nil {
-                r.problem("\(p).insecure_skip_verify", m["insecure_skip_verify"],
-                          "turns certificate verification off, so ca_file would never be used; remove insecure_skip_verify (ca_file is the safe way to trust a private CA)")
+                r.problem(
+                    "\(p).insecure_skip_verify", m["insecure_skip_verify"],
+                    "turns certificate verification off, so ca_file would never be used; remove insecure_skip_verify (ca_file is the safe way to trust a private CA)"
+                )
                 ok = false
             }
         }
         guard ok else { return (tls, nil) }
         do {
-            let context = try UpstreamTLSContext(serverName: tls.serverName, caFile: tls.caFile, certFile: tls.certFile,
-                                                 keyFile: tls.keyFile, insecureSkipTLSVerify: tls.insecureSkipVerify)
+            let context = try UpstreamTLSContext(
+                serverName: tls.serverName, caFile: tls.caFile, certFile: tls.certFile,
+                keyFile: tls.keyFile, insecureSkipTLSVerify: tls.insecureSkipVerify)
             return (tls, context)
         } catch {
             // The files are there but OpenSSL refused them (not PEM, key and certificate

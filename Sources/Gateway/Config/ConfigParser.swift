@@ -6,39 +6,56 @@ import Yams
 /// YAML text → validated `GatewayConfig`, or every problem at once (data → validation →
 /// bootstrap; README "Configuration walkthrough"). Pure apart from reading `*_file` secrets.
 public enum ConfigParser {
-    static let topKeys = ["listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
-                          "issuers", "clients", "upstreams", "routes", "limits", "access_log",
-                          "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login",
-                          "decision", "pages_dir", "identity_assertion_keys"]
+    static let topKeys = [
+        "listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
+        "issuers", "clients", "upstreams", "routes", "limits", "access_log",
+        "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login",
+        "decision", "pages_dir", "identity_assertion_keys"
+    ]
 
-    static func parse(yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
-                             baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount)
-        -> Result<GatewayConfig, ConfigError> {
+    static func parse(
+        yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount
+    )
+        -> Result<GatewayConfig, ConfigError>
+    {
         let r = ConfigReader(environment: environment, baseDirectory: baseDirectory)
         let root: Node
         do {
             guard let node = try Yams.compose(yaml: yaml) else {
-                return .failure(ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "the file is empty")]))
+                return .failure(
+                    ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "the file is empty")]))
             }
             root = node
         } catch {
-            return .failure(ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "not valid YAML: \(error)")]))
+            return .failure(
+                ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "not valid YAML: \(error)")]))
         }
         var cfg = GatewayConfig()
-        guard let top = r.mapping(root, path: "", known: topKeys) else { return .failure(ConfigError(problems: r.problems)) }
+        guard let top = r.mapping(root, path: "", known: topKeys) else {
+            return .failure(ConfigError(problems: r.problems))
+        }
 
         cfg.listeners = listeners(top["listen"], r)
         if let node = top["admin_listen"] {
             if let s = r.string(node, path: "admin_listen") {
-                if s == "off" { cfg.adminListen = nil }
-                else if let a = ConfigValues.socketAddress(s) { cfg.adminListen = a }
-                else { r.problem("admin_listen", node, "\"\(s)\" is not host:port (or off)") }
+                if s == "off" {
+                    cfg.adminListen = nil
+                } else if let a = ConfigValues.socketAddress(s) {
+                    cfg.adminListen = a
+                } else {
+                    r.problem("admin_listen", node, "\"\(s)\" is not host:port (or off)")
+                }
             }
         }
         if let node = top["workers"], let s = r.string(node, path: "workers") {
-            if s == "auto" { cfg.workers = max(1, cores) }
-            else if let n = Int(s), n >= 1, n <= 256 { cfg.workers = n }
-            else { r.problem("workers", node, "must be auto or a number from 1 to 256") }
+            if s == "auto" {
+                cfg.workers = max(1, cores)
+            } else if let n = Int(s), n >= 1, n <= 256 {
+                cfg.workers = n
+            } else {
+                r.problem("workers", node, "must be auto or a number from 1 to 256")
+            }
         } else {
             cfg.workers = max(1, cores)
         }
@@ -46,8 +63,11 @@ public enum ConfigParser {
             for (i, item) in list.enumerated() {
                 let p = "trusted_proxies[\(i)]"
                 guard let s = r.string(item, path: p) else { continue }
-                if let c = CIDR(s) { cfg.trustedProxies.append(c) }
-                else { r.problem(p, item, "\"\(s)\" is not an IP address or CIDR network (10.0.0.0/8, ::1/128)") }
+                if let c = CIDR(s) {
+                    cfg.trustedProxies.append(c)
+                } else {
+                    r.problem(p, item, "\"\(s)\" is not an IP address or CIDR network (10.0.0.0/8, ::1/128)")
+                }
             }
         }
         if let node = top["store"] { cfg.store = store(node, r) }
@@ -57,12 +77,18 @@ public enum ConfigParser {
         if let node = top["access_log"], let b = r.bool(node, path: "access_log") { cfg.accessLog = b }
         if let node = top["log_level"], let s = r.string(node, path: "log_level") {
             let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
-            if levels.contains(s) { cfg.logLevel = s } else { r.problem("log_level", node, "must be one of \(levels.joined(separator: ", "))") }
+            if levels.contains(s) {
+                cfg.logLevel = s
+            } else {
+                r.problem("log_level", node, "must be one of \(levels.joined(separator: ", "))")
+            }
         }
         if let node = top["reserved_header_prefix"], let s = r.string(node, path: "reserved_header_prefix") {
             if s.isEmpty || !s.utf8.allSatisfy({ HeaderRules.isTokenChar($0) }) {
                 r.problem("reserved_header_prefix", node, "must be a header-name prefix such as X-Auth-")
-            } else { cfg.reservedHeaderPrefix = s }
+            } else {
+                cfg.reservedHeaderPrefix = s
+            }
         }
         if let node = top["trusted_proxy_headers"], let list = r.sequence(node, path: "trusted_proxy_headers") {
             for (i, item) in list.enumerated() {
@@ -70,13 +96,19 @@ public enum ConfigParser {
                 guard let s = r.string(item, path: p) else { continue }
                 if s.isEmpty || !s.utf8.allSatisfy({ HeaderRules.isTokenChar($0) }) {
                     r.problem(p, item, "\"\(s)\" is not a header name")
-                } else { cfg.trustedProxyHeaders.append(Array(s.lowercased().utf8)) }
+                } else {
+                    cfg.trustedProxyHeaders.append(Array(s.lowercased().utf8))
+                }
             }
         }
         (cfg.issuers, cfg.clients) = issuers(top["issuers"], clientsNode: top["clients"], r)
         if let node = top["token_cache"], let tc = r.mapping(node, path: "token_cache", known: ["entries", "ttl"]) {
             if let n = tc["entries"], let s = r.string(n, path: "token_cache.entries") {
-                if let v = Int(s), v >= 0, v <= 10_000_000 { cfg.tokenCacheEntries = v } else { r.problem("token_cache.entries", n, "must be a number from 0 (off) to 10000000") }
+                if let v = Int(s), v >= 0, v <= 10_000_000 {
+                    cfg.tokenCacheEntries = v
+                } else {
+                    r.problem("token_cache.entries", n, "must be a number from 0 (off) to 10000000")
+                }
             }
             if let n = tc["ttl"], let v = r.duration(n, path: "token_cache.ttl") { cfg.tokenCacheTTL = max(v, 1) }
         }
@@ -90,10 +122,14 @@ public enum ConfigParser {
         checkDecision(cfg, node: top["decision"], r)
         checkUserinfoClients(cfg, r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
-           let route = cfg.routes.first(where: { $0.tokens?.dpop != nil }) {
+            let route = cfg.routes.first(where: { $0.tokens?.dpop != nil })
+        {
             // RFC 9449 §4.3 check 9 compares htu with the URL the client addressed; a client's
             // own Host header cannot say that (it would let a proof for another origin in).
-            r.problem("public_url", top["routes"], "\(route.name) checks DPoP proofs: set public_url (the origin clients use, e.g. https://api.example.com) or trusted_proxies (whose X-Forwarded-Proto/-Host then say it)")
+            r.problem(
+                "public_url", top["routes"],
+                "\(route.name) checks DPoP proofs: set public_url (the origin clients use, e.g. https://api.example.com) or trusted_proxies (whose X-Forwarded-Proto/-Host then say it)"
+            )
         }
         // Every identity header any route sets is stripped from every request on every route.
         var stripped = Set(IdentityHeaders.defaults.map { $0.0.lowercased() })
@@ -123,32 +159,44 @@ public enum ConfigParser {
     /// Reads and parses a file; relative `*_file` paths resolve next to it.
     /// `environment` (for `${VAR}` references): nil reads the process's own.
     public static func load(path: String, environment: [String: String]? = nil) -> Result<GatewayConfig, ConfigError> {
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            return .failure(ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "cannot read config file \(path)")]))
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8)
+        else {
+            return .failure(
+                ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "cannot read config file \(path)")]))
         }
         let dir = (path as NSString).deletingLastPathComponent
-        return parse(yaml: text, environment: environment ?? ProcessInfo.processInfo.environment,
-                     baseDirectory: dir.isEmpty ? "." : dir)
+        return parse(
+            yaml: text, environment: environment ?? ProcessInfo.processInfo.environment,
+            baseDirectory: dir.isEmpty ? "." : dir)
     }
 
     private static func listeners(_ node: Node?, _ r: ConfigReader) -> [ListenerConfig] {
         guard let node else { return [] }
         let items: [(Node, String)]
-        if case .sequence(let seq) = node { items = seq.enumerated().map { ($1, "listen[\($0)]") } }
-        else { items = [(node, "listen")] }
+        if case .sequence(let seq) = node {
+            items = seq.enumerated().map { ($1, "listen[\($0)]") }
+        } else {
+            items = [(node, "listen")]
+        }
         var out: [ListenerConfig] = []
         for (item, p) in items {
             var addressNode = item
             var tls: TLSFiles?
             if case .mapping = item {
                 guard let m = r.mapping(item, path: p, known: ["address", "tls"]) else { continue }
-                guard let a = m["address"] else { r.problem(p, item, "needs address: host:port"); continue }
+                guard let a = m["address"] else {
+                    r.problem(p, item, "needs address: host:port")
+                    continue
+                }
                 addressNode = a
                 if let t = m["tls"], let tm = r.mapping(t, path: "\(p).tls", known: ["cert_file", "key_file"]) {
                     let cert = tm["cert_file"].flatMap { r.string($0, path: "\(p).tls.cert_file") }
                     let key = tm["key_file"].flatMap { r.string($0, path: "\(p).tls.key_file") }
-                    if let cert, let key { tls = TLSFiles(certFile: cert, keyFile: key) }
-                    else { r.problem("\(p).tls", t, "needs both cert_file and key_file") }
+                    if let cert, let key {
+                        tls = TLSFiles(certFile: cert, keyFile: key)
+                    } else {
+                        r.problem("\(p).tls", t, "needs both cert_file and key_file")
+                    }
                 }
             }
             guard let s = r.string(addressNode, path: p) else { continue }
@@ -163,27 +211,47 @@ public enum ConfigParser {
 
     private static func limits(_ node: Node, _ r: ConfigReader) -> Limits {
         var l = Limits()
-        guard let m = r.mapping(node, path: "limits", known: ["max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace",
-                                                              "max_connections", "header_timeout", "body_timeout",
-                                                              "tunnel_idle_timeout", "max_tunnels"]) else { return l }
+        guard
+            let m = r.mapping(
+                node, path: "limits",
+                known: [
+                    "max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace",
+                    "max_connections", "header_timeout", "body_timeout",
+                    "tunnel_idle_timeout", "max_tunnels"
+                ])
+        else { return l }
         if let n = m["max_tunnels"], let s = r.string(n, path: "limits.max_tunnels") {
-            if let v = Int(s), v >= 1, v <= 1_000_000 { l.maxTunnels = v }
-            else { r.problem("limits.max_tunnels", n, "must be a number from 1 to 1000000") }
+            if let v = Int(s), v >= 1, v <= 1_000_000 {
+                l.maxTunnels = v
+            } else {
+                r.problem("limits.max_tunnels", n, "must be a number from 1 to 1000000")
+            }
         }
         if let n = m["tunnel_idle_timeout"], let v = r.duration(n, path: "limits.tunnel_idle_timeout") {
-            if v < 0.1 { r.problem("limits.tunnel_idle_timeout", n, "must be at least 100ms (e.g. 300s)") } else { l.tunnelIdleTimeout = v }
+            if v < 0.1 {
+                r.problem("limits.tunnel_idle_timeout", n, "must be at least 100ms (e.g. 300s)")
+            } else {
+                l.tunnelIdleTimeout = v
+            }
         }
         if let n = m["max_connections"], let s = r.string(n, path: "limits.max_connections") {
-            if let v = Int(s), v >= 1, v <= 1_000_000 { l.maxConnections = v }
-            else { r.problem("limits.max_connections", n, "must be a number from 1 to 1000000") }
+            if let v = Int(s), v >= 1, v <= 1_000_000 {
+                l.maxConnections = v
+            } else {
+                r.problem("limits.max_connections", n, "must be a number from 1 to 1000000")
+            }
         }
-        if let n = m["header_timeout"], let v = r.duration(n, path: "limits.header_timeout") { l.headerTimeout = max(v, 0.1) }
+        if let n = m["header_timeout"], let v = r.duration(n, path: "limits.header_timeout") {
+            l.headerTimeout = max(v, 0.1)
+        }
         if let n = m["body_timeout"], let v = r.duration(n, path: "limits.body_timeout") { l.bodyTimeout = max(v, 0.1) }
         if let n = m["max_body_size"], let v = r.size(n, path: "limits.max_body_size") { l.maxBodySize = v }
         if let n = m["max_header_size"], let v = r.size(n, path: "limits.max_header_size") {
             if v < 1024 { r.problem("limits.max_header_size", n, "must be at least 1KB") } else { l.maxHeaderSize = v }
         }
-        if let n = m["client_idle_timeout"], let v = r.duration(n, path: "limits.client_idle_timeout") { l.clientIdleTimeout = max(v, 1) }
+        if let n = m["client_idle_timeout"], let v = r.duration(n, path: "limits.client_idle_timeout") {
+            l.clientIdleTimeout = max(v, 1)
+        }
         if let n = m["shutdown_grace"], let v = r.duration(n, path: "limits.shutdown_grace") { l.shutdownGrace = v }
         return l
     }
@@ -194,31 +262,52 @@ public enum ConfigParser {
         var out: [String: UpstreamConfig] = [:]
         for (name, value) in m {
             let p = "upstreams.\(name)"
-            guard let u = r.mapping(value, path: p, known: ["url", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls"]) else { continue }
-            guard let urlNode = u["url"] else { r.problem(p, value, "needs url: http://host:port"); continue }
+            guard
+                let u = r.mapping(
+                    value, path: p,
+                    known: ["url", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls"])
+            else { continue }
+            guard let urlNode = u["url"] else {
+                r.problem(p, value, "needs url: http://host:port")
+                continue
+            }
             guard let s = r.string(urlNode, path: "\(p).url") else { continue }
             guard let url = ConfigValues.url(s) else {
-                r.problem("\(p).url", urlNode, "\"\(s)\" is not an http URL like http://127.0.0.1:3000 (no query, fragment or user)")
+                r.problem(
+                    "\(p).url", urlNode,
+                    "\"\(s)\" is not an http URL like http://127.0.0.1:3000 (no query, fragment or user)")
                 continue
             }
             var up = UpstreamConfig(name: name, host: url.host, port: url.port, basePath: url.path)
             if url.scheme == "https" {
                 (up.tls, up.tlsContext) = upstreamTLS(u["tls"], path: "\(p).tls", host: url.host, r)
             } else if let t = u["tls"] {
-                r.problem("\(p).tls", t, "applies only to an https:// url; make the url https://\(url.host):\(url.port)\(url.path) or remove tls")
+                r.problem(
+                    "\(p).tls", t,
+                    "applies only to an https:// url; make the url https://\(url.host):\(url.port)\(url.path) or remove tls"
+                )
             }
-            if let n = u["connect_timeout"], let v = r.duration(n, path: "\(p).connect_timeout") { up.connectTimeout = max(v, 0.001) }
+            if let n = u["connect_timeout"], let v = r.duration(n, path: "\(p).connect_timeout") {
+                up.connectTimeout = max(v, 0.001)
+            }
             if let n = u["timeout"], let v = r.duration(n, path: "\(p).timeout") { up.timeout = max(v, 0.001) }
             if let n = u["max_idle_connections"], let s = r.string(n, path: "\(p).max_idle_connections") {
-                if let v = Int(s), v >= 0 { up.maxIdleConnections = v } else { r.problem("\(p).max_idle_connections", n, "must be a number ≥ 0") }
+                if let v = Int(s), v >= 0 {
+                    up.maxIdleConnections = v
+                } else {
+                    r.problem("\(p).max_idle_connections", n, "must be a number ≥ 0")
+                }
             }
             if let n = u["host_header"], let s = r.string(n, path: "\(p).host_header") {
                 switch s {
                 case "upstream": up.hostHeader = .upstream
                 case "preserve": up.hostHeader = .preserve
                 default:
-                    if HostNormalizer.normalize(s) != nil { up.hostHeader = .fixed(s) }
-                    else { r.problem("\(p).host_header", n, "must be upstream, preserve, or a host name") }
+                    if HostNormalizer.normalize(s) != nil {
+                        up.hostHeader = .fixed(s)
+                    } else {
+                        r.problem("\(p).host_header", n, "must be upstream, preserve, or a host name")
+                    }
                 }
             }
             out[name] = up
@@ -226,8 +315,12 @@ public enum ConfigParser {
         return out
     }
 
-    static let routeKeys = ["name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers", "forward_token", "token_in_query", "token_in_body", "dpop",
-                            "upgrades", "close_at_token_expiry"] + routeOptionKeys
+    static let routeKeys =
+        [
+            "name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers", "forward_token",
+            "token_in_query", "token_in_body", "dpop",
+            "upgrades", "close_at_token_expiry"
+        ] + routeOptionKeys
 
     private static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
         guard let node else {
@@ -245,7 +338,10 @@ public enum ConfigParser {
             var upstream = ""
             if let n = m["upstream"], let s = r.string(n, path: "\(p).upstream") {
                 if cfg.upstreams[s] == nil {
-                    r.problem("\(p).upstream", n, "\"\(s)\" is not defined; defined: \(defined.isEmpty ? "(none)" : defined.joined(separator: ", "))")
+                    r.problem(
+                        "\(p).upstream", n,
+                        "\"\(s)\" is not defined; defined: \(defined.isEmpty ? "(none)" : defined.joined(separator: ", "))"
+                    )
                 }
                 upstream = s
             } else if m["upstream"] == nil {
@@ -268,7 +364,9 @@ public enum ConfigParser {
                         client = clients.first
                         if let n = m["require"] { sessionRequirement = requirement(n, path: "\(p).require", r) }
                         for key in ["issuers", "dpop", "token_in_query", "token_in_body"] where m[key] != nil {
-                            r.problem("\(p).\(key)", m[key], "has no effect with auth: login (use auth: login_or_token to accept tokens too)")
+                            r.problem(
+                                "\(p).\(key)", m[key],
+                                "has no effect with auth: login (use auth: login_or_token to accept tokens too)")
                         }
                     case .login_or_token:
                         clients = loginClients(m, path: p, item: item, cfg: cfg, r)
@@ -283,24 +381,30 @@ public enum ConfigParser {
                         }
                     }
                 } else {
-                    r.problem("\(p).auth", n, "must be one of \(AuthMode.allCases.map(\.rawValue).joined(separator: ", "))")
+                    r.problem(
+                        "\(p).auth", n, "must be one of \(AuthMode.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
             } else if m["auth"] == nil {
                 r.problem("\(p).auth", item, "is missing; say auth: none explicitly for a public route")
             }
             if let n = m["close_at_token_expiry"], tokens == nil {
-                r.problem("\(p).close_at_token_expiry", n, "needs auth: bearer, dpop, token or login_or_token (it ends tunnels opened with an access token)")
+                r.problem(
+                    "\(p).close_at_token_expiry", n,
+                    "needs auth: bearer, dpop, token or login_or_token (it ends tunnels opened with an access token)")
             }
             if auth == .none {
-                for key in ["issuers", "require", "forward_token", "token_in_query", "token_in_body", "dpop"] where m[key] != nil {
+                for key in ["issuers", "require", "forward_token", "token_in_query", "token_in_body", "dpop"]
+                where m[key] != nil {
                     r.problem("\(p).\(key)", m[key], "has no effect with auth: none; remove it or set auth")
                 }
             }
             if let n = m["client"], let s = r.string(n, path: "\(p).client"), !cfg.clientNames.contains(s) {
-                r.problem("\(p).client", n, "\"\(s)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
+                r.problem(
+                    "\(p).client", n, "\"\(s)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
             }
             for key in ["client", "clients"] where m[key] != nil && auth != .login && auth != .login_or_token {
-                r.problem("\(p).\(key)", m[key], "has no effect with auth: \(auth.rawValue) (it names the client of a login)")
+                r.problem(
+                    "\(p).\(key)", m[key], "has no effect with auth: \(auth.rawValue) (it names the client of a login)")
             }
             var headers = IdentityHeaders.standard
             if let n = m["headers"], let h = identityHeaders(n, path: "\(p).headers", r) { headers = h }
@@ -308,10 +412,12 @@ public enum ConfigParser {
             if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
             let upgrades = m["upgrades"].map { routeUpgrades($0, path: "\(p).upgrades", r) } ?? ["websocket"]
             if let match {
-                var route = RouteConfig(index: i, name: name, match: match, upstream: upstream, auth: auth,
-                                       tokens: tokens, identityHeaders: headers, client: client,
-                                       forwardSessionToken: auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true,
-                                       sessionRequirement: sessionRequirement)
+                var route = RouteConfig(
+                    index: i, name: name, match: match, upstream: upstream, auth: auth,
+                    tokens: tokens, identityHeaders: headers, client: client,
+                    forwardSessionToken: auth == .login
+                        && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true,
+                    sessionRequirement: sessionRequirement)
                 route.clients = clients
                 route.upgrades = upgrades
                 route.options = routeOptions(m, path: p, route: route, cfg: cfg, r)
@@ -331,14 +437,22 @@ public enum ConfigParser {
         var out: Set<String> = []
         for (j, item) in seq.enumerated() {
             guard let s = r.string(item, path: "\(p)[\(j)]") else { continue }
-            if s.lowercased() == "websocket" { out.insert("websocket") }
-            else { r.problem("\(p)[\(j)]", item, "\"\(s)\" is not a supported upgrade; the only one is websocket (or [] to refuse upgrades)") }
+            if s.lowercased() == "websocket" {
+                out.insert("websocket")
+            } else {
+                r.problem(
+                    "\(p)[\(j)]", item,
+                    "\"\(s)\" is not a supported upgrade; the only one is websocket (or [] to refuse upgrades)")
+            }
         }
         return out
     }
 
     private static func routeMatch(_ node: Node?, path p: String, item: Node, _ r: ConfigReader) -> RouteMatch? {
-        guard let node else { r.problem(p, item, "is missing; e.g. match: { path_prefix: / }"); return nil }
+        guard let node else {
+            r.problem(p, item, "is missing; e.g. match: { path_prefix: / }")
+            return nil
+        }
         guard let m = r.mapping(node, path: p, known: ["host", "path", "path_prefix", "methods"]) else { return nil }
         var host: HostPattern?
         if let n = m["host"], let s = r.string(n, path: "\(p).host") {
@@ -356,7 +470,10 @@ public enum ConfigParser {
                 if case .success(let norm) = PathNormalizer.normalize(target: s), norm.path == s, norm.query == nil {
                     pattern = key == "path" ? .exact(s) : .prefix(s)
                 } else {
-                    r.problem("\(p).\(key)", n, "\"\(s)\" must start with / and be a normalized path (no //, dot-segments, query or encoded unreserved characters)")
+                    r.problem(
+                        "\(p).\(key)", n,
+                        "\"\(s)\" must start with / and be a normalized path (no //, dot-segments, query or encoded unreserved characters)"
+                    )
                 }
             }
         }
@@ -365,8 +482,13 @@ public enum ConfigParser {
             var set = Set<HTTPMethod>()
             for (j, item) in seq.enumerated() {
                 guard let s = r.string(item, path: "\(p).methods[\(j)]") else { continue }
-                if let method = HTTPMethod(rawValue: s.uppercased()) { set.insert(method) }
-                else { r.problem("\(p).methods[\(j)]", item, "\"\(s)\" is not one of \(HTTPMethod.allCases.map(\.rawValue).joined(separator: ", "))") }
+                if let method = HTTPMethod(rawValue: s.uppercased()) {
+                    set.insert(method)
+                } else {
+                    r.problem(
+                        "\(p).methods[\(j)]", item,
+                        "\"\(s)\" is not one of \(HTTPMethod.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
             }
             methods = set
         }

@@ -81,7 +81,9 @@ final class ConfigReader {
             } else if let fallback {
                 out += fallback
             } else {
-                problem(path, node, "environment variable \(name) is not set; export it or give a default as ${\(name):-value}")
+                problem(
+                    path, node,
+                    "environment variable \(name) is not set; export it or give a default as ${\(name):-value}")
                 return nil
             }
             rest = rest[rest.index(after: end)...]
@@ -94,7 +96,9 @@ final class ConfigReader {
         switch s.lowercased() {
         case "true", "yes", "on": return true
         case "false", "no", "off": return false
-        default: problem(path, node, "must be true or false"); return nil
+        default:
+            problem(path, node, "must be true or false")
+            return nil
         }
     }
 
@@ -119,7 +123,8 @@ final class ConfigReader {
     /// A secret given inline (`key: value`) or as `key_file: path` (file contents, one
     /// trailing newline removed). Exactly one of the two.
     func secret(_ map: [String: Node], key: String, path: String) -> String? {
-        let inline = map[key], file = map[key + "_file"]
+        let inline = map[key]
+        let file = map[key + "_file"]
         if inline != nil && file != nil {
             problem("\(path).\(key)", inline, "give either \(key) or \(key)_file, not both")
             return nil
@@ -127,7 +132,8 @@ final class ConfigReader {
         if let inline { return string(inline, path: "\(path).\(key)") }
         guard let file, let name = string(file, path: "\(path).\(key)_file") else { return nil }
         let full = name.hasPrefix("/") ? name : "\(baseDirectory)/\(name)"
-        guard let data = FileManager.default.contents(atPath: full), var text = String(data: data, encoding: .utf8) else {
+        guard let data = FileManager.default.contents(atPath: full), var text = String(data: data, encoding: .utf8)
+        else {
             problem("\(path).\(key)_file", file, "cannot read \(full)")
             return nil
         }

@@ -19,7 +19,9 @@ enum ConfigValues {
     /// "4MB", "512KB", "1GB", "100B" or a plain number of bytes (binary multiples).
     static func size(_ text: String) -> Int? {
         let upper = text.uppercased()
-        let units: [(String, Int)] = [("KB", 1 << 10), ("MB", 1 << 20), ("GB", 1 << 30), ("K", 1 << 10), ("M", 1 << 20), ("B", 1)]
+        let units: [(String, Int)] = [
+            ("KB", 1 << 10), ("MB", 1 << 20), ("GB", 1 << 30), ("K", 1 << 10), ("M", 1 << 20), ("B", 1)
+        ]
         for (suffix, scale) in units where upper.hasSuffix(suffix) {
             guard let v = Int(upper.dropLast(suffix.count)), v >= 0 else { return nil }
             let (r, overflow) = v.multipliedReportingOverflow(by: scale)
@@ -33,7 +35,9 @@ enum ConfigValues {
         var host: Substring
         var portText: Substring
         if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                return nil
+            }
             host = text[text.index(after: text.startIndex)..<close]
             portText = text[text.index(close, offsetBy: 2)...]
         } else {
@@ -47,7 +51,12 @@ enum ConfigValues {
         return SocketAddress(host: String(host), port: port)
     }
 
-    struct ParsedURL { var scheme: String; var host: String; var port: UInt16; var path: String }
+    struct ParsedURL {
+        var scheme: String
+        var host: String
+        var port: UInt16
+        var path: String
+    }
 
     /// An absolute http(s) URL with no query, fragment or userinfo.
     static func url(_ text: String) -> ParsedURL? {

@@ -12,10 +12,12 @@ extension ConfigParser {
         if let domain = cfg.session.cookieDomain {
             // RFC 6265 §8.6 / §8.5: a Domain cookie is sent to, and can be set by, every host
             // under the domain; only the __Host- prefix (host-only) rules that out.
-            warn("session.cookie_domain", top["session"]?["cookie_domain"],
-                 "every host under \(domain) receives the sealed session cookie (also hosts not behind tokengate), and any of them "
-                 + "that serves HTTPS can set or shadow it (login CSRF, session fixation, or a forced logout through a second copy); "
-                 + "leave cookie_domain out (host-only __Host- cookie) unless one login across subdomains is needed and you trust every host under \(domain)")
+            warn(
+                "session.cookie_domain", top["session"]?["cookie_domain"],
+                "every host under \(domain) receives the sealed session cookie (also hosts not behind tokengate), and any of them "
+                    + "that serves HTTPS can set or shadow it (login CSRF, session fixation, or a forced logout through a second copy); "
+                    + "leave cookie_domain out (host-only __Host- cookie) unless one login across subdomains is needed and you trust every host under \(domain)"
+            )
         }
         for route in cfg.routes {
             let p = "routes[\(route.index)]"
@@ -24,18 +26,22 @@ extension ConfigParser {
             let several = route.clients.count > 1 || issuers.count > 1
             guard several else { continue }
             let requirement = route.sessionRequirement ?? route.tokens?.requirement
-            let vouchers = route.clients.count > 1 ? "clients \(route.clients.joined(separator: ", "))"
+            let vouchers =
+                route.clients.count > 1
+                ? "clients \(route.clients.joined(separator: ", "))"
                 : "issuers \(issuers.sorted().joined(separator: ", "))"
             if let req = requirement, !req.isEmpty, !req.isScoped {
-                warn("\(p).require", nil,
-                     "this route accepts callers from \(vouchers), and its require rules are met by a user of any of them "
-                     + "(an IdP can mint the same sub, groups or email as another's user); scope the rules with "
-                     + "require.issuers: [...] or require.clients: [...] (per any_of alternative if needed)")
+                warn(
+                    "\(p).require", nil,
+                    "this route accepts callers from \(vouchers), and its require rules are met by a user of any of them "
+                        + "(an IdP can mint the same sub, groups or email as another's user); scope the rules with "
+                        + "require.issuers: [...] or require.clients: [...] (per any_of alternative if needed)")
             }
             if route.options.identityAssertion != nil {
-                warn("\(p).identity_assertion", nil,
-                     "this route accepts callers from \(vouchers): the upstream must tell them apart by the assertion's idp "
-                     + "(and client) claims, not by sub or groups alone")
+                warn(
+                    "\(p).identity_assertion", nil,
+                    "this route accepts callers from \(vouchers): the upstream must tell them apart by the assertion's idp "
+                        + "(and client) claims, not by sub or groups alone")
             }
         }
         return out

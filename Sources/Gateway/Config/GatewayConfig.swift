@@ -155,8 +155,9 @@ struct UpstreamConfig: Sendable {
     var tlsContext: UpstreamTLSContext?
 
     var endpoint: UpstreamEndpoint {
-        UpstreamEndpoint(host: host, port: port, connectTimeout: connectTimeout,
-                         responseTimeout: timeout, maxIdle: maxIdleConnections, tls: tlsContext)
+        UpstreamEndpoint(
+            host: host, port: port, connectTimeout: connectTimeout,
+            responseTimeout: timeout, maxIdle: maxIdleConnections, tls: tlsContext)
     }
     /// The authority as an upstream Host header (the scheme's default port left out).
     var authority: String { port == (tls == nil ? 80 : 443) ? host : "\(host):\(port)" }

@@ -49,8 +49,10 @@ struct DecisionRequest {
         enum Name: Int, CaseIterable {
             case originalURL, originalMethod, forwardedURI, forwardedMethod, forwardedHost, forwardedProto, host, secret
             var text: String {
-                ["X-Original-URL", "X-Original-Method", "X-Forwarded-Uri", "X-Forwarded-Method", "X-Forwarded-Host",
-                 "X-Forwarded-Proto", "Host", DecisionConfig.secretHeader][rawValue]
+                [
+                    "X-Original-URL", "X-Original-Method", "X-Forwarded-Uri", "X-Forwarded-Method", "X-Forwarded-Host",
+                    "X-Forwarded-Proto", "Host", DecisionConfig.secretHeader
+                ][rawValue]
             }
         }
         static let lowered: [[UInt8]] = Name.allCases.map { Array($0.text.lowercased().utf8) }
@@ -84,15 +86,21 @@ struct DecisionRequest {
     /// Reads the original request in `style`'s headers only.
     ///   - extAuthzTarget: for Envoy's form, the request-target with the prefix removed.
     ///   - secret: `decision.secret`; the request must carry it in `DecisionConfig.secretHeader`.
-    static func read(_ head: HTTPRequestHead, style: Style, extAuthzTarget: String? = nil, connectionScheme: String, peer: String,
-                     peerTrusted: Bool, secret: [UInt8]? = nil) -> Result<DecisionRequest, Problem> {
+    static func read(
+        _ head: HTTPRequestHead, style: Style, extAuthzTarget: String? = nil, connectionScheme: String, peer: String,
+        peerTrusted: Bool, secret: [UInt8]? = nil
+    ) -> Result<DecisionRequest, Problem> {
         let f = Described(head.fields)
         guard peerTrusted else {
             // The headers would let any client pick the request being judged: none is read.
             let sent = [Described.Name.originalURL, .forwardedURI, .originalMethod, .forwardedMethod, .forwardedHost]
                 .filter { f.count($0) > 0 }.map(\.text)
-            return .failure(Problem(description: "the decision endpoint answers only the ingress (trusted_proxies)",
-                                    detail: "decision request from untrusted peer \(peer); ignored: \(sent.isEmpty ? "no forwarded headers" : sent.joined(separator: ", "))"))
+            return .failure(
+                Problem(
+                    description: "the decision endpoint answers only the ingress (trusted_proxies)",
+                    detail:
+                        "decision request from untrusted peer \(peer); ignored: \(sent.isEmpty ? "no forwarded headers" : sent.joined(separator: ", "))"
+                ))
         }
         // Each header the style reads at most once: two values would let the ingress and
         // tokengate each read a different one.
@@ -102,45 +110,71 @@ struct DecisionRequest {
         if let secret {
             // Constant time: the position of the first wrong byte is never timed.
             guard let sent = f[.secret], ConstantTime.equals(Array(sent.utf8), secret) else {
-                return .failure(Problem(description: "the decision endpoint answers only the ingress (decision.secret)",
-                                        detail: "decision request from \(peer) \(f[.secret] == nil ? "without" : "with a wrong") \(DecisionConfig.secretHeader)"))
+                return .failure(
+                    Problem(
+                        description: "the decision endpoint answers only the ingress (decision.secret)",
+                        detail:
+                            "decision request from \(peer) \(f[.secret] == nil ? "without" : "with a wrong") \(DecisionConfig.secretHeader)"
+                    ))
             }
         }
         func required(_ name: Described.Name) -> Result<String, Problem> {
             guard let v = f[name], !v.isEmpty else {
-                return .failure(Problem(description: "the ingress did not send \(name.text) (see the \(style.rawValue) recipe)",
-                                        detail: "missing \(name.text) (\(style.rawValue) endpoint)"))
+                return .failure(
+                    Problem(
+                        description: "the ingress did not send \(name.text) (see the \(style.rawValue) recipe)",
+                        detail: "missing \(name.text) (\(style.rawValue) endpoint)"))
             }
             return .success(v)
         }
         switch style {
         case .envoy:
-            guard let target = extAuthzTarget else { return .failure(Problem(description: "no ext_authz target", detail: "no ext_authz target")) }
+            guard let target = extAuthzTarget else {
+                return .failure(Problem(description: "no ext_authz target", detail: "no ext_authz target"))
+            }
             let proto = f[.forwardedProto]?.lowercased()
             let scheme = proto == "https" || proto == "http" ? proto! : connectionScheme
             guard let host = f[.host], !host.isEmpty else {
-                return .failure(Problem(description: "the ext_authz request has no Host", detail: "ext_authz without Host"))
+                return .failure(
+                    Problem(description: "the ext_authz request has no Host", detail: "ext_authz without Host"))
             }
-            return check(DecisionRequest(method: head.methodName, scheme: scheme, host: host, target: target, style: .envoy))
+            return check(
+                DecisionRequest(method: head.methodName, scheme: scheme, host: host, target: target, style: .envoy))
         case .nginx:
             // No fallback to X-Forwarded-* or to the subrequest's own method: nginx passes the
             // client's headers, and only the two the recipe overwrites are the ingress's word.
-            let original: String, method: String
-            switch required(.originalURL) { case .success(let v): original = v; case .failure(let p): return .failure(p) }
-            switch required(.originalMethod) { case .success(let v): method = v; case .failure(let p): return .failure(p) }
+            let original: String
+            let method: String
+            switch required(.originalURL) {
+            case .success(let v): original = v
+            case .failure(let p): return .failure(p)
+            }
+            switch required(.originalMethod) {
+            case .success(let v): method = v
+            case .failure(let p): return .failure(p)
+            }
             guard let (s, host, target) = splitAbsolute(original) else {
-                return .failure(Problem(description: "X-Original-URL must be an absolute http(s) URL ($scheme://$http_host$request_uri)",
-                                        detail: "bad X-Original-URL \(original.prefix(200))"))
+                return .failure(
+                    Problem(
+                        description:
+                            "X-Original-URL must be an absolute http(s) URL ($scheme://$http_host$request_uri)",
+                        detail: "bad X-Original-URL \(original.prefix(200))"))
             }
             return check(DecisionRequest(method: method, scheme: s, host: host, target: target, style: .nginx))
         case .forwardAuth:
             var v: [String] = []
             for name in [Described.Name.forwardedMethod, .forwardedProto, .forwardedHost, .forwardedURI] {
-                switch required(name) { case .success(let x): v.append(x); case .failure(let p): return .failure(p) }
+                switch required(name) {
+                case .success(let x): v.append(x)
+                case .failure(let p): return .failure(p)
+                }
             }
             let proto = v[1].lowercased()
             guard proto == "https" || proto == "http" else {
-                return .failure(Problem(description: "X-Forwarded-Proto must be http or https", detail: "bad X-Forwarded-Proto \(v[1].prefix(20))"))
+                return .failure(
+                    Problem(
+                        description: "X-Forwarded-Proto must be http or https",
+                        detail: "bad X-Forwarded-Proto \(v[1].prefix(20))"))
             }
             return check(DecisionRequest(method: v[0], scheme: proto, host: v[2], target: v[3], style: .forwardAuth))
         }
@@ -154,10 +188,16 @@ struct DecisionRequest {
             return .failure(Problem(description: "the original method is not a method", detail: "bad original method"))
         }
         guard HostNormalizer.normalize(r.host) != nil else {
-            return .failure(Problem(description: "the original host is not a valid host", detail: "bad original host \(r.host.prefix(100))"))
+            return .failure(
+                Problem(
+                    description: "the original host is not a valid host",
+                    detail: "bad original host \(r.host.prefix(100))"))
         }
         guard r.target.hasPrefix("/") else {
-            return .failure(Problem(description: "the original URI must be a path starting with /", detail: "bad original URI \(r.target.prefix(200))"))
+            return .failure(
+                Problem(
+                    description: "the original URI must be a path starting with /",
+                    detail: "bad original URI \(r.target.prefix(200))"))
         }
         return .success(r)
     }
@@ -166,7 +206,13 @@ struct DecisionRequest {
     static func splitAbsolute(_ url: String) -> (scheme: String, host: String, target: String)? {
         let lower = url.lowercased()
         let scheme: String
-        if lower.hasPrefix("https://") { scheme = "https" } else if lower.hasPrefix("http://") { scheme = "http" } else { return nil }
+        if lower.hasPrefix("https://") {
+            scheme = "https"
+        } else if lower.hasPrefix("http://") {
+            scheme = "http"
+        } else {
+            return nil
+        }
         let rest = url.dropFirst(scheme.count + 3)
         let end = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
         let authority = String(rest[..<end])

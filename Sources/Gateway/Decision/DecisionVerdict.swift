@@ -10,7 +10,7 @@ enum DecisionVerdict {
     /// keep working: the claims they name, whatever the route maps.
     static let authRequestHeaders: [(String, String)] = [
         ("X-Auth-Request-User", "sub"), ("X-Auth-Request-Email", "email"),
-        ("X-Auth-Request-Groups", "groups"), ("X-Auth-Request-Preferred-Username", "preferred_username"),
+        ("X-Auth-Request-Groups", "groups"), ("X-Auth-Request-Preferred-Username", "preferred_username")
     ]
     static let authRequest = IdentityHeaders(mapping: authRequestHeaders.map { ($0.0, ClaimPath($0.1)!) })
 
@@ -18,8 +18,10 @@ enum DecisionVerdict {
     /// upstream request), oauth2-proxy's `X-Auth-Request-*`, the access token where the route
     /// forwards one, and the response headers a proxied answer would carry (a fresh
     /// `DPoP-Nonce`, a refreshed session's `Set-Cookie`).
-    static func allowed(status: Int, admission: Admission, accessToken: String?, upstreamCookie: String,
-                        responseHeaders: [(String, String)]) -> GatewayResponse {
+    static func allowed(
+        status: Int, admission: Admission, accessToken: String?, upstreamCookie: String,
+        responseHeaders: [(String, String)]
+    ) -> GatewayResponse {
         var headers = admission.identity
         headers += authRequest.values(for: admission.claims)
         if let accessToken { headers.append(("X-Auth-Request-Access-Token", accessToken)) }
@@ -27,7 +29,8 @@ enum DecisionVerdict {
         // A verdict is never cached (GatewayResponse says no-store): the session stage's own
         // Cache-Control, meant for an upstream answer, would only repeat it.
         headers += responseHeaders.filter { $0.0 != "Cache-Control" }
-        return GatewayResponse(status: status, headers: headers, body: "", contentType: "text/plain", detail: "decision: allowed")
+        return GatewayResponse(
+            status: status, headers: headers, body: "", contentType: "text/plain", detail: "decision: allowed")
     }
 
     /// The verdict header with the request's cookies minus the gateway's own (the sealed session,
@@ -45,11 +48,13 @@ enum DecisionVerdict {
     /// a session's own token (the ingress has never seen it), or the one the client presented.
     static func forwardedToken(route: RouteConfig, admission: Admission, head: HTTPRequestHead) -> String? {
         if admission.session {
-            guard route.forwardSessionToken, let bearer = admission.identity.first(where: { $0.0 == "Authorization" }) else { return nil }
+            guard route.forwardSessionToken, let bearer = admission.identity.first(where: { $0.0 == "Authorization" })
+            else { return nil }
             return String(bearer.1.dropFirst("Bearer ".count))
         }
         guard route.tokens?.forwardToken == true, let credential = head.fields.first("Authorization"),
-              let space = credential.firstIndex(of: " ") else { return nil }
+            let space = credential.firstIndex(of: " ")
+        else { return nil }
         return String(credential[credential.index(after: space)...]).trimmingCharacters(in: .whitespaces)
     }
 
@@ -70,7 +75,8 @@ enum DecisionLogin {
     /// URL, which is on the origin the browser starts the login from.
     static func sameOriginPath(_ rd: String, origin: RequestOrigin.Origin?) -> String? {
         guard let origin, let (scheme, host, target) = DecisionRequest.splitAbsolute(rd),
-              scheme == origin.scheme.lowercased(), host.lowercased() == origin.authority.lowercased() else { return nil }
+            scheme == origin.scheme.lowercased(), host.lowercased() == origin.authority.lowercased()
+        else { return nil }
         return target
     }
 }

@@ -33,27 +33,39 @@ extension Worker {
         if let p = d.path, path == p { return .nginx }
         if let p = d.forwardAuthPath, path == p { return .forwardAuth }
         if let prefix = d.extAuthzPrefix, target.hasPrefix(prefix), target.utf8.count > prefix.utf8.count,
-           target.utf8[target.utf8.index(target.utf8.startIndex, offsetBy: prefix.utf8.count)] == UInt8(ascii: "/") {
+            target.utf8[target.utf8.index(target.utf8.startIndex, offsetBy: prefix.utf8.count)] == UInt8(ascii: "/")
+        {
             return .extAuthz(target: String(target.dropFirst(prefix.count)))
         }
         return nil
     }
 
-    func decide(_ ex: ServerExchange, _ kind: DecisionKind, forwarded: ForwardedHeaders, trusted: Bool, ctx: RequestContext) {
+    func decide(
+        _ ex: ServerExchange, _ kind: DecisionKind, forwarded: ForwardedHeaders, trusted: Bool, ctx: RequestContext
+    ) {
         var ctx = ctx
         var envoyTarget: String?
         if case .extAuthz(let t) = kind { envoyTarget = t }
         let original: DecisionRequest
-        switch DecisionRequest.read(ex.head, style: kind.style, extAuthzTarget: envoyTarget,
-                                    connectionScheme: ex.connection.isTLS ? "https" : "http",
-                                    peer: ex.connection.peer, peerTrusted: trusted, secret: config.decision.secret) {
+        switch DecisionRequest.read(
+            ex.head, style: kind.style, extAuthzTarget: envoyTarget,
+            connectionScheme: ex.connection.isTLS ? "https" : "http",
+            peer: ex.connection.peer, peerTrusted: trusted, secret: config.decision.secret)
+        {
         case .failure(let problem):
             ctx.path = String(ex.head.target.prefix(256))
             ctx.route = "decision"
-            log.warning("decision refused", metadata: ["request_id": .string(ctx.requestID), "peer": .string(ex.connection.peer),
-                                                       "reason": .string(problem.detail)])
-            answer(ex, ctx, ErrorResponse.make(400, error: "invalid_request", description: problem.description, requestID: ctx.requestID,
-                                               detail: problem.detail))
+            log.warning(
+                "decision refused",
+                metadata: [
+                    "request_id": .string(ctx.requestID), "peer": .string(ex.connection.peer),
+                    "reason": .string(problem.detail)
+                ])
+            answer(
+                ex, ctx,
+                ErrorResponse.make(
+                    400, error: "invalid_request", description: problem.description, requestID: ctx.requestID,
+                    detail: problem.detail))
             return
         case .success(let r): original = r
         }
@@ -65,11 +77,14 @@ extension Worker {
         origin.forwardedProto = original.scheme
         origin.forwardedHost = original.host
         origin.originFromTrustedProxy = true
-        switch RequestPipeline.prepare(head, forwarded: origin, peerTrusted: true, router: router, plans: plans, config: config) {
+        switch RequestPipeline.prepare(
+            head, forwarded: origin, peerTrusted: true, router: router, plans: plans, config: config)
+        {
         case .reject(let status, let error, let description):
             // The same refusal a proxied request would get (path confusion, no route).
             ctx.path = String(original.target.prefix(256))
-            answer(ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID))
+            answer(
+                ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID))
         case .login(_, let path, _):
             // The gateway's own login endpoints are public: the ingress may send them on — but
             // only as themselves. A target that merely normalizes to one (`/admin/%2e%2e/oauth2/start`)
@@ -78,24 +93,42 @@ extension Worker {
             ctx.route = "login"
             let raw = original.target.firstIndex(of: "?").map { String(original.target[..<$0]) } ?? original.target
             guard raw == path else {
-                log.warning("decision refused", metadata: ["request_id": .string(ctx.requestID), "reason": .string("login endpoint reached through \(raw.prefix(200))")])
-                answer(ex, ctx, ErrorResponse.make(400, error: "invalid_request",
-                                                   description: "a login endpoint is allowed only under its own path, without dot-segments or encodings",
-                                                   requestID: ctx.requestID, detail: "decision: login endpoint reached through another path"))
+                log.warning(
+                    "decision refused",
+                    metadata: [
+                        "request_id": .string(ctx.requestID),
+                        "reason": .string("login endpoint reached through \(raw.prefix(200))")
+                    ])
+                answer(
+                    ex, ctx,
+                    ErrorResponse.make(
+                        400, error: "invalid_request",
+                        description:
+                            "a login endpoint is allowed only under its own path, without dot-segments or encodings",
+                        requestID: ctx.requestID, detail: "decision: login endpoint reached through another path"))
                 return
             }
-            answer(ex, ctx, GatewayResponse(status: config.decision.allowStatus, body: "", contentType: "text/plain", detail: "decision: login endpoint"))
+            answer(
+                ex, ctx,
+                GatewayResponse(
+                    status: config.decision.allowStatus, body: "", contentType: "text/plain",
+                    detail: "decision: login endpoint"))
         case .forward(let plan, let path, let query, _):
             let settings = config.decision
             let navigation: NavigationAnswer = { [unowned self] ctx, clear in
                 self.answerLogin(ex, ctx, original: original, clear: clear, settings: settings)
             }
-            admit(ex, head: head, plan: plan, path: path, query: query, forwarded: origin, ctx: ctx, readsBody: false,
-                  navigation: navigation) { [unowned self] ctx, admission in
+            admit(
+                ex, head: head, plan: plan, path: path, query: query, forwarded: origin, ctx: ctx, readsBody: false,
+                navigation: navigation
+            ) { [unowned self] ctx, admission in
                 let token = DecisionVerdict.forwardedToken(route: plan.route, admission: admission, head: head)
-                self.answer(ex, ctx, DecisionVerdict.allowed(status: settings.allowStatus, admission: admission, accessToken: token,
-                                                             upstreamCookie: DecisionVerdict.upstreamCookie(head, own: self.config.ownCookieNames),
-                                                             responseHeaders: ctx.responseHeaders))
+                self.answer(
+                    ex, ctx,
+                    DecisionVerdict.allowed(
+                        status: settings.allowStatus, admission: admission, accessToken: token,
+                        upstreamCookie: DecisionVerdict.upstreamCookie(head, own: self.config.ownCookieNames),
+                        responseHeaders: ctx.responseHeaders))
             }
         }
     }
@@ -103,8 +136,10 @@ extension Worker {
     /// A page navigation without a session on a login route: nginx gets 401 and the login URL
     /// in a header (its `error_page 401 =` sends the browser there); Traefik, Caddy and Envoy,
     /// which hand the verdict to the client, get the 302 itself.
-    private func answerLogin(_ ex: ServerExchange, _ ctx: RequestContext, original: DecisionRequest, clear: [String],
-                             settings: DecisionConfig) {
+    private func answerLogin(
+        _ ex: ServerExchange, _ ctx: RequestContext, original: DecisionRequest, clear: [String],
+        settings: DecisionConfig
+    ) {
         var ctx = ctx
         ctx.rejection = "login_required"
         metrics.authFailure("login_required")
@@ -118,10 +153,13 @@ extension Worker {
         if redirect {
             answer(ex, ctx, .redirect(url, cookies: clear, detail: "decision: login"))
         } else {
-            answer(ex, ctx, ErrorResponse.make(401, error: "login_required", description: "sign in first (this route uses a browser session)",
-                                               requestID: ctx.requestID,
-                                               headers: [(DecisionVerdict.loginURLHeader, url)] + clear.map { ("Set-Cookie", $0) },
-                                               detail: "decision: no session"))
+            answer(
+                ex, ctx,
+                ErrorResponse.make(
+                    401, error: "login_required", description: "sign in first (this route uses a browser session)",
+                    requestID: ctx.requestID,
+                    headers: [(DecisionVerdict.loginURLHeader, url)] + clear.map { ("Set-Cookie", $0) },
+                    detail: "decision: no session"))
         }
     }
 }

@@ -18,32 +18,43 @@ extension AuthorizationServerClient {
         var unreachable = false
     }
 
-    func userinfo(_ endpoint: String, accessToken: String, to t: Target, retried: Bool = false,
-                  done: @escaping (Result<JSONObject, UserinfoFailure>) -> Void) {
+    func userinfo(
+        _ endpoint: String, accessToken: String, to t: Target, retried: Bool = false,
+        done: @escaping (Result<JSONObject, UserinfoFailure>) -> Void
+    ) {
         var headers = ["Accept: application/json"]
         if let dpop = t.dpop {
             do {
-                let proof = try dpop.proof(method: "GET", url: endpoint, accessToken: accessToken, nonce: dpopNonces[endpoint],
-                                           now: Int64(Date().timeIntervalSince1970))
+                let proof = try dpop.proof(
+                    method: "GET", url: endpoint, accessToken: accessToken, nonce: dpopNonces[endpoint],
+                    now: Int64(Date().timeIntervalSince1970))
                 headers += ["Authorization: DPoP " + accessToken, "DPoP: " + proof]
             } catch {
-                done(.failure(.init(description: "DPoP proof: \(error)"))); return
+                done(.failure(.init(description: "DPoP proof: \(error)")))
+                return
             }
         } else {
             headers.append("Authorization: Bearer " + accessToken)
         }
-        let request = FetchRequest(url: endpoint, headers: headers, timeout: 10, connectTimeout: 3, maxResponseBytes: Self.maxUserinfoBytes)
+        let request = FetchRequest(
+            url: endpoint, headers: headers, timeout: 10, connectTimeout: 3, maxResponseBytes: Self.maxUserinfoBytes)
         fetcher(t.issuer).fetch(request) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let e):
                 // Over the size cap is the AS's answer, not a failure to reach it (Fetch says so only in words).
-                done(.failure(.init(description: "userinfo endpoint: \(e.description)", unreachable: !e.description.contains("larger than"))))
+                done(
+                    .failure(
+                        .init(
+                            description: "userinfo endpoint: \(e.description)",
+                            unreachable: !e.description.contains("larger than"))))
             case .success(let resp):
                 if t.dpop != nil, let nonce = resp.header("dpop-nonce") {
                     self.dpopNonces[endpoint] = nonce
-                    if !retried, resp.status == 401, resp.header("www-authenticate")?.contains("use_dpop_nonce") == true {
-                        self.userinfo(endpoint, accessToken: accessToken, to: t, retried: true, done: done); return
+                    if !retried, resp.status == 401, resp.header("www-authenticate")?.contains("use_dpop_nonce") == true
+                    {
+                        self.userinfo(endpoint, accessToken: accessToken, to: t, retried: true, done: done)
+                        return
                     }
                 }
                 done(Self.parseUserinfo(resp))
@@ -55,11 +66,15 @@ extension AuthorizationServerClient {
     /// accepted: the gateway asks for JSON, and the TLS channel to the AS authenticates it.
     static func parseUserinfo(_ resp: FetchResponse) -> Result<JSONObject, UserinfoFailure> {
         guard resp.status == 200 else {
-            return .failure(.init(description: "userinfo endpoint answered \(resp.status)", unreachable: resp.status >= 500))
+            return .failure(
+                .init(description: "userinfo endpoint answered \(resp.status)", unreachable: resp.status >= 500))
         }
         let type = resp.header("content-type")?.lowercased() ?? ""
         guard type.hasPrefix("application/json") else {
-            return .failure(.init(description: "userinfo endpoint answered \(type.isEmpty ? "no content type" : type), not application/json"))
+            return .failure(
+                .init(
+                    description:
+                        "userinfo endpoint answered \(type.isEmpty ? "no content type" : type), not application/json"))
         }
         do {
             return .success(try JSONParser.parseObject(resp.body, what: "userinfo response"))

@@ -25,8 +25,10 @@ final class AuthorizationServerClient {
 
     /// POSTs `form` (plus client authentication) to `endpoint`. With DPoP, a
     /// `use_dpop_nonce` answer is retried once with the nonce the AS gave (§8.1).
-    func post(_ endpoint: String, form: [(String, String)], to t: Target, retried: Bool = false,
-              done: @escaping (Result<FetchResponse, FetchError>) -> Void) {
+    func post(
+        _ endpoint: String, form: [(String, String)], to t: Target, retried: Bool = false,
+        done: @escaping (Result<FetchResponse, FetchError>) -> Void
+    ) {
         let now = Int64(Date().timeIntervalSince1970)
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
         var body = form
@@ -36,19 +38,23 @@ final class AuthorizationServerClient {
             headers += credentials.headers
             body += credentials.form.filter { name, _ in !form.contains { $0.0 == name } }
             if let dpop = t.dpop {
-                headers.append("DPoP: " + (try dpop.proof(method: "POST", url: endpoint, nonce: dpopNonces[endpoint], now: now)))
+                headers.append(
+                    "DPoP: " + (try dpop.proof(method: "POST", url: endpoint, nonce: dpopNonces[endpoint], now: now)))
             }
         } catch {
-            done(.failure(FetchError(description: "client authentication: \(error)"))); return
+            done(.failure(FetchError(description: "client authentication: \(error)")))
+            return
         }
-        let request = FetchRequest(url: endpoint, body: Array(FormEncoding.body(body).utf8), headers: headers, timeout: 10,
-                                   connectTimeout: 3, maxResponseBytes: 256 << 10)
+        let request = FetchRequest(
+            url: endpoint, body: Array(FormEncoding.body(body).utf8), headers: headers, timeout: 10,
+            connectTimeout: 3, maxResponseBytes: 256 << 10)
         fetcher(t.issuer).fetch(request) { [weak self] result in
             guard let self else { return }
             if t.dpop != nil, case .success(let resp) = result, let nonce = resp.header("dpop-nonce") {
                 self.dpopNonces[endpoint] = nonce
                 if !retried, resp.status == 400 || resp.status == 401,
-                   (try? JSONParser.parseObject(resp.body, what: "error"))?["error"]?.string == "use_dpop_nonce" {
+                    (try? JSONParser.parseObject(resp.body, what: "error"))?["error"]?.string == "use_dpop_nonce"
+                {
                     self.post(endpoint, form: form, to: t, retried: true, done: done)
                     return
                 }
@@ -58,30 +64,39 @@ final class AuthorizationServerClient {
     }
 
     /// RFC 9126 §2: the request object (or plain parameters) pushed; the request_uri back.
-    func pushAuthorizationRequest(_ endpoint: String, parameters: [(String, String)], to t: Target,
-                                  done: @escaping (Result<PushedAuthorizationResponse, Error>) -> Void) {
+    func pushAuthorizationRequest(
+        _ endpoint: String, parameters: [(String, String)], to t: Target,
+        done: @escaping (Result<PushedAuthorizationResponse, Error>) -> Void
+    ) {
         post(endpoint, form: parameters, to: Target(client: t.client, issuer: t.issuer, dpop: nil)) { result in
             switch result {
-            case .success(let resp): done(Result { try PushedAuthorizationResponse.parse(status: resp.status, body: resp.body) })
+            case .success(let resp):
+                done(Result { try PushedAuthorizationResponse.parse(status: resp.status, body: resp.body) })
             case .failure(let e): done(.failure(e))
             }
         }
     }
 
     /// The token endpoint: a code exchange or a refresh.
-    func token(_ endpoint: String, grant: [(String, String)], to t: Target,
-               done: @escaping (Result<TokenResponse, TokenResponse.Failure>) -> Void) {
+    func token(
+        _ endpoint: String, grant: [(String, String)], to t: Target,
+        done: @escaping (Result<TokenResponse, TokenResponse.Failure>) -> Void
+    ) {
         post(endpoint, form: grant, to: t) { result in
             switch result {
             case .success(let resp): done(TokenResponse.parse(status: resp.status, body: resp.body))
-            case .failure(let e): done(.failure(TokenResponse.Failure(error: "unreachable: \(e.description)", status: 0)))
+            case .failure(let e):
+                done(.failure(TokenResponse.Failure(error: "unreachable: \(e.description)", status: 0)))
             }
         }
     }
 
     /// RFC 7009 §2.1: revokes a token; the outcome only goes to the log (§2.2: 200 either way).
     func revoke(_ endpoint: String, token: String, hint: String, to t: Target, done: @escaping (Int) -> Void) {
-        post(endpoint, form: [("token", token), ("token_type_hint", hint)], to: Target(client: t.client, issuer: t.issuer, dpop: nil)) { result in
+        post(
+            endpoint, form: [("token", token), ("token_type_hint", hint)],
+            to: Target(client: t.client, issuer: t.issuer, dpop: nil)
+        ) { result in
             switch result {
             case .success(let resp): done(resp.status)
             case .failure: done(0)

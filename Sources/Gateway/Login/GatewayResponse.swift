@@ -22,14 +22,18 @@ struct GatewayResponse {
     }
 
     static func redirect(_ location: String, cookies: [String] = [], detail: String? = nil) -> GatewayResponse {
-        GatewayResponse(status: 302, headers: [("Location", location)] + cookies.map { ("Set-Cookie", $0) }, detail: detail)
+        GatewayResponse(
+            status: 302, headers: [("Location", location)] + cookies.map { ("Set-Cookie", $0) }, detail: detail)
     }
 
-    static func page(_ status: Int, title: String, message: String, link: (text: String, href: String)? = nil,
-                     cookies: [String] = [], detail: String? = nil) -> GatewayResponse {
-        GatewayResponse(status: status, headers: cookies.map { ("Set-Cookie", $0) },
-                        body: LoginPages.page(title: title, message: message, link: link), detail: detail,
-                        page: .message(title: title, message: message, link: link.map { PageLink(text: $0.text, href: $0.href) }))
+    static func page(
+        _ status: Int, title: String, message: String, link: (text: String, href: String)? = nil,
+        cookies: [String] = [], detail: String? = nil
+    ) -> GatewayResponse {
+        GatewayResponse(
+            status: status, headers: cookies.map { ("Set-Cookie", $0) },
+            body: LoginPages.page(title: title, message: message, link: link), detail: detail,
+            page: .message(title: title, message: message, link: link.map { PageLink(text: $0.text, href: $0.href) }))
     }
 
     /// Writes it through `responder` (which answers exactly once; to a gone client, nothing).
@@ -41,7 +45,8 @@ struct GatewayResponse {
         if contentType.hasPrefix("text/html") {
             // No scripts, no framing. (No form-action: browsers apply it to the redirect after
             // the logout form's POST, which must reach the AS's end_session_endpoint.)
-            responder.fields.append("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+            responder.fields.append(
+                "Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
             responder.fields.append("X-Content-Type-Options", "nosniff")
             responder.fields.append("Referrer-Policy", "no-referrer")
         }
@@ -69,15 +74,16 @@ enum LoginPages {
     static func page(title: String, message: String, link: (text: String, href: String)?, form: String = "") -> String {
         let a = link.map { "<p><a href=\"\(escape($0.href))\">\(escape($0.text))</a></p>" } ?? ""
         return """
-        <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(escape(title))</title>
-        <style>body{font-family:sans-serif;max-width:36em;margin:4em auto;padding:0 1em}</style></head>
-        <body><h1>\(escape(title))</h1><p>\(escape(message))</p>\(form)\(a)</body></html>
-        """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><title>\(escape(title))</title>
+            <style>body{font-family:sans-serif;max-width:36em;margin:4em auto;padding:0 1em}</style></head>
+            <body><h1>\(escape(title))</h1><p>\(escape(message))</p>\(form)\(a)</body></html>
+            """
     }
 
     /// The logout confirmation: a same-origin POST form carrying the CSRF token.
     static func logoutConfirmation(action: String, token: String) -> String {
-        let form = "<form method=\"post\" action=\"\(escape(action))\"><input type=\"hidden\" name=\"token\" value=\"\(escape(token))\">"
+        let form =
+            "<form method=\"post\" action=\"\(escape(action))\"><input type=\"hidden\" name=\"token\" value=\"\(escape(token))\">"
             + "<button type=\"submit\" id=\"logout\">Log out</button></form>"
         return page(title: "Log out", message: "Do you want to log out?", link: nil, form: form)
     }

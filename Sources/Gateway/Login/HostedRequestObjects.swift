@@ -80,11 +80,17 @@ final class RedisRequestObjects: RequestObjectHost {
     }
 
     func take(_ id: String, done: @escaping (String?) -> Void) {
-        guard id.utf8.count == 43, Base64URL.decode(id)?.count == 32 else { done(nil); return }
+        guard id.utf8.count == 43, Base64URL.decode(id)?.count == 32 else {
+            done(nil)
+            return
+        }
         let digest = RedisSessionStore.digest(id)
         client.send(["GETDEL", key(digest)]) { [sealer] result in
-            guard case .success(.bulk(let b)) = result, let jwt = sealer.open(String(decoding: b, as: UTF8.self), purpose: Self.purpose(digest)) else {
-                done(nil); return
+            guard case .success(.bulk(let b)) = result,
+                let jwt = sealer.open(String(decoding: b, as: UTF8.self), purpose: Self.purpose(digest))
+            else {
+                done(nil)
+                return
             }
             done(String(decoding: jwt, as: UTF8.self))
         }

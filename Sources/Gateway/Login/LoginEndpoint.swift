@@ -18,7 +18,11 @@ enum LoginEndpoint: Equatable {
                 if id.utf8.count == 43, !id.contains("/") { return .requestObject(id: id) }
             }
         }
-        if path == l.jwksPath && (config.clients.values.contains(where: { $0.key != nil }) || !config.assertionKeys.isEmpty) { return .jwks }
+        if path == l.jwksPath
+            && (config.clients.values.contains(where: { $0.key != nil }) || !config.assertionKeys.isEmpty)
+        {
+            return .jwks
+        }
         return nil
     }
 }

@@ -10,64 +10,90 @@ extension LoginService {
     func backchannelLogout(body: [UInt8], done: @escaping (GatewayResponse) -> Void) {
         // §2.8: 400 with an error for an invalid request; 200 (no body) when logged out.
         func refuse(_ description: String, _ detail: String) {
-            done(GatewayResponse(status: 400, body: "{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}",
-                                 contentType: "application/json", detail: "back-channel logout refused: \(detail)"))
+            done(
+                GatewayResponse(
+                    status: 400, body: "{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}",
+                    contentType: "application/json", detail: "back-channel logout refused: \(detail)"))
         }
         guard body.count <= 64 << 10, let form = FormEncoding.decode(Substring(String(decoding: body, as: UTF8.self))),
-              form.filter({ $0.0 == "logout_token" }).count == 1, let token = form.first(where: { $0.0 == "logout_token" })?.1 else {
-            refuse("exactly one logout_token is required", "no logout_token"); return
+            form.filter({ $0.0 == "logout_token" }).count == 1,
+            let token = form.first(where: { $0.0 == "logout_token" })?.1
+        else {
+            refuse("exactly one logout_token is required", "no logout_token")
+            return
         }
         // Which client: the (unverified) iss and aud pick one; only its issuer's keys and
         // rules then decide.
-        guard let jws = try? CompactJWS(token), let unverified = try? jws.claims(), let iss = unverified["iss"]?.string else {
-            refuse("the logout token is malformed", "not a JWS with iss"); return
+        guard let jws = try? CompactJWS(token), let unverified = try? jws.claims(), let iss = unverified["iss"]?.string
+        else {
+            refuse("the logout token is malformed", "not a JWS with iss")
+            return
         }
         let audiences = unverified["aud"]?.string.map { [$0] } ?? unverified["aud"]?.array?.compactMap(\.string) ?? []
-        guard let client = config.clients.values.first(where: { c in
-            c.issuer.flatMap { config.issuers[$0] }?.issuer == iss && audiences.contains(c.authentication.clientID)
-                && config.routes.contains { $0.clients.contains(c.name) }
-        }), let issuer = client.issuer.flatMap({ config.issuers[$0] }), let keys = tokens.keys[issuer.name] else {
-            refuse("the logout token is not for a client of this gateway", "no login client for iss \(iss)"); return
+        guard
+            let client = config.clients.values.first(where: { c in
+                c.issuer.flatMap { config.issuers[$0] }?.issuer == iss && audiences.contains(c.authentication.clientID)
+                    && config.routes.contains { $0.clients.contains(c.name) }
+            }), let issuer = client.issuer.flatMap({ config.issuers[$0] }), let keys = tokens.keys[issuer.name]
+        else {
+            refuse("the logout token is not for a client of this gateway", "no login client for iss \(iss)")
+            return
         }
-        verifyLogoutToken(token, client: client, issuer: issuer, keys: keys, refetched: false, refuse: refuse, done: done)
+        verifyLogoutToken(
+            token, client: client, issuer: issuer, keys: keys, refetched: false, refuse: refuse, done: done)
     }
 
-    private func verifyLogoutToken(_ token: String, client: ClientConfig, issuer: IssuerConfig, keys: JWKSet, refetched: Bool,
-                                   refuse: @escaping (String, String) -> Void, done: @escaping (GatewayResponse) -> Void) {
+    private func verifyLogoutToken(
+        _ token: String, client: ClientConfig, issuer: IssuerConfig, keys: JWKSet, refetched: Bool,
+        refuse: @escaping (String, String) -> Void, done: @escaping (GatewayResponse) -> Void
+    ) {
         let now = Self.now()
         let logout: LogoutTokenVerifier.LogoutToken
         do {
-            logout = try LogoutTokenVerifier(issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
-                .verify(token, keys: keys, now: now)
+            logout = try LogoutTokenVerifier(
+                issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms
+            )
+            .verify(token, keys: keys, now: now)
         } catch let e as JOSEError where e.code == .keyNotFound && !refetched && tokens.requestRefetch != nil {
             // A key the AS has just rotated in: one refetch, then once more.
             tokens.requestRefetch?(issuer.name) { [weak self] set in
                 guard let self else { return }
                 if let set { self.tokens.updateKeys(issuer.name, set) }
-                self.verifyLogoutToken(token, client: client, issuer: issuer, keys: set ?? keys, refetched: true, refuse: refuse, done: done)
+                self.verifyLogoutToken(
+                    token, client: client, issuer: issuer, keys: set ?? keys, refetched: true, refuse: refuse,
+                    done: done)
             }
             return
         } catch {
-            refuse("the logout token is invalid", "\(error)"); return
+            refuse("the logout token is invalid", "\(error)")
+            return
         }
         // Sessions begun before the logout token was issued end; later ones (a new login) stay —
         // so a replayed token can end nothing the first delivery did not.
         let expiresAt = now + Int64(config.session.absoluteTimeout)
         let jtiKey = ReplayID(jkt: "logout\u{0}" + issuer.issuer, jti: logout.jti)
         if shared.logoutTokens.contains(jtiKey, now: now) {  // §2.6 step 10
-            refuse("the logout token was used before", "jti replayed"); return
+            refuse("the logout token was used before", "jti replayed")
+            return
         }
-        store.endAll(client: client.name, sid: logout.sid, sub: logout.sub, at: logout.iat, expiresAt: expiresAt) { [weak self] result in
+        store.endAll(client: client.name, sid: logout.sid, sub: logout.sub, at: logout.iat, expiresAt: expiresAt) {
+            [weak self] result in
             switch result {
             case .success(let n):
                 // Its jti is spent only once the logout took effect (§2.6 step 10): an AS that
                 // retries after a 503 is not refused as a replay.
                 _ = self?.shared.logoutTokens.claim(jtiKey, until: now + 600, now: now)
-                done(GatewayResponse(status: 200, body: "", contentType: "text/plain",
-                                     detail: "back-channel logout: sid \(logout.sid != nil), sub \(logout.sub != nil), \(n) sessions ended"))
+                done(
+                    GatewayResponse(
+                        status: 200, body: "", contentType: "text/plain",
+                        detail:
+                            "back-channel logout: sid \(logout.sid != nil), sub \(logout.sub != nil), \(n) sessions ended"
+                    ))
             case .failure(let e):
-                self?.log.warning("back-channel logout: the session store failed", metadata: ["error": .string(e.description)])
-                var r = GatewayResponse(status: 503, body: "", contentType: "text/plain", detail: "back-channel logout: \(e)")
+                self?.log.warning(
+                    "back-channel logout: the session store failed", metadata: ["error": .string(e.description)])
+                var r = GatewayResponse(
+                    status: 503, body: "", contentType: "text/plain", detail: "back-channel logout: \(e)")
                 r.headers.append(("Retry-After", "5"))
                 done(r)
             }

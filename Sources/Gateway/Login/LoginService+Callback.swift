@@ -11,15 +11,18 @@ extension LoginService {
         var tokenEndpointSeconds = 0.0
     }
 
-    func callback(query: Substring, origin: RequestOrigin.Origin?, cookies: Cookies, clock: @escaping () -> Double,
-                  done: @escaping (GatewayResponse, CallbackTiming) -> Void) {
+    func callback(
+        query: Substring, origin: RequestOrigin.Origin?, cookies: Cookies, clock: @escaping () -> Double,
+        done: @escaping (GatewayResponse, CallbackTiming) -> Void
+    ) {
         let timing = CallbackTiming()
         func fail(_ status: Int, _ message: String, _ detail: String, cookies setCookies: [String] = []) {
             done(signInFailed(status, message, detail, cookies: setCookies), timing)
         }
         // The state first: it says which login (and so which client and AS) this answers.
         guard let pairs = FormEncoding.decode(query), let state = pairs.first(where: { $0.0 == "state" })?.1 else {
-            fail(400, "The sign-in response was not valid.", "callback without state"); return
+            fail(400, "The sign-in response was not valid.", "callback without state")
+            return
         }
         pendingLogins.take(state: state, cookies: cookies, now: Self.now()) { [weak self] result in
             guard let self else { return }
@@ -28,49 +31,72 @@ extension LoginService {
                 done(Self.unavailable("login state: \(e)"), timing)
             case .success(let taken):
                 guard let login = taken.login else {
-                    fail(400, "This sign-in was not started in this browser, or it took too long. Please start again.",
-                         "no pending login for this state (cookie missing, replayed or expired)", cookies: taken.setCookies); return
+                    fail(
+                        400, "This sign-in was not started in this browser, or it took too long. Please start again.",
+                        "no pending login for this state (cookie missing, replayed or expired)",
+                        cookies: taken.setCookies)
+                    return
                 }
-                self.finishCallback(query: query, login: login, setLogin: taken.setCookies, origin: origin, cookies: cookies, clock: clock,
-                                    timing: timing, done: done)
+                self.finishCallback(
+                    query: query, login: login, setLogin: taken.setCookies, origin: origin, cookies: cookies,
+                    clock: clock,
+                    timing: timing, done: done)
             }
         }
     }
 
     /// A failed callback's page, with a way to start again.
-    private func signInFailed(_ status: Int, _ message: String, _ detail: String, cookies: [String]) -> GatewayResponse {
-        .page(status, title: "Sign-in failed", message: message, link: (text: "Sign in again", href: config.login.startPath), cookies: cookies, detail: detail)
+    private func signInFailed(_ status: Int, _ message: String, _ detail: String, cookies: [String]) -> GatewayResponse
+    {
+        .page(
+            status, title: "Sign-in failed", message: message,
+            link: (text: "Sign in again", href: config.login.startPath), cookies: cookies, detail: detail)
     }
 
     /// The rest of a callback whose state named a pending login of this browser.
-    private func finishCallback(query: Substring, login: PendingLogins.Login, setLogin: [String], origin: RequestOrigin.Origin?, cookies: Cookies,
-                                clock: @escaping () -> Double, timing: CallbackTiming, done: @escaping (GatewayResponse, CallbackTiming) -> Void) {
+    private func finishCallback(
+        query: Substring, login: PendingLogins.Login, setLogin: [String], origin: RequestOrigin.Origin?,
+        cookies: Cookies,
+        clock: @escaping () -> Double, timing: CallbackTiming, done: @escaping (GatewayResponse, CallbackTiming) -> Void
+    ) {
         var timing = timing
         func fail(_ status: Int, _ message: String, _ detail: String, cookies setCookies: [String] = []) {
             done(signInFailed(status, message, detail, cookies: setCookies), timing)
         }
         guard let (client, issuer, meta) = target(login.client) else {
-            done(Self.unavailable("login client \(login.client): metadata not loaded"), timing); return
+            done(Self.unavailable("login client \(login.client): metadata not loaded"), timing)
+            return
         }
         let response: AuthorizationResponse
-        switch AuthorizationResponse.parse(query: query, expectedIssuer: issuer.issuer, issRequired: meta.authorizationResponseIssParameterSupported) {
+        switch AuthorizationResponse.parse(
+            query: query, expectedIssuer: issuer.issuer, issRequired: meta.authorizationResponseIssParameterSupported)
+        {
         case .failure(.issuerMismatch):
-            fail(400, "The sign-in response came from an unexpected server.", "iss missing or not \(issuer.issuer) (RFC 9207)", cookies: setLogin); return
+            fail(
+                400, "The sign-in response came from an unexpected server.",
+                "iss missing or not \(issuer.issuer) (RFC 9207)", cookies: setLogin)
+            return
         case .failure(.malformed(let why)):
-            fail(400, "The sign-in response was not valid.", why, cookies: setLogin); return
+            fail(400, "The sign-in response was not valid.", why, cookies: setLogin)
+            return
         case .success(let r): response = r
         }
         let code: String
         switch response {
         case .error(let error, _, _):
             // Shown, not retried: a login the AS refused must not loop back into another.
-            fail(403, "The sign-in was not completed (\(error)).", "authorization error: \(error)", cookies: setLogin); return
+            fail(403, "The sign-in was not completed (\(error)).", "authorization error: \(error)", cookies: setLogin)
+            return
         case .code(let c, _): code = c
         }
         guard let tokenEndpoint = meta.tokenEndpoint, let redirect = redirectURI(client, origin: origin) else {
-            done(Self.unavailable("no token endpoint or redirect URI"), timing); return
+            done(Self.unavailable("no token endpoint or redirect URI"), timing)
+            return
         }
-        let grant = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect), ("code_verifier", login.codeVerifier)]
+        let grant = [
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect),
+            ("code_verifier", login.codeVerifier)
+        ]
         let started = clock()
         server.token(tokenEndpoint, grant: grant, to: serverTarget(client, issuer)) { [weak self] result in
             guard let self else { return }
@@ -79,7 +105,9 @@ extension LoginService {
             case .failure(let f) where f.status == 0:
                 done(Self.unavailable("token endpoint \(f.error)"), timing)
             case .failure(let f):
-                fail(400, "The sign-in could not be completed.", "token endpoint refused the code: \(f.error)", cookies: setLogin)
+                fail(
+                    400, "The sign-in could not be completed.", "token endpoint refused the code: \(f.error)",
+                    cookies: setLogin)
             case .success(let tokens):
                 self.startSession(tokens, login: login, client: client, issuer: issuer, cookies: cookies) { outcome in
                     switch outcome {
@@ -88,7 +116,9 @@ extension LoginService {
                     case .failure(let why):
                         fail(400, "The sign-in could not be completed.", why.description, cookies: setLogin)
                     case .success(let sessionCookies):
-                        done(.redirect(login.returnTo, cookies: sessionCookies + setLogin, detail: "login completed"), timing)
+                        done(
+                            .redirect(login.returnTo, cookies: sessionCookies + setLogin, detail: "login completed"),
+                            timing)
                     }
                 }
             }
@@ -96,38 +126,61 @@ extension LoginService {
     }
 
     /// Validates the ID token and stores the new session; the Set-Cookie lines for it.
-    func startSession(_ t: TokenResponse, login: PendingLogins.Login, client: ClientConfig, issuer: IssuerConfig, cookies: Cookies,
-                      refetched: Bool = false, done: @escaping (Result<[String], SessionFailure>) -> Void) {
-        guard let idToken = t.idToken else { done(.failure(.init("the token response has no ID token"))); return }
+    func startSession(
+        _ t: TokenResponse, login: PendingLogins.Login, client: ClientConfig, issuer: IssuerConfig, cookies: Cookies,
+        refetched: Bool = false, done: @escaping (Result<[String], SessionFailure>) -> Void
+    ) {
+        guard let idToken = t.idToken else {
+            done(.failure(.init("the token response has no ID token")))
+            return
+        }
         let now = Self.now()
-        let verifier = IDTokenVerifier(issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
+        let verifier = IDTokenVerifier(
+            issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
         let claims: JSONObject
         do {
-            guard let keys = tokens.keys[issuer.name] else { done(.failure(.init("no keys loaded for \(issuer.name)"))); return }
+            guard let keys = tokens.keys[issuer.name] else {
+                done(.failure(.init("no keys loaded for \(issuer.name)")))
+                return
+            }
             claims = try verifier.verify(idToken, keys: keys, nonce: login.nonce, accessToken: t.accessToken, now: now)
         } catch let e as JOSEError where e.code == .keyNotFound && !refetched && tokens.requestRefetch != nil {
             // A key the AS has just rotated in: one refetch, then once more.
             tokens.requestRefetch?(issuer.name) { [weak self] set in
                 guard let self else { return }
                 if let set { self.tokens.updateKeys(issuer.name, set) }
-                self.startSession(t, login: login, client: client, issuer: issuer, cookies: cookies, refetched: true, done: done)
+                self.startSession(
+                    t, login: login, client: client, issuer: issuer, cookies: cookies, refetched: true, done: done)
             }
             return
         } catch {
-            done(.failure(.init("ID token refused: \(error)"))); return
+            done(.failure(.init("ID token refused: \(error)")))
+            return
         }
-        guard let subject = claims["sub"]?.string, !subject.isEmpty else { done(.failure(.init("the ID token's sub is not a string"))); return }
-        mergeUserinfo(claims, subject: subject, accessToken: t.accessToken, client: client, issuer: issuer) { [weak self] outcome in
+        guard let subject = claims["sub"]?.string, !subject.isEmpty else {
+            done(.failure(.init("the ID token's sub is not a string")))
+            return
+        }
+        mergeUserinfo(claims, subject: subject, accessToken: t.accessToken, client: client, issuer: issuer) {
+            [weak self] outcome in
             guard let self else { return }
             let merged: JSONObject
             switch outcome {
             case .claims(let c): merged = c
-            case .subjectMismatch: done(.failure(.init("the userinfo endpoint answered for another sub than the ID token's (OIDC Core §5.3.2)"))); return
-            case .failed(let why, let unreachable): done(.failure(.init("userinfo: \(why)", unavailable: unreachable))); return
+            case .subjectMismatch:
+                done(
+                    .failure(
+                        .init("the userinfo endpoint answered for another sub than the ID token's (OIDC Core §5.3.2)")))
+                return
+            case .failed(let why, let unreachable):
+                done(.failure(.init("userinfo: \(why)", unavailable: unreachable)))
+                return
             }
-            let session = Session(id: Session.newID(), client: login.client, subject: subject, claims: self.sessionClaims(merged, t, client),
-                                  idToken: idToken, accessToken: self.keepAccessToken ? t.accessToken : nil, refreshToken: t.refreshToken,
-                                  accessExpiresAt: Self.expiry(t.expiresIn, now: now), createdAt: now, lastSeenAt: now)
+            let session = Session(
+                id: Session.newID(), client: login.client, subject: subject,
+                claims: self.sessionClaims(merged, t, client),
+                idToken: idToken, accessToken: self.keepAccessToken ? t.accessToken : nil, refreshToken: t.refreshToken,
+                accessExpiresAt: Self.expiry(t.expiresIn, now: now), createdAt: now, lastSeenAt: now)
             self.save(session, cookies: cookies, creating: true) { result in done(result) }
         }
     }
@@ -138,7 +191,9 @@ extension LoginService {
     func sessionClaims(_ idClaims: JSONObject, _ t: TokenResponse, _ client: ClientConfig) -> JSONObject {
         var kept = JSONObject()
         for name in idClaims.names where keptClaims.contains(name) { kept[name] = idClaims[name] }
-        if kept["email"] != nil && idClaims["email_verified"] != .bool(true) && !client.login.allowUnverifiedEmail { kept["email"] = nil }
+        if kept["email"] != nil && idClaims["email_verified"] != .bool(true) && !client.login.allowUnverifiedEmail {
+            kept["email"] = nil
+        }
         if keptClaims.contains("scope"), let scope = t.scope { kept["scope"] = .string(scope) }
         return kept
     }
@@ -150,8 +205,10 @@ extension LoginService {
     }
 
     /// Stores `session` and returns its Set-Cookie lines.
-    func save(_ session: Session, cookies: Cookies, creating: Bool, lease: RefreshLease? = nil,
-              done: @escaping (Result<[String], SessionFailure>) -> Void) {
+    func save(
+        _ session: Session, cookies: Cookies, creating: Bool, lease: RefreshLease? = nil,
+        done: @escaping (Result<[String], SessionFailure>) -> Void
+    ) {
         let expiresAt = session.createdAt + Int64(config.session.absoluteTimeout)
         store.save(session, expiresAt: expiresAt, creating: creating, lease: lease) { [weak self] result in
             guard let self else { return }
@@ -161,11 +218,13 @@ extension LoginService {
             case .failure(let e): done(.failure(.init("session store: \(e)", unavailable: true)))
             case .success(let value):
                 guard let lines = self.sessionCookies(value, cookies) else {
-                    done(.failure(.init("the session does not fit in cookies; use store: redis://…"))); return
+                    done(.failure(.init("the session does not fit in cookies; use store: redis://…")))
+                    return
                 }
                 if lines.count > 1 && value.utf8.count > Cookies.chunkSize {
-                    self.log.warning("a session needed \(lines.count) cookies; a Redis store (store: redis://…) keeps only an id in the cookie",
-                                     metadata: ["bytes": .stringConvertible(value.utf8.count)])
+                    self.log.warning(
+                        "a session needed \(lines.count) cookies; a Redis store (store: redis://…) keeps only an id in the cookie",
+                        metadata: ["bytes": .stringConvertible(value.utf8.count)])
                 }
                 done(.success(lines))
             }
@@ -178,7 +237,10 @@ extension LoginService {
         var ended = false
         var superseded = false
         init(_ d: String, unavailable: Bool = false, ended: Bool = false, superseded: Bool = false) {
-            description = d; self.unavailable = unavailable; self.ended = ended; self.superseded = superseded
+            description = d
+            self.unavailable = unavailable
+            self.ended = ended
+            self.superseded = superseded
         }
     }
 }

@@ -18,8 +18,11 @@ extension LoginService {
             // introspection client, say) that a crafted link could start a login with. The
             // name is never echoed: a crafted link would put its own text on the gateway's page.
             guard names.contains(name) else {
-                return .refused(.page(400, title: "Sign-in", message: "This sign-in link names no sign-in configured here.",
-                                      link: (text: "Choose a sign-in", href: config.login.startPath), detail: "unknown login client in ?client="))
+                return .refused(
+                    .page(
+                        400, title: "Sign-in", message: "This sign-in link names no sign-in configured here.",
+                        link: (text: "Choose a sign-in", href: config.login.startPath),
+                        detail: "unknown login client in ?client="))
             }
             return .client(name)
         }
@@ -35,8 +38,9 @@ extension Worker {
     /// The choice page: one link per client to /oauth2/start?client=NAME&rd=RETURN.
     func chooseClientPage(_ clients: [String], returnTo: String, requestID: String) -> GatewayResponse {
         let start = config.login.startPath
-        let body = config.pages.choosePage(clients: clients, href: { LoginService.url(start, [("client", $0), ("rd", returnTo)]) },
-                                           requestID: requestID)
+        let body = config.pages.choosePage(
+            clients: clients, href: { LoginService.url(start, [("client", $0), ("rd", returnTo)]) },
+            requestID: requestID)
         return GatewayResponse(status: 200, body: body, detail: "login client choice")
     }
 }

@@ -21,11 +21,16 @@ extension LoginService {
         if cookies.isConflicting(settings.sessionCookie) {
             // Which of the two is ours cannot be told: neither is used, and both are cleared
             // (the one set for this host; a sibling domain's copy is not ours to reach).
-            log.warning("two different session cookie values: treated as no session, cookies cleared",
-                        metadata: ["cookie": .string(settings.sessionCookie)])
-            done(.none(clear: clear)); return
+            log.warning(
+                "two different session cookie values: treated as no session, cookies cleared",
+                metadata: ["cookie": .string(settings.sessionCookie)])
+            done(.none(clear: clear))
+            return
         }
-        guard let value = cookies.value(settings.sessionCookie) else { done(.none(clear: [])); return }
+        guard let value = cookies.value(settings.sessionCookie) else {
+            done(.none(clear: []))
+            return
+        }
         store.load(value) { [weak self] lookup in
             guard let self else { return }
             switch lookup {
@@ -35,12 +40,19 @@ extension LoginService {
                 let now = Self.now()
                 // Another client's session: not for this route, but not ours to delete either
                 // (a link to this route must not log the browser out of the other app).
-                guard route.clients.contains(session.client) else { done(.none(clear: [])); return }
-                guard now - session.createdAt < Int64(self.config.session.absoluteTimeout),
-                      now - session.lastSeenAt < Int64(self.config.session.idleTimeout) else {
-                    done(.none(clear: clear)); return
+                guard route.clients.contains(session.client) else {
+                    done(.none(clear: []))
+                    return
                 }
-                if session.refreshToken != nil, now >= session.accessExpiresAt - Int64(self.config.session.refreshMargin) {
+                guard now - session.createdAt < Int64(self.config.session.absoluteTimeout),
+                    now - session.lastSeenAt < Int64(self.config.session.idleTimeout)
+                else {
+                    done(.none(clear: clear))
+                    return
+                }
+                if session.refreshToken != nil,
+                    now >= session.accessExpiresAt - Int64(self.config.session.refreshMargin)
+                {
                     self.refresh(session, cookies: cookies, forwardsToken: route.forwardSessionToken, done: done)
                 } else if now - session.lastSeenAt >= Int64(min(60, self.config.session.idleTimeout / 10)) {
                     var touched = session
@@ -96,13 +108,17 @@ extension LoginService {
     /// This process's one refresher; across replicas, only the holder of the store's lease
     /// refreshes, the others wait for the session it writes. A store that does not answer is
     /// never a reason to end a session: it goes on as it is, and a later request tries again.
-    private func lead(_ session: Session, cookies: Cookies, clear: [String], adopt: @escaping (RefreshCoordinator.Outcome) -> Void,
-                      done: @escaping (SessionDecision) -> Void) {
+    private func lead(
+        _ session: Session, cookies: Cookies, clear: [String], adopt: @escaping (RefreshCoordinator.Outcome) -> Void,
+        done: @escaping (SessionDecision) -> Void
+    ) {
         let finish: (RefreshCoordinator.Outcome) -> Void = { [weak self] outcome in
             guard let self else { return }
             self.shared.refreshes.finish(session.id, outcome)
             if case .ended = outcome {
-                self.store.end(session, expiresAt: session.createdAt + Int64(self.config.session.absoluteTimeout)) { _ in }
+                self.store.end(session, expiresAt: session.createdAt + Int64(self.config.session.absoluteTimeout)) {
+                    _ in
+                }
             }
             adopt(outcome)
         }
@@ -117,9 +133,14 @@ extension LoginService {
                 self.store.reload(session) { reloaded in
                     switch reloaded {
                     case .found(let stored) where Self.wasRefreshed(stored, since: session):
-                        self.store.releaseRefresh(lease); finish(.current(stored))
-                    case .gone: self.store.releaseRefresh(lease); finish(.ended)
-                    case .unavailable: self.store.releaseRefresh(lease); finish(.unchanged)
+                        self.store.releaseRefresh(lease)
+                        finish(.current(stored))
+                    case .gone:
+                        self.store.releaseRefresh(lease)
+                        finish(.ended)
+                    case .unavailable:
+                        self.store.releaseRefresh(lease)
+                        finish(.unchanged)
                     case .found, .notKept:
                         // A store that keeps the session (Redis) has it once this save is done:
                         // the waiters adopt it as it is. The sealed cookie is per browser: each
@@ -127,12 +148,17 @@ extension LoginService {
                         let kept: Bool
                         if case .found = reloaded { kept = true } else { kept = false }
                         self.runRefresh(session) { outcome in
-                            guard case .refreshed(let fresh) = outcome else { self.store.releaseRefresh(lease); finish(outcome); return }
+                            guard case .refreshed(let fresh) = outcome else {
+                                self.store.releaseRefresh(lease)
+                                finish(outcome)
+                                return
+                            }
                             // Saved before the lease goes, so the waiting replicas read the new session.
                             self.save(fresh, cookies: cookies, creating: false, lease: lease) { result in
                                 self.store.releaseRefresh(lease)
                                 switch result {
-                                case .success: self.shared.refreshes.finish(session.id, kept ? .current(fresh) : .refreshed(fresh))
+                                case .success:
+                                    self.shared.refreshes.finish(session.id, kept ? .current(fresh) : .refreshed(fresh))
                                 case .failure(let e) where e.ended: self.shared.refreshes.finish(session.id, .ended)
                                 // Not stored (the store failed, or another replica refreshed
                                 // since): the new tokens serve the requests waiting now.
@@ -145,7 +171,9 @@ extension LoginService {
                                     // The refresh outlived its lease and another replica refreshed
                                     // since: this request goes on with the tokens it got; the store
                                     // keeps the other replica's.
-                                    self.log.warning("a session refresh outlived its lease and another replica refreshed; its result was not stored")
+                                    self.log.warning(
+                                        "a session refresh outlived its lease and another replica refreshed; its result was not stored"
+                                    )
                                     done(.allow(fresh, setCookies: []))
                                 case .failure(let e): done(.unavailable(e.description))
                                 }
@@ -163,16 +191,26 @@ extension LoginService {
 
     /// Another replica holds the refresh lease: read the store until its refreshed session
     /// is there (or the wait is over: the session then goes on as it was).
-    private func awaitRefresh(_ session: Session, deadline: Int64, done: @escaping (RefreshCoordinator.Outcome) -> Void) {
+    private func awaitRefresh(_ session: Session, deadline: Int64, done: @escaping (RefreshCoordinator.Outcome) -> Void)
+    {
         store.reload(session) { [weak self] stored in
             guard let self else { return }
             switch stored {
-            case .found(let s) where Self.wasRefreshed(s, since: session): done(.current(s)); return
-            case .gone: done(.ended); return
-            case .notKept: done(.unchanged); return
+            case .found(let s) where Self.wasRefreshed(s, since: session):
+                done(.current(s))
+                return
+            case .gone:
+                done(.ended)
+                return
+            case .notKept:
+                done(.unchanged)
+                return
             case .found, .unavailable: break
             }
-            guard Self.now() < deadline else { done(.unchanged); return }
+            guard Self.now() < deadline else {
+                done(.unchanged)
+                return
+            }
             self.loop.schedule(after: 0.1) { self.awaitRefresh(session, deadline: deadline, done: done) }
         }
     }
@@ -182,15 +220,22 @@ extension LoginService {
     /// read again: another replica may have refreshed (rotated) it a moment ago. A new ID
     /// token, if the AS sends one, must pass the same checks (OIDC Core §12.2: same sub).
     private func runRefresh(_ session: Session, done: @escaping (RefreshCoordinator.Outcome) -> Void) {
-        guard let (client, issuer, meta) = target(session.client), let endpoint = meta.tokenEndpoint, let rt = session.refreshToken else {
-            done(.unchanged); return
+        guard let (client, issuer, meta) = target(session.client), let endpoint = meta.tokenEndpoint,
+            let rt = session.refreshToken
+        else {
+            done(.unchanged)
+            return
         }
-        server.token(endpoint, grant: [("grant_type", "refresh_token"), ("refresh_token", rt)], to: serverTarget(client, issuer)) { [weak self] result in
+        server.token(
+            endpoint, grant: [("grant_type", "refresh_token"), ("refresh_token", rt)], to: serverTarget(client, issuer)
+        ) { [weak self] result in
             guard let self else { return }
             let now = Self.now()
             switch result {
             case .failure(let f) where f.status == 0 || f.status >= 500:
-                self.log.warning("session refresh: the AS could not be asked; the session goes on", metadata: ["error": .string(f.error)])
+                self.log.warning(
+                    "session refresh: the AS could not be asked; the session goes on",
+                    metadata: ["error": .string(f.error)])
                 done(.unchanged)
             case .failure(let f):
                 self.store.reload(session) { reloaded in
@@ -200,7 +245,9 @@ extension LoginService {
                     case .unavailable:
                         done(.unchanged)
                     default:
-                        self.log.info("session refresh refused; the session ends", metadata: ["error": .string(f.error), "client": .string(session.client)])
+                        self.log.info(
+                            "session refresh refused; the session ends",
+                            metadata: ["error": .string(f.error), "client": .string(session.client)])
                         done(.ended)
                     }
                 }
@@ -212,12 +259,18 @@ extension LoginService {
                 if let rt = t.refreshToken { fresh.refreshToken = rt }
                 fresh.lastSeenAt = now
                 if let idToken = t.idToken {
-                    let verifier = IDTokenVerifier(issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
+                    let verifier = IDTokenVerifier(
+                        issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
                     guard let keys = self.tokens.keys[issuer.name],
-                          let claims = try? verifier.verify(idToken, keys: keys, nonce: nil, accessToken: t.accessToken, now: now),
-                          claims["sub"]?.string == session.subject else {
-                        self.log.warning("refreshed ID token refused; the session ends", metadata: ["client": .string(session.client)])
-                        done(.ended); return
+                        let claims = try? verifier.verify(
+                            idToken, keys: keys, nonce: nil, accessToken: t.accessToken, now: now),
+                        claims["sub"]?.string == session.subject
+                    else {
+                        self.log.warning(
+                            "refreshed ID token refused; the session ends",
+                            metadata: ["client": .string(session.client)])
+                        done(.ended)
+                        return
                     }
                     fresh.idToken = idToken
                     // The new token's claims replace the old ones: a group removed at the AS is gone.
@@ -225,7 +278,8 @@ extension LoginService {
                 } else if let scope = t.scope, self.keptClaims.contains("scope") {
                     fresh.claims["scope"] = .string(scope)
                 }
-                self.refreshUserinfo(fresh, previous: session, accessToken: t.accessToken, client: client, issuer: issuer, done: done)
+                self.refreshUserinfo(
+                    fresh, previous: session, accessToken: t.accessToken, client: client, issuer: issuer, done: done)
             }
         }
     }

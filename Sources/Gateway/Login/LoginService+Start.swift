@@ -6,21 +6,31 @@ import OAuth
 /// with a request object pushed by PAR (RFC 9126), passed by value or hosted here (RFC 9101),
 /// or as plain parameters.
 extension LoginService {
-    func beginLogin(client name: String, returnTo: String, loginHint: String?, origin: RequestOrigin.Origin?, cookies: Cookies,
-                    done: @escaping (GatewayResponse) -> Void) {
+    func beginLogin(
+        client name: String, returnTo: String, loginHint: String?, origin: RequestOrigin.Origin?, cookies: Cookies,
+        done: @escaping (GatewayResponse) -> Void
+    ) {
         guard let (client, issuer, meta) = target(name) else {
-            done(Self.unavailable("login client \(name): authorization server metadata not loaded")); return
+            done(Self.unavailable("login client \(name): authorization server metadata not loaded"))
+            return
         }
         guard let authorize = meta.authorizationEndpoint, let redirect = redirectURI(client, origin: origin) else {
-            done(Self.unavailable("login client \(name): no authorization endpoint or redirect URI")); return
+            done(Self.unavailable("login client \(name): no authorization endpoint or redirect URI"))
+            return
         }
         let now = Self.now()
         let verifier = PKCE.makeVerifier()
-        guard let challenge = PKCE.challenge(for: verifier) else { done(Self.unavailable("PKCE")); return }
+        guard let challenge = PKCE.challenge(for: verifier) else {
+            done(Self.unavailable("PKCE"))
+            return
+        }
         var extra = client.login.extra
-        if client.login.loginHintFromQuery, let hint = loginHint, !hint.isEmpty, hint.utf8.count <= 256 { extra.append(("login_hint", hint)) }
-        let params = AuthorizationParameters(clientID: client.authentication.clientID, redirectURI: redirect, scope: client.login.scopes,
-                                             state: PendingLogins.random(), nonce: PendingLogins.random(), codeChallenge: challenge, extra: extra)
+        if client.login.loginHintFromQuery, let hint = loginHint, !hint.isEmpty, hint.utf8.count <= 256 {
+            extra.append(("login_hint", hint))
+        }
+        let params = AuthorizationParameters(
+            clientID: client.authentication.clientID, redirectURI: redirect, scope: client.login.scopes,
+            state: PendingLogins.random(), nonce: PendingLogins.random(), codeChallenge: challenge, extra: extra)
         let clientID = params.clientID
 
         // RFC 9126 §5: an AS that requires PAR gets PAR whatever the client's mode says.
@@ -29,49 +39,79 @@ extension LoginService {
         var requestObject: String?
         if mode != .plain, let key = client.key {
             do {
-                requestObject = try RequestObject.sign(params, audience: issuer.issuer, key: key, alg: client.requestObjectAlgorithm ?? .RS256, now: now)
+                requestObject = try RequestObject.sign(
+                    params, audience: issuer.issuer, key: key, alg: client.requestObjectAlgorithm ?? .RS256, now: now)
             } catch {
-                done(Self.unavailable("request object: \(error)")); return
+                done(Self.unavailable("request object: \(error)"))
+                return
             }
         }
         // OIDC Core §6.1: response_type, client_id and scope also go as plain parameters.
-        let base: [(String, String)] = [("client_id", clientID), ("response_type", "code"), ("scope", params.scope.joined(separator: " "))]
+        let base: [(String, String)] = [
+            ("client_id", clientID), ("response_type", "code"), ("scope", params.scope.joined(separator: " "))
+        ]
         // Where the browser goes once its pending login is kept.
         func sendToAuthorizationEndpoint(_ setCookies: [String]) {
             switch mode {
             case .par:
                 guard let endpoint = meta.pushedAuthorizationRequestEndpoint else {
-                    done(Self.unavailable("login client \(name): request_mode par, but the AS has no PAR endpoint")); return
+                    done(Self.unavailable("login client \(name): request_mode par, but the AS has no PAR endpoint"))
+                    return
                 }
-                let pushed: [(String, String)] = requestObject.map { [("client_id", clientID), ("request", $0)] } ?? params.pairs
-                server.pushAuthorizationRequest(endpoint, parameters: pushed, to: serverTarget(client, issuer)) { [weak self] result in
+                let pushed: [(String, String)] =
+                    requestObject.map { [("client_id", clientID), ("request", $0)] } ?? params.pairs
+                server.pushAuthorizationRequest(endpoint, parameters: pushed, to: serverTarget(client, issuer)) {
+                    [weak self] result in
                     guard let self else { return }
                     switch result {
                     case .success(let par):
-                        done(.redirect(Self.url(authorize, [("client_id", clientID), ("request_uri", par.requestURI)]), cookies: setCookies,
-                                       detail: "login started (par)"))
+                        done(
+                            .redirect(
+                                Self.url(authorize, [("client_id", clientID), ("request_uri", par.requestURI)]),
+                                cookies: setCookies,
+                                detail: "login started (par)"))
                     case .failure(let e):
-                        self.log.warning("pushed authorization request failed", metadata: ["client": .string(name), "error": .string("\(e)")])
+                        self.log.warning(
+                            "pushed authorization request failed",
+                            metadata: ["client": .string(name), "error": .string("\(e)")])
                         done(Self.unavailable("PAR: \(e)"))
                     }
                 }
             case .request:
-                guard let jwt = requestObject else { done(Self.unavailable("request_mode request without a key")); return }
-                done(.redirect(Self.url(authorize, base + [("request", jwt)]), cookies: setCookies, detail: "login started (request)"))
+                guard let jwt = requestObject else {
+                    done(Self.unavailable("request_mode request without a key"))
+                    return
+                }
+                done(
+                    .redirect(
+                        Self.url(authorize, base + [("request", jwt)]), cookies: setCookies,
+                        detail: "login started (request)"))
             case .request_uri:
-                guard let jwt = requestObject, let origin = origin ?? config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) }) else {
-                    done(Self.unavailable("request_uri: no key or no public origin")); return
+                guard let jwt = requestObject,
+                    let origin = origin
+                        ?? config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) })
+                else {
+                    done(Self.unavailable("request_uri: no key or no public origin"))
+                    return
                 }
                 requestObjects.host(jwt) { [weak self] id in
-                    guard let self, let id else { done(Self.unavailable("request_uri: could not host the request object")); return }
+                    guard let self, let id else {
+                        done(Self.unavailable("request_uri: could not host the request object"))
+                        return
+                    }
                     let uri = "\(origin.scheme)://\(origin.authority)\(self.config.login.requestObjectPath)\(id)"
-                    done(.redirect(Self.url(authorize, base + [("request_uri", uri)]), cookies: setCookies, detail: "login started (request_uri)"))
+                    done(
+                        .redirect(
+                            Self.url(authorize, base + [("request_uri", uri)]), cookies: setCookies,
+                            detail: "login started (request_uri)"))
                 }
             case .plain:
                 done(.redirect(Self.url(authorize, params.pairs), cookies: setCookies, detail: "login started (plain)"))
             }
         }
-        let login = PendingLogins.Login(state: params.state, nonce: params.nonce, codeVerifier: verifier, returnTo: returnTo, client: name, createdAt: now)
+        let login = PendingLogins.Login(
+            state: params.state, nonce: params.nonce, codeVerifier: verifier, returnTo: returnTo, client: name,
+            createdAt: now)
         // The pending login is kept before the browser leaves: a callback must find it.
         pendingLogins.add(login, cookies: cookies, now: now) { result in
             switch result {

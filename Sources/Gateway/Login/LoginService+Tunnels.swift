@@ -15,7 +15,10 @@ extension LoginService {
     }
 
     func recheck(route: RouteConfig, cookies: Cookies, done: @escaping (SessionLiveness) -> Void) {
-        guard let value = cookies.value(settings.sessionCookie) else { done(.ended("no session cookie")); return }
+        guard let value = cookies.value(settings.sessionCookie) else {
+            done(.ended("no session cookie"))
+            return
+        }
         store.load(value) { [weak self] lookup in
             guard let self else { return }
             switch lookup {
@@ -23,11 +26,23 @@ extension LoginService {
             case .none: done(.ended("session ended"))
             case .found(let session):
                 let now = Self.now()
-                guard session.client == route.client else { done(.ended("session of another client")); return }
-                guard now - session.createdAt < Int64(self.config.session.absoluteTimeout) else { done(.ended("absolute timeout")); return }
-                guard now - session.lastSeenAt < Int64(self.config.session.idleTimeout) else { done(.ended("idle timeout")); return }
-                guard session.refreshToken != nil, now >= session.accessExpiresAt - Int64(self.config.session.refreshMargin) else {
-                    done(.alive); return
+                guard session.client == route.client else {
+                    done(.ended("session of another client"))
+                    return
+                }
+                guard now - session.createdAt < Int64(self.config.session.absoluteTimeout) else {
+                    done(.ended("absolute timeout"))
+                    return
+                }
+                guard now - session.lastSeenAt < Int64(self.config.session.idleTimeout) else {
+                    done(.ended("idle timeout"))
+                    return
+                }
+                guard session.refreshToken != nil,
+                    now >= session.accessExpiresAt - Int64(self.config.session.refreshMargin)
+                else {
+                    done(.alive)
+                    return
                 }
                 // Due for a refresh: the request path's (one per session across workers); a
                 // refusal ends the session, and so the tunnel.

@@ -14,8 +14,10 @@ extension LoginService {
     /// At most this many bytes (JSON) of the claims a session keeps from userinfo.
     static let maxUserinfoKeptBytes = 4096
     /// Claims about the token, not the user: never taken from userinfo.
-    static let tokenClaims: Set<String> = ["iss", "aud", "azp", "exp", "iat", "nbf", "jti", "nonce", "at_hash", "c_hash",
-                                           "sid", "auth_time", "acr", "amr", "cnf", "scope"]
+    static let tokenClaims: Set<String> = [
+        "iss", "aud", "azp", "exp", "iat", "nbf", "jti", "nonce", "at_hash", "c_hash",
+        "sid", "auth_time", "acr", "amr", "cnf", "scope"
+    ]
 
     enum UserinfoOutcome {
         /// The claims to keep, userinfo merged in (or the same claims: the client does not use userinfo).
@@ -28,13 +30,25 @@ extension LoginService {
 
     /// `idClaims` (the verified ID token's, or the session's own) with userinfo merged when the
     /// client asks for it.
-    func mergeUserinfo(_ idClaims: JSONObject, subject: String, accessToken: String?, client: ClientConfig, issuer: IssuerConfig,
-                       done: @escaping (UserinfoOutcome) -> Void) {
-        guard client.login.userinfo else { done(.claims(idClaims)); return }
-        guard let issuerName = client.issuer, let endpoint = metadata(issuerName)?.userinfoEndpoint else {
-            done(.failed("the AS's metadata has no userinfo_endpoint (clients.\(client.name).userinfo is true)", unreachable: true)); return
+    func mergeUserinfo(
+        _ idClaims: JSONObject, subject: String, accessToken: String?, client: ClientConfig, issuer: IssuerConfig,
+        done: @escaping (UserinfoOutcome) -> Void
+    ) {
+        guard client.login.userinfo else {
+            done(.claims(idClaims))
+            return
         }
-        guard let accessToken else { done(.failed("no access token to ask the userinfo endpoint with", unreachable: false)); return }
+        guard let issuerName = client.issuer, let endpoint = metadata(issuerName)?.userinfoEndpoint else {
+            done(
+                .failed(
+                    "the AS's metadata has no userinfo_endpoint (clients.\(client.name).userinfo is true)",
+                    unreachable: true))
+            return
+        }
+        guard let accessToken else {
+            done(.failed("no access token to ask the userinfo endpoint with", unreachable: false))
+            return
+        }
         server.userinfo(endpoint, accessToken: accessToken, to: serverTarget(client, issuer)) { [keptClaims] result in
             switch result {
             case .failure(let f): done(.failed(f.description, unreachable: f.unreachable))
@@ -43,10 +57,13 @@ extension LoginService {
         }
     }
 
-    static func merge(_ info: JSONObject, into idClaims: JSONObject, subject: String, kept: Set<String>) -> UserinfoOutcome {
+    static func merge(_ info: JSONObject, into idClaims: JSONObject, subject: String, kept: Set<String>)
+        -> UserinfoOutcome
+    {
         guard let sub = info["sub"]?.string, sub == subject else { return .subjectMismatch }
         guard info.count <= maxUserinfoClaims else {
-            return .failed("the userinfo answer has \(info.count) claims (at most \(maxUserinfoClaims))", unreachable: false)
+            return .failed(
+                "the userinfo answer has \(info.count) claims (at most \(maxUserinfoClaims))", unreachable: false)
         }
         var merged = idClaims
         var keptBytes = 0
@@ -58,7 +75,9 @@ extension LoginService {
         // A changed address is only as verified as userinfo says it is.
         if info["email"] != nil && info["email_verified"] == nil { merged["email_verified"] = nil }
         guard keptBytes <= maxUserinfoKeptBytes else {
-            return .failed("the userinfo claims the session keeps take \(keptBytes) bytes (at most \(maxUserinfoKeptBytes))", unreachable: false)
+            return .failed(
+                "the userinfo claims the session keeps take \(keptBytes) bytes (at most \(maxUserinfoKeptBytes))",
+                unreachable: false)
         }
         return .claims(merged)
     }
@@ -72,10 +91,16 @@ extension LoginService {
     /// token's lifetime. Any other failure (another `sub`, an answer refused as too large, with
     /// too many claims, not JSON, a 4xx) ends the session: a user whose userinfo grew past the
     /// bounds must not keep the groups they had before. The log says why.
-    func refreshUserinfo(_ fresh: Session, previous: Session, accessToken: String?, client: ClientConfig, issuer: IssuerConfig,
-                         done: @escaping (RefreshCoordinator.Outcome) -> Void) {
-        guard client.login.userinfo else { done(.refreshed(fresh)); return }
-        mergeUserinfo(fresh.claims, subject: fresh.subject, accessToken: accessToken, client: client, issuer: issuer) { [weak self] outcome in
+    func refreshUserinfo(
+        _ fresh: Session, previous: Session, accessToken: String?, client: ClientConfig, issuer: IssuerConfig,
+        done: @escaping (RefreshCoordinator.Outcome) -> Void
+    ) {
+        guard client.login.userinfo else {
+            done(.refreshed(fresh))
+            return
+        }
+        mergeUserinfo(fresh.claims, subject: fresh.subject, accessToken: accessToken, client: client, issuer: issuer) {
+            [weak self] outcome in
             guard let self else { return }
             var session = fresh
             switch outcome {
@@ -85,27 +110,40 @@ extension LoginService {
                 for name in merged.names where self.keptClaims.contains(name) { kept[name] = merged[name] }
                 // An address userinfo changed, or calls unverified, is dropped (as at login).
                 if kept["email"] != nil, !client.login.allowUnverifiedEmail,
-                   merged["email_verified"] == .bool(false) || (kept["email"] != fresh.claims["email"] && merged["email_verified"] != .bool(true)) {
+                    merged["email_verified"] == .bool(false)
+                        || (kept["email"] != fresh.claims["email"] && merged["email_verified"] != .bool(true))
+                {
                     kept["email"] = nil
                 }
                 session.claims = kept
                 done(.refreshed(session))
             case .subjectMismatch:
-                self.log.warning("userinfo after a refresh answered for another sub; the session ends", metadata: ["client": .string(client.name)])
+                self.log.warning(
+                    "userinfo after a refresh answered for another sub; the session ends",
+                    metadata: ["client": .string(client.name)])
                 done(.ended)
             case .failed(let why, unreachable: false):
-                self.log.warning("userinfo after a refresh was refused; the session ends", metadata: ["client": .string(client.name), "error": .string(why)])
+                self.log.warning(
+                    "userinfo after a refresh was refused; the session ends",
+                    metadata: ["client": .string(client.name), "error": .string(why)])
                 done(.ended)
             case .failed(let why, unreachable: true):
                 if let since = previous.userinfoStaleSince {
-                    self.log.warning("userinfo unreachable again after a refresh; the session's claims are stale, the session ends",
-                                     metadata: ["client": .string(client.name), "error": .string(why), "stale_since": .stringConvertible(since)])
+                    self.log.warning(
+                        "userinfo unreachable again after a refresh; the session's claims are stale, the session ends",
+                        metadata: [
+                            "client": .string(client.name), "error": .string(why),
+                            "stale_since": .stringConvertible(since)
+                        ])
                     done(.ended)
                     return
                 }
-                self.log.warning("userinfo after a refresh unreachable; the session keeps its claims until the next refresh",
-                                 metadata: ["client": .string(client.name), "error": .string(why)])
-                for name in previous.claims.names where session.claims[name] == nil { session.claims[name] = previous.claims[name] }
+                self.log.warning(
+                    "userinfo after a refresh unreachable; the session keeps its claims until the next refresh",
+                    metadata: ["client": .string(client.name), "error": .string(why)])
+                for name in previous.claims.names where session.claims[name] == nil {
+                    session.claims[name] = previous.claims[name]
+                }
                 session.userinfoStaleSince = Int64(Date().timeIntervalSince1970)
                 done(.refreshed(session))
             }

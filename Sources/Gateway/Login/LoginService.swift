@@ -29,8 +29,10 @@ final class LoginService {
     /// Whether any login route forwards the access token (else it is not kept).
     private(set) var keepAccessToken = false
 
-    init(loop: EventLoop, shared: LoginShared, log: Logger, tokens: AccessTokenValidator,
-         makeStores: @escaping (GatewayConfig, LoginSettings) -> LoginStores) {
+    init(
+        loop: EventLoop, shared: LoginShared, log: Logger, tokens: AccessTokenValidator,
+        makeStores: @escaping (GatewayConfig, LoginSettings) -> LoginStores
+    ) {
         self.loop = loop
         self.shared = shared
         self.log = log
@@ -53,7 +55,9 @@ final class LoginService {
         requestObjects = stores.requestObjects
         var claims: Set<String> = ["sub", "sid"]
         for route in new.routes where route.client != nil {
-            for entry in route.identityHeaders.mapping { if let first = entry.path.components.first { claims.insert(first) } }
+            for entry in route.identityHeaders.mapping {
+                if let first = entry.path.components.first { claims.insert(first) }
+            }
             if let req = route.sessionRequirement { claims.formUnion(req.claimNames) }
             // The identity assertion carries email and groups besides the mapped claims.
             if route.options.identityAssertion != nil { claims.formUnion(["email", "groups"]) }
@@ -68,8 +72,10 @@ final class LoginService {
 
     /// The client `name`, its issuer and the issuer's metadata (nil while not loaded).
     func target(_ name: String) -> (client: ClientConfig, issuer: IssuerConfig, metadata: ProviderMetadata)? {
-        guard let client = config.clients[name], let issuerName = client.issuer, let issuer = config.issuers[issuerName],
-              let meta = metadata(issuerName) else { return nil }
+        guard let client = config.clients[name], let issuerName = client.issuer,
+            let issuer = config.issuers[issuerName],
+            let meta = metadata(issuerName)
+        else { return nil }
         return (client, issuer, meta)
     }
 
@@ -87,12 +93,17 @@ final class LoginService {
     /// public origin (the one the request came to) + the callback path.
     func redirectURI(_ client: ClientConfig, origin: RequestOrigin.Origin?) -> String? {
         if let uri = client.login.redirectURI { return uri }
-        guard let origin = origin ?? config.publicURLs.first.map({ RequestOrigin.Origin(scheme: $0.scheme, authority: $0.authority) }) else { return nil }
+        guard
+            let origin = origin
+                ?? config.publicURLs.first.map({ RequestOrigin.Origin(scheme: $0.scheme, authority: $0.authority) })
+        else { return nil }
         return "\(origin.scheme)://\(origin.authority)\(config.login.callbackPath)"
     }
 
     var cookieAttributes: Cookies.Attributes {
-        .init(secure: settings.secure, maxAge: Int64(config.session.absoluteTimeout), sameSite: settings.sameSite, domain: settings.cookieDomain)
+        .init(
+            secure: settings.secure, maxAge: Int64(config.session.absoluteTimeout), sameSite: settings.sameSite,
+            domain: settings.cookieDomain)
     }
 
     func sessionCookies(_ value: String, _ cookies: Cookies) -> [String]? {
@@ -110,8 +121,10 @@ final class LoginService {
     var loginClientNames: [String] { Set(config.routes.flatMap(\.clients)).sorted() }
 
     static func unavailable(_ detail: String) -> GatewayResponse {
-        var r = GatewayResponse.page(503, title: "Sign-in unavailable", message: "Signing in is not possible right now. Please try again in a moment.",
-                                     detail: detail)
+        var r = GatewayResponse.page(
+            503, title: "Sign-in unavailable",
+            message: "Signing in is not possible right now. Please try again in a moment.",
+            detail: detail)
         r.headers.append(("Retry-After", "5"))
         return r
     }

@@ -18,7 +18,9 @@ final class LoginShared: @unchecked Sendable {
 extension ProcessSecrets {
     static let sessionKey: [UInt8] = SecureRandom.bytes(32)
     /// The DPoP key of clients with `dpop: true` and no key_file.
-    static let dpopKey: JWK = { do { return try JWK.generate(for: .ES256, kid: nil) } catch { preconditionFailure("\(error)") } }()
+    static let dpopKey: JWK = {
+        do { return try JWK.generate(for: .ES256, kid: nil) } catch { preconditionFailure("\(error)") }
+    }()
 }
 
 /// The per-config pieces of the login: cookie sealer, CSRF key, cookie names. Rebuilt when

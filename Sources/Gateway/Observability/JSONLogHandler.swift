@@ -19,9 +19,12 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
-                    source: String, file: String, function: String, line: UInt) {
-        var out = "{\"ts\":\"\(JSONLogHandler.timestamp())\",\"level\":\"\(level)\",\"msg\":\"\(JSONText.escape(message.description))\""
+    public func log(
+        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
+        source: String, file: String, function: String, line: UInt
+    ) {
+        var out =
+            "{\"ts\":\"\(JSONLogHandler.timestamp())\",\"level\":\"\(level)\",\"msg\":\"\(JSONText.escape(message.description))\""
         var merged = metadata
         if let explicit { merged.merge(explicit) { $1 } }
         for (k, v) in merged.sorted(by: { $0.key < $1.key }) {
@@ -49,7 +52,10 @@ public struct JSONLogHandler: LogHandler {
             if let b = c as? Bool { return b ? "true" : "false" }
             return "\"\(JSONText.escape(c.description))\""
         case .array(let a): return "[" + a.map(render).joined(separator: ",") + "]"
-        case .dictionary(let d): return "{" + d.sorted(by: { $0.key < $1.key }).map { "\"\(JSONText.escape($0.key))\":\(render($0.value))" }.joined(separator: ",") + "}"
+        case .dictionary(let d):
+            return "{"
+                + d.sorted(by: { $0.key < $1.key }).map { "\"\(JSONText.escape($0.key))\":\(render($0.value))" }.joined(
+                    separator: ",") + "}"
         }
     }
 
@@ -59,7 +65,8 @@ public struct JSONLogHandler: LogHandler {
         var tm = tm()
         var secs = ts.tv_sec
         gmtime_r(&secs, &tm)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                      tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1_000_000)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+            tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1_000_000)
     }
 }

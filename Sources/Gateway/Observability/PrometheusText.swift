@@ -28,8 +28,10 @@ struct PrometheusText {
     }
 
     /// A family with one sample per value of one label, in the order given.
-    mutating func labelled<V: CustomStringConvertible>(_ name: String, _ kind: Kind, help: String, label: String,
-                                                       _ samples: [(String, V)]) {
+    mutating func labelled<V: CustomStringConvertible>(
+        _ name: String, _ kind: Kind, help: String, label: String,
+        _ samples: [(String, V)]
+    ) {
         family(name, kind, help: help)
         for (value, count) in samples { sample(name, [(label, value)], count) }
     }

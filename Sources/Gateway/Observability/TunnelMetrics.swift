@@ -15,9 +15,11 @@ struct TunnelMetrics: Sendable {
 
     func write(to out: inout PrometheusText) {
         out.single("tokengate_tunnels_open", .gauge, help: "Open tunnels (WebSocket connections after a 101).", open)
-        out.labelled("tokengate_tunnel_bytes_total", .counter, help: "Bytes carried by tunnels, by direction.",
-                     label: "direction", [("to_upstream", bytesToUpstream), ("to_client", bytesToClient)])
-        out.labelled("tokengate_tunnel_closes_total", .counter, help: "Tunnels closed, by reason.",
-                     label: "reason", closes.sorted(by: { $0.key < $1.key }))
+        out.labelled(
+            "tokengate_tunnel_bytes_total", .counter, help: "Bytes carried by tunnels, by direction.",
+            label: "direction", [("to_upstream", bytesToUpstream), ("to_client", bytesToClient)])
+        out.labelled(
+            "tokengate_tunnel_closes_total", .counter, help: "Tunnels closed, by reason.",
+            label: "reason", closes.sorted(by: { $0.key < $1.key }))
     }
 }

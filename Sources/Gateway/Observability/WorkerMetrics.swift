@@ -3,9 +3,14 @@ import Reactor
 /// One worker's counters. Written only on that worker's loop; read by asking the loop for a
 /// `MetricsSnapshot` (no locks or atomics on the request path).
 final class WorkerMetrics {
-    static let latencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    static let latencyBuckets: [Double] = [
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
+    ]
 
-    struct RouteStatus: Hashable { var route: String; var status: Int }
+    struct RouteStatus: Hashable {
+        var route: String
+        var status: Int
+    }
 
     /// Counts keyed by routeID << 10 | status; names resolved only when scraped.
     private var counts: [Int: Int] = [:]
@@ -46,17 +51,20 @@ final class WorkerMetrics {
         callbackOwnSeconds += max(0, ownSeconds)
     }
 
-    func snapshot(upstreamConnections: [String: Int], clientConnections: Int, tokenCache: (hits: Int, misses: Int)) -> MetricsSnapshot {
+    func snapshot(upstreamConnections: [String: Int], clientConnections: Int, tokenCache: (hits: Int, misses: Int))
+        -> MetricsSnapshot
+    {
         var requests: [RouteStatus: Int] = [:]
         for (key, n) in counts {
             let id = key >> 10 - 1
             requests[RouteStatus(route: id >= 0 ? routeNames[id] : "-", status: key & 1023), default: 0] += n
         }
-        return MetricsSnapshot(requests: requests, latencyCounts: latencyCounts, latencySum: latencySum,
-                        upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections,
-                        clientConnections: clientConnections, authFailures: authFailures,
-                        tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses,
-                        callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds)
+        return MetricsSnapshot(
+            requests: requests, latencyCounts: latencyCounts, latencySum: latencySum,
+            upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections,
+            clientConnections: clientConnections, authFailures: authFailures,
+            tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses,
+            callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds)
     }
 }
 
@@ -117,28 +125,39 @@ struct MetricsSnapshot: Sendable {
         out.sample("tokengate_request_duration_seconds_bucket", [("le", "+Inf")], cumulative)
         out.sample("tokengate_request_duration_seconds_sum", [], latencySum)
         out.sample("tokengate_request_duration_seconds_count", [], cumulative)
-        out.labelled("tokengate_upstream_errors_total", .counter, help: "Upstream exchanges that failed, by kind.",
-                     label: "kind", upstreamErrors.sorted(by: { $0.key < $1.key }))
+        out.labelled(
+            "tokengate_upstream_errors_total", .counter, help: "Upstream exchanges that failed, by kind.",
+            label: "kind", upstreamErrors.sorted(by: { $0.key < $1.key }))
         out.single("tokengate_inflight_requests", .gauge, help: "Requests being served now.", inflight)
         out.single("tokengate_client_connections", .gauge, help: "Open client connections.", clientConnections)
-        out.single("tokengate_accept_pauses_total", .counter, help: "Times accepting paused at limits.max_connections.", acceptPauses)
-        out.labelled("tokengate_upstream_connections", .gauge, help: "Open connections to each upstream.",
-                     label: "upstream", upstreamConnections.sorted(by: { $0.key < $1.key }))
-        out.family("tokengate_upstream_tls_handshakes_total", .counter,
-                   help: "TLS handshakes with HTTPS upstreams, by whether they resumed a session.")
+        out.single(
+            "tokengate_accept_pauses_total", .counter, help: "Times accepting paused at limits.max_connections.",
+            acceptPauses)
+        out.labelled(
+            "tokengate_upstream_connections", .gauge, help: "Open connections to each upstream.",
+            label: "upstream", upstreamConnections.sorted(by: { $0.key < $1.key }))
+        out.family(
+            "tokengate_upstream_tls_handshakes_total", .counter,
+            help: "TLS handshakes with HTTPS upstreams, by whether they resumed a session.")
         for (k, v) in upstreamTLSHandshakes.sorted(by: { $0.key < $1.key }) {
-            out.sample("tokengate_upstream_tls_handshakes_total", [("upstream", k), ("resumed", "false")], v.all - v.resumed)
+            out.sample(
+                "tokengate_upstream_tls_handshakes_total", [("upstream", k), ("resumed", "false")], v.all - v.resumed)
             out.sample("tokengate_upstream_tls_handshakes_total", [("upstream", k), ("resumed", "true")], v.resumed)
         }
-        out.labelled("tokengate_auth_failures_total", .counter, help: "Requests refused by authentication, by RFC 6750 code.",
-                     label: "error", authFailures.sorted(by: { $0.key < $1.key }))
-        out.labelled("tokengate_token_cache_total", .counter, help: "Validated-token cache lookups.",
-                     label: "result", [("hit", tokenCacheHits), ("miss", tokenCacheMisses)])
-        out.single("tokengate_dpop_unchecked_proofs_total", .counter,
-                   help: "DPoP proofs accepted without a replay check while the store was down (dpop.on_store_failure: fail_open).",
-                   dpopUnchecked)
-        out.family("tokengate_login_callback_own_seconds", .summary,
-                   help: "The gateway's own time answering login callbacks (token endpoint excluded).")
+        out.labelled(
+            "tokengate_auth_failures_total", .counter, help: "Requests refused by authentication, by RFC 6750 code.",
+            label: "error", authFailures.sorted(by: { $0.key < $1.key }))
+        out.labelled(
+            "tokengate_token_cache_total", .counter, help: "Validated-token cache lookups.",
+            label: "result", [("hit", tokenCacheHits), ("miss", tokenCacheMisses)])
+        out.single(
+            "tokengate_dpop_unchecked_proofs_total", .counter,
+            help:
+                "DPoP proofs accepted without a replay check while the store was down (dpop.on_store_failure: fail_open).",
+            dpopUnchecked)
+        out.family(
+            "tokengate_login_callback_own_seconds", .summary,
+            help: "The gateway's own time answering login callbacks (token endpoint excluded).")
         out.sample("tokengate_login_callback_own_seconds_sum", [], callbackOwnSeconds)
         out.sample("tokengate_login_callback_own_seconds_count", [], callbacks)
         tunnels.write(to: &out)
@@ -158,5 +177,7 @@ struct UpstreamTLSHandshakes: Sendable, Equatable {
         resumed += pool.tlsResumedHandshakes
     }
 
-    func adding(_ o: UpstreamTLSHandshakes) -> UpstreamTLSHandshakes { .init(all: all + o.all, resumed: resumed + o.resumed) }
+    func adding(_ o: UpstreamTLSHandshakes) -> UpstreamTLSHandshakes {
+        .init(all: all + o.all, resumed: resumed + o.resumed)
+    }
 }

@@ -38,11 +38,20 @@ struct PageTemplate: Sendable {
                 throw ParseError(description: "line \(line): {{ is never closed with }}")
             }
             let name = after[..<close.lowerBound].trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty, name.utf8.allSatisfy({ $0 == 0x5f || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a) }) else {
-                throw ParseError(description: "line \(line): {{\(after[..<close.lowerBound])}} is not a variable (only {{name}}, no logic)")
+            guard !name.isEmpty,
+                name.utf8.allSatisfy({
+                    $0 == 0x5f || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7a)
+                })
+            else {
+                throw ParseError(
+                    description:
+                        "line \(line): {{\(after[..<close.lowerBound])}} is not a variable (only {{name}}, no logic)")
             }
             guard allowed.contains(name) else {
-                throw ParseError(description: "line \(line): unknown variable {{\(name)}}; this page has \(allowed.sorted().map { "{{\($0)}}" }.joined(separator: ", "))")
+                throw ParseError(
+                    description:
+                        "line \(line): unknown variable {{\(name)}}; this page has \(allowed.sorted().map { "{{\($0)}}" }.joined(separator: ", "))"
+                )
             }
             if let why = context.refusal() {
                 throw ParseError(description: "line \(line): {{\(name)}}: \(why)")
@@ -72,4 +81,3 @@ struct PageTemplate: Sendable {
         return out
     }
 }
-

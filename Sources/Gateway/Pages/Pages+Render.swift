@@ -33,10 +33,12 @@ extension Pages {
             r.body = template(Self.error).render([
                 "status": String(r.status), "title": title, "message": message, "request_id": requestID,
                 "error": "", "error_description": message,
-                "link_href": link?.href ?? "/", "link_text": link?.text ?? "Home",
+                "link_href": link?.href ?? "/", "link_text": link?.text ?? "Home"
             ])
         case .logoutConfirmation(let action, let token):
-            r.body = template(Self.logout).render(["logout_action": action, "csrf_token": token, "request_id": requestID])
+            r.body = template(Self.logout).render([
+                "logout_action": action, "csrf_token": token, "request_id": requestID
+            ])
         }
         return r
     }
@@ -46,19 +48,24 @@ extension Pages {
         var r = json
         r.contentType = "text/html; charset=utf-8"
         r.body = template(Self.error).render([
-            "status": String(json.status), "title": title, "message": json.problem?.description ?? "", "error": json.problem?.error ?? "",
-            "error_description": json.problem?.description ?? "", "request_id": requestID, "link_href": "/", "link_text": "Home",
+            "status": String(json.status), "title": title, "message": json.problem?.description ?? "",
+            "error": json.problem?.error ?? "",
+            "error_description": json.problem?.description ?? "", "request_id": requestID, "link_href": "/",
+            "link_text": "Home"
         ])
         return r
     }
 
     /// The 403 page: the logout form lets the user sign in as someone else.
-    func forbiddenPage(_ json: GatewayResponse, requestID: String, logoutAction: String, csrfToken: String) -> GatewayResponse {
+    func forbiddenPage(_ json: GatewayResponse, requestID: String, logoutAction: String, csrfToken: String)
+        -> GatewayResponse
+    {
         var r = json
         r.contentType = "text/html; charset=utf-8"
         r.body = template(Self.forbidden).render([
-            "status": String(json.status), "error": json.problem?.error ?? "", "error_description": json.problem?.description ?? "",
-            "request_id": requestID, "logout_action": logoutAction, "csrf_token": csrfToken,
+            "status": String(json.status), "error": json.problem?.error ?? "",
+            "error_description": json.problem?.description ?? "",
+            "request_id": requestID, "logout_action": logoutAction, "csrf_token": csrfToken
         ])
         return r
     }

@@ -12,12 +12,21 @@ struct Pages: Sendable {
         let required: Set<String>
     }
 
-    static let error = Kind(file: "error.html", variables: ["status", "title", "message", "error", "error_description", "request_id",
-                                                            "link_href", "link_text"], required: [])
-    static let forbidden = Kind(file: "forbidden.html", variables: ["status", "error", "error_description", "request_id",
-                                                                    "logout_action", "csrf_token"], required: [])
-    static let logout = Kind(file: "logout.html", variables: ["logout_action", "csrf_token", "request_id"],
-                             required: ["logout_action", "csrf_token"])
+    static let error = Kind(
+        file: "error.html",
+        variables: [
+            "status", "title", "message", "error", "error_description", "request_id",
+            "link_href", "link_text"
+        ], required: [])
+    static let forbidden = Kind(
+        file: "forbidden.html",
+        variables: [
+            "status", "error", "error_description", "request_id",
+            "logout_action", "csrf_token"
+        ], required: [])
+    static let logout = Kind(
+        file: "logout.html", variables: ["logout_action", "csrf_token", "request_id"],
+        required: ["logout_action", "csrf_token"])
     static let choose = Kind(file: "choose.html", variables: ["choices", "request_id"], required: ["choices"])
     static let choice = Kind(file: "choice.html", variables: ["client", "href"], required: ["href"])
     static let kinds = [error, forbidden, logout, choose, choice]
@@ -27,7 +36,9 @@ struct Pages: Sendable {
     /// The built-in pages (they parse: a unit test says so).
     init() {
         templates = [:]
-        for kind in Self.kinds { templates[kind.file] = try! PageTemplate(Self.builtIn[kind.file]!, allowed: kind.variables) }
+        for kind in Self.kinds {
+            templates[kind.file] = try! PageTemplate(Self.builtIn[kind.file]!, allowed: kind.variables)
+        }
     }
 
     func template(_ kind: Kind) -> PageTemplate { templates[kind.file]! }
@@ -37,7 +48,12 @@ struct Pages: Sendable {
         var pages = Pages()
         var problems: [String] = []
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir) else {
-            return (pages, ["cannot read the directory \(dir) (it must exist and hold page templates: \(kinds.map(\.file).joined(separator: ", ")))"])
+            return (
+                pages,
+                [
+                    "cannot read the directory \(dir) (it must exist and hold page templates: \(kinds.map(\.file).joined(separator: ", ")))"
+                ]
+            )
         }
         let known = Set(kinds.map(\.file))
         for name in names.sorted() where name.hasSuffix(".html") && !known.contains(name) {
@@ -45,14 +61,25 @@ struct Pages: Sendable {
         }
         for kind in kinds where names.contains(kind.file) {
             let path = (dir as NSString).appendingPathComponent(kind.file)
-            guard let data = FileManager.default.contents(atPath: path) else { problems.append("\(kind.file): cannot read \(path)"); continue }
-            guard data.count <= 64 << 10 else { problems.append("\(kind.file): larger than 64 KB"); continue }
-            guard let text = String(data: data, encoding: .utf8) else { problems.append("\(kind.file): not UTF-8 text"); continue }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                problems.append("\(kind.file): cannot read \(path)")
+                continue
+            }
+            guard data.count <= 64 << 10 else {
+                problems.append("\(kind.file): larger than 64 KB")
+                continue
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
+                problems.append("\(kind.file): not UTF-8 text")
+                continue
+            }
             do {
                 let t = try PageTemplate(text, allowed: kind.variables)
                 let missing = kind.required.subtracting(t.variables)
                 guard missing.isEmpty else {
-                    problems.append("\(kind.file): must use \(missing.sorted().map { "{{\($0)}}" }.joined(separator: " and ")) (the page cannot work without it)")
+                    problems.append(
+                        "\(kind.file): must use \(missing.sorted().map { "{{\($0)}}" }.joined(separator: " and ")) (the page cannot work without it)"
+                    )
                     continue
                 }
                 pages.templates[kind.file] = t
@@ -95,7 +122,7 @@ struct Pages: Sendable {
             <body><h1>Sign in</h1><p>Choose how to sign in:</p><ul>{{choices}}</ul></body></html>
             """,
         "choice.html": """
-            <li><a href="{{href}}" id="client-{{client}}">{{client}}</a></li>
-            """,
+        <li><a href="{{href}}" id="client-{{client}}">{{client}}</a></li>
+        """
     ]
 }

@@ -7,7 +7,8 @@
 struct TemplateContext {
     private enum State {
         case data, comment, tagName, inTag, attributeName, afterAttributeName, beforeValue
-        case quoted(UInt8), unquoted
+        case quoted(UInt8)
+        case unquoted
         /// Inside `<script>` or `<style>` until its end tag.
         case rawText(String)
     }
@@ -33,23 +34,29 @@ struct TemplateContext {
     func refusal() -> String? {
         switch state {
         case .data where recent.last == UInt8(ascii: "<"):
-            return "a variable right after < would name a tag (escaping leaves letters, spaces and = alone); put text between them"
+            return
+                "a variable right after < would name a tag (escaping leaves letters, spaces and = alone); put text between them"
         case .data, .comment: return nil
         case .quoted:
             let name = String(decoding: attribute, as: UTF8.self).lowercased()
             if name == "srcdoc" {
-                return "a variable inside the srcdoc attribute is parsed as HTML after the browser decodes it; put it in text or an ordinary quoted attribute"
+                return
+                    "a variable inside the srcdoc attribute is parsed as HTML after the browser decodes it; put it in text or an ordinary quoted attribute"
             }
             if name.hasPrefix("on") || name == "style" {
-                return "a variable inside the \(name) attribute runs as \(name == "style" ? "CSS" : "script") after the browser decodes it; put it in text or an ordinary quoted attribute"
+                return
+                    "a variable inside the \(name) attribute runs as \(name == "style" ? "CSS" : "script") after the browser decodes it; put it in text or an ordinary quoted attribute"
             }
             return nil
         case .beforeValue, .unquoted:
-            return "a variable in an unquoted attribute value can add attributes (onmouseover=…); quote the value: attr=\"{{name}}\""
+            return
+                "a variable in an unquoted attribute value can add attributes (onmouseover=…); quote the value: attr=\"{{name}}\""
         case .tagName, .inTag, .attributeName, .afterAttributeName:
-            return "a variable inside a tag, outside a quoted attribute value, can add attributes; put it in a quoted value: attr=\"{{name}}\""
+            return
+                "a variable inside a tag, outside a quoted attribute value, can add attributes; put it in a quoted value: attr=\"{{name}}\""
         case .rawText(let tag):
-            return "a variable inside <\(tag)> is not escaped for \(tag == "script" ? "JavaScript" : "CSS") (HTML escaping does not apply there); move it out of the <\(tag)> element (e.g. into a data-* attribute in quotes)"
+            return
+                "a variable inside <\(tag)> is not escaped for \(tag == "script" ? "JavaScript" : "CSS") (HTML escaping does not apply there); move it out of the <\(tag)> element (e.g. into a data-* attribute in quotes)"
         }
     }
 
@@ -58,7 +65,13 @@ struct TemplateContext {
 
     private mutating func endTag() {
         let name = String(decoding: tagName, as: UTF8.self).lowercased()
-        if !closing && (name == "script" || name == "style") { state = .rawText(name); recent = [] } else { state = .data; recent = [] }
+        if !closing && (name == "script" || name == "style") {
+            state = .rawText(name)
+            recent = []
+        } else {
+            state = .data
+            recent = []
+        }
     }
 
     private mutating func step(_ c: UInt8) {
@@ -66,37 +79,75 @@ struct TemplateContext {
         case .data:
             recent.append(c)
             if recent.count > 4 { recent.removeFirst(recent.count - 4) }
-            if recent == Array("<!--".utf8) { state = .comment; recent = []; return }
+            if recent == Array("<!--".utf8) {
+                state = .comment
+                recent = []
+                return
+            }
             if recent.count >= 2 && recent[recent.count - 2] == UInt8(ascii: "<") {
-                if Self.isLetter(c) { state = .tagName; tagName = [c]; closing = false }
-                else if c == UInt8(ascii: "/") { state = .tagName; tagName = []; closing = true }
+                if Self.isLetter(c) {
+                    state = .tagName
+                    tagName = [c]
+                    closing = false
+                } else if c == UInt8(ascii: "/") {
+                    state = .tagName
+                    tagName = []
+                    closing = true
+                }
             }
         case .comment:
             recent.append(c)
             if recent.count > 3 { recent.removeFirst() }
-            if recent == Array("-->".utf8) { state = .data; recent = [] }
+            if recent == Array("-->".utf8) {
+                state = .data
+                recent = []
+            }
         case .tagName:
-            if Self.isSpace(c) { state = .inTag }
-            else if c == UInt8(ascii: ">") { endTag() }
-            else if c == UInt8(ascii: "/") { state = .inTag }
-            else { tagName.append(c) }
+            if Self.isSpace(c) {
+                state = .inTag
+            } else if c == UInt8(ascii: ">") {
+                endTag()
+            } else if c == UInt8(ascii: "/") {
+                state = .inTag
+            } else {
+                tagName.append(c)
+            }
         case .inTag:
-            if c == UInt8(ascii: ">") { endTag() }
-            else if !Self.isSpace(c) && c != UInt8(ascii: "/") { state = .attributeName; attribute = [c] }
+            if c == UInt8(ascii: ">") {
+                endTag()
+            } else if !Self.isSpace(c) && c != UInt8(ascii: "/") {
+                state = .attributeName
+                attribute = [c]
+            }
         case .attributeName:
-            if c == UInt8(ascii: "=") { state = .beforeValue }
-            else if c == UInt8(ascii: ">") { endTag() }
-            else if Self.isSpace(c) { state = .afterAttributeName }
-            else if c == UInt8(ascii: "/") { state = .inTag }
-            else { attribute.append(c) }
+            if c == UInt8(ascii: "=") {
+                state = .beforeValue
+            } else if c == UInt8(ascii: ">") {
+                endTag()
+            } else if Self.isSpace(c) {
+                state = .afterAttributeName
+            } else if c == UInt8(ascii: "/") {
+                state = .inTag
+            } else {
+                attribute.append(c)
+            }
         case .afterAttributeName:
-            if c == UInt8(ascii: "=") { state = .beforeValue }
-            else if c == UInt8(ascii: ">") { endTag() }
-            else if !Self.isSpace(c) && c != UInt8(ascii: "/") { state = .attributeName; attribute = [c] }
+            if c == UInt8(ascii: "=") {
+                state = .beforeValue
+            } else if c == UInt8(ascii: ">") {
+                endTag()
+            } else if !Self.isSpace(c) && c != UInt8(ascii: "/") {
+                state = .attributeName
+                attribute = [c]
+            }
         case .beforeValue:
-            if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") { state = .quoted(c) }
-            else if c == UInt8(ascii: ">") { endTag() }
-            else if !Self.isSpace(c) { state = .unquoted }
+            if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
+                state = .quoted(c)
+            } else if c == UInt8(ascii: ">") {
+                endTag()
+            } else if !Self.isSpace(c) {
+                state = .unquoted
+            }
         case .quoted(let q):
             if c == q { state = .inTag }
         case .unquoted:
@@ -107,8 +158,10 @@ struct TemplateContext {
             let end = Array("</\(tag)".utf8)
             if recent.count > end.count + 1 { recent.removeFirst(recent.count - end.count - 1) }
             if recent.count == end.count + 1, Array(recent.prefix(end.count)) == end,
-               Self.isSpace(c) || c == UInt8(ascii: ">") || c == UInt8(ascii: "/") {
-                tagName = Array(tag.utf8); closing = true
+                Self.isSpace(c) || c == UInt8(ascii: ">") || c == UInt8(ascii: "/")
+            {
+                tagName = Array(tag.utf8)
+                closing = true
                 if c == UInt8(ascii: ">") { endTag() } else { state = .inTag }
             }
         }

@@ -12,7 +12,8 @@ enum CORSPreflight {
         guard head.method == .OPTIONS else { return false }
         let f = head.fields
         guard let origin = f.first("Origin"), !origin.isEmpty,
-              let method = f.first("Access-Control-Request-Method"), !method.isEmpty else { return false }
+            let method = f.first("Access-Control-Request-Method"), !method.isEmpty
+        else { return false }
         // A body (RFC 9112 §6.3: Transfer-Encoding, or a Content-Length above 0) is never a preflight's.
         if f.first("Transfer-Encoding") != nil { return false }
         for length in f.values("Content-Length") where Int(length) != 0 { return false }
@@ -22,5 +23,7 @@ enum CORSPreflight {
     /// Request headers a forwarded preflight never carries: a browser's preflight has no
     /// credentials (Fetch §4.8 step 1: "credentials mode is omit"), so any such header is a
     /// client's attempt to pass one upstream unverified.
-    static let credentialHeaders: [[UInt8]] = ["authorization", "proxy-authorization", "dpop", "cookie"].map { Array($0.utf8) }
+    static let credentialHeaders: [[UInt8]] = ["authorization", "proxy-authorization", "dpop", "cookie"].map {
+        Array($0.utf8)
+    }
 }

@@ -6,10 +6,15 @@ import Reactor
 /// human `error_description` and the request id — never internals (those go to the log).
 enum ErrorResponse {
     /// `detail` is for the access log (defaults to the description).
-    static func make(_ status: Int, error: String, description: String, requestID: String, headers: [(String, String)] = [],
-                     detail: String? = nil) -> GatewayResponse {
-        let body = "{\"error\":\"\(error)\",\"error_description\":\"\(JSONText.escape(description))\",\"request_id\":\"\(JSONText.escape(requestID))\"}\n"
-        var r = GatewayResponse(status: status, headers: headers, body: body, contentType: "application/json", detail: detail ?? description)
+    static func make(
+        _ status: Int, error: String, description: String, requestID: String, headers: [(String, String)] = [],
+        detail: String? = nil
+    ) -> GatewayResponse {
+        let body =
+            "{\"error\":\"\(error)\",\"error_description\":\"\(JSONText.escape(description))\",\"request_id\":\"\(JSONText.escape(requestID))\"}\n"
+        var r = GatewayResponse(
+            status: status, headers: headers, body: body, contentType: "application/json", detail: detail ?? description
+        )
         r.problem = .init(error: error, description: description)
         return r
     }
@@ -18,9 +23,11 @@ enum ErrorResponse {
     /// one that carries it in a JSON body.
     static func auth(_ denial: AuthDenial, requestID: String) -> GatewayResponse {
         let primary = denial.primary
-        return make(denial.status, error: primary?.error?.rawValue ?? "unauthorized",
-                    description: primary?.errorDescription ?? "authentication is required", requestID: requestID,
-                    headers: denial.challenges.map { ("WWW-Authenticate", $0.headerValue) } + denial.headers, detail: denial.detail)
+        return make(
+            denial.status, error: primary?.error?.rawValue ?? "unauthorized",
+            description: primary?.errorDescription ?? "authentication is required", requestID: requestID,
+            headers: denial.challenges.map { ("WWW-Authenticate", $0.headerValue) } + denial.headers,
+            detail: denial.detail)
     }
 }
 
@@ -30,7 +37,10 @@ enum ErrorResponse {
 enum JSONText {
     static func escape(_ s: String) -> String {
         var plain = true
-        for c in s.utf8 where c < 0x20 || c == 0x22 || c == 0x5c { plain = false; break }
+        for c in s.utf8 where c < 0x20 || c == 0x22 || c == 0x5c {
+            plain = false
+            break
+        }
         if plain { return s }
         let q = JSONSerializer.quoted(s)
         return String(q.dropFirst().dropLast())

@@ -29,20 +29,25 @@ struct ForwardedHeaders: Equatable {
         if trusted, let p = inbound.xForwardedProto?.lowercased(), p == "http" || p == "https" { proto = p }
         var host = inbound.host
         var fromProxy = false
-        if trusted, let h = inbound.xForwardedHost, HostNormalizer.normalize(h) != nil { host = h; fromProxy = true }
+        if trusted, let h = inbound.xForwardedHost, HostNormalizer.normalize(h) != nil {
+            host = h
+            fromProxy = true
+        }
         var id: String
         if trusted, let given = inbound.xRequestID, isValidRequestID(given) { id = given } else { id = newRequestID() }
         if id.isEmpty { id = newRequestID() }
-        return ForwardedHeaders(forwardedFor: chain, forwardedProto: proto, forwardedHost: host, requestID: id,
-                                originFromTrustedProxy: fromProxy)
+        return ForwardedHeaders(
+            forwardedFor: chain, forwardedProto: proto, forwardedHost: host, requestID: id,
+            originFromTrustedProxy: fromProxy)
     }
 
     /// 1–128 characters of [A-Za-z0-9._:-]: safe in logs and headers.
     static func isValidRequestID(_ id: String) -> Bool {
         let u = id.utf8
-        return !u.isEmpty && u.count <= 128 && u.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)
-                || c == 0x2e || c == 0x5f || c == 0x3a || c == 0x2d
-        }
+        return !u.isEmpty && u.count <= 128
+            && u.allSatisfy { c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)
+                    || c == 0x2e || c == 0x5f || c == 0x3a || c == 0x2d
+            }
     }
 }

@@ -5,15 +5,19 @@ import Reactor
 /// ASCII-case-insensitively, so the request path builds no strings for them.
 enum HeaderRules {
     /// Always connection-specific, whatever `Connection` says; plus every `Proxy-*` field.
-    static let hopByHop: [[UInt8]] = ["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"].map { Array($0.utf8) }
+    static let hopByHop: [[UInt8]] = ["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"].map {
+        Array($0.utf8)
+    }
 
     /// Request fields the gateway sets itself, so a client-sent copy must not pass:
     /// framing (recomputed), Host (per upstream), and the X-Forwarded-* / request-id fields
     /// (taken from the client only when it is a trusted proxy, see `ForwardedHeaders`).
-    static let recomputedOnRequest: [[UInt8]] = ["host", "content-length", "x-forwarded-for", "x-forwarded-proto",
-                                                 "x-forwarded-host", "x-request-id", "forwarded",
-                                                 // The body is already read: an upstream must not wait for 100-continue.
-                                                 "expect"].map { Array($0.utf8) }
+    static let recomputedOnRequest: [[UInt8]] = [
+        "host", "content-length", "x-forwarded-for", "x-forwarded-proto",
+        "x-forwarded-host", "x-request-id", "forwarded",
+        // The body is already read: an upstream must not wait for 100-continue.
+        "expect"
+    ].map { Array($0.utf8) }
 
     /// Headers that frameworks, proxies and auth helpers read as the request's URL, method,
     /// host, scheme or client address (the full list is in the README, "Override headers").
@@ -34,7 +38,7 @@ enum HeaderRules {
         "x-real-ip", "true-client-ip", "x-client-ip", "client-ip", "x-originating-ip", "x-remote-ip", "x-remote-addr",
         "x-cluster-client-ip", "x-original-forwarded-for", "x-forwarded", "forwarded-for", "cf-connecting-ip",
         "cf-connecting-ipv6", "fastly-client-ip", "x-azure-clientip", "x-azure-socketip", "x-appengine-user-ip",
-        "wl-proxy-client-ip", "x-proxyuser-ip",
+        "wl-proxy-client-ip", "x-proxyuser-ip"
     ].map { Array($0.utf8) }
 
     /// Whole families with the same meaning: Envoy trusts `x-envoy-*` (original path,
@@ -67,8 +71,10 @@ enum HeaderRules {
     /// are: CGI, WSGI and PHP turn `X_Forwarded_User` into the same variable as
     /// `X-Forwarded-User`, which would get around every strip rule (nginx drops them too).
     /// `trustedOnlyExtra`: the config's `trusted_proxy_headers`, lowercased, added to the list.
-    static func forwardsRequestHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?,
-                                             peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []) -> Bool {
+    static func forwardsRequestHeader(
+        _ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?,
+        peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []
+    ) -> Bool {
         if name.contains(UInt8(ascii: "_")) { return false }
         if isHopByHop(name, listed: listed) || equalsAny(name, recomputedOnRequest) { return false }
         if !peerTrusted && isTrustedOnly(name, extra: trustedOnlyExtra) { return false }
@@ -91,7 +97,8 @@ enum HeaderRules {
     /// RFC 9110 §5.6.2 tchar.
     static func isTokenChar(_ c: UInt8) -> Bool {
         switch c {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
         default:
             return "!#$%&'*+-.^_`|~".utf8.contains(c)
@@ -103,7 +110,9 @@ enum HeaderRules {
     @inline(__always)
     static func equals(_ name: UnsafeBufferPointer<UInt8>, _ lower: [UInt8]) -> Bool {
         guard name.count == lower.count else { return false }
-        for i in 0..<lower.count where name[i] | (name[i] >= 0x41 && name[i] <= 0x5a ? 0x20 : 0) != lower[i] { return false }
+        for i in 0..<lower.count where name[i] | (name[i] >= 0x41 && name[i] <= 0x5a ? 0x20 : 0) != lower[i] {
+            return false
+        }
         return true
     }
 
@@ -120,12 +129,16 @@ enum HeaderRules {
 
 extension HeaderRules {
     /// String forms of the rules, for callers (and tests) that hold Swift strings.
-    static func forwardsRequestHeader(_ name: String, listed: [[UInt8]], reservedPrefix: String?,
-                                             peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []) -> Bool {
+    static func forwardsRequestHeader(
+        _ name: String, listed: [[UInt8]], reservedPrefix: String?,
+        peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []
+    ) -> Bool {
         var n = name
         let prefix = reservedPrefix.map { Array($0.lowercased().utf8) }
         return n.withUTF8 {
-            forwardsRequestHeader($0, listed: listed, reservedPrefix: prefix, peerTrusted: peerTrusted, trustedOnlyExtra: trustedOnlyExtra)
+            forwardsRequestHeader(
+                $0, listed: listed, reservedPrefix: prefix, peerTrusted: peerTrusted, trustedOnlyExtra: trustedOnlyExtra
+            )
         }
     }
 

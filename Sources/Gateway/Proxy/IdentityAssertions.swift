@@ -33,14 +33,17 @@ final class IdentityAssertions {
     /// the config check prevents, no key). `caller` names the session or token it is cached for;
     /// `notAfter`: the credential's own expiry, which the assertion never outlives. `idp`: the
     /// issuer (its `iss` URL) that vouched for the caller; `client`: the login client of a session.
-    func header(_ route: RouteConfig, caller: String, claims: JSONObject, now: Int64, notAfter: Int64? = nil,
-                idp: String? = nil, client: String? = nil) -> (String, String)? {
+    func header(
+        _ route: RouteConfig, caller: String, claims: JSONObject, now: Int64, notAfter: Int64? = nil,
+        idp: String? = nil, client: String? = nil
+    ) -> (String, String)? {
         guard let config = route.options.identityAssertion, let signer else { return nil }
         let key = "\(route.index) \(caller)"
         // Reused while more than a quarter of its lifetime is left — or, when it already ends
         // with the credential, while it lasts (a new one could not last longer).
         if let e = cache[key], e.claims == claims,
-           e.expiresAt - now > Int64(config.lifetime / 4) || (e.expiresAt > now && e.expiresAt == notAfter) {
+            e.expiresAt - now > Int64(config.lifetime / 4) || (e.expiresAt > now && e.expiresAt == notAfter)
+        {
             return (config.header, e.jwt)
         }
         let exp = min(now + Int64(config.lifetime), notAfter ?? .max)
@@ -64,7 +67,9 @@ final class IdentityAssertions {
         // RFC 8725 §3.11: an explicit type, so it cannot pass for another kind of JWT.
         var header = JSONObject()
         header["typ"] = .string("tokengate-assertion+jwt")
-        guard let jwt = try? JWSSigner.sign(claims: body, header: header, alg: signer.alg, key: signer.key) else { return nil }
+        guard let jwt = try? JWSSigner.sign(claims: body, header: header, alg: signer.alg, key: signer.key) else {
+            return nil
+        }
         signatures += 1
         if cache.count >= Self.maxEntries {
             cache = cache.filter { $0.value.expiresAt > now }

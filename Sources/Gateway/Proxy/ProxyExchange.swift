@@ -43,9 +43,12 @@ final class ProxyExchange: UpstreamCallDelegate {
         // RFC 9110 §15.2: a proxy forwards interim responses (103 Early Hints) as they come.
         guard !done else { return }
         let listed = HeaderRules.connectionTokens(head.fields.values("Connection"))
-        responder.sendInterim(HTTPResponseHead(status: head.status, fields: head.fields.filter(names: {
-            HeaderRules.forwardsResponseHeader($0, listed: listed)
-        })))
+        responder.sendInterim(
+            HTTPResponseHead(
+                status: head.status,
+                fields: head.fields.filter(names: {
+                    HeaderRules.forwardsResponseHeader($0, listed: listed)
+                })))
     }
 
     func upstreamHead(_ head: HTTPResponseHead) {
@@ -62,7 +65,10 @@ final class ProxyExchange: UpstreamCallDelegate {
     /// `Sec-WebSocket-Accept`, `-Protocol`, `-Extensions`), the request's access-log line is
     /// written, and the two connections become a tunnel.
     func upstreamSwitchedProtocols(_ head: HTTPResponseHead, _ upstream: TunnelEndpoint) {
-        guard !done else { upstream.close(); return }
+        guard !done else {
+            upstream.close()
+            return
+        }
         upstreamSeconds = worker.clock() - upstreamStart
         var fields = clientFields(head)
         fields.append("Upgrade", "websocket")
@@ -86,7 +92,9 @@ final class ProxyExchange: UpstreamCallDelegate {
         if !context.ownCookies.isEmpty {
             // The upstream cannot plant, replace or delete the gateway's session cookies.
             let cookies = out.values("Set-Cookie")
-            let kept = cookies.filter { !context.ownCookies.contains(String($0.prefix { $0 != "=" }).trimmingCharacters(in: .whitespaces)) }
+            let kept = cookies.filter {
+                !context.ownCookies.contains(String($0.prefix { $0 != "=" }).trimmingCharacters(in: .whitespaces))
+            }
             if kept.count != cookies.count {
                 out.removeAll("Set-Cookie")
                 for c in kept { out.append("Set-Cookie", c) }
@@ -132,10 +140,13 @@ final class ProxyExchange: UpstreamCallDelegate {
             // was answered is 413 (RFC 9110 §15.5.14); a body that stopped coming is the
             // client's fault too. The connection closes either way (its framing is spent).
             let tooLarge = why == .tooLarge
-            worker.answer(exchange, context, ErrorResponse.make(tooLarge ? 413 : 400, error: "invalid_request",
-                                                                 description: tooLarge ? "the request body is too large" : "the request body did not arrive whole",
-                                                                 requestID: context.requestID, detail: "client body: \(why)"),
-                          upstreamSeconds: upstreamSeconds, close: true)
+            worker.answer(
+                exchange, context,
+                ErrorResponse.make(
+                    tooLarge ? 413 : 400, error: "invalid_request",
+                    description: tooLarge ? "the request body is too large" : "the request body did not arrive whole",
+                    requestID: context.requestID, detail: "client body: \(why)"),
+                upstreamSeconds: upstreamSeconds, close: true)
             done = true
             call = nil
             selfRetain = nil
@@ -145,11 +156,15 @@ final class ProxyExchange: UpstreamCallDelegate {
         if case .tlsHandshakeFailed(let reason) = failure {
             // Said in the log even with the access log off: an operator's certificate problem
             // (the verify error), which the client's 502 never names.
-            worker.log.warning("upstream TLS handshake failed", metadata: ["request_id": "\(context.requestID)", "reason": .string(reason)])
+            worker.log.warning(
+                "upstream TLS handshake failed",
+                metadata: ["request_id": "\(context.requestID)", "reason": .string(reason)])
         }
         if afterHead {
             // Headers are gone already: the only honest signal left is a cut connection.
-            worker.log.warning("upstream failed mid-response", metadata: ["request_id": "\(context.requestID)", "failure": "\(failure)"])
+            worker.log.warning(
+                "upstream failed mid-response",
+                metadata: ["request_id": "\(context.requestID)", "failure": "\(failure)"])
             responder.abort()
             finish(status: status)
             return
@@ -157,10 +172,15 @@ final class ProxyExchange: UpstreamCallDelegate {
         done = true
         call = nil
         let code = failure.isTimeout ? 504 : 502
-        let desc = failure.isTimeout ? "the upstream did not answer in time" : "the upstream could not be reached or answered badly"
-        worker.answer(exchange, context, ErrorResponse.make(code, error: failure.isTimeout ? "gateway_timeout" : "bad_gateway",
-                                                             description: desc, requestID: context.requestID, detail: "\(failure)"),
-                      upstreamSeconds: upstreamSeconds)
+        let desc =
+            failure.isTimeout
+            ? "the upstream did not answer in time" : "the upstream could not be reached or answered badly"
+        worker.answer(
+            exchange, context,
+            ErrorResponse.make(
+                code, error: failure.isTimeout ? "gateway_timeout" : "bad_gateway",
+                description: desc, requestID: context.requestID, detail: "\(failure)"),
+            upstreamSeconds: upstreamSeconds)
         selfRetain = nil
     }
 

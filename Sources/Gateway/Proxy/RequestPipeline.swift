@@ -18,14 +18,17 @@ enum RequestPipeline {
     /// to add and which body goes on (the client's stream, or a form with its token removed).
     /// `preflight`: a CORS preflight let through unauthenticated (`cors_preflight: allow`), which
     /// carries no credential at all upstream (no Authorization, Proxy-Authorization, DPoP, Cookie).
-    typealias Build = (_ identity: [(String, String)], _ session: Bool, _ preflight: Bool, _ body: RequestBody) -> UpstreamCall.Request
+    typealias Build = (_ identity: [(String, String)], _ session: Bool, _ preflight: Bool, _ body: RequestBody) ->
+        UpstreamCall.Request
 
     static let authorization = Array("authorization".utf8)
     static let dpop = Array("dpop".utf8)
     static let cookie = Array("cookie".utf8)
 
-    static func prepare(_ head: HTTPRequestHead, forwarded: ForwardedHeaders, peerTrusted: Bool, router: Router,
-                        plans: [Int: RoutePlan], config: GatewayConfig) -> Outcome {
+    static func prepare(
+        _ head: HTTPRequestHead, forwarded: ForwardedHeaders, peerTrusted: Bool, router: Router,
+        plans: [Int: RoutePlan], config: GatewayConfig
+    ) -> Outcome {
         guard let method = head.method else {
             return .reject(status: 405, error: "invalid_request", description: "method not allowed")
         }
@@ -42,7 +45,8 @@ enum RequestPipeline {
         var host = ""
         if let raw = headers.first("Host") {
             guard let h = HostNormalizer.normalize(raw) else {
-                return .reject(status: 400, error: "invalid_request", description: "the Host header is not a valid host")
+                return .reject(
+                    status: 400, error: "invalid_request", description: "the Host header is not a valid host")
             }
             host = h
         }
@@ -59,7 +63,9 @@ enum RequestPipeline {
         case .notFound:
             return .reject(status: 404, error: "not_found", description: "no route for this request")
         case .escapesRoute:
-            return .reject(status: 400, error: "invalid_request", description: "the path's dot-segments leave the route they start in")
+            return .reject(
+                status: 400, error: "invalid_request",
+                description: "the path's dot-segments leave the route they start in")
         case .route(let index):
             plan = plans[index]!
         }
@@ -96,8 +102,9 @@ enum RequestPipeline {
                 if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
                 if dropProof && HeaderRules.equals(bytes, dpop) { return false }
                 if !ownCookies.isEmpty && HeaderRules.equals(bytes, cookie) { return false }
-                return HeaderRules.forwardsRequestHeader(bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted,
-                                                         trustedOnlyExtra: trustedOnlyExtra)
+                return HeaderRules.forwardsRequestHeader(
+                    bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted,
+                    trustedOnlyExtra: trustedOnlyExtra)
             })
             if !ownCookies.isEmpty && !preflight {
                 for value in headers.values("Cookie") {
@@ -110,7 +117,8 @@ enum RequestPipeline {
             out.append("X-Forwarded-Proto", forwarded.forwardedProto)
             if let h = forwarded.forwardedHost { out.append("X-Forwarded-Host", h) }
             out.append("X-Request-Id", forwarded.requestID)
-            return UpstreamCall.Request(method: method, target: target, fields: out, body: body.framing == .none ? nil : body)
+            return UpstreamCall.Request(
+                method: method, target: target, fields: out, body: body.framing == .none ? nil : body)
         }
         return .forward(plan: plan, path: normalized.path, query: normalized.query, request: build)
     }

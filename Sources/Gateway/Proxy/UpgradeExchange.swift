@@ -12,10 +12,13 @@ enum UpgradeExchange {
     static func asksWebSocket(_ head: HTTPRequestHead) -> Bool {
         let fields = head.fields
         guard fields.first("Upgrade") != nil,
-              HeaderRules.connectionTokens(fields.values("Connection")).contains(Array("upgrade".utf8)) else { return false }
+            HeaderRules.connectionTokens(fields.values("Connection")).contains(Array("upgrade".utf8))
+        else { return false }
         for value in fields.values("Upgrade") {
             for token in value.split(separator: ",") {
-                let name = token.split(separator: "/").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                let name = token.split(separator: "/").first.map {
+                    $0.trimmingCharacters(in: .whitespaces).lowercased()
+                }
                 if name == "websocket" { return true }
             }
         }
@@ -25,7 +28,9 @@ enum UpgradeExchange {
     /// Why a WebSocket upgrade cannot be served on this route, if it cannot: the route does
     /// not allow it, or the request is not the GET over HTTP/1.1 without content that RFC
     /// 6455 §4.1 describes (a body would be bytes of unknown meaning ahead of the tunnel).
-    static func refusal(_ head: HTTPRequestHead, route: RouteConfig, body: RequestBody) -> (status: Int, description: String)? {
+    static func refusal(_ head: HTTPRequestHead, route: RouteConfig, body: RequestBody) -> (
+        status: Int, description: String
+    )? {
         guard route.upgrades.contains("websocket") else {
             return (400, "this route does not accept WebSocket upgrades (upgrades: [])")
         }

@@ -10,9 +10,12 @@ enum HostNormalizer {
             if !rest.isEmpty && !(rest.hasPrefix(":") && isPort(rest.dropFirst())) { return nil }
             let literal = text[...close]
             let inner = literal.dropFirst().dropLast()
-            guard !inner.isEmpty, inner.utf8.allSatisfy({ c in
-                (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46) || c == 0x3a || c == 0x2e
-            }) else { return nil }
+            guard !inner.isEmpty,
+                inner.utf8.allSatisfy({ c in
+                    (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46) || c == 0x3a
+                        || c == 0x2e
+                })
+            else { return nil }
             return literal.lowercased()
         }
         if let colon = text.lastIndex(of: ":") {

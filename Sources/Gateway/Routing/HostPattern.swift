@@ -9,7 +9,9 @@ enum HostPattern: Sendable, Equatable {
         let lower = text.lowercased()
         if lower.hasPrefix("*.") {
             let suffix = String(lower.dropFirst())
-            guard suffix.count > 1, !suffix.contains("*"), HostPattern.validName(String(suffix.dropFirst())) else { return nil }
+            guard suffix.count > 1, !suffix.contains("*"), HostPattern.validName(String(suffix.dropFirst())) else {
+                return nil
+            }
             self = .wildcard(suffix: suffix)
         } else {
             guard HostPattern.validName(lower) else { return nil }
@@ -35,9 +37,10 @@ enum HostPattern: Sendable, Equatable {
 
     /// Lowercase ASCII letters, digits and "-", in non-empty dot-separated labels.
     static func validName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy { c in
-            (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x2e
-        } && !name.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty)
+        !name.isEmpty
+            && name.utf8.allSatisfy { c in
+                (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x2e
+            } && !name.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty)
     }
 }
 
@@ -51,7 +54,8 @@ enum PathPattern: Sendable, Equatable {
     func matches(_ path: String) -> Bool {
         switch self {
         // An exact path also matches with a trailing "/": frameworks serve both as one endpoint.
-        case .exact(let p): return path == p || (path.utf8.count == p.utf8.count + 1 && path.hasPrefix(p) && path.hasSuffix("/"))
+        case .exact(let p):
+            return path == p || (path.utf8.count == p.utf8.count + 1 && path.hasPrefix(p) && path.hasSuffix("/"))
         case .prefix(let p):
             guard path.hasPrefix(p) else { return false }
             if p.hasSuffix("/") || path.utf8.count == p.utf8.count { return true }

@@ -21,7 +21,7 @@ enum PathNormalizer {
 
     enum Rejection: Error, Equatable, Sendable {
         case notOriginForm, badPercentEncoding, encodedSlash, backslash, controlCharacter,
-             escapesRoot, fragment, pathParameter, tooManyDotSegments
+            escapesRoot, fragment, pathParameter, tooManyDotSegments
     }
 
     static func normalize(target: String) -> Result<Normalized, Rejection> {
@@ -37,8 +37,10 @@ enum PathNormalizer {
         }
         if bytes[..<pathEnd].contains(UInt8(ascii: "#")) { return .failure(.fragment) }
         if isAlreadyNormal(bytes[..<pathEnd]) {
-            return .success(Normalized(path: String(decoding: bytes[..<pathEnd], as: UTF8.self),
-                                       query: query, dotDotOrigins: []))
+            return .success(
+                Normalized(
+                    path: String(decoding: bytes[..<pathEnd], as: UTF8.self),
+                    query: query, dotDotOrigins: []))
         }
 
         // Pass 1: percent-decoding and character rules, segment by segment.
@@ -58,7 +60,8 @@ enum PathNormalizer {
             trailingSlash = false
             if c == UInt8(ascii: "%") {
                 guard i + 2 < pathEnd,
-                      let hi = hexValue(bytes[i + 1]), let lo = hexValue(bytes[i + 2]) else {
+                    let hi = hexValue(bytes[i + 1]), let lo = hexValue(bytes[i + 2])
+                else {
                     return .failure(.badPercentEncoding)
                 }
                 let decoded = hi << 4 | lo
@@ -172,9 +175,9 @@ enum PathNormalizer {
         if isUnreserved(c) { return true }
         switch c {
         case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"),
-             UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
-             UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: ":"),
-             UInt8(ascii: "@"):
+            UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+            UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: ":"),
+            UInt8(ascii: "@"):
             return true
         default:
             return false

@@ -9,7 +9,8 @@ struct Router: Sendable {
 
     init(routes: [RouteConfig]) {
         self.routes = routes.sorted { a, b in
-            let ka = Router.rank(a), kb = Router.rank(b)
+            let ka = Router.rank(a)
+            let kb = Router.rank(b)
             if ka != kb { return ka.lexicographicallyPrecedes(kb) == false }
             return a.index < b.index
         }

@@ -22,7 +22,9 @@ final class AdminEndpoints {
         options.maxBodySize = 0
         options.idleTimeout = 10
         options.maxConnections = 256
-        let server = HTTP1Server(loop: loop, options: options, tls: nil) { [unowned self] exchange in self.handle(exchange) }
+        let server = HTTP1Server(loop: loop, options: options, tls: nil) { [unowned self] exchange in
+            self.handle(exchange)
+        }
         try server.serve(listeningSocket: try Listener.open(host: addr.host, port: addr.port))
         self.server = server
     }
@@ -39,7 +41,9 @@ final class AdminEndpoints {
             reply(req, r.ready ? 200 : 503, "text/plain", r.ready ? "\(r.reason)\n" : "not ready: \(r.reason)\n")
         case (.GET?, "/metrics"):
             gather { [readiness] snapshot in
-                self.reply(req, 200, "text/plain; version=0.0.4", snapshot.prometheusText(ready: readiness().ready) + self.extraMetrics())
+                self.reply(
+                    req, 200, "text/plain; version=0.0.4",
+                    snapshot.prometheusText(ready: readiness().ready) + self.extraMetrics())
             }
         default:
             reply(req, 404, "text/plain", "not found\n")
@@ -49,7 +53,10 @@ final class AdminEndpoints {
     private func gather(_ done: @escaping (MetricsSnapshot) -> Void) {
         var total = MetricsSnapshot()
         var pending = workers.count
-        if pending == 0 { done(total); return }
+        if pending == 0 {
+            done(total)
+            return
+        }
         for w in workers {
             w.loop.execute { [loop] in
                 let snap = w.snapshot()

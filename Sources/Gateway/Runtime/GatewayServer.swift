@@ -30,13 +30,16 @@ public final class GatewayServer {
         signal(SIGPIPE, SIG_IGN)
         var tlsContexts: [TLSContext?] = []
         for l in config.listeners {
-            tlsContexts.append(try l.tls.map { try TLSContext(certificateFile: $0.certFile, privateKeyFile: $0.keyFile) })
+            tlsContexts.append(
+                try l.tls.map { try TLSContext(certificateFile: $0.certFile, privateKeyFile: $0.keyFile) })
         }
         warnInsecureUpstreams(config)
         let prefix = RequestIDGenerator.makeProcessPrefix()
         let stores = StoreBackend(config.store, replayCapacity: config.dpop.replayCacheEntries)
         if config.session.keys.isEmpty && config.routes.contains(where: { $0.client != nil }) {
-            log.warning("session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)")
+            log.warning(
+                "session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)"
+            )
         }
         for id in 0..<config.workers {
             let worker = Worker(id: id, config: config, log: log, processPrefix: prefix, stores: stores)
@@ -53,7 +56,8 @@ public final class GatewayServer {
         keys.apply(config)
         keyService = keys
         if let addr = config.adminListen {
-            let endpoints = AdminEndpoints(loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
+            let endpoints = AdminEndpoints(
+                loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
             endpoints.extraMetrics = { [weak keys, weak self] in
                 (keys?.metricsText(now: Date().timeIntervalSince1970) ?? "") + (self?.storeHealth?.metricsText ?? "")
             }
@@ -63,14 +67,16 @@ public final class GatewayServer {
         signals = [
             SignalWatcher(loop: mainLoop, signal: SIGHUP) { [unowned self] in self.reload() },
             SignalWatcher(loop: mainLoop, signal: SIGTERM) { [unowned self] in self.shutdown() },
-            SignalWatcher(loop: mainLoop, signal: SIGINT) { [unowned self] in self.shutdown() },
+            SignalWatcher(loop: mainLoop, signal: SIGINT) { [unowned self] in self.shutdown() }
         ]
         for w in workers { w.startThread() }
-        log.info("tokengate serving", metadata: [
-            "listen": .array(config.listeners.map { .string("\($0.address)\($0.tls != nil ? " (tls)" : "")") }),
-            "admin": .string(config.adminListen.map { "\($0)" } ?? "off"),
-            "workers": .stringConvertible(config.workers), "routes": .stringConvertible(config.routes.count),
-        ])
+        log.info(
+            "tokengate serving",
+            metadata: [
+                "listen": .array(config.listeners.map { .string("\($0.address)\($0.tls != nil ? " (tls)" : "")") }),
+                "admin": .string(config.adminListen.map { "\($0)" } ?? "off"),
+                "workers": .stringConvertible(config.workers), "routes": .stringConvertible(config.routes.count)
+            ])
         mainLoop.run()
     }
 
@@ -82,11 +88,16 @@ public final class GatewayServer {
         // A down store stays a note, not "not ready": every replica shares it, and taking them
         // all out of the load balancer at once would stop the routes that do not need it too.
         if let health = storeHealth, !health.up, missing.isEmpty {
-            return (true, "ready (the shared store does not answer: \(health.lastError ?? "unknown"); requests that need it get 503)")
+            return (
+                true,
+                "ready (the shared store does not answer: \(health.lastError ?? "unknown"); requests that need it get 503)"
+            )
         }
         if !missing.isEmpty { return (false, "issuer keys not loaded: \(missing.joined(separator: ", "))") }
         let stale = keyService?.stale ?? []
-        if !stale.isEmpty { return (true, "ready (serving last good keys, refresh failing: \(stale.joined(separator: ", ")))") }
+        if !stale.isEmpty {
+            return (true, "ready (serving last good keys, refresh failing: \(stale.joined(separator: ", ")))")
+        }
         return (true, "ready")
     }
 
@@ -94,14 +105,18 @@ public final class GatewayServer {
         guard let path = configPath, !shuttingDown else { return }
         switch ConfigParser.load(path: path) {
         case .failure(let err):
-            log.error("reload refused: the new config has problems; the old config keeps serving",
-                      metadata: ["problems": .array(err.problems.map { .string($0.description) })])
+            log.error(
+                "reload refused: the new config has problems; the old config keeps serving",
+                metadata: ["problems": .array(err.problems.map { .string($0.description) })])
         case .success(var new):
             // Sockets and threads are fixed at start; a change to them needs a restart.
             if new.workers != config.workers || new.listeners.map(\.address) != config.listeners.map(\.address)
                 || new.adminListen != config.adminListen || new.listeners.map(\.tls) != config.listeners.map(\.tls)
-                || new.store != config.store || new.dpop.replayCacheEntries != config.dpop.replayCacheEntries {
-                log.warning("reload: listen, admin_listen, workers, TLS, store and dpop.replay_cache_entries changes take effect only after a restart")
+                || new.store != config.store || new.dpop.replayCacheEntries != config.dpop.replayCacheEntries
+            {
+                log.warning(
+                    "reload: listen, admin_listen, workers, TLS, store and dpop.replay_cache_entries changes take effect only after a restart"
+                )
                 new.workers = config.workers
                 new.listeners = config.listeners
                 new.adminListen = config.adminListen
@@ -123,15 +138,18 @@ public final class GatewayServer {
         // The config's own warnings (ConfigWarnings.swift), said each time the config takes effect.
         for w in config.warnings { log.warning("config: \(w)") }
         for up in config.upstreams.values.sorted(by: { $0.name < $1.name }) where up.tls?.insecureSkipVerify == true {
-            log.warning("upstream TLS verification is OFF (insecure_skip_verify: true): anyone on the path can read and change its traffic",
-                        metadata: ["upstream": .string(up.name)])
+            log.warning(
+                "upstream TLS verification is OFF (insecure_skip_verify: true): anyone on the path can read and change its traffic",
+                metadata: ["upstream": .string(up.name)])
         }
     }
 
     private func shutdown() {
         guard !shuttingDown else { return }
         shuttingDown = true
-        log.info("shutting down: draining in-flight requests", metadata: ["grace_s": .stringConvertible(config.limits.shutdownGrace)])
+        log.info(
+            "shutting down: draining in-flight requests",
+            metadata: ["grace_s": .stringConvertible(config.limits.shutdownGrace)])
         var remaining = workers.count
         for w in workers {
             w.loop.execute { [mainLoop] in

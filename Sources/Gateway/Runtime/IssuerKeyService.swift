@@ -1,7 +1,7 @@
 import Foundation
 import JOSE
-import OAuth
 import Logging
+import OAuth
 import Reactor
 
 /// Every configured issuer's keys, managed on the main loop and copied to each worker
@@ -48,29 +48,40 @@ final class IssuerKeyService {
             switch issuer.keys {
             case .jwksFile(let path):
                 do {
-                    guard let data = FileManager.default.contents(atPath: path) else { throw ReactorError("cannot read \(path)") }
+                    guard let data = FileManager.default.contents(atPath: path) else {
+                        throw ReactorError("cannot read \(path)")
+                    }
                     let set = try JWKSet(bytes: Array(data))
                     publish(name, set, source: path)
                 } catch {
-                    log.error("issuer keys not loaded", metadata: ["issuer": .string(name), "error": .string("\(error)")])
+                    log.error(
+                        "issuer keys not loaded", metadata: ["issuer": .string(name), "error": .string("\(error)")])
                 }
             case .discovery, .jwksURI:
                 if let old = remote[name], old.config.issuer == issuer.issuer, old.config.keys == issuer.keys,
-                   old.config.caFile == issuer.caFile {
+                    old.config.caFile == issuer.caFile
+                {
                     next[name] = old
                     continue
                 }
                 let source: IssuerKeys.Source
-                if case .jwksURI(let u) = issuer.keys { source = .jwksURI(u) } else { source = .discovery(issuer: issuer.issuer) }
-                let keys = IssuerKeys(name: name, source: source, fetcher: HTTPFetcher(loop: loop, settings: FetchSettings(caFile: issuer.caFile)),
-                                      loop: loop, now: { Date().timeIntervalSince1970 })
+                if case .jwksURI(let u) = issuer.keys {
+                    source = .jwksURI(u)
+                } else {
+                    source = .discovery(issuer: issuer.issuer)
+                }
+                let keys = IssuerKeys(
+                    name: name, source: source,
+                    fetcher: HTTPFetcher(loop: loop, settings: FetchSettings(caFile: issuer.caFile)),
+                    loop: loop, now: { Date().timeIntervalSince1970 })
                 keys.onUpdate = { [weak self, weak keys] set in
                     self?.publish(name, set, source: "remote")
                     if let metadata = keys?.metadata { self?.publishMetadata(name, metadata) }
                 }
                 keys.onError = { [weak self] error in
-                    self?.log.warning("issuer keys fetch failed; the last good keys keep serving",
-                                      metadata: ["issuer": .string(name), "error": .string(error)])
+                    self?.log.warning(
+                        "issuer keys fetch failed; the last good keys keep serving",
+                        metadata: ["issuer": .string(name), "error": .string(error)])
                 }
                 next[name] = (issuer, keys)
                 keys.start()
@@ -83,21 +94,29 @@ final class IssuerKeyService {
     /// Prometheus lines for the issuers' key state (main loop).
     func metricsText(now: Double) -> String {
         var out = PrometheusText()
-        out.labelled("tokengate_issuer_keys_loaded", .gauge,
-                     help: "Whether an issuer's keys are loaded (the last good set serves through IdP outages).",
-                     label: "issuer", configured.map { ($0, loaded[$0] == nil ? 0 : 1) })
+        out.labelled(
+            "tokengate_issuer_keys_loaded", .gauge,
+            help: "Whether an issuer's keys are loaded (the last good set serves through IdP outages).",
+            label: "issuer", configured.map { ($0, loaded[$0] == nil ? 0 : 1) })
         let fetched = remote.sorted(by: { $0.key < $1.key })
-        out.labelled("tokengate_issuer_key_fetch_failures_total", .counter, help: "Failed discovery/JWKS fetches.",
-                     label: "issuer", fetched.map { ($0.key, $0.value.keys.failureCount) })
-        out.labelled("tokengate_issuer_keys_age_seconds", .gauge, help: "Seconds since the keys were last fetched.",
-                     label: "issuer", fetched.compactMap { name, entry in entry.keys.lastSuccessAt.map { (name, Int(now - $0)) } })
+        out.labelled(
+            "tokengate_issuer_key_fetch_failures_total", .counter, help: "Failed discovery/JWKS fetches.",
+            label: "issuer", fetched.map { ($0.key, $0.value.keys.failureCount) })
+        out.labelled(
+            "tokengate_issuer_keys_age_seconds", .gauge, help: "Seconds since the keys were last fetched.",
+            label: "issuer",
+            fetched.compactMap { name, entry in entry.keys.lastSuccessAt.map { (name, Int(now - $0)) } })
         return out.text
     }
 
     private func publish(_ name: String, _ set: JWKSet, source: String) {
         loaded[name] = set
-        log.info("issuer keys loaded", metadata: ["issuer": .string(name), "keys": .stringConvertible(set.keys.count),
-                                                  "skipped": .stringConvertible(set.skipped.count), "source": .string(source)])
+        log.info(
+            "issuer keys loaded",
+            metadata: [
+                "issuer": .string(name), "keys": .stringConvertible(set.keys.count),
+                "skipped": .stringConvertible(set.skipped.count), "source": .string(source)
+            ])
         for w in workers { w.loop.execute { w.tokens.updateKeys(name, set) } }
     }
 
@@ -112,7 +131,10 @@ final class IssuerKeyService {
     }
 
     private func refetch(_ issuer: String, _ done: @escaping (JWKSet?) -> Void) {
-        guard let entry = remote[issuer] else { done(nil); return }
+        guard let entry = remote[issuer] else {
+            done(nil)
+            return
+        }
         entry.keys.refetchForUnknownKid { [weak entry = entry.keys] changed in done(changed ? entry?.current : nil) }
     }
 }

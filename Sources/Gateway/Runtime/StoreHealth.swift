@@ -24,9 +24,15 @@ final class StoreHealth {
             guard let self else { return }
             self.inFlight = false
             switch result {
-            case .success(.status("PONG")): self.up = true; self.lastError = nil
-            case .success(let other): self.up = false; self.lastError = "unexpected reply \(other)"
-            case .failure(let e): self.up = false; self.lastError = e.description
+            case .success(.status("PONG")):
+                self.up = true
+                self.lastError = nil
+            case .success(let other):
+                self.up = false
+                self.lastError = "unexpected reply \(other)"
+            case .failure(let e):
+                self.up = false
+                self.lastError = e.description
             }
         }
     }

@@ -29,8 +29,11 @@ extension Worker {
     ///   - readsBody: whether a form body may be read for a token (a decision has no body).
     ///   - navigation: how a page navigation without a session is answered; nil: the login
     ///     round trip starts here (proxy mode).
-    func admit(_ ex: ServerExchange, head: HTTPRequestHead, plan: RoutePlan, path: String, query: String?, forwarded: ForwardedHeaders,
-               ctx: RequestContext, readsBody: Bool = true, navigation: NavigationAnswer? = nil, allowed: @escaping Admitted) {
+    func admit(
+        _ ex: ServerExchange, head: HTTPRequestHead, plan: RoutePlan, path: String, query: String?,
+        forwarded: ForwardedHeaders,
+        ctx: RequestContext, readsBody: Bool = true, navigation: NavigationAnswer? = nil, allowed: @escaping Admitted
+    ) {
         let route = plan.route
         var ctx = ctx
         ctx.path = path
@@ -45,26 +48,32 @@ extension Worker {
             return
         }
         // A login route, or a login_or_token route whose request carries a session cookie.
-        if route.client != nil && (route.tokens == nil || Cookies(head.fields).values[login.settings.sessionCookie] != nil) {
-            authenticateSession(ex, head: head, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx,
-                                navigation: navigation, forward: allowed)
+        if route.client != nil
+            && (route.tokens == nil || Cookies(head.fields).values[login.settings.sessionCookie] != nil)
+        {
+            authenticateSession(
+                ex, head: head, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx,
+                navigation: navigation, forward: allowed)
             return
         }
         guard let tokenRoute = route.tokens else {
             allowed(ctx, Admission(identity: [], session: false, body: nil, claims: JSONObject()))
             return
         }
-        let target = TokenAuthenticator.Target(scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
-                                               fromTrustedProxy: forwarded.originFromTrustedProxy, path: path)
+        let target = TokenAuthenticator.Target(
+            scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
+            fromTrustedProxy: forwarded.originFromTrustedProxy, path: path)
         // RFC 6750 §2.2: only a route that accepts tokens in a form body reads the body
         // before deciding (bounded); every other route decides on the head alone.
         guard readsBody, route.auth != .dpop, tokenRoute.tokenInBody, TokenAuthenticator.mayCarryFormToken(head) else {
-            authenticateToken(ex, head: head, ctx: ctx, plan: plan, target: target, query: query, form: nil, allowed: allowed)
+            authenticateToken(
+                ex, head: head, ctx: ctx, plan: plan, target: target, query: query, form: nil, allowed: allowed)
             return
         }
         readOwnBody(ex, ctx) { [unowned self] bytes in
             let form = TokenAuthenticator.formTokens(bytes, keepToken: tokenRoute.forwardToken)
-            self.authenticateToken(ex, head: head, ctx: ctx, plan: plan, target: target, query: query, form: form, allowed: allowed)
+            self.authenticateToken(
+                ex, head: head, ctx: ctx, plan: plan, target: target, query: query, form: form, allowed: allowed)
         }
     }
 }

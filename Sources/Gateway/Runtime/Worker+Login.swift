@@ -4,8 +4,10 @@ import Reactor
 /// The browser side of a worker: the login endpoints, and `login` / `login_or_token` routes
 /// (session, or a login round-trip for page navigations, or 401 for everything else).
 extension Worker {
-    func handleLoginEndpoint(_ ex: ServerExchange, _ endpoint: LoginEndpoint, query: String?, origin: RequestOrigin.Origin?,
-                             ctx: RequestContext) {
+    func handleLoginEndpoint(
+        _ ex: ServerExchange, _ endpoint: LoginEndpoint, query: String?, origin: RequestOrigin.Origin?,
+        ctx: RequestContext
+    ) {
         let cookies = Cookies(ex.head.fields)
         var ctx = ctx
         ctx.route = "login"
@@ -23,18 +25,29 @@ extension Worker {
             let client: String
             switch login.chooseClient(named: params.first { $0.0 == "client" }?.1) {
             case .client(let name): client = name
-            case .refused(let response): reply(response); return
+            case .refused(let response):
+                reply(response)
+                return
             case .choose(let names):
-                reply(chooseClientPage(names, returnTo: rd.flatMap(returnPolicy.check) ?? "/", requestID: ctx.requestID)); return
+                reply(
+                    chooseClientPage(names, returnTo: rd.flatMap(returnPolicy.check) ?? "/", requestID: ctx.requestID))
+                return
             }
             // An absolute `rd` on this request's own origin (a decision's login URL names the
             // original URL) is a same-origin path; other hosts need allowed_redirect_hosts.
-            let returnTo = rd.flatMap { DecisionLogin.sameOriginPath($0, origin: origin).flatMap(returnPolicy.check) ?? returnPolicy.check($0) }
-            login.beginLogin(client: client, returnTo: returnTo ?? "/",
-                             loginHint: params.first { $0.0 == "login_hint" }?.1, origin: origin, cookies: cookies, done: reply)
+            let returnTo = rd.flatMap {
+                DecisionLogin.sameOriginPath($0, origin: origin).flatMap(returnPolicy.check) ?? returnPolicy.check($0)
+            }
+            login.beginLogin(
+                client: client, returnTo: returnTo ?? "/",
+                loginHint: params.first { $0.0 == "login_hint" }?.1, origin: origin, cookies: cookies, done: reply)
         case .callback:
-            guard method == .GET else { reply(.page(405, title: "Sign-in", message: "Method not allowed.")); return }
-            login.callback(query: Substring(query ?? ""), origin: origin, cookies: cookies, clock: clock) { [unowned self] response, timing in
+            guard method == .GET else {
+                reply(.page(405, title: "Sign-in", message: "Method not allowed."))
+                return
+            }
+            login.callback(query: Substring(query ?? ""), origin: origin, cookies: cookies, clock: clock) {
+                [unowned self] response, timing in
                 // The gateway's own time for the callback, the token endpoint's excluded.
                 let own = self.clock() - ctx.start - timing.tokenEndpointSeconds
                 self.metrics.recordCallback(ownSeconds: own)
@@ -43,16 +56,25 @@ extension Worker {
                 self.answer(ex, ctx, r, upstreamSeconds: timing.tokenEndpointSeconds)
             }
         case .backchannelLogout:
-            guard method == .POST else { reply(GatewayResponse(status: 405, body: "", contentType: "text/plain")); return }
+            guard method == .POST else {
+                reply(GatewayResponse(status: 405, body: "", contentType: "text/plain"))
+                return
+            }
             withBody { body in self.login.backchannelLogout(body: body, done: reply) }
         case .logout:
-            guard method == .GET || method == .POST else { reply(.page(405, title: "Log out", message: "Method not allowed.")); return }
+            guard method == .GET || method == .POST else {
+                reply(.page(405, title: "Log out", message: "Method not allowed."))
+                return
+            }
             guard method == .POST else {
-                login.logout(method: method.rawValue, query: Substring(query ?? ""), form: [], cookies: cookies, done: reply); return
+                login.logout(
+                    method: method.rawValue, query: Substring(query ?? ""), form: [], cookies: cookies, done: reply)
+                return
             }
             withBody { body in
                 let form = FormEncoding.decode(Substring(String(decoding: body, as: UTF8.self))) ?? []
-                self.login.logout(method: method.rawValue, query: Substring(query ?? ""), form: form, cookies: cookies, done: reply)
+                self.login.logout(
+                    method: method.rawValue, query: Substring(query ?? ""), form: form, cookies: cookies, done: reply)
             }
         }
     }
@@ -68,9 +90,11 @@ extension Worker {
     }
 
     /// `auth: login` (and `login_or_token` with a session cookie).
-    func authenticateSession(_ ex: ServerExchange, head: HTTPRequestHead, route: RouteConfig, path: String, query: String?,
-                             origin: RequestOrigin.Origin?, ctx: RequestContext, navigation: NavigationAnswer? = nil,
-                             forward: @escaping Admitted) {
+    func authenticateSession(
+        _ ex: ServerExchange, head: HTTPRequestHead, route: RouteConfig, path: String, query: String?,
+        origin: RequestOrigin.Origin?, ctx: RequestContext, navigation: NavigationAnswer? = nil,
+        forward: @escaping Admitted
+    ) {
         let cookies = Cookies(head.fields)
         login.authenticate(route: route, cookies: cookies) { [unowned self] decision in
             var ctx = ctx
@@ -81,15 +105,18 @@ extension Worker {
                 // require.issuers / require.clients: who vouched for the session (finding 6).
                 let vouchedBy = self.config.clients[session.client]?.issuer
                 if let requirement = route.sessionRequirement,
-                   let failure = requirement.check(session.claims, issuer: vouchedBy, client: session.client) {
+                    let failure = requirement.check(session.claims, issuer: vouchedBy, client: session.client)
+                {
                     ctx.rejection = "insufficient_scope"
                     self.metrics.authFailure("insufficient_scope")
-                    var r = ErrorResponse.make(403, error: "insufficient_scope", description: "this account may not use this resource",
-                                               requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
-                                               detail: "session does not meet the route's requirement: \(failure)")
+                    var r = ErrorResponse.make(
+                        403, error: "insufficient_scope", description: "this account may not use this resource",
+                        requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
+                        detail: "session does not meet the route's requirement: \(failure)")
                     if Pages.wantsHTML(ex.head) {
-                        r = self.config.pages.forbiddenPage(r, requestID: ctx.requestID, logoutAction: self.config.login.logoutPath,
-                                                            csrfToken: self.login.settings.csrfToken(session))
+                        r = self.config.pages.forbiddenPage(
+                            r, requestID: ctx.requestID, logoutAction: self.config.login.logoutPath,
+                            csrfToken: self.login.settings.csrfToken(session))
                     }
                     self.answer(ex, ctx, r)
                     return
@@ -102,19 +129,31 @@ extension Worker {
                 }
                 ctx.ownCookies = self.config.ownCookieNames
                 if ctx.upgrade { ctx.tunnelSession = (route, self.login.absoluteEnd(of: session)) }
-                guard let identity = self.sessionUpstreamHeaders(route, session, self.identityHeaders(route, session.claims, ctx)) else {
+                guard
+                    let identity = self.sessionUpstreamHeaders(
+                        route, session, self.identityHeaders(route, session.claims, ctx))
+                else {
                     ctx.rejection = "unavailable"
-                    self.answer(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
-                                                            requestID: ctx.requestID, headers: [("Retry-After", "5")],
-                                                            detail: "the session's access token expired and was not refreshed; not sent upstream"))
+                    self.answer(
+                        ex, ctx,
+                        ErrorResponse.make(
+                            503, error: "temporarily_unavailable",
+                            description: "the gateway cannot check sessions right now",
+                            requestID: ctx.requestID, headers: [("Retry-After", "5")],
+                            detail: "the session's access token expired and was not refreshed; not sent upstream"))
                     return
                 }
                 forward(ctx, Admission(identity: identity, session: true, body: nil, claims: session.claims))
             case .unavailable(let why):
                 ctx.rejection = "unavailable"
-                self.answer(ex, ctx, self.browserPage(ex, ctx, title: "Temporarily unavailable",
-                                                      ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot check sessions right now",
-                                                                         requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: why)))
+                self.answer(
+                    ex, ctx,
+                    self.browserPage(
+                        ex, ctx, title: "Temporarily unavailable",
+                        ErrorResponse.make(
+                            503, error: "temporarily_unavailable",
+                            description: "the gateway cannot check sessions right now",
+                            requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: why)))
             case .none(let clear):
                 if Worker.isNavigation(head), let navigation {
                     navigation(ctx, clear)
@@ -126,9 +165,12 @@ extension Worker {
                         // Several ways to sign in: the browser picks one (each link starts its login).
                         var r = self.chooseClientPage(route.clients, returnTo: returnTo, requestID: ctx.requestID)
                         r.headers += clear.map { ("Set-Cookie", $0) }
-                        self.answer(ex, ctx, r); return
+                        self.answer(ex, ctx, r)
+                        return
                     }
-                    self.login.beginLogin(client: client, returnTo: returnTo, loginHint: nil, origin: origin, cookies: cookies) { response in
+                    self.login.beginLogin(
+                        client: client, returnTo: returnTo, loginHint: nil, origin: origin, cookies: cookies
+                    ) { response in
                         var r = response
                         r.headers += clear.map { ("Set-Cookie", $0) }
                         self.answer(ex, ctx, r)
@@ -136,16 +178,24 @@ extension Worker {
                 } else {
                     ctx.rejection = "login_required"
                     self.metrics.authFailure("login_required")
-                    self.answer(ex, ctx, self.browserPage(ex, ctx, title: "Sign-in required",
-                                                          ErrorResponse.make(401, error: "login_required", description: "sign in first (this route uses a browser session)",
-                                                                             requestID: ctx.requestID, headers: clear.map { ("Set-Cookie", $0) }, detail: "no session")))
+                    self.answer(
+                        ex, ctx,
+                        self.browserPage(
+                            ex, ctx, title: "Sign-in required",
+                            ErrorResponse.make(
+                                401, error: "login_required",
+                                description: "sign in first (this route uses a browser session)",
+                                requestID: ctx.requestID, headers: clear.map { ("Set-Cookie", $0) },
+                                detail: "no session")))
                 }
             }
         }
     }
 
     /// A JSON error as the error page when a browser will show it (`Pages.wantsHTML`).
-    func browserPage(_ ex: ServerExchange, _ ctx: RequestContext, title: String, _ json: GatewayResponse) -> GatewayResponse {
+    func browserPage(_ ex: ServerExchange, _ ctx: RequestContext, title: String, _ json: GatewayResponse)
+        -> GatewayResponse
+    {
         guard Pages.wantsHTML(ex.head) else { return json }
         return config.pages.errorPage(json, title: title, requestID: ctx.requestID)
     }

@@ -15,8 +15,12 @@ final class TunnelRegistry {
         /// At the session's absolute end or the token's expiry.
         var deadline: LoopTimer?
         var checking = false
-        init(tunnel: Tunnel, context: RequestContext, opened: Double, session: (route: RouteConfig, cookies: Cookies)?) {
-            self.tunnel = tunnel; self.context = context; self.opened = opened; self.session = session
+        init(tunnel: Tunnel, context: RequestContext, opened: Double, session: (route: RouteConfig, cookies: Cookies)?)
+        {
+            self.tunnel = tunnel
+            self.context = context
+            self.opened = opened
+            self.session = session
         }
     }
 
@@ -42,11 +46,13 @@ extension Worker {
     /// `upgrades:`, the request's shape, the tunnel cap.
     func upgradeRefusal(_ ex: ServerExchange, route: RouteConfig, ctx: RequestContext) -> GatewayResponse? {
         if let (status, description) = UpgradeExchange.refusal(ex.head, route: route, body: ex.body) {
-            return ErrorResponse.make(status, error: "invalid_request", description: description, requestID: ctx.requestID)
+            return ErrorResponse.make(
+                status, error: "invalid_request", description: description, requestID: ctx.requestID)
         }
         if tunnels.entries.count + tunnels.pending >= tunnelCap {
-            return ErrorResponse.make(503, error: "temporarily_unavailable", description: "too many WebSocket connections are open",
-                                      requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: "limits.max_tunnels reached")
+            return ErrorResponse.make(
+                503, error: "temporarily_unavailable", description: "too many WebSocket connections are open",
+                requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: "limits.max_tunnels reached")
         }
         return nil
     }
@@ -64,8 +70,9 @@ extension Worker {
 
     /// Joins the client and the upstream after the 101 and starts the tunnel's watches.
     func openTunnel(client: TunnelEndpoint, upstream: TunnelEndpoint, ctx: RequestContext, head: HTTPRequestHead) {
-        let tunnel = Tunnel(loop: loop, client: client, upstream: upstream, webSocket: true,
-                            idleTimeout: config.limits.tunnelIdleTimeout)
+        let tunnel = Tunnel(
+            loop: loop, client: client, upstream: upstream, webSocket: true,
+            idleTimeout: config.limits.tunnelIdleTimeout)
         let session = ctx.tunnelSession.map { (route: $0.route, cookies: Cookies(head.fields)) }
         let entry = TunnelRegistry.Entry(tunnel: tunnel, context: ctx, opened: clock(), session: session)
         let key = ObjectIdentifier(tunnel)
@@ -82,7 +89,8 @@ extension Worker {
             }
         }
         if session != nil && tunnels.sessionTimer == nil {
-            tunnels.sessionTimer = LoopTimer(loop: loop, seconds: sessionCheckInterval, repeating: true) { [unowned self] in
+            tunnels.sessionTimer = LoopTimer(loop: loop, seconds: sessionCheckInterval, repeating: true) {
+                [unowned self] in
                 self.recheckSessions()
             }
         }
@@ -98,7 +106,9 @@ extension Worker {
                 guard let entry else { return }
                 entry.checking = false
                 if case .ended(let why) = liveness {
-                    self.log.info("tunnel session ended", metadata: ["request_id": .string(entry.context.requestID), "why": .string(why)])
+                    self.log.info(
+                        "tunnel session ended",
+                        metadata: ["request_id": .string(entry.context.requestID), "why": .string(why)])
                     entry.tunnel.end(.sessionEnded, code: WebSocketCloseFrame.policyViolation, phrase: "session ended")
                 }
             }
@@ -121,7 +131,7 @@ extension Worker {
                 "request_id": .string(ctx.requestID), "route": .string(ctx.route), "path": .string(ctx.path),
                 "reason": .string(reason.rawValue), "bytes_to_upstream": .stringConvertible(totals.toUpstream),
                 "bytes_to_client": .stringConvertible(totals.toClient),
-                "duration_ms": .stringConvertible(((clock() - entry.opened) * 1e6).rounded() / 1e3),
+                "duration_ms": .stringConvertible(((clock() - entry.opened) * 1e6).rounded() / 1e3)
             ]
             if let v = ctx.subject { meta["sub"] = .string(v) }
             log.info("tunnel", metadata: meta)

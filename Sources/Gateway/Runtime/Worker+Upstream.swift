@@ -9,7 +9,9 @@ import Reactor
 extension Worker {
     /// Adds the session route's token and assertion headers to `headers`; nil when the route
     /// passes the access token and the session's has expired (never sent: the caller answers 503).
-    func sessionUpstreamHeaders(_ route: RouteConfig, _ session: Session, _ headers: [(String, String)]) -> [(String, String)]? {
+    func sessionUpstreamHeaders(_ route: RouteConfig, _ session: Session, _ headers: [(String, String)]) -> [(
+        String, String
+    )]? {
         var out = headers
         let now = Int64(Date().timeIntervalSince1970)
         if let name = route.options.passAccessToken, let token = session.accessToken {
@@ -19,7 +21,9 @@ extension Worker {
         }
         if let name = route.options.passIDToken, let idToken = session.idToken { out.append((name, idToken)) }
         let idp = config.clients[session.client]?.issuer.flatMap { config.issuers[$0]?.issuer }
-        if let a = assertions.header(route, caller: "s " + session.id, claims: session.claims, now: now, idp: idp, client: session.client) {
+        if let a = assertions.header(
+            route, caller: "s " + session.id, claims: session.claims, now: now, idp: idp, client: session.client)
+        {
             out.append(a)
         }
         return out
@@ -30,7 +34,8 @@ extension Worker {
     func tokenAssertion(_ route: RouteConfig, _ token: VerifiedAccessToken) -> (String, String)? {
         guard route.options.identityAssertion != nil else { return nil }
         let caller = "t \(token.issuer) \(token.claims["jti"]?.string ?? "") \(token.subject ?? "") \(token.expiresAt)"
-        return assertions.header(route, caller: caller, claims: token.claims, now: Int64(Date().timeIntervalSince1970),
-                                 notAfter: token.expiresAt, idp: config.issuers[token.issuer]?.issuer)
+        return assertions.header(
+            route, caller: caller, claims: token.claims, now: Int64(Date().timeIntervalSince1970),
+            notAfter: token.expiresAt, idp: config.issuers[token.issuer]?.issuer)
     }
 }

@@ -58,8 +58,9 @@ final class Worker {
         self.loop = loop
         tokens = AccessTokenValidator(loop: loop, sharedIntrospection: stores.sharedIntrospection(for: loop))
         authenticator = TokenAuthenticator(validator: tokens, replay: stores.replay(for: loop))
-        login = LoginService(loop: loop, shared: stores.loginShared, log: log, tokens: tokens,
-                             makeStores: { stores.loginStores(for: loop, config: $0, settings: $1) })
+        login = LoginService(
+            loop: loop, shared: stores.loginShared, log: log, tokens: tokens,
+            makeStores: { stores.loginStores(for: loop, config: $0, settings: $1) })
         self.config = config
         self.log = log
         router = Router(routes: config.routes)
@@ -110,17 +111,21 @@ final class Worker {
         router = Router(routes: new.routes)
         var next: [String: UpstreamPool] = [:]
         for (name, up) in new.upstreams {
-            if let old = pools[name], old.endpoint == up.endpoint { next[name] = old }
-            else { next[name] = UpstreamPool(loop: loop, endpoint: up.endpoint) }
+            if let old = pools[name], old.endpoint == up.endpoint {
+                next[name] = old
+            } else {
+                next[name] = UpstreamPool(loop: loop, endpoint: up.endpoint)
+            }
         }
         for (name, old) in pools where next[name] !== old {
             old.closeIdle()
             if old.endpoint.tls != nil { retiredTLSHandshakes[name, default: .init()].add(old) }
         }
         pools = next
-        plans = Dictionary(uniqueKeysWithValues: new.routes.map {
-            ($0.index, RoutePlan(route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name)))
-        })
+        plans = Dictionary(
+            uniqueKeysWithValues: new.routes.map {
+                ($0.index, RoutePlan(route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name)))
+            })
     }
 
     /// Stops accepting; calls `done` (on this loop) once no request is in flight.
@@ -146,13 +151,16 @@ final class Worker {
     }
 
     func snapshot() -> MetricsSnapshot {
-        var s = metrics.snapshot(upstreamConnections: pools.mapValues { $0.openConnections },
-                                 clientConnections: servers.reduce(0) { $0 + $1.openConnections },
-                                 tokenCache: (tokens.cacheHits, tokens.cacheMisses))
+        var s = metrics.snapshot(
+            upstreamConnections: pools.mapValues { $0.openConnections },
+            clientConnections: servers.reduce(0) { $0 + $1.openConnections },
+            tokenCache: (tokens.cacheHits, tokens.cacheMisses))
         s.dpopUnchecked = authenticator.uncheckedProofs
         s.acceptPauses = servers.reduce(0) { $0 + $1.acceptPauses }
         s.upstreamTLSHandshakes = retiredTLSHandshakes
-        for (name, pool) in pools where pool.endpoint.tls != nil { s.upstreamTLSHandshakes[name, default: .init()].add(pool) }
+        for (name, pool) in pools where pool.endpoint.tls != nil {
+            s.upstreamTLSHandshakes[name, default: .init()].add(pool)
+        }
         s.tunnels = tunnelMetrics
         return s
     }
@@ -186,17 +194,19 @@ final class Worker {
             if self.draining { self.drainProgress() }
         }
         let head = ex.head
-        var ctx = RequestContext(requestID: "", start: clock(), method: head.methodName, path: "", route: "-", routeID: -1)
+        var ctx = RequestContext(
+            requestID: "", start: clock(), method: head.methodName, path: "", route: "-", routeID: -1)
         let fields = head.fields
         let trusted = peerTrusted(ex.connection)
         // A client's own X-Forwarded-* and X-Request-Id are read only if it is a trusted proxy.
         let forwarded = ForwardedHeaders.compute(
-            .init(peer: ex.connection.peer, peerTrusted: trusted, scheme: ex.connection.isTLS ? "https" : "http",
-                  host: fields.first("Host"),
-                  xForwardedFor: trusted ? fields.values("X-Forwarded-For") : [],
-                  xForwardedProto: trusted ? fields.first("X-Forwarded-Proto") : nil,
-                  xForwardedHost: trusted ? fields.first("X-Forwarded-Host") : nil,
-                  xRequestID: trusted ? fields.first("X-Request-Id") : nil),
+            .init(
+                peer: ex.connection.peer, peerTrusted: trusted, scheme: ex.connection.isTLS ? "https" : "http",
+                host: fields.first("Host"),
+                xForwardedFor: trusted ? fields.values("X-Forwarded-For") : [],
+                xForwardedProto: trusted ? fields.first("X-Forwarded-Proto") : nil,
+                xForwardedHost: trusted ? fields.first("X-Forwarded-Host") : nil,
+                xRequestID: trusted ? fields.first("X-Request-Id") : nil),
             newRequestID: ids.next)
         ctx.requestID = forwarded.requestID
         // Decision mode (nginx auth_request, forward auth, Envoy ext_authz): see Worker+Decision.
@@ -204,11 +214,14 @@ final class Worker {
             decide(ex, kind, forwarded: forwarded, trusted: trusted, ctx: ctx)
             return
         }
-        switch RequestPipeline.prepare(head, forwarded: forwarded, peerTrusted: trusted, router: router, plans: plans, config: config) {
+        switch RequestPipeline.prepare(
+            head, forwarded: forwarded, peerTrusted: trusted, router: router, plans: plans, config: config)
+        {
         case .reject(let status, let error, let description):
             ctx.path = String(head.target.prefix(256))
-            answer(ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID),
-                   close: status == 400)
+            answer(
+                ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID),
+                close: status == 400)
         case .login(let endpoint, let path, let query):
             ctx.path = path
             handleLoginEndpoint(ex, endpoint, query: query, origin: origin(forwarded), ctx: ctx)
@@ -217,19 +230,29 @@ final class Worker {
             if UpgradeExchange.asksWebSocket(head) {
                 ctx.route = plan.route.name
                 ctx.routeID = plan.metricID
-                if let refusal = upgradeRefusal(ex, route: plan.route, ctx: ctx) { answer(ex, ctx, refusal, close: true); return }
+                if let refusal = upgradeRefusal(ex, route: plan.route, ctx: ctx) {
+                    answer(ex, ctx, refusal, close: true)
+                    return
+                }
                 ctx.upgrade = true
                 upgradePending(ex)
             }
             guard let pool = plan.pool else {
                 ctx.route = plan.route.name
                 ctx.routeID = plan.metricID
-                answer(ex, ctx, ErrorResponse.make(502, error: "bad_gateway", description: "no upstream", requestID: ctx.requestID,
-                                                   detail: "pool missing"))
+                answer(
+                    ex, ctx,
+                    ErrorResponse.make(
+                        502, error: "bad_gateway", description: "no upstream", requestID: ctx.requestID,
+                        detail: "pool missing"))
                 return
             }
-            admit(ex, head: head, plan: plan, path: path, query: query, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admission in
-                self.forward(ex, ctx: ctx, pool: pool, request: build(admission.identity, admission.session, admission.preflight, admission.body ?? ex.body))
+            admit(ex, head: head, plan: plan, path: path, query: query, forwarded: forwarded, ctx: ctx) {
+                [unowned self] ctx, admission in
+                self.forward(
+                    ex, ctx: ctx, pool: pool,
+                    request: build(
+                        admission.identity, admission.session, admission.preflight, admission.body ?? ex.body))
             }
         }
     }
@@ -242,21 +265,31 @@ final class Worker {
             switch result {
             case .success(let bytes): use(bytes)
             case .failure(.tooLarge):
-                self.answer(ex, ctx, ErrorResponse.make(413, error: "invalid_request", description: "the request body is too large",
-                                                        requestID: ctx.requestID), close: true)
+                self.answer(
+                    ex, ctx,
+                    ErrorResponse.make(
+                        413, error: "invalid_request", description: "the request body is too large",
+                        requestID: ctx.requestID), close: true)
             case .failure(let why):
-                self.answer(ex, ctx, ErrorResponse.make(400, error: "invalid_request", description: "the request body did not arrive",
-                                                        requestID: ctx.requestID, detail: "body: \(why)"), close: true)
+                self.answer(
+                    ex, ctx,
+                    ErrorResponse.make(
+                        400, error: "invalid_request", description: "the request body did not arrive",
+                        requestID: ctx.requestID, detail: "body: \(why)"), close: true)
             }
         }
     }
 
     /// `bearer` / `dpop` / `token` routes; `form`: the tokens of a form body already read, and
     /// the body to forward in its place.
-    func authenticateToken(_ ex: ServerExchange, head: HTTPRequestHead, ctx: RequestContext, plan: RoutePlan, target: TokenAuthenticator.Target,
-                           query: String?, form: (tokens: [String], kept: [UInt8])?, allowed: @escaping Admitted) {
+    func authenticateToken(
+        _ ex: ServerExchange, head: HTTPRequestHead, ctx: RequestContext, plan: RoutePlan,
+        target: TokenAuthenticator.Target,
+        query: String?, form: (tokens: [String], kept: [UInt8])?, allowed: @escaping Admitted
+    ) {
         let route = plan.route
-        authenticator.authenticate(head, route: route, target: target, query: query, formTokens: form?.tokens ?? []) { [unowned self] decision in
+        authenticator.authenticate(head, route: route, target: target, query: query, formTokens: form?.tokens ?? []) {
+            [unowned self] decision in
             var ctx = ctx
             switch decision {
             case .allow(let caller):
@@ -270,11 +303,18 @@ final class Worker {
                 var identity = self.identityHeaders(route, token.claims, ctx)
                 if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
                 if let a = self.tokenAssertion(route, token) { identity.append(a) }
-                allowed(ctx, Admission(identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
-                                       claims: token.claims))
+                allowed(
+                    ctx,
+                    Admission(
+                        identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
+                        claims: token.claims))
             case .unavailable(let detail):
-                self.answer(ex, ctx, ErrorResponse.make(503, error: "temporarily_unavailable", description: "the gateway cannot verify tokens right now",
-                                                        requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: detail))
+                self.answer(
+                    ex, ctx,
+                    ErrorResponse.make(
+                        503, error: "temporarily_unavailable",
+                        description: "the gateway cannot verify tokens right now",
+                        requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: detail))
             case .deny(let denial):
                 ctx.rejection = denial.primary?.error?.rawValue ?? "no_credentials"
                 self.metrics.authFailure(ctx.rejection!)
@@ -286,14 +326,20 @@ final class Worker {
     private func forward(_ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request) {
         if case .length(let n) = request.body?.framing, n > UInt64(config.limits.maxBodySize) {
             // Announced too large: refused before the upstream hears of it, nothing read.
-            answer(ex, ctx, ErrorResponse.make(413, error: "invalid_request", description: "the request body is too large",
-                                               requestID: ctx.requestID), close: true)
+            answer(
+                ex, ctx,
+                ErrorResponse.make(
+                    413, error: "invalid_request", description: "the request body is too large",
+                    requestID: ctx.requestID), close: true)
             return
         }
         guard ex.responder.isConnected else {
             // The client left while the gateway was deciding (keys, introspection, a session).
-            answer(ex, ctx, ErrorResponse.make(499, error: "client_gone", description: "the client closed the connection",
-                                               requestID: ctx.requestID))
+            answer(
+                ex, ctx,
+                ErrorResponse.make(
+                    499, error: "client_gone", description: "the client closed the connection",
+                    requestID: ctx.requestID))
             return
         }
         ProxyExchange(worker: self, exchange: ex, context: ctx)
@@ -302,22 +348,27 @@ final class Worker {
 
     /// The public origin of this request, as far as it can be trusted (see RequestOrigin).
     func origin(_ forwarded: ForwardedHeaders) -> RequestOrigin.Origin? {
-        RequestOrigin.select(publicURLs: config.publicURLs, scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
-                             fromTrustedProxy: forwarded.originFromTrustedProxy)
+        RequestOrigin.select(
+            publicURLs: config.publicURLs, scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
+            fromTrustedProxy: forwarded.originFromTrustedProxy)
     }
 
     /// The one door for every answer the gateway writes itself: the response (through the
     /// exchange's responder, which answers exactly once and sends nothing to a client that
     /// is gone), then the access log line and the metrics. Streamed proxy answers end in
     /// `requestFinished` (see `ProxyExchange`).
-    func answer(_ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, upstreamSeconds: Double = 0,
-                close: Bool = false) {
+    func answer(
+        _ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, upstreamSeconds: Double = 0,
+        close: Bool = false
+    ) {
         let response = config.pages.finish(response, requestID: ctx.requestID)
         let gone = !ex.responder.isConnected
         // Logged first: by the time a client holds the answer, its log line exists.
         // 499: client closed the request (nginx's convention, for logs and metrics only).
-        requestFinished(ctx, status: gone ? 499 : response.status, bytes: gone ? 0 : response.body.utf8.count,
-                        upstreamSeconds: upstreamSeconds, detail: gone ? "client gone: " + (response.detail ?? "") : response.detail)
+        requestFinished(
+            ctx, status: gone ? 499 : response.status, bytes: gone ? 0 : response.body.utf8.count,
+            upstreamSeconds: upstreamSeconds, detail: gone ? "client gone: " + (response.detail ?? "") : response.detail
+        )
         response.send(ex.responder, requestID: ctx.requestID, close: close || draining)
     }
 
@@ -326,10 +377,12 @@ final class Worker {
     /// never the value, which is the caller's.
     func identityHeaders(_ route: RouteConfig, _ claims: JSONObject, _ ctx: RequestContext) -> [(String, String)] {
         route.identityHeaders.values(for: claims) { header in
-            self.log.warning("identity header omitted", metadata: [
-                "request_id": .string(ctx.requestID), "route": .string(ctx.route), "header": .string(header),
-                "reason": "the claim's value has a character a header value may not hold (RFC 9110 §5.5)",
-            ])
+            self.log.warning(
+                "identity header omitted",
+                metadata: [
+                    "request_id": .string(ctx.requestID), "route": .string(ctx.route), "header": .string(header),
+                    "reason": "the claim's value has a character a header value may not hold (RFC 9110 §5.5)"
+                ])
         }
     }
 
@@ -341,7 +394,7 @@ final class Worker {
                 "request_id": .string(ctx.requestID), "route": .string(ctx.route), "method": .string(ctx.method),
                 "path": .string(ctx.path), "status": .stringConvertible(status), "bytes": .stringConvertible(bytes),
                 "duration_ms": .stringConvertible((seconds * 1e6).rounded() / 1e3),
-                "upstream_ms": .stringConvertible((upstreamSeconds * 1e6).rounded() / 1e3),
+                "upstream_ms": .stringConvertible((upstreamSeconds * 1e6).rounded() / 1e3)
             ]
             if let detail { meta["detail"] = .string(detail) }
             if let v = ctx.subject { meta["sub"] = .string(v) }

@@ -26,7 +26,11 @@ final class CookieSessionStore: SessionStore {
             return
         }
         guard let plain = sealer.open(cookie, purpose: Self.purpose), let session = Session(encoded: plain),
-              !isEnded(session) else { done(.none); return }
+            !isEnded(session)
+        else {
+            done(.none)
+            return
+        }
         remember(cookie, session)
         done(.found(session))
     }
@@ -36,8 +40,10 @@ final class CookieSessionStore: SessionStore {
         return ended.contains(session.id, now: now) || ended.loggedOut(session, now: now)
     }
 
-    func endAll(client: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
-                done: @escaping (Result<Int, SessionStoreError>) -> Void) {
+    func endAll(
+        client: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
+        done: @escaping (Result<Int, SessionStoreError>) -> Void
+    ) {
         let now = clock()
         if let sid { ended.mark(LogoutMarks.sid(client, sid), at: at, until: expiresAt, now: now) }
         if let sub { ended.mark(LogoutMarks.sub(client, sub), at: at, until: expiresAt, now: now) }
@@ -56,16 +62,28 @@ final class CookieSessionStore: SessionStore {
         if opened.count >= Self.openedCapacity {
             opened[order[head]] = nil
             head += 1
-            if head > 1024 && head * 2 > order.count { order.removeFirst(head); head = 0 }
+            if head > 1024 && head * 2 > order.count {
+                order.removeFirst(head)
+                head = 0
+            }
         }
         opened[cookie] = session
         order.append(cookie)
     }
 
     /// `lease` is not needed: this process's RefreshCoordinator is the only refresher.
-    func save(_ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?, done: @escaping (Result<String, SessionStoreError>) -> Void) {
-        if !creating && ended.contains(session.id, now: clock()) { done(.failure(SessionStoreError(description: "session ended", ended: true))); return }
-        guard let plain = session.encoded() else { done(.failure(SessionStoreError(description: "a session field is too large"))); return }
+    func save(
+        _ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?,
+        done: @escaping (Result<String, SessionStoreError>) -> Void
+    ) {
+        if !creating && ended.contains(session.id, now: clock()) {
+            done(.failure(SessionStoreError(description: "session ended", ended: true)))
+            return
+        }
+        guard let plain = session.encoded() else {
+            done(.failure(SessionStoreError(description: "a session field is too large")))
+            return
+        }
         done(.success(sealer.seal(plain, purpose: Self.purpose)))
     }
 

@@ -112,11 +112,13 @@ struct Cookies {
     /// A cookie set with a Domain is deleted only by one with the same Domain (RFC 6265 §5.3 step 11).
     func clear(_ name: String, secure: Bool, domain: String? = nil) -> [String] {
         let a = Attributes(secure: secure, maxAge: 0, domain: domain)
-        return [Self.line(name, "", a)] + (1..<Self.maxChunks).filter { hasChunk(name, $0) }.map { Self.line("\(name)_\($0)", "", a) }
+        return [Self.line(name, "", a)]
+            + (1..<Self.maxChunks).filter { hasChunk(name, $0) }.map { Self.line("\(name)_\($0)", "", a) }
     }
 
     static func line(_ name: String, _ value: String, _ a: Attributes) -> String {
-        "\(name)=\(value); Path=/; Max-Age=\(max(0, a.maxAge)); HttpOnly; SameSite=\(a.sameSite)" + (a.secure ? "; Secure" : "")
+        "\(name)=\(value); Path=/; Max-Age=\(max(0, a.maxAge)); HttpOnly; SameSite=\(a.sameSite)"
+            + (a.secure ? "; Secure" : "")
             + (a.domain.map { "; Domain=\($0)" } ?? "")
     }
 

@@ -6,11 +6,15 @@
 protocol PendingLoginStore: AnyObject {
     /// Keeps `login` for the browser that sent `cookies`; `done` gets the Set-Cookie lines to
     /// send with the redirect to the AS, or an error when the store did not take it.
-    func add(_ login: PendingLogins.Login, cookies: Cookies, now: Int64, done: @escaping (Result<[String], SessionStoreError>) -> Void)
+    func add(
+        _ login: PendingLogins.Login, cookies: Cookies, now: Int64,
+        done: @escaping (Result<[String], SessionStoreError>) -> Void)
     /// Removes and returns this browser's pending login for `state` (nil: none, already used,
     /// or timed out) with the Set-Cookie lines for what is left; an error when the store
     /// cannot answer (the caller fails closed with 503, not "start again").
-    func take(state: String, cookies: Cookies, now: Int64, done: @escaping (Result<PendingLoginTake, SessionStoreError>) -> Void)
+    func take(
+        state: String, cookies: Cookies, now: Int64,
+        done: @escaping (Result<PendingLoginTake, SessionStoreError>) -> Void)
 }
 
 struct PendingLoginTake {
@@ -36,26 +40,35 @@ final class CookiePendingLogins: PendingLoginStore {
         self.max = max
     }
 
-    func add(_ login: PendingLogins.Login, cookies: Cookies, now: Int64, done: @escaping (Result<[String], SessionStoreError>) -> Void) {
+    func add(
+        _ login: PendingLogins.Login, cookies: Cookies, now: Int64,
+        done: @escaping (Result<[String], SessionStoreError>) -> Void
+    ) {
         var pending = read(cookies)
         pending.add(login, max: max, now: now, timeout: timeout)
         done(.success(write(pending, cookies)))
     }
 
-    func take(state: String, cookies: Cookies, now: Int64, done: @escaping (Result<PendingLoginTake, SessionStoreError>) -> Void) {
+    func take(
+        state: String, cookies: Cookies, now: Int64,
+        done: @escaping (Result<PendingLoginTake, SessionStoreError>) -> Void
+    ) {
         var pending = read(cookies)
         let login = pending.take(state: state, now: now, timeout: timeout)
         done(.success(PendingLoginTake(login: login, setCookies: write(pending, cookies))))
     }
 
     private func read(_ cookies: Cookies) -> PendingLogins {
-        guard let value = cookies.value(cookieName), let plain = sealer.open(value, purpose: PendingLogins.purpose) else { return PendingLogins() }
+        guard let value = cookies.value(cookieName), let plain = sealer.open(value, purpose: PendingLogins.purpose)
+        else { return PendingLogins() }
         return PendingLogins(json: plain) ?? PendingLogins()
     }
 
     private func write(_ pending: PendingLogins, _ cookies: Cookies) -> [String] {
         var pending = pending
-        if pending.logins.isEmpty { return cookies.values[cookieName] == nil ? [] : cookies.clear(cookieName, secure: secure) }
+        if pending.logins.isEmpty {
+            return cookies.values[cookieName] == nil ? [] : cookies.clear(cookieName, secure: secure)
+        }
         var sealed = sealer.seal(pending.json(), purpose: PendingLogins.purpose)
         while sealed.utf8.count > Cookies.chunkSize && pending.logins.count > 1 {
             pending.logins.removeFirst()

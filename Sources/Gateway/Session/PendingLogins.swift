@@ -27,15 +27,21 @@ struct PendingLogins: Sendable, Equatable {
 
     /// Removes and returns the pending login `state` names, if it has not timed out.
     mutating func take(state: String, now: Int64, timeout: Int64) -> Login? {
-        guard let i = logins.firstIndex(where: { ConstantTime.equals(Array($0.state.utf8), Array(state.utf8)) }) else { return nil }
+        guard let i = logins.firstIndex(where: { ConstantTime.equals(Array($0.state.utf8), Array(state.utf8)) }) else {
+            return nil
+        }
         let login = logins.remove(at: i)
         return now - login.createdAt < timeout ? login : nil
     }
 
     func json() -> [UInt8] {
         let array = logins.map { l -> JSONValue in
-            .object(JSONObject(["s": .string(l.state), "n": .string(l.nonce), "v": .string(l.codeVerifier), "r": .string(l.returnTo),
-                                "c": .string(l.client), "t": .number(String(l.createdAt))]))
+            .object(
+                JSONObject([
+                    "s": .string(l.state), "n": .string(l.nonce), "v": .string(l.codeVerifier),
+                    "r": .string(l.returnTo),
+                    "c": .string(l.client), "t": .number(String(l.createdAt))
+                ]))
         }
         return Array(JSONSerializer.serialize(.array(array)).utf8)
     }
@@ -45,8 +51,10 @@ struct PendingLogins: Sendable, Equatable {
     init?(json: [UInt8]) {
         guard let array = (try? JSONParser.parse(json))?.array else { return nil }
         for v in array {
-            guard let o = v.object, let s = o["s"]?.string, let n = o["n"]?.string, let cv = o["v"]?.string, let r = o["r"]?.string,
-                  let c = o["c"]?.string, let t = o["t"]?.int64 else { return nil }
+            guard let o = v.object, let s = o["s"]?.string, let n = o["n"]?.string, let cv = o["v"]?.string,
+                let r = o["r"]?.string,
+                let c = o["c"]?.string, let t = o["t"]?.int64
+            else { return nil }
             logins.append(Login(state: s, nonce: n, codeVerifier: cv, returnTo: r, client: c, createdAt: t))
         }
     }

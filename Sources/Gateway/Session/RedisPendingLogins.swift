@@ -24,7 +24,9 @@ final class RedisPendingLogins: PendingLoginStore {
     private let timeout: Int64
     private let max: Int
 
-    init(client: Redis, prefix: String, sealer: CookieSealer, cookieName: String, secure: Bool, timeout: Int64, max: Int) {
+    init(
+        client: Redis, prefix: String, sealer: CookieSealer, cookieName: String, secure: Bool, timeout: Int64, max: Int
+    ) {
         self.client = client
         self.prefix = prefix
         self.sealer = sealer
@@ -35,13 +37,17 @@ final class RedisPendingLogins: PendingLoginStore {
     }
 
     /// A login id: 32 random bytes, 43 base64url characters.
-    static func isLoginID(_ value: Substring) -> Bool { value.utf8.count == 43 && Base64URL.decode(String(value))?.count == 32 }
+    static func isLoginID(_ value: Substring) -> Bool {
+        value.utf8.count == 43 && Base64URL.decode(String(value))?.count == 32
+    }
 
     /// The ids the cookie holds (well-formed ones, the newest `max`).
     func ids(_ cookies: Cookies) -> [String] {
         guard let value = cookies.value(cookieName), value.utf8.count <= 44 * max else { return [] }
         var seen = Set<String>()
-        let ids = value.split(separator: ".").filter(Self.isLoginID).map(String.init).filter { seen.insert($0).inserted }
+        let ids = value.split(separator: ".").filter(Self.isLoginID).map(String.init).filter {
+            seen.insert($0).inserted
+        }
         return Array(ids.suffix(max))
     }
 
@@ -55,7 +61,10 @@ final class RedisPendingLogins: PendingLoginStore {
     func key(_ digest: String) -> String { "\(prefix)login-state:\(digest)" }
     static func purpose(_ digest: String) -> String { "login-state-redis:\(digest)" }
 
-    func add(_ login: PendingLogins.Login, cookies: Cookies, now: Int64, done: @escaping (Result<[String], SessionStoreError>) -> Void) {
+    func add(
+        _ login: PendingLogins.Login, cookies: Cookies, now: Int64,
+        done: @escaping (Result<[String], SessionStoreError>) -> Void
+    ) {
         let id = Base64URL.encode(SecureRandom.bytes(32))
         var one = PendingLogins()
         one.logins = [login]
@@ -66,25 +75,35 @@ final class RedisPendingLogins: PendingLoginStore {
         client.send(["SET", key(digest), sealed, "EX", String(Swift.max(1, timeout)), "NX"]) { result in
             switch result {
             case .success(.status("OK")): done(.success(setCookies))
-            case .success(let other): done(.failure(SessionStoreError(description: "pending login not stored: Redis answered \(other)")))
+            case .success(let other):
+                done(.failure(SessionStoreError(description: "pending login not stored: Redis answered \(other)")))
             case .failure(let e): done(.failure(SessionStoreError(description: "pending login not stored: \(e)")))
             }
         }
     }
 
-    func take(state: String, cookies: Cookies, now: Int64, done: @escaping (Result<PendingLoginTake, SessionStoreError>) -> Void) {
+    func take(
+        state: String, cookies: Cookies, now: Int64,
+        done: @escaping (Result<PendingLoginTake, SessionStoreError>) -> Void
+    ) {
         let ids = ids(cookies)
         // Our states are 43 characters; anything far longer is not one (and is not hashed).
-        guard !ids.isEmpty, !state.isEmpty, state.utf8.count <= 256 else { done(.success(PendingLoginTake(login: nil))); return }
+        guard !ids.isEmpty, !state.isEmpty, state.utf8.count <= 256 else {
+            done(.success(PendingLoginTake(login: nil)))
+            return
+        }
         // One GETDEL per pending login of this browser, all at once: only the one whose id
         // began this state exists; the others are no-ops.
-        var left = ids.count, found: (id: String, login: PendingLogins.Login?)?, failure: String?
+        var left = ids.count
+        var found: (id: String, login: PendingLogins.Login?)?
+        var failure: String?
         for id in ids {
             let digest = Self.digest(id: id, state: state)
             client.send(["GETDEL", key(digest)]) { [sealer, timeout] result in
                 switch result {
                 case .success(.bulk(let bytes)):
-                    var pending = sealer.open(String(decoding: bytes, as: UTF8.self), purpose: Self.purpose(digest)).flatMap(PendingLogins.init(json:))
+                    var pending = sealer.open(String(decoding: bytes, as: UTF8.self), purpose: Self.purpose(digest))
+                        .flatMap(PendingLogins.init(json:))
                     found = (id, pending?.take(state: state, now: now, timeout: timeout))
                 case .success(.null): break
                 case .success(let other): failure = "pending login lookup: Redis answered \(other)"
@@ -94,7 +113,10 @@ final class RedisPendingLogins: PendingLoginStore {
                 guard left == 0 else { return }
                 if let found {
                     // Used: its id leaves the cookie (a failure elsewhere does not bring it back).
-                    done(.success(PendingLoginTake(login: found.login, setCookies: self.cookie(ids.filter { $0 != found.id }, cookies))))
+                    done(
+                        .success(
+                            PendingLoginTake(
+                                login: found.login, setCookies: self.cookie(ids.filter { $0 != found.id }, cookies))))
                 } else if let failure {
                     done(.failure(SessionStoreError(description: failure)))
                 } else {

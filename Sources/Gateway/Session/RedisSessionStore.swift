@@ -36,7 +36,9 @@ final class RedisSessionStore: SessionStore {
         self.clock = clock
     }
 
-    static func digest(_ text: String) -> String { Base64URL.encode(Array(Digest.sha256.hash(Array(text.utf8)).prefix(24))) }
+    static func digest(_ text: String) -> String {
+        Base64URL.encode(Array(Digest.sha256.hash(Array(text.utf8)).prefix(24)))
+    }
     /// The session's keys share a hash tag (its id's digest): a Redis Cluster keeps them in
     /// one slot, so a script may touch the session and its refresh lease together.
     func key(_ id: String) -> String { "\(prefix)session:{\(Self.digest(id))}" }
@@ -49,9 +51,15 @@ final class RedisSessionStore: SessionStore {
 
     func load(_ cookie: String, done: @escaping (SessionLookup) -> Void) {
         // A cookie is a session id: 22 base64url characters.
-        guard cookie.utf8.count == 22, Base64URL.decode(cookie)?.count == 16 else { done(.none); return }
+        guard cookie.utf8.count == 22, Base64URL.decode(cookie)?.count == 16 else {
+            done(.none)
+            return
+        }
         let now = clock()
-        if let hit = cache[cookie], hit.until > now { done(.found(hit.session)); return }
+        if let hit = cache[cookie], hit.until > now {
+            done(.found(hit.session))
+            return
+        }
         fetch(cookie) { result in
             switch result {
             case .found(let s): done(.found(s))
@@ -67,9 +75,16 @@ final class RedisSessionStore: SessionStore {
         client.send(["MGET", key(id), generationKey(id)]) { result in
             switch result {
             case .success(.array(let replies)) where replies.count == 2:
-                guard case .bulk(let bytes) = replies[0] else { done(replies[0] == .null ? .gone : .unavailable); return }
+                guard case .bulk(let bytes) = replies[0] else {
+                    done(replies[0] == .null ? .gone : .unavailable)
+                    return
+                }
                 guard let plain = self.sealer.open(String(decoding: bytes, as: UTF8.self), purpose: Self.purpose),
-                      let session = Session(encoded: plain), session.id == id else { done(.gone); return }
+                    let session = Session(encoded: plain), session.id == id
+                else {
+                    done(.gone)
+                    return
+                }
                 var generation = "0"
                 if case .bulk(let g) = replies[1] { generation = String(decoding: g, as: UTF8.self) }
                 self.remember(generation: generation, of: id, forRefresh: forRefresh)
@@ -80,13 +95,22 @@ final class RedisSessionStore: SessionStore {
         }
     }
 
-    func save(_ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?, done: @escaping (Result<String, SessionStoreError>) -> Void) {
+    func save(
+        _ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?,
+        done: @escaping (Result<String, SessionStoreError>) -> Void
+    ) {
         let now = clock()
-        guard let plain = session.encoded() else { done(.failure(SessionStoreError(description: "a session field is too large"))); return }
+        guard let plain = session.encoded() else {
+            done(.failure(SessionStoreError(description: "a session field is too large")))
+            return
+        }
         let sealed = sealer.seal(plain, purpose: Self.purpose)
         let ttl = max(1, expiresAt - now)
         roundTrips += 1
-        guard creating else { saveUpdate(session, sealed: sealed, ttl: ttl, lease: lease, now: now, done: done); return }
+        guard creating else {
+            saveUpdate(session, sealed: sealed, ttl: ttl, lease: lease, now: now, done: done)
+            return
+        }
         // NX: a new session never replaces one (ids are random; a collision is refused).
         client.send(["SET", key(session.id), sealed, "EX", String(ttl), "NX"]) { result in
             switch result {
@@ -96,7 +120,9 @@ final class RedisSessionStore: SessionStore {
                 // A session a back-channel logout cannot find would outlive it: the index
                 // writes are part of creating one.
                 self.index(session, ttl: ttl) { ok in
-                    ok ? done(.success(session.id)) : done(.failure(SessionStoreError(description: "the session could not be indexed")))
+                    ok
+                        ? done(.success(session.id))
+                        : done(.failure(SessionStoreError(description: "the session could not be indexed")))
                 }
             case .success(.null): done(.failure(SessionStoreError(description: "session id taken")))
             case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
@@ -124,12 +150,16 @@ final class RedisSessionStore: SessionStore {
         return n
         """
 
-    private func saveUpdate(_ session: Session, sealed: String, ttl: Int64, lease: RefreshLease?, now: Int64,
-                            done: @escaping (Result<String, SessionStoreError>) -> Void) {
+    private func saveUpdate(
+        _ session: Session, sealed: String, ttl: Int64, lease: RefreshLease?, now: Int64,
+        done: @escaping (Result<String, SessionStoreError>) -> Void
+    ) {
         // A basis never read (forgotten) matches no generation: only a lease holder writes then.
         let basis = (lease != nil ? refreshBasis.removeValue(forKey: session.id) : generations[session.id]) ?? "unknown"
-        client.send(["EVAL", Self.saveUpdateScript, "3", key(session.id), leaseKey(session.id), generationKey(session.id),
-                     sealed, String(ttl), basis, lease?.token ?? ""]) { result in
+        client.send([
+            "EVAL", Self.saveUpdateScript, "3", key(session.id), leaseKey(session.id), generationKey(session.id),
+            sealed, String(ttl), basis, lease?.token ?? ""
+        ]) { result in
             switch result {
             case .success(.integer(let n)) where n >= 0:
                 self.remember(generation: String(n), of: session.id)
@@ -138,7 +168,10 @@ final class RedisSessionStore: SessionStore {
             case .success(.integer):
                 self.cache[session.id] = nil
                 self.generations[session.id] = nil
-                done(.failure(SessionStoreError(description: "the session was refreshed elsewhere since it was read", superseded: true)))
+                done(
+                    .failure(
+                        SessionStoreError(
+                            description: "the session was refreshed elsewhere since it was read", superseded: true)))
             case .success(.null):
                 self.cache[session.id] = nil
                 done(.failure(SessionStoreError(description: "session ended", ended: true)))
@@ -151,12 +184,17 @@ final class RedisSessionStore: SessionStore {
     private func index(_ session: Session, ttl: Int64, done: @escaping (Bool) -> Void) {
         var marks = [LogoutMarks.sub(session.client, session.subject)]
         if let sid = session.claims["sid"]?.string { marks.append(LogoutMarks.sid(session.client, sid)) }
-        var pending = marks.count * 2, ok = true
+        var pending = marks.count * 2
+        var ok = true
         for mark in marks {
             let k = indexKey(mark)
             for command in [["ZADD", k, String(session.createdAt), key(session.id)], ["EXPIRE", k, String(ttl), "GT"]] {
                 client.send(command) { result in
-                    if case .success(.integer) = result {} else if case .success(.status) = result {} else { ok = false }
+                    if case .success(.integer) = result {
+                    } else if case .success(.status) = result {
+                    } else {
+                        ok = false
+                    }
                     pending -= 1
                     if pending == 0 { done(ok) }
                 }
@@ -178,11 +216,18 @@ final class RedisSessionStore: SessionStore {
 
     /// Deletes the sessions in the sid/sub indexes that began at or before `at`; later ones
     /// (a login after the logout) stay, and so do their index entries.
-    func endAll(client name: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
-                done: @escaping (Result<Int, SessionStoreError>) -> Void) {
+    func endAll(
+        client name: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
+        done: @escaping (Result<Int, SessionStoreError>) -> Void
+    ) {
         let marks = [sid.map { LogoutMarks.sid(name, $0) }, sub.map { LogoutMarks.sub(name, $0) }].compactMap { $0 }
-        guard !marks.isEmpty else { done(.success(0)); return }
-        var keys = Set<String>(), pending = marks.count, failure: String?
+        guard !marks.isEmpty else {
+            done(.success(0))
+            return
+        }
+        var keys = Set<String>()
+        var pending = marks.count
+        var failure: String?
         cache.removeAll()
         for mark in marks {
             let k = indexKey(mark)
@@ -196,10 +241,18 @@ final class RedisSessionStore: SessionStore {
                 }
                 pending -= 1
                 guard pending == 0 else { return }
-                if let failure { done(.failure(SessionStoreError(description: failure))); return }
-                guard !keys.isEmpty else { done(.success(0)); return }
+                if let failure {
+                    done(.failure(SessionStoreError(description: failure)))
+                    return
+                }
+                guard !keys.isEmpty else {
+                    done(.success(0))
+                    return
+                }
                 // One DEL per key: sessions live in different slots of a cluster.
-                var left = keys.count, ended = 0, error: String?
+                var left = keys.count
+                var ended = 0
+                var error: String?
                 for k in keys.sorted() {
                     self.client.send(["DEL", k]) { result in
                         switch result {
@@ -209,7 +262,11 @@ final class RedisSessionStore: SessionStore {
                         }
                         left -= 1
                         guard left == 0 else { return }
-                        if let error { done(.failure(SessionStoreError(description: error))) } else { done(.success(ended)) }
+                        if let error {
+                            done(.failure(SessionStoreError(description: error)))
+                        } else {
+                            done(.success(ended))
+                        }
                     }
                 }
             }
@@ -230,8 +287,10 @@ final class RedisSessionStore: SessionStore {
 
     /// Deletes the lease only if it is still this holder's (a compare-and-delete in one step).
     func releaseRefresh(_ lease: RefreshLease) {
-        client.send(["EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
-                     "1", lease.key, lease.token]) { _ in }
+        client.send([
+            "EVAL", "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
+            "1", lease.key, lease.token
+        ]) { _ in }
     }
 
     func reload(_ session: Session, done: @escaping (ReloadResult) -> Void) {

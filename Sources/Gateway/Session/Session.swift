@@ -28,11 +28,20 @@ struct Session: Sendable, Equatable {
     /// The sealed form's plaintext (SessionEncoding).
     func encoded() -> [UInt8]? { SessionEncoding.encode(self) }
 
-    init(id: String, client: String, subject: String, claims: JSONObject, idToken: String?, accessToken: String?,
-         refreshToken: String?, accessExpiresAt: Int64, createdAt: Int64, lastSeenAt: Int64) {
-        self.id = id; self.client = client; self.subject = subject; self.claims = claims; self.idToken = idToken
-        self.accessToken = accessToken; self.refreshToken = refreshToken; self.accessExpiresAt = accessExpiresAt
-        self.createdAt = createdAt; self.lastSeenAt = lastSeenAt
+    init(
+        id: String, client: String, subject: String, claims: JSONObject, idToken: String?, accessToken: String?,
+        refreshToken: String?, accessExpiresAt: Int64, createdAt: Int64, lastSeenAt: Int64
+    ) {
+        self.id = id
+        self.client = client
+        self.subject = subject
+        self.claims = claims
+        self.idToken = idToken
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.accessExpiresAt = accessExpiresAt
+        self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
     }
 
     init?(encoded: [UInt8]) {

@@ -20,20 +20,33 @@ enum SessionEncoding {
         var out: [UInt8] = [version]
         var tooLarge = false
         func bytes(_ kind: Kind, _ b: [UInt8]) {
-            guard b.count <= 0xffff else { tooLarge = true; return }
+            guard b.count <= 0xffff else {
+                tooLarge = true
+                return
+            }
             out.append(kind.rawValue)
-            out.append(UInt8(b.count >> 8)); out.append(UInt8(b.count & 0xff))
+            out.append(UInt8(b.count >> 8))
+            out.append(UInt8(b.count & 0xff))
             out += b
         }
         func string(_ v: String?) {
-            guard let v else { bytes(.absent, []); return }
+            guard let v else {
+                bytes(.absent, [])
+                return
+            }
             if let packed = pack(v) { bytes(.packed, packed) } else { bytes(.text, Array(v.utf8)) }
         }
         func number(_ v: Int64) { bytes(.number, (0..<8).map { UInt8(truncatingIfNeeded: v >> (56 - 8 * $0)) }) }
-        string(s.id); string(s.client); string(s.subject)
+        string(s.id)
+        string(s.client)
+        string(s.subject)
         bytes(.text, Array(JSONSerializer.serialize(.object(s.claims)).utf8))
-        string(s.idToken); string(s.accessToken); string(s.refreshToken)
-        number(s.accessExpiresAt); number(s.createdAt); number(s.lastSeenAt)
+        string(s.idToken)
+        string(s.accessToken)
+        string(s.refreshToken)
+        number(s.accessExpiresAt)
+        number(s.createdAt)
+        number(s.lastSeenAt)
         // Optional trailing field: sessions sealed before it existed decode unchanged.
         if let stale = s.userinfoStaleSince { number(stale) }
         return tooLarge ? nil : out
@@ -63,15 +76,20 @@ enum SessionEncoding {
             return v.reduce(0) { $0 << 8 | Int64($1) }
         }
         guard let id = string() ?? nil, let client = string() ?? nil, let subject = string() ?? nil,
-              let (claimsKind, claimsBytes) = field(), claimsKind == .text,
-              let claims = try? JSONParser.parseObject(Array(claimsBytes), what: "session claims"),
-              let idToken = string(), let accessToken = string(), let refreshToken = string(),
-              let ax = number(), let ct = number(), let ls = number() else { return nil }
+            let (claimsKind, claimsBytes) = field(), claimsKind == .text,
+            let claims = try? JSONParser.parseObject(Array(claimsBytes), what: "session claims"),
+            let idToken = string(), let accessToken = string(), let refreshToken = string(),
+            let ax = number(), let ct = number(), let ls = number()
+        else { return nil }
         var stale: Int64?
-        if i < b.count { guard let v = number() else { return nil }; stale = v }
+        if i < b.count {
+            guard let v = number() else { return nil }
+            stale = v
+        }
         guard i == b.count else { return nil }
-        var session = Session(id: id, client: client, subject: subject, claims: claims, idToken: idToken, accessToken: accessToken,
-                              refreshToken: refreshToken, accessExpiresAt: ax, createdAt: ct, lastSeenAt: ls)
+        var session = Session(
+            id: id, client: client, subject: subject, claims: claims, idToken: idToken, accessToken: accessToken,
+            refreshToken: refreshToken, accessExpiresAt: ax, createdAt: ct, lastSeenAt: ls)
         session.userinfoStaleSince = stale
         return session
     }
@@ -83,8 +101,11 @@ enum SessionEncoding {
         guard parts.count <= 3, !text.isEmpty else { return nil }
         var out: [UInt8] = [UInt8(parts.count)]
         for p in parts {
-            guard let raw = Base64URL.decode(String(p)), Base64URL.encode(raw) == p, raw.count < 65_536 else { return nil }
-            out.append(UInt8(raw.count >> 8)); out.append(UInt8(raw.count & 0xff))
+            guard let raw = Base64URL.decode(String(p)), Base64URL.encode(raw) == p, raw.count < 65_536 else {
+                return nil
+            }
+            out.append(UInt8(raw.count >> 8))
+            out.append(UInt8(raw.count & 0xff))
             out += raw
         }
         return out

@@ -9,14 +9,17 @@ protocol SessionStore: AnyObject {
     /// that was ended meanwhile (a logout on another worker or replica). With `lease`: only
     /// while that refresh lease is still held (a refresh that outlived its lease must not
     /// overwrite the session another replica refreshed since).
-    func save(_ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?, done: @escaping (Result<String, SessionStoreError>) -> Void)
+    func save(
+        _ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?,
+        done: @escaping (Result<String, SessionStoreError>) -> Void)
     /// Ends the session everywhere (logout): a copy of the cookie no longer works.
     func end(_ session: Session, expiresAt: Int64, done: @escaping (Result<Void, SessionStoreError>) -> Void)
     /// Ends every session of `client` that the AS session `sid` or the subject `sub` names,
     /// begun before `at` (OIDC Back-Channel Logout 1.0 §2.7). `done` gets how many it knows
     /// it ended (the embedded store cannot count cookies it never sees: 0).
-    func endAll(client: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
-                done: @escaping (Result<Int, SessionStoreError>) -> Void)
+    func endAll(
+        client: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
+        done: @escaping (Result<Int, SessionStoreError>) -> Void)
     /// Across replicas, one refresh per session: a lease held while refreshing. Stores that
     /// live in one process grant it at once (the process-wide RefreshCoordinator serializes).
     func leaseRefresh(_ session: Session, done: @escaping (LeaseResult) -> Void)
@@ -27,7 +30,10 @@ protocol SessionStore: AnyObject {
 }
 
 extension SessionStore {
-    func save(_ session: Session, expiresAt: Int64, creating: Bool, done: @escaping (Result<String, SessionStoreError>) -> Void) {
+    func save(
+        _ session: Session, expiresAt: Int64, creating: Bool,
+        done: @escaping (Result<String, SessionStoreError>) -> Void
+    ) {
         save(session, expiresAt: expiresAt, creating: creating, lease: nil, done: done)
     }
 }

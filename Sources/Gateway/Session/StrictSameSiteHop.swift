@@ -13,9 +13,9 @@ extension GatewayResponse {
         r.headers.removeAll { $0.0 == "Location" }
         let href = LoginPages.escape(location)
         r.body = """
-        <!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(href)">
-        <title>Signed in</title></head><body><p><a href="\(href)">Continue</a></p></body></html>
-        """
+            <!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(href)">
+            <title>Signed in</title></head><body><p><a href="\(href)">Continue</a></p></body></html>
+            """
         r.contentType = "text/html; charset=utf-8"
         return r
     }

@@ -36,7 +36,9 @@ struct ReplayID: Hashable, Sendable {
 
     /// 22 base64url characters, for store keys.
     var text: String {
-        let bytes = (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) } + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) }
+        let bytes =
+            (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) }
         return Base64URL.encode(bytes)
     }
 }

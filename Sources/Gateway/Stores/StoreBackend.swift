@@ -24,7 +24,9 @@ final class StoreBackend {
         case .memory:
             kind = .memory(MemoryReplayCache(capacity: replayCapacity))
         case .redis(let url, let prefix):
-            guard let deployment = RedisDeployment(url: url) else { preconditionFailure("store URL was validated by the config parser") }
+            guard let deployment = RedisDeployment(url: url) else {
+                preconditionFailure("store URL was validated by the config parser")
+            }
             kind = .redis(RedisClients(deployment: deployment), prefix: prefix)
         }
     }
@@ -48,21 +50,28 @@ final class StoreBackend {
     func loginStores(for loop: EventLoop, config: GatewayConfig, settings: LoginSettings) -> LoginStores {
         let clock = { Int64(Date().timeIntervalSince1970) }
         let cookiePending = {
-            CookiePendingLogins(sealer: settings.sealer, cookieName: settings.loginCookie, secure: settings.secure,
-                                timeout: Int64(config.session.loginTimeout), max: config.session.maxPendingLogins)
+            CookiePendingLogins(
+                sealer: settings.sealer, cookieName: settings.loginCookie, secure: settings.secure,
+                timeout: Int64(config.session.loginTimeout), max: config.session.maxPendingLogins)
         }
         switch kind {
         case .memory:
-            return LoginStores(sessions: CookieSessionStore(sealer: settings.sealer, ended: loginShared.ended, clock: clock),
-                               pendingLogins: cookiePending(), requestObjects: loginShared.requestObjects)
+            return LoginStores(
+                sessions: CookieSessionStore(sealer: settings.sealer, ended: loginShared.ended, clock: clock),
+                pendingLogins: cookiePending(), requestObjects: loginShared.requestObjects)
         case .redis(let clients, let prefix):
             let client = clients.client(for: loop)
-            let pending: PendingLoginStore = config.session.pendingLoginsInCookie
+            let pending: PendingLoginStore =
+                config.session.pendingLoginsInCookie
                 ? cookiePending()
-                : RedisPendingLogins(client: client, prefix: prefix, sealer: settings.sealer, cookieName: settings.loginCookie,
-                                     secure: settings.secure, timeout: Int64(config.session.loginTimeout), max: config.session.maxPendingLogins)
+                : RedisPendingLogins(
+                    client: client, prefix: prefix, sealer: settings.sealer, cookieName: settings.loginCookie,
+                    secure: settings.secure, timeout: Int64(config.session.loginTimeout),
+                    max: config.session.maxPendingLogins)
             return LoginStores(
-                sessions: RedisSessionStore(client: client, prefix: prefix, sealer: settings.sealer, cacheTTL: config.session.cacheTTL, clock: clock),
+                sessions: RedisSessionStore(
+                    client: client, prefix: prefix, sealer: settings.sealer, cacheTTL: config.session.cacheTTL,
+                    clock: clock),
                 pendingLogins: pending,
                 requestObjects: RedisRequestObjects(client: client, prefix: prefix, sealer: settings.sealer))
         }

@@ -22,20 +22,27 @@ public enum Base64URL {
         let outCount = (n * 4 + 2) / 3
         return alphabet.withUnsafeBufferPointer { table in
             String(unsafeUninitializedCapacity: outCount) { out in
-                var i = 0, o = 0
+                var i = 0
+                var o = 0
                 while i + 3 <= n {
                     let v = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
-                    out[o] = table[Int(v >> 18)]; out[o + 1] = table[Int(v >> 12 & 63)]
-                    out[o + 2] = table[Int(v >> 6 & 63)]; out[o + 3] = table[Int(v & 63)]
-                    i += 3; o += 4
+                    out[o] = table[Int(v >> 18)]
+                    out[o + 1] = table[Int(v >> 12 & 63)]
+                    out[o + 2] = table[Int(v >> 6 & 63)]
+                    out[o + 3] = table[Int(v & 63)]
+                    i += 3
+                    o += 4
                 }
                 if n - i == 1 {
                     let v = UInt32(input[i]) << 16
-                    out[o] = table[Int(v >> 18)]; out[o + 1] = table[Int(v >> 12 & 63)]
+                    out[o] = table[Int(v >> 18)]
+                    out[o + 1] = table[Int(v >> 12 & 63)]
                     o += 2
                 } else if n - i == 2 {
                     let v = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8
-                    out[o] = table[Int(v >> 18)]; out[o + 1] = table[Int(v >> 12 & 63)]; out[o + 2] = table[Int(v >> 6 & 63)]
+                    out[o] = table[Int(v >> 18)]
+                    out[o + 1] = table[Int(v >> 12 & 63)]
+                    out[o + 2] = table[Int(v >> 6 & 63)]
                     o += 3
                 }
                 return o
@@ -61,11 +68,18 @@ public enum Base64URL {
         // this runs over every token's payload and signature on the request path.
         let out = reverse.withUnsafeBufferPointer { table in
             [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
-                var i = 0, o = 0
+                var i = 0
+                var o = 0
                 while i + 4 <= n {
-                    let a = table[Int(input[i])], b = table[Int(input[i + 1])]
-                    let c = table[Int(input[i + 2])], d = table[Int(input[i + 3])]
-                    if (a | b | c | d) == 0xff { valid = false; initialized = 0; return }
+                    let a = table[Int(input[i])]
+                    let b = table[Int(input[i + 1])]
+                    let c = table[Int(input[i + 2])]
+                    let d = table[Int(input[i + 3])]
+                    if (a | b | c | d) == 0xff {
+                        valid = false
+                        initialized = 0
+                        return
+                    }
                     out[o] = a << 2 | b >> 4
                     out[o + 1] = b << 4 | c >> 2
                     out[o + 2] = c << 6 | d
@@ -73,12 +87,23 @@ public enum Base64URL {
                     o += 3
                 }
                 if rest == 2 {
-                    let a = table[Int(input[i])], b = table[Int(input[i + 1])]
-                    if (a | b) == 0xff || b & 0x0f != 0 { valid = false; initialized = 0; return }
+                    let a = table[Int(input[i])]
+                    let b = table[Int(input[i + 1])]
+                    if (a | b) == 0xff || b & 0x0f != 0 {
+                        valid = false
+                        initialized = 0
+                        return
+                    }
                     out[o] = a << 2 | b >> 4
                 } else if rest == 3 {
-                    let a = table[Int(input[i])], b = table[Int(input[i + 1])], c = table[Int(input[i + 2])]
-                    if (a | b | c) == 0xff || c & 0x03 != 0 { valid = false; initialized = 0; return }
+                    let a = table[Int(input[i])]
+                    let b = table[Int(input[i + 1])]
+                    let c = table[Int(input[i + 2])]
+                    if (a | b | c) == 0xff || c & 0x03 != 0 {
+                        valid = false
+                        initialized = 0
+                        return
+                    }
                     out[o] = a << 2 | b >> 4
                     out[o + 1] = b << 4 | c >> 2
                 }

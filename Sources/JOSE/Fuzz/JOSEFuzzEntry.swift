@@ -9,12 +9,12 @@ public enum JOSEFuzzEntry {
     /// draft's RSA key), so seeds from the fixtures reach a successful verification.
     static let asymmetricKeys: JWKSet = {
         let json = """
-        {"keys":[
-        {"kty":"RSA","kid":"k2bdc","e":"AQAB","n":"y9Lqv4fCp6Ei-u2-ZCKq83YvbFEk6JMs_pSj76eMkddWRuWX2aBKGHAtKlE5P7_vn__PCKZWePt3vGkB6ePgzAFu08NmKemwE5bQI0e6kIChtt_6KzT5OaaXDFI6qCLJmk51Cc4VYFaxgqevMncYrzaW_50mZ1yGSFIQzLYP8bijAHGVjdEFgZaZEN9lsn_GdWLaJpHrB3ROlS50E45wxrlg9xMncVb8qDPuXZarvghLL0HzOuYRadBJVoWZowDNTpKpk2RklZ7QaBO7XDv3uR7s_sf2g-bAjSYxYUGsqkNA9b3xVW53am_UZZ3tZbFTIh557JICWKHlWj5uzeJXaw"},
-        {"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"},
-        {"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
-        ]}
-        """
+            {"keys":[
+            {"kty":"RSA","kid":"k2bdc","e":"AQAB","n":"y9Lqv4fCp6Ei-u2-ZCKq83YvbFEk6JMs_pSj76eMkddWRuWX2aBKGHAtKlE5P7_vn__PCKZWePt3vGkB6ePgzAFu08NmKemwE5bQI0e6kIChtt_6KzT5OaaXDFI6qCLJmk51Cc4VYFaxgqevMncYrzaW_50mZ1yGSFIQzLYP8bijAHGVjdEFgZaZEN9lsn_GdWLaJpHrB3ROlS50E45wxrlg9xMncVb8qDPuXZarvghLL0HzOuYRadBJVoWZowDNTpKpk2RklZ7QaBO7XDv3uR7s_sf2g-bAjSYxYUGsqkNA9b3xVW53am_UZZ3tZbFTIh557JICWKHlWj5uzeJXaw"},
+            {"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"},
+            {"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
+            ]}
+            """
         return fixedSet(json, count: 3)
     }()
 
@@ -58,8 +58,9 @@ public enum JOSEFuzzEntry {
             _ = try? policy.validate(header: jws.header, claims: claims, now: now)
             // A policy the token's own iss/aud/typ satisfy, so the later checks run too.
             let aud = claims["aud"]?.string ?? claims["aud"]?.array?.first?.string
-            var own = JWTClaimsPolicy(issuer: claims["iss"]?.string, audiences: aud.map { [$0] } ?? [],
-                                      leeway: 30, type: jws.header.typ)
+            var own = JWTClaimsPolicy(
+                issuer: claims["iss"]?.string, audiences: aud.map { [$0] } ?? [],
+                leeway: 30, type: jws.header.typ)
             own.requireExpiry = false
             own.maxAge = 3600
             own.requiredClaims = Array(claims.names.prefix(3))
@@ -104,7 +105,9 @@ public enum JOSEFuzzEntry {
     /// Parsed JSON must serialize to text that parses back to the same value.
     static func checkJSONRoundTrip(_ value: JSONValue) {
         let text = JSONSerializer.serialize(value)
-        guard let again = try? JSONParser.parse(text) else { preconditionFailure("serialized JSON does not parse: \(text)") }
+        guard let again = try? JSONParser.parse(text) else {
+            preconditionFailure("serialized JSON does not parse: \(text)")
+        }
         precondition(again == value, "JSON does not survive a serialize/parse round trip")
     }
 
@@ -123,7 +126,9 @@ public enum JOSEFuzzEntry {
         let pub = key.publicJWK()
         checkNoPrivateMembers(.object(pub))
         guard key.kty != "oct" else { return }
-        guard let reimported = try? JWK(object: pub) else { preconditionFailure("a parsed key's public export does not re-import") }
+        guard let reimported = try? JWK(object: pub) else {
+            preconditionFailure("a parsed key's public export does not re-import")
+        }
         precondition(reimported.thumbprint() == thumbprint, "public export changed the thumbprint")
         precondition(!reimported.isPrivate, "a public export re-imported as private")
         guard key.isPrivate else { return }
@@ -137,8 +142,9 @@ public enum JOSEFuzzEntry {
         for alg in JWSAlgorithm.allCases where (try? key.checkUsable(for: alg, operation: "sign")) != nil {
             guard let sig = try? key.sign(alg, message: message) else { continue }
             if (try? reimported.checkUsable(for: alg)) != nil {
-                precondition((try? reimported.verify(alg, message: message, signature: sig)) == true,
-                             "a signature by a parsed private key does not verify with its public half")
+                precondition(
+                    (try? reimported.verify(alg, message: message, signature: sig)) == true,
+                    "a signature by a parsed private key does not verify with its public half")
             }
         }
     }

@@ -44,9 +44,15 @@ public enum JSONParser {
             case UInt8(ascii: "{"): return .object(try object(depth: depth))
             case UInt8(ascii: "["): return .array(try array(depth: depth))
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
             default: return .number(try number())
             }
         }
@@ -62,7 +68,10 @@ public enum JSONParser {
             i += 1
             var obj = JSONObject(minimumCapacity: 8)
             skipWS()
-            if i < b.count, b[i] == UInt8(ascii: "}") { i += 1; return obj }
+            if i < b.count, b[i] == UInt8(ascii: "}") {
+                i += 1
+                return obj
+            }
             while true {
                 skipWS()
                 guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
@@ -77,8 +86,14 @@ public enum JSONParser {
                 }
                 skipWS()
                 guard i < b.count else { throw fail("unexpected end") }
-                if b[i] == UInt8(ascii: ",") { i += 1; continue }
-                if b[i] == UInt8(ascii: "}") { i += 1; return obj }
+                if b[i] == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
+                if b[i] == UInt8(ascii: "}") {
+                    i += 1
+                    return obj
+                }
                 throw fail("expected ',' or '}'")
             }
         }
@@ -87,14 +102,23 @@ public enum JSONParser {
             i += 1
             var out: [JSONValue] = []
             skipWS()
-            if i < b.count, b[i] == UInt8(ascii: "]") { i += 1; return out }
+            if i < b.count, b[i] == UInt8(ascii: "]") {
+                i += 1
+                return out
+            }
             while true {
                 skipWS()
                 out.append(try value(depth: depth + 1))
                 skipWS()
                 guard i < b.count else { throw fail("unexpected end") }
-                if b[i] == UInt8(ascii: ",") { i += 1; continue }
-                if b[i] == UInt8(ascii: "]") { i += 1; return out }
+                if b[i] == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
+                if b[i] == UInt8(ascii: "]") {
+                    i += 1
+                    return out
+                }
                 throw fail("expected ',' or ']'")
             }
         }
@@ -132,9 +156,16 @@ public enum JSONParser {
             while true {
                 guard i < b.count else { throw fail("unterminated string") }
                 let c = b[i]
-                if c == UInt8(ascii: "\"") { i += 1; break }
+                if c == UInt8(ascii: "\"") {
+                    i += 1
+                    break
+                }
                 if c < 0x20 { throw fail("control character in string") }
-                if c != UInt8(ascii: "\\") { out.append(c); i += 1; continue }
+                if c != UInt8(ascii: "\\") {
+                    out.append(c)
+                    i += 1
+                    continue
+                }
                 i += 1
                 guard i < b.count else { throw fail("unterminated escape") }
                 let e = b[i]

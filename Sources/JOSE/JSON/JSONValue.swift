@@ -10,10 +10,22 @@ public enum JSONValue: Equatable, Sendable {
     case bool(Bool)
     case null
 
-    public var object: JSONObject? { if case .object(let o) = self { return o }; return nil }
-    public var string: String? { if case .string(let s) = self { return s }; return nil }
-    public var array: [JSONValue]? { if case .array(let a) = self { return a }; return nil }
-    public var bool: Bool? { if case .bool(let b) = self { return b }; return nil }
+    public var object: JSONObject? {
+        if case .object(let o) = self { return o }
+        return nil
+    }
+    public var string: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+    public var array: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+    public var bool: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
 
     /// An integral number that fits in Int64 (e.g. NumericDate); fractional seconds are
     /// truncated toward zero, as RFC 7519 §2 allows non-integer NumericDates.

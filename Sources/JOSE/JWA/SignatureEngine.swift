@@ -3,7 +3,9 @@ internal import COpenSSL
 /// Raw signing and verification for one algorithm with one key, through OpenSSL's EVP API
 /// only. JWS-level rules (which key, which algorithm) are decided before this runs.
 enum SignatureEngine {
-    static func verify(_ alg: JWSAlgorithm, key: JWK, message: UnsafeBufferPointer<UInt8>, signature: [UInt8]) throws -> Bool {
+    static func verify(_ alg: JWSAlgorithm, key: JWK, message: UnsafeBufferPointer<UInt8>, signature: [UInt8]) throws
+        -> Bool
+    {
         switch key.material {
         case .symmetric(let secret):
             guard alg.family == .hmac else { throw JOSEError(.keyMismatch, "\(alg) cannot use a symmetric key") }
@@ -24,7 +26,9 @@ enum SignatureEngine {
                 return false
             }
             return try sig.withUnsafeBufferPointer { sig in
-                if let context = key.verifyContext(for: alg) { return try context.verify(message: message, signature: sig) }
+                if let context = key.verifyContext(for: alg) {
+                    return try context.verify(message: message, signature: sig)
+                }
                 return try evpVerify(alg, pkey: pkey, message: message, signature: sig)
             }
         }
@@ -47,8 +51,12 @@ enum SignatureEngine {
         }
     }
 
-    private static func hmac(_ alg: JWSAlgorithm, secret: [UInt8], message: UnsafeBufferPointer<UInt8>) throws -> [UInt8] {
-        guard let digest = alg.digest, alg.family == .hmac else { throw JOSEError(.keyMismatch, "not an HMAC algorithm") }
+    private static func hmac(_ alg: JWSAlgorithm, secret: [UInt8], message: UnsafeBufferPointer<UInt8>) throws
+        -> [UInt8]
+    {
+        guard let digest = alg.digest, alg.family == .hmac else {
+            throw JOSEError(.keyMismatch, "not an HMAC algorithm")
+        }
         var out = [UInt8](repeating: 0, count: digest.size)
         var len: UInt32 = 0
         let ok = secret.withUnsafeBufferPointer { k in
@@ -59,8 +67,10 @@ enum SignatureEngine {
     }
 
     /// A fresh context per verification: for keys without a prepared `VerifyContext`.
-    private static func evpVerify(_ alg: JWSAlgorithm, pkey: PKey, message: UnsafeBufferPointer<UInt8>,
-                                  signature: UnsafeBufferPointer<UInt8>) throws -> Bool {
+    private static func evpVerify(
+        _ alg: JWSAlgorithm, pkey: PKey, message: UnsafeBufferPointer<UInt8>,
+        signature: UnsafeBufferPointer<UInt8>
+    ) throws -> Bool {
         guard let ctx = EVP_MD_CTX_new() else { throw OpenSSLError.make("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(ctx) }
         guard VerifyContext.initialize(ctx, alg: alg, pkey: pkey) else {
@@ -75,13 +85,18 @@ enum SignatureEngine {
         guard let ctx = EVP_MD_CTX_new() else { throw OpenSSLError.make("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(ctx) }
         var pctx: OpaquePointer?
-        guard EVP_DigestSignInit(ctx, &pctx, alg.digest?.md, nil, pkey.pointer) == 1, VerifyContext.configure(alg, pctx) else {
+        guard EVP_DigestSignInit(ctx, &pctx, alg.digest?.md, nil, pkey.pointer) == 1, VerifyContext.configure(alg, pctx)
+        else {
             throw OpenSSLError.make(.keyMismatch, "the key cannot sign \(alg)")
         }
         var len = 0
-        guard EVP_DigestSign(ctx, nil, &len, message, message.count) == 1 else { throw OpenSSLError.make("EVP_DigestSign") }
+        guard EVP_DigestSign(ctx, nil, &len, message, message.count) == 1 else {
+            throw OpenSSLError.make("EVP_DigestSign")
+        }
         var out = [UInt8](repeating: 0, count: len)
-        guard EVP_DigestSign(ctx, &out, &len, message, message.count) == 1 else { throw OpenSSLError.make("EVP_DigestSign") }
+        guard EVP_DigestSign(ctx, &out, &len, message, message.count) == 1 else {
+            throw OpenSSLError.make("EVP_DigestSign")
+        }
         return Array(out.prefix(len))
     }
 }

@@ -24,20 +24,25 @@ extension JWK {
             guard isPrivate else { return o }
             switch kty {
             case "RSA":
-                for (member, param) in [("d", "d"), ("p", "rsa-factor1"), ("q", "rsa-factor2"), ("dp", "rsa-exponent1"),
-                                        ("dq", "rsa-exponent2"), ("qi", "rsa-coefficient1")] {
+                for (member, param) in [
+                    ("d", "d"), ("p", "rsa-factor1"), ("q", "rsa-factor2"), ("dp", "rsa-exponent1"),
+                    ("dq", "rsa-exponent2"), ("qi", "rsa-coefficient1")
+                ] {
                     guard let v = pkey.bnParam(param) else { throw OpenSSLError.make("RSA \(param)") }
                     o[member] = .string(Base64URL.encode(v))
                 }
             case "EC":
-                guard let curve = crv.flatMap(ECCurve.init(jwkName:)), let d = pkey.bnParam("priv", size: curve.size) else {
+                guard let curve = crv.flatMap(ECCurve.init(jwkName:)), let d = pkey.bnParam("priv", size: curve.size)
+                else {
                     throw OpenSSLError.make("EC private key")
                 }
                 o["d"] = .string(Base64URL.encode(d))
             default:
                 var d = [UInt8](repeating: 0, count: 32)
                 var len = 32
-                guard EVP_PKEY_get_raw_private_key(pkey.pointer, &d, &len) == 1 else { throw OpenSSLError.make("Ed25519 private key") }
+                guard EVP_PKEY_get_raw_private_key(pkey.pointer, &d, &len) == 1 else {
+                    throw OpenSSLError.make("Ed25519 private key")
+                }
                 o["d"] = .string(Base64URL.encode(d.prefix(len)))
             }
         }
@@ -52,34 +57,44 @@ extension JWK {
         switch EVP_PKEY_get_base_id(pkey.pointer) {
         case EVP_PKEY_RSA:
             kty = "RSA"
-            guard let n = pkey.bnParam("n"), let e = pkey.bnParam("e") else { throw OpenSSLError.make("RSA public key") }
-            members["n"] = Base64URL.encode(n); members["e"] = Base64URL.encode(e)
-            if pkey.bits < JWSAlgorithm.minimumRSABits { throw JOSEError(.weakKey, "RSA keys under 2048 bits are refused") }
+            guard let n = pkey.bnParam("n"), let e = pkey.bnParam("e") else {
+                throw OpenSSLError.make("RSA public key")
+            }
+            members["n"] = Base64URL.encode(n)
+            members["e"] = Base64URL.encode(e)
+            if pkey.bits < JWSAlgorithm.minimumRSABits {
+                throw JOSEError(.weakKey, "RSA keys under 2048 bits are refused")
+            }
         case EVP_PKEY_EC:
             kty = "EC"
             var name = [CChar](repeating: 0, count: 64)
             var len = 0
             guard EVP_PKEY_get_utf8_string_param(pkey.pointer, "group", &name, name.count, &len) == 1,
-                  let curve = ECCurve(openSSLName: name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }),
-                  let x = pkey.bnParam("qx", size: curve.size), let y = pkey.bnParam("qy", size: curve.size) else {
+                let curve = ECCurve(openSSLName: name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }),
+                let x = pkey.bnParam("qx", size: curve.size), let y = pkey.bnParam("qy", size: curve.size)
+            else {
                 throw JOSEError(.invalidKey, "unsupported EC curve")
             }
             crv = curve.jwkName
-            members["x"] = Base64URL.encode(x); members["y"] = Base64URL.encode(y)
+            members["x"] = Base64URL.encode(x)
+            members["y"] = Base64URL.encode(y)
         case EVP_PKEY_ED25519:
             kty = "OKP"
             crv = "Ed25519"
             var x = [UInt8](repeating: 0, count: 32)
             var len = 32
-            guard EVP_PKEY_get_raw_public_key(pkey.pointer, &x, &len) == 1 else { throw OpenSSLError.make("Ed25519 public key") }
+            guard EVP_PKEY_get_raw_public_key(pkey.pointer, &x, &len) == 1 else {
+                throw OpenSSLError.make("Ed25519 public key")
+            }
             members["x"] = Base64URL.encode(x)
         default:
             throw JOSEError(.invalidKey, "unsupported key type (RSA, EC P-256/384/521 and Ed25519 are supported)")
         }
         members["kty"] = kty
         if let crv { members["crv"] = crv }
-        self.init(kty: kty, kid: kid, use: use, keyOps: nil, alg: alg, crv: crv,
-                  material: .asymmetric(pkey, isPrivate: isPrivate), publicMembers: members)
+        self.init(
+            kty: kty, kid: kid, use: use, keyOps: nil, alg: alg, crv: crv,
+            material: .asymmetric(pkey, isPrivate: isPrivate), publicMembers: members)
     }
 
     /// Imports a PEM private key (PKCS#8 or traditional) or public key (SPKI).
@@ -98,7 +113,9 @@ extension JWK {
         OpenSSLError.clear()
         let second = try bio()
         defer { BIO_free(second) }
-        guard let key = PEM_read_bio_PUBKEY(second, nil, nil, nil) else { throw OpenSSLError.make(.invalidKey, "not a PEM private or public key") }
+        guard let key = PEM_read_bio_PUBKEY(second, nil, nil, nil) else {
+            throw OpenSSLError.make(.invalidKey, "not a PEM private or public key")
+        }
         try self.init(pkey: PKey(taking: key), isPrivate: false, kid: kid, alg: alg)
     }
 
@@ -111,13 +128,20 @@ extension JWK {
         case .ecdsa: type = "EC"
         case .eddsa: type = "ED25519"
         case .hmac:
-            return JWK(kty: "oct", kid: kid, use: "sig", keyOps: nil, alg: alg.rawValue, crv: nil,
-                       material: .symmetric(SecureRandom.bytes(alg.digest!.size)), publicMembers: ["kty": "oct"])
+            return JWK(
+                kty: "oct", kid: kid, use: "sig", keyOps: nil, alg: alg.rawValue, crv: nil,
+                material: .symmetric(SecureRandom.bytes(alg.digest!.size)), publicMembers: ["kty": "oct"])
         }
-        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, type, nil) else { throw OpenSSLError.make("EVP_PKEY_CTX_new_from_name") }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, type, nil) else {
+            throw OpenSSLError.make("EVP_PKEY_CTX_new_from_name")
+        }
         defer { EVP_PKEY_CTX_free(ctx) }
         guard EVP_PKEY_keygen_init(ctx) == 1 else { throw OpenSSLError.make("keygen init") }
-        if type == "RSA" { guard EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(max(rsaBits, 2048))) == 1 else { throw OpenSSLError.make("RSA bits") } }
+        if type == "RSA" {
+            guard EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(max(rsaBits, 2048))) == 1 else {
+                throw OpenSSLError.make("RSA bits")
+            }
+        }
         if type == "EC", let curve = alg.curve.flatMap(ECCurve.init(jwkName:)) {
             guard EVP_PKEY_CTX_set_group_name(ctx, curve.openSSLName) == 1 else { throw OpenSSLError.make("EC group") }
         }

@@ -3,7 +3,9 @@ internal import COpenSSL
 extension JWK {
     /// Parses one JWK from JSON text.
     public init(json: String) throws {
-        guard case .object(let o) = try JSONParser.parse(json) else { throw JOSEError(.malformed, "a JWK must be a JSON object") }
+        guard case .object(let o) = try JSONParser.parse(json) else {
+            throw JOSEError(.malformed, "a JWK must be a JSON object")
+        }
         try self.init(object: o)
     }
 
@@ -48,7 +50,9 @@ extension JWK {
             if Set(names).count != names.count { throw JOSEError(.invalidKey, claim: "key_ops", "has duplicates") }
             keyOps = names
         }
-        let kid = try str("kid"), alg = try str("alg"), crv = try str("crv")
+        let kid = try str("kid")
+        let alg = try str("alg")
+        let crv = try str("crv")
         if let alg, JWSAlgorithm(rawValue: alg) == nil, use != "enc", alg.lowercased() == "none" {
             throw JOSEError(.invalidKey, claim: "alg", "none is not a key algorithm")
         }
@@ -56,42 +60,63 @@ extension JWK {
         let material: Material
         switch kty {
         case "RSA":
-            let n = try b64("n")!, e = try b64("e")!
+            let n = try b64("n")!
+            let e = try b64("e")!
             if n.first == 0 || e.first == 0 { throw JOSEError(.invalidKey, claim: "n", "has leading zero octets") }
             try RSAKeyPolicy.checkExponent(e)
-            members["n"] = try str("n"); members["e"] = try str("e")
+            members["n"] = try str("n")
+            members["e"] = try str("e")
             if o["oth"] != nil { throw JOSEError(.invalidKey, claim: "oth", "multi-prime RSA keys are not supported") }
             let d = try b64("d", required: false)
             let names = ["p", "q", "dp", "dq", "qi"]
             let crt = try names.map { try b64($0, required: false) }
-            if d == nil && crt.contains(where: { $0 != nil }) { throw JOSEError(.invalidKey, claim: "d", "is required with p, q, dp, dq, qi") }
-            if d != nil && crt.contains(where: { $0 == nil }) { throw JOSEError(.invalidKey, "a private RSA key needs d, p, q, dp, dq and qi") }
-            let key = try PKey.fromData(type: "RSA", selection: d == nil ? KeySelection.publicKey : KeySelection.keyPair) { b in
-                try b.bn("n", n); try b.bn("e", e)
+            if d == nil && crt.contains(where: { $0 != nil }) {
+                throw JOSEError(.invalidKey, claim: "d", "is required with p, q, dp, dq, qi")
+            }
+            if d != nil && crt.contains(where: { $0 == nil }) {
+                throw JOSEError(.invalidKey, "a private RSA key needs d, p, q, dp, dq and qi")
+            }
+            let key = try PKey.fromData(
+                type: "RSA", selection: d == nil ? KeySelection.publicKey : KeySelection.keyPair
+            ) { b in
+                try b.bn("n", n)
+                try b.bn("e", e)
                 if let d {
                     try b.bn("d", d)
-                    for (param, value) in zip(["rsa-factor1", "rsa-factor2", "rsa-exponent1", "rsa-exponent2", "rsa-coefficient1"], crt) {
+                    for (param, value) in zip(
+                        ["rsa-factor1", "rsa-factor2", "rsa-exponent1", "rsa-exponent2", "rsa-coefficient1"], crt)
+                    {
                         try b.bn(param, value!)
                     }
                 }
             }
-            if key.bits < JWSAlgorithm.minimumRSABits { throw JOSEError(.weakKey, "RSA keys under 2048 bits are refused (\(key.bits))") }
+            if key.bits < JWSAlgorithm.minimumRSABits {
+                throw JOSEError(.weakKey, "RSA keys under 2048 bits are refused (\(key.bits))")
+            }
             try RSAKeyPolicy.checkNotROCA(modulus: n)
             if d != nil { try key.checkPair() }
             material = .asymmetric(key, isPrivate: d != nil)
         case "EC":
-            guard let crv, let curve = ECCurve(jwkName: crv) else { throw JOSEError(.invalidKey, claim: "crv", "must be P-256, P-384 or P-521") }
-            let x = try b64("x")!, y = try b64("y")!
+            guard let crv, let curve = ECCurve(jwkName: crv) else {
+                throw JOSEError(.invalidKey, claim: "crv", "must be P-256, P-384 or P-521")
+            }
+            let x = try b64("x")!
+            let y = try b64("y")!
             // RFC 7518 §6.2.1.2: the full coordinate size, leading zeros included.
-            guard x.count == curve.size, y.count == curve.size else { throw JOSEError(.invalidKey, claim: "x", "coordinates must be \(curve.size) bytes") }
+            guard x.count == curve.size, y.count == curve.size else {
+                throw JOSEError(.invalidKey, claim: "x", "coordinates must be \(curve.size) bytes")
+            }
             let d = try b64("d", required: false)
             if let d, d.count != curve.size { throw JOSEError(.invalidKey, claim: "d", "must be \(curve.size) bytes") }
-            members["crv"] = crv; members["x"] = try str("x"); members["y"] = try str("y")
+            members["crv"] = crv
+            members["x"] = try str("x")
+            members["y"] = try str("y")
             let key: PKey
             if d == nil, let factory = curve.publicKeys {
                 key = try factory.publicKey(point: [0x04] + x + y)
             } else {
-                key = try PKey.fromData(type: "EC", selection: d == nil ? KeySelection.publicKey : KeySelection.keyPair) { b in
+                key = try PKey.fromData(type: "EC", selection: d == nil ? KeySelection.publicKey : KeySelection.keyPair)
+                { b in
                     try b.utf8("group", curve.openSSLName)
                     try b.octets("pub", [0x04] + x + y)
                     if let d { try b.bn("priv", d) }
@@ -105,7 +130,8 @@ extension JWK {
             guard crv == "Ed25519" else { throw JOSEError(.invalidKey, claim: "crv", "only Ed25519 is supported") }
             let x = try b64("x")!
             guard x.count == 32 else { throw JOSEError(.invalidKey, claim: "x", "must be 32 bytes") }
-            members["crv"] = crv; members["x"] = try str("x")
+            members["crv"] = crv
+            members["x"] = try str("x")
             let pkey: OpaquePointer?
             if let d = try b64("d", required: false) {
                 guard d.count == 32 else { throw JOSEError(.invalidKey, claim: "d", "must be 32 bytes") }
@@ -129,8 +155,10 @@ extension JWK {
         default:
             throw JOSEError(.invalidKey, claim: "kty", "unsupported key type \(kty)")
         }
-        self.init(kty: kty, kid: kid, use: use, keyOps: keyOps, alg: alg, crv: crv, material: material, publicMembers: members,
-                  verifying: verifying)
+        self.init(
+            kty: kty, kid: kid, use: use, keyOps: keyOps, alg: alg, crv: crv, material: material,
+            publicMembers: members,
+            verifying: verifying)
     }
 }
 
@@ -156,9 +184,18 @@ struct ECCurve {
 
     init?(jwkName: String) {
         switch jwkName {
-        case "P-256": self.jwkName = jwkName; openSSLName = "prime256v1"; size = 32
-        case "P-384": self.jwkName = jwkName; openSSLName = "secp384r1"; size = 48
-        case "P-521": self.jwkName = jwkName; openSSLName = "secp521r1"; size = 66
+        case "P-256":
+            self.jwkName = jwkName
+            openSSLName = "prime256v1"
+            size = 32
+        case "P-384":
+            self.jwkName = jwkName
+            openSSLName = "secp384r1"
+            size = 48
+        case "P-521":
+            self.jwkName = jwkName
+            openSSLName = "secp521r1"
+            size = 66
         default: return nil
         }
     }

@@ -43,14 +43,23 @@ public struct JWK: Sendable {
     /// - verifying: the one algorithm to prepare a verification context for (a DPoP proof's
     ///   key verifies its proof's `alg` only); nil: every algorithm the key fits by type, curve
     ///   and `alg` member.
-    init(kty: String, kid: String?, use: String?, keyOps: [String]?, alg: String?, crv: String?,
-         material: Material, publicMembers: [String: String], verifying: JWSAlgorithm? = nil) {
-        self.kty = kty; self.kid = kid; self.use = use; self.keyOps = keyOps; self.alg = alg
-        self.crv = crv; self.material = material; self.publicMembers = publicMembers
+    init(
+        kty: String, kid: String?, use: String?, keyOps: [String]?, alg: String?, crv: String?,
+        material: Material, publicMembers: [String: String], verifying: JWSAlgorithm? = nil
+    ) {
+        self.kty = kty
+        self.kid = kid
+        self.use = use
+        self.keyOps = keyOps
+        self.alg = alg
+        self.crv = crv
+        self.material = material
+        self.publicMembers = publicMembers
         var contexts: [VerifyContext] = []
         if case .asymmetric(let pkey, _) = material {
             let candidates = verifying.map { [$0] } ?? JWSAlgorithm.allCases
-            for a in candidates where a.keyType == kty && (a.curve == nil || a.curve == crv) && (alg == nil || alg == a.rawValue) {
+            for a in candidates
+            where a.keyType == kty && (a.curve == nil || a.curve == crv) && (alg == nil || alg == a.rawValue) {
                 if let c = VerifyContext(alg: a, pkey: pkey) { contexts.append(c) }
             }
         }
@@ -69,13 +78,19 @@ public struct JWK: Sendable {
         if let curve = alg.curve, crv != curve { throw JOSEError(.keyMismatch, "\(alg) needs curve \(curve)") }
         if let a = self.alg, a != alg.rawValue { throw JOSEError(.keyMismatch, "the key is for \(a), not \(alg)") }
         if let use, use != "sig" { throw JOSEError(.keyMismatch, "the key's use is \(use), not sig") }
-        if let ops = keyOps, !ops.contains(operation) { throw JOSEError(.keyMismatch, "the key's key_ops do not include \(operation)") }
+        if let ops = keyOps, !ops.contains(operation) {
+            throw JOSEError(.keyMismatch, "the key's key_ops do not include \(operation)")
+        }
         switch material {
         case .symmetric(let secret):
             // RFC 7518 §3.2: a key of the same size as the hash output or larger.
-            if let d = alg.digest, secret.count < d.size { throw JOSEError(.weakKey, "\(alg) needs a key of at least \(d.size) bytes") }
+            if let d = alg.digest, secret.count < d.size {
+                throw JOSEError(.weakKey, "\(alg) needs a key of at least \(d.size) bytes")
+            }
         case .asymmetric(let k, _):
-            if alg.keyType == "RSA" && k.bits < JWSAlgorithm.minimumRSABits { throw JOSEError(.weakKey, "RSA keys under 2048 bits are refused") }
+            if alg.keyType == "RSA" && k.bits < JWSAlgorithm.minimumRSABits {
+                throw JOSEError(.weakKey, "RSA keys under 2048 bits are refused")
+            }
         }
     }
 
@@ -83,7 +98,9 @@ public struct JWK: Sendable {
     /// that run raw signature vectors.
     public func verify(_ alg: JWSAlgorithm, message: [UInt8], signature: [UInt8]) throws -> Bool {
         try checkUsable(for: alg)
-        return try message.withUnsafeBufferPointer { try SignatureEngine.verify(alg, key: self, message: $0, signature: signature) }
+        return try message.withUnsafeBufferPointer {
+            try SignatureEngine.verify(alg, key: self, message: $0, signature: signature)
+        }
     }
 
     func verify(_ alg: JWSAlgorithm, message: UnsafeBufferPointer<UInt8>, signature: [UInt8]) throws -> Bool {

@@ -10,7 +10,8 @@ public struct JWKSet: Sendable {
     public init(keys: [JWK]) {
         self.keys = keys
         self.skipped = []
-        var seen = Set<String>(), duplicated = Set<String>()
+        var seen = Set<String>()
+        var duplicated = Set<String>()
         for k in keys { if let kid = k.kid, !seen.insert(kid).inserted { duplicated.insert(kid) } }
         duplicateKids = duplicated
     }
@@ -21,7 +22,9 @@ public struct JWKSet: Sendable {
 
     public init(bytes: [UInt8]) throws {
         let obj = try JSONParser.parseObject(bytes, what: "a JWK Set")
-        guard let arr = obj["keys"]?.array else { throw JOSEError(.malformed, claim: "keys", "a JWK Set needs a keys array") }
+        guard let arr = obj["keys"]?.array else {
+            throw JOSEError(.malformed, claim: "keys", "a JWK Set needs a keys array")
+        }
         var keys: [JWK] = []
         var skipped: [(Int, JOSEError)] = []
         for (i, v) in arr.enumerated() {
@@ -40,7 +43,8 @@ public struct JWKSet: Sendable {
         self.keys = keys
         self.skipped = skipped
         // Counted over every member, usable or not: a kid that names two keys names none.
-        var seen = Set<String>(), duplicated = Set<String>()
+        var seen = Set<String>()
+        var duplicated = Set<String>()
         for v in arr { if let kid = v.object?["kid"]?.string, !seen.insert(kid).inserted { duplicated.insert(kid) } }
         duplicateKids = duplicated
     }
@@ -70,10 +74,14 @@ public struct JWKSet: Sendable {
                 // Name the reason the kid's key does not fit (type, size, use…).
                 do { try named.checkUsable(for: alg) } catch let e as JOSEError { throw e }
             }
-            throw JOSEError(.keyNotFound, claim: "kid", kid.map { "no usable \(alg) key with kid \"\($0)\"" } ?? "no usable \(alg) key")
+            throw JOSEError(
+                .keyNotFound, claim: "kid",
+                kid.map { "no usable \(alg) key with kid \"\($0)\"" } ?? "no usable \(alg) key")
         }
         guard count == 1 else {
-            throw JOSEError(.ambiguousKey, claim: "kid", "\(count) keys fit \(alg)\(kid.map { " with kid \"\($0)\"" } ?? ""); refusing to guess")
+            throw JOSEError(
+                .ambiguousKey, claim: "kid",
+                "\(count) keys fit \(alg)\(kid.map { " with kid \"\($0)\"" } ?? ""); refusing to guess")
         }
         return found
     }

@@ -24,12 +24,17 @@ enum RSAKeyPolicy {
     }
 
     private static let rocaSubgroups: [(Int, Set<Int>)] = {
-        let primes = [3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97,
-                      101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167]
+        let primes = [
+            3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97,
+            101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167
+        ]
         return primes.map { p in
             var set = Set<Int>()
             var x = 1
-            repeat { set.insert(x); x = x * (65537 % p) % p } while !set.contains(x)
+            repeat {
+                set.insert(x)
+                x = x * (65537 % p) % p
+            } while !set.contains(x)
             return (p, set)
         }
     }()

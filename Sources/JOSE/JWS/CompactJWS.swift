@@ -14,12 +14,15 @@ public struct CompactJWS: Sendable {
 
     public init(_ token: String, maxSize: Int = CompactJWS.defaultMaxSize) throws {
         var token = token
-        guard token.utf8.count <= maxSize else { throw JOSEError(.tooLarge, "the token is larger than \(maxSize) bytes") }
+        guard token.utf8.count <= maxSize else {
+            throw JOSEError(.tooLarge, "the token is larger than \(maxSize) bytes")
+        }
         let parsed: (JSONObject, [UInt8], [UInt8], [UInt8]) = try token.withUTF8 { buf in
             // memchr: the token is scanned on every request, and most of it is signature.
             func dot(after start: Int) -> Int? {
                 guard start < buf.count, let base = buf.baseAddress,
-                      let hit = memchr(base + start, Int32(UInt8(ascii: ".")), buf.count - start) else { return nil }
+                    let hit = memchr(base + start, Int32(UInt8(ascii: ".")), buf.count - start)
+                else { return nil }
                 return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
             }
             guard let first = dot(after: 0), let second = dot(after: first + 1), dot(after: second + 1) == nil else {
@@ -30,9 +33,15 @@ public struct CompactJWS: Sendable {
             let p = UnsafeBufferPointer(rebasing: buf[(dots.0 + 1)..<dots.1])
             let s = UnsafeBufferPointer(rebasing: buf[(dots.1 + 1)...])
             guard !h.isEmpty else { throw JOSEError(.malformed, "empty header") }
-            guard let hb = Base64URL.decode(bytes: h) else { throw JOSEError(.malformed, "the header is not canonical base64url") }
-            guard let pb = Base64URL.decode(bytes: p) else { throw JOSEError(.malformed, "the payload is not canonical base64url") }
-            guard let sb = Base64URL.decode(bytes: s) else { throw JOSEError(.malformed, "the signature is not canonical base64url") }
+            guard let hb = Base64URL.decode(bytes: h) else {
+                throw JOSEError(.malformed, "the header is not canonical base64url")
+            }
+            guard let pb = Base64URL.decode(bytes: p) else {
+                throw JOSEError(.malformed, "the payload is not canonical base64url")
+            }
+            guard let sb = Base64URL.decode(bytes: s) else {
+                throw JOSEError(.malformed, "the signature is not canonical base64url")
+            }
             let header = try JSONParser.parseObject(hb, what: "the JWS header")
             return (header, pb, sb, Array(buf[0..<dots.1]))
         }
@@ -71,7 +80,9 @@ public struct JWSVerifier: Sendable {
     @discardableResult
     public func verify(_ jws: CompactJWS) throws -> JWK {
         let alg = jws.header.alg
-        guard algorithms.contains(alg) else { throw JOSEError(.algorithmNotAllowed, claim: "alg", "\(alg) is not allowed here") }
+        guard algorithms.contains(alg) else {
+            throw JOSEError(.algorithmNotAllowed, claim: "alg", "\(alg) is not allowed here")
+        }
         let key = try keys.key(for: alg, kid: jws.header.kid)
         try JWSVerifier.check(jws, with: key)
         return key
@@ -80,7 +91,9 @@ public struct JWSVerifier: Sendable {
     /// Verifies with one given key (e.g. a DPoP proof's own `jwk`, by RFC 9449's explicit
     /// rule — never for access tokens). The algorithm must still be allowed and fit the key.
     public static func verify(_ jws: CompactJWS, embeddedKey key: JWK, algorithms: Set<JWSAlgorithm>) throws {
-        guard algorithms.contains(jws.header.alg) else { throw JOSEError(.algorithmNotAllowed, claim: "alg", "\(jws.header.alg) is not allowed here") }
+        guard algorithms.contains(jws.header.alg) else {
+            throw JOSEError(.algorithmNotAllowed, claim: "alg", "\(jws.header.alg) is not allowed here")
+        }
         try key.checkUsable(for: jws.header.alg)
         try check(jws, with: key)
     }
@@ -97,7 +110,9 @@ public struct JWSVerifier: Sendable {
 public enum JWSSigner {
     /// Signs `payload` with `key`; `header` gets `alg` (and `kid` if the key has one and the
     /// header does not).
-    public static func sign(payload: [UInt8], header: JSONObject = JSONObject(), alg: JWSAlgorithm, key: JWK) throws -> String {
+    public static func sign(payload: [UInt8], header: JSONObject = JSONObject(), alg: JWSAlgorithm, key: JWK) throws
+        -> String
+    {
         var h = JSONObject()
         h["alg"] = .string(alg.rawValue)
         for name in header.names where name != "alg" { h[name] = header[name] }
@@ -107,7 +122,9 @@ public enum JWSSigner {
         return input + "." + Base64URL.encode(sig)
     }
 
-    public static func sign(claims: JSONObject, header: JSONObject = JSONObject(), alg: JWSAlgorithm, key: JWK) throws -> String {
+    public static func sign(claims: JSONObject, header: JSONObject = JSONObject(), alg: JWSAlgorithm, key: JWK) throws
+        -> String
+    {
         try sign(payload: Array(JSONSerializer.serialize(.object(claims)).utf8), header: header, alg: alg, key: key)
     }
 }

@@ -26,20 +26,28 @@ public struct JWTClaimsPolicy: Sendable {
 
     public func validate(header: JWSHeader, claims: JSONObject, now: Int64) throws {
         if let type {
-            guard let typ = header.typ else { throw JOSEError(.typeMismatch, claim: "typ", "the header has no typ; expected \(type)") }
-            guard JWSHeader.typesMatch(typ, type) else { throw JOSEError(.typeMismatch, claim: "typ", "\"\(typ)\" is not \(type)") }
+            guard let typ = header.typ else {
+                throw JOSEError(.typeMismatch, claim: "typ", "the header has no typ; expected \(type)")
+            }
+            guard JWSHeader.typesMatch(typ, type) else {
+                throw JOSEError(.typeMismatch, claim: "typ", "\"\(typ)\" is not \(type)")
+            }
         }
         for name in requiredClaims where claims[name] == nil {
             throw JOSEError(.missingClaim, claim: name, "is required")
         }
-        let exp = try date(claims, "exp"), nbf = try date(claims, "nbf"), iat = try date(claims, "iat")
+        let exp = try date(claims, "exp")
+        let nbf = try date(claims, "nbf")
+        let iat = try date(claims, "iat")
         if let exp {
             if now - leeway >= exp { throw JOSEError(.expired, claim: "exp", "the token expired") }
         } else if requireExpiry {
             throw JOSEError(.missingClaim, claim: "exp", "is required")
         }
         if let nbf, now + leeway < nbf { throw JOSEError(.notYetValid, claim: "nbf", "the token is not valid yet") }
-        if let iat, now + leeway < iat { throw JOSEError(.issuedInFuture, claim: "iat", "the token was issued in the future") }
+        if let iat, now + leeway < iat {
+            throw JOSEError(.issuedInFuture, claim: "iat", "the token was issued in the future")
+        }
         if let maxAge {
             guard let iat else { throw JOSEError(.missingClaim, claim: "iat", "is required") }
             if now - leeway > iat + maxAge { throw JOSEError(.expired, claim: "iat", "the token is too old") }
@@ -60,7 +68,9 @@ public struct JWTClaimsPolicy: Sendable {
                 }
             default: throw JOSEError(.invalidClaim, claim: "aud", "must be a string or an array of strings")
             }
-            guard values.contains(where: audiences.contains) else { throw JOSEError(.audienceMismatch, claim: "aud", "no accepted audience") }
+            guard values.contains(where: audiences.contains) else {
+                throw JOSEError(.audienceMismatch, claim: "aud", "no accepted audience")
+            }
         }
     }
 

@@ -13,7 +13,9 @@ public struct JWTVerifier: Sendable {
     public let policy: JWTClaimsPolicy
     public let maxSize: Int
 
-    public init(keys: JWKSet, algorithms: Set<JWSAlgorithm>, policy: JWTClaimsPolicy, maxSize: Int = CompactJWS.defaultMaxSize) {
+    public init(
+        keys: JWKSet, algorithms: Set<JWSAlgorithm>, policy: JWTClaimsPolicy, maxSize: Int = CompactJWS.defaultMaxSize
+    ) {
         verifier = JWSVerifier(keys: keys, algorithms: algorithms)
         self.policy = policy
         self.maxSize = maxSize

@@ -21,11 +21,17 @@ public struct AEADKey: Sendable {
         defer { EVP_CIPHER_CTX_free(ctx) }
         var out = [UInt8](repeating: 0, count: plaintext.count + 16)
         var tag = [UInt8](repeating: 0, count: Self.tagSize)
-        var len: Int32 = 0, total = 0
-        let ok = EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, secret, nonce) == 1
-            && (associatedData.isEmpty || EVP_EncryptUpdate(ctx, nil, &len, associatedData, Int32(associatedData.count)) == 1)
+        var len: Int32 = 0
+        var total = 0
+        let ok =
+            EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, secret, nonce) == 1
+            && (associatedData.isEmpty
+                || EVP_EncryptUpdate(ctx, nil, &len, associatedData, Int32(associatedData.count)) == 1)
             && out.withUnsafeMutableBufferPointer { o in
-                guard plaintext.isEmpty || EVP_EncryptUpdate(ctx, o.baseAddress, &len, plaintext, Int32(plaintext.count)) == 1 else { return false }
+                guard
+                    plaintext.isEmpty
+                        || EVP_EncryptUpdate(ctx, o.baseAddress, &len, plaintext, Int32(plaintext.count)) == 1
+                else { return false }
                 total = Int(len)
                 guard EVP_EncryptFinal_ex(ctx, o.baseAddress! + total, &len) == 1 else { return false }
                 total += Int(len)
@@ -46,19 +52,28 @@ public struct AEADKey: Sendable {
         guard let ctx = EVP_CIPHER_CTX_new() else { return nil }
         defer { EVP_CIPHER_CTX_free(ctx) }
         var out = [UInt8](repeating: 0, count: body.count + 16)
-        var len: Int32 = 0, total = 0
-        let ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, secret, nonce) == 1
-            && (associatedData.isEmpty || EVP_DecryptUpdate(ctx, nil, &len, associatedData, Int32(associatedData.count)) == 1)
+        var len: Int32 = 0
+        var total = 0
+        let ok =
+            EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, secret, nonce) == 1
+            && (associatedData.isEmpty
+                || EVP_DecryptUpdate(ctx, nil, &len, associatedData, Int32(associatedData.count)) == 1)
             && out.withUnsafeMutableBufferPointer { o in
-                guard body.isEmpty || EVP_DecryptUpdate(ctx, o.baseAddress, &len, body, Int32(body.count)) == 1 else { return false }
+                guard body.isEmpty || EVP_DecryptUpdate(ctx, o.baseAddress, &len, body, Int32(body.count)) == 1 else {
+                    return false
+                }
                 total = Int(len)
                 // The tag is checked here (in constant time, inside OpenSSL).
                 guard EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, Int32(Self.tagSize), &tag) == 1,
-                      EVP_DecryptFinal_ex(ctx, o.baseAddress! + total, &len) == 1 else { return false }
+                    EVP_DecryptFinal_ex(ctx, o.baseAddress! + total, &len) == 1
+                else { return false }
                 total += Int(len)
                 return true
             }
-        if !ok { OpenSSLError.clear(); return nil }
+        if !ok {
+            OpenSSLError.clear()
+            return nil
+        }
         return Array(out.prefix(total))
     }
 }

@@ -23,7 +23,9 @@ final class PKey: @unchecked Sendable {
         let built = withExtendedLifetime(builder) { OSSL_PARAM_BLD_to_param(builder.bld) }
         guard let params = built else { throw OpenSSLError.make(.invalidKey, "key parameters") }
         defer { OSSL_PARAM_free(params) }
-        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, type, nil) else { throw OpenSSLError.make("EVP_PKEY_CTX_new_from_name") }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, type, nil) else {
+            throw OpenSSLError.make("EVP_PKEY_CTX_new_from_name")
+        }
         defer { EVP_PKEY_CTX_free(ctx) }
         var pkey: OpaquePointer?
         guard EVP_PKEY_fromdata_init(ctx) == 1, EVP_PKEY_fromdata(ctx, &pkey, selection, params) == 1, let pkey else {
@@ -37,7 +39,9 @@ final class PKey: @unchecked Sendable {
     /// signature check): for the NIST curves, whose cofactor is 1, a point in range and on the
     /// curve is already in the prime-order group (SP 800-56A rev. 3 §5.6.2.3.4).
     func checkPublic(quick: Bool = false) throws {
-        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { throw OpenSSLError.make("EVP_PKEY_CTX_new") }
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else {
+            throw OpenSSLError.make("EVP_PKEY_CTX_new")
+        }
         defer { EVP_PKEY_CTX_free(ctx) }
         let ok = quick ? EVP_PKEY_public_check_quick(ctx) : EVP_PKEY_public_check(ctx)
         guard ok == 1 else { throw OpenSSLError.make(.invalidKey, "the public key fails validation") }
@@ -46,9 +50,13 @@ final class PKey: @unchecked Sendable {
     /// A private key's parts must belong to its public key (EVP_PKEY_pairwise_check), or a
     /// signer would produce signatures nobody can verify — or worse, trust a forged pair.
     func checkPair() throws {
-        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else { throw OpenSSLError.make("EVP_PKEY_CTX_new") }
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, pointer, nil) else {
+            throw OpenSSLError.make("EVP_PKEY_CTX_new")
+        }
         defer { EVP_PKEY_CTX_free(ctx) }
-        guard EVP_PKEY_pairwise_check(ctx) == 1 else { throw OpenSSLError.make(.invalidKey, "the private key does not match its public key") }
+        guard EVP_PKEY_pairwise_check(ctx) == 1 else {
+            throw OpenSSLError.make(.invalidKey, "the private key does not match its public key")
+        }
     }
 
     /// Size of a signature in bytes (the RSA modulus length).
@@ -145,20 +153,25 @@ final class ParamBuilder {
 
     func utf8(_ name: String, _ value: String) throws {
         let copy = try cString(value)
-        guard OSSL_PARAM_BLD_push_utf8_string(bld, try cString(name), copy, 0) == 1 else { throw OpenSSLError.make("push \(name)") }
+        guard OSSL_PARAM_BLD_push_utf8_string(bld, try cString(name), copy, 0) == 1 else {
+            throw OpenSSLError.make("push \(name)")
+        }
     }
 
     func octets(_ name: String, _ bytes: [UInt8]) throws {
         let buf = UnsafeMutableRawPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
         buf.copyMemory(from: bytes, byteCount: bytes.count)
         octets.append(buf)
-        guard OSSL_PARAM_BLD_push_octet_string(bld, try cString(name), buf, bytes.count) == 1 else { throw OpenSSLError.make("push \(name)") }
+        guard OSSL_PARAM_BLD_push_octet_string(bld, try cString(name), buf, bytes.count) == 1 else {
+            throw OpenSSLError.make("push \(name)")
+        }
     }
 }
 
 /// EVP_PKEY_PUBLIC_KEY / EVP_PKEY_KEYPAIR are composite macros Swift cannot import.
 enum KeySelection {
     static let domainParameters = Int32(OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS)
-    static let publicKey = Int32(OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS | OSSL_KEYMGMT_SELECT_PUBLIC_KEY)
+    static let publicKey = Int32(
+        OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS | OSSL_KEYMGMT_SELECT_PUBLIC_KEY)
     static let keyPair = publicKey | Int32(OSSL_KEYMGMT_SELECT_PRIVATE_KEY)
 }

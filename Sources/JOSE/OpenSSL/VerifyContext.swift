@@ -32,7 +32,10 @@ final class VerifyContext: @unchecked Sendable {
     /// nil if OpenSSL cannot set up or copy such a context for this key; verification then
     /// falls back to a fresh context per token (`SignatureEngine`).
     init?(alg: JWSAlgorithm, pkey: PKey) {
-        guard let ctx = EVP_MD_CTX_new() else { OpenSSLError.clear(); return nil }
+        guard let ctx = EVP_MD_CTX_new() else {
+            OpenSSLError.clear()
+            return nil
+        }
         guard Self.initialize(ctx, alg: alg, pkey: pkey), Self.copyWorks(ctx) else {
             EVP_MD_CTX_free(ctx)
             OpenSSLError.clear()

@@ -7,10 +7,12 @@ public enum PKCE {
     /// verifier is not 43–128 characters of [A-Za-z0-9-._~].
     public static func challenge(for verifier: String) -> String? {
         let u = verifier.utf8
-        guard (43...128).contains(u.count), u.allSatisfy({ c in
-            (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39)
-                || c == 0x2d || c == 0x2e || c == 0x5f || c == 0x7e
-        }) else { return nil }
+        guard (43...128).contains(u.count),
+            u.allSatisfy({ c in
+                (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39)
+                    || c == 0x2d || c == 0x2e || c == 0x5f || c == 0x7e
+            })
+        else { return nil }
         return Base64URL.encode(Digest.sha256.hash(Array(u)))
     }
 }

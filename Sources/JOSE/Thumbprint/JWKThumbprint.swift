@@ -12,10 +12,15 @@ extension JWK {
         var values: [String] = []
         values.reserveCapacity(required.count)
         for name in required {
-            if name == "k", case .symmetric(let k) = material { values.append(Base64URL.encode(k)); continue }
+            if name == "k", case .symmetric(let k) = material {
+                values.append(Base64URL.encode(k))
+                continue
+            }
             values.append(publicMembers[name] ?? "")
         }
-        let json = Self.thumbprintInput(required, values) ?? Array(JSONSerializer.serialize(.object(JSONObject(required, values))).utf8)
+        let json =
+            Self.thumbprintInput(required, values)
+            ?? Array(JSONSerializer.serialize(.object(JSONObject(required, values))).utf8)
         return Base64URL.encode(Digest.sha256.hash(json))
     }
 
@@ -42,8 +47,8 @@ extension JWK {
     }
 }
 
-private extension JSONObject {
-    init(_ names: [String], _ values: [String]) {
+extension JSONObject {
+    fileprivate init(_ names: [String], _ values: [String]) {
         self.init()
         for (n, v) in zip(names, values) { self[n] = .string(v) }
     }

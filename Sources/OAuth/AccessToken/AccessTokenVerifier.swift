@@ -14,11 +14,18 @@ public struct IssuerPolicy: Sendable {
     /// The one claim its tokens (and introspection answers) carry scopes in.
     public var scopeClaim: ScopeClaim
 
-    public init(name: String, issuer: String, algorithms: Set<JWSAlgorithm>, audiences: [String],
-                leeway: Int64 = 30, requiredType: String? = nil, maxTokenSize: Int = CompactJWS.defaultMaxSize,
-                scopeClaim: ScopeClaim = .scope) {
-        self.name = name; self.issuer = issuer; self.algorithms = algorithms; self.audiences = audiences
-        self.leeway = leeway; self.requiredType = requiredType; self.maxTokenSize = maxTokenSize
+    public init(
+        name: String, issuer: String, algorithms: Set<JWSAlgorithm>, audiences: [String],
+        leeway: Int64 = 30, requiredType: String? = nil, maxTokenSize: Int = CompactJWS.defaultMaxSize,
+        scopeClaim: ScopeClaim = .scope
+    ) {
+        self.name = name
+        self.issuer = issuer
+        self.algorithms = algorithms
+        self.audiences = audiences
+        self.leeway = leeway
+        self.requiredType = requiredType
+        self.maxTokenSize = maxTokenSize
         self.scopeClaim = scopeClaim
     }
 }
@@ -86,7 +93,8 @@ public struct AccessTokenVerifier: Sendable {
             return .failure(.unknownIssuer)
         }
         guard let set = keys(policy.name) else { return .failure(.keysUnavailable(issuer: policy.name)) }
-        var claimsPolicy = JWTClaimsPolicy(issuer: policy.issuer, audiences: policy.audiences, leeway: policy.leeway, type: policy.requiredType)
+        var claimsPolicy = JWTClaimsPolicy(
+            issuer: policy.issuer, audiences: policy.audiences, leeway: policy.leeway, type: policy.requiredType)
         claimsPolicy.requireExpiry = true
         do {
             try JWSVerifier(keys: set, algorithms: policy.algorithms).verify(jws)
@@ -94,15 +102,18 @@ public struct AccessTokenVerifier: Sendable {
             if RFC9068Claims.isProfile(policy.requiredType) { try RFC9068Claims.validate(unverifiedClaims) }
         } catch let e as JOSEError {
             // Only a missing key is worth a refetch; a bad signature never is.
-            if e.code == .keyNotFound && jws.header.kid != nil && !set.keys.contains(where: { $0.kid == jws.header.kid }) {
+            if e.code == .keyNotFound && jws.header.kid != nil
+                && !set.keys.contains(where: { $0.kid == jws.header.kid })
+            {
                 return .failure(.unknownKey(issuer: policy.name))
             }
             return .failure(.rejected(e))
         } catch {
             return .failure(.malformed("\(error)"))
         }
-        var token = VerifiedAccessToken(issuer: policy.name, claims: unverifiedClaims,
-                                        expiresAt: unverifiedClaims["exp"]?.int64 ?? now, confirmation: unverifiedClaims["cnf"])
+        var token = VerifiedAccessToken(
+            issuer: policy.name, claims: unverifiedClaims,
+            expiresAt: unverifiedClaims["exp"]?.int64 ?? now, confirmation: unverifiedClaims["cnf"])
         token.scopeClaim = policy.scopeClaim
         return .success(token)
     }

@@ -53,7 +53,8 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     public static func == (a: Self, b: Self) -> Bool {
         a.scopes == b.scopes && a.claims.count == b.claims.count
             && zip(a.claims, b.claims).allSatisfy { $0.path == $1.path && $0.rule == $1.rule }
-            && a.emailDomains == b.emailDomains && a.anyOf == b.anyOf && a.issuers == b.issuers && a.clients == b.clients
+            && a.emailDomains == b.emailDomains && a.anyOf == b.anyOf && a.issuers == b.issuers
+            && a.clients == b.clients
     }
 
     public enum Failure: Error, Equatable, Sendable {
@@ -88,9 +89,15 @@ public struct AuthorizationRequirement: Sendable, Equatable {
 
     /// `issuer` / `client`: the configured issuer and login client that vouched for the caller
     /// (a token has no client).
-    public func check(_ claims: JSONObject, scopeClaim: ScopeClaim = .scope, issuer: String? = nil, client: String? = nil) -> Failure? {
-        if !issuers.isEmpty && !issuers.contains(issuer ?? "\u{0}") { return .vouchedBy("issuer \(issuer ?? "unknown")") }
-        if !clients.isEmpty && !clients.contains(client ?? "\u{0}") { return .vouchedBy(client.map { "client \($0)" } ?? "no login client") }
+    public func check(
+        _ claims: JSONObject, scopeClaim: ScopeClaim = .scope, issuer: String? = nil, client: String? = nil
+    ) -> Failure? {
+        if !issuers.isEmpty && !issuers.contains(issuer ?? "\u{0}") {
+            return .vouchedBy("issuer \(issuer ?? "unknown")")
+        }
+        if !clients.isEmpty && !clients.contains(client ?? "\u{0}") {
+            return .vouchedBy(client.map { "client \($0)" } ?? "no login client")
+        }
         if !scopes.isEmpty {
             let granted = Self.grantedScopes(claims, from: scopeClaim)
             let missing = scopes.filter { !granted.contains($0) }
@@ -106,11 +113,15 @@ public struct AuthorizationRequirement: Sendable, Equatable {
             }
             if !ok { return .claim(path.description) }
         }
-        if !emailDomains.isEmpty, let why = EmailDomainRule.failure(claims, domains: emailDomains) { return .emailDomain(why) }
+        if !emailDomains.isEmpty, let why = EmailDomainRule.failure(claims, domains: emailDomains) {
+            return .emailDomain(why)
+        }
         if !anyOf.isEmpty {
             var failures: [Failure] = []
             for alternative in anyOf {
-                guard let f = alternative.check(claims, scopeClaim: scopeClaim, issuer: issuer, client: client) else { return nil }
+                guard let f = alternative.check(claims, scopeClaim: scopeClaim, issuer: issuer, client: client) else {
+                    return nil
+                }
                 failures.append(f)
             }
             return .anyOf(failures)

@@ -9,7 +9,9 @@ public import JOSE
 public enum EmailDomainRule {
     /// nil when the claims meet the rule; else why not (for the log, never the wire).
     public static func failure(_ claims: JSONObject, domains: [String]) -> String? {
-        guard claims["email_verified"] == .bool(true) else { return "email_domains: the email is not verified (email_verified is not true)" }
+        guard claims["email_verified"] == .bool(true) else {
+            return "email_domains: the email is not verified (email_verified is not true)"
+        }
         guard let email = claims["email"]?.string else { return "email_domains: no email claim" }
         // The domain is what follows the last "@" (a quoted local part may hold "@" itself).
         guard let at = email.lastIndex(of: "@") else { return "email_domains: the email has no domain" }
@@ -33,7 +35,9 @@ extension AuthorizationRequirement.Failure: CustomStringConvertible {
         case .claim(let c): return "claim requirement not met: \(c)"
         case .emailDomain(let why): return why
         case .vouchedBy(let who): return "vouched for by \(who), not one the rule names"
-        case .anyOf(let all): return "any_of: no alternative met (" + all.enumerated().map { "[\($0)] \($1)" }.joined(separator: "; ") + ")"
+        case .anyOf(let all):
+            return "any_of: no alternative met (" + all.enumerated().map { "[\($0)] \($1)" }.joined(separator: "; ")
+                + ")"
         }
     }
 }

@@ -11,7 +11,7 @@ public struct IdentityHeaders: Sendable, Equatable {
 
     public static let defaults: [(String, String)] = [
         ("X-Forwarded-User", "sub"), ("X-Forwarded-Email", "email"),
-        ("X-Forwarded-Groups", "groups"), ("X-Forwarded-Preferred-Username", "preferred_username"),
+        ("X-Forwarded-Groups", "groups"), ("X-Forwarded-Preferred-Username", "preferred_username")
     ]
 
     public init(mapping: [(header: String, path: ClaimPath)]) { self.mapping = mapping }
@@ -21,7 +21,8 @@ public struct IdentityHeaders: Sendable, Equatable {
     }
 
     public static func == (a: Self, b: Self) -> Bool {
-        a.mapping.count == b.mapping.count && zip(a.mapping, b.mapping).allSatisfy { $0.header == $1.header && $0.path == $1.path }
+        a.mapping.count == b.mapping.count
+            && zip(a.mapping, b.mapping).allSatisfy { $0.header == $1.header && $0.path == $1.path }
     }
 
     /// Header names to strip from every client request (the gateway's to set).
@@ -33,7 +34,10 @@ public struct IdentityHeaders: Sendable, Equatable {
     public func values(for claims: JSONObject, omitted: ((String) -> Void)? = nil) -> [(String, String)] {
         mapping.compactMap { entry in
             guard let v = entry.path.value(in: claims), let text = Self.render(v) else { return nil }
-            guard Self.isFieldValue(text) else { omitted?(entry.header); return nil }
+            guard Self.isFieldValue(text) else {
+                omitted?(entry.header)
+                return nil
+            }
             return (entry.header, text)
         }
     }
@@ -51,7 +55,11 @@ public struct IdentityHeaders: Sendable, Equatable {
         case .bool(let b): return b ? "true" : "false"
         case .object: return JSONSerializer.serialize(v)
         case .array(let a):
-            if a.allSatisfy({ if case .object = $0 { return false }; if case .array = $0 { return false }; return true }) {
+            if a.allSatisfy({
+                if case .object = $0 { return false }
+                if case .array = $0 { return false }
+                return true
+            }) {
                 return a.compactMap(render).joined(separator: ",")
             }
             return JSONSerializer.serialize(v)

@@ -19,12 +19,18 @@ public enum RFC9068Claims {
 
     public static func validate(_ claims: JSONObject) throws {
         for name in ["sub", "client_id", "jti"] {
-            guard let value = claims[name] else { throw JOSEError(.missingClaim, claim: name, "is required (RFC 9068 §2.2)") }
+            guard let value = claims[name] else {
+                throw JOSEError(.missingClaim, claim: name, "is required (RFC 9068 §2.2)")
+            }
             guard let s = value.string, !s.isEmpty else {
                 throw JOSEError(.invalidClaim, claim: name, "must be a non-empty string (RFC 9068 §2.2)")
             }
         }
-        guard let iat = claims["iat"] else { throw JOSEError(.missingClaim, claim: "iat", "is required (RFC 9068 §2.2)") }
-        guard iat.int64 != nil else { throw JOSEError(.invalidClaim, claim: "iat", "must be a NumericDate (RFC 9068 §2.2)") }
+        guard let iat = claims["iat"] else {
+            throw JOSEError(.missingClaim, claim: "iat", "is required (RFC 9068 §2.2)")
+        }
+        guard iat.int64 != nil else {
+            throw JOSEError(.invalidClaim, claim: "iat", "must be a NumericDate (RFC 9068 §2.2)")
+        }
     }
 }

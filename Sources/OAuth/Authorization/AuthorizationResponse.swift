@@ -15,8 +15,12 @@ public enum AuthorizationResponse: Equatable, Sendable {
     /// Parses the callback's query. Every parameter at most once (a duplicate is an
     /// injection attempt, RFC 6749 §3.1). `expectedIssuer`: checked when the response
     /// carries `iss`, and required when `issRequired` (the metadata says the AS sends it).
-    public static func parse(query: Substring, expectedIssuer: String, issRequired: Bool) -> Result<AuthorizationResponse, Failure> {
-        guard let pairs = FormEncoding.decode(query) else { return .failure(.malformed("the callback query is not well-formed")) }
+    public static func parse(query: Substring, expectedIssuer: String, issRequired: Bool) -> Result<
+        AuthorizationResponse, Failure
+    > {
+        guard let pairs = FormEncoding.decode(query) else {
+            return .failure(.malformed("the callback query is not well-formed"))
+        }
         var values: [String: String] = [:]
         for (name, value) in pairs {
             guard values[name] == nil else { return .failure(.malformed("\(name) appears more than once")) }
@@ -31,7 +35,9 @@ public enum AuthorizationResponse: Equatable, Sendable {
             return .success(.error(error, description: values["error_description"], state: values["state"]))
         }
         guard let code = values["code"], !code.isEmpty else { return .failure(.malformed("the callback has no code")) }
-        guard let state = values["state"], !state.isEmpty else { return .failure(.malformed("the callback has no state")) }
+        guard let state = values["state"], !state.isEmpty else {
+            return .failure(.malformed("the callback has no state"))
+        }
         return .success(.code(code, state: state))
     }
 }

@@ -37,7 +37,13 @@ public struct ReturnTo: Sendable {
         // "javascript:…", "evil.com/x" (relative, read as a path by some and a host by others) fail.
         let lower = target.lowercased()
         let scheme: String
-        if lower.hasPrefix("https://") { scheme = "https://" } else if allowHTTP && lower.hasPrefix("http://") { scheme = "http://" } else { return nil }
+        if lower.hasPrefix("https://") {
+            scheme = "https://"
+        } else if allowHTTP && lower.hasPrefix("http://") {
+            scheme = "http://"
+        } else {
+            return nil
+        }
         let rest = lower.dropFirst(scheme.count)
         let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
         let authority = rest[..<end]
@@ -47,7 +53,8 @@ public struct ReturnTo: Sendable {
             // RFC 3986 §3.2.3 port, and a real one: 1–65535 in ASCII digits, never empty.
             let port = host[host.index(after: colon)...]
             guard (1...5).contains(port.utf8.count), port.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-                  let n = Int(port), (1...65535).contains(n) else { return nil }
+                let n = Int(port), (1...65535).contains(n)
+            else { return nil }
             host = host[..<colon]
         }
         guard isAllowed(String(host)) else { return nil }
@@ -55,8 +62,9 @@ public struct ReturnTo: Sendable {
         let path = rest[end...]
         if path.hasPrefix("/") {
             guard !Self.resolvingDotSegments(String(path)).hasPrefix("//"),
-                  let decodedPath = FormEncoding.unescape(Substring(String(path)).replacingPlus()),
-                  !Self.resolvingDotSegments(decodedPath).hasPrefix("//") else { return nil }
+                let decodedPath = FormEncoding.unescape(Substring(String(path)).replacingPlus()),
+                !Self.resolvingDotSegments(decodedPath).hasPrefix("//")
+            else { return nil }
         }
         return target
     }
@@ -66,16 +74,25 @@ public struct ReturnTo: Sendable {
     static func resolvingDotSegments(_ target: String) -> String {
         let cut = target.firstIndex(where: { $0 == "?" || $0 == "#" }) ?? target.endIndex
         var input = Substring(target[..<cut])
-        var output: [Substring] = []   // each piece is "/segment" (or a leading "segment")
+        var output: [Substring] = []  // each piece is "/segment" (or a leading "segment")
         while !input.isEmpty {
-            if input.hasPrefix("../") { input = input.dropFirst(3) }
-            else if input.hasPrefix("./") { input = input.dropFirst(2) }
-            else if input.hasPrefix("/./") { input = input.dropFirst(2) }
-            else if input == "/." { input = "/" }
-            else if input.hasPrefix("/../") { input = input.dropFirst(3); _ = output.popLast() }
-            else if input == "/.." { input = "/"; _ = output.popLast() }
-            else if input == "." || input == ".." { input = "" }
-            else {
+            if input.hasPrefix("../") {
+                input = input.dropFirst(3)
+            } else if input.hasPrefix("./") {
+                input = input.dropFirst(2)
+            } else if input.hasPrefix("/./") {
+                input = input.dropFirst(2)
+            } else if input == "/." {
+                input = "/"
+            } else if input.hasPrefix("/../") {
+                input = input.dropFirst(3)
+                _ = output.popLast()
+            } else if input == "/.." {
+                input = "/"
+                _ = output.popLast()
+            } else if input == "." || input == ".." {
+                input = ""
+            } else {
                 let start = input.hasPrefix("/") ? input.index(after: input.startIndex) : input.startIndex
                 let next = input[start...].firstIndex(of: "/") ?? input.endIndex
                 output.append(input[..<next])
@@ -93,7 +110,7 @@ public struct ReturnTo: Sendable {
     }
 }
 
-private extension Substring {
+extension Substring {
     /// In a URL target "+" is a literal plus, not a space as in forms.
-    func replacingPlus() -> Substring { Substring(self.map { $0 == "+" ? "%2B" : String($0) }.joined()) }
+    fileprivate func replacingPlus() -> Substring { Substring(self.map { $0 == "+" ? "%2B" : String($0) }.joined()) }
 }

@@ -5,7 +5,8 @@ public struct TokenSources: Sendable, Equatable {
     public var formBody = false
     public var query = false
     public init(formBody: Bool = false, query: Bool = false) {
-        self.formBody = formBody; self.query = query
+        self.formBody = formBody
+        self.query = query
     }
 }
 
@@ -24,8 +25,10 @@ public enum PresentedCredential: Equatable, Sendable {
 public enum BearerTokenExtractor {
     /// - authorization: every `Authorization` header value (several is an error).
     /// - formToken / queryToken: `access_token` values found there (already decoded).
-    public static func extract(authorization: [String], formTokens: [String] = [], queryTokens: [String] = [],
-                               sources: TokenSources = TokenSources()) -> PresentedCredential {
+    public static func extract(
+        authorization: [String], formTokens: [String] = [], queryTokens: [String] = [],
+        sources: TokenSources = TokenSources()
+    ) -> PresentedCredential {
         var found: [PresentedCredential] = []
         if authorization.count > 1 { return .invalid(reason: "more than one Authorization header") }
         if let header = authorization.first {
@@ -35,12 +38,21 @@ public enum BearerTokenExtractor {
             }
         }
         if !formTokens.isEmpty {
-            guard sources.formBody else { return .invalid(reason: "access_token in the body is not accepted on this route") }
-            found.append(contentsOf: formTokens.map { isB64Token($0) ? .bearer($0) : .invalid(reason: "malformed access_token") })
+            guard sources.formBody else {
+                return .invalid(reason: "access_token in the body is not accepted on this route")
+            }
+            found.append(
+                contentsOf: formTokens.map { isB64Token($0) ? .bearer($0) : .invalid(reason: "malformed access_token") }
+            )
         }
         if !queryTokens.isEmpty {
-            guard sources.query else { return .invalid(reason: "access_token in the query is not accepted on this route") }
-            found.append(contentsOf: queryTokens.map { isB64Token($0) ? .bearer($0) : .invalid(reason: "malformed access_token") })
+            guard sources.query else {
+                return .invalid(reason: "access_token in the query is not accepted on this route")
+            }
+            found.append(
+                contentsOf: queryTokens.map {
+                    isB64Token($0) ? .bearer($0) : .invalid(reason: "malformed access_token")
+                })
         }
         if found.count > 1 { return .invalid(reason: "more than one access token in the request") }
         return found.first ?? .none
@@ -54,7 +66,9 @@ public enum BearerTokenExtractor {
         var rest = value[value.index(after: space)...]
         while rest.first == " " { rest = rest.dropFirst() }
         let token = String(rest)
-        guard isB64Token(token) else { return .invalid(reason: "malformed \(scheme == "dpop" ? "DPoP" : "Bearer") token") }
+        guard isB64Token(token) else {
+            return .invalid(reason: "malformed \(scheme == "dpop" ? "DPoP" : "Bearer") token")
+        }
         switch scheme {
         case "bearer": return .bearer(token)
         case "dpop": return .dpop(token)
@@ -67,9 +81,13 @@ public enum BearerTokenExtractor {
         var seenPad = false
         var count = 0
         for c in s.utf8 {
-            if c == UInt8(ascii: "=") { seenPad = true; continue }
+            if c == UInt8(ascii: "=") {
+                seenPad = true
+                continue
+            }
             if seenPad { return false }
-            let ok = (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39)
+            let ok =
+                (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39)
                 || c == 0x2d || c == 0x2e || c == 0x5f || c == 0x7e || c == 0x2b || c == 0x2f
             if !ok { return false }
             count += 1

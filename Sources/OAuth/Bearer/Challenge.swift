@@ -22,10 +22,16 @@ public struct Challenge: Sendable, Equatable {
     /// RFC 9449 §7.1: the algorithms accepted for DPoP proofs.
     public var algs: [String]?
 
-    public init(scheme: String = "Bearer", realm: String? = nil, error: OAuthErrorCode? = nil,
-                errorDescription: String? = nil, scope: [String]? = nil, algs: [String]? = nil) {
-        self.scheme = scheme; self.realm = realm; self.error = error
-        self.errorDescription = errorDescription; self.scope = scope; self.algs = algs
+    public init(
+        scheme: String = "Bearer", realm: String? = nil, error: OAuthErrorCode? = nil,
+        errorDescription: String? = nil, scope: [String]? = nil, algs: [String]? = nil
+    ) {
+        self.scheme = scheme
+        self.realm = realm
+        self.error = error
+        self.errorDescription = errorDescription
+        self.scope = scope
+        self.algs = algs
     }
 
     /// The header value; every attribute a quoted-string with `"` and `\` escaped (RFC 9110

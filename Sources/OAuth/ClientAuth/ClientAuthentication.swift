@@ -12,7 +12,9 @@ public enum ClientAuthentication: Sendable {
 
     public var clientID: String {
         switch self {
-        case .clientSecretBasic(let id, _), .clientSecretPost(let id, _), .clientSecretJWT(let id, _), .privateKeyJWT(let id, _, _): id
+        case .clientSecretBasic(let id, _), .clientSecretPost(let id, _), .clientSecretJWT(let id, _),
+            .privateKeyJWT(let id, _, _):
+            id
         }
     }
 
@@ -40,19 +42,25 @@ public enum ClientAuthentication: Sendable {
 public enum ClientAssertion {
     public static let lifetime: Int64 = 60
 
-    public static func make(clientID: String, audience: String, key: JWK, alg: JWSAlgorithm, now: Int64) throws -> String {
+    public static func make(clientID: String, audience: String, key: JWK, alg: JWSAlgorithm, now: Int64) throws
+        -> String
+    {
         let claims = JSONObject([
             "iss": .string(clientID), "sub": .string(clientID), "aud": .string(audience),
             "jti": .string(Base64URL.encode(SecureRandom.bytes(18))),
-            "iat": .number(String(now)), "exp": .number(String(now + lifetime)),
+            "iat": .number(String(now)), "exp": .number(String(now + lifetime))
         ])
         return try JWSSigner.sign(claims: claims, alg: alg, key: key)
     }
 
-    static func form(clientID: String, audience: String, key: JWK, alg: JWSAlgorithm, now: Int64) throws -> [(String, String)] {
-        [("client_id", clientID),
-         ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
-         ("client_assertion", try make(clientID: clientID, audience: audience, key: key, alg: alg, now: now))]
+    static func form(clientID: String, audience: String, key: JWK, alg: JWSAlgorithm, now: Int64) throws -> [(
+        String, String
+    )] {
+        [
+            ("client_id", clientID),
+            ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
+            ("client_assertion", try make(clientID: clientID, audience: audience, key: key, alg: alg, now: now))
+        ]
     }
 }
 
@@ -62,8 +70,9 @@ public enum FormEncoding {
         var out = ""
         for b in s.utf8 {
             switch b {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "*"):
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "*"):
                 out.unicodeScalars.append(Unicode.Scalar(b))
             case UInt8(ascii: " "): out += "+"
             default:
@@ -84,7 +93,9 @@ public enum FormEncoding {
         var out: [(String, String)] = []
         for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
             let eq = pair.firstIndex(of: "=") ?? pair.endIndex
-            guard let name = unescape(pair[..<eq]), let value = unescape(eq == pair.endIndex ? "" : pair[pair.index(after: eq)...]) else { return nil }
+            guard let name = unescape(pair[..<eq]),
+                let value = unescape(eq == pair.endIndex ? "" : pair[pair.index(after: eq)...])
+            else { return nil }
             out.append((name, value))
         }
         return out
@@ -125,6 +136,6 @@ enum Base64 {
     }
 }
 
-private extension String {
-    func replacingAll(_ a: Character, _ b: Character) -> String { String(map { $0 == a ? b : $0 }) }
+extension String {
+    fileprivate func replacingAll(_ a: Character, _ b: Character) -> String { String(map { $0 == a ? b : $0 }) }
 }

@@ -30,7 +30,10 @@ public final class DPoPKeyCache {
         if entries.count >= capacity {
             entries[order[head]] = nil
             head += 1
-            if head > 1024 && head * 2 > order.count { order.removeFirst(head); head = 0 }
+            if head > 1024 && head * 2 > order.count {
+                order.removeFirst(head)
+                head = 0
+            }
         }
         entries[stored] = (key, jkt)
         order.append(stored)

@@ -42,7 +42,9 @@ public struct DPoPNonces: Sendable {
     }
 
     public func check(_ nonce: String, now: Int64) -> Verdict {
-        guard nonce.utf8.count == 32, let raw = Base64URL.decode(nonce), raw.count == 8 + Self.tagSize else { return .invalid }
+        guard nonce.utf8.count == 32, let raw = Base64URL.decode(nonce), raw.count == 8 + Self.tagSize else {
+            return .invalid
+        }
         let slotBytes = Array(raw[0..<8])
         let tag = Array(raw[8...])
         guard keys.contains(where: { $0.isValid(tag, for: Self.context + slotBytes) }) else { return .invalid }

@@ -28,7 +28,9 @@ public struct DPoPProofSigner: Sendable {
     /// RFC 7638 thumbprint of the key: the `cnf.jkt` that tokens bound to it carry.
     public var jkt: String { key.thumbprint() }
 
-    public func proof(method: String, url: String, accessToken: String? = nil, nonce: String? = nil, now: Int64) throws -> String {
+    public func proof(method: String, url: String, accessToken: String? = nil, nonce: String? = nil, now: Int64) throws
+        -> String
+    {
         var htu = Substring(url)
         if let cut = htu.firstIndex(where: { $0 == "?" || $0 == "#" }) { htu = htu[..<cut] }
         var claims = JSONObject()

@@ -26,16 +26,25 @@ public struct DPoPProofVerifier: Sendable {
         /// compared with the request's path in the same form.
         public var normalizePath: (@Sendable (String) -> String?)?
 
-        public init(method: String, uri: String, accessToken: String?, now: Int64,
-                    normalizePath: (@Sendable (String) -> String?)? = nil) {
-            self.method = method; self.uri = uri; self.accessToken = accessToken; self.now = now
+        public init(
+            method: String, uri: String, accessToken: String?, now: Int64,
+            normalizePath: (@Sendable (String) -> String?)? = nil
+        ) {
+            self.method = method
+            self.uri = uri
+            self.accessToken = accessToken
+            self.now = now
             self.normalizePath = normalizePath
         }
     }
 
     /// - keyCache: this loop's cache of proof keys already imported (see `DPoPKeyCache`).
-    public func verify(_ proof: String, request: Request, keyCache: DPoPKeyCache? = nil) throws(DPoPProofError) -> DPoPProof {
-        func invalid(_ reason: String, _ cause: JOSEError? = nil) -> DPoPProofError { DPoPProofError(.invalidProof, reason, cause: cause) }
+    public func verify(_ proof: String, request: Request, keyCache: DPoPKeyCache? = nil) throws(DPoPProofError)
+        -> DPoPProof
+    {
+        func invalid(_ reason: String, _ cause: JOSEError? = nil) -> DPoPProofError {
+            DPoPProofError(.invalidProof, reason, cause: cause)
+        }
         let jws: CompactJWS
         let key: JWK
         let jkt: String
@@ -56,7 +65,9 @@ public struct DPoPProofVerifier: Sendable {
             throw invalid("the DPoP proof's algorithm is not accepted")
         }
         // Check 7: the jwk header is a public key (no private or symmetric members).
-        guard let jwkObject = jws.header.object["jwk"]?.object else { throw invalid("the DPoP proof has no jwk header") }
+        guard let jwkObject = jws.header.object["jwk"]?.object else {
+            throw invalid("the DPoP proof has no jwk header")
+        }
         for member in ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] where jwkObject[member] != nil {
             throw invalid("the DPoP proof's jwk contains a private key")
         }
@@ -69,7 +80,9 @@ public struct DPoPProofVerifier: Sendable {
             }
         }
         // Check 3: required claims, of the right types.
-        guard let jti = claims["jti"]?.string, !jti.isEmpty, jti.utf8.count <= 256 else { throw invalid("the DPoP proof needs a jti") }
+        guard let jti = claims["jti"]?.string, !jti.isEmpty, jti.utf8.count <= 256 else {
+            throw invalid("the DPoP proof needs a jti")
+        }
         guard let htm = claims["htm"]?.string else { throw invalid("the DPoP proof needs htm") }
         guard let htu = claims["htu"]?.string else { throw invalid("the DPoP proof needs htu") }
         guard let iat = claims["iat"]?.int64 else { throw invalid("the DPoP proof needs a numeric iat") }
@@ -97,12 +110,17 @@ public struct DPoPProofVerifier: Sendable {
             }
             try JWSVerifier.verify(jws, embeddedKey: key, algorithms: algorithms)
         } catch let e as JOSEError {
-            throw invalid(e.code == .badSignature ? "the DPoP proof's signature does not verify" : "the DPoP proof's jwk is not a usable public key", e)
+            throw invalid(
+                e.code == .badSignature
+                    ? "the DPoP proof's signature does not verify" : "the DPoP proof's jwk is not a usable public key",
+                e)
         } catch { throw invalid("the DPoP proof's signature does not verify") }
         // Check 8: method.
         guard htm == request.method else { throw invalid("the DPoP proof's htm does not match the request method") }
         // Check 9: URI without query and fragment, compared in normal form.
-        guard let want = HTU.normalize(requestURI: request.uri), let got = HTU.normalize(htu, normalizePath: request.normalizePath), want == got else {
+        guard let want = HTU.normalize(requestURI: request.uri),
+            let got = HTU.normalize(htu, normalizePath: request.normalizePath), want == got
+        else {
             throw invalid("the DPoP proof's htu does not match the request URI")
         }
         // Check 11: fresh by iat — and, where the server requires nonces, by the nonce too:
@@ -119,12 +137,15 @@ public struct DPoPProofVerifier: Sendable {
         }
         // Check 12: ath binds the proof to the access token.
         if let token = request.accessToken {
-            guard let ath = claims["ath"]?.string else { throw invalid("the DPoP proof needs ath with an access token") }
+            guard let ath = claims["ath"]?.string else {
+                throw invalid("the DPoP proof needs ath with an access token")
+            }
             let expected = Base64URL.encode(Digest.sha256.hash(Array(token.utf8)))
             guard ConstantTime.equals(Array(ath.utf8), Array(expected.utf8)) else {
                 throw invalid("the DPoP proof's ath does not match the access token")
             }
         }
-        return DPoPProof(jkt: jkt, jti: jti, iat: iat, nonce: nonce, acceptableUntil: acceptableUntil, nonceIsStale: stale)
+        return DPoPProof(
+            jkt: jkt, jti: jti, iat: iat, nonce: nonce, acceptableUntil: acceptableUntil, nonceIsStale: stale)
     }
 }

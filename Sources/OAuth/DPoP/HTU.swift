@@ -24,9 +24,16 @@ public enum HTU {
     }
 
     private static func normalize(_ uri: ArraySlice<UInt8>, normalizePath: ((String) -> String?)?) -> String? {
-        let http = Array("http://".utf8), https = Array("https://".utf8)
+        let http = Array("http://".utf8)
+        let https = Array("https://".utf8)
         let secure: Bool
-        if hasPrefixIgnoringCase(uri, https) { secure = true } else if hasPrefixIgnoringCase(uri, http) { secure = false } else { return nil }
+        if hasPrefixIgnoringCase(uri, https) {
+            secure = true
+        } else if hasPrefixIgnoringCase(uri, http) {
+            secure = false
+        } else {
+            return nil
+        }
         let rest = uri.dropFirst(secure ? https.count : http.count)
         let slash = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
         var authority = rest[..<slash].map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }
@@ -44,6 +51,7 @@ public enum HTU {
     }
 
     private static func hasPrefixIgnoringCase(_ s: ArraySlice<UInt8>, _ lowerPrefix: [UInt8]) -> Bool {
-        s.count >= lowerPrefix.count && zip(s, lowerPrefix).allSatisfy { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }
+        s.count >= lowerPrefix.count
+            && zip(s, lowerPrefix).allSatisfy { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }
     }
 }

@@ -30,8 +30,12 @@ public struct ProviderMetadata: Sendable, Equatable {
         }
         func url(_ name: String) throws -> String? {
             guard let v = object[name] else { return nil }
-            guard let s = v.string, s.hasPrefix("https://") || (!expectedIssuer.hasPrefix("https://") && s.hasPrefix("http://")) else {
-                throw JOSEError(.malformed, claim: name, expectedIssuer.hasPrefix("https://") ? "must be an https URL" : "must be an http(s) URL")
+            guard let s = v.string,
+                s.hasPrefix("https://") || (!expectedIssuer.hasPrefix("https://") && s.hasPrefix("http://"))
+            else {
+                throw JOSEError(
+                    .malformed, claim: name,
+                    expectedIssuer.hasPrefix("https://") ? "must be an https URL" : "must be an http(s) URL")
             }
             return s
         }
@@ -45,7 +49,8 @@ public struct ProviderMetadata: Sendable, Equatable {
         m.introspectionEndpoint = try url("introspection_endpoint")
         m.userinfoEndpoint = try url("userinfo_endpoint")
         m.requirePushedAuthorizationRequests = object["require_pushed_authorization_requests"] == .bool(true)
-        m.authorizationResponseIssParameterSupported = object["authorization_response_iss_parameter_supported"] == .bool(true)
+        m.authorizationResponseIssParameterSupported =
+            object["authorization_response_iss_parameter_supported"] == .bool(true)
         m.requestURIParameterSupported = object["request_uri_parameter_supported"] == .bool(true)
         return m
     }

@@ -10,7 +10,9 @@ public enum IntrospectionResponse {
     /// `active: true` is required; `exp`, `nbf` are honoured with leeway; `aud`, when
     /// present, must name one of `audiences`; `iss`, when present, must be the issuer.
     public static func judge(_ body: [UInt8], issuer: IssuerPolicy, now: Int64, defaultTTL: Int64) -> Verdict {
-        guard let obj = try? JSONParser.parse(body).object else { return .inactive(reason: "the response is not a JSON object") }
+        guard let obj = try? JSONParser.parse(body).object else {
+            return .inactive(reason: "the response is not a JSON object")
+        }
         guard obj["active"] == .bool(true) else { return .inactive(reason: "active is not true") }
         if let exp = obj["exp"]?.int64, now - issuer.leeway >= exp { return .inactive(reason: "expired") }
         if let nbf = obj["nbf"]?.int64, now + issuer.leeway < nbf { return .inactive(reason: "not valid yet") }
@@ -19,7 +21,9 @@ public enum IntrospectionResponse {
         }
         if let aud = obj["aud"] {
             let values: [String] = aud.string.map { [$0] } ?? (aud.array?.compactMap(\.string) ?? [])
-            guard values.contains(where: issuer.audiences.contains) else { return .inactive(reason: "audience mismatch") }
+            guard values.contains(where: issuer.audiences.contains) else {
+                return .inactive(reason: "audience mismatch")
+            }
         }
         let expires = obj["exp"]?.int64 ?? now + defaultTTL
         var token = VerifiedAccessToken(issuer: issuer.name, claims: obj, expiresAt: expires, confirmation: obj["cnf"])

@@ -12,16 +12,26 @@ public struct AuthorizationParameters: Sendable {
     /// Extra parameters (prompt, acr_values, audience, resource, ui_locales, login_hint …).
     public var extra: [(String, String)] = []
 
-    public init(clientID: String, redirectURI: String, scope: [String], state: String, nonce: String, codeChallenge: String,
-                extra: [(String, String)] = []) {
-        self.clientID = clientID; self.redirectURI = redirectURI; self.scope = scope; self.state = state
-        self.nonce = nonce; self.codeChallenge = codeChallenge; self.extra = extra
+    public init(
+        clientID: String, redirectURI: String, scope: [String], state: String, nonce: String, codeChallenge: String,
+        extra: [(String, String)] = []
+    ) {
+        self.clientID = clientID
+        self.redirectURI = redirectURI
+        self.scope = scope
+        self.state = state
+        self.nonce = nonce
+        self.codeChallenge = codeChallenge
+        self.extra = extra
     }
 
     /// As query or form parameters, in a stable order.
     public var pairs: [(String, String)] {
-        [("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirectURI), ("scope", scope.joined(separator: " ")),
-         ("state", state), ("nonce", nonce), ("code_challenge", codeChallenge), ("code_challenge_method", "S256")] + extra
+        [
+            ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirectURI),
+            ("scope", scope.joined(separator: " ")),
+            ("state", state), ("nonce", nonce), ("code_challenge", codeChallenge), ("code_challenge_method", "S256")
+        ] + extra
     }
 }
 
@@ -36,7 +46,9 @@ public enum RequestObject {
     /// Header: `alg`, `typ: oauth-authz-req+jwt`, `kid`. Claims: `iss` = client_id, `aud` =
     /// the AS's issuer (§4), the request parameters, `iat`, `nbf`, `exp` (short), `jti` (≤ 64
     /// bytes: 32 random bytes, base64url).
-    public static func sign(_ p: AuthorizationParameters, audience: String, key: JWK, alg: JWSAlgorithm, now: Int64) throws -> String {
+    public static func sign(_ p: AuthorizationParameters, audience: String, key: JWK, alg: JWSAlgorithm, now: Int64)
+        throws -> String
+    {
         var claims = JSONObject()
         claims["iss"] = .string(p.clientID)
         claims["aud"] = .string(audience)

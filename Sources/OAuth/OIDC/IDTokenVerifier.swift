@@ -11,13 +11,17 @@ public struct IDTokenVerifier: Sendable {
     public var maxAge: Int64 = 600
 
     public init(issuer: String, clientID: String, algorithms: Set<JWSAlgorithm>) {
-        self.issuer = issuer; self.clientID = clientID; self.algorithms = algorithms
+        self.issuer = issuer
+        self.clientID = clientID
+        self.algorithms = algorithms
     }
 
     /// - nonce: the value sent in the authorization request (step 11); nil for a refresh,
     ///   where OIDC Core §12.2 has the new ID token carry no nonce or the original one.
     /// - accessToken: checked against `at_hash` when the token has one (§3.1.3.8).
-    public func verify(_ idToken: String, keys: JWKSet, nonce: String?, accessToken: String?, now: Int64) throws -> JSONObject {
+    public func verify(_ idToken: String, keys: JWKSet, nonce: String?, accessToken: String?, now: Int64) throws
+        -> JSONObject
+    {
         let jws = try CompactJWS(idToken)
         // Steps 6–8: signature with the AS's keys, an algorithm it may use.
         try JWSVerifier(keys: keys, algorithms: algorithms).verify(jws)
@@ -31,7 +35,9 @@ public struct IDTokenVerifier: Sendable {
         // Steps 4–5: with several audiences, azp must be present and be this client.
         let audiences = claims["aud"]?.array?.compactMap(\.string) ?? []
         if audiences.count > 1 || claims["azp"] != nil {
-            guard claims["azp"]?.string == clientID else { throw JOSEError(.audienceMismatch, claim: "azp", "must be this client") }
+            guard claims["azp"]?.string == clientID else {
+                throw JOSEError(.audienceMismatch, claim: "azp", "must be this client")
+            }
         }
         // Step 11: nonce as sent.
         if let nonce {
@@ -50,7 +56,9 @@ public struct IDTokenVerifier: Sendable {
             }
             let full = digest.hash(Array(accessToken.utf8))
             let expected = Base64URL.encode(Array(full.prefix(full.count / 2)))
-            guard atHash.string == expected else { throw JOSEError(.invalidClaim, claim: "at_hash", "does not match the access token") }
+            guard atHash.string == expected else {
+                throw JOSEError(.invalidClaim, claim: "at_hash", "does not match the access token")
+            }
         }
         return claims
     }

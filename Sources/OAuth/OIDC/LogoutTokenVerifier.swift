@@ -16,7 +16,9 @@ public struct LogoutTokenVerifier: Sendable {
     public var maxAge: Int64 = 300
 
     public init(issuer: String, clientID: String, algorithms: Set<JWSAlgorithm>) {
-        self.issuer = issuer; self.clientID = clientID; self.algorithms = algorithms
+        self.issuer = issuer
+        self.clientID = clientID
+        self.algorithms = algorithms
     }
 
     /// What a valid logout token ends: the AS session `sid`, every session of `sub`, or both.
@@ -42,11 +44,16 @@ public struct LogoutTokenVerifier: Sendable {
         guard let events = claims["events"]?.object, events[Self.event]?.object != nil else {
             throw JOSEError(.invalidClaim, claim: "events", "must hold the back-channel logout event")
         }
-        guard claims["nonce"] == nil else { throw JOSEError(.invalidClaim, claim: "nonce", "a logout token has no nonce") }
-        let sid = claims["sid"]?.string, sub = claims["sub"]?.string
+        guard claims["nonce"] == nil else {
+            throw JOSEError(.invalidClaim, claim: "nonce", "a logout token has no nonce")
+        }
+        let sid = claims["sid"]?.string
+        let sub = claims["sub"]?.string
         if claims["sid"] != nil && sid == nil { throw JOSEError(.invalidClaim, claim: "sid", "must be a string") }
         if claims["sub"] != nil && sub == nil { throw JOSEError(.invalidClaim, claim: "sub", "must be a string") }
-        guard sid != nil || sub != nil else { throw JOSEError(.missingClaim, claim: "sid", "a logout token names a sid or a sub") }
+        guard sid != nil || sub != nil else {
+            throw JOSEError(.missingClaim, claim: "sid", "a logout token names a sid or a sub")
+        }
         guard let jti = claims["jti"]?.string, !jti.isEmpty, let iat = claims["iat"]?.int64 else {
             throw JOSEError(.invalidClaim, claim: "jti", "must be a string")
         }

@@ -12,7 +12,9 @@ public struct PushedAuthorizationResponse: Sendable, Equatable {
             let error = object?["error"]?.string ?? "HTTP \(status)"
             throw JOSEError(.malformed, claim: "error", "the PAR endpoint refused the request: \(error)")
         }
-        guard let object, let uri = object["request_uri"]?.string, !uri.isEmpty, let expires = object["expires_in"]?.int64, expires > 0 else {
+        guard let object, let uri = object["request_uri"]?.string, !uri.isEmpty,
+            let expires = object["expires_in"]?.int64, expires > 0
+        else {
             throw JOSEError(.malformed, claim: "request_uri", "the PAR response has no request_uri and expires_in")
         }
         return PushedAuthorizationResponse(requestURI: uri, expiresIn: expires)

@@ -27,11 +27,14 @@ public struct TokenResponse: Sendable, Equatable {
             return .failure(Failure(error: object?["error"]?.string ?? "invalid_response", status: status))
         }
         guard let object, let access = object["access_token"]?.string, !access.isEmpty,
-              let type = object["token_type"]?.string else {
+            let type = object["token_type"]?.string
+        else {
             return .failure(Failure(error: "invalid_response", status: status))
         }
-        return .success(TokenResponse(accessToken: access, tokenType: type, expiresIn: object["expires_in"]?.int64,
-                                      refreshToken: object["refresh_token"]?.string, idToken: object["id_token"]?.string,
-                                      scope: object["scope"]?.string))
+        return .success(
+            TokenResponse(
+                accessToken: access, tokenType: type, expiresIn: object["expires_in"]?.int64,
+                refreshToken: object["refresh_token"]?.string, idToken: object["id_token"]?.string,
+                scope: object["scope"]?.string))
     }
 }

@@ -9,10 +9,16 @@ public struct FetchRequest: Sendable {
     /// Responses larger than this fail (a hostile or broken IdP cannot exhaust memory).
     public var maxResponseBytes: Int
 
-    public init(url: String, body: [UInt8]? = nil, headers: [String] = [], timeout: Double = 10,
-                connectTimeout: Double = 3, maxResponseBytes: Int = 1 << 20) {
-        self.url = url; self.body = body; self.headers = headers
-        self.timeout = timeout; self.connectTimeout = connectTimeout; self.maxResponseBytes = maxResponseBytes
+    public init(
+        url: String, body: [UInt8]? = nil, headers: [String] = [], timeout: Double = 10,
+        connectTimeout: Double = 3, maxResponseBytes: Int = 1 << 20
+    ) {
+        self.url = url
+        self.body = body
+        self.headers = headers
+        self.timeout = timeout
+        self.connectTimeout = connectTimeout
+        self.maxResponseBytes = maxResponseBytes
     }
 }
 

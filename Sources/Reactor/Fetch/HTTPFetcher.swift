@@ -73,7 +73,10 @@ public final class HTTPFetcher {
 
     fileprivate func timerChanged(_ ms: Int) {
         guard let timer else { return }
-        if ms < 0 { event_del(timer); return }
+        if ms < 0 {
+            event_del(timer)
+            return
+        }
         var tv = timeval(seconds: Double(ms) / 1000)
         event_add(timer, &tv)
     }
@@ -99,8 +102,10 @@ public final class HTTPFetcher {
     }
 }
 
-private func socketThunk(_ easy: UnsafeMutableRawPointer?, _ fd: curl_socket_t, _ what: Int32,
-                         _ userp: UnsafeMutableRawPointer?, _ socketp: UnsafeMutableRawPointer?) -> Int32 {
+private func socketThunk(
+    _ easy: UnsafeMutableRawPointer?, _ fd: curl_socket_t, _ what: Int32,
+    _ userp: UnsafeMutableRawPointer?, _ socketp: UnsafeMutableRawPointer?
+) -> Int32 {
     Unmanaged<HTTPFetcher>.fromOpaque(userp!).takeUnretainedValue().socketChanged(fd, what: what)
     return 0
 }

@@ -29,25 +29,38 @@ final class Transfer {
         guard let easy = curl_easy_init() else { throw FetchError(description: "curl_easy_init failed") }
         self.easy = easy
         func check(_ rc: CURLcode, _ what: String) throws {
-            if rc != CURLE_OK { throw FetchError(description: "curl option \(what): \(String(cString: curl_easy_strerror(rc)))") }
+            if rc != CURLE_OK {
+                throw FetchError(description: "curl option \(what): \(String(cString: curl_easy_strerror(rc)))")
+            }
         }
         try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_URL, request.url), "URL")
         // Only http(s), also after redirects; bounded redirects; no signals (threads).
         try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_PROTOCOLS_STR, "http,https"), "PROTOCOLS_STR")
         try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"), "REDIR_PROTOCOLS_STR")
-        try check(tg_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, settings.maxRedirects > 0 ? 1 : 0), "FOLLOWLOCATION")
+        try check(
+            tg_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, settings.maxRedirects > 0 ? 1 : 0), "FOLLOWLOCATION")
         try check(tg_curl_easy_setopt_long(easy, CURLOPT_MAXREDIRS, settings.maxRedirects), "MAXREDIRS")
         try check(tg_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1), "NOSIGNAL")
         try check(tg_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeout * 1000)), "TIMEOUT_MS")
-        try check(tg_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout * 1000)), "CONNECTTIMEOUT_MS")
-        try check(tg_curl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxResponseBytes)), "MAXFILESIZE")
-        try check(tg_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, settings.insecureSkipTLSVerify ? 0 : 1), "SSL_VERIFYPEER")
-        try check(tg_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, settings.insecureSkipTLSVerify ? 0 : 2), "SSL_VERIFYHOST")
+        try check(
+            tg_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout * 1000)),
+            "CONNECTTIMEOUT_MS")
+        try check(
+            tg_curl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxResponseBytes)),
+            "MAXFILESIZE")
+        try check(
+            tg_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, settings.insecureSkipTLSVerify ? 0 : 1),
+            "SSL_VERIFYPEER")
+        try check(
+            tg_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, settings.insecureSkipTLSVerify ? 0 : 2),
+            "SSL_VERIFYHOST")
         if let ca = settings.caFile { try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_CAINFO, ca), "CAINFO") }
         try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_USERAGENT, "tokengate"), "USERAGENT")
         try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_ACCEPT_ENCODING, ""), "ACCEPT_ENCODING")
         for h in request.headers {
-            guard let list = curl_slist_append(headerList, h) else { throw FetchError(description: "curl_slist_append failed") }
+            guard let list = curl_slist_append(headerList, h) else {
+                throw FetchError(description: "curl_slist_append failed")
+            }
             headerList = list
         }
         if let headerList { try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, headerList), "HTTPHEADER") }
@@ -56,7 +69,9 @@ final class Transfer {
             let buf = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(payload.count, 1))
             _ = buf.initialize(from: payload)
             postData = buf
-            try check(tg_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(payload.count)), "POSTFIELDSIZE")
+            try check(
+                tg_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(payload.count)), "POSTFIELDSIZE"
+            )
             try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, buf.baseAddress), "POSTFIELDS")
         }
         // Unretained: the fetcher's table holds this transfer while curl may call back.
@@ -71,12 +86,16 @@ final class Transfer {
             tooLarge = true
             return 0  // makes curl fail the transfer with CURLE_WRITE_ERROR
         }
-        data.withMemoryRebound(to: UInt8.self, capacity: count) { body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count)) }
+        data.withMemoryRebound(to: UInt8.self, capacity: count) {
+            body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+        }
         return count
     }
 
     fileprivate func header(_ data: UnsafeMutablePointer<CChar>, _ count: Int) -> Int {
-        let line = data.withMemoryRebound(to: UInt8.self, capacity: count) { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) }
+        let line = data.withMemoryRebound(to: UInt8.self, capacity: count) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+        }
         if line.hasPrefix("HTTP/") {
             responseHeaders.removeAll()  // a new response (after a redirect or 100-continue)
         } else if let colon = line.firstIndex(of: ":") {
@@ -90,7 +109,8 @@ final class Transfer {
     func finish(result: CURLcode) {
         guard let easy else { return }
         if result != CURLE_OK {
-            let why = tooLarge || result == CURLE_FILESIZE_EXCEEDED
+            let why =
+                tooLarge || result == CURLE_FILESIZE_EXCEEDED
                 ? "response larger than \(request.maxResponseBytes) bytes"
                 : String(cString: curl_easy_strerror(result))
             completion(.failure(FetchError(description: why)))
@@ -102,8 +122,8 @@ final class Transfer {
     }
 }
 
-private extension Substring {
-    func trimmingCharacters(in set: String) -> String {
+extension Substring {
+    fileprivate func trimmingCharacters(in set: String) -> String {
         var s = self
         while let f = s.first, set.contains(f) { s = s.dropFirst() }
         while let l = s.last, set.contains(l) { s = s.dropLast() }
@@ -111,10 +131,14 @@ private extension Substring {
     }
 }
 
-private func writeThunk(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ n: Int, _ userp: UnsafeMutableRawPointer?) -> Int {
+private func writeThunk(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ n: Int, _ userp: UnsafeMutableRawPointer?)
+    -> Int
+{
     Unmanaged<Transfer>.fromOpaque(userp!).takeUnretainedValue().write(data!, size * n)
 }
 
-private func headerThunk(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ n: Int, _ userp: UnsafeMutableRawPointer?) -> Int {
+private func headerThunk(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ n: Int, _ userp: UnsafeMutableRawPointer?)
+    -> Int
+{
     Unmanaged<Transfer>.fromOpaque(userp!).takeUnretainedValue().header(data!, size * n)
 }

@@ -39,7 +39,10 @@ public struct BodyChunk {
 public final class OwnedBuffer {
     let buffer: OpaquePointer
     public init() { buffer = evbuffer_new() }
-    public convenience init(_ text: String) { self.init(); append(text) }
+    public convenience init(_ text: String) {
+        self.init()
+        append(text)
+    }
     public convenience init(_ bytes: [UInt8]) {
         self.init()
         if !bytes.isEmpty { _ = bytes.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, bytes.count) } }

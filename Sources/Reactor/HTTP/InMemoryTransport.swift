@@ -17,14 +17,17 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
 
     /// An exchange for `method target` with `fields` and `body`, and the transport that
     /// records its answer.
-    public static func exchange(_ methodName: String, _ target: String, fields: [(name: String, value: String)] = [],
-                                body: [UInt8]? = nil, peer: String = "127.0.0.1", isTLS: Bool = false,
-                                connection: ClientConnection? = nil) -> (ServerExchange, InMemoryTransport) {
+    public static func exchange(
+        _ methodName: String, _ target: String, fields: [(name: String, value: String)] = [],
+        body: [UInt8]? = nil, peer: String = "127.0.0.1", isTLS: Bool = false,
+        connection: ClientConnection? = nil
+    ) -> (ServerExchange, InMemoryTransport) {
         let t = InMemoryTransport()
         t.requestBody = body.map(BufferedRequestBody.init)
         let head = HTTPRequestHead(methodName: methodName, target: target, version: (1, 1), fields: HTTP1Fields(fields))
-        let exchange = ServerExchange(head: head, connection: connection ?? ClientConnection(peer: peer, isTLS: isTLS),
-                                      body: t, responder: Responder(transport: t))
+        let exchange = ServerExchange(
+            head: head, connection: connection ?? ClientConnection(peer: peer, isTLS: isTLS),
+            body: t, responder: Responder(transport: t))
         return (exchange, t)
     }
 

@@ -17,7 +17,9 @@ public enum Listener {
     public static func port(of fd: Int32) -> UInt16 {
         var addr = sockaddr_in()
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
         return UInt16(bigEndian: addr.sin_port)
     }
 }

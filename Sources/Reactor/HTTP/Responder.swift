@@ -41,8 +41,13 @@ public final class Responder {
         precondition(state == .waiting, "answered twice")
         state = .answered
         self.status = status
-        guard transport.isConnected else { transport.discardResponse(); complete(flushed: false); return }
-        transport.sendResponse(HTTPResponseHead(status: status, reason: reason, fields: fields), body: body, close: close)
+        guard transport.isConnected else {
+            transport.discardResponse()
+            complete(flushed: false)
+            return
+        }
+        transport.sendResponse(
+            HTTPResponseHead(status: status, reason: reason, fields: fields), body: body, close: close)
     }
 
     /// An interim response (1xx other than 101) before the final one.
@@ -78,7 +83,12 @@ public final class Responder {
         guard transport.isConnected, let endpoint = transport.switchProtocols(head) else {
             state = .answered
             status = 502
-            if transport.isConnected { transport.abortResponse() } else { transport.discardResponse(); complete(flushed: false) }
+            if transport.isConnected {
+                transport.abortResponse()
+            } else {
+                transport.discardResponse()
+                complete(flushed: false)
+            }
             return nil
         }
         state = .answered
@@ -92,7 +102,12 @@ public final class Responder {
     public func finish() {
         precondition(state == .streaming)
         state = .answered
-        if transport.isConnected { transport.endResponse() } else { transport.discardResponse(); complete(flushed: false) }
+        if transport.isConnected {
+            transport.endResponse()
+        } else {
+            transport.discardResponse()
+            complete(flushed: false)
+        }
     }
 
     /// Ends a response abnormally (or answers nothing): the connection is cut, so a client
@@ -100,7 +115,12 @@ public final class Responder {
     public func abort() {
         guard state != .answered else { return }
         state = .answered
-        if transport.isConnected { transport.abortResponse() } else { transport.discardResponse(); complete(flushed: false) }
+        if transport.isConnected {
+            transport.abortResponse()
+        } else {
+            transport.discardResponse()
+            complete(flushed: false)
+        }
     }
 
     // MARK: from the transport
@@ -111,7 +131,10 @@ public final class Responder {
     /// The connection went away (before the answer was fully written).
     public func transportClosed() {
         guard !completed else { return }
-        if state != .answered, let gone = onClientGone { onClientGone = nil; gone() }
+        if state != .answered, let gone = onClientGone {
+            onClientGone = nil
+            gone()
+        }
         if state == .answered { complete(flushed: false) }
     }
 

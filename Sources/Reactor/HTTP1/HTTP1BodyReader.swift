@@ -32,8 +32,9 @@ struct HTTP1BodyReader: Sendable {
         case .untilClose: state = .untilClose
         }
         self.limits = limits
-        trailers = HTTP1FieldSection(maxBytes: limits.maxTrailerBytes, maxCount: limits.maxHeaderCount,
-                                     tooLarge: .trailerSectionTooLarge, tooMany: .trailerSectionTooLarge)
+        trailers = HTTP1FieldSection(
+            maxBytes: limits.maxTrailerBytes, maxCount: limits.maxHeaderCount,
+            tooLarge: .trailerSectionTooLarge, tooMany: .trailerSectionTooLarge)
     }
 
     /// The message's body ended without an `.end` step yet (only a close-delimited body
@@ -67,10 +68,13 @@ struct HTTP1BodyReader: Sendable {
                 let maxLength = limits.maxChunkSizeDigits + limits.maxChunkExtensionBytes
                 let end: Int?
                 do throws(HTTP1ParseError) {
-                    end = try scanner.scan(input, from: i, into: &line, lineStart: 0, maxLength: maxLength,
-                                           tooLong: .chunkExtensionTooLarge)
+                    end = try scanner.scan(
+                        input, from: i, into: &line, lineStart: 0, maxLength: maxLength,
+                        tooLong: .chunkExtensionTooLarge)
                 } catch {
-                    guard error.code == .chunkExtensionTooLarge, hexDigits(line) > limits.maxChunkSizeDigits else { throw error }
+                    guard error.code == .chunkExtensionTooLarge, hexDigits(line) > limits.maxChunkSizeDigits else {
+                        throw error
+                    }
                     throw HTTP1ParseError(.chunkSizeTooLarge)
                 }
                 guard let end else { return (input.count, nil) }
@@ -86,8 +90,11 @@ struct HTTP1BodyReader: Sendable {
             case .chunkDataEnd:
                 // chunk = chunk-size [ chunk-ext ] CRLF chunk-data CRLF: the data's CRLF must
                 // follow at once, or the sender's idea of the size differs from ours.
-                guard let end = try scanner.scan(input, from: i, into: &line, lineStart: 0, maxLength: 0,
-                                                 tooLong: .invalidChunkTerminator) else { return (input.count, nil) }
+                guard
+                    let end = try scanner.scan(
+                        input, from: i, into: &line, lineStart: 0, maxLength: 0,
+                        tooLong: .invalidChunkTerminator)
+                else { return (input.count, nil) }
                 i = end
                 state = .chunkLine
             case .trailers:
@@ -169,7 +176,11 @@ struct HTTP1BodyReader: Sendable {
                 var closed = false
                 while p < end {
                     let b = ext[p]
-                    if b == 0x22 { closed = true; p += 1; break }
+                    if b == 0x22 {
+                        closed = true
+                        p += 1
+                        break
+                    }
                     if b == 0x5C {
                         guard p + 1 < end, HTTP1Bytes.isFieldValueByte(ext[p + 1]) else { break }
                         p += 2
@@ -188,8 +199,10 @@ struct HTTP1BodyReader: Sendable {
 
     /// RFC 9110 §6.5.1: fields that frame or route the message must not arrive as trailers.
     static func checkTrailers(_ fields: HTTP1Fields) throws(HTTP1ParseError) {
-        for i in fields.indices where fields.nameEquals(i, "content-length")
-            || fields.nameEquals(i, "transfer-encoding") || fields.nameEquals(i, "host") {
+        for i in fields.indices
+        where fields.nameEquals(i, "content-length")
+            || fields.nameEquals(i, "transfer-encoding") || fields.nameEquals(i, "host")
+        {
             throw HTTP1ParseError(.forbiddenTrailerField)
         }
     }

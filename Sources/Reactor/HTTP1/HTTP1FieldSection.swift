@@ -29,8 +29,11 @@ struct HTTP1FieldSection: Sendable {
         while true {
             // A field line's CRLF counts; the empty line ending the section does not.
             let budget = max(0, maxBytes - used - 2)
-            guard let end = try scanner.scan(input, from: i, into: &storage, lineStart: lineStart,
-                                             maxLength: budget, tooLong: tooLarge) else { return nil }
+            guard
+                let end = try scanner.scan(
+                    input, from: i, into: &storage, lineStart: lineStart,
+                    maxLength: budget, tooLong: tooLarge)
+            else { return nil }
             i = end
             if storage.count == lineStart { return i }
             guard spans.count < maxCount else { throw HTTP1ParseError(tooMany) }

@@ -21,13 +21,16 @@ extension HTTP1Fields {
     /// Appends a field. The caller vouches for the bytes (a name from config or code, a
     /// value already checked): `isValid` says whether a section may be sent as it is.
     public mutating func append(_ name: String, _ value: String) {
-        var name = name, value = value
+        var name = name
+        var value = value
         name.withUTF8 { n in value.withUTF8 { v in append(name: n, value: v) } }
     }
 
     /// Appends a field from another section (or any bytes), copying them.
     public mutating func append(_ field: HTTP1Field) {
-        field.nameBytes.withUnsafeBufferPointer { n in field.valueBytes.withUnsafeBufferPointer { v in append(name: n, value: v) } }
+        field.nameBytes.withUnsafeBufferPointer { n in
+            field.valueBytes.withUnsafeBufferPointer { v in append(name: n, value: v) }
+        }
     }
 
     public mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
@@ -61,8 +64,9 @@ extension HTTP1Fields {
     public func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
         storage.withUnsafeBufferPointer { all in
             for span in spans {
-                body(UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd]),
-                     UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd]))
+                body(
+                    UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd]),
+                    UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd]))
             }
         }
     }

@@ -33,7 +33,8 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
             storage.append(contentsOf: name.utf8)
             let valueStart = storage.count
             storage.append(contentsOf: value.utf8)
-            spans.append(Span(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart, valueEnd: storage.count))
+            spans.append(
+                Span(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart, valueEnd: storage.count))
         }
         self.init(storage: storage, spans: spans)
     }
@@ -43,8 +44,9 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
 
     public subscript(position: Int) -> HTTP1Field {
         let span = spans[position]
-        return HTTP1Field(nameBytes: storage[span.nameStart..<span.nameEnd],
-                          valueBytes: storage[span.valueStart..<span.valueEnd])
+        return HTTP1Field(
+            nameBytes: storage[span.nameStart..<span.nameEnd],
+            valueBytes: storage[span.valueStart..<span.valueEnd])
     }
 
     /// The value of the first field named `name` (ASCII case-insensitive), if any.
@@ -65,10 +67,14 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
                 for (i, span) in spans.enumerated() where span.nameEnd - span.nameStart == wanted.count {
                     var same = true
                     for k in 0..<wanted.count {
-                        let a = all[span.nameStart + k], b = wanted[k]
+                        let a = all[span.nameStart + k]
+                        let b = wanted[k]
                         let fa = (a >= 0x41 && a <= 0x5A) ? a | 0x20 : a
                         let fb = (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
-                        if fa != fb { same = false; break }
+                        if fa != fb {
+                            same = false
+                            break
+                        }
                     }
                     if same { body(i) }
                 }

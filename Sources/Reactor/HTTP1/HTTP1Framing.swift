@@ -24,7 +24,8 @@ public enum HTTP1Version: Sendable, Equatable, CustomStringConvertible {
     static func parse(_ bytes: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1Version {
         let b = Array(bytes.prefix(9))
         guard bytes.count == 8, b[0] == 0x48, b[1] == 0x54, b[2] == 0x54, b[3] == 0x50, b[4] == 0x2F,
-              HTTP1Bytes.isDigit(b[5]), b[6] == 0x2E, HTTP1Bytes.isDigit(b[7]) else {
+            HTTP1Bytes.isDigit(b[5]), b[6] == 0x2E, HTTP1Bytes.isDigit(b[7])
+        else {
             throw HTTP1ParseError(.invalidVersion)
         }
         guard b[5] == 0x31 else { throw HTTP1ParseError(.unsupportedVersion) }

@@ -33,7 +33,8 @@ public enum HTTP1FuzzEntry {
     public static func response(_ data: [UInt8], toHEAD: Bool) {
         let whole = feedResponses(data, toHEAD: toHEAD, splits: [])
         for splits in splitPlans(data) {
-            precondition(feedResponses(data, toHEAD: toHEAD, splits: splits) == whole, "response: split feeding differs")
+            precondition(
+                feedResponses(data, toHEAD: toHEAD, splits: splits) == whole, "response: split feeding differs")
         }
     }
 
@@ -74,7 +75,9 @@ public enum HTTP1FuzzEntry {
                         outcome.heads.append(head.description)
                         body = []
                     case .body(let range)?:
-                        precondition(range.lowerBound >= 0 && range.upperBound <= consumed && !range.isEmpty, "request: body range")
+                        precondition(
+                            range.lowerBound >= 0 && range.upperBound <= consumed && !range.isEmpty,
+                            "request: body range")
                         body += buffer[range]
                     case .end(let trailers)?:
                         outcome.bodies.append(body)
@@ -109,7 +112,9 @@ public enum HTTP1FuzzEntry {
                         outcome.heads.append(head.description)
                         body = []
                     case .body(let range)?:
-                        precondition(range.lowerBound >= 0 && range.upperBound <= consumed && !range.isEmpty, "response: body range")
+                        precondition(
+                            range.lowerBound >= 0 && range.upperBound <= consumed && !range.isEmpty,
+                            "response: body range")
                         body += buffer[range]
                     case .end(let trailers)?:
                         outcome.bodies.append(body)
@@ -141,7 +146,8 @@ public enum HTTP1FuzzEntry {
     }
 
     static func checkRoundTrip(_ head: HTTP1RequestHead) {
-        let wire = Array(head.method.utf8) + [0x20] + Array(head.targetBytes) + [0x20]
+        let wire =
+            Array(head.method.utf8) + [0x20] + Array(head.targetBytes) + [0x20]
             + Array(head.version.description.utf8) + [0x0D, 0x0A] + serialize(head.fields)
         var parser = HTTP1RequestParser()
         guard case .head(let again)? = try? parser.parse(wire).event else {
@@ -151,7 +157,8 @@ public enum HTTP1FuzzEntry {
     }
 
     static func checkRoundTrip(_ head: HTTP1ResponseHead, toHEAD: Bool) {
-        let wire = Array("\(head.version) \(head.status) ".utf8) + Array(head.reasonBytes) + [0x0D, 0x0A]
+        let wire =
+            Array("\(head.version) \(head.status) ".utf8) + Array(head.reasonBytes) + [0x0D, 0x0A]
             + serialize(head.fields)
         var parser = HTTP1ResponseParser()
         parser.expectResponse(toHEAD: toHEAD)

@@ -26,9 +26,13 @@ struct HTTP1HeadFields: Sendable {
                 hostCount += 1
             } else if fields.nameEquals(i, "connection") {
                 Self.forEachListElement(fields.valueBytes(i)) { token in
-                    if HTTP1Bytes.equalsLowercase(token, "close") { connectionClose = true }
-                    else if HTTP1Bytes.equalsLowercase(token, "keep-alive") { connectionKeepAlive = true }
-                    else if HTTP1Bytes.equalsLowercase(token, "upgrade") { connectionUpgrade = true }
+                    if HTTP1Bytes.equalsLowercase(token, "close") {
+                        connectionClose = true
+                    } else if HTTP1Bytes.equalsLowercase(token, "keep-alive") {
+                        connectionKeepAlive = true
+                    } else if HTTP1Bytes.equalsLowercase(token, "upgrade") {
+                        connectionUpgrade = true
+                    }
                 }
             } else if fields.nameEquals(i, "expect") {
                 let isContinue = HTTP1Bytes.equalsLowercase(fields.valueBytes(i), "100-continue")

@@ -25,8 +25,10 @@ public struct HTTP1Limits: Sendable, Equatable {
     /// Bytes of the trailer section, counted like `maxHeaderBytes` (RFC 9112 §7.1.2).
     public var maxTrailerBytes: Int
 
-    public init(maxRequestLineBytes: Int = 8192, maxHeaderCount: Int = 100, maxHeaderBytes: Int = 32768,
-                maxChunkSizeDigits: Int = 16, maxChunkExtensionBytes: Int = 4096, maxTrailerBytes: Int = 8192) {
+    public init(
+        maxRequestLineBytes: Int = 8192, maxHeaderCount: Int = 100, maxHeaderBytes: Int = 32768,
+        maxChunkSizeDigits: Int = 16, maxChunkExtensionBytes: Int = 4096, maxTrailerBytes: Int = 8192
+    ) {
         self.maxRequestLineBytes = maxRequestLineBytes
         self.maxHeaderCount = maxHeaderCount
         self.maxHeaderBytes = maxHeaderBytes

@@ -13,9 +13,11 @@ struct HTTP1LineScanner: Sendable {
     /// index just past the LF when the line is complete, or nil when every byte was taken
     /// and the line goes on. `lineStart` is where the line begins in `line`; a line whose
     /// length passes `maxLength` throws `tooLong` (its bytes so far are in `line`).
-    mutating func scan(_ input: UnsafeRawBufferPointer, from start: Int, into line: inout [UInt8],
-                       lineStart: Int, maxLength: Int,
-                       tooLong: HTTP1ParseError.Code) throws(HTTP1ParseError) -> Int? {
+    mutating func scan(
+        _ input: UnsafeRawBufferPointer, from start: Int, into line: inout [UInt8],
+        lineStart: Int, maxLength: Int,
+        tooLong: HTTP1ParseError.Code
+    ) throws(HTTP1ParseError) -> Int? {
         let count = input.count
         if pendingCR {
             guard start < count else { return nil }

@@ -111,4 +111,3 @@ public struct HTTP1ParseError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let truncatedMessage = Code("truncated_message", 502)
     }
 }
-

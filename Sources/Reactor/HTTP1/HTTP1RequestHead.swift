@@ -37,8 +37,10 @@ public struct HTTP1RequestHead: Sendable, Equatable, CustomStringConvertible {
     /// The request-target (always ASCII).
     public var target: String { String(decoding: targetBytes, as: UTF8.self) }
 
-    init(method: String, targetRange: Range<Int>, targetForm: TargetForm, version: HTTP1Version,
-         fields: HTTP1Fields, semantics: HTTP1HeadFields) {
+    init(
+        method: String, targetRange: Range<Int>, targetForm: TargetForm, version: HTTP1Version,
+        fields: HTTP1Fields, semantics: HTTP1HeadFields
+    ) {
         self.method = method
         self.targetRange = targetRange
         self.targetForm = targetForm

@@ -63,8 +63,9 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
 
     public init(limits: HTTP1Limits = HTTP1Limits()) {
         self.limits = limits
-        section = HTTP1FieldSection(maxBytes: limits.maxHeaderBytes, maxCount: limits.maxHeaderCount,
-                                    tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders)
+        section = HTTP1FieldSection(
+            maxBytes: limits.maxHeaderBytes, maxCount: limits.maxHeaderCount,
+            tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders)
         body = HTTP1BodyReader(framing: .none, limits: limits)
     }
 
@@ -75,7 +76,9 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
     }
 
     /// Parses `input` up to the end of the next event (see the type's contract).
-    public mutating func parse(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: Event?) {
+    public mutating func parse(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (
+        consumed: Int, event: Event?
+    ) {
         if case .failed(let error) = state { throw error }
         do throws(HTTP1ParseError) {
             return try step(input)
@@ -85,7 +88,9 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
         }
     }
 
-    private mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: Event?) {
+    private mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (
+        consumed: Int, event: Event?
+    ) {
         switch state {
         case .failed(let error):
             throw error
@@ -104,13 +109,18 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
         }
     }
 
-    private mutating func readHead(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: Event?) {
+    private mutating func readHead(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (
+        consumed: Int, event: Event?
+    ) {
         var i = 0
         if case .requestLine = state {
             while true {
-                guard let end = try section.scanner.scan(input, from: i, into: &section.storage, lineStart: 0,
-                                                         maxLength: limits.maxRequestLineBytes,
-                                                         tooLong: .requestLineTooLong) else { return (input.count, nil) }
+                guard
+                    let end = try section.scanner.scan(
+                        input, from: i, into: &section.storage, lineStart: 0,
+                        maxLength: limits.maxRequestLineBytes,
+                        tooLong: .requestLineTooLong)
+                else { return (input.count, nil) }
                 i = end
                 if !section.storage.isEmpty { break }
                 if skippedEmptyLine { throw HTTP1ParseError(.leadingEmptyLines) }
@@ -129,8 +139,9 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
         // one Host header field".
         if semantics.hostCount == 0, line.version == .http11 { throw HTTP1ParseError(.missingHost) }
         if semantics.expectContinue == false { throw HTTP1ParseError(.unsupportedExpectation) }
-        let head = HTTP1RequestHead(method: line.method, targetRange: line.target, targetForm: line.form,
-                                    version: line.version, fields: fields, semantics: semantics)
+        let head = HTTP1RequestHead(
+            method: line.method, targetRange: line.target, targetForm: line.form,
+            version: line.version, fields: fields, semantics: semantics)
         body = HTTP1BodyReader(framing: head.framing, limits: limits)
         requestLine = nil
         state = .body
@@ -141,7 +152,8 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
     private static func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTP1ParseError) -> RequestLine {
         if line.elementsEqual("PRI * HTTP/2.0".utf8) { throw HTTP1ParseError(.http2Preface) }
         guard let firstSP = line.firstIndex(of: HTTP1Bytes.sp),
-              let lastSP = line.lastIndex(of: HTTP1Bytes.sp) else { throw HTTP1ParseError(.invalidRequestLine) }
+            let lastSP = line.lastIndex(of: HTTP1Bytes.sp)
+        else { throw HTTP1ParseError(.invalidRequestLine) }
         let methodBytes = line[..<firstSP]
         guard !methodBytes.isEmpty, methodBytes.allSatisfy(HTTP1Bytes.isTchar) else {
             throw HTTP1ParseError(.invalidMethod)
@@ -160,12 +172,15 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
 
     /// RFC 9112 §3.2: origin-form for most requests, authority-form only (and always) for
     /// CONNECT, asterisk-form only for OPTIONS, absolute-form for any.
-    private static func targetForm(_ target: ArraySlice<UInt8>, method: String) throws(HTTP1ParseError) -> HTTP1RequestHead.TargetForm {
+    private static func targetForm(_ target: ArraySlice<UInt8>, method: String) throws(HTTP1ParseError)
+        -> HTTP1RequestHead.TargetForm
+    {
         if method == "CONNECT" {
             // authority-form = uri-host ":" port
             guard let colon = target.lastIndex(of: HTTP1Bytes.colon), colon > target.startIndex,
-                  colon + 1 < target.endIndex, target[(colon + 1)...].allSatisfy(HTTP1Bytes.isDigit),
-                  target.first != 0x2F else { throw HTTP1ParseError(.invalidTarget) }
+                colon + 1 < target.endIndex, target[(colon + 1)...].allSatisfy(HTTP1Bytes.isDigit),
+                target.first != 0x2F
+            else { throw HTTP1ParseError(.invalidTarget) }
             return .authority
         }
         if target.first == 0x2F { return .origin }
@@ -181,15 +196,18 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
         func isAuthorityByte(_ b: UInt8) -> Bool {
             switch b {
             case 0x2D, 0x2E, 0x5F, 0x7E, 0x21, 0x24, 0x26, 0x27, 0x28, 0x29, 0x2A, 0x2B, 0x2C, 0x3B, 0x3D,
-                 0x3A, 0x40, 0x5B, 0x5D, 0x25: true  // - . _ ~ ! $ & ' ( ) * + , ; = : @ [ ] %
+                0x3A, 0x40, 0x5B, 0x5D, 0x25:
+                true  // - . _ ~ ! $ & ' ( ) * + , ; = : @ [ ] %
             default: isAlpha(b) || HTTP1Bytes.isDigit(b)
             }
         }
         guard let colon = target.firstIndex(of: HTTP1Bytes.colon), colon > target.startIndex,
-              isAlpha(target[target.startIndex]),
-              target[target.startIndex..<colon].allSatisfy({ isAlpha($0) || HTTP1Bytes.isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }),
-              target[colon...].starts(with: "://".utf8),
-              target[(colon + 3)...].prefix(while: { $0 != 0x2F && $0 != 0x3F }).allSatisfy(isAuthorityByte)
+            isAlpha(target[target.startIndex]),
+            target[target.startIndex..<colon].allSatisfy({
+                isAlpha($0) || HTTP1Bytes.isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E
+            }),
+            target[colon...].starts(with: "://".utf8),
+            target[(colon + 3)...].prefix(while: { $0 != 0x2F && $0 != 0x3F }).allSatisfy(isAuthorityByte)
         else { throw HTTP1ParseError(.invalidTarget) }
         return .absolute
     }

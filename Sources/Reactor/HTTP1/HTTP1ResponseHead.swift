@@ -16,8 +16,10 @@ public struct HTTP1ResponseHead: Sendable, Equatable, CustomStringConvertible {
     public var reasonBytes: ArraySlice<UInt8> { fields.storage[reasonRange] }
     public var reason: String { String(decoding: reasonBytes, as: UTF8.self) }
 
-    init(version: HTTP1Version, status: Int, reasonRange: Range<Int>, fields: HTTP1Fields,
-         framing: HTTP1Framing, keepAlive: Bool) {
+    init(
+        version: HTTP1Version, status: Int, reasonRange: Range<Int>, fields: HTTP1Fields,
+        framing: HTTP1Framing, keepAlive: Bool
+    ) {
         self.version = version
         self.status = status
         self.reasonRange = reasonRange

@@ -56,8 +56,9 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
 
     public init(limits: HTTP1Limits = HTTP1Limits()) {
         self.limits = limits
-        section = HTTP1FieldSection(maxBytes: limits.maxHeaderBytes, maxCount: limits.maxHeaderCount,
-                                    tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders)
+        section = HTTP1FieldSection(
+            maxBytes: limits.maxHeaderBytes, maxCount: limits.maxHeaderCount,
+            tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders)
         body = HTTP1BodyReader(framing: .none, limits: limits)
     }
 
@@ -76,7 +77,9 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
     }
 
     /// Parses `input` up to the end of the next event (see `HTTP1RequestParser`'s contract).
-    public mutating func parse(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: Event?) {
+    public mutating func parse(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (
+        consumed: Int, event: Event?
+    ) {
         if case .failed(let error) = state { throw error }
         do throws(HTTP1ParseError) {
             return try step(input)
@@ -103,7 +106,9 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
         }
     }
 
-    private mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: Event?) {
+    private mutating func step(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (
+        consumed: Int, event: Event?
+    ) {
         switch state {
         case .failed(let error):
             throw error
@@ -126,12 +131,17 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
         }
     }
 
-    private mutating func readHead(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (consumed: Int, event: Event?) {
+    private mutating func readHead(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (
+        consumed: Int, event: Event?
+    ) {
         var i = 0
         if case .statusLine = state {
-            guard let end = try section.scanner.scan(input, from: i, into: &section.storage, lineStart: 0,
-                                                     maxLength: limits.maxRequestLineBytes,
-                                                     tooLong: .statusLineTooLong) else { return (input.count, nil) }
+            guard
+                let end = try section.scanner.scan(
+                    input, from: i, into: &section.storage, lineStart: 0,
+                    maxLength: limits.maxRequestLineBytes,
+                    tooLong: .statusLineTooLong)
+            else { return (input.count, nil) }
             i = end
             statusLine = try Self.parseStatusLine(section.storage[...])
             section.lineStart = section.storage.count
@@ -152,8 +162,9 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
             framing = .untilClose
         }
         let keepAlive = semantics.keepAlive(line.version) && framing != .untilClose && line.status != 101
-        let head = HTTP1ResponseHead(version: line.version, status: line.status, reasonRange: line.reason,
-                                     fields: fields, framing: framing, keepAlive: keepAlive)
+        let head = HTTP1ResponseHead(
+            version: line.version, status: line.status, reasonRange: line.reason,
+            fields: fields, framing: framing, keepAlive: keepAlive)
         if line.status < 200, line.status != 101 {
             state = .statusLine
             return (end, .informational(head))

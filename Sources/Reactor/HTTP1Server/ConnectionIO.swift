@@ -74,9 +74,14 @@ final class PlainConnectionIO: ConnectionIO {
         var total = 0
         while evbuffer_get_length(output) > 0 {
             let n = evbuffer_write(output, fd)
-            if n > 0 { total += Int(n); continue }
+            if n > 0 {
+                total += Int(n)
+                continue
+            }
             if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return ConnectionWrite(bytes: total, stop: .blocked) }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                return ConnectionWrite(bytes: total, stop: .blocked)
+            }
             failure = "write: \(n == 0 ? "no progress" : String(cString: strerror(errno)))"
             return ConnectionWrite(bytes: total, stop: .failed)
         }

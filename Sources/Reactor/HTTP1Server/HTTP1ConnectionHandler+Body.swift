@@ -4,7 +4,8 @@ internal import CEvent
 /// discarded (bounded) after an answer that did not read them. `Expect: 100-continue` is
 /// answered when the body is first asked for, never before (RFC 9110 §10.1.1).
 extension HTTP1ConnectionHandler {
-    func collect(_ ex: HTTP1ServerExchange, limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
+    func collect(_ ex: HTTP1ServerExchange, limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void)
+    {
         thread.check()
         guard case .unclaimed = ex.consumer else {
             assertionFailure("a request body is read once")
@@ -82,8 +83,12 @@ extension HTTP1ConnectionHandler {
     /// answer instead.
     func startDiscarding(_ ex: HTTP1ServerExchange) {
         ex.paused = false
-        if ex.bodyComplete { ex.consumer = .finished; return }
-        let remaining: UInt64? = if case .contentLength(let n) = ex.request.framing { n - UInt64(ex.bodyBytes) } else { nil }
+        if ex.bodyComplete {
+            ex.consumer = .finished
+            return
+        }
+        let remaining: UInt64? =
+            if case .contentLength(let n) = ex.request.framing { n - UInt64(ex.bodyBytes) } else { nil }
         if ex.request.expectsContinue && !ex.continueSent || remaining.map({ $0 > UInt64(Self.discardLimit) }) == true {
             ex.consumer = .finished
             ex.closeAfter = true
@@ -194,7 +199,10 @@ extension HTTP1ConnectionHandler {
     /// No body byte for `bodyTimeout`: the reader fails, and the connection closes (after
     /// an answer the gateway gives at once, if it does).
     func bodyTimedOut() {
-        guard let ex = current else { connection.close(); return }
+        guard let ex = current else {
+            connection.close()
+            return
+        }
         ex.closeAfter = true
         failBody(ex, .timeout)
         guard !connection.isClosed else { return }

@@ -10,13 +10,14 @@ extension HTTP1ConnectionHandler {
         guard case .waiting = ex.response else { return }
         decidePersistence(ex, close: close)
         let noBody = Self.hasNoBody(ex, head.status)
-        let length: UInt64? = if head.status == 204 {
-            nil
-        } else if noBody {
-            HTTP1ResponseEncoder.contentLength(head.fields) ?? (body.isEmpty ? nil : UInt64(body.count))
-        } else {
-            UInt64(body.count)
-        }
+        let length: UInt64? =
+            if head.status == 204 {
+                nil
+            } else if noBody {
+                HTTP1ResponseEncoder.contentLength(head.fields) ?? (body.isEmpty ? nil : UInt64(body.count))
+            } else {
+                UInt64(body.count)
+            }
         var bytes = encodeHead(ex, head, contentLength: length, chunked: false)
         if !noBody { bytes += body }
         bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
@@ -116,8 +117,9 @@ extension HTTP1ConnectionHandler {
         var fields = HTTP1Fields()
         fields.append("Content-Type", "application/json")
         let body = Array("{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}".utf8)
-        let head = HTTP1ResponseEncoder.head(HTTPResponseHead(status: status, fields: fields), contentLength: UInt64(body.count),
-                                             chunked: false, persistence: .close, date: context.dates.fieldLine)
+        let head = HTTP1ResponseEncoder.head(
+            HTTPResponseHead(status: status, fields: fields), contentLength: UInt64(body.count),
+            chunked: false, persistence: .close, date: context.dates.fieldLine)
         let bytes = head + body
         bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
         closeAfterOutput()
@@ -155,12 +157,15 @@ extension HTTP1ConnectionHandler {
         }
     }
 
-    private func encodeHead(_ ex: HTTP1ServerExchange, _ head: HTTPResponseHead, contentLength: UInt64?,
-                            chunked: Bool) -> [UInt8] {
+    private func encodeHead(
+        _ ex: HTTP1ServerExchange, _ head: HTTPResponseHead, contentLength: UInt64?,
+        chunked: Bool
+    ) -> [UInt8] {
         let persistence: HTTP1ResponseEncoder.Persistence =
             ex.closeAfter ? .close : ex.request.version == .http10 ? .keepAlive : .keepAliveDefault
-        return HTTP1ResponseEncoder.head(head, contentLength: contentLength, chunked: chunked,
-                                         persistence: persistence, date: context.dates.fieldLine)
+        return HTTP1ResponseEncoder.head(
+            head, contentLength: contentLength, chunked: chunked,
+            persistence: persistence, date: context.dates.fieldLine)
     }
 
     /// RFC 9112 §6.3 rule 1: no content after HEAD, 1xx, 204, 304.

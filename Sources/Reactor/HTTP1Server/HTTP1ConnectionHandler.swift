@@ -62,7 +62,10 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     /// Makes every step the current state allows: parse a head, deliver body bytes, move
     /// to the next request. Called from every event; re-entrant calls only ask for a rerun.
     func drive() {
-        if driving { driveAgain = true; return }
+        if driving {
+            driveAgain = true
+            return
+        }
         driving = true
         repeat {
             driveAgain = false
@@ -116,10 +119,12 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
                 ex.bodyComplete = true
             }
         }
-        let requestHead = HTTPRequestHead(methodName: head.method, target: head.target,
-                                          version: head.version == .http10 ? (1, 0) : (1, 1), fields: head.fields)
-        let exchange = ServerExchange(head: requestHead, connection: connection.info, body: ex,
-                                      responder: Responder(transport: ex))
+        let requestHead = HTTPRequestHead(
+            methodName: head.method, target: head.target,
+            version: head.version == .http10 ? (1, 0) : (1, 1), fields: head.fields)
+        let exchange = ServerExchange(
+            head: requestHead, connection: connection.info, body: ex,
+            responder: Responder(transport: ex))
         context.handler(exchange)
     }
 
@@ -171,7 +176,8 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     func switchProtocols(_ ex: HTTP1ServerExchange, _ head: HTTPResponseHead) -> TunnelEndpoint? {
         thread.check()
         guard current === ex, case .waiting = ex.response, ex.bodyComplete, ex.request.version == .http11,
-              !isClosing, !connection.isClosed else { return nil }
+            !isClosing, !connection.isClosed
+        else { return nil }
         let bytes = HTTP1ResponseEncoder.switchingProtocols(head, date: context.dates.fieldLine)
         bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
         ex.response = .handedOff
@@ -291,13 +297,15 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         case .unsupportedTransferCoding: "transfer coding not implemented"
         case .unsupportedExpectation: "expectation not supported"
         case .contentLengthWithTransferEncoding, .multipleContentLength, .invalidContentLength,
-             .invalidTransferEncoding, .transferEncodingOnHTTP10: "invalid message framing"
+            .invalidTransferEncoding, .transferEncodingOnHTTP10:
+            "invalid message framing"
         case .missingHost, .multipleHost: "invalid Host header"
         case .invalidMethod: "invalid method"
         case .invalidTarget: "invalid request target"
         case .invalidVersion, .http09: "invalid HTTP version"
         case .obsFold, .missingColon, .emptyFieldName, .whitespaceBeforeColon, .invalidFieldName,
-             .invalidFieldValue: "invalid header field"
+            .invalidFieldValue:
+            "invalid header field"
         default: "malformed request"
         }
     }

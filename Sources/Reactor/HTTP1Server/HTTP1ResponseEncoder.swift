@@ -14,8 +14,10 @@ enum HTTP1ResponseEncoder {
 
     /// The head's bytes with `Content-Length: contentLength` if given, else
     /// `Transfer-Encoding: chunked` if `chunked`, else no framing field.
-    static func head(_ head: HTTPResponseHead, contentLength: UInt64?, chunked: Bool,
-                     persistence: Persistence, date: [UInt8]) -> [UInt8] {
+    static func head(
+        _ head: HTTPResponseHead, contentLength: UInt64?, chunked: Bool,
+        persistence: Persistence, date: [UInt8]
+    ) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(128 + head.fields.storage.count + 8 * head.fields.count)
         statusLine(head, into: &out)
@@ -105,10 +107,10 @@ enum HTTP1ResponseEncoder {
         switch name.count {
         case 4 where lowered.elementsEqual("date".utf8): return .date
         case 10 where lowered.elementsEqual("connection".utf8),
-             10 where lowered.elementsEqual("keep-alive".utf8),
-             14 where lowered.elementsEqual("content-length".utf8),
-             16 where lowered.elementsEqual("proxy-connection".utf8),
-             17 where lowered.elementsEqual("transfer-encoding".utf8):
+            10 where lowered.elementsEqual("keep-alive".utf8),
+            14 where lowered.elementsEqual("content-length".utf8),
+            16 where lowered.elementsEqual("proxy-connection".utf8),
+            17 where lowered.elementsEqual("transfer-encoding".utf8):
             return .framing
         default: return .other
         }

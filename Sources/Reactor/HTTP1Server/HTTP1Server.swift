@@ -25,8 +25,10 @@ public final class HTTP1Server: ExchangeServer {
     private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     /// `tls`: every connection accepted on this server's sockets speaks TLS (1.2 or later).
-    public init(loop: EventLoop, options: HTTPServerOptions, tls: TLSContext?,
-                handler: @escaping (ServerExchange) -> Void) {
+    public init(
+        loop: EventLoop, options: HTTPServerOptions, tls: TLSContext?,
+        handler: @escaping (ServerExchange) -> Void
+    ) {
         // A write to a socket the peer reset raises SIGPIPE, which would end the process.
         _ = Self.ignoreSIGPIPE
         self.loop = loop
@@ -49,8 +51,11 @@ public final class HTTP1Server: ExchangeServer {
             throw ReactorError("fcntl(O_NONBLOCK) failed: \(String(cString: strerror(errno)))")
         }
         // Unretained: the server outlives its listening events (freed in stopAccepting/deinit).
-        guard let event = event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), acceptThunk,
-                                    Unmanaged.passUnretained(self).toOpaque()) else {
+        guard
+            let event = event_new(
+                loop.base, fd, Int16(EV_READ | EV_PERSIST), acceptThunk,
+                Unmanaged.passUnretained(self).toOpaque())
+        else {
             close(fd)
             throw ReactorError("event_new failed for a listening socket")
         }

@@ -122,7 +122,10 @@ final class HTTP1ServerConnection {
             guard !isClosed, reading else { return }
         }
         let room = Self.inputLimit - evbuffer_get_length(input)
-        guard room > 0 else { setReading(false); return }
+        guard room > 0 else {
+            setReading(false)
+            return
+        }
         let result = io.read(into: input, room: room)
         inputBuffered = result.stop == .buffered
         if result.bytes > 0 {
@@ -146,7 +149,10 @@ final class HTTP1ServerConnection {
         case .end:
             peerClosed = true
             setReading(false)
-            if lingering { close(); return }
+            if lingering {
+                close()
+                return
+            }
             handler?.connectionPeerClosed(self)
         case .failed:
             close()
@@ -247,9 +253,15 @@ final class HTTP1ServerConnection {
         handler = nil
         h?.connectionClosed(self)
         guard !isClosed else { return }
-        guard lingerWanted, !peerClosed else { close(); return }
+        guard lingerWanted, !peerClosed else {
+            close()
+            return
+        }
         io.endOutput()
-        if shutdown(fd, Int32(SHUT_WR)) != 0 { close(); return }
+        if shutdown(fd, Int32(SHUT_WR)) != 0 {
+            close()
+            return
+        }
         evbuffer_drain(input, evbuffer_get_length(input))
         if let timerEvent {
             var tv = timeval(seconds: Self.lingerSeconds)
@@ -288,4 +300,6 @@ private func connection(_ arg: UnsafeMutableRawPointer?) -> HTTP1ServerConnectio
 
 private func readThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).readable() }
 private func writeThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).writable() }
-private func timerThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).deadlinePassed() }
+private func timerThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
+    connection(arg).deadlinePassed()
+}

@@ -103,12 +103,18 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     }
 
     func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
-        guard let handler = active else { done(.failure(.clientGone)); return }
+        guard let handler = active else {
+            done(.failure(.clientGone))
+            return
+        }
         handler.collect(self, limit: limit, done)
     }
 
     func stream(to sink: RequestBodySink) {
-        guard let handler = active else { sink.requestBodyFailed(.clientGone); return }
+        guard let handler = active else {
+            sink.requestBodyFailed(.clientGone)
+            return
+        }
         handler.stream(self, to: sink)
     }
 

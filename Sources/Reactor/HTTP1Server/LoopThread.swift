@@ -14,7 +14,8 @@ struct LoopThread {
 
     /// Asserts (debug builds) that the caller is the owning thread.
     func check(_ function: StaticString = #function) {
-        assert(owner.map { pthread_equal($0, pthread_self()) != 0 } ?? true,
-               "\(function) called off its event loop's thread")
+        assert(
+            owner.map { pthread_equal($0, pthread_self()) != 0 } ?? true,
+            "\(function) called off its event loop's thread")
     }
 }

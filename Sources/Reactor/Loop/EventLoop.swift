@@ -53,7 +53,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Asserts (debug builds) that the caller is on the thread running this loop. Before the
     /// loop first runs anyone may set things up, so nothing is checked then.
     public func assertInLoop(_ function: StaticString = #function) {
-        assert(runner.map { pthread_equal($0, pthread_self()) != 0 } ?? true, "\(function) called off its event loop's thread")
+        assert(
+            runner.map { pthread_equal($0, pthread_self()) != 0 } ?? true,
+            "\(function) called off its event loop's thread")
     }
 
     /// Ends `run()` after the current callbacks (thread-safe).

@@ -20,7 +20,10 @@ public final class LoopTimer {
     }
 
     public func cancel() {
-        if let event { event_del(event); event_free(event) }
+        if let event {
+            event_del(event)
+            event_free(event)
+        }
         event = nil
     }
 

@@ -9,13 +9,17 @@ public final class SignalWatcher {
     public init(loop: EventLoop, signal: Int32, _ action: @escaping () -> Void) {
         self.action = action
         // Unretained: the watcher owns the event and frees it in `cancel()`.
-        event = event_new(loop.base, signal, Int16(EV_SIGNAL | EV_PERSIST), signalThunk,
-                          Unmanaged.passUnretained(self).toOpaque())
+        event = event_new(
+            loop.base, signal, Int16(EV_SIGNAL | EV_PERSIST), signalThunk,
+            Unmanaged.passUnretained(self).toOpaque())
         event_add(event, nil)
     }
 
     public func cancel() {
-        if let event { event_del(event); event_free(event) }
+        if let event {
+            event_del(event)
+            event_free(event)
+        }
         event = nil
     }
 

@@ -11,7 +11,10 @@ enum SocketRead {
     static func readv(_ fd: Int32, into buffer: OpaquePointer, max: Int) -> Int {
         withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { vectors -> Int in
             let reserved = evbuffer_reserve_space(buffer, max, vectors.baseAddress, 2)
-            guard reserved > 0 else { errno = ENOMEM; return -1 }
+            guard reserved > 0 else {
+                errno = ENOMEM
+                return -1
+            }
             // Never past `max`, whatever extra room the reservation left.
             var room = max
             for i in 0..<Int(reserved) {
@@ -33,7 +36,10 @@ enum SocketRead {
                 left -= take
                 used += 1
             }
-            guard evbuffer_commit_space(buffer, vectors.baseAddress, used) == 0 else { errno = ENOMEM; return -1 }
+            guard evbuffer_commit_space(buffer, vectors.baseAddress, used) == 0 else {
+                errno = ENOMEM
+                return -1
+            }
             return got
         }
     }

@@ -33,20 +33,28 @@ public final class Redis {
     /// `connectTimeout` bounds each connect with its handshake (TLS, AUTH, SELECT),
     /// `commandTimeout` the wait for a reply, `maxPending` the commands queued or in flight
     /// per server (more fail with `.unavailable`).
-    public init(loop: EventLoop, deployment: RedisDeployment, connectTimeout: Double = 1, commandTimeout: Double = 1,
-                maxPending: Int = 10_000) {
+    public init(
+        loop: EventLoop, deployment: RedisDeployment, connectTimeout: Double = 1, commandTimeout: Double = 1,
+        maxPending: Int = 10_000
+    ) {
         self.deployment = deployment
         self.loop = loop
         switch deployment {
         case .standalone(let endpoint):
-            backend = .standalone(RedisClient(loop: loop, endpoint: endpoint, connectTimeout: connectTimeout,
-                                              commandTimeout: commandTimeout, maxPending: maxPending))
+            backend = .standalone(
+                RedisClient(
+                    loop: loop, endpoint: endpoint, connectTimeout: connectTimeout,
+                    commandTimeout: commandTimeout, maxPending: maxPending))
         case .sentinel(let settings):
-            backend = .sentinel(RedisSentinelClient(loop: loop, settings: settings, connectTimeout: connectTimeout,
-                                                    commandTimeout: commandTimeout, maxPending: maxPending))
+            backend = .sentinel(
+                RedisSentinelClient(
+                    loop: loop, settings: settings, connectTimeout: connectTimeout,
+                    commandTimeout: commandTimeout, maxPending: maxPending))
         case .cluster(let settings):
-            backend = .cluster(RedisClusterClient(loop: loop, settings: settings, connectTimeout: connectTimeout,
-                                                  commandTimeout: commandTimeout, maxPending: maxPending))
+            backend = .cluster(
+                RedisClusterClient(
+                    loop: loop, settings: settings, connectTimeout: connectTimeout,
+                    commandTimeout: commandTimeout, maxPending: maxPending))
         }
     }
 

@@ -27,7 +27,8 @@ extension RedisClient: RedisConnectionDelegate {
         guard let options = endpoint.tls else { return nil }
         if let tlsContext { return tlsContext }
         do {
-            let context = try TLSClientContext(caFile: options.caFile, insecureSkipTLSVerify: options.insecureSkipTLSVerify)
+            let context = try TLSClientContext(
+                caFile: options.caFile, insecureSkipTLSVerify: options.insecureSkipTLSVerify)
             tlsContext = context
             return context
         } catch {

@@ -54,8 +54,10 @@ public final class RedisClient {
     var onFailure: ((RedisError) -> Void)?
 
     /// Creates the client; nothing connects until the first command.
-    public init(loop: EventLoop, endpoint: RedisEndpoint, connectTimeout: Double = 1, commandTimeout: Double = 1,
-                maxPending: Int = 10_000) {
+    public init(
+        loop: EventLoop, endpoint: RedisEndpoint, connectTimeout: Double = 1, commandTimeout: Double = 1,
+        maxPending: Int = 10_000
+    ) {
         self.loop = loop
         self.endpoint = endpoint
         self.connectTimeout = connectTimeout
@@ -102,7 +104,8 @@ public final class RedisClient {
             if let retryAt, ContinuousClock.now < retryAt {
                 let wait = Self.seconds(ContinuousClock.now.duration(to: retryAt))
                 let why = lastFailure?.message ?? "connect failed"
-                return failSoon([done], RedisError(.unavailable, "next connect attempt in \(Int(wait * 1000)) ms after: \(why)"))
+                return failSoon(
+                    [done], RedisError(.unavailable, "next connect attempt in \(Int(wait * 1000)) ms after: \(why)"))
             }
             startConnect()
             // A resolver that answers from /etc/hosts can report a failure inside connect.

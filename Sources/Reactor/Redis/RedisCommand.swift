@@ -61,6 +61,6 @@ enum RedisCommand {
 
     private static let refused: Set<String> = [
         "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE",
-        "MONITOR", "SYNC", "PSYNC", "HELLO", "RESET", "AUTH", "SELECT",
+        "MONITOR", "SYNC", "PSYNC", "HELLO", "RESET", "AUTH", "SELECT"
     ]
 }

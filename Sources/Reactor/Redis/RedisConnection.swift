@@ -62,7 +62,9 @@ final class RedisConnection {
         if let numeric = numericAddress() {
             var address = numeric.address
             rc = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bufferevent_socket_connect(bev, $0, numeric.length) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bufferevent_socket_connect(bev, $0, numeric.length)
+                }
             }
         } else {
             guard let dns = loop.dnsBase else {
@@ -90,8 +92,11 @@ final class RedisConnection {
         }
         guard let tls else { throw RedisError(.unavailable, "\(endpoint.address): TLS endpoint without a TLS context") }
         var err = [CChar](repeating: 0, count: 512)
-        guard let bev = tg_tls_connecting_bufferevent(loop.base, tls.ctx, options.serverName ?? endpoint.host,
-                                                      options.insecureSkipTLSVerify ? 0 : 1, &err, err.count) else {
+        guard
+            let bev = tg_tls_connecting_bufferevent(
+                loop.base, tls.ctx, options.serverName ?? endpoint.host,
+                options.insecureSkipTLSVerify ? 0 : 1, &err, err.count)
+        else {
             throw RedisError(.unavailable, "\(endpoint.address): TLS: \(String(cString: err))")
         }
         return bev
@@ -118,7 +123,8 @@ final class RedisConnection {
 
     /// The endpoint's host as a socket address when it is an IPv4 or IPv6 literal.
     private func numericAddress() -> (address: sockaddr_storage, length: Int32)? {
-        let literal = endpoint.host.contains(":") ? "[\(endpoint.host)]:\(endpoint.port)" : "\(endpoint.host):\(endpoint.port)"
+        let literal =
+            endpoint.host.contains(":") ? "[\(endpoint.host)]:\(endpoint.port)" : "\(endpoint.host):\(endpoint.port)"
         var storage = sockaddr_storage()
         var length = Int32(MemoryLayout<sockaddr_storage>.size)
         let rc = withUnsafeMutablePointer(to: &storage) {
@@ -160,7 +166,10 @@ final class RedisConnection {
         guard let bev else { return }
         if what & Int16(BEV_EVENT_CONNECTED) != 0 {
             if !setNoDelay(bufferevent_getfd(bev)) {
-                fail(RedisError(.unavailable, "\(endpoint.address): setsockopt(TCP_NODELAY) failed: \(String(cString: strerror(errno)))"))
+                fail(
+                    RedisError(
+                        .unavailable,
+                        "\(endpoint.address): setsockopt(TCP_NODELAY) failed: \(String(cString: strerror(errno)))"))
                 return
             }
             delegate?.redisConnectionDidConnect(self)
@@ -170,8 +179,10 @@ final class RedisConnection {
             // errno first: the TLS description below may make library calls that change it.
             let socketError = String(cString: strerror(errno))
             let dnsError = bufferevent_socket_get_dns_error(bev)
-            let why = dnsError != 0 ? "cannot resolve \(endpoint.host): \(String(cString: evutil_gai_strerror(dnsError)))"
-                                    : tlsFailure(bev) ?? socketError
+            let why =
+                dnsError != 0
+                ? "cannot resolve \(endpoint.host): \(String(cString: evutil_gai_strerror(dnsError)))"
+                : tlsFailure(bev) ?? socketError
             fail(RedisError(.unavailable, "\(endpoint.address): \(why)"))
         }
     }

@@ -14,10 +14,14 @@ public struct RedisEndpoint: Sendable, Equatable {
     /// TLS (`rediss://`) and how the server is checked; nil for plain TCP.
     public var tls: RedisTLS?
 
-    public init(host: String, port: UInt16 = 6379, username: String? = nil, password: String? = nil,
-                database: Int = 0, tls: RedisTLS? = nil) {
-        self.host = host; self.port = port
-        self.username = username; self.password = password
+    public init(
+        host: String, port: UInt16 = 6379, username: String? = nil, password: String? = nil,
+        database: Int = 0, tls: RedisTLS? = nil
+    ) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
         self.database = database
         self.tls = tls
     }
@@ -37,14 +41,17 @@ public struct RedisEndpoint: Sendable, Equatable {
         case "redis":
             guard parsed.query.isEmpty else { return nil }
         case "rediss":
-            guard !parsed.hasQueryKeys(outside: RedisTLS.queryKeys), let options = RedisTLS(query: parsed) else { return nil }
+            guard !parsed.hasQueryKeys(outside: RedisTLS.queryKeys), let options = RedisTLS(query: parsed) else {
+                return nil
+            }
             tls = options
         default:
             return nil
         }
         guard let database = RedisURL.database(parsed.path ?? "") else { return nil }
-        self.init(host: parsed.hosts[0].host, port: parsed.hosts[0].port ?? 6379, username: parsed.username,
-                  password: parsed.password, database: database, tls: tls)
+        self.init(
+            host: parsed.hosts[0].host, port: parsed.hosts[0].port ?? 6379, username: parsed.username,
+            password: parsed.password, database: database, tls: tls)
     }
 
     /// `host:port` for messages, IPv6 in brackets; never the password.

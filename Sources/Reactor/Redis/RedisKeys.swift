@@ -21,7 +21,8 @@ enum RedisKeys {
         guard arguments.count >= 3 else { return [] }
         let text = String(decoding: arguments[2], as: UTF8.self)
         guard let count = Int(text), count >= 0, 3 + count <= arguments.count else {
-            throw RedisError(.protocolError, "numkeys \(text) does not fit the script's \(arguments.count - 3) arguments")
+            throw RedisError(
+                .protocolError, "numkeys \(text) does not fit the script's \(arguments.count - 3) arguments")
         }
         return Array(3..<(3 + count))
     }
@@ -30,7 +31,7 @@ enum RedisKeys {
     private static let firstArgument: Set<String> = [
         "GET", "SET", "GETDEL", "INCR", "INCRBY", "DECR", "DECRBY", "EXPIRE", "PEXPIRE", "PERSIST", "TTL", "PTTL",
         "SADD", "SREM", "SMEMBERS", "SISMEMBER", "SCARD",
-        "ZADD", "ZREM", "ZCARD", "ZRANGEBYSCORE", "ZREMRANGEBYSCORE",
+        "ZADD", "ZREM", "ZCARD", "ZRANGEBYSCORE", "ZREMRANGEBYSCORE"
     ]
     private static let everyArgument: Set<String> = ["DEL", "UNLINK", "EXISTS", "MGET"]
     private static let scripts: Set<String> = ["EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO"]

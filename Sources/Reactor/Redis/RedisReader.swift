@@ -55,9 +55,10 @@ final class RedisReader {
         case REDIS_REPLY_STRING: return .bulk(Array(bytes(r)))
         case REDIS_REPLY_ARRAY:
             guard let elements = r.element else { return .array([]) }
-            return .array((0..<r.elements).map { i in
-                elements[i].map { convert($0) } ?? .null
-            })
+            return .array(
+                (0..<r.elements).map { i in
+                    elements[i].map { convert($0) } ?? .null
+                })
         default: return .null  // REDIS_REPLY_NIL, the only other type hiredis 0.14 makes
         }
     }

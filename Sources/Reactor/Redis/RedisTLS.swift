@@ -32,7 +32,9 @@ public struct RedisTLS: Sendable, Equatable {
             self.caFile = caFile
         }
         if let name = url.value("server_name") {
-            let allowed: (Character) -> Bool = { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_" || $0 == ":") }
+            let allowed: (Character) -> Bool = {
+                $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_" || $0 == ":")
+            }
             guard !name.isEmpty, name.allSatisfy(allowed) else { return nil }
             serverName = name
         }

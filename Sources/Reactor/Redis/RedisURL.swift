@@ -28,9 +28,10 @@ struct RedisURL {
         if let mark = rest.firstIndex(of: "?") {
             for pair in rest[rest.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false) {
                 guard let equals = pair.firstIndex(of: "="),
-                      let key = pair[..<equals].removingPercentEncoding, !key.isEmpty,
-                      let value = pair[pair.index(after: equals)...].removingPercentEncoding,
-                      !query.contains(where: { $0.key == key }) else { return nil }
+                    let key = pair[..<equals].removingPercentEncoding, !key.isEmpty,
+                    let value = pair[pair.index(after: equals)...].removingPercentEncoding,
+                    !query.contains(where: { $0.key == key })
+                else { return nil }
                 query.append((key, value))
             }
             rest = rest[..<mark]
@@ -48,9 +49,10 @@ struct RedisURL {
         if let at = rest.lastIndex(of: "@") {
             let userinfo = rest[..<at]
             guard let colon = userinfo.firstIndex(of: ":"),
-                  let user = userinfo[..<colon].removingPercentEncoding,
-                  let pass = userinfo[userinfo.index(after: colon)...].removingPercentEncoding,
-                  !pass.isEmpty else { return nil }
+                let user = userinfo[..<colon].removingPercentEncoding,
+                let pass = userinfo[userinfo.index(after: colon)...].removingPercentEncoding,
+                !pass.isEmpty
+            else { return nil }
             username = user.isEmpty ? nil : user
             password = pass
             rest = rest[rest.index(after: at)...]
@@ -92,7 +94,8 @@ struct RedisURL {
         if authority.hasPrefix("[") {
             guard let close = authority.firstIndex(of: "]") else { return nil }
             host = authority[authority.index(after: authority.startIndex)..<close]
-            guard host.contains(":"), host.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == ":" || $0 == ".") }) else { return nil }
+            guard host.contains(":"), host.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == ":" || $0 == ".") })
+            else { return nil }
             let after = authority[authority.index(after: close)...]
             if !after.isEmpty {
                 guard after.hasPrefix(":") else { return nil }
@@ -105,7 +108,9 @@ struct RedisURL {
             } else {
                 host = authority
             }
-            let allowed: (Character) -> Bool = { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_") }
+            let allowed: (Character) -> Bool = {
+                $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_")
+            }
             guard host.allSatisfy(allowed) else { return nil }
         }
         guard !host.isEmpty else { return nil }

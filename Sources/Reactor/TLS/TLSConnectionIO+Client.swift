@@ -14,10 +14,15 @@ enum TLSHandshakeStep: Equatable {
 extension TLSConnectionIO {
     /// The client side of TLS on a connected non-blocking socket to an upstream: SNI and
     /// name check from `context`, the slot's session offered for resumption.
-    static func client(context: UpstreamTLSContext, fd: Int32, slot: TLSSessionSlot) throws(ReactorError) -> TLSConnectionIO {
+    static func client(context: UpstreamTLSContext, fd: Int32, slot: TLSSessionSlot) throws(ReactorError)
+        -> TLSConnectionIO
+    {
         var err = [CChar](repeating: 0, count: 512)
-        guard let conn = tg_tls_client_conn_new(context.ctx, fd, context.serverName, context.checksName ? 1 : 0,
-                                                slot.slot, &err, err.count) else {
+        guard
+            let conn = tg_tls_client_conn_new(
+                context.ctx, fd, context.serverName, context.checksName ? 1 : 0,
+                slot.slot, &err, err.count)
+        else {
             throw ReactorError("TLS: \(String(cString: err))")
         }
         return TLSConnectionIO(owning: conn, slot: slot)

@@ -20,11 +20,15 @@ public final class UpstreamTLSContext: @unchecked Sendable, Equatable {
     /// `caFile` nil trusts the system's CA certificates. `certFile` and `keyFile` (PEM,
     /// both or neither) are the client certificate for upstreams that require one.
     /// `insecureSkipTLSVerify` turns off every certificate check (chain, dates and name).
-    public init(serverName: String, caFile: String?, certFile: String?, keyFile: String?,
-                insecureSkipTLSVerify: Bool) throws(ReactorError) {
+    public init(
+        serverName: String, caFile: String?, certFile: String?, keyFile: String?,
+        insecureSkipTLSVerify: Bool
+    ) throws(ReactorError) {
         precondition((certFile == nil) == (keyFile == nil), "cert_file and key_file go together")
         var err = [CChar](repeating: 0, count: 512)
-        guard let ctx = tg_tls_upstream_ctx_new(caFile, certFile, keyFile, insecureSkipTLSVerify ? 1 : 0, &err, err.count) else {
+        guard
+            let ctx = tg_tls_upstream_ctx_new(caFile, certFile, keyFile, insecureSkipTLSVerify ? 1 : 0, &err, err.count)
+        else {
             throw ReactorError(String(cString: err))
         }
         self.ctx = ctx

@@ -67,8 +67,10 @@ public final class Tunnel: TunnelEndpointEvents {
 
     /// `webSocket`: the bytes are WebSocket frames (boundaries followed, `end` sends Close
     /// frames); otherwise opaque. `clock`: monotonic seconds (tests move it).
-    public init(loop: EventLoop, client: TunnelEndpoint, upstream: TunnelEndpoint, webSocket: Bool, idleTimeout: Double,
-                clock: @escaping () -> Double = Tunnel.monotonic) {
+    public init(
+        loop: EventLoop, client: TunnelEndpoint, upstream: TunnelEndpoint, webSocket: Bool, idleTimeout: Double,
+        clock: @escaping () -> Double = Tunnel.monotonic
+    ) {
         loop.assertInLoop()
         self.loop = loop
         self.client = client
@@ -99,7 +101,8 @@ public final class Tunnel: TunnelEndpointEvents {
         // Checked a few times per timeout: traffic costs a flag, not a timer update.
         // Unowned: the tunnel owns its timers, and they are cancelled with it (a weak
         // capture would put every retain of the tunnel on the runtime's slow path).
-        idleTimer = LoopTimer(loop: loop, seconds: min(max(idleTimeout / 8, 0.05), 30), repeating: true) { [unowned(unsafe) self] in
+        idleTimer = LoopTimer(loop: loop, seconds: min(max(idleTimeout / 8, 0.05), 30), repeating: true) {
+            [unowned(unsafe) self] in
             self.idleCheck()
         }
         pump(toUpstream)
@@ -117,7 +120,10 @@ public final class Tunnel: TunnelEndpointEvents {
         case .open, .draining: break
         case .ending, .closed: return
         }
-        guard toUpstream.frames != nil else { close(reason); return }
+        guard toUpstream.frames != nil else {
+            close(reason)
+            return
+        }
         state = .ending(reason)
         toUpstream.closeFrame = WebSocketCloseFrame.bytes(code: code, reason: phrase, masked: true)
         toClient.closeFrame = WebSocketCloseFrame.bytes(code: code, reason: phrase, masked: false)
@@ -197,7 +203,9 @@ public final class Tunnel: TunnelEndpointEvents {
         guard state != .closed else { return }
         if state == .open {
             state = .draining(reason)
-            graceTimer = LoopTimer(loop: loop, seconds: Self.graceSeconds) { [unowned(unsafe) self] in self.close(reason) }
+            graceTimer = LoopTimer(loop: loop, seconds: Self.graceSeconds) { [unowned(unsafe) self] in
+                self.close(reason)
+            }
         }
         toUpstream.stop()
         toClient.stop()

@@ -94,7 +94,8 @@ final class TunnelPipe {
                 for i in 0..<min(n, capacity) {
                     let vector = vectors[i]
                     let span = min(vector.iov_len, length - done)
-                    let taken = tracker.scan(UnsafeRawBufferPointer(start: vector.iov_base, count: span), stopAtFrameEnd: stopAtFrameEnd)
+                    let taken = tracker.scan(
+                        UnsafeRawBufferPointer(start: vector.iov_base, count: span), stopAtFrameEnd: stopAtFrameEnd)
                     done += taken
                     if taken < span || done == length || (stopAtFrameEnd && tracker.atBoundary) { return done }
                 }

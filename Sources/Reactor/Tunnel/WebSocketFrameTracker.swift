@@ -56,20 +56,35 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
                 i += 1
                 masked = b & 0x80 != 0
                 switch b & 0x7F {
-                case 126: remaining = 0; phase = .extendedLength(left: 2)
-                case 127: remaining = 0; phase = .extendedLength(left: 8)
+                case 126:
+                    remaining = 0
+                    phase = .extendedLength(left: 2)
+                case 127:
+                    remaining = 0
+                    phase = .extendedLength(left: 8)
                 default:
                     remaining = UInt64(b & 0x7F)
                     if headerDone() && stopAtFrameEnd { return i }
                 }
             case .extendedLength(let left):
-                if left == 8 && bytes[i] & 0x80 != 0 { phase = .broken; return n }
+                if left == 8 && bytes[i] & 0x80 != 0 {
+                    phase = .broken
+                    return n
+                }
                 remaining = remaining << 8 | UInt64(bytes[i])
                 i += 1
-                if left > 1 { phase = .extendedLength(left: left - 1) } else if headerDone() && stopAtFrameEnd { return i }
+                if left > 1 {
+                    phase = .extendedLength(left: left - 1)
+                } else if headerDone() && stopAtFrameEnd {
+                    return i
+                }
             case .maskingKey(let left):
                 i += 1
-                if left > 1 { phase = .maskingKey(left: left - 1) } else if payloadStarts() && stopAtFrameEnd { return i }
+                if left > 1 {
+                    phase = .maskingKey(left: left - 1)
+                } else if payloadStarts() && stopAtFrameEnd {
+                    return i
+                }
             case .payload:
                 let take = Int(min(UInt64(n - i), remaining))
                 i += take
@@ -86,13 +101,19 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
     /// The length is known: the masking key follows, or the payload. True if the frame
     /// ended with its header (an empty, unmasked payload).
     private mutating func headerDone() -> Bool {
-        if masked { phase = .maskingKey(left: 4); return false }
+        if masked {
+            phase = .maskingKey(left: 4)
+            return false
+        }
         return payloadStarts()
     }
 
     /// True if the frame ended here (no payload).
     private mutating func payloadStarts() -> Bool {
-        if remaining == 0 { frameEnded(); return true }
+        if remaining == 0 {
+            frameEnded()
+            return true
+        }
         phase = .payload
         return false
     }

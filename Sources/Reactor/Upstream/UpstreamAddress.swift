@@ -47,8 +47,10 @@ final class UpstreamLookup {
     private init(done: @escaping ([UpstreamAddress]) -> Void) { self.done = done }
 
     /// nil: no resolver on this loop (`done` is not called).
-    static func start(loop: EventLoop, host: String, port: UInt16,
-                      _ done: @escaping ([UpstreamAddress]) -> Void) -> UpstreamLookup? {
+    static func start(
+        loop: EventLoop, host: String, port: UInt16,
+        _ done: @escaping ([UpstreamAddress]) -> Void
+    ) -> UpstreamLookup? {
         guard let dns = loop.dnsBase else { return nil }
         let lookup = UpstreamLookup(done: done)
         var hints = addrinfo()
@@ -79,7 +81,9 @@ final class UpstreamLookup {
         var addresses: [UpstreamAddress] = []
         var node = result == 0 ? list : nil
         while let n = node {
-            if let address = n.pointee.ai_addr { addresses.append(UpstreamAddress(address, length: n.pointee.ai_addrlen)) }
+            if let address = n.pointee.ai_addr {
+                addresses.append(UpstreamAddress(address, length: n.pointee.ai_addrlen))
+            }
             node = n.pointee.ai_next
         }
         if let list { evutil_freeaddrinfo(list) }

@@ -73,7 +73,10 @@ public final class UpstreamCall: UpstreamTransportHandler {
         /// is a protocol error (RFC 9110 §15.2.2: a server sends 101 only to an Upgrade).
         public var upgrade = false
         public init(method: HTTPMethod, target: String, fields: HTTP1Fields, body: RequestBody?) {
-            self.method = method; self.target = target; self.fields = fields; self.body = body
+            self.method = method
+            self.target = target
+            self.fields = fields
+            self.body = body
         }
     }
 
@@ -219,7 +222,10 @@ public final class UpstreamCall: UpstreamTransportHandler {
         guard phase == .opening, let conn = connection else { return }
         connectTimer?.cancel()
         connectTimer = nil
-        guard ok else { finish(conn.openFailure.map { .tlsHandshakeFailed(reason: $0) } ?? .connectionFailed); return }
+        guard ok else {
+            finish(conn.openFailure.map { .tlsHandshakeFailed(reason: $0) } ?? .connectionFailed)
+            return
+        }
         phase = .exchanging
         conn.transport.handler = self
         beginExchange()
@@ -272,13 +278,17 @@ public final class UpstreamCall: UpstreamTransportHandler {
 
     private func resumeBodyIfDrained(_ transport: UpstreamTransport) {
         guard case .streaming(let chunked, let remaining, true) = bodyState,
-              transport.pendingOutput <= Self.bodyLowWater else { return }
+            transport.pendingOutput <= Self.bodyLowWater
+        else { return }
         bodyState = .streaming(chunked: chunked, remaining: remaining, paused: false)
         body?.resume()
     }
 
     func transportWritable(_ transport: UpstreamTransport, timedOut: Bool) {
-        if timedOut { finish(.responseTimeout); return }
+        if timedOut {
+            finish(.responseTimeout)
+            return
+        }
         sendQueued()
     }
 
@@ -318,7 +328,10 @@ public final class UpstreamCall: UpstreamTransportHandler {
 
     fileprivate func bodyEnded() {
         guard case .streaming(let chunked, let remaining, _) = bodyState, let transport else { return }
-        guard remaining ?? 0 == 0 else { finish(.clientBodyFailed(.malformed)); return }
+        guard remaining ?? 0 == 0 else {
+            finish(.clientBodyFailed(.malformed))
+            return
+        }
         if chunked { UpstreamBodyFraming.write("0\r\n\r\n", to: transport.output) }
         bodyState = .complete
         if !queueingBody { sendQueued() }
@@ -342,7 +355,10 @@ public final class UpstreamCall: UpstreamTransportHandler {
 
     func transportReadable(_ transport: UpstreamTransport, timedOut: Bool) {
         guard phase == .exchanging else { return }
-        if timedOut { finish(.responseTimeout); return }
+        if timedOut {
+            finish(.responseTimeout)
+            return
+        }
         let outcome = transport.fill()
         if case .bytes = outcome { receivedBytes = true }
         consumeInput(transport)
@@ -362,7 +378,8 @@ public final class UpstreamCall: UpstreamTransportHandler {
             var vector = iovec()
             let length = evbuffer_get_length(input)
             if length > 0 { evbuffer_peek(input, -1, nil, &vector, 1) }
-            let bytes = UnsafeRawBufferPointer(start: length > 0 ? vector.iov_base : nil, count: length > 0 ? vector.iov_len : 0)
+            let bytes = UnsafeRawBufferPointer(
+                start: length > 0 ? vector.iov_base : nil, count: length > 0 ? vector.iov_len : 0)
             let step: (consumed: Int, event: HTTP1ResponseParser.Event?)
             do throws(HTTP1ParseError) {
                 step = try parser.parse(bytes)
@@ -424,7 +441,10 @@ public final class UpstreamCall: UpstreamTransportHandler {
 
     /// The 101: the connection leaves the pool for the tunnel, and the call ends.
     private func switchedProtocols(_ head: HTTP1ResponseHead) {
-        guard let conn = connection else { finish(.invalidResponse); return }
+        guard let conn = connection else {
+            finish(.invalidResponse)
+            return
+        }
         phase = .finished
         connection = nil
         conn.served += 1
@@ -459,7 +479,8 @@ public final class UpstreamCall: UpstreamTransportHandler {
 
     private func connectionLost() {
         if let conn = connection, conn.served > 0, !receivedBytes, !gotHead, !retried,
-           body == nil, request.method.isIdempotent {
+            body == nil, request.method.isIdempotent
+        {
             // A stale keep-alive connection: the upstream closed it while it was idle.
             retried = true
             connection = nil

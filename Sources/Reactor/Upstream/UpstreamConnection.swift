@@ -36,7 +36,10 @@ final class UpstreamConnection: UpstreamTransportHandler {
     /// when every address failed or the name did not resolve. Not called after `close()`;
     /// may be called before this returns.
     func open(_ done: @escaping (Bool) -> Void) {
-        guard let pool else { done(false); return }
+        guard let pool else {
+            done(false)
+            return
+        }
         opened = done
         transport.handler = self
         if let numeric = pool.numericAddress {
@@ -44,7 +47,8 @@ final class UpstreamConnection: UpstreamTransportHandler {
             connectNext()
             return
         }
-        lookup = UpstreamLookup.start(loop: pool.loop, host: pool.endpoint.host, port: pool.endpoint.port) { [weak self] found in
+        lookup = UpstreamLookup.start(loop: pool.loop, host: pool.endpoint.host, port: pool.endpoint.port) {
+            [weak self] found in
             guard let self else { return }
             self.lookup = nil
             self.addresses = found[...]
@@ -76,7 +80,10 @@ final class UpstreamConnection: UpstreamTransportHandler {
 
     /// TCP is up: done for http, the handshake for https.
     private func connected() {
-        guard let pool, let tls = pool.endpoint.tls, let slot = pool.sessionSlot else { finishOpen(true); return }
+        guard let pool, let tls = pool.endpoint.tls, let slot = pool.sessionSlot else {
+            finishOpen(true)
+            return
+        }
         do {
             try transport.startTLS(tls, slot: slot)
         } catch {
@@ -138,7 +145,10 @@ final class UpstreamConnection: UpstreamTransportHandler {
     }
 
     func transportReadable(_ transport: UpstreamTransport, timedOut: Bool) {
-        if handshaking { continueHandshake(); return }
+        if handshaking {
+            continueHandshake()
+            return
+        }
         // Over TLS, a session ticket (RFC 8446 §4.6.1) read while idle is no application
         // data: `fill` reports it as wouldBlock.
         if case .wouldBlock = transport.fill() { return }

@@ -12,10 +12,14 @@ public struct UpstreamEndpoint: Sendable, Equatable {
     /// HTTPS upstreams: how to speak TLS to it (nil: plain http). A context is equal only
     /// to itself, so each config load's context gets new pools.
     public var tls: UpstreamTLSContext?
-    public init(host: String, port: UInt16, connectTimeout: Double, responseTimeout: Double, maxIdle: Int,
-                tls: UpstreamTLSContext? = nil) {
-        self.host = host; self.port = port
-        self.connectTimeout = connectTimeout; self.responseTimeout = responseTimeout
+    public init(
+        host: String, port: UInt16, connectTimeout: Double, responseTimeout: Double, maxIdle: Int,
+        tls: UpstreamTLSContext? = nil
+    ) {
+        self.host = host
+        self.port = port
+        self.connectTimeout = connectTimeout
+        self.responseTimeout = responseTimeout
         self.maxIdle = maxIdle
         self.tls = tls
     }
@@ -42,7 +46,7 @@ public final class UpstreamPool {
     public private(set) var tlsHandshakes = 0
     public private(set) var tlsResumedHandshakes = 0
     #if DEBUG
-    private var thread: pthread_t?
+        private var thread: pthread_t?
     #endif
 
     public init(loop: EventLoop, endpoint: UpstreamEndpoint) {
@@ -60,12 +64,12 @@ public final class UpstreamPool {
     /// first to use it — its loop's.
     func assertOnLoop() {
         #if DEBUG
-        let me = pthread_self()
-        if let thread {
-            precondition(pthread_equal(thread, me) != 0, "UpstreamPool used off its loop's thread")
-        } else {
-            thread = me
-        }
+            let me = pthread_self()
+            if let thread {
+                precondition(pthread_equal(thread, me) != 0, "UpstreamPool used off its loop's thread")
+            } else {
+                thread = me
+            }
         #endif
     }
 

@@ -29,7 +29,8 @@ extension UpstreamCall.Request {
         out.append(0x20)
         out.append(contentsOf: target.utf8)
         out.append(contentsOf: " HTTP/1.1\r\n".utf8)
-        for i in fields.indices where !fields.nameEquals(i, "content-length") && !fields.nameEquals(i, "transfer-encoding") {
+        for i in fields.indices
+        where !fields.nameEquals(i, "content-length") && !fields.nameEquals(i, "transfer-encoding") {
             let span = fields.spans[i]
             out.append(contentsOf: fields.storage[span.nameStart..<span.nameEnd])
             out.append(0x3A)
@@ -44,7 +45,9 @@ extension UpstreamCall.Request {
         case .none:
             // RFC 9110 §8.6: a user agent SHOULD send Content-Length in a request when the
             // method defines a meaning for enclosed content and none is sent.
-            if method == .POST || method == .PUT || method == .PATCH { out.append(contentsOf: "Content-Length: 0\r\n".utf8) }
+            if method == .POST || method == .PUT || method == .PATCH {
+                out.append(contentsOf: "Content-Length: 0\r\n".utf8)
+            }
         }
         out.append(0x0D)
         out.append(0x0A)

@@ -23,9 +23,19 @@ protocol UpstreamTransportHandler: AnyObject {
 /// Owns the socket and both events; `close()` frees them, once (also from `deinit`), and
 /// `deinit` frees the two buffers. Loop-thread only.
 final class UpstreamTransport {
-    enum ConnectStart { case connected, inProgress, failed(Int32) }
-    enum Fill { case bytes(Int), wouldBlock, eof, failed(Int32) }
-    enum Flush { case done, pending, failed(Int32) }
+    enum ConnectStart {
+        case connected, inProgress
+        case failed(Int32)
+    }
+    enum Fill {
+        case bytes(Int)
+        case wouldBlock, eof
+        case failed(Int32)
+    }
+    enum Flush {
+        case done, pending
+        case failed(Int32)
+    }
 
     /// Bytes asked of the kernel per read.
     static let readSize = 64 << 10
@@ -206,8 +216,14 @@ final class UpstreamTransport {
         tls = nil
         readWaitsForWritable = false
         writeWaitsForReadable = false
-        if let ev = readEvent { event_del(ev); event_free(ev) }
-        if let ev = writeEvent { event_del(ev); event_free(ev) }
+        if let ev = readEvent {
+            event_del(ev)
+            event_free(ev)
+        }
+        if let ev = writeEvent {
+            event_del(ev)
+            event_free(ev)
+        }
         readEvent = nil
         writeEvent = nil
         if fd >= 0 { _ = Glibc.close(fd) }

@@ -6,7 +6,10 @@ extension EventLoop {
     /// client that hangs fails its test instead of hanging it.
     @discardableResult
     func runStep(limit: Double, _ start: (_ finish: @escaping () -> Void) -> Void) -> Bool {
-        final class Step { var active = true; var finished = false }
+        final class Step {
+            var active = true
+            var finished = false
+        }
         let step = Step()
         start { [self] in
             guard step.active else { return }

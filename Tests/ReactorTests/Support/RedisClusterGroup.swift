@@ -1,6 +1,7 @@
 import Foundation
-@testable import Reactor
 import TestSupport
+
+@testable import Reactor
 
 /// A three-master Redis Cluster on loopback ports for one test, made as an operator would:
 /// three `--cluster-enabled` servers joined by `redis-cli --cluster create`, then waited for
@@ -11,7 +12,8 @@ final class RedisClusterGroup {
     let directory: URL
 
     init(password: String? = nil) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tokengate-cluster-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "tokengate-cluster-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
         let auth = password.map { ["--requirepass", $0, "--masterauth", $0] } ?? []
@@ -21,15 +23,16 @@ final class RedisClusterGroup {
             try RedisServerProcess { [directory] port in
                 RedisServerProcess.standardArguments(port: port) + auth + [
                     "--dir", directory.path, "--cluster-enabled", "yes", "--cluster-config-file", "nodes-\(port).conf",
-                    "--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no",
+                    "--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no"
                 ]
             }
         }
-        try ProcessRunner.run("/usr/bin/redis-cli",
-                              ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" }
-                                + ["--cluster-replicas", "0", "--cluster-yes"]
-                                + (password.map { ["-a", $0, "--no-auth-warning"] } ?? []),
-                              timeout: 30)
+        try ProcessRunner.run(
+            "/usr/bin/redis-cli",
+            ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" }
+                + ["--cluster-replicas", "0", "--cluster-yes"]
+                + (password.map { ["-a", $0, "--no-auth-warning"] } ?? []),
+            timeout: 30)
         let ready = ProcessRunner.waitUntil(timeout: 20) { [nodes] in
             nodes.allSatisfy { node in
                 let info = (try? ProcessRunner.redisCLI(port: node.port, password: password, ["CLUSTER", "INFO"])) ?? ""
@@ -55,7 +58,8 @@ final class RedisClusterGroup {
 
     /// The deployment of this cluster, the seeds in order after `extraSeedPorts`.
     func settings(password: String? = nil, extraSeedPorts: [UInt16] = []) -> RedisClusterSettings {
-        RedisClusterSettings(seeds: (extraSeedPorts + nodes.map(\.port)).map { RedisEndpoint(host: "127.0.0.1", port: $0) },
-                             password: password)
+        RedisClusterSettings(
+            seeds: (extraSeedPorts + nodes.map(\.port)).map { RedisEndpoint(host: "127.0.0.1", port: $0) },
+            password: password)
     }
 }

@@ -16,12 +16,16 @@ final class RedisTLSFiles {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try makeCA("ca", name: "tokengate test CA")
         try makeCA("other-ca", name: "tokengate other CA")
-        try openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                     "-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=redis-test"])
+        try openssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", path("server.key"), "-out", path("server.csr"), "-subj", "/CN=redis-test"
+        ])
         try "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
             .write(toFile: path("server.ext"), atomically: true, encoding: .utf8)
-        try openssl(["x509", "-req", "-in", path("server.csr"), "-CA", caFile, "-CAkey", path("ca.key"),
-                     "-CAcreateserial", "-out", certFile, "-days", "1", "-extfile", path("server.ext")])
+        try openssl([
+            "x509", "-req", "-in", path("server.csr"), "-CA", caFile, "-CAkey", path("ca.key"),
+            "-CAcreateserial", "-out", certFile, "-days", "1", "-extfile", path("server.ext")
+        ])
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
@@ -31,14 +35,16 @@ final class RedisTLSFiles {
     func serverArguments(port: UInt16) -> [String] {
         RedisServerProcess.standardArguments(port: port) + [
             "--port", "0", "--tls-port", String(port), "--tls-cert-file", certFile, "--tls-key-file", keyFile,
-            "--tls-ca-cert-file", caFile, "--tls-auth-clients", "no",
+            "--tls-ca-cert-file", caFile, "--tls-auth-clients", "no"
         ]
     }
 
     private func makeCA(_ name: String, name subject: String) throws {
-        try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                     "-keyout", path("\(name).key"), "-out", path("\(name).crt"), "-days", "1", "-subj", "/CN=\(subject)",
-                     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        try openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", path("\(name).key"), "-out", path("\(name).crt"), "-days", "1", "-subj", "/CN=\(subject)",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"
+        ])
     }
 
     private func openssl(_ arguments: [String]) throws {

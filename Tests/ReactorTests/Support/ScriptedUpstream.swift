@@ -46,9 +46,14 @@ final class ScriptedUpstream: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
-        guard bound == 0, listen(fd, 16) == 0 else { close(fd); throw POSIXError(.EADDRINUSE) }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
         listener = fd
         port = Self.localPort(fd)
         let thread = Thread { [self] in serve(scripts) }
@@ -88,7 +93,11 @@ final class ScriptedUpstream: @unchecked Sendable {
             for step in script where open {
                 switch step {
                 case .readRequest, .readHead:
-                    guard let request = readRequest(conn, &pending, withBody: { if case .readRequest = step { return true } else { return false } }()) else {
+                    guard
+                        let request = readRequest(
+                            conn, &pending,
+                            withBody: { if case .readRequest = step { return true } else { return false } }())
+                    else {
                         open = false
                         break
                     }
@@ -101,7 +110,10 @@ final class ScriptedUpstream: @unchecked Sendable {
                     var buffer = [UInt8](repeating: 0, count: 65536)
                     while true {
                         let n = recv(conn, &buffer, buffer.count, 0)
-                        if n == 0 || (n < 0 && errno == ECONNRESET) { sawClose = true; break }
+                        if n == 0 || (n < 0 && errno == ECONNRESET) {
+                            sawClose = true
+                            break
+                        }
                         if n < 0 { break }
                     }
                     lock.withLock { _clientClosed.append(sawClose) }
@@ -121,14 +133,18 @@ final class ScriptedUpstream: @unchecked Sendable {
         let terminator: [UInt8] = [13, 10, 13, 10]
         var headEnd: Int?
         while headEnd == nil {
-            if let r = find(terminator, in: pending) { headEnd = r + 4; break }
+            if let r = find(terminator, in: pending) {
+                headEnd = r + 4
+                break
+            }
             guard read(fd, &pending) else { return nil }
         }
         let head = String(decoding: pending[..<headEnd!], as: UTF8.self).lowercased()
         var end = headEnd!
         if withBody {
             if let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
-               let n = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) {
+                let n = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+            {
                 while pending.count < headEnd! + n { guard read(fd, &pending) else { return nil } }
                 end = headEnd! + n
             } else if head.contains("transfer-encoding: chunked") {
@@ -137,7 +153,8 @@ final class ScriptedUpstream: @unchecked Sendable {
                 let last: [UInt8] = Array("0\r\n\r\n".utf8)
                 while true {
                     let n = pending.count
-                    if n >= headEnd! + 5, Array(pending[(n - 5)...]) == last, n - 5 == headEnd! || pending[n - 6] == 10 {
+                    if n >= headEnd! + 5, Array(pending[(n - 5)...]) == last, n - 5 == headEnd! || pending[n - 6] == 10
+                    {
                         end = n
                         break
                     }
@@ -182,7 +199,8 @@ func decodeChunked(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
     var i = bytes.startIndex
     while true {
         guard let cr = bytes[i...].firstIndex(of: 13), cr + 1 < bytes.endIndex, bytes[cr + 1] == 10,
-              let size = Int(String(decoding: bytes[i..<cr], as: UTF8.self), radix: 16) else { return nil }
+            let size = Int(String(decoding: bytes[i..<cr], as: UTF8.self), radix: 16)
+        else { return nil }
         i = cr + 2
         if size == 0 { return Array(bytes[i...]) == [13, 10] ? out : nil }
         guard i + size + 2 <= bytes.endIndex, bytes[i + size] == 13, bytes[i + size + 1] == 10 else { return nil }

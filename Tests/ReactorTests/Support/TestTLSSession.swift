@@ -1,6 +1,7 @@
 import COpenSSL
 import CShim
 import Glibc
+
 @testable import Reactor
 
 /// The client side of TLS for `TestClient`: a blocking SSL session on its socket, from a
@@ -13,7 +14,9 @@ final class TestTLSSession {
     /// Runs the handshake on the connected blocking socket `fd`.
     init(fd: Int32, caFile: String) throws {
         var err = [CChar](repeating: 0, count: 512)
-        guard let ctx = tg_tls_client_ctx_new(caFile, 0, &err, err.count) else { throw ReactorError(String(cString: err)) }
+        guard let ctx = tg_tls_client_ctx_new(caFile, 0, &err, err.count) else {
+            throw ReactorError(String(cString: err))
+        }
         self.ctx = ctx
         guard let ssl = SSL_new(OpaquePointer(ctx)) else {
             tg_tls_ctx_free(ctx)

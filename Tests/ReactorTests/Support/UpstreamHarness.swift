@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Reactor
 
 /// One loop and one pool for an upstream-client test, run in bounded steps on the test's
@@ -7,21 +8,32 @@ final class UpstreamHarness {
     let loop = EventLoop()
     let pool: UpstreamPool
 
-    init(port: UInt16, host: String = "127.0.0.1", connectTimeout: Double = 2, responseTimeout: Double = 2, maxIdle: Int = 4,
-         tls: UpstreamTLSContext? = nil) {
-        pool = UpstreamPool(loop: loop, endpoint: UpstreamEndpoint(host: host, port: port, connectTimeout: connectTimeout,
-                                                                   responseTimeout: responseTimeout, maxIdle: maxIdle, tls: tls))
+    init(
+        port: UInt16, host: String = "127.0.0.1", connectTimeout: Double = 2, responseTimeout: Double = 2,
+        maxIdle: Int = 4,
+        tls: UpstreamTLSContext? = nil
+    ) {
+        pool = UpstreamPool(
+            loop: loop,
+            endpoint: UpstreamEndpoint(
+                host: host, port: port, connectTimeout: connectTimeout,
+                responseTimeout: responseTimeout, maxIdle: maxIdle, tls: tls))
     }
 
     /// Starts a call and runs the loop until it completes or fails (or `limit` seconds).
     /// `setup` may hook the recorder (pause, cancel) before the call starts.
     @discardableResult
-    func call(_ method: HTTPMethod = .GET, _ target: String = "/", fields: [(name: String, value: String)] = [("Host", "upstream")],
-              body: RequestBody? = nil, limit: Double = 5, setup: (UpstreamRecorder) -> Void = { _ in }) -> UpstreamRecorder {
+    func call(
+        _ method: HTTPMethod = .GET, _ target: String = "/",
+        fields: [(name: String, value: String)] = [("Host", "upstream")],
+        body: RequestBody? = nil, limit: Double = 5, setup: (UpstreamRecorder) -> Void = { _ in }
+    ) -> UpstreamRecorder {
         let recorder = UpstreamRecorder()
         setup(recorder)
-        let call = UpstreamCall(pool: pool, request: UpstreamCall.Request(method: method, target: target, fields: HTTP1Fields(fields), body: body),
-                                delegate: recorder)
+        let call = UpstreamCall(
+            pool: pool,
+            request: UpstreamCall.Request(method: method, target: target, fields: HTTP1Fields(fields), body: body),
+            delegate: recorder)
         recorder.call = call
         run(limit: limit) { finish in
             recorder.onEnd = finish
@@ -108,7 +120,10 @@ final class ScriptedRequestBody: RequestBody {
     private(set) var resumes = 0
     private(set) var delivered = 0
 
-    init(loop: EventLoop, framing: RequestBodyFraming, chunks: [[UInt8]], interval: Double = 0, failure: RequestBodyFailure? = nil) {
+    init(
+        loop: EventLoop, framing: RequestBodyFraming, chunks: [[UInt8]], interval: Double = 0,
+        failure: RequestBodyFailure? = nil
+    ) {
         self.loop = loop
         self.framing = framing
         self.chunks = chunks[...]

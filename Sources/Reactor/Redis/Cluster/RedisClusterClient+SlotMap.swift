@@ -28,7 +28,8 @@ extension RedisClusterClient {
         client(for: node).send(["CLUSTER", "SLOTS"]) { [weak self] result in
             guard let self, self.load == id, self.loading, !self.closed else { return }
             if case .success(let reply) = result,
-               let map = RedisSlotMap(clusterSlots: reply, answeredBy: node, node: self.settings.node) {
+                let map = RedisSlotMap(clusterSlots: reply, answeredBy: node, node: self.settings.node)
+            {
                 return self.loaded(map)
             }
             let why: String

@@ -47,7 +47,9 @@ final class RedisClusterClient {
     var movedCount = 0
     var askCount = 0
 
-    init(loop: EventLoop, settings: RedisClusterSettings, connectTimeout: Double, commandTimeout: Double, maxPending: Int) {
+    init(
+        loop: EventLoop, settings: RedisClusterSettings, connectTimeout: Double, commandTimeout: Double, maxPending: Int
+    ) {
         self.loop = loop
         self.settings = settings
         self.connectTimeout = connectTimeout
@@ -92,8 +94,10 @@ final class RedisClusterClient {
         dispatch(command, to: node, asking: false, redirected: redirected, done: done)
     }
 
-    private func dispatch(_ command: Command, to node: RedisEndpoint, asking: Bool, redirected: Bool,
-                          done: @escaping Completion) {
+    private func dispatch(
+        _ command: Command, to node: RedisEndpoint, asking: Bool, redirected: Bool,
+        done: @escaping Completion
+    ) {
         let client = client(for: node)
         // Pipelined on the same connection, so ASKING applies to the very next command.
         if asking { client.send(["ASKING"]) { _ in } }
@@ -105,8 +109,10 @@ final class RedisClusterClient {
         }
     }
 
-    private func follow(_ redirect: RedisRedirect, of command: Command, from node: RedisEndpoint, redirected: Bool,
-                        done: @escaping Completion) {
+    private func follow(
+        _ redirect: RedisRedirect, of command: Command, from node: RedisEndpoint, redirected: Bool,
+        done: @escaping Completion
+    ) {
         let target = settings.node(host: redirect.host.isEmpty ? node.host : redirect.host, port: redirect.port)
         switch redirect.kind {
         case .moved:
@@ -117,7 +123,9 @@ final class RedisClusterClient {
             askCount += 1
         }
         guard !redirected, !closed else {
-            let why = closed ? "cluster client closed" : "slot \(redirect.slot) redirected again, to \(target.address): it is moving"
+            let why =
+                closed
+                ? "cluster client closed" : "slot \(redirect.slot) redirected again, to \(target.address): it is moving"
             return done(.failure(RedisError(.unavailable, why)))
         }
         dispatch(command, to: target, asking: redirect.kind == .ask, redirected: true, done: done)
@@ -131,8 +139,9 @@ final class RedisClusterClient {
     /// The node's client, made on first use.
     func client(for node: RedisEndpoint) -> RedisClient {
         if let client = clients[node.address] { return client }
-        let client = RedisClient(loop: loop, endpoint: node, connectTimeout: connectTimeout,
-                                 commandTimeout: commandTimeout, maxPending: maxPending)
+        let client = RedisClient(
+            loop: loop, endpoint: node, connectTimeout: connectTimeout,
+            commandTimeout: commandTimeout, maxPending: maxPending)
         // A node that fails may have been failed over: the map is asked for again, on the next
         // loop turn (the hook may not call into the failing client).
         client.onFailure = { [weak self, loop] _ in
@@ -167,6 +176,6 @@ final class RedisClusterClient {
     }
 
     private static let refused: Set<String> = [
-        "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "ASKING", "READONLY", "READWRITE",
+        "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "ASKING", "READONLY", "READWRITE"
     ]
 }

@@ -18,8 +18,9 @@ public struct RedisClusterSettings: Sendable, Equatable, CustomStringConvertible
     /// The settings of a parsed `redis+cluster://` URL (see `RedisDeployment(url:)`).
     init?(_ url: RedisURL) {
         guard url.query.isEmpty, url.path == nil || url.path == "" else { return nil }
-        self.init(seeds: url.hosts.map { RedisEndpoint(host: $0.host, port: $0.port ?? 6379) },
-                  username: url.username, password: url.password)
+        self.init(
+            seeds: url.hosts.map { RedisEndpoint(host: $0.host, port: $0.port ?? 6379) },
+            username: url.username, password: url.password)
     }
 
     /// The node at `host:port` with this login (database 0: the only one a cluster has).

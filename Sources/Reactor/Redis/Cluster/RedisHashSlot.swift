@@ -46,12 +46,14 @@ enum RedisHashSlot {
         var slot: Int?
         for index in keys {
             guard index >= 1, index < arguments.count else {
-                throw RedisError(.protocolError, "key index \(index) outside the command's \(arguments.count) arguments")
+                throw RedisError(
+                    .protocolError, "key index \(index) outside the command's \(arguments.count) arguments")
             }
             let this = self.slot(of: arguments[index])
             if let slot, slot != this {
                 let name = String(decoding: arguments[0], as: UTF8.self).uppercased()
-                throw RedisError(.protocolError, "CROSSSLOT: the keys of \(name) hash to different slots (\(slot), \(this))")
+                throw RedisError(
+                    .protocolError, "CROSSSLOT: the keys of \(name) hash to different slots (\(slot), \(this))")
             }
             slot = this
         }

@@ -29,8 +29,9 @@ struct RedisRedirect: Equatable {
         default: return nil
         }
         guard let slot = Int(parts[1]), (0..<RedisHashSlot.count).contains(slot),
-              let colon = parts[2].lastIndex(of: ":"),
-              let port = UInt16(parts[2][parts[2].index(after: colon)...]), port > 0 else { return nil }
+            let colon = parts[2].lastIndex(of: ":"),
+            let port = UInt16(parts[2][parts[2].index(after: colon)...]), port > 0
+        else { return nil }
         self.slot = slot
         self.host = String(parts[2][..<colon])
         self.port = port

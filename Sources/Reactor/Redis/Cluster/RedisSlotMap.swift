@@ -34,11 +34,12 @@ struct RedisSlotMap {
         guard case .array(let ranges) = reply else { return nil }
         for range in ranges {
             guard case .array(let fields) = range, fields.count >= 3,
-                  case .integer(let start) = fields[0], case .integer(let end) = fields[1],
-                  0 <= start, start <= end, end < RedisHashSlot.count,
-                  case .array(let master) = fields[2], master.count >= 2,
-                  case .bulk(let hostBytes) = master[0], case .integer(let port) = master[1],
-                  (1...Int64(UInt16.max)).contains(port) else { return nil }
+                case .integer(let start) = fields[0], case .integer(let end) = fields[1],
+                0 <= start, start <= end, end < RedisHashSlot.count,
+                case .array(let master) = fields[2], master.count >= 2,
+                case .bulk(let hostBytes) = master[0], case .integer(let port) = master[1],
+                (1...Int64(UInt16.max)).contains(port)
+            else { return nil }
             var host = String(decoding: hostBytes, as: UTF8.self)
             if host == "?" { continue }
             if host.isEmpty { host = answeredBy.host }

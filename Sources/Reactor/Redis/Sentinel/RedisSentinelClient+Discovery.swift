@@ -25,21 +25,24 @@ extension RedisSentinelClient {
                 self.preferredSentinel = index
                 self.verify(address, discovery: id)
             case .failure(let error):
-                self.ask(sentinel: (index + 1) % self.settings.sentinels.count, remaining: remaining - 1,
-                         failures: failures + ["Sentinel \(sentinel.endpoint.address): \(error.message)"], discovery: id)
+                self.ask(
+                    sentinel: (index + 1) % self.settings.sentinels.count, remaining: remaining - 1,
+                    failures: failures + ["Sentinel \(sentinel.endpoint.address): \(error.message)"], discovery: id)
             }
         }
     }
 
     /// One Sentinel's answer for the master's address.
     func queryMaster(_ sentinel: RedisClient, _ done: @escaping (Result<Address, RedisError>) -> Void) {
-        sentinel.send(["SENTINEL", "get-master-addr-by-name", settings.masterName]) { [masterName = settings.masterName] result in
+        sentinel.send(["SENTINEL", "get-master-addr-by-name", settings.masterName]) {
+            [masterName = settings.masterName] result in
             switch result {
             case .failure(let error):
                 done(.failure(error))
             case .success(.array(let items)) where items.count == 2:
                 guard case .bulk(let host) = items[0], !host.isEmpty, case .bulk(let portText) = items[1],
-                      let port = UInt16(String(decoding: portText, as: UTF8.self)), port > 0 else {
+                    let port = UInt16(String(decoding: portText, as: UTF8.self)), port > 0
+                else {
                     return done(.failure(RedisError(.protocolError, "malformed master address")))
                 }
                 done(.success((String(decoding: host, as: UTF8.self), port)))
@@ -55,8 +58,9 @@ extension RedisSentinelClient {
 
     /// Connects to the named server and asks its `ROLE`; commands wait until it says master.
     private func verify(_ address: Address, discovery id: Int) {
-        let candidate = RedisClient(loop: loop, endpoint: settings.master(host: address.host, port: address.port),
-                                    connectTimeout: connectTimeout, commandTimeout: commandTimeout, maxPending: maxPending)
+        let candidate = RedisClient(
+            loop: loop, endpoint: settings.master(host: address.host, port: address.port),
+            connectTimeout: connectTimeout, commandTimeout: commandTimeout, maxPending: maxPending)
         // The completion holds the candidate until ROLE is answered (it always is, once).
         candidate.send(["ROLE"]) { [weak self] result in
             guard let self, self.discovery == id, case .discovering = self.state else { return candidate.close() }
@@ -67,7 +71,11 @@ extension RedisSentinelClient {
             let role: String
             switch result {
             case .success(.array(let items)):
-                if case .bulk(let name)? = items.first { role = "role \(String(decoding: name, as: UTF8.self))" } else { role = "no role" }
+                if case .bulk(let name)? = items.first {
+                    role = "role \(String(decoding: name, as: UTF8.self))"
+                } else {
+                    role = "no role"
+                }
             case .success(let reply): role = "answered ROLE with \(reply)"
             case .failure(let error): role = error.message
             }
@@ -111,9 +119,12 @@ extension RedisSentinelClient {
         queryMaster(sentinelClient(index)) { [weak self, weak master] answer in
             guard let self, let master, self.master === master else { return }
             switch answer {
-            case .success(let address) where address.host != master.endpoint.host || address.port != master.endpoint.port:
-                let error = RedisError(.unavailable, "the Sentinels name \(address.host):\(address.port) as master of "
-                                                     + "\(self.settings.masterName) now, not \(master.endpoint.address)")
+            case .success(let address)
+            where address.host != master.endpoint.host || address.port != master.endpoint.port:
+                let error = RedisError(
+                    .unavailable,
+                    "the Sentinels name \(address.host):\(address.port) as master of "
+                        + "\(self.settings.masterName) now, not \(master.endpoint.address)")
                 self.detach(master)
                 master.close(failing: error)
                 if case .idle = self.state { self.startDiscovery() }
@@ -128,8 +139,9 @@ extension RedisSentinelClient {
 
     private func sentinelClient(_ index: Int) -> RedisClient {
         if let client = sentinelClients[index] { return client }
-        let client = RedisClient(loop: loop, endpoint: settings.sentinels[index], connectTimeout: connectTimeout,
-                                 commandTimeout: commandTimeout, maxPending: 64)
+        let client = RedisClient(
+            loop: loop, endpoint: settings.sentinels[index], connectTimeout: connectTimeout,
+            commandTimeout: commandTimeout, maxPending: 64)
         sentinelClients[index] = client
         return client
     }

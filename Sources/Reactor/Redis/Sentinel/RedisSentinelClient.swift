@@ -47,14 +47,18 @@ final class RedisSentinelClient {
     var lastFailure: RedisError?
     var checkTimer: LoopTimer?
 
-    init(loop: EventLoop, settings: RedisSentinelSettings, connectTimeout: Double, commandTimeout: Double, maxPending: Int) {
+    init(
+        loop: EventLoop, settings: RedisSentinelSettings, connectTimeout: Double, commandTimeout: Double,
+        maxPending: Int
+    ) {
         self.loop = loop
         self.settings = settings
         self.connectTimeout = connectTimeout
         self.commandTimeout = commandTimeout
         self.maxPending = maxPending
-        waiting = RedisWaitList(loop: loop, limit: connectTimeout + commandTimeout,
-                                awaiting: "master for \(settings.masterName) from the Sentinels")
+        waiting = RedisWaitList(
+            loop: loop, limit: connectTimeout + commandTimeout,
+            awaiting: "master for \(settings.masterName) from the Sentinels")
     }
 
     deinit { close() }
@@ -89,7 +93,8 @@ final class RedisSentinelClient {
 
     private func hold(_ arguments: [[UInt8]], _ done: @escaping Completion) {
         guard waiting.count < maxPending else {
-            return failSoon(done, RedisError(.unavailable, "\(settings.masterName): \(maxPending) commands already waiting"))
+            return failSoon(
+                done, RedisError(.unavailable, "\(settings.masterName): \(maxPending) commands already waiting"))
         }
         waiting.append(arguments, done: done)
     }
@@ -101,8 +106,10 @@ final class RedisSentinelClient {
             guard code == "READONLY" || code == "LOADING" else { return done(result) }
             // Not run by the server; failed, not sent again: the caller decides. Detached first
             // so that a command sent from a completion goes to the next master.
-            let error = RedisError(.unavailable, "\(master.endpoint.address) answered \(code): not a usable master "
-                                                 + "now; asking the Sentinels again")
+            let error = RedisError(
+                .unavailable,
+                "\(master.endpoint.address) answered \(code): not a usable master "
+                    + "now; asking the Sentinels again")
             let detached = self.detach(master)
             done(.failure(error))
             if detached { master.close(failing: error) }

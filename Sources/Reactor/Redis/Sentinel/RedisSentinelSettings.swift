@@ -14,8 +14,10 @@ public struct RedisSentinelSettings: Sendable, Equatable, CustomStringConvertibl
 
     /// The Sentinels as given (their own password, if any, in each endpoint) and the master's
     /// name, login and database.
-    public init(sentinels: [RedisEndpoint], masterName: String, username: String? = nil, password: String? = nil,
-                database: Int = 0) {
+    public init(
+        sentinels: [RedisEndpoint], masterName: String, username: String? = nil, password: String? = nil,
+        database: Int = 0
+    ) {
         self.sentinels = sentinels
         self.masterName = masterName
         self.username = username
@@ -28,13 +30,17 @@ public struct RedisSentinelSettings: Sendable, Equatable, CustomStringConvertibl
         guard !url.hasQueryKeys(outside: ["sentinel_password"]), let path = url.path else { return nil }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         guard (1...2).contains(segments.count), let name = segments.first, !name.isEmpty,
-              name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }),
-              let database = RedisURL.database(segments.count == 2 ? segments[1] : "") else { return nil }
+            name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }),
+            let database = RedisURL.database(segments.count == 2 ? segments[1] : "")
+        else { return nil }
         let sentinelPassword = url.value("sentinel_password")
         if sentinelPassword?.isEmpty == true { return nil }
-        let sentinels = url.hosts.map { RedisEndpoint(host: $0.host, port: $0.port ?? 26379, password: sentinelPassword) }
-        self.init(sentinels: sentinels, masterName: String(name), username: url.username, password: url.password,
-                  database: database)
+        let sentinels = url.hosts.map {
+            RedisEndpoint(host: $0.host, port: $0.port ?? 26379, password: sentinelPassword)
+        }
+        self.init(
+            sentinels: sentinels, masterName: String(name), username: url.username, password: url.password,
+            database: database)
     }
 
     /// The master (or a candidate) at `host:port` with this login and database.
