@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --test
+echo "== format (swift format lint --strict, with the repo's .swift-format)"
+# Fails on any line the formatter would change; fix with:
+#   swift format -i -r -p Sources Tests fuzz/Sources Package.swift
+swift format lint --strict -r -p Sources Tests fuzz/Sources Package.swift
 echo "== build"
 swift build --build-tests
 echo "== unit tests (swift test)"
