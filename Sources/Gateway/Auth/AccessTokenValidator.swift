@@ -15,20 +15,22 @@ final class AccessTokenValidator {
         case unavailable(detail: String)
     }
 
-    private(set) var keys: [String: JWKSet] = [:]
+    /// The issuers' keys, with the one refetch on an unknown `kid` (shared with the login code).
+    let issuerKeys = IssuerKeyResolver()
     private var cache: ValidatedTokenCache<VerifiedAccessToken>
     private var cacheEnabled = true
     private var verifiers: [Int: AccessTokenVerifier] = [:]
     /// Routes whose issuers introspect opaque tokens: the first such issuer on the route.
     private var introspection: [Int: (policy: IssuerPolicy, config: IntrospectionConfig, caFile: String?)] = [:]
     let introspector: Introspector
-    /// Asks the main loop to refetch an issuer's keys; the completion runs on this worker's
-    /// loop with the new set (nil: nothing changed).
-    var requestRefetch: ((_ issuer: String, _ done: @escaping (JWKSet?) -> Void) -> Void)?
 
     init(loop: EventLoop, cacheCapacity: Int = 10_000, sharedIntrospection: SharedIntrospectionCache? = nil) {
         cache = ValidatedTokenCache(capacity: cacheCapacity, ttl: 120)
         introspector = Introspector(loop: loop, shared: sharedIntrospection)
+        // A new key set for an issuer: tokens verified with the old one are verified again.
+        issuerKeys.onUpdate = { [unowned self] _ in
+            self.cache = ValidatedTokenCache(capacity: self.cache.capacity, ttl: self.cache.ttl)
+        }
     }
 
     var cacheHits: Int { cache.hits }
@@ -58,12 +60,6 @@ final class AccessTokenValidator {
         cache = ValidatedTokenCache(capacity: max(1, config.tokenCacheEntries), ttl: Int64(config.tokenCacheTTL))
         introspector.reset()
         introspector.shared?.sealer = CookieSealer(sessionKeysOf: config)
-    }
-
-    /// A new key set for an issuer: tokens verified with the old one are verified again.
-    func updateKeys(_ issuer: String, _ set: JWKSet) {
-        keys[issuer] = set
-        cache = ValidatedTokenCache(capacity: cache.capacity, ttl: cache.ttl)
     }
 
     /// Validates `token` for the route; `done` may run now or later on this loop.
@@ -98,29 +94,27 @@ final class AccessTokenValidator {
             }
             return
         }
-        verify(token, verifier: verifier, now: now, refetched: false, done: done)
-    }
-
-    private func verify(
-        _ token: String, verifier: AccessTokenVerifier, now: Int64, refetched: Bool, done: @escaping (Verdict) -> Void
-    ) {
-        switch verifier.verify(token, now: now, keys: { self.keys[$0] }) {
-        case .success(let verified):
-            if cacheEnabled { cache.put(token, verified, expiresAt: verified.expiresAt, now: now) }
-            done(.valid(verified))
-        case .failure(.unknownKey(let issuer)) where !refetched && requestRefetch != nil:
-            // One rate-limited refetch (the main loop decides whether it may), then retry once.
-            requestRefetch?(issuer) { [weak self] set in
+        issuerKeys.verify(
+            { [issuerKeys] in
+                verifier.verify(token, now: Int64(Date().timeIntervalSince1970), keys: { issuerKeys[issuer: $0] })
+            },
+            unknownKey: { outcome in
+                if case .failure(.unknownKey(let issuer)) = outcome { return issuer }
+                return nil
+            },
+            done: { [weak self] outcome in
                 guard let self else { return }
-                if let set { self.updateKeys(issuer, set) }
-                self.verify(
-                    token, verifier: verifier, now: Int64(Date().timeIntervalSince1970), refetched: true, done: done)
-            }
-        case .failure(.keysUnavailable(let issuer)):
-            done(.unavailable(detail: "no keys loaded for issuer \(issuer)"))
-        case .failure(let failure):
-            done(.invalid(description: Self.describe(failure), detail: "\(failure)"))
-        }
+                switch outcome {
+                case .success(let verified):
+                    let now = Int64(Date().timeIntervalSince1970)
+                    if self.cacheEnabled { self.cache.put(token, verified, expiresAt: verified.expiresAt, now: now) }
+                    done(.valid(verified))
+                case .failure(.keysUnavailable(let issuer)):
+                    done(.unavailable(detail: "no keys loaded for issuer \(issuer)"))
+                case .failure(let failure):
+                    done(.invalid(description: Self.describe(failure), detail: "\(failure)"))
+                }
+            })
     }
 
     /// The wire description: what kind of problem, never which key or claim value.

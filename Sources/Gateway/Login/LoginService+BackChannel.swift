@@ -34,44 +34,49 @@ extension LoginService {
             let client = config.clients.values.first(where: { c in
                 c.issuer.flatMap { config.issuers[$0] }?.issuer == iss && audiences.contains(c.authentication.clientID)
                     && config.routes.contains { $0.clients.contains(c.name) }
-            }), let issuer = client.issuer.flatMap({ config.issuers[$0] }), let keys = tokens.keys[issuer.name]
+            }), let issuer = client.issuer.flatMap({ config.issuers[$0] }),
+            tokens.issuerKeys[issuer: issuer.name] != nil
         else {
             refuse("the logout token is not for a client of this gateway", "no login client for iss \(iss)")
             return
         }
-        verifyLogoutToken(
-            token, client: client, issuer: issuer, keys: keys, refetched: false, refuse: refuse, done: done)
+        verifyLogoutToken(token, client: client, issuer: issuer, refuse: refuse, done: done)
     }
 
     private func verifyLogoutToken(
-        _ token: String, client: ClientConfig, issuer: IssuerConfig, keys: JWKSet, refetched: Bool,
+        _ token: String, client: ClientConfig, issuer: IssuerConfig, refuse: @escaping (String, String) -> Void,
+        done: @escaping (GatewayResponse) -> Void
+    ) {
+        let verifier = LogoutTokenVerifier(
+            issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
+        let keys = tokens.issuerKeys
+        // A key the AS has just rotated in: one refetch, then once more (IssuerKeyResolver).
+        keys.verify(
+            { () -> Result<LogoutTokenVerifier.LogoutToken, Error> in
+                Result {
+                    try verifier.verify(token, keys: keys[issuer: issuer.name] ?? JWKSet(keys: []), now: Self.now())
+                }
+            },
+            unknownKey: IssuerKeyResolver.missingKey(of: issuer.name),
+            done: { [weak self] outcome in
+                switch outcome {
+                case .success(let logout):
+                    self?.endSessions(of: logout, client: client, issuer: issuer, refuse: refuse, done: done)
+                case .failure(let error): refuse("the logout token is invalid", "\(error)")
+                }
+            })
+    }
+
+    /// OIDC Back-Channel Logout §2.6 steps 10 and on, for a verified `logout` token.
+    private func endSessions(
+        of logout: LogoutTokenVerifier.LogoutToken, client: ClientConfig, issuer: IssuerConfig,
         refuse: @escaping (String, String) -> Void, done: @escaping (GatewayResponse) -> Void
     ) {
         let now = Self.now()
-        let logout: LogoutTokenVerifier.LogoutToken
-        do {
-            logout = try LogoutTokenVerifier(
-                issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms
-            )
-            .verify(token, keys: keys, now: now)
-        } catch let e as JOSEError where e.code == .keyNotFound && !refetched && tokens.requestRefetch != nil {
-            // A key the AS has just rotated in: one refetch, then once more.
-            tokens.requestRefetch?(issuer.name) { [weak self] set in
-                guard let self else { return }
-                if let set { self.tokens.updateKeys(issuer.name, set) }
-                self.verifyLogoutToken(
-                    token, client: client, issuer: issuer, keys: set ?? keys, refetched: true, refuse: refuse,
-                    done: done)
-            }
-            return
-        } catch {
-            refuse("the logout token is invalid", "\(error)")
-            return
-        }
         // Sessions begun before the logout token was issued end; later ones (a new login) stay —
         // so a replayed token can end nothing the first delivery did not.
         let expiresAt = now + Int64(config.session.absoluteTimeout)
-        let jtiKey = ReplayID(jkt: "logout\u{0}" + issuer.issuer, jti: logout.jti)
+        let jtiKey = ReplayID(logoutTokenOf: issuer.issuer, jti: logout.jti)
         if shared.logoutTokens.contains(jtiKey, now: now) {  // §2.6 step 10
             refuse("the logout token was used before", "jti replayed")
             return

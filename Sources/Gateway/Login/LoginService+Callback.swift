@@ -128,35 +128,45 @@ extension LoginService {
     /// Validates the ID token and stores the new session; the Set-Cookie lines for it.
     func startSession(
         _ t: TokenResponse, login: PendingLogins.Login, client: ClientConfig, issuer: IssuerConfig, cookies: Cookies,
-        refetched: Bool = false, done: @escaping (Result<[String], SessionFailure>) -> Void
+        done: @escaping (Result<[String], SessionFailure>) -> Void
     ) {
         guard let idToken = t.idToken else {
             done(.failure(.init("the token response has no ID token")))
             return
         }
-        let now = Self.now()
         let verifier = IDTokenVerifier(
             issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
-        let claims: JSONObject
-        do {
-            guard let keys = tokens.keys[issuer.name] else {
-                done(.failure(.init("no keys loaded for \(issuer.name)")))
-                return
-            }
-            claims = try verifier.verify(idToken, keys: keys, nonce: login.nonce, accessToken: t.accessToken, now: now)
-        } catch let e as JOSEError where e.code == .keyNotFound && !refetched && tokens.requestRefetch != nil {
-            // A key the AS has just rotated in: one refetch, then once more.
-            tokens.requestRefetch?(issuer.name) { [weak self] set in
-                guard let self else { return }
-                if let set { self.tokens.updateKeys(issuer.name, set) }
-                self.startSession(
-                    t, login: login, client: client, issuer: issuer, cookies: cookies, refetched: true, done: done)
-            }
-            return
-        } catch {
-            done(.failure(.init("ID token refused: \(error)")))
-            return
-        }
+        let keys = tokens.issuerKeys
+        // A key the AS has just rotated in: one refetch, then once more (IssuerKeyResolver).
+        keys.verify(
+            { () -> Result<JSONObject, Error> in
+                guard let set = keys[issuer: issuer.name] else {
+                    return .failure(SessionFailure("no keys loaded for \(issuer.name)"))
+                }
+                return Result {
+                    try verifier.verify(
+                        idToken, keys: set, nonce: login.nonce, accessToken: t.accessToken, now: Self.now())
+                }
+            },
+            unknownKey: IssuerKeyResolver.missingKey(of: issuer.name),
+            done: { [weak self] outcome in
+                switch outcome {
+                case .success(let claims):
+                    self?.startSession(
+                        t, idToken: idToken, claims: claims, login: login, client: client, issuer: issuer,
+                        cookies: cookies, done: done)
+                case .failure(let failure as SessionFailure): done(.failure(failure))
+                case .failure(let error): done(.failure(.init("ID token refused: \(error)")))
+                }
+            })
+    }
+
+    /// The rest of `startSession`, once the ID token's `claims` are verified.
+    private func startSession(
+        _ t: TokenResponse, idToken: String, claims: JSONObject, login: PendingLogins.Login, client: ClientConfig,
+        issuer: IssuerConfig, cookies: Cookies, done: @escaping (Result<[String], SessionFailure>) -> Void
+    ) {
+        let now = Self.now()
         guard let subject = claims["sub"]?.string, !subject.isEmpty else {
             done(.failure(.init("the ID token's sub is not a string")))
             return

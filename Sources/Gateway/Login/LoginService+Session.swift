@@ -261,7 +261,7 @@ extension LoginService {
                 if let idToken = t.idToken {
                     let verifier = IDTokenVerifier(
                         issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
-                    guard let keys = self.tokens.keys[issuer.name],
+                    guard let keys = self.tokens.issuerKeys[issuer: issuer.name],
                         let claims = try? verifier.verify(
                             idToken, keys: keys, nonce: nil, accessToken: t.accessToken, now: now),
                         claims["sub"]?.string == session.subject

@@ -31,7 +31,7 @@ final class IssuerKeyService {
     func attach(_ workers: [Worker]) {
         self.workers = workers
         for w in workers {
-            w.tokens.requestRefetch = { [weak self, loop] issuer, done in
+            w.tokens.issuerKeys.requestRefetch = { [weak self, loop] issuer, done in
                 loop.execute {
                     guard let self else { return }
                     self.refetch(issuer) { set in w.loop.execute { done(set) } }
@@ -117,7 +117,7 @@ final class IssuerKeyService {
                 "issuer": .string(name), "keys": .stringConvertible(set.keys.count),
                 "skipped": .stringConvertible(set.skipped.count), "source": .string(source)
             ])
-        for w in workers { w.loop.execute { w.tokens.updateKeys(name, set) } }
+        for w in workers { w.loop.execute { w.tokens.issuerKeys.update(name, set) } }
     }
 
     private func publishMetadata(_ name: String, _ metadata: ProviderMetadata) {

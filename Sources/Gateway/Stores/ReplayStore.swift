@@ -28,8 +28,20 @@ struct ReplayID: Hashable, Sendable {
     let high: UInt64
     let low: UInt64
 
+    /// A DPoP proof's `jti` under its key's thumbprint (RFC 9449 §11.1).
     init(jkt: String, jti: String) {
-        let digest = Digest.sha256.hash(Array(jkt.utf8) + [0] + Array(jti.utf8))
+        self.init(digestOf: Array(jkt.utf8) + [0] + Array(jti.utf8))
+    }
+
+    /// A back-channel logout token's `jti` under its issuer (OIDC Back-Channel Logout 1.0 §2.6
+    /// step 10): a namespace of its own. The leading 0x01 is never the first byte of a
+    /// thumbprint (base64url text), so no logout id can equal a proof's.
+    init(logoutTokenOf issuer: String, jti: String) {
+        self.init(digestOf: [1] + Array(issuer.utf8) + [0] + Array(jti.utf8))
+    }
+
+    private init(digestOf bytes: [UInt8]) {
+        let digest = Digest.sha256.hash(bytes)
         high = digest[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
         low = digest[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
     }
