@@ -98,24 +98,13 @@ static int keep_new_session(SSL *ssl, SSL_SESSION *session) {
 
 void *tg_tls_upstream_ctx_new(const char *ca_file, const char *cert_file, const char *key_file,
                               int insecure_skip_verify, char *err, size_t errlen) {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    if (!ctx) { drain_errors("SSL_CTX_new", err, errlen); return NULL; }
-    tg_ssl_ctx_harden(ctx);
+    // The verification set-up is the one every client context has (tg_tls_client_ctx_new);
+    // an upstream adds a pool-kept session and, for mTLS, its own certificate.
+    SSL_CTX *ctx = tg_tls_client_ctx_new(ca_file, insecure_skip_verify, err, errlen);
+    if (!ctx) return NULL;
     // Sessions are kept by each pool's slot, not in the context's internal cache.
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, keep_new_session);
-    if (insecure_skip_verify) {
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
-    } else {
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-        int loaded = ca_file ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL)
-                             : SSL_CTX_set_default_verify_paths(ctx);
-        if (loaded != 1) {
-            drain_errors(ca_file ? "cannot load ca_file" : "cannot load the system CA certificates", err, errlen);
-            SSL_CTX_free(ctx);
-            return NULL;
-        }
-    }
     if (cert_file) {
         if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
             drain_errors("cannot load cert_file", err, errlen);

@@ -33,10 +33,7 @@ struct DecisionTests {
         """
 
     static func worker(_ yaml: String = yaml) throws -> Worker {
-        let config = try ConfigParser.parse(yaml: yaml, environment: [:], baseDirectory: "/", cores: 1).get()
-        return Worker(
-            id: 0, config: config, log: Logger(label: "test"), processPrefix: "t",
-            stores: StoreBackend(.memory, replayCapacity: 100))
+        try testWorker(yaml)
     }
 
     func send(_ w: Worker, _ target: String, _ fields: [(name: String, value: String)], peer: String = "10.1.2.3")

@@ -8,18 +8,7 @@ import Testing
 /// Review findings 6 and 9: routes that accept several IdPs (require.issuers / require.clients,
 /// the assertion's idp and client, check-config warnings), and cookie_domain's warning and refusal.
 @Suite("Identity scoping across IdPs, and cookie_domain warnings")
-struct IdentityScopingTests {
-    func parse(_ yaml: String) -> Result<GatewayConfig, ConfigError> {
-        ConfigParser.parse(
-            yaml: yaml, environment: ["SK": "q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE="], baseDirectory: "/etc/tg",
-            cores: 2)
-    }
-
-    func problems(_ yaml: String) -> String {
-        if case .failure(let e) = parse(yaml) { return e.description }
-        return ""
-    }
-
+struct IdentityScopingTests: ConfigParsing {
     func warnings(_ yaml: String) throws -> String {
         try parse(yaml).get().warnings.map(\.description).joined(separator: "\n")
     }

@@ -6,18 +6,7 @@ import Testing
 @testable import Gateway
 
 @Suite("Route options, rules and cookie settings (issue 14)")
-struct RouteOptionsTests {
-    func parse(_ yaml: String) -> Result<GatewayConfig, ConfigError> {
-        ConfigParser.parse(
-            yaml: yaml, environment: ["SK": "q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE="], baseDirectory: "/etc/tg",
-            cores: 2)
-    }
-
-    func problems(_ yaml: String) -> String {
-        if case .failure(let e) = parse(yaml) { return e.description }
-        return ""
-    }
-
+struct RouteOptionsTests: ConfigParsing {
     /// A config with `route` (indented as a list item's keys) and optional top-level extras.
     func config(route: String, top: String = "", session: String = "") -> String {
         """

@@ -37,10 +37,7 @@ struct WorkerExchangeTests {
         """
 
     static func worker() throws -> Worker {
-        let config = try ConfigParser.parse(yaml: yaml, environment: [:], baseDirectory: "/", cores: 1).get()
-        return Worker(
-            id: 0, config: config, log: Logger(label: "test"), processPrefix: "t",
-            stores: StoreBackend(.memory, replayCapacity: 100))
+        try testWorker(yaml)
     }
 
     func send(
