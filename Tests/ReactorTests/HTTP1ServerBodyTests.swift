@@ -96,6 +96,40 @@ struct HTTP1ServerBodyTests {
         #expect(final.status == 200 && final.text == "hello")
     }
 
+    /// The gateway says 100 itself (an upstream's, relayed) before it reads: exactly one 100
+    /// reaches the client, and only a client that asked is owed one.
+    @Test func sendContinueSaysItOnceAheadOfTheBody() throws {
+        let owed = ResultBox<[Bool]>()
+        owed.value = []
+        let loop = EventLoop()
+        let harness = try HTTP1ServerHarness(loop: loop) { exchange in
+            owed.value?.append(exchange.body.expectsContinue)
+            loop.schedule(after: 0.05) {
+                exchange.body.sendContinue()
+                owed.value?.append(exchange.body.expectsContinue)
+                exchange.body.sendContinue()
+                let sink = CollectingSink()
+                sink.onEnd = { exchange.responder.respond(status: 200, body: sink.bytes) }
+                exchange.body.stream(to: sink)
+            }
+        }
+        defer { harness.stop() }
+        let client = try TestClient(port: harness.port)
+        client.send("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+        let interim = try #require(client.readResponse())
+        #expect(interim.statusLine == "HTTP/1.1 100 Continue")
+        client.send("hello")
+        let final = try #require(client.readResponse())
+        #expect(final.status == 200 && final.text == "hello")
+        // HTTP/1.0 (RFC 9110 §10.1.1: its Expect is ignored) and an empty body owe nothing.
+        client.send("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n")
+        #expect(client.readResponse()?.status == 200)
+        let old = try TestClient(port: harness.port)
+        old.send("POST / HTTP/1.0\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi")
+        #expect(old.readResponse()?.status == 200)
+        #expect(harness.onLoop { owed.value } == [true, false, false, false, false, false])
+    }
+
     @Test func noContinueWhenAnsweredWithoutReadingTheBody() throws {
         let log = ExchangeLog()
         let harness = try HTTP1ServerHarness { exchange in

@@ -15,7 +15,8 @@ enum HeaderRules {
     static let recomputedOnRequest: [[UInt8]] = [
         "host", "content-length", "x-forwarded-for", "x-forwarded-proto",
         "x-forwarded-host", "x-request-id", "forwarded",
-        // The body is already read: an upstream must not wait for 100-continue.
+        // A client's Expect never passes as sent: the upstream call writes its own
+        // `Expect: 100-continue` when it waits for the upstream's 100 (ProxyExchange).
         "expect"
     ].map { Array($0.utf8) }
 

@@ -8,6 +8,10 @@ import Reactor
 final class ProxyExchange: UpstreamCallDelegate {
     /// Past this many bytes queued for a slow client, stop reading from the upstream.
     static let highWater = 256 << 10
+    /// How long a client's `Expect: 100-continue` waits on the upstream's answer before the
+    /// gateway says 100 itself and sends the body anyway (curl waits 1 s too; RFC 9110
+    /// §10.1.1 lets a client send without one). A slow upstream costs at most this once.
+    static let continueTimeout = 1.0
 
     private let worker: Worker
     private let exchange: ServerExchange
@@ -30,6 +34,13 @@ final class ProxyExchange: UpstreamCallDelegate {
     }
 
     func start(pool: UpstreamPool, request: UpstreamCall.Request) {
+        var request = request
+        if request.body?.expectsContinue == true {
+            // RFC 9110 §10.1.1: a proxy forwards the expectation and lets the origin decide
+            // whether the body is wanted; the client hears the upstream's 100 (`upstreamContinue`),
+            // or its final answer without having sent the body.
+            request.continueTimeout = Self.continueTimeout
+        }
         selfRetain = self
         upstreamStart = worker.clock()
         // The client leaving ends the exchange: the upstream call is abandoned.
@@ -37,6 +48,13 @@ final class ProxyExchange: UpstreamCallDelegate {
         let call = UpstreamCall(pool: pool, request: request, delegate: self)
         self.call = call
         call.start()
+    }
+
+    /// The upstream said 100 Continue (or nothing for `continueTimeout`): the client hears it
+    /// now, and its body streams upstream from here.
+    func upstreamContinue() {
+        guard !done else { return }
+        exchange.body.sendContinue()
     }
 
     func upstreamInterim(_ head: HTTPResponseHead) {

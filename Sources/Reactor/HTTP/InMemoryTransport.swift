@@ -10,6 +10,10 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
     public private(set) var ended = false
     public private(set) var aborted = false
     public private(set) var bodyRead = false
+    /// The request carried `Expect: 100-continue` (HTTP/1.1, with a body): a 100 is owed
+    /// before the body is read, and is recorded in `interim` when sent.
+    public private(set) var askedContinue = false
+    public private(set) var continueSent = false
     public var isConnected = true
     public var pendingOutput = 0
     private var responder: Responder?
@@ -20,11 +24,16 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
     public static func exchange(
         _ methodName: String, _ target: String, fields: [(name: String, value: String)] = [],
         body: [UInt8]? = nil, peer: String = "127.0.0.1", isTLS: Bool = false,
-        connection: ClientConnection? = nil
+        connection: ClientConnection? = nil, version: (major: Int, minor: Int) = (1, 1)
     ) -> (ServerExchange, InMemoryTransport) {
         let t = InMemoryTransport()
         t.requestBody = body.map(BufferedRequestBody.init)
-        let head = HTTPRequestHead(methodName: methodName, target: target, version: (1, 1), fields: HTTP1Fields(fields))
+        let head = HTTPRequestHead(
+            methodName: methodName, target: target, version: version, fields: HTTP1Fields(fields))
+        // As the HTTP/1.1 engine decides it: only an HTTP/1.1 request's Expect counts (RFC 9110 §10.1.1).
+        t.askedContinue =
+            version >= (1, 1) && body?.isEmpty == false
+            && fields.contains { $0.name.lowercased() == "expect" && $0.value.lowercased() == "100-continue" }
         let exchange = ServerExchange(
             head: head, connection: connection ?? ClientConnection(peer: peer, isTLS: isTLS),
             body: t, responder: Responder(transport: t))
@@ -56,7 +65,14 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
         flushed()
     }
 
-    public func sendInterim(_ head: HTTPResponseHead) { interim.append(head) }
+    public func sendInterim(_ head: HTTPResponseHead) {
+        // The engine's rule: one 100 at most.
+        if head.status == 100 {
+            guard !continueSent else { return }
+            continueSent = true
+        }
+        interim.append(head)
+    }
 
     public func startResponse(_ head: HTTPResponseHead, close: Bool) {
         self.head = head
@@ -104,12 +120,21 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
 
     public var framing: RequestBodyFraming { requestBody?.framing ?? .none }
 
+    public var expectsContinue: Bool { askedContinue && !continueSent && head == nil && !bodyRead }
+
+    public func sendContinue() {
+        guard expectsContinue else { return }
+        sendInterim(HTTPResponseHead(status: 100))
+    }
+
     public func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
+        sendContinue()
         bodyRead = true
         if let requestBody { requestBody.collect(limit: limit, done) } else { done(.success([])) }
     }
 
     public func stream(to sink: RequestBodySink) {
+        sendContinue()
         bodyRead = true
         if let requestBody { requestBody.stream(to: sink) } else { sink.requestBodyEnd() }
     }

@@ -30,12 +30,27 @@ public protocol RequestBodySink: AnyObject {
 /// route's authentication has decided on the head (an unauthenticated client pins no
 /// memory), and what is forwarded streams with backpressure. Each engine implements it;
 /// one of `collect`, `stream` or `discard` is called at most once. Loop-thread only.
+///
+/// `Expect: 100-continue` (RFC 9110 §10.1.1): the client holds its body back until it hears
+/// `100 Continue` (or gives up waiting). Who says it is the gateway's choice: `sendContinue()`
+/// says it now (a proxy relaying its upstream's 100); `collect` and `stream` say it
+/// themselves if it has not been said, so a reader never waits on a client that waits on it.
+/// A request refused without reading its body never gets a 100.
 public protocol RequestBody: AnyObject {
     var framing: RequestBodyFraming { get }
+    /// The client asked for `100 Continue` before sending the body and has not had it: an
+    /// HTTP/1.1 request with `Expect: 100-continue` and a body (RFC 9110 §10.1.1; an
+    /// HTTP/1.0 client's Expect is ignored). False once a 100 or a final answer went out.
+    var expectsContinue: Bool { get }
+    /// Sends the client `100 Continue` now (RFC 9110 §15.2.1), once; nothing if it did not
+    /// ask, already had it, or an answer started.
+    func sendContinue()
     /// Reads the whole body into memory, at most `limit` bytes (the gateway's own reads:
     /// form tokens, the logout form, back-channel logout tokens). More → `.failure(.tooLarge)`.
+    /// Says `100 Continue` first if the client waits for it.
     func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void)
-    /// Streams the body to `sink` as it arrives (`max_body_size` still holds).
+    /// Streams the body to `sink` as it arrives (`max_body_size` still holds). Says
+    /// `100 Continue` first if the client waits for it (and `sendContinue` has not).
     func stream(to sink: RequestBodySink)
     /// Flow control while streaming: stop reading the client until `resume`.
     func pause()
@@ -53,6 +68,9 @@ public final class BufferedRequestBody: RequestBody {
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
 
     public var framing: RequestBodyFraming { .length(UInt64(bytes?.count ?? 0)) }
+    /// Already here: nobody waits for a 100.
+    public var expectsContinue: Bool { false }
+    public func sendContinue() {}
 
     public func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
         let b = bytes ?? []

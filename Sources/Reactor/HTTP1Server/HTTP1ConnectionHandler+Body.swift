@@ -2,7 +2,8 @@ internal import CEvent
 
 /// Request bodies: read only once the gateway asks (`collect`, `stream`, `discard`), or
 /// discarded (bounded) after an answer that did not read them. `Expect: 100-continue` is
-/// answered when the body is first asked for, never before (RFC 9110 §10.1.1).
+/// answered when the gateway says so (`sendContinue`) or when the body is first asked for,
+/// never before (RFC 9110 §10.1.1).
 extension HTTP1ConnectionHandler {
     func collect(_ ex: HTTP1ServerExchange, limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void)
     {
@@ -68,12 +69,18 @@ extension HTTP1ConnectionHandler {
         drive()
     }
 
+    /// `100 Continue` to a client that waits for it (RFC 9110 §15.2.1), once, before any
+    /// answer: when the gateway says so (a relayed upstream 100), or as the body is first read.
+    func sendContinue(_ ex: HTTP1ServerExchange) {
+        thread.check()
+        guard ex.expectsContinue else { return }
+        ex.continueSent = true
+        evbuffer_add(connection.output, "HTTP/1.1 100 Continue\r\n\r\n", 25)
+        connection.flush()
+    }
+
     private func startReadingBody(_ ex: HTTP1ServerExchange) {
-        if ex.request.expectsContinue, !ex.continueSent, case .waiting = ex.response {
-            ex.continueSent = true
-            evbuffer_add(connection.output, "HTTP/1.1 100 Continue\r\n\r\n", 25)
-            connection.flush()
-        }
+        sendContinue(ex)
         setDeadline(.body)
         drive()
     }

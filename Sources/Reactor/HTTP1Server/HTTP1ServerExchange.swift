@@ -102,6 +102,13 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
         }
     }
 
+    var expectsContinue: Bool {
+        guard request.expectsContinue, !continueSent, !bodyComplete, case .waiting = response else { return false }
+        return true
+    }
+
+    func sendContinue() { active?.sendContinue(self) }
+
     func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
         guard let handler = active else {
             done(.failure(.clientGone))

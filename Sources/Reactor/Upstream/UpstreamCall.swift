@@ -1,55 +1,5 @@
 internal import CEvent
 
-/// Why an upstream exchange failed, as the gateway maps it to 502/504.
-public enum UpstreamFailure: Sendable, Equatable {
-    case connectTimeout, responseTimeout, connectionFailed, invalidResponse, cancelled
-    /// The client's request body did not arrive whole (too large, client gone, malformed,
-    /// timed out) while it was being forwarded: the upstream exchange was aborted and its
-    /// connection closed. The gateway answers it itself (413 for `.tooLarge` if nothing
-    /// was sent to the client yet).
-    case clientBodyFailed(RequestBodyFailure)
-    /// The TLS handshake with an HTTPS upstream failed; `reason` (the certificate verify
-    /// error, such as "certificate has expired", or OpenSSL's) is for the log only.
-    case tlsHandshakeFailed(reason: String)
-
-    public var isTimeout: Bool { self == .connectTimeout || self == .responseTimeout }
-
-    /// A fixed name per kind, for metric labels (no reason text).
-    public var kind: String {
-        switch self {
-        case .connectTimeout: "connectTimeout"
-        case .responseTimeout: "responseTimeout"
-        case .connectionFailed: "connectionFailed"
-        case .invalidResponse: "invalidResponse"
-        case .cancelled: "cancelled"
-        case .clientBodyFailed(let why): "clientBodyFailed(\(why))"
-        case .tlsHandshakeFailed: "tlsHandshakeFailed"
-        }
-    }
-}
-
-/// Receives the events of one upstream exchange, in order: `interim`*, `head`, `body`*,
-/// then exactly one of `complete` or `failed`. None comes from inside `UpstreamCall.start()`
-/// or after `cancel()`.
-public protocol UpstreamCallDelegate: AnyObject {
-    func upstreamHead(_ head: HTTPResponseHead)
-    /// An interim response (1xx other than 100 and 101), before the head.
-    func upstreamInterim(_ head: HTTPResponseHead)
-    func upstreamBody(_ chunk: BodyChunk)
-    func upstreamComplete()
-    func upstreamFailed(_ failure: UpstreamFailure, afterHead: Bool)
-    /// A `101` to a request that asked to upgrade (`Request.upgrade`): the connection now
-    /// belongs to the delegate as a tunnel side (what the upstream sent after the head is in
-    /// its input). Ends the call: nothing else follows.
-    func upstreamSwitchedProtocols(_ head: HTTPResponseHead, _ upstream: TunnelEndpoint)
-}
-
-extension UpstreamCallDelegate {
-    /// A delegate that never asks to upgrade gets no 101 (the call answers it with
-    /// `invalidResponse`); this closes a side given anyway.
-    public func upstreamSwitchedProtocols(_ head: HTTPResponseHead, _ upstream: TunnelEndpoint) { upstream.close() }
-}
-
 /// One request to an upstream over a pooled keep-alive connection: sends the head and
 /// streams the body with backpressure, parses the response strictly (`HTTP1ResponseParser`)
 /// and streams it to its delegate as it arrives, with a connect deadline (resolving
@@ -60,6 +10,11 @@ extension UpstreamCallDelegate {
 /// A connection goes back to the pool only after a complete keep-alive response with
 /// nothing unread and the whole request sent; any doubt closes it. Loop-thread only; alive
 /// from `start()` until it ends (it holds itself).
+///
+/// With `Request.continueTimeout` the head goes alone, with `Expect: 100-continue`, and the
+/// body is read from the client only once the upstream says `100 Continue` (or is silent
+/// that long: RFC 9110 §10.1.1 lets a client send anyway). A final answer first ends the
+/// request without its body. A 100 the call did not ask for is dropped.
 public final class UpstreamCall: UpstreamTransportHandler {
     public struct Request {
         public var method: HTTPMethod
@@ -72,6 +27,10 @@ public final class UpstreamCall: UpstreamTransportHandler {
         /// `101` hands the connection over (`upstreamSwitchedProtocols`). Without it a 101
         /// is a protocol error (RFC 9110 §15.2.2: a server sends 101 only to an Upgrade).
         public var upgrade = false
+        /// Ask the upstream before sending the body (RFC 9110 §10.1.1): the head carries
+        /// `Expect: 100-continue`, and the body follows the upstream's 100, or this many
+        /// seconds without an answer. nil: the body goes with the head.
+        public var continueTimeout: Double?
         public init(method: HTTPMethod, target: String, fields: HTTP1Fields, body: RequestBody?) {
             self.method = method
             self.target = target
@@ -91,6 +50,8 @@ public final class UpstreamCall: UpstreamTransportHandler {
     private enum BodyState {
         /// No body, or the body has ended (its last byte is queued).
         case complete
+        /// The head went with `Expect: 100-continue`: the body waits for the upstream's 100.
+        case awaitingContinue
         case streaming(chunked: Bool, remaining: UInt64?, paused: Bool)
         /// Not sent on (an early response, a failed exchange): chunks are dropped.
         case abandoned
@@ -102,6 +63,8 @@ public final class UpstreamCall: UpstreamTransportHandler {
     private var phase = Phase.new
     private var connection: UpstreamConnection?
     private var connectTimer: LoopTimer?
+    /// Runs while the body waits for a 100 (`Request.continueTimeout`).
+    private var continueTimer: LoopTimer?
     private var parser: HTTP1ResponseParser
     private var body: RequestBody?
     private var bodySink: UpstreamBodySink?
@@ -143,18 +106,27 @@ public final class UpstreamCall: UpstreamTransportHandler {
         selfRetain = self
         starting = true
         defer { starting = false }
-        if let body = request.body {
-            switch body.framing {
-            case .none: break
-            case .length(let n):
-                self.body = body
-                bodyState = .streaming(chunked: false, remaining: n, paused: false)
-            case .streamed:
-                self.body = body
-                bodyState = .streaming(chunked: true, remaining: nil, paused: false)
-            }
+        if let body = request.body, let state = Self.streaming(body.framing) {
+            self.body = body
+            // An upstream known to answer in HTTP/1.0 never sends a 100: the body goes at once
+            // (RFC 9110 §10.1.1: "from configuration or past interaction").
+            bodyState = request.continueTimeout != nil && !pool.answersHTTP10 ? .awaitingContinue : state
         }
         attempt(fresh: false)
+    }
+
+    /// The body's initial state for its framing; nil: no body.
+    private static func streaming(_ framing: RequestBodyFraming) -> BodyState? {
+        switch framing {
+        case .none: nil
+        case .length(let n): .streaming(chunked: false, remaining: n, paused: false)
+        case .streamed: .streaming(chunked: true, remaining: nil, paused: false)
+        }
+    }
+
+    private var awaitingContinue: Bool {
+        if case .awaitingContinue = bodyState { return true }
+        return false
     }
 
     /// Abandons the exchange (the client went away). No delegate call follows; the
@@ -196,13 +168,9 @@ public final class UpstreamCall: UpstreamTransportHandler {
         parser.expectResponse(toHEAD: request.method == .HEAD)
         receivedBytes = false
         requestSent = false
-        request.writeHead(to: conn.transport.output)
-        if let body, bodySink == nil {
-            let sink = UpstreamBodySink(call: self)
-            bodySink = sink
-            queueingBody = true
-            body.stream(to: sink)
-            queueingBody = false
+        request.writeHead(to: conn.transport.output, expectContinue: awaitingContinue)
+        if !awaitingContinue {
+            startBody()
             guard phase != .finished else { return }
         }
         if conn.isOpen {
@@ -235,6 +203,34 @@ public final class UpstreamCall: UpstreamTransportHandler {
         // Read interest from the start: an early response, or the upstream closing a
         // stale connection, must be seen while the request is still going out.
         if !paused { armRead() }
+        sendQueued()
+        if awaitingContinue, phase == .exchanging, let seconds = request.continueTimeout {
+            continueTimer = LoopTimer(loop: pool.loop, seconds: seconds) { [weak self] in self?.proceedWithBody() }
+        }
+    }
+
+    /// Starts reading the client's body into the request (queued while connecting).
+    private func startBody() {
+        guard let body, bodySink == nil else { return }
+        let sink = UpstreamBodySink(call: self)
+        bodySink = sink
+        queueingBody = true
+        body.stream(to: sink)
+        queueingBody = false
+    }
+
+    /// The upstream said 100 Continue, or was silent for `continueTimeout`: the body goes.
+    private func proceedWithBody() {
+        guard phase == .exchanging, awaitingContinue, let body, let state = Self.streaming(body.framing) else {
+            return
+        }
+        continueTimer?.cancel()
+        continueTimer = nil
+        bodyState = state
+        delegate?.upstreamContinue()
+        guard phase == .exchanging else { return }
+        startBody()
+        guard phase == .exchanging else { return }
         sendQueued()
     }
 
@@ -346,9 +342,18 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// Stops forwarding the client's body: the engine keeps it paused (what it already
     /// read stays unread), and the client's connection cannot carry another request.
     private func abandonBody() {
-        guard case .streaming = bodyState else { return }
-        bodyState = .abandoned
-        body?.pause()
+        continueTimer?.cancel()
+        continueTimer = nil
+        switch bodyState {
+        case .streaming:
+            bodyState = .abandoned
+            body?.pause()
+        case .awaitingContinue:
+            // Never asked for: the client, still waiting for a 100, sends nothing more.
+            bodyState = .abandoned
+        case .complete, .abandoned:
+            break
+        }
     }
 
     // MARK: Receiving
@@ -395,8 +400,12 @@ public final class UpstreamCall: UpstreamTransportHandler {
             switch event {
             case .informational(let head):
                 evbuffer_drain(input, step.consumed)
-                // 100 Continue answers an Expect this call never sends on its own: dropped.
-                if head.status != 100 { delegate?.upstreamInterim(responseHead(head)) }
+                if head.status != 100 {
+                    delegate?.upstreamInterim(responseHead(head))
+                } else if awaitingContinue {
+                    // The answer to the head's Expect. Any other 100 answers nothing: dropped.
+                    proceedWithBody()
+                }
             case .head(let head):
                 evbuffer_drain(input, step.consumed)
                 received(head)
@@ -425,6 +434,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
         }
         gotHead = true
         keepAlive = head.keepAlive
+        pool.answersHTTP10 = head.version == .http10
         if !requestSent {
             // RFC 9112 §9.3: the upstream answered before reading the whole request. Stop
             // sending; the connection is closed after the response.

@@ -45,6 +45,9 @@ public final class UpstreamPool {
     /// HTTPS: TLS handshakes completed, and how many of them resumed a session.
     public private(set) var tlsHandshakes = 0
     public private(set) var tlsResumedHandshakes = 0
+    /// The last response from this upstream was HTTP/1.0: it will not send `100 Continue`,
+    /// so a request's body is not held back waiting for one.
+    var answersHTTP10 = false
     #if DEBUG
         private var thread: pthread_t?
     #endif

@@ -21,8 +21,9 @@ extension UpstreamCall.Request {
     /// one evbuffer_add. The fields' own Content-Length and Transfer-Encoding are left out:
     /// framing is this call's, derived from the body (a stale copy would smuggle).
     /// `target` and the fields are the caller's, from a strictly parsed request or from
-    /// config (`HTTP1Fields.isValid`).
-    func writeHead(to buffer: OpaquePointer) {
+    /// config (`HTTP1Fields.isValid`). `expectContinue`: the call waits for the upstream's
+    /// 100 before the body, and says so (RFC 9110 §10.1.1); the fields' own Expect never goes.
+    func writeHead(to buffer: OpaquePointer, expectContinue: Bool = false) {
         var out: [UInt8] = []
         out.reserveCapacity(fields.storage.count + fields.count * 4 + target.utf8.count + 64)
         out.append(contentsOf: method.rawValue.utf8)
@@ -30,7 +31,9 @@ extension UpstreamCall.Request {
         out.append(contentsOf: target.utf8)
         out.append(contentsOf: " HTTP/1.1\r\n".utf8)
         for i in fields.indices
-        where !fields.nameEquals(i, "content-length") && !fields.nameEquals(i, "transfer-encoding") {
+        where !fields.nameEquals(i, "content-length") && !fields.nameEquals(i, "transfer-encoding")
+            && !fields.nameEquals(i, "expect")
+        {
             let span = fields.spans[i]
             out.append(contentsOf: fields.storage[span.nameStart..<span.nameEnd])
             out.append(0x3A)
@@ -39,6 +42,7 @@ extension UpstreamCall.Request {
             out.append(0x0D)
             out.append(0x0A)
         }
+        if expectContinue && bodyFraming != .none { out.append(contentsOf: "Expect: 100-continue\r\n".utf8) }
         switch bodyFraming {
         case .contentLength(let n): out.append(contentsOf: "Content-Length: \(n)\r\n".utf8)
         case .chunked: out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)

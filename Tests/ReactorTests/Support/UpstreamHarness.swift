@@ -26,14 +26,14 @@ final class UpstreamHarness {
     func call(
         _ method: HTTPMethod = .GET, _ target: String = "/",
         fields: [(name: String, value: String)] = [("Host", "upstream")],
-        body: RequestBody? = nil, limit: Double = 5, setup: (UpstreamRecorder) -> Void = { _ in }
+        body: RequestBody? = nil, continueTimeout: Double? = nil, limit: Double = 5,
+        setup: (UpstreamRecorder) -> Void = { _ in }
     ) -> UpstreamRecorder {
         let recorder = UpstreamRecorder()
         setup(recorder)
-        let call = UpstreamCall(
-            pool: pool,
-            request: UpstreamCall.Request(method: method, target: target, fields: HTTP1Fields(fields), body: body),
-            delegate: recorder)
+        var request = UpstreamCall.Request(method: method, target: target, fields: HTTP1Fields(fields), body: body)
+        request.continueTimeout = continueTimeout
+        let call = UpstreamCall(pool: pool, request: request, delegate: recorder)
         recorder.call = call
         run(limit: limit) { finish in
             recorder.onEnd = finish
@@ -72,6 +72,8 @@ final class UpstreamRecorder: UpstreamCallDelegate {
     var onHead: ((UpstreamRecorder) -> Void)?
 
     var bodyText: String { String(decoding: body, as: UTF8.self) }
+
+    func upstreamContinue() { events.append("continue") }
 
     func upstreamInterim(_ head: HTTPResponseHead) {
         events.append("interim \(head.status)")
@@ -119,11 +121,16 @@ final class ScriptedRequestBody: RequestBody {
     private(set) var pauses = 0
     private(set) var resumes = 0
     private(set) var delivered = 0
+    /// The client waits for `100 Continue`; `sendContinue` (or `stream`) says it, counted.
+    private(set) var expectsContinue: Bool
+    private(set) var continues = 0
+    private(set) var streamed = false
 
     init(
         loop: EventLoop, framing: RequestBodyFraming, chunks: [[UInt8]], interval: Double = 0,
-        failure: RequestBodyFailure? = nil
+        failure: RequestBodyFailure? = nil, expectsContinue: Bool = false
     ) {
+        self.expectsContinue = expectsContinue
         self.loop = loop
         self.framing = framing
         self.chunks = chunks[...]
@@ -134,7 +141,15 @@ final class ScriptedRequestBody: RequestBody {
     func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) { fatalError("not used") }
     func discard() {}
 
+    func sendContinue() {
+        guard expectsContinue else { return }
+        expectsContinue = false
+        continues += 1
+    }
+
     func stream(to sink: RequestBodySink) {
+        sendContinue()
+        streamed = true
         self.sink = sink
         if interval == 0 { pump() } else { schedule() }
     }

@@ -6,12 +6,14 @@ import Glibc
 /// what the client sends and writes canned bytes (malformed ones included); every blocking
 /// step is bounded (accept 10 s, reads 3 s), so a client that misbehaves fails a test rather
 /// than hanging it.
-final class ScriptedUpstream: @unchecked Sendable {
-    enum Step {
+public final class ScriptedUpstream: @unchecked Sendable {
+    public enum Step: Sendable {
         /// Reads one whole request (head, then a Content-Length or chunked body) and records it.
         case readRequest
         /// Reads one request head only (the body, if any, is left in the socket).
         case readHead
+        /// Reads exactly this many bytes (a body after `readHead`) and records them.
+        case readBytes(Int)
         case send(String)
         case sendBytes([UInt8])
         case sleep(Double)
@@ -21,19 +23,19 @@ final class ScriptedUpstream: @unchecked Sendable {
         case close
     }
 
-    let port: UInt16
+    public let port: UInt16
     private let listener: Int32
     private let lock = NSLock()
     private var _requests: [[UInt8]] = []
     private var _accepted = 0
     private var _clientClosed: [Bool] = []
     /// Signalled after each `.close` step and when the script ends.
-    let closed = DispatchSemaphore(value: 0)
-    let finished = DispatchSemaphore(value: 0)
+    public let closed = DispatchSemaphore(value: 0)
+    public let finished = DispatchSemaphore(value: 0)
 
     /// `receiveBuffer`: SO_RCVBUF for accepted connections (a small one makes a client's
     /// large body fill the socket buffers quickly).
-    init(_ scripts: [[Step]], receiveBuffer: Int32? = nil) throws {
+    public init(_ scripts: [[Step]], receiveBuffer: Int32? = nil) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var one: Int32 = 1
@@ -63,13 +65,13 @@ final class ScriptedUpstream: @unchecked Sendable {
     deinit { close(listener) }
 
     /// Raw requests received (head and body bytes as sent), across connections.
-    var requests: [[UInt8]] { lock.withLock { _requests } }
-    var requestTexts: [String] { requests.map { String(decoding: $0, as: UTF8.self) } }
-    var accepted: Int { lock.withLock { _accepted } }
+    public var requests: [[UInt8]] { lock.withLock { _requests } }
+    public var requestTexts: [String] { requests.map { String(decoding: $0, as: UTF8.self) } }
+    public var accepted: Int { lock.withLock { _accepted } }
     /// Per `.expectClose` step: whether the client closed.
-    var clientClosed: [Bool] { lock.withLock { _clientClosed } }
+    public var clientClosed: [Bool] { lock.withLock { _clientClosed } }
 
-    static func localPort(_ fd: Int32) -> UInt16 {
+    public static func localPort(_ fd: Int32) -> UInt16 {
         var address = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
@@ -102,6 +104,14 @@ final class ScriptedUpstream: @unchecked Sendable {
                         break
                     }
                     lock.withLock { _requests.append(request) }
+                case .readBytes(let count):
+                    while pending.count < count {
+                        guard read(conn, &pending) else { break }
+                    }
+                    let bytes = Array(pending.prefix(count))
+                    pending.removeFirst(bytes.count)
+                    lock.withLock { _requests.append(bytes) }
+                    if bytes.count < count { open = false }
                 case .send(let text): writeAll(conn, Array(text.utf8))
                 case .sendBytes(let bytes): writeAll(conn, bytes)
                 case .sleep(let seconds): Thread.sleep(forTimeInterval: seconds)
@@ -194,7 +204,7 @@ final class ScriptedUpstream: @unchecked Sendable {
 }
 
 /// Decodes a chunked body (no trailers): for checking what the client streamed.
-func decodeChunked(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+public func decodeChunked(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
     var out: [UInt8] = []
     var i = bytes.startIndex
     while true {

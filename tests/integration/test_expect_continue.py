@@ -1,0 +1,319 @@
+"""`Expect: 100-continue` end to end (RFC 9110 §10.1.1, §15.2.1): the gateway forwards the
+expectation and lets the upstream decide. A raw-socket client talks to the real gateway, which
+talks to a raw-socket upstream that chooses per path whether to say 100, refuse first, or stay
+silent, and records every byte it received. Auth still comes first: a refused request gets its
+401 with no 100 and nothing upstream."""
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from conftest import Gateway, RawServer
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+class DecidingUpstream(RawServer):
+    """An HTTP/1.1 upstream that reads a request head and then, by path:
+    /continue  says 100 Continue when asked (Expect), reads the body, answers 200;
+    /always100 says 100 Continue even unasked, reads the body, answers 200;
+    /refuse417, /refuse413  answer that status at once, without a 100, then wait 1.5 s
+               for body bytes (recorded: there must be none) and close;
+    /silent    never says 100, reads the body whenever it comes, answers 200.
+    Every request is recorded: its head's lines, the body bytes received, when."""
+
+    def __init__(self):
+        self.requests = []
+        self.lock = threading.Lock()
+        super().__init__()
+
+    def serve(self, conn):
+        conn.settimeout(10)
+        with conn:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+            head, _, body = buf.partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            fields = [(n.strip().lower(), v.strip()) for n, _, v in (line.partition(":") for line in lines[1:])]
+            record = {"line": lines[0], "fields": fields, "body": body, "at": time.monotonic()}
+            with self.lock:
+                self.requests.append(record)
+            path = lines[0].split(" ")[1]
+            asked = ("expect", "100-continue") in fields
+            if path.startswith("/refuse"):
+                status = int(path[len("/refuse"):])
+                text = {417: b"Expectation Failed", 413: b"Content Too Large"}[status]
+                msg = json.dumps({"refused": status}).encode()
+                conn.sendall(b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                             % (status, text, len(msg), msg))
+                conn.settimeout(1.5)
+                try:
+                    while True:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        record["body"] += chunk
+                except socket.timeout:
+                    pass
+                return
+            if (path.startswith("/continue") and asked) or path.startswith("/always100"):
+                conn.sendall(CONTINUE)
+            length = int(dict(fields).get("content-length", "0"))
+            chunked = ("transfer-encoding", "chunked") in fields
+            while len(record["body"]) < length or (chunked and not record["body"].endswith(b"0\r\n\r\n")):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                record["body"] += chunk
+            msg = json.dumps({"received": len(record["body"])}).encode()
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                         b"Connection: close\r\n\r\n%s" % (len(msg), msg))
+
+    def only(self):
+        with self.lock:
+            assert len(self.requests) == 1, self.requests
+            return self.requests[0]
+
+
+@pytest.fixture(scope="module")
+def setup():
+    up = DecidingUpstream()
+    g = Gateway(f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 1
+limits: {{ max_body_size: 1MB }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{up.port}", timeout: 5s }}
+routes:
+  - name: api
+    match: {{ path_prefix: /api/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+  - match: {{ path_prefix: / }}
+    upstream: app
+    auth: none
+issuers:
+  one: {{ issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api] }}
+""", workers=1)
+    g.start(wait_for="/healthz")
+    yield g, up
+    g.stop()
+    up.stop()
+
+
+@pytest.fixture
+def gw(setup):
+    g, up = setup
+    with up.lock:
+        up.requests.clear()
+    return g, up
+
+
+def read_head(s, timeout=5):
+    """One response head (an interim one included), and what came after it."""
+    s.settimeout(timeout)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    head, sep, rest = buf.partition(b"\r\n\r\n")
+    return head + sep, rest
+
+
+def read_all(s, first=b"", timeout=5):
+    """Bytes up to the end of the first final response (1xx heads before it included), by its
+    Content-Length; then, if the gateway closes right after, nothing more."""
+    s.settimeout(timeout)
+    buf = first
+    start = 0
+    while True:
+        end = buf.find(b"\r\n\r\n", start)
+        if end >= 0:
+            head = buf[start:end]
+            if not head.startswith(b"HTTP/1.1 1"):
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                if len(buf) >= end + 4 + length:
+                    return buf
+            else:
+                start = end + 4
+                continue
+        chunk = s.recv(65536)
+        if not chunk:
+            return buf
+        buf += chunk
+
+
+def closed_after(s, timeout=3):
+    """Whether the gateway closes the connection (with nothing more to say)."""
+    s.settimeout(timeout)
+    try:
+        return s.recv(65536) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def connect(g):
+    return socket.create_connection(("127.0.0.1", g.port), timeout=5)
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+def test_the_upstreams_100_is_relayed_then_the_body_streams(gw, framing):
+    g, up = gw
+    s = connect(g)
+    if framing == "length":
+        s.sendall(b"POST /continue HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        body = b"hello"
+    else:
+        s.sendall(b"POST /continue HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n")
+        body = b"5\r\nhello\r\n0\r\n\r\n"
+    head, rest = read_head(s)
+    assert head == CONTINUE and rest == b""
+    s.sendall(body)
+    resp = read_all(s)
+    s.close()
+    assert resp.startswith(b"HTTP/1.1 200 "), resp
+    assert b"100 Continue" not in resp, "exactly one 100 reaches the client"
+    seen = up.only()
+    assert ("expect", "100-continue") in seen["fields"]
+    if framing == "length":
+        assert seen["body"] == b"hello"
+    else:
+        assert seen["body"] == b"5\r\nhello\r\n0\r\n\r\n"
+
+
+def test_the_100_is_the_upstreams_not_the_gateways(gw):
+    """Until the upstream has said 100 the client hears nothing: the 100 comes after the
+    upstream got the head (which is recorded before it answers)."""
+    g, up = gw
+    s = connect(g)
+    s.sendall(b"POST /continue HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
+    head, _ = read_head(s)
+    got_100 = time.monotonic()
+    assert head == CONTINUE
+    assert up.only()["at"] <= got_100
+    s.sendall(b"ok")
+    assert read_all(s).startswith(b"HTTP/1.1 200 ")
+    s.close()
+
+
+@pytest.mark.parametrize("status", [417, 413])
+def test_a_final_answer_before_100_is_relayed_and_the_body_never_sent(gw, status):
+    g, up = gw
+    s = connect(g)
+    s.sendall(b"POST /refuse%d HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n" % status)
+    head, rest = read_head(s)
+    assert head.startswith(b"HTTP/1.1 %d " % status), head
+    assert b"100 Continue" not in head
+    # The client never got a 100: it may not send its body, so the connection cannot carry
+    # another request and closes after the answer (RFC 9110 §10.1.1).
+    assert b"\r\nConnection: close\r\n" in head
+    resp = read_all(s, rest)
+    assert json.loads(resp)["refused"] == status
+    assert closed_after(s)
+    s.close()
+    time.sleep(1.6)  # the upstream waits 1.5 s for body bytes before it closes
+    seen = up.only()
+    assert ("expect", "100-continue") in seen["fields"]
+    assert seen["body"] == b"", "the body must not reach the upstream"
+
+
+def test_an_eager_client_body_after_a_refusal_never_reaches_the_upstream(gw):
+    """A client that sends its body without waiting (allowed, RFC 9110 §10.1.1) gets the
+    upstream's refusal; its body stays at the gateway."""
+    g, up = gw
+    s = connect(g)
+    s.sendall(b"POST /refuse417 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello")
+    head, rest = read_head(s)
+    assert head.startswith(b"HTTP/1.1 417 "), head
+    read_all(s, rest)
+    assert closed_after(s)
+    s.close()
+    time.sleep(1.6)
+    assert up.only()["body"] == b""
+
+
+def test_a_silent_upstream_gets_the_body_after_the_continue_timeout(gw):
+    g, up = gw
+    s = connect(g)
+    sent = time.monotonic()
+    s.sendall(b"POST /silent HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+    head, rest = read_head(s)
+    waited = time.monotonic() - sent
+    assert head == CONTINUE and rest == b""
+    # The gateway waited for the upstream (1 s, fixed) before saying 100 itself.
+    assert 0.8 <= waited < 4, waited
+    s.sendall(b"hello")
+    resp = read_all(s)
+    s.close()
+    assert resp.startswith(b"HTTP/1.1 200 ") and json.loads(resp.split(b"\r\n\r\n", 1)[1])["received"] == 5
+    assert b"100 Continue" not in resp
+    seen = up.only()
+    assert ("expect", "100-continue") in seen["fields"] and seen["body"] == b"hello"
+
+
+def test_an_unauthenticated_request_gets_401_without_100_and_nothing_upstream(gw):
+    g, up = gw
+    s = connect(g)
+    s.sendall(b"POST /api/x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+    head, rest = read_head(s)
+    assert head.startswith(b"HTTP/1.1 401 "), head
+    assert b"WWW-Authenticate: Bearer" in head
+    read_all(s, rest)
+    assert closed_after(s), "a client still waiting for a 100 cannot send its next request"
+    s.close()
+    time.sleep(0.3)
+    with up.lock:
+        assert up.requests == []
+
+
+def test_expect_on_http10_is_ignored(gw):
+    """RFC 9110 §10.1.1: an HTTP/1.0 request's 100-continue expectation is ignored; a 1xx
+    is never sent to an HTTP/1.0 client (§15.2) and the upstream is not asked either."""
+    g, up = gw
+    s = connect(g)
+    s.sendall(b"POST /continue HTTP/1.0\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello")
+    resp = read_all(s)
+    s.close()
+    assert resp.startswith(b"HTTP/1.1 200 "), resp
+    assert b"100 Continue" not in resp
+    seen = up.only()
+    assert "expect" not in dict(seen["fields"]) and seen["body"] == b"hello"
+
+
+def test_an_upstream_100_nobody_asked_for_is_dropped(gw):
+    g, up = gw
+    s = connect(g)
+    s.sendall(b"POST /always100 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello")
+    resp = read_all(s)
+    s.close()
+    assert resp.startswith(b"HTTP/1.1 200 "), resp
+    assert b"100 Continue" not in resp
+    seen = up.only()
+    assert "expect" not in dict(seen["fields"]) and seen["body"] == b"hello"
+
+
+def test_an_unknown_expectation_is_refused_417_and_never_forwarded(gw):
+    g, up = gw
+    s = connect(g)
+    s.sendall(b"POST /continue HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: nope\r\n\r\n")
+    head, rest = read_head(s)
+    assert head.startswith(b"HTTP/1.1 417 "), head
+    read_all(s, rest)
+    s.close()
+    with up.lock:
+        assert up.requests == []
