@@ -8,15 +8,16 @@ import Testing
 /// `Expect: 100-continue` through the worker (RFC 9110 §10.1.1), over the in-memory transport
 /// to a scripted upstream: a proxied request's 100 is the upstream's (relayed), a final answer
 /// first goes to the client with its body never read, a silent upstream gets the body after
-/// `ProxyExchange.continueTimeout`; bodies the gateway reads itself get the gateway's 100.
+/// `limits.continue_timeout`; bodies the gateway reads itself get the gateway's 100.
 @Suite("Worker: 100-continue decided by the upstream", .serialized)
 struct ExpectContinueTests {
-    static func worker(upstreamPort: UInt16) throws -> Worker {
+    static func worker(upstreamPort: UInt16, limits: String = "{}") throws -> Worker {
         try testWorker(
             """
             listen: 127.0.0.1:1
             admin_listen: "off"
             workers: 1
+            limits: \(limits)
             issuers:
               one: { issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api] }
             upstreams:
@@ -99,6 +100,48 @@ struct ExpectContinueTests {
         #expect(t.status == 201)
         #expect(t.interim.map(\.status) == [100], "the gateway's own 100, once the wait is over")
         #expect(upstream.requestTexts.last == "hello")
+    }
+
+    /// `continue_timeout: 0`: the upstream is not asked; the gateway says 100 as the body
+    /// streams, and the body goes with the head.
+    @Test func aZeroContinueTimeoutNeverAsksTheUpstream() throws {
+        let upstream = try ScriptedUpstream([
+            [.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")]
+        ])
+        let w = try Self.worker(upstreamPort: upstream.port, limits: "{ continue_timeout: 0s }")
+        let t = exchange(w, "/up")
+        #expect(t.status == 200 && t.interim.map(\.status) == [100])
+        let sent = try #require(upstream.requestTexts.first)
+        #expect(!sent.lowercased().contains("expect") && sent.hasSuffix("\r\n\r\nhello"))
+    }
+
+    @Test func continueTimeoutIsParsedAndBounded() throws {
+        func parse(_ limits: String) -> Result<GatewayConfig, ConfigError> {
+            let yaml = """
+                listen: 127.0.0.1:1
+                limits: \(limits)
+                upstreams: { app: { url: "http://127.0.0.1:2" } }
+                routes: [{ match: { path_prefix: / }, upstream: app, auth: none }]
+                """
+            return ConfigParser.parse(yaml: yaml, environment: [:], baseDirectory: "/", cores: 1)
+        }
+        #expect(try parse("{}").get().limits.continueTimeout == 1)
+        #expect(try parse("{ continue_timeout: 250ms }").get().limits.continueTimeout == 0.25)
+        #expect(try parse("{ continue_timeout: 0 }").get().limits.continueTimeout == 0)
+        guard case .failure(let e) = parse("{ continue_timeout: 31s }") else {
+            Issue.record("31s must be refused")
+            return
+        }
+        #expect(
+            e.problems.map(\.description) == [
+                "line 2: limits.continue_timeout: must be at most 30s (e.g. 1s; 0 answers 100 at once without"
+                    + " asking the upstream)"
+            ])
+        guard case .failure(let soon) = parse("{ continue_timeout: soon }") else {
+            Issue.record("a non-duration must be refused")
+            return
+        }
+        #expect(soon.problems.map(\.description).first?.contains("limits.continue_timeout") == true)
     }
 
     /// No Expect to honour: an HTTP/1.0 client's is ignored, and the body goes with the head.

@@ -5,12 +5,13 @@ silent, and records every byte it received. Auth still comes first: a refused re
 401 with no 100 and nothing upstream."""
 import json
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import Gateway, RawServer
+from conftest import BIN, Gateway, RawServer
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
@@ -81,16 +82,14 @@ class DecidingUpstream(RawServer):
             return self.requests[0]
 
 
-@pytest.fixture(scope="module")
-def setup():
-    up = DecidingUpstream()
-    g = Gateway(f"""
+def config(upstream_port, limits="max_body_size: 1MB"):
+    return f"""
 listen: 127.0.0.1:{{PORT}}
 admin_listen: 127.0.0.1:{{ADMIN}}
 workers: 1
-limits: {{ max_body_size: 1MB }}
+limits: {{ {limits} }}
 upstreams:
-  app: {{ url: "http://127.0.0.1:{up.port}", timeout: 5s }}
+  app: {{ url: "http://127.0.0.1:{upstream_port}", timeout: 5s }}
 routes:
   - name: api
     match: {{ path_prefix: /api/ }}
@@ -102,7 +101,13 @@ routes:
     auth: none
 issuers:
   one: {{ issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api] }}
-""", workers=1)
+"""
+
+
+@pytest.fixture(scope="module")
+def setup():
+    up = DecidingUpstream()
+    g = Gateway(config(up.port), workers=1)
     g.start(wait_for="/healthz")
     yield g, up
     g.stop()
@@ -317,3 +322,33 @@ def test_an_unknown_expectation_is_refused_417_and_never_forwarded(gw):
     s.close()
     with up.lock:
         assert up.requests == []
+
+
+def test_continue_timeout_zero_never_asks_the_upstream():
+    """`limits.continue_timeout: 0` (for upstreams that ignore Expect): the gateway says 100
+    itself once authentication lets the body through, and the upstream gets no Expect."""
+    up = DecidingUpstream()
+    g = Gateway(config(up.port, "max_body_size: 1MB, continue_timeout: 0s"), workers=1)
+    g.start(wait_for="/healthz")
+    try:
+        s = connect(g)
+        s.sendall(b"POST /silent HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        head, _ = read_head(s)
+        assert head == CONTINUE
+        s.sendall(b"hello")
+        resp = read_all(s)
+        s.close()
+        assert resp.startswith(b"HTTP/1.1 200 ") and b"100 Continue" not in resp
+        seen = up.only()
+        assert "expect" not in dict(seen["fields"]) and seen["body"] == b"hello"
+    finally:
+        g.stop()
+        up.stop()
+
+
+def test_a_continue_timeout_past_30s_is_refused_by_check_config(tmp_path):
+    cfg = tmp_path / "tg.yaml"
+    cfg.write_text(config(1, "continue_timeout: 31s").replace("{PORT}", "1").replace("{ADMIN}", "2"))
+    out = subprocess.run([BIN, "check-config", str(cfg)], capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0
+    assert "limits.continue_timeout: must be at most 30s" in out.stdout + out.stderr

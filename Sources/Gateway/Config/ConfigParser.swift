@@ -216,7 +216,7 @@ public enum ConfigParser {
                 node, path: "limits",
                 known: [
                     "max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace",
-                    "max_connections", "header_timeout", "body_timeout",
+                    "max_connections", "header_timeout", "body_timeout", "continue_timeout",
                     "tunnel_idle_timeout", "max_tunnels"
                 ])
         else { return l }
@@ -245,6 +245,15 @@ public enum ConfigParser {
             l.headerTimeout = max(v, 0.1)
         }
         if let n = m["body_timeout"], let v = r.duration(n, path: "limits.body_timeout") { l.bodyTimeout = max(v, 0.1) }
+        if let n = m["continue_timeout"], let v = r.duration(n, path: "limits.continue_timeout") {
+            if v > 30 {
+                r.problem(
+                    "limits.continue_timeout", n,
+                    "must be at most 30s (e.g. 1s; 0 answers 100 at once without asking the upstream)")
+            } else {
+                l.continueTimeout = v
+            }
+        }
         if let n = m["max_body_size"], let v = r.size(n, path: "limits.max_body_size") { l.maxBodySize = v }
         if let n = m["max_header_size"], let v = r.size(n, path: "limits.max_header_size") {
             if v < 1024 { r.problem("limits.max_header_size", n, "must be at least 1KB") } else { l.maxHeaderSize = v }

@@ -124,6 +124,10 @@ struct Limits: Sendable {
     var headerTimeout = 10.0
     /// No request body byte for this long: the exchange fails and the connection closes.
     var bodyTimeout = 30.0
+    /// How long a proxied body whose client sent `Expect: 100-continue` waits on the
+    /// upstream's 100 (or its refusal) before the gateway says 100 itself and sends it anyway
+    /// (RFC 9110 §10.1.1); 0: the upstream is not asked, the gateway says 100 at once.
+    var continueTimeout = 1.0
     /// A tunnel (WebSocket) with no byte either way for this long is closed.
     var tunnelIdleTimeout = 300.0
     /// Tunnels per process (shared evenly among workers); an upgrade past it gets 503.

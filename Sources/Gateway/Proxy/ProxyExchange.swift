@@ -8,10 +8,6 @@ import Reactor
 final class ProxyExchange: UpstreamCallDelegate {
     /// Past this many bytes queued for a slow client, stop reading from the upstream.
     static let highWater = 256 << 10
-    /// How long a client's `Expect: 100-continue` waits on the upstream's answer before the
-    /// gateway says 100 itself and sends the body anyway (curl waits 1 s too; RFC 9110
-    /// §10.1.1 lets a client send without one). A slow upstream costs at most this once.
-    static let continueTimeout = 1.0
 
     private let worker: Worker
     private let exchange: ServerExchange
@@ -35,11 +31,13 @@ final class ProxyExchange: UpstreamCallDelegate {
 
     func start(pool: UpstreamPool, request: UpstreamCall.Request) {
         var request = request
-        if request.body?.expectsContinue == true {
+        let wait = worker.config.limits.continueTimeout
+        if request.body?.expectsContinue == true, wait > 0 {
             // RFC 9110 §10.1.1: a proxy forwards the expectation and lets the origin decide
             // whether the body is wanted; the client hears the upstream's 100 (`upstreamContinue`),
-            // or its final answer without having sent the body.
-            request.continueTimeout = Self.continueTimeout
+            // or its final answer without having sent the body. A silent upstream gets the body
+            // after `limits.continue_timeout` (curl waits 1 s too; a client may send without a 100).
+            request.continueTimeout = wait
         }
         selfRetain = self
         upstreamStart = worker.clock()
