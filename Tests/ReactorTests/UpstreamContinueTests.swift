@@ -66,6 +66,22 @@ struct UpstreamContinueTests {
         #expect(server.requestTexts.last == "hello")
     }
 
+    /// A 100 that comes after the wait ended answers nothing any more: the client heard one
+    /// 100 already, and hears no second.
+    @Test func aLate100IsDropped() throws {
+        let server = try ScriptedUpstream([
+            [
+                .readHead, .readBytes(5),
+                .send("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            ]
+        ])
+        let h = UpstreamHarness(port: server.port)
+        let body = Self.body(h.loop)
+        let r = h.call(.POST, "/up", body: body, continueTimeout: 0.1)
+        #expect(r.events == ["continue", "head 200", "complete"])
+        #expect(body.continues == 1)
+    }
+
     @Test func a100NobodyAskedForIsDropped() throws {
         let server = try ScriptedUpstream([
             [.readRequest, .send("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")]
