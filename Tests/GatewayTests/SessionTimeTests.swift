@@ -45,12 +45,13 @@ struct SessionTimeTests {
         let idp: FakeAuthorizationServer
         var login: LoginService { worker.login }
 
-        init() throws {
-            worker = try testWorker(SessionTimeTests.yaml, wallClock: clock)
+        init(yaml: String = SessionTimeTests.yaml, loginShared: LoginShared = LoginShared()) throws {
+            worker = try testWorker(yaml, wallClock: clock, loginShared: loginShared)
             idp = try FakeAuthorizationServer(loop: worker.loop)
             let metadata = """
                 {"issuer":"http://idp.example","authorization_endpoint":"http://idp.example/authorize",
-                 "token_endpoint":"\(idp.url)/token","jwks_uri":"http://idp.example/jwks"}
+                 "token_endpoint":"\(idp.url)/token","userinfo_endpoint":"\(idp.url)/userinfo",
+                 "jwks_uri":"http://idp.example/jwks"}
                 """
             worker.login.providerMetadata["corp"] = try ProviderMetadata.parse(
                 Array(metadata.utf8), expectedIssuer: "http://idp.example")
@@ -59,9 +60,12 @@ struct SessionTimeTests {
         var now: Int64 { clock.seconds }
 
         /// A sealed session cookie value, the session made now.
-        func session(accessExpiresIn: Int64 = 3600, refreshToken: String? = nil) throws -> String {
+        func session(accessExpiresIn: Int64 = 3600, refreshToken: String? = nil, teams: [String]? = nil) throws
+            -> String
+        {
             var claims = JSONObject()
             claims["sub"] = .string("alice")
+            if let teams { claims["teams"] = .array(teams.map { .string($0) }) }
             let s = Session(
                 id: Session.newID(), client: "web", subject: "alice", claims: claims,
                 idToken: nil, accessToken: "at1", refreshToken: refreshToken, accessExpiresAt: now + accessExpiresIn,
@@ -90,6 +94,13 @@ struct SessionTimeTests {
 
         func ask(session cookie: String) -> InMemoryTransport {
             ask("/page", cookies: [login.settings.sessionCookie: cookie])
+        }
+
+        /// The session a sealed cookie holds.
+        func open(_ cookie: String) -> Session? {
+            var found: Session?
+            login.store.load(cookie) { if case .found(let s) = $0 { found = s } }
+            return found
         }
 
         /// The session cookie a response sets, if any.
@@ -204,5 +215,48 @@ struct SessionTimeTests {
         let refused = callback(late.state, late.cookies)
         #expect(refused.status == 400)
         #expect(h.idp.hits("/token") == 1)
+    }
+
+    /// A userinfo endpoint that cannot be reached at a refresh keeps the session's claims for
+    /// that refresh only (they are marked stale): the next refresh takes fresh ones and clears
+    /// the mark; two unreachable refreshes in a row end the session. Each step is the next
+    /// refresh, reached by moving the clock into the margin (the coordinator's grace, which
+    /// would hold a second refresh of one session back for 30 s, is off here).
+    @Test func unreachableUserinfoKeepsClaimsUntilTheNextRefreshOnly() throws {
+        let yaml = Self.yaml.replacingOccurrences(
+            of: "request_mode: plain }", with: "request_mode: plain, userinfo: true }"
+        )
+        .replacingOccurrences(of: "\n    client: web", with: "\n    client: web\n    headers: { X-Teams: teams }")
+        let h = try Harness(yaml: yaml, loginShared: LoginShared(refreshes: RefreshCoordinator(grace: 0)))
+        h.idp.answers["/token"] = (
+            200, #"{"access_token":"at2","token_type":"Bearer","expires_in":300,"refresh_token":"rt2"}"#
+        )
+        var cookie = try h.session(accessExpiresIn: 300, refreshToken: "rt1", teams: ["audit", "ops"])
+        func nextRefresh(userinfo: (Int, String)) -> InMemoryTransport {
+            h.idp.answers["/userinfo"] = userinfo
+            h.clock.advance(241)  // 59 s before the access token (300 s) expires
+            let t = h.ask(session: cookie)
+            cookie = h.newSession(t) ?? cookie
+            return t
+        }
+        let down = nextRefresh(userinfo: (503, #"{"error":"down"}"#))
+        #expect(down.status == 200 && h.idp.hits("/token") == 1 && h.idp.hits("/userinfo") == 1)
+        var s = try #require(h.open(cookie))
+        #expect(s.claims["teams"] == .array([.string("audit"), .string("ops")]), "kept")
+        #expect(s.userinfoStaleSince == h.now)
+
+        let back = nextRefresh(userinfo: (200, #"{"sub":"alice","teams":["audit"]}"#))
+        #expect(back.status == 200 && h.idp.hits("/token") == 2)
+        s = try #require(h.open(cookie))
+        #expect(s.claims["teams"] == .array([.string("audit")]) && s.userinfoStaleSince == nil, "fresh, not stale")
+
+        let downAgain = nextRefresh(userinfo: (502, "{}"))
+        #expect(downAgain.status == 200 && h.idp.hits("/token") == 3)
+        #expect(try #require(h.open(cookie)).userinfoStaleSince == h.now)
+
+        let stillDown = nextRefresh(userinfo: (502, "{}"))
+        #expect(h.idp.hits("/token") == 4 && h.idp.hits("/userinfo") == 4)
+        #expect(stillDown.status == 401, "the second unreachable refresh in a row ends the session")
+        #expect(h.ask(session: cookie).status == 401)
     }
 }
