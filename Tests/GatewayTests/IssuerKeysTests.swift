@@ -53,10 +53,10 @@ struct IssuerKeysTests {
     }
 
     /// Keys from the IdP's jwks_uri, loaded once before the test goes on.
-    static func loadedKeys(_ idp: IdP, now: @escaping () -> Double) -> IssuerKeys {
+    static func loadedKeys(_ idp: IdP, clock: ManualClock) -> IssuerKeys {
         let keys = IssuerKeys(
             name: "corp", source: .jwksURI("http://127.0.0.1:\(idp.port)/jwks"),
-            fetcher: HTTPFetcher(loop: idp.loop), loop: idp.loop, now: now)
+            fetcher: HTTPFetcher(loop: idp.loop), loop: idp.loop, wallClock: clock)
         idp.run { stop in keys.start { _ in stop() } }
         return keys
     }
@@ -66,7 +66,7 @@ struct IssuerKeysTests {
         let idp = try IdP(jwks: jwks)
         let keys = IssuerKeys(
             name: "corp", source: .discovery(issuer: idp.issuer), fetcher: HTTPFetcher(loop: idp.loop),
-            loop: idp.loop, now: { 1000 })
+            loop: idp.loop, wallClock: ManualClock())
         var ok: Bool?
         idp.run { stop in
             keys.start {
@@ -85,7 +85,7 @@ struct IssuerKeysTests {
         idp.metadataIssuer = "https://evil.example"
         let keys = IssuerKeys(
             name: "corp", source: .discovery(issuer: idp.issuer), fetcher: HTTPFetcher(loop: idp.loop),
-            loop: idp.loop, now: { 0 })
+            loop: idp.loop, wallClock: ManualClock())
         var ok: Bool?
         idp.run { stop in
             keys.start {
@@ -102,8 +102,8 @@ struct IssuerKeysTests {
     @Test func unknownKidRefetchIsSingleFlightAndRateLimited() throws {
         let jwks = try Self.jwks(kid: "a")
         let idp = try IdP(jwks: jwks)
-        var clock = 1000.0
-        let keys = Self.loadedKeys(idp, now: { clock })
+        let clock = ManualClock()
+        let keys = Self.loadedKeys(idp, clock: clock)
         let rotated = try Self.jwks(kid: "b")
         idp.jwks = rotated
         var results: [Bool] = []
@@ -120,12 +120,12 @@ struct IssuerKeysTests {
         #expect(keys.current?.keys.first?.kid == "b")
         // Another unknown kid within the interval: no fetch at all.
         var again: Bool?
-        clock += 5
+        clock.advance(5)
         keys.refetchForUnknownKid { again = $0 }
         #expect(again == false)
         #expect(idp.hits["/jwks"] == 2)
         // After the interval, one more is allowed.
-        clock += 30
+        clock.advance(30)
         idp.run { stop in
             keys.refetchForUnknownKid {
                 again = $0
@@ -139,10 +139,10 @@ struct IssuerKeysTests {
     @Test func lastGoodKeysServeWhenTheIdPFails() throws {
         let jwks = try Self.jwks(kid: "a")
         let idp = try IdP(jwks: jwks)
-        var clock = 1000.0
-        let keys = Self.loadedKeys(idp, now: { clock })
+        let clock = ManualClock()
+        let keys = Self.loadedKeys(idp, clock: clock)
         idp.jwksStatus = 500
-        clock += 60
+        clock.advance(60)
         var ok: Bool?
         idp.run { stop in
             keys.refetchForUnknownKid {

@@ -123,7 +123,7 @@ struct SessionStoreConformanceTests {
             case .cookie:
                 redis = nil
                 store = CookieSessionStore(
-                    sealer: SessionTests.sealer, ended: EndedSessions(), clock: { Int64(Date().timeIntervalSince1970) })
+                    sealer: SessionTests.sealer, ended: EndedSessions(), wallClock: SystemClock())
             case .redis:
                 let server = try RedisServerProcess()
                 redis = server
@@ -135,7 +135,7 @@ struct SessionStoreConformanceTests {
             let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(port)/2"))
             return RedisSessionStore(
                 client: Redis(loop: loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
-                cacheTTL: 0, clock: { Int64(Date().timeIntervalSince1970) })
+                cacheTTL: 0, wallClock: SystemClock())
         }
         func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
             var out: T?

@@ -4,11 +4,14 @@ import Logging
 @testable import Gateway
 
 /// One worker over the in-memory transport, from a config text (no sockets, memory stores).
-func testWorker(_ yaml: String) throws -> Worker {
+/// `wallClock`: a `ManualClock` for tests that move time.
+func testWorker(_ yaml: String, wallClock: any WallClock = SystemClock(), loginShared: LoginShared = LoginShared())
+    throws -> Worker
+{
     let config = try ConfigParser.parse(yaml: yaml, environment: [:], baseDirectory: "/", cores: 1).get()
     return Worker(
         id: 0, config: config, log: Logger(label: "test"), processPrefix: "t",
-        stores: StoreBackend(.memory, replayCapacity: 100))
+        stores: StoreBackend(.memory, replayCapacity: 100, loginShared: loginShared), wallClock: wallClock)
 }
 
 /// Config tests that read a session key from `${SK}` and key files under /etc/tg.

@@ -206,6 +206,16 @@ def bearer_get(gw, tok=None, path="/api/orders/1", headers=None):
     return requests.get(gw.url(path), headers=h, timeout=10)
 
 
+def sleep_into_second(start, n):
+    """Sleeps until the wall clock reads at least floor(start) + n whole seconds. The gateway
+    (and the test AS) keep session and token times in whole Unix seconds, so a deadline n
+    seconds after something that happened by `start` has passed then — without the extra
+    half second on average that a flat sleep(n + 0.5) spends. Only for tests that must let
+    real time pass end to end; the timeouts' exact boundaries are tested with a manual clock
+    in Tests/GatewayTests (SessionTimeTests, TokenTimeTests, IntrospectionTimeTests)."""
+    time.sleep(max(0.0, int(start) + n + 0.05 - time.time()))
+
+
 def sent_headers(r):
     """The request headers the echo upstream received, names lowercased."""
     return {k.lower(): v for k, v in r.json()["headers"]}

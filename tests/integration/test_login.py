@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from conftest import BIN, Gateway, sent_headers as sent
+from conftest import BIN, Gateway, sent_headers as sent, sleep_into_second
 
 SESSION_KEY = "q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE="  # 32 bytes, base64
 SECRET = "web-secret-0123456789abcdef0123456789abcd"
@@ -234,8 +234,9 @@ def short_as(authserver_factory):
 def test_refresh_before_expiry_then_the_session_goes_on(login_env, short_as, upstream, tmp_path):
     e = login_env(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
     e.login()
+    logged_in = time.time()
     old = e.session_cookie()
-    time.sleep(2.5)
+    sleep_into_second(logged_in, 2)  # the access token (3 s) is within the 1 s margin
     r = e.get("/after-refresh")
     assert r.status_code == 200, r.text
     assert short_as.refresh_ok_count == 1
@@ -249,8 +250,9 @@ def test_parallel_requests_at_refresh_time_make_one_refresh(login_env, short_as,
     one refresh (on any worker), not race it — and every one of them succeeds."""
     e = login_env(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
     e.login()
+    logged_in = time.time()
     cookie = e.session_cookie()
-    time.sleep(2.5)
+    sleep_into_second(logged_in, 2)  # the access token is due
     def one(i):
         return requests.get(e.url(f"/p/{i}"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"},
                             timeout=15)
@@ -267,7 +269,7 @@ def test_an_as_that_is_down_does_not_end_the_session(login_env, short_as, upstre
     e = login_env(short_as, upstream, tmp_path, session=", refresh_margin: 1s",
                  extra_route=API_ROUTE_FORWARDING_TOKEN)
     e.login("/api/me")
-    time.sleep(3.5)  # the access token (3 s) has expired
+    sleep_into_second(time.time(), 3)  # the access token (3 s) has expired
     short_as.down_status = 503
     try:
         r = e.browser.get(e.url("/api/me"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
@@ -285,7 +287,7 @@ def test_an_as_that_is_down_does_not_end_the_session(login_env, short_as, upstre
 def test_failed_refresh_ends_the_session_cleanly(login_env, short_as, upstream, tmp_path):
     e = login_env(short_as, upstream, tmp_path, session=", refresh_margin: 1s")
     e.login()
-    time.sleep(2.5)
+    sleep_into_second(time.time(), 2)  # the access token is due
     short_as.down_status = 400  # the AS refuses the refresh (e.g. the grant was revoked)
     try:
         r = e.browser.get(e.url("/x"), headers={"Accept": "application/json"}, allow_redirects=False, timeout=10)
@@ -427,17 +429,23 @@ def test_tampered_and_foreign_session_cookies(login_env, env, login_as, upstream
     assert r.status_code == 401
 
 
-def test_idle_and_absolute_timeouts(login_env, login_as, upstream, tmp_path):
-    e = login_env(login_as, upstream, tmp_path, session=", idle_timeout: 5s, absolute_timeout: 8s")
-    e.login()
-    for _ in range(3):  # activity keeps it alive past the idle timeout ...
-        time.sleep(2)
-        assert e.get("/active").status_code == 200
-    time.sleep(3)  # ... but not past the absolute one (8 s)
-    assert e.get("/late").status_code == 302
-    e.login()
-    time.sleep(6)  # idle for longer than 5 s
-    assert e.get("/idle").status_code == 302
+def test_idle_and_absolute_timeouts(login_env, login_as, authserver_factory, upstream, tmp_path):
+    """Real time, end to end, for both timeouts at once (5 s, the least either allows): a
+    session left alone past the idle timeout, and an active one past the absolute timeout.
+    That activity moves the idle deadline, and each boundary to the second, are tested with
+    a manual clock (Tests/GatewayTests/SessionTimeTests.swift)."""
+    idle = login_env(login_as, upstream, tmp_path, session=", idle_timeout: 5s, absolute_timeout: 1h")
+    (tmp_path / "absolute").mkdir()
+    absolute = login_env(authserver_factory(login="form"), upstream, tmp_path / "absolute",
+                         session=", idle_timeout: 1h, absolute_timeout: 5s")
+    idle.login()
+    absolute.login()
+    logged_in = time.time()
+    sleep_into_second(logged_in, 3)
+    assert absolute.get("/active").status_code == 200  # activity ...
+    sleep_into_second(logged_in, 5)
+    assert absolute.get("/late").status_code == 302  # ... but not past the absolute timeout
+    assert idle.get("/idle").status_code == 302  # idle for 5 s
 
 
 @pytest.mark.parametrize("rd", ["//evil.example/x", "https:evil.example", "/\\\\evil.example", "/%2F%2Fevil.example",
@@ -500,11 +508,12 @@ def test_dpop_bound_tokens_from_the_token_endpoint(login_env, authserver_factory
     e = login_env(a, upstream, tmp_path, extra_client="    dpop: true", session=", refresh_margin: 1s",
                  extra_route=API_ROUTE_FORWARDING_TOKEN)
     r = e.login("/api/me")
+    logged_in = time.time()
     assert r.status_code == 200, r.text
     token = sent(r)["authorization"].split(" ", 1)[1]
     claims = json.loads(base64url_decode(token.split(".")[1]))
     assert claims["cnf"]["jkt"], claims
-    time.sleep(2.5)
+    sleep_into_second(logged_in, 2)  # the access token is due
     r = e.get("/api/me")
     assert r.status_code == 200 and a.refresh_ok_count == 1
     token2 = sent(r)["authorization"].split(" ", 1)[1]
@@ -564,11 +573,12 @@ def test_unverified_email_is_never_an_identity_header(login_env, login_as, upstr
 def test_upstream_cannot_set_the_gateways_cookies_and_session_cookies_are_not_cached(login_env, login_as, upstream, tmp_path):
     e = login_env(login_as, upstream, tmp_path, session=", idle_timeout: 10s")
     e.login()
+    logged_in = time.time()
     r = e.get("/set-cookie/tokengate_session")
     assert r.status_code == 200
     assert "evil" not in r.headers.get("Set-Cookie", "") and "app=1" in r.headers.get("Set-Cookie", "")
     # At most once per idle/10 the gateway re-seals the session: that response is private.
-    time.sleep(1.2)
+    sleep_into_second(logged_in, 1)
     r = e.get("/cacheable")
     assert "tokengate_session=" in r.headers.get("Set-Cookie", ""), r.headers
     assert r.headers["Cache-Control"] == "private, no-store"

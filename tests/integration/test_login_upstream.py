@@ -14,7 +14,7 @@ import requests
 from joserfc import jwt
 from joserfc.errors import BadSignatureError, InvalidClaimError
 
-from conftest import BIN, ROOT, sent_headers as sent
+from conftest import BIN, ROOT, sent_headers as sent, sleep_into_second
 from test_bearer import ec_key
 from test_login import HTML, LoginEnv
 
@@ -153,9 +153,10 @@ def test_expired_access_token_is_never_sent(authserver_factory, upstream, tmp_pa
     e = make_env(a, upstream, tmp_path, session=", refresh_margin: 1s")
     try:
         e.login()
+        logged_in = time.time()
         assert "x-access-token" in sent(e.get("/tokens/1"))
         a.stop()  # the refresh cannot happen
-        time.sleep(3.5)
+        sleep_into_second(logged_in, 3)  # the access token (3 s) has expired
         seen = len(upstream.requests)
         r = e.get("/tokens/2", headers=API)  # a browser would get the HTML page (test_pages.py)
         assert r.status_code == 503 and r.json()["error"] == "temporarily_unavailable", r.text

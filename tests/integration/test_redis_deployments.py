@@ -7,7 +7,7 @@ import time
 import pytest
 import requests
 
-from conftest import sent_headers as sent
+from conftest import sent_headers as sent, sleep_into_second
 from dpop_client import DPoPKey
 from redis_deployments import Cluster, SentinelSet, TLSRedis, cli, wait_for
 from test_backchannel_logout import logout_token
@@ -73,11 +73,12 @@ def test_cluster(upstream, idp, gateway_factory, authserver_factory, tmp_path): 
         env = LoginEnv(a_s, upstream, tmp_path, extra_top=f'store: "{cluster.url}"', session=", cache_ttl: 0s, refresh_margin: 2s")
         try:
             r = env.login()
+            logged_in = time.time()
             assert r.status_code == 200
             sub = sent(r)["x-forwarded-user"]
             assert env.get("/again").status_code == 200
             before = a_s.refresh_ok_count
-            time.sleep(2.5)  # within the refresh margin
+            sleep_into_second(logged_in, 2)  # the access token (4 s) is within the 2 s margin
             assert env.get("/refreshed").status_code == 200
             assert a_s.refresh_ok_count - before == 1
             assert env.get("/after-refresh").status_code == 200 and a_s.refresh_ok_count - before == 1

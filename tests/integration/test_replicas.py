@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from conftest import sent_headers as sent
+from conftest import sent_headers as sent, sleep_into_second
 from dpop_client import DPoPKey
 from test_backchannel_logout import logout_token
 from test_bearer import ec_key, idp  # noqa: F401 — fixture
@@ -70,10 +70,12 @@ def test_replicas_share_sessions_and_logouts(replicas, redis):
     r = c.browser.post(c.url("/oauth2/logout"), data={"token": parse_qs_form(page.text)["token"]},
                        headers={"Cookie": f"tokengate_session={cookie}"}, allow_redirects=False, timeout=10)
     assert r.status_code == 302 and r.headers["Location"].startswith(a_s.url)
+    logged_out = time.time()
     for env in (a, b):
         assert with_cookie(env, cookie, "/after-logout").status_code == 401
-    # A back-channel logout posted to B ends a new session on A and C.
-    time.sleep(1.1)
+    # A back-channel logout posted to B ends a new session on A and C (begun in a later
+    # second than the logout: session start times are whole seconds).
+    sleep_into_second(logged_out, 1)
     a.browser = requests.Session()
     r = a.login()
     sub = sent(r)["x-forwarded-user"]
@@ -136,9 +138,10 @@ class Monitor:
 def test_one_refresh_for_twenty_requests_across_replicas(replicas, redis):
     a_s, (a, b, c) = replicas
     a.login()
+    logged_in = time.time()
     cookie = a.session_cookie()
     before = a_s.refresh_count
-    time.sleep(2.5)  # the access token (4 s) is now within the 2 s refresh margin
+    sleep_into_second(logged_in, 2)  # the access token (4 s) is now within the 2 s refresh margin
     envs = [a, b, c]
     # Every command Redis runs meanwhile: the refreshed session must be written once (by the
     # lease holder), not again by the requests that waited for it.
@@ -340,10 +343,11 @@ def test_a_replica_with_a_stale_cached_session_does_not_refresh_again(authserver
                  public_base=a.url("").rstrip("/"))
     try:
         a.login()
+        logged_in = time.time()
         cookie = a.session_cookie()
         for _ in range(4):  # both of B's workers read (and cache) the session now
             assert with_cookie(b, cookie, "/warm").status_code == 200
-        time.sleep(2.5)
+        sleep_into_second(logged_in, 2)  # within the 2 s refresh margin
         assert with_cookie(a, cookie, "/refresh-on-a").status_code == 200
         assert a_s.refresh_count == 1
         for i in range(6):

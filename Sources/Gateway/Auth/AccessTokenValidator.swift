@@ -23,10 +23,16 @@ final class AccessTokenValidator {
     /// Routes whose issuers introspect opaque tokens: the first such issuer on the route.
     private var introspection: [Int: (policy: IssuerPolicy, config: IntrospectionConfig, caFile: String?)] = [:]
     let introspector: Introspector
+    /// "Now" for token `exp`/`nbf`/`iat` and the cache of verified tokens.
+    let wallClock: any WallClock
 
-    init(loop: EventLoop, cacheCapacity: Int = 10_000, sharedIntrospection: SharedIntrospectionCache? = nil) {
+    init(
+        loop: EventLoop, wallClock: any WallClock, cacheCapacity: Int = 10_000,
+        sharedIntrospection: SharedIntrospectionCache? = nil
+    ) {
+        self.wallClock = wallClock
         cache = ValidatedTokenCache(capacity: cacheCapacity, ttl: 120)
-        introspector = Introspector(loop: loop, shared: sharedIntrospection)
+        introspector = Introspector(loop: loop, wallClock: wallClock, shared: sharedIntrospection)
         // A new key set for an issuer: tokens verified with the old one are verified again.
         issuerKeys.onUpdate = { [unowned self] _ in
             self.cache = ValidatedTokenCache(capacity: self.cache.capacity, ttl: self.cache.ttl)
@@ -68,7 +74,7 @@ final class AccessTokenValidator {
             done(.invalid(description: "the token is invalid", detail: "route has no token verifier"))
             return
         }
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = wallClock.seconds
         if cacheEnabled, let hit = cache.get(token, now: now),
             verifier.issuers.contains(where: { $0.name == hit.issuer })
         {
@@ -95,8 +101,8 @@ final class AccessTokenValidator {
             return
         }
         issuerKeys.verify(
-            { [issuerKeys] in
-                verifier.verify(token, now: Int64(Date().timeIntervalSince1970), keys: { issuerKeys[issuer: $0] })
+            { [issuerKeys, wallClock] in
+                verifier.verify(token, now: wallClock.seconds, keys: { issuerKeys[issuer: $0] })
             },
             unknownKey: { outcome in
                 if case .failure(.unknownKey(let issuer)) = outcome { return issuer }
@@ -106,7 +112,7 @@ final class AccessTokenValidator {
                 guard let self else { return }
                 switch outcome {
                 case .success(let verified):
-                    let now = Int64(Date().timeIntervalSince1970)
+                    let now = self.wallClock.seconds
                     if self.cacheEnabled { self.cache.put(token, verified, expiresAt: verified.expiresAt, now: now) }
                     done(.valid(verified))
                 case .failure(.keysUnavailable(let issuer)):

@@ -10,6 +10,8 @@ struct AuthRefusals {
     let route: RouteConfig
     let tokens: TokenRouteConfig
     let nonces: DPoPNonces?
+    /// "Now" for the nonces a 401 carries.
+    let wallClock: any WallClock
 
     private var schemes: [String] {
         switch route.auth {
@@ -36,7 +38,7 @@ struct AuthRefusals {
 
     private func nonceHeaders(status: Int) -> [(String, String)] {
         guard status == 401, tokens.dpop?.nonceRequired == true, let nonces else { return [] }
-        return [("DPoP-Nonce", nonces.issue(now: Int64(Date().timeIntervalSince1970)))]
+        return [("DPoP-Nonce", nonces.issue(now: wallClock.seconds))]
     }
 
     /// 401 for a request without credentials (RFC 6750 §3.1: no error code).

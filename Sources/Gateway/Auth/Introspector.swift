@@ -8,6 +8,8 @@ import Reactor
 /// with a Redis store, in Redis for every replica (`SharedIntrospectionCache`).
 final class Introspector {
     private let loop: EventLoop
+    /// "Now" for the answers' expiry (`exp`, cache_ttl, negative_ttl).
+    private let wallClock: any WallClock
     let shared: SharedIntrospectionCache?
     private var fetchers: [String: HTTPFetcher] = [:]
     private var positive = ValidatedTokenCache<VerifiedAccessToken>(capacity: 10_000, ttl: 300)
@@ -17,8 +19,9 @@ final class Introspector {
     var discoveredEndpoints: [String: String] = [:]
     private(set) var requests = 0
 
-    init(loop: EventLoop, shared: SharedIntrospectionCache? = nil) {
+    init(loop: EventLoop, wallClock: any WallClock, shared: SharedIntrospectionCache? = nil) {
         self.loop = loop
+        self.wallClock = wallClock
         self.shared = shared
     }
 
@@ -38,7 +41,7 @@ final class Introspector {
         _ token: String, issuer: IssuerPolicy, config: IntrospectionConfig, caFile: String?,
         done: @escaping (Answer) -> Void
     ) {
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = wallClock.seconds
         // One issuer's answer is never another's: an opaque token that issuer A vouches for
         // means nothing on a route that trusts only B.
         let key = issuer.name + "\u{0}" + token
@@ -86,7 +89,7 @@ final class Introspector {
                 ask()
                 return
             }
-            let now = Int64(Date().timeIntervalSince1970)
+            let now = self.wallClock.seconds
             let verdict = IntrospectionResponse.judge(
                 hit.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
             // Kept no longer than this replica's own TTLs would keep it either.
@@ -111,7 +114,7 @@ final class Introspector {
             timeout: 5, connectTimeout: 2, maxResponseBytes: 64 << 10)
         fetcher(issuer.name, caFile: caFile).fetch(request) { [weak self] result in
             guard let self else { return }
-            let now = Int64(Date().timeIntervalSince1970)
+            let now = self.wallClock.seconds
             switch result {
             case .success(let resp) where resp.status == 200:
                 let verdict = IntrospectionResponse.judge(

@@ -30,7 +30,8 @@ final class IssuerKeys {
     private let fetcher: HTTPFetcher
     private let loop: EventLoop
     private let timing: Timing
-    private let now: () -> Double
+    private let wallClock: any WallClock
+    private var now: Double { wallClock.now }
     private(set) var current: JWKSet?
     private(set) var lastError: String?
     private(set) var fetchCount = 0
@@ -50,14 +51,14 @@ final class IssuerKeys {
 
     init(
         name: String, source: Source, fetcher: HTTPFetcher, loop: EventLoop, timing: Timing = Timing(),
-        now: @escaping () -> Double
+        wallClock: any WallClock
     ) {
         self.name = name
         self.source = source
         self.fetcher = fetcher
         self.loop = loop
         self.timing = timing
-        self.now = now
+        self.wallClock = wallClock
         if case .jwksURI(let uri) = source { jwksURI = uri }
     }
 
@@ -72,11 +73,11 @@ final class IssuerKeys {
             waiters.append(done)
             return
         }
-        guard now() - lastKidRefetch >= timing.minRefetchInterval else {
+        guard now - lastKidRefetch >= timing.minRefetchInterval else {
             done(false)
             return
         }
-        lastKidRefetch = now()
+        lastKidRefetch = now
         fetch(done)
     }
 
@@ -132,7 +133,7 @@ final class IssuerKeys {
         if let set {
             current = set
             lastError = nil
-            lastSuccessAt = now()
+            lastSuccessAt = now
             onUpdate?(set)
         } else if let error {
             // Stale-if-error: the last good set keeps serving.

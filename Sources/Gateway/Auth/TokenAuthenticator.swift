@@ -13,6 +13,8 @@ import Reactor
 final class TokenAuthenticator {
     let validator: AccessTokenValidator
     private let replay: ReplayStore
+    /// "Now" for proof `iat` windows, nonces and the replay window (the validator's clock).
+    private var wallClock: any WallClock { validator.wallClock }
     private var proofVerifiers: [Int: DPoPProofVerifier] = [:]
     private var nonces: DPoPNonces?
     private var failOpen = false
@@ -68,7 +70,7 @@ final class TokenAuthenticator {
             done(.deny(AuthDenial(status: 500, challenges: [], detail: "route has no token config")))
             return
         }
-        let answer = AuthRefusals(route: route, tokens: tokens, nonces: nonces)
+        let answer = AuthRefusals(route: route, tokens: tokens, nonces: nonces, wallClock: wallClock)
         var queryTokens: [String] = []
         if route.auth != .dpop {
             queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []
@@ -141,7 +143,7 @@ final class TokenAuthenticator {
             done(.deny(answer.refuse(401, .invalid_dpop_proof, reason, scheme: "DPoP")))
             return
         }
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = wallClock.seconds
         guard
             let origin = RequestOrigin.select(
                 publicURLs: publicURLs, scheme: target.scheme, host: target.host,

@@ -27,7 +27,7 @@ extension AuthorizationServerClient {
             do {
                 let proof = try dpop.proof(
                     method: "GET", url: endpoint, accessToken: accessToken, nonce: dpopNonces[endpoint],
-                    now: Int64(Date().timeIntervalSince1970))
+                    now: self.wallClock.seconds)
                 headers += ["Authorization: DPoP " + accessToken, "DPoP: " + proof]
             } catch {
                 done(.failure(.init(description: "DPoP proof: \(error)")))

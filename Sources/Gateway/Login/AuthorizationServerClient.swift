@@ -14,7 +14,13 @@ final class AuthorizationServerClient {
     /// Last DPoP-Nonce each token endpoint asked for (RFC 9449 §8).
     var dpopNonces: [String: String] = [:]
 
-    init(loop: EventLoop) { self.loop = loop }
+    /// "Now" for client assertions, DPoP proofs and signed userinfo answers.
+    let wallClock: any WallClock
+
+    init(loop: EventLoop, wallClock: any WallClock) {
+        self.loop = loop
+        self.wallClock = wallClock
+    }
 
     struct Target {
         var client: ClientConfig
@@ -29,7 +35,7 @@ final class AuthorizationServerClient {
         _ endpoint: String, form: [(String, String)], to t: Target, retried: Bool = false,
         done: @escaping (Result<FetchResponse, FetchError>) -> Void
     ) {
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = wallClock.seconds
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
         var body = form
         do {

@@ -54,7 +54,7 @@ extension LoginService {
         keys.verify(
             { () -> Result<LogoutTokenVerifier.LogoutToken, Error> in
                 Result {
-                    try verifier.verify(token, keys: keys[issuer: issuer.name] ?? JWKSet(keys: []), now: Self.now())
+                    try verifier.verify(token, keys: keys[issuer: issuer.name] ?? JWKSet(keys: []), now: self.now)
                 }
             },
             unknownKey: IssuerKeyResolver.missingKey(of: issuer.name),
@@ -72,7 +72,7 @@ extension LoginService {
         of logout: LogoutTokenVerifier.LogoutToken, client: ClientConfig, issuer: IssuerConfig,
         refuse: @escaping (String, String) -> Void, done: @escaping (GatewayResponse) -> Void
     ) {
-        let now = Self.now()
+        let now = self.now
         // Sessions begun before the logout token was issued end; later ones (a new login) stay —
         // so a replayed token can end nothing the first delivery did not.
         let expiresAt = now + Int64(config.session.absoluteTimeout)

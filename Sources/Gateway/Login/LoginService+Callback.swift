@@ -24,7 +24,7 @@ extension LoginService {
             fail(400, "The sign-in response was not valid.", "callback without state")
             return
         }
-        pendingLogins.take(state: state, cookies: cookies, now: Self.now()) { [weak self] result in
+        pendingLogins.take(state: state, cookies: cookies, now: self.now) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let e):
@@ -145,7 +145,7 @@ extension LoginService {
                 }
                 return Result {
                     try verifier.verify(
-                        idToken, keys: set, nonce: login.nonce, accessToken: t.accessToken, now: Self.now())
+                        idToken, keys: set, nonce: login.nonce, accessToken: t.accessToken, now: self.now)
                 }
             },
             unknownKey: IssuerKeyResolver.missingKey(of: issuer.name),
@@ -166,7 +166,7 @@ extension LoginService {
         _ t: TokenResponse, idToken: String, claims: JSONObject, login: PendingLogins.Login, client: ClientConfig,
         issuer: IssuerConfig, cookies: Cookies, done: @escaping (Result<[String], SessionFailure>) -> Void
     ) {
-        let now = Self.now()
+        let now = self.now
         guard let subject = claims["sub"]?.string, !subject.isEmpty else {
             done(.failure(.init("the ID token's sub is not a string")))
             return

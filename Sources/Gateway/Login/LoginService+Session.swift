@@ -37,7 +37,7 @@ extension LoginService {
             case .unavailable(let why): done(.unavailable("session store: \(why)"))
             case .none: done(.none(clear: clear))
             case .found(let session):
-                let now = Self.now()
+                let now = self.now
                 // Another client's session: not for this route, but not ours to delete either
                 // (a link to this route must not log the browser out of the other app).
                 guard route.clients.contains(session.client) else {
@@ -80,7 +80,7 @@ extension LoginService {
             guard let self, answered.first() else { return }
             switch outcome {
             case .ended: done(.none(clear: clear))
-            case .unchanged where forwardsToken && Self.now() >= session.accessExpiresAt:
+            case .unchanged where forwardsToken && self.now >= session.accessExpiresAt:
                 // The session goes on (the AS or the store is down, not the user's login), but
                 // an expired access token is not sent upstream: try again shortly.
                 done(.unavailable("the access token expired and could not be refreshed"))
@@ -126,7 +126,7 @@ extension LoginService {
             guard let self else { return }
             switch leaseResult {
             case .unavailable: finish(.unchanged)
-            case .held: self.awaitRefresh(session, deadline: Self.now() + 5, done: finish)
+            case .held: self.awaitRefresh(session, deadline: self.now + 5, done: finish)
             case .acquired(let lease):
                 // The session may have been refreshed by another replica between our read (a
                 // cache, perhaps) and the lease: read it again before using its refresh token.
@@ -207,7 +207,7 @@ extension LoginService {
                 return
             case .found, .unavailable: break
             }
-            guard Self.now() < deadline else {
+            guard self.now < deadline else {
                 done(.unchanged)
                 return
             }
@@ -230,7 +230,7 @@ extension LoginService {
             endpoint, grant: [("grant_type", "refresh_token"), ("refresh_token", rt)], to: serverTarget(client, issuer)
         ) { [weak self] result in
             guard let self else { return }
-            let now = Self.now()
+            let now = self.now
             switch result {
             case .failure(let f) where f.status == 0 || f.status >= 500:
                 self.log.warning(

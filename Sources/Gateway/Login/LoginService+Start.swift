@@ -18,7 +18,7 @@ extension LoginService {
             done(Self.unavailable("login client \(name): no authorization endpoint or redirect URI"))
             return
         }
-        let now = Self.now()
+        let now = self.now
         let verifier = PKCE.makeVerifier()
         guard let challenge = PKCE.challenge(for: verifier) else {
             done(Self.unavailable("PKCE"))

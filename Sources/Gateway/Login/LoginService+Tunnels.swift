@@ -25,7 +25,7 @@ extension LoginService {
             case .unavailable: done(.unknown)
             case .none: done(.ended("session ended"))
             case .found(let session):
-                let now = Self.now()
+                let now = self.now
                 guard session.client == route.client else {
                     done(.ended("session of another client"))
                     return

@@ -144,7 +144,7 @@ extension LoginService {
                 for name in previous.claims.names where session.claims[name] == nil {
                     session.claims[name] = previous.claims[name]
                 }
-                session.userinfoStaleSince = Int64(Date().timeIntervalSince1970)
+                session.userinfoStaleSince = self.now
                 done(.refreshed(session))
             }
         }

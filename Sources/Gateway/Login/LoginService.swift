@@ -12,6 +12,8 @@ final class LoginService {
     let shared: LoginShared
     let log: Logger
     let tokens: AccessTokenValidator
+    /// What every session, pending-login and token decision here reads as "now".
+    let wallClock: any WallClock
     let server: AuthorizationServerClient
     /// Each issuer's metadata (the worker's copy, set from discovery on the main loop).
     var providerMetadata: [String: ProviderMetadata] = [:]
@@ -30,15 +32,16 @@ final class LoginService {
     private(set) var keepAccessToken = false
 
     init(
-        loop: EventLoop, shared: LoginShared, log: Logger, tokens: AccessTokenValidator,
+        loop: EventLoop, shared: LoginShared, log: Logger, tokens: AccessTokenValidator, wallClock: any WallClock,
         makeStores: @escaping (GatewayConfig, LoginSettings) -> LoginStores
     ) {
         self.loop = loop
         self.shared = shared
         self.log = log
         self.tokens = tokens
+        self.wallClock = wallClock
         self.makeStores = makeStores
-        server = AuthorizationServerClient(loop: loop)
+        server = AuthorizationServerClient(loop: loop, wallClock: wallClock)
         settings = LoginSettings(GatewayConfig())
         let stores = makeStores(GatewayConfig(), settings)
         store = stores.sessions
@@ -66,7 +69,8 @@ final class LoginService {
         keepAccessToken = new.routes.contains { $0.client != nil && $0.forwardSessionToken }
     }
 
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+    /// Unix time in whole seconds, from the injected clock.
+    var now: Int64 { wallClock.seconds }
 
     // MARK: shared helpers
 

@@ -6,10 +6,13 @@ import OAuth
 /// coordinator, hosted request objects — made once at start, kept across reloads.
 final class LoginShared: @unchecked Sendable {
     let ended = EndedSessions()
-    let refreshes = RefreshCoordinator()
+    let refreshes: RefreshCoordinator
     let requestObjects = HostedRequestObjects()
     /// jtis of back-channel logout tokens already acted on.
     let logoutTokens = MemoryReplayCache(capacity: 100_000)
+
+    /// `refreshes`: a test may take one without the grace, to refresh a session again at once.
+    init(refreshes: RefreshCoordinator = RefreshCoordinator()) { self.refreshes = refreshes }
 }
 
 /// Random per-process keys for when the config names none. Sessions sealed with them do not

@@ -18,6 +18,8 @@ public final class GatewayServer {
     private var graceTimer: LoopTimer?
     private var keyService: IssuerKeyService?
     private var storeHealth: StoreHealth?
+    /// The workers' and the key service's "now".
+    private let wallClock: any WallClock = SystemClock()
 
     public init(config: GatewayConfig, configPath: String?, log: Logger) {
         self.config = config
@@ -42,7 +44,8 @@ public final class GatewayServer {
             )
         }
         for id in 0..<config.workers {
-            let worker = Worker(id: id, config: config, log: log, processPrefix: prefix, stores: stores)
+            let worker = Worker(
+                id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock)
             var sockets: [(fd: Int32, tls: TLSContext?)] = []
             for (i, l) in config.listeners.enumerated() {
                 sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i]))
@@ -51,15 +54,15 @@ public final class GatewayServer {
             workers.append(worker)
         }
         if let deployment = stores.redisDeployment { storeHealth = StoreHealth(loop: mainLoop, deployment: deployment) }
-        let keys = IssuerKeyService(loop: mainLoop, log: log)
+        let keys = IssuerKeyService(loop: mainLoop, log: log, wallClock: wallClock)
         keys.attach(workers)
         keys.apply(config)
         keyService = keys
         if let addr = config.adminListen {
             let endpoints = AdminEndpoints(
                 loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
-            endpoints.extraMetrics = { [weak keys, weak self] in
-                (keys?.metricsText(now: Date().timeIntervalSince1970) ?? "") + (self?.storeHealth?.metricsText ?? "")
+            endpoints.extraMetrics = { [weak keys, weak self, wallClock] in
+                (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
             }
             try endpoints.serve(on: addr)
             admin = endpoints

@@ -10,6 +10,8 @@ import Reactor
 final class IssuerKeyService {
     private let loop: EventLoop
     private let log: Logger
+    /// "Now" for key refresh and the unknown-kid refetch limit.
+    let wallClock: any WallClock
     private var workers: [Worker] = []
     private var remote: [String: (config: IssuerConfig, keys: IssuerKeys)] = [:]
     private var loaded: [String: JWKSet] = [:]
@@ -17,8 +19,9 @@ final class IssuerKeyService {
     /// The latest metadata of each issuer that publishes it (main loop).
     private(set) var metadataByIssuer: [String: ProviderMetadata] = [:]
 
-    init(loop: EventLoop, log: Logger) {
+    init(loop: EventLoop, log: Logger, wallClock: any WallClock) {
         self.loop = loop
+        self.wallClock = wallClock
         self.log = log
     }
 
@@ -73,7 +76,7 @@ final class IssuerKeyService {
                 let keys = IssuerKeys(
                     name: name, source: source,
                     fetcher: HTTPFetcher(loop: loop, settings: FetchSettings(caFile: issuer.caFile)),
-                    loop: loop, now: { Date().timeIntervalSince1970 })
+                    loop: loop, wallClock: wallClock)
                 keys.onUpdate = { [weak self, weak keys] set in
                     self?.publish(name, set, source: "remote")
                     if let metadata = keys?.metadata { self?.publishMetadata(name, metadata) }

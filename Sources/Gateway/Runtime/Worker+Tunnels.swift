@@ -81,7 +81,7 @@ extension Worker {
         if let end = ctx.tunnelSession?.endsAt ?? ctx.tunnelTokenExpiry {
             let reason: Tunnel.CloseReason = ctx.tunnelSession != nil ? .sessionEnded : .tokenExpired
             let phrase = ctx.tunnelSession != nil ? "session ended" : "access token expired"
-            let wait = max(Double(end) - Date().timeIntervalSince1970, 0)
+            let wait = max(Double(end) - wallClock.now, 0)
             // Unowned: the entry owns both the timer and the tunnel, and cancels the timer
             // when the tunnel closes.
             entry.deadline = LoopTimer(loop: loop, seconds: wait) { [unowned(unsafe) tunnel] in

@@ -13,7 +13,7 @@ extension Worker {
         String, String
     )]? {
         var out = headers
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = wallClock.seconds
         if let name = route.options.passAccessToken, let token = session.accessToken {
             // The refresh that should have replaced it failed (the AS or the store is down).
             guard now < session.accessExpiresAt else { return nil }
@@ -35,7 +35,7 @@ extension Worker {
         guard route.options.identityAssertion != nil else { return nil }
         let caller = "t \(token.issuer) \(token.claims["jti"]?.string ?? "") \(token.subject ?? "") \(token.expiresAt)"
         return assertions.header(
-            route, caller: caller, claims: token.claims, now: Int64(Date().timeIntervalSince1970),
+            route, caller: caller, claims: token.claims, now: wallClock.seconds,
             notAfter: token.expiresAt, idp: config.issuers[token.issuer]?.issuer)
     }
 }

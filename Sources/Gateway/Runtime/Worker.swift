@@ -20,6 +20,9 @@ final class Worker {
     let loop: EventLoop
     let metrics = WorkerMetrics()
     let log: Logger
+    /// The wall clock every decision by time reads (tokens, proofs, sessions, caches); the
+    /// monotonic `clock()` below only times requests.
+    let wallClock: any WallClock
     private(set) var config: GatewayConfig
     private(set) var router: Router
     private(set) var plans: [Int: RoutePlan] = [:]
@@ -52,15 +55,20 @@ final class Worker {
 
     /// `stores` makes this worker's replay, session and introspection stores (the process's
     /// memory, or the worker's own Redis client).
-    init(id: Int, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend) {
+    init(
+        id: Int, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
+        wallClock: any WallClock = SystemClock()
+    ) {
         self.id = id
+        self.wallClock = wallClock
         let loop = EventLoop()
         self.loop = loop
-        tokens = AccessTokenValidator(loop: loop, sharedIntrospection: stores.sharedIntrospection(for: loop))
+        tokens = AccessTokenValidator(
+            loop: loop, wallClock: wallClock, sharedIntrospection: stores.sharedIntrospection(for: loop))
         authenticator = TokenAuthenticator(validator: tokens, replay: stores.replay(for: loop))
         login = LoginService(
-            loop: loop, shared: stores.loginShared, log: log, tokens: tokens,
-            makeStores: { stores.loginStores(for: loop, config: $0, settings: $1) })
+            loop: loop, shared: stores.loginShared, log: log, tokens: tokens, wallClock: wallClock,
+            makeStores: { stores.loginStores(for: loop, config: $0, settings: $1, wallClock: wallClock) })
         self.config = config
         self.log = log
         router = Router(routes: config.routes)

@@ -8,16 +8,16 @@ final class CookieSessionStore: SessionStore {
     static let purpose = "session"
     private let sealer: CookieSealer
     private let ended: EndedSessions
-    private let clock: () -> Int64
+    private let wallClock: any WallClock
     private var opened: [String: Session] = [:]
     private var order: [String] = []
     private var head = 0
     static let openedCapacity = 4096
 
-    init(sealer: CookieSealer, ended: EndedSessions, clock: @escaping () -> Int64) {
+    init(sealer: CookieSealer, ended: EndedSessions, wallClock: any WallClock) {
         self.sealer = sealer
         self.ended = ended
-        self.clock = clock
+        self.wallClock = wallClock
     }
 
     func load(_ cookie: String, done: @escaping (SessionLookup) -> Void) {
@@ -36,7 +36,7 @@ final class CookieSessionStore: SessionStore {
     }
 
     private func isEnded(_ session: Session) -> Bool {
-        let now = clock()
+        let now = wallClock.seconds
         return ended.contains(session.id, now: now) || ended.loggedOut(session, now: now)
     }
 
@@ -44,7 +44,7 @@ final class CookieSessionStore: SessionStore {
         client: String, sid: String?, sub: String?, at: Int64, expiresAt: Int64,
         done: @escaping (Result<Int, SessionStoreError>) -> Void
     ) {
-        let now = clock()
+        let now = wallClock.seconds
         if let sid { ended.mark(LogoutMarks.sid(client, sid), at: at, until: expiresAt, now: now) }
         if let sub { ended.mark(LogoutMarks.sub(client, sub), at: at, until: expiresAt, now: now) }
         done(.success(0))
@@ -76,7 +76,7 @@ final class CookieSessionStore: SessionStore {
         _ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?,
         done: @escaping (Result<String, SessionStoreError>) -> Void
     ) {
-        if !creating && ended.contains(session.id, now: clock()) {
+        if !creating && ended.contains(session.id, now: wallClock.seconds) {
             done(.failure(SessionStoreError(description: "session ended", ended: true)))
             return
         }
@@ -88,7 +88,7 @@ final class CookieSessionStore: SessionStore {
     }
 
     func end(_ session: Session, expiresAt: Int64, done: @escaping (Result<Void, SessionStoreError>) -> Void) {
-        ended.end(session.id, until: expiresAt, now: clock())
+        ended.end(session.id, until: expiresAt, now: wallClock.seconds)
         done(.success(()))
     }
 }

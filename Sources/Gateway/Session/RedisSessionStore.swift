@@ -18,7 +18,7 @@ final class RedisSessionStore: SessionStore {
     private let prefix: String
     private let sealer: CookieSealer
     private let cacheTTL: Int64
-    private let clock: () -> Int64
+    private let wallClock: any WallClock
     private var cache: [String: (session: Session, until: Int64)] = [:]
     /// Each session's refresh generation as last read with it: the basis of a touch (see
     /// `saveUpdate`).
@@ -28,12 +28,12 @@ final class RedisSessionStore: SessionStore {
     private var refreshBasis: [String: String] = [:]
     private(set) var roundTrips = 0
 
-    init(client: Redis, prefix: String, sealer: CookieSealer, cacheTTL: Double, clock: @escaping () -> Int64) {
+    init(client: Redis, prefix: String, sealer: CookieSealer, cacheTTL: Double, wallClock: any WallClock) {
         self.client = client
         self.prefix = prefix
         self.sealer = sealer
         self.cacheTTL = Int64(cacheTTL)
-        self.clock = clock
+        self.wallClock = wallClock
     }
 
     static func digest(_ text: String) -> String {
@@ -55,7 +55,7 @@ final class RedisSessionStore: SessionStore {
             done(.none)
             return
         }
-        let now = clock()
+        let now = wallClock.seconds
         if let hit = cache[cookie], hit.until > now {
             done(.found(hit.session))
             return
@@ -71,7 +71,7 @@ final class RedisSessionStore: SessionStore {
 
     private func fetch(_ id: String, forRefresh: Bool = false, done: @escaping (ReloadResult) -> Void) {
         roundTrips += 1
-        let now = clock()
+        let now = wallClock.seconds
         client.send(["MGET", key(id), generationKey(id)]) { result in
             switch result {
             case .success(.array(let replies)) where replies.count == 2:
@@ -99,7 +99,7 @@ final class RedisSessionStore: SessionStore {
         _ session: Session, expiresAt: Int64, creating: Bool, lease: RefreshLease?,
         done: @escaping (Result<String, SessionStoreError>) -> Void
     ) {
-        let now = clock()
+        let now = wallClock.seconds
         guard let plain = session.encoded() else {
             done(.failure(SessionStoreError(description: "a session field is too large")))
             return

@@ -47,8 +47,9 @@ final class StoreBackend {
 
     /// The worker's session and pending-login stores and request-object host, rebuilt with
     /// each config (keys and timeouts change).
-    func loginStores(for loop: EventLoop, config: GatewayConfig, settings: LoginSettings) -> LoginStores {
-        let clock = { Int64(Date().timeIntervalSince1970) }
+    func loginStores(
+        for loop: EventLoop, config: GatewayConfig, settings: LoginSettings, wallClock: any WallClock
+    ) -> LoginStores {
         let cookiePending = {
             CookiePendingLogins(
                 sealer: settings.sealer, cookieName: settings.loginCookie, secure: settings.secure,
@@ -57,7 +58,7 @@ final class StoreBackend {
         switch kind {
         case .memory:
             return LoginStores(
-                sessions: CookieSessionStore(sealer: settings.sealer, ended: loginShared.ended, clock: clock),
+                sessions: CookieSessionStore(sealer: settings.sealer, ended: loginShared.ended, wallClock: wallClock),
                 pendingLogins: cookiePending(), requestObjects: loginShared.requestObjects)
         case .redis(let clients, let prefix):
             let client = clients.client(for: loop)
@@ -71,7 +72,7 @@ final class StoreBackend {
             return LoginStores(
                 sessions: RedisSessionStore(
                     client: client, prefix: prefix, sealer: settings.sealer, cacheTTL: config.session.cacheTTL,
-                    clock: clock),
+                    wallClock: wallClock),
                 pendingLogins: pending,
                 requestObjects: RedisRequestObjects(client: client, prefix: prefix, sealer: settings.sealer))
         }
