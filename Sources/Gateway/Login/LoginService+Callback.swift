@@ -16,8 +16,10 @@ extension LoginService {
         done: @escaping (GatewayResponse, CallbackTiming) -> Void
     ) {
         let timing = CallbackTiming()
-        func fail(_ status: Int, _ message: String, _ detail: String, cookies setCookies: [String] = []) {
-            done(signInFailed(status, message, detail, cookies: setCookies), timing)
+        func fail(
+            _ status: Int, _ message: String, _ detail: String, reason: String? = nil, cookies setCookies: [String] = []
+        ) {
+            done(signInFailed(status, message, detail, reason: reason, cookies: setCookies), timing)
         }
         // The state first: it says which login (and so which client and AS) this answers.
         guard let pairs = FormEncoding.decode(query), let state = pairs.first(where: { $0.0 == "state" })?.1 else {
@@ -46,11 +48,14 @@ extension LoginService {
     }
 
     /// A failed callback's page, with a way to start again.
-    private func signInFailed(_ status: Int, _ message: String, _ detail: String, cookies: [String]) -> GatewayResponse
-    {
-        .page(
+    private func signInFailed(
+        _ status: Int, _ message: String, _ detail: String, reason: String?, cookies: [String]
+    ) -> GatewayResponse {
+        var r = GatewayResponse.page(
             status, title: "Sign-in failed", message: message,
             link: (text: "Sign in again", href: config.login.startPath), cookies: cookies, detail: detail)
+        r.reason = reason
+        return r
     }
 
     /// The rest of a callback whose state named a pending login of this browser.
@@ -60,8 +65,10 @@ extension LoginService {
         clock: @escaping () -> Double, timing: CallbackTiming, done: @escaping (GatewayResponse, CallbackTiming) -> Void
     ) {
         var timing = timing
-        func fail(_ status: Int, _ message: String, _ detail: String, cookies setCookies: [String] = []) {
-            done(signInFailed(status, message, detail, cookies: setCookies), timing)
+        func fail(
+            _ status: Int, _ message: String, _ detail: String, reason: String? = nil, cookies setCookies: [String] = []
+        ) {
+            done(signInFailed(status, message, detail, reason: reason, cookies: setCookies), timing)
         }
         guard let (client, issuer, meta) = target(login.client) else {
             done(Self.unavailable("login client \(login.client): metadata not loaded"), timing)
@@ -111,10 +118,12 @@ extension LoginService {
             case .success(let tokens):
                 self.startSession(tokens, login: login, client: client, issuer: issuer, cookies: cookies) { outcome in
                     switch outcome {
-                    case .failure(let why) where why.unavailable:
-                        done(Self.unavailable(why.description), timing)
+                    case .failure(let why) where why.isUnavailable:
+                        done(Self.unavailable(why.description, reason: why.code), timing)
                     case .failure(let why):
-                        fail(400, "The sign-in could not be completed.", why.description, cookies: setLogin)
+                        fail(
+                            400, "The sign-in could not be completed.", why.description, reason: why.code,
+                            cookies: setLogin)
                     case .success(let sessionCookies):
                         done(
                             .redirect(login.returnTo, cookies: sessionCookies + setLogin, detail: "login completed"),
@@ -131,7 +140,7 @@ extension LoginService {
         done: @escaping (Result<[String], SessionFailure>) -> Void
     ) {
         guard let idToken = t.idToken else {
-            done(.failure(.init("the token response has no ID token")))
+            done(.failure(.noIDToken))
             return
         }
         let verifier = IDTokenVerifier(
@@ -141,7 +150,7 @@ extension LoginService {
         keys.verify(
             { () -> Result<JSONObject, Error> in
                 guard let set = keys[issuer: issuer.name] else {
-                    return .failure(SessionFailure("no keys loaded for \(issuer.name)"))
+                    return .failure(SessionFailure.keysNotLoaded(issuer: issuer.name))
                 }
                 return Result {
                     try verifier.verify(
@@ -156,7 +165,7 @@ extension LoginService {
                         t, idToken: idToken, claims: claims, login: login, client: client, issuer: issuer,
                         cookies: cookies, done: done)
                 case .failure(let failure as SessionFailure): done(.failure(failure))
-                case .failure(let error): done(.failure(.init("ID token refused: \(error)")))
+                case .failure(let error): done(.failure(.idTokenRefused("\(error)")))
                 }
             })
     }
@@ -168,7 +177,7 @@ extension LoginService {
     ) {
         let now = Self.now()
         guard let subject = claims["sub"]?.string, !subject.isEmpty else {
-            done(.failure(.init("the ID token's sub is not a string")))
+            done(.failure(.invalidSubject))
             return
         }
         mergeUserinfo(claims, subject: subject, accessToken: t.accessToken, client: client, issuer: issuer) {
@@ -178,12 +187,10 @@ extension LoginService {
             switch outcome {
             case .claims(let c): merged = c
             case .subjectMismatch:
-                done(
-                    .failure(
-                        .init("the userinfo endpoint answered for another sub than the ID token's (OIDC Core §5.3.2)")))
+                done(.failure(.userinfoSubjectMismatch))
                 return
             case .failed(let why, let unreachable):
-                done(.failure(.init("userinfo: \(why)", unavailable: unreachable)))
+                done(.failure(unreachable ? .userinfoUnreachable(why) : .userinfoRefused(why)))
                 return
             }
             let session = Session(
@@ -223,12 +230,10 @@ extension LoginService {
         store.save(session, expiresAt: expiresAt, creating: creating, lease: lease) { [weak self] result in
             guard let self else { return }
             switch result {
-            case .failure(let e) where e.ended: done(.failure(.init("the session was ended", ended: true)))
-            case .failure(let e) where e.superseded: done(.failure(.init("session store: \(e)", superseded: true)))
-            case .failure(let e): done(.failure(.init("session store: \(e)", unavailable: true)))
+            case .failure(let e): done(.failure(SessionFailure(e)))
             case .success(let value):
                 guard let lines = self.sessionCookies(value, cookies) else {
-                    done(.failure(.init("the session does not fit in cookies; use store: redis://…")))
+                    done(.failure(.doesNotFitInCookies))
                     return
                 }
                 if lines.count > 1 && value.utf8.count > Cookies.chunkSize {
@@ -238,19 +243,6 @@ extension LoginService {
                 }
                 done(.success(lines))
             }
-        }
-    }
-
-    struct SessionFailure: Error, CustomStringConvertible {
-        let description: String
-        var unavailable = false
-        var ended = false
-        var superseded = false
-        init(_ d: String, unavailable: Bool = false, ended: Bool = false, superseded: Bool = false) {
-            description = d
-            self.unavailable = unavailable
-            self.ended = ended
-            self.superseded = superseded
         }
     }
 }
