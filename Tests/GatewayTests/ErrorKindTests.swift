@@ -1,3 +1,4 @@
+import JOSE
 import OAuth
 import Testing
 
@@ -159,5 +160,30 @@ struct ErrorKindTests {
             #expect(failure.description == description)
         }
         #expect(Set(Self.sessionFailures.map(\.code)).count == Self.sessionFailures.count)
+    }
+
+    @Test func userinfoFailuresSayWhetherTheASCouldBeAsked() {
+        typealias U = AuthorizationServerClient.UserinfoFailure
+        func parse(_ status: Int, _ type: String = "application/json", _ body: String = "{}") -> Result<JSONObject, U> {
+            AuthorizationServerClient.parseUserinfo(
+                FetchResponse(status: status, headers: [("content-type", type)], body: Array(body.utf8)))
+        }
+        #expect(parse(502).failure == .unreachable("userinfo endpoint answered 502"))
+        #expect(parse(401).failure == .refused("userinfo endpoint answered 401"))
+        #expect(
+            parse(200, "text/html").failure == .refused("userinfo endpoint answered text/html, not application/json"))
+        guard case .refused? = parse(200, "application/json", "[1]").failure else {
+            Issue.record("a JSON array was taken as userinfo")
+            return
+        }
+        #expect(U.unreachable("x").code == "userinfo_unreachable" && U.refused("x").code == "userinfo_refused")
+        #expect(U.refused("why").description == "why")
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let f) = self { return f }
+        return nil
     }
 }

@@ -189,8 +189,11 @@ extension LoginService {
             case .subjectMismatch:
                 done(.failure(.userinfoSubjectMismatch))
                 return
-            case .failed(let why, let unreachable):
-                done(.failure(unreachable ? .userinfoUnreachable(why) : .userinfoRefused(why)))
+            case .failed(.unreachable(let why)):
+                done(.failure(.userinfoUnreachable(why)))
+                return
+            case .failed(.refused(let why)):
+                done(.failure(.userinfoRefused(why)))
                 return
             }
             let session = Session(
