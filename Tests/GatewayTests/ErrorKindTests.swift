@@ -162,6 +162,18 @@ struct ErrorKindTests {
         #expect(Set(Self.sessionFailures.map(\.code)).count == Self.sessionFailures.count)
     }
 
+    @Test func callbackFailuresHaveDistinctStableCodes() {
+        #expect(
+            LoginService.CallbackFailure.allCases.map(\.code) == [
+                "no_state", "no_pending_login", "login_state_unavailable", "metadata_not_loaded", "issuer_mismatch",
+                "malformed_response", "authorization_error", "no_token_endpoint", "token_endpoint_unreachable",
+                "code_refused"
+            ])
+        // A callback's reason never reads as a session failure's.
+        let sessionCodes = Set(Self.sessionFailures.map(\.code))
+        #expect(sessionCodes.isDisjoint(with: LoginService.CallbackFailure.allCases.map(\.code)))
+    }
+
     @Test func userinfoFailuresSayWhetherTheASCouldBeAsked() {
         typealias U = AuthorizationServerClient.UserinfoFailure
         func parse(_ status: Int, _ type: String = "application/json", _ body: String = "{}") -> Result<JSONObject, U> {

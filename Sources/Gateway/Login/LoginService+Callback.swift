@@ -17,26 +17,28 @@ extension LoginService {
     ) {
         let timing = CallbackTiming()
         func fail(
-            _ status: Int, _ message: String, _ detail: String, reason: String? = nil, cookies setCookies: [String] = []
+            _ status: Int, _ message: String, _ detail: String, reason: String, cookies setCookies: [String] = []
         ) {
             done(signInFailed(status, message, detail, reason: reason, cookies: setCookies), timing)
         }
         // The state first: it says which login (and so which client and AS) this answers.
         guard let pairs = FormEncoding.decode(query), let state = pairs.first(where: { $0.0 == "state" })?.1 else {
-            fail(400, "The sign-in response was not valid.", "callback without state")
+            fail(
+                400, "The sign-in response was not valid.", "callback without state",
+                reason: CallbackFailure.noState.code)
             return
         }
         pendingLogins.take(state: state, cookies: cookies, now: Self.now()) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let e):
-                done(Self.unavailable("login state: \(e)"), timing)
+                done(Self.unavailable("login state: \(e)", reason: CallbackFailure.loginStateUnavailable.code), timing)
             case .success(let taken):
                 guard let login = taken.login else {
                     fail(
                         400, "This sign-in was not started in this browser, or it took too long. Please start again.",
                         "no pending login for this state (cookie missing, replayed or expired)",
-                        cookies: taken.setCookies)
+                        reason: CallbackFailure.noPendingLogin.code, cookies: taken.setCookies)
                     return
                 }
                 self.finishCallback(
@@ -49,7 +51,7 @@ extension LoginService {
 
     /// A failed callback's page, with a way to start again.
     private func signInFailed(
-        _ status: Int, _ message: String, _ detail: String, reason: String?, cookies: [String]
+        _ status: Int, _ message: String, _ detail: String, reason: String, cookies: [String]
     ) -> GatewayResponse {
         var r = GatewayResponse.page(
             status, title: "Sign-in failed", message: message,
@@ -66,12 +68,15 @@ extension LoginService {
     ) {
         var timing = timing
         func fail(
-            _ status: Int, _ message: String, _ detail: String, reason: String? = nil, cookies setCookies: [String] = []
+            _ status: Int, _ message: String, _ detail: String, reason: String, cookies setCookies: [String] = []
         ) {
             done(signInFailed(status, message, detail, reason: reason, cookies: setCookies), timing)
         }
         guard let (client, issuer, meta) = target(login.client) else {
-            done(Self.unavailable("login client \(login.client): metadata not loaded"), timing)
+            done(
+                Self.unavailable(
+                    "login client \(login.client): metadata not loaded", reason: CallbackFailure.metadataNotLoaded.code),
+                timing)
             return
         }
         let response: AuthorizationResponse
@@ -81,10 +86,13 @@ extension LoginService {
         case .failure(.issuerMismatch):
             fail(
                 400, "The sign-in response came from an unexpected server.",
-                "iss missing or not \(issuer.issuer) (RFC 9207)", cookies: setLogin)
+                "iss missing or not \(issuer.issuer) (RFC 9207)", reason: CallbackFailure.issuerMismatch.code,
+                cookies: setLogin)
             return
         case .failure(.malformed(let why)):
-            fail(400, "The sign-in response was not valid.", why, cookies: setLogin)
+            fail(
+                400, "The sign-in response was not valid.", why, reason: CallbackFailure.malformedResponse.code,
+                cookies: setLogin)
             return
         case .success(let r): response = r
         }
@@ -92,12 +100,16 @@ extension LoginService {
         switch response {
         case .error(let error, _, _):
             // Shown, not retried: a login the AS refused must not loop back into another.
-            fail(403, "The sign-in was not completed (\(error)).", "authorization error: \(error)", cookies: setLogin)
+            fail(
+                403, "The sign-in was not completed (\(error)).", "authorization error: \(error)",
+                reason: CallbackFailure.authorizationError.code, cookies: setLogin)
             return
         case .code(let c, _): code = c
         }
         guard let tokenEndpoint = meta.tokenEndpoint, let redirect = redirectURI(client, origin: origin) else {
-            done(Self.unavailable("no token endpoint or redirect URI"), timing)
+            done(
+                Self.unavailable("no token endpoint or redirect URI", reason: CallbackFailure.noTokenEndpoint.code),
+                timing)
             return
         }
         let grant = [
@@ -110,11 +122,13 @@ extension LoginService {
             timing.tokenEndpointSeconds = clock() - started
             switch result {
             case .failure(let f) where f.status == 0:
-                done(Self.unavailable("token endpoint \(f.error)"), timing)
+                done(
+                    Self.unavailable(
+                        "token endpoint \(f.error)", reason: CallbackFailure.tokenEndpointUnreachable.code), timing)
             case .failure(let f):
                 fail(
                     400, "The sign-in could not be completed.", "token endpoint refused the code: \(f.error)",
-                    cookies: setLogin)
+                    reason: CallbackFailure.codeRefused.code, cookies: setLogin)
             case .success(let tokens):
                 self.startSession(tokens, login: login, client: client, issuer: issuer, cookies: cookies) { outcome in
                     switch outcome {
