@@ -162,6 +162,18 @@ struct ErrorKindTests {
         #expect(Set(Self.sessionFailures.map(\.code)).count == Self.sessionFailures.count)
     }
 
+    @Test func aTokenEndpointFailureSaysWhetherTheGrantWasJudged() {
+        typealias T = AuthorizationServerClient.TokenEndpointFailure
+        let down = T.unreachable("Couldn't connect to server")
+        #expect(down.code == "unreachable" && down.isTemporary)
+        #expect(down.error == "unreachable: Couldn't connect to server")
+        let failing = T.refused(TokenResponse.Failure(error: "server_error", status: 503))
+        #expect(failing.code == "refused" && failing.isTemporary && failing.error == "server_error")
+        // RFC 6749 §5.2: a 4xx is the AS's verdict on the grant (a refresh then ends the session).
+        let refused = T.refused(TokenResponse.Failure(error: "invalid_grant", status: 400))
+        #expect(refused.code == "refused" && !refused.isTemporary && refused.error == "invalid_grant")
+    }
+
     @Test func callbackFailuresHaveDistinctStableCodes() {
         #expect(
             LoginService.CallbackFailure.allCases.map(\.code) == [

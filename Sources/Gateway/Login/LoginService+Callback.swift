@@ -121,10 +121,11 @@ extension LoginService {
             guard let self else { return }
             timing.tokenEndpointSeconds = clock() - started
             switch result {
-            case .failure(let f) where f.status == 0:
+            case .failure(.unreachable(let why)):
                 done(
                     Self.unavailable(
-                        "token endpoint \(f.error)", reason: CallbackFailure.tokenEndpointUnreachable.code), timing)
+                        "token endpoint unreachable: \(why)", reason: CallbackFailure.tokenEndpointUnreachable.code),
+                    timing)
             case .failure(let f):
                 fail(
                     400, "The sign-in could not be completed.", "token endpoint refused the code: \(f.error)",

@@ -233,7 +233,7 @@ extension LoginService {
             guard let self else { return }
             let now = Self.now()
             switch result {
-            case .failure(let f) where f.status == 0 || f.status >= 500:
+            case .failure(let f) where f.isTemporary:
                 self.log.warning(
                     "session refresh: the AS could not be asked; the session goes on",
                     metadata: ["error": .string(f.error)])
