@@ -174,16 +174,17 @@ struct ErrorKindTests {
         #expect(refused.code == "refused" && !refused.isTemporary && refused.error == "invalid_grant")
     }
 
-    @Test func callbackFailuresHaveDistinctStableCodes() {
+    @Test func loginFailuresHaveDistinctStableCodes() {
         #expect(
-            LoginService.CallbackFailure.allCases.map(\.code) == [
-                "no_state", "no_pending_login", "login_state_unavailable", "metadata_not_loaded", "issuer_mismatch",
-                "malformed_response", "authorization_error", "no_token_endpoint", "token_endpoint_unreachable",
-                "code_refused"
+            LoginService.LoginFailure.allCases.map(\.code) == [
+                "metadata_not_loaded", "login_state_unavailable", "no_authorization_endpoint", "pkce_failed",
+                "request_object_failed", "no_par_endpoint", "par_failed", "no_request_object_key",
+                "request_uri_unavailable", "no_state", "no_pending_login", "issuer_mismatch", "malformed_response",
+                "authorization_error", "no_token_endpoint", "token_endpoint_unreachable", "code_refused"
             ])
-        // A callback's reason never reads as a session failure's.
+        // A login step's reason never reads as a session failure's.
         let sessionCodes = Set(Self.sessionFailures.map(\.code))
-        #expect(sessionCodes.isDisjoint(with: LoginService.CallbackFailure.allCases.map(\.code)))
+        #expect(sessionCodes.isDisjoint(with: LoginService.LoginFailure.allCases.map(\.code)))
     }
 
     @Test func userinfoFailuresSayWhetherTheASCouldBeAsked() {

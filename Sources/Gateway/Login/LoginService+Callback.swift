@@ -25,20 +25,20 @@ extension LoginService {
         guard let pairs = FormEncoding.decode(query), let state = pairs.first(where: { $0.0 == "state" })?.1 else {
             fail(
                 400, "The sign-in response was not valid.", "callback without state",
-                reason: CallbackFailure.noState.code)
+                reason: LoginFailure.noState.code)
             return
         }
         pendingLogins.take(state: state, cookies: cookies, now: Self.now()) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let e):
-                done(Self.unavailable("login state: \(e)", reason: CallbackFailure.loginStateUnavailable.code), timing)
+                done(Self.unavailable("login state: \(e)", reason: LoginFailure.loginStateUnavailable.code), timing)
             case .success(let taken):
                 guard let login = taken.login else {
                     fail(
                         400, "This sign-in was not started in this browser, or it took too long. Please start again.",
                         "no pending login for this state (cookie missing, replayed or expired)",
-                        reason: CallbackFailure.noPendingLogin.code, cookies: taken.setCookies)
+                        reason: LoginFailure.noPendingLogin.code, cookies: taken.setCookies)
                     return
                 }
                 self.finishCallback(
@@ -75,7 +75,7 @@ extension LoginService {
         guard let (client, issuer, meta) = target(login.client) else {
             done(
                 Self.unavailable(
-                    "login client \(login.client): metadata not loaded", reason: CallbackFailure.metadataNotLoaded.code),
+                    "login client \(login.client): metadata not loaded", reason: LoginFailure.metadataNotLoaded.code),
                 timing)
             return
         }
@@ -86,12 +86,12 @@ extension LoginService {
         case .failure(.issuerMismatch):
             fail(
                 400, "The sign-in response came from an unexpected server.",
-                "iss missing or not \(issuer.issuer) (RFC 9207)", reason: CallbackFailure.issuerMismatch.code,
+                "iss missing or not \(issuer.issuer) (RFC 9207)", reason: LoginFailure.issuerMismatch.code,
                 cookies: setLogin)
             return
         case .failure(.malformed(let why)):
             fail(
-                400, "The sign-in response was not valid.", why, reason: CallbackFailure.malformedResponse.code,
+                400, "The sign-in response was not valid.", why, reason: LoginFailure.malformedResponse.code,
                 cookies: setLogin)
             return
         case .success(let r): response = r
@@ -102,13 +102,13 @@ extension LoginService {
             // Shown, not retried: a login the AS refused must not loop back into another.
             fail(
                 403, "The sign-in was not completed (\(error)).", "authorization error: \(error)",
-                reason: CallbackFailure.authorizationError.code, cookies: setLogin)
+                reason: LoginFailure.authorizationError.code, cookies: setLogin)
             return
         case .code(let c, _): code = c
         }
         guard let tokenEndpoint = meta.tokenEndpoint, let redirect = redirectURI(client, origin: origin) else {
             done(
-                Self.unavailable("no token endpoint or redirect URI", reason: CallbackFailure.noTokenEndpoint.code),
+                Self.unavailable("no token endpoint or redirect URI", reason: LoginFailure.noTokenEndpoint.code),
                 timing)
             return
         }
@@ -124,12 +124,12 @@ extension LoginService {
             case .failure(.unreachable(let why)):
                 done(
                     Self.unavailable(
-                        "token endpoint unreachable: \(why)", reason: CallbackFailure.tokenEndpointUnreachable.code),
+                        "token endpoint unreachable: \(why)", reason: LoginFailure.tokenEndpointUnreachable.code),
                     timing)
             case .failure(let f):
                 fail(
                     400, "The sign-in could not be completed.", "token endpoint refused the code: \(f.error)",
-                    reason: CallbackFailure.codeRefused.code, cookies: setLogin)
+                    reason: LoginFailure.codeRefused.code, cookies: setLogin)
             case .success(let tokens):
                 self.startSession(tokens, login: login, client: client, issuer: issuer, cookies: cookies) { outcome in
                     switch outcome {
