@@ -187,6 +187,14 @@ struct ErrorKindTests {
         #expect(sessionCodes.isDisjoint(with: LoginService.LoginFailure.allCases.map(\.code)))
     }
 
+    @Test func logoutTokenRefusalsHaveDistinctStableCodes() {
+        #expect(
+            LoginService.LogoutTokenRefusal.allCases.map(\.code) == [
+                "no_logout_token", "malformed_logout_token", "unknown_client", "invalid_logout_token",
+                "logout_token_replayed"
+            ])
+    }
+
     @Test func userinfoFailuresSayWhetherTheASCouldBeAsked() {
         typealias U = AuthorizationServerClient.UserinfoFailure
         func parse(_ status: Int, _ type: String = "application/json", _ body: String = "{}") -> Result<JSONObject, U> {

@@ -109,3 +109,14 @@ def test_refused_callbacks_log_their_reason(env):
     assert r.status_code == 401 and r.json()["error"] == "login_required"
     assert access_line(env.gw, r.headers["X-Request-Id"])["rejection"] == "login_required"
     assert 'tokengate_auth_failures_total{error="login_required"} 1' in auth_failure_samples(env.gw)
+
+
+def test_refused_back_channel_logouts_log_their_reason(env):
+    cases = [
+        ({}, "no_logout_token"),
+        ({"logout_token": "not-a-jws"}, "malformed_logout_token"),
+    ]
+    for form, reason in cases:
+        r = requests.post(env.url("/oauth2/backchannel-logout"), data=form, timeout=10)
+        assert r.status_code == 400 and r.json()["error"] == "invalid_request"
+        assert access_line(env.gw, r.headers["X-Request-Id"])["reason"] == reason
