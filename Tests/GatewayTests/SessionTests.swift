@@ -287,7 +287,7 @@ struct SessionStoreConformanceTests {
         #expect((try? save(b, with("r4"), under: bLease)?.get()) == s.id)
         b.releaseRefresh(bLease)
         #expect(load(a)?.refreshToken == "r4")  // another read on A meanwhile does not move its refresh's basis
-        guard case .failure(let e)? = save(a, with("r-late"), under: late), e.superseded else {
+        guard case .failure(let e)? = save(a, with("r-late"), under: late), e == .superseded else {
             Issue.record("a superseded refresh was written")
             return
         }
@@ -299,7 +299,7 @@ struct SessionStoreConformanceTests {
         b.releaseRefresh(bLease2)
         var touched = stale
         touched.lastSeenAt += 60
-        guard case .failure(let t)? = save(a, touched, under: nil), t.superseded else {
+        guard case .failure(let t)? = save(a, touched, under: nil), t == .superseded else {
             Issue.record("a stale touch put back a spent refresh token")
             return
         }
@@ -313,14 +313,14 @@ struct SessionStoreConformanceTests {
         let cLease = try #require(lease(c))
         #expect((try? save(c, with("r6"), under: cLease)?.get()) == s.id)
         c.releaseRefresh(cLease)
-        guard case .failure(let noLease)? = save(c, with("r7"), under: cLease), noLease.superseded else {
+        guard case .failure(let noLease)? = save(c, with("r7"), under: cLease), noLease == .superseded else {
             Issue.record("a released lease wrote")
             return
         }
         #expect(load(a)?.refreshToken == "r6")
         // Nothing brings back an ended session, lease or not.
         #expect(h.end(current))
-        guard case .failure(let ended)? = save(b, with("r6"), under: bLease2), ended.ended else {
+        guard case .failure(let ended)? = save(b, with("r6"), under: bLease2), ended == .ended else {
             Issue.record("an ended session came back")
             return
         }

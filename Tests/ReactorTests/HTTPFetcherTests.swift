@@ -78,6 +78,7 @@ struct HTTPFetcherTests {
         }
         #expect(throws: FetchError.self) { try r?.get() }
         #expect(r != nil)
+        if case .failure(let e)? = r { #expect(e.kind == .transfer) }
         #expect(Date().timeIntervalSince(started) < 3)
         // The server never answered; every request is still answered once (a Responder
         // dropped unanswered is a bug it asserts on).
@@ -96,6 +97,7 @@ struct HTTPFetcherTests {
             return
         }
         #expect(e.description.contains("larger than"))
+        #expect(e.kind == .responseTooLarge)
     }
 
     @Test func onlyHTTPSchemes() throws {

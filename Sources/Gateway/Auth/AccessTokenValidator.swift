@@ -12,7 +12,7 @@ final class AccessTokenValidator {
         case valid(VerifiedAccessToken)
         /// `description` goes on the wire (never which key or claim value), `detail` to the log.
         case invalid(description: String, detail: String)
-        case unavailable(detail: String)
+        case unavailable(UnavailableReason, detail: String)
     }
 
     /// The issuers' keys, with the one refetch on an unknown `kid` (shared with the login code).
@@ -95,7 +95,8 @@ final class AccessTokenValidator {
                 case .verdict(.inactive(let reason)):
                     done(.invalid(description: "the token is not active", detail: reason))
                 // The AS could not say: the token may well be valid (503, not invalid_token).
-                case .unavailable(let why): done(.unavailable(detail: "introspection: \(why)"))
+                case .unavailable(let why):
+                    done(.unavailable(.introspectionUnavailable, detail: "introspection: \(why)"))
                 }
             }
             return
@@ -116,7 +117,7 @@ final class AccessTokenValidator {
                     if self.cacheEnabled { self.cache.put(token, verified, expiresAt: verified.expiresAt, now: now) }
                     done(.valid(verified))
                 case .failure(.keysUnavailable(let issuer)):
-                    done(.unavailable(detail: "no keys loaded for issuer \(issuer)"))
+                    done(.unavailable(.keysNotLoaded, detail: "no keys loaded for issuer \(issuer)"))
                 case .failure(let failure):
                     done(.invalid(description: Self.describe(failure), detail: "\(failure)"))
                 }

@@ -5,8 +5,8 @@ enum AuthDecision {
     case allow(AuthenticatedCaller)
     case deny(AuthDenial)
     /// The gateway cannot decide (keys never loaded, replay store down): 503, not the
-    /// caller's fault.
-    case unavailable(detail: String)
+    /// caller's fault. `detail` is for the log only.
+    case unavailable(UnavailableReason, detail: String)
 }
 
 /// A request that passed: its token, and for DPoP the key it proved possession of.

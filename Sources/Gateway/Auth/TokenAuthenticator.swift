@@ -115,7 +115,7 @@ final class TokenAuthenticator {
         _ verdict: AccessTokenValidator.Verdict, tokens: TokenRouteConfig, answer: AuthRefusals
     ) -> AuthDecision {
         switch verdict {
-        case .unavailable(let detail): return .unavailable(detail: detail)
+        case .unavailable(let reason, let detail): return .unavailable(reason, detail: detail)
         case .invalid(let description, let detail):
             return .deny(answer.refuse(401, .invalid_token, description, scheme: "Bearer", detail: detail))
         case .valid(let token):
@@ -172,8 +172,8 @@ final class TokenAuthenticator {
         validator.validate(token, route: route) { [replay, nonces, unowned self] verdict in
             let bound: VerifiedAccessToken
             switch verdict {
-            case .unavailable(let detail):
-                done(.unavailable(detail: detail))
+            case .unavailable(let reason, let detail):
+                done(.unavailable(reason, detail: detail))
                 return
             case .invalid(let description, let detail):
                 done(.deny(answer.refuse(401, .invalid_token, description, scheme: "DPoP", detail: detail)))
@@ -220,8 +220,10 @@ final class TokenAuthenticator {
                         caller.responseHeaders.append(("DPoP-Nonce", nonces.issue(now: now)))
                     }
                     done(.allow(caller))
-                case .unavailable(let why), .refused(let why):
-                    done(.unavailable(detail: "DPoP replay store: \(why)"))
+                case .unavailable(let why):
+                    done(.unavailable(.replayStoreUnavailable, detail: "DPoP replay store: \(why)"))
+                case .refused(let why):
+                    done(.unavailable(.replayStoreRefused, detail: "DPoP replay store: \(why)"))
                 }
             }
         }

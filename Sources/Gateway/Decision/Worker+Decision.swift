@@ -141,8 +141,8 @@ extension Worker {
         settings: DecisionConfig
     ) {
         var ctx = ctx
-        ctx.rejection = "login_required"
-        metrics.authFailure("login_required")
+        ctx.rejection = .refused(.loginRequired)
+        metrics.authFailure(.loginRequired)
         let url = DecisionVerdict.loginURL(original, startPath: config.login.startPath)
         let redirect: Bool
         switch settings.loginResponse {

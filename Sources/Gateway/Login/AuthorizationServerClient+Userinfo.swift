@@ -12,10 +12,26 @@ extension AuthorizationServerClient {
     /// broken AS cannot make the gateway hold megabytes per login).
     static let maxUserinfoBytes = 64 << 10
 
-    struct UserinfoFailure: Error, CustomStringConvertible {
-        let description: String
-        /// The AS could not be asked (network, 5xx): not a refusal.
-        var unreachable = false
+    /// Why userinfo gave no claims; the text is for the log only.
+    enum UserinfoFailure: Error, Equatable, CustomStringConvertible {
+        /// The AS could not be asked (network, 5xx, no endpoint): not a refusal.
+        case unreachable(String)
+        /// The AS answered, and not with usable claims (4xx, not JSON, too large, too many).
+        case refused(String)
+
+        /// Stable: logs and tests match on it.
+        var code: String {
+            switch self {
+            case .unreachable: "userinfo_unreachable"
+            case .refused: "userinfo_refused"
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .unreachable(let why), .refused(let why): why
+            }
+        }
     }
 
     func userinfo(
@@ -30,7 +46,7 @@ extension AuthorizationServerClient {
                     now: self.wallClock.seconds)
                 headers += ["Authorization: DPoP " + accessToken, "DPoP: " + proof]
             } catch {
-                done(.failure(.init(description: "DPoP proof: \(error)")))
+                done(.failure(.refused("DPoP proof: \(error)")))
                 return
             }
         } else {
@@ -42,12 +58,9 @@ extension AuthorizationServerClient {
             guard let self else { return }
             switch result {
             case .failure(let e):
-                // Over the size cap is the AS's answer, not a failure to reach it (Fetch says so only in words).
-                done(
-                    .failure(
-                        .init(
-                            description: "userinfo endpoint: \(e.description)",
-                            unreachable: !e.description.contains("larger than"))))
+                // Over the size cap is the AS's answer, not a failure to reach it.
+                let why = "userinfo endpoint: \(e.description)"
+                done(.failure(e.kind == .responseTooLarge ? .refused(why) : .unreachable(why)))
             case .success(let resp):
                 if t.dpop != nil, let nonce = resp.header("dpop-nonce") {
                     self.dpopNonces[endpoint] = nonce
@@ -66,20 +79,19 @@ extension AuthorizationServerClient {
     /// accepted: the gateway asks for JSON, and the TLS channel to the AS authenticates it.
     static func parseUserinfo(_ resp: FetchResponse) -> Result<JSONObject, UserinfoFailure> {
         guard resp.status == 200 else {
-            return .failure(
-                .init(description: "userinfo endpoint answered \(resp.status)", unreachable: resp.status >= 500))
+            let why = "userinfo endpoint answered \(resp.status)"
+            return .failure(resp.status >= 500 ? .unreachable(why) : .refused(why))
         }
         let type = resp.header("content-type")?.lowercased() ?? ""
         guard type.hasPrefix("application/json") else {
             return .failure(
-                .init(
-                    description:
-                        "userinfo endpoint answered \(type.isEmpty ? "no content type" : type), not application/json"))
+                .refused(
+                    "userinfo endpoint answered \(type.isEmpty ? "no content type" : type), not application/json"))
         }
         do {
             return .success(try JSONParser.parseObject(resp.body, what: "userinfo response"))
         } catch {
-            return .failure(.init(description: "userinfo response is not a JSON object: \(error)"))
+            return .failure(.refused("userinfo response is not a JSON object: \(error)"))
         }
     }
 }

@@ -83,16 +83,48 @@ final class AuthorizationServerClient {
         }
     }
 
+    /// Why the token endpoint issued no tokens.
+    enum TokenEndpointFailure: Error, Equatable {
+        /// The endpoint could not be asked (network, TLS, timeout); what happened, for the log.
+        case unreachable(String)
+        /// The AS answered with an error (RFC 6749 §5.2) or a body that is not a token response.
+        case refused(TokenResponse.Failure)
+
+        /// Stable: logs and tests match on it.
+        var code: String {
+            switch self {
+            case .unreachable: "unreachable"
+            case .refused: "refused"
+            }
+        }
+
+        /// For the log: the AS's `error` code, or what kept the endpoint from answering.
+        var error: String {
+            switch self {
+            case .unreachable(let why): "unreachable: \(why)"
+            case .refused(let f): f.error
+            }
+        }
+
+        /// The AS could not be asked, or failed itself (5xx): no verdict on the grant.
+        var isTemporary: Bool {
+            switch self {
+            case .unreachable: true
+            case .refused(let f): f.status >= 500
+            }
+        }
+    }
+
     /// The token endpoint: a code exchange or a refresh.
     func token(
         _ endpoint: String, grant: [(String, String)], to t: Target,
-        done: @escaping (Result<TokenResponse, TokenResponse.Failure>) -> Void
+        done: @escaping (Result<TokenResponse, TokenEndpointFailure>) -> Void
     ) {
         post(endpoint, form: grant, to: t) { result in
             switch result {
-            case .success(let resp): done(TokenResponse.parse(status: resp.status, body: resp.body))
-            case .failure(let e):
-                done(.failure(TokenResponse.Failure(error: "unreachable: \(e.description)", status: 0)))
+            case .success(let resp):
+                done(TokenResponse.parse(status: resp.status, body: resp.body).mapError { .refused($0) })
+            case .failure(let e): done(.failure(.unreachable(e.description)))
             }
         }
     }

@@ -9,6 +9,8 @@ struct GatewayResponse {
     var contentType = "text/html; charset=utf-8"
     /// For the access log: what happened, never a secret.
     var detail: String? = nil
+    /// For the access log's `reason`: a stable code for why (a failure kind's `code`).
+    var reason: String? = nil
     /// Login pages and redirects carry one-time values: never cached anywhere.
     var noStore = true
     /// A page still to render from the configured template (`Pages.finish`, with the request id).

@@ -7,26 +7,44 @@ import OAuth
 /// — on every replica, since the store is shared (Redis: the sessions are deleted; embedded:
 /// the logout is remembered and checked on each request).
 extension LoginService {
+    /// Why a back-channel logout request was refused (§2.8: 400 `invalid_request`): the
+    /// access log's `reason`. Stable codes.
+    enum LogoutTokenRefusal: String, CaseIterable, Sendable {
+        /// Not exactly one `logout_token` parameter (§2.5).
+        case noLogoutToken = "no_logout_token"
+        /// Not a JWS with an `iss`.
+        case malformed = "malformed_logout_token"
+        /// No login client of this gateway for its `iss` and `aud`.
+        case unknownClient = "unknown_client"
+        /// The token failed §2.6 validation.
+        case invalid = "invalid_logout_token"
+        /// Its `jti` was used before (§2.6 step 10).
+        case replayed = "logout_token_replayed"
+
+        var code: String { rawValue }
+    }
+
     func backchannelLogout(body: [UInt8], done: @escaping (GatewayResponse) -> Void) {
         // §2.8: 400 with an error for an invalid request; 200 (no body) when logged out.
-        func refuse(_ description: String, _ detail: String) {
-            done(
-                GatewayResponse(
-                    status: 400, body: "{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}",
-                    contentType: "application/json", detail: "back-channel logout refused: \(detail)"))
+        func refuse(_ kind: LogoutTokenRefusal, _ description: String, _ detail: String) {
+            var r = GatewayResponse(
+                status: 400, body: "{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}",
+                contentType: "application/json", detail: "back-channel logout refused: \(detail)")
+            r.reason = kind.code
+            done(r)
         }
         guard body.count <= 64 << 10, let form = FormEncoding.decode(Substring(String(decoding: body, as: UTF8.self))),
             form.filter({ $0.0 == "logout_token" }).count == 1,
             let token = form.first(where: { $0.0 == "logout_token" })?.1
         else {
-            refuse("exactly one logout_token is required", "no logout_token")
+            refuse(.noLogoutToken, "exactly one logout_token is required", "no logout_token")
             return
         }
         // Which client: the (unverified) iss and aud pick one; only its issuer's keys and
         // rules then decide.
         guard let jws = try? CompactJWS(token), let unverified = try? jws.claims(), let iss = unverified["iss"]?.string
         else {
-            refuse("the logout token is malformed", "not a JWS with iss")
+            refuse(.malformed, "the logout token is malformed", "not a JWS with iss")
             return
         }
         let audiences = unverified["aud"]?.string.map { [$0] } ?? unverified["aud"]?.array?.compactMap(\.string) ?? []
@@ -37,14 +55,17 @@ extension LoginService {
             }), let issuer = client.issuer.flatMap({ config.issuers[$0] }),
             tokens.issuerKeys[issuer: issuer.name] != nil
         else {
-            refuse("the logout token is not for a client of this gateway", "no login client for iss \(iss)")
+            refuse(
+                .unknownClient, "the logout token is not for a client of this gateway", "no login client for iss \(iss)"
+            )
             return
         }
         verifyLogoutToken(token, client: client, issuer: issuer, refuse: refuse, done: done)
     }
 
     private func verifyLogoutToken(
-        _ token: String, client: ClientConfig, issuer: IssuerConfig, refuse: @escaping (String, String) -> Void,
+        _ token: String, client: ClientConfig, issuer: IssuerConfig,
+        refuse: @escaping (LogoutTokenRefusal, String, String) -> Void,
         done: @escaping (GatewayResponse) -> Void
     ) {
         let verifier = LogoutTokenVerifier(
@@ -62,7 +83,7 @@ extension LoginService {
                 switch outcome {
                 case .success(let logout):
                     self?.endSessions(of: logout, client: client, issuer: issuer, refuse: refuse, done: done)
-                case .failure(let error): refuse("the logout token is invalid", "\(error)")
+                case .failure(let error): refuse(.invalid, "the logout token is invalid", "\(error)")
                 }
             })
     }
@@ -70,7 +91,7 @@ extension LoginService {
     /// OIDC Back-Channel Logout §2.6 steps 10 and on, for a verified `logout` token.
     private func endSessions(
         of logout: LogoutTokenVerifier.LogoutToken, client: ClientConfig, issuer: IssuerConfig,
-        refuse: @escaping (String, String) -> Void, done: @escaping (GatewayResponse) -> Void
+        refuse: @escaping (LogoutTokenRefusal, String, String) -> Void, done: @escaping (GatewayResponse) -> Void
     ) {
         let now = self.now
         // Sessions begun before the logout token was issued end; later ones (a new login) stay —
@@ -78,7 +99,7 @@ extension LoginService {
         let expiresAt = now + Int64(config.session.absoluteTimeout)
         let jtiKey = ReplayID(logoutTokenOf: issuer.issuer, jti: logout.jti)
         if shared.logoutTokens.contains(jtiKey, now: now) {  // §2.6 step 10
-            refuse("the logout token was used before", "jti replayed")
+            refuse(.replayed, "the logout token was used before", "jti replayed")
             return
         }
         store.endAll(client: client.name, sid: logout.sid, sub: logout.sub, at: logout.iat, expiresAt: expiresAt) {
@@ -99,6 +120,7 @@ extension LoginService {
                     "back-channel logout: the session store failed", metadata: ["error": .string(e.description)])
                 var r = GatewayResponse(
                     status: 503, body: "", contentType: "text/plain", detail: "back-channel logout: \(e)")
+                r.reason = UnavailableReason.sessionStoreUnavailable.code
                 r.headers.append(("Retry-After", "5"))
                 done(r)
             }

@@ -16,25 +16,29 @@ extension LoginService {
         done: @escaping (GatewayResponse, CallbackTiming) -> Void
     ) {
         let timing = CallbackTiming()
-        func fail(_ status: Int, _ message: String, _ detail: String, cookies setCookies: [String] = []) {
-            done(signInFailed(status, message, detail, cookies: setCookies), timing)
+        func fail(
+            _ status: Int, _ message: String, _ detail: String, reason: String, cookies setCookies: [String] = []
+        ) {
+            done(signInFailed(status, message, detail, reason: reason, cookies: setCookies), timing)
         }
         // The state first: it says which login (and so which client and AS) this answers.
         guard let pairs = FormEncoding.decode(query), let state = pairs.first(where: { $0.0 == "state" })?.1 else {
-            fail(400, "The sign-in response was not valid.", "callback without state")
+            fail(
+                400, "The sign-in response was not valid.", "callback without state",
+                reason: LoginFailure.noState.code)
             return
         }
         pendingLogins.take(state: state, cookies: cookies, now: self.now) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let e):
-                done(Self.unavailable("login state: \(e)"), timing)
+                done(Self.unavailable("login state: \(e)", reason: LoginFailure.loginStateUnavailable.code), timing)
             case .success(let taken):
                 guard let login = taken.login else {
                     fail(
                         400, "This sign-in was not started in this browser, or it took too long. Please start again.",
                         "no pending login for this state (cookie missing, replayed or expired)",
-                        cookies: taken.setCookies)
+                        reason: LoginFailure.noPendingLogin.code, cookies: taken.setCookies)
                     return
                 }
                 self.finishCallback(
@@ -46,11 +50,14 @@ extension LoginService {
     }
 
     /// A failed callback's page, with a way to start again.
-    private func signInFailed(_ status: Int, _ message: String, _ detail: String, cookies: [String]) -> GatewayResponse
-    {
-        .page(
+    private func signInFailed(
+        _ status: Int, _ message: String, _ detail: String, reason: String, cookies: [String]
+    ) -> GatewayResponse {
+        var r = GatewayResponse.page(
             status, title: "Sign-in failed", message: message,
             link: (text: "Sign in again", href: config.login.startPath), cookies: cookies, detail: detail)
+        r.reason = reason
+        return r
     }
 
     /// The rest of a callback whose state named a pending login of this browser.
@@ -60,11 +67,16 @@ extension LoginService {
         clock: @escaping () -> Double, timing: CallbackTiming, done: @escaping (GatewayResponse, CallbackTiming) -> Void
     ) {
         var timing = timing
-        func fail(_ status: Int, _ message: String, _ detail: String, cookies setCookies: [String] = []) {
-            done(signInFailed(status, message, detail, cookies: setCookies), timing)
+        func fail(
+            _ status: Int, _ message: String, _ detail: String, reason: String, cookies setCookies: [String] = []
+        ) {
+            done(signInFailed(status, message, detail, reason: reason, cookies: setCookies), timing)
         }
         guard let (client, issuer, meta) = target(login.client) else {
-            done(Self.unavailable("login client \(login.client): metadata not loaded"), timing)
+            done(
+                Self.unavailable(
+                    "login client \(login.client): metadata not loaded", reason: LoginFailure.metadataNotLoaded.code),
+                timing)
             return
         }
         let response: AuthorizationResponse
@@ -74,10 +86,13 @@ extension LoginService {
         case .failure(.issuerMismatch):
             fail(
                 400, "The sign-in response came from an unexpected server.",
-                "iss missing or not \(issuer.issuer) (RFC 9207)", cookies: setLogin)
+                "iss missing or not \(issuer.issuer) (RFC 9207)", reason: LoginFailure.issuerMismatch.code,
+                cookies: setLogin)
             return
         case .failure(.malformed(let why)):
-            fail(400, "The sign-in response was not valid.", why, cookies: setLogin)
+            fail(
+                400, "The sign-in response was not valid.", why, reason: LoginFailure.malformedResponse.code,
+                cookies: setLogin)
             return
         case .success(let r): response = r
         }
@@ -85,12 +100,16 @@ extension LoginService {
         switch response {
         case .error(let error, _, _):
             // Shown, not retried: a login the AS refused must not loop back into another.
-            fail(403, "The sign-in was not completed (\(error)).", "authorization error: \(error)", cookies: setLogin)
+            fail(
+                403, "The sign-in was not completed (\(error)).", "authorization error: \(error)",
+                reason: LoginFailure.authorizationError.code, cookies: setLogin)
             return
         case .code(let c, _): code = c
         }
         guard let tokenEndpoint = meta.tokenEndpoint, let redirect = redirectURI(client, origin: origin) else {
-            done(Self.unavailable("no token endpoint or redirect URI"), timing)
+            done(
+                Self.unavailable("no token endpoint or redirect URI", reason: LoginFailure.noTokenEndpoint.code),
+                timing)
             return
         }
         let grant = [
@@ -102,19 +121,24 @@ extension LoginService {
             guard let self else { return }
             timing.tokenEndpointSeconds = clock() - started
             switch result {
-            case .failure(let f) where f.status == 0:
-                done(Self.unavailable("token endpoint \(f.error)"), timing)
+            case .failure(.unreachable(let why)):
+                done(
+                    Self.unavailable(
+                        "token endpoint unreachable: \(why)", reason: LoginFailure.tokenEndpointUnreachable.code),
+                    timing)
             case .failure(let f):
                 fail(
                     400, "The sign-in could not be completed.", "token endpoint refused the code: \(f.error)",
-                    cookies: setLogin)
+                    reason: LoginFailure.codeRefused.code, cookies: setLogin)
             case .success(let tokens):
                 self.startSession(tokens, login: login, client: client, issuer: issuer, cookies: cookies) { outcome in
                     switch outcome {
-                    case .failure(let why) where why.unavailable:
-                        done(Self.unavailable(why.description), timing)
+                    case .failure(let why) where why.isUnavailable:
+                        done(Self.unavailable(why.description, reason: why.code), timing)
                     case .failure(let why):
-                        fail(400, "The sign-in could not be completed.", why.description, cookies: setLogin)
+                        fail(
+                            400, "The sign-in could not be completed.", why.description, reason: why.code,
+                            cookies: setLogin)
                     case .success(let sessionCookies):
                         done(
                             .redirect(login.returnTo, cookies: sessionCookies + setLogin, detail: "login completed"),
@@ -131,7 +155,7 @@ extension LoginService {
         done: @escaping (Result<[String], SessionFailure>) -> Void
     ) {
         guard let idToken = t.idToken else {
-            done(.failure(.init("the token response has no ID token")))
+            done(.failure(.noIDToken))
             return
         }
         let verifier = IDTokenVerifier(
@@ -141,7 +165,7 @@ extension LoginService {
         keys.verify(
             { () -> Result<JSONObject, Error> in
                 guard let set = keys[issuer: issuer.name] else {
-                    return .failure(SessionFailure("no keys loaded for \(issuer.name)"))
+                    return .failure(SessionFailure.keysNotLoaded(issuer: issuer.name))
                 }
                 return Result {
                     try verifier.verify(
@@ -156,7 +180,7 @@ extension LoginService {
                         t, idToken: idToken, claims: claims, login: login, client: client, issuer: issuer,
                         cookies: cookies, done: done)
                 case .failure(let failure as SessionFailure): done(.failure(failure))
-                case .failure(let error): done(.failure(.init("ID token refused: \(error)")))
+                case .failure(let error): done(.failure(.idTokenRefused("\(error)")))
                 }
             })
     }
@@ -168,7 +192,7 @@ extension LoginService {
     ) {
         let now = self.now
         guard let subject = claims["sub"]?.string, !subject.isEmpty else {
-            done(.failure(.init("the ID token's sub is not a string")))
+            done(.failure(.invalidSubject))
             return
         }
         mergeUserinfo(claims, subject: subject, accessToken: t.accessToken, client: client, issuer: issuer) {
@@ -178,12 +202,13 @@ extension LoginService {
             switch outcome {
             case .claims(let c): merged = c
             case .subjectMismatch:
-                done(
-                    .failure(
-                        .init("the userinfo endpoint answered for another sub than the ID token's (OIDC Core §5.3.2)")))
+                done(.failure(.userinfoSubjectMismatch))
                 return
-            case .failed(let why, let unreachable):
-                done(.failure(.init("userinfo: \(why)", unavailable: unreachable)))
+            case .failed(.unreachable(let why)):
+                done(.failure(.userinfoUnreachable(why)))
+                return
+            case .failed(.refused(let why)):
+                done(.failure(.userinfoRefused(why)))
                 return
             }
             let session = Session(
@@ -223,12 +248,10 @@ extension LoginService {
         store.save(session, expiresAt: expiresAt, creating: creating, lease: lease) { [weak self] result in
             guard let self else { return }
             switch result {
-            case .failure(let e) where e.ended: done(.failure(.init("the session was ended", ended: true)))
-            case .failure(let e) where e.superseded: done(.failure(.init("session store: \(e)", superseded: true)))
-            case .failure(let e): done(.failure(.init("session store: \(e)", unavailable: true)))
+            case .failure(let e): done(.failure(SessionFailure(e)))
             case .success(let value):
                 guard let lines = self.sessionCookies(value, cookies) else {
-                    done(.failure(.init("the session does not fit in cookies; use store: redis://…")))
+                    done(.failure(.doesNotFitInCookies))
                     return
                 }
                 if lines.count > 1 && value.utf8.count > Cookies.chunkSize {
@@ -238,19 +261,6 @@ extension LoginService {
                 }
                 done(.success(lines))
             }
-        }
-    }
-
-    struct SessionFailure: Error, CustomStringConvertible {
-        let description: String
-        var unavailable = false
-        var ended = false
-        var superseded = false
-        init(_ d: String, unavailable: Bool = false, ended: Bool = false, superseded: Bool = false) {
-            description = d
-            self.unavailable = unavailable
-            self.ended = ended
-            self.superseded = superseded
         }
     }
 }

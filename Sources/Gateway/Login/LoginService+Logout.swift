@@ -24,7 +24,9 @@ extension LoginService {
             guard let self else { return }
             guard case .found(let session) = lookup else {
                 if case .unavailable(let why) = lookup {
-                    done(Self.unavailable("session store: \(why)"))
+                    done(
+                        Self.unavailable(
+                            "session store: \(why)", reason: UnavailableReason.sessionStoreUnavailable.code))
                     return
                 }
                 done(.redirect(after, cookies: clearAll, detail: "logout of an unknown session"))
@@ -46,7 +48,8 @@ extension LoginService {
             let expiresAt = session.createdAt + Int64(self.config.session.absoluteTimeout)
             self.store.end(session, expiresAt: expiresAt) { result in
                 if case .failure(let e) = result {
-                    done(Self.unavailable("session store: \(e)"))
+                    done(
+                        Self.unavailable("session store: \(e)", reason: UnavailableReason.sessionStoreUnavailable.code))
                     return
                 }
                 self.finishLogout(session, clear: clearAll, done: done)

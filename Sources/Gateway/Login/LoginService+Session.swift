@@ -13,7 +13,8 @@ extension LoginService {
         case allow(Session, setCookies: [String])
         /// No usable session; `clear`: Set-Cookie lines removing a dead one.
         case none(clear: [String])
-        case unavailable(String)
+        /// The gateway cannot check the session now (503); `detail` is for the log only.
+        case unavailable(UnavailableReason, detail: String)
     }
 
     func authenticate(route: RouteConfig, cookies: Cookies, done: @escaping (SessionDecision) -> Void) {
@@ -34,7 +35,7 @@ extension LoginService {
         store.load(value) { [weak self] lookup in
             guard let self else { return }
             switch lookup {
-            case .unavailable(let why): done(.unavailable("session store: \(why)"))
+            case .unavailable(let why): done(.unavailable(.sessionStoreUnavailable, detail: "session store: \(why)"))
             case .none: done(.none(clear: clear))
             case .found(let session):
                 let now = self.now
@@ -60,7 +61,7 @@ extension LoginService {
                     self.save(touched, cookies: cookies, creating: false) { result in
                         switch result {
                         case .success(let lines): done(.allow(touched, setCookies: lines))
-                        case .failure(let e) where e.ended: done(.none(clear: clear))
+                        case .failure(.ended): done(.none(clear: clear))
                         case .failure: done(.allow(session, setCookies: []))
                         }
                     }
@@ -83,15 +84,15 @@ extension LoginService {
             case .unchanged where forwardsToken && self.now >= session.accessExpiresAt:
                 // The session goes on (the AS or the store is down, not the user's login), but
                 // an expired access token is not sent upstream: try again shortly.
-                done(.unavailable("the access token expired and could not be refreshed"))
+                done(.unavailable(.tokenNotRefreshed, detail: "the access token expired and could not be refreshed"))
             case .unchanged: done(.allow(session, setCookies: []))
             case .current(let stored), .unsaved(let stored): done(.allow(stored, setCookies: []))
             case .refreshed(let fresh):
                 self.save(fresh, cookies: cookies, creating: false) { result in
                     switch result {
                     case .success(let lines): done(.allow(fresh, setCookies: lines))
-                    case .failure(let e) where e.ended: done(.none(clear: clear))
-                    case .failure(let e): done(.unavailable(e.description))
+                    case .failure(.ended): done(.none(clear: clear))
+                    case .failure(let e): done(.unavailable(.sessionNotSaved, detail: e.description))
                     }
                 }
             }
@@ -159,15 +160,15 @@ extension LoginService {
                                 switch result {
                                 case .success:
                                     self.shared.refreshes.finish(session.id, kept ? .current(fresh) : .refreshed(fresh))
-                                case .failure(let e) where e.ended: self.shared.refreshes.finish(session.id, .ended)
+                                case .failure(.ended): self.shared.refreshes.finish(session.id, .ended)
                                 // Not stored (the store failed, or another replica refreshed
                                 // since): the new tokens serve the requests waiting now.
                                 case .failure: self.shared.refreshes.finish(session.id, .unsaved(fresh))
                                 }
                                 switch result {
                                 case .success(let lines): done(.allow(fresh, setCookies: lines))
-                                case .failure(let e) where e.ended: done(.none(clear: clear))
-                                case .failure(let e) where e.superseded:
+                                case .failure(.ended): done(.none(clear: clear))
+                                case .failure(.superseded):
                                     // The refresh outlived its lease and another replica refreshed
                                     // since: this request goes on with the tokens it got; the store
                                     // keeps the other replica's.
@@ -175,7 +176,7 @@ extension LoginService {
                                         "a session refresh outlived its lease and another replica refreshed; its result was not stored"
                                     )
                                     done(.allow(fresh, setCookies: []))
-                                case .failure(let e): done(.unavailable(e.description))
+                                case .failure(let e): done(.unavailable(.sessionNotSaved, detail: e.description))
                                 }
                             }
                         }
@@ -232,7 +233,7 @@ extension LoginService {
             guard let self else { return }
             let now = self.now
             switch result {
-            case .failure(let f) where f.status == 0 || f.status >= 500:
+            case .failure(let f) where f.isTemporary:
                 self.log.warning(
                     "session refresh: the AS could not be asked; the session goes on",
                     metadata: ["error": .string(f.error)])

@@ -11,17 +11,23 @@ extension LoginService {
         done: @escaping (GatewayResponse) -> Void
     ) {
         guard let (client, issuer, meta) = target(name) else {
-            done(Self.unavailable("login client \(name): authorization server metadata not loaded"))
+            done(
+                Self.unavailable(
+                    "login client \(name): authorization server metadata not loaded",
+                    reason: LoginFailure.metadataNotLoaded.code))
             return
         }
         guard let authorize = meta.authorizationEndpoint, let redirect = redirectURI(client, origin: origin) else {
-            done(Self.unavailable("login client \(name): no authorization endpoint or redirect URI"))
+            done(
+                Self.unavailable(
+                    "login client \(name): no authorization endpoint or redirect URI",
+                    reason: LoginFailure.noAuthorizationEndpoint.code))
             return
         }
         let now = self.now
         let verifier = PKCE.makeVerifier()
         guard let challenge = PKCE.challenge(for: verifier) else {
-            done(Self.unavailable("PKCE"))
+            done(Self.unavailable("PKCE", reason: LoginFailure.pkceFailed.code))
             return
         }
         var extra = client.login.extra
@@ -42,7 +48,7 @@ extension LoginService {
                 requestObject = try RequestObject.sign(
                     params, audience: issuer.issuer, key: key, alg: client.requestObjectAlgorithm ?? .RS256, now: now)
             } catch {
-                done(Self.unavailable("request object: \(error)"))
+                done(Self.unavailable("request object: \(error)", reason: LoginFailure.requestObjectFailed.code))
                 return
             }
         }
@@ -55,7 +61,10 @@ extension LoginService {
             switch mode {
             case .par:
                 guard let endpoint = meta.pushedAuthorizationRequestEndpoint else {
-                    done(Self.unavailable("login client \(name): request_mode par, but the AS has no PAR endpoint"))
+                    done(
+                        Self.unavailable(
+                            "login client \(name): request_mode par, but the AS has no PAR endpoint",
+                            reason: LoginFailure.noPAREndpoint.code))
                     return
                 }
                 let pushed: [(String, String)] =
@@ -74,12 +83,14 @@ extension LoginService {
                         self.log.warning(
                             "pushed authorization request failed",
                             metadata: ["client": .string(name), "error": .string("\(e)")])
-                        done(Self.unavailable("PAR: \(e)"))
+                        done(Self.unavailable("PAR: \(e)", reason: LoginFailure.parFailed.code))
                     }
                 }
             case .request:
                 guard let jwt = requestObject else {
-                    done(Self.unavailable("request_mode request without a key"))
+                    done(
+                        Self.unavailable(
+                            "request_mode request without a key", reason: LoginFailure.noRequestObjectKey.code))
                     return
                 }
                 done(
@@ -91,12 +102,17 @@ extension LoginService {
                     let origin = origin
                         ?? config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) })
                 else {
-                    done(Self.unavailable("request_uri: no key or no public origin"))
+                    done(
+                        Self.unavailable(
+                            "request_uri: no key or no public origin", reason: LoginFailure.requestURIUnavailable.code))
                     return
                 }
                 requestObjects.host(jwt) { [weak self] id in
                     guard let self, let id else {
-                        done(Self.unavailable("request_uri: could not host the request object"))
+                        done(
+                            Self.unavailable(
+                                "request_uri: could not host the request object",
+                                reason: LoginFailure.requestURIUnavailable.code))
                         return
                     }
                     let uri = "\(origin.scheme)://\(origin.authority)\(self.config.login.requestObjectPath)\(id)"
@@ -115,7 +131,8 @@ extension LoginService {
         // The pending login is kept before the browser leaves: a callback must find it.
         pendingLogins.add(login, cookies: cookies, now: now) { result in
             switch result {
-            case .failure(let e): done(Self.unavailable("login state: \(e)"))
+            case .failure(let e):
+                done(Self.unavailable("login state: \(e)", reason: LoginFailure.loginStateUnavailable.code))
             case .success(let setCookies): sendToAuthorizationEndpoint(setCookies)
             }
         }

@@ -24,8 +24,8 @@ extension LoginService {
         case claims(JSONObject)
         /// The answer is for someone else (§5.3.2): the login fails, a session ends.
         case subjectMismatch
-        /// Refused, malformed or too large; `unreachable`: the AS could not be asked.
-        case failed(String, unreachable: Bool)
+        /// Refused, malformed or too large, or the AS could not be asked.
+        case failed(AuthorizationServerClient.UserinfoFailure)
     }
 
     /// `idClaims` (the verified ID token's, or the session's own) with userinfo merged when the
@@ -41,17 +41,17 @@ extension LoginService {
         guard let issuerName = client.issuer, let endpoint = metadata(issuerName)?.userinfoEndpoint else {
             done(
                 .failed(
-                    "the AS's metadata has no userinfo_endpoint (clients.\(client.name).userinfo is true)",
-                    unreachable: true))
+                    .unreachable(
+                        "the AS's metadata has no userinfo_endpoint (clients.\(client.name).userinfo is true)")))
             return
         }
         guard let accessToken else {
-            done(.failed("no access token to ask the userinfo endpoint with", unreachable: false))
+            done(.failed(.refused("no access token to ask the userinfo endpoint with")))
             return
         }
         server.userinfo(endpoint, accessToken: accessToken, to: serverTarget(client, issuer)) { [keptClaims] result in
             switch result {
-            case .failure(let f): done(.failed(f.description, unreachable: f.unreachable))
+            case .failure(let f): done(.failed(f))
             case .success(let info): done(Self.merge(info, into: idClaims, subject: subject, kept: keptClaims))
             }
         }
@@ -62,8 +62,7 @@ extension LoginService {
     {
         guard let sub = info["sub"]?.string, sub == subject else { return .subjectMismatch }
         guard info.count <= maxUserinfoClaims else {
-            return .failed(
-                "the userinfo answer has \(info.count) claims (at most \(maxUserinfoClaims))", unreachable: false)
+            return .failed(.refused("the userinfo answer has \(info.count) claims (at most \(maxUserinfoClaims))"))
         }
         var merged = idClaims
         var keptBytes = 0
@@ -76,8 +75,9 @@ extension LoginService {
         if info["email"] != nil && info["email_verified"] == nil { merged["email_verified"] = nil }
         guard keptBytes <= maxUserinfoKeptBytes else {
             return .failed(
-                "the userinfo claims the session keeps take \(keptBytes) bytes (at most \(maxUserinfoKeptBytes))",
-                unreachable: false)
+                .refused(
+                    "the userinfo claims the session keeps take \(keptBytes) bytes (at most \(maxUserinfoKeptBytes))"
+                ))
         }
         return .claims(merged)
     }
@@ -122,12 +122,12 @@ extension LoginService {
                     "userinfo after a refresh answered for another sub; the session ends",
                     metadata: ["client": .string(client.name)])
                 done(.ended)
-            case .failed(let why, unreachable: false):
+            case .failed(.refused(let why)):
                 self.log.warning(
                     "userinfo after a refresh was refused; the session ends",
                     metadata: ["client": .string(client.name), "error": .string(why)])
                 done(.ended)
-            case .failed(let why, unreachable: true):
+            case .failed(.unreachable(let why)):
                 if let since = previous.userinfoStaleSince {
                     self.log.warning(
                         "userinfo unreachable again after a refresh; the session's claims are stale, the session ends",

@@ -124,11 +124,13 @@ final class LoginService {
     /// Every client some login route lists, sorted.
     var loginClientNames: [String] { Set(config.routes.flatMap(\.clients)).sorted() }
 
-    static func unavailable(_ detail: String) -> GatewayResponse {
+    /// `reason`: a stable code for the access log, when the failure has a kind.
+    static func unavailable(_ detail: String, reason: String? = nil) -> GatewayResponse {
         var r = GatewayResponse.page(
             503, title: "Sign-in unavailable",
             message: "Signing in is not possible right now. Please try again in a moment.",
             detail: detail)
+        r.reason = reason
         r.headers.append(("Retry-After", "5"))
         return r
     }

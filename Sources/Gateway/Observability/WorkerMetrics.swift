@@ -39,8 +39,8 @@ final class WorkerMetrics {
 
     func upstreamError(_ kind: String) { upstreamErrors[kind, default: 0] += 1 }
 
-    private(set) var authFailures: [String: Int] = [:]
-    func authFailure(_ code: String) { authFailures[code, default: 0] += 1 }
+    private(set) var authFailures: [AuthFailure: Int] = [:]
+    func authFailure(_ kind: AuthFailure) { authFailures[kind, default: 0] += 1 }
 
     /// Login callbacks answered, and the gateway's own time in them (the token endpoint's
     /// round trip excluded).
@@ -77,7 +77,7 @@ struct MetricsSnapshot: Sendable {
     var inflight = 0
     var upstreamConnections: [String: Int] = [:]
     var clientConnections = 0
-    var authFailures: [String: Int] = [:]
+    var authFailures: [AuthFailure: Int] = [:]
     var tokenCacheHits = 0
     var tokenCacheMisses = 0
     var callbacks = 0
@@ -146,7 +146,7 @@ struct MetricsSnapshot: Sendable {
         }
         out.labelled(
             "tokengate_auth_failures_total", .counter, help: "Requests refused by authentication, by RFC 6750 code.",
-            label: "error", authFailures.sorted(by: { $0.key < $1.key }))
+            label: "error", authFailures.map { ($0.key.code, $0.value) }.sorted(by: { $0.0 < $1.0 }))
         out.labelled(
             "tokengate_token_cache_total", .counter, help: "Validated-token cache lookups.",
             label: "result", [("hit", tokenCacheHits), ("miss", tokenCacheMisses)])

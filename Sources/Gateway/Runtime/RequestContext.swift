@@ -13,8 +13,8 @@ struct RequestContext {
     var subject: String? = nil
     var clientID: String? = nil
     var issuer: String? = nil
-    /// The RFC 6750 error code a request was refused with.
-    var rejection: String? = nil
+    /// Why the request was refused: the access log's `rejection` (and `reason`).
+    var rejection: Rejection? = nil
     /// Headers the gateway adds to the upstream's response (a fresh `DPoP-Nonce`).
     var responseHeaders: [(String, String)] = []
     /// Upstream response headers that must not reach the client: on a route where the

@@ -107,8 +107,8 @@ extension Worker {
                 if let requirement = route.sessionRequirement,
                     let failure = requirement.check(session.claims, issuer: vouchedBy, client: session.client)
                 {
-                    ctx.rejection = "insufficient_scope"
-                    self.metrics.authFailure("insufficient_scope")
+                    ctx.rejection = .refused(.insufficientScope)
+                    self.metrics.authFailure(.insufficientScope)
                     var r = ErrorResponse.make(
                         403, error: "insufficient_scope", description: "this account may not use this resource",
                         requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
@@ -133,7 +133,7 @@ extension Worker {
                     let identity = self.sessionUpstreamHeaders(
                         route, session, self.identityHeaders(route, session.claims, ctx))
                 else {
-                    ctx.rejection = "unavailable"
+                    ctx.rejection = .unavailable(.tokenNotRefreshed)
                     self.answer(
                         ex, ctx,
                         ErrorResponse.make(
@@ -144,8 +144,8 @@ extension Worker {
                     return
                 }
                 forward(ctx, Admission(identity: identity, session: true, body: nil, claims: session.claims))
-            case .unavailable(let why):
-                ctx.rejection = "unavailable"
+            case .unavailable(let reason, let why):
+                ctx.rejection = .unavailable(reason)
                 self.answer(
                     ex, ctx,
                     self.browserPage(
@@ -176,8 +176,8 @@ extension Worker {
                         self.answer(ex, ctx, r)
                     }
                 } else {
-                    ctx.rejection = "login_required"
-                    self.metrics.authFailure("login_required")
+                    ctx.rejection = .refused(.loginRequired)
+                    self.metrics.authFailure(.loginRequired)
                     self.answer(
                         ex, ctx,
                         self.browserPage(

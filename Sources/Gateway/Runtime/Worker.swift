@@ -316,7 +316,8 @@ final class Worker {
                     Admission(
                         identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
                         claims: token.claims))
-            case .unavailable(let detail):
+            case .unavailable(let reason, let detail):
+                ctx.rejection = .unavailable(reason)
                 self.answer(
                     ex, ctx,
                     ErrorResponse.make(
@@ -324,8 +325,9 @@ final class Worker {
                         description: "the gateway cannot verify tokens right now",
                         requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: detail))
             case .deny(let denial):
-                ctx.rejection = denial.primary?.error?.rawValue ?? "no_credentials"
-                self.metrics.authFailure(ctx.rejection!)
+                let failure = AuthFailure(denial)
+                ctx.rejection = .refused(failure)
+                self.metrics.authFailure(failure)
                 self.answer(ex, ctx, ErrorResponse.auth(denial, requestID: ctx.requestID))
             }
         }
@@ -375,8 +377,9 @@ final class Worker {
         // 499: client closed the request (nginx's convention, for logs and metrics only).
         requestFinished(
             ctx, status: gone ? 499 : response.status, bytes: gone ? 0 : response.body.utf8.count,
-            upstreamSeconds: upstreamSeconds, detail: gone ? "client gone: " + (response.detail ?? "") : response.detail
-        )
+            upstreamSeconds: upstreamSeconds,
+            detail: gone ? "client gone: " + (response.detail ?? "") : response.detail,
+            reason: response.reason)
         response.send(ex.responder, requestID: ctx.requestID, close: close || draining)
     }
 
@@ -394,7 +397,10 @@ final class Worker {
         }
     }
 
-    func requestFinished(_ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?) {
+    /// `reason`: a stable code for why the gateway answered as it did (else the rejection's).
+    func requestFinished(
+        _ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?, reason: String? = nil
+    ) {
         let seconds = clock() - ctx.start
         metrics.record(routeID: ctx.routeID, status: status, seconds: seconds)
         if config.accessLog {
@@ -408,7 +414,8 @@ final class Worker {
             if let v = ctx.subject { meta["sub"] = .string(v) }
             if let v = ctx.clientID { meta["client_id"] = .string(v) }
             if let v = ctx.issuer { meta["issuer"] = .string(v) }
-            if let v = ctx.rejection { meta["rejection"] = .string(v) }
+            if let v = ctx.rejection { meta["rejection"] = .string(v.code) }
+            if let v = reason ?? ctx.rejection?.reason?.code { meta["reason"] = .string(v) }
             log.info("access", metadata: meta)
         }
     }

@@ -77,11 +77,11 @@ final class CookieSessionStore: SessionStore {
         done: @escaping (Result<String, SessionStoreError>) -> Void
     ) {
         if !creating && ended.contains(session.id, now: wallClock.seconds) {
-            done(.failure(SessionStoreError(description: "session ended", ended: true)))
+            done(.failure(.ended))
             return
         }
         guard let plain = session.encoded() else {
-            done(.failure(SessionStoreError(description: "a session field is too large")))
+            done(.failure(.tooLarge))
             return
         }
         done(.success(sealer.seal(plain, purpose: Self.purpose)))

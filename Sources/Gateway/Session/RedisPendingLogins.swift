@@ -76,8 +76,8 @@ final class RedisPendingLogins: PendingLoginStore {
             switch result {
             case .success(.status("OK")): done(.success(setCookies))
             case .success(let other):
-                done(.failure(SessionStoreError(description: "pending login not stored: Redis answered \(other)")))
-            case .failure(let e): done(.failure(SessionStoreError(description: "pending login not stored: \(e)")))
+                done(.failure(.unexpectedReply("\(other)")))
+            case .failure(let e): done(.failure(.unavailable("pending login not stored: \(e)")))
             }
         }
     }
@@ -96,7 +96,7 @@ final class RedisPendingLogins: PendingLoginStore {
         // began this state exists; the others are no-ops.
         var left = ids.count
         var found: (id: String, login: PendingLogins.Login?)?
-        var failure: String?
+        var failure: SessionStoreError?
         for id in ids {
             let digest = Self.digest(id: id, state: state)
             client.send(["GETDEL", key(digest)]) { [sealer, timeout] result in
@@ -106,8 +106,8 @@ final class RedisPendingLogins: PendingLoginStore {
                         .flatMap(PendingLogins.init(json:))
                     found = (id, pending?.take(state: state, now: now, timeout: timeout))
                 case .success(.null): break
-                case .success(let other): failure = "pending login lookup: Redis answered \(other)"
-                case .failure(let e): failure = "pending login lookup: \(e)"
+                case .success(let other): failure = .unexpectedReply("\(other)")
+                case .failure(let e): failure = .unavailable("pending login lookup: \(e)")
                 }
                 left -= 1
                 guard left == 0 else { return }
@@ -118,7 +118,7 @@ final class RedisPendingLogins: PendingLoginStore {
                             PendingLoginTake(
                                 login: found.login, setCookies: self.cookie(ids.filter { $0 != found.id }, cookies))))
                 } else if let failure {
-                    done(.failure(SessionStoreError(description: failure)))
+                    done(.failure(failure))
                 } else {
                     done(.success(PendingLoginTake(login: nil)))
                 }

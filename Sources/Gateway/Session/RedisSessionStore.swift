@@ -64,7 +64,7 @@ final class RedisSessionStore: SessionStore {
             switch result {
             case .found(let s): done(.found(s))
             case .gone, .notKept: done(.none)
-            case .unavailable: done(.unavailable("Redis did not answer"))
+            case .unavailable: done(.unavailable(.unavailable("Redis did not answer")))
             }
         }
     }
@@ -101,7 +101,7 @@ final class RedisSessionStore: SessionStore {
     ) {
         let now = wallClock.seconds
         guard let plain = session.encoded() else {
-            done(.failure(SessionStoreError(description: "a session field is too large")))
+            done(.failure(.tooLarge))
             return
         }
         let sealed = sealer.seal(plain, purpose: Self.purpose)
@@ -122,11 +122,11 @@ final class RedisSessionStore: SessionStore {
                 self.index(session, ttl: ttl) { ok in
                     ok
                         ? done(.success(session.id))
-                        : done(.failure(SessionStoreError(description: "the session could not be indexed")))
+                        : done(.failure(.notIndexed))
                 }
-            case .success(.null): done(.failure(SessionStoreError(description: "session id taken")))
-            case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
-            case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
+            case .success(.null): done(.failure(.idTaken))
+            case .success(let other): done(.failure(.unexpectedReply("\(other)")))
+            case .failure(let e): done(.failure(.unavailable("\(e)")))
             }
         }
     }
@@ -168,15 +168,12 @@ final class RedisSessionStore: SessionStore {
             case .success(.integer):
                 self.cache[session.id] = nil
                 self.generations[session.id] = nil
-                done(
-                    .failure(
-                        SessionStoreError(
-                            description: "the session was refreshed elsewhere since it was read", superseded: true)))
+                done(.failure(.superseded))
             case .success(.null):
                 self.cache[session.id] = nil
-                done(.failure(SessionStoreError(description: "session ended", ended: true)))
-            case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
-            case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
+                done(.failure(.ended))
+            case .success(let other): done(.failure(.unexpectedReply("\(other)")))
+            case .failure(let e): done(.failure(.unavailable("\(e)")))
             }
         }
     }
@@ -208,8 +205,8 @@ final class RedisSessionStore: SessionStore {
         client.send(["DEL", key(session.id)]) { result in
             switch result {
             case .success(.integer): done(.success(()))
-            case .success(let other): done(.failure(SessionStoreError(description: "unexpected Redis reply \(other)")))
-            case .failure(let e): done(.failure(SessionStoreError(description: "\(e)")))
+            case .success(let other): done(.failure(.unexpectedReply("\(other)")))
+            case .failure(let e): done(.failure(.unavailable("\(e)")))
             }
         }
     }
@@ -227,7 +224,7 @@ final class RedisSessionStore: SessionStore {
         }
         var keys = Set<String>()
         var pending = marks.count
-        var failure: String?
+        var failure: SessionStoreError?
         cache.removeAll()
         for mark in marks {
             let k = indexKey(mark)
@@ -236,13 +233,13 @@ final class RedisSessionStore: SessionStore {
                 case .success(.array(let members)):
                     for case .bulk(let b) in members { keys.insert(String(decoding: b, as: UTF8.self)) }
                     self.client.send(["ZREMRANGEBYSCORE", k, "-inf", String(at)]) { _ in }
-                case .success(let other): failure = "unexpected Redis reply \(other)"
-                case .failure(let e): failure = "\(e)"
+                case .success(let other): failure = .unexpectedReply("\(other)")
+                case .failure(let e): failure = .unavailable("\(e)")
                 }
                 pending -= 1
                 guard pending == 0 else { return }
                 if let failure {
-                    done(.failure(SessionStoreError(description: failure)))
+                    done(.failure(failure))
                     return
                 }
                 guard !keys.isEmpty else {
@@ -252,18 +249,18 @@ final class RedisSessionStore: SessionStore {
                 // One DEL per key: sessions live in different slots of a cluster.
                 var left = keys.count
                 var ended = 0
-                var error: String?
+                var error: SessionStoreError?
                 for k in keys.sorted() {
                     self.client.send(["DEL", k]) { result in
                         switch result {
                         case .success(.integer(let n)): ended += Int(n)
-                        case .success(let other): error = "unexpected Redis reply \(other)"
-                        case .failure(let e): error = "\(e)"
+                        case .success(let other): error = .unexpectedReply("\(other)")
+                        case .failure(let e): error = .unavailable("\(e)")
                         }
                         left -= 1
                         guard left == 0 else { return }
                         if let error {
-                            done(.failure(SessionStoreError(description: error)))
+                            done(.failure(error))
                         } else {
                             done(.success(ended))
                         }

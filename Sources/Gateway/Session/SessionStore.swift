@@ -72,14 +72,5 @@ enum SessionLookup {
     /// No such session, tampered, foreign key, or ended.
     case none
     /// The store cannot answer: the caller fails closed (503), not "log in again".
-    case unavailable(String)
-}
-
-struct SessionStoreError: Error, CustomStringConvertible {
-    let description: String
-    /// The session was ended (logout) while this update was on its way.
-    var ended = false
-    /// Someone refreshed the session since this update's basis was read (and this is not the
-    /// refresh holding the lease): writing it would put back older tokens.
-    var superseded = false
+    case unavailable(SessionStoreError)
 }

@@ -34,9 +34,22 @@ public struct FetchResponse: Sendable {
     }
 }
 
+/// A fetch that failed: its `kind` to branch on, and a description for the log.
 public struct FetchError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The server could not be reached or the transfer broke off (a libcurl error).
+        case transfer
+        /// The server answered with more than `FetchRequest.maxResponseBytes`: an answer,
+        /// refused, not a failure to reach it.
+        case responseTooLarge
+    }
+
+    public var kind: Kind
     public var description: String
-    public init(description: String) { self.description = description }
+    public init(_ kind: Kind = .transfer, description: String) {
+        self.kind = kind
+        self.description = description
+    }
 }
 
 /// TLS and transport settings shared by every fetch (one place, so every call to an AS is hardened alike).

@@ -109,11 +109,11 @@ final class Transfer {
     func finish(result: CURLcode) {
         guard let easy else { return }
         if result != CURLE_OK {
-            let why =
+            let error =
                 tooLarge || result == CURLE_FILESIZE_EXCEEDED
-                ? "response larger than \(request.maxResponseBytes) bytes"
-                : String(cString: curl_easy_strerror(result))
-            completion(.failure(FetchError(description: why)))
+                ? FetchError(.responseTooLarge, description: "response larger than \(request.maxResponseBytes) bytes")
+                : FetchError(description: String(cString: curl_easy_strerror(result)))
+            completion(.failure(error))
             return
         }
         var status = 0
