@@ -23,35 +23,36 @@ extension UpstreamCall.Request {
     /// `target` and the fields are the caller's, from a strictly parsed request or from
     /// config (`HTTP1Fields.isValid`).
     func writeHead(to buffer: OpaquePointer) {
-        var out: [UInt8] = []
-        out.reserveCapacity(fields.storage.count + fields.count * 4 + target.utf8.count + 64)
-        out.append(contentsOf: method.rawValue.utf8)
-        out.append(0x20)
-        out.append(contentsOf: target.utf8)
-        out.append(contentsOf: " HTTP/1.1\r\n".utf8)
-        for i in fields.indices
-        where !fields.nameEquals(i, "content-length") && !fields.nameEquals(i, "transfer-encoding") {
-            let span = fields.spans[i]
-            out.append(contentsOf: fields.storage[span.nameStart..<span.nameEnd])
-            out.append(0x3A)
-            out.append(0x20)
-            out.append(contentsOf: fields.storage[span.valueStart..<span.valueEnd])
-            out.append(0x0D)
-            out.append(0x0A)
-        }
-        switch bodyFraming {
-        case .contentLength(let n): out.append(contentsOf: "Content-Length: \(n)\r\n".utf8)
-        case .chunked: out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
-        case .none:
-            // RFC 9110 §8.6: a user agent SHOULD send Content-Length in a request when the
-            // method defines a meaning for enclosed content and none is sent.
-            if method == .POST || method == .PUT || method == .PATCH {
-                out.append(contentsOf: "Content-Length: 0\r\n".utf8)
+        // Request line ≤ method + target + 12; each field ≤ its bytes + ": " + CRLF; the
+        // framing line ≤ 48; the empty line. Written straight into the output buffer.
+        let bound =
+            method.rawValue.utf8.count + target.utf8.count + 12 + fields.storage.count + 4 * fields.count + 48 + 2
+        HTTP1HeadWriter.append(to: buffer, capacity: bound) { out in
+            out.write(method.rawValue)
+            out.write(byte: 0x20)
+            out.write(target)
+            out.write(" HTTP/1.1\r\n")
+            fields.storage.withUnsafeBufferPointer { all in
+                for (i, span) in fields.spans.enumerated()
+                where !fields.nameEquals(i, "content-length") && !fields.nameEquals(i, "transfer-encoding") {
+                    out.writeField(
+                        UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd]),
+                        UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd]))
+                }
             }
+            switch bodyFraming {
+            case .contentLength(let n):
+                out.write("Content-Length: ")
+                out.writeDecimal(n)
+                out.write("\r\n")
+            case .chunked: out.write("Transfer-Encoding: chunked\r\n")
+            case .none:
+                // RFC 9110 §8.6: a user agent SHOULD send Content-Length in a request when the
+                // method defines a meaning for enclosed content and none is sent.
+                if method == .POST || method == .PUT || method == .PATCH { out.write("Content-Length: 0\r\n") }
+            }
+            out.write("\r\n")
         }
-        out.append(0x0D)
-        out.append(0x0A)
-        _ = out.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, $0.count) }
     }
 }
 
