@@ -1,3 +1,4 @@
+import Reactor
 import Testing
 
 @testable import Gateway
@@ -47,8 +48,13 @@ struct HeaderRulesTests {
     }
 
     @Test func connectionListedHeadersAreHopByHop() {
-        let listed = HeaderRules.connectionTokens(["close, X-Secret ,  x-other", "Keep-Alive"])
-        #expect(listed.map { String(decoding: $0, as: UTF8.self) } == ["close", "x-secret", "x-other", "keep-alive"])
+        let fields = HTTP1Fields([("Connection", "close, X-Secret ,  x-other"), ("connection", "Keep-Alive,,\tUpgrade")]
+        )
+        let listed = HeaderRules.connectionTokens(fields)
+        // keep-alive and upgrade are always dropped; they need no entry of their own.
+        #expect(listed.map { String(decoding: $0, as: UTF8.self) } == ["close", "x-secret", "x-other"])
+        #expect(HeaderRules.connectionLists(fields, Array("upgrade".utf8)))
+        #expect(!HeaderRules.connectionLists(fields, Array("x-absent".utf8)))
         #expect(!HeaderRules.forwardsRequestHeader("X-Secret", listed: listed, reservedPrefix: nil))
         #expect(!HeaderRules.forwardsResponseHeader("X-Other", listed: listed))
     }

@@ -88,6 +88,15 @@ struct RouterTests {
         #expect(HostNormalizer.normalize("exa_mple.com") == nil)
         #expect(HostNormalizer.normalize("[]") == nil)
         #expect(HostNormalizer.normalize("[Ａ]") == nil)
+        // The byte-level pass keeps every rule of the label grammar and the port.
+        for bad in [
+            ".", "a..b", ".a", "a..", "a:", "a:65536", "a:+80", "a:123456", "a:8 0", "ünï.com", "[::1", "[::1]x"
+        ] {
+            #expect(HostNormalizer.normalize(bad) == nil, "\(bad)")
+        }
+        #expect(HostNormalizer.normalize("127.0.0.1:65535") == "127.0.0.1")
+        #expect(HostNormalizer.normalize("A-1.Example.") == "a-1.example")
+        #expect(HostNormalizer.normalize("[::FFFF:1.2.3.4]") == "[::ffff:1.2.3.4]")
         #expect(HostNormalizer.normalize("a.com:+80") == nil)
         #expect(HostNormalizer.normalize("a.com:99999") == nil)
         #expect(HostNormalizer.normalize("x.example.com..") == nil)

@@ -50,18 +50,40 @@ enum HeaderRules {
     static let proxyPrefix = Array("proxy-".utf8)
     static let requestID = Array("x-request-id".utf8)
 
-    /// The field names a `Connection` header lists (they are hop-by-hop too), lowercased.
-    static func connectionTokens(_ values: [String]) -> [[UInt8]] {
-        var out: [[UInt8]] = []
-        for v in values {
-            for token in v.split(separator: ",") {
-                var t = Substring(token)
-                while t.first == " " || t.first == "\t" { t = t.dropFirst() }
-                while t.last == " " || t.last == "\t" { t = t.dropLast() }
-                if !t.isEmpty { out.append(Array(t.lowercased().utf8)) }
+    /// Calls `body` with each connection option the `Connection` fields list (RFC 9110
+    /// §7.6.1: a comma-separated list of tokens), OWS trimmed, as sent.
+    static func forEachConnectionOption(_ fields: HTTP1Fields, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        fields.forEachValue(named: "Connection") { value in
+            var start = 0
+            while start <= value.count {
+                var end = start
+                while end < value.count && value[end] != UInt8(ascii: ",") { end += 1 }
+                var a = start
+                var b = end
+                while a < b && (value[a] == 0x20 || value[a] == 0x09) { a += 1 }
+                while b > a && (value[b - 1] == 0x20 || value[b - 1] == 0x09) { b -= 1 }
+                if b > a { body(UnsafeBufferPointer(rebasing: value[a..<b])) }
+                start = end + 1
             }
         }
+    }
+
+    /// The field names a `Connection` header lists (they are hop-by-hop too), lowercased,
+    /// leaving out the ones always dropped anyway (`keep-alive`, `upgrade`…): the usual
+    /// `Connection: keep-alive` then costs no allocation.
+    static func connectionTokens(_ fields: HTTP1Fields) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        forEachConnectionOption(fields) { token in
+            if !equalsAny(token, hopByHop) { out.append(token.map(HTTP1Fields.lower)) }
+        }
         return out
+    }
+
+    /// Whether a `Connection` field lists `option` (lowercase).
+    static func connectionLists(_ fields: HTTP1Fields, _ option: [UInt8]) -> Bool {
+        var found = false
+        forEachConnectionOption(fields) { if !found && equals($0, option) { found = true } }
+        return found
     }
 
     static func isHopByHop(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]]) -> Bool {

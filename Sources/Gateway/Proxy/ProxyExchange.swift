@@ -58,7 +58,7 @@ final class ProxyExchange: UpstreamCallDelegate {
     func upstreamInterim(_ head: HTTPResponseHead) {
         // RFC 9110 §15.2: a proxy forwards interim responses (103 Early Hints) as they come.
         guard !done else { return }
-        let listed = HeaderRules.connectionTokens(head.fields.values("Connection"))
+        let listed = HeaderRules.connectionTokens(head.fields)
         responder.sendInterim(
             HTTPResponseHead(
                 status: head.status,
@@ -101,7 +101,7 @@ final class ProxyExchange: UpstreamCallDelegate {
     /// The upstream's response fields as the client gets them: hop-by-hop ones dropped, the
     /// gateway's cookies protected, its own headers added.
     private func clientFields(_ head: HTTPResponseHead) -> HTTP1Fields {
-        let listed = HeaderRules.connectionTokens(head.fields.values("Connection"))
+        let listed = HeaderRules.connectionTokens(head.fields)
         // Names are tokens already: the strict response parser refuses any other.
         var out = head.fields.filter(names: { HeaderRules.forwardsResponseHeader($0, listed: listed) })
         for name in context.droppedResponseHeaders { out.removeAll(name) }

@@ -74,7 +74,7 @@ enum RequestPipeline {
             return .reject(status: 502, error: "bad_gateway", description: "no upstream")
         }
 
-        let listed = HeaderRules.connectionTokens(headers.values("Connection"))
+        let listed = HeaderRules.connectionTokens(headers)
         let reserved = config.reservedHeaderPrefixBytes
         let identityNames = config.strippedIdentityHeaders
         let trustedOnlyExtra = config.trustedProxyHeaders

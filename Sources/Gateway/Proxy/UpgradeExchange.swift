@@ -8,11 +8,13 @@ import Reactor
 /// WebSocket (RFC 6455) is the one protocol the gateway switches to; any other `Upgrade`
 /// (h2c, TLS/1.x) is ignored, as §7.8 lets a server do, and the request served as usual.
 enum UpgradeExchange {
+    static let upgradeOption = Array("upgrade".utf8)
+
     /// `Connection` lists `upgrade` and `Upgrade` lists `websocket` (case-insensitive).
     static func asksWebSocket(_ head: HTTPRequestHead) -> Bool {
         let fields = head.fields
         guard fields.first("Upgrade") != nil,
-            HeaderRules.connectionTokens(fields.values("Connection")).contains(Array("upgrade".utf8))
+            HeaderRules.connectionLists(fields, upgradeOption)
         else { return false }
         for value in fields.values("Upgrade") {
             for token in value.split(separator: ",") {

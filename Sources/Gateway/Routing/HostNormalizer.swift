@@ -1,35 +1,71 @@
 /// Normalizes the `Host` request header for routing: lowercase, port and trailing dot
 /// removed. Returns nil for anything that is not a plausible host (RFC 9110 §7.2, RFC 3986
 /// §3.2.2): the gateway answers 400 rather than guess.
+///
+/// Runs on every request, so it reads the value's bytes once and builds at most one
+/// string (none of the hostnames up to 15 bytes that Swift keeps inline need the heap).
 enum HostNormalizer {
     static func normalize(_ value: String) -> String? {
-        var text = Substring(value)
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { return nil }
-            let rest = text[text.index(after: close)...]
-            if !rest.isEmpty && !(rest.hasPrefix(":") && isPort(rest.dropFirst())) { return nil }
-            let literal = text[...close]
-            let inner = literal.dropFirst().dropLast()
-            guard !inner.isEmpty,
-                inner.utf8.allSatisfy({ c in
-                    (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46) || c == 0x3a
-                        || c == 0x2e
-                })
-            else { return nil }
-            return literal.lowercased()
+        var value = value
+        return value.withUTF8 { normalize(bytes: $0) }
+    }
+
+    private static func normalize(bytes b: UnsafeBufferPointer<UInt8>) -> String? {
+        if b.first == UInt8(ascii: "[") { return ipLiteral(b) }
+        var end = b.count
+        if let colon = b.lastIndex(of: UInt8(ascii: ":")) {
+            guard isPort(UnsafeBufferPointer(rebasing: b[(colon + 1)...])) else { return nil }
+            end = colon
         }
-        if let colon = text.lastIndex(of: ":") {
-            guard isPort(text[text.index(after: colon)...]) else { return nil }
-            text = text[..<colon]
+        if end > 0 && b[end - 1] == UInt8(ascii: ".") { end -= 1 }
+        // Lowercase ASCII letters, digits and "-" in non-empty dot-separated labels
+        // (HostPattern.validName, checked here on the bytes as they come).
+        guard end > 0 else { return nil }
+        var labelEmpty = true
+        for i in 0..<end {
+            switch b[i] {
+            case UInt8(ascii: "."):
+                if labelEmpty { return nil }
+                labelEmpty = true
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"),
+                UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                labelEmpty = false
+            default:
+                return nil
+            }
         }
-        if text.hasSuffix(".") { text = text.dropLast() }
-        let lower = text.lowercased()
-        guard HostPattern.validName(lower) else { return nil }
-        return lower
+        if labelEmpty { return nil }
+        return String(unsafeUninitializedCapacity: end) { out in
+            for i in 0..<end { out[i] = b[i] | (b[i] >= 0x41 && b[i] <= 0x5A ? 0x20 : 0) }
+            return end
+        }
+    }
+
+    /// `[` IPv6 or IPvFuture literal `]` with an optional port; hex digits, ":" and "." inside.
+    private static func ipLiteral(_ b: UnsafeBufferPointer<UInt8>) -> String? {
+        guard let close = b.firstIndex(of: UInt8(ascii: "]")) else { return nil }
+        let rest = UnsafeBufferPointer(rebasing: b[(close + 1)...])
+        if !rest.isEmpty && !(rest[0] == UInt8(ascii: ":") && isPort(UnsafeBufferPointer(rebasing: rest[1...]))) {
+            return nil
+        }
+        let inner = b[1..<close]
+        guard !inner.isEmpty,
+            inner.allSatisfy({ c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46) || c == 0x3a
+                    || c == 0x2e
+            })
+        else { return nil }
+        return String(decoding: b[...close], as: UTF8.self).lowercased()
     }
 
     /// 1–5 ASCII digits, no sign, at most 65535.
-    static func isPort(_ s: Substring) -> Bool {
-        !s.isEmpty && s.utf8.count <= 5 && s.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && Int(s)! <= 65535
+    static func isPort(_ s: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !s.isEmpty, s.count <= 5 else { return false }
+        var n = 0
+        for c in s {
+            guard c >= 0x30 && c <= 0x39 else { return false }
+            n = n * 10 + Int(c - 0x30)
+        }
+        return n <= 65535
     }
 }

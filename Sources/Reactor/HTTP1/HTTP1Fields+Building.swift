@@ -9,6 +9,17 @@ extension HTTP1Fields {
         return out
     }
 
+    /// Calls `body` with the value bytes of each field named `name` (ASCII case-insensitive),
+    /// in order, without copying them.
+    public func forEachValue(named name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        storage.withUnsafeBufferPointer { all in
+            forEachIndex(named: name) { i in
+                let span = spans[i]
+                body(UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd]))
+            }
+        }
+    }
+
     /// How many fields are named `name`.
     public func count(of name: String) -> Int {
         var n = 0
@@ -72,14 +83,18 @@ extension HTTP1Fields {
     }
 
     /// A section holding the fields for which `keep(name)` is true, in order.
-    public func filter(names keep: (UnsafeBufferPointer<UInt8>) -> Bool) -> HTTP1Fields {
+    /// Room is left for `extraBytes` and `extraFields` more, so the fields a proxy adds
+    /// after filtering (Host, X-Forwarded-*, a request id) do not grow the arrays again.
+    public func filter(
+        names keep: (UnsafeBufferPointer<UInt8>) -> Bool, extraBytes: Int = 256, extraFields: Int = 8
+    ) -> HTTP1Fields {
         var out = HTTP1Fields()
-        out.storage.reserveCapacity(storage.count)
-        out.spans.reserveCapacity(spans.count)
+        out.storage.reserveCapacity(storage.count + extraBytes)
+        out.spans.reserveCapacity(spans.count + extraFields)
         forEachField { name, value in if keep(name) { out.append(name: name, value: value) } }
         return out
     }
 
     @inline(__always)
-    static func lower(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
+    public static func lower(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
 }

@@ -93,7 +93,11 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
 
     func nameEquals(_ index: Int, _ lowercase: StaticString) -> Bool {
         let span = spans[index]
-        return HTTP1Bytes.equalsLowercase(storage[span.nameStart..<span.nameEnd], lowercase)
+        // Most names differ in length: no slice, no retain of the storage for those.
+        guard span.nameEnd - span.nameStart == lowercase.utf8CodeUnitCount else { return false }
+        return storage.withUnsafeBufferPointer {
+            HTTP1Bytes.equalsLowercase(UnsafeBufferPointer(rebasing: $0[span.nameStart..<span.nameEnd]), lowercase)
+        }
     }
 
     func valueBytes(_ index: Int) -> ArraySlice<UInt8> {

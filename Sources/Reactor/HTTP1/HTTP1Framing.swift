@@ -22,14 +22,16 @@ public enum HTTP1Version: Sendable, Equatable, CustomStringConvertible {
     /// HTTP-version = "HTTP" "/" DIGIT "." DIGIT (RFC 9112 §2.3), case-sensitive.
     /// Throws `invalidVersion` for other text, `unsupportedVersion` for e.g. HTTP/2.0.
     static func parse(_ bytes: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1Version {
-        let b = Array(bytes.prefix(9))
-        guard bytes.count == 8, b[0] == 0x48, b[1] == 0x54, b[2] == 0x54, b[3] == 0x50, b[4] == 0x2F,
-            HTTP1Bytes.isDigit(b[5]), b[6] == 0x2E, HTTP1Bytes.isDigit(b[7])
+        // Read in place: the version is parsed for every request and response.
+        let s = bytes.startIndex
+        guard bytes.count == 8, bytes[s] == 0x48, bytes[s + 1] == 0x54, bytes[s + 2] == 0x54,
+            bytes[s + 3] == 0x50, bytes[s + 4] == 0x2F, HTTP1Bytes.isDigit(bytes[s + 5]), bytes[s + 6] == 0x2E,
+            HTTP1Bytes.isDigit(bytes[s + 7])
         else {
             throw HTTP1ParseError(.invalidVersion)
         }
-        guard b[5] == 0x31 else { throw HTTP1ParseError(.unsupportedVersion) }
-        switch b[7] {
+        guard bytes[s + 5] == 0x31 else { throw HTTP1ParseError(.unsupportedVersion) }
+        switch bytes[s + 7] {
         case 0x30: return .http10
         case 0x31: return .http11
         default: throw HTTP1ParseError(.unsupportedVersion)

@@ -114,6 +114,7 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
     ) {
         var i = 0
         if case .requestLine = state {
+            section.reserve(input.count)
             while true {
                 guard
                     let end = try section.scanner.scan(

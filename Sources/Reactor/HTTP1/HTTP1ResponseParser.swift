@@ -136,6 +136,7 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
     ) {
         var i = 0
         if case .statusLine = state {
+            section.reserve(input.count)
             guard
                 let end = try section.scanner.scan(
                     input, from: i, into: &section.storage, lineStart: 0,

@@ -18,50 +18,48 @@ enum HTTP1ResponseEncoder {
         _ head: HTTPResponseHead, contentLength: UInt64?, chunked: Bool,
         persistence: Persistence, date: [UInt8]
     ) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(128 + head.fields.storage.count + 8 * head.fields.count)
-        statusLine(head, into: &out)
-        var hasDate = false
-        head.fields.forEachField { name, value in
-            switch classify(name) {
-            case .framing: return
-            case .date: hasDate = true
-            case .other: break
+        // Status line ≤ 32 + reason; each field ≤ its bytes + ": " + CRLF; the framing and
+        // connection lines ≤ 64; the empty line.
+        let bound =
+            32 + reasonBound(head) + head.fields.storage.count + 4 * head.fields.count + date.count + 64 + 2
+        return HTTP1HeadWriter.bytes(capacity: bound) { out in
+            statusLine(head, into: &out)
+            var hasDate = false
+            head.fields.forEachField { name, value in
+                switch classify(name) {
+                case .framing: return
+                case .date: hasDate = true
+                case .other: break
+                }
+                out.writeField(name, value)
             }
-            out.append(contentsOf: name)
-            out.append(contentsOf: ": ".utf8)
-            out.append(contentsOf: value)
-            out.append(contentsOf: "\r\n".utf8)
+            if !hasDate { date.withUnsafeBufferPointer { out.write($0) } }
+            if let contentLength {
+                out.write("Content-Length: ")
+                out.writeDecimal(contentLength)
+                out.write("\r\n")
+            } else if chunked {
+                out.write("Transfer-Encoding: chunked\r\n")
+            }
+            switch persistence {
+            case .keepAliveDefault: break
+            case .keepAlive: out.write("Connection: keep-alive\r\n")
+            case .close: out.write("Connection: close\r\n")
+            }
+            out.write("\r\n")
         }
-        if !hasDate { out.append(contentsOf: date) }
-        if let contentLength {
-            out.append(contentsOf: "Content-Length: \(contentLength)\r\n".utf8)
-        } else if chunked {
-            out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
-        }
-        switch persistence {
-        case .keepAliveDefault: break
-        case .keepAlive: out.append(contentsOf: "Connection: keep-alive\r\n".utf8)
-        case .close: out.append(contentsOf: "Connection: close\r\n".utf8)
-        }
-        out.append(contentsOf: "\r\n".utf8)
-        return out
     }
 
     /// An interim (1xx) head: status line and fields only.
     static func interim(_ head: HTTPResponseHead) -> [UInt8] {
-        var out: [UInt8] = []
-        statusLine(head, into: &out)
-        head.fields.forEachField { name, value in
-            if case .other = classify(name) {
-                out.append(contentsOf: name)
-                out.append(contentsOf: ": ".utf8)
-                out.append(contentsOf: value)
-                out.append(contentsOf: "\r\n".utf8)
+        let bound = 32 + reasonBound(head) + head.fields.storage.count + 4 * head.fields.count + 2
+        return HTTP1HeadWriter.bytes(capacity: bound) { out in
+            statusLine(head, into: &out)
+            head.fields.forEachField { name, value in
+                if case .other = classify(name) { out.writeField(name, value) }
             }
+            out.write("\r\n")
         }
-        out.append(contentsOf: "\r\n".utf8)
-        return out
     }
 
     /// A `101 Switching Protocols` head: status line, the head's fields (its `Upgrade`
@@ -77,25 +75,37 @@ enum HTTP1ResponseEncoder {
 
     /// The value of a single, well-formed `Content-Length` field in `fields`, if any.
     static func contentLength(_ fields: HTTP1Fields) -> UInt64? {
-        let values = fields.values("Content-Length")
-        guard values.count == 1 else { return nil }
-        return try? HTTP1HeadFields.parseContentLength(ArraySlice(values[0].utf8))
+        var value: ArraySlice<UInt8>?
+        var count = 0
+        fields.forEachIndex(named: "Content-Length") { i in
+            count += 1
+            value = fields.valueBytes(i)
+        }
+        guard count == 1, let value else { return nil }
+        return try? HTTP1HeadFields.parseContentLength(value)
     }
 
     /// The chunk-size line of a chunk of `count` bytes (RFC 9112 §7.1).
     static func chunkLine(_ count: Int) -> String { String(count, radix: 16) + "\r\n" }
 
-    private static func statusLine(_ head: HTTPResponseHead, into out: inout [UInt8]) {
-        out.append(contentsOf: "HTTP/1.1 \(head.status) ".utf8)
+    private static func statusLine(_ head: HTTPResponseHead, into out: inout HTTP1HeadWriter) {
+        out.write("HTTP/1.1 ")
+        out.writeDecimal(UInt64(clamping: max(0, head.status)))
+        out.write(byte: 0x20)
         // reason-phrase = 1*( HTAB / SP / VCHAR / obs-text ) (RFC 9112 §4): a given reason
         // with anything else (CR, LF) is not sent.
         let reason = head.reason ?? HTTPStatus.reason(head.status)
         if reason.utf8.allSatisfy({ $0 == 0x09 || $0 >= 0x20 && $0 != 0x7F }) {
-            out.append(contentsOf: reason.utf8)
+            out.write(reason)
         } else {
-            out.append(contentsOf: HTTPStatus.reason(head.status).utf8)
+            out.write(HTTPStatus.reason(head.status))
         }
-        out.append(contentsOf: "\r\n".utf8)
+        out.write("\r\n")
+    }
+
+    /// The most bytes `statusLine` writes for the reason phrase.
+    private static func reasonBound(_ head: HTTPResponseHead) -> Int {
+        max(head.reason?.utf8.count ?? 0, HTTPStatus.reason(head.status).utf8.count)
     }
 
     private enum FieldKind { case framing, date, other }
@@ -103,14 +113,13 @@ enum HTTP1ResponseEncoder {
     /// The fields the engine writes itself (RFC 9112 §6, §9.6; Keep-Alive and
     /// Proxy-Connection are hop-by-hop by RFC 9110 §7.6.1) and `Date`.
     private static func classify(_ name: UnsafeBufferPointer<UInt8>) -> FieldKind {
-        let lowered = name.lazy.map(HTTP1Fields.lower)
         switch name.count {
-        case 4 where lowered.elementsEqual("date".utf8): return .date
-        case 10 where lowered.elementsEqual("connection".utf8),
-            10 where lowered.elementsEqual("keep-alive".utf8),
-            14 where lowered.elementsEqual("content-length".utf8),
-            16 where lowered.elementsEqual("proxy-connection".utf8),
-            17 where lowered.elementsEqual("transfer-encoding".utf8):
+        case 4 where HTTP1Bytes.equalsLowercase(name, "date"): return .date
+        case 10 where HTTP1Bytes.equalsLowercase(name, "connection"),
+            10 where HTTP1Bytes.equalsLowercase(name, "keep-alive"),
+            14 where HTTP1Bytes.equalsLowercase(name, "content-length"),
+            16 where HTTP1Bytes.equalsLowercase(name, "proxy-connection"),
+            17 where HTTP1Bytes.equalsLowercase(name, "transfer-encoding"):
             return .framing
         default: return .other
         }

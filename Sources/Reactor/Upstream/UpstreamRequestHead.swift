@@ -17,45 +17,47 @@ extension UpstreamCall.Request {
         }
     }
 
-    /// Appends `METHOD target HTTP/1.1`, the fields and the framing field to `buffer`, in
-    /// one evbuffer_add. The fields' own Content-Length and Transfer-Encoding are left out:
+    /// Appends `METHOD target HTTP/1.1`, the fields and the framing field to `buffer`,
+    /// written in place in its free space. The fields' own Content-Length and Transfer-Encoding are left out:
     /// framing is this call's, derived from the body (a stale copy would smuggle).
     /// `target` and the fields are the caller's, from a strictly parsed request or from
     /// config (`HTTP1Fields.isValid`). `expectContinue`: the call waits for the upstream's
     /// 100 before the body, and says so (RFC 9110 §10.1.1); the fields' own Expect never goes.
     func writeHead(to buffer: OpaquePointer, expectContinue: Bool = false) {
-        var out: [UInt8] = []
-        out.reserveCapacity(fields.storage.count + fields.count * 4 + target.utf8.count + 64)
-        out.append(contentsOf: method.rawValue.utf8)
-        out.append(0x20)
-        out.append(contentsOf: target.utf8)
-        out.append(contentsOf: " HTTP/1.1\r\n".utf8)
-        for i in fields.indices
-        where !fields.nameEquals(i, "content-length") && !fields.nameEquals(i, "transfer-encoding")
-            && !fields.nameEquals(i, "expect")
-        {
-            let span = fields.spans[i]
-            out.append(contentsOf: fields.storage[span.nameStart..<span.nameEnd])
-            out.append(0x3A)
-            out.append(0x20)
-            out.append(contentsOf: fields.storage[span.valueStart..<span.valueEnd])
-            out.append(0x0D)
-            out.append(0x0A)
-        }
-        if expectContinue && bodyFraming != .none { out.append(contentsOf: "Expect: 100-continue\r\n".utf8) }
-        switch bodyFraming {
-        case .contentLength(let n): out.append(contentsOf: "Content-Length: \(n)\r\n".utf8)
-        case .chunked: out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
-        case .none:
-            // RFC 9110 §8.6: a user agent SHOULD send Content-Length in a request when the
-            // method defines a meaning for enclosed content and none is sent.
-            if method == .POST || method == .PUT || method == .PATCH {
-                out.append(contentsOf: "Content-Length: 0\r\n".utf8)
+        // Request line ≤ method + target + 12; each field ≤ its bytes + ": " + CRLF; the
+        // Expect and framing lines ≤ 24 + 48; the empty line. Written straight into the
+        // output buffer.
+        let bound =
+            method.rawValue.utf8.count + target.utf8.count + 12 + fields.storage.count + 4 * fields.count + 24 + 48 + 2
+        HTTP1HeadWriter.append(to: buffer, capacity: bound) { out in
+            out.write(method.rawValue)
+            out.write(byte: 0x20)
+            out.write(target)
+            out.write(" HTTP/1.1\r\n")
+            fields.storage.withUnsafeBufferPointer { all in
+                for (i, span) in fields.spans.enumerated()
+                where !fields.nameEquals(i, "content-length") && !fields.nameEquals(i, "transfer-encoding")
+                    && !fields.nameEquals(i, "expect")
+                {
+                    out.writeField(
+                        UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd]),
+                        UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd]))
+                }
             }
+            if expectContinue && bodyFraming != .none { out.write("Expect: 100-continue\r\n") }
+            switch bodyFraming {
+            case .contentLength(let n):
+                out.write("Content-Length: ")
+                out.writeDecimal(n)
+                out.write("\r\n")
+            case .chunked: out.write("Transfer-Encoding: chunked\r\n")
+            case .none:
+                // RFC 9110 §8.6: a user agent SHOULD send Content-Length in a request when the
+                // method defines a meaning for enclosed content and none is sent.
+                if method == .POST || method == .PUT || method == .PATCH { out.write("Content-Length: 0\r\n") }
+            }
+            out.write("\r\n")
         }
-        out.append(0x0D)
-        out.append(0x0A)
-        _ = out.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, $0.count) }
     }
 }
 

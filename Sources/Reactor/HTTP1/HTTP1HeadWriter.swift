@@ -1,0 +1,91 @@
+internal import CEvent
+import Glibc
+
+/// Writes a message head into memory sized once, up front, from a bound the caller computes
+/// (every head is short and its parts are known). Each piece is a plain copy: appending to a
+/// growing array costs a capacity check and a generic call per piece, a dozen per head.
+/// A write past the bound is a programming error and traps rather than overflow.
+struct HTTP1HeadWriter {
+    private let base: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    private(set) var count = 0
+
+    init(_ base: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        self.base = base
+        self.capacity = capacity
+    }
+
+    /// A head of at most `capacity` bytes, as an array.
+    static func bytes(capacity: Int, _ write: (inout HTTP1HeadWriter) -> Void) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            var writer = HTTP1HeadWriter(buffer.baseAddress!, capacity: capacity)
+            write(&writer)
+            initialized = writer.count
+        }
+    }
+
+    /// A head of at most `capacity` bytes, written straight into `buffer`'s free space (one
+    /// reserve, one commit: no intermediate array, no copy).
+    static func append(to buffer: OpaquePointer, capacity: Int, _ write: (inout HTTP1HeadWriter) -> Void) {
+        var space = iovec()  // evbuffer_iovec is a macro for it
+        guard evbuffer_reserve_space(buffer, capacity, &space, 1) == 1, let base = space.iov_base else {
+            // Out of memory: the same path as a failed evbuffer_add (the connection's write fails).
+            return
+        }
+        var writer = HTTP1HeadWriter(base.assumingMemoryBound(to: UInt8.self), capacity: capacity)
+        write(&writer)
+        space.iov_len = writer.count
+        evbuffer_commit_space(buffer, &space, 1)
+    }
+
+    @inline(__always)
+    mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let from = bytes.baseAddress, !bytes.isEmpty else { return }
+        precondition(count + bytes.count <= capacity, "head bound too small")
+        (base + count).update(from: from, count: bytes.count)
+        count += bytes.count
+    }
+
+    @inline(__always)
+    mutating func write(_ text: StaticString) {
+        text.withUTF8Buffer { write($0) }
+    }
+
+    @inline(__always)
+    mutating func write(_ bytes: ArraySlice<UInt8>) {
+        bytes.withUnsafeBufferPointer { write($0) }
+    }
+
+    mutating func write(_ text: String) {
+        var text = text
+        text.withUTF8 { write($0) }
+    }
+
+    @inline(__always)
+    mutating func write(byte: UInt8) {
+        precondition(count < capacity, "head bound too small")
+        base[count] = byte
+        count += 1
+    }
+
+    /// `name: value CRLF`.
+    @inline(__always)
+    mutating func writeField(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+        write(name)
+        write(": ")
+        write(value)
+        write("\r\n")
+    }
+
+    /// Decimal digits, no sign, no padding: at most 20 bytes.
+    mutating func writeDecimal(_ n: UInt64) {
+        var unit: UInt64 = 1
+        while unit <= n / 10 { unit *= 10 }
+        var rest = n
+        while unit > 0 {
+            write(byte: UInt8(truncatingIfNeeded: rest / unit) + 0x30)
+            rest %= unit
+            unit /= 10
+        }
+    }
+}
