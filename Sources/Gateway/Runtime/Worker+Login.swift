@@ -93,8 +93,7 @@ extension Worker {
     /// session settings.
     func authenticateSession(
         _ ex: ServerExchange, head: HTTPRequestHead, route: RouteConfig, loginRoute: LoginRouteConfig, path: String,
-        query: String?,
-        origin: RequestOrigin.Origin?, ctx: RequestContext, navigation: NavigationAnswer? = nil,
+        query: String?, origin: RequestOrigin.Origin?, ctx: RequestContext, navigation: NavigationAnswer? = nil,
         forward: @escaping Admitted
     ) {
         let cookies = Cookies(head.fields)
