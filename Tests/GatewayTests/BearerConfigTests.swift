@@ -32,7 +32,7 @@ struct BearerConfigTests {
             corp.keys == .discovery && corp.algorithms == [.RS256] && corp.leeway == 10
                 && corp.accessTokenType == "at+jwt")
         #expect(cfg.issuers["local"]?.keys == .jwksFile("/etc/tg/keys.jwks"))
-        let bearer = try #require(cfg.routes[0].tokens)
+        let bearer = try #require(cfg.routes[0].auth.tokenRoute)
         #expect(bearer.issuers == ["corp", "local"])
         #expect(bearer.requirement.scopes == ["read"] && bearer.requirement.claims.count == 3)
         #expect(cfg.routes[0].identityHeaders.headerNames == ["X-User"])

@@ -78,8 +78,11 @@ struct LoginConfigTests {
         #expect(
             web.login.scopes == ["openid", "email"] && web.login.extra.map(\.0) == ["acr_values", "prompt"]
                 && web.login.dpop)
-        #expect(cfg.routes[0].client == "web" && cfg.routes[0].tokens != nil)  // login_or_token: both
-        #expect(cfg.routes[1].client == "web" && cfg.routes[1].tokens == nil && cfg.routes[1].forwardSessionToken)
+        // login_or_token: both parts.
+        #expect(cfg.routes[0].auth.loginRoute?.client == "web" && cfg.routes[0].auth.tokenRoute != nil)
+        #expect(
+            cfg.routes[1].auth.loginRoute?.client == "web" && cfg.routes[1].auth.tokenRoute == nil
+                && cfg.routes[1].auth.loginRoute?.forwardSessionToken == true)
         // The gateway's cookies are kept from the upstream.
         #expect(
             cfg.ownCookieNames.contains("__Host-tokengate_session") && cfg.ownCookieNames.contains("tokengate_login_1"))

@@ -83,7 +83,7 @@ struct RouteOptionsTests: ConfigParsing {
         let r = cfg.routes[0]
         #expect(
             r.options.passAccessToken == "X-Access-Token" && r.options.passIDToken == "X-Id-Token"
-                && r.forwardSessionToken)
+                && r.auth.loginRoute?.forwardSessionToken == true)
         // Stripped from client requests on every route.
         let stripped = cfg.strippedIdentityHeaders.map { String(decoding: $0, as: UTF8.self) }
         #expect(
@@ -207,7 +207,7 @@ struct RouteOptionsTests: ConfigParsing {
     @Test func emailDomains() throws {
         let req = try #require(
             parse(config(route: "auth: login\nclient: web\nrequire: { email_domains: [Example.com] }")).get().routes[0]
-                .sessionRequirement)
+                .auth.loginRoute?.sessionRequirement)
         func check(_ email: String, verified: Bool = true) -> AuthorizationRequirement.Failure? {
             req.check(JSONObject(["email": .string(email), "email_verified": .bool(verified)]))
         }
@@ -235,7 +235,7 @@ struct RouteOptionsTests: ConfigParsing {
                             - { claims: { groups: { contains: admin } } }
                             - { email_domains: [example.com], claims: { team: ops } }
                         """)
-            ).get().routes[0].sessionRequirement)
+            ).get().routes[0].auth.loginRoute?.sessionRequirement)
         #expect(req.check(JSONObject(["groups": .array([.string("admin")])])) == nil)
         #expect(
             req.check(

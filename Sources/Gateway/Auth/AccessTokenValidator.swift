@@ -46,7 +46,7 @@ final class AccessTokenValidator {
         verifiers = [:]
         introspection = [:]
         for route in config.routes {
-            guard let tokens = route.tokens else { continue }
+            guard let tokens = route.auth.tokenRoute else { continue }
             let policies = tokens.issuers.compactMap { name in
                 config.issuers[name].map {
                     IssuerPolicy(

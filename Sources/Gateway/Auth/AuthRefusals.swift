@@ -14,10 +14,12 @@ struct AuthRefusals {
     let wallClock: any WallClock
 
     private var schemes: [String] {
-        switch route.auth {
-        case .dpop: ["DPoP"]
-        case .token: ["Bearer", "DPoP"]
-        default: ["Bearer"]
+        // A login_or_token route takes DPoP tokens too, but has always challenged with Bearer only.
+        if case .loginOrToken = route.auth { return ["Bearer"] }
+        switch tokens.schemes {
+        case .bearer: return ["Bearer"]
+        case .dpop: return ["DPoP"]
+        case .bearerOrDPoP: return ["Bearer", "DPoP"]
         }
     }
 

@@ -40,7 +40,7 @@ final class TokenAuthenticator {
         self.nonces = nonces
         proofVerifiers = [:]
         for route in config.routes {
-            guard let d = route.tokens?.dpop else { continue }
+            guard let d = route.auth.tokenRoute?.dpop else { continue }
             var v = DPoPProofVerifier()
             v.algorithms = d.algorithms
             v.window = Int64(d.iatWindow)
@@ -61,18 +61,14 @@ final class TokenAuthenticator {
     }
 
     /// Decides on the head alone; `formTokens`: the `access_token`s of a form body the
-    /// caller read first (only on routes with `token_in_body`).
+    /// caller read first (only on routes with `token_in_body`); `tokens`: the route's token settings.
     func authenticate(
-        _ head: HTTPRequestHead, route: RouteConfig, target: Target, query: String?, formTokens: [String] = [],
-        done: @escaping (AuthDecision) -> Void
+        _ head: HTTPRequestHead, route: RouteConfig, tokens: TokenRouteConfig, target: Target, query: String?,
+        formTokens: [String] = [], done: @escaping (AuthDecision) -> Void
     ) {
-        guard let tokens = route.tokens else {
-            done(.deny(AuthDenial(status: 500, challenges: [], detail: "route has no token config")))
-            return
-        }
         let answer = AuthRefusals(route: route, tokens: tokens, nonces: nonces, wallClock: wallClock)
         var queryTokens: [String] = []
-        if route.auth != .dpop {
+        if tokens.schemes.acceptsBearer {
             queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []
         }
         let credential = BearerTokenExtractor.extract(
@@ -86,7 +82,7 @@ final class TokenAuthenticator {
         case .invalid(let reason):
             done(.deny(answer.refuse(400, .invalid_request, reason, scheme: nil)))
         case .bearer(let token):
-            guard route.auth != .dpop else {
+            guard tokens.schemes.acceptsBearer else {
                 done(
                     .deny(
                         answer.refuse(
@@ -99,7 +95,7 @@ final class TokenAuthenticator {
                 done(Self.decideBearer(verdict, tokens: tokens, answer: answer))
             }
         case .dpop(let token):
-            guard route.auth != .bearer else {
+            guard tokens.schemes.acceptsDPoP else {
                 done(
                     .deny(
                         answer.refuse(

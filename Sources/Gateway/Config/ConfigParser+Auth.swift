@@ -154,9 +154,25 @@ extension ConfigParser {
                 r.problem("\(p).dpop", n, "has no effect with auth: bearer; use auth: dpop or auth: token")
             }
         } else {
-            cfg.dpop = m["dpop"].map { dpopRoute($0, path: "\(p).dpop", r) } ?? DPoPRouteConfig()
+            let proofs = m["dpop"].map { dpopRoute($0, path: "\(p).dpop", r) } ?? DPoPRouteConfig()
+            cfg.schemes = mode == .dpop ? .dpop(proofs) : .bearerOrDPoP(proofs)
         }
         return cfg
+    }
+
+    /// The route's `RouteAuth` from `auth:` and the parts read for it. A part that did not
+    /// parse (a problem was reported, so the config is refused) is left out: a
+    /// `login_or_token` route keeps the other part, any other route falls back to `none`.
+    static func routeAuth(_ mode: AuthMode, login: LoginRouteConfig?, tokens: TokenRouteConfig?) -> RouteAuth {
+        switch (mode, login, tokens) {
+        case (.none, _, _): .none
+        case (.bearer, _, let tokens?), (.dpop, _, let tokens?), (.token, _, let tokens?): .tokens(tokens)
+        case (.login, let login?, _): .login(login)
+        case (.login_or_token, let login?, let tokens?): .loginOrToken(login, tokens)
+        case (.login_or_token, let login?, nil): .login(login)
+        case (.login_or_token, nil, let tokens?): .tokens(tokens)
+        case (.bearer, _, nil), (.dpop, _, nil), (.token, _, nil), (.login, nil, _), (.login_or_token, nil, nil): .none
+        }
     }
 
     static func requirement(_ node: Node, path p: String, _ r: ConfigReader) -> AuthorizationRequirement {

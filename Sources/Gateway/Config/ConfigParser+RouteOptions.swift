@@ -10,8 +10,11 @@ extension ConfigParser {
         "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion"
     ]
 
+    /// `auth`: the route's mode as written; `forwardsSessionToken`: `forward_token: true` on
+    /// `auth: login`.
     static func routeOptions(
-        _ m: [String: Node], path p: String, route: RouteConfig, cfg: GatewayConfig, _ r: ConfigReader
+        _ m: [String: Node], path p: String, route: RouteConfig, auth: AuthMode, forwardsSessionToken: Bool,
+        cfg: GatewayConfig, _ r: ConfigReader
     ) -> RouteOptions {
         var o = RouteOptions()
         if let n = m["strip_prefix"], let b = r.bool(n, path: "\(p).strip_prefix"), b {
@@ -34,14 +37,14 @@ extension ConfigParser {
             if s != "allow" {
                 r.problem(
                     "\(p).cors_preflight", n, "must be allow (CORS preflights pass unauthenticated), or leave it out")
-            } else if route.auth == .none {
+            } else if auth == .none {
                 r.problem(
                     "\(p).cors_preflight", n, "has no effect with auth: none (every request passes already); remove it")
             } else {
                 o.corsPreflight = true
             }
         }
-        let session = route.auth == .login || route.auth == .login_or_token
+        let session = auth == .login || auth == .login_or_token
         for key in ["pass_access_token", "pass_id_token"] {
             guard let n = m[key], let h = r.string(n, path: "\(p).\(key)") else { continue }
             guard session else {
@@ -59,16 +62,17 @@ extension ConfigParser {
         }
         // On auth: login, forward_token: true sends the session's token (as Authorization); on
         // login_or_token it is about the caller's own token, and both options can be set.
-        if o.passAccessToken != nil, route.forwardSessionToken {
+        if o.passAccessToken != nil, forwardsSessionToken {
             r.problem(
                 "\(p).forward_token", m["forward_token"],
                 "give forward_token or pass_access_token, not both (forward_token: true is pass_access_token: Authorization)"
             )
-        } else if route.forwardSessionToken {
+        } else if forwardsSessionToken {
             o.passAccessToken = "Authorization"
         }
         if let n = m["identity_assertion"] {
-            o.identityAssertion = identityAssertion(n, path: "\(p).identity_assertion", route: route, cfg: cfg, r)
+            o.identityAssertion = identityAssertion(
+                n, path: "\(p).identity_assertion", route: route, auth: auth, cfg: cfg, r)
         }
         let own = o.ownHeaders
         if Set(own).count != own.count {
@@ -104,10 +108,10 @@ extension ConfigParser {
     }
 
     private static func identityAssertion(
-        _ node: Node, path p: String, route: RouteConfig, cfg: GatewayConfig, _ r: ConfigReader
+        _ node: Node, path p: String, route: RouteConfig, auth: AuthMode, cfg: GatewayConfig, _ r: ConfigReader
     ) -> IdentityAssertionConfig? {
         guard let m = r.mapping(node, path: p, known: ["header", "lifetime", "audience"]) else { return nil }
-        if route.auth == .none {
+        if auth == .none {
             r.problem(p, node, "has no effect with auth: none (there is no caller to assert)")
             return nil
         }
@@ -235,27 +239,28 @@ extension ConfigParser {
     }
 
     /// `require.issuers` / `require.clients` (and those of every any_of alternative) name
-    /// issuers the route accepts tokens from, or login clients it lists.
+    /// issuers the route accepts tokens from (`tokenIssuers`), or login clients it lists
+    /// (`clients`).
     static func checkVouchers(
-        _ req: AuthorizationRequirement, route: RouteConfig, cfg: GatewayConfig, node: Node?, path p: String,
-        _ r: ConfigReader
+        _ req: AuthorizationRequirement, tokenIssuers: [String], clients: [String], cfg: GatewayConfig, node: Node?,
+        path p: String, _ r: ConfigReader
     ) {
-        let tokenIssuers = route.tokens?.issuers ?? []
-        let sessionIssuers = route.clients.compactMap { cfg.clients[$0]?.issuer }
+        let sessionIssuers = clients.compactMap { cfg.clients[$0]?.issuer }
         for name in req.issuers where !tokenIssuers.contains(name) && !sessionIssuers.contains(name) {
             r.problem(
                 "\(p).issuers", node,
                 "\(name) is not an issuer this route accepts (route issuers: \(tokenIssuers.joined(separator: ", ")); login clients' issuers: \(sessionIssuers.joined(separator: ", ")))"
             )
         }
-        for name in req.clients where !route.clients.contains(name) {
+        for name in req.clients where !clients.contains(name) {
             r.problem(
                 "\(p).clients", node,
-                "\(name) is not a login client of this route (clients: \(route.clients.joined(separator: ", "))); a token never meets require.clients"
+                "\(name) is not a login client of this route (clients: \(clients.joined(separator: ", "))); a token never meets require.clients"
             )
         }
         for (j, alt) in req.anyOf.enumerated() {
-            checkVouchers(alt, route: route, cfg: cfg, node: node, path: "\(p).any_of[\(j)]", r)
+            checkVouchers(
+                alt, tokenIssuers: tokenIssuers, clients: clients, cfg: cfg, node: node, path: "\(p).any_of[\(j)]", r)
         }
     }
 

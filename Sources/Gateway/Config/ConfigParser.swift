@@ -122,7 +122,7 @@ public enum ConfigParser {
         checkDecision(cfg, node: top["decision"], r)
         checkUserinfoClients(cfg, r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
-            let route = cfg.routes.first(where: { $0.tokens?.dpop != nil })
+            let route = cfg.routes.first(where: { $0.auth.tokenRoute?.dpop != nil })
         {
             // RFC 9449 §4.3 check 9 compares htu with the URL the client addressed; a client's
             // own Host header cannot say that (it would let a proof for another origin in).
@@ -141,7 +141,7 @@ public enum ConfigParser {
         for route in cfg.routes {
             stripped.formUnion(route.options.ownHeaders)
             stripped.formUnion(route.identityHeaders.headerNames.map { $0.lowercased() })
-            if let h = route.tokens?.dpop?.jktHeader { stripped.insert(h.lowercased()) }
+            if let h = route.auth.tokenRoute?.dpop?.jktHeader { stripped.insert(h.lowercased()) }
         }
         cfg.strippedIdentityHeaders = stripped.sorted().map { Array($0.utf8) }
 
@@ -358,7 +358,6 @@ public enum ConfigParser {
             }
             var auth = AuthMode.none
             var tokens: TokenRouteConfig?
-            var client: String?
             var clients: [String] = []
             var sessionRequirement: AuthorizationRequirement?
             if let n = m["auth"], let s = r.string(n, path: "\(p).auth") {
@@ -370,7 +369,6 @@ public enum ConfigParser {
                     case .none: break
                     case .login:
                         clients = loginClients(m, path: p, item: item, cfg: cfg, r)
-                        client = clients.first
                         if let n = m["require"] { sessionRequirement = requirement(n, path: "\(p).require", r) }
                         for key in ["issuers", "dpop", "token_in_query", "token_in_body"] where m[key] != nil {
                             r.problem(
@@ -379,7 +377,6 @@ public enum ConfigParser {
                         }
                     case .login_or_token:
                         clients = loginClients(m, path: p, item: item, cfg: cfg, r)
-                        client = clients.first
                         // Without a session cookie, the token rules of auth: token apply.
                         tokens = tokenRoute(m, path: p, item: item, mode: .token, issuers: cfg.issuers, r)
                         // A session and a token answer to the same requirement.
@@ -421,19 +418,25 @@ public enum ConfigParser {
             if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
             let upgrades = m["upgrades"].map { routeUpgrades($0, path: "\(p).upgrades", r) } ?? ["websocket"]
             if let match {
+                // The auth settings are final once the options are read (pass_access_token).
                 var route = RouteConfig(
-                    index: i, name: name, match: match, upstream: upstream, auth: auth,
-                    tokens: tokens, identityHeaders: headers, client: client,
-                    forwardSessionToken: auth == .login
-                        && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true,
-                    sessionRequirement: sessionRequirement)
-                route.clients = clients
+                    index: i, name: name, match: match, upstream: upstream, auth: .none, identityHeaders: headers)
                 route.upgrades = upgrades
-                route.options = routeOptions(m, path: p, route: route, cfg: cfg, r)
-                if let req = route.sessionRequirement ?? route.tokens?.requirement {
-                    checkVouchers(req, route: route, cfg: cfg, node: m["require"], path: "\(p).require", r)
+                // On auth: login, forward_token: true sends the session's token (on the others, the
+                // caller's own: read with the token settings).
+                let forwardsSessionToken =
+                    auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true
+                route.options = routeOptions(
+                    m, path: p, route: route, auth: auth, forwardsSessionToken: forwardsSessionToken, cfg: cfg, r)
+                if let req = sessionRequirement ?? tokens?.requirement {
+                    checkVouchers(
+                        req, tokenIssuers: tokens?.issuers ?? [], clients: clients, cfg: cfg, node: m["require"],
+                        path: "\(p).require", r)
                 }
-                if route.options.passAccessToken != nil && route.client != nil { route.forwardSessionToken = true }
+                let login = LoginRouteConfig(
+                    clients: clients, forwardSessionToken: route.options.passAccessToken != nil,
+                    sessionRequirement: sessionRequirement)
+                route.auth = routeAuth(auth, login: login, tokens: tokens)
                 out.append(route)
             }
         }

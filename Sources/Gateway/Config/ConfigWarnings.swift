@@ -22,13 +22,15 @@ extension ConfigParser {
         for route in cfg.routes {
             let p = "routes[\(route.index)]"
             // Who vouched for the caller: with several, a user of one can claim another's sub/groups.
-            let issuers = Set(route.tokens?.issuers ?? []).union(route.clients.compactMap { cfg.clients[$0]?.issuer })
-            let several = route.clients.count > 1 || issuers.count > 1
+            let clients = route.auth.loginRoute?.clients ?? []
+            let tokenIssuers = route.auth.tokenRoute?.issuers ?? []
+            let issuers = Set(tokenIssuers).union(clients.compactMap { cfg.clients[$0]?.issuer })
+            let several = clients.count > 1 || issuers.count > 1
             guard several else { continue }
-            let requirement = route.sessionRequirement ?? route.tokens?.requirement
+            let requirement = route.auth.loginRoute?.sessionRequirement ?? route.auth.tokenRoute?.requirement
             let vouchers =
-                route.clients.count > 1
-                ? "clients \(route.clients.joined(separator: ", "))"
+                clients.count > 1
+                ? "clients \(clients.joined(separator: ", "))"
                 : "issuers \(issuers.sorted().joined(separator: ", "))"
             if let req = requirement, !req.isEmpty, !req.isScoped {
                 warn(

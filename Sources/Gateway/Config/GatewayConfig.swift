@@ -183,7 +183,8 @@ struct UpstreamTLSConfig: Sendable, Equatable {
     var insecureSkipVerify = false
 }
 
-/// `auth:` per route (README "Configuration walkthrough").
+/// `auth:` per route as written (README "Configuration walkthrough"); the parser turns it
+/// into the route's `RouteAuth`.
 enum AuthMode: String, Sendable, CaseIterable {
     case none, bearer, dpop, token, login, login_or_token
 }
@@ -194,21 +195,10 @@ struct RouteConfig: Sendable {
     var name: String
     var match: RouteMatch
     var upstream: String
-    var auth: AuthMode
-    /// Set when `auth` is bearer, dpop or token.
-    var tokens: TokenRouteConfig?
+    /// How a request is admitted (`auth:` and the settings of that mode): see RouteAuth.swift.
+    var auth: RouteAuth
     /// Claims → headers for authenticated requests (default: oauth2-proxy's names).
     var identityHeaders = IdentityHeaders.standard
-    /// `client:` of a `login` / `login_or_token` route: the client that logs browsers in.
-    var client: String?
-    /// Every client that may log browsers in on this route (`clients:`; `[client]` with
-    /// `client:`). A session belongs to one client and serves only routes that list it.
-    var clients: [String] = []
-    /// The session's access token goes upstream as `Authorization: Bearer` (login routes).
-    var forwardSessionToken = false
-    /// Scopes and claims a session must have (`require:` of login / login_or_token routes),
-    /// checked against the session's claims and the scope the token response granted.
-    var sessionRequirement: AuthorizationRequirement?
     /// What else the route does to a request (prefix stripping, CORS preflights, tokens and a
     /// signed assertion upstream): see RouteOptions.swift.
     var options = RouteOptions()

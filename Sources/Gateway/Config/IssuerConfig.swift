@@ -163,8 +163,41 @@ struct TokenRouteConfig: Sendable {
     /// A tunnel opened with a token is ended (Close 1008) when the token expires.
     var closeAtTokenExpiry = false
     var realm = "tokengate"
-    /// Set on `dpop` and `token` routes: how DPoP proofs are checked (RFC 9449).
-    var dpop: DPoPRouteConfig?
+    /// `auth: bearer`, `dpop` or `token`: the schemes accepted, and how DPoP proofs are checked.
+    var schemes = TokenSchemes.bearer
+
+    /// How DPoP proofs are checked (RFC 9449); nil on a `bearer` route, which accepts none.
+    var dpop: DPoPRouteConfig? { schemes.dpop }
+}
+
+/// The authorization schemes a token route accepts (RFC 6750 §2.1 `Bearer`, RFC 9449 §7.1
+/// `DPoP`); each that accepts DPoP carries its proof rules.
+enum TokenSchemes: Sendable {
+    /// `auth: bearer`.
+    case bearer
+    /// `auth: dpop`: DPoP-bound tokens with a proof, only in the Authorization header.
+    case dpop(DPoPRouteConfig)
+    /// `auth: token` (and the token side of `login_or_token`): either scheme.
+    case bearerOrDPoP(DPoPRouteConfig)
+
+    var dpop: DPoPRouteConfig? {
+        switch self {
+        case .bearer: nil
+        case .dpop(let d), .bearerOrDPoP(let d): d
+        }
+    }
+
+    /// A `Bearer` token (header, and query or form where allowed) is accepted.
+    var acceptsBearer: Bool {
+        if case .dpop = self { return false }
+        return true
+    }
+
+    /// A `DPoP` token with its proof is accepted.
+    var acceptsDPoP: Bool {
+        if case .bearer = self { return false }
+        return true
+    }
 }
 
 /// A route's `dpop:` settings (RFC 9449 §4.3, §8, §11.1).

@@ -48,11 +48,12 @@ enum DecisionVerdict {
     /// a session's own token (the ingress has never seen it), or the one the client presented.
     static func forwardedToken(route: RouteConfig, admission: Admission, head: HTTPRequestHead) -> String? {
         if admission.session {
-            guard route.forwardSessionToken, let bearer = admission.identity.first(where: { $0.0 == "Authorization" })
+            guard route.auth.loginRoute?.forwardSessionToken == true,
+                let bearer = admission.identity.first(where: { $0.0 == "Authorization" })
             else { return nil }
             return String(bearer.1.dropFirst("Bearer ".count))
         }
-        guard route.tokens?.forwardToken == true, let credential = head.fields.first("Authorization"),
+        guard route.auth.tokenRoute?.forwardToken == true, let credential = head.fields.first("Authorization"),
             let space = credential.firstIndex(of: " ")
         else { return nil }
         return String(credential[credential.index(after: space)...]).trimmingCharacters(in: .whitespaces)

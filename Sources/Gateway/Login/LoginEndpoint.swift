@@ -7,7 +7,7 @@ enum LoginEndpoint: Equatable {
     /// The endpoint `path` (already normalized) names, if login is configured.
     static func match(_ path: String, _ config: GatewayConfig) -> LoginEndpoint? {
         let l = config.login
-        let hasLogin = config.routes.contains { $0.client != nil }
+        let hasLogin = config.routes.contains { $0.auth.loginRoute != nil }
         if hasLogin {
             if path == l.startPath { return .start }
             if path == l.callbackPath { return .callback }

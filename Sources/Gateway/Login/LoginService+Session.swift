@@ -17,7 +17,7 @@ extension LoginService {
         case unavailable(UnavailableReason, detail: String)
     }
 
-    func authenticate(route: RouteConfig, cookies: Cookies, done: @escaping (SessionDecision) -> Void) {
+    func authenticate(route: LoginRouteConfig, cookies: Cookies, done: @escaping (SessionDecision) -> Void) {
         let clear = cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
         if cookies.isConflicting(settings.sessionCookie) {
             // Which of the two is ours cannot be told: neither is used, and both are cleared

@@ -14,7 +14,7 @@ extension LoginService {
         case unknown
     }
 
-    func recheck(route: RouteConfig, cookies: Cookies, done: @escaping (SessionLiveness) -> Void) {
+    func recheck(route: LoginRouteConfig, cookies: Cookies, done: @escaping (SessionLiveness) -> Void) {
         guard let value = cookies.value(settings.sessionCookie) else {
             done(.ended("no session cookie"))
             return

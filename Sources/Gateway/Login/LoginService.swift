@@ -57,16 +57,17 @@ final class LoginService {
         pendingLogins = stores.pendingLogins
         requestObjects = stores.requestObjects
         var claims: Set<String> = ["sub", "sid"]
-        for route in new.routes where route.client != nil {
+        for route in new.routes {
+            guard let login = route.auth.loginRoute else { continue }
             for entry in route.identityHeaders.mapping {
                 if let first = entry.path.components.first { claims.insert(first) }
             }
-            if let req = route.sessionRequirement { claims.formUnion(req.claimNames) }
+            if let req = login.sessionRequirement { claims.formUnion(req.claimNames) }
             // The identity assertion carries email and groups besides the mapped claims.
             if route.options.identityAssertion != nil { claims.formUnion(["email", "groups"]) }
         }
         keptClaims = claims
-        keepAccessToken = new.routes.contains { $0.client != nil && $0.forwardSessionToken }
+        keepAccessToken = new.routes.contains { $0.auth.loginRoute?.forwardSessionToken == true }
     }
 
     /// Unix time in whole seconds, from the injected clock.
@@ -116,13 +117,13 @@ final class LoginService {
 
     /// The one client a request names, or the only login client there is.
     func loginClientName(for route: RouteConfig?) -> String? {
-        if let name = route?.client { return name }
+        if let name = route?.auth.loginRoute?.client { return name }
         let names = loginClientNames
         return names.count == 1 ? names.first : nil
     }
 
     /// Every client some login route lists, sorted.
-    var loginClientNames: [String] { Set(config.routes.flatMap(\.clients)).sorted() }
+    var loginClientNames: [String] { Set(config.routes.flatMap { $0.auth.loginRoute?.clients ?? [] }).sorted() }
 
     /// `reason`: a stable code for the access log, when the failure has a kind.
     static func unavailable(_ detail: String, reason: String? = nil) -> GatewayResponse {

@@ -79,9 +79,14 @@ enum RequestPipeline {
         let identityNames = config.strippedIdentityHeaders
         let trustedOnlyExtra = config.trustedProxyHeaders
         // The credential goes upstream only when the route says so.
-        let dropAuthorization = route.auth != .none && !(route.tokens?.forwardToken ?? false)
+        let dropAuthorization: Bool
+        switch route.auth {
+        case .none: dropAuthorization = false
+        case .login: dropAuthorization = true
+        case .tokens(let tokens), .loginOrToken(_, let tokens): dropAuthorization = !tokens.forwardToken
+        }
         // The proof was for the gateway (its htu names the gateway's URL); it goes on only if asked.
-        let dropProof = route.tokens?.dpop.map { !$0.forwardProof } ?? false
+        let dropProof = route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false
         // The gateway's own cookies (sealed sessions, login state) are not the upstream's.
         let ownCookies = config.ownCookieNames
         let upstreamHost: String

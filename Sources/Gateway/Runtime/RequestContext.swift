@@ -25,9 +25,9 @@ struct RequestContext {
     var ownCookies: Set<String> = []
     /// The request asks for a WebSocket upgrade (allowed on its route).
     var upgrade = false
-    /// Upgrades on session routes: the route whose session the tunnel re-checks, and when
+    /// Upgrades on session routes: the login route whose session the tunnel re-checks, and when
     /// the session's absolute timeout ends it (Unix seconds).
-    var tunnelSession: (route: RouteConfig, endsAt: Int64)? = nil
+    var tunnelSession: (route: LoginRouteConfig, endsAt: Int64)? = nil
     /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
     var tunnelTokenExpiry: Int64? = nil
 }

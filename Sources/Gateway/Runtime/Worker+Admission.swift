@@ -43,37 +43,47 @@ extension Worker {
         // passes unauthenticated; any other OPTIONS is checked below.
         if route.options.corsPreflight && CORSPreflight.matches(head) {
             // As on the session path: the upstream's answer cannot set the gateway's cookies.
-            if route.client != nil { ctx.ownCookies = config.ownCookieNames }
+            if route.auth.loginRoute != nil { ctx.ownCookies = config.ownCookieNames }
             allowed(ctx, Admission(identity: [], session: false, body: nil, claims: JSONObject(), preflight: true))
             return
         }
-        // A login route, or a login_or_token route whose request carries a session cookie.
-        if route.client != nil
-            && (route.tokens == nil || Cookies(head.fields).values[login.settings.sessionCookie] != nil)
-        {
-            authenticateSession(
-                ex, head: head, route: route, path: path, query: query, origin: origin(forwarded), ctx: ctx,
-                navigation: navigation, forward: allowed)
-            return
-        }
-        guard let tokenRoute = route.tokens else {
+        let tokenRoute: TokenRouteConfig
+        switch route.auth {
+        case .none:
             allowed(ctx, Admission(identity: [], session: false, body: nil, claims: JSONObject()))
             return
+        case .login(let loginRoute):
+            authenticateSession(
+                ex, head: head, route: route, loginRoute: loginRoute, path: path, query: query,
+                origin: origin(forwarded), ctx: ctx, navigation: navigation, forward: allowed)
+            return
+        case .loginOrToken(let loginRoute, _) where Cookies(head.fields).values[login.settings.sessionCookie] != nil:
+            // A session cookie: the session decides (a token beside it is not looked at).
+            authenticateSession(
+                ex, head: head, route: route, loginRoute: loginRoute, path: path, query: query,
+                origin: origin(forwarded), ctx: ctx, navigation: navigation, forward: allowed)
+            return
+        case .tokens(let tokens), .loginOrToken(_, let tokens):
+            tokenRoute = tokens
         }
         let target = TokenAuthenticator.Target(
             scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
             fromTrustedProxy: forwarded.originFromTrustedProxy, path: path)
         // RFC 6750 §2.2: only a route that accepts tokens in a form body reads the body
         // before deciding (bounded); every other route decides on the head alone.
-        guard readsBody, route.auth != .dpop, tokenRoute.tokenInBody, TokenAuthenticator.mayCarryFormToken(head) else {
+        guard readsBody, tokenRoute.schemes.acceptsBearer, tokenRoute.tokenInBody,
+            TokenAuthenticator.mayCarryFormToken(head)
+        else {
             authenticateToken(
-                ex, head: head, ctx: ctx, plan: plan, target: target, query: query, form: nil, allowed: allowed)
+                ex, head: head, ctx: ctx, plan: plan, tokens: tokenRoute, target: target, query: query, form: nil,
+                allowed: allowed)
             return
         }
         readOwnBody(ex, ctx) { [unowned self] bytes in
             let form = TokenAuthenticator.formTokens(bytes, keepToken: tokenRoute.forwardToken)
             self.authenticateToken(
-                ex, head: head, ctx: ctx, plan: plan, target: target, query: query, form: form, allowed: allowed)
+                ex, head: head, ctx: ctx, plan: plan, tokens: tokenRoute, target: target, query: query, form: form,
+                allowed: allowed)
         }
     }
 }

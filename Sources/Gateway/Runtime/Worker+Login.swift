@@ -89,14 +89,15 @@ extension Worker {
         return h.first("Accept")?.contains("text/html") ?? false
     }
 
-    /// `auth: login` (and `login_or_token` with a session cookie).
+    /// `auth: login` (and `login_or_token` with a session cookie); `loginRoute`: the route's
+    /// session settings.
     func authenticateSession(
-        _ ex: ServerExchange, head: HTTPRequestHead, route: RouteConfig, path: String, query: String?,
-        origin: RequestOrigin.Origin?, ctx: RequestContext, navigation: NavigationAnswer? = nil,
+        _ ex: ServerExchange, head: HTTPRequestHead, route: RouteConfig, loginRoute: LoginRouteConfig, path: String,
+        query: String?, origin: RequestOrigin.Origin?, ctx: RequestContext, navigation: NavigationAnswer? = nil,
         forward: @escaping Admitted
     ) {
         let cookies = Cookies(head.fields)
-        login.authenticate(route: route, cookies: cookies) { [unowned self] decision in
+        login.authenticate(route: loginRoute, cookies: cookies) { [unowned self] decision in
             var ctx = ctx
             switch decision {
             case .allow(let session, let setCookies):
@@ -104,7 +105,7 @@ extension Worker {
                 ctx.clientID = session.client
                 // require.issuers / require.clients: who vouched for the session (finding 6).
                 let vouchedBy = self.config.clients[session.client]?.issuer
-                if let requirement = route.sessionRequirement,
+                if let requirement = loginRoute.sessionRequirement,
                     let failure = requirement.check(session.claims, issuer: vouchedBy, client: session.client)
                 {
                     ctx.rejection = .refused(.insufficientScope)
@@ -128,7 +129,7 @@ extension Worker {
                     ctx.responseHeaders.append(("Cache-Control", "private, no-store"))
                 }
                 ctx.ownCookies = self.config.ownCookieNames
-                if ctx.upgrade { ctx.tunnelSession = (route, self.login.absoluteEnd(of: session)) }
+                if ctx.upgrade { ctx.tunnelSession = (loginRoute, self.login.absoluteEnd(of: session)) }
                 guard
                     let identity = self.sessionUpstreamHeaders(
                         route, session, self.identityHeaders(route, session.claims, ctx))
@@ -157,19 +158,19 @@ extension Worker {
             case .none(let clear):
                 if Worker.isNavigation(head), let navigation {
                     navigation(ctx, clear)
-                } else if Worker.isNavigation(head), let client = route.client {
+                } else if Worker.isNavigation(head) {
                     // Capped: the pending login's return address rides in a cookie.
                     var returnTo = path + (query.map { "?" + $0 } ?? "")
                     if returnTo.utf8.count > 1024 { returnTo = "/" }
-                    if route.clients.count > 1 {
+                    if loginRoute.clients.count > 1 {
                         // Several ways to sign in: the browser picks one (each link starts its login).
-                        var r = self.chooseClientPage(route.clients, returnTo: returnTo, requestID: ctx.requestID)
+                        var r = self.chooseClientPage(loginRoute.clients, returnTo: returnTo, requestID: ctx.requestID)
                         r.headers += clear.map { ("Set-Cookie", $0) }
                         self.answer(ex, ctx, r)
                         return
                     }
                     self.login.beginLogin(
-                        client: client, returnTo: returnTo, loginHint: nil, origin: origin, cookies: cookies
+                        client: loginRoute.client, returnTo: returnTo, loginHint: nil, origin: origin, cookies: cookies
                     ) { response in
                         var r = response
                         r.headers += clear.map { ("Set-Cookie", $0) }

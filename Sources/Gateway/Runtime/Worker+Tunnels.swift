@@ -11,12 +11,14 @@ final class TunnelRegistry {
         let context: RequestContext
         let opened: Double
         /// Session routes: the route and the request's cookies, to ask again.
-        let session: (route: RouteConfig, cookies: Cookies)?
+        let session: (route: LoginRouteConfig, cookies: Cookies)?
         /// At the session's absolute end or the token's expiry.
         var deadline: LoopTimer?
         var checking = false
-        init(tunnel: Tunnel, context: RequestContext, opened: Double, session: (route: RouteConfig, cookies: Cookies)?)
-        {
+        init(
+            tunnel: Tunnel, context: RequestContext, opened: Double,
+            session: (route: LoginRouteConfig, cookies: Cookies)?
+        ) {
             self.tunnel = tunnel
             self.context = context
             self.opened = opened

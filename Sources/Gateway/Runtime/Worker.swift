@@ -288,16 +288,18 @@ final class Worker {
         }
     }
 
-    /// `bearer` / `dpop` / `token` routes; `form`: the tokens of a form body already read, and
+    /// `bearer` / `dpop` / `token` routes (and `login_or_token` without a session cookie);
+    /// `tokens`: the route's token settings; `form`: the tokens of a form body already read, and
     /// the body to forward in its place.
     func authenticateToken(
-        _ ex: ServerExchange, head: HTTPRequestHead, ctx: RequestContext, plan: RoutePlan,
+        _ ex: ServerExchange, head: HTTPRequestHead, ctx: RequestContext, plan: RoutePlan, tokens: TokenRouteConfig,
         target: TokenAuthenticator.Target,
         query: String?, form: (tokens: [String], kept: [UInt8])?, allowed: @escaping Admitted
     ) {
         let route = plan.route
-        authenticator.authenticate(head, route: route, target: target, query: query, formTokens: form?.tokens ?? []) {
-            [unowned self] decision in
+        authenticator.authenticate(
+            head, route: route, tokens: tokens, target: target, query: query, formTokens: form?.tokens ?? []
+        ) { [unowned self] decision in
             var ctx = ctx
             switch decision {
             case .allow(let caller):
@@ -305,11 +307,11 @@ final class Worker {
                 ctx.subject = token.subject
                 ctx.clientID = token.clientID
                 ctx.issuer = token.issuer
-                if ctx.upgrade && route.tokens?.closeAtTokenExpiry == true { ctx.tunnelTokenExpiry = token.expiresAt }
+                if ctx.upgrade && tokens.closeAtTokenExpiry { ctx.tunnelTokenExpiry = token.expiresAt }
                 ctx.responseHeaders = caller.responseHeaders
-                if route.tokens?.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
+                if tokens.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
                 var identity = self.identityHeaders(route, token.claims, ctx)
-                if let jkt = caller.jkt, let name = route.tokens?.dpop?.jktHeader { identity.append((name, jkt)) }
+                if let jkt = caller.jkt, let name = tokens.dpop?.jktHeader { identity.append((name, jkt)) }
                 if let a = self.tokenAssertion(route, token) { identity.append(a) }
                 allowed(
                     ctx,
