@@ -60,14 +60,14 @@ struct SessionTimeTests {
         var now: Int64 { clock.seconds }
 
         /// A sealed session cookie value, the session made now.
-        func session(accessExpiresIn: Int64 = 3600, refreshToken: String? = nil, teams: [String]? = nil) throws
-            -> String
-        {
+        func session(
+            accessExpiresIn: Int64 = 3600, refreshToken: String? = nil, teams: [String]? = nil, client: String = "web"
+        ) throws -> String {
             var claims = JSONObject()
             claims["sub"] = .string("alice")
             if let teams { claims["teams"] = .array(teams.map { .string($0) }) }
             let s = Session(
-                id: Session.newID(), client: "web", subject: "alice", claims: claims,
+                id: Session.newID(), client: client, subject: "alice", claims: claims,
                 idToken: nil, accessToken: "at1", refreshToken: refreshToken, accessExpiresAt: now + accessExpiresIn,
                 createdAt: now, lastSeenAt: now)
             var sealed: String?

@@ -164,7 +164,11 @@ def test_login_or_token_route_takes_a_session_or_a_token(login_as, ws_upstream, 
             connect(f"ws://127.0.0.1:{env.gw.port}/mixed/live", additional_headers={"Authorization": "Bearer nope"},
                     open_timeout=10)
         assert e.value.response.status_code == 401
-        assert 'error="invalid_token"' in e.value.response.headers["WWW-Authenticate"]
+        # The token side takes Bearer and DPoP tokens: a challenge for each (RFC 9449 §7.1),
+        # the error on the scheme the client used.
+        challenges = e.value.response.headers.get_all("WWW-Authenticate")
+        assert [c.split(" ")[0] for c in challenges] == ["Bearer", "DPoP"]
+        assert 'error="invalid_token"' in challenges[0] and "error=" not in challenges[1]
     finally:
         env.stop()
 

@@ -7,15 +7,12 @@ import OAuth
 /// work. Routes that require DPoP nonces send a fresh one with every 401 (§9: the client
 /// then needs no extra round trip).
 struct AuthRefusals {
-    let route: RouteConfig
     let tokens: TokenRouteConfig
     let nonces: DPoPNonces?
     /// "Now" for the nonces a 401 carries.
     let wallClock: any WallClock
 
     private var schemes: [String] {
-        // A login_or_token route takes DPoP tokens too, but has always challenged with Bearer only.
-        if case .loginOrToken = route.auth { return ["Bearer"] }
         switch tokens.schemes {
         case .bearer: return ["Bearer"]
         case .dpop: return ["DPoP"]

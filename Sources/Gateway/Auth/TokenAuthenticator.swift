@@ -66,7 +66,7 @@ final class TokenAuthenticator {
         _ head: HTTPRequestHead, route: RouteConfig, tokens: TokenRouteConfig, target: Target, query: String?,
         formTokens: [String] = [], done: @escaping (AuthDecision) -> Void
     ) {
-        let answer = AuthRefusals(route: route, tokens: tokens, nonces: nonces, wallClock: wallClock)
+        let answer = AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock)
         var queryTokens: [String] = []
         if tokens.schemes.acceptsBearer {
             queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []

@@ -26,7 +26,8 @@ extension LoginService {
             case .none: done(.ended("session ended"))
             case .found(let session):
                 let now = self.now
-                guard session.client == route.client else {
+                // The request path's rule: a session serves the routes that list its client.
+                guard route.clients.contains(session.client) else {
                     done(.ended("session of another client"))
                     return
                 }
