@@ -6,23 +6,38 @@ enum LoginEndpoint: Equatable {
 
     /// The endpoint `path` (already normalized) names, if login is configured.
     static func match(_ path: String, _ config: GatewayConfig) -> LoginEndpoint? {
-        let l = config.login
-        let hasLogin = config.routes.contains { $0.auth.loginRoute != nil }
-        if hasLogin {
-            if path == l.startPath { return .start }
-            if path == l.callbackPath { return .callback }
-            if path == l.logoutPath { return .logout }
-            if path == l.backchannelLogoutPath { return .backchannelLogout }
-            if path.hasPrefix(l.requestObjectPath) {
-                let id = path.dropFirst(l.requestObjectPath.count)
-                if id.utf8.count == 43, !id.contains("/") { return .requestObject(id: id) }
+        Paths(config).match(path)
+    }
+
+    /// The endpoints one config serves, worked out once per config (every request is
+    /// matched against them before routing).
+    struct Paths: Sendable {
+        let login: LoginConfig
+        /// Some route logs browsers in: the login endpoints exist.
+        let hasLogin: Bool
+        /// A client signs with a key, or assertions are signed: the JWKS endpoint exists.
+        let servesJWKS: Bool
+
+        init(_ config: GatewayConfig) {
+            login = config.login
+            hasLogin = config.routes.contains { $0.auth.loginRoute != nil }
+            servesJWKS = config.clients.values.contains(where: { $0.key != nil }) || !config.assertionKeys.isEmpty
+        }
+
+        func match(_ path: String) -> LoginEndpoint? {
+            let l = login
+            if hasLogin {
+                if path == l.startPath { return .start }
+                if path == l.callbackPath { return .callback }
+                if path == l.logoutPath { return .logout }
+                if path == l.backchannelLogoutPath { return .backchannelLogout }
+                if path.hasPrefix(l.requestObjectPath) {
+                    let id = path.dropFirst(l.requestObjectPath.count)
+                    if id.utf8.count == 43, !id.contains("/") { return .requestObject(id: id) }
+                }
             }
+            if path == l.jwksPath && servesJWKS { return .jwks }
+            return nil
         }
-        if path == l.jwksPath
-            && (config.clients.values.contains(where: { $0.key != nil }) || !config.assertionKeys.isEmpty)
-        {
-            return .jwks
-        }
-        return nil
     }
 }

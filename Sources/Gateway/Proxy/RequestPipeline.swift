@@ -25,9 +25,27 @@ enum RequestPipeline {
     static let dpop = Array("dpop".utf8)
     static let cookie = Array("cookie".utf8)
 
+    /// What of a config the request path reads on every request, worked out once per config
+    /// (and held by reference: passing the whole config along copied every field of it).
+    final class Policy {
+        let loginEndpoints: LoginEndpoint.Paths
+        let reservedPrefix: [UInt8]?
+        let identityNames: [[UInt8]]
+        let trustedOnlyExtra: [[UInt8]]
+        let ownCookies: Set<String>
+
+        init(_ config: GatewayConfig) {
+            loginEndpoints = LoginEndpoint.Paths(config)
+            reservedPrefix = config.reservedHeaderPrefixBytes
+            identityNames = config.strippedIdentityHeaders
+            trustedOnlyExtra = config.trustedProxyHeaders
+            ownCookies = config.ownCookieNames
+        }
+    }
+
     static func prepare(
         _ head: HTTPRequestHead, forwarded: ForwardedHeaders, peerTrusted: Bool, router: Router,
-        plans: [Int: RoutePlan], config: GatewayConfig
+        plans: [Int: RoutePlan], policy: Policy
     ) -> Outcome {
         guard let method = head.method else {
             return .reject(status: 405, error: "invalid_request", description: "method not allowed")
@@ -55,7 +73,7 @@ enum RequestPipeline {
         case .success(let n): normalized = n
         case .failure(let why): return .reject(status: 400, error: "invalid_request", description: describe(why))
         }
-        if let endpoint = LoginEndpoint.match(normalized.path, config) {
+        if let endpoint = policy.loginEndpoints.match(normalized.path) {
             return .login(endpoint, path: normalized.path, query: normalized.query)
         }
         let plan: RoutePlan
@@ -70,14 +88,14 @@ enum RequestPipeline {
             plan = plans[index]!
         }
         let route = plan.route
-        guard let upstream = config.upstreams[route.upstream] else {
+        guard let upstream = plan.upstream else {
             return .reject(status: 502, error: "bad_gateway", description: "no upstream")
         }
 
         let listed = HeaderRules.connectionTokens(headers)
-        let reserved = config.reservedHeaderPrefixBytes
-        let identityNames = config.strippedIdentityHeaders
-        let trustedOnlyExtra = config.trustedProxyHeaders
+        let reserved = policy.reservedPrefix
+        let identityNames = policy.identityNames
+        let trustedOnlyExtra = policy.trustedOnlyExtra
         // The credential goes upstream only when the route says so.
         let dropAuthorization: Bool
         switch route.auth {
@@ -88,11 +106,11 @@ enum RequestPipeline {
         // The proof was for the gateway (its htu names the gateway's URL); it goes on only if asked.
         let dropProof = route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false
         // The gateway's own cookies (sealed sessions, login state) are not the upstream's.
-        let ownCookies = config.ownCookieNames
+        let ownCookies = policy.ownCookies
         let upstreamHost: String
         switch upstream.hostHeader {
-        case .upstream: upstreamHost = upstream.authority
-        case .preserve: upstreamHost = headers.first("Host") ?? upstream.authority
+        case .upstream: upstreamHost = plan.upstreamAuthority
+        case .preserve: upstreamHost = headers.first("Host") ?? plan.upstreamAuthority
         case .fixed(let value): upstreamHost = value
         }
         var target = upstream.basePath + route.options.forwardedPath(normalized.path)

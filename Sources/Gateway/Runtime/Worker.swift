@@ -10,6 +10,17 @@ struct RoutePlan {
     let route: RouteConfig
     let pool: UpstreamPool?
     let metricID: Int
+    /// The route's upstream and its Host authority, looked up and formatted once per config.
+    let upstream: UpstreamConfig?
+    let upstreamAuthority: String
+
+    init(route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?) {
+        self.route = route
+        self.pool = pool
+        self.metricID = metricID
+        self.upstream = upstream
+        upstreamAuthority = upstream?.authority ?? ""
+    }
 }
 
 /// One event loop thread: its HTTP server on the shared listen addresses (SO_REUSEPORT),
@@ -26,6 +37,7 @@ final class Worker {
     private(set) var config: GatewayConfig
     private(set) var router: Router
     private(set) var plans: [Int: RoutePlan] = [:]
+    private(set) var requestPolicy: RequestPipeline.Policy
     private(set) var pools: [String: UpstreamPool] = [:]
     /// TLS handshakes (all, resumed) of pools that a reload replaced, per upstream: the
     /// metric stays a counter across reloads.
@@ -70,6 +82,7 @@ final class Worker {
             loop: loop, shared: stores.loginShared, log: log, tokens: tokens, wallClock: wallClock,
             makeStores: { stores.loginStores(for: loop, config: $0, settings: $1, wallClock: wallClock) })
         self.config = config
+        requestPolicy = RequestPipeline.Policy(config)
         self.log = log
         router = Router(routes: config.routes)
         ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
@@ -109,6 +122,7 @@ final class Worker {
     /// Swaps in a new config for requests that start from now on (loop-thread).
     func apply(_ new: GatewayConfig) {
         config = new
+        requestPolicy = RequestPipeline.Policy(new)
         configGeneration += 1
         authenticator.apply(new)
         login.apply(new)
@@ -132,7 +146,12 @@ final class Worker {
         pools = next
         plans = Dictionary(
             uniqueKeysWithValues: new.routes.map {
-                ($0.index, RoutePlan(route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name)))
+                (
+                    $0.index,
+                    RoutePlan(
+                        route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
+                        upstream: new.upstreams[$0.upstream])
+                )
             })
     }
 
@@ -223,7 +242,7 @@ final class Worker {
             return
         }
         switch RequestPipeline.prepare(
-            head, forwarded: forwarded, peerTrusted: trusted, router: router, plans: plans, config: config)
+            head, forwarded: forwarded, peerTrusted: trusted, router: router, plans: plans, policy: requestPolicy)
         {
         case .reject(let status, let error, let description):
             ctx.path = String(head.target.prefix(256))
