@@ -85,6 +85,30 @@ struct SessionTests {
         #expect(Self.sealer.seal(plain, purpose: "session") != sealed)
     }
 
+    /// The opened-session cache hashes only a sealed value's length and tail: a forged value
+    /// that shares both with an opened one must still be opened (and refused) on its own,
+    /// never served the other's session.
+    @Test func openedSessionCacheMatchesWholeValues() throws {
+        let store = CookieSessionStore(sealer: Self.sealer, ended: EndedSessions(), wallClock: SystemClock())
+        let session = Self.session()
+        let sealed = Self.sealer.seal(session.encoded()!, purpose: CookieSessionStore.purpose)
+        var first: SessionLookup?
+        store.load(sealed) { first = $0 }
+        guard case .found(let opened)? = first, opened == session else {
+            Issue.record("the genuine cookie must open: \(String(describing: first))")
+            return
+        }
+        let forged = String(repeating: "A", count: sealed.utf8.count - 32) + String(sealed.suffix(32))
+        #expect(forged != sealed && forged.utf8.count == sealed.utf8.count)
+        #expect(SealedValue(forged).hashValue == SealedValue(sealed).hashValue)
+        var second: SessionLookup?
+        store.load(forged) { second = $0 }
+        guard case .none? = second else {
+            Issue.record("a forged value sharing the tail must not hit the cache: \(String(describing: second))")
+            return
+        }
+    }
+
     @Test func typicalSessionFitsOneCookie() {
         let sealed = Self.sealer.seal(Self.session().encoded()!, purpose: "session")
         #expect(sealed.utf8.count < Cookies.chunkSize)

@@ -18,14 +18,16 @@ extension LoginService {
     }
 
     func authenticate(route: LoginRouteConfig, cookies: Cookies, done: @escaping (SessionDecision) -> Void) {
-        let clear = cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
+        // Built only when a session is refused (formatting them cost more than opening one).
+        let settings = settings
+        let clear = { cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain) }
         if cookies.isConflicting(settings.sessionCookie) {
             // Which of the two is ours cannot be told: neither is used, and both are cleared
             // (the one set for this host; a sibling domain's copy is not ours to reach).
             log.warning(
                 "two different session cookie values: treated as no session, cookies cleared",
                 metadata: ["cookie": .string(settings.sessionCookie)])
-            done(.none(clear: clear))
+            done(.none(clear: clear()))
             return
         }
         guard let value = cookies.value(settings.sessionCookie) else {
@@ -36,7 +38,7 @@ extension LoginService {
             guard let self else { return }
             switch lookup {
             case .unavailable(let why): done(.unavailable(.sessionStoreUnavailable, detail: "session store: \(why)"))
-            case .none: done(.none(clear: clear))
+            case .none: done(.none(clear: clear()))
             case .found(let session):
                 let now = self.now
                 // Another client's session: not for this route, but not ours to delete either
@@ -48,7 +50,7 @@ extension LoginService {
                 guard now - session.createdAt < Int64(self.config.session.absoluteTimeout),
                     now - session.lastSeenAt < Int64(self.config.session.idleTimeout)
                 else {
-                    done(.none(clear: clear))
+                    done(.none(clear: clear()))
                     return
                 }
                 if session.refreshToken != nil,
@@ -61,7 +63,7 @@ extension LoginService {
                     self.save(touched, cookies: cookies, creating: false) { result in
                         switch result {
                         case .success(let lines): done(.allow(touched, setCookies: lines))
-                        case .failure(.ended): done(.none(clear: clear))
+                        case .failure(.ended): done(.none(clear: clear()))
                         case .failure: done(.allow(session, setCookies: []))
                         }
                     }

@@ -9,8 +9,8 @@ final class CookieSessionStore: SessionStore {
     private let sealer: CookieSealer
     private let ended: EndedSessions
     private let wallClock: any WallClock
-    private var opened: [String: Session] = [:]
-    private var order: [String] = []
+    private var opened: [SealedValue: Session] = [:]
+    private var order: [SealedValue] = []
     private var head = 0
     static let openedCapacity = 4096
 
@@ -21,7 +21,7 @@ final class CookieSessionStore: SessionStore {
     }
 
     func load(_ cookie: String, done: @escaping (SessionLookup) -> Void) {
-        if let session = opened[cookie] {
+        if let session = opened[SealedValue(cookie)] {
             done(isEnded(session) ? .none : .found(session))
             return
         }
@@ -67,8 +67,9 @@ final class CookieSessionStore: SessionStore {
                 head = 0
             }
         }
-        opened[cookie] = session
-        order.append(cookie)
+        let key = SealedValue(cookie)
+        opened[key] = session
+        order.append(key)
     }
 
     /// `lease` is not needed: this process's RefreshCoordinator is the only refresher.
@@ -91,4 +92,22 @@ final class CookieSessionStore: SessionStore {
         ended.end(session.id, until: expiresAt, now: wallClock.seconds)
         done(.success(()))
     }
+}
+
+/// A sealed cookie value as a cache key. Hashing a kilobytes-long value on every request
+/// cost more than the rest of the session check; its tail (the end of the AES-GCM
+/// ciphertext and tag, different for every seal) and its length are hashed instead.
+/// Equality still compares the whole value: a hit is only ever the very same cookie.
+struct SealedValue: Hashable {
+    let value: String
+
+    init(_ value: String) { self.value = value }
+
+    func hash(into hasher: inout Hasher) {
+        let utf8 = value.utf8
+        hasher.combine(utf8.count)
+        for byte in utf8.suffix(32) { hasher.combine(byte) }
+    }
+
+    static func == (a: SealedValue, b: SealedValue) -> Bool { a.value == b.value }
 }

@@ -37,10 +37,12 @@ final class EndedSessions: @unchecked Sendable {
 
     /// Whether `session` was begun before a back-channel logout of its sid or its subject.
     func loggedOut(_ session: Session, now: Int64) -> Bool {
-        let sid = session.claims["sid"]?.string.map { LogoutMarks.sid(session.client, $0) }
-        let sub = LogoutMarks.sub(session.client, session.subject)
-        return lock.withLock {
+        lock.withLock {
+            // Checked on every request of a session: the keys are built only when some
+            // back-channel logout is remembered at all.
             if marks.isEmpty { return false }
+            let sid = session.claims["sid"]?.string.map { LogoutMarks.sid(session.client, $0) }
+            let sub = LogoutMarks.sub(session.client, session.subject)
             for key in [sid, sub].compactMap({ $0 }) {
                 if let m = marks[key], m.until > now, session.createdAt <= m.at { return true }
             }
