@@ -22,6 +22,25 @@ struct BearerTests {
         #expect(BearerTokenExtractor.extract(authorization: [header]) == expected)
     }
 
+    /// Every byte against RFC 6750 §2.1's b64token grammar, in every position: the checker
+    /// reads bytes through two bit masks, so each of the 256 is pinned here.
+    @Test func b64TokenAcceptsExactlyItsBytes() {
+        let allowed = Set(
+            Array(UInt8(ascii: "A")...UInt8(ascii: "Z")) + Array(UInt8(ascii: "a")...UInt8(ascii: "z"))
+                + Array(UInt8(ascii: "0")...UInt8(ascii: "9")) + "-._~+/".utf8)
+        for b in UInt8.min...UInt8.max where b != UInt8(ascii: "=") {
+            let token = String(decoding: [UInt8(ascii: "a"), b, UInt8(ascii: "z")], as: UTF8.self)
+            #expect(BearerTokenExtractor.isB64Token(token) == allowed.contains(b), "byte \(b)")
+            #expect(BearerTokenExtractor.isB64Token(String(decoding: [b], as: UTF8.self)) == allowed.contains(b))
+        }
+        // "=" only as trailing padding, after at least one token byte.
+        #expect(BearerTokenExtractor.isB64Token("ab=="))
+        #expect(!BearerTokenExtractor.isB64Token("=="))
+        #expect(!BearerTokenExtractor.isB64Token("a=b"))
+        #expect(!BearerTokenExtractor.isB64Token(""))
+        #expect(BearerTokenExtractor.isB64Token(String(repeating: "x", count: 8192)))
+    }
+
     @Test func otherSchemesAreInvalidRequests() {
         guard case .invalid = BearerTokenExtractor.extract(authorization: ["Basic Zm9vOmJhcg=="]) else {
             Issue.record("Basic accepted")
