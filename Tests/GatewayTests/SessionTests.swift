@@ -208,6 +208,31 @@ struct SessionStoreConformanceTests {
         #expect(h.load(cookie2) == nil)
     }
 
+    /// `session.cache_ttl` (README: a logout on one replica ends the session on all "within
+    /// `session.cache_ttl`"): a replica that cached a session keeps serving it for at most the
+    /// TTL after another replica ended it, then asks Redis again. Time moves by a manual
+    /// clock; Redis is a real server.
+    @Test func redisCacheServesAnEndedSessionForAtMostTheCacheTTL() throws {
+        let h = try Harness(.redis)
+        let clock = ManualClock(Date().timeIntervalSince1970)
+        let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(h.redis!.port)/2"))
+        let cached = RedisSessionStore(
+            client: Redis(loop: h.loop, deployment: .standalone(endpoint)), prefix: "t:", sealer: SessionTests.sealer,
+            cacheTTL: 5, wallClock: clock)
+        let s = SessionTests.session()
+        let cookie = try #require(h.save(s))  // saved through the other replica
+        func lookup() -> Session? {
+            guard case .found(let found)? = h.run({ done in cached.load(cookie, done: done) }) else { return nil }
+            return found
+        }
+        #expect(lookup() == s)  // fetched, and cached for 5 s
+        #expect(h.end(s))  // ended on the other replica
+        clock.advance(4)
+        #expect(lookup() == s, "within the TTL the cached copy still answers")
+        clock.advance(1)
+        #expect(lookup() == nil, "at the TTL the replica asks Redis, which says the session ended")
+    }
+
     @Test(arguments: Kind.allCases) func forgedCookiesNameNothing(kind: Kind) throws {
         let h = try Harness(kind)
         for bad in [
