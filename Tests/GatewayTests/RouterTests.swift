@@ -90,7 +90,8 @@ struct RouterTests {
         #expect(HostNormalizer.normalize("[Ａ]") == nil)
         // The byte-level pass keeps every rule of the label grammar and the port.
         for bad in [
-            ".", "a..b", ".a", "a..", "a:", "a:65536", "a:+80", "a:123456", "a:8 0", "ünï.com", "[::1", "[::1]x"
+            ".", "a..b", ".a", "a..", "a:", "a:65536", "a:+80", "a:123456", "a:8 0", "ünï.com", "[::1", "[::1]x",
+            "\u{212A}.com"  // the Kelvin sign: Unicode lowercases it to "k", ASCII does not
         ] {
             #expect(HostNormalizer.normalize(bad) == nil, "\(bad)")
         }

@@ -4,11 +4,6 @@ enum LoginEndpoint: Equatable {
     case start, callback, logout, backchannelLogout, jwks
     case requestObject(id: Substring)
 
-    /// The endpoint `path` (already normalized) names, if login is configured.
-    static func match(_ path: String, _ config: GatewayConfig) -> LoginEndpoint? {
-        Paths(config).match(path)
-    }
-
     /// The endpoints one config serves, worked out once per config (every request is
     /// matched against them before routing).
     struct Paths: Sendable {
@@ -24,6 +19,7 @@ enum LoginEndpoint: Equatable {
             servesJWKS = config.clients.values.contains(where: { $0.key != nil }) || !config.assertionKeys.isEmpty
         }
 
+        /// The endpoint `path` (already normalized) names, if any.
         func match(_ path: String) -> LoginEndpoint? {
             let l = login
             if hasLogin {

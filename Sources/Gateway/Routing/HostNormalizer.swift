@@ -2,8 +2,8 @@
 /// removed. Returns nil for anything that is not a plausible host (RFC 9110 §7.2, RFC 3986
 /// §3.2.2): the gateway answers 400 rather than guess.
 ///
-/// Runs on every request, so it reads the value's bytes once and builds at most one
-/// string (none of the hostnames up to 15 bytes that Swift keeps inline need the heap).
+/// Runs on every request, so it works on the value's bytes and builds one string (hostnames
+/// up to 15 bytes, which Swift keeps inline, need no heap).
 enum HostNormalizer {
     static func normalize(_ value: String) -> String? {
         var value = value
@@ -18,27 +18,13 @@ enum HostNormalizer {
             end = colon
         }
         if end > 0 && b[end - 1] == UInt8(ascii: ".") { end -= 1 }
-        // Lowercase ASCII letters, digits and "-" in non-empty dot-separated labels
-        // (HostPattern.validName, checked here on the bytes as they come).
-        guard end > 0 else { return nil }
-        var labelEmpty = true
-        for i in 0..<end {
-            switch b[i] {
-            case UInt8(ascii: "."):
-                if labelEmpty { return nil }
-                labelEmpty = true
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"),
-                UInt8(ascii: "A")...UInt8(ascii: "Z"):
-                labelEmpty = false
-            default:
-                return nil
-            }
-        }
-        if labelEmpty { return nil }
-        return String(unsafeUninitializedCapacity: end) { out in
+        // ASCII lowercase only: a non-ASCII byte stays as it is, and `validName` refuses it
+        // (Unicode lowercasing would turn the Kelvin sign into "k").
+        let lower = String(unsafeUninitializedCapacity: end) { out in
             for i in 0..<end { out[i] = b[i] | (b[i] >= 0x41 && b[i] <= 0x5A ? 0x20 : 0) }
             return end
         }
+        return HostPattern.validName(lower) ? lower : nil
     }
 
     /// `[` IPv6 or IPvFuture literal `]` with an optional port; hex digits, ":" and "." inside.

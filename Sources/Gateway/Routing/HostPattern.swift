@@ -35,12 +35,25 @@ enum HostPattern: Sendable, Equatable {
         }
     }
 
-    /// Lowercase ASCII letters, digits and "-", in non-empty dot-separated labels.
+    /// Lowercase ASCII letters, digits and "-", in non-empty dot-separated labels. One pass
+    /// over the bytes: `HostNormalizer` runs it on every request's Host.
     static func validName(_ name: String) -> Bool {
-        !name.isEmpty
-            && name.utf8.allSatisfy { c in
-                (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x2e
-            } && !name.split(separator: ".", omittingEmptySubsequences: false).contains(where: \.isEmpty)
+        var name = name
+        return name.withUTF8 { bytes in
+            var labelEmpty = true
+            for c in bytes {
+                switch c {
+                case UInt8(ascii: "."):
+                    if labelEmpty { return false }
+                    labelEmpty = true
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+                    labelEmpty = false
+                default:
+                    return false
+                }
+            }
+            return !labelEmpty
+        }
     }
 }
 

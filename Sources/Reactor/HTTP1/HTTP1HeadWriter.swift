@@ -51,11 +51,6 @@ struct HTTP1HeadWriter {
         text.withUTF8Buffer { write($0) }
     }
 
-    @inline(__always)
-    mutating func write(_ bytes: ArraySlice<UInt8>) {
-        bytes.withUnsafeBufferPointer { write($0) }
-    }
-
     mutating func write(_ text: String) {
         var text = text
         text.withUTF8 { write($0) }
