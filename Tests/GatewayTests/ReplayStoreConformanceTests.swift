@@ -103,6 +103,27 @@ struct ReplayStoreConformanceTests {
         #expect(cache.count == 1)
     }
 
+    /// A cache holds about as many live proofs as it was given room for before it refuses:
+    /// one shard, exactly, up to `minPerShard` ids; over many shards (each refusing when it
+    /// is full, ids landing at random) at least 90 % of it. 100 ids over 64 shards used to
+    /// mean one per shard: the second proof landing in a used shard got a 503.
+    @Test func memoryCacheHoldsAboutItsWholeCapacity() {
+        let now = Self.now
+        for capacity in [100, 1000, 100_000] {
+            let cache = MemoryReplayCache(capacity: capacity)
+            var held = 0
+            while held < capacity, cache.claim(ReplayID(jkt: "k", jti: "\(held)"), until: now + 60, now: now) == .fresh
+            {
+                held += 1
+            }
+            if capacity <= MemoryReplayCache.minPerShard {
+                #expect(held == capacity, "capacity \(capacity)")
+            } else {
+                #expect(held * 10 >= capacity * 9, "capacity \(capacity): refused after \(held)")
+            }
+        }
+    }
+
     @Test func memoryCacheIsSharedAcrossThreads() async throws {
         let cache = MemoryReplayCache(capacity: 100_000)
         let now = Self.now

@@ -16,9 +16,15 @@ final class MemoryReplayCache: ReplayStore, @unchecked Sendable {
     private let shards: [Shard]
     private let perShard: Int
 
+    /// Fewer shards for a small capacity: a shard refuses once it holds `capacity / shards`
+    /// live ids, and ids land in shards at random, so small shards fill (and refuse) long
+    /// before the cache holds `capacity` (100 over 64 shards made one id per shard).
+    static let minPerShard = 1024
+
     init(capacity: Int, shards count: Int = 64) {
-        shards = (0..<count).map { _ in Shard() }
-        perShard = max(1, capacity / count)
+        let n = max(1, min(count, capacity / Self.minPerShard))
+        shards = (0..<n).map { _ in Shard() }
+        perShard = max(1, capacity / n)
     }
 
     var count: Int { shards.reduce(0) { n, s in s.lock.withLock { n + s.expiry.count } } }
