@@ -26,6 +26,30 @@ struct UpstreamPoolTests {
         #expect(h.pool.openConnections == 0 && h.pool.idleCount == 0)
     }
 
+    /// The read event stays registered across calls and idling; only its deadline changes
+    /// (`UpstreamTransport.armRead`). Idling past the response timeout keeps the connection,
+    /// and the next call on it gets the response timeout back.
+    @Test func idleConnectionHasNoDeadlineAndReuseRestoresIt() throws {
+        let server = try ScriptedUpstream([
+            [
+                .readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none"),
+                .readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ntwo"),
+                .readRequest, .sleep(2)
+            ]
+        ])
+        let h = UpstreamHarness(port: server.port, responseTimeout: 0.3)
+        #expect(h.call(.GET, "/1").bodyText == "one")
+        h.wait(0.9)
+        #expect(h.pool.openConnections == 1 && h.pool.idleCount == 1)
+        #expect(h.call(.GET, "/2").bodyText == "two")
+        let started = Date()
+        let third = h.call(.GET, "/3")
+        #expect(third.failure == .responseTimeout && third.failedAfterHead == false)
+        #expect(Date().timeIntervalSince(started) < 1.5)
+        #expect(server.accepted == 1)
+        #expect(server.requests.count == 3)
+    }
+
     @Test func connectionCloseIsNotReused() throws {
         let server = try ScriptedUpstream([
             [.readRequest, .send("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")]

@@ -113,10 +113,14 @@ final class UpstreamTransport {
     func armRead(timeout: Double?) -> Bool {
         guard let ev = readEvent else { return false }
         if readArmed && readTimeout == timeout { return true }
-        // event_add with no timeout would keep an earlier one: delete first (the epoll
-        // changelist folds the pair into nothing).
-        if readArmed { event_del(ev) }
-        readArmed = false
+        if readArmed {
+            // Only the deadline changes (a request on an idle pooled connection, or the
+            // connection going back idle): the fd's epoll interest stays as it is. A
+            // del + add pair would reach the kernel as an epoll_ctl MOD each time.
+            guard Self.retime(ev, timeout: timeout) else { return false }
+            readTimeout = timeout
+            return true
+        }
         guard Self.add(ev, timeout: timeout) else { return false }
         readArmed = true
         readTimeout = timeout
@@ -140,6 +144,13 @@ final class UpstreamTransport {
     func armWrite(timeout: Double?) -> Bool {
         guard let ev = writeEvent else { return false }
         return Self.add(ev, timeout: timeout)
+    }
+
+    /// A pending event's new deadline, none for nil: event_add on a pending event only
+    /// reschedules its timer, and event_remove_timer drops the timer alone.
+    private static func retime(_ ev: OpaquePointer, timeout: Double?) -> Bool {
+        guard timeout != nil else { return event_remove_timer(ev) == 0 }
+        return add(ev, timeout: timeout)
     }
 
     private static func add(_ ev: OpaquePointer, timeout: Double?) -> Bool {
