@@ -105,6 +105,11 @@ void *tg_tls_upstream_ctx_new(const char *ca_file, const char *cert_file, const 
     // Sessions are kept by each pool's slot, not in the context's internal cache.
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, keep_new_session);
+    // Read-ahead: one read() takes what the socket holds (up to OpenSSL's read buffer), not a
+    // record header and then its body; with it, `tg_tls_conn_drained` can tell the reader
+    // that another SSL_read would only meet an empty socket. Upstream pools hold few
+    // connections, so the buffer each keeps costs little.
+    SSL_CTX_set_read_ahead(ctx, 1);
     if (cert_file) {
         if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
             drain_errors("cannot load cert_file", err, errlen);
@@ -267,6 +272,10 @@ int tg_tls_conn_write(tg_tls_conn *conn, const void *buf, int len, int *status) 
 }
 
 int tg_tls_conn_pending(const tg_tls_conn *conn) { return SSL_has_pending(conn->ssl); }
+
+int tg_tls_conn_drained(const tg_tls_conn *conn) {
+    return SSL_get_read_ahead(conn->ssl) && !SSL_has_pending(conn->ssl);
+}
 
 int tg_tls_conn_shutdown(tg_tls_conn *conn) {
     if (conn->shut) return 1;

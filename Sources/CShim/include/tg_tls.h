@@ -43,6 +43,9 @@ int tg_tls_conn_write(tg_tls_conn *conn, const void *buf, int len, int *status);
 /// Whether decrypted or read-ahead bytes wait inside OpenSSL, which the socket's readiness
 /// will not announce.
 int tg_tls_conn_pending(const tg_tls_conn *conn);
+/// Read-ahead is on and every byte it read from the socket has been returned: the last
+/// read() took all the socket had room for, so the reader can wait for readiness.
+int tg_tls_conn_drained(const tg_tls_conn *conn);
 /// Sends a close_notify once, if the handshake finished and nothing failed; never waits
 /// for the peer's. 1 when sent (or already), 0 when it could not be.
 int tg_tls_conn_shutdown(tg_tls_conn *conn);

@@ -35,8 +35,8 @@ final class TLSConnectionIO: ConnectionIO {
     deinit { tg_tls_conn_free(conn) }
 
     /// Reads record after record straight into `input`'s free space until OpenSSL wants
-    /// the socket or `room` is used up; in the latter case decrypted bytes may be left
-    /// inside OpenSSL, which `buffered` reports.
+    /// the socket, has handed over all it read ahead, or `room` is used up; in the last
+    /// case decrypted bytes may be left inside OpenSSL, which `buffered` reports.
     func read(into input: OpaquePointer, room: Int) -> ConnectionRead {
         var total = 0
         var status: Int32 = 0
@@ -56,6 +56,10 @@ final class TLSConnectionIO: ConnectionIO {
                 return ConnectionRead(bytes: total, stop: .failed)
             }
             total += Int(n)
+            // With read-ahead (upstream contexts) OpenSSL read what the socket held; asking
+            // again would cost a read() that meets an empty socket. Level-triggered read
+            // interest brings the reader back if more arrived meanwhile.
+            if tg_tls_conn_drained(conn) != 0 { return ConnectionRead(bytes: total, stop: .open) }
         }
         if total >= room {
             return ConnectionRead(bytes: total, stop: tg_tls_conn_pending(conn) != 0 ? .buffered : .open)
