@@ -18,9 +18,8 @@ extension HTTP1ConnectionHandler {
             } else {
                 UInt64(body.count)
             }
-        var bytes = encodeHead(ex, head, contentLength: length, chunked: false)
-        if !noBody { bytes += body }
-        bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
+        appendHead(ex, head, contentLength: length, chunked: false)
+        if !noBody { body.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) } }
         handOff(ex)
     }
 
@@ -55,8 +54,7 @@ extension HTTP1ConnectionHandler {
             ex.closeAfter = true
         }
         decidePersistence(ex, close: close)
-        let bytes = encodeHead(ex, head, contentLength: length, chunked: framing.isChunked)
-        bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
+        appendHead(ex, head, contentLength: length, chunked: framing.isChunked)
         ex.response = .streaming(framing)
         connection.scheduleFlush()
     }
@@ -117,11 +115,10 @@ extension HTTP1ConnectionHandler {
         var fields = HTTP1Fields()
         fields.append("Content-Type", "application/json")
         let body = Array("{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}".utf8)
-        let head = HTTP1ResponseEncoder.head(
+        HTTP1ResponseEncoder.appendHead(
             HTTPResponseHead(status: status, fields: fields), contentLength: UInt64(body.count),
-            chunked: false, persistence: .close, date: context.dates.fieldLine)
-        let bytes = head + body
-        bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
+            chunked: false, persistence: .close, date: context.dates.fieldLine, to: connection.output)
+        body.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
         closeAfterOutput()
     }
 
@@ -157,15 +154,16 @@ extension HTTP1ConnectionHandler {
         }
     }
 
-    private func encodeHead(
+    /// Writes the head into the connection's output.
+    private func appendHead(
         _ ex: HTTP1ServerExchange, _ head: HTTPResponseHead, contentLength: UInt64?,
         chunked: Bool
-    ) -> [UInt8] {
+    ) {
         let persistence: HTTP1ResponseEncoder.Persistence =
             ex.closeAfter ? .close : ex.request.version == .http10 ? .keepAlive : .keepAliveDefault
-        return HTTP1ResponseEncoder.head(
+        HTTP1ResponseEncoder.appendHead(
             head, contentLength: contentLength, chunked: chunked,
-            persistence: persistence, date: context.dates.fieldLine)
+            persistence: persistence, date: context.dates.fieldLine, to: connection.output)
     }
 
     /// RFC 9112 §6.3 rule 1: no content after HEAD, 1xx, 204, 304.

@@ -1,3 +1,5 @@
+internal import CEvent
+
 /// Serializes response heads for HTTP/1.1 clients (RFC 9112 §4): always `HTTP/1.1` on the
 /// status line whatever the request's version (RFC 9110 §6.2: a server sends its own
 /// version), the engine's own framing and connection fields in place of any the head
@@ -12,17 +14,18 @@ enum HTTP1ResponseEncoder {
         case close
     }
 
-    /// The head's bytes with `Content-Length: contentLength` if given, else
-    /// `Transfer-Encoding: chunked` if `chunked`, else no framing field.
-    static func head(
+    /// Appends the head to `buffer` (written in place, no intermediate array), with
+    /// `Content-Length: contentLength` if given, else `Transfer-Encoding: chunked` if
+    /// `chunked`, else no framing field.
+    static func appendHead(
         _ head: HTTPResponseHead, contentLength: UInt64?, chunked: Bool,
-        persistence: Persistence, date: [UInt8]
-    ) -> [UInt8] {
+        persistence: Persistence, date: [UInt8], to buffer: OpaquePointer
+    ) {
         // Status line ≤ 32 + reason; each field ≤ its bytes + ": " + CRLF; the framing and
         // connection lines ≤ 64; the empty line.
         let bound =
             32 + reasonBound(head) + head.fields.storage.count + 4 * head.fields.count + date.count + 64 + 2
-        return HTTP1HeadWriter.bytes(capacity: bound) { out in
+        HTTP1HeadWriter.append(to: buffer, capacity: bound) { out in
             statusLine(head, into: &out)
             var hasDate = false
             head.fields.forEachField { name, value in
@@ -75,14 +78,14 @@ enum HTTP1ResponseEncoder {
 
     /// The value of a single, well-formed `Content-Length` field in `fields`, if any.
     static func contentLength(_ fields: HTTP1Fields) -> UInt64? {
-        var value: ArraySlice<UInt8>?
-        var count = 0
-        fields.forEachIndex(named: "Content-Length") { i in
-            count += 1
-            value = fields.valueBytes(i)
+        var found: Int?
+        // `nameEquals` turns most names away on their length alone.
+        for i in fields.indices where fields.nameEquals(i, "content-length") {
+            guard found == nil else { return nil }
+            found = i
         }
-        guard count == 1, let value else { return nil }
-        return try? HTTP1HeadFields.parseContentLength(value)
+        guard let found else { return nil }
+        return try? HTTP1HeadFields.parseContentLength(fields.valueBytes(found))
     }
 
     /// The chunk-size line of a chunk of `count` bytes (RFC 9112 §7.1).
