@@ -54,6 +54,10 @@ struct HTTP1LineScanner: Sendable {
 
     @inline(__always)
     private func append(_ input: UnsafeRawBufferPointer, _ from: Int, _ to: Int, to line: inout [UInt8]) {
-        if to > from { line.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[from..<to])) }
+        guard to > from else { return }
+        // As typed bytes: Array appends those with one copy, a raw buffer element by element.
+        UnsafeRawBufferPointer(rebasing: input[from..<to]).withMemoryRebound(to: UInt8.self) {
+            line.append(contentsOf: $0)
+        }
     }
 }
