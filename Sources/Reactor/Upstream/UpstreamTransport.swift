@@ -53,6 +53,11 @@ final class UpstreamTransport {
     private var writeEvent: OpaquePointer?
     private var readArmed = false
     private var readTimeout: Double?
+    /// The read event was once added with a timeout: libevent keeps that timeout in the
+    /// event (`ev_io_timeout`) through `event_del` and a later `event_add(ev, NULL)`, and a
+    /// persistent event re-adds it on every callback (a timer-heap update per read, and a
+    /// spurious timeout after a quiet spell). Cleared by re-assigning the event.
+    private var readEventHasTimeout = false
     private var connecting = false
     private(set) var isConnected = false
     private(set) var isClosed = false
@@ -117,7 +122,16 @@ final class UpstreamTransport {
         // changelist folds the pair into nothing).
         if readArmed { event_del(ev) }
         readArmed = false
+        if timeout == nil && readEventHasTimeout {
+            guard
+                event_assign(
+                    ev, base, fd, Int16(EV_READ | EV_PERSIST), readThunk, Unmanaged.passUnretained(self).toOpaque())
+                    == 0
+            else { return false }
+            readEventHasTimeout = false
+        }
         guard Self.add(ev, timeout: timeout) else { return false }
+        if timeout != nil { readEventHasTimeout = true }
         readArmed = true
         readTimeout = timeout
         return true
@@ -212,6 +226,7 @@ final class UpstreamTransport {
         isConnected = false
         connecting = false
         readArmed = false
+        readEventHasTimeout = false
         // The SSL object goes before its socket.
         tls = nil
         readWaitsForWritable = false
