@@ -8,7 +8,9 @@ internal import CEvent
 final class ClientTunnelEndpoint: TunnelEndpoint, ServerConnectionHandler {
     private let connection: HTTP1ServerConnection
     /// Unowned: the tunnel clears it before it goes (`Tunnel.close`, `deinit`); no count per event.
-    unowned(unsafe) var events: TunnelEndpointEvents?
+    /// Unchecked exclusivity: read on every event, never accessed re-entrantly (a dynamic
+    /// check here cost ~75 instructions per message).
+    @exclusivity(unchecked) unowned(unsafe) var events: TunnelEndpointEvents?
     private var closing = false
 
     init(connection: HTTP1ServerConnection) {
