@@ -34,6 +34,20 @@ final class ClientTunnelEndpoint: TunnelEndpoint, ServerConnectionHandler {
         connection.flush()
     }
 
+    func relayDirectly(_ on: Bool) -> Bool { connection.relayDirectly(on) }
+
+    func receive(into buffer: UnsafeMutableRawBufferPointer) -> TunnelReceive {
+        let read = connection.receive(into: buffer)
+        if read.bytes > 0 { return .bytes(read.bytes) }
+        switch read.stop {
+        case .end: return .ended
+        case .failed: return .failed
+        case .open, .buffered, .needsWritable: return .wouldBlock
+        }
+    }
+
+    func send(bytes: UnsafeRawBufferPointer) { connection.send(bytes) }
+
     func close() {
         closing = true
         connection.close()

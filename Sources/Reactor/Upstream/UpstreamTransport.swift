@@ -210,6 +210,38 @@ final class UpstreamTransport {
 
     var pendingOutput: Int { evbuffer_get_length(output) }
 
+    /// One plain read straight into `buffer`, past `input` (a tunnel's direct relay; not
+    /// for TLS).
+    func receive(into buffer: UnsafeMutableRawBufferPointer) -> Fill {
+        guard fd >= 0, tls == nil else { return .failed(EBADF) }
+        let got = Glibc.read(fd, buffer.baseAddress, buffer.count)
+        if got > 0 { return .bytes(got) }
+        if got == 0 { return .eof }
+        let error = errno
+        return error == EAGAIN || error == EWOULDBLOCK || error == EINTR ? .wouldBlock : .failed(error)
+    }
+
+    /// Writes `bytes` now when nothing is queued before them (one send, no evbuffer); what
+    /// the socket does not take, or everything when output waits, is queued and goes out
+    /// as `flush` would send it.
+    func send(_ bytes: UnsafeRawBufferPointer, timeout: Double?) -> Flush {
+        var sent = 0
+        if fd >= 0, isConnected, tls == nil, evbuffer_get_length(output) == 0 {
+            let n = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if n == bytes.count { return .done }
+            if n > 0 {
+                sent = n
+            } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+                return .failed(errno)
+            }
+            // The socket is full: queue the rest and wait for writable.
+            _ = evbuffer_add(output, bytes.baseAddress! + sent, bytes.count - sent)
+            return armWrite(timeout: timeout) ? .pending : .failed(ENOMEM)
+        }
+        _ = evbuffer_add(output, bytes.baseAddress, bytes.count)
+        return flush(timeout: timeout)
+    }
+
     /// Frees both events and closes the socket; idempotent, no handler call follows.
     func close() {
         guard !isClosed else { return }
