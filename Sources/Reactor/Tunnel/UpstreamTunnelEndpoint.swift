@@ -22,7 +22,9 @@ final class UpstreamTunnelEndpoint: TunnelEndpoint, UpstreamTransportHandler {
     init(connection: UpstreamConnection) {
         self.connection = connection
         transport = connection.transport
-        connection.transport.handler = self
+        // The owner, not the weak handler: this side owns the connection and closes it.
+        connection.transport.handler = nil
+        connection.transport.owner = self
         connection.transport.disarmRead()
         connection.transport.disarmWrite()
     }
