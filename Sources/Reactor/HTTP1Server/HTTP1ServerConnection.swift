@@ -36,6 +36,12 @@ final class HTTP1ServerConnection {
 
     private let fd: Int32
     private let io: ConnectionIO
+    /// Plain TCP (no TLS): the socket may be read and written directly (`receive`, `send`).
+    private let isPlain: Bool
+    /// A tunnel's direct relay: readiness goes to the handler unread (`receive(into:)`).
+    private var readsDirectly = false
+    /// Why a direct read or write failed.
+    private var directFailure: String?
     private var readEvent: OpaquePointer?
     private var writeEvent: OpaquePointer?
     private var timerEvent: OpaquePointer?
@@ -73,6 +79,7 @@ final class HTTP1ServerConnection {
         self.fd = fd
         self.io = io
         self.info = info
+        isPlain = io is PlainConnectionIO
         input = evbuffer_new()
         output = evbuffer_new()
         thread.bind()
@@ -94,7 +101,7 @@ final class HTTP1ServerConnection {
     // MARK: reading
 
     /// Why the connection failed, if its IO did (for logs and tests, never the wire).
-    var failure: String? { io.failure }
+    var failure: String? { directFailure ?? io.failure }
 
     /// Arms or disarms read interest (no system call when unchanged).
     func setReading(_ want: Bool) {
@@ -120,6 +127,10 @@ final class HTTP1ServerConnection {
             updateReadInterest()
             flush()
             guard !isClosed, reading else { return }
+        }
+        if readsDirectly {
+            handler?.connectionReadable(self)
+            return
         }
         let room = Self.inputLimit - evbuffer_get_length(input)
         guard room > 0 else {
@@ -157,6 +168,57 @@ final class HTTP1ServerConnection {
         case .failed:
             close()
         }
+    }
+
+    // MARK: direct relay (tunnels over plain TCP)
+
+    /// Turns the direct relay on or off; false if this connection cannot (TLS, closing).
+    func relayDirectly(_ on: Bool) -> Bool {
+        guard !on || (isPlain && !isClosed && !lingering && !finishing) else { return false }
+        readsDirectly = on
+        return true
+    }
+
+    /// One read from the socket straight into `buffer`, past `input`.
+    func receive(into buffer: UnsafeMutableRawBufferPointer) -> ConnectionRead {
+        thread.check()
+        guard !isClosed, readsDirectly else { return ConnectionRead(bytes: 0, stop: .open) }
+        let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+        if n > 0 { return ConnectionRead(bytes: n, stop: .open) }
+        if n == 0 {
+            peerClosed = true
+            setReading(false)
+            return ConnectionRead(bytes: 0, stop: .end)
+        }
+        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return ConnectionRead(bytes: 0, stop: .open) }
+        directFailure = "read: \(String(cString: strerror(errno)))"
+        return ConnectionRead(bytes: 0, stop: .failed)
+    }
+
+    /// Writes `bytes` now when nothing is queued before them (one send, no evbuffer); what
+    /// the socket does not take, or everything when output waits, is queued and goes out
+    /// with the output.
+    func send(_ bytes: UnsafeRawBufferPointer) {
+        thread.check()
+        guard !isClosed else { return }
+        guard isPlain, !flushing, evbuffer_get_length(output) == 0 else {
+            _ = evbuffer_add(output, bytes.baseAddress, bytes.count)
+            flush()
+            return
+        }
+        let n = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+        if n > 0 { bytesWritten += UInt64(n) }
+        if n == bytes.count { return }
+        if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+            directFailure = "write: \(String(cString: strerror(errno)))"
+            close()
+            return
+        }
+        // The socket is full: queue the rest and wait for writable.
+        let sent = max(n, 0)
+        _ = evbuffer_add(output, bytes.baseAddress! + sent, bytes.count - sent)
+        outputBlocked = true
+        updateWriteInterest()
     }
 
     // MARK: writing

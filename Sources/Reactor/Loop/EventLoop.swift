@@ -6,6 +6,9 @@ import Foundation
 /// `evthread_use_pthreads()` has run, which `EventLoop.initializeThreading()` does once).
 public final class EventLoop: @unchecked Sendable {
     let base: OpaquePointer
+    /// Scratch memory for tunnels relaying directly (`Tunnel`): read into, then written out
+    /// in the same callback, so one per loop serves all its tunnels.
+    let relayBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
 
     private static let threadingOnce: Void = {
         precondition(evthread_use_pthreads() == 0, "evthread_use_pthreads failed")
@@ -30,6 +33,7 @@ public final class EventLoop: @unchecked Sendable {
     deinit {
         if let dns { evdns_base_free(dns, 0) }
         event_base_free(base)
+        relayBuffer.deallocate()
     }
 
     /// Asynchronous DNS for upstream host names on this loop (resolv.conf), created on first

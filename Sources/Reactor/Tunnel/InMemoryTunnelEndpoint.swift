@@ -63,6 +63,15 @@ public final class InMemoryTunnelEndpoint: TunnelEndpoint {
         write()
     }
 
+    /// Bytes come through `input` only (`deliver`).
+    public func relayDirectly(_ on: Bool) -> Bool { false }
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) -> TunnelReceive { .wouldBlock }
+
+    public func send(bytes: UnsafeRawBufferPointer) {
+        _ = evbuffer_add(output, bytes.baseAddress, bytes.count)
+        write()
+    }
+
     public func close() {
         isClosed = true
         reading = false

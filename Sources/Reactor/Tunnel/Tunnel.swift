@@ -96,6 +96,8 @@ public final class Tunnel: TunnelEndpointEvents {
         loop.assertInLoop()
         client.events = self
         upstream.events = self
+        toUpstream.direct = client.relayDirectly(true)
+        toClient.direct = upstream.relayDirectly(true)
         client.setReading(true)
         upstream.setReading(true)
         // Checked a few times per timeout: traffic costs a flag, not a timer update.
@@ -182,7 +184,25 @@ public final class Tunnel: TunnelEndpointEvents {
     public func endpointReadable(_ endpoint: TunnelEndpoint) {
         loop.assertInLoop()
         guard state != .closed else { return }
-        pump(pipe(from: endpoint))
+        let pipe = pipe(from: endpoint)
+        if pipe.direct { receive(pipe) } else { pump(pipe) }
+    }
+
+    /// Direct relay: one read from the pipe's source into the loop's scratch memory, passed
+    /// on at once (`TunnelPipe.relay`).
+    private func receive(_ pipe: TunnelPipe) {
+        let buffer = loop.relayBuffer
+        switch pipe.source.receive(into: buffer) {
+        case .bytes(let n):
+            if pipe.relay(UnsafeRawBufferPointer(rebasing: buffer[..<n])) > 0 { active = true }
+            if state != .open { closeIfDone() }
+        case .wouldBlock:
+            break
+        case .ended:
+            endpointEnded(pipe.source)
+        case .failed:
+            endpointFailed(pipe.source)
+        }
     }
 
     public func endpointWrote(_ endpoint: TunnelEndpoint) {

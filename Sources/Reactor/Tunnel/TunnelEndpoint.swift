@@ -19,10 +19,32 @@ public protocol TunnelEndpoint: AnyObject {
     func send(from source: OpaquePointer, count: Int)
     /// Queues bytes of the tunnel's own (a Close frame), and writes.
     func send(_ bytes: [UInt8])
+    /// Direct relay, the tunnel's fast path: while on, readiness is reported
+    /// (`endpointReadable`) before anything is read, and the tunnel reads with
+    /// `receive(into:)` into its own scratch memory and passes the bytes on with
+    /// `send(bytes:)` — no evbuffer chain allocated, moved and freed per message. Returns
+    /// whether this side does it (plain sockets do; TLS and in-memory sides do not).
+    func relayDirectly(_ on: Bool) -> Bool
+    /// Direct relay: one read of at most `buffer.count` bytes into `buffer`.
+    func receive(into buffer: UnsafeMutableRawBufferPointer) -> TunnelReceive
+    /// Direct relay: writes `bytes` now if nothing is queued (what the socket does not take
+    /// is queued, as is everything when output is already waiting).
+    func send(bytes: UnsafeRawBufferPointer)
     /// Closes now (what is still queued is dropped). Idempotent; no event follows.
     func close()
     /// Why the connection failed, if it did (for logs).
     var failure: String? { get }
+}
+
+/// What one `TunnelEndpoint.receive(into:)` got.
+public enum TunnelReceive {
+    case bytes(Int)
+    /// Nothing now: the next readiness says when.
+    case wouldBlock
+    /// The peer ended its stream (read interest is off).
+    case ended
+    /// The connection failed (`failure` says why).
+    case failed
 }
 
 /// What a `TunnelEndpoint` tells its tunnel, on the loop thread.

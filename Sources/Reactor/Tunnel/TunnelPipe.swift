@@ -1,10 +1,13 @@
 internal import CEvent
 import Glibc
 
-/// One direction of a tunnel: bytes from `source`'s input to `sink`'s output, moved as
-/// they come (evbuffer to evbuffer, no copy), with the frame boundaries followed when the
-/// tunnel carries WebSocket frames. A Close frame of the gateway's own waits in
-/// `closeFrame` until the stream is at a boundary, then goes out and the direction stops.
+/// One direction of a tunnel: bytes from `source` to `sink` as they come, with the frame
+/// boundaries followed when the tunnel carries WebSocket frames. Over plain sockets
+/// (`direct`) each read lands in the loop's scratch memory and is sent at once (`relay`),
+/// queued in `sink`'s output only what the socket does not take; otherwise, and for bytes
+/// read before the tunnel began, evbuffer to evbuffer, no copy (`move`). A Close frame of
+/// the gateway's own waits in `closeFrame` until the stream is at a boundary (bytes read
+/// meanwhile go through the input), then goes out and the direction stops.
 /// Loop-thread only; owned by its `Tunnel`.
 final class TunnelPipe {
     let source: TunnelEndpoint
@@ -19,6 +22,8 @@ final class TunnelPipe {
     var closeFrame: [UInt8]?
     /// Nothing more goes this way (the Close frame went out, or the tunnel is winding down).
     private(set) var stopped = false
+    /// `source` relays directly: its bytes come through `relay(_:)`, not its input.
+    var direct = false
 
     init(from source: TunnelEndpoint, to sink: TunnelEndpoint, framesFollowed: Bool) {
         self.source = source
@@ -46,6 +51,23 @@ final class TunnelPipe {
         if closeFrame != nil { injectIfAtBoundary() }
         updateBlocked()
         return count
+    }
+
+    /// Direct relay: `bytes` were just read from `source` (into the loop's scratch memory)
+    /// and go to `sink` at once; returns the bytes moved. While a Close frame waits, or
+    /// bytes are still in `source`'s input, they join that input and `move()` takes over,
+    /// so the order and the boundaries are kept the same as through the input.
+    func relay(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if stopped { return 0 }
+        if closeFrame != nil || evbuffer_get_length(source.input) > 0 {
+            _ = evbuffer_add(source.input, bytes.baseAddress, bytes.count)
+            return move()
+        }
+        if frames != nil { _ = frames!.scan(bytes) }
+        sink.send(bytes: bytes)
+        self.bytes += UInt64(bytes.count)
+        updateBlocked()
+        return bytes.count
     }
 
     /// Puts the waiting Close frame in if the stream is between frames, and stops.

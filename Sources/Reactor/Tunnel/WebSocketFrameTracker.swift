@@ -48,6 +48,11 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
             case .broken:
                 return n
             case .start:
+                if let end = wholeHeader(bytes, at: i) {
+                    i = end
+                    if payloadStarts() && stopAtFrameEnd { return i }
+                    continue
+                }
                 opcode = bytes[i] & 0x0F
                 i += 1
                 phase = .length
@@ -96,6 +101,28 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
             }
         }
         return n
+    }
+
+    /// A header that is all in `bytes` from `start` (the usual case) is read at once: the
+    /// opcode, mask bit and length are taken and the offset after the header is returned.
+    /// nil: it is split across reads, or its 64-bit length is invalid — the byte-by-byte
+    /// states take it.
+    private mutating func wholeHeader(_ bytes: UnsafeRawBufferPointer, at start: Int) -> Int? {
+        guard bytes.count - start >= 2 else { return nil }
+        let second = bytes[start + 1]
+        let short = second & 0x7F
+        let extended = short == 126 ? 2 : short == 127 ? 8 : 0
+        let size = 2 + extended + (second & 0x80 != 0 ? 4 : 0)
+        guard bytes.count - start >= size, extended < 8 || bytes[start + 2] & 0x80 == 0 else { return nil }
+        var length = UInt64(short)
+        if extended > 0 {
+            length = 0
+            for k in 0..<extended { length = length << 8 | UInt64(bytes[start + 2 + k]) }
+        }
+        opcode = bytes[start] & 0x0F
+        masked = second & 0x80 != 0
+        remaining = length
+        return start + size
     }
 
     /// The length is known: the masking key follows, or the payload. True if the frame

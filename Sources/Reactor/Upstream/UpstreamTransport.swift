@@ -43,6 +43,11 @@ final class UpstreamTransport {
     private static let maxWriteVectors = 32
 
     weak var handler: UpstreamTransportHandler?
+    /// A handler that owns this transport and closes it before it goes (a tunnel's upstream
+    /// side): it gets the events instead of `handler`, held without a weak reference, which
+    /// would cost a weak load per event and move every count of the owner to the runtime's
+    /// slow path. `close()` clears it.
+    @exclusivity(unchecked) unowned(unsafe) var owner: UpstreamTransportHandler?
     /// Bytes read and not yet consumed.
     let input: OpaquePointer
     /// Bytes queued for the socket.
@@ -53,6 +58,11 @@ final class UpstreamTransport {
     private var writeEvent: OpaquePointer?
     private var readArmed = false
     private var readTimeout: Double?
+    /// The read event was once added with a timeout: libevent keeps that timeout in the
+    /// event (`ev_io_timeout`) through `event_del` and a later `event_add(ev, NULL)`, and a
+    /// persistent event re-adds it on every callback (a timer-heap update per read, and a
+    /// spurious timeout after a quiet spell). Cleared by re-assigning the event.
+    private var readEventHasTimeout = false
     private var connecting = false
     private(set) var isConnected = false
     private(set) var isClosed = false
@@ -117,11 +127,24 @@ final class UpstreamTransport {
             // Only the deadline changes (a request on an idle pooled connection, or the
             // connection going back idle): the fd's epoll interest stays as it is. A
             // del + add pair would reach the kernel as an epoll_ctl MOD each time.
+            // event_remove_timer also clears the event's kept io timeout.
             guard Self.retime(ev, timeout: timeout) else { return false }
+            readEventHasTimeout = timeout != nil
             readTimeout = timeout
             return true
         }
+        if timeout == nil && readEventHasTimeout {
+            // Not pending, but still holding a timeout from an earlier add: only
+            // re-assigning the event forgets it.
+            guard
+                event_assign(
+                    ev, base, fd, Int16(EV_READ | EV_PERSIST), readThunk, Unmanaged.passUnretained(self).toOpaque())
+                    == 0
+            else { return false }
+            readEventHasTimeout = false
+        }
         guard Self.add(ev, timeout: timeout) else { return false }
+        if timeout != nil { readEventHasTimeout = true }
         readArmed = true
         readTimeout = timeout
         return true
@@ -207,11 +230,44 @@ final class UpstreamTransport {
 
     var pendingOutput: Int { evbuffer_get_length(output) }
 
+    /// One plain read straight into `buffer`, past `input` (a tunnel's direct relay; not
+    /// for TLS).
+    func receive(into buffer: UnsafeMutableRawBufferPointer) -> Fill {
+        guard fd >= 0, tls == nil else { return .failed(EBADF) }
+        let got = Glibc.read(fd, buffer.baseAddress, buffer.count)
+        if got > 0 { return .bytes(got) }
+        if got == 0 { return .eof }
+        let error = errno
+        return error == EAGAIN || error == EWOULDBLOCK || error == EINTR ? .wouldBlock : .failed(error)
+    }
+
+    /// Writes `bytes` now when nothing is queued before them (one send, no evbuffer); what
+    /// the socket does not take, or everything when output waits, is queued and goes out
+    /// as `flush` would send it.
+    func send(_ bytes: UnsafeRawBufferPointer, timeout: Double?) -> Flush {
+        var sent = 0
+        if fd >= 0, isConnected, tls == nil, evbuffer_get_length(output) == 0 {
+            let n = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if n == bytes.count { return .done }
+            if n > 0 {
+                sent = n
+            } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+                return .failed(errno)
+            }
+            // The socket is full: queue the rest and wait for writable.
+            _ = evbuffer_add(output, bytes.baseAddress! + sent, bytes.count - sent)
+            return armWrite(timeout: timeout) ? .pending : .failed(ENOMEM)
+        }
+        _ = evbuffer_add(output, bytes.baseAddress, bytes.count)
+        return flush(timeout: timeout)
+    }
+
     /// Frees both events and closes the socket; idempotent, no handler call follows.
     func close() {
         guard !isClosed else { return }
         isClosed = true
         handler = nil
+        owner = nil
         // A close_notify (RFC 8446 §6.1) if the session is sound; never waited for.
         tls?.endOutput()
         dropSocket()
@@ -223,6 +279,7 @@ final class UpstreamTransport {
         isConnected = false
         connecting = false
         readArmed = false
+        readEventHasTimeout = false
         // The SSL object goes before its socket.
         tls = nil
         readWaitsForWritable = false
@@ -241,14 +298,17 @@ final class UpstreamTransport {
         fd = -1
     }
 
+    /// Who gets the events: the owner, else the handler. A strong reference for the call.
+    private var receiver: UpstreamTransportHandler? { owner ?? handler }
+
     fileprivate func readReady(_ what: Int16) {
         let timedOut = what & Int16(EV_TIMEOUT) != 0 && what & Int16(EV_READ) == 0
         withExtendedLifetime(self) {
             if writeWaitsForReadable && !timedOut {
                 writeWaitsForReadable = false
-                handler?.transportWritable(self, timedOut: false)
+                receiver?.transportWritable(self, timedOut: false)
             }
-            handler?.transportReadable(self, timedOut: timedOut)
+            receiver?.transportReadable(self, timedOut: timedOut)
         }
     }
 
@@ -260,13 +320,13 @@ final class UpstreamTransport {
                 var length = socklen_t(MemoryLayout<Int32>.size)
                 if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
                 isConnected = error == 0
-                handler?.transportConnected(self, error: error)
+                receiver?.transportConnected(self, error: error)
             } else if readWaitsForWritable && what & Int16(EV_WRITE) != 0 {
                 readWaitsForWritable = false
-                handler?.transportReadable(self, timedOut: false)
-                if evbuffer_get_length(output) > 0 { handler?.transportWritable(self, timedOut: false) }
+                receiver?.transportReadable(self, timedOut: false)
+                if evbuffer_get_length(output) > 0 { receiver?.transportWritable(self, timedOut: false) }
             } else {
-                handler?.transportWritable(self, timedOut: what & Int16(EV_WRITE) == 0)
+                receiver?.transportWritable(self, timedOut: what & Int16(EV_WRITE) == 0)
             }
         }
     }
