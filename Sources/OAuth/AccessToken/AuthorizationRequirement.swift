@@ -87,6 +87,20 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         }
     }
 
+    /// Those of `wanted` the token does not grant — `grantedScopes` without building a set
+    /// (this runs on every request of a route that requires scopes; a token names a few).
+    static func missingScopes(_ wanted: [String], _ claims: JSONObject, from claim: ScopeClaim) -> [String] {
+        switch (claim, claims[claim.rawValue]) {
+        case (_, .string(let s)?):
+            // Split and compared as `grantedScopes` does (Characters, String equality).
+            let granted = s.split(separator: " ")
+            return wanted.filter { w in !granted.contains { $0 == w } }
+        case (.scp, .array(let a)?):
+            return wanted.filter { w in !a.contains { $0.string == w } }
+        default: return wanted
+        }
+    }
+
     /// `issuer` / `client`: the configured issuer and login client that vouched for the caller
     /// (a token has no client).
     public func check(
@@ -99,8 +113,7 @@ public struct AuthorizationRequirement: Sendable, Equatable {
             return .vouchedBy(client.map { "client \($0)" } ?? "no login client")
         }
         if !scopes.isEmpty {
-            let granted = Self.grantedScopes(claims, from: scopeClaim)
-            let missing = scopes.filter { !granted.contains($0) }
+            let missing = Self.missingScopes(scopes, claims, from: scopeClaim)
             if !missing.isEmpty { return .missingScopes(missing) }
         }
         for (path, rule) in self.claims {
