@@ -7,22 +7,28 @@ import Testing
 /// exactly the scopes `grantedScopes` lacks, however the claim is written.
 @Suite("Scope check without a set")
 struct MissingScopesTests {
-    static let wanted = ["a", "b", "café", "", " ", "a b", "x"]
+    /// ASCII-only (the byte path) and not (the Character path).
+    static let wantedLists = [
+        ["a", "b", "", " ", "a b", "x", "K", "a\r\n", "a\tb"], ["a", "b", "café", "K", "\u{212A}", "a\r\n"]
+    ]
 
     @Test func agreesWithGrantedScopesOnEveryShapeOfClaim() throws {
         let claims = [
             #"{"scope":"a b"}"#, #"{"scope":"  a   b  "}"#, #"{"scope":""}"#, #"{"scope":"a \u0301b"}"#,
             #"{"scope":"cafe\u0301"}"#, #"{"scope":"café x"}"#, #"{"scope":["a","b"]}"#, #"{"scope":7}"#,
+            #"{"scope":"K a"}"#, #"{"scope":"\u212A a"}"#, #"{"scope":"a\r\n b"}"#, #"{"scope":"a\tb"}"#,
             #"{"scp":["a","b",3,null]}"#, #"{"scp":"a b"}"#, #"{"scp":[]}"#, "{}"
         ]
         for text in claims {
             let object = try JSONParser.parse(text).object!
             for claim in [ScopeClaim.scope, .scp] {
-                let granted = AuthorizationRequirement.grantedScopes(object, from: claim)
-                let want = Self.wanted.filter { !granted.contains($0) }
-                #expect(
-                    AuthorizationRequirement.missingScopes(Self.wanted, object, from: claim) == want,
-                    "\(text) \(claim)")
+                for wanted in Self.wantedLists {
+                    let granted = AuthorizationRequirement.grantedScopes(object, from: claim)
+                    let want = wanted.filter { !granted.contains($0) }
+                    #expect(
+                        AuthorizationRequirement.missingScopes(wanted, object, from: claim) == want,
+                        "\(text) \(claim) \(wanted)")
+                }
             }
         }
     }

@@ -92,7 +92,13 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     static func missingScopes(_ wanted: [String], _ claims: JSONObject, from claim: ScopeClaim) -> [String] {
         switch (claim, claims[claim.rawValue]) {
         case (_, .string(let s)?):
-            // Split and compared as `grantedScopes` does (Characters, String equality).
+            // All ASCII (scope-token is %x21 / %x23-5B / %x5D-7E, RFC 6749 §3.3): bytes are
+            // Characters and equal only as bytes. Otherwise split and compared as
+            // `grantedScopes` does (Characters, canonical equivalence: "\u{212A}" == "K").
+            if s.utf8.allSatisfy({ $0 < 0x80 }) && wanted.allSatisfy({ $0.utf8.allSatisfy { $0 < 0x80 } }) {
+                let granted = s.utf8.split(separator: UInt8(ascii: " "))
+                return wanted.filter { w in !granted.contains { $0.elementsEqual(w.utf8) } }
+            }
             let granted = s.split(separator: " ")
             return wanted.filter { w in !granted.contains { $0 == w } }
         case (.scp, .array(let a)?):
