@@ -27,7 +27,14 @@ public struct CompactJWS: Sendable {
         guard token.utf8.count <= maxSize else {
             throw JOSEError(.tooLarge, "the token is larger than \(maxSize) bytes")
         }
-        let parsed: (JWSHeader?, JSONObject?, [UInt8], [UInt8], [UInt8]) = try token.withUTF8 { buf in
+        // Filled in by the closure (locals, not a returned tuple: each copy of a tuple of
+        // arrays is retains and releases).
+        var known: JWSHeader?
+        var headerObject: JSONObject?
+        var payloadBytes: [UInt8] = []
+        var signatureBytes: [UInt8] = []
+        var input: [UInt8] = []
+        try token.withUTF8 { buf in
             // memchr: the token is scanned on every request, and most of it is signature.
             func dot(after start: Int) -> Int? {
                 guard start < buf.count, let base = buf.baseAddress,
@@ -43,7 +50,7 @@ public struct CompactJWS: Sendable {
             let p = UnsafeBufferPointer(rebasing: buf[(dots.0 + 1)..<dots.1])
             let s = UnsafeBufferPointer(rebasing: buf[(dots.1 + 1)...])
             guard !h.isEmpty else { throw JOSEError(.malformed, "empty header") }
-            let known = knownHeader?(UnsafeRawBufferPointer(h))
+            known = knownHeader?(UnsafeRawBufferPointer(h))
             var hb: [UInt8] = []
             if known == nil {
                 guard let decoded = Base64URL.decode(bytes: h) else {
@@ -57,20 +64,22 @@ public struct CompactJWS: Sendable {
             guard let sb = Base64URL.decode(bytes: s) else {
                 throw JOSEError(.malformed, "the signature is not canonical base64url")
             }
-            let headerObject = known == nil ? try JSONParser.parseObject(hb, what: "the JWS header") : nil
-            return (known, headerObject, pb, sb, Array(buf[0..<dots.1]))
+            if known == nil { headerObject = try JSONParser.parseObject(hb, what: "the JWS header") }
+            payloadBytes = pb
+            signatureBytes = sb
+            input = Array(buf[0..<dots.1])
         }
-        if let known = parsed.0 {
+        if let known {
             header = known
         } else {
-            header = try JWSHeader(object: parsed.1 ?? JSONObject())
+            header = try JWSHeader(object: headerObject ?? JSONObject())
         }
         // Checked after the header, so an unsecured JWS (RFC 7515 §A.5: alg "none", empty
         // signature) is reported as the algorithm it asks for, not as a formatting slip.
-        guard !parsed.3.isEmpty else { throw JOSEError(.malformed, "empty signature") }
-        payload = parsed.2
-        signature = parsed.3
-        signingInput = parsed.4
+        guard !signatureBytes.isEmpty else { throw JOSEError(.malformed, "empty signature") }
+        payload = payloadBytes
+        signature = signatureBytes
+        signingInput = input
     }
 
     /// The protected header as sent (its base64url text): two proofs with the same bytes here
