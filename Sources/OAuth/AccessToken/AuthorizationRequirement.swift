@@ -95,15 +95,43 @@ public struct AuthorizationRequirement: Sendable, Equatable {
             // All ASCII (scope-token is %x21 / %x23-5B / %x5D-7E, RFC 6749 §3.3): bytes are
             // Characters and equal only as bytes. Otherwise split and compared as
             // `grantedScopes` does (Characters, canonical equivalence: "\u{212A}" == "K").
-            if s.utf8.allSatisfy({ $0 < 0x80 }) && wanted.allSatisfy({ $0.utf8.allSatisfy { $0 < 0x80 } }) {
-                let granted = s.utf8.split(separator: UInt8(ascii: " "))
-                return wanted.filter { w in !granted.contains { $0.elementsEqual(w.utf8) } }
-            }
+            if let missing = missingASCIIScopes(wanted, s) { return missing }
             let granted = s.split(separator: " ")
             return wanted.filter { w in !granted.contains { $0 == w } }
         case (.scp, .array(let a)?):
             return wanted.filter { w in !a.contains { $0.string == w } }
         default: return wanted
+        }
+    }
+
+    /// `missingScopes` over the bytes, or nil unless the claim and every wanted scope are ASCII.
+    static func missingASCIIScopes(_ wanted: [String], _ claim: String) -> [String]? {
+        var claim = claim
+        return claim.withUTF8 { granted -> [String]? in
+            guard granted.allSatisfy({ $0 < 0x80 }) else { return nil }
+            var missing: [String] = []
+            for w in wanted {
+                var w = w
+                let found: Bool? = w.withUTF8 { want in
+                    guard want.allSatisfy({ $0 < 0x80 }) else { return nil }
+                    // The claim's space-separated, non-empty pieces, each compared whole.
+                    var start = 0
+                    while start < granted.count {
+                        var end = start
+                        while end < granted.count && granted[end] != UInt8(ascii: " ") { end += 1 }
+                        if end - start == want.count && end > start
+                            && UnsafeBufferPointer(rebasing: granted[start..<end]).elementsEqual(want)
+                        {
+                            return true
+                        }
+                        start = end + 1
+                    }
+                    return false
+                }
+                guard let found else { return nil }
+                if !found { missing.append(w) }
+            }
+            return missing
         }
     }
 
