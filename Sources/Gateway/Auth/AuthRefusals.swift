@@ -5,12 +5,19 @@ import OAuth
 /// `dpop` → `DPoP` with the accepted `algs` (RFC 9449 §7.1), `token` → both. The error goes
 /// on the scheme the client used; the others stay bare, so a client learns what else would
 /// work. Routes that require DPoP nonces send a fresh one with every 401 (§9: the client
-/// then needs no extra round trip).
-struct AuthRefusals {
+/// then needs no extra round trip). A class: the request's callbacks share it instead of
+/// each copying the route's token settings.
+final class AuthRefusals {
     let tokens: TokenRouteConfig
     let nonces: DPoPNonces?
     /// "Now" for the nonces a 401 carries.
     let wallClock: any WallClock
+
+    init(tokens: TokenRouteConfig, nonces: DPoPNonces?, wallClock: any WallClock) {
+        self.tokens = tokens
+        self.nonces = nonces
+        self.wallClock = wallClock
+    }
 
     private var schemes: [String] {
         switch tokens.schemes {

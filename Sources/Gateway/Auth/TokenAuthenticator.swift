@@ -92,7 +92,7 @@ final class TokenAuthenticator {
                 return
             }
             validator.validate(token, route: route) { verdict in
-                done(Self.decideBearer(verdict, tokens: tokens, answer: answer))
+                done(Self.decideBearer(verdict, answer: answer))
             }
         case .dpop(let token):
             guard tokens.schemes.acceptsDPoP else {
@@ -107,9 +107,7 @@ final class TokenAuthenticator {
         }
     }
 
-    private static func decideBearer(
-        _ verdict: AccessTokenValidator.Verdict, tokens: TokenRouteConfig, answer: AuthRefusals
-    ) -> AuthDecision {
+    private static func decideBearer(_ verdict: AccessTokenValidator.Verdict, answer: AuthRefusals) -> AuthDecision {
         switch verdict {
         case .unavailable(let reason, let detail): return .unavailable(reason, detail: detail)
         case .invalid(let description, let detail):

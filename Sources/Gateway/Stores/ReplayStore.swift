@@ -30,7 +30,12 @@ struct ReplayID: Hashable, Sendable {
 
     /// A DPoP proof's `jti` under its key's thumbprint (RFC 9449 §11.1).
     init(jkt: String, jti: String) {
-        self.init(digestOf: Array(jkt.utf8) + [0] + Array(jti.utf8))
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(jkt.utf8.count + 1 + jti.utf8.count)
+        bytes.append(contentsOf: jkt.utf8)
+        bytes.append(0)
+        bytes.append(contentsOf: jti.utf8)
+        self.init(digestOf: bytes)
     }
 
     /// A back-channel logout token's `jti` under its issuer (OIDC Back-Channel Logout 1.0 §2.6

@@ -13,11 +13,28 @@ public struct CompactJWS: Sendable {
     let signingInput: [UInt8]
 
     public init(_ token: String, maxSize: Int = CompactJWS.defaultMaxSize) throws {
+        try self.init(token, maxSize: maxSize, knownHeader: nil)
+    }
+
+    /// As `init(_:maxSize:)`, except that a protected header whose exact base64url bytes
+    /// `knownHeader` recognizes is taken as given instead of decoded, parsed and checked
+    /// again: the caller vouches that it got that header from this parser for those bytes.
+    public init(
+        _ token: String, maxSize: Int = CompactJWS.defaultMaxSize,
+        knownHeader: ((UnsafeRawBufferPointer) -> JWSHeader?)?
+    ) throws {
         var token = token
         guard token.utf8.count <= maxSize else {
             throw JOSEError(.tooLarge, "the token is larger than \(maxSize) bytes")
         }
-        let parsed: (JSONObject, [UInt8], [UInt8], [UInt8]) = try token.withUTF8 { buf in
+        // Filled in by the closure (locals, not a returned tuple: each copy of a tuple of
+        // arrays is retains and releases).
+        var known: JWSHeader?
+        var headerObject: JSONObject?
+        var payloadBytes: [UInt8] = []
+        var signatureBytes: [UInt8] = []
+        var input: [UInt8] = []
+        try token.withUTF8 { buf in
             // memchr: the token is scanned on every request, and most of it is signature.
             func dot(after start: Int) -> Int? {
                 guard start < buf.count, let base = buf.baseAddress,
@@ -33,8 +50,13 @@ public struct CompactJWS: Sendable {
             let p = UnsafeBufferPointer(rebasing: buf[(dots.0 + 1)..<dots.1])
             let s = UnsafeBufferPointer(rebasing: buf[(dots.1 + 1)...])
             guard !h.isEmpty else { throw JOSEError(.malformed, "empty header") }
-            guard let hb = Base64URL.decode(bytes: h) else {
-                throw JOSEError(.malformed, "the header is not canonical base64url")
+            known = knownHeader?(UnsafeRawBufferPointer(h))
+            var hb: [UInt8] = []
+            if known == nil {
+                guard let decoded = Base64URL.decode(bytes: h) else {
+                    throw JOSEError(.malformed, "the header is not canonical base64url")
+                }
+                hb = decoded
             }
             guard let pb = Base64URL.decode(bytes: p) else {
                 throw JOSEError(.malformed, "the payload is not canonical base64url")
@@ -42,16 +64,22 @@ public struct CompactJWS: Sendable {
             guard let sb = Base64URL.decode(bytes: s) else {
                 throw JOSEError(.malformed, "the signature is not canonical base64url")
             }
-            let header = try JSONParser.parseObject(hb, what: "the JWS header")
-            return (header, pb, sb, Array(buf[0..<dots.1]))
+            if known == nil { headerObject = try JSONParser.parseObject(hb, what: "the JWS header") }
+            payloadBytes = pb
+            signatureBytes = sb
+            input = Array(buf[0..<dots.1])
         }
-        header = try JWSHeader(object: parsed.0)
+        if let known {
+            header = known
+        } else {
+            header = try JWSHeader(object: headerObject ?? JSONObject())
+        }
         // Checked after the header, so an unsecured JWS (RFC 7515 §A.5: alg "none", empty
         // signature) is reported as the algorithm it asks for, not as a formatting slip.
-        guard !parsed.2.isEmpty else { throw JOSEError(.malformed, "empty signature") }
-        payload = parsed.1
-        signature = parsed.2
-        signingInput = parsed.3
+        guard !signatureBytes.isEmpty else { throw JOSEError(.malformed, "empty signature") }
+        payload = payloadBytes
+        signature = signatureBytes
+        signingInput = input
     }
 
     /// The protected header as sent (its base64url text): two proofs with the same bytes here

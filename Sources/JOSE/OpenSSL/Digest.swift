@@ -1,6 +1,8 @@
 internal import COpenSSL
+internal import CShim
 
-/// SHA-2 digests (one-shot EVP_Digest).
+/// SHA-2 digests: SHA-256 through OpenSSL's SHA-256 functions on a stack context (it runs on
+/// every DPoP request, twice), the others through one-shot EVP_Digest.
 public enum Digest: Sendable {
     case sha256, sha384, sha512
 
@@ -21,13 +23,30 @@ public enum Digest: Sendable {
     }
 
     public func hash<C: Collection>(_ data: C) -> [UInt8] where C.Element == UInt8 {
-        var out = [UInt8](repeating: 0, count: size)
-        var len: UInt32 = 0
-        let ok = Array(data).withUnsafeBufferPointer { buf in
-            EVP_Digest(buf.baseAddress, buf.count, &out, &len, md, nil)
+        if let out = data.withContiguousStorageIfAvailable({ hash(bytes: UnsafeRawBufferPointer($0)) }) {
+            return out
         }
-        precondition(ok == 1, "EVP_Digest failed")
-        return out
+        return Array(data).withUnsafeBytes { hash(bytes: $0) }
+    }
+
+    /// The digest of `bytes` (no copy of them).
+    public func hash(bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: size) { out, initialized in
+            if self == .sha256 {
+                tg_sha256(bytes.baseAddress, bytes.count, out.baseAddress)
+            } else {
+                var len: UInt32 = 0
+                let ok = EVP_Digest(bytes.baseAddress, bytes.count, out.baseAddress, &len, md, nil)
+                precondition(ok == 1 && Int(len) == size, "EVP_Digest failed")
+            }
+            initialized = size
+        }
+    }
+
+    /// The digest of a string's UTF-8 bytes.
+    public func hash(utf8 text: String) -> [UInt8] {
+        var text = text
+        return text.withUTF8 { hash(bytes: UnsafeRawBufferPointer($0)) }
     }
 }
 

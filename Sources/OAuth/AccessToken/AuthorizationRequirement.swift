@@ -87,6 +87,54 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         }
     }
 
+    /// Those of `wanted` the token does not grant — `grantedScopes` without building a set
+    /// (this runs on every request of a route that requires scopes; a token names a few).
+    static func missingScopes(_ wanted: [String], _ claims: JSONObject, from claim: ScopeClaim) -> [String] {
+        switch (claim, claims[claim.rawValue]) {
+        case (_, .string(let s)?):
+            // All ASCII (scope-token is %x21 / %x23-5B / %x5D-7E, RFC 6749 §3.3): bytes are
+            // Characters and equal only as bytes. Otherwise split and compared as
+            // `grantedScopes` does (Characters, canonical equivalence: "\u{212A}" == "K").
+            if let missing = missingASCIIScopes(wanted, s) { return missing }
+            let granted = s.split(separator: " ")
+            return wanted.filter { w in !granted.contains { $0 == w } }
+        case (.scp, .array(let a)?):
+            return wanted.filter { w in !a.contains { $0.string == w } }
+        default: return wanted
+        }
+    }
+
+    /// `missingScopes` over the bytes, or nil unless the claim and every wanted scope are ASCII.
+    static func missingASCIIScopes(_ wanted: [String], _ claim: String) -> [String]? {
+        var claim = claim
+        return claim.withUTF8 { granted -> [String]? in
+            guard granted.allSatisfy({ $0 < 0x80 }) else { return nil }
+            var missing: [String] = []
+            for w in wanted {
+                var w = w
+                let found: Bool? = w.withUTF8 { want in
+                    guard want.allSatisfy({ $0 < 0x80 }) else { return nil }
+                    // The claim's space-separated, non-empty pieces, each compared whole.
+                    var start = 0
+                    while start < granted.count {
+                        var end = start
+                        while end < granted.count && granted[end] != UInt8(ascii: " ") { end += 1 }
+                        if end - start == want.count && end > start
+                            && UnsafeBufferPointer(rebasing: granted[start..<end]).elementsEqual(want)
+                        {
+                            return true
+                        }
+                        start = end + 1
+                    }
+                    return false
+                }
+                guard let found else { return nil }
+                if !found { missing.append(w) }
+            }
+            return missing
+        }
+    }
+
     /// `issuer` / `client`: the configured issuer and login client that vouched for the caller
     /// (a token has no client).
     public func check(
@@ -99,8 +147,7 @@ public struct AuthorizationRequirement: Sendable, Equatable {
             return .vouchedBy(client.map { "client \($0)" } ?? "no login client")
         }
         if !scopes.isEmpty {
-            let granted = Self.grantedScopes(claims, from: scopeClaim)
-            let missing = scopes.filter { !granted.contains($0) }
+            let missing = Self.missingScopes(scopes, claims, from: scopeClaim)
             if !missing.isEmpty { return .missingScopes(missing) }
         }
         for (path, rule) in self.claims {

@@ -7,12 +7,16 @@ public struct ValidatedTokenCache<Value> {
     public let maxBytes: Int
     public let ttl: Int64
     public private(set) var bytes = 0
-    private var entries: [String: (value: Value, expires: Int64)] = [:]
+    // Inlinable lookups: specialized for the caller's `Value` in its module, instead of a
+    // generic dictionary lookup through metadata on every request.
+    @usableFromInline var entries: [String: (value: Value, expires: Int64)] = [:]
     /// Insertion order; `order[head...]` are live.
     private var order: [String] = []
     private var head = 0
-    public private(set) var hits = 0
-    public private(set) var misses = 0
+    @usableFromInline var hitCount = 0
+    @usableFromInline var missCount = 0
+    public var hits: Int { hitCount }
+    public var misses: Int { missCount }
 
     public init(capacity: Int = 10_000, maxBytes: Int = 8 << 20, ttl: Int64 = 300) {
         self.capacity = max(1, capacity)
@@ -22,12 +26,13 @@ public struct ValidatedTokenCache<Value> {
 
     public var count: Int { entries.count }
 
+    @inlinable
     public mutating func get(_ token: String, now: Int64) -> Value? {
         if let e = entries[token], e.expires > now {
-            hits += 1
+            hitCount += 1
             return e.value
         }
-        misses += 1
+        missCount += 1
         return nil
     }
 

@@ -1,15 +1,39 @@
 public import JOSE
 
 /// Proof keys already imported, by the exact bytes of the proof's protected header: a client
-/// signs every proof with the same key (and header), so the key import — EVP_PKEY_fromdata and
-/// the on-curve check — and the RFC 7638 thumbprint happen once per key instead of once per
-/// request. Only what the header bytes determine is reused; every proof's signature, claims
-/// and replay are still checked. Bounded, oldest out first. One per event loop (not
-/// thread-safe).
+/// signs every proof with the same key (and header), so the header's decoding and checks, the
+/// key import — EVP_PKEY_fromdata and the on-curve check — and the RFC 7638 thumbprint happen
+/// once per key instead of once per request. Only what the header bytes determine is reused;
+/// every proof's signature, claims and replay are still checked. Bounded, oldest out first.
+/// One per event loop (not thread-safe).
 public final class DPoPKeyCache {
+    /// What one header's bytes decided: the parsed header (RFC 9449 §4.3 check 7 passed on
+    /// its `jwk`), the key imported from it, and that key's thumbprint.
+    struct Entry {
+        let header: JWSHeader
+        let key: JWK
+        let jkt: String
+    }
+
+    /// The encoded header bytes, hashed in one pass over the buffer (an `ArraySlice<UInt8>`
+    /// key hashed byte by byte: about 10,000 instructions for a P-256 header). Every byte
+    /// counts in both the hash and the equality: the bytes are the client's choice.
+    struct HeaderBytes: Hashable {
+        let bytes: [UInt8]
+
+        func hash(into hasher: inout Hasher) {
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+
+        static func == (a: HeaderBytes, b: HeaderBytes) -> Bool { a.bytes == b.bytes }
+    }
+
+    /// Headers longer than this are not kept (a P-256 or 4096-bit RSA key's header is shorter).
+    static let maxHeaderSize = 2048
+
     public let capacity: Int
-    private var entries: [ArraySlice<UInt8>: (key: JWK, jkt: String)] = [:]
-    private var order: [ArraySlice<UInt8>] = []
+    private var entries: [HeaderBytes: Entry] = [:]
+    private var order: [HeaderBytes] = []
     private var head = 0
     public private(set) var hits = 0
 
@@ -17,16 +41,20 @@ public final class DPoPKeyCache {
         self.capacity = max(1, capacity)
     }
 
-    func get(_ header: ArraySlice<UInt8>) -> (key: JWK, jkt: String)? {
-        guard let e = entries[header] else { return nil }
+    public var count: Int { entries.count }
+
+    func get(_ header: UnsafeRawBufferPointer) -> Entry? {
+        guard header.count <= Self.maxHeaderSize, let e = entries[HeaderBytes(bytes: Array(header))] else {
+            return nil
+        }
         hits += 1
         return e
     }
 
-    func put(_ header: ArraySlice<UInt8>, key: JWK, jkt: String) {
-        // A copy of the bytes: the slice would otherwise keep the whole proof alive.
-        let stored = ArraySlice(Array(header))
-        guard entries[stored] == nil, stored.count <= 2048 else { return }
+    func put(_ header: ArraySlice<UInt8>, _ entry: Entry) {
+        guard header.count <= Self.maxHeaderSize else { return }
+        let stored = HeaderBytes(bytes: Array(header))
+        guard entries[stored] == nil else { return }
         if entries.count >= capacity {
             entries[order[head]] = nil
             head += 1
@@ -35,7 +63,7 @@ public final class DPoPKeyCache {
                 head = 0
             }
         }
-        entries[stored] = (key, jkt)
+        entries[stored] = entry
         order.append(stored)
     }
 }

@@ -46,12 +46,22 @@ public struct DPoPProofVerifier: Sendable {
             DPoPProofError(.invalidProof, reason, cause: cause)
         }
         let jws: CompactJWS
-        let key: JWK
-        let jkt: String
         let claims: JSONObject
+        // A header seen before (same bytes) comes back parsed, with its key imported and
+        // check 7 passed: all three are functions of those bytes alone.
+        var cached: DPoPKeyCache.Entry?
         do {
             // Check 2: a well-formed compact JWS.
-            jws = try CompactJWS(proof, maxSize: maxSize)
+            if let keyCache {
+                jws = try CompactJWS(
+                    proof, maxSize: maxSize,
+                    knownHeader: { bytes in
+                        cached = keyCache.get(bytes)
+                        return cached?.header
+                    })
+            } else {
+                jws = try CompactJWS(proof, maxSize: maxSize)
+            }
             claims = try jws.claims()
         } catch let e as JOSEError {
             throw invalid("the DPoP proof is not a well-formed JWT", e)
@@ -64,20 +74,9 @@ public struct DPoPProofVerifier: Sendable {
         guard !jws.header.alg.isSymmetric, algorithms.contains(jws.header.alg) else {
             throw invalid("the DPoP proof's algorithm is not accepted")
         }
-        // Check 7: the jwk header is a public key (no private or symmetric members).
-        guard let jwkObject = jws.header.object["jwk"]?.object else {
-            throw invalid("the DPoP proof has no jwk header")
-        }
-        for member in ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] where jwkObject[member] != nil {
-            throw invalid("the DPoP proof's jwk contains a private key")
-        }
-        // A client picks its own proof key, so its size is the attacker's choice: RSA keys of
-        // 16384 bits with a 64-bit exponent would make every refused request cost
-        // milliseconds. Proof keys: RSA at most 4096 bits, e = 65537 (RFC 8017's common choice).
-        if jwkObject["kty"]?.string == "RSA" {
-            guard jwkObject["e"]?.string == "AQAB", let n = jwkObject["n"]?.string, n.utf8.count <= 683 else {
-                throw invalid("the DPoP proof's RSA key must be at most 4096 bits with exponent 65537")
-            }
+        var jwkObject = JSONObject()
+        if cached == nil {
+            jwkObject = try Self.checkPublicKey(jws.header)
         }
         // Check 3: required claims, of the right types.
         guard let jti = claims["jti"]?.string, !jti.isEmpty, jti.utf8.count <= 256 else {
@@ -98,15 +97,17 @@ public struct DPoPProofVerifier: Sendable {
             throw invalid("the DPoP proof's nonce is not a string")
         }
         // Check 6: the signature verifies with the proof's own key (RFC 9449's explicit rule).
+        let key: JWK
+        let jkt: String
         do {
-            if let hit = keyCache?.get(jws.encodedHeader) {
-                (key, jkt) = hit
+            if let cached {
+                (key, jkt) = (cached.key, cached.jkt)
             } else {
                 // Prepared to verify this proof's algorithm only (a key of another type or
                 // curve gets no context and is refused by `checkUsable` below, as before).
                 key = try JWK(object: jwkObject, verifying: jws.header.alg)
                 jkt = key.thumbprint()
-                keyCache?.put(jws.encodedHeader, key: key, jkt: jkt)
+                keyCache?.put(jws.encodedHeader, .init(header: jws.header, key: key, jkt: jkt))
             }
             try JWSVerifier.verify(jws, embeddedKey: key, algorithms: algorithms)
         } catch let e as JOSEError {
@@ -140,12 +141,33 @@ public struct DPoPProofVerifier: Sendable {
             guard let ath = claims["ath"]?.string else {
                 throw invalid("the DPoP proof needs ath with an access token")
             }
-            let expected = Base64URL.encode(Digest.sha256.hash(Array(token.utf8)))
+            let expected = Base64URL.encode(Digest.sha256.hash(utf8: token))
             guard ConstantTime.equals(Array(ath.utf8), Array(expected.utf8)) else {
                 throw invalid("the DPoP proof's ath does not match the access token")
             }
         }
         return DPoPProof(
             jkt: jkt, jti: jti, iat: iat, nonce: nonce, acceptableUntil: acceptableUntil, nonceIsStale: stale)
+    }
+
+    /// Check 7: the `jwk` header is a public key (no private or symmetric members), of a size
+    /// that bounds what a refused request costs. Returns it.
+    private static func checkPublicKey(_ header: JWSHeader) throws(DPoPProofError) -> JSONObject {
+        func invalid(_ reason: String) -> DPoPProofError { DPoPProofError(.invalidProof, reason) }
+        guard let jwkObject = header.object["jwk"]?.object else {
+            throw invalid("the DPoP proof has no jwk header")
+        }
+        for member in ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] where jwkObject[member] != nil {
+            throw invalid("the DPoP proof's jwk contains a private key")
+        }
+        // A client picks its own proof key, so its size is the attacker's choice: RSA keys of
+        // 16384 bits with a 64-bit exponent would make every refused request cost
+        // milliseconds. Proof keys: RSA at most 4096 bits, e = 65537 (RFC 8017's common choice).
+        if jwkObject["kty"]?.string == "RSA" {
+            guard jwkObject["e"]?.string == "AQAB", let n = jwkObject["n"]?.string, n.utf8.count <= 683 else {
+                throw invalid("the DPoP proof's RSA key must be at most 4096 bits with exponent 65537")
+            }
+        }
+        return jwkObject
     }
 }

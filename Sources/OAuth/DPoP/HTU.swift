@@ -2,30 +2,37 @@
 /// without query and fragment (§4.2), compared after syntax-based normalization (RFC 3986
 /// §6.2.2): scheme and host lowercased, the scheme's default port dropped, an empty path as
 /// "/", and the path put through the same normalization the router applied to the request.
-/// Works on UTF-8 bytes: it runs twice on every DPoP request.
+/// Works on the strings' UTF-8 buffers, building one string: it runs twice on every DPoP request.
 public enum HTU {
     /// The comparison form of an `htu` claim, or nil if it is not an absolute http(s) URI
     /// without query, fragment and user information.
     /// - normalizePath: the router's path normalization (dot-segments, percent-encoding);
     ///   nil means the path is compared as written.
     public static func normalize(_ uri: String, normalizePath: ((String) -> String?)? = nil) -> String? {
-        let bytes = Array(uri.utf8)
-        // §4.2: "without query and fragment parts" — a claim that has them is not an htu.
-        if bytes.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) { return nil }
-        return normalize(bytes[...], normalizePath: normalizePath)
+        var uri = uri
+        return uri.withUTF8 { bytes in
+            // §4.2: "without query and fragment parts" — a claim that has them is not an htu.
+            if bytes.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) { return nil }
+            return normalize(bytes, normalizePath: normalizePath)
+        }
     }
 
     /// The comparison form of the URI a request was sent to: its query and fragment are
     /// ignored (§4.3 check 9), the rest normalized as for the claim.
     public static func normalize(requestURI uri: String) -> String? {
-        let bytes = Array(uri.utf8)
-        let cut = bytes.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) ?? bytes.endIndex
-        return normalize(bytes[..<cut], normalizePath: nil)
+        var uri = uri
+        return uri.withUTF8 { bytes in
+            let cut = bytes.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) ?? bytes.count
+            return normalize(UnsafeBufferPointer(rebasing: bytes[..<cut]), normalizePath: nil)
+        }
     }
 
-    private static func normalize(_ uri: ArraySlice<UInt8>, normalizePath: ((String) -> String?)?) -> String? {
-        let http = Array("http://".utf8)
-        let https = Array("https://".utf8)
+    private static let http: StaticString = "http://"
+    private static let https: StaticString = "https://"
+
+    private static func normalize(_ uri: UnsafeBufferPointer<UInt8>, normalizePath: ((String) -> String?)?)
+        -> String?
+    {
         let secure: Bool
         if hasPrefixIgnoringCase(uri, https) {
             secure = true
@@ -34,24 +41,66 @@ public enum HTU {
         } else {
             return nil
         }
-        let rest = uri.dropFirst(secure ? https.count : http.count)
-        let slash = rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex
-        var authority = rest[..<slash].map { $0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0 }
-        if authority.isEmpty || authority.contains(UInt8(ascii: "@")) { return nil }
-        let defaultPort = Array((secure ? ":443" : ":80").utf8)
-        if authority.count > defaultPort.count && authority.suffix(defaultPort.count).elementsEqual(defaultPort) {
-            authority.removeLast(defaultPort.count)
+        let scheme = secure ? https : http
+        let authorityStart = scheme.utf8CodeUnitCount
+        let pathStart = uri[authorityStart...].firstIndex(of: UInt8(ascii: "/")) ?? uri.count
+        var authorityEnd = pathStart
+        if authorityEnd == authorityStart || uri[authorityStart..<authorityEnd].contains(UInt8(ascii: "@")) {
+            return nil
         }
-        var path = slash == rest.endIndex ? "/" : String(decoding: rest[slash...], as: UTF8.self)
+        // The default port (digits and ":" are the same in any case).
+        let defaultPort: StaticString = secure ? ":443" : ":80"
+        let portLength = defaultPort.utf8CodeUnitCount
+        if authorityEnd - authorityStart > portLength
+            && uri[(authorityEnd - portLength)..<authorityEnd].elementsEqual(
+                UnsafeBufferPointer(start: defaultPort.utf8Start, count: portLength))
+        {
+            authorityEnd -= portLength
+        }
+        var normalizedPath: String?
         if let normalizePath {
+            let path = pathStart == uri.count ? "/" : String(decoding: uri[pathStart...], as: UTF8.self)
             guard let p = normalizePath(path) else { return nil }
-            path = p
+            normalizedPath = p
         }
-        return (secure ? "https://" : "http://") + String(decoding: authority, as: UTF8.self) + path
+        let authorityLength = authorityEnd - authorityStart
+        let pathLength = normalizedPath?.utf8.count ?? max(1, uri.count - pathStart)
+        return String(unsafeUninitializedCapacity: authorityStart + authorityLength + pathLength) { out in
+            var i = 0
+            for c in UnsafeBufferPointer(start: scheme.utf8Start, count: authorityStart) {
+                out[i] = c
+                i += 1
+            }
+            for c in uri[authorityStart..<authorityEnd] {
+                out[i] = c >= 0x41 && c <= 0x5a ? c | 0x20 : c
+                i += 1
+            }
+            if let normalizedPath {
+                for c in normalizedPath.utf8 {
+                    out[i] = c
+                    i += 1
+                }
+            } else if pathStart == uri.count {
+                out[i] = UInt8(ascii: "/")
+                i += 1
+            } else {
+                for c in uri[pathStart...] {
+                    out[i] = c
+                    i += 1
+                }
+            }
+            return i
+        }
     }
 
-    private static func hasPrefixIgnoringCase(_ s: ArraySlice<UInt8>, _ lowerPrefix: [UInt8]) -> Bool {
-        s.count >= lowerPrefix.count
-            && zip(s, lowerPrefix).allSatisfy { ($0 >= 0x41 && $0 <= 0x5a ? $0 | 0x20 : $0) == $1 }
+    private static func hasPrefixIgnoringCase(_ s: UnsafeBufferPointer<UInt8>, _ lowerPrefix: StaticString) -> Bool {
+        let n = lowerPrefix.utf8CodeUnitCount
+        guard s.count >= n else { return false }
+        let prefix = UnsafeBufferPointer(start: lowerPrefix.utf8Start, count: n)
+        for i in 0..<n {
+            let c: UInt8 = s[i] >= 0x41 && s[i] <= 0x5a ? s[i] | 0x20 : s[i]
+            if c != prefix[i] { return false }
+        }
+        return true
     }
 }
