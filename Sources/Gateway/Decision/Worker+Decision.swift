@@ -43,7 +43,6 @@ extension Worker {
     func decide(
         _ ex: ServerExchange, _ kind: DecisionKind, forwarded: ForwardedHeaders, trusted: Bool, ctx: RequestContext
     ) {
-        var ctx = ctx
         var envoyTarget: String?
         if case .extAuthz(let t) = kind { envoyTarget = t }
         let original: DecisionRequest
@@ -140,7 +139,6 @@ extension Worker {
         _ ex: ServerExchange, _ ctx: RequestContext, original: DecisionRequest, clear: [String],
         settings: DecisionConfig
     ) {
-        var ctx = ctx
         ctx.rejection = .refused(.loginRequired)
         metrics.authFailure(.loginRequired)
         let url = DecisionVerdict.loginURL(original, startPath: config.login.startPath)

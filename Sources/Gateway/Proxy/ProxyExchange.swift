@@ -5,7 +5,7 @@ import Reactor
 /// arrives, pausing the upstream while the client's output buffer is full, and ends in
 /// exactly one access-log line. Loop-thread only. Alive from `start` until it finishes
 /// (the upstream call holds it as its delegate's owner through `selfRetain`).
-final class ProxyExchange: UpstreamCallDelegate {
+final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// Past this many bytes queued for a slow client, stop reading from the upstream.
     static let highWater = 256 << 10
 
@@ -29,7 +29,7 @@ final class ProxyExchange: UpstreamCallDelegate {
         self.context = context
     }
 
-    func start(pool: UpstreamPool, request: UpstreamCall.Request) {
+    func start(pool: UpstreamPool, request: consuming UpstreamCall.Request) {
         var request = request
         let wait = worker.config.limits.continueTimeout
         if request.body?.expectsContinue == true, wait > 0 {
@@ -42,7 +42,7 @@ final class ProxyExchange: UpstreamCallDelegate {
         selfRetain = self
         upstreamStart = worker.clock()
         // The client leaving ends the exchange: the upstream call is abandoned.
-        responder.onClientGone = { [unowned self] in self.clientClosed() }
+        responder.clientGoneObserver = self
         let call = UpstreamCall(pool: pool, request: request, delegate: self)
         self.call = call
         call.start()
@@ -201,7 +201,7 @@ final class ProxyExchange: UpstreamCallDelegate {
     }
 
     /// The client connection closed before the answer was written.
-    private func clientClosed() {
+    func clientGone(_ responder: Responder) {
         guard !done else { return }
         call?.cancel()
         responder.abort()

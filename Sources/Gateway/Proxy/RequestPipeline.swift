@@ -9,17 +9,10 @@ enum RequestPipeline {
         /// `request(identity, session)` builds the upstream request once authentication has
         /// decided which identity headers to add; `session`: a browser session authenticated it
         /// (then no client-sent credential goes upstream, whatever the route forwards).
-        case forward(plan: RoutePlan, path: String, query: String?, request: Build)
+        case forward(plan: RoutePlan, path: String, query: String?, request: Forwarding)
         /// One of the gateway's own login endpoints.
         case login(LoginEndpoint, path: String, query: String?)
     }
-
-    /// Builds the upstream request once authentication has decided which identity headers
-    /// to add and which body goes on (the client's stream, or a form with its token removed).
-    /// `preflight`: a CORS preflight let through unauthenticated (`cors_preflight: allow`), which
-    /// carries no credential at all upstream (no Authorization, Proxy-Authorization, DPoP, Cookie).
-    typealias Build = (_ identity: [(String, String)], _ session: Bool, _ preflight: Bool, _ body: RequestBody) ->
-        UpstreamCall.Request
 
     static let authorization = Array("authorization".utf8)
     static let dpop = Array("dpop".utf8)
@@ -45,7 +38,7 @@ enum RequestPipeline {
 
     static func prepare(
         _ head: HTTPRequestHead, forwarded: ForwardedHeaders, peerTrusted: Bool, router: Router,
-        plans: [Int: RoutePlan], policy: Policy
+        plans: [RoutePlan], policy: Policy
     ) -> Outcome {
         guard let method = head.method else {
             return .reject(status: 405, error: "invalid_request", description: "method not allowed")
@@ -85,28 +78,13 @@ enum RequestPipeline {
                 status: 400, error: "invalid_request",
                 description: "the path's dot-segments leave the route they start in")
         case .route(let index):
-            plan = plans[index]!
+            plan = plans[index]
         }
         let route = plan.route
         guard let upstream = plan.upstream else {
             return .reject(status: 502, error: "bad_gateway", description: "no upstream")
         }
 
-        let listed = HeaderRules.connectionTokens(headers)
-        let reserved = policy.reservedPrefix
-        let identityNames = policy.identityNames
-        let trustedOnlyExtra = policy.trustedOnlyExtra
-        // The credential goes upstream only when the route says so.
-        let dropAuthorization: Bool
-        switch route.auth {
-        case .none: dropAuthorization = false
-        case .login: dropAuthorization = true
-        case .tokens(let tokens), .loginOrToken(_, let tokens): dropAuthorization = !tokens.forwardToken
-        }
-        // The proof was for the gateway (its htu names the gateway's URL); it goes on only if asked.
-        let dropProof = route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false
-        // The gateway's own cookies (sealed sessions, login state) are not the upstream's.
-        let ownCookies = policy.ownCookies
         let upstreamHost: String
         switch upstream.hostHeader {
         case .upstream: upstreamHost = plan.upstreamAuthority
@@ -115,9 +93,50 @@ enum RequestPipeline {
         }
         var target = upstream.basePath + route.options.forwardedPath(normalized.path)
         if let q = normalized.query { target += "?" + q }
-        let build: Build = { identity, session, preflight, body in
-            let dropAuthorization = dropAuthorization || session
-            let dropProof = dropProof || session
+        let forwarding = Forwarding(
+            method: method, target: target, headers: headers, plan: plan, policy: policy,
+            peerTrusted: peerTrusted, upstreamHost: upstreamHost, forwarded: forwarded)
+        return .forward(plan: plan, path: normalized.path, query: normalized.query, request: forwarding)
+    }
+
+    /// The upstream request a routed request becomes, built once authentication has decided
+    /// which identity headers to add and which body goes on (the client's stream, or a form
+    /// with its token removed). A value, not a closure: most requests build it at once.
+    struct Forwarding {
+        let method: HTTPMethod
+        let target: String
+        let headers: HTTP1Fields
+        let plan: RoutePlan
+        let policy: Policy
+        let peerTrusted: Bool
+        let upstreamHost: String
+        let forwarded: ForwardedHeaders
+
+        /// `session`: a browser session authenticated the request (then no client-sent
+        /// credential goes upstream, whatever the route forwards). `preflight`: a CORS preflight
+        /// let through unauthenticated (`cors_preflight: allow`), which carries no credential at
+        /// all upstream (no Authorization, Proxy-Authorization, DPoP, Cookie).
+        func request(identity: [(String, String)], session: Bool, preflight: Bool, body: RequestBody)
+            -> UpstreamCall.Request
+        {
+            let route = plan.route
+            let listed = HeaderRules.connectionTokens(headers)
+            let reserved = policy.reservedPrefix
+            let identityNames = policy.identityNames
+            let trustedOnlyExtra = policy.trustedOnlyExtra
+            let peerTrusted = peerTrusted
+            // The credential goes upstream only when the route says so.
+            var dropAuthorization = session
+            switch route.auth {
+            case .none: break
+            case .login: dropAuthorization = true
+            case .tokens(let tokens), .loginOrToken(_, let tokens):
+                dropAuthorization = dropAuthorization || !tokens.forwardToken
+            }
+            // The proof was for the gateway (its htu names the gateway's URL); it goes on only if asked.
+            let dropProof = session || (route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false)
+            // The gateway's own cookies (sealed sessions, login state) are not the upstream's.
+            let ownCookies = policy.ownCookies
             var out = headers.filter(names: { bytes in
                 // Client-sent copies of identity headers never pass, on any route.
                 if HeaderRules.equalsAny(bytes, identityNames) { return false }
@@ -143,7 +162,6 @@ enum RequestPipeline {
             return UpstreamCall.Request(
                 method: method, target: target, fields: out, body: body.framing == .none ? nil : body)
         }
-        return .forward(plan: plan, path: normalized.path, query: normalized.query, request: build)
     }
 
     static func describe(_ r: PathNormalizer.Rejection) -> String {

@@ -47,7 +47,7 @@ enum UpgradeExchange {
 
     /// The upstream request with the upgrade on it: `Connection: upgrade` and
     /// `Upgrade: websocket`; the `Sec-WebSocket-*` fields went through as end-to-end fields.
-    static func upstreamRequest(_ request: UpstreamCall.Request) -> UpstreamCall.Request {
+    static func upstreamRequest(_ request: consuming UpstreamCall.Request) -> UpstreamCall.Request {
         var out = request
         out.fields.append("Connection", "upgrade")
         out.fields.append("Upgrade", "websocket")

@@ -6,6 +6,14 @@ import Reactor
 /// match wins; ties keep config order.
 struct Router: Sendable {
     let routes: [RouteConfig]
+    /// What matching reads of each route, in the same order: a small value per route, so a
+    /// request does not copy whole routes while it looks.
+    private let matchers: [Matcher]
+
+    private struct Matcher: Sendable {
+        let match: RouteMatch
+        let index: Int
+    }
 
     init(routes: [RouteConfig]) {
         self.routes = routes.sorted { a, b in
@@ -14,6 +22,7 @@ struct Router: Sendable {
             if ka != kb { return ka.lexicographicallyPrecedes(kb) == false }
             return a.index < b.index
         }
+        matchers = self.routes.map { Matcher(match: $0.match, index: $0.index) }
     }
 
     private static func rank(_ r: RouteConfig) -> [Int] {
@@ -21,12 +30,19 @@ struct Router: Sendable {
     }
 
     func match(host: String, method: HTTPMethod, path: String) -> RouteConfig? {
-        for route in routes {
-            if let h = route.match.host, !h.matches(host) { continue }
-            if let m = route.match.methods, !m.contains(method) { continue }
-            if route.match.path.matches(path) { return route }
+        matchIndex(host: host, method: method, path: path).flatMap { i in routes.first { $0.index == i } }
+    }
+
+    /// The index (`RouteConfig.index`) of the first route that matches.
+    func matchIndex(host: String, method: HTTPMethod, path: String) -> Int? {
+        matchers.withUnsafeBufferPointer { all in
+            for i in all.indices {
+                if let h = all[i].match.host, !h.matches(host) { continue }
+                if let m = all[i].match.methods, !m.contains(method) { continue }
+                if all[i].match.path.matches(path) { return all[i].index }
+            }
+            return nil
         }
-        return nil
     }
 
     enum Decision: Equatable {
@@ -42,12 +58,12 @@ struct Router: Sendable {
     /// the gateway would route and check `/admin` correctly — a request that means one
     /// route and lands on another is an attack, not a typo.
     func decide(host: String, method: HTTPMethod, normalized: PathNormalizer.Normalized) -> Decision {
-        guard let route = match(host: host, method: method, path: normalized.path) else {
+        guard let route = matchIndex(host: host, method: method, path: normalized.path) else {
             return normalized.dotDotOrigins.isEmpty ? .notFound : .escapesRoute
         }
         for origin in normalized.dotDotOrigins {
-            if match(host: host, method: method, path: origin)?.index != route.index { return .escapesRoute }
+            if matchIndex(host: host, method: method, path: origin) != route { return .escapesRoute }
         }
-        return .route(route.index)
+        return .route(route)
     }
 }

@@ -1,7 +1,10 @@
 import Reactor
 
 /// What the pipeline knows about one request once it is routed; carried to the access log.
-struct RequestContext {
+/// One object per request, shared by the stages and callbacks that handle it (a struct of
+/// this size was copied, field by field, into every closure and call on the request path).
+/// Loop-thread only, like the request.
+final class RequestContext {
     var requestID: String
     var start: Double
     var method: String
@@ -30,4 +33,13 @@ struct RequestContext {
     var tunnelSession: (route: LoginRouteConfig, endsAt: Int64)? = nil
     /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
     var tunnelTokenExpiry: Int64? = nil
+
+    init(requestID: String, start: Double, method: String, path: String, route: String, routeID: Int) {
+        self.requestID = requestID
+        self.start = start
+        self.method = method
+        self.path = path
+        self.route = route
+        self.routeID = routeID
+    }
 }

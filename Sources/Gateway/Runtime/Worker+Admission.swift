@@ -34,24 +34,15 @@ extension Worker {
         forwarded: ForwardedHeaders,
         ctx: RequestContext, readsBody: Bool = true, navigation: NavigationAnswer? = nil, allowed: @escaping Admitted
     ) {
-        let route = plan.route
-        var ctx = ctx
-        ctx.path = path
-        ctx.route = route.name
-        ctx.routeID = plan.metricID
-        // cors_preflight: allow — a preflight carries no credentials (Fetch §3.2.2), so it
-        // passes unauthenticated; any other OPTIONS is checked below.
-        if route.options.corsPreflight && CORSPreflight.matches(head) {
-            // As on the session path: the upstream's answer cannot set the gateway's cookies.
-            if route.auth.loginRoute != nil { ctx.ownCookies = config.ownCookieNames }
-            allowed(ctx, Admission(identity: [], session: false, body: nil, claims: JSONObject(), preflight: true))
+        if let admission = admitAtOnce(head, plan: plan, path: path, ctx: ctx) {
+            allowed(ctx, admission)
             return
         }
+        let route = plan.route
         let tokenRoute: TokenRouteConfig
         switch route.auth {
         case .none:
-            allowed(ctx, Admission(identity: [], session: false, body: nil, claims: JSONObject()))
-            return
+            preconditionFailure("admitted at once")
         case .login(let loginRoute):
             authenticateSession(
                 ex, head: head, route: route, loginRoute: loginRoute, path: path, query: query,
@@ -85,6 +76,37 @@ extension Worker {
                 ex, head: head, ctx: ctx, plan: plan, tokens: tokenRoute, target: target, query: query, form: form,
                 allowed: allowed)
         }
+    }
+}
+
+extension Worker {
+    /// Notes the route on the request's context, and admits the request if its head alone
+    /// decides: a route with `auth: none`, or a CORS preflight that `cors_preflight: allow`
+    /// lets through. nil: authentication must run (`admit`).
+    func admitAtOnce(_ head: HTTPRequestHead, plan: RoutePlan, path: String, ctx: RequestContext) -> Admission? {
+        let route = plan.route
+        ctx.path = path
+        ctx.route = route.name
+        ctx.routeID = plan.metricID
+        // cors_preflight: allow — a preflight carries no credentials (Fetch §3.2.2), so it
+        // passes unauthenticated; any other OPTIONS is checked by `admit`.
+        if route.options.corsPreflight && CORSPreflight.matches(head) {
+            // As on the session path: the upstream's answer cannot set the gateway's cookies.
+            if route.auth.loginRoute != nil { ctx.ownCookies = config.ownCookieNames }
+            return Admission(identity: [], session: false, body: nil, claims: JSONObject(), preflight: true)
+        }
+        if case .none = route.auth { return Admission(identity: [], session: false, body: nil, claims: JSONObject()) }
+        return nil
+    }
+}
+
+extension RequestPipeline.Forwarding {
+    /// The upstream request of an admitted request; `clientBody`: the client's own stream,
+    /// sent unless the admission replaced it (a form with its token removed).
+    func request(_ admission: Admission, body clientBody: RequestBody) -> UpstreamCall.Request {
+        request(
+            identity: admission.identity, session: admission.session, preflight: admission.preflight,
+            body: admission.body ?? clientBody)
     }
 }
 

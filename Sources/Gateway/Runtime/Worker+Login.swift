@@ -9,7 +9,6 @@ extension Worker {
         ctx: RequestContext
     ) {
         let cookies = Cookies(ex.head.fields)
-        var ctx = ctx
         ctx.route = "login"
         let reply: (GatewayResponse) -> Void = { [unowned self] response in self.answer(ex, ctx, response) }
         let withBody = { (use: @escaping ([UInt8]) -> Void) in self.readOwnBody(ex, ctx, then: use) }
@@ -98,7 +97,6 @@ extension Worker {
     ) {
         let cookies = Cookies(head.fields)
         login.authenticate(route: loginRoute, cookies: cookies) { [unowned self] decision in
-            var ctx = ctx
             switch decision {
             case .allow(let session, let setCookies):
                 ctx.subject = session.subject

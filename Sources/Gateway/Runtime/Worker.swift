@@ -5,8 +5,9 @@ import OAuth
 import Reactor
 
 /// What one route needs on the request path, built once per config (apply time): the
-/// route, its upstream pool and its metrics id. The router's index picks it.
-struct RoutePlan {
+/// route, its upstream pool and its metrics id. The router's index picks it. A class: the
+/// request path hands it on by reference (as a struct, every hand-off copied the route).
+final class RoutePlan {
     let route: RouteConfig
     let pool: UpstreamPool?
     let metricID: Int
@@ -26,7 +27,7 @@ struct RoutePlan {
 /// One event loop thread: its HTTP server on the shared listen addresses (SO_REUSEPORT),
 /// its upstream pools, router and metrics. Nothing here is shared with other workers; the
 /// main thread talks to it only through `loop.execute`.
-final class Worker {
+final class Worker: ResponderObserver {
     let id: Int
     let loop: EventLoop
     let metrics = WorkerMetrics()
@@ -36,7 +37,8 @@ final class Worker {
     let wallClock: any WallClock
     private(set) var config: GatewayConfig
     private(set) var router: Router
-    private(set) var plans: [Int: RoutePlan] = [:]
+    /// Indexed by `RouteConfig.index`.
+    private(set) var plans: [RoutePlan] = []
     private(set) var requestPolicy: RequestPipeline.Policy
     private(set) var pools: [String: UpstreamPool] = [:]
     /// TLS handshakes (all, resumed) of pools that a reload replaced, per upstream: the
@@ -144,15 +146,12 @@ final class Worker {
             if old.endpoint.tls != nil { retiredTLSHandshakes[name, default: .init()].add(old) }
         }
         pools = next
-        plans = Dictionary(
-            uniqueKeysWithValues: new.routes.map {
-                (
-                    $0.index,
-                    RoutePlan(
-                        route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
-                        upstream: new.upstreams[$0.upstream])
-                )
-            })
+        plans = new.routes.sorted { $0.index < $1.index }.map {
+            RoutePlan(
+                route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
+                upstream: new.upstreams[$0.upstream])
+        }
+        precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")
     }
 
     /// Stops accepting; calls `done` (on this loop) once no request is in flight.
@@ -216,12 +215,9 @@ final class Worker {
         // In flight until its last byte is written (or its client is gone): a drain must not
         // stop the loop with a finished reply still in the socket buffer.
         metrics.inflight += 1
-        ex.responder.onComplete = { [unowned self] _ in
-            self.metrics.inflight -= 1
-            if self.draining { self.drainProgress() }
-        }
+        ex.responder.observer = self
         let head = ex.head
-        var ctx = RequestContext(
+        let ctx = RequestContext(
             requestID: "", start: clock(), method: head.methodName, path: "", route: "-", routeID: -1)
         let fields = head.fields
         let trusted = peerTrusted(ex.connection)
@@ -274,12 +270,15 @@ final class Worker {
                         detail: "pool missing"))
                 return
             }
+            // A route that admits the request on its head alone (auth: none, a let-through
+            // preflight) forwards it at once, without the callback a pending decision needs.
+            if let admission = admitAtOnce(head, plan: plan, path: path, ctx: ctx) {
+                forward(ex, ctx: ctx, pool: pool, request: build.request(admission, body: ex.body))
+                return
+            }
             admit(ex, head: head, plan: plan, path: path, query: query, forwarded: forwarded, ctx: ctx) {
                 [unowned self] ctx, admission in
-                self.forward(
-                    ex, ctx: ctx, pool: pool,
-                    request: build(
-                        admission.identity, admission.session, admission.preflight, admission.body ?? ex.body))
+                self.forward(ex, ctx: ctx, pool: pool, request: build.request(admission, body: ex.body))
             }
         }
     }
@@ -319,7 +318,6 @@ final class Worker {
         authenticator.authenticate(
             head, route: route, tokens: tokens, target: target, query: query, formTokens: form?.tokens ?? []
         ) { [unowned self] decision in
-            var ctx = ctx
             switch decision {
             case .allow(let caller):
                 let token = caller.token
@@ -354,7 +352,9 @@ final class Worker {
         }
     }
 
-    private func forward(_ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request) {
+    private func forward(
+        _ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: consuming UpstreamCall.Request
+    ) {
         if case .length(let n) = request.body?.framing, n > UInt64(config.limits.maxBodySize) {
             // Announced too large: refused before the upstream hears of it, nothing read.
             answer(
@@ -416,6 +416,12 @@ final class Worker {
                     "reason": "the claim's value has a character a header value may not hold (RFC 9110 §5.5)"
                 ])
         }
+    }
+
+    /// The request's answer is written out or its client is gone: it is no longer in flight.
+    func responderCompleted(_ responder: Responder, flushed: Bool) {
+        metrics.inflight -= 1
+        if draining { drainProgress() }
     }
 
     /// `reason`: a stable code for why the gateway answered as it did (else the rejection's).

@@ -12,11 +12,18 @@ public final class Responder {
     public private(set) var state = State.waiting
     /// The response fields built up before the answer (the gateway adds its own here).
     public var fields = HTTP1Fields()
+    /// Told once, after `onComplete`: the answer was fully written, or the connection went
+    /// away. The layer above's per-request accounting (requests in flight, a drain), set
+    /// without allocating a closure per request.
+    public var observer: (any ResponderObserver)?
     /// Called once: the answer was fully written, or the connection went away.
     public var onComplete: ((_ flushed: Bool) -> Void)?
     /// Called if the client goes away before the answer was fully written (an exchange
     /// streaming from an upstream cancels it).
     public var onClientGone: (() -> Void)?
+    /// Told the same, after `onClientGone`, without a closure per request; held until the
+    /// answer completes.
+    public var clientGoneObserver: (any ClientGoneObserver)?
     private let transport: ResponseTransport
     private var completed = false
     /// The status of the answer, for logs (0 until answered).
@@ -131,9 +138,15 @@ public final class Responder {
     /// The connection went away (before the answer was fully written).
     public func transportClosed() {
         guard !completed else { return }
-        if state != .answered, let gone = onClientGone {
-            onClientGone = nil
-            gone()
+        if state != .answered {
+            if let gone = onClientGone {
+                onClientGone = nil
+                gone()
+            }
+            if let observer = clientGoneObserver {
+                clientGoneObserver = nil
+                observer.clientGone(self)
+            }
         }
         if state == .answered { complete(flushed: false) }
     }
@@ -142,8 +155,23 @@ public final class Responder {
         guard !completed else { return }
         completed = true
         onClientGone = nil
+        clientGoneObserver = nil
         let done = onComplete
         onComplete = nil
         done?(flushed)
+        let observer = self.observer
+        self.observer = nil
+        observer?.responderCompleted(self, flushed: flushed)
     }
+}
+
+/// Hears that the client went away before its answer was complete (see
+/// `Responder.clientGoneObserver`).
+public protocol ClientGoneObserver: AnyObject {
+    func clientGone(_ responder: Responder)
+}
+
+/// Hears that a responder's answer is complete (see `Responder.observer`).
+public protocol ResponderObserver: AnyObject {
+    func responderCompleted(_ responder: Responder, flushed: Bool)
 }

@@ -61,4 +61,14 @@ enum HTTP1Bytes {
             return true
         }
     }
+
+    /// Calls `body` with the UTF-8 bytes of `text` in place (a native string's own storage,
+    /// a small one's copy on the stack): `var copy = text; copy.withUTF8` costs a retain and
+    /// a release of the string for every call.
+    @inline(__always)
+    static func withUTF8<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let r = text.utf8.withContiguousStorageIfAvailable(body) { return r }
+        var copy = text
+        return copy.withUTF8(body)
+    }
 }

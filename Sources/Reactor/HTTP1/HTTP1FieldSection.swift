@@ -1,6 +1,13 @@
+import Glibc
+
 /// Reads one field section — the fields of a head (RFC 9112 §5) or the trailer section of a
 /// chunked body (RFC 9112 §7.1.2) — line by line from chunks of any size, checking each
 /// field line as it completes and the section's byte and count limits as it grows.
+///
+/// A head that has arrived whole (the usual case: one read holds it) is taken in one step
+/// instead (`readWhole`): one copy of its bytes, lines found with memchr. That step only
+/// accepts what the line-by-line reader accepts, and gives up on anything else, so every
+/// refusal still comes from the line-by-line reader, with its code.
 struct HTTP1FieldSection: Sendable {
     /// Bytes of the section's lines without their CRLFs (a head's start line comes first).
     var storage: [UInt8] = []
@@ -41,6 +48,45 @@ struct HTTP1FieldSection: Sendable {
             used += storage.count - lineStart + 2
             lineStart = storage.count
         }
+    }
+
+    /// The whole head in one step: when `input` holds a complete head — a start line of
+    /// 1…`startLineLimit` bytes, field lines within the section's limits, the empty line —
+    /// and every line is well-formed, copies it (the empty line aside) into `storage` in one
+    /// piece, notes the fields, and returns where the head ends and how long the start line
+    /// is (`storage[..<startLine]`). nil when any of that does not hold: the section is then
+    /// left empty for the line-by-line reader. Only for a section nothing was read into yet.
+    mutating func readWhole(_ input: UnsafeRawBufferPointer, startLineLimit: Int) -> (end: Int, startLine: Int)? {
+        guard storage.isEmpty, spans.isEmpty, let base = input.baseAddress else { return nil }
+        let bytes = base.assumingMemoryBound(to: UInt8.self)
+        let count = input.count
+        // The start line: non-empty, CRLF-terminated, within its limit. What it says is the
+        // caller's to check.
+        guard let lf = memchr(bytes, Int32(HTTP1Bytes.lf), count) else { return nil }
+        let startLine = bytes.distance(to: lf.assumingMemoryBound(to: UInt8.self)) - 1
+        guard startLine > 0, startLine <= startLineLimit, bytes[startLine] == HTTP1Bytes.cr else { return nil }
+        var lineStart = startLine + 2
+        var sectionBytes = 0
+        spans.reserveCapacity(16)
+        while lineStart < count {
+            guard let lf = memchr(bytes + lineStart, Int32(HTTP1Bytes.lf), count - lineStart) else { break }
+            let lineEnd = bytes.distance(to: lf.assumingMemoryBound(to: UInt8.self)) - 1
+            // A bare LF (no CR before it), and a CR alone on a line, are the line reader's to refuse.
+            guard lineEnd >= lineStart, bytes[lineEnd] == HTTP1Bytes.cr else { break }
+            if lineEnd == lineStart {
+                storage = [UInt8](UnsafeBufferPointer(start: bytes, count: lineStart))
+                return (lineEnd + 2, startLine)
+            }
+            // A field line's CRLF counts toward the section's bytes (see `read`).
+            sectionBytes += lineEnd - lineStart + 2
+            guard spans.count < maxCount, sectionBytes <= maxBytes,
+                let span = try? Self.fieldLine(UnsafeBufferPointer(start: bytes, count: lineEnd), from: lineStart)
+            else { break }
+            spans.append(span)
+            lineStart = lineEnd + 2
+        }
+        spans.removeAll(keepingCapacity: true)
+        return nil
     }
 
     /// Sizes the buffers once for a head that starts in a chunk of `available` bytes, so the

@@ -32,9 +32,7 @@ extension HTTP1Fields {
     /// Appends a field. The caller vouches for the bytes (a name from config or code, a
     /// value already checked): `isValid` says whether a section may be sent as it is.
     public mutating func append(_ name: String, _ value: String) {
-        var name = name
-        var value = value
-        name.withUTF8 { n in value.withUTF8 { v in append(name: n, value: v) } }
+        HTTP1Bytes.withUTF8(name) { n in HTTP1Bytes.withUTF8(value) { v in append(name: n, value: v) } }
     }
 
     /// Appends a field from another section (or any bytes), copying them.
@@ -85,14 +83,23 @@ extension HTTP1Fields {
     /// A section holding the fields for which `keep(name)` is true, in order.
     /// Room is left for `extraBytes` and `extraFields` more, so the fields a proxy adds
     /// after filtering (Host, X-Forwarded-*, a request id) do not grow the arrays again.
+    /// The kept fields' bytes stay where they are: the section's bytes are copied whole, in
+    /// one piece, and only the kept spans are listed (what a dropped field held is never read).
     public func filter(
         names keep: (UnsafeBufferPointer<UInt8>) -> Bool, extraBytes: Int = 256, extraFields: Int = 8
     ) -> HTTP1Fields {
-        var out = HTTP1Fields()
-        out.storage.reserveCapacity(storage.count + extraBytes)
-        out.spans.reserveCapacity(spans.count + extraFields)
-        forEachField { name, value in if keep(name) { out.append(name: name, value: value) } }
-        return out
+        var kept: [Span] = []
+        kept.reserveCapacity(spans.count + extraFields)
+        let bytes = storage.withUnsafeBufferPointer { all in
+            for span in spans where keep(UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd])) {
+                kept.append(span)
+            }
+            return [UInt8](unsafeUninitializedCapacity: all.count + extraBytes) { buffer, initialized in
+                if let from = all.baseAddress, let to = buffer.baseAddress { to.update(from: from, count: all.count) }
+                initialized = all.count
+            }
+        }
+        return HTTP1Fields(storage: bytes, spans: kept)
     }
 
     @inline(__always)

@@ -61,8 +61,7 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
     /// Calls `body` with the index of each field named `name` (ASCII case-insensitive),
     /// comparing in place: no allocation per lookup (the request path makes a dozen).
     func forEachIndex(named name: String, _ body: (Int) -> Void) {
-        var name = name
-        name.withUTF8 { wanted in
+        HTTP1Bytes.withUTF8(name) { wanted in
             storage.withUnsafeBufferPointer { all in
                 for (i, span) in spans.enumerated() where span.nameEnd - span.nameStart == wanted.count {
                     var same = true

@@ -52,8 +52,7 @@ struct HTTP1HeadWriter {
     }
 
     mutating func write(_ text: String) {
-        var text = text
-        text.withUTF8 { write($0) }
+        HTTP1Bytes.withUTF8(text) { write($0) }
     }
 
     @inline(__always)

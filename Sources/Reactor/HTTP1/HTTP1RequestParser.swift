@@ -113,6 +113,16 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
         consumed: Int, event: Event?
     ) {
         var i = 0
+        if case .requestLine = state, let whole = section.readWhole(input, startLineLimit: limits.maxRequestLineBytes) {
+            // The whole head arrived at once. Any refusal, from here on too, is left to the
+            // line-by-line reading below, so that it has one code whichever way the bytes came.
+            if let head = try? completeHead(requestLine: Self.parseRequestLine(section.storage[..<whole.startLine])) {
+                return (whole.end, .head(head))
+            }
+            section = HTTP1FieldSection(
+                maxBytes: limits.maxHeaderBytes, maxCount: limits.maxHeaderCount,
+                tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders)
+        }
         if case .requestLine = state {
             section.reserve(input.count)
             while true {
@@ -132,6 +142,12 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
             state = .fields
         }
         guard let end = try section.read(input, from: i), let line = requestLine else { return (input.count, nil) }
+        return (end, .head(try completeHead(requestLine: line)))
+    }
+
+    /// The head whose fields `section` holds: checked as a whole (framing, Host, Expect),
+    /// handed over, and the body reader set up for it.
+    private mutating func completeHead(requestLine line: RequestLine) throws(HTTP1ParseError) -> HTTP1RequestHead {
         let fields = section.take()
         let semantics = try HTTP1HeadFields(fields, version: line.version)
         if semantics.hostCount > 1 { throw HTTP1ParseError(.multipleHost) }
@@ -146,7 +162,7 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
         body = HTTP1BodyReader(framing: head.framing, limits: limits)
         requestLine = nil
         state = .body
-        return (end, .head(head))
+        return head
     }
 
     /// request-line = method SP request-target SP HTTP-version (RFC 9112 §3), single SPs.

@@ -135,6 +135,16 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
         consumed: Int, event: Event?
     ) {
         var i = 0
+        if case .statusLine = state, let whole = section.readWhole(input, startLineLimit: limits.maxRequestLineBytes) {
+            // The whole head arrived at once; any refusal is left to the line-by-line reading
+            // below (one code whichever way the bytes came), so nothing is decided twice.
+            if let event = try? completeHead(statusLine: Self.parseStatusLine(section.storage[..<whole.startLine])) {
+                return (whole.end, event)
+            }
+            section = HTTP1FieldSection(
+                maxBytes: limits.maxHeaderBytes, maxCount: limits.maxHeaderCount,
+                tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders)
+        }
         if case .statusLine = state {
             section.reserve(input.count)
             guard
@@ -149,6 +159,12 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
             state = .fields
         }
         guard let end = try section.read(input, from: i), let line = statusLine else { return (input.count, nil) }
+        return (end, try completeHead(statusLine: line))
+    }
+
+    /// The head whose fields `section` holds, checked as a whole: an interim one, or the
+    /// final one with the body reader set up for its framing.
+    private mutating func completeHead(statusLine line: StatusLine) throws(HTTP1ParseError) -> Event {
         let fields = section.take()
         statusLine = nil
         let semantics = try HTTP1HeadFields(fields, version: line.version)
@@ -168,12 +184,12 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
             fields: fields, framing: framing, keepAlive: keepAlive)
         if line.status < 200, line.status != 101 {
             state = .statusLine
-            return (end, .informational(head))
+            return .informational(head)
         }
         switching = line.status == 101
         body = HTTP1BodyReader(framing: framing, limits: limits)
         state = .body
-        return (end, .head(head))
+        return .head(head)
     }
 
     /// status-line = HTTP-version SP status-code SP [ reason-phrase ] (RFC 9112 §4).

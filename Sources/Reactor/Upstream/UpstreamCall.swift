@@ -59,7 +59,9 @@ public final class UpstreamCall: UpstreamTransportHandler {
 
     private let pool: UpstreamPool
     private let request: Request
-    private weak var delegate: UpstreamCallDelegate?
+    /// Strong, and cleared when the call ends (`finish`, `cancel`): a weak reference would
+    /// give the delegate a side table, and every count of it the runtime's slow path.
+    private var delegate: UpstreamCallDelegate?
     private var phase = Phase.new
     private var connection: UpstreamConnection?
     private var connectTimer: LoopTimer?
@@ -88,7 +90,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// Keeps self alive while the exchange runs; set in `start`, cleared when it ends.
     private var selfRetain: UpstreamCall?
 
-    public init(pool: UpstreamPool, request: Request, delegate: UpstreamCallDelegate) {
+    public init(pool: UpstreamPool, request: consuming Request, delegate: UpstreamCallDelegate) {
         self.pool = pool
         self.request = request
         self.delegate = delegate
@@ -517,29 +519,32 @@ public final class UpstreamCall: UpstreamTransportHandler {
         }
         abandonBody()
         body = nil
+        bodySink?.call = nil
+        bodySink = nil
         let delegate = self.delegate
         self.delegate = nil
         let afterHead = gotHead
-        let report = {
-            switch failure {
-            case nil: delegate?.upstreamComplete()
-            case .cancelled?: break
-            case let failure?: delegate?.upstreamFailed(failure, afterHead: afterHead)
-            }
-        }
         if starting {
             // Never from inside start(): the caller has not finished setting up. A cancel()
             // before the next loop turn still silences it.
-            deferredReport = report
+            deferredReport = { Self.report(failure, to: delegate, afterHead: afterHead) }
             pool.loop.execute { [self] in
                 let report = deferredReport
                 deferredReport = nil
                 report?()
             }
         } else {
-            report()
+            Self.report(failure, to: delegate, afterHead: afterHead)
         }
         selfRetain = nil
+    }
+
+    private static func report(_ failure: UpstreamFailure?, to delegate: UpstreamCallDelegate?, afterHead: Bool) {
+        switch failure {
+        case nil: delegate?.upstreamComplete()
+        case .cancelled?: break
+        case let failure?: delegate?.upstreamFailed(failure, afterHead: afterHead)
+        }
     }
 }
 
@@ -549,10 +554,11 @@ private func responseHead(_ head: HTTP1ResponseHead) -> HTTPResponseHead {
 }
 
 /// The call's side of the client's body stream. The engine holds the sink; the sink holds
-/// the call weakly, so a body the client never finishes does not keep the call alive, and
-/// chunks that come after the call ended are dropped (the receiver must move them).
+/// the call only until the call ends (`finish` clears it), so a body the client never
+/// finishes does not keep the call alive, and chunks that come after the call ended are
+/// dropped (the receiver must move them).
 private final class UpstreamBodySink: RequestBodySink {
-    weak var call: UpstreamCall?
+    var call: UpstreamCall?
     init(call: UpstreamCall) { self.call = call }
 
     func requestBody(_ chunk: BodyChunk) {

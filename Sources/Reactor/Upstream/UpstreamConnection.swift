@@ -10,7 +10,10 @@ import Glibc
 /// `UpstreamCall` using it in between. Loop-thread only; `close()` is idempotent.
 final class UpstreamConnection: UpstreamTransportHandler {
     let transport: UpstreamTransport
-    private weak var pool: UpstreamPool?
+    /// Unowned, not weak (a weak reference would move every count of the pool to the
+    /// runtime's slow path): a connection is used through its pool, by a call that holds the
+    /// pool, or sits idle in it; one a tunnel took over no longer touches it.
+    private unowned let pool: UpstreamPool
     /// Exchanges finished on it; > 0 means a reused keep-alive connection.
     var served = 0
     private var lookup: UpstreamLookup?
@@ -36,10 +39,6 @@ final class UpstreamConnection: UpstreamTransportHandler {
     /// when every address failed or the name did not resolve. Not called after `close()`;
     /// may be called before this returns.
     func open(_ done: @escaping (Bool) -> Void) {
-        guard let pool else {
-            done(false)
-            return
-        }
         opened = done
         transport.handler = self
         if let numeric = pool.numericAddress {
@@ -80,7 +79,7 @@ final class UpstreamConnection: UpstreamTransportHandler {
 
     /// TCP is up: done for http, the handshake for https.
     private func connected() {
-        guard let pool, let tls = pool.endpoint.tls, let slot = pool.sessionSlot else {
+        guard let tls = pool.endpoint.tls, let slot = pool.sessionSlot else {
             finishOpen(true)
             return
         }
@@ -102,7 +101,7 @@ final class UpstreamConnection: UpstreamTransportHandler {
             handshaking = false
             transport.disarmRead()
             transport.disarmWrite()
-            pool?.handshakeDone(resumed: resumed)
+            pool.handshakeDone(resumed: resumed)
             finishOpen(true)
         case .wantsReadable:
             transport.disarmWrite()
@@ -116,7 +115,7 @@ final class UpstreamConnection: UpstreamTransportHandler {
 
     private func failHandshake(_ reason: String) {
         handshaking = false
-        openFailure = "TLS handshake with \(pool?.endpoint.tls?.serverName ?? "?"): \(reason)"
+        openFailure = "TLS handshake with \(pool.endpoint.tls?.serverName ?? "?"): \(reason)"
         finishOpen(false)
     }
 
@@ -152,7 +151,7 @@ final class UpstreamConnection: UpstreamTransportHandler {
         // Over TLS, a session ticket (RFC 8446 §4.6.1) read while idle is no application
         // data: `fill` reports it as wouldBlock.
         if case .wouldBlock = transport.fill() { return }
-        pool?.idleConnectionLost(self)
+        pool.idleConnectionLost(self)
     }
 
     func transportWritable(_ transport: UpstreamTransport, timedOut: Bool) {

@@ -42,7 +42,12 @@ final class UpstreamTransport {
     /// iovecs per sendmsg (libevent's own writev uses up to 128).
     private static let maxWriteVectors = 32
 
-    weak var handler: UpstreamTransportHandler?
+    /// The connection while opening or idle, the `UpstreamCall` using it in between. Not
+    /// retained, and not weak (a weak reference gives its object a side table, and every
+    /// count of it the runtime's slow path): each handler lets go of the transport, or hands
+    /// it on, before it goes (a call ends through its connection's release to the pool; a
+    /// connection closes its transport in `deinit`; `close()` clears it).
+    @exclusivity(unchecked) unowned(unsafe) var handler: UpstreamTransportHandler?
     /// A handler that owns this transport and closes it before it goes (a tunnel's upstream
     /// side): it gets the events instead of `handler`, held without a weak reference, which
     /// would cost a weak load per event and move every count of the owner to the runtime's
