@@ -13,11 +13,13 @@ final class WorkerMetrics {
     }
 
     /// Counts keyed by routeID << 10 | status; names resolved only when scraped.
-    private var counts: [Int: Int] = [:]
+    /// Unchecked exclusivity (with `latencyCounts`): written on the worker's loop only, one
+    /// access at a time; the dynamic check cost a runtime call per request.
+    @exclusivity(unchecked) private var counts: [Int: Int] = [:]
     /// Interned route names; index = route id. Append-only, so ids survive reloads.
     private var routeNames: [String] = []
     private var routeIDs: [String: Int] = [:]
-    private(set) var latencyCounts = [Int](repeating: 0, count: latencyBuckets.count + 1)
+    @exclusivity(unchecked) private(set) var latencyCounts = [Int](repeating: 0, count: latencyBuckets.count + 1)
     private(set) var latencySum = 0.0
     private(set) var upstreamErrors: [String: Int] = [:]
     var inflight = 0

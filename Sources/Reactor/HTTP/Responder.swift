@@ -11,7 +11,8 @@ public final class Responder {
 
     public private(set) var state = State.waiting
     /// The response fields built up before the answer (the gateway adds its own here).
-    public var fields = HTTP1Fields()
+    /// Unchecked exclusivity: loop-thread only; written before the answer, read when it goes.
+    @exclusivity(unchecked) public var fields = HTTP1Fields()
     /// Told once, after `onComplete`: the answer was fully written, or the connection went
     /// away. The layer above's per-request accounting (requests in flight, a drain), set
     /// without allocating a closure per request.

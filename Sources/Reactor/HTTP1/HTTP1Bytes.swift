@@ -1,5 +1,6 @@
-/// Byte classes of RFC 9110 §5.6 and RFC 9112, as switches rather than tables: a global
-/// table costs a lazy-initialisation check on every access in the parsers' inner loops.
+/// Byte classes of RFC 9110 §5.6 and RFC 9112, as switches and bit masks rather than tables:
+/// a global table costs a lazy-initialisation check on every access in the parsers' inner
+/// loops.
 enum HTTP1Bytes {
     static let cr: UInt8 = 0x0D
     static let lf: UInt8 = 0x0A
@@ -7,14 +8,42 @@ enum HTTP1Bytes {
     static let htab: UInt8 = 0x09
     static let colon: UInt8 = 0x3A
 
-    /// tchar (RFC 9110 §5.6.2): the bytes of a token — methods, field names, codings.
+    /// tchar (RFC 9110 §5.6.2): the bytes of a token — methods, field names, codings:
+    /// DIGIT, ALPHA and "!#$%&'*+-.^_`|~", one bit per byte value in two words (bytes 0–63,
+    /// 64–127; HTTP1BytesTests checks them against the RFC's list).
     @inline(__always)
     static func isTchar(_ b: UInt8) -> Bool {
-        switch b {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
-        case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E: true
-        default: false
+        let word: UInt64 = b < 64 ? tcharLow : tcharHigh
+        return b < 128 && (word >> UInt64(b & 63)) & 1 != 0
+    }
+
+    static var tcharLow: UInt64 { 0x03FF_6CFA_0000_0000 }
+    static var tcharHigh: UInt64 { 0x57FF_FFFF_C7FF_FFFE }
+
+    /// Whether `bytes[from..<to]` are all field-value bytes (`isFieldValueByte`): eight at
+    /// a time while no byte in a word is below 0x20 or is DEL, then byte by byte. Field
+    /// values are the long part of a head (cookies, tokens).
+    @inline(__always)
+    static func allFieldValueBytes(_ bytes: UnsafeBufferPointer<UInt8>, from: Int, to: Int) -> Bool {
+        guard let base = bytes.baseAddress else { return from >= to }
+        var i = from
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while i + 8 <= to {
+            let w = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+            // Some byte < 0x20 (bytes ≥ 0x80 never count: obs-text is allowed), or some byte
+            // equal to 0x7F: the classic "has less" / "has zero" word tests.
+            let below = (w &- 0x20 &* ones) & ~w & highs
+            let x = w ^ (0x7F &* ones)
+            let del = (x &- ones) & ~x & highs
+            if below | del != 0 { break }
+            i += 8
         }
+        while i < to {
+            if !isFieldValueByte(base[i]) { return false }
+            i += 1
+        }
+        return true
     }
 
     /// SP / HTAB: OWS and BWS (RFC 9110 §5.6.3).

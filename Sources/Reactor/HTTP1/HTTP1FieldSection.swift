@@ -134,7 +134,7 @@ struct HTTP1FieldSection: Sendable {
         var valueEnd = end
         while valueStart < valueEnd, HTTP1Bytes.isWhitespace(all[valueStart]) { valueStart += 1 }
         while valueEnd > valueStart, HTTP1Bytes.isWhitespace(all[valueEnd - 1]) { valueEnd -= 1 }
-        for k in valueStart..<valueEnd where !HTTP1Bytes.isFieldValueByte(all[k]) {
+        guard HTTP1Bytes.allFieldValueBytes(all, from: valueStart, to: valueEnd) else {
             throw HTTP1ParseError(.invalidFieldValue)
         }
         return HTTP1Fields.Span(nameStart: start, nameEnd: colon, valueStart: valueStart, valueEnd: valueEnd)

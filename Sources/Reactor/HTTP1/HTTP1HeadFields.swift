@@ -17,6 +17,12 @@ struct HTTP1HeadFields: Sendable {
         var contentLengthIndex: Int?
         var transferEncodingIndices: [Int] = []
         for i in fields.indices {
+            // The names that matter differ in length: most fields are passed over on it alone.
+            let span = fields.spans[i]
+            switch span.nameEnd - span.nameStart {
+            case 4, 6, 7, 10, 14, 17: break
+            default: continue
+            }
             if fields.nameEquals(i, "content-length") {
                 if contentLengthIndex != nil { throw HTTP1ParseError(.multipleContentLength) }
                 contentLengthIndex = i

@@ -23,12 +23,15 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
 
     let connection: HTTP1ServerConnection
     let context: HTTP1ServerContext
-    var parser: HTTP1RequestParser
+    // Unchecked exclusivity (here and on the properties below marked so): loop-thread state
+    // whose mutations never overlap (no caller holds an access across a callback); the
+    // dynamic check cost a runtime call per access on the request path.
+    @exclusivity(unchecked) var parser: HTTP1RequestParser
     /// The exchange being served: its body is read through here and its answer is not yet
     /// wholly in the output (or its body is still being discarded after it).
     private(set) var current: HTTP1ServerExchange?
     /// Exchanges whose answer is in the output, not yet written, in order.
-    var unflushed: [HTTP1ServerExchange] = []
+    @exclusivity(unchecked) var unflushed: [HTTP1ServerExchange] = []
     /// No more requests: the connection closes once the output is written.
     private(set) var isClosing = false
     var deadline = Deadline.none

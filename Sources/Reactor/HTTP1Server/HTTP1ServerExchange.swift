@@ -43,7 +43,8 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     var closeAfter = false
     /// Connection bytes written when the answer's last byte is out (set at hand-off).
     var flushMark: UInt64 = 0
-    var drainedActions: [() -> Void] = []
+    /// Unchecked exclusivity: loop-thread state, never mutated across a callback.
+    @exclusivity(unchecked) var drainedActions: [() -> Void] = []
 
     var consumer = BodyConsumer.unclaimed
     /// The parser has returned the body's end.

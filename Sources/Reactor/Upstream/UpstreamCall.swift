@@ -67,7 +67,9 @@ public final class UpstreamCall: UpstreamTransportHandler {
     private var connectTimer: LoopTimer?
     /// Runs while the body waits for a 100 (`Request.continueTimeout`).
     private var continueTimer: LoopTimer?
-    private var parser: HTTP1ResponseParser
+    /// Unchecked exclusivity: a pure state machine mutated only inside `parse`, which calls
+    /// out to nothing; the dynamic check cost a runtime call per parse step.
+    @exclusivity(unchecked) private var parser: HTTP1ResponseParser
     private var body: RequestBody?
     private var bodySink: UpstreamBodySink?
     private var bodyState = BodyState.complete

@@ -37,7 +37,8 @@ public final class UpstreamPool {
     let numericAddress: UpstreamAddress?
     /// What the response parser accepts.
     let limits = HTTP1Limits()
-    private var idle: [UpstreamConnection] = []
+    /// Unchecked exclusivity: loop-thread only, never mutated across a call out.
+    @exclusivity(unchecked) private var idle: [UpstreamConnection] = []
     /// Connections open or opening, idle or in use.
     public private(set) var openConnections = 0
     /// HTTPS: the newest session the upstream gave, offered by the next connection.
