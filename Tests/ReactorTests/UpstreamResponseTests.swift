@@ -16,10 +16,25 @@ struct UpstreamResponseTests {
         // A Content-Length among the fields is not the call's framing: it must not be sent.
         let r = h.call(.GET, "/a/b?c=d", fields: [("Host", "up.example"), ("X-Test", "v"), ("Content-Length", "99")])
         #expect(r.events == ["head 200", "body", "complete"])
-        #expect(r.head?.reason == "OK")
+        // The standard reason phrase for the status is nil (HTTPResponseHead.reason).
+        #expect(r.head?.reason == nil)
+        #expect(r.head?.bodyLength == 5)
         #expect(r.head?.fields.first("X-Up") == "1")
         #expect(r.bodyText == "hello")
         #expect(server.requestTexts == ["GET /a/b?c=d HTTP/1.1\r\nHost: up.example\r\nX-Test: v\r\n\r\n"])
+    }
+
+    /// A reason phrase other than the status's standard one is passed on as sent.
+    @Test func nonstandardReasonIsKept() throws {
+        let server = try ScriptedUpstream([
+            [.readRequest, .send("HTTP/1.1 200 Fine Thanks\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n")]
+        ])
+        let h = UpstreamHarness(port: server.port)
+        let r = h.call(.GET, "/")
+        #expect(r.events == ["head 200", "body", "complete"])
+        #expect(r.head?.reason == "Fine Thanks")
+        #expect(r.head?.bodyLength == nil)
+        #expect(r.bodyText == "hi")
     }
 
     @Test func postWithoutBodySendsContentLengthZero() throws {

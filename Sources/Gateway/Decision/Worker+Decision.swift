@@ -27,8 +27,8 @@ extension Worker {
     /// Whether `target` (as received, not normalized: only the exact path is an endpoint)
     /// names a decision endpoint, and which ingress convention it speaks.
     func decisionKind(_ target: String) -> DecisionKind? {
+        guard decisionEnabled else { return nil }
         let d = config.decision
-        guard d.enabled else { return nil }
         let path = target.firstIndex(of: "?").map { target[..<$0] } ?? Substring(target)
         if let p = d.path, path == p { return .nginx }
         if let p = d.forwardAuthPath, path == p { return .forwardAuth }

@@ -139,6 +139,14 @@ enum HeaderRules {
         return true
     }
 
+    /// Whether `name` is one of `names` (any case), for lists of names held as strings.
+    static func equalsAnyName(_ name: UnsafeBufferPointer<UInt8>, _ names: [String]) -> Bool {
+        for other in names where other.utf8.count == name.count {
+            if other.utf8.elementsEqual(name, by: { HTTP1Fields.lower($0) == HTTP1Fields.lower($1) }) { return true }
+        }
+        return false
+    }
+
     static func equalsAny(_ name: UnsafeBufferPointer<UInt8>, _ lowers: [[UInt8]]) -> Bool {
         for l in lowers where equals(name, l) { return true }
         return false

@@ -69,12 +69,15 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
 
     func upstreamHead(_ head: HTTPResponseHead) {
         status = head.status
-        responder.fields = clientFields(head)
+        let (forwarded, own) = clientFields(head)
+        responder.forwarded = forwarded
+        responder.fields = own
         // The reason phrase is only passed on when it is plain text (RFC 9112 §4: HTAB, SP,
         // VCHAR); a CR in it would split the response for lenient clients.
         let reason = head.reason ?? ""
         let plain = !reason.isEmpty && reason.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7f) }
-        responder.startStreaming(status: head.status, reason: plain ? reason : nil, close: worker.draining)
+        responder.startStreaming(
+            status: head.status, reason: plain ? reason : nil, bodyLength: head.bodyLength, close: worker.draining)
     }
 
     /// The upstream accepted the upgrade: the 101 goes to the client (with the upstream's
@@ -86,9 +89,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             return
         }
         upstreamSeconds = worker.clock() - upstreamStart
-        var fields = clientFields(head)
-        fields.append("Upgrade", "websocket")
-        guard let client = responder.switchProtocols(HTTPResponseHead(status: 101, fields: fields)) else {
+        var (forwarded, own) = clientFields(head)
+        own.append("Upgrade", "websocket")
+        guard let client = responder.switchProtocols(HTTPResponseHead(status: 101, fields: own, forwarded: forwarded))
+        else {
             upstream.close()
             finish(status: 499, detail: "client gone before the 101")
             return
@@ -98,29 +102,35 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         worker.openTunnel(client: client, upstream: upstream, ctx: context, head: exchange.head)
     }
 
-    /// The upstream's response fields as the client gets them: hop-by-hop ones dropped, the
-    /// gateway's cookies protected, its own headers added.
-    private func clientFields(_ head: HTTPResponseHead) -> HTTP1Fields {
+    /// The upstream's response fields as the client gets them: those passed on (hop-by-hop
+    /// ones dropped, the gateway's cookies protected), then the gateway's own.
+    private func clientFields(_ head: HTTPResponseHead) -> (HTTP1ForwardedFields, HTTP1Fields) {
         let listed = HeaderRules.connectionTokens(head.fields)
+        let dropped = context.droppedResponseHeaders
         // Names are tokens already: the strict response parser refuses any other.
-        var out = head.fields.filter(names: { HeaderRules.forwardsResponseHeader($0, listed: listed) })
-        for name in context.droppedResponseHeaders { out.removeAll(name) }
+        var forwarded = HTTP1ForwardedFields(
+            head.fields,
+            keeping: {
+                HeaderRules.forwardsResponseHeader($0, listed: listed) && !HeaderRules.equalsAnyName($0, dropped)
+            })
         if !context.ownCookies.isEmpty {
             // The upstream cannot plant, replace or delete the gateway's session cookies.
-            let cookies = out.values("Set-Cookie")
-            let kept = cookies.filter {
-                !context.ownCookies.contains(String($0.prefix { $0 != "=" }).trimmingCharacters(in: .whitespaces))
+            var doomed: [Int] = []
+            forwarded.forEachValue(named: "Set-Cookie") { index, value in
+                let name = String(decoding: value.prefix { $0 != UInt8(ascii: "=") }, as: UTF8.self)
+                if context.ownCookies.contains(name.trimmingCharacters(in: .whitespaces)) { doomed.append(index) }
             }
-            if kept.count != cookies.count {
-                out.removeAll("Set-Cookie")
-                for c in kept { out.append("Set-Cookie", c) }
-            }
+            for index in doomed { forwarded.drop(index) }
         }
         // Headers of the gateway's own (a fresh DPoP-Nonce, session cookies), after the
         // upstream's; where the gateway owns a header outright it was dropped just above.
-        for (name, value) in context.responseHeaders { out.append(name, value) }
-        out.append("X-Request-Id", context.requestID)
-        return out
+        var own = HTTP1Fields()
+        var bytes = 12 + context.requestID.utf8.count
+        for (name, value) in context.responseHeaders { bytes += name.utf8.count + value.utf8.count }
+        own.reserveCapacity(bytes: bytes, fields: 1 + context.responseHeaders.count)
+        for (name, value) in context.responseHeaders { own.append(name, value) }
+        own.append("X-Request-Id", context.requestID)
+        return (forwarded, own)
     }
 
     func upstreamBody(_ chunk: BodyChunk) {

@@ -49,12 +49,12 @@ enum RequestPipeline {
         // refuses every request that breaks them before the gateway sees it (RFC 9112).
         // RFC 9112 §3.2: a request with more than one Host, or an HTTP/1.1 request with none,
         // gets 400.
-        let hostCount = headers.count(of: "Host")
+        let (rawHost, hostCount) = headers.firstAndCount("Host")
         if hostCount > 1 || (hostCount == 0 && head.version >= (1, 1)) {
             return .reject(status: 400, error: "invalid_request", description: "exactly one Host header is required")
         }
         var host = ""
-        if let raw = headers.first("Host") {
+        if let raw = rawHost {
             guard let h = HostNormalizer.normalize(raw) else {
                 return .reject(
                     status: 400, error: "invalid_request", description: "the Host header is not a valid host")
@@ -80,18 +80,16 @@ enum RequestPipeline {
         case .route(let index):
             plan = plans[index]
         }
-        let route = plan.route
-        guard let upstream = plan.upstream else {
+        guard plan.upstream != nil else {
             return .reject(status: 502, error: "bad_gateway", description: "no upstream")
         }
-
         let upstreamHost: String
-        switch upstream.hostHeader {
+        switch plan.hostHeader {
         case .upstream: upstreamHost = plan.upstreamAuthority
-        case .preserve: upstreamHost = headers.first("Host") ?? plan.upstreamAuthority
+        case .preserve: upstreamHost = rawHost ?? plan.upstreamAuthority
         case .fixed(let value): upstreamHost = value
         }
-        var target = upstream.basePath + route.options.forwardedPath(normalized.path)
+        var target = plan.upstreamPath(normalized.path)
         if let q = normalized.query { target += "?" + q }
         let forwarding = Forwarding(
             method: method, target: target, headers: headers, plan: plan, policy: policy,
@@ -137,17 +135,28 @@ enum RequestPipeline {
             let dropProof = session || (route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false)
             // The gateway's own cookies (sealed sessions, login state) are not the upstream's.
             let ownCookies = policy.ownCookies
-            var out = headers.filter(names: { bytes in
-                // Client-sent copies of identity headers never pass, on any route.
-                if HeaderRules.equalsAny(bytes, identityNames) { return false }
-                if preflight && HeaderRules.equalsAny(bytes, CORSPreflight.credentialHeaders) { return false }
-                if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
-                if dropProof && HeaderRules.equals(bytes, dpop) { return false }
-                if !ownCookies.isEmpty && HeaderRules.equals(bytes, cookie) { return false }
-                return HeaderRules.forwardsRequestHeader(
-                    bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted,
-                    trustedOnlyExtra: trustedOnlyExtra)
-            })
+            let passed = HTTP1ForwardedFields(
+                headers,
+                keeping: { bytes in
+                    // Client-sent copies of identity headers never pass, on any route.
+                    if HeaderRules.equalsAny(bytes, identityNames) { return false }
+                    if preflight && HeaderRules.equalsAny(bytes, CORSPreflight.credentialHeaders) { return false }
+                    if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
+                    if dropProof && HeaderRules.equals(bytes, dpop) { return false }
+                    if !ownCookies.isEmpty && HeaderRules.equals(bytes, cookie) { return false }
+                    return HeaderRules.forwardsRequestHeader(
+                        bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted,
+                        trustedOnlyExtra: trustedOnlyExtra)
+                })
+            // What the gateway adds, in one allocation: the fields below (64 bytes of names),
+            // the identity headers, and what is left of a Cookie.
+            var out = HTTP1Fields()
+            var bytes = 64 + upstreamHost.utf8.count + forwarded.forwardedFor.utf8.count
+            bytes += forwarded.forwardedProto.utf8.count + (forwarded.forwardedHost?.utf8.count ?? 0)
+            bytes += forwarded.requestID.utf8.count
+            for (name, value) in identity { bytes += name.utf8.count + value.utf8.count }
+            if !ownCookies.isEmpty { headers.forEachValue(named: "Cookie") { bytes += 6 + $0.count } }
+            out.reserveCapacity(bytes: bytes, fields: 5 + identity.count + (ownCookies.isEmpty ? 0 : 2))
             if !ownCookies.isEmpty && !preflight {
                 for value in headers.values("Cookie") {
                     if let kept = CookieFilter.without(ownCookies, value) { out.append("Cookie", kept) }
@@ -160,7 +169,8 @@ enum RequestPipeline {
             if let h = forwarded.forwardedHost { out.append("X-Forwarded-Host", h) }
             out.append("X-Request-Id", forwarded.requestID)
             return UpstreamCall.Request(
-                method: method, target: target, fields: out, body: body.framing == .none ? nil : body)
+                method: method, target: target, fields: out, forwarded: passed, body: body.framing == .none ? nil : body
+            )
         }
     }
 

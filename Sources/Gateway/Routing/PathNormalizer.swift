@@ -25,6 +25,10 @@ enum PathNormalizer {
     }
 
     static func normalize(target: String) -> Result<Normalized, Rejection> {
+        // Most targets are a normal path alone: then the path is the target itself.
+        if target.utf8.withContiguousStorageIfAvailable({ isPlainPath($0) }) == true {
+            return .success(Normalized(path: target, query: nil, dotDotOrigins: []))
+        }
         let bytes = Array(target.utf8)
         guard bytes.first == UInt8(ascii: "/") else { return .failure(.notOriginForm) }
         var pathEnd = bytes.count
@@ -109,8 +113,14 @@ enum PathNormalizer {
         return .success(Normalized(path: path, query: query, dotDotOrigins: origins))
     }
 
+    /// A target that is a normal path with nothing else: "/" first, then what
+    /// `isAlreadyNormal` accepts, no query, no fragment.
+    private static func isPlainPath(_ target: UnsafeBufferPointer<UInt8>) -> Bool {
+        target.first == UInt8(ascii: "/") && isAlreadyNormal(target[...])
+    }
+
     /// Fast path for the common case: only pchar and "/", no "%", no "//", no "/.".
-    private static func isAlreadyNormal(_ path: ArraySlice<UInt8>) -> Bool {
+    private static func isAlreadyNormal<C: Collection<UInt8>>(_ path: C) -> Bool {
         var previous: UInt8 = 0
         for c in path {
             if c == UInt8(ascii: "/") {

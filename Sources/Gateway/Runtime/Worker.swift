@@ -15,12 +15,28 @@ final class RoutePlan {
     let upstream: UpstreamConfig?
     let upstreamAuthority: String
 
+    /// What the request path reads of the route and its upstream on every request, taken
+    /// out once (reading them through `route` and `upstream` copied those structs each time).
+    let name: String
+    let hostHeader: UpstreamConfig.HostHeader
+    let basePath: String
+
     init(route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?) {
         self.route = route
         self.pool = pool
         self.metricID = metricID
         self.upstream = upstream
         upstreamAuthority = upstream?.authority ?? ""
+        name = route.name
+        hostHeader = upstream?.hostHeader ?? .upstream
+        basePath = upstream?.basePath ?? ""
+    }
+
+    /// The path as it goes upstream: the upstream URL's path, then the request's (as the
+    /// route forwards it, see `RouteOptions.forwardedPath`).
+    func upstreamPath(_ path: String) -> String {
+        let forwarded = route.options.forwardedPath(path)
+        return basePath.isEmpty ? forwarded : basePath + forwarded
     }
 }
 
@@ -57,6 +73,9 @@ final class Worker: ResponderObserver {
     /// Where `rd` may send a browser back to.
     private(set) var returnPolicy = ReturnTo()
     private(set) var draining = false
+    /// Read of the config on every request, worked out once per config.
+    private(set) var decisionEnabled = false
+    private(set) var hasTrustedProxies = false
     private var configGeneration = 0
     private var onDrained: (() -> Void)?
     private var thread: Thread?
@@ -125,6 +144,8 @@ final class Worker: ResponderObserver {
     func apply(_ new: GatewayConfig) {
         config = new
         requestPolicy = RequestPipeline.Policy(new)
+        decisionEnabled = new.decision.enabled
+        hasTrustedProxies = !new.trustedProxies.isEmpty
         configGeneration += 1
         authenticator.apply(new)
         login.apply(new)
@@ -201,7 +222,7 @@ final class Worker: ResponderObserver {
     }
 
     private func peerTrusted(_ connection: ClientConnection) -> Bool {
-        guard !config.trustedProxies.isEmpty else { return false }
+        guard hasTrustedProxies else { return false }
         let memo = (connection.context as? PeerTrust) ?? PeerTrust()
         if memo.generation != configGeneration {
             memo.trusted = config.trustedProxies.contains { $0.contains(connection.peer) }

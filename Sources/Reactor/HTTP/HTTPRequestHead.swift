@@ -27,10 +27,27 @@ public struct HTTPResponseHead: Sendable {
     /// The reason phrase; nil: the standard one for `status`.
     public var reason: String?
     public var fields: HTTP1Fields
+    /// A proxied response: the upstream's fields passed on, sent before `fields`.
+    public var forwarded: HTTP1ForwardedFields?
+    /// The body's length when it is known from how it arrives (an upstream's response with
+    /// Content-Length): what the client is told, without looking for the field again.
+    public var bodyLength: UInt64?
 
-    public init(status: Int, reason: String? = nil, fields: HTTP1Fields = HTTP1Fields()) {
+    public init(
+        status: Int, reason: String? = nil, fields: HTTP1Fields = HTTP1Fields(), forwarded: HTTP1ForwardedFields? = nil
+    ) {
         self.status = status
         self.reason = reason
         self.fields = fields
+        self.forwarded = forwarded
+    }
+
+    /// The head with the fields it passes on merged into `fields`, in the order they are
+    /// sent (for a transport that keeps what it was given: tests, logs).
+    public var flattened: HTTPResponseHead {
+        guard let forwarded else { return self }
+        var all = forwarded.passedOn
+        fields.forEachField { all.append(name: $0, value: $1) }
+        return HTTPResponseHead(status: status, reason: reason, fields: all)
     }
 }

@@ -58,7 +58,7 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
     public func attach(_ responder: Responder) { self.responder = responder }
 
     public func sendResponse(_ head: HTTPResponseHead, body: [UInt8], close: Bool) {
-        self.head = head
+        self.head = head.flattened
         self.body = body
         closeAfter = close
         ended = true
@@ -75,7 +75,7 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
     }
 
     public func startResponse(_ head: HTTPResponseHead, close: Bool) {
-        self.head = head
+        self.head = head.flattened
         closeAfter = close
     }
 
@@ -102,7 +102,7 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
     public private(set) var tunnelEndpoint: InMemoryTunnelEndpoint?
 
     public func switchProtocols(_ head: HTTPResponseHead) -> TunnelEndpoint? {
-        self.head = head
+        self.head = head.flattened
         ended = true
         let endpoint = InMemoryTunnelEndpoint()
         tunnelEndpoint = endpoint

@@ -13,6 +13,8 @@ public final class Responder {
     /// The response fields built up before the answer (the gateway adds its own here).
     /// Unchecked exclusivity: loop-thread only; written before the answer, read when it goes.
     @exclusivity(unchecked) public var fields = HTTP1Fields()
+    /// A proxied answer: the upstream's fields passed on, written before `fields`.
+    @exclusivity(unchecked) public var forwarded: HTTP1ForwardedFields?
     /// Told once, after `onComplete`: the answer was fully written, or the connection went
     /// away. The layer above's per-request accounting (requests in flight, a drain), set
     /// without allocating a closure per request.
@@ -55,7 +57,8 @@ public final class Responder {
             return
         }
         transport.sendResponse(
-            HTTPResponseHead(status: status, reason: reason, fields: fields), body: body, close: close)
+            HTTPResponseHead(status: status, reason: reason, fields: fields, forwarded: forwarded), body: body,
+            close: close)
     }
 
     /// An interim response (1xx other than 101) before the final one.
@@ -64,13 +67,16 @@ public final class Responder {
         if transport.isConnected { transport.sendInterim(head) }
     }
 
-    /// The head of a streamed response (its body comes through `write`).
-    public func startStreaming(status: Int, reason: String? = nil, close: Bool = false) {
+    /// The head of a streamed response (its body comes through `write`). `bodyLength`:
+    /// the body's length when known (else the fields' Content-Length, else chunked).
+    public func startStreaming(status: Int, reason: String? = nil, bodyLength: UInt64? = nil, close: Bool = false) {
         precondition(state == .waiting, "answered twice")
         state = .streaming
         self.status = status
         guard transport.isConnected else { return }
-        transport.startResponse(HTTPResponseHead(status: status, reason: reason, fields: fields), close: close)
+        var head = HTTPResponseHead(status: status, reason: reason, fields: fields, forwarded: forwarded)
+        head.bodyLength = bodyLength
+        transport.startResponse(head, close: close)
     }
 
     /// Moves `chunk` to the client; `drained` (if given) runs once the output is written

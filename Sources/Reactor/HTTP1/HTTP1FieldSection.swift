@@ -7,7 +7,8 @@ import Glibc
 /// A head that has arrived whole (the usual case: one read holds it) is taken in one step
 /// instead (`readWhole`): one copy of its bytes, lines found with memchr. That step only
 /// accepts what the line-by-line reader accepts, and gives up on anything else, so every
-/// refusal still comes from the line-by-line reader, with its code.
+/// refusal still comes from the line-by-line reader, with its code. Either way the section
+/// is handed over as one `HTTP1Fields` buffer.
 struct HTTP1FieldSection: Sendable {
     /// Bytes of the section's lines without their CRLFs (a head's start line comes first).
     var storage: [UInt8] = []
@@ -21,12 +22,21 @@ struct HTTP1FieldSection: Sendable {
     private let maxCount: Int
     private let tooLarge: HTTP1ParseError.Code
     private let tooMany: HTTP1ParseError.Code
+    /// Keep the buffer of the last section handed over, to reuse once it is free again
+    /// (`takeSpare`): heads of a keep-alive connection. Trailers do not.
+    private let keepsSpare: Bool
+    /// `nonisolated(unsafe)`: see `HTTP1Fields.buffer`; reused only when no copy holds it.
+    nonisolated(unsafe) private var spare: HTTP1FieldBuffer?
 
-    init(maxBytes: Int, maxCount: Int, tooLarge: HTTP1ParseError.Code, tooMany: HTTP1ParseError.Code) {
+    init(
+        maxBytes: Int, maxCount: Int, tooLarge: HTTP1ParseError.Code, tooMany: HTTP1ParseError.Code,
+        keepsSpare: Bool = false
+    ) {
         self.maxBytes = maxBytes
         self.maxCount = maxCount
         self.tooLarge = tooLarge
         self.tooMany = tooMany
+        self.keepsSpare = keepsSpare
     }
 
     /// Reads field lines from `input[start...]`. Returns the index just past the empty line
@@ -52,11 +62,15 @@ struct HTTP1FieldSection: Sendable {
 
     /// The whole head in one step: when `input` holds a complete head — a start line of
     /// 1…`startLineLimit` bytes, field lines within the section's limits, the empty line —
-    /// and every line is well-formed, copies it (the empty line aside) into `storage` in one
-    /// piece, notes the fields, and returns where the head ends and how long the start line
-    /// is (`storage[..<startLine]`). nil when any of that does not hold: the section is then
-    /// left empty for the line-by-line reader. Only for a section nothing was read into yet.
-    mutating func readWhole(_ input: UnsafeRawBufferPointer, startLineLimit: Int) -> (end: Int, startLine: Int)? {
+    /// and every line is well-formed, copies it (the empty line aside) into one buffer in
+    /// one piece (`spare`, when nobody else holds it and it is large enough), notes the
+    /// fields there, and returns where the head ends, how long the start line is (the
+    /// head's first bytes) and the fields. nil when any of that does not hold: the section
+    /// is then untouched, for the line-by-line reader. Only for a section nothing was read
+    /// into yet. `slack`: room left for fields a consumer adds in place.
+    mutating func readWhole(
+        _ input: UnsafeRawBufferPointer, startLineLimit: Int, slack: (bytes: Int, fields: Int) = (0, 0)
+    ) -> (end: Int, startLine: Int, fields: HTTP1Fields)? {
         guard storage.isEmpty, spans.isEmpty, let base = input.baseAddress else { return nil }
         let bytes = base.assumingMemoryBound(to: UInt8.self)
         let count = input.count
@@ -65,28 +79,52 @@ struct HTTP1FieldSection: Sendable {
         guard let lf = memchr(bytes, Int32(HTTP1Bytes.lf), count) else { return nil }
         let startLine = bytes.distance(to: lf.assumingMemoryBound(to: UInt8.self)) - 1
         guard startLine > 0, startLine <= startLineLimit, bytes[startLine] == HTTP1Bytes.cr else { return nil }
-        var lineStart = startLine + 2
-        var sectionBytes = 0
-        spans.reserveCapacity(16)
-        while lineStart < count {
-            guard let lf = memchr(bytes + lineStart, Int32(HTTP1Bytes.lf), count - lineStart) else { break }
-            let lineEnd = bytes.distance(to: lf.assumingMemoryBound(to: UInt8.self)) - 1
-            // A bare LF (no CR before it), and a CR alone on a line, are the line reader's to refuse.
-            guard lineEnd >= lineStart, bytes[lineEnd] == HTTP1Bytes.cr else { break }
-            if lineEnd == lineStart {
-                storage = [UInt8](UnsafeBufferPointer(start: bytes, count: lineStart))
-                return (lineEnd + 2, startLine)
+        let maxCount = maxCount
+        let maxBytes = maxBytes
+        return withUnsafeTemporaryAllocation(of: HTTP1Fields.Span.self, capacity: maxCount + 1) { found in
+            var n = 0
+            var lineStart = startLine + 2
+            var sectionBytes = 0
+            while lineStart < count {
+                guard let lf = memchr(bytes + lineStart, Int32(HTTP1Bytes.lf), count - lineStart) else { return nil }
+                let lineEnd = bytes.distance(to: lf.assumingMemoryBound(to: UInt8.self)) - 1
+                // A bare LF (no CR before it), and a CR alone on a line, are the line reader's
+                // to refuse.
+                guard lineEnd >= lineStart, bytes[lineEnd] == HTTP1Bytes.cr else { return nil }
+                if lineEnd == lineStart {
+                    let fields = takeSpare(bytes: lineStart + slack.bytes, spans: n + slack.fields)
+                    let buffer = fields.buffer.unsafelyUnwrapped
+                    buffer.appendBytes(UnsafeBufferPointer(start: bytes, count: lineStart))
+                    for k in 0..<n { buffer.appendSpan(found[k]) }
+                    return (lineEnd + 2, startLine, fields)
+                }
+                // A field line's CRLF counts toward the section's bytes (see `read`).
+                sectionBytes += lineEnd - lineStart + 2
+                guard n < maxCount, sectionBytes <= maxBytes,
+                    let span = try? Self.fieldLine(UnsafeBufferPointer(start: bytes, count: lineEnd), from: lineStart)
+                else { return nil }
+                found[n] = span
+                n += 1
+                lineStart = lineEnd + 2
             }
-            // A field line's CRLF counts toward the section's bytes (see `read`).
-            sectionBytes += lineEnd - lineStart + 2
-            guard spans.count < maxCount, sectionBytes <= maxBytes,
-                let span = try? Self.fieldLine(UnsafeBufferPointer(start: bytes, count: lineEnd), from: lineStart)
-            else { break }
-            spans.append(span)
-            lineStart = lineEnd + 2
+            return nil
         }
-        spans.removeAll(keepingCapacity: true)
-        return nil
+    }
+
+    /// A buffer cleared for a head of this size: `spare` again when the head it held last has
+    /// been let go of by everyone else and it is large enough, else a new one, which becomes
+    /// the spare (a parser on a keep-alive connection so allocates nothing per head).
+    private mutating func takeSpare(bytes: Int, spans: Int) -> HTTP1Fields {
+        if keepsSpare, isKnownUniquelyReferenced(&spare), let b = spare,
+            b.counts.pointee.byteCapacity >= bytes, b.counts.pointee.spanCapacity >= spans
+        {
+            b.counts.pointee.byteCount = 0
+            b.counts.pointee.spanCount = 0
+            return HTTP1Fields(buffer: b)
+        }
+        let b = HTTP1FieldBuffer.make(byteCapacity: max(bytes, 256), spanCapacity: max(spans, 12))
+        if keepsSpare { spare = b }
+        return HTTP1Fields(buffer: b)
     }
 
     /// Sizes the buffers once for a head that starts in a chunk of `available` bytes, so the
@@ -97,11 +135,28 @@ struct HTTP1FieldSection: Sendable {
         if spans.capacity == 0 { spans.reserveCapacity(16) }
     }
 
-    /// The section read so far, handed over; the reader is left empty.
+    /// The section read line by line so far, handed over (copied into one buffer); the
+    /// reader is left empty.
     mutating func take() -> HTTP1Fields {
-        let fields = HTTP1Fields(storage: storage, spans: spans)
-        self = HTTP1FieldSection(maxBytes: maxBytes, maxCount: maxCount, tooLarge: tooLarge, tooMany: tooMany)
+        guard !storage.isEmpty || !spans.isEmpty else {
+            clear()
+            return HTTP1Fields()
+        }
+        let fields = takeSpare(bytes: storage.count, spans: spans.count)
+        let buffer = fields.buffer.unsafelyUnwrapped
+        storage.withUnsafeBufferPointer { buffer.appendBytes($0) }
+        for span in spans { buffer.appendSpan(span) }
+        clear()
         return fields
+    }
+
+    /// Empty again, ready for the next section (the spare kept).
+    mutating func clear() {
+        storage = []
+        spans = []
+        lineStart = 0
+        scanner = HTTP1LineScanner()
+        used = 0
     }
 
     /// field-line = field-name ":" OWS field-value OWS (RFC 9112 §5). CR, LF and NUL never

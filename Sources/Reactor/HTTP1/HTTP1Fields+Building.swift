@@ -1,23 +1,29 @@
 /// Reading fields by name and building field sections (a response head, an upstream
-/// request head). Building appends to the one byte buffer, so a section of any size costs
-/// two growing arrays, not a string per field.
+/// request head). Building appends to the one buffer, so a section of any size costs one
+/// allocation (and a copy only if it grows past the room reserved, or is shared).
 extension HTTP1Fields {
     /// Every value of fields named `name` (ASCII case-insensitive), in order.
     public func values(_ name: String) -> [String] {
         var out: [String] = []
-        forEachIndex(named: name) { out.append(String(decoding: valueBytes($0), as: UTF8.self)) }
+        forEachIndex(named: name) { i in out.append(withValue(i) { String(decoding: $0, as: UTF8.self) }) }
         return out
     }
 
     /// Calls `body` with the value bytes of each field named `name` (ASCII case-insensitive),
     /// in order, without copying them.
     public func forEachValue(named name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-        storage.withUnsafeBufferPointer { all in
-            forEachIndex(named: name) { i in
-                let span = spans[i]
-                body(UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd]))
-            }
+        forEachIndex(named: name) { i in withValue(i, body) }
+    }
+
+    /// The value of the first field named `name` and how many there are, in one pass.
+    public func firstAndCount(_ name: String) -> (first: String?, count: Int) {
+        var first: String?
+        var n = 0
+        forEachIndex(named: name) { i in
+            if n == 0 { first = withValue(i) { String(decoding: $0, as: UTF8.self) } }
+            n += 1
         }
+        return (first, n)
     }
 
     /// How many fields are named `name`.
@@ -29,10 +35,35 @@ extension HTTP1Fields {
 
     public func contains(_ name: String) -> Bool { count(of: name) > 0 }
 
+    /// Room for `bytes` more bytes and `fields` more fields without another allocation, in
+    /// a buffer of this section's own (a shared one is copied now).
+    public mutating func reserveCapacity(bytes: Int, fields: Int) {
+        makeRoom(bytes: bytes, spans: fields)
+    }
+
+    /// A buffer of this section's own with room for `bytes` more bytes and `spans` more
+    /// spans.
+    @inline(__always)
+    mutating func makeRoom(bytes: Int, spans: Int) {
+        guard buffer != nil else {
+            buffer = .make(byteCapacity: Swift.max(bytes, 64), spanCapacity: Swift.max(spans, 4))
+            return
+        }
+        // Checked before anything else holds the buffer (a bound copy would make it shared).
+        if isKnownUniquelyReferenced(&buffer) && buffer.unsafelyUnwrapped.fits(bytes: bytes, spans: spans) { return }
+        buffer = buffer.unsafelyUnwrapped.copy(addingBytes: bytes, spans: spans)
+    }
+
     /// Appends a field. The caller vouches for the bytes (a name from config or code, a
     /// value already checked): `isValid` says whether a section may be sent as it is.
+    @_disfavoredOverload
     public mutating func append(_ name: String, _ value: String) {
         HTTP1Bytes.withUTF8(name) { n in HTTP1Bytes.withUTF8(value) { v in append(name: n, value: v) } }
+    }
+
+    /// Appends a field with a name from code (the gateway's own headers).
+    public mutating func append(_ name: StaticString, _ value: String) {
+        name.withUTF8Buffer { n in HTTP1Bytes.withUTF8(value) { v in append(name: n, value: v) } }
     }
 
     /// Appends a field from another section (or any bytes), copying them.
@@ -43,65 +74,80 @@ extension HTTP1Fields {
     }
 
     public mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        let nameStart = storage.count
-        storage.append(contentsOf: name)
-        let valueStart = storage.count
-        storage.append(contentsOf: value)
-        spans.append(Span(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart, valueEnd: storage.count))
+        makeRoom(bytes: name.count + value.count, spans: 1)
+        // Through the buffer this section holds (unique now): no reference taken for it.
+        buffer.unsafelyUnwrapped.appendField(name: name, value: value)
     }
 
-    /// Removes every field named `name` (their bytes stay in storage until the section is
-    /// copied; a head is short-lived).
+    /// Removes every field named `name` (their bytes stay in the buffer; a head is
+    /// short-lived).
     public mutating func removeAll(_ name: String) {
-        let lowered = Array(name.utf8).map(HTTP1Fields.lower)
-        spans.removeAll { span in
-            storage[span.nameStart..<span.nameEnd].elementsEqual(lowered) { HTTP1Fields.lower($0) == $1 }
+        var doomed: [Int] = []
+        forEachIndex(named: name) { doomed.append($0) }
+        guard !doomed.isEmpty else { return }
+        removeFields { i in doomed.contains(i) }
+    }
+
+    /// Removes the fields at the indices `drop` says (spans only; in a buffer of this
+    /// section's own).
+    mutating func removeFields(_ drop: (Int) -> Bool) {
+        makeRoom(bytes: 0, spans: 0)
+        guard let b = buffer else { return }
+        var kept = 0
+        for i in 0..<b.counts.pointee.spanCount where !drop(i) {
+            if kept != i { b.setSpan(kept, b.span(i)) }
+            kept += 1
         }
+        b.counts.pointee.spanCount = kept
     }
 
     /// Whether every name is a token and every value holds only field-value bytes (RFC 9110
     /// §5.1, §5.5): what a section built from outside text must meet before it is sent.
     public var isValid: Bool {
-        spans.allSatisfy { span in
-            span.nameEnd > span.nameStart
-                && storage[span.nameStart..<span.nameEnd].allSatisfy(HTTP1Bytes.isTchar)
-                && storage[span.valueStart..<span.valueEnd].allSatisfy(HTTP1Bytes.isFieldValueByte)
+        withBytes { all in
+            (0..<count).allSatisfy { i in
+                let s = span(i)
+                return s.nameEnd > s.nameStart
+                    && all[s.nameStart..<s.nameEnd].allSatisfy(HTTP1Bytes.isTchar)
+                    && all[s.valueStart..<s.valueEnd].allSatisfy(HTTP1Bytes.isFieldValueByte)
+            }
         }
     }
 
     /// Calls `body` with each field's name and value bytes, in order, without copying.
     public func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
-        storage.withUnsafeBufferPointer { all in
-            for span in spans {
+        withBytes { all in
+            for i in 0..<count {
+                let s = span(i)
                 body(
-                    UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd]),
-                    UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd]))
+                    UnsafeBufferPointer(rebasing: all[s.nameStart..<s.nameEnd]),
+                    UnsafeBufferPointer(rebasing: all[s.valueStart..<s.valueEnd]))
             }
         }
     }
 
     /// A section holding the fields for which `keep(name)` is true, in order.
     /// Room is left for `extraBytes` and `extraFields` more, so the fields a proxy adds
-    /// after filtering (Host, X-Forwarded-*, a request id) do not grow the arrays again.
-    /// The kept fields' bytes stay where they are: the section's bytes are copied whole, in
-    /// one piece, and only the kept spans are listed (what a dropped field held is never read).
+    /// after filtering (Host, X-Forwarded-*, a request id) do not grow it again. The kept
+    /// fields' bytes stay where they are: the bytes are copied whole, in one piece, and only
+    /// the kept spans are listed (what a dropped field held is never read).
     public func filter(
         names keep: (UnsafeBufferPointer<UInt8>) -> Bool, extraBytes: Int = 256, extraFields: Int = 8
     ) -> HTTP1Fields {
-        var kept: [Span] = []
-        kept.reserveCapacity(spans.count + extraFields)
-        let bytes = storage.withUnsafeBufferPointer { all in
-            for span in spans where keep(UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd])) {
-                kept.append(span)
-            }
-            return [UInt8](unsafeUninitializedCapacity: all.count + extraBytes) { buffer, initialized in
-                if let from = all.baseAddress, let to = buffer.baseAddress { to.update(from: from, count: all.count) }
-                initialized = all.count
-            }
+        guard let source = buffer else {
+            var out = HTTP1Fields()
+            out.reserveCapacity(bytes: extraBytes, fields: extraFields)
+            return out
         }
-        return HTTP1Fields(storage: bytes, spans: kept)
+        let n = source.counts.pointee.spanCount
+        let out = HTTP1FieldBuffer.make(
+            byteCapacity: source.counts.pointee.byteCount + extraBytes, spanCapacity: n + extraFields)
+        out.appendBytes(UnsafeBufferPointer(start: source.bytes, count: source.counts.pointee.byteCount))
+        let all = UnsafeBufferPointer(start: source.bytes, count: source.counts.pointee.byteCount)
+        for i in 0..<n {
+            let s = source.span(i)
+            if keep(UnsafeBufferPointer(rebasing: all[s.nameStart..<s.nameEnd])) { out.appendSpan(s) }
+        }
+        return withExtendedLifetime(source) { HTTP1Fields(buffer: out) }
     }
-
-    @inline(__always)
-    public static func lower(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
 }

@@ -1,59 +1,86 @@
 /// The field lines of one header or trailer section, in order, names case-preserved
 /// (RFC 9110 §5.3: order of same-named fields matters; names compare case-insensitively).
 ///
-/// Kept as the section's bytes in one array plus one index span per field, so a parsed head
-/// costs two allocations whatever its field count, and a field is a view into those bytes.
-/// Values are stored without their leading and trailing OWS (RFC 9112 §5.1).
+/// Kept as the section's bytes and one span per field in a single buffer
+/// (`HTTP1FieldBuffer`): a parsed head costs one allocation whatever its field count, and a
+/// field is a view into those bytes. Values are stored without their leading and trailing
+/// OWS (RFC 9112 §5.1). The bytes may hold more than the fields (a parsed head keeps its
+/// start line and line ends; a filtered section keeps what it dropped): only spans say what
+/// a field is.
 public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomStringConvertible {
+    /// Where one field's name and value are in the section's bytes. Offsets are stored in
+    /// 32 bits (a section is bounded far below that), so a span is 16 bytes.
     struct Span: Sendable {
-        var nameStart: Int
-        var nameEnd: Int
-        var valueStart: Int
-        var valueEnd: Int
+        private let offsets: (UInt32, UInt32, UInt32, UInt32)
+
+        init(nameStart: Int, nameEnd: Int, valueStart: Int, valueEnd: Int) {
+            offsets = (UInt32(nameStart), UInt32(nameEnd), UInt32(valueStart), UInt32(valueEnd))
+        }
+
+        var nameStart: Int { Int(offsets.0) }
+        var nameEnd: Int { Int(offsets.1) }
+        var valueStart: Int { Int(offsets.2) }
+        var valueEnd: Int { Int(offsets.3) }
     }
 
-    /// The section's bytes (for a request head, also its request line).
-    var storage: [UInt8]
-    var spans: [Span]
+    /// nil: no fields and no bytes (no allocation). `nonisolated(unsafe)`: a managed buffer
+    /// cannot be declared Sendable, but this one is never changed while shared (copy on
+    /// write, as an array's storage), so copies may cross threads.
+    nonisolated(unsafe) var buffer: HTTP1FieldBuffer?
 
-    init(storage: [UInt8], spans: [Span]) {
-        self.storage = storage
-        self.spans = spans
-    }
+    init(buffer: HTTP1FieldBuffer?) { self.buffer = buffer }
 
     /// No fields.
-    public init() { self.init(storage: [], spans: []) }
+    public init() { buffer = nil }
 
     /// Fields from (name, value) pairs, unchecked: for tests and for building messages.
     public init(_ pairs: [(name: String, value: String)]) {
-        var storage: [UInt8] = []
-        var spans: [Span] = []
-        for (name, value) in pairs {
-            let nameStart = storage.count
-            storage.append(contentsOf: name.utf8)
-            let valueStart = storage.count
-            storage.append(contentsOf: value.utf8)
-            spans.append(
-                Span(nameStart: nameStart, nameEnd: valueStart, valueStart: valueStart, valueEnd: storage.count))
-        }
-        self.init(storage: storage, spans: spans)
+        buffer = nil
+        var bytes = 0
+        for (name, value) in pairs { bytes += name.utf8.count + value.utf8.count }
+        reserveCapacity(bytes: bytes, fields: pairs.count)
+        for (name, value) in pairs { append(name, value) }
     }
 
     public var startIndex: Int { 0 }
-    public var endIndex: Int { spans.count }
+    public var endIndex: Int { buffer?.counts.pointee.spanCount ?? 0 }
+    /// Bytes held (at least every field's name and value).
+    var byteCount: Int { buffer?.counts.pointee.byteCount ?? 0 }
+
+    @inline(__always)
+    func span(_ index: Int) -> Span {
+        precondition(index >= 0 && index < count, "field index out of range")
+        return buffer.unsafelyUnwrapped.span(index)
+    }
+
+    /// Calls `body` with the section's bytes (spans index into them).
+    @inline(__always)
+    func withBytes<R, E: Error>(_ body: (UnsafeBufferPointer<UInt8>) throws(E) -> R) throws(E) -> R {
+        guard let buffer else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
+        return try withExtendedLifetime(buffer) { () throws(E) -> R in
+            try body(UnsafeBufferPointer(start: buffer.bytes, count: buffer.counts.pointee.byteCount))
+        }
+    }
+
+    /// The bytes in `range` (a target or reason phrase that a head keeps in its bytes).
+    func bytes(_ range: Range<Int>) -> ArraySlice<UInt8> {
+        withBytes { Array($0[range])[...] }
+    }
 
     public subscript(position: Int) -> HTTP1Field {
-        let span = spans[position]
-        return HTTP1Field(
-            nameBytes: storage[span.nameStart..<span.nameEnd],
-            valueBytes: storage[span.valueStart..<span.valueEnd])
+        let s = span(position)
+        return withBytes { all in
+            HTTP1Field(
+                nameBytes: Array(all[s.nameStart..<s.nameEnd])[...],
+                valueBytes: Array(all[s.valueStart..<s.valueEnd])[...])
+        }
     }
 
     /// The value of the first field named `name` (ASCII case-insensitive), if any.
     public func first(_ name: String) -> String? {
         var found: String?
         forEachIndex(named: name) { i in
-            if found == nil { found = String(decoding: valueBytes(i), as: UTF8.self) }
+            if found == nil { found = withValue(i) { String(decoding: $0, as: UTF8.self) } }
         }
         return found
     }
@@ -62,18 +89,15 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
     /// comparing in place: no allocation per lookup (the request path makes a dozen).
     func forEachIndex(named name: String, _ body: (Int) -> Void) {
         HTTP1Bytes.withUTF8(name) { wanted in
-            storage.withUnsafeBufferPointer { all in
-                for (i, span) in spans.enumerated() where span.nameEnd - span.nameStart == wanted.count {
+            withBytes { all in
+                for i in 0..<count {
+                    let s = span(i)
+                    guard s.nameEnd - s.nameStart == wanted.count else { continue }
                     var same = true
-                    for k in 0..<wanted.count {
-                        let a = all[span.nameStart + k]
-                        let b = wanted[k]
-                        let fa = (a >= 0x41 && a <= 0x5A) ? a | 0x20 : a
-                        let fb = (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
-                        if fa != fb {
-                            same = false
-                            break
-                        }
+                    for k in 0..<wanted.count
+                    where HTTP1Fields.lower(all[s.nameStart + k]) != HTTP1Fields.lower(wanted[k]) {
+                        same = false
+                        break
                     }
                     if same { body(i) }
                 }
@@ -83,7 +107,17 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
 
     /// Same fields, same order, same bytes (where the bytes sit in storage does not matter).
     public static func == (a: HTTP1Fields, b: HTTP1Fields) -> Bool {
-        a.count == b.count && zip(a, b).allSatisfy { $0 == $1 }
+        guard a.count == b.count else { return false }
+        return a.withBytes { x in
+            b.withBytes { y in
+                (0..<a.count).allSatisfy { i in
+                    let s = a.span(i)
+                    let t = b.span(i)
+                    return x[s.nameStart..<s.nameEnd].elementsEqual(y[t.nameStart..<t.nameEnd])
+                        && x[s.valueStart..<s.valueEnd].elementsEqual(y[t.valueStart..<t.valueEnd])
+                }
+            }
+        }
     }
 
     public var description: String {
@@ -91,21 +125,28 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
     }
 
     func nameEquals(_ index: Int, _ lowercase: StaticString) -> Bool {
-        let span = spans[index]
-        // Most names differ in length: no slice, no retain of the storage for those.
-        guard span.nameEnd - span.nameStart == lowercase.utf8CodeUnitCount else { return false }
-        return storage.withUnsafeBufferPointer {
-            HTTP1Bytes.equalsLowercase(UnsafeBufferPointer(rebasing: $0[span.nameStart..<span.nameEnd]), lowercase)
+        let s = span(index)
+        // Most names differ in length: no byte is looked at for those.
+        guard s.nameEnd - s.nameStart == lowercase.utf8CodeUnitCount, let buffer else { return false }
+        return withExtendedLifetime(buffer) {
+            HTTP1Bytes.equalsLowercase(
+                UnsafeBufferPointer(start: buffer.bytes + s.nameStart, count: s.nameEnd - s.nameStart), lowercase)
         }
     }
 
-    func valueBytes(_ index: Int) -> ArraySlice<UInt8> {
-        let span = spans[index]
-        return storage[span.valueStart..<span.valueEnd]
+    /// Calls `body` with the value bytes of the field at `index`, in place.
+    func withValue<R, E: Error>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws(E) -> R) throws(E) -> R {
+        let s = span(index)
+        return try withBytes { (all) throws(E) -> R in
+            try body(UnsafeBufferPointer(rebasing: all[s.valueStart..<s.valueEnd]))
+        }
     }
+
+    @inline(__always)
+    public static func lower(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
 }
 
-/// One field line: a view into its section's bytes.
+/// One field line: a copy of its name and value bytes.
 public struct HTTP1Field: Sendable, Equatable {
     /// The name as received (case preserved).
     public let nameBytes: ArraySlice<UInt8>

@@ -21,7 +21,8 @@ public enum HTTP1Version: Sendable, Equatable, CustomStringConvertible {
 
     /// HTTP-version = "HTTP" "/" DIGIT "." DIGIT (RFC 9112 §2.3), case-sensitive.
     /// Throws `invalidVersion` for other text, `unsupportedVersion` for e.g. HTTP/2.0.
-    static func parse(_ bytes: ArraySlice<UInt8>) throws(HTTP1ParseError) -> HTTP1Version {
+    static func parse<C: RandomAccessCollection<UInt8>>(_ bytes: C) throws(HTTP1ParseError) -> HTTP1Version
+    where C.Index == Int {
         // Read in place: the version is parsed for every request and response.
         let s = bytes.startIndex
         guard bytes.count == 8, bytes[s] == 0x48, bytes[s + 1] == 0x54, bytes[s + 2] == 0x54,

@@ -18,7 +18,7 @@ struct HTTP1HeadFields: Sendable {
         var transferEncodingIndices: [Int] = []
         for i in fields.indices {
             // The names that matter differ in length: most fields are passed over on it alone.
-            let span = fields.spans[i]
+            let span = fields.span(i)
             switch span.nameEnd - span.nameStart {
             case 4, 6, 7, 10, 14, 17: break
             default: continue
@@ -31,17 +31,19 @@ struct HTTP1HeadFields: Sendable {
             } else if fields.nameEquals(i, "host") {
                 hostCount += 1
             } else if fields.nameEquals(i, "connection") {
-                Self.forEachListElement(fields.valueBytes(i)) { token in
-                    if HTTP1Bytes.equalsLowercase(token, "close") {
-                        connectionClose = true
-                    } else if HTTP1Bytes.equalsLowercase(token, "keep-alive") {
-                        connectionKeepAlive = true
-                    } else if HTTP1Bytes.equalsLowercase(token, "upgrade") {
-                        connectionUpgrade = true
+                fields.withValue(i) { value in
+                    Self.forEachListElement(value) { token in
+                        if HTTP1Bytes.equalsLowercase(token, "close") {
+                            connectionClose = true
+                        } else if HTTP1Bytes.equalsLowercase(token, "keep-alive") {
+                            connectionKeepAlive = true
+                        } else if HTTP1Bytes.equalsLowercase(token, "upgrade") {
+                            connectionUpgrade = true
+                        }
                     }
                 }
             } else if fields.nameEquals(i, "expect") {
-                let isContinue = HTTP1Bytes.equalsLowercase(fields.valueBytes(i), "100-continue")
+                let isContinue = fields.withValue(i) { HTTP1Bytes.equalsLowercase($0, "100-continue") }
                 expectContinue = (expectContinue ?? true) && isContinue
             } else if fields.nameEquals(i, "upgrade") {
                 upgradeIndices.append(i)
@@ -53,26 +55,30 @@ struct HTTP1HeadFields: Sendable {
             // RFC 9112 §6.1: "A server MAY reject a request that contains both Content-Length
             // and Transfer-Encoding" — the classic smuggling pair; we always do.
             if contentLengthIndex != nil { throw HTTP1ParseError(.contentLengthWithTransferEncoding) }
-            try checkTransferEncoding(transferEncodingIndices.map { fields.valueBytes($0) })
+            try checkTransferEncoding(fields, transferEncodingIndices)
             chunked = true
         }
         if let contentLengthIndex {
-            contentLength = try Self.parseContentLength(fields.valueBytes(contentLengthIndex))
+            contentLength = try fields.withValue(contentLengthIndex) { value throws(HTTP1ParseError) in
+                try Self.parseContentLength(value)
+            }
         }
     }
 
     /// The combined list of every Transfer-Encoding field must be exactly one token,
     /// `chunked` (any case). A list of other tokens is an unknown coding (501); anything
     /// that is not a list of tokens (quotes, parameters, empty elements) is malformed (400).
-    private func checkTransferEncoding(_ values: [ArraySlice<UInt8>]) throws(HTTP1ParseError) {
+    private func checkTransferEncoding(_ fields: HTTP1Fields, _ indices: [Int]) throws(HTTP1ParseError) {
         var tokens = 0
         var onlyChunked = true
-        for value in values {
+        for i in indices {
             var malformed = false
-            Self.forEachListElement(value) { element in
-                if element.isEmpty || !element.allSatisfy(HTTP1Bytes.isTchar) { malformed = true }
-                tokens += 1
-                if !HTTP1Bytes.equalsLowercase(element, "chunked") { onlyChunked = false }
+            fields.withValue(i) { value in
+                Self.forEachListElement(value) { element in
+                    if element.isEmpty || !element.allSatisfy(HTTP1Bytes.isTchar) { malformed = true }
+                    tokens += 1
+                    if !HTTP1Bytes.equalsLowercase(element, "chunked") { onlyChunked = false }
+                }
             }
             if malformed { throw HTTP1ParseError(.invalidTransferEncoding) }
         }
@@ -82,7 +88,7 @@ struct HTTP1HeadFields: Sendable {
     /// Content-Length = 1*DIGIT (RFC 9110 §8.6). Strict: no sign, no OWS inside, no comma
     /// list even of equal values (RFC 9112 §6.3 rule 5 allows accepting one; we do not), no
     /// value past UInt64.
-    static func parseContentLength(_ value: ArraySlice<UInt8>) throws(HTTP1ParseError) -> UInt64 {
+    static func parseContentLength(_ value: UnsafeBufferPointer<UInt8>) throws(HTTP1ParseError) -> UInt64 {
         guard !value.isEmpty else { throw HTTP1ParseError(.invalidContentLength) }
         var n: UInt64 = 0
         for b in value {
@@ -97,16 +103,17 @@ struct HTTP1HeadFields: Sendable {
 
     /// Calls `body` with each element of a #rule list (RFC 9110 §5.6.1), OWS trimmed; empty
     /// elements are passed too (callers that care refuse them).
-    static func forEachListElement(_ value: ArraySlice<UInt8>, _ body: (ArraySlice<UInt8>) -> Void) {
-        var start = value.startIndex
+    static func forEachListElement(_ value: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        var start = 0
         while true {
-            let end = value[start...].firstIndex(of: 0x2C) ?? value.endIndex
+            var end = start
+            while end < value.count && value[end] != 0x2C { end += 1 }
             var a = start
             var z = end
             while a < z, HTTP1Bytes.isWhitespace(value[a]) { a += 1 }
             while z > a, HTTP1Bytes.isWhitespace(value[z - 1]) { z -= 1 }
-            body(value[a..<z])
-            guard end < value.endIndex else { return }
+            body(UnsafeBufferPointer(rebasing: value[a..<z]))
+            guard end < value.count else { return }
             start = end + 1
         }
     }
@@ -123,8 +130,10 @@ struct HTTP1HeadFields: Sendable {
         guard connectionUpgrade else { return [] }
         var protocols: [String] = []
         for i in upgradeIndices {
-            Self.forEachListElement(fields.valueBytes(i)) { element in
-                if !element.isEmpty { protocols.append(String(decoding: element, as: UTF8.self)) }
+            fields.withValue(i) { value in
+                Self.forEachListElement(value) { element in
+                    if !element.isEmpty { protocols.append(String(decoding: element, as: UTF8.self)) }
+                }
             }
         }
         return protocols

@@ -33,9 +33,9 @@ public struct HTTP1RequestHead: Sendable, Equatable, CustomStringConvertible {
     public let upgrade: [String]
 
     /// The request-target's bytes as received.
-    public var targetBytes: ArraySlice<UInt8> { fields.storage[targetRange] }
+    public var targetBytes: ArraySlice<UInt8> { fields.bytes(targetRange) }
     /// The request-target (always ASCII).
-    public var target: String { String(decoding: targetBytes, as: UTF8.self) }
+    public var target: String { fields.withBytes { String(decoding: $0[targetRange], as: UTF8.self) } }
 
     init(
         method: String, targetRange: Range<Int>, targetForm: TargetForm, version: HTTP1Version,

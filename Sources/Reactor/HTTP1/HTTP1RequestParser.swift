@@ -65,7 +65,7 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
         self.limits = limits
         section = HTTP1FieldSection(
             maxBytes: limits.maxHeaderBytes, maxCount: limits.maxHeaderCount,
-            tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders)
+            tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders, keepsSpare: true)
         body = HTTP1BodyReader(framing: .none, limits: limits)
     }
 
@@ -116,12 +116,12 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
         if case .requestLine = state, let whole = section.readWhole(input, startLineLimit: limits.maxRequestLineBytes) {
             // The whole head arrived at once. Any refusal, from here on too, is left to the
             // line-by-line reading below, so that it has one code whichever way the bytes came.
-            if let head = try? completeHead(requestLine: Self.parseRequestLine(section.storage[..<whole.startLine])) {
+            let line = whole.fields.withBytes { bytes in
+                try? Self.parseRequestLine(UnsafeBufferPointer(rebasing: bytes[..<whole.startLine]))
+            }
+            if let line, let head = try? completeHead(requestLine: line, fields: whole.fields) {
                 return (whole.end, .head(head))
             }
-            section = HTTP1FieldSection(
-                maxBytes: limits.maxHeaderBytes, maxCount: limits.maxHeaderCount,
-                tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders)
         }
         if case .requestLine = state {
             section.reserve(input.count)
@@ -137,18 +137,21 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
                 if skippedEmptyLine { throw HTTP1ParseError(.leadingEmptyLines) }
                 skippedEmptyLine = true
             }
-            requestLine = try Self.parseRequestLine(section.storage[...])
+            requestLine = try section.storage.withUnsafeBufferPointer { line throws(HTTP1ParseError) in
+                try Self.parseRequestLine(line)
+            }
             section.lineStart = section.storage.count
             state = .fields
         }
         guard let end = try section.read(input, from: i), let line = requestLine else { return (input.count, nil) }
-        return (end, .head(try completeHead(requestLine: line)))
+        return (end, .head(try completeHead(requestLine: line, fields: section.take())))
     }
 
     /// The head whose fields `section` holds: checked as a whole (framing, Host, Expect),
     /// handed over, and the body reader set up for it.
-    private mutating func completeHead(requestLine line: RequestLine) throws(HTTP1ParseError) -> HTTP1RequestHead {
-        let fields = section.take()
+    private mutating func completeHead(requestLine line: RequestLine, fields: HTTP1Fields) throws(HTTP1ParseError)
+        -> HTTP1RequestHead
+    {
         let semantics = try HTTP1HeadFields(fields, version: line.version)
         if semantics.hostCount > 1 { throw HTTP1ParseError(.multipleHost) }
         // RFC 9112 §3.2: "A server MUST respond with a 400 … to any HTTP/1.1 request message
@@ -166,7 +169,7 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
     }
 
     /// request-line = method SP request-target SP HTTP-version (RFC 9112 §3), single SPs.
-    private static func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTP1ParseError) -> RequestLine {
+    private static func parseRequestLine(_ line: UnsafeBufferPointer<UInt8>) throws(HTTP1ParseError) -> RequestLine {
         if line.elementsEqual("PRI * HTTP/2.0".utf8) { throw HTTP1ParseError(.http2Preface) }
         guard let firstSP = line.firstIndex(of: HTTP1Bytes.sp),
             let lastSP = line.lastIndex(of: HTTP1Bytes.sp)
@@ -189,7 +192,7 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
 
     /// RFC 9112 §3.2: origin-form for most requests, authority-form only (and always) for
     /// CONNECT, asterisk-form only for OPTIONS, absolute-form for any.
-    private static func targetForm(_ target: ArraySlice<UInt8>, method: String) throws(HTTP1ParseError)
+    private static func targetForm(_ target: Slice<UnsafeBufferPointer<UInt8>>, method: String) throws(HTTP1ParseError)
         -> HTTP1RequestHead.TargetForm
     {
         if method == "CONNECT" {

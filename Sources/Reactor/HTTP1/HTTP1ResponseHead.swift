@@ -13,8 +13,15 @@ public struct HTTP1ResponseHead: Sendable, Equatable, CustomStringConvertible {
     public let keepAlive: Bool
 
     /// The reason-phrase bytes (possibly empty; RFC 9112 §4: a client SHOULD ignore it).
-    public var reasonBytes: ArraySlice<UInt8> { fields.storage[reasonRange] }
-    public var reason: String { String(decoding: reasonBytes, as: UTF8.self) }
+    public var reasonBytes: ArraySlice<UInt8> { fields.bytes(reasonRange) }
+    public var reason: String { fields.withBytes { String(decoding: $0[reasonRange], as: UTF8.self) } }
+
+    /// The reason phrase, or nil when it is the standard one for the status.
+    var nonstandardReason: String? {
+        let standard = HTTPStatus.reason(status)
+        let same = fields.withBytes { all in standard.utf8.elementsEqual(all[reasonRange]) }
+        return same ? nil : reason
+    }
 
     init(
         version: HTTP1Version, status: Int, reasonRange: Range<Int>, fields: HTTP1Fields,

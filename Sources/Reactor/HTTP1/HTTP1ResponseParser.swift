@@ -47,6 +47,9 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
     }
 
     public let limits: HTTP1Limits
+    /// Room a parsed head keeps for fields its consumer adds in place (a proxy's request id,
+    /// a nonce, cookies), so that adding them does not copy the head.
+    static let slack = (bytes: 128, fields: 4)
     private var state = State.idle
     private var toHEAD = false
     private var switching = false
@@ -135,15 +138,17 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
         consumed: Int, event: Event?
     ) {
         var i = 0
-        if case .statusLine = state, let whole = section.readWhole(input, startLineLimit: limits.maxRequestLineBytes) {
+        if case .statusLine = state,
+            let whole = section.readWhole(input, startLineLimit: limits.maxRequestLineBytes, slack: Self.slack)
+        {
             // The whole head arrived at once; any refusal is left to the line-by-line reading
             // below (one code whichever way the bytes came), so nothing is decided twice.
-            if let event = try? completeHead(statusLine: Self.parseStatusLine(section.storage[..<whole.startLine])) {
+            let line = whole.fields.withBytes { bytes in
+                try? Self.parseStatusLine(UnsafeBufferPointer(rebasing: bytes[..<whole.startLine]))
+            }
+            if let line, let event = try? completeHead(statusLine: line, fields: whole.fields) {
                 return (whole.end, event)
             }
-            section = HTTP1FieldSection(
-                maxBytes: limits.maxHeaderBytes, maxCount: limits.maxHeaderCount,
-                tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders)
         }
         if case .statusLine = state {
             section.reserve(input.count)
@@ -154,18 +159,21 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
                     tooLong: .statusLineTooLong)
             else { return (input.count, nil) }
             i = end
-            statusLine = try Self.parseStatusLine(section.storage[...])
+            statusLine = try section.storage.withUnsafeBufferPointer { line throws(HTTP1ParseError) in
+                try Self.parseStatusLine(line)
+            }
             section.lineStart = section.storage.count
             state = .fields
         }
         guard let end = try section.read(input, from: i), let line = statusLine else { return (input.count, nil) }
-        return (end, try completeHead(statusLine: line))
+        return (end, try completeHead(statusLine: line, fields: section.take()))
     }
 
     /// The head whose fields `section` holds, checked as a whole: an interim one, or the
     /// final one with the body reader set up for its framing.
-    private mutating func completeHead(statusLine line: StatusLine) throws(HTTP1ParseError) -> Event {
-        let fields = section.take()
+    private mutating func completeHead(statusLine line: StatusLine, fields: HTTP1Fields) throws(HTTP1ParseError)
+        -> Event
+    {
         statusLine = nil
         let semantics = try HTTP1HeadFields(fields, version: line.version)
         let framing: HTTP1Framing
@@ -193,7 +201,7 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
     }
 
     /// status-line = HTTP-version SP status-code SP [ reason-phrase ] (RFC 9112 §4).
-    private static func parseStatusLine(_ line: ArraySlice<UInt8>) throws(HTTP1ParseError) -> StatusLine {
+    private static func parseStatusLine(_ line: UnsafeBufferPointer<UInt8>) throws(HTTP1ParseError) -> StatusLine {
         guard let sp = line.firstIndex(of: HTTP1Bytes.sp) else { throw HTTP1ParseError(.invalidStatusLine) }
         let version = try HTTP1Version.parse(line[..<sp])
         let codeStart = sp + 1

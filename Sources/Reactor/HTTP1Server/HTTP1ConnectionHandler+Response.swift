@@ -14,7 +14,7 @@ extension HTTP1ConnectionHandler {
             if head.status == 204 {
                 nil
             } else if noBody {
-                HTTP1ResponseEncoder.contentLength(head.fields) ?? (body.isEmpty ? nil : UInt64(body.count))
+                HTTP1ResponseEncoder.contentLength(head) ?? (body.isEmpty ? nil : UInt64(body.count))
             } else {
                 UInt64(body.count)
             }
@@ -43,8 +43,8 @@ extension HTTP1ConnectionHandler {
         var length: UInt64?
         if Self.hasNoBody(ex, head.status) {
             framing = .none
-            length = head.status == 204 ? nil : HTTP1ResponseEncoder.contentLength(head.fields)
-        } else if let given = HTTP1ResponseEncoder.contentLength(head.fields) {
+            length = head.status == 204 ? nil : HTTP1ResponseEncoder.contentLength(head)
+        } else if let given = head.bodyLength ?? HTTP1ResponseEncoder.contentLength(head) {
             framing = .length(remaining: given)
             length = given
         } else if ex.request.version == .http11 {

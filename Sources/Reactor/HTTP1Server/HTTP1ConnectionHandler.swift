@@ -96,10 +96,8 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
 
     private func headStep() -> Bool {
         guard evbuffer_get_length(input) > 0, pendingOutput <= Self.outputHighWater else { return false }
-        if !headStarted {
-            headStarted = true
-            if !firstRequest { setDeadline(.header) }
-        }
+        let started = headStarted
+        headStarted = true
         let step: (consumed: Int, event: HTTP1RequestParser.Event?)
         do {
             step = try parser.parse(firstSegment())
@@ -108,7 +106,12 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
             return false
         }
         evbuffer_drain(input, step.consumed)
-        if case .head(let head) = step.event { startExchange(head) }
+        if case .head(let head) = step.event {
+            startExchange(head)
+        } else if !started && !firstRequest {
+            // A head is due from its first byte on; one that arrived whole needed no deadline.
+            setDeadline(.header)
+        }
         return true
     }
 

@@ -24,11 +24,11 @@ enum HTTP1ResponseEncoder {
         // Status line ≤ 32 + reason; each field ≤ its bytes + ": " + CRLF; the framing and
         // connection lines ≤ 64; the empty line.
         let bound =
-            32 + reasonBound(head) + head.fields.storage.count + 4 * head.fields.count + date.count + 64 + 2
+            32 + reasonBound(head) + fieldsBound(head) + date.count + 64 + 2
         HTTP1HeadWriter.append(to: buffer, capacity: bound) { out in
             statusLine(head, into: &out)
             var hasDate = false
-            head.fields.forEachField { name, value in
+            forEachField(head) { name, value in
                 switch classify(name) {
                 case .framing: return
                 case .date: hasDate = true
@@ -55,10 +55,10 @@ enum HTTP1ResponseEncoder {
 
     /// An interim (1xx) head: status line and fields only.
     static func interim(_ head: HTTPResponseHead) -> [UInt8] {
-        let bound = 32 + reasonBound(head) + head.fields.storage.count + 4 * head.fields.count + 2
+        let bound = 32 + reasonBound(head) + fieldsBound(head) + 2
         return HTTP1HeadWriter.bytes(capacity: bound) { out in
             statusLine(head, into: &out)
-            head.fields.forEachField { name, value in
+            forEachField(head) { name, value in
                 if case .other = classify(name) { out.writeField(name, value) }
             }
             out.write("\r\n")
@@ -76,16 +76,39 @@ enum HTTP1ResponseEncoder {
         return out
     }
 
-    /// The value of a single, well-formed `Content-Length` field in `fields`, if any.
-    static func contentLength(_ fields: HTTP1Fields) -> UInt64? {
-        var found: Int?
+    /// The value of a single, well-formed `Content-Length` field in the head (its own
+    /// fields and those it passes on), if any.
+    static func contentLength(_ head: HTTPResponseHead) -> UInt64? {
+        var found: (fields: HTTP1Fields, index: Int)?
+        var count = 0
         // `nameEquals` turns most names away on their length alone.
-        for i in fields.indices where fields.nameEquals(i, "content-length") {
-            guard found == nil else { return nil }
-            found = i
+        if let forwarded = head.forwarded {
+            for i in forwarded.fields.indices
+            where !forwarded.isDropped(i) && forwarded.fields.nameEquals(i, "content-length") {
+                count += 1
+                found = (forwarded.fields, i)
+            }
         }
-        guard let found else { return nil }
-        return try? HTTP1HeadFields.parseContentLength(fields.valueBytes(found))
+        for i in head.fields.indices where head.fields.nameEquals(i, "content-length") {
+            count += 1
+            found = (head.fields, i)
+        }
+        guard count == 1, let found else { return nil }
+        return found.fields.withValue(found.index) { try? HTTP1HeadFields.parseContentLength($0) }
+    }
+
+    /// Each field of the head in order: those it passes on, then its own.
+    private static func forEachField(
+        _ head: HTTPResponseHead, _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void
+    ) {
+        head.forwarded?.forEachField { _, name, value in body(name, value) }
+        head.fields.forEachField(body)
+    }
+
+    /// The most bytes the head's fields take as field lines, CRLFs and ": " aside.
+    private static func fieldsBound(_ head: HTTPResponseHead) -> Int {
+        let forwarded = head.forwarded.map { $0.fields.byteCount + 4 * $0.fields.count } ?? 0
+        return forwarded + head.fields.byteCount + 4 * head.fields.count
     }
 
     /// The chunk-size line of a chunk of `count` bytes (RFC 9112 §7.1).

@@ -45,6 +45,8 @@ final class HTTP1ServerConnection {
     private var readEvent: OpaquePointer?
     private var writeEvent: OpaquePointer?
     private var timerEvent: OpaquePointer?
+    /// The one deadline, over `timerEvent` (moving it per request costs no timer update).
+    private var deadline = LazyDeadline()
     /// The handler wants bytes (and the input has room).
     private var reading = false
     private var readArmed = false
@@ -277,19 +279,15 @@ final class HTTP1ServerConnection {
 
     // MARK: deadlines
 
-    /// Arms the one deadline (replacing any), or disarms it with nil.
+    /// Sets the one deadline (replacing any), or clears it with nil.
     func setDeadline(_ seconds: Double?) {
         guard let timerEvent, !lingering else { return }
-        if let seconds {
-            var tv = timeval(seconds: seconds)
-            event_add(timerEvent, &tv)
-        } else {
-            event_del(timerEvent)
-        }
+        deadline.set(seconds, event: timerEvent)
     }
 
     fileprivate func deadlinePassed() {
         thread.check()
+        guard let timerEvent, deadline.fired(event: timerEvent) else { return }
         if lingering { close() } else { handler?.connectionDeadline(self) }
     }
 
@@ -325,10 +323,7 @@ final class HTTP1ServerConnection {
             return
         }
         evbuffer_drain(input, evbuffer_get_length(input))
-        if let timerEvent {
-            var tv = timeval(seconds: Self.lingerSeconds)
-            event_add(timerEvent, &tv)
-        }
+        if let timerEvent { deadline.set(Self.lingerSeconds, event: timerEvent) }
         reading = false
         setReading(true)
     }

@@ -21,6 +21,9 @@ public final class UpstreamCall: UpstreamTransportHandler {
         public var target: String
         /// The request's fields (Content-Length is set by the call itself).
         public var fields: HTTP1Fields
+        /// A proxied request: the client's fields passed on, sent before `fields` (framing
+        /// fields and Expect aside, as there).
+        public var forwarded: HTTP1ForwardedFields?
         /// The body to send, if any: read from it only when the call starts.
         public var body: RequestBody?
         /// The request carries `Connection: upgrade` and `Upgrade` (its fields say which): a
@@ -31,10 +34,14 @@ public final class UpstreamCall: UpstreamTransportHandler {
         /// `Expect: 100-continue`, and the body follows the upstream's 100, or this many
         /// seconds without an answer. nil: the body goes with the head.
         public var continueTimeout: Double?
-        public init(method: HTTPMethod, target: String, fields: HTTP1Fields, body: RequestBody?) {
+        public init(
+            method: HTTPMethod, target: String, fields: HTTP1Fields, forwarded: HTTP1ForwardedFields? = nil,
+            body: RequestBody?
+        ) {
             self.method = method
             self.target = target
             self.fields = fields
+            self.forwarded = forwarded
             self.body = body
         }
     }
@@ -67,9 +74,6 @@ public final class UpstreamCall: UpstreamTransportHandler {
     private var connectTimer: LoopTimer?
     /// Runs while the body waits for a 100 (`Request.continueTimeout`).
     private var continueTimer: LoopTimer?
-    /// Unchecked exclusivity: a pure state machine mutated only inside `parse`, which calls
-    /// out to nothing; the dynamic check cost a runtime call per parse step.
-    @exclusivity(unchecked) private var parser: HTTP1ResponseParser
     private var body: RequestBody?
     private var bodySink: UpstreamBodySink?
     private var bodyState = BodyState.complete
@@ -96,7 +100,6 @@ public final class UpstreamCall: UpstreamTransportHandler {
         self.pool = pool
         self.request = request
         self.delegate = delegate
-        parser = HTTP1ResponseParser(limits: pool.limits)
     }
 
     private var transport: UpstreamTransport? { connection?.transport }
@@ -168,8 +171,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
     private func attempt(fresh: Bool) {
         let conn = pool.acquire(fresh: fresh)
         connection = conn
-        parser = HTTP1ResponseParser(limits: pool.limits)
-        parser.expectResponse(toHEAD: request.method == .HEAD)
+        conn.parser.expectResponse(toHEAD: request.method == .HEAD)
         receivedBytes = false
         requestSent = false
         request.writeHead(to: conn.transport.output, expectContinue: awaitingContinue)
@@ -383,7 +385,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// delegate pauses, or the exchange ends.
     private func consumeInput(_ transport: UpstreamTransport) {
         let input = transport.input
-        while phase == .exchanging && !paused {
+        while phase == .exchanging && !paused, let conn = connection {
             var vector = iovec()
             let length = evbuffer_get_length(input)
             if length > 0 { evbuffer_peek(input, -1, nil, &vector, 1) }
@@ -391,7 +393,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
                 start: length > 0 ? vector.iov_base : nil, count: length > 0 ? vector.iov_len : 0)
             let step: (consumed: Int, event: HTTP1ResponseParser.Event?)
             do throws(HTTP1ParseError) {
-                step = try parser.parse(bytes)
+                step = try conn.parser.parse(bytes)
             } catch {
                 finish(.invalidResponse)
                 return
@@ -481,7 +483,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// The upstream closed the connection: the end of a close-delimited body, or a failure.
     private func endOfStream() {
         do throws(HTTP1ParseError) {
-            if case .end? = try parser.finish() {
+            if case .end? = try connection?.parser.finish() {
                 finish(nil)
             } else {
                 connectionLost()
@@ -551,8 +553,12 @@ public final class UpstreamCall: UpstreamTransportHandler {
 }
 
 /// The gateway's view of a parsed upstream head (its fields keep the head's one buffer).
+/// The reason phrase only when it is not the standard one for the status (no string for the
+/// usual "OK"), and the body's length when the framing says it.
 private func responseHead(_ head: HTTP1ResponseHead) -> HTTPResponseHead {
-    HTTPResponseHead(status: head.status, reason: head.reason, fields: head.fields)
+    var out = HTTPResponseHead(status: head.status, reason: head.nonstandardReason, fields: head.fields)
+    if case .contentLength(let n) = head.framing { out.bodyLength = n }
+    return out
 }
 
 /// The call's side of the client's body stream. The engine holds the sink; the sink holds

@@ -16,6 +16,10 @@ final class UpstreamConnection: UpstreamTransportHandler {
     private unowned let pool: UpstreamPool
     /// Exchanges finished on it; > 0 means a reused keep-alive connection.
     var served = 0
+    /// The responses on this connection, one exchange after another: kept with the
+    /// connection, so a keep-alive exchange sets none up. Unchecked exclusivity: a pure state
+    /// machine mutated only inside its own calls, which call out to nothing.
+    @exclusivity(unchecked) var parser: HTTP1ResponseParser
     private var lookup: UpstreamLookup?
     private var addresses: ArraySlice<UpstreamAddress> = []
     private var opened: ((Bool) -> Void)?
@@ -28,6 +32,7 @@ final class UpstreamConnection: UpstreamTransportHandler {
     init(pool: UpstreamPool) {
         self.pool = pool
         transport = UpstreamTransport(loop: pool.loop)
+        parser = HTTP1ResponseParser(limits: pool.limits)
     }
 
     deinit { close() }

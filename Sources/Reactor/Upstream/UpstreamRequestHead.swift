@@ -27,22 +27,20 @@ extension UpstreamCall.Request {
         // Request line ≤ method + target + 12; each field ≤ its bytes + ": " + CRLF; the
         // Expect and framing lines ≤ 24 + 48; the empty line. Written straight into the
         // output buffer.
+        let forwardedBound = forwarded.map { $0.fields.byteCount + 4 * $0.fields.count } ?? 0
         let bound =
-            method.rawValue.utf8.count + target.utf8.count + 12 + fields.storage.count + 4 * fields.count + 24 + 48 + 2
+            method.rawValue.utf8.count + target.utf8.count + 12 + forwardedBound + fields.byteCount + 4 * fields.count
+            + 24 + 48 + 2
         HTTP1HeadWriter.append(to: buffer, capacity: bound) { out in
             out.write(method.rawValue)
             out.write(byte: 0x20)
             out.write(target)
             out.write(" HTTP/1.1\r\n")
-            fields.storage.withUnsafeBufferPointer { all in
-                for (i, span) in fields.spans.enumerated()
-                where !fields.nameEquals(i, "content-length") && !fields.nameEquals(i, "transfer-encoding")
-                    && !fields.nameEquals(i, "expect")
-                {
-                    out.writeField(
-                        UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd]),
-                        UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd]))
-                }
+            forwarded?.forEachField { _, name, value in
+                if !Self.isFraming(name) { out.writeField(name, value) }
+            }
+            fields.forEachField { name, value in
+                if !Self.isFraming(name) { out.writeField(name, value) }
             }
             if expectContinue && bodyFraming != .none { out.write("Expect: 100-continue\r\n") }
             switch bodyFraming {
@@ -57,6 +55,19 @@ extension UpstreamCall.Request {
                 if method == .POST || method == .PUT || method == .PATCH { out.write("Content-Length: 0\r\n") }
             }
             out.write("\r\n")
+        }
+    }
+}
+
+extension UpstreamCall.Request {
+    /// Fields the call writes itself, whatever a request's fields say: its framing, and
+    /// `Expect` (sent only when the call waits for a 100).
+    fileprivate static func isFraming(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        switch name.count {
+        case 6: HTTP1Bytes.equalsLowercase(name, "expect")
+        case 14: HTTP1Bytes.equalsLowercase(name, "content-length")
+        case 17: HTTP1Bytes.equalsLowercase(name, "transfer-encoding")
+        default: false
         }
     }
 }

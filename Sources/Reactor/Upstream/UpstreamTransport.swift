@@ -61,13 +61,13 @@ final class UpstreamTransport {
     private(set) var fd: Int32 = -1
     private var readEvent: OpaquePointer?
     private var writeEvent: OpaquePointer?
+    /// The read timeout's timer: a deadline of its own beside the read event, pushed on by
+    /// every read (a timeout on the read event itself would cost a timer-heap update per
+    /// read, and per request when it changes).
+    private var timerEvent: OpaquePointer?
+    private var readDeadline = LazyDeadline()
     private var readArmed = false
     private var readTimeout: Double?
-    /// The read event was once added with a timeout: libevent keeps that timeout in the
-    /// event (`ev_io_timeout`) through `event_del` and a later `event_add(ev, NULL)`, and a
-    /// persistent event re-adds it on every callback (a timer-heap update per read, and a
-    /// spurious timeout after a quiet spell). Cleared by re-assigning the event.
-    private var readEventHasTimeout = false
     private var connecting = false
     private(set) var isConnected = false
     private(set) var isClosed = false
@@ -109,7 +109,8 @@ final class UpstreamTransport {
         let context = Unmanaged.passUnretained(self).toOpaque()
         readEvent = event_new(base, s, Int16(EV_READ | EV_PERSIST), readThunk, context)
         writeEvent = event_new(base, s, Int16(EV_WRITE), writeThunk, context)
-        guard readEvent != nil, writeEvent != nil else { return .failed(ENOMEM) }
+        timerEvent = event_new(base, -1, 0, timerThunk, context)
+        guard readEvent != nil, writeEvent != nil, timerEvent != nil else { return .failed(ENOMEM) }
         let rc = address.withSockaddr { Glibc.connect(s, $0, $1) }
         if rc == 0 {
             isConnected = true
@@ -126,32 +127,17 @@ final class UpstreamTransport {
     /// fails the exchange: nothing would ever wake it).
     @discardableResult
     func armRead(timeout: Double?) -> Bool {
-        guard let ev = readEvent else { return false }
+        guard let ev = readEvent, let timer = timerEvent else { return false }
         if readArmed && readTimeout == timeout { return true }
-        if readArmed {
-            // Only the deadline changes (a request on an idle pooled connection, or the
-            // connection going back idle): the fd's epoll interest stays as it is. A
-            // del + add pair would reach the kernel as an epoll_ctl MOD each time.
-            // event_remove_timer also clears the event's kept io timeout.
-            guard Self.retime(ev, timeout: timeout) else { return false }
-            readEventHasTimeout = timeout != nil
-            readTimeout = timeout
-            return true
+        // A change of deadline alone (a request on an idle pooled connection, or the
+        // connection going back idle) leaves the fd's epoll interest as it is: a del + add
+        // pair would reach the kernel as an epoll_ctl MOD each time.
+        if !readArmed {
+            guard event_add(ev, nil) == 0 else { return false }
+            readArmed = true
         }
-        if timeout == nil && readEventHasTimeout {
-            // Not pending, but still holding a timeout from an earlier add: only
-            // re-assigning the event forgets it.
-            guard
-                event_assign(
-                    ev, base, fd, Int16(EV_READ | EV_PERSIST), readThunk, Unmanaged.passUnretained(self).toOpaque())
-                    == 0
-            else { return false }
-            readEventHasTimeout = false
-        }
-        guard Self.add(ev, timeout: timeout) else { return false }
-        if timeout != nil { readEventHasTimeout = true }
-        readArmed = true
         readTimeout = timeout
+        readDeadline.set(timeout, event: timer)
         return true
     }
 
@@ -159,6 +145,8 @@ final class UpstreamTransport {
         guard readArmed, let ev = readEvent else { return }
         event_del(ev)
         readArmed = false
+        readTimeout = nil
+        readDeadline.disarmed()
     }
 
     /// A read turn on the next loop iteration even with nothing new on the socket (to
@@ -172,13 +160,6 @@ final class UpstreamTransport {
     func armWrite(timeout: Double?) -> Bool {
         guard let ev = writeEvent else { return false }
         return Self.add(ev, timeout: timeout)
-    }
-
-    /// A pending event's new deadline, none for nil: event_add on a pending event only
-    /// reschedules its timer, and event_remove_timer drops the timer alone.
-    private static func retime(_ ev: OpaquePointer, timeout: Double?) -> Bool {
-        guard timeout != nil else { return event_remove_timer(ev) == 0 }
-        return add(ev, timeout: timeout)
     }
 
     private static func add(_ ev: OpaquePointer, timeout: Double?) -> Bool {
@@ -284,7 +265,8 @@ final class UpstreamTransport {
         isConnected = false
         connecting = false
         readArmed = false
-        readEventHasTimeout = false
+        readTimeout = nil
+        readDeadline.disarmed()
         // The SSL object goes before its socket.
         tls = nil
         readWaitsForWritable = false
@@ -297,8 +279,13 @@ final class UpstreamTransport {
             event_del(ev)
             event_free(ev)
         }
+        if let ev = timerEvent {
+            event_del(ev)
+            event_free(ev)
+        }
         readEvent = nil
         writeEvent = nil
+        timerEvent = nil
         if fd >= 0 { _ = Glibc.close(fd) }
         fd = -1
     }
@@ -307,14 +294,21 @@ final class UpstreamTransport {
     private var receiver: UpstreamTransportHandler? { owner ?? handler }
 
     fileprivate func readReady(_ what: Int16) {
-        let timedOut = what & Int16(EV_TIMEOUT) != 0 && what & Int16(EV_READ) == 0
+        // Bytes (or an end) came: the idle time starts again.
+        if let readTimeout, let timer = timerEvent { readDeadline.set(readTimeout, event: timer) }
         withExtendedLifetime(self) {
-            if writeWaitsForReadable && !timedOut {
+            if writeWaitsForReadable {
                 writeWaitsForReadable = false
                 receiver?.transportWritable(self, timedOut: false)
             }
-            receiver?.transportReadable(self, timedOut: timedOut)
+            receiver?.transportReadable(self, timedOut: false)
         }
+    }
+
+    /// The read deadline's timer: the read timeout passed if the deadline says so.
+    fileprivate func timerFired() {
+        guard let timer = timerEvent, readDeadline.fired(event: timer) else { return }
+        withExtendedLifetime(self) { receiver?.transportReadable(self, timedOut: true) }
     }
 
     fileprivate func writeReady(_ what: Int16) {
@@ -394,4 +388,8 @@ private func readThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointe
 
 private func writeThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
     transport(arg).writeReady(what)
+}
+
+private func timerThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
+    transport(arg).timerFired()
 }
