@@ -92,8 +92,8 @@ enum RequestPipeline {
         var target = plan.upstreamPath(normalized.path)
         if let q = normalized.query { target += "?" + q }
         let forwarding = Forwarding(
-            method: method, target: target, headers: headers, plan: plan, policy: policy,
-            peerTrusted: peerTrusted, upstreamHost: upstreamHost, forwarded: forwarded)
+            method: method, target: target, plan: plan, policy: policy, peerTrusted: peerTrusted,
+            upstreamHost: upstreamHost)
         return .forward(plan: plan, path: normalized.path, query: normalized.query, request: forwarding)
     }
 
@@ -103,20 +103,20 @@ enum RequestPipeline {
     struct Forwarding {
         let method: HTTPMethod
         let target: String
-        let headers: HTTP1Fields
         let plan: RoutePlan
         let policy: Policy
         let peerTrusted: Bool
         let upstreamHost: String
-        let forwarded: ForwardedHeaders
 
         /// `session`: a browser session authenticated the request (then no client-sent
         /// credential goes upstream, whatever the route forwards). `preflight`: a CORS preflight
         /// let through unauthenticated (`cors_preflight: allow`), which carries no credential at
         /// all upstream (no Authorization, Proxy-Authorization, DPoP, Cookie).
-        func request(identity: [(String, String)], session: Bool, preflight: Bool, body: RequestBody)
-            -> UpstreamCall.Request
-        {
+        /// `headers`: the client's fields; `forwarded`: what the gateway says of the client.
+        func request(
+            headers: HTTP1Fields, forwarded: ForwardedHeaders, identity: [(String, String)], session: Bool,
+            preflight: Bool, body: RequestBody
+        ) -> UpstreamCall.Request {
             let route = plan.route
             let listed = HeaderRules.connectionTokens(headers)
             let reserved = policy.reservedPrefix

@@ -5,7 +5,9 @@ import Reactor
 /// this size was copied, field by field, into every closure and call on the request path).
 /// Loop-thread only, like the request.
 final class RequestContext {
-    var requestID: String
+    /// X-Forwarded-* and the request id as the gateway sends them on (see ForwardedHeaders).
+    var forwarded: ForwardedHeaders
+    var requestID: String { forwarded.requestID }
     var start: Double
     var method: String
     var path: String
@@ -34,8 +36,8 @@ final class RequestContext {
     /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
     var tunnelTokenExpiry: Int64? = nil
 
-    init(requestID: String, start: Double, method: String, path: String, route: String, routeID: Int) {
-        self.requestID = requestID
+    init(forwarded: ForwardedHeaders, start: Double, method: String, path: String, route: String, routeID: Int) {
+        self.forwarded = forwarded
         self.start = start
         self.method = method
         self.path = path

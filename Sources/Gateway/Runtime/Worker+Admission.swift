@@ -101,12 +101,13 @@ extension Worker {
 }
 
 extension RequestPipeline.Forwarding {
-    /// The upstream request of an admitted request; `clientBody`: the client's own stream,
-    /// sent unless the admission replaced it (a form with its token removed).
-    func request(_ admission: Admission, body clientBody: RequestBody) -> UpstreamCall.Request {
+    /// The upstream request of an admitted request: the client's fields and forwarded
+    /// headers, and its own body unless the admission replaced it (a form with its token
+    /// removed).
+    func request(_ admission: Admission, ex: ServerExchange, ctx: RequestContext) -> UpstreamCall.Request {
         request(
-            identity: admission.identity, session: admission.session, preflight: admission.preflight,
-            body: admission.body ?? clientBody)
+            headers: ex.head.fields, forwarded: ctx.forwarded, identity: admission.identity,
+            session: admission.session, preflight: admission.preflight, body: admission.body ?? ex.body)
     }
 }
 

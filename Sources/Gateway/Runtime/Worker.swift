@@ -237,9 +237,8 @@ final class Worker: ResponderObserver {
         // stop the loop with a finished reply still in the socket buffer.
         metrics.inflight += 1
         ex.responder.observer = self
+        let start = clock()
         let head = ex.head
-        let ctx = RequestContext(
-            requestID: "", start: clock(), method: head.methodName, path: "", route: "-", routeID: -1)
         let fields = head.fields
         let trusted = peerTrusted(ex.connection)
         // A client's own X-Forwarded-* and X-Request-Id are read only if it is a trusted proxy.
@@ -252,7 +251,8 @@ final class Worker: ResponderObserver {
                 xForwardedHost: trusted ? fields.first("X-Forwarded-Host") : nil,
                 xRequestID: trusted ? fields.first("X-Request-Id") : nil),
             newRequestID: ids.next)
-        ctx.requestID = forwarded.requestID
+        let ctx = RequestContext(
+            forwarded: forwarded, start: start, method: head.methodName, path: "", route: "-", routeID: -1)
         // Decision mode (nginx auth_request, forward auth, Envoy ext_authz): see Worker+Decision.
         if let kind = decisionKind(head.target) {
             decide(ex, kind, forwarded: forwarded, trusted: trusted, ctx: ctx)
@@ -294,12 +294,12 @@ final class Worker: ResponderObserver {
             // A route that admits the request on its head alone (auth: none, a let-through
             // preflight) forwards it at once, without the callback a pending decision needs.
             if let admission = admitAtOnce(head, plan: plan, path: path, ctx: ctx) {
-                forward(ex, ctx: ctx, pool: pool, request: build.request(admission, body: ex.body))
+                forward(ex, ctx: ctx, pool: pool, request: build.request(admission, ex: ex, ctx: ctx))
                 return
             }
             admit(ex, head: head, plan: plan, path: path, query: query, forwarded: forwarded, ctx: ctx) {
                 [unowned self] ctx, admission in
-                self.forward(ex, ctx: ctx, pool: pool, request: build.request(admission, body: ex.body))
+                self.forward(ex, ctx: ctx, pool: pool, request: build.request(admission, ex: ex, ctx: ctx))
             }
         }
     }

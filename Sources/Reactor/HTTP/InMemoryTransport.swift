@@ -36,7 +36,7 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
             && fields.contains { $0.name.lowercased() == "expect" && $0.value.lowercased() == "100-continue" }
         let exchange = ServerExchange(
             head: head, connection: connection ?? ClientConnection(peer: peer, isTLS: isTLS),
-            body: t, responder: Responder(transport: t))
+            body: t, transport: t)
         return (exchange, t)
     }
 

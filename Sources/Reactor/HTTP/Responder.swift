@@ -4,33 +4,36 @@
 /// last byte of the answer is written (`flushed: true`) or when the connection goes away
 /// first (`flushed: false`). Answering a client that is gone is allowed and sends nothing,
 /// so every path can end through the same door. Loop-thread only.
-public final class Responder {
+///
+/// Not final only so that `ServerExchange` can be one (one object per request instead of
+/// two); every member is final.
+public class Responder {
     public enum State: Equatable, Sendable {
         case waiting, streaming, answered
     }
 
-    public private(set) var state = State.waiting
+    public final private(set) var state = State.waiting
     /// The response fields built up before the answer (the gateway adds its own here).
     /// Unchecked exclusivity: loop-thread only; written before the answer, read when it goes.
-    @exclusivity(unchecked) public var fields = HTTP1Fields()
+    @exclusivity(unchecked) public final var fields = HTTP1Fields()
     /// A proxied answer: the upstream's fields passed on, written before `fields`.
-    @exclusivity(unchecked) public var forwarded: HTTP1ForwardedFields?
+    @exclusivity(unchecked) public final var forwarded: HTTP1ForwardedFields?
     /// Told once, after `onComplete`: the answer was fully written, or the connection went
     /// away. The layer above's per-request accounting (requests in flight, a drain), set
     /// without allocating a closure per request.
-    public var observer: (any ResponderObserver)?
+    public final var observer: (any ResponderObserver)?
     /// Called once: the answer was fully written, or the connection went away.
-    public var onComplete: ((_ flushed: Bool) -> Void)?
+    public final var onComplete: ((_ flushed: Bool) -> Void)?
     /// Called if the client goes away before the answer was fully written (an exchange
     /// streaming from an upstream cancels it).
-    public var onClientGone: (() -> Void)?
+    public final var onClientGone: (() -> Void)?
     /// Told the same, after `onClientGone`, without a closure per request; held until the
     /// answer completes.
-    public var clientGoneObserver: (any ClientGoneObserver)?
-    private let transport: ResponseTransport
-    private var completed = false
+    public final var clientGoneObserver: (any ClientGoneObserver)?
+    private final let transport: ResponseTransport
+    private final var completed = false
     /// The status of the answer, for logs (0 until answered).
-    public private(set) var status = 0
+    public final private(set) var status = 0
 
     public init(transport: ResponseTransport) {
         self.transport = transport
@@ -43,11 +46,11 @@ public final class Responder {
         assert(state == .answered, "a request was dropped without an answer")
     }
 
-    public var isConnected: Bool { transport.isConnected }
-    public var pendingOutput: Int { transport.pendingOutput }
+    public final var isConnected: Bool { transport.isConnected }
+    public final var pendingOutput: Int { transport.pendingOutput }
 
     /// A whole response. `close`: the connection closes after it.
-    public func respond(status: Int, reason: String? = nil, body: [UInt8] = [], close: Bool = false) {
+    public final func respond(status: Int, reason: String? = nil, body: [UInt8] = [], close: Bool = false) {
         precondition(state == .waiting, "answered twice")
         state = .answered
         self.status = status
@@ -62,14 +65,15 @@ public final class Responder {
     }
 
     /// An interim response (1xx other than 101) before the final one.
-    public func sendInterim(_ head: HTTPResponseHead) {
+    public final func sendInterim(_ head: HTTPResponseHead) {
         precondition(state == .waiting && head.status >= 100 && head.status < 200 && head.status != 101)
         if transport.isConnected { transport.sendInterim(head) }
     }
 
     /// The head of a streamed response (its body comes through `write`). `bodyLength`:
     /// the body's length when known (else the fields' Content-Length, else chunked).
-    public func startStreaming(status: Int, reason: String? = nil, bodyLength: UInt64? = nil, close: Bool = false) {
+    public final func startStreaming(status: Int, reason: String? = nil, bodyLength: UInt64? = nil, close: Bool = false)
+    {
         precondition(state == .waiting, "answered twice")
         state = .streaming
         self.status = status
@@ -81,7 +85,7 @@ public final class Responder {
 
     /// Moves `chunk` to the client; `drained` (if given) runs once the output is written
     /// out, so a producer can pause until then.
-    public func write(_ chunk: BodyChunk, drained: (() -> Void)? = nil) {
+    public final func write(_ chunk: BodyChunk, drained: (() -> Void)? = nil) {
         precondition(state == .streaming)
         guard transport.isConnected else { return }
         transport.sendBody(chunk)
@@ -92,7 +96,7 @@ public final class Responder {
     /// `ResponseTransport.switchProtocols`). The exchange is answered and complete either
     /// way; nil means the connection could not be handed over (the caller closes its other
     /// side).
-    public func switchProtocols(_ head: HTTPResponseHead) -> TunnelEndpoint? {
+    public final func switchProtocols(_ head: HTTPResponseHead) -> TunnelEndpoint? {
         precondition(state == .waiting && head.status == 101, "a 101 after another answer")
         guard transport.isConnected, let endpoint = transport.switchProtocols(head) else {
             state = .answered
@@ -113,7 +117,7 @@ public final class Responder {
     }
 
     /// Ends a streamed response normally.
-    public func finish() {
+    public final func finish() {
         precondition(state == .streaming)
         state = .answered
         if transport.isConnected {
@@ -126,7 +130,7 @@ public final class Responder {
 
     /// Ends a response abnormally (or answers nothing): the connection is cut, so a client
     /// can tell a streamed body was truncated.
-    public func abort() {
+    public final func abort() {
         guard state != .answered else { return }
         state = .answered
         if transport.isConnected {
@@ -140,10 +144,10 @@ public final class Responder {
     // MARK: from the transport
 
     /// The whole answer is written to the socket.
-    public func transportFlushed() { complete(flushed: true) }
+    public final func transportFlushed() { complete(flushed: true) }
 
     /// The connection went away (before the answer was fully written).
-    public func transportClosed() {
+    public final func transportClosed() {
         guard !completed else { return }
         if state != .answered {
             if let gone = onClientGone {
@@ -158,7 +162,7 @@ public final class Responder {
         if state == .answered { complete(flushed: false) }
     }
 
-    private func complete(flushed: Bool) {
+    private final func complete(flushed: Bool) {
         guard !completed else { return }
         completed = true
         onClientGone = nil

@@ -16,18 +16,20 @@ public final class ClientConnection {
 
 /// One request as the gateway handles it, whatever engine received it: the head (decided
 /// on before any body byte is read), the body (read only if and as the gateway asks), and
-/// the responder that answers it exactly once. Loop-thread only.
-public final class ServerExchange {
+/// the responder that answers it exactly once — the exchange itself, so that a request is
+/// one object, not two. Loop-thread only.
+public final class ServerExchange: Responder {
     public let head: HTTPRequestHead
     public let connection: ClientConnection
     public let body: RequestBody
-    public let responder: Responder
+    /// The one way to answer this request (see `Responder`).
+    public var responder: Responder { self }
 
-    public init(head: HTTPRequestHead, connection: ClientConnection, body: RequestBody, responder: Responder) {
+    public init(head: HTTPRequestHead, connection: ClientConnection, body: RequestBody, transport: ResponseTransport) {
         self.head = head
         self.connection = connection
         self.body = body
-        self.responder = responder
+        super.init(transport: transport)
     }
 }
 

@@ -79,9 +79,11 @@ struct HTTP1FieldSection: Sendable {
         guard let lf = memchr(bytes, Int32(HTTP1Bytes.lf), count) else { return nil }
         let startLine = bytes.distance(to: lf.assumingMemoryBound(to: UInt8.self)) - 1
         guard startLine > 0, startLine <= startLineLimit, bytes[startLine] == HTTP1Bytes.cr else { return nil }
-        let maxCount = maxCount
+        // Spans are noted on the stack first (the buffer is sized once they are counted); a
+        // head with more fields than fit there is read line by line.
+        let maxCount = min(maxCount, Self.wholeHeadFields)
         let maxBytes = maxBytes
-        return withUnsafeTemporaryAllocation(of: HTTP1Fields.Span.self, capacity: maxCount + 1) { found in
+        return withUnsafeTemporaryAllocation(of: HTTP1Fields.Span.self, capacity: maxCount) { found in
             var n = 0
             var lineStart = startLine + 2
             var sectionBytes = 0
@@ -110,6 +112,10 @@ struct HTTP1FieldSection: Sendable {
             return nil
         }
     }
+
+    /// The most fields `readWhole` takes in one step: their spans fit in 1 KiB of stack,
+    /// below which Swift never puts a temporary allocation on the heap.
+    static let wholeHeadFields = 63
 
     /// A buffer cleared for a head of this size: `spare` again when the head it held last has
     /// been let go of by everyone else and it is large enough, else a new one, which becomes

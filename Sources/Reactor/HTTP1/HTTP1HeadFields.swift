@@ -16,22 +16,21 @@ struct HTTP1HeadFields: Sendable {
     init(_ fields: HTTP1Fields, version: HTTP1Version) throws(HTTP1ParseError) {
         var contentLengthIndex: Int?
         var transferEncodingIndices: [Int] = []
-        for i in fields.indices {
-            // The names that matter differ in length: most fields are passed over on it alone.
-            let span = fields.span(i)
-            switch span.nameEnd - span.nameStart {
-            case 4, 6, 7, 10, 14, 17: break
-            default: continue
-            }
-            if fields.nameEquals(i, "content-length") {
-                if contentLengthIndex != nil { throw HTTP1ParseError(.multipleContentLength) }
-                contentLengthIndex = i
-            } else if fields.nameEquals(i, "transfer-encoding") {
-                transferEncodingIndices.append(i)
-            } else if fields.nameEquals(i, "host") {
-                hostCount += 1
-            } else if fields.nameEquals(i, "connection") {
-                fields.withValue(i) { value in
+        try fields.withBytes { (all) throws(HTTP1ParseError) in
+            for i in 0..<fields.count {
+                // The names that matter differ in length: one comparison at most per field.
+                let span = fields.span(i)
+                let name = UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd])
+                let value = UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd])
+                switch name.count {
+                case 14 where HTTP1Bytes.equalsLowercase(name, "content-length"):
+                    if contentLengthIndex != nil { throw HTTP1ParseError(.multipleContentLength) }
+                    contentLengthIndex = i
+                case 17 where HTTP1Bytes.equalsLowercase(name, "transfer-encoding"):
+                    transferEncodingIndices.append(i)
+                case 4 where HTTP1Bytes.equalsLowercase(name, "host"):
+                    hostCount += 1
+                case 10 where HTTP1Bytes.equalsLowercase(name, "connection"):
                     Self.forEachListElement(value) { token in
                         if HTTP1Bytes.equalsLowercase(token, "close") {
                             connectionClose = true
@@ -41,12 +40,14 @@ struct HTTP1HeadFields: Sendable {
                             connectionUpgrade = true
                         }
                     }
+                case 6 where HTTP1Bytes.equalsLowercase(name, "expect"):
+                    let isContinue = HTTP1Bytes.equalsLowercase(value, "100-continue")
+                    expectContinue = (expectContinue ?? true) && isContinue
+                case 7 where HTTP1Bytes.equalsLowercase(name, "upgrade"):
+                    upgradeIndices.append(i)
+                default:
+                    break
                 }
-            } else if fields.nameEquals(i, "expect") {
-                let isContinue = fields.withValue(i) { HTTP1Bytes.equalsLowercase($0, "100-continue") }
-                expectContinue = (expectContinue ?? true) && isContinue
-            } else if fields.nameEquals(i, "upgrade") {
-                upgradeIndices.append(i)
             }
         }
         if !transferEncodingIndices.isEmpty {

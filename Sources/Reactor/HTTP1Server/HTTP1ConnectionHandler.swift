@@ -130,7 +130,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
             version: head.version == .http10 ? (1, 0) : (1, 1), fields: head.fields)
         let exchange = ServerExchange(
             head: requestHead, connection: connection.info, body: ex,
-            responder: Responder(transport: ex))
+            transport: ex)
         context.handler(exchange)
     }
 
