@@ -50,6 +50,14 @@ enum HeaderRules {
     static let proxyPrefix = Array("proxy-".utf8)
     static let requestID = Array("x-request-id".utf8)
 
+    /// The fixed lists above as one table (one lookup per field).
+    static let fixedNames: [(name: String, lists: HeaderNameTable.Lists)] =
+        hopByHop.map { (String(decoding: $0, as: UTF8.self), .hopByHop) }
+        + recomputedOnRequest.map { (String(decoding: $0, as: UTF8.self), .recomputedOnRequest) }
+        + trustedOnly.map { (String(decoding: $0, as: UTF8.self), .trustedOnly) }
+        + [("x-request-id", .recomputedOnResponse)]
+    static let names = HeaderNameTable(fixedNames)
+
     /// Calls `body` with each connection option the `Connection` fields list (RFC 9110
     /// §7.6.1: a comma-separated list of tokens), OWS trimmed, as sent.
     static func forEachConnectionOption(_ fields: HTTP1Fields, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
@@ -87,7 +95,7 @@ enum HeaderRules {
     }
 
     static func isHopByHop(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]]) -> Bool {
-        equalsAny(name, hopByHop) || hasPrefix(name, proxyPrefix) || equalsAny(name, listed)
+        names.lists(name).contains(.hopByHop) || hasPrefix(name, proxyPrefix) || equalsAny(name, listed)
     }
 
     /// Whether a client request header is forwarded upstream as sent. Names with `_` never
@@ -98,23 +106,44 @@ enum HeaderRules {
         _ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?,
         peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []
     ) -> Bool {
-        if name.contains(UInt8(ascii: "_")) { return false }
-        if isHopByHop(name, listed: listed) || equalsAny(name, recomputedOnRequest) { return false }
-        if !peerTrusted && isTrustedOnly(name, extra: trustedOnlyExtra) { return false }
+        var lists = names.lists(name)
+        if equalsAny(name, trustedOnlyExtra) { lists.insert(.trustedOnly) }
+        return forwardsRequestHeader(
+            name, lists: lists, listed: listed, reservedPrefix: reservedPrefix, peerTrusted: peerTrusted)
+    }
+
+    /// The same, for a name already looked up (`lists`: every list it is on, the config's
+    /// trusted-only additions included).
+    @inline(__always)
+    static func forwardsRequestHeader(
+        _ name: UnsafeBufferPointer<UInt8>, lists: HeaderNameTable.Lists, listed: [[UInt8]], reservedPrefix: [UInt8]?,
+        peerTrusted: Bool
+    ) -> Bool {
+        if !lists.isDisjoint(with: [.hopByHop, .recomputedOnRequest]) { return false }
+        if name.contains(UInt8(ascii: "_")) || hasPrefix(name, proxyPrefix) { return false }
+        if !listed.isEmpty && equalsAny(name, listed) { return false }
+        if !peerTrusted && (lists.contains(.trustedOnly) || hasTrustedOnlyPrefix(name)) { return false }
         if let reservedPrefix, hasPrefix(name, reservedPrefix) { return false }
         return true
+    }
+
+    private static func hasTrustedOnlyPrefix(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        for prefix in trustedOnlyPrefixes where hasPrefix(name, prefix) { return true }
+        return false
     }
 
     /// Whether only a trusted proxy may send this header (the built-in list, its families, and
     /// the config's additions).
     static func isTrustedOnly(_ name: UnsafeBufferPointer<UInt8>, extra: [[UInt8]] = []) -> Bool {
-        equalsAny(name, trustedOnly) || trustedOnlyPrefixes.contains { hasPrefix(name, $0) } || equalsAny(name, extra)
+        names.lists(name).contains(.trustedOnly) || hasTrustedOnlyPrefix(name) || equalsAny(name, extra)
     }
 
     /// Whether an upstream response header is passed to the client. Content-Length stays
     /// (so the client gets the same framing); Transfer-Encoding goes (libevent re-frames).
     static func forwardsResponseHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]]) -> Bool {
-        !isHopByHop(name, listed: listed) && !equals(name, requestID)
+        let lists = names.lists(name)
+        if !lists.isDisjoint(with: [.hopByHop, .recomputedOnResponse]) || hasPrefix(name, proxyPrefix) { return false }
+        return listed.isEmpty || !equalsAny(name, listed)
     }
 
     /// RFC 9110 §5.6.2 tchar.

@@ -105,7 +105,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// The upstream's response fields as the client gets them: those passed on (hop-by-hop
     /// ones dropped, the gateway's cookies protected), then the gateway's own.
     private func clientFields(_ head: HTTPResponseHead) -> (HTTP1ForwardedFields, HTTP1Fields) {
-        let listed = HeaderRules.connectionTokens(head.fields)
+        let listed = head.listsConnectionOptions ? HeaderRules.connectionTokens(head.fields) : []
         let dropped = context.droppedResponseHeaders
         // Names are tokens already: the strict response parser refuses any other.
         var forwarded = HTTP1ForwardedFields(

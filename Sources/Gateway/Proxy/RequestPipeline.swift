@@ -26,6 +26,9 @@ enum RequestPipeline {
         let identityNames: [[UInt8]]
         let trustedOnlyExtra: [[UInt8]]
         let ownCookies: Set<String>
+        /// Every name the request path looks fields up by, this config's included, in one
+        /// table (one lookup per client field).
+        let names: HeaderNameTable
 
         init(_ config: GatewayConfig) {
             loginEndpoints = LoginEndpoint.Paths(config)
@@ -33,6 +36,12 @@ enum RequestPipeline {
             identityNames = config.strippedIdentityHeaders
             trustedOnlyExtra = config.trustedProxyHeaders
             ownCookies = config.ownCookieNames
+            func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+            names = HeaderNameTable(
+                HeaderRules.fixedNames + config.strippedIdentityHeaders.map { (text($0), .identity) }
+                    + config.trustedProxyHeaders.map { (text($0), .trustedOnly) }
+                    + CORSPreflight.credentialHeaders.map { (text($0), .credential) }
+                    + [("authorization", .authorization), ("dpop", .dpop), ("cookie", .cookie)])
         }
     }
 
@@ -114,14 +123,13 @@ enum RequestPipeline {
         /// all upstream (no Authorization, Proxy-Authorization, DPoP, Cookie).
         /// `headers`: the client's fields; `forwarded`: what the gateway says of the client.
         func request(
-            headers: HTTP1Fields, forwarded: ForwardedHeaders, identity: [(String, String)], session: Bool,
-            preflight: Bool, body: RequestBody
+            headers: HTTP1Fields, listsConnectionOptions: Bool = true, forwarded: ForwardedHeaders,
+            identity: [(String, String)], session: Bool, preflight: Bool, body: RequestBody
         ) -> UpstreamCall.Request {
             let route = plan.route
-            let listed = HeaderRules.connectionTokens(headers)
+            let listed = listsConnectionOptions ? HeaderRules.connectionTokens(headers) : []
             let reserved = policy.reservedPrefix
-            let identityNames = policy.identityNames
-            let trustedOnlyExtra = policy.trustedOnlyExtra
+            let names = policy.names
             let peerTrusted = peerTrusted
             // The credential goes upstream only when the route says so.
             var dropAuthorization = session
@@ -138,15 +146,15 @@ enum RequestPipeline {
             let passed = HTTP1ForwardedFields(
                 headers,
                 keeping: { bytes in
+                    let lists = names.lists(bytes)
                     // Client-sent copies of identity headers never pass, on any route.
-                    if HeaderRules.equalsAny(bytes, identityNames) { return false }
-                    if preflight && HeaderRules.equalsAny(bytes, CORSPreflight.credentialHeaders) { return false }
-                    if dropAuthorization && HeaderRules.equals(bytes, authorization) { return false }
-                    if dropProof && HeaderRules.equals(bytes, dpop) { return false }
-                    if !ownCookies.isEmpty && HeaderRules.equals(bytes, cookie) { return false }
+                    if lists.contains(.identity) { return false }
+                    if preflight && lists.contains(.credential) { return false }
+                    if dropAuthorization && lists.contains(.authorization) { return false }
+                    if dropProof && lists.contains(.dpop) { return false }
+                    if !ownCookies.isEmpty && lists.contains(.cookie) { return false }
                     return HeaderRules.forwardsRequestHeader(
-                        bytes, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted,
-                        trustedOnlyExtra: trustedOnlyExtra)
+                        bytes, lists: lists, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted)
                 })
             // What the gateway adds, in one allocation: the fields below (64 bytes of names),
             // the identity headers, and what is left of a Cookie.

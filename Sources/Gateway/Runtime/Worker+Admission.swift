@@ -106,7 +106,8 @@ extension RequestPipeline.Forwarding {
     /// removed).
     func request(_ admission: Admission, ex: ServerExchange, ctx: RequestContext) -> UpstreamCall.Request {
         request(
-            headers: ex.head.fields, forwarded: ctx.forwarded, identity: admission.identity,
+            headers: ex.head.fields, listsConnectionOptions: ex.head.listsConnectionOptions,
+            forwarded: ctx.forwarded, identity: admission.identity,
             session: admission.session, preflight: admission.preflight, body: admission.body ?? ex.body)
     }
 }

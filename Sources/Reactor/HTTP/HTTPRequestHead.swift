@@ -11,6 +11,10 @@ public struct HTTPRequestHead: Sendable {
     /// (major, minor): (1, 0), (1, 1); (2, 0) for HTTP/2.
     public var version: (major: Int, minor: Int)
     public var fields: HTTP1Fields
+    /// Whether a Connection field may name options other than close, keep-alive and
+    /// upgrade (fields that are hop-by-hop for this request); false only when the engine
+    /// checked that it does not.
+    public var listsConnectionOptions = true
 
     public init(methodName: String, target: String, version: (major: Int, minor: Int), fields: HTTP1Fields) {
         self.method = HTTPMethod(rawValue: methodName)
@@ -32,6 +36,9 @@ public struct HTTPResponseHead: Sendable {
     /// The body's length when it is known from how it arrives (an upstream's response with
     /// Content-Length): what the client is told, without looking for the field again.
     public var bodyLength: UInt64?
+    /// Whether a Connection field may name options other than close, keep-alive and
+    /// upgrade; false only when the parser checked that it does not.
+    public var listsConnectionOptions = true
 
     public init(
         status: Int, reason: String? = nil, fields: HTTP1Fields = HTTP1Fields(), forwarded: HTTP1ForwardedFields? = nil

@@ -6,6 +6,9 @@ struct HTTP1HeadFields: Sendable {
     var connectionClose = false
     var connectionKeepAlive = false
     var connectionUpgrade = false
+    /// A Connection field lists an option other than close, keep-alive and upgrade (a
+    /// field name that is hop-by-hop for this message, RFC 9110 §7.6.1).
+    var connectionOther = false
     var hostCount = 0
     /// Every Expect field said 100-continue; nil when there is none.
     var expectContinue: Bool?
@@ -38,6 +41,8 @@ struct HTTP1HeadFields: Sendable {
                             connectionKeepAlive = true
                         } else if HTTP1Bytes.equalsLowercase(token, "upgrade") {
                             connectionUpgrade = true
+                        } else if !token.isEmpty {
+                            connectionOther = true
                         }
                     }
                 case 6 where HTTP1Bytes.equalsLowercase(name, "expect"):

@@ -31,6 +31,8 @@ public struct HTTP1RequestHead: Sendable, Equatable, CustomStringConvertible {
     /// The Upgrade protocols asked for, when `Connection: upgrade` is present too
     /// (RFC 9110 §7.8). Exposed, not acted on.
     public let upgrade: [String]
+    /// A Connection field names options other than close, keep-alive and upgrade.
+    public let listsConnectionOptions: Bool
 
     /// The request-target's bytes as received.
     public var targetBytes: ArraySlice<UInt8> { fields.bytes(targetRange) }
@@ -50,6 +52,7 @@ public struct HTTP1RequestHead: Sendable, Equatable, CustomStringConvertible {
         keepAlive = semantics.keepAlive(version)
         expectsContinue = version == .http11 && semantics.expectContinue == true
         upgrade = semantics.upgradeProtocols(fields)
+        listsConnectionOptions = semantics.connectionOther
     }
 
     public static func == (a: HTTP1RequestHead, b: HTTP1RequestHead) -> Bool {

@@ -11,6 +11,8 @@ public struct HTTP1ResponseHead: Sendable, Equatable, CustomStringConvertible {
     /// Whether the connection may carry another exchange after this response (RFC 9112 §9.3;
     /// never after a close-delimited body or a 101).
     public let keepAlive: Bool
+    /// A Connection field names options other than close, keep-alive and upgrade.
+    public let listsConnectionOptions: Bool
 
     /// The reason-phrase bytes (possibly empty; RFC 9112 §4: a client SHOULD ignore it).
     public var reasonBytes: ArraySlice<UInt8> { fields.bytes(reasonRange) }
@@ -25,8 +27,9 @@ public struct HTTP1ResponseHead: Sendable, Equatable, CustomStringConvertible {
 
     init(
         version: HTTP1Version, status: Int, reasonRange: Range<Int>, fields: HTTP1Fields,
-        framing: HTTP1Framing, keepAlive: Bool
+        framing: HTTP1Framing, keepAlive: Bool, listsConnectionOptions: Bool = true
     ) {
+        self.listsConnectionOptions = listsConnectionOptions
         self.version = version
         self.status = status
         self.reasonRange = reasonRange

@@ -189,7 +189,7 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
         let keepAlive = semantics.keepAlive(line.version) && framing != .untilClose && line.status != 101
         let head = HTTP1ResponseHead(
             version: line.version, status: line.status, reasonRange: line.reason,
-            fields: fields, framing: framing, keepAlive: keepAlive)
+            fields: fields, framing: framing, keepAlive: keepAlive, listsConnectionOptions: semantics.connectionOther)
         if line.status < 200, line.status != 101 {
             state = .statusLine
             return .informational(head)

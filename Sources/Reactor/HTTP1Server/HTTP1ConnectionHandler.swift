@@ -125,9 +125,10 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
                 ex.bodyComplete = true
             }
         }
-        let requestHead = HTTPRequestHead(
+        var requestHead = HTTPRequestHead(
             methodName: head.method, target: head.target,
             version: head.version == .http10 ? (1, 0) : (1, 1), fields: head.fields)
+        requestHead.listsConnectionOptions = head.listsConnectionOptions
         let exchange = ServerExchange(
             head: requestHead, connection: connection.info, body: ex,
             transport: ex)

@@ -558,6 +558,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
 private func responseHead(_ head: HTTP1ResponseHead) -> HTTPResponseHead {
     var out = HTTPResponseHead(status: head.status, reason: head.nonstandardReason, fields: head.fields)
     if case .contentLength(let n) = head.framing { out.bodyLength = n }
+    out.listsConnectionOptions = head.listsConnectionOptions
     return out
 }
 
