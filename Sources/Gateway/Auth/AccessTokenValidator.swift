@@ -25,6 +25,9 @@ final class AccessTokenValidator {
     let introspector: Introspector
     /// "Now" for token `exp`/`nbf`/`iat` and the cache of verified tokens.
     let wallClock: any WallClock
+    /// Bumped when what a verdict rests on may change: a config, an issuer's key set. What
+    /// callers keep of a verdict (`BearerMemo`) holds for one generation.
+    private(set) var generation = 0
 
     init(
         loop: EventLoop, wallClock: any WallClock, cacheCapacity: Int = 10_000,
@@ -36,6 +39,7 @@ final class AccessTokenValidator {
         // A new key set for an issuer: tokens verified with the old one are verified again.
         issuerKeys.onUpdate = { [unowned self] _ in
             self.cache = ValidatedTokenCache(capacity: self.cache.capacity, ttl: self.cache.ttl)
+            self.generation += 1
         }
     }
 
@@ -62,10 +66,18 @@ final class AccessTokenValidator {
                 }
             }
         }
+        generation += 1
         cacheEnabled = config.tokenCacheEntries > 0
         cache = ValidatedTokenCache(capacity: max(1, config.tokenCacheEntries), ttl: Int64(config.tokenCacheTTL))
         introspector.reset()
         introspector.shared?.sealer = CookieSealer(sessionKeysOf: config)
+    }
+
+    /// Until when a valid `token` may be taken as valid again without another check: while
+    /// its verified-token cache entry lives. nil with the cache off, or if it is not there.
+    func trustedUntil(_ token: String) -> Int64? {
+        guard cacheEnabled else { return nil }
+        return cache.expiry(of: token, now: wallClock.seconds)
     }
 
     /// Validates `token` for the route; `done` may run now or later on this loop.

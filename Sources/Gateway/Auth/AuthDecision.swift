@@ -16,6 +16,9 @@ struct AuthenticatedCaller {
     var jkt: String? = nil
     /// Headers for the response to the client (a fresh `DPoP-Nonce`, RFC 9449 §8.2).
     var responseHeaders: [(String, String)] = []
+    /// The Bearer token, when it was the request's one credential and came in the
+    /// Authorization field (what `BearerMemo` may stand for).
+    var fromAuthorization: String? = nil
 }
 
 /// A wire refusal (RFC 6750 §3, RFC 9449 §7.1): the status, one challenge per scheme the

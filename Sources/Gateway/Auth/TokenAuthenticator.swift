@@ -91,8 +91,14 @@ final class TokenAuthenticator {
                             detail: "Bearer scheme on a dpop route")))
                 return
             }
+            let alone = formTokens.isEmpty && queryTokens.isEmpty
             validator.validate(token, route: route) { verdict in
-                done(Self.decideBearer(verdict, answer: answer))
+                var decision = Self.decideBearer(verdict, answer: answer)
+                if alone, case .allow(var caller) = decision {
+                    caller.fromAuthorization = token
+                    decision = .allow(caller)
+                }
+                done(decision)
             }
         case .dpop(let token):
             guard tokens.schemes.acceptsDPoP else {

@@ -15,6 +15,9 @@ final class WorkerMetrics {
     /// Counts keyed by routeID << 10 | status; names resolved only when scraped.
     /// Unchecked exclusivity (with `latencyCounts`): written on the worker's loop only, one
     /// access at a time; the dynamic check cost a runtime call per request.
+    // Unchecked exclusivity on the state below that every request reads and writes: loop-
+    // thread only, never accessed across a call out that could touch it too; the dynamic
+    // check cost a runtime call per access (debug and TSan builds still check).
     @exclusivity(unchecked) private var counts: [Int: Int] = [:]
     /// Interned route names; index = route id. Append-only, so ids survive reloads.
     private var routeNames: [String] = []
@@ -22,7 +25,7 @@ final class WorkerMetrics {
     @exclusivity(unchecked) private(set) var latencyCounts = [Int](repeating: 0, count: latencyBuckets.count + 1)
     private(set) var latencySum = 0.0
     private(set) var upstreamErrors: [String: Int] = [:]
-    var inflight = 0
+    @exclusivity(unchecked) var inflight = 0
 
     func routeID(_ name: String) -> Int {
         if let id = routeIDs[name] { return id }

@@ -13,15 +13,18 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     private let exchange: ServerExchange
     private var responder: Responder { exchange.responder }
     private let context: RequestContext
-    private var call: UpstreamCall?
-    private var paused = false
-    private var done = false
-    private var status = 0
-    private var bytes = 0
-    private var upstreamStart = 0.0
-    private var upstreamSeconds = 0.0
+    // Unchecked exclusivity on the state below that every request reads and writes: loop-
+    // thread only, never accessed across a call out that could touch it too; the dynamic
+    // check cost a runtime call per access (debug and TSan builds still check).
+    @exclusivity(unchecked) private var call: UpstreamCall?
+    @exclusivity(unchecked) private var paused = false
+    @exclusivity(unchecked) private var done = false
+    @exclusivity(unchecked) private var status = 0
+    @exclusivity(unchecked) private var bytes = 0
+    @exclusivity(unchecked) private var upstreamStart = 0.0
+    @exclusivity(unchecked) private var upstreamSeconds = 0.0
     /// Keeps self alive until `finish`.
-    private var selfRetain: ProxyExchange?
+    @exclusivity(unchecked) private var selfRetain: ProxyExchange?
 
     init(worker: Worker, exchange: ServerExchange, context: RequestContext) {
         self.worker = worker

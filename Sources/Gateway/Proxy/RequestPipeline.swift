@@ -19,8 +19,12 @@ enum RequestPipeline {
     static let cookie = Array("cookie".utf8)
 
     /// What of a config the request path reads on every request, worked out once per config
-    /// (and held by reference: passing the whole config along copied every field of it).
+    /// (and held by reference: passing the whole config along copied every field of it, and
+    /// passing its parts along retained each for the call).
     final class Policy {
+        let router: Router
+        /// Indexed by `RouteConfig.index`.
+        let plans: [RoutePlan]
         let loginEndpoints: LoginEndpoint.Paths
         let reservedPrefix: [UInt8]?
         let identityNames: [[UInt8]]
@@ -30,7 +34,9 @@ enum RequestPipeline {
         /// table (one lookup per client field).
         let names: HeaderNameTable
 
-        init(_ config: GatewayConfig) {
+        init(_ config: GatewayConfig, router: Router, plans: [RoutePlan]) {
+            self.router = router
+            self.plans = plans
             loginEndpoints = LoginEndpoint.Paths(config)
             reservedPrefix = config.reservedHeaderPrefixBytes
             identityNames = config.strippedIdentityHeaders
@@ -46,8 +52,7 @@ enum RequestPipeline {
     }
 
     static func prepare(
-        _ head: HTTPRequestHead, forwarded: ForwardedHeaders, peerTrusted: Bool, router: Router,
-        plans: [RoutePlan], policy: Policy
+        _ head: HTTPRequestHead, forwarded: ForwardedHeaders, peerTrusted: Bool, policy: Policy
     ) -> Outcome {
         guard let method = head.method else {
             return .reject(status: 405, error: "invalid_request", description: "method not allowed")
@@ -79,7 +84,7 @@ enum RequestPipeline {
             return .login(endpoint, path: normalized.path, query: normalized.query)
         }
         let plan: RoutePlan
-        switch router.decide(host: host, method: method, normalized: normalized) {
+        switch policy.router.decide(host: host, method: method, normalized: normalized) {
         case .notFound:
             return .reject(status: 404, error: "not_found", description: "no route for this request")
         case .escapesRoute:
@@ -87,7 +92,7 @@ enum RequestPipeline {
                 status: 400, error: "invalid_request",
                 description: "the path's dot-segments leave the route they start in")
         case .route(let index):
-            plan = plans[index]
+            plan = policy.plans[index]
         }
         guard plan.upstream != nil else {
             return .reject(status: 502, error: "bad_gateway", description: "no upstream")

@@ -29,12 +29,16 @@ extension Worker {
     ///   - readsBody: whether a form body may be read for a token (a decision has no body).
     ///   - navigation: how a page navigation without a session is answered; nil: the login
     ///     round trip starts here (proxy mode).
+    ///   - triedAtOnce: the caller already found that `admitAtOnce` does not decide.
     func admit(
         _ ex: ServerExchange, head: HTTPRequestHead, plan: RoutePlan, path: String, query: String?,
         forwarded: ForwardedHeaders,
-        ctx: RequestContext, readsBody: Bool = true, navigation: NavigationAnswer? = nil, allowed: @escaping Admitted
+        ctx: RequestContext, readsBody: Bool = true, navigation: NavigationAnswer? = nil, triedAtOnce: Bool = false,
+        allowed: @escaping Admitted
     ) {
-        if let admission = admitAtOnce(head, plan: plan, path: path, ctx: ctx) {
+        if !triedAtOnce,
+            let admission = admitAtOnce(ex, head, plan: plan, path: path, query: query, ctx: ctx, readsBody: readsBody)
+        {
             allowed(ctx, admission)
             return
         }
@@ -81,9 +85,13 @@ extension Worker {
 
 extension Worker {
     /// Notes the route on the request's context, and admits the request if its head alone
-    /// decides: a route with `auth: none`, or a CORS preflight that `cors_preflight: allow`
-    /// lets through. nil: authentication must run (`admit`).
-    func admitAtOnce(_ head: HTTPRequestHead, plan: RoutePlan, path: String, ctx: RequestContext) -> Admission? {
+    /// decides: a route with `auth: none`, a CORS preflight that `cors_preflight: allow`
+    /// lets through, or the Bearer token this connection was admitted with on this route
+    /// before (`BearerMemo`). nil: authentication must run (`admit`).
+    func admitAtOnce(
+        _ ex: ServerExchange, _ head: HTTPRequestHead, plan: RoutePlan, path: String, query: String?,
+        ctx: RequestContext, readsBody: Bool = true
+    ) -> Admission? {
         let route = plan.route
         ctx.path = path
         ctx.route = route.name
@@ -95,8 +103,58 @@ extension Worker {
             if route.auth.loginRoute != nil { ctx.ownCookies = config.ownCookieNames }
             return Admission(identity: [], session: false, body: nil, claims: JSONObject(), preflight: true)
         }
-        if case .none = route.auth { return Admission(identity: [], session: false, body: nil, claims: JSONObject()) }
-        return nil
+        switch route.auth {
+        case .none:
+            return Admission(identity: [], session: false, body: nil, claims: JSONObject())
+        case .tokens(let tokens):
+            return admitRemembered(ex, head, plan: plan, tokens: tokens, query: query, ctx: ctx, readsBody: readsBody)
+        case .login, .loginOrToken:
+            return nil
+        }
+    }
+
+    /// The admission of the Bearer token this connection was admitted with on this route,
+    /// if the request carries the same one the same way (see `BearerMemo` for when that
+    /// stands for the full check).
+    private func admitRemembered(
+        _ ex: ServerExchange, _ head: HTTPRequestHead, plan: RoutePlan, tokens: TokenRouteConfig, query: String?,
+        ctx: RequestContext, readsBody: Bool
+    ) -> Admission? {
+        guard let connection = ex.connection.context,
+            let memo = unsafeDowncast(connection, to: ConnectionMemo.self).bearer,
+            memo.routeIndex == plan.route.index, memo.generation == self.tokens.generation,
+            self.tokens.wallClock.seconds < memo.validUntil, tokens.schemes.acceptsBearer,
+            memo.matches(head.fields, query: query)
+        else { return nil }
+        // A form body may carry a token too (RFC 6750 §2.2): then the full path decides.
+        if readsBody && tokens.tokenInBody && TokenAuthenticator.mayCarryFormToken(head) { return nil }
+        let token = memo.caller.token
+        ctx.subject = memo.subject
+        ctx.clientID = memo.clientID
+        ctx.issuer = token.issuer
+        if ctx.upgrade && tokens.closeAtTokenExpiry { ctx.tunnelTokenExpiry = token.expiresAt }
+        if tokens.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
+        var identity = memo.identity
+        if let a = tokenAssertion(plan.route, token) { identity.append(a) }
+        return Admission(identity: identity, session: false, body: nil, claims: token.claims)
+    }
+
+    /// Keeps a Bearer admission for the connection's next requests, when it may stand for
+    /// them (`BearerMemo`): the token came alone in the Authorization field, and the
+    /// verified-token cache holds it.
+    func rememberBearer(
+        _ ex: ServerExchange, _ head: HTTPRequestHead, caller: AuthenticatedCaller, plan: RoutePlan,
+        ctx: RequestContext, identity: [(String, String)]
+    ) {
+        guard caller.jkt == nil, caller.responseHeaders.isEmpty, let token = caller.fromAuthorization,
+            let until = tokens.trustedUntil(token)
+        else { return }
+        var authorization: [UInt8]?
+        head.fields.forEachValue(named: "Authorization") { authorization = Array($0) }
+        guard let authorization else { return }
+        memo(ex.connection).bearer = BearerMemo(
+            authorization: authorization, routeIndex: plan.route.index, generation: tokens.generation,
+            validUntil: until, caller: caller, identity: identity, subject: ctx.subject, clientID: ctx.clientID)
     }
 }
 

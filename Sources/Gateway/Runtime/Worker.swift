@@ -52,9 +52,6 @@ final class Worker: ResponderObserver {
     /// monotonic `clock()` below only times requests.
     let wallClock: any WallClock
     private(set) var config: GatewayConfig
-    private(set) var router: Router
-    /// Indexed by `RouteConfig.index`.
-    private(set) var plans: [RoutePlan] = []
     private(set) var requestPolicy: RequestPipeline.Policy
     private(set) var pools: [String: UpstreamPool] = [:]
     /// TLS handshakes (all, resumed) of pools that a reload replaced, per upstream: the
@@ -103,9 +100,9 @@ final class Worker: ResponderObserver {
             loop: loop, shared: stores.loginShared, log: log, tokens: tokens, wallClock: wallClock,
             makeStores: { stores.loginStores(for: loop, config: $0, settings: $1, wallClock: wallClock) })
         self.config = config
-        requestPolicy = RequestPipeline.Policy(config)
+        // Replaced by `apply` below, with the route plans.
+        requestPolicy = RequestPipeline.Policy(config, router: Router(routes: []), plans: [])
         self.log = log
-        router = Router(routes: config.routes)
         ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
         apply(config)
     }
@@ -143,7 +140,6 @@ final class Worker: ResponderObserver {
     /// Swaps in a new config for requests that start from now on (loop-thread).
     func apply(_ new: GatewayConfig) {
         config = new
-        requestPolicy = RequestPipeline.Policy(new)
         decisionEnabled = new.decision.enabled
         hasTrustedProxies = !new.trustedProxies.isEmpty
         configGeneration += 1
@@ -153,7 +149,6 @@ final class Worker: ResponderObserver {
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
         let options = serverOptions(new.limits)
         for s in servers { s.apply(options) }
-        router = Router(routes: new.routes)
         var next: [String: UpstreamPool] = [:]
         for (name, up) in new.upstreams {
             if let old = pools[name], old.endpoint == up.endpoint {
@@ -167,12 +162,13 @@ final class Worker: ResponderObserver {
             if old.endpoint.tls != nil { retiredTLSHandshakes[name, default: .init()].add(old) }
         }
         pools = next
-        plans = new.routes.sorted { $0.index < $1.index }.map {
+        let plans = new.routes.sorted { $0.index < $1.index }.map {
             RoutePlan(
                 route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
                 upstream: new.upstreams[$0.upstream])
         }
         precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")
+        requestPolicy = RequestPipeline.Policy(new, router: Router(routes: new.routes), plans: plans)
     }
 
     /// Stops accepting; calls `done` (on this loop) once no request is in flight.
@@ -214,22 +210,24 @@ final class Worker: ResponderObserver {
 
     // MARK: request path
 
-    /// Whether the connection's peer is a trusted proxy, decided once per connection and
-    /// config generation.
-    private final class PeerTrust {
-        var trusted = false
-        var generation = -1
+    /// What the gateway keeps for this client connection (made on first use).
+    func memo(_ connection: ClientConnection) -> ConnectionMemo {
+        if let memo = connection.context.map({ unsafeDowncast($0, to: ConnectionMemo.self) }) { return memo }
+        let memo = ConnectionMemo()
+        connection.context = memo
+        return memo
     }
 
+    /// Whether the connection's peer is a trusted proxy, decided once per connection and
+    /// config generation.
     private func peerTrusted(_ connection: ClientConnection) -> Bool {
         guard hasTrustedProxies else { return false }
-        let memo = (connection.context as? PeerTrust) ?? PeerTrust()
-        if memo.generation != configGeneration {
-            memo.trusted = config.trustedProxies.contains { $0.contains(connection.peer) }
-            memo.generation = configGeneration
-            connection.context = memo
+        let memo = memo(connection)
+        if memo.trustGeneration != configGeneration {
+            memo.peerTrusted = config.trustedProxies.contains { $0.contains(connection.peer) }
+            memo.trustGeneration = configGeneration
         }
-        return memo.trusted
+        return memo.peerTrusted
     }
 
     func handle(_ ex: ServerExchange) {
@@ -259,7 +257,7 @@ final class Worker: ResponderObserver {
             return
         }
         switch RequestPipeline.prepare(
-            head, forwarded: forwarded, peerTrusted: trusted, router: router, plans: plans, policy: requestPolicy)
+            head, forwarded: forwarded, peerTrusted: trusted, policy: requestPolicy)
         {
         case .reject(let status, let error, let description):
             ctx.path = String(head.target.prefix(256))
@@ -293,11 +291,14 @@ final class Worker: ResponderObserver {
             }
             // A route that admits the request on its head alone (auth: none, a let-through
             // preflight) forwards it at once, without the callback a pending decision needs.
-            if let admission = admitAtOnce(head, plan: plan, path: path, ctx: ctx) {
+            if let admission = admitAtOnce(ex, head, plan: plan, path: path, query: query, ctx: ctx) {
                 forward(ex, ctx: ctx, pool: pool, request: build.request(admission, ex: ex, ctx: ctx))
                 return
             }
-            admit(ex, head: head, plan: plan, path: path, query: query, forwarded: forwarded, ctx: ctx) {
+            admit(
+                ex, head: head, plan: plan, path: path, query: query, forwarded: forwarded, ctx: ctx,
+                triedAtOnce: true
+            ) {
                 [unowned self] ctx, admission in
                 self.forward(ex, ctx: ctx, pool: pool, request: build.request(admission, ex: ex, ctx: ctx))
             }
@@ -350,6 +351,7 @@ final class Worker: ResponderObserver {
                 if tokens.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
                 var identity = self.identityHeaders(route, token.claims, ctx)
                 if let jkt = caller.jkt, let name = tokens.dpop?.jktHeader { identity.append((name, jkt)) }
+                self.rememberBearer(ex, head, caller: caller, plan: plan, ctx: ctx, identity: identity)
                 if let a = self.tokenAssertion(route, token) { identity.append(a) }
                 allowed(
                     ctx,

@@ -36,6 +36,13 @@ public struct ValidatedTokenCache<Value> {
         return nil
     }
 
+    /// Until when `token` is trusted without another check (its entry's expiry), if it is
+    /// cached and still live; not counted as a hit or a miss.
+    public func expiry(of token: String, now: Int64) -> Int64? {
+        guard let e = entries[token], e.expires > now else { return nil }
+        return e.expires
+    }
+
     public mutating func put(_ token: String, _ value: Value, expiresAt: Int64, now: Int64) {
         let expires = min(expiresAt, now + ttl)
         let size = token.utf8.count

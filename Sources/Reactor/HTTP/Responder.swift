@@ -12,7 +12,10 @@ public class Responder {
         case waiting, streaming, answered
     }
 
-    public final private(set) var state = State.waiting
+    // Unchecked exclusivity on the state below that every request reads and writes: loop-
+    // thread only, never accessed across a call out that could touch it too; the dynamic
+    // check cost a runtime call per access (debug and TSan builds still check).
+    @exclusivity(unchecked) public final private(set) var state = State.waiting
     /// The response fields built up before the answer (the gateway adds its own here).
     /// Unchecked exclusivity: loop-thread only; written before the answer, read when it goes.
     @exclusivity(unchecked) public final var fields = HTTP1Fields()
@@ -21,19 +24,19 @@ public class Responder {
     /// Told once, after `onComplete`: the answer was fully written, or the connection went
     /// away. The layer above's per-request accounting (requests in flight, a drain), set
     /// without allocating a closure per request.
-    public final var observer: (any ResponderObserver)?
+    @exclusivity(unchecked) public final var observer: (any ResponderObserver)?
     /// Called once: the answer was fully written, or the connection went away.
-    public final var onComplete: ((_ flushed: Bool) -> Void)?
+    @exclusivity(unchecked) public final var onComplete: ((_ flushed: Bool) -> Void)?
     /// Called if the client goes away before the answer was fully written (an exchange
     /// streaming from an upstream cancels it).
     public final var onClientGone: (() -> Void)?
     /// Told the same, after `onClientGone`, without a closure per request; held until the
     /// answer completes.
-    public final var clientGoneObserver: (any ClientGoneObserver)?
+    @exclusivity(unchecked) public final var clientGoneObserver: (any ClientGoneObserver)?
     private final let transport: ResponseTransport
-    private final var completed = false
+    @exclusivity(unchecked) private final var completed = false
     /// The status of the answer, for logs (0 until answered).
-    public final private(set) var status = 0
+    @exclusivity(unchecked) public final private(set) var status = 0
 
     public init(transport: ResponseTransport) {
         self.transport = transport

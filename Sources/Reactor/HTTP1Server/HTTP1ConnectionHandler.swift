@@ -26,20 +26,23 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     // Unchecked exclusivity (here and on the properties below marked so): loop-thread state
     // whose mutations never overlap (no caller holds an access across a callback); the
     // dynamic check cost a runtime call per access on the request path.
+    // Unchecked exclusivity on the state below that every request reads and writes: loop-
+    // thread only, never accessed across a call out that could touch it too; the dynamic
+    // check cost a runtime call per access (debug and TSan builds still check).
     @exclusivity(unchecked) var parser: HTTP1RequestParser
     /// The exchange being served: its body is read through here and its answer is not yet
     /// wholly in the output (or its body is still being discarded after it).
-    private(set) var current: HTTP1ServerExchange?
+    @exclusivity(unchecked) private(set) var current: HTTP1ServerExchange?
     /// Exchanges whose answer is in the output, not yet written, in order.
     @exclusivity(unchecked) var unflushed: [HTTP1ServerExchange] = []
     /// No more requests: the connection closes once the output is written.
-    private(set) var isClosing = false
-    var deadline = Deadline.none
+    @exclusivity(unchecked) private(set) var isClosing = false
+    @exclusivity(unchecked) var deadline = Deadline.none
     var thread = LoopThread()
     private var headStarted = false
     private var firstRequest = true
-    private var driving = false
-    private var driveAgain = false
+    @exclusivity(unchecked) private var driving = false
+    @exclusivity(unchecked) private var driveAgain = false
 
     /// Bytes of a body the gateway did not read that are read and dropped to keep the
     /// connection; past that, it closes after the answer.

@@ -30,8 +30,11 @@ final class HTTP1ServerConnection {
     /// Called once when the fd is closed (the server's bookkeeping).
     var onClose: ((HTTP1ServerConnection) -> Void)?
     /// Bytes written to the socket since accept.
-    private(set) var bytesWritten: UInt64 = 0
-    private(set) var isClosed = false
+    // Unchecked exclusivity on the state below that every request reads and writes: loop-
+    // thread only, never accessed across a call out that could touch it too; the dynamic
+    // check cost a runtime call per access (debug and TSan builds still check).
+    @exclusivity(unchecked) private(set) var bytesWritten: UInt64 = 0
+    @exclusivity(unchecked) private(set) var isClosed = false
     private(set) var peerClosed = false
 
     private let fd: Int32
@@ -46,7 +49,7 @@ final class HTTP1ServerConnection {
     private var writeEvent: OpaquePointer?
     private var timerEvent: OpaquePointer?
     /// The one deadline, over `timerEvent` (moving it per request costs no timer update).
-    private var deadline = LazyDeadline()
+    @exclusivity(unchecked) private var deadline = LazyDeadline()
     /// The handler wants bytes (and the input has room).
     private var reading = false
     private var readArmed = false

@@ -38,17 +38,20 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     let request: HTTP1RequestHead
     let isHEAD: Bool
     var responder: Responder?
-    var response = ResponseState.waiting
+    // Unchecked exclusivity on the state below that every request reads and writes: loop-
+    // thread only, never accessed across a call out that could touch it too; the dynamic
+    // check cost a runtime call per access (debug and TSan builds still check).
+    @exclusivity(unchecked) var response = ResponseState.waiting
     /// The connection closes after this answer (decided when its head is written, or later).
-    var closeAfter = false
+    @exclusivity(unchecked) var closeAfter = false
     /// Connection bytes written when the answer's last byte is out (set at hand-off).
-    var flushMark: UInt64 = 0
+    @exclusivity(unchecked) var flushMark: UInt64 = 0
     /// Unchecked exclusivity: loop-thread state, never mutated across a callback.
     @exclusivity(unchecked) var drainedActions: [() -> Void] = []
 
-    var consumer = BodyConsumer.unclaimed
+    @exclusivity(unchecked) var consumer = BodyConsumer.unclaimed
     /// The parser has returned the body's end.
-    var bodyComplete = false
+    @exclusivity(unchecked) var bodyComplete = false
     var bodyBytes = 0
     var paused = false
     var continueSent = false

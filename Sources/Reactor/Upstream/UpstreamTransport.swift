@@ -47,6 +47,9 @@ final class UpstreamTransport {
     /// count of it the runtime's slow path): each handler lets go of the transport, or hands
     /// it on, before it goes (a call ends through its connection's release to the pool; a
     /// connection closes its transport in `deinit`; `close()` clears it).
+    // Unchecked exclusivity on the state below that every request reads and writes: loop-
+    // thread only, never accessed across a call out that could touch it too; the dynamic
+    // check cost a runtime call per access (debug and TSan builds still check).
     @exclusivity(unchecked) unowned(unsafe) var handler: UpstreamTransportHandler?
     /// A handler that owns this transport and closes it before it goes (a tunnel's upstream
     /// side): it gets the events instead of `handler`, held without a weak reference, which
@@ -65,9 +68,9 @@ final class UpstreamTransport {
     /// every read (a timeout on the read event itself would cost a timer-heap update per
     /// read, and per request when it changes).
     private var timerEvent: OpaquePointer?
-    private var readDeadline = LazyDeadline()
-    private var readArmed = false
-    private var readTimeout: Double?
+    @exclusivity(unchecked) private var readDeadline = LazyDeadline()
+    @exclusivity(unchecked) private var readArmed = false
+    @exclusivity(unchecked) private var readTimeout: Double?
     private var connecting = false
     private(set) var isConnected = false
     private(set) var isClosed = false
