@@ -206,6 +206,18 @@ def bearer_get(gw, tok=None, path="/api/orders/1", headers=None):
     return requests.get(gw.url(path), headers=h, timeout=10)
 
 
+def wait_for(pred, timeout=5.0, interval=0.02, what="condition"):
+    """Polls `pred` until it returns something true (returned), or raises after `timeout`
+    seconds: for what another thread or process records a moment after the response."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
 def sleep_into_second(start, n):
     """Sleeps until the wall clock reads at least floor(start) + n whole seconds. The gateway
     (and the test AS) keep session and token times in whole Unix seconds, so a deadline n

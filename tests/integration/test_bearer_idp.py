@@ -9,17 +9,7 @@ import time
 import pytest
 import requests
 
-from conftest import Gateway, bearer_get as call, sent_headers as sent
-
-
-def wait_for(pred, timeout=5.0, interval=0.05, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+from conftest import Gateway, bearer_get as call, sent_headers as sent, wait_for
 
 
 def claims_of(token):

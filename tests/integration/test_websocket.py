@@ -16,7 +16,7 @@ import requests
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from conftest import RawServer
+from conftest import RawServer, wait_for
 from test_bearer import JWKSServer, ec_key, token
 from ws_upstream import WSUpstream
 
@@ -104,15 +104,6 @@ def access_lines(gw, msg="access"):
         if rec.get("msg") == msg:
             out.append(rec)
     return out
-
-
-def wait_for(cond, timeout=5.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def metrics(gw):

@@ -51,8 +51,10 @@ enum RequestPipeline {
         }
     }
 
+    /// `host`: the Host field's first value and how many there are, if the caller read them.
     static func prepare(
-        _ head: HTTPRequestHead, forwarded: ForwardedHeaders, peerTrusted: Bool, policy: Policy
+        _ head: HTTPRequestHead, forwarded: ForwardedHeaders, peerTrusted: Bool, policy: Policy,
+        host knownHost: (first: String?, count: Int)? = nil
     ) -> Outcome {
         guard let method = head.method else {
             return .reject(status: 405, error: "invalid_request", description: "method not allowed")
@@ -63,7 +65,7 @@ enum RequestPipeline {
         // refuses every request that breaks them before the gateway sees it (RFC 9112).
         // RFC 9112 §3.2: a request with more than one Host, or an HTTP/1.1 request with none,
         // gets 400.
-        let (rawHost, hostCount) = headers.firstAndCount("Host")
+        let (rawHost, hostCount) = knownHost ?? headers.firstAndCount("Host")
         if hostCount > 1 || (hostCount == 0 && head.version >= (1, 1)) {
             return .reject(status: 400, error: "invalid_request", description: "exactly one Host header is required")
         }

@@ -239,11 +239,12 @@ final class Worker: ResponderObserver {
         let head = ex.head
         let fields = head.fields
         let trusted = peerTrusted(ex.connection)
+        let host = fields.firstAndCount("Host")
         // A client's own X-Forwarded-* and X-Request-Id are read only if it is a trusted proxy.
         let forwarded = ForwardedHeaders.compute(
             .init(
                 peer: ex.connection.peer, peerTrusted: trusted, scheme: ex.connection.isTLS ? "https" : "http",
-                host: fields.first("Host"),
+                host: host.first,
                 xForwardedFor: trusted ? fields.values("X-Forwarded-For") : [],
                 xForwardedProto: trusted ? fields.first("X-Forwarded-Proto") : nil,
                 xForwardedHost: trusted ? fields.first("X-Forwarded-Host") : nil,
@@ -257,7 +258,7 @@ final class Worker: ResponderObserver {
             return
         }
         switch RequestPipeline.prepare(
-            head, forwarded: forwarded, peerTrusted: trusted, policy: requestPolicy)
+            head, forwarded: forwarded, peerTrusted: trusted, policy: requestPolicy, host: host)
         {
         case .reject(let status, let error, let description):
             ctx.path = String(head.target.prefix(256))
