@@ -35,37 +35,38 @@ final class HeaderNameTable: @unchecked Sendable {
 
     private let bytes: UnsafeMutablePointer<UInt8>
     private let entries: UnsafeMutablePointer<Entry>
-    /// Entries of length n are entries[bucket[n] ..< bucket[n + 1]].
+    /// Entries whose name has length n and first byte b are
+    /// entries[bucket[key(n, b)] ..< bucket[key(n, b) + 1]]: most fields find theirs empty.
     private let bucket: UnsafeMutablePointer<Int32>
     private let maxLength: Int
+
+    @inline(__always)
+    private static func key(_ length: Int, _ first: UInt8) -> Int { length << 5 | Int(first & 31) }
 
     /// `names`: each name (any case) with the lists it is on; a name given twice is on both.
     init(_ names: [(name: String, lists: Lists)]) {
         var merged: [[UInt8]: UInt32] = [:]
-        for (name, lists) in names { merged[Array(name.lowercased().utf8), default: 0] |= lists.rawValue }
-        let sorted = merged.sorted {
-            $0.key.count != $1.key.count ? $0.key.count < $1.key.count : $0.key.lexicographicallyPrecedes($1.key)
+        for (name, lists) in names where !name.isEmpty {
+            merged[Array(name.lowercased().utf8), default: 0] |= lists.rawValue
         }
-        maxLength = sorted.last?.key.count ?? 0
-        let byteCount = sorted.reduce(0) { $0 + $1.key.count }
+        let sorted = merged.map { (key: Self.key($0.key.count, $0.key[0]), name: $0.key, flags: $0.value) }
+            .sorted { $0.key != $1.key ? $0.key < $1.key : $0.name.lexicographicallyPrecedes($1.name) }
+        maxLength = sorted.map(\.name.count).max() ?? 0
+        let byteCount = sorted.reduce(0) { $0 + $1.name.count }
+        let keys = Self.key(maxLength + 1, 0)
         bytes = .allocate(capacity: max(byteCount, 1))
         entries = .allocate(capacity: max(sorted.count, 1))
-        bucket = .allocate(capacity: maxLength + 2)
+        bucket = .allocate(capacity: keys + 1)
         var offset = 0
-        var length = 0
-        bucket[0] = 0
-        for (i, (name, flags)) in sorted.enumerated() {
-            while length < name.count {
-                length += 1
-                bucket[length] = Int32(i)
+        var next = 0
+        for k in 0...keys {
+            bucket[k] = Int32(next)
+            while next < sorted.count && sorted[next].key == k {
+                for (i, b) in sorted[next].name.enumerated() { bytes[offset + i] = b }
+                entries[next] = Entry(offset: Int32(offset), flags: sorted[next].flags)
+                offset += sorted[next].name.count
+                next += 1
             }
-            for (k, b) in name.enumerated() { bytes[offset + k] = b }
-            entries[i] = Entry(offset: Int32(offset), flags: flags)
-            offset += name.count
-        }
-        while length <= maxLength {
-            length += 1
-            bucket[length] = Int32(sorted.count)
         }
     }
 
@@ -79,8 +80,9 @@ final class HeaderNameTable: @unchecked Sendable {
     func lists(_ name: UnsafeBufferPointer<UInt8>) -> Lists {
         let n = name.count
         guard n > 0, n <= maxLength, let base = name.baseAddress else { return [] }
-        var i = Int(bucket[n])
-        let end = Int(bucket[n + 1])
+        let k = Self.key(n, HTTP1Fields.lower(base[0]))
+        var i = Int(bucket[k])
+        let end = Int(bucket[k + 1])
         while i < end {
             let candidate = bytes + Int(entries[i].offset)
             var k = 0

@@ -1,6 +1,9 @@
 /// Reason phrases for the statuses the gateway produces itself (RFC 9110 §15).
 public enum HTTPStatus {
-    public static func reason(_ code: Int) -> String {
+    public static func reason(_ code: Int) -> String { standardReason(code).description }
+
+    /// The standard reason phrase, as a literal (written into a head without a string).
+    public static func standardReason(_ code: Int) -> StaticString {
         switch code {
         case 100: "Continue"
         case 101: "Switching Protocols"

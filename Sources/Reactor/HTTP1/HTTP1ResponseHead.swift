@@ -20,8 +20,9 @@ public struct HTTP1ResponseHead: Sendable, Equatable, CustomStringConvertible {
 
     /// The reason phrase, or nil when it is the standard one for the status.
     var nonstandardReason: String? {
-        let standard = HTTPStatus.reason(status)
-        let same = fields.withBytes { all in standard.utf8.elementsEqual(all[reasonRange]) }
+        let same = HTTPStatus.standardReason(status).withUTF8Buffer { standard in
+            fields.withBytes { all in standard.elementsEqual(all[reasonRange]) }
+        }
         return same ? nil : reason
     }
 

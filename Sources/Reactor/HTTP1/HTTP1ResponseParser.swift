@@ -59,9 +59,11 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
 
     public init(limits: HTTP1Limits = HTTP1Limits()) {
         self.limits = limits
+        // The parser lives with its upstream connection: each head goes into the buffer of
+        // the one before once the exchange that had it is over.
         section = HTTP1FieldSection(
             maxBytes: limits.maxHeaderBytes, maxCount: limits.maxHeaderCount,
-            tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders)
+            tooLarge: .headerSectionTooLarge, tooMany: .tooManyHeaders, keepsSpare: true)
         body = HTTP1BodyReader(framing: .none, limits: limits)
     }
 

@@ -120,18 +120,17 @@ enum HTTP1ResponseEncoder {
         out.write(byte: 0x20)
         // reason-phrase = 1*( HTAB / SP / VCHAR / obs-text ) (RFC 9112 §4): a given reason
         // with anything else (CR, LF) is not sent.
-        let reason = head.reason ?? HTTPStatus.reason(head.status)
-        if reason.utf8.allSatisfy({ $0 == 0x09 || $0 >= 0x20 && $0 != 0x7F }) {
+        if let reason = head.reason, reason.utf8.allSatisfy({ $0 == 0x09 || $0 >= 0x20 && $0 != 0x7F }) {
             out.write(reason)
         } else {
-            out.write(HTTPStatus.reason(head.status))
+            HTTPStatus.standardReason(head.status).withUTF8Buffer { out.write($0) }
         }
         out.write("\r\n")
     }
 
     /// The most bytes `statusLine` writes for the reason phrase.
     private static func reasonBound(_ head: HTTPResponseHead) -> Int {
-        max(head.reason?.utf8.count ?? 0, HTTPStatus.reason(head.status).utf8.count)
+        max(head.reason?.utf8.count ?? 0, HTTPStatus.standardReason(head.status).utf8CodeUnitCount)
     }
 
     private enum FieldKind { case framing, date, other }

@@ -232,6 +232,12 @@ final class HTTP1ServerConnection {
     func flush() {
         thread.check()
         guard !isClosed, !flushing else { return }
+        if flushScheduled && !writeArmed, let writeEvent {
+            // Written now, so the turn's scheduled write has nothing left to do: taking it
+            // off the active queue costs less than running it.
+            flushScheduled = false
+            event_del(writeEvent)
+        }
         flushing = true
         let result = io.write(from: output)
         flushing = false
