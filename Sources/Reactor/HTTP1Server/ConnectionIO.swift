@@ -53,8 +53,8 @@ struct ConnectionWrite {
     var stop: Stop
 }
 
-/// Plain TCP: one `readv` of at most `room` (`SocketRead`) and `evbuffer_write` (a writev
-/// of every queued piece).
+/// Plain TCP: one `recv` of at most `room` (`SocketRead`) and `sendmsg` of the queued
+/// pieces (`SocketWrite`).
 final class PlainConnectionIO: ConnectionIO {
     private let fd: Int32
     private(set) var failure: String?
@@ -73,16 +73,17 @@ final class PlainConnectionIO: ConnectionIO {
     func write(from output: OpaquePointer) -> ConnectionWrite {
         var total = 0
         while evbuffer_get_length(output) > 0 {
-            let n = evbuffer_write(output, fd)
+            let (n, full) = SocketWrite.send(fd, from: output)
             if n > 0 {
-                total += Int(n)
+                total += n
+                if full { return ConnectionWrite(bytes: total, stop: .blocked) }
                 continue
             }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if n == -Int(EINTR) { continue }
+            if n == -Int(EAGAIN) || n == -Int(EWOULDBLOCK) {
                 return ConnectionWrite(bytes: total, stop: .blocked)
             }
-            failure = "write: \(n == 0 ? "no progress" : String(cString: strerror(errno)))"
+            failure = "write: \(n == 0 ? "no progress" : String(cString: strerror(Int32(-n))))"
             return ConnectionWrite(bytes: total, stop: .failed)
         }
         return ConnectionWrite(bytes: total, stop: .done)

@@ -6,8 +6,8 @@ import Glibc
 /// evbuffers and its `ConnectionIO` (plain, or TLS with the SSL object), and frees them in
 /// one place (`close`; the IO with the connection). Read interest is armed only while the
 /// handler wants bytes and the input is under its bound; write interest only while a write
-/// came back short (EAGAIN). On plain connections output goes out with `evbuffer_write`
-/// (one writev of every queued piece: head and body of a response together).
+/// came back short (EAGAIN). On plain connections output goes out with one `sendmsg` of
+/// every queued piece (`SocketWrite`: head and body of a response together).
 ///
 /// TLS adds three cases, all flags that stay false on plain connections: a TLS read that
 /// needs the socket writable (handshake, key update) arms write interest and is retried on

@@ -39,8 +39,6 @@ final class UpstreamTransport {
 
     /// Bytes asked of the kernel per read.
     static let readSize = 64 << 10
-    /// iovecs per sendmsg (libevent's own writev uses up to 128).
-    private static let maxWriteVectors = 32
 
     /// The connection while opening or idle, the `UpstreamCall` using it in between. Not
     /// retained, and not weak (a weak reference gives its object a side table, and every
@@ -194,27 +192,13 @@ final class UpstreamTransport {
     func flush(timeout: Double?) -> Flush {
         guard fd >= 0, isConnected else { return .pending }
         if let tls { return flushTLS(tls, timeout: timeout) }
-        while true {
-            let length = evbuffer_get_length(output)
-            if length == 0 { return .done }
-            let result: Int = withUnsafeTemporaryAllocation(of: iovec.self, capacity: Self.maxWriteVectors) { vectors in
-                let n = evbuffer_peek(output, -1, nil, vectors.baseAddress, Int32(Self.maxWriteVectors))
-                var message = msghdr()
-                message.msg_iov = vectors.baseAddress
-                message.msg_iovlen = Int(min(n, Int32(Self.maxWriteVectors)))
-                var offered = 0
-                for i in 0..<message.msg_iovlen { offered += vectors[i].iov_len }
-                let sent = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
-                if sent < 0 { return -Int(errno) }
-                evbuffer_drain(output, sent)
-                return sent < offered ? 0 : sent
-            }
+        while evbuffer_get_length(output) > 0 {
+            let (result, full) = SocketWrite.send(fd, from: output)
             if result == -Int(EINTR) { continue }
             if result < 0 && result != -Int(EAGAIN) && result != -Int(EWOULDBLOCK) { return .failed(Int32(-result)) }
-            if result <= 0 {
-                return armWrite(timeout: timeout) ? .pending : .failed(ENOMEM)
-            }
+            if result <= 0 || full { return armWrite(timeout: timeout) ? .pending : .failed(ENOMEM) }
         }
+        return .done
     }
 
     var pendingOutput: Int { evbuffer_get_length(output) }
