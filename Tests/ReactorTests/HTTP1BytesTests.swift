@@ -15,6 +15,18 @@ struct HTTP1BytesTests {
         }
     }
 
+    /// The name table says "t" exactly for the tchars, ":" for the colon alone.
+    @Test func nameClassesAreTcharsAndTheColon() {
+        let table = HTTP1Bytes.nameClasses
+        #expect(table.utf8CodeUnitCount == 256)
+        for b in 0...255 {
+            let c = table.utf8Start[b]
+            let expected: UInt8 =
+                HTTP1Bytes.isTchar(UInt8(b)) ? UInt8(ascii: "t") : b == 0x3A ? UInt8(ascii: ":") : UInt8(ascii: ".")
+            #expect(c == expected, "byte \(b)")
+        }
+    }
+
     /// field-vchar / obs-text / SP / HTAB (RFC 9110 §5.5).
     static func byteByByte(_ bytes: [UInt8], _ from: Int, _ to: Int) -> Bool {
         bytes[from..<to].allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }

@@ -77,7 +77,7 @@ extension Worker {
         origin.forwardedHost = original.host
         origin.originFromTrustedProxy = true
         switch RequestPipeline.prepare(
-            head, forwarded: origin, peerTrusted: true, policy: requestPolicy)
+            head, peerTrusted: true, policy: requestPolicy)
         {
         case .reject(let status, let error, let description):
             // The same refusal a proxied request would get (path confusion, no route).

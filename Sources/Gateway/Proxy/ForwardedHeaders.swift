@@ -21,20 +21,28 @@ struct ForwardedHeaders: Equatable {
         var xRequestID: String?
     }
 
+    /// What the gateway states itself, for a peer that is not a trusted proxy: the peer, the
+    /// connection's scheme, the Host, a new request id.
+    static func untrusted(peer: String, scheme: String, host: String?, requestID: String) -> ForwardedHeaders {
+        ForwardedHeaders(forwardedFor: peer, forwardedProto: scheme, forwardedHost: host, requestID: requestID)
+    }
+
     static func compute(_ inbound: Inbound, newRequestID: () -> String) -> ForwardedHeaders {
-        let trusted = inbound.peerTrusted
-        var chain = trusted ? inbound.xForwardedFor.joined(separator: ", ") : ""
+        guard inbound.peerTrusted else {
+            return untrusted(peer: inbound.peer, scheme: inbound.scheme, host: inbound.host, requestID: newRequestID())
+        }
+        var chain = inbound.xForwardedFor.joined(separator: ", ")
         chain = chain.isEmpty ? inbound.peer : "\(chain), \(inbound.peer)"
         var proto = inbound.scheme
-        if trusted, let p = inbound.xForwardedProto?.lowercased(), p == "http" || p == "https" { proto = p }
+        if let p = inbound.xForwardedProto?.lowercased(), p == "http" || p == "https" { proto = p }
         var host = inbound.host
         var fromProxy = false
-        if trusted, let h = inbound.xForwardedHost, HostNormalizer.normalize(h) != nil {
+        if let h = inbound.xForwardedHost, HostNormalizer.normalize(h) != nil {
             host = h
             fromProxy = true
         }
         var id: String
-        if trusted, let given = inbound.xRequestID, isValidRequestID(given) { id = given } else { id = newRequestID() }
+        if let given = inbound.xRequestID, isValidRequestID(given) { id = given } else { id = newRequestID() }
         if id.isEmpty { id = newRequestID() }
         return ForwardedHeaders(
             forwardedFor: chain, forwardedProto: proto, forwardedHost: host, requestID: id,

@@ -46,7 +46,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         upstreamStart = worker.clock()
         // The client leaving ends the exchange: the upstream call is abandoned.
         responder.clientGoneObserver = self
-        let call = UpstreamCall(pool: pool, request: request, delegate: self)
+        let call = UpstreamCall(pool: pool, request: consume request, delegate: self)
         self.call = call
         call.start()
     }

@@ -53,7 +53,7 @@ enum RequestPipeline {
 
     /// `host`: the Host field's first value and how many there are, if the caller read them.
     static func prepare(
-        _ head: HTTPRequestHead, forwarded: ForwardedHeaders, peerTrusted: Bool, policy: Policy,
+        _ head: HTTPRequestHead, peerTrusted: Bool, policy: Policy,
         host knownHost: (first: String?, count: Int)? = nil
     ) -> Outcome {
         guard let method = head.method else {
@@ -184,8 +184,8 @@ enum RequestPipeline {
             if let h = forwarded.forwardedHost { out.append("X-Forwarded-Host", h) }
             out.append("X-Request-Id", forwarded.requestID)
             return UpstreamCall.Request(
-                method: method, target: target, fields: out, forwarded: passed, body: body.framing == .none ? nil : body
-            )
+                method: method, target: target, fields: consume out, forwarded: consume passed,
+                body: body.framing == .none ? nil : body)
         }
     }
 

@@ -6,7 +6,8 @@ import Reactor
 /// Loop-thread only, like the request.
 final class RequestContext {
     /// X-Forwarded-* and the request id as the gateway sends them on (see ForwardedHeaders).
-    var forwarded: ForwardedHeaders
+    /// A `let`: handed to the stages that read it without a copy.
+    let forwarded: ForwardedHeaders
     var requestID: String { forwarded.requestID }
     var start: Double
     var method: String

@@ -241,24 +241,25 @@ final class Worker: ResponderObserver {
         let trusted = peerTrusted(ex.connection)
         let host = fields.firstAndCount("Host")
         // A client's own X-Forwarded-* and X-Request-Id are read only if it is a trusted proxy.
-        let forwarded = ForwardedHeaders.compute(
-            .init(
-                peer: ex.connection.peer, peerTrusted: trusted, scheme: ex.connection.isTLS ? "https" : "http",
-                host: host.first,
-                xForwardedFor: trusted ? fields.values("X-Forwarded-For") : [],
-                xForwardedProto: trusted ? fields.first("X-Forwarded-Proto") : nil,
-                xForwardedHost: trusted ? fields.first("X-Forwarded-Host") : nil,
-                xRequestID: trusted ? fields.first("X-Request-Id") : nil),
-            newRequestID: ids.next)
         let ctx = RequestContext(
-            forwarded: forwarded, start: start, method: head.methodName, path: "", route: "-", routeID: -1)
+            forwarded: trusted
+                ? ForwardedHeaders.compute(
+                    .init(
+                        peer: ex.connection.peer, peerTrusted: true, scheme: ex.connection.isTLS ? "https" : "http",
+                        host: host.first, xForwardedFor: fields.values("X-Forwarded-For"),
+                        xForwardedProto: fields.first("X-Forwarded-Proto"),
+                        xForwardedHost: fields.first("X-Forwarded-Host"), xRequestID: fields.first("X-Request-Id")),
+                    newRequestID: ids.next)
+                : ForwardedHeaders.untrusted(
+                    peer: ex.connection.peer, scheme: ex.connection.isTLS ? "https" : "http", host: host.first,
+                    requestID: ids.next()),
+            start: start, method: head.methodName, path: "", route: "-", routeID: -1)
         // Decision mode (nginx auth_request, forward auth, Envoy ext_authz): see Worker+Decision.
-        if let kind = decisionKind(head.target) {
-            decide(ex, kind, forwarded: forwarded, trusted: trusted, ctx: ctx)
+        if decisionEnabled, let kind = decisionKind(head.target) {
+            decide(ex, kind, forwarded: ctx.forwarded, trusted: trusted, ctx: ctx)
             return
         }
-        switch RequestPipeline.prepare(
-            head, forwarded: forwarded, peerTrusted: trusted, policy: requestPolicy, host: host)
+        switch RequestPipeline.prepare(head, peerTrusted: trusted, policy: requestPolicy, host: host)
         {
         case .reject(let status, let error, let description):
             ctx.path = String(head.target.prefix(256))
@@ -267,7 +268,7 @@ final class Worker: ResponderObserver {
                 close: status == 400)
         case .login(let endpoint, let path, let query):
             ctx.path = path
-            handleLoginEndpoint(ex, endpoint, query: query, origin: origin(forwarded), ctx: ctx)
+            handleLoginEndpoint(ex, endpoint, query: query, origin: origin(ctx.forwarded), ctx: ctx)
         case .forward(let plan, let path, let query, let build):
             ctx.path = path
             if UpgradeExchange.asksWebSocket(head) {
@@ -297,7 +298,7 @@ final class Worker: ResponderObserver {
                 return
             }
             admit(
-                ex, head: head, plan: plan, path: path, query: query, forwarded: forwarded, ctx: ctx,
+                ex, head: head, plan: plan, path: path, query: query, forwarded: ctx.forwarded, ctx: ctx,
                 triedAtOnce: true
             ) {
                 [unowned self] ctx, admission in

@@ -67,6 +67,18 @@ public class Responder {
             close: close)
     }
 
+    private final func takeFields() -> HTTP1Fields {
+        let taken = fields
+        fields = HTTP1Fields()
+        return taken
+    }
+
+    private final func takeForwarded() -> HTTP1ForwardedFields? {
+        let taken = forwarded
+        forwarded = nil
+        return taken
+    }
+
     /// An interim response (1xx other than 101) before the final one.
     public final func sendInterim(_ head: HTTPResponseHead) {
         precondition(state == .waiting && head.status >= 100 && head.status < 200 && head.status != 101)
@@ -81,7 +93,8 @@ public class Responder {
         state = .streaming
         self.status = status
         guard transport.isConnected else { return }
-        var head = HTTPResponseHead(status: status, reason: reason, fields: fields, forwarded: forwarded)
+        // The head takes the fields (nothing reads them once it is written): no copy.
+        var head = HTTPResponseHead(status: status, reason: reason, fields: takeFields(), forwarded: takeForwarded())
         head.bodyLength = bodyLength
         transport.startResponse(head, close: close)
     }

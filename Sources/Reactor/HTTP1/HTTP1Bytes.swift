@@ -18,6 +18,14 @@ enum HTTP1Bytes {
     }
 
     static var tcharLow: UInt64 { 0x03FF_6CFA_0000_0000 }
+
+    /// A field name's bytes by class, one per byte value: "t" a tchar, ":" the colon that
+    /// ends the name, "." anything else. A literal: its bytes sit in the binary, so a lookup
+    /// is one load (HTTP1BytesTests checks it against `isTchar`).
+    // swift-format-ignore: LineLength
+    static var nameClasses: StaticString {
+        ".................................t.ttttt..tt.tt.tttttttttt:......tttttttttttttttttttttttttt...ttttttttttttttttttttttttttttt.t.t................................................................................................................................."
+    }
     static var tcharHigh: UInt64 { 0x57FF_FFFF_C7FF_FFFE }
 
     /// Whether `bytes[from..<to]` are all field-value bytes (`isFieldValueByte`): eight at

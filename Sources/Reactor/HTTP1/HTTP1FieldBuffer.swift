@@ -25,6 +25,9 @@ final class HTTP1FieldBuffer: ManagedBuffer<HTTP1FieldBuffer.Header, UInt8> {
         }
         let buffer = unsafeDowncast(made, to: HTTP1FieldBuffer.self)
         assert(Int(bitPattern: buffer.bytes) % MemoryLayout<HTTP1Fields.Span>.alignment == 0)
+        // The span region holds spans: bound to their type once, so that `spans` may be
+        // read as typed memory.
+        UnsafeMutableRawPointer(buffer.bytes + bytes).bindMemory(to: HTTP1Fields.Span.self, capacity: spans)
         return buffer
     }
 
@@ -40,6 +43,13 @@ final class HTTP1FieldBuffer: ManagedBuffer<HTTP1FieldBuffer.Header, UInt8> {
 
     @inline(__always)
     private var spanBase: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bytes + counts.pointee.byteCapacity) }
+
+    /// The spans in place (valid while this buffer lives).
+    @inline(__always)
+    var spans: UnsafeBufferPointer<HTTP1Fields.Span> {
+        UnsafeBufferPointer(
+            start: spanBase.assumingMemoryBound(to: HTTP1Fields.Span.self), count: counts.pointee.spanCount)
+    }
 
     @inline(__always)
     func span(_ i: Int) -> HTTP1Fields.Span {

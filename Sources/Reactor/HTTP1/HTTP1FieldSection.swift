@@ -184,9 +184,15 @@ struct HTTP1FieldSection: Sendable {
         // RFC 9112 §5.2: obs-fold is refused with 400; a first field line starting with
         // whitespace (RFC 9112 §2.2) is refused the same way.
         if HTTP1Bytes.isWhitespace(all[start]) { throw HTTP1ParseError(.obsFold) }
+        // The name: tchars up to the colon, one table load per byte.
+        let classes = HTTP1Bytes.nameClasses.utf8Start
         var colon = start
-        while colon < end && all[colon] != HTTP1Bytes.colon {
-            if !HTTP1Bytes.isTchar(all[colon]) { throw badName(all, from: start) }
+        while colon < end {
+            let c = classes[Int(all[colon])]
+            if c != UInt8(ascii: "t") {
+                if c == HTTP1Bytes.colon { break }
+                throw badName(all, from: start)
+            }
             colon += 1
         }
         guard colon < end else { throw HTTP1ParseError(.missingColon) }

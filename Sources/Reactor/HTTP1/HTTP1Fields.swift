@@ -62,6 +62,20 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
         }
     }
 
+    /// Calls `body` with the section's bytes and its spans, in place: for loops over every
+    /// field on the request path.
+    @inline(__always)
+    func withBytesAndSpans<R, E: Error>(
+        _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<Span>) throws(E) -> R
+    ) throws(E) -> R {
+        guard let buffer else {
+            return try body(UnsafeBufferPointer(start: nil, count: 0), UnsafeBufferPointer(start: nil, count: 0))
+        }
+        return try withExtendedLifetime(buffer) { () throws(E) -> R in
+            try body(UnsafeBufferPointer(start: buffer.bytes, count: buffer.counts.pointee.byteCount), buffer.spans)
+        }
+    }
+
     /// The bytes in `range` (a target or reason phrase that a head keeps in its bytes).
     func bytes(_ range: Range<Int>) -> ArraySlice<UInt8> {
         withBytes { Array($0[range])[...] }

@@ -19,10 +19,10 @@ struct HTTP1HeadFields: Sendable {
     init(_ fields: HTTP1Fields, version: HTTP1Version) throws(HTTP1ParseError) {
         var contentLengthIndex: Int?
         var transferEncodingIndices: [Int] = []
-        try fields.withBytes { (all) throws(HTTP1ParseError) in
-            for i in 0..<fields.count {
+        try fields.withBytesAndSpans { (all, spans) throws(HTTP1ParseError) in
+            for i in 0..<spans.count {
                 // The names that matter differ in length: one comparison at most per field.
-                let span = fields.span(i)
+                let span = spans[i]
                 let name = UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd])
                 let value = UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd])
                 switch name.count {
