@@ -76,6 +76,16 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
     }
 
     /// Parses `input` up to the end of the next event (see the type's contract).
+    /// `parse(_:)` with the count in `consumed`: the event alone comes back, so a caller that
+    /// takes it apart leaves nothing to destroy (a tuple holding an optional event was
+    /// destroyed through the runtime's generic value witnesses, several times a request).
+    @inline(__always)
+    public mutating func next(_ input: UnsafeRawBufferPointer, consumed: inout Int) throws(HTTP1ParseError) -> Event? {
+        let (n, event) = try parse(input)
+        consumed = n
+        return event
+    }
+
     public mutating func parse(_ input: UnsafeRawBufferPointer) throws(HTTP1ParseError) -> (
         consumed: Int, event: Event?
     ) {

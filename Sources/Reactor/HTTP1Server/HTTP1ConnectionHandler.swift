@@ -101,15 +101,16 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         guard evbuffer_get_length(input) > 0, pendingOutput <= Self.outputHighWater else { return false }
         let started = headStarted
         headStarted = true
-        let step: (consumed: Int, event: HTTP1RequestParser.Event?)
+        var consumed = 0
+        let event: HTTP1RequestParser.Event?
         do {
-            step = try parser.parse(firstSegment())
+            event = try parser.next(firstSegment(), consumed: &consumed)
         } catch {
             refuse(status: error.status, description: Self.description(of: error.code))
             return false
         }
-        evbuffer_drain(input, step.consumed)
-        if case .head(let head) = step.event {
+        evbuffer_drain(input, consumed)
+        if case .head(let head) = consume event {
             startExchange(head)
         } else if !started && !firstRequest {
             // A head is due from its first byte on; one that arrived whole needed no deadline.

@@ -391,21 +391,22 @@ public final class UpstreamCall: UpstreamTransportHandler {
             if length > 0 { evbuffer_peek(input, -1, nil, &vector, 1) }
             let bytes = UnsafeRawBufferPointer(
                 start: length > 0 ? vector.iov_base : nil, count: length > 0 ? vector.iov_len : 0)
-            let step: (consumed: Int, event: HTTP1ResponseParser.Event?)
+            var consumed = 0
+            let next: HTTP1ResponseParser.Event?
             do throws(HTTP1ParseError) {
-                step = try conn.parser.parse(bytes)
+                next = try conn.parser.next(bytes, consumed: &consumed)
             } catch {
                 finish(.invalidResponse)
                 return
             }
-            guard let event = step.event else {
-                if step.consumed == 0 { return }
-                evbuffer_drain(input, step.consumed)
+            guard let event = consume next else {
+                if consumed == 0 { return }
+                evbuffer_drain(input, consumed)
                 continue
             }
-            switch event {
+            switch consume event {
             case .informational(let head):
-                evbuffer_drain(input, step.consumed)
+                evbuffer_drain(input, consumed)
                 if head.status != 100 {
                     delegate?.upstreamInterim(responseHead(head))
                 } else if awaitingContinue {
@@ -413,7 +414,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
                     proceedWithBody()
                 }
             case .head(let head):
-                evbuffer_drain(input, step.consumed)
+                evbuffer_drain(input, consumed)
                 received(head)
             case .body(let range):
                 // Framing before the data (a chunk line) is dropped; then the data is handed
@@ -423,9 +424,9 @@ public final class UpstreamCall: UpstreamTransportHandler {
                 delegate?.upstreamBody(BodyChunk(buffer: input, count: range.count))
                 let unmoved = evbuffer_get_length(input) + range.count - before
                 if unmoved > 0 { evbuffer_drain(input, unmoved) }
-                evbuffer_drain(input, step.consumed - range.upperBound)
+                evbuffer_drain(input, consumed - range.upperBound)
             case .end:
-                evbuffer_drain(input, step.consumed)
+                evbuffer_drain(input, consumed)
                 complete(transport)
             }
         }
