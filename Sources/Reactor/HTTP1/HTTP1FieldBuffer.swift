@@ -20,6 +20,8 @@ final class HTTP1FieldBuffer: ManagedBuffer<HTTP1FieldBuffer.Header, UInt8> {
     static func make(byteCapacity: Int, spanCapacity: Int) -> HTTP1FieldBuffer {
         let bytes = (max(byteCapacity, 0) + 7) & ~7
         let spans = max(spanCapacity, 1)
+        // Spans keep offsets in 32 bits.
+        precondition(bytes < Int(UInt32.max), "field section too large")
         let made = create(minimumCapacity: bytes + spans * spanStride) { _ in
             Header(byteCapacity: bytes, spanCapacity: spans)
         }

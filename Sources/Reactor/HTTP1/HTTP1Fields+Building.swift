@@ -75,8 +75,11 @@ extension HTTP1Fields {
 
     public mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         makeRoom(bytes: name.count + value.count, spans: 1)
-        // Through the buffer this section holds (unique now): no reference taken for it.
-        buffer.unsafelyUnwrapped.appendField(name: name, value: value)
+        // Through the buffer this section holds (unique now, and held by self for the call):
+        // no reference counted for it.
+        Unmanaged.passUnretained(buffer.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+            $0.appendField(name: name, value: value)
+        }
     }
 
     /// Removes every field named `name` (their bytes stay in the buffer; a head is

@@ -13,8 +13,12 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
     struct Span: Sendable {
         private let offsets: (UInt32, UInt32, UInt32, UInt32)
 
+        /// Offsets within a buffer, whose capacity `HTTP1FieldBuffer.make` keeps below 4 GiB.
         init(nameStart: Int, nameEnd: Int, valueStart: Int, valueEnd: Int) {
-            offsets = (UInt32(nameStart), UInt32(nameEnd), UInt32(valueStart), UInt32(valueEnd))
+            offsets = (
+                UInt32(truncatingIfNeeded: nameStart), UInt32(truncatingIfNeeded: nameEnd),
+                UInt32(truncatingIfNeeded: valueStart), UInt32(truncatingIfNeeded: valueEnd)
+            )
         }
 
         var nameStart: Int { Int(offsets.0) }
