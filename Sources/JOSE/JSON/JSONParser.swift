@@ -11,12 +11,14 @@ public enum JSONParser {
     public static func parse(_ text: String) throws -> JSONValue { try parse(Array(text.utf8)) }
 
     public static func parse(buffer: UnsafeBufferPointer<UInt8>) throws -> JSONValue {
-        var p = Parser(b: buffer)
-        p.skipWS()
-        let v = try p.value(depth: 0)
-        p.skipWS()
-        guard p.i == buffer.count else { throw p.fail("trailing content after the JSON value") }
-        return v
+        try plainStringByte.withUnsafeBufferPointer { plain in
+            var p = Parser(b: buffer, plain: plain)
+            p.skipWS()
+            let v = try p.value(depth: 0)
+            p.skipWS()
+            guard p.i == buffer.count else { throw p.fail("trailing content after the JSON value") }
+            return v
+        }
     }
 
     /// Parses and requires an object (a JOSE header or claims set must be one).
@@ -27,8 +29,16 @@ public enum JSONParser {
         return o
     }
 
+    /// 1 for a byte that stands for itself inside a string (not '"', '\\' or a control
+    /// character, RFC 8259 §7), else 0.
+    static let plainStringByte: [UInt8] = (0..<256).map { c in
+        c < 0x20 || c == Int(UInt8(ascii: "\"")) || c == Int(UInt8(ascii: "\\")) ? 0 : 1
+    }
+
     private struct Parser {
         let b: UnsafeBufferPointer<UInt8>
+        /// `plainStringByte`, borrowed for the whole parse.
+        let plain: UnsafeBufferPointer<UInt8>
         var i = 0
 
         func fail(_ why: String) -> JOSEError { JOSEError(.malformed, "invalid JSON at byte \(i): \(why)") }
@@ -66,7 +76,7 @@ public enum JSONParser {
 
         mutating func object(depth: Int) throws -> JSONObject {
             i += 1
-            var obj = JSONObject(minimumCapacity: 8)
+            var obj = JSONObject(minimumCapacity: 12)
             skipWS()
             if i < b.count, b[i] == UInt8(ascii: "}") {
                 i += 1
@@ -75,14 +85,15 @@ public enum JSONParser {
             while true {
                 skipWS()
                 guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-                let name = try string()
+                let name = try memberName()
                 skipWS()
                 guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
                 i += 1
                 skipWS()
                 let v = try value(depth: depth + 1)
                 guard obj.insertNew(name, v) else {
-                    throw JOSEError(.duplicateMember, claim: name, "member \"\(name)\" appears more than once")
+                    let text = name.text
+                    throw JOSEError(.duplicateMember, claim: text, "member \"\(text)\" appears more than once")
                 }
                 skipWS()
                 guard i < b.count else { throw fail("unexpected end") }
@@ -141,14 +152,43 @@ public enum JSONParser {
             return v
         }
 
-        mutating func string() throws -> String {
+        /// Skips the bytes of a string that stand for themselves, from just after its opening
+        /// quote; returns where they start and whether one of them is not ASCII (their high
+        /// bits gathered on the way, so ASCII text needs no second pass to be known valid).
+        mutating func plainRun() -> (start: Int, ascii: Bool) {
             i += 1
             let start = i
+            var j = i
+            var high: UInt8 = 0
+            while j < b.count, plain[Int(b[j])] != 0 {
+                high |= b[j]
+                j += 1
+            }
+            i = j
+            return (start, high < 0x80)
+        }
+
+        /// A member name: as `string()`, except that a short ASCII name without escapes is
+        /// packed into a `JSONObject.Name` without making a `String`.
+        mutating func memberName() throws -> JSONObject.Name {
+            let save = i
+            let (start, ascii) = plainRun()
+            if i < b.count, b[i] == UInt8(ascii: "\""), ascii {
+                let name = JSONObject.Name(bytes: UnsafeBufferPointer(rebasing: b[start..<i]))
+                i += 1
+                return name
+            }
+            i = save
+            return JSONObject.Name(try string())
+        }
+
+        mutating func string() throws -> String {
             // Fast path: no escapes.
-            while i < b.count, b[i] != UInt8(ascii: "\""), b[i] != UInt8(ascii: "\\"), b[i] >= 0x20 { i += 1 }
+            let (start, ascii) = plainRun()
             guard i < b.count else { throw fail("unterminated string") }
             if b[i] == UInt8(ascii: "\"") {
-                let s = try utf8(UnsafeBufferPointer(rebasing: b[start..<i]))
+                let bytes = UnsafeBufferPointer(rebasing: b[start..<i])
+                let s = ascii ? String(decoding: bytes, as: UTF8.self) : try utf8(bytes)
                 i += 1
                 return s
             }

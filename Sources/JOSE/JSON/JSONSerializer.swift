@@ -11,11 +11,11 @@ public enum JSONSerializer {
         switch value {
         case .object(let o):
             out += "{"
-            for (n, name) in o.names.enumerated() {
+            for (n, member) in o.members.enumerated() {
                 if n > 0 { out += "," }
-                writeString(name, to: &out)
+                writeString(member.name.text, to: &out)
                 out += ":"
-                write(o.members[name]!, to: &out)
+                write(member.value, to: &out)
             }
             out += "}"
         case .array(let a):

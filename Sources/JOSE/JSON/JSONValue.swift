@@ -31,6 +31,7 @@ public enum JSONValue: Equatable, Sendable {
     /// truncated toward zero, as RFC 7519 §2 allows non-integer NumericDates.
     public var int64: Int64? {
         guard case .number(let text) = self else { return nil }
+        if let v = Self.shortInteger(text) { return v }
         if let v = Int64(text) { return v }
         guard let d = Double(text), d.isFinite, d >= -9.2e18, d <= 9.2e18 else { return nil }
         return Int64(d.rounded(.towardZero))
@@ -40,48 +41,22 @@ public enum JSONValue: Equatable, Sendable {
         guard case .number(let text) = self else { return nil }
         return Double(text)
     }
-}
 
-/// A JSON object with unique member names, in document order.
-public struct JSONObject: Equatable, Sendable {
-    public private(set) var names: [String] = []
-    public private(set) var members: [String: JSONValue] = [:]
-
-    public init() {}
-
-    public init(_ pairs: KeyValuePairs<String, JSONValue>) {
-        for (k, v) in pairs { self[k] = v }
-    }
-
-    public subscript(name: String) -> JSONValue? {
-        get { members[name] }
-        set {
-            if let newValue {
-                if members.updateValue(newValue, forKey: name) == nil { names.append(name) }
-            } else if members.removeValue(forKey: name) != nil {
-                names.removeAll { $0 == name }
+    /// `text` read as `Int64(text)` would, when it is an optional "-" and 1 to 18 digits (a
+    /// NumericDate always is): a loop over its bytes instead of the generic parser.
+    static func shortInteger(_ text: String) -> Int64? {
+        var text = text
+        return text.withUTF8 { b in
+            let negative = b.first == UInt8(ascii: "-")
+            let start = negative ? 1 : 0
+            guard b.count > start, b.count - start <= 18 else { return nil }
+            var v: Int64 = 0
+            for i in start..<b.count {
+                let d = b[i] &- UInt8(ascii: "0")
+                guard d < 10 else { return nil }
+                v = v * 10 + Int64(d)
             }
+            return negative ? -v : v
         }
     }
-
-    /// Room for `minimumCapacity` members without regrowing (the parser's objects: a JOSE
-    /// header or an access token's claims rarely has more than a dozen).
-    init(minimumCapacity: Int) {
-        names.reserveCapacity(minimumCapacity)
-        members.reserveCapacity(minimumCapacity)
-    }
-
-    /// Adds a member; false, leaving the object as it was, if the name is already there
-    /// (the parser's duplicate check). One hash lookup on the common path.
-    mutating func insertNew(_ name: String, _ value: JSONValue) -> Bool {
-        if let existing = members.updateValue(value, forKey: name) {
-            members[name] = existing
-            return false
-        }
-        names.append(name)
-        return true
-    }
-
-    public var count: Int { names.count }
-    public var isEmpty: Bool { names.isEmpty }
 }

@@ -1,0 +1,329 @@
+@testable import JOSE
+
+// The JSON parser and value types as they were before the member-array rewrite, kept
+// verbatim (renamed) as the reference that `JSONDifferentialTests` compares against.
+
+/// A JSON value as JOSE reads it. Objects keep member order (for signing what was given)
+/// and never hold a name twice: the parser refuses duplicates (RFC 7515 §4, RFC 8725 §3.9 —
+/// two parsers picking different duplicates is how claims get smuggled).
+enum RefJSONValue: Equatable, Sendable {
+    case object(RefJSONObject)
+    case array([RefJSONValue])
+    case string(String)
+    /// The number's exact text (RFC 8259 §6), so nothing is lost before a claim check.
+    case number(String)
+    case bool(Bool)
+    case null
+
+    var object: RefJSONObject? {
+        if case .object(let o) = self { return o }
+        return nil
+    }
+    var string: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+    var array: [RefJSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+    var bool: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+
+    /// An integral number that fits in Int64 (e.g. NumericDate); fractional seconds are
+    /// truncated toward zero, as RFC 7519 §2 allows non-integer NumericDates.
+    var int64: Int64? {
+        guard case .number(let text) = self else { return nil }
+        if let v = Int64(text) { return v }
+        guard let d = Double(text), d.isFinite, d >= -9.2e18, d <= 9.2e18 else { return nil }
+        return Int64(d.rounded(.towardZero))
+    }
+
+    var double: Double? {
+        guard case .number(let text) = self else { return nil }
+        return Double(text)
+    }
+}
+
+/// A JSON object with unique member names, in document order.
+struct RefJSONObject: Equatable, Sendable {
+    private(set) var names: [String] = []
+    private(set) var members: [String: RefJSONValue] = [:]
+
+    init() {}
+
+    init(_ pairs: KeyValuePairs<String, RefJSONValue>) {
+        for (k, v) in pairs { self[k] = v }
+    }
+
+    subscript(name: String) -> RefJSONValue? {
+        get { members[name] }
+        set {
+            if let newValue {
+                if members.updateValue(newValue, forKey: name) == nil { names.append(name) }
+            } else if members.removeValue(forKey: name) != nil {
+                names.removeAll { $0 == name }
+            }
+        }
+    }
+
+    /// Room for `minimumCapacity` members without regrowing (the parser's objects: a JOSE
+    /// header or an access token's claims rarely has more than a dozen).
+    init(minimumCapacity: Int) {
+        names.reserveCapacity(minimumCapacity)
+        members.reserveCapacity(minimumCapacity)
+    }
+
+    /// Adds a member; false, leaving the object as it was, if the name is already there
+    /// (the parser's duplicate check). One hash lookup on the common path.
+    mutating func insertNew(_ name: String, _ value: RefJSONValue) -> Bool {
+        if let existing = members.updateValue(value, forKey: name) {
+            members[name] = existing
+            return false
+        }
+        names.append(name)
+        return true
+    }
+
+    var count: Int { names.count }
+    var isEmpty: Bool { names.isEmpty }
+}
+
+/// A strict RFC 8259 parser for JOSE headers, claims and JWKs: duplicate member names,
+/// trailing commas, comments, NaN/Infinity, leading zeros, lone surrogates, raw control
+/// characters and trailing content are all errors. Nesting is limited (stack safety).
+enum RefJSONParser {
+    static let maxDepth = 32
+
+    static func parse(_ bytes: [UInt8]) throws -> RefJSONValue {
+        try bytes.withUnsafeBufferPointer { try parse(buffer: $0) }
+    }
+
+    static func parse(_ text: String) throws -> RefJSONValue { try parse(Array(text.utf8)) }
+
+    static func parse(buffer: UnsafeBufferPointer<UInt8>) throws -> RefJSONValue {
+        var p = Parser(b: buffer)
+        p.skipWS()
+        let v = try p.value(depth: 0)
+        p.skipWS()
+        guard p.i == buffer.count else { throw p.fail("trailing content after the JSON value") }
+        return v
+    }
+
+    /// Parses and requires an object (a JOSE header or claims set must be one).
+    static func parseObject(_ bytes: [UInt8], what: String) throws -> RefJSONObject {
+        guard case .object(let o) = try parse(bytes) else {
+            throw JOSEError(.malformed, "\(what) is not a JSON object")
+        }
+        return o
+    }
+
+    private struct Parser {
+        let b: UnsafeBufferPointer<UInt8>
+        var i = 0
+
+        func fail(_ why: String) -> JOSEError { JOSEError(.malformed, "invalid JSON at byte \(i): \(why)") }
+
+        mutating func skipWS() {
+            while i < b.count, b[i] == 0x20 || b[i] == 0x09 || b[i] == 0x0a || b[i] == 0x0d { i += 1 }
+        }
+
+        mutating func value(depth: Int) throws -> RefJSONValue {
+            guard depth <= RefJSONParser.maxDepth else { throw fail("nested too deeply") }
+            guard i < b.count else { throw fail("unexpected end") }
+            switch b[i] {
+            case UInt8(ascii: "{"): return .object(try object(depth: depth))
+            case UInt8(ascii: "["): return .array(try array(depth: depth))
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
+            default: return .number(try number())
+            }
+        }
+
+        mutating func literal(_ word: StaticString) throws {
+            let n = word.utf8CodeUnitCount
+            guard i + n <= b.count else { throw fail("unexpected end") }
+            for k in 0..<n where b[i + k] != word.utf8Start[k] { throw fail("unexpected character") }
+            i += n
+        }
+
+        mutating func object(depth: Int) throws -> RefJSONObject {
+            i += 1
+            var obj = RefJSONObject(minimumCapacity: 8)
+            skipWS()
+            if i < b.count, b[i] == UInt8(ascii: "}") {
+                i += 1
+                return obj
+            }
+            while true {
+                skipWS()
+                guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+                let name = try string()
+                skipWS()
+                guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                i += 1
+                skipWS()
+                let v = try value(depth: depth + 1)
+                guard obj.insertNew(name, v) else {
+                    throw JOSEError(.duplicateMember, claim: name, "member \"\(name)\" appears more than once")
+                }
+                skipWS()
+                guard i < b.count else { throw fail("unexpected end") }
+                if b[i] == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
+                if b[i] == UInt8(ascii: "}") {
+                    i += 1
+                    return obj
+                }
+                throw fail("expected ',' or '}'")
+            }
+        }
+
+        mutating func array(depth: Int) throws -> [RefJSONValue] {
+            i += 1
+            var out: [RefJSONValue] = []
+            skipWS()
+            if i < b.count, b[i] == UInt8(ascii: "]") {
+                i += 1
+                return out
+            }
+            while true {
+                skipWS()
+                out.append(try value(depth: depth + 1))
+                skipWS()
+                guard i < b.count else { throw fail("unexpected end") }
+                if b[i] == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
+                if b[i] == UInt8(ascii: "]") {
+                    i += 1
+                    return out
+                }
+                throw fail("expected ',' or ']'")
+            }
+        }
+
+        mutating func hex4() throws -> UInt32 {
+            guard i + 4 <= b.count else { throw fail("short \\u escape") }
+            var v: UInt32 = 0
+            for _ in 0..<4 {
+                let c = b[i]
+                let d: UInt32
+                switch c {
+                case 0x30...0x39: d = UInt32(c - 0x30)
+                case 0x41...0x46: d = UInt32(c - 0x41 + 10)
+                case 0x61...0x66: d = UInt32(c - 0x61 + 10)
+                default: throw fail("bad \\u escape")
+                }
+                v = v << 4 | d
+                i += 1
+            }
+            return v
+        }
+
+        mutating func string() throws -> String {
+            i += 1
+            let start = i
+            // Fast path: no escapes.
+            while i < b.count, b[i] != UInt8(ascii: "\""), b[i] != UInt8(ascii: "\\"), b[i] >= 0x20 { i += 1 }
+            guard i < b.count else { throw fail("unterminated string") }
+            if b[i] == UInt8(ascii: "\"") {
+                let s = try utf8(UnsafeBufferPointer(rebasing: b[start..<i]))
+                i += 1
+                return s
+            }
+            var out = Array(b[start..<i])
+            while true {
+                guard i < b.count else { throw fail("unterminated string") }
+                let c = b[i]
+                if c == UInt8(ascii: "\"") {
+                    i += 1
+                    break
+                }
+                if c < 0x20 { throw fail("control character in string") }
+                if c != UInt8(ascii: "\\") {
+                    out.append(c)
+                    i += 1
+                    continue
+                }
+                i += 1
+                guard i < b.count else { throw fail("unterminated escape") }
+                let e = b[i]
+                i += 1
+                switch e {
+                case UInt8(ascii: "\""): out.append(0x22)
+                case UInt8(ascii: "\\"): out.append(0x5c)
+                case UInt8(ascii: "/"): out.append(0x2f)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0c)
+                case UInt8(ascii: "n"): out.append(0x0a)
+                case UInt8(ascii: "r"): out.append(0x0d)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if scalar >= 0xD800 && scalar <= 0xDBFF {
+                        guard i + 1 < b.count, b[i] == UInt8(ascii: "\\"), b[i + 1] == UInt8(ascii: "u") else {
+                            throw fail("lone high surrogate")
+                        }
+                        i += 2
+                        let low = try hex4()
+                        guard low >= 0xDC00 && low <= 0xDFFF else { throw fail("bad low surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if scalar >= 0xDC00 && scalar <= 0xDFFF {
+                        throw fail("lone low surrogate")
+                    }
+                    out.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
+                default: throw fail("bad escape")
+                }
+            }
+            return try out.withUnsafeBufferPointer { try utf8($0) }
+        }
+
+        func utf8(_ bytes: UnsafeBufferPointer<UInt8>) throws -> String {
+            // Nearly every JOSE string is ASCII, which is valid UTF-8 as it stands; only the
+            // rest pays for the (generic, unspecialized) validating initializer.
+            var high: UInt8 = 0
+            for b in bytes { high |= b }
+            if high < 0x80 { return String(decoding: bytes, as: UTF8.self) }
+            guard let s = String(validating: bytes, as: UTF8.self) else { throw fail("invalid UTF-8") }
+            return s
+        }
+
+        mutating func number() throws -> String {
+            let start = i
+            if i < b.count, b[i] == UInt8(ascii: "-") { i += 1 }
+            guard i < b.count, b[i] >= 0x30, b[i] <= 0x39 else { throw fail("unexpected character") }
+            if b[i] == 0x30 {
+                i += 1
+                if i < b.count, b[i] >= 0x30, b[i] <= 0x39 { throw fail("leading zero") }
+            } else {
+                while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
+            }
+            if i < b.count, b[i] == UInt8(ascii: ".") {
+                i += 1
+                guard i < b.count, b[i] >= 0x30, b[i] <= 0x39 else { throw fail("digit expected after '.'") }
+                while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
+            }
+            if i < b.count, b[i] == UInt8(ascii: "e") || b[i] == UInt8(ascii: "E") {
+                i += 1
+                if i < b.count, b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: "-") { i += 1 }
+                guard i < b.count, b[i] >= 0x30, b[i] <= 0x39 else { throw fail("digit expected in exponent") }
+                while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
+            }
+            return String(decoding: UnsafeBufferPointer(rebasing: b[start..<i]), as: UTF8.self)
+        }
+    }
+}
