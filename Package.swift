@@ -78,7 +78,7 @@ let package = Package(
         .executableTarget(name: "HTTP1ParseTool", dependencies: ["Reactor"], path: "Sources/HTTP1ParseTool"),
 
         .testTarget(
-            name: "JOSETests", dependencies: ["JOSE", "OAuth"],
+            name: "JOSETests", dependencies: ["JOSE", "OAuth", "COpenSSL"],
             resources: [.copy("Fixtures")]),
         // What several test targets share: a real redis-server for the Redis-backed tests.
         .target(name: "TestSupport", dependencies: ["Reactor"], path: "Tests/TestSupport"),

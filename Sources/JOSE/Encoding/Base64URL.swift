@@ -58,56 +58,66 @@ public enum Base64URL {
         return copy.withUTF8 { decode(bytes: $0) }
     }
 
+    /// The four-character groups' table: for each position in a group, each byte's 6-bit
+    /// value already shifted to its place in the group's 24 bits (`quads[256 * k + byte]`),
+    /// or `invalidQuad` for a byte outside the alphabet. A group decodes with four look-ups
+    /// and three ORs; any invalid byte leaves a bit above the 24.
+    private static let quads: [UInt32] = (0..<4).flatMap { k in
+        reverse.map { v in v == 0xff ? invalidQuad : UInt32(v) << (6 * (3 - UInt32(k))) }
+    }
+    private static let invalidQuad: UInt32 = 1 << 24
+
     public static func decode(bytes input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         let n = input.count
         let rest = n % 4
         if rest == 1 { return nil }
         let count = n / 4 * 3 + (rest == 0 ? 0 : rest - 1)
         var valid = true
-        // One pass into an uninitialized buffer of the exact size, the table borrowed once:
+        // One pass into an uninitialized buffer of the exact size, the tables borrowed once:
         // this runs over every token's payload and signature on the request path.
-        let out = reverse.withUnsafeBufferPointer { table in
-            [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
-                var i = 0
-                var o = 0
-                while i + 4 <= n {
-                    let a = table[Int(input[i])]
-                    let b = table[Int(input[i + 1])]
-                    let c = table[Int(input[i + 2])]
-                    let d = table[Int(input[i + 3])]
-                    if (a | b | c | d) == 0xff {
-                        valid = false
-                        initialized = 0
-                        return
+        let out = quads.withUnsafeBufferPointer { quads in
+            reverse.withUnsafeBufferPointer { table in
+                [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
+                    var i = 0
+                    var o = 0
+                    while i + 4 <= n {
+                        let v =
+                            quads[Int(input[i])] | quads[256 + Int(input[i + 1])] | quads[512 + Int(input[i + 2])]
+                            | quads[768 + Int(input[i + 3])]
+                        if v >= invalidQuad {
+                            valid = false
+                            initialized = 0
+                            return
+                        }
+                        out[o] = UInt8(truncatingIfNeeded: v >> 16)
+                        out[o + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                        out[o + 2] = UInt8(truncatingIfNeeded: v)
+                        i += 4
+                        o += 3
                     }
-                    out[o] = a << 2 | b >> 4
-                    out[o + 1] = b << 4 | c >> 2
-                    out[o + 2] = c << 6 | d
-                    i += 4
-                    o += 3
+                    if rest == 2 {
+                        let a = table[Int(input[i])]
+                        let b = table[Int(input[i + 1])]
+                        if (a | b) == 0xff || b & 0x0f != 0 {
+                            valid = false
+                            initialized = 0
+                            return
+                        }
+                        out[o] = a << 2 | b >> 4
+                    } else if rest == 3 {
+                        let a = table[Int(input[i])]
+                        let b = table[Int(input[i + 1])]
+                        let c = table[Int(input[i + 2])]
+                        if (a | b | c) == 0xff || c & 0x03 != 0 {
+                            valid = false
+                            initialized = 0
+                            return
+                        }
+                        out[o] = a << 2 | b >> 4
+                        out[o + 1] = b << 4 | c >> 2
+                    }
+                    initialized = count
                 }
-                if rest == 2 {
-                    let a = table[Int(input[i])]
-                    let b = table[Int(input[i + 1])]
-                    if (a | b) == 0xff || b & 0x0f != 0 {
-                        valid = false
-                        initialized = 0
-                        return
-                    }
-                    out[o] = a << 2 | b >> 4
-                } else if rest == 3 {
-                    let a = table[Int(input[i])]
-                    let b = table[Int(input[i + 1])]
-                    let c = table[Int(input[i + 2])]
-                    if (a | b | c) == 0xff || c & 0x03 != 0 {
-                        valid = false
-                        initialized = 0
-                        return
-                    }
-                    out[o] = a << 2 | b >> 4
-                    out[o + 1] = b << 4 | c >> 2
-                }
-                initialized = count
             }
         }
         return valid ? out : nil
