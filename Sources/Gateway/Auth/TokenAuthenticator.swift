@@ -71,8 +71,10 @@ final class TokenAuthenticator {
         if tokens.schemes.acceptsBearer {
             queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []
         }
+        var authorization = AuthorizationFields()
+        head.fields.forEachValue(named: "Authorization") { authorization.add($0) }
         let credential = BearerTokenExtractor.extract(
-            authorization: head.fields.values("Authorization"), formTokens: formTokens,
+            authorization: authorization, formTokens: formTokens,
             queryTokens: queryTokens,
             sources: TokenSources(formBody: tokens.tokenInBody, query: tokens.tokenInQuery))
         switch credential {

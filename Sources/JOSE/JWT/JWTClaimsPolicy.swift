@@ -36,9 +36,9 @@ public struct JWTClaimsPolicy: Sendable {
         for name in requiredClaims where claims[name] == nil {
             throw JOSEError(.missingClaim, claim: name, "is required")
         }
-        let exp = try date(claims, "exp")
-        let nbf = try date(claims, "nbf")
-        let iat = try date(claims, "iat")
+        let exp = try date(claims, Names.exp)
+        let nbf = try date(claims, Names.nbf)
+        let iat = try date(claims, Names.iat)
         if let exp {
             if now - leeway >= exp { throw JOSEError(.expired, claim: "exp", "the token expired") }
         } else if requireExpiry {
@@ -53,31 +53,39 @@ public struct JWTClaimsPolicy: Sendable {
             if now - leeway > iat + maxAge { throw JOSEError(.expired, claim: "iat", "the token is too old") }
         }
         if let issuer {
-            guard let value = claims["iss"] else { throw JOSEError(.missingClaim, claim: "iss", "is required") }
+            guard let value = claims[Names.iss] else { throw JOSEError(.missingClaim, claim: "iss", "is required") }
             guard value.string == issuer else { throw JOSEError(.issuerMismatch, claim: "iss", "unexpected issuer") }
         }
         if !audiences.isEmpty {
-            guard let aud = claims["aud"] else { throw JOSEError(.missingClaim, claim: "aud", "is required") }
-            let values: [String]
+            guard let aud = claims[Names.aud] else { throw JOSEError(.missingClaim, claim: "aud", "is required") }
+            let accepted: Bool
             switch aud {
-            case .string(let s): values = [s]
+            // A single audience (the common case) is compared without building an array.
+            case .string(let s): accepted = audiences.contains(s)
             case .array(let a):
-                values = try a.map { v in
-                    guard let s = v.string else { throw JOSEError(.invalidClaim, claim: "aud", "must hold strings") }
-                    return s
+                for v in a where v.string == nil {
+                    throw JOSEError(.invalidClaim, claim: "aud", "must hold strings")
                 }
+                accepted = a.contains { audiences.contains($0.string!) }
             default: throw JOSEError(.invalidClaim, claim: "aud", "must be a string or an array of strings")
             }
-            guard values.contains(where: audiences.contains) else {
-                throw JOSEError(.audienceMismatch, claim: "aud", "no accepted audience")
-            }
+            guard accepted else { throw JOSEError(.audienceMismatch, claim: "aud", "no accepted audience") }
         }
     }
 
     /// A NumericDate claim (RFC 7519 §2), or nil when absent.
-    private func date(_ claims: JSONObject, _ name: String) throws -> Int64? {
+    private func date(_ claims: JSONObject, _ name: JSONObject.Name) throws -> Int64? {
         guard let v = claims[name] else { return nil }
-        guard let d = v.int64 else { throw JOSEError(.invalidClaim, claim: name, "must be a NumericDate") }
+        guard let d = v.int64 else { throw JOSEError(.invalidClaim, claim: name.text, "must be a NumericDate") }
         return d
+    }
+
+    /// The registered claims it reads, prepared for lookups once.
+    private enum Names {
+        static let exp = JSONObject.Name("exp")
+        static let nbf = JSONObject.Name("nbf")
+        static let iat = JSONObject.Name("iat")
+        static let iss = JSONObject.Name("iss")
+        static let aud = JSONObject.Name("aud")
     }
 }

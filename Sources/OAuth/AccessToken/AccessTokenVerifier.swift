@@ -42,7 +42,7 @@ public struct VerifiedAccessToken: Sendable {
     public var isSenderConstrained = false
     /// Where its scopes are read from: its issuer's choice.
     public var scopeClaim: ScopeClaim = .scope
-    public var subject: String? { claims["sub"]?.string }
+    public var subject: String? { claims[ClaimNames.sub]?.string }
 
     /// From the `cnf` claim or introspection member: `jkt` when it is a well-formed DPoP
     /// binding; any `cnf` at all makes the token sender-constrained.
@@ -50,11 +50,22 @@ public struct VerifiedAccessToken: Sendable {
         self.issuer = issuer
         self.claims = claims
         self.expiresAt = expiresAt
-        let jkt = confirmation?.object?["jkt"]?.string
+        let jkt = confirmation?.object?[ClaimNames.jkt]?.string
         self.jkt = jkt.flatMap { $0.utf8.count == 43 && Base64URL.decode($0)?.count == 32 ? $0 : nil }
         isSenderConstrained = confirmation != nil
     }
-    public var clientID: String? { claims["client_id"]?.string ?? claims["azp"]?.string }
+    public var clientID: String? { claims[ClaimNames.clientID]?.string ?? claims[ClaimNames.azp]?.string }
+}
+
+/// The claims read on every access token, prepared for lookups once.
+enum ClaimNames {
+    static let iss = JSONObject.Name("iss")
+    static let sub = JSONObject.Name("sub")
+    static let exp = JSONObject.Name("exp")
+    static let cnf = JSONObject.Name("cnf")
+    static let jkt = JSONObject.Name("jkt")
+    static let clientID = JSONObject.Name("client_id")
+    static let azp = JSONObject.Name("azp")
 }
 
 /// JWT access-token validation for a route's issuers: the token's `iss` (read before
@@ -74,32 +85,46 @@ public struct AccessTokenVerifier: Sendable {
     }
 
     public let issuers: [IssuerPolicy]
+    /// Per issuer, made once: the claims policy and whether its tokens are RFC 9068's.
+    private let claimsPolicies: [JWTClaimsPolicy]
+    private let profiles: [Bool]
+    private let maxTokenSize: Int
 
-    public init(issuers: [IssuerPolicy]) { self.issuers = issuers }
+    public init(issuers: [IssuerPolicy]) {
+        self.issuers = issuers
+        claimsPolicies = issuers.map { policy in
+            var claimsPolicy = JWTClaimsPolicy(
+                issuer: policy.issuer, audiences: policy.audiences, leeway: policy.leeway, type: policy.requiredType)
+            claimsPolicy.requireExpiry = true
+            return claimsPolicy
+        }
+        profiles = issuers.map { RFC9068Claims.isProfile($0.requiredType) }
+        maxTokenSize = issuers.map(\.maxTokenSize).max() ?? CompactJWS.defaultMaxSize
+    }
 
     /// `keys(name)`: the current key set of the issuer with that config name.
     public func verify(_ token: String, now: Int64, keys: (String) -> JWKSet?) -> Result<VerifiedAccessToken, Failure> {
         let jws: CompactJWS
         let unverifiedClaims: JSONObject
         do {
-            jws = try CompactJWS(token, maxSize: issuers.map(\.maxTokenSize).max() ?? CompactJWS.defaultMaxSize)
+            jws = try CompactJWS(token, maxSize: maxTokenSize)
             unverifiedClaims = try jws.claims()
         } catch let e as JOSEError {
             return .failure(.malformed(e.description))
         } catch {
             return .failure(.malformed("not a JWT"))
         }
-        guard let iss = unverifiedClaims["iss"]?.string, let policy = issuers.first(where: { $0.issuer == iss }) else {
+        guard let iss = unverifiedClaims[ClaimNames.iss]?.string,
+            let at = issuers.firstIndex(where: { $0.issuer == iss })
+        else {
             return .failure(.unknownIssuer)
         }
+        let policy = issuers[at]
         guard let set = keys(policy.name) else { return .failure(.keysUnavailable(issuer: policy.name)) }
-        var claimsPolicy = JWTClaimsPolicy(
-            issuer: policy.issuer, audiences: policy.audiences, leeway: policy.leeway, type: policy.requiredType)
-        claimsPolicy.requireExpiry = true
         do {
             try JWSVerifier(keys: set, algorithms: policy.algorithms).verify(jws)
-            try claimsPolicy.validate(header: jws.header, claims: unverifiedClaims, now: now)
-            if RFC9068Claims.isProfile(policy.requiredType) { try RFC9068Claims.validate(unverifiedClaims) }
+            try claimsPolicies[at].validate(header: jws.header, claims: unverifiedClaims, now: now)
+            if profiles[at] { try RFC9068Claims.validate(unverifiedClaims) }
         } catch let e as JOSEError {
             // Only a missing key is worth a refetch; a bad signature never is.
             if e.code == .keyNotFound && jws.header.kid != nil
@@ -113,7 +138,7 @@ public struct AccessTokenVerifier: Sendable {
         }
         var token = VerifiedAccessToken(
             issuer: policy.name, claims: unverifiedClaims,
-            expiresAt: unverifiedClaims["exp"]?.int64 ?? now, confirmation: unverifiedClaims["cnf"])
+            expiresAt: unverifiedClaims[ClaimNames.exp]?.int64 ?? now, confirmation: unverifiedClaims[ClaimNames.cnf])
         token.scopeClaim = policy.scopeClaim
         return .success(token)
     }

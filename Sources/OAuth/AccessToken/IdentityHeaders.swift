@@ -32,19 +32,23 @@ public struct IdentityHeaders: Sendable, Equatable {
     /// the name of each header left out because its claim's value cannot be a field value
     /// (so the caller can log why the upstream did not get it).
     public func values(for claims: JSONObject, omitted: ((String) -> Void)? = nil) -> [(String, String)] {
-        mapping.compactMap { entry in
-            guard let v = entry.path.value(in: claims), let text = Self.render(v) else { return nil }
+        var out: [(String, String)] = []
+        out.reserveCapacity(mapping.count)
+        for entry in mapping {
+            guard let v = entry.path.value(in: claims), let text = Self.render(v) else { continue }
             guard Self.isFieldValue(text) else {
                 omitted?(entry.header)
-                return nil
+                continue
             }
-            return (entry.header, text)
+            out.append((entry.header, text))
         }
+        return out
     }
 
     /// RFC 9110 §5.5: field-vchar (VCHAR, obs-text), SP and HTAB — nothing else.
     public static func isFieldValue(_ text: String) -> Bool {
-        text.utf8.allSatisfy { ($0 >= 0x20 && $0 != 0x7f) || $0 == 0x09 }
+        var text = text
+        return text.withUTF8 { bytes in bytes.allSatisfy { ($0 >= 0x20 && $0 != 0x7f) || $0 == 0x09 } }
     }
 
     static func render(_ v: JSONValue) -> String? {

@@ -17,16 +17,20 @@ public enum RFC9068Claims {
         requiredType.map { JWSHeader.typesMatch($0, "at+jwt") } ?? false
     }
 
+    /// The string claims §2.2 requires, prepared for lookups once.
+    static let requiredStrings = ["sub", "client_id", "jti"].map(JSONObject.Name.init)
+    static let iatName = JSONObject.Name("iat")
+
     public static func validate(_ claims: JSONObject) throws {
-        for name in ["sub", "client_id", "jti"] {
+        for name in requiredStrings {
             guard let value = claims[name] else {
-                throw JOSEError(.missingClaim, claim: name, "is required (RFC 9068 §2.2)")
+                throw JOSEError(.missingClaim, claim: name.text, "is required (RFC 9068 §2.2)")
             }
             guard let s = value.string, !s.isEmpty else {
-                throw JOSEError(.invalidClaim, claim: name, "must be a non-empty string (RFC 9068 §2.2)")
+                throw JOSEError(.invalidClaim, claim: name.text, "must be a non-empty string (RFC 9068 §2.2)")
             }
         }
-        guard let iat = claims["iat"] else {
+        guard let iat = claims[iatName] else {
             throw JOSEError(.missingClaim, claim: "iat", "is required (RFC 9068 §2.2)")
         }
         guard iat.int64 != nil else {

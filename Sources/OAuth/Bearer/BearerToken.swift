@@ -21,6 +21,22 @@ public enum PresentedCredential: Equatable, Sendable {
     case invalid(reason: String)
 }
 
+/// The `Authorization` fields of a request, as the extractor needs them: how many there
+/// were, and what the first one says. Filled from the field bytes in place, so a request
+/// costs no `String` per field and none for a scheme.
+public struct AuthorizationFields: Sendable {
+    public private(set) var count = 0
+    /// The first field parsed: nil when it is not a Bearer or DPoP credential.
+    var first: PresentedCredential?
+
+    public init() {}
+
+    public mutating func add(_ value: UnsafeBufferPointer<UInt8>) {
+        count += 1
+        if count == 1 { first = BearerTokenExtractor.parseAuthorization(bytes: value) }
+    }
+}
+
 /// Extracts the access token from the parts of a request (RFC 6750 §2.1–2.3).
 public enum BearerTokenExtractor {
     /// - authorization: every `Authorization` header value (several is an error).
@@ -29,54 +45,81 @@ public enum BearerTokenExtractor {
         authorization: [String], formTokens: [String] = [], queryTokens: [String] = [],
         sources: TokenSources = TokenSources()
     ) -> PresentedCredential {
-        var found: [PresentedCredential] = []
+        var fields = AuthorizationFields()
+        for value in authorization {
+            var value = value
+            value.withUTF8 { fields.add($0) }
+        }
+        return extract(authorization: fields, formTokens: formTokens, queryTokens: queryTokens, sources: sources)
+    }
+
+    public static func extract(
+        authorization: AuthorizationFields, formTokens: [String] = [], queryTokens: [String] = [],
+        sources: TokenSources = TokenSources()
+    ) -> PresentedCredential {
+        // The first credential found, and how many there were (no array for the one).
+        var found: PresentedCredential?
+        var n = 0
+        func add(_ c: PresentedCredential) {
+            n += 1
+            if n == 1 { found = c }
+        }
         if authorization.count > 1 { return .invalid(reason: "more than one Authorization header") }
-        if let header = authorization.first {
-            switch parseAuthorization(header) {
-            case .some(let c): found.append(c)
-            case .none: return .invalid(reason: "the Authorization header is not a Bearer or DPoP credential")
+        if authorization.count == 1 {
+            guard let c = authorization.first else {
+                return .invalid(reason: "the Authorization header is not a Bearer or DPoP credential")
             }
+            add(c)
         }
         if !formTokens.isEmpty {
             guard sources.formBody else {
                 return .invalid(reason: "access_token in the body is not accepted on this route")
             }
-            found.append(
-                contentsOf: formTokens.map { isB64Token($0) ? .bearer($0) : .invalid(reason: "malformed access_token") }
-            )
+            for t in formTokens { add(isB64Token(t) ? .bearer(t) : .invalid(reason: "malformed access_token")) }
         }
         if !queryTokens.isEmpty {
             guard sources.query else {
                 return .invalid(reason: "access_token in the query is not accepted on this route")
             }
-            found.append(
-                contentsOf: queryTokens.map {
-                    isB64Token($0) ? .bearer($0) : .invalid(reason: "malformed access_token")
-                })
+            for t in queryTokens { add(isB64Token(t) ? .bearer(t) : .invalid(reason: "malformed access_token")) }
         }
-        if found.count > 1 { return .invalid(reason: "more than one access token in the request") }
-        return found.first ?? .none
+        if n > 1 { return .invalid(reason: "more than one access token in the request") }
+        return found ?? .none
     }
 
     /// `Bearer <b64token>` or `DPoP <b64token>`; the scheme is case-insensitive (RFC 9110
     /// §11.1), exactly one space-separated token follows.
     static func parseAuthorization(_ value: String) -> PresentedCredential? {
-        // On the UTF-8 view: a token is kilobytes of ASCII, read on every request.
-        guard let space = value.utf8.firstIndex(of: UInt8(ascii: " ")) else { return nil }
-        let scheme = value[..<space].lowercased()
-        var start = value.utf8.index(after: space)
-        while start < value.utf8.endIndex && value.utf8[start] == UInt8(ascii: " ") {
-            start = value.utf8.index(after: start)
+        var value = value
+        return value.withUTF8 { parseAuthorization(bytes: $0) }
+    }
+
+    /// As `parseAuthorization(_:)`, over the field's bytes. The schemes are compared in
+    /// ASCII case: no other letter lowercases to one of "bearer" or "dpop" (only the Kelvin
+    /// sign lowercases to an ASCII letter, "k").
+    static func parseAuthorization(bytes value: UnsafeBufferPointer<UInt8>) -> PresentedCredential? {
+        guard let space = value.firstIndex(of: UInt8(ascii: " ")) else { return nil }
+        let scheme = UnsafeBufferPointer(rebasing: value[..<space])
+        var start = space + 1
+        while start < value.count && value[start] == UInt8(ascii: " ") { start += 1 }
+        let token = UnsafeBufferPointer(rebasing: value[start...])
+        let isDPoP = equalsIgnoringASCIICase(scheme, "dpop")
+        guard isB64Token(bytes: token) else {
+            return .invalid(reason: "malformed \(isDPoP ? "DPoP" : "Bearer") token")
         }
-        let token = String(value[start...])
-        guard isB64Token(token) else {
-            return .invalid(reason: "malformed \(scheme == "dpop" ? "DPoP" : "Bearer") token")
+        if isDPoP { return .dpop(String(decoding: token, as: UTF8.self)) }
+        if equalsIgnoringASCIICase(scheme, "bearer") { return .bearer(String(decoding: token, as: UTF8.self)) }
+        return nil
+    }
+
+    /// `bytes` is `lower` (lowercase ASCII) in any ASCII case.
+    static func equalsIgnoringASCIICase(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
+        guard bytes.count == lower.utf8CodeUnitCount else { return false }
+        for i in 0..<bytes.count {
+            let c = bytes[i] >= 0x41 && bytes[i] <= 0x5a ? bytes[i] | 0x20 : bytes[i]
+            if c != lower.utf8Start[i] { return false }
         }
-        switch scheme {
-        case "bearer": return .bearer(token)
-        case "dpop": return .dpop(token)
-        default: return nil
-        }
+        return true
     }
 
     /// RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
