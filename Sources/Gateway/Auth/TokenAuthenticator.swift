@@ -139,9 +139,9 @@ final class TokenAuthenticator {
         done: @escaping (AuthDecision) -> Void
     ) {
         // §4.3 check 1: exactly one DPoP header.
-        let proofs = head.fields.values("DPoP")
-        guard proofs.count == 1, let verifier = proofVerifiers[route.index] else {
-            let reason = proofs.isEmpty ? "a DPoP proof is required" : "more than one DPoP header"
+        let proofs = head.fields.firstAndCount("DPoP")
+        guard proofs.count == 1, let proofText = proofs.first, let verifier = proofVerifiers[route.index] else {
+            let reason = proofs.count == 0 ? "a DPoP proof is required" : "more than one DPoP header"
             done(.deny(answer.refuse(401, .invalid_dpop_proof, reason, scheme: "DPoP")))
             return
         }
@@ -162,7 +162,7 @@ final class TokenAuthenticator {
         let proof: DPoPProof
         do {
             proof = try verifier.verify(
-                proofs[0],
+                proofText,
                 request: .init(
                     method: head.methodName, uri: "\(origin.scheme)://\(origin.authority)\(target.path)",
                     accessToken: token, now: now, normalizePath: Self.normalizePath),

@@ -28,14 +28,22 @@ struct ReplayID: Hashable, Sendable {
     let high: UInt64
     let low: UInt64
 
-    /// A DPoP proof's `jti` under its key's thumbprint (RFC 9449 §11.1).
+    /// A DPoP proof's `jti` under its key's thumbprint (RFC 9449 §11.1). The input is put
+    /// together in stack memory (it is hashed on every DPoP request).
     init(jkt: String, jti: String) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(jkt.utf8.count + 1 + jti.utf8.count)
-        bytes.append(contentsOf: jkt.utf8)
-        bytes.append(0)
-        bytes.append(contentsOf: jti.utf8)
-        self.init(digestOf: bytes)
+        var jkt = jkt
+        var jti = jti
+        let n = jkt.utf8.count + 1 + jti.utf8.count
+        self = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: n) { input in
+            jkt.withUTF8 { k in
+                jti.withUTF8 { j in
+                    _ = UnsafeMutableBufferPointer(rebasing: input[..<k.count]).initialize(from: k)
+                    input[k.count] = 0
+                    _ = UnsafeMutableBufferPointer(rebasing: input[(k.count + 1)...]).initialize(from: j)
+                }
+            }
+            return ReplayID(digestOf: UnsafeRawBufferPointer(input))
+        }
     }
 
     /// A back-channel logout token's `jti` under its issuer (OIDC Back-Channel Logout 1.0 §2.6
@@ -46,7 +54,11 @@ struct ReplayID: Hashable, Sendable {
     }
 
     private init(digestOf bytes: [UInt8]) {
-        let digest = Digest.sha256.hash(bytes)
+        self = bytes.withUnsafeBytes { ReplayID(digestOf: $0) }
+    }
+
+    private init(digestOf bytes: UnsafeRawBufferPointer) {
+        let digest = Digest.sha256.hash(bytes: bytes)
         high = digest[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
         low = digest[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
     }

@@ -41,4 +41,15 @@ public enum ConstantTime {
     public static func equals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         a.count == b.count && CRYPTO_memcmp(a, b, a.count) == 0
     }
+
+    /// The same over two strings' UTF-8 bytes, in place.
+    public static func equals(_ a: String, _ b: String) -> Bool {
+        var a = a
+        var b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                x.count == y.count && (x.isEmpty || CRYPTO_memcmp(x.baseAddress, y.baseAddress, x.count) == 0)
+            }
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import Glibc
 public import JOSE
 
 /// Proof keys already imported, by the exact bytes of the proof's protected header: a client
@@ -33,6 +34,9 @@ public final class DPoPKeyCache {
 
     public let capacity: Int
     private var entries: [HeaderBytes: Entry] = [:]
+    /// The entry found or stored last: a client sends the same header on every proof, so
+    /// one comparison of the bytes usually finds it without hashing them.
+    private var last: (header: HeaderBytes, entry: Entry)?
     private var order: [HeaderBytes] = []
     private var head = 0
     public private(set) var hits = 0
@@ -44,9 +48,16 @@ public final class DPoPKeyCache {
     public var count: Int { entries.count }
 
     func get(_ header: UnsafeRawBufferPointer) -> Entry? {
-        guard header.count <= Self.maxHeaderSize, let e = entries[HeaderBytes(bytes: Array(header))] else {
-            return nil
+        guard header.count > 0, header.count <= Self.maxHeaderSize else { return nil }
+        if let last, last.header.bytes.count == header.count,
+            last.header.bytes.withUnsafeBytes({ memcmp($0.baseAddress!, header.baseAddress!, header.count) }) == 0
+        {
+            hits += 1
+            return last.entry
         }
+        let key = HeaderBytes(bytes: Array(header))
+        guard let e = entries[key] else { return nil }
+        last = (key, e)
         hits += 1
         return e
     }
@@ -56,6 +67,7 @@ public final class DPoPKeyCache {
         let stored = HeaderBytes(bytes: Array(header))
         guard entries[stored] == nil else { return }
         if entries.count >= capacity {
+            if last?.header == order[head] { last = nil }
             entries[order[head]] = nil
             head += 1
             if head > 1024 && head * 2 > order.count {
@@ -65,5 +77,6 @@ public final class DPoPKeyCache {
         }
         entries[stored] = entry
         order.append(stored)
+        last = (stored, entry)
     }
 }

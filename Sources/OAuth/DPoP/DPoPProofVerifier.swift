@@ -79,21 +79,22 @@ public struct DPoPProofVerifier: Sendable {
             jwkObject = try Self.checkPublicKey(jws.header)
         }
         // Check 3: required claims, of the right types.
-        guard let jti = claims["jti"]?.string, !jti.isEmpty, jti.utf8.count <= 256 else {
+        guard let jti = claims[Names.jti]?.string, !jti.isEmpty, jti.utf8.count <= 256 else {
             throw invalid("the DPoP proof needs a jti")
         }
-        guard let htm = claims["htm"]?.string else { throw invalid("the DPoP proof needs htm") }
-        guard let htu = claims["htu"]?.string else { throw invalid("the DPoP proof needs htu") }
-        guard let iat = claims["iat"]?.int64 else { throw invalid("the DPoP proof needs a numeric iat") }
+        guard let htm = claims[Names.htm]?.string else { throw invalid("the DPoP proof needs htm") }
+        guard let htu = claims[Names.htu]?.string else { throw invalid("the DPoP proof needs htu") }
+        guard let iat = claims[Names.iat]?.int64 else { throw invalid("the DPoP proof needs a numeric iat") }
         // Check 10 before the signature: asking for a nonce costs nothing, a signature check does.
-        let nonce = claims["nonce"]?.string
+        let nonceValue = claims[Names.nonce]
+        let nonce = nonceValue?.string
         var nonceVerdict: DPoPNonces.Verdict?
         if let nonces {
             guard let nonce else { throw DPoPProofError(.useNonce, "a DPoP nonce is required") }
             let v = nonces.check(nonce, now: request.now)
             guard v != .invalid else { throw DPoPProofError(.useNonce, "the DPoP nonce is not valid or has expired") }
             nonceVerdict = v
-        } else if claims["nonce"] != nil && nonce == nil {
+        } else if nonceValue != nil && nonce == nil {
             throw invalid("the DPoP proof's nonce is not a string")
         }
         // Check 6: the signature verifies with the proof's own key (RFC 9449's explicit rule).
@@ -138,16 +139,26 @@ public struct DPoPProofVerifier: Sendable {
         }
         // Check 12: ath binds the proof to the access token.
         if let token = request.accessToken {
-            guard let ath = claims["ath"]?.string else {
+            guard let ath = claims[Names.ath]?.string else {
                 throw invalid("the DPoP proof needs ath with an access token")
             }
             let expected = Base64URL.encode(Digest.sha256.hash(utf8: token))
-            guard ConstantTime.equals(Array(ath.utf8), Array(expected.utf8)) else {
+            guard ConstantTime.equals(ath, expected) else {
                 throw invalid("the DPoP proof's ath does not match the access token")
             }
         }
         return DPoPProof(
             jkt: jkt, jti: jti, iat: iat, nonce: nonce, acceptableUntil: acceptableUntil, nonceIsStale: stale)
+    }
+
+    /// The proof claims read on every request, prepared for lookups once.
+    private enum Names {
+        static let jti = JSONObject.Name("jti")
+        static let htm = JSONObject.Name("htm")
+        static let htu = JSONObject.Name("htu")
+        static let iat = JSONObject.Name("iat")
+        static let nonce = JSONObject.Name("nonce")
+        static let ath = JSONObject.Name("ath")
     }
 
     /// Check 7: the `jwk` header is a public key (no private or symmetric members), of a size
