@@ -28,6 +28,11 @@ struct ReplayID: Hashable, Sendable {
     let high: UInt64
     let low: UInt64
 
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
     /// A DPoP proof's `jti` under its key's thumbprint (RFC 9449 §11.1). The input is put
     /// together in stack memory (it is hashed on every DPoP request).
     init(jkt: String, jti: String) {
