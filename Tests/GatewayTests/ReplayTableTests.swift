@@ -48,7 +48,8 @@ struct ReplayTableTests {
                 return
             }
             for probe in ids.prefix(8) {
-                #expect(table.contains(probe, hash: ReplayTable.hash(probe), now: now) == (model[probe].map { $0 > now } ?? false))
+                let kept = model[probe].map { $0 > now } ?? false
+                #expect(table.contains(probe, hash: ReplayTable.hash(probe), now: now) == kept)
             }
         }
     }
@@ -58,6 +59,35 @@ struct ReplayTableTests {
         let id = ReplayID(jkt: "k", jti: "far")
         #expect(table.claim(id, hash: ReplayTable.hash(id), until: .max, now: 0, limit: 10) == .fresh)
         #expect(table.claim(id, hash: ReplayTable.hash(id), until: .max, now: 4_000_000_000, limit: 10) == .replayed)
+    }
+
+    /// A proof id is kept while `now < until`: replayed in the last second, free again at
+    /// `until` (the authenticator passes the proof's last acceptable second + 1).
+    @Test func anIdIsReplayedUntilItsLastSecond() {
+        var table = ReplayTable()
+        let id = ReplayID(jkt: "k", jti: "edge")
+        let h = ReplayTable.hash(id)
+        #expect(table.claim(id, hash: h, until: 1_000, now: 900, limit: 10) == .fresh)
+        #expect(table.claim(id, hash: h, until: 1_000, now: 999, limit: 10) == .replayed)
+        #expect(table.contains(id, hash: h, now: 999))
+        #expect(!table.contains(id, hash: h, now: 1_000))
+    }
+
+    /// A full shard refuses new ids and still knows every live one: it never forgets an id
+    /// (which would let its proof be replayed) to make room.
+    @Test func aFullShardRefusesAndForgetsNothing() {
+        var table = ReplayTable()
+        let ids = (0..<8).map { ReplayID(jkt: "k", jti: "full\($0)") }
+        for id in ids { #expect(table.claim(id, hash: ReplayTable.hash(id), until: 100, now: 0, limit: 8) == .fresh) }
+        let extra = ReplayID(jkt: "k", jti: "one too many")
+        guard case .refused = table.claim(extra, hash: ReplayTable.hash(extra), until: 100, now: 0, limit: 8) else {
+            Issue.record("a full shard took another id")
+            return
+        }
+        let replays = ids.map { table.claim($0, hash: ReplayTable.hash($0), until: 100, now: 50, limit: 8) }
+        #expect(replays.allSatisfy { $0 == .replayed })
+        // Once they expire there is room again.
+        #expect(table.claim(extra, hash: ReplayTable.hash(extra), until: 200, now: 100, limit: 8) == .fresh)
     }
 
     /// 100,000 live ids over the default 64 shards: about 20 bytes a slot, at most twice

@@ -281,6 +281,25 @@ struct AttackTests {
         expectJOSEError(.duplicateMember) { _ = try CompactJWS(token) }
     }
 
+    /// Past `JSONObject.indexedFrom` members lookups go through a dictionary: a duplicate
+    /// hidden behind 40 filler members, spelled as an escape or as a canonically equivalent
+    /// Unicode name (the Kelvin sign is "K"), is still a duplicate.
+    @Test(
+        "duplicate members behind many others",
+        arguments: [
+            (#""alg":"ES256""#, #""alg":"none""#),
+            (#""alg":"ES256""#, #""\u0061lg":"none""#),
+            (#""K":1"#, #""\u212A":2"#),
+            (#""\u00e9":1"#, #""e\u0301":2"#),
+            (#""a_long_member_name_past_15_bytes":1"#, #""a_long_member_name_past_15_bytes":2"#)
+        ])
+    func duplicateMembersBehindMany(_ first: String, _ second: String) {
+        let filler = (0..<40).map { #""m\#($0)":\#($0)"# }.joined(separator: ",")
+        for json in ["{\(first),\(filler),\(second)}", "{\(filler),\(first),\(second)}"] {
+            expectJOSEError(.duplicateMember) { _ = try JSONParser.parseObject(Array(json.utf8), what: "test") }
+        }
+    }
+
     @Test(
         "duplicate claims (after signature verification, the claims set is refused)",
         arguments: [

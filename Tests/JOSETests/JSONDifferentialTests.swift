@@ -187,4 +187,24 @@ struct JSONDifferentialTests {
             #expect(new.count == old.count)
         }
     }
+
+    /// Objects are equal by their members in order, whatever lookup aids they built on the
+    /// way (an index past 32 members, a name kept as a string) and then dropped.
+    @Test func equalityIsByMembersAlone() {
+        var edited = JSONObject()
+        edited["a"] = .number("1")
+        edited["a name longer than fifteen bytes"] = .number("2")
+        for i in 0..<40 { edited["m\(i)"] = .number("0") }
+        for i in 0..<40 { edited["m\(i)"] = nil }
+        edited["a name longer than fifteen bytes"] = nil
+        var plain = JSONObject()
+        plain["a"] = .number("1")
+        #expect(edited == plain)
+        plain["b"] = .number("1")
+        #expect(edited != plain)
+        var reordered = JSONObject()
+        reordered["b"] = .number("1")
+        reordered["a"] = .number("1")
+        #expect(reordered != plain)
+    }
 }

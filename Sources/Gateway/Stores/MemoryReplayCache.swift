@@ -2,7 +2,7 @@ import Foundation
 
 /// The in-process replay store: shared by every worker, split into shards that each have
 /// their own lock, so workers rarely wait on each other. Bounded: a shard full of ids whose
-/// proofs are still acceptable refuses new ones (`unavailable` → 503) instead of forgetting
+/// proofs are still acceptable refuses new ones (`refused` → 503) instead of forgetting
 /// a live id, which would let its proof be replayed. Each shard is a packed `ReplayTable`
 /// (20 bytes a slot), so a benchmark's hundred thousand live proofs cost a few megabytes.
 final class MemoryReplayCache: ReplayStore, @unchecked Sendable {

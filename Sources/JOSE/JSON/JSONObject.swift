@@ -30,6 +30,10 @@ public struct JSONObject: Equatable, Sendable {
 
     public init() {}
 
+    /// Equal when the members are, in order (as when names and values were kept apart); the
+    /// index and `hasTextName` are lookup aids, stale after a removal, and not compared.
+    public static func == (a: JSONObject, b: JSONObject) -> Bool { a.members == b.members }
+
     public init(_ pairs: KeyValuePairs<String, JSONValue>) {
         for (k, v) in pairs { self[k] = v }
     }

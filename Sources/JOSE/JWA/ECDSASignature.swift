@@ -40,7 +40,10 @@ enum ECDSASignature {
         return 1 + (length < 128 ? 1 : 2) + length
     }
 
+    /// Short or one-byte long form only: an integer here is at most 67 bytes (P-521's 66
+    /// and a pad byte), a SEQUENCE of two at most 140 (`fromRaw` refuses larger halves).
     private static func appendLength(_ length: Int, to out: inout [UInt8]) {
+        precondition(length < 256)
         if length >= 128 { out.append(0x81) }
         out.append(UInt8(length))
     }
