@@ -137,6 +137,34 @@ struct HTTP1ServerTests {
         #expect(harness.wait { log.completions == [true, true, true] })
     }
 
+    /// `lastField` (the gateway's request id) goes out after the other fields, whole and
+    /// streamed answers alike, and a transport that keeps heads sees it in `flattened`.
+    @Test func lastFieldIsWrittenAfterTheFields() throws {
+        let harness = try HTTP1ServerHarness { exchange in
+            exchange.responder.fields.append("A", "1")
+            exchange.responder.lastField = ("X-Request-Id", "abc123")
+            if exchange.head.target == "/stream" {
+                exchange.responder.startStreaming(status: 200, bodyLength: 2)
+                exchange.responder.write(text: "ok")
+                exchange.responder.finish()
+            } else {
+                exchange.responder.respond(status: 200, body: Array("ok".utf8))
+            }
+        }
+        defer { harness.stop() }
+        let client = try TestClient(port: harness.port)
+        client.send("GET /whole HTTP/1.1\r\nHost: x\r\n\r\nGET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        for _ in 0..<2 {
+            let response = try #require(client.readResponse())
+            let names = response.fields.map { $0.name }
+            #expect(response.field("X-Request-Id") == "abc123" && response.text == "ok")
+            #expect(names.firstIndex(of: "A")! < names.firstIndex(of: "X-Request-Id")!)
+            #expect(names.filter { $0 == "X-Request-Id" }.count == 1)
+        }
+        let head = HTTPResponseHead(status: 200, lastField: ("X-Request-Id", "abc123"))
+        #expect(head.flattened.fields.first("X-Request-Id") == "abc123")
+    }
+
     @Test func streamedResponseWithContentLengthPassesTheBodyAsIs() throws {
         let harness = try HTTP1ServerHarness { exchange in
             exchange.responder.fields.append("Content-Length", "5")

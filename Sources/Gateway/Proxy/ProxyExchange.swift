@@ -74,7 +74,8 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         status = head.status
         let (forwarded, own) = clientFields(head)
         responder.forwarded = forwarded
-        responder.fields = own
+        if let own { responder.fields = own }
+        responder.lastField = ("X-Request-Id", context.requestID)
         // The reason phrase is only passed on when it is plain text (RFC 9112 §4: HTAB, SP,
         // VCHAR); a CR in it would split the response for lenient clients.
         let reason = head.reason ?? ""
@@ -92,10 +93,12 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             return
         }
         upstreamSeconds = worker.clock() - upstreamStart
-        var (forwarded, own) = clientFields(head)
-        own.append("Upgrade", "websocket")
-        guard let client = responder.switchProtocols(HTTPResponseHead(status: 101, fields: own, forwarded: forwarded))
-        else {
+        let (forwarded, own) = clientFields(head)
+        var fields = own ?? HTTP1Fields()
+        fields.append("Upgrade", "websocket")
+        let switching = HTTPResponseHead(
+            status: 101, fields: fields, forwarded: forwarded, lastField: ("X-Request-Id", context.requestID))
+        guard let client = responder.switchProtocols(switching) else {
             upstream.close()
             finish(status: 499, detail: "client gone before the 101")
             return
@@ -106,8 +109,9 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     }
 
     /// The upstream's response fields as the client gets them: those passed on (hop-by-hop
-    /// ones dropped, the gateway's cookies protected), then the gateway's own.
-    private func clientFields(_ head: HTTPResponseHead) -> (HTTP1ForwardedFields, HTTP1Fields) {
+    /// ones dropped, the gateway's cookies protected), then the gateway's own (nil: none
+    /// but the request id, which the caller sends as the head's `lastField`).
+    private func clientFields(_ head: HTTPResponseHead) -> (HTTP1ForwardedFields, HTTP1Fields?) {
         let listed = head.listsConnectionOptions ? HeaderRules.connectionTokens(head.fields) : []
         let dropped = context.droppedResponseHeaders
         // Names are tokens already: the strict response parser refuses any other.
@@ -127,12 +131,12 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         }
         // Headers of the gateway's own (a fresh DPoP-Nonce, session cookies), after the
         // upstream's; where the gateway owns a header outright it was dropped just above.
+        if context.responseHeaders.isEmpty { return (forwarded, nil) }
         var own = HTTP1Fields()
-        var bytes = 12 + context.requestID.utf8.count
+        var bytes = 0
         for (name, value) in context.responseHeaders { bytes += name.utf8.count + value.utf8.count }
-        own.reserveCapacity(bytes: bytes, fields: 1 + context.responseHeaders.count)
+        own.reserveCapacity(bytes: bytes, fields: context.responseHeaders.count)
         for (name, value) in context.responseHeaders { own.append(name, value) }
-        own.append("X-Request-Id", context.requestID)
         return (forwarded, own)
     }
 

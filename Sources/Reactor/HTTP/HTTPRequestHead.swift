@@ -39,22 +39,30 @@ public struct HTTPResponseHead: Sendable {
     /// Whether a Connection field may name options other than close, keep-alive and
     /// upgrade; false only when the parser checked that it does not.
     public var listsConnectionOptions = true
+    /// One more field, sent after `fields` and kept without a field section: a proxied
+    /// response's own fields are most often just its request id, and a section for that
+    /// one cost an allocation and a copy per response. The value must be a valid field
+    /// value (RFC 9110 §5.5); the name is a literal.
+    public var lastField: (name: StaticString, value: String)?
 
     public init(
-        status: Int, reason: String? = nil, fields: HTTP1Fields = HTTP1Fields(), forwarded: HTTP1ForwardedFields? = nil
+        status: Int, reason: String? = nil, fields: HTTP1Fields = HTTP1Fields(), forwarded: HTTP1ForwardedFields? = nil,
+        lastField: (name: StaticString, value: String)? = nil
     ) {
         self.status = status
         self.reason = reason
         self.fields = fields
         self.forwarded = forwarded
+        self.lastField = lastField
     }
 
     /// The head with the fields it passes on merged into `fields`, in the order they are
     /// sent (for a transport that keeps what it was given: tests, logs).
     public var flattened: HTTPResponseHead {
-        guard let forwarded else { return self }
-        var all = forwarded.passedOn
+        guard forwarded != nil || lastField != nil else { return self }
+        var all = forwarded?.passedOn ?? HTTP1Fields()
         fields.forEachField { all.append(name: $0, value: $1) }
+        if let (name, value) = lastField { all.append(name, value) }
         return HTTPResponseHead(status: status, reason: reason, fields: all)
     }
 }

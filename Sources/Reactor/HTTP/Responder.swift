@@ -21,6 +21,8 @@ public class Responder {
     @exclusivity(unchecked) public final var fields = HTTP1Fields()
     /// A proxied answer: the upstream's fields passed on, written before `fields`.
     @exclusivity(unchecked) public final var forwarded: HTTP1ForwardedFields?
+    /// One field written after `fields` without a section of its own (`HTTPResponseHead.lastField`).
+    @exclusivity(unchecked) public final var lastField: (name: StaticString, value: String)?
     /// Told once, after `onComplete`: the answer was fully written, or the connection went
     /// away. The layer above's per-request accounting (requests in flight, a drain), set
     /// without allocating a closure per request.
@@ -62,9 +64,9 @@ public class Responder {
             complete(flushed: false)
             return
         }
-        transport.sendResponse(
-            HTTPResponseHead(status: status, reason: reason, fields: fields, forwarded: forwarded), body: body,
-            close: close)
+        let head = HTTPResponseHead(
+            status: status, reason: reason, fields: fields, forwarded: forwarded, lastField: lastField)
+        transport.sendResponse(head, body: body, close: close)
     }
 
     private final func takeFields() -> HTTP1Fields {
@@ -94,7 +96,8 @@ public class Responder {
         self.status = status
         guard transport.isConnected else { return }
         // The head takes the fields (nothing reads them once it is written): no copy.
-        var head = HTTPResponseHead(status: status, reason: reason, fields: takeFields(), forwarded: takeForwarded())
+        var head = HTTPResponseHead(
+            status: status, reason: reason, fields: takeFields(), forwarded: takeForwarded(), lastField: lastField)
         head.bodyLength = bodyLength
         transport.startResponse(head, close: close)
     }

@@ -103,12 +103,17 @@ enum HTTP1ResponseEncoder {
     ) {
         head.forwarded?.forEachField { _, name, value in body(name, value) }
         head.fields.forEachField(body)
+        if let (name, value) = head.lastField {
+            var value = value
+            name.withUTF8Buffer { name in value.withUTF8 { body(name, $0) } }
+        }
     }
 
     /// The most bytes the head's fields take as field lines, CRLFs and ": " aside.
     private static func fieldsBound(_ head: HTTPResponseHead) -> Int {
         let forwarded = head.forwarded.map { $0.fields.byteCount + 4 * $0.fields.count } ?? 0
-        return forwarded + head.fields.byteCount + 4 * head.fields.count
+        let last = head.lastField.map { $0.name.utf8CodeUnitCount + $0.value.utf8.count + 4 } ?? 0
+        return forwarded + head.fields.byteCount + 4 * head.fields.count + last
     }
 
     /// The chunk-size line of a chunk of `count` bytes (RFC 9112 §7.1).
