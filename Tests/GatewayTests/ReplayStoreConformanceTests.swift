@@ -100,7 +100,7 @@ struct ReplayStoreConformanceTests {
         #expect(cache.claim(ReplayID(jkt: "k", jti: "0"), until: now + 60, now: now) == .replayed)
         // Once they expire, there is room again.
         #expect(cache.claim(ReplayID(jkt: "k", jti: "one more"), until: now + 200, now: now + 61) == .fresh)
-        #expect(cache.count == 1)
+        #expect(cache.count(now: now + 61) == 1)
     }
 
     /// A cache holds about as many live proofs as it was given room for before it refuses:

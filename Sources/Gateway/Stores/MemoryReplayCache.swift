@@ -25,8 +25,9 @@ final class MemoryReplayCache: ReplayStore, @unchecked Sendable {
         perShard = max(1, capacity / n)
     }
 
-    /// Ids held: live ones, and expired ones whose slots have not been reused or dropped yet.
-    var count: Int { shards.reduce(0) { n, s in s.lock.withLock { n + s.table.occupied } } }
+    /// The ids still kept at `now`. (Expired ones may hold their slots a while longer: they
+    /// are dropped when a table is rebuilt, or their slots reused.)
+    func count(now: Int64) -> Int { shards.reduce(0) { n, s in s.lock.withLock { n + s.table.liveCount(now: now) } } }
 
     func claim(_ id: ReplayID, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void) {
         done(claim(id, until: until, now: now))

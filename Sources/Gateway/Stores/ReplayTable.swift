@@ -72,7 +72,8 @@ struct ReplayTable {
         return reusable.map { .free($0, empty: false) } ?? .free(i, empty: true)
     }
 
-    private func liveCount(now: Int64) -> Int {
+    /// The ids still kept at `now` (a scan of the table: for tests and rare reads).
+    func liveCount(now: Int64) -> Int {
         var n = 0
         for u in until where Int64(u) > now { n += 1 }
         return n
