@@ -52,34 +52,17 @@ struct BearerMemoTests {
             try publish(key)
         }
 
-        func publish(_ key: JWK) throws {
-            let set = try JWKSet(bytes: Array(JWKSet(keys: [key]).publicJSON().utf8))
-            worker.tokens.issuerKeys.update("one", set)
-        }
+        func publish(_ key: JWK) throws { try publishIssuerKey(key, on: worker) }
 
         func token(sub: String = "alice", exp: Int64 = 3600, scope: String? = nil) throws -> String {
-            var c = JSONObject()
-            c["iss"] = .string("https://idp.one")
-            c["aud"] = .string("api")
-            c["sub"] = .string(sub)
-            c["jti"] = .string(Base64URL.encode(SecureRandom.bytes(8)))
-            c["iat"] = .number(String(clock.seconds))
-            c["exp"] = .number(String(clock.seconds + exp))
-            if let scope { c["scope"] = .string(scope) }
-            return try JWSSigner.sign(claims: c, alg: .ES256, key: key)
+            try testAccessToken(
+                key: key, now: clock.seconds, sub: sub, exp: exp, extra: scope.map { ["scope": .string($0)] } ?? [:])
         }
 
         /// Asks the forward-auth endpoint about `GET https://api.example<path>` on the
         /// harness's connection.
         func ask(_ path: String, _ fields: [(name: String, value: String)]) -> InMemoryTransport {
-            let (exchange, transport) = InMemoryTransport.exchange(
-                "GET", "/_tokengate/forward-auth",
-                fields: [
-                    ("Host", "tokengate"), ("X-Forwarded-Method", "GET"), ("X-Forwarded-Proto", "https"),
-                    ("X-Forwarded-Host", "api.example"), ("X-Forwarded-Uri", path)
-                ] + fields, connection: connection)
-            worker.handle(exchange)
-            return transport
+            askForwardAuth(worker, path, fields, connection: connection)
         }
 
         func bearer(_ token: String, path: String = "/api/x") -> InMemoryTransport {

@@ -78,16 +78,11 @@ struct SessionTimeTests {
         /// Asks the forward-auth endpoint about `GET https://app.example<path>` with `cookies`,
         /// running the worker's loop until it answers.
         func ask(_ path: String, cookies: [String: String] = [:]) -> InMemoryTransport {
-            var fields: [(name: String, value: String)] = [
-                ("Host", "tokengate"), ("Accept", "application/json"), ("X-Forwarded-Method", "GET"),
-                ("X-Forwarded-Proto", "https"), ("X-Forwarded-Host", "app.example"), ("X-Forwarded-Uri", path)
-            ]
+            var fields: [(name: String, value: String)] = [("Accept", "application/json")]
             if !cookies.isEmpty {
                 fields.append(("Cookie", cookies.map { "\($0.key)=\($0.value)" }.sorted().joined(separator: "; ")))
             }
-            let (exchange, transport) = InMemoryTransport.exchange(
-                "GET", "/_tokengate/forward-auth", fields: fields, peer: "10.1.2.3")
-            worker.handle(exchange)
+            let transport = askForwardAuth(worker, host: "app.example", path, fields)
             if !transport.ended { worker.loop.run { transport.ended } }
             return transport
         }

@@ -55,8 +55,7 @@ struct TokenTimeTests {
         init() throws {
             worker = try testWorker(TokenTimeTests.yaml, wallClock: clock)
             key = try JWK.generate(for: .ES256, kid: "k1")
-            let set = try JWKSet(bytes: Array(JWKSet(keys: [key]).publicJSON().utf8))
-            worker.tokens.issuerKeys.update("one", set)
+            try publishIssuerKey(key, on: worker)
             proofs = try DPoPProofSigner(key: try JWK.generate(for: .ES256, kid: "p"), alg: .ES256)
         }
 
@@ -64,32 +63,14 @@ struct TokenTimeTests {
 
         /// An access token for `api`; `exp`/`nbf` relative to now; bound to the proof key if `bound`.
         func token(exp: Int64 = 3600, nbf: Int64? = nil, bound: Bool = false) throws -> String {
-            var c = JSONObject()
-            c["iss"] = .string("https://idp.one")
-            c["aud"] = .string("api")
-            c["sub"] = .string("alice")
-            c["jti"] = .string(Base64URL.encode(SecureRandom.bytes(8)))
-            c["iat"] = .number(String(now))
-            c["exp"] = .number(String(now + exp))
-            if let nbf { c["nbf"] = .number(String(now + nbf)) }
-            if bound {
-                var cnf = JSONObject()
-                cnf["jkt"] = .string(proofs.jkt)
-                c["cnf"] = .object(cnf)
-            }
-            return try JWSSigner.sign(claims: c, alg: .ES256, key: key)
+            let cnf = JSONObject(["jkt": .string(proofs.jkt)])
+            return try testAccessToken(
+                key: key, now: now, exp: exp, nbf: nbf, extra: bound ? ["cnf": .object(cnf)] : [:])
         }
 
         /// Asks the forward-auth endpoint about `GET https://api.example<path>`.
         func ask(_ path: String, _ fields: [(name: String, value: String)]) -> InMemoryTransport {
-            let (exchange, transport) = InMemoryTransport.exchange(
-                "GET", "/_tokengate/forward-auth",
-                fields: [
-                    ("Host", "tokengate"), ("X-Forwarded-Method", "GET"), ("X-Forwarded-Proto", "https"),
-                    ("X-Forwarded-Host", "api.example"), ("X-Forwarded-Uri", path)
-                ] + fields, peer: "10.1.2.3")
-            worker.handle(exchange)
-            return transport
+            askForwardAuth(worker, path, fields)
         }
 
         func bearer(_ token: String) -> InMemoryTransport {

@@ -43,7 +43,7 @@ struct GatewayResponse {
         for (name, value) in headers { responder.fields.append(name, value) }
         if status != 302 || !body.isEmpty { responder.fields.append("Content-Type", contentType) }
         if noStore { responder.fields.append("Cache-Control", "no-store") }
-        if let requestID { responder.fields.append("X-Request-Id", requestID) }
+        if let requestID { responder.lastField = ("X-Request-Id", requestID) }
         if contentType.hasPrefix("text/html") {
             // No scripts, no framing. (No form-action: browsers apply it to the redirect after
             // the logout form's POST, which must reach the AS's end_session_endpoint.)

@@ -62,7 +62,7 @@ final class PlainConnectionIO: ConnectionIO {
     init(fd: Int32) { self.fd = fd }
 
     func read(into input: OpaquePointer, room: Int) -> ConnectionRead {
-        let n = SocketRead.readv(fd, into: input, max: room)
+        let n = SocketRead.receive(fd, into: input, max: room)
         if n > 0 { return ConnectionRead(bytes: Int(n), stop: .open) }
         if n == 0 { return ConnectionRead(bytes: 0, stop: .end) }
         if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return ConnectionRead(bytes: 0, stop: .open) }

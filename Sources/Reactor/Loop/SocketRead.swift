@@ -10,7 +10,7 @@ import Glibc
 enum SocketRead {
     /// Appends at most `max` bytes to `buffer`: the count read, 0 at end of stream, or -1
     /// with `errno` set (EAGAIN when nothing is there).
-    static func readv(_ fd: Int32, into buffer: OpaquePointer, max: Int) -> Int {
+    static func receive(_ fd: Int32, into buffer: OpaquePointer, max: Int) -> Int {
         var space = iovec()
         guard evbuffer_reserve_space(buffer, max, &space, 1) > 0 else {
             errno = ENOMEM

@@ -178,7 +178,7 @@ final class UpstreamTransport {
     func fill() -> Fill {
         guard fd >= 0 else { return .failed(EBADF) }
         if let tls { return fillTLS(tls) }
-        let got = SocketRead.readv(fd, into: input, max: Int(Self.readSize))
+        let got = SocketRead.receive(fd, into: input, max: Int(Self.readSize))
         if got > 0 { return .bytes(got) }
         if got == 0 { return .eof }
         let error = errno
