@@ -236,6 +236,9 @@ def main(workdir, out_path):
         elif kind["auth"] == "dpop-memory" and nginx and tg:
             checks = {f"req/s ratio >= {TARGET_DPOP_MEMORY}": s["rps_ratio"] >= TARGET_DPOP_MEMORY, "no errors": errors_ok}
             print("  targets (issue 5): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+        elif kind["auth"] == "floor":
+            checks = {"no errors": errors_ok}
+            print("  (a ceiling, not a target: with verify-floor.patch and TG_FLOOR set, one bare verification per request)")
         elif kind["auth"].startswith("dpop") or kind["auth"] == "login-redis":
             checks = {"no errors": errors_ok}
             print("  (reported with Redis round trips per request; issue 7: at most 1 for DPoP, 0 for a cached session)")

@@ -67,9 +67,13 @@ install_missing
 
 if [[ -z "${TOKENGATE_BIN:-}" ]]; then
   scripts/setup.sh
-  log "building tokengate (release)"
-  swift build -c release --product tokengate >&2
-  TOKENGATE_BIN="$(swift build -c release --show-bin-path)/tokengate"
+  # The binary the container image ships (scripts/image.sh builds it the same way, into the
+  # same scratch path): the Swift runtime linked in, so its calls skip the PLT and its
+  # libraries keep no pages of their own resident (about 1-2% of CPU and 5 MB of RSS against
+  # the shared-library build; TOKENGATE_BIN=.build/release/tokengate measures that one).
+  log "building tokengate (release, --static-swift-stdlib, as in the image)"
+  swift build -c release --product tokengate --static-swift-stdlib --scratch-path .build-release >&2
+  TOKENGATE_BIN="$PWD/.build-release/release/tokengate"
 fi
 [[ -x "$TOKENGATE_BIN" ]] || die "TOKENGATE_BIN=$TOKENGATE_BIN is not an executable"
 
@@ -475,9 +479,10 @@ redis_commands() { redis-cli -p "$PORT_REDIS" INFO stats | sed -n 's/^total_comm
 # tokengate restarts (and the store is emptied) before each run, so every run can use the
 # same proofs once.
 DPOP_PROOFS=${DPOP_PROOFS:-$(( DURATION * 45000 ))}
-dpop_scenario() {
-  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
-  local keys=$WORK/keys-dpop store=memory reset="" counter=""
+# dpop_material: the keys, bound token and proofs of the DPoP scenarios (made once per run),
+# exported to wrk's dpop.lua as BENCH_TOKEN and DPOP_PROOFS_FILE.
+dpop_material() {
+  local keys=$WORK/keys-dpop
   DPOP_KEYS=$keys
   mkdir -p "$keys"
   if [[ ! -f $keys/proofs.txt ]]; then
@@ -495,6 +500,11 @@ dpop_scenario() {
   fi
   BENCH_TOKEN=$(cat "$keys/token") UNBOUND_TOKEN=$(cat "$keys/unbound-token")
   export BENCH_TOKEN DPOP_PROOFS_FILE=$keys/proofs.txt
+}
+dpop_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local keys=$WORK/keys-dpop store=memory reset="" counter=""
+  dpop_material
   if [[ $2 == redis ]]; then
     start_redis
     store="redis://127.0.0.1:$PORT_REDIS/0" reset="redis-cli -p $PORT_REDIS FLUSHALL" counter=redis_commands
@@ -505,6 +515,29 @@ dpop_scenario() {
 }
 dpop_scenario dpop-es256 memory
 dpop_scenario dpop-es256-redis redis
+
+# floor_scenario NAME KIND: run only when named. The `none` route, sent the requests of
+# bearer-rs256-nocache (KIND rs256: bearer.lua) or dpop-es256 (es256: dpop.lua), so nginx's
+# baseline is the one those scenarios have. With a tokengate built from
+# bench/experiments/verify-floor.patch and TOKENGATE_ENV=TG_FLOOR=rsa (or ec), tokengate does
+# one bare OpenSSL verification per request (a pre-made signature, a copied context) and none
+# of token authentication's other work: the ratio that no implementation of those routes can
+# pass on this machine (bench/README.md, "How far one verification lets a route go").
+floor_scenario() {
+  [[ " ${SELECTED[*]} " == *" $1 "* ]] || return 0
+  if [[ $2 == rs256 ]]; then
+    BENCH_TOKEN=$("$TOKENGATE_BIN" keys generate --alg RS256 --out "$WORK/floor.jwk" >/dev/null \
+      && "$TOKENGATE_BIN" jwt sign --key "$WORK/floor.jwk" --typ at+jwt --exp-in 86400 \
+        --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench","email":"b@example.com"}')
+    export BENCH_TOKEN
+    SCENARIO_AUTH=floor scenario "$1" bench/tokengate/none.yaml -s "$ROOT/bench/lua/bearer.lua"
+  else
+    dpop_material
+    SCENARIO_AUTH=floor scenario "$1" bench/tokengate/none.yaml -s "$ROOT/bench/lua/dpop.lua"
+  fi
+}
+floor_scenario floor-rs256 rs256
+floor_scenario floor-es256 es256
 
 # login_scenario NAME: an auth: login route. The test suite's authorization server (idpyoidc,
 # automatic login; its Python packages from tests/requirements.txt) runs on PORT_BASE+7; one
