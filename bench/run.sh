@@ -415,14 +415,20 @@ scenario none bench/tokengate/none.yaml
 
 # bearer_scenario NAME ALG CACHE_ENTRIES: a key of ALG, a token signed with it, the route
 # validating it (with the per-worker validation cache, or with it off: 0).
-bearer_scenario() {
-  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
-  local keys=$WORK/keys-$2
+# bearer_material ALG: a key of ALG in $WORK/keys-ALG (made once per run) and BENCH_TOKEN,
+# a token signed with it, exported to wrk's bearer.lua.
+bearer_material() {
+  local keys=$WORK/keys-$1
   mkdir -p "$keys"
-  [[ -f $keys/key.jwk ]] || "$TOKENGATE_BIN" keys generate --alg "$2" --kid "bench-$2" --out "$keys/key.jwk" >"$keys/jwks.json"
+  [[ -f $keys/key.jwk ]] || "$TOKENGATE_BIN" keys generate --alg "$1" --kid "bench-$1" --out "$keys/key.jwk" >"$keys/jwks.json"
   BENCH_TOKEN=$("$TOKENGATE_BIN" jwt sign --key "$keys/key.jwk" --typ at+jwt --exp-in 86400 \
     --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench","email":"b@example.com"}')
   export BENCH_TOKEN
+}
+bearer_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local keys=$WORK/keys-$2
+  bearer_material "$2"
   local peer_name="" peer_url=""
   if [[ $2 == RS256 ]] && (( MOD_AUTH_OPENIDC )); then
     # The issue-4 peer, for RS256 (started once, on this key's JWKS; same key for both
@@ -526,10 +532,7 @@ dpop_scenario dpop-es256-redis redis
 floor_scenario() {
   [[ " ${SELECTED[*]} " == *" $1 "* ]] || return 0
   if [[ $2 == rs256 ]]; then
-    BENCH_TOKEN=$("$TOKENGATE_BIN" keys generate --alg RS256 --out "$WORK/floor.jwk" >/dev/null \
-      && "$TOKENGATE_BIN" jwt sign --key "$WORK/floor.jwk" --typ at+jwt --exp-in 86400 \
-        --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench","email":"b@example.com"}')
-    export BENCH_TOKEN
+    bearer_material RS256
     SCENARIO_AUTH=floor scenario "$1" bench/tokengate/none.yaml -s "$ROOT/bench/lua/bearer.lua"
   else
     dpop_material
