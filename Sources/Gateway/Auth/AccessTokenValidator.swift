@@ -23,6 +23,8 @@ final class AccessTokenValidator {
     /// Routes whose issuers introspect opaque tokens: the first such issuer on the route.
     private var introspection: [Int: (policy: IssuerPolicy, config: IntrospectionConfig, caFile: String?)] = [:]
     let introspector: Introspector
+    /// The access tokens' protected headers this loop has parsed (see `JWSHeaderMemo`).
+    private let headerMemo = JWSHeaderMemo()
     /// "Now" for token `exp`/`nbf`/`iat` and the cache of verified tokens.
     let wallClock: any WallClock
     /// Bumped when what a verdict rests on may change: a config, an issuer's key set. What
@@ -82,18 +84,40 @@ final class AccessTokenValidator {
 
     /// Validates `token` for the route; `done` may run now or later on this loop.
     func validate(_ token: String, route: RouteConfig, done: @escaping (Verdict) -> Void) {
+        if let verdict = validateNow(token, route: route) {
+            done(verdict)
+        } else {
+            validateLater(token, route: route, done: done)
+        }
+    }
+
+    /// The verdict, when this loop can give it at once: from the cache, or by verifying a
+    /// JWT with the keys at hand. nil when the token must be introspected, or its issuer's
+    /// keys refetched for an unknown `kid`: then `validateLater` answers.
+    func validateNow(_ token: String, route: RouteConfig) -> Verdict? {
         guard let verifier = verifiers[route.index] else {
-            done(.invalid(description: "the token is invalid", detail: "route has no token verifier"))
-            return
+            return .invalid(description: "the token is invalid", detail: "route has no token verifier")
         }
         let now = wallClock.seconds
         if cacheEnabled, let hit = cache.get(token, now: now),
             verifier.issuers.contains(where: { $0.name == hit.issuer })
         {
-            done(.valid(hit))
-            return
+            return .valid(hit)
         }
         // A JWS has exactly two dots; anything else is opaque, for the issuer that introspects.
+        if introspection[route.index] != nil && !Self.hasTwoDots(token) { return nil }
+        let outcome = verifier.verify(token, now: now, keys: { issuerKeys[issuer: $0] }, headerMemo: headerMemo)
+        if case .failure(.unknownKey) = outcome, issuerKeys.requestRefetch != nil { return nil }
+        return verdict(outcome, token: token)
+    }
+
+    /// What `validateNow` could not decide: introspection (RFC 7662), or the one refetch of
+    /// an issuer's keys on an unknown `kid` and a second verification.
+    func validateLater(_ token: String, route: RouteConfig, done: @escaping (Verdict) -> Void) {
+        guard let verifier = verifiers[route.index] else {
+            done(.invalid(description: "the token is invalid", detail: "route has no token verifier"))
+            return
+        }
         if !Self.hasTwoDots(token), let intro = introspection[route.index] {
             introspector.introspect(token, issuer: intro.policy, config: intro.config, caFile: intro.caFile) { answer in
                 switch answer {
@@ -114,8 +138,9 @@ final class AccessTokenValidator {
             return
         }
         issuerKeys.verify(
-            { [issuerKeys, wallClock] in
-                verifier.verify(token, now: wallClock.seconds, keys: { issuerKeys[issuer: $0] })
+            { [issuerKeys, wallClock, headerMemo] in
+                verifier.verify(
+                    token, now: wallClock.seconds, keys: { issuerKeys[issuer: $0] }, headerMemo: headerMemo)
             },
             unknownKey: { outcome in
                 if case .failure(.unknownKey(let issuer)) = outcome { return issuer }
@@ -123,17 +148,23 @@ final class AccessTokenValidator {
             },
             done: { [weak self] outcome in
                 guard let self else { return }
-                switch outcome {
-                case .success(let verified):
-                    let now = self.wallClock.seconds
-                    if self.cacheEnabled { self.cache.put(token, verified, expiresAt: verified.expiresAt, now: now) }
-                    done(.valid(verified))
-                case .failure(.keysUnavailable(let issuer)):
-                    done(.unavailable(.keysNotLoaded, detail: "no keys loaded for issuer \(issuer)"))
-                case .failure(let failure):
-                    done(.invalid(description: Self.describe(failure), detail: "\(failure)"))
-                }
+                done(self.verdict(outcome, token: token))
             })
+    }
+
+    /// A verification's verdict; a valid token goes into the cache.
+    private func verdict(_ outcome: Result<VerifiedAccessToken, AccessTokenVerifier.Failure>, token: String)
+        -> Verdict
+    {
+        switch outcome {
+        case .success(let verified):
+            if cacheEnabled { cache.put(token, verified, expiresAt: verified.expiresAt, now: wallClock.seconds) }
+            return .valid(verified)
+        case .failure(.keysUnavailable(let issuer)):
+            return .unavailable(.keysNotLoaded, detail: "no keys loaded for issuer \(issuer)")
+        case .failure(let failure):
+            return .invalid(description: Self.describe(failure), detail: "\(failure)")
+        }
     }
 
     /// Whether `token` has exactly two dots, as a JWS in compact form does. Over the bytes in

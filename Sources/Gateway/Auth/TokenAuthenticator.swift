@@ -16,6 +16,9 @@ final class TokenAuthenticator {
     /// "Now" for proof `iat` windows, nonces and the replay window (the validator's clock).
     private var wallClock: any WallClock { validator.wallClock }
     private var proofVerifiers: [Int: DPoPProofVerifier] = [:]
+    /// Per route index, made with each config: the refusals of a token route (it reads
+    /// the route's token settings and this worker's nonces, which change only then).
+    private var refusals: [AuthRefusals?] = []
     private var nonces: DPoPNonces?
     private var failOpen = false
     /// Proofs accepted without a replay check because the store could not answer (fail_open).
@@ -39,7 +42,11 @@ final class TokenAuthenticator {
         let nonces = DPoPNonces(keys: keys, lifetime: Int64(config.dpop.nonceLifetime))
         self.nonces = nonces
         proofVerifiers = [:]
+        refusals = Array(repeating: nil, count: (config.routes.map(\.index).max() ?? -1) + 1)
         for route in config.routes {
+            if let tokens = route.auth.tokenRoute {
+                refusals[route.index] = AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock)
+            }
             guard let d = route.auth.tokenRoute?.dpop else { continue }
             var v = DPoPProofVerifier()
             v.algorithms = d.algorithms
@@ -66,7 +73,8 @@ final class TokenAuthenticator {
         _ head: HTTPRequestHead, route: RouteConfig, tokens: TokenRouteConfig, target: Target, query: String?,
         formTokens: [String] = [], done: @escaping (AuthDecision) -> Void
     ) {
-        let answer = AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock)
+        let made = refusals.indices.contains(route.index) ? refusals[route.index] : nil
+        let answer = made ?? AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock)
         var queryTokens: [String] = []
         if tokens.schemes.acceptsBearer {
             queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []
@@ -94,13 +102,19 @@ final class TokenAuthenticator {
                 return
             }
             let alone = formTokens.isEmpty && queryTokens.isEmpty
-            validator.validate(token, route: route) { verdict in
+            func decide(_ verdict: AccessTokenValidator.Verdict) -> AuthDecision {
                 var decision = Self.decideBearer(verdict, answer: answer)
                 if alone, case .allow(var caller) = decision {
                     caller.fromAuthorization = token
                     decision = .allow(caller)
                 }
-                done(decision)
+                return decision
+            }
+            // Decided on this turn (no closure kept) unless the token needs another server.
+            if let verdict = validator.validateNow(token, route: route) {
+                done(decide(verdict))
+            } else {
+                validator.validateLater(token, route: route) { done(decide($0)) }
             }
         case .dpop(let token):
             guard tokens.schemes.acceptsDPoP else {

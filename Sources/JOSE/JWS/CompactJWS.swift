@@ -9,11 +9,15 @@ public struct CompactJWS: Sendable {
     public let header: JWSHeader
     public let payload: [UInt8]
     public let signature: [UInt8]
-    /// ASCII(BASE64URL(header) || '.' || BASE64URL(payload)): what the signature covers.
-    let signingInput: [UInt8]
+    /// The token as given: its first `signingInputCount` bytes, ASCII(BASE64URL(header) ||
+    /// '.' || BASE64URL(payload)), are what the signature covers (read in place, not copied).
+    let token: String
+    let signingInputCount: Int
+    /// The length of BASE64URL(header), before the first '.'.
+    let encodedHeaderCount: Int
 
     public init(_ token: String, maxSize: Int = CompactJWS.defaultMaxSize) throws {
-        try self.init(token, maxSize: maxSize, knownHeader: nil)
+        try self.init(token, maxSize: maxSize, knownHeader: nil, memo: nil)
     }
 
     /// As `init(_:maxSize:)`, except that a protected header whose exact base64url bytes
@@ -22,6 +26,18 @@ public struct CompactJWS: Sendable {
     public init(
         _ token: String, maxSize: Int = CompactJWS.defaultMaxSize,
         knownHeader: ((UnsafeRawBufferPointer) -> JWSHeader?)?
+    ) throws {
+        try self.init(token, maxSize: maxSize, knownHeader: knownHeader, memo: nil)
+    }
+
+    /// As `init(_:maxSize:)`, with the headers `memo` has seen taken from it, and a header
+    /// parsed here (and found valid) put in it.
+    public init(_ token: String, maxSize: Int = CompactJWS.defaultMaxSize, headerMemo: JWSHeaderMemo) throws {
+        try self.init(token, maxSize: maxSize, knownHeader: nil, memo: headerMemo)
+    }
+
+    private init(
+        _ token: String, maxSize: Int, knownHeader: ((UnsafeRawBufferPointer) -> JWSHeader?)?, memo: JWSHeaderMemo?
     ) throws {
         var token = token
         guard token.utf8.count <= maxSize else {
@@ -33,7 +49,7 @@ public struct CompactJWS: Sendable {
         var headerObject: JSONObject?
         var payloadBytes: [UInt8] = []
         var signatureBytes: [UInt8] = []
-        var input: [UInt8] = []
+        var dots = (0, 0)
         try token.withUTF8 { buf in
             // memchr: the token is scanned on every request, and most of it is signature.
             func dot(after start: Int) -> Int? {
@@ -45,12 +61,12 @@ public struct CompactJWS: Sendable {
             guard let first = dot(after: 0), let second = dot(after: first + 1), dot(after: second + 1) == nil else {
                 throw JOSEError(.malformed, "a compact JWS has exactly three parts")
             }
-            let dots = (first, second)
+            dots = (first, second)
             let h = UnsafeBufferPointer(rebasing: buf[0..<dots.0])
             let p = UnsafeBufferPointer(rebasing: buf[(dots.0 + 1)..<dots.1])
             let s = UnsafeBufferPointer(rebasing: buf[(dots.1 + 1)...])
             guard !h.isEmpty else { throw JOSEError(.malformed, "empty header") }
-            known = knownHeader?(UnsafeRawBufferPointer(h))
+            known = memo?.get(h) ?? knownHeader?(UnsafeRawBufferPointer(h))
             var hb: [UInt8] = []
             if known == nil {
                 guard let decoded = Base64URL.decode(bytes: h) else {
@@ -67,25 +83,35 @@ public struct CompactJWS: Sendable {
             if known == nil { headerObject = try JSONParser.parseObject(hb, what: "the JWS header") }
             payloadBytes = pb
             signatureBytes = sb
-            input = Array(buf[0..<dots.1])
         }
         if let known {
             header = known
         } else {
             header = try JWSHeader(object: headerObject ?? JSONObject())
+            // Only a header that passed every check above is remembered.
+            if let memo { memo.put(Array(token.utf8.prefix(dots.0)), header) }
         }
         // Checked after the header, so an unsecured JWS (RFC 7515 §A.5: alg "none", empty
         // signature) is reported as the algorithm it asks for, not as a formatting slip.
         guard !signatureBytes.isEmpty else { throw JOSEError(.malformed, "empty signature") }
         payload = payloadBytes
         signature = signatureBytes
-        signingInput = input
+        self.token = token
+        signingInputCount = dots.1
+        encodedHeaderCount = dots.0
     }
 
     /// The protected header as sent (its base64url text): two proofs with the same bytes here
     /// carry the same key.
     public var encodedHeader: ArraySlice<UInt8> {
-        signingInput[..<(signingInput.firstIndex(of: UInt8(ascii: ".")) ?? signingInput.endIndex)]
+        Array(token.utf8.prefix(encodedHeaderCount))[...]
+    }
+
+    /// Runs `body` over ASCII(BASE64URL(header) || '.' || BASE64URL(payload)), in place.
+    func withSigningInput<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        var token = token
+        let n = signingInputCount
+        return try token.withUTF8 { try body(UnsafeBufferPointer(rebasing: $0[0..<n])) }
     }
 
     /// The payload as a JSON object (a JWT claims set).
@@ -127,9 +153,7 @@ public struct JWSVerifier: Sendable {
     }
 
     static func check(_ jws: CompactJWS, with key: JWK) throws {
-        let ok = try jws.signingInput.withUnsafeBufferPointer {
-            try key.verify(jws.header.alg, message: $0, signature: jws.signature)
-        }
+        let ok = try jws.withSigningInput { try key.verify(jws.header.alg, message: $0, signature: jws.signature) }
         guard ok else { throw JOSEError(.badSignature, "the signature does not verify") }
     }
 }

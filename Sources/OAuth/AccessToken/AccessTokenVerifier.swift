@@ -102,12 +102,19 @@ public struct AccessTokenVerifier: Sendable {
         maxTokenSize = issuers.map(\.maxTokenSize).max() ?? CompactJWS.defaultMaxSize
     }
 
-    /// `keys(name)`: the current key set of the issuer with that config name.
-    public func verify(_ token: String, now: Int64, keys: (String) -> JWKSet?) -> Result<VerifiedAccessToken, Failure> {
+    /// `keys(name)`: the current key set of the issuer with that config name; `headerMemo`:
+    /// the calling loop's protected headers parsed before (see `JWSHeaderMemo`).
+    public func verify(
+        _ token: String, now: Int64, keys: (String) -> JWKSet?, headerMemo: JWSHeaderMemo? = nil
+    ) -> Result<VerifiedAccessToken, Failure> {
         let jws: CompactJWS
         let unverifiedClaims: JSONObject
         do {
-            jws = try CompactJWS(token, maxSize: maxTokenSize)
+            if let headerMemo {
+                jws = try CompactJWS(token, maxSize: maxTokenSize, headerMemo: headerMemo)
+            } else {
+                jws = try CompactJWS(token, maxSize: maxTokenSize)
+            }
             unverifiedClaims = try jws.claims()
         } catch let e as JOSEError {
             return .failure(.malformed(e.description))

@@ -1,0 +1,44 @@
+import Glibc
+
+/// Protected headers parsed before, by their exact base64url bytes. An issuer signs every
+/// access token with the same header (`alg`, `typ`, `kid`), so each worker decodes, parses
+/// and checks it once per key instead of on every token. The header is a function of those
+/// bytes alone, so equal bytes stand for an equal, already checked header; a header that
+/// failed is never kept. One loop's: not shared across threads.
+public final class JWSHeaderMemo {
+    /// Headers longer than this are parsed every time (an access token's is about 100 bytes).
+    static let maxHeaderSize = 512
+    /// A few issuers or keys in rotation at once; past that, the oldest slot is reused.
+    static let slots = 4
+
+    private var encoded: [[UInt8]] = []
+    private var headers: [JWSHeader] = []
+    private var next = 0
+    public private(set) var hits = 0
+
+    public init() {}
+
+    func get(_ bytes: UnsafeBufferPointer<UInt8>) -> JWSHeader? {
+        guard let base = bytes.baseAddress else { return nil }
+        for i in 0..<encoded.count where encoded[i].count == bytes.count {
+            let same = encoded[i].withUnsafeBufferPointer { memcmp($0.baseAddress!, base, bytes.count) == 0 }
+            if same {
+                hits += 1
+                return headers[i]
+            }
+        }
+        return nil
+    }
+
+    func put(_ bytes: [UInt8], _ header: JWSHeader) {
+        guard !bytes.isEmpty, bytes.count <= Self.maxHeaderSize else { return }
+        if encoded.count < Self.slots {
+            encoded.append(bytes)
+            headers.append(header)
+            return
+        }
+        encoded[next] = bytes
+        headers[next] = header
+        next = (next + 1) % Self.slots
+    }
+}
