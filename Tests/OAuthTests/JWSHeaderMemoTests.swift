@@ -33,10 +33,18 @@ struct JWSHeaderMemoTests {
 
     /// A JWS of exactly these header and payload texts, signed by `key`.
     func forge(header: String, claims: JSONObject, key: JWK = T.corpKey) throws -> String {
-        let payload = JSONSerializer.serialize(.object(claims))
-        let input = Base64URL.encode(header) + "." + Base64URL.encode(payload)
+        try forge(segment: Base64URL.encode(header), claims: claims, key: key)
+    }
+
+    /// A JWS whose header is exactly this base64url segment (e.g. one a real token carries,
+    /// so that it meets the memo), signed by `key`.
+    func forge(segment: String, claims: JSONObject, key: JWK = T.corpKey) throws -> String {
+        let input = segment + "." + Base64URL.encode(JSONSerializer.serialize(.object(claims)))
         return input + "." + Base64URL.encode(try key.sign(.ES256, message: Array(input.utf8)))
     }
+
+    /// The header segment the signer writes for `key`'s tokens (what the memo is keyed by).
+    func segment(of key: JWK) -> String { String(T.token(T.claims(), key: key).split(separator: ".")[0]) }
 
     @Test func theSameHeaderIsTakenFromTheMemoAndGivesTheSameVerdict() throws {
         let memo = try warmMemo()
@@ -97,6 +105,68 @@ struct JWSHeaderMemoTests {
         #expect(memo.hits == 0)
     }
 
+    @Test func onlyTheHeadersOfAcceptedTokensAreKept() throws {
+        let memo = JWSHeaderMemo()
+        // A well-formed header on tokens that are refused (a stranger's signature, then the
+        // wrong typ): never kept, so made-up headers cannot push an issuer's out of the memo.
+        let stranger = try JWK.generate(for: .ES256, kid: "corp-2")
+        let wrongTyp = T.token(T.claims(), key: Self.secondKey, typ: "JWT")
+        for _ in 0..<2 {
+            guard case .rejected(let e) = refusal(T.token(T.claims(), key: stranger), memo: memo) else {
+                Issue.record("a stranger's signature was accepted")
+                return
+            }
+            #expect(e.code == .badSignature)
+            guard case .rejected(let t) = refusal(wrongTyp, memo: memo) else {
+                Issue.record("a token typed JWT was accepted as an access token")
+                return
+            }
+            #expect(t.code == .typeMismatch)
+        }
+        #expect(memo.hits == 0)
+        // The same header on an accepted token is kept, and found on the next one.
+        _ = try T.verifier.verify(T.token(T.claims(), key: Self.secondKey), now: T.now, keys: keys, headerMemo: memo)
+            .get()
+        #expect(memo.hits == 0)
+        _ = try T.verifier.verify(T.token(T.claims(), key: Self.secondKey), now: T.now, keys: keys, headerMemo: memo)
+            .get()
+        #expect(memo.hits == 1)
+    }
+
+    @Test func aMemoizedHeaderStillMeetsEachIssuersAlgorithmsAndType() throws {
+        let memo = try warmMemo()
+        // The same header bytes (ES256, at+jwt) before an issuer that allows RS256 only.
+        let rsaOnly = AccessTokenVerifier(issuers: [
+            IssuerPolicy(
+                name: "corp", issuer: "https://idp.corp", algorithms: [.RS256], audiences: ["api"],
+                requiredType: "at+jwt")
+        ])
+        guard
+            case .failure(.rejected(let e)) = rsaOnly.verify(
+                T.token(T.claims()), now: T.now, keys: keys, headerMemo: memo)
+        else {
+            Issue.record("an ES256 token was accepted by an RS256-only issuer through the memo")
+            return
+        }
+        #expect(e.code == .algorithmNotAllowed)
+        #expect(memo.hits == 1)
+        // ... and before one that requires another typ.
+        let otherType = AccessTokenVerifier(issuers: [
+            IssuerPolicy(
+                name: "corp", issuer: "https://idp.corp", algorithms: [.ES256], audiences: ["api"],
+                requiredType: "application/other+jwt")
+        ])
+        guard
+            case .failure(.rejected(let t)) = otherType.verify(
+                T.token(T.claims()), now: T.now, keys: keys, headerMemo: memo)
+        else {
+            Issue.record("an at+jwt token was accepted for another typ through the memo")
+            return
+        }
+        #expect(t.code == .typeMismatch)
+        #expect(memo.hits == 2)
+    }
+
     @Test func aHeaderOfTheSameLengthButOtherBytesIsParsedAnew() throws {
         let memo = try warmMemo()
         // "corp-2" against "corp-1": the same length, one byte apart; the kid picks the key.
@@ -104,14 +174,15 @@ struct JWSHeaderMemoTests {
         let verified = try T.verifier.verify(token, now: T.now, keys: keys, headerMemo: memo).get()
         #expect(verified.issuer == "corp")
         #expect(memo.hits == 0)
-        // Signed by corp-1's key but naming corp-2: refused, whichever header is memoized.
-        let header = #"{"typ":"at+jwt","alg":"ES256","kid":"corp-2"}"#
-        let lying = try forge(header: header, claims: T.claims(), key: T.corpKey)
+        // Both headers are kept now. corp-2's exact header, signed by corp-1's key: the memo
+        // finds the header, and corp-2's key refuses the signature.
+        let lying = try forge(segment: segment(of: Self.secondKey), claims: T.claims(), key: T.corpKey)
         guard case .rejected(let e) = refusal(lying, memo: memo) else {
             Issue.record("a token naming another kid than its signer was accepted")
             return
         }
         #expect(e.code == .badSignature)
+        #expect(memo.hits == 1)
     }
 
     @Test func moreHeadersThanSlotsStillVerifyEachByItsOwnKid() throws {
@@ -121,32 +192,26 @@ struct JWSHeaderMemoTests {
         let verifier = AccessTokenVerifier(issuers: [
             IssuerPolicy(name: "corp", issuer: "https://idp.corp", algorithms: [.ES256], audiences: ["api"])
         ])
+        func verify(_ token: String) -> Result<VerifiedAccessToken, AccessTokenVerifier.Failure> {
+            verifier.verify(token, now: T.now, keys: { _ in JWKSet(keys: set) }, headerMemo: memo)
+        }
         for round in 0..<2 {
             for (i, key) in set.enumerated() {
-                let token = T.token(T.claims(extra: [("sub", .string("u\(i)"))]), key: key)
-                let r = try verifier.verify(
-                    token, now: T.now, keys: { _ in JWKSet(keys: set) }, headerMemo: memo
-                ).get()
+                let r = try verify(T.token(T.claims(extra: [("sub", .string("u\(i)"))]), key: key)).get()
                 #expect(r.subject == "u\(i)", "round \(round)")
-                // Another key's signature under this key's header never passes.
+                // The next key's signature under this key's exact header (just kept): refused.
                 let j = (i + 1) % set.count
-                let forged = try forge(
-                    header: #"{"typ":"at+jwt","alg":"ES256","kid":"k\#(i)"}"#, claims: T.claims(), key: set[j])
+                let hits = memo.hits
                 guard
-                    case .failure(.rejected(let e)) = verifier.verify(
-                        forged, now: T.now, keys: { _ in JWKSet(keys: set) }, headerMemo: memo)
+                    case .failure(.rejected(let e)) = verify(
+                        try forge(segment: segment(of: key), claims: T.claims(), key: set[j]))
                 else {
                     Issue.record("kid k\(i) signed by k\(j) was accepted")
                     return
                 }
                 #expect(e.code == .badSignature)
+                #expect(memo.hits == hits + 1, "the forged token met k\(i)'s memoized header")
             }
         }
-        // Twelve headers through four slots, round robin: the latest is kept and found.
-        let last = T.token(T.claims(), key: set[set.count - 1])
-        _ = try verifier.verify(last, now: T.now, keys: { _ in JWKSet(keys: set) }, headerMemo: memo).get()
-        let before = memo.hits
-        _ = try verifier.verify(last, now: T.now, keys: { _ in JWKSet(keys: set) }, headerMemo: memo).get()
-        #expect(memo.hits == before + 1)
     }
 }

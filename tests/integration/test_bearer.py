@@ -3,6 +3,8 @@ rotation and outages), tokens made with a third-party JOSE library (joserfc)."""
 import base64
 import json
 import os
+import signal
+import socket
 import time
 
 import pytest
@@ -315,3 +317,67 @@ def test_token_in_form_body_only_where_allowed(gw, idp):
     # Too large a form on a route that reads it: 413, not buffered.
     r = requests.post(gw.url("/api/form/x"), data="a=" + "x" * (70 << 10) + f"&access_token={t}", headers=form)
     assert r.status_code == 413
+
+
+def reload_config(upstream, idp, probe_first):
+    """One worker; the `form` route reads its token from the body and requires a scope the
+    test token lacks. With `probe_first`, a laxer route takes index 0 ahead of it."""
+    probe = """
+  - name: probe
+    match: { path_prefix: /probe/ }
+    upstream: app
+    auth: bearer
+    issuers: [one]
+""" if probe_first else ""
+    return f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 1
+issuers:
+  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], access_token_type: at+jwt, algorithms: [ES256] }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+routes:{probe}
+  - name: form
+    match: {{ path_prefix: /api/form/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    token_in_body: true
+    require: {{ scopes: [admin] }}
+  - name: public
+    match: {{ path_prefix: / }}
+    upstream: app
+    auth: none
+"""
+
+
+def test_reload_while_a_form_body_arrives_keeps_the_routes_rules(upstream, idp, gateway_factory):
+    # A request keeps the route it was routed by, with all of that route's rules, when a
+    # reload lands while its form body is still arriving: a reload that puts a laxer route
+    # at the same position must not lend the request that route's requirement.
+    g = gateway_factory(reload_config(upstream, idp, probe_first=False))
+    t = token(idp.keys[0])
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    r = requests.post(g.url("/api/form/x"), data=f"a=1&access_token={t}", headers=form)
+    assert r.status_code == 403 and 'error="insufficient_scope"' in r.headers["WWW-Authenticate"]
+    assert requests.get(g.url("/probe/x")).status_code == 200  # the public route, for now
+    body = f"a=1&access_token={t}".encode()
+    head = ("POST /api/form/x HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Content-Type: application/x-www-form-urlencoded\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", g.port), timeout=10) as s:
+        s.sendall(head + body[:20])
+        g.write_config(reload_config(upstream, idp, probe_first=True))
+        g.signal(signal.SIGHUP)
+        deadline = time.time() + 5
+        while time.time() < deadline and requests.get(g.url("/probe/x")).status_code != 401:
+            time.sleep(0.05)
+        assert requests.get(g.url("/probe/x")).status_code == 401  # reloaded: probe is index 0
+        s.sendall(body[20:])
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    status = answer.split(b"\r\n", 1)[0]
+    assert status == b"HTTP/1.1 403 Forbidden", answer[:300]
+    assert b'error="insufficient_scope"' in answer

@@ -112,7 +112,8 @@ final class AccessTokenValidator {
     }
 
     /// What `validateNow` could not decide: introspection (RFC 7662), or the one refetch of
-    /// an issuer's keys on an unknown `kid` and a second verification.
+    /// an issuer's keys on an unknown `kid` and a second verification. Only after
+    /// `validateNow` returned nil for this token: it does not look in the cache again.
     func validateLater(_ token: String, route: RouteConfig, done: @escaping (Verdict) -> Void) {
         guard let verifier = verifiers[route.index] else {
             done(.invalid(description: "the token is invalid", detail: "route has no token verifier"))

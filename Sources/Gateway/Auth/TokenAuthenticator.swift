@@ -16,9 +16,6 @@ final class TokenAuthenticator {
     /// "Now" for proof `iat` windows, nonces and the replay window (the validator's clock).
     private var wallClock: any WallClock { validator.wallClock }
     private var proofVerifiers: [Int: DPoPProofVerifier] = [:]
-    /// Per route index, made with each config: the refusals of a token route (it reads
-    /// the route's token settings and this worker's nonces, which change only then).
-    private var refusals: [AuthRefusals?] = []
     private var nonces: DPoPNonces?
     private var failOpen = false
     /// Proofs accepted without a replay check because the store could not answer (fail_open).
@@ -42,11 +39,7 @@ final class TokenAuthenticator {
         let nonces = DPoPNonces(keys: keys, lifetime: Int64(config.dpop.nonceLifetime))
         self.nonces = nonces
         proofVerifiers = [:]
-        refusals = Array(repeating: nil, count: (config.routes.map(\.index).max() ?? -1) + 1)
         for route in config.routes {
-            if let tokens = route.auth.tokenRoute {
-                refusals[route.index] = AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock)
-            }
             guard let d = route.auth.tokenRoute?.dpop else { continue }
             var v = DPoPProofVerifier()
             v.algorithms = d.algorithms
@@ -67,14 +60,20 @@ final class TokenAuthenticator {
         var path: String
     }
 
+    /// The refusals of a route with these token settings, with this worker's current nonces:
+    /// made once per config for each route plan (see `RoutePlan.refusals`).
+    func refusals(for tokens: TokenRouteConfig) -> AuthRefusals {
+        AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock)
+    }
+
     /// Decides on the head alone; `formTokens`: the `access_token`s of a form body the
-    /// caller read first (only on routes with `token_in_body`); `tokens`: the route's token settings.
+    /// caller read first (only on routes with `token_in_body`); `tokens`: the route's token
+    /// settings; `refusals`: the route plan's, made from those same settings (nil: made here).
     func authenticate(
-        _ head: HTTPRequestHead, route: RouteConfig, tokens: TokenRouteConfig, target: Target, query: String?,
-        formTokens: [String] = [], done: @escaping (AuthDecision) -> Void
+        _ head: HTTPRequestHead, route: RouteConfig, tokens: TokenRouteConfig, refusals: AuthRefusals? = nil,
+        target: Target, query: String?, formTokens: [String] = [], done: @escaping (AuthDecision) -> Void
     ) {
-        let made = refusals.indices.contains(route.index) ? refusals[route.index] : nil
-        let answer = made ?? AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock)
+        let answer = refusals ?? self.refusals(for: tokens)
         var queryTokens: [String] = []
         if tokens.schemes.acceptsBearer {
             queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []

@@ -20,8 +20,14 @@ final class RoutePlan {
     let name: String
     let hostHeader: UpstreamConfig.HostHeader
     let basePath: String
+    /// A token route's refusals, made with the plan from the same route's token settings (a
+    /// request keeps the plan it was routed by, even across a reload while its body arrives).
+    let refusals: AuthRefusals?
 
-    init(route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?) {
+    init(
+        route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?,
+        refusals: AuthRefusals? = nil
+    ) {
         self.route = route
         self.pool = pool
         self.metricID = metricID
@@ -30,6 +36,7 @@ final class RoutePlan {
         name = route.name
         hostHeader = upstream?.hostHeader ?? .upstream
         basePath = upstream?.basePath ?? ""
+        self.refusals = refusals
     }
 
     /// The path as it goes upstream: the upstream URL's path, then the request's (as the
@@ -165,7 +172,7 @@ final class Worker: ResponderObserver {
         let plans = new.routes.sorted { $0.index < $1.index }.map {
             RoutePlan(
                 route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
-                upstream: new.upstreams[$0.upstream])
+                upstream: new.upstreams[$0.upstream], refusals: $0.auth.tokenRoute.map(authenticator.refusals(for:)))
         }
         precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")
         requestPolicy = RequestPipeline.Policy(new, router: Router(routes: new.routes), plans: plans)
@@ -340,7 +347,8 @@ final class Worker: ResponderObserver {
     ) {
         let route = plan.route
         authenticator.authenticate(
-            head, route: route, tokens: tokens, target: target, query: query, formTokens: form?.tokens ?? []
+            head, route: route, tokens: tokens, refusals: plan.refusals, target: target, query: query,
+            formTokens: form?.tokens ?? []
         ) { [unowned self] decision in
             switch decision {
             case .allow(let caller):

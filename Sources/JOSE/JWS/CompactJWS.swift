@@ -15,6 +15,8 @@ public struct CompactJWS: Sendable {
     let signingInputCount: Int
     /// The length of BASE64URL(header), before the first '.'.
     let encodedHeaderCount: Int
+    /// The header came from a memo or the caller's `knownHeader`, not from parsing here.
+    let headerWasKnown: Bool
 
     public init(_ token: String, maxSize: Int = CompactJWS.defaultMaxSize) throws {
         try self.init(token, maxSize: maxSize, knownHeader: nil, memo: nil)
@@ -30,8 +32,8 @@ public struct CompactJWS: Sendable {
         try self.init(token, maxSize: maxSize, knownHeader: knownHeader, memo: nil)
     }
 
-    /// As `init(_:maxSize:)`, with the headers `memo` has seen taken from it, and a header
-    /// parsed here (and found valid) put in it.
+    /// As `init(_:maxSize:)`, with a header `memo` holds taken from it (the caller puts in
+    /// the headers of the tokens it accepted, `JWSHeaderMemo.remember`).
     public init(_ token: String, maxSize: Int = CompactJWS.defaultMaxSize, headerMemo: JWSHeaderMemo) throws {
         try self.init(token, maxSize: maxSize, knownHeader: nil, memo: headerMemo)
     }
@@ -88,9 +90,8 @@ public struct CompactJWS: Sendable {
             header = known
         } else {
             header = try JWSHeader(object: headerObject ?? JSONObject())
-            // Only a header that passed every check above is remembered.
-            if let memo { memo.put(Array(token.utf8.prefix(dots.0)), header) }
         }
+        headerWasKnown = known != nil
         // Checked after the header, so an unsecured JWS (RFC 7515 §A.5: alg "none", empty
         // signature) is reported as the algorithm it asks for, not as a formatting slip.
         guard !signatureBytes.isEmpty else { throw JOSEError(.malformed, "empty signature") }

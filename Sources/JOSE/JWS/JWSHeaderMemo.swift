@@ -3,8 +3,11 @@ import Glibc
 /// Protected headers parsed before, by their exact base64url bytes. An issuer signs every
 /// access token with the same header (`alg`, `typ`, `kid`), so each worker decodes, parses
 /// and checks it once per key instead of on every token. The header is a function of those
-/// bytes alone, so equal bytes stand for an equal, already checked header; a header that
-/// failed is never kept. One loop's: not shared across threads.
+/// bytes alone, so equal bytes stand for an equal, already checked header. Only the headers
+/// of tokens that were accepted whole are kept (`remember`): a stream of unsigned tokens
+/// with made-up headers cannot push an issuer's header out. The per-token checks that read
+/// the header (`alg` allow-list, key by `kid`, `typ`) still run on every token. One loop's:
+/// not shared across threads.
 public final class JWSHeaderMemo {
     /// Headers longer than this are parsed every time (an access token's is about 100 bytes).
     static let maxHeaderSize = 512
@@ -23,11 +26,17 @@ public final class JWSHeaderMemo {
         for i in 0..<encoded.count where encoded[i].count == bytes.count {
             let same = encoded[i].withUnsafeBufferPointer { memcmp($0.baseAddress!, base, bytes.count) == 0 }
             if same {
-                hits += 1
+                hits &+= 1
                 return headers[i]
             }
         }
         return nil
+    }
+
+    /// Keeps the header of `jws`, a token the caller has accepted, unless it came from here.
+    public func remember(_ jws: CompactJWS) {
+        guard !jws.headerWasKnown else { return }
+        put(Array(jws.token.utf8.prefix(jws.encodedHeaderCount)), jws.header)
     }
 
     func put(_ bytes: [UInt8], _ header: JWSHeader) {

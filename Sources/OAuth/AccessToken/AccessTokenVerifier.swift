@@ -103,7 +103,7 @@ public struct AccessTokenVerifier: Sendable {
     }
 
     /// `keys(name)`: the current key set of the issuer with that config name; `headerMemo`:
-    /// the calling loop's protected headers parsed before (see `JWSHeaderMemo`).
+    /// the calling loop's headers of tokens accepted before (see `JWSHeaderMemo`).
     public func verify(
         _ token: String, now: Int64, keys: (String) -> JWKSet?, headerMemo: JWSHeaderMemo? = nil
     ) -> Result<VerifiedAccessToken, Failure> {
@@ -143,6 +143,8 @@ public struct AccessTokenVerifier: Sendable {
         } catch {
             return .failure(.malformed("\(error)"))
         }
+        // Accepted whole: its header may stand for the same bytes on the next token.
+        headerMemo?.remember(jws)
         var token = VerifiedAccessToken(
             issuer: policy.name, claims: unverifiedClaims,
             expiresAt: unverifiedClaims[ClaimNames.exp]?.int64 ?? now, confirmation: unverifiedClaims[ClaimNames.cnf])
