@@ -15,11 +15,11 @@ public struct CompactJWS: Sendable {
     let signingInputCount: Int
     /// The length of BASE64URL(header), before the first '.'.
     let encodedHeaderCount: Int
-    /// The header came from a memo or the caller's `knownHeader`, not from parsing here.
+    /// The header came from the caller's `knownHeader`, not from parsing here.
     let headerWasKnown: Bool
 
     public init(_ token: String, maxSize: Int = CompactJWS.defaultMaxSize) throws {
-        try self.init(token, maxSize: maxSize, knownHeader: nil, memo: nil)
+        try self.init(token, maxSize: maxSize, knownHeader: nil)
     }
 
     /// As `init(_:maxSize:)`, except that a protected header whose exact base64url bytes
@@ -28,18 +28,6 @@ public struct CompactJWS: Sendable {
     public init(
         _ token: String, maxSize: Int = CompactJWS.defaultMaxSize,
         knownHeader: ((UnsafeRawBufferPointer) -> JWSHeader?)?
-    ) throws {
-        try self.init(token, maxSize: maxSize, knownHeader: knownHeader, memo: nil)
-    }
-
-    /// As `init(_:maxSize:)`, with a header `memo` holds taken from it (the caller puts in
-    /// the headers of the tokens it accepted, `JWSHeaderMemo.remember`).
-    public init(_ token: String, maxSize: Int = CompactJWS.defaultMaxSize, headerMemo: JWSHeaderMemo) throws {
-        try self.init(token, maxSize: maxSize, knownHeader: nil, memo: headerMemo)
-    }
-
-    private init(
-        _ token: String, maxSize: Int, knownHeader: ((UnsafeRawBufferPointer) -> JWSHeader?)?, memo: JWSHeaderMemo?
     ) throws {
         var token = token
         guard token.utf8.count <= maxSize else {
@@ -68,7 +56,7 @@ public struct CompactJWS: Sendable {
             let p = UnsafeBufferPointer(rebasing: buf[(dots.0 + 1)..<dots.1])
             let s = UnsafeBufferPointer(rebasing: buf[(dots.1 + 1)...])
             guard !h.isEmpty else { throw JOSEError(.malformed, "empty header") }
-            known = memo?.get(h) ?? knownHeader?(UnsafeRawBufferPointer(h))
+            known = knownHeader?(UnsafeRawBufferPointer(h))
             var hb: [UInt8] = []
             if known == nil {
                 guard let decoded = Base64URL.decode(bytes: h) else {

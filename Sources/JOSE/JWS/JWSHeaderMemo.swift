@@ -21,10 +21,11 @@ public final class JWSHeaderMemo {
 
     public init() {}
 
-    func get(_ bytes: UnsafeBufferPointer<UInt8>) -> JWSHeader? {
+    /// The header kept for exactly these bytes: `CompactJWS`'s `knownHeader`.
+    public func header(for bytes: UnsafeRawBufferPointer) -> JWSHeader? {
         guard let base = bytes.baseAddress else { return nil }
         for i in 0..<encoded.count where encoded[i].count == bytes.count {
-            let same = encoded[i].withUnsafeBufferPointer { memcmp($0.baseAddress!, base, bytes.count) == 0 }
+            let same = encoded[i].withUnsafeBytes { memcmp($0.baseAddress!, base, bytes.count) == 0 }
             if same {
                 hits &+= 1
                 return headers[i]
@@ -36,7 +37,7 @@ public final class JWSHeaderMemo {
     /// Keeps the header of `jws`, a token the caller has accepted, unless it came from here.
     public func remember(_ jws: CompactJWS) {
         guard !jws.headerWasKnown else { return }
-        put(Array(jws.token.utf8.prefix(jws.encodedHeaderCount)), jws.header)
+        put(Array(jws.encodedHeader), jws.header)
     }
 
     func put(_ bytes: [UInt8], _ header: JWSHeader) {

@@ -110,11 +110,7 @@ public struct AccessTokenVerifier: Sendable {
         let jws: CompactJWS
         let unverifiedClaims: JSONObject
         do {
-            if let headerMemo {
-                jws = try CompactJWS(token, maxSize: maxTokenSize, headerMemo: headerMemo)
-            } else {
-                jws = try CompactJWS(token, maxSize: maxTokenSize)
-            }
+            jws = try CompactJWS(token, maxSize: maxTokenSize, knownHeader: headerMemo.map { $0.header(for:) })
             unverifiedClaims = try jws.claims()
         } catch let e as JOSEError {
             return .failure(.malformed(e.description))
