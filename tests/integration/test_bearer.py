@@ -319,15 +319,16 @@ def test_token_in_form_body_only_where_allowed(gw, idp):
     assert r.status_code == 413
 
 
-def reload_config(upstream, idp, probe_first):
+def reload_config(upstream, idp, second_path, probe_first):
     """One worker; the `form` route reads its token from the body and requires a scope the
-    test token lacks. With `probe_first`, a laxer route takes index 0 ahead of it."""
+    test token lacks. With `probe_first`, another route takes index 0 ahead of it: laxer
+    (no scope required), and trusting another issuer."""
     probe = """
   - name: probe
     match: { path_prefix: /probe/ }
     upstream: app
     auth: bearer
-    issuers: [one]
+    issuers: [two]
 """ if probe_first else ""
     return f"""
 listen: 127.0.0.1:{{PORT}}
@@ -335,6 +336,7 @@ admin_listen: 127.0.0.1:{{ADMIN}}
 workers: 1
 issuers:
   one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], access_token_type: at+jwt, algorithms: [ES256] }}
+  two: {{ issuer: "https://idp.two", jwks_file: "{second_path}", audiences: [api] }}
 upstreams:
   app: {{ url: "http://127.0.0.1:{upstream.port}" }}
 routes:{probe}
@@ -352,11 +354,12 @@ routes:{probe}
 """
 
 
-def test_reload_while_a_form_body_arrives_keeps_the_routes_rules(upstream, idp, gateway_factory):
+def test_reload_while_a_form_body_arrives_keeps_the_routes_rules(upstream, idp, second_idp, gateway_factory):
     # A request keeps the route it was routed by, with all of that route's rules, when a
-    # reload lands while its form body is still arriving: a reload that puts a laxer route
-    # at the same position must not lend the request that route's requirement.
-    g = gateway_factory(reload_config(upstream, idp, probe_first=False))
+    # reload lands while its form body is still arriving: a reload that puts another route
+    # at the same position must lend the request neither that route's requirement nor its
+    # issuers (the request would be refused as from an unknown issuer, 401, or let through).
+    g = gateway_factory(reload_config(upstream, idp, second_idp[1], probe_first=False))
     t = token(idp.keys[0])
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     r = requests.post(g.url("/api/form/x"), data=f"a=1&access_token={t}", headers=form)
@@ -368,7 +371,7 @@ def test_reload_while_a_form_body_arrives_keeps_the_routes_rules(upstream, idp, 
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
     with socket.create_connection(("127.0.0.1", g.port), timeout=10) as s:
         s.sendall(head + body[:20])
-        g.write_config(reload_config(upstream, idp, probe_first=True))
+        g.write_config(reload_config(upstream, idp, second_idp[1], probe_first=True))
         g.signal(signal.SIGHUP)
         deadline = time.time() + 5
         while time.time() < deadline and requests.get(g.url("/probe/x")).status_code != 401:

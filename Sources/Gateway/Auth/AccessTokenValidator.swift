@@ -19,9 +19,14 @@ final class AccessTokenValidator {
     let issuerKeys = IssuerKeyResolver()
     private var cache: ValidatedTokenCache<VerifiedAccessToken>
     private var cacheEnabled = true
-    private var verifiers: [Int: AccessTokenVerifier] = [:]
-    /// Routes whose issuers introspect opaque tokens: the first such issuer on the route.
-    private var introspection: [Int: (policy: IssuerPolicy, config: IntrospectionConfig, caFile: String?)] = [:]
+    /// What one token route validates with, made with each config: its issuers' verifier,
+    /// and the first of them that introspects opaque tokens. A request gets its route's from
+    /// the route plan it was routed by (`TokenRoutePlan`), never by index from a newer config.
+    struct RouteRules {
+        let verifier: AccessTokenVerifier
+        let introspection: (policy: IssuerPolicy, config: IntrospectionConfig, caFile: String?)?
+    }
+    private var rules: [Int: RouteRules] = [:]
     let introspector: Introspector
     /// The access tokens' protected headers this loop has parsed (see `JWSHeaderMemo`).
     private let headerMemo = JWSHeaderMemo()
@@ -48,9 +53,11 @@ final class AccessTokenValidator {
     var cacheHits: Int { cache.hits }
     var cacheMisses: Int { cache.misses }
 
+    /// The rules of the route at `index` in the config applied last.
+    func rules(forRoute index: Int) -> RouteRules? { rules[index] }
+
     func apply(_ config: GatewayConfig) {
-        verifiers = [:]
-        introspection = [:]
+        rules = [:]
         for route in config.routes {
             guard let tokens = route.auth.tokenRoute else { continue }
             let policies = tokens.issuers.compactMap { name in
@@ -60,13 +67,15 @@ final class AccessTokenValidator {
                         leeway: Int64($0.leeway), requiredType: $0.accessTokenType, scopeClaim: $0.scopeClaim)
                 }
             }
-            verifiers[route.index] = AccessTokenVerifier(issuers: policies)
+            var introspecting: (policy: IssuerPolicy, config: IntrospectionConfig, caFile: String?)?
             for policy in policies {
                 if let issuer = config.issuers[policy.name], let intro = issuer.introspection {
-                    introspection[route.index] = (policy, intro, issuer.caFile)
+                    introspecting = (policy, intro, issuer.caFile)
                     break
                 }
             }
+            rules[route.index] = RouteRules(
+                verifier: AccessTokenVerifier(issuers: policies), introspection: introspecting)
         }
         generation += 1
         cacheEnabled = config.tokenCacheEntries > 0
@@ -83,19 +92,19 @@ final class AccessTokenValidator {
     }
 
     /// Validates `token` for the route; `done` may run now or later on this loop.
-    func validate(_ token: String, route: RouteConfig, done: @escaping (Verdict) -> Void) {
-        if let verdict = validateNow(token, route: route) {
+    func validate(_ token: String, rules: RouteRules?, done: @escaping (Verdict) -> Void) {
+        if let verdict = validateNow(token, rules: rules) {
             done(verdict)
         } else {
-            validateLater(token, route: route, done: done)
+            validateLater(token, rules: rules, done: done)
         }
     }
 
     /// The verdict, when this loop can give it at once: from the cache, or by verifying a
     /// JWT with the keys at hand. nil when the token must be introspected, or its issuer's
     /// keys refetched for an unknown `kid`: then `validateLater` answers.
-    func validateNow(_ token: String, route: RouteConfig) -> Verdict? {
-        guard let verifier = verifiers[route.index] else {
+    func validateNow(_ token: String, rules: RouteRules?) -> Verdict? {
+        guard let verifier = rules?.verifier else {
             return .invalid(description: "the token is invalid", detail: "route has no token verifier")
         }
         let now = wallClock.seconds
@@ -105,7 +114,7 @@ final class AccessTokenValidator {
             return .valid(hit)
         }
         // A JWS has exactly two dots; anything else is opaque, for the issuer that introspects.
-        if introspection[route.index] != nil && !Self.hasTwoDots(token) { return nil }
+        if rules?.introspection != nil && !Self.hasTwoDots(token) { return nil }
         let outcome = verifier.verify(token, now: now, keys: { issuerKeys[issuer: $0] }, headerMemo: headerMemo)
         if case .failure(.unknownKey) = outcome, issuerKeys.requestRefetch != nil { return nil }
         return verdict(outcome, token: token)
@@ -114,12 +123,12 @@ final class AccessTokenValidator {
     /// What `validateNow` could not decide: introspection (RFC 7662), or the one refetch of
     /// an issuer's keys on an unknown `kid` and a second verification. Only after
     /// `validateNow` returned nil for this token: it does not look in the cache again.
-    func validateLater(_ token: String, route: RouteConfig, done: @escaping (Verdict) -> Void) {
-        guard let verifier = verifiers[route.index] else {
+    func validateLater(_ token: String, rules: RouteRules?, done: @escaping (Verdict) -> Void) {
+        guard let verifier = rules?.verifier else {
             done(.invalid(description: "the token is invalid", detail: "route has no token verifier"))
             return
         }
-        if !Self.hasTwoDots(token), let intro = introspection[route.index] {
+        if !Self.hasTwoDots(token), let intro = rules?.introspection {
             introspector.introspect(token, issuer: intro.policy, config: intro.config, caFile: intro.caFile) { answer in
                 switch answer {
                 case .verdict(.active(let t)) where verifier.issuers.contains(where: { $0.name == t.issuer }):

@@ -60,20 +60,24 @@ final class TokenAuthenticator {
         var path: String
     }
 
-    /// The refusals of a route with these token settings, with this worker's current nonces:
-    /// made once per config for each route plan (see `RoutePlan.refusals`).
-    func refusals(for tokens: TokenRouteConfig) -> AuthRefusals {
-        AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock)
+    /// Everything a token route is checked with, from the config applied last: made with
+    /// each route plan, so a request keeps its route's rules even if a reload lands while
+    /// its body is still arriving. nil for a route that takes no tokens.
+    func plan(for route: RouteConfig) -> TokenRoutePlan? {
+        guard let tokens = route.auth.tokenRoute else { return nil }
+        return TokenRoutePlan(
+            refusals: AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock),
+            access: validator.rules(forRoute: route.index), proof: proofVerifiers[route.index])
     }
 
     /// Decides on the head alone; `formTokens`: the `access_token`s of a form body the
     /// caller read first (only on routes with `token_in_body`); `tokens`: the route's token
-    /// settings; `refusals`: the route plan's, made from those same settings (nil: made here).
+    /// settings; `plan`: the route plan's rules, made from those same settings.
     func authenticate(
-        _ head: HTTPRequestHead, route: RouteConfig, tokens: TokenRouteConfig, refusals: AuthRefusals? = nil,
-        target: Target, query: String?, formTokens: [String] = [], done: @escaping (AuthDecision) -> Void
+        _ head: HTTPRequestHead, tokens: TokenRouteConfig, plan: TokenRoutePlan, target: Target, query: String?,
+        formTokens: [String] = [], done: @escaping (AuthDecision) -> Void
     ) {
-        let answer = refusals ?? self.refusals(for: tokens)
+        let answer = plan.refusals
         var queryTokens: [String] = []
         if tokens.schemes.acceptsBearer {
             queryTokens = query.map(Self.accessTokens(inQuery:)) ?? []
@@ -110,10 +114,10 @@ final class TokenAuthenticator {
                 return decision
             }
             // Decided on this turn (no closure kept) unless the token needs another server.
-            if let verdict = validator.validateNow(token, route: route) {
+            if let verdict = validator.validateNow(token, rules: plan.access) {
                 done(decide(verdict))
             } else {
-                validator.validateLater(token, route: route) { done(decide($0)) }
+                validator.validateLater(token, rules: plan.access) { done(decide($0)) }
             }
         case .dpop(let token):
             guard tokens.schemes.acceptsDPoP else {
@@ -124,7 +128,7 @@ final class TokenAuthenticator {
                             detail: "DPoP scheme on a bearer route")))
                 return
             }
-            authenticateDPoP(head, token: token, route: route, target: target, answer: answer, done: done)
+            authenticateDPoP(head, token: token, plan: plan, target: target, done: done)
         }
     }
 
@@ -148,12 +152,13 @@ final class TokenAuthenticator {
     }
 
     private func authenticateDPoP(
-        _ head: HTTPRequestHead, token: String, route: RouteConfig, target: Target, answer: AuthRefusals,
+        _ head: HTTPRequestHead, token: String, plan: TokenRoutePlan, target: Target,
         done: @escaping (AuthDecision) -> Void
     ) {
+        let answer = plan.refusals
         // §4.3 check 1: exactly one DPoP header.
         let proofs = head.fields.firstAndCount("DPoP")
-        guard proofs.count == 1, let proofText = proofs.first, let verifier = proofVerifiers[route.index] else {
+        guard proofs.count == 1, let proofText = proofs.first, let verifier = plan.proof else {
             let reason = proofs.count == 0 ? "a DPoP proof is required" : "more than one DPoP header"
             done(.deny(answer.refuse(401, .invalid_dpop_proof, reason, scheme: "DPoP")))
             return
@@ -184,7 +189,7 @@ final class TokenAuthenticator {
             done(.deny(answer.refuse(401, error.wireCode, error.reason, scheme: "DPoP", detail: error.description)))
             return
         }
-        validator.validate(token, route: route) { [replay, nonces, unowned self] verdict in
+        validator.validate(token, rules: plan.access) { [replay, nonces, unowned self] verdict in
             let bound: VerifiedAccessToken
             switch verdict {
             case .unavailable(let reason, let detail):
@@ -275,6 +280,20 @@ final class TokenAuthenticator {
             guard pair.hasPrefix("access_token=") else { return nil }
             return String(pair.dropFirst(13)).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
         }
+    }
+}
+
+/// A token route's rules for one config, kept by its route plan (see `TokenAuthenticator.plan`).
+final class TokenRoutePlan {
+    let refusals: AuthRefusals
+    let access: AccessTokenValidator.RouteRules?
+    /// The route's DPoP proof rules; nil on a Bearer-only route.
+    let proof: DPoPProofVerifier?
+
+    init(refusals: AuthRefusals, access: AccessTokenValidator.RouteRules?, proof: DPoPProofVerifier?) {
+        self.refusals = refusals
+        self.access = access
+        self.proof = proof
     }
 }
 

@@ -20,13 +20,13 @@ final class RoutePlan {
     let name: String
     let hostHeader: UpstreamConfig.HostHeader
     let basePath: String
-    /// A token route's refusals, made with the plan from the same route's token settings (a
-    /// request keeps the plan it was routed by, even across a reload while its body arrives).
-    let refusals: AuthRefusals?
+    /// A token route's rules, made with the plan from the same config (a request keeps the
+    /// plan it was routed by, even across a reload while its body arrives).
+    let tokens: TokenRoutePlan?
 
     init(
         route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?,
-        refusals: AuthRefusals? = nil
+        tokens: TokenRoutePlan? = nil
     ) {
         self.route = route
         self.pool = pool
@@ -36,7 +36,7 @@ final class RoutePlan {
         name = route.name
         hostHeader = upstream?.hostHeader ?? .upstream
         basePath = upstream?.basePath ?? ""
-        self.refusals = refusals
+        self.tokens = tokens
     }
 
     /// The path as it goes upstream: the upstream URL's path, then the request's (as the
@@ -172,7 +172,7 @@ final class Worker: ResponderObserver {
         let plans = new.routes.sorted { $0.index < $1.index }.map {
             RoutePlan(
                 route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
-                upstream: new.upstreams[$0.upstream], refusals: $0.auth.tokenRoute.map(authenticator.refusals(for:)))
+                upstream: new.upstreams[$0.upstream], tokens: authenticator.plan(for: $0))
         }
         precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")
         requestPolicy = RequestPipeline.Policy(new, router: Router(routes: new.routes), plans: plans)
@@ -346,9 +346,10 @@ final class Worker: ResponderObserver {
         query: String?, form: (tokens: [String], kept: [UInt8])?, allowed: @escaping Admitted
     ) {
         let route = plan.route
+        // Made with the plan from `route.auth.tokenRoute`, which `tokens` is.
+        guard let rules = plan.tokens else { preconditionFailure("a token route's plan has its token rules") }
         authenticator.authenticate(
-            head, route: route, tokens: tokens, refusals: plan.refusals, target: target, query: query,
-            formTokens: form?.tokens ?? []
+            head, tokens: tokens, plan: rules, target: target, query: query, formTokens: form?.tokens ?? []
         ) { [unowned self] decision in
             switch decision {
             case .allow(let caller):
