@@ -43,13 +43,13 @@ struct RouterTests {
             ("a.internal.example.com", .GET, "/", 7), ("notexample.com", .GET, "/", 0)
         ])
     func specificity(_ host: String, _ method: HTTPMethod, _ path: String, _ expected: Int) {
-        #expect(router.match(host: host, method: method, path: path)?.index == expected)
+        #expect(router.matchIndex(host: host, method: method, path: path) == expected)
     }
 
     @Test func noMatchIs404() {
         let r = Router(routes: [route(0, prefix: "/api/", methods: [.GET])])
-        #expect(r.match(host: "h", method: .GET, path: "/other") == nil)
-        #expect(r.match(host: "h", method: .DELETE, path: "/api/x") == nil)
+        #expect(r.matchIndex(host: "h", method: .GET, path: "/other") == nil)
+        #expect(r.matchIndex(host: "h", method: .DELETE, path: "/api/x") == nil)
     }
 
     func decide(_ target: String) -> Router.Decision? {

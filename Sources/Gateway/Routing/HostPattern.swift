@@ -1,6 +1,6 @@
 /// A route's `host:` — an exact name or a `*.` wildcard (any depth of labels in front of
 /// the suffix; the bare suffix itself does not match). Compared case-insensitively.
-enum HostPattern: Sendable, Equatable {
+enum HostPattern: Sendable, Hashable {
     case exact(String)
     /// Stored with its leading dot: `*.example.com` → ".example.com".
     case wildcard(suffix: String)

@@ -1,47 +1,87 @@
 import Reactor
 
-/// Chooses a route for (host, method, normalized path). Routes are sorted once, most
-/// specific first — host (exact, then longest wildcard, then any), then path (exact, then
-/// longest prefix), then routes with a method list before those without — and the first
-/// match wins; ties keep config order.
-struct Router: Sendable {
-    let routes: [RouteConfig]
-    /// What matching reads of each route, in the same order: a small value per route, so a
-    /// request does not copy whole routes while it looks.
-    private let matchers: [Matcher]
-
-    private struct Matcher: Sendable {
-        let match: RouteMatch
-        let index: Int
-    }
+/// Chooses a route for (host, method, normalized path), most specific first:
+/// - host: exact, then the longest `*.` wildcard, then routes with no host;
+/// - then path, within the routes of that host rule: exact, then the longest prefix;
+/// - then routes with a method list before those without;
+/// - ties keep config order.
+///
+/// Compiled once per config (at start and on each reload), then shared by every worker
+/// unchanged. A lookup reads only the candidates for the request's host and path: one hash
+/// lookup for an exact host, one probe per label for wildcards, and one pass over the path
+/// (`PathTable`), however many routes the config has.
+final class Router: Sendable {
+    /// Exact host → its routes' table in `tables`.
+    private let exactHosts: [String: Int32]
+    /// Wildcard suffix (".example.com") → its table, keyed by the hash of the suffix read
+    /// backwards, so a backward scan of the host probes every suffix in one pass.
+    private let wildcards: ByteKeyTable<Int32>
+    private let tables: [PathTable]
+    /// Routes with no `host:`.
+    private let anyHost: PathTable?
 
     init(routes: [RouteConfig]) {
-        self.routes = routes.sorted { a, b in
-            let ka = Router.rank(a)
-            let kb = Router.rank(b)
-            if ka != kb { return ka.lexicographicallyPrecedes(kb) == false }
-            return a.index < b.index
+        var byHost: [HostPattern?: [(pattern: PathPattern, candidate: PathTable.Candidate, hasMethods: Bool)]] = [:]
+        for r in routes {
+            let candidate = PathTable.Candidate(
+                methods: r.match.methods.map(MethodSet.init) ?? .all, index: Int32(r.index))
+            byHost[r.match.host, default: []].append((r.match.path, candidate, r.match.methods != nil))
         }
-        matchers = self.routes.map { Matcher(match: $0.match, index: $0.index) }
-    }
-
-    private static func rank(_ r: RouteConfig) -> [Int] {
-        [r.match.host?.specificity ?? 0, r.match.path.specificity, r.match.methods == nil ? 0 : 1]
-    }
-
-    func match(host: String, method: HTTPMethod, path: String) -> RouteConfig? {
-        matchIndex(host: host, method: method, path: path).flatMap { i in routes.first { $0.index == i } }
-    }
-
-    /// The index (`RouteConfig.index`) of the first route that matches.
-    func matchIndex(host: String, method: HTTPMethod, path: String) -> Int? {
-        matchers.withUnsafeBufferPointer { all in
-            for i in all.indices {
-                if let h = all[i].match.host, !h.matches(host) { continue }
-                if let m = all[i].match.methods, !m.contains(method) { continue }
-                if all[i].match.path.matches(path) { return all[i].index }
+        var exactHosts: [String: Int32] = [:]
+        var wildcards: [(key: [UInt8], hash: UInt64, value: Int32)] = []
+        var tables: [PathTable] = []
+        for (host, list) in byHost {
+            guard let host else { continue }
+            let n = Int32(tables.count)
+            tables.append(PathTable(list))
+            switch host {
+            case .exact(let name): exactHosts[name] = n
+            case .wildcard(let suffix):
+                let key = Array(suffix.utf8)
+                wildcards.append((key, PrefixHash.of(key.reversed()), n))
             }
-            return nil
+        }
+        self.exactHosts = exactHosts
+        self.wildcards = ByteKeyTable(wildcards)
+        self.tables = tables
+        anyHost = byHost[nil].map(PathTable.init)
+    }
+
+    /// The index (`RouteConfig.index`) of the most specific route that matches. `host` is
+    /// normalized (`HostNormalizer`), `path` too (`PathNormalizer`).
+    func matchIndex(host: String, method: HTTPMethod, path: String) -> Int? {
+        var path = path
+        return path.withUTF8 { p in
+            if !exactHosts.isEmpty, let t = exactHosts[host], let hit = tables[Int(t)].first(path: p, method: method) {
+                return Int(hit)
+            }
+            if !wildcards.isEmpty, let hit = wildcardHit(host: host, path: p, method: method) { return Int(hit) }
+            return anyHost?.first(path: p, method: method).map(Int.init)
+        }
+    }
+
+    /// The wildcard rules that match `host` are its suffixes that start at a "." after the
+    /// first byte (`HostPattern.matches`). Read backwards, shorter suffixes come first, so a
+    /// route found under a longer one replaces what a shorter one found.
+    private func wildcardHit(host: String, path: UnsafeBufferPointer<UInt8>, method: HTTPMethod) -> Int32? {
+        var host = host
+        return host.withUTF8 { h in
+            var found: Int32?
+            var hash = PrefixHash.empty
+            var i = h.count - 1
+            while i > 0 {
+                hash = PrefixHash.adding(h[i], to: hash)
+                if h[i] == UInt8(ascii: "."), wildcards.mayHold(length: h.count - i) {
+                    let suffix = UnsafeBufferPointer(rebasing: h[i...])
+                    if let t = wildcards.find(hash: hash, where: { $0.elementsEqual(suffix) }),
+                        let hit = tables[Int(t)].first(path: path, method: method)
+                    {
+                        found = hit
+                    }
+                }
+                i -= 1
+            }
+            return found
         }
     }
 

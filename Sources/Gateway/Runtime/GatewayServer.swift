@@ -43,9 +43,12 @@ public final class GatewayServer {
                 "session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)"
             )
         }
+        // Compiled once; every worker reads the same one.
+        let router = Router(routes: config.routes)
         for id in 0..<config.workers {
             let worker = Worker(
-                id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock)
+                id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,
+                router: router)
             var sockets: [(fd: Int32, tls: TLSContext?)] = []
             for (i, l) in config.listeners.enumerated() {
                 sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i]))
@@ -129,8 +132,9 @@ public final class GatewayServer {
             config = new
             warnInsecureUpstreams(new)
             keyService?.apply(new)
+            let router = Router(routes: new.routes)
             for w in workers {
-                w.loop.execute { w.apply(new) }
+                w.loop.execute { w.apply(new, router: router) }
             }
             log.info("config reloaded", metadata: ["routes": .stringConvertible(new.routes.count)])
         }

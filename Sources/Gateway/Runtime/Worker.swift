@@ -94,7 +94,7 @@ final class Worker: ResponderObserver {
     /// memory, or the worker's own Redis client).
     init(
         id: Int, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
-        wallClock: any WallClock = SystemClock()
+        wallClock: any WallClock = SystemClock(), router: Router? = nil
     ) {
         self.id = id
         self.wallClock = wallClock
@@ -111,7 +111,7 @@ final class Worker: ResponderObserver {
         requestPolicy = RequestPipeline.Policy(config, router: Router(routes: []), plans: [])
         self.log = log
         ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
-        apply(config)
+        apply(config, router: router)
     }
 
     /// Adds a server on each listening socket (fds opened by the caller, one set per worker).
@@ -144,8 +144,9 @@ final class Worker: ResponderObserver {
         return options
     }
 
-    /// Swaps in a new config for requests that start from now on (loop-thread).
-    func apply(_ new: GatewayConfig) {
+    /// Swaps in a new config for requests that start from now on (loop-thread). `router`:
+    /// the config's routes compiled once for every worker (compiled here when nil).
+    func apply(_ new: GatewayConfig, router: Router? = nil) {
         config = new
         decisionEnabled = new.decision.enabled
         hasTrustedProxies = !new.trustedProxies.isEmpty
@@ -169,13 +170,14 @@ final class Worker: ResponderObserver {
             if old.endpoint.tls != nil { retiredTLSHandshakes[name, default: .init()].add(old) }
         }
         pools = next
-        let plans = new.routes.sorted { $0.index < $1.index }.map {
+        // The parser numbers routes in file order (`RouteConfig.index`), checked below.
+        let plans = new.routes.map {
             RoutePlan(
                 route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
                 upstream: new.upstreams[$0.upstream], tokens: authenticator.plan(for: $0))
         }
         precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")
-        requestPolicy = RequestPipeline.Policy(new, router: Router(routes: new.routes), plans: plans)
+        requestPolicy = RequestPipeline.Policy(new, router: router ?? Router(routes: new.routes), plans: plans)
     }
 
     /// Stops accepting; calls `done` (on this loop) once no request is in flight.
