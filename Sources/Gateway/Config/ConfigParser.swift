@@ -339,6 +339,7 @@ public enum ConfigParser {
         guard let list = r.sequence(node, path: "routes") else { return [] }
         if list.isEmpty { r.problem("routes", node, "is empty; add at least one route") }
         var out: [RouteConfig] = []
+        out.reserveCapacity(list.count)
         let defined = cfg.upstreams.keys.sorted()
         for (i, item) in list.enumerated() {
             let p = "routes[\(i)]"

@@ -2,8 +2,9 @@ import OAuth
 
 /// How a route admits requests: its `auth:` mode with exactly the settings that mode has
 /// (README "Configuration walkthrough"). A login setting on a token route, or a token
-/// setting on a login route, cannot be written.
-enum RouteAuth: Sendable {
+/// setting on a login route, cannot be written. `indirect`: each mode's settings are boxed,
+/// so a route, copied into the config and each worker's plan, stays small.
+indirect enum RouteAuth: Sendable {
     /// `auth: none`: every request passes, with no identity.
     case none
     /// `auth: bearer`, `dpop` or `token`: an access token (RFC 6750, RFC 9449); which schemes

@@ -16,9 +16,8 @@ public struct IdentityHeaders: Sendable, Equatable {
 
     public init(mapping: [(header: String, path: ClaimPath)]) { self.mapping = mapping }
 
-    public static var standard: IdentityHeaders {
-        IdentityHeaders(mapping: defaults.map { ($0.0, ClaimPath($0.1)!) })
-    }
+    /// One value for every route that keeps the defaults, so they share its storage.
+    public static let standard = IdentityHeaders(mapping: defaults.map { ($0.0, ClaimPath($0.1)!) })
 
     public static func == (a: Self, b: Self) -> Bool {
         a.mapping.count == b.mapping.count
