@@ -25,6 +25,32 @@ struct HTTP1FuzzCorpusReplayTests {
         print("HTTP/1.1 fuzz corpus replay: \(names.count) files, \(bytes) bytes")
     }
 
+    /// Beyond the entry's own feedings (byte by byte up to 48 bytes, two cuts): every corpus
+    /// file, of any length, byte by byte and cut in two at every position, gets the outcome it
+    /// gets whole.
+    @Test("every corpus file gives the same outcome however it is cut")
+    func splitAnywhere() throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).filter { !$0.hasPrefix(".") }
+        for name in names {
+            let data = Array(try Data(contentsOf: Self.corpus.appendingPathComponent(name)))
+            guard let first = data.first else { continue }
+            let stream = Array(data.dropFirst())
+            // As the entry reads an input: the first byte picks the parser.
+            if first & 1 == 0 {
+                let whole = parseRequests(stream)
+                for cuts in everyFeeding(stream.count) {
+                    #expect(parseRequests(stream, cuts: cuts) == whole, "\(name) cut at \(cuts)")
+                }
+            } else {
+                let toHEAD = [Bool](repeating: first & 2 != 0, count: stream.count + 1)
+                let whole = parseResponses(stream, toHEAD: toHEAD)
+                for cuts in everyFeeding(stream.count) {
+                    #expect(parseResponses(stream, toHEAD: toHEAD, cuts: cuts) == whole, "\(name) cut at \(cuts)")
+                }
+            }
+        }
+    }
+
     /// The entry's own invariants hold on the unit tests' catalogue too.
     @Test func catalogueRunsThroughTheEntry() {
         for c in HTTP1RequestCases.refusals + HTTP1RequestCases.acceptances {

@@ -96,6 +96,13 @@ enum HTTP1RequestCases {
         HTTP1Case("bare LF after field", get + "X-A: a\n\r\n", .bareLF),
         HTTP1Case("bare LF ending the head", get + "\n", .bareLF),
         HTTP1Case("LF only request", "GET / HTTP/1.1\nHost: a\n\n", .bareLF),
+        // A CR not followed by LF, in each state that waits for the LF: a chunk that ends on
+        // the CR must not change the verdict (see the split-anywhere property).
+        HTTP1Case("CR before the request line", "\r" + get + "\r\n", .bareCR),
+        HTTP1Case("CR after the leading empty line", "\r\n\r" + get + "\r\n", .bareCR),
+        HTTP1Case("CR ending the request line", "GET / HTTP/1.1\rHost: a\r\n\r\n", .bareCR),
+        HTTP1Case("CR starting a field line", "GET / HTTP/1.1\r\n\rHost: a\r\n\r\n", .bareCR),
+        HTTP1Case("CR ending a field line", get + "X-A: a\rX-B: b\r\n\r\n", .bareCR),
         // Field names and values.
         HTTP1Case("space before colon", get + "X-A : b\r\n\r\n", .whitespaceBeforeColon),
         HTTP1Case("tab before colon", get + "X-A\t: b\r\n\r\n", .whitespaceBeforeColon),
@@ -190,12 +197,22 @@ enum HTTP1RequestCases {
         ),
         HTTP1Case("data ends with LF", post + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\n0\r\n\r\n", .bareLF),
         HTTP1Case("NUL in chunk line", post + "Transfer-Encoding: chunked\r\n\r\n5\0\r\nhello\r\n0\r\n\r\n", .nul),
+        HTTP1Case("CR ending a chunk size", post + "Transfer-Encoding: chunked\r\n\r\n5\rhello\r\n0\r\n\r\n", .bareCR),
+        HTTP1Case(
+            "CR ending a chunk extension", post + "Transfer-Encoding: chunked\r\n\r\n5;a=b\rhello\r\n0\r\n\r\n",
+            .bareCR),
+        HTTP1Case("CR after chunk data", post + "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r0\r\n\r\n", .bareCR),
+        HTTP1Case("CR ending the last chunk", post + "Transfer-Encoding: chunked\r\n\r\n0\r\r\n", .bareCR),
         // Trailers.
         HTTP1Case("trailer obs-fold", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\r\n b\r\n\r\n", .obsFold),
         HTTP1Case(
             "trailer bad name", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX T: a\r\n\r\n", .invalidFieldName),
         HTTP1Case("trailer missing colon", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T\r\n\r\n", .missingColon),
         HTTP1Case("trailer bare LF", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\n\r\n", .bareLF),
+        HTTP1Case("trailer bare CR", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\rb\r\n\r\n", .bareCR),
+        HTTP1Case(
+            "CR ending the trailer section", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\r\n\rX\r\n",
+            .bareCR),
         HTTP1Case(
             "trailer Content-Length", post + "Transfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 5\r\n\r\n",
             .forbiddenTrailerField),

@@ -31,6 +31,18 @@ struct HTTP1RequestParserTests {
         }
     }
 
+    /// One byte at a time, or cut in two anywhere, every case gets the same verdict as when
+    /// it arrives whole: the same requests and the same refusal, with the same code.
+    @Test(arguments: all)
+    func splittingAnywhereDoesNotMatter(_ c: HTTP1Case) {
+        let whole = parseRequests(c.wire)
+        #expect(whole.error == c.code, "\(whole)")
+        for cuts in everyFeeding(c.wire.count) {
+            let outcome = parseRequests(c.wire, cuts: cuts)
+            #expect(outcome == whole && outcome.error == c.code, "cut at \(cuts): \(outcome)")
+        }
+    }
+
     @Test func statusPerCode() {
         let statuses = Dictionary(
             HTTP1RequestCases.refusals.map { ($0.code!.rawValue, $0.code!.status) }, uniquingKeysWith: { a, _ in a })

@@ -72,6 +72,26 @@ struct HTTP1RequestStreamTests {
         #expect(!parser.isIdle)
     }
 
+    /// The verdict on a CR does not wait for the chunk that holds the byte after it: a CR
+    /// alone in its read, then a request, is refused as the two together are.
+    @Test func loneCRInItsOwnReadIsRefused() throws {
+        var parser = HTTP1RequestParser()
+        #expect(try parser.parse(Array("\r".utf8)) == (1, nil))
+        #expect(throws: HTTP1ParseError(.bareCR)) { try parser.parse(Array((HTTP1RequestCases.get + "\r\n").utf8)) }
+        #expect(throws: HTTP1ParseError(.bareCR)) { try parser.parse([UInt8]()) }
+    }
+
+    /// The same between pipelined requests: the first is answered, the CR before the second
+    /// refused, however the bytes are cut.
+    @Test func loneCRBetweenPipelinedRequestsIsRefused() {
+        let wire = Array((Self.first + "\r" + Self.third).utf8)
+        let whole = parseRequests(wire)
+        #expect(whole.messages.map(\.head.target) == ["/1"] && whole.error == .bareCR, "\(whole)")
+        for cuts in everyFeeding(wire.count) {
+            #expect(parseRequests(wire, cuts: cuts) == whole, "cut at \(cuts)")
+        }
+    }
+
     /// A smuggled request hidden in a refused body never comes out as a request.
     @Test func smuggledRequestAfterRefusalNeverParses() {
         let wire = Array(

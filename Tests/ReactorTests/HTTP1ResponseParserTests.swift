@@ -22,6 +22,26 @@ struct HTTP1ResponseParserTests {
         HTTP1Case("ICY", "ICY 200 OK\r\n\r\n", .invalidVersion),
         HTTP1Case("bare LF", "HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n", .bareLF),
         HTTP1Case("bare CR", "HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", .bareCR),
+        // A CR not followed by LF, in each state that waits for the LF (see the request
+        // catalogue).
+        HTTP1Case("CR before the status line", "\rHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", .bareCR),
+        HTTP1Case(
+            "CR after an interim response",
+            "HTTP/1.1 100 Continue\r\n\r\n\rHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", .bareCR),
+        HTTP1Case("CR ending the status line", "HTTP/1.1 200 OK\rContent-Length: 0\r\n\r\n", .bareCR),
+        HTTP1Case("CR starting a field line", "HTTP/1.1 200 OK\r\n\rContent-Length: 0\r\n\r\n", .bareCR),
+        HTTP1Case(
+            "CR ending a chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\rabc\r\n0\r\n\r\n",
+            .bareCR),
+        HTTP1Case(
+            "CR ending a chunk extension",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\rabc\r\n0\r\n\r\n", .bareCR),
+        HTTP1Case(
+            "CR after chunk data", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r0\r\n\r\n",
+            .bareCR),
+        HTTP1Case(
+            "CR ending the trailer section",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T: 1\r\n\rX\r\n", .bareCR),
         HTTP1Case("NUL", "HTTP/1.1 200 OK\r\nX: a\0\r\n\r\n", .nul),
         HTTP1Case("obs-fold", "HTTP/1.1 200 OK\r\nX: a\r\n b\r\nContent-Length: 0\r\n\r\n", .obsFold),
         HTTP1Case("space before colon", "HTTP/1.1 200 OK\r\nContent-Length : 0\r\n\r\n", .whitespaceBeforeColon),
@@ -90,6 +110,37 @@ struct HTTP1ResponseParserTests {
         let whole = parseResponses(c.wire)
         for size in [1, 2, 5, 64] {
             #expect(parseResponses(c.wire, chunk: size) == whole, "chunk size \(size)")
+        }
+    }
+
+    /// One byte at a time, or cut in two anywhere, every case gets the same verdict as when
+    /// it arrives whole: the same responses and the same refusal, with the same code.
+    @Test(arguments: refusals + acceptances)
+    func splittingAnywhereDoesNotMatter(_ c: HTTP1Case) {
+        let whole = parseResponses(c.wire)
+        #expect(whole.error == c.code, "\(whole)")
+        for cuts in everyFeeding(c.wire.count) {
+            let outcome = parseResponses(c.wire, cuts: cuts)
+            #expect(outcome == whole && outcome.error == c.code, "cut at \(cuts): \(outcome)")
+        }
+    }
+
+    /// The verdict on a CR does not wait for the chunk that holds the byte after it: a CR
+    /// alone in its read, then a response, is refused as the two together are.
+    @Test func loneCRInItsOwnReadIsRefused() throws {
+        for prefix in ["", "HTTP/1.1 100 Continue\r\n\r\n"] {
+            var parser = HTTP1ResponseParser()
+            parser.expectResponse(toHEAD: false)
+            if !prefix.isEmpty {
+                guard case .informational? = try parser.parse(Array(prefix.utf8)).event else {
+                    Issue.record("expected the 100")
+                    return
+                }
+            }
+            #expect(try parser.parse(Array("\r".utf8)) == (1, nil))
+            #expect(throws: HTTP1ParseError(.bareCR)) {
+                try parser.parse(Array("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".utf8))
+            }
         }
     }
 

@@ -23,15 +23,33 @@ struct RequestOutcome: Equatable, CustomStringConvertible {
     var only: ParsedRequest? { error == nil && messages.count == 1 ? messages[0] : nil }
 }
 
+/// The feedings a parser's outcome must not depend on, as cut points (see `parseRequests`):
+/// one byte at a time, then each single cut (the bytes before it in one chunk, the rest in
+/// another). Everything at once is no cut at all.
+func everyFeeding(_ count: Int) -> [[Int]] {
+    guard count > 1 else { return [] }
+    return [Array(1..<count)] + (1..<count).map { [$0] }
+}
+
+/// Chunks of `chunk` bytes, as cut points.
+func chunkCuts(_ count: Int, chunk: Int) -> [Int] {
+    Array(stride(from: chunk, to: count, by: chunk))
+}
+
 func parseRequests(_ wire: [UInt8], chunk: Int = .max, limits: HTTP1Limits = HTTP1Limits()) -> RequestOutcome {
+    parseRequests(wire, cuts: chunkCuts(wire.count, chunk: chunk), limits: limits)
+}
+
+/// `cuts`: ascending indices of `wire` where one chunk ends and the next begins.
+func parseRequests(_ wire: [UInt8], cuts: [Int], limits: HTTP1Limits = HTTP1Limits()) -> RequestOutcome {
     var parser = HTTP1RequestParser(limits: limits)
     var outcome = RequestOutcome()
     var current: ParsedRequest?
     var offset = 0
     do {
-        while offset < wire.count {
-            var buffer = Array(wire[offset..<min(wire.count, offset + chunk)])
-            offset += buffer.count
+        for end in cuts + [wire.count] where end > offset {
+            var buffer = Array(wire[offset..<end])
+            offset = end
             while true {
                 let (consumed, event) = try parser.parse(buffer)
                 switch event {
@@ -89,6 +107,14 @@ func parseResponses(
     _ wire: [UInt8], toHEAD: [Bool] = [false], chunk: Int = .max, eof: Bool = true,
     limits: HTTP1Limits = HTTP1Limits()
 ) -> ResponseOutcome {
+    parseResponses(wire, toHEAD: toHEAD, cuts: chunkCuts(wire.count, chunk: chunk), eof: eof, limits: limits)
+}
+
+/// `cuts`: as for `parseRequests`.
+func parseResponses(
+    _ wire: [UInt8], toHEAD: [Bool] = [false], cuts: [Int], eof: Bool = true,
+    limits: HTTP1Limits = HTTP1Limits()
+) -> ResponseOutcome {
     var parser = HTTP1ResponseParser(limits: limits)
     var outcome = ResponseOutcome()
     var expected = toHEAD[...]
@@ -109,16 +135,17 @@ func parseResponses(
     }
     var offset = 0
     do {
-        while offset < wire.count, !parser.isUpgraded {
-            var buffer = Array(wire[offset..<min(wire.count, offset + chunk)])
-            offset += buffer.count
+        for end in cuts + [wire.count] where end > offset {
+            // After a 101 the parser takes nothing more: the rest is the tunnel's.
+            if parser.isUpgraded { break }
+            var buffer = Array(wire[offset..<end])
+            offset = end
             while true {
                 let (consumed, event) = try parser.parse(buffer)
                 handle(event, buffer)
                 buffer.removeFirst(consumed)
                 if event == nil { break }
             }
-            offset -= buffer.count  // only an upgraded parser leaves bytes: the tunnel's
         }
         while case (_, let event?) = try parser.parse([UInt8]()) { handle(event, []) }
         if eof { handle(try parser.finish(), []) }

@@ -91,11 +91,18 @@ routes:
     g.stop()
 
 
-def exchange(port, data, timeout=3):
+def exchange(port, data, timeout=3, split=None):
     """Sends `data` raw, reads until the gateway closes (or `timeout`): every status code it
-    answered, and whether it closed the connection."""
+    answered, and whether it closed the connection. `split`: `data[:split]` goes alone in a
+    first TCP segment, the rest in a second one a moment later, so the gateway reads them
+    apart."""
     s = socket.create_connection(("127.0.0.1", port))
     s.settimeout(timeout)
+    if split is not None:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.send(data[:split])
+        time.sleep(0.2)
+        data = data[split:]
     s.sendall(data)
     buf, closed = b"", False
     deadline = time.time() + timeout
@@ -203,6 +210,26 @@ def test_refused_and_closed_and_nothing_reaches_the_upstream(gw, recorder, name,
     # Whatever was smuggled behind it stays unparsed: the upstream saw nothing at all.
     time.sleep(0.05)
     assert recorder.count() == before, recorder.requests[before:]
+
+
+# A CR not followed by LF before a request line: (name, bytes up to and with the CR, the rest,
+# requests answered before the refusal). The verdict must not depend on where the bytes are
+# cut, here right after the CR, so that it arrives alone.
+LONE_CR = [
+    ("before-the-first-request", b"\r", b"GET / HTTP/1.1\r\n" + H + b"\r\n", 0),
+    ("before-a-pipelined-request", b"GET /one HTTP/1.1\r\n" + H + b"\r\n\r", b"GET /two HTTP/1.1\r\n" + H + b"\r\n", 1),
+]
+
+
+@pytest.mark.parametrize("name,first,rest,answered", LONE_CR, ids=[c[0] for c in LONE_CR])
+def test_a_lone_cr_is_refused_in_one_segment_or_two(gw, recorder, name, first, rest, answered):
+    for split in [None, len(first)]:
+        before = recorder.count()
+        statuses, closed, raw = exchange(gw.port, first + rest, split=split)
+        assert statuses == [200] * answered + [400], (split, raw[:300])
+        assert closed, "the connection closes after a refusal"
+        time.sleep(0.05)
+        assert recorder.count() == before + answered, recorder.requests[before:]
 
 
 def test_a_valid_request_pipelined_after_a_bad_one_is_never_answered(gw, recorder):

@@ -67,11 +67,13 @@ struct HTTP1FieldSection: Sendable {
     /// fields there, and returns where the head ends, how long the start line is (the
     /// head's first bytes) and the fields. nil when any of that does not hold: the section
     /// is then untouched, for the line-by-line reader. Only for a section nothing was read
-    /// into yet. `slack`: room left for fields a consumer adds in place.
+    /// into yet, a CR that waits for its LF included (`storage` does not hold it): else a CR
+    /// refused when the next byte comes with it would pass when it comes alone. `slack`: room
+    /// left for fields a consumer adds in place.
     mutating func readWhole(
         _ input: UnsafeRawBufferPointer, startLineLimit: Int, slack: (bytes: Int, fields: Int) = (0, 0)
     ) -> (end: Int, startLine: Int, fields: HTTP1Fields)? {
-        guard storage.isEmpty, spans.isEmpty, let base = input.baseAddress else { return nil }
+        guard storage.isEmpty, spans.isEmpty, !scanner.pendingCR, let base = input.baseAddress else { return nil }
         let bytes = base.assumingMemoryBound(to: UInt8.self)
         let count = input.count
         // The start line: non-empty, CRLF-terminated, within its limit. What it says is the

@@ -4,8 +4,9 @@
 /// A line longer than a given bound is refused as soon as it passes the bound, so a peer
 /// that never sends LF costs at most that many bytes.
 struct HTTP1LineScanner: Sendable {
-    /// The previous chunk ended on a CR whose LF has not arrived yet.
-    private var pendingCR = false
+    /// The previous chunk ended on a CR whose LF has not arrived yet. The line has begun
+    /// even when no byte of it was kept: whatever reads the next chunk must go through `scan`.
+    private(set) var pendingCR = false
 
     init() {}
 
