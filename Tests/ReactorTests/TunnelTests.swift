@@ -162,6 +162,36 @@ struct TunnelTests {
         #expect(box.closes.map(\.0) == [.sessionEnded])
     }
 
+    /// RFC 6455 §5.1: an unmasked frame from the client never reaches the upstream; the
+    /// client gets Close 1002 and the tunnel closes. The masked frame before it went on.
+    @Test func anUnmaskedClientFrameEndsTheTunnelWithAProtocolError() {
+        let s = Setup()
+        let box = Box()
+        let t = Self.tunnel(s, box: box)
+        t.start()
+        let good = Self.frame([1, 2, 3], masked: true)
+        s.client.deliver(good + Self.frame([0x47, 0x45, 0x54], masked: false))
+        #expect(s.upstream.takeReceived() == good)
+        #expect(
+            s.client.takeReceived()
+                == WebSocketCloseFrame.bytes(code: 1002, reason: "frames from a client must be masked", masked: false))
+        #expect(box.closes.map(\.0) == [.clientProtocolError])
+        #expect(s.client.isClosed && s.upstream.isClosed)
+    }
+
+    /// The upstream's frames are unmasked, as a server's must be: they pass.
+    @Test func unmaskedServerFramesPass() {
+        let s = Setup()
+        let box = Box()
+        let t = Self.tunnel(s, box: box)
+        t.start()
+        let frames = Self.frame([1], masked: false) + Self.frame([2, 3], masked: false)
+        s.upstream.deliver(frames)
+        #expect(s.client.takeReceived() == frames)
+        #expect(box.closes.isEmpty)
+        t.close(.shutdown)
+    }
+
     @Test func opaqueTunnelsEndAtOnce() {
         let s = Setup()
         let box = Box()

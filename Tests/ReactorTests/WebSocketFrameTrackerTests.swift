@@ -95,6 +95,44 @@ struct WebSocketFrameTrackerTests {
         }
     }
 
+    /// RFC 6455 §5.1: with `requireMask` (the client's direction), the first unmasked frame
+    /// stops the stream at its first byte, however the bytes are split; the masked frames
+    /// before it are taken whole.
+    @Test(arguments: [1, 2, 3, 5, 64, 1 << 20])
+    func anUnmaskedClientFrameIsTakenNoneOf(piece: Int) {
+        let masked = Self.stream(masked: true).bytes
+        let unmasked = Self.frame(payload: 10, masked: false)
+        let bytes = masked + unmasked + Self.frame(payload: 3, masked: true)
+        var tracker = WebSocketFrameTracker(requireMask: true)
+        var taken = 0
+        var offset = 0
+        bytes.withUnsafeBytes { all in
+            while offset < all.count {
+                let upTo = min(offset + piece, all.count)
+                taken += tracker.scan(UnsafeRawBufferPointer(rebasing: all[offset..<upTo]))
+                offset = upTo
+            }
+        }
+        #expect(tracker.sawUnmaskedFrame && !tracker.atBoundary)
+        // None of the unmasked frame went on, but its first byte when a piece ended right
+        // after it (the mask bit comes in the next byte).
+        let firstByteAlone = (masked.count + 1) % piece == 0
+        #expect(taken == masked.count + (firstByteAlone ? 1 : 0))
+        // Nothing more is ever taken.
+        #expect(bytes.withUnsafeBytes { tracker.scan($0) } == 0)
+    }
+
+    @Test func maskedFramesPassWhenMaskingIsRequired() {
+        let (bytes, ends) = Self.stream(masked: true)
+        var tracker = WebSocketFrameTracker(requireMask: true)
+        #expect(bytes.withUnsafeBytes { tracker.scan($0) } == bytes.count)
+        #expect(tracker.frames == ends.count && !tracker.sawUnmaskedFrame)
+        // Without the requirement, unmasked frames are followed as before (the server's side).
+        var serverSide = WebSocketFrameTracker()
+        let plain = Self.stream(masked: false).bytes
+        #expect(plain.withUnsafeBytes { serverSide.scan($0) } == plain.count && !serverSide.sawUnmaskedFrame)
+    }
+
     @Test func a64BitLengthWithTheTopBitSetBreaksTheStream() {
         var tracker = WebSocketFrameTracker()
         let bad: [UInt8] = [0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 1, 0xAA]

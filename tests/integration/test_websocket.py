@@ -4,6 +4,7 @@ anything reaches the upstream, a 1 MB message, pipelined bytes around the 101, a
 reader against bounded memory, the idle timeout, the cap, a side vanishing mid-stream,
 `upgrades: []`, a 101 that answers no upgrade, the metrics and the access log."""
 import base64
+import hashlib
 import json
 import os
 import signal
@@ -116,6 +117,13 @@ def handshake(path="/chat", extra=b""):
     key = base64.b64encode(os.urandom(16))
     return (b"GET " + path.encode() + b" HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             b"Sec-WebSocket-Key: " + key + b"\r\nSec-WebSocket-Version: 13\r\n" + extra + b"\r\n")
+
+
+def accept_for(request_head):
+    """The Sec-WebSocket-Accept a real server answers a handshake with (RFC 6455 §4.2.2)."""
+    key = next(l.split(b":", 1)[1].strip() for l in request_head.split(b"\r\n")
+               if l.lower().startswith(b"sec-websocket-key:"))
+    return base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
 
 
 def client_frame(payload, opcode=0x2):
@@ -303,7 +311,7 @@ class GreetingUpstream(RawServer):
             while b"\r\n\r\n" not in data:
                 data += conn.recv(4096)
             conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                         b"Sec-WebSocket-Accept: x\r\n\r\n" + bytes([0x81, 5]) + b"howdy")
+                         b"Sec-WebSocket-Accept: " + accept_for(data) + b"\r\n\r\n" + bytes([0x81, 5]) + b"howdy")
             while chunk := conn.recv(65536):
                 pass
 
@@ -531,7 +539,7 @@ def test_no_tunnel_without_a_real_101_websocket_smuggling(gateway_factory, idp):
     try:
         gw = gateway_factory(ws_config(up.port, idp.url))
         with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as s:
-            s.sendall(handshake(path="/echo/x", extra=b"Sec-WebSocket-Version: 1\r\n"))
+            s.sendall(handshake(path="/echo/x"))
             head, rest = read_head(s)
             assert head.startswith(b"HTTP/1.1 200 ")
             length = int(next(l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")).split(b":")[1])
@@ -561,7 +569,7 @@ class SlowSwitchUpstream(RawServer):
             self.asked.set()
             time.sleep(1)
             conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                         b"Sec-WebSocket-Accept: x\r\n\r\n")
+                         b"Sec-WebSocket-Accept: " + accept_for(data) + b"\r\n\r\n")
             while conn.recv(65536):
                 pass
 

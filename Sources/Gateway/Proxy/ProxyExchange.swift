@@ -86,13 +86,29 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
 
     /// The upstream accepted the upgrade: the 101 goes to the client (with the upstream's
     /// `Sec-WebSocket-Accept`, `-Protocol`, `-Extensions`), the request's access-log line is
-    /// written, and the two connections become a tunnel.
+    /// written, and the two connections become a tunnel. Only a 101 that answers the client's
+    /// key opens one (RFC 6455 §4.1): any other is a 502, and its connection is closed, as
+    /// what follows it on the wire is of unknown meaning.
     func upstreamSwitchedProtocols(_ head: HTTPResponseHead, _ upstream: TunnelEndpoint) {
         guard !done else {
             upstream.close()
             return
         }
         upstreamSeconds = worker.clock() - upstreamStart
+        if let refusal = WebSocketHandshake.refusal(of: head.fields, key: UpgradeExchange.key(exchange.head)) {
+            upstream.close()
+            worker.metrics.upstreamError("bad_handshake")
+            done = true
+            call = nil
+            worker.answer(
+                exchange, context,
+                ErrorResponse.make(
+                    502, error: "bad_gateway", description: "the upstream did not complete the WebSocket handshake",
+                    requestID: context.requestID, detail: "upstream 101: \(refusal.rawValue)"),
+                upstreamSeconds: upstreamSeconds, close: true)
+            selfRetain = nil
+            return
+        }
         let (forwarded, own) = clientFields(head)
         var fields = own ?? HTTP1Fields()
         fields.append("Upgrade", "websocket")

@@ -28,21 +28,45 @@ enum UpgradeExchange {
     }
 
     /// Why a WebSocket upgrade cannot be served on this route, if it cannot: the route does
-    /// not allow it, or the request is not the GET over HTTP/1.1 without content that RFC
-    /// 6455 §4.1 describes (a body would be bytes of unknown meaning ahead of the tunnel).
+    /// not allow it, or the request is not the opening handshake RFC 6455 §4.1 describes: a
+    /// GET over HTTP/1.1 without content (a body would be bytes of unknown meaning ahead of
+    /// the tunnel), one `Sec-WebSocket-Key` that is 16 bytes in base64, and one
+    /// `Sec-WebSocket-Version: 13`. Nothing reaches the upstream when one is found: the
+    /// upstream's 101 is later checked against that key (`WebSocketHandshake`), so a request
+    /// without one could never open a tunnel honestly.
     static func refusal(_ head: HTTPRequestHead, route: RouteConfig, body: RequestBody) -> (
-        status: Int, description: String
+        status: Int, description: String, headers: [(String, String)]
     )? {
         guard route.upgrades.contains("websocket") else {
-            return (400, "this route does not accept WebSocket upgrades (upgrades: [])")
+            return (400, "this route does not accept WebSocket upgrades (upgrades: [])", [])
         }
         guard head.method == .GET, head.version == (1, 1) else {
-            return (400, "a WebSocket upgrade is a GET request over HTTP/1.1 (RFC 6455 §4.1)")
+            return (400, "a WebSocket upgrade is a GET request over HTTP/1.1 (RFC 6455 §4.1)", [])
         }
         guard body.framing == .none else {
-            return (400, "a WebSocket upgrade request has no content")
+            return (400, "a WebSocket upgrade request has no content", [])
+        }
+        let keys = head.fields.values("Sec-WebSocket-Key")
+        guard keys.count == 1, WebSocketHandshake.isValidKey(keys[0].trimmingCharacters(in: .whitespaces)) else {
+            return (400, "a WebSocket upgrade needs one Sec-WebSocket-Key of 16 bytes in base64 (RFC 6455 §4.1)", [])
+        }
+        // RFC 6455 §4.2.2: a version the server does not speak is answered 426 with the
+        // versions it does; a missing one is not a handshake at all (§4.2.1 item 6).
+        let versions = head.fields.values("Sec-WebSocket-Version")
+        guard !versions.isEmpty else {
+            return (400, "a WebSocket upgrade needs Sec-WebSocket-Version: 13 (RFC 6455 §4.1)", [])
+        }
+        guard versions.count == 1, versions[0].trimmingCharacters(in: .whitespaces) == "13" else {
+            return (
+                426, "the only WebSocket version spoken here is 13 (RFC 6455 §4.4)", [("Sec-WebSocket-Version", "13")]
+            )
         }
         return nil
+    }
+
+    /// The client's key, as `refusal` accepted it: what the upstream's 101 must answer.
+    static func key(_ head: HTTPRequestHead) -> String {
+        head.fields.first("Sec-WebSocket-Key")?.trimmingCharacters(in: .whitespaces) ?? ""
     }
 
     /// The upstream request with the upgrade on it: `Connection: upgrade` and

@@ -47,9 +47,10 @@ extension Worker {
     /// The refusal of an upgrade request before anything else is done for it: the route's
     /// `upgrades:`, the request's shape, the tunnel cap.
     func upgradeRefusal(_ ex: ServerExchange, route: RouteConfig, ctx: RequestContext) -> GatewayResponse? {
-        if let (status, description) = UpgradeExchange.refusal(ex.head, route: route, body: ex.body) {
+        if let (status, description, headers) = UpgradeExchange.refusal(ex.head, route: route, body: ex.body) {
             return ErrorResponse.make(
-                status, error: "invalid_request", description: description, requestID: ctx.requestID)
+                status, error: "invalid_request", description: description, requestID: ctx.requestID,
+                headers: headers)
         }
         if tunnels.entries.count + tunnels.pending >= tunnelCap {
             return ErrorResponse.make(

@@ -24,6 +24,8 @@ public final class Tunnel: TunnelEndpointEvents {
         case sessionEnded = "session_ended"
         case tokenExpired = "token_expired"
         case shutdown
+        /// The client broke the WebSocket protocol (an unmasked frame, RFC 6455 §5.1).
+        case clientProtocolError = "client_protocol_error"
     }
 
     /// Bytes carried each way.
@@ -78,7 +80,7 @@ public final class Tunnel: TunnelEndpointEvents {
         self.idleTimeout = idleTimeout
         self.clock = clock
         lastActivity = clock()
-        toUpstream = TunnelPipe(from: client, to: upstream, framesFollowed: webSocket)
+        toUpstream = TunnelPipe(from: client, to: upstream, framesFollowed: webSocket, masked: true)
         toClient = TunnelPipe(from: upstream, to: client, framesFollowed: webSocket)
     }
 
@@ -175,7 +177,25 @@ public final class Tunnel: TunnelEndpointEvents {
 
     private func pump(_ pipe: TunnelPipe) {
         if pipe.move() > 0 { active = true }
+        if pipe.sawUnmaskedFrame { refuseUnmaskedFrame() }
         if state != .open { closeIfDone() }
+    }
+
+    /// RFC 6455 §5.1: "The server MUST close the connection upon receiving a frame that is
+    /// not masked", and MAY send Close 1002 (protocol error) first. The frame itself never
+    /// reaches the upstream; the client gets the Close at its direction's next boundary.
+    private func refuseUnmaskedFrame() {
+        // Ending or draining already: nothing more is read from the client either way.
+        guard state == .open else { return }
+        let reason = CloseReason.clientProtocolError
+        toUpstream.stop()
+        state = .ending(reason)
+        toClient.closeFrame = WebSocketCloseFrame.bytes(
+            code: WebSocketCloseFrame.protocolError, reason: "frames from a client must be masked", masked: false)
+        graceTimer?.cancel()
+        graceTimer = LoopTimer(loop: loop, seconds: Self.graceSeconds) { [unowned(unsafe) self] in self.close(reason) }
+        toClient.move()
+        if !toClient.stopped { toClient.source.setReading(true) }
     }
 
     private func pipe(from endpoint: TunnelEndpoint) -> TunnelPipe { endpoint === client ? toUpstream : toClient }
@@ -195,6 +215,7 @@ public final class Tunnel: TunnelEndpointEvents {
         switch pipe.source.receive(into: buffer) {
         case .bytes(let n):
             if pipe.relay(UnsafeRawBufferPointer(rebasing: buffer[..<n])) > 0 { active = true }
+            if pipe.sawUnmaskedFrame { refuseUnmaskedFrame() }
             if state != .open { closeIfDone() }
         case .wouldBlock:
             break

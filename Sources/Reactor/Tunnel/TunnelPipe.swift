@@ -25,11 +25,15 @@ final class TunnelPipe {
     /// `source` relays directly: its bytes come through `relay(_:)`, not its input.
     var direct = false
 
-    init(from source: TunnelEndpoint, to sink: TunnelEndpoint, framesFollowed: Bool) {
+    /// `masked`: every frame this way must carry a masking key (a client's, RFC 6455 §5.1).
+    init(from source: TunnelEndpoint, to sink: TunnelEndpoint, framesFollowed: Bool, masked: Bool = false) {
         self.source = source
         self.sink = sink
-        frames = framesFollowed ? WebSocketFrameTracker() : nil
+        frames = framesFollowed ? WebSocketFrameTracker(requireMask: masked) : nil
     }
+
+    /// A frame without the masking key this direction requires came: nothing of it went on.
+    var sawUnmaskedFrame: Bool { frames?.sawUnmaskedFrame == true }
 
     /// Moves what `source` holds to `sink`; returns the bytes moved. While a Close frame
     /// waits, only up to the end of the current frame, then the frame.
@@ -63,11 +67,12 @@ final class TunnelPipe {
             _ = evbuffer_add(source.input, bytes.baseAddress, bytes.count)
             return move()
         }
-        if frames != nil { _ = frames!.scan(bytes) }
-        sink.send(bytes: bytes)
-        self.bytes += UInt64(bytes.count)
+        var count = bytes.count
+        if frames != nil { count = frames!.scan(bytes) }
+        if count > 0 { sink.send(bytes: UnsafeRawBufferPointer(rebasing: bytes[..<count])) }
+        self.bytes += UInt64(count)
         updateBlocked()
-        return bytes.count
+        return count
     }
 
     /// Puts the waiting Close frame in if the stream is between frames, and stops.

@@ -8,6 +8,8 @@ internal import COpenSSL
 public enum WebSocketCloseFrame {
     /// 1001: the endpoint is going away (shutdown).
     public static let goingAway: UInt16 = 1001
+    /// 1002: the peer broke the protocol (a client's unmasked frame).
+    public static let protocolError: UInt16 = 1002
     /// 1008: a message violates the endpoint's policy (the session or token ended).
     public static let policyViolation: UInt16 = 1008
 

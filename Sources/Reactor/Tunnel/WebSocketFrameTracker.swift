@@ -6,6 +6,10 @@
 /// Control frames may go between the fragments of a message (RFC 6455 §5.4), so every
 /// frame boundary is a place for one. A pure, byte-fed state machine: fed any split of the
 /// stream, it ends in the same state.
+///
+/// With `requireMask` (the client's direction) a frame without a masking key stops the
+/// stream at that frame's first byte: RFC 6455 §5.1, "The server MUST close the connection
+/// upon receiving a frame that is not masked."
 public struct WebSocketFrameTracker: Sendable, Equatable {
     private enum Phase: Sendable, Equatable {
         /// Before a frame's first byte: a boundary.
@@ -19,8 +23,11 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
         /// A 64-bit length with its most significant bit set (RFC 6455 §5.2: "the most
         /// significant bit MUST be 0"): the stream cannot be followed any further.
         case broken
+        /// An unmasked frame where masking is required: nothing from it on is taken.
+        case unmasked
     }
 
+    private let requireMask: Bool
     private var phase = Phase.start
     private var masked = false
     private var remaining: UInt64 = 0
@@ -30,25 +37,38 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
     /// A Close frame (opcode 0x8) has ended in this direction.
     public private(set) var sawClose = false
 
-    public init() {}
+    public init(requireMask: Bool = false) { self.requireMask = requireMask }
 
     /// No frame is partly through: a whole frame may be put here.
     public var atBoundary: Bool { phase == .start }
     /// The stream broke the framing rules: no boundary will come.
     public var isBroken: Bool { phase == .broken }
+    /// A frame came without the masking key `requireMask` asks for; `scan` took none of it
+    /// that it saw (only a first byte that came in an earlier call went on).
+    public var sawUnmaskedFrame: Bool { phase == .unmasked }
 
     /// Follows `bytes`, the next bytes of the stream, and returns how many it took: all of
-    /// them, or with `stopAtFrameEnd` only up to the end of the first frame that ends in them.
-    /// A broken stream takes everything (nothing more is learnt from it).
+    /// them, or with `stopAtFrameEnd` only up to the end of the first frame that ends in them,
+    /// or up to the first byte of an unmasked frame that `requireMask` refuses. A broken
+    /// stream takes everything (nothing more is learnt from it).
     public mutating func scan(_ bytes: UnsafeRawBufferPointer, stopAtFrameEnd: Bool = false) -> Int {
         var i = 0
         let n = bytes.count
+        // Where the frame being read began in `bytes` (0 if in an earlier call).
+        var frameStart = 0
         while i < n {
             switch phase {
             case .broken:
                 return n
+            case .unmasked:
+                return 0
             case .start:
+                frameStart = i
                 if let end = wholeHeader(bytes, at: i) {
+                    if requireMask && !masked {
+                        phase = .unmasked
+                        return frameStart
+                    }
                     i = end
                     if payloadStarts() && stopAtFrameEnd { return i }
                     continue
@@ -58,8 +78,12 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
                 phase = .length
             case .length:
                 let b = bytes[i]
-                i += 1
                 masked = b & 0x80 != 0
+                if requireMask && !masked {
+                    phase = .unmasked
+                    return frameStart
+                }
+                i += 1
                 switch b & 0x7F {
                 case 126:
                     remaining = 0
