@@ -11,5 +11,7 @@ public struct HTTPServerOptions: Sendable {
     public var headerTimeout: Double = 10
     /// Seconds of silence allowed inside a request body.
     public var bodyTimeout: Double = 30
+    /// The total deadline and minimum rate of a request body (off unless set).
+    public var bodyPace = BodyPace()
     public init() {}
 }

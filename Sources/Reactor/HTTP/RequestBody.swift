@@ -15,6 +15,14 @@ public enum RequestBodyFailure: Error, Sendable, Equatable {
     case malformed
     /// No body byte for the body idle timeout.
     case timeout
+    /// Past the body's total deadline (`BodyPace.deadline`).
+    case pastDeadline
+    /// Under the body's minimum rate after its grace period (`BodyPace.minRate`).
+    case tooSlow
+
+    /// The client took too long (RFC 9110 §15.5.9: 408, "the server would like to close
+    /// this unused connection").
+    public var isTimeout: Bool { self == .timeout || self == .pastDeadline || self == .tooSlow }
 }
 
 /// Receives a streamed request body, in order: `requestBody`*, then `requestBodyEnd` or

@@ -50,6 +50,7 @@ extension HTTP1ConnectionHandler {
         thread.check()
         guard !ex.paused else { return }
         ex.paused = true
+        if ex.paceNextAt != nil { ex.pausedSince = LazyDeadline.now() }
         if deadline == .body { setDeadline(.none) }
         drive()
     }
@@ -58,6 +59,10 @@ extension HTTP1ConnectionHandler {
         thread.check()
         guard ex.paused else { return }
         ex.paused = false
+        if let since = ex.pausedSince {
+            ex.pausedTotal += LazyDeadline.now() - since
+            ex.pausedSince = nil
+        }
         if !ex.bodyComplete, case .streaming = ex.consumer { setDeadline(.body) }
         drive()
     }
@@ -81,6 +86,12 @@ extension HTTP1ConnectionHandler {
 
     private func startReadingBody(_ ex: HTTP1ServerExchange) {
         sendContinue(ex)
+        let pace = context.options.bodyPace
+        if pace.isActive, case .onPace(let first?) = pace.judge(elapsed: 0, active: 0, bytes: 0) {
+            // One check per body, folded into the connection's one deadline (`setDeadline`).
+            ex.paceStart = LazyDeadline.now()
+            ex.paceNextAt = ex.paceStart + first
+        }
         setDeadline(.body)
         drive()
     }
@@ -138,6 +149,7 @@ extension HTTP1ConnectionHandler {
         case .end:
             evbuffer_drain(input, step.consumed)
             ex.bodyComplete = true
+            ex.paceNextAt = nil
             if deadline == .body { setDeadline(.none) }
             let consumer = ex.consumer
             ex.consumer = .finished
@@ -195,6 +207,7 @@ extension HTTP1ConnectionHandler {
     func failBody(_ ex: HTTP1ServerExchange, _ failure: RequestBodyFailure) {
         let consumer = ex.consumer
         ex.consumer = .finished
+        ex.paceNextAt = nil
         if deadline == .body { setDeadline(.none) }
         switch consumer {
         case .collecting(_, _, let done): done(.failure(failure))
@@ -203,15 +216,35 @@ extension HTTP1ConnectionHandler {
         }
     }
 
-    /// No body byte for `bodyTimeout`: the reader fails, and the connection closes (after
-    /// an answer the gateway gives at once, if it does).
-    func bodyTimedOut() {
+    /// The body deadline fired: the pace is judged if its check is due, else no body byte
+    /// came for `bodyTimeout`.
+    func bodyDeadlinePassed() {
+        guard let ex = current, let at = ex.paceNextAt, LazyDeadline.now() >= at - 0.005 else {
+            return bodyTimedOut(.timeout)
+        }
+        let pace = context.options.bodyPace
+        let now = LazyDeadline.now()
+        let elapsed = now - ex.paceStart
+        switch pace.judge(elapsed: elapsed, active: elapsed - ex.pausedTotal, bytes: ex.bodyBytes) {
+        case .onPace(let next):
+            ex.paceNextAt = next.map { now + $0 }
+            armBodyDeadline(now: now)
+        case .pastDeadline:
+            bodyTimedOut(.pastDeadline)
+        case .tooSlow:
+            bodyTimedOut(.tooSlow)
+        }
+    }
+
+    /// The reader fails for taking too long (silence, the pace), and the connection closes
+    /// (after an answer the gateway gives at once, if it does).
+    func bodyTimedOut(_ failure: RequestBodyFailure) {
         guard let ex = current else {
             connection.close()
             return
         }
         ex.closeAfter = true
-        failBody(ex, .timeout)
+        failBody(ex, failure)
         guard !connection.isClosed else { return }
         if case .handedOff = ex.response { closeAfterOutput() } else { connection.close() }
     }

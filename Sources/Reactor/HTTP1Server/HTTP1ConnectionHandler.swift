@@ -38,6 +38,8 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     /// No more requests: the connection closes once the output is written.
     @exclusivity(unchecked) private(set) var isClosing = false
     @exclusivity(unchecked) var deadline = Deadline.none
+    /// When the body's silence bound passes (monotonic seconds), while `deadline` is `.body`.
+    @exclusivity(unchecked) var bodySilenceAt = 0.0
     var thread = LoopThread()
     private var headStarted = false
     private var firstRequest = true
@@ -219,8 +221,18 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         case .none: connection.setDeadline(nil)
         case .header: connection.setDeadline(options.headerTimeout)
         case .idle, .send: connection.setDeadline(options.idleTimeout)
-        case .body: connection.setDeadline(options.bodyTimeout)
+        case .body:
+            let now = LazyDeadline.now()
+            bodySilenceAt = now + options.bodyTimeout
+            armBodyDeadline(now: now)
         }
+    }
+
+    /// The body's deadline: the silence bound, or the pace's next check if it comes first.
+    func armBodyDeadline(now: Double) {
+        var at = bodySilenceAt
+        if let pace = current?.paceNextAt, pace < at { at = pace }
+        connection.setDeadline(max(0, at - now))
     }
 
     func connectionDeadline(_ connection: HTTP1ServerConnection) {
@@ -239,7 +251,10 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         case .idle, .send:
             connection.close()
         case .body:
-            bodyTimedOut()
+            // Stays the body's deadline unless the body ends or fails in there.
+            deadline = .body
+            bodyDeadlinePassed()
+            if deadline == .body, current?.bodyComplete != false { deadline = .none }
         }
     }
 

@@ -55,6 +55,13 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     var bodyBytes = 0
     var paused = false
     var continueSent = false
+    /// Body pacing (`HTTPServerOptions.bodyPace`), monotonic seconds: when reading began,
+    /// since when and for how long in all the gateway held the body back, and when the pace
+    /// is next judged (nil: not paced).
+    var paceStart = 0.0
+    var pausedSince: Double?
+    var pausedTotal = 0.0
+    var paceNextAt: Double?
 
     init(handler: HTTP1ConnectionHandler, request: HTTP1RequestHead) {
         self.handler = handler

@@ -501,7 +501,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
             // A stale keep-alive connection: the upstream closed it while it was idle.
             retried = true
             connection = nil
-            pool.discard(conn)
+            pool.release(conn, reusable: false)
             attempt(fresh: true)
             return
         }

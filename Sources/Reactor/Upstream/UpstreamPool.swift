@@ -12,9 +12,15 @@ public struct UpstreamEndpoint: Sendable, Equatable {
     /// HTTPS upstreams: how to speak TLS to it (nil: plain http). A context is equal only
     /// to itself, so each config load's context gets new pools.
     public var tls: UpstreamTLSContext?
+    /// Connections this pool may have open at once, idle or in use (its worker's share).
+    public var maxConnections: Int
+    /// Requests that may wait for a connection at the cap (`UpstreamPool.wait`), and for how
+    /// many seconds each.
+    public var maxPending: Int
+    public var pendingTimeout: Double
     public init(
         host: String, port: UInt16, connectTimeout: Double, responseTimeout: Double, maxIdle: Int,
-        tls: UpstreamTLSContext? = nil
+        tls: UpstreamTLSContext? = nil, maxConnections: Int = .max, maxPending: Int = 0, pendingTimeout: Double = 5
     ) {
         self.host = host
         self.port = port
@@ -22,6 +28,9 @@ public struct UpstreamEndpoint: Sendable, Equatable {
         self.responseTimeout = responseTimeout
         self.maxIdle = maxIdle
         self.tls = tls
+        self.maxConnections = maxConnections
+        self.maxPending = maxPending
+        self.pendingTimeout = pendingTimeout
     }
 }
 
@@ -41,6 +50,11 @@ public final class UpstreamPool {
     @exclusivity(unchecked) private var idle: [UpstreamConnection] = []
     /// Connections open or opening, idle or in use.
     public private(set) var openConnections = 0
+    /// Connections held by calls (opening or exchanging): at most `endpoint.maxConnections`
+    /// when every call waited its turn (`hasRoom`, `wait`).
+    public private(set) var inUse = 0
+    /// Requests waiting for a connection at the cap, oldest first (`UpstreamPendingQueue`).
+    let pending: UpstreamPendingQueue
     /// HTTPS: the newest session the upstream gave, offered by the next connection.
     let sessionSlot: TLSSessionSlot?
     /// HTTPS: TLS handshakes completed, and how many of them resumed a session.
@@ -58,6 +72,7 @@ public final class UpstreamPool {
         self.endpoint = endpoint
         numericAddress = UpstreamAddress(numeric: endpoint.host, port: endpoint.port)
         sessionSlot = endpoint.tls == nil ? nil : TLSSessionSlot()
+        pending = UpstreamPendingQueue(loop: loop, limit: endpoint.maxPending, timeout: endpoint.pendingTimeout)
     }
 
     deinit {
@@ -79,6 +94,7 @@ public final class UpstreamPool {
 
     /// A warm idle connection unless `fresh`, else a new, unopened one.
     func acquire(fresh: Bool) -> UpstreamConnection {
+        inUse += 1
         if !fresh, let conn = idle.popLast() { return conn }
         openConnections += 1
         return UpstreamConnection(pool: self)
@@ -87,11 +103,13 @@ public final class UpstreamPool {
     /// Takes a connection back after an exchange: kept idle when `reusable` and there is
     /// room, else closed.
     func release(_ conn: UpstreamConnection, reusable: Bool) {
+        inUse -= 1
         if reusable && !conn.isClosed && idle.count < endpoint.maxIdle && conn.becomeIdle() {
             idle.append(conn)
         } else {
             discard(conn)
         }
+        pending.roomMade(self)
     }
 
     /// Closes a connection that is not (or no longer) idle.
@@ -104,7 +122,31 @@ public final class UpstreamPool {
     /// A connection leaves the pool for good, open (a tunnel after a 101 owns it now).
     func detach(_ conn: UpstreamConnection) {
         openConnections -= 1
+        inUse -= 1
+        pending.roomMade(self)
     }
+
+    /// Whether a call started now gets a connection at once (an idle one, or a new one
+    /// under the cap) without passing a request that waits.
+    public var hasRoom: Bool { inUse < endpoint.maxConnections && pending.isEmpty }
+
+    /// Queues `waiter` for a connection at the cap: it is told `upstreamRoom()` in its turn
+    /// (it must then start its call at once, or let the turn go), or `upstreamWaitExpired()`
+    /// after `endpoint.pendingTimeout`. False: the queue is full (`endpoint.maxPending`).
+    public func wait(_ waiter: UpstreamWaiter) -> Bool {
+        assertOnLoop()
+        return pending.add(waiter)
+    }
+
+    /// A waiter gives up its place (its client left).
+    public func stopWaiting(_ waiter: UpstreamWaiter) {
+        assertOnLoop()
+        pending.remove(waiter)
+        pending.roomMade(self)
+    }
+
+    /// Room for one more call (a connection freed, a waiter left).
+    var roomForWaiter: Bool { inUse < endpoint.maxConnections }
 
     /// An idle connection was closed by the upstream or got unexpected bytes.
     func idleConnectionLost(_ conn: UpstreamConnection) {
