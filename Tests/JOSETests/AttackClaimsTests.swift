@@ -185,4 +185,27 @@ struct AttackClaimsTests {
                 .verify(token, now: Self.now)
         }
     }
+
+    /// RFC 7519 §5.2: `cty: JWT` says the payload is itself a JWT (nested). A claims set under
+    /// that header is not what it claims to be, and nested JWTs are not taken: refused, in
+    /// every spelling RFC 7515 §4.1.10 allows; another `cty` is only a media type.
+    @Test("cty JWT on a token that is not nested", arguments: ["JWT", "jwt", "application/JWT", "Application/jwt"])
+    func ctyJWTIsRefused(_ cty: String) throws {
+        let token = try Attack.forge(
+            header: #"{"alg":"ES256","kid":"ES256","typ":"at+jwt","cty":"\#(cty)"}"#, payload: Self.claims(),
+            alg: .ES256, key: Attack.key(.ES256))
+        let error = expectJOSEError(.malformed) {
+            _ = try JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: Self.policy())
+                .verify(token, now: Self.now)
+        }
+        #expect(error?.claim == "cty")
+    }
+
+    @Test func anotherCtyIsOnlyAMediaType() throws {
+        let token = try Attack.forge(
+            header: #"{"alg":"ES256","kid":"ES256","typ":"at+jwt","cty":"json"}"#, payload: Self.claims(),
+            alg: .ES256, key: Attack.key(.ES256))
+        _ = try JWTVerifier(keys: try Attack.verifierSet(.ES256), algorithms: [.ES256], policy: Self.policy())
+            .verify(token, now: Self.now)
+    }
 }

@@ -213,6 +213,9 @@ def test_attacks(gw, idp):
     invalid(gw, jws.serialize_compact({"alg": "ES256", "typ": "at+jwt", "kid": k.kid}, dup, k))
     # DPoP-bound token presented as Bearer.
     invalid(gw, token(k, cnf={"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}))
+    # A header that says the payload is a nested JWT (RFC 7519 §5.2), over a claims set.
+    for cty in ["JWT", "application/jwt"]:
+        invalid(gw, token(k, header_extra={"cty": cty}))
     # Oversized token (> 16 KB).
     invalid(gw, token(k, pad="x" * 17000))
 

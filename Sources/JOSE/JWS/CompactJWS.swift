@@ -103,9 +103,15 @@ public struct CompactJWS: Sendable {
         return try token.withUTF8 { try body(UnsafeBufferPointer(rebasing: $0[0..<n])) }
     }
 
-    /// The payload as a JSON object (a JWT claims set).
+    /// The payload as a JSON object (a JWT claims set). A header with `cty: JWT` says the
+    /// payload is itself a JWT, nested (RFC 7519 §5.2): tokengate takes no nested JWTs, and a
+    /// claims set under that header is not what its signer described, so either way it is
+    /// refused rather than read as claims.
     public func claims() throws -> JSONObject {
-        try JSONParser.parseObject(payload, what: "the JWT claims set")
+        if let cty = header.cty, JWSHeader.typesMatch(cty, "JWT") {
+            throw JOSEError(.malformed, claim: "cty", "cty JWT marks a nested JWT, which is not accepted")
+        }
+        return try JSONParser.parseObject(payload, what: "the JWT claims set")
     }
 }
 

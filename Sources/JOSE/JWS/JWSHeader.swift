@@ -5,6 +5,8 @@ public struct JWSHeader: Sendable {
     /// Read once here: key selection and the claims policy ask for them on every token.
     public let kid: String?
     public let typ: String?
+    /// RFC 7515 §4.1.10: the payload's media type; "JWT" marks a nested JWT (RFC 7519 §5.2).
+    public let cty: String?
 
     /// Header parameters tokengate understands and so may appear in `crit` — none: it
     /// refuses every extension that must be understood (RFC 7515 §4.1.11).
@@ -47,7 +49,7 @@ public struct JWSHeader: Sendable {
         }
         kid = try requireString(Names.kid)
         typ = try requireString(Names.typ)
-        _ = try requireString(Names.cty)
+        cty = try requireString(Names.cty)
         self.object = object
         self.alg = alg
     }
