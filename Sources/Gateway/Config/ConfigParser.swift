@@ -218,8 +218,9 @@ public enum ConfigParser {
                     "max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace",
                     "max_connections", "header_timeout", "body_timeout", "continue_timeout",
                     "tunnel_idle_timeout", "max_tunnels"
-                ])
+                ] + bodyPaceKeys)
         else { return l }
+        bodyPace(m, &l, r)
         if let n = m["max_tunnels"], let s = r.string(n, path: "limits.max_tunnels") {
             if let v = Int(s), v >= 1, v <= 1_000_000 {
                 l.maxTunnels = v
@@ -274,7 +275,8 @@ public enum ConfigParser {
             guard
                 let u = r.mapping(
                     value, path: p,
-                    known: ["url", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls"])
+                    known: ["url", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls"]
+                        + upstreamCapKeys)
             else { continue }
             guard let urlNode = u["url"] else {
                 r.problem(p, value, "needs url: http://host:port")
@@ -307,6 +309,7 @@ public enum ConfigParser {
                     r.problem("\(p).max_idle_connections", n, "must be a number ≥ 0")
                 }
             }
+            upstreamCap(u, path: p, &up, r)
             if let n = u["host_header"], let s = r.string(n, path: "\(p).host_header") {
                 switch s {
                 case "upstream": up.hostHeader = .upstream

@@ -124,6 +124,12 @@ struct Limits: Sendable {
     var headerTimeout = 10.0
     /// No request body byte for this long: the exchange fails and the connection closes.
     var bodyTimeout = 30.0
+    /// `body_deadline`: the most a whole request body may take (nil: off, the rate bounds it).
+    var bodyDeadline: Double?
+    /// `body_min_rate`: bytes per second a request body must average once
+    /// `body_min_rate_grace` has passed (0: off). Past either: 408, both connections closed.
+    var bodyMinRate = 1024
+    var bodyMinRateGrace = 5.0
     /// How long a proxied body whose client sent `Expect: 100-continue` waits on the
     /// upstream's 100 (or its refusal) before the gateway says 100 itself and sends it anyway
     /// (RFC 9110 §10.1.1); 0: the upstream is not asked, the gateway says 100 at once.
@@ -152,6 +158,11 @@ struct UpstreamConfig: Sendable {
     var timeout = 30.0
     var hostHeader = HostHeader.upstream
     var maxIdleConnections = 64
+    /// Open connections per process (shared out among workers), requests that may wait at
+    /// that cap, and how long each may wait before a 503 (ConfigParser+Pacing.swift).
+    var maxConnections = 1024
+    var maxPending = 1024
+    var pendingTimeout = 5.0
     /// `url: https://…`: the `tls:` settings as written (defaults when there is no `tls:`).
     var tls: UpstreamTLSConfig?
     /// Built from `tls` by the parser, once per config load (so a reload reads rotated

@@ -139,6 +139,8 @@ final class Worker: ResponderObserver {
         options.idleTimeout = limits.clientIdleTimeout
         options.headerTimeout = limits.headerTimeout
         options.bodyTimeout = limits.bodyTimeout
+        options.bodyPace = BodyPace(
+            deadline: limits.bodyDeadline, minRate: limits.bodyMinRate, grace: limits.bodyMinRateGrace)
         // The process's cap, shared out evenly: each worker's listeners accept their part.
         options.maxConnections = max(1, (limits.maxConnections + config.workers - 1) / config.workers)
         return options
@@ -159,10 +161,11 @@ final class Worker: ResponderObserver {
         for s in servers { s.apply(options) }
         var next: [String: UpstreamPool] = [:]
         for (name, up) in new.upstreams {
-            if let old = pools[name], old.endpoint == up.endpoint {
+            let endpoint = poolEndpoint(up, workers: new.workers)
+            if let old = pools[name], old.endpoint == endpoint {
                 next[name] = old
             } else {
-                next[name] = UpstreamPool(loop: loop, endpoint: up.endpoint)
+                next[name] = UpstreamPool(loop: loop, endpoint: endpoint)
             }
         }
         for (name, old) in pools where next[name] !== old {
@@ -330,10 +333,13 @@ final class Worker: ResponderObserver {
                         413, error: "invalid_request", description: "the request body is too large",
                         requestID: ctx.requestID), close: true)
             case .failure(let why):
+                // Too slow (silence, the body's pace): RFC 9110 §15.5.9's 408.
                 self.answer(
                     ex, ctx,
                     ErrorResponse.make(
-                        400, error: "invalid_request", description: "the request body did not arrive",
+                        why.isTimeout ? 408 : 400, error: "invalid_request",
+                        description: why.isTimeout
+                            ? "the request body took too long" : "the request body did not arrive",
                         requestID: ctx.requestID, detail: "body: \(why)"), close: true)
             }
         }
@@ -409,6 +415,16 @@ final class Worker: ResponderObserver {
                     requestID: ctx.requestID))
             return
         }
+        guard pool.hasRoom else {
+            // At the upstream's connection cap: wait in its queue, or 503 past it.
+            waitForUpstream(ex, ctx: ctx, pool: pool, request: request)
+            return
+        }
+        startProxy(ex, ctx: ctx, pool: pool, request: request)
+    }
+
+    /// Proxies the request on a connection the pool has room for.
+    func startProxy(_ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request) {
         ProxyExchange(worker: self, exchange: ex, context: ctx)
             .start(pool: pool, request: ctx.upgrade ? UpgradeExchange.upstreamRequest(request) : request)
     }
