@@ -119,10 +119,10 @@ struct HTTP1ServerLimitsTests {
         defer { harness.stop() }
         var first: TestClient? = try TestClient(port: harness.port)
         let second = try TestClient(port: harness.port)
-        for client in [first!, second] {
-            client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(client.readResponse()?.status == 200)
-        }
+        // Both in the middle of a head: none idle, so none is reclaimed (see
+        // HTTP1ServerReclaimTests for idle ones).
+        for client in [first!, second] { client.send("GET / HTTP/1.1\r\n") }
+        #expect(harness.wait { harness.server!.openConnections == 2 && harness.server!.idleConnections == 0 })
         // The kernel completes the third handshake, but the server does not take it.
         let third = try TestClient(port: harness.port, timeout: 0.3)
         third.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -15,15 +15,15 @@ final class HTTP1ServerHarness: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
 
     /// `loop`: given when the handler needs it (to answer later).
-    /// `tls`: the server's sockets speak TLS.
+    /// `tls`: the server's sockets speak TLS. `budget`: shared with other servers.
     init(
         loop: EventLoop = EventLoop(), options: HTTPServerOptions = HTTPServerOptions(), tls: TLSContext? = nil,
-        handler: @escaping (ServerExchange) -> Void
+        budget: ConnectionBudget? = nil, handler: @escaping (ServerExchange) -> Void
     ) throws {
         self.loop = loop
         let fd = try Listener.open(host: "127.0.0.1", port: 0)
         port = Listener.port(of: fd)
-        let server = HTTP1Server(loop: loop, options: options, tls: tls, handler: handler)
+        let server = HTTP1Server(loop: loop, options: options, tls: tls, budget: budget, handler: handler)
         try server.serve(listeningSocket: fd)
         self.server = server
         keepRunning = LoopTimer(loop: loop, seconds: 3600, repeating: true) {}

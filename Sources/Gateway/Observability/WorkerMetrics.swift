@@ -90,6 +90,8 @@ struct MetricsSnapshot: Sendable {
     var dpopUnchecked = 0
     /// Times a listener stopped accepting because `limits.max_connections` was reached.
     var acceptPauses = 0
+    /// Idle client connections closed to make room at `limits.max_connections`.
+    var connectionsReclaimed = 0
     /// HTTPS upstreams: TLS handshakes, and how many resumed a session.
     var upstreamTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
     /// Tunnels (WebSocket after a 101): open now, bytes each way, closes by reason.
@@ -98,6 +100,7 @@ struct MetricsSnapshot: Sendable {
     mutating func add(_ o: MetricsSnapshot) {
         dpopUnchecked += o.dpopUnchecked
         acceptPauses += o.acceptPauses
+        connectionsReclaimed += o.connectionsReclaimed
         upstreamTLSHandshakes.merge(o.upstreamTLSHandshakes) { $0.adding($1) }
         tunnels.add(o.tunnels)
         callbacks += o.callbacks
@@ -138,6 +141,9 @@ struct MetricsSnapshot: Sendable {
         out.single(
             "tokengate_accept_pauses_total", .counter, help: "Times accepting paused at limits.max_connections.",
             acceptPauses)
+        out.single(
+            "tokengate_connections_reclaimed_total", .counter,
+            help: "Idle client connections closed to make room at limits.max_connections.", connectionsReclaimed)
         out.labelled(
             "tokengate_upstream_connections", .gauge, help: "Open connections to each upstream.",
             label: "upstream", upstreamConnections.sorted(by: { $0.key < $1.key }))

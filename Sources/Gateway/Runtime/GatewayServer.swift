@@ -45,6 +45,9 @@ public final class GatewayServer {
         }
         // Compiled once; every worker reads the same one.
         let router = Router(routes: config.routes)
+        // limits.max_connections is per process: one count for every worker's listeners.
+        let budget = ConnectionBudget(limit: config.limits.maxConnections)
+        let reclaimWarning = ReclaimWarning()
         for id in 0..<config.workers {
             let worker = Worker(
                 id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,
@@ -53,7 +56,7 @@ public final class GatewayServer {
             for (i, l) in config.listeners.enumerated() {
                 sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i]))
             }
-            try worker.serve(sockets: sockets)
+            try worker.serve(sockets: sockets, budget: budget, reclaimWarning: reclaimWarning)
             workers.append(worker)
         }
         if let deployment = stores.redisDeployment { storeHealth = StoreHealth(loop: mainLoop, deployment: deployment) }

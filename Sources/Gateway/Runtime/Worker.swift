@@ -115,11 +115,18 @@ final class Worker: ResponderObserver {
     }
 
     /// Adds a server on each listening socket (fds opened by the caller, one set per worker).
-    func serve(sockets: [(fd: Int32, tls: TLSContext?)]) throws {
+    /// `budget`: the process's `limits.max_connections`, shared by every worker's servers;
+    /// `reclaimWarning`: the process's once-a-minute gate for the warning about reclaims.
+    func serve(
+        sockets: [(fd: Int32, tls: TLSContext?)], budget: ConnectionBudget? = nil,
+        reclaimWarning: ReclaimWarning = ReclaimWarning()
+    ) throws {
         let options = serverOptions(config.limits)
+        let budget = budget ?? ConnectionBudget(limit: options.maxConnections)
         for socket in sockets {
             let handler: (ServerExchange) -> Void = { [unowned self] exchange in self.handle(exchange) }
-            let server = HTTP1Server(loop: loop, options: options, tls: socket.tls, handler: handler)
+            let server = HTTP1Server(loop: loop, options: options, tls: socket.tls, budget: budget, handler: handler)
+            server.onReclaim = { [unowned self] in self.connectionReclaimed(reclaimWarning) }
             try server.serve(listeningSocket: socket.fd)
             servers.append(server)
         }
@@ -141,8 +148,8 @@ final class Worker: ResponderObserver {
         options.bodyTimeout = limits.bodyTimeout
         options.bodyPace = BodyPace(
             deadline: limits.bodyDeadline, minRate: limits.bodyMinRate, grace: limits.bodyMinRateGrace)
-        // The process's cap, shared out evenly: each worker's listeners accept their part.
-        options.maxConnections = max(1, (limits.maxConnections + config.workers - 1) / config.workers)
+        // The process's cap: every worker's servers count against one `ConnectionBudget`.
+        options.maxConnections = limits.maxConnections
         return options
     }
 
@@ -212,6 +219,7 @@ final class Worker: ResponderObserver {
             tokenCache: (tokens.cacheHits, tokens.cacheMisses))
         s.dpopUnchecked = authenticator.uncheckedProofs
         s.acceptPauses = servers.reduce(0) { $0 + $1.acceptPauses }
+        s.connectionsReclaimed = servers.reduce(0) { $0 + $1.reclaimedConnections }
         s.upstreamTLSHandshakes = retiredTLSHandshakes
         for (name, pool) in pools where pool.endpoint.tls != nil {
             s.upstreamTLSHandshakes[name, default: .init()].add(pool)

@@ -4,8 +4,9 @@ public struct HTTPServerOptions: Sendable {
     public var maxHeaderSize: Int = 32 << 10
     /// Idle keep-alive and read/write timeout on client connections, seconds.
     public var idleTimeout: Double = 60
-    /// Client connections this server keeps open at once; at the cap it stops accepting
-    /// until one closes.
+    /// Client connections open at once, across every server sharing a `ConnectionBudget`
+    /// (the gateway: the whole process). At the cap the oldest idle connection is closed
+    /// for a new one; with none idle, accepting stops until one closes.
     public var maxConnections: Int = 10_000
     /// Seconds a client has to send a whole request head (408 and close after that).
     public var headerTimeout: Double = 10

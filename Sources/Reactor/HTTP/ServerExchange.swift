@@ -46,4 +46,6 @@ public protocol ExchangeServer: AnyObject {
     var openConnections: Int { get }
     /// Times accepting paused because `maxConnections` were open.
     var acceptPauses: Int { get }
+    /// Idle connections closed to make room for new ones at `maxConnections`.
+    var reclaimedConnections: Int { get }
 }

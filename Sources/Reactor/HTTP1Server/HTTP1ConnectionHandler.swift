@@ -60,6 +60,8 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         // The first head is due from the accept on.
         setDeadline(.header)
         connection.setReading(true)
+        // Nothing received yet: reclaimable at the connection limit until a byte comes.
+        context.idle.append(connection)
     }
 
     var input: OpaquePointer { connection.input }
@@ -83,6 +85,19 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         } while driveAgain
         driving = false
         updateReading()
+        updateIdle()
+    }
+
+    /// Joins or leaves the server's idle list (the connections reclaimed at the limit):
+    /// idle means between requests with no byte of the next head received, nothing left to
+    /// write and nothing unanswered, so a reclaim loses no request and no answer (RFC 9112
+    /// §9.8: a server may close an idle connection at any time; a client retries on a new
+    /// one). A TLS handshake in progress counts as idle: it has sent no request byte yet.
+    private func updateIdle() {
+        let idle =
+            current == nil && !isClosing && !connection.isClosed && unflushed.isEmpty
+            && parser.isIdle && evbuffer_get_length(input) == 0 && pendingOutput == 0
+        context.idle.set(connection, idle: idle)
     }
 
     private func updateReading() {
@@ -172,6 +187,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     func closeAfterOutput() {
         guard !isClosing else { return }
         isClosing = true
+        context.idle.remove(connection)
         setDeadline(.none)
         // The client may still be sending: unread input, a body not read to its end, a
         // head cut short.
@@ -195,6 +211,8 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
         ex.response = .handedOff
         isClosing = true
+        // A tunnel is never reclaimed (it was not idle either: the upgrade was in flight).
+        context.idle.remove(connection)
         setDeadline(.none)
         current = nil
         // Answers before this one are in the output ahead of the 101: done as far as their
@@ -298,11 +316,13 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
             setDeadline(.send)
         }
         if current == nil, evbuffer_get_length(input) > 0 { drive() }
+        updateIdle()
     }
 
     func connectionClosed(_ connection: HTTP1ServerConnection) {
         thread.check()
         isClosing = true
+        context.idle.remove(connection)
         deadline = .none
         let ex = current
         current = nil

@@ -6,11 +6,19 @@ import Glibc
 /// listening sockets (a persistent read event each, `accept4` until EAGAIN) and runs each
 /// connection as an `HTTP1ServerConnection` with an `HTTP1ConnectionHandler` on it, over
 /// plain TCP or, given a `TLSContext`, over TLS (`TLSConnectionIO`, one SSL object per
-/// connection, the handshake inside the header deadline). At
-/// `maxConnections` open connections it stops accepting until one closes (`acceptPauses`
-/// counts how often). Owns its listening sockets and their events, and closes every
-/// connection when it goes. Loop-thread only, except `init` and `serve`, which may run
-/// anywhere before the loop starts.
+/// connection, the handshake inside the header deadline).
+///
+/// Open connections are bounded by a `ConnectionBudget` (`maxConnections`), shared by
+/// every server of a process. At the limit the server reclaims, as nginx does when its
+/// `worker_connections` run out: it accepts the new client and closes its own connection
+/// idle the longest (`IdleConnectionList`: no byte of a request head yet, or keep-alive
+/// between requests), handing that slot over, so a new client is not kept waiting by
+/// sockets that say nothing. A connection inside a request, closing, or turned into a
+/// tunnel is never reclaimed. With nothing idle of its own it asks another server of the
+/// budget to reclaim, and stops accepting until a slot frees (`acceptPauses`). Owns its
+/// listening sockets and their events, and closes every connection when it goes.
+/// Loop-thread only, except `init` and `serve`, which may run anywhere before the loop
+/// starts.
 public final class HTTP1Server: ExchangeServer {
     private let loop: EventLoop
     private let tls: TLSContext?
@@ -19,14 +27,31 @@ public final class HTTP1Server: ExchangeServer {
     private var connections: [ObjectIdentifier: HTTP1ServerConnection] = [:]
     private var acceptPaused = false
     private var thread = LoopThread()
+    private let budget: ConnectionBudget
+    /// This server as its budget's other servers reach it (`reclaimForPeer`).
+    private var peer: ConnectionBudget.Peer?
+    /// Accepting stopped at the budget's limit with nothing idle to reclaim; a retry is
+    /// scheduled (one wait counts as one pause, however many retries it takes).
+    private var waitingForSlot = false
+    private var retryScheduled = false
     /// How many times accepting paused at `maxConnections` (or at the process's fd limit).
     public private(set) var acceptPauses = 0
+    /// Idle connections closed to make room at `maxConnections`.
+    public private(set) var reclaimedConnections = 0
+    /// Called on the loop after each reclaim (the gateway logs it).
+    public var onReclaim: (() -> Void)?
+
+    /// How soon a server waiting for a slot looks again: a slot freed on another worker's
+    /// loop does not announce itself on this one.
+    static let slotRetrySeconds = 0.02
 
     private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     /// `tls`: every connection accepted on this server's sockets speaks TLS (1.2 or later).
+    /// `budget`: shared with the process's other servers (its limit is set from
+    /// `options.maxConnections`, which they must agree on); by default one of its own.
     public init(
-        loop: EventLoop, options: HTTPServerOptions, tls: TLSContext?,
+        loop: EventLoop, options: HTTPServerOptions, tls: TLSContext?, budget: ConnectionBudget? = nil,
         handler: @escaping (ServerExchange) -> Void
     ) {
         // A write to a socket the peer reset raises SIGPIPE, which would end the process.
@@ -34,13 +59,21 @@ public final class HTTP1Server: ExchangeServer {
         self.loop = loop
         self.tls = tls
         context = HTTP1ServerContext(options: options, handler: handler)
+        self.budget = budget ?? ConnectionBudget(limit: options.maxConnections)
+        self.budget.limit = options.maxConnections
+        let peer = ConnectionBudget.Peer(loop: loop, server: self)
+        self.peer = peer
+        self.budget.join(peer)
     }
 
     deinit {
+        if let peer { budget.leave(peer) }
         for listener in listeners {
             event_free(listener.event)
             close(listener.fd)
         }
+        // Closing the connections below must not re-arm the freed listening events.
+        listeners.removeAll()
         for connection in Array(connections.values) { connection.close() }
     }
 
@@ -75,19 +108,36 @@ public final class HTTP1Server: ExchangeServer {
     public func apply(_ options: HTTPServerOptions) {
         thread.check()
         context.options = options
-        if acceptPaused && connections.count < options.maxConnections { resumeAccepting() }
+        budget.limit = options.maxConnections
+        if acceptPaused && budget.hasRoom { resumeAccepting() }
     }
 
     public var openConnections: Int { connections.count }
 
+    /// Connections that may be reclaimed now (idle, oldest first).
+    var idleConnections: Int { context.idle.count }
+
     fileprivate func acceptReady(_ fd: Int32) {
         thread.bindIfUnbound()
         thread.check()
+        // The listening socket was reported readable: a client is waiting for this accept.
+        var clientWaiting = true
         while !acceptPaused {
-            guard connections.count < context.options.maxConnections else {
-                pauseAccepting()
-                return
+            if !budget.tryAcquire() {
+                if context.idle.isEmpty {
+                    waitForSlot()
+                    return
+                }
+                // At the limit, one reclaim per readiness report, and only when a client is
+                // known to wait (the first accept of the report), so that no idle connection
+                // is closed for nobody. Closed before the accept, its slot handed over: the
+                // process never holds more client sockets than the limit, not even for a
+                // moment. Level-triggered readiness brings the next waiting client next turn
+                // (nginx, without multi_accept, also accepts one client per event).
+                guard clientWaiting else { return }
+                reclaimOldestIdle(handingSlotOver: true)
             }
+            clientWaiting = false
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let client = withUnsafeMutablePointer(to: &address) {
@@ -96,6 +146,7 @@ public final class HTTP1Server: ExchangeServer {
                 }
             }
             if client < 0 {
+                budget.release()
                 switch errno {
                 case EINTR, ECONNABORTED: continue
                 case EMFILE, ENFILE:
@@ -106,7 +157,45 @@ public final class HTTP1Server: ExchangeServer {
                 default: return  // EAGAIN: all accepted
                 }
             }
+            waitingForSlot = false
             open(client, address)
+        }
+    }
+
+    /// Closes the connection idle the longest. `handingSlotOver`: its slot goes to the
+    /// client about to be accepted instead of back to the budget, so that another worker
+    /// cannot take it in between.
+    @discardableResult
+    private func reclaimOldestIdle(handingSlotOver: Bool) -> Bool {
+        guard let victim = context.idle.popOldest() else { return false }
+        reclaimedConnections += 1
+        if handingSlotOver { connections.removeValue(forKey: ObjectIdentifier(victim)) }
+        victim.close()
+        onReclaim?()
+        return true
+    }
+
+    /// Another server of the budget is at the limit with nothing idle of its own.
+    func reclaimForPeer() {
+        thread.check()
+        reclaimOldestIdle(handingSlotOver: false)
+    }
+
+    /// At the limit with nothing idle here: stop accepting, ask another server to free a
+    /// slot, and look again shortly.
+    private func waitForSlot() {
+        if !waitingForSlot {
+            waitingForSlot = true
+            acceptPauses += 1
+        }
+        pauseAccepting(counted: false)
+        if let peer { budget.askPeerToReclaim(except: peer) }
+        guard !retryScheduled else { return }
+        retryScheduled = true
+        loop.schedule(after: Self.slotRetrySeconds) { [weak self] in
+            guard let self else { return }
+            retryScheduled = false
+            if waitingForSlot && acceptPaused { resumeAccepting() }
         }
     }
 
@@ -121,6 +210,7 @@ public final class HTTP1Server: ExchangeServer {
             } catch {
                 // Out of memory in OpenSSL: this client goes, the listener stays.
                 close(fd)
+                budget.release()
                 return
             }
         } else {
@@ -128,21 +218,28 @@ public final class HTTP1Server: ExchangeServer {
         }
         let info = ClientConnection(peer: Self.numericHost(address), isTLS: tls != nil)
         let connection = HTTP1ServerConnection(base: loop.base, fd: fd, io: io, info: info)
-        guard !connection.isClosed else { return }
+        guard !connection.isClosed else {
+            budget.release()
+            return
+        }
         connections[ObjectIdentifier(connection)] = connection
         connection.onClose = { [weak self] in self?.closed($0) }
         connection.handler = HTTP1ConnectionHandler(connection: connection, context: context)
     }
 
     private func closed(_ connection: HTTP1ServerConnection) {
-        connections.removeValue(forKey: ObjectIdentifier(connection))
-        if acceptPaused && connections.count < context.options.maxConnections { resumeAccepting() }
+        context.idle.remove(connection)
+        // A reclaimed connection was taken out of the table first: its slot went to the
+        // client that replaced it.
+        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        budget.release()
+        if acceptPaused && budget.hasRoom { resumeAccepting() }
     }
 
-    private func pauseAccepting() {
+    private func pauseAccepting(counted: Bool = true) {
         guard !acceptPaused else { return }
         acceptPaused = true
-        acceptPauses += 1
+        if counted { acceptPauses += 1 }
         for listener in listeners { event_del(listener.event) }
     }
 

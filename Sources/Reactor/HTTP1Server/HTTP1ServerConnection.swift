@@ -19,7 +19,7 @@ import Glibc
 /// lingering read so that unread request bytes do not turn into an RST that destroys the
 /// response); `close()` is immediate (with a close_notify when the session allows).
 /// Loop-thread only.
-final class HTTP1ServerConnection {
+final class HTTP1ServerConnection: IdleListNode {
     /// Bytes read from the socket and not yet consumed by the handler.
     let input: OpaquePointer
     /// Bytes queued for the socket.
@@ -36,6 +36,8 @@ final class HTTP1ServerConnection {
     @exclusivity(unchecked) private(set) var bytesWritten: UInt64 = 0
     @exclusivity(unchecked) private(set) var isClosed = false
     private(set) var peerClosed = false
+    /// Its place among the server's idle connections (`HTTP1ServerContext.idle`).
+    var idleLinks = IdleLinks<HTTP1ServerConnection>()
 
     private let fd: Int32
     private let io: ConnectionIO

@@ -1,12 +1,15 @@
 /// What a server's connections share: the options in force (replaced by `apply`), the
-/// parser limits derived from them, the `Date` cache and the gateway's handler. One per
-/// `HTTP1Server`; loop-thread only.
+/// parser limits derived from them, the `Date` cache, the gateway's handler and the list
+/// of idle connections the server may reclaim. One per `HTTP1Server`; loop-thread only.
 final class HTTP1ServerContext {
     var options: HTTPServerOptions {
         didSet { limits = Self.limits(options) }
     }
     private(set) var limits: HTTP1Limits
     let dates = HTTPDateCache()
+    /// Kept by the handlers as their connections go idle and busy; the server reclaims from
+    /// its older end at the connection limit.
+    let idle = IdleConnectionList<HTTP1ServerConnection>()
     let handler: (ServerExchange) -> Void
 
     init(options: HTTPServerOptions, handler: @escaping (ServerExchange) -> Void) {
