@@ -5,9 +5,10 @@ per scenario and target, prints the table and writes the JSON result.
 usage: report.py WORKDIR OUT_JSON
 
 WORKDIR holds meta.json (run parameters, scenario kinds), runs.tsv (scenario, target,
-round, wrk output file) and rss.tsv (scenario, target, peak RSS in kB). Targets: nginx
-(the plain-proxy baseline), tokengate, and a peer where the scenario has one
-(mod_auth_openidc in the RS256 bearer scenarios). Standard library only.
+round, wrk output file), rss.tsv (scenario, target, peak RSS in kB), ready.tsv and
+reload.tsv (scenario, ms: tokengate's start to /readyz; SIGHUP to "config reloaded").
+Targets: nginx (the plain-proxy baseline), tokengate, and a peer where the scenario has
+one (mod_auth_openidc in the RS256 bearer scenarios). Standard library only.
 """
 import json
 import re
@@ -107,6 +108,14 @@ def main(workdir, out_path):
                 syscalls.setdefault(scenario, {})[target] = int(calls) / int(requests)
     except FileNotFoundError:
         pass
+    timings = {}  # scenario -> {"tokengate_ready_ms": ms, "tokengate_reload_ms": ms}
+    for name, key in (("ready.tsv", "tokengate_ready_ms"), ("reload.tsv", "tokengate_reload_ms")):
+        try:
+            for line in open(f"{workdir}/{name}"):
+                scenario, ms = line.rstrip("\n").split("\t")
+                timings.setdefault(scenario, {})[key] = int(ms)
+        except FileNotFoundError:
+            pass
     for name, table in (("cpu.tsv", cpu), ("store.tsv", store), ("cpu-nginx.tsv", cpu_nginx)):
         try:
             for line in open(f"{workdir}/{name}"):
@@ -201,6 +210,11 @@ def main(workdir, out_path):
         ng_kb = rss.get(scenario, {}).get("nginx")
         if ng_kb is not None:
             print(f"  nginx baseline peak RSS (VmHWM summed over master + workers): {ng_kb / 1024:.1f} MB")
+        s.update(timings.get(scenario, {}))
+        if "tokengate_ready_ms" in s:
+            print(f"  tokengate start to ready (/readyz): {s['tokengate_ready_ms']} ms"
+                  + (f"; SIGHUP to \"config reloaded\": {s['tokengate_reload_ms']} ms"
+                     if "tokengate_reload_ms" in s else ""))
         peer_kb = rss.get(scenario, {}).get(PEER)
         if peer_kb is not None:
             print(f"  {PEER} peak RSS (VmHWM summed over Apache's parent + children): {peer_kb / 1024:.1f} MB")
@@ -239,6 +253,9 @@ def main(workdir, out_path):
         elif kind["auth"] == "floor":
             checks = {"no errors": errors_ok}
             print("  (a ceiling, not a target: with verify-floor.patch and TG_FLOOR set, one bare verification per request)")
+        elif kind["auth"] == "routes":
+            checks = {"no errors": errors_ok}
+            print("  (routing at scale: the requests match only the catch-all, after the other routes; no target)")
         elif kind["auth"].startswith("dpop") or kind["auth"] == "login-redis":
             checks = {"no errors": errors_ok}
             print("  (reported with Redis round trips per request; issue 7: at most 1 for DPoP, 0 for a cached session)")

@@ -4,11 +4,12 @@
 # A benchmark, not a test: it reports figures and the issue's targets, and exits 0 unless
 # something failed to run.
 #
-# usage: bench/run.sh [SCENARIO...]        (default: every scenario defined at the bottom)
+# usage: bench/run.sh [SCENARIO...]        (default: every scenario defined at the bottom
+#                                          but floor-* and routes-*; `routes`: routes-1/1000/10000)
 # env:   ROUNDS=5 DURATION=10 (s per wrk run) WARMUP=3 (s) CONNECTIONS=64 THREADS=2
 #        WORKERS=$(nproc) (nginx proxy worker_processes = tokengate workers)
 #        TOKENGATE_BIN=path (skip the build)  OUT=/tmp/tokengate-bench.json
-#        PORT_BASE=18180 (uses PORT_BASE..PORT_BASE+9 on 127.0.0.1)  KEEP_WORK=1 (keep temp dir)
+#        PORT_BASE=18180 (uses PORT_BASE..PORT_BASE+11 on 127.0.0.1)  KEEP_WORK=1 (keep temp dir)
 #        MOD_AUTH_OPENIDC=1 (0: no Apache mod_auth_openidc peer in the RS256 bearer scenarios)
 #        TOKENGATE_ENV="K=V ..." (environment for tokengate only, e.g. to try a libevent or
 #        allocator setting)  PERF_OUT=FILE (perf record -g tokengate's first round into FILE)
@@ -111,10 +112,10 @@ render() {
 
 wait_http() { # URL PID [CURL_ARGS...]: until URL answers 2xx, or the process died, or 10 s
   local i
-  for i in $(seq 100); do
+  for i in $(seq 500); do
     curl -fs -o /dev/null "${@:3}" "$1" && return 0
     kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.1
+    sleep 0.02
   done
   return 1
 }
@@ -122,10 +123,11 @@ wait_http() { # URL PID [CURL_ARGS...]: until URL answers 2xx, or the process di
 # start_nginx NAME TEMPLATE PORT [READY_URL [CURL_ARGS...]] : runs nginx in the foreground
 # from $WORK/NAME; sets NGINX_PID.
 start_nginx() {
-  local name=$1 dir=$WORK/$1 user_line=""
+  local name=$1 dir=$WORK/$1 template=$2 user_line=""
+  [[ $template == /* ]] || template=$ROOT/$template
   mkdir -p "$dir"
   [[ $(id -u) -ne 0 ]] || user_line="user root;"  # workers would otherwise drop to nobody
-  render "$ROOT/$2" "$dir/nginx.conf" DIR="$dir" PORT="$3" UPSTREAM_PORT="$PORT_UPSTREAM" \
+  render "$template" "$dir/nginx.conf" DIR="$dir" PORT="$3" UPSTREAM_PORT="$PORT_UPSTREAM" \
     WORKERS="$WORKERS" USER_LINE="$user_line" TOKENGATE_PORT="$PORT_TOKENGATE"
   "$NGINX" -q -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" -t || die "$name: nginx rejected $dir/nginx.conf"
   "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
@@ -249,6 +251,7 @@ if awk -v l="$load1" 'BEGIN { exit !(l > 0.5) }'; then
 fi
 
 SELECTED=("$@")
+[[ " $* " != *" routes "* ]] || SELECTED+=(routes-1 routes-1000 routes-10000)
 RAN=()
 : >"$WORK/runs.tsv"
 : >"$WORK/rss.tsv"
@@ -259,6 +262,8 @@ RAN=()
 : >"$WORK/syscalls.tsv"
 : >"$WORK/store.tsv"
 : >"$WORK/callback.tsv"
+: >"$WORK/ready.tsv"
+: >"$WORK/reload.tsv"
 
 # cpu_ticks PID: user + system CPU time of a process so far, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -290,15 +295,18 @@ syscalls_per_request() {
 CLK_TCK=$(getconf CLK_TCK)
 
 # start_tokengate NAME DIR: a fresh tokengate on DIR/tokengate.yaml (after RESET_STORE, a
-# command that empties the scenario's shared store, if set); sets TG_PID.
+# command that empties the scenario's shared store, if set); sets TG_PID, and TG_READY_MS
+# (start to /readyz answering, polled every 20 ms).
 start_tokengate() {
-  local name=$1 dir=$2
+  local name=$1 dir=$2 t0
   [[ -z ${RESET_STORE:-} ]] || eval "$RESET_STORE" >/dev/null || die "scenario $name: RESET_STORE failed"
   # shellcheck disable=SC2086 # TOKENGATE_ENV is a list of K=V words
   env ${TOKENGATE_ENV:-} "$TOKENGATE_BIN" serve --config "$dir/tokengate.yaml" >>"$dir/tokengate.log" 2>&1 &
   TG_PID=$!
+  t0=$EPOCHREALTIME
   PIDS+=("$TG_PID")
   wait_http "http://127.0.0.1:$PORT_ADMIN/readyz" "$TG_PID" || { cat "$dir/tokengate.log" >&2; die "scenario $name: tokengate not ready"; }
+  TG_READY_MS=$(( (${EPOCHREALTIME/[.,]/} - ${t0/[.,]/}) / 1000 ))
 }
 
 # stop_tokengate NAME DIR: SIGTERM must exit 0; records peak RSS (the largest over restarts).
@@ -327,12 +335,14 @@ scenario() {
   RAN+=("$name")
   local dir=$WORK/scenario-$name
   mkdir -p "$dir"
-  render "$ROOT/$template" "$dir/tokengate.yaml" PORT="$PORT_TOKENGATE" ADMIN_PORT="$PORT_ADMIN" \
+  [[ $template == /* ]] || template=$ROOT/$template
+  render "$template" "$dir/tokengate.yaml" PORT="$PORT_TOKENGATE" ADMIN_PORT="$PORT_ADMIN" \
     UPSTREAM_PORT="$PORT_UPSTREAM" WORKERS="$WORKERS" ${SCENARIO_VARS:-}
   "$TOKENGATE_BIN" check-config "$dir/tokengate.yaml" >&2 || die "scenario $name: invalid tokengate config"
   log "scenario $name: starting tokengate ($WORKERS workers) on 127.0.0.1:$PORT_TOKENGATE"
   TG_RSS=0
   start_tokengate "$name" "$dir"
+  printf '%s\t%s\n' "$name" "$TG_READY_MS" >>"$WORK/ready.tsv"
 
   # Targets: the nginx baseline, tokengate, and the scenario's peer if it has one
   # (PEER_NAME at PEER_URL, e.g. mod_auth_openidc for the RS256 bearer scenarios).
@@ -675,6 +685,47 @@ https_upstream_scenario() {
     scenario "$1" bench/tokengate/https-upstream.yaml
 }
 https_upstream_scenario https-upstream
+
+# routes_scenario NAME N: routing at scale, run only when named (`routes`: all three). The
+# `none` route as the catch-all (path_prefix /), LAST after N-1 public prefix routes
+# /svcNNNNN/api/ to the same upstream; an nginx baseline of its own (PORT_BASE+11) with the
+# same N locations. wrk sends `/`, which only the catch-all matches. Then, on a fresh
+# tokengate, the time a reload of that config takes: SIGHUP to its "config reloaded" line.
+PORT_NGINX_ROUTES=$((PORT_BASE + 11))
+routes_scenario() {
+  [[ " ${SELECTED[*]} " == *" $1 "* ]] || return 0
+  local dir=$WORK/routes-$2 t0 i
+  port_free "$PORT_NGINX_ROUTES" || die "127.0.0.1:$PORT_NGINX_ROUTES is in use; set PORT_BASE"
+  mkdir -p "$dir"
+  { sed '/^routes:/q' bench/tokengate/none.yaml
+    awk -v n="$2" 'BEGIN { for (i = 1; i < n; i++)
+      printf "  - { name: svc%05d, match: { path_prefix: /svc%05d/api/ }, upstream: app, auth: none }\n", i, i }'
+    sed '1,/^routes:/d' bench/tokengate/none.yaml
+  } >"$dir/tokengate.yaml.in"
+  awk -v n="$2" '/^ *location \/ \{/ { for (i = 1; i < n; i++)
+      printf "        location /svc%05d/api/ { proxy_pass http://app; }\n", i } 1' \
+    bench/nginx/proxy.conf.in >"$dir/nginx.conf.in"
+  start_nginx "$1-baseline" "$dir/nginx.conf.in" "$PORT_NGINX_ROUTES"
+  local baseline_pid=$NGINX_PID
+  SCENARIO_AUTH=routes BASELINE_URL="http://127.0.0.1:$PORT_NGINX_ROUTES/" SCENARIO_BASELINE_PID=$baseline_pid \
+    scenario "$1" "$dir/tokengate.yaml.in"
+  kill -TERM "$baseline_pid"; wait "$baseline_pid" || true; forget_pid "$baseline_pid"
+
+  dir=$WORK/scenario-$1
+  start_tokengate "$1" "$dir"
+  i=$(grep -c '"config reloaded"' "$dir/tokengate.log" || true)
+  t0=$EPOCHREALTIME
+  kill -HUP "$TG_PID"
+  until (( $(grep -c '"config reloaded"' "$dir/tokengate.log" || true) > i )); do
+    (( ${EPOCHREALTIME/[.,]/} - ${t0/[.,]/} < 30000000 )) || die "scenario $1: no \"config reloaded\" within 30 s of SIGHUP"
+    sleep 0.01
+  done
+  printf '%s\t%s\n' "$1" "$(( (${EPOCHREALTIME/[.,]/} - ${t0/[.,]/}) / 1000 ))" >>"$WORK/reload.tsv"
+  stop_tokengate "$1" "$dir"
+}
+routes_scenario routes-1 1
+routes_scenario routes-1000 1000
+routes_scenario routes-10000 10000
 
 (( ${#RAN[@]} )) || die "no scenario named ${SELECTED[*]}"
 
