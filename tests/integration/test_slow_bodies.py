@@ -192,10 +192,6 @@ def test_a_body_the_gateway_reads_itself_is_answered_408_at_the_rate_bound():
         up.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ProxyExchange.upstreamFailed maps every client-body failure but tooLarge to 400; "
-    "RequestBodyFailure.isTimeout → 408 (RFC 9110 §15.5.9) needs one line there (the WebSocket owner's file)")
 def test_a_trickled_body_is_answered_408():
     up = RecordingUpstream()
     g = gateway(up.port, limits=", body_min_rate: 1KB/s, body_min_rate_grace: 1s")

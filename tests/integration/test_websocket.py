@@ -552,6 +552,40 @@ def test_no_tunnel_without_a_real_101_websocket_smuggling(gateway_factory, idp):
         up.stop()
 
 
+@pytest.mark.parametrize("mode,trusted,forwarded", [
+    ("auto", False, True), ("auto", True, False), ("always", True, True), ("never", False, False)])
+def test_forward_early_hints_decides_who_hears_1xx(gateway_factory, mode, trusted, forwarded):
+    # A front that predates 1xx support (Debian's nginx 1.22) hands its client a bare 103 and
+    # loses the answer: `auto` sends interim responses only to clients not behind a trusted
+    # proxy. The final answer arrives either way.
+    up = InterimUpstream()
+    try:
+        config = ws_config(up.port).replace("routes:", f"forward_early_hints: {mode}\nroutes:", 1)
+        if trusted:
+            config = config.replace("routes:", "trusted_proxies: [127.0.0.1/32]\nroutes:", 1)
+        gw = gateway_factory(config)
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as s:
+            s.sendall(b"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            resp = b""
+            while chunk := s.recv(65536):
+                resp += chunk
+        assert resp.endswith(b"ok") and b"HTTP/1.1 200 " in resp
+        assert (b"HTTP/1.1 103 " in resp) == forwarded and (b"HTTP/1.1 102 " in resp) == forwarded
+        assert resp.startswith(b"HTTP/1.1 102 " if forwarded else b"HTTP/1.1 200 ")
+    finally:
+        up.stop()
+
+
+def test_forward_early_hints_takes_only_its_modes(tmp_path):
+    from conftest import BIN
+    import subprocess
+    path = tmp_path / "c.yaml"
+    path.write_text(ws_config(1).replace("{PORT}", "1").replace("{ADMIN}", "2")
+                    .replace("routes:", "forward_early_hints: sometimes\nroutes:", 1))
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "forward_early_hints" in r.stdout + r.stderr and "auto, always, never" in r.stdout + r.stderr
+
+
 class SlowSwitchUpstream(RawServer):
     """Answers the handshake with 101 only after a second; `asked` is set once a handshake
     has arrived."""

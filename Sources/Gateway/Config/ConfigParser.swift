@@ -10,7 +10,7 @@ public enum ConfigParser {
         "listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
         "issuers", "clients", "upstreams", "routes", "limits", "access_log",
         "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login",
-        "decision", "pages_dir", "identity_assertion_keys"
+        "decision", "pages_dir", "identity_assertion_keys", "forward_early_hints"
     ]
 
     static func parse(
@@ -75,6 +75,14 @@ public enum ConfigParser {
         if let node = top["dpop"] { cfg.dpop = dpopSettings(node, r) }
         if let node = top["limits"] { cfg.limits = limits(node, r) }
         if let node = top["access_log"], let b = r.bool(node, path: "access_log") { cfg.accessLog = b }
+        if let node = top["forward_early_hints"], let s = r.string(node, path: "forward_early_hints") {
+            if let mode = EarlyHintsForwarding(rawValue: s) {
+                cfg.earlyHints = mode
+            } else {
+                let modes = EarlyHintsForwarding.allCases.map(\.rawValue).joined(separator: ", ")
+                r.problem("forward_early_hints", node, "must be one of \(modes)")
+            }
+        }
         if let node = top["log_level"], let s = r.string(node, path: "log_level") {
             let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
             if levels.contains(s) {

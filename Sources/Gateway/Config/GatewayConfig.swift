@@ -12,6 +12,8 @@ public struct GatewayConfig: Sendable {
     var limits = Limits()
     var accessLog = true
     public internal(set) var logLevel = "info"
+    /// `forward_early_hints`: which clients hear an upstream's interim responses.
+    var earlyHints = EarlyHintsForwarding.auto
     /// Where shared state lives (DPoP jti replay entries): this process, or Redis.
     var store = StoreConfig.memory
     /// How clients address the gateway (`public_url`: one origin or several): what a DPoP
@@ -222,4 +224,22 @@ struct RouteMatch: Sendable, Equatable {
     var host: HostPattern?
     var path: PathPattern
     var methods: Set<HTTPMethod>?
+}
+
+/// Whether an upstream's interim responses (103 Early Hints, RFC 8297; 102) reach the client.
+/// RFC 9110 §15.2 has a proxy forward them, but a front that predates 1xx support passes a
+/// bare 103 to its client and loses the real answer (Debian's nginx 1.22 does), so `auto`
+/// forwards them only to clients that are not behind a trusted proxy: the gateway then
+/// talks to the browser itself. 100 Continue is not one of these: it answers the client's
+/// own `Expect` (`limits.continue_timeout`).
+enum EarlyHintsForwarding: String, Sendable, CaseIterable {
+    case auto, always, never
+
+    func forwards(behindTrustedProxy: Bool) -> Bool {
+        switch self {
+        case .always: return true
+        case .never: return false
+        case .auto: return !behindTrustedProxy
+        }
+    }
 }

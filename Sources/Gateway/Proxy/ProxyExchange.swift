@@ -59,8 +59,9 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     }
 
     func upstreamInterim(_ head: HTTPResponseHead) {
-        // RFC 9110 §15.2: a proxy forwards interim responses (103 Early Hints) as they come.
-        guard !done else { return }
+        // RFC 9110 §15.2: a proxy forwards interim responses (103 Early Hints) as they come,
+        // to clients that can take them (`forward_early_hints`).
+        guard !done, worker.config.earlyHints.forwards(behindTrustedProxy: context.behindTrustedProxy) else { return }
         let listed = HeaderRules.connectionTokens(head.fields)
         responder.sendInterim(
             HTTPResponseHead(
@@ -186,14 +187,17 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         upstreamSeconds = worker.clock() - upstreamStart
         if case .clientBodyFailed(let why) = failure, !afterHead {
             // The client's body, not the upstream, failed: past max_body_size before anything
-            // was answered is 413 (RFC 9110 §15.5.14); a body that stopped coming is the
-            // client's fault too. The connection closes either way (its framing is spent).
+            // was answered is 413 (RFC 9110 §15.5.14), too slow or silent too long is 408
+            // (§15.5.9), a body cut short 400. The connection closes either way (its framing
+            // is spent).
             let tooLarge = why == .tooLarge
             worker.answer(
                 exchange, context,
                 ErrorResponse.make(
-                    tooLarge ? 413 : 400, error: "invalid_request",
-                    description: tooLarge ? "the request body is too large" : "the request body did not arrive whole",
+                    tooLarge ? 413 : why.isTimeout ? 408 : 400, error: "invalid_request",
+                    description: tooLarge
+                        ? "the request body is too large"
+                        : why.isTimeout ? "the request body came too slowly" : "the request body did not arrive whole",
                     requestID: context.requestID, detail: "client body: \(why)"),
                 upstreamSeconds: upstreamSeconds, close: true)
             done = true

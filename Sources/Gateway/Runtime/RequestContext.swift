@@ -13,6 +13,8 @@ final class RequestContext {
     var method: String
     var path: String
     var route: String
+    /// The connection's peer is one of `trusted_proxies` (a front that may not pass 1xx on).
+    var behindTrustedProxy = false
     /// Metrics id of the route (-1: no route).
     var routeID: Int
     /// Set by authentication, for the access log.

@@ -274,6 +274,7 @@ final class Worker: ResponderObserver {
                     peer: ex.connection.peer, scheme: ex.connection.isTLS ? "https" : "http", host: host.first,
                     requestID: ids.next()),
             start: start, method: head.methodName, path: "", route: "-", routeID: -1)
+        ctx.behindTrustedProxy = trusted
         // Decision mode (nginx auth_request, forward auth, Envoy ext_authz): see Worker+Decision.
         if decisionEnabled, let kind = decisionKind(head.target) {
             decide(ex, kind, forwarded: ctx.forwarded, trusted: trusted, ctx: ctx)
