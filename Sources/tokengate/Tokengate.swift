@@ -24,6 +24,10 @@ struct Serve: ParsableCommand {
     var config: String = "config/tokengate.yaml"
 
     func run() throws {
+        // A SIGHUP before the reload watcher is installed (a config management tool that
+        // signals as soon as the process exists) would end the process by default; until
+        // then it is ignored, and the config read now is the newest anyway.
+        signal(SIGHUP, SIG_IGN)
         let config: GatewayConfig
         switch ConfigParser.load(path: self.config) {
         case .success(let c): config = c

@@ -9,7 +9,7 @@ import time
 
 import requests
 
-from conftest import BIN, wait_for
+from conftest import BIN, Gateway, wait_for
 
 ROUTES = 10_000
 UPSTREAMS = 50
@@ -124,3 +124,26 @@ def test_reload_of_ten_thousand_routes_under_load_fails_no_request(upstream, gat
     assert "config reloaded" in g.output()
     print(f"reload of {ROUTES} routes: first request on the new config {reload_seconds:.2f} s after SIGHUP; "
           f"{seen['a']} requests before, {seen['b']} after, none failed")
+
+
+def test_a_sighup_during_startup_does_not_end_the_process(upstream, tmp_path):
+    # Reading and compiling 10,000 routes takes a moment; a SIGHUP in that moment (a config
+    # tool that signals as soon as the process exists) must not kill it.
+    g = Gateway(routes_config(upstream.port))
+    g.log = open(g.log_path, "wb")
+    g.proc = subprocess.Popen([BIN, "serve", "--config", g.config_path], stdout=g.log, stderr=subprocess.STDOUT)
+    try:
+        time.sleep(0.02)
+        g.signal(signal.SIGHUP)
+        wait_for(lambda: g.proc.poll() is not None or _ready(g), timeout=20, what="readiness or exit")
+        assert g.proc.poll() is None, g.output()
+        assert upstream_of(requests.get(g.url("/svc00042/api/x"), timeout=5)) == f"a{42 % UPSTREAMS}"
+    finally:
+        g.stop()
+
+
+def _ready(g):
+    try:
+        return requests.get(f"http://127.0.0.1:{g.admin}/readyz", timeout=1).ok
+    except requests.RequestException:
+        return False
