@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -7,22 +8,9 @@ import Testing
 /// probe chains long and full of expired slots, where a reused slot could hide a live id.
 @Suite("Replay table: packed slots against a dictionary")
 struct ReplayTableTests {
-    /// A deterministic generator (SplitMix64), so a failure can be replayed.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_CE4E_5BB9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
-
     @Test(arguments: [1, 7, 64, 300])
     func agreesWithADictionary(limit: Int) {
-        var random = Random(state: UInt64(limit))
+        var random = SeededRandom(state: UInt64(limit))
         var table = ReplayTable()
         var model: [ReplayID: Int64] = [:]
         var now: Int64 = 1_700_000_000

@@ -1,4 +1,5 @@
 import Reactor
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -9,18 +10,6 @@ import Testing
 /// so that rules collide often. Seeded: a failure names its seed and repeats.
 @Suite("Router: the compiled table picks what the linear walk picks")
 struct RouterPropertyTests {
-    /// SplitMix64: a small, seedable generator, so each table can be rebuilt from its seed.
-    struct SeededRandom: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let segments = ["a", "b", "ab", "api", "v1", "x", "a.b", "%2A"]
     static let hosts = ["a.com", "b.a.com", "x.b.a.com", "c.com", "a-b.com", "com"]
     static let hostRules = ["a.com", "b.a.com", "c.com", "*.a.com", "*.b.a.com", "*.com", "*.x.b.a.com"]
