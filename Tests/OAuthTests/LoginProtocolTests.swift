@@ -125,10 +125,32 @@ struct LoginProtocolTests {
         // Ports no host has: out of range, zero, empty, signed, non-ASCII digits.
         "https://app.example.com:99999/", "https://app.example.com:65536/", "https://app.example.com:0/",
         "https://app.example.com:/x", "https://app.example.com:-1/", "https://app.example.com:\u{663}/",
-        "https://app.example.com:000443/"
+        "https://app.example.com:000443/",
+        // Every decoding, down to the last: an upstream may decode twice.
+        "/%252F%252Fevil.example", "/%25252F%25252Fevil.example", "/%255Cevil.example", "/%250d%250aX:%20y",
+        "https://app.example.com/%252F%252Fevil.example",
+        // What is returned, decoded, is no network-path either ("/a%2F/.." is removed).
+        "/a%2F/../%2F%2Fevil.example", "/a%2F%2F/../%2F%2Fevil.example",
+        // Bytes, not graphemes: "/" + U+0301 is one Character, but a "/" to a browser.
+        "//\u{301}evil.example", "https://evil.example/\u{301}x.apps.example.com",
+        "https://evil.example?\u{301}.apps.example.com",
+        // An allowed host is ASCII (Unicode lowercases U+212A to "k").
+        "https://\u{212A}.apps.example.com/"
     ])
     func openRedirectsRefused(target: String) {
         #expect(ReturnTo(allowedHosts: ["app.example.com", "*.apps.example.com"]).check(target) == nil)
+    }
+
+    /// Form fields split at the bytes "&" and "=", as the AS and any upstream split them: an
+    /// "=" or "&" followed by a combining mark is one Swift `Character`, still a separator.
+    @Test func formFieldsSplitAtBytes() {
+        func decode(_ s: String) -> [String]? { FormEncoding.decode(Substring(s))?.map { "\($0.0)|\($0.1)" } }
+        #expect(decode("state=\u{301}x") == ["state|\u{301}x"])
+        #expect(decode("code=c&\u{301}state=s") == ["code|c", "\u{301}state|s"])
+        #expect(decode("a=b&\u{301}&c=d") == ["a|b", "\u{301}|", "c|d"])
+        #expect(
+            AuthorizationResponse.parse(query: "code=c&state=s&\u{301}state=t", expectedIssuer: "i", issRequired: false)
+                == .success(.code("c", state: "s")))
     }
 
     @Test(arguments: [

@@ -89,22 +89,26 @@ public enum FormEncoding {
 
     /// Name/value pairs of a query string or form body, in order; nil if any percent-escape
     /// is malformed or decodes to invalid UTF-8 (an attacker's input is refused, not guessed at).
+    /// Split at the bytes "&" and "=", as every other reader of the same text splits it: an
+    /// "=" or "&" followed by a combining mark is one `Character`, but still a separator.
     public static func decode(_ text: Substring) -> [(String, String)]? {
         var out: [(String, String)] = []
-        for pair in text.split(separator: "&", omittingEmptySubsequences: true) {
-            let eq = pair.firstIndex(of: "=") ?? pair.endIndex
-            guard let name = unescape(pair[..<eq]),
-                let value = unescape(eq == pair.endIndex ? "" : pair[pair.index(after: eq)...])
+        for pair in text.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let eq = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
+            guard let name = unescape(bytes: pair[..<eq]),
+                let value = unescape(bytes: pair[(eq == pair.endIndex ? eq : pair.index(after: eq))...])
             else { return nil }
             out.append((name, value))
         }
         return out
     }
 
-    static func unescape(_ s: Substring) -> String? {
+    static func unescape(_ s: Substring) -> String? { unescape(bytes: s.utf8) }
+
+    static func unescape<Bytes: Collection<UInt8>>(bytes s: Bytes) -> String? {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(s.utf8.count)
-        var it = s.utf8.makeIterator()
+        bytes.reserveCapacity(s.count)
+        var it = s.makeIterator()
         func hex(_ c: UInt8?) -> UInt8? {
             guard let c else { return nil }
             switch c {
