@@ -17,9 +17,10 @@ struct HTUTests {
         #expect(HTU.normalize("http://a.example:443/x") == "http://a.example:443/x")
         #expect(HTU.normalize("https://a.example:8443/x") == "https://a.example:8443/x")
         #expect(HTU.normalize("https://a.example:4430/x") == "https://a.example:4430/x")
-        // Only the port is dropped, never a whole authority that looks like one.
-        #expect(HTU.normalize("https://:443/x") == "https://:443/x")
+        // An empty port is the default too (RFC 3986 §6.2.3).
+        #expect(HTU.normalize("https://h:/x") == "https://h/x")
         #expect(HTU.normalize("https://[::1]:443/x") == "https://[::1]/x")
+        #expect(HTU.normalize("https://[::1]:/x") == "https://[::1]/x")
         // The path keeps its bytes, non-ASCII included.
         #expect(HTU.normalize("https://h/caf%C3%A9/é") == "https://h/caf%C3%A9/é")
     }
@@ -27,7 +28,13 @@ struct HTUTests {
     @Test func notAnHTU() {
         for bad in [
             "", "h/x", "/x", "ftp://h/x", "https:/h/x", "https://", "https:///x", "https://u@h/x",
-            "https://h/x?q", "https://h/x#f", "httpx://h/", "http:h"
+            "https://h/x?q", "https://h/x#f", "httpx://h/", "http:h",
+            // The authority is RFC 3986's host [":" port], with a host (RFC 9110 §4.2.1): no
+            // port without a host, nothing that only looks like a port (its normal form would
+            // not be normal: "h:443:443" → "h:443" → "h"), no bytes outside a reg-name.
+            "https://:443/x", "https://:/x", "https://h:443:443/x", "https://h:44a/x", "https://a b/x",
+            "https://h\u{e9}/x", "https://h%zz/x", "https://[::1/x", "https://[]/x", "https://[::1]x/",
+            "https://[g::1]/x"
         ] {
             #expect(HTU.normalize(bad) == nil, "\(bad)")
         }
