@@ -43,6 +43,29 @@ struct RedisProtocolTests {
         #expect(throws: RedisError.self) { try replies([String(repeating: "*1\r\n", count: 9) + ":1\r\n"]) }
     }
 
+    /// hiredis 0.14 allocates an array's element list when its header arrives: a count past
+    /// `RedisReader.maxElements` is refused at once, fed whole or a byte at a time, instead of
+    /// asking for gigabytes (`*922337201` is 7 GB of pointers).
+    @Test(arguments: ["*922337201\r\n", "*1048577\r\n:1\r\n", "*1\r\n*2147483647\r\n"])
+    func readerRefusesAnArrayCountPastTheBound(wire: String) {
+        for chunks in [[wire], wire.map { String($0) }] {
+            do {
+                _ = try replies(chunks)
+                Issue.record("an array of more than \(RedisReader.maxElements) elements was not refused")
+            } catch let error as RedisError {
+                #expect(error.kind == .protocolError)
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+    }
+
+    @Test func readerTakesAnArrayCountUpToTheBound() throws {
+        let wire = "*1048576\r\n:1\r\n"
+        #expect(try replies([wire]) == [])
+        #expect(try replies(wire.map { String($0) }) == [])
+    }
+
     @Test func encodeIsBinarySafeRESP() throws {
         let bytes = try RedisCommand.encode([Array("SET".utf8), [0x00, 0x0D, 0x0A], []])
         #expect(bytes == Array("*3\r\n$3\r\nSET\r\n$3\r\n\0\r\n\r\n$0\r\n\r\n".utf8))

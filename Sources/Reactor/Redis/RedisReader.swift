@@ -4,14 +4,21 @@ internal import CHiredis
 /// reader and frees it in deinit; the replies it returns are copied into `RedisReply` and
 /// freed at once. Loop-thread only.
 ///
-/// hiredis 0.14 limits: arrays nest at most 7 deep (a deeper reply is a protocol error), and
-/// array and bulk lengths from the server are trusted as sent (no `maxelements`): Redis is a
-/// trusted peer here, the network path to it is not (later TLS).
+/// hiredis 0.14 limits: arrays nest at most 7 deep (a deeper reply is a protocol error); a
+/// bulk string is read only once all its bytes are there. An array's element list, though,
+/// is allocated as soon as its header names a count, and 0.14 has no `maxelements` (hiredis
+/// 1.0.1 added it, for CVE-2021-32765): `*922337201\r\n` alone would ask for 7 GB. So the
+/// count is bounded here (`maxElements`); a reply over it is refused as the protocol error
+/// hiredis reports for a failed allocation ("Out of memory"), and the connection dropped.
 final class RedisReader {
     private let reader: UnsafeMutablePointer<redisReader>
 
+    /// More elements than any reply the gateway asks for holds (the largest: the session
+    /// keys of one subject), and 8 MB of element pointers at most.
+    static let maxElements: Int32 = 1 << 20
+
     init() throws(RedisError) {
-        guard let reader = redisReaderCreate() else {
+        guard let reader = redisReaderCreateWithFunctions(boundedReplyFunctions) else {
             throw RedisError(.protocolError, "redisReaderCreate failed (out of memory)")
         }
         self.reader = reader
@@ -67,3 +74,21 @@ final class RedisReader {
         UnsafeRawBufferPointer(start: r.str, count: r.str == nil ? 0 : r.len)
     }
 }
+
+/// hiredis' own reply constructors (those `redisReaderCreate` uses), read once from a reader.
+private nonisolated(unsafe) let hiredisReplyFunctions: redisReplyObjectFunctions = {
+    guard let probe = redisReaderCreate() else { preconditionFailure("redisReaderCreate failed (out of memory)") }
+    defer { redisReaderFree(probe) }
+    return probe.pointee.fn.pointee
+}()
+
+/// hiredis' reply constructors with `createArray` refusing more than `maxElements`. Never
+/// freed: every reader points at it (hiredis keeps the pointer, not a copy).
+private nonisolated(unsafe) let boundedReplyFunctions: UnsafeMutablePointer<redisReplyObjectFunctions> = {
+    let functions = UnsafeMutablePointer<redisReplyObjectFunctions>.allocate(capacity: 1)
+    functions.initialize(to: hiredisReplyFunctions)
+    functions.pointee.createArray = { task, elements in
+        elements > RedisReader.maxElements ? nil : hiredisReplyFunctions.createArray(task, elements)
+    }
+    return functions
+}()
