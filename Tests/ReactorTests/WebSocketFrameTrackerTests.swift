@@ -113,7 +113,7 @@ struct WebSocketFrameTrackerTests {
                 offset = upTo
             }
         }
-        #expect(tracker.sawUnmaskedFrame && !tracker.atBoundary)
+        #expect(tracker.sawRefusedFrame && !tracker.atBoundary)
         // None of the unmasked frame went on, but its first byte when a piece ended right
         // after it (the mask bit comes in the next byte).
         let firstByteAlone = (masked.count + 1) % piece == 0
@@ -122,15 +122,37 @@ struct WebSocketFrameTrackerTests {
         #expect(bytes.withUnsafeBytes { tracker.scan($0) } == 0)
     }
 
+    /// A masked frame with a broken 64-bit length is refused like an unmasked one where
+    /// masking is required: followed no further, the bytes after it would pass unread.
+    @Test(arguments: [1, 2, 3, 64])
+    func aBrokenLengthIsRefusedWhereMaskingIsRequired(piece: Int) {
+        let good = Self.frame(payload: 3, masked: true)
+        let bad: [UInt8] = [0x82, 0x80 | 127, 0x80, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4]
+        let bytes = good + bad + Array("GET /admin HTTP/1.1\r\n\r\n".utf8)
+        var tracker = WebSocketFrameTracker(requireMask: true)
+        var taken = 0
+        var offset = 0
+        bytes.withUnsafeBytes { all in
+            while offset < all.count {
+                let upTo = min(offset + piece, all.count)
+                taken += tracker.scan(UnsafeRawBufferPointer(rebasing: all[offset..<upTo]))
+                offset = upTo
+            }
+        }
+        #expect(tracker.sawRefusedFrame && !tracker.isBroken)
+        // At most the refused frame's opcode and length bytes, when they came in earlier reads.
+        #expect(taken >= good.count && taken <= good.count + 2, "\(taken)")
+    }
+
     @Test func maskedFramesPassWhenMaskingIsRequired() {
         let (bytes, ends) = Self.stream(masked: true)
         var tracker = WebSocketFrameTracker(requireMask: true)
         #expect(bytes.withUnsafeBytes { tracker.scan($0) } == bytes.count)
-        #expect(tracker.frames == ends.count && !tracker.sawUnmaskedFrame)
+        #expect(tracker.frames == ends.count && !tracker.sawRefusedFrame)
         // Without the requirement, unmasked frames are followed as before (the server's side).
         var serverSide = WebSocketFrameTracker()
         let plain = Self.stream(masked: false).bytes
-        #expect(plain.withUnsafeBytes { serverSide.scan($0) } == plain.count && !serverSide.sawUnmaskedFrame)
+        #expect(plain.withUnsafeBytes { serverSide.scan($0) } == plain.count && !serverSide.sawRefusedFrame)
     }
 
     @Test func a64BitLengthWithTheTopBitSetBreaksTheStream() {

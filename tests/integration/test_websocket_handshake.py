@@ -112,15 +112,46 @@ def test_a_101_that_does_not_answer_the_key_opens_no_tunnel(gateway_factory, idp
         up.stop()
 
 
+def key_of(head):
+    return next(l.split(b":", 1)[1].strip() for l in head.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key:"))
+
+
 def test_a_true_101_still_opens_the_tunnel(gateway_factory, idp):
     up = LyingUpstream(lambda req: switching()(req) + bytes([0x81, 2]) + b"hi")
     try:
         gw = gateway_factory(ws_config(up.port, idp.url))
+        request = handshake(extra=b"Sec-WebSocket-Accept: forged\r\n")
         with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as s:
-            s.sendall(handshake())
+            s.sendall(request)
             head, rest = read_head(s)
             assert head.startswith(b"HTTP/1.1 101 ")
             assert read_frame(s, rest)[:2] == (0x1, b"hi")
+        # The upstream was asked with a key of the gateway's own, and the client heard the
+        # answer to its key; a client's Sec-WebSocket-Accept never went up.
+        upstream_request = up.everything().split(b"\r\n\r\n")[0]
+        assert key_of(upstream_request) != key_of(request)
+        assert upstream_request.lower().count(b"sec-websocket-key:") == 1
+        assert b"sec-websocket-accept" not in upstream_request.lower() and b"forged" not in upstream_request
+        answer = [l for l in head.split(b"\r\n") if l.lower().startswith(b"sec-websocket-accept:")]
+        assert answer == [b"Sec-WebSocket-Accept: " + accept_for(request)]
+    finally:
+        up.stop()
+
+
+def test_an_upstream_that_echoes_the_clients_accept_opens_no_tunnel(gateway_factory):
+    # The client chooses its key, so it knows the accept for it (RFC 6455 §1.3's example
+    # here). An upstream that reflects caller-chosen headers could answer with it; only an
+    # answer to the key the gateway sent opens a tunnel.
+    up = LyingUpstream(switching(accept=b"s3pPLMBiTxaQ9kYGzzhZRbK+xOo="))
+    try:
+        gw = gateway_factory(ws_config(up.port))
+        request = handshake()
+        request = request.replace(key_of(request), b"dGhlIHNhbXBsZSBub25jZQ==")
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as s:
+            s.sendall(request + SMUGGLED)
+            answer_bytes = read_all(s)
+        assert answer_bytes.startswith(b"HTTP/1.1 502 "), answer_bytes[:200]
+        assert b"/admin/secret" not in up.everything()
     finally:
         up.stop()
 
@@ -134,6 +165,10 @@ BAD_HANDSHAKES = [
     ("no-version", lambda h: h.replace(b"Sec-WebSocket-Version: 13\r\n", b""), 400, b"Sec-WebSocket-Version"),
     ("version-8", lambda h: h.replace(b"Sec-WebSocket-Version: 13", b"Sec-WebSocket-Version: 8"), 426, b"13"),
     ("two-versions", lambda h: h.replace(b"\r\n\r\n", b"\r\nSec-WebSocket-Version: 1\r\n\r\n"), 426, b"13"),
+    # Hop-by-hop by Connection, the key or version would never reach the upstream.
+    ("connection-names-key", lambda h: h.replace(b"Connection: Upgrade", b"Connection: Upgrade, Sec-WebSocket-Key"),
+     400, b"Connection"),
+    ("key-with-nbsp", lambda h: h.replace(b"==\r\n", b"==\xc2\xa0\r\n", 1), 400, b"Sec-WebSocket-Key"),
 ]
 
 

@@ -63,11 +63,14 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         // to clients that can take them (`forward_early_hints`).
         guard !done, worker.config.earlyHints.forwards(behindTrustedProxy: context.behindTrustedProxy) else { return }
         let listed = HeaderRules.connectionTokens(head.fields)
+        // What the final answer may not carry, an interim one may not either: the fields the
+        // gateway owns (DPoP-Nonce, …) and cookies (which could name the gateway's own).
+        let dropped = context.droppedResponseHeaders + ["Set-Cookie"]
         responder.sendInterim(
             HTTPResponseHead(
                 status: head.status,
                 fields: head.fields.filter(names: {
-                    HeaderRules.forwardsResponseHeader($0, listed: listed)
+                    HeaderRules.forwardsResponseHeader($0, listed: listed) && !HeaderRules.equalsAnyName($0, dropped)
                 })))
     }
 
@@ -96,7 +99,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             return
         }
         upstreamSeconds = worker.clock() - upstreamStart
-        if let refusal = WebSocketHandshake.refusal(of: head.fields, key: UpgradeExchange.key(exchange.head)) {
+        if let refusal = WebSocketHandshake.refusal(of: head.fields, key: context.upstreamWebSocketKey) {
             upstream.close()
             worker.metrics.upstreamError("bad_handshake")
             done = true
@@ -110,9 +113,13 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             selfRetain = nil
             return
         }
+        // The upstream answered the gateway's key; the client hears the answer to its own.
+        context.droppedResponseHeaders.append("Sec-WebSocket-Accept")
         let (forwarded, own) = clientFields(head)
         var fields = own ?? HTTP1Fields()
         fields.append("Upgrade", "websocket")
+        fields.append(
+            "Sec-WebSocket-Accept", WebSocketHandshake.accept(forKey: UpgradeExchange.key(exchange.head)))
         let switching = HTTPResponseHead(
             status: 101, fields: fields, forwarded: forwarded, lastField: ("X-Request-Id", context.requestID))
         guard let client = responder.switchProtocols(switching) else {

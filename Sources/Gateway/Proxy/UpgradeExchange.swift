@@ -46,8 +46,9 @@ enum UpgradeExchange {
         guard body.framing == .none else {
             return (400, "a WebSocket upgrade request has no content", [])
         }
+        // The parser has taken the optional whitespace off; any other byte is the key's.
         let keys = head.fields.values("Sec-WebSocket-Key")
-        guard keys.count == 1, WebSocketHandshake.isValidKey(keys[0].trimmingCharacters(in: .whitespaces)) else {
+        guard keys.count == 1, WebSocketHandshake.isValidKey(keys[0]) else {
             return (400, "a WebSocket upgrade needs one Sec-WebSocket-Key of 16 bytes in base64 (RFC 6455 §4.1)", [])
         }
         // RFC 6455 §4.2.2: a version the server does not speak is answered 426 with the
@@ -56,25 +57,44 @@ enum UpgradeExchange {
         guard !versions.isEmpty else {
             return (400, "a WebSocket upgrade needs Sec-WebSocket-Version: 13 (RFC 6455 §4.1)", [])
         }
-        guard versions.count == 1, versions[0].trimmingCharacters(in: .whitespaces) == "13" else {
+        guard versions.count == 1, versions[0] == "13" else {
             return (
                 426, "the only WebSocket version spoken here is 13 (RFC 6455 §4.4)", [("Sec-WebSocket-Version", "13")]
             )
         }
+        // A handshake field named in Connection would be dropped as hop-by-hop on the way up.
+        var listsHandshakeField = false
+        HeaderRules.forEachConnectionOption(head.fields) { option in
+            if HeaderRules.hasPrefix(option, handshakePrefix) { listsHandshakeField = true }
+        }
+        if listsHandshakeField {
+            return (400, "Connection may not name the WebSocket handshake's fields", [])
+        }
         return nil
     }
 
-    /// The client's key, as `refusal` accepted it: what the upstream's 101 must answer.
-    static func key(_ head: HTTPRequestHead) -> String {
-        head.fields.first("Sec-WebSocket-Key")?.trimmingCharacters(in: .whitespaces) ?? ""
-    }
+    static let handshakePrefix = Array("sec-websocket-".utf8)
 
-    /// The upstream request with the upgrade on it: `Connection: upgrade` and
-    /// `Upgrade: websocket`; the `Sec-WebSocket-*` fields went through as end-to-end fields.
-    static func upstreamRequest(_ request: consuming UpstreamCall.Request) -> UpstreamCall.Request {
+    /// The client's key, as `refusal` accepted it: the accept the client gets is this one's.
+    static func key(_ head: HTTPRequestHead) -> String { head.fields.first("Sec-WebSocket-Key") ?? "" }
+
+    /// The upstream request with the upgrade on it: `Connection: upgrade`, `Upgrade:
+    /// websocket`, and `key`, a key of the gateway's own (`WebSocketHandshake.freshKey`) in
+    /// place of the client's; the other `Sec-WebSocket-*` request fields go through as
+    /// end-to-end fields, but a `Sec-WebSocket-Accept`, which only a server sends.
+    static func upstreamRequest(_ request: consuming UpstreamCall.Request, key: String) -> UpstreamCall.Request {
         var out = request
+        if var forwarded = out.forwarded {
+            var doomed: [Int] = []
+            for name in ["Sec-WebSocket-Key", "Sec-WebSocket-Accept"] {
+                forwarded.forEachValue(named: name) { index, _ in doomed.append(index) }
+            }
+            for index in doomed { forwarded.drop(index) }
+            out.forwarded = forwarded
+        }
         out.fields.append("Connection", "upgrade")
         out.fields.append("Upgrade", "websocket")
+        out.fields.append("Sec-WebSocket-Key", key)
         out.upgrade = true
         return out
     }

@@ -35,6 +35,8 @@ struct ByteKeyTable<Value: Sendable>: Sendable {
     /// for lengths no key has, which is most of them.
     private let lengths: [UInt64]
     private static var lengthLimit: Int { 64 * 64 }
+    /// The longest key: no probe past it (a long path's many slashes cost a comparison each).
+    private let longest: Int
 
     var isEmpty: Bool { entries.isEmpty }
 
@@ -59,12 +61,14 @@ struct ByteKeyTable<Value: Sendable>: Sendable {
         self.entries = entries
         self.bytes = bytes
         self.lengths = lengths
+        longest = items.map(\.key.count).max() ?? -1
     }
 
     /// False when no key is `length` bytes long (then a lookup of that length cannot hit).
     @inline(__always)
     func mayHold(length: Int) -> Bool {
-        length >= ByteKeyTable.lengthLimit || lengths[length >> 6] & (1 << (length & 63)) != 0
+        if length >= ByteKeyTable.lengthLimit { return length <= longest }
+        return lengths[length >> 6] & (1 << (length & 63)) != 0
     }
 
     /// The value of the key with `hash` whose bytes `isKey` accepts.

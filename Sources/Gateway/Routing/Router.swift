@@ -61,28 +61,28 @@ final class Router: Sendable {
     }
 
     /// The wildcard rules that match `host` are its suffixes that start at a "." after the
-    /// first byte (`HostPattern.matches`). Read backwards, shorter suffixes come first, so a
-    /// route found under a longer one replaces what a shorter one found.
+    /// first byte (`HostPattern.matches`). Read backwards, shorter suffixes come first; their
+    /// tables are then tried longest suffix first, and the first with a route wins, so the
+    /// path is scanned once per matching rule at most (most hosts match one or none).
     private func wildcardHit(host: String, path: UnsafeBufferPointer<UInt8>, method: HTTPMethod) -> Int32? {
         var host = host
-        return host.withUTF8 { h in
-            var found: Int32?
+        var matching: [Int32] = []
+        host.withUTF8 { h in
             var hash = PrefixHash.empty
             var i = h.count - 1
             while i > 0 {
                 hash = PrefixHash.adding(h[i], to: hash)
                 if h[i] == UInt8(ascii: "."), wildcards.mayHold(length: h.count - i) {
                     let suffix = UnsafeBufferPointer(rebasing: h[i...])
-                    if let t = wildcards.find(hash: hash, where: { $0.elementsEqual(suffix) }),
-                        let hit = tables[Int(t)].first(path: path, method: method)
-                    {
-                        found = hit
-                    }
+                    if let t = wildcards.find(hash: hash, where: { $0.elementsEqual(suffix) }) { matching.append(t) }
                 }
                 i -= 1
             }
-            return found
         }
+        for t in matching.reversed() {
+            if let hit = tables[Int(t)].first(path: path, method: method) { return hit }
+        }
+        return nil
     }
 
     enum Decision: Equatable {

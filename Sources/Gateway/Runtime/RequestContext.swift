@@ -33,6 +33,8 @@ final class RequestContext {
     var ownCookies: Set<String> = []
     /// The request asks for a WebSocket upgrade (allowed on its route).
     var upgrade = false
+    /// The key the upgrade went upstream with, which the upstream's 101 must answer.
+    var upstreamWebSocketKey = ""
     /// Upgrades on session routes: the login route whose session the tunnel re-checks, and when
     /// the session's absolute timeout ends it (Unix seconds).
     var tunnelSession: (route: LoginRouteConfig, endsAt: Int64)? = nil

@@ -403,6 +403,16 @@ final class Worker: ResponderObserver {
         }
     }
 
+    /// The upgrade request as it goes upstream, with a key of the gateway's own, kept on the
+    /// context for the 101's check (`ProxyExchange.upstreamSwitchedProtocols`).
+    private func upgradeRequest(_ request: consuming UpstreamCall.Request, _ ctx: RequestContext)
+        -> UpstreamCall.Request
+    {
+        let key = WebSocketHandshake.freshKey()
+        ctx.upstreamWebSocketKey = key
+        return UpgradeExchange.upstreamRequest(request, key: key)
+    }
+
     private func forward(
         _ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: consuming UpstreamCall.Request
     ) {
@@ -435,7 +445,7 @@ final class Worker: ResponderObserver {
     /// Proxies the request on a connection the pool has room for.
     func startProxy(_ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request) {
         ProxyExchange(worker: self, exchange: ex, context: ctx)
-            .start(pool: pool, request: ctx.upgrade ? UpgradeExchange.upstreamRequest(request) : request)
+            .start(pool: pool, request: ctx.upgrade ? upgradeRequest(request, ctx) : request)
     }
 
     /// The public origin of this request, as far as it can be trusted (see RequestOrigin).

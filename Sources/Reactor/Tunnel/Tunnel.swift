@@ -134,8 +134,9 @@ public final class Tunnel: TunnelEndpointEvents {
         graceTimer = LoopTimer(loop: loop, seconds: Self.graceSeconds) { [unowned(unsafe) self] in self.close(reason) }
         for pipe in [toUpstream, toClient] {
             pipe.move()
-            // A frame in progress must be read to its end before the Close can follow it.
-            if !pipe.stopped { pipe.source.setReading(true) }
+            // A frame in progress must be read to its end before the Close can follow it
+            // (unless its sink is over the high-water mark: backpressure stays on).
+            if !pipe.stopped && !pipe.blocked { pipe.source.setReading(true) }
         }
         closeIfDone()
     }
@@ -177,25 +178,27 @@ public final class Tunnel: TunnelEndpointEvents {
 
     private func pump(_ pipe: TunnelPipe) {
         if pipe.move() > 0 { active = true }
-        if pipe.sawUnmaskedFrame { refuseUnmaskedFrame() }
+        if pipe.sawRefusedFrame { refuseClientFrame() }
         if state != .open { closeIfDone() }
     }
 
     /// RFC 6455 §5.1: "The server MUST close the connection upon receiving a frame that is
-    /// not masked", and MAY send Close 1002 (protocol error) first. The frame itself never
-    /// reaches the upstream; the client gets the Close at its direction's next boundary.
-    private func refuseUnmaskedFrame() {
-        // Ending or draining already: nothing more is read from the client either way.
+    /// not masked", and MAY send Close 1002 (protocol error) first; a broken length is refused
+    /// the same way (§5.2). The frame itself never reaches the upstream; the client gets the
+    /// Close at its direction's next boundary.
+    private func refuseClientFrame() {
+        // Whatever the state, nothing more is read from the client: a tunnel already ending
+        // would otherwise keep reading bytes its refused frame holds back, for the grace time.
+        toUpstream.stop()
         guard state == .open else { return }
         let reason = CloseReason.clientProtocolError
-        toUpstream.stop()
         state = .ending(reason)
         toClient.closeFrame = WebSocketCloseFrame.bytes(
             code: WebSocketCloseFrame.protocolError, reason: "frames from a client must be masked", masked: false)
         graceTimer?.cancel()
         graceTimer = LoopTimer(loop: loop, seconds: Self.graceSeconds) { [unowned(unsafe) self] in self.close(reason) }
         toClient.move()
-        if !toClient.stopped { toClient.source.setReading(true) }
+        if !toClient.stopped && !toClient.blocked { toClient.source.setReading(true) }
     }
 
     private func pipe(from endpoint: TunnelEndpoint) -> TunnelPipe { endpoint === client ? toUpstream : toClient }
@@ -215,7 +218,7 @@ public final class Tunnel: TunnelEndpointEvents {
         switch pipe.source.receive(into: buffer) {
         case .bytes(let n):
             if pipe.relay(UnsafeRawBufferPointer(rebasing: buffer[..<n])) > 0 { active = true }
-            if pipe.sawUnmaskedFrame { refuseUnmaskedFrame() }
+            if pipe.sawRefusedFrame { refuseClientFrame() }
             if state != .open { closeIfDone() }
         case .wouldBlock:
             break

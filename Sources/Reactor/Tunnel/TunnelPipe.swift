@@ -32,8 +32,9 @@ final class TunnelPipe {
         frames = framesFollowed ? WebSocketFrameTracker(requireMask: masked) : nil
     }
 
-    /// A frame without the masking key this direction requires came: nothing of it went on.
-    var sawUnmaskedFrame: Bool { frames?.sawUnmaskedFrame == true }
+    /// A frame this direction refuses came (no masking key, or a broken length): nothing of
+    /// it went on.
+    var sawRefusedFrame: Bool { frames?.sawRefusedFrame == true }
 
     /// Moves what `source` holds to `sink`; returns the bytes moved. While a Close frame
     /// waits, only up to the end of the current frame, then the frame.

@@ -9,7 +9,8 @@
 ///
 /// With `requireMask` (the client's direction) a frame without a masking key stops the
 /// stream at that frame's first byte: RFC 6455 §5.1, "The server MUST close the connection
-/// upon receiving a frame that is not masked."
+/// upon receiving a frame that is not masked." So does a 64-bit length with its top bit set
+/// there: followed no further, it would let whatever comes after it through unread.
 public struct WebSocketFrameTracker: Sendable, Equatable {
     private enum Phase: Sendable, Equatable {
         /// Before a frame's first byte: a boundary.
@@ -23,8 +24,9 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
         /// A 64-bit length with its most significant bit set (RFC 6455 §5.2: "the most
         /// significant bit MUST be 0"): the stream cannot be followed any further.
         case broken
-        /// An unmasked frame where masking is required: nothing from it on is taken.
-        case unmasked
+        /// An unmasked frame, or a broken length, where masking is required: nothing from it
+        /// on is taken.
+        case refused
     }
 
     private let requireMask: Bool
@@ -43,9 +45,9 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
     public var atBoundary: Bool { phase == .start }
     /// The stream broke the framing rules: no boundary will come.
     public var isBroken: Bool { phase == .broken }
-    /// A frame came without the masking key `requireMask` asks for; `scan` took none of it
-    /// that it saw (only a first byte that came in an earlier call went on).
-    public var sawUnmaskedFrame: Bool { phase == .unmasked }
+    /// A frame came without the masking key `requireMask` asks for, or with a broken length;
+    /// `scan` took none of it that it saw (only header bytes that came in earlier calls went on).
+    public var sawRefusedFrame: Bool { phase == .refused }
 
     /// Follows `bytes`, the next bytes of the stream, and returns how many it took: all of
     /// them, or with `stopAtFrameEnd` only up to the end of the first frame that ends in them,
@@ -60,13 +62,13 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
             switch phase {
             case .broken:
                 return n
-            case .unmasked:
+            case .refused:
                 return 0
             case .start:
                 frameStart = i
                 if let end = wholeHeader(bytes, at: i) {
                     if requireMask && !masked {
-                        phase = .unmasked
+                        phase = .refused
                         return frameStart
                     }
                     i = end
@@ -80,7 +82,7 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
                 let b = bytes[i]
                 masked = b & 0x80 != 0
                 if requireMask && !masked {
-                    phase = .unmasked
+                    phase = .refused
                     return frameStart
                 }
                 i += 1
@@ -97,8 +99,8 @@ public struct WebSocketFrameTracker: Sendable, Equatable {
                 }
             case .extendedLength(let left):
                 if left == 8 && bytes[i] & 0x80 != 0 {
-                    phase = .broken
-                    return n
+                    phase = requireMask ? .refused : .broken
+                    return requireMask ? frameStart : n
                 }
                 remaining = remaining << 8 | UInt64(bytes[i])
                 i += 1

@@ -20,6 +20,18 @@ public enum WebSocketHandshake {
         return sextet(b[21])! & 0x0F == 0
     }
 
+    /// A key of the gateway's own for the upstream hop (RFC 6455 §4.1: 16 random bytes in
+    /// base64, from OpenSSL's RAND_bytes). The client's key is its own to choose, so an
+    /// accept computed from it proves nothing: an upstream that echoes caller-chosen headers
+    /// could answer it. Only an upstream that read this key can answer this one.
+    public static func freshKey() -> String {
+        var nonce = [UInt8](repeating: 0, count: 16)
+        precondition(RAND_bytes(&nonce, 16) == 1, "RAND_bytes failed")
+        var out = [UInt8](repeating: 0, count: 25)
+        let n = EVP_EncodeBlock(&out, nonce, 16)
+        return String(decoding: out[..<Int(n)], as: UTF8.self)
+    }
+
     /// The `Sec-WebSocket-Accept` a server answers `key` with (RFC 6455 §4.2.2 item 5.4):
     /// base64 of the SHA-1 of the key and the GUID.
     public static func accept(forKey key: String) -> String {
