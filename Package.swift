@@ -12,8 +12,12 @@ let package = Package(
         .executable(name: "tokengate", targets: ["tokengate"]),
         // For fuzz/ (a separate package, built with -sanitize=fuzzer) to depend on by path.
         .library(name: "JOSE", targets: ["JOSE"]),
-        // Likewise for the HTTP/1.1 parsers' fuzz target (fuzz/Sources/HTTP1Fuzz).
+        // Likewise for the Reactor's stream parsers' fuzz targets (fuzz/Sources/HTTP1Fuzz,
+        // StreamFuzz), OAuth's (OAuthFuzz) and the gateway's (RouteFuzz, LoginFuzz): each
+        // drives the public entry in its module's Fuzz/ folder.
         .library(name: "Reactor", targets: ["Reactor"]),
+        .library(name: "OAuth", targets: ["OAuth"]),
+        .library(name: "Gateway", targets: ["Gateway"]),
         // JOSE verify throughput against raw OpenSSL (bench/jose/run.sh).
         .executable(name: "tokengate-jose-bench", targets: ["JOSEBench"]),
         // Test-only: what HTTP1RequestParser makes of requests on stdin, for the differential

@@ -1,8 +1,13 @@
 // swift-tools-version:6.0
-// libFuzzer targets for tokengate's JOSE parsers (JWS parse + verify, JWK / JWK Set parse)
-// and its HTTP/1.1 request and response parsers.
+// libFuzzer targets for every tokengate parser of untrusted input: JOSE (JWS, JWK), the
+// HTTP/1.1 parsers, WebSocket frames and RESP replies, OAuth's return targets, htu and
+// callback queries, and the gateway's paths, hosts, routes, cookies and session cookie.
 // A separate package so the main build never needs -sanitize=fuzzer; see README.md.
 import PackageDescription
+
+func fuzzTarget(_ name: String, _ product: String) -> Target {
+    .executableTarget(name: name, dependencies: ["CFuzzerDriver", .product(name: product, package: "tokengate")])
+}
 
 let package = Package(
     name: "tokengate-fuzz",
@@ -10,9 +15,11 @@ let package = Package(
     dependencies: [.package(name: "tokengate", path: "..")],
     targets: [
         .target(name: "CFuzzerDriver"),
-        .executableTarget(name: "JOSEFuzz",
-                          dependencies: ["CFuzzerDriver", .product(name: "JOSE", package: "tokengate")]),
-        .executableTarget(name: "HTTP1Fuzz",
-                          dependencies: ["CFuzzerDriver", .product(name: "Reactor", package: "tokengate")]),
+        fuzzTarget("JOSEFuzz", "JOSE"),
+        fuzzTarget("HTTP1Fuzz", "Reactor"),
+        fuzzTarget("StreamFuzz", "Reactor"),
+        fuzzTarget("OAuthFuzz", "OAuth"),
+        fuzzTarget("RouteFuzz", "Gateway"),
+        fuzzTarget("LoginFuzz", "Gateway")
     ]
 )

@@ -2,37 +2,38 @@ import Foundation
 import Reactor
 import Testing
 
-/// Replays the saved HTTP1Fuzz corpus (fuzz/corpus-http1, see fuzz/README.md) through the
-/// same entry the fuzzer drives, so CI re-checks every input the fuzzer kept without
-/// building the fuzzer. An input that traps here is a regression.
+/// Replays the saved HTTP1Fuzz corpus (fuzz/corpus-http1, see fuzz/README.md) and every past
+/// finding (fuzz/findings/http1) through the same entry the fuzzer drives, so CI re-checks
+/// every input the fuzzer kept without building the fuzzer. An input that traps here is a
+/// regression.
 @Suite("HTTP/1.1 fuzz corpus replay")
 struct HTTP1FuzzCorpusReplayTests {
-    static let corpus = URL(fileURLWithPath: #filePath)
+    static let fuzz = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("fuzz/corpus-http1")
+        .appendingPathComponent("fuzz")
 
-    @Test("every corpus file runs through HTTP1FuzzEntry")
+    static func files(_ directory: String) throws -> [(name: String, bytes: [UInt8])] {
+        let url = fuzz.appendingPathComponent(directory)
+        guard FileManager.default.fileExists(atPath: url.path) else { return [] }
+        return try FileManager.default.contentsOfDirectory(atPath: url.path).filter { !$0.hasPrefix(".") }.sorted()
+            .map { ($0, Array(try Data(contentsOf: url.appendingPathComponent($0)))) }
+    }
+
+    @Test("every corpus file and past finding runs through HTTP1FuzzEntry")
     func replay() throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).filter { !$0.hasPrefix(".") }
-            .sorted()
-        try #require(names.count >= 40, "fuzz/corpus-http1 is missing or nearly empty (\(names.count) files)")
-        var bytes = 0
-        for name in names {
-            let data = try Data(contentsOf: Self.corpus.appendingPathComponent(name))
-            bytes += data.count
-            HTTP1FuzzEntry.all(Array(data))
-        }
-        print("HTTP/1.1 fuzz corpus replay: \(names.count) files, \(bytes) bytes")
+        let corpus = try Self.files("corpus-http1")
+        try #require(corpus.count >= 40, "fuzz/corpus-http1 is missing or nearly empty (\(corpus.count) files)")
+        let findings = try Self.files("findings/http1")
+        for file in corpus + findings { HTTP1FuzzEntry.all(file.bytes) }
+        print("HTTP/1.1 fuzz corpus replay: \(corpus.count) files, \(findings.count) past findings")
     }
 
     /// Beyond the entry's own feedings (byte by byte up to 48 bytes, two cuts): every corpus
-    /// file, of any length, byte by byte and cut in two at every position, gets the outcome it
-    /// gets whole.
+    /// file and past finding, of any length, byte by byte and cut in two at every position,
+    /// gets the outcome it gets whole.
     @Test("every corpus file gives the same outcome however it is cut")
     func splitAnywhere() throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).filter { !$0.hasPrefix(".") }
-        for name in names {
-            let data = Array(try Data(contentsOf: Self.corpus.appendingPathComponent(name)))
+        for (name, data) in try Self.files("corpus-http1") + Self.files("findings/http1") {
             guard let first = data.first else { continue }
             let stream = Array(data.dropFirst())
             // As the entry reads an input: the first byte picks the parser.

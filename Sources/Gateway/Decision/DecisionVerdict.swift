@@ -80,4 +80,10 @@ enum DecisionLogin {
         else { return nil }
         return target
     }
+
+    /// Where the login that `rd` starts returns to: an absolute `rd` on `origin` as its path,
+    /// then whatever `policy` allows (RFC 9700 §4.11), else "/".
+    static func returnTarget(_ rd: String?, origin: RequestOrigin.Origin?, policy: ReturnTo) -> String {
+        rd.flatMap { sameOriginPath($0, origin: origin).flatMap(policy.check) ?? policy.check($0) } ?? "/"
+    }
 }

@@ -34,11 +34,9 @@ extension Worker {
             }
             // An absolute `rd` on this request's own origin (a decision's login URL names the
             // original URL) is a same-origin path; other hosts need allowed_redirect_hosts.
-            let returnTo = rd.flatMap {
-                DecisionLogin.sameOriginPath($0, origin: origin).flatMap(returnPolicy.check) ?? returnPolicy.check($0)
-            }
+            let returnTo = DecisionLogin.returnTarget(rd, origin: origin, policy: returnPolicy)
             login.beginLogin(
-                client: client, returnTo: returnTo ?? "/",
+                client: client, returnTo: returnTo,
                 loginHint: params.first { $0.0 == "login_hint" }?.1, origin: origin, cookies: cookies, done: reply)
         case .callback:
             guard method == .GET else {
