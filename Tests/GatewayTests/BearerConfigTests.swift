@@ -41,6 +41,16 @@ struct BearerConfigTests {
         #expect(stripped.contains("x-user") && stripped.contains("x-forwarded-user"))
     }
 
+    @Test func unknownKidWaitIsPerIssuerAndBounded() throws {
+        let cfg = try parse(base.replacingOccurrences(of: "leeway: 10s", with: "leeway: 10s, unknown_kid_wait: 250ms"))
+            .get()
+        #expect(cfg.issuers["corp"]?.unknownKidWait == 0.25)
+        #expect(cfg.issuers["local"]?.unknownKidWait == IssuerKeyResolver.defaultRefetchWait)
+        #expect(
+            problems(base.replacingOccurrences(of: "leeway: 10s", with: "unknown_kid_wait: 11s")).contains(
+                "issuers.corp.unknown_kid_wait: at most 10s"))
+    }
+
     func problems(_ yaml: String) -> String {
         if case .failure(let e) = parse(yaml) { return e.description }
         return ""

@@ -16,7 +16,7 @@ final class AccessTokenValidator {
     }
 
     /// The issuers' keys, with the one refetch on an unknown `kid` (shared with the login code).
-    let issuerKeys = IssuerKeyResolver()
+    let issuerKeys: IssuerKeyResolver
     private var cache: ValidatedTokenCache<VerifiedAccessToken>
     private var cacheEnabled = true
     /// What one token route validates with, made with each config: its issuers' verifier,
@@ -41,6 +41,10 @@ final class AccessTokenValidator {
         sharedIntrospection: SharedIntrospectionCache? = nil
     ) {
         self.wallClock = wallClock
+        issuerKeys = IssuerKeyResolver { seconds, fire in
+            let timer = LoopTimer(loop: loop, seconds: seconds, fire)
+            return { timer.cancel() }
+        }
         cache = ValidatedTokenCache(capacity: cacheCapacity, ttl: 120)
         introspector = Introspector(loop: loop, wallClock: wallClock, shared: sharedIntrospection)
         // A new key set for an issuer: tokens verified with the old one are verified again.
@@ -78,6 +82,7 @@ final class AccessTokenValidator {
                 verifier: AccessTokenVerifier(issuers: policies), introspection: introspecting)
         }
         generation += 1
+        issuerKeys.refetchWait = config.issuers.mapValues(\.unknownKidWait)
         cacheEnabled = config.tokenCacheEntries > 0
         cache = ValidatedTokenCache(capacity: max(1, config.tokenCacheEntries), ttl: Int64(config.tokenCacheTTL))
         introspector.reset()

@@ -6,7 +6,7 @@ import Yams
 /// `forward_token`, `token_in_query`).
 extension ConfigParser {
     static let issuerKeys = [
-        "issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
+        "issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway", "unknown_kid_wait",
         "access_token_type", "scope_claim", "ca_file", "introspection"
     ]
 
@@ -92,6 +92,14 @@ extension ConfigParser {
                     r.problem("\(p).leeway", n, "more than 5m of clock skew is not accepted")
                 } else {
                     cfg.leeway = v
+                }
+            }
+            if let n = i["unknown_kid_wait"], let v = r.duration(n, path: "\(p).unknown_kid_wait") {
+                // Past the JWKS fetch's own 10 s timeout a longer wait would change nothing.
+                if v > 10 {
+                    r.problem("\(p).unknown_kid_wait", n, "at most 10s (the key fetch's own timeout)")
+                } else {
+                    cfg.unknownKidWait = v
                 }
             }
             if let n = i["access_token_type"] { cfg.accessTokenType = r.string(n, path: "\(p).access_token_type") }

@@ -18,6 +18,10 @@ struct IssuerConfig: Sendable {
     var algorithms: Set<JWSAlgorithm> = [.RS256, .PS256, .ES256, .EdDSA]
     var audiences: [String] = []
     var leeway = 30.0
+    /// `unknown_kid_wait`: the longest a request waits for the refetch a token with an
+    /// unknown `kid` triggers; past it the request gets 401 `invalid_token` and the fetch
+    /// goes on in the background (0: never wait).
+    var unknownKidWait = IssuerKeyResolver.defaultRefetchWait
     /// e.g. "at+jwt": required `typ` of access tokens (RFC 9068 §2.1).
     var accessTokenType: String?
     /// `scope_claim`: where its tokens carry scopes — `scope` (RFC 9068 §2.2.3, the default)

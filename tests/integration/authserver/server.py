@@ -717,16 +717,20 @@ class AuthServer:
       threaded                a thread per connection (requests still one at a time); default:
                               on with login="form" (a browser's idle pre-connected socket would
                               stall a single-threaded server), off otherwise
+    issuer                  the URL it is reached by (default http://127.0.0.1:port): a
+                              fault proxy's, so that every endpoint is reached through it
     add_client(..., jwks=, redirect_uri=str|list, post_logout_redirect_uri=str|list)."""
 
     def __init__(self, port=0, audience=(DEFAULT_AUDIENCE,), access_token_lifetime=300, algs=("ES256", "RS256"),
                  dpop=False, dpop_algs=DPOP_ALGS, login="auto", require_par=False,
                  require_signed_request_object=False, require_pkce=False, rotate_refresh_tokens=False,
-                 id_token_lifetime=300, refresh_token_lifetime=3600, par_lifetime=60, threaded=None):
+                 id_token_lifetime=300, refresh_token_lifetime=3600, par_lifetime=60, threaded=None, issuer=None):
         if login not in ("auto", "form"):
             raise ValueError(f"login must be 'auto' or 'form', not {login!r}")
         self.port = port or free_port()
-        self.issuer = f"http://127.0.0.1:{self.port}"
+        # issuer: the URL it is reached by when that is not its own port (a fault proxy in front:
+        # the metadata's endpoints and every token's iss then name the proxy).
+        self.issuer = issuer or f"http://127.0.0.1:{self.port}"
         self.url = self.issuer
         self.dir = tempfile.mkdtemp(prefix="tg-as-")
         self.lock = threading.Lock()  # idpyoidc is not thread-safe: one request at a time
