@@ -111,7 +111,7 @@ final class Introspector {
             url: endpoint, body: Array(body.utf8),
             headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
                 + credentials.headers,
-            timeout: 5, connectTimeout: 2, maxResponseBytes: 64 << 10)
+            bound: CallBounds.introspection, maxResponseBytes: 64 << 10)
         fetcher(issuer.name, caFile: caFile).fetch(request) { [weak self] result in
             guard let self else { return }
             let now = self.wallClock.seconds

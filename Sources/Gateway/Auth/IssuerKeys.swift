@@ -89,7 +89,8 @@ final class IssuerKeys {
             fetchJWKS(uri)
         } else if case .discovery(let issuer) = source {
             let url = (issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer) + "/.well-known/openid-configuration"
-            fetcher.fetch(FetchRequest(url: url, headers: ["Accept: application/json"])) { [weak self] result in
+            fetcher.fetch(FetchRequest(url: url, headers: ["Accept: application/json"], bound: CallBounds.keys)) {
+                [weak self] result in
                 guard let self else { return }
                 if case .success(let resp) = result, resp.status == 200,
                     let meta = try? ProviderMetadata.parse(resp.body, expectedIssuer: issuer)
@@ -109,7 +110,10 @@ final class IssuerKeys {
 
     private func fetchJWKS(_ uri: String) {
         fetchCount += 1
-        fetcher.fetch(FetchRequest(url: uri, headers: ["Accept: application/json, application/jwk-set+json"])) {
+        fetcher.fetch(
+            FetchRequest(
+                url: uri, headers: ["Accept: application/json, application/jwk-set+json"], bound: CallBounds.keys)
+        ) {
             [weak self] result in
             guard let self else { return }
             switch result {

@@ -53,7 +53,7 @@ extension AuthorizationServerClient {
             headers.append("Authorization: Bearer " + accessToken)
         }
         let request = FetchRequest(
-            url: endpoint, headers: headers, timeout: 10, connectTimeout: 3, maxResponseBytes: Self.maxUserinfoBytes)
+            url: endpoint, headers: headers, bound: CallBounds.userinfo, maxResponseBytes: Self.maxUserinfoBytes)
         fetcher(t.issuer).fetch(request) { [weak self] result in
             guard let self else { return }
             switch result {

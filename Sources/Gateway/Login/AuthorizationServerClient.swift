@@ -52,8 +52,8 @@ final class AuthorizationServerClient {
             return
         }
         let request = FetchRequest(
-            url: endpoint, body: Array(FormEncoding.body(body).utf8), headers: headers, timeout: 10,
-            connectTimeout: 3, maxResponseBytes: 256 << 10)
+            url: endpoint, body: Array(FormEncoding.body(body).utf8), headers: headers, bound: CallBounds.tokenEndpoint,
+            maxResponseBytes: 256 << 10)
         fetcher(t.issuer).fetch(request) { [weak self] result in
             guard let self else { return }
             if t.dpop != nil, case .success(let resp) = result, let nonce = resp.header("dpop-nonce") {

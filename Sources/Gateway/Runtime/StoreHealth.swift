@@ -12,7 +12,9 @@ final class StoreHealth {
     private var inFlight = false
 
     init(loop: EventLoop, deployment: RedisDeployment, interval: Double = 2) {
-        client = Redis(loop: loop, deployment: deployment)
+        client = Redis(
+            loop: loop, deployment: deployment, connectTimeout: CallBounds.redis.connect,
+            commandTimeout: CallBounds.redis.total)
         timer = LoopTimer(loop: loop, seconds: interval, repeating: true) { [weak self] in self?.check() }
         check()
     }

@@ -15,7 +15,9 @@ final class RedisClients: @unchecked Sendable {
     func client(for loop: EventLoop) -> Redis {
         lock.withLock {
             if let c = clients[ObjectIdentifier(loop)] { return c }
-            let c = Redis(loop: loop, deployment: deployment)
+            let c = Redis(
+                loop: loop, deployment: deployment, connectTimeout: CallBounds.redis.connect,
+                commandTimeout: CallBounds.redis.total)
             clients[ObjectIdentifier(loop)] = c
             return c
         }
