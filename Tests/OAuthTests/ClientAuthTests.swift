@@ -47,6 +47,16 @@ struct ClientAuthTests {
         IntrospectionResponse.judge(Array(json.utf8), issuer: issuer, now: 1000, defaultTTL: 60)
     }
 
+    /// RFC 7662 §2.2: only a JSON object with a boolean `active` is an answer about the token.
+    @Test(arguments: [
+        (#"{"active":false}"#, true), (#"{"active":true,"sub":"a"}"#, true),
+        ("<html><body>Service maintenance</body></html>", false), (#"{"active":tr"#, false), ("", false),
+        (#"{"active":"true"}"#, false), (#"{"sub":"a"}"#, false), ("[true]", false)
+    ])
+    func onlyAJSONObjectWithActiveIsAnIntrospectionResponse(body: String, isResponse: Bool) {
+        #expect(IntrospectionResponse.isResponse(Array(body.utf8)) == isResponse)
+    }
+
     @Test func introspectionVerdicts() {
         guard
             case .active(let t) = judge(

@@ -63,6 +63,12 @@ class FaultProxy:
     def refuse(self):
         """Closes the listener and every held connection: new connections are refused."""
         if self._sock is not None:
+            # shutdown first: on Linux, close() alone leaves the socket listening while the
+            # accept thread is blocked on it, and connections would still be accepted.
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             self._sock.close()
             self._sock = None
         self._stopped.set()

@@ -116,7 +116,7 @@ final class Introspector {
             guard let self else { return }
             let now = self.wallClock.seconds
             switch result {
-            case .success(let resp) where resp.status == 200:
+            case .success(let resp) where resp.status == 200 && IntrospectionResponse.isResponse(resp.body):
                 let verdict = IntrospectionResponse.judge(
                     resp.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
                 let until: Int64
@@ -127,8 +127,10 @@ final class Introspector {
                 self.shared?.put(sharedKey, body: resp.body, until: until, now: now)
                 self.finish(key, .verdict(verdict), until: until, now: now)
             case .success(let resp):
-                // An AS error is not an answer about the token: nothing is cached.
-                self.finish(key, .unavailable("introspection endpoint answered \(resp.status)"), until: nil, now: now)
+                // An AS error, or a 200 that is no introspection response, is not an answer
+                // about the token: nothing is cached.
+                let what = resp.status == 200 ? "200 without a JSON object with active" : "\(resp.status)"
+                self.finish(key, .unavailable("introspection endpoint answered \(what)"), until: nil, now: now)
             case .failure(let e):
                 self.finish(key, .unavailable("introspection failed: \(e.description)"), until: nil, now: now)
             }

@@ -7,6 +7,15 @@ public enum IntrospectionResponse {
         case inactive(reason: String)
     }
 
+    /// Whether `body` is an introspection response at all: §2.2 "a JSON object" whose
+    /// `active` member is a boolean. Anything else (a proxy's HTML page, a truncated or empty
+    /// body) says nothing about the token, so it is no verdict: the caller treats it as the
+    /// endpoint failing, not as `active: false`.
+    public static func isResponse(_ body: [UInt8]) -> Bool {
+        guard let obj = try? JSONParser.parse(body).object, case .bool = obj["active"] else { return false }
+        return true
+    }
+
     /// `active: true` is required; `exp`, `nbf` are honoured with leeway; `aud`, when
     /// present, must name one of `audiences`; `iss`, when present, must be the issuer.
     public static func judge(_ body: [UInt8], issuer: IssuerPolicy, now: Int64, defaultTTL: Int64) -> Verdict {
