@@ -108,6 +108,25 @@ struct PendingLoginStoreTests {
         #expect(try #require(h.taken("s2", jar: afterFirst)).login?.codeVerifier == "verifier-s2")
     }
 
+    /// A code exchange that got no verdict (token endpoint down): the login goes back, and the
+    /// same browser's reload of the callback finds it once more — and then only once.
+    @Test(arguments: Kind.allCases) func aRestoredLoginIsFoundAgainOnce(kind: Kind) throws {
+        let h = try Harness(kind)
+        let jar = try #require(h.begin("s1"))
+        let first = try #require(h.taken("s1", jar: jar))
+        #expect(first.login?.codeVerifier == "verifier-s1")
+        let restored = h.run { done in h.store.restore(first, now: 1002, done: done) }
+        #expect((try? #require(restored).get()) != nil)
+        // The caller sent none of the take's Set-Cookie: the browser's jar is as it was.
+        let again = try #require(h.taken("s1", jar: jar, now: 1003))
+        #expect(again.login?.codeVerifier == "verifier-s1" && again.login?.returnTo == "/r/s1")
+        let afterSecond = Harness.apply(again.setCookies, to: jar)
+        #expect(try #require(h.taken("s1", jar: afterSecond, now: 1004)).login == nil)
+        // Another browser still finds nothing.
+        let other = try #require(h.begin("other"))
+        #expect(try #require(h.taken("s1", jar: other, now: 1005)).login == nil)
+    }
+
     @Test(arguments: Kind.allCases) func anotherBrowserOrNoCookieFindsNothing(kind: Kind) throws {
         let h = try Harness(kind)
         let jar = try #require(h.begin("victim-state"))

@@ -38,6 +38,18 @@ struct GatewayResponse {
             page: .message(title: title, message: message, link: link.map { PageLink(text: $0.text, href: $0.href) }))
     }
 
+    /// A page that also carries a `problem` in the JSON error form (`ErrorResponse`), for a
+    /// client that will not show HTML (an API call, a script): its headers (Retry-After,
+    /// Set-Cookie) and log fields are kept.
+    func jsonForm(requestID: String) -> GatewayResponse {
+        guard let problem else { return self }
+        var r = ErrorResponse.make(
+            status, error: problem.error, description: problem.description, requestID: requestID, headers: headers,
+            detail: detail)
+        r.reason = reason
+        return r
+    }
+
     /// Writes it through `responder` (which answers exactly once; to a gone client, nothing).
     func send(_ responder: Responder, requestID: String?, close: Bool) {
         for (name, value) in headers { responder.fields.append(name, value) }

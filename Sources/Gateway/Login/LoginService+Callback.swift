@@ -32,7 +32,11 @@ extension LoginService {
             guard let self else { return }
             switch result {
             case .failure(let e):
-                done(Self.unavailable("login state: \(e)", reason: LoginFailure.loginStateUnavailable.code), timing)
+                // Nothing was taken: a reload of this very callback can still finish the login.
+                done(
+                    Self.unavailable(
+                        "login state: \(e)", reason: LoginFailure.loginStateUnavailable.code,
+                        retry: self.callbackRetry(query)), timing)
             case .success(let taken):
                 guard let login = taken.login else {
                     fail(
@@ -42,7 +46,7 @@ extension LoginService {
                     return
                 }
                 self.finishCallback(
-                    query: query, login: login, setLogin: taken.setCookies, origin: origin, cookies: cookies,
+                    query: query, login: login, taken: taken, origin: origin, cookies: cookies,
                     clock: clock,
                     timing: timing, done: done)
             }
@@ -62,21 +66,33 @@ extension LoginService {
 
     /// The rest of a callback whose state named a pending login of this browser.
     private func finishCallback(
-        query: Substring, login: PendingLogins.Login, setLogin: [String], origin: RequestOrigin.Origin?,
+        query: Substring, login: PendingLogins.Login, taken: PendingLoginTake, origin: RequestOrigin.Origin?,
         cookies: Cookies,
         clock: @escaping () -> Double, timing: CallbackTiming, done: @escaping (GatewayResponse, CallbackTiming) -> Void
     ) {
         var timing = timing
+        let setLogin = taken.setCookies
+        // The code was not redeemed: the pending login goes back, and the page offers this same
+        // callback again (no Set-Cookie of the take, so the browser keeps its login state).
+        func unavailableKeepingLogin(_ detail: String, reason: String) {
+            pendingLogins.restore(taken, now: now) { [weak self] restored in
+                guard let self else { return }
+                if case .failure(let e) = restored {
+                    self.log.warning(
+                        "pending login not restored after a failed code exchange",
+                        metadata: ["error": .string("\(e)")])
+                }
+                done(Self.unavailable(detail, reason: reason, retry: self.callbackRetry(query)), timing)
+            }
+        }
         func fail(
             _ status: Int, _ message: String, _ detail: String, reason: String, cookies setCookies: [String] = []
         ) {
             done(signInFailed(status, message, detail, reason: reason, cookies: setCookies), timing)
         }
         guard let (client, issuer, meta) = target(login.client) else {
-            done(
-                Self.unavailable(
-                    "login client \(login.client): metadata not loaded", reason: LoginFailure.metadataNotLoaded.code),
-                timing)
+            unavailableKeepingLogin(
+                "login client \(login.client): metadata not loaded", reason: LoginFailure.metadataNotLoaded.code)
             return
         }
         let response: AuthorizationResponse
@@ -121,11 +137,10 @@ extension LoginService {
             guard let self else { return }
             timing.tokenEndpointSeconds = clock() - started
             switch result {
-            case .failure(.unreachable(let why)):
-                done(
-                    Self.unavailable(
-                        "token endpoint unreachable: \(why)", reason: LoginFailure.tokenEndpointUnreachable.code),
-                    timing)
+            case .failure(let f) where f.isTemporary:
+                // Unreachable, timed out, cut short, or a 5xx: no verdict on the code.
+                unavailableKeepingLogin(
+                    "token endpoint: \(f.error)", reason: LoginFailure.tokenEndpointUnreachable.code)
             case .failure(let f):
                 fail(
                     400, "The sign-in could not be completed.", "token endpoint refused the code: \(f.error)",
@@ -134,7 +149,11 @@ extension LoginService {
                 self.startSession(tokens, login: login, client: client, issuer: issuer, cookies: cookies) { outcome in
                     switch outcome {
                     case .failure(let why) where why.isUnavailable:
-                        done(Self.unavailable(why.description, reason: why.code), timing)
+                        // The code is spent: trying again means a new login to the same place.
+                        done(
+                            Self.unavailable(
+                                why.description, reason: why.code,
+                                retry: self.startRetry(returnTo: login.returnTo, client: login.client)), timing)
                     case .failure(let why):
                         fail(
                             400, "The sign-in could not be completed.", why.description, reason: why.code,

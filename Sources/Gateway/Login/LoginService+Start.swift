@@ -10,16 +10,21 @@ extension LoginService {
         client name: String, returnTo: String, loginHint: String?, origin: RequestOrigin.Origin?, cookies: Cookies,
         done: @escaping (GatewayResponse) -> Void
     ) {
+        // Nothing was sent to the AS yet: trying again is this same start.
+        let retry = startRetry(returnTo: returnTo, client: name)
+        func unavailable(_ detail: String, reason: String) -> GatewayResponse {
+            Self.unavailable(detail, reason: reason, retry: retry)
+        }
         guard let (client, issuer, meta) = target(name) else {
             done(
-                Self.unavailable(
+                unavailable(
                     "login client \(name): authorization server metadata not loaded",
                     reason: LoginFailure.metadataNotLoaded.code))
             return
         }
         guard let authorize = meta.authorizationEndpoint, let redirect = redirectURI(client, origin: origin) else {
             done(
-                Self.unavailable(
+                unavailable(
                     "login client \(name): no authorization endpoint or redirect URI",
                     reason: LoginFailure.noAuthorizationEndpoint.code))
             return
@@ -27,7 +32,7 @@ extension LoginService {
         let now = self.now
         let verifier = PKCE.makeVerifier()
         guard let challenge = PKCE.challenge(for: verifier) else {
-            done(Self.unavailable("PKCE", reason: LoginFailure.pkceFailed.code))
+            done(unavailable("PKCE", reason: LoginFailure.pkceFailed.code))
             return
         }
         var extra = client.login.extra
@@ -48,7 +53,7 @@ extension LoginService {
                 requestObject = try RequestObject.sign(
                     params, audience: issuer.issuer, key: key, alg: client.requestObjectAlgorithm ?? .RS256, now: now)
             } catch {
-                done(Self.unavailable("request object: \(error)", reason: LoginFailure.requestObjectFailed.code))
+                done(unavailable("request object: \(error)", reason: LoginFailure.requestObjectFailed.code))
                 return
             }
         }
@@ -62,7 +67,7 @@ extension LoginService {
             case .par:
                 guard let endpoint = meta.pushedAuthorizationRequestEndpoint else {
                     done(
-                        Self.unavailable(
+                        unavailable(
                             "login client \(name): request_mode par, but the AS has no PAR endpoint",
                             reason: LoginFailure.noPAREndpoint.code))
                     return
@@ -83,13 +88,13 @@ extension LoginService {
                         self.log.warning(
                             "pushed authorization request failed",
                             metadata: ["client": .string(name), "error": .string("\(e)")])
-                        done(Self.unavailable("PAR: \(e)", reason: LoginFailure.parFailed.code))
+                        done(unavailable("PAR: \(e)", reason: LoginFailure.parFailed.code))
                     }
                 }
             case .request:
                 guard let jwt = requestObject else {
                     done(
-                        Self.unavailable(
+                        unavailable(
                             "request_mode request without a key", reason: LoginFailure.noRequestObjectKey.code))
                     return
                 }
@@ -103,14 +108,14 @@ extension LoginService {
                         ?? config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) })
                 else {
                     done(
-                        Self.unavailable(
+                        unavailable(
                             "request_uri: no key or no public origin", reason: LoginFailure.requestURIUnavailable.code))
                     return
                 }
                 requestObjects.host(jwt) { [weak self] id in
                     guard let self, let id else {
                         done(
-                            Self.unavailable(
+                            unavailable(
                                 "request_uri: could not host the request object",
                                 reason: LoginFailure.requestURIUnavailable.code))
                         return
@@ -132,7 +137,7 @@ extension LoginService {
         pendingLogins.add(login, cookies: cookies, now: now) { result in
             switch result {
             case .failure(let e):
-                done(Self.unavailable("login state: \(e)", reason: LoginFailure.loginStateUnavailable.code))
+                done(unavailable("login state: \(e)", reason: LoginFailure.loginStateUnavailable.code))
             case .success(let setCookies): sendToAuthorizationEndpoint(setCookies)
             }
         }

@@ -126,13 +126,28 @@ final class LoginService {
     var loginClientNames: [String] { Set(config.routes.flatMap { $0.auth.loginRoute?.clients ?? [] }).sorted() }
 
     /// `reason`: a stable code for the access log, when the failure has a kind.
-    static func unavailable(_ detail: String, reason: String? = nil) -> GatewayResponse {
+    /// `retry`: where the page's "Try again" link goes (the same step again, when it can be
+    /// repeated). A client that does not want HTML gets the JSON form (`Worker.answer`).
+    static func unavailable(_ detail: String, reason: String? = nil, retry: String? = nil) -> GatewayResponse {
         var r = GatewayResponse.page(
             503, title: "Sign-in unavailable",
             message: "Signing in is not possible right now. Please try again in a moment.",
-            detail: detail)
+            link: retry.map { (text: "Try again", href: $0) }, detail: detail)
         r.reason = reason
-        r.headers.append(("Retry-After", "5"))
+        r.headers.append(("Retry-After", String(retryAfterSeconds)))
+        r.problem = .init(
+            error: "temporarily_unavailable", description: "signing in is not possible right now; try again later")
         return r
+    }
+
+    /// What a 503 of the login endpoints says in `Retry-After` (RFC 9110 §10.2.3).
+    static let retryAfterSeconds = 5
+
+    /// The callback again, as the AS sent the browser to it (same code and state).
+    func callbackRetry(_ query: Substring) -> String { config.login.callbackPath + "?" + query }
+
+    /// A new login of `client` that comes back to `returnTo`.
+    func startRetry(returnTo: String, client: String) -> String {
+        config.login.startPath + "?" + FormEncoding.body([("rd", returnTo), ("client", client)])
     }
 }

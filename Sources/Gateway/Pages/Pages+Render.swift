@@ -44,14 +44,16 @@ extension Pages {
     }
 
     /// A JSON error answer (`ErrorResponse`) as the error page, for a browser.
-    func errorPage(_ json: GatewayResponse, title: String, requestID: String) -> GatewayResponse {
+    /// `link`: where the page points (the home page unless said).
+    func errorPage(_ json: GatewayResponse, title: String, requestID: String, link: PageLink? = nil) -> GatewayResponse
+    {
         var r = json
         r.contentType = "text/html; charset=utf-8"
         r.body = template(Self.error).render([
             "status": String(json.status), "title": title, "message": json.problem?.description ?? "",
             "error": json.problem?.error ?? "",
-            "error_description": json.problem?.description ?? "", "request_id": requestID, "link_href": "/",
-            "link_text": "Home"
+            "error_description": json.problem?.description ?? "", "request_id": requestID,
+            "link_href": link?.href ?? "/", "link_text": link?.text ?? "Home"
         ])
         return r
     }

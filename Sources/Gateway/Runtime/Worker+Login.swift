@@ -194,6 +194,12 @@ extension Worker {
         -> GatewayResponse
     {
         guard Pages.wantsHTML(ex.head) else { return json }
-        return config.pages.errorPage(json, title: title, requestID: ctx.requestID)
+        // A 503 offers the same page again; only an origin-form target (RFC 9112 §3.2.1) is a
+        // link on this origin ("//x" and "/\\x" are another host to a browser: WHATWG URL).
+        let target = ex.head.target
+        let retry =
+            json.status == 503 && target.hasPrefix("/") && !target.hasPrefix("//") && !target.hasPrefix("/\\")
+            ? PageLink(text: "Try again", href: target) : nil
+        return config.pages.errorPage(json, title: title, requestID: ctx.requestID, link: retry)
     }
 }

@@ -463,7 +463,11 @@ final class Worker: ResponderObserver {
         _ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, upstreamSeconds: Double = 0,
         close: Bool = false
     ) {
-        let response = config.pages.finish(response, requestID: ctx.requestID)
+        // A page with a problem (a login step that is unavailable) is JSON for a non-browser.
+        let shaped =
+            response.page != nil && response.problem != nil && !Pages.wantsHTML(ex.head)
+            ? response.jsonForm(requestID: ctx.requestID) : response
+        let response = config.pages.finish(shaped, requestID: ctx.requestID)
         let gone = !ex.responder.isConnected
         // Logged first: by the time a client holds the answer, its log line exists.
         // 499: client closed the request (nginx's convention, for logs and metrics only).

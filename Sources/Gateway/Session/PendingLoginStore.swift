@@ -15,11 +15,19 @@ protocol PendingLoginStore: AnyObject {
     func take(
         state: String, cookies: Cookies, now: Int64,
         done: @escaping (Result<PendingLoginTake, SessionStoreError>) -> Void)
+    /// Puts back a login `take` returned whose code could not be redeemed because the token
+    /// endpoint was unreachable or failed (5xx): the AS gave no verdict on the code, so a
+    /// reload of the callback may still finish the login while the code is valid (RFC 6749
+    /// §4.1.2: a code is single-use and short-lived, and the AS judges that, not the gateway).
+    /// The caller sends none of the take's Set-Cookie lines with such an answer.
+    func restore(_ taken: PendingLoginTake, now: Int64, done: @escaping (Result<Void, SessionStoreError>) -> Void)
 }
 
 struct PendingLoginTake {
     var login: PendingLogins.Login?
     var setCookies: [String] = []
+    /// The store's own handle on the login (Redis: the browser's id that keys it), for `restore`.
+    var handle: String? = nil
 }
 
 /// Pending logins in the browser's login-state cookie, sealed with the session keys under
@@ -56,6 +64,11 @@ final class CookiePendingLogins: PendingLoginStore {
         var pending = read(cookies)
         let login = pending.take(state: state, now: now, timeout: timeout)
         done(.success(PendingLoginTake(login: login, setCookies: write(pending, cookies))))
+    }
+
+    /// The login never left the browser's cookie: without the take's Set-Cookie it is still there.
+    func restore(_ taken: PendingLoginTake, now: Int64, done: @escaping (Result<Void, SessionStoreError>) -> Void) {
+        done(.success(()))
     }
 
     private func read(_ cookies: Cookies) -> PendingLogins {

@@ -116,12 +116,39 @@ final class RedisPendingLogins: PendingLoginStore {
                     done(
                         .success(
                             PendingLoginTake(
-                                login: found.login, setCookies: self.cookie(ids.filter { $0 != found.id }, cookies))))
+                                login: found.login, setCookies: self.cookie(ids.filter { $0 != found.id }, cookies),
+                                handle: found.id)))
                 } else if let failure {
                     done(.failure(failure))
                 } else {
                     done(.success(PendingLoginTake(login: nil)))
                 }
+            }
+        }
+    }
+
+    /// Stored again under the same id and state, for what is left of the login timeout; `NX`,
+    /// so a login that is somehow back already is not overwritten. The browser's cookie still
+    /// names the id (the caller did not send the take's Set-Cookie).
+    func restore(_ taken: PendingLoginTake, now: Int64, done: @escaping (Result<Void, SessionStoreError>) -> Void) {
+        guard let login = taken.login, let id = taken.handle else {
+            done(.success(()))
+            return
+        }
+        let left = timeout - (now - login.createdAt)
+        guard left > 0 else {
+            done(.success(()))
+            return
+        }
+        var one = PendingLogins()
+        one.logins = [login]
+        let digest = Self.digest(id: id, state: login.state)
+        let sealed = sealer.seal(one.json(), purpose: Self.purpose(digest))
+        client.send(["SET", key(digest), sealed, "EX", String(left), "NX"]) { result in
+            switch result {
+            case .success(.status("OK")), .success(.null): done(.success(()))
+            case .success(let other): done(.failure(.unexpectedReply("\(other)")))
+            case .failure(let e): done(.failure(.unavailable("pending login not restored: \(e)")))
             }
         }
     }
