@@ -31,7 +31,7 @@ let package = Package(
     ],
     targets: [
         // C libraries as the system provides them (Debian: libevent-dev, libssl-dev,
-        // libcurl4-openssl-dev, libhiredis-dev).
+        // libcurl4-openssl-dev, libhiredis-dev, libnghttp2-dev).
         .systemLibrary(
             name: "CEvent", pkgConfig: "libevent_openssl",
             providers: [.apt(["libevent-dev"])]),
@@ -44,6 +44,10 @@ let package = Package(
         // No pkgConfig for hiredis: its .pc adds -D_FILE_OFFSET_BITS=64, which SwiftPM drops
         // with a warning on every build; <hiredis/hiredis.h> is found in /usr/include anyway.
         .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        // HTTP/2 framing, HPACK and stream states (Debian: libnghttp2-dev).
+        .systemLibrary(
+            name: "CNghttp2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]),
         // The few C entry points Swift cannot call directly (macros, variadics, TAILQ walks).
         .target(name: "CShim", dependencies: ["CEvent", "COpenSSL", "CCurl"]),
 
@@ -55,7 +59,7 @@ let package = Package(
         // Event loops, HTTP server and upstream client, Redis client, signals, timers.
         // Knows nothing of OAuth.
         .target(
-            name: "Reactor", dependencies: ["CShim", "CEvent", "CCurl", "CHiredis"],
+            name: "Reactor", dependencies: ["CShim", "CEvent", "CCurl", "CHiredis", "CNghttp2"],
             swiftSettings: strictC + [.swiftLanguageMode(.v6)]),
         // Config, router, request pipeline, metrics, logs.
         .target(

@@ -48,13 +48,13 @@ fi
 strip -o "$work/tokengate.new" "$binary" && mv "$work/tokengate.new" "$work/tokengate"
 
 # --- 2. the packages: the ones owning every library the binary links, checked with ldd -----
-pkgs=(libc6 libgcc-s1 libstdc++6 libssl3 libcurl4 libhiredis0.14
+pkgs=(libc6 libgcc-s1 libstdc++6 libssl3 libcurl4 libhiredis0.14 libnghttp2-14
       libevent-2.1-7 libevent-core-2.1-7 libevent-extra-2.1-7 libevent-openssl-2.1-7
       libevent-pthreads-2.1-7
       # libcurl4's libraries:
       libbrotli1 libcom-err2 libffi8 libgmp10 libgnutls30 libgssapi-krb5-2 libhogweed6
       libidn2-0 libk5crypto3 libkeyutils1 libkrb5-3 libkrb5support0 libldap-2.5-0 libnettle8
-      libnghttp2-14 libp11-kit0 libpsl5 librtmp1 libsasl2-2 libssh2-1 libtasn1-6
+      libp11-kit0 libpsl5 librtmp1 libsasl2-2 libssh2-1 libtasn1-6
       libunistring2 libzstd1 zlib1g
       ca-certificates)
 missing=()

@@ -13,7 +13,7 @@ for a in "$@"; do
     *) echo "usage: scripts/setup.sh [--test] [--image]" >&2; exit 2 ;;
   esac
 done
-pkgs=(libevent-dev libssl-dev libcurl4-openssl-dev libhiredis-dev pkg-config openssl curl)
+pkgs=(libevent-dev libssl-dev libcurl4-openssl-dev libhiredis-dev libnghttp2-dev pkg-config openssl curl)
 if (( test )); then
   # redis-server: the DPoP replay store tests run a real one on 127.0.0.1.
   # chromium, chromium-driver: the headless browser of the login tests (selenium drives them).

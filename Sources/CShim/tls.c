@@ -365,3 +365,34 @@ void tg_tls_describe_failure(struct bufferevent *bev, char *buf, size_t buflen) 
         used += (size_t)snprintf(buf + used, buflen - used, "%s%s", used ? "; " : "", one);
     }
 }
+
+// ALPN (RFC 7301 §3.2): the server picks from its own list in its order, so a client
+// offering both gets h2 when the listener serves it. No overlap: no ALPN extension in the
+// answer (the connection goes on as HTTP/1.1, rather than failing with
+// no_application_protocol, which old clients that offer only something else would meet).
+static const unsigned char alpn_h2[] = "\x02h2\x08http/1.1";
+static const unsigned char alpn_h1[] = "\x08http/1.1";
+
+static int select_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
+                       unsigned int inlen, void *arg) {
+    (void)ssl;
+    const unsigned char *server = arg ? alpn_h2 : alpn_h1;
+    unsigned int server_len = arg ? sizeof alpn_h2 - 1 : sizeof alpn_h1 - 1;
+    unsigned char *chosen = NULL;
+    if (SSL_select_next_proto(&chosen, outlen, server, server_len, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+        return SSL_TLSEXT_ERR_NOACK;
+    *out = chosen;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+void tg_tls_server_ctx_set_alpn(void *ctx, int h2) {
+    // The argument only says which list: non-NULL for h2.
+    SSL_CTX_set_alpn_select_cb((SSL_CTX *)ctx, select_alpn, h2 ? (void *)alpn_h2 : NULL);
+}
+
+int tg_tls_conn_alpn_is_h2(const tg_tls_conn *conn) {
+    const unsigned char *proto = NULL;
+    unsigned int len = 0;
+    SSL_get0_alpn_selected(conn->ssl, &proto, &len);
+    return len == 2 && memcmp(proto, "h2", 2) == 0;
+}

@@ -11,6 +11,9 @@ struct bufferevent;
 /// A TLS 1.2+ server context from PEM files, or NULL with a message in `err`.
 void *tg_tls_server_ctx_new(const char *cert_file, const char *key_file, char *err, size_t errlen);
 void tg_tls_ctx_free(void *ctx);
+/// Offers `h2` (if `h2`) and `http/1.1` in ALPN (RFC 7301), in the server's order of
+/// preference; a client that offers neither gets no ALPN answer and is served HTTP/1.1.
+void tg_tls_server_ctx_set_alpn(void *ctx, int h2);
 
 /// One server-side TLS connection on a connected non-blocking socket (the HTTP/1.1
 /// engine's TLS listeners): an SSL object in accept state reading and writing the fd
@@ -34,6 +37,8 @@ enum {
 tg_tls_conn *tg_tls_conn_new(void *ctx, int fd, char *err, size_t errlen);
 /// Frees the SSL object (no close_notify: see `tg_tls_conn_shutdown`). NULL is ignored.
 void tg_tls_conn_free(tg_tls_conn *conn);
+/// The handshake chose `h2` in ALPN.
+int tg_tls_conn_alpn_is_h2(const tg_tls_conn *conn);
 /// SSL_read: the number of plaintext bytes (> 0), or 0 with `*status` set (TG_TLS_*).
 int tg_tls_conn_read(tg_tls_conn *conn, void *buf, int len, int *status);
 /// SSL_write of up to `len` bytes (at most one record is worth asking for): the number

@@ -190,8 +190,10 @@ public enum ConfigParser {
         for (item, p) in items {
             var addressNode = item
             var tls: TLSFiles?
+            var http2: Bool?
             if case .mapping = item {
-                guard let m = r.mapping(item, path: p, known: ["address", "tls"]) else { continue }
+                guard let m = r.mapping(item, path: p, known: ["address", "tls", "http2"]) else { continue }
+                if let h = m["http2"] { http2 = r.bool(h, path: "\(p).http2") }
                 guard let a = m["address"] else {
                     r.problem(p, item, "needs address: host:port")
                     continue
@@ -212,7 +214,7 @@ public enum ConfigParser {
                 r.problem(p, addressNode, "\"\(s)\" is not host:port (e.g. 0.0.0.0:8080)")
                 continue
             }
-            out.append(ListenerConfig(address: a, tls: tls))
+            out.append(ListenerConfig(address: a, tls: tls, http2: http2))
         }
         return out
     }

@@ -107,6 +107,15 @@ struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
 struct ListenerConfig: Sendable {
     var address: SocketAddress
     var tls: TLSFiles?
+    /// HTTP/2 next to HTTP/1.1: `h2` offered in ALPN on TLS, prior knowledge on plain TCP.
+    /// On by default with TLS, off without (`listen[].http2`).
+    var http2: Bool
+
+    init(address: SocketAddress, tls: TLSFiles?, http2: Bool? = nil) {
+        self.address = address
+        self.tls = tls
+        self.http2 = http2 ?? (tls != nil)
+    }
 }
 
 struct TLSFiles: Sendable, Equatable {

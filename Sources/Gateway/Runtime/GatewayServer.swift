@@ -33,7 +33,9 @@ public final class GatewayServer {
         var tlsContexts: [TLSContext?] = []
         for l in config.listeners {
             tlsContexts.append(
-                try l.tls.map { try TLSContext(certificateFile: $0.certFile, privateKeyFile: $0.keyFile) })
+                try l.tls.map {
+                    try TLSContext(certificateFile: $0.certFile, privateKeyFile: $0.keyFile, http2: l.http2)
+                })
         }
         warnInsecureUpstreams(config)
         let prefix = RequestIDGenerator.makeProcessPrefix()
@@ -52,9 +54,9 @@ public final class GatewayServer {
             let worker = Worker(
                 id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,
                 router: router)
-            var sockets: [(fd: Int32, tls: TLSContext?)] = []
+            var sockets: [(fd: Int32, tls: TLSContext?, http2: Bool)] = []
             for (i, l) in config.listeners.enumerated() {
-                sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i]))
+                sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i], l.http2))
             }
             try worker.serve(sockets: sockets, budget: budget, reclaimWarning: reclaimWarning)
             workers.append(worker)

@@ -118,14 +118,15 @@ final class Worker: ResponderObserver {
     /// `budget`: the process's `limits.max_connections`, shared by every worker's servers;
     /// `reclaimWarning`: the process's once-a-minute gate for the warning about reclaims.
     func serve(
-        sockets: [(fd: Int32, tls: TLSContext?)], budget: ConnectionBudget? = nil,
+        sockets: [(fd: Int32, tls: TLSContext?, http2: Bool)], budget: ConnectionBudget? = nil,
         reclaimWarning: ReclaimWarning = ReclaimWarning()
     ) throws {
         let options = serverOptions(config.limits)
         let budget = budget ?? ConnectionBudget(limit: options.maxConnections)
         for socket in sockets {
             let handler: (ServerExchange) -> Void = { [unowned self] exchange in self.handle(exchange) }
-            let server = HTTP1Server(loop: loop, options: options, tls: socket.tls, budget: budget, handler: handler)
+            let server = HTTP1Server(
+                loop: loop, options: options, tls: socket.tls, http2: socket.http2, budget: budget, handler: handler)
             server.onReclaim = { [unowned self] in self.connectionReclaimed(reclaimWarning) }
             try server.serve(listeningSocket: socket.fd)
             servers.append(server)

@@ -2,11 +2,14 @@ internal import CEvent
 internal import CShim
 import Glibc
 
-/// tokengate's own HTTP/1.1 server on one loop, serving `ServerExchange`s: it accepts on
+/// tokengate's own HTTP server on one loop, serving `ServerExchange`s: it accepts on
 /// listening sockets (a persistent read event each, `accept4` until EAGAIN) and runs each
 /// connection as an `HTTP1ServerConnection` with an `HTTP1ConnectionHandler` on it, over
 /// plain TCP or, given a `TLSContext`, over TLS (`TLSConnectionIO`, one SSL object per
-/// connection, the handshake inside the header deadline).
+/// connection, the handshake inside the header deadline). With HTTP/2 on (a TLS context
+/// that offers `h2` in ALPN, or `http2` on a plain server) a `ProtocolSelector` comes
+/// first and hands each connection to the HTTP/1.1 or the HTTP/2 handler
+/// (`HTTP2ConnectionHandler`).
 ///
 /// Open connections are bounded by a `ConnectionBudget` (`maxConnections`), shared by
 /// every server of a process. At the limit the server reclaims, as nginx does when its
@@ -22,6 +25,8 @@ import Glibc
 public final class HTTP1Server: ExchangeServer {
     private let loop: EventLoop
     private let tls: TLSContext?
+    /// Connections may speak HTTP/2 (ALPN over TLS, prior knowledge over plain TCP).
+    private let http2: Bool
     private let context: HTTP1ServerContext
     private var listeners: [(fd: Int32, event: OpaquePointer)] = []
     private var connections: [ObjectIdentifier: HTTP1ServerConnection] = [:]
@@ -47,17 +52,19 @@ public final class HTTP1Server: ExchangeServer {
 
     private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
 
-    /// `tls`: every connection accepted on this server's sockets speaks TLS (1.2 or later).
-    /// `budget`: shared with the process's other servers (its limit is set from
+    /// `tls`: every connection accepted on this server's sockets speaks TLS (1.2 or later);
+    /// HTTP/2 is served if the context offers it in ALPN. `http2`: a plain server also
+    /// serves HTTP/2 with prior knowledge (RFC 9113 §3.3) next to HTTP/1.1. `budget`: shared with the process's other servers (its limit is set from
     /// `options.maxConnections`, which they must agree on); by default one of its own.
     public init(
-        loop: EventLoop, options: HTTPServerOptions, tls: TLSContext?, budget: ConnectionBudget? = nil,
-        handler: @escaping (ServerExchange) -> Void
+        loop: EventLoop, options: HTTPServerOptions, tls: TLSContext?, http2: Bool = false,
+        budget: ConnectionBudget? = nil, handler: @escaping (ServerExchange) -> Void
     ) {
         // A write to a socket the peer reset raises SIGPIPE, which would end the process.
         _ = Self.ignoreSIGPIPE
         self.loop = loop
         self.tls = tls
+        self.http2 = tls?.http2 ?? http2
         context = HTTP1ServerContext(options: options, handler: handler)
         self.budget = budget ?? ConnectionBudget(limit: options.maxConnections)
         self.budget.limit = options.maxConnections
@@ -96,6 +103,8 @@ public final class HTTP1Server: ExchangeServer {
         if !acceptPaused { event_add(event, nil) }
     }
 
+    /// Also sends every HTTP/2 client GOAWAY (RFC 9113 §6.8): the streams it has open are
+    /// served, new ones go to another connection.
     public func stopAccepting() {
         thread.check()
         for listener in listeners {
@@ -103,6 +112,9 @@ public final class HTTP1Server: ExchangeServer {
             close(listener.fd)
         }
         listeners.removeAll()
+        for connection in Array(connections.values) {
+            (connection.handler as? HTTP2ConnectionHandler)?.goAway()
+        }
     }
 
     public func apply(_ options: HTTPServerOptions) {
@@ -224,7 +236,10 @@ public final class HTTP1Server: ExchangeServer {
         }
         connections[ObjectIdentifier(connection)] = connection
         connection.onClose = { [weak self] in self?.closed($0) }
-        connection.handler = HTTP1ConnectionHandler(connection: connection, context: context)
+        connection.handler =
+            http2
+            ? ProtocolSelector(connection: connection, context: context)
+            : HTTP1ConnectionHandler(connection: connection, context: context)
     }
 
     private func closed(_ connection: HTTP1ServerConnection) {

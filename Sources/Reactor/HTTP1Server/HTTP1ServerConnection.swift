@@ -107,6 +107,9 @@ final class HTTP1ServerConnection: IdleListNode {
 
     // MARK: reading
 
+    /// TLS chose `h2` in ALPN (false on plain connections).
+    var negotiatedH2: Bool { (io as? TLSConnectionIO)?.negotiatedH2 ?? false }
+
     /// Why the connection failed, if its IO did (for logs and tests, never the wire).
     var failure: String? { directFailure ?? io.failure }
 

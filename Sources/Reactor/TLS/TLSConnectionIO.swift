@@ -34,6 +34,9 @@ final class TLSConnectionIO: ConnectionIO {
 
     deinit { tg_tls_conn_free(conn) }
 
+    /// The handshake chose HTTP/2 in ALPN (known once the first application bytes arrive).
+    var negotiatedH2: Bool { tg_tls_conn_alpn_is_h2(conn) != 0 }
+
     /// Reads record after record straight into `input`'s free space until OpenSSL wants
     /// the socket, has handed over all it read ahead, or `room` is used up; in the last
     /// case decrypted bytes may be left inside OpenSSL, which `buffered` reports.

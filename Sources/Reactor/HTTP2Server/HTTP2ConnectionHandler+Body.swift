@@ -1,0 +1,156 @@
+internal import CEvent
+internal import CNghttp2
+
+/// Request bodies on HTTP/2: DATA frames collect in the stream's `received` buffer and are
+/// handed on only as the gateway asks (`collect`, `stream`, `resume`); bytes are credited
+/// to the client's stream and connection windows (`nghttp2_session_consume`) only once
+/// handed on or dropped, so an unread or paused body stops the client at its window
+/// instead of filling memory. `Expect: 100-continue` is answered as on HTTP/1.1: when the
+/// gateway says so or as the body is first asked for (RFC 9110 §10.1.1).
+extension HTTP2ConnectionHandler {
+    func collect(_ s: HTTP2Stream, limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
+        thread.check()
+        guard case .unclaimed = s.consumer else {
+            assertionFailure("a request body is read once")
+            return done(.failure(.malformed))
+        }
+        let limit = min(limit, context.options.maxBodySize)
+        if let n = s.contentLength, n > UInt64(limit) {
+            // Refused on its announced length, before a byte is read (and with no 100).
+            s.consumer = .finished
+            done(.failure(.tooLarge))
+            return deliverBody(s)
+        }
+        s.consumer = .collecting(limit: limit, into: OwnedBuffer(), done: done)
+        startReading(s)
+    }
+
+    func stream(_ s: HTTP2Stream, to sink: RequestBodySink) {
+        thread.check()
+        guard case .unclaimed = s.consumer else {
+            assertionFailure("a request body is read once")
+            return sink.requestBodyFailed(.malformed)
+        }
+        if let n = s.contentLength, n > UInt64(context.options.maxBodySize) {
+            s.consumer = .finished
+            sink.requestBodyFailed(.tooLarge)
+            return deliverBody(s)
+        }
+        s.consumer = .streaming(sink)
+        startReading(s)
+    }
+
+    func resume(_ s: HTTP2Stream) {
+        thread.check()
+        guard s.paused else { return }
+        s.paused = false
+        s.lastBodyAt = LazyDeadline.now()
+        deliverBody(s)
+        drive()
+    }
+
+    func discard(_ s: HTTP2Stream) {
+        thread.check()
+        guard case .unclaimed = s.consumer else { return }
+        s.consumer = .discarding
+        deliverBody(s)
+        drive()
+    }
+
+    func sendContinue(_ s: HTTP2Stream) {
+        thread.check()
+        guard s.expectsContinue else { return }
+        sendInterim(s, HTTPResponseHead(status: 100))
+    }
+
+    private func startReading(_ s: HTTP2Stream) {
+        sendContinue(s)
+        s.lastBodyAt = LazyDeadline.now()
+        deliverBody(s)
+        drive()
+    }
+
+    /// Whether the stream's body is being read now (its silence is timed).
+    func readsBody(_ s: HTTP2Stream) -> Bool {
+        guard s.started, !s.bodyComplete else { return false }
+        switch s.consumer {
+        case .collecting: return true
+        case .streaming: return !s.paused
+        case .unclaimed, .discarding, .finished: return false
+        }
+    }
+
+    /// Hands what `received` holds to the body's reader (or drops it), and the end once
+    /// the client's END_STREAM came and everything before it was handed on.
+    func deliverBody(_ s: HTTP2Stream) {
+        let n = s.received.count
+        switch s.consumer {
+        case .unclaimed:
+            return
+        case .collecting(let limit, let buffer, let done):
+            if n > 0 {
+                s.bodyBytes += n
+                guard s.bodyBytes <= limit else { return tooLarge(s) }
+                BodyChunk(buffer: s.received.buffer, count: n).move(to: buffer.buffer)
+                consume(s, n)
+            }
+            if s.bodyComplete {
+                s.consumer = .finished
+                done(.success(BodyChunk(buffer: buffer.buffer).take()))
+            }
+        case .streaming(let sink):
+            guard !s.paused else { return }
+            if n > 0 {
+                s.bodyBytes += n
+                guard s.bodyBytes <= context.options.maxBodySize else { return tooLarge(s) }
+                sink.requestBody(BodyChunk(buffer: s.received.buffer, count: n))
+                // The sink must take exactly the chunk; what it left is dropped.
+                let left = s.received.count
+                if left > 0 { evbuffer_drain(s.received.buffer, left) }
+                consume(s, n)
+            }
+            if s.bodyComplete, case .streaming = s.consumer {
+                s.consumer = .finished
+                sink.requestBodyEnd()
+            }
+        case .discarding, .finished:
+            if n > 0 {
+                evbuffer_drain(s.received.buffer, n)
+                consume(s, n)
+            }
+        }
+    }
+
+    /// Past the body limit: the reader fails, and what follows is dropped (the answer to
+    /// the failure then resets the stream, RFC 9113 §8.1).
+    private func tooLarge(_ s: HTTP2Stream) {
+        let n = s.received.count
+        if n > 0 {
+            evbuffer_drain(s.received.buffer, n)
+            consume(s, n)
+        }
+        failBody(s, .tooLarge)
+    }
+
+    /// Ends the body's reader with `failure` (once; nothing if it ended already). Bytes
+    /// that still come are dropped.
+    func failBody(_ s: HTTP2Stream, _ failure: RequestBodyFailure) {
+        let consumer = s.consumer
+        s.consumer = .finished
+        switch consumer {
+        case .collecting(_, _, let done): done(.failure(failure))
+        case .streaming(let sink): sink.requestBodyFailed(failure)
+        case .unclaimed, .discarding, .finished: break
+        }
+    }
+
+    /// Credits `n` body bytes to the client's windows (sent with the next frames).
+    private func consume(_ s: HTTP2Stream, _ n: Int) {
+        guard let session else { return }
+        if s.closed {
+            nghttp2_session_consume_connection(session, n)
+        } else {
+            nghttp2_session_consume(session, s.id, n)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+internal import CEvent
+internal import CNghttp2
+
+/// nghttp2's callbacks (wired in `HTTP2Session`): each records what happened in the stream
+/// and the event queue and returns; nothing here calls the gateway. A non-zero return is
+/// nghttp2's `NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE`: the stream is reset, the connection
+/// goes on.
+extension HTTP2ConnectionHandler {
+    private static let resetStream = NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+
+    private static func has(_ frame: nghttp2_frame, _ flag: nghttp2_flag) -> Bool {
+        frame.hd.flags & UInt8(flag.rawValue) != 0
+    }
+
+    func beginHeaders(_ frame: nghttp2_frame) -> Int32 {
+        guard frame.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.headers.cat == NGHTTP2_HCAT_REQUEST else {
+            return 0
+        }
+        let stream = HTTP2Stream(id: frame.hd.stream_id, handler: self, limits: limits)
+        stream.headersStartedAt = LazyDeadline.now()
+        lastActiveAt = stream.headersStartedAt
+        streams[stream.id] = stream
+        return 0
+    }
+
+    func header(_ frame: nghttp2_frame, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 {
+        guard let stream = streams[frame.hd.stream_id] else { return 0 }
+        if !stream.headersComplete {
+            stream.headers.add(name: name, value: value)
+            return 0
+        }
+        // A trailer section (RFC 9113 §8.1): bounded, then dropped; the gateway does not
+        // forward request trailers.
+        stream.trailerBytes += name.count + value.count + 4
+        return stream.trailerBytes > limits.maxTrailerBytes ? Self.resetStream : 0
+    }
+
+    func frameReceived(_ frame: nghttp2_frame) -> Int32 {
+        guard let stream = streams[frame.hd.stream_id] else { return 0 }
+        let endStream = Self.has(frame, NGHTTP2_FLAG_END_STREAM)
+        switch frame.hd.type {
+        case UInt8(NGHTTP2_HEADERS.rawValue):
+            if !stream.headersComplete {
+                stream.headersComplete = true
+                stream.bodyComplete = endStream
+                stream.lastBodyAt = LazyDeadline.now()
+                events.append(.head(stream))
+            } else if endStream {
+                stream.bodyComplete = true
+                events.append(.body(stream))
+            }
+        case UInt8(NGHTTP2_DATA.rawValue):
+            if endStream {
+                stream.bodyComplete = true
+                events.append(.body(stream))
+            }
+        default:
+            break
+        }
+        return 0
+    }
+
+    func dataReceived(_ id: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
+        guard let stream = streams[id], stream.handler != nil else {
+            // Not credited to a stream any more: credit the connection so it never stalls.
+            if let session { nghttp2_session_consume_connection(session, bytes.count) }
+            return 0
+        }
+        evbuffer_add(stream.received.buffer, bytes.baseAddress, bytes.count)
+        stream.lastBodyAt = LazyDeadline.now()
+        if stream.started { events.append(.body(stream)) }
+        return 0
+    }
+
+    func frameSent(_ frame: nghttp2_frame) -> Int32 {
+        let type = frame.hd.type
+        guard type == UInt8(NGHTTP2_DATA.rawValue) || type == UInt8(NGHTTP2_HEADERS.rawValue),
+            Self.has(frame, NGHTTP2_FLAG_END_STREAM), let stream = streams[frame.hd.stream_id]
+        else { return 0 }
+        // The frame's bytes are at the end of the output now (mem_send returned them).
+        stream.response = .handedOff
+        stream.flushMark = connection.bytesWritten + UInt64(pendingOutput)
+        unflushed.append(stream)
+        if !stream.bodyComplete { events.append(.answered(stream)) }
+        return 0
+    }
+
+    func streamClosed(_ id: Int32, _ code: UInt32) -> Int32 {
+        guard let stream = streams.removeValue(forKey: id) else { return 0 }
+        stream.closed = true
+        events.append(.closed(stream))
+        return 0
+    }
+
+    /// The data provider: the next bytes of a stream's response body, DEFERRED while its
+    /// output is empty and the body goes on, EOF with the last.
+    func readBody(
+        _ id: Int32, into buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        guard let stream = streams[id] else {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            return 0
+        }
+        let n = min(length, stream.output.count)
+        if n > 0 { evbuffer_remove(stream.output.buffer, buffer, n) }
+        if stream.output.count == 0 {
+            if stream.outputEnded {
+                flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            } else if n == 0 {
+                stream.deferred = true
+                return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+            }
+        }
+        return n
+    }
+}

@@ -1,0 +1,138 @@
+internal import CEvent
+internal import CNghttp2
+
+/// Responses on HTTP/2: the head as a HEADERS frame (`HTTP2ResponseFields`), the body
+/// through the stream's data provider, which nghttp2 frames as the client's windows allow.
+/// No body for HEAD, 204 and 304 (RFC 9110 §6.4.1); a streamed body shorter than the
+/// content-length it announced ends with RST_STREAM, so the client can tell it was cut.
+/// `close` has no meaning on a stream and is ignored: the connection serves the others.
+extension HTTP2ConnectionHandler {
+    func sendResponse(_ s: HTTP2Stream, _ head: HTTPResponseHead, body: [UInt8]) {
+        thread.check()
+        guard s.response == .waiting, let session else { return }
+        let noBody = Self.hasNoBody(s, head.status)
+        let length: UInt64? =
+            if head.status == 204 {
+                nil
+            } else if noBody {
+                HTTP1ResponseEncoder.contentLength(head) ?? (body.isEmpty ? nil : UInt64(body.count))
+            } else {
+                UInt64(body.count)
+            }
+        var fields = HTTP2ResponseFields(head, contentLength: length, date: context.dates.fieldLine)
+        let withBody = !noBody && !body.isEmpty
+        if withBody { body.withUnsafeBytes { _ = evbuffer_add(s.output.buffer, $0.baseAddress, $0.count) } }
+        s.outputEnded = true
+        s.response = .ended
+        submit(session, s, &fields, withBody: withBody)
+        answered(s)
+    }
+
+    func startResponse(_ s: HTTP2Stream, _ head: HTTPResponseHead) {
+        thread.check()
+        guard s.response == .waiting, let session else { return }
+        let noBody = Self.hasNoBody(s, head.status)
+        let length: UInt64? =
+            head.status == 204 ? nil : head.bodyLength ?? HTTP1ResponseEncoder.contentLength(head)
+        var fields = HTTP2ResponseFields(head, contentLength: length, date: context.dates.fieldLine)
+        s.response = .streaming(remaining: noBody ? 0 : length)
+        submit(session, s, &fields, withBody: true)
+        drive()
+    }
+
+    func sendBody(_ s: HTTP2Stream, _ chunk: BodyChunk) {
+        thread.check()
+        guard case .streaming(let remaining) = s.response else { return chunk.drop() }
+        // Bytes past the announced length would be a malformed message (RFC 9113 §8.1.1).
+        let n = remaining.map { Int(min(UInt64(chunk.count), $0)) } ?? chunk.count
+        BodyChunk(buffer: chunk.buffer, count: n).move(to: s.output.buffer)
+        if chunk.count > n { evbuffer_drain(chunk.buffer, chunk.count - n) }
+        if let remaining { s.response = .streaming(remaining: remaining - UInt64(n)) }
+        wake(s)
+        drive()
+    }
+
+    func endResponse(_ s: HTTP2Stream) {
+        thread.check()
+        guard case .streaming(let remaining) = s.response, let session else { return }
+        s.outputEnded = true
+        s.response = .ended
+        if let remaining, remaining > 0 {
+            nghttp2_submit_rst_stream(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.id, NGHTTP2_INTERNAL_ERROR.rawValue)
+        } else {
+            wake(s)
+        }
+        answered(s)
+    }
+
+    /// Ends the stream abnormally (RST_STREAM, RFC 9113 §6.4): the client can tell the
+    /// answer is cut; the other streams go on. The responder hears `transportClosed` when
+    /// the stream closes.
+    func abort(_ s: HTTP2Stream) {
+        thread.check()
+        guard !s.closed, let session else { return }
+        s.response = .ended
+        s.outputEnded = true
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.id, NGHTTP2_INTERNAL_ERROR.rawValue)
+        drive()
+    }
+
+    func sendInterim(_ s: HTTP2Stream, _ head: HTTPResponseHead) {
+        thread.check()
+        guard s.response == .waiting, let session else { return }
+        if head.status == 100 {
+            guard !s.continueSent else { return }
+            s.continueSent = true
+        }
+        var fields = HTTP2ResponseFields(head, contentLength: nil, date: [])
+        _ = fields.withList { list, count in
+            nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.id, nil, list, count, nil)
+        }
+        drive()
+    }
+
+    /// Answers a request the engine refuses itself (a malformed or oversized head): the
+    /// gateway never sees it.
+    func refuse(_ s: HTTP2Stream, status: Int, description: String) {
+        var fields = HTTP1Fields()
+        fields.append("Content-Type", "application/json")
+        let body = Array("{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}".utf8)
+        sendResponse(s, HTTPResponseHead(status: status, fields: fields), body: body)
+    }
+
+    private func submit(_ session: OpaquePointer, _ s: HTTP2Stream, _ fields: inout HTTP2ResponseFields, withBody: Bool)
+    {
+        var provider = HTTP2Session.dataProvider
+        let rv = fields.withList { list, count in
+            withBody
+                ? nghttp2_submit_response(session, s.id, list, count, &provider)
+                : nghttp2_submit_response(session, s.id, list, count, nil)
+        }
+        // The stream is gone (reset meanwhile): nothing goes out; its close reports it.
+        if rv != 0 { s.outputEnded = true }
+    }
+
+    /// The answer is complete on the gateway's side: a body it never asked for is dropped
+    /// (and the stream reset once the answer is out), and the answer is framed.
+    private func answered(_ s: HTTP2Stream) {
+        if case .unclaimed = s.consumer, !s.bodyComplete {
+            s.consumer = .discarding
+            s.paused = false
+            deliverBody(s)
+        }
+        drive()
+    }
+
+    /// New output for a stream whose data provider is waiting.
+    private func wake(_ s: HTTP2Stream) {
+        guard s.deferred, !s.closed, let session else { return }
+        s.deferred = false
+        nghttp2_session_resume_data(session, s.id)
+    }
+
+    /// RFC 9110 §6.4.1: no content after HEAD, 1xx, 204, 304.
+    private static func hasNoBody(_ s: HTTP2Stream, _ status: Int) -> Bool {
+        s.isHEAD || status == 204 || status == 304 || (100..<200).contains(status)
+    }
+}

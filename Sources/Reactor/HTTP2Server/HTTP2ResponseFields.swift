@@ -1,0 +1,96 @@
+internal import CNghttp2
+
+/// A response head as an HTTP/2 header list (RFC 9113 §8.3.2): `:status` first, then the
+/// fields the head passes on and its own, names in lowercase (RFC 9113 §8.2: uppercase is
+/// malformed), without the connection-specific fields HTTP/2 forbids (§8.2.2: Connection,
+/// Keep-Alive, Proxy-Connection, Transfer-Encoding, Upgrade) and with the engine's own
+/// `content-length` when the body's length is known, and a `date` unless the head has one
+/// (a proxied origin's). The bytes live in one array; `withList` lends nghttp2 the list
+/// for one `nghttp2_submit_*` call, which copies it.
+struct HTTP2ResponseFields {
+    private var storage: [UInt8] = []
+    /// Offsets and lengths of each name and value in `storage`.
+    private var spans: [(name: Int, nameCount: Int, value: Int, valueCount: Int)] = []
+
+    init(_ head: HTTPResponseHead, contentLength: UInt64?, date: [UInt8]) {
+        storage.reserveCapacity(256)
+        add(name: Array(":status".utf8), value: Array(String(head.status).utf8))
+        var hasDate = false
+        func each(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
+            switch Self.classify(name) {
+            case .dropped: return
+            case .date: hasDate = true
+            case .other: break
+            }
+            add(name: name, value: value, lowercasing: true)
+        }
+        head.forwarded?.forEachField { _, name, value in each(name, value) }
+        head.fields.forEachField(each)
+        if let (name, value) = head.lastField {
+            var value = value
+            name.withUTF8Buffer { name in value.withUTF8 { each(name, $0) } }
+        }
+        if !hasDate, date.count > 8 {
+            // The cache holds the HTTP/1.1 line "Date: …\r\n".
+            add(name: Array("date".utf8), value: Array(date[6..<(date.count - 2)]))
+        }
+        if let contentLength { add(name: Array("content-length".utf8), value: Array(String(contentLength).utf8)) }
+    }
+
+    /// The fields in order, as "name: value" strings (tests).
+    var pairs: [(name: String, value: String)] {
+        spans.map {
+            (
+                String(decoding: storage[$0.name..<($0.name + $0.nameCount)], as: UTF8.self),
+                String(decoding: storage[$0.value..<($0.value + $0.valueCount)], as: UTF8.self)
+            )
+        }
+    }
+
+    /// Calls `body` with the list as nghttp2 takes it, valid for the call only.
+    mutating func withList<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+        let spans = self.spans
+        return storage.withUnsafeMutableBufferPointer { bytes in
+            let base = bytes.baseAddress!
+            var list = spans.map {
+                nghttp2_nv(
+                    name: base + $0.name, value: base + $0.value, namelen: $0.nameCount, valuelen: $0.valueCount,
+                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+            }
+            return list.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
+        }
+    }
+
+    private mutating func add<N: Collection<UInt8>, V: Collection<UInt8>>(
+        name: N, value: V, lowercasing: Bool = false
+    ) {
+        let nameAt = storage.count
+        if lowercasing {
+            for b in name { storage.append(HTTP1Fields.lower(b)) }
+        } else {
+            storage += name
+        }
+        let valueAt = storage.count
+        storage += value
+        spans.append((nameAt, valueAt - nameAt, valueAt, storage.count - valueAt))
+    }
+
+    private enum Kind { case dropped, date, other }
+
+    private static let connectionSpecific: [[UInt8]] = [
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length"
+    ].map { Array($0.utf8) }
+
+    private static func classify(_ name: UnsafeBufferPointer<UInt8>) -> Kind {
+        if name.count == 4, lowerEquals(name, Array("date".utf8)) { return .date }
+        for dropped in connectionSpecific where dropped.count == name.count && lowerEquals(name, dropped) {
+            return .dropped
+        }
+        return .other
+    }
+
+    private static func lowerEquals(_ name: UnsafeBufferPointer<UInt8>, _ lower: [UInt8]) -> Bool {
+        for i in 0..<name.count where HTTP1Fields.lower(name[i]) != lower[i] { return false }
+        return true
+    }
+}

@@ -1,0 +1,162 @@
+internal import CEvent
+
+/// One request on an HTTP/2 connection (one stream, RFC 9113 §5) as the seam sees it: the
+/// `ResponseTransport` its responder answers through and the `RequestBody` the gateway
+/// reads, both forwarding to the connection's `HTTP2ConnectionHandler`, which keeps the
+/// state here. Holds the handler only while the stream is on it: once its answer is
+/// written out, or the stream or the connection closes first, the stream is detached and
+/// inert (`isConnected` false, every call a no-op). Loop-thread only.
+final class HTTP2Stream: ResponseTransport, RequestBody {
+    enum ResponseState: Equatable {
+        case waiting
+        /// Head submitted; body bytes go through `output`. `remaining`: what the announced
+        /// content-length still allows (nil: not announced).
+        case streaming(remaining: UInt64?)
+        /// The answer's end is submitted (or a reset): nghttp2 frames what is left.
+        case ended
+        /// The frame with END_STREAM went into the connection's output (`flushMark` set).
+        case handedOff
+    }
+
+    /// Who reads the request body (as `HTTP1ServerExchange.BodyConsumer`).
+    enum BodyConsumer {
+        case unclaimed
+        case collecting(limit: Int, into: OwnedBuffer, done: (Result<[UInt8], RequestBodyFailure>) -> Void)
+        case streaming(RequestBodySink)
+        /// Read and dropped (flow control still credited).
+        case discarding
+        case finished
+    }
+
+    let id: Int32
+    /// nil once detached.
+    var handler: HTTP2ConnectionHandler?
+    var headers: HTTP2RequestHeaders
+    var responder: Responder?
+    var isHEAD = false
+    var contentLength: UInt64?
+    var expectsContinueField = false
+
+    // Request side.
+    /// The header block ended (END_HEADERS): the head may go to the gateway.
+    var headersComplete = false
+    /// The head went to the gateway.
+    var started = false
+    /// The client's END_STREAM came: every body byte is in `received` or handed on.
+    var bodyComplete = false
+    /// Body bytes received and not yet handed on: not yet credited to the client's flow
+    /// control window, so the window bounds them.
+    let received = OwnedBuffer()
+    var consumer = BodyConsumer.unclaimed
+    var bodyBytes = 0
+    var paused = false
+    var continueSent = false
+    /// Monotonic seconds: when the header block began, and when a body byte last came.
+    var headersStartedAt = 0.0
+    var lastBodyAt = 0.0
+    /// Bytes of a trailer section, bounded like the header section.
+    var trailerBytes = 0
+
+    // Response side.
+    var response = ResponseState.waiting
+    /// Response body bytes not yet framed (the data provider takes from here).
+    let output = OwnedBuffer()
+    var outputEnded = false
+    /// The data provider said DEFERRED: nghttp2 waits for `resume_data`.
+    var deferred = false
+    /// Connection bytes written when the answer's last byte is out.
+    var flushMark: UInt64 = 0
+    var drainedActions: [() -> Void] = []
+    /// nghttp2 closed the stream (either side's END_STREAM, or a reset).
+    var closed = false
+
+    init(id: Int32, handler: HTTP2ConnectionHandler, limits: HTTP1Limits) {
+        self.id = id
+        self.handler = handler
+        headers = HTTP2RequestHeaders(limits: limits)
+    }
+
+    // MARK: ResponseTransport
+
+    var isConnected: Bool { handler.map { !closed && $0.isOpen } ?? false }
+    var pendingOutput: Int { output.count + (handler?.pendingOutput ?? 0) }
+    func attach(_ responder: Responder) { self.responder = responder }
+
+    func sendResponse(_ head: HTTPResponseHead, body: [UInt8], close: Bool) {
+        handler?.sendResponse(self, head, body: body)
+    }
+
+    func sendInterim(_ head: HTTPResponseHead) { handler?.sendInterim(self, head) }
+    func startResponse(_ head: HTTPResponseHead, close: Bool) { handler?.startResponse(self, head) }
+    func sendBody(_ chunk: BodyChunk) {
+        guard let handler else { return chunk.drop() }
+        handler.sendBody(self, chunk)
+    }
+    func endResponse() { handler?.endResponse(self) }
+    func abortResponse() { handler?.abort(self) }
+    /// The client is gone and `transportClosed` was reported: nothing to release.
+    func discardResponse() {}
+    /// No HTTP/1.1 upgrade on HTTP/2 (RFC 9113 §8.6), and extended CONNECT (RFC 8441) is
+    /// not offered.
+    func switchProtocols(_ head: HTTPResponseHead) -> TunnelEndpoint? { nil }
+
+    func whenDrained(_ action: @escaping () -> Void) {
+        guard handler != nil else { return }
+        if output.count == 0 && (handler?.pendingOutput ?? 0) <= HTTP2ConnectionHandler.outputLowWater {
+            action()
+        } else {
+            drainedActions.append(action)
+        }
+    }
+
+    // MARK: RequestBody
+
+    var framing: RequestBodyFraming {
+        if bodyComplete && bodyBytes == 0 && received.count == 0 { return .none }
+        if let contentLength { return contentLength == 0 ? .none : .length(contentLength) }
+        return .streamed
+    }
+
+    var expectsContinue: Bool { expectsContinueField && !continueSent && !bodyComplete && response == .waiting }
+
+    func sendContinue() { handler?.sendContinue(self) }
+
+    func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
+        guard let handler else { return done(.failure(.clientGone)) }
+        handler.collect(self, limit: limit, done)
+    }
+
+    func stream(to sink: RequestBodySink) {
+        guard let handler else { return sink.requestBodyFailed(.clientGone) }
+        handler.stream(self, to: sink)
+    }
+
+    func pause() { paused = true }
+    func resume() { handler?.resume(self) }
+    func discard() { handler?.discard(self) }
+
+    // MARK: from the handler
+
+    /// The answer's last byte is written: report it and let go of the handler.
+    func flushed() {
+        handler = nil
+        drainedActions = []
+        let r = responder
+        responder = nil
+        r?.transportFlushed()
+    }
+
+    /// The stream or the connection closed before the answer was written out.
+    func gone() {
+        handler = nil
+        drainedActions = []
+        let r = responder
+        responder = nil
+        r?.transportClosed()
+    }
+}
+
+extension BodyChunk {
+    /// Drops the chunk's bytes (a receiver must take exactly the chunk).
+    func drop() { evbuffer_drain(buffer, count) }
+}
