@@ -248,4 +248,44 @@ struct PendingLoginStoreTests {
             return
         }
     }
+
+    /// Pending logins in the cookie, sessions in Redis: with Redis down no login begins (the
+    /// session it leads to could not be stored), and one begun before still finishes its take.
+    @Test func cookiePendingLoginsWaitForTheSessionStore() throws {
+        let server = try RedisServerProcess()
+        let loop = EventLoop()
+        let endpoint = try #require(RedisEndpoint(url: "redis://127.0.0.1:\(server.port)/3"))
+        let store = StoreCheckedPendingLogins(
+            CookiePendingLogins(
+                sealer: SessionTests.sealer, cookieName: Self.cookieName, secure: false, timeout: 600, max: 5),
+            sessionStore: Redis(loop: loop, deployment: .standalone(endpoint)))
+        func run<T>(_ start: (@escaping (T) -> Void) -> Void) -> T? {
+            var out: T?
+            start { v in
+                out = v
+                loop.stop()
+            }
+            if out == nil {
+                loop.schedule(after: 5) { loop.stop() }
+                loop.run()
+            }
+            return out
+        }
+        let login = PendingLogins.Login(
+            state: "s", nonce: "n", codeVerifier: "v", returnTo: "/r", client: "web", createdAt: 1000)
+        let added = try #require(
+            run { done in store.add(login, cookies: Cookies(cookieHeaders: []), now: 1000, done: done) })
+        let lines = try added.get()
+        let jar = Harness.apply(lines, to: [:])
+        server.kill()
+        let refused: Result<[String], SessionStoreError>? = run { done in
+            store.add(login, cookies: Cookies(cookieHeaders: []), now: 1001, done: done)
+        }
+        guard case .failure? = refused else {
+            Issue.record("a login must not begin while the session store does not answer")
+            return
+        }
+        let taken = run { done in store.take(state: "s", cookies: Harness.cookies(jar), now: 1002, done: done) }
+        #expect((try? #require(taken).get())?.login?.codeVerifier == "v")
+    }
 }

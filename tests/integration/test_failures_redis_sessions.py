@@ -163,3 +163,41 @@ def attacker_pages_stay_inert(env, cookie):
             f"Cookie: tokengate_session={cookie}\r\nConnection: close\r\n\r\n").encode(), timeout=10)
         assert status != 302, raw
         assert b"evil.example" not in raw.partition(b"\r\n\r\n")[2], raw
+
+
+@pytest.mark.parametrize("fault", ["SIGSTOP", "kill"])
+def test_pending_logins_in_the_cookie_still_send_no_browser_to_the_as(authserver_factory, upstream, tmp_path, redis,
+                                                                      fault):
+    """session.pending_logins: cookie keeps nothing in Redis before the callback, yet the
+    session it leads to would be: while Redis does not answer no login begins (503 and a
+    page, no redirect to the AS), and once it answers logins begin again by themselves."""
+    a = authserver_factory(login="form")
+    e = LoginEnv(a, upstream, tmp_path, extra_top=f"store: redis://127.0.0.1:{redis.port}/0",
+                 session=", cache_ttl: 0s, pending_logins: cookie")
+    try:
+        assert e.get("/orders/7").status_code == 302
+        if fault == "SIGSTOP":
+            redis.proc.send_signal(signal.SIGSTOP)
+        else:
+            redis.stop()
+        for _ in range(3):
+            t0 = time.time()
+            r = requests.get(e.url("/orders/7"), headers=HTML, allow_redirects=False, timeout=15)
+            assert_unavailable(r, time.time() - t0, redis)
+            assert "tokengate_login" not in r.headers.get("Set-Cookie", "")
+        keeps_serving_without_redis(e)
+        if fault == "SIGSTOP":
+            redis.proc.send_signal(signal.SIGCONT)
+        else:
+            redis.start()
+        t0, streak = time.time(), 0
+        while streak < 8:
+            assert time.time() - t0 < RECOVERY, "logins did not begin again after Redis came back"
+            r = requests.get(e.url("/orders/7"), headers=HTML, allow_redirects=False, timeout=5)
+            assert r.status_code in (302, 503), r.text
+            streak = streak + 1 if r.status_code == 302 else 0
+            if r.status_code == 503:
+                time.sleep(0.1)
+        assert e.login().status_code == 200
+    finally:
+        e.stop()

@@ -64,7 +64,7 @@ final class StoreBackend {
             let client = clients.client(for: loop)
             let pending: PendingLoginStore =
                 config.session.pendingLoginsInCookie
-                ? cookiePending()
+                ? StoreCheckedPendingLogins(cookiePending(), sessionStore: client)
                 : RedisPendingLogins(
                     client: client, prefix: prefix, sealer: settings.sealer, cookieName: settings.loginCookie,
                     secure: settings.secure, timeout: Int64(config.session.loginTimeout),
