@@ -39,7 +39,7 @@ struct Serve: ParsableCommand {
         LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
         let log = Logger(label: "tokengate")
         do {
-            try GatewayServer(config: config, configPath: self.config, log: log).run()
+            try GatewayServer(config: config, configPath: self.config, log: log, version: Tokengate.version).run()
         } catch {
             log.critical("cannot start", metadata: ["error": .string("\(error)")])
             throw ExitCode(1)

@@ -25,6 +25,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     @exclusivity(unchecked) private var upstreamSeconds = 0.0
     /// Keeps self alive until `finish`.
     @exclusivity(unchecked) private var selfRetain: ProxyExchange?
+    /// The call's pool, named only when the status page counts a 5xx or a failure. Not
+    /// retained (a retain per request for a rare use): the call holds the pool for as long
+    /// as it can report to this exchange.
+    @exclusivity(unchecked) private unowned(unsafe) var pool: UpstreamPool? = nil
 
     init(worker: Worker, exchange: ServerExchange, context: RequestContext) {
         self.worker = worker
@@ -43,6 +47,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             request.continueTimeout = wait
         }
         selfRetain = self
+        self.pool = pool
         upstreamStart = worker.clock()
         // The client leaving ends the exchange: the upstream call is abandoned.
         responder.clientGoneObserver = self
@@ -76,6 +81,9 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
 
     func upstreamHead(_ head: HTTPResponseHead) {
         status = head.status
+        if head.status >= 500, let pool {
+            worker.upstreamOutcomes.answered(head.status, pool: pool, now: worker.clock())
+        }
         let (forwarded, own) = clientFields(head)
         responder.forwarded = forwarded
         if let own { responder.fields = own }
@@ -213,6 +221,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             return
         }
         worker.metrics.upstreamError(failure.kind)
+        if let pool { worker.upstreamOutcomes.failed(pool: pool, now: worker.clock()) }
         if case .tlsHandshakeFailed(let reason) = failure {
             // Said in the log even with the access log off: an operator's certificate problem
             // (the verify error), which the client's 502 never names.

@@ -1,14 +1,17 @@
 import Reactor
 
 /// The admin listener (never the public one): `/healthz` (process alive), `/readyz`
-/// (accepting traffic), `/metrics` (Prometheus text). Runs on the main loop; metrics are
-/// gathered by asking each worker's loop for a snapshot.
+/// (accepting traffic), `/metrics` (Prometheus text), `/status` and `/status.json` (the
+/// status page). Runs on the main loop; metrics and status are gathered by asking each
+/// worker's loop for a snapshot, so no worker waits on another or on this loop.
 final class AdminEndpoints {
     private let loop: EventLoop
     private let workers: [Worker]
     private let readiness: () -> (ready: Bool, reason: String)
     /// More metrics from the main loop's own state (issuer keys).
     var extraMetrics: () -> String = { "" }
+    /// The status page from the main loop's own state and the workers' snapshots added up.
+    var statusReport: ((WorkerStatus) -> StatusReport)?
     private var server: ExchangeServer?
 
     init(loop: EventLoop, workers: [Worker], readiness: @escaping () -> (ready: Bool, reason: String)) {
@@ -40,18 +43,35 @@ final class AdminEndpoints {
             let r = readiness()
             reply(req, r.ready ? 200 : 503, "text/plain", r.ready ? "\(r.reason)\n" : "not ready: \(r.reason)\n")
         case (.GET?, "/metrics"):
-            gather { [readiness] snapshot in
-                self.reply(
-                    req, 200, "text/plain; version=0.0.4",
-                    snapshot.prometheusText(ready: readiness().ready) + self.extraMetrics())
-            }
+            gather(
+                take: { $0.snapshot() },
+                done: { [readiness] (snapshot: MetricsSnapshot) in
+                    self.reply(
+                        req, 200, "text/plain; version=0.0.4",
+                        snapshot.prometheusText(ready: readiness().ready) + self.extraMetrics())
+                })
+        case (.GET?, "/status"), (.GET?, "/status.json"):
+            guard let statusReport else { return reply(req, 404, "text/plain", "not found\n") }
+            let asJSON = path == "/status.json"
+            gather(
+                take: { $0.statusSnapshot() },
+                done: { (workers: WorkerStatus) in
+                    let report = statusReport(workers)
+                    if asJSON {
+                        self.reply(req, 200, "application/json", report.json)
+                    } else {
+                        self.reply(req, 200, "text/html; charset=utf-8", report.html)
+                    }
+                })
         default:
             reply(req, 404, "text/plain", "not found\n")
         }
     }
 
-    private func gather(_ done: @escaping (MetricsSnapshot) -> Void) {
-        var total = MetricsSnapshot()
+    /// Asks each worker's loop for its part (`take`, run there), adds the parts up on this
+    /// loop and calls `done` here once every worker has answered.
+    private func gather<Part: WorkerPart>(take: @escaping (Worker) -> Part, done: @escaping (Part) -> Void) {
+        var total = Part()
         var pending = workers.count
         if pending == 0 {
             done(total)
@@ -59,9 +79,9 @@ final class AdminEndpoints {
         }
         for w in workers {
             w.loop.execute { [loop] in
-                let snap = w.snapshot()
+                let part = take(w)
                 loop.execute {
-                    total.add(snap)
+                    total.add(part)
                     pending -= 1
                     if pending == 0 { done(total) }
                 }
@@ -73,3 +93,12 @@ final class AdminEndpoints {
         GatewayResponse(status: status, body: body, contentType: type).send(responder, requestID: nil, close: false)
     }
 }
+
+/// What each worker reports to an admin endpoint, added up over the workers.
+protocol WorkerPart: Sendable {
+    init()
+    mutating func add(_ other: Self)
+}
+
+extension MetricsSnapshot: WorkerPart {}
+extension WorkerStatus: WorkerPart {}

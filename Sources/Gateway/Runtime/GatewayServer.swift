@@ -20,11 +20,17 @@ public final class GatewayServer {
     private var storeHealth: StoreHealth?
     /// The workers' and the key service's "now".
     private let wallClock: any WallClock = SystemClock()
+    /// The build's version, for the status page.
+    private let version: String
+    /// The config's generation and reloads, for the status page.
+    private var history: ConfigHistory
 
-    public init(config: GatewayConfig, configPath: String?, log: Logger) {
+    public init(config: GatewayConfig, configPath: String?, log: Logger, version: String = "unknown") {
         self.config = config
         self.configPath = configPath
         self.log = log
+        self.version = version
+        history = ConfigHistory(startedAt: wallClock.now)
     }
 
     /// Binds everything, then serves until shut down. Throws if a socket or TLS file fails.
@@ -61,7 +67,9 @@ public final class GatewayServer {
             try worker.serve(sockets: sockets, budget: budget, reclaimWarning: reclaimWarning)
             workers.append(worker)
         }
-        if let deployment = stores.redisDeployment { storeHealth = StoreHealth(loop: mainLoop, deployment: deployment) }
+        if let deployment = stores.redisDeployment {
+            storeHealth = StoreHealth(loop: mainLoop, deployment: deployment, wallClock: wallClock)
+        }
         let keys = IssuerKeyService(loop: mainLoop, log: log, wallClock: wallClock)
         keys.attach(workers)
         keys.apply(config)
@@ -72,6 +80,7 @@ public final class GatewayServer {
             endpoints.extraMetrics = { [weak keys, weak self, wallClock] in
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
             }
+            endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
             try endpoints.serve(on: addr)
             admin = endpoints
         }
@@ -116,15 +125,17 @@ public final class GatewayServer {
         guard let path = configPath, !shuttingDown else { return }
         switch ConfigParser.load(path: path) {
         case .failure(let err):
+            history.refused(at: wallClock.now, problems: err.problems)
             log.error(
                 "reload refused: the new config has problems; the old config keeps serving",
                 metadata: ["problems": .array(err.problems.map { .string($0.description) })])
         case .success(var new):
             // Sockets and threads are fixed at start; a change to them needs a restart.
-            if new.workers != config.workers || new.listeners.map(\.address) != config.listeners.map(\.address)
+            let restartNeeded =
+                new.workers != config.workers || new.listeners.map(\.address) != config.listeners.map(\.address)
                 || new.adminListen != config.adminListen || new.listeners.map(\.tls) != config.listeners.map(\.tls)
                 || new.store != config.store || new.dpop.replayCacheEntries != config.dpop.replayCacheEntries
-            {
+            if restartNeeded {
                 log.warning(
                     "reload: listen, admin_listen, workers, TLS, store and dpop.replay_cache_entries changes take effect only after a restart"
                 )
@@ -135,6 +146,7 @@ public final class GatewayServer {
                 new.dpop.replayCacheEntries = config.dpop.replayCacheEntries
             }
             config = new
+            history.applied(at: wallClock.now, restartNeeded: restartNeeded)
             warnInsecureUpstreams(new)
             keyService?.apply(new)
             let router = Router(routes: new.routes)
@@ -143,6 +155,20 @@ public final class GatewayServer {
             }
             log.info("config reloaded", metadata: ["routes": .stringConvertible(new.routes.count)])
         }
+    }
+
+    /// The status page: this loop's state (config, reloads, issuer keys, store) and the
+    /// workers' snapshots added up.
+    private func statusReport(_ workers: WorkerStatus) -> StatusReport {
+        let store: StatusReport.Store =
+            storeHealth.map {
+                .redis(
+                    deployment: $0.deployment, up: $0.up, role: $0.role, latency: $0.latency, lastError: $0.lastError,
+                    checkedAt: $0.checkedAt)
+            } ?? .memory
+        return StatusReport(
+            version: version, now: wallClock.now, config: config, history: history,
+            issuerKeys: keyService?.keyStates() ?? [:], store: store, workers: workers)
     }
 
     /// `insecure_skip_verify: true` is said out loud each time it takes effect.

@@ -18,6 +18,11 @@ final class IssuerKeyService {
     private var configured: [String] = []
     /// The latest metadata of each issuer that publishes it (main loop).
     private(set) var metadataByIssuer: [String: ProviderMetadata] = [:]
+    /// `jwks_file` issuers: when the file was last read, and why it did not load.
+    private var fileReads: [String: (at: Double, error: String?)] = [:]
+    /// Each remote issuer's latest failed fetch, kept after a later success (the status page
+    /// shows when it last failed, not only whether it fails now).
+    private var lastFailures: [String: (at: Double, error: String)] = [:]
 
     init(loop: EventLoop, log: Logger, wallClock: any WallClock) {
         self.loop = loop
@@ -56,7 +61,9 @@ final class IssuerKeyService {
                     }
                     let set = try JWKSet(bytes: Array(data))
                     publish(name, set, source: path)
+                    fileReads[name] = (wallClock.now, nil)
                 } catch {
+                    fileReads[name] = (wallClock.now, "\(error)")
                     log.error(
                         "issuer keys not loaded", metadata: ["issuer": .string(name), "error": .string("\(error)")])
                 }
@@ -82,6 +89,7 @@ final class IssuerKeyService {
                     if let metadata = keys?.metadata { self?.publishMetadata(name, metadata) }
                 }
                 keys.onError = { [weak self] error in
+                    self?.lastFailures[name] = (self?.wallClock.now ?? 0, error)
                     self?.log.warning(
                         "issuer keys fetch failed; the last good keys keep serving",
                         metadata: ["issuer": .string(name), "error": .string(error)])
@@ -92,6 +100,31 @@ final class IssuerKeyService {
         }
         remote = next
         for name in loaded.keys where config.issuers[name] == nil { loaded[name] = nil }
+        for name in fileReads.keys where remote[name] != nil || config.issuers[name] == nil { fileReads[name] = nil }
+        for name in lastFailures.keys where remote[name] == nil { lastFailures[name] = nil }
+    }
+
+    /// Each configured issuer's keys as the status page shows them (main loop): key ids
+    /// only, never key material.
+    func keyStates() -> [String: IssuerKeyState] {
+        var out: [String: IssuerKeyState] = [:]
+        for name in configured {
+            var state = IssuerKeyState()
+            state.keyIDs = loaded[name]?.keys.map { $0.kid ?? "(no kid: \($0.kty))" } ?? []
+            state.loaded = loaded[name] != nil
+            if let keys = remote[name]?.keys {
+                state.lastFetch = keys.lastSuccessAt
+                state.failing = keys.lastError != nil
+                state.lastError = lastFailures[name]
+                state.failures = keys.failureCount
+            } else if let read = fileReads[name] {
+                state.lastFetch = read.error == nil ? read.at : nil
+                state.failing = read.error != nil
+                state.lastError = read.error.map { (read.at, $0) }
+            }
+            out[name] = state
+        }
+        return out
     }
 
     /// Prometheus lines for the issuers' key state (main loop).

@@ -64,7 +64,7 @@ final class Worker: ResponderObserver {
     /// TLS handshakes (all, resumed) of pools that a reload replaced, per upstream: the
     /// metric stays a counter across reloads.
     private var retiredTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
-    private var servers: [ExchangeServer] = []
+    private(set) var servers: [ExchangeServer] = []
     private let ids: RequestIDGenerator
     /// Token routes: verified-token cache and this worker's copy of issuer keys.
     let tokens: AccessTokenValidator
@@ -80,11 +80,13 @@ final class Worker: ResponderObserver {
     /// Read of the config on every request, worked out once per config.
     private(set) var decisionEnabled = false
     private(set) var hasTrustedProxies = false
-    private var configGeneration = 0
+    private(set) var configGeneration = 0
     private var onDrained: (() -> Void)?
     private var thread: Thread?
     /// Open tunnels (WebSocket after a 101) and their watches: `Worker+Tunnels`.
     let tunnels = TunnelRegistry()
+    /// Upstream 5xx answers and failures, for the status page (`Worker+Status`).
+    let upstreamOutcomes = UpstreamOutcomes()
     /// The most the gateway reads of a body it must read itself (RFC 6750 form tokens, the
     /// logout form, back-channel logout tokens): such bodies are small, and an attacker's
     /// large one must not be buffered.
@@ -181,6 +183,7 @@ final class Worker: ResponderObserver {
             if old.endpoint.tls != nil { retiredTLSHandshakes[name, default: .init()].add(old) }
         }
         pools = next
+        upstreamOutcomes.setPools(next)
         // The parser numbers routes in file order (`RouteConfig.index`), checked below.
         let plans = new.routes.map {
             RoutePlan(

@@ -168,6 +168,6 @@ public final class UpstreamPool {
         if resumed { tlsResumedHandshakes += 1 }
     }
 
-    /// Idle connections, for tests.
-    var idleCount: Int { idle.count }
+    /// Idle keep-alive connections (tests, and the gateway's status page).
+    public var idleCount: Int { idle.count }
 }
