@@ -20,6 +20,7 @@ from joserfc.jwk import ECKey
 
 from browser import browser  # noqa: F401 — fixture
 from conftest import BIN, JSONServer, free_port, wait_for
+from ws_upstream import WSUpstream
 
 SESSION_KEY = base64.b64encode(b"status-page-session-key-32-bytes").decode()
 CLIENT_SECRET = "client-secret-Vq7Lw2Nz9Kp4"
@@ -73,7 +74,7 @@ def idp():
     s.stop()
 
 
-def status_config(upstream_port, idp_url, store="memory", extra_route=""):
+def status_config(upstream_port, idp_url, store="memory", extra_route="", extra_upstream=""):
     # No catch-all route: a path no route matches gets the gateway's own 404 on the public
     # listener, which is what /status must get there.
     return f"""
@@ -90,6 +91,7 @@ clients:
   svc: {{ issuer: one, client_id: svc, auth: client_secret_basic, secret: "{CLIENT_SECRET}" }}
 upstreams:
   app: {{ url: "http://127.0.0.1:{upstream_port}" }}
+{extra_upstream}
 routes:
   - name: '{HOSTILE.replace("'", "''")}'
     match: {{ path_prefix: /hostile/ }}
@@ -238,6 +240,28 @@ def test_redis_store_health_without_its_password(flaky, idp, redis_with_password
     assert f"127.0.0.1:{redis_with_password}" in store["deployment"]
     text = admin(gw, "/status.json").text + admin(gw, "/status").text
     assert REDIS_PASSWORD not in text
+
+
+def test_open_tunnels_are_counted(flaky, idp, gateway_factory):
+    from websockets.sync.client import connect
+    ws_up = WSUpstream()
+    try:
+        gw = gateway_factory(status_config(
+            flaky.port, idp.url, extra_upstream=f'  ws: {{ url: "http://127.0.0.1:{ws_up.port}" }}',
+            extra_route="""
+  - name: chat
+    match: { path_prefix: /chat }
+    upstream: ws
+    auth: none
+"""))
+        with connect(f"ws://127.0.0.1:{gw.port}/chat", open_timeout=5) as ws:
+            ws.send("hello")
+            assert ws.recv(timeout=5) == "hello"
+            assert status(gw)["tunnels"] == {"open": 1}
+            assert "<th>WebSocket tunnels open</th><td>1</td>" in admin(gw, "/status").text
+        wait_for(lambda: status(gw)["tunnels"] == {"open": 0}, what="the tunnel to close")
+    finally:
+        ws_up.stop()
 
 
 def png_size(data):
