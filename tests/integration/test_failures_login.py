@@ -239,3 +239,32 @@ def test_userinfo_down_at_login_gives_a_page_with_a_new_login(faulty_as, upstrea
     assert r.status_code == 302
     r = env.get(a.login_with_form(env.browser, r.headers["Location"]))
     assert r.status_code == 302 and r.headers["Location"] == "/orders/7" and env.session_cookie(), r.text
+
+
+# -- a session's refresh ----------------------------------------------------------------------
+
+def test_a_hung_token_endpoint_at_refresh_keeps_the_session_within_its_bound(authserver_factory, upstream, tmp_path,
+                                                                              envs):
+    """The access token is due and the token endpoint hangs: the request that refreshes waits
+    at most the endpoint's bound, then the session goes on (a page that sends no token is
+    served); a route that would forward the expired token answers 503 with a retry instead."""
+    from test_login import API_ROUTE_FORWARDING_TOKEN
+    port = free_port()
+    a = authserver_factory(login="form", issuer=f"http://127.0.0.1:{port}", access_token_lifetime=3)
+    proxy = FaultProxy(a.port, port=port).start()
+    try:
+        env = envs(a, upstream, tmp_path, session=", refresh_margin: 1s", extra_route=API_ROUTE_FORWARDING_TOKEN)
+        assert env.login("/page").status_code == 200
+        time.sleep(3.2)  # the access token has expired
+        proxy.faults["/token"] = "hang"
+        r, page = timed_get(env, "/page", headers=JSON)
+        assert r.status_code == 200 and page < AS_BOUND + SLACK, (r.status_code, page)
+        r, api = timed_get(env, "/api/me", headers=JSON)
+        assert r.status_code == 503 and r.headers.get("Retry-After") and api < AS_BOUND + SLACK, (r.text, api)
+        assert_no_leak(r, proxy)
+        proxy.faults.pop("/token")
+        r, _ = timed_get(env, "/api/me", headers=JSON)
+        assert r.status_code == 200, r.text
+        print(f"refresh against a hung token endpoint: page {page:.2f} s, forwarding route {api:.2f} s")
+    finally:
+        proxy.stop()
