@@ -1,5 +1,6 @@
 """The known HTTP/2 attack classes, sent as raw frames (hyperframe, hpack) at a real gateway:
 each is cut off by a bound, and the gateway keeps serving everyone else meanwhile."""
+import json
 import socket
 import time
 
@@ -8,7 +9,7 @@ import pytest
 from hyperframe.frame import ContinuationFrame, HeadersFrame, PingFrame, RstStreamFrame, SettingsFrame
 
 from conftest import basic_config
-from h2_client import H2Connection
+from h2_client import H2Connection, frames
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 INTERNAL_ERROR = 0x2
@@ -198,3 +199,71 @@ def test_garbage_after_the_preface_is_a_connection_error(g):
     got, closed = read_until_closed(s, 5)
     assert closed and goaway_code(got) == 0x1
     assert still_serving(g.port)
+
+
+def test_client_that_grants_no_window_is_timed_out(g):
+    """SETTINGS_INITIAL_WINDOW_SIZE 0 and a large answer: nothing can go out, and the
+    stream is given up (RST_STREAM CANCEL) after client_idle_timeout (2 s here), as an
+    HTTP/1.1 client that does not read is."""
+    s = socket.create_connection(("127.0.0.1", g.port), timeout=10)
+    s.sendall(PREFACE + SettingsFrame(0, settings={0x4: 0}).serialize()
+              + HeadersFrame(1, request_block("/big?size=1000000"), flags=["END_HEADERS", "END_STREAM"]).serialize())
+    started = time.time()
+    s.settimeout(0.2)
+    got = b""
+    while time.time() - started < 6 and not any(f[0] == 0x3 and f[2] == 1 for f in frames(got)):
+        try:
+            got += s.recv(65536)
+        except socket.timeout:
+            pass
+    resets = [f for f in frames(got) if f[0] == 0x3 and f[2] == 1]
+    assert resets and int.from_bytes(resets[0][3], "big") == 0x8
+    assert 1.5 < time.time() - started < 5
+    assert still_serving(g.port)
+
+
+def test_reset_uploads_give_their_window_back(upstream, gateway_factory):
+    """Uploads the gateway has not read yet (their upstream does not answer), reset by the
+    client: their bytes are credited back to the connection's window, so after 25 of them
+    (5 MB, more than the 4 MiB window) the connection still takes an upload."""
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(64)
+    try:
+        config = basic_config(upstream.port, timeout="10s").replace(
+            "listen: 127.0.0.1:{PORT}", "listen: { address: 127.0.0.1:{PORT}, http2: true }").replace(
+            "upstreams:\n", f"upstreams:\n  hole: {{ url: \"http://127.0.0.1:{hole.getsockname()[1]}\", timeout: 10s }}\n").replace(
+            "routes:\n", "routes:\n  - match: { path_prefix: /hole/ }\n    upstream: hole\n    auth: none\n")
+        g = gateway_factory(config)
+        with H2Connection(g.port) as c:
+            for _ in range(25):
+                sid = c.send_request("POST", "/hole/x", body=b"z" * 200_000)
+                deadline = time.time() + 5
+                while sid in c.pending and time.time() < deadline:
+                    c.pump(0.1)
+                assert sid not in c.pending, "the upload did not get its window"
+                c.conn.reset_stream(sid)
+                c.flush()
+            ok = c.request("POST", "/echo", body=b"y" * 300_000, timeout=10)
+            assert ok.status == 200 and json.loads(ok.body)["body_length"] == 300_000
+    finally:
+        hole.close()
+
+
+def test_body_pace_holds_on_streams(upstream, gateway_factory):
+    """body_deadline bounds an HTTP/2 upload as it bounds an HTTP/1.1 one: a body that keeps
+    coming, too slowly to finish in time, is cut at the deadline."""
+    config = basic_config(upstream.port).replace(
+        "listen: 127.0.0.1:{PORT}", "listen: { address: 127.0.0.1:{PORT}, http2: true }").replace(
+        "shutdown_grace: 5s", "shutdown_grace: 5s, body_deadline: 2s")
+    g = gateway_factory(config)
+    with H2Connection(g.port) as c:
+        sid = c.send_request("POST", "/echo", headers=[("content-length", "100")], end_stream=False)
+        started = time.time()
+        while time.time() - started < 5 and not c.answers[sid].done:
+            c.conn.send_data(sid, b"x")
+            c.flush()
+            c.pump(0.4)
+        a = c.answers[sid]
+        assert a.done and (a.status == 408 or a.reset is not None)
+        assert 1.8 < time.time() - started < 4

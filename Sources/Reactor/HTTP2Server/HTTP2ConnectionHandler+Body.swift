@@ -45,6 +45,10 @@ extension HTTP2ConnectionHandler {
         guard s.paused else { return }
         s.paused = false
         s.lastBodyAt = LazyDeadline.now()
+        if let since = s.pausedSince {
+            s.pausedTotal += s.lastBodyAt - since
+            s.pausedSince = nil
+        }
         deliverBody(s)
         drive()
     }
@@ -66,6 +70,11 @@ extension HTTP2ConnectionHandler {
     private func startReading(_ s: HTTP2Stream) {
         sendContinue(s)
         s.lastBodyAt = LazyDeadline.now()
+        let pace = context.options.bodyPace
+        if pace.isActive, case .onPace(let first?) = pace.judge(elapsed: 0, active: 0, bytes: 0) {
+            s.paceStart = s.lastBodyAt
+            s.paceNextAt = s.paceStart + first
+        }
         deliverBody(s)
         drive()
     }
@@ -118,6 +127,19 @@ extension HTTP2ConnectionHandler {
                 evbuffer_drain(s.received.buffer, n)
                 consume(s, n)
             }
+        }
+    }
+
+    /// The body's pace check is due (`BodyPace`, as HTTP/1.1 judges it): on pace, the next
+    /// check; past the total deadline or under the minimum rate, the reader fails (the
+    /// gateway answers 408 and the stream is reset after it).
+    func judgePace(_ s: HTTP2Stream) {
+        let now = LazyDeadline.now()
+        let elapsed = now - s.paceStart
+        switch context.options.bodyPace.judge(elapsed: elapsed, active: elapsed - s.pausedTotal, bytes: s.bodyBytes) {
+        case .onPace(let next): s.paceNextAt = next.map { now + $0 }
+        case .pastDeadline: failBody(s, .pastDeadline)
+        case .tooSlow: failBody(s, .tooSlow)
         }
     }
 

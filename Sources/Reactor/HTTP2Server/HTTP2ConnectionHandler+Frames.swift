@@ -77,10 +77,10 @@ extension HTTP2ConnectionHandler {
         guard type == UInt8(NGHTTP2_DATA.rawValue) || type == UInt8(NGHTTP2_HEADERS.rawValue),
             Self.has(frame, NGHTTP2_FLAG_END_STREAM), let stream = streams[frame.hd.stream_id]
         else { return 0 }
-        // The frame's bytes are at the end of the output now (mem_send returned them).
+        // Reported before `mem_send` returns the frame's bytes: its flush mark is set once
+        // they are in the output (`send`).
         stream.response = .handedOff
-        stream.flushMark = connection.bytesWritten + UInt64(pendingOutput)
-        unflushed.append(stream)
+        justSent.append(stream)
         if !stream.bodyComplete { events.append(.answered(stream)) }
         return 0
     }
@@ -102,7 +102,10 @@ extension HTTP2ConnectionHandler {
             return 0
         }
         let n = min(length, stream.output.count)
-        if n > 0 { evbuffer_remove(stream.output.buffer, buffer, n) }
+        if n > 0 {
+            evbuffer_remove(stream.output.buffer, buffer, n)
+            stream.lastSentAt = LazyDeadline.now()
+        }
         if stream.output.count == 0 {
             if stream.outputEnded {
                 flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue

@@ -21,7 +21,10 @@ extension HTTP2ConnectionHandler {
             }
         var fields = HTTP2ResponseFields(head, contentLength: length, date: context.dates.fieldLine)
         let withBody = !noBody && !body.isEmpty
-        if withBody { body.withUnsafeBytes { _ = evbuffer_add(s.output.buffer, $0.baseAddress, $0.count) } }
+        if withBody {
+            s.lastSentAt = LazyDeadline.now()
+            body.withUnsafeBytes { _ = evbuffer_add(s.output.buffer, $0.baseAddress, $0.count) }
+        }
         s.outputEnded = true
         s.response = .ended
         submit(session, s, &fields, withBody: withBody)
@@ -45,6 +48,7 @@ extension HTTP2ConnectionHandler {
         guard case .streaming(let remaining) = s.response else { return chunk.drop() }
         // Bytes past the announced length would be a malformed message (RFC 9113 §8.1.1).
         let n = remaining.map { Int(min(UInt64(chunk.count), $0)) } ?? chunk.count
+        if s.output.count == 0 { s.lastSentAt = LazyDeadline.now() }
         BodyChunk(buffer: chunk.buffer, count: n).move(to: s.output.buffer)
         if chunk.count > n { evbuffer_drain(chunk.buffer, chunk.count - n) }
         if let remaining { s.response = .streaming(remaining: remaining - UInt64(n)) }

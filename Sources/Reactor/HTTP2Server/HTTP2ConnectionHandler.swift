@@ -33,6 +33,12 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     var events: [Event] = []
     /// Streams whose answer is in the output, not yet written, in order.
     var unflushed: [HTTP2Stream] = []
+    /// Streams whose END_STREAM frame nghttp2 reported sent in the `mem_send` call under
+    /// way (it reports before it returns the frame's bytes).
+    var justSent: [HTTP2Stream] = []
+    /// Exchanges handed to the gateway and not yet answered, reset streams included: the
+    /// gateway's work for this connection, which stops being read at `maxExchanges`.
+    private(set) var exchangesOpen = 0
     var thread = LoopThread()
     private var driving = false
     private var driveAgain = false
@@ -51,6 +57,9 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     /// the client is not read.
     static let outputHighWater = 256 << 10
     static let outputLowWater = 64 << 10
+    /// A client that opens streams and resets them has nghttp2 forget them at once, but not
+    /// the gateway's work on them: as many as a client may have open.
+    static let maxExchanges = Int(HTTP2Session.maxConcurrentStreams)
 
     init(connection: HTTP1ServerConnection, context: HTTP1ServerContext) {
         self.connection = connection
@@ -102,20 +111,20 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         guard !isClosed else { return freeSession() }
         if failed || (nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0) {
             // Done (GOAWAY both ways and no stream left, or a connection error): close once
-            // the output is written, reading and dropping what still comes meanwhile.
-            isClosed = true
-            context.idle.remove(connection)
-            connection.finish(linger: true)
-            return
+            // the output is written, reading and dropping what still comes meanwhile; a
+            // client that does not take the output gets the send timeout.
+            return finish(linger: true)
         }
-        connection.setReading(pendingOutput <= Self.outputHighWater)
+        connection.setReading(pendingOutput <= Self.outputHighWater && exchangesOpen < Self.maxExchanges)
         updateDeadline()
         context.idle.set(connection, idle: streams.isEmpty && unflushed.isEmpty && pendingOutput == 0 && !goingAway)
     }
 
     private func receive(_ session: OpaquePointer) {
         let input = connection.input
-        while !failed, evbuffer_get_length(input) > 0, pendingOutput <= Self.outputHighWater {
+        while !failed, !isClosed, evbuffer_get_length(input) > 0, pendingOutput <= Self.outputHighWater,
+            exchangesOpen < Self.maxExchanges
+        {
             var vector = iovec()
             guard evbuffer_peek(input, -1, nil, &vector, 1) > 0 else { break }
             let n = nghttp2_session_mem_recv(
@@ -143,6 +152,12 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
             }
             if pendingOutput == 0 { lastWriteAt = LazyDeadline.now() }
             evbuffer_add(connection.output, data, n)
+            // Those frames' bytes are in the output now: their answers end here.
+            for stream in justSent {
+                stream.flushMark = connection.bytesWritten + UInt64(pendingOutput)
+                unflushed.append(stream)
+            }
+            justSent = []
         }
     }
 
@@ -200,6 +215,8 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
             stream.contentLength = head.fields.first("content-length").flatMap { UInt64($0) }
             stream.expectsContinueField = head.fields.first("expect")?.lowercased() == "100-continue"
             stream.headers = HTTP2RequestHeaders(limits: limits)
+            stream.exchangeOpen = true
+            exchangesOpen += 1
             let exchange = ServerExchange(head: head, connection: connection.info, body: stream, transport: stream)
             context.handler(exchange)
         }
@@ -208,6 +225,13 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     private func closed(_ stream: HTTP2Stream) {
         lastActiveAt = LazyDeadline.now()
         if !stream.bodyComplete { failBody(stream, .clientGone) }
+        // nghttp2 forgets a closed stream's unconsumed bytes: credited here, or the
+        // connection's window would shrink for good with every such stream.
+        let held = stream.received.count
+        if held > 0, let session {
+            evbuffer_drain(stream.received.buffer, held)
+            nghttp2_session_consume_connection(session, held)
+        }
         // An answer handed off is reported when the socket takes it; any other stream
         // ended without its answer: the client reset it (or the connection failed).
         if stream.response != .handedOff { stream.gone() }
@@ -225,10 +249,25 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         drive()
     }
 
+    /// The gateway answered an exchange (or gave up on a reset one).
+    func exchangeEnded() {
+        exchangesOpen -= 1
+        if exchangesOpen == Self.maxExchanges - 1 && !isClosed { drive() }
+    }
+
+    /// Closes once the output is written (see `HTTP1ServerConnection.finish`).
+    private func finish(linger: Bool) {
+        isClosed = true
+        context.idle.remove(connection)
+        connection.setDeadline(context.options.idleTimeout)
+        connection.finish(linger: linger)
+    }
+
     // MARK: deadlines
 
     /// The one connection deadline: the earliest of a header block's, a body's silence
-    /// bound, the send timeout, and the idle timeout with no stream open.
+    /// bound or pace check, a stream's or the connection's send timeout, and the idle
+    /// timeout with no stream open.
     private func updateDeadline() {
         let options = context.options
         var at = Double.infinity
@@ -236,8 +275,9 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
             if !stream.headersComplete {
                 at = min(at, stream.headersStartedAt + options.headerTimeout)
             } else if readsBody(stream) {
-                at = min(at, stream.lastBodyAt + options.bodyTimeout)
+                at = min(at, stream.lastBodyAt + options.bodyTimeout, stream.paceNextAt ?? .infinity)
             }
+            if stream.output.count > 0 { at = min(at, stream.lastSentAt + options.idleTimeout) }
         }
         if pendingOutput > 0 { at = min(at, lastWriteAt + options.idleTimeout) }
         if streams.isEmpty && unflushed.isEmpty { at = min(at, lastActiveAt + options.idleTimeout) }
@@ -246,7 +286,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
 
     func connectionDeadline(_ connection: HTTP1ServerConnection) {
         thread.check()
-        guard let session else { return connection.close() }
+        guard let session, !isClosed else { return connection.close() }
         let options = context.options
         let now = LazyDeadline.now() + 0.005
         // A header block cut short holds the whole connection (no other frame may come
@@ -256,8 +296,19 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         {
             return connection.close()
         }
-        for stream in streams.values where readsBody(stream) && stream.lastBodyAt + options.bodyTimeout <= now {
-            failBody(stream, .timeout)
+        for stream in Array(streams.values) {
+            if readsBody(stream) && stream.lastBodyAt + options.bodyTimeout <= now {
+                failBody(stream, .timeout)
+            } else if readsBody(stream), let check = stream.paceNextAt, check <= now {
+                judgePace(stream)
+            }
+            // Output the client's flow-control window has not let out for the idle
+            // timeout: the stream is given up (RFC 9113 §6.9: a receiver that withholds
+            // window can hold a sender forever).
+            if stream.output.count > 0 && stream.lastSentAt + options.idleTimeout <= now && !stream.closed {
+                nghttp2_submit_rst_stream(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_CANCEL.rawValue)
+            }
         }
         if streams.isEmpty && unflushed.isEmpty && lastActiveAt + options.idleTimeout <= now {
             nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue)
@@ -280,8 +331,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         // Without its read side an HTTP/2 client cannot go on (no SETTINGS ACK, no
         // WINDOW_UPDATE): what is written goes out, then the connection closes.
         if streams.isEmpty {
-            isClosed = true
-            connection.finish(linger: false)
+            finish(linger: false)
         } else {
             connection.close()
         }

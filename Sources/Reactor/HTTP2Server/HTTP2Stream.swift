@@ -31,6 +31,11 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     let id: Int32
     /// nil once detached.
     var handler: HTTP2ConnectionHandler?
+    /// The connection, for as long as the gateway's exchange on this stream is open: it
+    /// counts them (`exchangeEnded`), also past the stream's own end.
+    private weak var owner: HTTP2ConnectionHandler?
+    /// The head went to the gateway and its answer is not yet complete.
+    var exchangeOpen = false
     var headers: HTTP2RequestHeaders
     var responder: Responder?
     var isHEAD = false
@@ -56,6 +61,13 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     var lastBodyAt = 0.0
     /// Bytes of a trailer section, bounded like the header section.
     var trailerBytes = 0
+    /// Body pacing (`HTTPServerOptions.bodyPace`), monotonic seconds, as on HTTP/1.1: when
+    /// reading began, since when and for how long the gateway held the body back, and when
+    /// the pace is next judged (nil: not paced).
+    var paceStart = 0.0
+    var pausedSince: Double?
+    var pausedTotal = 0.0
+    var paceNextAt: Double?
 
     // Response side.
     var response = ResponseState.waiting
@@ -64,6 +76,9 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     var outputEnded = false
     /// The data provider said DEFERRED: nghttp2 waits for `resume_data`.
     var deferred = false
+    /// Monotonic seconds: when body bytes last left `output` for a frame, or came into an
+    /// empty one (a client that grants no window is timed out on it).
+    var lastSentAt = 0.0
     /// Connection bytes written when the answer's last byte is out.
     var flushMark: UInt64 = 0
     var drainedActions: [() -> Void] = []
@@ -73,6 +88,7 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     init(id: Int32, handler: HTTP2ConnectionHandler, limits: HTTP1Limits) {
         self.id = id
         self.handler = handler
+        owner = handler
         headers = HTTP2RequestHeaders(limits: limits)
     }
 
@@ -94,8 +110,8 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     }
     func endResponse() { handler?.endResponse(self) }
     func abortResponse() { handler?.abort(self) }
-    /// The client is gone and `transportClosed` was reported: nothing to release.
-    func discardResponse() {}
+    /// The client is gone and `transportClosed` was reported; the gateway has now answered.
+    func discardResponse() { endExchange() }
     /// No HTTP/1.1 upgrade on HTTP/2 (RFC 9113 §8.6), and extended CONNECT (RFC 8441) is
     /// not offered.
     func switchProtocols(_ head: HTTPResponseHead) -> TunnelEndpoint? { nil }
@@ -131,7 +147,11 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
         handler.stream(self, to: sink)
     }
 
-    func pause() { paused = true }
+    func pause() {
+        guard !paused else { return }
+        paused = true
+        if paceNextAt != nil { pausedSince = LazyDeadline.now() }
+    }
     func resume() { handler?.resume(self) }
     func discard() { handler?.discard(self) }
 
@@ -144,6 +164,7 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
         let r = responder
         responder = nil
         r?.transportFlushed()
+        endExchange()
     }
 
     /// The stream or the connection closed before the answer was written out.
@@ -153,6 +174,15 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
         let r = responder
         responder = nil
         r?.transportClosed()
+        // The gateway may still be at work on it (an upstream call, an introspection): it
+        // counts until its answer (`discardResponse`).
+        if r == nil || r?.state == .answered { endExchange() }
+    }
+
+    private func endExchange() {
+        guard exchangeOpen else { return }
+        exchangeOpen = false
+        owner?.exchangeEnded()
     }
 }
 
