@@ -163,7 +163,7 @@ func fixed3(_ x: Double) -> String {
 }
 
 let clock: Int64 = 1_700_000_000
-/// Issue 3's target: full verify at least 0.85× raw OpenSSL for these (PS256 is measured, not targeted).
+/// The target: full verify at least 0.85× raw OpenSSL for these (PS256 is measured, not targeted).
 let targets: [String: Double] = ["RS256": 0.85, "ES256": 0.85, "EdDSA": 0.85]
 
 /// One scenario: the full verification and the raw EVP verification it is compared with.

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Gateway
 
-/// Issue 15: the parser builds a route's `RouteAuth` directly, one case per `auth:` mode with
+/// The parser builds a route's `RouteAuth` directly, one case per `auth:` mode with
 /// exactly that mode's settings.
 @Suite("Route auth modes as parsed")
 struct RouteAuthTests: ConfigParsing {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import Gateway
 
-@Suite("Route options, rules and cookie settings (issue 14)")
+@Suite("Route options, rules and cookie settings")
 struct RouteOptionsTests: ConfigParsing {
     /// A config with `route` (indented as a list item's keys) and optional top-level extras.
     func config(route: String, top: String = "", session: String = "") -> String {

@@ -21,7 +21,7 @@ struct HTTP1Case: Sendable, CustomTestStringConvertible {
     }
 }
 
-/// The request catalogue: every refusal the parser owes (RFC 9112, issue 16's smuggling
+/// The request catalogue: every refusal the parser owes (RFC 9112, the smuggling
 /// list) and the acceptances next to them. Shared by the refusal test, the acceptance test
 /// and the chunking-invariance property.
 enum HTTP1RequestCases {

@@ -1,4 +1,4 @@
-"""Failure kinds seen from outside (issue 15): every refusal is counted in
+"""Failure kinds seen from outside: every refusal is counted in
 `tokengate_auth_failures_total` under the code the client was sent, the access log names it
 (`rejection`) and, for what the gateway could not decide or a login it could not finish, a
 stable `reason`. Real gateway, real JWKS server, real AS."""

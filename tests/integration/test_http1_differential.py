@@ -36,7 +36,7 @@ TOKENGATE_STRICTER = {
     "leading_empty_lines": "RFC 9112 §2.2 asks to ignore at least one empty line; we ignore exactly one",
     "transfer_encoding_on_http_1_0": "RFC 9112 §6.1: TE in an HTTP/1.0 message means faulty framing",
     "unsupported_transfer_coding": "only exactly `chunked` is framed; llhttp lets a final `chunked` "
-                                   "after other codings through (issue 16: TE.TE smuggling)",
+                                   "after other codings through (TE.TE smuggling)",
     "invalid_transfer_encoding": "a TE value that is not a token list is malformed framing "
                                  "(llhttp takes an empty element: \",chunked\")",
     "invalid_target": "request-line split on single SPs (llhttp takes \"GET /  HTTP/1.1\"), "
@@ -160,7 +160,7 @@ class Request:
 
 
 def mutate(rng, req):
-    """One entry of the smuggling catalogue (issue 16), applied to a generated request."""
+    """One entry of the smuggling catalogue, applied to a generated request."""
     kind = rng.randrange(22)
     h = req.headers
     if kind == 0:

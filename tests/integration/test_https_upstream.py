@@ -1,4 +1,4 @@
-"""HTTPS upstreams (issue 12): a real TLS server (Python's ssl over the stdlib HTTP server,
+"""HTTPS upstreams: a real TLS server (Python's ssl over the stdlib HTTP server,
 tls_upstream.py) with throwaway CAs made here with `cryptography`; the real gateway verifies
 it, sends SNI, presents a client certificate, keeps connections alive and resumes sessions."""
 import hashlib

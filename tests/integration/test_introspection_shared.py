@@ -1,4 +1,4 @@
-"""The introspection cache shared through Redis (issue 7): two tokengate processes with one
+"""The introspection cache shared through Redis: two tokengate processes with one
 real redis-server and the real authorization server (idpyoidc) on 127.0.0.1. A token
 introspected on one replica is not introspected again on the other; Redis holds neither the
 token nor a readable answer, and a Redis writer cannot move an "active" answer onto another

@@ -1,4 +1,4 @@
-"""Issue 14 on login routes, against the real authorization server: the session's tokens
+"""Route options on login routes, against the real authorization server: the session's tokens
 upstream (pass_access_token, pass_id_token; an expired access token is never sent), the
 signed identity assertion (verified with the README's helper), client-sent copies of all of
 them stripped on every route, and require.email_domains / any_of on sessions (both sides)."""

@@ -1,4 +1,4 @@
-"""Issue 14 on token routes and plain routes: strip_prefix, cors_preflight,
+"""Route options on token routes and plain routes: strip_prefix, cors_preflight,
 require.email_domains / require.any_of (both sides of each rule, with the rule named in the
 log only), and an identity assertion per token. A real tokengate, a real upstream, a real
 JWKS server, tokens made with joserfc (test_bearer's helpers)."""

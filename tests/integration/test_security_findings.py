@@ -1,4 +1,4 @@
-"""The findings of the outside security test (issue 17), each sent as the tester sent it:
+"""The findings of the outside security test, each sent as the tester sent it:
 override headers from an untrusted peer, control bytes in claims, RFC 9068 tokens without
 `sub`, `scp` widening `scope`, a tossed second session cookie, `rd` that becomes `//host`
 after dot segments or carries a port no host has. A real gateway, a real echo upstream, a

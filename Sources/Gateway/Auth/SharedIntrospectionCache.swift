@@ -1,7 +1,7 @@
 import JOSE
 import Reactor
 
-/// Introspection answers shared by every worker and replica through Redis (issue 7): a token
+/// Introspection answers shared by every worker and replica through Redis: a token
 /// introspected on one replica is not introspected again on the others while its answer is
 /// fresh. What is kept is the AS's answer itself (RFC 7662 §2.2 body) with the time it stops
 /// counting — each reader judges it again under its own issuer policy, so a config change

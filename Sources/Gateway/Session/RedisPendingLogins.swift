@@ -1,7 +1,7 @@
 import JOSE
 import Reactor
 
-/// Pending logins in Redis (issue 7: replicas share them like sessions). Each pending login
+/// Pending logins in Redis (replicas share them like sessions). Each pending login
 /// gets a fresh random id (256 bits) that only this browser's login-state cookie holds (the
 /// cookie: the ids of its pending logins, at most `max`, newest last — never an id the
 /// request brought in alone, so a cookie planted by someone else names nothing of ours). The
