@@ -28,6 +28,8 @@ struct Serve: ParsableCommand {
         // signals as soon as the process exists) would end the process by default; until
         // then it is ignored, and the config read now is the newest anyway.
         signal(SIGHUP, SIG_IGN)
+        // The same for logrotate's SIGUSR1 (reopen the access log), whose default also ends it.
+        signal(SIGUSR1, SIG_IGN)
         let config: GatewayConfig
         switch ConfigParser.load(path: self.config) {
         case .success(let c): config = c
@@ -38,6 +40,8 @@ struct Serve: ParsableCommand {
         let level = Logger.Level(rawValue: config.logLevel) ?? .info
         LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
         let log = Logger(label: "tokengate")
+        // Log lines are written by the sinks' threads: the last ones go out before exit.
+        defer { GatewayServer.closeStandardLogs() }
         do {
             try GatewayServer(config: config, configPath: self.config, log: log, version: Tokengate.version).run()
         } catch {

@@ -74,7 +74,7 @@ public enum ConfigParser {
         if let node = top["public_url"] { cfg.publicURLs = publicURLs(node, r) }
         if let node = top["dpop"] { cfg.dpop = dpopSettings(node, r) }
         if let node = top["limits"] { cfg.limits = limits(node, r) }
-        if let node = top["access_log"], let b = r.bool(node, path: "access_log") { cfg.accessLog = b }
+        if let node = top["access_log"], let a = accessLog(node, r) { cfg.accessLog = a }
         if let node = top["forward_early_hints"], let s = r.string(node, path: "forward_early_hints") {
             if let mode = EarlyHintsForwarding(rawValue: s) {
                 cfg.earlyHints = mode

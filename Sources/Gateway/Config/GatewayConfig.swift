@@ -10,7 +10,7 @@ public struct GatewayConfig: Sendable {
     public internal(set) var workers: Int = 1
     var trustedProxies: [CIDR] = []
     var limits = Limits()
-    var accessLog = true
+    var accessLog = AccessLogConfig.on(AccessLogOutput())
     public internal(set) var logLevel = "info"
     /// `forward_early_hints`: which clients hear an upstream's interim responses.
     var earlyHints = EarlyHintsForwarding.auto

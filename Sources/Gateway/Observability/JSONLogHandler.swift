@@ -1,17 +1,20 @@
-import Foundation
 public import Logging
 
-/// A swift-log handler writing one JSON object per line to standard output:
-/// `{"ts":…,"level":…,"msg":…, metadata…}`. One `write(2)` per line, so lines from several
-/// worker threads never interleave.
+/// A swift-log handler for operational messages: one JSON object per line,
+/// `{"ts":…,"level":…,"msg":…, metadata sorted by key…}`, handed whole to the standard
+/// output's `LogSink`, whose thread writes it: a log call never waits on the pipe or the
+/// terminal, and lines from several threads never interleave. (The access log is not
+/// written through here: see `AccessLogWriter`.)
 public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level
     private let label: String
+    private let sink: LogSink
 
     public init(label: String, level: Logger.Level = .info) {
         self.label = label
         self.logLevel = level
+        sink = .standardOutput
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -23,50 +26,55 @@ public struct JSONLogHandler: LogHandler {
         level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
         source: String, file: String, function: String, line: UInt
     ) {
-        var out =
-            "{\"ts\":\"\(JSONLogHandler.timestamp())\",\"level\":\"\(level)\",\"msg\":\"\(JSONText.escape(message.description))\""
+        var out = JSONLineBytes(capacity: 256)
+        var time = LogTimestamp()
+        out.key("ts", first: true)
+        out.bytes.append(UInt8(ascii: "\""))
+        time.append(to: &out.bytes)
+        out.bytes.append(UInt8(ascii: "\""))
+        out.key("level")
+        out.string(level.rawValue)
+        out.key("msg")
+        out.string(message.description)
         var merged = metadata
         if let explicit { merged.merge(explicit) { $1 } }
         for (k, v) in merged.sorted(by: { $0.key < $1.key }) {
-            out += ",\"\(JSONText.escape(k))\":" + JSONLogHandler.render(v)
+            out.key(escaping: k)
+            Self.render(v, to: &out)
         }
-        out += "}\n"
-        out.withUTF8 { buf in
-            var p = buf.baseAddress!
-            var left = buf.count
-            while left > 0 {
-                let n = write(1, p, left)
-                if n <= 0 { break }
-                p += n
-                left -= n
-            }
-        }
+        out.endLine()
+        sink.submit(&out.bytes, lines: 1)
     }
 
-    static func render(_ v: Logger.Metadata.Value) -> String {
+    static func render(_ v: Logger.Metadata.Value, to out: inout JSONLineBytes) {
         switch v {
-        case .string(let s): return "\"\(JSONText.escape(s))\""
+        case .string(let s): out.string(s)
         case .stringConvertible(let c):
-            if let n = c as? Int { return String(n) }
-            if let d = c as? Double { return d.isFinite ? String(d) : "null" }
-            if let b = c as? Bool { return b ? "true" : "false" }
-            return "\"\(JSONText.escape(c.description))\""
-        case .array(let a): return "[" + a.map(render).joined(separator: ",") + "]"
+            if let n = c as? Int {
+                out.int(n)
+            } else if let d = c as? Double {
+                if d.isFinite { out.bytes.append(contentsOf: String(d).utf8) } else { out.null() }
+            } else if let b = c as? Bool {
+                out.bool(b)
+            } else {
+                out.string(c.description)
+            }
+        case .array(let a):
+            out.bytes.append(UInt8(ascii: "["))
+            for (i, item) in a.enumerated() {
+                if i > 0 { out.bytes.append(UInt8(ascii: ",")) }
+                render(item, to: &out)
+            }
+            out.bytes.append(UInt8(ascii: "]"))
         case .dictionary(let d):
-            return "{"
-                + d.sorted(by: { $0.key < $1.key }).map { "\"\(JSONText.escape($0.key))\":\(render($0.value))" }.joined(
-                    separator: ",") + "}"
+            out.bytes.append(UInt8(ascii: "{"))
+            for (i, (k, value)) in d.sorted(by: { $0.key < $1.key }).enumerated() {
+                if i > 0 { out.bytes.append(UInt8(ascii: ",")) }
+                out.string(k)
+                out.bytes.append(UInt8(ascii: ":"))
+                render(value, to: &out)
+            }
+            out.bytes.append(UInt8(ascii: "}"))
         }
-    }
-
-    static func timestamp() -> String {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        var tm = tm()
-        var secs = ts.tv_sec
-        gmtime_r(&secs, &tm)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-            tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1_000_000)
     }
 }

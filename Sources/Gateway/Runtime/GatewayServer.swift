@@ -18,6 +18,8 @@ public final class GatewayServer {
     private var graceTimer: LoopTimer?
     private var keyService: IssuerKeyService?
     private var storeHealth: StoreHealth?
+    /// The access log's file, when it has one (else its lines share standard output).
+    private var accessLogFile: LogSink?
     /// The workers' and the key service's "now".
     private let wallClock: any WallClock = SystemClock()
     /// The build's version, for the status page.
@@ -56,10 +58,13 @@ public final class GatewayServer {
         // limits.max_connections is per process: one count for every worker's listeners.
         let budget = ConnectionBudget(limit: config.limits.maxConnections)
         let reclaimWarning = ReclaimWarning()
+        if let output = config.accessLog.output, case .file(let path) = output.destination {
+            accessLogFile = try LogSink(path: path, capacity: output.sinkCapacity)
+        }
         for id in 0..<config.workers {
             let worker = Worker(
                 id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,
-                router: router)
+                router: router, accessLogSink: accessLogFile)
             var sockets: [(fd: Int32, tls: TLSContext?, http2: Bool)] = []
             for (i, l) in config.listeners.enumerated() {
                 sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i], l.http2))
@@ -79,6 +84,7 @@ public final class GatewayServer {
                 loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
             endpoints.extraMetrics = { [weak keys, weak self, wallClock] in
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
+                    + LogSinkMetrics.text(self?.logSinks ?? [])
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
             try endpoints.serve(on: addr)
@@ -87,7 +93,9 @@ public final class GatewayServer {
         signals = [
             SignalWatcher(loop: mainLoop, signal: SIGHUP) { [unowned self] in self.reload() },
             SignalWatcher(loop: mainLoop, signal: SIGTERM) { [unowned self] in self.shutdown() },
-            SignalWatcher(loop: mainLoop, signal: SIGINT) { [unowned self] in self.shutdown() }
+            SignalWatcher(loop: mainLoop, signal: SIGINT) { [unowned self] in self.shutdown() },
+            // logrotate's postrotate: the access log's file is opened again by its path.
+            SignalWatcher(loop: mainLoop, signal: SIGUSR1) { [unowned self] in self.reopenLogs() }
         ]
         for w in workers { w.startThread() }
         log.info(
@@ -98,6 +106,28 @@ public final class GatewayServer {
                 "workers": .stringConvertible(config.workers), "routes": .stringConvertible(config.routes.count)
             ])
         mainLoop.run()
+        // Lines still waiting go out before the process exits (bounded: a sink that takes
+        // nothing must not keep a stopped gateway alive).
+        accessLogFile?.close(within: 3)
+    }
+
+    /// Writes what standard output and standard error still hold (each waits at most 2 s:
+    /// a pipe nobody reads must not keep the process from exiting). Call once, at exit.
+    public static func closeStandardLogs() {
+        LogSink.standardOutput.close(within: 2)
+        LogSink.standardError.close(within: 1)
+    }
+
+    /// Every sink whose counters `/metrics` shows.
+    private var logSinks: [LogSink] {
+        [LogSink.standardOutput, LogSink.standardError] + (accessLogFile.map { [$0] } ?? [])
+    }
+
+    private func reopenLogs() {
+        guard let file = accessLogFile else { return }
+        // Lines buffered in the workers go to the new file, as nginx's do.
+        file.reopen()
+        log.info("access log reopened", metadata: ["path": .string(file.destination.name)])
     }
 
     /// Ready: not shutting down, and every issuer's keys loaded at least once (the last good
@@ -135,10 +165,12 @@ public final class GatewayServer {
                 new.workers != config.workers || new.listeners.map(\.address) != config.listeners.map(\.address)
                 || new.adminListen != config.adminListen || new.listeners.map(\.tls) != config.listeners.map(\.tls)
                 || new.store != config.store || new.dpop.replayCacheEntries != config.dpop.replayCacheEntries
+                || new.accessLog != config.accessLog
             if restartNeeded {
                 log.warning(
-                    "reload: listen, admin_listen, workers, TLS, store and dpop.replay_cache_entries changes take effect only after a restart"
+                    "reload: listen, admin_listen, workers, TLS, store, dpop.replay_cache_entries and access_log changes take effect only after a restart"
                 )
+                new.accessLog = config.accessLog
                 new.workers = config.workers
                 new.listeners = config.listeners
                 new.adminListen = config.adminListen
@@ -207,8 +239,24 @@ public final class GatewayServer {
     private func finish(clean: Bool) {
         graceTimer?.cancel()
         if !clean { log.warning("grace period over: closing with requests still in flight") }
+        // Each worker hands over what its access log holds, then stops; waited for (briefly)
+        // so that no line is still in a worker's buffer when the sinks close.
+        let stopped = DispatchSemaphore(value: 0)
+        var waiting = 0
+        for w in workers where !w.loopExited {
+            waiting += 1
+            w.loop.execute {
+                w.accessLog?.flush()
+                w.loop.stop()
+                stopped.signal()
+            }
+        }
+        let deadline = DispatchTime.now() + 2
+        for _ in 0..<waiting { _ = stopped.wait(timeout: deadline) }
+        // A loop with nothing left to wait for returns by itself: its thread is gone, and its
+        // buffer is flushed from here (a no-op for the workers that flushed above).
+        for w in workers where w.loopExited { w.accessLog?.flush() }
         log.info("stopped")
-        for w in workers { w.loop.stop() }
         mainLoop.stop()
     }
 }

@@ -128,16 +128,13 @@ extension Worker {
         tunnels.closed.bytesToUpstream += totals.toUpstream
         tunnels.closed.bytesToClient += totals.toClient
         tunnels.closed.closes[reason.rawValue, default: 0] += 1
-        if config.accessLog {
+        if let accessLog {
             let ctx = entry.context
-            var meta: Logger.Metadata = [
-                "request_id": .string(ctx.requestID), "route": .string(ctx.route), "path": .string(ctx.path),
-                "reason": .string(reason.rawValue), "bytes_to_upstream": .stringConvertible(totals.toUpstream),
-                "bytes_to_client": .stringConvertible(totals.toClient),
-                "duration_ms": .stringConvertible(((clock() - entry.opened) * 1e6).rounded() / 1e3)
-            ]
-            if let v = ctx.subject { meta["sub"] = .string(v) }
-            log.info("tunnel", metadata: meta)
+            accessLog.record(
+                TunnelLogRecord(
+                    requestID: ctx.requestID, route: ctx.route, path: ctx.path, reason: reason.rawValue,
+                    bytesToUpstream: totals.toUpstream, bytesToClient: totals.toClient,
+                    durationMicros: Int(((clock() - entry.opened) * 1e6).rounded()), sub: ctx.subject))
         }
         if draining && tunnels.entries.isEmpty && metrics.inflight == 0 { drainProgress() }
     }

@@ -65,6 +65,9 @@ final class Worker: ResponderObserver {
     /// metric stays a counter across reloads.
     private var retiredTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
     private(set) var servers: [ExchangeServer] = []
+    /// Where this worker's access log lines go (nil: `access_log: false` at start; the
+    /// output is fixed at start, like the listeners).
+    let accessLog: AccessLogWriter?
     private let ids: RequestIDGenerator
     /// Token routes: verified-token cache and this worker's copy of issuer keys.
     let tokens: AccessTokenValidator
@@ -96,7 +99,7 @@ final class Worker: ResponderObserver {
     /// memory, or the worker's own Redis client).
     init(
         id: Int, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
-        wallClock: any WallClock = SystemClock(), router: Router? = nil
+        wallClock: any WallClock = SystemClock(), router: Router? = nil, accessLogSink: LogSink? = nil
     ) {
         self.id = id
         self.wallClock = wallClock
@@ -113,6 +116,9 @@ final class Worker: ResponderObserver {
         requestPolicy = RequestPipeline.Policy(config, router: Router(routes: []), plans: [])
         self.log = log
         ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
+        accessLog = config.accessLog.output.map {
+            AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
+        }
         apply(config, router: router)
     }
 
@@ -134,6 +140,10 @@ final class Worker: ResponderObserver {
             servers.append(server)
         }
     }
+
+    /// The loop's thread has ended (after `loop.stop()`, or when nothing was left to wait
+    /// for): from then on its state may be read from another thread.
+    var loopExited: Bool { thread?.isFinished ?? true }
 
     func startThread() {
         let t = Thread { [loop] in loop.run() }
@@ -207,6 +217,8 @@ final class Worker: ResponderObserver {
     func drainProgress() {
         guard metrics.inflight == 0, tunnels.entries.isEmpty, let done = onDrained else { return }
         onDrained = nil
+        // Every request's line is made by now; none may stay in the buffer at exit.
+        accessLog?.flush()
         done()
     }
 
@@ -509,20 +521,14 @@ final class Worker: ResponderObserver {
     ) {
         let seconds = clock() - ctx.start
         metrics.record(routeID: ctx.routeID, status: status, seconds: seconds)
-        if config.accessLog {
-            var meta: Logger.Metadata = [
-                "request_id": .string(ctx.requestID), "route": .string(ctx.route), "method": .string(ctx.method),
-                "path": .string(ctx.path), "status": .stringConvertible(status), "bytes": .stringConvertible(bytes),
-                "duration_ms": .stringConvertible((seconds * 1e6).rounded() / 1e3),
-                "upstream_ms": .stringConvertible((upstreamSeconds * 1e6).rounded() / 1e3)
-            ]
-            if let detail { meta["detail"] = .string(detail) }
-            if let v = ctx.subject { meta["sub"] = .string(v) }
-            if let v = ctx.clientID { meta["client_id"] = .string(v) }
-            if let v = ctx.issuer { meta["issuer"] = .string(v) }
-            if let v = ctx.rejection { meta["rejection"] = .string(v.code) }
-            if let v = reason ?? ctx.rejection?.reason?.code { meta["reason"] = .string(v) }
-            log.info("access", metadata: meta)
+        if let accessLog {
+            accessLog.record(
+                AccessLogRecord(
+                    requestID: ctx.requestID, method: ctx.method, path: ctx.path, route: ctx.route, status: status,
+                    bytes: bytes, durationMicros: Int((seconds * 1e6).rounded()),
+                    upstreamMicros: Int((upstreamSeconds * 1e6).rounded()), sub: ctx.subject,
+                    clientID: ctx.clientID, issuer: ctx.issuer, rejection: ctx.rejection?.code,
+                    reason: reason ?? ctx.rejection?.reason?.code, detail: detail))
         }
     }
 }

@@ -1,0 +1,316 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// One place log lines go — standard output, standard error or a file — and the one thread
+/// that writes to it, so that no event loop ever waits on a write: a pipe nobody reads, a
+/// full disk or a slow terminal holds up this thread alone. Event loops hand over whole
+/// lines (`submit`), never a part of one, and only this thread writes, so lines from several
+/// workers never interleave. What is waiting is bounded (`capacity` bytes): past it, lines
+/// are dropped and counted, as are lines a failed write loses (Envoy's access-log files are
+/// written from a flush thread too; it lets the buffer grow, this one does not).
+final class LogSink: @unchecked Sendable {
+    enum Destination: Equatable, Sendable {
+        case standardOutput
+        case standardError
+        case file(path: String)
+
+        var name: String {
+            switch self {
+            case .standardOutput: "stdout"
+            case .standardError: "stderr"
+            case .file(let path): path
+            }
+        }
+    }
+
+    struct OpenError: Error, CustomStringConvertible {
+        var path: String
+        var reason: String
+        var description: String { "cannot open \(path) for writing: \(reason)" }
+    }
+
+    /// The process's standard output: operational messages, and the access log unless it
+    /// has a file of its own.
+    static let standardOutput = LogSink(stream: .standardOutput)
+    /// Where the warning about dropped lines goes (its own thread: standard output may be
+    /// the sink that stopped).
+    static let standardError = LogSink(stream: .standardError)
+
+    let destination: Destination
+    /// Lines not written: the queue was full, or a write failed.
+    let droppedLines = Atomic<Int>(0)
+    /// Failed writes (`write(2)` errors other than EINTR/EAGAIN, and failed reopens).
+    let writeErrors = Atomic<Int>(0)
+
+    /// Written by the writer thread alone once it runs. A file's descriptor is owned here
+    /// (opened in `init`, replaced by `reopen`, closed at the end of `run`); the standard
+    /// streams' belong to the process and are never closed.
+    private var fd: Int32
+    private let capacity: Int
+    /// The warning about drops, at most once per `warningInterval` seconds (monotonic),
+    /// whichever thread saw them.
+    private let warningNotBefore = Atomic<Int>(Int.min)
+    static let warningInterval = 10
+
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var queue: [[UInt8]] = []
+    private var queuedLines: [Int] = []
+    private var queuedBytes = 0
+    private var spare: [[UInt8]] = []
+    private var reopenWanted = false
+    private var closing = false
+    private var finished = false
+    /// The writer thread is inside a batch (what `flush` waits for).
+    private var writing = false
+
+    /// A standard stream; its thread starts now.
+    private init(stream: Destination) {
+        destination = stream
+        fd = stream == .standardError ? 2 : 1
+        capacity = 1 << 20
+        start()
+    }
+
+    /// A file, opened (created, appended to) now, so that a path that cannot be written
+    /// stops the start instead of losing every line. `capacity`: the most bytes waiting.
+    init(path: String, capacity: Int) throws {
+        destination = .file(path: path)
+        fd = try Self.open(path)
+        self.capacity = capacity
+        start()
+    }
+
+    private static func open(_ path: String) throws -> Int32 {
+        let fd = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw OpenError(path: path, reason: String(cString: strerror(errno))) }
+        return fd
+    }
+
+    /// The thread holds the sink until `run` returns (after `close`).
+    private func start() {
+        let t = Thread { self.run() }
+        t.name = "tokengate-log-\(destination == .standardError ? "stderr" : "out")"
+        t.start()
+    }
+
+    /// Hands over `buffer` (whole lines, `lines` of them) without waiting; `buffer` comes
+    /// back empty, with capacity. Past `capacity` bytes waiting the lines are dropped and
+    /// counted. Any thread.
+    func submit(_ buffer: inout [UInt8], lines: Int) {
+        if buffer.isEmpty { return }
+        condition.lock()
+        if closing || queuedBytes + buffer.count > capacity {
+            condition.unlock()
+            buffer.removeAll(keepingCapacity: true)
+            noteDropped(lines, reason: closing ? "the log is closed" : "the sink is not taking lines fast enough")
+            return
+        }
+        queuedBytes += buffer.count
+        let wasEmpty = queue.isEmpty
+        var next = spare.popLast() ?? []
+        swap(&next, &buffer)
+        queue.append(next)
+        queuedLines.append(lines)
+        if wasEmpty { condition.signal() }
+        condition.unlock()
+        if buffer.capacity < 256 { buffer.reserveCapacity(512) }
+    }
+
+    /// A file sink opens its path again before its next write (logrotate renamed the old
+    /// one); a standard stream ignores it. Any thread.
+    func reopen() {
+        guard case .file = destination else { return }
+        condition.lock()
+        reopenWanted = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Writes what is waiting, then stops the thread and closes a file. Waits at most
+    /// `seconds`: a sink that does not take the lines by then loses them (counted), and the
+    /// process goes on to exit. Returns whether everything was written.
+    @discardableResult
+    func close(within seconds: Double) -> Bool {
+        condition.lock()
+        closing = true
+        condition.signal()
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while !finished && condition.wait(until: deadline) {}
+        let done = finished
+        let lost = done ? 0 : queuedLines.reduce(0, +)
+        condition.unlock()
+        if lost > 0 { droppedLines.add(lost, ordering: .relaxed) }
+        return done
+    }
+
+    /// Writes everything waiting so far, waiting at most `seconds`; the sink stays open.
+    func flush(within seconds: Double) {
+        condition.lock()
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while (!queue.isEmpty || writing) && !finished && condition.wait(until: deadline) {}
+        condition.unlock()
+    }
+
+    // MARK: the writer thread
+
+    private func run() {
+        var batch: [[UInt8]] = []
+        var batchLines: [Int] = []
+        var writer = ChunkWriter()
+        condition.lock()
+        while true {
+            while queue.isEmpty && !reopenWanted && !closing {
+                writing = false
+                condition.broadcast()
+                condition.wait()
+            }
+            if queue.isEmpty && !reopenWanted { break }
+            writing = true
+            swap(&batch, &queue)
+            swap(&batchLines, &queuedLines)
+            let reopen = reopenWanted
+            reopenWanted = false
+            condition.unlock()
+
+            if reopen { reopenFile() }
+            var bytes = 0
+            for (chunk, lines) in zip(batch, batchLines) {
+                bytes += chunk.count
+                writer.add(chunk, lines: lines, to: self)
+            }
+            writer.flush(to: self)
+
+            condition.lock()
+            queuedBytes -= bytes
+            for var chunk in batch where spare.count < 16 {
+                chunk.removeAll(keepingCapacity: true)
+                spare.append(chunk)
+            }
+            batch.removeAll(keepingCapacity: true)
+            batchLines.removeAll(keepingCapacity: true)
+        }
+        finished = true
+        writing = false
+        condition.broadcast()
+        condition.unlock()
+        if case .file = destination { Glibc.close(fd) }
+    }
+
+    private func reopenFile() {
+        guard case .file(let path) = destination else { return }
+        do {
+            let next = try Self.open(path)
+            Glibc.close(fd)
+            fd = next
+        } catch {
+            // The old file keeps the lines: nothing is lost, but the rotation did not happen.
+            writeErrors.add(1, ordering: .relaxed)
+            warn("access log not reopened, still writing to the old file: \(error)")
+        }
+    }
+
+    /// Writes `count` bytes holding `lines` lines, all of them unless the descriptor fails.
+    /// Whether the last write stopped inside a line (then the next starts with a newline, so
+    /// the fragment stays a line of its own and every other line stays valid JSON).
+    fileprivate func writeAll(_ p: UnsafeRawBufferPointer, lines: Int, midLine: inout Bool) {
+        if midLine {
+            var nl = UInt8(ascii: "\n")
+            if Glibc.write(fd, &nl, 1) == 1 { midLine = false }
+        }
+        var at = 0
+        while at < p.count {
+            let n = Glibc.write(fd, p.baseAddress! + at, p.count - at)
+            if n > 0 {
+                at += n
+                continue
+            }
+            let code = n < 0 ? errno : EIO
+            if code == EINTR { continue }
+            if code == EAGAIN || code == EWOULDBLOCK {
+                // A descriptor someone else made non-blocking: wait here, on this thread.
+                var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&pfd, 1, 1000)
+                continue
+            }
+            midLine = at > 0
+            writeErrors.add(1, ordering: .relaxed)
+            noteDropped(lines, reason: "write failed: \(String(cString: strerror(code)))")
+            return
+        }
+    }
+
+    /// Counts dropped lines and, at most once per interval for the process's sinks, says so
+    /// on standard error (a line of its own: `submit` there never waits either).
+    private func noteDropped(_ lines: Int, reason: String) {
+        droppedLines.add(lines, ordering: .relaxed)
+        guard destination != .standardError, warningDue() else { return }
+        warn(
+            "log lines dropped: \(reason) (\(droppedLines.load(ordering: .relaxed)) dropped so far); requests go on",
+            lines: lines)
+    }
+
+    private func warn(_ message: String, lines: Int = 0) {
+        var line = JSONLineBytes(capacity: 256)
+        var ts = LogTimestamp()
+        line.key("ts", first: true)
+        line.bytes.append(UInt8(ascii: "\""))
+        ts.append(to: &line.bytes)
+        line.bytes.append(UInt8(ascii: "\""))
+        line.key("level")
+        line.raw("\"warning\"")
+        line.key("msg")
+        line.string(message)
+        line.key("log")
+        line.string(destination.name)
+        line.key("dropped_total")
+        line.int(droppedLines.load(ordering: .relaxed))
+        line.key("write_errors_total")
+        line.int(writeErrors.load(ordering: .relaxed))
+        line.endLine()
+        Self.standardError.submit(&line.bytes, lines: 1)
+    }
+
+    private func warningDue() -> Bool {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        let now = ts.tv_sec
+        var next = warningNotBefore.load(ordering: .relaxed)
+        while now >= next {
+            let (claimed, seen) = warningNotBefore.compareExchange(
+                expected: next, desired: now + Self.warningInterval, ordering: .relaxed)
+            if claimed { return true }
+            next = seen
+        }
+        return false
+    }
+}
+
+/// Gathers small chunks (a line each, when unbuffered) into one `write(2)`; large ones go
+/// out as they are. The writer thread's own.
+private struct ChunkWriter {
+    private var staging: [UInt8] = []
+    private var stagedLines = 0
+    private var midLine = false
+    private static let size = 64 << 10
+
+    init() { staging.reserveCapacity(Self.size) }
+
+    mutating func add(_ chunk: [UInt8], lines: Int, to sink: LogSink) {
+        if staging.count + chunk.count > Self.size { flush(to: sink) }
+        if chunk.count >= Self.size {
+            chunk.withUnsafeBytes { sink.writeAll($0, lines: lines, midLine: &midLine) }
+            return
+        }
+        staging.append(contentsOf: chunk)
+        stagedLines += lines
+    }
+
+    mutating func flush(to sink: LogSink) {
+        guard !staging.isEmpty else { return }
+        staging.withUnsafeBytes { sink.writeAll($0, lines: stagedLines, midLine: &midLine) }
+        staging.removeAll(keepingCapacity: true)
+        stagedLines = 0
+    }
+}
