@@ -35,6 +35,14 @@ TARGET_ASSERTION_CPU = 1.05
 # Issue 12: an https upstream with keep-alive, against nginx proxying to the same one.
 TARGET_HTTPS_UPSTREAM = 0.9
 
+# Access logs on for both proxies, to a file (nginx's combined format, tokengate's JSON
+# lines): tokengate req/s / nginx req/s, at least, buffered (64 KB, 1 s) and not.
+TARGET_LOG_BUFFERED = 1.0
+TARGET_LOG_UNBUFFERED = 0.95
+# Access log to a standard output nobody reads: tokengate's req/s against its own with the
+# log off (the `none` scenario of the same run), at least.
+TARGET_LOG_PIPE = 0.9
+
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
 
@@ -250,6 +258,23 @@ def main(workdir, out_path):
         elif kind["auth"] == "dpop-memory" and nginx and tg:
             checks = {f"req/s ratio >= {TARGET_DPOP_MEMORY}": s["rps_ratio"] >= TARGET_DPOP_MEMORY, "no errors": errors_ok}
             print("  targets (issue 5): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+        elif kind["auth"] in ("log-file-buffered", "log-file") and nginx and tg:
+            want = TARGET_LOG_BUFFERED if kind["auth"] == "log-file-buffered" else TARGET_LOG_UNBUFFERED
+            checks = {f"req/s ratio >= {want}": s["rps_ratio"] >= want, "no errors": errors_ok}
+            print("  targets (access logs on, to a file, both): "
+                  + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+        elif kind["auth"] == "log-pipe" and tg:
+            checks = {"no errors": errors_ok}
+            off = result["scenarios"].get("none", {}).get("targets", {}).get("tokengate")
+            if off:
+                s["rps_vs_log_off"] = tg["rps"] / off["rps"]
+                checks[f"req/s >= {TARGET_LOG_PIPE} x log off (none)"] = s["rps_vs_log_off"] >= TARGET_LOG_PIPE
+                print(f"  tokengate req/s against its own with the log off (none, same run): "
+                      f"{tg['rps']:.0f} / {off['rps']:.0f} = {s['rps_vs_log_off']:.2f}x")
+            else:
+                print("  (run the none scenario too, for the ratio against the log off)")
+            print("  targets (a standard output nobody reads): "
+                  + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "floor":
             checks = {"no errors": errors_ok}
             print("  (a ceiling, not a target: with verify-floor.patch and TG_FLOOR set, one bare verification per request)")

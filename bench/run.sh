@@ -9,7 +9,7 @@
 # env:   ROUNDS=5 DURATION=10 (s per wrk run) WARMUP=3 (s) CONNECTIONS=64 THREADS=2
 #        WORKERS=$(nproc) (nginx proxy worker_processes = tokengate workers)
 #        TOKENGATE_BIN=path (skip the build)  OUT=/tmp/tokengate-bench.json
-#        PORT_BASE=18180 (uses PORT_BASE..PORT_BASE+11 on 127.0.0.1)  KEEP_WORK=1 (keep temp dir)
+#        PORT_BASE=18180 (uses PORT_BASE..PORT_BASE+12 on 127.0.0.1)  KEEP_WORK=1 (keep temp dir)
 #        MOD_AUTH_OPENIDC=1 (0: no Apache mod_auth_openidc peer in the RS256 bearer scenarios)
 #        TOKENGATE_ENV="K=V ..." (environment for tokengate only, e.g. to try a libevent or
 #        allocator setting)  PERF_OUT=FILE (perf record -g tokengate's first round into FILE)
@@ -128,7 +128,7 @@ start_nginx() {
   mkdir -p "$dir"
   [[ $(id -u) -ne 0 ]] || user_line="user root;"  # workers would otherwise drop to nobody
   render "$template" "$dir/nginx.conf" DIR="$dir" PORT="$3" UPSTREAM_PORT="$PORT_UPSTREAM" \
-    WORKERS="$WORKERS" USER_LINE="$user_line" TOKENGATE_PORT="$PORT_TOKENGATE"
+    WORKERS="$WORKERS" USER_LINE="$user_line" TOKENGATE_PORT="$PORT_TOKENGATE" LOG_OPTIONS="${NGINX_LOG_OPTIONS:-}"
   "$NGINX" -q -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" -t || die "$name: nginx rejected $dir/nginx.conf"
   "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
   NGINX_PID=$!
@@ -300,8 +300,18 @@ CLK_TCK=$(getconf CLK_TCK)
 start_tokengate() {
   local name=$1 dir=$2 t0
   [[ -z ${RESET_STORE:-} ]] || eval "$RESET_STORE" >/dev/null || die "scenario $name: RESET_STORE failed"
-  # shellcheck disable=SC2086 # TOKENGATE_ENV is a list of K=V words
-  env ${TOKENGATE_ENV:-} "$TOKENGATE_BIN" serve --config "$dir/tokengate.yaml" >>"$dir/tokengate.log" 2>&1 &
+  # TG_STDOUT_PIPE=1: standard output is a pipe that nobody reads (a FIFO held open by a
+  # process that never reads it); standard error still goes to the log.
+  if [[ -n ${TG_STDOUT_PIPE:-} ]]; then
+    [[ -p $dir/stdout.fifo ]] || mkfifo "$dir/stdout.fifo"
+    sleep 100000 <"$dir/stdout.fifo" &
+    PIDS+=("$!")
+    # shellcheck disable=SC2086 # TOKENGATE_ENV is a list of K=V words
+    env ${TOKENGATE_ENV:-} "$TOKENGATE_BIN" serve --config "$dir/tokengate.yaml" >"$dir/stdout.fifo" 2>>"$dir/tokengate.log" &
+  else
+    # shellcheck disable=SC2086 # TOKENGATE_ENV is a list of K=V words
+    env ${TOKENGATE_ENV:-} "$TOKENGATE_BIN" serve --config "$dir/tokengate.yaml" >>"$dir/tokengate.log" 2>&1 &
+  fi
   TG_PID=$!
   t0=$EPOCHREALTIME
   PIDS+=("$TG_PID")
@@ -423,7 +433,29 @@ scenario() {
 # (later: login routes, with wrk Lua scripts under bench/lua/ adding headers)
 scenario none bench/tokengate/none.yaml
 
-# bearer_scenario NAME ALG CACHE_ENTRIES: a key of ALG, a token signed with it, the route
+# Access logs on, for both proxies, to a file: nginx's combined format (its own baseline,
+# bench/nginx/proxy-log.conf.in, with LOG_OPTIONS), tokengate's JSON lines; buffered as
+# nginx's `buffer=64k flush=1s` and tokengate's `buffer: 64KB, flush: 1s`, then not at all.
+PORT_NGINX_LOG=$((PORT_BASE + 12))
+log_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  port_free "$PORT_NGINX_LOG" || die "127.0.0.1:$PORT_NGINX_LOG is in use; set PORT_BASE"
+  log "$1: a baseline nginx logging to a file ($2)"
+  NGINX_LOG_OPTIONS=$2 start_nginx "baseline-$1" bench/nginx/proxy-log.conf.in "$PORT_NGINX_LOG"
+  local pid=$NGINX_PID
+  SCENARIO_VARS="LOG_PATH=$WORK/scenario-$1/access.log LOG_BUFFER=$3" SCENARIO_AUTH=$1 \
+    BASELINE_URL="http://127.0.0.1:$PORT_NGINX_LOG/" SCENARIO_BASELINE_PID=$pid \
+    scenario "$1" bench/tokengate/access-log.yaml
+  log "$1: access log lines written: nginx $(wc -l <"$WORK/baseline-$1/access.log"), tokengate $(wc -l <"$WORK/scenario-$1/access.log")"
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; forget_pid "$pid"
+  rm -f "$WORK/baseline-$1/access.log" "$WORK/scenario-$1/access.log"
+}
+log_scenario log-file-buffered "buffer=64k flush=1s" 64KB
+log_scenario log-file "" 0
+# The access log on standard output, a pipe that nobody reads: against `none` (log off).
+TG_STDOUT_PIPE=1 SCENARIO_AUTH=log-pipe scenario log-pipe bench/tokengate/log-pipe.yaml
+
+: a key of ALG, a token signed with it, the route
 # validating it (with the per-worker validation cache, or with it off: 0).
 # bearer_material ALG: a key of ALG in $WORK/keys-ALG (made once per run) and BENCH_TOKEN,
 # a token signed with it, exported to wrk's bearer.lua.
