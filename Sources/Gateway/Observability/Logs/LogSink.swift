@@ -64,6 +64,8 @@ final class LogSink: @unchecked Sendable {
     private var finished = false
     /// The writer thread is inside a batch (what `flush` waits for).
     private var writing = false
+    /// The writer thread sleeps until signalled (else it is busy, or napping: see `run`).
+    private var idle = false
 
     /// A standard stream; its thread starts now.
     private init(stream: Destination) {
@@ -108,12 +110,11 @@ final class LogSink: @unchecked Sendable {
             return
         }
         queuedBytes += buffer.count
-        let wasEmpty = queue.isEmpty
         var next = spare.popLast() ?? []
         swap(&next, &buffer)
         queue.append(next)
         queuedLines.append(lines)
-        if wasEmpty { condition.signal() }
+        if idle { condition.signal() }
         condition.unlock()
         if buffer.capacity < 256 { buffer.reserveCapacity(512) }
     }
@@ -159,13 +160,25 @@ final class LogSink: @unchecked Sendable {
         var batch: [[UInt8]] = []
         var batchLines: [Int] = []
         var writer = ChunkWriter()
+        var napped = false
         condition.lock()
         while true {
             while queue.isEmpty && !reopenWanted && !closing {
                 writing = false
                 condition.broadcast()
-                condition.wait()
+                if napped {
+                    idle = true
+                    condition.wait()
+                    idle = false
+                } else {
+                    // After a batch, a millisecond's nap that no line interrupts: under load
+                    // the lines of that millisecond then cost one wake-up and one write, not
+                    // a futex wake and a context switch each (unbuffered, one per request).
+                    napped = true
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: 0.001))
+                }
             }
+            napped = false
             if queue.isEmpty && !reopenWanted { break }
             writing = true
             swap(&batch, &queue)
