@@ -16,23 +16,23 @@ import statistics
 import sys
 
 # A benchmark reports targets; it does not fail on them.
-# Issue 2, for scenarios without authentication (`none`):
+# For scenarios without authentication (`none`):
 TARGET_RATIO = 1.0       # tokengate req/s / nginx req/s, at least
 TARGET_P99_RATIO = 1.2   # tokengate p99 / nginx p99, at most
 TARGET_RSS_MB = 40.0     # tokengate peak RSS, at most
-# Issue 4, for bearer scenarios (instead of issue 2's):
+# For bearer scenarios (instead of the `none` targets):
 TARGET_BEARER_CACHED = 0.95     # tokengate req/s / nginx req/s with the validation cache
 TARGET_BEARER_NOCACHE = 0.6     # the same with the cache disabled (entries: 0)
 TARGET_PEER_NOCACHE = 3.0       # tokengate (cache disabled) req/s / mod_auth_openidc req/s
 PEER = "mod_auth_openidc"
-# Issue 5, for dpop scenarios: every request one ES256 proof check that no cache can save.
+# For dpop scenarios: every request one ES256 proof check that no cache can save.
 TARGET_DPOP_MEMORY = 0.4        # tokengate req/s / nginx req/s with the in-memory replay cache
-# Issue 6, for the login scenario: a valid session cookie on every request.
+# For the login scenario: a valid session cookie on every request.
 TARGET_LOGIN = 0.9
-# Issue 14: login-assertion (identity_assertion on) costs at most this much of login's CPU
+# For login-assertion (identity_assertion on): it costs at most this much of login's CPU
 # time per request, both from the same run.
 TARGET_ASSERTION_CPU = 1.05
-# Issue 12: an https upstream with keep-alive, against nginx proxying to the same one.
+# For https-upstream: an https upstream with keep-alive, against nginx proxying to the same one.
 TARGET_HTTPS_UPSTREAM = 0.9
 
 # Access logs on for both proxies, to a file (nginx's combined format, tokengate's JSON
@@ -239,10 +239,10 @@ def main(workdir, out_path):
                     checks[f"req/s >= {TARGET_PEER_NOCACHE} x {PEER} (cache off)"] = \
                         s["peer_rps_ratio"] >= TARGET_PEER_NOCACHE
             checks["no errors"] = errors_ok
-            print("  targets (issue 4): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+            print("  targets (bearer): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "login" and nginx and tg:
             checks = {f"req/s ratio >= {TARGET_LOGIN}": s["rps_ratio"] >= TARGET_LOGIN, "no errors": errors_ok}
-            print("  targets (issue 6): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+            print("  targets (login): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "login-assertion" and nginx and tg:
             checks = {"no errors": errors_ok}
             base = result["scenarios"].get("login", {}).get("tokengate_cpu_us_per_request")
@@ -251,13 +251,13 @@ def main(workdir, out_path):
                 s["cpu_vs_login"] = own / base
                 checks[f"CPU/request <= {TARGET_ASSERTION_CPU} x login's"] = s["cpu_vs_login"] <= TARGET_ASSERTION_CPU
                 print(f"  CPU per request against the login scenario (same run): {own:.1f} / {base:.1f} us = {s['cpu_vs_login']:.3f}x")
-            print("  targets (issue 14): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+            print("  targets (login-assertion): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "https-upstream" and nginx and tg:
             checks = {f"req/s ratio >= {TARGET_HTTPS_UPSTREAM}": s["rps_ratio"] >= TARGET_HTTPS_UPSTREAM, "no errors": errors_ok}
-            print("  targets (issue 12): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+            print("  targets (https-upstream): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "dpop-memory" and nginx and tg:
             checks = {f"req/s ratio >= {TARGET_DPOP_MEMORY}": s["rps_ratio"] >= TARGET_DPOP_MEMORY, "no errors": errors_ok}
-            print("  targets (issue 5): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+            print("  targets (dpop): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] in ("log-file-buffered", "log-file") and nginx and tg:
             want = TARGET_LOG_BUFFERED if kind["auth"] == "log-file-buffered" else TARGET_LOG_UNBUFFERED
             checks = {f"req/s ratio >= {want}": s["rps_ratio"] >= want, "no errors": errors_ok}
@@ -283,7 +283,7 @@ def main(workdir, out_path):
             print("  (routing at scale: the requests match only the catch-all, after the other routes; no target)")
         elif kind["auth"].startswith("dpop") or kind["auth"] == "login-redis":
             checks = {"no errors": errors_ok}
-            print("  (reported with Redis round trips per request; issue 7: at most 1 for DPoP, 0 for a cached session)")
+            print("  (reported with Redis round trips per request; expected: at most 1 for DPoP, 0 for a cached session)")
         elif nginx and tg and tg_kb is not None:
             checks = {
                 f"req/s ratio >= {TARGET_RATIO}": s["rps_ratio"] >= TARGET_RATIO,
@@ -293,7 +293,7 @@ def main(workdir, out_path):
                                                <= s.get("syscalls_per_request", {}).get("nginx", 0) + 1),
                 "no errors": errors_ok,
             }
-            print("  targets (issue 2): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+            print("  targets (none): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         if checks is not None:
             s["targets_met"] = checks
             missed |= not all(checks.values())

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tokengate benchmark: wrk on 127.0.0.1 against tokengate and against an nginx reverse
 # proxy (the baseline), both in front of the same nginx upstream, alternating rounds.
-# A benchmark, not a test: it reports figures and the issue's targets, and exits 0 unless
+# A benchmark, not a test: it reports figures and the targets, and exits 0 unless
 # something failed to run.
 #
 # usage: bench/run.sh [SCENARIO...]        (default: every scenario defined at the bottom
@@ -32,7 +32,7 @@ PORT_TOKENGATE=$PORT_BASE
 PORT_UPSTREAM=$((PORT_BASE + 1))
 PORT_NGINX=$((PORT_BASE + 2))
 PORT_ADMIN=$((PORT_BASE + 3))
-PORT_PEER=$((PORT_BASE + 4))   # Apache httpd + mod_auth_openidc (the issue-4 peer)
+PORT_PEER=$((PORT_BASE + 4))   # Apache httpd + mod_auth_openidc (the bearer scenarios' peer)
 PORT_JWKS=$((PORT_BASE + 5))   # nginx serving the JWKS over TLS, for that peer
 MOD_AUTH_OPENIDC=${MOD_AUTH_OPENIDC:-1}
 
@@ -179,7 +179,7 @@ check_bearer() {
   expect_status "$name: the scenario's token" 200 "$url" -H "Authorization: Bearer $BENCH_TOKEN"
 }
 
-# start_mod_auth_openidc KEYS_DIR: once per run, the issue-4 peer: nginx serving
+# start_mod_auth_openidc KEYS_DIR: once per run, the mod_auth_openidc peer: nginx serving
 # KEYS_DIR/jwks.json over TLS (cert for 127.0.0.1 from a throwaway CA made here), and
 # Apache httpd (mpm_event) + mod_auth_openidc in the foreground, trusting that CA,
 # proxying to the upstream. Sets PEER_PID.
@@ -473,7 +473,7 @@ bearer_scenario() {
   bearer_material "$2"
   local peer_name="" peer_url=""
   if [[ $2 == RS256 ]] && (( MOD_AUTH_OPENIDC )); then
-    # The issue-4 peer, for RS256 (started once, on this key's JWKS; same key for both
+    # The mod_auth_openidc peer, for RS256 (started once, on this key's JWKS; same key for both
     # RS256 scenarios since the key is made once per run).
     start_mod_auth_openidc "$keys"
     peer_name=mod_auth_openidc peer_url="http://127.0.0.1:$PORT_PEER/"
@@ -625,7 +625,7 @@ login_scenario() {
     start_redis
     store="redis://127.0.0.1:$PORT_REDIS/0" counter=redis_commands auth=login-redis
   fi
-  # assertion: the route also signs an identity assertion (issue 14), key made here.
+  # assertion: the route also signs an identity assertion, key made here.
   local template=bench/tokengate/login.yaml
   if [[ ${3:-} == assertion ]]; then
     template=bench/tokengate/login-assertion.yaml auth=login-assertion
@@ -638,7 +638,7 @@ login_scenario login
 login_scenario login-assertion memory assertion
 login_scenario login-redis redis
 
-# decision_scenario NAME ALG: decision mode (issue 13). The bearer-* token and route with
+# decision_scenario NAME ALG: decision mode. The bearer-* token and route with
 # `decision:` on; three targets on the same token: the nginx baseline proxy, tokengate
 # proxying (direct requests), and nginx auth_request (PORT_BASE+8) asking tokengate's
 # /_tokengate/auth and proxying itself. tokengate's CPU is measured in both of its roles, so the

@@ -4,7 +4,7 @@
 # by a C load client (bench/websocket/ws_load.c), alternating rounds, on 127.0.0.1 only.
 # Two loads: 1 KB messages (messages/s; WS_CONNS connections, one message in flight each)
 # and 64 KB messages (bytes/s; WS_BIG_CONNS connections, WS_WINDOW in flight each).
-# Target (issue 12): tokengate ≥ 0.9 × nginx on both. Run by `bench/run.sh websocket`.
+# Target: tokengate ≥ 0.9 × nginx on both. Run by `bench/run.sh websocket`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# JOSE micro-benchmark (issues 3, 16): tokengate's full JWT verify (JWTVerifier: parse + key
+# JOSE micro-benchmark: tokengate's full JWT verify (JWTVerifier: parse + key
 # selection from a 3-key JWK Set + signature + claims) against OpenSSL's raw EVP_DigestVerify
 # on the same key and message, for RS256, PS256, ES256 and EdDSA, and the DPoP proof check
 # (DPoP, DPoP-cached) against one raw ES256 verify. Not a timed test: run it
