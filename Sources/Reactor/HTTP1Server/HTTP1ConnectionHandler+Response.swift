@@ -112,14 +112,21 @@ extension HTTP1ConnectionHandler {
     /// Answers a request the parser refused (or a head that came too late) and closes. The
     /// gateway never sees such a request.
     func refuse(status: Int, description: String) {
-        var fields = HTTP1Fields()
-        fields.append("Content-Type", "application/json")
-        let body = Array("{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}".utf8)
+        let (head, body) = Self.refusal(status: status, description: description)
         HTTP1ResponseEncoder.appendHead(
-            HTTPResponseHead(status: status, fields: fields), contentLength: UInt64(body.count),
+            head, contentLength: UInt64(body.count),
             chunked: false, persistence: .close, date: context.dates.fieldLine, to: connection.output)
         body.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
         closeAfterOutput()
+    }
+
+    /// The answer to a request the engine refuses itself, whatever the protocol: a JSON
+    /// body with a fixed phrase (what is wrong, never the bytes that were).
+    static func refusal(status: Int, description: String) -> (HTTPResponseHead, [UInt8]) {
+        var fields = HTTP1Fields()
+        fields.append("Content-Type", "application/json")
+        let body = Array("{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}".utf8)
+        return (HTTPResponseHead(status: status, fields: fields), body)
     }
 
     /// Every byte of the answer is in the output: note where it ends, write, move on.

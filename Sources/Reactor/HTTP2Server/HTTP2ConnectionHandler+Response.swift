@@ -99,10 +99,8 @@ extension HTTP2ConnectionHandler {
     /// Answers a request the engine refuses itself (a malformed or oversized head): the
     /// gateway never sees it.
     func refuse(_ s: HTTP2Stream, status: Int, description: String) {
-        var fields = HTTP1Fields()
-        fields.append("Content-Type", "application/json")
-        let body = Array("{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}".utf8)
-        sendResponse(s, HTTPResponseHead(status: status, fields: fields), body: body)
+        let (head, body) = HTTP1ConnectionHandler.refusal(status: status, description: description)
+        sendResponse(s, head, body: body)
     }
 
     private func submit(_ session: OpaquePointer, _ s: HTTP2Stream, _ fields: inout HTTP2ResponseFields, withBody: Bool)

@@ -77,12 +77,13 @@ struct HTTP2ResponseFields {
 
     private enum Kind { case dropped, date, other }
 
+    private static let date = Array("date".utf8)
     private static let connectionSpecific: [[UInt8]] = [
         "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length"
     ].map { Array($0.utf8) }
 
     private static func classify(_ name: UnsafeBufferPointer<UInt8>) -> Kind {
-        if name.count == 4, lowerEquals(name, Array("date".utf8)) { return .date }
+        if name.count == 4, lowerEquals(name, date) { return .date }
         for dropped in connectionSpecific where dropped.count == name.count && lowerEquals(name, dropped) {
             return .dropped
         }
