@@ -3,25 +3,30 @@
 # container image's: built, run-tested, rebuilt for its digest; the Kubernetes manifests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase prints when it starts, so a slow CI run shows where the time went.
+phase() { echo "== $* (at ${SECONDS}s)"; }
+phase "setup (Debian packages, Python test requirements)"
 scripts/setup.sh --test
-echo "== format (swift format lint --strict, with the repo's .swift-format)"
+phase "format (swift format lint --strict, with the repo's .swift-format)"
 # Fails on any line the formatter would change; fix with:
 #   swift format -i -r -p Sources Tests fuzz/Sources Package.swift
 swift format lint --strict -r -p Sources Tests fuzz/Sources Package.swift
-echo "== build"
-swift build --build-tests
-echo "== unit tests (swift test)"
-swift test --skip-build
-echo "== unit tests under ThreadSanitizer (swift test --sanitize=thread; a data race fails the run)"
-# Its own build folder: instrumented code never mixes with the build the integration tests use.
+phase "release build: the binary the integration tests and the container image use"
+# Its own scratch path (.build-release), shared with scripts/image.sh. The integration tests
+# run against this binary, the one that ships, so no separate debug build is needed.
+swift build -c release --product tokengate --static-swift-stdlib --scratch-path .build-release
+swift build -c release --product tokengate-http1-parse --static-swift-stdlib --scratch-path .build-release
+phase "unit tests under ThreadSanitizer (swift test --sanitize=thread; a data race fails the run)"
+# One debug build, instrumented: every unit test runs once, with TSan watching, in its own
+# build folder. (A plain `swift test` runs the same tests without the race checks.)
 TSAN_OPTIONS="halt_on_error=1" swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 TSAN_OPTIONS="halt_on_error=1" swift test --skip-build --sanitize=thread --scratch-path .build-tsan
-echo "== integration tests (pytest: real tokengate + real upstream on 127.0.0.1)"
-TOKENGATE_BIN="$(swift build --show-bin-path)/tokengate" python3 -m pytest -q tests/integration
-echo "== container image (scripts/image.sh: release build, root filesystem, OCI archive)"
-scripts/image.sh
+phase "integration tests (pytest: the release binary + real upstreams and AS on 127.0.0.1)"
+TOKENGATE_BIN="$PWD/.build-release/release/tokengate" python3 -m pytest -q tests/integration
+phase "container image (scripts/image.sh: the release binary above, root filesystem, OCI archive)"
+scripts/image.sh --binary .build-release/release/tokengate
 scripts/image-test.sh
-echo "== image reproducibility: built again from the same binary and .deb files, offline"
+phase "image reproducibility: built again from the same binary and .deb files, offline"
 # The release build is not repeated (CI time): this checks everything after it. Two fresh
 # release builds differ in the binary itself (deploy/README.md, "Reproducible").
 first=$(cat .build-image/digest)
@@ -33,4 +38,6 @@ if [[ "$first" == "$second" ]] && cmp -s .build-image/tokengate.oci.tar .build-i
 else
   echo "FAIL - not reproducible: $first, then $second"; exit 1
 fi
+phase "Kubernetes manifests (offline schema validation)"
 scripts/k8s-validate.sh
+phase "all passed"

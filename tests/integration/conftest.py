@@ -66,9 +66,29 @@ class Gateway:
         """Starts and waits only for liveness (/healthz), not readiness."""
         return self.start(wait_for="/healthz")
 
-    def output(self):
+    def output(self, settle=0.05):
+        """The process's output so far. Log lines reach the file from the log sink's writer
+        thread a moment after the response they describe, so this first waits until the file
+        has not grown for `settle` seconds (at most half a second in all)."""
+        deadline, size = time.time() + 0.5, -1
+        while settle and time.time() < deadline:
+            now = os.path.getsize(self.log_path)
+            if now == size:
+                break
+            size = now
+            time.sleep(settle)
         with open(self.log_path, "rb") as f:
             return f.read().decode(errors="replace")
+
+    def logged(self, text, timeout=5.0):
+        """Waits until `text` is in the output (the writer thread may write it a moment after
+        the response); True, else an AssertionError that quotes the output's end."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if text in self.output(settle=0):
+                return True
+            time.sleep(0.02)
+        raise AssertionError(f"not logged within {timeout}s: {text!r}; output ends: {self.output()[-2000:]}")
 
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"

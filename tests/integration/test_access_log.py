@@ -185,7 +185,7 @@ def test_file_reopened_on_sigusr1_after_a_rename(upstream, gateway_factory, tmp_
     wait_for(lambda: len(access(log_path)) == 4, what="four lines in the new file")
     assert len(access(log_path + ".1")) == 5
     assert g.proc.poll() is None, "SIGUSR1 does not end the process"
-    assert '"msg":"access log reopened"' in g.output()
+    assert g.logged('"msg":"access log reopened"')
 
 
 class PipeGateway(Gateway):

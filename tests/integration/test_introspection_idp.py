@@ -97,7 +97,7 @@ def test_introspection_with_wrong_client_secret_refuses_tokens(authserver, upstr
         # random, so it is left out of the check (it may hold any digits, "401" among them).
         told = r.text.replace(r.headers["X-Request-Id"], "")
         assert r.json()["error"] == "temporarily_unavailable" and "401" not in told and token not in told, r.text
-        assert "introspection endpoint answered 401" in g.output()
+        assert g.logged("introspection endpoint answered 401")
     finally:
         g.stop()
 

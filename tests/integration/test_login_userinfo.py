@@ -68,7 +68,7 @@ def test_a_userinfo_answer_for_another_sub_ends_the_login(login_as, upstream, tm
         assert "Sign-in failed" in r.text and "could not be completed" in r.text
         assert "tokengate_session" not in r.headers.get("Set-Cookie", "")
         assert e.session_cookie() is None
-        assert "userinfo endpoint answered for another sub" in e.gw.output()
+        assert e.gw.logged("userinfo endpoint answered for another sub")
         # No session: the protected page starts a new login, it does not serve.
         assert e.get("/audit/report").status_code == 302
     finally:
@@ -83,7 +83,7 @@ def test_userinfo_claims_over_the_size_bound_end_the_login(login_as, upstream, t
         r = e.get(e.to_callback("/audit/report"))
         assert r.status_code == 400 and "Sign-in failed" in r.text, r.text
         assert e.session_cookie() is None
-        assert "the userinfo claims the session keeps take" in e.gw.output()
+        assert e.gw.logged("the userinfo claims the session keeps take")
     finally:
         e.stop()
 
@@ -96,7 +96,7 @@ def test_a_userinfo_answer_over_64kb_is_refused(login_as, upstream, tmp_path):
         r = e.get(e.to_callback("/audit/report"))
         assert r.status_code == 400 and "Sign-in failed" in r.text, r.text
         assert e.session_cookie() is None
-        assert "larger than 65536 bytes" in e.gw.output()
+        assert e.gw.logged("larger than 65536 bytes")
     finally:
         e.stop()
 
@@ -107,7 +107,7 @@ def test_too_many_userinfo_claims_are_refused(login_as, upstream, tmp_path):
     try:
         r = e.get(e.to_callback("/audit/report"))
         assert r.status_code == 400 and e.session_cookie() is None, r.text
-        assert "claims (at most 100)" in e.gw.output()
+        assert e.gw.logged("claims (at most 100)")
     finally:
         e.stop()
 
@@ -171,7 +171,7 @@ def test_another_sub_after_a_refresh_ends_the_session(short_as, upstream, tmp_pa
         r = e.browser.get(e.url("/audit/report"), headers=JSON, allow_redirects=False, timeout=10)
         assert r.status_code == 401 and r.json()["error"] == "login_required", r.text
         assert "tokengate_session=;" in r.headers.get("Set-Cookie", "")
-        assert "userinfo after a refresh answered for another sub" in e.gw.output()
+        assert e.gw.logged("userinfo after a refresh answered for another sub")
     finally:
         e.stop()
 
@@ -208,7 +208,7 @@ def test_a_broken_userinfo_answer_ends_the_login(login_as, upstream, tmp_path, a
         r = e.get(e.to_callback("/audit/report"))
         assert r.status_code == status and page in r.text, r.text
         assert e.session_cookie() is None
-        assert log in e.gw.output()
+        assert e.gw.logged(log)
     finally:
         e.stop()
 
@@ -235,7 +235,7 @@ def test_userinfo_down_at_refresh_keeps_the_claims_until_the_next_refresh_only(s
         refreshed = time.time()
         assert r.status_code == 200 and sent(r)["x-teams"] == "audit,ops", r.text
         assert short_as.refresh_ok_count == 1
-        assert "userinfo after a refresh unreachable; the session keeps its claims until the next refresh" in e.gw.output()
+        assert e.gw.logged("userinfo after a refresh unreachable; the session keeps its claims until the next refresh")
         # Back at the next refresh: fresh claims, and the stale mark is cleared.
         short_as.userinfo_answer = None
         short_as.userinfo_claims = {"alice": {"teams": ["audit"]}}
