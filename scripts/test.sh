@@ -42,7 +42,7 @@ export TSAN_OPTIONS="halt_on_error=1"
 logged build-tsan swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 if timeout --kill-after=30s 30m swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
     > "$logs/unit-tests.log" 2>&1; then
-  grep -E "^. Test run with [0-9]+ tests" "$logs/unit-tests.log" || tail -n 3 "$logs/unit-tests.log"
+  grep -E "Test run with [0-9]+ tests" "$logs/unit-tests.log" || tail -n 3 "$logs/unit-tests.log"
 else
   grep -E "✘|recorded an issue|ThreadSanitizer|Fatal error|error:" "$logs/unit-tests.log" | head -n 150 || true
   python3 scripts/unfinished-tests.py "$logs/unit-tests.log"
