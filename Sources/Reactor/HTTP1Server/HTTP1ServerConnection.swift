@@ -116,10 +116,14 @@ final class HTTP1ServerConnection: IdleListNode {
     /// Arms or disarms read interest (no system call when unchanged).
     func setReading(_ want: Bool) {
         let want = want && !isClosed && !peerClosed && evbuffer_get_length(input) < Self.inputLimit
+        if want != reading {
+            reading = want
+            updateReadInterest()
+        }
+        // Armed first, activated second: libevent's event_add does not register the fd of an
+        // event that is already active, so the other order left a TLS connection whose input
+        // had filled (and whose records waited inside OpenSSL) never read from again.
         if want && inputBuffered, let readEvent { event_active(readEvent, Int32(EV_READ), 0) }
-        guard want != reading else { return }
-        reading = want
-        updateReadInterest()
     }
 
     private func updateReadInterest() {
