@@ -9,7 +9,7 @@ struct LoginConfigTests {
         let path = NSTemporaryDirectory() + "tg-login-config-\(getpid()).jwk"
         let key =
             #"{"kty":"EC","crv":"P-256","kid":"k1","x":"WKn-ZIGevcwGIyyrzFoZNBdaq9_TsqzGl96oc0CWuis","y":"y77t-RvAHRKTsSGdIYUfweuOvwrvDD-Q3Hv5J0fSKbE","d":"Hndv7ZZjs_ke8o9zXYo3iq-Yr8SewI5vrqd0pAvEPqg"}"#
-        FileManager.default.createFile(atPath: path, contents: Data(key.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(key.utf8))
         return path
     }()
 

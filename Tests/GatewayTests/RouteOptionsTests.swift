@@ -28,7 +28,7 @@ struct RouteOptionsTests: ConfigParsing {
     static let keyFile: String = {
         let path = NSTemporaryDirectory() + "tg-assert-\(getpid()).jwk"
         let key = try! JWK.generate(for: .ES256, kid: "a1")
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: path, contents: Data(JSONSerializer.serialize(.object(try! key.privateJWK())).utf8))
         return path
     }()

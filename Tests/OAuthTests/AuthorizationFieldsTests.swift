@@ -35,7 +35,7 @@ struct AuthorizationFieldsTests {
         if let header = authorization.first {
             switch oldParse(header) {
             case .some(let c): found.append(c)
-            case .none: return .invalid(reason: "the Authorization header is not a Bearer or DPoP credential")
+            case nil: return .invalid(reason: "the Authorization header is not a Bearer or DPoP credential")
             }
         }
         if !formTokens.isEmpty {

@@ -232,7 +232,7 @@ final class TokenAuthenticator {
                             answer.refuse(
                                 401, .invalid_dpop_proof, "the DPoP proof has been used before", scheme: "DPoP",
                                 detail: "jti replayed")))
-                case .unavailable(let why) where self.failOpen:
+                case .unavailable where self.failOpen:
                     // Configured availability over replay defence: let it through, and say so.
                     self.uncheckedProofs += 1
                     var caller = AuthenticatedCaller(token: bound, jkt: proof.jkt)

@@ -22,10 +22,7 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
-        source: String, file: String, function: String, line: UInt
-    ) {
+    public func log(event: LogEvent) {
         var out = JSONLineBytes(capacity: 256)
         var time = LogTimestamp()
         out.key("ts", first: true)
@@ -33,11 +30,11 @@ public struct JSONLogHandler: LogHandler {
         time.append(to: &out.bytes)
         out.bytes.append(UInt8(ascii: "\""))
         out.key("level")
-        out.string(level.rawValue)
+        out.string(event.level.rawValue)
         out.key("msg")
-        out.string(message.description)
+        out.string(event.message.description)
         var merged = metadata
-        if let explicit { merged.merge(explicit) { $1 } }
+        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
         for (k, v) in merged.sorted(by: { $0.key < $1.key }) {
             out.key(escaping: k)
             Self.render(v, to: &out)

@@ -1,5 +1,5 @@
 import Glibc
-public import JOSE
+import JOSE
 
 /// Proof keys already imported, by the exact bytes of the proof's protected header: a client
 /// signs every proof with the same key (and header), so the header's decoding and checks, the

@@ -281,7 +281,7 @@ public final class HTTP1Server: ExchangeServer {
                 return false
             }
         }
-        return ok ? String(cString: text) : ""
+        return ok ? String(nulTerminated: text) : ""
     }
 }
 

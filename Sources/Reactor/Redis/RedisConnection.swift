@@ -97,7 +97,7 @@ final class RedisConnection {
                 loop.base, tls.ctx, options.serverName ?? endpoint.host,
                 options.insecureSkipTLSVerify ? 0 : 1, &err, err.count)
         else {
-            throw RedisError(.unavailable, "\(endpoint.address): TLS: \(String(cString: err))")
+            throw RedisError(.unavailable, "\(endpoint.address): TLS: \(String(nulTerminated: err))")
         }
         return bev
     }
@@ -193,7 +193,7 @@ final class RedisConnection {
         guard tls != nil else { return nil }
         var text = [CChar](repeating: 0, count: 512)
         tg_tls_describe_failure(bev, &text, text.count)
-        return text[0] == 0 ? nil : "TLS: \(String(cString: text))"
+        return text[0] == 0 ? nil : "TLS: \(String(nulTerminated: text))"
     }
 
     /// Small pipelined commands must not wait for Nagle's algorithm (hiredis sets it too).

@@ -76,7 +76,7 @@ final class RedisReader {
 }
 
 /// hiredis' own reply constructors (those `redisReaderCreate` uses), read once from a reader.
-private nonisolated(unsafe) let hiredisReplyFunctions: redisReplyObjectFunctions = {
+private let hiredisReplyFunctions: redisReplyObjectFunctions = {
     guard let probe = redisReaderCreate() else { preconditionFailure("redisReaderCreate failed (out of memory)") }
     defer { redisReaderFree(probe) }
     return probe.pointee.fn.pointee

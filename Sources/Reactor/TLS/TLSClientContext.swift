@@ -13,7 +13,7 @@ final class TLSClientContext {
     init(caFile: String?, insecureSkipTLSVerify: Bool) throws(ReactorError) {
         var err = [CChar](repeating: 0, count: 512)
         guard let ctx = tg_tls_client_ctx_new(caFile, insecureSkipTLSVerify ? 1 : 0, &err, err.count) else {
-            throw ReactorError("TLS: \(String(cString: err))")
+            throw ReactorError("TLS: \(String(nulTerminated: err))")
         }
         self.ctx = ctx
     }

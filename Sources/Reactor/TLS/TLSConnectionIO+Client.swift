@@ -23,7 +23,7 @@ extension TLSConnectionIO {
                 context.ctx, fd, context.serverName, context.checksName ? 1 : 0,
                 slot.slot, &err, err.count)
         else {
-            throw ReactorError("TLS: \(String(cString: err))")
+            throw ReactorError("TLS: \(String(nulTerminated: err))")
         }
         return TLSConnectionIO(owning: conn, slot: slot)
     }

@@ -20,7 +20,7 @@ final class TLSConnectionIO: ConnectionIO {
     init(context: TLSContext, fd: Int32) throws {
         var err = [CChar](repeating: 0, count: 512)
         guard let conn = tg_tls_conn_new(context.ctx, fd, &err, err.count) else {
-            throw ReactorError(String(cString: err))
+            throw ReactorError(String(nulTerminated: err))
         }
         self.conn = conn
         sessionSlot = nil

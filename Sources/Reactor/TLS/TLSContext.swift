@@ -11,7 +11,7 @@ public final class TLSContext: @unchecked Sendable {
     public init(certificateFile: String, privateKeyFile: String, http2: Bool = true) throws {
         var err = [CChar](repeating: 0, count: 512)
         guard let ctx = tg_tls_server_ctx_new(certificateFile, privateKeyFile, &err, err.count) else {
-            throw ReactorError(String(cString: err))
+            throw ReactorError(String(nulTerminated: err))
         }
         self.ctx = ctx
         self.http2 = http2

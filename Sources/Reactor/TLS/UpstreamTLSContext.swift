@@ -29,7 +29,7 @@ public final class UpstreamTLSContext: @unchecked Sendable, Equatable {
         guard
             let ctx = tg_tls_upstream_ctx_new(caFile, certFile, keyFile, insecureSkipTLSVerify ? 1 : 0, &err, err.count)
         else {
-            throw ReactorError(String(cString: err))
+            throw ReactorError(String(nulTerminated: err))
         }
         self.ctx = ctx
         self.serverName = serverName

@@ -15,7 +15,7 @@ final class TestTLSSession {
     init(fd: Int32, caFile: String) throws {
         var err = [CChar](repeating: 0, count: 512)
         guard let ctx = tg_tls_client_ctx_new(caFile, 0, &err, err.count) else {
-            throw ReactorError(String(cString: err))
+            throw ReactorError(String(nulTerminated: err))
         }
         self.ctx = ctx
         guard let ssl = SSL_new(OpaquePointer(ctx)) else {
