@@ -208,7 +208,7 @@ struct SessionStoreConformanceTests {
         #expect(h.load(cookie2) == nil)
     }
 
-    /// `session.cache_ttl` (README: a logout on one replica ends the session on all "within
+    /// `session.cache_ttl` (docs/deploying.md: a logout on one replica ends the session on all "within
     /// `session.cache_ttl`"): a replica that cached a session keeps serving it for at most the
     /// TTL after another replica ended it, then asks Redis again. Time moves by a manual
     /// clock; Redis is a real server.

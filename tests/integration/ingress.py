@@ -3,8 +3,8 @@
 (forward_auth). The packages' own services play no part: each process is started here with
 its own config file and stopped by its pid.
 
-  Nginx(tokengate_port, upstream_port, secret=None).start()   the README's auth_request recipe
-  Caddy(tokengate_port, upstream_port, secret=None).start()   the README's forward_auth recipe
+  Nginx(tokengate_port, upstream_port, secret=None).start()   docs/decision-mode.md's auth_request recipe
+  Caddy(tokengate_port, upstream_port, secret=None).start()   docs/decision-mode.md's forward_auth recipe
   x.url(path), x.stop(), x.log()
 """
 import os

@@ -479,7 +479,7 @@ def test_decisions_cost_no_upstream_call_and_hit_the_token_cache(env):
 
 def test_a_second_decision_on_the_same_proof_is_a_replay(env):
     """An ingress that asks twice about one request burns the proof on the first decision:
-    the second is refused as a replay (the README says how nginx and Traefik ask once)."""
+    the second is refused as a replay (docs/decision-mode.md says how nginx and Traefik ask once)."""
     key = DPoPKey("ES256")
     tok = env.d.client_credentials_token("app1", scope="orders:read", dpop_key=key)["access_token"]
     url = env.nginx.url("/dpop/orders/1")

@@ -118,7 +118,7 @@ def test_reload_applies_new_limits(upstream, gateway_factory):
 
 
 def test_shipped_configs_are_valid(tmp_path):
-    """The configs the README and deploy/ hand to users must pass check-config."""
+    """The configs config/ and deploy/ hand to users must pass check-config."""
     import re
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     files = [os.path.join(root, "config", "quickstart.yaml"), os.path.join(root, "deploy", "compose", "tokengate.yaml")]
@@ -135,7 +135,7 @@ def test_shipped_configs_are_valid(tmp_path):
 
 
 def test_quickstart_flow(upstream, gateway_factory):
-    """The README's first minute: 401, mint a token with the CLI, 200 with identity headers."""
+    """The quickstart's first minute: 401, mint a token with the CLI, 200 with identity headers."""
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     text = open(os.path.join(root, "config", "quickstart.yaml")).read()
     text = (text.replace("127.0.0.1:8080", "127.0.0.1:{PORT}").replace("127.0.0.1:9901", "127.0.0.1:{ADMIN}")

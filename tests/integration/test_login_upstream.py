@@ -1,6 +1,6 @@
 """Route options on login routes, against the real authorization server: the session's tokens
 upstream (pass_access_token, pass_id_token; an expired access token is never sent), the
-signed identity assertion (verified with the README's helper), client-sent copies of all of
+signed identity assertion (verified with docs/identity.md's helper), client-sent copies of all of
 them stripped on every route, and require.email_domains / any_of on sessions (both sides)."""
 import base64
 import json
@@ -22,7 +22,7 @@ from test_login import HTML, LoginEnv
 API = {"Accept": "application/json"}
 
 sys.path.insert(0, os.path.join(ROOT, "examples"))
-from verify_assertion import verify_assertion  # noqa: E402 — the README's helper
+from verify_assertion import verify_assertion  # noqa: E402 — docs/identity.md's helper
 
 
 def assertion_key(tmp_path, kid):
@@ -107,7 +107,7 @@ def test_tokens_and_assertion_upstream(login_as, upstream, tmp_path):
         assert payload(access)["iss"] == login_as.issuer and "authorization" not in h
         ident = payload(id_token)
         assert ident["aud"] in ("web", ["web"]) and ident["sub"] == h["x-forwarded-user"]
-        # The assertion: verified by the README's helper against the gateway's JWKS.
+        # The assertion: verified by docs/identity.md's helper against the gateway's JWKS.
         jwks = requests.get(e.url("/.well-known/jwks.json"), timeout=5).json()
         kids = [k["kid"] for k in jwks["keys"]]
         assert "assert-new" in kids and "assert-old" in kids and all("d" not in k for k in jwks["keys"])

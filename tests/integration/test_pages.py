@@ -1,4 +1,4 @@
-"""Pages for browsers on login routes (README "Pages"): a browser refused there (a failed
+"""Pages for browsers on login routes (docs/login.md, "Pages"): a browser refused there (a failed
 `require`, a session that cannot be checked) gets an HTML page, an API call keeps the JSON
 error body; `pages_dir:` replaces the built-in templates; every substituted value is
 HTML-escaped (the attacker's side: markup in a reflected value); a broken template is a

@@ -15,7 +15,7 @@ from conftest import BIN, ROOT, sent_headers as sent
 from test_bearer import JWKSServer, ec_key, token
 
 sys.path.insert(0, os.path.join(ROOT, "examples"))
-from verify_assertion import verify_assertion  # noqa: E402 — the README's helper, as upstream apps use it
+from verify_assertion import verify_assertion  # noqa: E402 — docs/identity.md's helper, as upstream apps use it
 
 
 def assertion_key(tmp_path, kid):
@@ -287,13 +287,13 @@ def test_mixed_issuers_are_told_apart(gw, idp, idp2, upstream):
     assert verify_assertion(sent(r)["x-tokengate-assertion"], jwks, "https://gw.example.test", aud)["idp"] == "https://idp.two"
 
 
-def test_readme_helper_is_the_tested_one():
-    """The README shows upstream apps exactly the helper these tests verify with."""
-    with open(os.path.join(ROOT, "README.md")) as f:
-        readme = f.read()
+def test_documented_helper_is_the_tested_one():
+    """docs/identity.md shows upstream apps exactly the helper these tests verify with."""
+    with open(os.path.join(ROOT, "docs", "identity.md")) as f:
+        page = f.read()
     with open(os.path.join(ROOT, "examples", "verify_assertion.py")) as f:
         helper = f.read()
-    assert "```python\n" + helper + "```" in readme
+    assert "```python\n" + helper + "```" in page
 
 
 def check_config(tmp_path, text):

@@ -14,7 +14,7 @@ from test_login import LoginEnv
 
 # --- 1. override headers -------------------------------------------------------------------------
 
-# Every header the README lists under "Override headers" (one name per family member), plus
+# Every header docs/security.md lists under "Override headers" (one name per family member), plus
 # the one this test's config adds with trusted_proxy_headers.
 OVERRIDE_HEADERS = [
     # URL and path (Symfony/IIS, nginx auth_request, Traefik/Caddy forward auth, Envoy)

@@ -2,7 +2,7 @@ import Yams
 
 /// The keys that keep slow clients from pinning upstream connections: a request body's
 /// total deadline and minimum rate (`limits`), and each upstream's connection cap with its
-/// bounded wait queue (`upstreams.NAME`). README "Configuration walkthrough" says what each
+/// bounded wait queue (`upstreams.NAME`). docs/proxy.md ("Limits") says what each
 /// bounds and why its default is what it is.
 extension ConfigParser {
     static let bodyPaceKeys = ["body_deadline", "body_min_rate", "body_min_rate_grace"]

@@ -1,6 +1,6 @@
 import Yams
 
-/// `pages_dir:` — a directory of page templates (README "Pages"): each file there replaces the
+/// `pages_dir:` — a directory of page templates (docs/login.md, "Pages"): each file there replaces the
 /// built-in page of its name; one that cannot be read or parsed is a config error.
 extension ConfigParser {
     static func pages(_ node: Node, _ r: ConfigReader) -> Pages {

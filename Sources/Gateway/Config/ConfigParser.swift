@@ -4,7 +4,7 @@ import Reactor
 import Yams
 
 /// YAML text → validated `GatewayConfig`, or every problem at once (data → validation →
-/// bootstrap; README "Configuration walkthrough"). Pure apart from reading `*_file` secrets.
+/// bootstrap; every key in docs/configuration.md). Pure apart from reading `*_file` secrets.
 public enum ConfigParser {
     static let topKeys = [
         "listen", "admin_listen", "workers", "trusted_proxies", "store", "session",

@@ -205,7 +205,7 @@ struct UpstreamTLSConfig: Sendable, Equatable {
     var insecureSkipVerify = false
 }
 
-/// `auth:` per route as written (README "Configuration walkthrough"); the parser turns it
+/// `auth:` per route as written (docs/configuration.md); the parser turns it
 /// into the route's `RouteAuth`.
 enum AuthMode: String, Sendable, CaseIterable {
     case none, bearer, dpop, token, login, login_or_token

@@ -1,7 +1,7 @@
 import OAuth
 
 /// How a route admits requests: its `auth:` mode with exactly the settings that mode has
-/// (README "Configuration walkthrough"). A login setting on a token route, or a token
+/// (docs/configuration.md, `routes[].auth`). A login setting on a token route, or a token
 /// setting on a login route, cannot be written. `indirect`: each mode's settings are boxed,
 /// so a route, copied into the config and each worker's plan, stays small.
 indirect enum RouteAuth: Sendable {

@@ -2,7 +2,7 @@ import Foundation
 
 /// The HTML pages the gateway shows browsers: the built-in ones, or those of `pages_dir:`
 /// (a file there replaces the built-in page of its name). Each page has a fixed, documented
-/// set of variables (README "Pages"); every one is HTML-escaped.
+/// set of variables (docs/login.md, "Pages"); every one is HTML-escaped.
 struct Pages: Sendable {
     /// One kind of page: its file name, the variables it may use, those it must use.
     struct Kind: Sendable {

@@ -21,7 +21,7 @@ enum HeaderRules {
     ].map { Array($0.utf8) }
 
     /// Headers that frameworks, proxies and auth helpers read as the request's URL, method,
-    /// host, scheme or client address (the full list is in the README, "Override headers").
+    /// host, scheme or client address (the full list is in docs/security.md, "Override headers").
     /// From a client that is not a trusted proxy they would route around the gateway's
     /// decisions: X-Original-URL on Symfony/IIS, method overrides around a `methods:` split,
     /// PHP's `HTTP_CLIENT_IP` helpers, Traefik/Caddy forward auth and nginx `auth_request`

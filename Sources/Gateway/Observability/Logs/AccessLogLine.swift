@@ -29,7 +29,7 @@ struct TunnelLogRecord {
     var sub: String?
 }
 
-/// The access log's lines, one JSON object each, fields always in this order (README,
+/// The access log's lines, one JSON object each, fields always in this order (docs/observability.md,
 /// "Access log"): `ts`, `level`, `msg` first, as in every other log line, then
 ///
 /// - `access`: `request_id`, `method`, `path`, `route`, `status`, `bytes`, `duration_ms`,
