@@ -117,10 +117,10 @@ struct ConfigParserTests {
         try "s3cret\n".write(to: dir.appendingPathComponent("secret.txt"), atomically: true, encoding: .utf8)
         let r = ConfigReader(environment: [:], baseDirectory: dir.path)
         let node = try #require(try Yams.compose(yaml: "secret_file: secret.txt"))
-        let map = try #require(r.mapping(node, path: "clients.web", known: nil))
+        let map = try #require(r.mapping(node, path: "clients.web", section: nil))
         #expect(r.secret(map, key: "secret", path: "clients.web") == "s3cret")
         let both = try #require(try Yams.compose(yaml: "secret: a\nsecret_file: secret.txt"))
-        #expect(r.secret(r.mapping(both, path: "c", known: nil)!, key: "secret", path: "c") == nil)
+        #expect(r.secret(r.mapping(both, path: "c", section: nil)!, key: "secret", path: "c") == nil)
         #expect(r.problems.contains { $0.message.contains("not both") })
     }
 

@@ -8,7 +8,7 @@ extension ConfigParser {
             guard let on = r.bool(node, path: "access_log") else { return nil }
             return on ? .on(AccessLogOutput()) : .off
         }
-        guard let map = r.mapping(node, path: "access_log", known: ["path", "buffer", "flush"]) else { return nil }
+        guard let map = r.mapping(node, path: "access_log", section: .accessLog) else { return nil }
         var out = AccessLogOutput()
         if let n = map["path"], let path = r.string(n, path: "access_log.path") {
             if path.isEmpty || path.utf8.contains(0) {

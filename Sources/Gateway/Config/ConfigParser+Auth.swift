@@ -5,17 +5,12 @@ import Yams
 /// `issuers:` and the authentication keys of a route (`issuers`, `require`, `headers`,
 /// `forward_token`, `token_in_query`).
 extension ConfigParser {
-    static let issuerKeys = [
-        "issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway", "unknown_kid_wait",
-        "access_token_type", "scope_claim", "ca_file", "introspection"
-    ]
-
     static func issuers(_ node: Node?, clientsNode: Node?, _ r: ConfigReader) -> (
         issuers: [String: IssuerConfig], clients: [String: ClientConfig]
     ) {
         var issuers = issuers(node, r)
         let clients = clients(clientsNode, issuers: issuers, r)
-        guard let node, let m = r.mapping(node, path: "issuers", known: nil) else { return (issuers, clients) }
+        guard let node, let m = r.mapping(node, path: "issuers", section: nil) else { return (issuers, clients) }
         for (name, value) in m {
             guard let i = value.mapping, let intro = i["introspection"], issuers[name] != nil else { continue }
             let discovery = issuers[name]?.keys == .discovery
@@ -27,11 +22,11 @@ extension ConfigParser {
     }
 
     private static func issuers(_ node: Node?, _ r: ConfigReader) -> [String: IssuerConfig] {
-        guard let node, let m = r.mapping(node, path: "issuers", known: nil) else { return [:] }
+        guard let node, let m = r.mapping(node, path: "issuers", section: nil) else { return [:] }
         var out: [String: IssuerConfig] = [:]
         for (name, value) in m {
             let p = "issuers.\(name)"
-            guard let i = r.mapping(value, path: p, known: issuerKeys) else { continue }
+            guard let i = r.mapping(value, path: p, section: .issuer) else { continue }
             guard let issNode = i["issuer"], let iss = r.string(issNode, path: "\(p).issuer") else {
                 r.problem(p, value, "needs issuer: the exact iss value of its tokens (https://…)")
                 continue
@@ -185,15 +180,12 @@ extension ConfigParser {
 
     static func requirement(_ node: Node, path p: String, _ r: ConfigReader) -> AuthorizationRequirement {
         var req = AuthorizationRequirement()
-        guard
-            let m = r.mapping(
-                node, path: p, known: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"])
-        else { return req }
+        guard let m = r.mapping(node, path: p, section: .requirement) else { return req }
         requirementExtras(m, path: p, &req, r)
         if let n = m["scopes"], let seq = r.sequence(n, path: "\(p).scopes") {
             req.scopes = seq.enumerated().compactMap { r.string($1, path: "\(p).scopes[\($0)]") }
         }
-        if let n = m["claims"], let claims = r.mapping(n, path: "\(p).claims", known: nil) {
+        if let n = m["claims"], let claims = r.mapping(n, path: "\(p).claims", section: nil) {
             for (key, value) in claims.sorted(by: { $0.key < $1.key }) {
                 let cp = "\(p).claims.\(key)"
                 guard let path = ClaimPath(key) else {
@@ -202,7 +194,7 @@ extension ConfigParser {
                 }
                 if case .scalar = value, let s = r.string(value, path: cp) {
                     req.claims.append((path, .equals(s)))
-                } else if let rule = r.mapping(value, path: cp, known: ["equals", "one_of", "contains"]),
+                } else if let rule = r.mapping(value, path: cp, section: .claimRule),
                     rule.count == 1
                 {
                     if let v = rule["equals"], let s = r.string(v, path: "\(cp).equals") {
@@ -225,7 +217,7 @@ extension ConfigParser {
 
     /// `headers: { Header-Name: claim.path }` — replaces the defaults.
     static func identityHeaders(_ node: Node, path p: String, _ r: ConfigReader) -> IdentityHeaders? {
-        guard let m = r.mapping(node, path: p, known: nil) else { return nil }
+        guard let m = r.mapping(node, path: p, section: nil) else { return nil }
         var mapping: [(header: String, path: ClaimPath)] = []
         for (header, value) in m.sorted(by: { $0.key < $1.key }) {
             guard !header.isEmpty, header.utf8.allSatisfy(HeaderRules.isTokenChar) else {

@@ -6,12 +6,6 @@ import Yams
 /// `clients:` — the gateway's own OAuth client registrations — and an issuer's
 /// `introspection:` block.
 extension ConfigParser {
-    static let clientKeys = [
-        "issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg",
-        "request_mode", "scopes", "redirect_uri", "dpop", "extra", "assertion_audience",
-        "login_hint_from_query", "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo"
-    ]
-
     /// A private key file (JWK or PEM) and the algorithm it signs with.
     static func clientKey(file: String, node: Node, algNode: Node?, path p: String, _ r: ConfigReader) -> (
         JWK?, JWSAlgorithm?
@@ -43,11 +37,11 @@ extension ConfigParser {
     }
 
     static func clients(_ node: Node?, issuers: [String: IssuerConfig], _ r: ConfigReader) -> [String: ClientConfig] {
-        guard let node, let m = r.mapping(node, path: "clients", known: nil) else { return [:] }
+        guard let node, let m = r.mapping(node, path: "clients", section: nil) else { return [:] }
         var out: [String: ClientConfig] = [:]
         for (name, value) in m {
             let p = "clients.\(name)"
-            guard let c = r.mapping(value, path: p, known: clientKeys) else { continue }
+            guard let c = r.mapping(value, path: p, section: .client) else { continue }
             let issuer = c["issuer"].flatMap { r.string($0, path: "\(p).issuer") }
             if let issuer, issuers[issuer] == nil {
                 r.problem(
@@ -122,9 +116,7 @@ extension ConfigParser {
         _ node: Node, path p: String, clients: [String: ClientConfig], discovery: Bool,
         _ r: ConfigReader
     ) -> IntrospectionConfig? {
-        guard let m = r.mapping(node, path: p, known: ["client", "endpoint", "cache_ttl", "negative_ttl"]) else {
-            return nil
-        }
+        guard let m = r.mapping(node, path: p, section: .introspection) else { return nil }
         guard let cn = m["client"], let name = r.string(cn, path: "\(p).client") else {
             r.problem(p, node, "needs client: NAME (the gateway's client registration used to authenticate)")
             return nil

@@ -10,7 +10,7 @@ extension ConfigParser {
         var prefix = "tokengate:"
         if case .scalar = node {
             url = r.string(node, path: "store")
-        } else if let m = r.mapping(node, path: "store", known: ["url", "prefix"]) {
+        } else if let m = r.mapping(node, path: "store", section: .store) {
             url = m["url"].flatMap { r.string($0, path: "store.url") }
             if url == nil && m["url"] == nil { r.problem("store", node, "needs url: memory or redis://host:6379/0") }
             if let n = m["prefix"], let s = r.string(n, path: "store.prefix") {
@@ -59,14 +59,7 @@ extension ConfigParser {
 
     static func dpopSettings(_ node: Node, _ r: ConfigReader) -> DPoPSettings {
         var d = DPoPSettings()
-        guard
-            let m = r.mapping(
-                node, path: "dpop",
-                known: [
-                    "nonce_keys", "nonce_keys_file", "nonce_lifetime", "replay_cache_entries",
-                    "on_store_failure"
-                ])
-        else { return d }
+        guard let m = r.mapping(node, path: "dpop", section: .dpop) else { return d }
         if let n = m["on_store_failure"], let s = r.string(n, path: "dpop.on_store_failure") {
             switch s {
             case "fail_closed": d.failOpenOnStoreFailure = false
@@ -109,10 +102,7 @@ extension ConfigParser {
 
     static func dpopRoute(_ node: Node, path p: String, _ r: ConfigReader) -> DPoPRouteConfig {
         var d = DPoPRouteConfig()
-        guard
-            let m = r.mapping(
-                node, path: p, known: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"])
-        else { return d }
+        guard let m = r.mapping(node, path: p, section: .routeDPoP) else { return d }
         if let n = m["algorithms"], let seq = r.sequence(n, path: "\(p).algorithms") {
             var algs = Set<JWSAlgorithm>()
             for (j, a) in seq.enumerated() {

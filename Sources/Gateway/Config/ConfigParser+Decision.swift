@@ -10,14 +10,7 @@ extension ConfigParser {
             if let on = r.bool(node, path: "decision") { d.enabled = on }
             return d
         }
-        guard
-            let m = r.mapping(
-                node, path: "decision",
-                known: [
-                    "enabled", "path", "forward_auth_path", "ext_authz_prefix", "allow_status",
-                    "login_response", "secret", "secret_file"
-                ])
-        else { return d }
+        guard let m = r.mapping(node, path: "decision", section: .decision) else { return d }
         if let n = m["enabled"], let b = r.bool(n, path: "decision.enabled") { d.enabled = b }
         func path(_ key: String, _ value: String, _ n: Node) -> String? {
             if case .success(let norm) = PathNormalizer.normalize(target: value), norm.path == value, norm.query == nil,

@@ -7,16 +7,7 @@ import Yams
 extension ConfigParser {
     static func session(_ node: Node, _ r: ConfigReader) -> SessionConfig {
         var s = SessionConfig()
-        guard
-            let m = r.mapping(
-                node, path: "session",
-                known: [
-                    "keys", "keys_file", "cookie_name", "secure_cookie", "idle_timeout",
-                    "absolute_timeout", "refresh_margin", "login_timeout",
-                    "max_pending_logins", "cache_ttl", "pending_logins",
-                    "cookie_domain", "same_site"
-                ])
-        else { return s }
+        guard let m = r.mapping(node, path: "session", section: .session) else { return s }
         var texts: [(String, Node?)] = []
         if m["keys"] != nil && m["keys_file"] != nil {
             r.problem("session.keys", m["keys"], "give either keys or keys_file, not both")
@@ -72,14 +63,7 @@ extension ConfigParser {
 
     static func login(_ node: Node, _ r: ConfigReader) -> LoginConfig {
         var l = LoginConfig()
-        guard
-            let m = r.mapping(
-                node, path: "login",
-                known: [
-                    "start_path", "callback_path", "logout_path", "request_object_path",
-                    "jwks_path", "allowed_redirect_hosts", "after_logout", "backchannel_logout_path"
-                ])
-        else { return l }
+        guard let m = r.mapping(node, path: "login", section: .login) else { return l }
         func path(_ key: String, _ set: (String) -> Void) {
             guard let n = m[key], let v = r.string(n, path: "login.\(key)") else { return }
             if case .success(let norm) = PathNormalizer.normalize(target: v), norm.path == v, norm.query == nil {
@@ -147,7 +131,7 @@ extension ConfigParser {
         if let n = c["post_logout_redirect_uri"], let v = r.string(n, path: "\(p).post_logout_redirect_uri") {
             s.postLogoutRedirectURI = v
         }
-        if let n = c["extra"], let em = r.mapping(n, path: "\(p).extra", known: nil) {
+        if let n = c["extra"], let em = r.mapping(n, path: "\(p).extra", section: nil) {
             let reserved: Set<String> = [
                 "response_type", "client_id", "redirect_uri", "scope", "state", "nonce", "code_challenge",
                 "code_challenge_method", "request", "request_uri", "response_mode"

@@ -5,9 +5,6 @@ import Yams
 /// bounded wait queue (`upstreams.NAME`). docs/proxy.md ("Limits") says what each
 /// bounds and why its default is what it is.
 extension ConfigParser {
-    static let bodyPaceKeys = ["body_deadline", "body_min_rate", "body_min_rate_grace"]
-    static let upstreamCapKeys = ["max_connections", "max_pending", "pending_timeout"]
-
     /// `limits.body_deadline: 10m | off`, `limits.body_min_rate: 1KB/s | off`,
     /// `limits.body_min_rate_grace: 5s`.
     static func bodyPace(_ m: [String: Node], _ l: inout Limits, _ r: ConfigReader) {

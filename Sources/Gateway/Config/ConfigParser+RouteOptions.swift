@@ -6,10 +6,6 @@ import Yams
 /// The route options of RouteOptions.swift, `identity_assertion_keys`, `session.cookie_domain`
 /// and `session.same_site`, and `require.email_domains` / `require.any_of`.
 extension ConfigParser {
-    static let routeOptionKeys = [
-        "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion"
-    ]
-
     /// `auth`: the route's mode as written; `forwardsSessionToken`: `forward_token: true` on
     /// `auth: login`.
     static func routeOptions(
@@ -110,7 +106,7 @@ extension ConfigParser {
     private static func identityAssertion(
         _ node: Node, path p: String, route: RouteConfig, auth: AuthMode, cfg: GatewayConfig, _ r: ConfigReader
     ) -> IdentityAssertionConfig? {
-        guard let m = r.mapping(node, path: p, known: ["header", "lifetime", "audience"]) else { return nil }
+        guard let m = r.mapping(node, path: p, section: .identityAssertion) else { return nil }
         if auth == .none {
             r.problem(p, node, "has no effect with auth: none (there is no caller to assert)")
             return nil

@@ -5,8 +5,6 @@ import Yams
 /// `upstreams.NAME.tls` of an `https://` upstream: what to trust, the name to send and
 /// check, the client certificate, and the one switch that turns verification off.
 extension ConfigParser {
-    static let upstreamTLSKeys = ["ca_file", "server_name", "cert_file", "key_file", "insecure_skip_verify"]
-
     /// The settings (defaults without a `tls:` block) and the context built from them, or
     /// nil context with the problems reported at their key paths.
     static func upstreamTLS(_ node: Node?, path p: String, host: String, _ r: ConfigReader) -> (
@@ -15,7 +13,7 @@ extension ConfigParser {
         var tls = UpstreamTLSConfig(serverName: host)
         var ok = true
         if let node {
-            guard let m = r.mapping(node, path: p, known: upstreamTLSKeys) else { return (tls, nil) }
+            guard let m = r.mapping(node, path: p, section: .upstreamTLS) else { return (tls, nil) }
             func file(_ key: String) -> String? {
                 guard let n = m[key], let s = r.string(n, path: "\(p).\(key)") else { return nil }
                 let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"

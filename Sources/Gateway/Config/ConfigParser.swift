@@ -6,13 +6,6 @@ import Yams
 /// YAML text → validated `GatewayConfig`, or every problem at once (data → validation →
 /// bootstrap; every key in docs/configuration.md). Pure apart from reading `*_file` secrets.
 public enum ConfigParser {
-    static let topKeys = [
-        "listen", "admin_listen", "workers", "trusted_proxies", "store", "session",
-        "issuers", "clients", "upstreams", "routes", "limits", "access_log",
-        "log_level", "reserved_header_prefix", "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login",
-        "decision", "pages_dir", "identity_assertion_keys", "forward_early_hints"
-    ]
-
     static func parse(
         yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
         baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount
@@ -32,7 +25,7 @@ public enum ConfigParser {
                 ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "not valid YAML: \(error)")]))
         }
         var cfg = GatewayConfig()
-        guard let top = r.mapping(root, path: "", known: topKeys) else {
+        guard let top = r.mapping(root, path: "", section: .top) else {
             return .failure(ConfigError(problems: r.problems))
         }
 
@@ -110,7 +103,7 @@ public enum ConfigParser {
             }
         }
         (cfg.issuers, cfg.clients) = issuers(top["issuers"], clientsNode: top["clients"], r)
-        if let node = top["token_cache"], let tc = r.mapping(node, path: "token_cache", known: ["entries", "ttl"]) {
+        if let node = top["token_cache"], let tc = r.mapping(node, path: "token_cache", section: .tokenCache) {
             if let n = tc["entries"], let s = r.string(n, path: "token_cache.entries") {
                 if let v = Int(s), v >= 0, v <= 10_000_000 {
                     cfg.tokenCacheEntries = v
@@ -192,14 +185,14 @@ public enum ConfigParser {
             var tls: TLSFiles?
             var http2: Bool?
             if case .mapping = item {
-                guard let m = r.mapping(item, path: p, known: ["address", "tls", "http2"]) else { continue }
+                guard let m = r.mapping(item, path: p, section: .listen) else { continue }
                 if let h = m["http2"] { http2 = r.bool(h, path: "\(p).http2") }
                 guard let a = m["address"] else {
                     r.problem(p, item, "needs address: host:port")
                     continue
                 }
                 addressNode = a
-                if let t = m["tls"], let tm = r.mapping(t, path: "\(p).tls", known: ["cert_file", "key_file"]) {
+                if let t = m["tls"], let tm = r.mapping(t, path: "\(p).tls", section: .listenTLS) {
                     let cert = tm["cert_file"].flatMap { r.string($0, path: "\(p).tls.cert_file") }
                     let key = tm["key_file"].flatMap { r.string($0, path: "\(p).tls.key_file") }
                     if let cert, let key {
@@ -221,15 +214,7 @@ public enum ConfigParser {
 
     private static func limits(_ node: Node, _ r: ConfigReader) -> Limits {
         var l = Limits()
-        guard
-            let m = r.mapping(
-                node, path: "limits",
-                known: [
-                    "max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace",
-                    "max_connections", "header_timeout", "body_timeout", "continue_timeout",
-                    "tunnel_idle_timeout", "max_tunnels"
-                ] + bodyPaceKeys)
-        else { return l }
+        guard let m = r.mapping(node, path: "limits", section: .limits) else { return l }
         bodyPace(m, &l, r)
         if let n = m["max_tunnels"], let s = r.string(n, path: "limits.max_tunnels") {
             if let v = Int(s), v >= 1, v <= 1_000_000 {
@@ -278,16 +263,11 @@ public enum ConfigParser {
 
     private static func upstreams(_ node: Node?, _ r: ConfigReader) -> [String: UpstreamConfig] {
         guard let node else { return [:] }
-        guard let m = r.mapping(node, path: "upstreams", known: nil) else { return [:] }
+        guard let m = r.mapping(node, path: "upstreams", section: nil) else { return [:] }
         var out: [String: UpstreamConfig] = [:]
         for (name, value) in m {
             let p = "upstreams.\(name)"
-            guard
-                let u = r.mapping(
-                    value, path: p,
-                    known: ["url", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls"]
-                        + upstreamCapKeys)
-            else { continue }
+            guard let u = r.mapping(value, path: p, section: .upstream) else { continue }
             guard let urlNode = u["url"] else {
                 r.problem(p, value, "needs url: http://host:port")
                 continue
@@ -337,13 +317,6 @@ public enum ConfigParser {
         return out
     }
 
-    static let routeKeys =
-        [
-            "name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers", "forward_token",
-            "token_in_query", "token_in_body", "dpop",
-            "upgrades", "close_at_token_expiry"
-        ] + routeOptionKeys
-
     private static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
         guard let node else {
             r.problem("routes", nil, "is missing; add at least one route")
@@ -356,7 +329,7 @@ public enum ConfigParser {
         let defined = cfg.upstreams.keys.sorted()
         for (i, item) in list.enumerated() {
             let p = "routes[\(i)]"
-            guard let m = r.mapping(item, path: p, known: routeKeys) else { continue }
+            guard let m = r.mapping(item, path: p, section: .route) else { continue }
             let match = routeMatch(m["match"], path: "\(p).match", item: item, r)
             var upstream = ""
             if let n = m["upstream"], let s = r.string(n, path: "\(p).upstream") {
@@ -479,7 +452,7 @@ public enum ConfigParser {
             r.problem(p, item, "is missing; e.g. match: { path_prefix: / }")
             return nil
         }
-        guard let m = r.mapping(node, path: p, known: ["host", "path", "path_prefix", "methods"]) else { return nil }
+        guard let m = r.mapping(node, path: p, section: .routeMatch) else { return nil }
         var host: HostPattern?
         if let n = m["host"], let s = r.string(n, path: "\(p).host") {
             host = HostPattern(s)

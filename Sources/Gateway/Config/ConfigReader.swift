@@ -18,8 +18,9 @@ final class ConfigReader {
         problems.append(ConfigProblem(path: path, line: node?.mark.map { $0.line }, message: message))
     }
 
-    /// A mapping's entries by key, reporting duplicate keys and keys not in `known`.
-    func mapping(_ node: Node, path: String, known: [String]?) -> [String: Node]? {
+    /// A mapping's entries by key, reporting duplicate keys and keys `section` does not list.
+    /// `section` nil: the config chooses the keys (names of issuers, headers, claims).
+    func mapping(_ node: Node, path: String, section: ConfigSection?) -> [String: Node]? {
         guard case .mapping(let map) = node else {
             problem(path, node, "must be a mapping (key: value)")
             return nil
@@ -35,7 +36,7 @@ final class ConfigReader {
                 problem(child, k, "is given twice; keep one")
                 continue
             }
-            if let known, !known.contains(key) {
+            if let known = section?.keys, !known.contains(key) {
                 let hint = ConfigReader.closest(key, in: known).map { "did you mean \"\($0)\"? " } ?? ""
                 problem(child, k, "is not a known key; \(hint)known keys: \(known.joined(separator: ", "))")
                 continue

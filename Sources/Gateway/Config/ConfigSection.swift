@@ -1,0 +1,106 @@
+/// The mappings of the config file whose keys are fixed, each with the keys it accepts.
+///
+/// The parser reads every such mapping through its section, so a key the section does not
+/// list is a problem ("is not a known key; did you mean …"). The raw value is the section's
+/// path as docs/configuration.md writes it (`NAME`: a name the config chooses, `[]`: each
+/// item of a list), which lets a test hold the reference and the parser to the same keys.
+/// Mappings whose keys the config chooses (the names under `issuers:`, `clients:` and
+/// `upstreams:`, a route's `headers:`, `require.claims:`, a client's `extra:`) have no
+/// section.
+enum ConfigSection: String, CaseIterable, Sendable {
+    case top = ""
+    case listen = "listen[]"
+    case listenTLS = "listen[].tls"
+    case limits
+    case accessLog = "access_log"
+    case tokenCache = "token_cache"
+    case store
+    case dpop
+    case session
+    case login
+    case decision
+    case issuer = "issuers.NAME"
+    case introspection = "issuers.NAME.introspection"
+    case client = "clients.NAME"
+    case upstream = "upstreams.NAME"
+    case upstreamTLS = "upstreams.NAME.tls"
+    case route = "routes[]"
+    case routeMatch = "routes[].match"
+    case routeDPoP = "routes[].dpop"
+    case requirement = "routes[].require"
+    case claimRule = "routes[].require.claims.CLAIM"
+    case identityAssertion = "routes[].identity_assertion"
+
+    /// The keys, in the order check-config lists them when one is unknown.
+    var keys: [String] {
+        switch self {
+        case .top:
+            [
+                "listen", "admin_listen", "workers", "trusted_proxies", "store", "session", "issuers", "clients",
+                "upstreams", "routes", "limits", "access_log", "log_level", "reserved_header_prefix",
+                "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login", "decision", "pages_dir",
+                "identity_assertion_keys", "forward_early_hints"
+            ]
+        case .listen: ["address", "tls", "http2"]
+        case .listenTLS: ["cert_file", "key_file"]
+        case .limits:
+            [
+                "max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace", "max_connections",
+                "header_timeout", "body_timeout", "continue_timeout", "tunnel_idle_timeout", "max_tunnels",
+                "body_deadline", "body_min_rate", "body_min_rate_grace"
+            ]
+        case .accessLog: ["path", "buffer", "flush"]
+        case .tokenCache: ["entries", "ttl"]
+        case .store: ["url", "prefix"]
+        case .dpop: ["nonce_keys", "nonce_keys_file", "nonce_lifetime", "replay_cache_entries", "on_store_failure"]
+        case .session:
+            [
+                "keys", "keys_file", "cookie_name", "secure_cookie", "idle_timeout", "absolute_timeout",
+                "refresh_margin", "login_timeout", "max_pending_logins", "cache_ttl", "pending_logins",
+                "cookie_domain", "same_site"
+            ]
+        case .login:
+            [
+                "start_path", "callback_path", "logout_path", "request_object_path", "jwks_path",
+                "allowed_redirect_hosts", "after_logout", "backchannel_logout_path"
+            ]
+        case .decision:
+            [
+                "enabled", "path", "forward_auth_path", "ext_authz_prefix", "allow_status", "login_response",
+                "secret", "secret_file"
+            ]
+        case .issuer:
+            [
+                "issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
+                "unknown_kid_wait", "access_token_type", "scope_claim", "ca_file", "introspection"
+            ]
+        case .introspection: ["client", "endpoint", "cache_ttl", "negative_ttl"]
+        case .client:
+            [
+                "issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg", "request_mode", "scopes",
+                "redirect_uri", "dpop", "extra", "assertion_audience", "login_hint_from_query",
+                "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo"
+            ]
+        case .upstream:
+            [
+                "url", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls", "max_connections",
+                "max_pending", "pending_timeout"
+            ]
+        case .upstreamTLS: ["ca_file", "server_name", "cert_file", "key_file", "insecure_skip_verify"]
+        case .route:
+            [
+                "name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers",
+                "forward_token", "token_in_query", "token_in_body", "dpop", "upgrades", "close_at_token_expiry",
+                "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion"
+            ]
+        case .routeMatch: ["host", "path", "path_prefix", "methods"]
+        case .routeDPoP: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]
+        case .requirement: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"]
+        case .claimRule: ["equals", "one_of", "contains"]
+        case .identityAssertion: ["header", "lifetime", "audience"]
+        }
+    }
+
+    /// Each key's full path as docs/configuration.md names it, e.g. `limits.max_body_size`.
+    var keyPaths: [String] { keys.map { rawValue.isEmpty ? $0 : "\(rawValue).\($0)" } }
+}
