@@ -5,8 +5,10 @@ import OAuth
 /// `dpop` → `DPoP` with the accepted `algs` (RFC 9449 §7.1), `token` → both. The error goes
 /// on the scheme the client used; the others stay bare, so a client learns what else would
 /// work. Routes that require DPoP nonces send a fresh one with every 401 (§9: the client
-/// then needs no extra round trip). A class: the request's callbacks share it instead of
-/// each copying the route's token settings.
+/// then needs no extra round trip). A route with a `resource` names its Protected Resource
+/// Metadata in every challenge (RFC 9728 §5.1), and the scopes it needs in its 401s as well
+/// as its 403s (MCP authorization, 2025-11-25: the client then asks for them at once). A
+/// class: the request's callbacks share it instead of each copying the route's token settings.
 final class AuthRefusals {
     let tokens: TokenRouteConfig
     let nonces: DPoPNonces?
@@ -17,7 +19,15 @@ final class AuthRefusals {
         self.tokens = tokens
         self.nonces = nonces
         self.wallClock = wallClock
+        resourceMetadata = tokens.resource?.identifier.metadataURL
+        let scopes = tokens.requirement.scopes
+        routeScope = tokens.resource == nil || scopes.isEmpty ? nil : scopes
     }
+
+    /// RFC 9728 §5.1 `resource_metadata`, on every challenge of a route with a `resource`.
+    private let resourceMetadata: String?
+    /// The route's scopes, on every challenge of a route with a `resource`.
+    private let routeScope: [String]?
 
     private var schemes: [String] {
         switch tokens.schemes {
@@ -37,8 +47,8 @@ final class AuthRefusals {
             let withError = error != nil && s == target
             return Challenge(
                 scheme: s, realm: tokens.realm, error: withError ? error : nil,
-                errorDescription: withError ? description : nil, scope: withError ? scope : nil,
-                algs: s == "DPoP" ? algs : nil)
+                errorDescription: withError ? description : nil, scope: (withError ? scope : nil) ?? routeScope,
+                algs: s == "DPoP" ? algs : nil, resourceMetadata: resourceMetadata)
         }
     }
 
@@ -60,6 +70,16 @@ final class AuthRefusals {
         AuthDenial(
             status: status, challenges: challenges(error: code, description: description, on: scheme),
             headers: nonceHeaders(status: status), detail: detail ?? description)
+    }
+
+    /// 401 `invalid_token` when the route has a `resource` its token's `aud` does not contain
+    /// (RFC 8707 §2: the token was issued for another resource), whatever the issuer's
+    /// `audiences` accepted.
+    func checkResource(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
+        guard let resource = tokens.resource?.identifier, !resource.isAudience(of: token.claims) else { return nil }
+        return refuse(
+            401, .invalid_token, "the token's audience (aud) does not include this resource, \(resource.uri)",
+            scheme: scheme, detail: "aud lacks the route's resource \(resource.uri)")
     }
 
     /// 403 `insufficient_scope` when the token lacks the route's scopes or claims.

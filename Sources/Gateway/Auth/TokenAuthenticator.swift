@@ -138,6 +138,7 @@ final class TokenAuthenticator {
         case .invalid(let description, let detail):
             return .deny(answer.refuse(401, .invalid_token, description, scheme: "Bearer", detail: detail))
         case .valid(let token):
+            if let denial = answer.checkResource(token, scheme: "Bearer") { return .deny(denial) }
             // RFC 9449 §7.2: a DPoP-bound token presented as a Bearer token is invalid; so is
             // any token bound to a key (a `cnf` of another kind) — its holder must prove it.
             if token.isSenderConstrained {
@@ -199,6 +200,10 @@ final class TokenAuthenticator {
                 done(.deny(answer.refuse(401, .invalid_token, description, scheme: "DPoP", detail: detail)))
                 return
             case .valid(let t): bound = t
+            }
+            if let denial = answer.checkResource(bound, scheme: "DPoP") {
+                done(.deny(denial))
+                return
             }
             // §6.1 / §7.1: the token must be bound to the key that signed the proof.
             guard let jkt = bound.jkt else {

@@ -120,6 +120,7 @@ public enum ConfigParser {
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
         cfg.routes = routes(top["routes"], cfg, r)
+        cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
         checkDecision(cfg, node: top["decision"], r)
         checkUserinfoClients(cfg, r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
@@ -380,6 +381,9 @@ public enum ConfigParser {
             } else if m["auth"] == nil {
                 r.problem("\(p).auth", item, "is missing; say auth: none explicitly for a public route")
             }
+            // Read on every route, so that one without tokens hears that it has no effect there.
+            let resource = protectedResource(m, path: p, auth: auth, r)
+            tokens?.resource = resource
             if let n = m["close_at_token_expiry"], tokens == nil {
                 r.problem(
                     "\(p).close_at_token_expiry", n,

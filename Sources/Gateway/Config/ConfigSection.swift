@@ -91,7 +91,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
             [
                 "name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers",
                 "forward_token", "token_in_query", "token_in_body", "dpop", "upgrades", "close_at_token_expiry",
-                "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion"
+                "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion",
+                "resource", "resource_name", "resource_documentation"
             ]
         case .routeMatch: ["host", "path", "path_prefix", "methods"]
         case .routeDPoP: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]

@@ -21,6 +21,16 @@ extension ConfigParser {
         }
         for route in cfg.routes {
             let p = "routes[\(route.index)]"
+            if let tokens = route.auth.tokenRoute, let resource = tokens.resource?.identifier.uri {
+                // A token must meet both audience rules (RFC 8707 §2 and the issuer's RFC 9068 §4).
+                for name in tokens.issuers where cfg.issuers[name]?.audiences.contains(resource) == false {
+                    warn(
+                        "\(p).resource", nil,
+                        "\(resource) is not one of issuer \(name)'s audiences: its tokens are accepted here only if their "
+                            + "aud names both the resource and one of \(name)'s audiences; add the resource to issuers.\(name).audiences "
+                            + "if the AS puts only the resource in aud (RFC 8707)")
+                }
+            }
             // Who vouched for the caller: with several, a user of one can claim another's sub/groups.
             let clients = route.auth.loginRoute?.clients ?? []
             let tokenIssuers = route.auth.tokenRoute?.issuers ?? []

@@ -69,6 +69,8 @@ public struct GatewayConfig: Sendable {
         didSet { updateOwnCookies() }
     }
     var issuers: [String: IssuerConfig] = [:]
+    /// RFC 9728 metadata of the routes with a `resource`, by the path each is served at.
+    var protectedResources: [String: ProtectedResourceDocument] = [:]
     /// Per-worker cache of verified tokens; 0 entries disables it.
     var tokenCacheEntries = 10_000
     var tokenCacheTTL = 120.0

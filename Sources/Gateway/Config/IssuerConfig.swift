@@ -167,6 +167,9 @@ struct TokenRouteConfig: Sendable {
     /// A tunnel opened with a token is ended (Close 1008) when the token expires.
     var closeAtTokenExpiry = false
     var realm = "tokengate"
+    /// `resource`: the RFC 8707 resource identifier tokens must name in `aud`, and the RFC 9728
+    /// metadata the gateway serves for it (ProtectedResourceConfig.swift); nil: none.
+    var resource: ProtectedResourceConfig?
     /// `auth: bearer`, `dpop` or `token`: the schemes accepted, and how DPoP proofs are checked.
     var schemes = TokenSchemes.bearer
 

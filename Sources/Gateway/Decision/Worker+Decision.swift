@@ -76,42 +76,45 @@ extension Worker {
         origin.forwardedProto = original.scheme
         origin.forwardedHost = original.host
         origin.originFromTrustedProxy = true
-        switch RequestPipeline.prepare(
-            head, peerTrusted: true, policy: requestPolicy)
-        {
+        let outcome = RequestPipeline.prepare(head, peerTrusted: true, policy: requestPolicy)
+        switch outcome {
         case .reject(let status, let error, let description):
             // The same refusal a proxied request would get (path confusion, no route).
             ctx.path = String(original.target.prefix(256))
             answer(
                 ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID))
-        case .login(_, let path, _):
-            // The gateway's own login endpoints are public: the ingress may send them on — but
-            // only as themselves. A target that merely normalizes to one (`/admin/%2e%2e/oauth2/start`)
-            // never met the router's escape check, and the ingress sends its raw path upstream.
+        case .login(_, let path, _), .protectedResourceMetadata(_, let path):
+            // The gateway's own login endpoints and Protected Resource Metadata (RFC 9728) are
+            // public: the ingress may send them on — but only as themselves. A target that
+            // merely normalizes to one (`/admin/%2e%2e/oauth2/start`) never met the router's
+            // escape check, and the ingress sends its raw path upstream.
             ctx.path = path
-            ctx.route = "login"
+            let login: Bool
+            if case .login = outcome { login = true } else { login = false }
+            ctx.route = login ? "login" : ProtectedResourceDocument.logRoute
+            let what = login ? "login endpoint" : "protected resource metadata"
             let raw = original.target.firstIndex(of: "?").map { String(original.target[..<$0]) } ?? original.target
             guard raw == path else {
                 log.warning(
                     "decision refused",
                     metadata: [
                         "request_id": .string(ctx.requestID),
-                        "reason": .string("login endpoint reached through \(raw.prefix(200))")
+                        "reason": .string("\(what) reached through \(raw.prefix(200))")
                     ])
                 answer(
                     ex, ctx,
                     ErrorResponse.make(
                         400, error: "invalid_request",
                         description:
-                            "a login endpoint is allowed only under its own path, without dot-segments or encodings",
-                        requestID: ctx.requestID, detail: "decision: login endpoint reached through another path"))
+                            "a \(what) is allowed only under its own path, without dot-segments or encodings",
+                        requestID: ctx.requestID, detail: "decision: \(what) reached through another path"))
                 return
             }
             answer(
                 ex, ctx,
                 GatewayResponse(
                     status: config.decision.allowStatus, body: "", contentType: "text/plain",
-                    detail: "decision: login endpoint"))
+                    detail: "decision: \(what)"))
         case .forward(let plan, let path, let query, _):
             let settings = config.decision
             let navigation: NavigationAnswer = { [unowned self] ctx, clear in

@@ -1,3 +1,4 @@
+import OAuth
 import Reactor
 
 /// The request path up to the upstream call, built from the stages in order:
@@ -12,11 +13,14 @@ enum RequestPipeline {
         case forward(plan: RoutePlan, path: String, query: String?, request: Forwarding)
         /// One of the gateway's own login endpoints.
         case login(LoginEndpoint, path: String, query: String?)
+        /// A route's Protected Resource Metadata (RFC 9728 §3), served without authentication.
+        case protectedResourceMetadata(ProtectedResourceDocument, path: String)
     }
 
     static let authorization = Array("authorization".utf8)
     static let dpop = Array("dpop".utf8)
     static let cookie = Array("cookie".utf8)
+    static let wellKnown = Array(ResourceIdentifier.wellKnownPrefix.utf8)
 
     /// What of a config the request path reads on every request, worked out once per config
     /// (and held by reference: passing the whole config along copied every field of it, and
@@ -26,6 +30,8 @@ enum RequestPipeline {
         /// Indexed by `RouteConfig.index`.
         let plans: [RoutePlan]
         let loginEndpoints: LoginEndpoint.Paths
+        /// RFC 9728 documents by the path each is served at; empty without a `resource`.
+        let protectedResources: [String: ProtectedResourceDocument]
         let reservedPrefix: [UInt8]?
         let identityNames: [[UInt8]]
         let trustedOnlyExtra: [[UInt8]]
@@ -38,6 +44,7 @@ enum RequestPipeline {
             self.router = router
             self.plans = plans
             loginEndpoints = LoginEndpoint.Paths(config)
+            protectedResources = config.protectedResources
             reservedPrefix = config.reservedHeaderPrefixBytes
             identityNames = config.strippedIdentityHeaders
             trustedOnlyExtra = config.trustedProxyHeaders
@@ -84,6 +91,13 @@ enum RequestPipeline {
         }
         if let endpoint = policy.loginEndpoints.match(normalized.path) {
             return .login(endpoint, path: normalized.path, query: normalized.query)
+        }
+        // Before routing, as the login endpoints: the route the document describes requires a
+        // token, and a client must read the document before it has one (RFC 9728 §5.1).
+        if !policy.protectedResources.isEmpty, normalized.path.utf8.starts(with: wellKnown),
+            let document = policy.protectedResources[normalized.path]
+        {
+            return .protectedResourceMetadata(document, path: normalized.path)
         }
         let plan: RoutePlan
         switch policy.router.decide(host: host, method: method, normalized: normalized) {

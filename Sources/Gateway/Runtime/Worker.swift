@@ -306,6 +306,10 @@ final class Worker: ResponderObserver {
         case .login(let endpoint, let path, let query):
             ctx.path = path
             handleLoginEndpoint(ex, endpoint, query: query, origin: origin(ctx.forwarded), ctx: ctx)
+        case .protectedResourceMetadata(let document, let path):
+            ctx.path = path
+            ctx.route = ProtectedResourceDocument.logRoute
+            answer(ex, ctx, document.response(to: head.method, requestID: ctx.requestID))
         case .forward(let plan, let path, let query, let build):
             ctx.path = path
             if UpgradeExchange.asksWebSocket(head) {

@@ -21,10 +21,13 @@ public struct Challenge: Sendable, Equatable {
     public var scope: [String]?
     /// RFC 9449 §7.1: the algorithms accepted for DPoP proofs.
     public var algs: [String]?
+    /// RFC 9728 §5.1: the URL of the resource's Protected Resource Metadata.
+    public var resourceMetadata: String?
 
     public init(
         scheme: String = "Bearer", realm: String? = nil, error: OAuthErrorCode? = nil,
-        errorDescription: String? = nil, scope: [String]? = nil, algs: [String]? = nil
+        errorDescription: String? = nil, scope: [String]? = nil, algs: [String]? = nil,
+        resourceMetadata: String? = nil
     ) {
         self.scheme = scheme
         self.realm = realm
@@ -32,6 +35,7 @@ public struct Challenge: Sendable, Equatable {
         self.errorDescription = errorDescription
         self.scope = scope
         self.algs = algs
+        self.resourceMetadata = resourceMetadata
     }
 
     /// The header value; every attribute a quoted-string with `"` and `\` escaped (RFC 9110
@@ -43,6 +47,7 @@ public struct Challenge: Sendable, Equatable {
         if let error { attrs.append("error=\(Challenge.quoted(error.rawValue))") }
         if let errorDescription { attrs.append("error_description=\(Challenge.quoted(errorDescription))") }
         if let scope { attrs.append("scope=\(Challenge.quoted(scope.joined(separator: " ")))") }
+        if let resourceMetadata { attrs.append("resource_metadata=\(Challenge.quoted(resourceMetadata))") }
         return attrs.isEmpty ? scheme : "\(scheme) " + attrs.joined(separator: ", ")
     }
 

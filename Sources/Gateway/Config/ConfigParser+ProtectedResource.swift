@@ -1,0 +1,124 @@
+import OAuth
+import Yams
+
+/// A token route's `resource` (RFC 8707) and the Protected Resource Metadata (RFC 9728)
+/// documents the gateway serves for such routes.
+extension ConfigParser {
+    static let protectedResourceKeys = ["resource", "resource_name", "resource_documentation"]
+
+    /// The route's `resource`, `resource_name` and `resource_documentation`; nil without
+    /// `resource` or when it is refused (the problem is reported at its key).
+    static func protectedResource(_ m: [String: Node], path p: String, auth: AuthMode, _ r: ConfigReader)
+        -> ProtectedResourceConfig?
+    {
+        guard protectedResourceKeys.contains(where: { m[$0] != nil }) else { return nil }
+        switch auth {
+        case .bearer, .dpop, .token: break
+        case .none, .login, .login_or_token:
+            for key in protectedResourceKeys where m[key] != nil {
+                r.problem(
+                    "\(p).\(key)", m[key],
+                    "has no effect with auth: \(auth.rawValue) (a resource binds access tokens: auth: bearer, dpop or token)"
+                )
+            }
+            return nil
+        }
+        guard let node = m["resource"] else {
+            for key in ["resource_name", "resource_documentation"] where m[key] != nil {
+                r.problem("\(p).\(key)", m[key], "needs resource: the URL clients ask tokens for (RFC 8707)")
+            }
+            return nil
+        }
+        guard let text = r.string(node, path: "\(p).resource") else { return nil }
+        let identifier: ResourceIdentifier
+        switch ResourceIdentifier.parse(text) {
+        case .success(let id): identifier = id
+        case .failure(let problem):
+            r.problem("\(p).resource", node, "\"\(text)\" \(problem)")
+            return nil
+        }
+        // The metadata is found by the request's normalized path: a path the normalizer would
+        // rewrite could never be asked for.
+        let metadataPath = identifier.metadataPath
+        guard case .success(let n) = PathNormalizer.normalize(target: metadataPath), n.path == metadataPath else {
+            r.problem("\(p).resource", node, "\"\(text)\" has a path the gateway would not serve as written")
+            return nil
+        }
+        var cfg = ProtectedResourceConfig(identifier: identifier)
+        if let n = m["resource_name"], let s = r.string(n, path: "\(p).resource_name") {
+            if s.isEmpty { r.problem("\(p).resource_name", n, "is empty") } else { cfg.name = s }
+        }
+        if let n = m["resource_documentation"], let s = r.string(n, path: "\(p).resource_documentation") {
+            // A link end users may follow: https, or http on a loopback host as for the resource.
+            // A page for developers: unlike the resource, it may have a query, a fragment or
+            // any path.
+            switch ResourceIdentifier.parse(s) {
+            case .success, .failure(.query), .failure(.path): cfg.documentation = s
+            case .failure(.fragment) where s.hasPrefix("https://"): cfg.documentation = s
+            case .failure(let problem): r.problem("\(p).resource_documentation", n, "\"\(s)\" \(problem)")
+            }
+        }
+        return cfg
+    }
+
+    /// The metadata documents of every route with a `resource`, by the path each is served at
+    /// (RFC 9728 §3.1). Two routes may share a resource (one per method, say) only if their
+    /// documents are the same: one path serves one document.
+    static func protectedResources(_ cfg: GatewayConfig, routesNode: Node?, _ r: ConfigReader)
+        -> [String: ProtectedResourceDocument]
+    {
+        var out: [String: ProtectedResourceDocument] = [:]
+        for route in cfg.routes {
+            guard let tokens = route.auth.tokenRoute, let resource = tokens.resource else { continue }
+            let doc = ProtectedResourceDocument(
+                metadata: metadata(resource, tokens: tokens, issuers: cfg.issuers), route: route.name)
+            if let earlier = out[doc.path] {
+                if earlier.metadata != doc.metadata {
+                    let node = routesNode?.sequence.flatMap { route.index < $0.count ? $0[route.index] : nil }
+                    r.problem(
+                        "routes[\(route.index)].resource", node?.mapping?["resource"],
+                        "\(route.name) and \(earlier.route) both serve metadata at \(doc.path) with different contents (RFC 9728 §3.1 derives one path per resource path); give them one resource with the same issuers, scopes and schemes, or different paths"
+                    )
+                }
+                continue
+            }
+            out[doc.path] = doc
+        }
+        return out
+    }
+
+    /// RFC 9728 §2 from the route's settings: its issuers, the scopes its requirement names,
+    /// where it reads tokens from, and its DPoP rules.
+    static func metadata(
+        _ resource: ProtectedResourceConfig, tokens: TokenRouteConfig, issuers: [String: IssuerConfig]
+    ) -> ProtectedResourceMetadata {
+        var methods = ["header"]
+        if tokens.tokenInBody { methods.append("body") }
+        if tokens.tokenInQuery { methods.append("query") }
+        var required: Bool?
+        switch tokens.schemes {
+        case .bearer: required = nil
+        case .dpop: required = true
+        case .bearerOrDPoP: required = false
+        }
+        return ProtectedResourceMetadata(
+            resource: resource.identifier,
+            authorizationServers: tokens.issuers.compactMap { issuers[$0]?.issuer },
+            scopesSupported: scopes(of: tokens.requirement), bearerMethodsSupported: methods,
+            dpopSigningAlgValuesSupported: tokens.dpop.map { $0.algorithms.map(\.rawValue).sorted() },
+            dpopBoundAccessTokensRequired: required, resourceName: resource.name,
+            resourceDocumentation: resource.documentation)
+    }
+
+    /// Every scope a requirement names, its `any_of` alternatives' included, each once, in
+    /// the order written.
+    static func scopes(of requirement: AuthorizationRequirement) -> [String] {
+        var out: [String] = []
+        func add(_ req: AuthorizationRequirement) {
+            for s in req.scopes where !out.contains(s) { out.append(s) }
+            req.anyOf.forEach(add)
+        }
+        add(requirement)
+        return out
+    }
+}
