@@ -121,7 +121,8 @@ def test_shipped_configs_are_valid(tmp_path):
     """The configs config/ and deploy/ hand to users must pass check-config."""
     import re
     root = os.path.join(os.path.dirname(__file__), "..", "..")
-    files = [os.path.join(root, "config", "quickstart.yaml"), os.path.join(root, "deploy", "compose", "tokengate.yaml")]
+    files = [os.path.join(root, "config", "quickstart.yaml"), os.path.join(root, "config", "protected-resource.yaml"),
+             os.path.join(root, "deploy", "compose", "tokengate.yaml")]
     # The Kubernetes example embeds its config in a ConfigMap.
     k8s = open(os.path.join(root, "deploy", "kubernetes", "tokengate-sidecar.yaml")).read()
     block = re.search(r"tokengate\.yaml: \|\n((?:    .*\n|\s*\n)+)", k8s).group(1)
