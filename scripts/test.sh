@@ -23,10 +23,11 @@ logged() {
 
 phase "setup (Debian packages, Python test requirements)"
 scripts/setup.sh --test
-phase "format (swift format lint --strict, with the repo's .swift-format)"
+phase "format (swift format lint --strict, with the repo's .swift-format) and where raw pointers may be"
 # Fails on any line the formatter would change; fix with:
 #   swift format -i -r -p Sources Tests fuzz/Sources Package.swift
 swift format lint --strict -r -p Sources Tests fuzz/Sources Package.swift
+scripts/check-unsafe.sh
 
 phase "release build: the binary the integration tests and the container image use"
 # Its own scratch path (.build-release), shared with scripts/image.sh. The integration tests
