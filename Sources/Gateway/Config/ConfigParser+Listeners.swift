@@ -1,0 +1,98 @@
+import Foundation
+import OAuth
+import Reactor
+import Yams
+
+/// The `listen` section (addresses, TLS, HTTP/2) and the `limits` section (sizes, timeouts,
+/// the connection cap): what the engine's servers are built from.
+extension ConfigParser {
+    static func listeners(_ node: Node?, _ r: ConfigReader) -> [ListenerConfig] {
+        guard let node else { return [] }
+        let items: [(Node, String)]
+        if case .sequence(let seq) = node {
+            items = seq.enumerated().map { ($1, "listen[\($0)]") }
+        } else {
+            items = [(node, "listen")]
+        }
+        var out: [ListenerConfig] = []
+        for (item, p) in items {
+            var addressNode = item
+            var tls: TLSFiles?
+            var http2: Bool?
+            if case .mapping = item {
+                guard let m = r.mapping(item, path: p, section: .listen) else { continue }
+                if let h = m["http2"] { http2 = r.bool(h, path: "\(p).http2") }
+                guard let a = m["address"] else {
+                    r.problem(p, item, "needs address: host:port")
+                    continue
+                }
+                addressNode = a
+                if let t = m["tls"], let tm = r.mapping(t, path: "\(p).tls", section: .listenTLS) {
+                    let cert = tm["cert_file"].flatMap { r.string($0, path: "\(p).tls.cert_file") }
+                    let key = tm["key_file"].flatMap { r.string($0, path: "\(p).tls.key_file") }
+                    if let cert, let key {
+                        tls = TLSFiles(certFile: cert, keyFile: key)
+                    } else {
+                        r.problem("\(p).tls", t, "needs both cert_file and key_file")
+                    }
+                }
+            }
+            guard let s = r.string(addressNode, path: p) else { continue }
+            guard let a = ConfigValues.socketAddress(s) else {
+                r.problem(p, addressNode, "\"\(s)\" is not host:port (e.g. 0.0.0.0:8080)")
+                continue
+            }
+            out.append(ListenerConfig(address: a, tls: tls, http2: http2))
+        }
+        return out
+    }
+
+    static func limits(_ node: Node, _ r: ConfigReader) -> Limits {
+        var l = Limits()
+        guard let m = r.mapping(node, path: "limits", section: .limits) else { return l }
+        bodyPace(m, &l, r)
+        if let n = m["max_tunnels"], let s = r.string(n, path: "limits.max_tunnels") {
+            if let v = Int(s), v >= 1, v <= 1_000_000 {
+                l.maxTunnels = v
+            } else {
+                r.problem("limits.max_tunnels", n, "must be a number from 1 to 1000000")
+            }
+        }
+        if let n = m["tunnel_idle_timeout"], let v = r.duration(n, path: "limits.tunnel_idle_timeout") {
+            if v < 0.1 {
+                r.problem("limits.tunnel_idle_timeout", n, "must be at least 100ms (e.g. 300s)")
+            } else {
+                l.tunnelIdleTimeout = v
+            }
+        }
+        if let n = m["max_connections"], let s = r.string(n, path: "limits.max_connections") {
+            if let v = Int(s), v >= 1, v <= 1_000_000 {
+                l.maxConnections = v
+            } else {
+                r.problem("limits.max_connections", n, "must be a number from 1 to 1000000")
+            }
+        }
+        if let n = m["header_timeout"], let v = r.duration(n, path: "limits.header_timeout") {
+            l.headerTimeout = max(v, 0.1)
+        }
+        if let n = m["body_timeout"], let v = r.duration(n, path: "limits.body_timeout") { l.bodyTimeout = max(v, 0.1) }
+        if let n = m["continue_timeout"], let v = r.duration(n, path: "limits.continue_timeout") {
+            if v > 30 {
+                r.problem(
+                    "limits.continue_timeout", n,
+                    "must be at most 30s (e.g. 1s; 0 answers 100 at once without asking the upstream)")
+            } else {
+                l.continueTimeout = v
+            }
+        }
+        if let n = m["max_body_size"], let v = r.size(n, path: "limits.max_body_size") { l.maxBodySize = v }
+        if let n = m["max_header_size"], let v = r.size(n, path: "limits.max_header_size") {
+            if v < 1024 { r.problem("limits.max_header_size", n, "must be at least 1KB") } else { l.maxHeaderSize = v }
+        }
+        if let n = m["client_idle_timeout"], let v = r.duration(n, path: "limits.client_idle_timeout") {
+            l.clientIdleTimeout = max(v, 1)
+        }
+        if let n = m["shutdown_grace"], let v = r.duration(n, path: "limits.shutdown_grace") { l.shutdownGrace = v }
+        return l
+    }
+}

@@ -1,0 +1,44 @@
+import Reactor
+
+/// What one route needs on the request path, built once per config (apply time): the
+/// route, its upstream pool and its metrics id. The router's index picks it. A class: the
+/// request path hands it on by reference (as a struct, every hand-off copied the route).
+final class RoutePlan {
+    let route: RouteConfig
+    let pool: UpstreamPool?
+    let metricID: Int
+    /// The route's upstream and its Host authority, looked up and formatted once per config.
+    let upstream: UpstreamConfig?
+    let upstreamAuthority: String
+
+    /// What the request path reads of the route and its upstream on every request, taken
+    /// out once (reading them through `route` and `upstream` copied those structs each time).
+    let name: String
+    let hostHeader: UpstreamConfig.HostHeader
+    let basePath: String
+    /// A token route's rules, made with the plan from the same config (a request keeps the
+    /// plan it was routed by, even across a reload while its body arrives).
+    let tokens: TokenRoutePlan?
+
+    init(
+        route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?,
+        tokens: TokenRoutePlan? = nil
+    ) {
+        self.route = route
+        self.pool = pool
+        self.metricID = metricID
+        self.upstream = upstream
+        upstreamAuthority = upstream?.authority ?? ""
+        name = route.name
+        hostHeader = upstream?.hostHeader ?? .upstream
+        basePath = upstream?.basePath ?? ""
+        self.tokens = tokens
+    }
+
+    /// The path as it goes upstream: the upstream URL's path, then the request's (as the
+    /// route forwards it, see `RouteOptions.forwardedPath`).
+    func upstreamPath(_ path: String) -> String {
+        let forwarded = route.options.forwardedPath(path)
+        return basePath.isEmpty ? forwarded : basePath + forwarded
+    }
+}

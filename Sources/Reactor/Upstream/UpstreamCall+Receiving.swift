@@ -1,0 +1,160 @@
+internal import CEvent
+
+/// Reading the response: the strict parser's head and body events handed to the delegate,
+/// a 101 hand-over, the end of the stream, and a reused connection lost before any byte
+/// (retried once on a fresh one when the request is bodiless and idempotent).
+extension UpstreamCall {
+    func transportReadable(_ transport: UpstreamTransport, timedOut: Bool) {
+        guard phase == .exchanging else { return }
+        if timedOut {
+            finish(.responseTimeout)
+            return
+        }
+        let outcome = transport.fill()
+        if case .bytes = outcome { receivedBytes = true }
+        consumeInput(transport)
+        guard phase == .exchanging, !paused else { return }
+        switch outcome {
+        case .eof: endOfStream()
+        case .failed: connectionLost()
+        case .bytes, .wouldBlock: break
+        }
+    }
+
+    /// Feeds the input to the parser, one event at a time, until it needs more bytes, the
+    /// delegate pauses, or the exchange ends.
+    func consumeInput(_ transport: UpstreamTransport) {
+        let input = transport.input
+        while phase == .exchanging && !paused, let conn = connection {
+            var vector = iovec()
+            let length = evbuffer_get_length(input)
+            if length > 0 { evbuffer_peek(input, -1, nil, &vector, 1) }
+            let bytes = UnsafeRawBufferPointer(
+                start: length > 0 ? vector.iov_base : nil, count: length > 0 ? vector.iov_len : 0)
+            var consumed = 0
+            let next: HTTP1ResponseParser.Event?
+            do throws(HTTP1ParseError) {
+                next = try conn.parser.next(bytes, consumed: &consumed)
+            } catch {
+                finish(.invalidResponse)
+                return
+            }
+            guard let event = consume next else {
+                if consumed == 0 { return }
+                evbuffer_drain(input, consumed)
+                continue
+            }
+            switch consume event {
+            case .informational(let head):
+                evbuffer_drain(input, consumed)
+                if head.status != 100 {
+                    delegate?.upstreamInterim(responseHead(head))
+                } else if awaitingContinue {
+                    // The answer to the head's Expect. Any other 100 answers nothing: dropped.
+                    proceedWithBody()
+                }
+            case .head(let head):
+                evbuffer_drain(input, consumed)
+                received(head)
+            case .body(let range):
+                // Framing before the data (a chunk line) is dropped; then the data is handed
+                // over in place, and the delegate moves exactly `range.count` bytes.
+                evbuffer_drain(input, range.lowerBound)
+                let before = evbuffer_get_length(input)
+                delegate?.upstreamBody(BodyChunk(buffer: input, count: range.count))
+                let unmoved = evbuffer_get_length(input) + range.count - before
+                if unmoved > 0 { evbuffer_drain(input, unmoved) }
+                evbuffer_drain(input, consumed - range.upperBound)
+            case .end:
+                evbuffer_drain(input, consumed)
+                complete(transport)
+            }
+        }
+    }
+
+    func received(_ head: HTTP1ResponseHead) {
+        if head.status == 101 {
+            // To a request without Upgrade a 101 is a protocol error, and the bytes after it
+            // are not HTTP.
+            if request.upgrade && requestSent { switchedProtocols(head) } else { finish(.invalidResponse) }
+            return
+        }
+        gotHead = true
+        keepAlive = head.keepAlive
+        pool.answersHTTP10 = head.version == .http10
+        if !requestSent {
+            // RFC 9112 §9.3: the upstream answered before reading the whole request. Stop
+            // sending; the connection is closed after the response.
+            earlyResponse = true
+            abandonBody()
+            if let transport {
+                transport.disarmWrite()
+                evbuffer_drain(transport.output, transport.pendingOutput)
+            }
+        }
+        if !paused { armRead() }
+        delegate?.upstreamHead(responseHead(head))
+    }
+
+    /// The 101: the connection leaves the pool for the tunnel, and the call ends.
+    func switchedProtocols(_ head: HTTP1ResponseHead) {
+        guard let conn = connection else {
+            finish(.invalidResponse)
+            return
+        }
+        phase = .finished
+        connection = nil
+        conn.served += 1
+        pool.detach(conn)
+        let endpoint = UpstreamTunnelEndpoint(connection: conn)
+        let delegate = self.delegate
+        self.delegate = nil
+        body = nil
+        if let delegate { delegate.upstreamSwitchedProtocols(responseHead(head), endpoint) } else { endpoint.close() }
+        selfRetain = nil
+    }
+
+    func complete(_ transport: UpstreamTransport) {
+        // Reused only when the response said so, the whole request went out, and nothing is
+        // left unread: bytes after a complete response belong to no request.
+        let reusable = keepAlive && requestSent && !earlyResponse && evbuffer_get_length(transport.input) == 0
+        finish(nil, reusable: reusable)
+    }
+
+    /// The upstream closed the connection: the end of a close-delimited body, or a failure.
+    func endOfStream() {
+        do throws(HTTP1ParseError) {
+            if case .end? = try connection?.parser.finish() {
+                finish(nil)
+            } else {
+                connectionLost()
+            }
+        } catch {
+            connectionLost()
+        }
+    }
+
+    func connectionLost() {
+        if let conn = connection, conn.served > 0, !receivedBytes, !gotHead, !retried,
+            body == nil, request.method.isIdempotent
+        {
+            // A stale keep-alive connection: the upstream closed it while it was idle.
+            retried = true
+            connection = nil
+            pool.release(conn, reusable: false)
+            attempt(fresh: true)
+            return
+        }
+        finish(.connectionFailed)
+    }
+}
+
+/// The gateway's view of a parsed upstream head (its fields keep the head's one buffer).
+/// The reason phrase only when it is not the standard one for the status (no string for the
+/// usual "OK"), and the body's length when the framing says it.
+func responseHead(_ head: HTTP1ResponseHead) -> HTTPResponseHead {
+    var out = HTTPResponseHead(status: head.status, reason: head.nonstandardReason, fields: head.fields)
+    if case .contentLength(let n) = head.framing { out.bodyLength = n }
+    out.listsConnectionOptions = head.listsConnectionOptions
+    return out
+}

@@ -1,0 +1,33 @@
+/// What an `UpstreamCall` sends: the request line, the fields and the body, and how the
+/// body waits for the upstream (`Expect: 100-continue`).
+extension UpstreamCall {
+    public struct Request {
+        public var method: HTTPMethod
+        public var target: String
+        /// The request's fields (Content-Length is set by the call itself).
+        public var fields: HTTP1Fields
+        /// A proxied request: the client's fields passed on, sent before `fields` (framing
+        /// fields and Expect aside, as there).
+        public var forwarded: HTTP1ForwardedFields?
+        /// The body to send, if any: read from it only when the call starts.
+        public var body: RequestBody?
+        /// The request carries `Connection: upgrade` and `Upgrade` (its fields say which): a
+        /// `101` hands the connection over (`upstreamSwitchedProtocols`). Without it a 101
+        /// is a protocol error (RFC 9110 §15.2.2: a server sends 101 only to an Upgrade).
+        public var upgrade = false
+        /// Ask the upstream before sending the body (RFC 9110 §10.1.1): the head carries
+        /// `Expect: 100-continue`, and the body follows the upstream's 100, or this many
+        /// seconds without an answer. nil: the body goes with the head.
+        public var continueTimeout: Double?
+        public init(
+            method: HTTPMethod, target: String, fields: HTTP1Fields, forwarded: HTTP1ForwardedFields? = nil,
+            body: RequestBody?
+        ) {
+            self.method = method
+            self.target = target
+            self.fields = fields
+            self.forwarded = forwarded
+            self.body = body
+        }
+    }
+}

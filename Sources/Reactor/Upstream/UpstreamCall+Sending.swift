@@ -1,0 +1,133 @@
+internal import CEvent
+
+/// Writing the request: the head, then the client's body streamed with backpressure
+/// (paused past `bodyHighWater`, resumed at `bodyLowWater`), chunked or by length.
+extension UpstreamCall {
+    var bodyComplete: Bool {
+        if case .complete = bodyState { return true }
+        return false
+    }
+
+    /// Writes what is queued; arms the response deadline once the whole request is out.
+    func sendQueued() {
+        guard phase == .exchanging, !earlyResponse, let transport else { return }
+        switch transport.flush(timeout: pool.endpoint.responseTimeout) {
+        case .done:
+            resumeBodyIfDrained(transport)
+            if bodyComplete && !requestSent {
+                requestSent = true
+                if !paused { armRead() }
+            }
+        case .pending:
+            resumeBodyIfDrained(transport)
+        case .failed:
+            // The upstream is gone or reset the connection: stop sending and let the read
+            // side tell a response that came first from a connection that died (and
+            // whether a retry applies).
+            abandonBody()
+            transport.disarmWrite()
+            evbuffer_drain(transport.output, transport.pendingOutput)
+            if !paused && !transport.armRead(timeout: pool.endpoint.responseTimeout) { finish(.connectionFailed) }
+        }
+    }
+
+    func resumeBodyIfDrained(_ transport: UpstreamTransport) {
+        guard case .streaming(let chunked, let remaining, true) = bodyState,
+            transport.pendingOutput <= Self.bodyLowWater
+        else { return }
+        bodyState = .streaming(chunked: chunked, remaining: remaining, paused: false)
+        body?.resume()
+    }
+
+    func transportWritable(_ transport: UpstreamTransport, timedOut: Bool) {
+        if timedOut {
+            finish(.responseTimeout)
+            return
+        }
+        sendQueued()
+    }
+
+    func transportConnected(_ transport: UpstreamTransport, error: Int32) {}
+
+    func bodyChunk(_ chunk: BodyChunk) {
+        guard case .streaming(let chunked, let remaining, let bodyPaused) = bodyState, let transport else {
+            evbuffer_drain(chunk.buffer, chunk.count)
+            return
+        }
+        guard chunk.count > 0 else { return }
+        var left = remaining
+        if let r = remaining {
+            // More than the Content-Length we announced would be read as the next request.
+            guard UInt64(chunk.count) <= r else {
+                evbuffer_drain(chunk.buffer, chunk.count)
+                finish(.clientBodyFailed(.malformed))
+                return
+            }
+            left = r - UInt64(chunk.count)
+        }
+        if chunked { UpstreamBodyFraming.writeChunkLine(chunk.count, to: transport.output) }
+        chunk.move(to: transport.output)
+        if chunked { UpstreamBodyFraming.write("\r\n", to: transport.output) }
+        var nowPaused = bodyPaused
+        if !bodyPaused && left != 0 && transport.pendingOutput > Self.bodyHighWater {
+            nowPaused = true
+            body?.pause()
+        }
+        // The last byte of a Content-Length body completes the request on the wire, whenever
+        // the engine gets round to `requestBodyEnd`: an answer from now on is not early.
+        bodyState = left == 0 ? .complete : .streaming(chunked: chunked, remaining: left, paused: nowPaused)
+        // A body we paused must be let run to its end, or the engine never finishes it.
+        if left == 0 && bodyPaused { body?.resume() }
+        if !queueingBody { sendQueued() }
+    }
+
+    func bodyEnded() {
+        guard case .streaming(let chunked, let remaining, _) = bodyState, let transport else { return }
+        guard remaining ?? 0 == 0 else {
+            finish(.clientBodyFailed(.malformed))
+            return
+        }
+        if chunked { UpstreamBodyFraming.write("0\r\n\r\n", to: transport.output) }
+        bodyState = .complete
+        if !queueingBody { sendQueued() }
+    }
+
+    func bodyFailed(_ failure: RequestBodyFailure) {
+        guard case .streaming = bodyState else { return }
+        bodyState = .abandoned
+        finish(.clientBodyFailed(failure))
+    }
+
+    /// Stops forwarding the client's body: the engine keeps it paused (what it already
+    /// read stays unread), and the client's connection cannot carry another request.
+    func abandonBody() {
+        continueTimer?.cancel()
+        continueTimer = nil
+        switch bodyState {
+        case .streaming:
+            bodyState = .abandoned
+            body?.pause()
+        case .awaitingContinue:
+            // Never asked for: the client, still waiting for a 100, sends nothing more.
+            bodyState = .abandoned
+        case .complete, .abandoned:
+            break
+        }
+    }
+}
+
+/// The call's side of the client's body stream. The engine holds the sink; the sink holds
+/// the call only until the call ends (`finish` clears it), so a body the client never
+/// finishes does not keep the call alive, and chunks that come after the call ended are
+/// dropped (the receiver must move them).
+final class UpstreamBodySink: RequestBodySink {
+    var call: UpstreamCall?
+    init(call: UpstreamCall) { self.call = call }
+
+    func requestBody(_ chunk: BodyChunk) {
+        if let call { call.bodyChunk(chunk) } else { evbuffer_drain(chunk.buffer, chunk.count) }
+    }
+
+    func requestBodyEnd() { call?.bodyEnded() }
+    func requestBodyFailed(_ failure: RequestBodyFailure) { call?.bodyFailed(failure) }
+}
