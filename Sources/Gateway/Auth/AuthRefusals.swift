@@ -82,6 +82,17 @@ final class AuthRefusals {
             scheme: scheme, detail: "aud lacks the route's resource \(resource.uri)")
     }
 
+    /// 403 `insufficient_scope` for one call on an MCP route: `scope` names what the call
+    /// needs (RFC 6750 §3.1), so the client can ask for it and try again.
+    func insufficientScope(needs scopes: [String], scheme: String, detail: String) -> AuthDenial {
+        AuthDenial(
+            status: 403,
+            challenges: challenges(
+                error: .insufficient_scope, description: "the token does not grant this call", on: scheme,
+                scope: scopes.isEmpty ? nil : scopes),
+            detail: detail)
+    }
+
     /// 403 `insufficient_scope` when the token lacks the route's scopes or claims.
     func authorize(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
         guard let failure = tokens.requirement.check(token.claims, scopeClaim: token.scopeClaim, issuer: token.issuer)

@@ -87,7 +87,8 @@ extension ConfigParser {
         return out
     }
 
-    /// RFC 9728 §2 from the route's settings: its issuers, the scopes its requirement names,
+    /// RFC 9728 §2 from the route's settings: its issuers, the scopes its requirement and its
+    /// MCP rules name,
     /// where it reads tokens from, and its DPoP rules.
     static func metadata(
         _ resource: ProtectedResourceConfig, tokens: TokenRouteConfig, issuers: [String: IssuerConfig]
@@ -104,21 +105,22 @@ extension ConfigParser {
         return ProtectedResourceMetadata(
             resource: resource.identifier,
             authorizationServers: tokens.issuers.compactMap { issuers[$0]?.issuer },
-            scopesSupported: scopes(of: tokens.requirement), bearerMethodsSupported: methods,
+            scopesSupported: scopes(of: [tokens.requirement] + (tokens.mcp?.allRequirements ?? [])),
+            bearerMethodsSupported: methods,
             dpopSigningAlgValuesSupported: tokens.dpop.map { $0.algorithms.map(\.rawValue).sorted() },
             dpopBoundAccessTokensRequired: required, resourceName: resource.name,
             resourceDocumentation: resource.documentation)
     }
 
-    /// Every scope a requirement names, its `any_of` alternatives' included, each once, in
-    /// the order written.
-    static func scopes(of requirement: AuthorizationRequirement) -> [String] {
+    /// Every scope the requirements name, their `any_of` alternatives' included, each once,
+    /// in the order written.
+    static func scopes(of requirements: [AuthorizationRequirement]) -> [String] {
         var out: [String] = []
         func add(_ req: AuthorizationRequirement) {
             for s in req.scopes where !out.contains(s) { out.append(s) }
             req.anyOf.forEach(add)
         }
-        add(requirement)
+        requirements.forEach(add)
         return out
     }
 }

@@ -72,6 +72,8 @@ extension ConfigParser {
             // Read on every route, so that one without tokens hears that it has no effect there.
             let resource = protectedResource(m, path: p, auth: auth, r)
             tokens?.resource = resource
+            let mcp = mcpRules(m, path: p, auth: auth, r)
+            tokens?.mcp = mcp
             if let n = m["close_at_token_expiry"], tokens == nil {
                 r.problem(
                     "\(p).close_at_token_expiry", n,

@@ -30,6 +30,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case requirement = "routes[].require"
     case claimRule = "routes[].require.claims.CLAIM"
     case identityAssertion = "routes[].identity_assertion"
+    case mcp = "routes[].mcp"
+    /// An entry of `mcp.methods`, `mcp.tools`, `mcp.resources` or `mcp.prompts` (same keys).
+    case mcpRule = "routes[].mcp.tools.NAME"
 
     /// The keys, in the order check-config lists them when one is unknown.
     var keys: [String] {
@@ -92,13 +95,15 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers",
                 "forward_token", "token_in_query", "token_in_body", "dpop", "upgrades", "close_at_token_expiry",
                 "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion",
-                "resource", "resource_name", "resource_documentation"
+                "resource", "resource_name", "resource_documentation", "mcp"
             ]
         case .routeMatch: ["host", "path", "path_prefix", "methods"]
         case .routeDPoP: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]
         case .requirement: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"]
         case .claimRule: ["equals", "one_of", "contains"]
         case .identityAssertion: ["header", "lifetime", "audience"]
+        case .mcp: ["default", "max_request_bytes", "methods", "tools", "resources", "prompts"]
+        case .mcpRule: ["require"]
         }
     }
 

@@ -31,6 +31,15 @@ extension ConfigParser {
                             + "if the AS puts only the resource in aud (RFC 8707)")
                 }
             }
+            if let tokens = route.auth.tokenRoute, tokens.mcp != nil, tokens.forwardToken {
+                // MCP authorization (2025-11-25, "Token Passthrough"): an MCP server must not
+                // accept or pass on tokens issued for another resource.
+                warn(
+                    "\(p).forward_token", nil,
+                    "this MCP route passes the client's access token to the MCP server; the MCP authorization spec forbids "
+                        + "token passthrough: the server could replay it elsewhere. Leave forward_token out and use the "
+                        + "identity headers or identity_assertion")
+            }
             // Who vouched for the caller: with several, a user of one can claim another's sub/groups.
             let clients = route.auth.loginRoute?.clients ?? []
             let tokenIssuers = route.auth.tokenRoute?.issuers ?? []

@@ -170,6 +170,9 @@ struct TokenRouteConfig: Sendable {
     /// `resource`: the RFC 8707 resource identifier tokens must name in `aud`, and the RFC 9728
     /// metadata the gateway serves for it (ProtectedResourceConfig.swift); nil: none.
     var resource: ProtectedResourceConfig?
+    /// `mcp`: the route is an MCP server's endpoint, and each JSON-RPC call is judged by these
+    /// rules before it is forwarded (MCPRules.swift); nil: the body is not read.
+    var mcp: MCPRules?
     /// `auth: bearer`, `dpop` or `token`: the schemes accepted, and how DPoP proofs are checked.
     var schemes = TokenSchemes.bearer
 

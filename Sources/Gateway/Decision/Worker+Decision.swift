@@ -124,6 +124,10 @@ extension Worker {
                 ex, head: head, plan: plan, path: path, query: query, forwarded: origin, ctx: ctx, readsBody: false,
                 navigation: navigation
             ) { [unowned self] ctx, admission in
+                if let refusal = self.mcpDecisionRefusal(plan.route, head: head, ctx: ctx) {
+                    self.answer(ex, ctx, refusal)
+                    return
+                }
                 let token = DecisionVerdict.forwardedToken(route: plan.route, admission: admission, head: head)
                 self.answer(
                     ex, ctx,

@@ -19,6 +19,8 @@ final class RoutePlan {
     /// A token route's rules, made with the plan from the same config (a request keeps the
     /// plan it was routed by, even across a reload while its body arrives).
     let tokens: TokenRoutePlan?
+    /// An MCP route's call rules (`mcp:`), read before a POST is forwarded.
+    let mcp: MCPRules?
 
     init(
         route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?,
@@ -33,6 +35,7 @@ final class RoutePlan {
         hostHeader = upstream?.hostHeader ?? .upstream
         basePath = upstream?.basePath ?? ""
         self.tokens = tokens
+        mcp = route.auth.tokenRoute?.mcp
     }
 
     /// The path as it goes upstream: the upstream URL's path, then the request's (as the

@@ -1,4 +1,5 @@
 import JOSE
+import OAuth
 import Reactor
 
 /// What the authentication stage hands on once a request may pass: the identity headers the
@@ -13,6 +14,10 @@ struct Admission {
     var claims: JSONObject
     /// A CORS preflight let through by `cors_preflight: allow`: forwarded with no credential.
     var preflight = false
+    /// The access token that admitted the request, and the scheme it came with (`Bearer`,
+    /// `DPoP`): what an MCP call's rules are checked against and how a refusal is shaped.
+    var token: VerifiedAccessToken? = nil
+    var tokenScheme = "Bearer"
 }
 
 /// The continuation of an admitted request: forward it (proxy mode) or answer the verdict
@@ -136,7 +141,8 @@ extension Worker {
         if tokens.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
         var identity = memo.identity
         if let a = tokenAssertion(plan.route, token) { identity.append(a) }
-        return Admission(identity: identity, session: false, body: nil, claims: token.claims)
+        return Admission(
+            identity: identity, session: false, body: nil, claims: token.claims, token: token)
     }
 
     /// Keeps a Bearer admission for the connection's next requests, when it may stand for

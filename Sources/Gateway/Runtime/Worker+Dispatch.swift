@@ -92,6 +92,17 @@ extension Worker {
                         detail: "pool missing"))
                 return
             }
+            // An MCP route reads and judges the call in the body once the token is admitted.
+            if let rules = plan.mcp {
+                let forward: Admitted = { [unowned self] ctx, admission in
+                    self.forward(ex, ctx: ctx, pool: pool, request: build.request(admission, ex: ex, ctx: ctx))
+                }
+                admit(ex, head: head, plan: plan, path: path, query: query, forwarded: ctx.forwarded, ctx: ctx) {
+                    [unowned self] ctx, admission in
+                    self.judgeMCPCall(ex, ctx, rules: rules, plan: plan, admission: admission, then: forward)
+                }
+                return
+            }
             // A route that admits the request on its head alone (auth: none, a let-through
             // preflight) forwards it at once, without the callback a pending decision needs.
             if let admission = admitAtOnce(ex, head, plan: plan, path: path, query: query, ctx: ctx) {
@@ -111,8 +122,10 @@ extension Worker {
     /// Reads a body the gateway must read itself (a form token, the logout form, a
     /// back-channel logout token), bounded by `ownBodyLimit`; a larger one gets 413 and is
     /// never buffered whole.
-    func readOwnBody(_ ex: ServerExchange, _ ctx: RequestContext, then use: @escaping ([UInt8]) -> Void) {
-        ex.body.collect(limit: Self.ownBodyLimit) { [unowned self] result in
+    func readOwnBody(
+        _ ex: ServerExchange, _ ctx: RequestContext, limit: Int = ownBodyLimit, then use: @escaping ([UInt8]) -> Void
+    ) {
+        ex.body.collect(limit: limit) { [unowned self] result in
             switch result {
             case .success(let bytes): use(bytes)
             case .failure(.tooLarge):

@@ -36,7 +36,7 @@ extension Worker {
                     ctx,
                     Admission(
                         identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
-                        claims: token.claims))
+                        claims: token.claims, token: token, tokenScheme: caller.jkt == nil ? "Bearer" : "DPoP"))
             case .unavailable(let reason, let detail):
                 ctx.rejection = .unavailable(reason)
                 self.answer(

@@ -1,0 +1,141 @@
+import JOSE
+
+/// What the gateway reads of one JSON-RPC message a client POSTs to an MCP server (MCP
+/// transports, streamable HTTP: "every JSON-RPC message sent from the client MUST be a new
+/// HTTP POST"): its method and, for the calls that name one, the tool, resource or prompt.
+/// A request, a notification or a response to the server (a sampling or elicitation result).
+///
+/// Strict, because the gateway's verdict must be the upstream's reading of the same bytes:
+/// the JSON parser refuses duplicate member names (two `method` or `name` members, each
+/// side picking another, is how a call slips past a tool rule), and a batch (a top-level
+/// array, which MCP 2025-06-18 removed) is refused rather than judged element by element.
+struct MCPMessage: Equatable {
+    enum Kind: Equatable {
+        /// A request (JSON-RPC 2.0 §4: it has an `id`) or a notification (no `id`, §4.1).
+        case call(method: String)
+        /// A response to a request of the server (§5): `result` or `error`, no `method`.
+        case response
+    }
+
+    var kind: Kind
+    /// The request's `id` (a string or a number), echoed in a JSON-RPC error; nil for a
+    /// notification or an unreadable message.
+    var id: JSONValue?
+    /// The tool, resource or prompt a `tools/call`, `resources/read` or `prompts/get` names.
+    var target: MCPTarget?
+
+    var method: String? {
+        if case .call(let method) = kind { return method }
+        return nil
+    }
+
+    static func parse(_ bytes: [UInt8]) -> Result<MCPMessage, JSONRPCError> {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(bytes)
+        } catch {
+            // Duplicate members, trailing commas, bad escapes and too-deep nesting all land here.
+            return .failure(
+                JSONRPCError(.parseError, "the body is not a valid JSON text (RFC 8259, no duplicate names)"))
+        }
+        if case .array = value {
+            return .failure(
+                JSONRPCError(.invalidRequest, "batches are not accepted: send one JSON-RPC message per POST"))
+        }
+        guard case .object(let message) = value else {
+            return .failure(JSONRPCError(.invalidRequest, "a JSON-RPC message is a JSON object"))
+        }
+        var id: JSONValue?
+        if let raw = message["id"] {
+            // MCP: "the ID MUST NOT be null"; JSON-RPC §4: a string or a number.
+            switch raw {
+            case .string, .number: id = raw
+            default: return .failure(JSONRPCError(.invalidRequest, "id must be a string or a number"))
+            }
+        }
+        guard message["jsonrpc"]?.string == "2.0" else {
+            return .failure(JSONRPCError(.invalidRequest, "jsonrpc must be \"2.0\"", id: id))
+        }
+        guard let methodValue = message["method"] else {
+            // A response: an id and exactly one of result and error (§5).
+            let hasResult = message["result"] != nil
+            let hasError = message["error"] != nil
+            guard id != nil, hasResult != hasError else {
+                return .failure(JSONRPCError(.invalidRequest, "a message without method must be a response", id: id))
+            }
+            return .success(MCPMessage(kind: .response, id: id))
+        }
+        guard let method = methodValue.string, !method.isEmpty else {
+            return .failure(JSONRPCError(.invalidRequest, "method must be a non-empty string", id: id))
+        }
+        if let params = message["params"], params.object == nil {
+            // MCP's params are always an object (JSON-RPC §4.2 also allows an array).
+            return .failure(JSONRPCError(.invalidRequest, "params must be an object", id: id))
+        }
+        var out = MCPMessage(kind: .call(method: method), id: id)
+        if let member = MCPTarget.member(of: method) {
+            guard let text = message["params"]?.object?[member.name]?.string else {
+                return .failure(
+                    JSONRPCError(.invalidParams, "\(method) needs params.\(member.name) as a string", id: id))
+            }
+            out.target = member.make(text)
+        }
+        return .success(out)
+    }
+}
+
+/// The thing an MCP call names, which a route may give its own requirement (`mcp.tools`,
+/// `mcp.resources`, `mcp.prompts`).
+enum MCPTarget: Equatable, CustomStringConvertible {
+    case tool(String)
+    case resource(String)
+    case prompt(String)
+
+    /// The params member that names the target of `method`, and how to make it; nil when
+    /// the method names none. MCP 2025-11-25: `tools/call` `params.name`, `resources/read`
+    /// (and `resources/subscribe`, which reveals the same resource's updates) `params.uri`,
+    /// `prompts/get` `params.name`.
+    static func member(of method: String) -> (name: String, make: (String) -> MCPTarget)? {
+        switch method {
+        case "tools/call": ("name", MCPTarget.tool)
+        case "resources/read", "resources/subscribe": ("uri", MCPTarget.resource)
+        case "prompts/get": ("name", MCPTarget.prompt)
+        default: nil
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .tool(let name): "tool \"\(name)\""
+        case .resource(let uri): "resource \"\(uri)\""
+        case .prompt(let name): "prompt \"\(name)\""
+        }
+    }
+}
+
+/// A JSON-RPC 2.0 error (§5.1) the gateway answers itself, in the shape an MCP client reads.
+struct JSONRPCError: Error, Equatable {
+    /// The codes of JSON-RPC 2.0 §5.1 the gateway uses.
+    enum Code: Int {
+        case parseError = -32700
+        case invalidRequest = -32600
+        case invalidParams = -32602
+    }
+
+    var code: Code
+    var message: String
+    var id: JSONValue?
+
+    init(_ code: Code, _ message: String, id: JSONValue? = nil) {
+        self.code = code
+        self.message = message
+        self.id = id
+    }
+
+    /// The response object: `id` is the request's, or null when it could not be read (§5).
+    var body: String {
+        let idText = id.map { JSONSerializer.serialize($0) } ?? "null"
+        return "{\"jsonrpc\":\"2.0\",\"id\":\(idText),\"error\":{\"code\":\(code.rawValue),"
+            + "\"message\":\"\(JSONText.escape(message))\"}}\n"
+    }
+}
