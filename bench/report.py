@@ -42,6 +42,8 @@ TARGET_LOG_UNBUFFERED = 0.95
 # Access log to a standard output nobody reads: tokengate's req/s against its own with the
 # log off (the `none` scenario of the same run), at least.
 TARGET_LOG_PIPE = 0.9
+# An MCP route judging each tools/call, against the same route without mcp rules.
+TARGET_MCP = 0.9
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
@@ -263,6 +265,20 @@ def main(workdir, out_path):
             checks = {f"req/s ratio >= {want}": s["rps_ratio"] >= want, "no errors": errors_ok}
             print("  targets (access logs on, to a file, both): "
                   + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+        elif kind["auth"] == "mcp-tools" and tg:
+            checks = {"no errors": errors_ok}
+            plain = result["scenarios"].get("mcp-bearer", {}).get("targets", {}).get("tokengate")
+            if plain:
+                s["rps_vs_mcp_bearer"] = tg["rps"] / plain["rps"]
+                checks[f"req/s >= {TARGET_MCP} x mcp-bearer"] = s["rps_vs_mcp_bearer"] >= TARGET_MCP
+                print(f"  tokengate req/s against the same route without mcp rules (mcp-bearer, same run): "
+                      f"{tg['rps']:.0f} / {plain['rps']:.0f} = {s['rps_vs_mcp_bearer']:.2f}x")
+            else:
+                print("  (run mcp-bearer too, for the ratio against the route without mcp rules)")
+            print("  targets (mcp): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+        elif kind["auth"] == "mcp-bearer" and tg:
+            checks = {"no errors": errors_ok}
+            print("  (the baseline of mcp-tools: the same route and tools/call without mcp rules)")
         elif kind["auth"] == "log-pipe" and tg:
             checks = {"no errors": errors_ok}
             off = result["scenarios"].get("none", {}).get("targets", {}).get("tokengate")

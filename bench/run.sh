@@ -488,6 +488,17 @@ bearer_scenario bearer-es256 ES256 10000
 bearer_scenario bearer-rs256-nocache RS256 0
 bearer_scenario bearer-es256-nocache ES256 0
 
+# MCP: a tools/call (bench/lua/mcp.lua) on the same bearer route with and without its mcp:
+# rules; the ratio of the two, same run, is what judging each call costs.
+mcp_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  bearer_material ES256
+  SCENARIO_VARS="JWKS=$WORK/keys-ES256/jwks.json MCP_OFF=$2" SCENARIO_AUTH=$1 \
+    scenario "$1" bench/tokengate/mcp.yaml -s "$ROOT/bench/lua/mcp.lua"
+}
+mcp_scenario mcp-bearer "#"
+mcp_scenario mcp-tools ""
+
 # check_dpop NAME URL: before measuring a dpop route, make sure it really checks proofs:
 # no proof, a proof for another URL, an unbound token, and a replayed proof get 401; a
 # fresh proof 200. (Uses its own proofs, not the scenario's file.)
