@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // libFuzzer targets for every tokengate parser of untrusted input: JOSE (JWS, JWK), the
 // HTTP/1.1 parsers, WebSocket frames and RESP replies, OAuth's return targets, htu and
-// callback queries, and the gateway's paths, hosts, routes, cookies and session cookie.
+// callback queries, the gateway's paths, hosts, routes, cookies and session cookie, and the
+// JSON-RPC message of an MCP call.
 // A separate package so the main build never needs -sanitize=fuzzer; see README.md.
 import PackageDescription
 
@@ -20,6 +21,7 @@ let package = Package(
         fuzzTarget("StreamFuzz", "Reactor"),
         fuzzTarget("OAuthFuzz", "OAuth"),
         fuzzTarget("RouteFuzz", "Gateway"),
-        fuzzTarget("LoginFuzz", "Gateway")
+        fuzzTarget("LoginFuzz", "Gateway"),
+        fuzzTarget("MCPFuzz", "Gateway")
     ]
 )

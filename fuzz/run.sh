@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 seconds=${1:-300}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(JOSEFuzz HTTP1Fuzz StreamFuzz OAuthFuzz RouteFuzz LoginFuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(JOSEFuzz HTTP1Fuzz StreamFuzz OAuthFuzz RouteFuzz LoginFuzz MCPFuzz)
 out=${OUT:-/tmp/tokengate-fuzz}
 here=$PWD
 
@@ -26,6 +26,7 @@ settings() {
     OAuthFuzz) echo "corpus-oauth oauth oauth.dict 1024" ;;
     RouteFuzz) echo "corpus-route route route.dict 1024" ;;
     LoginFuzz) echo "corpus-login login login.dict 2048" ;;
+    MCPFuzz) echo "corpus-mcp mcp mcp.dict 4096" ;;
     *) echo "unknown target $1" >&2; exit 2 ;;
     esac
 }
