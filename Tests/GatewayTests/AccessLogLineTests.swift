@@ -126,7 +126,7 @@ struct AccessLogLineTests {
     func invalidUTF8BecomesReplacementCharacters(raw: [UInt8], expected: String) throws {
         var out = JSONLineBytes()
         out.raw("{\"v\":")
-        raw.withUnsafeBufferPointer { out.string(utf8: $0) }
+        out.string(utf8: raw.span)
         out.endLine()
         let o = try object(out.bytes)
         #expect(o["v"] as? String == expected)
@@ -135,7 +135,7 @@ struct AccessLogLineTests {
     @Test func wellFormedMultibyteIsCopiedAsItIs() {
         var out = JSONLineBytes()
         let raw: [UInt8] = Array("é€😀".utf8)
-        raw.withUnsafeBufferPointer { out.string(utf8: $0) }
+        out.string(utf8: raw.span)
         #expect(out.bytes == [0x22] + raw + [0x22])
     }
 

@@ -404,7 +404,7 @@ struct CookieHeaderTests {
         Cookies.pairs(
             "n=\(long.prefix(Cookies.chunkSize)); other=1; n_1=\(long.dropFirst(Cookies.chunkSize).prefix(Cookies.chunkSize)); n_2=\(long.dropFirst(2 * Cookies.chunkSize))"
         ) {
-            pairs.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self)))
+            pairs.append((String(decodingUTF8: $0), String(decodingUTF8: $1)))
         }
         #expect(pairs.map(\.0) == ["n", "other", "n_1", "n_2"])
         #expect(pairs.map(\.1).joined().count == long.count + 1)

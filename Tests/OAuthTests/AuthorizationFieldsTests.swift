@@ -117,7 +117,7 @@ struct AuthorizationFieldsTests {
             Array("Bearer".utf8) + [0x80, 0x20] + Array("abc".utf8)
         ] {
             var fields = AuthorizationFields()
-            raw.withUnsafeBufferPointer { fields.add($0) }
+            fields.add(raw.span)
             let old = Self.oldExtract(
                 authorization: [String(decoding: raw, as: UTF8.self)], formTokens: [], queryTokens: [],
                 sources: TokenSources())

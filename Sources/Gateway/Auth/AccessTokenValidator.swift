@@ -183,21 +183,18 @@ final class AccessTokenValidator {
     }
 
     /// Whether `token` has exactly two dots, as a JWS in compact form does. Over the bytes in
-    /// place, with memchr: a lazy filter over the UTF-8 view cost about 47 instructions a
-    /// byte, a plain loop 5.
+    /// place, with memchr (`Span.firstIndex(of:from:)`): a lazy filter over the UTF-8 view
+    /// cost about 47 instructions a byte, a plain loop 5.
     static func hasTwoDots(_ token: String) -> Bool {
-        var token = token
-        return token.withUTF8 { bytes in
-            guard let base = bytes.baseAddress else { return false }
-            var dots = 0
-            var at = 0
-            while at < bytes.count, let hit = memchr(base + at, Int32(UInt8(ascii: ".")), bytes.count - at) {
-                dots += 1
-                if dots > 2 { return false }
-                at = base.distance(to: hit.assumingMemoryBound(to: UInt8.self)) + 1
-            }
-            return dots == 2
+        let bytes = token.utf8.span
+        var dots = 0
+        var at = 0
+        while let hit = bytes.firstIndex(of: UInt8(ascii: "."), from: at) {
+            dots += 1
+            if dots > 2 { return false }
+            at = hit + 1
         }
+        return dots == 2
     }
 
     /// The wire description: what kind of problem, never which key or claim value.

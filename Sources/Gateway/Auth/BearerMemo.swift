@@ -1,4 +1,3 @@
-import Glibc
 import JOSE
 import OAuth
 import Reactor
@@ -59,14 +58,10 @@ final class BearerMemo {
         if let query, query.utf8.count >= 12, query.contains("access_token") { return false }
         var n = 0
         var same = false
+        let mine = authorization
         fields.forEachValue(named: "Authorization") { value in
             n += 1
-            same =
-                value.count == authorization.count
-                && authorization.withUnsafeBufferPointer { mine in
-                    guard let a = mine.baseAddress, let b = value.baseAddress else { return value.isEmpty }
-                    return memcmp(a, b, value.count) == 0
-                }
+            same = value.elementsEqual(mine.span)
         }
         return n == 1 && same
     }

@@ -39,14 +39,21 @@ struct CIDR: Sendable, Equatable, CustomStringConvertible {
         return true
     }
 
+    /// The address's bytes in network order: 4 for IPv4, 16 for IPv6.
     static func parseAddress(_ text: String) -> [UInt8]? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
-            return withUnsafeBytes(of: &v4) { Array($0) }
+            // `s_addr` holds the bytes in network order: read as big-endian, the first is the top.
+            let a = UInt32(bigEndian: v4.s_addr)
+            return [
+                UInt8(truncatingIfNeeded: a >> 24), UInt8(truncatingIfNeeded: a >> 16),
+                UInt8(truncatingIfNeeded: a >> 8), UInt8(truncatingIfNeeded: a)
+            ]
         }
         var v6 = in6_addr()
         if inet_pton(AF_INET6, text, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { Array($0) }
+            let b = v6.__in6_u.__u6_addr8
+            return [b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7, b.8, b.9, b.10, b.11, b.12, b.13, b.14, b.15]
         }
         return nil
     }

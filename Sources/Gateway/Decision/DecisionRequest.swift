@@ -63,7 +63,7 @@ struct DecisionRequest {
             fields.forEachField { name, value in
                 for i in 0..<Self.lowered.count where HeaderRules.equals(name, Self.lowered[i]) {
                     counts[i] += 1
-                    if values[i] == nil { values[i] = String(decoding: value, as: UTF8.self) }
+                    if values[i] == nil { values[i] = String(decodingUTF8: value) }
                     break
                 }
             }

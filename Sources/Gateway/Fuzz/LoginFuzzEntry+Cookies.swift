@@ -1,4 +1,5 @@
 import JOSE
+import Reactor
 
 /// Cookie headers (RFC 6265 §5.4 as a server reads them).
 extension LoginFuzzEntry {
@@ -15,7 +16,7 @@ extension LoginFuzzEntry {
         for header in headers {
             var got: [(String, String)] = []
             Cookies.pairs(header) {
-                got.append((String(decoding: $0, as: UTF8.self), String(decoding: $1, as: UTF8.self)))
+                got.append((String(decodingUTF8: $0), String(decodingUTF8: $1)))
             }
             let want = plainPairs(header)
             fuzzInvariant(got.elementsEqual(want) { $0 == $1 }, "cookies: pairs differ from the header's")

@@ -1,3 +1,5 @@
+import Reactor
+
 /// Removes named cookies from a Cookie header value (RFC 6265 §4.2.1: `name=value` pairs
 /// separated by "; "); nil when nothing is left. Works on the header's bytes (`Cookies.pairs`):
 /// it runs on every request of a login route.
@@ -6,11 +8,11 @@ enum CookieFilter {
         var kept: [UInt8] = []
         Cookies.pairs(header) { name, value in
             // Names are short: only they become strings, never the (long) values.
-            guard !names.contains(String(decoding: name, as: UTF8.self)) else { return }
+            guard !names.contains(String(decodingUTF8: name)) else { return }
             if !kept.isEmpty { kept += [UInt8(ascii: ";"), UInt8(ascii: " ")] }
-            kept += name
+            kept.append(copying: name)
             kept.append(UInt8(ascii: "="))
-            kept += value
+            kept.append(copying: value)
         }
         return kept.isEmpty ? nil : String(decoding: kept, as: UTF8.self)
     }

@@ -5,9 +5,9 @@ import Reactor
 /// every name of several lists. Names are bucketed by length, so a field is compared with
 /// the few names of its own length only.
 ///
-/// Immutable once built, and kept in memory of its own (raw, freed with the table) so that
-/// a lookup reads plain bytes: no reference counting on the request path.
-final class HeaderNameTable: @unchecked Sendable {
+/// Immutable once built: three flat arrays, read in place through spans, so that a lookup
+/// is a few loads and byte compares (no reference counting per field).
+struct HeaderNameTable: Sendable {
     struct Lists: OptionSet, Sendable {
         let rawValue: UInt32
 
@@ -28,16 +28,17 @@ final class HeaderNameTable: @unchecked Sendable {
         static let cookie = Lists(rawValue: 1 << 8)
     }
 
-    private struct Entry {
+    private struct Entry: Sendable {
         var offset: Int32
         var flags: UInt32
     }
 
-    private let bytes: UnsafeMutablePointer<UInt8>
-    private let entries: UnsafeMutablePointer<Entry>
+    /// Every name's bytes (lowercase), one after another.
+    private let bytes: ContiguousArray<UInt8>
+    private let entries: ContiguousArray<Entry>
     /// Entries whose name has length n and first byte b are
     /// entries[bucket[key(n, b)] ..< bucket[key(n, b) + 1]]: most fields find theirs empty.
-    private let bucket: UnsafeMutablePointer<Int32>
+    private let bucket: ContiguousArray<Int32>
     private let maxLength: Int
 
     @inline(__always)
@@ -52,41 +53,41 @@ final class HeaderNameTable: @unchecked Sendable {
         let sorted = merged.map { (key: Self.key($0.key.count, $0.key[0]), name: $0.key, flags: $0.value) }
             .sorted { $0.key != $1.key ? $0.key < $1.key : $0.name.lexicographicallyPrecedes($1.name) }
         maxLength = sorted.map(\.name.count).max() ?? 0
-        let byteCount = sorted.reduce(0) { $0 + $1.name.count }
         let keys = Self.key(maxLength + 1, 0)
-        bytes = .allocate(capacity: max(byteCount, 1))
-        entries = .allocate(capacity: max(sorted.count, 1))
-        bucket = .allocate(capacity: keys + 1)
-        var offset = 0
+        var bytes: ContiguousArray<UInt8> = []
+        var entries: ContiguousArray<Entry> = []
+        var bucket: ContiguousArray<Int32> = []
+        bytes.reserveCapacity(sorted.reduce(0) { $0 + $1.name.count })
+        entries.reserveCapacity(sorted.count)
+        bucket.reserveCapacity(keys + 1)
         var next = 0
         for k in 0...keys {
-            bucket[k] = Int32(next)
+            bucket.append(Int32(next))
             while next < sorted.count && sorted[next].key == k {
-                for (i, b) in sorted[next].name.enumerated() { bytes[offset + i] = b }
-                entries[next] = Entry(offset: Int32(offset), flags: sorted[next].flags)
-                offset += sorted[next].name.count
+                entries.append(Entry(offset: Int32(bytes.count), flags: sorted[next].flags))
+                bytes.append(contentsOf: sorted[next].name)
                 next += 1
             }
         }
-    }
-
-    deinit {
-        bytes.deallocate()
-        entries.deallocate()
-        bucket.deallocate()
+        self.bytes = bytes
+        self.entries = entries
+        self.bucket = bucket
     }
 
     /// The lists `name` is on (empty if none).
-    func lists(_ name: UnsafeBufferPointer<UInt8>) -> Lists {
+    func lists(_ name: Span<UInt8>) -> Lists {
         let n = name.count
-        guard n > 0, n <= maxLength, let base = name.baseAddress else { return [] }
-        let k = Self.key(n, HTTP1Fields.lower(base[0]))
+        guard n > 0, n <= maxLength else { return [] }
+        let k = Self.key(n, HTTP1Fields.lower(name[0]))
+        let bucket = self.bucket.span
         var i = Int(bucket[k])
         let end = Int(bucket[k + 1])
+        let entries = self.entries.span
+        let bytes = self.bytes.span
         while i < end {
-            let candidate = bytes + Int(entries[i].offset)
+            let candidate = bytes.extracting(Int(entries[i].offset)..<Int(entries[i].offset) + n)
             var k = 0
-            while k < n && HTTP1Fields.lower(base[k]) == candidate[k] { k += 1 }
+            while k < n && HTTP1Fields.lower(name[k]) == candidate[k] { k += 1 }
             if k == n { return Lists(rawValue: entries[i].flags) }
             i += 1
         }

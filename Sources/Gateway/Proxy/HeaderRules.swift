@@ -60,7 +60,7 @@ enum HeaderRules {
 
     /// Calls `body` with each connection option the `Connection` fields list (RFC 9110
     /// §7.6.1: a comma-separated list of tokens), OWS trimmed, as sent.
-    static func forEachConnectionOption(_ fields: HTTP1Fields, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+    static func forEachConnectionOption(_ fields: HTTP1Fields, _ body: (Span<UInt8>) -> Void) {
         fields.forEachValue(named: "Connection") { value in
             var start = 0
             while start <= value.count {
@@ -70,7 +70,7 @@ enum HeaderRules {
                 var b = end
                 while a < b && (value[a] == 0x20 || value[a] == 0x09) { a += 1 }
                 while b > a && (value[b - 1] == 0x20 || value[b - 1] == 0x09) { b -= 1 }
-                if b > a { body(UnsafeBufferPointer(rebasing: value[a..<b])) }
+                if b > a { body(value.extracting(a..<b)) }
                 start = end + 1
             }
         }
@@ -82,7 +82,11 @@ enum HeaderRules {
     static func connectionTokens(_ fields: HTTP1Fields) -> [[UInt8]] {
         var out: [[UInt8]] = []
         forEachConnectionOption(fields) { token in
-            if !equalsAny(token, hopByHop) { out.append(token.map(HTTP1Fields.lower)) }
+            guard !equalsAny(token, hopByHop) else { return }
+            var lower: [UInt8] = []
+            lower.reserveCapacity(token.count)
+            for i in token.indices { lower.append(HTTP1Fields.lower(token[i])) }
+            out.append(lower)
         }
         return out
     }
@@ -94,7 +98,7 @@ enum HeaderRules {
         return found
     }
 
-    static func isHopByHop(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]]) -> Bool {
+    static func isHopByHop(_ name: Span<UInt8>, listed: [[UInt8]]) -> Bool {
         names.lists(name).contains(.hopByHop) || hasPrefix(name, proxyPrefix) || equalsAny(name, listed)
     }
 
@@ -103,7 +107,7 @@ enum HeaderRules {
     /// `X-Forwarded-User`, which would get around every strip rule (nginx drops them too).
     /// `trustedOnlyExtra`: the config's `trusted_proxy_headers`, lowercased, added to the list.
     static func forwardsRequestHeader(
-        _ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?,
+        _ name: Span<UInt8>, listed: [[UInt8]], reservedPrefix: [UInt8]?,
         peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []
     ) -> Bool {
         var lists = names.lists(name)
@@ -116,7 +120,7 @@ enum HeaderRules {
     /// trusted-only additions included).
     @inline(__always)
     static func forwardsRequestHeader(
-        _ name: UnsafeBufferPointer<UInt8>, lists: HeaderNameTable.Lists, listed: [[UInt8]], reservedPrefix: [UInt8]?,
+        _ name: Span<UInt8>, lists: HeaderNameTable.Lists, listed: [[UInt8]], reservedPrefix: [UInt8]?,
         peerTrusted: Bool
     ) -> Bool {
         if !lists.isDisjoint(with: [.hopByHop, .recomputedOnRequest]) { return false }
@@ -127,20 +131,20 @@ enum HeaderRules {
         return true
     }
 
-    private static func hasTrustedOnlyPrefix(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+    private static func hasTrustedOnlyPrefix(_ name: Span<UInt8>) -> Bool {
         for prefix in trustedOnlyPrefixes where hasPrefix(name, prefix) { return true }
         return false
     }
 
     /// Whether only a trusted proxy may send this header (the built-in list, its families, and
     /// the config's additions).
-    static func isTrustedOnly(_ name: UnsafeBufferPointer<UInt8>, extra: [[UInt8]] = []) -> Bool {
+    static func isTrustedOnly(_ name: Span<UInt8>, extra: [[UInt8]] = []) -> Bool {
         names.lists(name).contains(.trustedOnly) || hasTrustedOnlyPrefix(name) || equalsAny(name, extra)
     }
 
     /// Whether an upstream response header is passed to the client. Content-Length stays
     /// (so the client gets the same framing); Transfer-Encoding goes (libevent re-frames).
-    static func forwardsResponseHeader(_ name: UnsafeBufferPointer<UInt8>, listed: [[UInt8]]) -> Bool {
+    static func forwardsResponseHeader(_ name: Span<UInt8>, listed: [[UInt8]]) -> Bool {
         let lists = names.lists(name)
         if !lists.isDisjoint(with: [.hopByHop, .recomputedOnResponse]) || hasPrefix(name, proxyPrefix) { return false }
         return listed.isEmpty || !equalsAny(name, listed)
@@ -160,30 +164,37 @@ enum HeaderRules {
     // MARK: ASCII case-insensitive byte comparison (`lower` is already lowercase)
 
     @inline(__always)
-    static func equals(_ name: UnsafeBufferPointer<UInt8>, _ lower: [UInt8]) -> Bool {
+    static func equals(_ name: Span<UInt8>, _ lower: [UInt8]) -> Bool {
         guard name.count == lower.count else { return false }
-        for i in 0..<lower.count where name[i] | (name[i] >= 0x41 && name[i] <= 0x5a ? 0x20 : 0) != lower[i] {
+        let wanted = lower.span
+        for i in wanted.indices where name[i] | (name[i] >= 0x41 && name[i] <= 0x5a ? 0x20 : 0) != wanted[i] {
             return false
         }
         return true
     }
 
     /// Whether `name` is one of `names` (any case), for lists of names held as strings.
-    static func equalsAnyName(_ name: UnsafeBufferPointer<UInt8>, _ names: [String]) -> Bool {
+    static func equalsAnyName(_ name: Span<UInt8>, _ names: [String]) -> Bool {
         for other in names where other.utf8.count == name.count {
-            if other.utf8.elementsEqual(name, by: { HTTP1Fields.lower($0) == HTTP1Fields.lower($1) }) { return true }
+            let o = other.utf8.span
+            var same = true
+            for i in o.indices where HTTP1Fields.lower(o[i]) != HTTP1Fields.lower(name[i]) {
+                same = false
+                break
+            }
+            if same { return true }
         }
         return false
     }
 
-    static func equalsAny(_ name: UnsafeBufferPointer<UInt8>, _ lowers: [[UInt8]]) -> Bool {
+    static func equalsAny(_ name: Span<UInt8>, _ lowers: [[UInt8]]) -> Bool {
         for l in lowers where equals(name, l) { return true }
         return false
     }
 
-    static func hasPrefix(_ name: UnsafeBufferPointer<UInt8>, _ lower: [UInt8]) -> Bool {
+    static func hasPrefix(_ name: Span<UInt8>, _ lower: [UInt8]) -> Bool {
         guard name.count >= lower.count else { return false }
-        return equals(UnsafeBufferPointer(rebasing: name[0..<lower.count]), lower)
+        return equals(name.extracting(first: lower.count), lower)
     }
 }
 
@@ -193,17 +204,13 @@ extension HeaderRules {
         _ name: String, listed: [[UInt8]], reservedPrefix: String?,
         peerTrusted: Bool = false, trustedOnlyExtra: [[UInt8]] = []
     ) -> Bool {
-        var n = name
         let prefix = reservedPrefix.map { Array($0.lowercased().utf8) }
-        return n.withUTF8 {
-            forwardsRequestHeader(
-                $0, listed: listed, reservedPrefix: prefix, peerTrusted: peerTrusted, trustedOnlyExtra: trustedOnlyExtra
-            )
-        }
+        return forwardsRequestHeader(
+            name.utf8.span, listed: listed, reservedPrefix: prefix, peerTrusted: peerTrusted,
+            trustedOnlyExtra: trustedOnlyExtra)
     }
 
     static func forwardsResponseHeader(_ name: String, listed: [[UInt8]]) -> Bool {
-        var n = name
-        return n.withUTF8 { forwardsResponseHeader($0, listed: listed) }
+        forwardsResponseHeader(name.utf8.span, listed: listed)
     }
 }

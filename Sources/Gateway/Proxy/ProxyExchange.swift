@@ -156,7 +156,8 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             // The upstream cannot plant, replace or delete the gateway's session cookies.
             var doomed: [Int] = []
             forwarded.forEachValue(named: "Set-Cookie") { index, value in
-                let name = String(decoding: value.prefix { $0 != UInt8(ascii: "=") }, as: UTF8.self)
+                let end = value.firstIndex(of: UInt8(ascii: "=")) ?? value.count
+                let name = String(decodingUTF8: value.extracting(first: end))
                 if context.ownCookies.contains(name.trimmingCharacters(in: .whitespaces)) { doomed.append(index) }
             }
             for index in doomed { forwarded.drop(index) }

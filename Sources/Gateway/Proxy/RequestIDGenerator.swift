@@ -12,22 +12,27 @@ final class RequestIDGenerator {
         prefix = Array(processPrefix.utf8) + Self.base32(UInt64(worker))
     }
 
-    /// The prefix, then the counter: written into the string's own memory.
+    /// The prefix, then the counter: put together on the stack (a process prefix, a worker
+    /// and a counter are at most 7 + 13 + 13 digits), then copied into the string.
     func next() -> String {
         counter &+= 1
         let n = counter
         let digits = Self.digits(n)
-        return String(unsafeUninitializedCapacity: prefix.count + digits) { out in
-            var i = 0
-            for b in prefix {
-                out[i] = b
-                i += 1
-            }
-            for d in stride(from: digits - 1, through: 0, by: -1) {
-                out[i] = Self.digit(UInt8(truncatingIfNeeded: n >> UInt64(5 * d)) & 0x1F)
-                i += 1
-            }
-            return i
+        guard prefix.count + digits <= 40 else { return String(decoding: prefix + Self.base32(n), as: UTF8.self) }
+        var out = InlineArray<40, UInt8>(repeating: 0)
+        var i = 0
+        for b in prefix {
+            out[i] = b
+            i += 1
+        }
+        for d in stride(from: digits - 1, through: 0, by: -1) {
+            out[i] = Self.digit(UInt8(truncatingIfNeeded: n >> UInt64(5 * d)) & 0x1F)
+            i += 1
+        }
+        do {
+            return String(copying: try UTF8Span(validating: out.span.extracting(0..<i)))
+        } catch {
+            preconditionFailure("base32 digits are ASCII")
         }
     }
 

@@ -72,18 +72,15 @@ struct ByteKeyTable<Value: Sendable>: Sendable {
     }
 
     /// The value of the key with `hash` whose bytes `isKey` accepts.
-    func find(hash: UInt64, where isKey: (UnsafeBufferPointer<UInt8>) -> Bool) -> Value? {
+    func find(hash: UInt64, where isKey: (Span<UInt8>) -> Bool) -> Value? {
         guard var i = heads[hash] else { return nil }
-        return entries.withUnsafeBufferPointer { entries in
-            bytes.withUnsafeBufferPointer { bytes in
-                while i >= 0 {
-                    let e = entries[Int(i)]
-                    let key = UnsafeBufferPointer(rebasing: bytes[Int(e.start)..<Int(e.start + e.count)])
-                    if isKey(key) { return e.value }
-                    i = e.next
-                }
-                return nil
-            }
+        let entries = self.entries.span
+        let bytes = self.bytes.span
+        while i >= 0 {
+            let e = entries[Int(i)]
+            if isKey(bytes.extracting(Int(e.start)..<Int(e.start + e.count))) { return e.value }
+            i = e.next
         }
+        return nil
     }
 }

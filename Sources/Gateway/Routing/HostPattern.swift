@@ -38,22 +38,20 @@ enum HostPattern: Sendable, Hashable {
     /// Lowercase ASCII letters, digits and "-", in non-empty dot-separated labels. One pass
     /// over the bytes: `HostNormalizer` runs it on every request's Host.
     static func validName(_ name: String) -> Bool {
-        var name = name
-        return name.withUTF8 { bytes in
-            var labelEmpty = true
-            for c in bytes {
-                switch c {
-                case UInt8(ascii: "."):
-                    if labelEmpty { return false }
-                    labelEmpty = true
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
-                    labelEmpty = false
-                default:
-                    return false
-                }
+        let bytes = name.utf8.span
+        var labelEmpty = true
+        for i in bytes.indices {
+            switch bytes[i] {
+            case UInt8(ascii: "."):
+                if labelEmpty { return false }
+                labelEmpty = true
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+                labelEmpty = false
+            default:
+                return false
             }
-            return !labelEmpty
         }
+        return !labelEmpty
     }
 }
 

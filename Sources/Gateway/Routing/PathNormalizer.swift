@@ -26,7 +26,7 @@ enum PathNormalizer {
 
     static func normalize(target: String) -> Result<Normalized, Rejection> {
         // Most targets are a normal path alone: then the path is the target itself.
-        if target.utf8.withContiguousStorageIfAvailable({ isPlainPath($0) }) == true {
+        if isPlainPath(target.utf8.span) {
             return .success(Normalized(path: target, query: nil, dotDotOrigins: []))
         }
         let bytes = Array(target.utf8)
@@ -40,7 +40,7 @@ enum PathNormalizer {
             query = String(decoding: raw, as: UTF8.self)
         }
         if bytes[..<pathEnd].contains(UInt8(ascii: "#")) { return .failure(.fragment) }
-        if isAlreadyNormal(bytes[..<pathEnd]) {
+        if isAlreadyNormal(bytes.span.extracting(..<pathEnd)) {
             return .success(
                 Normalized(
                     path: String(decoding: bytes[..<pathEnd], as: UTF8.self),
@@ -115,14 +115,15 @@ enum PathNormalizer {
 
     /// A target that is a normal path with nothing else: "/" first, then what
     /// `isAlreadyNormal` accepts, no query, no fragment.
-    private static func isPlainPath(_ target: UnsafeBufferPointer<UInt8>) -> Bool {
-        target.first == UInt8(ascii: "/") && isAlreadyNormal(target[...])
+    private static func isPlainPath(_ target: Span<UInt8>) -> Bool {
+        !target.isEmpty && target[0] == UInt8(ascii: "/") && isAlreadyNormal(target)
     }
 
     /// Fast path for the common case: only pchar and "/", no "%", no "//", no "/.".
-    private static func isAlreadyNormal<C: Collection<UInt8>>(_ path: C) -> Bool {
+    private static func isAlreadyNormal(_ path: Span<UInt8>) -> Bool {
         var previous: UInt8 = 0
-        for c in path {
+        for i in path.indices {
+            let c = path[i]
             if c == UInt8(ascii: "/") {
                 if previous == UInt8(ascii: "/") { return false }
             } else if c == UInt8(ascii: ".") {

@@ -1,4 +1,3 @@
-import Glibc
 import Reactor
 
 /// A route's `methods:` as one bit per method, so checking one costs an AND.
@@ -91,7 +90,7 @@ struct PathTable: Sendable {
 
     /// The index (`RouteConfig.index`) of the most specific route for `path`: an exact rule
     /// (the longer first) before any prefix rule, a longer prefix before a shorter one.
-    func first(path p: UnsafeBufferPointer<UInt8>, method: HTTPMethod) -> Int32? {
+    func first(path p: Span<UInt8>, method: HTTPMethod) -> Int32? {
         let n = p.count
         var hash = PrefixHash.empty
         var withoutLastByte = PrefixHash.empty
@@ -118,29 +117,27 @@ struct PathTable: Sendable {
     }
 
     @inline(__always)
-    private func rules(length: Int, hash: UInt64, _ p: UnsafeBufferPointer<UInt8>) -> Rules? {
+    private func rules(length: Int, hash: UInt64, _ p: Span<UInt8>) -> Rules? {
         guard table.mayHold(length: length) else { return nil }
-        return table.find(hash: hash) { key in
-            key.count == length && (length == 0 || memcmp(key.baseAddress!, p.baseAddress!, length) == 0)
-        }
+        let prefix = p.extracting(first: length)
+        return table.find(hash: hash) { key in key.elementsEqual(prefix) }
     }
 
     private func probePrefix(
-        length: Int, hash: UInt64, _ p: UnsafeBufferPointer<UInt8>, _ method: HTTPMethod, _ hit: inout Int32
+        length: Int, hash: UInt64, _ p: Span<UInt8>, _ method: HTTPMethod, _ hit: inout Int32
     ) {
         guard let r = rules(length: length, hash: hash, p), let i = firstAllowing(method, in: r.prefix) else { return }
         hit = i
     }
 
-    private func exactHit(length: Int, hash: UInt64, _ p: UnsafeBufferPointer<UInt8>, _ method: HTTPMethod) -> Int32? {
+    private func exactHit(length: Int, hash: UInt64, _ p: Span<UInt8>, _ method: HTTPMethod) -> Int32? {
         guard let r = rules(length: length, hash: hash, p) else { return nil }
         return firstAllowing(method, in: r.exact)
     }
 
     private func firstAllowing(_ method: HTTPMethod, in range: Range<Int32>) -> Int32? {
-        candidates.withUnsafeBufferPointer { c in
-            for i in range where c[Int(i)].methods.contains(method) { return c[Int(i)].index }
-            return nil
-        }
+        let c = candidates.span
+        for i in range where c[Int(i)].methods.contains(method) { return c[Int(i)].index }
+        return nil
     }
 }

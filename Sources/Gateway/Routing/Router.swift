@@ -50,34 +50,30 @@ final class Router: Sendable {
     /// The index (`RouteConfig.index`) of the most specific route that matches. `host` is
     /// normalized (`HostNormalizer`), `path` too (`PathNormalizer`).
     func matchIndex(host: String, method: HTTPMethod, path: String) -> Int? {
-        var path = path
-        return path.withUTF8 { p in
-            if !exactHosts.isEmpty, let t = exactHosts[host], let hit = tables[Int(t)].first(path: p, method: method) {
-                return Int(hit)
-            }
-            if !wildcards.isEmpty, let hit = wildcardHit(host: host, path: p, method: method) { return Int(hit) }
-            return anyHost?.first(path: p, method: method).map(Int.init)
+        let p = path.utf8.span
+        if !exactHosts.isEmpty, let t = exactHosts[host], let hit = tables[Int(t)].first(path: p, method: method) {
+            return Int(hit)
         }
+        if !wildcards.isEmpty, let hit = wildcardHit(host: host, path: p, method: method) { return Int(hit) }
+        return anyHost?.first(path: p, method: method).map(Int.init)
     }
 
     /// The wildcard rules that match `host` are its suffixes that start at a "." after the
     /// first byte (`HostPattern.matches`). Read backwards, shorter suffixes come first; their
     /// tables are then tried longest suffix first, and the first with a route wins, so the
     /// path is scanned once per matching rule at most (most hosts match one or none).
-    private func wildcardHit(host: String, path: UnsafeBufferPointer<UInt8>, method: HTTPMethod) -> Int32? {
-        var host = host
+    private func wildcardHit(host: String, path: Span<UInt8>, method: HTTPMethod) -> Int32? {
         var matching: [Int32] = []
-        host.withUTF8 { h in
-            var hash = PrefixHash.empty
-            var i = h.count - 1
-            while i > 0 {
-                hash = PrefixHash.adding(h[i], to: hash)
-                if h[i] == UInt8(ascii: "."), wildcards.mayHold(length: h.count - i) {
-                    let suffix = UnsafeBufferPointer(rebasing: h[i...])
-                    if let t = wildcards.find(hash: hash, where: { $0.elementsEqual(suffix) }) { matching.append(t) }
-                }
-                i -= 1
+        let h = host.utf8.span
+        var hash = PrefixHash.empty
+        var i = h.count - 1
+        while i > 0 {
+            hash = PrefixHash.adding(h[i], to: hash)
+            if h[i] == UInt8(ascii: "."), wildcards.mayHold(length: h.count - i) {
+                let suffix = h.extracting(i...)
+                if let t = wildcards.find(hash: hash, where: { $0.elementsEqual(suffix) }) { matching.append(t) }
             }
+            i -= 1
         }
         for t in matching.reversed() {
             if let hit = tables[Int(t)].first(path: path, method: method) { return hit }

@@ -1,4 +1,3 @@
-import Glibc
 import Reactor
 
 /// Reading the gateway's cookies from a request and writing them in a response (RFC 6265).
@@ -26,8 +25,8 @@ struct Cookies {
         var twice = Set<String>()
         for header in cookieHeaders {
             Self.pairs(header) { name, value in
-                let n = String(decoding: name, as: UTF8.self)
-                let v = String(decoding: value, as: UTF8.self)
+                let n = String(decodingUTF8: name)
+                let v = String(decodingUTF8: value)
                 if let first = out[n] {
                     if first != v { twice.insert(n) }
                 } else {
@@ -41,32 +40,20 @@ struct Cookies {
 
     /// The `name=value` pairs of one Cookie header, on its UTF-8 bytes (it runs on every
     /// request of a login route, and session cookies are kilobytes long).
-    static func pairs(_ header: String, _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
-        var header = header
-        header.withUTF8 { b in
-            var i = 0
-            while i < b.count {
-                // memchr: a session cookie is kilobytes long, a byte loop ran ~4 instructions
-                // per byte of it on every request.
-                let end = Self.index(of: UInt8(ascii: ";"), in: b, from: i)
-                var start = i
-                while start < end && b[start] == UInt8(ascii: " ") { start += 1 }
-                var eq = start
-                while eq < end && b[eq] != UInt8(ascii: "=") { eq += 1 }
-                if eq < end {
-                    body(UnsafeBufferPointer(rebasing: b[start..<eq]), UnsafeBufferPointer(rebasing: b[(eq + 1)..<end]))
-                }
-                i = end + 1
-            }
+    static func pairs(_ header: String, _ body: (Span<UInt8>, Span<UInt8>) -> Void) {
+        let b = header.utf8.span
+        var i = 0
+        while i < b.count {
+            // memchr: a session cookie is kilobytes long, a byte loop ran ~4 instructions
+            // per byte of it on every request.
+            let end = b.firstIndex(of: UInt8(ascii: ";"), from: i) ?? b.count
+            var start = i
+            while start < end && b[start] == UInt8(ascii: " ") { start += 1 }
+            var eq = start
+            while eq < end && b[eq] != UInt8(ascii: "=") { eq += 1 }
+            if eq < end { body(b.extracting(start..<eq), b.extracting((eq + 1)..<end)) }
+            i = end + 1
         }
-    }
-
-    /// The first `byte` in `b[from...]`, or `b.count`.
-    private static func index(of byte: UInt8, in b: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
-        guard let base = b.baseAddress, from < b.count,
-            let hit = memchr(base + from, Int32(byte), b.count - from)
-        else { return b.count }
-        return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
     }
 
     /// The value of `name`, joined from its chunks; nil if it or a chunk came with two values.

@@ -34,36 +34,37 @@ struct ReplayID: Hashable, Sendable {
     }
 
     /// A DPoP proof's `jti` under its key's thumbprint (RFC 9449 §11.1). The input is put
-    /// together in stack memory (it is hashed on every DPoP request).
+    /// together on the stack when it fits 128 bytes, as a thumbprint (43) and a usual `jti`
+    /// do (it is hashed on every DPoP request).
     init(jkt: String, jti: String) {
-        var jkt = jkt
-        var jti = jti
-        let n = jkt.utf8.count + 1 + jti.utf8.count
-        self = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: n) { input in
-            jkt.withUTF8 { k in
-                jti.withUTF8 { j in
-                    _ = UnsafeMutableBufferPointer(rebasing: input[..<k.count]).initialize(from: k)
-                    input[k.count] = 0
-                    _ = UnsafeMutableBufferPointer(rebasing: input[(k.count + 1)...]).initialize(from: j)
-                }
-            }
-            return ReplayID(digestOf: UnsafeRawBufferPointer(input))
+        let k = jkt.utf8.span
+        let j = jti.utf8.span
+        let n = k.count + 1 + j.count
+        guard n <= 128 else {
+            var input: [UInt8] = []
+            input.reserveCapacity(n)
+            input.append(contentsOf: jkt.utf8)
+            input.append(0)
+            input.append(contentsOf: jti.utf8)
+            self.init(digestOf: input.span)
+            return
         }
+        var input = InlineArray<128, UInt8>(repeating: 0)
+        for i in k.indices { input[i] = k[i] }
+        for i in j.indices { input[k.count + 1 + i] = j[i] }
+        self.init(digestOf: input.span.extracting(0..<n))
     }
 
     /// A back-channel logout token's `jti` under its issuer (OIDC Back-Channel Logout 1.0 §2.6
     /// step 10): a namespace of its own. The leading 0x01 is never the first byte of a
     /// thumbprint (base64url text), so no logout id can equal a proof's.
     init(logoutTokenOf issuer: String, jti: String) {
-        self.init(digestOf: [1] + Array(issuer.utf8) + [0] + Array(jti.utf8))
+        let input = [1] + Array(issuer.utf8) + [0] + Array(jti.utf8)
+        self.init(digestOf: input.span)
     }
 
-    private init(digestOf bytes: [UInt8]) {
-        self = bytes.withUnsafeBytes { ReplayID(digestOf: $0) }
-    }
-
-    private init(digestOf bytes: UnsafeRawBufferPointer) {
-        let digest = Digest.sha256.hash(bytes: bytes)
+    private init(digestOf bytes: Span<UInt8>) {
+        let digest = Digest.sha256.hash(bytes)
         high = digest[0..<8].reduce(0) { $0 << 8 | UInt64($1) }
         low = digest[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
     }

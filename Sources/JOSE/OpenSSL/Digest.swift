@@ -43,6 +43,11 @@ public enum Digest: Sendable {
         }
     }
 
+    /// The digest of `bytes` (no copy of them).
+    public func hash(_ bytes: Span<UInt8>) -> [UInt8] {
+        bytes.withUnsafeBytes { hash(bytes: $0) }
+    }
+
     /// The digest of a string's UTF-8 bytes.
     public func hash(utf8 text: String) -> [UInt8] {
         var text = text

@@ -31,9 +31,10 @@ public struct AuthorizationFields: Sendable {
 
     public init() {}
 
-    public mutating func add(_ value: UnsafeBufferPointer<UInt8>) {
+    /// One more `Authorization` field's value bytes.
+    public mutating func add(_ value: Span<UInt8>) {
         count += 1
-        if count == 1 { first = BearerTokenExtractor.parseAuthorization(bytes: value) }
+        if count == 1 { first = value.withUnsafeBufferPointer { BearerTokenExtractor.parseAuthorization(bytes: $0) } }
     }
 }
 
@@ -46,10 +47,7 @@ public enum BearerTokenExtractor {
         sources: TokenSources = TokenSources()
     ) -> PresentedCredential {
         var fields = AuthorizationFields()
-        for value in authorization {
-            var value = value
-            value.withUTF8 { fields.add($0) }
-        }
+        for value in authorization { fields.add(value.utf8.span) }
         return extract(authorization: fields, formTokens: formTokens, queryTokens: queryTokens, sources: sources)
     }
 

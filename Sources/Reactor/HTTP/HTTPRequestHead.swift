@@ -61,7 +61,7 @@ public struct HTTPResponseHead: Sendable {
     public var flattened: HTTPResponseHead {
         guard forwarded != nil || lastField != nil else { return self }
         var all = forwarded?.passedOn ?? HTTP1Fields()
-        fields.forEachField { all.append(name: $0, value: $1) }
+        fields.forEachFieldBuffer { all.append(name: $0, value: $1) }
         if let (name, value) = lastField { all.append(name, value) }
         return HTTPResponseHead(status: status, reason: reason, fields: all)
     }

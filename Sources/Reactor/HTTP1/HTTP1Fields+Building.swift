@@ -11,8 +11,8 @@ extension HTTP1Fields {
 
     /// Calls `body` with the value bytes of each field named `name` (ASCII case-insensitive),
     /// in order, without copying them.
-    public func forEachValue(named name: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-        forEachIndex(named: name) { i in withValue(i, body) }
+    public func forEachValue(named name: String, _ body: (Swift.Span<UInt8>) -> Void) {
+        forEachIndex(named: name) { i in withValue(i) { body(Swift.Span(_unsafeElements: $0)) } }
     }
 
     /// The value of the first field named `name` and how many there are, in one pass.
@@ -73,7 +73,12 @@ extension HTTP1Fields {
         }
     }
 
-    public mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+    /// Appends a field from bytes held elsewhere (another section's, copied).
+    public mutating func append(name: Swift.Span<UInt8>, value: Swift.Span<UInt8>) {
+        name.withUnsafeBufferPointer { n in value.withUnsafeBufferPointer { v in append(name: n, value: v) } }
+    }
+
+    mutating func append(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         makeRoom(bytes: name.count + value.count, spans: 1)
         // Through the buffer this section holds (unique now, and held by self for the call):
         // no reference counted for it.
@@ -118,7 +123,14 @@ extension HTTP1Fields {
     }
 
     /// Calls `body` with each field's name and value bytes, in order, without copying.
-    public func forEachField(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
+    public func forEachField(_ body: (Swift.Span<UInt8>, Swift.Span<UInt8>) -> Void) {
+        forEachFieldBuffer { name, value in
+            body(Swift.Span(_unsafeElements: name), Swift.Span(_unsafeElements: value))
+        }
+    }
+
+    /// The same, as buffers: for the engine's own writers.
+    func forEachFieldBuffer(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
         withBytes { all in
             for i in 0..<count {
                 let s = span(i)
@@ -135,7 +147,7 @@ extension HTTP1Fields {
     /// fields' bytes stay where they are: the bytes are copied whole, in one piece, and only
     /// the kept spans are listed (what a dropped field held is never read).
     public func filter(
-        names keep: (UnsafeBufferPointer<UInt8>) -> Bool, extraBytes: Int = 256, extraFields: Int = 8
+        names keep: (Swift.Span<UInt8>) -> Bool, extraBytes: Int = 256, extraFields: Int = 8
     ) -> HTTP1Fields {
         guard let source = buffer else {
             var out = HTTP1Fields()
@@ -149,7 +161,7 @@ extension HTTP1Fields {
         let all = UnsafeBufferPointer(start: source.bytes, count: source.counts.pointee.byteCount)
         for i in 0..<n {
             let s = source.span(i)
-            if keep(UnsafeBufferPointer(rebasing: all[s.nameStart..<s.nameEnd])) { out.appendSpan(s) }
+            if keep(Swift.Span(_unsafeElements: all[s.nameStart..<s.nameEnd])) { out.appendSpan(s) }
         }
         return withExtendedLifetime(source) { HTTP1Fields(buffer: out) }
     }

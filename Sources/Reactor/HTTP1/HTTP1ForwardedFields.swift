@@ -7,12 +7,12 @@ public struct HTTP1ForwardedFields: Sendable {
     private var dropped = FieldSet()
 
     /// The fields of `fields` whose name `keep` accepts.
-    public init(_ fields: HTTP1Fields, keeping keep: (UnsafeBufferPointer<UInt8>) -> Bool) {
+    public init(_ fields: HTTP1Fields, keeping keep: (Span<UInt8>) -> Bool) {
         self.fields = fields
         fields.withBytes { all in
             for i in 0..<fields.count {
                 let s = fields.span(i)
-                if !keep(UnsafeBufferPointer(rebasing: all[s.nameStart..<s.nameEnd])) { dropped.insert(i) }
+                if !keep(Span(_unsafeElements: all[s.nameStart..<s.nameEnd])) { dropped.insert(i) }
             }
         }
     }
@@ -24,9 +24,9 @@ public struct HTTP1ForwardedFields: Sendable {
 
     /// Calls `body` with the index and value bytes of each field passed on that is named
     /// `name` (ASCII case-insensitive), in order.
-    public func forEachValue(named name: String, _ body: (Int, UnsafeBufferPointer<UInt8>) -> Void) {
+    public func forEachValue(named name: String, _ body: (Int, Span<UInt8>) -> Void) {
         fields.forEachIndex(named: name) { i in
-            if !dropped.contains(i) { fields.withValue(i) { body(i, $0) } }
+            if !dropped.contains(i) { fields.withValue(i) { body(i, Span(_unsafeElements: $0)) } }
         }
     }
 

@@ -102,7 +102,7 @@ enum HTTP1ResponseEncoder {
         _ head: HTTPResponseHead, _ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void
     ) {
         head.forwarded?.forEachField { _, name, value in body(name, value) }
-        head.fields.forEachField(body)
+        head.fields.forEachFieldBuffer(body)
         if let (name, value) = head.lastField {
             var value = value
             name.withUTF8Buffer { name in value.withUTF8 { body(name, $0) } }

@@ -25,7 +25,7 @@ struct HTTP2ResponseFields {
             add(name: name, value: value, lowercasing: true)
         }
         head.forwarded?.forEachField { _, name, value in each(name, value) }
-        head.fields.forEachField(each)
+        head.fields.forEachFieldBuffer(each)
         if let (name, value) = head.lastField {
             var value = value
             name.withUTF8Buffer { name in value.withUTF8 { each(name, $0) } }

@@ -39,7 +39,7 @@ extension UpstreamCall.Request {
             forwarded?.forEachField { _, name, value in
                 if !Self.isFraming(name) { out.writeField(name, value) }
             }
-            fields.forEachField { name, value in
+            fields.forEachFieldBuffer { name, value in
                 if !Self.isFraming(name) { out.writeField(name, value) }
             }
             if expectContinue && bodyFraming != .none { out.write("Expect: 100-continue\r\n") }

@@ -108,7 +108,7 @@ enum AccessLogLine {
 
     /// `{"ts":"…","level":"info","msg":…` — the same first three members as swift-log's
     /// lines (`JSONLogHandler`), so one reader takes both.
-    private static func head(_ msg: StaticString, time: inout LogTimestamp, to line: inout JSONLineBytes) {
+    private static func head(_ msg: String, time: inout LogTimestamp, to line: inout JSONLineBytes) {
         line.key("ts", first: true)
         line.bytes.append(UInt8(ascii: "\""))
         time.append(to: &line.bytes)

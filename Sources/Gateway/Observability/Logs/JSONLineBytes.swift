@@ -1,3 +1,5 @@
+import Reactor
+
 /// Appends JSON (RFC 8259) members to a byte buffer, for log lines written by hand: no
 /// dictionary, no intermediate `String`, no formatter. Strings are copied as they are where
 /// their bytes allow it and escaped only where they must be, so that every line is valid
@@ -13,12 +15,13 @@ struct JSONLineBytes {
         bytes.reserveCapacity(capacity)
     }
 
-    /// `{"key":` or `,"key":` — `key` is one of the log's own names, never escaped.
+    /// `{"key":` or `,"key":` — `key` is one of the log's own names (a literal), never
+    /// escaped.
     @inline(__always)
-    mutating func key(_ key: StaticString, first: Bool = false) {
+    mutating func key(_ key: String, first: Bool = false) {
         bytes.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
         bytes.append(UInt8(ascii: "\""))
-        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(copying: key.utf8.span)
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
     }
@@ -30,8 +33,9 @@ struct JSONLineBytes {
         bytes.append(UInt8(ascii: ":"))
     }
 
-    mutating func raw(_ text: StaticString) {
-        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    /// Text of the log's own (a literal), copied as it is.
+    mutating func raw(_ text: String) {
+        bytes.append(copying: text.utf8.span)
     }
 
     mutating func endLine() {
@@ -40,12 +44,11 @@ struct JSONLineBytes {
     }
 
     mutating func string(_ value: String) {
-        var value = value
-        value.withUTF8 { string(utf8: $0) }
+        string(utf8: value.utf8.span)
     }
 
     /// A JSON string of these bytes, whatever they are.
-    mutating func string(utf8 value: UnsafeBufferPointer<UInt8>) {
+    mutating func string(utf8 value: Span<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
         var plainFrom = 0
         var i = 0
@@ -61,12 +64,12 @@ struct JSONLineBytes {
                 i += length
                 continue
             }
-            if plainFrom < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: value[plainFrom..<i])) }
+            if plainFrom < i { bytes.append(copying: value.extracting(plainFrom..<i)) }
             escape(b)
             i += 1
             plainFrom = i
         }
-        if plainFrom < n { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: value[plainFrom..<n])) }
+        if plainFrom < n { bytes.append(copying: value.extracting(plainFrom..<n)) }
         bytes.append(UInt8(ascii: "\""))
     }
 
@@ -95,7 +98,7 @@ struct JSONLineBytes {
     /// The length of the well-formed UTF-8 sequence that starts at `i` (a byte ≥ 0x80), or 0.
     /// The ranges of each second byte rule out overlong forms, surrogates and code points
     /// past U+10FFFF.
-    static func wellFormedLength(_ s: UnsafeBufferPointer<UInt8>, at i: Int) -> Int {
+    static func wellFormedLength(_ s: Span<UInt8>, at i: Int) -> Int {
         let b0 = s[i]
         let left = s.count - i
         @inline(__always) func cont(_ k: Int) -> Bool { s[i + k] & 0xC0 == 0x80 }
@@ -129,18 +132,22 @@ struct JSONLineBytes {
         }
     }
 
+    /// Decimal digits, written in place at the end of the buffer (last digit first).
     mutating func unsigned(_ value: UInt64) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
-        withUnsafeMutableBytes(of: &digits) { buf in
-            var v = value
-            var at = buf.count
-            repeat {
-                at -= 1
-                buf[at] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
-            } while v > 0
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buf[at...]))
+        var length = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            length += 1
         }
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: length))
+        var at = bytes.count
+        var v = value
+        repeat {
+            at -= 1
+            bytes[at] = UInt8(ascii: "0") + UInt8(v % 10)
+            v /= 10
+        } while v > 0
     }
 
     /// Milliseconds with three decimals, from microseconds: `12.345`, `0.042`.

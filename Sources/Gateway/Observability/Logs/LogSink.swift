@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Reactor
 import Synchronization
 
 /// One place log lines go — standard output, standard error or a file — and the one thread
@@ -43,10 +44,10 @@ final class LogSink: @unchecked Sendable {
     /// Failed writes (`write(2)` errors other than EINTR/EAGAIN, and failed reopens).
     let writeErrors = Atomic<Int>(0)
 
-    /// Written by the writer thread alone once it runs. A file's descriptor is owned here
-    /// (opened in `init`, replaced by `reopen`, closed at the end of `run`); the standard
-    /// streams' belong to the process and are never closed.
-    private var fd: Int32
+    /// Written by the writer thread alone once it runs. A file is owned here (opened in
+    /// `init`, replaced by `reopen`, closed at the end of `run`); the standard streams
+    /// belong to the process and are never closed.
+    private var file: OutputFile
     private let capacity: Int
     /// The warning about drops, at most once per `warningInterval` seconds (monotonic),
     /// whichever thread saw them.
@@ -70,7 +71,7 @@ final class LogSink: @unchecked Sendable {
     /// A standard stream; its thread starts now.
     private init(stream: Destination) {
         destination = stream
-        fd = stream == .standardError ? 2 : 1
+        file = stream == .standardError ? .standardError() : .standardOutput()
         capacity = 1 << 20
         start()
     }
@@ -79,15 +80,17 @@ final class LogSink: @unchecked Sendable {
     /// stops the start instead of losing every line. `capacity`: the most bytes waiting.
     init(path: String, capacity: Int) throws {
         destination = .file(path: path)
-        fd = try Self.open(path)
+        file = try Self.open(path)
         self.capacity = capacity
         start()
     }
 
-    private static func open(_ path: String) throws -> Int32 {
-        let fd = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw OpenError(path: path, reason: String(cString: strerror(errno))) }
-        return fd
+    private static func open(_ path: String) throws -> OutputFile {
+        do throws(OutputFile.OpenError) {
+            return try OutputFile(appendingTo: path)
+        } catch {
+            throw OpenError(path: path, reason: error.reason)
+        }
     }
 
     /// The thread holds the sink until `run` returns (after `close`).
@@ -208,15 +211,15 @@ final class LogSink: @unchecked Sendable {
         writing = false
         condition.broadcast()
         condition.unlock()
-        if case .file = destination { Glibc.close(fd) }
+        file.close()
     }
 
     private func reopenFile() {
         guard case .file(let path) = destination else { return }
         do {
             let next = try Self.open(path)
-            Glibc.close(fd)
-            fd = next
+            file.close()
+            file = next
         } catch {
             // The old file keeps the lines: nothing is lost, but the rotation did not happen.
             writeErrors.add(1, ordering: .relaxed)
@@ -224,35 +227,19 @@ final class LogSink: @unchecked Sendable {
         }
     }
 
-    /// Writes `count` bytes holding `lines` lines, all of them unless the descriptor fails.
-    /// Whether the last write stopped inside a line (then the next starts with a newline, so
-    /// the fragment stays a line of its own and every other line stays valid JSON).
-    fileprivate func writeAll(_ p: UnsafeRawBufferPointer, lines: Int, midLine: inout Bool) {
-        if midLine {
-            var nl = UInt8(ascii: "\n")
-            if Glibc.write(fd, &nl, 1) == 1 { midLine = false }
-        }
-        var at = 0
-        while at < p.count {
-            let n = Glibc.write(fd, p.baseAddress! + at, p.count - at)
-            if n > 0 {
-                at += n
-                continue
-            }
-            let code = n < 0 ? errno : EIO
-            if code == EINTR { continue }
-            if code == EAGAIN || code == EWOULDBLOCK {
-                // A descriptor someone else made non-blocking: wait here, on this thread.
-                var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&pfd, 1, 1000)
-                continue
-            }
-            midLine = at > 0
+    /// Writes `bytes` holding `lines` lines, all of them unless the file fails. Whether the
+    /// last write stopped inside a line (then the next starts with a newline, so the fragment
+    /// stays a line of its own and every other line stays valid JSON).
+    fileprivate func writeAll(_ bytes: Span<UInt8>, lines: Int, midLine: inout Bool) {
+        if midLine, file.write(Self.newline.span) == .written { midLine = false }
+        if case .failed(let written, let reason) = file.write(bytes) {
+            midLine = written > 0
             writeErrors.add(1, ordering: .relaxed)
-            noteDropped(lines, reason: "write failed: \(String(cString: strerror(code)))")
-            return
+            noteDropped(lines, reason: "write failed: \(reason)")
         }
     }
+
+    private static let newline: [UInt8] = [UInt8(ascii: "\n")]
 
     /// Counts dropped lines and, at most once per interval for the process's sinks, says so
     /// on standard error (a line of its own: `submit` there never waits either).
@@ -313,7 +300,7 @@ private struct ChunkWriter {
     mutating func add(_ chunk: [UInt8], lines: Int, to sink: LogSink) {
         if staging.count + chunk.count > Self.size { flush(to: sink) }
         if chunk.count >= Self.size {
-            chunk.withUnsafeBytes { sink.writeAll($0, lines: lines, midLine: &midLine) }
+            sink.writeAll(chunk.span, lines: lines, midLine: &midLine)
             return
         }
         staging.append(contentsOf: chunk)
@@ -322,7 +309,9 @@ private struct ChunkWriter {
 
     mutating func flush(to sink: LogSink) {
         guard !staging.isEmpty else { return }
-        staging.withUnsafeBytes { sink.writeAll($0, lines: stagedLines, midLine: &midLine) }
+        var stopped = midLine
+        sink.writeAll(staging.span, lines: stagedLines, midLine: &stopped)
+        midLine = stopped
         staging.removeAll(keepingCapacity: true)
         stagedLines = 0
     }

@@ -1,0 +1,48 @@
+import Reactor
+import Testing
+
+/// The span helpers Reactor gives the modules above it, against the plain collection
+/// operations they stand for.
+@Suite("Span bytes: memchr, memcmp and copies behind a safe view")
+struct SpanBytesTests {
+    static let samples: [[UInt8]] = [[], [0x3B], Array("a=1; b=2;;c".utf8), Array(repeating: 0x61, count: 300) + [0x3B]]
+
+    @Test(arguments: samples)
+    func firstIndexIsTheCollectionsFromEveryStart(bytes: [UInt8]) {
+        for from in 0...bytes.count + 1 {
+            let want = from < bytes.count ? bytes[from...].firstIndex(of: 0x3B) : nil
+            let got = bytes.span.firstIndex(of: 0x3B, from: from)
+            #expect(got == want, "from \(from)")
+        }
+        let contains = bytes.span.contains(0x3B)
+        #expect(contains == bytes.contains(0x3B))
+    }
+
+    @Test(arguments: samples)
+    func equalityAndCopies(bytes: [UInt8]) {
+        let copy = Array(bytes)
+        let longer = bytes + [0]
+        let same = bytes.span.elementsEqual(copy.span)
+        let sameAsLonger = bytes.span.elementsEqual(longer.span)
+        #expect(same && !sameAsLonger)
+        if !bytes.isEmpty {
+            var other = bytes
+            other[other.count - 1] ^= 1
+            let sameAsOther = bytes.span.elementsEqual(other.span)
+            #expect(!sameAsOther)
+        }
+        let array = [UInt8](bytes.span)
+        #expect(array == bytes)
+        var out: [UInt8] = [7]
+        out.append(copying: bytes.span)
+        #expect(out == [7] + bytes)
+        let text = String(decodingUTF8: bytes.span)
+        #expect(text == String(decoding: bytes, as: UTF8.self))
+    }
+
+    @Test func illFormedUTF8IsReplaced() {
+        let bytes: [UInt8] = [0x61, 0xFF, 0x62]
+        let text = String(decodingUTF8: bytes.span)
+        #expect(text == "a\u{FFFD}b")
+    }
+}
