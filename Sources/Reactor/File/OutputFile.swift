@@ -61,6 +61,7 @@ public final class OutputFile {
                 let code = fd < 0 ? EBADF : n < 0 ? errno : EIO
                 if code == EINTR { continue }
                 if code == EAGAIN || code == EWOULDBLOCK {
+                    // A descriptor someone else made non-blocking: wait here, on this thread.
                     var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
                     _ = poll(&pfd, 1, 1000)
                     continue
