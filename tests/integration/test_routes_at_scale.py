@@ -133,13 +133,26 @@ def test_a_sighup_during_startup_does_not_end_the_process(upstream, tmp_path):
     g.log = open(g.log_path, "wb")
     g.proc = subprocess.Popen([BIN, "serve", "--config", g.config_path], stdout=g.log, stderr=subprocess.STDOUT)
     try:
-        time.sleep(0.02)
+        # As soon as the process ignores SIGHUP (its first step, before the config is read):
+        # a fixed sleep would race the exec itself on a loaded machine, where no process
+        # can handle a signal yet.
+        wait_for(lambda: _ignores_sighup(g.proc.pid), timeout=10, what="SIGHUP ignored")
         g.signal(signal.SIGHUP)
         wait_for(lambda: g.proc.poll() is not None or _ready(g), timeout=20, what="readiness or exit")
         assert g.proc.poll() is None, g.output()
         assert upstream_of(requests.get(g.url("/svc00042/api/x"), timeout=5)) == f"a{42 % UPSTREAMS}"
     finally:
         g.stop()
+
+
+def _ignores_sighup(pid):
+    """Whether the process's SigIgn mask (proc(5)) has SIGHUP's bit."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(line.split()[1] for line in f if line.startswith("SigIgn:"))
+    except (OSError, StopIteration):
+        return False
+    return int(mask, 16) & (1 << (signal.SIGHUP - 1)) != 0
 
 
 def _ready(g):
