@@ -69,7 +69,7 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log")
             ],
-            swiftSettings: strictC + [.swiftLanguageMode(.v5)]),
+            swiftSettings: strictC + [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "tokengate",
             dependencies: [
@@ -77,7 +77,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log")
             ],
-            swiftSettings: [.swiftLanguageMode(.v5)]),
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         // Micro-benchmark, not a test: full JWT verify and the DPoP proof check vs OpenSSL's raw
         // EVP_DigestVerify; `--profile` runs one scenario alone, for callgrind.
         .executableTarget(
