@@ -86,12 +86,13 @@ let package = Package(
         .executableTarget(name: "HTTP1ParseTool", dependencies: ["Reactor"], path: "Sources/HTTP1ParseTool"),
 
         .testTarget(
-            name: "JOSETests", dependencies: ["JOSE", "OAuth", "COpenSSL"],
+            name: "JOSETests", dependencies: ["JOSE", "OAuth", "COpenSSL", "TestSupport"],
             resources: [.copy("Fixtures")]),
-        // What several test targets share: a real redis-server for the Redis-backed tests.
+        // What several test targets share: a real redis-server for the Redis-backed tests, the
+        // fuzz corpora the replay suites run.
         .target(name: "TestSupport", dependencies: ["Reactor"], path: "Tests/TestSupport"),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor", "TestSupport"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "TestSupport"]),
-        .testTarget(name: "OAuthTests", dependencies: ["OAuth"])
+        .testTarget(name: "OAuthTests", dependencies: ["OAuth", "TestSupport"])
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import TestSupport
 import Testing
 
 /// Replays the saved LoginFuzz corpus (fuzz/corpus-login, see fuzz/README.md) and every past finding
@@ -7,23 +8,10 @@ import Testing
 /// the fuzzer kept without building the fuzzer. An input that traps here is a regression.
 @Suite("LoginFuzz corpus replay")
 struct LoginFuzzCorpusReplayTests {
-    static let fuzz = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("fuzz")
-
-    static func files(_ directory: String) throws -> [(name: String, bytes: [UInt8])] {
-        let url = fuzz.appendingPathComponent(directory)
-        guard FileManager.default.fileExists(atPath: url.path) else { return [] }
-        return try FileManager.default.contentsOfDirectory(atPath: url.path).filter { !$0.hasPrefix(".") }.sorted()
-            .map { ($0, Array(try Data(contentsOf: url.appendingPathComponent($0)))) }
-    }
-
     @Test("every corpus file and past finding runs through LoginFuzzEntry")
     func replay() throws {
-        let corpus = try Self.files("corpus-login")
-        try #require(corpus.count >= 50, "fuzz/corpus-login is missing or nearly empty (\(corpus.count) files)")
-        let findings = try Self.files("findings/login")
-        for file in corpus + findings { LoginFuzzEntry.all(file.bytes) }
-        print("LoginFuzz corpus replay: \(corpus.count) files, \(findings.count) past findings")
+        let n = try FuzzCorpus.replay(
+            "corpus-login", findings: "findings/login", minimum: 50, through: LoginFuzzEntry.all)
+        print("LoginFuzz corpus replay: \(n.corpus) files, \(n.findings) past findings")
     }
 }

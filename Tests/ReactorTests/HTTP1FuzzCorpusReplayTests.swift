@@ -1,5 +1,6 @@
 import Foundation
 import Reactor
+import TestSupport
 import Testing
 
 /// Replays the saved HTTP1Fuzz corpus (fuzz/corpus-http1, see fuzz/README.md) and every past
@@ -8,24 +9,11 @@ import Testing
 /// regression.
 @Suite("HTTP/1.1 fuzz corpus replay")
 struct HTTP1FuzzCorpusReplayTests {
-    static let fuzz = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("fuzz")
-
-    static func files(_ directory: String) throws -> [(name: String, bytes: [UInt8])] {
-        let url = fuzz.appendingPathComponent(directory)
-        guard FileManager.default.fileExists(atPath: url.path) else { return [] }
-        return try FileManager.default.contentsOfDirectory(atPath: url.path).filter { !$0.hasPrefix(".") }.sorted()
-            .map { ($0, Array(try Data(contentsOf: url.appendingPathComponent($0)))) }
-    }
-
     @Test("every corpus file and past finding runs through HTTP1FuzzEntry")
     func replay() throws {
-        let corpus = try Self.files("corpus-http1")
-        try #require(corpus.count >= 40, "fuzz/corpus-http1 is missing or nearly empty (\(corpus.count) files)")
-        let findings = try Self.files("findings/http1")
-        for file in corpus + findings { HTTP1FuzzEntry.all(file.bytes) }
-        print("HTTP/1.1 fuzz corpus replay: \(corpus.count) files, \(findings.count) past findings")
+        let n = try FuzzCorpus.replay(
+            "corpus-http1", findings: "findings/http1", minimum: 40, through: HTTP1FuzzEntry.all)
+        print("HTTP/1.1 fuzz corpus replay: \(n.corpus) files, \(n.findings) past findings")
     }
 
     /// Beyond the entry's own feedings (byte by byte up to 48 bytes, two cuts): every corpus
@@ -36,7 +24,7 @@ struct HTTP1FuzzCorpusReplayTests {
     /// corpus rather than quadratic.
     @Test("every corpus file gives the same outcome however it is cut")
     func splitAnywhere() throws {
-        for (name, data) in try Self.files("corpus-http1") + Self.files("findings/http1") {
+        for (name, data) in try FuzzCorpus.files("corpus-http1") + FuzzCorpus.files("findings/http1") {
             guard let first = data.first else { continue }
             let stream = Array(data.dropFirst())
             // As the entry reads an input: the first byte picks the parser.

@@ -1,5 +1,6 @@
 import Foundation
 import Reactor
+import TestSupport
 import Testing
 
 /// Replays the saved StreamFuzz corpus (fuzz/corpus-stream, see fuzz/README.md) and every past finding
@@ -7,23 +8,10 @@ import Testing
 /// the fuzzer kept without building the fuzzer. An input that traps here is a regression.
 @Suite("StreamFuzz corpus replay")
 struct StreamFuzzCorpusReplayTests {
-    static let fuzz = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("fuzz")
-
-    static func files(_ directory: String) throws -> [(name: String, bytes: [UInt8])] {
-        let url = fuzz.appendingPathComponent(directory)
-        guard FileManager.default.fileExists(atPath: url.path) else { return [] }
-        return try FileManager.default.contentsOfDirectory(atPath: url.path).filter { !$0.hasPrefix(".") }.sorted()
-            .map { ($0, Array(try Data(contentsOf: url.appendingPathComponent($0)))) }
-    }
-
     @Test("every corpus file and past finding runs through StreamFuzzEntry")
     func replay() throws {
-        let corpus = try Self.files("corpus-stream")
-        try #require(corpus.count >= 15, "fuzz/corpus-stream is missing or nearly empty (\(corpus.count) files)")
-        let findings = try Self.files("findings/stream")
-        for file in corpus + findings { StreamFuzzEntry.all(file.bytes) }
-        print("StreamFuzz corpus replay: \(corpus.count) files, \(findings.count) past findings")
+        let n = try FuzzCorpus.replay(
+            "corpus-stream", findings: "findings/stream", minimum: 15, through: StreamFuzzEntry.all)
+        print("StreamFuzz corpus replay: \(n.corpus) files, \(n.findings) past findings")
     }
 }
