@@ -93,7 +93,8 @@ struct ErrorKindTests {
         #expect(
             UnavailableReason.allCases.map(\.code) == [
                 "keys_not_loaded", "introspection_unavailable", "replay_store_unavailable", "replay_store_refused",
-                "session_store_unavailable", "session_not_saved", "token_not_refreshed"
+                "session_store_unavailable", "session_not_saved", "token_not_refreshed",
+                "token_not_exchanged"
             ])
     }
 

@@ -38,7 +38,7 @@ final class AccessTokenValidator {
 
     init(
         loop: EventLoop, wallClock: any WallClock, cacheCapacity: Int = 10_000,
-        sharedIntrospection: SharedIntrospectionCache? = nil
+        sharedIntrospection: SharedAnswerCache? = nil
     ) {
         self.wallClock = wallClock
         issuerKeys = IssuerKeyResolver { seconds, fire in

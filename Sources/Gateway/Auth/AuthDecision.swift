@@ -19,6 +19,8 @@ struct AuthenticatedCaller {
     /// The Bearer token, when it was the request's one credential and came in the
     /// Authorization field (what `BearerMemo` may stand for).
     var fromAuthorization: String? = nil
+    /// The access token as the client presented it (what a `token_exchange` route trades).
+    var presented = ""
 }
 
 /// A wire refusal (RFC 6750 §3, RFC 9449 §7.1): the status, one challenge per scheme the

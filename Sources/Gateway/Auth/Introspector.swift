@@ -5,12 +5,12 @@ import Reactor
 /// RFC 7662 token introspection for opaque tokens, on one worker's loop (its own curl multi
 /// handle): one request per token at a time however many requests wait on it, answers
 /// cached — positive until min(exp, cache_ttl), negative for negative_ttl — on the worker and,
-/// with a Redis store, in Redis for every replica (`SharedIntrospectionCache`).
+/// with a Redis store, in Redis for every replica (`SharedAnswerCache`).
 final class Introspector {
     private let loop: EventLoop
     /// "Now" for the answers' expiry (`exp`, cache_ttl, negative_ttl).
     private let wallClock: any WallClock
-    let shared: SharedIntrospectionCache?
+    let shared: SharedAnswerCache?
     private var fetchers: [String: HTTPFetcher] = [:]
     private var positive = ValidatedTokenCache<VerifiedAccessToken>(capacity: 10_000, ttl: 300)
     private var negative = ValidatedTokenCache<String>(capacity: 10_000, ttl: 60)
@@ -19,7 +19,7 @@ final class Introspector {
     var discoveredEndpoints: [String: String] = [:]
     private(set) var requests = 0
 
-    init(loop: EventLoop, wallClock: any WallClock, shared: SharedIntrospectionCache? = nil) {
+    init(loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil) {
         self.loop = loop
         self.wallClock = wallClock
         self.shared = shared

@@ -50,6 +50,9 @@ enum UnavailableReason: String, CaseIterable, Sendable {
     case sessionNotSaved = "session_not_saved"
     /// The session's access token expired and could not be refreshed; it is not sent upstream.
     case tokenNotRefreshed = "token_not_refreshed"
+    /// A `token_exchange` route got no token for its upstream: the AS could not be asked,
+    /// or its answer was no usable token for the target (RFC 8693 §2.2.1).
+    case tokenNotExchanged = "token_not_exchanged"
 
     var code: String { rawValue }
 }

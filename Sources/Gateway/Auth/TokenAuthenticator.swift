@@ -107,8 +107,9 @@ final class TokenAuthenticator {
             let alone = formTokens.isEmpty && queryTokens.isEmpty
             func decide(_ verdict: AccessTokenValidator.Verdict) -> AuthDecision {
                 var decision = Self.decideBearer(verdict, answer: answer)
-                if alone, case .allow(var caller) = decision {
-                    caller.fromAuthorization = token
+                if case .allow(var caller) = decision {
+                    caller.presented = token
+                    if alone { caller.fromAuthorization = token }
                     decision = .allow(caller)
                 }
                 return decision
@@ -226,7 +227,7 @@ final class TokenAuthenticator {
                 result in
                 switch result {
                 case .fresh:
-                    var caller = AuthenticatedCaller(token: bound, jkt: proof.jkt)
+                    var caller = AuthenticatedCaller(token: bound, jkt: proof.jkt, presented: token)
                     if proof.nonceIsStale, let nonces {
                         caller.responseHeaders.append(("DPoP-Nonce", nonces.issue(now: now)))
                     }
@@ -240,7 +241,7 @@ final class TokenAuthenticator {
                 case .unavailable where self.failOpen:
                     // Configured availability over replay defence: let it through, and say so.
                     self.uncheckedProofs += 1
-                    var caller = AuthenticatedCaller(token: bound, jkt: proof.jkt)
+                    var caller = AuthenticatedCaller(token: bound, jkt: proof.jkt, presented: token)
                     if proof.nonceIsStale, let nonces {
                         caller.responseHeaders.append(("DPoP-Nonce", nonces.issue(now: now)))
                     }

@@ -23,6 +23,9 @@ enum CallBounds {
     /// RFC 7662 introspection: a request with an opaque token waits this long at most, then
     /// gets 503 `temporarily_unavailable`.
     static let introspection = Bound(connect: 2, total: 5)
+    /// RFC 8693 token exchange toward an upstream (`token_exchange`): a request whose token is
+    /// not exchanged yet waits this long at most, then gets 503 `temporarily_unavailable`.
+    static let tokenExchange = Bound(connect: 2, total: 5)
     /// Redis (sessions, pending logins, DPoP `jti`s, the introspection cache): connect with
     /// its handshake, then each command's reply. Past either the command fails and the
     /// connection is dropped; reconnects back off from 100 ms to 5 s.

@@ -74,6 +74,14 @@ extension ConfigParser {
             tokens?.resource = resource
             let mcp = mcpRules(m, path: p, auth: auth, r)
             tokens?.mcp = mcp
+            let exchange = tokenExchange(m, path: p, auth: auth, cfg: cfg, r)
+            tokens?.tokenExchange = exchange
+            if tokens?.tokenExchange != nil, tokens?.dpop?.forwardProof == true {
+                r.problem(
+                    "\(p).dpop.forward_proof", m["dpop"],
+                    "cannot be used with token_exchange: the caller's proof is for the caller's token, which the upstream never gets"
+                )
+            }
             if let n = m["close_at_token_expiry"], tokens == nil {
                 r.problem(
                     "\(p).close_at_token_expiry", n,

@@ -33,6 +33,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case mcp = "routes[].mcp"
     /// An entry of `mcp.methods`, `mcp.tools`, `mcp.resources` or `mcp.prompts` (same keys).
     case mcpRule = "routes[].mcp.tools.NAME"
+    case tokenExchange = "routes[].token_exchange"
 
     /// The keys, in the order check-config lists them when one is unknown.
     var keys: [String] {
@@ -95,7 +96,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers",
                 "forward_token", "token_in_query", "token_in_body", "dpop", "upgrades", "close_at_token_expiry",
                 "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion",
-                "resource", "resource_name", "resource_documentation", "mcp"
+                "resource", "resource_name", "resource_documentation", "mcp", "token_exchange"
             ]
         case .routeMatch: ["host", "path", "path_prefix", "methods"]
         case .routeDPoP: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]
@@ -104,6 +105,11 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .identityAssertion: ["header", "lifetime", "audience"]
         case .mcp: ["default", "max_request_bytes", "methods", "tools", "resources", "prompts"]
         case .mcpRule: ["require"]
+        case .tokenExchange:
+            [
+                "issuer", "client", "endpoint", "resource", "audience", "scope", "requested_token_type", "margin",
+                "default_lifetime", "negative_ttl"
+            ]
         }
     }
 

@@ -38,7 +38,7 @@ extension ConfigParser {
                     "\(p).forward_token", nil,
                     "this MCP route passes the client's access token to the MCP server; the MCP authorization spec forbids "
                         + "token passthrough: the server could replay it elsewhere. Leave forward_token out and use the "
-                        + "identity headers or identity_assertion")
+                        + "identity headers, identity_assertion, or token_exchange for a token of the server's own")
             }
             // Who vouched for the caller: with several, a user of one can claim another's sub/groups.
             let clients = route.auth.loginRoute?.clients ?? []

@@ -173,6 +173,9 @@ struct TokenRouteConfig: Sendable {
     /// `mcp`: the route is an MCP server's endpoint, and each JSON-RPC call is judged by these
     /// rules before it is forwarded (MCPRules.swift); nil: the body is not read.
     var mcp: MCPRules?
+    /// `token_exchange`: the caller's token is exchanged (RFC 8693) and the result sent
+    /// upstream in its place (TokenExchangeConfig.swift); nil: no exchange.
+    var tokenExchange: TokenExchangeConfig?
     /// `auth: bearer`, `dpop` or `token`: the schemes accepted, and how DPoP proofs are checked.
     var schemes = TokenSchemes.bearer
 

@@ -161,6 +161,7 @@ final class IssuerKeyService {
         for w in workers {
             w.loop.execute {
                 w.tokens.introspector.discoveredEndpoints[name] = metadata.introspectionEndpoint
+                w.exchanger.discoveredEndpoints[name] = metadata.tokenEndpoint
                 w.login.providerMetadata[name] = metadata
             }
         }

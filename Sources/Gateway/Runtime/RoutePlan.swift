@@ -21,6 +21,8 @@ final class RoutePlan {
     let tokens: TokenRoutePlan?
     /// An MCP route's call rules (`mcp:`), read before a POST is forwarded.
     let mcp: MCPRules?
+    /// The route's token exchange toward the upstream (`token_exchange:`), after admission.
+    let exchange: TokenExchangeConfig?
 
     init(
         route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?,
@@ -36,6 +38,7 @@ final class RoutePlan {
         basePath = upstream?.basePath ?? ""
         self.tokens = tokens
         mcp = route.auth.tokenRoute?.mcp
+        exchange = route.auth.tokenRoute?.tokenExchange
     }
 
     /// The path as it goes upstream: the upstream URL's path, then the request's (as the

@@ -18,6 +18,8 @@ struct Admission {
     /// `DPoP`): what an MCP call's rules are checked against and how a refusal is shaped.
     var token: VerifiedAccessToken? = nil
     var tokenScheme = "Bearer"
+    /// That token as the client presented it: what a `token_exchange` route trades.
+    var presentedToken: String? = nil
 }
 
 /// The continuation of an admitted request: forward it (proxy mode) or answer the verdict
@@ -142,7 +144,8 @@ extension Worker {
         var identity = memo.identity
         if let a = tokenAssertion(plan.route, token) { identity.append(a) }
         return Admission(
-            identity: identity, session: false, body: nil, claims: token.claims, token: token)
+            identity: identity, session: false, body: nil, claims: token.claims, token: token,
+            presentedToken: memo.caller.fromAuthorization)
     }
 
     /// Keeps a Bearer admission for the connection's next requests, when it may stand for

@@ -92,15 +92,27 @@ extension Worker {
                         detail: "pool missing"))
                 return
             }
-            // An MCP route reads and judges the call in the body once the token is admitted.
-            if let rules = plan.mcp {
-                let forward: Admitted = { [unowned self] ctx, admission in
+            // Stages after admission: an MCP route reads and judges the call in the body, then
+            // a token_exchange route trades the caller's token for the upstream's.
+            if plan.mcp != nil || plan.exchange != nil {
+                var next: Admitted = { [unowned self] ctx, admission in
                     self.forward(ex, ctx: ctx, pool: pool, request: build.request(admission, ex: ex, ctx: ctx))
                 }
-                admit(ex, head: head, plan: plan, path: path, query: query, forwarded: ctx.forwarded, ctx: ctx) {
-                    [unowned self] ctx, admission in
-                    self.judgeMCPCall(ex, ctx, rules: rules, plan: plan, admission: admission, then: forward)
+                if let exchange = plan.exchange {
+                    let forward = next
+                    next = { [unowned self] ctx, admission in
+                        self.exchangeToken(ex, ctx, exchange, admission: admission, then: forward)
+                    }
                 }
+                if let rules = plan.mcp {
+                    let exchanged = next
+                    next = { [unowned self] ctx, admission in
+                        self.judgeMCPCall(ex, ctx, rules: rules, plan: plan, admission: admission, then: exchanged)
+                    }
+                }
+                admit(
+                    ex, head: head, plan: plan, path: path, query: query, forwarded: ctx.forwarded, ctx: ctx,
+                    allowed: next)
                 return
             }
             // A route that admits the request on its head alone (auth: none, a let-through

@@ -36,7 +36,8 @@ extension Worker {
                     ctx,
                     Admission(
                         identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
-                        claims: token.claims, token: token, tokenScheme: caller.jkt == nil ? "Bearer" : "DPoP"))
+                        claims: token.claims, token: token, tokenScheme: caller.jkt == nil ? "Bearer" : "DPoP",
+                        presentedToken: caller.presented))
             case .unavailable(let reason, let detail):
                 ctx.rejection = .unavailable(reason)
                 self.answer(

@@ -30,6 +30,8 @@ final class Worker: ResponderObserver {
     let tokens: AccessTokenValidator
     /// The `bearer` / `dpop` / `token` stage.
     let authenticator: TokenAuthenticator
+    /// Routes with `token_exchange`: the caller's token traded for the upstream's (RFC 8693).
+    let exchanger: TokenExchanger
     /// Browser logins and sessions.
     let login: LoginService
     /// Signed identity assertions (route option `identity_assertion`), cached per caller.
@@ -63,8 +65,9 @@ final class Worker: ResponderObserver {
         let loop = EventLoop()
         self.loop = loop
         tokens = AccessTokenValidator(
-            loop: loop, wallClock: wallClock, sharedIntrospection: stores.sharedIntrospection(for: loop))
+            loop: loop, wallClock: wallClock, sharedIntrospection: stores.sharedAnswers(.introspection, for: loop))
         authenticator = TokenAuthenticator(validator: tokens, replay: stores.replay(for: loop))
+        exchanger = TokenExchanger(loop: loop, wallClock: wallClock, shared: stores.sharedAnswers(.exchange, for: loop))
         login = LoginService(
             loop: loop, shared: stores.loginShared, log: log, tokens: tokens, wallClock: wallClock,
             makeStores: { stores.loginStores(for: loop, config: $0, settings: $1, wallClock: wallClock) })
@@ -131,6 +134,7 @@ final class Worker: ResponderObserver {
         hasTrustedProxies = !new.trustedProxies.isEmpty
         configGeneration += 1
         authenticator.apply(new)
+        exchanger.apply(new)
         login.apply(new)
         assertions.apply(new)
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)

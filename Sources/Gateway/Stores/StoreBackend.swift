@@ -78,9 +78,10 @@ final class StoreBackend {
         }
     }
 
-    /// Introspection answers shared across workers and replicas; none with the memory store.
-    func sharedIntrospection(for loop: EventLoop) -> SharedIntrospectionCache? {
+    /// An AS's answers (introspection, exchanged tokens) shared across workers and replicas;
+    /// none with the memory store.
+    func sharedAnswers(_ answers: SharedAnswerCache.Kind, for loop: EventLoop) -> SharedAnswerCache? {
         guard case .redis(let clients, let prefix) = kind else { return nil }
-        return SharedIntrospectionCache(client: clients.client(for: loop), prefix: prefix)
+        return SharedAnswerCache(client: clients.client(for: loop), prefix: prefix, kind: answers)
     }
 }

@@ -14,7 +14,10 @@ always 127.0.0.1 and never localhost):
                                       fetched with a GET); iss in every response (RFC 9207)
   /login                              login="form": where the form posts username and password
   /token                              authorization_code (PKCE S256 checked), client_credentials,
-                                      refresh_token (rotating with rotate_refresh_tokens=True)
+                                      refresh_token (rotating with rotate_refresh_tokens=True),
+                                      token exchange (RFC 8693: idpyoidc's helper; subject tokens
+                                      this AS issued; targets in EXCHANGE_TARGETS, which become
+                                      the new token's aud)
   /introspection                      RFC 7662
   /revocation                         RFC 7009
   /end_session                        OIDC RP-Initiated Logout 1.0
@@ -195,6 +198,12 @@ idpyoidc_authorization.create_authn_event = _authn_event_at_login_time(idpyoidc_
 
 DEFAULT_AUDIENCE = "api"
 
+# RFC 8693 token exchange: the grant, and the targets (resource URIs, audience names) the AS
+# issues exchanged tokens for; another target is refused with invalid_target.
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+EXCHANGE_TARGETS = ("https://orders.internal/", "orders-backend")
+
 # DPoP proof algorithms the AS accepts (AuthServer(dpop=True)): asymmetric only (RFC 9449 §4.2).
 DPOP_ALGS = ("ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512", "EdDSA")
 # Private members of a JWK (RFC 7518 §6, RFC 8037 §2): none may be in a proof's jwk.
@@ -283,7 +292,10 @@ class RFC9068AccessToken(JWTToken):
             payload.setdefault("sub", client_id)
         cinfo = self.cdb.get(client_id, {}) if client_id else {}
         aud = cinfo.get("access_token_audience") or self.def_aud or [DEFAULT_AUDIENCE]
-        payload["aud"] = list(aud)
+        # A token exchange's token is for the target the request named (RFC 8693 §2.1):
+        # AuthServer._token sets it for the length of that request.
+        exchanged = self.upstream_get("attribute", "exchange_audience")
+        payload["aud"] = list(exchanged or aud)
         # Internal bookkeeping of idpyoidc, not for resource servers.
         payload.pop("token_class", None)
         return payload
@@ -584,7 +596,7 @@ def op_config(issuer, audience, access_token_lifetime, dpop_algs=None, login="au
         "keys": {"key_defs": [{"type": "EC", "crv": "P-256", "use": ["sig"]}], "uri_path": "jwks.json",
                  "read_only": False},
         "preference": {
-            "grant_types_supported": ["authorization_code", "client_credentials", "refresh_token"],
+            "grant_types_supported": ["authorization_code", "client_credentials", "refresh_token", TOKEN_EXCHANGE],
             "subject_types_supported": ["public"],
             "scopes_supported": ["openid", "profile", "email", "offline_access", "orders:read", "orders:write"],
         },
@@ -616,6 +628,17 @@ def op_config(issuer, audience, access_token_lifetime, dpop_algs=None, login="au
                                      "authorization_code": {"class": "idpyoidc.server.oidc.token_helper.access_token.AccessTokenHelper"},
                                      "refresh_token": {"class": _qualname(RefreshGrant)},
                                      "client_credentials": {"class": _qualname(ClientCredentialsGrant)},
+                                     # RFC 8693, idpyoidc's helper: the subject token must be one
+                                     # this AS issued; resource and audience within EXCHANGE_TARGETS.
+                                     TOKEN_EXCHANGE: {
+                                         "class": "idpyoidc.server.oauth2.token_helper.token_exchange.TokenExchangeHelper",
+                                         "kwargs": {
+                                             "requested_token_types_supported": [ACCESS_TOKEN_TYPE],
+                                             "default_requested_token_type": ACCESS_TOKEN_TYPE,
+                                             "policy": {"": {
+                                                 "function": "idpyoidc.server.oauth2.token_helper.validate_token_exchange_policy",
+                                                 "kwargs": {"resource": list(EXCHANGE_TARGETS),
+                                                            "audience": list(EXCHANGE_TARGETS)}}}}},
                                  }}},
             "introspection": {"path": "introspection", "class": "idpyoidc.server.oauth2.introspection.Introspection",
                               "kwargs": {"client_authn_method": authn, "release": ["username"],
@@ -647,7 +670,8 @@ def op_config(issuer, audience, access_token_lifetime, dpop_algs=None, login="au
                 "usage_rules": {
                     "authorization_code": {"supports_minting": ["access_token", "refresh_token", "id_token"],
                                            "max_usage": 1, "expires_in": 120},
-                    "access_token": {"expires_in": access_token_lifetime},
+                    # supports_minting: what a token exchange may issue on an access token.
+                    "access_token": {"expires_in": access_token_lifetime, "supports_minting": ["access_token"]},
                     "refresh_token": {"supports_minting": ["access_token", "refresh_token", "id_token"],
                                       "expires_in": refresh_token_lifetime},
                 },
@@ -769,6 +793,10 @@ class AuthServer:
         self.login_sessions = {}  # login cookie value -> {"user", "auth_time", "active"}
         self._used_login_forms = set()
         self.token_requests = []  # /token: grant_type, client_id (as sent, if any), status
+        # Token exchange (RFC 8693): the aud its tokens get instead of the target asked for (a
+        # misbehaving AS), and the subject tokens the exchanges were asked with.
+        self.exchange_audience_override = None
+        self.exchange_subjects = []
         self.revocations = []  # /revocation: client_id, token, token_type_hint, status
         self.end_session_calls = []  # /end_session: params, client_id, user, ended, status, location
         # /userinfo (OIDC Core §5.3) through idpyoidc, then shaped by the test: claims only
@@ -788,6 +816,7 @@ class AuthServer:
         self.keys.init(algs)
         # RFC9068AccessToken finds the keys through idpyoidc's attribute lookup.
         self.server.authserver_keys = self.keys
+        self.server.exchange_audience = None  # RFC9068AccessToken: a token exchange's target
         ctx = self.server.context
         self.server.endpoint["introspection"].post_construct.append(self._introspection_claims)
         ctx.provider_info["id_token_signing_alg_values_supported"] = [a for a in algs if a != "ES256"] or list(algs)
@@ -918,7 +947,7 @@ class AuthServer:
             "client_salt": secrets.token_hex(8),
             "redirect_uris": [(u, {}) for u in redirect_uris],
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "client_credentials", "refresh_token"],
+            "grant_types_supported": ["authorization_code", "client_credentials", "refresh_token", TOKEN_EXCHANGE],
             "allowed_scopes": list(scopes),
             "id_token_signed_response_alg": "RS256",
             "token_endpoint_auth_method": token_endpoint_auth_method,
@@ -1704,7 +1733,15 @@ class AuthServer:
         rec = {"grant_type": req.form.get("grant_type"), "client_id": req.form.get("client_id"), "status": None,
                "error": None}
         self.token_requests.append(rec)
-        resp = self._service(ep, req)
+        exchange = req.form.get("grant_type") == TOKEN_EXCHANGE
+        if exchange:
+            self.exchange_subjects.append(req.form.get("subject_token"))
+            targets = req.form.getlist("resource") + req.form.getlist("audience")
+            self.server.exchange_audience = self.exchange_audience_override or targets or None
+        try:
+            resp = self._service(ep, req)
+        finally:
+            self.server.exchange_audience = None
         rec["status"] = resp.status_code
         if resp.status_code != 200:
             try:

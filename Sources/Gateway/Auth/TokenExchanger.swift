@@ -1,0 +1,173 @@
+import Foundation
+import OAuth
+import Reactor
+
+/// RFC 8693 token exchange toward a route's upstream, on one worker's loop (its own curl
+/// multi handle): the caller's token is traded at the AS for one meant for the upstream.
+/// One exchange per (subject token, target) at a time however many requests wait on it; the
+/// issued token is kept until its expiry minus the route's margin, on the worker and, with
+/// a Redis store, in Redis for every replica (`SharedAnswerCache`, sealed: it is a bearer
+/// credential). A refusal is kept briefly, so a flood with a refused token is no flood at
+/// the AS; an AS that cannot be asked, or answers with no usable token, is never cached.
+final class TokenExchanger {
+    /// What an exchange came to.
+    enum Outcome {
+        case issued(TokenExchange.IssuedToken)
+        /// The AS refused (RFC 8693 §2.2.2): its error code. Answered 403.
+        case refused(error: String)
+        /// No token to send: the AS could not be asked, or its answer is unusable (the text
+        /// says why, for the log). Answered 503.
+        case unavailable(String)
+    }
+
+    private let loop: EventLoop
+    private let wallClock: any WallClock
+    let shared: SharedAnswerCache?
+    private var fetchers: [String: HTTPFetcher] = [:]
+    private var issued = ValidatedTokenCache<TokenExchange.IssuedToken>(capacity: 10_000, ttl: 86_400)
+    private var refused = ValidatedTokenCache<String>(capacity: 10_000, ttl: 300)
+    private var waiting: [String: [(Outcome) -> Void]] = [:]
+    /// Token endpoints learned from discovery metadata, by issuer name.
+    var discoveredEndpoints: [String: String] = [:]
+    /// Exchanges asked of an AS (not answered from a cache), for metrics and tests.
+    private(set) var requests = 0
+
+    init(loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil) {
+        self.loop = loop
+        self.wallClock = wallClock
+        self.shared = shared
+    }
+
+    /// A new config: what was exchanged under the old one is not used under the new one.
+    func apply(_ config: GatewayConfig) {
+        issued = ValidatedTokenCache(capacity: 10_000, ttl: 86_400)
+        refused = ValidatedTokenCache(capacity: 10_000, ttl: 300)
+        shared?.sealer = CookieSealer(sessionKeysOf: config)
+    }
+
+    func exchange(_ subjectToken: String, _ config: TokenExchangeConfig, done: @escaping (Outcome) -> Void) {
+        guard let endpoint = config.endpoint ?? discoveredEndpoints[config.issuer] else {
+            done(.unavailable("no token endpoint known for \(config.issuer)"))
+            return
+        }
+        let now = wallClock.seconds
+        // Everything that makes an exchange what it is: the AS, the client that asks, the
+        // target, the subject. Another route with another target never gets this token.
+        let target = config.target
+        let key = [
+            config.issuerURL, endpoint, config.client.authentication.clientID, target.resources.joined(separator: " "),
+            target.audiences.joined(separator: " "), target.scope ?? "", target.requestedTokenType, subjectToken
+        ].joined(separator: "\u{0}")
+        if let hit = issued.get(key, now: now) {
+            done(.issued(hit))
+            return
+        }
+        if let error = refused.get(key, now: now) {
+            done(.refused(error: error))
+            return
+        }
+        if waiting[key] != nil {
+            waiting[key]!.append(done)
+            return
+        }
+        waiting[key] = [done]
+        let ask = { [weak self] in self?.ask(endpoint, subjectToken: subjectToken, key: key, config: config) }
+        guard let shared else {
+            ask()
+            return
+        }
+        shared.get(key, now: now) { [weak self] hit in
+            guard let self else { return }
+            let now = self.wallClock.seconds
+            guard let hit,
+                case .success(let token) = TokenExchange.parse(status: 200, body: hit.body, target: target, now: now)
+            else {
+                ask()
+                return
+            }
+            self.finish(key, .issued(token), until: min(hit.until, self.keptUntil(token, config, now: now)), now: now)
+        }
+    }
+
+    /// Asks the AS; the answer goes to the waiters and the caches.
+    private func ask(_ endpoint: String, subjectToken: String, key: String, config: TokenExchangeConfig) {
+        let now = wallClock.seconds
+        let credentials: (headers: [String], form: [(String, String)])
+        do {
+            let audience = config.client.assertionAudience == .endpoint ? endpoint : config.issuerURL
+            credentials = try config.client.authentication.credentials(audience: audience, now: now)
+        } catch {
+            finish(key, .unavailable("client authentication: \(error)"), until: nil, now: now)
+            return
+        }
+        requests += 1
+        let form = TokenExchange.form(subjectToken: subjectToken, target: config.target) + credentials.form
+        let request = FetchRequest(
+            url: endpoint, body: Array(FormEncoding.body(form).utf8),
+            headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
+                + credentials.headers,
+            bound: CallBounds.tokenExchange, maxResponseBytes: 64 << 10)
+        fetcher(config.issuer, caFile: config.caFile).fetch(request) { [weak self] result in
+            guard let self else { return }
+            let now = self.wallClock.seconds
+            switch result {
+            case .success(let resp):
+                switch TokenExchange.parse(status: resp.status, body: resp.body, target: config.target, now: now) {
+                case .success(let token) where token.isDPoPBound:
+                    // The gateway sent no proof, so it holds no key such a token could be used with.
+                    self.finish(key, .unavailable("the AS issued a DPoP-bound token"), until: nil, now: now)
+                case .success(let token):
+                    let until = self.keptUntil(token, config, now: now)
+                    self.shared?.put(key, body: resp.body, until: until, now: now)
+                    self.finish(key, .issued(token), until: until, now: now)
+                case .failure(.refused(let error, let status))
+                where (400..<500).contains(status) && !Self.refusesTheGateway(error, status: status):
+                    self.finish(key, .refused(error: error), until: now + Int64(config.negativeTTL), now: now)
+                case .failure(.refused(let error, let status)):
+                    self.finish(key, .unavailable("token endpoint answered \(status) \(error)"), until: nil, now: now)
+                case .failure(.unusable(let why)):
+                    self.finish(key, .unavailable("token exchange answer: \(why)"), until: nil, now: now)
+                }
+            case .failure(let e):
+                self.finish(key, .unavailable("token exchange failed: \(e.description)"), until: nil, now: now)
+            }
+        }
+    }
+
+    /// Whether the AS refused the gateway rather than the caller's token: its client
+    /// credentials or registration (RFC 6749 §5.2 `invalid_client`, `unauthorized_client`,
+    /// `unsupported_grant_type`). That is the operator's to fix, not the caller's: 503.
+    static func refusesTheGateway(_ error: String, status: Int) -> Bool {
+        status == 401 || ["invalid_client", "unauthorized_client", "unsupported_grant_type"].contains(error)
+    }
+
+    /// Until when an issued token is handed out: its expiry (or the route's default
+    /// lifetime when the AS gave none) less the margin, so no upstream gets one that
+    /// expires in flight.
+    private func keptUntil(_ token: TokenExchange.IssuedToken, _ config: TokenExchangeConfig, now: Int64) -> Int64 {
+        (token.expiresAt ?? now + Int64(config.defaultLifetime)) - Int64(config.margin)
+    }
+
+    /// Caches an outcome until `until` (when it is worth keeping) and hands it to everyone
+    /// waiting for `key`. An issued token already inside its margin is still handed to the
+    /// requests that waited for it (it has not expired), but not kept.
+    private func finish(_ key: String, _ outcome: Outcome, until: Int64?, now: Int64) {
+        if let until, until > now {
+            switch outcome {
+            case .issued(let token): issued.put(key, token, expiresAt: until, now: now)
+            case .refused(let error): refused.put(key, error, expiresAt: until, now: now)
+            case .unavailable: break
+            }
+        }
+        let waiters = waiting.removeValue(forKey: key) ?? []
+        for w in waiters { w(outcome) }
+    }
+
+    private func fetcher(_ issuer: String, caFile: String?) -> HTTPFetcher {
+        let name = issuer + "\u{0}" + (caFile ?? "")
+        if let f = fetchers[name] { return f }
+        let f = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: caFile))
+        fetchers[name] = f
+        return f
+    }
+}

@@ -1,0 +1,26 @@
+import OAuth
+
+/// A route's `token_exchange:` — the caller's token is never sent upstream; the gateway
+/// trades it at the authorization server for one meant for the upstream (RFC 8693) and
+/// sends that instead. `TokenExchanger` does the trading and keeps the results.
+struct TokenExchangeConfig: Sendable {
+    /// The `issuers:` entry of the AS that exchanges, and its `issuer` URL (the `aud` of
+    /// client assertions unless the client says `assertion_audience: endpoint`).
+    var issuer: String
+    var issuerURL: String
+    /// The gateway's registration at that AS, and how it authenticates (`clients:`).
+    var client: ClientConfig
+    /// The token endpoint; nil: the issuer's discovery metadata (`token_endpoint`).
+    var endpoint: String?
+    /// The CA bundle for the AS's HTTPS endpoints (the issuer's `ca_file`).
+    var caFile: String?
+    /// What the exchanged token is for: `resource`, `audience`, `scope`, `requested_token_type`.
+    var target: TokenExchange.Target
+    /// An exchanged token is used until this long before it expires, then exchanged again.
+    var margin = 30.0
+    /// How long an exchanged token is kept when the AS gives no lifetime at all.
+    var defaultLifetime = 60.0
+    /// How long an AS's refusal of a subject token is remembered, so that a flood of
+    /// requests with a token the AS refuses is not a flood at the AS.
+    var negativeTTL = 10.0
+}

@@ -1,0 +1,142 @@
+import Testing
+
+@testable import Gateway
+@testable import OAuth
+
+/// `token_exchange:` in the config: what it builds, and every refusal check-config gives.
+@Suite("Token exchange: config")
+struct TokenExchangeConfigTests {
+    static func yaml(_ route: String) -> String {
+        """
+        listen: 127.0.0.1:1
+        admin_listen: "off"
+        workers: 1
+        public_url: https://gw.example
+        issuers:
+          one: { issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api] }
+          disc: { issuer: "https://idp.disc", discovery: true, audiences: [api] }
+        clients:
+          gw: { client_id: gw, auth: client_secret_basic, secret: "0123456789abcdef0123456789abcdef" }
+        upstreams:
+          app: { url: "http://127.0.0.1:9" }
+        routes:
+          - match: { path: /api }
+            upstream: app
+        \(route.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+        """
+    }
+
+    func parse(_ route: String) -> Result<GatewayConfig, ConfigError> {
+        ConfigParser.parse(yaml: Self.yaml(route), environment: [:], baseDirectory: "/", cores: 1)
+    }
+
+    func problems(_ route: String) -> [String] {
+        if case .failure(let e) = parse(route) { return e.problems.map(\.description) }
+        return []
+    }
+
+    @Test func theExchangeIsBuiltWithItsTarget() throws {
+        let cfg = try parse(
+            """
+            auth: token
+            issuers: [one]
+            token_exchange:
+              issuer: one
+              client: gw
+              endpoint: https://idp.one/token
+              resource: [https://orders.internal/, https://billing.internal/]
+              audience: orders-backend
+              scope: "orders:read  orders:write"
+              requested_token_type: jwt
+              margin: 1m
+              default_lifetime: 5m
+              negative_ttl: 3s
+            """
+        ).get()
+        let x = try #require(cfg.routes[0].auth.tokenRoute?.tokenExchange)
+        #expect(x.issuer == "one")
+        #expect(x.issuerURL == "https://idp.one")
+        #expect(x.client.authentication.clientID == "gw")
+        #expect(x.endpoint == "https://idp.one/token")
+        #expect(x.target.resources == ["https://orders.internal/", "https://billing.internal/"])
+        #expect(x.target.audiences == ["orders-backend"])
+        #expect(x.target.scope == "orders:read orders:write")
+        #expect(x.target.requestedTokenType == TokenExchange.jwtTokenType)
+        #expect(x.margin == 60 && x.defaultLifetime == 300 && x.negativeTTL == 3)
+        // From discovery: no endpoint needed.
+        let discovered = try parse(
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: gw, audience: backend }"
+        ).get()
+        let d = try #require(discovered.routes[0].auth.tokenRoute?.tokenExchange)
+        #expect(d.endpoint == nil)
+        #expect(d.target.requestedTokenType == TokenExchange.accessTokenType)
+        #expect(d.margin == 30)
+    }
+
+    @Test(arguments: [
+        (
+            "auth: none\ntoken_exchange: { issuer: disc, client: gw, audience: b }",
+            "routes[0].token_exchange: needs auth: bearer, dpop or token"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\nforward_token: true\ntoken_exchange: { issuer: disc, client: gw, audience: b }",
+            "routes[0].forward_token: cannot be used with token_exchange"
+        ),
+        (
+            "auth: dpop\nissuers: [one]\ndpop: { forward_proof: true }\ntoken_exchange: { issuer: disc, client: gw, audience: b }",
+            "routes[0].dpop.forward_proof: cannot be used with token_exchange"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { client: gw, audience: b }",
+            "routes[0].token_exchange: needs issuer"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: nope, client: gw, audience: b }",
+            "routes[0].token_exchange.issuer: \"nope\" is not defined"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, audience: b }",
+            "routes[0].token_exchange: needs client"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: nope, audience: b }",
+            "routes[0].token_exchange.client: \"nope\" is not defined"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: one, client: gw, audience: b }",
+            "routes[0].token_exchange: needs endpoint: URL (the issuer one has no discovery metadata"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: gw, endpoint: ftp://x, audience: b }",
+            "routes[0].token_exchange.endpoint: \"ftp://x\" is not an http(s) URL"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: gw }",
+            "routes[0].token_exchange: needs resource"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: gw, resource: \"https://a/#f\" }",
+            "routes[0].token_exchange.resource[0]: \"https://a/#f\""
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: gw, audience: \"\" }",
+            "routes[0].token_exchange.audience: must not be empty"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: gw, audience: b, scope: \"a\\\"b\" }",
+            "routes[0].token_exchange.scope: must be space-separated scope tokens"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: gw, audience: b, requested_token_type: id_token }",
+            "routes[0].token_exchange.requested_token_type: must be access_token or jwt"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: gw, audience: b, scopes: x }",
+            "routes[0].token_exchange.scopes: is not a known key; did you mean \"scope\"?"
+        )
+    ])
+    func eachRefusalNamesItsKey(route: String, problem: String) {
+        let found = problems(route)
+        #expect(found.contains { $0.contains(problem) }, "\(found)")
+    }
+}

@@ -1,0 +1,130 @@
+import JOSE
+import Testing
+
+@testable import OAuth
+
+/// RFC 8693 token exchange, the client side: the request's form, and what an answer must be
+/// for its token to be sent on (from the AS's side: every way an answer can be unusable).
+@Suite("Token exchange (RFC 8693)")
+struct TokenExchangeTests {
+    static let target = TokenExchange.Target(
+        audiences: ["orders-backend"], resources: ["https://orders.internal/"], scope: "orders:read")
+    static let now: Int64 = 1_800_000_000
+
+    @Test func theFormNamesTheSubjectAndTheTarget() {
+        let form = TokenExchange.form(subjectToken: "abc", target: Self.target)
+        #expect(form.first! == ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"))
+        let fields = Dictionary(form.map { ($0.0, $0.1) }, uniquingKeysWith: { a, _ in a })
+        #expect(fields["subject_token"] == "abc")
+        #expect(fields["subject_token_type"] == "urn:ietf:params:oauth:token-type:access_token")
+        #expect(fields["requested_token_type"] == "urn:ietf:params:oauth:token-type:access_token")
+        #expect(fields["resource"] == "https://orders.internal/")
+        #expect(fields["audience"] == "orders-backend")
+        #expect(fields["scope"] == "orders:read")
+        // Several resources are several parameters (RFC 8693 §2.1, RFC 8707 §2).
+        let two = TokenExchange.Target(resources: ["https://a/", "https://b/"])
+        #expect(TokenExchange.form(subjectToken: "t", target: two).filter { $0.0 == "resource" }.count == 2)
+        #expect(!TokenExchange.form(subjectToken: "t", target: two).contains { $0.0 == "scope" || $0.0 == "audience" })
+    }
+
+    static func jwt(_ claims: JSONObject) throws -> String {
+        try JWSSigner.sign(claims: claims, alg: .ES256, key: try JWK.generate(for: .ES256, kid: nil))
+    }
+
+    static func answer(_ token: String, extra: String = "") -> [UInt8] {
+        Array(
+            (#"{"access_token":"\#(token)","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer""#
+                + extra + "}").utf8)
+    }
+
+    func parse(_ body: [UInt8], status: Int = 200) -> Result<TokenExchange.IssuedToken, TokenExchange.Failure> {
+        TokenExchange.parse(status: status, body: body, target: Self.target, now: Self.now)
+    }
+
+    @Test func aJWTForTheTargetIsKeptUntilTheSoonerOfExpiresInAndExp() throws {
+        let token = try Self.jwt(
+            JSONObject(["aud": .array([.string("https://orders.internal/")]), "exp": .number(String(Self.now + 100))]))
+        let issued = try parse(Self.answer(token, extra: #","expires_in":300,"scope":"orders:read""#)).get()
+        #expect(issued.token == token)
+        #expect(issued.expiresAt == Self.now + 100)
+        #expect(issued.scope == "orders:read")
+        #expect(!issued.isDPoPBound)
+        // An audience name counts as much as a resource.
+        let byName = try Self.jwt(JSONObject(["aud": .string("orders-backend")]))
+        #expect(try parse(Self.answer(byName, extra: #","expires_in":60"#)).get().expiresAt == Self.now + 60)
+    }
+
+    @Test func anOpaqueTokenIsTakenAsIssuedForTheTarget() throws {
+        let issued = try parse(Self.answer("opq_abc", extra: #","expires_in":120"#)).get()
+        #expect(issued.token == "opq_abc")
+        #expect(issued.expiresAt == Self.now + 120)
+        #expect(try parse(Self.answer("opq_abc")).get().expiresAt == nil)
+    }
+
+    @Test(arguments: [
+        (#"{"aud":"api"}"#, "the issued token's aud does not name the target"),
+        (#"{"aud":["api","other"]}"#, "the issued token's aud does not name the target"),
+        (#"{"exp":1}"#, "the issued token's aud does not name the target"),
+        (#"{"aud":"orders-backend","exp":1}"#, "the issued token has expired")
+    ])
+    func aJWTForAnotherAudienceOrExpiredIsUnusable(claims: String, why: String) throws {
+        let token = try Self.jwt(try JSONParser.parseObject(Array(claims.utf8), what: "claims"))
+        guard case .failure(.unusable(let text)) = parse(Self.answer(token)) else {
+            Issue.record("accepted a token with \(claims)")
+            return
+        }
+        #expect(text == why)
+    }
+
+    @Test(arguments: [
+        ("not json", "the answer is not a JSON object"),
+        (
+            #"{"issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer"}"#,
+            "no access_token"
+        ),
+        (#"{"access_token":"","issued_token_type":"x","token_type":"Bearer"}"#, "no access_token"),
+        (#"{"access_token":"a","token_type":"Bearer"}"#, "no issued_token_type (RFC 8693 §2.2.1)"),
+        (
+            #"{"access_token":"a","issued_token_type":"urn:ietf:params:oauth:token-type:id_token","token_type":"Bearer"}"#,
+            "issued_token_type urn:ietf:params:oauth:token-type:id_token is not the type asked for"
+        ),
+        (
+            #"{"access_token":"a","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"N_A"}"#,
+            "token_type is not Bearer or DPoP"
+        ),
+        (
+            #"{"access_token":"a","issued_token_type":"urn:ietf:params:oauth:token-type:access_token"}"#,
+            "token_type is not Bearer or DPoP"
+        ),
+        (
+            #"{"access_token":"a","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer","expires_in":0}"#,
+            "expires_in is not positive"
+        )
+    ])
+    func anAnswerThatIsNoUsableTokenIsRefused(body: String, why: String) {
+        guard case .failure(.unusable(let text)) = parse(Array(body.utf8)) else {
+            Issue.record("accepted \(body)")
+            return
+        }
+        #expect(text == why)
+    }
+
+    @Test func aDPoPTokenTypeIsSaidSo() throws {
+        let body =
+            #"{"access_token":"a","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"DPoP"}"#
+        #expect(try parse(Array(body.utf8)).get().isDPoPBound)
+    }
+
+    @Test(arguments: [
+        (400, #"{"error":"invalid_grant"}"#, "invalid_grant"),
+        (400, #"{"error":"invalid_target","error_description":"Unknown resource"}"#, "invalid_target"),
+        (401, #"{"error":"invalid_client"}"#, "invalid_client"),
+        (503, "<html>down</html>", "invalid_response"),
+        // An error code outside RFC 6749 §5.2's characters is not repeated.
+        (400, #"{"error":"bad\"code"}"#, "invalid_response"),
+        (400, #"{"error":"\u0001"}"#, "invalid_response")
+    ])
+    func aRefusalCarriesTheASsErrorCode(status: Int, body: String, code: String) {
+        #expect(parse(Array(body.utf8), status: status) == .failure(.refused(error: code, status: status)))
+    }
+}
