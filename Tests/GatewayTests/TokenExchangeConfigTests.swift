@@ -51,6 +51,7 @@ struct TokenExchangeConfigTests {
               margin: 1m
               default_lifetime: 5m
               negative_ttl: 3s
+              dpop: true
             """
         ).get()
         let x = try #require(cfg.routes[0].auth.tokenRoute?.tokenExchange)
@@ -62,7 +63,7 @@ struct TokenExchangeConfigTests {
         #expect(x.target.audiences == ["orders-backend"])
         #expect(x.target.scope == "orders:read orders:write")
         #expect(x.target.requestedTokenType == TokenExchange.jwtTokenType)
-        #expect(x.margin == 60 && x.defaultLifetime == 300 && x.negativeTTL == 3)
+        #expect(x.margin == 60 && x.defaultLifetime == 300 && x.negativeTTL == 3 && x.dpop)
         // From discovery: no endpoint needed.
         let discovered = try parse(
             "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: gw, audience: backend }"
@@ -70,7 +71,7 @@ struct TokenExchangeConfigTests {
         let d = try #require(discovered.routes[0].auth.tokenRoute?.tokenExchange)
         #expect(d.endpoint == nil)
         #expect(d.target.requestedTokenType == TokenExchange.accessTokenType)
-        #expect(d.margin == 30)
+        #expect(d.margin == 30 && !d.dpop)
     }
 
     @Test(arguments: [

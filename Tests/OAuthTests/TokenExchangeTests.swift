@@ -109,10 +109,31 @@ struct TokenExchangeTests {
         #expect(text == why)
     }
 
-    @Test func aDPoPTokenTypeIsSaidSo() throws {
-        let body =
-            #"{"access_token":"a","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"DPoP"}"#
-        #expect(try parse(Array(body.utf8)).get().isDPoPBound)
+    @Test func aDPoPBoundTokenIsUsableOnlyWhenBoundToTheKeyThatAsked() throws {
+        let jkt = "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
+        func answer(_ cnf: String?) throws -> [UInt8] {
+            var claims = JSONObject(["aud": .string("orders-backend")])
+            if let cnf { claims["cnf"] = .object(JSONObject(["jkt": .string(cnf)])) }
+            let token = try Self.jwt(claims)
+            return Array(
+                (#"{"access_token":"\#(token)","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","#
+                    + #""token_type":"DPoP"}"#).utf8)
+        }
+        func parse(_ body: [UInt8], boundTo: String?) -> Result<TokenExchange.IssuedToken, TokenExchange.Failure> {
+            TokenExchange.parse(status: 200, body: body, target: Self.target, boundTo: boundTo, now: Self.now)
+        }
+        #expect(try parse(answer(jkt), boundTo: jkt).get().isDPoPBound)
+        // An opaque DPoP token cannot be checked; the AS bound it to the proof's key (§5).
+        let opaque = #"{"access_token":"o","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","#
+        #expect(try parse(Array((opaque + #""token_type":"DPoP"}"#).utf8), boundTo: jkt).get().isDPoPBound)
+        #expect(
+            try parse(answer(jkt), boundTo: nil)
+                == .failure(.unusable("token_type is DPoP, but no DPoP proof was sent")))
+        #expect(
+            try parse(answer("another-key-thumbprint"), boundTo: jkt)
+                == .failure(.unusable("the issued token is bound to another key")))
+        // Asked with a proof, a Bearer answer (an AS without DPoP) is used as Bearer.
+        #expect(try parse(Self.answer("b"), boundTo: jkt).get().isDPoPBound == false)
     }
 
     @Test(arguments: [

@@ -15,6 +15,7 @@ import requests
 
 from authserver.server import ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE
 from conftest import BIN, Gateway, free_port
+from dpop_client import DPoPKey, ath, decode
 from test_login import SESSION_KEY
 from test_replicas import redis  # noqa: F401 — fixture
 
@@ -22,11 +23,12 @@ GW_SECRET = "gateway-secret-0123456789abcdef0123456789"
 TARGET = "https://orders.internal/"
 
 
-def config(a, client_block, exchange, upstream_port, extra=""):
+def config(a, client_block, exchange, upstream_port, extra="", auth="bearer"):
     return f"""{extra}
 listen: 127.0.0.1:{{PORT}}
 admin_listen: 127.0.0.1:{{ADMIN}}
 workers: 2
+public_url: http://127.0.0.1:{{PORT}}
 clients:
   gw: {{ client_id: tokengate, {client_block} }}
 issuers:
@@ -41,7 +43,7 @@ routes:
   - name: orders
     match: {{ path_prefix: /api/orders/ }}
     upstream: app
-    auth: bearer
+    auth: {auth}
     issuers: [as1]
     require: {{ scopes: [orders:read] }}
     headers: {{ X-Subject: sub }}
@@ -297,3 +299,62 @@ def test_one_exchange_serves_every_replica_through_redis(authserver, upstream, r
     finally:
         for g in gws:
             g.stop()
+
+
+def test_a_dpop_bound_exchanged_token_goes_with_a_proof_of_the_gateways_key(authserver_factory, upstream):
+    """dpop: true — the exchange carries the gateway's proof (this AS requires one at /token),
+    the token is bound to the gateway's key, and each upstream request carries a fresh proof
+    of that key for the upstream's URL, with ath. The caller's own proof and key never go."""
+    from cryptojwt.jwk.jwk import key_from_jwk_dict
+    from cryptojwt.jws.jws import JWS
+
+    a = authserver_factory(dpop=True)
+    g = Gateway(config(a, basic_client(a), f"resource: {TARGET}, dpop: true", upstream.port, auth="dpop"))
+    g.start()
+    try:
+        caller = DPoPKey("ES256")
+        subject = a.code_flow(dpop_key=caller)["access_token"]
+        proofs = []
+        for _ in range(3):
+            url = g.url("/api/orders/1")  # htu: without the query (RFC 9449 §4.2)
+            r = requests.get(url + "?x=1", headers={"Authorization": f"DPoP {subject}",
+                                                    "DPoP": caller.proof("GET", url, access_token=subject)}, timeout=15)
+            assert r.status_code == 200, r.text + g.output()[-2000:]
+            h = [(k.lower(), v) for k, v in r.json()["headers"]]
+            auth = [v for k, v in h if k == "authorization"]
+            dpop = [v for k, v in h if k == "dpop"]
+            assert len(auth) == 1 and auth[0].startswith("DPoP ") and len(dpop) == 1, h
+            token, proof = auth[0][len("DPoP "):], dpop[0]
+            assert token != subject
+            header, pc = decode(proof)
+            key = key_from_jwk_dict(header["jwk"])
+            JWS(alg=header["alg"]).verify_compact(proof, keys=[key], sigalg=header["alg"])
+            jkt = key.thumbprint("SHA-256").decode()
+            assert header["typ"] == "dpop+jwt" and "d" not in header["jwk"]
+            assert claims(token)["cnf"]["jkt"] == jkt != caller.jkt
+            assert claims(token)["aud"] == [TARGET]
+            assert pc["htm"] == "GET" and pc["htu"] == f"http://127.0.0.1:{upstream.port}/api/orders/1"
+            assert pc["ath"] == ath(token) and abs(pc["iat"] - time.time()) < 30
+            proofs.append(pc["jti"])
+        assert len(set(proofs)) == 3, "a fresh proof per request"
+        assert all(t["status"] == 200 for t in exchanges(a))
+    finally:
+        g.stop()
+
+
+def test_a_dpop_bound_answer_without_a_proof_asked_is_never_sent(authserver_factory, upstream):
+    """Without dpop: true the gateway sends no proof; an AS that binds tokens anyway (this
+    one refuses any /token request without a proof) gets the gateway no token: 503."""
+    a = authserver_factory(dpop=True)
+    g = Gateway(config(a, basic_client(a), f"resource: {TARGET}", upstream.port, auth="dpop"))
+    g.start()
+    try:
+        caller = DPoPKey("ES256")
+        subject = a.code_flow(dpop_key=caller)["access_token"]
+        url = g.url("/api/orders/1")
+        r = requests.get(url, headers={"Authorization": f"DPoP {subject}",
+                                       "DPoP": caller.proof("GET", url, access_token=subject)}, timeout=15)
+        assert r.status_code == 503 and r.json()["error"] == "temporarily_unavailable", r.text
+        assert [t["error"] for t in exchanges(a)] == ["invalid_dpop_proof"]
+    finally:
+        g.stop()

@@ -31,6 +31,9 @@ final class TokenExchanger {
     var discoveredEndpoints: [String: String] = [:]
     /// Exchanges asked of an AS (not answered from a cache), for metrics and tests.
     private(set) var requests = 0
+    /// The key DPoP-bound exchanged tokens are bound to (`token_exchange.dpop`): the
+    /// process's own, as for logins with `dpop: true` (ES256 always fits it).
+    let proofSigner = try? DPoPProofSigner(key: ProcessSecrets.dpopKey, alg: .ES256)
 
     init(loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil) {
         self.loop = loop
@@ -54,9 +57,13 @@ final class TokenExchanger {
         // Everything that makes an exchange what it is: the AS, the client that asks, the
         // target, the subject. Another route with another target never gets this token.
         let target = config.target
+        // A DPoP-bound token is this process's alone (its key): replicas with other keys
+        // never take it from Redis, nor a Bearer route one of its tokens.
+        let boundTo = config.dpop ? proofSigner?.jkt ?? "" : ""
         let key = [
             config.issuerURL, endpoint, config.client.authentication.clientID, target.resources.joined(separator: " "),
-            target.audiences.joined(separator: " "), target.scope ?? "", target.requestedTokenType, subjectToken
+            target.audiences.joined(separator: " "), target.scope ?? "", target.requestedTokenType, boundTo,
+            subjectToken
         ].joined(separator: "\u{0}")
         if let hit = issued.get(key, now: now) {
             done(.issued(hit))
@@ -80,7 +87,8 @@ final class TokenExchanger {
             guard let self else { return }
             let now = self.wallClock.seconds
             guard let hit,
-                case .success(let token) = TokenExchange.parse(status: 200, body: hit.body, target: target, now: now)
+                case .success(let token) = TokenExchange.parse(
+                    status: 200, body: hit.body, target: target, boundTo: boundTo.isEmpty ? nil : boundTo, now: now)
             else {
                 ask()
                 return
@@ -100,22 +108,32 @@ final class TokenExchanger {
             finish(key, .unavailable("client authentication: \(error)"), until: nil, now: now)
             return
         }
+        var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
+        headers += credentials.headers
+        var boundTo: String?
+        if config.dpop {
+            // RFC 9449 §5: a proof for this token request asks for a token bound to its key.
+            guard let signer = proofSigner, let proof = try? signer.proof(method: "POST", url: endpoint, now: now)
+            else {
+                finish(key, .unavailable("no DPoP proof could be made"), until: nil, now: now)
+                return
+            }
+            headers.append("DPoP: " + proof)
+            boundTo = signer.jkt
+        }
         requests += 1
         let form = TokenExchange.form(subjectToken: subjectToken, target: config.target) + credentials.form
         let request = FetchRequest(
-            url: endpoint, body: Array(FormEncoding.body(form).utf8),
-            headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
-                + credentials.headers,
+            url: endpoint, body: Array(FormEncoding.body(form).utf8), headers: headers,
             bound: CallBounds.tokenExchange, maxResponseBytes: 64 << 10)
         fetcher(config.issuer, caFile: config.caFile).fetch(request) { [weak self] result in
             guard let self else { return }
             let now = self.wallClock.seconds
             switch result {
             case .success(let resp):
-                switch TokenExchange.parse(status: resp.status, body: resp.body, target: config.target, now: now) {
-                case .success(let token) where token.isDPoPBound:
-                    // The gateway sent no proof, so it holds no key such a token could be used with.
-                    self.finish(key, .unavailable("the AS issued a DPoP-bound token"), until: nil, now: now)
+                switch TokenExchange.parse(
+                    status: resp.status, body: resp.body, target: config.target, boundTo: boundTo, now: now)
+                {
                 case .success(let token):
                     let until = self.keptUntil(token, config, now: now)
                     self.shared?.put(key, body: resp.body, until: until, now: now)
@@ -136,9 +154,14 @@ final class TokenExchanger {
 
     /// Whether the AS refused the gateway rather than the caller's token: its client
     /// credentials or registration (RFC 6749 §5.2 `invalid_client`, `unauthorized_client`,
-    /// `unsupported_grant_type`). That is the operator's to fix, not the caller's: 503.
+    /// `unsupported_grant_type`), or its DPoP proof (RFC 9449 §5 `invalid_dpop_proof`, §8
+    /// `use_dpop_nonce`). That is the operator's to fix, not the caller's: 503.
     static func refusesTheGateway(_ error: String, status: Int) -> Bool {
-        status == 401 || ["invalid_client", "unauthorized_client", "unsupported_grant_type"].contains(error)
+        status == 401
+            || [
+                "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_dpop_proof",
+                "use_dpop_nonce"
+            ].contains(error)
     }
 
     /// Until when an issued token is handed out: its expiry (or the route's default

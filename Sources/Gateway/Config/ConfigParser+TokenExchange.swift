@@ -87,6 +87,7 @@ extension ConfigParser {
             out.defaultLifetime = v
         }
         if let n = section["negative_ttl"], let v = r.duration(n, path: "\(p).negative_ttl") { out.negativeTTL = v }
+        if let n = section["dpop"], let v = r.bool(n, path: "\(p).dpop") { out.dpop = v }
         return out
     }
 

@@ -108,7 +108,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .tokenExchange:
             [
                 "issuer", "client", "endpoint", "resource", "audience", "scope", "requested_token_type", "margin",
-                "default_lifetime", "negative_ttl"
+                "default_lifetime", "negative_ttl", "dpop"
             ]
         }
     }

@@ -23,4 +23,7 @@ struct TokenExchangeConfig: Sendable {
     /// How long an AS's refusal of a subject token is remembered, so that a flood of
     /// requests with a token the AS refuses is not a flood at the AS.
     var negativeTTL = 10.0
+    /// `dpop: true`: ask for a DPoP-bound token (RFC 9449 §5, a proof with the exchange) and
+    /// send it upstream with a fresh proof from the gateway's key for each request.
+    var dpop = false
 }

@@ -20,6 +20,23 @@ struct Admission {
     var tokenScheme = "Bearer"
     /// That token as the client presented it: what a `token_exchange` route trades.
     var presentedToken: String? = nil
+    /// A DPoP-bound token the gateway got by exchange: the upstream request carries a proof.
+    var upstreamProof: UpstreamProof? = nil
+}
+
+/// What signs the DPoP proof of an upstream request sent with an exchanged DPoP-bound token.
+struct UpstreamProof {
+    let token: String
+    let signer: DPoPProofSigner
+    /// The proof's `iat`: when the request was let through to the upstream.
+    let now: Int64
+
+    /// RFC 9449 §4.2: htm and htu (the upstream's URL, without query), ath of the token.
+    func proof(method: String, scheme: String, authority: String, target: String) -> String? {
+        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        return try? signer.proof(
+            method: method, url: "\(scheme)://\(authority)\(path)", accessToken: token, now: now)
+    }
 }
 
 /// The continuation of an admitted request: forward it (proxy mode) or answer the verdict
@@ -172,9 +189,17 @@ extension RequestPipeline.Forwarding {
     /// headers, and its own body unless the admission replaced it (a form with its token
     /// removed).
     func request(_ admission: Admission, ex: ServerExchange, ctx: RequestContext) -> UpstreamCall.Request {
-        request(
+        var identity = admission.identity
+        if let upstreamProof = admission.upstreamProof,
+            let proof = upstreamProof.proof(
+                method: ex.head.methodName, scheme: plan.upstream?.tls == nil ? "http" : "https",
+                authority: plan.upstreamAuthority, target: target)
+        {
+            identity.append(("DPoP", proof))
+        }
+        return request(
             headers: ex.head.fields, listsConnectionOptions: ex.head.listsConnectionOptions,
-            forwarded: ctx.forwarded, identity: admission.identity,
+            forwarded: ctx.forwarded, identity: identity,
             session: admission.session, preflight: admission.preflight, body: admission.body ?? ex.body)
     }
 }

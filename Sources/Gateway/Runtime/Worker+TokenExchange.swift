@@ -3,8 +3,9 @@ import Reactor
 
 /// A `token_exchange` route's last stage before the upstream: the caller's token, admitted,
 /// is traded at the AS (RFC 8693, `TokenExchanger`) and the issued one goes upstream as
-/// `Authorization: Bearer`. The caller's own token and DPoP proof never do (RequestPipeline
-/// drops them; check-config refuses forward_token and forward_proof beside token_exchange).
+/// `Authorization: Bearer`, or, DPoP-bound (`dpop: true`), as `Authorization: DPoP` with a
+/// fresh proof of the gateway's key. The caller's own token and DPoP proof never go
+/// (RequestPipeline drops them; check-config refuses forward_token and forward_proof).
 extension Worker {
     func exchangeToken(
         _ ex: ServerExchange, _ ctx: RequestContext, _ config: TokenExchangeConfig, admission: Admission,
@@ -28,7 +29,15 @@ extension Worker {
             switch outcome {
             case .issued(let token):
                 var admitted = admission
-                admitted.identity.append(("Authorization", "Bearer " + token.token))
+                if token.isDPoPBound, let signer = self.exchanger.proofSigner {
+                    // RFC 9449 §7.1: the DPoP scheme, and a proof per request (RequestPipeline
+                    // signs it for the upstream's URL once the request's target is known).
+                    admitted.identity.append(("Authorization", "DPoP " + token.token))
+                    admitted.upstreamProof = UpstreamProof(
+                        token: token.token, signer: signer, now: self.wallClock.seconds)
+                } else {
+                    admitted.identity.append(("Authorization", "Bearer " + token.token))
+                }
                 forward(ctx, admitted)
             case .refused(let error):
                 // RFC 8693 §2.2.2: the AS will not issue a token for the upstream to this

@@ -73,7 +73,11 @@ public enum TokenExchange {
     /// Reads the AS's answer. A JWT's `aud` must name the target (RFC 8693 §2.1: the AS
     /// "SHOULD" honour `resource` and `audience`, so the gateway checks it did); its `exp`
     /// bounds how long the token is kept. An opaque token is taken as issued for the target.
-    public static func parse(status: Int, body: [UInt8], target: Target, now: Int64) -> Result<IssuedToken, Failure> {
+    /// `boundTo`: the thumbprint of the key whose DPoP proof went with the request (RFC 9449
+    /// §5); a DPoP-bound answer is usable only then, and a JWT's `cnf.jkt` must name that key.
+    public static func parse(status: Int, body: [UInt8], target: Target, boundTo: String? = nil, now: Int64)
+        -> Result<IssuedToken, Failure>
+    {
         let object = try? JSONParser.parseObject(body, what: "the token exchange response")
         guard status == 200 else {
             // RFC 6749 §5.2 codes are ASCII tokens; anything else is reported as unusable.
@@ -97,6 +101,11 @@ public enum TokenExchange {
             // "N_A" (§2.2.1) is a token that is no access token: nothing to send upstream.
             return .failure(.unusable("token_type is not Bearer or DPoP"))
         }
+        let dpop = tokenType.lowercased() == "dpop"
+        if dpop && boundTo == nil {
+            // No proof was sent, so the gateway holds no key such a token could be used with.
+            return .failure(.unusable("token_type is DPoP, but no DPoP proof was sent"))
+        }
         var expiresAt: Int64?
         if let seconds = object["expires_in"]?.int64 {
             guard seconds > 0 else { return .failure(.unusable("expires_in is not positive")) }
@@ -108,6 +117,10 @@ public enum TokenExchange {
                 guard aud.contains(where: { target.names.contains($0) }) else {
                     return .failure(.unusable("the issued token's aud does not name the target"))
                 }
+            }
+            // RFC 9449 §6.1: a DPoP-bound JWT names its key; it must be the gateway's.
+            if dpop, let jkt = claims["cnf"]?.object?["jkt"]?.string, jkt != boundTo {
+                return .failure(.unusable("the issued token is bound to another key"))
             }
             if let exp = claims["exp"]?.int64 {
                 guard exp > now else { return .failure(.unusable("the issued token has expired")) }

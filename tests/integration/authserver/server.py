@@ -296,6 +296,11 @@ class RFC9068AccessToken(JWTToken):
         # AuthServer._token sets it for the length of that request.
         exchanged = self.upstream_get("attribute", "exchange_audience")
         payload["aud"] = list(exchanged or aud)
+        # ... and bound to the key of the proof it came with (RFC 9449 §5): idpyoidc's helper
+        # answers token_type DPoP then, but mints the token without cnf.
+        cnf = self.upstream_get("attribute", "exchange_cnf")
+        if exchanged is not None and cnf:
+            payload["cnf"] = cnf
         # Internal bookkeeping of idpyoidc, not for resource servers.
         payload.pop("token_class", None)
         return payload
@@ -817,6 +822,7 @@ class AuthServer:
         # RFC9068AccessToken finds the keys through idpyoidc's attribute lookup.
         self.server.authserver_keys = self.keys
         self.server.exchange_audience = None  # RFC9068AccessToken: a token exchange's target
+        self.server.exchange_cnf = None  # ... and the key its proof named
         ctx = self.server.context
         self.server.endpoint["introspection"].post_construct.append(self._introspection_claims)
         ctx.provider_info["id_token_signing_alg_values_supported"] = [a for a in algs if a != "ES256"] or list(algs)
@@ -1729,6 +1735,17 @@ class AuthServer:
         if (payload.get("cnf") or {}).get("jkt") != key.thumbprint("SHA-256").decode():  # already base64url
             raise ValueError("the token is not bound to the proof's key")
 
+    @staticmethod
+    def _proof_cnf(proof):
+        """cnf of a token bound to the key of this DPoP proof; the proof itself is checked by
+        _dpop_token_check (a request whose proof fails gets no token at all)."""
+        try:
+            from cryptojwt.jwk.jwk import key_from_jwk_dict
+            header = json.loads(b64d(proof.split(".")[0].encode()))
+            return {"jkt": key_from_jwk_dict(header["jwk"]).thumbprint("SHA-256").decode()}
+        except Exception:  # noqa: BLE001 — no proof, or not one: no binding
+            return None
+
     def _token(self, ep, req):
         rec = {"grant_type": req.form.get("grant_type"), "client_id": req.form.get("client_id"), "status": None,
                "error": None}
@@ -1738,10 +1755,11 @@ class AuthServer:
             self.exchange_subjects.append(req.form.get("subject_token"))
             targets = req.form.getlist("resource") + req.form.getlist("audience")
             self.server.exchange_audience = self.exchange_audience_override or targets or None
+            self.server.exchange_cnf = self._proof_cnf(req.headers.get("DPoP")) if self.dpop else None
         try:
             resp = self._service(ep, req)
         finally:
-            self.server.exchange_audience = None
+            self.server.exchange_audience = self.server.exchange_cnf = None
         rec["status"] = resp.status_code
         if resp.status_code != 200:
             try:
