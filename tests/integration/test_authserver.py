@@ -47,6 +47,38 @@ def test_access_token_profile(authserver):
     assert authserver.client_credentials_token("app1")["access_token"]
 
 
+def test_rfc8707_resource_becomes_the_access_tokens_aud(authserver):
+    a = authserver
+    data = a.authorize(resource="https://gw.example/mcp")
+    _, c = claims_of(a.post_token(data).json()["access_token"])
+    assert c["aud"] == ["https://gw.example/mcp"]
+    # Without one, the client's configured audience.
+    assert claims_of(a.code_flow()["access_token"])[1]["aud"] == ["api"]
+
+
+def test_token_exchange_issues_for_the_target_only(authserver):
+    from authserver.server import ACCESS_TOKEN_TYPE, EXCHANGE_TARGETS, TOKEN_EXCHANGE
+    a = authserver
+    a.add_client("gw", client_secret="gw-secret-0123456789abcdef0123456789", scopes=["openid", "orders:read"])
+    subject = a.code_flow()["access_token"]
+
+    def exchange(**target):
+        return a.post_token(dict({"grant_type": TOKEN_EXCHANGE, "subject_token": subject,
+                                  "subject_token_type": ACCESS_TOKEN_TYPE}, **target),
+                            client_id="gw", secret="gw-secret-0123456789abcdef0123456789")
+    for target in EXCHANGE_TARGETS:
+        r = exchange(audience=target)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["issued_token_type"] == ACCESS_TOKEN_TYPE and body["token_type"] == "Bearer"
+        _, c = claims_of(body["access_token"])
+        assert c["aud"] == [target] and c["sub"] == claims_of(subject)[1]["sub"] and c["client_id"] == "gw"
+    r = exchange(resource="https://elsewhere.example/")
+    assert r.status_code == 400 and r.json()["error"] == "invalid_target"
+    r = exchange(audience="orders-backend", subject_token="not-a-token-of-this-as")
+    assert r.status_code == 400 and r.json()["error"] == "invalid_request"
+
+
 @pytest.mark.parametrize("auth", ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"])
 def test_client_authentication_methods(authserver, auth):
     key, jwks = new_client_key()

@@ -17,7 +17,8 @@ always 127.0.0.1 and never localhost):
                                       refresh_token (rotating with rotate_refresh_tokens=True),
                                       token exchange (RFC 8693: idpyoidc's helper; subject tokens
                                       this AS issued; targets in EXCHANGE_TARGETS, which become
-                                      the new token's aud)
+                                      the new token's aud); a code's access token has aud = the
+                                      authorization's (or the token request's) RFC 8707 resource
   /introspection                      RFC 7662
   /revocation                         RFC 7009
   /end_session                        OIDC RP-Initiated Logout 1.0
@@ -292,14 +293,15 @@ class RFC9068AccessToken(JWTToken):
             payload.setdefault("sub", client_id)
         cinfo = self.cdb.get(client_id, {}) if client_id else {}
         aud = cinfo.get("access_token_audience") or self.def_aud or [DEFAULT_AUDIENCE]
-        # A token exchange's token is for the target the request named (RFC 8693 §2.1):
+        # A token for the resource the client asked for (RFC 8707: at the authorization or
+        # the token request), or, from a token exchange, for its target (RFC 8693 §2.1):
         # AuthServer._token sets it for the length of that request.
-        exchanged = self.upstream_get("attribute", "exchange_audience")
-        payload["aud"] = list(exchanged or aud)
-        # ... and bound to the key of the proof it came with (RFC 9449 §5): idpyoidc's helper
-        # answers token_type DPoP then, but mints the token without cnf.
+        targeted = self.upstream_get("attribute", "minted_audience")
+        payload["aud"] = list(targeted or aud)
+        # An exchanged token is bound to the key of the proof it came with (RFC 9449 §5):
+        # idpyoidc's helper answers token_type DPoP then, but mints the token without cnf.
         cnf = self.upstream_get("attribute", "exchange_cnf")
-        if exchanged is not None and cnf:
+        if targeted is not None and cnf:
             payload["cnf"] = cnf
         # Internal bookkeeping of idpyoidc, not for resource servers.
         payload.pop("token_class", None)
@@ -801,6 +803,7 @@ class AuthServer:
         # Token exchange (RFC 8693): the aud its tokens get instead of the target asked for (a
         # misbehaving AS), and the subject tokens the exchanges were asked with.
         self.exchange_audience_override = None
+        self.code_resources = {}  # code -> the RFC 8707 resources its authorization request named
         self.exchange_subjects = []
         self.revocations = []  # /revocation: client_id, token, token_type_hint, status
         self.end_session_calls = []  # /end_session: params, client_id, user, ended, status, location
@@ -821,7 +824,7 @@ class AuthServer:
         self.keys.init(algs)
         # RFC9068AccessToken finds the keys through idpyoidc's attribute lookup.
         self.server.authserver_keys = self.keys
-        self.server.exchange_audience = None  # RFC9068AccessToken: a token exchange's target
+        self.server.minted_audience = None  # RFC9068AccessToken: the resource / exchange target
         self.server.exchange_cnf = None  # ... and the key its proof named
         ctx = self.server.context
         self.server.endpoint["introspection"].post_construct.append(self._introspection_claims)
@@ -1383,6 +1386,10 @@ class AuthServer:
         if "iss" not in redirect_params(location):
             location = _add_query(location, {"iss": self.issuer})
         record.update(outcome="code", location=location)
+        resources = request.get("resource")
+        if resources:
+            # RFC 8707 §2.1: the token the code is exchanged for is for these resources.
+            self.code_resources[redirect_params(location).get("code")] = _as_list(resources)
         return Response(status=302, headers={"Location": location, "Cache-Control": "no-store"})
 
     def _authz_error_redirect(self, record, redirect_uri, err, state):
@@ -1751,15 +1758,19 @@ class AuthServer:
                "error": None}
         self.token_requests.append(rec)
         exchange = req.form.get("grant_type") == TOKEN_EXCHANGE
+        if req.form.get("grant_type") == "authorization_code":
+            # RFC 8707 §2.2: a resource at the token request narrows; else the authorization's.
+            resources = req.form.getlist("resource") or self.code_resources.get(req.form.get("code"))
+            self.server.minted_audience = resources or None
         if exchange:
             self.exchange_subjects.append(req.form.get("subject_token"))
             targets = req.form.getlist("resource") + req.form.getlist("audience")
-            self.server.exchange_audience = self.exchange_audience_override or targets or None
+            self.server.minted_audience = self.exchange_audience_override or targets or None
             self.server.exchange_cnf = self._proof_cnf(req.headers.get("DPoP")) if self.dpop else None
         try:
             resp = self._service(ep, req)
         finally:
-            self.server.exchange_audience = self.server.exchange_cnf = None
+            self.server.minted_audience = self.server.exchange_cnf = None
         rec["status"] = resp.status_code
         if resp.status_code != 200:
             try:
@@ -1881,15 +1892,18 @@ class AuthServer:
         return self._token_request(client_id, secret, auth, data, key=key, dpop_key=dpop_key,
                                    dpop_proof=dpop_proof)
 
-    def authorize(self, client_id="app1", user="alice", scope="openid profile email orders:read"):
+    def authorize(self, client_id="app1", user="alice", scope="openid profile email orders:read", resource=None):
         """The front-channel half of code_flow: the /token form fields of the
         authorization_code grant (grant_type, code, redirect_uri, state, and code_verifier when
         the AS requires PKCE), for post_token. login="form": through the login form, as user
-        with the user's password; require_par: pushed first (client_secret_basic)."""
+        with the user's password; require_par: pushed first (client_secret_basic). resource:
+        RFC 8707's, the access token's aud."""
         redirect_uri = self.redirect_uri(client_id)
         state, nonce = secrets.token_urlsafe(8), secrets.token_urlsafe(8)
         params = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "scope": scope,
                   "state": state, "nonce": nonce}
+        if resource:
+            params["resource"] = resource
         if "offline_access" in scope.split():
             params["prompt"] = "consent"  # OIDC Core §11: offline_access needs prompt=consent
         grant = {}
