@@ -605,10 +605,15 @@ start_login_as() {
   [[ -z $AS_PID ]] || return 0
   python3 -c "import idpyoidc" 2>/dev/null || python3 -m pip install -q --disable-pip-version-check -r "$ROOT/tests/requirements.txt" >&2
   port_free "$PORT_AS" || die "127.0.0.1:$PORT_AS is in use; set PORT_BASE"
-  python3 "$ROOT/bench/login/as.py" "$PORT_AS" "$1" "http://127.0.0.1:$PORT_TOKENGATE/oauth2/callback" >"$WORK/as.log" 2>&1 &
+  python3 "$ROOT/bench/login/as.py" "$PORT_AS" "$1" "http://127.0.0.1:$PORT_TOKENGATE/oauth2/callback" \
+    "$WORK/as-subject.txt" >"$WORK/as.log" 2>&1 &
   AS_PID=$!
   PIDS+=("$AS_PID")
   wait_http "http://127.0.0.1:$PORT_AS/.well-known/openid-configuration" "$AS_PID" || { cat "$WORK/as.log" >&2; die "the login AS did not start"; }
+  # Ready once it has written the exchange scenarios' subject token (after it serves).
+  local i
+  for i in $(seq 100); do grep -q '^ready' "$WORK/as.log" && break; sleep 0.1; done
+  grep -q '^ready' "$WORK/as.log" || { cat "$WORK/as.log" >&2; die "the login AS wrote no subject token"; }
 }
 check_login() {
   local name=$1 url=$2
@@ -648,6 +653,31 @@ login_scenario() {
 login_scenario login
 login_scenario login-assertion memory assertion
 login_scenario login-redis redis
+
+# exchange_scenario NAME OFF: a bearer route with token_exchange (RFC 8693) against the same
+# route without it (OFF=#), on a token of the login AS; the exchanged token is cached, so the
+# AS is asked about once per worker and per token lifetime. The ratio of the two, same run,
+# is what a cached exchange costs.
+check_exchange() {
+  local name=$1 url=$2
+  log "$name: checking that it refuses requests without a token, and passes the AS's token"
+  expect_status "$name: no token" 401 "$url"
+  expect_status "$name: a broken token" 401 "$url" -H "Authorization: Bearer ${BENCH_TOKEN}x"
+  expect_status "$name: the AS's token" 200 "$url" -H "Authorization: Bearer $BENCH_TOKEN"
+}
+exchange_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local keys=$WORK/keys-login
+  mkdir -p "$keys"
+  [[ -f $keys/client.jwk ]] || "$TOKENGATE_BIN" keys generate --alg ES256 --kid bench-web --out "$keys/client.jwk" >"$keys/client.jwks"
+  start_login_as "$keys/client.jwks"
+  BENCH_TOKEN=$(cat "$WORK/as-subject.txt")
+  export BENCH_TOKEN
+  SCENARIO_VARS="AS_PORT=$PORT_AS EXCHANGE_OFF=$2" SCENARIO_AUTH=$1 CHECK_SCENARIO=check_exchange \
+    scenario "$1" bench/tokengate/exchange.yaml -s "$ROOT/bench/lua/bearer.lua"
+}
+exchange_scenario exchange-off "#"
+exchange_scenario exchange-cached ""
 
 # decision_scenario NAME ALG: decision mode. The bearer-* token and route with
 # `decision:` on; three targets on the same token: the nginx baseline proxy, tokengate

@@ -38,6 +38,9 @@ final class BearerMemo {
     let identity: [(String, String)]
     let subject: String?
     let clientID: String?
+    /// On a `token_exchange` route: the token this one was last exchanged for, used while
+    /// it is good (`Issued.until`) without looking it up by the subject token again.
+    var exchanged: TokenExchanger.Issued?
 
     init(
         authorization: [UInt8], routeIndex: Int, generation: Int, validUntil: Int64, caller: AuthenticatedCaller,

@@ -12,7 +12,7 @@ import Reactor
 final class TokenExchanger {
     /// What an exchange came to.
     enum Outcome {
-        case issued(TokenExchange.IssuedToken)
+        case issued(Issued)
         /// The AS refused (RFC 8693 §2.2.2): its error code. Answered 403.
         case refused(error: String)
         /// No token to send: the AS could not be asked, or its answer is unusable (the text
@@ -24,9 +24,15 @@ final class TokenExchanger {
     private let wallClock: any WallClock
     let shared: SharedAnswerCache?
     private var fetchers: [String: HTTPFetcher] = [:]
-    private var issued = ValidatedTokenCache<TokenExchange.IssuedToken>(capacity: 10_000, ttl: 86_400)
-    private var refused = ValidatedTokenCache<String>(capacity: 10_000, ttl: 300)
-    private var waiting: [String: [(Outcome) -> Void]] = [:]
+    /// Per route (its index in the config): issued tokens and refusals by subject token,
+    /// and the requests waiting for an exchange under way. Keyed by the subject alone, so a
+    /// request that hits builds no key and hashes only the token.
+    private final class Table {
+        var issued = ValidatedTokenCache<Issued>(capacity: 10_000, ttl: 86_400)
+        var refused = ValidatedTokenCache<String>(capacity: 10_000, ttl: 300)
+        var waiting: [String: [(Outcome) -> Void]] = [:]
+    }
+    private var tables: [Int: Table] = [:]
     /// Token endpoints learned from discovery metadata, by issuer name.
     var discoveredEndpoints: [String: String] = [:]
     /// Exchanges asked of an AS (not answered from a cache), for metrics and tests.
@@ -34,6 +40,20 @@ final class TokenExchanger {
     /// The key DPoP-bound exchanged tokens are bound to (`token_exchange.dpop`): the
     /// process's own, as for logins with `dpop: true` (ES256 always fits it).
     let proofSigner = try? DPoPProofSigner(key: ProcessSecrets.dpopKey, alg: .ES256)
+
+    /// An exchanged token with the Authorization value it goes upstream with, and until
+    /// when it is handed out (its expiry less the route's margin).
+    struct Issued {
+        let token: TokenExchange.IssuedToken
+        let authorization: String
+        let until: Int64
+
+        init(_ token: TokenExchange.IssuedToken, until: Int64) {
+            self.token = token
+            self.until = until
+            authorization = (token.isDPoPBound ? "DPoP " : "Bearer ") + token.token
+        }
+    }
 
     init(loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil) {
         self.loop = loop
@@ -43,47 +63,55 @@ final class TokenExchanger {
 
     /// A new config: what was exchanged under the old one is not used under the new one.
     func apply(_ config: GatewayConfig) {
-        issued = ValidatedTokenCache(capacity: 10_000, ttl: 86_400)
-        refused = ValidatedTokenCache(capacity: 10_000, ttl: 300)
+        tables = [:]
         shared?.sealer = CookieSealer(sessionKeysOf: config)
     }
 
     func exchange(_ subjectToken: String, _ config: TokenExchangeConfig, done: @escaping (Outcome) -> Void) {
+        let now = wallClock.seconds
+        let table: Table
+        if let t = tables[config.route] {
+            table = t
+        } else {
+            table = Table()
+            tables[config.route] = table
+        }
+        if let hit = table.issued.get(subjectToken, now: now) {
+            done(.issued(hit))
+            return
+        }
+        if let error = table.refused.get(subjectToken, now: now) {
+            done(.refused(error: error))
+            return
+        }
+        if table.waiting[subjectToken] != nil {
+            table.waiting[subjectToken]!.append(done)
+            return
+        }
         guard let endpoint = config.endpoint ?? discoveredEndpoints[config.issuer] else {
             done(.unavailable("no token endpoint known for \(config.issuer)"))
             return
         }
-        let now = wallClock.seconds
-        // Everything that makes an exchange what it is: the AS, the client that asks, the
-        // target, the subject. Another route with another target never gets this token.
+        table.waiting[subjectToken] = [done]
         let target = config.target
         // A DPoP-bound token is this process's alone (its key): replicas with other keys
         // never take it from Redis, nor a Bearer route one of its tokens.
         let boundTo = config.dpop ? proofSigner?.jkt ?? "" : ""
-        let key = [
+        // Across replicas, everything that makes an exchange what it is: the AS, the client
+        // that asks, the target, the key, the subject. No other target gets this token.
+        let sharedKey = [
             config.issuerURL, endpoint, config.client.authentication.clientID, target.resources.joined(separator: " "),
             target.audiences.joined(separator: " "), target.scope ?? "", target.requestedTokenType, boundTo,
             subjectToken
         ].joined(separator: "\u{0}")
-        if let hit = issued.get(key, now: now) {
-            done(.issued(hit))
-            return
+        let ask = { [weak self] in
+            self?.ask(endpoint, subjectToken: subjectToken, table: table, sharedKey: sharedKey, config: config)
         }
-        if let error = refused.get(key, now: now) {
-            done(.refused(error: error))
-            return
-        }
-        if waiting[key] != nil {
-            waiting[key]!.append(done)
-            return
-        }
-        waiting[key] = [done]
-        let ask = { [weak self] in self?.ask(endpoint, subjectToken: subjectToken, key: key, config: config) }
         guard let shared else {
             ask()
             return
         }
-        shared.get(key, now: now) { [weak self] hit in
+        shared.get(sharedKey, now: now) { [weak self] hit in
             guard let self else { return }
             let now = self.wallClock.seconds
             guard let hit,
@@ -93,19 +121,22 @@ final class TokenExchanger {
                 ask()
                 return
             }
-            self.finish(key, .issued(token), until: min(hit.until, self.keptUntil(token, config, now: now)), now: now)
+            let until = min(hit.until, self.keptUntil(token, config, now: now))
+            self.finish(table, subjectToken, .issued(Issued(token, until: until)), until: until, now: now)
         }
     }
 
     /// Asks the AS; the answer goes to the waiters and the caches.
-    private func ask(_ endpoint: String, subjectToken: String, key: String, config: TokenExchangeConfig) {
+    private func ask(
+        _ endpoint: String, subjectToken: String, table: Table, sharedKey: String, config: TokenExchangeConfig
+    ) {
         let now = wallClock.seconds
         let credentials: (headers: [String], form: [(String, String)])
         do {
             let audience = config.client.assertionAudience == .endpoint ? endpoint : config.issuerURL
             credentials = try config.client.authentication.credentials(audience: audience, now: now)
         } catch {
-            finish(key, .unavailable("client authentication: \(error)"), until: nil, now: now)
+            finish(table, subjectToken, .unavailable("client authentication: \(error)"), until: nil, now: now)
             return
         }
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
@@ -115,7 +146,7 @@ final class TokenExchanger {
             // RFC 9449 §5: a proof for this token request asks for a token bound to its key.
             guard let signer = proofSigner, let proof = try? signer.proof(method: "POST", url: endpoint, now: now)
             else {
-                finish(key, .unavailable("no DPoP proof could be made"), until: nil, now: now)
+                finish(table, subjectToken, .unavailable("no DPoP proof could be made"), until: nil, now: now)
                 return
             }
             headers.append("DPoP: " + proof)
@@ -129,26 +160,31 @@ final class TokenExchanger {
         fetcher(config.issuer, caFile: config.caFile).fetch(request) { [weak self] result in
             guard let self else { return }
             let now = self.wallClock.seconds
+            let outcome: Outcome
+            var until: Int64?
             switch result {
             case .success(let resp):
                 switch TokenExchange.parse(
                     status: resp.status, body: resp.body, target: config.target, boundTo: boundTo, now: now)
                 {
                 case .success(let token):
-                    let until = self.keptUntil(token, config, now: now)
-                    self.shared?.put(key, body: resp.body, until: until, now: now)
-                    self.finish(key, .issued(token), until: until, now: now)
+                    let kept = self.keptUntil(token, config, now: now)
+                    until = kept
+                    self.shared?.put(sharedKey, body: resp.body, until: kept, now: now)
+                    outcome = .issued(Issued(token, until: kept))
                 case .failure(.refused(let error, let status))
                 where (400..<500).contains(status) && !Self.refusesTheGateway(error, status: status):
-                    self.finish(key, .refused(error: error), until: now + Int64(config.negativeTTL), now: now)
+                    until = now + Int64(config.negativeTTL)
+                    outcome = .refused(error: error)
                 case .failure(.refused(let error, let status)):
-                    self.finish(key, .unavailable("token endpoint answered \(status) \(error)"), until: nil, now: now)
+                    outcome = .unavailable("token endpoint answered \(status) \(error)")
                 case .failure(.unusable(let why)):
-                    self.finish(key, .unavailable("token exchange answer: \(why)"), until: nil, now: now)
+                    outcome = .unavailable("token exchange answer: \(why)")
                 }
             case .failure(let e):
-                self.finish(key, .unavailable("token exchange failed: \(e.description)"), until: nil, now: now)
+                outcome = .unavailable("token exchange failed: \(e.description)")
             }
+            self.finish(table, subjectToken, outcome, until: until, now: now)
         }
     }
 
@@ -172,17 +208,17 @@ final class TokenExchanger {
     }
 
     /// Caches an outcome until `until` (when it is worth keeping) and hands it to everyone
-    /// waiting for `key`. An issued token already inside its margin is still handed to the
-    /// requests that waited for it (it has not expired), but not kept.
-    private func finish(_ key: String, _ outcome: Outcome, until: Int64?, now: Int64) {
+    /// waiting for `subject`. An issued token already inside its margin is still handed to
+    /// the requests that waited for it (it has not expired), but not kept.
+    private func finish(_ table: Table, _ subject: String, _ outcome: Outcome, until: Int64?, now: Int64) {
         if let until, until > now {
             switch outcome {
-            case .issued(let token): issued.put(key, token, expiresAt: until, now: now)
-            case .refused(let error): refused.put(key, error, expiresAt: until, now: now)
+            case .issued(let issued): table.issued.put(subject, issued, expiresAt: until, now: now)
+            case .refused(let error): table.refused.put(subject, error, expiresAt: until, now: now)
             case .unavailable: break
             }
         }
-        let waiters = waiting.removeValue(forKey: key) ?? []
+        let waiters = table.waiting.removeValue(forKey: subject) ?? []
         for w in waiters { w(outcome) }
     }
 

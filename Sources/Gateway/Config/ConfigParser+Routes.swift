@@ -74,7 +74,7 @@ extension ConfigParser {
             tokens?.resource = resource
             let mcp = mcpRules(m, path: p, auth: auth, r)
             tokens?.mcp = mcp
-            let exchange = tokenExchange(m, path: p, auth: auth, cfg: cfg, r)
+            let exchange = tokenExchange(m, path: p, index: i, auth: auth, cfg: cfg, r)
             tokens?.tokenExchange = exchange
             if tokens?.tokenExchange != nil, tokens?.dpop?.forwardProof == true {
                 r.problem(

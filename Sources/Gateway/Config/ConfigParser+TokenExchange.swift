@@ -6,7 +6,7 @@ import Yams
 extension ConfigParser {
     /// nil without `token_exchange`, or when it cannot apply (the problem is reported at its key).
     static func tokenExchange(
-        _ m: [String: Node], path route: String, auth: AuthMode, cfg: GatewayConfig, _ r: ConfigReader
+        _ m: [String: Node], path route: String, index: Int, auth: AuthMode, cfg: GatewayConfig, _ r: ConfigReader
     ) -> TokenExchangeConfig? {
         guard let node = m["token_exchange"] else { return nil }
         let p = "\(route).token_exchange"
@@ -80,7 +80,8 @@ extension ConfigParser {
             }
         }
         var out = TokenExchangeConfig(
-            issuer: issuerName, issuerURL: issuer.issuer, client: client, endpoint: endpoint, caFile: issuer.caFile,
+            route: index, issuer: issuerName, issuerURL: issuer.issuer, client: client, endpoint: endpoint,
+            caFile: issuer.caFile,
             target: target)
         if let n = section["margin"], let v = r.duration(n, path: "\(p).margin") { out.margin = v }
         if let n = section["default_lifetime"], let v = r.duration(n, path: "\(p).default_lifetime") {

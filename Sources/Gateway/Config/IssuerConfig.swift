@@ -175,7 +175,13 @@ struct TokenRouteConfig: Sendable {
     var mcp: MCPRules?
     /// `token_exchange`: the caller's token is exchanged (RFC 8693) and the result sent
     /// upstream in its place (TokenExchangeConfig.swift); nil: no exchange.
-    var tokenExchange: TokenExchangeConfig?
+    var tokenExchange: TokenExchangeConfig? {
+        get { exchangeStorage?.config }
+        set { exchangeStorage = newValue.map(TokenExchangeConfig.Stored.init) }
+    }
+    /// Held by reference: the request path copies this struct, and the exchange's settings
+    /// (client keys, targets) would make every copy retain them one by one.
+    private(set) var exchangeStorage: TokenExchangeConfig.Stored? = nil
     /// `auth: bearer`, `dpop` or `token`: the schemes accepted, and how DPoP proofs are checked.
     var schemes = TokenSchemes.bearer
 

@@ -4,6 +4,8 @@ import OAuth
 /// trades it at the authorization server for one meant for the upstream (RFC 8693) and
 /// sends that instead. `TokenExchanger` does the trading and keeps the results.
 struct TokenExchangeConfig: Sendable {
+    /// The route's index in the config: what its exchanged tokens are kept under.
+    var route: Int
     /// The `issuers:` entry of the AS that exchanges, and its `issuer` URL (the `aud` of
     /// client assertions unless the client says `assertion_audience: endpoint`).
     var issuer: String
@@ -26,4 +28,10 @@ struct TokenExchangeConfig: Sendable {
     /// `dpop: true`: ask for a DPoP-bound token (RFC 9449 §5, a proof with the exchange) and
     /// send it upstream with a fresh proof from the gateway's key for each request.
     var dpop = false
+
+    /// The config behind one reference (see `TokenRouteConfig.tokenExchange`).
+    final class Stored: Sendable {
+        let config: TokenExchangeConfig
+        init(_ config: TokenExchangeConfig) { self.config = config }
+    }
 }

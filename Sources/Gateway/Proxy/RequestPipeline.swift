@@ -163,7 +163,7 @@ enum RequestPipeline {
             // The proof was for the gateway (its htu names the gateway's URL); it goes on only if asked.
             // With token_exchange, the upstream gets the exchanged token alone.
             let dropProof =
-                session || route.auth.tokenRoute?.tokenExchange != nil
+                session || plan.exchanges
                 || (route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false)
             // The gateway's own cookies (sealed sessions, login state) are not the upstream's.
             let ownCookies = policy.ownCookies

@@ -23,6 +23,8 @@ final class RoutePlan {
     let mcp: MCPRules?
     /// The route's token exchange toward the upstream (`token_exchange:`), after admission.
     let exchange: TokenExchangeConfig?
+    /// Whether it has one: read per request, without copying the config out.
+    let exchanges: Bool
 
     init(
         route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?,
@@ -39,6 +41,7 @@ final class RoutePlan {
         self.tokens = tokens
         mcp = route.auth.tokenRoute?.mcp
         exchange = route.auth.tokenRoute?.tokenExchange
+        exchanges = exchange != nil
     }
 
     /// The path as it goes upstream: the upstream URL's path, then the request's (as the

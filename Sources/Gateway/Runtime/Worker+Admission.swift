@@ -22,6 +22,8 @@ struct Admission {
     var presentedToken: String? = nil
     /// A DPoP-bound token the gateway got by exchange: the upstream request carries a proof.
     var upstreamProof: UpstreamProof? = nil
+    /// The connection's memo of this token's admission (`BearerMemo`), where one stands.
+    var bearerMemo: BearerMemo? = nil
 }
 
 /// What signs the DPoP proof of an upstream request sent with an exchanged DPoP-bound token.
@@ -162,25 +164,28 @@ extension Worker {
         if let a = tokenAssertion(plan.route, token) { identity.append(a) }
         return Admission(
             identity: identity, session: false, body: nil, claims: token.claims, token: token,
-            presentedToken: memo.caller.fromAuthorization)
+            presentedToken: memo.caller.fromAuthorization, bearerMemo: memo)
     }
 
     /// Keeps a Bearer admission for the connection's next requests, when it may stand for
     /// them (`BearerMemo`): the token came alone in the Authorization field, and the
     /// verified-token cache holds it.
+    @discardableResult
     func rememberBearer(
         _ ex: ServerExchange, _ head: HTTPRequestHead, caller: AuthenticatedCaller, plan: RoutePlan,
         ctx: RequestContext, identity: [(String, String)]
-    ) {
+    ) -> BearerMemo? {
         guard caller.jkt == nil, caller.responseHeaders.isEmpty, let token = caller.fromAuthorization,
             let until = tokens.trustedUntil(token)
-        else { return }
+        else { return nil }
         var authorization: [UInt8]?
         head.fields.forEachValue(named: "Authorization") { authorization = Array($0) }
-        guard let authorization else { return }
-        memo(ex.connection).bearer = BearerMemo(
+        guard let authorization else { return nil }
+        let bearer = BearerMemo(
             authorization: authorization, routeIndex: plan.route.index, generation: tokens.generation,
             validUntil: until, caller: caller, identity: identity, subject: ctx.subject, clientID: ctx.clientID)
+        memo(ex.connection).bearer = bearer
+        return bearer
     }
 }
 

@@ -92,16 +92,29 @@ extension Worker {
                         detail: "pool missing"))
                 return
             }
+            // A token_exchange route whose token this connection had exchanged already goes
+            // on at once, as a route that admits on the head alone does (below).
+            let exchangesOnly = plan.exchanges && plan.mcp == nil
+            if exchangesOnly, let admission = admitAtOnce(ex, head, plan: plan, path: path, query: query, ctx: ctx) {
+                if let admitted = exchangedAtOnce(admission) {
+                    forward(ex, ctx: ctx, pool: pool, request: build.request(admitted, ex: ex, ctx: ctx))
+                } else {
+                    exchangeToken(ex, ctx, plan: plan, admission: admission) { [unowned self] ctx, admitted in
+                        self.forward(ex, ctx: ctx, pool: pool, request: build.request(admitted, ex: ex, ctx: ctx))
+                    }
+                }
+                return
+            }
             // Stages after admission: an MCP route reads and judges the call in the body, then
             // a token_exchange route trades the caller's token for the upstream's.
-            if plan.mcp != nil || plan.exchange != nil {
+            if plan.mcp != nil || plan.exchanges {
                 var next: Admitted = { [unowned self] ctx, admission in
                     self.forward(ex, ctx: ctx, pool: pool, request: build.request(admission, ex: ex, ctx: ctx))
                 }
-                if let exchange = plan.exchange {
+                if plan.exchanges {
                     let forward = next
                     next = { [unowned self] ctx, admission in
-                        self.exchangeToken(ex, ctx, exchange, admission: admission, then: forward)
+                        self.exchangeToken(ex, ctx, plan: plan, admission: admission, then: forward)
                     }
                 }
                 if let rules = plan.mcp {
@@ -112,7 +125,7 @@ extension Worker {
                 }
                 admit(
                     ex, head: head, plan: plan, path: path, query: query, forwarded: ctx.forwarded, ctx: ctx,
-                    allowed: next)
+                    triedAtOnce: exchangesOnly, allowed: next)
                 return
             }
             // A route that admits the request on its head alone (auth: none, a let-through

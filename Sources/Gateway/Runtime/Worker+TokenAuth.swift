@@ -30,14 +30,14 @@ extension Worker {
                 if tokens.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
                 var identity = self.identityHeaders(route, token.claims, ctx)
                 if let jkt = caller.jkt, let name = tokens.dpop?.jktHeader { identity.append((name, jkt)) }
-                self.rememberBearer(ex, head, caller: caller, plan: plan, ctx: ctx, identity: identity)
+                let memo = self.rememberBearer(ex, head, caller: caller, plan: plan, ctx: ctx, identity: identity)
                 if let a = self.tokenAssertion(route, token) { identity.append(a) }
                 allowed(
                     ctx,
                     Admission(
                         identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
                         claims: token.claims, token: token, tokenScheme: caller.jkt == nil ? "Bearer" : "DPoP",
-                        presentedToken: caller.presented))
+                        presentedToken: caller.presented, bearerMemo: memo))
             case .unavailable(let reason, let detail):
                 ctx.rejection = .unavailable(reason)
                 self.answer(

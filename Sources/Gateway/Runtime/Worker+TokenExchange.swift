@@ -7,15 +7,26 @@ import Reactor
 /// fresh proof of the gateway's key. The caller's own token and DPoP proof never go
 /// (RequestPipeline drops them; check-config refuses forward_token and forward_proof).
 extension Worker {
+    /// The admission as it goes upstream when no exchange is needed now: a preflight (it
+    /// carries no credential), or the token this connection's last request was admitted and
+    /// exchanged with — the same token, route and config (the memo says so), the exchanged
+    /// one still good. nil: `exchangeToken` must run.
+    func exchangedAtOnce(_ admission: Admission) -> Admission? {
+        if admission.preflight { return admission }
+        guard let memo = admission.bearerMemo, let issued = memo.exchanged, issued.until > wallClock.seconds
+        else { return nil }
+        return withExchanged(issued, admission)
+    }
+
     func exchangeToken(
-        _ ex: ServerExchange, _ ctx: RequestContext, _ config: TokenExchangeConfig, admission: Admission,
+        _ ex: ServerExchange, _ ctx: RequestContext, plan: RoutePlan, admission: Admission,
         then forward: @escaping Admitted
     ) {
-        // A preflight let through carries no credential, so there is nothing to exchange.
-        guard !admission.preflight else {
-            forward(ctx, admission)
+        if let admitted = exchangedAtOnce(admission) {
+            forward(ctx, admitted)
             return
         }
+        guard let config = plan.exchange else { preconditionFailure("only token_exchange routes exchange") }
         guard let subject = admission.presentedToken, !subject.isEmpty else {
             // Token routes admit only with a token; this is a gateway fault, not the caller's.
             answer(
@@ -27,18 +38,9 @@ extension Worker {
         }
         exchanger.exchange(subject, config) { [unowned self] outcome in
             switch outcome {
-            case .issued(let token):
-                var admitted = admission
-                if token.isDPoPBound, let signer = self.exchanger.proofSigner {
-                    // RFC 9449 §7.1: the DPoP scheme, and a proof per request (RequestPipeline
-                    // signs it for the upstream's URL once the request's target is known).
-                    admitted.identity.append(("Authorization", "DPoP " + token.token))
-                    admitted.upstreamProof = UpstreamProof(
-                        token: token.token, signer: signer, now: self.wallClock.seconds)
-                } else {
-                    admitted.identity.append(("Authorization", "Bearer " + token.token))
-                }
-                forward(ctx, admitted)
+            case .issued(let issued):
+                admission.bearerMemo?.exchanged = issued
+                forward(ctx, self.withExchanged(issued, admission))
             case .refused(let error):
                 // RFC 8693 §2.2.2: the AS will not issue a token for the upstream to this
                 // caller's token; no other token would be exchanged either, so 403.
@@ -58,5 +60,16 @@ extension Worker {
                         requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: "token_exchange: \(why)"))
             }
         }
+    }
+
+    /// The admission with the exchanged token: "Bearer …", or "DPoP …" (RFC 9449 §7.1) with
+    /// a proof per request, signed for the upstream's URL once the request's target is known.
+    private func withExchanged(_ issued: TokenExchanger.Issued, _ admission: Admission) -> Admission {
+        var admitted = admission
+        admitted.identity.append(("Authorization", issued.authorization))
+        if issued.token.isDPoPBound, let signer = exchanger.proofSigner {
+            admitted.upstreamProof = UpstreamProof(token: issued.token.token, signer: signer, now: wallClock.seconds)
+        }
+        return admitted
     }
 }

@@ -57,7 +57,17 @@ public enum TokenExchange {
         public let expiresAt: Int64?
         public let scope: String?
 
-        public var isDPoPBound: Bool { tokenType.lowercased() == "dpop" }
+        /// `token_type` is DPoP (case-insensitive, RFC 9449 §5): read per request, so kept.
+        public let isDPoPBound: Bool
+
+        init(token: String, tokenType: String, issuedTokenType: String, expiresAt: Int64?, scope: String?) {
+            self.token = token
+            self.tokenType = tokenType
+            self.issuedTokenType = issuedTokenType
+            self.expiresAt = expiresAt
+            self.scope = scope
+            isDPoPBound = tokenType.lowercased() == "dpop"
+        }
     }
 
     /// Why a response is not a token the gateway may send on.
