@@ -14,7 +14,9 @@ protocol RequestObjectHost: AnyObject {
 
 /// Request objects the gateway hosts for `request_mode: request_uri` (RFC 9101 §5.2): each at
 /// an unguessable URL (256 random bits), served once, for a short time — the AS fetches it
-/// right after the browser arrives; nobody else should ever see it. Shared by the workers.
+/// right after the browser arrives; nobody else should ever see it. Shared by the workers:
+/// `@unchecked Sendable` because `objects` is read and written only under `lock` (the rest
+/// is constant).
 final class HostedRequestObjects: RequestObjectHost, @unchecked Sendable {
     private let lock = NSLock()
     private var objects: [String: (jwt: String, until: Double)] = [:]

@@ -3,8 +3,9 @@ import JOSE
 import OAuth
 
 /// What every worker's login service shares: ended sessions (embedded store), the refresh
-/// coordinator, hosted request objects — made once at start, kept across reloads.
-final class LoginShared: @unchecked Sendable {
+/// coordinator, hosted request objects — made once at start, kept across reloads. Checked
+/// Sendable: constants only, each of a type that guards its own state.
+final class LoginShared: Sendable {
     let ended = EndedSessions()
     let refreshes: RefreshCoordinator
     let requestObjects = HostedRequestObjects()

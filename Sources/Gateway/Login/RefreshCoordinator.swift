@@ -7,6 +7,10 @@ import Reactor
 /// rotating refresh tokens the second use would fail and end the session. The outcome is
 /// kept for a short grace time, so a request that still carries the old cookie gets the new
 /// session rather than a second refresh.
+///
+/// `@unchecked Sendable`: workers on other threads call it; its state (`inFlight`, `recent`,
+/// `refreshesStarted`) changes only under `lock`, and each waiter is called back on its own
+/// loop (`EventLoop.execute`), never on the caller's thread.
 final class RefreshCoordinator: @unchecked Sendable {
     enum Outcome {
         case refreshed(Session)
