@@ -81,6 +81,8 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
 
     func upstreamHead(_ head: HTTPResponseHead) {
         status = head.status
+        // The upstream's time to answer, should the client leave before the body ends.
+        upstreamSeconds = worker.clock() - upstreamStart
         if head.status >= 500, let pool {
             worker.upstreamOutcomes.answered(head.status, pool: pool, now: worker.clock())
         }
@@ -258,9 +260,12 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     func clientGone(_ responder: Responder) {
         guard !done else { return }
         call?.cancel()
+        let headSent = responder.state == .streaming
         responder.abort()
-        // 499: client closed the request (nginx's convention, for logs and metrics only).
-        finish(status: 499)
+        // 499: client closed the request (nginx's convention, for logs and metrics only), when
+        // it left before the answer began. After the head it got the upstream's status (an
+        // MCP client closes an SSE stream once it has read its answer): that is logged.
+        finish(status: headSent ? status : 499, detail: headSent ? "client closed mid-response" : nil)
     }
 
     private func finish(status: Int, detail: String? = nil) {
