@@ -189,6 +189,7 @@ struct MCPConfigTests {
             mcp:
               default: deny
               max_request_bytes: 64KB
+              max_response_bytes: 2MB
               methods: { "tools/list": { require: { scopes: [mcp:list] } } }
               tools: { deploy: { require: { scopes: [mcp:deploy] } }, add: { require: {} } }
               resources: { "file:///a": { require: { scopes: [mcp:files] } } }
@@ -198,6 +199,8 @@ struct MCPConfigTests {
         let rules = try #require(cfg.routes[0].auth.tokenRoute?.mcp)
         #expect(!rules.allowsUnlisted)
         #expect(rules.maxRequestBytes == 64 << 10)
+        #expect(rules.maxResponseBytes == 2 << 20)
+        #expect(MCPRules().maxResponseBytes == 4 << 20)
         #expect(rules.tools["deploy"]?.scopes == ["mcp:deploy"])
         #expect(rules.tools["add"]?.isEmpty == true)
         #expect(rules.methods["tools/list"]?.scopes == ["mcp:list"])
@@ -217,6 +220,14 @@ struct MCPConfigTests {
         (
             "auth: bearer\nissuers: [one]\nmcp: { max_request_bytes: 1GB }",
             "routes[0].mcp.max_request_bytes: must be between"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\nmcp: { max_response_bytes: 0 }",
+            "routes[0].mcp.max_response_bytes: must be between"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\nmcp: { max_response_bytes: 65MB }",
+            "routes[0].mcp.max_response_bytes: must be between"
         ),
         (
             "auth: bearer\nissuers: [one]\nmcp: { tool: {} }",

@@ -13,11 +13,22 @@ Tools:
                       list of [name, value] pairs (names as received, lower case).
 GET /calls lists the tools called so far, in order; GET /healthz answers 200 once the server is up.
 
+Two hand-made MCP endpoints answer a tools/list with the tools above, for the gateway's filter:
+  POST /gzip/mcp      answers with gzip (Content-Encoding: gzip) whatever the request asked;
+                      GET /encodings lists the Accept-Encoding each such request came with.
+  POST /progress/mcp  answers as an SSE stream: PROGRESS_EVENT (a progress notification), a
+                      comment, then the result, each a moment apart; the stream ends a second
+                      after the result.
+
+`python3 mcp_upstream.py FD json` serves /mcp with JSON answers (the SDK's `json_response`,
+stateless) instead of SSE streams.
+
 Run as `python3 mcp_upstream.py FD`: FD is a listening socket the parent bound on 127.0.0.1
 and passed down, so the port is known before the process starts and no other process can take
 it. `MCPUpstream` is the test side."""
 import asyncio
 import collections
+import gzip
 import json
 import os
 import signal
@@ -28,15 +39,20 @@ import time
 import urllib.request
 
 ACK_TIMEOUT = 10.0
+# Sent before the result by POST /progress/mcp, byte for byte (CRLF, as the SDK's SSE writer ends lines).
+PROGRESS_EVENT = (b'event: message\r\nid: p1\r\ndata: {"jsonrpc":"2.0","method":"notifications/progress",'
+                  b'"params":{"progressToken":"list","progress":1,"total":2,"message":"listing"}}\r\n\r\n')
+COMMENT = b": still listing\r\n\r\n"
 
 
 def build_server():
     from mcp.server.mcpserver import Context, MCPServer
-    from starlette.responses import JSONResponse, PlainTextResponse
+    from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
     server = MCPServer("tokengate-test-upstream", log_level="WARNING")
     acks = collections.defaultdict(asyncio.Queue)
     calls = []  # the tools called, in order: GET /calls
+    encodings = []  # the Accept-Encoding of each POST /gzip/mcp
 
     @server.tool()
     def echo(text: str) -> str:
@@ -77,6 +93,37 @@ def build_server():
         acks[request.path_params["run"]].put_nowait(None)
         return PlainTextResponse("ok")
 
+    async def tools_result(request):
+        message = json.loads(await request.body())
+        tools = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in await server.list_tools()]
+        return json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools}}).encode()
+
+    @server.custom_route("/gzip/mcp", methods=["POST"])
+    async def gzipped(request):
+        encodings.append(request.headers.get("accept-encoding"))
+        return Response(gzip.compress(await tools_result(request)), media_type="application/json",
+                        headers={"Content-Encoding": "gzip"})
+
+    @server.custom_route("/encodings", methods=["GET"])
+    async def seen_encodings(request):
+        return JSONResponse(encodings)
+
+    @server.custom_route("/progress/mcp", methods=["POST"])
+    async def progress_then_result(request):
+        result = await tools_result(request)
+
+        async def events():
+            yield PROGRESS_EVENT
+            await asyncio.sleep(0.2)
+            yield COMMENT
+            await asyncio.sleep(0.2)
+            yield b"event: message\r\nid: p2\r\ndata: " + result + b"\r\n\r\n"
+            # Held open a moment after the result, as a server may: a client that has its
+            # answer closes first.
+            await asyncio.sleep(1.0)
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
     @server.custom_route("/calls", methods=["GET"])
     async def called(request):
         return JSONResponse(calls)
@@ -88,10 +135,10 @@ def build_server():
     return server
 
 
-def main(fd):
+def main(fd, json_response=False):
     import uvicorn
 
-    app = build_server().streamable_http_app()
+    app = build_server().streamable_http_app(json_response=json_response, stateless_http=json_response)
     # Open SSE streams (the client's GET stream) would hold a graceful shutdown: bound it.
     uvicorn.Server(uvicorn.Config(app, fd=fd, log_level="warning", timeout_graceful_shutdown=2)).run()
 
@@ -99,7 +146,7 @@ def main(fd):
 class MCPUpstream:
     """The server above in a subprocess on a socket bound here; `url` is its MCP endpoint."""
 
-    def __init__(self, log_path):
+    def __init__(self, log_path, json_response=False):
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
@@ -108,7 +155,8 @@ class MCPUpstream:
         self.log_path = log_path
         self.log = open(log_path, "wb")
         fd = self.sock.fileno()
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(fd)], pass_fds=[fd],
+        args = [sys.executable, os.path.abspath(__file__), str(fd)] + (["json"] if json_response else [])
+        self.proc = subprocess.Popen(args, pass_fds=[fd],
                                      stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout=20.0):
@@ -128,6 +176,11 @@ class MCPUpstream:
     def calls(self):
         """The tools the server has run, in order."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/calls", timeout=5) as r:
+            return json.loads(r.read())
+
+    def encodings(self):
+        """The Accept-Encoding each POST /gzip/mcp came with."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/encodings", timeout=5) as r:
             return json.loads(r.read())
 
     def ack_url(self, run):
@@ -150,4 +203,4 @@ class MCPUpstream:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), json_response=sys.argv[2:] == ["json"])

@@ -4,7 +4,8 @@ HTTP transport, ClientSession) talks through a real tokengate to the SDK's serve
 
 Proven here: the SDK's whole session passes the route (initialize and its session id, the
 initialized notification's 202, the client's GET stream, tools/list, tools/call, the DELETE
-that ends the session); a tool the token's scopes do not cover is refused before the server
+that ends the session); tools/list shows the session only the tools its token may call; a tool
+the token's scopes do not cover is refused before the server
 hears of it, as a 403 whose challenge names the scopes to step up to and the resource
 metadata, and the SDK session survives it; a stepped-up token calls the tool; a tool's
 progress notifications stream through the gateway one by one, each reaching the client
@@ -141,8 +142,9 @@ def raw_call(gw, token, name, arguments):
 def test_the_sdk_session_passes_the_route_whole(gw, idp):
     async def scenario():
         async with connect(gw, tok(idp, gw)) as (session, responses):
+            # deploy needs mcp:deploy, which this token lacks: the list does not show it.
             tools = await session.list_tools()
-            assert sorted(t.name for t in tools.tools) == ["count", "deploy", "echo", "whoami"]
+            assert sorted(t.name for t in tools.tools) == ["count", "echo", "whoami"]
             said = "hé, through the gateway"
             assert text(await session.call_tool("echo", {"text": said})) == said
             session_id = responses[0].headers["mcp-session-id"]
@@ -191,9 +193,11 @@ def test_a_tool_beyond_the_scope_is_403_and_a_stepped_up_token_calls_it(gw, idp,
 
     async def stepped_up():
         async with connect(gw, tok(idp, gw, scope="mcp mcp:deploy")) as (session, _):
-            return text(await session.call_tool("deploy", {"target": "prod"}))
+            listed = sorted(t.name for t in (await session.list_tools()).tools)
+            return listed, text(await session.call_tool("deploy", {"target": "prod"}))
 
-    assert run(stepped_up) == "deployed prod"
+    # The stepped-up token sees deploy in the list, and calls it.
+    assert run(stepped_up) == (["count", "deploy", "echo", "whoami"], "deployed prod")
     assert mcp_upstream.calls() == ["echo", "deploy"]
 
 

@@ -6,6 +6,8 @@ import Yams
 extension ConfigParser {
     /// The largest `max_request_bytes`: the body is held whole while it is judged.
     static let mcpMaxRequestBytesCeiling = 16 << 20
+    /// The largest `max_response_bytes`: a `tools/list` answer is held whole while it is filtered.
+    static let mcpMaxResponseBytesCeiling = 64 << 20
 
     /// nil without `mcp`, or when it cannot apply (the problem is reported at its key).
     static func mcpRules(_ m: [String: Node], path route: String, auth: AuthMode, _ r: ConfigReader) -> MCPRules? {
@@ -34,6 +36,13 @@ extension ConfigParser {
                 r.problem("\(p).max_request_bytes", n, "must be between 1 B and 16MB")
             } else {
                 rules.maxRequestBytes = v
+            }
+        }
+        if let n = section["max_response_bytes"], let v = r.size(n, path: "\(p).max_response_bytes") {
+            if v < 1 || v > mcpMaxResponseBytesCeiling {
+                r.problem("\(p).max_response_bytes", n, "must be between 1 B and 64MB")
+            } else {
+                rules.maxResponseBytes = v
             }
         }
         rules.methods = mcpTable(section["methods"], path: "\(p).methods", r)

@@ -103,7 +103,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .requirement: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"]
         case .claimRule: ["equals", "one_of", "contains"]
         case .identityAssertion: ["header", "lifetime", "audience"]
-        case .mcp: ["default", "max_request_bytes", "methods", "tools", "resources", "prompts"]
+        case .mcp: ["default", "max_request_bytes", "max_response_bytes", "methods", "tools", "resources", "prompts"]
         case .mcpRule: ["require"]
         case .tokenExchange:
             [

@@ -4,7 +4,8 @@ import OAuth
 
 /// Entry point for fuzzing what an MCP route reads of a POST before the upstream hears of it
 /// (the libFuzzer target `MCPFuzz` in `fuzz/` and the corpus replay test call this): the
-/// `Content-Type` check and the JSON-RPC message whose method and target the rules judge.
+/// `Content-Type` check and the JSON-RPC message whose method and target the rules judge; and
+/// what it reads of the answer to a `tools/list`.
 /// Returns normally on every input; a failed `fuzzInvariant` is a finding.
 public enum MCPFuzzEntry {
     /// The first line is a `Content-Type` value, the rest a request body.
@@ -14,6 +15,8 @@ public enum MCPFuzzEntry {
         message(Array(data[min(newline + 1, data.count)...]))
         // The whole input as a body too: the seeds are bodies.
         message(data)
+        // And as an upstream's SSE answer to a tools/list (MCPFuzzEntry+EventStream).
+        eventStream(data)
     }
 
     /// An accepted media type is application/json, whatever its case and parameters.

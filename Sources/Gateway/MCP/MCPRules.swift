@@ -7,6 +7,9 @@ import OAuth
 struct MCPRules: Sendable {
     /// The most of a POST body the gateway reads to judge it (`max_request_bytes`); past it 413.
     var maxRequestBytes = 1 << 20
+    /// The most of a `tools/list` answer held whole to filter it (`max_response_bytes`), and
+    /// of one event of an SSE answer; past it the answer is refused, never passed unfiltered.
+    var maxResponseBytes = 4 << 20
     /// Whether a tool, resource or prompt that no rule names may be called (`default: allow`)
     /// or is refused (`default: deny`). Methods are not affected: an unlisted method needs
     /// only the route's requirement (`initialize`, `ping` and notifications must pass).
@@ -42,5 +45,40 @@ struct MCPRules: Sendable {
     /// the Protected Resource Metadata's `scopes_supported` comes from (RFC 9728 §2).
     var allRequirements: [AuthorizationRequirement] {
         [methods, tools, resources, prompts].flatMap { table in table.sorted { $0.key < $1.key }.map(\.value) }
+    }
+}
+
+extension MCPRules {
+    /// Whether a token may make a call: the one check a `tools/call` is judged by and a
+    /// `tools/list` answer is filtered by (Worker+MCP), so a caller sees only what it may call.
+    enum Check {
+        case passes
+        /// `default: deny` and no rule names the target.
+        case notListed
+        /// A requirement the token does not meet (or no token to meet it): `needs` are all
+        /// the call's requirements, for the scopes a step-up asks for; `reason` for the log.
+        case fails(needs: [AuthorizationRequirement], reason: String)
+    }
+
+    func check(_ message: MCPMessage, token: VerifiedAccessToken?) -> Check {
+        switch verdict(for: message) {
+        case .notAllowed: return .notListed
+        case .check(let needs):
+            for requirement in needs {
+                guard let token else { return .fails(needs: needs, reason: "no token") }
+                if let failure = requirement.check(token.claims, scopeClaim: token.scopeClaim, issuer: token.issuer) {
+                    return .fails(needs: needs, reason: failure.description)
+                }
+            }
+            return .passes
+        }
+    }
+
+    /// Whether `tools/call` of the tool `name` would pass for `token`.
+    func mayCallTool(_ name: String, token: VerifiedAccessToken?) -> Bool {
+        if case .passes = check(MCPMessage(kind: .call(method: "tools/call"), target: .tool(name)), token: token) {
+            return true
+        }
+        return false
     }
 }

@@ -12,6 +12,13 @@ extension Worker {
         then forward: @escaping Admitted
     ) {
         guard ex.head.method == .POST, !admission.preflight else {
+            if ex.head.method == .GET, !admission.preflight, ex.head.fields.first("Last-Event-ID") != nil {
+                // MCP transports, "Resumability and Redelivery": a resumed stream may replay
+                // the response to a tools/list, which is filtered as it was on its POST.
+                let token = admission.token
+                ctx.toolListFilter = ToolListFilter(
+                    id: nil, maxBytes: rules.maxResponseBytes, mayCall: { rules.mayCallTool($0, token: token) })
+            }
             forward(ctx, admission)
             return
         }
@@ -39,6 +46,13 @@ extension Worker {
                 self.answer(ex, ctx, denial)
                 return
             }
+            if message.method == "tools/list", let id = message.id {
+                // The answer is filtered on its way back (ToolListRelay): the caller sees
+                // only the tools it may call, by the same check as a tools/call.
+                let token = admission.token
+                ctx.toolListFilter = ToolListFilter(
+                    id: id, maxBytes: rules.maxResponseBytes, mayCall: { rules.mayCallTool($0, token: token) })
+            }
             var admitted = admission
             admitted.body = BufferedRequestBody(bytes)
             forward(ctx, admitted)
@@ -51,38 +65,31 @@ extension Worker {
     ) -> GatewayResponse? {
         // The call's name is the client's text: it goes to the log only, cut short.
         let call = String((message.target?.description ?? message.method ?? "a response").prefix(200))
-        switch rules.verdict(for: message) {
-        case .notAllowed:
+        switch rules.check(message, token: admission.token) {
+        case .passes:
+            return nil
+        case .notListed:
             // `default: deny` and no rule names it: no scope would help, so no challenge to step up.
             return ErrorResponse.make(
                 403, error: "access_denied", description: "this route does not allow that call",
                 requestID: ctx.requestID, detail: "mcp: \(call) is not listed (default: deny)")
-        case .check(let needs):
-            guard let token = admission.token, let tokens = plan.route.auth.tokenRoute,
-                let refusals = plan.tokens?.refusals
+        case .fails(let needs, let failure):
+            guard admission.token != nil, let tokens = plan.route.auth.tokenRoute, let refusals = plan.tokens?.refusals
             else {
                 // Only token routes have MCP rules (the parser refuses the others).
-                return needs.isEmpty
-                    ? nil
-                    : ErrorResponse.make(
-                        403, error: "access_denied", description: "this route does not allow that call",
-                        requestID: ctx.requestID, detail: "mcp: \(call) without a token")
+                return ErrorResponse.make(
+                    403, error: "access_denied", description: "this route does not allow that call",
+                    requestID: ctx.requestID, detail: "mcp: \(call) without a token")
             }
-            for requirement in needs {
-                guard
-                    let failure = requirement.check(token.claims, scopeClaim: token.scopeClaim, issuer: token.issuer)
-                else { continue }
-                // MCP authorization 2025-11-25 ("Scope Challenge Handling"): the scopes this
-                // call needs, the route's included, so one step-up suffices.
-                let scopes = ConfigParser.scopes(of: [tokens.requirement] + needs)
-                let denial = refusals.insufficientScope(
-                    needs: scopes, scheme: admission.tokenScheme, detail: "mcp: \(call): \(failure.description)")
-                let authFailure = AuthFailure(denial)
-                ctx.rejection = .refused(authFailure)
-                metrics.authFailure(authFailure)
-                return ErrorResponse.auth(denial, requestID: ctx.requestID)
-            }
-            return nil
+            // MCP authorization 2025-11-25 ("Scope Challenge Handling"): the scopes this
+            // call needs, the route's included, so one step-up suffices.
+            let scopes = ConfigParser.scopes(of: [tokens.requirement] + needs)
+            let denial = refusals.insufficientScope(
+                needs: scopes, scheme: admission.tokenScheme, detail: "mcp: \(call): \(failure)")
+            let authFailure = AuthFailure(denial)
+            ctx.rejection = .refused(authFailure)
+            metrics.authFailure(authFailure)
+            return ErrorResponse.auth(denial, requestID: ctx.requestID)
         }
     }
 

@@ -9,26 +9,32 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// Past this many bytes queued for a slow client, stop reading from the upstream.
     static let highWater = 256 << 10
 
-    private let worker: Worker
-    private let exchange: ServerExchange
-    private var responder: Responder { exchange.responder }
-    private let context: RequestContext
+    let worker: Worker
+    let exchange: ServerExchange
+    var responder: Responder { exchange.responder }
+    let context: RequestContext
     // Unchecked exclusivity on the state below that every request reads and writes: loop-
     // thread only, never accessed across a call out that could touch it too; the dynamic
-    // check cost a runtime call per access (debug and TSan builds still check).
-    @exclusivity(unchecked) private var call: UpstreamCall?
+    // check cost a runtime call per access (debug and TSan builds still check). What is not
+    // private here is for the tools/list relay (MCP/ProxyExchange+ToolList.swift).
+    @exclusivity(unchecked) var call: UpstreamCall?
     @exclusivity(unchecked) private var paused = false
-    @exclusivity(unchecked) private var done = false
-    @exclusivity(unchecked) private var status = 0
-    @exclusivity(unchecked) private var bytes = 0
+    @exclusivity(unchecked) var done = false
+    @exclusivity(unchecked) var status = 0
+    @exclusivity(unchecked) var bytes = 0
     @exclusivity(unchecked) private var upstreamStart = 0.0
-    @exclusivity(unchecked) private var upstreamSeconds = 0.0
+    @exclusivity(unchecked) var upstreamSeconds = 0.0
     /// Keeps self alive until `finish`.
-    @exclusivity(unchecked) private var selfRetain: ProxyExchange?
+    @exclusivity(unchecked) var selfRetain: ProxyExchange?
     /// The call's pool, named only when the status page counts a 5xx or a failure. Not
     /// retained (a retain per request for a rare use): the call holds the pool for as long
     /// as it can report to this exchange.
     @exclusivity(unchecked) private unowned(unsafe) var pool: UpstreamPool? = nil
+    /// A `tools/list` answer being filtered (ProxyExchange+ToolList); nil for every other
+    /// request, and once the answer needs no more reading, so the plain path below is taken.
+    @exclusivity(unchecked) var toolList: ToolListRelay?
+    /// A JSON `tools/list` answer's head, held until its body is filtered and its length known.
+    @exclusivity(unchecked) var heldHead: HTTPResponseHead?
 
     init(worker: Worker, exchange: ServerExchange, context: RequestContext) {
         self.worker = worker
@@ -45,6 +51,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             // or its final answer without having sent the body. A silent upstream gets the body
             // after `limits.continue_timeout` (curl waits 1 s too; a client may send without a 100).
             request.continueTimeout = wait
+        }
+        if let filter = context.toolListFilter {
+            toolList = ToolListRelay(filter: filter)
+            Self.askForIdentity(&request)
         }
         selfRetain = self
         self.pool = pool
@@ -86,6 +96,15 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         if head.status >= 500, let pool {
             worker.upstreamOutcomes.answered(head.status, pool: pool, now: worker.clock())
         }
+        if toolList != nil {
+            toolListHead(head)
+            return
+        }
+        sendHead(head, bodyLength: head.bodyLength)
+    }
+
+    /// The upstream's head goes to the client, with the body's length if known.
+    func sendHead(_ head: HTTPResponseHead, bodyLength: UInt64?) {
         let (forwarded, own) = clientFields(head)
         responder.forwarded = forwarded
         if let own { responder.fields = own }
@@ -95,7 +114,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         let reason = head.reason ?? ""
         let plain = !reason.isEmpty && reason.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7f) }
         responder.startStreaming(
-            status: head.status, reason: plain ? reason : nil, bodyLength: head.bodyLength, close: worker.draining)
+            status: head.status, reason: plain ? reason : nil, bodyLength: bodyLength, close: worker.draining)
     }
 
     /// The upstream accepted the upgrade: the 101 goes to the client (with the upstream's
@@ -176,6 +195,15 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     }
 
     func upstreamBody(_ chunk: BodyChunk) {
+        if toolList != nil {
+            toolListBody(chunk)
+            return
+        }
+        send(chunk)
+    }
+
+    /// Moves `chunk` to the client, pausing the upstream while the client is behind.
+    func send(_ chunk: BodyChunk) {
         bytes += chunk.count
         let pause = !paused && responder.pendingOutput + chunk.count > ProxyExchange.highWater
         responder.write(chunk, drained: pause ? { [weak self] in self?.drained() } : nil)
@@ -194,6 +222,11 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
 
     func upstreamComplete() {
         upstreamSeconds = worker.clock() - upstreamStart
+        if let head = heldHead {
+            heldHead = nil
+            toolListComplete(head)
+            return
+        }
         // Logged before the last byte goes out: by the time a client holds the whole
         // answer, its log line exists.
         let responder = self.responder
@@ -202,6 +235,8 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     }
 
     func upstreamFailed(_ failure: UpstreamFailure, afterHead: Bool) {
+        // Answered already (a tools/list answer refused while its call was being cancelled).
+        guard !done else { return }
         upstreamSeconds = worker.clock() - upstreamStart
         if case .clientBodyFailed(let why) = failure, !afterHead {
             // The client's body, not the upstream, failed: past max_body_size before anything
@@ -232,7 +267,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
                 "upstream TLS handshake failed",
                 metadata: ["request_id": "\(context.requestID)", "reason": .string(reason)])
         }
-        if afterHead {
+        if afterHead && heldHead == nil {
             // Headers are gone already: the only honest signal left is a cut connection.
             worker.log.warning(
                 "upstream failed mid-response",
@@ -268,7 +303,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         finish(status: headSent ? status : 499, detail: headSent ? "client closed mid-response" : nil)
     }
 
-    private func finish(status: Int, detail: String? = nil) {
+    func finish(status: Int, detail: String? = nil) {
         guard !done else { return }
         done = true
         call = nil

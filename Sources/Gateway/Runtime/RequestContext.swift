@@ -38,6 +38,8 @@ final class RequestContext {
     /// Upgrades on session routes: the login route whose session the tunnel re-checks, and when
     /// the session's absolute timeout ends it (Unix seconds).
     var tunnelSession: (route: LoginRouteConfig, endsAt: Int64)? = nil
+    /// A `tools/list` on an MCP route: its answer is filtered on the way back (ToolListRelay).
+    var toolListFilter: ToolListFilter? = nil
     /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
     var tunnelTokenExpiry: Int64? = nil
 

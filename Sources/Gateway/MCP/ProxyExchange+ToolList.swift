@@ -1,0 +1,115 @@
+import Reactor
+
+/// A `tools/list` answer on its way through the proxy (ToolListRelay says what is done to it):
+/// the upstream is asked for an uncoded body, a JSON answer is held and sent filtered with its
+/// new length, an SSE answer streams with its response event rewritten. What cannot be
+/// filtered is refused: a 502 while nothing has been sent, else a cut connection. Only
+/// requests whose context carries a `toolListFilter` come here.
+extension ProxyExchange {
+    /// RFC 9110 §12.5.3: "If no Accept-Encoding header field is in the request, any content
+    /// coding is considered acceptable", so the client's is replaced by `identity` rather than
+    /// dropped: the gateway must read the answer to filter it.
+    static func askForIdentity(_ request: inout UpstreamCall.Request) {
+        var doomed: [Int] = []
+        request.forwarded?.forEachValue(named: "Accept-Encoding") { index, _ in doomed.append(index) }
+        for index in doomed { request.forwarded?.drop(index) }
+        request.fields.append("Accept-Encoding", "identity")
+    }
+
+    func toolListHead(_ head: HTTPResponseHead) {
+        let mode: ToolListRelay.Mode
+        do {
+            mode = try ToolListRelay.mode(status: head.status, fields: head.fields)
+        } catch {
+            refuseToolList(error)
+            return
+        }
+        switch mode {
+        case .untouched:
+            toolList = nil
+            sendHead(head, bodyLength: head.bodyLength)
+        case .json:
+            heldHead = head
+        case .eventStream:
+            // The rewritten event changes the body's length: chunked (or close-delimited), so
+            // an upstream Content-Length cannot frame it.
+            context.droppedResponseHeaders.append("Content-Length")
+            sendHead(head, bodyLength: nil)
+        }
+    }
+
+    func toolListBody(_ chunk: BodyChunk) {
+        let input = chunk.take()
+        if heldHead != nil {
+            do {
+                try toolList!.hold(input)
+            } catch {
+                refuseToolList(error)
+            }
+            return
+        }
+        let output: [UInt8]
+        do {
+            output = try toolList!.stream(input)
+        } catch {
+            cutToolList(error)
+            return
+        }
+        // The response has gone: the rest of the stream takes the plain path.
+        if toolList!.finished { toolList = nil }
+        if !output.isEmpty { send(OwnedBuffer(output).chunk) }
+    }
+
+    func toolListComplete(_ head: HTTPResponseHead) {
+        let body: [UInt8]
+        do {
+            body = try toolList!.endJSON()
+        } catch {
+            refuseToolList(error)
+            return
+        }
+        toolList = nil
+        sendHead(head, bodyLength: UInt64(body.count))
+        if !body.isEmpty { send(OwnedBuffer(body).chunk) }
+        let responder = self.responder
+        finish(status: status)
+        responder.finish()
+    }
+
+    /// Nothing sent yet: a 502, and the upstream call abandoned.
+    private func refuseToolList(_ refusal: ToolListFilter.Refusal) {
+        heldHead = nil
+        toolList = nil
+        abandonCall()
+        worker.metrics.upstreamError("tool_list_unfiltered")
+        done = true
+        worker.answer(
+            exchange, context,
+            ErrorResponse.make(
+                502, error: "bad_gateway", description: "the upstream's tools/list answer could not be filtered",
+                requestID: context.requestID, detail: "mcp tools/list: \(refusal)"),
+            upstreamSeconds: upstreamSeconds)
+        selfRetain = nil
+    }
+
+    /// The head is out: the only honest signal left is a cut connection, as when the
+    /// upstream fails mid-response; the response event the client waits for never comes.
+    private func cutToolList(_ refusal: ToolListFilter.Refusal) {
+        toolList = nil
+        abandonCall()
+        worker.metrics.upstreamError("tool_list_unfiltered")
+        worker.log.warning(
+            "mcp tools/list answer cut", metadata: ["request_id": "\(context.requestID)", "reason": "\(refusal)"])
+        responder.abort()
+        finish(status: 502, detail: "mcp tools/list: \(refusal)")
+    }
+
+    /// Stops reading the upstream now, and cancels the call on the next loop turn: this runs
+    /// inside the call's own delivery of a head or body, which must not end under it.
+    private func abandonCall() {
+        guard let call else { return }
+        self.call = nil
+        call.pause()
+        worker.loop.execute { call.cancel() }
+    }
+}

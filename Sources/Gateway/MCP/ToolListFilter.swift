@@ -1,0 +1,82 @@
+import JOSE
+
+/// What a `tools/list` answer becomes before its caller reads it: the tools this caller could
+/// not call are taken out, so a caller sees only the tools it may call (MCP 2025-11-25,
+/// server/tools, "Listing Tools": the result's `tools` array, each tool an object with a
+/// `name`). Only the JSON-RPC response to this request (JSON-RPC 2.0 §5: the same `id`, a
+/// `result`) is rewritten; any other message passes as it came.
+struct ToolListFilter {
+    /// Why an answer cannot be passed on: the gateway would have to pass a list it cannot
+    /// filter, so it passes nothing.
+    struct Refusal: Error, Equatable, CustomStringConvertible {
+        var reason: String
+        var description: String { reason }
+    }
+
+    /// The `id` of the `tools/list` request (a string or a number, compared as sent: `"1"`
+    /// is not `1`, JSON-RPC 2.0 §5 "It MUST be the same as the value of the id member").
+    /// nil on a resumed stream (a GET with `Last-Event-ID`), which may replay the response to
+    /// a `tools/list` whose id the gateway never saw: there every response with a
+    /// `result.tools` array is filtered.
+    let id: JSONValue?
+    /// The most of a JSON answer held whole, and of one SSE event (`mcp.max_response_bytes`).
+    let maxBytes: Int
+    /// Whether this caller could call the tool so named (MCPRules, the token's claims).
+    let mayCall: (String) -> Bool
+
+    /// The message with the tools this caller may not call removed; nil when it is not the
+    /// response to this request (or a JSON-RPC error), so it goes on unchanged.
+    func filter(message bytes: [UInt8]) throws(Refusal) -> [UInt8]? {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(bytes)
+        } catch {
+            throw Refusal(reason: "the answer is not one JSON text (RFC 8259, no duplicate names)")
+        }
+        switch value {
+        case .object(let message):
+            guard let out = try filtered(message) else { return nil }
+            return Array(out.utf8)
+        case .array(let batch):
+            // A batch (MCP 2025-03-26 allowed one): its response to this request is filtered too.
+            var parts: [String] = []
+            var changed = false
+            for element in batch {
+                if let object = element.object, let out = try filtered(object) {
+                    parts.append(out)
+                    changed = true
+                } else {
+                    parts.append(JSONSerializer.serialize(element))
+                }
+            }
+            return changed ? Array("[\(parts.joined(separator: ","))]".utf8) : nil
+        default:
+            return nil
+        }
+    }
+
+    /// The response object rewritten, or nil when it is not this request's result.
+    private func filtered(_ message: JSONObject) throws(Refusal) -> String? {
+        // A request or notification of the server's own has a `method`; its id is its own.
+        guard message["method"] == nil, let result = message["result"] else { return nil }
+        if let id {
+            guard message["id"] == id else { return nil }
+        } else {
+            guard result.object?["tools"]?.array != nil else { return nil }
+        }
+        guard let resultObject = result.object, let tools = resultObject["tools"]?.array else {
+            throw Refusal(reason: "the tools/list result has no tools array")
+        }
+        let kept = tools.filter { tool in
+            // A tool without a name cannot be called, so nobody may see it.
+            guard let name = tool.object?["name"]?.string else { return false }
+            return mayCall(name)
+        }
+        // Set in place: the members keep their order, each value as parsed.
+        var newResult = resultObject
+        newResult["tools"] = .array(kept)
+        var out = message
+        out["result"] = .object(newResult)
+        return JSONSerializer.serialize(.object(out))
+    }
+}
