@@ -40,11 +40,18 @@ struct MCPToolListFilterTests {
 
     @Test(arguments: [
         (JSONValue.number("1"), #""1""#), (.string("1"), "1"), (.number("1"), "2"), (.string("a"), #""b""#),
-        (.number("1"), "1.0")
+        (.string("1.0"), "1"), (.number("1"), "1.5")
     ])
     func anotherIdIsNotThisAnswer(id: JSONValue, answerID: String) throws {
         let answer = #"{"jsonrpc":"2.0","id":\#(answerID),"result":{"tools":\#(Self.tools)}}"#
         #expect(try filter(id: id).filter(message: bytes(answer)) == nil)
+    }
+
+    /// A caller sending `1.0` or `1e0` must not get an answer echoing `1` past the filter.
+    @Test(arguments: [("1", "1"), ("1.0", "1"), ("1e0", "1"), ("1", "1.0"), ("-0", "0"), ("10E-1", "1")])
+    func aNumberIdMatchesByValue(sent: String, echoed: String) throws {
+        let answer = #"{"jsonrpc":"2.0","id":\#(echoed),"result":{"tools":\#(Self.tools)}}"#
+        #expect(try names(filter(id: .number(sent)).filter(message: bytes(answer))) == ["echo"])
     }
 
     @Test func aStringIdMatchesAsAString() throws {

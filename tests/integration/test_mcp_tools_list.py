@@ -75,11 +75,14 @@ def tok(idp, gw, scope="mcp"):
     return mint(idp.keys[0], aud=f"http://127.0.0.1:{gw.port}/mcp", scope=scope)
 
 
-def tools_list(gw, token, id=1, path="/mcp", headers=None):
+def tools_list(gw, token, id=1, path="/mcp", headers=None, raw_id=None):
+    """A tools/list POST; `raw_id`: the id's JSON text as given (a number in another form)."""
     h = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
          "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
     h.update(headers or {})
     body = json.dumps({"jsonrpc": "2.0", "id": id, "method": "tools/list"})
+    if raw_id is not None:
+        body = f'{{"jsonrpc": "2.0", "id": {raw_id}, "method": "tools/list"}}'
     return requests.post(gw.url(path), data=body, headers=h, timeout=10)
 
 
@@ -124,6 +127,12 @@ def test_a_json_answer_lists_only_the_tools_the_token_may_call(json_upstream, id
         assert answer["id"] == id and answer["jsonrpc"] == "2.0"
         assert answer["result"]["tools"] == [t for t in full if t["name"] != "deploy"]
         assert b"deploy" not in r.content
+    # A number id in another form, which a server may echo as it reads it (this one answers
+    # nothing, 202): never the hidden tool (the filter matches numbers by value).
+    for raw_id in ("41.0", "4.1e1"):
+        r = tools_list(gw, tok(idp, gw), raw_id=raw_id)
+        assert r.status_code in (200, 202), r.text
+        assert b"deploy" not in r.content, r.text
 
 
 def test_default_deny_hides_every_tool_no_rule_names(json_upstream, idp, gateway_factory):

@@ -13,8 +13,11 @@ struct ToolListFilter {
         var description: String { reason }
     }
 
-    /// The `id` of the `tools/list` request (a string or a number, compared as sent: `"1"`
-    /// is not `1`, JSON-RPC 2.0 §5 "It MUST be the same as the value of the id member").
+    /// The `id` of the `tools/list` request (JSON-RPC 2.0 §5: the response's "MUST be the
+    /// same as the value of the id member"): a string matches the same string, a number the
+    /// same number in any form (`1.0` and `1e0` are `1`: a server that reads the id as a
+    /// number may echo it otherwise, and an answer the gateway failed to match would pass
+    /// unfiltered). `"1"` is not `1`.
     /// nil on a resumed stream (a GET with `Last-Event-ID`), which may replay the response to
     /// a `tools/list` whose id the gateway never saw: there every response with a
     /// `result.tools` array is filtered.
@@ -55,12 +58,20 @@ struct ToolListFilter {
         }
     }
 
+    static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.string(let x), .string(let y)): x == y
+        case (.number(let x), .number(let y)): x == y || Double(x).map { $0 == Double(y) } == true
+        default: false
+        }
+    }
+
     /// The response object rewritten, or nil when it is not this request's result.
     private func filtered(_ message: JSONObject) throws(Refusal) -> String? {
         // A request or notification of the server's own has a `method`; its id is its own.
         guard message["method"] == nil, let result = message["result"] else { return nil }
         if let id {
-            guard message["id"] == id else { return nil }
+            guard let other = message["id"], Self.same(id, other) else { return nil }
         } else {
             guard result.object?["tools"]?.array != nil else { return nil }
         }
