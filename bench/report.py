@@ -44,7 +44,8 @@ TARGET_LOG_UNBUFFERED = 0.95
 TARGET_LOG_PIPE = 0.9
 # An MCP route judging each tools/call, against the same route without mcp rules.
 TARGET_MCP = 0.9
-# A route with token_exchange (the exchanged token cached), against the same route without.
+# A route with token_exchange (the exchanged token cached), against the same route forwarding
+# the caller's token.
 TARGET_EXCHANGE = 0.9
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
@@ -287,14 +288,14 @@ def main(workdir, out_path):
             if off:
                 s["rps_vs_exchange_off"] = tg["rps"] / off["rps"]
                 checks[f"req/s >= {TARGET_EXCHANGE} x exchange-off"] = s["rps_vs_exchange_off"] >= TARGET_EXCHANGE
-                print(f"  tokengate req/s against the same route without token_exchange (exchange-off, same run): "
+                print(f"  tokengate req/s against the same route forwarding the caller's token (exchange-off, same run): "
                       f"{tg['rps']:.0f} / {off['rps']:.0f} = {s['rps_vs_exchange_off']:.2f}x")
             else:
                 print("  (run exchange-off too, for the ratio against the route without token_exchange)")
             print("  targets (token exchange): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "exchange-off" and tg:
             checks = {"no errors": errors_ok}
-            print("  (the baseline of exchange-cached: the same route and token without token_exchange)")
+            print("  (the baseline of exchange-cached: the same route and token, forwarded instead of exchanged)")
         elif kind["auth"] == "log-pipe" and tg:
             checks = {"no errors": errors_ok}
             off = result["scenarios"].get("none", {}).get("targets", {}).get("tokengate")

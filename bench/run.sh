@@ -655,7 +655,8 @@ login_scenario login-assertion memory assertion
 login_scenario login-redis redis
 
 # exchange_scenario NAME OFF: a bearer route with token_exchange (RFC 8693) against the same
-# route without it (OFF=#), on a token of the login AS; the exchanged token is cached, so the
+# route forwarding the caller's token instead (OFF=#), on a token of the login AS: the
+# upstream gets a token of the same size either way. The exchanged token is cached, so the
 # AS is asked about once per worker and per token lifetime. The ratio of the two, same run,
 # is what a cached exchange costs.
 check_exchange() {
@@ -673,7 +674,9 @@ exchange_scenario() {
   start_login_as "$keys/client.jwks"
   BENCH_TOKEN=$(cat "$WORK/as-subject.txt")
   export BENCH_TOKEN
-  SCENARIO_VARS="AS_PORT=$PORT_AS EXCHANGE_OFF=$2" SCENARIO_AUTH=$1 CHECK_SCENARIO=check_exchange \
+  local forward_off="#"
+  [[ -z $2 ]] || forward_off=""
+  SCENARIO_VARS="AS_PORT=$PORT_AS EXCHANGE_OFF=$2 FORWARD_OFF=$forward_off" SCENARIO_AUTH=$1 CHECK_SCENARIO=check_exchange \
     scenario "$1" bench/tokengate/exchange.yaml -s "$ROOT/bench/lua/bearer.lua"
 }
 exchange_scenario exchange-off "#"
