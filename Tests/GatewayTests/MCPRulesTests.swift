@@ -148,6 +148,19 @@ struct MCPRulesTests {
         #expect(
             MCPBodyRules.refusal(HTTP1Fields([("Content-Type", "application/json"), ("Content-Encoding", "identity")]))
                 == nil)
+        // The byte-level reading of the common case refuses what the general one refuses.
+        #expect(
+            MCPBodyRules.refusal(
+                HTTP1Fields([("Content-Type", "application/json"), ("Content-Type", "application/json")]))
+                != nil)
+        for near in [
+            "application/jso", "application/jsoN ", "application/json\u{0}", "applicationXjson", "APPLICATION/JSON"
+        ] {
+            let span = Array(near.utf8)
+            #expect(
+                MCPBodyRules.isPlainJSON(span.span) == (near == "APPLICATION/JSON"),
+                "\(near)")
+        }
     }
 }
 
