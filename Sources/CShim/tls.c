@@ -390,6 +390,13 @@ void tg_tls_server_ctx_set_alpn(void *ctx, int h2) {
     SSL_CTX_set_alpn_select_cb((SSL_CTX *)ctx, select_alpn, h2 ? (void *)alpn_h2 : NULL);
 }
 
+void tg_tls_client_ctx_offer_h2(void *ctx) {
+    // An upstream spoken to in HTTP/2 over TLS must agree to h2 (RFC 9113 §3.2): only h2 is
+    // offered, and the connection checks that it was chosen.
+    static const unsigned char h2_only[] = "\x02h2";
+    SSL_CTX_set_alpn_protos((SSL_CTX *)ctx, h2_only, sizeof h2_only - 1);
+}
+
 int tg_tls_conn_alpn_is_h2(const tg_tls_conn *conn) {
     const unsigned char *proto = NULL;
     unsigned int len = 0;

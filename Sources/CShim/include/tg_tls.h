@@ -39,6 +39,8 @@ tg_tls_conn *tg_tls_conn_new(void *ctx, int fd, char *err, size_t errlen);
 void tg_tls_conn_free(tg_tls_conn *conn);
 /// The handshake chose `h2` in ALPN.
 int tg_tls_conn_alpn_is_h2(const tg_tls_conn *conn);
+// Client contexts: offer only h2 in ALPN (an HTTP/2 upstream over TLS).
+void tg_tls_client_ctx_offer_h2(void *ctx);
 /// SSL_read: the number of plaintext bytes (> 0), or 0 with `*status` set (TG_TLS_*).
 int tg_tls_conn_read(tg_tls_conn *conn, void *buf, int len, int *status);
 /// SSL_write of up to `len` bytes (at most one record is worth asking for): the number

@@ -105,7 +105,16 @@ extension ConfigParser {
             if let n = m["headers"], let h = identityHeaders(n, path: "\(p).headers", r) { headers = h }
             var name = p
             if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
-            let upgrades = m["upgrades"].map { routeUpgrades($0, path: "\(p).upgrades", r) } ?? ["websocket"]
+            // HTTP/2 has no Upgrade (RFC 9113 §8.6): an HTTP/2 upstream takes no WebSocket.
+            let http2 = cfg.upstreams[upstream]?.http2 == true
+            let upgrades =
+                m["upgrades"].map { routeUpgrades($0, path: "\(p).upgrades", r) } ?? (http2 ? [] : ["websocket"])
+            if http2, !upgrades.isEmpty, let n = m["upgrades"] {
+                r.problem(
+                    "\(p).upgrades", n,
+                    "upstream \(upstream) speaks HTTP/2, which has no Upgrade; remove upgrades or give this route an http1 upstream"
+                )
+            }
             if let match {
                 // The auth settings are final once the options are read (pass_access_token).
                 var route = RouteConfig(

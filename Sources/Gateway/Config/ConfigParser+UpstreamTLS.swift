@@ -7,7 +7,7 @@ import Yams
 extension ConfigParser {
     /// The settings (defaults without a `tls:` block) and the context built from them, or
     /// nil context with the problems reported at their key paths.
-    static func upstreamTLS(_ node: Node?, path p: String, host: String, _ r: ConfigReader) -> (
+    static func upstreamTLS(_ node: Node?, path p: String, host: String, http2: Bool = false, _ r: ConfigReader) -> (
         UpstreamTLSConfig, UpstreamTLSContext?
     ) {
         var tls = UpstreamTLSConfig(serverName: host)
@@ -60,7 +60,7 @@ extension ConfigParser {
         do {
             let context = try UpstreamTLSContext(
                 serverName: tls.serverName, caFile: tls.caFile, certFile: tls.certFile,
-                keyFile: tls.keyFile, insecureSkipTLSVerify: tls.insecureSkipVerify)
+                keyFile: tls.keyFile, insecureSkipTLSVerify: tls.insecureSkipVerify, http2: http2)
             return (tls, context)
         } catch {
             // The files are there but OpenSSL refused them (not PEM, key and certificate

@@ -24,8 +24,10 @@ extension ConfigParser {
                 continue
             }
             var up = UpstreamConfig(name: name, host: url.host, port: url.port, basePath: url.path)
+            up.http2 = upstreamProtocol(u["protocol"], path: "\(p).protocol", https: url.scheme == "https", r)
             if url.scheme == "https" {
-                (up.tls, up.tlsContext) = upstreamTLS(u["tls"], path: "\(p).tls", host: url.host, r)
+                (up.tls, up.tlsContext) = upstreamTLS(
+                    u["tls"], path: "\(p).tls", host: url.host, http2: up.http2, r)
             } else if let t = u["tls"] {
                 r.problem(
                     "\(p).tls", t,
@@ -59,5 +61,26 @@ extension ConfigParser {
             out[name] = up
         }
         return out
+    }
+
+    /// `protocol: http1 | h2c | h2`: HTTP/1.1 (the default), HTTP/2 with prior knowledge
+    /// over plain TCP (RFC 9113 §3.3), or HTTP/2 over TLS agreed by ALPN (§3.2). True for
+    /// HTTP/2.
+    static func upstreamProtocol(_ node: Node?, path p: String, https: Bool, _ r: ConfigReader) -> Bool {
+        guard let node, let s = r.string(node, path: p) else { return false }
+        switch s {
+        case "http1": return false
+        case "h2c":
+            if https { r.problem(p, node, "h2c is HTTP/2 without TLS; with an https:// url say protocol: h2") }
+            return true
+        case "h2":
+            if !https {
+                r.problem(p, node, "h2 is HTTP/2 over TLS and needs an https:// url; say h2c for plain HTTP/2")
+            }
+            return true
+        default:
+            r.problem(p, node, "must be http1, h2c or h2")
+            return false
+        }
     }
 }

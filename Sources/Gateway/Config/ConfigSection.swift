@@ -87,7 +87,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
             ]
         case .upstream:
             [
-                "url", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls", "max_connections",
+                "url", "protocol", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls",
+                "max_connections",
                 "max_pending", "pending_timeout"
             ]
         case .upstreamTLS: ["ca_file", "server_name", "cert_file", "key_file", "insecure_skip_verify"]

@@ -181,11 +181,15 @@ struct UpstreamConfig: Sendable {
     /// Built from `tls` by the parser, once per config load (so a reload reads rotated
     /// files, and gets new pools).
     var tlsContext: UpstreamTLSContext?
+    /// `protocol: h2c | h2`: HTTP/2 to the upstream (ConfigParser+Upstreams.swift).
+    var http2 = false
 
     var endpoint: UpstreamEndpoint {
-        UpstreamEndpoint(
+        var e = UpstreamEndpoint(
             host: host, port: port, connectTimeout: connectTimeout,
             responseTimeout: timeout, maxIdle: maxIdleConnections, tls: tlsContext)
+        e.http2 = http2
+        return e
     }
     /// The authority as an upstream Host header (the scheme's default port left out).
     var authority: String { port == (tls == nil ? 80 : 443) ? host : "\(host):\(port)" }

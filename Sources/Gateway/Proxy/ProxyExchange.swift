@@ -220,6 +220,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         }
     }
 
+    /// An HTTP/2 upstream's trailer section (gRPC's `grpc-status`) goes on to the client as
+    /// it came, where its protocol carries one.
+    func upstreamTrailers(_ fields: HTTP1Fields) { responder.trailers(fields) }
+
     func upstreamComplete() {
         upstreamSeconds = worker.clock() - upstreamStart
         if let head = heldHead {

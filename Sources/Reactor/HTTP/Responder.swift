@@ -136,6 +136,13 @@ public class Responder {
     }
 
     /// Ends a streamed response normally.
+    /// Trailer fields to send with the end of a streamed body (before `finish`); dropped
+    /// where the protocol has no place for them.
+    public final func trailers(_ fields: HTTP1Fields) {
+        guard state == .streaming, transport.isConnected else { return }
+        transport.sendTrailers(fields)
+    }
+
     public final func finish() {
         precondition(state == .streaming)
         state = .answered

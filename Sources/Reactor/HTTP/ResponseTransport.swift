@@ -20,6 +20,9 @@ public protocol ResponseTransport: AnyObject {
     func sendBody(_ chunk: BodyChunk)
     /// The streamed body is complete.
     func endResponse()
+    /// A trailer section (RFC 9110 §6.5) sent with the end of a streamed body (the next
+    /// `endResponse`). Only HTTP/2 carries one; HTTP/1.1 drops it, as nginx does.
+    func sendTrailers(_ fields: HTTP1Fields)
     /// Cuts the connection: the client can tell the body is truncated.
     func abortResponse()
     /// The answer goes nowhere: the client is gone. The transport releases what it holds
@@ -32,4 +35,8 @@ public protocol ResponseTransport: AnyObject {
     /// §15.2.2). nil when that cannot be (the client is gone, the request had a body or was
     /// not HTTP/1.1): the caller then answers otherwise or aborts.
     func switchProtocols(_ head: HTTPResponseHead) -> TunnelEndpoint?
+}
+
+extension ResponseTransport {
+    public func sendTrailers(_ fields: HTTP1Fields) {}
 }

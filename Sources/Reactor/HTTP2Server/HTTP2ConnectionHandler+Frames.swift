@@ -109,6 +109,13 @@ extension HTTP2ConnectionHandler {
         if stream.output.count == 0 {
             if stream.outputEnded {
                 flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+                if let trailers = stream.trailers, let session {
+                    // RFC 9113 §8.1: the trailer section ends the stream, not the DATA frame.
+                    stream.trailers = nil
+                    var list = HTTP2ResponseFields(trailers: trailers)
+                    let rv = list.withList { nghttp2_submit_trailer(session, id, $0, $1) }
+                    if rv == 0 { flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue }
+                }
             } else if n == 0 {
                 stream.deferred = true
                 return Int(NGHTTP2_ERR_DEFERRED.rawValue)

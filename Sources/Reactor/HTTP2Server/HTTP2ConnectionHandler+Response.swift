@@ -39,6 +39,13 @@ extension HTTP2ConnectionHandler {
             head.status == 204 ? nil : head.bodyLength ?? HTTP1ResponseEncoder.contentLength(head)
         var fields = HTTP2ResponseFields(head, contentLength: length, date: context.dates.fieldLine)
         s.response = .streaming(remaining: noBody ? 0 : length)
+        if noBody || length == 0 {
+            // Nothing can follow: the head waits for the end, and goes as one HEADERS frame
+            // that ends the stream (a gRPC trailers-only answer relayed from an HTTP/2
+            // upstream stays one).
+            s.heldHead = fields
+            return
+        }
         submit(session, s, &fields, withBody: true)
         drive()
     }
@@ -61,6 +68,12 @@ extension HTTP2ConnectionHandler {
         guard case .streaming(let remaining) = s.response, let session else { return }
         s.outputEnded = true
         s.response = .ended
+        if var fields = s.heldHead {
+            s.heldHead = nil
+            submit(session, s, &fields, withBody: false)
+            answered(s)
+            return
+        }
         if let remaining, remaining > 0 {
             nghttp2_submit_rst_stream(
                 session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.id, NGHTTP2_INTERNAL_ERROR.rawValue)

@@ -37,6 +37,14 @@ struct HTTP2ResponseFields {
         if let contentLength { add(name: Array("content-length".utf8), value: Array(String(contentLength).utf8)) }
     }
 
+    /// A trailer section: the fields alone, lowercased, the connection-specific ones left
+    /// out (RFC 9113 §8.1: no pseudo-header in trailers).
+    init(trailers: HTTP1Fields) {
+        trailers.forEachFieldBuffer { name, value in
+            if Self.classify(name) != .dropped { add(name: name, value: value, lowercasing: true) }
+        }
+    }
+
     /// The fields in order, as "name: value" strings (tests).
     var pairs: [(name: String, value: String)] {
         spans.map {

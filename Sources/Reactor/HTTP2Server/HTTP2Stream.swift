@@ -74,6 +74,10 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     /// Response body bytes not yet framed (the data provider takes from here).
     let output = OwnedBuffer()
     var outputEnded = false
+    /// A trailer section to send after the body's last DATA frame (gRPC's status).
+    var trailers: HTTP1Fields?
+    /// A bodiless streamed answer's head, sent with its end (`endResponse`).
+    var heldHead: HTTP2ResponseFields?
     /// The data provider said DEFERRED: nghttp2 waits for `resume_data`.
     var deferred = false
     /// Monotonic seconds: when body bytes last left `output` for a frame, or came into an
@@ -109,6 +113,7 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
         handler.sendBody(self, chunk)
     }
     func endResponse() { handler?.endResponse(self) }
+    func sendTrailers(_ fields: HTTP1Fields) { trailers = fields }
     func abortResponse() { handler?.abort(self) }
     /// The client is gone and `transportClosed` was reported; the gateway has now answered.
     func discardResponse() { endExchange() }

@@ -16,13 +16,16 @@ public final class UpstreamTLSContext: @unchecked Sendable, Equatable {
     /// False only with `insecureSkipTLSVerify`.
     let checksName: Bool
     public let insecureSkipTLSVerify: Bool
+    /// ALPN offers only `h2`: the upstream speaks HTTP/2 (RFC 9113 §3.2).
+    public let http2: Bool
 
     /// `caFile` nil trusts the system's CA certificates. `certFile` and `keyFile` (PEM,
     /// both or neither) are the client certificate for upstreams that require one.
     /// `insecureSkipTLSVerify` turns off every certificate check (chain, dates and name).
+    /// `http2`: ALPN offers `h2` alone.
     public init(
         serverName: String, caFile: String?, certFile: String?, keyFile: String?,
-        insecureSkipTLSVerify: Bool
+        insecureSkipTLSVerify: Bool, http2: Bool = false
     ) throws(ReactorError) {
         precondition((certFile == nil) == (keyFile == nil), "cert_file and key_file go together")
         var err = [CChar](repeating: 0, count: 512)
@@ -31,7 +34,9 @@ public final class UpstreamTLSContext: @unchecked Sendable, Equatable {
         else {
             throw ReactorError(String(nulTerminated: err))
         }
+        if http2 { tg_tls_client_ctx_offer_h2(ctx) }
         self.ctx = ctx
+        self.http2 = http2
         self.serverName = serverName
         checksName = !insecureSkipTLSVerify
         self.insecureSkipTLSVerify = insecureSkipTLSVerify

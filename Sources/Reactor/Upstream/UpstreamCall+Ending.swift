@@ -13,6 +13,7 @@ extension UpstreamCall {
             conn.served += 1
             pool.release(conn, reusable: failure == nil && reusable)
         }
+        if h2 != nil { h2Finish() }
         abandonBody()
         body = nil
         bodySink?.call = nil

@@ -50,6 +50,10 @@ extension UpstreamCall {
     func transportConnected(_ transport: UpstreamTransport, error: Int32) {}
 
     func bodyChunk(_ chunk: BodyChunk) {
+        if let stream = h2 {
+            h2BodyChunk(chunk, stream)
+            return
+        }
         guard case .streaming(let chunked, let remaining, let bodyPaused) = bodyState, let transport else {
             evbuffer_drain(chunk.buffer, chunk.count)
             return
@@ -82,6 +86,10 @@ extension UpstreamCall {
     }
 
     func bodyEnded() {
+        if let stream = h2 {
+            h2BodyEnded(stream)
+            return
+        }
         guard case .streaming(let chunked, let remaining, _) = bodyState, let transport else { return }
         guard remaining ?? 0 == 0 else {
             finish(.clientBodyFailed(.malformed))

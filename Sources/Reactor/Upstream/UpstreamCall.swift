@@ -41,6 +41,9 @@ public final class UpstreamCall: UpstreamTransportHandler {
     var delegate: UpstreamCallDelegate?
     var phase = Phase.new
     var connection: UpstreamConnection?
+    /// An HTTP/2 upstream: the call's stream (`UpstreamCall+H2.swift`), instead of a
+    /// connection of its own.
+    var h2: UpstreamH2Stream?
     var connectTimer: LoopTimer?
     /// Runs while the body waits for a 100 (`Request.continueTimeout`).
     var continueTimer: LoopTimer?
@@ -87,7 +90,13 @@ public final class UpstreamCall: UpstreamTransportHandler {
             self.body = body
             // An upstream known to answer in HTTP/1.0 never sends a 100: the body goes at once
             // (RFC 9110 §10.1.1: "from configuration or past interaction").
-            bodyState = request.continueTimeout != nil && !pool.answersHTTP10 ? .awaitingContinue : state
+            bodyState =
+                request.continueTimeout != nil && !pool.answersHTTP10 && !pool.endpoint.http2
+                ? .awaitingContinue : state
+        }
+        if pool.endpoint.http2 {
+            startH2()
+            return
         }
         attempt(fresh: false)
     }
@@ -129,6 +138,10 @@ public final class UpstreamCall: UpstreamTransportHandler {
         pool.assertOnLoop()
         guard paused else { return }
         paused = false
+        if h2 != nil {
+            h2Resume()
+            return
+        }
         guard phase == .exchanging, let transport else { return }
         armRead()
         // What is already in the input buffer is consumed on the next loop turn, not here

@@ -44,6 +44,9 @@ public protocol UpstreamCallDelegate: AnyObject {
     /// the upstream said it, or stayed silent for that long: the body is sent from now on
     /// (read from the client right after this returns). Before the head; at most once.
     func upstreamContinue()
+    /// The response's trailer section (RFC 9110 §6.5), from an HTTP/2 upstream: after the
+    /// last body chunk, right before `upstreamComplete`.
+    func upstreamTrailers(_ fields: HTTP1Fields)
 }
 
 extension UpstreamCallDelegate {
@@ -53,4 +56,7 @@ extension UpstreamCallDelegate {
 
     /// The body's own `stream` says `100 Continue` to a client that still waits for it.
     public func upstreamContinue() {}
+
+    /// Trailers are dropped unless the delegate passes them on.
+    public func upstreamTrailers(_ fields: HTTP1Fields) {}
 }

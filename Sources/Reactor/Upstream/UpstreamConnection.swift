@@ -103,6 +103,11 @@ final class UpstreamConnection: UpstreamTransportHandler {
     private func continueHandshake() {
         switch transport.handshake() {
         case .done(let resumed):
+            if pool.endpoint.http2, transport.tls?.negotiatedH2 != true {
+                // RFC 9113 §3.2: over TLS, HTTP/2 is what ALPN agreed on, or nothing.
+                failHandshake("the upstream did not choose h2 in ALPN")
+                return
+            }
             handshaking = false
             transport.disarmRead()
             transport.disarmWrite()

@@ -18,6 +18,10 @@ public struct UpstreamEndpoint: Sendable, Equatable {
     /// many seconds each.
     public var maxPending: Int
     public var pendingTimeout: Double
+    /// Speak HTTP/2 to it (RFC 9113): with prior knowledge over plain TCP (h2c), or as ALPN
+    /// `h2` over TLS (`tls` then offers it). Requests are streams multiplexed on few
+    /// connections (`UpstreamH2Connection`).
+    public var http2 = false
     public init(
         host: String, port: UInt16, connectTimeout: Double, responseTimeout: Double, maxIdle: Int,
         tls: UpstreamTLSContext? = nil, maxConnections: Int = .max, maxPending: Int = 0, pendingTimeout: Double = 5
@@ -63,6 +67,9 @@ public final class UpstreamPool {
     /// The last response from this upstream was HTTP/1.0: it will not send `100 Continue`,
     /// so a request's body is not held back waiting for one.
     var answersHTTP10 = false
+    /// An HTTP/2 upstream's connections, open or opening, each carrying up to its
+    /// concurrent-stream limit of calls (`inUse` counts the streams).
+    var h2Connections: [UpstreamH2Connection] = []
     #if DEBUG
         private var thread: pthread_t?
     #endif
@@ -77,6 +84,7 @@ public final class UpstreamPool {
 
     deinit {
         for conn in idle { conn.close() }
+        for conn in h2Connections { conn.close() }
     }
 
     /// Debug builds: the pool (and every call on it) is used from one thread only, the
@@ -128,7 +136,7 @@ public final class UpstreamPool {
 
     /// Whether a call started now gets a connection at once (an idle one, or a new one
     /// under the cap) without passing a request that waits.
-    public var hasRoom: Bool { inUse < endpoint.maxConnections && pending.isEmpty }
+    public var hasRoom: Bool { pending.isEmpty && roomForWaiter }
 
     /// Queues `waiter` for a connection at the cap: it is told `upstreamRoom()` in its turn
     /// (it must then start its call at once, or let the turn go), or `upstreamWaitExpired()`
@@ -146,7 +154,10 @@ public final class UpstreamPool {
     }
 
     /// Room for one more call (a connection freed, a waiter left).
-    var roomForWaiter: Bool { inUse < endpoint.maxConnections }
+    var roomForWaiter: Bool {
+        guard endpoint.http2 else { return inUse < endpoint.maxConnections }
+        return openConnections < endpoint.maxConnections || h2Connections.contains { $0.room > 0 }
+    }
 
     /// An idle connection was closed by the upstream or got unexpected bytes.
     func idleConnectionLost(_ conn: UpstreamConnection) {
@@ -161,6 +172,46 @@ public final class UpstreamPool {
         let closing = idle
         idle.removeAll()
         for conn in closing { discard(conn) }
+        for conn in h2Connections where conn.isIdle && !conn.opening { conn.close() }
+    }
+
+    // MARK: HTTP/2
+
+    /// The connection a new stream goes on: the busiest one with room (so idle ones can
+    /// be let go), else a new one.
+    func acquireH2() -> UpstreamH2Connection {
+        inUse += 1
+        var best: UpstreamH2Connection?
+        for conn in h2Connections where conn.room > 0 {
+            if best == nil || conn.streams.count + conn.waiting.count > best!.streams.count + best!.waiting.count {
+                best = conn
+            }
+        }
+        if let best { return best }
+        let conn = UpstreamH2Connection(pool: self)
+        openConnections += 1
+        h2Connections.append(conn)
+        conn.open()
+        return conn
+    }
+
+    /// A stream ended on `conn`: room for a waiter; past `maxIdle` idle connections, this
+    /// one, now idle, is closed.
+    func h2StreamEnded(_ conn: UpstreamH2Connection) {
+        inUse -= 1
+        if conn.isIdle && !conn.opening && !conn.closed {
+            let idleCount = h2Connections.count { $0.isIdle }
+            if idleCount > endpoint.maxIdle || conn.room <= 0 { conn.close() }
+        }
+        pending.roomMade(self)
+    }
+
+    /// `conn` closed (failed, went away, or was let go).
+    func h2Closed(_ conn: UpstreamH2Connection) {
+        guard let i = h2Connections.firstIndex(where: { $0 === conn }) else { return }
+        h2Connections.remove(at: i)
+        openConnections -= 1
+        pending.roomMade(self)
     }
 
     func handshakeDone(resumed: Bool) {

@@ -1,0 +1,193 @@
+internal import CEvent
+
+/// A call to an HTTP/2 upstream (`UpstreamEndpoint.http2`): a stream on one of the pool's
+/// multiplexed connections instead of a connection of its own. The delegate sees the same
+/// events in the same order as over HTTP/1.1, plus the trailer section
+/// (`upstreamTrailers`) before `upstreamComplete`. The body streams with the same
+/// backpressure; the response is held back per stream by flow control while the delegate
+/// pauses (the connection's other streams go on). No `Expect: 100-continue` (the body goes
+/// at once) and no upgrade: HTTP/2 has neither (RFC 9113 §8.6).
+extension UpstreamCall {
+    func startH2() {
+        guard !request.upgrade else {
+            finish(.invalidResponse)
+            return
+        }
+        let connection = pool.acquireH2()
+        h2 = UpstreamH2Stream(connection: connection)
+        phase = .opening
+        startBody()
+        guard phase != .finished else { return }
+        connection.add(self)
+    }
+
+    /// nghttp2 took the request: the stream is open, its response deadline runs.
+    func h2Submitted() {
+        guard let stream = h2 else { return }
+        phase = .exchanging
+        stream.lastActivity = LazyDeadline.now()
+        let timeout = pool.endpoint.responseTimeout
+        // Checked a few times per timeout, against the last byte's time: one timer per call
+        // rather than one update per frame.
+        stream.timer = LoopTimer(loop: pool.loop, seconds: max(timeout / 4, 0.05), repeating: true) {
+            [weak self] in
+            guard let self, let stream = self.h2, !self.paused else { return }
+            if LazyDeadline.now() - stream.lastActivity >= timeout { self.finish(.responseTimeout) }
+        }
+    }
+
+    /// Tells the delegate what the stream recorded, in order, as far as a pause allows.
+    func h2Deliver() {
+        guard let stream = h2, phase == .exchanging else { return }
+        if stream.requestEnded { requestSent = true }
+        if stream.malformed {
+            finish(.invalidResponse)
+            return
+        }
+        while !stream.interims.isEmpty, !gotHead {
+            let head = stream.interims.removeFirst()
+            delegate?.upstreamInterim(head)
+            guard phase == .exchanging else { return }
+        }
+        if let head = stream.head {
+            stream.head = nil
+            // A head before the whole request went is no early refusal on HTTP/2: a
+            // bidirectional stream (gRPC's) answers as it reads. Only a response that ends
+            // first stops the body (`finish` abandons it; RFC 9113 §8.1).
+            gotHead = true
+            delegate?.upstreamHead(head)
+            guard phase == .exchanging else { return }
+        }
+        guard gotHead, !paused else {
+            if let code = stream.closeCode, !(code == 0 && stream.ended) { h2StreamFailed(code) }
+            return
+        }
+        let held = stream.received.count
+        if held > 0 {
+            delegate?.upstreamBody(BodyChunk(buffer: stream.received.buffer, count: held))
+            let taken = held - stream.received.count
+            if taken < held { evbuffer_drain(stream.received.buffer, held - taken) }
+            stream.connection.consumed(stream, held)
+            guard phase == .exchanging else { return }
+        }
+        if stream.ended && !paused && stream.received.count == 0 {
+            if let trailers = stream.trailers {
+                stream.trailers = nil
+                delegate?.upstreamTrailers(trailers)
+                guard phase == .exchanging else { return }
+            }
+            finish(nil)
+        } else if let code = stream.closeCode, !(code == 0 && stream.ended) {
+            h2StreamFailed(code)
+        }
+    }
+
+    /// The stream closed without a whole response: a reset, or the upstream refusing it.
+    private func h2StreamFailed(_ code: UInt32) {
+        // REFUSED_STREAM means no part of the request was processed (RFC 9113 §8.7): a
+        // bodiless request may go again, once, on a new connection.
+        if code == 7, !gotHead, body == nil, !retried {
+            h2Retry()
+            return
+        }
+        finish(.connectionFailed)
+    }
+
+    /// The connection under the stream failed.
+    func h2ConnectionLost(_ failure: UpstreamFailure) {
+        guard phase != .finished else { return }
+        if let stream = h2, stream.id > 0, !gotHead, body == nil, !retried, stream.received.count == 0,
+            failure == .connectionFailed, request.method.isIdempotent
+        {
+            // A connection the upstream closed as the request went: as a stale keep-alive
+            // connection over HTTP/1.1, retried once.
+            h2Retry()
+            return
+        }
+        finish(failure)
+    }
+
+    private func h2Retry() {
+        retried = true
+        if let stream = h2 {
+            stream.timer?.cancel()
+            stream.connection.remove(self)
+        }
+        let connection = pool.acquireH2()
+        h2 = UpstreamH2Stream(connection: connection)
+        phase = .opening
+        connection.add(self)
+    }
+
+    /// nghttp2 would not take the request.
+    func h2Failed(_ failure: UpstreamFailure) { finish(failure) }
+
+    /// The stream's part of `finish`: the stream leaves its connection (reset if open).
+    func h2Finish() {
+        guard let stream = h2 else { return }
+        h2 = nil
+        stream.timer?.cancel()
+        stream.timer = nil
+        stream.connection.remove(self)
+    }
+
+    func h2Resume() {
+        guard let stream = h2 else { return }
+        stream.lastActivity = LazyDeadline.now()
+        // On the next loop turn, outside the caller's stack (as over HTTP/1.1).
+        pool.loop.execute { [weak self] in self?.h2Deliver() }
+    }
+
+    // MARK: The request body
+
+    func h2BodyChunk(_ chunk: BodyChunk, _ stream: UpstreamH2Stream) {
+        guard case .streaming(let chunked, let remaining, let bodyPaused) = bodyState else {
+            evbuffer_drain(chunk.buffer, chunk.count)
+            return
+        }
+        guard chunk.count > 0 else { return }
+        var left = remaining
+        if let r = remaining {
+            guard UInt64(chunk.count) <= r else {
+                evbuffer_drain(chunk.buffer, chunk.count)
+                finish(.clientBodyFailed(.malformed))
+                return
+            }
+            left = r - UInt64(chunk.count)
+        }
+        chunk.move(to: stream.output.buffer)
+        stream.lastActivity = LazyDeadline.now()
+        var nowPaused = bodyPaused
+        if !bodyPaused && left != 0 && stream.output.count > Self.bodyHighWater {
+            nowPaused = true
+            stream.bodyPaused = true
+            body?.pause()
+        }
+        bodyState = left == 0 ? .complete : .streaming(chunked: chunked, remaining: left, paused: nowPaused)
+        if left == 0 && bodyPaused {
+            stream.bodyPaused = false
+            body?.resume()
+        }
+        stream.connection.wake(stream)
+    }
+
+    func h2BodyEnded(_ stream: UpstreamH2Stream) {
+        guard case .streaming(_, let remaining, _) = bodyState else { return }
+        guard remaining ?? 0 == 0 else {
+            finish(.clientBodyFailed(.malformed))
+            return
+        }
+        bodyState = .complete
+        stream.connection.wake(stream)
+    }
+
+    /// The provider took the queue down to the low-water mark: the client's body goes on.
+    func h2ResumeBodyIfDrained() {
+        guard let stream = h2, stream.bodyPaused, stream.output.count <= Self.bodyLowWater,
+            case .streaming(let chunked, let remaining, true) = bodyState
+        else { return }
+        stream.bodyPaused = false
+        bodyState = .streaming(chunked: chunked, remaining: remaining, paused: false)
+        body?.resume()
+    }
+}
