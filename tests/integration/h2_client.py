@@ -16,6 +16,7 @@ class Answer:
         self.body = b""
         self.ended = False
         self.reset = None
+        self.trailers = []
 
     @property
     def status(self):
@@ -115,6 +116,8 @@ class H2Connection:
                 if a:
                     a.body += event.data
                 self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.TrailersReceived) and a:
+                a.trailers = list(event.headers)
             elif isinstance(event, h2.events.StreamEnded) and a:
                 a.ended = True
             elif isinstance(event, h2.events.StreamReset) and a:

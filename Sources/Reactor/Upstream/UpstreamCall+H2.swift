@@ -111,7 +111,7 @@ extension UpstreamCall {
         retried = true
         if let stream = h2 {
             stream.timer?.cancel()
-            stream.connection.remove(self)
+            stream.connection.remove(self, stream)
         }
         let connection = pool.acquireH2()
         h2 = UpstreamH2Stream(connection: connection)
@@ -128,7 +128,7 @@ extension UpstreamCall {
         h2 = nil
         stream.timer?.cancel()
         stream.timer = nil
-        stream.connection.remove(self)
+        stream.connection.remove(self, stream)
     }
 
     func h2Resume() {

@@ -121,11 +121,11 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
 
     /// A call is done with its stream: a stream still open is reset (CANCEL), so the
     /// upstream stops work nobody waits for (RFC 9113 §8.1; the "MadeYouReset" class).
-    func remove(_ call: UpstreamCall) {
+    func remove(_ call: UpstreamCall, _ stream: UpstreamH2Stream) {
         if let i = waiting.firstIndex(where: { $0 === call }) {
             waiting.remove(at: i)
         }
-        if let stream = call.h2, stream.id > 0, streams.removeValue(forKey: stream.id) != nil {
+        if stream.id > 0, streams.removeValue(forKey: stream.id) != nil {
             if stream.closeCode == nil, let session {
                 nghttp2_submit_rst_stream(
                     session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_CANCEL.rawValue)

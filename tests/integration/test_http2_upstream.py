@@ -1,0 +1,127 @@
+"""HTTP/2 upstreams that misbehave, from a scripted h2c server (python-hyper's `h2`,
+tests/integration/h2_upstream.py): resets before and after the head, REFUSED_STREAM and
+GOAWAY (retried once), a silent upstream (504, and its stream reset), and clients that
+leave: every stream they abandon is reset upstream at once, so the upstream does no work
+nobody waits for (the "MadeYouReset" class, CVE-2025-8671). Trailers reach HTTP/2 clients."""
+import http.client
+import socket
+import time
+
+import pytest
+import requests
+
+from conftest import wait_for
+from h2_client import H2Connection
+from h2_upstream import H2Upstream
+
+CANCEL = 8
+
+
+@pytest.fixture
+def h2up():
+    u = H2Upstream()
+    yield u
+    u.stop()
+
+
+def config(port, timeout="2s"):
+    return f"""
+listen: {{ address: 127.0.0.1:{{PORT}}, http2: true }}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 1
+limits: {{ shutdown_grace: 5s }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{port}", protocol: h2c, timeout: {timeout}, connect_timeout: 1s }}
+routes:
+  - match: {{ path_prefix: / }}
+    upstream: app
+    auth: none
+"""
+
+
+@pytest.fixture
+def gw(h2up, gateway_factory):
+    return gateway_factory(config(h2up.port))
+
+
+def test_http1_client_gets_the_h2_answer(gw):
+    r = requests.get(gw.url("/ok"), timeout=5)
+    assert r.status_code == 200 and r.text == "ok" and r.raw.version == 11
+
+
+def test_reset_before_the_head_is_502(gw, h2up):
+    r = requests.get(gw.url("/reset-before-head"), timeout=5)
+    assert r.status_code == 502
+    assert r.json()["error"] == "bad_gateway"
+
+
+def test_reset_after_the_head_cuts_the_answer(gw):
+    # HTTP/1.1: the connection is cut (with the head and the 5 bytes, or before they went
+    # out, when the reset came in the same read): never an answer that looks whole.
+    c = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=5)
+    c.request("GET", "/reset-after-head")
+    with pytest.raises((http.client.IncompleteRead, http.client.RemoteDisconnected)):
+        r = c.getresponse()
+        assert r.status == 200
+        r.read()
+    # HTTP/2: the client's stream is reset; the connection serves the next stream.
+    with H2Connection(gw.port) as h:
+        a = h.request("GET", "/reset-after-head")
+        assert a.status == 200 and a.reset is not None and not a.ended
+        assert h.request("GET", "/ok").body == b"ok"
+
+
+def test_refused_stream_is_retried_once_then_502(gw, h2up):
+    r = requests.get(gw.url("/refuse"), timeout=5)
+    assert r.status_code == 502
+    assert h2up.paths.count("/refuse") == 2
+
+
+def test_goaway_is_retried_once_on_a_new_connection(gw, h2up):
+    r = requests.get(gw.url("/goaway"), timeout=5)
+    assert r.status_code == 502
+    assert h2up.paths.count("/goaway") == 2
+    assert h2up.connections >= 2
+    # The pool is not left with a dead connection.
+    assert requests.get(gw.url("/ok"), timeout=5).text == "ok"
+
+
+def test_silent_upstream_is_504_and_its_stream_reset(h2up, gateway_factory):
+    g = gateway_factory(config(h2up.port, timeout="500ms"))
+    start = time.monotonic()
+    r = requests.get(g.url("/slow"), timeout=10)
+    assert r.status_code == 504
+    assert time.monotonic() - start < 3
+    wait_for(lambda: any(code == CANCEL for _, code in h2up.resets), timeout=2, what="a CANCEL upstream")
+
+
+def test_a_client_that_leaves_resets_the_upstream_stream(gw, h2up):
+    s = socket.create_connection(("127.0.0.1", gw.port))
+    s.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+    wait_for(lambda: "/slow" in h2up.paths, timeout=3, what="the request upstream")
+    s.close()
+    wait_for(lambda: len(h2up.resets) == 1, timeout=1, what="the reset upstream")
+    assert h2up.resets[0][1] == CANCEL
+
+
+def test_every_stream_a_client_resets_is_reset_upstream(gw, h2up):
+    # MadeYouReset's shape from the client: open streams and reset them. Each one the gateway
+    # passed on is reset upstream within a second; none is left running there.
+    with H2Connection(gw.port) as h:
+        ids = [h.send_request("GET", "/slow") for _ in range(50)]
+        h.flush()
+        wait_for(lambda: h2up.paths.count("/slow") == 50, timeout=5, what="50 requests upstream")
+        for sid in ids:
+            h.conn.reset_stream(sid, CANCEL)
+        h.flush()
+        wait_for(lambda: len(h2up.resets) == 50, timeout=1, what="50 resets upstream")
+        assert {code for _, code in h2up.resets} == {CANCEL}
+        assert h.request("GET", "/ok").body == b"ok"
+
+
+def test_trailers_reach_an_h2_client(gw):
+    with H2Connection(gw.port) as h:
+        a = h.request("GET", "/trailers")
+    assert a.status == 200 and a.body == b"data" and a.ended
+    assert ("x-checksum", "1234") in [(k.decode() if isinstance(k, bytes) else k,
+                                       v.decode() if isinstance(v, bytes) else v) for k, v in a.trailers]
