@@ -125,3 +125,17 @@ def test_trailers_reach_an_h2_client(gw):
     assert a.status == 200 and a.body == b"data" and a.ended
     assert ("x-checksum", "1234") in [(k.decode() if isinstance(k, bytes) else k,
                                        v.decode() if isinstance(v, bytes) else v) for k, v in a.trailers]
+
+
+def test_grpc_timeout_bounds_the_upstream_call(h2up, gateway_factory):
+    # The upstream's own timeout is long; the call's grpc-timeout (300 ms) ends it, and the
+    # upstream's stream is reset rather than left running.
+    g = gateway_factory(config(h2up.port, timeout="10s"))
+    with H2Connection(g.port) as h:
+        start = time.monotonic()
+        a = h.request("POST", "/slow", headers=[("content-type", "application/grpc"), ("te", "trailers"),
+                                                 ("grpc-timeout", "300m")], body=b"\0\0\0\0\0")
+        elapsed = time.monotonic() - start
+    assert 0.25 < elapsed < 2
+    assert a.status == 504
+    wait_for(lambda: any(code == CANCEL for _, code in h2up.resets), timeout=1, what="a CANCEL upstream")

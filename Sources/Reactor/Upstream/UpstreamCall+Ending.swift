@@ -8,6 +8,8 @@ extension UpstreamCall {
         phase = .finished
         connectTimer?.cancel()
         connectTimer = nil
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
         if let conn = connection {
             connection = nil
             conn.served += 1

@@ -19,6 +19,10 @@ extension UpstreamCall {
         /// `Expect: 100-continue`, and the body follows the upstream's 100, or this many
         /// seconds without an answer. nil: the body goes with the head.
         public var continueTimeout: Double?
+        /// The longest the whole exchange may take, in seconds (a gRPC call's
+        /// `grpc-timeout`): past it the call fails with `responseTimeout`. nil: only the
+        /// endpoint's idle timeouts bound it.
+        public var deadline: Double?
         public init(
             method: HTTPMethod, target: String, fields: HTTP1Fields, forwarded: HTTP1ForwardedFields? = nil,
             body: RequestBody?

@@ -45,6 +45,8 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// connection of its own.
     var h2: UpstreamH2Stream?
     var connectTimer: LoopTimer?
+    /// `Request.deadline`, from `start()` to the end.
+    var deadlineTimer: LoopTimer?
     /// Runs while the body waits for a 100 (`Request.continueTimeout`).
     var continueTimer: LoopTimer?
     var body: RequestBody?
@@ -86,6 +88,11 @@ public final class UpstreamCall: UpstreamTransportHandler {
         selfRetain = self
         starting = true
         defer { starting = false }
+        if let deadline = request.deadline {
+            deadlineTimer = LoopTimer(loop: pool.loop, seconds: max(deadline, 0.001)) { [weak self] in
+                self?.finish(.responseTimeout)
+            }
+        }
         if let body = request.body, let state = Self.streaming(body.framing) {
             self.body = body
             // An upstream known to answer in HTTP/1.0 never sends a 100: the body goes at once
