@@ -16,6 +16,7 @@ import grpc
 import pytest
 
 from grpc_upstream import GRPCUpstream, channel, unary
+from dpop_client import DPoPKey
 from test_bearer import JWKSServer, ec_key, token
 
 
@@ -44,23 +45,24 @@ def idp():
     s.stop()
 
 
-def config(upstream_url, protocol="h2c", tls="", idp=None, timeout="5s"):
+def config(upstream_url, protocol="h2c", tls="", idp=None, timeout="5s", auth="bearer"):
     issuers = ""
     bearer = ""
     if idp:
         issuers = f"""issuers:
   one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}"""
-        bearer = """  - name: grpc-bearer
-    match: { path_prefix: /test.Echo/ }
+        bearer = f"""  - name: grpc-{auth}
+    match: {{ path_prefix: /test.Echo/ }}
     upstream: app
-    auth: bearer
+    auth: {auth}
     issuers: [one]
-    require: { scopes: [orders:read] }
-    headers: { X-User-Id: sub }
+    require: {{ scopes: [orders:read] }}
+    headers: {{ X-User-Id: sub, X-Key: cnf.jkt }}
 """
     return f"""
 listen: {{ address: 127.0.0.1:{{PORT}}, http2: true }}
 admin_listen: 127.0.0.1:{{ADMIN}}
+public_url: http://127.0.0.1:{{PORT}}
 workers: 2
 limits: {{ max_body_size: 16MB, shutdown_grace: 5s }}
 {issuers}
@@ -141,6 +143,28 @@ def test_bearer_route_identity_as_metadata_and_forged_copies_gone(grpc_upstream,
     meta = seen_metadata(reply)
     assert meta.get("x-user-id") == ["alice"]
     assert call.code() == grpc.StatusCode.OK
+
+
+def test_dpop_route_over_grpc(grpc_upstream, idp, gateway_factory):
+    g = gateway_factory(config(f"http://127.0.0.1:{grpc_upstream.port}", idp=idp, auth="dpop"))
+    key = DPoPKey("ES256")
+    tok = token(idp.keys[0], claims={"cnf": {"jkt": key.jkt}})
+    # The proof names the call as the gateway sees it: POST and :scheme://:authority:path.
+    htu = f"http://127.0.0.1:{g.port}/test.Echo/Unary"
+    proof = key.proof("POST", htu, access_token=tok)
+    with channel(g.port) as ch:
+        reply, call = unary(ch, b"bound", metadata=[("authorization", f"DPoP {tok}"), ("dpop", proof)])
+        assert seen_metadata(reply)["x-user-id"] == ["alice"]
+        assert seen_metadata(reply)["x-key"] == [key.jkt]
+        # The proof was for the gateway; it is claimed once (RFC 9449 §11.1).
+        with pytest.raises(grpc.RpcError) as e:
+            unary(ch, b"again", metadata=[("authorization", f"DPoP {tok}"), ("dpop", proof)])
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        # A proof for another method's path is refused too.
+        other = key.proof("POST", f"http://127.0.0.1:{g.port}/test.Echo/Other", access_token=tok)
+        with pytest.raises(grpc.RpcError) as e:
+            unary(ch, b"x", metadata=[("authorization", f"DPoP {tok}"), ("dpop", other)])
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
 def seen_metadata(reply):
