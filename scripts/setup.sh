@@ -19,7 +19,8 @@ if (( test )); then
   # chromium, chromium-driver: the headless browser of the login tests (selenium drives them).
   # nginx, caddy: the ingresses of the decision-mode tests (nginx auth_request, Caddy
   # forward_auth); the tests run each on its own config and ports, never the packages' services.
-  pkgs+=(python3 redis-server chromium chromium-driver nginx caddy)
+  # nghttp2-client: nghttp, a second HTTP/2 client of the HTTP/2 tests.
+  pkgs+=(python3 redis-server chromium chromium-driver nginx caddy nghttp2-client)
 fi
 if (( image )); then
   # mmdebstrap: the image's Debian root filesystem; umoci, skopeo: the OCI image and its

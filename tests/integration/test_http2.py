@@ -23,6 +23,7 @@ from h2_client import H2Connection, frames
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 CURL = shutil.which("curl")
+NGHTTP = shutil.which("nghttp") or "/usr/bin/nghttp"
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +99,20 @@ def test_tls_offers_h2_in_alpn_by_default(upstream, gateway_factory, cert):
     with socket.create_connection(("127.0.0.1", g.port), timeout=5) as raw:
         with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
             assert s.selected_alpn_protocol() == "h2"
+
+
+def test_nghttp_prior_knowledge_and_over_tls(upstream, gateway_factory, cert):
+    # nghttp (Debian's nghttp2-client): h2c with prior knowledge on a plain listener, and h2
+    # by ALPN over TLS; -v prints the frames, with the response's :status.
+    for config, url in ((plain_h2(upstream), "http://127.0.0.1:{}/echo?via=nghttp"),
+                        (tls_listener(upstream, cert), "https://127.0.0.1:{}/echo?via=nghttp")):
+        g = gateway_factory(config)
+        out = subprocess.run([NGHTTP, "-v", url.format(g.port)], capture_output=True, timeout=20)
+        text = out.stdout.decode(errors="replace")
+        assert out.returncode == 0, text
+        assert ":status: 200" in text
+        assert '"/echo?via=nghttp"' in text
+        g.stop()
 
 
 def test_tls_without_http2_answers_http1_only(upstream, gateway_factory, cert):

@@ -41,12 +41,17 @@ class LoginEnv:
 
     def __init__(self, a, upstream, tmp_path, mode="par", auth="private_key_jwt", extra_client="", extra_top="",
                  extra_route="", key_alg="ES256", session="", prompt="consent", session_key=SESSION_KEY, workers=2,
-                 share_client_of=None, extra_issuers="", public_base=None):
+                 share_client_of=None, extra_issuers="", public_base=None, tls=None):
         """share_client_of: another LoginEnv whose client registration and key this one uses
-        (a second replica of the same gateway)."""
+        (a second replica of the same gateway). tls: (cert, key) for a TLS listener (h2 and
+        http/1.1 in ALPN); the public URL is then https."""
         self.a = a
         self.gw = Gateway("")  # for its port: the redirect URI names it
-        base = public_base or f"http://127.0.0.1:{self.gw.port}"
+        base = public_base or f"{'https' if tls else 'http'}://127.0.0.1:{self.gw.port}"
+        self.base = base
+        listen = "127.0.0.1:{PORT}"
+        if tls:
+            listen = f"{{ address: 127.0.0.1:{{PORT}}, tls: {{ cert_file: {tls[0]}, key_file: {tls[1]} }} }}"
         if share_client_of is not None:
             self.key_path = share_client_of.key_path
         else:
@@ -57,7 +62,7 @@ class LoginEnv:
                          post_logout_redirect_uri=f"{base}/bye")
         secret = f'secret: "{SECRET}"\n    ' if auth != "private_key_jwt" else ""
         self.gw.write_config(f"""
-listen: 127.0.0.1:{{PORT}}
+listen: {listen}
 admin_listen: 127.0.0.1:{{ADMIN}}
 workers: {workers}
 public_url: {base}
@@ -97,7 +102,7 @@ routes:
         self.browser = requests.Session()
 
     def url(self, path):
-        return self.gw.url(path)
+        return self.base + path if self.base.startswith("https:") else self.gw.url(path)
 
     def get(self, path_or_url, **kw):
         url = path_or_url if path_or_url.startswith("http") else self.url(path_or_url)

@@ -233,3 +233,29 @@ def test_same_site_none_in_chromium(authserver_factory, upstream, tmp_path):
     finally:
         driver.quit()
         e.gw.stop()
+
+
+def test_login_round_trip_over_h2_in_chromium(short_as, upstream, tmp_path):
+    # The gateway's TLS listener offers h2 in ALPN: Chromium's whole round trip through the
+    # gateway (the protected page, the callback, the page again) is HTTP/2.
+    cert, key = str(tmp_path / "c.pem"), str(tmp_path / "k.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    e = LoginEnv(short_as, upstream, tmp_path, tls=(cert, key))
+    driver = new_browser(extra_args=("--ignore-certificate-errors",))
+    try:
+        wait = WebDriverWait(driver, 15)
+        driver.get(e.url("/account"))
+        wait.until(EC.presence_of_element_located((By.NAME, "username")))
+        driver.find_element(By.NAME, "username").send_keys("alice")
+        driver.find_element(By.NAME, "password").send_keys("alice-password")
+        driver.find_element(By.CSS_SELECTOR, "[type=submit]").click()
+        wait.until(lambda d: d.current_url == e.url("/account"))
+        assert echoed(driver)[1]["x-forwarded-email"] == "alice@example.com"
+        protocol = driver.execute_script("return performance.getEntriesByType('navigation')[0].nextHopProtocol")
+        assert protocol == "h2"
+        assert driver.get_cookie("tokengate_session")
+    finally:
+        driver.quit()
+        e.gw.stop()
