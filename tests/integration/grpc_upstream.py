@@ -1,6 +1,9 @@
 """A real gRPC server (PyPI grpcio) as tokengate's upstream, over h2c or TLS (ALPN h2).
 
 Methods take and give raw bytes (no generated stubs), under /test.Echo/:
+`max_streams` sets its SETTINGS_MAX_CONCURRENT_STREAMS; `handlers.most_running` is the most
+`sleep:` calls it ran at once.
+
 - Unary: answers a JSON object with the request's metadata and its body; the body's first
   word steers it: `sleep:SECONDS`, `fail:CODE:MESSAGE` (the upstream's own status), and
   `big:N` (an N-byte answer). Trailing metadata `x-upstream-trailer: done` on every answer.
@@ -25,6 +28,8 @@ def _meta(context):
 class Handlers:
     def __init__(self):
         self.calls = 0
+        self.running = 0
+        self.most_running = 0
         self.lock = threading.Lock()
 
     def count(self):
@@ -36,7 +41,12 @@ class Handlers:
         context.set_trailing_metadata((("x-upstream-trailer", "done"),))
         word = request.split(b" ", 1)[0].decode("latin-1")
         if word.startswith("sleep:"):
+            with self.lock:
+                self.running += 1
+                self.most_running = max(self.most_running, self.running)
             time.sleep(float(word[6:]))
+            with self.lock:
+                self.running -= 1
         elif word.startswith("fail:"):
             _, code, message = word.split(":", 2)
             context.abort(grpc.StatusCode[code], message)
@@ -60,7 +70,7 @@ class Handlers:
 
 
 class GRPCUpstream:
-    def __init__(self, tls=None):
+    def __init__(self, tls=None, max_streams=None):
         self.handlers = Handlers()
         h = self.handlers
         handler = grpc.method_handlers_generic_handler("test.Echo", {
@@ -71,7 +81,8 @@ class GRPCUpstream:
         })
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=64),
-            options=[("grpc.max_receive_message_length", MAX), ("grpc.max_send_message_length", MAX)])
+            options=[("grpc.max_receive_message_length", MAX), ("grpc.max_send_message_length", MAX)]
+            + ([("grpc.max_concurrent_streams", max_streams)] if max_streams else []))
         self.server.add_generic_rpc_handlers((handler,))
         if tls:
             cert, key = tls

@@ -135,6 +135,22 @@ def test_two_hundred_calls_at_once_on_one_channel(gw, grpc_upstream):
     assert grpc_upstream.calls >= 200
 
 
+def test_upstream_concurrency_limit_is_respected(gateway_factory):
+    # An upstream that allows 2 streams per connection: 12 calls at once all succeed, and it
+    # never runs more than its limit per connection (one worker; a second connection may open).
+    u = GRPCUpstream(max_streams=2)
+    try:
+        g = gateway_factory(config(f"http://127.0.0.1:{u.port}").replace("workers: 2", "workers: 1"))
+        with channel(g.port) as ch:
+            call = ch.unary_unary("/test.Echo/Unary")
+            futures = [call.future(b"sleep:0.2", timeout=20) for _ in range(12)]
+            assert all(json.loads(f.result())["body"] == "sleep:0.2" for f in futures)
+        assert u.handlers.most_running >= 2
+        assert u.calls == 12
+    finally:
+        u.stop()
+
+
 def test_bearer_route_identity_as_metadata_and_forged_copies_gone(grpc_upstream, idp, gateway_factory):
     g = gateway_factory(config(f"http://127.0.0.1:{grpc_upstream.port}", idp=idp))
     tok = token(idp.keys[0])

@@ -4,6 +4,7 @@ GOAWAY (retried once), a silent upstream (504, and its stream reset), and client
 leave: every stream they abandon is reset upstream at once, so the upstream does no work
 nobody waits for (the "MadeYouReset" class, CVE-2025-8671). Trailers reach HTTP/2 clients."""
 import http.client
+import signal
 import socket
 import time
 
@@ -139,3 +140,17 @@ def test_grpc_timeout_bounds_the_upstream_call(h2up, gateway_factory):
     assert 0.25 < elapsed < 2
     assert a.status == 504
     wait_for(lambda: any(code == CANCEL for _, code in h2up.resets), timeout=1, what="a CANCEL upstream")
+
+
+def test_reload_lets_the_old_pools_connections_go(gw, h2up):
+    # A reload with another upstream setting gets new pools (a new connection upstream); the
+    # old pool goes with its idle HTTP/2 connection, and the gateway serves on.
+    assert requests.get(gw.url("/ok"), timeout=5).text == "ok"
+    assert h2up.connections == 1
+    gw.write_config(config(h2up.port, timeout="3s"))
+    gw.signal(signal.SIGHUP)
+    wait_for(lambda: gw.logged("config reloaded"), timeout=5, what="the reload")
+    for _ in range(20):
+        assert requests.get(gw.url("/ok"), timeout=5).text == "ok"
+    assert gw.proc.poll() is None
+    assert h2up.connections == 2

@@ -84,7 +84,11 @@ public final class UpstreamPool {
 
     deinit {
         for conn in idle { conn.close() }
-        for conn in h2Connections { conn.close() }
+        // Idle ones only (a call holds its pool): closed without a word back to this pool.
+        for conn in h2Connections {
+            conn.poolGone = true
+            conn.close()
+        }
     }
 
     /// Debug builds: the pool (and every call on it) is used from one thread only, the

@@ -49,6 +49,10 @@ extension UpstreamH2Connection {
     }
 
     func frameReceived(_ frame: nghttp2_frame) -> Int32 {
+        if frame.hd.type == UInt8(NGHTTP2_SETTINGS.rawValue), frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+            settingsReceived = true
+            return 0
+        }
         guard let (call, stream) = stream(frame.hd.stream_id) else { return 0 }
         let endStream = frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         switch frame.hd.type {

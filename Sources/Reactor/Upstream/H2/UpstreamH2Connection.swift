@@ -17,7 +17,11 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
     unowned let pool: UpstreamPool
     let link: UpstreamConnection
     var session: OpaquePointer?
+    /// Until the upstream's first SETTINGS: calls wait, so none is sent past a concurrency
+    /// limit it has not said yet (and then refused).
     var opening = true
+    /// The upstream's first SETTINGS frame came (recorded by the callback).
+    var settingsReceived = false
     private(set) var closed = false
     var waiting: [UpstreamCall] = []
     var streams: [Int32: UpstreamCall] = [:]
@@ -28,6 +32,8 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
     var sending = false
     var sendAgain = false
     private var connectTimer: LoopTimer?
+    /// The pool is going away (its `deinit` closes this): nothing is reported back to it.
+    var poolGone = false
 
     /// Past this many framed bytes waiting for the socket, nothing more is framed.
     static let outputHighWater = 256 << 10
@@ -66,8 +72,6 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
 
     private func opened(_ ok: Bool) {
         guard opening, !closed else { return }
-        connectTimer?.cancel()
-        connectTimer = nil
         guard ok else {
             fail(link.openFailure.map { .tlsHandshakeFailed(reason: $0) } ?? .connectionFailed)
             return
@@ -77,16 +81,24 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
             return
         }
         self.session = session
-        opening = false
         transport.handler = self
         guard transport.armRead(timeout: nil) else {
             fail(.connectionFailed)
             return
         }
+        // The preface and our SETTINGS go now; the calls once the upstream's SETTINGS came
+        // (the connect timeout bounds the wait).
+        send()
+    }
+
+    /// The upstream's SETTINGS came: the connection is up, the waiting calls go.
+    private func settled() {
+        opening = false
+        connectTimer?.cancel()
+        connectTimer = nil
         let calls = waiting
         waiting.removeAll()
         for call in calls { submit(call) }
-        send()
     }
 
     /// Takes a call: submitted now when the connection is up, else when it is.
@@ -163,6 +175,7 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
         guard !closed else { return }
         let outcome = transport.fill()
         receive()
+        if opening && settingsReceived && !closed { settled() }
         deliver()
         switch outcome {
         case .eof, .failed:
@@ -270,7 +283,7 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
         streams.removeAll()
         touched.removeAll()
         link.close()
-        pool.h2Closed(self)
+        if !poolGone { pool.h2Closed(self) }
         for call in calls { call.h2ConnectionLost(failure) }
     }
 
