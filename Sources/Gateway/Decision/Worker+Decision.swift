@@ -43,6 +43,7 @@ extension Worker {
     func decide(
         _ ex: ServerExchange, _ kind: DecisionKind, forwarded: ForwardedHeaders, trusted: Bool, ctx: RequestContext
     ) {
+        ctx.isVerdict = true
         var envoyTarget: String?
         if case .extAuthz(let t) = kind { envoyTarget = t }
         let original: DecisionRequest

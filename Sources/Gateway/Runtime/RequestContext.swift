@@ -42,6 +42,10 @@ final class RequestContext {
     var toolListFilter: ToolListFilter? = nil
     /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
     var tunnelTokenExpiry: Int64? = nil
+    /// A decision-mode request: its answer is a verdict an ingress reads by its status, where
+    /// a 200 lets the request through, so it never takes a gRPC refusal's form (the
+    /// ingress shapes what it passes on to a gRPC client).
+    var isVerdict = false
 
     init(forwarded: ForwardedHeaders, start: Double, method: String, path: String, route: String, routeID: Int) {
         self.forwarded = forwarded

@@ -17,16 +17,23 @@ extension Worker {
         let shaped =
             response.page != nil && response.problem != nil && !Pages.wantsHTML(ex.head)
             ? response.jsonForm(requestID: ctx.requestID) : response
-        let response = config.pages.finish(shaped, requestID: ctx.requestID)
+        // A gRPC call's refusal is trailers-only: judged here, on a refusal's path only.
+        let grpc = shaped.isGRPCRefusal && !ctx.isVerdict ? GRPCCall(ex.head.fields) : nil
+        let response = grpc == nil ? config.pages.finish(shaped, requestID: ctx.requestID) : shaped
         let gone = !ex.responder.isConnected
         // Logged first: by the time a client holds the answer, its log line exists.
         // 499: client closed the request (nginx's convention, for logs and metrics only).
+        // The log keeps the HTTP status the refusal stands for (a gRPC one is sent as 200).
         requestFinished(
-            ctx, status: gone ? 499 : response.status, bytes: gone ? 0 : response.body.utf8.count,
+            ctx, status: gone ? 499 : response.status, bytes: gone || grpc != nil ? 0 : response.body.utf8.count,
             upstreamSeconds: upstreamSeconds,
             detail: gone ? "client gone: " + (response.detail ?? "") : response.detail,
             reason: response.reason)
-        response.send(ex.responder, requestID: ctx.requestID, close: close || draining)
+        if let grpc {
+            response.sendGRPC(grpc, ex.responder, requestID: ctx.requestID, close: close || draining)
+        } else {
+            response.send(ex.responder, requestID: ctx.requestID, close: close || draining)
+        }
     }
 
     /// The route's identity headers for these claims. A claim whose value cannot be a header

@@ -81,6 +81,8 @@ extension Worker {
     static func isNavigation(_ head: HTTPRequestHead) -> Bool {
         guard head.method == .GET || head.method == .HEAD else { return false }
         let h = head.fields
+        // A gRPC or gRPC-Web call cannot follow a redirect: it gets UNAUTHENTICATED.
+        if GRPCCall(h) != nil { return false }
         if h.first("X-Requested-With")?.lowercased() == "xmlhttprequest" { return false }
         if let mode = h.first("Sec-Fetch-Mode") { return mode == "navigate" }
         return h.first("Accept")?.contains("text/html") ?? false

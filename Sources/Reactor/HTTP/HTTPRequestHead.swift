@@ -44,6 +44,10 @@ public struct HTTPResponseHead: Sendable {
     /// one cost an allocation and a copy per response. The value must be a valid field
     /// value (RFC 9110 §5.5); the name is a literal.
     public var lastField: (name: StaticString, value: String)?
+    /// A gRPC trailers-only answer (`GRPCTrailersOnly`): no body, and on HTTP/2 no
+    /// `content-length` either, so the head is the whole response as gRPC writes one. An
+    /// HTTP/1.1 answer still says `Content-Length: 0`: its framing needs it.
+    public var trailersOnly = false
 
     public init(
         status: Int, reason: String? = nil, fields: HTTP1Fields = HTTP1Fields(), forwarded: HTTP1ForwardedFields? = nil,
@@ -63,6 +67,8 @@ public struct HTTPResponseHead: Sendable {
         var all = forwarded?.passedOn ?? HTTP1Fields()
         fields.forEachFieldBuffer { all.append(name: $0, value: $1) }
         if let (name, value) = lastField { all.append(name, value) }
-        return HTTPResponseHead(status: status, reason: reason, fields: all)
+        var flat = HTTPResponseHead(status: status, reason: reason, fields: all)
+        flat.trailersOnly = trailersOnly
+        return flat
     }
 }

@@ -54,9 +54,13 @@ public class Responder {
     public final var isConnected: Bool { transport.isConnected }
     public final var pendingOutput: Int { transport.pendingOutput }
 
-    /// A whole response. `close`: the connection closes after it.
-    public final func respond(status: Int, reason: String? = nil, body: [UInt8] = [], close: Bool = false) {
+    /// A whole response. `close`: the connection closes after it. `trailersOnly`: a gRPC
+    /// trailers-only answer, whose body is empty (`HTTPResponseHead.trailersOnly`).
+    public final func respond(
+        status: Int, reason: String? = nil, body: [UInt8] = [], close: Bool = false, trailersOnly: Bool = false
+    ) {
         precondition(state == .waiting, "answered twice")
+        precondition(!trailersOnly || body.isEmpty, "a trailers-only answer has no body")
         state = .answered
         self.status = status
         guard transport.isConnected else {
@@ -64,8 +68,9 @@ public class Responder {
             complete(flushed: false)
             return
         }
-        let head = HTTPResponseHead(
+        var head = HTTPResponseHead(
             status: status, reason: reason, fields: fields, forwarded: forwarded, lastField: lastField)
+        head.trailersOnly = trailersOnly
         transport.sendResponse(head, body: body, close: close)
     }
 

@@ -5,20 +5,15 @@ internal import CNghttp2
 /// through the stream's data provider, which nghttp2 frames as the client's windows allow.
 /// No body for HEAD, 204 and 304 (RFC 9110 §6.4.1); a streamed body shorter than the
 /// content-length it announced ends with RST_STREAM, so the client can tell it was cut.
+/// A gRPC trailers-only answer is its HEADERS frame alone, with END_STREAM and without
+/// `content-length` (PROTOCOL-HTTP2.md, "Trailers-Only").
 /// `close` has no meaning on a stream and is ignored: the connection serves the others.
 extension HTTP2ConnectionHandler {
     func sendResponse(_ s: HTTP2Stream, _ head: HTTPResponseHead, body: [UInt8]) {
         thread.check()
         guard s.response == .waiting, let session else { return }
         let noBody = Self.hasNoBody(s, head.status)
-        let length: UInt64? =
-            if head.status == 204 {
-                nil
-            } else if noBody {
-                HTTP1ResponseEncoder.contentLength(head) ?? (body.isEmpty ? nil : UInt64(body.count))
-            } else {
-                UInt64(body.count)
-            }
+        let length = Self.announcedLength(head, body: body, noBody: noBody)
         var fields = HTTP2ResponseFields(head, contentLength: length, date: context.dates.fieldLine)
         let withBody = !noBody && !body.isEmpty
         if withBody {
@@ -110,10 +105,19 @@ extension HTTP2ConnectionHandler {
     }
 
     /// Answers a request the engine refuses itself (a malformed or oversized head): the
-    /// gateway never sees it.
-    func refuse(_ s: HTTP2Stream, status: Int, description: String) {
-        let (head, body) = HTTP1ConnectionHandler.refusal(status: status, description: description)
-        sendResponse(s, head, body: body)
+    /// gateway never sees it. A gRPC call (`grpc`, from what of the head was read) gets
+    /// the refusal in its trailers-only form, as the gateway's own refusals do.
+    func refuse(_ s: HTTP2Stream, status: Int, description: String, grpc: GRPCCall?) {
+        guard let grpc else {
+            let (head, body) = HTTP1ConnectionHandler.refusal(status: status, description: description)
+            return sendResponse(s, head, body: body)
+        }
+        var head = HTTPResponseHead(status: 200)
+        for (name, value) in GRPCTrailersOnly.fields(grpc, refusal: status, message: description) {
+            head.fields.append(name, value)
+        }
+        head.trailersOnly = true
+        sendResponse(s, head, body: [])
     }
 
     private func submit(_ session: OpaquePointer, _ s: HTTP2Stream, _ fields: inout HTTP2ResponseFields, withBody: Bool)
@@ -144,6 +148,15 @@ extension HTTP2ConnectionHandler {
         guard s.deferred, !s.closed, let session else { return }
         s.deferred = false
         nghttp2_session_resume_data(session, s.id)
+    }
+
+    /// The `content-length` of a whole response: none for 204 (RFC 9110 §8.6) or a gRPC
+    /// trailers-only answer; for a bodiless one (HEAD, 304) the length it stands for, if
+    /// known; else the body's.
+    static func announcedLength(_ head: HTTPResponseHead, body: [UInt8], noBody: Bool) -> UInt64? {
+        if head.status == 204 || head.trailersOnly { return nil }
+        if noBody { return HTTP1ResponseEncoder.contentLength(head) ?? (body.isEmpty ? nil : UInt64(body.count)) }
+        return UInt64(body.count)
     }
 
     /// RFC 9110 §6.4.1: no content after HEAD, 1xx, 204, 304.

@@ -209,7 +209,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         stream.started = true
         switch stream.headers.head() {
         case .failure(let refusal):
-            refuse(stream, status: refusal.status, description: refusal.description)
+            refuse(stream, status: refusal.status, description: refusal.description, grpc: stream.headers.grpcCall)
         case .success(let head):
             stream.isHEAD = head.methodName == "HEAD"
             stream.contentLength = head.fields.first("content-length").flatMap { UInt64($0) }

@@ -81,6 +81,10 @@ struct HTTP2RequestHeaders {
         // :scheme is the client's business: the gateway knows whether the connection is TLS.
     }
 
+    /// The gRPC call the block announced (its `content-type`, if read before a refusal):
+    /// asked only when the engine refuses the block.
+    var grpcCall: GRPCCall? { GRPCCall(fields) }
+
     /// The head the gateway decides on, or the refusal.
     func head() -> Result<HTTPRequestHead, Refusal> {
         if let refusal { return .failure(refusal) }
