@@ -5,6 +5,7 @@ library, which also shows the frames: one HEADERS with END_STREAM, no DATA. Bear
 routes with tokens and proofs from joserfc; a login route with the real AS (idpyoidc)."""
 import http.client
 import socket
+import time
 
 import grpc
 import h2.config
@@ -12,10 +13,11 @@ import h2.connection
 import hpack
 import pytest
 
-from conftest import free_port
+from conftest import RawServer, free_port
 from dpop_client import DPoPKey
 from h2_client import H2Connection, frames
-from test_bearer import ec_key, idp, token as mint  # noqa: F401 — idp is a fixture
+from conftest import Gateway
+from test_bearer import JWKSServer, ec_key, idp, token as mint  # noqa: F401 — idp is a fixture
 from test_login import SESSION_KEY, login_as  # noqa: F401 — login_as is a fixture
 
 GRPC = {"content-type": "application/grpc", "te": "trailers"}
@@ -106,6 +108,54 @@ def test_unknown_route_is_unimplemented(gw):
 def test_upstream_down_is_unavailable(gw):
     err = rpc(gw, "/pkg.Down/Get")
     assert err.code() == grpc.StatusCode.UNAVAILABLE, (err.code(), err.details())
+
+
+class Silent(RawServer):
+    """An upstream that takes the request and never answers."""
+
+    def serve(self, conn):
+        with conn:
+            while conn.recv(65536):
+                pass
+
+
+def test_upstream_timeout_is_deadline_exceeded_and_a_body_too_large_resource_exhausted(
+        upstream, idp, gateway_factory):
+    silent = Silent()
+    try:
+        text = config(upstream, idp, silent.port).replace("connect_timeout: 1s, timeout: 2s", "timeout: 1s")
+        g = gateway_factory(text.replace("workers: 2", "workers: 2\nlimits: { max_body_size: 16KB }"))
+        err = rpc(g, "/pkg.Down/Get")
+        assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED, (err.code(), err.details())
+        assert err.details() == "the upstream did not answer in time"  # the gateway's, not the client's
+        # A message past max_body_size (gRPC sends no content-length: the limit trips as the
+        # body streams, before the upstream answers).
+        with grpc.insecure_channel(f"127.0.0.1:{g.port}") as channel:
+            call = channel.unary_unary("/pkg.Down/Put", request_serializer=None, response_deserializer=None)
+            with pytest.raises(grpc.RpcError) as e:
+                call(b"x" * 100_000, timeout=10)
+        assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, (e.value.code(), e.value.details())
+        assert e.value.details() == "the request body is too large"
+    finally:
+        silent.stop()
+
+
+def test_keys_unavailable_is_unavailable_with_retry_after(upstream):
+    """An issuer whose keys cannot be fetched: the gateway cannot judge the token (503), which
+    a gRPC client reads as UNAVAILABLE, a code it may retry."""
+    srv = JWKSServer()
+    srv.down = True
+    srv.keys = [ec_key("one-1")]
+    g = Gateway(config(upstream, srv, free_port()))
+    try:
+        g.start_no_wait()
+        time.sleep(1)
+        err = rpc(g, "/pkg.Orders/Get", [("authorization", f"Bearer {mint(srv.keys[0])}")])
+        assert err.code() == grpc.StatusCode.UNAVAILABLE, (err.code(), err.details())
+        assert metadata(err).get("retry-after"), metadata(err)
+    finally:
+        g.stop()
+        srv.stop()
 
 
 def test_dpop_route_no_token_and_nonce_challenge(gw, idp):
