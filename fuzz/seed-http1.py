@@ -40,6 +40,9 @@ REQUESTS = [
     POST + b"Transfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 1\r\n\r\n",
     b"GET / HTTP/1.1\r\nX: 1\r\n\r\n",
     GET + b"Host: b\r\n\r\n",
+    POST + b"Content-Type: application/grpc-web-text+proto; x=1\r\nContent-Length: 0\r\n\r\n",
+    POST + b"Content-Type: APPLICATION/GRPC+%\xc3\xa9\r\n\r\n",
+    POST + b"Content-Type: application/grpcx\r\nContent-Type: application/grpc\r\n\r\n",
 ]
 RESPONSES = [
     b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",

@@ -6,7 +6,8 @@
 ///   chosen from the input gives the same messages and the same refusal;
 /// - `consumed` never passes the input, body ranges lie inside it, and a nil event means
 ///   every byte was consumed;
-/// - an accepted head, serialized again, parses to an equal head.
+/// - an accepted head, serialized again, parses to an equal head;
+/// - its `content-type`, as a gRPC refusal would use it, gives valid fields (`checkGRPC`).
 public enum HTTP1FuzzEntry {
     /// The first byte chooses the parser (even: request, odd: response, then whether the
     /// response answers HEAD); the rest is the byte stream.
@@ -72,6 +73,7 @@ public enum HTTP1FuzzEntry {
                     switch event {
                     case .head(let head)?:
                         checkRoundTrip(head)
+                        checkGRPC(head.fields)
                         outcome.heads.append(head.description)
                         body = []
                     case .body(let range)?:
