@@ -18,6 +18,8 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 # The WebSocket scenario has its own harness (a C echo server and load client, not wrk).
 if [[ " $* " == *" websocket "* ]]; then exec "$ROOT/bench/websocket.sh"; fi
+# So have the HTTP/2 loads (h2load; bench/h2.sh).
+if [[ " $* " == *" h2 "* ]]; then exec "$ROOT/bench/h2.sh"; fi
 
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-10}
