@@ -134,6 +134,9 @@ class Upstream:
         class Server(ThreadingHTTPServer):
             daemon_threads = True
             allow_reuse_address = True
+            # socketserver's default backlog is 5: a proxy opening 128 connections at once
+            # (HTTP/2 streams fanned out) had most wait out SYN retries of 1 s and more.
+            request_queue_size = 1024
 
         self.server = Server(("127.0.0.1", port), Handler)
         self.port = self.server.server_address[1]

@@ -270,11 +270,12 @@ def ping_flood(port):
 
 
 def zero_window(port):
-    """SETTINGS_INITIAL_WINDOW_SIZE 0, then 100 streams each asking for 1 MB: the answers
-    cannot go out; the client reads what comes and never opens a window."""
+    """SETTINGS_INITIAL_WINDOW_SIZE 0, then 128 streams (the concurrency limit of both
+    proxies) each asking for 1 MB: the answers cannot go out; the client reads what comes and
+    never opens a window."""
     a = open_attacker(port, settings=(0x4).to_bytes(2, "big") + (0).to_bytes(4, "big"))
     a.send(b"".join(HeadersFrame(2 * i + 1, request_block("/big?size=1000000"),
-                                 flags=["END_HEADERS", "END_STREAM"]).serialize() for i in range(100)))
+                                 flags=["END_HEADERS", "END_STREAM"]).serialize() for i in range(128)))
     a.linger(SEND_FOR_S + 1)
     return a, {"streams_reset": len({f[2] for f in a.frames if f[0] == RST_STREAM})}
 
