@@ -61,9 +61,10 @@ class RecordingUpstream(RawServer):
                 if self.delay:
                     time.sleep(self.delay)
                 out = json.dumps({"received": len(body)}).encode()
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(out), out))
+                # Counted before the answer goes: a client holding it may look at once.
                 with self.lock:
                     self.answered += 1
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(out), out))
         except OSError:
             return
         finally:

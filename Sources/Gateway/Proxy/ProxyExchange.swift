@@ -6,9 +6,6 @@ import Reactor
 /// exactly one access-log line. Loop-thread only. Alive from `start` until it finishes
 /// (the upstream call holds it as its delegate's owner through `selfRetain`).
 final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
-    /// Past this many bytes queued for a slow client, stop reading from the upstream.
-    static let highWater = 256 << 10
-
     let worker: Worker
     let exchange: ServerExchange
     var responder: Responder { exchange.responder }
@@ -207,10 +204,11 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         send(chunk)
     }
 
-    /// Moves `chunk` to the client, pausing the upstream while the client is behind.
+    /// Moves `chunk` to the client, pausing the upstream while the client is behind (past
+    /// the transport's `highWater`: 256 KiB on HTTP/1.1, 64 KiB on an HTTP/2 stream).
     func send(_ chunk: BodyChunk) {
         bytes += chunk.count
-        let pause = !paused && responder.pendingOutput + chunk.count > ProxyExchange.highWater
+        let pause = !paused && responder.pendingOutput + chunk.count > responder.highWater
         responder.write(chunk, drained: pause ? { [weak self] in self?.drained() } : nil)
         if pause {
             paused = true

@@ -53,6 +53,8 @@ public class Responder {
 
     public final var isConnected: Bool { transport.isConnected }
     public final var pendingOutput: Int { transport.pendingOutput }
+    /// Past this much pending output a streaming producer pauses (the transport's say).
+    public final var highWater: Int { transport.highWater }
 
     /// A whole response. `close`: the connection closes after it. `trailersOnly`: a gRPC
     /// trailers-only answer, whose body is empty (`HTTPResponseHead.trailersOnly`).

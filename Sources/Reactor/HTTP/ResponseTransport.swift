@@ -6,6 +6,9 @@
 public protocol ResponseTransport: AnyObject {
     /// The client connection is still open.
     var isConnected: Bool { get }
+    /// How much of a streamed answer may wait in `pendingOutput` before its producer (a
+    /// proxied upstream) should pause.
+    var highWater: Int { get }
     /// Bytes of this connection's output not yet written to the socket.
     var pendingOutput: Int { get }
     /// Attaches the responder the transport reports to (once, before anything is sent).
@@ -38,5 +41,7 @@ public protocol ResponseTransport: AnyObject {
 }
 
 extension ResponseTransport {
+    public var highWater: Int { 256 << 10 }
+
     public func sendTrailers(_ fields: HTTP1Fields) {}
 }

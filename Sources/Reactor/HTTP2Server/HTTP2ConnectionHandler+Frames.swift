@@ -26,8 +26,12 @@ extension HTTP2ConnectionHandler {
     func header(_ frame: nghttp2_frame, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) -> Int32 {
         guard let stream = streams[frame.hd.stream_id] else { return 0 }
         if !stream.headersComplete {
+            guard !stream.headers.isBomb else { return Self.resetStream }
             stream.headers.add(name: name, value: value)
-            return 0
+            // Past twice the bounds: nghttp2 resets the stream and decodes the rest of the
+            // block without handing over (and checking) each field, which is what made a
+            // bomb cost ~20 ms of CPU per 16 KB block.
+            return stream.headers.isBomb ? Self.resetStream : 0
         }
         // A trailer section (RFC 9113 §8.1): bounded, then dropped; the gateway does not
         // forward request trailers.

@@ -53,10 +53,11 @@ struct HTTP2RequestHeaders {
 
     /// One decoded field (name and value as nghttp2 gives them).
     mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard refusal == nil else { return }
-        // Counted as HTTP/1.1 counts a field line: name, ": ", value, CRLF.
+        // Counted as HTTP/1.1 counts a field line: name, ": ", value, CRLF; also past a
+        // refusal (`isBomb`).
         bytes += name.count + value.count + 4
         count += 1
+        guard refusal == nil else { return }
         guard bytes <= limits.maxHeaderBytes, count <= limits.maxHeaderCount else {
             refusal = .tooLarge
             return
@@ -84,6 +85,13 @@ struct HTTP2RequestHeaders {
     /// The gRPC call the block announced (its `content-type`, if read before a refusal):
     /// asked only when the engine refuses the block.
     var grpcCall: GRPCCall? { GRPCCall(fields) }
+
+    /// A refused block that decodes on to more than twice the bounds: an HPACK bomb (a few
+    /// bytes on the wire naming a large table entry again and again), not a client with too
+    /// many cookies. Its stream is reset rather than read to its end for a 431.
+    var isBomb: Bool {
+        refusal == .tooLarge && (bytes > 2 * limits.maxHeaderBytes || count > 2 * limits.maxHeaderCount)
+    }
 
     /// The head the gateway decides on, or the refusal.
     func head() -> Result<HTTPRequestHead, Refusal> {

@@ -100,6 +100,10 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
 
     var isConnected: Bool { handler.map { !closed && $0.isOpen } ?? false }
     var pendingOutput: Int { output.count + (handler?.pendingOutput ?? 0) }
+    /// Up to 128 streams share a connection: each holds at most 64 KiB of answer its client
+    /// has not taken, so a client that grants no window makes the gateway hold at most
+    /// 8 MiB per connection for it, not 32.
+    var highWater: Int { 64 << 10 }
     func attach(_ responder: Responder) { self.responder = responder }
 
     func sendResponse(_ head: HTTPResponseHead, body: [UInt8], close: Bool) {
