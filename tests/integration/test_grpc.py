@@ -5,10 +5,7 @@ once on one channel, bearer routes' identity as metadata; and the translations: 
 HTTP/1.1 client to an HTTP/2 upstream."""
 import http.client
 import json
-import os
 import struct
-import subprocess
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -17,17 +14,8 @@ import pytest
 
 from grpc_upstream import GRPCUpstream, channel, unary
 from dpop_client import DPoPKey
-from test_bearer import JWKSServer, ec_key, token
-
-
-@pytest.fixture(scope="module")
-def cert():
-    d = tempfile.mkdtemp(prefix="tg-grpc-")
-    c, k = os.path.join(d, "c.pem"), os.path.join(d, "k.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-keyout", k, "-out", c, "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], check=True, capture_output=True)
-    return c, k
+from test_bearer import idp, token  # noqa: F401 — idp is a fixture
+from test_http2 import cert  # noqa: F401 — a fixture
 
 
 @pytest.fixture
@@ -35,14 +23,6 @@ def grpc_upstream():
     u = GRPCUpstream()
     yield u
     u.stop()
-
-
-@pytest.fixture
-def idp():
-    s = JWKSServer()
-    s.keys = [ec_key("one-1")]
-    yield s
-    s.stop()
 
 
 def config(upstream_url, protocol="h2c", tls="", idp=None, timeout="5s", auth="bearer"):
@@ -193,7 +173,7 @@ def seen_metadata(reply):
 def test_h2_upstream_over_tls(cert, gateway_factory):
     u = GRPCUpstream(tls=cert)
     try:
-        tls = f", tls: {{ ca_file: {cert[0]}, server_name: localhost }}"
+        tls = f", tls: {{ ca_file: {cert[0]} }}"
         g = gateway_factory(config(f"https://127.0.0.1:{u.port}", protocol="h2", tls=tls))
         with channel(g.port) as ch:
             reply, call = unary(ch, b"over-tls")

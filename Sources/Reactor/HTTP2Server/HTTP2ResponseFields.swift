@@ -8,12 +8,9 @@ internal import CNghttp2
 /// (a proxied origin's). The bytes live in one array; `withList` lends nghttp2 the list
 /// for one `nghttp2_submit_*` call, which copies it.
 struct HTTP2ResponseFields {
-    private var storage: [UInt8] = []
-    /// Offsets and lengths of each name and value in `storage`.
-    private var spans: [(name: Int, nameCount: Int, value: Int, valueCount: Int)] = []
+    private var list = HTTP2HeaderList(capacity: 256)
 
     init(_ head: HTTPResponseHead, contentLength: UInt64?, date: [UInt8]) {
-        storage.reserveCapacity(256)
         add(name: Array(":status".utf8), value: Array(String(head.status).utf8))
         var hasDate = false
         func each(_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) {
@@ -46,41 +43,15 @@ struct HTTP2ResponseFields {
     }
 
     /// The fields in order, as "name: value" strings (tests).
-    var pairs: [(name: String, value: String)] {
-        spans.map {
-            (
-                String(decoding: storage[$0.name..<($0.name + $0.nameCount)], as: UTF8.self),
-                String(decoding: storage[$0.value..<($0.value + $0.valueCount)], as: UTF8.self)
-            )
-        }
-    }
+    var pairs: [(name: String, value: String)] { list.pairs }
 
     /// Calls `body` with the list as nghttp2 takes it, valid for the call only.
-    mutating func withList<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-        let spans = self.spans
-        return storage.withUnsafeMutableBufferPointer { bytes in
-            let base = bytes.baseAddress!
-            var list = spans.map {
-                nghttp2_nv(
-                    name: base + $0.name, value: base + $0.value, namelen: $0.nameCount, valuelen: $0.valueCount,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            return list.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
-        }
-    }
+    mutating func withList<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R { list.withList(body) }
 
     private mutating func add<N: Collection<UInt8>, V: Collection<UInt8>>(
         name: N, value: V, lowercasing: Bool = false
     ) {
-        let nameAt = storage.count
-        if lowercasing {
-            for b in name { storage.append(HTTP1Fields.lower(b)) }
-        } else {
-            storage += name
-        }
-        let valueAt = storage.count
-        storage += value
-        spans.append((nameAt, valueAt - nameAt, valueAt, storage.count - valueAt))
+        list.add(name: name, value: value, lowercasing: lowercasing)
     }
 
     private enum Kind { case dropped, date, other }
@@ -91,15 +62,8 @@ struct HTTP2ResponseFields {
     ].map { Array($0.utf8) }
 
     private static func classify(_ name: UnsafeBufferPointer<UInt8>) -> Kind {
-        if name.count == 4, lowerEquals(name, date) { return .date }
-        for dropped in connectionSpecific where dropped.count == name.count && lowerEquals(name, dropped) {
-            return .dropped
-        }
+        if HTTP2HeaderList.lowerEquals(name, date) { return .date }
+        for dropped in connectionSpecific where HTTP2HeaderList.lowerEquals(name, dropped) { return .dropped }
         return .other
-    }
-
-    private static func lowerEquals(_ name: UnsafeBufferPointer<UInt8>, _ lower: [UInt8]) -> Bool {
-        for i in 0..<name.count where HTTP1Fields.lower(name[i]) != lower[i] { return false }
-        return true
     }
 }

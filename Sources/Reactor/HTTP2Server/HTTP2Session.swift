@@ -48,30 +48,20 @@ enum HTTP2Session {
         defer { nghttp2_option_del(option) }
         // Body bytes are credited to the client's windows only once the gateway took them:
         // flow control is the backpressure of an upload.
-        nghttp2_option_set_no_auto_window_update(option, 1)
+        HTTP2SessionSetup.applyCommonLimits(option)
         // Rapid reset (CVE-2023-44487): at most a burst of 1000 client resets, then 33/s.
         nghttp2_option_set_stream_reset_rate_limit(option, 1000, 33)
-        // CONTINUATION flood (CVE-2024-27316 class): a header block in at most 9 frames.
-        nghttp2_option_set_max_continuations(option, 8)
-        // Frames nghttp2 must answer (PING, SETTINGS ACKs) that a client can make it queue
-        // without reading them: past these, the connection is torn down.
-        nghttp2_option_set_max_outbound_ack(option, 1000)
-        nghttp2_option_set_max_settings(option, 32)
 
         var session: OpaquePointer?
         let user = Unmanaged.passUnretained(handler).toOpaque()
         guard nghttp2_session_server_new2(&session, callbacks, user, option) == 0, let session else { return nil }
-        var settings = [
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: streamWindow),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: UInt32(maxHeaderListSize)),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0)
+        let settings: [(nghttp2_settings_id, UInt32)] = [
+            (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, maxConcurrentStreams),
+            (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, streamWindow),
+            (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, UInt32(maxHeaderListSize)),
+            (NGHTTP2_SETTINGS_ENABLE_PUSH, 0),
         ]
-        guard nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count) == 0,
-            nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, connectionWindow) == 0
+        guard HTTP2SessionSetup.start(session, settings: settings, connectionWindow: connectionWindow)
         else {
             nghttp2_session_del(session)
             return nil

@@ -9,11 +9,9 @@ internal import CNghttp2
 /// client asked for it: gRPC servers look for it. One array holds the bytes; `withList`
 /// lends nghttp2 the list for one `nghttp2_submit_request`, which copies it.
 struct UpstreamH2RequestFields {
-    private var storage: [UInt8] = []
-    private var spans: [(name: Int, nameCount: Int, value: Int, valueCount: Int)] = []
+    private var list = HTTP2HeaderList(capacity: 512)
 
     init(_ request: UpstreamCall.Request, tls: Bool) {
-        storage.reserveCapacity(512)
         var authority: [UInt8]?
         var trailers = false
         add(":method", Array(request.method.rawValue.utf8))
@@ -41,51 +39,31 @@ struct UpstreamH2RequestFields {
     }
 
     /// The fields in order, as "name: value" strings (tests).
-    var pairs: [(name: String, value: String)] {
-        spans.map {
-            (
-                String(decoding: storage[$0.name..<($0.name + $0.nameCount)], as: UTF8.self),
-                String(decoding: storage[$0.value..<($0.value + $0.valueCount)], as: UTF8.self)
-            )
-        }
-    }
+    var pairs: [(name: String, value: String)] { list.pairs }
 
-    mutating func withList<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-        let spans = self.spans
-        return storage.withUnsafeMutableBufferPointer { bytes in
-            let base = bytes.baseAddress!
-            var list = spans.map {
-                nghttp2_nv(
-                    name: base + $0.name, value: base + $0.value, namelen: $0.nameCount, valuelen: $0.valueCount,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            return list.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
-        }
-    }
+    mutating func withList<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R { list.withList(body) }
 
     private mutating func add(_ name: StaticString, _ value: [UInt8]) {
-        name.withUTF8Buffer { n in value.withUnsafeBufferPointer { add(name: n, value: $0) } }
+        name.withUTF8Buffer { list.add(name: $0, value: value) }
     }
 
     private mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        let nameAt = storage.count
-        for b in name { storage.append(HTTP1Fields.lower(b)) }
-        let valueAt = storage.count
-        storage += value
-        spans.append((nameAt, valueAt - nameAt, valueAt, storage.count - valueAt))
+        list.add(name: name, value: value, lowercasing: true)
     }
 
     private enum Kind { case host, te, dropped, other }
 
+    private static let host = Array("host".utf8)
+    private static let te = Array("te".utf8)
     private static let dropped: [[UInt8]] = [
         "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "content-length", "expect",
         "http2-settings"
     ].map { Array($0.utf8) }
 
     private static func classify(_ name: UnsafeBufferPointer<UInt8>) -> Kind {
-        if name.count == 4, lowerEquals(name, Array("host".utf8)) { return .host }
-        if name.count == 2, lowerEquals(name, Array("te".utf8)) { return .te }
-        for d in dropped where d.count == name.count && lowerEquals(name, d) { return .dropped }
+        if HTTP2HeaderList.lowerEquals(name, host) { return .host }
+        if HTTP2HeaderList.lowerEquals(name, te) { return .te }
+        for d in dropped where HTTP2HeaderList.lowerEquals(name, d) { return .dropped }
         return .other
     }
 
@@ -96,10 +74,5 @@ struct UpstreamH2RequestFields {
             if token.map(HTTP1Fields.lower) == Array("trailers".utf8) { return true }
         }
         return false
-    }
-
-    private static func lowerEquals(_ name: UnsafeBufferPointer<UInt8>, _ lower: [UInt8]) -> Bool {
-        for i in 0..<name.count where HTTP1Fields.lower(name[i]) != lower[i] { return false }
-        return true
     }
 }

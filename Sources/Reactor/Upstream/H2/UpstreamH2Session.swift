@@ -42,25 +42,19 @@ enum UpstreamH2Session {
         defer { nghttp2_option_del(option) }
         // Response bytes are credited to the upstream's windows only once the client took
         // them: a slow reader holds back its own stream, not the connection's others.
-        nghttp2_option_set_no_auto_window_update(option, 1)
-        nghttp2_option_set_max_continuations(option, 8)
-        nghttp2_option_set_max_outbound_ack(option, 1000)
-        nghttp2_option_set_max_settings(option, 32)
+        HTTP2SessionSetup.applyCommonLimits(option)
         // Until the upstream's SETTINGS say otherwise (RFC 9113 §6.5.2 allows any number).
         nghttp2_option_set_peer_max_concurrent_streams(option, 100)
 
         var session: OpaquePointer?
         let user = Unmanaged.passUnretained(connection).toOpaque()
         guard nghttp2_session_client_new2(&session, callbacks, user, option) == 0, let session else { return nil }
-        var settings = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: streamWindow),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: UInt32(maxHeaderListSize))
+        let settings: [(nghttp2_settings_id, UInt32)] = [
+            (NGHTTP2_SETTINGS_ENABLE_PUSH, 0),
+            (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, streamWindow),
+            (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, UInt32(maxHeaderListSize)),
         ]
-        guard nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count) == 0,
-            nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, connectionWindow) == 0
+        guard HTTP2SessionSetup.start(session, settings: settings, connectionWindow: connectionWindow)
         else {
             nghttp2_session_del(session)
             return nil

@@ -1,0 +1,29 @@
+internal import CNghttp2
+
+/// What the gateway's nghttp2 sessions share, server (`HTTP2Session`) and client
+/// (`UpstreamH2Session`) alike: the limits against a peer that floods, and the first
+/// SETTINGS with the connection's receive window.
+enum HTTP2SessionSetup {
+    /// Options both sides set. Received DATA is credited to the peer's windows only once it
+    /// was taken (`nghttp2_session_consume`): flow control is the backpressure.
+    static func applyCommonLimits(_ option: OpaquePointer) {
+        nghttp2_option_set_no_auto_window_update(option, 1)
+        // CONTINUATION flood (CVE-2024-27316 class): a header block in at most 9 frames.
+        nghttp2_option_set_max_continuations(option, 8)
+        // Frames nghttp2 must answer (PING, SETTINGS ACKs) that a peer can make it queue
+        // without reading them: past these, the connection is torn down.
+        nghttp2_option_set_max_outbound_ack(option, 1000)
+        nghttp2_option_set_max_settings(option, 32)
+    }
+
+    /// Queues the session's SETTINGS and widens its connection window; false when nghttp2
+    /// refused (out of memory): the caller deletes the session.
+    static func start(
+        _ session: OpaquePointer, settings: [(nghttp2_settings_id, UInt32)], connectionWindow: Int32
+    ) -> Bool {
+        var entries = settings.map { nghttp2_settings_entry(settings_id: Int32($0.0.rawValue), value: $0.1) }
+        return nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count) == 0
+            && nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, connectionWindow)
+                == 0
+    }
+}
