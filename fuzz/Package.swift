@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // libFuzzer targets for every tokengate parser of untrusted input: JOSE (JWS, JWK), the
-// HTTP/1.1 parsers, WebSocket frames and RESP replies, OAuth's return targets, htu and
-// callback queries, the gateway's paths, hosts, routes, cookies and session cookie, and the
+// HTTP/1.1 parsers, the HTTP/2 frame input, WebSocket frames and RESP replies, OAuth's return
+// targets, htu and callback queries, the gateway's paths, hosts, routes, cookies and session cookie, and the
 // JSON-RPC message of an MCP call.
 // A separate package so the main build never needs -sanitize=fuzzer; see README.md.
 import PackageDescription
@@ -19,6 +19,7 @@ let package = Package(
         fuzzTarget("JOSEFuzz", "JOSE"),
         fuzzTarget("HTTP1Fuzz", "Reactor"),
         fuzzTarget("StreamFuzz", "Reactor"),
+        fuzzTarget("H2Fuzz", "Reactor"),
         fuzzTarget("OAuthFuzz", "OAuth"),
         fuzzTarget("RouteFuzz", "Gateway"),
         fuzzTarget("LoginFuzz", "Gateway"),

@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 seconds=${1:-300}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(JOSEFuzz HTTP1Fuzz StreamFuzz OAuthFuzz RouteFuzz LoginFuzz MCPFuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(JOSEFuzz HTTP1Fuzz StreamFuzz H2Fuzz OAuthFuzz RouteFuzz LoginFuzz MCPFuzz)
 out=${OUT:-/tmp/tokengate-fuzz}
 here=$PWD
 
@@ -23,6 +23,7 @@ settings() {
     JOSEFuzz) echo "corpus jose jose.dict 8192" ;;
     HTTP1Fuzz) echo "corpus-http1 http1 http1.dict 512" ;;
     StreamFuzz) echo "corpus-stream stream stream.dict 512" ;;
+    H2Fuzz) echo "corpus-h2 h2 h2.dict 4096" ;;
     OAuthFuzz) echo "corpus-oauth oauth oauth.dict 1024" ;;
     RouteFuzz) echo "corpus-route route route.dict 1024" ;;
     LoginFuzz) echo "corpus-login login login.dict 2048" ;;
