@@ -9,7 +9,8 @@ extension HTTP2FuzzEntry {
         case beforeBody
         /// A streamed 200 that echoes the body as it comes, ended with it.
         case streamed
-        /// Never, until the client or the connection goes.
+        /// Not while the connection lasts, even once the client reset the stream (a gateway
+        /// still at work on an upstream call): the exchange stays open until `endHeld`.
         case never
     }
 
@@ -28,6 +29,8 @@ extension HTTP2FuzzEntry {
 
     final class Gateway {
         let answers: UInt8
+        /// Every stream gets `answers`' answer, instead of the next stream the next one.
+        let sameAnswer: Bool
         let options: HTTPServerOptions
         let limits: HTTP1Limits
         /// Set once the connection is built (the handler needs the context this gateway is in).
@@ -37,8 +40,9 @@ extension HTTP2FuzzEntry {
         /// The handler's count of open exchanges reached its maximum at some point.
         private(set) var reachedMaxExchanges = false
 
-        init(answers: UInt8, options: HTTPServerOptions, limits: HTTP1Limits) {
+        init(answers: UInt8, sameAnswer: Bool, options: HTTPServerOptions, limits: HTTP1Limits) {
             self.answers = answers
+            self.sameAnswer = sameAnswer
             self.options = options
             self.limits = limits
         }
@@ -56,9 +60,10 @@ extension HTTP2FuzzEntry {
                 if handler.exchangesOpen >= HTTP2ConnectionHandler.maxExchanges { reachedMaxExchanges = true }
             }
             exchanges.append(exchange)
-            exchange.onClientGone = { [weak exchange] in exchange?.abort() }
             let all = Answer.allCases
-            switch all[(Int(answers) + Int(stream >> 1)) % all.count] {
+            let answer = all[(Int(answers) + (sameAnswer ? 0 : Int(stream >> 1))) % all.count]
+            if answer != .never { exchange.onClientGone = { [weak exchange] in exchange?.abort() } }
+            switch answer {
             case .afterBody:
                 exchange.body.collect(limit: 1024) { [weak exchange] result in
                     guard let exchange, exchange.state == .waiting else { return }
@@ -96,11 +101,10 @@ extension HTTP2FuzzEntry {
             fuzzInvariant(head.fields.count <= limits.maxHeaderCount, "gateway: \(head.fields.count) fields")
         }
 
-        /// After the connection closed: every exchange was answered, and none is counted open.
-        func checkAllEnded() {
-            for exchange in exchanges {
-                fuzzInvariant(exchange.state == .answered, "gateway: an exchange left unanswered")
-            }
+        /// After the connection closed: the held exchanges end, then every exchange was
+        /// answered and none is counted open.
+        func endHeld() {
+            for exchange in exchanges where exchange.state != .answered { exchange.abort() }
             if let handler { fuzzInvariant(handler.exchangesOpen == 0, "gateway: exchanges still counted open") }
         }
     }

@@ -16,7 +16,8 @@ public enum HTTP2FuzzEntry {
     /// The first byte: bit 0, the client preface is prepended (else the input must carry
     /// it); bit 1, small limits (256 bytes of header, 100 of body); bits 2-3, which `Answer`
     /// stream 1 gets (the next stream the next one, and so on); bit 4, the server sends a
-    /// GOAWAY after the first read. The rest is the client's bytes.
+    /// GOAWAY after the first read; bit 5, every stream gets stream 1's answer. The rest is
+    /// the client's bytes.
     public static func all(_ data: [UInt8]) {
         guard let flags = data.first else { return }
         let input = flags & 1 != 0 ? ProtocolSelector.preface + data.dropFirst() : Array(data.dropFirst())
@@ -26,7 +27,8 @@ public enum HTTP2FuzzEntry {
             options.maxBodySize = 100
         }
         let client = ClientFrames(input)
-        let plan = Plan(options: options, answers: (flags >> 2) & 3, goAway: flags & 16 != 0)
+        let plan = Plan(
+            options: options, answers: (flags >> 2) & 3, sameAnswer: flags & 32 != 0, goAway: flags & 16 != 0)
         let whole = run(input, splits: [], plan, client)
         for splits in splitPlans(input) {
             let split = run(input, splits: splits, plan, client)
@@ -49,6 +51,7 @@ public enum HTTP2FuzzEntry {
     struct Plan {
         var options: HTTPServerOptions
         var answers: UInt8
+        var sameAnswer = false
         var goAway: Bool
     }
 
@@ -71,7 +74,8 @@ public enum HTTP2FuzzEntry {
             }
             gateway.exchange(exchange, stream: UInt32(bitPattern: stream.id))
         }
-        let served = Gateway(answers: plan.answers, options: plan.options, limits: context.limits)
+        let served = Gateway(
+            answers: plan.answers, sameAnswer: plan.sameAnswer, options: plan.options, limits: context.limits)
         gateway = served
         defer { gateway = nil }
         guard let connection = HTTP2FuzzConnection(context: context) else {
@@ -84,7 +88,7 @@ public enum HTTP2FuzzEntry {
         }
         let frames = checkOutput(connection.written, client: client)
         connection.close()
-        served.checkAllEnded()
+        served.endHeld()
         var outcome = Outcome(heads: served.heads, reachedMaxExchanges: served.reachedMaxExchanges)
         for frame in frames {
             if frame.type == FrameType.rstStream { outcome.serverReset.insert(frame.stream) }

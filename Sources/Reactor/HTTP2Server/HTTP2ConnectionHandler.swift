@@ -205,8 +205,16 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     // MARK: streams
 
     private func start(_ stream: HTTP2Stream) {
-        guard !stream.closed, !stream.started, stream.handler != nil else { return }
+        guard !stream.closed, !stream.started, stream.handler != nil, let session else { return }
         stream.started = true
+        guard exchangesOpen < Self.maxExchanges else {
+            // Reading stops at the maximum, but one read can reset streams the gateway is still
+            // working on and open as many new ones: those are refused unprocessed, which a
+            // client may retry (RFC 9113 §8.7, REFUSED_STREAM).
+            nghttp2_submit_rst_stream(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, NGHTTP2_REFUSED_STREAM.rawValue)
+            return
+        }
         switch stream.headers.head() {
         case .failure(let refusal):
             refuse(stream, status: refusal.status, description: refusal.description, grpc: stream.headers.grpcCall)
