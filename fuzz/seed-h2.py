@@ -2,7 +2,8 @@
 """Writes the seeds of the H2Fuzz target to a directory (default corpus-h2/): client request
 sequences built with python-hyper's hyperframe and hpack (tests/requirements.txt), each after a
 flag byte (HTTP2FuzzEntry.all): bit 0 prepends the client preface, bit 1 small limits, bits 2-3
-pick how the gateway answers stream 1, bit 4 a GOAWAY from the server after the first read."""
+pick how the gateway answers stream 1, bit 4 a GOAWAY from the server after the first read, bit 5
+the same answer for every stream."""
 import hashlib
 import os
 import sys
@@ -131,6 +132,15 @@ def seeds():
     resets = b"".join(RstStreamFrame(1 + 2 * i, error_code=8).serialize() for i in range(130))
     more = b"".join(headers(enc, 261 + 2 * i, BASE) for i in range(20))
     add(12, settings(), first, resets, more)
+    # Every stream held past its reset (bit 5: all answered as stream 1, answer 3: never),
+    # then as many new streams; and every stream's body read first (answer 0).
+    enc = e()
+    held = b"".join(headers(enc, 1 + 2 * i, BASE, end=False) for i in range(40))
+    again = b"".join(RstStreamFrame(1 + 2 * i, error_code=8).serialize() for i in range(40))
+    again += b"".join(headers(enc, 81 + 2 * i, BASE, end=False) for i in range(40))
+    add(32 | 12, settings(), held, again)
+    add(32, settings(), headers(e(), 1, post, end=False), headers(e(), 3, post, end=False), data(3, b"a" * 11),
+        data(1, b"b" * 11))
     # Rapid reset: HEADERS and RST_STREAM pairs.
     enc = e()
     add(0, settings(), b"".join(headers(enc, 1 + 2 * i, BASE) + RstStreamFrame(1 + 2 * i, error_code=8).serialize()
