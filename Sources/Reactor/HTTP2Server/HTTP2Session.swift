@@ -59,7 +59,7 @@ enum HTTP2Session {
             (NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, maxConcurrentStreams),
             (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, streamWindow),
             (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, UInt32(maxHeaderListSize)),
-            (NGHTTP2_SETTINGS_ENABLE_PUSH, 0),
+            (NGHTTP2_SETTINGS_ENABLE_PUSH, 0)
         ]
         guard HTTP2SessionSetup.start(session, settings: settings, connectionWindow: connectionWindow)
         else {

@@ -52,7 +52,7 @@ enum UpstreamH2Session {
         let settings: [(nghttp2_settings_id, UInt32)] = [
             (NGHTTP2_SETTINGS_ENABLE_PUSH, 0),
             (NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, streamWindow),
-            (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, UInt32(maxHeaderListSize)),
+            (NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, UInt32(maxHeaderListSize))
         ]
         guard HTTP2SessionSetup.start(session, settings: settings, connectionWindow: connectionWindow)
         else {
