@@ -5,6 +5,7 @@ real server does only when it misbehaves. The request path picks the behaviour:
 - `/reset-before-head`: RST_STREAM (INTERNAL_ERROR) before any response.
 - `/reset-after-head`: a 200 head and 5 bytes of body, then RST_STREAM.
 - `/refuse`: RST_STREAM (REFUSED_STREAM): the request was not processed (RFC 9113 §8.7).
+- `/refuse-once`: REFUSED_STREAM the first time, then 200 with the body's length.
 - `/goaway`: GOAWAY naming no stream processed, then the connection closes.
 - `/slow`: no answer at all (the gateway's deadline, or the client's cancel, ends it).
 - `/trailers`: a 200 head, body `data`, and a trailer section `x-checksum: 1234`.
@@ -50,6 +51,7 @@ class H2Upstream:
         conn.initiate_connection()
         sock.sendall(conn.data_to_send())
         paths = {}
+        bodies = {}
         try:
             while not self.stopped:
                 data = sock.recv(65536)
@@ -62,14 +64,16 @@ class H2Upstream:
                         paths[event.stream_id] = headers[":path"]
                         with self.lock:
                             self.paths.append(headers[":path"])
-                        if event.stream_ended:
-                            if self._answer(conn, event.stream_id, headers[":path"]) == "close":
-                                sock.sendall(conn.data_to_send())
-                                return
+                        bodies[event.stream_id] = b""
                     elif isinstance(event, h2.events.DataReceived):
+                        bodies[event.stream_id] = bodies.get(event.stream_id, b"") + event.data
                         conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
                     elif isinstance(event, h2.events.StreamEnded) and event.stream_id in paths:
-                        pass
+                        # The whole request is in (h2 reports this after HEADERS that end it too).
+                        if self._answer(conn, event.stream_id, paths[event.stream_id],
+                                        bodies.pop(event.stream_id, b"")) == "close":
+                            sock.sendall(conn.data_to_send())
+                            return
                     elif isinstance(event, h2.events.StreamReset):
                         with self.lock:
                             self.resets.append((event.stream_id, event.error_code))
@@ -79,8 +83,16 @@ class H2Upstream:
         finally:
             sock.close()
 
-    def _answer(self, conn, sid, path):
-        if path == "/ok":
+    def _answer(self, conn, sid, path, body):
+        if path == "/refuse-once":
+            with self.lock:
+                first = self.paths.count(path) == 1
+            if first:
+                conn.reset_stream(sid, h2.errors.ErrorCodes.REFUSED_STREAM)
+            else:
+                conn.send_headers(sid, [(":status", "200")])
+                conn.send_data(sid, b"%d" % len(body), end_stream=True)
+        elif path == "/ok":
             conn.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
             conn.send_data(sid, b"ok", end_stream=True)
         elif path == "/reset-before-head":

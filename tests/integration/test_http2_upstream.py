@@ -78,6 +78,19 @@ def test_refused_stream_is_retried_once_then_502(gw, h2up):
     assert h2up.paths.count("/refuse") == 2
 
 
+def test_refused_stream_with_a_body_goes_again_whole(gw, h2up):
+    # A server at its stream limit refuses with REFUSED_STREAM: nothing was processed, so
+    # the gateway sends the request again, body and all (kept while it is small).
+    body = b"x" * 5000
+    r = requests.post(gw.url("/refuse-once"), data=body, timeout=5)
+    assert r.status_code == 200 and r.text == "5000"
+    assert h2up.paths.count("/refuse-once") == 2
+    # A body past what is kept for a replay is not sent again: 502.
+    h2up.paths.clear()
+    r = requests.post(gw.url("/refuse"), data=b"y" * (100 << 10), timeout=5)
+    assert r.status_code == 502 and h2up.paths.count("/refuse") == 1
+
+
 def test_goaway_is_retried_once_on_a_new_connection(gw, h2up):
     r = requests.get(gw.url("/goaway"), timeout=5)
     assert r.status_code == 502

@@ -84,11 +84,14 @@ extension UpstreamCall {
 
     /// The stream closed without a whole response: a reset, or the upstream refusing it.
     private func h2StreamFailed(_ code: UInt32) {
-        // REFUSED_STREAM means no part of the request was processed (RFC 9113 §8.7): a
-        // bodiless request may go again, once, on a new connection.
-        if code == 7, !gotHead, body == nil, !retried {
-            h2Retry()
-            return
+        // REFUSED_STREAM means no part of the request was processed (RFC 9113 §8.7): it
+        // may go again, once, when its body is whole and small enough to have been kept.
+        if code == 7, !gotHead, !retried, body == nil || bodyComplete, let stream = h2 {
+            let replay = body == nil ? nil : stream.takeReplay()
+            if body == nil || replay != nil {
+                h2Retry(body: replay)
+                return
+            }
         }
         finish(.connectionFailed)
     }
@@ -107,20 +110,20 @@ extension UpstreamCall {
         finish(failure)
     }
 
-    private func h2Retry() {
+    /// `body`: the request body whole, for a call that had one.
+    private func h2Retry(body: OwnedBuffer? = nil) {
         retried = true
         if let stream = h2 {
             stream.timer?.cancel()
             stream.connection.remove(self, stream)
         }
         let connection = pool.acquireH2()
-        h2 = UpstreamH2Stream(connection: connection)
+        let stream = UpstreamH2Stream(connection: connection)
+        if let body { evbuffer_add_buffer(stream.output.buffer, body.buffer) }
+        h2 = stream
         phase = .opening
         connection.add(self)
     }
-
-    /// nghttp2 would not take the request.
-    func h2Failed(_ failure: UpstreamFailure) { finish(failure) }
 
     /// The stream's part of `finish`: the stream leaves its connection (reset if open).
     func h2Finish() {
@@ -138,55 +141,13 @@ extension UpstreamCall {
         pool.loop.execute { [weak self] in self?.h2Deliver() }
     }
 
-    // MARK: The request body
-
-    func h2BodyChunk(_ chunk: BodyChunk, _ stream: UpstreamH2Stream) {
-        guard case .streaming(let chunked, let remaining, let bodyPaused) = bodyState else {
-            evbuffer_drain(chunk.buffer, chunk.count)
-            return
-        }
-        guard chunk.count > 0 else { return }
-        var left = remaining
-        if let r = remaining {
-            guard UInt64(chunk.count) <= r else {
-                evbuffer_drain(chunk.buffer, chunk.count)
-                finish(.clientBodyFailed(.malformed))
-                return
-            }
-            left = r - UInt64(chunk.count)
-        }
-        chunk.move(to: stream.output.buffer)
-        stream.lastActivity = LazyDeadline.now()
-        var nowPaused = bodyPaused
-        if !bodyPaused && left != 0 && stream.output.count > Self.bodyHighWater {
-            nowPaused = true
-            stream.bodyPaused = true
-            body?.pause()
-        }
-        bodyState = left == 0 ? .complete : .streaming(chunked: chunked, remaining: left, paused: nowPaused)
-        if left == 0 && bodyPaused {
-            stream.bodyPaused = false
-            body?.resume()
-        }
-        stream.connection.wake(stream)
-    }
-
-    func h2BodyEnded(_ stream: UpstreamH2Stream) {
-        guard case .streaming(_, let remaining, _) = bodyState else { return }
-        guard remaining ?? 0 == 0 else {
-            finish(.clientBodyFailed(.malformed))
-            return
-        }
-        bodyState = .complete
-        stream.connection.wake(stream)
-    }
+    // MARK: The request body (queued by `bodyChunk`, taken by the data provider)
 
     /// The provider took the queue down to the low-water mark: the client's body goes on.
     func h2ResumeBodyIfDrained() {
-        guard let stream = h2, stream.bodyPaused, stream.output.count <= Self.bodyLowWater,
+        guard let stream = h2, stream.output.count <= Self.bodyLowWater,
             case .streaming(let chunked, let remaining, true) = bodyState
         else { return }
-        stream.bodyPaused = false
         bodyState = .streaming(chunked: chunked, remaining: remaining, paused: false)
         body?.resume()
     }

@@ -49,12 +49,12 @@ extension UpstreamCall {
 
     func transportConnected(_ transport: UpstreamTransport, error: Int32) {}
 
+    /// A chunk of the client's body, onto the wire's queue: the HTTP/1.1 connection's output
+    /// (chunk-framed if the length is unknown) or an HTTP/2 stream's DATA queue. The same
+    /// accounting either way: never past the announced length, paused past `bodyHighWater`.
     func bodyChunk(_ chunk: BodyChunk) {
-        if let stream = h2 {
-            h2BodyChunk(chunk, stream)
-            return
-        }
-        guard case .streaming(let chunked, let remaining, let bodyPaused) = bodyState, let transport else {
+        guard case .streaming(let chunked, let remaining, let bodyPaused) = bodyState, h2 != nil || transport != nil
+        else {
             evbuffer_drain(chunk.buffer, chunk.count)
             return
         }
@@ -69,11 +69,22 @@ extension UpstreamCall {
             }
             left = r - UInt64(chunk.count)
         }
-        if chunked { UpstreamBodyFraming.writeChunkLine(chunk.count, to: transport.output) }
-        chunk.move(to: transport.output)
-        if chunked { UpstreamBodyFraming.write("\r\n", to: transport.output) }
+        let queued: Int
+        if let stream = h2 {
+            chunk.move(to: stream.output.buffer)
+            stream.lastActivity = LazyDeadline.now()
+            queued = stream.output.count
+        } else if let transport {
+            if chunked { UpstreamBodyFraming.writeChunkLine(chunk.count, to: transport.output) }
+            chunk.move(to: transport.output)
+            if chunked { UpstreamBodyFraming.write("\r\n", to: transport.output) }
+            queued = transport.pendingOutput
+        } else {
+            evbuffer_drain(chunk.buffer, chunk.count)
+            return
+        }
         var nowPaused = bodyPaused
-        if !bodyPaused && left != 0 && transport.pendingOutput > Self.bodyHighWater {
+        if !bodyPaused && left != 0 && queued > Self.bodyHighWater {
             nowPaused = true
             body?.pause()
         }
@@ -82,22 +93,27 @@ extension UpstreamCall {
         bodyState = left == 0 ? .complete : .streaming(chunked: chunked, remaining: left, paused: nowPaused)
         // A body we paused must be let run to its end, or the engine never finishes it.
         if left == 0 && bodyPaused { body?.resume() }
-        if !queueingBody { sendQueued() }
+        bodyQueued()
     }
 
     func bodyEnded() {
-        if let stream = h2 {
-            h2BodyEnded(stream)
-            return
-        }
-        guard case .streaming(let chunked, let remaining, _) = bodyState, let transport else { return }
+        guard case .streaming(let chunked, let remaining, _) = bodyState, h2 != nil || transport != nil else { return }
         guard remaining ?? 0 == 0 else {
             finish(.clientBodyFailed(.malformed))
             return
         }
-        if chunked { UpstreamBodyFraming.write("0\r\n\r\n", to: transport.output) }
+        if chunked, h2 == nil, let transport { UpstreamBodyFraming.write("0\r\n\r\n", to: transport.output) }
         bodyState = .complete
-        if !queueingBody { sendQueued() }
+        bodyQueued()
+    }
+
+    /// New body bytes (or its end) are queued: sent now, or once `start()` has set up.
+    private func bodyQueued() {
+        if let stream = h2 {
+            stream.connection.wake(stream)
+        } else if !queueingBody {
+            sendQueued()
+        }
     }
 
     func bodyFailed(_ failure: RequestBodyFailure) {

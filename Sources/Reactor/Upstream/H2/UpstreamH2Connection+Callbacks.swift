@@ -73,11 +73,8 @@ extension UpstreamH2Connection {
                 if endStream { head.bodyLength = 0 }
                 stream.head = head
             }
-            stream.fields = HTTP1Fields()
         case UInt8(NGHTTP2_DATA.rawValue):
             break
-        case UInt8(NGHTTP2_RST_STREAM.rawValue):
-            return 0
         default:
             return 0
         }
@@ -117,7 +114,10 @@ extension UpstreamH2Connection {
             return 0
         }
         let n = min(length, stream.output.count)
-        if n > 0 { evbuffer_remove(stream.output.buffer, buffer, n) }
+        if n > 0 {
+            evbuffer_remove(stream.output.buffer, buffer, n)
+            stream.keepForReplay(UnsafeRawBufferPointer(start: buffer, count: n))
+        }
         if stream.output.count == 0 {
             if call.bodyComplete {
                 flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue

@@ -122,7 +122,7 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
                 : nghttp2_submit_request(session, nil, nva, count, nil, nil)
         }
         guard id > 0 else {
-            call.h2Failed(.connectionFailed)
+            call.finish(.connectionFailed)
             return
         }
         stream.id = id
@@ -255,7 +255,7 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
             }
             inSession = false
             // A body paused at the high-water mark goes on once the provider took enough.
-            for call in streams.values where call.h2?.bodyPaused == true { call.h2ResumeBodyIfDrained() }
+            for call in streams.values { call.h2ResumeBodyIfDrained() }
             switch transport.flush(timeout: pool.endpoint.responseTimeout) {
             case .done, .pending: break
             case .failed:

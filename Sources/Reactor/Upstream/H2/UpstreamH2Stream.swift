@@ -1,3 +1,5 @@
+internal import CEvent
+
 /// One request's stream on an HTTP/2 upstream connection (RFC 9113 §5): what nghttp2's
 /// callbacks recorded of the response and has not reached the call's delegate yet, and the
 /// request body bytes waiting for the data provider. Held by its `UpstreamCall`; the
@@ -36,11 +38,15 @@ final class UpstreamH2Stream {
     let output = OwnedBuffer()
     /// The data provider said DEFERRED: nghttp2 waits for `resume_data`.
     var deferred = false
-    /// The client's body was paused past the high-water mark and waits to be resumed once
-    /// the provider has taken enough.
-    var bodyPaused = false
     /// The provider handed nghttp2 the body's end (or there was no body).
     var requestEnded = false
+    /// What the provider has handed nghttp2 of a small body, kept so that the request can
+    /// go again when the upstream refuses the stream unprocessed (REFUSED_STREAM, RFC 9113
+    /// §8.7: a server at its stream limit does). Made on the first DATA; dropped, and
+    /// `replayable` false, once the body is past `replayLimit`.
+    private var sent: OwnedBuffer?
+    private var replayable = true
+    static let replayLimit = 64 << 10
 
     /// Monotonic seconds of the last response byte (the response deadline runs from it).
     var lastActivity = 0.0
@@ -50,4 +56,28 @@ final class UpstreamH2Stream {
 
     /// The stream is submitted and has not closed.
     var isOpen: Bool { id > 0 && closeCode == nil }
+
+    /// Keeps what went into DATA frames while the body is small enough to send again.
+    func keepForReplay(_ bytes: UnsafeRawBufferPointer) {
+        guard replayable else { return }
+        let kept = sent ?? OwnedBuffer()
+        if kept.count + bytes.count > Self.replayLimit {
+            sent = nil
+            replayable = false
+        } else {
+            evbuffer_add(kept.buffer, bytes.baseAddress, bytes.count)
+            sent = kept
+        }
+    }
+
+    /// The whole body again, for a new stream: what was sent, then what was not yet. nil
+    /// when it was not kept.
+    func takeReplay() -> OwnedBuffer? {
+        guard replayable else { return nil }
+        let whole = sent ?? OwnedBuffer()
+        evbuffer_add_buffer(whole.buffer, output.buffer)
+        sent = nil
+        replayable = false
+        return whole
+    }
 }
