@@ -32,7 +32,12 @@ final class HTTP2FuzzConnection {
         guard !connection.isClosed, !bytes.isEmpty else { return }
         bytes.withUnsafeBytes { _ = evbuffer_add(connection.input, $0.baseAddress, $0.count) }
         connection.handler?.connectionReadable(connection)
+        runTurn()
     }
+
+    /// Ends the loop turn: runs what was made active in it (the handler's flush, written at
+    /// the end of a turn), as a socket's loop would before the next read.
+    func runTurn() { _ = event_base_loop(base, EVLOOP_NONBLOCK) }
 
     /// The socket goes away: every stream still open ends (`connectionClosed`).
     func close() { connection.close() }

@@ -84,7 +84,10 @@ public enum HTTP2FuzzEntry {
         served.handler = connection.handler
         for (i, chunk) in HTTP1FuzzEntry.chunks(input, splits).enumerated() {
             connection.feed(chunk)
-            if i == 0 && plan.goAway && !connection.connection.isClosed { connection.handler.goAway() }
+            if i == 0 && plan.goAway && !connection.connection.isClosed {
+                connection.handler.goAway()
+                connection.runTurn()
+            }
         }
         let frames = checkOutput(connection.written, client: client)
         connection.close()

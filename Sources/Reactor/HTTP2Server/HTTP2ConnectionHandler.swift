@@ -42,7 +42,6 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     var thread = LoopThread()
     private var driving = false
     private var driveAgain = false
-    private var flushing = false
     /// The connection cannot go on (a protocol error): what nghttp2 queued (its GOAWAY) is
     /// written, then the connection closes.
     private var failed = false
@@ -99,12 +98,13 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
                 deliverEvents()
             } while driveAgain && !isClosed
             guard !isClosed else { break }
-            flushing = true
-            connection.flush()
-            flushing = false
-            guard !isClosed else { break }
+            // Written at the end of the loop turn, not now: answers to many streams that
+            // complete in one turn (their upstream responses arrived together) then go out
+            // in one TLS record and one write, as nginx writes once per turn. The write
+            // brings the handler back (`connectionWrote`) to frame what waits.
+            if pendingOutput > 0 { connection.scheduleFlush() }
             settle()
-            if driveAgain || (pendingOutput == 0 && nghttp2_session_want_write(session) != 0 && !failed) { continue }
+            if driveAgain { continue }
             break
         }
         driving = false
@@ -341,14 +341,14 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         if streams.isEmpty {
             finish(linger: false)
         } else {
-            connection.close()
+            connection.flush()
+            if !connection.isClosed { connection.close() }
         }
     }
 
     func connectionWrote(_ connection: HTTP1ServerConnection) {
         thread.check()
         lastWriteAt = LazyDeadline.now()
-        if flushing { return }
         settle()
         drive()
     }

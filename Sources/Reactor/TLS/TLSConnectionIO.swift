@@ -59,7 +59,7 @@ final class TLSConnectionIO: ConnectionIO {
                 return ConnectionRead(bytes: total, stop: .failed)
             }
             total += Int(n)
-            // With read-ahead (upstream contexts) OpenSSL read what the socket held; asking
+            // With read-ahead (server and upstream contexts set it) OpenSSL read what the socket held; asking
             // again would cost a read() that meets an empty socket. Level-triggered read
             // interest brings the reader back if more arrived meanwhile.
             if tg_tls_conn_drained(conn) != 0 { return ConnectionRead(bytes: total, stop: .open) }
