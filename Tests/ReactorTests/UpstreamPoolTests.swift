@@ -50,6 +50,44 @@ struct UpstreamPoolTests {
         #expect(server.requests.count == 3)
     }
 
+    /// A burst of calls past `maxIdle` leaves its connections idle for `surplusGrace` (the
+    /// next burst finds them), then the surplus is closed down to `maxIdle`.
+    @Test func aBurstsSurplusStaysForTheGraceThenIsClosed() throws {
+        let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        let server = try ScriptedUpstream(Array(repeating: [.readRequest, .send(answer), .hold], count: 3))
+        let h = UpstreamHarness(port: server.port, maxIdle: 1, surplusGrace: 0.3)
+        let recorders = (0..<3).map { _ in UpstreamRecorder() }
+        var ended = 0
+        let done = h.run(limit: 5) { finish in
+            for (i, recorder) in recorders.enumerated() {
+                recorder.onEnd = {
+                    ended += 1
+                    if ended == recorders.count { finish() }
+                }
+                let call = UpstreamCall(
+                    pool: h.pool,
+                    request: UpstreamCall.Request(
+                        method: .GET, target: "/\(i)", fields: HTTP1Fields([("Host", "upstream")]), body: nil),
+                    delegate: recorder)
+                recorder.call = call
+                call.start()
+            }
+        }
+        #expect(done && recorders.allSatisfy { $0.bodyText == "ok" })
+        #expect(server.accepted == 3)
+        #expect(h.pool.openConnections == 3 && h.pool.idleCount == 3, "the surplus waits out its grace")
+        h.wait(0.8)
+        #expect(h.pool.openConnections == 1 && h.pool.idleCount == 1, "then only maxIdle stay")
+    }
+
+    /// `maxIdle` 0: no keep-alive, every connection closes after its exchange.
+    @Test func maxIdleZeroKeepsNothing() throws {
+        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .hold]])
+        let h = UpstreamHarness(port: server.port, maxIdle: 0)
+        #expect(h.call().bodyText == "ok")
+        #expect(h.pool.openConnections == 0 && h.pool.idleCount == 0)
+    }
+
     @Test func connectionCloseIsNotReused() throws {
         let server = try ScriptedUpstream([
             [.readRequest, .send("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")]

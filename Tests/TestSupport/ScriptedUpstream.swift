@@ -21,6 +21,9 @@ public final class ScriptedUpstream: @unchecked Sendable {
         case expectClose
         /// Closes this connection and signals `closed` (the test can then act on a stale one).
         case close
+        /// Leaves this connection open and unread, and goes on to the next script (the
+        /// client may keep it idle while later ones are served); closed with the upstream.
+        case hold
     }
 
     public let port: UInt16
@@ -29,6 +32,7 @@ public final class ScriptedUpstream: @unchecked Sendable {
     private var _requests: [[UInt8]] = []
     private var _accepted = 0
     private var _clientClosed: [Bool] = []
+    private var held: [Int32] = []
     /// Signalled after each `.close` step and when the script ends.
     public let closed = DispatchSemaphore(value: 0)
     public let finished = DispatchSemaphore(value: 0)
@@ -62,7 +66,10 @@ public final class ScriptedUpstream: @unchecked Sendable {
         thread.start()
     }
 
-    deinit { close(listener) }
+    deinit {
+        close(listener)
+        for fd in lock.withLock({ held }) { close(fd) }
+    }
 
     /// Raw requests received (head and body bytes as sent), across connections.
     public var requests: [[UInt8]] { lock.withLock { _requests } }
@@ -131,6 +138,9 @@ public final class ScriptedUpstream: @unchecked Sendable {
                     close(conn)
                     open = false
                     closed.signal()
+                case .hold:
+                    lock.withLock { held.append(conn) }
+                    open = false
                 }
             }
             if open { close(conn) }

@@ -7,8 +7,12 @@ public struct UpstreamEndpoint: Sendable, Equatable {
     public var connectTimeout: Double
     /// Idle time allowed while waiting for the response (headers or next body bytes).
     public var responseTimeout: Double
-    /// Idle keep-alive connections kept per worker.
+    /// Idle keep-alive connections kept per worker; a burst's surplus is kept for
+    /// `surplusGrace` seconds more (`UpstreamPool`). 0: none (every connection closes after
+    /// its exchange).
     public var maxIdle: Int
+    /// How long an idle connection past `maxIdle` waits unused before it is closed.
+    public var surplusGrace: Double = 1
     /// HTTPS upstreams: how to speak TLS to it (nil: plain http). A context is equal only
     /// to itself, so each config load's context gets new pools.
     public var tls: UpstreamTLSContext?
@@ -41,8 +45,17 @@ public struct UpstreamEndpoint: Sendable, Equatable {
 /// Keep-alive connections to one upstream, for one worker's loop (no locking: loop-thread
 /// only, checked in debug builds). A connection carries one exchange at a time; one that
 /// ends cleanly returns to the idle stack (most recent first, so a busy worker reuses warm
-/// connections), up to `maxIdle`. Idle connections watch for reads: the upstream closing
-/// one, or sending bytes nobody asked for, drops it before it can be reused.
+/// connections). Idle connections watch for reads: the upstream closing one, or sending
+/// bytes nobody asked for, drops it before it can be reused.
+///
+/// `maxIdle` bounds the idle stack once a burst is over, not within it. Answers come back
+/// in bursts: an HTTP/2 client's streams, or many clients' requests, answered in one loop
+/// turn, then their next requests a round trip later. Closing every connection past
+/// `maxIdle` at once made the next burst open as many again (0.4–0.8 connects per request
+/// under 320 requests in flight a worker, a quarter of the worker's CPU). So the surplus
+/// stays for `surplusGrace` seconds unused, then the longest idle go, down to `maxIdle`
+/// (HAProxy purges its idle surplus over `pool-purge-delay` the same way). The surplus is
+/// never more than the connections the burst had open anyway.
 public final class UpstreamPool {
     public let endpoint: UpstreamEndpoint
     let loop: EventLoop
@@ -52,6 +65,10 @@ public final class UpstreamPool {
     let limits = HTTP1Limits()
     /// Unchecked exclusivity: loop-thread only, never mutated across a call out.
     @exclusivity(unchecked) private var idle: [UpstreamConnection] = []
+    /// When each idle connection went idle, in the stack's order (the bottom idled first).
+    @exclusivity(unchecked) private var idleSince: [Double] = []
+    /// Closes the idle surplus once it has waited `surplusGrace` (armed while there is one).
+    private var surplusTimer: LoopTimer?
     /// Connections open or opening, idle or in use.
     public private(set) var openConnections = 0
     /// Connections held by calls (opening or exchanging): at most `endpoint.maxConnections`
@@ -107,21 +124,46 @@ public final class UpstreamPool {
     /// A warm idle connection unless `fresh`, else a new, unopened one.
     func acquire(fresh: Bool) -> UpstreamConnection {
         inUse += 1
-        if !fresh, let conn = idle.popLast() { return conn }
+        if !fresh, let conn = idle.popLast() {
+            idleSince.removeLast()
+            return conn
+        }
         openConnections += 1
         return UpstreamConnection(pool: self)
     }
 
-    /// Takes a connection back after an exchange: kept idle when `reusable` and there is
-    /// room, else closed.
+    /// Takes a connection back after an exchange: kept idle when `reusable` (past
+    /// `maxIdle`, for `surplusGrace`), else closed.
     func release(_ conn: UpstreamConnection, reusable: Bool) {
         inUse -= 1
-        if reusable && !conn.isClosed && idle.count < endpoint.maxIdle && conn.becomeIdle() {
+        if reusable && !conn.isClosed && endpoint.maxIdle > 0 && conn.becomeIdle() {
             idle.append(conn)
+            idleSince.append(LazyDeadline.now())
+            if idle.count > endpoint.maxIdle && surplusTimer == nil { armSurplusTimer(after: endpoint.surplusGrace) }
         } else {
             discard(conn)
         }
         pending.roomMade(self)
+    }
+
+    private func armSurplusTimer(after seconds: Double) {
+        surplusTimer = LoopTimer(loop: loop, seconds: max(seconds, 0.01)) { [weak self] in self?.closeSurplus() }
+    }
+
+    /// Closes the idle connections past `maxIdle` that waited `surplusGrace` unused (the
+    /// bottom of the stack); rearms for the rest of the surplus.
+    private func closeSurplus() {
+        surplusTimer = nil
+        let now = LazyDeadline.now()
+        var expired = 0
+        while idle.count - expired > endpoint.maxIdle && idleSince[expired] + endpoint.surplusGrace <= now {
+            expired += 1
+        }
+        let closing = idle[..<expired]
+        idle.removeFirst(expired)
+        idleSince.removeFirst(expired)
+        for conn in closing { discard(conn) }
+        if idle.count > endpoint.maxIdle { armSurplusTimer(after: idleSince[0] + endpoint.surplusGrace - now) }
     }
 
     /// Closes a connection that is not (or no longer) idle.
@@ -167,6 +209,7 @@ public final class UpstreamPool {
     func idleConnectionLost(_ conn: UpstreamConnection) {
         guard let i = idle.firstIndex(where: { $0 === conn }) else { return }
         idle.remove(at: i)
+        idleSince.remove(at: i)
         discard(conn)
     }
 
@@ -175,6 +218,8 @@ public final class UpstreamPool {
         assertOnLoop()
         let closing = idle
         idle.removeAll()
+        idleSince.removeAll()
+        surplusTimer = nil
         for conn in closing { discard(conn) }
         for conn in h2Connections where conn.isIdle && !conn.opening { conn.close() }
     }

@@ -10,15 +10,15 @@ final class UpstreamHarness {
 
     init(
         port: UInt16, host: String = "127.0.0.1", connectTimeout: Double = 2, responseTimeout: Double = 2,
-        maxIdle: Int = 4,
+        maxIdle: Int = 4, surplusGrace: Double = 1,
         tls: UpstreamTLSContext? = nil, maxConnections: Int = .max, maxPending: Int = 0, pendingTimeout: Double = 5
     ) {
-        pool = UpstreamPool(
-            loop: loop,
-            endpoint: UpstreamEndpoint(
-                host: host, port: port, connectTimeout: connectTimeout,
-                responseTimeout: responseTimeout, maxIdle: maxIdle, tls: tls, maxConnections: maxConnections,
-                maxPending: maxPending, pendingTimeout: pendingTimeout))
+        var endpoint = UpstreamEndpoint(
+            host: host, port: port, connectTimeout: connectTimeout,
+            responseTimeout: responseTimeout, maxIdle: maxIdle, tls: tls, maxConnections: maxConnections,
+            maxPending: maxPending, pendingTimeout: pendingTimeout)
+        endpoint.surplusGrace = surplusGrace
+        pool = UpstreamPool(loop: loop, endpoint: endpoint)
     }
 
     /// Starts a call and runs the loop until it completes or fails (or `limit` seconds).
