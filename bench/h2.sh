@@ -32,9 +32,10 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 command -v h2load >/dev/null || die "needs h2load (apt-get install nghttp2-client)"
 command -v nghttpd >/dev/null || die "needs nghttpd (apt-get install nghttp2-server)"
 if [[ -z "${TOKENGATE_BIN:-}" ]]; then
-  log "building tokengate (release)"
-  swift build -c release --product tokengate >&2
-  TOKENGATE_BIN="$(swift build -c release --show-bin-path)/tokengate"
+  # The binary the image ships, as bench/run.sh builds it (the Swift runtime linked in).
+  log "building tokengate (release, --static-swift-stdlib, as in the image)"
+  swift build -c release --product tokengate --static-swift-stdlib --scratch-path .build-release >&2
+  TOKENGATE_BIN="$PWD/.build-release/release/tokengate"
 fi
 
 WORK=$(mktemp -d /tmp/tokengate-bench-h2.XXXXXX)

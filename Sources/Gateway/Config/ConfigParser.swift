@@ -15,7 +15,10 @@ public enum ConfigParser {
         let r = ConfigReader(environment: environment, baseDirectory: baseDirectory)
         let root: Node
         do {
-            guard let node = try Yams.compose(yaml: yaml) else {
+            // No tag resolution: every value is read as a string by ConfigReader, and Yams'
+            // default resolver compiles its rules with NSRegularExpression, which loads
+            // ICU's tables into every process for nothing (about 3 MB of RSS).
+            guard let node = try Yams.compose(yaml: yaml, .basic) else {
                 return .failure(
                     ConfigError(problems: [ConfigProblem(path: "", line: nil, message: "the file is empty")]))
             }
