@@ -82,7 +82,8 @@ struct UpstreamPoolTests {
 
     /// `maxIdle` 0: no keep-alive, every connection closes after its exchange.
     @Test func maxIdleZeroKeepsNothing() throws {
-        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), .hold]])
+        let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        let server = try ScriptedUpstream([[.readRequest, .send(answer), .hold]])
         let h = UpstreamHarness(port: server.port, maxIdle: 0)
         #expect(h.call().bodyText == "ok")
         #expect(h.pool.openConnections == 0 && h.pool.idleCount == 0)
