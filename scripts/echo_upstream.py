@@ -2,7 +2,7 @@
 integration tests' upstream. Run directly: python3 scripts/echo_upstream.py [PORT].
 
 Endpoints:
-  /echo...          JSON of method, path, headers, body length; records the client port
+  /echo...          JSON of method, path, headers, body length, trailers; records the client port
   /big?size=N       N bytes with Content-Length, written in 64 KB pieces
   /chunked?size=N   N bytes with chunked transfer coding
   /slow?delay=S     waits S seconds, then answers
@@ -52,8 +52,9 @@ class Upstream:
                 while True:
                     size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                     if size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                            pass
+                        while (line := self.rfile.readline()) not in (b"\r\n", b"\n", b""):
+                            name, _, value = line.decode("latin-1").partition(":")
+                            self.trailers.append([name, value.strip()])
                         return body
                     body += self.rfile.read(size)
                     self.rfile.readline()
@@ -61,6 +62,7 @@ class Upstream:
             def _handle(self):
                 with outer.lock:
                     outer.connections.add(self.client_address[1])
+                self.trailers = []
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -127,6 +129,7 @@ class Upstream:
                     "method": self.command, "path": self.path,
                     "headers": [[k, v] for k, v in self.headers.items()],
                     "body_length": len(body), "client_port": self.client_address[1],
+                    "trailers": self.trailers,
                 }).encode())
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _handle

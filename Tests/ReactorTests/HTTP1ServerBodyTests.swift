@@ -66,7 +66,13 @@ struct HTTP1ServerBodyTests {
         #expect(harness.onLoop { sink.bytes == body && sink.ended && sink.chunks > 1 })
     }
 
-    @Test func streamsAChunkedBody() throws {
+    /// A chunked body streams to its reader; its trailer section (RFC 9112 §7.1.2) comes
+    /// with its end.
+    @Test(arguments: [
+        ("", []),
+        ("X-Checksum: 42\r\nX-B: b\r\n", ["X-Checksum: 42", "X-B: b"])
+    ])
+    func streamsAChunkedBody(trailerSection: String, trailers: [String]) throws {
         let sink = CollectingSink()
         let harness = try HTTP1ServerHarness { exchange in
             sink.onEnd = { exchange.responder.respond(status: 200, body: sink.bytes) }
@@ -74,9 +80,10 @@ struct HTTP1ServerBodyTests {
         }
         defer { harness.stop() }
         let client = try TestClient(port: harness.port)
-        client.send(Self.chunkedHello)
+        client.send(Self.chunkedHello.replacingOccurrences(of: "0\r\n\r\n", with: "0\r\n\(trailerSection)\r\n"))
         #expect(client.readResponse()?.text == "hello world")
         #expect(harness.onLoop { sink.ended && sink.failure == nil })
+        #expect(harness.onLoop { sink.trailers.map { "\($0.name): \($0.value)" } } == trailers)
     }
 
     @Test func continueIsSentWhenTheBodyIsRead() throws {

@@ -103,6 +103,7 @@ final class CollectingSink: RequestBodySink {
     var bytes: [UInt8] = []
     var chunks = 0
     var ended = false
+    var trailers = HTTP1Fields()
     var failure: RequestBodyFailure?
     var onEnd: (() -> Void)?
     var onChunk: ((CollectingSink) -> Void)?
@@ -113,8 +114,9 @@ final class CollectingSink: RequestBodySink {
         onChunk?(self)
     }
 
-    func requestBodyEnd() {
+    func requestBodyEnd(trailers: HTTP1Fields) {
         ended = true
+        self.trailers = trailers
         onEnd?()
     }
 

@@ -69,6 +69,23 @@ struct UpstreamRequestBodyTests {
         #expect(decodeChunked(Self.bodyOf(request)) == data)
     }
 
+    /// The client's trailer section goes in the last chunk, as far as the request's policy
+    /// lets each field through; without a policy none does.
+    @Test(arguments: [false, true])
+    func trailersGoInTheLastChunkAsThePolicySays(withPolicy: Bool) throws {
+        let server = try ScriptedUpstream([[.readRequest, .send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]])
+        let h = UpstreamHarness(port: server.port)
+        let body = ScriptedRequestBody(
+            loop: h.loop, framing: .streamed, chunks: [Array("hello".utf8)],
+            trailers: HTTP1Fields([("X-Checksum", "42"), ("X-Secret", "no")]))
+        let policy = withPolicy ? NamePolicy(refusing: "x-secret") : nil
+        let r = h.call(.POST, "/stream", body: body, trailerPolicy: policy)
+        #expect(r.completed && r.bodyText == "ok")
+        let request = try #require(server.requestTexts.first)
+        let end = withPolicy ? "0\r\nX-Checksum: 42\r\n\r\n" : "0\r\n\r\n"
+        #expect(request.hasSuffix("5\r\nhello\r\n" + end))
+    }
+
     /// A body much larger than the socket buffers, to an upstream that waits before reading:
     /// the client's body is paused past the high-water mark and resumed as it drains, and
     /// every byte arrives in order.
@@ -152,5 +169,16 @@ struct UpstreamRequestBodyTests {
         let r = h.call(.POST, "/upload", body: body)
         #expect(r.failure == .clientBodyFailed(.malformed))
         #expect(h.pool.openConnections == 0)
+    }
+}
+
+/// A trailer policy that lets every field through but one.
+final class NamePolicy: RequestTrailerPolicy {
+    let refused: String
+    init(refusing name: String) { refused = name }
+    func forwardsTrailer(_ name: Span<UInt8>) -> Bool {
+        var text = ""
+        for i in name.indices { text.append(Character(UnicodeScalar(HTTP1Fields.lower(name[i])))) }
+        return text != refused
     }
 }

@@ -148,7 +148,7 @@ public final class ScriptedUpstream: @unchecked Sendable {
     }
 
     /// One request: the head up to CRLFCRLF, then (with `withBody`) its Content-Length or
-    /// chunked body (no trailers). Bytes past it stay in `pending`.
+    /// chunked body (trailers included). Bytes past it stay in `pending`.
     private func readRequest(_ fd: Int32, _ pending: inout [UInt8], withBody: Bool) -> [UInt8]? {
         let terminator: [UInt8] = [13, 10, 13, 10]
         var headEnd: Int?
@@ -168,18 +168,32 @@ public final class ScriptedUpstream: @unchecked Sendable {
                 while pending.count < headEnd! + n { guard read(fd, &pending) else { return nil } }
                 end = headEnd! + n
             } else if head.contains("transfer-encoding: chunked") {
-                // The last chunk ends what was sent (tests send nothing after it, and no
-                // trailers): look at the tail only, so a large body costs no rescans.
-                let last: [UInt8] = Array("0\r\n\r\n".utf8)
+                // Walked chunk by chunk from a cursor kept across reads (a large body costs
+                // no rescans): each chunk, the last chunk, its trailer lines, the empty line.
+                var cursor = headEnd!
+                var lastChunk = false
                 while true {
-                    let n = pending.count
-                    if n >= headEnd! + 5, Array(pending[(n - 5)...]) == last, n - 5 == headEnd! || pending[n - 6] == 10
-                    {
-                        end = n
-                        break
+                    guard let lineEnd = Self.crlf(in: pending, from: cursor) else {
+                        guard read(fd, &pending) else { return nil }
+                        continue
                     }
-                    guard read(fd, &pending) else { return nil }
+                    if lastChunk {
+                        let empty = lineEnd == cursor
+                        cursor = lineEnd + 2
+                        if empty { break }
+                        continue
+                    }
+                    let sizeText = String(decoding: pending[cursor..<lineEnd], as: UTF8.self)
+                    guard let size = Int(sizeText.split(separator: ";").first ?? "", radix: 16) else { return nil }
+                    if size == 0 {
+                        lastChunk = true
+                        cursor = lineEnd + 2
+                        continue
+                    }
+                    while pending.count < lineEnd + 2 + size + 2 { guard read(fd, &pending) else { return nil } }
+                    cursor = lineEnd + 2 + size + 2
                 }
+                end = cursor
             }
         }
         let request = Array(pending[..<end])
@@ -202,6 +216,15 @@ public final class ScriptedUpstream: @unchecked Sendable {
             guard n > 0 else { return }
             offset += n
         }
+    }
+
+    private static func crlf(in bytes: [UInt8], from start: Int) -> Int? {
+        var i = start
+        while i + 1 < bytes.count {
+            if bytes[i] == 13 && bytes[i + 1] == 10 { return i }
+            i += 1
+        }
+        return nil
     }
 
     private func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {

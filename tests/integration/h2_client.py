@@ -46,6 +46,7 @@ class H2Connection:
         self.conn.initiate_connection()
         self.answers = {}
         self.pending = {}  # stream id -> body bytes still to send
+        self.trailers = {}  # stream id -> the trailer section sent after the body
         self.goaway = None
         self.closed = False
         self.flush()
@@ -61,7 +62,7 @@ class H2Connection:
         if data:
             self.sock.sendall(data)
 
-    def send_request(self, method, path, headers=(), body=None, validate=True, end_stream=True):
+    def send_request(self, method, path, headers=(), body=None, validate=True, end_stream=True, trailers=None):
         sid = self.conn.get_next_available_stream_id()
         pseudo = [(":method", method), (":path", path), (":scheme", "http"), (":authority", self.authority)]
         self.conn.config.validate_outbound_headers = validate
@@ -72,6 +73,8 @@ class H2Connection:
         self.answers[sid] = Answer()
         if body is not None:
             self.pending[sid] = body
+            if trailers:
+                self.trailers[sid] = list(trailers)
         self.send_pending()
         self.flush()
         return sid
@@ -89,12 +92,15 @@ class H2Connection:
                 continue
             while window > 0 and body:
                 chunk, body = body[:window], body[window:]
-                self.conn.send_data(sid, chunk, end_stream=not body)
+                self.conn.send_data(sid, chunk, end_stream=not body and sid not in self.trailers)
                 window = min(self.conn.local_flow_control_window(sid), self.conn.max_outbound_frame_size)
             if body:
                 self.pending[sid] = body
             else:
                 del self.pending[sid]
+                if sid in self.trailers:
+                    # RFC 9113 §8.1: a HEADERS frame with END_STREAM after the body.
+                    self.conn.send_headers(sid, self.trailers.pop(sid), end_stream=True)
 
     def pump(self, timeout):
         """Reads once (at most `timeout` seconds) and handles what came; False when closed."""
@@ -140,8 +146,8 @@ class H2Connection:
                 break
         return {i: self.answers[i] for i in ids}
 
-    def request(self, method, path, headers=(), body=None, validate=True, timeout=20):
-        sid = self.send_request(method, path, headers, body, validate)
+    def request(self, method, path, headers=(), body=None, validate=True, timeout=20, trailers=None):
+        sid = self.send_request(method, path, headers, body, validate, trailers=trailers)
         return self.collect([sid], timeout)[sid]
 
     def wait_goaway(self, timeout=10):

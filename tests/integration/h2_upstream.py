@@ -9,6 +9,7 @@ real server does only when it misbehaves. The request path picks the behaviour:
 - `/goaway`: GOAWAY naming no stream processed, then the connection closes.
 - `/slow`: no answer at all (the gateway's deadline, or the client's cancel, ends it).
 - `/trailers`: a 200 head, body `data`, and a trailer section `x-checksum: 1234`.
+- `/echo-trailers`: 200, the request's trailer section as the body (`name: value` lines).
 
 It records each request's path and each RST_STREAM it receives (`resets`: stream id → error
 code), and counts connections.
@@ -52,6 +53,7 @@ class H2Upstream:
         sock.sendall(conn.data_to_send())
         paths = {}
         bodies = {}
+        trailers = {}
         try:
             while not self.stopped:
                 data = sock.recv(65536)
@@ -68,10 +70,14 @@ class H2Upstream:
                     elif isinstance(event, h2.events.DataReceived):
                         bodies[event.stream_id] = bodies.get(event.stream_id, b"") + event.data
                         conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    elif isinstance(event, h2.events.TrailersReceived):
+                        trailers[event.stream_id] = [(k.decode() if isinstance(k, bytes) else k,
+                                                      v.decode() if isinstance(v, bytes) else v) for k, v in event.headers]
                     elif isinstance(event, h2.events.StreamEnded) and event.stream_id in paths:
                         # The whole request is in (h2 reports this after HEADERS that end it too).
                         if self._answer(conn, event.stream_id, paths[event.stream_id],
-                                        bodies.pop(event.stream_id, b"")) == "close":
+                                        bodies.pop(event.stream_id, b""),
+                                        trailers.pop(event.stream_id, [])) == "close":
                             sock.sendall(conn.data_to_send())
                             return
                     elif isinstance(event, h2.events.StreamReset):
@@ -83,7 +89,7 @@ class H2Upstream:
         finally:
             sock.close()
 
-    def _answer(self, conn, sid, path, body):
+    def _answer(self, conn, sid, path, body, trailers):
         if path == "/refuse-once":
             with self.lock:
                 first = self.paths.count(path) == 1
@@ -110,6 +116,9 @@ class H2Upstream:
             conn.send_headers(sid, [(":status", "200")])
             conn.send_data(sid, b"data")
             conn.send_headers(sid, [("x-checksum", "1234")], end_stream=True)
+        elif path == "/echo-trailers":
+            conn.send_headers(sid, [(":status", "200")])
+            conn.send_data(sid, "".join(f"{k}: {v}\n" for k, v in trailers).encode() or b"none", end_stream=True)
         # /slow: nothing.
         return None
 

@@ -130,6 +130,45 @@ def test_request_bodies(upstream, gateway_factory, size, tmp_path):
     assert json.loads(body)["body_length"] == size
 
 
+# A client's trailer section: an end-to-end field passes; a forged identity header, a
+# credential, content metadata and an override header do not (RFC 9110 §6.5.1, and a server
+# may merge trailers into the head).
+FORGED_TRAILERS = [("x-forwarded-user", "mallory"), ("authorization", "Bearer forged"),
+                   ("content-type", "text/evil"), ("x-original-url", "/admin"), ("cookie", "s=1")]
+
+
+def test_request_trailers_reach_an_http1_upstream_in_the_last_chunk(upstream, gateway_factory):
+    g = gateway_factory(plain_h2(upstream))
+    with H2Connection(g.port) as c:
+        a = c.request("POST", "/echo", body=b"x" * 70_000, trailers=[("x-checksum", "42")] + FORGED_TRAILERS)
+    assert a.status == 200
+    seen = json.loads(a.body)
+    assert seen["body_length"] == 70_000
+    assert seen["trailers"] == [["x-checksum", "42"]]
+    assert "transfer-encoding" in {k.lower() for k, _ in seen["headers"]}
+
+
+def test_http1_chunked_trailers_pass_the_same_rules(upstream, gateway_factory):
+    from conftest import raw_request
+    g = gateway_factory(plain_h2(upstream))
+    forged = "".join(f"{k}: {v}\r\n" for k, v in FORGED_TRAILERS if k != "content-type")
+    status, resp = raw_request(g.port, (
+        "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        f"5\r\nhello\r\n0\r\nX-Checksum: 42\r\n{forged}\r\n").encode())
+    assert status == 200
+    seen = json.loads(resp.split(b"\r\n\r\n", 1)[1])
+    assert seen["body_length"] == 5 and seen["trailers"] == [["X-Checksum", "42"]]
+
+
+def test_a_framing_field_in_trailers_fails_the_request(upstream, gateway_factory):
+    g = gateway_factory(plain_h2(upstream))
+    with H2Connection(g.port) as c:
+        a = c.request("POST", "/echo", body=b"hello", trailers=[("content-length", "5")])
+        # The stream is reset (the body did not arrive whole); the connection goes on.
+        assert a.reset is not None or a.status == 400
+        assert c.request("GET", "/echo").status == 200
+
+
 def test_body_over_the_limit_is_413_and_the_connection_goes_on(upstream, gateway_factory):
     g = gateway_factory(plain_h2(upstream))
     with H2Connection(g.port) as c:

@@ -2,7 +2,7 @@
 tests/integration/h2_upstream.py): resets before and after the head, REFUSED_STREAM and
 GOAWAY (retried once), a silent upstream (504, and its stream reset), and clients that
 leave: every stream they abandon is reset upstream at once, so the upstream does no work
-nobody waits for (the "MadeYouReset" class, CVE-2025-8671). Trailers reach HTTP/2 clients."""
+nobody waits for (the "MadeYouReset" class, CVE-2025-8671). Trailers pass both ways."""
 import http.client
 import signal
 import socket
@@ -139,6 +139,24 @@ def test_trailers_reach_an_h2_client(gw):
     assert a.status == 200 and a.body == b"data" and a.ended
     assert ("x-checksum", "1234") in [(k.decode() if isinstance(k, bytes) else k,
                                        v.decode() if isinstance(v, bytes) else v) for k, v in a.trailers]
+
+
+def test_request_trailers_reach_an_h2_upstream(gw):
+    # After the last DATA frame, as a HEADERS frame that ends the stream; the gateway's
+    # rules drop a forged identity header and a credential.
+    with H2Connection(gw.port) as h:
+        a = h.request("POST", "/echo-trailers", body=b"y" * 100_000,
+                      trailers=[("x-checksum", "42"), ("x-forwarded-user", "mallory"), ("authorization", "Bearer x")])
+    assert a.status == 200 and a.body == b"x-checksum: 42\n"
+
+
+def test_http1_chunked_trailers_reach_an_h2_upstream(gw):
+    from conftest import raw_request
+    status, resp = raw_request(gw.port, (
+        b"POST /echo-trailers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"3\r\nabc\r\n0\r\nX-Checksum: 7\r\nX-Forwarded-User: mallory\r\n\r\n"))
+    # The answer is chunked (no length from the h2 upstream): one chunk, then the last.
+    assert status == 200 and resp.endswith(b"\r\n\r\ne\r\nx-checksum: 7\n\r\n0\r\n\r\n")
 
 
 def test_grpc_timeout_bounds_the_upstream_call(h2up, gateway_factory):

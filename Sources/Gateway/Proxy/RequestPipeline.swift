@@ -200,9 +200,11 @@ enum RequestPipeline {
             out.append("X-Forwarded-Proto", forwarded.forwardedProto)
             if let h = forwarded.forwardedHost { out.append("X-Forwarded-Host", h) }
             out.append("X-Request-Id", forwarded.requestID)
-            return UpstreamCall.Request(
+            var request = UpstreamCall.Request(
                 method: method, target: target, fields: consume out, forwarded: consume passed,
                 body: body.framing == .none ? nil : body)
+            request.trailerPolicy = policy
+            return request
         }
     }
 

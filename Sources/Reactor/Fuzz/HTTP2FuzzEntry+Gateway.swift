@@ -76,7 +76,7 @@ extension HTTP2FuzzEntry {
                 exchange.respond(status: 200, body: Array("early\n".utf8))
             case .streamed:
                 exchange.startStreaming(status: 200)
-                exchange.body.stream(to: EchoSink(exchange))
+                exchange.body.stream(to: EchoSink(exchange, limits: limits))
             case .never:
                 break
             }
@@ -109,22 +109,44 @@ extension HTTP2FuzzEntry {
         }
     }
 
-    /// Echoes a request body into the streamed answer.
+    /// Echoes a request body into the streamed answer, and checks its trailer section.
     final class EchoSink: RequestBodySink {
         private weak var exchange: ServerExchange?
+        private let limits: HTTP1Limits
 
-        init(_ exchange: ServerExchange) { self.exchange = exchange }
+        init(_ exchange: ServerExchange, limits: HTTP1Limits) {
+            self.exchange = exchange
+            self.limits = limits
+        }
 
         func requestBody(_ chunk: BodyChunk) {
             guard let exchange, exchange.state == .streaming else { return chunk.drop() }
             exchange.write(chunk)
         }
 
-        func requestBodyEnd() {
+        func requestBodyEnd(trailers: HTTP1Fields) {
+            check(trailers)
             guard let exchange, exchange.state == .streaming else { return }
             exchange.finish()
         }
 
         func requestBodyFailed(_ failure: RequestBodyFailure) { exchange?.abort() }
+
+        /// A trailer section (RFC 9113 §8.1) has no pseudo-header, no connection-specific
+        /// field and none that frames or routes the message (RFC 9110 §6.5.1), and fits the
+        /// trailer bounds.
+        private func check(_ trailers: HTTP1Fields) {
+            var bytes = 0
+            for field in trailers {
+                let name = field.name.lowercased()
+                fuzzInvariant(!name.hasPrefix(":"), "trailers: a pseudo-header \(name)")
+                fuzzInvariant(
+                    !connectionSpecific.contains(name) && name != "te", "trailers: a connection-specific field \(name)")
+                fuzzInvariant(!["content-length", "host"].contains(name), "trailers: a framing field \(name)")
+                bytes += field.nameBytes.count + field.valueBytes.count + 4
+            }
+            fuzzInvariant(bytes <= limits.maxTrailerBytes, "trailers: \(bytes) bytes, past \(limits.maxTrailerBytes)")
+            fuzzInvariant(trailers.count <= limits.maxHeaderCount, "trailers: \(trailers.count) fields")
+        }
     }
 }

@@ -136,7 +136,7 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
     public func stream(to sink: RequestBodySink) {
         sendContinue()
         bodyRead = true
-        if let requestBody { requestBody.stream(to: sink) } else { sink.requestBodyEnd() }
+        if let requestBody { requestBody.stream(to: sink) } else { sink.requestBodyEnd(trailers: HTTP1Fields()) }
     }
 
     public func pause() {}

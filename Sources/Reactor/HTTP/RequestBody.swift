@@ -30,7 +30,10 @@ public enum RequestBodyFailure: Error, Sendable, Equatable {
 public protocol RequestBodySink: AnyObject {
     /// The chunk's bytes must be moved (or copied) before returning.
     func requestBody(_ chunk: BodyChunk)
-    func requestBodyEnd()
+    /// The body's end, with its trailer section (RFC 9110 §6.5: a chunked body's trailer
+    /// fields, or an HTTP/2 stream's trailing HEADERS), as the engine checked it: within the
+    /// trailer bounds, no field that frames or routes the message. Usually empty.
+    func requestBodyEnd(trailers: HTTP1Fields)
     func requestBodyFailed(_ failure: RequestBodyFailure)
 }
 
@@ -93,7 +96,7 @@ public final class BufferedRequestBody: RequestBody {
             let buffer = OwnedBuffer(b)
             sink.requestBody(BodyChunk(buffer: buffer.buffer, count: buffer.count))
         }
-        sink.requestBodyEnd()
+        sink.requestBodyEnd(trailers: HTTP1Fields())
     }
 
     public func pause() {}

@@ -35,7 +35,7 @@ extension HTTP1ConnectionHandler {
         }
         if ex.bodyComplete {
             ex.consumer = .finished
-            return sink.requestBodyEnd()
+            return sink.requestBodyEnd(trailers: HTTP1Fields())
         }
         if case .contentLength(let n) = ex.request.framing, n > UInt64(context.options.maxBodySize) {
             ex.consumer = .finished
@@ -146,7 +146,7 @@ extension HTTP1ConnectionHandler {
             deliver(ex, range.count)
             guard !connection.isClosed else { return false }
             evbuffer_drain(input, step.consumed - range.upperBound)
-        case .end:
+        case .end(let trailers):
             evbuffer_drain(input, step.consumed)
             ex.bodyComplete = true
             ex.paceNextAt = nil
@@ -155,7 +155,7 @@ extension HTTP1ConnectionHandler {
             ex.consumer = .finished
             switch consumer {
             case .collecting(_, let buffer, let done): done(.success(BodyChunk(buffer: buffer.buffer).take()))
-            case .streaming(let sink): sink.requestBodyEnd()
+            case .streaming(let sink): sink.requestBodyEnd(trailers: trailers)
             default: break
             }
         case .head:

@@ -120,7 +120,9 @@ extension HTTP2ConnectionHandler {
             }
             if s.bodyComplete, case .streaming = s.consumer {
                 s.consumer = .finished
-                sink.requestBodyEnd()
+                let trailers = s.requestTrailers
+                s.requestTrailers = HTTP1Fields()
+                sink.requestBodyEnd(trailers: trailers)
             }
         case .discarding, .finished:
             if n > 0 {

@@ -33,10 +33,25 @@ extension HTTP2ConnectionHandler {
             // bomb cost ~20 ms of CPU per 16 KB block.
             return stream.headers.isBomb ? Self.resetStream : 0
         }
-        // A trailer section (RFC 9113 §8.1): bounded, then dropped; the gateway does not
-        // forward request trailers.
+        // A trailer section (RFC 9113 §8.1), bounded like HTTP/1.1's. nghttp2 has refused
+        // pseudo-headers and most connection-specific fields; the ones it lets through in a
+        // trailer section, and those that frame or route the message (RFC 9110 §6.5.1), make
+        // the request malformed, as HTTP/1.1's `forbidden_trailer_field` does.
         stream.trailerBytes += name.count + value.count + 4
-        return stream.trailerBytes > limits.maxTrailerBytes ? Self.resetStream : 0
+        guard stream.trailerBytes <= limits.maxTrailerBytes, stream.requestTrailers.count < limits.maxHeaderCount,
+            !Self.forbiddenInTrailers(name)
+        else { return Self.resetStream }
+        stream.requestTrailers.append(name: name, value: value)
+        return 0
+    }
+
+    private static let notTrailers: [[UInt8]] = ["te", "content-length", "host", "transfer-encoding"].map {
+        Array($0.utf8)
+    }
+
+    /// nghttp2 hands names over lowercase (it refuses uppercase ones).
+    private static func forbiddenInTrailers(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        notTrailers.contains { $0.elementsEqual(name) }
     }
 
     func frameReceived(_ frame: nghttp2_frame) -> Int32 {

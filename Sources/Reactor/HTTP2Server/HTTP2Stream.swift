@@ -59,7 +59,8 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     /// Monotonic seconds: when the header block began, and when a body byte last came.
     var headersStartedAt = 0.0
     var lastBodyAt = 0.0
-    /// Bytes of a trailer section, bounded like the header section.
+    /// The request's trailer section, and its bytes, bounded like HTTP/1.1's.
+    var requestTrailers = HTTP1Fields()
     var trailerBytes = 0
     /// Body pacing (`HTTPServerOptions.bodyPace`), monotonic seconds, as on HTTP/1.1: when
     /// reading began, since when and for how long the gateway held the body back, and when

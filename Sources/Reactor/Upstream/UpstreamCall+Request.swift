@@ -23,6 +23,9 @@ extension UpstreamCall {
         /// `grpc-timeout`): past it the call fails with `responseTimeout`. nil: only the
         /// endpoint's idle timeouts bound it.
         public var deadline: Double?
+        /// Which fields of the client's trailer section go on (after the body, on a chunked
+        /// or HTTP/2 request; a body sent by length carries none). nil: none do.
+        public var trailerPolicy: RequestTrailerPolicy?
         public init(
             method: HTTPMethod, target: String, fields: HTTP1Fields, forwarded: HTTP1ForwardedFields? = nil,
             body: RequestBody?
@@ -34,4 +37,11 @@ extension UpstreamCall {
             self.body = body
         }
     }
+}
+
+/// Decides which of a client's request trailer fields an upstream gets: the gateway's header
+/// rules, for fields that arrive after the head was judged.
+public protocol RequestTrailerPolicy: AnyObject {
+    /// `name` as the client sent it (any case).
+    func forwardsTrailer(_ name: Span<UInt8>) -> Bool
 }

@@ -96,15 +96,30 @@ extension UpstreamCall {
         bodyQueued()
     }
 
-    func bodyEnded() {
+    func bodyEnded(trailers: HTTP1Fields) {
         guard case .streaming(let chunked, let remaining, _) = bodyState, h2 != nil || transport != nil else { return }
         guard remaining ?? 0 == 0 else {
             finish(.clientBodyFailed(.malformed))
             return
         }
-        if chunked, h2 == nil, let transport { UpstreamBodyFraming.write("0\r\n\r\n", to: transport.output) }
+        let kept = forwardedTrailers(trailers)
+        if h2 != nil {
+            requestTrailers = kept
+        } else if chunked, let transport {
+            // RFC 9112 §7.1.2: the last chunk, the trailer fields, the empty line.
+            UpstreamBodyFraming.write("0\r\n", to: transport.output)
+            if let kept { UpstreamBodyFraming.write(fields: kept, to: transport.output) }
+            UpstreamBodyFraming.write("\r\n", to: transport.output)
+        }
         bodyState = .complete
         bodyQueued()
+    }
+
+    /// The client's trailer fields the request's policy lets through; nil when none.
+    private func forwardedTrailers(_ trailers: HTTP1Fields) -> HTTP1Fields? {
+        guard !trailers.isEmpty, let policy = request.trailerPolicy else { return nil }
+        let kept = trailers.filter(names: { policy.forwardsTrailer($0) }, extraBytes: 0, extraFields: 0)
+        return kept.isEmpty ? nil : kept
     }
 
     /// New body bytes (or its end) are queued: sent now, or once `start()` has set up.
@@ -152,6 +167,6 @@ final class UpstreamBodySink: RequestBodySink {
         if let call { call.bodyChunk(chunk) } else { evbuffer_drain(chunk.buffer, chunk.count) }
     }
 
-    func requestBodyEnd() { call?.bodyEnded() }
+    func requestBodyEnd(trailers: HTTP1Fields) { call?.bodyEnded(trailers: trailers) }
     func requestBodyFailed(_ failure: RequestBodyFailure) { call?.bodyFailed(failure) }
 }

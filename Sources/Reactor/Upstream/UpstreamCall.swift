@@ -52,6 +52,9 @@ public final class UpstreamCall: UpstreamTransportHandler {
     var body: RequestBody?
     var bodySink: UpstreamBodySink?
     var bodyState = BodyState.complete
+    /// An HTTP/2 upstream: the client's trailer fields that go on, sent after the body's
+    /// last DATA frame (an HTTP/1.1 upstream gets them in the last chunk at once).
+    var requestTrailers: HTTP1Fields?
     /// Inside `start()`: delegate calls are deferred to the next loop turn, and body bytes
     /// that arrive synchronously wait for the one write of head and body.
     var starting = false

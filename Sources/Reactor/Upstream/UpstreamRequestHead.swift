@@ -84,4 +84,12 @@ extension UpstreamBodyFraming {
     static func write(_ text: StaticString, to buffer: OpaquePointer) {
         _ = evbuffer_add(buffer, text.utf8Start, text.utf8CodeUnitCount)
     }
+
+    /// Appends a trailer section's field lines (RFC 9112 §7.1.2), from a strictly parsed
+    /// section (no CR, LF or NUL in them).
+    static func write(fields: HTTP1Fields, to buffer: OpaquePointer) {
+        HTTP1HeadWriter.append(to: buffer, capacity: fields.byteCount + 4 * fields.count) { out in
+            fields.forEachFieldBuffer { name, value in out.writeField(name, value) }
+        }
+    }
 }

@@ -27,13 +27,14 @@ final class UpstreamHarness {
     func call(
         _ method: HTTPMethod = .GET, _ target: String = "/",
         fields: [(name: String, value: String)] = [("Host", "upstream")],
-        body: RequestBody? = nil, continueTimeout: Double? = nil, limit: Double = 5,
-        setup: (UpstreamRecorder) -> Void = { _ in }
+        body: RequestBody? = nil, continueTimeout: Double? = nil, trailerPolicy: RequestTrailerPolicy? = nil,
+        limit: Double = 5, setup: (UpstreamRecorder) -> Void = { _ in }
     ) -> UpstreamRecorder {
         let recorder = UpstreamRecorder()
         setup(recorder)
         var request = UpstreamCall.Request(method: method, target: target, fields: HTTP1Fields(fields), body: body)
         request.continueTimeout = continueTimeout
+        request.trailerPolicy = trailerPolicy
         let call = UpstreamCall(pool: pool, request: request, delegate: recorder)
         recorder.call = call
         run(limit: limit) { finish in
@@ -109,13 +110,15 @@ final class UpstreamRecorder: UpstreamCallDelegate {
 }
 
 /// A request body that arrives in scripted chunks, one per `interval` on the loop (0: all
-/// within the `stream` call), honouring pause and resume, and optionally failing.
+/// within the `stream` call), honouring pause and resume, and optionally failing or ending
+/// with a trailer section.
 final class ScriptedRequestBody: RequestBody {
     let framing: RequestBodyFraming
     private let loop: EventLoop
     private var chunks: ArraySlice<[UInt8]>
     private let interval: Double
     private let failure: RequestBodyFailure?
+    private let trailers: HTTP1Fields
     private var sink: RequestBodySink?
     private var scheduled = false
     private(set) var paused = false
@@ -129,8 +132,9 @@ final class ScriptedRequestBody: RequestBody {
 
     init(
         loop: EventLoop, framing: RequestBodyFraming, chunks: [[UInt8]], interval: Double = 0,
-        failure: RequestBodyFailure? = nil, expectsContinue: Bool = false
+        failure: RequestBodyFailure? = nil, expectsContinue: Bool = false, trailers: HTTP1Fields = HTTP1Fields()
     ) {
+        self.trailers = trailers
         self.expectsContinue = expectsContinue
         self.loop = loop
         self.framing = framing
@@ -192,7 +196,7 @@ final class ScriptedRequestBody: RequestBody {
             return true
         }
         self.sink = nil
-        if let failure { sink.requestBodyFailed(failure) } else { sink.requestBodyEnd() }
+        if let failure { sink.requestBodyFailed(failure) } else { sink.requestBodyEnd(trailers: trailers) }
         return false
     }
 }

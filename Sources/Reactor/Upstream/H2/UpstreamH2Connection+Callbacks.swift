@@ -105,7 +105,8 @@ extension UpstreamH2Connection {
     }
 
     /// The data provider: the next bytes of a stream's request body, DEFERRED while none
-    /// are queued and the body goes on, EOF with the last.
+    /// are queued and the body goes on, EOF with the last (and, when the client's trailer
+    /// fields go on, no END_STREAM: the trailing HEADERS end the stream, RFC 9113 §8.1).
     func readBody(
         _ id: Int32, into buffer: UnsafeMutablePointer<UInt8>, _ length: Int, _ flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
@@ -121,6 +122,14 @@ extension UpstreamH2Connection {
         if stream.output.count == 0 {
             if call.bodyComplete {
                 flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+                // nghttp2 lets the read callback submit the trailer section itself. A
+                // replay after REFUSED_STREAM submits it again from the call.
+                if let trailers = call.requestTrailers, let session {
+                    var list = HTTP2ResponseFields(trailers: trailers)
+                    if list.withList({ nghttp2_submit_trailer(session, id, $0, $1) }) == 0 {
+                        flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
+                    }
+                }
                 stream.requestEnded = true
                 touch(call, stream)
             } else if n == 0 {
