@@ -62,7 +62,10 @@ class H2Connection:
         if data:
             self.sock.sendall(data)
 
-    def send_request(self, method, path, headers=(), body=None, validate=True, end_stream=True, trailers=None):
+    def send_request(self, method, path, headers=(), body=None, validate=True, end_stream=True, trailers=None,
+                     flush=True):
+        """Opens a stream; `flush=False` leaves its frames queued for the next flush (many
+        streams then go in one write)."""
         sid = self.conn.get_next_available_stream_id()
         pseudo = [(":method", method), (":path", path), (":scheme", "http"), (":authority", self.authority)]
         self.conn.config.validate_outbound_headers = validate
@@ -76,7 +79,8 @@ class H2Connection:
             if trailers:
                 self.trailers[sid] = list(trailers)
         self.send_pending()
-        self.flush()
+        if flush:
+            self.flush()
         return sid
 
     def send_pending(self):

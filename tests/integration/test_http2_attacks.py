@@ -155,8 +155,10 @@ def test_oversized_settings_frame_is_cut_off(g):
 
 
 def test_streams_past_the_concurrency_limit_are_refused(gateway_factory):
-    """140 streams at once to an upstream that never answers: 128 stay open (waiting), the
-    rest are refused (REFUSED_STREAM, RFC 9113 §5.1.2), and nothing else happens."""
+    """140 streams in one write to an upstream that never answers: 128 stay open (waiting),
+    the rest are refused (REFUSED_STREAM, RFC 9113 §5.1.2), and nothing else happens. (Sent
+    in one write, they come in one read: at 128 open exchanges the gateway stops reading the
+    connection, so streams sent later wait unread instead.)"""
     hole = socket.socket()
     hole.bind(("127.0.0.1", 0))
     hole.listen(512)  # never accepted: connections wait in the backlog
@@ -165,7 +167,8 @@ def test_streams_past_the_concurrency_limit_are_refused(gateway_factory):
             "listen: 127.0.0.1:{PORT}", "listen: { address: 127.0.0.1:{PORT}, http2: true }")
         g = gateway_factory(config)
         with H2Connection(g.port) as c:
-            ids = [c.send_request("GET", f"/wait/{i}") for i in range(140)]
+            ids = [c.send_request("GET", f"/wait/{i}", flush=False) for i in range(140)]
+            c.flush()
             deadline = time.time() + 2
             while time.time() < deadline:
                 c.pump(0.2)
