@@ -27,7 +27,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0")
     ],
     targets: [
         // C libraries as the system provides them (Debian: libevent-dev, libssl-dev,
@@ -61,6 +62,12 @@ let package = Package(
         .target(
             name: "Reactor", dependencies: ["CShim", "CEvent", "CCurl", "CHiredis", "CNghttp2"],
             swiftSettings: strictC + [.swiftLanguageMode(.v6)]),
+        // Envoy's external authorization messages (ext_authz v3): a CheckRequest read into the
+        // attributes the gateway judges, a CheckResponse written from its verdict. The
+        // messages are generated from proto/ by scripts/gen-protos.sh and committed.
+        .target(
+            name: "ExtAuthz", dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         // Config, router, request pipeline, metrics, logs.
         .target(
             name: "Gateway",
@@ -93,6 +100,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Reactor"], path: "Tests/TestSupport"),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor", "TestSupport"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "TestSupport"]),
-        .testTarget(name: "OAuthTests", dependencies: ["OAuth", "TestSupport"])
+        .testTarget(name: "OAuthTests", dependencies: ["OAuth", "TestSupport"]),
+        .testTarget(name: "ExtAuthzTests", dependencies: ["ExtAuthz"])
     ]
 )

@@ -1,0 +1,134 @@
+import SwiftProtobuf
+
+/// Reads a `CheckRequest` (ext_authz v3) from a gRPC message's bytes. Everything the gateway
+/// later parses again as HTTP is checked here first, so that a request Envoy (or whoever
+/// calls) could not have received from a client is refused as INVALID_ARGUMENT rather than
+/// judged: a method that is not a token, a scheme other than http(s), an empty host or
+/// path, a field name that is not a lower-case token, a value with a control character
+/// (CR, LF or NUL would split a header line where the gateway writes one), or more fields
+/// or bytes than the gateway's header limits.
+public enum CheckRequestReader {
+    /// Why a message was refused (the gRPC status message; INVALID_ARGUMENT).
+    public struct Refusal: Error, Sendable, Equatable {
+        public let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// The gateway's header bounds, applied to the request's fields as to a client's.
+    public struct Limits: Sendable {
+        public var maxFields: Int
+        public var maxFieldBytes: Int
+
+        public init(maxFields: Int, maxFieldBytes: Int) {
+            self.maxFields = maxFields
+            self.maxFieldBytes = maxFieldBytes
+        }
+    }
+
+    /// Unknown fields (the parts of Envoy's messages proto/ leaves out: metadata, TLS
+    /// session, labels…) are dropped as they are read, never kept.
+    static let options: BinaryDecodingOptions = {
+        var o = BinaryDecodingOptions()
+        o.discardUnknownFields = true
+        o.messageDepthLimit = 16
+        return o
+    }()
+
+    public static func read(_ bytes: [UInt8], limits: Limits) -> Result<CheckAttributes, Refusal> {
+        let message: Envoy_Service_Auth_V3_CheckRequest
+        do {
+            message = try Envoy_Service_Auth_V3_CheckRequest(serializedBytes: bytes, options: options)
+        } catch {
+            return .failure(Refusal("the message is not a CheckRequest"))
+        }
+        guard message.hasAttributes, message.attributes.hasRequest, message.attributes.request.hasHTTP else {
+            return .failure(Refusal("the CheckRequest has no HTTP request attributes"))
+        }
+        let http = message.attributes.request.http
+        guard Self.isToken(http.method) else { return .failure(Refusal("the method is not a token")) }
+        guard http.scheme == "http" || http.scheme == "https" else {
+            return .failure(Refusal("the scheme is not http or https"))
+        }
+        guard !http.host.isEmpty, Self.isFieldValue(http.host) else {
+            return .failure(Refusal("the host is empty or has a control character"))
+        }
+        guard !http.path.isEmpty, Self.isFieldValue(http.path), !http.path.contains(" ") else {
+            return .failure(Refusal("the path is empty or has a space or control character"))
+        }
+        let fields: [CheckAttributes.Field]
+        switch Self.fields(http, limits: limits) {
+        case .success(let f): fields = f
+        case .failure(let refusal): return .failure(refusal)
+        }
+        var source: String?
+        let peer = message.attributes.source
+        if peer.hasAddress, case .socketAddress(let socket)? = peer.address.address, !socket.address.isEmpty {
+            source = socket.address
+        }
+        return .success(
+            CheckAttributes(
+                method: http.method, scheme: http.scheme, host: http.host, path: http.path, fields: fields,
+                sourceAddress: source, requestID: http.id.isEmpty ? nil : http.id))
+    }
+
+    /// `header_map` when the proxy sends raw headers (`encode_raw_headers`: repeated names
+    /// kept apart, a value in `raw_value`), else the `headers` map (repeated names already
+    /// joined). The map's order is not the wire's: it is sorted, so that a request gives
+    /// the same fields however the map was encoded.
+    private static func fields(
+        _ http: Envoy_Service_Auth_V3_AttributeContext.HttpRequest, limits: Limits
+    ) -> Result<[CheckAttributes.Field], Refusal> {
+        var out: [CheckAttributes.Field] = []
+        if http.hasHeaderMap {
+            for h in http.headerMap.headers {
+                let value =
+                    h.value.isEmpty && !h.rawValue.isEmpty ? String(decoding: h.rawValue, as: UTF8.self) : h.value
+                out.append(CheckAttributes.Field(h.key, value))
+            }
+        } else {
+            out = http.headers.sorted { $0.key < $1.key }.map { CheckAttributes.Field($0.key, $0.value) }
+        }
+        guard out.count <= limits.maxFields else { return .failure(Refusal("more header fields than allowed")) }
+        var bytes = 0
+        for field in out {
+            // Envoy lists the pseudo-headers too; they are the method, host and path above.
+            if field.name.hasPrefix(":") {
+                guard Self.isToken(field.name), Self.isFieldValue(field.value) else {
+                    return .failure(Refusal("a pseudo-header is malformed"))
+                }
+                continue
+            }
+            bytes += field.name.utf8.count + field.value.utf8.count + 4
+            guard Self.isToken(field.name), !field.name.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else {
+                return .failure(Refusal("a header name is not a lower-case token"))
+            }
+            guard Self.isFieldValue(field.value) else {
+                return .failure(Refusal("a header value has a control character"))
+            }
+        }
+        guard bytes <= limits.maxFieldBytes else { return .failure(Refusal("the header fields are too large")) }
+        return .success(out.filter { !$0.name.hasPrefix(":") })
+    }
+
+    /// RFC 9110 §5.6.2 token, or a pseudo-header name as Envoy sends them (`:authority`).
+    static func isToken(_ s: String) -> Bool {
+        var bytes = s.utf8[...]
+        if bytes.first == UInt8(ascii: ":") { bytes = bytes.dropFirst() }
+        guard !bytes.isEmpty else { return false }
+        return bytes.allSatisfy { c in
+            switch c {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            default:
+                "!#$%&'*+-.^_`|~".utf8.contains(c)
+            }
+        }
+    }
+
+    /// RFC 9110 §5.5 field-value: visible characters, space and tab, and obs-text; no
+    /// control character.
+    static func isFieldValue(_ s: String) -> Bool {
+        s.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+}

@@ -1,0 +1,109 @@
+import Testing
+
+@testable import ExtAuthz
+
+/// A CheckRequest as Envoy's own generated messages write it (PyPI `xds-protos`, with the
+/// fields proto/ leaves out: timestamps, metadata, TLS session, labels) reads into the
+/// attributes the gateway judges; every request a client could not have sent is refused.
+@Suite("ext_authz: reading a CheckRequest")
+struct CheckRequestReaderTests {
+    static let limits = CheckRequestReader.Limits(maxFields: 8, maxFieldBytes: 512)
+
+    static func bytes(_ hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var i = hex.startIndex
+        while i < hex.endIndex {
+            let j = hex.index(i, offsetBy: 2)
+            out.append(UInt8(hex[i..<j], radix: 16)!)
+            i = j
+        }
+        return out
+    }
+
+    /// xds-protos: source 203.0.113.7:51234 with a principal, a destination, the request's
+    /// time, POST https api.example.com /v1/items?x=1 with id, size and protocol, the
+    /// `headers` map (pseudo-headers included), context extensions, filter metadata, SNI.
+    static let envoyRequest = bytes(
+        "0af4020a420a130a11120b3230332e302e3131332e3718a29003222b7370696666653a2f2f636c75737465722e6c6f63616c2f6e"
+            + "732f64656661756c742f73612f636c69656e7412110a0f0a0d120831302e302e302e3218903f22cb010a060880e79ac906"
+            + "12c0010a057265712d311204504f53541a160a053a70617468120d2f76312f6974656d733f783d311a1b0a0d617574686f"
+            + "72697a6174696f6e120a426561726572206162631a110a0464706f70120965794a2e70726f6f661a080a03782d62120132"
+            + "1a0f0a073a6d6574686f641204504f53541a1d0a0a3a617574686f72697479120f6170692e6578616d706c652e636f6d22"
+            + "0d2f76312f6974656d733f783d312a0f6170692e6578616d706c652e636f6d32056874747073480c5206485454502f3252"
+            + "0c0a05726f75746512036170695a2c0a2a0a1c656e766f792e66696c746572732e687474702e6a77745f617574686e120a"
+            + "0a080a016b12031a017662110a0f6170692e6578616d706c652e636f6d")
+
+    /// xds-protos: GET http h / with `header_map` (encode_raw_headers): two Cookie fields,
+    /// each in `raw_value`.
+    static let rawHeaders = bytes(
+        "0a3522331231120347455422012f2a01683204687474706a1e0a0d0a06636f6f6b69651a03613d310a0d0a06636f6f6b69651a0362"
+            + "3d32")
+
+    @Test func envoysRequestReadsWhole() throws {
+        let a = try CheckRequestReader.read(Self.envoyRequest, limits: Self.limits).get()
+        #expect(a.method == "POST" && a.scheme == "https" && a.host == "api.example.com")
+        #expect(a.path == "/v1/items?x=1")
+        #expect(a.sourceAddress == "203.0.113.7" && a.requestID == "req-1")
+        // The map, sorted; the pseudo-headers left out (they are the method, host and path).
+        #expect(
+            a.fields == [
+                .init("authorization", "Bearer abc"), .init("dpop", "eyJ.proof"), .init("x-b", "2")
+            ])
+    }
+
+    @Test func rawHeadersKeepRepeatedFieldsApart() throws {
+        let a = try CheckRequestReader.read(Self.rawHeaders, limits: Self.limits).get()
+        #expect(a.fields == [.init("cookie", "a=1"), .init("cookie", "b=2")])
+        #expect(a.sourceAddress == nil && a.requestID == nil)
+    }
+
+    static func request(
+        method: String = "GET", scheme: String = "https", host: String = "h", path: String = "/",
+        headers: [String: String] = [:]
+    ) -> [UInt8] {
+        var http = Envoy_Service_Auth_V3_AttributeContext.HttpRequest()
+        http.method = method
+        http.scheme = scheme
+        http.host = host
+        http.path = path
+        http.headers = headers
+        var message = Envoy_Service_Auth_V3_CheckRequest()
+        message.attributes.request.http = http
+        return try! message.serializedBytes()
+    }
+
+    static func refusal(_ bytes: [UInt8]) -> String? {
+        if case .failure(let r) = CheckRequestReader.read(bytes, limits: limits) { return r.reason }
+        return nil
+    }
+
+    @Test func garbageAndEmptyMessagesAreRefused() {
+        #expect(Self.refusal([0xFF, 0xFF, 0xFF]) == "the message is not a CheckRequest")
+        #expect(Self.refusal([0x0A, 0x05, 0x01]) == "the message is not a CheckRequest")
+        #expect(Self.refusal([]) == "the CheckRequest has no HTTP request attributes")
+    }
+
+    @Test(arguments: [
+        (request(method: "GET /x"), "the method is not a token"),
+        (request(method: ""), "the method is not a token"),
+        (request(scheme: "ftp"), "the scheme is not http or https"),
+        (request(host: ""), "the host is empty or has a control character"),
+        (request(host: "a\r\nx-user: admin"), "the host is empty or has a control character"),
+        (request(path: ""), "the path is empty or has a space or control character"),
+        (request(path: "/a b"), "the path is empty or has a space or control character"),
+        (request(path: "/a\n"), "the path is empty or has a space or control character"),
+        (request(headers: ["X-User": "a"]), "a header name is not a lower-case token"),
+        (request(headers: ["x user": "a"]), "a header name is not a lower-case token"),
+        (request(headers: ["x-a": "1\r\nx-user: admin"]), "a header value has a control character"),
+        (request(headers: ["x-a": "1\u{0}"]), "a header value has a control character"),
+        (request(headers: [":path": "/\n"]), "a pseudo-header is malformed"),
+        (
+            request(headers: Dictionary(uniqueKeysWithValues: (0..<9).map { ("x-\($0)", "v") })),
+            "more header fields than allowed"
+        ),
+        (request(headers: ["x-a": String(repeating: "v", count: 600)]), "the header fields are too large")
+    ])
+    func aRequestNoClientCouldSendIsRefused(bytes: [UInt8], reason: String) {
+        #expect(Self.refusal(bytes) == reason)
+    }
+}
