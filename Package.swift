@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "Reactor", targets: ["Reactor"]),
         .library(name: "OAuth", targets: ["OAuth"]),
         .library(name: "Gateway", targets: ["Gateway"]),
+        .library(name: "ExtAuthz", targets: ["ExtAuthz"]),
         // JOSE verify throughput against raw OpenSSL (bench/jose/run.sh).
         .executable(name: "tokengate-jose-bench", targets: ["JOSEBench"]),
         // Test-only: what HTTP1RequestParser makes of requests on stdin, for the differential
@@ -101,6 +102,6 @@ let package = Package(
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor", "TestSupport"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "TestSupport"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "TestSupport"]),
-        .testTarget(name: "ExtAuthzTests", dependencies: ["ExtAuthz"])
+        .testTarget(name: "ExtAuthzTests", dependencies: ["ExtAuthz", "TestSupport"])
     ]
 )

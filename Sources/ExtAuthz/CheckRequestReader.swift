@@ -93,7 +93,7 @@ public enum CheckRequestReader {
         for field in out {
             // Envoy lists the pseudo-headers too; they are the method, host and path above.
             if field.name.hasPrefix(":") {
-                guard Self.isToken(field.name), Self.isFieldValue(field.value) else {
+                guard Self.isToken(String(field.name.dropFirst())), Self.isFieldValue(field.value) else {
                     return .failure(Refusal("a pseudo-header is malformed"))
                 }
                 continue
@@ -110,12 +110,10 @@ public enum CheckRequestReader {
         return .success(out.filter { !$0.name.hasPrefix(":") })
     }
 
-    /// RFC 9110 §5.6.2 token, or a pseudo-header name as Envoy sends them (`:authority`).
+    /// RFC 9110 §5.6.2 token. (A pseudo-header's name, `:authority`, is one after its colon.)
     static func isToken(_ s: String) -> Bool {
-        var bytes = s.utf8[...]
-        if bytes.first == UInt8(ascii: ":") { bytes = bytes.dropFirst() }
-        guard !bytes.isEmpty else { return false }
-        return bytes.allSatisfy { c in
+        guard !s.isEmpty else { return false }
+        return s.utf8.allSatisfy { c in
             switch c {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                 UInt8(ascii: "0")...UInt8(ascii: "9"):

@@ -86,6 +86,8 @@ struct CheckRequestReaderTests {
     @Test(arguments: [
         (request(method: "GET /x"), "the method is not a token"),
         (request(method: ""), "the method is not a token"),
+        // ExtAuthzFuzz's first finding: a colon passed as a pseudo-header name's would.
+        (request(method: ":ET"), "the method is not a token"),
         (request(scheme: "ftp"), "the scheme is not http or https"),
         (request(host: ""), "the host is empty or has a control character"),
         (request(host: "a\r\nx-user: admin"), "the host is empty or has a control character"),
@@ -97,6 +99,8 @@ struct CheckRequestReaderTests {
         (request(headers: ["x-a": "1\r\nx-user: admin"]), "a header value has a control character"),
         (request(headers: ["x-a": "1\u{0}"]), "a header value has a control character"),
         (request(headers: [":path": "/\n"]), "a pseudo-header is malformed"),
+        (request(headers: [":": "x"]), "a pseudo-header is malformed"),
+        (request(headers: ["::path": "x"]), "a pseudo-header is malformed"),
         (
             request(headers: Dictionary(uniqueKeysWithValues: (0..<9).map { ("x-\($0)", "v") })),
             "more header fields than allowed"
