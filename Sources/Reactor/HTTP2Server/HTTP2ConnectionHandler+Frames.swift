@@ -16,6 +16,7 @@ extension HTTP2ConnectionHandler {
         guard frame.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.headers.cat == NGHTTP2_HCAT_REQUEST else {
             return 0
         }
+        glitches.streamOpened()
         let stream = HTTP2Stream(id: frame.hd.stream_id, handler: self, limits: limits)
         stream.headersStartedAt = LazyDeadline.now()
         lastActiveAt = stream.headersStartedAt
@@ -55,8 +56,16 @@ extension HTTP2ConnectionHandler {
     }
 
     func frameReceived(_ frame: nghttp2_frame) -> Int32 {
-        guard let stream = streams[frame.hd.stream_id] else { return 0 }
         let endStream = Self.has(frame, NGHTTP2_FLAG_END_STREAM)
+        switch frame.hd.type {
+        case UInt8(NGHTTP2_DATA.rawValue) where frame.hd.length == 0 && !endStream:
+            if !glitch() { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+        case UInt8(NGHTTP2_WINDOW_UPDATE.rawValue):
+            if glitches.windowUpdateReceived() && !glitch() { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+        default:
+            break
+        }
+        guard let stream = streams[frame.hd.stream_id] else { return 0 }
         switch frame.hd.type {
         case UInt8(NGHTTP2_HEADERS.rawValue):
             if !stream.headersComplete {
@@ -93,6 +102,14 @@ extension HTTP2ConnectionHandler {
 
     func frameSent(_ frame: nghttp2_frame) -> Int32 {
         let type = frame.hd.type
+        if type == UInt8(NGHTTP2_DATA.rawValue) { glitches.dataFrameSent() }
+        if type == UInt8(NGHTTP2_RST_STREAM.rawValue), frame.rst_stream.error_code != NGHTTP2_NO_ERROR.rawValue,
+            frame.rst_stream.error_code != NGHTTP2_CANCEL.rawValue
+        {
+            // The GOAWAY goes out after this frame; the connection then ends (`drive`).
+            _ = glitch()
+            return 0
+        }
         guard type == UInt8(NGHTTP2_DATA.rawValue) || type == UInt8(NGHTTP2_HEADERS.rawValue),
             Self.has(frame, NGHTTP2_FLAG_END_STREAM), let stream = streams[frame.hd.stream_id]
         else { return 0 }
@@ -102,6 +119,14 @@ extension HTTP2ConnectionHandler {
         justSent.append(stream)
         if !stream.bodyComplete { events.append(.answered(stream)) }
         return 0
+    }
+
+    /// One glitch; past the budget the session ends with GOAWAY ENHANCE_YOUR_CALM (a second
+    /// terminate, from the caller's error path, changes nothing).
+    private func glitch() -> Bool {
+        guard !glitches.spend(now: LazyDeadline.now()) else { return true }
+        if let session { nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM.rawValue) }
+        return false
     }
 
     func streamClosed(_ id: Int32, _ code: UInt32) -> Int32 {

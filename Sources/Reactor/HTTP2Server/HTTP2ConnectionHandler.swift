@@ -45,6 +45,8 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     /// The connection cannot go on (a protocol error): what nghttp2 queued (its GOAWAY) is
     /// written, then the connection closes.
     private var failed = false
+    /// Frames that serve no request (`HTTP2GlitchBudget`).
+    var glitches = HTTP2GlitchBudget()
     private(set) var goingAway = false
     private var isClosed = false
     /// Monotonic seconds: when the last stream opened or closed (idle timeout), and when
