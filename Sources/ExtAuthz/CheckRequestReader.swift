@@ -5,8 +5,11 @@ import SwiftProtobuf
 /// calls) could not have received from a client is refused as INVALID_ARGUMENT rather than
 /// judged: a method that is not a token, a scheme other than http(s), an empty host or
 /// path, a field name that is not a lower-case token, a value with a control character
-/// (CR, LF or NUL would split a header line where the gateway writes one), or more fields
-/// or bytes than the gateway's header limits.
+/// (CR, LF or NUL would split a header line where the gateway writes one), a raw value that
+/// is not UTF-8, a source address that is not an IP address, a `host` field that names
+/// another host, or more fields or bytes than the gateway's header limits. Fields that frame
+/// or route a message on one connection (`content-length`, `transfer-encoding`, `te`,
+/// `connection`, `upgrade`…) say nothing about the request being judged and are dropped.
 public enum CheckRequestReader {
     /// Why a message was refused (the gRPC status message; INVALID_ARGUMENT).
     public struct Refusal: Error, Sendable, Equatable {
@@ -17,11 +20,16 @@ public enum CheckRequestReader {
     /// The gateway's header bounds, applied to the request's fields as to a client's.
     public struct Limits: Sendable {
         public var maxFields: Int
+        /// Host, path and fields together, counted as HTTP/1.1 field lines.
         public var maxFieldBytes: Int
+        /// The whole message, before it is decoded: what the proxy adds besides the request
+        /// (metadata, certificates) is bounded too.
+        public var maxMessageBytes: Int
 
-        public init(maxFields: Int, maxFieldBytes: Int) {
+        public init(maxFields: Int, maxFieldBytes: Int, maxMessageBytes: Int? = nil) {
             self.maxFields = maxFields
             self.maxFieldBytes = maxFieldBytes
+            self.maxMessageBytes = maxMessageBytes ?? (4 * maxFieldBytes + 16384)
         }
     }
 
@@ -35,6 +43,7 @@ public enum CheckRequestReader {
     }()
 
     public static func read(_ bytes: [UInt8], limits: Limits) -> Result<CheckAttributes, Refusal> {
+        guard bytes.count <= limits.maxMessageBytes else { return .failure(Refusal("the message is too large")) }
         let message: Envoy_Service_Auth_V3_CheckRequest
         do {
             message = try Envoy_Service_Auth_V3_CheckRequest(serializedBytes: bytes, options: options)
@@ -63,7 +72,13 @@ public enum CheckRequestReader {
         var source: String?
         let peer = message.attributes.source
         if peer.hasAddress, case .socketAddress(let socket)? = peer.address.address, !socket.address.isEmpty {
+            guard Self.isIPAddress(socket.address) else {
+                return .failure(Refusal("the source address is not an IP address"))
+            }
             source = socket.address
+        }
+        guard http.id.utf8.count <= 200, Self.isFieldValue(http.id) else {
+            return .failure(Refusal("the request id is too long or has a control character"))
         }
         return .success(
             CheckAttributes(
@@ -79,17 +94,24 @@ public enum CheckRequestReader {
         _ http: Envoy_Service_Auth_V3_AttributeContext.HttpRequest, limits: Limits
     ) -> Result<[CheckAttributes.Field], Refusal> {
         var out: [CheckAttributes.Field] = []
+        let count = http.hasHeaderMap ? http.headerMap.headers.count : http.headers.count
+        guard count <= limits.maxFields else { return .failure(Refusal("more header fields than allowed")) }
         if http.hasHeaderMap {
             for h in http.headerMap.headers {
-                let value =
-                    h.value.isEmpty && !h.rawValue.isEmpty ? String(decoding: h.rawValue, as: UTF8.self) : h.value
+                var value = h.value
+                if !h.rawValue.isEmpty {
+                    // The bytes the proxy forwards; a value judged as anything else is not them.
+                    guard h.value.isEmpty, let raw = String(validating: h.rawValue, as: UTF8.self) else {
+                        return .failure(Refusal("a raw header value is not UTF-8, or comes with a value"))
+                    }
+                    value = raw
+                }
                 out.append(CheckAttributes.Field(h.key, value))
             }
         } else {
             out = http.headers.sorted { $0.key < $1.key }.map { CheckAttributes.Field($0.key, $0.value) }
         }
-        guard out.count <= limits.maxFields else { return .failure(Refusal("more header fields than allowed")) }
-        var bytes = 0
+        var bytes = http.host.utf8.count + http.path.utf8.count + 8
         for field in out {
             // Envoy lists the pseudo-headers too; they are the method, host and path above.
             if field.name.hasPrefix(":") {
@@ -105,9 +127,33 @@ public enum CheckRequestReader {
             guard Self.isFieldValue(field.value) else {
                 return .failure(Refusal("a header value has a control character"))
             }
+            if field.name == "host" && field.value.lowercased() != http.host.lowercased() {
+                return .failure(Refusal("a host field names another host than the request's"))
+            }
         }
         guard bytes <= limits.maxFieldBytes else { return .failure(Refusal("the header fields are too large")) }
-        return .success(out.filter { !$0.name.hasPrefix(":") })
+        return .success(out.filter { !$0.name.hasPrefix(":") && !Self.connectionFields.contains($0.name) })
+    }
+
+    /// Fields of one connection's framing and routing (RFC 9110 §7.6.1, RFC 9113 §8.2.2), and
+    /// `host`, which `http.host` already says.
+    static let connectionFields: Set<String> = [
+        "host", "content-length", "transfer-encoding", "te", "connection", "keep-alive", "proxy-connection",
+        "upgrade"
+    ]
+
+    /// An IPv4 or IPv6 address as text (what Envoy puts in a socket address): hex digits,
+    /// dots and colons only, at most 45 characters.
+    static func isIPAddress(_ s: String) -> Bool {
+        s.utf8.count <= 45
+            && s.utf8.allSatisfy { c in
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+                    UInt8(ascii: "A")...UInt8(ascii: "F"), UInt8(ascii: "."), UInt8(ascii: ":"):
+                    true
+                default: false
+                }
+            }
     }
 
     /// RFC 9110 §5.6.2 token. (A pseudo-header's name, `:authority`, is one after its colon.)

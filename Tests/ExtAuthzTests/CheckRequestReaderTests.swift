@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import ExtAuthz
@@ -59,17 +60,43 @@ struct CheckRequestReaderTests {
 
     static func request(
         method: String = "GET", scheme: String = "https", host: String = "h", path: String = "/",
-        headers: [String: String] = [:]
+        headers: [String: String] = [:], raw: [(String, [UInt8])]? = nil, rawWithValue: Bool = false,
+        source: String? = nil, id: String = ""
     ) -> [UInt8] {
         var http = Envoy_Service_Auth_V3_AttributeContext.HttpRequest()
         http.method = method
         http.scheme = scheme
         http.host = host
         http.path = path
+        http.id = id
         http.headers = headers
+        if let raw {
+            http.headerMap.headers = raw.map {
+                var h = Envoy_Config_Core_V3_HeaderValue()
+                h.key = $0.0
+                h.rawValue = Data($0.1)
+                if rawWithValue { h.value = "v" }
+                return h
+            }
+        }
         var message = Envoy_Service_Auth_V3_CheckRequest()
         message.attributes.request.http = http
+        if let source {
+            var socket = Envoy_Config_Core_V3_SocketAddress()
+            socket.address = source
+            message.attributes.source.address.socketAddress = socket
+        }
         return try! message.serializedBytes()
+    }
+
+    /// The framing and routing fields of one connection say nothing of the request judged.
+    @Test func connectionFieldsAreDropped() throws {
+        let bytes = Self.request(headers: [
+            "content-length": "5", "transfer-encoding": "chunked", "te": "trailers", "connection": "close",
+            "upgrade": "h2c", "keep-alive": "1", "proxy-connection": "x", "host": "H", "x-a": "1"
+        ])
+        let a = try CheckRequestReader.read(bytes, limits: .init(maxFields: 16, maxFieldBytes: 512)).get()
+        #expect(a.fields == [.init("x-a", "1")])
     }
 
     static func refusal(_ bytes: [UInt8]) -> String? {
@@ -105,7 +132,17 @@ struct CheckRequestReaderTests {
             request(headers: Dictionary(uniqueKeysWithValues: (0..<9).map { ("x-\($0)", "v") })),
             "more header fields than allowed"
         ),
-        (request(headers: ["x-a": String(repeating: "v", count: 600)]), "the header fields are too large")
+        (request(headers: ["x-a": String(repeating: "v", count: 600)]), "the header fields are too large"),
+        (request(path: "/" + String(repeating: "p", count: 600)), "the header fields are too large"),
+        (request(headers: ["host": "evil.example"]), "a host field names another host than the request's"),
+        (request(source: "10.0.0.1\r\nx-user: admin"), "the source address is not an IP address"),
+        (request(id: "r\r\nx-user: admin"), "the request id is too long or has a control character"),
+        (request(raw: [("x-a", [0xFF, 0xFE])]), "a raw header value is not UTF-8, or comes with a value"),
+        (
+            request(raw: [("x-a", Array("raw".utf8))], rawWithValue: true),
+            "a raw header value is not UTF-8, or comes with a value"
+        ),
+        (Array(repeating: 0, count: 20_000), "the message is too large")
     ])
     func aRequestNoClientCouldSendIsRefused(bytes: [UInt8], reason: String) {
         #expect(Self.refusal(bytes) == reason)

@@ -8,12 +8,20 @@ import Testing
 /// trailers do not, whatever their case.
 @Suite("Request trailers: the gateway's rules")
 struct RequestTrailerRulesTests {
-    static func forwards(_ name: String) -> Bool {
+    static func forwards(_ name: String, connectionListed: [String] = []) -> Bool {
         var config = GatewayConfig()
         config.strippedIdentityHeaders = [Array("x-user".utf8)]
         let policy = RequestPipeline.Policy(config, router: Router(routes: []), plans: [])
         let bytes = Array(name.utf8)
-        return policy.forwardsTrailer(bytes.span)
+        if connectionListed.isEmpty { return policy.forwardsTrailer(bytes.span) }
+        let listed = ConnectionListedTrailerPolicy(policy, listed: connectionListed.map { Array($0.utf8) })
+        return listed.forwardsTrailer(bytes.span)
+    }
+
+    /// A name the head's `Connection` field lists is hop-by-hop in the trailers too.
+    @Test func aNameTheConnectionFieldListsIsDropped() {
+        #expect(!Self.forwards("X-Checksum", connectionListed: ["x-checksum"]))
+        #expect(Self.forwards("X-Other", connectionListed: ["x-checksum"]))
     }
 
     @Test(arguments: ["X-Checksum", "grpc-status-details-bin", "server-timing", "x-digest"])

@@ -4,8 +4,8 @@
 ///
 /// The input is a CheckRequest's bytes. Refused or not, reading never traps. What is
 /// accepted has a token method, an http(s) scheme, a host and a path without a space or a
-/// control character, and fields with lower-case token names (no pseudo-header) and values
-/// without a control character, within the limits; written again as a CheckRequest (raw
+/// control character, and fields with lower-case token names (no pseudo-header, no field of
+/// a connection's framing) and values without a control character, within the limits; written again as a CheckRequest (raw
 /// headers, in order) it reads back to the same attributes; and a CheckResponse made of it,
 /// allowed or denied, reads back with every field as given.
 public enum ExtAuthzFuzzEntry {
@@ -32,6 +32,7 @@ public enum ExtAuthzFuzzEntry {
                 CheckRequestReader.isToken(f.name) && !f.name.hasPrefix(":") && f.name == f.name.lowercased(),
                 "field name \(f.name.debugDescription)")
             invariant(CheckRequestReader.isFieldValue(f.value), "field value \(f.value.debugDescription)")
+            invariant(!CheckRequestReader.connectionFields.contains(f.name), "a connection field \(f.name)")
         }
     }
 

@@ -203,7 +203,7 @@ enum RequestPipeline {
             var request = UpstreamCall.Request(
                 method: method, target: target, fields: consume out, forwarded: consume passed,
                 body: body.framing == .none ? nil : body)
-            request.trailerPolicy = policy
+            request.trailerPolicy = listed.isEmpty ? policy : ConnectionListedTrailerPolicy(policy, listed: listed)
             return request
         }
     }

@@ -24,3 +24,19 @@ extension RequestPipeline.Policy: RequestTrailerPolicy {
             name, lists: lists, listed: [], reservedPrefix: reservedPrefix, peerTrusted: false)
     }
 }
+
+/// A request whose `Connection` field lists field names (RFC 9110 §7.6.1): they are
+/// hop-by-hop in its trailer section too, as in its head. Made only for such a request.
+final class ConnectionListedTrailerPolicy: RequestTrailerPolicy {
+    let policy: RequestPipeline.Policy
+    let listed: [[UInt8]]
+
+    init(_ policy: RequestPipeline.Policy, listed: [[UInt8]]) {
+        self.policy = policy
+        self.listed = listed
+    }
+
+    func forwardsTrailer(_ name: Span<UInt8>) -> Bool {
+        !HeaderRules.equalsAny(name, listed) && policy.forwardsTrailer(name)
+    }
+}
