@@ -24,8 +24,13 @@ struct HTTP2GlitchBudgetTests {
     static func emptyData(_ stream: UInt32) -> [UInt8] { [0, 0, 0, 0, 0] + id(stream) }
 
     /// The error code of the server's GOAWAY, if it sent one.
-    static func goAwayCode(_ input: [UInt8]) -> UInt32? {
+    static func goAwayCode(_ input: [UInt8]) -> UInt32? { serve(input).goAway }
+
+    /// Feeds `input`; the server's GOAWAY code, and how many exchanges reached the gateway.
+    static func serve(_ input: [UInt8]) -> (goAway: UInt32?, exchanges: Int) {
+        var exchanges = 0
         let context = HTTP1ServerContext(options: HTTPServerOptions()) { exchange in
+            exchanges += 1
             exchange.respond(status: 200, body: [])
         }
         let connection = HTTP2FuzzConnection(context: context)!
@@ -43,7 +48,18 @@ struct HTTP2GlitchBudgetTests {
             }
             i += 9 + length
         }
-        return code
+        return (code, exchanges)
+    }
+
+    /// A stream made a stream error in the read that opened it is never handed to the
+    /// gateway: no work starts for a stream about to be reset.
+    @Test func aStreamErroredInItsFirstReadNeverReachesTheGateway() {
+        var input = ProtocolSelector.preface + Self.settings
+        for i in 0..<UInt32(10) { input += Self.headers(1 + 2 * i) + Self.windowUpdate(1 + 2 * i, 0x7FFF_FFFF) }
+        input += Self.headers(21)
+        let served = Self.serve(input)
+        #expect(served.exchanges == 1)
+        #expect(served.goAway == nil)
     }
 
     @Test func emptyDataFramesPastTheBudgetEndTheConnection() {

@@ -121,6 +121,13 @@ extension HTTP2ConnectionHandler {
         return 0
     }
 
+    /// A frame nghttp2 found invalid for its stream: the stream's reset is queued, so the
+    /// gateway does not start on it (its head may have come in the same read).
+    func invalidFrame(_ frame: nghttp2_frame) -> Int32 {
+        streams[frame.hd.stream_id]?.errored = true
+        return 0
+    }
+
     /// One glitch; past the budget the session ends with GOAWAY ENHANCE_YOUR_CALM (a second
     /// terminate, from the caller's error path, changes nothing).
     private func glitch() -> Bool {

@@ -209,6 +209,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     private func start(_ stream: HTTP2Stream) {
         guard !stream.closed, !stream.started, stream.handler != nil, let session else { return }
         stream.started = true
+        guard !stream.errored else { return }
         guard exchangesOpen < Self.maxExchanges else {
             // Reading stops at the maximum, but one read can reset streams the gateway is still
             // working on and open as many new ones: those are refused unprocessed, which a

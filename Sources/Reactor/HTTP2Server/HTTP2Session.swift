@@ -39,6 +39,9 @@ enum HTTP2Session {
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, user in
             owner(user).frameSent(frame!.pointee)
         }
+        nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, frame, _, user in
+            owner(user).invalidFrame(frame!.pointee)
+        }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, id, code, user in
             owner(user).streamClosed(id, code)
         }

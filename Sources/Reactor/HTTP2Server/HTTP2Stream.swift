@@ -47,6 +47,9 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     var headersComplete = false
     /// The head went to the gateway.
     var started = false
+    /// nghttp2 found a stream error on it (a frame the client sent) and will reset it: the
+    /// gateway does not start on it (MadeYouReset: no work for a stream about to end).
+    var errored = false
     /// The client's END_STREAM came: every body byte is in `received` or handed on.
     var bodyComplete = false
     /// Body bytes received and not yet handed on: not yet credited to the client's flow
