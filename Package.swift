@@ -73,7 +73,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "Reactor", "JOSE", "OAuth",
+                "Reactor", "JOSE", "OAuth", "ExtAuthz",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log")
             ],
@@ -99,7 +99,7 @@ let package = Package(
         // What several test targets share: a real redis-server for the Redis-backed tests, the
         // fuzz corpora the replay suites run.
         .target(name: "TestSupport", dependencies: ["Reactor"], path: "Tests/TestSupport"),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor", "ExtAuthz", "TestSupport"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "TestSupport"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "TestSupport"]),
         .testTarget(name: "ExtAuthzTests", dependencies: ["ExtAuthz", "TestSupport"])

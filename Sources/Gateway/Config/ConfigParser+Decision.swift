@@ -45,6 +45,7 @@ extension ConfigParser {
         endpoint("path") { d.path = $0 }
         endpoint("forward_auth_path") { d.forwardAuthPath = $0 }
         endpoint("ext_authz_prefix") { d.extAuthzPrefix = $0 }
+        if let n = m["ext_authz_grpc"], let b = r.bool(n, path: "decision.ext_authz_grpc") { d.extAuthzGRPC = b }
         if m["secret"] != nil || m["secret_file"] != nil, let secret = r.secret(m, key: "secret", path: "decision") {
             // A header value the ingress can send as it is, long enough not to be guessed.
             if secret.utf8.count < 16 || !secret.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
@@ -86,8 +87,10 @@ extension ConfigParser {
                 "is decision.path too: each ingress style needs its own endpoint (nginx: path; Traefik, Caddy: forward_auth_path)"
             )
         }
-        if d.path == nil && d.forwardAuthPath == nil && d.extAuthzPrefix == nil {
-            r.problem("decision", node, "every endpoint is off: set path, forward_auth_path or ext_authz_prefix")
+        if d.path == nil && d.forwardAuthPath == nil && d.extAuthzPrefix == nil && !d.extAuthzGRPC {
+            r.problem(
+                "decision", node,
+                "every endpoint is off: set path, forward_auth_path, ext_authz_prefix or ext_authz_grpc")
         }
         return d
     }
@@ -101,6 +104,11 @@ extension ConfigParser {
                 "decision", node,
                 "needs trusted_proxies: list the ingress's addresses (the endpoint believes the original request only from them)"
             )
+        }
+        if cfg.decision.extAuthzGRPC && !cfg.listeners.contains(where: \.http2) {
+            r.problem(
+                "decision.ext_authz_grpc", node,
+                "needs an HTTP/2 listener: a TLS listener (h2 is on by default) or listen[].http2: true")
         }
         let l = cfg.login
         for own in [l.startPath, l.callbackPath, l.logoutPath, l.backchannelLogoutPath, l.jwksPath]

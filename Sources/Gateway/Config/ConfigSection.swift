@@ -71,7 +71,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .decision:
             [
                 "enabled", "path", "forward_auth_path", "ext_authz_prefix", "allow_status", "login_response",
-                "secret", "secret_file"
+                "secret", "secret_file", "ext_authz_grpc"
             ]
         case .issuer:
             [

@@ -16,6 +16,9 @@ struct DecisionConfig: Sendable {
     var forwardAuthPath: String? = "/_tokengate/forward-auth"
     /// Envoy's HTTP ext_authz form: `<prefix>/<original path>`; nil: off.
     var extAuthzPrefix: String? = "/_tokengate/ext_authz"
+    /// Envoy's gRPC ext_authz service (`envoy.service.auth.v3.Authorization/Check`) on every
+    /// HTTP/2 listener; off unless set.
+    var extAuthzGRPC = false
     /// The status of an allowed verdict: 200, or 202 (oauth2-proxy's).
     var allowStatus = 200
     /// How a page navigation without a session on a login route is answered.

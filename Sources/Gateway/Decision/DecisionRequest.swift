@@ -183,7 +183,7 @@ struct DecisionRequest {
     /// The parts must be what they claim: a method token, a host the router accepts, an
     /// origin-form target. (Path confusion is the path normalizer's: the same as a proxied
     /// request's.)
-    private static func check(_ r: DecisionRequest) -> Result<DecisionRequest, Problem> {
+    static func check(_ r: DecisionRequest) -> Result<DecisionRequest, Problem> {
         guard !r.method.isEmpty, r.method.utf8.count <= 32, r.method.utf8.allSatisfy(HeaderRules.isTokenChar) else {
             return .failure(Problem(description: "the original method is not a method", detail: "bad original method"))
         }

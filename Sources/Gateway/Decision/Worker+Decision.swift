@@ -71,6 +71,32 @@ extension Worker {
         }
         let head = original.head(from: ex.head)
         ctx.method = original.method
+        let settings = config.decision
+        judge(ex, original, head: head, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admission, plan, _ in
+            let token = DecisionVerdict.forwardedToken(route: plan.route, admission: admission, head: head)
+            self.answer(
+                ex, ctx,
+                DecisionVerdict.allowed(
+                    status: settings.allowStatus, admission: admission, accessToken: token,
+                    upstreamCookie: DecisionVerdict.upstreamCookie(head, own: self.config.ownCookieNames),
+                    responseHeaders: ctx.responseHeaders))
+        }
+    }
+
+    /// An admitted decision: the request's context and admission, its route, and how a
+    /// proxied request would have gone on (which of the client's fields it keeps).
+    typealias DecisionAllowed = (RequestContext, Admission, RoutePlan, RequestPipeline.Forwarding) -> Void
+
+    /// The stages every decision shares, whatever form the ingress asked in: the original
+    /// request (`head`: its method, target, credentials and Host) through the same
+    /// normalizer, router and authentication stage as a proxied request, the verdict
+    /// instead of the upstream call. Refusals are answered here (`answer`); an admitted
+    /// request goes to `allowed`.
+    ///   - forwarded: what the ingress says of the client; the original origin is set here.
+    func judge(
+        _ ex: ServerExchange, _ original: DecisionRequest, head: HTTPRequestHead, forwarded: ForwardedHeaders,
+        ctx: RequestContext, allowed: @escaping DecisionAllowed
+    ) {
         // The original origin, as a trusted proxy's X-Forwarded-Proto/-Host would say it: what
         // a DPoP proof's htu names (RFC 9449 §4.3) and where a login comes back to.
         var origin = forwarded
@@ -116,10 +142,10 @@ extension Worker {
                 GatewayResponse(
                     status: config.decision.allowStatus, body: "", contentType: "text/plain",
                     detail: "decision: \(what)"))
-        case .forward(let plan, let path, let query, _):
+        case .forward(let plan, let path, let query, let build):
             let settings = config.decision
             let navigation: NavigationAnswer = { [unowned self] ctx, clear in
-                self.answerLogin(ex, ctx, original: original, clear: clear, settings: settings)
+                self.answerLogin(ex, ctx, original: original, head: head, clear: clear, settings: settings)
             }
             admit(
                 ex, head: head, plan: plan, path: path, query: query, forwarded: origin, ctx: ctx, readsBody: false,
@@ -129,33 +155,29 @@ extension Worker {
                     self.answer(ex, ctx, refusal)
                     return
                 }
-                let token = DecisionVerdict.forwardedToken(route: plan.route, admission: admission, head: head)
-                self.answer(
-                    ex, ctx,
-                    DecisionVerdict.allowed(
-                        status: settings.allowStatus, admission: admission, accessToken: token,
-                        upstreamCookie: DecisionVerdict.upstreamCookie(head, own: self.config.ownCookieNames),
-                        responseHeaders: ctx.responseHeaders))
+                allowed(ctx, admission, plan, build)
             }
         }
     }
 
     /// A page navigation without a session on a login route: nginx gets 401 and the login URL
     /// in a header (its `error_page 401 =` sends the browser there); Traefik, Caddy and Envoy,
-    /// which hand the verdict to the client, get the 302 itself.
+    /// which hand the verdict to the client, get the 302 itself. A gRPC call is never sent
+    /// to a login page: it gets the 401.
     private func answerLogin(
-        _ ex: ServerExchange, _ ctx: RequestContext, original: DecisionRequest, clear: [String],
-        settings: DecisionConfig
+        _ ex: ServerExchange, _ ctx: RequestContext, original: DecisionRequest, head: HTTPRequestHead,
+        clear: [String], settings: DecisionConfig
     ) {
         ctx.rejection = .refused(.loginRequired)
         metrics.authFailure(.loginRequired)
         let url = DecisionVerdict.loginURL(original, startPath: config.login.startPath)
-        let redirect: Bool
+        var redirect: Bool
         switch settings.loginResponse {
         case .auto: redirect = original.style != .nginx
         case .redirect: redirect = true
         case .unauthorized: redirect = false
         }
+        if GRPCCall(head.fields) != nil { redirect = false }
         if redirect {
             answer(ex, ctx, .redirect(url, cookies: clear, detail: "decision: login"))
         } else {

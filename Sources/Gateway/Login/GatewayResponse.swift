@@ -52,19 +52,25 @@ struct GatewayResponse {
 
     /// Writes it through `responder` (which answers exactly once; to a gone client, nothing).
     func send(_ responder: Responder, requestID: String?, close: Bool) {
-        for (name, value) in headers { responder.fields.append(name, value) }
-        if status != 302 || !body.isEmpty { responder.fields.append("Content-Type", contentType) }
-        if noStore { responder.fields.append("Cache-Control", "no-store") }
+        forEachField { responder.fields.append($0, $1) }
         if let requestID { responder.lastField = ("X-Request-Id", requestID) }
+        responder.respond(status: status, body: Array(body.utf8), close: close)
+    }
+
+    /// Every field the answer carries but the request id: its own `headers`, then its
+    /// content type, caching and, for a page, the security fields. (An ext_authz `Check`
+    /// hands the same to Envoy, which answers the client with them.)
+    func forEachField(_ visit: (String, String) -> Void) {
+        for (name, value) in headers { visit(name, value) }
+        if status != 302 || !body.isEmpty { visit("Content-Type", contentType) }
+        if noStore { visit("Cache-Control", "no-store") }
         if contentType.hasPrefix("text/html") {
             // No scripts, no framing. (No form-action: browsers apply it to the redirect after
             // the logout form's POST, which must reach the AS's end_session_endpoint.)
-            responder.fields.append(
-                "Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-            responder.fields.append("X-Content-Type-Options", "nosniff")
-            responder.fields.append("Referrer-Policy", "no-referrer")
+            visit("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+            visit("X-Content-Type-Options", "nosniff")
+            visit("Referrer-Policy", "no-referrer")
         }
-        responder.respond(status: status, body: Array(body.utf8), close: close)
     }
 }
 

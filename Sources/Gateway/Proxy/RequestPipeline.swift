@@ -138,6 +138,29 @@ enum RequestPipeline {
         let peerTrusted: Bool
         let upstreamHost: String
 
+        /// The rule for the client's fields of a request admitted with `session` (a browser
+        /// session) or as a let-through CORS `preflight`.
+        func clientFieldRule(listed: [[UInt8]], session: Bool, preflight: Bool) -> ClientFieldRule {
+            let route = plan.route
+            // The credential goes upstream only when the route says so.
+            var dropAuthorization = session
+            switch route.auth {
+            case .none: break
+            case .login: dropAuthorization = true
+            case .tokens(let tokens), .loginOrToken(_, let tokens):
+                dropAuthorization = dropAuthorization || !tokens.forwardToken
+            }
+            // The proof was for the gateway (its htu names the gateway's URL); it goes on only if
+            // asked. With token_exchange, the upstream gets the exchanged token alone.
+            let dropProof =
+                session || plan.exchanges
+                || (route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false)
+            return ClientFieldRule(
+                names: policy.names, listed: listed, reservedPrefix: policy.reservedPrefix, peerTrusted: peerTrusted,
+                dropAuthorization: dropAuthorization, dropProof: dropProof, preflight: preflight,
+                ownCookies: policy.ownCookies)
+        }
+
         /// `session`: a browser session authenticated the request (then no client-sent
         /// credential goes upstream, whatever the route forwards). `preflight`: a CORS preflight
         /// let through unauthenticated (`cors_preflight: allow`), which carries no credential at
@@ -147,39 +170,10 @@ enum RequestPipeline {
             headers: HTTP1Fields, listsConnectionOptions: Bool = true, forwarded: ForwardedHeaders,
             identity: [(String, String)], session: Bool, preflight: Bool, body: RequestBody
         ) -> UpstreamCall.Request {
-            let route = plan.route
             let listed = listsConnectionOptions ? HeaderRules.connectionTokens(headers) : []
-            let reserved = policy.reservedPrefix
-            let names = policy.names
-            let peerTrusted = peerTrusted
-            // The credential goes upstream only when the route says so.
-            var dropAuthorization = session
-            switch route.auth {
-            case .none: break
-            case .login: dropAuthorization = true
-            case .tokens(let tokens), .loginOrToken(_, let tokens):
-                dropAuthorization = dropAuthorization || !tokens.forwardToken
-            }
-            // The proof was for the gateway (its htu names the gateway's URL); it goes on only if asked.
-            // With token_exchange, the upstream gets the exchanged token alone.
-            let dropProof =
-                session || plan.exchanges
-                || (route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false)
-            // The gateway's own cookies (sealed sessions, login state) are not the upstream's.
-            let ownCookies = policy.ownCookies
-            let passed = HTTP1ForwardedFields(
-                headers,
-                keeping: { bytes in
-                    let lists = names.lists(bytes)
-                    // Client-sent copies of identity headers never pass, on any route.
-                    if lists.contains(.identity) { return false }
-                    if preflight && lists.contains(.credential) { return false }
-                    if dropAuthorization && lists.contains(.authorization) { return false }
-                    if dropProof && lists.contains(.dpop) { return false }
-                    if !ownCookies.isEmpty && lists.contains(.cookie) { return false }
-                    return HeaderRules.forwardsRequestHeader(
-                        bytes, lists: lists, listed: listed, reservedPrefix: reserved, peerTrusted: peerTrusted)
-                })
+            let rule = clientFieldRule(listed: listed, session: session, preflight: preflight)
+            let ownCookies = rule.ownCookies
+            let passed = HTTP1ForwardedFields(headers, keeping: { rule.keeps($0) })
             // What the gateway adds, in one allocation: the fields below (64 bytes of names),
             // the identity headers, and what is left of a Cookie.
             var out = HTTP1Fields()
@@ -205,6 +199,35 @@ enum RequestPipeline {
                 body: body.framing == .none ? nil : body)
             request.trailerPolicy = listed.isEmpty ? policy : ConnectionListedTrailerPolicy(policy, listed: listed)
             return request
+        }
+    }
+
+    /// Which of a client's fields go upstream as they are: what a proxied request drops,
+    /// and what an ext_authz `Check` tells Envoy to remove. A value, so that the proxied
+    /// request's per-field test allocates nothing.
+    struct ClientFieldRule {
+        let names: HeaderNameTable
+        /// The names the client's Connection field lists (hop-by-hop, RFC 9110 §7.6.1).
+        let listed: [[UInt8]]
+        let reservedPrefix: [UInt8]?
+        let peerTrusted: Bool
+        let dropAuthorization: Bool
+        let dropProof: Bool
+        let preflight: Bool
+        /// The gateway's own cookies (sealed sessions, login state), which are not the
+        /// upstream's: the Cookie fields are dropped, then sent again without them.
+        let ownCookies: Set<String>
+
+        func keeps(_ name: Span<UInt8>) -> Bool {
+            let lists = names.lists(name)
+            // Client-sent copies of identity headers never pass, on any route.
+            if lists.contains(.identity) { return false }
+            if preflight && lists.contains(.credential) { return false }
+            if dropAuthorization && lists.contains(.authorization) { return false }
+            if dropProof && lists.contains(.dpop) { return false }
+            if !ownCookies.isEmpty && lists.contains(.cookie) { return false }
+            return HeaderRules.forwardsRequestHeader(
+                name, lists: lists, listed: listed, reservedPrefix: reservedPrefix, peerTrusted: peerTrusted)
         }
     }
 

@@ -46,6 +46,9 @@ final class RequestContext {
     /// a 200 lets the request through, so it never takes a gRPC refusal's form (the
     /// ingress shapes what it passes on to a gRPC client).
     var isVerdict = false
+    /// An ext_authz `Check` (gRPC): every answer is written as a `CheckResponse` about this
+    /// judged request.
+    var extAuthzCheck: ExtAuthzCheck? = nil
 
     init(forwarded: ForwardedHeaders, start: Double, method: String, path: String, route: String, routeID: Int) {
         self.forwarded = forwarded

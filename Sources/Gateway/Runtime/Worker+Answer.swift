@@ -13,6 +13,10 @@ extension Worker {
         _ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, upstreamSeconds: Double = 0,
         close: Bool = false
     ) {
+        if let check = ctx.extAuthzCheck {
+            answerCheck(ex, ctx, response, judged: check)
+            return
+        }
         // A page with a problem (a login step that is unavailable) is JSON for a non-browser.
         let shaped =
             response.page != nil && response.problem != nil && !Pages.wantsHTML(ex.head)

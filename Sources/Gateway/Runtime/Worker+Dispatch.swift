@@ -51,7 +51,12 @@ extension Worker {
                     requestID: ids.next()),
             start: start, method: head.methodName, path: "", route: "-", routeID: -1)
         ctx.behindTrustedProxy = trusted
-        // Decision mode (nginx auth_request, forward auth, Envoy ext_authz): see Worker+Decision.
+        // Decision mode (nginx auth_request, forward auth, Envoy ext_authz): see Worker+Decision,
+        // and for ext_authz over gRPC, Worker+ExtAuthzCheck.
+        if decisionEnabled, config.decision.extAuthzGRPC, head.target == Self.checkPath {
+            serveCheck(ex, ctx: ctx, trusted: trusted)
+            return
+        }
         if decisionEnabled, let kind = decisionKind(head.target) {
             decide(ex, kind, forwarded: ctx.forwarded, trusted: trusted, ctx: ctx)
             return

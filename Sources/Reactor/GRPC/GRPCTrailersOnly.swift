@@ -8,9 +8,14 @@ public enum GRPCTrailersOnly {
     /// The head's own fields, in order: `content-type`, `grpc-status`, then `grpc-message`
     /// when `message` is not empty.
     public static func fields(_ call: GRPCCall, refusal status: Int, message: String) -> [(String, String)] {
+        fields(call, status: GRPCStatus(refusal: status), message: message)
+    }
+
+    /// The same, for a call the gateway serves itself and refuses with `status`.
+    public static func fields(_ call: GRPCCall, status: GRPCStatus, message: String) -> [(String, String)] {
         var out = [
             ("content-type", call.responseContentType),
-            ("grpc-status", String(GRPCStatus(refusal: status).rawValue))
+            ("grpc-status", String(status.rawValue))
         ]
         if !message.isEmpty { out.append(("grpc-message", percentEncoded(message))) }
         return out

@@ -80,6 +80,9 @@ public final class InMemoryTransport: ResponseTransport, RequestBody {
     }
 
     public func sendBody(_ chunk: BodyChunk) { body += chunk.take() }
+    /// The trailer section of a streamed answer, if one was sent.
+    public var trailers = HTTP1Fields()
+    public func sendTrailers(_ fields: HTTP1Fields) { trailers = fields }
 
     public func endResponse() {
         ended = true

@@ -1,0 +1,181 @@
+import ExtAuthz
+import JOSE
+import Logging
+import Reactor
+
+/// The request an ext_authz `Check` asks about, which every answer of the call is shaped by
+/// (`Worker.answer` writes it as a `CheckResponse`).
+final class ExtAuthzCheck {
+    let head: HTTPRequestHead
+
+    init(head: HTTPRequestHead) { self.head = head }
+}
+
+/// Envoy's gRPC authorization service (`decision.ext_authz_grpc`):
+/// `envoy.service.auth.v3.Authorization/Check` on every HTTP/2 listener, what Envoy's
+/// `ext_authz` filter, Envoy Gateway, Istio (`envoyExtAuthzGrpc`) and the Gateway API's
+/// `ExternalAuth` with `protocol: GRPC` call. The `CheckRequest` describes the client's
+/// request; it is judged by the same stages as every decision (`Worker.judge`), and the
+/// verdict goes back as a `CheckResponse` (`CheckVerdict`).
+///
+/// The call itself is refused with a gRPC status, never a verdict: from a peer outside
+/// `trusted_proxies` (PERMISSION_DENIED), without `decision.secret` in its metadata
+/// (UNAUTHENTICATED), or with a body that is not one well-formed `CheckRequest`
+/// (INVALID_ARGUMENT). Envoy treats each as the authorization service failing.
+extension Worker {
+    static let checkPath = "/envoy.service.auth.v3.Authorization/Check"
+
+    func serveCheck(_ ex: ServerExchange, ctx: RequestContext, trusted: Bool) {
+        ctx.isVerdict = true
+        ctx.route = "ext_authz"
+        ctx.path = Self.checkPath
+        guard ex.head.version.major == 2, ex.head.method == .POST, GRPCCall(ex.head.fields) == .grpc else {
+            // gRPC over HTTP/2 (PROTOCOL-HTTP2.md): any other content type is 415.
+            answer(
+                ex, ctx,
+                ErrorResponse.make(
+                    415, error: "invalid_request",
+                    description: "the ext_authz Check service takes gRPC calls (POST, application/grpc) over HTTP/2",
+                    requestID: ctx.requestID, detail: "ext_authz: not a gRPC call"))
+            return
+        }
+        guard trusted else {
+            refuseCall(
+                ex, ctx, .permissionDenied, "the ext_authz service answers only trusted_proxies", logStatus: 403,
+                detail: "ext_authz call from untrusted peer \(ex.connection.peer)")
+            return
+        }
+        if let secret = config.decision.secret {
+            let sent = ex.head.fields.firstAndCount(DecisionConfig.secretHeader)
+            // Constant time: the position of the first wrong byte is never timed.
+            guard sent.count == 1, let value = sent.first, ConstantTime.equals(Array(value.utf8), secret) else {
+                refuseCall(
+                    ex, ctx, .unauthenticated, "the ext_authz service answers only with decision.secret",
+                    logStatus: 401,
+                    detail:
+                        "ext_authz call from \(ex.connection.peer) \(sent.count == 0 ? "without" : "with a wrong") secret"
+                )
+                return
+            }
+        }
+        let limits = CheckRequestReader.Limits(
+            maxFields: HTTP1Limits().maxHeaderCount, maxFieldBytes: config.limits.maxHeaderSize)
+        ex.body.collect(limit: limits.maxMessageBytes + GRPCMessage.prefixBytes) { [unowned self] result in
+            let body: [UInt8]
+            switch result {
+            case .success(let bytes): body = bytes
+            case .failure(.tooLarge):
+                self.refuseCall(
+                    ex, ctx, .resourceExhausted, "the CheckRequest is larger than the gateway's header limits",
+                    logStatus: 413, detail: "ext_authz: message too large")
+                return
+            case .failure(let why):
+                self.refuseCall(
+                    ex, ctx, why.isTimeout ? .deadlineExceeded : .cancelled, "the CheckRequest did not arrive",
+                    logStatus: why.isTimeout ? 408 : 400, detail: "ext_authz body: \(why)")
+                return
+            }
+            let attributes: CheckAttributes
+            switch GRPCMessage.unary(body).map({ CheckRequestReader.read(Array($0), limits: limits) }) {
+            case .failure(let problem):
+                self.refuseCall(
+                    ex, ctx, problem.status, problem.message, logStatus: 400, detail: "ext_authz: \(problem.message)")
+                return
+            case .success(.failure(let refusal)):
+                self.refuseCall(
+                    ex, ctx, .invalidArgument, refusal.reason, logStatus: 400, detail: "ext_authz: \(refusal.reason)")
+                return
+            case .success(.success(let a)): attributes = a
+            }
+            self.judgeCheck(ex, ctx, attributes)
+        }
+    }
+
+    /// The request the `CheckRequest` describes, judged as every decision is: the DPoP `htu`
+    /// is its scheme, host and path; its fields carry the credentials.
+    private func judgeCheck(_ ex: ServerExchange, _ call: RequestContext, _ a: CheckAttributes) {
+        let original = DecisionRequest(method: a.method, scheme: a.scheme, host: a.host, target: a.path, style: .envoy)
+        if case .failure(let problem) = DecisionRequest.check(original) {
+            refuseCall(ex, call, .invalidArgument, problem.description, logStatus: 400, detail: problem.detail)
+            return
+        }
+        var fields = HTTP1Fields()
+        for field in a.fields { fields.append(field.name, field.value) }
+        fields.append("Host", a.host)
+        let head = HTTPRequestHead(methodName: a.method, target: a.path, version: (1, 1), fields: fields)
+        // What Envoy says of the client: its address and its request id (for the log line and
+        // the answer's X-Request-Id, so both sides name the request alike).
+        let forwarded = ForwardedHeaders(
+            forwardedFor: a.sourceAddress ?? ex.connection.peer, forwardedProto: a.scheme, forwardedHost: a.host,
+            requestID: a.requestID ?? call.requestID, originFromTrustedProxy: true)
+        let ctx = RequestContext(
+            forwarded: forwarded, start: call.start, method: a.method, path: "", route: "-", routeID: -1)
+        ctx.isVerdict = true
+        ctx.behindTrustedProxy = true
+        ctx.extAuthzCheck = ExtAuthzCheck(head: head)
+        judge(ex, original, head: head, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admission, _, build in
+            let rule = build.clientFieldRule(listed: [], session: admission.session, preflight: admission.preflight)
+            let verdict = CheckVerdict.allowed(
+                identity: admission.identity, head: head, rule: rule, responseFields: ctx.responseHeaders)
+            self.sendCheckResponse(ex, ctx, verdict, logStatus: 200, detail: "decision: allowed", reason: nil)
+        }
+    }
+
+    /// A refusal or an own answer of a judged `Check` (through `answer`), as Envoy applies it.
+    func answerCheck(_ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, judged: ExtAuthzCheck) {
+        // Shaped for the client that asked (a page is JSON for a non-browser), as a proxied
+        // request's answer is.
+        let shaped =
+            response.page != nil && response.problem != nil && !Pages.wantsHTML(judged.head)
+            ? response.jsonForm(requestID: ctx.requestID) : response
+        let finished = config.pages.finish(shaped, requestID: ctx.requestID)
+        // Below 300: a login endpoint or metadata the ingress sends on as it is.
+        let verdict =
+            finished.status < 300
+            ? CheckResponseWriter.allowed(set: [], remove: [], responseFields: [])
+            : CheckVerdict.denied(finished, requestID: ctx.requestID)
+        sendCheckResponse(
+            ex, ctx, verdict, logStatus: finished.status, detail: finished.detail, reason: finished.reason)
+    }
+
+    /// A unary gRPC answer: the `CheckResponse`, then `grpc-status: 0` in the trailers. The
+    /// log line keeps the HTTP status the verdict stands for.
+    private func sendCheckResponse(
+        _ ex: ServerExchange, _ ctx: RequestContext, _ message: [UInt8], logStatus: Int, detail: String?,
+        reason: String?
+    ) {
+        let gone = !ex.responder.isConnected
+        requestFinished(
+            ctx, status: gone ? 499 : logStatus, bytes: 0, upstreamSeconds: 0,
+            detail: gone ? "client gone: " + (detail ?? "") : detail, reason: reason)
+        let r = ex.responder
+        r.fields.append("content-type", "application/grpc")
+        r.startStreaming(status: 200, close: draining)
+        r.write(OwnedBuffer(GRPCMessage.framed(message)).chunk)
+        var trailers = HTTP1Fields()
+        trailers.append("grpc-status", "0")
+        r.trailers(trailers)
+        r.finish()
+    }
+
+    /// The call itself refused (trailers-only, no `CheckResponse`): Envoy treats it as the
+    /// authorization service failing.
+    private func refuseCall(
+        _ ex: ServerExchange, _ ctx: RequestContext, _ status: GRPCStatus, _ message: String, logStatus: Int,
+        detail: String
+    ) {
+        log.warning(
+            "ext_authz call refused",
+            metadata: [
+                "request_id": .string(ctx.requestID), "peer": .string(ex.connection.peer), "reason": .string(detail)
+            ])
+        let gone = !ex.responder.isConnected
+        requestFinished(
+            ctx, status: gone ? 499 : logStatus, bytes: 0, upstreamSeconds: 0,
+            detail: gone ? "client gone: " + detail : detail)
+        for (name, value) in GRPCTrailersOnly.fields(.grpc, status: status, message: message) {
+            ex.responder.fields.append(name, value)
+        }
+        ex.responder.respond(status: 200, close: draining, trailersOnly: true)
+    }
+}

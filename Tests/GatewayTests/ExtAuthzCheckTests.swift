@@ -1,0 +1,171 @@
+import Foundation
+import JOSE
+import Testing
+
+@testable import ExtAuthz
+@testable import Gateway
+@testable import Reactor
+
+/// ext_authz over gRPC (`decision.ext_authz_grpc`) without sockets: the config, a worker's
+/// answers to `Check` calls over the in-memory transport, and the header changes an allowed
+/// verdict asks of Envoy (the wire, with Envoy's own messages and a real AS, is
+/// tests/integration/test_ext_authz_grpc.py).
+@Suite("ext_authz over gRPC: config, Check calls, header changes")
+struct ExtAuthzCheckTests {
+    static let yaml = """
+        listen: { address: 127.0.0.1:1, http2: true }
+        admin_listen: "off"
+        workers: 1
+        trusted_proxies: [10.0.0.0/8]
+        decision: { ext_authz_grpc: true }
+        issuers:
+          one: { issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api] }
+        upstreams:
+          app: { url: "http://127.0.0.1:9" }
+        routes:
+          - name: api
+            match: { path_prefix: /api/ }
+            upstream: app
+            auth: bearer
+            issuers: [one]
+            headers: { X-User: sub, X-Email: email }
+          - name: web
+            match: { path_prefix: /public/ }
+            upstream: app
+            auth: none
+        """
+
+    static func checkRequest(_ path: String, _ headers: [String: String] = [:]) -> [UInt8] {
+        var m = Envoy_Service_Auth_V3_CheckRequest()
+        m.attributes.request.http.method = "GET"
+        m.attributes.request.http.scheme = "https"
+        m.attributes.request.http.host = "api.example"
+        m.attributes.request.http.path = path
+        m.attributes.request.http.headers = headers
+        m.attributes.source.address.socketAddress.address = "203.0.113.7"
+        return GRPCMessage.framed(try! m.serializedBytes())
+    }
+
+    func call(
+        _ w: Worker, _ body: [UInt8], peer: String = "10.1.2.3", version: (Int, Int) = (2, 0),
+        contentType: String = "application/grpc"
+    ) -> InMemoryTransport {
+        let (ex, t) = InMemoryTransport.exchange(
+            "POST", Worker.checkPath, fields: [("Host", "tokengate:8080"), ("content-type", contentType)],
+            body: body, peer: peer, version: version)
+        w.handle(ex)
+        return t
+    }
+
+    func response(_ t: InMemoryTransport) throws -> Envoy_Service_Auth_V3_CheckResponse {
+        #expect(t.status == 200 && t.trailers.first("grpc-status") == "0")
+        let message = try GRPCMessage.unary(t.body).get()
+        return try Envoy_Service_Auth_V3_CheckResponse(serializedBytes: Array(message))
+    }
+
+    @Test func configNeedsAnHTTP2Listener() {
+        let plain = Self.yaml.replacingOccurrences(of: "{ address: 127.0.0.1:1, http2: true }", with: "127.0.0.1:1")
+        guard case .failure(let e) = ConfigParser.parse(yaml: plain, environment: [:], baseDirectory: "/", cores: 1)
+        else {
+            Issue.record("a config without an HTTP/2 listener was accepted")
+            return
+        }
+        #expect(e.description.contains("decision.ext_authz_grpc") && e.description.contains("HTTP/2 listener"))
+        let on = try? ConfigParser.parse(yaml: Self.yaml, environment: [:], baseDirectory: "/", cores: 1).get()
+        #expect(on?.decision.extAuthzGRPC == true)
+    }
+
+    @Test func aPublicRouteIsAllowedWithTheClientsForgedIdentityRemoved() throws {
+        let w = try testWorker(Self.yaml)
+        let t = call(w, Self.checkRequest("/public/x", ["x-user": "admin", "accept": "*/*"]))
+        let r = try response(t)
+        #expect(r.status.code == 0 && r.okResponse.headers.isEmpty)
+        #expect(r.okResponse.headersToRemove == ["x-user"])
+    }
+
+    @Test func aValidTokenSetsIdentityOverTheClientsCopies() throws {
+        let w = try testWorker(Self.yaml)
+        let key = try JWK.generate(for: .ES256, kid: "k1")
+        try publishIssuerKey(key, on: w)
+        let token = try testAccessToken(key: key, now: Int64(Date().timeIntervalSince1970))
+        let t = call(
+            w,
+            Self.checkRequest(
+                "/api/x", ["authorization": "Bearer \(token)", "x-user": "admin", "x-email": "root@evil.example"]))
+        let r = try response(t)
+        #expect(r.status.code == 0)
+        #expect(r.okResponse.headers.map(\.header.key) == ["x-user"])
+        #expect(r.okResponse.headers.first?.header.value == "alice")
+        #expect(r.okResponse.headers.first?.appendAction == .overwriteIfExistsOrAdd)
+        #expect(Set(r.okResponse.headersToRemove) == ["authorization", "x-email"])
+    }
+
+    @Test func noTokenIsUnauthenticatedWithTheProxiedRequestsAnswer() throws {
+        let w = try testWorker(Self.yaml)
+        let r = try response(call(w, Self.checkRequest("/api/x")))
+        #expect(r.status.code == 16 && r.deniedResponse.status.code == 401)
+        let fields = Dictionary(
+            r.deniedResponse.headers.map { ($0.header.key, $0.header.value) }, uniquingKeysWith: { a, _ in a })
+        #expect(fields["WWW-Authenticate"]?.hasPrefix("Bearer") == true)
+        #expect(fields["Content-Type"] == "application/json")
+        #expect(r.deniedResponse.body.contains("\"error\""))
+    }
+
+    @Test func noRouteIsPermissionDeniedWith404() throws {
+        let yaml = Self.yaml.replacingOccurrences(of: "path_prefix: /public/", with: "path_prefix: /pub/")
+        let r = try response(call(try testWorker(yaml), Self.checkRequest("/elsewhere")))
+        #expect(r.status.code == 7 && r.deniedResponse.status.code == 404)
+    }
+
+    @Test func anUntrustedPeerIsRefusedAsACall() throws {
+        let t = call(try testWorker(Self.yaml), Self.checkRequest("/public/x"), peer: "192.0.2.1")
+        #expect(t.status == 200 && t.head?.fields.first("grpc-status") == "7" && t.body.isEmpty)
+    }
+
+    @Test(arguments: [
+        ([UInt8](), "3"), ([0, 0, 0, 0, 9, 1], "3"), ([1, 0, 0, 0, 1, 0], "12"), ([0, 0, 0, 0, 1, 0xFF], "3"),
+        ([0, 0, 0, 0, 0], "3")
+    ])
+    func malformedCallsAreRefused(body: [UInt8], status: String) throws {
+        let t = call(try testWorker(Self.yaml), body)
+        #expect(t.head?.fields.first("grpc-status") == status)
+    }
+
+    @Test func notAGRPCCallIs415() throws {
+        let w = try testWorker(Self.yaml)
+        #expect(call(w, Self.checkRequest("/public/x"), version: (1, 1)).status == 415)
+        #expect(call(w, Self.checkRequest("/public/x"), contentType: "application/json").status == 415)
+    }
+
+    @Test func offMeansThePathIsAnOrdinaryRequest() throws {
+        let yaml = Self.yaml.replacingOccurrences(of: "decision: { ext_authz_grpc: true }", with: "decision: {}")
+        // No route matches the service path: the router's 404, not a gRPC answer.
+        let t = call(try testWorker(yaml), Self.checkRequest("/public/x"))
+        #expect(t.head?.fields.first("grpc-status") != "0" && t.trailers.first("grpc-status") == nil)
+    }
+}
+
+@Suite("gRPC length-prefixed messages")
+struct GRPCMessageTests {
+    @Test func framedThenReadIsTheMessage() throws {
+        let message: [UInt8] = Array(repeating: 7, count: 300)
+        let framed = GRPCMessage.framed(message)
+        #expect(framed.prefix(5) == [0, 0, 0, 1, 44])
+        #expect(Array(try GRPCMessage.unary(framed).get()) == message)
+        #expect(Array(try GRPCMessage.unary([0, 0, 0, 0, 0]).get()).isEmpty)
+    }
+
+    @Test(arguments: [
+        ([UInt8](), GRPCStatus.invalidArgument), ([0, 0, 0, 0], .invalidArgument),
+        ([0, 0, 0, 0, 2, 1], .invalidArgument),
+        ([0, 0, 0, 0, 1, 1, 2], .invalidArgument), ([1, 0, 0, 0, 0], .unimplemented),
+        ([2, 0, 0, 0, 0], .invalidArgument)
+    ])
+    func notOneUncompressedMessage(body: [UInt8], status: GRPCStatus) {
+        guard case .failure(let p) = GRPCMessage.unary(body) else {
+            Issue.record("\(body) was read as a message")
+            return
+        }
+        #expect(p.status == status)
+    }
+}
