@@ -61,7 +61,7 @@ public enum CheckRequestReader {
         guard !http.host.isEmpty, Self.isFieldValue(http.host) else {
             return .failure(Refusal("the host is empty or has a control character"))
         }
-        guard !http.path.isEmpty, Self.isFieldValue(http.path), !http.path.contains(" ") else {
+        guard !http.path.isEmpty, Self.isFieldValue(http.path, target: true) else {
             return .failure(Refusal("the path is empty or has a space or control character"))
         }
         let fields: [CheckAttributes.Field]
@@ -89,7 +89,8 @@ public enum CheckRequestReader {
     /// `header_map` when the proxy sends raw headers (`encode_raw_headers`: repeated names
     /// kept apart, a value in `raw_value`), else the `headers` map (repeated names already
     /// joined). The map's order is not the wire's: it is sorted, so that a request gives
-    /// the same fields however the map was encoded.
+    /// the same fields however the map was encoded (it is read as its entries, in
+    /// proto/, so that no dictionary is built per call).
     private static func fields(
         _ http: Envoy_Service_Auth_V3_AttributeContext.HttpRequest, limits: Limits
     ) -> Result<[CheckAttributes.Field], Refusal> {
@@ -109,19 +110,29 @@ public enum CheckRequestReader {
                 out.append(CheckAttributes.Field(h.key, value))
             }
         } else {
-            out = http.headers.sorted { $0.key < $1.key }.map { CheckAttributes.Field($0.key, $0.value) }
+            // By bytes: the names are ASCII tokens (checked below), where String's Unicode
+            // ordering would only cost more.
+            out = http.headers.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+                .map { CheckAttributes.Field($0.key, $0.value) }
+            // A map holds each key once (Envoy joins a repeated field's values): a key twice
+            // would be read by one side as its first value and by another as its last.
+            for i in out.indices.dropFirst() where out[i].name == out[i - 1].name {
+                return .failure(Refusal("a key is twice in the headers map"))
+            }
         }
         var bytes = http.host.utf8.count + http.path.utf8.count + 8
+        var kept: [CheckAttributes.Field] = []
+        kept.reserveCapacity(out.count)
         for field in out {
             // Envoy lists the pseudo-headers too; they are the method, host and path above.
-            if field.name.hasPrefix(":") {
-                guard Self.isToken(String(field.name.dropFirst())), Self.isFieldValue(field.value) else {
+            if field.name.utf8.first == UInt8(ascii: ":") {
+                guard Self.isToken(field.name, from: 1), Self.isFieldValue(field.value) else {
                     return .failure(Refusal("a pseudo-header is malformed"))
                 }
                 continue
             }
             bytes += field.name.utf8.count + field.value.utf8.count + 4
-            guard Self.isToken(field.name), !field.name.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else {
+            guard Self.isToken(field.name, lowerCase: true) else {
                 return .failure(Refusal("a header name is not a lower-case token"))
             }
             guard Self.isFieldValue(field.value) else {
@@ -130,9 +141,10 @@ public enum CheckRequestReader {
             if field.name == "host" && field.value.lowercased() != http.host.lowercased() {
                 return .failure(Refusal("a host field names another host than the request's"))
             }
+            if !Self.connectionFields.contains(field.name) { kept.append(field) }
         }
         guard bytes <= limits.maxFieldBytes else { return .failure(Refusal("the header fields are too large")) }
-        return .success(out.filter { !$0.name.hasPrefix(":") && !Self.connectionFields.contains($0.name) })
+        return .success(kept)
     }
 
     /// Fields of one connection's framing and routing (RFC 9110 §7.6.1, RFC 9113 §8.2.2), and
@@ -156,23 +168,35 @@ public enum CheckRequestReader {
             }
     }
 
-    /// RFC 9110 §5.6.2 token. (A pseudo-header's name, `:authority`, is one after its colon.)
-    static func isToken(_ s: String) -> Bool {
-        guard !s.isEmpty else { return false }
-        return s.utf8.allSatisfy { c in
-            switch c {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"):
-                true
-            default:
-                "!#$%&'*+-.^_`|~".utf8.contains(c)
+    /// RFC 9110 §5.6.2 token, from the `from`th byte on (a pseudo-header's name,
+    /// `:authority`, is one after its colon); `lowerCase`: no upper-case letter either.
+    /// (On the UTF-8 bytes in place: these checks run on every field of every call.)
+    static func isToken(_ s: String, from start: Int = 0, lowerCase: Bool = false) -> Bool {
+        let bytes = s.utf8.span
+        guard bytes.count > start else { return false }
+        for i in start..<bytes.count {
+            switch bytes[i] {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): continue
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): if lowerCase { return false }
+            case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+                UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+                continue
+            default: return false
             }
         }
+        return true
     }
 
     /// RFC 9110 §5.5 field-value: visible characters, space and tab, and obs-text; no
-    /// control character.
-    static func isFieldValue(_ s: String) -> Bool {
-        s.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    /// control character. `target`: a request-target's, which has no space or tab either.
+    static func isFieldValue(_ s: String, target: Bool = false) -> Bool {
+        let bytes = s.utf8.span
+        let lowest: UInt8 = target ? 0x21 : 0x20
+        for i in bytes.indices {
+            let c = bytes[i]
+            guard c >= lowest || (c == 0x09 && !target), c != 0x7F else { return false }
+        }
+        return true
     }
 }

@@ -69,7 +69,12 @@ struct CheckRequestReaderTests {
         http.host = host
         http.path = path
         http.id = id
-        http.headers = headers
+        http.headers = headers.map { key, value in
+            var entry = Envoy_Service_Auth_V3_AttributeContext.HttpRequest.HeadersEntry()
+            entry.key = key
+            entry.value = value
+            return entry
+        }
         if let raw {
             http.headerMap.headers = raw.map {
                 var h = Envoy_Config_Core_V3_HeaderValue()
@@ -135,6 +140,8 @@ struct CheckRequestReaderTests {
         (request(headers: ["x-a": String(repeating: "v", count: 600)]), "the header fields are too large"),
         (request(path: "/" + String(repeating: "p", count: 600)), "the header fields are too large"),
         (request(headers: ["host": "evil.example"]), "a host field names another host than the request's"),
+        // Two messages read as one (protobuf merges them): the map's key twice.
+        (request(headers: ["x-a": "1"]) + request(headers: ["x-a": "2"]), "a key is twice in the headers map"),
         (request(source: "10.0.0.1\r\nx-user: admin"), "the source address is not an IP address"),
         (request(id: "r\r\nx-user: admin"), "the request id is too long or has a control character"),
         (request(raw: [("x-a", [0xFF, 0xFE])]), "a raw header value is not UTF-8, or comes with a value"),

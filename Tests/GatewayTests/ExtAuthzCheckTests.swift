@@ -41,7 +41,12 @@ struct ExtAuthzCheckTests {
         m.attributes.request.http.scheme = "https"
         m.attributes.request.http.host = "api.example"
         m.attributes.request.http.path = path
-        m.attributes.request.http.headers = headers
+        m.attributes.request.http.headers = headers.map { key, value in
+            var entry = Envoy_Service_Auth_V3_AttributeContext.HttpRequest.HeadersEntry()
+            entry.key = key
+            entry.value = value
+            return entry
+        }
         m.attributes.source.address.socketAddress.address = "203.0.113.7"
         return GRPCMessage.framed(try! m.serializedBytes())
     }

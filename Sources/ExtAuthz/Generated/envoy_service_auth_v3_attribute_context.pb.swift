@@ -112,7 +112,11 @@ nonisolated struct Envoy_Service_Auth_V3_AttributeContext: Sendable {
 
     var method: String = String()
 
-    var headers: Dictionary<String,String> = [:]
+    /// Envoy's `map<string, string> headers = 3`, read as what a map is on the wire: a
+    /// repeated entry message with the key as field 1 and the value as field 2 (protobuf's
+    /// language guide, "Maps", "Backwards compatibility"). In wire order, without building
+    /// a dictionary per call.
+    var headers: [Envoy_Service_Auth_V3_AttributeContext.HttpRequest.HeadersEntry] = []
 
     var headerMap: Envoy_Config_Core_V3_HeaderMap {
       get {_headerMap ?? Envoy_Config_Core_V3_HeaderMap()}
@@ -132,6 +136,20 @@ nonisolated struct Envoy_Service_Auth_V3_AttributeContext: Sendable {
     var `protocol`: String = String()
 
     var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    nonisolated struct HeadersEntry: Sendable {
+      // SwiftProtobuf.Message conformance is added in an extension below. See the
+      // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+      // methods supported on all messages.
+
+      var key: String = String()
+
+      var value: String = String()
+
+      var unknownFields = SwiftProtobuf.UnknownStorage()
+
+      init() {}
+    }
 
     init() {}
 
@@ -283,7 +301,7 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftP
       switch fieldNumber {
       case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
       case 2: try { try decoder.decodeSingularStringField(value: &self.method) }()
-      case 3: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.headers) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.headers) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.path) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.host) }()
       case 6: try { try decoder.decodeSingularStringField(value: &self.scheme) }()
@@ -306,7 +324,7 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftP
       try visitor.visitSingularStringField(value: self.method, fieldNumber: 2)
     }
     if !self.headers.isEmpty {
-      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: self.headers, fieldNumber: 3)
+      try visitor.visitRepeatedMessageField(value: self.headers, fieldNumber: 3)
     }
     if !self.path.isEmpty {
       try visitor.visitSingularStringField(value: self.path, fieldNumber: 4)
@@ -335,6 +353,41 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftP
     if lhs.host != rhs.host {return false}
     if lhs.scheme != rhs.scheme {return false}
     if lhs.`protocol` != rhs.`protocol` {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest.HeadersEntry: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = Envoy_Service_Auth_V3_AttributeContext.HttpRequest.protoMessageName + ".HeadersEntry"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}key\0\u{1}value\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.key) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.value) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.key.isEmpty {
+      try visitor.visitSingularStringField(value: self.key, fieldNumber: 1)
+    }
+    if !self.value.isEmpty {
+      try visitor.visitSingularStringField(value: self.value, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Envoy_Service_Auth_V3_AttributeContext.HttpRequest.HeadersEntry, rhs: Envoy_Service_Auth_V3_AttributeContext.HttpRequest.HeadersEntry) -> Bool {
+    if lhs.key != rhs.key {return false}
+    if lhs.value != rhs.value {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -7,7 +7,8 @@ enum CheckVerdict {
     /// Allowed: Envoy sends the request on with the changes a proxied request gets.
     ///   - identity: the route's identity headers, set over any copy
     ///     (OVERWRITE_IF_EXISTS_OR_ADD: a client's forged copy is never appended to).
-    ///   - head: the judged request; each of its fields a proxied request would not pass
+    ///   - fields: the judged request's (lower-case, as the CheckRequest gave them); each
+    ///     one a proxied request would not pass
     ///     (`rule`: a client's copy of an identity header, a credential the route keeps, a
     ///     name with `_`, the reserved prefix) is removed. Fields Envoy sets itself
     ///     (X-Forwarded-*, X-Request-Id, Host) are left to it. The gateway's own cookies
@@ -15,28 +16,25 @@ enum CheckVerdict {
     ///   - responseFields: fields for the client's answer (a refreshed session's
     ///     Set-Cookie, a fresh DPoP-Nonce).
     static func allowed(
-        identity: [(String, String)], head: HTTPRequestHead, rule: RequestPipeline.ClientFieldRule,
+        identity: [(String, String)], fields: [CheckAttributes.Field], rule: RequestPipeline.ClientFieldRule,
         responseFields: [(String, String)]
     ) -> [UInt8] {
         var set = identity.map { (name: $0.0.lowercased(), value: $0.1) }
-        var setNames = Set(set.map(\.name))
         var remove: [String] = []
-        var cookieDropped = false
-        head.fields.forEachField { name, _ in
-            guard !rule.keeps(name), !rule.names.lists(name).contains(.recomputedOnRequest) else { return }
-            var lower = ""
-            lower.reserveCapacity(name.count)
-            for i in name.indices { lower.unicodeScalars.append(Unicode.Scalar(HTTP1Fields.lower(name[i]))) }
-            if lower == "cookie" {
-                cookieDropped = true
-            } else if !setNames.contains(lower) {
+        var cookies: [String] = []
+        // A handful of names each: arrays, not sets.
+        for field in fields {
+            let name = field.name.utf8.span
+            guard !rule.keeps(name), !rule.names.lists(name).contains(.recomputedOnRequest) else { continue }
+            if field.name == "cookie" {
+                cookies.append(field.value)
+            } else if !set.contains(where: { $0.name == field.name }) && !remove.contains(field.name) {
                 // Never both set and removed: Envoy removes after it sets.
-                setNames.insert(lower)
-                remove.append(lower)
+                remove.append(field.name)
             }
         }
-        if cookieDropped {
-            let kept = head.fields.values("Cookie").compactMap { CookieFilter.without(rule.ownCookies, $0) }
+        if !cookies.isEmpty {
+            let kept = cookies.compactMap { CookieFilter.without(rule.ownCookies, $0) }
             if kept.isEmpty {
                 remove.append("cookie")
             } else {

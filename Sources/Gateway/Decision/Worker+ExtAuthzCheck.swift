@@ -75,17 +75,21 @@ extension Worker {
                     logStatus: why.isTimeout ? 408 : 400, detail: "ext_authz body: \(why)")
                 return
             }
-            let attributes: CheckAttributes
-            switch GRPCMessage.unary(body).map({ CheckRequestReader.read(Array($0), limits: limits) }) {
+            let message: ArraySlice<UInt8>
+            switch GRPCMessage.unary(body) {
+            case .success(let m): message = m
             case .failure(let problem):
                 self.refuseCall(
                     ex, ctx, problem.status, problem.message, logStatus: 400, detail: "ext_authz: \(problem.message)")
                 return
-            case .success(.failure(let refusal)):
+            }
+            let attributes: CheckAttributes
+            switch CheckRequestReader.read(Array(message), limits: limits) {
+            case .success(let a): attributes = a
+            case .failure(let refusal):
                 self.refuseCall(
                     ex, ctx, .invalidArgument, refusal.reason, logStatus: 400, detail: "ext_authz: \(refusal.reason)")
                 return
-            case .success(.success(let a)): attributes = a
             }
             self.judgeCheck(ex, ctx, attributes)
         }
@@ -116,7 +120,7 @@ extension Worker {
         judge(ex, original, head: head, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admission, _, build in
             let rule = build.clientFieldRule(listed: [], session: admission.session, preflight: admission.preflight)
             let verdict = CheckVerdict.allowed(
-                identity: admission.identity, head: head, rule: rule, responseFields: ctx.responseHeaders)
+                identity: admission.identity, fields: a.fields, rule: rule, responseFields: ctx.responseHeaders)
             self.sendCheckResponse(ex, ctx, verdict, logStatus: 200, detail: "decision: allowed", reason: nil)
         }
     }

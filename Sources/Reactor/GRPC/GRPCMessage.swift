@@ -27,7 +27,7 @@ public enum GRPCMessage {
         default:
             return .failure(Problem(status: .invalidArgument, message: "the message's compressed flag is not 0 or 1"))
         }
-        let length = body[1...4].reduce(0) { $0 << 8 | Int($1) }
+        let length = Int(body[1]) << 24 | Int(body[2]) << 16 | Int(body[3]) << 8 | Int(body[4])
         guard length == body.count - prefixBytes else {
             return .failure(
                 Problem(status: .invalidArgument, message: "the request body is not exactly one gRPC message"))
