@@ -150,6 +150,30 @@ struct ExtAuthzCheckTests {
     }
 }
 
+@Suite("ext_authz over gRPC: how a refusal is told")
+struct CheckVerdictTests {
+    static func denied(_ status: Int) throws -> Envoy_Service_Auth_V3_CheckResponse {
+        let answer = ErrorResponse.make(status, error: "e", description: "why", requestID: "r1")
+        return try Envoy_Service_Auth_V3_CheckResponse(
+            serializedBytes: CheckVerdict.denied(answer, requestID: "r1"))
+    }
+
+    /// 401 and a login redirect: UNAUTHENTICATED; another refusal: PERMISSION_DENIED; both
+    /// as a denied response. A 5xx (a store or key server out) is the service failing: an
+    /// error_response, so that Envoy's failure_mode_allow and status_on_error decide.
+    @Test(arguments: [(401, Int32(16), false), (302, 16, false), (403, 7, false), (404, 7, false), (400, 7, false),
+        (503, 14, true), (502, 14, true)])
+    func statusAndForm(status: Int, code: Int32, error: Bool) throws {
+        let r = try Self.denied(status)
+        #expect(r.status.code == code && r.status.message == "why")
+        let http = error ? r.errorResponse : r.deniedResponse
+        if case .errorResponse = r.httpResponse { #expect(error) } else { #expect(!error) }
+        #expect(Int(http.status.code) == status)
+        #expect(http.headers.contains { $0.header.key == "X-Request-Id" && $0.header.value == "r1" })
+        #expect(http.body.contains("\"error\":\"e\""))
+    }
+}
+
 @Suite("gRPC length-prefixed messages")
 struct GRPCMessageTests {
     @Test func framedThenReadIsTheMessage() throws {

@@ -15,7 +15,7 @@ import requests
 from envoy.config.core.v3 import base_pb2
 from envoy.service.auth.v3 import external_auth_pb2 as ext
 
-from conftest import BIN, Gateway
+from conftest import BIN, Gateway, free_port
 from dpop_client import DPoPKey
 from h2_client import H2Connection
 from test_login import HTML, SESSION_KEY, gateway_key
@@ -28,7 +28,7 @@ OVERWRITE = base_pb2.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
 
 
 class Env:
-    def __init__(self, a, d, tmp_path):
+    def __init__(self, a, d, tmp_path, extra_top="", ready="/readyz"):
         self.a, self.d = a, d
         self.gw = Gateway("")
         (tmp_path / "decision.secret").write_text(SECRET + "\n")
@@ -44,6 +44,7 @@ trusted_proxies: [127.0.0.1/32]
 public_url: [{origin}, {ORIGIN}]
 decision: {{ ext_authz_grpc: true, secret_file: "{tmp_path / 'decision.secret'}" }}
 session: {{ keys: ["{SESSION_KEY}"], secure_cookie: false }}
+{extra_top}
 issuers:
   as1: {{ issuer: "{a.issuer}", discovery: true, audiences: [api], algorithms: [ES256, RS256] }}
   as2: {{ issuer: "{d.issuer}", discovery: true, audiences: [api], algorithms: [ES256] }}
@@ -100,7 +101,7 @@ routes:
     upstream: app
     auth: none
 """)
-        self.gw.start()
+        self.gw.start(wait_for=ready)
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.gw.port}")
         self.stub = self.channel.unary_unary(CHECK, request_serializer=ext.CheckRequest.SerializeToString,
                                              response_deserializer=ext.CheckResponse.FromString)
@@ -324,3 +325,23 @@ routes: [ { name: all, match: { path_prefix: / }, upstream: app, auth: none } ]
     cfg.write_text("listen: { address: 127.0.0.1:8080, http2: true }" + base)
     out = subprocess.run([BIN, "check-config", str(cfg)], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out
+
+
+def test_a_store_outage_is_an_error_response_not_a_verdict(authserver_factory, tmp_path):
+    """The DPoP replay store cannot be reached: the proof cannot be claimed, so no verdict; the
+    503 goes in error_response (UNAVAILABLE), where Envoy's failure_mode_allow and
+    status_on_error decide."""
+    e = Env(authserver_factory(login="form"), authserver_factory(dpop=True), tmp_path,
+            extra_top=f'store: {{ url: "redis://127.0.0.1:{free_port()}/3" }}', ready="/healthz")
+    try:
+        key = DPoPKey("ES256")
+        tok = e.d.client_credentials_token("app1", scope="orders:read", dpop_key=key)["access_token"]
+        proof = key.proof("GET", ORIGIN + "/dpop/orders/1", access_token=tok)
+        resp = e.check("/dpop/orders/1", {"authorization": f"DPoP {tok}", "dpop": proof})
+        assert resp.status.code == 14 and resp.WhichOneof("http_response") == "error_response", resp
+        assert resp.error_response.status.code == 503
+        assert "redis" not in resp.error_response.body.lower()
+        # Routes that need no store are judged as ever.
+        assert e.check("/public/x").status.code == 0
+    finally:
+        e.stop()
