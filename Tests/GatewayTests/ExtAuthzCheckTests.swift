@@ -161,8 +161,10 @@ struct CheckVerdictTests {
     /// 401 and a login redirect: UNAUTHENTICATED; another refusal: PERMISSION_DENIED; both
     /// as a denied response. A 5xx (a store or key server out) is the service failing: an
     /// error_response, so that Envoy's failure_mode_allow and status_on_error decide.
-    @Test(arguments: [(401, Int32(16), false), (302, 16, false), (403, 7, false), (404, 7, false), (400, 7, false),
-        (503, 14, true), (502, 14, true)])
+    @Test(arguments: [
+        (401, Int32(16), false), (302, 16, false), (403, 7, false), (404, 7, false), (400, 7, false),
+        (503, 14, true), (502, 14, true)
+    ])
     func statusAndForm(status: Int, code: Int32, error: Bool) throws {
         let r = try Self.denied(status)
         #expect(r.status.code == code && r.status.message == "why")
