@@ -7,6 +7,7 @@ peer, a missing secret and malformed messages refused as calls."""
 import json
 import socket
 import struct
+import time
 import subprocess
 
 import grpc
@@ -44,6 +45,7 @@ trusted_proxies: [127.0.0.1/32]
 public_url: [{origin}, {ORIGIN}]
 decision: {{ ext_authz_grpc: true, secret_file: "{tmp_path / 'decision.secret'}" }}
 session: {{ keys: ["{SESSION_KEY}"], secure_cookie: false }}
+dpop: {{ nonce_lifetime: 10s }}
 {extra_top}
 issuers:
   as1: {{ issuer: "{a.issuer}", discovery: true, audiences: [api], algorithms: [ES256, RS256] }}
@@ -84,6 +86,12 @@ routes:
     upstream: app
     auth: dpop
     issuers: [as2]
+  - name: nonce
+    match: {{ path_prefix: /nonce/ }}
+    upstream: app
+    auth: dpop
+    issuers: [as2]
+    dpop: {{ nonce: required }}
   - name: mixed
     match: {{ path_prefix: /mixed/ }}
     upstream: app
@@ -212,6 +220,30 @@ def test_dpop_is_checked_against_the_original_url_and_a_replay_is_refused(env):
     wrong = key.proof("GET", env.gw.url("/dpop/orders/1"), access_token=tok)
     resp = env.check("/dpop/orders/1", {"authorization": f"DPoP {tok}", "dpop": wrong})
     assert resp.status.code == 16, resp
+
+
+def test_a_dpop_nonce_reaches_the_client_both_ways(env):
+    """RFC 9449 §8: the use_dpop_nonce challenge carries the nonce in the denied answer; a
+    proof with it is allowed, and a fresh nonce the gateway hands out goes in
+    response_headers_to_add, for the client's answer."""
+    key = DPoPKey("ES256")
+    tok = env.d.client_credentials_token("app1", scope="orders:read", dpop_key=key)["access_token"]
+    url = ORIGIN + "/nonce/orders/1"
+    resp = env.check("/nonce/orders/1", {"authorization": f"DPoP {tok}", "dpop": key.proof("GET", url, access_token=tok)})
+    h = denied_headers(resp)
+    assert resp.status.code == 16 and 'error="use_dpop_nonce"' in h["www-authenticate"], resp
+    nonce = h["dpop-nonce"]
+    proof = key.proof("GET", url, access_token=tok, nonce=nonce)
+    resp = env.check("/nonce/orders/1", {"authorization": f"DPoP {tok}", "dpop": proof})
+    assert resp.status.code == 0 and not resp.ok_response.response_headers_to_add, resp
+    # nonce_lifetime 10s: slots of 5 s; in the next slot the nonce is still accepted but stale,
+    # and the allowed answer hands the client a fresh one.
+    time.sleep(5 - time.time() % 5 + 0.2)
+    proof = key.proof("GET", url, access_token=tok, nonce=nonce)
+    resp = env.check("/nonce/orders/1", {"authorization": f"DPoP {tok}", "dpop": proof})
+    assert resp.status.code == 0, resp
+    added = [(o.header.key.lower(), o.header.value) for o in resp.ok_response.response_headers_to_add]
+    assert [k for k, _ in added] == ["dpop-nonce"] and added[0][1] != nonce, added
 
 
 def test_login_and_login_or_token_routes(env):
