@@ -11,10 +11,18 @@ import SwiftProtobuf
 /// or route a message on one connection (`content-length`, `transfer-encoding`, `te`,
 /// `connection`, `upgrade`…) say nothing about the request being judged and are dropped.
 public enum CheckRequestReader {
-    /// Why a message was refused (the gRPC status message; INVALID_ARGUMENT).
+    /// Why a message was refused. `httpStatus` nil: the message itself is not a CheckRequest
+    /// (the call is refused, INVALID_ARGUMENT); else the message is one, and the request it
+    /// describes is what is refused, with the status a proxied request would get (400, or
+    /// 431 for too many or too large fields): a verdict, never the service failing, since a
+    /// client picks its own request's fields.
     public struct Refusal: Error, Sendable, Equatable {
         public let reason: String
-        init(_ reason: String) { self.reason = reason }
+        public let httpStatus: Int?
+        init(_ reason: String, status: Int? = 400) {
+            self.reason = reason
+            self.httpStatus = status
+        }
     }
 
     /// The gateway's header bounds, applied to the request's fields as to a client's.
@@ -43,15 +51,17 @@ public enum CheckRequestReader {
     }()
 
     public static func read(_ bytes: [UInt8], limits: Limits) -> Result<CheckAttributes, Refusal> {
-        guard bytes.count <= limits.maxMessageBytes else { return .failure(Refusal("the message is too large")) }
+        guard bytes.count <= limits.maxMessageBytes else {
+            return .failure(Refusal("the message is too large", status: 431))
+        }
         let message: Envoy_Service_Auth_V3_CheckRequest
         do {
             message = try Envoy_Service_Auth_V3_CheckRequest(serializedBytes: bytes, options: options)
         } catch {
-            return .failure(Refusal("the message is not a CheckRequest"))
+            return .failure(Refusal("the message is not a CheckRequest", status: nil))
         }
         guard message.hasAttributes, message.attributes.hasRequest, message.attributes.request.hasHTTP else {
-            return .failure(Refusal("the CheckRequest has no HTTP request attributes"))
+            return .failure(Refusal("the CheckRequest has no HTTP request attributes", status: nil))
         }
         let http = message.attributes.request.http
         guard Self.isToken(http.method) else { return .failure(Refusal("the method is not a token")) }
@@ -96,7 +106,9 @@ public enum CheckRequestReader {
     ) -> Result<[CheckAttributes.Field], Refusal> {
         var out: [CheckAttributes.Field] = []
         let count = http.hasHeaderMap ? http.headerMap.headers.count : http.headers.count
-        guard count <= limits.maxFields else { return .failure(Refusal("more header fields than allowed")) }
+        guard count <= limits.maxFields else {
+            return .failure(Refusal("more header fields than allowed", status: 431))
+        }
         if http.hasHeaderMap {
             for h in http.headerMap.headers {
                 var value = h.value
@@ -143,7 +155,9 @@ public enum CheckRequestReader {
             }
             if !Self.connectionFields.contains(field.name) { kept.append(field) }
         }
-        guard bytes <= limits.maxFieldBytes else { return .failure(Refusal("the header fields are too large")) }
+        guard bytes <= limits.maxFieldBytes else {
+            return .failure(Refusal("the header fields are too large", status: 431))
+        }
         return .success(kept)
     }
 

@@ -105,6 +105,37 @@ struct ExtAuthzCheckTests {
         #expect(Set(r.okResponse.headersToRemove) == ["authorization", "x-email"])
     }
 
+    /// The client is no trusted proxy: what only one may send (URL and method overrides,
+    /// client-address claims, `x-envoy-*`, oauth2-proxy's verdict headers), and `forwarded`
+    /// and `x-forwarded-host`, which Envoy does not set, are removed; what Envoy sets itself
+    /// is left to it.
+    @Test func whatOnlyATrustedProxyMaySendIsRemoved() throws {
+        let w = try testWorker(Self.yaml)
+        let forged = [
+            "x-original-url", "x-http-method-override", "x-real-ip", "x-envoy-original-path", "x-auth-request-user",
+            "forwarded", "x-forwarded-host"
+        ]
+        var headers = Dictionary(uniqueKeysWithValues: forged.map { ($0, "forged") })
+        for name in ["x-forwarded-for", "x-forwarded-proto", "x-request-id", "user-agent"] { headers[name] = "ok" }
+        let r = try response(call(w, Self.checkRequest("/public/x", headers)))
+        #expect(r.status.code == 0)
+        #expect(Set(r.okResponse.headersToRemove) == Set(forged))
+    }
+
+    /// A request the message describes that no proxy could pass on, or past the limits, is a
+    /// verdict (denied, PERMISSION_DENIED with 400 or 431): never the service failing, which
+    /// Envoy's failure_mode_allow would let through.
+    @Test func aBadDescribedRequestIsADeniedVerdict() throws {
+        let w = try testWorker(Self.yaml)
+        let bad = try response(call(w, Self.checkRequest("/public/x", ["x-a": "1\r\nx-user: admin"])))
+        #expect(bad.status.code == 7 && bad.deniedResponse.status.code == 400)
+        let many = Dictionary(uniqueKeysWithValues: (0..<120).map { ("x-\($0)", "v") })
+        let large = try response(call(w, Self.checkRequest("/public/x", many)))
+        #expect(large.status.code == 7 && large.deniedResponse.status.code == 431)
+        let star = try response(call(w, Self.checkRequest("*")))
+        #expect(star.status.code == 7 && star.deniedResponse.status.code == 400)
+    }
+
     @Test func noTokenIsUnauthenticatedWithTheProxiedRequestsAnswer() throws {
         let w = try testWorker(Self.yaml)
         let r = try response(call(w, Self.checkRequest("/api/x")))
@@ -152,21 +183,22 @@ struct ExtAuthzCheckTests {
 
 @Suite("ext_authz over gRPC: how a refusal is told")
 struct CheckVerdictTests {
-    static func denied(_ status: Int) throws -> Envoy_Service_Auth_V3_CheckResponse {
+    static func denied(_ status: Int, outage: Bool) throws -> Envoy_Service_Auth_V3_CheckResponse {
         let answer = ErrorResponse.make(status, error: "e", description: "why", requestID: "r1")
         return try Envoy_Service_Auth_V3_CheckResponse(
-            serializedBytes: CheckVerdict.denied(answer, requestID: "r1"))
+            serializedBytes: CheckVerdict.denied(answer, requestID: "r1", outage: outage))
     }
 
-    /// 401 and a login redirect: UNAUTHENTICATED; another refusal: PERMISSION_DENIED; both
-    /// as a denied response. A 5xx (a store or key server out) is the service failing: an
-    /// error_response, so that Envoy's failure_mode_allow and status_on_error decide.
+    /// 401 and a login redirect: UNAUTHENTICATED; another refusal, a 5xx included:
+    /// PERMISSION_DENIED; both as a denied response. Only an outage (a store or key server
+    /// out) is the service failing: an error_response, so that Envoy's failure_mode_allow and
+    /// status_on_error decide; what a client can cause never is.
     @Test(arguments: [
         (401, Int32(16), false), (302, 16, false), (403, 7, false), (404, 7, false), (400, 7, false),
-        (503, 14, true), (502, 14, true)
+        (431, 7, false), (502, 7, false), (500, 7, false), (503, 14, true), (504, 14, true)
     ])
     func statusAndForm(status: Int, code: Int32, error: Bool) throws {
-        let r = try Self.denied(status)
+        let r = try Self.denied(status, outage: error)
         #expect(r.status.code == code && r.status.message == "why")
         let http = error ? r.errorResponse : r.deniedResponse
         if case .errorResponse = r.httpResponse { #expect(error) } else { #expect(!error) }

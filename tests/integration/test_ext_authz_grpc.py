@@ -327,15 +327,30 @@ def test_malformed_messages_are_invalid_argument(env, body, status):
     assert answer.status == 200 and grpc_status(answer)[0] == status, (answer.headers, answer.trailers)
 
 
-@pytest.mark.parametrize("headers", [
-    {"Authorization": "Bearer x"},                  # not lower-case
-    {"x-bad": "a\r\nx-forwarded-user: admin"},      # a field split by CR LF
-    {"host": "evil.example"},                       # another host than the request's
+@pytest.mark.parametrize("headers,status", [
+    ({"Authorization": "Bearer x"}, 400),                  # not lower-case
+    ({"x-bad": "a\r\nx-forwarded-user: admin"}, 400),      # a field split by CR LF
+    ({"host": "evil.example"}, 400),                       # another host than the request's
+    ({f"x-{i}": "v" for i in range(120)}, 431),            # more fields than a request may have
 ])
-def test_requests_no_proxy_could_have_received_are_invalid_argument(env, headers):
-    with pytest.raises(grpc.RpcError) as e:
-        env.check("/public/x", headers)
-    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value
+def test_requests_no_proxy_could_have_received_are_denied_verdicts(env, headers, status):
+    """A client picks its own request's fields: a bad one is a verdict (denied), never the
+    service failing, which Envoy's failure_mode_allow would let through."""
+    resp = env.check("/public/x", headers)
+    assert resp.status.code == 7 and resp.WhichOneof("http_response") == "denied_response", resp
+    assert resp.denied_response.status.code == status
+
+
+def test_forged_proxy_headers_are_removed_and_login_endpoints_keep_cookies(env):
+    forged = {"x-original-url": "/admin/x", "x-http-method-override": "DELETE", "x-real-ip": "10.0.0.1",
+              "forwarded": "host=evil.example", "x-forwarded-host": "evil.example", "x-forwarded-user": "admin"}
+    resp = env.check("/public/x", forged)
+    assert resp.status.code == 0 and set(resp.ok_response.headers_to_remove) == set(forged), resp
+    # The gateway's own login endpoint, which Envoy sends on to it: the forged fields still go,
+    # the login state cookie stays (the callback needs it).
+    resp = env.check("/oauth2/callback?code=x&state=y", {**forged, "cookie": "tokengate_login=abc"})
+    assert resp.status.code == 0 and set(resp.ok_response.headers_to_remove) == set(forged), resp
+    assert not resp.ok_response.headers
 
 
 def test_a_non_grpc_call_to_the_service_path_is_415(env):

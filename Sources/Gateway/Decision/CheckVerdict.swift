@@ -10,9 +10,9 @@ enum CheckVerdict {
     ///   - fields: the judged request's (lower-case, as the CheckRequest gave them); each
     ///     one a proxied request would not pass
     ///     (`rule`: a client's copy of an identity header, a credential the route keeps, a
-    ///     name with `_`, the reserved prefix) is removed. Fields Envoy sets itself
-    ///     (X-Forwarded-*, X-Request-Id, Host) are left to it. The gateway's own cookies
-    ///     are taken out of `cookie`, which is set to what is left, or removed.
+    ///     name with `_`, the reserved prefix, what only a trusted proxy may send) is
+    ///     removed, but the fields Envoy sets itself (`envoySets`). The gateway's own
+    ///     cookies are taken out of `cookie`, which is set to what is left, or removed.
     ///   - responseFields: fields for the client's answer (a refreshed session's
     ///     Set-Cookie, a fresh DPoP-Nonce).
     static func allowed(
@@ -24,8 +24,7 @@ enum CheckVerdict {
         var cookies: [String] = []
         // A handful of names each: arrays, not sets.
         for field in fields {
-            let name = field.name.utf8.span
-            guard !rule.keeps(name), !rule.names.lists(name).contains(.recomputedOnRequest) else { continue }
+            guard !rule.keeps(field.name.utf8.span), !envoySets.contains(field.name) else { continue }
             if field.name == "cookie" {
                 cookies.append(field.value)
             } else if !set.contains(where: { $0.name == field.name }) && !remove.contains(field.name) {
@@ -34,7 +33,8 @@ enum CheckVerdict {
             }
         }
         if !cookies.isEmpty {
-            let kept = cookies.compactMap { CookieFilter.without(rule.ownCookies, $0) }
+            // A let-through CORS preflight carries no cookie at all (Fetch §3.2.2), as in proxy mode.
+            let kept = rule.preflight ? [] : cookies.compactMap { CookieFilter.without(rule.ownCookies, $0) }
             if kept.isEmpty {
                 remove.append("cookie")
             } else {
@@ -49,24 +49,35 @@ enum CheckVerdict {
             responseFields: responseFields.filter { $0.0 != "Cache-Control" }.map { (name: $0.0, value: $0.1) })
     }
 
+    /// Fields a proxied request's upstream gets from the gateway, which Envoy sets for its
+    /// own upstream request (Host; X-Forwarded-For and -Proto; X-Request-Id; framing): a
+    /// client's copy never reaches the upstream through Envoy either. `forwarded` and
+    /// `x-forwarded-host` are not among them: Envoy sets neither by default, so a client's
+    /// copies are removed.
+    static let envoySets: Set<String> = [
+        "host", "content-length", "x-forwarded-for", "x-forwarded-proto", "x-request-id", "expect"
+    ]
+
     /// Refused, or the gateway cannot judge: the answer a proxied request would have got
     /// (status, fields, body), which Envoy sends the client.
+    ///   - `outage` (a store, key server or AS that cannot be reached): an
+    ///     `error_response` with UNAVAILABLE, so that Envoy's `failure_mode_allow` and
+    ///     `status_on_error` decide. Never for what a client can cause: with
+    ///     `failure_mode_allow`, Envoy would let its request through;
     ///   - 401 and a login redirect: UNAUTHENTICATED;
-    ///   - 5xx (a store or key server that cannot be reached): an `error_response` with
-    ///     UNAVAILABLE, so that Envoy's `failure_mode_allow` and `status_on_error` decide;
     ///   - any other refusal: PERMISSION_DENIED.
-    static func denied(_ response: GatewayResponse, requestID: String) -> [UInt8] {
+    static func denied(_ response: GatewayResponse, requestID: String, outage: Bool) -> [UInt8] {
         var fields: [(name: String, value: String)] = []
         response.forEachField { fields.append((name: $0, value: $1)) }
         fields.append((name: "X-Request-Id", value: requestID))
         let code: CheckResponseWriter.Code
         switch response.status {
+        case _ where outage: code = .unavailable
         case 401, 302: code = .unauthenticated
-        case 500...: code = .unavailable
         default: code = .permissionDenied
         }
         return CheckResponseWriter.denied(
             code, message: response.problem?.description ?? "", httpStatus: response.status, fields: fields,
-            body: response.body, asError: response.status >= 500)
+            body: response.body, asError: outage)
     }
 }

@@ -7,8 +7,13 @@ import Reactor
 /// (`Worker.answer` writes it as a `CheckResponse`).
 final class ExtAuthzCheck {
     let head: HTTPRequestHead
+    /// Its fields as the CheckRequest gave them (lower-case names), for the header changes.
+    let fields: [CheckAttributes.Field]
 
-    init(head: HTTPRequestHead) { self.head = head }
+    init(head: HTTPRequestHead, fields: [CheckAttributes.Field]) {
+        self.head = head
+        self.fields = fields
+    }
 }
 
 /// Envoy's gRPC authorization service (`decision.ext_authz_grpc`):
@@ -65,9 +70,12 @@ extension Worker {
             switch result {
             case .success(let bytes): body = bytes
             case .failure(.tooLarge):
-                self.refuseCall(
-                    ex, ctx, .resourceExhausted, "the CheckRequest is larger than the gateway's header limits",
-                    logStatus: 413, detail: "ext_authz: message too large")
+                // The client's fields made it this large: a verdict on its request (431, as a
+                // proxied request gets), never the service failing, which failure_mode_allow
+                // would let through.
+                self.denyDescribed(
+                    ex, ctx, 431, "the request's header fields are too large",
+                    detail: "ext_authz: message too large")
                 return
             case .failure(let why):
                 self.refuseCall(
@@ -87,8 +95,13 @@ extension Worker {
             switch CheckRequestReader.read(Array(message), limits: limits) {
             case .success(let a): attributes = a
             case .failure(let refusal):
-                self.refuseCall(
-                    ex, ctx, .invalidArgument, refusal.reason, logStatus: 400, detail: "ext_authz: \(refusal.reason)")
+                if let status = refusal.httpStatus {
+                    self.denyDescribed(ex, ctx, status, refusal.reason, detail: "ext_authz: \(refusal.reason)")
+                } else {
+                    self.refuseCall(
+                        ex, ctx, .invalidArgument, refusal.reason, logStatus: 400,
+                        detail: "ext_authz: \(refusal.reason)")
+                }
                 return
             }
             self.judgeCheck(ex, ctx, attributes)
@@ -100,7 +113,7 @@ extension Worker {
     private func judgeCheck(_ ex: ServerExchange, _ call: RequestContext, _ a: CheckAttributes) {
         let original = DecisionRequest(method: a.method, scheme: a.scheme, host: a.host, target: a.path, style: .envoy)
         if case .failure(let problem) = DecisionRequest.check(original) {
-            refuseCall(ex, call, .invalidArgument, problem.description, logStatus: 400, detail: problem.detail)
+            denyDescribed(ex, call, 400, problem.description, detail: problem.detail)
             return
         }
         var fields = HTTP1Fields()
@@ -116,9 +129,11 @@ extension Worker {
             forwarded: forwarded, start: call.start, method: a.method, path: "", route: "-", routeID: -1)
         ctx.isVerdict = true
         ctx.behindTrustedProxy = true
-        ctx.extAuthzCheck = ExtAuthzCheck(head: head)
+        ctx.extAuthzCheck = ExtAuthzCheck(head: head, fields: a.fields)
         judge(ex, original, head: head, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admission, _, build in
-            let rule = build.clientFieldRule(listed: [], session: admission.session, preflight: admission.preflight)
+            // The client is no trusted proxy: what only a trusted proxy may send is removed.
+            let rule = build.clientFieldRule(
+                listed: [], session: admission.session, preflight: admission.preflight, peerTrusted: false)
             let verdict = CheckVerdict.allowed(
                 identity: admission.identity, fields: a.fields, rule: rule, responseFields: ctx.responseHeaders)
             self.sendCheckResponse(ex, ctx, verdict, logStatus: 200, detail: "decision: allowed", reason: nil)
@@ -133,11 +148,22 @@ extension Worker {
             response.page != nil && response.problem != nil && !Pages.wantsHTML(judged.head)
             ? response.jsonForm(requestID: ctx.requestID) : response
         let finished = config.pages.finish(shaped, requestID: ctx.requestID)
-        // Below 300: a login endpoint or metadata the ingress sends on as it is.
-        let verdict =
-            finished.status < 300
-            ? CheckResponseWriter.allowed(set: [], remove: [], responseFields: [])
-            : CheckVerdict.denied(finished, requestID: ctx.requestID)
+        let verdict: [UInt8]
+        if finished.status < 300 {
+            // A login endpoint or metadata, which Envoy sends on to the gateway itself: the
+            // client's forged identity headers and the like still go, its cookies stay (the
+            // callback needs the login state).
+            let rule = RequestPipeline.ClientFieldRule(
+                names: requestPolicy.names, listed: [], reservedPrefix: requestPolicy.reservedPrefix,
+                peerTrusted: false, dropAuthorization: false, dropProof: false, preflight: false, ownCookies: [])
+            verdict = CheckVerdict.allowed(identity: [], fields: judged.fields, rule: rule, responseFields: [])
+        } else {
+            // The service failing only where it cannot judge (a store, key server or AS out);
+            // every other refusal is a verdict.
+            var outage = false
+            if case .unavailable = ctx.rejection { outage = true }
+            verdict = CheckVerdict.denied(finished, requestID: ctx.requestID, outage: outage)
+        }
         sendCheckResponse(
             ex, ctx, verdict, logStatus: finished.status, detail: finished.detail, reason: finished.reason)
     }
@@ -160,6 +186,24 @@ extension Worker {
         trailers.append("grpc-status", "0")
         r.trailers(trailers)
         r.finish()
+    }
+
+    /// The request the message describes refused before it was judged (fields a proxy could
+    /// not have received, or past the gateway's limits): a denied verdict with `status`, as
+    /// a proxied request would get it.
+    private func denyDescribed(
+        _ ex: ServerExchange, _ ctx: RequestContext, _ status: Int, _ description: String, detail: String
+    ) {
+        log.warning(
+            "ext_authz request refused",
+            metadata: [
+                "request_id": .string(ctx.requestID), "peer": .string(ex.connection.peer), "reason": .string(detail)
+            ])
+        let answer = ErrorResponse.make(
+            status, error: "invalid_request", description: description, requestID: ctx.requestID, detail: detail)
+        sendCheckResponse(
+            ex, ctx, CheckVerdict.denied(answer, requestID: ctx.requestID, outage: false), logStatus: status,
+            detail: detail, reason: nil)
     }
 
     /// The call itself refused (trailers-only, no `CheckResponse`): Envoy treats it as the

@@ -140,7 +140,11 @@ enum RequestPipeline {
 
         /// The rule for the client's fields of a request admitted with `session` (a browser
         /// session) or as a let-through CORS `preflight`.
-        func clientFieldRule(listed: [[UInt8]], session: Bool, preflight: Bool) -> ClientFieldRule {
+        /// `peerTrusted`: whether the fields come from a trusted proxy (by default, whether the
+        /// request's connection does).
+        func clientFieldRule(
+            listed: [[UInt8]], session: Bool, preflight: Bool, peerTrusted: Bool? = nil
+        ) -> ClientFieldRule {
             let route = plan.route
             // The credential goes upstream only when the route says so.
             var dropAuthorization = session
@@ -156,8 +160,9 @@ enum RequestPipeline {
                 session || plan.exchanges
                 || (route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false)
             return ClientFieldRule(
-                names: policy.names, listed: listed, reservedPrefix: policy.reservedPrefix, peerTrusted: peerTrusted,
-                dropAuthorization: dropAuthorization, dropProof: dropProof, preflight: preflight,
+                names: policy.names, listed: listed, reservedPrefix: policy.reservedPrefix,
+                peerTrusted: peerTrusted ?? self.peerTrusted, dropAuthorization: dropAuthorization,
+                dropProof: dropProof, preflight: preflight,
                 ownCookies: policy.ownCookies)
         }
 
