@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "OAuth", targets: ["OAuth"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "ExtAuthz", targets: ["ExtAuthz"]),
+        .library(name: "OTLP", targets: ["OTLP"]),
         // JOSE verify throughput against raw OpenSSL (bench/jose/run.sh).
         .executable(name: "tokengate-jose-bench", targets: ["JOSEBench"]),
         // Test-only: what HTTP1RequestParser makes of requests on stdin, for the differential
@@ -69,11 +70,17 @@ let package = Package(
         .target(
             name: "ExtAuthz", dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: [.swiftLanguageMode(.v6)]),
+        // OpenTelemetry's trace export (OTLP/HTTP): W3C trace context, finished spans, and the
+        // ExportTraceServiceRequest they are sent in (generated from proto/opentelemetry by
+        // scripts/gen-protos.sh and committed).
+        .target(
+            name: "OTLP", dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         // Config, router, request pipeline, metrics, logs.
         .target(
             name: "Gateway",
             dependencies: [
-                "Reactor", "JOSE", "OAuth", "ExtAuthz",
+                "Reactor", "JOSE", "OAuth", "ExtAuthz", "OTLP",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log")
             ],
@@ -102,6 +109,7 @@ let package = Package(
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor", "ExtAuthz", "TestSupport"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "TestSupport"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "TestSupport"]),
-        .testTarget(name: "ExtAuthzTests", dependencies: ["ExtAuthz", "TestSupport"])
+        .testTarget(name: "ExtAuthzTests", dependencies: ["ExtAuthz", "TestSupport"]),
+        .testTarget(name: "OTLPTests", dependencies: ["OTLP"])
     ]
 )

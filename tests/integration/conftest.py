@@ -29,7 +29,8 @@ BIN = os.environ.get("TOKENGATE_BIN", os.path.join(ROOT, ".build", "debug", "tok
 class Gateway:
     """One tokengate process with a config written to a temp dir."""
 
-    def __init__(self, config_text, workers=2):
+    def __init__(self, config_text, workers=2, env=None):
+        self.env = env
         self.dir = tempfile.mkdtemp(prefix="tg-it-")
         self.port = free_port()
         self.admin = free_port()
@@ -49,7 +50,8 @@ class Gateway:
     def start(self, wait_for="/readyz"):
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([BIN, "serve", "--config", self.config_path],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **self.env} if self.env else None)
         deadline = time.time() + 10
         while time.time() < deadline:
             if self.proc.poll() is not None:

@@ -71,6 +71,7 @@ public enum ConfigParser {
         if let node = top["dpop"] { cfg.dpop = dpopSettings(node, r) }
         if let node = top["limits"] { cfg.limits = limits(node, r) }
         if let node = top["access_log"], let a = accessLog(node, r) { cfg.accessLog = a }
+        cfg.tracing = tracing(top["tracing"], r)
         if let node = top["forward_early_hints"], let s = r.string(node, path: "forward_early_hints") {
             if let mode = EarlyHintsForwarding(rawValue: s) {
                 cfg.earlyHints = mode

@@ -13,6 +13,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case listenTLS = "listen[].tls"
     case limits
     case accessLog = "access_log"
+    case tracing
     case tokenCache = "token_cache"
     case store
     case dpop
@@ -41,7 +42,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .top:
             [
                 "listen", "admin_listen", "workers", "trusted_proxies", "store", "session", "issuers", "clients",
-                "upstreams", "routes", "limits", "access_log", "log_level", "reserved_header_prefix",
+                "upstreams", "routes", "limits", "access_log", "tracing", "log_level", "reserved_header_prefix",
                 "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login", "decision", "pages_dir",
                 "identity_assertion_keys", "forward_early_hints"
             ]
@@ -54,6 +55,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "body_deadline", "body_min_rate", "body_min_rate_grace"
             ]
         case .accessLog: ["path", "buffer", "flush"]
+        case .tracing: ["otlp_endpoint", "service_name", "sample_ratio", "headers", "incoming", "timeout", "ca_file"]
         case .tokenCache: ["entries", "ttl"]
         case .store: ["url", "prefix"]
         case .dpop: ["nonce_keys", "nonce_keys_file", "nonce_lifetime", "replay_cache_entries", "on_store_failure"]

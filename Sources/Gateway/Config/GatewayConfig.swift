@@ -11,6 +11,8 @@ public struct GatewayConfig: Sendable {
     var trustedProxies: [CIDR] = []
     var limits = Limits()
     var accessLog = AccessLogConfig.on(AccessLogOutput())
+    /// OpenTelemetry traces over OTLP/HTTP (`tracing`, `OTEL_*`); nil: off.
+    var tracing: TracingConfig? = nil
     public internal(set) var logLevel = "info"
     /// `forward_early_hints`: which clients hear an upstream's interim responses.
     var earlyHints = EarlyHintsForwarding.auto

@@ -155,7 +155,9 @@ extension Worker {
             // callback needs the login state).
             let rule = RequestPipeline.ClientFieldRule(
                 names: requestPolicy.names, listed: [], reservedPrefix: requestPolicy.reservedPrefix,
-                peerTrusted: false, dropAuthorization: false, dropProof: false, preflight: false, ownCookies: [])
+                peerTrusted: false, dropAuthorization: false, dropProof: false, dropTraceContext: false,
+                preflight: false,
+                ownCookies: [])
             verdict = CheckVerdict.allowed(identity: [], fields: judged.fields, rule: rule, responseFields: [])
         } else {
             // The service failing only where it cannot judge (a store, key server or AS out);

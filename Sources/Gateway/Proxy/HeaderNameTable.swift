@@ -26,6 +26,8 @@ struct HeaderNameTable: Sendable {
         static let authorization = Lists(rawValue: 1 << 6)
         static let dpop = Lists(rawValue: 1 << 7)
         static let cookie = Lists(rawValue: 1 << 8)
+        /// W3C Trace Context's `traceparent` and `tracestate`.
+        static let traceContext = Lists(rawValue: 1 << 9)
     }
 
     private struct Entry: Sendable {

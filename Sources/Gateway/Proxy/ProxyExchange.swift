@@ -61,6 +61,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         selfRetain = self
         self.pool = pool
         upstreamStart = worker.clock()
+        if let trace = context.trace { trace.upstreamStartNanos = Tracer.nowNanos() }
         // The client leaving ends the exchange: the upstream call is abandoned.
         responder.clientGoneObserver = self
         let call = UpstreamCall(pool: pool, request: consume request, delegate: self)
@@ -93,6 +94,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
 
     func upstreamHead(_ head: HTTPResponseHead) {
         status = head.status
+        context.trace?.upstreamStatus = head.status
         // The upstream's time to answer, should the client leave before the body ends.
         upstreamSeconds = worker.clock() - upstreamStart
         if head.status >= 500, let pool {
@@ -286,6 +288,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         done = true
         call = nil
         let code = failure.isTimeout ? 504 : 502
+        context.trace?.upstreamFailure = failure.isTimeout ? "timeout" : "unreachable"
         let desc =
             failure.isTimeout
             ? "the upstream did not answer in time" : "the upstream could not be reached or answered badly"

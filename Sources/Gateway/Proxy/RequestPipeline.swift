@@ -54,7 +54,10 @@ enum RequestPipeline {
                 HeaderRules.fixedNames + config.strippedIdentityHeaders.map { (text($0), .identity) }
                     + config.trustedProxyHeaders.map { (text($0), .trustedOnly) }
                     + CORSPreflight.credentialHeaders.map { (text($0), .credential) }
-                    + [("authorization", .authorization), ("dpop", .dpop), ("cookie", .cookie)])
+                    + [
+                        ("authorization", .authorization), ("dpop", .dpop), ("cookie", .cookie),
+                        ("traceparent", .traceContext), ("tracestate", .traceContext)
+                    ])
         }
     }
 
@@ -143,7 +146,7 @@ enum RequestPipeline {
         /// `peerTrusted`: whether the fields come from a trusted proxy (by default, whether the
         /// request's connection does).
         func clientFieldRule(
-            listed: [[UInt8]], session: Bool, preflight: Bool, peerTrusted: Bool? = nil
+            listed: [[UInt8]], session: Bool, preflight: Bool, peerTrusted: Bool? = nil, dropTraceContext: Bool = false
         ) -> ClientFieldRule {
             let route = plan.route
             // The credential goes upstream only when the route says so.
@@ -162,7 +165,7 @@ enum RequestPipeline {
             return ClientFieldRule(
                 names: policy.names, listed: listed, reservedPrefix: policy.reservedPrefix,
                 peerTrusted: peerTrusted ?? self.peerTrusted, dropAuthorization: dropAuthorization,
-                dropProof: dropProof, preflight: preflight,
+                dropProof: dropProof, dropTraceContext: dropTraceContext, preflight: preflight,
                 ownCookies: policy.ownCookies)
         }
 
@@ -171,12 +174,16 @@ enum RequestPipeline {
         /// let through unauthenticated (`cors_preflight: allow`), which carries no credential at
         /// all upstream (no Authorization, Proxy-Authorization, DPoP, Cookie).
         /// `headers`: the client's fields; `forwarded`: what the gateway says of the client.
+        /// `trace`: the request's spans, whose CLIENT span the upstream's `traceparent` names;
+        /// `dropTraceContext`: the client's trace context does not go on (RequestContext).
         func request(
             headers: HTTP1Fields, listsConnectionOptions: Bool = true, forwarded: ForwardedHeaders,
-            identity: [(String, String)], session: Bool, preflight: Bool, body: RequestBody
+            identity: [(String, String)], session: Bool, preflight: Bool, body: RequestBody,
+            trace: RequestTrace? = nil, dropTraceContext: Bool = false
         ) -> UpstreamCall.Request {
             let listed = listsConnectionOptions ? HeaderRules.connectionTokens(headers) : []
-            let rule = clientFieldRule(listed: listed, session: session, preflight: preflight)
+            let rule = clientFieldRule(
+                listed: listed, session: session, preflight: preflight, dropTraceContext: dropTraceContext)
             let ownCookies = rule.ownCookies
             let passed = HTTP1ForwardedFields(headers, keeping: { rule.keeps($0) })
             // What the gateway adds, in one allocation: the fields below (64 bytes of names),
@@ -187,7 +194,9 @@ enum RequestPipeline {
             bytes += forwarded.requestID.utf8.count
             for (name, value) in identity { bytes += name.utf8.count + value.utf8.count }
             if !ownCookies.isEmpty { headers.forEachValue(named: "Cookie") { bytes += 6 + $0.count } }
-            out.reserveCapacity(bytes: bytes, fields: 5 + identity.count + (ownCookies.isEmpty ? 0 : 2))
+            if let trace { bytes += 70 + (trace.traceState?.utf8.count ?? 0) }
+            out.reserveCapacity(
+                bytes: bytes, fields: 5 + identity.count + (ownCookies.isEmpty ? 0 : 2) + (trace == nil ? 0 : 2))
             if !ownCookies.isEmpty && !preflight {
                 for value in headers.values("Cookie") {
                     if let kept = CookieFilter.without(ownCookies, value) { out.append("Cookie", kept) }
@@ -199,6 +208,13 @@ enum RequestPipeline {
             out.append("X-Forwarded-Proto", forwarded.forwardedProto)
             if let h = forwarded.forwardedHost { out.append("X-Forwarded-Host", h) }
             out.append("X-Request-Id", forwarded.requestID)
+            if let trace {
+                out.append("traceparent", trace.upstreamTraceparent)
+                if let state = trace.traceState { out.append("tracestate", state) }
+                let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(target[..<$0]) } ?? target
+                trace.upstreamURL = (plan.upstream?.tls == nil ? "http://" : "https://") + plan.upstreamAuthority + path
+                trace.upstreamAuthority = plan.upstreamAuthority
+            }
             var request = UpstreamCall.Request(
                 method: method, target: target, fields: consume out, forwarded: consume passed,
                 body: body.framing == .none ? nil : body)
@@ -218,6 +234,8 @@ enum RequestPipeline {
         let peerTrusted: Bool
         let dropAuthorization: Bool
         let dropProof: Bool
+        /// `traceparent` and `tracestate` (the gateway sends its own, or none: see Tracer).
+        let dropTraceContext: Bool
         let preflight: Bool
         /// The gateway's own cookies (sealed sessions, login state), which are not the
         /// upstream's: the Cookie fields are dropped, then sent again without them.
@@ -230,6 +248,7 @@ enum RequestPipeline {
             if preflight && lists.contains(.credential) { return false }
             if dropAuthorization && lists.contains(.authorization) { return false }
             if dropProof && lists.contains(.dpop) { return false }
+            if dropTraceContext && lists.contains(.traceContext) { return false }
             if !ownCookies.isEmpty && lists.contains(.cookie) { return false }
             return HeaderRules.forwardsRequestHeader(
                 name, lists: lists, listed: listed, reservedPrefix: reservedPrefix, peerTrusted: peerTrusted)

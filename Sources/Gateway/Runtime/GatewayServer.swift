@@ -20,6 +20,8 @@ public final class GatewayServer {
     private var storeHealth: StoreHealth?
     /// The access log's file, when it has one (else its lines share standard output).
     private var accessLogFile: LogSink?
+    /// Where spans go when `tracing` is on (its own thread).
+    private var spanExporter: SpanExporter?
     /// The workers' and the key service's "now".
     private let wallClock: any WallClock = SystemClock()
     /// The build's version, for the status page.
@@ -61,10 +63,15 @@ public final class GatewayServer {
         if let output = config.accessLog.output, case .file(let path) = output.destination {
             accessLogFile = try LogSink(path: path, capacity: output.sinkCapacity)
         }
+        if let tracing = config.tracing {
+            let exporter = SpanExporter(config: tracing, version: version)
+            exporter.start()
+            spanExporter = exporter
+        }
         for id in 0..<config.workers {
             let worker = Worker(
                 id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,
-                router: router, accessLogSink: accessLogFile)
+                router: router, accessLogSink: accessLogFile, spanExporter: spanExporter)
             var sockets: [(fd: Int32, tls: TLSContext?, http2: Bool)] = []
             for (i, l) in config.listeners.enumerated() {
                 sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i], l.http2))
@@ -84,7 +91,7 @@ public final class GatewayServer {
                 loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
             endpoints.extraMetrics = { [weak keys, weak self, wallClock] in
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
-                    + LogSinkMetrics.text(self?.logSinks ?? [])
+                    + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
             try endpoints.serve(on: addr)
@@ -109,6 +116,8 @@ public final class GatewayServer {
         // Lines still waiting go out before the process exits (bounded: a sink that takes
         // nothing must not keep a stopped gateway alive).
         accessLogFile?.close(within: 3)
+        // Spans still queued go to the collector, for at most 2 s.
+        spanExporter?.close(within: 2)
     }
 
     /// Writes what standard output and standard error still hold (each waits at most 2 s:
@@ -165,12 +174,13 @@ public final class GatewayServer {
                 new.workers != config.workers || new.listeners.map(\.address) != config.listeners.map(\.address)
                 || new.adminListen != config.adminListen || new.listeners.map(\.tls) != config.listeners.map(\.tls)
                 || new.store != config.store || new.dpop.replayCacheEntries != config.dpop.replayCacheEntries
-                || new.accessLog != config.accessLog
+                || new.accessLog != config.accessLog || new.tracing != config.tracing
             if restartNeeded {
                 log.warning(
-                    "reload: listen, admin_listen, workers, TLS, store, dpop.replay_cache_entries and access_log changes take effect only after a restart"
+                    "reload: listen, admin_listen, workers, TLS, store, dpop.replay_cache_entries, access_log and tracing changes take effect only after a restart"
                 )
                 new.accessLog = config.accessLog
+                new.tracing = config.tracing
                 new.workers = config.workers
                 new.listeners = config.listeners
                 new.adminListen = config.adminListen
@@ -247,6 +257,7 @@ public final class GatewayServer {
             waiting += 1
             w.loop.execute {
                 w.accessLog?.flush()
+                w.tracer?.flush()
                 w.loop.stop()
                 stopped.signal()
             }
@@ -255,7 +266,10 @@ public final class GatewayServer {
         for _ in 0..<waiting { _ = stopped.wait(timeout: deadline) }
         // A loop with nothing left to wait for returns by itself: its thread is gone, and its
         // buffer is flushed from here (a no-op for the workers that flushed above).
-        for w in workers where w.loopExited { w.accessLog?.flush() }
+        for w in workers where w.loopExited {
+            w.accessLog?.flush()
+            w.tracer?.flush()
+        }
         log.info("stopped")
         mainLoop.stop()
     }

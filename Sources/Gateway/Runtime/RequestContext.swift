@@ -49,6 +49,11 @@ final class RequestContext {
     /// An ext_authz `Check` (gRPC): every answer is written as a `CheckResponse` about this
     /// judged request.
     var extAuthzCheck: ExtAuthzCheck? = nil
+    /// The request's spans when it is traced (`tracing`); nil otherwise.
+    var trace: RequestTrace? = nil
+    /// The client's `traceparent`/`tracestate` stay off the upstream request: tracing is on
+    /// and the gateway did not join a trace it leaves unsampled.
+    var dropClientTraceContext = false
 
     init(forwarded: ForwardedHeaders, start: Double, method: String, path: String, route: String, routeID: Int) {
         self.forwarded = forwarded

@@ -205,7 +205,8 @@ extension RequestPipeline.Forwarding {
         return request(
             headers: ex.head.fields, listsConnectionOptions: ex.head.listsConnectionOptions,
             forwarded: ctx.forwarded, identity: identity,
-            session: admission.session, preflight: admission.preflight, body: admission.body ?? ex.body)
+            session: admission.session, preflight: admission.preflight, body: admission.body ?? ex.body,
+            trace: ctx.trace, dropTraceContext: ctx.dropClientTraceContext)
     }
 }
 

@@ -66,6 +66,9 @@ extension Worker {
     ) {
         let seconds = clock() - ctx.start
         metrics.record(routeID: ctx.routeID, status: status, seconds: seconds)
+        if let trace = ctx.trace, let tracer {
+            tracer.record(trace.spans(ctx, status: status, endNanos: Tracer.nowNanos()))
+        }
         if let accessLog {
             accessLog.record(
                 AccessLogRecord(

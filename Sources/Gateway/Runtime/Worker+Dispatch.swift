@@ -51,6 +51,11 @@ extension Worker {
                     requestID: ids.next()),
             start: start, method: head.methodName, path: "", route: "-", routeID: -1)
         ctx.behindTrustedProxy = trusted
+        if let tracer {
+            (ctx.trace, ctx.dropClientTraceContext) = tracer.begin(
+                traceparent: fields.first("traceparent"), tracestate: fields.first("tracestate"), trusted: trusted,
+                peer: ex.connection.peer, startNanos: Tracer.nowNanos())
+        }
         // Decision mode (nginx auth_request, forward auth, Envoy ext_authz): see Worker+Decision,
         // and for ext_authz over gRPC, Worker+ExtAuthzCheck.
         if decisionEnabled, config.decision.extAuthzGRPC, head.target == Self.checkPath {

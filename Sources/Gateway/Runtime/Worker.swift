@@ -25,6 +25,8 @@ final class Worker: ResponderObserver {
     /// Where this worker's access log lines go (nil: `access_log: false` at start; the
     /// output is fixed at start, like the listeners).
     let accessLog: AccessLogWriter?
+    /// This worker's spans (nil: `tracing` is off; fixed at start, like the access log).
+    let tracer: Tracer?
     let ids: RequestIDGenerator
     /// Token routes: verified-token cache and this worker's copy of issuer keys.
     let tokens: AccessTokenValidator
@@ -58,7 +60,8 @@ final class Worker: ResponderObserver {
     /// memory, or the worker's own Redis client).
     init(
         id: Int, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
-        wallClock: any WallClock = SystemClock(), router: Router? = nil, accessLogSink: LogSink? = nil
+        wallClock: any WallClock = SystemClock(), router: Router? = nil, accessLogSink: LogSink? = nil,
+        spanExporter: SpanExporter? = nil
     ) {
         self.id = id
         self.wallClock = wallClock
@@ -79,6 +82,7 @@ final class Worker: ResponderObserver {
         accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }
+        tracer = spanExporter.map { Tracer(config: $0.config, exporter: $0, loop: loop) }
         apply(config, router: router)
     }
 

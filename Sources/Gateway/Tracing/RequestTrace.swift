@@ -1,0 +1,92 @@
+import OTLP
+
+/// One traced request: the trace it belongs to, the gateway's SERVER span for it, and the
+/// CLIENT span of its upstream call, whose id the upstream's `traceparent` names.
+/// Loop-thread only, like the request.
+final class RequestTrace {
+    let traceID: TraceID
+    /// The caller's span when the gateway joined its trace; 0 for a trace of its own.
+    let parentSpanID: UInt64
+    let traceState: String?
+    let serverSpanID: UInt64
+    let upstreamSpanID: UInt64
+    let startNanos: UInt64
+    let peer: String
+    /// Set when the upstream call begins (`ProxyExchange.start`); 0: no upstream call.
+    var upstreamStartNanos: UInt64 = 0
+    /// The upstream's URL (scheme, authority, path: never the query) and status, once known.
+    var upstreamURL = ""
+    var upstreamAuthority = ""
+    var upstreamStatus = 0
+    /// Why the upstream call failed (`timeout`, `unreachable`), for the CLIENT span's status.
+    var upstreamFailure: String? = nil
+
+    init(
+        traceID: TraceID, parentSpanID: UInt64, traceState: String?, serverSpanID: UInt64, upstreamSpanID: UInt64,
+        startNanos: UInt64, peer: String
+    ) {
+        self.traceID = traceID
+        self.parentSpanID = parentSpanID
+        self.traceState = traceState
+        self.serverSpanID = serverSpanID
+        self.upstreamSpanID = upstreamSpanID
+        self.startNanos = startNanos
+        self.peer = peer
+    }
+
+    /// The `traceparent` the upstream gets: this trace, the gateway's CLIENT span, sampled.
+    var upstreamTraceparent: String {
+        TraceContext(traceID: traceID, spanID: upstreamSpanID, sampled: true).traceparent
+    }
+
+    /// The `traceparent` a call made for this request (introspection, a token exchange)
+    /// carries: `spanID` is that call's CLIENT span.
+    func traceparent(for spanID: UInt64) -> String {
+        TraceContext(traceID: traceID, spanID: spanID, sampled: true).traceparent
+    }
+
+    /// The SERVER span, and the upstream call's CLIENT span when there was one. Attributes
+    /// follow OpenTelemetry's HTTP semantic conventions; none holds a credential, a cookie
+    /// or a query (which may hold either).
+    func spans(_ ctx: RequestContext, status: Int, endNanos: UInt64) -> [SpanRecord] {
+        typealias A = SpanRecord.Attribute
+        var attributes: [A] = [
+            A("http.request.method", .string(ctx.method)), A("url.path", .string(ctx.path)),
+            A("url.scheme", .string(ctx.forwarded.forwardedProto)),
+            A("http.response.status_code", .int(Int64(status))), A("network.peer.address", .string(peer)),
+            A("tokengate.request_id", .string(ctx.requestID))
+        ]
+        if let host = ctx.forwarded.forwardedHost { attributes.append(A("server.address", .string(host))) }
+        let routed = ctx.routeID >= 0 || ctx.route != "-"
+        if routed { attributes.append(A("http.route", .string(ctx.route))) }
+        // What authentication decided: `allowed`, or the code the client was refused with
+        // (`invalid_token`, `insufficient_scope`, `unavailable`, …) and why.
+        attributes.append(A("tokengate.auth.outcome", .string(ctx.rejection?.code ?? "allowed")))
+        if let reason = ctx.rejection?.reason?.code {
+            attributes.append(A("tokengate.refusal.reason", .string(reason)))
+        }
+        var out = [
+            SpanRecord(
+                traceID: traceID, spanID: serverSpanID, parentSpanID: parentSpanID, parentIsRemote: parentSpanID != 0,
+                traceState: traceState, name: routed ? "\(ctx.method) \(ctx.route)" : ctx.method, kind: .server,
+                startNanos: startNanos, endNanos: endNanos, attributes: attributes,
+                // HTTP semantic conventions: a server span is an error for a 5xx only.
+                error: status >= 500 ? "" : nil)
+        ]
+        if upstreamStartNanos != 0 {
+            var client: [A] = [
+                A("http.request.method", .string(ctx.method)), A("url.full", .string(upstreamURL)),
+                A("server.address", .string(upstreamAuthority))
+            ]
+            if upstreamStatus != 0 { client.append(A("http.response.status_code", .int(Int64(upstreamStatus)))) }
+            if let failure = upstreamFailure { client.append(A("error.type", .string(failure))) }
+            out.append(
+                SpanRecord(
+                    traceID: traceID, spanID: upstreamSpanID, parentSpanID: serverSpanID, traceState: traceState,
+                    name: ctx.method, kind: .client, startNanos: upstreamStartNanos, endNanos: endNanos,
+                    attributes: client,
+                    error: upstreamFailure != nil || upstreamStatus >= 500 ? (upstreamFailure ?? "") : nil))
+        }
+        return out
+    }
+}

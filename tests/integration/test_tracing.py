@@ -1,0 +1,224 @@
+"""OpenTelemetry tracing seen from outside: a real tokengate exporting spans over OTLP/HTTP to
+a real receiver that decodes them with the OpenTelemetry project's own messages (PyPI
+`opentelemetry-proto`), a real upstream that echoes the headers it got, a real JWKS server.
+Covers the SERVER/CLIENT structure, joining or restarting an incoming `traceparent`, the
+upstream seeing the gateway's span, the attributes, a refusal traced without an upstream span,
+no secret in any attribute, sampling, the OTEL_* variables, and a collector that is down,
+failing or hung costing requests nothing, with its drops counted."""
+import time
+
+import pytest
+import requests
+
+from conftest import sent_headers, wait_for
+from otlp_receiver import Receiver, attributes
+from test_bearer import idp, token  # noqa: F401
+
+SERVER, CLIENT = 2, 3
+INCOMING = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver().start()
+    yield r
+    r.stop()
+
+
+def config(upstream, idp, tracing, extra=""):
+    return f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 2
+access_log: false
+{extra}
+tracing: {tracing}
+issuers:
+  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+routes:
+  - name: orders
+    match: {{ path_prefix: /api/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+  - name: public
+    match: {{ path_prefix: /pub/ }}
+    upstream: app
+    auth: none
+"""
+
+
+def spans_of(receiver, trace_id=None, count=1, timeout=5):
+    """The spans received (of one trace, if given) once there are at least `count`."""
+    def got():
+        spans = [s for _, s in receiver.spans() if trace_id is None or s.trace_id.hex() == trace_id]
+        return spans if len(spans) >= count else None
+    return wait_for(got, timeout=timeout, what=f"{count} spans")
+
+
+def metrics(g):
+    text = requests.get(f"http://127.0.0.1:{g.admin}/metrics", timeout=5).text
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line.startswith("tokengate_trace")}
+
+
+def test_a_request_is_a_server_span_with_the_upstream_call_as_its_child(upstream, idp, receiver, gateway_factory):
+    g = gateway_factory(config(upstream, idp, f'{{ otlp_endpoint: "{receiver.url}", service_name: orders-gw }}'))
+    r = requests.get(g.url("/api/orders/7?limit=3"), headers={"Authorization": "Bearer " + token(idp.keys[0])},
+                     timeout=5)
+    assert r.status_code == 200
+    seen = sent_headers(r)["traceparent"]
+    version, trace_id, parent, flags = seen.split("-")
+    assert (version, flags) == ("00", "01")
+    spans = spans_of(receiver, trace_id, count=2)
+    server = next(s for s in spans if s.kind == SERVER)
+    client = next(s for s in spans if s.kind == CLIENT)
+    # The upstream's traceparent names the gateway's CLIENT span, whose parent is the SERVER span.
+    assert client.span_id.hex() == parent
+    assert client.parent_span_id == server.span_id
+    assert server.parent_span_id == b""
+    assert server.start_time_unix_nano <= client.start_time_unix_nano <= client.end_time_unix_nano
+    assert client.end_time_unix_nano <= server.end_time_unix_nano
+    assert abs(server.start_time_unix_nano / 1e9 - time.time()) < 30
+    assert server.name == "GET orders" and client.name == "GET"
+    a = attributes(server)
+    assert a["http.request.method"] == "GET"
+    assert a["url.path"] == "/api/orders/7"
+    assert a["url.scheme"] == "http"
+    assert a["http.route"] == "orders"
+    assert a["http.response.status_code"] == 200
+    assert a["network.peer.address"] == "127.0.0.1"
+    assert a["tokengate.auth.outcome"] == "allowed"
+    assert a["tokengate.request_id"] == r.headers["X-Request-Id"]
+    c = attributes(client)
+    assert c["url.full"] == f"http://127.0.0.1:{upstream.port}/api/orders/7"  # never the query
+    assert c["server.address"] == f"127.0.0.1:{upstream.port}"
+    assert c["http.response.status_code"] == 200
+    resource = next(res for res, s in receiver.spans() if s.span_id == server.span_id)
+    assert resource["service.name"] == "orders-gw"
+    headers, _ = receiver.requests[0]
+    assert headers["Content-Type"] == "application/x-protobuf"
+
+
+def test_a_refusal_is_traced_without_an_upstream_span_and_no_secret_leaks(upstream, idp, receiver,
+                                                                            gateway_factory):
+    g = gateway_factory(config(upstream, idp, f'{{ otlp_endpoint: "{receiver.url}" }}'))
+    bad = token(idp.keys[0], aud="someone-else")
+    r = requests.get(g.url("/api/orders/1?page=query-secret-123"),
+                     headers={"Authorization": "Bearer " + bad, "Cookie": "session=cookie-secret-456",
+                              "DPoP": "proof-secret-789"}, timeout=5)
+    assert r.status_code == 401
+    server, = spans_of(receiver)
+    assert server.kind == SERVER
+    a = attributes(server)
+    assert a["http.response.status_code"] == 401
+    assert a["tokengate.auth.outcome"] == "invalid_token"
+    time.sleep(0.8)  # a CLIENT span would have come in the same batch, or the next
+    assert [s.kind for _, s in receiver.spans()] == [SERVER]
+    everything = b"".join(request.SerializeToString() for _, request in receiver.requests)
+    for secret in [bad.encode(), b"query-secret-123", b"cookie-secret-456", b"proof-secret-789", b"page="]:
+        assert secret not in everything
+
+
+def test_a_trusted_proxys_trace_is_joined_and_its_tracestate_passed_on(upstream, idp, receiver, gateway_factory):
+    g = gateway_factory(config(upstream, idp, f'{{ otlp_endpoint: "{receiver.url}" }}',
+                               extra="trusted_proxies: [127.0.0.1/32]"))
+    r = requests.get(g.url("/pub/x"), headers={"traceparent": INCOMING, "tracestate": "vendor=abc"}, timeout=5)
+    seen = sent_headers(r)
+    trace_id = INCOMING.split("-")[1]
+    assert seen["traceparent"].split("-")[1] == trace_id
+    assert seen["traceparent"] != INCOMING
+    assert seen["tracestate"] == "vendor=abc"
+    spans = spans_of(receiver, trace_id, count=2)
+    server = next(s for s in spans if s.kind == SERVER)
+    assert server.parent_span_id.hex() == "00f067aa0ba902b7"
+    assert server.trace_state == "vendor=abc"
+    assert server.flags & 0x300 == 0x300  # the parent is remote
+    assert attributes(server)["tokengate.auth.outcome"] == "allowed"
+    assert "http.route" in attributes(server)
+
+
+def test_an_unsampled_trusted_parent_is_followed_and_passed_on_as_sent(upstream, idp, receiver, gateway_factory):
+    g = gateway_factory(config(upstream, idp, f'{{ otlp_endpoint: "{receiver.url}" }}',
+                               extra="trusted_proxies: [127.0.0.1/32]"))
+    unsampled = INCOMING[:-2] + "00"
+    r = requests.get(g.url("/pub/x"), headers={"traceparent": unsampled, "tracestate": "vendor=abc"}, timeout=5)
+    assert sent_headers(r)["traceparent"] == unsampled
+    assert sent_headers(r)["tracestate"] == "vendor=abc"
+    time.sleep(1.5)
+    assert receiver.spans() == []
+
+
+def test_a_clients_trace_is_restarted_unless_the_config_joins_it(upstream, idp, receiver, gateway_factory):
+    g = gateway_factory(config(upstream, idp, f'{{ otlp_endpoint: "{receiver.url}" }}'))
+    r = requests.get(g.url("/pub/x"), headers={"traceparent": INCOMING, "tracestate": "vendor=abc"}, timeout=5)
+    seen = sent_headers(r)
+    trace_id = seen["traceparent"].split("-")[1]
+    assert trace_id != INCOMING.split("-")[1]
+    assert "tracestate" not in seen
+    server = next(s for s in spans_of(receiver, trace_id, count=2) if s.kind == SERVER)
+    assert server.parent_span_id == b""
+    # A malformed traceparent from anyone starts a new trace too.
+    r = requests.get(g.url("/pub/x"), headers={"traceparent": INCOMING.upper()}, timeout=5)
+    assert sent_headers(r)["traceparent"].split("-")[1] not in (trace_id, INCOMING.split("-")[1].upper())
+
+    joined = gateway_factory(config(upstream, idp, f'{{ otlp_endpoint: "{receiver.url}", incoming: join }}'))
+    r = requests.get(joined.url("/pub/x"), headers={"traceparent": INCOMING}, timeout=5)
+    assert sent_headers(r)["traceparent"].split("-")[1] == INCOMING.split("-")[1]
+
+
+def test_sample_ratio_zero_traces_nothing_and_forwards_no_client_context(upstream, idp, receiver, gateway_factory):
+    g = gateway_factory(config(upstream, idp, f'{{ otlp_endpoint: "{receiver.url}", sample_ratio: 0 }}'))
+    for _ in range(20):
+        r = requests.get(g.url("/pub/x"), headers={"traceparent": INCOMING}, timeout=5)
+        assert r.status_code == 200
+        assert "traceparent" not in sent_headers(r)
+    time.sleep(1.5)
+    assert receiver.spans() == []
+
+
+def test_the_otel_variables_configure_tracing(upstream, idp, receiver, gateway_factory):
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{receiver.port}",
+           "OTEL_SERVICE_NAME": "from-env", "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=test",
+           "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k%20v"}
+    text = config(upstream, idp, "{}").replace("tracing: {}\n", "")
+    g = gateway_factory(text, env=env)
+    r = requests.get(g.url("/pub/x"), timeout=5)
+    trace_id = sent_headers(r)["traceparent"].split("-")[1]
+    spans_of(receiver, trace_id, count=2)
+    resource = receiver.spans()[0][0]
+    assert resource["service.name"] == "from-env"
+    assert resource["deployment.environment"] == "test"
+    headers, _ = receiver.requests[0]
+    assert headers["x-api-key"] == "k v"
+
+
+@pytest.mark.parametrize("mode", ["down", "error", "hang"])
+def test_a_collector_that_fails_costs_requests_nothing(upstream, idp, gateway_factory, mode):
+    r = Receiver(mode="hang" if mode == "hang" else "error").start()
+    url = r.url
+    if mode == "down":
+        r.stop()
+    try:
+        g = gateway_factory(config(upstream, idp, f'{{ otlp_endpoint: "{url}", timeout: 5s }}'))
+        s = requests.Session()
+        slowest = 0.0
+        # 1,500 requests: 3,000 spans, past the 2,048 the queue holds while the export waits.
+        for i in range(1500):
+            t = time.monotonic()
+            assert s.get(g.url(f"/pub/{i}"), timeout=5).status_code == 200
+            slowest = max(slowest, time.monotonic() - t)
+        assert slowest < 0.5, slowest
+        m = wait_for(lambda: (lambda m: m if m.get("tokengate_trace_export_failures_total", 0) >= 1 or mode == "hang"
+                              else None)(metrics(g)), timeout=8, what="an export failure")
+        if mode == "hang":
+            assert r.posts >= 1
+            assert m['tokengate_trace_spans_dropped_total{reason="queue_full"}'] > 0
+        else:
+            assert m['tokengate_trace_spans_dropped_total{reason="export_failed"}'] > 0
+        assert m["tokengate_trace_spans_exported_total"] == 0
+    finally:
+        if mode != "down":
+            r.stop()
