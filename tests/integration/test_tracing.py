@@ -10,9 +10,12 @@ import time
 import pytest
 import requests
 
-from conftest import sent_headers, wait_for
+from conftest import Gateway, sent_headers, wait_for
 from otlp_receiver import Receiver, attributes
 from test_bearer import idp, token  # noqa: F401
+from test_introspection_idp import GW_SECRET, config as introspection_config
+from test_introspection_shared import OPQ_SECRET
+from test_replicas import redis  # noqa: F401 — fixture
 
 SERVER, CLIENT = 2, 3
 INCOMING = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -50,10 +53,15 @@ routes:
 """
 
 
+def request_spans(receiver):
+    """The spans of requests: every span but the main loop's key fetches (CLIENT roots)."""
+    return [s for _, s in receiver.spans() if not (s.kind == CLIENT and s.parent_span_id == b"")]
+
+
 def spans_of(receiver, trace_id=None, count=1, timeout=5):
-    """The spans received (of one trace, if given) once there are at least `count`."""
+    """The request spans received (of one trace, if given) once there are at least `count`."""
     def got():
-        spans = [s for _, s in receiver.spans() if trace_id is None or s.trace_id.hex() == trace_id]
+        spans = [s for s in request_spans(receiver) if trace_id is None or s.trace_id.hex() == trace_id]
         return spans if len(spans) >= count else None
     return wait_for(got, timeout=timeout, what=f"{count} spans")
 
@@ -116,7 +124,7 @@ def test_a_refusal_is_traced_without_an_upstream_span_and_no_secret_leaks(upstre
     assert a["http.response.status_code"] == 401
     assert a["tokengate.auth.outcome"] == "invalid_token"
     time.sleep(0.8)  # a CLIENT span would have come in the same batch, or the next
-    assert [s.kind for _, s in receiver.spans()] == [SERVER]
+    assert [s.kind for s in request_spans(receiver)] == [SERVER]
     everything = b"".join(request.SerializeToString() for _, request in receiver.requests)
     for secret in [bad.encode(), b"query-secret-123", b"cookie-secret-456", b"proof-secret-789", b"page="]:
         assert secret not in everything
@@ -148,7 +156,7 @@ def test_an_unsampled_trusted_parent_is_followed_and_passed_on_as_sent(upstream,
     assert sent_headers(r)["traceparent"] == unsampled
     assert sent_headers(r)["tracestate"] == "vendor=abc"
     time.sleep(1.5)
-    assert receiver.spans() == []
+    assert request_spans(receiver) == []
 
 
 def test_a_clients_trace_is_restarted_unless_the_config_joins_it(upstream, idp, receiver, gateway_factory):
@@ -222,3 +230,45 @@ def test_a_collector_that_fails_costs_requests_nothing(upstream, idp, gateway_fa
     finally:
         if mode != "down":
             r.stop()
+
+
+def test_calls_to_the_authorization_server_and_redis_are_client_spans(authserver, upstream, redis, receiver):
+    a = authserver
+    a.add_client("opq", client_secret=OPQ_SECRET, scopes=["orders:read"], audience=["api"],
+                 access_token_format="opaque")
+    a.add_client("tokengate", client_secret=GW_SECRET, token_endpoint_auth_method="client_secret_basic",
+                 scopes=["openid"])
+    text = (f'store: {{ url: "redis://127.0.0.1:{redis.port}/0", prefix: "tg:" }}\n'
+            f'tracing: {{ otlp_endpoint: "{receiver.url}" }}\n'
+            + introspection_config(a, f'auth: client_secret_basic, secret: "{GW_SECRET}"')
+            .replace("@UPSTREAM@", str(upstream.port)))
+    g = Gateway(text)
+    g.start()
+    try:
+        # The main loop's discovery and key fetches are traces of their own.
+        root = wait_for(lambda: [s for _, s in receiver.spans() if s.kind == CLIENT and s.parent_span_id == b""],
+                        timeout=5, what="the discovery fetch's span")
+        urls = [attributes(s)["url.full"] for s in root]
+        assert f"{a.issuer}/.well-known/openid-configuration" in urls
+        token = a.client_credentials_token("opq", scope="orders:read", secret=OPQ_SECRET)["access_token"]
+        r = requests.get(g.url("/api/orders/1?x=1"), headers={"Authorization": f"Bearer {token}"}, timeout=5)
+        assert r.status_code == 200, r.text
+        trace_id = sent_headers(r)["traceparent"].split("-")[1]
+        # SERVER, the upstream call, the introspection call, Redis GET (a miss) and SET.
+        spans = spans_of(receiver, trace_id, count=5)
+        server = next(s for s in spans if s.kind == SERVER)
+        children = [s for s in spans if s.kind == CLIENT]
+        assert all(s.parent_span_id == server.span_id for s in children)
+        introspection = [s for s in children if attributes(s).get("url.full", "").endswith("/introspection")]
+        assert len(introspection) == 1
+        i = attributes(introspection[0])
+        assert i["http.request.method"] == "POST" and i["http.response.status_code"] == 200
+        assert a.last_headers("/introspection").get("traceparent", "").split("-")[2] == introspection[0].span_id.hex()
+        redis_ops = sorted(attributes(s)["db.operation.name"] for s in children
+                           if attributes(s).get("db.system.name") == "redis")
+        assert redis_ops[:1] == ["GET"] and "SET" in redis_ops
+        everything = b"".join(request.SerializeToString() for _, request in receiver.requests)
+        assert token.encode() not in everything and GW_SECRET.encode() not in everything
+        assert b"tg:introspection" not in everything  # never a Redis key
+    finally:
+        g.stop()

@@ -22,6 +22,8 @@ public final class GatewayServer {
     private var accessLogFile: LogSink?
     /// Where spans go when `tracing` is on (its own thread).
     private var spanExporter: SpanExporter?
+    /// The main loop's spans: key and discovery fetches, each a trace of its own.
+    private var mainTracer: Tracer?
     /// The workers' and the key service's "now".
     private let wallClock: any WallClock = SystemClock()
     /// The build's version, for the status page.
@@ -67,6 +69,9 @@ public final class GatewayServer {
             let exporter = SpanExporter(config: tracing, version: version)
             exporter.start()
             spanExporter = exporter
+            let tracer = Tracer(config: tracing, exporter: exporter, loop: mainLoop, background: true)
+            mainLoop.callObserver = tracer
+            mainTracer = tracer
         }
         for id in 0..<config.workers {
             let worker = Worker(
@@ -117,6 +122,7 @@ public final class GatewayServer {
         // nothing must not keep a stopped gateway alive).
         accessLogFile?.close(within: 3)
         // Spans still queued go to the collector, for at most 2 s.
+        mainTracer?.flush()
         spanExporter?.close(within: 2)
     }
 

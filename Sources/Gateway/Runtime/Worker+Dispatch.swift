@@ -55,7 +55,10 @@ extension Worker {
             (ctx.trace, ctx.dropClientTraceContext) = tracer.begin(
                 traceparent: fields.first("traceparent"), tracestate: fields.first("tracestate"), trusted: trusted,
                 peer: ex.connection.peer, startNanos: Tracer.nowNanos())
+            // The calls made while this request is handled are its (Tracer+Calls).
+            tracer.current = ctx.trace
         }
+        defer { tracer?.current = nil }
         // Decision mode (nginx auth_request, forward auth, Envoy ext_authz): see Worker+Decision,
         // and for ext_authz over gRPC, Worker+ExtAuthzCheck.
         if decisionEnabled, config.decision.extAuthzGRPC, head.target == Self.checkPath {

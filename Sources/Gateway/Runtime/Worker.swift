@@ -83,6 +83,7 @@ final class Worker: ResponderObserver {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }
         tracer = spanExporter.map { Tracer(config: $0.config, exporter: $0, loop: loop) }
+        loop.callObserver = tracer
         apply(config, router: router)
     }
 

@@ -17,15 +17,20 @@ final class Tracer {
     /// Random bytes for ids, drawn from OpenSSL 4 KB at a time.
     private var pool: [UInt8] = []
     private var poolAt = 0
+    /// The traced request being handled now (see Tracer+Calls): the calls it makes are its.
+    var current: RequestTrace?
+    /// The main loop's tracer: a call with no request (keys, discovery) is a trace of its own.
+    let background: Bool
 
     /// Spans a worker gathers before it hands them over, and the longest they wait.
     static let batch = 64
     static let flushInterval = 0.5
 
-    init(config: TracingConfig, exporter: SpanExporter, loop: EventLoop) {
+    init(config: TracingConfig, exporter: SpanExporter, loop: EventLoop, background: Bool = false) {
         self.config = config
         self.exporter = exporter
         self.loop = loop
+        self.background = background
         ratioBound =
             config.sampleRatio >= 1 ? UInt64.max : UInt64((config.sampleRatio * 0x1p63).rounded(.down))
     }
@@ -43,15 +48,21 @@ final class Tracer {
             guard parent.sampled else { return (nil, false) }
             traceID = parent.traceID
         } else {
-            guard ratioBound != 0 else { return (nil, true) }
-            traceID = TraceID(high: nextID(), low: nextID())
-            guard ratioBound == UInt64.max || traceID.low >> 1 < ratioBound else { return (nil, true) }
+            guard let id = newSampledTraceID() else { return (nil, true) }
+            traceID = id
         }
         let trace = RequestTrace(
             traceID: traceID, parentSpanID: parent?.spanID ?? 0,
             traceState: parent != nil ? tracestate.flatMap { TraceContext.traceState($0) } : nil,
             serverSpanID: nextID(), upstreamSpanID: nextID(), startNanos: startNanos, peer: peer)
         return (trace, true)
+    }
+
+    /// A new trace's id when the ratio samples it; nil otherwise.
+    func newSampledTraceID() -> TraceID? {
+        guard ratioBound != 0 else { return nil }
+        let id = TraceID(high: nextID(), low: nextID())
+        return ratioBound == UInt64.max || id.low >> 1 < ratioBound ? id : nil
     }
 
     /// A fresh span id: 8 random bytes, never zero (W3C Trace Context §3.2.2.4).

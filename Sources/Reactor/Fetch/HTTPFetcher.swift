@@ -40,6 +40,20 @@ public final class HTTPFetcher {
     /// Starts a fetch; `completion` runs on this loop with the response or an error.
     public func fetch(_ request: FetchRequest, completion: @escaping (Result<FetchResponse, FetchError>) -> Void) {
         loop.assertInLoop()
+        var request = request
+        var completion = completion
+        if let observer = loop.callObserver, let token = observer.fetchStarting(&request) {
+            let caller = completion
+            let sent = request
+            completion = { result in
+                switch result {
+                case .success(let r):
+                    observer.fetchEnded(token, sent, status: r.status, error: nil) { caller(result) }
+                case .failure(let e):
+                    observer.fetchEnded(token, sent, status: nil, error: e) { caller(result) }
+                }
+            }
+        }
         let transfer = Transfer(request: request, completion: completion)
         do {
             let easy = try transfer.configure(settings: settings)

@@ -9,6 +9,9 @@ public final class EventLoop: @unchecked Sendable {
     /// Scratch memory for tunnels relaying directly (`Tunnel`): read into, then written out
     /// in the same callback, so one per loop serves all its tunnels.
     let relayBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+    /// Told of the fetches and Redis commands this loop's clients make (tracing); set before
+    /// the loop runs, read on its thread.
+    public var callObserver: (any OutboundCallObserver)?
 
     private static let threadingOnce: Void = {
         precondition(evthread_use_pthreads() == 0, "evthread_use_pthreads failed")

@@ -67,6 +67,19 @@ public final class Redis {
     /// different cluster slots, or the command cannot share a pipelined connection (see
     /// `RedisClient.send(_:done:)`; on a cluster also MULTI/EXEC/WATCH, ASKING, READONLY).
     public func send(_ arguments: [[UInt8]], keys: [Int], done: @escaping (Result<RedisReply, RedisError>) -> Void) {
+        var done = done
+        if let observer = loop.callObserver, let name = arguments.first,
+            let token = observer.redisStarting(String(decoding: name, as: UTF8.self).uppercased())
+        {
+            let caller = done
+            done = { result in
+                if case .failure(let e) = result {
+                    observer.redisEnded(token, error: e) { caller(result) }
+                } else {
+                    observer.redisEnded(token, error: nil) { caller(result) }
+                }
+            }
+        }
         let slot: Int?
         do throws(RedisError) {
             try RedisCommand.validate(arguments)

@@ -766,6 +766,7 @@ class AuthServer:
         self.dir = tempfile.mkdtemp(prefix="tg-as-")
         self.lock = threading.Lock()  # idpyoidc is not thread-safe: one request at a time
         self.hits = {}  # path -> count
+        self.headers_seen = {}  # path -> the last request's headers (lower-case names)
         self.down_status = None  # answer every request with this status (e.g. 503) while set
         # While cleared, a JWKS request waits (up to 10 s) for it: a test can watch the
         # gateway before its keys have loaded.
@@ -943,6 +944,11 @@ class AuthServer:
 
     # -- configuration -----------------------------------------------------------------
 
+    def last_headers(self, path):
+        """The headers of the last request to `path` (lower-case names); {} if none came."""
+        with self.lock:
+            return dict(self.headers_seen.get(path, {}))
+
     def add_client(self, client_id, client_secret=None, scopes=("openid", "orders:read"), audience=None,
                    jwks=None, redirect_uri=None, token_endpoint_auth_method=None, access_token_format="jwt",
                    post_logout_redirect_uri=None):
@@ -1045,6 +1051,7 @@ class AuthServer:
         req = Request(environ)
         with self.lock:
             self.hits[req.path] = self.hits.get(req.path, 0) + 1
+            self.headers_seen[req.path] = {k.lower(): v for k, v in req.headers.items()}
             try:
                 resp = self._handle(req)
             except Exception as e:  # noqa: BLE001 — any failure answers 500, the server lives on
