@@ -42,6 +42,10 @@ TARGET_LOG_UNBUFFERED = 0.95
 # Access log to a standard output nobody reads: tokengate's req/s against its own with the
 # log off (the `none` scenario of the same run), at least.
 TARGET_LOG_PIPE = 0.9
+# OpenTelemetry tracing, against the same route with tracing off (`none`, same run): every
+# request sampled costs at most 10 %; none sampled, nothing beyond the noise.
+TARGET_TRACE_ALL = 0.9
+TARGET_TRACE_ZERO = 0.97
 # An MCP route judging each tools/call, against the same route without mcp rules.
 TARGET_MCP = 0.9
 # A route with token_exchange (the exchanged token cached), against the same route forwarding
@@ -296,6 +300,18 @@ def main(workdir, out_path):
         elif kind["auth"] == "exchange-off" and tg:
             checks = {"no errors": errors_ok}
             print("  (the baseline of exchange-cached: the same route and token, forwarded instead of exchanged)")
+        elif kind["auth"] in ("trace-all", "trace-zero") and tg:
+            checks = {"no errors": errors_ok}
+            want = TARGET_TRACE_ALL if kind["auth"] == "trace-all" else TARGET_TRACE_ZERO
+            off = result["scenarios"].get("none", {}).get("targets", {}).get("tokengate")
+            if off:
+                s["rps_vs_tracing_off"] = tg["rps"] / off["rps"]
+                checks[f"req/s >= {want} x tracing off (none)"] = s["rps_vs_tracing_off"] >= want
+                print(f"  tokengate req/s against its own with tracing off (none, same run): "
+                      f"{tg['rps']:.0f} / {off['rps']:.0f} = {s['rps_vs_tracing_off']:.2f}x")
+            else:
+                print("  (run the none scenario too, for the ratio against tracing off)")
+            print("  targets (tracing): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "log-pipe" and tg:
             checks = {"no errors": errors_ok}
             off = result["scenarios"].get("none", {}).get("targets", {}).get("tokengate")

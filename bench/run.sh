@@ -423,6 +423,7 @@ scenario() {
     syscalls_per_request "$name" tokengate "${urls[tokengate]}" "$TG_PID" "$@"
     syscalls_per_request "$name" nginx "${urls[nginx]}" "$(pgrep -P "$baseline_pid" | tr '\n' ' ')" "$@"
   fi
+  [[ -z ${AFTER_SCENARIO:-} ]] || $AFTER_SCENARIO "$name"
   stop_tokengate "$name" "$dir"
   printf '%s\t%s\t%s\n' "$name" tokengate "$TG_RSS" >>"$WORK/rss.tsv"
   printf '%s\t%s\t%s\n' "$name" nginx "$(vmhwm_tree "$baseline_pid")" >>"$WORK/rss.tsv"
@@ -456,6 +457,13 @@ log_scenario log-file-buffered "buffer=64k flush=1s" 64KB
 log_scenario log-file "" 0
 # The access log on standard output, a pipe that nobody reads: against `none` (log off).
 TG_STDOUT_PIPE=1 SCENARIO_AUTH=log-pipe scenario log-pipe bench/tokengate/log-pipe.yaml
+# OpenTelemetry tracing, every request sampled and none: against `none` (tracing off). The
+# spans go to the bench upstream (nginx answers the POSTs 200); the exporter's counters are
+# printed once the rounds are over, so a ratio bought by dropping spans shows.
+trace_counters() { curl -fsS "http://127.0.0.1:$PORT_ADMIN/metrics" | grep '^tokengate_trace' >&2 || true; }
+SCENARIO_VARS="SAMPLE_RATIO=1" SCENARIO_AUTH=trace-all AFTER_SCENARIO=trace_counters \
+  scenario trace-all bench/tokengate/trace.yaml
+SCENARIO_VARS="SAMPLE_RATIO=0" SCENARIO_AUTH=trace-zero scenario trace-zero bench/tokengate/trace.yaml
 
 : a key of ALG, a token signed with it, the route
 # validating it (with the per-worker validation cache, or with it off: 0).

@@ -13,21 +13,39 @@ public enum TraceExport {
     public static func body(
         _ spans: [SpanRecord], resource: [SpanRecord.Attribute], scope: (name: String, version: String)
     ) -> [UInt8] {
-        var scopeSpans = Opentelemetry_Proto_Trace_V1_ScopeSpans()
-        scopeSpans.scope.name = scope.name
-        scopeSpans.scope.version = scope.version
-        scopeSpans.spans = spans.map(message)
-        var resourceSpans = Opentelemetry_Proto_Trace_V1_ResourceSpans()
-        resourceSpans.resource.attributes = resource.map(keyValue)
-        resourceSpans.scopeSpans = [scopeSpans]
-        var request = Opentelemetry_Proto_Collector_Trace_V1_ExportTraceServiceRequest()
-        request.resourceSpans = [resourceSpans]
+        // swift-protobuf sizes a nested message again at every level it is nested in, and a
+        // span's attribute values sit six levels deep in the request: most of the export's
+        // time went to sizing them over and over. Each span (three levels: Span, KeyValue,
+        // AnyValue) and the resource and scope are serialized by swift-protobuf; the three
+        // wrapping messages, which hold nothing but those, are framed here (field number,
+        // wire type 2, length), as they would be.
+        var resourceMessage = Opentelemetry_Proto_Resource_V1_Resource()
+        resourceMessage.attributes = resource.map(keyValue)
+        var scopeMessage = Opentelemetry_Proto_Common_V1_InstrumentationScope()
+        scopeMessage.name = scope.name
+        scopeMessage.version = scope.version
+        var scopeSpans: [UInt8] = []
+        scopeSpans.reserveCapacity(spans.count * 400)
+        Protobuf.appendField(1, serialized(scopeMessage), to: &scopeSpans)  // ScopeSpans.scope
+        for span in spans { Protobuf.appendField(2, serialized(message(span)), to: &scopeSpans) }  // .spans
+        var resourceSpans: [UInt8] = []
+        resourceSpans.reserveCapacity(scopeSpans.count + 256)
+        Protobuf.appendField(1, serialized(resourceMessage), to: &resourceSpans)  // ResourceSpans.resource
+        Protobuf.appendField(2, scopeSpans, to: &resourceSpans)  // ResourceSpans.scope_spans
+        var request: [UInt8] = []
+        request.reserveCapacity(resourceSpans.count + 8)
+        // ExportTraceServiceRequest.resource_spans
+        Protobuf.appendField(1, resourceSpans, to: &request)
+        return request
+    }
+
+    static func serialized(_ message: some SwiftProtobuf.Message) -> [UInt8] {
         do {
-            return try request.serializedBytes()
+            return try message.serializedBytes()
         } catch {
             // Only a message with a missing required field fails to serialize, and proto3
             // has none.
-            preconditionFailure("ExportTraceServiceRequest did not serialize: \(error)")
+            preconditionFailure("\(type(of: message)) did not serialize: \(error)")
         }
     }
 
@@ -70,11 +88,10 @@ public enum TraceExport {
     }
 
     /// Big-endian bytes, as OTLP carries ids.
-    static func bytes(_ words: UInt64...) -> Data {
-        var out = Data(capacity: 8 * words.count)
-        for w in words {
-            for i in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: w >> UInt64(i))) }
-        }
-        return out
+    static func bytes(_ high: UInt64, _ low: UInt64? = nil) -> Data {
+        var out = [UInt8](repeating: 0, count: low == nil ? 8 : 16)
+        for i in 0..<8 { out[i] = UInt8(truncatingIfNeeded: high >> UInt64(56 - 8 * i)) }
+        if let low { for i in 0..<8 { out[8 + i] = UInt8(truncatingIfNeeded: low >> UInt64(56 - 8 * i)) } }
+        return Data(out)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Reactor
 import Testing
 
 @testable import Gateway
@@ -77,6 +78,15 @@ struct LogSinkTests {
         let dropped = sink.droppedLines.load(ordering: .relaxed)
         // At most pipe (64 KiB) + staging (64 KiB) + a batch and the queue (16 KiB each) taken.
         #expect(dropped >= count - 2500)
+        // Saturated: a writer no longer makes the lines it would hand over, only counts them.
+        let saturated = sink.saturated.load(ordering: .relaxed)
+        #expect(saturated)
+        let writer = AccessLogWriter(sink: sink, output: AccessLogOutput(), loop: EventLoop())
+        writer.record(
+            AccessLogRecord(
+                requestID: "r", method: "GET", path: "/", route: "-", status: 200, bytes: 0, durationMicros: 1,
+                upstreamMicros: 0))
+        #expect(sink.droppedLines.load(ordering: .relaxed) == dropped + 1)
         // Somebody reads now: the writer finishes, and every line that came out is whole.
         var got: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 65536)
@@ -92,5 +102,8 @@ struct LogSinkTests {
         #expect(text.hasSuffix("\n"))
         #expect(out.allSatisfy { $0 == line })
         #expect(out.count + dropped == count)
+        // The sink took lines again: they are made again.
+        let saturatedAtEnd = sink.saturated.load(ordering: .relaxed)
+        #expect(!saturatedAtEnd)
     }
 }

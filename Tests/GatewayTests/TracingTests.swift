@@ -129,7 +129,8 @@ struct TracingTests {
 
     @Test func aTrustedParentIsFollowedWhateverTheRatio() throws {
         let t = tracer(ratio: 0)
-        let (joined, drop) = t.begin(traceparent: sampled, tracestate: "a=b", trusted: true, peer: "p", startNanos: 1)
+        let (joined, drop) = t.begin(
+            traceparent: sampled, tracestate: { "a=b" }, trusted: true, peer: "p", startNanos: 1)
         let trace = try #require(joined)
         #expect(drop)
         #expect(trace.traceID == TraceID(high: 0x4bf9_2f35_77b3_4da6, low: 0xa3ce_929d_0e0e_4736))
@@ -139,22 +140,22 @@ struct TracingTests {
         #expect(trace.upstreamTraceparent.hasSuffix("-01"))
         // An unsampled parent: not traced, and its context passes on as sent.
         let (none, keep) = tracer(ratio: 1).begin(
-            traceparent: unsampled, tracestate: nil, trusted: true, peer: "p", startNanos: 1)
+            traceparent: unsampled, tracestate: { nil }, trusted: true, peer: "p", startNanos: 1)
         #expect(none == nil && !keep)
     }
 
     @Test func anUntrustedClientsParentIsRestartedUnlessJoinIsConfigured() throws {
         let (restarted, drop) = tracer(ratio: 1).begin(
-            traceparent: sampled, tracestate: "a=b", trusted: false, peer: "p", startNanos: 1)
+            traceparent: sampled, tracestate: { "a=b" }, trusted: false, peer: "p", startNanos: 1)
         let trace = try #require(restarted)
         #expect(drop && trace.parentSpanID == 0 && trace.traceState == nil)
         #expect(trace.traceID != TraceID(high: 0x4bf9_2f35_77b3_4da6, low: 0xa3ce_929d_0e0e_4736))
         // Restarted and not sampled: the client's context is dropped, nothing traced.
         let (none, dropped) = tracer(ratio: 0).begin(
-            traceparent: sampled, tracestate: nil, trusted: false, peer: "p", startNanos: 1)
+            traceparent: sampled, tracestate: { nil }, trusted: false, peer: "p", startNanos: 1)
         #expect(none == nil && dropped)
         let (joined, _) = tracer(ratio: 0, incoming: .join).begin(
-            traceparent: sampled, tracestate: nil, trusted: false, peer: "p", startNanos: 1)
+            traceparent: sampled, tracestate: { nil }, trusted: false, peer: "p", startNanos: 1)
         #expect(joined?.parentSpanID == 0x00f0_67aa_0ba9_02b7)
     }
 
@@ -162,13 +163,34 @@ struct TracingTests {
         let t = tracer(ratio: 0.25)
         var traced = 0
         for _ in 0..<4000
-        where t.begin(traceparent: nil, tracestate: nil, trusted: false, peer: "p", startNanos: 1).0 != nil {
+        where t.begin(traceparent: nil, tracestate: { nil }, trusted: false, peer: "p", startNanos: 1).0 != nil {
             traced += 1
         }
         // 1,000 expected; ±5 standard deviations (27 each) is far outside chance.
         #expect((865...1135).contains(traced), "\(traced) of 4000 traced at 0.25")
         #expect(
-            tracer(ratio: 1).begin(traceparent: nil, tracestate: nil, trusted: false, peer: "p", startNanos: 1).0 != nil
+            tracer(ratio: 1).begin(traceparent: nil, tracestate: { nil }, trusted: false, peer: "p", startNanos: 1).0
+                != nil
         )
+    }
+
+    @Test func theExportQueueIsBoundedAndCountsWhatItDrops() {
+        let exporter = SpanExporter(config: TracingConfig(endpoint: "http://127.0.0.1:9/v1/traces"), version: "t")
+        let span = SpanRecord(
+            traceID: TraceID(high: 1, low: 2), spanID: 3, parentSpanID: 0, name: "GET", kind: .server, startNanos: 1,
+            endNanos: 2)
+        var spans = Array(repeating: span, count: 3000)
+        exporter.submit(&spans)
+        #expect(spans.isEmpty)
+        #expect(exporter.queued == SpanExporter.maxQueued)
+        #expect(exporter.droppedQueueFull.load(ordering: .relaxed) == 3000 - SpanExporter.maxQueued)
+        #expect(exporter.metricsText.contains("tokengate_trace_spans_dropped_total{reason=\"queue_full\"} 952"))
+    }
+
+    @Test func aCallsURLLosesItsQueryFragmentAndUserinfo() {
+        let (url, authority) = Tracer.withoutQuery("https://u:p@as.example:8443/oauth/introspect?token=t#f")
+        #expect(url == "https://as.example:8443/oauth/introspect")
+        #expect(authority == "as.example:8443")
+        #expect(Tracer.withoutQuery("http://as.example/jwks").url == "http://as.example/jwks")
     }
 }

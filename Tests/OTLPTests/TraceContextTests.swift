@@ -98,4 +98,34 @@ struct TraceExportTests {
         #expect(TraceExport.rejectedSpans([]) == 0)
         #expect(TraceExport.rejectedSpans(Array("not protobuf".utf8)) == 0)
     }
+
+    @Test func theFramedRequestIsTheBytesSwiftProtobufWritesForTheWholeMessage() throws {
+        let spans = (0..<300).map { i in
+            SpanRecord(
+                traceID: TraceID(high: UInt64(i) + 1, low: 7), spanID: UInt64(i) + 100, parentSpanID: UInt64(i),
+                name: "GET r\(i)", kind: i % 2 == 0 ? .server : .client, startNanos: 10, endNanos: 20,
+                attributes: [.init("url.path", .string(String(repeating: "/x", count: i))), .init("n", .int(Int64(i)))])
+        }
+        let resource: [SpanRecord.Attribute] = [.init("service.name", .string("gw")), .init("b", .bool(true))]
+        var whole = Opentelemetry_Proto_Collector_Trace_V1_ExportTraceServiceRequest()
+        var rs = Opentelemetry_Proto_Trace_V1_ResourceSpans()
+        rs.resource.attributes = resource.map(TraceExport.keyValue)
+        var ss = Opentelemetry_Proto_Trace_V1_ScopeSpans()
+        ss.scope.name = "tokengate"
+        ss.scope.version = "9"
+        ss.spans = spans.map(TraceExport.message)
+        rs.scopeSpans = [ss]
+        whole.resourceSpans = [rs]
+        let framed = TraceExport.body(spans, resource: resource, scope: ("tokengate", "9"))
+        #expect(framed == (try whole.serializedBytes() as [UInt8]))
+        #expect(try Opentelemetry_Proto_Collector_Trace_V1_ExportTraceServiceRequest(serializedBytes: framed) == whole)
+    }
+
+    @Test func varintsAsTheWireFormatWritesThem() {
+        for (value, bytes) in [(0, [0x00]), (1, [0x01]), (127, [0x7F]), (128, [0x80, 0x01]), (300, [0xAC, 0x02])] {
+            var out: [UInt8] = []
+            Protobuf.appendVarint(UInt64(value), to: &out)
+            #expect(out == bytes.map(UInt8.init))
+        }
+    }
 }

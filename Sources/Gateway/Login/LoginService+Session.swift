@@ -115,9 +115,11 @@ extension LoginService {
         _ session: Session, cookies: Cookies, clear: [String], adopt: @escaping (RefreshCoordinator.Outcome) -> Void,
         done: @escaping (SessionDecision) -> Void
     ) {
+        let started = ProcessInfo.processInfo.systemUptime
         let finish: (RefreshCoordinator.Outcome) -> Void = { [weak self] outcome in
             guard let self else { return }
-            self.shared.refreshes.finish(session.id, outcome)
+            self.shared.refreshes.finish(
+                session.id, outcome, took: ProcessInfo.processInfo.systemUptime - started)
             if case .ended = outcome {
                 self.store.end(session, expiresAt: session.createdAt + Int64(self.config.session.absoluteTimeout)) {
                     _ in

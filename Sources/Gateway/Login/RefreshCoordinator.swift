@@ -57,14 +57,25 @@ final class RefreshCoordinator: @unchecked Sendable {
         }
     }
 
-    /// The leader's outcome: every waiter gets it on its own loop.
-    func finish(_ sessionID: String, _ outcome: Outcome) {
+    /// A refresh that failed after this long (the AS hung or crawled, up to the token
+    /// endpoint's bound) is remembered for `slowFailureBackoff`: the session's next requests
+    /// then go on at once (a route forwarding the expired token gets 503 with a retry)
+    /// instead of each leading a refresh that waits the whole bound again.
+    static let slowFailure = 2.0
+    static let slowFailureBackoff = 5.0
+
+    /// The leader's outcome: every waiter gets it on its own loop. `took`: how long the
+    /// leader waited for it.
+    func finish(_ sessionID: String, _ outcome: Outcome, took: Double = 0) {
         let now = ProcessInfo.processInfo.systemUptime
         let waiters: [(EventLoop, (Outcome) -> Void)] = lock.withLock {
             if recent.count > 10_000 { recent = recent.filter { $0.value.until > now } }
             // A temporary outcome (the AS or the store did not answer) is not remembered: the
-            // next request tries again.
+            // next request tries again, unless it took long (a hung AS), then only after a
+            // short backoff.
             switch outcome {
+            case .unchanged where took >= Self.slowFailure:
+                recent[sessionID] = (outcome, now + Self.slowFailureBackoff)
             case .unchanged, .unsaved: break
             default: recent[sessionID] = (outcome, now + grace)
             }

@@ -53,8 +53,7 @@ extension Worker {
         ctx.behindTrustedProxy = trusted
         if let tracer {
             (ctx.trace, ctx.dropClientTraceContext) = tracer.begin(
-                traceparent: fields.first("traceparent"), tracestate: fields.first("tracestate"), trusted: trusted,
-                peer: ex.connection.peer, startNanos: Tracer.nowNanos())
+                fields, trusted: trusted, peer: ex.connection.peer, startNanos: Tracer.nowNanos())
             // The calls made while this request is handled are its (Tracer+Calls).
             tracer.current = ctx.trace
         }

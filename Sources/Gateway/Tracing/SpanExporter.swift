@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import OTLP
 import Reactor
 import Synchronization
@@ -56,6 +57,11 @@ final class SpanExporter: @unchecked Sendable {
     /// Starts the exporter's thread.
     func start() {
         let t = Thread { [self] in
+            // Below the workers (nice 10, this thread alone on Linux): when the cores are
+            // busy, requests come first and spans wait in the bounded queue, then drop
+            // (counted), as a collector that is slow makes them.
+            // (Linux: the nice value is per thread, and `who` 0 is the calling one, setpriority(2).)
+            setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
             fetcher = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: config.caFile))
             ticker = LoopTimer(loop: loop, seconds: Self.interval, repeating: true) { [unowned self] in
                 self.exportNext()

@@ -38,9 +38,21 @@ final class Tracer {
     /// What the gateway does with a request's trace context: a traced request, or none; and
     /// whether the client's `traceparent`/`tracestate` stay off the upstream request (they
     /// do unless the gateway joined a trace it does not sample, which then passes on as sent).
-    func begin(traceparent: String?, tracestate: String?, trusted: Bool, peer: String, startNanos: UInt64) -> (
-        RequestTrace?, dropClientContext: Bool
-    ) {
+    func begin(
+        _ fields: HTTP1Fields, trusted: Bool, peer: String, startNanos: @autoclosure () -> UInt64 = Tracer.nowNanos()
+    ) -> (RequestTrace?, dropClientContext: Bool) {
+        // Not sampling new traces and not joining this client's: nothing to read or draw.
+        let joins = trusted || config.incoming == .join
+        guard joins || ratioBound != 0 else { return (nil, true) }
+        return begin(
+            traceparent: joins ? fields.first("traceparent") : nil, tracestate: { fields.first("tracestate") },
+            trusted: trusted, peer: peer, startNanos: startNanos())
+    }
+
+    func begin(
+        traceparent: String?, tracestate: () -> String?, trusted: Bool, peer: String,
+        startNanos: @autoclosure () -> UInt64
+    ) -> (RequestTrace?, dropClientContext: Bool) {
         let parent =
             trusted || config.incoming == .join ? traceparent.flatMap { TraceContext.parse($0) } : nil
         let traceID: TraceID
@@ -53,8 +65,8 @@ final class Tracer {
         }
         let trace = RequestTrace(
             traceID: traceID, parentSpanID: parent?.spanID ?? 0,
-            traceState: parent != nil ? tracestate.flatMap { TraceContext.traceState($0) } : nil,
-            serverSpanID: nextID(), upstreamSpanID: nextID(), startNanos: startNanos, peer: peer)
+            traceState: parent != nil ? tracestate().flatMap { TraceContext.traceState($0) } : nil,
+            serverSpanID: nextID(), upstreamSpanID: nextID(), startNanos: startNanos(), peer: peer)
         return (trace, true)
     }
 

@@ -24,11 +24,20 @@ final class AccessLogWriter {
     }
 
     func record(_ r: AccessLogRecord) {
+        // A sink that is not taking lines would drop this one: it is counted, not made.
+        if sink.saturated.load(ordering: .relaxed) {
+            sink.dropUnmade(1)
+            return
+        }
         AccessLogLine.append(r, time: &time, to: &line)
         lineAdded()
     }
 
     func record(_ r: TunnelLogRecord) {
+        if sink.saturated.load(ordering: .relaxed) {
+            sink.dropUnmade(1)
+            return
+        }
         AccessLogLine.append(r, time: &time, to: &line)
         lineAdded()
     }

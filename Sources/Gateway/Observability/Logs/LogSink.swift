@@ -43,6 +43,11 @@ final class LogSink: @unchecked Sendable {
     let droppedLines = Atomic<Int>(0)
     /// Failed writes (`write(2)` errors other than EINTR/EAGAIN, and failed reopens).
     let writeErrors = Atomic<Int>(0)
+    /// The queue was full at the last `submit` and the writer has not finished a write
+    /// since: the sink is not taking lines (a pipe nobody reads). Writers read it before
+    /// making a line, so that a line that would be dropped costs neither its encoding nor
+    /// the queue's lock (`dropUnmade`).
+    let saturated = Atomic<Bool>(false)
 
     /// Written by the writer thread alone once it runs. A file is owned here (opened in
     /// `init`, replaced by `reopen`, closed at the end of `run`); the standard streams
@@ -107,6 +112,7 @@ final class LogSink: @unchecked Sendable {
         if buffer.isEmpty { return }
         condition.lock()
         if closing || queuedBytes + buffer.count > capacity {
+            if !closing { saturated.store(true, ordering: .relaxed) }
             condition.unlock()
             buffer.removeAll(keepingCapacity: true)
             noteDropped(lines, reason: closing ? "the log is closed" : "the sink is not taking lines fast enough")
@@ -120,6 +126,11 @@ final class LogSink: @unchecked Sendable {
         if idle { condition.signal() }
         condition.unlock()
         if buffer.capacity < 256 { buffer.reserveCapacity(512) }
+    }
+
+    /// Counts `lines` that were never made because the sink is `saturated` (any thread).
+    func dropUnmade(_ lines: Int) {
+        noteDropped(lines, reason: "the sink is not taking lines fast enough")
     }
 
     /// A file sink opens its path again before its next write (logrotate renamed the old
@@ -200,6 +211,8 @@ final class LogSink: @unchecked Sendable {
 
             condition.lock()
             queuedBytes -= bytes
+            // The sink took a batch: lines are worth making again.
+            saturated.store(false, ordering: .relaxed)
             for var chunk in batch where spare.count < 16 {
                 chunk.removeAll(keepingCapacity: true)
                 spare.append(chunk)
