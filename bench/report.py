@@ -55,6 +55,19 @@ TARGET_EXCHANGE = 0.9
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
 
+
+def against_own(result, s, tg, checks, baseline, key, want, what):
+    """tokengate's req/s against its own in another scenario of the same run (`baseline`):
+    the ratio goes into `s[key]` and a check against `want` into `checks`."""
+    other = result["scenarios"].get(baseline, {}).get("targets", {}).get("tokengate")
+    if not other:
+        print(f"  (run {baseline} too, for the ratio against {what})")
+        return
+    s[key] = tg["rps"] / other["rps"]
+    checks[f"req/s >= {want} x {baseline}"] = s[key] >= want
+    print(f"  tokengate req/s against {what} ({baseline}, same run): "
+          f"{tg['rps']:.0f} / {other['rps']:.0f} = {s[key]:.2f}x")
+
 def to_ms(text):
     m = re.fullmatch(r"([0-9.]+)(us|ms|s|m|h)", text.strip())
     if not m:
@@ -274,28 +287,16 @@ def main(workdir, out_path):
                   + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "mcp-tools" and tg:
             checks = {"no errors": errors_ok}
-            plain = result["scenarios"].get("mcp-bearer", {}).get("targets", {}).get("tokengate")
-            if plain:
-                s["rps_vs_mcp_bearer"] = tg["rps"] / plain["rps"]
-                checks[f"req/s >= {TARGET_MCP} x mcp-bearer"] = s["rps_vs_mcp_bearer"] >= TARGET_MCP
-                print(f"  tokengate req/s against the same route without mcp rules (mcp-bearer, same run): "
-                      f"{tg['rps']:.0f} / {plain['rps']:.0f} = {s['rps_vs_mcp_bearer']:.2f}x")
-            else:
-                print("  (run mcp-bearer too, for the ratio against the route without mcp rules)")
+            against_own(result, s, tg, checks, "mcp-bearer", "rps_vs_mcp_bearer", TARGET_MCP,
+                        "the same route without mcp rules")
             print("  targets (mcp): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "mcp-bearer" and tg:
             checks = {"no errors": errors_ok}
             print("  (the baseline of mcp-tools: the same route and tools/call without mcp rules)")
         elif kind["auth"] == "exchange-cached" and tg:
             checks = {"no errors": errors_ok}
-            off = result["scenarios"].get("exchange-off", {}).get("targets", {}).get("tokengate")
-            if off:
-                s["rps_vs_exchange_off"] = tg["rps"] / off["rps"]
-                checks[f"req/s >= {TARGET_EXCHANGE} x exchange-off"] = s["rps_vs_exchange_off"] >= TARGET_EXCHANGE
-                print(f"  tokengate req/s against the same route forwarding the caller's token (exchange-off, same run): "
-                      f"{tg['rps']:.0f} / {off['rps']:.0f} = {s['rps_vs_exchange_off']:.2f}x")
-            else:
-                print("  (run exchange-off too, for the ratio against the route without token_exchange)")
+            against_own(result, s, tg, checks, "exchange-off", "rps_vs_exchange_off", TARGET_EXCHANGE,
+                        "the same route forwarding the caller's token")
             print("  targets (token exchange): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "exchange-off" and tg:
             checks = {"no errors": errors_ok}
@@ -303,25 +304,11 @@ def main(workdir, out_path):
         elif kind["auth"] in ("trace-all", "trace-zero") and tg:
             checks = {"no errors": errors_ok}
             want = TARGET_TRACE_ALL if kind["auth"] == "trace-all" else TARGET_TRACE_ZERO
-            off = result["scenarios"].get("none", {}).get("targets", {}).get("tokengate")
-            if off:
-                s["rps_vs_tracing_off"] = tg["rps"] / off["rps"]
-                checks[f"req/s >= {want} x tracing off (none)"] = s["rps_vs_tracing_off"] >= want
-                print(f"  tokengate req/s against its own with tracing off (none, same run): "
-                      f"{tg['rps']:.0f} / {off['rps']:.0f} = {s['rps_vs_tracing_off']:.2f}x")
-            else:
-                print("  (run the none scenario too, for the ratio against tracing off)")
+            against_own(result, s, tg, checks, "none", "rps_vs_tracing_off", want, "its own with tracing off")
             print("  targets (tracing): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "log-pipe" and tg:
             checks = {"no errors": errors_ok}
-            off = result["scenarios"].get("none", {}).get("targets", {}).get("tokengate")
-            if off:
-                s["rps_vs_log_off"] = tg["rps"] / off["rps"]
-                checks[f"req/s >= {TARGET_LOG_PIPE} x log off (none)"] = s["rps_vs_log_off"] >= TARGET_LOG_PIPE
-                print(f"  tokengate req/s against its own with the log off (none, same run): "
-                      f"{tg['rps']:.0f} / {off['rps']:.0f} = {s['rps_vs_log_off']:.2f}x")
-            else:
-                print("  (run the none scenario too, for the ratio against the log off)")
+            against_own(result, s, tg, checks, "none", "rps_vs_log_off", TARGET_LOG_PIPE, "its own with the log off")
             print("  targets (a standard output nobody reads): "
                   + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "floor":
