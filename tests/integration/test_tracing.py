@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-from conftest import Gateway, sent_headers, wait_for
+from conftest import Gateway, echo_headers, raw_request, sent_headers, wait_for
 from otlp_receiver import Receiver, attributes
 from test_bearer import idp, token  # noqa: F401
 from test_introspection_idp import GW_SECRET, config as introspection_config
@@ -146,6 +146,24 @@ def test_a_trusted_proxys_trace_is_joined_and_its_tracestate_passed_on(upstream,
     assert server.flags & 0x300 == 0x300  # the parent is remote
     assert attributes(server)["tokengate.auth.outcome"] == "allowed"
     assert "http.route" in attributes(server)
+
+
+def test_two_traceparents_are_no_context_and_tracestates_are_one_list(upstream, idp, receiver, gateway_factory):
+    g = gateway_factory(config(upstream, idp, f'{{ otlp_endpoint: "{receiver.url}" }}',
+                               extra="trusted_proxies: [127.0.0.1/32]"))
+    other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    status, resp = raw_request(g.port, (
+        f"GET /pub/x HTTP/1.1\r\nHost: gw\r\ntraceparent: {INCOMING}\r\ntraceparent: {other}\r\n"
+        "Connection: close\r\n\r\n").encode())
+    assert status == 200
+    trace_id = echo_headers(resp)["traceparent"].split("-")[1]
+    assert trace_id not in (INCOMING.split("-")[1], other.split("-")[1])  # a trace of its own
+    status, resp = raw_request(g.port, (
+        f"GET /pub/x HTTP/1.1\r\nHost: gw\r\ntraceparent: {INCOMING}\r\ntracestate: a=1\r\n"
+        "tracestate: b=2\r\nConnection: close\r\n\r\n").encode())
+    seen = echo_headers(resp)
+    assert seen["traceparent"].split("-")[1] == INCOMING.split("-")[1]
+    assert seen["tracestate"] == "a=1,b=2"
 
 
 def test_an_unsampled_trusted_parent_is_followed_and_passed_on_as_sent(upstream, idp, receiver, gateway_factory):

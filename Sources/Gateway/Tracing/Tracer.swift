@@ -44,8 +44,15 @@ final class Tracer {
         // Not sampling new traces and not joining this client's: nothing to read or draw.
         let joins = trusted || config.incoming == .join
         guard joins || ratioBound != 0 else { return (nil, true) }
+        // Two traceparent fields are no trace context (W3C Trace Context §3.2); several
+        // tracestate fields are one list (§3.3.1.1, as RFC 9110 §5.3 combines them).
+        let traceparent: (first: String?, count: Int) = joins ? fields.firstAndCount("traceparent") : (nil, 0)
         return begin(
-            traceparent: joins ? fields.first("traceparent") : nil, tracestate: { fields.first("tracestate") },
+            traceparent: traceparent.count == 1 ? traceparent.first : nil,
+            tracestate: {
+                let values = fields.values("tracestate")
+                return values.count < 2 ? values.first : values.joined(separator: ",")
+            },
             trusted: trusted, peer: peer, startNanos: startNanos())
     }
 
