@@ -76,7 +76,7 @@ struct TracingTests {
                 .sampleRatio == 0)
     }
 
-    @Test func whatCheckConfigRefuses() {
+    @Test func whatCheckConfigRefuses() throws {
         #expect(problems("tracing: {}").contains { $0.contains("tracing.otlp_endpoint") && $0.contains("is required") })
         #expect(
             problems("tracing: { otlp_endpoint: ftp://x/v1/traces }").contains { $0.contains("is not an http(s) URL") })
@@ -107,9 +107,13 @@ struct TracingTests {
             problems(
                 "", env: env.merging(["OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"]) { $1 }
             ).contains { $0.contains("OTEL_TRACES_SAMPLER_ARG") })
+        // Another exporter is not tokengate's: tracing stays off, and nothing is refused.
+        #expect(try config("", env: env.merging(["OTEL_TRACES_EXPORTER": "zipkin"]) { $1 }) == nil)
+        #expect(try config("", env: env.merging(["OTEL_TRACES_EXPORTER": "console, otlp"]) { $1 }) != nil)
+        // A refused endpoint's password is not repeated in the problem.
         #expect(
-            problems("", env: env.merging(["OTEL_TRACES_EXPORTER": "zipkin"]) { $1 }).contains {
-                $0.contains("otlp only")
+            problems("tracing: { otlp_endpoint: \"http://u:hunter2@x/v1/traces\" }").allSatisfy {
+                !$0.contains("hunter2")
             })
         #expect(
             problems("", env: env.merging(["OTEL_EXPORTER_OTLP_HEADERS": "a b=c"]) { $1 }).contains {

@@ -125,8 +125,16 @@ def test_a_refusal_is_traced_without_an_upstream_span_and_no_secret_leaks(upstre
     assert a["tokengate.auth.outcome"] == "invalid_token"
     time.sleep(0.8)  # a CLIENT span would have come in the same batch, or the next
     assert [s.kind for s in request_spans(receiver)] == [SERVER]
+    assert "server.address" not in a  # the client's own Host is no trusted origin
+    # Refused before routing (no route): the target as sent, whose query stays out too.
+    assert requests.get(g.url("/nowhere?access_token=query-secret-404"), timeout=5).status_code == 404
+    r = requests.request("BREW", g.url("/nowhere"), headers={"Host": "attacker.example"}, timeout=5)
+    spans_of(receiver, count=3)
+    names = sorted(s.name for s in request_spans(receiver))
+    assert names == ["GET", "GET orders", "_OTHER"], names
     everything = b"".join(request.SerializeToString() for _, request in receiver.requests)
-    for secret in [bad.encode(), b"query-secret-123", b"cookie-secret-456", b"proof-secret-789", b"page="]:
+    for secret in [bad.encode(), b"query-secret-123", b"cookie-secret-456", b"proof-secret-789", b"page=",
+                   b"query-secret-404", b"BREW", b"attacker.example"]:
         assert secret not in everything
 
 
@@ -219,6 +227,39 @@ def test_the_otel_variables_configure_tracing(upstream, idp, receiver, gateway_f
     assert resource["deployment.environment"] == "test"
     headers, _ = receiver.requests[0]
     assert headers["x-api-key"] == "k v"
+
+
+def test_the_exporter_follows_no_redirect_with_the_collectors_key(upstream, idp, receiver, gateway_factory):
+    """A collector (or whoever answers at its address) that redirects gets no second POST:
+    the API key in `tracing.headers` goes to the configured endpoint alone."""
+    import http.server
+    import threading
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(307)
+            self.send_header("Location", receiver.url)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        g = gateway_factory(config(
+            upstream, idp,
+            f'{{ otlp_endpoint: "http://127.0.0.1:{srv.server_address[1]}/v1/traces", headers: {{ x-api-key: k1 }} }}'))
+        assert requests.get(g.url("/pub/x"), timeout=5).status_code == 200
+        m = wait_for(lambda: (lambda m: m if m.get("tokengate_trace_export_failures_total", 0) >= 1 else None)(
+            metrics(g)), timeout=5, what="the redirect counted as a failed export")
+        assert m["tokengate_trace_spans_exported_total"] == 0
+        assert receiver.posts == 0
+    finally:
+        srv.shutdown()
+        srv.server_close()
 
 
 @pytest.mark.parametrize("mode", ["down", "error", "hang"])

@@ -15,12 +15,12 @@ extension ConfigParser {
             return [traces, name].lazy.compactMap { env[$0].flatMap { $0.isEmpty ? nil : $0 } }.first
         }
         if env["OTEL_SDK_DISABLED"]?.lowercased() == "true" { return nil }
-        if let exporter = env["OTEL_TRACES_EXPORTER"], !exporter.isEmpty {
-            if exporter == "none" { return nil }
-            if exporter != "otlp" {
-                r.problem("tracing", node, "OTEL_TRACES_EXPORTER=\(exporter): tokengate exports traces over otlp only")
-                return nil
-            }
+        // A comma-separated list (`otlp,console`): tokengate is on when it names otlp; any
+        // other exporter is one tokengate does not have, and not an error.
+        if let exporters = env["OTEL_TRACES_EXPORTER"], !exporters.isEmpty,
+            !exporters.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "otlp" })
+        {
+            return nil
         }
         var map: [String: Node] = [:]
         if let node {
@@ -50,9 +50,10 @@ extension ConfigParser {
             return nil
         }
         guard let url = ConfigValues.url(endpoint), !url.host.isEmpty else {
+            // Not echoed when it holds a userinfo (a password, which is why it is refused).
+            let shown = endpoint.contains("@") ? "the endpoint" : "\"\(endpoint)\""
             r.problem(
-                "tracing.otlp_endpoint", endpointNode,
-                "\"\(endpoint)\" is not an http(s) URL without query or userinfo")
+                "tracing.otlp_endpoint", endpointNode, "\(shown) is not an http(s) URL without query or userinfo")
             return nil
         }
         var cfg = TracingConfig(endpoint: endpoint)

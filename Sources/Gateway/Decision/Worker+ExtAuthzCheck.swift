@@ -130,6 +130,7 @@ extension Worker {
         ctx.isVerdict = true
         ctx.behindTrustedProxy = true
         ctx.extAuthzCheck = ExtAuthzCheck(head: head, fields: a.fields)
+        ctx.trace = call.trace
         judge(ex, original, head: head, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admission, _, build in
             // The client is no trusted proxy: what only a trusted proxy may send is removed.
             let rule = build.clientFieldRule(

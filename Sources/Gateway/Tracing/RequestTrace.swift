@@ -50,13 +50,20 @@ final class RequestTrace {
     /// or a query (which may hold either).
     func spans(_ ctx: RequestContext, status: Int, endNanos: UInt64) -> [SpanRecord] {
         typealias A = SpanRecord.Attribute
+        // A refusal before routing logs the target as sent: its query (which may hold a
+        // token, RFC 6750 §2.3) stays out of the span.
+        let path = ctx.path.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(ctx.path[..<$0]) } ?? ctx.path
+        let method = Self.method(ctx.method)
         var attributes: [A] = [
-            A("http.request.method", .string(ctx.method)), A("url.path", .string(ctx.path)),
+            A("http.request.method", .string(method)), A("url.path", .string(path)),
             A("url.scheme", .string(ctx.forwarded.forwardedProto)),
             A("http.response.status_code", .int(Int64(status))), A("network.peer.address", .string(peer)),
             A("tokengate.request_id", .string(ctx.requestID))
         ]
-        if let host = ctx.forwarded.forwardedHost { attributes.append(A("server.address", .string(host))) }
+        // Only what a trusted proxy said: another client's Host is its own to choose.
+        if ctx.forwarded.originFromTrustedProxy, let host = ctx.forwarded.forwardedHost {
+            attributes.append(A("server.address", .string(host)))
+        }
         let routed = ctx.routeID >= 0 || ctx.route != "-"
         if routed { attributes.append(A("http.route", .string(ctx.route))) }
         // What authentication decided: `allowed`, or the code the client was refused with
@@ -68,14 +75,14 @@ final class RequestTrace {
         var out = [
             SpanRecord(
                 traceID: traceID, spanID: serverSpanID, parentSpanID: parentSpanID, parentIsRemote: parentSpanID != 0,
-                traceState: traceState, name: routed ? "\(ctx.method) \(ctx.route)" : ctx.method, kind: .server,
+                traceState: traceState, name: routed ? "\(method) \(ctx.route)" : method, kind: .server,
                 startNanos: startNanos, endNanos: endNanos, attributes: attributes,
                 // HTTP semantic conventions: a server span is an error for a 5xx only.
                 error: status >= 500 ? "" : nil)
         ]
         if upstreamStartNanos != 0 {
             var client: [A] = [
-                A("http.request.method", .string(ctx.method)), A("url.full", .string(upstreamURL)),
+                A("http.request.method", .string(method)), A("url.full", .string(upstreamURL)),
                 A("server.address", .string(upstreamAuthority))
             ]
             if upstreamStatus != 0 { client.append(A("http.response.status_code", .int(Int64(upstreamStatus)))) }
@@ -83,10 +90,19 @@ final class RequestTrace {
             out.append(
                 SpanRecord(
                     traceID: traceID, spanID: upstreamSpanID, parentSpanID: serverSpanID, traceState: traceState,
-                    name: ctx.method, kind: .client, startNanos: upstreamStartNanos, endNanos: endNanos,
+                    name: method, kind: .client, startNanos: upstreamStartNanos, endNanos: endNanos,
                     attributes: client,
                     error: upstreamFailure != nil || upstreamStatus >= 500 ? (upstreamFailure ?? "") : nil))
         }
         return out
+    }
+
+    /// The HTTP semantic conventions' method: one RFC 9110 §9 names (and PATCH), else
+    /// `_OTHER`, so that a client's made-up methods cannot mint span names without end.
+    static func method(_ name: String) -> String {
+        switch name {
+        case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH": name
+        default: "_OTHER"
+        }
     }
 }

@@ -62,7 +62,11 @@ final class SpanExporter: @unchecked Sendable {
             // (counted), as a collector that is slow makes them.
             // (Linux: the nice value is per thread, and `who` 0 is the calling one, setpriority(2).)
             setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
-            fetcher = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: config.caFile))
+            // No redirect is followed: the collector's headers (an API key) go to the
+            // endpoint configured and nowhere else; a 3xx counts as a failed export.
+            var settings = FetchSettings(caFile: config.caFile)
+            settings.maxRedirects = 0
+            fetcher = HTTPFetcher(loop: loop, settings: settings)
             ticker = LoopTimer(loop: loop, seconds: Self.interval, repeating: true) { [unowned self] in
                 self.exportNext()
             }

@@ -112,7 +112,9 @@ final class LogSink: @unchecked Sendable {
         if buffer.isEmpty { return }
         condition.lock()
         if closing || queuedBytes + buffer.count > capacity {
-            if !closing { saturated.store(true, ordering: .relaxed) }
+            // Only with lines waiting: a buffer larger than the capacity on its own is
+            // dropped, but the sink is not stuck (no batch would ever clear the mark).
+            if !closing && queuedBytes > 0 { saturated.store(true, ordering: .relaxed) }
             condition.unlock()
             buffer.removeAll(keepingCapacity: true)
             noteDropped(lines, reason: closing ? "the log is closed" : "the sink is not taking lines fast enough")
