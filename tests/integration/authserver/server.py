@@ -1848,6 +1848,11 @@ class AuthServer:
                     raise
                 time.sleep(0.05)
         self._httpd.timeout = 0.5
+        # select() may report a connection its client resets before accept(): a blocking
+        # accept() would then wait for the next client, and stop()'s shutdown() with it.
+        # Non-blocking, that accept() fails at once and the loop goes on (accepted sockets
+        # are still blocking: Python sets them so).
+        self._httpd.socket.setblocking(False)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"authserver-{self.port}", daemon=True)
         self._thread.start()
