@@ -212,6 +212,9 @@ class JSONServer:
                 pass
 
         self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        # Non-blocking listener: a connection reset between select() and accept() must not
+        # leave serve_forever (and stop()'s shutdown()) waiting in accept().
+        self.srv.socket.setblocking(False)
         self.url = f"http://127.0.0.1:{self.srv.server_address[1]}/jwks"
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
 
