@@ -12,6 +12,7 @@ import requests
 
 from conftest import Gateway, echo_headers, raw_request, sent_headers, wait_for
 from otlp_receiver import Receiver, attributes
+from test_access_log import metric
 from test_bearer import idp, token  # noqa: F401
 from test_introspection_idp import GW_SECRET, config as introspection_config
 from test_introspection_shared import OPQ_SECRET
@@ -64,12 +65,6 @@ def spans_of(receiver, trace_id=None, count=1, timeout=5):
         spans = [s for s in request_spans(receiver) if trace_id is None or s.trace_id.hex() == trace_id]
         return spans if len(spans) >= count else None
     return wait_for(got, timeout=timeout, what=f"{count} spans")
-
-
-def metrics(g):
-    text = requests.get(f"http://127.0.0.1:{g.admin}/metrics", timeout=5).text
-    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines() if line.startswith("tokengate_trace")}
 
 
 def test_a_request_is_a_server_span_with_the_upstream_call_as_its_child(upstream, idp, receiver, gateway_factory):
@@ -254,7 +249,7 @@ def test_the_exporter_follows_no_redirect_with_the_collectors_key(upstream, idp,
             f'{{ otlp_endpoint: "http://127.0.0.1:{srv.server_address[1]}/v1/traces", headers: {{ x-api-key: k1 }} }}'))
         assert requests.get(g.url("/pub/x"), timeout=5).status_code == 200
         m = wait_for(lambda: (lambda m: m if m.get("tokengate_trace_export_failures_total", 0) >= 1 else None)(
-            metrics(g)), timeout=5, what="the redirect counted as a failed export")
+            metric(g, "tokengate_trace")), timeout=5, what="the redirect counted as a failed export")
         assert m["tokengate_trace_spans_exported_total"] == 0
         assert receiver.posts == 0
     finally:
@@ -279,7 +274,7 @@ def test_a_collector_that_fails_costs_requests_nothing(upstream, idp, gateway_fa
             slowest = max(slowest, time.monotonic() - t)
         assert slowest < 0.5, slowest
         m = wait_for(lambda: (lambda m: m if m.get("tokengate_trace_export_failures_total", 0) >= 1 or mode == "hang"
-                              else None)(metrics(g)), timeout=8, what="an export failure")
+                              else None)(metric(g, "tokengate_trace")), timeout=8, what="an export failure")
         if mode == "hang":
             assert r.posts >= 1
             assert m['tokengate_trace_spans_dropped_total{reason="queue_full"}'] > 0
