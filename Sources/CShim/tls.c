@@ -11,7 +11,7 @@
 #include <netinet/in.h>
 #include <openssl/x509v3.h>
 
-static void drain_errors(const char *what, char *err, size_t errlen) {
+void tg_tls_error_text(const char *what, char *err, size_t errlen) {
     unsigned long code;
     size_t used = (size_t)snprintf(err, errlen, "%s", what);
     while ((code = ERR_get_error()) != 0 && used + 2 < errlen) {
@@ -19,29 +19,6 @@ static void drain_errors(const char *what, char *err, size_t errlen) {
         ERR_error_string_n(code, buf, sizeof buf);
         used += (size_t)snprintf(err + used, errlen - used, "; %s", buf);
     }
-}
-
-void *tg_tls_server_ctx_new(const char *cert_file, const char *key_file, char *err, size_t errlen) {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-    if (!ctx) { drain_errors("SSL_CTX_new", err, errlen); return NULL; }
-    tg_ssl_ctx_harden(ctx);
-    // Read-ahead: one read() takes what the socket holds, not a record header and then its
-    // body (two syscalls per record, per HTTP/2 request when a client sends one per record).
-    // The read buffer is the one OpenSSL allocates anyway, given back when idle
-    // (SSL_MODE_RELEASE_BUFFERS).
-    SSL_CTX_set_read_ahead(ctx, 1);
-    if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
-        drain_errors("cannot load certificate", err, errlen);
-        SSL_CTX_free(ctx);
-        return NULL;
-    }
-    if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1 ||
-        SSL_CTX_check_private_key(ctx) != 1) {
-        drain_errors("cannot load private key", err, errlen);
-        SSL_CTX_free(ctx);
-        return NULL;
-    }
-    return ctx;
 }
 
 void tg_tls_ctx_free(void *ctx) { SSL_CTX_free((SSL_CTX *)ctx); }
@@ -65,9 +42,9 @@ tg_tls_conn *tg_tls_conn_new(void *ctx, int fd, char *err, size_t errlen) {
     if (!conn) { snprintf(err, errlen, "out of memory"); return NULL; }
     ERR_clear_error();
     conn->ssl = SSL_new((SSL_CTX *)ctx);
-    if (!conn->ssl) { drain_errors("SSL_new", err, errlen); free(conn); return NULL; }
+    if (!conn->ssl) { tg_tls_error_text("SSL_new", err, errlen); free(conn); return NULL; }
     if (SSL_set_fd(conn->ssl, fd) != 1) {
-        drain_errors("SSL_set_fd", err, errlen);
+        tg_tls_error_text("SSL_set_fd", err, errlen);
         SSL_free(conn->ssl);
         free(conn);
         return NULL;
@@ -117,12 +94,12 @@ void *tg_tls_upstream_ctx_new(const char *ca_file, const char *cert_file, const 
     SSL_CTX_set_read_ahead(ctx, 1);
     if (cert_file) {
         if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
-            drain_errors("cannot load cert_file", err, errlen);
+            tg_tls_error_text("cannot load cert_file", err, errlen);
             SSL_CTX_free(ctx);
             return NULL;
         }
         if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
-            drain_errors("cannot load key_file (or it does not match cert_file)", err, errlen);
+            tg_tls_error_text("cannot load key_file (or it does not match cert_file)", err, errlen);
             SSL_CTX_free(ctx);
             return NULL;
         }
@@ -153,7 +130,7 @@ tg_tls_conn *tg_tls_client_conn_new(void *ctx, int fd, const char *server_name, 
     int ip = is_ip_literal(server_name);
     // RFC 6066 §3: no IP literal in SNI.
     if (!ip && SSL_set_tlsext_host_name(conn->ssl, server_name) != 1) {
-        drain_errors("cannot set the TLS server name (SNI)", err, errlen);
+        tg_tls_error_text("cannot set the TLS server name (SNI)", err, errlen);
         tg_tls_conn_free(conn);
         return NULL;
     }
@@ -163,7 +140,7 @@ tg_tls_conn *tg_tls_client_conn_new(void *ctx, int fd, const char *server_name, 
         int set = ip ? X509_VERIFY_PARAM_set1_ip_asc(param, server_name)
                      : X509_VERIFY_PARAM_set1_host(param, server_name, 0);
         if (set != 1) {
-            drain_errors("cannot set the name to verify", err, errlen);
+            tg_tls_error_text("cannot set the name to verify", err, errlen);
             tg_tls_conn_free(conn);
             return NULL;
         }
@@ -212,7 +189,7 @@ static void describe_handshake_failure(tg_tls_conn *conn, const char *what) {
         snprintf(conn->error, sizeof conn->error, "%s%s%s", what, saved ? ": " : "", saved ? strerror(saved) : "");
         return;
     }
-    drain_errors(what, conn->error, sizeof conn->error);
+    tg_tls_error_text(what, conn->error, sizeof conn->error);
 }
 
 int tg_tls_conn_session_reused(const tg_tls_conn *conn) { return SSL_session_reused(conn->ssl); }
@@ -249,7 +226,7 @@ static int conn_status(tg_tls_conn *conn, int rc, const char *what) {
         return TG_TLS_CLOSED;
     }
 #endif
-    drain_errors(what, conn->error, sizeof conn->error);
+    tg_tls_error_text(what, conn->error, sizeof conn->error);
     // A real protocol failure (a bad record, a fatal alert): its session is not offered again.
     if (conn->slot && conn->slot->session) {
         SSL_SESSION_free(conn->slot->session);
@@ -298,7 +275,7 @@ const char *tg_tls_conn_error(const tg_tls_conn *conn) { return conn->error; }
 
 void *tg_tls_client_ctx_new(const char *ca_file, int insecure_skip_verify, char *err, size_t errlen) {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    if (!ctx) { drain_errors("SSL_CTX_new", err, errlen); return NULL; }
+    if (!ctx) { tg_tls_error_text("SSL_CTX_new", err, errlen); return NULL; }
     tg_ssl_ctx_harden(ctx);
     if (insecure_skip_verify) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
@@ -308,7 +285,7 @@ void *tg_tls_client_ctx_new(const char *ca_file, int insecure_skip_verify, char 
     int loaded = ca_file ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL)
                          : SSL_CTX_set_default_verify_paths(ctx);
     if (loaded != 1) {
-        drain_errors(ca_file ? "cannot load ca_file" : "cannot load the system CA certificates", err, errlen);
+        tg_tls_error_text(ca_file ? "cannot load ca_file" : "cannot load the system CA certificates", err, errlen);
         SSL_CTX_free(ctx);
         return NULL;
     }
@@ -323,10 +300,10 @@ static int is_ip_literal(const char *name) {
 struct bufferevent *tg_tls_connecting_bufferevent(struct event_base *base, void *ctx, const char *server_name,
                                                   int check_name, char *err, size_t errlen) {
     SSL *ssl = SSL_new((SSL_CTX *)ctx);
-    if (!ssl) { drain_errors("SSL_new", err, errlen); return NULL; }
+    if (!ssl) { tg_tls_error_text("SSL_new", err, errlen); return NULL; }
     int ip = is_ip_literal(server_name);
     if (!ip && SSL_set_tlsext_host_name(ssl, server_name) != 1) {
-        drain_errors("cannot set the TLS server name (SNI)", err, errlen);
+        tg_tls_error_text("cannot set the TLS server name (SNI)", err, errlen);
         SSL_free(ssl);
         return NULL;
     }
@@ -336,7 +313,7 @@ struct bufferevent *tg_tls_connecting_bufferevent(struct event_base *base, void 
         int set = ip ? X509_VERIFY_PARAM_set1_ip_asc(param, server_name)
                      : X509_VERIFY_PARAM_set1_host(param, server_name, 0);
         if (set != 1) {
-            drain_errors("cannot set the name to verify", err, errlen);
+            tg_tls_error_text("cannot set the name to verify", err, errlen);
             SSL_free(ssl);
             return NULL;
         }

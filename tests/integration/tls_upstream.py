@@ -14,6 +14,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tls_pki import write_pair
+
 NOW = datetime.datetime.now(datetime.timezone.utc)
 
 
@@ -52,15 +54,7 @@ class CA:
                                                          else ExtendedKeyUsageOID.SERVER_AUTH]), critical=False))
         if sans:
             builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        cert = builder.sign(self.key, hashes.SHA256())
-        cert_path = os.path.join(self.dir, f"{label}.crt")
-        key_path = os.path.join(self.dir, f"{label}.key")
-        with open(cert_path, "wb") as f:
-            f.write(cert.public_bytes(serialization.Encoding.PEM))
-        with open(key_path, "wb") as f:
-            f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                      serialization.NoEncryption()))
-        return cert_path, key_path
+        return write_pair(self.dir, label, builder.sign(self.key, hashes.SHA256()), key)
 
 
 class TLSUpstream:

@@ -12,5 +12,6 @@
 #include "tg_curl.h"
 #include "tg_openssl.h"
 #include "tg_tls.h"
+#include "tg_tls_server.h"
 #include "tg_socket.h"
 #endif

@@ -8,9 +8,9 @@
 struct event_base;
 struct bufferevent;
 
-/// A TLS 1.2+ server context from PEM files, or NULL with a message in `err`.
-void *tg_tls_server_ctx_new(const char *cert_file, const char *key_file, char *err, size_t errlen);
 void tg_tls_ctx_free(void *ctx);
+/// Writes `what`, then OpenSSL's error queue (emptied), into `err`.
+void tg_tls_error_text(const char *what, char *err, size_t errlen);
 /// Offers `h2` (if `h2`) and `http/1.1` in ALPN (RFC 7301), in the server's order of
 /// preference; a client that offers neither gets no ALPN answer and is served HTTP/1.1.
 void tg_tls_server_ctx_set_alpn(void *ctx, int h2);

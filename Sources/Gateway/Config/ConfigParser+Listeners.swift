@@ -17,7 +17,7 @@ extension ConfigParser {
         var out: [ListenerConfig] = []
         for (item, p) in items {
             var addressNode = item
-            var tls: TLSFiles?
+            var tls: ListenerTLS?
             var http2: Bool?
             if case .mapping = item {
                 guard let m = r.mapping(item, path: p, section: .listen) else { continue }
@@ -27,15 +27,7 @@ extension ConfigParser {
                     continue
                 }
                 addressNode = a
-                if let t = m["tls"], let tm = r.mapping(t, path: "\(p).tls", section: .listenTLS) {
-                    let cert = tm["cert_file"].flatMap { r.string($0, path: "\(p).tls.cert_file") }
-                    let key = tm["key_file"].flatMap { r.string($0, path: "\(p).tls.key_file") }
-                    if let cert, let key {
-                        tls = TLSFiles(certFile: cert, keyFile: key)
-                    } else {
-                        r.problem("\(p).tls", t, "needs both cert_file and key_file")
-                    }
-                }
+                if let t = m["tls"] { tls = listenerTLS(t, "\(p).tls", r) }
             }
             guard let s = r.string(addressNode, path: p) else { continue }
             guard let a = ConfigValues.socketAddress(s) else {

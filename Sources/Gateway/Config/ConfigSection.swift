@@ -11,6 +11,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case top = ""
     case listen = "listen[]"
     case listenTLS = "listen[].tls"
+    case listenTLSCertificate = "listen[].tls.certificates[]"
     case limits
     case accessLog = "access_log"
     case tracing
@@ -47,7 +48,11 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "identity_assertion_keys", "forward_early_hints"
             ]
         case .listen: ["address", "tls", "http2"]
-        case .listenTLS: ["cert_file", "key_file"]
+        case .listenTLS:
+            [
+                "cert_file", "key_file", "certificates", "profile", "ciphers", "ciphersuites", "curves", "watch"
+            ]
+        case .listenTLSCertificate: ["cert_file", "key_file"]
         case .limits:
             [
                 "max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace", "max_connections",

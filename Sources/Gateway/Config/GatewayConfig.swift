@@ -110,21 +110,25 @@ struct SocketAddress: Sendable, Equatable, CustomStringConvertible {
 
 struct ListenerConfig: Sendable {
     var address: SocketAddress
-    var tls: TLSFiles?
+    var tls: ListenerTLS?
     /// HTTP/2 next to HTTP/1.1: `h2` offered in ALPN on TLS, prior knowledge on plain TCP.
     /// On by default with TLS, off without (`listen[].http2`).
     var http2: Bool
 
-    init(address: SocketAddress, tls: TLSFiles?, http2: Bool? = nil) {
+    init(address: SocketAddress, tls: ListenerTLS?, http2: Bool? = nil) {
         self.address = address
         self.tls = tls
         self.http2 = http2 ?? (tls != nil)
     }
 }
 
-struct TLSFiles: Sendable, Equatable {
-    var certFile: String
-    var keyFile: String
+/// A listener's `tls:`: its profile and the certificates it serves (the first for clients
+/// without SNI), read again on SIGHUP and when the files change.
+struct ListenerTLS: Sendable, Equatable {
+    var profile: TLSProfile = .intermediate
+    var certificates: [TLSCertificateFiles]
+    /// How often the files are looked at for a change (`watch:`); nil: only on SIGHUP.
+    var watchInterval: Double? = 5
 }
 
 struct Limits: Sendable {

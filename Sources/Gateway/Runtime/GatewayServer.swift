@@ -18,6 +18,7 @@ public final class GatewayServer {
     private var graceTimer: LoopTimer?
     private var keyService: IssuerKeyService?
     private var storeHealth: StoreHealth?
+    private var listenerCertificates: ListenerCertificates?
     /// The access log's file, when it has one (else its lines share standard output).
     private var accessLogFile: LogSink?
     /// Where spans go when `tracing` is on (its own thread).
@@ -42,13 +43,9 @@ public final class GatewayServer {
     /// Binds everything, then serves until shut down. Throws if a socket or TLS file fails.
     public func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        var tlsContexts: [TLSContext?] = []
-        for l in config.listeners {
-            tlsContexts.append(
-                try l.tls.map {
-                    try TLSContext(certificateFile: $0.certFile, privateKeyFile: $0.keyFile, http2: l.http2)
-                })
-        }
+        let certificates = try ListenerCertificates(config: config.listeners, log: log)
+        certificates.watch(loop: mainLoop)
+        listenerCertificates = certificates
         warnInsecureUpstreams(config)
         let prefix = RequestIDGenerator.makeProcessPrefix()
         let stores = StoreBackend(config.store, replayCapacity: config.dpop.replayCacheEntries)
@@ -78,8 +75,12 @@ public final class GatewayServer {
                 id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,
                 router: router, accessLogSink: accessLogFile, spanExporter: spanExporter)
             var sockets: [(fd: Int32, tls: TLSContext?, http2: Bool)] = []
-            for (i, l) in config.listeners.enumerated() {
-                sockets.append((try Listener.open(host: l.address.host, port: l.address.port), tlsContexts[i], l.http2))
+            for l in config.listeners {
+                sockets.append(
+                    (
+                        try Listener.open(host: l.address.host, port: l.address.port),
+                        certificates.context(for: l.address), l.http2
+                    ))
             }
             try worker.serve(sockets: sockets, budget: budget, reclaimWarning: reclaimWarning)
             workers.append(worker)
@@ -97,6 +98,7 @@ public final class GatewayServer {
             endpoints.extraMetrics = { [weak keys, weak self, wallClock] in
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
                     + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
+                    + (self?.listenerCertificates?.metricsText ?? "")
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
             try endpoints.serve(on: addr)
@@ -163,11 +165,18 @@ public final class GatewayServer {
         if !stale.isEmpty {
             return (true, "ready (serving last good keys, refresh failing: \(stale.joined(separator: ", ")))")
         }
+        let expiring = listenerCertificates?.expiring(now: wallClock.now, within: StatusReport.expiryWarning) ?? []
+        if !expiring.isEmpty {
+            return (true, "ready (TLS certificates expire within 7 days: \(expiring.joined(separator: ", ")))")
+        }
         return (true, "ready")
     }
 
     private func reload() {
-        guard let path = configPath, !shuttingDown else { return }
+        guard !shuttingDown else { return }
+        // The files named at start, read again whether or not the config changed.
+        listenerCertificates?.reloadAll()
+        guard let path = configPath else { return }
         switch ConfigParser.load(path: path) {
         case .failure(let err):
             history.refused(at: wallClock.now, problems: err.problems)
@@ -216,7 +225,13 @@ public final class GatewayServer {
             } ?? .memory
         return StatusReport(
             version: version, now: wallClock.now, config: config, history: history,
-            issuerKeys: keyService?.keyStates() ?? [:], store: store, workers: workers)
+            issuerKeys: keyService?.keyStates() ?? [:], store: store, workers: workers,
+            certificates: (listenerCertificates?.listeners ?? []).flatMap { l in
+                l.served.map {
+                    StatusReport.Certificate(
+                        listen: "\(l.address)", file: $0.files.certFile, notAfter: $0.notAfter, sha256: $0.fingerprint)
+                }
+            })
     }
 
     /// `insecure_skip_verify: true` is said out loud each time it takes effect.

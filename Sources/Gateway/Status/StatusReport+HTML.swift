@@ -18,7 +18,7 @@ extension StatusReport {
             """
         out += "<h1>tokengate status</h1>"
         out += "<p>Version <code>\(e(version))</code> · generated \(e(Self.rfc3339(generatedAt)))</p>"
-        out += configSection + routesSection + issuersSection + upstreamsSection + storeSection
+        out += configSection + routesSection + issuersSection + upstreamsSection + storeSection + certificatesSection
         out += "<h2>Connections</h2><table id=\"connections\">" + row("WebSocket tunnels open", "\(tunnelsOpen)")
         out += row("Client connections", "\(clientConnections)") + row("Requests in flight", "\(inflight)") + "</table>"
         return out + "</body></html>\n"

@@ -14,6 +14,7 @@ extension StatusReport {
         top["upstreams"] = .array(upstreams.map { .object(Self.json($0)) })
         top["recent_window_seconds"] = Self.number(RecentCount.minutes * 60)
         top["store"] = .object(storeJSON)
+        top["certificates"] = certificatesJSON
         top["tunnels"] = .object(JSONObject(["open": Self.number(tunnelsOpen)]))
         top["connections"] = .object(
             JSONObject(["clients": Self.number(clientConnections), "requests_in_flight": Self.number(inflight)]))
@@ -82,7 +83,7 @@ extension StatusReport {
 
     private static func number(_ n: Int) -> JSONValue { .number(String(n)) }
 
-    private static func timestamp(_ t: Double?) -> JSONValue { t.map { .string(rfc3339($0)) } ?? .null }
+    static func timestamp(_ t: Double?) -> JSONValue { t.map { .string(rfc3339($0)) } ?? .null }
 
     /// `2026-11-25T12:00:10Z` (whole seconds, UTC).
     static func rfc3339(_ t: Double) -> String {

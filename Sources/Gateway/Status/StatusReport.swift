@@ -38,6 +38,16 @@ struct StatusReport: Sendable {
         var pool: UpstreamStatus
     }
 
+    /// A certificate a TLS listener serves (never its key).
+    struct Certificate: Sendable {
+        var listen: String
+        var file: String
+        /// The leaf's notAfter, seconds since the epoch.
+        var notAfter: Double
+        /// The leaf's SHA-256 fingerprint, hex.
+        var sha256: String
+    }
+
     enum Store: Sendable {
         case memory
         /// `deployment`: the URL with passwords masked.
@@ -58,11 +68,13 @@ struct StatusReport: Sendable {
     var tunnelsOpen: Int
     var clientConnections: Int
     var inflight: Int
+    var certificates: [Certificate] = []
 
     init(
         version: String, now: Double, config: GatewayConfig, history: ConfigHistory,
-        issuerKeys: [String: IssuerKeyState], store: Store, workers: WorkerStatus
+        issuerKeys: [String: IssuerKeyState], store: Store, workers: WorkerStatus, certificates: [Certificate] = []
     ) {
+        self.certificates = certificates
         self.version = version
         generatedAt = now
         self.history = history

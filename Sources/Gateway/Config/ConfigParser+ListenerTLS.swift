@@ -1,0 +1,69 @@
+import Reactor
+import Yams
+
+/// A listener's `tls:` section: the profile, and one certificate (`cert_file`, `key_file`)
+/// or several (`certificates:`, chosen by SNI).
+extension ConfigParser {
+    static func listenerTLS(_ node: Node, _ p: String, _ r: ConfigReader) -> ListenerTLS? {
+        guard let m = r.mapping(node, path: p, section: .listenTLS) else { return nil }
+        var pairs: [TLSCertificateFiles] = []
+        if let list = m["certificates"] {
+            if m["cert_file"] != nil || m["key_file"] != nil {
+                r.problem(p, node, "takes cert_file and key_file, or certificates, not both")
+            }
+            for (i, item) in (r.sequence(list, path: "\(p).certificates") ?? []).enumerated() {
+                let path = "\(p).certificates[\(i)]"
+                if let im = r.mapping(item, path: path, section: .listenTLSCertificate),
+                    let pair = certificatePair(im, item, path, r)
+                {
+                    pairs.append(pair)
+                }
+            }
+            if pairs.isEmpty { r.problem("\(p).certificates", list, "needs at least one { cert_file, key_file }") }
+        } else if let pair = certificatePair(m, node, p, r) {
+            pairs.append(pair)
+        }
+        let profile = tlsProfile(m, p, r)
+        if let profile, let problem = profile.problem { r.problem(p, node, problem) }
+        var watch: Double? = 5
+        if let n = m["watch"], let text = r.string(n, path: "\(p).watch") {
+            if text == "off" {
+                watch = nil
+            } else if let v = r.duration(n, path: "\(p).watch") {
+                if v < 1 || v > 3600 { r.problem("\(p).watch", n, "must be from 1s to 1h, or off") } else { watch = v }
+            }
+        }
+        guard !pairs.isEmpty, let profile else { return nil }
+        return ListenerTLS(profile: profile, certificates: pairs, watchInterval: watch)
+    }
+
+    /// `cert_file` and `key_file` from a `tls:` or a `certificates:` item.
+    private static func certificatePair(_ m: [String: Node], _ node: Node, _ p: String, _ r: ConfigReader)
+        -> TLSCertificateFiles?
+    {
+        let cert = m["cert_file"].flatMap { r.string($0, path: "\(p).cert_file") }
+        let key = m["key_file"].flatMap { r.string($0, path: "\(p).key_file") }
+        guard let cert, let key else {
+            r.problem(p, node, "needs both cert_file and key_file")
+            return nil
+        }
+        return TLSCertificateFiles(certFile: cert, keyFile: key)
+    }
+
+    /// `profile: intermediate | modern | custom`; the lists only with `custom`.
+    private static func tlsProfile(_ m: [String: Node], _ p: String, _ r: ConfigReader) -> TLSProfile? {
+        let name = m["profile"].flatMap { r.string($0, path: "\(p).profile") } ?? "intermediate"
+        let list = { (key: String) in m[key].flatMap { r.string($0, path: "\(p).\(key)") } }
+        let lists = ["ciphers", "ciphersuites", "curves"].filter { m[$0] != nil }
+        switch name {
+        case "intermediate", "modern":
+            for key in lists { r.problem("\(p).\(key)", m[key], "is taken only with profile: custom") }
+            return name == "modern" ? .modern : .intermediate
+        case "custom":
+            return .custom(ciphers: list("ciphers"), ciphersuites: list("ciphersuites"), curves: list("curves"))
+        default:
+            r.problem("\(p).profile", m["profile"], "must be intermediate, modern or custom")
+            return nil
+        }
+    }
+}
