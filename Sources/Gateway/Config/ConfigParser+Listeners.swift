@@ -43,6 +43,7 @@ extension ConfigParser {
         var l = Limits()
         guard let m = r.mapping(node, path: "limits", section: .limits) else { return l }
         bodyPace(m, &l, r)
+        responseSpool(m, &l, r)
         if let n = m["max_tunnels"], let s = r.string(n, path: "limits.max_tunnels") {
             if let v = Int(s), v >= 1, v <= 1_000_000 {
                 l.maxTunnels = v

@@ -13,6 +13,7 @@ extension ConfigParser {
         cfg: GatewayConfig, _ r: ConfigReader
     ) -> RouteOptions {
         var o = RouteOptions()
+        if let n = m["buffering"], let b = r.bool(n, path: "\(p).buffering") { o.buffering = b }
         if let n = m["strip_prefix"], let b = r.bool(n, path: "\(p).strip_prefix"), b {
             switch route.match.path {
             case .exact:

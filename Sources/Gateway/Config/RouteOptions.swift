@@ -17,6 +17,10 @@ struct RouteOptions: Sendable {
     var passIDToken: String? = nil
     /// `identity_assertion:` a short-lived JWT, signed by the gateway, naming the caller.
     var identityAssertion: IdentityAssertionConfig? = nil
+    /// `buffering: false`: the upstream's answer is never spooled to disk for a slow client
+    /// (back-pressure pauses the upstream instead), for answers that are streams without
+    /// saying so.
+    var buffering = true
 
     /// The path as it goes upstream (before the upstream URL's own path): with `strip_prefix`,
     /// what follows the prefix — `/api/x` → `/x`, `/api` → `/` — else the path itself. The

@@ -15,7 +15,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     // check cost a runtime call per access (debug and TSan builds still check). What is not
     // private here is for the tools/list relay (MCP/ProxyExchange+ToolList.swift).
     @exclusivity(unchecked) var call: UpstreamCall?
-    @exclusivity(unchecked) private var paused = false
+    @exclusivity(unchecked) var paused = false
     @exclusivity(unchecked) var done = false
     @exclusivity(unchecked) var status = 0
     @exclusivity(unchecked) var bytes = 0
@@ -32,6 +32,16 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     @exclusivity(unchecked) var toolList: ToolListRelay?
     /// A JSON `tools/list` answer's head, held until its body is filtered and its length known.
     @exclusivity(unchecked) var heldHead: HTTPResponseHead?
+    /// The response may go to a temp file while the client is behind (ProxyExchange+Spool).
+    @exclusivity(unchecked) var spoolAllowed = false
+    @exclusivity(unchecked) var spool: ResponseSpool?
+    @exclusivity(unchecked) var refillArmed = false
+    @exclusivity(unchecked) var refilling = false
+    @exclusivity(unchecked) var refillAgain = false
+    /// The upstream's answer is complete while the spool still holds part of it; its
+    /// trailers wait for the spool too.
+    @exclusivity(unchecked) var upstreamEnded = false
+    @exclusivity(unchecked) var heldTrailers: HTTP1Fields?
 
     init(worker: Worker, exchange: ServerExchange, context: RequestContext) {
         self.worker = worker
@@ -104,6 +114,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             toolListHead(head)
             return
         }
+        spoolAllowed = mayBuffer(head)
         sendHead(head, bodyLength: head.bodyLength)
     }
 
@@ -210,6 +221,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// the transport's `highWater`: 256 KiB on HTTP/1.1, 64 KiB on an HTTP/2 stream).
     func send(_ chunk: BodyChunk) {
         bytes += chunk.count
+        if spoolAllowed && spooled(chunk) { return }
         let pause = !paused && responder.pendingOutput + chunk.count > responder.highWater
         responder.write(chunk, drained: pause ? { [weak self] in self?.drained() } : nil)
         if pause {
@@ -218,7 +230,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         }
     }
 
-    private func drained() {
+    func drained() {
         if paused {
             paused = false
             call?.resume()
@@ -227,13 +239,21 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
 
     /// An HTTP/2 upstream's trailer section (gRPC's `grpc-status`) goes on to the client as
     /// it came, where its protocol carries one.
-    func upstreamTrailers(_ fields: HTTP1Fields) { responder.trailers(fields) }
+    func upstreamTrailers(_ fields: HTTP1Fields) {
+        if let spool, spool.pending > 0 { heldTrailers = fields } else { responder.trailers(fields) }
+    }
 
     func upstreamComplete() {
         upstreamSeconds = worker.clock() - upstreamStart
         if let head = heldHead {
             heldHead = nil
             toolListComplete(head)
+            return
+        }
+        if let spool, spool.pending > 0 {
+            // The rest goes out as the client takes it (`refill`), and then the answer ends.
+            upstreamEnded = true
+            call = nil
             return
         }
         // Logged before the last byte goes out: by the time a client holds the whole
@@ -317,6 +337,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         guard !done else { return }
         done = true
         call = nil
+        spool = nil
         worker.requestFinished(context, status: status, bytes: bytes, upstreamSeconds: upstreamSeconds, detail: detail)
         selfRetain = nil
     }

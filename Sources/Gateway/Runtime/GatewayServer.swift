@@ -19,6 +19,7 @@ public final class GatewayServer {
     private var keyService: IssuerKeyService?
     private var storeHealth: StoreHealth?
     private var listenerCertificates: ListenerCertificates?
+    private var spoolBudget: SpoolBudget?
     /// The access log's file, when it has one (else its lines share standard output).
     private var accessLogFile: LogSink?
     /// Where spans go when `tracing` is on (its own thread).
@@ -70,10 +71,13 @@ public final class GatewayServer {
             mainLoop.callObserver = tracer
             mainTracer = tracer
         }
+        let spoolBudget = SpoolBudget(limit: config.limits.responseSpoolTotal)
+        self.spoolBudget = spoolBudget
         for id in 0..<config.workers {
             let worker = Worker(
                 id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,
                 router: router, accessLogSink: accessLogFile, spanExporter: spanExporter)
+            worker.spoolBudget = spoolBudget
             var sockets: [(fd: Int32, tls: TLSContext?, http2: Bool)] = []
             for l in config.listeners {
                 sockets.append(
@@ -98,7 +102,7 @@ public final class GatewayServer {
             endpoints.extraMetrics = { [weak keys, weak self, wallClock] in
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
                     + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
-                    + (self?.listenerCertificates?.metricsText ?? "")
+                    + (self?.listenerCertificates?.metricsText ?? "") + SpoolMetrics.text(self?.spoolBudget)
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
             try endpoints.serve(on: addr)

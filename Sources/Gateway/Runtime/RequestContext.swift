@@ -31,6 +31,9 @@ final class RequestContext {
     var droppedResponseHeaders: [String] = []
     /// On session routes: the gateway's cookie names, which the upstream may not set.
     var ownCookies: Set<String> = []
+    /// The route lets the upstream's answer go to a temp file while the client is behind
+    /// (`buffering:`, on by default).
+    var buffersResponse = true
     /// The request asks for a WebSocket upgrade (allowed on its route).
     var upgrade = false
     /// The key the upgrade went upstream with, which the upstream's 101 must answer.

@@ -11,6 +11,8 @@ final class Worker: ResponderObserver {
     let id: Int
     let loop: EventLoop
     let metrics = WorkerMetrics()
+    /// The process's disk for spooled answers (set before the worker serves); nil: none.
+    var spoolBudget: SpoolBudget?
     let log: Logger
     /// The wall clock every decision by time reads (tokens, proofs, sessions, caches); the
     /// monotonic `clock()` below only times requests.

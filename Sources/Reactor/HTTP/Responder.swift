@@ -118,6 +118,13 @@ public class Responder {
         if let drained { transport.whenDrained(drained) }
     }
 
+    /// Runs `action` once the connection's output is written out (at once if it is; never if
+    /// the client is gone, which `transportClosed` reports instead).
+    public final func whenDrained(_ action: @escaping () -> Void) {
+        guard transport.isConnected else { return }
+        transport.whenDrained(action)
+    }
+
     /// Answers `101 Switching Protocols` and hands the connection over (see
     /// `ResponseTransport.switchProtocols`). The exchange is answered and complete either
     /// way; nil means the connection could not be handed over (the caller closes its other

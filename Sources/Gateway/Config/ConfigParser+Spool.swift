@@ -1,0 +1,36 @@
+import Foundation
+import Yams
+
+/// `limits.response_buffer`, `response_spool_max`, `response_spool_total` and `spool_dir`:
+/// proxy buffering for slow clients (ProxyExchange+Spool).
+extension ConfigParser {
+    static func responseSpool(_ m: [String: Node], _ l: inout Limits, _ r: ConfigReader) {
+        if let n = m["response_buffer"], let v = r.size(n, path: "limits.response_buffer") {
+            if v < 4 << 10 || v > 16 << 20 {
+                r.problem("limits.response_buffer", n, "must be from 4KB to 16MB")
+            } else {
+                l.responseBuffer = v
+            }
+        }
+        for (key, keyPath) in [
+            ("response_spool_max", \Limits.responseSpoolMax), ("response_spool_total", \.responseSpoolTotal)
+        ] {
+            guard let n = m[key], let s = r.string(n, path: "limits.\(key)") else { continue }
+            if s == "0" || s == "off" {
+                l[keyPath: keyPath] = 0
+            } else if let v = r.size(n, path: "limits.\(key)") {
+                l[keyPath: keyPath] = v
+            }
+        }
+        if let n = m["spool_dir"], let dir = r.string(n, path: "limits.spool_dir") {
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory) || !isDirectory.boolValue {
+                r.problem("limits.spool_dir", n, "\(dir) is not a directory")
+            } else if access(dir, W_OK) != 0 {
+                r.problem("limits.spool_dir", n, "\(dir) is not writable by this user")
+            } else {
+                l.spoolDirectory = dir
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+internal import CEvent
+internal import CShim
+import Glibc
+import Synchronization
+
+/// Disk the spools of one process may hold at once (`limits.response_spool_total`), shared by
+/// every worker.
+public final class SpoolBudget: Sendable {
+    private let used = Atomic<Int>(0)
+    fileprivate let made = Atomic<Int>(0)
+    private let failed = Atomic<Int>(0)
+    public let limit: Int
+
+    public init(limit: Int) { self.limit = limit }
+
+    /// Bytes held by every spool now.
+    public var inUse: Int { used.load(ordering: .relaxed) }
+    /// Responses that were spooled, and spools that could not be made, written or read.
+    public var spools: Int { made.load(ordering: .relaxed) }
+    public var failures: Int { failed.load(ordering: .relaxed) }
+    public func countFailure() { failed.add(1, ordering: .relaxed) }
+
+    func reserve(_ n: Int) -> Bool {
+        var current = used.load(ordering: .relaxed)
+        while current + n <= limit {
+            let (exchanged, original) = used.compareExchange(
+                expected: current, desired: current + n, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    func release(_ n: Int) { used.subtract(n, ordering: .relaxed) }
+}
+
+/// The part of one response that its client is not ready for, kept in an unnamed temporary
+/// file (`O_TMPFILE`: gone with the descriptor, never visible by name) so that the upstream
+/// can be read at its own pace and its connection freed, as nginx's proxy buffering does.
+/// Bytes come out in the order they went in: first the file's, then a last chunk kept in
+/// memory when a cap was reached (`overflow`), after which the producer must pause.
+/// Loop-thread only; owns the descriptor, closed in `deinit`.
+public final class ResponseSpool {
+    public enum Stored {
+        /// In the file.
+        case stored
+        /// Kept in memory past a cap (the response's or the process's): pause the producer
+        /// until the spool is empty.
+        case full
+        /// The file could not be written (the disk is full): the response cannot go on whole.
+        case failed
+    }
+
+    private let fd: Int32
+    private let budget: SpoolBudget
+    private let maxBytes: Int
+    /// Bytes written to the file, and read back from it.
+    private var written = 0
+    private var readBack = 0
+    /// A chunk that came past a cap, after the file's bytes.
+    private let overflow = OwnedBuffer()
+
+    /// A spool in `directory`, or nil if no file can be made there.
+    public init?(directory: String, budget: SpoolBudget, maxBytes: Int) {
+        let fd = tg_open_unnamed_file(directory)
+        guard fd >= 0 else { return nil }
+        budget.made.add(1, ordering: .relaxed)
+        self.fd = fd
+        self.budget = budget
+        self.maxBytes = maxBytes
+    }
+
+    deinit {
+        close(fd)
+        budget.release(written)
+    }
+
+    /// Bytes waiting to go out.
+    public var pending: Int { written - readBack + overflow.count }
+
+    /// Takes `chunk`'s bytes: into the file while both caps allow, else into memory.
+    public func append(_ chunk: BodyChunk) -> Stored {
+        if overflow.count > 0 || written + chunk.count > maxBytes || !budget.reserve(chunk.count) {
+            chunk.move(to: overflow.buffer)
+            return .full
+        }
+        var left = chunk.count
+        while left > 0 {
+            let n = evbuffer_write_atmost(chunk.buffer, fd, left)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                budget.release(left)
+                return .failed
+            }
+            written += Int(n)
+            left -= Int(n)
+        }
+        return .stored
+    }
+
+    /// Up to `max` bytes, in order, as a chunk; nil when nothing waits or the file cannot be
+    /// read.
+    public func next(max: Int) -> BodyChunk? {
+        let out = OwnedBuffer()
+        let fromFile = min(max, written - readBack)
+        if fromFile > 0 {
+            var space = iovec()
+            guard evbuffer_reserve_space(out.buffer, fromFile, &space, 1) == 1 else { return nil }
+            var n = 0
+            while n < fromFile {
+                let r = pread(fd, space.iov_base.advanced(by: n), fromFile - n, off_t(readBack + n))
+                if r < 0 && errno == EINTR { continue }
+                guard r > 0 else { return nil }
+                n += r
+            }
+            space.iov_len = n
+            guard evbuffer_commit_space(out.buffer, &space, 1) == 0 else { return nil }
+            readBack += n
+        } else if overflow.count > 0 {
+            return BodyChunk(buffer: overflow.buffer, count: min(max, overflow.count), owner: overflow)
+        }
+        return out.count > 0 ? out.chunk : nil
+    }
+}

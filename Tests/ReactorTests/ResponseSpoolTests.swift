@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+
+@testable import Reactor
+
+@Suite("ResponseSpool: a slow client's part of an answer, on disk and in order")
+struct ResponseSpoolTests {
+    func bytes(_ n: Int, from start: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: start + $0) } }
+
+    func drain(_ spool: ResponseSpool, max: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        while let chunk = spool.next(max: max) { out += chunk.take() }
+        return out
+    }
+
+    @Test func bytesComeBackInOrderAcrossReads() throws {
+        let budget = SpoolBudget(limit: 1 << 20)
+        let spool = try #require(ResponseSpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20))
+        #expect(spool.append(OwnedBuffer(bytes(5000, from: 0)).chunk) == .stored)
+        #expect(spool.pending == 5000)
+        #expect(spool.next(max: 1000)?.take() == bytes(1000, from: 0))
+        #expect(spool.append(OwnedBuffer(bytes(3000, from: 5000)).chunk) == .stored)
+        #expect(drain(spool, max: 777) == bytes(7000, from: 1000))
+        #expect(spool.pending == 0)
+        #expect(budget.inUse == 8000)
+    }
+
+    @Test func pastTheAnswersCapAChunkWaitsInMemoryAfterTheFile() throws {
+        let budget = SpoolBudget(limit: 1 << 20)
+        let spool = try #require(ResponseSpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 4096))
+        #expect(spool.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .stored)
+        #expect(spool.append(OwnedBuffer(bytes(200, from: 4000)).chunk) == .full)
+        // Once one chunk waits in memory every later one does too, so the order holds.
+        #expect(spool.append(OwnedBuffer(bytes(10, from: 4200)).chunk) == .full)
+        #expect(drain(spool, max: 1500) == bytes(4210, from: 0))
+        #expect(budget.inUse == 4000)
+    }
+
+    @Test func theProcessBudgetIsSharedAndGivenBack() throws {
+        let budget = SpoolBudget(limit: 6000)
+        let first = try #require(ResponseSpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20))
+        var second = ResponseSpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20)
+        #expect(first.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .stored)
+        #expect(second?.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .full)
+        #expect(second?.append(OwnedBuffer(bytes(1, from: 0)).chunk) == .full)
+        #expect(budget.inUse == 4000)
+        second = nil
+        #expect(budget.spools == 2)
+        _ = drain(first, max: 4096)
+        #expect(budget.inUse == 4000)  // held until the spool goes, with its file
+    }
+
+    @Test func noDirectoryNoSpool() {
+        let budget = SpoolBudget(limit: 1 << 20)
+        #expect(ResponseSpool(directory: "/nonexistent/dir", budget: budget, maxBytes: 1 << 20) == nil)
+    }
+}
