@@ -177,6 +177,15 @@ static int choose_certificate(SSL *ssl, void *arg) {
     return used > 0 ? 1 : 0;
 }
 
+/// The certificate is chosen by the name (in `choose_certificate`): the server says it used
+/// it with an empty server_name extension (RFC 6066 §3), as nginx does.
+static int acknowledge_server_name(SSL *ssl, int *alert, void *arg) {
+    (void)ssl;
+    (void)alert;
+    (void)arg;
+    return SSL_TLSEXT_ERR_OK;
+}
+
 /// Applies the profile's versions and lists; 0 with a message in `err` on a bad list.
 static int apply_profile(SSL_CTX *ctx, int profile, const char *ciphers, const char *ciphersuites, const char *curves,
                          char *err, size_t errlen) {
@@ -253,6 +262,7 @@ tg_tls_server *tg_tls_server_new(int profile, const char *ciphers, const char *c
     SSL_CTX_set_read_ahead(server->ctx, 1);
     pthread_mutex_init(&server->lock, NULL);
     SSL_CTX_set_cert_cb(server->ctx, choose_certificate, server);
+    SSL_CTX_set_tlsext_servername_callback(server->ctx, acknowledge_server_name);
     tg_tls_server_ctx_set_alpn(server->ctx, h2);
     return server;
 }
