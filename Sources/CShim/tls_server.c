@@ -65,6 +65,19 @@ static int same_dns_names(X509 *a, X509 *b) {
     return same;
 }
 
+/// Never asks for a passphrase (OpenSSL's default callback would prompt on the terminal).
+static int no_passphrase(char *buf, int size, int rwflag, void *arg) {
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)arg;
+    return -1;
+}
+
+/// How far a certificate's notBefore may be ahead of this clock (a CA that does not backdate,
+/// a clock a little behind).
+static const time_t not_before_skew = 300;
+
 int tg_tls_certs_add(tg_tls_certs *certs, const char *cert_file, const char *key_file, double *not_after, char *err,
                      size_t errlen) {
     ERR_clear_error();
@@ -73,13 +86,18 @@ int tg_tls_certs_add(tg_tls_certs *certs, const char *cert_file, const char *key
     X509 *leaf = PEM_read_bio_X509_AUX(in, NULL, NULL, NULL);
     STACK_OF(X509) *chain = sk_X509_new_null();
     X509 *extra;
+    int chain_broken = 0;
     while (leaf && chain && (extra = PEM_read_bio_X509(in, NULL, NULL, NULL)) != NULL) {
-        if (!sk_X509_push(chain, extra)) { X509_free(extra); break; }
+        if (!sk_X509_push(chain, extra)) { X509_free(extra); chain_broken = 1; break; }
     }
     BIO_free(in);
-    ERR_clear_error();  // the end of the file reads as an error
-    if (!leaf || !chain) {
-        snprintf(err, errlen, "cert_file holds no PEM certificate");
+    // The end of the file reads as "no start line"; any other error is a damaged block,
+    // which would otherwise leave the chain cut short without a word.
+    unsigned long last = ERR_peek_last_error();
+    if (last != 0 && !(ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE)) chain_broken = 1;
+    ERR_clear_error();
+    if (!leaf || !chain || chain_broken) {
+        snprintf(err, errlen, leaf ? "cert_file: a certificate of the chain cannot be read" : "cert_file holds no PEM certificate");
         X509_free(leaf);
         sk_X509_pop_free(chain, X509_free);
         return 0;
@@ -87,13 +105,14 @@ int tg_tls_certs_add(tg_tls_certs *certs, const char *cert_file, const char *key
     EVP_PKEY *key = NULL;
     in = BIO_new_file(key_file, "r");
     if (in) {
-        key = PEM_read_bio_PrivateKey(in, NULL, NULL, NULL);
+        key = PEM_read_bio_PrivateKey(in, NULL, no_passphrase, NULL);
         BIO_free(in);
     }
     const char *problem = NULL;
     if (!key) problem = "cannot read key_file (a PEM private key without a passphrase)";
     else if (X509_check_private_key(leaf, key) != 1) problem = "key_file does not match cert_file";
-    else if (X509_cmp_current_time(X509_get0_notBefore(leaf)) != -1) problem = "the certificate is not valid yet";
+    else if (X509_cmp_time(X509_get0_notBefore(leaf), &(time_t){time(NULL) + not_before_skew}) != -1)
+        problem = "the certificate is not valid yet";
     else if (X509_cmp_current_time(X509_get0_notAfter(leaf)) != 1) problem = "the certificate has expired";
     if (problem) {
         tg_tls_error_text(problem, err, errlen);
@@ -284,6 +303,23 @@ void tg_tls_server_set_certs(tg_tls_server *server, tg_tls_certs *certs) {
     pthread_mutex_unlock(&server->lock);
     // A handshake that took the old set's objects holds its own references to them.
     tg_tls_certs_free(old);
+}
+
+int tg_tls_server_check_certs(tg_tls_server *server, const tg_tls_certs *certs, char *err, size_t errlen) {
+    ERR_clear_error();
+    SSL *ssl = SSL_new(server->ctx);
+    if (!ssl) { tg_tls_error_text("SSL_new", err, errlen); return -2; }
+    for (int i = 0; i < certs->count; i++) {
+        const struct tg_tls_cert_entry *e = &certs->entries[i];
+        if (SSL_use_cert_and_key(ssl, e->leaf, e->key, e->chain, 1) != 1) {
+            tg_tls_error_text("the certificate cannot be served (a key too small or a digest too weak for "
+                              "OpenSSL's security level?)", err, errlen);
+            SSL_free(ssl);
+            return i;
+        }
+    }
+    SSL_free(ssl);
+    return -1;
 }
 
 int tg_tls_profile_check(int profile, const char *ciphers, const char *ciphersuites, const char *curves, char *err,

@@ -22,7 +22,11 @@ struct ResponseSpoolTests {
         #expect(spool.append(OwnedBuffer(bytes(3000, from: 5000)).chunk) == .stored)
         #expect(drain(spool, max: 777) == bytes(7000, from: 1000))
         #expect(spool.pending == 0)
-        #expect(budget.inUse == 8000)
+        // Read back whole: the file starts over, its disk given back, and the order holds.
+        #expect(budget.inUse == 0)
+        #expect(spool.append(OwnedBuffer(bytes(3000, from: 9)).chunk) == .stored)
+        #expect(budget.inUse == 3000)
+        #expect(drain(spool, max: 1024) == bytes(3000, from: 9))
     }
 
     @Test func pastTheAnswersCapAChunkWaitsInMemoryAfterTheFile() throws {
@@ -33,7 +37,11 @@ struct ResponseSpoolTests {
         // Once one chunk waits in memory every later one does too, so the order holds.
         #expect(spool.append(OwnedBuffer(bytes(10, from: 4200)).chunk) == .full)
         #expect(drain(spool, max: 1500) == bytes(4210, from: 0))
+        #expect(budget.inUse == 0)
+        // The cap bounds what waits: once the client took it all, the file is used again.
+        #expect(spool.append(OwnedBuffer(bytes(4000, from: 1)).chunk) == .stored)
         #expect(budget.inUse == 4000)
+        #expect(drain(spool, max: 4096) == bytes(4000, from: 1))
     }
 
     @Test func theProcessBudgetIsSharedAndGivenBack() throws {
@@ -47,7 +55,7 @@ struct ResponseSpoolTests {
         second = nil
         #expect(budget.spools == 2)
         _ = drain(first, max: 4096)
-        #expect(budget.inUse == 4000)  // held until the spool goes, with its file
+        #expect(budget.inUse == 0)
     }
 
     @Test func noDirectoryNoSpool() {

@@ -106,6 +106,8 @@ def test_a_broken_pair_is_refused_and_the_last_good_one_keeps_serving(upstream, 
     a = make_pair(tmp_path, "a", ["127.0.0.1"])
     other = make_pair(tmp_path, "other", ["127.0.0.1"])
     later = make_pair(tmp_path, "later", ["127.0.0.1"], starts_in_days=2)
+    # Loads and matches, but OpenSSL's security level (2 on Debian) refuses to serve it.
+    weak = make_pair(tmp_path, "weak", ["127.0.0.1"], kind="rsa", rsa_bits=1024)
     live = (str(tmp_path / "live.crt"), str(tmp_path / "live.key"))
     replace_pair(a, live)
     # No watching: each change is tried once, by the signal.
@@ -114,6 +116,7 @@ def test_a_broken_pair_is_refused_and_the_last_good_one_keeps_serving(upstream, 
     cases = [
         ((a[0], other[1]), "key_file does not match cert_file"),  # a key that is not the certificate's
         (later, "not valid yet"),  # not valid yet
+        (weak, "cannot be served"),  # a 1024-bit RSA key
     ]
     for n, (pair, reason) in enumerate(cases, start=1):
         replace_pair(pair, live)
@@ -124,7 +127,7 @@ def test_a_broken_pair_is_refused_and_the_last_good_one_keeps_serving(upstream, 
     # A file that cannot be read at all.
     os.remove(live[0])
     g.signal(signal.SIGHUP)
-    assert wait_for(lambda: metric(g, "tokengate_tls_certificate_reloads_total")[refused] == 3, 5)
+    assert wait_for(lambda: metric(g, "tokengate_tls_certificate_reloads_total")[refused] == 4, 5)
     assert served(g.port) == fingerprint(a[0])
     assert "TLS certificates refused; the last good ones keep serving" in g.output()
     assert requests.get(f"https://127.0.0.1:{g.port}/echo", verify=False, timeout=5).status_code == 200

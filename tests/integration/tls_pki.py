@@ -13,9 +13,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 
-def make_pair(directory, stem, names, kind="ec", days=30, starts_in_days=0):
+def make_pair(directory, stem, names, kind="ec", days=30, starts_in_days=0, rsa_bits=2048):
     """Writes `stem.crt` and `stem.key` in `directory`; returns their paths."""
-    key = ec.generate_private_key(ec.SECP256R1()) if kind == "ec" else rsa.generate_private_key(65537, 2048)
+    key = ec.generate_private_key(ec.SECP256R1()) if kind == "ec" else rsa.generate_private_key(65537, rsa_bits)
     now = datetime.datetime.now(datetime.timezone.utc)
     start = now + datetime.timedelta(days=starts_in_days) - datetime.timedelta(minutes=5)
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])

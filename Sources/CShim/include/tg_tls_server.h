@@ -41,6 +41,11 @@ void *tg_tls_server_ctx(tg_tls_server *server);
 /// Serves `certs` from the next handshake on (open connections keep theirs) and frees the
 /// set it replaces. Takes ownership of `certs`. Safe while other threads handshake.
 void tg_tls_server_set_certs(tg_tls_server *server, tg_tls_certs *certs);
+/// Whether every certificate of `certs` can be served from this context (OpenSSL's security
+/// level judges the key size and the chain's digests only when a connection takes them): -1
+/// if so, else the index of the first that cannot (-2: no connection could be made), with a
+/// message in `err`.
+int tg_tls_server_check_certs(tg_tls_server *server, const tg_tls_certs *certs, char *err, size_t errlen);
 /// Whether `profile` with these lists builds a context (check-config's test), as above.
 int tg_tls_profile_check(int profile, const char *ciphers, const char *ciphersuites, const char *curves, char *err,
                          size_t errlen);

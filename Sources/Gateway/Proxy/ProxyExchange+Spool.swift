@@ -11,7 +11,9 @@ extension ProxyExchange {
     /// answer the upstream marks `X-Accel-Buffering: no`, as nginx honours).
     func mayBuffer(_ head: HTTPResponseHead) -> Bool {
         let limits = worker.config.limits
-        guard context.buffersResponse, limits.responseSpoolMax > 0, worker.spoolBudget != nil else { return false }
+        guard context.buffersResponse, limits.responseSpoolMax > 0, limits.responseSpoolTotal > 0,
+            worker.spoolBudget != nil
+        else { return false }
         if let type = head.fields.first("content-type")?.lowercased() {
             if type.hasPrefix("text/event-stream") || type.hasPrefix("application/grpc") { return false }
         }
@@ -24,7 +26,9 @@ extension ProxyExchange {
     func spooled(_ chunk: BodyChunk) -> Bool {
         let limits = worker.config.limits
         if spool == nil {
-            guard responder.pendingOutput + chunk.count > min(limits.responseBuffer, responder.highWater),
+            // Behind: what waits for the client already fills the buffer (a fast client's
+            // output is written out between reads, whatever a read's size).
+            guard responder.pendingOutput >= min(limits.responseBuffer, responder.highWater),
                 let budget = worker.spoolBudget
             else { return false }
             guard

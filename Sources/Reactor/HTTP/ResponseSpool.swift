@@ -80,6 +80,7 @@ public final class ResponseSpool {
 
     /// Takes `chunk`'s bytes: into the file while both caps allow, else into memory.
     public func append(_ chunk: BodyChunk) -> Stored {
+        restartIfReadBack()
         if overflow.count > 0 || written + chunk.count > maxBytes || !budget.reserve(chunk.count) {
             chunk.move(to: overflow.buffer)
             return .full
@@ -96,6 +97,17 @@ public final class ResponseSpool {
             left -= Int(n)
         }
         return .stored
+    }
+
+    /// Once every byte of the file was read back, the file starts over empty (truncated, its
+    /// disk given back), so the caps bound what waits, not what ever passed.
+    private func restartIfReadBack() {
+        guard written > 0, readBack == written else { return }
+        _ = ftruncate(fd, 0)
+        _ = lseek(fd, 0, SEEK_SET)
+        budget.release(written)
+        written = 0
+        readBack = 0
     }
 
     /// Up to `max` bytes, in order, as a chunk; nil when nothing waits or the file cannot be
@@ -116,6 +128,7 @@ public final class ResponseSpool {
             space.iov_len = n
             guard evbuffer_commit_space(out.buffer, &space, 1) == 0 else { return nil }
             readBack += n
+            restartIfReadBack()
         } else if overflow.count > 0 {
             return BodyChunk(buffer: overflow.buffer, count: min(max, overflow.count), owner: overflow)
         }

@@ -104,6 +104,12 @@ public final class TLSContext: @unchecked Sendable {
             let hex = String(digest.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
             served.append(ServedCertificate(files: pair, notAfter: notAfter, fingerprint: hex))
         }
+        let unusable = tg_tls_server_check_certs(server, set, &err, err.count)
+        guard unusable == -1 else {
+            tg_tls_certs_free(set)
+            let file = unusable >= 0 ? pairs[Int(unusable)].certFile : pairs.first?.certFile ?? "-"
+            throw ReactorError("\(file): \(String(nulTerminated: err))")
+        }
         tg_tls_server_set_certs(server, set)
         return served
     }
