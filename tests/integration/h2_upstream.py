@@ -10,6 +10,11 @@ real server does only when it misbehaves. The request path picks the behaviour:
 - `/slow`: no answer at all (the gateway's deadline, or the client's cancel, ends it).
 - `/trailers`: a 200 head, body `data`, and a trailer section `x-checksum: 1234`.
 - `/echo-trailers`: 200, the request's trailer section as the body (`name: value` lines).
+- `/length`: 200 with the request body's length.
+
+`window`: the upstream opens its windows that far at once (SETTINGS and a connection
+WINDOW_UPDATE) and then never sends another, as a server with a large window does while a
+request fits in it.
 
 It records each request's path and each RST_STREAM it receives (`resets`: stream id → error
 code), and counts connections.
@@ -21,10 +26,12 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.errors
+import h2.settings
 
 
 class H2Upstream:
-    def __init__(self):
+    def __init__(self, window=None):
+        self.window = window
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -50,6 +57,9 @@ class H2Upstream:
     def _serve(self, sock):
         conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False))
         conn.initiate_connection()
+        if self.window:
+            conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.window})
+            conn.increment_flow_control_window(self.window - 65535)
         sock.sendall(conn.data_to_send())
         paths = {}
         bodies = {}
@@ -69,7 +79,8 @@ class H2Upstream:
                         bodies[event.stream_id] = b""
                     elif isinstance(event, h2.events.DataReceived):
                         bodies[event.stream_id] = bodies.get(event.stream_id, b"") + event.data
-                        conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                        if not self.window:
+                            conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
                     elif isinstance(event, h2.events.TrailersReceived):
                         trailers[event.stream_id] = [(k.decode() if isinstance(k, bytes) else k,
                                                       v.decode() if isinstance(v, bytes) else v) for k, v in event.headers]
@@ -98,6 +109,9 @@ class H2Upstream:
             else:
                 conn.send_headers(sid, [(":status", "200")])
                 conn.send_data(sid, b"%d" % len(body), end_stream=True)
+        elif path == "/length":
+            conn.send_headers(sid, [(":status", "200")])
+            conn.send_data(sid, b"%d" % len(body), end_stream=True)
         elif path == "/ok":
             conn.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
             conn.send_data(sid, b"ok", end_stream=True)

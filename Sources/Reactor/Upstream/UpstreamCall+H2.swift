@@ -85,11 +85,15 @@ extension UpstreamCall {
     /// The stream closed without a whole response: a reset, or the upstream refusing it.
     private func h2StreamFailed(_ code: UInt32) {
         // REFUSED_STREAM means no part of the request was processed (RFC 9113 §8.7): it
-        // may go again, once, when its body is whole and small enough to have been kept.
-        if code == 7, !gotHead, !retried, body == nil || bodyComplete, let stream = h2 {
+        // may go again when its body is whole and small enough to have been kept. Up to
+        // three times: a server may refuse a stream its count still holds a moment after
+        // the client saw it close (gRPC's C core does, at its stream limit).
+        if code == 7, !gotHead, refusals < 3, body == nil || bodyComplete, let stream = h2 {
             let replay = body == nil ? nil : stream.takeReplay()
             if body == nil || replay != nil {
-                h2Retry(body: replay)
+                refusals += 1
+                // After 5, 10, 20 ms: at once, the same stream count refuses it again.
+                h2Retry(body: replay, after: 0.005 * Double(1 << (refusals - 1)))
                 return
             }
         }
@@ -110,12 +114,23 @@ extension UpstreamCall {
         finish(failure)
     }
 
-    /// `body`: the request body whole, for a call that had one.
-    private func h2Retry(body: OwnedBuffer? = nil) {
+    /// `body`: the request body whole, for a call that had one; `delay`: seconds to wait
+    /// first (the call has no stream meanwhile; `finish` cancels the wait).
+    private func h2Retry(body: OwnedBuffer? = nil, after delay: Double = 0) {
         retried = true
         if let stream = h2 {
             stream.timer?.cancel()
             stream.connection.remove(self, stream)
+            h2 = nil
+        }
+        guard delay <= 0 else {
+            phase = .opening
+            connectTimer = LoopTimer(loop: pool.loop, seconds: delay) { [weak self] in
+                guard let self, self.phase == .opening, self.h2 == nil else { return }
+                self.connectTimer = nil
+                self.h2Retry(body: body)
+            }
+            return
         }
         let connection = pool.acquireH2()
         let stream = UpstreamH2Stream(connection: connection)

@@ -44,6 +44,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// An HTTP/2 upstream: the call's stream (`UpstreamCall+H2.swift`), instead of a
     /// connection of its own.
     var h2: UpstreamH2Stream?
+    /// The connect timeout; on HTTP/2, the wait before a refused stream goes again.
     var connectTimer: LoopTimer?
     /// `Request.deadline`, from `start()` to the end.
     var deadlineTimer: LoopTimer?
@@ -68,6 +69,8 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// This attempt received at least one byte.
     var receivedBytes = false
     var retried = false
+    /// Streams the HTTP/2 upstream refused unprocessed (REFUSED_STREAM) for this call.
+    var refusals = 0
     var paused = false
     /// The outcome of an exchange that ended inside `start()`, told on the next loop turn.
     var deferredReport: (() -> Void)?

@@ -242,7 +242,16 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
         repeat {
             sendAgain = false
             inSession = true
-            while transport.pendingOutput < Self.outputHighWater {
+            // Stopped at the high-water mark with frames still to make: once the socket
+            // takes what waits, framing goes on now. No event would bring it back: a write
+            // that completes arms none, and an upstream with a large window sends no
+            // WINDOW_UPDATE for a long while (a 4 MB gRPC message stalled here).
+            var atHighWater = false
+            while true {
+                guard transport.pendingOutput < Self.outputHighWater else {
+                    atHighWater = true
+                    break
+                }
                 var data: UnsafePointer<UInt8>?
                 let n = nghttp2_session_mem_send(session, &data)
                 if n < 0 {
@@ -257,7 +266,8 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
             // A body paused at the high-water mark goes on once the provider took enough.
             for call in streams.values { call.h2ResumeBodyIfDrained() }
             switch transport.flush(timeout: pool.endpoint.responseTimeout) {
-            case .done, .pending: break
+            case .done: if atHighWater { sendAgain = true }
+            case .pending: break
             case .failed:
                 fail(.connectionFailed)
                 return
