@@ -76,6 +76,7 @@ routes:
   - match: {{ path_prefix: / }}
     upstream: app
     auth: none
+    request_buffering: false
 issuers:
   one: {{ issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api] }}
 """)

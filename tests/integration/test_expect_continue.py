@@ -1,5 +1,6 @@
-"""`Expect: 100-continue` end to end (RFC 9110 §10.1.1, §15.2.1): the gateway forwards the
-expectation and lets the upstream decide. A raw-socket client talks to the real gateway, which
+"""`Expect: 100-continue` end to end (RFC 9110 §10.1.1, §15.2.1): on a route that streams
+bodies (`request_buffering: false`) the gateway forwards the expectation and lets the upstream
+decide; on one that reads bodies first (the default) it says 100 itself. A raw-socket client talks to the real gateway, which
 talks to a raw-socket upstream that chooses per path whether to say 100, refuse first, or stay
 silent, and records every byte it received. Auth still comes first: a refused request gets its
 401 with no 100 and nothing upstream."""
@@ -96,9 +97,15 @@ routes:
     upstream: app
     auth: bearer
     issuers: [one]
+    request_buffering: false
+  - name: buffered
+    match: {{ path_prefix: /buffered/ }}
+    upstream: app
+    auth: none
   - match: {{ path_prefix: / }}
     upstream: app
     auth: none
+    request_buffering: false
 issuers:
   one: {{ issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api] }}
 """
@@ -322,6 +329,34 @@ def test_an_unknown_expectation_is_refused_417_and_never_forwarded(gw):
     s.close()
     with up.lock:
         assert up.requests == []
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+def test_a_buffering_route_says_100_itself_and_sends_the_body_whole(gw, framing):
+    """Request buffering (the default): the gateway reads the body before the upstream hears
+    of the request, so it says 100 itself; the upstream gets the body by length, and no
+    Expect (a chunked body's framing is the gateway's to choose once it holds it all)."""
+    g, up = gw
+    s = connect(g)
+    if framing == "length":
+        s.sendall(b"POST /buffered/continue HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        body = b"hello"
+    else:
+        s.sendall(b"POST /buffered/continue HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+                  b"Expect: 100-continue\r\n\r\n")
+        body = b"2\r\nhe\r\n3\r\nllo\r\n0\r\n\r\n"
+    head, rest = read_head(s)
+    assert head == CONTINUE and rest == b""
+    with up.lock:
+        assert up.requests == [], "nothing reaches the upstream before the body is whole"
+    s.sendall(body)
+    resp = read_all(s)
+    s.close()
+    assert resp.startswith(b"HTTP/1.1 200 ") and b"100 Continue" not in resp, resp
+    seen = up.only()
+    fields = dict(seen["fields"])
+    assert "expect" not in fields and "transfer-encoding" not in fields
+    assert fields["content-length"] == "5" and seen["body"] == b"hello"
 
 
 def test_continue_timeout_zero_never_asks_the_upstream():

@@ -15,7 +15,7 @@ import requests
 from conftest import BIN, basic_config
 from test_access_log import metric
 
-SPOOLS = "tokengate_response_spools_total"
+SPOOLS = "tokengate_spools_total"
 
 
 class CappedApp:
@@ -147,13 +147,13 @@ def test_slow_readers_do_not_hold_the_app(gateway_factory, tmp_path):
         assert len(app.finished) == 6
         assert probe(g.port, 2) == 200
         assert metric(g, SPOOLS)[SPOOLS] == 6
-        assert metric(g, "tokengate_response_spool_bytes")["tokengate_response_spool_bytes"] > 6 * (SIZE // 2)
+        assert metric(g, "tokengate_spool_bytes")["tokengate_spool_bytes"] > 6 * (SIZE // 2)
         # The slow readers get their whole answers, byte for byte.
         for s in readers:
             status, digest = read_all(s, SIZE)
             assert status == b"HTTP/1.1 200 OK" and digest == pattern_sha(SIZE)
             s.close()
-        assert metric(g, "tokengate_response_spool_bytes")["tokengate_response_spool_bytes"] == 0
+        assert metric(g, "tokengate_spool_bytes")["tokengate_spool_bytes"] == 0
     finally:
         app.stop()
 
@@ -238,6 +238,8 @@ def test_spool_settings_are_checked(tmp_path):
         (", spool_dir: /nonexistent/dir", "limits.spool_dir: /nonexistent/dir is not a directory"),
         (", response_buffer: 1KB", "limits.response_buffer: must be from 4KB to 16MB"),
         (", response_spool_max: lots", "limits.response_spool_max"),
+        (", request_buffer: 32MB", "limits.request_buffer: must be from 4KB to 16MB"),
+        (", spool_total: -1", "limits.spool_total"),
     ]
     for limits, expected in cases:
         cfg = tmp_path / "c.yaml"

@@ -14,6 +14,9 @@ extension ConfigParser {
     ) -> RouteOptions {
         var o = RouteOptions()
         if let n = m["buffering"], let b = r.bool(n, path: "\(p).buffering") { o.buffering = b }
+        if let n = m["request_buffering"], let b = r.bool(n, path: "\(p).request_buffering") {
+            o.requestBuffering = b
+        }
         if let n = m["strip_prefix"], let b = r.bool(n, path: "\(p).strip_prefix"), b {
             switch route.match.path {
             case .exact:

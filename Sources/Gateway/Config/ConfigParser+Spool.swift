@@ -1,8 +1,9 @@
 import Foundation
 import Yams
 
-/// `limits.response_buffer`, `response_spool_max`, `response_spool_total` and `spool_dir`:
-/// proxy buffering for slow clients (ProxyExchange+Spool).
+/// `limits.response_buffer`, `request_buffer`, `response_spool_max`, `spool_total` and
+/// `spool_dir`: proxy buffering for slow clients (ProxyExchange+Spool,
+/// Worker+RequestBuffering).
 extension ConfigParser {
     static func responseSpool(_ m: [String: Node], _ l: inout Limits, _ r: ConfigReader) {
         if let n = m["response_buffer"], let v = r.size(n, path: "limits.response_buffer") {
@@ -12,8 +13,15 @@ extension ConfigParser {
                 l.responseBuffer = v
             }
         }
+        if let n = m["request_buffer"], let v = r.size(n, path: "limits.request_buffer") {
+            if v < 4 << 10 || v > 16 << 20 {
+                r.problem("limits.request_buffer", n, "must be from 4KB to 16MB")
+            } else {
+                l.requestBuffer = v
+            }
+        }
         for (key, keyPath) in [
-            ("response_spool_max", \Limits.responseSpoolMax), ("response_spool_total", \.responseSpoolTotal)
+            ("response_spool_max", \Limits.responseSpoolMax), ("spool_total", \.spoolTotal)
         ] {
             guard let n = m[key], let s = r.string(n, path: "limits.\(key)") else { continue }
             if s == "0" || s == "off" {

@@ -57,8 +57,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
             [
                 "max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace", "max_connections",
                 "header_timeout", "body_timeout", "continue_timeout", "tunnel_idle_timeout", "max_tunnels",
-                "body_deadline", "body_min_rate", "body_min_rate_grace", "response_buffer", "response_spool_max",
-                "response_spool_total", "spool_dir"
+                "body_deadline", "body_min_rate", "body_min_rate_grace", "response_buffer", "request_buffer",
+                "response_spool_max",
+                "spool_total", "spool_dir"
             ]
         case .accessLog: ["path", "buffer", "flush"]
         case .tracing: ["otlp_endpoint", "service_name", "sample_ratio", "headers", "incoming", "timeout", "ca_file"]
@@ -105,7 +106,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers",
                 "forward_token", "token_in_query", "token_in_body", "dpop", "upgrades", "close_at_token_expiry",
                 "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion",
-                "resource", "resource_name", "resource_documentation", "mcp", "token_exchange", "buffering"
+                "resource", "resource_name", "resource_documentation", "mcp", "token_exchange", "buffering",
+                "request_buffering"
             ]
         case .routeMatch: ["host", "path", "path_prefix", "methods"]
         case .routeDPoP: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]

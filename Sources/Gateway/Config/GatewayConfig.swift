@@ -161,8 +161,11 @@ struct Limits: Sendable {
     /// of an answer goes to a temp file in `spoolDirectory`, and how much disk one answer and
     /// the whole process may use for that (0: never spool).
     var responseBuffer = 64 << 10
+    /// Request buffering (Worker+RequestBuffering): how much of a body is kept in memory
+    /// before the rest goes to a temp file.
+    var requestBuffer = 64 << 10
     var responseSpoolMax = 1 << 30
-    var responseSpoolTotal = 8 << 30
+    var spoolTotal = 8 << 30
     var spoolDirectory = "/tmp"
 }
 

@@ -21,6 +21,9 @@ struct RouteOptions: Sendable {
     /// (back-pressure pauses the upstream instead), for answers that are streams without
     /// saying so.
     var buffering = true
+    /// `request_buffering: false`: the client's body streams to the upstream as it comes
+    /// (for uploads the upstream reads as they arrive) instead of being read whole first.
+    var requestBuffering = true
 
     /// The path as it goes upstream (before the upstream URL's own path): with `strip_prefix`,
     /// what follows the prefix — `/api/x` → `/x`, `/api` → `/` — else the path itself. The

@@ -213,4 +213,17 @@ extension HeaderRules {
     static func forwardsResponseHeader(_ name: String, listed: [[UInt8]]) -> Bool {
         forwardsResponseHeader(name.utf8.span, listed: listed)
     }
+
+    /// `value` begins with `lower` (lowercase ASCII), ASCII case-insensitively.
+    static func startsCaseless(_ value: Span<UInt8>, _ lower: StaticString) -> Bool {
+        lower.withUTF8Buffer { prefix in
+            guard value.count >= prefix.count else { return false }
+            for i in 0..<prefix.count {
+                var b = value[i]
+                if b >= 0x41 && b <= 0x5A { b |= 0x20 }
+                if b != prefix[i] { return false }
+            }
+            return true
+        }
+    }
 }

@@ -1,24 +1,39 @@
 import Reactor
 
 /// Proxy buffering: once the client is `limits.response_buffer` behind, the rest of the
-/// upstream's answer goes to a temp file (`ResponseSpool`) and the upstream is read at its
+/// upstream's answer goes to a temp file (`BodySpool`) and the upstream is read at its
 /// own pace, so a slow reader holds a file descriptor and a little memory, not an upstream
 /// connection (or an application worker behind it). Past the response's or the process's
 /// disk cap the upstream is paused, as without a spool. Streams are never buffered.
 extension ProxyExchange {
-    /// Whether this answer may be spooled: not on a route with `buffering: false`, and not a
-    /// stream whose bytes must reach the client as they come (an event stream, gRPC, an
-    /// answer the upstream marks `X-Accel-Buffering: no`, as nginx honours).
+    /// Whether this answer may be spooled, as far as the head's route and limits say: not on a
+    /// route with `buffering: false`, nor with spooling off. Flags only: this runs on every
+    /// proxied answer, and most never fall behind; what the answer is (`isStream`) is read
+    /// only when a spool would start.
     func mayBuffer(_ head: HTTPResponseHead) -> Bool {
+        guard context.buffersResponse, worker.spoolBudget != nil else { return false }
         let limits = worker.config.limits
-        guard context.buffersResponse, limits.responseSpoolMax > 0, limits.responseSpoolTotal > 0,
-            worker.spoolBudget != nil
-        else { return false }
-        if let type = head.fields.first("content-type")?.lowercased() {
-            if type.hasPrefix("text/event-stream") || type.hasPrefix("application/grpc") { return false }
-        }
-        if let accel = head.fields.first("x-accel-buffering"), accel.lowercased() == "no" { return false }
+        guard limits.responseSpoolMax > 0, limits.spoolTotal > 0 else { return false }
+        spoolFields = head.fields
         return true
+    }
+
+    /// A stream whose bytes must reach the client as they come: an event stream, gRPC, or an
+    /// answer the upstream marks `X-Accel-Buffering: no` (as nginx honours). Read from the
+    /// field bytes, without a lowercased copy.
+    static func isStream(_ fields: HTTP1Fields) -> Bool {
+        var stream = false
+        fields.forEachValue(named: "content-type") { value in
+            if HeaderRules.startsCaseless(value, "text/event-stream")
+                || HeaderRules.startsCaseless(value, "application/grpc")
+            {
+                stream = true
+            }
+        }
+        fields.forEachValue(named: "x-accel-buffering") { value in
+            if value.count == 2 && HeaderRules.startsCaseless(value, "no") { stream = true }
+        }
+        return stream
     }
 
     /// Spools `chunk` if the client is behind or the spool already holds bytes (which must
@@ -31,8 +46,15 @@ extension ProxyExchange {
             guard responder.pendingOutput >= min(limits.responseBuffer, responder.highWater),
                 let budget = worker.spoolBudget
             else { return false }
+            if let fields = spoolFields {
+                spoolFields = nil
+                if Self.isStream(fields) {
+                    spoolAllowed = false
+                    return false
+                }
+            }
             guard
-                let made = ResponseSpool(
+                let made = BodySpool(
                     directory: limits.spoolDirectory, budget: budget, maxBytes: limits.responseSpoolMax)
             else {
                 spoolAllowed = false

@@ -34,7 +34,9 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     @exclusivity(unchecked) var heldHead: HTTPResponseHead?
     /// The response may go to a temp file while the client is behind (ProxyExchange+Spool).
     @exclusivity(unchecked) var spoolAllowed = false
-    @exclusivity(unchecked) var spool: ResponseSpool?
+    @exclusivity(unchecked) var spool: BodySpool?
+    /// The answer's fields, read for `isStream` only if a spool would start.
+    @exclusivity(unchecked) var spoolFields: HTTP1Fields?
     @exclusivity(unchecked) var refillArmed = false
     @exclusivity(unchecked) var refilling = false
     @exclusivity(unchecked) var refillAgain = false
@@ -268,19 +270,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         guard !done else { return }
         upstreamSeconds = worker.clock() - upstreamStart
         if case .clientBodyFailed(let why) = failure, !afterHead {
-            // The client's body, not the upstream, failed: past max_body_size before anything
-            // was answered is 413 (RFC 9110 §15.5.14), too slow or silent too long is 408
-            // (§15.5.9), a body cut short 400. The connection closes either way (its framing
-            // is spent).
-            let tooLarge = why == .tooLarge
+            // The client's body, not the upstream, failed, before anything was answered. The
+            // connection closes (its framing is spent).
             worker.answer(
-                exchange, context,
-                ErrorResponse.make(
-                    tooLarge ? 413 : why.isTimeout ? 408 : 400, error: "invalid_request",
-                    description: tooLarge
-                        ? "the request body is too large"
-                        : why.isTimeout ? "the request body came too slowly" : "the request body did not arrive whole",
-                    requestID: context.requestID, detail: "client body: \(why)"),
+                exchange, context, ErrorResponse.clientBodyFailed(why, requestID: context.requestID),
                 upstreamSeconds: upstreamSeconds, close: true)
             done = true
             call = nil

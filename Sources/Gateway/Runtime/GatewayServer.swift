@@ -71,7 +71,7 @@ public final class GatewayServer {
             mainLoop.callObserver = tracer
             mainTracer = tracer
         }
-        let spoolBudget = SpoolBudget(limit: config.limits.responseSpoolTotal)
+        let spoolBudget = SpoolBudget(limit: config.limits.spoolTotal)
         self.spoolBudget = spoolBudget
         for id in 0..<config.workers {
             let worker = Worker(

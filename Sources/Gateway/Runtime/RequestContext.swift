@@ -34,6 +34,8 @@ final class RequestContext {
     /// The route lets the upstream's answer go to a temp file while the client is behind
     /// (`buffering:`, on by default).
     var buffersResponse = true
+    /// The route's `request_buffering`: a body is read whole before the upstream call starts.
+    var buffersRequest = true
     /// The request asks for a WebSocket upgrade (allowed on its route).
     var upgrade = false
     /// The key the upgrade went upstream with, which the upstream's 101 must answer.

@@ -123,6 +123,7 @@ extension Worker {
         ctx.route = route.name
         ctx.routeID = plan.metricID
         ctx.buffersResponse = route.options.buffering
+        ctx.buffersRequest = route.options.requestBuffering
         // cors_preflight: allow — a preflight carries no credentials (Fetch §3.2.2), so it
         // passes unauthenticated; any other OPTIONS is checked by `admit`.
         if route.options.corsPreflight && CORSPreflight.matches(head) {

@@ -1,7 +1,8 @@
 import Reactor
 
 /// Handing an admitted request to its upstream pool: refused when announced too large or
-/// when its client has gone, queued at the pool's cap, else proxied at once.
+/// when its client has gone, its body read first where the route buffers requests
+/// (Worker+RequestBuffering), queued at the pool's cap, else proxied at once.
 extension Worker {
     /// The upgrade request as it goes upstream, with a key of the gateway's own, kept on the
     /// context for the 101's check (`ProxyExchange.upstreamSwitchedProtocols`).
@@ -34,8 +35,16 @@ extension Worker {
                     requestID: ctx.requestID))
             return
         }
+        if readsBodyFirst(request, ex, ctx) {
+            readBodyFirst(ex, ctx: ctx, pool: pool, request: request)
+            return
+        }
+        handOn(ex, ctx: ctx, pool: pool, request: request)
+    }
+
+    /// Starts the call on the pool, or queues it at the pool's cap (503 past the queue).
+    func handOn(_ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request) {
         guard pool.hasRoom else {
-            // At the upstream's connection cap: wait in its queue, or 503 past it.
             waitForUpstream(ex, ctx: ctx, pool: pool, request: request)
             return
         }

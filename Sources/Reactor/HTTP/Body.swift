@@ -52,6 +52,8 @@ public final class OwnedBuffer {
         text.withUTF8 { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
     }
     public var count: Int { evbuffer_get_length(buffer) }
+    /// Drops every byte held.
+    public func drain() { evbuffer_drain(buffer, count) }
     /// The whole buffer as a chunk (moving it empties this buffer).
     public var chunk: BodyChunk { BodyChunk(buffer: buffer, owner: self) }
     deinit { evbuffer_free(buffer) }

@@ -3,8 +3,8 @@ internal import CShim
 import Glibc
 import Synchronization
 
-/// Disk the spools of one process may hold at once (`limits.response_spool_total`), shared by
-/// every worker.
+/// Disk the spools of one process may hold at once (`limits.spool_total`), shared by every
+/// worker.
 public final class SpoolBudget: Sendable {
     private let used = Atomic<Int>(0)
     fileprivate let made = Atomic<Int>(0)
@@ -15,7 +15,7 @@ public final class SpoolBudget: Sendable {
 
     /// Bytes held by every spool now.
     public var inUse: Int { used.load(ordering: .relaxed) }
-    /// Responses that were spooled, and spools that could not be made, written or read.
+    /// Messages that were spooled, and spools that could not be made, written or read.
     public var spools: Int { made.load(ordering: .relaxed) }
     public var failures: Int { failed.load(ordering: .relaxed) }
     public func countFailure() { failed.add(1, ordering: .relaxed) }
@@ -34,13 +34,15 @@ public final class SpoolBudget: Sendable {
     func release(_ n: Int) { used.subtract(n, ordering: .relaxed) }
 }
 
-/// The part of one response that its client is not ready for, kept in an unnamed temporary
-/// file (`O_TMPFILE`: gone with the descriptor, never visible by name) so that the upstream
-/// can be read at its own pace and its connection freed, as nginx's proxy buffering does.
+/// Message bytes kept in an unnamed temporary file (`O_TMPFILE`: gone with the descriptor,
+/// never visible by name) until their reader takes them, as nginx's proxy buffering does: the
+/// part of a response that its client is not ready for, so that the upstream is read at its
+/// own pace and its connection freed; or a request body read whole before the upstream hears
+/// of it (`SpooledRequestBody`), so that a slow sender holds no upstream connection.
 /// Bytes come out in the order they went in: first the file's, then a last chunk kept in
 /// memory when a cap was reached (`overflow`), after which the producer must pause.
 /// Loop-thread only; owns the descriptor, closed in `deinit`.
-public final class ResponseSpool {
+public final class BodySpool {
     public enum Stored {
         /// In the file.
         case stored

@@ -3,11 +3,11 @@ import Testing
 
 @testable import Reactor
 
-@Suite("ResponseSpool: a slow client's part of an answer, on disk and in order")
-struct ResponseSpoolTests {
+@Suite("BodySpool: message bytes on disk, in order, within the caps")
+struct BodySpoolTests {
     func bytes(_ n: Int, from start: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: start + $0) } }
 
-    func drain(_ spool: ResponseSpool, max: Int) -> [UInt8] {
+    func drain(_ spool: BodySpool, max: Int) -> [UInt8] {
         var out: [UInt8] = []
         while let chunk = spool.next(max: max) { out += chunk.take() }
         return out
@@ -15,7 +15,7 @@ struct ResponseSpoolTests {
 
     @Test func bytesComeBackInOrderAcrossReads() throws {
         let budget = SpoolBudget(limit: 1 << 20)
-        let spool = try #require(ResponseSpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20))
+        let spool = try #require(BodySpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20))
         #expect(spool.append(OwnedBuffer(bytes(5000, from: 0)).chunk) == .stored)
         #expect(spool.pending == 5000)
         #expect(spool.next(max: 1000)?.take() == bytes(1000, from: 0))
@@ -31,7 +31,7 @@ struct ResponseSpoolTests {
 
     @Test func pastTheAnswersCapAChunkWaitsInMemoryAfterTheFile() throws {
         let budget = SpoolBudget(limit: 1 << 20)
-        let spool = try #require(ResponseSpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 4096))
+        let spool = try #require(BodySpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 4096))
         #expect(spool.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .stored)
         #expect(spool.append(OwnedBuffer(bytes(200, from: 4000)).chunk) == .full)
         // Once one chunk waits in memory every later one does too, so the order holds.
@@ -46,8 +46,8 @@ struct ResponseSpoolTests {
 
     @Test func theProcessBudgetIsSharedAndGivenBack() throws {
         let budget = SpoolBudget(limit: 6000)
-        let first = try #require(ResponseSpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20))
-        var second = ResponseSpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20)
+        let first = try #require(BodySpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20))
+        var second = BodySpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20)
         #expect(first.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .stored)
         #expect(second?.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .full)
         #expect(second?.append(OwnedBuffer(bytes(1, from: 0)).chunk) == .full)
@@ -60,6 +60,6 @@ struct ResponseSpoolTests {
 
     @Test func noDirectoryNoSpool() {
         let budget = SpoolBudget(limit: 1 << 20)
-        #expect(ResponseSpool(directory: "/nonexistent/dir", budget: budget, maxBytes: 1 << 20) == nil)
+        #expect(BodySpool(directory: "/nonexistent/dir", budget: budget, maxBytes: 1 << 20) == nil)
     }
 }
