@@ -35,7 +35,7 @@ extension Worker {
                     requestID: ctx.requestID))
             return
         }
-        if readsBodyFirst(request, ex, ctx) {
+        if readsBodyFirst(request, ex, ctx, pool: pool) {
             readBodyFirst(ex, ctx: ctx, pool: pool, request: request)
             return
         }

@@ -8,8 +8,12 @@ import Reactor
 /// `request_buffering: false`.
 extension Worker {
     /// Whether `request`'s body is read whole before the call: the route buffers, there is a
-    /// body still to read from the client, and it is no stream.
-    func readsBodyFirst(_ request: UpstreamCall.Request, _ ex: ServerExchange, _ ctx: RequestContext) -> Bool {
+    /// body still to read from the client, and it is no stream. A gRPC call streams only
+    /// HTTP/2 to HTTP/2: the content type alone, which any client may send, keeps no other
+    /// body from being buffered.
+    func readsBodyFirst(
+        _ request: UpstreamCall.Request, _ ex: ServerExchange, _ ctx: RequestContext, pool: UpstreamPool
+    ) -> Bool {
         guard ctx.buffersRequest, !ctx.upgrade, spoolBudget != nil, config.limits.spoolTotal > 0,
             let body = request.body, !(body is BufferedRequestBody), !(body is SpooledRequestBody)
         else { return false }
@@ -17,6 +21,7 @@ extension Worker {
         case .none, .length(0): return false
         case .length, .streamed: break
         }
+        guard ex.head.version.major == 2, pool.endpoint.http2 else { return true }
         var grpc = false
         ex.head.fields.forEachValue(named: "content-type") { value in
             if HeaderRules.startsCaseless(value, "application/grpc") { grpc = true }
