@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -39,6 +40,8 @@ class Gateway:
         self.log_path = os.path.join(self.dir, "out.log")
         self.proc = None
         self.workers = workers
+        # "https" for a gateway whose admin listener has TLS (its readiness is asked so).
+        self.admin_scheme = "http"
 
     def render(self, text):
         return text.replace("{PORT}", str(self.port)).replace("{ADMIN}", str(self.admin))
@@ -57,7 +60,9 @@ class Gateway:
             if self.proc.poll() is not None:
                 raise RuntimeError("tokengate exited: " + self.output())
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.admin}{wait_for}", timeout=1) as r:
+                context = ssl._create_unverified_context() if self.admin_scheme == "https" else None
+                with urllib.request.urlopen(f"{self.admin_scheme}://127.0.0.1:{self.admin}{wait_for}", timeout=1,
+                                            context=context) as r:
                     if r.status == 200:
                         return self
             except OSError:

@@ -188,3 +188,4 @@ def test_a_pair_that_cannot_load_at_start_is_a_clear_error(upstream, tmp_path):
     r = subprocess.run([BIN, "serve", "--config", str(cfg)], capture_output=True, text=True, timeout=20)
     assert r.returncode != 0
     assert "key_file does not match cert_file" in r.stdout + r.stderr
+

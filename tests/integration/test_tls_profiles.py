@@ -1,16 +1,19 @@
 """TLS profiles on a listener, checked from outside with `openssl s_client`: for every cipher
 suite OpenSSL knows, every TLS 1.3 suite and a set of groups, a handshake succeeds exactly
 when the profile offers it, for an ECDSA and an RSA certificate. Also: nothing below TLS 1.2,
-no session tickets, and resumption from the shared session cache across workers."""
+no session tickets, resumption from the shared session cache across workers, and the admin
+listener over TLS with its own profile."""
 import concurrent.futures
 import os
 import re
 import subprocess
 
 import pytest
+import requests
 
+from conftest import BIN, Gateway, basic_config
 from test_tls_certificates import tls_config
-from tls_pki import make_pair
+from tls_pki import fingerprint, make_pair, served
 
 ALL_TLS12 = [c for c in subprocess.run(["openssl", "ciphers", "ALL:COMPLEMENTOFALL:@SECLEVEL=0"], capture_output=True,
                                        text=True, check=True).stdout.strip().split(":") if not c.startswith("TLS_")]
@@ -78,3 +81,44 @@ def test_no_session_tickets_and_resumption_from_the_shared_cache(upstream, gatew
         again = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{g.port}", "-tls1_2", "-sess_in", sess],
                                input=b"", capture_output=True, timeout=20).stdout.decode()
         assert "Reused, TLSv1.2" in again
+
+
+def test_the_admin_listener_serves_over_tls_with_its_profile(upstream, tmp_path):
+    crt, key = make_pair(tmp_path, "admin", ["127.0.0.1"])
+    g = Gateway(basic_config(upstream.port).replace(
+        "admin_listen: 127.0.0.1:{ADMIN}",
+        f"admin_listen: {{ address: 127.0.0.1:{{ADMIN}}, tls: {{ cert_file: {crt}, key_file: {key}, profile: modern }} }}"))
+    g.admin_scheme = "https"
+    g.start()
+    try:
+        r = requests.get(f"https://127.0.0.1:{g.admin}/healthz", verify=False, timeout=5)
+        assert r.status_code == 200 and r.text == "ok\n"
+        assert served(g.admin) == fingerprint(crt)
+        # The profile holds there too: modern is TLS 1.3 only.
+        assert handshake(g.admin, "-tls1_3")[0] == "TLSv1.3"
+        assert handshake(g.admin, "-tls1_2") is None
+        # Plain HTTP is not spoken on it.
+        try:
+            plain = requests.get(f"http://127.0.0.1:{g.admin}/healthz", timeout=5).status_code
+        except requests.exceptions.ConnectionError:
+            plain = None
+        assert plain != 200
+        # Its certificate is watched and exported like a public listener's.
+        metrics = requests.get(f"https://127.0.0.1:{g.admin}/metrics", verify=False, timeout=5).text
+        assert f'tokengate_tls_certificate_not_after_seconds{{listen="127.0.0.1:{g.admin}"' in metrics
+    finally:
+        g.stop()
+
+
+def test_admin_listen_tls_settings_are_checked(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    for admin, expected in [
+        ("{ tls: { cert_file: /x, key_file: /y } }", "admin_listen: needs address: host:port"),
+        ("{ address: 127.0.0.1:9901, tls: { cert_file: /x, key_file: /y }, http2: true }", "admin_listen"),
+        ("{ address: 127.0.0.1:9901, tls: { cert_file: /nonexistent.crt, key_file: /nonexistent.key, profile: old } }",
+         "admin_listen.tls.profile"),
+    ]:
+        cfg.write_text(basic_config(9).replace("admin_listen: 127.0.0.1:{ADMIN}", f"admin_listen: {admin}")
+                       .replace("{PORT}", "8080"))
+        r = subprocess.run([BIN, "check-config", str(cfg)], capture_output=True, text=True)
+        assert r.returncode == 1 and expected in r.stdout, r.stdout

@@ -39,6 +39,30 @@ extension ConfigParser {
         return out
     }
 
+    /// `admin_listen`: `host:port`, `off`, or `{ address, tls }`: the admin endpoints over
+    /// TLS, with the same profiles, certificates and rotation as a public listener's.
+    static func adminListener(_ node: Node, _ cfg: inout GatewayConfig, _ r: ConfigReader) {
+        var addressNode = node
+        if case .mapping = node {
+            guard let m = r.mapping(node, path: "admin_listen", section: .adminListen) else { return }
+            guard let a = m["address"] else {
+                r.problem("admin_listen", node, "needs address: host:port")
+                return
+            }
+            addressNode = a
+            if let t = m["tls"] { cfg.adminTLS = listenerTLS(t, "admin_listen.tls", r) }
+        }
+        guard let s = r.string(addressNode, path: "admin_listen") else { return }
+        if s == "off" {
+            cfg.adminListen = nil
+            cfg.adminTLS = nil
+        } else if let a = ConfigValues.socketAddress(s) {
+            cfg.adminListen = a
+        } else {
+            r.problem("admin_listen", addressNode, "\"\(s)\" is not host:port (or off)")
+        }
+    }
+
     static func limits(_ node: Node, _ r: ConfigReader) -> Limits {
         var l = Limits()
         guard let m = r.mapping(node, path: "limits", section: .limits) else { return l }

@@ -33,17 +33,7 @@ public enum ConfigParser {
         }
 
         cfg.listeners = listeners(top["listen"], r)
-        if let node = top["admin_listen"] {
-            if let s = r.string(node, path: "admin_listen") {
-                if s == "off" {
-                    cfg.adminListen = nil
-                } else if let a = ConfigValues.socketAddress(s) {
-                    cfg.adminListen = a
-                } else {
-                    r.problem("admin_listen", node, "\"\(s)\" is not host:port (or off)")
-                }
-            }
-        }
+        if let node = top["admin_listen"] { adminListener(node, &cfg, r) }
         if let node = top["workers"], let s = r.string(node, path: "workers") {
             if s == "auto" {
                 cfg.workers = max(1, cores)

@@ -12,6 +12,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case listen = "listen[]"
     case listenTLS = "listen[].tls"
     case listenTLSCertificate = "listen[].tls.certificates[]"
+    case adminListen = "admin_listen"
     case limits
     case accessLog = "access_log"
     case tracing
@@ -48,6 +49,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "identity_assertion_keys", "forward_early_hints"
             ]
         case .listen: ["address", "tls", "http2"]
+        case .adminListen: ["address", "tls"]
         case .listenTLS:
             [
                 "cert_file", "key_file", "certificates", "profile", "ciphers", "ciphersuites", "curves", "watch"

@@ -7,6 +7,10 @@ public struct GatewayConfig: Sendable {
     var listeners: [ListenerConfig] = []
     /// `/healthz`, `/readyz`, `/metrics`; never served on the public listeners.
     var adminListen: SocketAddress? = SocketAddress(host: "127.0.0.1", port: 9901)
+    /// `admin_listen.tls`: the admin endpoints over TLS (plain HTTP without).
+    var adminTLS: ListenerTLS?
+    /// The admin listener as the certificates see it (HTTP/1.1 only).
+    var adminListener: ListenerConfig? { adminListen.map { ListenerConfig(address: $0, tls: adminTLS, http2: false) } }
     public internal(set) var workers: Int = 1
     var trustedProxies: [CIDR] = []
     var limits = Limits()

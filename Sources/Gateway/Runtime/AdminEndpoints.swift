@@ -20,12 +20,13 @@ final class AdminEndpoints {
         self.readiness = readiness
     }
 
-    func serve(on addr: SocketAddress) throws {
+    /// `tls`: the admin listener's context (`admin_listen.tls`), or nil for plain HTTP.
+    func serve(on addr: SocketAddress, tls: TLSContext?) throws {
         var options = HTTPServerOptions()
         options.maxBodySize = 0
         options.idleTimeout = 10
         options.maxConnections = 256
-        let server = HTTP1Server(loop: loop, options: options, tls: nil) { [unowned self] exchange in
+        let server = HTTP1Server(loop: loop, options: options, tls: tls) { [unowned self] exchange in
             self.handle(exchange)
         }
         try server.serve(listeningSocket: try Listener.open(host: addr.host, port: addr.port))

@@ -44,7 +44,8 @@ public final class GatewayServer {
     /// Binds everything, then serves until shut down. Throws if a socket or TLS file fails.
     public func run() throws {
         signal(SIGPIPE, SIG_IGN)
-        let certificates = try ListenerCertificates(config: config.listeners, log: log)
+        let certificates = try ListenerCertificates(
+            config: config.listeners + (config.adminListener.map { [$0] } ?? []), log: log)
         certificates.watch(loop: mainLoop)
         listenerCertificates = certificates
         warnInsecureUpstreams(config)
@@ -105,7 +106,7 @@ public final class GatewayServer {
                     + (self?.listenerCertificates?.metricsText ?? "") + SpoolMetrics.text(self?.spoolBudget)
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
-            try endpoints.serve(on: addr)
+            try endpoints.serve(on: addr, tls: certificates.context(for: addr))
             admin = endpoints
         }
         signals = [
@@ -192,6 +193,7 @@ public final class GatewayServer {
             let restartNeeded =
                 new.workers != config.workers || new.listeners.map(\.address) != config.listeners.map(\.address)
                 || new.adminListen != config.adminListen || new.listeners.map(\.tls) != config.listeners.map(\.tls)
+                || new.adminTLS != config.adminTLS
                 || new.store != config.store || new.dpop.replayCacheEntries != config.dpop.replayCacheEntries
                 || new.accessLog != config.accessLog || new.tracing != config.tracing
             if restartNeeded {
@@ -203,6 +205,7 @@ public final class GatewayServer {
                 new.workers = config.workers
                 new.listeners = config.listeners
                 new.adminListen = config.adminListen
+                new.adminTLS = config.adminTLS
                 new.store = config.store
                 new.dpop.replayCacheEntries = config.dpop.replayCacheEntries
             }
