@@ -227,6 +227,23 @@ def test_a_trickled_body_on_a_buffering_route_is_answered_408_and_never_reaches_
         up.stop()
 
 
+def test_a_body_past_the_request_spool_budget_is_answered_503_and_never_sent():
+    up = RecordingUpstream()
+    g = gateway(up.port, limits=", request_spool_total: 100KB", buffering=True)
+    try:
+        r = requests.post(g.url("/big"), data=b"b" * 300_000, timeout=5)
+        assert r.status_code == 503 and r.headers["Retry-After"] == "1"
+        assert r.json()["error"] == "temporarily_unavailable"
+        assert up.accepted == 0
+        # What fits in memory (limits.request_buffer) needs no disk.
+        assert requests.post(g.url("/small"), data=b"s" * 10_000, timeout=5).json() == {"received": 10_000}
+        metrics = requests.get(f"http://127.0.0.1:{g.admin}/metrics", timeout=5).text
+        assert "tokengate_spool_failures_total 1" in metrics and "tokengate_spool_bytes 0" in metrics
+    finally:
+        g.stop()
+        up.stop()
+
+
 def test_a_body_past_the_deadline_is_cut_even_at_a_good_rate():
     up = RecordingUpstream()
     g = gateway(up.port, limits=", body_deadline: 2s, body_min_rate: off, max_body_size: 64MB")

@@ -240,6 +240,7 @@ def test_spool_settings_are_checked(tmp_path):
         (", response_spool_max: lots", "limits.response_spool_max"),
         (", request_buffer: 32MB", "limits.request_buffer: must be from 4KB to 16MB"),
         (", spool_total: -1", "limits.spool_total"),
+        (", request_spool_total: lots", "limits.request_spool_total"),
     ]
     for limits, expected in cases:
         cfg = tmp_path / "c.yaml"

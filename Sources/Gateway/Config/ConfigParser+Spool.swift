@@ -1,8 +1,8 @@
 import Foundation
 import Yams
 
-/// `limits.response_buffer`, `request_buffer`, `response_spool_max`, `spool_total` and
-/// `spool_dir`: proxy buffering for slow clients (ProxyExchange+Spool,
+/// `limits.response_buffer`, `request_buffer`, `response_spool_max`, `spool_total`,
+/// `request_spool_total` and `spool_dir`: proxy buffering for slow clients (ProxyExchange+Spool,
 /// Worker+RequestBuffering).
 extension ConfigParser {
     static func responseSpool(_ m: [String: Node], _ l: inout Limits, _ r: ConfigReader) {
@@ -21,7 +21,8 @@ extension ConfigParser {
             }
         }
         for (key, keyPath) in [
-            ("response_spool_max", \Limits.responseSpoolMax), ("spool_total", \.spoolTotal)
+            ("response_spool_max", \Limits.responseSpoolMax), ("spool_total", \.spoolTotal),
+            ("request_spool_total", \.requestSpoolTotal)
         ] {
             guard let n = m[key], let s = r.string(n, path: "limits.\(key)") else { continue }
             if s == "0" || s == "off" {

@@ -61,7 +61,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "header_timeout", "body_timeout", "continue_timeout", "tunnel_idle_timeout", "max_tunnels",
                 "body_deadline", "body_min_rate", "body_min_rate_grace", "response_buffer", "request_buffer",
                 "response_spool_max",
-                "spool_total", "spool_dir"
+                "spool_total", "request_spool_total", "spool_dir"
             ]
         case .accessLog: ["path", "buffer", "flush"]
         case .tracing: ["otlp_endpoint", "service_name", "sample_ratio", "headers", "incoming", "timeout", "ca_file"]

@@ -168,6 +168,10 @@ struct Limits: Sendable {
     /// Request buffering (Worker+RequestBuffering): how much of a body is kept in memory
     /// before the rest goes to a temp file.
     var requestBuffer = 64 << 10
+    /// Disk the request bodies being read may hold at once, per process (0: bodies stream):
+    /// a budget of their own, so that bodies cannot use up the spooled answers' (nor the
+    /// reverse).
+    var requestSpoolTotal = 1 << 30
     var responseSpoolMax = 1 << 30
     var spoolTotal = 8 << 30
     var spoolDirectory = "/tmp"

@@ -20,6 +20,7 @@ public final class GatewayServer {
     private var storeHealth: StoreHealth?
     private var listenerCertificates: ListenerCertificates?
     private var spoolBudget: SpoolBudget?
+    private var requestSpoolBudget: SpoolBudget?
     /// The access log's file, when it has one (else its lines share standard output).
     private var accessLogFile: LogSink?
     /// Where spans go when `tracing` is on (its own thread).
@@ -74,11 +75,14 @@ public final class GatewayServer {
         }
         let spoolBudget = SpoolBudget(limit: config.limits.spoolTotal)
         self.spoolBudget = spoolBudget
+        let requestSpoolBudget = SpoolBudget(limit: config.limits.requestSpoolTotal)
+        self.requestSpoolBudget = requestSpoolBudget
         for id in 0..<config.workers {
             let worker = Worker(
                 id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,
                 router: router, accessLogSink: accessLogFile, spanExporter: spanExporter)
             worker.spoolBudget = spoolBudget
+            worker.requestSpoolBudget = requestSpoolBudget
             var sockets: [(fd: Int32, tls: TLSContext?, http2: Bool)] = []
             for l in config.listeners {
                 sockets.append(
@@ -103,7 +107,8 @@ public final class GatewayServer {
             endpoints.extraMetrics = { [weak keys, weak self, wallClock] in
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
                     + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
-                    + (self?.listenerCertificates?.metricsText ?? "") + SpoolMetrics.text(self?.spoolBudget)
+                    + (self?.listenerCertificates?.metricsText ?? "")
+                    + SpoolMetrics.text([self?.spoolBudget, self?.requestSpoolBudget].compactMap { $0 })
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
             try endpoints.serve(on: addr, tls: certificates.context(for: addr))

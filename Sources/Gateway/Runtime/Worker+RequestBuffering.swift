@@ -14,7 +14,7 @@ extension Worker {
     func readsBodyFirst(
         _ request: UpstreamCall.Request, _ ex: ServerExchange, _ ctx: RequestContext, pool: UpstreamPool
     ) -> Bool {
-        guard ctx.buffersRequest, !ctx.upgrade, spoolBudget != nil, config.limits.spoolTotal > 0,
+        guard ctx.buffersRequest, !ctx.upgrade, requestSpoolBudget != nil, config.limits.requestSpoolTotal > 0,
             let body = request.body, !(body is BufferedRequestBody), !(body is SpooledRequestBody)
         else { return false }
         switch body.framing {
@@ -34,7 +34,7 @@ extension Worker {
     func readBodyFirst(
         _ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request
     ) {
-        guard let budget = spoolBudget, let body = request.body else { return }
+        guard let budget = requestSpoolBudget, let body = request.body else { return }
         let limits = config.limits
         let whole = SpooledRequestBody(
             reading: body, memory: limits.requestBuffer, directory: limits.spoolDirectory, budget: budget,
@@ -57,7 +57,7 @@ extension Worker {
                 self.answer(ex, ctx, ErrorResponse.clientBodyFailed(why, requestID: ctx.requestID), close: true)
             case .noRoom:
                 self.log.warning(
-                    "request body could not be spooled (no file, a write error, or spool_total reached)",
+                    "request body could not be spooled (no file, a write error, or request_spool_total reached)",
                     metadata: ["request_id": "\(ctx.requestID)"])
                 self.answer(
                     ex, ctx,

@@ -3,8 +3,9 @@ import Reactor
 /// Requests at an upstream's connection cap (`upstreams.NAME.max_connections`): they wait
 /// in the pool's bounded queue (`max_pending`, each at most `pending_timeout`), and past it
 /// get `503 temporarily_unavailable` with `Retry-After` (RFC 9110 §15.6.4, §10.2.3) — the
-/// upstream never hears of them. Nothing of a waiting request's body is read, so a queue
-/// entry pins no upstream connection and no body memory.
+/// upstream never hears of them. A queue entry pins no upstream connection; its body is
+/// either not read yet, or (request buffering) already read whole into memory and a temp
+/// file within `request_buffer` and `request_spool_total`.
 extension Worker {
     /// Seconds a client is told to wait before trying again when an upstream is full.
     static let upstreamRetryAfter = "1"

@@ -13,6 +13,8 @@ final class Worker: ResponderObserver {
     let metrics = WorkerMetrics()
     /// The process's disk for spooled answers (set before the worker serves); nil: none.
     var spoolBudget: SpoolBudget?
+    /// Request buffering's disk budget (`limits.request_spool_total`), shared by workers.
+    var requestSpoolBudget: SpoolBudget?
     let log: Logger
     /// The wall clock every decision by time reads (tokens, proofs, sessions, caches); the
     /// monotonic `clock()` below only times requests.

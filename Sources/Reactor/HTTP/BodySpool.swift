@@ -92,7 +92,9 @@ public final class BodySpool {
             let n = evbuffer_write_atmost(chunk.buffer, fd, left)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
+                // What was not written is dropped: the caller moves no byte of a failed chunk.
                 budget.release(left)
+                evbuffer_drain(chunk.buffer, left)
                 return .failed
             }
             written += Int(n)
