@@ -132,6 +132,28 @@ def test_a_1gb_upload_streams_through_without_growing_memory():
         up.stop()
 
 
+def test_a_1gb_download_streams_with_buffering_on_and_memory_bounded(upstream):
+    # Proxy buffering on (the default): a client that keeps up is written to as the answer
+    # comes; one that falls behind has the rest spooled to disk, never to memory.
+    g = make_gateway(upstream.port, "max_body_size: 1MB")
+    try:
+        warm_up(g)
+        base = status_kb(g, "VmRSS")
+        t = time.time()
+        got = 0
+        with requests.get(g.url(f"/big?size={1 << 30}"), stream=True, timeout=60) as r:
+            assert r.status_code == 200
+            for piece in r.iter_content(1 << 20):
+                got += len(piece)
+        took = time.time() - t
+        growth_mb = (status_kb(g, "VmHWM") - base) / 1024
+        print(f"1 GB download: {took:.1f} s, peak RSS growth {growth_mb:.1f} MB")
+        assert got == 1 << 30
+        assert growth_mb < 32, f"RSS grew by {growth_mb:.1f} MB"
+    finally:
+        g.stop()
+
+
 def test_a_slow_upstream_holds_the_client_back():
     up = SinkUpstream(delay_per_read=0.02)
     g = make_gateway(up.port, "max_body_size: 1GB")

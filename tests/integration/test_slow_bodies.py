@@ -231,12 +231,15 @@ def test_a_body_past_the_request_spool_budget_is_answered_503_and_never_sent():
     up = RecordingUpstream()
     g = gateway(up.port, limits=", request_spool_total: 100KB", buffering=True)
     try:
-        r = requests.post(g.url("/big"), data=b"b" * 300_000, timeout=5)
+        # Chunked: its size shows only as it comes, past the budget.
+        r = requests.post(g.url("/big"), data=iter([b"b" * 100_000] * 3), timeout=5)
         assert r.status_code == 503 and r.headers["Retry-After"] == "1"
         assert r.json()["error"] == "temporarily_unavailable"
         assert up.accepted == 0
         # What fits in memory (limits.request_buffer) needs no disk.
         assert requests.post(g.url("/small"), data=b"s" * 10_000, timeout=5).json() == {"received": 10_000}
+        # A body announced larger than the whole budget streams, as without buffering.
+        assert requests.post(g.url("/huge"), data=b"h" * 200_000, timeout=5).json() == {"received": 200_000}
         metrics = requests.get(f"http://127.0.0.1:{g.admin}/metrics", timeout=5).text
         assert "tokengate_spool_failures_total 1" in metrics and "tokengate_spool_bytes 0" in metrics
     finally:

@@ -19,6 +19,9 @@ extension Worker {
         else { return false }
         switch body.framing {
         case .none, .length(0): return false
+        // A body announced larger than the whole budget could never be held: it streams,
+        // as it would have without buffering, rather than being refused for its size.
+        case .length(let n) where n > UInt64(config.limits.requestSpoolTotal): return false
         case .length, .streamed: break
         }
         guard ex.head.version.major == 2, pool.endpoint.http2 else { return true }
