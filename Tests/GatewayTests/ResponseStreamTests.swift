@@ -11,6 +11,7 @@ import Testing
         [("content-type", "Text/Event-Stream; charset=utf-8")],
         [("Content-Type", "application/grpc")],
         [("CONTENT-TYPE", "APPLICATION/GRPC+proto")],
+        [("Content-Type", "application/grpc-web-text")],
         [("Content-Type", "application/json"), ("X-Accel-Buffering", "no")],
         [("x-accel-buffering", "NO")]
     ])
@@ -23,6 +24,7 @@ import Testing
         [("Content-Type", "application/json")],
         [("Content-Type", "text/event")],
         [("Content-Type", "application/grp")],
+        [("Content-Type", "application/grpcx")],
         [("Content-Type", "text/html"), ("X-Accel-Buffering", "yes")],
         [("X-Accel-Buffering", "nope")],
         [("X-Accel-Buffering", "n")]

@@ -19,6 +19,26 @@ enum ErrorResponse {
         return r
     }
 
+    /// The client's body failed before anything was answered: past `max_body_size` is 413
+    /// (RFC 9110 §15.5.14), too slow or silent too long 408 (§15.5.9), cut short 400.
+    static func clientBodyFailed(_ why: RequestBodyFailure, requestID: String) -> GatewayResponse {
+        let tooLarge = why == .tooLarge
+        return make(
+            tooLarge ? 413 : why.isTimeout ? 408 : 400, error: "invalid_request",
+            description: tooLarge
+                ? "the request body is too large"
+                : why.isTimeout ? "the request body came too slowly" : "the request body did not arrive whole",
+            requestID: requestID, detail: "client body: \(why)")
+    }
+
+    /// 499 (nginx's "client closed request"): for the access log and metrics only, as the
+    /// client that left reads nothing.
+    static func clientGone(requestID: String, detail: String? = nil) -> GatewayResponse {
+        make(
+            499, error: "client_gone", description: "the client closed the connection", requestID: requestID,
+            detail: detail)
+    }
+
     /// RFC 6750 §3 / RFC 9449 §7.1: one WWW-Authenticate per challenge, the error of the
     /// one that carries it in a JSON body.
     static func auth(_ denial: AuthDenial, requestID: String) -> GatewayResponse {

@@ -218,11 +218,7 @@ extension HeaderRules {
     static func startsCaseless(_ value: Span<UInt8>, _ lower: StaticString) -> Bool {
         lower.withUTF8Buffer { prefix in
             guard value.count >= prefix.count else { return false }
-            for i in 0..<prefix.count {
-                var b = value[i]
-                if b >= 0x41 && b <= 0x5A { b |= 0x20 }
-                if b != prefix[i] { return false }
-            }
+            for i in 0..<prefix.count where HTTP1Fields.lower(value[i]) != prefix[i] { return false }
             return true
         }
     }

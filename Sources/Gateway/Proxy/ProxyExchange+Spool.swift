@@ -18,17 +18,14 @@ extension ProxyExchange {
         return true
     }
 
-    /// A stream whose bytes must reach the client as they come: an event stream, gRPC, or an
-    /// answer the upstream marks `X-Accel-Buffering: no` (as nginx honours). Read from the
-    /// field bytes, without a lowercased copy.
+    /// A stream whose bytes must reach the client as they come: an event stream, gRPC or
+    /// gRPC-Web (`GRPCCall`'s reading of the type), or an answer the upstream marks
+    /// `X-Accel-Buffering: no` (as nginx honours).
     static func isStream(_ fields: HTTP1Fields) -> Bool {
+        if GRPCCall(fields) != nil { return true }
         var stream = false
         fields.forEachValue(named: "content-type") { value in
-            if HeaderRules.startsCaseless(value, "text/event-stream")
-                || HeaderRules.startsCaseless(value, "application/grpc")
-            {
-                stream = true
-            }
+            if HeaderRules.startsCaseless(value, "text/event-stream") { stream = true }
         }
         fields.forEachValue(named: "x-accel-buffering") { value in
             if value.count == 2 && HeaderRules.startsCaseless(value, "no") { stream = true }

@@ -28,11 +28,7 @@ extension Worker {
         }
         guard ex.responder.isConnected else {
             // The client left while the gateway was deciding (keys, introspection, a session).
-            answer(
-                ex, ctx,
-                ErrorResponse.make(
-                    499, error: "client_gone", description: "the client closed the connection",
-                    requestID: ctx.requestID))
+            answer(ex, ctx, ErrorResponse.clientGone(requestID: ctx.requestID))
             return
         }
         if readsBodyFirst(request, ex, ctx, pool: pool) {

@@ -25,11 +25,7 @@ extension Worker {
         case .length, .streamed: break
         }
         guard ex.head.version.major == 2, pool.endpoint.http2 else { return true }
-        var grpc = false
-        ex.head.fields.forEachValue(named: "content-type") { value in
-            if HeaderRules.startsCaseless(value, "application/grpc") { grpc = true }
-        }
-        return !grpc
+        return GRPCCall(ex.head.fields) != .grpc
     }
 
     /// Reads the body, then hands the request on to its pool; a body that fails is answered
@@ -51,11 +47,7 @@ extension Worker {
             case .whole:
                 self.handOn(ex, ctx: ctx, pool: pool, request: request)
             case .failed(.clientGone):
-                self.answer(
-                    ex, ctx,
-                    ErrorResponse.make(
-                        499, error: "client_gone", description: "the client closed the connection",
-                        requestID: ctx.requestID))
+                self.answer(ex, ctx, ErrorResponse.clientGone(requestID: ctx.requestID))
             case .failed(let why):
                 self.answer(ex, ctx, ErrorResponse.clientBodyFailed(why, requestID: ctx.requestID), close: true)
             case .noRoom:
@@ -71,19 +63,5 @@ extension Worker {
                     close: true)
             }
         }
-    }
-}
-
-extension ErrorResponse {
-    /// The client's body failed before anything was answered: past `max_body_size` is 413
-    /// (RFC 9110 §15.5.14), too slow or silent too long 408 (§15.5.9), cut short 400.
-    static func clientBodyFailed(_ why: RequestBodyFailure, requestID: String) -> GatewayResponse {
-        let tooLarge = why == .tooLarge
-        return make(
-            tooLarge ? 413 : why.isTimeout ? 408 : 400, error: "invalid_request",
-            description: tooLarge
-                ? "the request body is too large"
-                : why.isTimeout ? "the request body came too slowly" : "the request body did not arrive whole",
-            requestID: requestID, detail: "client body: \(why)")
     }
 }

@@ -76,11 +76,7 @@ final class UpstreamTurn: UpstreamWaiter, ClientGoneObserver {
     func upstreamRoom() {
         guard let request = take() else { return }
         guard exchange.responder.isConnected else {
-            worker.answer(
-                exchange, context,
-                ErrorResponse.make(
-                    499, error: "client_gone", description: "the client closed the connection",
-                    requestID: context.requestID))
+            worker.answer(exchange, context, ErrorResponse.clientGone(requestID: context.requestID))
             return
         }
         worker.startProxy(exchange, ctx: context, pool: pool, request: request)
@@ -97,8 +93,7 @@ final class UpstreamTurn: UpstreamWaiter, ClientGoneObserver {
         pool.stopWaiting(self)
         worker.answer(
             exchange, context,
-            ErrorResponse.make(
-                499, error: "client_gone", description: "the client closed the connection",
+            ErrorResponse.clientGone(
                 requestID: context.requestID, detail: "client gone while waiting for an upstream connection"))
     }
 }

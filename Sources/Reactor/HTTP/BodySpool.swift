@@ -3,8 +3,8 @@ internal import CShim
 import Glibc
 import Synchronization
 
-/// Disk the spools of one process may hold at once (`limits.spool_total`), shared by every
-/// worker.
+/// Disk the spools of one process may hold at once, shared by every worker: one budget for
+/// spooled answers (`limits.spool_total`), one for request bodies (`request_spool_total`).
 public final class SpoolBudget: Sendable {
     private let used = Atomic<Int>(0)
     fileprivate let made = Atomic<Int>(0)

@@ -43,8 +43,6 @@ public final class SpooledRequestBody: RequestBody {
         self.maxBytes = maxBytes
     }
 
-    /// Bytes read so far (all of them once `read` said `.whole`).
-    public var count: UInt64 { length }
     /// Whether part of the body went to a file.
     public var spooled: Bool { spool != nil }
 
@@ -120,7 +118,16 @@ public final class SpooledRequestBody: RequestBody {
             return
         }
         var bytes = memory.chunk.take()
-        while let spool, spool.pending > 0, let chunk = spool.next(max: 1 << 20) { bytes += chunk.take() }
+        while let spool, spool.pending > 0 {
+            guard let chunk = spool.next(max: 1 << 20) else {
+                // The file could not be read back: never a body cut short as if whole.
+                budget.countFailure()
+                self.spool = nil
+                done(.failure(.malformed))
+                return
+            }
+            bytes += chunk.take()
+        }
         spool = nil
         done(.success(bytes))
     }
