@@ -194,6 +194,53 @@ static void describe_handshake_failure(tg_tls_conn *conn, const char *what) {
 
 int tg_tls_conn_session_reused(const tg_tls_conn *conn) { return SSL_session_reused(conn->ssl); }
 
+int tg_tls_conn_client_certificate(const tg_tls_conn *conn, unsigned char sha256[32], char *subject,
+                                   size_t subjectlen, char *uris, size_t urislen) {
+    // A resumed session keeps the certificate and the verify result of its full handshake.
+    X509 *cert = SSL_get0_peer_certificate(conn->ssl);
+    if (!cert || SSL_get_verify_result(conn->ssl) != X509_V_OK || subjectlen == 0 || urislen == 0) return 0;
+    unsigned int n = 32;
+    if (X509_digest(cert, EVP_sha256(), sha256, &n) != 1 || n != 32) { ERR_clear_error(); return 0; }
+    subject[0] = 0;
+    BIO *out = BIO_new(BIO_s_mem());
+    if (out && X509_NAME_print_ex(out, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0) {
+        // RFC 4514 §2.4 escaping (controls and every UTF-8 byte above 0x7f as \XX) leaves
+        // printable ASCII only; anything else still there is escaped the same way, so the
+        // text is always a valid header field value.
+        char *bytes = NULL;
+        long len = BIO_get_mem_data(out, &bytes);
+        size_t w = 0;
+        long i = 0;
+        for (; i < len && w + 4 < subjectlen; i++) {
+            unsigned char c = (unsigned char)bytes[i];
+            if (c >= 0x20 && c < 0x7f) subject[w++] = (char)c;
+            else w += (size_t)snprintf(subject + w, subjectlen - w, "\\%02X", c);
+        }
+        // A subject cut short would name someone else: none at all rather.
+        subject[i < len ? 0 : w] = 0;
+    }
+    BIO_free(out);
+    uris[0] = 0;
+    size_t w = 0;
+    GENERAL_NAMES *sans = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+    for (int i = 0; i < sk_GENERAL_NAME_num(sans); i++) {
+        const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+        if (g->type != GEN_URI) continue;
+        const unsigned char *u = ASN1_STRING_get0_data(g->d.uniformResourceIdentifier);
+        int len = ASN1_STRING_length(g->d.uniformResourceIdentifier);
+        int clean = len > 0;
+        for (int k = 0; clean && k < len; k++) clean = u[k] > 0x20 && u[k] < 0x7f;
+        if (!clean || w + (size_t)len + 2 > urislen) continue;
+        memcpy(uris + w, u, (size_t)len);
+        w += (size_t)len;
+        uris[w++] = '\n';
+        uris[w] = 0;
+    }
+    GENERAL_NAMES_free(sans);
+    ERR_clear_error();
+    return 1;
+}
+
 void tg_tls_conn_free(tg_tls_conn *conn) {
     if (!conn) return;
     SSL_free(conn->ssl);

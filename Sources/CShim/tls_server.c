@@ -158,9 +158,14 @@ void tg_tls_certs_fingerprint(const tg_tls_certs *certs, int index, unsigned cha
 
 struct tg_tls_server {
     SSL_CTX *ctx;
-    // Guards `certs`: handshakes on every worker read it, the main thread replaces it.
+    // Guards `certs` and the client CAs: handshakes on every worker read them, the main
+    // thread replaces them.
     pthread_mutex_t lock;
     tg_tls_certs *certs;
+    // mTLS: the store client certificates are verified with (CAs, CRLs) and the CA names
+    // sent in the CertificateRequest; NULL when clients are not asked for certificates.
+    X509_STORE *client_store;
+    STACK_OF(X509_NAME) *client_names;
 };
 
 /// Gives the connection every certificate chosen for `name` (one per key type, in the
@@ -192,8 +197,16 @@ static int choose_certificate(SSL *ssl, void *arg) {
         if (used == 0) used = use_matching(ssl, server->certs, name, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     }
     if (server->certs && used == 0) used = use_matching(ssl, server->certs, NULL, 0);
+    // The client CAs of now (they rotate like the certificates): each handshake holds its
+    // own references, so a replaced store lives until the last one using it is done.
+    int cas = 1;
+    if (server->client_store) {
+        STACK_OF(X509_NAME) *names = SSL_dup_CA_list(server->client_names);
+        cas = names != NULL && SSL_set1_verify_cert_store(ssl, server->client_store) == 1;
+        if (names) SSL_set_client_CA_list(ssl, names);
+    }
     pthread_mutex_unlock(&server->lock);
-    return used > 0 ? 1 : 0;
+    return used > 0 && cas ? 1 : 0;
 }
 
 /// The certificate is chosen by the name (in `choose_certificate`): the server says it used
@@ -290,6 +303,8 @@ void tg_tls_server_free(tg_tls_server *server) {
     if (!server) return;
     SSL_CTX_free(server->ctx);
     tg_tls_certs_free(server->certs);
+    X509_STORE_free(server->client_store);
+    sk_X509_NAME_pop_free(server->client_names, X509_NAME_free);
     pthread_mutex_destroy(&server->lock);
     free(server);
 }
@@ -303,6 +318,45 @@ void tg_tls_server_set_certs(tg_tls_server *server, tg_tls_certs *certs) {
     pthread_mutex_unlock(&server->lock);
     // A handshake that took the old set's objects holds its own references to them.
     tg_tls_certs_free(old);
+}
+
+void tg_tls_server_verify_clients(tg_tls_server *server, int required) {
+    SSL_CTX_set_verify(server->ctx, SSL_VERIFY_PEER | (required ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0), NULL);
+    // A leaf, intermediates and the CA: deeper chains are not what a client presents.
+    SSL_CTX_set_verify_depth(server->ctx, 5);
+}
+
+int tg_tls_server_set_client_cas(tg_tls_server *server, const char *ca_file, const char *crl_file, char *err,
+                                 size_t errlen) {
+    ERR_clear_error();
+    X509_STORE *store = X509_STORE_new();
+    STACK_OF(X509_NAME) *names = store ? SSL_load_client_CA_file(ca_file) : NULL;
+    const char *problem = NULL;
+    if (!store) problem = "out of memory";
+    else if (!names || sk_X509_NAME_num(names) == 0) problem = "client_ca_file: cannot read it, or it holds no PEM certificate";
+    else if (X509_STORE_load_file(store, ca_file) != 1) problem = "client_ca_file: a certificate cannot be read";
+    else if (crl_file) {
+        // Every CRL in the file, PEM; a leaf its CA revoked fails the handshake. Only leaves
+        // are checked (X509_V_FLAG_CRL_CHECK): intermediates need no CRL of their own.
+        X509_LOOKUP *lookup = X509_STORE_add_lookup(store, X509_LOOKUP_file());
+        if (!lookup || X509_load_crl_file(lookup, crl_file, X509_FILETYPE_PEM) < 1) problem = "client_crl_file: cannot read it, or it holds no PEM CRL";
+        else X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
+    }
+    if (problem) {
+        tg_tls_error_text(problem, err, errlen);
+        X509_STORE_free(store);
+        sk_X509_NAME_pop_free(names, X509_NAME_free);
+        return 0;
+    }
+    pthread_mutex_lock(&server->lock);
+    X509_STORE *old_store = server->client_store;
+    STACK_OF(X509_NAME) *old_names = server->client_names;
+    server->client_store = store;
+    server->client_names = names;
+    pthread_mutex_unlock(&server->lock);
+    X509_STORE_free(old_store);
+    sk_X509_NAME_pop_free(old_names, X509_NAME_free);
+    return 1;
 }
 
 int tg_tls_server_check_certs(tg_tls_server *server, const tg_tls_certs *certs, char *err, size_t errlen) {

@@ -47,8 +47,29 @@ struct ListenerTLSConfigTests {
                     ciphers: "ECDHE-ECDSA-AES256-GCM-SHA384", ciphersuites: "TLS_AES_256_GCM_SHA384", curves: "P-384"))
     }
 
+    @Test func clientCertificatesAreOptionalUnlessRequired() throws {
+        let optional = try #require(
+            try parse("{ cert_file: c, key_file: k, client_ca_file: ca.pem }").get().listeners.first?.tls)
+        #expect(optional.clients == ClientCertificates(caFile: "ca.pem", crlFile: nil, required: false))
+        let required = try #require(
+            try parse(
+                "{ cert_file: c, key_file: k, client_ca_file: ca.pem, client_certificate: required, client_crl_file: r.pem }"
+            ).get().listeners.first?.tls)
+        #expect(required.clients == ClientCertificates(caFile: "ca.pem", crlFile: "r.pem", required: true))
+        #expect(try parse("{ cert_file: c, key_file: k }").get().listeners.first?.tls?.clients == nil)
+    }
+
     @Test(arguments: [
         ("{ cert_file: c }", "listen.tls: needs both cert_file and key_file"),
+        (
+            "{ cert_file: c, key_file: k, client_certificate: required }",
+            "listen.tls.client_certificate: needs client_ca_file"
+        ),
+        ("{ cert_file: c, key_file: k, client_crl_file: r.pem }", "listen.tls.client_crl_file: needs client_ca_file"),
+        (
+            "{ cert_file: c, key_file: k, client_ca_file: ca, client_certificate: yes }",
+            "listen.tls.client_certificate: must be optional or required"
+        ),
         ("{ cert_file: c, key_file: k, certificates: [ { cert_file: a, key_file: b } ] }", "not both"),
         ("{ certificates: [] }", "listen.tls.certificates: needs at least one"),
         ("{ certificates: [ { cert_file: a, key: b } ] }", "listen.tls.certificates[0].key: is not a known key"),

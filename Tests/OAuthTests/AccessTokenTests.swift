@@ -130,6 +130,28 @@ struct AccessTokenTests {
                 == false)
     }
 
+    @Test func certificateBindingIsReported() throws {
+        let digest = [UInt8](repeating: 7, count: 32)
+        let bound = try Self.verifier.verify(
+            Self.token(
+                Self.claims(extra: [("cnf", .object(JSONObject(["x5t#S256": .string(Base64URL.encode(digest))])))])),
+            now: Self.now, keys: keys
+        ).get()
+        #expect(bound.x5tS256 == digest && bound.jkt == nil && bound.isSenderConstrained)
+        // Not a SHA-256 (wrong length, padded, not base64url, not a string): bound, to nothing
+        // a certificate can match.
+        for value: JSONValue in [
+            .string(Base64URL.encode(Array(digest.prefix(20)))), .string(Base64URL.encode(digest) + "="),
+            .string(String(repeating: "*", count: 43)), .number("1")
+        ] {
+            let other = try Self.verifier.verify(
+                Self.token(Self.claims(extra: [("cnf", .object(JSONObject(["x5t#S256": value])))])), now: Self.now,
+                keys: keys
+            ).get()
+            #expect(other.x5tS256 == nil && other.isSenderConstrained)
+        }
+    }
+
     @Test func garbage() {
         for t in ["", "abc", "a.b.c", String(repeating: "a", count: 20_000)] {
             guard case .failure(.malformed) = Self.verifier.verify(t, now: Self.now, keys: keys) else {

@@ -46,6 +46,16 @@ void tg_tls_server_set_certs(tg_tls_server *server, tg_tls_certs *certs);
 /// if so, else the index of the first that cannot (-2: no connection could be made), with a
 /// message in `err`.
 int tg_tls_server_check_certs(tg_tls_server *server, const tg_tls_certs *certs, char *err, size_t errlen);
+/// Asks every client for a certificate (RFC 8705 §3: mutual TLS), verified against the CAs
+/// given to `tg_tls_server_set_client_cas`; a certificate that does not verify ends the
+/// handshake. With `required`, so does a client that sends none. Call once, before serving.
+void tg_tls_server_verify_clients(tg_tls_server *server, int required);
+/// Loads the CA certificates client certificates must chain to (PEM, `ca_file`) and, when
+/// `crl_file` is given, the CRLs that revoke leaves; used from the next handshake on (open
+/// connections keep theirs). 0 with a message in `err` if a file cannot be read or holds no
+/// certificate, and nothing changes. Safe while other threads handshake.
+int tg_tls_server_set_client_cas(tg_tls_server *server, const char *ca_file, const char *crl_file, char *err,
+                                 size_t errlen);
 /// Whether `profile` with these lists builds a context (check-config's test), as above.
 int tg_tls_profile_check(int profile, const char *ciphers, const char *ciphersuites, const char *curves, char *err,
                          size_t errlen);

@@ -58,6 +58,10 @@ final class TokenAuthenticator {
         var host: String
         var fromTrustedProxy: Bool
         var path: String
+        /// The client certificate the connection verified (mutual TLS), which a token's
+        /// `cnf.x5t#S256` must name (RFC 8705 §3). nil in decision mode: the connection
+        /// there is the ingress's, not the client's.
+        var certificate: ClientCertificate? = nil
     }
 
     /// Everything a token route is checked with, from the config applied last: made with
@@ -105,8 +109,9 @@ final class TokenAuthenticator {
                 return
             }
             let alone = formTokens.isEmpty && queryTokens.isEmpty
+            let certificate = target.certificate
             func decide(_ verdict: AccessTokenValidator.Verdict) -> AuthDecision {
-                var decision = Self.decideBearer(verdict, answer: answer)
+                var decision = Self.decideBearer(verdict, answer: answer, certificate: certificate)
                 if case .allow(var caller) = decision {
                     caller.presented = token
                     if alone { caller.fromAuthorization = token }
@@ -133,24 +138,56 @@ final class TokenAuthenticator {
         }
     }
 
-    private static func decideBearer(_ verdict: AccessTokenValidator.Verdict, answer: AuthRefusals) -> AuthDecision {
+    private static func decideBearer(
+        _ verdict: AccessTokenValidator.Verdict, answer: AuthRefusals, certificate: ClientCertificate?
+    ) -> AuthDecision {
         switch verdict {
         case .unavailable(let reason, let detail): return .unavailable(reason, detail: detail)
         case .invalid(let description, let detail):
             return .deny(answer.refuse(401, .invalid_token, description, scheme: "Bearer", detail: detail))
         case .valid(let token):
             if let denial = answer.checkResource(token, scheme: "Bearer") { return .deny(denial) }
-            // RFC 9449 §7.2: a DPoP-bound token presented as a Bearer token is invalid; so is
-            // any token bound to a key (a `cnf` of another kind) — its holder must prove it.
-            if token.isSenderConstrained {
+            // RFC 9449 §7.2: a DPoP-bound token presented as a Bearer token is invalid.
+            if token.jkt != nil {
                 return .deny(
                     answer.refuse(
                         401, .invalid_token, "the token is DPoP-bound; present it with a DPoP proof", scheme: "Bearer",
                         detail: "DPoP-bound token sent as Bearer"))
             }
+            // RFC 8705 §3: a certificate-bound token is good only over mutual TLS with that
+            // certificate; a token bound to a key of any other kind, never.
+            if token.x5tS256 != nil {
+                if let denial = checkCertificateBinding(token, certificate, answer: answer, scheme: "Bearer") {
+                    return .deny(denial)
+                }
+            } else if token.isSenderConstrained {
+                return .deny(
+                    answer.refuse(
+                        401, .invalid_token, "the token is bound to a key of a kind this gateway cannot check",
+                        scheme: "Bearer", detail: "cnf of an unknown kind"))
+            }
             if let denial = answer.authorize(token, scheme: "Bearer") { return .deny(denial) }
             return .allow(AuthenticatedCaller(token: token))
         }
+    }
+
+    /// RFC 8705 §3: the token's `cnf.x5t#S256` names the certificate this connection's client
+    /// presented (compared in constant time), or the answer is 401 `invalid_token`.
+    private static func checkCertificateBinding(
+        _ token: VerifiedAccessToken, _ certificate: ClientCertificate?, answer: AuthRefusals, scheme: String
+    ) -> AuthDenial? {
+        guard let bound = token.x5tS256 else { return nil }
+        guard let certificate else {
+            return answer.refuse(
+                401, .invalid_token, "the token is bound to a client certificate; present that certificate over TLS",
+                scheme: scheme, detail: "certificate-bound token without a client certificate")
+        }
+        guard ConstantTime.equals(bound, certificate.sha256) else {
+            return answer.refuse(
+                401, .invalid_token, "the token is bound to another client certificate", scheme: scheme,
+                detail: "x5t#S256 does not match the client certificate")
+        }
+        return nil
     }
 
     private func authenticateDPoP(
@@ -216,6 +253,11 @@ final class TokenAuthenticator {
                     .deny(
                         answer.refuse(
                             401, .invalid_token, "the token is bound to another key than the proof's", scheme: "DPoP")))
+                return
+            }
+            // Bound to a certificate as well: both bindings hold.
+            if let denial = Self.checkCertificateBinding(bound, target.certificate, answer: answer, scheme: "DPoP") {
+                done(.deny(denial))
                 return
             }
             if let denial = answer.authorize(bound, scheme: "DPoP") {

@@ -33,8 +33,31 @@ extension ConfigParser {
                 if v < 1 || v > 3600 { r.problem("\(p).watch", n, "must be from 1s to 1h, or off") } else { watch = v }
             }
         }
+        let clients = clientCertificates(m, p, r)
         guard !pairs.isEmpty, let profile else { return nil }
-        return ListenerTLS(profile: profile, certificates: pairs, watchInterval: watch)
+        return ListenerTLS(profile: profile, certificates: pairs, watchInterval: watch, clients: clients)
+    }
+
+    /// `client_ca_file`, `client_certificate: optional | required`, `client_crl_file`.
+    private static func clientCertificates(_ m: [String: Node], _ p: String, _ r: ConfigReader)
+        -> ClientCertificates?
+    {
+        let text = { (key: String) in m[key].flatMap { r.string($0, path: "\(p).\(key)") } }
+        guard let ca = text("client_ca_file") else {
+            for key in ["client_certificate", "client_crl_file"] where m[key] != nil {
+                r.problem("\(p).\(key)", m[key], "needs client_ca_file (the CAs client certificates must chain to)")
+            }
+            return nil
+        }
+        var required = false
+        if let mode = text("client_certificate") {
+            switch mode {
+            case "optional": required = false
+            case "required": required = true
+            default: r.problem("\(p).client_certificate", m["client_certificate"], "must be optional or required")
+            }
+        }
+        return ClientCertificates(caFile: ca, crlFile: text("client_crl_file"), required: required)
     }
 
     /// `cert_file` and `key_file` from a `tls:` or a `certificates:` item.

@@ -74,17 +74,38 @@ extension ConfigParser {
             o.identityAssertion = identityAssertion(
                 n, path: "\(p).identity_assertion", route: route, auth: auth, cfg: cfg, r)
         }
+        if let n = m["certificate_headers"] {
+            o.certificateHeaders = certificateHeaders(n, path: "\(p).certificate_headers", r)
+        }
         let own = o.ownHeaders
         if Set(own).count != own.count {
             r.problem(
-                p, m["identity_assertion"] ?? m["pass_id_token"],
-                "pass_access_token, pass_id_token and identity_assertion.header must be different headers")
+                p, m["identity_assertion"] ?? m["pass_id_token"] ?? m["certificate_headers"],
+                "pass_access_token, pass_id_token, identity_assertion.header and certificate_headers must be different headers"
+            )
         }
         for h in own where route.identityHeaders.headerNames.contains(where: { $0.lowercased() == h }) {
             r.problem(
                 p, m["headers"], "the header \(h) is both an identity header and a token/assertion header; rename one")
         }
         return o
+    }
+
+    /// `certificate_headers: { X-Client-Subject: subject, X-Spiffe-Id: uri }`.
+    private static func certificateHeaders(_ node: Node, path p: String, _ r: ConfigReader)
+        -> [(header: String, field: CertificateField)]
+    {
+        guard let m = r.mapping(node, path: p, section: nil) else { return [] }
+        var out: [(header: String, field: CertificateField)] = []
+        for (header, value) in m.sorted(by: { $0.key < $1.key }) {
+            guard headerName(header, path: "\(p).\(header)", value, allowAuthorization: false, r) else { continue }
+            guard let s = r.string(value, path: "\(p).\(header)"), let field = CertificateField(rawValue: s) else {
+                r.problem("\(p).\(header)", value, "must be subject, uri or sha256")
+                continue
+            }
+            out.append((header, field))
+        }
+        return out
     }
 
     /// A header the gateway itself sets upstream: a valid name that no protocol rule owns.

@@ -52,7 +52,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .adminListen: ["address", "tls"]
         case .listenTLS:
             [
-                "cert_file", "key_file", "certificates", "profile", "ciphers", "ciphersuites", "curves", "watch"
+                "cert_file", "key_file", "certificates", "profile", "ciphers", "ciphersuites", "curves", "watch",
+                "client_ca_file", "client_certificate", "client_crl_file"
             ]
         case .listenTLSCertificate: ["cert_file", "key_file"]
         case .limits:
@@ -109,7 +110,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "forward_token", "token_in_query", "token_in_body", "dpop", "upgrades", "close_at_token_expiry",
                 "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion",
                 "resource", "resource_name", "resource_documentation", "mcp", "token_exchange", "buffering",
-                "request_buffering"
+                "request_buffering", "certificate_headers"
             ]
         case .routeMatch: ["host", "path", "path_prefix", "methods"]
         case .routeDPoP: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]

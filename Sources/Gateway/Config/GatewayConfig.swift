@@ -133,6 +133,16 @@ struct ListenerTLS: Sendable, Equatable {
     var certificates: [TLSCertificateFiles]
     /// How often the files are looked at for a change (`watch:`); nil: only on SIGHUP.
     var watchInterval: Double? = 5
+    /// Mutual TLS (`client_ca_file`): nil when clients are not asked for certificates.
+    var clients: ClientCertificates?
+}
+
+/// A listener's client-certificate settings (RFC 8705 §3): the CAs a certificate must chain
+/// to, the CRLs that revoke leaves, and whether a client must present one.
+struct ClientCertificates: Sendable, Equatable {
+    var caFile: String
+    var crlFile: String?
+    var required: Bool
 }
 
 struct Limits: Sendable {

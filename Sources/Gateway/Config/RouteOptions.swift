@@ -1,4 +1,5 @@
 import JOSE
+import Reactor
 
 /// What a route does to a request besides authenticating it: the path it forwards, the
 /// preflights it lets through, and what it tells the upstream about the caller (tokens, a
@@ -24,6 +25,9 @@ struct RouteOptions: Sendable {
     /// `request_buffering: false`: the client's body streams to the upstream as it comes
     /// (for uploads the upstream reads as they arrive) instead of being read whole first.
     var requestBuffering = true
+    /// `certificate_headers: { HEADER: subject | uri | sha256 }`: what the client's verified
+    /// certificate (mutual TLS) tells the upstream; nothing when the client presented none.
+    var certificateHeaders: [(header: String, field: CertificateField)] = []
 
     /// The path as it goes upstream (before the upstream URL's own path): with `strip_prefix`,
     /// what follows the prefix — `/api/x` → `/x`, `/api` → `/` — else the path itself. The
@@ -41,7 +45,34 @@ struct RouteOptions: Sendable {
         if let h = passAccessToken, h.lowercased() != "authorization" { out.append(h.lowercased()) }
         if let h = passIDToken { out.append(h.lowercased()) }
         if let a = identityAssertion { out.append(a.header.lowercased()) }
+        out += certificateHeaders.map { $0.header.lowercased() }
         return out
+    }
+
+    /// The `certificate_headers` of a request whose client presented `certificate`.
+    func certificateValues(_ certificate: ClientCertificate?) -> [(String, String)] {
+        guard let certificate, !certificateHeaders.isEmpty else { return [] }
+        return certificateHeaders.compactMap { entry in
+            entry.field.value(of: certificate).map { (entry.header, $0) }
+        }
+    }
+}
+
+/// A field of a client certificate an upstream can be told.
+enum CertificateField: String, Sendable, CaseIterable {
+    /// The subject, RFC 4514 (`CN=billing,O=Example`).
+    case subject
+    /// The first subjectAltName URI: a SPIFFE ID (`spiffe://example.org/ns/prod/sa/billing`).
+    case uri
+    /// The SHA-256 of the certificate, base64url: what a bound token's `cnf.x5t#S256` says.
+    case sha256
+
+    func value(of c: ClientCertificate) -> String? {
+        switch self {
+        case .subject: c.subject.isEmpty ? nil : c.subject
+        case .uri: c.uris.first
+        case .sha256: Base64URL.encode(c.sha256)
+        }
     }
 }
 

@@ -13,6 +13,8 @@ final class ListenerCertificates {
         let address: SocketAddress
         let context: TLSContext
         let files: [TLSCertificateFiles]
+        /// Mutual TLS: the client CAs and CRLs, read again with the certificates.
+        let clients: ClientCertificates?
         let watchInterval: Double?
         var served: [ServedCertificate]
         /// The files' identity when last loaded or tried: a change is tried once (a pair
@@ -53,11 +55,15 @@ final class ListenerCertificates {
             guard let tls = l.tls else { continue }
             do {
                 let context = try TLSContext(profile: tls.profile, http2: l.http2)
-                let stamp = Self.stamps(tls.certificates)
+                let stamp = Self.stamps(tls.certificates, tls.clients)
                 let served = try context.serve(tls.certificates)
+                if let clients = tls.clients {
+                    try context.trustClients(caFile: clients.caFile, crlFile: clients.crlFile)
+                    context.verifyClients(required: clients.required)
+                }
                 listeners.append(
                     Listener(
-                        address: l.address, context: context, files: tls.certificates,
+                        address: l.address, context: context, files: tls.certificates, clients: tls.clients,
                         watchInterval: tls.watchInterval, served: served, stamp: stamp))
             } catch {
                 throw ReactorError("listen \(l.address): \(error)")
@@ -86,10 +92,15 @@ final class ListenerCertificates {
     /// Loads a listener's certificates again if its files changed since they were last tried
     /// (or always, `force`).
     private func reload(_ i: Int, force: Bool = false) {
-        let stamp = Self.stamps(listeners[i].files)
+        let stamp = Self.stamps(listeners[i].files, listeners[i].clients)
         guard force || stamp != listeners[i].stamp else { return }
         listeners[i].stamp = stamp
         do {
+            // The client CAs first: a CRL that cannot be read keeps the old certificates too,
+            // so the log names one refusal and nothing half-changed.
+            if let clients = listeners[i].clients {
+                try listeners[i].context.trustClients(caFile: clients.caFile, crlFile: clients.crlFile)
+            }
             let served = try listeners[i].context.serve(listeners[i].files)
             reloads += 1
             log.info(
@@ -136,7 +147,8 @@ final class ListenerCertificates {
         return out.text
     }
 
-    private static func stamps(_ files: [TLSCertificateFiles]) -> [FileStamp] {
-        files.flatMap { [FileStamp(path: $0.certFile), FileStamp(path: $0.keyFile)] }
+    private static func stamps(_ files: [TLSCertificateFiles], _ clients: ClientCertificates?) -> [FileStamp] {
+        let own = [clients?.caFile, clients?.crlFile].compactMap { $0 }.map(FileStamp.init(path:))
+        return files.flatMap { [FileStamp(path: $0.certFile), FileStamp(path: $0.keyFile)] } + own
     }
 }

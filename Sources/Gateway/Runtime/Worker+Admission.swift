@@ -89,7 +89,8 @@ extension Worker {
         }
         let target = TokenAuthenticator.Target(
             scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
-            fromTrustedProxy: forwarded.originFromTrustedProxy, path: path)
+            fromTrustedProxy: forwarded.originFromTrustedProxy, path: path,
+            certificate: ctx.isVerdict ? nil : ex.connection.clientCertificate)
         // RFC 6750 §2.2: only a route that accepts tokens in a form body reads the body
         // before deciding (bounded); every other route decides on the head alone.
         guard readsBody, tokenRoute.schemes.acceptsBearer, tokenRoute.tokenInBody,
@@ -197,6 +198,7 @@ extension RequestPipeline.Forwarding {
     /// removed).
     func request(_ admission: Admission, ex: ServerExchange, ctx: RequestContext) -> UpstreamCall.Request {
         var identity = admission.identity
+        identity += plan.route.options.certificateValues(ex.connection.clientCertificate)
         if let upstreamProof = admission.upstreamProof,
             let proof = upstreamProof.proof(
                 method: ex.head.methodName, scheme: plan.upstream?.tls == nil ? "http" : "https",

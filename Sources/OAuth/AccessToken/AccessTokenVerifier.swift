@@ -37,6 +37,9 @@ public struct VerifiedAccessToken: Sendable {
     public let expiresAt: Int64
     /// RFC 9449 §6.1: the key the token is bound to, if it is DPoP-bound.
     public let jkt: String?
+    /// RFC 8705 §3.1: the SHA-256 of the client certificate the token is bound to, if it is
+    /// certificate-bound (`cnf.x5t#S256`, decoded; a malformed value binds to nothing).
+    public let x5tS256: [UInt8]?
     /// The token has a `cnf` claim at all (RFC 7800): bound to a key — DPoP or another kind
     /// (mTLS `x5t#S256` …) — so it is never good as a plain Bearer token.
     public var isSenderConstrained = false
@@ -52,6 +55,8 @@ public struct VerifiedAccessToken: Sendable {
         self.expiresAt = expiresAt
         let jkt = confirmation?.object?[ClaimNames.jkt]?.string
         self.jkt = jkt.flatMap { $0.utf8.count == 43 && Base64URL.decode($0)?.count == 32 ? $0 : nil }
+        let x5t = confirmation?.object?[ClaimNames.x5tS256]?.string
+        x5tS256 = x5t.flatMap { $0.utf8.count == 43 ? Base64URL.decode($0) : nil }.flatMap { $0.count == 32 ? $0 : nil }
         isSenderConstrained = confirmation != nil
     }
     public var clientID: String? { claims[ClaimNames.clientID]?.string ?? claims[ClaimNames.azp]?.string }
@@ -64,6 +69,7 @@ enum ClaimNames {
     static let exp = JSONObject.Name("exp")
     static let cnf = JSONObject.Name("cnf")
     static let jkt = JSONObject.Name("jkt")
+    static let x5tS256 = JSONObject.Name("x5t#S256")
     static let clientID = JSONObject.Name("client_id")
     static let azp = JSONObject.Name("azp")
 }

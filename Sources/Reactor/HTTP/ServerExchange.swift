@@ -7,10 +7,30 @@ public final class ClientConnection {
     /// Whatever the layer above keeps per connection (the gateway: the peer's trust,
     /// computed once per config generation). Reactor never looks at it.
     public var context: AnyObject?
+    /// The TLS session the certificate is read from, once, when first asked.
+    weak var tls: TLSConnectionIO?
+    private var certificate: ClientCertificate??
 
     public init(peer: String, isTLS: Bool) {
         self.peer = peer
         self.isTLS = isTLS
+    }
+
+    /// A test's connection that presented `certificate`.
+    public init(peer: String, certificate: ClientCertificate) {
+        self.peer = peer
+        isTLS = true
+        self.certificate = .some(certificate)
+    }
+
+    /// The certificate the client presented and the listener verified (mutual TLS, RFC 8705
+    /// §3), or nil: a plain connection, a listener that asks for none, a client that sent none.
+    /// Known once a request has arrived (the handshake is over by then).
+    public var clientCertificate: ClientCertificate? {
+        if let certificate { return certificate }
+        let read = tls?.clientCertificate
+        certificate = .some(read)
+        return read
     }
 }
 

@@ -229,6 +229,7 @@ public final class HTTP1Server: ExchangeServer {
             io = PlainConnectionIO(fd: fd)
         }
         let info = ClientConnection(peer: Self.numericHost(address), isTLS: tls != nil)
+        info.tls = io as? TLSConnectionIO
         let connection = HTTP1ServerConnection(base: loop.base, fd: fd, io: io, info: info)
         guard !connection.isClosed else {
             budget.release()

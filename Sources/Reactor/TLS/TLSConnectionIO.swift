@@ -37,6 +37,18 @@ final class TLSConnectionIO: ConnectionIO {
     /// The handshake chose HTTP/2 in ALPN (known once the first application bytes arrive).
     var negotiatedH2: Bool { tg_tls_conn_alpn_is_h2(conn) != 0 }
 
+    /// The client's verified certificate (server side, once the handshake is done).
+    var clientCertificate: ClientCertificate? {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var subject = [CChar](repeating: 0, count: 1024)
+        var uris = [CChar](repeating: 0, count: 2048)
+        guard tg_tls_conn_client_certificate(conn, &digest, &subject, subject.count, &uris, uris.count) == 1 else {
+            return nil
+        }
+        let list = String(nulTerminated: uris).split(separator: "\n").map(String.init)
+        return ClientCertificate(sha256: digest, subject: String(nulTerminated: subject), uris: list)
+    }
+
     /// Reads record after record straight into `input`'s free space until OpenSSL wants
     /// the socket, has handed over all it read ahead, or `room` is used up; in the last
     /// case decrypted bytes may be left inside OpenSSL, which `buffered` reports.

@@ -85,6 +85,23 @@ public final class TLSContext: @unchecked Sendable {
 
     deinit { tg_tls_server_free(server) }
 
+    /// Asks clients for a certificate that chains to the CAs of `trustClients` (mutual TLS):
+    /// one that does not verify ends the handshake, and with `required` so does none at all.
+    /// Once, before the listener serves.
+    public func verifyClients(required: Bool) {
+        tg_tls_server_verify_clients(server, required ? 1 : 0)
+    }
+
+    /// Loads the CAs client certificates must chain to, and CRLs for their leaves; used from
+    /// the next handshake on. On a file that cannot be read nothing changes and the error
+    /// names it.
+    public func trustClients(caFile: String, crlFile: String?) throws {
+        var err = [CChar](repeating: 0, count: 512)
+        guard tg_tls_server_set_client_cas(server, caFile, crlFile, &err, err.count) == 1 else {
+            throw ReactorError(String(nulTerminated: err))
+        }
+    }
+
     /// Loads every pair, then serves them from the next handshake on. If any pair cannot be
     /// loaded (unreadable, a key that does not match, not valid now) nothing changes and the
     /// error names the file.
