@@ -48,10 +48,12 @@ enum DecisionVerdict {
     /// a session's own token (the ingress has never seen it), or the one the client presented.
     static func forwardedToken(route: RouteConfig, admission: Admission, head: HTTPRequestHead) -> String? {
         if admission.session {
+            // "Bearer …", or "DPoP …" for a DPoP-bound session token.
             guard route.auth.loginRoute?.forwardSessionToken == true,
-                let bearer = admission.identity.first(where: { $0.0 == "Authorization" })
+                let credential = admission.identity.first(where: { $0.0 == "Authorization" })?.1,
+                let space = credential.firstIndex(of: " ")
             else { return nil }
-            return String(bearer.1.dropFirst("Bearer ".count))
+            return String(credential[credential.index(after: space)...])
         }
         guard route.auth.tokenRoute?.forwardToken == true, let credential = head.fields.first("Authorization"),
             let space = credential.firstIndex(of: " ")
@@ -67,6 +69,18 @@ enum DecisionVerdict {
 
     /// The header of a 401 verdict that names the login URL, for nginx's `auth_request_set`.
     static let loginURLHeader = "X-Auth-Login-URL"
+}
+
+extension Admission {
+    /// The verdict's identity headers, with the `DPoP` proof that a DPoP-bound token the
+    /// gateway hands on (a session's, an exchanged one) needs: the ingress sends the request
+    /// on at the original URL, so that is the proof's `htu` (RFC 9449 §4.2).
+    func verdictIdentity(method: String, scheme: String, host: String, target: String) -> [(String, String)] {
+        guard let upstreamProof,
+            let proof = upstreamProof.proof(method: method, scheme: scheme, authority: host, target: target)
+        else { return identity }
+        return identity + [("DPoP", proof)]
+    }
 }
 
 /// The login side of decisions.

@@ -72,8 +72,11 @@ extension Worker {
         let head = original.head(from: ex.head)
         ctx.method = original.method
         let settings = config.decision
-        judge(ex, original, head: head, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admission, plan, _ in
-            let token = DecisionVerdict.forwardedToken(route: plan.route, admission: admission, head: head)
+        judge(ex, original, head: head, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admitted, plan, _ in
+            let token = DecisionVerdict.forwardedToken(route: plan.route, admission: admitted, head: head)
+            var admission = admitted
+            admission.identity = admitted.verdictIdentity(
+                method: original.method, scheme: original.scheme, host: original.host, target: original.target)
             self.answer(
                 ex, ctx,
                 DecisionVerdict.allowed(

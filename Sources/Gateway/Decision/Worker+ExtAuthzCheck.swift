@@ -135,8 +135,9 @@ extension Worker {
             // The client is no trusted proxy: what only a trusted proxy may send is removed.
             let rule = build.clientFieldRule(
                 listed: [], session: admission.session, preflight: admission.preflight, peerTrusted: false)
+            let identity = admission.verdictIdentity(method: a.method, scheme: a.scheme, host: a.host, target: a.path)
             let verdict = CheckVerdict.allowed(
-                identity: admission.identity, fields: a.fields, rule: rule, responseFields: ctx.responseHeaders)
+                identity: identity, fields: a.fields, rule: rule, responseFields: ctx.responseHeaders)
             self.sendCheckResponse(ex, ctx, verdict, logStatus: 200, detail: "decision: allowed", reason: nil)
         }
     }

@@ -123,7 +123,14 @@ final class AuthorizationServerClient {
         post(endpoint, form: grant, to: t) { result in
             switch result {
             case .success(let resp):
-                done(TokenResponse.parse(status: resp.status, body: resp.body).mapError { .refused($0) })
+                let parsed = TokenResponse.parse(status: resp.status, body: resp.body)
+                if case .success(let tokens) = parsed, !tokens.hasType(dpop: t.dpop != nil) {
+                    let wanted = t.dpop != nil ? "DPoP" : "Bearer"
+                    let said = String(tokens.tokenType.prefix(40))
+                    done(.failure(.refused(.init(error: "token_type \(said), not \(wanted)", status: resp.status))))
+                    return
+                }
+                done(parsed.mapError { .refused($0) })
             case .failure(let e): done(.failure(.unreachable(e.description)))
             }
         }

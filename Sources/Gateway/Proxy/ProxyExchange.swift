@@ -44,6 +44,9 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// trailers wait for the spool too.
     @exclusivity(unchecked) var upstreamEnded = false
     @exclusivity(unchecked) var heldTrailers: HTTP1Fields?
+    /// The upstream's answer is a DPoP nonce challenge the gateway answers itself: its body is
+    /// read and dropped, then the request goes again (ProxyExchange+DPoPNonce).
+    @exclusivity(unchecked) var retryWithNonce: (() -> UpstreamCall.Request)?
 
     init(worker: Worker, exchange: ServerExchange, context: RequestContext) {
         self.worker = worker
@@ -72,11 +75,21 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         }
         selfRetain = self
         self.pool = pool
+        context.upstreamDPoP?.pool = pool
         upstreamStart = worker.clock()
         if let trace = context.trace { trace.upstreamStartNanos = Tracer.nowNanos() }
         // The client leaving ends the exchange: the upstream call is abandoned.
         responder.clientGoneObserver = self
         let call = UpstreamCall(pool: pool, request: consume request, delegate: self)
+        self.call = call
+        call.start()
+    }
+
+    /// Sends the request again on the same pool (a DPoP nonce challenge answered). The first
+    /// call finished whole, so its connection went back to the pool.
+    func tryAgain(_ request: consuming UpstreamCall.Request) {
+        guard let pool = context.upstreamDPoP?.pool else { return }
+        let call = UpstreamCall(pool: pool, request: request, delegate: self)
         self.call = call
         call.start()
     }
@@ -105,6 +118,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     }
 
     func upstreamHead(_ head: HTTPResponseHead) {
+        if let dpop = context.upstreamDPoP, let retry = dpop.takesRetry(head) {
+            retryWithNonce = retry
+            return
+        }
         status = head.status
         context.trace?.upstreamStatus = head.status
         // The upstream's time to answer, should the client leave before the body ends.
@@ -212,6 +229,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     }
 
     func upstreamBody(_ chunk: BodyChunk) {
+        if retryWithNonce != nil { return }
         if toolList != nil {
             toolListBody(chunk)
             return
@@ -242,10 +260,16 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// An HTTP/2 upstream's trailer section (gRPC's `grpc-status`) goes on to the client as
     /// it came, where its protocol carries one.
     func upstreamTrailers(_ fields: HTTP1Fields) {
+        if retryWithNonce != nil { return }
         if let spool, spool.pending > 0 { heldTrailers = fields } else { responder.trailers(fields) }
     }
 
     func upstreamComplete() {
+        if let retry = retryWithNonce {
+            retryWithNonce = nil
+            tryAgain(retry())
+            return
+        }
         upstreamSeconds = worker.clock() - upstreamStart
         if let head = heldHead {
             heldHead = nil
@@ -268,6 +292,9 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     func upstreamFailed(_ failure: UpstreamFailure, afterHead: Bool) {
         // Answered already (a tools/list answer refused while its call was being cancelled).
         guard !done else { return }
+        // A nonce challenge whose body broke off: the client has heard nothing yet.
+        let afterHead = afterHead && retryWithNonce == nil
+        retryWithNonce = nil
         upstreamSeconds = worker.clock() - upstreamStart
         if case .clientBodyFailed(let why) = failure, !afterHead {
             // The client's body, not the upstream, failed, before anything was answered. The

@@ -29,6 +29,9 @@ final class RequestContext {
     /// gateway checks DPoP, the upstream's own `DPoP-Nonce` would send clients nonces the
     /// gateway never issued.
     var droppedResponseHeaders: [String] = []
+    /// A request sent upstream with a DPoP-bound token of the gateway's: the upstream's nonce
+    /// challenge is answered here (UpstreamDPoP.swift).
+    var upstreamDPoP: UpstreamDPoPExchange?
     /// On session routes: the gateway's cookie names, which the upstream may not set.
     var ownCookies: Set<String> = []
     /// The route lets the upstream's answer go to a temp file while the client is behind

@@ -20,25 +20,11 @@ struct Admission {
     var tokenScheme = "Bearer"
     /// That token as the client presented it: what a `token_exchange` route trades.
     var presentedToken: String? = nil
-    /// A DPoP-bound token the gateway got by exchange: the upstream request carries a proof.
+    /// A DPoP-bound token the gateway sends upstream (got by exchange, or the session's): the
+    /// upstream request carries a proof.
     var upstreamProof: UpstreamProof? = nil
     /// The connection's memo of this token's admission (`BearerMemo`), where one stands.
     var bearerMemo: BearerMemo? = nil
-}
-
-/// What signs the DPoP proof of an upstream request sent with an exchanged DPoP-bound token.
-struct UpstreamProof {
-    let token: String
-    let signer: DPoPProofSigner
-    /// The proof's `iat`: when the request was let through to the upstream.
-    let now: Int64
-
-    /// RFC 9449 §4.2: htm and htu (the upstream's URL, without query), ath of the token.
-    func proof(method: String, scheme: String, authority: String, target: String) -> String? {
-        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        return try? signer.proof(
-            method: method, url: "\(scheme)://\(authority)\(path)", accessToken: token, now: now)
-    }
 }
 
 /// The continuation of an admitted request: forward it (proxy mode) or answer the verdict
@@ -199,12 +185,26 @@ extension RequestPipeline.Forwarding {
     func request(_ admission: Admission, ex: ServerExchange, ctx: RequestContext) -> UpstreamCall.Request {
         var identity = admission.identity
         identity += plan.route.options.certificateValues(ex.connection.clientCertificate)
-        if let upstreamProof = admission.upstreamProof,
-            let proof = upstreamProof.proof(
-                method: ex.head.methodName, scheme: plan.upstream?.tls == nil ? "http" : "https",
-                authority: plan.upstreamAuthority, target: target)
-        {
-            identity.append(("DPoP", proof))
+        if let upstreamProof = admission.upstreamProof {
+            let scheme = plan.upstream?.tls == nil ? "http" : "https"
+            if let proof = upstreamProof.proof(
+                method: ex.head.methodName, scheme: scheme, authority: plan.upstreamAuthority, target: target)
+            {
+                identity.append(("DPoP", proof))
+            }
+            if ctx.upstreamDPoP == nil {
+                // The first try: the upstream's nonces are the gateway's to answer, and a
+                // request without a body may go once more with one (RFC 9449 §8, §9).
+                ctx.droppedResponseHeaders.append("DPoP-Nonce")
+                let retry: (() -> UpstreamCall.Request)?
+                if UpstreamDPoPExchange.mayRetry(ex.head, body: admission.body ?? ex.body) {
+                    retry = { [self, unowned ex, unowned ctx] in self.request(admission, ex: ex, ctx: ctx) }
+                } else {
+                    retry = nil
+                }
+                ctx.upstreamDPoP = UpstreamDPoPExchange(
+                    nonces: upstreamProof.nonces, authority: plan.upstreamAuthority, retry: retry)
+            }
         }
         return request(
             headers: ex.head.fields, listsConnectionOptions: ex.head.listsConnectionOptions,

@@ -129,7 +129,7 @@ extension Worker {
                 ctx.ownCookies = self.config.ownCookieNames
                 if ctx.upgrade { ctx.tunnelSession = (loginRoute, self.login.absoluteEnd(of: session)) }
                 guard
-                    let identity = self.sessionUpstreamHeaders(
+                    let upstream = self.sessionUpstreamHeaders(
                         route, session, self.identityHeaders(route, session.claims, ctx))
                 else {
                     ctx.rejection = .unavailable(.tokenNotRefreshed)
@@ -142,7 +142,10 @@ extension Worker {
                             detail: "the session's access token expired and was not refreshed; not sent upstream"))
                     return
                 }
-                forward(ctx, Admission(identity: identity, session: true, body: nil, claims: session.claims))
+                var admission = Admission(
+                    identity: upstream.headers, session: true, body: nil, claims: session.claims)
+                admission.upstreamProof = upstream.proof
+                forward(ctx, admission)
             case .unavailable(let reason, let why):
                 ctx.rejection = .unavailable(reason)
                 self.answer(

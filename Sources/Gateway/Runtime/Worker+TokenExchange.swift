@@ -68,7 +68,8 @@ extension Worker {
         var admitted = admission
         admitted.identity.append(("Authorization", issued.authorization))
         if issued.token.isDPoPBound, let signer = exchanger.proofSigner {
-            admitted.upstreamProof = UpstreamProof(token: issued.token.token, signer: signer, now: wallClock.seconds)
+            admitted.upstreamProof = UpstreamProof(
+                token: issued.token.token, signer: signer, now: wallClock.seconds, nonces: upstreamNonces)
         }
         return admitted
     }

@@ -7,17 +7,29 @@ import Reactor
 /// the session's tokens (`pass_access_token`, `pass_id_token`) and the signed identity
 /// assertion (`identity_assertion`).
 extension Worker {
-    /// Adds the session route's token and assertion headers to `headers`; nil when the route
-    /// passes the access token and the session's has expired (never sent: the caller answers 503).
-    func sessionUpstreamHeaders(_ route: RouteConfig, _ session: Session, _ headers: [(String, String)]) -> [(
-        String, String
-    )]? {
+    /// Adds the session route's token and assertion headers to `headers`, with the proof a
+    /// DPoP-bound session token needs upstream (a client with `dpop: true`: `Authorization:
+    /// DPoP`, RFC 9449 §7.1); nil when the route passes the access token and the session's
+    /// has expired (never sent: the caller answers 503).
+    func sessionUpstreamHeaders(_ route: RouteConfig, _ session: Session, _ headers: [(String, String)])
+        -> (headers: [(String, String)], proof: UpstreamProof?)?
+    {
         var out = headers
+        var proof: UpstreamProof?
         let now = wallClock.seconds
         if let name = route.options.passAccessToken, let token = session.accessToken {
             // The refresh that should have replaced it failed (the AS or the store is down).
             guard now < session.accessExpiresAt else { return nil }
-            out.append((name, name.lowercased() == "authorization" ? "Bearer \(token)" : token))
+            if name.lowercased() != "authorization" {
+                out.append((name, token))
+            } else if config.clients[session.client]?.login.dpop == true, let signer = exchanger.proofSigner {
+                // The login asked for DPoP and the AS bound the token (a Bearer answer ends the
+                // login): it is good only with a proof from the key it is bound to.
+                out.append((name, "DPoP \(token)"))
+                proof = UpstreamProof(token: token, signer: signer, now: now, nonces: upstreamNonces)
+            } else {
+                out.append((name, "Bearer \(token)"))
+            }
         }
         if let name = route.options.passIDToken, let idToken = session.idToken { out.append((name, idToken)) }
         let idp = config.clients[session.client]?.issuer.flatMap { config.issuers[$0]?.issuer }
@@ -26,7 +38,7 @@ extension Worker {
         {
             out.append(a)
         }
-        return out
+        return (out, proof)
     }
 
     /// The assertion of a token route, cached per token (its issuer, jti or subject, and expiry);

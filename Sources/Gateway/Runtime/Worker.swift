@@ -42,6 +42,8 @@ final class Worker: ResponderObserver {
     let login: LoginService
     /// Signed identity assertions (route option `identity_assertion`), cached per caller.
     let assertions = IdentityAssertions()
+    /// The newest DPoP nonce of each upstream the gateway sends DPoP-bound tokens to.
+    let upstreamNonces = UpstreamNonces()
     /// Where `rd` may send a browser back to.
     private(set) var returnPolicy = ReturnTo()
     private(set) var draining = false

@@ -11,6 +11,16 @@ public struct TokenResponse: Sendable, Equatable {
     public let idToken: String?
     public let scope: String?
 
+    /// `token_type` is DPoP (RFC 9449 §5); the type's name is case-insensitive (RFC 6749 §5.1).
+    public var isDPoPBound: Bool { tokenType.lowercased() == "dpop" }
+
+    /// RFC 6749 §7.1: a client uses only a token type it understands, here the one it asked
+    /// for — DPoP when it sent a proof (RFC 9449 §5: an AS that does not bind answers
+    /// Bearer, and a DPoP client must not take that as bound), else Bearer.
+    public func hasType(dpop: Bool) -> Bool {
+        dpop ? isDPoPBound : tokenType.lowercased() == "bearer"
+    }
+
     public struct Failure: Error, Equatable, Sendable {
         /// The AS's `error` code, e.g. invalid_grant; "invalid_response" when the body is unusable.
         public let error: String

@@ -801,6 +801,9 @@ class AuthServer:
         self.login_sessions = {}  # login cookie value -> {"user", "auth_time", "active"}
         self._used_login_forms = set()
         self.token_requests = []  # /token: grant_type, client_id (as sent, if any), status
+        # Set: every successful /token answer says this token_type (a case variant a client must
+        # take, or a type other than the one asked for), whatever the token is.
+        self.token_type_override = None
         # Token exchange (RFC 8693): the aud its tokens get instead of the target asked for (a
         # misbehaving AS), and the subject tokens the exchanges were asked with.
         self.exchange_audience_override = None
@@ -1784,6 +1787,10 @@ class AuthServer:
                 rec["error"] = json.loads(resp.get_data(as_text=True)).get("error")
             except Exception:  # noqa: BLE001
                 pass
+        elif self.token_type_override is not None:
+            body = json.loads(resp.get_data(as_text=True))
+            body["token_type"] = self.token_type_override
+            resp.set_data(json.dumps(body))
         return resp
 
     def _pkce_check(self, request, client_id, context, **kwargs):

@@ -1,0 +1,93 @@
+import OAuth
+import Reactor
+
+/// DPoP towards an upstream, for the DPoP-bound tokens the gateway itself sends: one got by
+/// token exchange, or a login session's (RFC 9449 §7.1). Each upstream request carries
+/// `Authorization: DPoP <token>` and a fresh proof from the process's DPoP key; an upstream
+/// that asks for server nonces (§9) gets the newest one it gave, and its `use_dpop_nonce`
+/// challenge is answered by trying a request without a body once more.
+
+/// The newest nonce each upstream gave this worker (`DPoP-Nonce`, §8.2): one per upstream
+/// authority, so bounded by the config. Loop-thread only.
+final class UpstreamNonces {
+    private var byAuthority: [String: String] = [:]
+
+    func nonce(for authority: String) -> String? { byAuthority[authority] }
+
+    /// Keeps a nonce the upstream sent, if it is one (§8.1: NQCHAR, at most a few hundred
+    /// bytes here); anything else is ignored rather than put into a proof.
+    func remember(_ value: String, for authority: String) {
+        guard Self.isNonce(value) else { return }
+        byAuthority[authority] = value
+    }
+
+    static func isNonce(_ value: String) -> Bool {
+        let bytes = value.utf8
+        // NQCHAR: %x21 / %x23-5B / %x5D-7E (RFC 9449 §8.1, after RFC 6749 Appendix A).
+        return !bytes.isEmpty && bytes.count <= 512
+            && bytes.allSatisfy { $0 == 0x21 || (0x23...0x5b).contains($0) || (0x5d...0x7e).contains($0) }
+    }
+}
+
+/// What signs the DPoP proof of an upstream request: the token, the process's key, the
+/// time the request was let through, and the upstreams' nonces.
+struct UpstreamProof {
+    let token: String
+    let signer: DPoPProofSigner
+    /// The proof's `iat`: when the request was let through to the upstream.
+    let now: Int64
+    let nonces: UpstreamNonces
+
+    /// RFC 9449 §4.2: htm and htu (the upstream's URL, without query), ath of the token, and
+    /// the upstream's newest nonce.
+    func proof(method: String, scheme: String, authority: String, target: String) -> String? {
+        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        return try? signer.proof(
+            method: method, url: "\(scheme)://\(authority)\(path)", accessToken: token,
+            nonce: nonces.nonce(for: authority), now: now)
+    }
+}
+
+/// One request's DPoP towards its upstream: learns the nonces the answers carry, and turns
+/// one `use_dpop_nonce` challenge into a second try when the request can be sent again.
+final class UpstreamDPoPExchange {
+    let nonces: UpstreamNonces
+    let authority: String
+    /// The pool the request went to, for the second try (held: a reload may drop it from the
+    /// worker meanwhile).
+    var pool: UpstreamPool?
+    /// Builds the request again (with a proof that carries the new nonce); nil once used, and
+    /// for a request that cannot be sent twice.
+    private(set) var retry: (() -> UpstreamCall.Request)?
+
+    init(nonces: UpstreamNonces, authority: String, retry: (() -> UpstreamCall.Request)?) {
+        self.nonces = nonces
+        self.authority = authority
+        self.retry = retry
+    }
+
+    /// §9: only a request the gateway can send again unchanged is retried: GET or HEAD (safe,
+    /// RFC 9110 §9.2.1) without a body.
+    static func mayRetry(_ head: HTTPRequestHead, body: RequestBody) -> Bool {
+        guard head.method == .GET || head.method == .HEAD else { return false }
+        if case .none = body.framing { return true }
+        if case .length(0) = body.framing { return true }
+        return false
+    }
+
+    /// Reads the upstream's answer head: keeps its `DPoP-Nonce`, and says whether it is a
+    /// nonce challenge (401, a DPoP challenge with `error="use_dpop_nonce"`, and a nonce)
+    /// that this request answers by trying once more — its answer then never reaches the client.
+    func takesRetry(_ head: HTTPResponseHead) -> (() -> UpstreamCall.Request)? {
+        guard let nonce = head.fields.first("DPoP-Nonce") else { return nil }
+        nonces.remember(nonce, for: authority)
+        guard head.status == 401, let retry, UpstreamNonces.isNonce(nonce) else { return nil }
+        let challenged = head.fields.values("WWW-Authenticate").contains {
+            let v = $0.lowercased()
+            return v.hasPrefix("dpop") && v.contains("use_dpop_nonce")
+        }
+        guard challenged else { return nil }
+        self.retry = nil
+        return retry
+    }
+}
