@@ -129,6 +129,16 @@ def test_shipped_configs_are_valid(tmp_path):
     embedded = tmp_path / "k8s.yaml"
     embedded.write_text("\n".join(l[4:] for l in block.splitlines()) + "\n")
     files.append(str(embedded))
+    # config/fapi2.yaml names key files under /etc/tokengate: made here, the paths moved.
+    fapi2 = open(os.path.join(root, "config", "fapi2.yaml")).read()
+    key = tmp_path / "web-client.jwk"
+    subprocess.run([BIN, "keys", "generate", "--alg", "ES256", "--kid", "web", "--out", str(key)], check=True,
+                   capture_output=True)
+    (tmp_path / "session.key").write_text("q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE=\n")
+    moved = tmp_path / "fapi2.yaml"
+    moved.write_text(fapi2.replace("/etc/tokengate/web-client.jwk", str(key))
+                     .replace("/etc/tokengate/session.key", str(tmp_path / "session.key")))
+    files.append(str(moved))
     env = dict(os.environ, TOKENGATE_SESSION_KEY="k" * 43, WEB_CLIENT_SECRET="s")
     for f in files:
         r = subprocess.run([BIN, "check-config", f], capture_output=True, text=True, env=env)

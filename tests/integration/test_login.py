@@ -41,7 +41,8 @@ class LoginEnv:
 
     def __init__(self, a, upstream, tmp_path, mode="par", auth="private_key_jwt", extra_client="", extra_top="",
                  extra_route="", key_alg="ES256", session="", prompt="consent", session_key=SESSION_KEY, workers=2,
-                 share_client_of=None, extra_issuers="", public_base=None, tls=None):
+                 share_client_of=None, extra_issuers="", public_base=None, tls=None,
+                 issuer_options="algorithms: [ES256, RS256]", assertion_audience="endpoint", ready=True):
         """share_client_of: another LoginEnv whose client registration and key this one uses
         (a second replica of the same gateway). tls: (cert, key) for a TLS listener (h2 and
         http/1.1 in ALPN); the public URL is then https."""
@@ -69,7 +70,7 @@ public_url: {base}
 session: {{ keys: ["{session_key}"], secure_cookie: false {session} }}
 {extra_top}
 issuers:
-  as1: {{ issuer: "{a.issuer}", discovery: true, audiences: [api], algorithms: [ES256, RS256] }}
+  as1: {{ issuer: "{a.issuer}", discovery: true, audiences: [api], {issuer_options} }}
 {extra_issuers}
 clients:
   web:
@@ -77,7 +78,7 @@ clients:
     client_id: web
     auth: {auth}
     {secret}key_file: "{self.key_path}"
-    assertion_audience: endpoint
+    assertion_audience: {assertion_audience}
     request_mode: {mode}
     scopes: [openid, profile, email, offline_access]
     extra: {{ prompt: {prompt} }}
@@ -98,7 +99,8 @@ routes:
     client: web
     headers: {{ X-Forwarded-User: sub, X-Forwarded-Email: email, X-Forwarded-Groups: groups }}
 """)
-        self.gw.start()
+        # ready=False: only alive (/healthz), for an AS whose metadata the gateway refuses.
+        self.gw.start() if ready else self.gw.start_no_wait()
         self.browser = requests.Session()
 
     def url(self, path):

@@ -106,7 +106,7 @@ def test_an_upstream_that_always_challenges_gets_one_retry(login_env, dpop_as, r
 
 @pytest.mark.parametrize("said", ["dpop", "DPOP", "DPoP"])
 def test_the_token_type_is_case_insensitive(login_env, dpop_as, rs, tmp_path, said):
-    dpop_as.token_type_override = said
+    dpop_as.token_response_fault = {"token_type": said}
     e = env_for(login_env, dpop_as, rs, tmp_path)
     assert e.login("/api/me").status_code == 200
     assert api_checks(rs) == [(200, None)]
@@ -114,7 +114,7 @@ def test_the_token_type_is_case_insensitive(login_env, dpop_as, rs, tmp_path, sa
 
 @pytest.mark.parametrize("said", ["Bearer", "bearer", "N_A", ""])
 def test_a_token_type_other_than_dpop_ends_the_login(login_env, dpop_as, rs, tmp_path, said):
-    dpop_as.token_type_override = said
+    dpop_as.token_response_fault = {"token_type": said}
     e = env_for(login_env, dpop_as, rs, tmp_path)
     r = e.get(e.to_callback("/api/me"))
     assert r.status_code == 400, r.text
@@ -124,7 +124,7 @@ def test_a_token_type_other_than_dpop_ends_the_login(login_env, dpop_as, rs, tmp
 
 def test_a_bearer_client_refuses_a_dpop_token_type(login_env, authserver_factory, rs, tmp_path):
     a = authserver_factory(login="form")
-    a.token_type_override = "DPoP"
+    a.token_response_fault = {"token_type": "DPoP"}
     e = login_env(a, rs, tmp_path, extra_route=API_ROUTE_FORWARDING_TOKEN, workers=1)
     r = e.get(e.to_callback("/orders/1"))
     assert r.status_code == 400, r.text

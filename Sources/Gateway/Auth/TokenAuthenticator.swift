@@ -166,6 +166,15 @@ final class TokenAuthenticator {
                         401, .invalid_token, "the token is bound to a key of a kind this gateway cannot check",
                         scheme: "Bearer", detail: "cnf of an unknown kind"))
             }
+            // FAPI 2.0 Security Profile §5.3.4 (profile: fapi2 on the issuer): sender-constrained
+            // tokens only.
+            if token.x5tS256 == nil, answer.tokens.boundOnlyIssuers.contains(token.issuer) {
+                return .deny(
+                    answer.refuse(
+                        401, .invalid_token,
+                        "this issuer's tokens must be sender-constrained (DPoP or a client certificate)",
+                        scheme: "Bearer", detail: "unbound token of a profile: fapi2 issuer"))
+            }
             if let denial = answer.authorize(token, scheme: "Bearer") { return .deny(denial) }
             return .allow(AuthenticatedCaller(token: token))
         }

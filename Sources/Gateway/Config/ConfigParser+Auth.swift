@@ -106,6 +106,8 @@ extension ConfigParser {
                 }
             }
             if let n = i["ca_file"] { cfg.caFile = r.string(n, path: "\(p).ca_file") }
+            cfg.profile = securityProfile(i, path: p, r)
+            if cfg.profile == .fapi2 { fapi2Issuer(&cfg, i, path: p, r) }
             out[name] = cfg
         }
         return out

@@ -106,6 +106,8 @@ extension ConfigParser {
                     r.problem("\(p).assertion_audience", n, "must be issuer or endpoint")
                 }
             }
+            client.profile = securityProfile(c, path: p, r)
+            if client.profile == .fapi2 { fapi2Client(client, c, path: p, issuer: issuer.flatMap { issuers[$0] }, r) }
             out[name] = client
         }
         return out

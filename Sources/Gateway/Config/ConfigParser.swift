@@ -117,6 +117,7 @@ public enum ConfigParser {
         cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
         checkDecision(cfg, node: top["decision"], r)
         checkUserinfoClients(cfg, r)
+        fapi2Routes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
             let route = cfg.routes.first(where: { $0.auth.tokenRoute?.dpop != nil })
         {

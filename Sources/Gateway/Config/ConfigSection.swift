@@ -88,14 +88,14 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .issuer:
             [
                 "issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
-                "unknown_kid_wait", "access_token_type", "scope_claim", "ca_file", "introspection"
+                "unknown_kid_wait", "access_token_type", "scope_claim", "ca_file", "introspection", "profile"
             ]
         case .introspection: ["client", "endpoint", "cache_ttl", "negative_ttl"]
         case .client:
             [
                 "issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg", "request_mode", "scopes",
                 "redirect_uri", "dpop", "extra", "assertion_audience", "login_hint_from_query",
-                "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo"
+                "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo", "profile"
             ]
         case .upstream:
             [

@@ -31,6 +31,15 @@ struct IssuerConfig: Sendable {
     var caFile: String?
     /// RFC 7662 introspection for opaque tokens.
     var introspection: IntrospectionConfig?
+    /// `profile: fapi2`: its tokens are sender-constrained or refused, and its algorithms
+    /// are FAPI 2.0's (ConfigParser+Profile.swift).
+    var profile: SecurityProfile?
+}
+
+/// A security profile a client or an issuer is held to (`profile:`).
+enum SecurityProfile: String, Sendable {
+    /// FAPI 2.0 Security Profile and Message Signing (OpenID Foundation, final).
+    case fapi2
 }
 
 /// The gateway's registration as an OAuth client (`clients:`).
@@ -48,6 +57,8 @@ struct ClientConfig: Sendable {
     var requestObjectAlgorithm: JWSAlgorithm?
     /// Settings for browser logins (`auth: login` routes) through this client.
     var login = LoginClientSettings()
+    /// `profile: fapi2`: the login refuses what FAPI 2.0 forbids (ConfigParser+Profile.swift).
+    var profile: SecurityProfile?
 }
 
 /// How a client runs the login round-trip (OIDC code flow with PKCE, RFC 9101 / 9126).
@@ -162,6 +173,9 @@ struct TokenRouteConfig: Sendable {
     var tokenInQuery = false
     /// `access_token` in a form-encoded POST body is accepted (RFC 6750 §2.2; off by default).
     var tokenInBody = false
+    /// The route's issuers with `profile: fapi2`: their tokens pass only sender-constrained
+    /// (DPoP- or certificate-bound).
+    var boundOnlyIssuers: Set<String> = []
     /// The Authorization header goes upstream too (default: stripped).
     var forwardToken = false
     /// A tunnel opened with a token is ended (Close 1008) when the token expires.

@@ -26,9 +26,19 @@ indirect enum RouteAuth: Sendable {
 
     /// The access-token part of a `bearer`, `dpop`, `token` or `login_or_token` route.
     var tokenRoute: TokenRouteConfig? {
-        switch self {
-        case .tokens(let tokens), .loginOrToken(_, let tokens): tokens
-        case .none, .login: nil
+        get {
+            switch self {
+            case .tokens(let tokens), .loginOrToken(_, let tokens): tokens
+            case .none, .login: nil
+            }
+        }
+        set {
+            guard let newValue else { return }
+            switch self {
+            case .tokens: self = .tokens(newValue)
+            case .loginOrToken(let login, _): self = .loginOrToken(login, newValue)
+            case .none, .login: break
+            }
         }
     }
 }

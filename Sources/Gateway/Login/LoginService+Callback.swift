@@ -97,7 +97,10 @@ extension LoginService {
         }
         let response: AuthorizationResponse
         switch AuthorizationResponse.parse(
-            query: query, expectedIssuer: issuer.issuer, issRequired: meta.authorizationResponseIssParameterSupported)
+            query: query, expectedIssuer: issuer.issuer,
+            // FAPI 2.0 Security Profile §5.3.2.2: the client requires iss (RFC 9207) whatever
+            // the metadata says.
+            issRequired: meta.authorizationResponseIssParameterSupported || client.profile == .fapi2)
         {
         case .failure(.issuerMismatch):
             fail(

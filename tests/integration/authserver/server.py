@@ -755,7 +755,8 @@ class AuthServer:
     def __init__(self, port=0, audience=(DEFAULT_AUDIENCE,), access_token_lifetime=300, algs=("ES256", "RS256"),
                  dpop=False, dpop_algs=DPOP_ALGS, login="auto", require_par=False,
                  require_signed_request_object=False, require_pkce=False, rotate_refresh_tokens=False,
-                 id_token_lifetime=300, refresh_token_lifetime=3600, par_lifetime=60, threaded=None, issuer=None):
+                 id_token_lifetime=300, refresh_token_lifetime=3600, par_lifetime=60, threaded=None, issuer=None,
+                 advertise_iss=True, id_token_alg="RS256"):
         if login not in ("auto", "form"):
             raise ValueError(f"login must be 'auto' or 'form', not {login!r}")
         self.port = port or free_port()
@@ -785,6 +786,10 @@ class AuthServer:
         self._dpop_jtis = {}  # jti -> when it can be forgotten (iat outside the window by then)
         # Browser login (see the class docstring); fixed at construction (the metadata says so).
         self.login = login
+        # False: the metadata does not say authorization_response_iss_parameter_supported
+        # (RFC 9207 §3), though every response still carries iss.
+        self.advertise_iss = advertise_iss
+        self.id_token_alg = id_token_alg  # what ID tokens are signed with (a key of algs)
         self.require_par = require_par
         self.require_signed_request_object = require_signed_request_object
         self.require_pkce = require_pkce
@@ -801,9 +806,18 @@ class AuthServer:
         self.login_sessions = {}  # login cookie value -> {"user", "auth_time", "active"}
         self._used_login_forms = set()
         self.token_requests = []  # /token: grant_type, client_id (as sent, if any), status
-        # Set: every successful /token answer says this token_type (a case variant a client must
-        # take, or a type other than the one asked for), whatever the token is.
-        self.token_type_override = None
+        # Faults a client must survive or refuse (the FAPI 2.0 RP test plan injects them at its
+        # AS). token_response_fault: members of every successful /token answer replaced (None
+        # removes one: {"expires_in": None}, {"token_type": "dpop"}). id_token_fault: every ID
+        # token /token answers with is signed again after {"claims": {...} (None removes),
+        # "alg": "RS256" | "none" | ...} (a key of that alg, which the JWKS publishes).
+        # token_dpop_nonce: a DPoP proof at /token must carry this nonce (400 use_dpop_nonce
+        # with DPoP-Nonce otherwise, RFC 9449 §8). metadata_issuer: the discovery document's
+        # issuer says this instead.
+        self.token_response_fault = None
+        self.id_token_fault = None
+        self.token_dpop_nonce = None
+        self.metadata_issuer = None
         # Token exchange (RFC 8693): the aud its tokens get instead of the target asked for (a
         # misbehaving AS), and the subject tokens the exchanges were asked with.
         self.exchange_audience_override = None
@@ -833,6 +847,11 @@ class AuthServer:
         ctx = self.server.context
         self.server.endpoint["introspection"].post_construct.append(self._introspection_claims)
         ctx.provider_info["id_token_signing_alg_values_supported"] = [a for a in algs if a != "ES256"] or list(algs)
+        # A client assertion's aud may be the endpoint's URL or the issuer identifier (FAPI 2.0
+        # Security Profile §5.3.3 wants the issuer, as a string; RFC 7523 allows either).
+        for ep in self.server.endpoint.values():
+            if "" not in ep.allowed_targets:
+                ep.allowed_targets = list(ep.allowed_targets) + [""]
         token = self.server.endpoint["token"]
         token.post_parse_request.insert(0, self._pkce_check)  # before the grant helper (DPoP goes first)
         token.revoke_refresh_on_issue = rotate_refresh_tokens
@@ -967,7 +986,7 @@ class AuthServer:
             "response_types_supported": ["code"],
             "grant_types_supported": ["authorization_code", "client_credentials", "refresh_token", TOKEN_EXCHANGE],
             "allowed_scopes": list(scopes),
-            "id_token_signed_response_alg": "RS256",
+            "id_token_signed_response_alg": self.id_token_alg,
             "token_endpoint_auth_method": token_endpoint_auth_method,
         }
         if post_logout_redirect_uri:
@@ -1089,7 +1108,12 @@ class AuthServer:
             return _json({"error": "not_found"}, 404)
         if req.path == "/token":
             return self._token(ep, req)
-        return self._service(ep, req)
+        resp = self._service(ep, req)
+        if self.metadata_issuer is not None and ep is self.server.endpoint["provider_config"]:
+            body = json.loads(resp.get_data(as_text=True))
+            body["issuer"] = self.metadata_issuer
+            resp.set_data(json.dumps(body))
+        return resp
 
     @staticmethod
     def _http_info(req):
@@ -1150,7 +1174,7 @@ class AuthServer:
 
     def _browser_login_metadata(self):
         info = self.server.context.provider_info
-        info["authorization_response_iss_parameter_supported"] = True  # RFC 9207: iss in every response
+        info["authorization_response_iss_parameter_supported"] = self.advertise_iss  # RFC 9207: iss in every response
         info["end_session_endpoint"] = f"{self.url}/end_session"  # RP-Initiated Logout 1.0
         info["revocation_endpoint"] = f"{self.url}/revocation"  # RFC 7009
         info["revocation_endpoint_auth_methods_supported"] = list(info.get("token_endpoint_auth_methods_supported", []))
@@ -1768,6 +1792,16 @@ class AuthServer:
                "error": None}
         self.token_requests.append(rec)
         exchange = req.form.get("grant_type") == TOKEN_EXCHANGE
+        if self.token_dpop_nonce is not None and req.headers.get("DPoP"):
+            try:
+                said = json.loads(b64d(req.headers["DPoP"].split(".")[1].encode())).get("nonce")
+            except Exception:  # noqa: BLE001 — a malformed proof is refused by the check itself
+                said = None
+            if said != self.token_dpop_nonce:
+                rec["status"], rec["error"] = 400, "use_dpop_nonce"
+                r = _json({"error": "use_dpop_nonce", "error_description": "a nonce is required"}, 400)
+                r.headers["DPoP-Nonce"] = self.token_dpop_nonce
+                return r
         if req.form.get("grant_type") == "authorization_code":
             # RFC 8707 §2.2: a resource at the token request narrows; else the authorization's.
             resources = req.form.getlist("resource") or self.code_resources.get(req.form.get("code"))
@@ -1787,11 +1821,33 @@ class AuthServer:
                 rec["error"] = json.loads(resp.get_data(as_text=True)).get("error")
             except Exception:  # noqa: BLE001
                 pass
-        elif self.token_type_override is not None:
+        elif self.token_response_fault is not None or self.id_token_fault is not None:
             body = json.loads(resp.get_data(as_text=True))
-            body["token_type"] = self.token_type_override
+            for name, value in (self.token_response_fault or {}).items():
+                if value is None:
+                    body.pop(name, None)
+                else:
+                    body[name] = value
+            if self.id_token_fault is not None and "id_token" in body:
+                body["id_token"] = self._faulted_id_token(body["id_token"], self.id_token_fault)
             resp.set_data(json.dumps(body))
         return resp
+
+    def _faulted_id_token(self, token, fault):
+        """The ID token with `fault` applied, signed again (see id_token_fault)."""
+        header = json.loads(b64d(token.split(".")[0].encode()))
+        claims = json.loads(b64d(token.split(".")[1].encode()))
+        for name, value in fault.get("claims", {}).items():
+            if value is None:
+                claims.pop(name, None)
+            else:
+                claims[name] = value
+        alg = fault.get("alg", header["alg"])
+        if alg == "none":
+            enc = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()  # noqa: E731
+            return f"{enc({'alg': 'none', 'typ': 'JWT'})}.{enc(claims)}."
+        key = self.keys.private_key(self.keys.current_kid(alg))
+        return JWS(json.dumps(claims), alg=alg).sign_compact([key], protected={"typ": "JWT", "kid": key.kid})
 
     def _pkce_check(self, request, client_id, context, **kwargs):
         """/token post_parse_request, before the grant helper spends the code: RFC 7636 §4.6

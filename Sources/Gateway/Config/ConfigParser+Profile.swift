@@ -1,0 +1,105 @@
+import JOSE
+import OAuth
+import Yams
+
+/// `profile: fapi2` on a client (the login) and on an issuer (the resource side): what the
+/// FAPI 2.0 Security Profile (FAPI2SP) and Message Signing (FAPI2MS) forbid is refused by
+/// check-config, each refusal naming its clause; what they require at run time is switched on
+/// (the authorization response's `iss`, sender-constrained tokens only). Clause numbers are
+/// the final documents' section numbers.
+extension ConfigParser {
+    /// FAPI2SP §5.4.1: PS256, ES256 and EdDSA (Ed25519) only.
+    static let fapi2Algorithms: Set<JWSAlgorithm> = [.PS256, .ES256, .EdDSA]
+
+    static func securityProfile(_ m: [String: Node], path p: String, _ r: ConfigReader) -> SecurityProfile? {
+        guard let n = m["profile"], let s = r.string(n, path: "\(p).profile") else { return nil }
+        guard let profile = SecurityProfile(rawValue: s) else {
+            r.problem("\(p).profile", n, "must be fapi2 (or leave it out)")
+            return nil
+        }
+        return profile
+    }
+
+    /// An issuer held to FAPI 2.0: its algorithms narrowed to the profile's by default, and
+    /// refused when listed outside it.
+    static func fapi2Issuer(_ cfg: inout IssuerConfig, _ m: [String: Node], path p: String, _ r: ConfigReader) {
+        if m["algorithms"] == nil {
+            cfg.algorithms = fapi2Algorithms
+        } else if !cfg.algorithms.isSubset(of: fapi2Algorithms) {
+            let off = cfg.algorithms.subtracting(fapi2Algorithms).map(\.rawValue).sorted().joined(separator: ", ")
+            r.problem(
+                "\(p).algorithms", m["algorithms"],
+                "\(off) is not allowed with profile: fapi2 (FAPI 2.0 Security Profile §5.4.1: PS256, ES256 or EdDSA)")
+        }
+    }
+
+    /// A client held to FAPI 2.0: PAR, private_key_jwt with a key of the profile's algorithms
+    /// and the issuer as the assertion's audience, DPoP-bound tokens, an issuer whose ID token
+    /// algorithms are the profile's.
+    static func fapi2Client(
+        _ client: ClientConfig, _ m: [String: Node], path p: String, issuer: IssuerConfig?, _ r: ConfigReader
+    ) {
+        if client.login.requestMode != .par {
+            r.problem(
+                "\(p).request_mode", m["request_mode"],
+                "must be par with profile: fapi2 (FAPI 2.0 Security Profile §5.3.2.2: authorization requests are pushed, RFC 9126)"
+            )
+        }
+        guard case .privateKeyJWT(_, _, let alg) = client.authentication else {
+            r.problem(
+                "\(p).auth", m["auth"],
+                "must be private_key_jwt with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3: private_key_jwt or mutual TLS; a shared secret is not allowed)"
+            )
+            return
+        }
+        if !fapi2Algorithms.contains(alg) {
+            r.problem(
+                "\(p).alg", m["alg"] ?? m["key_file"],
+                "\(alg.rawValue) is not allowed with profile: fapi2 (FAPI 2.0 Security Profile §5.4.1: PS256, ES256 or EdDSA)"
+            )
+        }
+        if client.assertionAudience != .issuer {
+            r.problem(
+                "\(p).assertion_audience", m["assertion_audience"],
+                "must be issuer with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3: the client assertion's aud is the issuer identifier, as a string)"
+            )
+        }
+        if !client.login.dpop {
+            r.problem(
+                "\(p).dpop", m["dpop"] ?? m["client_id"],
+                "must be true with profile: fapi2 (FAPI 2.0 Security Profile §5.3.2.1: access tokens are sender-constrained; tokengate binds them with DPoP)"
+            )
+        }
+        if let issuer, !issuer.algorithms.isSubset(of: fapi2Algorithms) {
+            let off = issuer.algorithms.subtracting(fapi2Algorithms).map(\.rawValue).sorted().joined(separator: ", ")
+            r.problem(
+                "\(p).issuer", m["issuer"],
+                "issuers.\(issuer.name) allows \(off): with profile: fapi2 ID tokens are PS256, ES256 or EdDSA only (FAPI 2.0 Security Profile §5.4.1); give the issuer profile: fapi2 or algorithms: [PS256, ES256, EdDSA]"
+            )
+        }
+    }
+
+    /// Token routes with a FAPI 2.0 issuer: no tokens in the query or a form body (FAPI2SP
+    /// §5.3.4: RFC 6750 §2.1 only), and that issuer's tokens sender-constrained.
+    static func fapi2Routes(
+        _ routes: inout [RouteConfig], issuers: [String: IssuerConfig], routesNode: Node?, _ r: ConfigReader
+    ) {
+        let nodes = routesNode.flatMap { $0.sequence.map(Array.init) } ?? []
+        for i in routes.indices {
+            guard var tokens = routes[i].auth.tokenRoute else { continue }
+            let held = Set(tokens.issuers.filter { issuers[$0]?.profile == .fapi2 })
+            guard !held.isEmpty else { continue }
+            let index = routes[i].index
+            let node = index < nodes.count ? nodes[index] : nil
+            let p = "routes[\(index)]"
+            for (key, on) in [("token_in_query", tokens.tokenInQuery), ("token_in_body", tokens.tokenInBody)] where on {
+                r.problem(
+                    "\(p).\(key)", node?[key] ?? node,
+                    "is not allowed with issuers of profile: fapi2 (\(held.sorted().joined(separator: ", "))): FAPI 2.0 Security Profile §5.3.4 takes access tokens in the Authorization header only"
+                )
+            }
+            tokens.boundOnlyIssuers = held
+            routes[i].auth.tokenRoute = tokens
+        }
+    }
+}
