@@ -230,7 +230,9 @@ int tg_tls_conn_client_certificate(const tg_tls_conn *conn, unsigned char sha256
         int len = ASN1_STRING_length(g->d.uniformResourceIdentifier);
         int clean = len > 0;
         for (int k = 0; clean && k < len; k++) clean = u[k] > 0x20 && u[k] < 0x7f;
-        if (!clean || w + (size_t)len + 2 > urislen) continue;
+        // One that cannot be passed on ends the list: a later URI must never stand in as
+        // the certificate's first.
+        if (!clean || w + (size_t)len + 2 > urislen) break;
         memcpy(uris + w, u, (size_t)len);
         w += (size_t)len;
         uris[w++] = '\n';

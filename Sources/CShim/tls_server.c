@@ -4,6 +4,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,6 +357,9 @@ int tg_tls_server_set_client_cas(tg_tls_server *server, const char *ca_file, con
     pthread_mutex_unlock(&server->lock);
     X509_STORE_free(old_store);
     sk_X509_NAME_pop_free(old_names, X509_NAME_free);
+    // A cached session keeps the certificate its full handshake verified: after the CAs or
+    // CRLs change, every client verifies again (a revoked certificate must not resume).
+    if (old_store) SSL_CTX_flush_sessions(server->ctx, LONG_MAX);
     return 1;
 }
 

@@ -58,4 +58,13 @@ struct CertificateBindingTests {
         let challenge = t.head?.fields.first("WWW-Authenticate") ?? ""
         #expect(t.status == 401 && challenge.contains("error=\"invalid_token\""))
     }
+
+    @Test func certificateHeadersOnADecisionConfigAreWarnedAbout() throws {
+        let yaml = Self.yaml.replacingOccurrences(
+            of: "    issuers: [one]", with: "    issuers: [one]\n    certificate_headers: { X-Spiffe-Id: uri }")
+        let cfg = try ConfigParser.parse(yaml: yaml, environment: [:], baseDirectory: "/", cores: 1).get()
+        #expect(cfg.warnings.contains { $0.description.contains("decision mode never sets these") })
+        let plain = try ConfigParser.parse(yaml: Self.yaml, environment: [:], baseDirectory: "/", cores: 1).get()
+        #expect(!plain.warnings.contains { $0.description.contains("decision mode never sets these") })
+    }
 }

@@ -137,7 +137,7 @@ struct AccessTokenTests {
                 Self.claims(extra: [("cnf", .object(JSONObject(["x5t#S256": .string(Base64URL.encode(digest))])))])),
             now: Self.now, keys: keys
         ).get()
-        #expect(bound.x5tS256 == digest && bound.jkt == nil && bound.isSenderConstrained)
+        #expect(bound.x5tS256 == digest && !bound.hasMalformedX5t && bound.jkt == nil && bound.isSenderConstrained)
         // Not a SHA-256 (wrong length, padded, not base64url, not a string): bound, to nothing
         // a certificate can match.
         for value: JSONValue in [
@@ -148,7 +148,7 @@ struct AccessTokenTests {
                 Self.token(Self.claims(extra: [("cnf", .object(JSONObject(["x5t#S256": value])))])), now: Self.now,
                 keys: keys
             ).get()
-            #expect(other.x5tS256 == nil && other.isSenderConstrained)
+            #expect(other.x5tS256 == nil && other.hasMalformedX5t && other.isSenderConstrained)
         }
     }
 

@@ -80,3 +80,22 @@ def test_a_certificate_bound_token_of_the_profiles_issuer_passes_with_its_certif
 
 def test_the_other_issuers_unbound_tokens_keep_working(gw, issuers):
     assert get(gw, f"Bearer {mint(issuers[1].keys[0], iss='https://idp.two')}").status_code == 200
+
+
+def test_a_token_bound_to_a_dpop_key_and_a_certificate_needs_both(gw, issuers):
+    key = DPoPKey("ES256")
+    cert = gw.pki.issue("a", "/CN=tpp")
+    tok = mint(issuers[0].keys[0], claims={"cnf": {"jkt": key.jkt, "x5t#S256": x5t(cert[0])}})
+    assert get(gw, f"DPoP {tok}", key.proof("GET", url(gw), access_token=tok), cert=cert).status_code == 200
+    r = get(gw, f"DPoP {tok}", key.proof("GET", url(gw), access_token=tok))
+    assert r.status_code == 401 and "client certificate" in r.json()["error_description"]
+
+
+@pytest.mark.parametrize("bad", ["", "*" * 43, "AAAA", 7])
+def test_a_malformed_certificate_binding_beside_a_dpop_key_is_refused(gw, issuers, bad):
+    key = DPoPKey("ES256")
+    cert = gw.pki.issue("a", "/CN=tpp")
+    tok = mint(issuers[0].keys[0], claims={"cnf": {"jkt": key.jkt, "x5t#S256": bad}})
+    r = get(gw, f"DPoP {tok}", key.proof("GET", url(gw), access_token=tok), cert=cert)
+    assert r.status_code == 401
+    assert r.json()["error_description"] == "the token's certificate binding (cnf.x5t#S256) is malformed"

@@ -303,6 +303,20 @@ def test_revoked_certificates_fail_and_a_new_crl_is_picked_up(upstream, idp, gat
     with pytest.raises(requests.exceptions.SSLError):
         m.get(tok=m.bound(a[0]), cert=a)
     assert m.get(tok=m.bound(b[0]), cert=b).status_code == 200
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(m.server_crt)
+    ctx.load_cert_chain(*b)
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # the session is known after the handshake
+
+    def handshake(session=None):
+        with socket.create_connection(("127.0.0.1", m.g.port), timeout=5) as s:
+            with ctx.wrap_socket(s, server_hostname="127.0.0.1", session=session) as t:
+                t.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                while t.recv(65536):
+                    pass
+                return t.session, t.session_reused
+    session, _ = handshake()
+    assert handshake(session)[1], "resumes while b is good"
     # b is revoked and the CRL file replaced: within the watch interval (1s) new handshakes
     # refuse b.
     pki.revoke(b[0])
@@ -317,6 +331,9 @@ def test_revoked_certificates_fail_and_a_new_crl_is_picked_up(upstream, idp, gat
     else:
         pytest.fail("the new CRL was not picked up")
     assert m.g.logged("TLS certificates loaded")
+    # Nor can b resume the session it had: the reload emptied the session cache.
+    with pytest.raises(ssl.SSLError):
+        handshake(session)
 
 
 def test_check_config_names_an_unreadable_client_ca(tmp_path, pki):

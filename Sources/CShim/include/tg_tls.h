@@ -50,7 +50,8 @@ int tg_tls_conn_write(tg_tls_conn *conn, const void *buf, int len, int *status);
 /// The client certificate of a finished server-side handshake, if the client sent one and it
 /// verified (RFC 8705 §3): 1, with the SHA-256 of its DER in `sha256`, its subject as an RFC
 /// 4514 string (non-ASCII and control bytes escaped) in `subject`, and its subjectAltName
-/// URIs, one per line, in `uris` (those holding a control byte or too long left out); else 0.
+/// URIs, one per line, in `uris` (up to the first that holds a control byte or does not fit);
+/// else 0.
 int tg_tls_conn_client_certificate(const tg_tls_conn *conn, unsigned char sha256[32], char *subject,
                                    size_t subjectlen, char *uris, size_t urislen);
 /// Whether decrypted or read-ahead bytes wait inside OpenSSL, which the socket's readiness

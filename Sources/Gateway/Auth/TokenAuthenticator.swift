@@ -156,7 +156,7 @@ final class TokenAuthenticator {
             }
             // RFC 8705 §3: a certificate-bound token is good only over mutual TLS with that
             // certificate; a token bound to a key of any other kind, never.
-            if token.x5tS256 != nil {
+            if token.x5tS256 != nil || token.hasMalformedX5t {
                 if let denial = checkCertificateBinding(token, certificate, answer: answer, scheme: "Bearer") {
                     return .deny(denial)
                 }
@@ -185,6 +185,11 @@ final class TokenAuthenticator {
     private static func checkCertificateBinding(
         _ token: VerifiedAccessToken, _ certificate: ClientCertificate?, answer: AuthRefusals, scheme: String
     ) -> AuthDenial? {
+        if token.hasMalformedX5t {
+            return answer.refuse(
+                401, .invalid_token, "the token's certificate binding (cnf.x5t#S256) is malformed", scheme: scheme,
+                detail: "x5t#S256 is not a base64url SHA-256")
+        }
         guard let bound = token.x5tS256 else { return nil }
         guard let certificate else {
             return answer.refuse(

@@ -21,6 +21,14 @@ extension ConfigParser {
         }
         for route in cfg.routes {
             let p = "routes[\(route.index)]"
+            if cfg.decision.enabled, !route.options.certificateHeaders.isEmpty {
+                // A verdict never carries them: the connection a decision sees is the ingress's.
+                warn(
+                    "\(p).certificate_headers", nil,
+                    "decision mode never sets these (it sees the ingress's connection, not the client's certificate): "
+                        + "the ingress must clear the client's own \(route.options.certificateHeaders.map(\.header).joined(separator: ", ")) "
+                        + "itself, or they reach the upstream as the client sent them")
+            }
             if let tokens = route.auth.tokenRoute, let resource = tokens.resource?.identifier.uri {
                 // A token must meet both audience rules (RFC 8707 §2 and the issuer's RFC 9068 §4).
                 for name in tokens.issuers where cfg.issuers[name]?.audiences.contains(resource) == false {

@@ -144,6 +144,10 @@ extension Worker {
         // A form body may carry a token too (RFC 6750 §2.2): then the full path decides.
         if readsBody && tokens.tokenInBody && TokenAuthenticator.mayCarryFormToken(head) { return nil }
         let token = memo.caller.token
+        // A certificate-bound token was admitted on a proxied request over this connection's
+        // certificate; a decision on the same connection judges another client's request, for
+        // which that certificate proves nothing (the full path refuses it).
+        if ctx.isVerdict && token.isSenderConstrained { return nil }
         ctx.subject = memo.subject
         ctx.clientID = memo.clientID
         ctx.issuer = token.issuer

@@ -38,8 +38,11 @@ public struct VerifiedAccessToken: Sendable {
     /// RFC 9449 §6.1: the key the token is bound to, if it is DPoP-bound.
     public let jkt: String?
     /// RFC 8705 §3.1: the SHA-256 of the client certificate the token is bound to, if it is
-    /// certificate-bound (`cnf.x5t#S256`, decoded; a malformed value binds to nothing).
+    /// certificate-bound (`cnf.x5t#S256`, decoded).
     public let x5tS256: [UInt8]?
+    /// `cnf` has an `x5t#S256` member that is no SHA-256 in base64url: bound to a certificate
+    /// no connection can match, so never accepted.
+    public let hasMalformedX5t: Bool
     /// The token has a `cnf` claim at all (RFC 7800): bound to a key — DPoP or another kind
     /// (mTLS `x5t#S256` …) — so it is never good as a plain Bearer token.
     public var isSenderConstrained = false
@@ -55,8 +58,11 @@ public struct VerifiedAccessToken: Sendable {
         self.expiresAt = expiresAt
         let jkt = confirmation?.object?[ClaimNames.jkt]?.string
         self.jkt = jkt.flatMap { $0.utf8.count == 43 && Base64URL.decode($0)?.count == 32 ? $0 : nil }
-        let x5t = confirmation?.object?[ClaimNames.x5tS256]?.string
-        x5tS256 = x5t.flatMap { $0.utf8.count == 43 ? Base64URL.decode($0) : nil }.flatMap { $0.count == 32 ? $0 : nil }
+        let x5t = confirmation?.object?[ClaimNames.x5tS256]
+        x5tS256 = x5t?.string.flatMap { $0.utf8.count == 43 ? Base64URL.decode($0) : nil }.flatMap {
+            $0.count == 32 ? $0 : nil
+        }
+        hasMalformedX5t = x5t != nil && x5tS256 == nil
         isSenderConstrained = confirmation != nil
     }
     public var clientID: String? { claims[ClaimNames.clientID]?.string ?? claims[ClaimNames.azp]?.string }
