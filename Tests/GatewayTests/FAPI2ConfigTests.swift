@@ -95,6 +95,16 @@ struct FAPI2ConfigTests {
         #expect(problems(ps256).isEmpty, "\(problems(ps256))")
     }
 
+    @Test func introspectionIsSignedUnderTheProfile() throws {
+        let on = yaml(issuer: ", introspection: { client: web }")
+        #expect(try parse(on).get().issuers["bank"]?.introspection?.signed == true)
+        let off = yaml(issuer: ", introspection: { client: web, signed: false }")
+        #expect(
+            problems(off).contains(
+                "issuers.bank.introspection.signed: must be true with profile: fapi2 (FAPI 2.0 Message Signing"),
+            "\(problems(off))")
+    }
+
     @Test func aSharedSecretIsRefused() {
         let text = yaml().replacingOccurrences(
             of: "auth: private_key_jwt\n    key_file: \(Self.keyFile)", with: "auth: client_secret_basic\n    secret: s"

@@ -289,3 +289,58 @@ struct AccessTokenTests {
         #expect(cache.hits > 0 && cache.misses > 0)
     }
 }
+
+@Suite("Signed introspection answers (RFC 9701)")
+struct SignedIntrospectionTests {
+    static let now: Int64 = 1_800_000_000
+    let key = try! JWK.generate(for: .ES256, kid: "as-1")
+
+    func answer(_ edit: (inout JSONObject) -> Void = { _ in }, typ: String = "token-introspection+jwt", key: JWK? = nil)
+        throws -> [UInt8]
+    {
+        var claims = JSONObject()
+        claims["iss"] = .string("https://as.example")
+        claims["aud"] = .string("gateway")
+        claims["iat"] = .number(String(Self.now))
+        claims["token_introspection"] = .object(JSONObject(["active": .bool(true), "sub": .string("alice")]))
+        edit(&claims)
+        var header = JSONObject()
+        header["typ"] = .string(typ)
+        header["kid"] = .string("as-1")
+        return Array(try JWSSigner.sign(claims: claims, header: header, alg: .ES256, key: key ?? self.key).utf8)
+    }
+
+    func unwrap(_ body: [UInt8]) throws -> Result<[UInt8], JOSEError> {
+        let keys = try JWKSet(bytes: Array(JWKSet(keys: [key]).publicJSON().utf8))
+        return SignedIntrospectionResponse.unwrap(
+            body, issuer: "https://as.example", audience: "gateway", keys: keys, algorithms: [.ES256], leeway: 30,
+            now: Self.now)
+    }
+
+    @Test func aGoodAnswerGivesItsJSON() throws {
+        let inner = try unwrap(try answer()).get()
+        let obj = try JSONParser.parse(inner).object
+        #expect(obj?["active"] == .bool(true) && obj?["sub"] == .string("alice"))
+    }
+
+    @Test func forgeriesAreRefused() throws {
+        let other = try JWK.generate(for: .ES256, kid: "as-1")
+        let cases: [(String, [UInt8])] = [
+            ("another key", try answer(key: other)),
+            ("another audience", try answer { $0["aud"] = .string("someone") }),
+            ("another issuer", try answer { $0["iss"] = .string("https://evil.example") }),
+            ("an old answer", try answer { $0["iat"] = .number(String(Self.now - 3600)) }),
+            ("no iat", try answer { $0["iat"] = nil }),
+            ("no token_introspection", try answer { $0["token_introspection"] = nil }),
+            ("token_introspection not an object", try answer { $0["token_introspection"] = .string("x") }),
+            ("another typ", try answer(typ: "JWT")),
+            ("not a JWT", Array(#"{"active":true}"#.utf8))
+        ]
+        for (what, body) in cases {
+            guard case .failure = try unwrap(body) else {
+                Issue.record("\(what) accepted")
+                continue
+            }
+        }
+    }
+}

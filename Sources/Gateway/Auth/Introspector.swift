@@ -1,4 +1,5 @@
 import Foundation
+import JOSE
 import OAuth
 import Reactor
 
@@ -17,6 +18,8 @@ final class Introspector {
     private var waiting: [String: [(Answer) -> Void]] = [:]
     /// Endpoints learned from discovery metadata, by issuer name.
     var discoveredEndpoints: [String: String] = [:]
+    /// An issuer's current keys, by name: what signed answers (RFC 9701) are verified with.
+    var keys: ((String) -> JWKSet?)?
     private(set) var requests = 0
 
     init(loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil) {
@@ -73,7 +76,9 @@ final class Introspector {
         // Across replicas, the answer is named by the AS that gave it (its issuer and
         // endpoint), not by this config's name for it: replicas with other names, or a
         // reload that points a name elsewhere, never take one AS's answer for another's.
-        let sharedKey = issuer.issuer + "\u{0}" + endpoint + "\u{0}" + token
+        // A signed answer is kept as the JSON it carried, once verified: never shared with
+        // replicas that would take an unsigned one under the same name.
+        let sharedKey = (config.signed ? "signed\u{0}" : "") + issuer.issuer + "\u{0}" + endpoint + "\u{0}" + token
         let ask = { [weak self] in
             self?.ask(
                 endpoint, token: token, key: key, sharedKey: sharedKey, issuer: issuer, config: config,
@@ -107,24 +112,33 @@ final class Introspector {
     ) {
         requests += 1
         let body = FormEncoding.body([("token", token), ("token_type_hint", "access_token")] + credentials.form)
+        let accept = config.signed ? SignedIntrospectionResponse.mediaType : "application/json"
         let request = FetchRequest(
             url: endpoint, body: Array(body.utf8),
-            headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
-                + credentials.headers,
+            headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: \(accept)"] + credentials.headers,
             bound: CallBounds.introspection, maxResponseBytes: 64 << 10)
         fetcher(issuer.name, caFile: caFile).fetch(request) { [weak self] result in
             guard let self else { return }
             let now = self.wallClock.seconds
+            var answer = (try? result.get())?.body ?? []
+            if case .success(let resp) = result, resp.status == 200, config.signed {
+                switch self.unwrapSigned(resp.body, issuer: issuer, config: config, now: now) {
+                case .success(let inner): answer = inner
+                case .failure(let refused):
+                    self.finish(key, .unavailable(refused.reason), until: nil, now: now)
+                    return
+                }
+            }
             switch result {
-            case .success(let resp) where resp.status == 200 && IntrospectionResponse.isResponse(resp.body):
+            case .success(let resp) where resp.status == 200 && IntrospectionResponse.isResponse(answer):
                 let verdict = IntrospectionResponse.judge(
-                    resp.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
+                    answer, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
                 let until: Int64
                 switch verdict {
                 case .active(let t): until = min(t.expiresAt, now + Int64(config.cacheTTL))
                 case .inactive: until = now + Int64(config.negativeTTL)
                 }
-                self.shared?.put(sharedKey, body: resp.body, until: until, now: now)
+                self.shared?.put(sharedKey, body: answer, until: until, now: now)
                 self.finish(key, .verdict(verdict), until: until, now: now)
             case .success(let resp):
                 // An AS error, or a 200 that is no introspection response, is not an answer
@@ -135,6 +149,25 @@ final class Introspector {
                 self.finish(key, .unavailable("introspection failed: \(e.description)"), until: nil, now: now)
             }
         }
+    }
+
+    /// The RFC 7662 JSON of a signed answer (RFC 9701), or why it is no answer: signed by the
+    /// issuer's keys, for this gateway's client. A forged or misaddressed answer says nothing
+    /// about the token, so it is the endpoint failing (503), never cached.
+    private func unwrapSigned(_ body: [UInt8], issuer: IssuerPolicy, config: IntrospectionConfig, now: Int64)
+        -> Result<[UInt8], SignedAnswerRefused>
+    {
+        guard let keys = keys?(issuer.name) else {
+            return .failure(SignedAnswerRefused(reason: "no keys of \(issuer.name) to verify the answer"))
+        }
+        return SignedIntrospectionResponse.unwrap(
+            body, issuer: issuer.issuer, audience: config.client.authentication.clientID, keys: keys,
+            algorithms: issuer.algorithms, leeway: issuer.leeway, now: now
+        ).mapError { SignedAnswerRefused(reason: "signed introspection answer refused: \($0)") }
+    }
+
+    struct SignedAnswerRefused: Error {
+        let reason: String
     }
 
     /// Caches a verdict on this worker until `until` and hands the answer to everyone waiting

@@ -14,8 +14,11 @@ extension ConfigParser {
         for (name, value) in m {
             guard let i = value.mapping, let intro = i["introspection"], issuers[name] != nil else { continue }
             let discovery = issuers[name]?.keys == .discovery
-            let parsed = introspection(
+            var parsed = introspection(
                 intro, path: "issuers.\(name).introspection", clients: clients, discovery: discovery, r)
+            if issuers[name]?.profile == .fapi2, parsed != nil {
+                fapi2Introspection(&parsed!, intro, path: "issuers.\(name).introspection", r)
+            }
             issuers[name]?.introspection = parsed
         }
         return (issuers, clients)

@@ -140,6 +140,7 @@ extension ConfigParser {
         var cfg = IntrospectionConfig(client: client, endpoint: endpoint)
         if let n = m["cache_ttl"], let v = r.duration(n, path: "\(p).cache_ttl") { cfg.cacheTTL = v }
         if let n = m["negative_ttl"], let v = r.duration(n, path: "\(p).negative_ttl") { cfg.negativeTTL = v }
+        if let n = m["signed"], let b = r.bool(n, path: "\(p).signed") { cfg.signed = b }
         return cfg
     }
 }

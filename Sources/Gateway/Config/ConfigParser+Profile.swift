@@ -33,6 +33,20 @@ extension ConfigParser {
         }
     }
 
+    /// Introspection for an issuer held to FAPI 2.0: signed answers only (RFC 9701; FAPI 2.0
+    /// Message Signing §5.5), on by default and refused off.
+    static func fapi2Introspection(
+        _ cfg: inout IntrospectionConfig, _ node: Node, path p: String, _ r: ConfigReader
+    ) {
+        if cfg.signed == false, let n = node["signed"] {
+            r.problem(
+                "\(p).signed", n,
+                "must be true with profile: fapi2 (FAPI 2.0 Message Signing §5.5: signed introspection responses, RFC 9701)"
+            )
+        }
+        cfg.signed = true
+    }
+
     /// A client held to FAPI 2.0: PAR, private_key_jwt with a key of the profile's algorithms
     /// and the issuer as the assertion's audience, DPoP-bound tokens, an issuer whose ID token
     /// algorithms are the profile's.

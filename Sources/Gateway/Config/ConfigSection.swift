@@ -90,7 +90,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
                 "unknown_kid_wait", "access_token_type", "scope_claim", "ca_file", "introspection", "profile"
             ]
-        case .introspection: ["client", "endpoint", "cache_ttl", "negative_ttl"]
+        case .introspection: ["client", "endpoint", "cache_ttl", "negative_ttl", "signed"]
         case .client:
             [
                 "issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg", "request_mode", "scopes",

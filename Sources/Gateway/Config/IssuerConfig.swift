@@ -163,6 +163,9 @@ struct IntrospectionConfig: Sendable {
     var cacheTTL = 60.0
     /// `active: false` answers are cached this long (a flood of bad tokens is not a flood at the AS).
     var negativeTTL = 10.0
+    /// `signed: true` (always with `profile: fapi2`): only JWT answers signed by the issuer
+    /// (RFC 9701) are taken.
+    var signed = false
 }
 
 /// The access-token settings of a route with `auth: bearer`, `dpop` or `token`.

@@ -816,6 +816,10 @@ class AuthServer:
         # issuer says this instead.
         self.token_response_fault = None
         self.id_token_fault = None
+        # RFC 9701: introspection answers as JWTs when asked; introspection_jwt_fault changes
+        # them: claims replaced ({"aud": "x"}; None removes), "typ", "alg": "none", or
+        # "foreign_key": True (signed by a key the JWKS does not publish).
+        self.introspection_jwt_fault = None
         self.token_dpop_nonce = None
         self.metadata_issuer = None
         # Token exchange (RFC 8693): the aud its tokens get instead of the target asked for (a
@@ -1109,6 +1113,8 @@ class AuthServer:
         if req.path == "/token":
             return self._token(ep, req)
         resp = self._service(ep, req)
+        if req.path == "/introspection" and "token-introspection+jwt" in req.headers.get("Accept", ""):
+            resp = self._signed_introspection(req, resp)
         if self.metadata_issuer is not None and ep is self.server.endpoint["provider_config"]:
             body = json.loads(resp.get_data(as_text=True))
             body["issuer"] = self.metadata_issuer
@@ -1832,6 +1838,35 @@ class AuthServer:
                 body["id_token"] = self._faulted_id_token(body["id_token"], self.id_token_fault)
             resp.set_data(json.dumps(body))
         return resp
+
+    def _signed_introspection(self, req, resp):
+        """The introspection answer as an RFC 9701 JWT: iss, aud = the authenticated client,
+        iat, token_introspection = the JSON answer; typ token-introspection+jwt."""
+        if resp.status_code != 200:
+            return resp
+        client = req.form.get("client_id")
+        if req.authorization and req.authorization.type == "basic":
+            client = req.authorization.username
+        elif req.form.get("client_assertion"):
+            client = json.loads(b64d(req.form["client_assertion"].split(".")[1].encode()))["iss"]
+        claims = {"iss": self.issuer, "aud": client, "iat": int(time.time()),
+                  "token_introspection": json.loads(resp.get_data(as_text=True))}
+        fault = self.introspection_jwt_fault or {}
+        for name, value in fault.get("claims", {}).items():
+            if value is None:
+                claims.pop(name, None)
+            else:
+                claims[name] = value
+        typ = fault.get("typ", "token-introspection+jwt")
+        if fault.get("alg") == "none":
+            enc = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()  # noqa: E731
+            body = f"{enc({'alg': 'none', 'typ': typ})}.{enc(claims)}."
+        else:
+            key = self.keys.private_key(self.keys.current_kid("ES256"))
+            if fault.get("foreign_key"):
+                key = new_ec_key(crv="P-256", kid=key.kid, use="sig")  # the same kid, another key
+            body = JWS(json.dumps(claims), alg="ES256").sign_compact([key], protected={"typ": typ, "kid": key.kid})
+        return Response(body, status=200, content_type="application/token-introspection+jwt")
 
     def _faulted_id_token(self, token, fault):
         """The ID token with `fault` applied, signed again (see id_token_fault)."""
