@@ -58,7 +58,7 @@ struct FAPI2ConfigTests {
     @Test(arguments: [
         (
             "\n    request_mode: request", "", "",
-            "clients.web.request_mode: must be par with profile: fapi2 (FAPI 2.0 Security Profile §5.3.2.2"
+            "clients.web.request_mode: must be par with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.2 item 2"
         ),
         ("\n    request_mode: plain", "", "", "must be par"),
         (
@@ -101,7 +101,8 @@ struct FAPI2ConfigTests {
         let off = yaml(issuer: ", introspection: { client: web, signed: false }")
         #expect(
             problems(off).contains(
-                "issuers.bank.introspection.signed: must be true with profile: fapi2 (FAPI 2.0 Message Signing"),
+                "issuers.bank.introspection.signed: must be true with profile: fapi2 (signed introspection responses, RFC 9701"
+            ),
             "\(problems(off))")
     }
 

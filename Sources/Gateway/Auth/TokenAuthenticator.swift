@@ -166,8 +166,8 @@ final class TokenAuthenticator {
                         401, .invalid_token, "the token is bound to a key of a kind this gateway cannot check",
                         scheme: "Bearer", detail: "cnf of an unknown kind"))
             }
-            // FAPI 2.0 Security Profile §5.3.4 (profile: fapi2 on the issuer): sender-constrained
-            // tokens only.
+            // FAPI 2.0 Security Profile §5.3.4 item 5 (profile: fapi2 on the issuer): sender-
+            // constrained tokens only.
             if token.x5tS256 == nil, answer.tokens.boundOnlyIssuers.contains(token.issuer) {
                 return .deny(
                     answer.refuse(

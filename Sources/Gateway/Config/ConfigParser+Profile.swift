@@ -34,14 +34,14 @@ extension ConfigParser {
     }
 
     /// Introspection for an issuer held to FAPI 2.0: signed answers only (RFC 9701; FAPI 2.0
-    /// Message Signing §5.5), on by default and refused off.
+    /// Message Signing), on by default and refused off.
     static func fapi2Introspection(
         _ cfg: inout IntrospectionConfig, _ node: Node, path p: String, _ r: ConfigReader
     ) {
         if cfg.signed == false, let n = node["signed"] {
             r.problem(
                 "\(p).signed", n,
-                "must be true with profile: fapi2 (FAPI 2.0 Message Signing §5.5: signed introspection responses, RFC 9701)"
+                "must be true with profile: fapi2 (signed introspection responses, RFC 9701, as FAPI 2.0 Message Signing asks of resource servers)"
             )
         }
         cfg.signed = true
@@ -56,13 +56,13 @@ extension ConfigParser {
         if client.login.requestMode != .par {
             r.problem(
                 "\(p).request_mode", m["request_mode"],
-                "must be par with profile: fapi2 (FAPI 2.0 Security Profile §5.3.2.2: authorization requests are pushed, RFC 9126)"
+                "must be par with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.2 item 2: authorization requests are pushed, RFC 9126)"
             )
         }
         guard case .privateKeyJWT(_, _, let alg) = client.authentication else {
             r.problem(
                 "\(p).auth", m["auth"],
-                "must be private_key_jwt with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3: private_key_jwt or mutual TLS; a shared secret is not allowed)"
+                "must be private_key_jwt with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.1 item 2: private_key_jwt or mutual TLS; a shared secret is not allowed)"
             )
             return
         }
@@ -75,13 +75,13 @@ extension ConfigParser {
         if client.assertionAudience != .issuer {
             r.problem(
                 "\(p).assertion_audience", m["assertion_audience"],
-                "must be issuer with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3: the client assertion's aud is the issuer identifier, as a string)"
+                "must be issuer with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.1 item 5: the client assertion's aud is the issuer identifier, as a string)"
             )
         }
         if !client.login.dpop {
             r.problem(
                 "\(p).dpop", m["dpop"] ?? m["client_id"],
-                "must be true with profile: fapi2 (FAPI 2.0 Security Profile §5.3.2.1: access tokens are sender-constrained; tokengate binds them with DPoP)"
+                "must be true with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.1 item 1: access tokens are sender-constrained; tokengate binds them with DPoP)"
             )
         }
         if let issuer, !issuer.algorithms.isSubset(of: fapi2Algorithms) {
@@ -94,7 +94,7 @@ extension ConfigParser {
     }
 
     /// Token routes with a FAPI 2.0 issuer: no tokens in the query or a form body (FAPI2SP
-    /// §5.3.4: RFC 6750 §2.1 only), and that issuer's tokens sender-constrained.
+    /// §5.3.4 items 1–2: RFC 6750 §2.1 only), and that issuer's tokens sender-constrained (item 5).
     static func fapi2Routes(
         _ routes: inout [RouteConfig], issuers: [String: IssuerConfig], routesNode: Node?, _ r: ConfigReader
     ) {
@@ -109,7 +109,7 @@ extension ConfigParser {
             for (key, on) in [("token_in_query", tokens.tokenInQuery), ("token_in_body", tokens.tokenInBody)] where on {
                 r.problem(
                     "\(p).\(key)", node?[key] ?? node,
-                    "is not allowed with issuers of profile: fapi2 (\(held.sorted().joined(separator: ", "))): FAPI 2.0 Security Profile §5.3.4 takes access tokens in the Authorization header only"
+                    "is not allowed with issuers of profile: fapi2 (\(held.sorted().joined(separator: ", "))): FAPI 2.0 Security Profile §5.3.4 items 1–2 take access tokens in the Authorization header only"
                 )
             }
             tokens.boundOnlyIssuers = held

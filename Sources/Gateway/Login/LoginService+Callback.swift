@@ -98,7 +98,7 @@ extension LoginService {
         let response: AuthorizationResponse
         switch AuthorizationResponse.parse(
             query: query, expectedIssuer: issuer.issuer,
-            // FAPI 2.0 Security Profile §5.3.2.2: the client requires iss (RFC 9207) whatever
+            // FAPI 2.0 Security Profile §5.3.3.2 item 5: the client checks iss (RFC 9207) whatever
             // the metadata says.
             issRequired: meta.authorizationResponseIssParameterSupported || client.profile == .fapi2)
         {
