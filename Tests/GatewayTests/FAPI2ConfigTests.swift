@@ -101,7 +101,7 @@ struct FAPI2ConfigTests {
         let off = yaml(issuer: ", introspection: { client: web, signed: false }")
         #expect(
             problems(off).contains(
-                "issuers.bank.introspection.signed: must be true with profile: fapi2 (signed introspection responses, RFC 9701"
+                "issuers.bank.introspection.signed: must be true with profile: fapi2 (FAPI 2.0 Message Signing §5.5.2"
             ),
             "\(problems(off))")
     }

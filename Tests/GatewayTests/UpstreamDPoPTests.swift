@@ -25,6 +25,15 @@ struct UpstreamDPoPTests {
         #expect(e.takesRetry(HTTPResponseHead(status: 401, fields: Self.challenge)) == nil, "one retry only")
     }
 
+    @Test func aDPoPChallengeBesideABearerOneIsTakenUp() {
+        let (e, _) = exchange()
+        let fields = HTTP1Fields([
+            ("WWW-Authenticate", #"Bearer realm="api", DPoP error="use_dpop_nonce", algs="ES256""#),
+            ("DPoP-Nonce", "n-3")
+        ])
+        #expect(e.takesRetry(HTTPResponseHead(status: 401, fields: fields)) != nil)
+    }
+
     @Test func aRequestThatCannotGoTwiceLearnsTheNonceOnly() {
         let (e, nonces) = exchange(retry: false)
         #expect(e.takesRetry(HTTPResponseHead(status: 401, fields: Self.challenge)) == nil)

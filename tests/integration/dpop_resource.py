@@ -69,7 +69,9 @@ class DPoPResource:
                 url = urlsplit(self.path)
                 if not url.path.startswith("/api/"):
                     return self.send(200, {"path": self.path, "headers": self.headers.items()})
-                status, error, claims = outer.check(self.command, url.path, self.headers)
+                # Its own URL, as a server behind a proxy knows it: from the Host it was sent.
+                origin = f"http://{self.headers.get('Host', '')}"
+                status, error, claims = outer.check(self.command, url.path, self.headers, origin=origin)
                 with outer.lock:
                     outer.checked.append({"status": status, "error": error, "claims": claims,
                                           "method": self.command})

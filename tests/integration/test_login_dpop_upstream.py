@@ -148,3 +148,21 @@ def test_a_decision_hands_the_ingress_a_proof_for_the_original_url(login_env, dp
                                                       "DPoP": [r.headers["DPoP"]]}, origin=f"http://{host}")
     assert (status, error) == (200, None)
     assert proof["htu"] == f"http://{host}/api/me"
+
+
+def test_htu_names_the_host_the_upstream_is_sent(login_env, dpop_as, rs, tmp_path):
+    """host_header: a fixed name — the proof's htu names it, as the resource sees its URL."""
+    e = login_env(dpop_as, rs, tmp_path, extra_client="    dpop: true", extra_route=API_ROUTE_FORWARDING_TOKEN,
+                  workers=1)
+    text = open(e.gw.config_path).read()
+    port = rs.port
+    e.gw.stop()
+    fixed = text.replace(f'app: {{ url: "http://127.0.0.1:{port}" }}',
+                         f'app: {{ url: "http://127.0.0.1:{port}", host_header: api.internal }}')
+    assert fixed != text
+    with open(e.gw.config_path, "w") as f:
+        f.write(fixed)
+    e.gw.start()
+    r = e.login("/api/me")
+    assert r.status_code == 200, r.text
+    assert r.json()["proof"]["htu"] == "http://api.internal/api/me"

@@ -34,14 +34,14 @@ extension ConfigParser {
     }
 
     /// Introspection for an issuer held to FAPI 2.0: signed answers only (RFC 9701; FAPI 2.0
-    /// Message Signing), on by default and refused off.
+    /// Message Signing §5.5.2), on by default and refused off.
     static func fapi2Introspection(
         _ cfg: inout IntrospectionConfig, _ node: Node, path p: String, _ r: ConfigReader
     ) {
         if cfg.signed == false, let n = node["signed"] {
             r.problem(
                 "\(p).signed", n,
-                "must be true with profile: fapi2 (signed introspection responses, RFC 9701, as FAPI 2.0 Message Signing asks of resource servers)"
+                "must be true with profile: fapi2 (FAPI 2.0 Message Signing §5.5.2: signed introspection responses, RFC 9701)"
             )
         }
         cfg.signed = true

@@ -77,7 +77,7 @@ extension Admission {
     /// on at the original URL, so that is the proof's `htu` (RFC 9449 §4.2).
     func verdictIdentity(method: String, scheme: String, host: String, target: String) -> [(String, String)] {
         guard let upstreamProof,
-            let proof = upstreamProof.proof(method: method, scheme: scheme, authority: host, target: target)
+            let proof = upstreamProof.proof(method: method, scheme: scheme, host: host, target: target)
         else { return identity }
         return identity + [("DPoP", proof)]
     }

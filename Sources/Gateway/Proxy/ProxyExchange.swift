@@ -88,7 +88,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// Sends the request again on the same pool (a DPoP nonce challenge answered). The first
     /// call finished whole, so its connection went back to the pool.
     func tryAgain(_ request: consuming UpstreamCall.Request) {
-        guard let pool = context.upstreamDPoP?.pool else { return }
+        guard let pool = context.upstreamDPoP?.pool else {
+            upstreamFailed(.connectionFailed, afterHead: false)
+            return
+        }
         let call = UpstreamCall(pool: pool, request: request, delegate: self)
         self.call = call
         call.start()

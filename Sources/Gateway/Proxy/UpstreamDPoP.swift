@@ -38,13 +38,14 @@ struct UpstreamProof {
     let now: Int64
     let nonces: UpstreamNonces
 
-    /// RFC 9449 §4.2: htm and htu (the upstream's URL, without query), ath of the token, and
-    /// the upstream's newest nonce.
-    func proof(method: String, scheme: String, authority: String, target: String) -> String? {
+    /// RFC 9449 §4.2: htm and htu (`scheme://host` and the target without query, as the
+    /// upstream sees the request), ath of the token, and the newest nonce kept under
+    /// `nonceKey` (the upstream's authority; `host` when nil).
+    func proof(method: String, scheme: String, host: String, nonceKey: String? = nil, target: String) -> String? {
         let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
         return try? signer.proof(
-            method: method, url: "\(scheme)://\(authority)\(path)", accessToken: token,
-            nonce: nonces.nonce(for: authority), now: now)
+            method: method, url: "\(scheme)://\(host)\(path)", accessToken: token,
+            nonce: nonces.nonce(for: nonceKey ?? host), now: now)
     }
 }
 
@@ -82,11 +83,16 @@ final class UpstreamDPoPExchange {
         guard let nonce = head.fields.first("DPoP-Nonce") else { return nil }
         nonces.remember(nonce, for: authority)
         guard head.status == 401, let retry, UpstreamNonces.isNonce(nonce) else { return nil }
+        // A DPoP challenge with that error, alone or beside a Bearer one in the same field.
         let challenged = head.fields.values("WWW-Authenticate").contains {
             let v = $0.lowercased()
-            return v.hasPrefix("dpop") && v.contains("use_dpop_nonce")
+            // A challenge begins with its scheme (RFC 9110 §11.6.1): at the start, or after a comma.
+            let schemes = v.split(separator: ",").map { $0.drop(while: { $0 == " " || $0 == "\t" }) }
+            return schemes.contains { $0 == "dpop" || $0.hasPrefix("dpop ") } && v.contains("use_dpop_nonce")
         }
-        guard challenged else { return nil }
+        // At the pool's cap the connection this answer frees may go to a request that waits;
+        // a second try would pass it. The client hears the challenge instead.
+        guard challenged, pool?.hasRoom != false else { return nil }
         self.retry = nil
         return retry
     }

@@ -191,8 +191,11 @@ extension RequestPipeline.Forwarding {
         identity += plan.route.options.certificateValues(ex.connection.clientCertificate)
         if let upstreamProof = admission.upstreamProof {
             let scheme = plan.upstream?.tls == nil ? "http" : "https"
+            // htu names the URL the upstream sees: its Host header (host_header may make that the
+            // client's or a fixed name); nonces are kept per upstream authority.
             if let proof = upstreamProof.proof(
-                method: ex.head.methodName, scheme: scheme, authority: plan.upstreamAuthority, target: target)
+                method: ex.head.methodName, scheme: scheme, host: upstreamHost, nonceKey: plan.upstreamAuthority,
+                target: target)
             {
                 identity.append(("DPoP", proof))
             }
@@ -201,7 +204,8 @@ extension RequestPipeline.Forwarding {
                 // request without a body may go once more with one (RFC 9449 §8, §9).
                 ctx.droppedResponseHeaders.append("DPoP-Nonce")
                 let retry: (() -> UpstreamCall.Request)?
-                if UpstreamDPoPExchange.mayRetry(ex.head, body: admission.body ?? ex.body) {
+                // Not an upgrade: its second try would need the upgrade's own request again.
+                if !ctx.upgrade, UpstreamDPoPExchange.mayRetry(ex.head, body: admission.body ?? ex.body) {
                     retry = { [self, unowned ex, unowned ctx] in self.request(admission, ex: ex, ctx: ctx) }
                 } else {
                     retry = nil
