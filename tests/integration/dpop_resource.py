@@ -16,6 +16,8 @@ import hashlib
 import json
 import threading
 import time
+
+import pytest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -135,3 +137,11 @@ class DPoPResource:
         if self.nonce is not None and (self.always_challenge or claims.get("nonce") != self.nonce):
             return 401, "use_dpop_nonce", claims
         return 200, None, claims
+
+
+@pytest.fixture
+def rs():
+    """A started DPoPResource, stopped after the test."""
+    r = DPoPResource().start()
+    yield r
+    r.stop()

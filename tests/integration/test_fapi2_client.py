@@ -12,17 +12,10 @@ import time
 
 import pytest
 
-from dpop_resource import DPoPResource
+from dpop_resource import rs  # noqa: F401 (a fixture)
 from test_login import API_ROUTE_FORWARDING_TOKEN, login_env  # noqa: F401 (a fixture)
 
 FAPI_CLIENT = "    dpop: true\n    profile: fapi2"
-
-
-@pytest.fixture
-def rs():
-    r = DPoPResource().start()
-    yield r
-    r.stop()
 
 
 @pytest.fixture

@@ -7,15 +7,8 @@ insensitive). Against the real test AS (idpyoidc with DPoP)."""
 import pytest
 import requests
 
-from dpop_resource import DPoPResource
+from dpop_resource import rs  # noqa: F401 (a fixture)
 from test_login import API_ROUTE_FORWARDING_TOKEN, HTML, login_env  # noqa: F401 (a fixture)
-
-
-@pytest.fixture
-def rs():
-    r = DPoPResource().start()
-    yield r
-    r.stop()
 
 
 @pytest.fixture

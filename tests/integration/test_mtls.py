@@ -163,6 +163,28 @@ def challenge(r):
     return r.headers.get("WWW-Authenticate", "")
 
 
+def tls12_context(m, cert):
+    """A client context presenting `cert`, TLS 1.2 at most (the session is known once the
+    handshake ends); one context for a connection and the ones that resume its session."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(m.server_crt)
+    ctx.load_cert_chain(*cert)
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+def tls12_get(m, ctx, path, session=None, headers=""):
+    """GET `path` over one connection of `ctx`, resuming `session` if given: (session,
+    resumed, status line)."""
+    with socket.create_connection(("127.0.0.1", m.g.port), timeout=5) as s:
+        with ctx.wrap_socket(s, server_hostname="127.0.0.1", session=session) as t:
+            t.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}Connection: close\r\n\r\n".encode())
+            data = b""
+            while chunk := t.recv(65536):
+                data += chunk
+            return t.session, t.session_reused, data.split(b"\r\n", 1)[0]
+
+
 def test_a_bound_token_with_its_certificate_reaches_the_upstream_with_the_certificates_identity(optional, pki):
     a = pki.issue("a", "/CN=billing/O=Example", uri="spiffe://example.org/ns/prod/sa/billing")
     forged = {"X-Client-Subject": "CN=forged", "X-Spiffe-Id": "spiffe://evil", "X-Client-Cert-Sha256": "x"}
@@ -242,20 +264,11 @@ def test_a_route_without_auth_tells_the_upstream_the_spiffe_id(optional, pki):
 def test_a_resumed_session_keeps_its_certificate(optional, pki):
     a = pki.issue("a", "/CN=billing")
     tok = optional.bound(a[0])
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.load_verify_locations(optional.server_crt)
-    ctx.load_cert_chain(*a)
-    ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # the session is known after the handshake
+
+    ctx = tls12_context(optional, a)
 
     def ask(session=None):
-        with socket.create_connection(("127.0.0.1", optional.g.port), timeout=5) as s:
-            with ctx.wrap_socket(s, server_hostname="127.0.0.1", session=session) as t:
-                t.sendall(f"GET /api/x HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {tok}\r\n"
-                          "Connection: close\r\n\r\n".encode())
-                data = b""
-                while chunk := t.recv(65536):
-                    data += chunk
-                return t.session, t.session_reused, data.split(b"\r\n", 1)[0]
+        return tls12_get(optional, ctx, "/api/x", session, f"Authorization: Bearer {tok}\r\n")
 
     session, reused, status = ask()
     assert not reused and status == b"HTTP/1.1 200 OK"
@@ -303,18 +316,10 @@ def test_revoked_certificates_fail_and_a_new_crl_is_picked_up(upstream, idp, gat
     with pytest.raises(requests.exceptions.SSLError):
         m.get(tok=m.bound(a[0]), cert=a)
     assert m.get(tok=m.bound(b[0]), cert=b).status_code == 200
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.load_verify_locations(m.server_crt)
-    ctx.load_cert_chain(*b)
-    ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # the session is known after the handshake
+    ctx = tls12_context(m, b)
 
     def handshake(session=None):
-        with socket.create_connection(("127.0.0.1", m.g.port), timeout=5) as s:
-            with ctx.wrap_socket(s, server_hostname="127.0.0.1", session=session) as t:
-                t.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                while t.recv(65536):
-                    pass
-                return t.session, t.session_reused
+        return tls12_get(m, ctx, "/hello", session)[:2]
     session, _ = handshake()
     assert handshake(session)[1], "resumes while b is good"
     # b is revoked and the CRL file replaced: within the watch interval (1s) new handshakes
