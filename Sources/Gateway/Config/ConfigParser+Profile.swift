@@ -6,7 +6,7 @@ import Yams
 /// FAPI 2.0 Security Profile (FAPI2SP) and Message Signing (FAPI2MS) forbid is refused by
 /// check-config, each refusal naming its clause; what they require at run time is switched on
 /// (the authorization response's `iss`, sender-constrained tokens only). Clause numbers are
-/// the final documents' section numbers.
+/// the documents' own: the Security Profile's final text, Message Signing's draft -02.
 extension ConfigParser {
     /// FAPI2SP §5.4.1: PS256, ES256 and EdDSA (Ed25519) only.
     static let fapi2Algorithms: Set<JWSAlgorithm> = [.PS256, .ES256, .EdDSA]

@@ -48,14 +48,6 @@ struct RouteOptions: Sendable {
         out += certificateHeaders.map { $0.header.lowercased() }
         return out
     }
-
-    /// The `certificate_headers` of a request whose client presented `certificate`.
-    func certificateValues(_ certificate: ClientCertificate?) -> [(String, String)] {
-        guard let certificate, !certificateHeaders.isEmpty else { return [] }
-        return certificateHeaders.compactMap { entry in
-            entry.field.value(of: certificate).map { (entry.header, $0) }
-        }
-    }
 }
 
 /// A field of a client certificate an upstream can be told.

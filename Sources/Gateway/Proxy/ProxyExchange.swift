@@ -45,7 +45,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     @exclusivity(unchecked) var upstreamEnded = false
     @exclusivity(unchecked) var heldTrailers: HTTP1Fields?
     /// The upstream's answer is a DPoP nonce challenge the gateway answers itself: its body is
-    /// read and dropped, then the request goes again (ProxyExchange+DPoPNonce).
+    /// read and dropped, then the request goes again (`tryAgain`; UpstreamDPoP.swift).
     @exclusivity(unchecked) var retryWithNonce: (() -> UpstreamCall.Request)?
 
     init(worker: Worker, exchange: ServerExchange, context: RequestContext) {

@@ -25,6 +25,9 @@ final class RoutePlan {
     let exchange: TokenExchangeConfig?
     /// Whether it has one: read per request, without copying the config out.
     let exchanges: Bool
+    /// `certificate_headers`: empty on almost every route, so the client certificate is
+    /// not even looked at.
+    let certificateHeaders: [(header: String, field: CertificateField)]
 
     init(
         route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?,
@@ -42,6 +45,7 @@ final class RoutePlan {
         mcp = route.auth.tokenRoute?.mcp
         exchange = route.auth.tokenRoute?.tokenExchange
         exchanges = exchange != nil
+        certificateHeaders = route.options.certificateHeaders
     }
 
     /// The path as it goes upstream: the upstream URL's path, then the request's (as the

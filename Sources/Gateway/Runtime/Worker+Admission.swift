@@ -188,7 +188,11 @@ extension RequestPipeline.Forwarding {
     /// removed).
     func request(_ admission: Admission, ex: ServerExchange, ctx: RequestContext) -> UpstreamCall.Request {
         var identity = admission.identity
-        identity += plan.route.options.certificateValues(ex.connection.clientCertificate)
+        if !plan.certificateHeaders.isEmpty, let certificate = ex.connection.clientCertificate {
+            for (header, field) in plan.certificateHeaders {
+                if let value = field.value(of: certificate) { identity.append((header, value)) }
+            }
+        }
         if let upstreamProof = admission.upstreamProof {
             let scheme = plan.upstream?.tls == nil ? "http" : "https"
             // htu names the URL the upstream sees: its Host header (host_header may make that the
