@@ -51,6 +51,10 @@ CALLBACKS = [
     "code=c&state=s&iss=https%3A%2F%2Fas.example", "code=c&state=s", "code=c&state=s&iss=https%3A%2F%2Fevil",
     "error=access_denied&state=s", "code=c&code=d&state=s", "code=c", "state=s", "code=%ZZ&state=s",
     "code=&state=s", "error=x&error_description=a+b%21&state=s&iss=https%3A%2F%2Fas.example", "a&&=&b=",
+    # JARM: alg none, a forged ES256 signature, five parts (encrypted), a state that is a number.
+    "response=eyJhbGciOiJub25lIn0.eyJzdGF0ZSI6InMiLCJjb2RlIjoiYyJ9.",
+    "response=eyJhbGciOiJFUzI1NiIsImtpZCI6ImFzLTEifQ.eyJpc3MiOiJodHRwczovL2FzLmV4YW1wbGUiLCJhdWQiOiJhcHAxIiwiZXhwIjoxODAwMDAwNjAwLCJzdGF0ZSI6InMiLCJjb2RlIjoiYyJ9.AAAA",
+    "response=a.b.c.d.e", "response=eyJhbGciOiJub25lIn0.eyJzdGF0ZSI6N30.&state=s",
 ]
 COOKIES = [
     "s=abc; s_1=def\nother=1", "s=abc; x=1\ns=abc", "s=ours; s=tossed", "s=tossed; s=ours", "s=ours\ns=tossed",

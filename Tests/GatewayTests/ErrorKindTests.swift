@@ -181,7 +181,8 @@ struct ErrorKindTests {
                 "metadata_not_loaded", "login_state_unavailable", "no_authorization_endpoint", "pkce_failed",
                 "request_object_failed", "no_par_endpoint", "par_failed", "no_request_object_key",
                 "request_uri_unavailable", "no_state", "no_pending_login", "issuer_mismatch", "malformed_response",
-                "authorization_error", "no_token_endpoint", "token_endpoint_unreachable", "code_refused"
+                "response_jwt_refused", "authorization_error", "no_token_endpoint", "token_endpoint_unreachable",
+                "code_refused"
             ])
         // A login step's reason never reads as a session failure's.
         let sessionCodes = Set(Self.sessionFailures.map(\.code))

@@ -115,6 +115,13 @@ extension ConfigParser {
                 "\(p).request_mode", c["request_mode"],
                 "request_mode \(s.requestMode.rawValue) signs a request object: add key_file (tokengate keys generate)")
         }
+        if let n = c["response_mode"], let v = r.string(n, path: "\(p).response_mode") {
+            if let mode = LoginClientSettings.ResponseMode(rawValue: v) {
+                s.responseMode = mode
+            } else {
+                r.problem("\(p).response_mode", n, "must be one of query, jwt, query.jwt")
+            }
+        }
         if let n = c["scopes"], let seq = r.sequence(n, path: "\(p).scopes") {
             s.scopes = seq.enumerated().compactMap { r.string($1, path: "\(p).scopes[\($0)]") }
             if !s.scopes.contains("openid") {

@@ -93,7 +93,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .introspection: ["client", "endpoint", "cache_ttl", "negative_ttl", "signed"]
         case .client:
             [
-                "issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg", "request_mode", "scopes",
+                "issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg", "request_mode",
+                "response_mode",
+                "scopes",
                 "redirect_uri", "dpop", "extra", "assertion_audience", "login_hint_from_query",
                 "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo", "profile"
             ]

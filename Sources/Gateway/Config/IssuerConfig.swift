@@ -74,6 +74,19 @@ struct LoginClientSettings: Sendable {
         case plain
     }
     var requestMode = RequestMode.par
+    /// How the AS returns the authorization response (OAuth 2.0 Multiple Response Type Encoding
+    /// Practices; JARM, FAPI 2.0 Message Signing §5.4).
+    enum ResponseMode: String, Sendable, CaseIterable {
+        /// Plain query parameters (the code flow's default; nothing is sent).
+        case query
+        /// A JWT the AS signs (JARM), in the query for the code flow.
+        case jwt
+        /// The same, named explicitly.
+        case queryJWT = "query.jwt"
+
+        var isJWT: Bool { self != .query }
+    }
+    var responseMode = ResponseMode.query
     var scopes = ["openid", "profile", "email"]
     /// nil: `public_url` + the callback path.
     var redirectURI: String?

@@ -22,7 +22,12 @@ extension LoginService {
             done(signInFailed(status, message, detail, reason: reason, cookies: setCookies), timing)
         }
         // The state first: it says which login (and so which client and AS) this answers.
-        guard let pairs = FormEncoding.decode(query), let state = pairs.first(where: { $0.0 == "state" })?.1 else {
+        // A JARM response carries it inside its JWT, read unverified only to find the login
+        // (LoginService+ResponseMode.swift verifies it before anything in it is used).
+        guard let pairs = FormEncoding.decode(query),
+            let state = pairs.first(where: { $0.0 == "state" })?.1
+                ?? pairs.first(where: { $0.0 == "response" }).flatMap({ JARMResponse.unverifiedState($0.1) })
+        else {
             fail(
                 400, "The sign-in response was not valid.", "callback without state",
                 reason: LoginFailure.noState.code)
@@ -70,45 +75,71 @@ extension LoginService {
         cookies: Cookies,
         clock: @escaping () -> Double, timing: CallbackTiming, done: @escaping (GatewayResponse, CallbackTiming) -> Void
     ) {
+        guard let (client, issuer, meta) = target(login.client) else {
+            unavailableKeepingLogin(
+                taken, query: query, "login client \(login.client): metadata not loaded",
+                reason: LoginFailure.metadataNotLoaded.code, timing: timing, done: done)
+            return
+        }
+        authorizationResponse(query: query, client: client, issuer: issuer, meta: meta) { [weak self] parsed in
+            guard let self else { return }
+            self.redeem(
+                parsed, login: login, taken: taken, client: client, issuer: issuer, meta: meta, origin: origin,
+                cookies: cookies, query: query, clock: clock, timing: timing, done: done)
+        }
+    }
+
+    /// The code was not redeemed: the pending login goes back, and the page offers this same
+    /// callback again (no Set-Cookie of the take, so the browser keeps its login state).
+    private func unavailableKeepingLogin(
+        _ taken: PendingLoginTake, query: Substring, _ detail: String, reason: String, timing: CallbackTiming,
+        done: @escaping (GatewayResponse, CallbackTiming) -> Void
+    ) {
+        pendingLogins.restore(taken, now: now) { [weak self] restored in
+            guard let self else { return }
+            if case .failure(let e) = restored {
+                self.log.warning(
+                    "pending login not restored after a failed code exchange", metadata: ["error": .string("\(e)")])
+            }
+            done(Self.unavailable(detail, reason: reason, retry: self.callbackRetry(query)), timing)
+        }
+    }
+
+    /// The code of a verified authorization response, redeemed at the token endpoint; then the
+    /// session.
+    private func redeem(
+        _ parsed: Result<AuthorizationResponse, ResponseRefusal>, login: PendingLogins.Login,
+        taken: PendingLoginTake, client: ClientConfig, issuer: IssuerConfig, meta: ProviderMetadata,
+        origin: RequestOrigin.Origin?, cookies: Cookies, query: Substring, clock: @escaping () -> Double,
+        timing: CallbackTiming, done: @escaping (GatewayResponse, CallbackTiming) -> Void
+    ) {
         var timing = timing
         let setLogin = taken.setCookies
-        // The code was not redeemed: the pending login goes back, and the page offers this same
-        // callback again (no Set-Cookie of the take, so the browser keeps its login state).
         func unavailableKeepingLogin(_ detail: String, reason: String) {
-            pendingLogins.restore(taken, now: now) { [weak self] restored in
-                guard let self else { return }
-                if case .failure(let e) = restored {
-                    self.log.warning(
-                        "pending login not restored after a failed code exchange",
-                        metadata: ["error": .string("\(e)")])
-                }
-                done(Self.unavailable(detail, reason: reason, retry: self.callbackRetry(query)), timing)
-            }
+            self.unavailableKeepingLogin(taken, query: query, detail, reason: reason, timing: timing, done: done)
         }
         func fail(
             _ status: Int, _ message: String, _ detail: String, reason: String, cookies setCookies: [String] = []
         ) {
             done(signInFailed(status, message, detail, reason: reason, cookies: setCookies), timing)
         }
-        guard let (client, issuer, meta) = target(login.client) else {
-            unavailableKeepingLogin(
-                "login client \(login.client): metadata not loaded", reason: LoginFailure.metadataNotLoaded.code)
-            return
-        }
         let response: AuthorizationResponse
-        switch AuthorizationResponse.parse(
-            query: query, expectedIssuer: issuer.issuer,
-            // FAPI 2.0 Security Profile §5.3.3.2 item 5: the client checks iss (RFC 9207) whatever
-            // the metadata says.
-            issRequired: meta.authorizationResponseIssParameterSupported || client.profile == .fapi2)
-        {
-        case .failure(.issuerMismatch):
+        switch parsed {
+        case .failure(.keysUnavailable(let why)):
+            unavailableKeepingLogin(why, reason: LoginFailure.metadataNotLoaded.code)
+            return
+        case .failure(.notVerified(let why)):
+            fail(
+                400, "The sign-in response was not valid.", "response JWT refused: \(why)",
+                reason: LoginFailure.responseJWTRefused.code, cookies: setLogin)
+            return
+        case .failure(.response(.issuerMismatch)):
             fail(
                 400, "The sign-in response came from an unexpected server.",
                 "iss missing or not \(issuer.issuer) (RFC 9207)", reason: LoginFailure.issuerMismatch.code,
                 cookies: setLogin)
             return
-        case .failure(.malformed(let why)):
+        case .failure(.response(.malformed(let why))):
             fail(
                 400, "The sign-in response was not valid.", why, reason: LoginFailure.malformedResponse.code,
                 cookies: setLogin)
@@ -123,7 +154,15 @@ extension LoginService {
                 403, "The sign-in was not completed (\(error)).", "authorization error: \(error)",
                 reason: LoginFailure.authorizationError.code, cookies: setLogin)
             return
-        case .code(let c, _): code = c
+        case .code(let c, let state):
+            // The login was found by this state; a response answering another is not its answer.
+            guard state == login.state else {
+                fail(
+                    400, "The sign-in response was not valid.", "the response's state is not the login's",
+                    reason: LoginFailure.malformedResponse.code, cookies: setLogin)
+                return
+            }
+            code = c
         }
         guard let tokenEndpoint = meta.tokenEndpoint, let redirect = redirectURI(client, origin: origin) else {
             done(

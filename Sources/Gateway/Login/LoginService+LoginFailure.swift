@@ -35,6 +35,9 @@ extension LoginService {
         case issuerMismatch = "issuer_mismatch"
         /// The authorization response is not valid (RFC 6749 §4.1.2).
         case malformedResponse = "malformed_response"
+        /// The JARM response JWT did not verify (signature, `iss`, `aud`, `exp`; FAPI 2.0
+        /// Message Signing §5.4), or a `response_mode: jwt` client got a plain response.
+        case responseJWTRefused = "response_jwt_refused"
         /// The AS answered with an error (RFC 6749 §4.1.2.1).
         case authorizationError = "authorization_error"
         /// No token endpoint or redirect URI to redeem the code with.

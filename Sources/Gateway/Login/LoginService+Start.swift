@@ -36,6 +36,7 @@ extension LoginService {
             return
         }
         var extra = client.login.extra
+        if client.login.responseMode.isJWT { extra.append(("response_mode", client.login.responseMode.rawValue)) }
         if client.login.loginHintFromQuery, let hint = loginHint, !hint.isEmpty, hint.utf8.count <= 256 {
             extra.append(("login_hint", hint))
         }

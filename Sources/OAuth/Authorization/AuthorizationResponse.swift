@@ -21,6 +21,14 @@ public enum AuthorizationResponse: Equatable, Sendable {
         guard let pairs = FormEncoding.decode(query) else {
             return .failure(.malformed("the callback query is not well-formed"))
         }
+        return parse(parameters: pairs, expectedIssuer: expectedIssuer, issRequired: issRequired)
+    }
+
+    /// As `parse(query:…)`, for parameters already decoded (the claims of a verified JARM
+    /// response JWT).
+    public static func parse(parameters pairs: [(String, String)], expectedIssuer: String, issRequired: Bool)
+        -> Result<AuthorizationResponse, Failure>
+    {
         var values: [String: String] = [:]
         for (name, value) in pairs {
             guard values[name] == nil else { return .failure(.malformed("\(name) appears more than once")) }

@@ -1,6 +1,7 @@
 import JOSE
 
-/// `AuthorizationResponse` and `FormEncoding`: the login callback's query (RFC 6749 §4.1.2).
+/// `AuthorizationResponse` and `FormEncoding`: the login callback's query (RFC 6749 §4.1.2),
+/// and a JARM `response` JWT in it.
 extension OAuthFuzzEntry {
     /// The issuer the fuzzed responses must name (RFC 9207).
     public static let expectedIssuer = "https://as.example"
@@ -15,6 +16,7 @@ extension OAuthFuzzEntry {
         let pairs = FormEncoding.decode(query)
         if let pairs { checkFormDecoding(query, pairs) }
         let got = AuthorizationResponse.parse(query: query, expectedIssuer: expectedIssuer, issRequired: issRequired)
+        for (name, value) in pairs ?? [] where name == "response" { jarmResponse(value) }
         let want = expectedResponse(pairs, issRequired: issRequired)
         switch (got, want) {
         case (.success(let g), .success(let w)):
@@ -24,6 +26,19 @@ extension OAuthFuzzEntry {
         default:
             fatalError("authorization response: decided otherwise than RFC 6749 §4.1.2 and RFC 9207")
         }
+    }
+
+    /// A key no fuzzer input is signed with.
+    static let jarmKeys = JWKSet(keys: [try! JWK.generate(for: .ES256, kid: "as-1")])
+
+    /// A JARM `response` value: its state is peeked without a crash, and it never verifies
+    /// (nothing the fuzzer writes carries a signature by `jarmKeys`, and `none` is refused).
+    static func jarmResponse(_ response: String) {
+        _ = JARMResponse.unverifiedState(response)
+        let verified = try? JARMResponse.verify(
+            response, issuer: expectedIssuer, clientID: "app1", keys: jarmKeys, algorithms: [.ES256, .PS256],
+            leeway: 30, now: 1_800_000_000)
+        fuzzInvariant(verified == nil, "JARM: a response verified without the AS's signature")
     }
 
     /// The rules, in their order, from the decoded pairs.

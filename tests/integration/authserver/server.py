@@ -822,6 +822,12 @@ class AuthServer:
         self.introspection_jwt_fault = None
         self.token_dpop_nonce = None
         self.metadata_issuer = None
+        # JARM (FAPI 2.0 Message Signing §5.4): a request with response_mode jwt / query.jwt is
+        # answered with one `response` JWT (iss, aud = the client, exp, and the parameters),
+        # signed with jarm_alg; jarm_fault changes it as introspection_jwt_fault does.
+        self.jarm_alg = "ES256"
+        self.jarm_fault = None
+        self._jarm_states = {}  # state -> client_id of a request that asked for JARM
         # Token exchange (RFC 8693): the aud its tokens get instead of the target asked for (a
         # misbehaving AS), and the subject tokens the exchanges were asked with.
         self.exchange_audience_override = None
@@ -1192,6 +1198,8 @@ class AuthServer:
         info["request_object_signing_alg_values_supported"] = (
             list(REQUEST_OBJECT_ALGS) + ([] if self.require_signed_request_object else ["none"]))
         info["code_challenge_methods_supported"] = ["S256"]
+        info["response_modes_supported"] = ["query", "jwt", "query.jwt"]  # JARM §3
+        info["authorization_signing_alg_values_supported"] = ["ES256", "PS256"]
 
     def _authorization(self, req):
         """/authorization: resolves the request (PAR, request object, or the query), checks what
@@ -1212,6 +1220,10 @@ class AuthServer:
             # Not redirected: without a verified request there is no redirect_uri to trust.
             return self._authz_error_page(record, e)
         state = params.get("state")
+        if params.get("response_mode") in ("jwt", "query.jwt"):
+            # idpyoidc knows no JARM: it answers in the query, and the answer is wrapped here.
+            params.pop("response_mode")
+            self._jarm_states[state] = client_id
         try:
             self._check_authorization_params(params, via, signed)
         except AuthzError as e:
@@ -1425,6 +1437,7 @@ class AuthServer:
         location = info["response"]
         if "iss" not in redirect_params(location):
             location = _add_query(location, {"iss": self.issuer})
+        location = self._jarm(location, state)
         record.update(outcome="code", location=location)
         resources = request.get("resource")
         if resources:
@@ -1434,8 +1447,9 @@ class AuthServer:
 
     def _authz_error_redirect(self, record, redirect_uri, err, state):
         """RFC 6749 §4.1.2.1 with RFC 9207's iss."""
-        location = _add_query(redirect_uri, {"error": err.error, "error_description": err.description or None,
-                                             "state": state, "iss": self.issuer})
+        location = self._jarm(_add_query(redirect_uri, {"error": err.error,
+                                                        "error_description": err.description or None,
+                                                        "state": state, "iss": self.issuer}), state)
         record.update(outcome="error", error=err.error, error_description=err.description, location=location)
         return Response(status=302, headers={"Location": location, "Cache-Control": "no-store"})
 
@@ -1857,16 +1871,40 @@ class AuthServer:
                 claims.pop(name, None)
             else:
                 claims[name] = value
-        typ = fault.get("typ", "token-introspection+jwt")
-        if fault.get("alg") == "none":
-            enc = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()  # noqa: E731
-            body = f"{enc({'alg': 'none', 'typ': typ})}.{enc(claims)}."
-        else:
-            key = self.keys.private_key(self.keys.current_kid("ES256"))
-            if fault.get("foreign_key"):
-                key = new_ec_key(crv="P-256", kid=key.kid, use="sig")  # the same kid, another key
-            body = JWS(json.dumps(claims), alg="ES256").sign_compact([key], protected={"typ": typ, "kid": key.kid})
+        body = self._sign_with_fault(claims, fault, "ES256", fault.get("typ", "token-introspection+jwt"))
         return Response(body, status=200, content_type="application/token-introspection+jwt")
+
+    def _sign_with_fault(self, claims, fault, alg, typ):
+        """claims signed with the AS's current key of `alg`, or as `fault` says: "alg": "none"
+        (unsigned) or another alg, "foreign_key": True (the same kid, a key the JWKS lacks)."""
+        alg = fault.get("alg", alg)
+        header = {"typ": typ} if typ else {}
+        if alg == "none":
+            enc = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()  # noqa: E731
+            return f"{enc({'alg': 'none', **header})}.{enc(claims)}."
+        key = self.keys.private_key(self.keys.current_kid(alg))
+        if fault.get("foreign_key"):
+            key = new_ec_key(crv="P-256", kid=key.kid, use="sig")  # the same kid, another key
+        return JWS(json.dumps(claims), alg=alg).sign_compact([key], protected={**header, "kid": key.kid})
+
+    def _jarm(self, location, state):
+        """location as a JARM response (JARM §2.3.1: the query is only `response`) when the
+        request with this state asked for it; the claims are iss, aud, exp and the parameters,
+        changed by jarm_fault["claims"] (None removes)."""
+        client_id = self._jarm_states.get(state) if state else None
+        if client_id is None:
+            return location
+        base, _, _ = location.partition("?")
+        now = int(time.time())
+        claims = {"iss": self.issuer, "aud": client_id, "exp": now + 600, "iat": now}
+        claims.update({k: v for k, v in redirect_params(location).items() if k != "iss"})
+        fault = self.jarm_fault or {}
+        for name, value in fault.get("claims", {}).items():
+            if value is None:
+                claims.pop(name, None)
+            else:
+                claims[name] = value
+        return _add_query(base, {"response": self._sign_with_fault(claims, fault, self.jarm_alg, None)})
 
     def _faulted_id_token(self, token, fault):
         """The ID token with `fault` applied, signed again (see id_token_fault)."""
