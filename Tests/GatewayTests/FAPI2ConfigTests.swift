@@ -110,7 +110,10 @@ struct FAPI2ConfigTests {
         let text = yaml().replacingOccurrences(
             of: "auth: private_key_jwt\n    key_file: \(Self.keyFile)", with: "auth: client_secret_basic\n    secret: s"
         )
-        #expect(problems(text).contains("clients.web.auth: must be private_key_jwt with profile: fapi2"))
+        #expect(
+            problems(text).contains(
+                "clients.web.auth: must be private_key_jwt, tls_client_auth or self_signed_tls_client_auth with profile: fapi2"
+            ))
     }
 
     @Test func anIssuerOutsideTheProfileIsNamedForTheClient() {

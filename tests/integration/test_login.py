@@ -17,6 +17,8 @@ from conftest import BIN, Gateway, sent_headers as sent, sleep_into_second
 SESSION_KEY = "q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE="  # 32 bytes, base64
 SECRET = "web-secret-0123456789abcdef0123456789abcd"
 HTML = {"Accept": "text/html"}
+# Client authentications without a shared secret (by their suffix).
+KEYED = ("private_key_jwt", "tls_client_auth")
 
 
 def gateway_key(tmp_path, alg="ES256"):
@@ -42,10 +44,13 @@ class LoginEnv:
     def __init__(self, a, upstream, tmp_path, mode="par", auth="private_key_jwt", extra_client="", extra_top="",
                  extra_route="", key_alg="ES256", session="", prompt="consent", session_key=SESSION_KEY, workers=2,
                  share_client_of=None, extra_issuers="", public_base=None, tls=None,
-                 issuer_options="algorithms: [ES256, RS256]", assertion_audience="endpoint", ready=True):
+                 issuer_options="algorithms: [ES256, RS256]", assertion_audience="endpoint", ready=True,
+                 client_tls=None):
         """share_client_of: another LoginEnv whose client registration and key this one uses
         (a second replica of the same gateway). tls: (cert, key) for a TLS listener (h2 and
-        http/1.1 in ALPN); the public URL is then https."""
+        http/1.1 in ALPN); the public URL is then https. client_tls: (cert, key, subject DN)
+        the client presents to the AS (`clients.web.tls`, RFC 8705); the DN is what a
+        tls_client_auth client is registered with."""
         self.a = a
         self.gw = Gateway("")  # for its port: the redirect URI names it
         base = public_base or f"{'https' if tls else 'http'}://127.0.0.1:{self.gw.port}"
@@ -57,11 +62,15 @@ class LoginEnv:
             self.key_path = share_client_of.key_path
         else:
             self.key_path, jwks = gateway_key(tmp_path, key_alg)
-            a.add_client("web", client_secret=SECRET if auth != "private_key_jwt" else None, jwks=jwks,
+            a.add_client("web", client_secret=SECRET if not auth.endswith(KEYED) else None, jwks=jwks,
                          scopes=["openid", "profile", "email", "offline_access", "orders:read"],
                          redirect_uri=f"{base}/oauth2/callback", token_endpoint_auth_method=auth,
-                         post_logout_redirect_uri=f"{base}/bye")
-        secret = f'secret: "{SECRET}"\n    ' if auth != "private_key_jwt" else ""
+                         post_logout_redirect_uri=f"{base}/bye",
+                         tls_client_auth_subject_dn=client_tls[2] if client_tls else None,
+                         jwks_uri=f"{self.gw.url('/.well-known/jwks.json')}")
+        secret = f'secret: "{SECRET}"\n    ' if not auth.endswith(KEYED) else ""
+        if client_tls:
+            secret += f"tls: {{ cert_file: {client_tls[0]}, key_file: {client_tls[1]} }}\n    "
         self.gw.write_config(f"""
 listen: {listen}
 admin_listen: 127.0.0.1:{{ADMIN}}

@@ -88,14 +88,30 @@ extension ConfigParser {
                     continue
                 }
                 auth = .privateKeyJWT(clientID: id, key: key, alg: alg)
+            case "tls_client_auth", "self_signed_tls_client_auth":
+                guard c["tls"] != nil else {
+                    r.problem(p, value, "\(method) needs tls: { cert_file, key_file } (the client certificate, PEM)")
+                    continue
+                }
+                auth =
+                    method == "tls_client_auth"
+                    ? .tlsClientAuth(clientID: id) : .selfSignedTLSClientAuth(clientID: id)
             default:
                 r.problem(
                     "\(p).auth", c["auth"],
-                    "must be client_secret_basic, client_secret_post, client_secret_jwt or private_key_jwt")
+                    "must be client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt, tls_client_auth or self_signed_tls_client_auth"
+                )
                 continue
             }
             guard let auth else { continue }
             var client = ClientConfig(name: name, issuer: issuer, authentication: auth)
+            if let n = c["tls"] {
+                guard
+                    let tls = clientTLS(
+                        n, path: "\(p).tls", selfSigned: method == "self_signed_tls_client_auth", r)
+                else { continue }
+                client.tls = tls
+            }
             client.key = key
             client.requestObjectAlgorithm = keyAlgorithm
             client.login = loginSettings(c, path: p, hasKey: key != nil, r)

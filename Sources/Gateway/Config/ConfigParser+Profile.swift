@@ -47,9 +47,9 @@ extension ConfigParser {
         cfg.signed = true
     }
 
-    /// A client held to FAPI 2.0: PAR, private_key_jwt with a key of the profile's algorithms
-    /// and the issuer as the assertion's audience, DPoP-bound tokens, an issuer whose ID token
-    /// algorithms are the profile's.
+    /// A client held to FAPI 2.0: PAR, private_key_jwt (a key of the profile's algorithms, the
+    /// issuer as the assertion's audience) or mutual TLS, tokens bound by DPoP or the client's
+    /// certificate, an issuer whose ID token algorithms are the profile's.
     static func fapi2Client(
         _ client: ClientConfig, _ m: [String: Node], path p: String, issuer: IssuerConfig?, _ r: ConfigReader
     ) {
@@ -59,29 +59,34 @@ extension ConfigParser {
                 "must be par with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.2 item 2: authorization requests are pushed, RFC 9126)"
             )
         }
-        guard case .privateKeyJWT(_, _, let alg) = client.authentication else {
+        switch client.authentication {
+        case .privateKeyJWT:
+            if client.assertionAudience != .issuer {
+                r.problem(
+                    "\(p).assertion_audience", m["assertion_audience"],
+                    "must be issuer with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.1 item 5: the client assertion's aud is the issuer identifier, as a string)"
+                )
+            }
+        case .tlsClientAuth, .selfSignedTLSClientAuth: break
+        default:
             r.problem(
                 "\(p).auth", m["auth"],
-                "must be private_key_jwt with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.1 item 2: private_key_jwt or mutual TLS; a shared secret is not allowed)"
+                "must be private_key_jwt, tls_client_auth or self_signed_tls_client_auth with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.1 item 2: private_key_jwt or mutual TLS; a shared secret is not allowed)"
             )
             return
         }
-        if !fapi2Algorithms.contains(alg) {
+        // The key signs request objects, and with private_key_jwt the assertions.
+        if client.key != nil, let alg = client.requestObjectAlgorithm, !fapi2Algorithms.contains(alg) {
             r.problem(
                 "\(p).alg", m["alg"] ?? m["key_file"],
                 "\(alg.rawValue) is not allowed with profile: fapi2 (FAPI 2.0 Security Profile §5.4.1: PS256, ES256 or EdDSA)"
             )
         }
-        if client.assertionAudience != .issuer {
-            r.problem(
-                "\(p).assertion_audience", m["assertion_audience"],
-                "must be issuer with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.1 item 5: the client assertion's aud is the issuer identifier, as a string)"
-            )
-        }
-        if !client.login.dpop {
+        // Sender-constrained: DPoP, or the certificate the client presents (RFC 8705 §3).
+        if !client.login.dpop && client.tls == nil {
             r.problem(
                 "\(p).dpop", m["dpop"] ?? m["client_id"],
-                "must be true with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.1 item 1: access tokens are sender-constrained; tokengate binds them with DPoP)"
+                "must be true with profile: fapi2, or give the client tls: { cert_file, key_file } (FAPI 2.0 Security Profile §5.3.3.1 item 1: access tokens are sender-constrained, by DPoP or mutual TLS)"
             )
         }
         if let issuer, !issuer.algorithms.isSubset(of: fapi2Algorithms) {

@@ -25,6 +25,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case issuer = "issuers.NAME"
     case introspection = "issuers.NAME.introspection"
     case client = "clients.NAME"
+    case clientTLS = "clients.NAME.tls"
     case upstream = "upstreams.NAME"
     case upstreamTLS = "upstreams.NAME.tls"
     case route = "routes[]"
@@ -97,8 +98,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "response_mode",
                 "scopes",
                 "redirect_uri", "dpop", "extra", "assertion_audience", "login_hint_from_query",
-                "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo", "profile"
+                "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo", "profile", "tls"
             ]
+        case .clientTLS: ["cert_file", "key_file"]
         case .upstream:
             [
                 "url", "protocol", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls",

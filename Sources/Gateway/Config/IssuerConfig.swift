@@ -59,6 +59,20 @@ struct ClientConfig: Sendable {
     var login = LoginClientSettings()
     /// `profile: fapi2`: the login refuses what FAPI 2.0 forbids (ConfigParser+Profile.swift).
     var profile: SecurityProfile?
+    /// `tls:` — the certificate presented to the AS (RFC 8705): it authenticates the client
+    /// with `tls_client_auth` / `self_signed_tls_client_auth`, and binds the tokens the AS
+    /// issues to it (§3) whatever the authentication; the metadata's `mtls_endpoint_aliases`
+    /// are called instead of the plain endpoints (§5).
+    var tls: ClientTLS?
+}
+
+/// A client's certificate towards the AS.
+struct ClientTLS: Sendable {
+    var certFile: String
+    var keyFile: String
+    /// `self_signed_tls_client_auth`: the certificate as a JWK with `x5c`, published in the
+    /// gateway's JWKS for the AS to match (RFC 8705 §2.2).
+    var publishedJWK: JSONObject?
 }
 
 /// How a client runs the login round-trip (OIDC code flow with PKCE, RFC 9101 / 9126).

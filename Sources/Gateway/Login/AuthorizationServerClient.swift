@@ -54,7 +54,7 @@ final class AuthorizationServerClient {
         let request = FetchRequest(
             url: endpoint, body: Array(FormEncoding.body(body).utf8), headers: headers, bound: CallBounds.tokenEndpoint,
             maxResponseBytes: 256 << 10)
-        fetcher(t.issuer).fetch(request) { [weak self] result in
+        fetcher(t.issuer, t.client).fetch(request) { [weak self] result in
             guard let self else { return }
             if t.dpop != nil, case .success(let resp) = result, let nonce = resp.header("dpop-nonce") {
                 self.dpopNonces[endpoint] = nonce
@@ -149,10 +149,16 @@ final class AuthorizationServerClient {
         }
     }
 
-    func fetcher(_ issuer: IssuerConfig) -> HTTPFetcher {
-        if let f = fetchers[issuer.name] { return f }
-        let f = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: issuer.caFile))
-        fetchers[issuer.name] = f
+    /// One fetcher per issuer, and per client for a client with a certificate: connections
+    /// made with one client's certificate are never reused for another's requests.
+    func fetcher(_ issuer: IssuerConfig, _ client: ClientConfig) -> HTTPFetcher {
+        let name = client.tls == nil ? issuer.name : issuer.name + "\0" + client.name
+        if let f = fetchers[name] { return f }
+        let f = HTTPFetcher(
+            loop: loop,
+            settings: FetchSettings(
+                caFile: issuer.caFile, clientCertificate: client.tls.map { ($0.certFile, $0.keyFile) }))
+        fetchers[name] = f
         return f
     }
 }

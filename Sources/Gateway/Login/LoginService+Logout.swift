@@ -90,10 +90,14 @@ extension LoginService {
     func jwks() -> GatewayResponse {
         // The clients' keys, then the identity assertion keys (all of them: a key listed
         // second is published before it signs, so upstreams have it when it starts to).
-        let keys =
-            config.clients.values.sorted { $0.name < $1.name }.compactMap(\.key) + config.assertionKeys.map(\.key)
+        let clients = config.clients.values.sorted { $0.name < $1.name }
+        let keys = clients.compactMap(\.key) + config.assertionKeys.map(\.key)
+        // Self-signed client certificates as JWKs with x5c (RFC 8705 §2.2), for the AS to match.
+        let certificates = clients.compactMap(\.tls?.publishedJWK)
+        let all = keys.map { JSONValue.object($0.publicJWK()) } + certificates.map { .object($0) }
         return GatewayResponse(
-            status: 200, body: JWKSet(keys: keys).publicJSON(), contentType: "application/jwk-set+json")
+            status: 200, body: JSONSerializer.serialize(.object(JSONObject(["keys": .array(all)]))),
+            contentType: "application/jwk-set+json")
     }
 
     /// A hosted request object (request_mode: request_uri), served once.

@@ -38,7 +38,7 @@ extension LoginService {
             done(.claims(idClaims))
             return
         }
-        guard let issuerName = client.issuer, let endpoint = metadata(issuerName)?.userinfoEndpoint else {
+        guard let endpoint = target(client.name)?.metadata.userinfoEndpoint else {
             done(
                 .failed(
                     .unreachable(

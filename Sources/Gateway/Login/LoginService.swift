@@ -81,7 +81,8 @@ final class LoginService {
             let issuer = config.issuers[issuerName],
             let meta = metadata(issuerName)
         else { return nil }
-        return (client, issuer, meta)
+        // RFC 8705 §5: a client presenting a certificate calls the mutual-TLS aliases.
+        return (client, issuer, client.tls == nil ? meta : meta.usingMTLSAliases())
     }
 
     func serverTarget(_ client: ClientConfig, _ issuer: IssuerConfig) -> AuthorizationServerClient.Target {

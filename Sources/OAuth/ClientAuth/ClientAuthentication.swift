@@ -3,18 +3,44 @@ public import JOSE
 /// How the gateway authenticates as an OAuth client at the authorization server's
 /// endpoints (token, PAR, introspection, revocation): RFC 6749 §2.3.1
 /// (client_secret_basic / client_secret_post) and RFC 7523 §2.2 assertions
-/// (client_secret_jwt with HS256, private_key_jwt with the client's key).
+/// (client_secret_jwt with HS256, private_key_jwt with the client's key), and RFC 8705 §2
+/// mutual TLS (the certificate the connection presents authenticates; the request names the
+/// client only).
 public enum ClientAuthentication: Sendable {
     case clientSecretBasic(clientID: String, secret: String)
     case clientSecretPost(clientID: String, secret: String)
     case clientSecretJWT(clientID: String, secret: String)
     case privateKeyJWT(clientID: String, key: JWK, alg: JWSAlgorithm)
+    /// RFC 8705 §2.1: a certificate from a CA the AS trusts, with the registered subject.
+    case tlsClientAuth(clientID: String)
+    /// RFC 8705 §2.2: a self-signed certificate the client registered (in its JWKS, `x5c`).
+    case selfSignedTLSClientAuth(clientID: String)
 
     public var clientID: String {
         switch self {
         case .clientSecretBasic(let id, _), .clientSecretPost(let id, _), .clientSecretJWT(let id, _),
-            .privateKeyJWT(let id, _, _):
+            .privateKeyJWT(let id, _, _), .tlsClientAuth(let id), .selfSignedTLSClientAuth(let id):
             id
+        }
+    }
+
+    /// The method's registered name (RFC 7591 §2, RFC 8705 §2.1.1 and §2.2.1).
+    public var method: String {
+        switch self {
+        case .clientSecretBasic: "client_secret_basic"
+        case .clientSecretPost: "client_secret_post"
+        case .clientSecretJWT: "client_secret_jwt"
+        case .privateKeyJWT: "private_key_jwt"
+        case .tlsClientAuth: "tls_client_auth"
+        case .selfSignedTLSClientAuth: "self_signed_tls_client_auth"
+        }
+    }
+
+    /// Authenticates by the TLS connection's certificate (RFC 8705 §2).
+    public var isMutualTLS: Bool {
+        switch self {
+        case .tlsClientAuth, .selfSignedTLSClientAuth: true
+        default: false
         }
     }
 
@@ -34,6 +60,9 @@ public enum ClientAuthentication: Sendable {
             return ([], try ClientAssertion.form(clientID: id, audience: audience, key: key, alg: .HS256, now: now))
         case .privateKeyJWT(let id, let key, let alg):
             return ([], try ClientAssertion.form(clientID: id, audience: audience, key: key, alg: alg, now: now))
+        case .tlsClientAuth(let id), .selfSignedTLSClientAuth(let id):
+            // RFC 8705 §2: client_id is required, the certificate does the rest.
+            return ([], [("client_id", id)])
         }
     }
 }
@@ -131,12 +160,21 @@ public enum FormEncoding {
     }
 }
 
-/// Standard base64 with padding, for HTTP Basic (RFC 7617).
-enum Base64 {
-    static func standard(_ bytes: [UInt8]) -> String {
+/// Standard base64 with padding (RFC 4648 §4), for HTTP Basic (RFC 7617) and `x5c` (RFC 7517
+/// §4.7).
+public enum Base64 {
+    public static func standard(_ bytes: [UInt8]) -> String {
         var s = Base64URL.encode(bytes).replacingAll("-", "+").replacingAll("_", "/")
         while s.utf8.count % 4 != 0 { s += "=" }
         return s
+    }
+
+    /// The bytes of standard base64 (padding optional); nil if it is not base64.
+    public static func decodeStandard(_ text: String) -> [UInt8]? {
+        guard !text.contains("-") && !text.contains("_") else { return nil }
+        var s = Substring(text)
+        while s.last == "=" { s = s.dropLast() }
+        return Base64URL.decode(String(s).replacingAll("+", "-").replacingAll("/", "_"))
     }
 }
 

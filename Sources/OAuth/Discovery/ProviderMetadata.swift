@@ -18,7 +18,25 @@ public struct ProviderMetadata: Sendable, Equatable {
     public var userinfoEndpoint: String?
     public var requestURIParameterSupported = false
 
+    /// RFC 8705 §5 `mtls_endpoint_aliases`: the endpoints a client presenting a certificate
+    /// uses instead (token, PAR, revocation, introspection, userinfo), by metadata name.
+    public var mtlsEndpointAliases: [String: String] = [:]
+
     public init(issuer: String) { self.issuer = issuer }
+
+    /// The aliases a mutual-TLS client calls (RFC 8705 §5): each endpoint with an alias
+    /// replaced by it, the others as they are.
+    public func usingMTLSAliases() -> ProviderMetadata {
+        var m = self
+        let a = mtlsEndpointAliases
+        m.tokenEndpoint = a["token_endpoint"] ?? tokenEndpoint
+        m.pushedAuthorizationRequestEndpoint =
+            a["pushed_authorization_request_endpoint"] ?? pushedAuthorizationRequestEndpoint
+        m.revocationEndpoint = a["revocation_endpoint"] ?? revocationEndpoint
+        m.introspectionEndpoint = a["introspection_endpoint"] ?? introspectionEndpoint
+        m.userinfoEndpoint = a["userinfo_endpoint"] ?? userinfoEndpoint
+        return m
+    }
 
     /// Parses metadata; its `issuer` must equal `expectedIssuer` exactly (RFC 8414 §3.3, OIDC
     /// Discovery §4.3 — mix-up defence), and every endpoint must be an http(s) URL — https
@@ -52,6 +70,22 @@ public struct ProviderMetadata: Sendable, Equatable {
         m.authorizationResponseIssParameterSupported =
             object["authorization_response_iss_parameter_supported"] == .bool(true)
         m.requestURIParameterSupported = object["request_uri_parameter_supported"] == .bool(true)
+        if let aliases = object["mtls_endpoint_aliases"] {
+            guard case .object(let o) = aliases else {
+                throw JOSEError(.malformed, claim: "mtls_endpoint_aliases", "must be an object")
+            }
+            for name in [
+                "token_endpoint", "pushed_authorization_request_endpoint", "revocation_endpoint",
+                "introspection_endpoint", "userinfo_endpoint"
+            ] {
+                guard let v = o[name] else { continue }
+                // Mutual TLS means TLS: an alias is https whatever the issuer's scheme.
+                guard let s = v.string, s.hasPrefix("https://") else {
+                    throw JOSEError(.malformed, claim: "mtls_endpoint_aliases.\(name)", "must be an https URL")
+                }
+                m.mtlsEndpointAliases[name] = s
+            }
+        }
         return m
     }
 }

@@ -59,5 +59,12 @@ public struct FetchSettings: Sendable {
     public var maxRedirects = 3
     /// Disables certificate verification. For local development only; the name says so.
     public var insecureSkipTLSVerify = false
-    public init(caFile: String? = nil) { self.caFile = caFile }
+    /// A client certificate chain and its private key (PEM files) presented in every TLS
+    /// handshake (mutual TLS, RFC 8705). Read by curl per connection, so a rotated pair is
+    /// used from the next connection on.
+    public var clientCertificate: (certFile: String, keyFile: String)?
+    public init(caFile: String? = nil, clientCertificate: (certFile: String, keyFile: String)? = nil) {
+        self.caFile = caFile
+        self.clientCertificate = clientCertificate
+    }
 }

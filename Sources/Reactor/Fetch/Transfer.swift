@@ -55,6 +55,10 @@ final class Transfer {
             tg_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, settings.insecureSkipTLSVerify ? 0 : 2),
             "SSL_VERIFYHOST")
         if let ca = settings.caFile { try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_CAINFO, ca), "CAINFO") }
+        if let pair = settings.clientCertificate {
+            try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_SSLCERT, pair.certFile), "SSLCERT")
+            try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_SSLKEY, pair.keyFile), "SSLKEY")
+        }
         try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_USERAGENT, "tokengate"), "USERAGENT")
         try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_ACCEPT_ENCODING, ""), "ACCEPT_ENCODING")
         for h in request.headers {

@@ -180,6 +180,8 @@ from idpyoidc.server.token.jwt_token import JWTToken
 from idpyoidc.server.user_authn.user import UserAuthnMethod, UserPassJinja2
 from idpyoidc.time_util import utc_time_sans_frac
 from werkzeug.serving import WSGIRequestHandler, make_server
+
+from .mtls import METHODS as MTLS_METHODS, MutualTLSFront
 from werkzeug.wrappers import Request, Response
 
 log = logging.getLogger("authserver")
@@ -303,6 +305,10 @@ class RFC9068AccessToken(JWTToken):
         cnf = self.upstream_get("attribute", "exchange_cnf")
         if targeted is not None and cnf:
             payload["cnf"] = cnf
+        # RFC 8705 §3: minted on the TLS listener, the token is bound to the client's certificate.
+        x5t = self.upstream_get("attribute", "mtls_x5t")
+        if x5t:
+            payload["cnf"] = dict(payload.get("cnf") or {}, **{"x5t#S256": x5t})
         # Internal bookkeeping of idpyoidc, not for resource servers.
         payload.pop("token_class", None)
         return payload
@@ -756,7 +762,7 @@ class AuthServer:
                  dpop=False, dpop_algs=DPOP_ALGS, login="auto", require_par=False,
                  require_signed_request_object=False, require_pkce=False, rotate_refresh_tokens=False,
                  id_token_lifetime=300, refresh_token_lifetime=3600, par_lifetime=60, threaded=None, issuer=None,
-                 advertise_iss=True, id_token_alg="RS256"):
+                 advertise_iss=True, id_token_alg="RS256", mtls=False):
         if login not in ("auto", "form"):
             raise ValueError(f"login must be 'auto' or 'form', not {login!r}")
         self.port = port or free_port()
@@ -854,6 +860,10 @@ class AuthServer:
         self.server.authserver_keys = self.keys
         self.server.minted_audience = None  # RFC9068AccessToken: the resource / exchange target
         self.server.exchange_cnf = None  # ... and the key its proof named
+        # mtls=True: a TLS listener asking for client certificates (authserver/mtls.py); the
+        # x5t#S256 of the certificate a /token request came with, while it is served.
+        self.mtls = MutualTLSFront(self) if mtls else None
+        self.server.mtls_x5t = None
         ctx = self.server.context
         self.server.endpoint["introspection"].post_construct.append(self._introspection_claims)
         ctx.provider_info["id_token_signing_alg_values_supported"] = [a for a in algs if a != "ES256"] or list(algs)
@@ -868,6 +878,12 @@ class AuthServer:
         if login == "form":
             self._form_method.authserver = self
         self._browser_login_metadata()
+        if self.mtls is not None:
+            info = ctx.provider_info
+            info["mtls_endpoint_aliases"] = self.mtls.aliases()  # RFC 8705 §5
+            info["tls_client_certificate_bound_access_tokens"] = True  # §3.3
+            info["token_endpoint_auth_methods_supported"] = (
+                list(info.get("token_endpoint_auth_methods_supported", [])) + list(MTLS_METHODS))
         if dpop:
             self._wire_dpop()
         for cid, c in CLIENTS.items():
@@ -983,12 +999,17 @@ class AuthServer:
 
     def add_client(self, client_id, client_secret=None, scopes=("openid", "orders:read"), audience=None,
                    jwks=None, redirect_uri=None, token_endpoint_auth_method=None, access_token_format="jwt",
-                   post_logout_redirect_uri=None):
+                   post_logout_redirect_uri=None, tls_client_auth_subject_dn=None, jwks_uri=None):
         """Registers a client. jwks: its public JWK Set for private_key_jwt and for signed
         request objects (RFC 9101). access_token_format: "jwt" (RFC 9068) or "opaque" (a
         reference only introspection resolves). redirect_uri, post_logout_redirect_uri: one URL
         or a list (exact matches; the first redirect_uri is the default)."""
         redirect_uris = _as_list(redirect_uri) or [f"http://127.0.0.1:1/cb/{client_id}"]
+        if token_endpoint_auth_method in MTLS_METHODS:
+            # RFC 8705 §2: the certificate authenticates (checked by the TLS front), and
+            # idpyoidc knows the client by a secret only the front adds.
+            client_secret = self.mtls.register(client_id, token_endpoint_auth_method,
+                                               subject_dn=tls_client_auth_subject_dn, jwks_uri=jwks_uri)
         entry = {
             "client_id": client_id,
             "client_salt": secrets.token_hex(8),
@@ -1751,6 +1772,16 @@ class AuthServer:
             status, ctype, body = self.userinfo_answer
             record["status"] = status
             return Response(body, status=status, content_type=ctype)
+        try:
+            bound = json.loads(b64d(token.split(".")[1].encode())).get("cnf", {}).get("x5t#S256")
+        except Exception:  # noqa: BLE001 — opaque or malformed: idpyoidc judges it
+            bound = None
+        if bound is not None and bound != req.environ.get("authserver.x5t"):
+            # RFC 8705 §3: a certificate-bound token only with that certificate.
+            record["status"], record["error"] = 401, "certificate mismatch"
+            r = _json({"error": "invalid_token", "error_description": "not the token's certificate"}, 401)
+            r.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
+            return r
         if scheme == "DPoP" and self.userinfo_dpop_nonce is not None:
             _, claims = self._dpop_precheck(self._http_info(req))
             if claims.get("nonce") != self.userinfo_dpop_nonce:
@@ -1831,10 +1862,11 @@ class AuthServer:
             targets = req.form.getlist("resource") + req.form.getlist("audience")
             self.server.minted_audience = self.exchange_audience_override or targets or None
             self.server.exchange_cnf = self._proof_cnf(req.headers.get("DPoP")) if self.dpop else None
+        self.server.mtls_x5t = req.environ.get("authserver.x5t")
         try:
             resp = self._service(ep, req)
         finally:
-            self.server.minted_audience = self.server.exchange_cnf = None
+            self.server.minted_audience = self.server.exchange_cnf = self.server.mtls_x5t = None
         rec["status"] = resp.status_code
         if resp.status_code != 200:
             try:
@@ -1992,10 +2024,14 @@ class AuthServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"authserver-{self.port}", daemon=True)
         self._thread.start()
+        if self.mtls is not None:
+            self.mtls.start()
         return self
 
     def stop(self):
         """Stops listening: connections to the port are refused until start()."""
+        if self.mtls is not None:
+            self.mtls.stop()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()

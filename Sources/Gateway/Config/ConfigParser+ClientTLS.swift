@@ -1,0 +1,53 @@
+import Foundation
+import JOSE
+import OAuth
+import Yams
+
+/// `clients.NAME.tls`: the certificate a client presents to its AS (RFC 8705).
+extension ConfigParser {
+    /// `tls: { cert_file, key_file }` (PEM), both readable. `selfSigned`: the certificate is
+    /// also made into the JWK with `x5c` the gateway publishes (RFC 8705 §2.2).
+    static func clientTLS(_ node: Node, path p: String, selfSigned: Bool, _ r: ConfigReader) -> ClientTLS? {
+        guard let m = r.mapping(node, path: p, section: .clientTLS) else { return nil }
+        func file(_ key: String) -> (path: String, text: String)? {
+            guard let n = m[key], let s = r.string(n, path: "\(p).\(key)") else {
+                r.problem(p, node, "needs both cert_file and key_file (PEM)")
+                return nil
+            }
+            let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
+            guard let text = try? String(contentsOfFile: full, encoding: .utf8) else {
+                r.problem("\(p).\(key)", n, "cannot read \(full)")
+                return nil
+            }
+            return (full, text)
+        }
+        guard let cert = file("cert_file"), let key = file("key_file") else { return nil }
+        guard let der = firstCertificate(cert.text) else {
+            r.problem("\(p).cert_file", m["cert_file"], "holds no PEM certificate")
+            return nil
+        }
+        guard let privateKey = try? JWK(pem: key.text), privateKey.isPrivate, privateKey.kty != "oct" else {
+            r.problem("\(p).key_file", m["key_file"], "must hold a private RSA or EC key (PEM)")
+            return nil
+        }
+        var tls = ClientTLS(certFile: cert.path, keyFile: key.path)
+        if selfSigned {
+            // The certificate's key as a JWK, the certificate itself in x5c (RFC 7517 §4.7:
+            // standard base64 of the DER, not base64url).
+            var jwk = privateKey.publicJWK()
+            jwk["kid"] = .string("tls-" + Base64URL.encode(Digest.sha256.hash(der)))
+            jwk["x5c"] = .array([.string(Base64.standard(der))])
+            tls.publishedJWK = jwk
+        }
+        return tls
+    }
+
+    /// The DER of the first certificate in a PEM text.
+    static func firstCertificate(_ pem: String) -> [UInt8]? {
+        guard let begin = pem.range(of: "-----BEGIN CERTIFICATE-----"),
+            let end = pem.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<pem.endIndex)
+        else { return nil }
+        let body = pem[begin.upperBound..<end.lowerBound].filter { !$0.isWhitespace }
+        return Base64.decodeStandard(String(body))
+    }
+}
