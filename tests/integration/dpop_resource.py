@@ -7,6 +7,11 @@ seen before, and the token's cnf.jkt = the proof key's thumbprint. With `nonce` 
 demands that nonce (§9): a proof without it gets 401 `use_dpop_nonce` and `DPoP-Nonce`.
 Everything else answers 200 with the request's headers, as the echo upstream does.
 
+With `tls=(cert, key, client_ca)` it serves HTTPS and asks for a client certificate from
+`client_ca`; a token with `cnf.x5t#S256` is then taken only over a connection whose
+certificate has that thumbprint (RFC 8705 §3), and with `bearer=True` a certificate-bound
+`Bearer` token is accepted without a proof (the mutual-TLS sender constraint).
+
     rs = DPoPResource(); rs.start()
     rs.nonce = "n-1"          # nonces required from now on
     rs.checked                # one record per /api/ request: status, error, claims, method
@@ -14,6 +19,7 @@ Everything else answers 200 with the request's headers, as the echo upstream doe
 import base64
 import hashlib
 import json
+import ssl
 import threading
 import time
 
@@ -37,7 +43,9 @@ def payload(compact):
 
 
 class DPoPResource:
-    def __init__(self):
+    def __init__(self, tls=None, bearer=False):
+        self.tls = tls
+        self.bearer = bearer
         self.nonce = None
         # Set: every proof gets a nonce challenge, whatever it carries (a broken upstream).
         self.always_challenge = False
@@ -72,14 +80,18 @@ class DPoPResource:
                 if not url.path.startswith("/api/"):
                     return self.send(200, {"path": self.path, "headers": self.headers.items()})
                 # Its own URL, as a server behind a proxy knows it: from the Host it was sent.
-                origin = f"http://{self.headers.get('Host', '')}"
-                status, error, claims = outer.check(self.command, url.path, self.headers, origin=origin)
+                origin = f"{'https' if outer.tls else 'http'}://{self.headers.get('Host', '')}"
+                peer = self.connection.getpeercert(binary_form=True) if outer.tls else None
+                certificate = b64(hashlib.sha256(peer).digest()) if peer else None
+                status, error, claims = outer.check(self.command, url.path, self.headers, origin=origin,
+                                                    certificate=certificate)
                 with outer.lock:
                     outer.checked.append({"status": status, "error": error, "claims": claims,
                                           "method": self.command})
                 if status == 200:
                     return self.send(200, {"path": self.path, "headers": self.headers.items(), "proof": claims})
-                extra = [("WWW-Authenticate", f'DPoP error="{error}", algs="ES256 PS256"')]
+                scheme = "Bearer" if outer.bearer else "DPoP"
+                extra = [("WWW-Authenticate", f'{scheme} error="{error}"')]
                 if error == "use_dpop_nonce":
                     extra.append(("DPoP-Nonce", outer.nonce))
                 self.send(401, {"error": error}, extra)
@@ -89,6 +101,12 @@ class DPoPResource:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
+        if tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(tls[0], tls[1])
+            ctx.load_verify_locations(cafile=tls[2])
+            ctx.verify_mode = ssl.CERT_OPTIONAL
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
 
     def start(self):
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -98,14 +116,26 @@ class DPoPResource:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def check(self, method, path, headers, origin=None):
+    def check(self, method, path, headers, origin=None, certificate=None):
         """(status, error, proof claims) for one request, per RFC 9449 §4.3 and §7.1; `headers`
         is the request's (or a dict of lists), `origin` where the resource is served (default:
-        this server)."""
+        this server), `certificate` the x5t#S256 of the connection's client certificate."""
         if isinstance(headers, dict):
             authorization, proofs = headers.get("Authorization", []), headers.get("DPoP", [])
         else:
             authorization, proofs = headers.get_all("Authorization") or [], headers.get_all("DPoP") or []
+        if len(authorization) == 1 and authorization[0].startswith("DPoP "):
+            bound = payload(authorization[0][len("DPoP "):]).get("cnf", {}).get("x5t#S256")
+        elif self.bearer and len(authorization) == 1 and authorization[0].startswith("Bearer "):
+            # RFC 8705 §3: the mutual-TLS sender constraint, no proof.
+            bound = payload(authorization[0][len("Bearer "):]).get("cnf", {}).get("x5t#S256")
+            if bound is None or bound != certificate:
+                return 401, "invalid_token", None
+            return 200, None, None
+        else:
+            return 401, "invalid_token", None
+        if bound is not None and bound != certificate:
+            return 401, "invalid_token", None
         if len(authorization) != 1 or not authorization[0].startswith("DPoP "):
             return 401, "invalid_token", None
         token = authorization[0][len("DPoP "):]

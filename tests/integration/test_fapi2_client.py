@@ -1,35 +1,98 @@
 """The FAPI 2.0 RP test plan (`fapi2-security-profile-final-client-test-plan` of the OpenID
 conformance suite), module by module, against tokengate's `profile: fapi2` client: the suite
 itself needs Maven Central and MongoDB, so its AS faults are injected by the project's test AS
-(idpyoidc, with PAR, DPoP, PS256/ES256 keys and an RS256 "alternate" key). Each test is named
-after its module and expects the suite's outcome: the happy paths end with a DPoP-protected
-resource call from the gateway to an upstream that checks the proof (dpop_resource.py); every
-other module must end the login before the code is used or the session begins.
+(idpyoidc, with PAR, DPoP, mutual TLS, PS256/ES256 keys and an RS256 "alternate" key). Each
+test is named after its module and expects the suite's outcome: the happy paths end with a
+sender-constrained resource call from the gateway to an upstream that checks the binding (a
+DPoP proof, or the client certificate of the connection: dpop_resource.py); every other
+module must end the login before the code is used or the session begins.
 
-Variant: client authentication private_key_jwt × sender constraint dpop (the gateway supports
-no mTLS towards the AS)."""
+Every module runs in the plan's four variants: client authentication `private_key_jwt` or
+`mtls` (tls_client_auth) × sender constraint `dpop` or `mtls` (certificate-bound tokens,
+RFC 8705 §3)."""
 import time
 
 import pytest
 
-from dpop_resource import rs  # noqa: F401 (a fixture)
+from dpop_resource import DPoPResource
 from test_login import API_ROUTE_FORWARDING_TOKEN, login_env  # noqa: F401 (a fixture)
+from test_mtls import ClientPKI
+from tls_pki import make_pair
 
-FAPI_CLIENT = "    dpop: true\n    profile: fapi2"
+SUBJECT_DN = "CN=bank-web,O=Tokengate Test"
+
+
+class Variant:
+    """One of the plan's variants: client authentication × sender constraint."""
+
+    def __init__(self, auth, sender):
+        self.auth, self.sender = auth, sender
+        self.id = f"{auth}-{sender}"
+        self.dpop = sender == "dpop"
+        self.certificate = "mtls" in (auth, sender)
+
+
+VARIANTS = [Variant("private_key_jwt", "dpop"), Variant("mtls", "dpop"), Variant("private_key_jwt", "mtls"),
+            Variant("mtls", "mtls")]
+
+
+@pytest.fixture(params=VARIANTS, ids=lambda v: v.id)
+def fapi_variant(request):
+    return request.param
 
 
 @pytest.fixture
-def fapi_as(authserver_factory):
+def fapi_pki(tmp_path):
+    return ClientPKI(str(tmp_path), name="fapi-ca")
+
+
+def make_fapi_as(authserver_factory, variant, pki):
     # PS256 signs ID tokens; RS256 is the "alternate" algorithm of the invalid-alternate-alg
     # module (its key is published too). The metadata does not promise iss (RFC 9207): the
     # profile requires it anyway.
-    return authserver_factory(login="form", dpop=True, algs=("ES256", "PS256", "RS256"), require_par=True,
-                              advertise_iss=False, id_token_alg="PS256")
+    a = authserver_factory(login="form", dpop=variant.dpop, algs=("ES256", "PS256", "RS256"), require_par=True,
+                           advertise_iss=False, id_token_alg="PS256", mtls=variant.certificate)
+    a.variant = variant
+    if variant.certificate:
+        a.mtls.trust_ca(pki.crt)
+        a.mtls.bind = variant.sender == "mtls"
+        a.client_certificate = pki.issue("bank-web", "/O=Tokengate Test/CN=bank-web") + (SUBJECT_DN,)
+    return a
+
+
+@pytest.fixture
+def fapi_as(authserver_factory, fapi_variant, fapi_pki):
+    return make_fapi_as(authserver_factory, fapi_variant, fapi_pki)
+
+
+@pytest.fixture
+def rs(fapi_variant, fapi_pki, tmp_path):
+    """The resource the gateway calls: DPoP-checking, or over TLS asking for the client's
+    certificate and checking the token's binding to it."""
+    if fapi_variant.sender == "dpop":
+        r = DPoPResource().start()
+    else:
+        cert, key = make_pair(str(tmp_path), "resource", ["127.0.0.1"])
+        r = DPoPResource(tls=(cert, key, fapi_pki.crt), bearer=True).start()
+        r.server_cert = cert
+    yield r
+    r.stop()
 
 
 def fapi_env(login_env, a, rs, tmp_path, **kw):
-    return login_env(a, rs, tmp_path, extra_client=FAPI_CLIENT, extra_route=API_ROUTE_FORWARDING_TOKEN,
-                     issuer_options="profile: fapi2", assertion_audience="issuer", workers=1, **kw)
+    v = getattr(a, "variant", VARIANTS[0])
+    client = "    profile: fapi2" + ("\n    dpop: true" if v.dpop else "")
+    issuer = "profile: fapi2"
+    if v.certificate:
+        kw["client_tls"] = a.client_certificate
+        issuer += f', ca_file: "{a.mtls.cert}"'
+    if v.sender == "mtls":
+        crt, key, _ = a.client_certificate
+        rs.gateway_upstream = (f'{{ url: "https://127.0.0.1:{rs.port}", tls: {{ ca_file: "{rs.server_cert}", '
+                               f'cert_file: "{crt}", key_file: "{key}" }} }}')
+    return login_env(a, rs, tmp_path, auth="tls_client_auth" if v.auth == "mtls" else "private_key_jwt",
+                     extra_client=client, extra_route=API_ROUTE_FORWARDING_TOKEN, issuer_options=issuer,
+                     assertion_audience="issuer", workers=1, **kw)
 
 
 def resource_calls(rs):
@@ -56,16 +119,29 @@ def happy(e, rs):
 
 
 def test_happy_path(login_env, fapi_as, rs, tmp_path):
-    """DPoP nonces at the AS (token endpoint) and at the resource, as the suite uses them."""
-    fapi_as.token_dpop_nonce = "as-nonce-1"
-    rs.nonce = "rs-nonce-1"
+    """With DPoP: nonces at the AS (token endpoint) and at the resource, as the suite uses
+    them. With mutual TLS: the token is bound to the client's certificate, which the resource
+    checks on its connection from the gateway."""
+    v = fapi_as.variant
+    if v.dpop:
+        fapi_as.token_dpop_nonce = "as-nonce-1"
+        rs.nonce = "rs-nonce-1"
     e = fapi_env(login_env, fapi_as, rs, tmp_path)
     r = e.login("/api/accounts")
     assert r.status_code == 200, (r.text, e.gw.output()[-3000:])
-    assert resource_calls(rs) == [(401, "use_dpop_nonce"), (200, None)]
-    assert r.json()["proof"]["nonce"] == "rs-nonce-1"
     token_calls = [(t["grant_type"], t["status"], t["error"]) for t in fapi_as.token_requests]
-    assert token_calls == [("authorization_code", 400, "use_dpop_nonce"), ("authorization_code", 200, None)]
+    if v.dpop:
+        assert resource_calls(rs) == [(401, "use_dpop_nonce"), (200, None)]
+        assert r.json()["proof"]["nonce"] == "rs-nonce-1"
+        assert token_calls == [("authorization_code", 400, "use_dpop_nonce"), ("authorization_code", 200, None)]
+        assert fapi_as.last_headers("/token").get("dpop")
+    else:
+        assert resource_calls(rs) == [(200, None)]
+        assert token_calls == [("authorization_code", 200, None)]
+    if v.certificate:
+        # The aliases were called, each with the client's certificate.
+        assert {r["path"] for r in fapi_as.mtls.requests} >= {"/par", "/token"}
+        assert fapi_as.mtls.refusals == []
     # Pushed (PAR) and signed (JAR), with PKCE S256 and the Message Signing limits (FAPI2MS
     # §5.3.1: nbf present, exp − nbf ≤ 60 min, aud the issuer as a string).
     pushed = [o for o in fapi_as.request_objects if o["via"] == "par" and o["error"] is None]
@@ -74,7 +150,6 @@ def test_happy_path(login_env, fapi_as, rs, tmp_path):
     assert c["code_challenge_method"] == "S256" and c["code_challenge"]
     assert "nbf" in c and 0 < c["exp"] - c["nbf"] <= 3600 and c["aud"] == fapi_as.issuer
     assert pushed[0]["header"]["alg"] in ("PS256", "ES256", "EdDSA")
-    assert fapi_as.last_headers("/token").get("dpop")
 
 
 def test_happy_path_no_dpop_nonce(login_env, fapi_as, rs, tmp_path):
@@ -153,13 +228,18 @@ def test_remove_authorization_response_iss(login_env, fapi_as, rs, tmp_path):
     assert "unexpected server" in r.text
 
 
-def test_without_the_profile_a_missing_iss_follows_the_metadata(login_env, fapi_as, rs, tmp_path):
+def test_without_the_profile_a_missing_iss_follows_the_metadata(login_env, authserver_factory, fapi_pki, tmp_path):
     """The contrast: the same client without profile: fapi2 takes a response without iss when
     the AS never promised one (RFC 9207 §2.4)."""
-    e = login_env(fapi_as, rs, tmp_path, extra_client="    dpop: true", extra_route=API_ROUTE_FORWARDING_TOKEN,
+    a = make_fapi_as(authserver_factory, VARIANTS[0], fapi_pki)
+    rs = DPoPResource().start()
+    e = login_env(a, rs, tmp_path, extra_client="    dpop: true", extra_route=API_ROUTE_FORWARDING_TOKEN,
                   issuer_options="profile: fapi2", workers=1)
-    r = e.get(edit_query(e.to_callback("/api/accounts"), "iss", None))
-    assert r.status_code == 302, r.text
+    try:
+        r = e.get(edit_query(e.to_callback("/api/accounts"), "iss", None))
+        assert r.status_code == 302, r.text
+    finally:
+        rs.stop()
 
 
 def test_ensure_authorization_response_with_invalid_state_fails(login_env, fapi_as, rs, tmp_path):
@@ -181,7 +261,7 @@ def test_token_endpoint_response_without_expires_in(login_env, fapi_as, rs, tmp_
     happy(fapi_env(login_env, fapi_as, rs, tmp_path), rs)
 
 
-@pytest.mark.parametrize("said", ["dpop", "DPOP"])
-def test_token_type_case_insensitivity(login_env, fapi_as, rs, tmp_path, said):
-    fapi_as.token_response_fault = {"token_type": said}
+@pytest.mark.parametrize("case", [str.lower, str.upper], ids=["lower", "upper"])
+def test_token_type_case_insensitivity(login_env, fapi_as, rs, tmp_path, case):
+    fapi_as.token_response_fault = {"token_type": case("DPoP" if fapi_as.variant.dpop else "Bearer")}
     happy(fapi_env(login_env, fapi_as, rs, tmp_path), rs)

@@ -11,11 +11,17 @@ from urllib.parse import quote
 import pytest
 
 from dpop_resource import rs  # noqa: F401 (a fixture)
-from test_fapi2_client import expect_refused, fapi_as, happy, resource_calls  # noqa: F401 (fapi_as: a fixture)
+from test_fapi2_client import VARIANTS, expect_refused, fapi_as, fapi_pki, resource_calls  # noqa: F401 (fixtures)
 from test_login import API_ROUTE_FORWARDING_TOKEN, login_env  # noqa: F401 (a fixture)
 from authserver.server import redirect_params
 
 JARM_CLIENT = "    dpop: true\n    profile: fapi2\n    response_mode: jwt"
+
+
+@pytest.fixture
+def fapi_variant():
+    """JARM is independent of the sender constraint: the private_key_jwt × dpop variant."""
+    return VARIANTS[0]
 
 
 def jarm_env(login_env, a, rs, tmp_path, **kw):

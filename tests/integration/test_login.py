@@ -50,7 +50,8 @@ class LoginEnv:
         (a second replica of the same gateway). tls: (cert, key) for a TLS listener (h2 and
         http/1.1 in ALPN); the public URL is then https. client_tls: (cert, key, subject DN)
         the client presents to the AS (`clients.web.tls`, RFC 8705); the DN is what a
-        tls_client_auth client is registered with."""
+        tls_client_auth client is registered with. An upstream with a `gateway_upstream`
+        attribute is configured by it (an `upstreams.app` mapping) instead of by its port."""
         self.a = a
         self.gw = Gateway("")  # for its port: the redirect URI names it
         base = public_base or f"{'https' if tls else 'http'}://127.0.0.1:{self.gw.port}"
@@ -94,7 +95,7 @@ clients:
     post_logout_redirect_uri: {base}/bye
 {extra_client}
 upstreams:
-  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+  app: {getattr(upstream, "gateway_upstream", None) or f'{{ url: "http://127.0.0.1:{upstream.port}" }}'}
 routes:
   - name: bye
     match: {{ path: /bye }}

@@ -10,8 +10,9 @@ for a certificate. The metadata names its endpoints as `mtls_endpoint_aliases` (
   which knows such a client by an internal secret the front adds; on the plain listener, or
   without the certificate, it is refused with 401 invalid_client.
 - **Binding (§3).** A request on this listener carries its certificate's `x5t#S256` in the
-  WSGI environ (`authserver.x5t`); the AS puts it into the `cnf` of the access tokens it
-  mints there, whatever the client authentication, and the userinfo endpoint checks it.
+  WSGI environ (`authserver.x5t`); while `bind` is set (the default) the AS puts it into the
+  `cnf` of the access tokens it mints there, whatever the client authentication, and the
+  userinfo endpoint checks it.
 
 Python's ssl cannot take an unknown certificate and decide later: a self-signed client
 certificate is added to the trust store when the client is registered (`trust_certificate`),
@@ -58,6 +59,9 @@ class MutualTLSFront:
         self.ctx.load_cert_chain(self.cert, self.key)
         self.ctx.verify_mode = ssl.CERT_OPTIONAL
         self.clients = {}  # client_id -> {"method", "subject_dn", "jwks_uri", "secret", "certificates"}
+        # False: the certificate authenticates, but tokens are not bound to it (the plan's
+        # mtls × dpop variant).
+        self.bind = True
         self.refusals = []  # {"client_id", "path", "why"} of every refused client authentication
         self.requests = []  # {"path", "x5t"} of every request on this listener
         self._httpd = None

@@ -1862,7 +1862,7 @@ class AuthServer:
             targets = req.form.getlist("resource") + req.form.getlist("audience")
             self.server.minted_audience = self.exchange_audience_override or targets or None
             self.server.exchange_cnf = self._proof_cnf(req.headers.get("DPoP")) if self.dpop else None
-        self.server.mtls_x5t = req.environ.get("authserver.x5t")
+        self.server.mtls_x5t = req.environ.get("authserver.x5t") if self.mtls and self.mtls.bind else None
         try:
             resp = self._service(ep, req)
         finally:
