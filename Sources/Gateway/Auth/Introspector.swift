@@ -18,6 +18,8 @@ final class Introspector {
     private var waiting: [String: [(Answer) -> Void]] = [:]
     /// Endpoints learned from discovery metadata, by issuer name.
     var discoveredEndpoints: [String: String] = [:]
+    /// The same endpoints' `mtls_endpoint_aliases` (RFC 8705 §5), for a client with a certificate.
+    var discoveredMTLSEndpoints: [String: String] = [:]
     /// An issuer's current keys, by name: what signed answers (RFC 9701) are verified with.
     var keys: ((String) -> JWKSet?)?
     private(set) var requests = 0
@@ -60,7 +62,10 @@ final class Introspector {
             waiting[key]!.append(done)
             return
         }
-        guard let endpoint = config.endpoint ?? discoveredEndpoints[issuer.name] else {
+        guard
+            let endpoint = config.endpoint
+                ?? (config.client.tls == nil ? discoveredEndpoints : discoveredMTLSEndpoints)[issuer.name]
+        else {
             done(.unavailable("no introspection endpoint known for \(issuer.name)"))
             return
         }
@@ -117,7 +122,7 @@ final class Introspector {
             url: endpoint, body: Array(body.utf8),
             headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: \(accept)"] + credentials.headers,
             bound: CallBounds.introspection, maxResponseBytes: 64 << 10)
-        fetcher(issuer.name, caFile: caFile).fetch(request) { [weak self] result in
+        fetcher(issuer.name, caFile: caFile, client: config.client).fetch(request) { [weak self] result in
             guard let self else { return }
             let now = self.wallClock.seconds
             var answer = (try? result.get())?.body ?? []
@@ -183,10 +188,13 @@ final class Introspector {
         for w in waiters { w(answer) }
     }
 
-    private func fetcher(_ issuer: String, caFile: String?) -> HTTPFetcher {
-        if let f = fetchers[issuer] { return f }
-        let f = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: caFile))
-        fetchers[issuer] = f
+    /// Per issuer, and per client for a client with a certificate (RFC 8705): connections made
+    /// with one certificate are never reused for another client.
+    private func fetcher(_ issuer: String, caFile: String?, client: ClientConfig) -> HTTPFetcher {
+        let name = client.tls == nil ? issuer : issuer + "\u{0}" + client.name
+        if let f = fetchers[name] { return f }
+        let f = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: caFile, clientCertificate: client.tls?.files))
+        fetchers[name] = f
         return f
     }
 }

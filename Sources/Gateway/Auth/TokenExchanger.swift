@@ -35,6 +35,8 @@ final class TokenExchanger {
     private var tables: [Int: Table] = [:]
     /// Token endpoints learned from discovery metadata, by issuer name.
     var discoveredEndpoints: [String: String] = [:]
+    /// The same endpoints' `mtls_endpoint_aliases` (RFC 8705 §5), for a client with a certificate.
+    var discoveredMTLSEndpoints: [String: String] = [:]
     /// Exchanges asked of an AS (not answered from a cache), for metrics and tests.
     private(set) var requests = 0
     /// The key DPoP-bound exchanged tokens are bound to (`token_exchange.dpop`): the
@@ -88,7 +90,10 @@ final class TokenExchanger {
             table.waiting[subjectToken]!.append(done)
             return
         }
-        guard let endpoint = config.endpoint ?? discoveredEndpoints[config.issuer] else {
+        guard
+            let endpoint = config.endpoint
+                ?? (config.client.tls == nil ? discoveredEndpoints : discoveredMTLSEndpoints)[config.issuer]
+        else {
             done(.unavailable("no token endpoint known for \(config.issuer)"))
             return
         }
@@ -157,7 +162,7 @@ final class TokenExchanger {
         let request = FetchRequest(
             url: endpoint, body: Array(FormEncoding.body(form).utf8), headers: headers,
             bound: CallBounds.tokenExchange, maxResponseBytes: 64 << 10)
-        fetcher(config.issuer, caFile: config.caFile).fetch(request) { [weak self] result in
+        fetcher(config.issuer, caFile: config.caFile, client: config.client).fetch(request) { [weak self] result in
             guard let self else { return }
             let now = self.wallClock.seconds
             let outcome: Outcome
@@ -222,10 +227,11 @@ final class TokenExchanger {
         for w in waiters { w(outcome) }
     }
 
-    private func fetcher(_ issuer: String, caFile: String?) -> HTTPFetcher {
-        let name = issuer + "\u{0}" + (caFile ?? "")
+    /// Per issuer and CA file, and per client for a client with a certificate (RFC 8705).
+    private func fetcher(_ issuer: String, caFile: String?, client: ClientConfig) -> HTTPFetcher {
+        let name = issuer + "\u{0}" + (caFile ?? "") + (client.tls == nil ? "" : "\u{0}" + client.name)
         if let f = fetchers[name] { return f }
-        let f = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: caFile))
+        let f = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: caFile, clientCertificate: client.tls?.files))
         fetchers[name] = f
         return f
     }

@@ -73,6 +73,9 @@ struct ClientTLS: Sendable {
     /// `self_signed_tls_client_auth`: the certificate as a JWK with `x5c`, published in the
     /// gateway's JWKS for the AS to match (RFC 8705 §2.2).
     var publishedJWK: JSONObject?
+
+    /// What curl presents (FetchSettings.clientCertificate).
+    var files: (certFile: String, keyFile: String) { (certFile, keyFile) }
 }
 
 /// How a client runs the login round-trip (OIDC code flow with PKCE, RFC 9101 / 9126).

@@ -157,7 +157,7 @@ final class AuthorizationServerClient {
         let f = HTTPFetcher(
             loop: loop,
             settings: FetchSettings(
-                caFile: issuer.caFile, clientCertificate: client.tls.map { ($0.certFile, $0.keyFile) }))
+                caFile: issuer.caFile, clientCertificate: client.tls?.files))
         fetchers[name] = f
         return f
     }

@@ -162,6 +162,9 @@ final class IssuerKeyService {
             w.loop.execute {
                 w.tokens.introspector.discoveredEndpoints[name] = metadata.introspectionEndpoint
                 w.exchanger.discoveredEndpoints[name] = metadata.tokenEndpoint
+                let aliased = metadata.usingMTLSAliases()
+                w.tokens.introspector.discoveredMTLSEndpoints[name] = aliased.introspectionEndpoint
+                w.exchanger.discoveredMTLSEndpoints[name] = aliased.tokenEndpoint
                 w.login.providerMetadata[name] = metadata
             }
         }

@@ -1,7 +1,7 @@
 """Mutual TLS towards the AS (RFC 8705) end to end: a login client that presents a certificate
 (`clients.web.tls`) authenticates with it (`tls_client_auth`, `self_signed_tls_client_auth`)
 at the AS's `mtls_endpoint_aliases`, and gets access tokens bound to it (`cnf.x5t#S256`),
-also after a refresh. The AS is the project's test AS with its TLS front (authserver/mtls.py);
+also after a refresh; an introspection client authenticates with its certificate too. The AS is the project's test AS with its TLS front (authserver/mtls.py);
 certificates come from a CA made with `openssl` (test_mtls.ClientPKI) or are self-signed."""
 import base64
 import json
@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-from conftest import sleep_into_second
+from conftest import Gateway, sleep_into_second
 from test_login import API_ROUTE_FORWARDING_TOKEN, LoginEnv, login_env  # noqa: F401 (a fixture)
 from test_mtls import ClientPKI, x5t
 from tls_pki import make_pair
@@ -151,3 +151,75 @@ def test_a_bound_token_without_its_certificate_is_refused_at_userinfo(login_env,
     ok = requests.get(mtls_as.mtls.url + "/userinfo", headers={"Authorization": f"Bearer {token}"},
                       verify=mtls_as.mtls.cert, cert=(crt, key), timeout=5)
     assert ok.status_code == 200, ok.text
+
+
+# --- introspection with a mutual-TLS client ---------------------------------------------------
+
+OPAQUE_SECRET = "opq-secret-0123456789abcdef0123456789ab"
+
+
+def introspecting_gateway(a, upstream, crt, key):
+    return Gateway(f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 1
+clients:
+  gw: {{ client_id: tokengate, auth: tls_client_auth, tls: {{ cert_file: "{crt}", key_file: "{key}" }} }}
+issuers:
+  as1:
+    issuer: "{a.issuer}"
+    discovery: true
+    audiences: [api]
+    algorithms: [ES256]
+    ca_file: "{a.mtls.cert}"
+    introspection: {{ client: gw }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+routes:
+  - {{ name: orders, match: {{ path_prefix: /api/ }}, upstream: app, auth: bearer, issuers: [as1] }}
+""")
+
+
+@pytest.mark.parametrize("subject,expected", [(SUBJECT, 200), ("/O=Tokengate Test/CN=mallory", 503)],
+                         ids=["its-certificate", "another-subject"])
+def test_introspection_authenticates_with_the_certificate(authserver_factory, pki, upstream, subject, expected):
+    """The gateway's introspection client is tls_client_auth: the alias is called with the
+    certificate, and a certificate with another subject gets no answer (503, nothing cached)."""
+    a = mtls_authserver(authserver_factory, pki)
+    a.add_client("opq", client_secret=OPAQUE_SECRET, scopes=["orders:read"], audience=["api"],
+                 access_token_format="opaque")
+    a.add_client("tokengate", token_endpoint_auth_method="tls_client_auth", tls_client_auth_subject_dn=SUBJECT_DN,
+                 scopes=["openid"])
+    crt, key = pki.issue("gw", subject)
+    g = introspecting_gateway(a, upstream, crt, key)
+    g.start()
+    try:
+        token = a.client_credentials_token("opq", scope="orders:read", secret=OPAQUE_SECRET)["access_token"]
+        r = requests.get(g.url("/api/orders/1"), headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        assert r.status_code == expected, r.text + g.output()[-2000:]
+        assert ("/introspection", x5t(crt)) in [(q["path"], q["x5t"]) for q in a.mtls.requests]
+        if expected == 503:
+            assert a.mtls.refusals[-1]["path"] == "/introspection"
+    finally:
+        g.stop()
+
+
+def test_token_exchange_authenticates_with_the_certificate(authserver_factory, pki, upstream):
+    """RFC 8693 at the token endpoint's alias, by a tls_client_auth client: the exchanged token
+    the upstream gets is bound to the gateway's certificate."""
+    from test_token_exchange import TARGET, config as exchange_config, get, upstream_authorization
+    a = mtls_authserver(authserver_factory, pki)
+    a.add_client("tokengate", token_endpoint_auth_method="tls_client_auth", tls_client_auth_subject_dn=SUBJECT_DN,
+                 scopes=["openid", "orders:read"])
+    crt, key = pki.issue("gw", SUBJECT)
+    block = f'auth: tls_client_auth, tls: {{ cert_file: "{crt}", key_file: "{key}" }}'
+    text = exchange_config(a, block, f"resource: {TARGET}, scope: orders:read", upstream.port, workers=1)
+    g = Gateway(text.replace("algorithms: [ES256]", f'algorithms: [ES256]\n    ca_file: "{a.mtls.cert}"', 1))
+    g.start()
+    try:
+        r = get(g, a.code_flow()["access_token"])
+        assert r.status_code == 200, r.text + g.output()[-2000:]
+        assert claims(upstream_authorization(r))["cnf"] == {"x5t#S256": x5t(crt)}
+        assert ("/token", x5t(crt)) in [(q["path"], q["x5t"]) for q in a.mtls.requests]
+    finally:
+        g.stop()
