@@ -1,3 +1,5 @@
+import Foundation
+import JOSE
 import Testing
 
 @testable import Gateway
@@ -155,5 +157,31 @@ struct DPoPConfigTests {
         #expect(
             RequestOrigin.select(publicURLs: [], scheme: "http", host: "api.example.com", fromTrustedProxy: false)
                 == nil)
+    }
+
+    /// `dpop.key_file`: one key for the gateway's own proofs, the same on every replica.
+    @Test func theGatewaysDPoPKeyComesFromKeyFile() throws {
+        let path = NSTemporaryDirectory() + "tg-dpop-key-\(getpid()).jwk"
+        let jwk = try JWK.generate(for: .ES256, kid: "dpop-1").privateJWK()
+        _ = FileManager.default.createFile(atPath: path, contents: Data(JSONSerializer.serialize(.object(jwk)).utf8))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let withKey = base.replacingOccurrences(
+            of: "replay_cache_entries: 5000", with: "replay_cache_entries: 5000, key_file: \(path)")
+        let a = try parse(withKey).get()
+        let b = try parse(withKey).get()
+        #expect(a.dpop.proofKey?.alg == .ES256)
+        // Two configs (two replicas) sign with one key: the same jkt.
+        #expect(a.dpopProofSigner?.jkt != nil && a.dpopProofSigner?.jkt == b.dpopProofSigner?.jkt)
+        // Without it: the process's key.
+        #expect(try parse(base).get().dpopProofSigner?.jkt == GatewayConfig.processDPoPSigner?.jkt)
+        let rsAlg = base.replacingOccurrences(
+            of: "replay_cache_entries: 5000", with: "replay_cache_entries: 5000, key_file: \(path), alg: RS256")
+        #expect(problems(rsAlg).contains("dpop.alg: RS256 does not fit the key"), "\(problems(rsAlg))")
+        let algOnly = base.replacingOccurrences(
+            of: "replay_cache_entries: 5000", with: "replay_cache_entries: 5000, alg: ES256")
+        #expect(problems(algOnly).contains("dpop.alg: needs key_file"))
+        let missing = base.replacingOccurrences(
+            of: "replay_cache_entries: 5000", with: "replay_cache_entries: 5000, key_file: /nonexistent.jwk")
+        #expect(problems(missing).contains("dpop.key_file: cannot read"))
     }
 }

@@ -159,3 +159,28 @@ def test_htu_names_the_host_the_upstream_is_sent(login_env, dpop_as, rs, tmp_pat
     r = e.login("/api/me")
     assert r.status_code == 200, r.text
     assert r.json()["proof"]["htu"] == "http://api.internal/api/me"
+
+
+@pytest.mark.parametrize("shared_key", [True, False], ids=["one-key-file", "a-key-each"])
+def test_replicas_forward_each_others_session_tokens_with_one_dpop_key(login_env, dpop_as, rs, tmp_path,
+                                                                        shared_key):
+    """Two replicas share sessions (one session key). The session token is bound to the key of
+    the replica that logged in; the other replica's proofs pass the resource's cnf.jkt check
+    only when both sign with `dpop.key_file`: with a random key each, the resource refuses."""
+    import subprocess
+    from conftest import BIN
+    key = tmp_path / "dpop.jwk"
+    subprocess.run([BIN, "keys", "generate", "--alg", "ES256", "--kid", "dpop-1", "--out", str(key)],
+                   capture_output=True, check=True)
+    top = f'dpop: {{ key_file: "{key}" }}' if shared_key else ""
+    a = env_for(login_env, dpop_as, rs, tmp_path, extra_top=top)
+    (tmp_path / "b").mkdir()
+    b = env_for(login_env, dpop_as, rs, tmp_path / "b", extra_top=top, share_client_of=a)
+    assert a.login("/api/me").status_code == 200
+    r = a.browser.get(b.url("/api/me"), headers=HTML, allow_redirects=False, timeout=10)
+    if shared_key:
+        assert r.status_code == 200, r.text
+        assert api_checks(rs) == [(200, None), (200, None)]
+    else:
+        assert r.status_code == 401 and api_checks(rs) == [(200, None), (401, "invalid_token")]
+        assert b.gw.logged("dpop.key_file is not set")

@@ -39,9 +39,9 @@ final class TokenExchanger {
     var discoveredMTLSEndpoints: [String: String] = [:]
     /// Exchanges asked of an AS (not answered from a cache), for metrics and tests.
     private(set) var requests = 0
-    /// The key DPoP-bound exchanged tokens are bound to (`token_exchange.dpop`): the
-    /// process's own, as for logins with `dpop: true` (ES256 always fits it).
-    let proofSigner = try? DPoPProofSigner(key: ProcessSecrets.dpopKey, alg: .ES256)
+    /// The key DPoP-bound exchanged tokens are bound to (`token_exchange.dpop`), as for logins
+    /// with `dpop: true` and proofs sent upstream: `dpop.key_file`, or the process's.
+    private(set) var proofSigner = GatewayConfig.processDPoPSigner
 
     /// An exchanged token with the Authorization value it goes upstream with, and until
     /// when it is handed out (its expiry less the route's margin).
@@ -66,6 +66,7 @@ final class TokenExchanger {
     /// A new config: what was exchanged under the old one is not used under the new one.
     func apply(_ config: GatewayConfig) {
         tables = [:]
+        proofSigner = config.dpopProofSigner
         shared?.sealer = CookieSealer(sessionKeysOf: config)
     }
 

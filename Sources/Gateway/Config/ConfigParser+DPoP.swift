@@ -90,6 +90,18 @@ extension ConfigParser {
                 d.nonceLifetime = v
             }
         }
+        if let n = m["key_file"], let file = r.string(n, path: "dpop.key_file") {
+            let (key, alg) = clientKey(file: file, node: n, algNode: m["alg"], path: "dpop", r)
+            if let key, let alg {
+                if (try? DPoPProofSigner(key: key, alg: alg)) != nil {
+                    d.proofKey = (key, alg)
+                } else {
+                    r.problem("dpop.key_file", n, "cannot sign DPoP proofs with \(alg.rawValue) (RFC 9449 §4.2)")
+                }
+            }
+        } else if let n = m["alg"] {
+            r.problem("dpop.alg", n, "needs key_file (the algorithm of the gateway's DPoP key)")
+        }
         if let n = m["replay_cache_entries"], let s = r.string(n, path: "dpop.replay_cache_entries") {
             if let v = Int(s), v >= 1000, v <= 100_000_000 {
                 d.replayCacheEntries = v

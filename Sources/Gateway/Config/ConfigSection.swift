@@ -69,7 +69,11 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .tracing: ["otlp_endpoint", "service_name", "sample_ratio", "headers", "incoming", "timeout", "ca_file"]
         case .tokenCache: ["entries", "ttl"]
         case .store: ["url", "prefix"]
-        case .dpop: ["nonce_keys", "nonce_keys_file", "nonce_lifetime", "replay_cache_entries", "on_store_failure"]
+        case .dpop:
+            [
+                "nonce_keys", "nonce_keys_file", "nonce_lifetime", "replay_cache_entries", "on_store_failure",
+                "key_file", "alg"
+            ]
         case .session:
             [
                 "keys", "keys_file", "cookie_name", "secure_cookie", "idle_timeout", "absolute_timeout",

@@ -296,4 +296,20 @@ struct DPoPSettings: Sendable {
     /// is never accepted) or accept the proof unchecked for replay (availability first; logged
     /// and counted).
     var failOpenOnStoreFailure = false
+    /// `key_file`: the key of the gateway's own DPoP proofs (logins with `dpop: true`, token
+    /// exchange, proofs sent upstream) and its algorithm. Nil: a random ES256 key per process,
+    /// which replicas sharing sessions cannot use (another replica's proofs would not match
+    /// the session token's `cnf.jkt`).
+    var proofKey: (key: JWK, alg: JWSAlgorithm)?
+}
+
+extension GatewayConfig {
+    /// What signs the gateway's own DPoP proofs: `dpop.key_file`, or the process's key.
+    var dpopProofSigner: DPoPProofSigner? {
+        if let (key, alg) = dpop.proofKey { return try? DPoPProofSigner(key: key, alg: alg) }
+        return Self.processDPoPSigner
+    }
+
+    /// The process's random key (ES256 always fits it).
+    static var processDPoPSigner: DPoPProofSigner? { try? DPoPProofSigner(key: ProcessSecrets.dpopKey, alg: .ES256) }
 }

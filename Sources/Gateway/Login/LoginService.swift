@@ -89,8 +89,8 @@ final class LoginService {
         var dpop: DPoPProofSigner?
         if client.login.dpop {
             // A key of its own (not the client's signing key): proofs and request objects
-            // are different jobs. ES256 always fits it, so this cannot fail.
-            dpop = try? DPoPProofSigner(key: ProcessSecrets.dpopKey, alg: .ES256)
+            // are different jobs. `dpop.key_file`, or the process's.
+            dpop = config.dpopProofSigner
         }
         return .init(client: client, issuer: issuer, dpop: dpop)
     }

@@ -57,6 +57,15 @@ public final class GatewayServer {
                 "session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)"
             )
         }
+        if config.dpop.proofKey == nil && !config.session.keys.isEmpty
+            && config.clients.values.contains(where: { $0.login.dpop })
+        {
+            // Shared session keys mean replicas: each would sign with its own random DPoP key,
+            // and the others' session tokens (bound to one key's jkt) would not go upstream.
+            log.warning(
+                "dpop.key_file is not set: this process's DPoP key is random; replicas sharing sessions need one key_file"
+            )
+        }
         // Compiled once; every worker reads the same one.
         let router = Router(routes: config.routes)
         // limits.max_connections is per process: one count for every worker's listeners.
