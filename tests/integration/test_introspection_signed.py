@@ -74,3 +74,16 @@ def test_a_plain_json_answer_is_refused(signed, monkeypatch):
     r = get(g, token(a))
     assert r.status_code == 503, r.text
     assert g.logged("signed introspection answer refused")
+
+
+def test_an_answer_signed_with_a_rotated_in_key_gets_one_refetch(signed):
+    """The AS rotates its signing key after the gateway loaded the JWKS: the answer names a
+    kid the gateway does not hold yet, so the keys are fetched again once and the answer
+    verifies — as for a token signed with a new key."""
+    a, g = signed
+    assert get(g, token(a)).status_code == 200
+    fetched = a.hits.get("/jwks.json", 0)
+    a.rotate_key("ES256", keep_old=True)
+    r = get(g, token(a))
+    assert r.status_code == 200, r.text + g.output()[-2000:]
+    assert a.hits.get("/jwks.json", 0) == fetched + 1

@@ -48,7 +48,7 @@ final class AccessTokenValidator {
         cache = ValidatedTokenCache(capacity: cacheCapacity, ttl: 120)
         introspector = Introspector(loop: loop, wallClock: wallClock, shared: sharedIntrospection)
         // A new key set for an issuer: tokens verified with the old one are verified again.
-        introspector.keys = { [issuerKeys] in issuerKeys[issuer: $0] }
+        introspector.keys = issuerKeys
         issuerKeys.onUpdate = { [unowned self] _ in
             self.cache = ValidatedTokenCache(capacity: self.cache.capacity, ttl: self.cache.ttl)
             self.generation += 1

@@ -20,8 +20,9 @@ final class Introspector {
     var discoveredEndpoints: [String: String] = [:]
     /// The same endpoints' `mtls_endpoint_aliases` (RFC 8705 §5), for a client with a certificate.
     var discoveredMTLSEndpoints: [String: String] = [:]
-    /// An issuer's current keys, by name: what signed answers (RFC 9701) are verified with.
-    var keys: ((String) -> JWKSet?)?
+    /// The issuers' current keys: what signed answers (RFC 9701) are verified with; an answer
+    /// signed with a key not yet held gets one refetch, as a token would.
+    var keys: IssuerKeyResolver?
     private(set) var requests = 0
 
     init(loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil) {
@@ -124,55 +125,80 @@ final class Introspector {
             bound: CallBounds.introspection, maxResponseBytes: 64 << 10)
         fetcher(issuer.name, caFile: caFile, client: config.client).fetch(request) { [weak self] result in
             guard let self else { return }
-            let now = self.wallClock.seconds
-            var answer = (try? result.get())?.body ?? []
-            if case .success(let resp) = result, resp.status == 200, config.signed {
-                switch self.unwrapSigned(resp.body, issuer: issuer, config: config, now: now) {
-                case .success(let inner): answer = inner
+            guard case .success(let resp) = result, resp.status == 200, config.signed else {
+                self.conclude(result, answer: (try? result.get())?.body ?? [], key, sharedKey, issuer, config)
+                return
+            }
+            self.unwrapSigned(resp.body, issuer: issuer, config: config) { unwrapped in
+                switch unwrapped {
+                case .success(let inner): self.conclude(result, answer: inner, key, sharedKey, issuer, config)
                 case .failure(let refused):
-                    self.finish(key, .unavailable(refused.reason), until: nil, now: now)
-                    return
+                    self.finish(key, .unavailable(refused.reason), until: nil, now: self.wallClock.seconds)
                 }
             }
-            switch result {
-            case .success(let resp) where resp.status == 200 && IntrospectionResponse.isResponse(answer):
-                let verdict = IntrospectionResponse.judge(
-                    answer, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
-                let until: Int64
-                switch verdict {
-                case .active(let t): until = min(t.expiresAt, now + Int64(config.cacheTTL))
-                case .inactive: until = now + Int64(config.negativeTTL)
-                }
-                self.shared?.put(sharedKey, body: answer, until: until, now: now)
-                self.finish(key, .verdict(verdict), until: until, now: now)
-            case .success(let resp):
-                // An AS error, or a 200 that is no introspection response, is not an answer
-                // about the token: nothing is cached.
-                let what = resp.status == 200 ? "200 without a JSON object with active" : "\(resp.status)"
-                self.finish(key, .unavailable("introspection endpoint answered \(what)"), until: nil, now: now)
-            case .failure(let e):
-                self.finish(key, .unavailable("introspection failed: \(e.description)"), until: nil, now: now)
+        }
+    }
+
+    /// The verdict of an answer (the RFC 7662 JSON), to the waiters and the caches.
+    private func conclude(
+        _ result: Result<FetchResponse, FetchError>, answer: [UInt8], _ key: String, _ sharedKey: String,
+        _ issuer: IssuerPolicy, _ config: IntrospectionConfig
+    ) {
+        let now = wallClock.seconds
+        switch result {
+        case .success(let resp) where resp.status == 200 && IntrospectionResponse.isResponse(answer):
+            let verdict = IntrospectionResponse.judge(
+                answer, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
+            let until: Int64
+            switch verdict {
+            case .active(let t): until = min(t.expiresAt, now + Int64(config.cacheTTL))
+            case .inactive: until = now + Int64(config.negativeTTL)
             }
+            shared?.put(sharedKey, body: answer, until: until, now: now)
+            finish(key, .verdict(verdict), until: until, now: now)
+        case .success(let resp):
+            // An AS error, or a 200 that is no introspection response, is not an answer
+            // about the token: nothing is cached.
+            let what = resp.status == 200 ? "200 without a JSON object with active" : "\(resp.status)"
+            finish(key, .unavailable("introspection endpoint answered \(what)"), until: nil, now: now)
+        case .failure(let e):
+            finish(key, .unavailable("introspection failed: \(e.description)"), until: nil, now: now)
         }
     }
 
     /// The RFC 7662 JSON of a signed answer (RFC 9701), or why it is no answer: signed by the
     /// issuer's keys, for this gateway's client. A forged or misaddressed answer says nothing
-    /// about the token, so it is the endpoint failing (503), never cached.
-    private func unwrapSigned(_ body: [UInt8], issuer: IssuerPolicy, config: IntrospectionConfig, now: Int64)
-        -> Result<[UInt8], SignedAnswerRefused>
-    {
-        guard let keys = keys?(issuer.name) else {
-            return .failure(SignedAnswerRefused(reason: "no keys of \(issuer.name) to verify the answer"))
+    /// about the token, so it is the endpoint failing (503), never cached. A `kid` not held yet
+    /// (the AS has just rotated) gets one refetch of the issuer's keys first.
+    private func unwrapSigned(
+        _ body: [UInt8], issuer: IssuerPolicy, config: IntrospectionConfig,
+        done: @escaping (Result<[UInt8], SignedAnswerRefused>) -> Void
+    ) {
+        guard let keys else {
+            done(.failure(SignedAnswerRefused(reason: "no keys of \(issuer.name) to verify the answer", code: nil)))
+            return
         }
-        return SignedIntrospectionResponse.unwrap(
-            body, issuer: issuer.issuer, audience: config.client.authentication.clientID, keys: keys,
-            algorithms: issuer.algorithms, leeway: issuer.leeway, now: now
-        ).mapError { SignedAnswerRefused(reason: "signed introspection answer refused: \($0)") }
+        keys.verify(
+            { [wallClock] () -> Result<[UInt8], SignedAnswerRefused> in
+                guard let set = keys[issuer: issuer.name] else {
+                    return .failure(
+                        SignedAnswerRefused(reason: "no keys of \(issuer.name) to verify the answer", code: nil))
+                }
+                return SignedIntrospectionResponse.unwrap(
+                    body, issuer: issuer.issuer, audience: config.client.authentication.clientID, keys: set,
+                    algorithms: issuer.algorithms, leeway: issuer.leeway, now: wallClock.seconds
+                ).mapError { SignedAnswerRefused(reason: "signed introspection answer refused: \($0)", code: $0.code) }
+            },
+            unknownKey: { outcome in
+                if case .failure(let refused) = outcome, refused.code == .keyNotFound { return issuer.name }
+                return nil
+            },
+            done: done)
     }
 
     struct SignedAnswerRefused: Error {
         let reason: String
+        let code: JOSEError.Code?
     }
 
     /// Caches a verdict on this worker until `until` and hands the answer to everyone waiting
