@@ -88,6 +88,15 @@ struct LoginConfigTests {
             cfg.ownCookieNames.contains("__Host-tokengate_session") && cfg.ownCookieNames.contains("tokengate_login_1"))
     }
 
+    @Test func aResponseModeOfJWTAsksForJARM() throws {
+        let cfg = try parse(
+            base.replacingOccurrences(
+                of: "request_mode: request_uri", with: "request_mode: request_uri\n    response_mode: jwt")
+        ).get()
+        #expect(cfg.clients["web"]?.login.responseMode == .jwt && cfg.clients["web"]?.login.responseMode.isJWT == true)
+        #expect(try parse(base).get().clients["web"]?.login.responseMode == .query)
+    }
+
     @Test func mistakesAreReported() {
         func has(_ from: String, _ to: String, _ message: String, sourceLocation: SourceLocation = #_sourceLocation) {
             let p = problems(base.replacingOccurrences(of: from, with: to))
@@ -97,6 +106,12 @@ struct LoginConfigTests {
         has("max_pending_logins: 3", "pending_logins: redis", "session.pending_logins: must be store or cookie")
         has("discovery: true", "jwks_uri: \"https://idp.example.com/jwks\"", "a login needs the issuer's metadata")
         has("request_mode: request_uri", "request_mode: sideways", "must be one of par, request, request_uri, plain")
+        has(
+            "request_mode: request_uri", "request_mode: request_uri\n    response_mode: fragment",
+            "must be one of query, jwt, query.jwt")
+        has(
+            "request_mode: request_uri", "request_mode: request_uri\n    response_mode: form_post.jwt",
+            "response_mode: form_post.jwt is not supported")
         has("scopes: [openid, email]", "scopes: [email]", "must include openid")
         has("extra: { prompt: login, acr_values: mfa }", "extra: { state: x }", "is set by the gateway itself")
         has("keys: [\"${SK}\"]", "keys: [tooshort]", "must be 32 random bytes")

@@ -184,3 +184,18 @@ def test_replicas_forward_each_others_session_tokens_with_one_dpop_key(login_env
     else:
         assert r.status_code == 401 and api_checks(rs) == [(200, None), (401, "invalid_token")]
         assert b.gw.logged("dpop.key_file is not set")
+
+
+def test_a_proof_the_gateway_sent_cannot_be_replayed_to_the_upstream(login_env, dpop_as, rs, tmp_path):
+    """Whoever sees a request the gateway sent upstream (a log, a proxy in between) has the token
+    and a valid proof: sent again, the resource refuses the proof (its jti was used), and the
+    proof names only that method and URL."""
+    e = env_for(login_env, dpop_as, rs, tmp_path)
+    r = e.login("/api/me")
+    assert r.status_code == 200, r.text
+    seen = {k.lower(): v for k, v in r.json()["headers"]}
+    stolen = {"Authorization": seen["authorization"], "DPoP": seen["dpop"]}
+    replayed = requests.get(f"http://127.0.0.1:{rs.port}/api/me", headers=stolen, timeout=5)
+    assert replayed.status_code == 401 and replayed.json()["error"] == "invalid_dpop_proof"
+    other = requests.post(f"http://127.0.0.1:{rs.port}/api/transfer", headers=stolen, timeout=5)
+    assert other.status_code == 401 and other.json()["error"] == "invalid_dpop_proof"

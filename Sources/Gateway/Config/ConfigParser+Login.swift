@@ -118,6 +118,13 @@ extension ConfigParser {
         if let n = c["response_mode"], let v = r.string(n, path: "\(p).response_mode") {
             if let mode = LoginClientSettings.ResponseMode(rawValue: v) {
                 s.responseMode = mode
+            } else if v == "form_post.jwt" || v == "form_post" {
+                // The pending login's cookie is SameSite=Lax: a cross-site POST to the callback
+                // would arrive without it, and no login could be found.
+                r.problem(
+                    "\(p).response_mode", n,
+                    "\(v) is not supported: the login-state cookie is SameSite=Lax, which the AS's cross-site POST does not carry; use jwt"
+                )
             } else {
                 r.problem("\(p).response_mode", n, "must be one of query, jwt, query.jwt")
             }
