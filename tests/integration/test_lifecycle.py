@@ -137,6 +137,7 @@ def test_shipped_configs_are_valid(tmp_path):
     (tmp_path / "session.key").write_text("q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE=\n")
     moved = tmp_path / "fapi2.yaml"
     moved.write_text(fapi2.replace("/etc/tokengate/web-client.jwk", str(key))
+                     .replace("/etc/tokengate/dpop.jwk", str(key))
                      .replace("/etc/tokengate/session.key", str(tmp_path / "session.key")))
     files.append(str(moved))
     env = dict(os.environ, TOKENGATE_SESSION_KEY="k" * 43, WEB_CLIENT_SECRET="s")
