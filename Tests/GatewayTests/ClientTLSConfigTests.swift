@@ -127,7 +127,18 @@ struct ClientTLSConfigTests {
         #expect(
             a.tokenEndpoint == "https://mtls.as/token" && a.pushedAuthorizationRequestEndpoint == "https://mtls.as/par")
         #expect(a.userinfoEndpoint == "https://as/userinfo")
-        let plain = #"{"issuer":"http://as","mtls_endpoint_aliases":{"token_endpoint":"http://as/token"}}"#
-        #expect(throws: JOSEError.self) { try ProviderMetadata.parse(Array(plain.utf8), expectedIssuer: "http://as") }
+        // An alias that is not an https URL with a host is left out, and named; the rest stays.
+        let bad = #"""
+            {"issuer":"http://as","token_endpoint":"http://as/token","mtls_endpoint_aliases":{"token_endpoint":"http://as/token",
+             "userinfo_endpoint":"https://evil@as/u","revocation_endpoint":"https://","introspection_endpoint":"https://mtls.as/i"}}
+            """#
+        let b = try ProviderMetadata.parse(Array(bad.utf8), expectedIssuer: "http://as")
+        #expect(b.mtlsEndpointAliases == ["introspection_endpoint": "https://mtls.as/i"])
+        #expect(Set(b.refusedMTLSAliases) == ["token_endpoint", "userinfo_endpoint", "revocation_endpoint"])
+        #expect(b.usingMTLSAliases().tokenEndpoint == "http://as/token")
+        let notObject = #"{"issuer":"http://as","mtls_endpoint_aliases":"https://x"}"#
+        #expect(
+            try ProviderMetadata.parse(Array(notObject.utf8), expectedIssuer: "http://as").refusedMTLSAliases.count == 1
+        )
     }
 }

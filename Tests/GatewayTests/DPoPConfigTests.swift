@@ -169,11 +169,11 @@ struct DPoPConfigTests {
             of: "replay_cache_entries: 5000", with: "replay_cache_entries: 5000, key_file: \(path)")
         let a = try parse(withKey).get()
         let b = try parse(withKey).get()
-        #expect(a.dpop.proofKey?.alg == .ES256)
+        #expect(a.dpop.proofSigner?.alg == .ES256)
         // Two configs (two replicas) sign with one key: the same jkt.
-        #expect(a.dpopProofSigner?.jkt != nil && a.dpopProofSigner?.jkt == b.dpopProofSigner?.jkt)
+        #expect(a.dpop.proofSigner != nil && a.dpopProofSigner.jkt == b.dpopProofSigner.jkt)
         // Without it: the process's key.
-        #expect(try parse(base).get().dpopProofSigner?.jkt == GatewayConfig.processDPoPSigner?.jkt)
+        #expect(try parse(base).get().dpopProofSigner.jkt == GatewayConfig.processDPoPSigner.jkt)
         let rsAlg = base.replacingOccurrences(
             of: "replay_cache_entries: 5000", with: "replay_cache_entries: 5000, key_file: \(path), alg: RS256")
         #expect(problems(rsAlg).contains("dpop.alg: RS256 does not fit the key"), "\(problems(rsAlg))")

@@ -180,7 +180,8 @@ struct ErrorKindTests {
             LoginService.LoginFailure.allCases.map(\.code) == [
                 "metadata_not_loaded", "login_state_unavailable", "no_authorization_endpoint", "pkce_failed",
                 "request_object_failed", "no_par_endpoint", "par_failed", "no_request_object_key",
-                "request_uri_unavailable", "no_state", "no_pending_login", "issuer_mismatch", "malformed_response",
+                "request_uri_unavailable", "tokens_not_bound", "no_state", "no_pending_login", "issuer_mismatch",
+                "malformed_response",
                 "response_jwt_refused", "authorization_error", "no_token_endpoint", "token_endpoint_unreachable",
                 "code_refused"
             ])

@@ -67,7 +67,9 @@ class Gateway:
                         return self
             except OSError:
                 time.sleep(0.05)
-        raise RuntimeError("tokengate did not become ready: " + self.output())
+        output = self.output()
+        self.stop()  # a gateway that never became ready must not outlive the test that made it
+        raise RuntimeError("tokengate did not become ready: " + output)
 
     def start_no_wait(self):
         """Starts and waits only for liveness (/healthz), not readiness."""

@@ -186,12 +186,17 @@ ID_TOKEN_FAULTS = {
 }
 
 
+def module_fault(faults, module):
+    """(fault, logged reason) of a module; "EXPIRED" becomes an hour ago, past any leeway."""
+    fault, reason = faults[module]
+    if fault.get("claims", {}).get("exp") == "EXPIRED":
+        fault = {"claims": {"exp": int(time.time()) - 3600}}
+    return fault, reason
+
+
 @pytest.mark.parametrize("module", list(ID_TOKEN_FAULTS))
 def test_id_token_fault_is_refused(login_env, fapi_as, rs, tmp_path, module):
-    fault, reason = ID_TOKEN_FAULTS[module]
-    if fault.get("claims", {}).get("exp") == "EXPIRED":
-        fault = {"claims": {"exp": int(time.time()) - 3600}}  # an hour ago, past any leeway
-    fapi_as.id_token_fault = fault
+    fapi_as.id_token_fault, reason = module_fault(ID_TOKEN_FAULTS, module)
     e = fapi_env(login_env, fapi_as, rs, tmp_path)
     expect_refused(e, fapi_as, rs, e.to_callback("/api/accounts"))
     assert e.gw.logged(f"ID token refused: {reason}")

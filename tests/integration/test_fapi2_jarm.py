@@ -5,13 +5,13 @@ ends the login before its code is used; so does a plain response to a client tha
 JWT (a downgrade), and plain parameters slipped in beside the JWT."""
 import base64
 import json
-import time
 from urllib.parse import quote
 
 import pytest
 
 from dpop_resource import rs  # noqa: F401 (a fixture)
-from test_fapi2_client import VARIANTS, expect_refused, fapi_as, fapi_pki, resource_calls  # noqa: F401 (fixtures)
+from test_fapi2_client import (VARIANTS, expect_refused, fapi_as, fapi_pki, module_fault,  # noqa: F401 (fixtures)
+                               resource_calls)
 from test_login import API_ROUTE_FORWARDING_TOKEN, login_env  # noqa: F401 (a fixture)
 from authserver.server import redirect_params
 
@@ -59,10 +59,7 @@ JARM_FAULTS = {
 
 @pytest.mark.parametrize("module", list(JARM_FAULTS))
 def test_jarm_fault_is_refused(login_env, fapi_as, rs, tmp_path, module):
-    fault, reason = JARM_FAULTS[module]
-    if fault.get("claims", {}).get("exp") == "EXPIRED":
-        fault = {"claims": {"exp": int(time.time()) - 3600}}  # an hour ago, past any leeway
-    fapi_as.jarm_fault = fault
+    fapi_as.jarm_fault, reason = module_fault(JARM_FAULTS, module)
     e = jarm_env(login_env, fapi_as, rs, tmp_path)
     callback = e.to_callback("/api/accounts")
     before = len(fapi_as.token_requests)
@@ -108,3 +105,20 @@ def test_an_error_comes_signed_too(login_env, fapi_as, rs, tmp_path):
 def _claims(jwt):
     part = jwt.split(".")[1]
     return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+
+def test_a_response_signed_with_an_unknown_key_keeps_the_login(login_env, fapi_as, rs, tmp_path):
+    """A kid the AS does not publish, even after the gateway fetched its keys again: no verdict
+    on the response (503 with a retry), the code not spent, the pending login kept."""
+    fapi_as.jarm_fault = {"kid": "not-published"}
+    e = jarm_env(login_env, fapi_as, rs, tmp_path)
+    callback = e.to_callback("/api/accounts")
+    before, fetched = len(fapi_as.token_requests), fapi_as.hits.get("/jwks.json", 0)
+    r = e.get(callback)
+    assert r.status_code == 503, r.text
+    assert len(fapi_as.token_requests) == before and rs.checked == []
+    assert fapi_as.hits.get("/jwks.json", 0) == fetched + 1
+    assert e.gw.logged("response JWT: key_not_found")
+    # The same callback again finds the login still there (a spent one would be a 400).
+    again = e.get(callback)
+    assert again.status_code == 503, (again.status_code, again.headers.get("Location"), e.gw.output()[-1500:])

@@ -223,3 +223,50 @@ def test_token_exchange_authenticates_with_the_certificate(authserver_factory, p
         assert ("/token", x5t(crt)) in [(q["path"], q["x5t"]) for q in a.mtls.requests]
     finally:
         g.stop()
+
+
+# --- FAPI 2.0 with the certificate as the sender constraint ------------------------------------
+
+FAPI_CERT_CLIENT = "    profile: fapi2"
+
+
+def fapi_cert_env(login_env, a, upstream, tmp_path, crt, key):
+    return login_env(a, upstream, tmp_path, auth="tls_client_auth", client_tls=(crt, key, SUBJECT_DN),
+                     extra_client=FAPI_CERT_CLIENT, extra_route=API_ROUTE_FORWARDING_TOKEN,
+                     issuer_options=f'profile: fapi2, ca_file: "{a.mtls.cert}"', assertion_audience="issuer")
+
+
+def test_fapi2_takes_only_tokens_bound_to_its_certificate(login_env, authserver_factory, pki, upstream, tmp_path):
+    """Without DPoP, the profile's sender constraint is the certificate: an AS that issues
+    unbound tokens over mutual TLS ends the login at the token endpoint's answer."""
+    a = authserver_factory(login="form", mtls=True, algs=("ES256", "PS256"), id_token_alg="PS256")
+    a.mtls.trust_ca(pki.crt)
+    crt, key = pki.issue("web", SUBJECT)
+    a.mtls.bind = False
+    e = fapi_cert_env(login_env, a, upstream, tmp_path, crt, key)
+    r = e.get(e.to_callback("/api/orders"))
+    assert r.status_code == 400 and e.session_cookie() is None, r.text
+    assert e.gw.logged("not bound to the client certificate")
+    a.mtls.bind = True
+    assert e.login("/api/orders").status_code == 200
+
+
+def test_fapi2_needs_an_as_that_says_it_binds(login_env, authserver_factory, pki, upstream, tmp_path):
+    a = authserver_factory(login="form", mtls=True, algs=("ES256", "PS256"), id_token_alg="PS256")
+    a.mtls.trust_ca(pki.crt)
+    a.server.context.provider_info["tls_client_certificate_bound_access_tokens"] = False
+    crt, key = pki.issue("web", SUBJECT)
+    e = fapi_cert_env(login_env, a, upstream, tmp_path, crt, key)
+    r = e.get("/api/orders")
+    assert r.status_code == 503 and a.authorizations == [] and a.par_requests == {}, r.text
+    assert e.gw.logged("tls_client_certificate_bound_access_tokens")
+
+
+def test_authorization_server_calls_do_not_follow_redirects(login_env, mtls_as, pki, upstream, tmp_path):
+    """A PAR answered with a redirect (to a plain-http URL here) is not followed: the request,
+    its credentials and the certificate go nowhere else."""
+    crt, key = pki.issue("web", SUBJECT)
+    e = env(login_env, mtls_as, upstream, tmp_path, crt, key)
+    mtls_as.par_redirect = f"http://127.0.0.1:{upstream.port}/stolen"
+    assert e.get("/orders").status_code == 503
+    assert [q for q in upstream.requests if q["path"].startswith("/stolen")] == []

@@ -12,7 +12,7 @@ final class Introspector {
     /// "Now" for the answers' expiry (`exp`, cache_ttl, negative_ttl).
     private let wallClock: any WallClock
     let shared: SharedAnswerCache?
-    private var fetchers: [String: HTTPFetcher] = [:]
+    private let fetchers: BackChannelFetchers
     private var positive = ValidatedTokenCache<VerifiedAccessToken>(capacity: 10_000, ttl: 300)
     private var negative = ValidatedTokenCache<String>(capacity: 10_000, ttl: 60)
     private var waiting: [String: [(Answer) -> Void]] = [:]
@@ -27,6 +27,7 @@ final class Introspector {
 
     init(loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil) {
         self.loop = loop
+        fetchers = BackChannelFetchers(loop: loop)
         self.wallClock = wallClock
         self.shared = shared
     }
@@ -123,7 +124,8 @@ final class Introspector {
             url: endpoint, body: Array(body.utf8),
             headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: \(accept)"] + credentials.headers,
             bound: CallBounds.introspection, maxResponseBytes: 64 << 10)
-        fetcher(issuer.name, caFile: caFile, client: config.client).fetch(request) { [weak self] result in
+        fetchers.fetcher(issuer: issuer.name, caFile: caFile, client: config.client).fetch(request) {
+            [weak self] result in
             guard let self else { return }
             guard case .success(let resp) = result, resp.status == 200, config.signed else {
                 self.conclude(result, answer: (try? result.get())?.body ?? [], key, sharedKey, issuer, config)
@@ -212,15 +214,5 @@ final class Introspector {
         }
         let waiters = waiting.removeValue(forKey: key) ?? []
         for w in waiters { w(answer) }
-    }
-
-    /// Per issuer, and per client for a client with a certificate (RFC 8705): connections made
-    /// with one certificate are never reused for another client.
-    private func fetcher(_ issuer: String, caFile: String?, client: ClientConfig) -> HTTPFetcher {
-        let name = client.tls == nil ? issuer : issuer + "\u{0}" + client.name
-        if let f = fetchers[name] { return f }
-        let f = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: caFile, clientCertificate: client.tls?.files))
-        fetchers[name] = f
-        return f
     }
 }

@@ -23,7 +23,7 @@ final class TokenExchanger {
     private let loop: EventLoop
     private let wallClock: any WallClock
     let shared: SharedAnswerCache?
-    private var fetchers: [String: HTTPFetcher] = [:]
+    private let fetchers: BackChannelFetchers
     /// Per route (its index in the config): issued tokens and refusals by subject token,
     /// and the requests waiting for an exchange under way. Keyed by the subject alone, so a
     /// request that hits builds no key and hashes only the token.
@@ -59,6 +59,7 @@ final class TokenExchanger {
 
     init(loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil) {
         self.loop = loop
+        fetchers = BackChannelFetchers(loop: loop)
         self.wallClock = wallClock
         self.shared = shared
     }
@@ -102,7 +103,7 @@ final class TokenExchanger {
         let target = config.target
         // A DPoP-bound token is this process's alone (its key): replicas with other keys
         // never take it from Redis, nor a Bearer route one of its tokens.
-        let boundTo = config.dpop ? proofSigner?.jkt ?? "" : ""
+        let boundTo = config.dpop ? proofSigner.jkt : ""
         // Across replicas, everything that makes an exchange what it is: the AS, the client
         // that asks, the target, the key, the subject. No other target gets this token.
         let sharedKey = [
@@ -150,20 +151,21 @@ final class TokenExchanger {
         var boundTo: String?
         if config.dpop {
             // RFC 9449 §5: a proof for this token request asks for a token bound to its key.
-            guard let signer = proofSigner, let proof = try? signer.proof(method: "POST", url: endpoint, now: now)
+            guard let proof = try? proofSigner.proof(method: "POST", url: endpoint, now: now)
             else {
                 finish(table, subjectToken, .unavailable("no DPoP proof could be made"), until: nil, now: now)
                 return
             }
             headers.append("DPoP: " + proof)
-            boundTo = signer.jkt
+            boundTo = proofSigner.jkt
         }
         requests += 1
         let form = TokenExchange.form(subjectToken: subjectToken, target: config.target) + credentials.form
         let request = FetchRequest(
             url: endpoint, body: Array(FormEncoding.body(form).utf8), headers: headers,
             bound: CallBounds.tokenExchange, maxResponseBytes: 64 << 10)
-        fetcher(config.issuer, caFile: config.caFile, client: config.client).fetch(request) { [weak self] result in
+        fetchers.fetcher(issuer: config.issuer, caFile: config.caFile, client: config.client).fetch(request) {
+            [weak self] result in
             guard let self else { return }
             let now = self.wallClock.seconds
             let outcome: Outcome
@@ -226,14 +228,5 @@ final class TokenExchanger {
         }
         let waiters = table.waiting.removeValue(forKey: subject) ?? []
         for w in waiters { w(outcome) }
-    }
-
-    /// Per issuer and CA file, and per client for a client with a certificate (RFC 8705).
-    private func fetcher(_ issuer: String, caFile: String?, client: ClientConfig) -> HTTPFetcher {
-        let name = issuer + "\u{0}" + (caFile ?? "") + (client.tls == nil ? "" : "\u{0}" + client.name)
-        if let f = fetchers[name] { return f }
-        let f = HTTPFetcher(loop: loop, settings: FetchSettings(caFile: caFile, clientCertificate: client.tls?.files))
-        fetchers[name] = f
-        return f
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import JOSE
 import OAuth
+import Reactor
 import Yams
 
 /// `clients.NAME.tls`: the certificate a client presents to its AS (RFC 8705).
@@ -30,12 +31,23 @@ extension ConfigParser {
             r.problem("\(p).key_file", m["key_file"], "must hold a private RSA or EC key (PEM)")
             return nil
         }
-        var tls = ClientTLS(certFile: cert.path, keyFile: key.path)
+        // The pair as OpenSSL loads it for a handshake: the key must be the certificate's
+        // (and so the JWK published below describes the certificate's key, RFC 7517 §4.7).
+        do {
+            _ = try UpstreamTLSContext(
+                serverName: "localhost", caFile: nil, certFile: cert.path, keyFile: key.path,
+                insecureSkipTLSVerify: true)
+        } catch {
+            r.problem("\(p).key_file", m["key_file"], "\(error)")
+            return nil
+        }
+        var tls = ClientTLS(
+            certFile: cert.path, keyFile: key.path, thumbprint: Base64URL.encode(Digest.sha256.hash(der)))
         if selfSigned {
             // The certificate's key as a JWK, the certificate itself in x5c (RFC 7517 §4.7:
             // standard base64 of the DER, not base64url).
             var jwk = privateKey.publicJWK()
-            jwk["kid"] = .string("tls-" + Base64URL.encode(Digest.sha256.hash(der)))
+            jwk["kid"] = .string("tls-" + tls.thumbprint)
             jwk["x5c"] = .array([.string(Base64.standard(der))])
             tls.publishedJWK = jwk
         }

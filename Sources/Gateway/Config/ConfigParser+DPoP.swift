@@ -93,8 +93,8 @@ extension ConfigParser {
         if let n = m["key_file"], let file = r.string(n, path: "dpop.key_file") {
             let (key, alg) = clientKey(file: file, node: n, algNode: m["alg"], path: "dpop", r)
             if let key, let alg {
-                if (try? DPoPProofSigner(key: key, alg: alg)) != nil {
-                    d.proofKey = (key, alg)
+                if let signer = try? DPoPProofSigner(key: key, alg: alg) {
+                    d.proofSigner = signer
                 } else {
                     r.problem("dpop.key_file", n, "cannot sign DPoP proofs with \(alg.rawValue) (RFC 9449 §4.2)")
                 }

@@ -70,6 +70,8 @@ struct ClientConfig: Sendable {
 struct ClientTLS: Sendable {
     var certFile: String
     var keyFile: String
+    /// The certificate's `x5t#S256` (RFC 8705 §3.1): what tokens bound to it carry.
+    var thumbprint: String
     /// `self_signed_tls_client_auth`: the certificate as a JWK with `x5c`, published in the
     /// gateway's JWKS for the AS to match (RFC 8705 §2.2).
     var publishedJWK: JSONObject?
@@ -296,20 +298,21 @@ struct DPoPSettings: Sendable {
     /// is never accepted) or accept the proof unchecked for replay (availability first; logged
     /// and counted).
     var failOpenOnStoreFailure = false
-    /// `key_file`: the key of the gateway's own DPoP proofs (logins with `dpop: true`, token
-    /// exchange, proofs sent upstream) and its algorithm. Nil: a random ES256 key per process,
-    /// which replicas sharing sessions cannot use (another replica's proofs would not match
-    /// the session token's `cnf.jkt`).
-    var proofKey: (key: JWK, alg: JWSAlgorithm)?
+    /// `key_file`: what signs the gateway's own DPoP proofs (logins with `dpop: true`, token
+    /// exchange, proofs sent upstream), made once when the config is read. Nil: a random ES256
+    /// key per process, which replicas sharing sessions cannot use (another replica's proofs
+    /// would not match the session token's `cnf.jkt`).
+    var proofSigner: DPoPProofSigner?
 }
 
 extension GatewayConfig {
     /// What signs the gateway's own DPoP proofs: `dpop.key_file`, or the process's key.
-    var dpopProofSigner: DPoPProofSigner? {
-        if let (key, alg) = dpop.proofKey { return try? DPoPProofSigner(key: key, alg: alg) }
-        return Self.processDPoPSigner
-    }
+    var dpopProofSigner: DPoPProofSigner { dpop.proofSigner ?? Self.processDPoPSigner }
 
     /// The process's random key (ES256 always fits it).
-    static var processDPoPSigner: DPoPProofSigner? { try? DPoPProofSigner(key: ProcessSecrets.dpopKey, alg: .ES256) }
+    static let processDPoPSigner: DPoPProofSigner = {
+        do { return try DPoPProofSigner(key: ProcessSecrets.dpopKey, alg: .ES256) } catch {
+            preconditionFailure("\(error)")
+        }
+    }()
 }

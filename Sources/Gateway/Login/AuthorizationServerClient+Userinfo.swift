@@ -54,7 +54,7 @@ extension AuthorizationServerClient {
         }
         let request = FetchRequest(
             url: endpoint, headers: headers, bound: CallBounds.userinfo, maxResponseBytes: Self.maxUserinfoBytes)
-        fetcher(t.issuer, t.client).fetch(request) { [weak self] result in
+        fetcher(t).fetch(request) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let e):

@@ -10,7 +10,7 @@ import Reactor
 /// §2.3.1, RFC 7523 assertions with `aud` = the issuer or the endpoint URL).
 final class AuthorizationServerClient {
     private let loop: EventLoop
-    private var fetchers: [String: HTTPFetcher] = [:]
+    private let fetchers: BackChannelFetchers
     /// Last DPoP-Nonce each token endpoint asked for (RFC 9449 §8).
     var dpopNonces: [String: String] = [:]
 
@@ -20,6 +20,7 @@ final class AuthorizationServerClient {
     init(loop: EventLoop, wallClock: any WallClock) {
         self.loop = loop
         self.wallClock = wallClock
+        fetchers = BackChannelFetchers(loop: loop)
     }
 
     struct Target {
@@ -54,7 +55,7 @@ final class AuthorizationServerClient {
         let request = FetchRequest(
             url: endpoint, body: Array(FormEncoding.body(body).utf8), headers: headers, bound: CallBounds.tokenEndpoint,
             maxResponseBytes: 256 << 10)
-        fetcher(t.issuer, t.client).fetch(request) { [weak self] result in
+        fetcher(t).fetch(request) { [weak self] result in
             guard let self else { return }
             if t.dpop != nil, case .success(let resp) = result, let nonce = resp.header("dpop-nonce") {
                 self.dpopNonces[endpoint] = nonce
@@ -130,10 +131,31 @@ final class AuthorizationServerClient {
                     done(.failure(.refused(.init(error: "token_type \(said), not \(wanted)", status: resp.status))))
                     return
                 }
+                if case .success(let tokens) = parsed, let why = Self.unbound(tokens.accessToken, t) {
+                    done(.failure(.refused(.init(error: why, status: resp.status))))
+                    return
+                }
                 done(parsed.mapError { .refused($0) })
             case .failure(let e): done(.failure(.unreachable(e.description)))
             }
         }
+    }
+
+    /// Why a token must not be taken as certificate-bound, or nil: a FAPI 2.0 client whose
+    /// sender constraint is its certificate (no DPoP) takes a JWT access token only with
+    /// `cnf.x5t#S256` = its certificate's thumbprint (RFC 8705 §3.1). An opaque token cannot be
+    /// read; the AS's metadata promised binding before the login began.
+    static func unbound(_ accessToken: String, _ t: Target) -> String? {
+        guard t.client.profile == .fapi2, t.dpop == nil, let tls = t.client.tls else { return nil }
+        let parts = accessToken.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(parts[1]),
+            let claims = try? JSONParser.parseObject(payload, what: "the access token")
+        else { return nil }
+        guard case .object(let cnf)? = claims["cnf"], let bound = cnf["x5t#S256"]?.string else {
+            return "the access token is not bound to the client certificate (no cnf.x5t#S256)"
+        }
+        guard bound == tls.thumbprint else { return "the access token is bound to another certificate" }
+        return nil
     }
 
     /// RFC 7009 §2.1: revokes a token; the outcome only goes to the log (§2.2: 200 either way).
@@ -149,16 +171,8 @@ final class AuthorizationServerClient {
         }
     }
 
-    /// One fetcher per issuer, and per client for a client with a certificate: connections
-    /// made with one client's certificate are never reused for another's requests.
-    func fetcher(_ issuer: IssuerConfig, _ client: ClientConfig) -> HTTPFetcher {
-        let name = client.tls == nil ? issuer.name : issuer.name + "\0" + client.name
-        if let f = fetchers[name] { return f }
-        let f = HTTPFetcher(
-            loop: loop,
-            settings: FetchSettings(
-                caFile: issuer.caFile, clientCertificate: client.tls?.files))
-        fetchers[name] = f
-        return f
+    /// The back-channel fetcher for `t`'s issuer and client (BackChannelFetchers).
+    func fetcher(_ t: Target) -> HTTPFetcher {
+        fetchers.fetcher(issuer: t.issuer.name, caFile: t.issuer.caFile, client: t.client)
     }
 }

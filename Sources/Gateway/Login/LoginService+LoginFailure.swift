@@ -25,6 +25,9 @@ extension LoginService {
         case noRequestObjectKey = "no_request_object_key"
         /// `request_mode: request_uri`, and the request object cannot be hosted (RFC 9101 §5.2).
         case requestURIUnavailable = "request_uri_unavailable"
+        /// A FAPI 2.0 client bound by its certificate, and an AS that does not say it binds
+        /// tokens to certificates (RFC 8705 §3.3).
+        case tokensNotBound = "tokens_not_bound"
 
         // The callback.
         /// No `state` parameter (RFC 6749 §4.1.2).

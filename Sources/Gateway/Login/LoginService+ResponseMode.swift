@@ -64,6 +64,10 @@ extension LoginService {
                             parameters: parameters, expectedIssuer: issuer.issuer, issRequired: true
                         ).mapError { .response($0) })
                 case .failure(let refusal as ResponseRefusal): done(.failure(refusal))
+                case .failure(let error as JOSEError) where error.code == .keyNotFound:
+                    // Still unknown after the refetch (or while it is rate-limited): no verdict
+                    // on the response; the login is kept for a retry.
+                    done(.failure(.keysUnavailable("response JWT: \(error)")))
                 case .failure(let error): done(.failure(.notVerified("\(error)")))
                 }
             })

@@ -29,6 +29,16 @@ extension LoginService {
                     reason: LoginFailure.noAuthorizationEndpoint.code))
             return
         }
+        // FAPI 2.0 Security Profile §5.3.3.1 item 1: with the certificate as the sender
+        // constraint, the AS must say it binds tokens to it (RFC 8705 §3.3).
+        if client.profile == .fapi2, !client.login.dpop, client.tls != nil, !meta.tlsClientCertificateBoundAccessTokens
+        {
+            done(
+                unavailable(
+                    "login client \(name): the AS's metadata does not say tls_client_certificate_bound_access_tokens",
+                    reason: LoginFailure.tokensNotBound.code))
+            return
+        }
         let now = self.now
         let verifier = PKCE.makeVerifier()
         guard let challenge = PKCE.challenge(for: verifier) else {

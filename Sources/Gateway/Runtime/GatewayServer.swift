@@ -57,7 +57,7 @@ public final class GatewayServer {
                 "session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)"
             )
         }
-        if config.dpop.proofKey == nil && !config.session.keys.isEmpty
+        if config.dpop.proofSigner == nil && !config.session.keys.isEmpty
             && config.clients.values.contains(where: { $0.login.dpop })
         {
             // Shared session keys mean replicas: each would sign with its own random DPoP key,

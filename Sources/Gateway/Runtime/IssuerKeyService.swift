@@ -157,6 +157,15 @@ final class IssuerKeyService {
     }
 
     private func publishMetadata(_ name: String, _ metadata: ProviderMetadata) {
+        if !metadata.refusedMTLSAliases.isEmpty
+            && metadataByIssuer[name]?.refusedMTLSAliases != metadata.refusedMTLSAliases
+        {
+            log.warning(
+                "mtls_endpoint_aliases left out: not https URLs with a host; clients with certificates call the plain endpoints",
+                metadata: [
+                    "issuer": .string(name), "aliases": .string(metadata.refusedMTLSAliases.joined(separator: ", "))
+                ])
+        }
         metadataByIssuer[name] = metadata
         for w in workers {
             w.loop.execute {

@@ -67,9 +67,10 @@ extension Worker {
     private func withExchanged(_ issued: TokenExchanger.Issued, _ admission: Admission) -> Admission {
         var admitted = admission
         admitted.identity.append(("Authorization", issued.authorization))
-        if issued.token.isDPoPBound, let signer = exchanger.proofSigner {
+        if issued.token.isDPoPBound {
             admitted.upstreamProof = UpstreamProof(
-                token: issued.token.token, signer: signer, now: wallClock.seconds, nonces: upstreamNonces)
+                token: issued.token.token, signer: exchanger.proofSigner, now: wallClock.seconds, nonces: upstreamNonces
+            )
         }
         return admitted
     }

@@ -22,11 +22,11 @@ extension Worker {
             guard now < session.accessExpiresAt else { return nil }
             if name.lowercased() != "authorization" {
                 out.append((name, token))
-            } else if config.clients[session.client]?.login.dpop == true, let signer = exchanger.proofSigner {
+            } else if config.clients[session.client]?.login.dpop == true {
                 // The login asked for DPoP and the AS bound the token (a Bearer answer ends the
                 // login): it is good only with a proof from the key it is bound to.
                 out.append((name, "DPoP \(token)"))
-                proof = UpstreamProof(token: token, signer: signer, now: now, nonces: upstreamNonces)
+                proof = UpstreamProof(token: token, signer: exchanger.proofSigner, now: now, nonces: upstreamNonces)
             } else {
                 out.append((name, "Bearer \(token)"))
             }

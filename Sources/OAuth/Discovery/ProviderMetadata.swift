@@ -21,6 +21,18 @@ public struct ProviderMetadata: Sendable, Equatable {
     /// RFC 8705 §5 `mtls_endpoint_aliases`: the endpoints a client presenting a certificate
     /// uses instead (token, PAR, revocation, introspection, userinfo), by metadata name.
     public var mtlsEndpointAliases: [String: String] = [:]
+    /// RFC 8705 §3.3 `tls_client_certificate_bound_access_tokens`: the AS binds the tokens it
+    /// issues over mutual TLS to the client's certificate.
+    public var tlsClientCertificateBoundAccessTokens = false
+    /// Aliases the metadata gave that are not https URLs with a host (and no userinfo).
+    public var refusedMTLSAliases: [String] = []
+
+    /// `https://host[:port]/…`: a host, and no userinfo to confuse which host it is.
+    static func isHTTPSURL(_ s: String) -> Bool {
+        guard s.hasPrefix("https://") else { return false }
+        let authority = s.dropFirst(8).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        return !authority.isEmpty && !authority.contains("@") && !authority.hasPrefix(":")
+    }
 
     public init(issuer: String) { self.issuer = issuer }
 
@@ -70,21 +82,24 @@ public struct ProviderMetadata: Sendable, Equatable {
         m.authorizationResponseIssParameterSupported =
             object["authorization_response_iss_parameter_supported"] == .bool(true)
         m.requestURIParameterSupported = object["request_uri_parameter_supported"] == .bool(true)
-        if let aliases = object["mtls_endpoint_aliases"] {
-            guard case .object(let o) = aliases else {
-                throw JOSEError(.malformed, claim: "mtls_endpoint_aliases", "must be an object")
-            }
+        m.tlsClientCertificateBoundAccessTokens = object["tls_client_certificate_bound_access_tokens"] == .bool(true)
+        // An alias that is not usable is left out (and named in `refusedMTLSAliases`): it
+        // concerns only the clients with certificates, never the metadata as a whole.
+        if case .object(let o)? = object["mtls_endpoint_aliases"] {
             for name in [
                 "token_endpoint", "pushed_authorization_request_endpoint", "revocation_endpoint",
                 "introspection_endpoint", "userinfo_endpoint"
             ] {
                 guard let v = o[name] else { continue }
                 // Mutual TLS means TLS: an alias is https whatever the issuer's scheme.
-                guard let s = v.string, s.hasPrefix("https://") else {
-                    throw JOSEError(.malformed, claim: "mtls_endpoint_aliases.\(name)", "must be an https URL")
+                if let s = v.string, Self.isHTTPSURL(s) {
+                    m.mtlsEndpointAliases[name] = s
+                } else {
+                    m.refusedMTLSAliases.append(name)
                 }
-                m.mtlsEndpointAliases[name] = s
             }
+        } else if object["mtls_endpoint_aliases"] != nil {
+            m.refusedMTLSAliases.append("mtls_endpoint_aliases")
         }
         return m
     }

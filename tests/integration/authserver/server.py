@@ -138,6 +138,7 @@ Or standalone:  cd tests/integration && python3 -m authserver.server --port 9000
 """
 import argparse
 import base64
+import copy
 import html
 import hashlib
 import hmac
@@ -828,6 +829,7 @@ class AuthServer:
         self.introspection_jwt_fault = None
         self.token_dpop_nonce = None
         self.metadata_issuer = None
+        self.par_redirect = None  # set: /par answers 307 to this URL
         # JARM (FAPI 2.0 Message Signing §5.4): a request with response_mode jwt / query.jwt is
         # answered with one `response` JWT (iss, aud = the client, exp, and the parameters),
         # signed with jarm_alg; jarm_fault changes it as introspection_jwt_fault does.
@@ -1500,6 +1502,8 @@ class AuthServer:
         """/par (RFC 9126): client authentication and request checks by idpyoidc's
         PushedAuthorization endpoint; a request object in the body verified here; the request
         kept by the wrapper for par_lifetime seconds, for one use."""
+        if self.par_redirect is not None:  # a misbehaving AS: sends the request on elsewhere
+            return Response(status=307, headers={"Location": self.par_redirect})
         if req.method != "POST":
             return _json({"error": "invalid_request", "error_description": "POST only"}, 405)
         ep = self.server.endpoint["pushed_authorization"]
@@ -1908,7 +1912,8 @@ class AuthServer:
 
     def _sign_with_fault(self, claims, fault, alg, typ):
         """claims signed with the AS's current key of `alg`, or as `fault` says: "alg": "none"
-        (unsigned) or another alg, "foreign_key": True (the same kid, a key the JWKS lacks)."""
+        (unsigned) or another alg, "foreign_key": True (the same kid, a key the JWKS lacks),
+        "kid": a kid the JWKS does not publish (the right key)."""
         alg = fault.get("alg", alg)
         header = {"typ": typ} if typ else {}
         if alg == "none":
@@ -1917,6 +1922,9 @@ class AuthServer:
         key = self.keys.private_key(self.keys.current_kid(alg))
         if fault.get("foreign_key"):
             key = new_ec_key(crv="P-256", kid=key.kid, use="sig")  # the same kid, another key
+        if "kid" in fault:  # the header names the key by the kid (cryptojwt takes it from the key)
+            key = copy.copy(key)
+            key.kid = fault["kid"]
         return JWS(json.dumps(claims), alg=alg).sign_compact([key], protected={**header, "kid": key.kid})
 
     def _jarm(self, location, state):
