@@ -159,25 +159,11 @@ OPAQUE_SECRET = "opq-secret-0123456789abcdef0123456789ab"
 
 
 def introspecting_gateway(a, upstream, crt, key):
-    return Gateway(f"""
-listen: 127.0.0.1:{{PORT}}
-admin_listen: 127.0.0.1:{{ADMIN}}
-workers: 1
-clients:
-  gw: {{ client_id: tokengate, auth: tls_client_auth, tls: {{ cert_file: "{crt}", key_file: "{key}" }} }}
-issuers:
-  as1:
-    issuer: "{a.issuer}"
-    discovery: true
-    audiences: [api]
-    algorithms: [ES256]
-    ca_file: "{a.mtls.cert}"
-    introspection: {{ client: gw }}
-upstreams:
-  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
-routes:
-  - {{ name: orders, match: {{ path_prefix: /api/ }}, upstream: app, auth: bearer, issuers: [as1] }}
-""")
+    """test_introspection_idp's gateway, its introspection client authenticating by certificate."""
+    from test_introspection_idp import config as introspection_config
+    block = f'auth: tls_client_auth, tls: {{ cert_file: "{crt}", key_file: "{key}" }}'
+    text = introspection_config(a, block).replace("@UPSTREAM@", str(upstream.port))
+    return Gateway(text.replace("algorithms: [ES256]", f'algorithms: [ES256]\n    ca_file: "{a.mtls.cert}"', 1))
 
 
 @pytest.mark.parametrize("subject,expected", [(SUBJECT, 200), ("/O=Tokengate Test/CN=mallory", 503)],
