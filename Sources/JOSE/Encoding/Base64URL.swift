@@ -72,6 +72,9 @@ public enum Base64URL {
         let rest = n % 4
         if rest == 1 { return nil }
         let count = n / 4 * 3 + (rest == 0 ? 0 : rest - 1)
+        // Not through `unsafeUninitializedCapacity`: at capacity 0 it stores the count into the
+        // runtime's shared empty-array storage, a write two threads can make at once.
+        if count == 0 { return [] }
         var valid = true
         // One pass into an uninitialized buffer of the exact size, the tables borrowed once:
         // this runs over every token's payload and signature on the request path.
