@@ -33,6 +33,15 @@ struct ClientTLSConfigTests {
         -----END PRIVATE KEY-----
 
         """
+    /// Another P-256 key: not the certificate's.
+    static let otherKey = """
+        -----BEGIN PRIVATE KEY-----
+        MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgMQTg7KZ8eubdx/bU
+        +u8aONMsT+Yn0FZYfTTiudSeYb+hRANCAAS9DnhXgveO+YukxKdRri1/07zQUYoh
+        1VCIeaHSgk5kfkDd1/CDwn/PbvHDcmFxjlgYkKwJXcxRT9inhLZ43+/J
+        -----END PRIVATE KEY-----
+
+        """
     /// base64url(SHA-256(DER)) of `certificate`, computed with `openssl x509 -outform der | openssl dgst`.
     static let thumbprint = "3VOvEVCPZP3Logkbb1rNy47idje3kw6XX2hhHc2IKAg"
 
@@ -42,6 +51,7 @@ struct ClientTLSConfigTests {
         _ = FileManager.default.createFile(atPath: dir + "/client.crt", contents: Data(certificate.utf8))
         _ = FileManager.default.createFile(atPath: dir + "/client.key", contents: Data(key.utf8))
         _ = FileManager.default.createFile(atPath: dir + "/empty.crt", contents: Data("nothing".utf8))
+        _ = FileManager.default.createFile(atPath: dir + "/other.key", contents: Data(otherKey.utf8))
         return dir
     }()
 
@@ -73,7 +83,11 @@ struct ClientTLSConfigTests {
 
     @Test func tlsClientAuthPresentsTheFilesAndPublishesNothing() throws {
         let client = try #require(try parse(yaml(auth: "tls_client_auth")).get().clients["web"])
-        #expect(client.authentication.method == "tls_client_auth" && client.authentication.isMutualTLS)
+        guard case .tlsClientAuth(let id) = client.authentication else {
+            Issue.record("auth: tls_client_auth parsed as \(client.authentication)")
+            return
+        }
+        #expect(id == "web-app")
         #expect(client.tls?.certFile == Self.directory + "/client.crt")
         #expect(client.tls?.keyFile == Self.directory + "/client.key")
         #expect(client.tls?.publishedJWK == nil)
@@ -106,7 +120,8 @@ struct ClientTLSConfigTests {
                 "clients.web.tls.cert_file: cannot read"
             ),
             ("tls_client_auth", "{ cert_file: empty.crt, key_file: client.key }", "holds no PEM certificate"),
-            ("tls_client_auth", "{ cert_file: client.crt, key_file: client.crt }", "must hold a private RSA or EC key"),
+            ("tls_client_auth", "{ cert_file: client.crt, key_file: client.crt }", "cannot load key_file"),
+            ("tls_client_auth", "{ cert_file: client.crt, key_file: other.key }", "does not match cert_file"),
             ("tls_client_auth", "{ cert: client.crt }", "clients.web.tls.cert: is not a known key"),
             ("mtls", "{ cert_file: client.crt, key_file: client.key }", "self_signed_tls_client_auth")
         ] as [(String, String?, String)])

@@ -124,19 +124,12 @@ struct FAPI2ConfigTests {
     }
 
     @Test func anUnboundTokenOfTheProfilesIssuerIsRefusedAndABoundOnePasses() throws {
-        let text = """
-            listen: 127.0.0.1:1
-            admin_listen: "off"
-            workers: 1
-            trusted_proxies: [10.0.0.0/8]
-            public_url: https://api.example
-            decision: {}
-            issuers:
-              one: { issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api], profile: fapi2 }
-            upstreams: { app: { url: "http://127.0.0.1:9" } }
-            routes:
-              - { name: api, match: { path_prefix: /api/ }, upstream: app, auth: token, issuers: [one] }
-            """
+        // The decision-mode gateway of CertificateBindingTests, its issuer held to the profile
+        // and its route taking either scheme.
+        let text = CertificateBindingTests.yaml
+            .replacingOccurrences(of: "audiences: [api] }", with: "audiences: [api], profile: fapi2 }")
+            .replacingOccurrences(of: "auth: bearer", with: "auth: token")
+        #expect(text.contains("profile: fapi2") && text.contains("auth: token"))
         let worker = try testWorker(text)
         let key = try JWK.generate(for: .ES256, kid: "k1")
         try publishIssuerKey(key, on: worker)

@@ -27,12 +27,8 @@ extension ConfigParser {
             r.problem("\(p).cert_file", m["cert_file"], "holds no PEM certificate")
             return nil
         }
-        guard let privateKey = try? JWK(pem: key.text), privateKey.isPrivate, privateKey.kty != "oct" else {
-            r.problem("\(p).key_file", m["key_file"], "must hold a private RSA or EC key (PEM)")
-            return nil
-        }
-        // The pair as OpenSSL loads it for a handshake: the key must be the certificate's
-        // (and so the JWK published below describes the certificate's key, RFC 7517 §4.7).
+        // The pair as OpenSSL loads it for a handshake: a private key, the certificate's (and so
+        // the JWK published below describes the certificate's key, RFC 7517 §4.7).
         do {
             _ = try UpstreamTLSContext(
                 serverName: "localhost", caFile: nil, certFile: cert.path, keyFile: key.path,
@@ -46,6 +42,10 @@ extension ConfigParser {
         if selfSigned {
             // The certificate's key as a JWK, the certificate itself in x5c (RFC 7517 §4.7:
             // standard base64 of the DER, not base64url).
+            guard let privateKey = try? JWK(pem: key.text) else {
+                r.problem("\(p).key_file", m["key_file"], "must hold a private RSA, EC or Ed25519 key (PEM)")
+                return nil
+            }
             var jwk = privateKey.publicJWK()
             jwk["kid"] = .string("tls-" + tls.thumbprint)
             jwk["x5c"] = .array([.string(Base64.standard(der))])

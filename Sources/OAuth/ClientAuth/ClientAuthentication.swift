@@ -24,26 +24,6 @@ public enum ClientAuthentication: Sendable {
         }
     }
 
-    /// The method's registered name (RFC 7591 §2, RFC 8705 §2.1.1 and §2.2.1).
-    public var method: String {
-        switch self {
-        case .clientSecretBasic: "client_secret_basic"
-        case .clientSecretPost: "client_secret_post"
-        case .clientSecretJWT: "client_secret_jwt"
-        case .privateKeyJWT: "private_key_jwt"
-        case .tlsClientAuth: "tls_client_auth"
-        case .selfSignedTLSClientAuth: "self_signed_tls_client_auth"
-        }
-    }
-
-    /// Authenticates by the TLS connection's certificate (RFC 8705 §2).
-    public var isMutualTLS: Bool {
-        switch self {
-        case .tlsClientAuth, .selfSignedTLSClientAuth: true
-        default: false
-        }
-    }
-
     /// The request parts that authenticate one request to `endpoint`: extra headers and form
     /// parameters. `audience` is what an assertion's `aud` names (the issuer by default —
     /// RFC 7523 §3 allows the issuer or the endpoint URL).
