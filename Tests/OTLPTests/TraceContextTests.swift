@@ -113,7 +113,7 @@ struct TraceExportTests {
         var ss = Opentelemetry_Proto_Trace_V1_ScopeSpans()
         ss.scope.name = "tokengate"
         ss.scope.version = "9"
-        ss.spans = spans.map(TraceExport.message)
+        ss.spans = spans.map(SwiftProtobufSpan.message)
         rs.scopeSpans = [ss]
         whole.resourceSpans = [rs]
         let framed = TraceExport.body(spans, resource: resource, scope: ("tokengate", "9"))
