@@ -47,15 +47,28 @@ public struct TraceContext: Sendable, Equatable {
 
     /// The `traceparent` value that names `spanID` as the parent (version 00).
     public var traceparent: String {
-        var out = [UInt8]()
-        out.reserveCapacity(55)
-        out.append(contentsOf: [0x30, 0x30, 0x2D])
-        Self.appendHex(traceID.high, 16, &out)
-        Self.appendHex(traceID.low, 16, &out)
-        out.append(0x2D)
-        Self.appendHex(spanID, 16, &out)
-        out.append(contentsOf: [0x2D, 0x30, sampled ? 0x31 : 0x30])
-        return String(decoding: out, as: UTF8.self)
+        traceparentBytes.span.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The same value in bytes, on the stack: what a proxied request's header is written
+    /// from, with no string made for it.
+    public var traceparentBytes: InlineArray<55, UInt8> {
+        var out = InlineArray<55, UInt8>(repeating: 0x2D)  // "-" where the separators go
+        out[0] = 0x30
+        out[1] = 0x30
+        Self.writeHex(traceID.high, into: &out, at: 3)
+        Self.writeHex(traceID.low, into: &out, at: 19)
+        Self.writeHex(spanID, into: &out, at: 36)
+        out[53] = 0x30
+        out[54] = sampled ? 0x31 : 0x30
+        return out
+    }
+
+    private static func writeHex(_ n: UInt64, into out: inout InlineArray<55, UInt8>, at start: Int) {
+        for i in 0..<16 {
+            let d = UInt8(truncatingIfNeeded: n >> UInt64(60 - 4 * i)) & 0xF
+            out[start + i] = d < 10 ? 0x30 + d : 0x57 + d
+        }
     }
 
     /// A `tracestate` value to pass on: at most 512 bytes and 32 list members (§3.3.1.1,
@@ -82,12 +95,5 @@ public struct TraceContext: Sendable, Equatable {
             }
         }
         return n
-    }
-
-    static func appendHex(_ n: UInt64, _ digits: Int, _ out: inout [UInt8]) {
-        for i in stride(from: digits - 1, through: 0, by: -1) {
-            let d = UInt8(truncatingIfNeeded: n >> UInt64(4 * i)) & 0xF
-            out.append(d < 10 ? 0x30 + d : 0x57 + d)
-        }
     }
 }

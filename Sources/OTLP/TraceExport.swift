@@ -12,6 +12,13 @@ public enum TraceExport {
     public static func body(
         _ spans: [SpanRecord], resource: [SpanRecord.Attribute], scope: (name: String, version: String)
     ) -> [UInt8] {
+        body([spans], resource: resource, scope: scope)
+    }
+
+    /// The request body for the spans of `batches`, in order.
+    public static func body(
+        _ batches: [[SpanRecord]], resource: [SpanRecord.Attribute], scope: (name: String, version: String)
+    ) -> [UInt8] {
         // swift-protobuf sizes a nested message again at every level it is nested in, and a
         // span's attribute values sit six levels deep in the request. The resource and the
         // scope are serialized by swift-protobuf; each span is written by `SpanWire` (the same
@@ -23,14 +30,16 @@ public enum TraceExport {
         scopeMessage.name = scope.name
         scopeMessage.version = scope.version
         var scopeSpans: [UInt8] = []
-        scopeSpans.reserveCapacity(spans.count * 400)
+        scopeSpans.reserveCapacity(batches.reduce(0) { $0 + $1.count } * 400)
         Protobuf.appendField(1, serialized(scopeMessage), to: &scopeSpans)  // ScopeSpans.scope
         var span: [UInt8] = []
         span.reserveCapacity(1024)
-        for s in spans {
-            span.removeAll(keepingCapacity: true)
-            SpanWire.append(s, to: &span)
-            Protobuf.appendField(2, span, to: &scopeSpans)  // ScopeSpans.spans
+        for batch in batches {
+            for i in batch.indices {
+                span.removeAll(keepingCapacity: true)
+                SpanWire.append(batch[i], to: &span)
+                Protobuf.appendField(2, span, to: &scopeSpans)  // ScopeSpans.spans
+            }
         }
         var resourceSpans: [UInt8] = []
         resourceSpans.reserveCapacity(scopeSpans.count + 256)

@@ -140,8 +140,9 @@ struct TracingTests {
         #expect(trace.traceID == TraceID(high: 0x4bf9_2f35_77b3_4da6, low: 0xa3ce_929d_0e0e_4736))
         #expect(trace.parentSpanID == 0x00f0_67aa_0ba9_02b7 && trace.traceState == "a=b")
         #expect(trace.serverSpanID != 0 && trace.upstreamSpanID != 0 && trace.serverSpanID != trace.upstreamSpanID)
-        #expect(trace.upstreamTraceparent.hasPrefix("00-4bf92f3577b34da6a3ce929d0e0e4736-"))
-        #expect(trace.upstreamTraceparent.hasSuffix("-01"))
+        let traceparent = trace.upstreamTraceparent.span.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
+        #expect(traceparent.hasPrefix("00-4bf92f3577b34da6a3ce929d0e0e4736-"))
+        #expect(traceparent.hasSuffix("-01"))
         // An unsampled parent: not traced, and its context passes on as sent.
         let (none, keep) = tracer(ratio: 1).begin(
             traceparent: unsampled, tracestate: { nil }, trusted: true, peer: "p", startNanos: 1)
@@ -189,6 +190,30 @@ struct TracingTests {
         #expect(exporter.queued == SpanExporter.maxQueued)
         #expect(exporter.droppedQueueFull.load(ordering: .relaxed) == 3000 - SpanExporter.maxQueued)
         #expect(exporter.metricsText.contains("tokengate_trace_spans_dropped_total{reason=\"queue_full\"} 952"))
+    }
+
+    @Test func theQueueHandsOverWholeBatchesInOrderAndSplitsOnlyAnOversizedOne() {
+        func spans(_ ids: ClosedRange<UInt64>) -> [SpanRecord] {
+            ids.map {
+                SpanRecord(
+                    traceID: TraceID(high: 1, low: 1), spanID: $0, parentSpanID: 0, name: "GET", kind: .server,
+                    startNanos: 1, endNanos: 2)
+            }
+        }
+        var q = SpanQueue()
+        #expect(q.add(spans(1...3), limit: 10) == 0)
+        #expect(q.add(spans(4...9), limit: 10) == 0)
+        #expect(q.add(spans(10...12), limit: 10) == 2)  // one fits
+        #expect(q.count == 10)
+        // Two whole batches fit in 9; the third waits.
+        #expect(q.take(9).flatMap { $0.map(\.spanID) } == Array(1...9))
+        #expect(q.count == 1)
+        #expect(q.add(spans(20...31), limit: 100) == 0)
+        #expect(q.take(5).flatMap { $0.map(\.spanID) } == [10])
+        // A batch larger than the limit is split, its rest left first in line.
+        #expect(q.take(5).flatMap { $0.map(\.spanID) } == Array(20...24))
+        #expect(q.take(50).flatMap { $0.map(\.spanID) } == Array(25...31))
+        #expect(q.count == 0 && q.take(5).isEmpty)
     }
 
     @Test func aCallsURLLosesItsQueryFragmentAndUserinfo() {

@@ -20,6 +20,7 @@ enum RequestPipeline {
     static let authorization = Array("authorization".utf8)
     static let dpop = Array("dpop".utf8)
     static let cookie = Array("cookie".utf8)
+    static let traceparent = Array("traceparent".utf8)
     static let wellKnown = Array(ResourceIdentifier.wellKnownPrefix.utf8)
 
     /// What of a config the request path reads on every request, worked out once per config
@@ -209,7 +210,7 @@ enum RequestPipeline {
             if let h = forwarded.forwardedHost { out.append("X-Forwarded-Host", h) }
             out.append("X-Request-Id", forwarded.requestID)
             if let trace {
-                out.append("traceparent", trace.upstreamTraceparent)
+                out.append(name: RequestPipeline.traceparent.span, value: trace.upstreamTraceparent.span)
                 if let state = trace.traceState { out.append("tracestate", state) }
                 let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(target[..<$0]) } ?? target
                 trace.upstreamURL = (plan.upstream?.tls == nil ? "http://" : "https://") + plan.upstreamAuthority + path

@@ -67,7 +67,7 @@ extension Worker {
         let seconds = clock() - ctx.start
         metrics.record(routeID: ctx.routeID, status: status, seconds: seconds)
         if let trace = ctx.trace, let tracer {
-            tracer.record(trace.spans(ctx, status: status, endNanos: Tracer.nowNanos()))
+            tracer.requestFinished(trace, ctx, status: status)
         }
         if let accessLog {
             accessLog.record(

@@ -35,8 +35,8 @@ final class RequestTrace {
     }
 
     /// The `traceparent` the upstream gets: this trace, the gateway's CLIENT span, sampled.
-    var upstreamTraceparent: String {
-        TraceContext(traceID: traceID, spanID: upstreamSpanID, sampled: true).traceparent
+    var upstreamTraceparent: InlineArray<55, UInt8> {
+        TraceContext(traceID: traceID, spanID: upstreamSpanID, sampled: true).traceparentBytes
     }
 
     /// The `traceparent` a call made for this request (introspection, a token exchange)
@@ -45,10 +45,10 @@ final class RequestTrace {
         TraceContext(traceID: traceID, spanID: spanID, sampled: true).traceparent
     }
 
-    /// The SERVER span, and the upstream call's CLIENT span when there was one. Attributes
-    /// follow OpenTelemetry's HTTP semantic conventions; none holds a credential, a cookie
-    /// or a query (which may hold either).
-    func spans(_ ctx: RequestContext, status: Int, endNanos: UInt64) -> [SpanRecord] {
+    /// Appends the SERVER span, and the upstream call's CLIENT span when there was one.
+    /// Attributes follow OpenTelemetry's HTTP semantic conventions; none holds a credential,
+    /// a cookie or a query (which may hold either).
+    func appendSpans(_ ctx: RequestContext, status: Int, endNanos: UInt64, to out: inout [SpanRecord]) {
         typealias A = SpanRecord.Attribute
         // A refusal before routing logs the target as sent: its query (which may hold a
         // token, RFC 6750 §2.3) stays out of the span.
@@ -72,14 +72,13 @@ final class RequestTrace {
         if let reason = ctx.rejection?.reason?.code {
             attributes.append(A("tokengate.refusal.reason", .string(reason)))
         }
-        var out = [
+        out.append(
             SpanRecord(
                 traceID: traceID, spanID: serverSpanID, parentSpanID: parentSpanID, parentIsRemote: parentSpanID != 0,
                 traceState: traceState, name: routed ? "\(method) \(ctx.route)" : method, kind: .server,
                 startNanos: startNanos, endNanos: endNanos, attributes: attributes,
                 // HTTP semantic conventions: a server span is an error for a 5xx only.
-                error: status >= 500 ? "" : nil)
-        ]
+                error: status >= 500 ? "" : nil))
         if upstreamStartNanos != 0 {
             var client: [A] = [
                 A("http.request.method", .string(method)), A("url.full", .string(upstreamURL)),
@@ -94,7 +93,6 @@ final class RequestTrace {
                     attributes: client,
                     error: upstreamFailure != nil || upstreamStatus >= 500 ? (upstreamFailure ?? "") : nil))
         }
-        return out
     }
 
     /// The HTTP semantic conventions' method: one RFC 9110 §9 names (and PATCH), else

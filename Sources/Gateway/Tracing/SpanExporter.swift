@@ -26,12 +26,7 @@ final class SpanExporter: @unchecked Sendable {
     /// Export calls that failed (unreachable, timed out, a status other than 2xx).
     let exportFailures = Atomic<Int>(0)
 
-    private struct Queue {
-        var spans: [SpanRecord] = []
-        /// An export was asked for since the last one began (one wake-up per batch).
-        var wakeAsked = false
-    }
-    private let queue = Mutex(Queue())
+    private let queue = Mutex(SpanQueue())
     private let loop = EventLoop()
     private let resource: [SpanRecord.Attribute]
     private let scope: (name: String, version: String)
@@ -79,27 +74,24 @@ final class SpanExporter: @unchecked Sendable {
         t.start()
     }
 
-    /// Hands finished spans over (any thread) and empties `spans`; what does not fit in the
-    /// queue is dropped and counted.
+    /// Hands finished spans over (any thread) and empties `spans` (the array itself is
+    /// queued); what does not fit in the queue is dropped and counted.
     func submit(_ spans: inout [SpanRecord]) {
+        guard !spans.isEmpty else { return }
+        let handed = consume spans
+        spans = []
         let wake = queue.withLock { q -> Bool in
-            let room = max(0, Self.maxQueued - q.spans.count)
-            if spans.count > room {
-                droppedQueueFull.add(spans.count - room, ordering: .relaxed)
-                q.spans.append(contentsOf: spans.prefix(room))
-            } else {
-                q.spans.append(contentsOf: spans)
-            }
-            guard q.spans.count >= Self.batchSize, !q.wakeAsked else { return false }
+            let dropped = q.add(handed, limit: Self.maxQueued)
+            if dropped > 0 { droppedQueueFull.add(dropped, ordering: .relaxed) }
+            guard q.count >= Self.batchSize, !q.wakeAsked else { return false }
             q.wakeAsked = true
             return true
         }
-        spans.removeAll(keepingCapacity: true)
         if wake { loop.execute { [self] in exportNext() } }
     }
 
     /// Spans waiting in the queue now.
-    var queued: Int { queue.withLock { $0.spans.count } }
+    var queued: Int { queue.withLock { $0.count } }
 
     /// Exports what is queued, then stops the thread; waits at most `seconds` (a collector
     /// that does not answer must not keep a stopping gateway alive). Call once, at exit.
@@ -117,13 +109,12 @@ final class SpanExporter: @unchecked Sendable {
     /// Loop thread: the next batch, unless one is on its way.
     private func exportNext() {
         guard !inFlight, let fetcher else { return }
-        let batch = queue.withLock { q -> [SpanRecord] in
+        let batch = queue.withLock { q -> [[SpanRecord]] in
             q.wakeAsked = false
-            let n = min(q.spans.count, Self.batchSize)
-            defer { q.spans.removeFirst(n) }
-            return Array(q.spans.prefix(n))
+            return q.take(Self.batchSize)
         }
-        guard !batch.isEmpty else {
+        let spans = batch.reduce(0) { $0 + $1.count }
+        guard spans > 0 else {
             closing?.signal()
             return
         }
@@ -137,16 +128,16 @@ final class SpanExporter: @unchecked Sendable {
             switch result {
             case .success(let r) where (200..<300).contains(r.status):
                 // OTLP/HTTP: a partial success is a 200 naming how many spans it rejected.
-                let rejected = min(batch.count, TraceExport.rejectedSpans(r.body))
-                exported.add(batch.count - rejected, ordering: .relaxed)
+                let rejected = min(spans, TraceExport.rejectedSpans(r.body))
+                exported.add(spans - rejected, ordering: .relaxed)
                 droppedExportFailed.add(rejected, ordering: .relaxed)
             default:
                 // Not retried: the next batch is already waiting, and a collector that is down
                 // would only hold more spans in memory.
                 exportFailures.add(1, ordering: .relaxed)
-                droppedExportFailed.add(batch.count, ordering: .relaxed)
+                droppedExportFailed.add(spans, ordering: .relaxed)
             }
-            let more = queue.withLock { $0.spans.count >= Self.batchSize }
+            let more = queue.withLock { $0.count >= Self.batchSize }
             if more || closing != nil { exportNext() }
         }
     }
@@ -170,5 +161,47 @@ final class SpanExporter: @unchecked Sendable {
             help: "OTLP export calls that failed: unreachable, timed out, or answered with a status other than 2xx.",
             exportFailures.load(ordering: .relaxed))
         return out.text
+    }
+}
+
+/// The workers' batches as they came: handed over and taken whole, so that no span is
+/// copied from one array to another on the way.
+struct SpanQueue {
+    var batches: [[SpanRecord]] = []
+    var count = 0
+    /// An export was asked for since the last one began (one wake-up per batch).
+    var wakeAsked = false
+
+    /// Queues `spans`, or what of them fits under `limit` spans waiting; returns how many did
+    /// not fit.
+    mutating func add(_ spans: [SpanRecord], limit: Int) -> Int {
+        let room = max(0, limit - count)
+        guard spans.count > room else {
+            batches.append(spans)
+            count += spans.count
+            return 0
+        }
+        if room > 0 { batches.append(Array(spans.prefix(room))) }
+        count += room
+        return spans.count - room
+    }
+
+    /// Up to `limit` spans, whole batches first (a batch larger than that is split).
+    mutating func take(_ limit: Int) -> [[SpanRecord]] {
+        var taken = 0
+        var n = 0
+        while n < batches.count, taken + batches[n].count <= limit {
+            taken += batches[n].count
+            n += 1
+        }
+        var out = Array(batches[..<n])
+        batches.removeFirst(n)
+        if n == 0, let first = batches.first {
+            out = [Array(first.prefix(limit))]
+            batches[0].removeFirst(limit)
+            taken = limit
+        }
+        count -= taken
+        return out
     }
 }

@@ -83,12 +83,11 @@ extension Tracer: OutboundCallObserver {
     /// Records the span, then runs the caller's completion as part of the request the call
     /// was made for, so that a call it makes next is that request's too.
     private func end(_ span: CallSpan, error: String?, then completion: () -> Void) {
-        record([
+        record(
             SpanRecord(
                 traceID: span.traceID, spanID: span.spanID, parentSpanID: span.parentSpanID,
                 traceState: span.trace?.traceState, name: span.name, kind: .client, startNanos: span.startNanos,
-                endNanos: Tracer.nowNanos(), attributes: span.attributes, error: error)
-        ])
+                endNanos: Tracer.nowNanos(), attributes: span.attributes, error: error))
         let outer = current
         current = span.trace
         completion()

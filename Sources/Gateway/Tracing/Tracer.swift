@@ -98,8 +98,18 @@ final class Tracer {
         }
     }
 
-    func record(_ spans: [SpanRecord]) {
-        finished.append(contentsOf: spans)
+    /// A traced request is answered: its SERVER span and its upstream call's CLIENT span.
+    func requestFinished(_ trace: RequestTrace, _ ctx: RequestContext, status: Int) {
+        trace.appendSpans(ctx, status: status, endNanos: Self.nowNanos(), to: &finished)
+        spansAdded()
+    }
+
+    func record(_ span: consuming SpanRecord) {
+        finished.append(span)
+        spansAdded()
+    }
+
+    private func spansAdded() {
         if finished.count >= Self.batch {
             flush()
         } else if timer == nil {
@@ -116,6 +126,7 @@ final class Tracer {
         timer = nil
         guard !finished.isEmpty else { return }
         exporter.submit(&finished)
+        finished.reserveCapacity(Self.batch)
     }
 
     /// Unix time in nanoseconds (spans carry wall-clock times).
