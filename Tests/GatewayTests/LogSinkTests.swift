@@ -34,6 +34,36 @@ struct LogSinkTests {
         #expect(sink.droppedLines.load(ordering: .relaxed) == 0)
     }
 
+    @Test func unbufferedLinesGoOverTogetherAsTheirLoopTurnEnds() throws {
+        let path = tempDir() + "/access.log"
+        let sink = try LogSink(path: path, capacity: 1 << 20)
+        let loop = EventLoop()
+        let writer = AccessLogWriter(sink: sink, output: AccessLogOutput(), loop: loop)
+        func record(_ id: String) {
+            writer.record(
+                AccessLogRecord(
+                    requestID: id, method: "GET", path: "/", route: "-", status: 200, bytes: 0, durationMicros: 1,
+                    upstreamMicros: 0))
+        }
+        var inTurn: [String] = []
+        loop.execute {
+            record("a")
+            record("b")
+            // Still the worker's while its turn runs.
+            sink.flush(within: 1)
+            inTurn = (try? lines(path)) ?? ["unreadable"]
+            loop.schedule(after: 0.05) { record("c") }
+        }
+        let stop = LoopTimer(loop: loop, seconds: 0.3) { loop.stop() }
+        loop.run()
+        stop.cancel()
+        #expect(inTurn.isEmpty)
+        sink.flush(within: 5)
+        let ids = try lines(path).map { try #require($0.firstMatch(of: /"request_id":"(.)"/)?.1).description }
+        #expect(ids == ["a", "b", "c"])
+        #expect(sink.close(within: 5))
+    }
+
     @Test func appendsToAFileThatExists() throws {
         let path = tempDir() + "/access.log"
         try "old\n".write(toFile: path, atomically: false, encoding: .utf8)

@@ -19,7 +19,7 @@ struct AccessLogOutput: Sendable, Equatable {
 
     var destination = Destination.standardOutput
     /// `buffer`: the bytes a worker gathers before it hands them on; 0 (the default on
-    /// standard output): each line as soon as it is made.
+    /// standard output): each line as soon as it is made (with the others of its loop turn).
     var bufferSize = 0
     /// `flush`: the longest a line waits in a worker's buffer.
     var flushInterval = 1.0

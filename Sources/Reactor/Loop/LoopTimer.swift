@@ -8,13 +8,23 @@ public final class LoopTimer {
     private let action: () -> Void
     private let seconds: Double
 
-    public init(loop: EventLoop, seconds: Double, repeating: Bool = false, _ action: @escaping () -> Void) {
+    /// `armed: false`: the timer waits for `start()`.
+    public init(
+        loop: EventLoop, seconds: Double, repeating: Bool = false, armed: Bool = true, _ action: @escaping () -> Void
+    ) {
         loop.assertInLoop()
         self.action = action
         self.seconds = seconds
         let flags = Int16(repeating ? EV_PERSIST : 0)
         // Unretained: the Timer owns the event and frees it before it goes away.
         event = event_new(loop.base, -1, flags, timerThunk, Unmanaged.passUnretained(self).toOpaque())
+        if armed { start() }
+    }
+
+    /// Arms the timer: it fires `seconds` from now. Does nothing while it is armed already,
+    /// or after `cancel()`; a one-shot timer that has fired can be started again.
+    public func start() {
+        guard let event, event_pending(event, Int16(EV_TIMEOUT), nil) == 0 else { return }
         var tv = timeval(seconds: seconds)
         event_add(event, &tv)
     }

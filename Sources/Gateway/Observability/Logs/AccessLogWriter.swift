@@ -1,9 +1,10 @@
 import Reactor
 
 /// One worker's access log: each line is encoded straight into the worker's own buffer,
-/// which goes to the `LogSink` whole — at once when unbuffered, else when it holds
-/// `bufferSize` bytes or its oldest line is `flushInterval` old (nginx's `access_log …
-/// buffer=… flush=…`). Never waits: the sink's thread does the writing. Loop-thread only.
+/// which goes to the `LogSink` whole — when unbuffered, at the end of the loop turn that made
+/// it, with the turn's other lines; else when it holds `bufferSize` bytes or its oldest line
+/// is `flushInterval` old (nginx's `access_log … buffer=… flush=…`). Never waits: the sink's
+/// thread does the writing. Loop-thread only.
 final class AccessLogWriter {
     let sink: LogSink
     private let bufferSize: Int
@@ -14,6 +15,11 @@ final class AccessLogWriter {
     private var time = LogTimestamp()
     /// Armed by the first line of a buffer; fires once, `flushInterval` later.
     private var timer: LoopTimer?
+    /// Unbuffered: armed by a turn's first line, fires as the loop's next turn ends (a
+    /// timer due at once), so that a turn's lines cost the sink's lock and a wake-up once,
+    /// not once a request.
+    private var turnEnd: LoopTimer?
+    private var turnEndArmed = false
 
     init(sink: LogSink, output: AccessLogOutput, loop: EventLoop) {
         self.sink = sink
@@ -44,7 +50,18 @@ final class AccessLogWriter {
 
     private func lineAdded() {
         lines += 1
-        if line.bytes.count >= bufferSize {
+        if bufferSize == 0 {
+            guard !turnEndArmed else { return }
+            let t =
+                turnEnd
+                ?? LoopTimer(loop: loop, seconds: 0, armed: false) { [unowned self] in
+                    self.turnEndArmed = false
+                    self.flush()
+                }
+            turnEnd = t
+            turnEndArmed = true
+            t.start()
+        } else if line.bytes.count >= bufferSize {
             flush()
         } else if timer == nil {
             timer = LoopTimer(loop: loop, seconds: flushInterval) { [unowned self] in
