@@ -47,7 +47,8 @@ public struct TraceContext: Sendable, Equatable {
 
     /// The `traceparent` value that names `spanID` as the parent (version 00).
     public var traceparent: String {
-        traceparentBytes.span.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
+        let bytes = traceparentBytes
+        return String(decoding: bytes.indices.map { bytes[$0] }, as: UTF8.self)
     }
 
     /// The same value in bytes, on the stack: what a proxied request's header is written

@@ -140,7 +140,8 @@ struct TracingTests {
         #expect(trace.traceID == TraceID(high: 0x4bf9_2f35_77b3_4da6, low: 0xa3ce_929d_0e0e_4736))
         #expect(trace.parentSpanID == 0x00f0_67aa_0ba9_02b7 && trace.traceState == "a=b")
         #expect(trace.serverSpanID != 0 && trace.upstreamSpanID != 0 && trace.serverSpanID != trace.upstreamSpanID)
-        let traceparent = trace.upstreamTraceparent.span.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
+        let bytes = trace.upstreamTraceparent
+        let traceparent = String(decoding: bytes.indices.map { bytes[$0] }, as: UTF8.self)
         #expect(traceparent.hasPrefix("00-4bf92f3577b34da6a3ce929d0e0e4736-"))
         #expect(traceparent.hasSuffix("-01"))
         // An unsampled parent: not traced, and its context passes on as sent.
