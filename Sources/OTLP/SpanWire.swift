@@ -51,54 +51,79 @@ enum SpanWire {
 
     private static func key(_ number: UInt64, _ type: WireType) -> UInt64 { number << 3 | UInt64(type.rawValue) }
 
-    /// Appends the span's message body (not framed: the caller writes its field key and
-    /// length).
-    static func append(_ s: SpanRecord, to out: inout [UInt8]) {
-        ids(traceID, s.traceID.high, s.traceID.low, to: &out)
-        ids(spanID, s.spanID, nil, to: &out)
-        if let state = s.traceState, !state.isEmpty { string(traceState, state, to: &out) }
-        if s.parentSpanID != 0 { ids(parentSpanID, s.parentSpanID, nil, to: &out) }
-        if !s.name.isEmpty { string(name, s.name, to: &out) }
-        Protobuf.appendVarint(kind, to: &out)
-        out.append(s.kind == .server ? kindServer : kindClient)
-        // A clock step can put the end before the start; it is never sent as such.
-        fixed64(startTime, s.startNanos, to: &out)
-        fixed64(endTime, max(s.endNanos, s.startNanos), to: &out)
-        for a in s.attributes {
-            Protobuf.appendVarint(attribute, to: &out)
-            Protobuf.appendVarint(UInt64(keyValueSize(a)), to: &out)
-            keyValue(a, to: &out)
+    /// The size of the span's message body: what its frame's length says.
+    static func size(_ s: SpanRecord) -> Int {
+        var n = 2 + 16 + 2 + 8  // trace_id, span_id
+        if let state = s.traceState, !state.isEmpty { n += stringFieldSize(state.utf8.count) }
+        if s.parentSpanID != 0 { n += 2 + 8 }
+        if !s.name.isEmpty { n += stringFieldSize(s.name.utf8.count) }
+        n += 2  // kind
+        if s.startNanos != 0 { n += 9 }
+        if max(s.endNanos, s.startNanos) != 0 { n += 9 }
+        for i in s.attributes.indices {
+            let kv = keyValueSize(s.attributes[i])
+            n += 1 + varintSize(UInt64(kv)) + kv
         }
         if let message = s.error {
-            let text = message.utf8.count
-            Protobuf.appendVarint(status, to: &out)
-            Protobuf.appendVarint(UInt64((text == 0 ? 0 : stringFieldSize(text)) + 2), to: &out)
-            if text != 0 { string(statusMessage, message, to: &out) }
-            Protobuf.appendVarint(statusCode, to: &out)
-            out.append(statusError)
+            let status = statusSize(message)
+            n += 1 + varintSize(UInt64(status)) + status
         }
-        Protobuf.appendVarint(flags, to: &out)
+        return n + 2 + 4  // flags: a two-byte key, fixed32
+    }
+
+    /// Appends the span's message body, `size(s)` bytes (not framed: the caller writes its
+    /// field key and that length first). One capacity check for the span, not one a byte.
+    static func append(_ s: SpanRecord, size: Int, to out: inout [UInt8]) {
+        out.append(addingCapacity: size) { o in write(s, to: &o) }
+    }
+
+    private static func write(_ s: SpanRecord, to o: inout OutputSpan<UInt8>) {
+        ids(traceID, s.traceID.high, s.traceID.low, to: &o)
+        ids(spanID, s.spanID, nil, to: &o)
+        if let state = s.traceState, !state.isEmpty { string(traceState, state, to: &o) }
+        if s.parentSpanID != 0 { ids(parentSpanID, s.parentSpanID, nil, to: &o) }
+        if !s.name.isEmpty { string(name, s.name, to: &o) }
+        varint(kind, to: &o)
+        o.append(s.kind == .server ? kindServer : kindClient)
+        // A clock step can put the end before the start; it is never sent as such.
+        fixed64(startTime, s.startNanos, to: &o)
+        fixed64(endTime, max(s.endNanos, s.startNanos), to: &o)
+        // By index: each attribute is read in place, not copied (a retain and a release of
+        // its strings) as a for-in loop's element would be.
+        for i in s.attributes.indices {
+            varint(attribute, to: &o)
+            varint(UInt64(keyValueSize(s.attributes[i])), to: &o)
+            keyValue(s.attributes[i], to: &o)
+        }
+        if let message = s.error {
+            varint(status, to: &o)
+            varint(UInt64(statusSize(message)), to: &o)
+            if !message.isEmpty { string(statusMessage, message, to: &o) }
+            varint(statusCode, to: &o)
+            o.append(statusError)
+        }
+        varint(flags, to: &o)
         var f = sampled | hasIsRemote | (s.parentIsRemote ? isRemote : 0)
         for _ in 0..<4 {
-            out.append(UInt8(truncatingIfNeeded: f))
+            o.append(UInt8(truncatingIfNeeded: f))
             f >>= 8
         }
     }
 
     /// A `KeyValue` whose value is always set (an `AnyValue` with one of its oneof's fields).
-    static func keyValue(_ a: SpanRecord.Attribute, to out: inout [UInt8]) {
-        if !a.key.isEmpty { string(keyValueKey, a.key, to: &out) }
-        Protobuf.appendVarint(keyValueValue, to: &out)
-        Protobuf.appendVarint(UInt64(anyValueSize(a.value)), to: &out)
+    private static func keyValue(_ a: SpanRecord.Attribute, to o: inout OutputSpan<UInt8>) {
+        if !a.key.isEmpty { string(keyValueKey, a.key, to: &o) }
+        varint(keyValueValue, to: &o)
+        varint(UInt64(anyValueSize(a.value)), to: &o)
         switch a.value {
-        case .string(let s): string(stringValue, s, to: &out)
+        case .string(let s): string(stringValue, s, to: &o)
         case .bool(let b):
-            Protobuf.appendVarint(boolValue, to: &out)
-            out.append(b ? 1 : 0)
+            varint(boolValue, to: &o)
+            o.append(b ? 1 : 0)
         case .int(let n):
-            Protobuf.appendVarint(intValue, to: &out)
+            varint(intValue, to: &o)
             // int64: a negative value is its two's complement, ten bytes.
-            Protobuf.appendVarint(UInt64(bitPattern: n), to: &out)
+            varint(UInt64(bitPattern: n), to: &o)
         }
     }
 
@@ -116,6 +141,12 @@ enum SpanWire {
         }
     }
 
+    /// `Status`: the message unless empty, and the code (error).
+    private static func statusSize(_ message: String) -> Int {
+        let text = message.utf8.count
+        return (text == 0 ? 0 : stringFieldSize(text)) + 2
+    }
+
     /// A length-delimited field with a one-byte key and `length` bytes.
     private static func stringFieldSize(_ length: Int) -> Int { 1 + varintSize(UInt64(length)) + length }
 
@@ -124,28 +155,38 @@ enum SpanWire {
         value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
     }
 
-    private static func string(_ key: UInt64, _ s: String, to out: inout [UInt8]) {
-        Protobuf.appendVarint(key, to: &out)
-        Protobuf.appendVarint(UInt64(s.utf8.count), to: &out)
-        out.append(contentsOf: s.utf8)
+    private static func varint(_ value: UInt64, to o: inout OutputSpan<UInt8>) {
+        var v = value
+        while v >= 0x80 {
+            o.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        o.append(UInt8(v))
+    }
+
+    private static func string(_ key: UInt64, _ s: String, to o: inout OutputSpan<UInt8>) {
+        varint(key, to: &o)
+        let bytes = s.utf8.span
+        varint(UInt64(bytes.count), to: &o)
+        for i in bytes.indices { o.append(bytes[i]) }
     }
 
     /// Ids are bytes fields, big-endian (as OTLP carries them): 8 bytes, or 16 with `low`.
-    private static func ids(_ key: UInt64, _ high: UInt64, _ low: UInt64?, to out: inout [UInt8]) {
-        Protobuf.appendVarint(key, to: &out)
-        out.append(low == nil ? 8 : 16)
-        bigEndian(high, to: &out)
-        if let low { bigEndian(low, to: &out) }
+    private static func ids(_ key: UInt64, _ high: UInt64, _ low: UInt64?, to o: inout OutputSpan<UInt8>) {
+        varint(key, to: &o)
+        o.append(low == nil ? 8 : 16)
+        bigEndian(high, to: &o)
+        if let low { bigEndian(low, to: &o) }
     }
 
-    private static func bigEndian(_ n: UInt64, to out: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: n >> UInt64(shift))) }
+    private static func bigEndian(_ n: UInt64, to o: inout OutputSpan<UInt8>) {
+        for shift in stride(from: 56, through: 0, by: -8) { o.append(UInt8(truncatingIfNeeded: n >> UInt64(shift))) }
     }
 
     /// fixed64: eight bytes, little-endian; 0, proto3's default, is left out.
-    private static func fixed64(_ key: UInt64, _ n: UInt64, to out: inout [UInt8]) {
+    private static func fixed64(_ key: UInt64, _ n: UInt64, to o: inout OutputSpan<UInt8>) {
         guard n != 0 else { return }
-        Protobuf.appendVarint(key, to: &out)
-        for shift in stride(from: 0, through: 56, by: 8) { out.append(UInt8(truncatingIfNeeded: n >> UInt64(shift))) }
+        varint(key, to: &o)
+        for shift in stride(from: 0, through: 56, by: 8) { o.append(UInt8(truncatingIfNeeded: n >> UInt64(shift))) }
     }
 }

@@ -32,13 +32,12 @@ public enum TraceExport {
         var scopeSpans: [UInt8] = []
         scopeSpans.reserveCapacity(batches.reduce(0) { $0 + $1.count } * 400)
         Protobuf.appendField(1, serialized(scopeMessage), to: &scopeSpans)  // ScopeSpans.scope
-        var span: [UInt8] = []
-        span.reserveCapacity(1024)
         for batch in batches {
             for i in batch.indices {
-                span.removeAll(keepingCapacity: true)
-                SpanWire.append(batch[i], to: &span)
-                Protobuf.appendField(2, span, to: &scopeSpans)  // ScopeSpans.spans
+                let size = SpanWire.size(batch[i])
+                Protobuf.appendVarint(2 << 3 | 2, to: &scopeSpans)  // ScopeSpans.spans
+                Protobuf.appendVarint(UInt64(size), to: &scopeSpans)
+                SpanWire.append(batch[i], size: size, to: &scopeSpans)
             }
         }
         var resourceSpans: [UInt8] = []

@@ -82,7 +82,8 @@ struct SpanWireTests {
         for _ in 0..<500 {
             let s = Self.span(&g)
             var wire: [UInt8] = []
-            SpanWire.append(s, to: &wire)
+            SpanWire.append(s, size: SpanWire.size(s), to: &wire)
+            #expect(wire.count == SpanWire.size(s))
             let reference: [UInt8] = try SwiftProtobufSpan.message(s).serializedBytes()
             #expect(wire == reference, "seed \(seed): \(s)")
             #expect(try Opentelemetry_Proto_Trace_V1_Span(serializedBytes: wire) == SwiftProtobufSpan.message(s))
@@ -96,7 +97,7 @@ struct SpanWireTests {
             attributes: [.init("url.path", .string("/o")), .init("http.response.status_code", .int(502))],
             error: "")
         var wire: [UInt8] = []
-        SpanWire.append(s, to: &wire)
+        SpanWire.append(s, size: SpanWire.size(s), to: &wire)
         let m = try Opentelemetry_Proto_Trace_V1_Span(serializedBytes: wire)
         #expect(m.traceID == Data([0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2]))
         #expect(m.parentSpanID == Data([0, 0, 0, 0, 0, 0, 0, 4]))
