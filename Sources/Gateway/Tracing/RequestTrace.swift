@@ -54,12 +54,15 @@ final class RequestTrace {
         // token, RFC 6750 §2.3) stays out of the span.
         let path = ctx.path.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(ctx.path[..<$0]) } ?? ctx.path
         let method = Self.method(ctx.method)
-        var attributes: [A] = [
-            A("http.request.method", .string(method)), A("url.path", .string(path)),
-            A("url.scheme", .string(ctx.forwarded.forwardedProto)),
-            A("http.response.status_code", .int(Int64(status))), A("network.peer.address", .string(peer)),
-            A("tokengate.request_id", .string(ctx.requestID))
-        ]
+        // Room for every attribute below at once: the array is not grown on the way.
+        var attributes: [A] = []
+        attributes.reserveCapacity(10)
+        attributes.append(A("http.request.method", .string(method)))
+        attributes.append(A("url.path", .string(path)))
+        attributes.append(A("url.scheme", .string(ctx.forwarded.forwardedProto)))
+        attributes.append(A("http.response.status_code", .int(Int64(status))))
+        attributes.append(A("network.peer.address", .string(peer)))
+        attributes.append(A("tokengate.request_id", .string(ctx.requestID)))
         // Only what a trusted proxy said: another client's Host is its own to choose.
         if ctx.forwarded.originFromTrustedProxy, let host = ctx.forwarded.forwardedHost {
             attributes.append(A("server.address", .string(host)))
