@@ -110,6 +110,6 @@ let package = Package(
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "TestSupport"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "TestSupport"]),
         .testTarget(name: "ExtAuthzTests", dependencies: ["ExtAuthz", "TestSupport"]),
-        .testTarget(name: "OTLPTests", dependencies: ["OTLP"])
+        .testTarget(name: "OTLPTests", dependencies: ["OTLP", "TestSupport"])
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import SwiftProtobuf
+import TestSupport
 import Testing
 
 @testable import OTLP
@@ -32,20 +33,7 @@ enum SwiftProtobufSpan {
 
 @Suite("OTLP spans written directly: swift-protobuf's bytes")
 struct SpanWireTests {
-    /// A small deterministic generator (SplitMix64), so that a failure names a seed that
-    /// reproduces it.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func text(_ g: inout SplitMix) -> String {
+    static func text(_ g: inout SeededRandom) -> String {
         let pieces = [
             "", "a", "GET", "/orders/{id}", "é", "日本", "\u{0}", "\"q\"", "🙂", String(repeating: "x", count: 130)
         ]
@@ -53,7 +41,7 @@ struct SpanWireTests {
         return (0..<n).map { _ in pieces.randomElement(using: &g)! }.joined()
     }
 
-    static func value(_ g: inout SplitMix) -> SpanRecord.Value {
+    static func value(_ g: inout SeededRandom) -> SpanRecord.Value {
         switch Int.random(in: 0..<3, using: &g) {
         case 0: .string(text(&g))
         case 1: .bool(Bool.random(using: &g))
@@ -64,7 +52,7 @@ struct SpanWireTests {
         }
     }
 
-    static func span(_ g: inout SplitMix) -> SpanRecord {
+    static func span(_ g: inout SeededRandom) -> SpanRecord {
         let times: [UInt64] = [0, 1, 1_700_000_000_123_456_789, UInt64.max, UInt64.random(in: 0 ... .max, using: &g)]
         return SpanRecord(
             traceID: TraceID(high: g.next(), low: [0, 1, g.next()].randomElement(using: &g)!),
@@ -78,7 +66,7 @@ struct SpanWireTests {
     }
 
     @Test(arguments: [1, 2, 3, 4]) func everySpanIsTheBytesSwiftProtobufWrites(seed: UInt64) throws {
-        var g = SplitMix(state: seed)
+        var g = SeededRandom(state: seed)
         for _ in 0..<500 {
             let s = Self.span(&g)
             var wire: [UInt8] = []
