@@ -21,7 +21,7 @@ struct JSONLineBytes {
     mutating func key(_ key: String, first: Bool = false) {
         bytes.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
         bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: key.utf8)
+        bytes.append(copying: key.utf8.span)
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
     }
@@ -35,7 +35,7 @@ struct JSONLineBytes {
 
     /// Text of the log's own (a literal), copied as it is.
     mutating func raw(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
+        bytes.append(copying: text.utf8.span)
     }
 
     mutating func endLine() {
