@@ -1,7 +1,7 @@
 /// The protobuf wire format's length-delimited field (protobuf encoding guide, "Message
 /// Structure" and "Length-Delimited Records"): the key (field number << 3 | wire type 2) as
-/// a varint, the length as a varint, the bytes. Only for messages whose every field is an
-/// embedded message serialized by swift-protobuf (TraceExport's wrappers).
+/// a varint, the length as a varint, the bytes. For TraceExport's wrapping messages, whose
+/// every field is an embedded message (serialized by swift-protobuf, or a span by SpanWire).
 enum Protobuf {
     static func appendField(_ number: Int, _ bytes: [UInt8], to out: inout [UInt8]) {
         appendVarint(UInt64(number << 3 | 2), to: &out)
