@@ -16,11 +16,8 @@ struct AccessLogLineTests {
     }
 
     func line(_ r: AccessLogRecord) -> [UInt8] {
-        var time = LogTimestamp()
         var out = JSONLineBytes()
-        var ts: [UInt8] = []
-        time.append(unixMillis: Self.noon, to: &ts)  // same millisecond: the cached text
-        AccessLogLine.append(r, time: &time, to: &out)
+        AccessLogLine.append(r, to: &out)
         return out.bytes
     }
 
@@ -43,11 +40,8 @@ struct AccessLogLineTests {
     }
 
     @Test func everyFieldInItsDocumentedOrder() throws {
-        var time = LogTimestamp()
         var out = JSONLineBytes()
-        var scratch: [UInt8] = []
-        time.append(unixMillis: Self.noon, to: &scratch)
-        AccessLogLine.append(Self.record(detail: "signature"), time: &time, to: &out)
+        AccessLogLine.append(Self.record(detail: "signature"), to: &out)
         #expect(
             keys(out.bytes) == [
                 "ts", "level", "msg", "request_id", "method", "path", "route", "status", "bytes", "duration_ms",
@@ -85,13 +79,12 @@ struct AccessLogLineTests {
     }
 
     @Test func tunnelLine() throws {
-        var time = LogTimestamp()
         var out = JSONLineBytes()
         AccessLogLine.append(
             TunnelLogRecord(
                 requestID: "r", route: "ws", path: "/chat", reason: "client_closed", bytesToUpstream: 10,
                 bytesToClient: 20, durationMicros: 1_500_000, sub: nil),
-            time: &time, to: &out)
+            to: &out)
         #expect(
             keys(out.bytes) == [
                 "ts", "level", "msg", "request_id", "route", "path", "reason", "bytes_to_upstream", "bytes_to_client",
@@ -101,6 +94,29 @@ struct AccessLogLineTests {
         #expect(o["msg"] as? String == "tunnel")
         #expect(o["duration_ms"] as? Double == 1500.0)
         #expect(o["bytes_to_client"] as? Int == 20)
+    }
+
+    /// A line is written into one reservation: with every string escaped at six bytes a byte
+    /// and every number at its longest, it still fits (past it, the write would trap) and
+    /// reads back whole.
+    @Test func linesAtTheirLongestFitTheirReservation() throws {
+        let hostile = String(repeating: "\u{1}", count: 300)
+        let r = AccessLogRecord(
+            requestID: hostile, method: hostile, path: hostile, route: hostile, status: Int.min, bytes: Int.min,
+            durationMicros: Int.max, upstreamMicros: Int.max, sub: hostile, clientID: hostile, issuer: hostile,
+            rejection: hostile, reason: hostile, detail: hostile)
+        let o = try object(line(r))
+        #expect(o["status"] as? Int == Int.min)
+        #expect(o["detail"] as? String == hostile)
+        var out = JSONLineBytes()
+        AccessLogLine.append(
+            TunnelLogRecord(
+                requestID: hostile, route: hostile, path: hostile, reason: hostile, bytesToUpstream: .max,
+                bytesToClient: .max, durationMicros: .max, sub: hostile),
+            to: &out)
+        let t = try object(out.bytes)
+        #expect((t["bytes_to_client"] as? NSNumber)?.uint64Value == UInt64.max)
+        #expect(t["sub"] as? String == hostile)
     }
 
     @Test(arguments: [

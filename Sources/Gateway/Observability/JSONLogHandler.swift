@@ -24,11 +24,7 @@ public struct JSONLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         var out = JSONLineBytes(capacity: 256)
-        var time = LogTimestamp()
-        out.key("ts", first: true)
-        out.bytes.append(UInt8(ascii: "\""))
-        time.append(to: &out.bytes)
-        out.bytes.append(UInt8(ascii: "\""))
+        out.head()
         out.key("level")
         out.string(event.level.rawValue)
         out.key("msg")

@@ -51,10 +51,9 @@ enum ErrorResponse {
     }
 }
 
-/// JSON string escaping for the few JSON texts the gateway builds by hand (error bodies,
-/// log lines), where a full encoder would cost more than the line. The escaping itself is
-/// JOSE's serializer's.
-enum JSONText {
+/// JSON string escaping for the error bodies, built as `String`s: the escaping itself is
+/// JOSE's serializer's. (Log lines are written as bytes, by `JSONText`'s writers.)
+extension JSONText {
     static func escape(_ s: String) -> String {
         var plain = true
         for c in s.utf8 where c < 0x20 || c == 0x22 || c == 0x5c {

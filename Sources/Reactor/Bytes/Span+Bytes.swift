@@ -37,9 +37,43 @@ extension Array where Element == UInt8 {
         self = bytes.withUnsafeBufferPointer { Array($0) }
     }
 
-    /// Appends a copy of `bytes`, in one piece.
+    /// Appends a copy of `bytes`, in one piece. Inlinable: callers append many short
+    /// pieces (log lines), and a call across the module for each would cost more than the copy.
+    @inlinable
     public mutating func append(copying bytes: Span<UInt8>) {
         bytes.withUnsafeBufferPointer { append(contentsOf: $0) }
+    }
+}
+
+extension OutputSpan where Element == UInt8 {
+    /// Appends a copy of `bytes` in one piece (`memcpy`), into capacity the caller reserved
+    /// (`Array.append(addingCapacity:initializingWith:)`): past it, a trap, as `append(_:)`.
+    /// Always inlined: a log line is some twenty such pieces, most a few bytes long.
+    @inlinable @inline(__always)
+    public mutating func append(copying bytes: Span<UInt8>) {
+        let n = bytes.count
+        precondition(n <= freeCapacity, "OutputSpan capacity overflow")
+        guard n > 0 else { return }
+        bytes.withUnsafeBufferPointer { source in
+            withUnsafeMutableBufferPointer { buffer, initialized in
+                (buffer.baseAddress! + initialized).initialize(from: source.baseAddress!, count: n)
+                initialized += n
+            }
+        }
+    }
+
+    /// Appends a literal's bytes. Always inlined: the literal's address and length are then
+    /// constants, and the copy a few moves rather than a call.
+    @inlinable @inline(__always)
+    public mutating func append(_ text: StaticString) {
+        text.withUTF8Buffer { source in
+            let n = source.count
+            precondition(n <= freeCapacity, "OutputSpan capacity overflow")
+            withUnsafeMutableBufferPointer { buffer, initialized in
+                (buffer.baseAddress! + initialized).initialize(from: source.baseAddress!, count: n)
+                initialized += n
+            }
+        }
     }
 }
 

@@ -38,84 +38,79 @@ struct TunnelLogRecord {
 /// - `tunnel`: `request_id`, `route`, `path`, `reason`, `bytes_to_upstream`,
 ///   `bytes_to_client`, `duration_ms`, then `sub` when known.
 enum AccessLogLine {
-    static func append(_ r: AccessLogRecord, time: inout LogTimestamp, to line: inout JSONLineBytes) {
-        head("\"access\"", time: &time, to: &line)
-        line.key("request_id")
-        line.string(r.requestID)
-        line.key("method")
-        line.string(r.method)
-        line.key("path")
-        line.string(r.path)
-        line.key("route")
-        line.string(r.route)
-        line.key("status")
-        line.int(r.status)
-        line.key("bytes")
-        line.int(r.bytes)
-        line.key("duration_ms")
-        line.milliseconds(micros: r.durationMicros)
-        line.key("upstream_ms")
-        line.milliseconds(micros: r.upstreamMicros)
-        if let v = r.sub {
-            line.key("sub")
-            line.string(v)
+    /// The most bytes of a line that are not its strings: the head, `level` and `msg`, the
+    /// keys with their punctuation (under 200 bytes for either kind of line), its numbers.
+    /// `AccessLogLineTests` writes lines with every string escaped at the bound and every
+    /// number at its longest.
+    private static let fixedBound = JSONText.headBound + 256 + 4 * JSONText.numberBound
+
+    /// Appends the line, its bound reserved once and its bytes written in one pass.
+    static func append(_ r: consuming AccessLogRecord, to line: inout JSONLineBytes) {
+        var bound = fixedBound + strings(r.requestID, r.method, r.path, r.route)
+        bound += strings(r.sub, r.clientID, r.issuer) + strings(r.rejection, r.reason, r.detail)
+        line.bytes.append(addingCapacity: bound) { o in
+            head("\"access\"", time: &line.time, to: &o)
+            string("request_id", r.requestID, to: &o)
+            string("method", r.method, to: &o)
+            string("path", r.path, to: &o)
+            string("route", r.route, to: &o)
+            JSONText.key("status", to: &o)
+            JSONText.int(r.status, to: &o)
+            JSONText.key("bytes", to: &o)
+            JSONText.int(r.bytes, to: &o)
+            JSONText.key("duration_ms", to: &o)
+            JSONText.milliseconds(micros: r.durationMicros, to: &o)
+            JSONText.key("upstream_ms", to: &o)
+            JSONText.milliseconds(micros: r.upstreamMicros, to: &o)
+            string("sub", r.sub, to: &o)
+            string("client_id", r.clientID, to: &o)
+            string("issuer", r.issuer, to: &o)
+            string("rejection", r.rejection, to: &o)
+            string("reason", r.reason, to: &o)
+            string("detail", r.detail, to: &o)
+            JSONText.endLine(to: &o)
         }
-        if let v = r.clientID {
-            line.key("client_id")
-            line.string(v)
-        }
-        if let v = r.issuer {
-            line.key("issuer")
-            line.string(v)
-        }
-        if let v = r.rejection {
-            line.key("rejection")
-            line.string(v)
-        }
-        if let v = r.reason {
-            line.key("reason")
-            line.string(v)
-        }
-        if let v = r.detail {
-            line.key("detail")
-            line.string(v)
-        }
-        line.endLine()
     }
 
-    static func append(_ r: TunnelLogRecord, time: inout LogTimestamp, to line: inout JSONLineBytes) {
-        head("\"tunnel\"", time: &time, to: &line)
-        line.key("request_id")
-        line.string(r.requestID)
-        line.key("route")
-        line.string(r.route)
-        line.key("path")
-        line.string(r.path)
-        line.key("reason")
-        line.string(r.reason)
-        line.key("bytes_to_upstream")
-        line.unsigned(r.bytesToUpstream)
-        line.key("bytes_to_client")
-        line.unsigned(r.bytesToClient)
-        line.key("duration_ms")
-        line.milliseconds(micros: r.durationMicros)
-        if let v = r.sub {
-            line.key("sub")
-            line.string(v)
+    static func append(_ r: consuming TunnelLogRecord, to line: inout JSONLineBytes) {
+        let bound = fixedBound + strings(r.requestID, r.route, r.path) + strings(r.reason, r.sub)
+        line.bytes.append(addingCapacity: bound) { o in
+            head("\"tunnel\"", time: &line.time, to: &o)
+            string("request_id", r.requestID, to: &o)
+            string("route", r.route, to: &o)
+            string("path", r.path, to: &o)
+            string("reason", r.reason, to: &o)
+            JSONText.key("bytes_to_upstream", to: &o)
+            JSONText.unsigned(r.bytesToUpstream, to: &o)
+            JSONText.key("bytes_to_client", to: &o)
+            JSONText.unsigned(r.bytesToClient, to: &o)
+            JSONText.key("duration_ms", to: &o)
+            JSONText.milliseconds(micros: r.durationMicros, to: &o)
+            string("sub", r.sub, to: &o)
+            JSONText.endLine(to: &o)
         }
-        line.endLine()
     }
 
     /// `{"ts":"…","level":"info","msg":…` — the same first three members as swift-log's
     /// lines (`JSONLogHandler`), so one reader takes both.
-    private static func head(_ msg: String, time: inout LogTimestamp, to line: inout JSONLineBytes) {
-        line.key("ts", first: true)
-        line.bytes.append(UInt8(ascii: "\""))
-        time.append(to: &line.bytes)
-        line.bytes.append(UInt8(ascii: "\""))
-        line.key("level")
-        line.raw("\"info\"")
-        line.key("msg")
-        line.raw(msg)
+    private static func head(_ msg: StaticString, time: inout LogTimestamp, to o: inout OutputSpan<UInt8>) {
+        JSONText.head(time: &time, to: &o)
+        JSONText.key("level", to: &o)
+        o.append("\"info\"")
+        JSONText.key("msg", to: &o)
+        o.append(msg)
+    }
+
+    /// A string member, left out when there is no value.
+    @inline(__always)
+    private static func string(_ key: StaticString, _ value: String?, to o: inout OutputSpan<UInt8>) {
+        guard let value else { return }
+        JSONText.key(key, to: &o)
+        JSONText.string(utf8: value.utf8.span, to: &o)
+    }
+
+    private static func strings(_ a: String?, _ b: String?, _ c: String? = nil, _ d: String? = nil) -> Int {
+        func bound(_ s: String?) -> Int { s.map { JSONText.stringBound($0.utf8.count) } ?? 0 }
+        return bound(a) + bound(b) + bound(c) + bound(d)
     }
 }

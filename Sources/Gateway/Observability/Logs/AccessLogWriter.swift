@@ -12,7 +12,6 @@ final class AccessLogWriter {
     private let loop: EventLoop
     private var line: JSONLineBytes
     private var lines = 0
-    private var time = LogTimestamp()
     /// Armed by the first line of a buffer; fires once, `flushInterval` later.
     private var timer: LoopTimer?
     /// Unbuffered: armed by a turn's first line, fires as the loop's next turn ends (a
@@ -29,22 +28,22 @@ final class AccessLogWriter {
         line = JSONLineBytes(capacity: output.bufferSize == 0 ? 512 : output.bufferSize + 4096)
     }
 
-    func record(_ r: AccessLogRecord) {
+    func record(_ r: consuming AccessLogRecord) {
         // A sink that is not taking lines would drop this one: it is counted, not made.
         if sink.saturated.load(ordering: .relaxed) {
             sink.dropUnmade(1)
             return
         }
-        AccessLogLine.append(r, time: &time, to: &line)
+        AccessLogLine.append(r, to: &line)
         lineAdded()
     }
 
-    func record(_ r: TunnelLogRecord) {
+    func record(_ r: consuming TunnelLogRecord) {
         if sink.saturated.load(ordering: .relaxed) {
             sink.dropUnmade(1)
             return
         }
-        AccessLogLine.append(r, time: &time, to: &line)
+        AccessLogLine.append(r, to: &line)
         lineAdded()
     }
 

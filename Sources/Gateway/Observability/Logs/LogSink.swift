@@ -268,11 +268,7 @@ final class LogSink: @unchecked Sendable {
 
     private func warn(_ message: String, lines: Int = 0) {
         var line = JSONLineBytes(capacity: 256)
-        var ts = LogTimestamp()
-        line.key("ts", first: true)
-        line.bytes.append(UInt8(ascii: "\""))
-        ts.append(to: &line.bytes)
-        line.bytes.append(UInt8(ascii: "\""))
+        line.head()
         line.key("level")
         line.raw("\"warning\"")
         line.key("msg")

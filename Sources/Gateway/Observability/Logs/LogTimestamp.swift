@@ -1,4 +1,5 @@
 import Foundation
+import Reactor
 
 /// A log line's time, `2026-11-25T12:00:10.123Z` (RFC 3339 §5.6, UTC, milliseconds),
 /// formatted once per millisecond: within one the bytes are reused, within one second only
@@ -12,11 +13,20 @@ struct LogTimestamp {
 
     init() {}
 
-    /// Appends the text for now (the wall clock, `CLOCK_REALTIME`).
+    /// Appends the text for now (the wall clock, `CLOCK_REALTIME`), `length` bytes.
+    mutating func append(to out: inout OutputSpan<UInt8>) {
+        update(Self.nowMillis())
+        out.append(copying: text.span)
+    }
+
     mutating func append(to out: inout [UInt8]) {
+        append(unixMillis: Self.nowMillis(), to: &out)
+    }
+
+    private static func nowMillis() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
-        append(unixMillis: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000, to: &out)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
     /// Appends the text for a time in milliseconds since the Unix epoch.
