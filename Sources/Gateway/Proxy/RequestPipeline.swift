@@ -216,11 +216,10 @@ enum RequestPipeline {
                 trace.upstreamURL = (plan.upstream?.tls == nil ? "http://" : "https://") + plan.upstreamAuthority + path
                 trace.upstreamAuthority = plan.upstreamAuthority
             }
-            var request = UpstreamCall.Request(
+            return UpstreamCall.Request(
                 method: method, target: target, fields: consume out, forwarded: consume passed,
-                body: body.framing == .none ? nil : body)
-            request.trailerPolicy = listed.isEmpty ? policy : ConnectionListedTrailerPolicy(policy, listed: listed)
-            return request
+                body: body.framing == .none ? nil : body,
+                trailerPolicy: listed.isEmpty ? policy : ConnectionListedTrailerPolicy(policy, listed: listed))
         }
     }
 

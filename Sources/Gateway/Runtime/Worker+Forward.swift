@@ -39,7 +39,9 @@ extension Worker {
     }
 
     /// Starts the call on the pool, or queues it at the pool's cap (503 past the queue).
-    func handOn(_ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request) {
+    func handOn(
+        _ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: consuming UpstreamCall.Request
+    ) {
         guard pool.hasRoom else {
             waitForUpstream(ex, ctx: ctx, pool: pool, request: request)
             return
@@ -47,8 +49,12 @@ extension Worker {
         startProxy(ex, ctx: ctx, pool: pool, request: request)
     }
 
-    /// Proxies the request on a connection the pool has room for.
-    func startProxy(_ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request) {
+    /// Proxies the request on a connection the pool has room for. The request is handed on,
+    /// never copied, from its making to its call: a copy is a retain and a release of each
+    /// of its buffers.
+    func startProxy(
+        _ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: consuming UpstreamCall.Request
+    ) {
         ProxyExchange(worker: self, exchange: ex, context: ctx)
             .start(pool: pool, request: ctx.upgrade ? upgradeRequest(request, ctx) : request)
     }

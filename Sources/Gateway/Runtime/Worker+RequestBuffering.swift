@@ -31,7 +31,7 @@ extension Worker {
     /// Reads the body, then hands the request on to its pool; a body that fails is answered
     /// as a streamed one would have been (413, 408, 400), a body with no room to go 503.
     func readBodyFirst(
-        _ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request
+        _ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: consuming UpstreamCall.Request
     ) {
         guard let budget = requestSpoolBudget, let body = request.body else { return }
         let limits = config.limits

@@ -24,7 +24,9 @@ extension Worker {
 
     /// Queues a request that found its upstream's pool at the cap, or answers 503 when the
     /// queue is full too.
-    func waitForUpstream(_ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: UpstreamCall.Request) {
+    func waitForUpstream(
+        _ ex: ServerExchange, ctx: RequestContext, pool: UpstreamPool, request: consuming UpstreamCall.Request
+    ) {
         let turn = UpstreamTurn(worker: self, exchange: ex, context: ctx, pool: pool, request: request)
         guard pool.wait(turn) else {
             upstreamBusy(ex, ctx, kind: "pending_full", detail: "upstream at max_connections, its queue full")

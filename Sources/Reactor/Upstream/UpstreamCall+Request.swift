@@ -28,13 +28,14 @@ extension UpstreamCall {
         public var trailerPolicy: RequestTrailerPolicy?
         public init(
             method: HTTPMethod, target: String, fields: HTTP1Fields, forwarded: HTTP1ForwardedFields? = nil,
-            body: RequestBody?
+            body: RequestBody?, trailerPolicy: RequestTrailerPolicy? = nil
         ) {
             self.method = method
             self.target = target
             self.fields = fields
             self.forwarded = forwarded
             self.body = body
+            self.trailerPolicy = trailerPolicy
         }
     }
 }
