@@ -23,17 +23,20 @@ final class RequestContext {
     var issuer: String? = nil
     /// Why the request was refused: the access log's `rejection` (and `reason`).
     var rejection: Rejection? = nil
-    /// Headers the gateway adds to the upstream's response (a fresh `DPoP-Nonce`).
-    var responseHeaders: [(String, String)] = []
+    /// Headers the gateway adds to the upstream's response (a fresh `DPoP-Nonce`). This and
+    /// the two below are read by every proxied response (`ProxyExchange.clientFields`):
+    /// unchecked exclusivity, as they are only ever appended to or read whole, never held
+    /// across a call out.
+    @exclusivity(unchecked) var responseHeaders: [(String, String)] = []
     /// Upstream response headers that must not reach the client: on a route where the
     /// gateway checks DPoP, the upstream's own `DPoP-Nonce` would send clients nonces the
     /// gateway never issued.
-    var droppedResponseHeaders: [String] = []
+    @exclusivity(unchecked) var droppedResponseHeaders: [String] = []
     /// A request sent upstream with a DPoP-bound token of the gateway's: the upstream's nonce
     /// challenge is answered here (UpstreamDPoP.swift).
     var upstreamDPoP: UpstreamDPoPExchange?
     /// On session routes: the gateway's cookie names, which the upstream may not set.
-    var ownCookies: Set<String> = []
+    @exclusivity(unchecked) var ownCookies: Set<String> = []
     /// The route lets the upstream's answer go to a temp file while the client is behind
     /// (`buffering:`, on by default).
     var buffersResponse = true

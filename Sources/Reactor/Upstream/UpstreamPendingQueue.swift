@@ -23,10 +23,12 @@ final class UpstreamPendingQueue {
     private let limit: Int
     private let timeout: Double
     /// Entries before `head` are gone (popped or removed); compacted as the queue empties.
-    private var entries: [Entry] = []
-    private var head = 0
+    /// Unchecked exclusivity: loop-thread only, never mutated across a call out (a waiter is
+    /// told its turn after it is popped); every proxied request reads them (`hasRoom`).
+    @exclusivity(unchecked) private var entries: [Entry] = []
+    @exclusivity(unchecked) private var head = 0
     private var timer: LoopTimer?
-    private var turnScheduled = false
+    @exclusivity(unchecked) private var turnScheduled = false
 
     init(loop: EventLoop, limit: Int, timeout: Double) {
         self.loop = loop

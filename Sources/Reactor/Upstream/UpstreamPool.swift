@@ -69,11 +69,12 @@ public final class UpstreamPool {
     @exclusivity(unchecked) private var idleSince: [Double] = []
     /// Closes the idle surplus once it has waited `surplusGrace` (armed while there is one).
     private var surplusTimer: LoopTimer?
-    /// Connections open or opening, idle or in use.
-    public private(set) var openConnections = 0
+    /// Connections open or opening, idle or in use. (Counters of every request: unchecked
+    /// exclusivity, as `idle`.)
+    @exclusivity(unchecked) public private(set) var openConnections = 0
     /// Connections held by calls (opening or exchanging): at most `endpoint.maxConnections`
     /// when every call waited its turn (`hasRoom`, `wait`).
-    public private(set) var inUse = 0
+    @exclusivity(unchecked) public private(set) var inUse = 0
     /// Requests waiting for a connection at the cap, oldest first (`UpstreamPendingQueue`).
     let pending: UpstreamPendingQueue
     /// HTTPS: the newest session the upstream gave, offered by the next connection.

@@ -10,15 +10,17 @@ final class AccessLogWriter {
     private let bufferSize: Int
     private let flushInterval: Double
     private let loop: EventLoop
-    private var line: JSONLineBytes
-    private var lines = 0
+    /// Unchecked exclusivity on what every line touches: loop-thread only, and neither the
+    /// line's encoding nor the sink's `submit` calls back into the writer.
+    @exclusivity(unchecked) private var line: JSONLineBytes
+    @exclusivity(unchecked) private var lines = 0
     /// Armed by the first line of a buffer; fires once, `flushInterval` later.
     private var timer: LoopTimer?
     /// Unbuffered: armed by a turn's first line, fires as the loop's next turn ends (a
     /// timer due at once), so that a turn's lines cost the sink's lock and a wake-up once,
     /// not once a request.
     private var turnEnd: LoopTimer?
-    private var turnEndArmed = false
+    @exclusivity(unchecked) private var turnEndArmed = false
 
     init(sink: LogSink, output: AccessLogOutput, loop: EventLoop) {
         self.sink = sink
