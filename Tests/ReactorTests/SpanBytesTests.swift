@@ -40,6 +40,27 @@ struct SpanBytesTests {
         #expect(text == String(decoding: bytes, as: UTF8.self))
     }
 
+    /// Copies into reserved capacity: at the end of what is there, exactly filling it, and
+    /// nothing for an empty span or literal (also into a reservation of nothing).
+    @Test(arguments: samples)
+    func outputSpanCopies(bytes: [UInt8]) {
+        var out: [UInt8] = [7]
+        out.append(addingCapacity: bytes.count + 3) { o in
+            o.append(copying: bytes.span)
+            o.append("ab;")
+            o.append("")
+            o.append(copying: [UInt8]().span)
+            #expect(o.freeCapacity == 0)
+        }
+        #expect(out == [7] + bytes + Array("ab;".utf8))
+        var empty: [UInt8] = []
+        empty.append(addingCapacity: 0) { o in
+            o.append("")
+            o.append(copying: [UInt8]().span)
+        }
+        #expect(empty.isEmpty)
+    }
+
     @Test func illFormedUTF8IsReplaced() {
         let bytes: [UInt8] = [0x61, 0xFF, 0x62]
         let text = String(decodingUTF8: bytes.span)

@@ -69,6 +69,7 @@ extension OutputSpan where Element == UInt8 {
         text.withUTF8Buffer { source in
             let n = source.count
             precondition(n <= freeCapacity, "OutputSpan capacity overflow")
+            guard n > 0 else { return }
             withUnsafeMutableBufferPointer { buffer, initialized in
                 (buffer.baseAddress! + initialized).initialize(from: source.baseAddress!, count: n)
                 initialized += n
