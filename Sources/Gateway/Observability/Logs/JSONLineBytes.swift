@@ -15,7 +15,7 @@ enum JSONText {
     /// `\uXXXX`, and the two quotes.
     static func stringBound(_ count: Int) -> Int { 6 * count + 2 }
     /// The most bytes `int`, `unsigned` or `milliseconds` write: 20 digits and a sign, or
-    /// 17 digits, a point and three decimals.
+    /// 16 digits, a point and three decimals.
     static let numberBound = 21
     /// `{"ts":"2026-11-25T12:00:10.123Z"`.
     static let headBound = 8 + LogTimestamp.length
