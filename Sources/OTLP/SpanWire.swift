@@ -62,11 +62,11 @@ enum SpanWire {
         if max(s.endNanos, s.startNanos) != 0 { n += 9 }
         for i in s.attributes.indices {
             let kv = keyValueSize(s.attributes[i])
-            n += 1 + varintSize(UInt64(kv)) + kv
+            n += 1 + Protobuf.varintSize(UInt64(kv)) + kv
         }
         if let message = s.error {
             let status = statusSize(message)
-            n += 1 + varintSize(UInt64(status)) + status
+            n += 1 + Protobuf.varintSize(UInt64(status)) + status
         }
         return n + 2 + 4  // flags: a two-byte key, fixed32
     }
@@ -83,7 +83,7 @@ enum SpanWire {
         if let state = s.traceState, !state.isEmpty { string(traceState, state, to: &o) }
         if s.parentSpanID != 0 { ids(parentSpanID, s.parentSpanID, nil, to: &o) }
         if !s.name.isEmpty { string(name, s.name, to: &o) }
-        varint(kind, to: &o)
+        Protobuf.varint(kind, to: &o)
         o.append(s.kind == .server ? kindServer : kindClient)
         // A clock step can put the end before the start; it is never sent as such.
         fixed64(startTime, s.startNanos, to: &o)
@@ -91,18 +91,18 @@ enum SpanWire {
         // By index: each attribute is read in place, not copied (a retain and a release of
         // its strings) as a for-in loop's element would be.
         for i in s.attributes.indices {
-            varint(attribute, to: &o)
-            varint(UInt64(keyValueSize(s.attributes[i])), to: &o)
+            Protobuf.varint(attribute, to: &o)
+            Protobuf.varint(UInt64(keyValueSize(s.attributes[i])), to: &o)
             keyValue(s.attributes[i], to: &o)
         }
         if let message = s.error {
-            varint(status, to: &o)
-            varint(UInt64(statusSize(message)), to: &o)
+            Protobuf.varint(status, to: &o)
+            Protobuf.varint(UInt64(statusSize(message)), to: &o)
             if !message.isEmpty { string(statusMessage, message, to: &o) }
-            varint(statusCode, to: &o)
+            Protobuf.varint(statusCode, to: &o)
             o.append(statusError)
         }
-        varint(flags, to: &o)
+        Protobuf.varint(flags, to: &o)
         var f = sampled | hasIsRemote | (s.parentIsRemote ? isRemote : 0)
         for _ in 0..<4 {
             o.append(UInt8(truncatingIfNeeded: f))
@@ -113,31 +113,31 @@ enum SpanWire {
     /// A `KeyValue` whose value is always set (an `AnyValue` with one of its oneof's fields).
     private static func keyValue(_ a: SpanRecord.Attribute, to o: inout OutputSpan<UInt8>) {
         if !a.key.isEmpty { string(keyValueKey, a.key, to: &o) }
-        varint(keyValueValue, to: &o)
-        varint(UInt64(anyValueSize(a.value)), to: &o)
+        Protobuf.varint(keyValueValue, to: &o)
+        Protobuf.varint(UInt64(anyValueSize(a.value)), to: &o)
         switch a.value {
         case .string(let s): string(stringValue, s, to: &o)
         case .bool(let b):
-            varint(boolValue, to: &o)
+            Protobuf.varint(boolValue, to: &o)
             o.append(b ? 1 : 0)
         case .int(let n):
-            varint(intValue, to: &o)
+            Protobuf.varint(intValue, to: &o)
             // int64: a negative value is its two's complement, ten bytes.
-            varint(UInt64(bitPattern: n), to: &o)
+            Protobuf.varint(UInt64(bitPattern: n), to: &o)
         }
     }
 
     private static func keyValueSize(_ a: SpanRecord.Attribute) -> Int {
         let k = a.key.utf8.count
         let v = anyValueSize(a.value)
-        return (k == 0 ? 0 : stringFieldSize(k)) + 1 + varintSize(UInt64(v)) + v
+        return (k == 0 ? 0 : stringFieldSize(k)) + 1 + Protobuf.varintSize(UInt64(v)) + v
     }
 
     private static func anyValueSize(_ v: SpanRecord.Value) -> Int {
         switch v {
         case .string(let s): stringFieldSize(s.utf8.count)
         case .bool: 2
-        case .int(let n): 1 + varintSize(UInt64(bitPattern: n))
+        case .int(let n): 1 + Protobuf.varintSize(UInt64(bitPattern: n))
         }
     }
 
@@ -148,32 +148,18 @@ enum SpanWire {
     }
 
     /// A length-delimited field with a one-byte key and `length` bytes.
-    private static func stringFieldSize(_ length: Int) -> Int { 1 + varintSize(UInt64(length)) + length }
-
-    static func varintSize(_ value: UInt64) -> Int {
-        // 7 bits a byte: 1 for 0...127, 10 for a value with the top bit set.
-        value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
-    }
-
-    private static func varint(_ value: UInt64, to o: inout OutputSpan<UInt8>) {
-        var v = value
-        while v >= 0x80 {
-            o.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
-        }
-        o.append(UInt8(v))
-    }
+    private static func stringFieldSize(_ length: Int) -> Int { 1 + Protobuf.varintSize(UInt64(length)) + length }
 
     private static func string(_ key: UInt64, _ s: String, to o: inout OutputSpan<UInt8>) {
-        varint(key, to: &o)
+        Protobuf.varint(key, to: &o)
         let bytes = s.utf8.span
-        varint(UInt64(bytes.count), to: &o)
+        Protobuf.varint(UInt64(bytes.count), to: &o)
         for i in bytes.indices { o.append(bytes[i]) }
     }
 
     /// Ids are bytes fields, big-endian (as OTLP carries them): 8 bytes, or 16 with `low`.
     private static func ids(_ key: UInt64, _ high: UInt64, _ low: UInt64?, to o: inout OutputSpan<UInt8>) {
-        varint(key, to: &o)
+        Protobuf.varint(key, to: &o)
         o.append(low == nil ? 8 : 16)
         bigEndian(high, to: &o)
         if let low { bigEndian(low, to: &o) }
@@ -186,7 +172,7 @@ enum SpanWire {
     /// fixed64: eight bytes, little-endian; 0, proto3's default, is left out.
     private static func fixed64(_ key: UInt64, _ n: UInt64, to o: inout OutputSpan<UInt8>) {
         guard n != 0 else { return }
-        varint(key, to: &o)
+        Protobuf.varint(key, to: &o)
         for shift in stride(from: 0, through: 56, by: 8) { o.append(UInt8(truncatingIfNeeded: n >> UInt64(shift))) }
     }
 }

@@ -35,8 +35,7 @@ public enum TraceExport {
         for batch in batches {
             for i in batch.indices {
                 let size = SpanWire.size(batch[i])
-                Protobuf.appendVarint(2 << 3 | 2, to: &scopeSpans)  // ScopeSpans.spans
-                Protobuf.appendVarint(UInt64(size), to: &scopeSpans)
+                Protobuf.appendFieldHeader(2, length: size, to: &scopeSpans)  // ScopeSpans.spans
                 SpanWire.append(batch[i], size: size, to: &scopeSpans)
             }
         }

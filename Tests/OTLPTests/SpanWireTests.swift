@@ -99,7 +99,7 @@ struct SpanWireTests {
         for v: UInt64 in [0, 1, 127, 128, 16_383, 16_384, 1 << 35, 1 << 63, .max] {
             var out: [UInt8] = []
             Protobuf.appendVarint(v, to: &out)
-            #expect(SpanWire.varintSize(v) == out.count, "\(v)")
+            #expect(Protobuf.varintSize(v) == out.count, "\(v)")
         }
     }
 }
