@@ -206,7 +206,7 @@ struct LogTimestampTests {
     @Test func nowLooksLikeATimestamp() {
         var t = LogTimestamp()
         var out: [UInt8] = []
-        t.append(to: &out)
+        out.append(addingCapacity: LogTimestamp.length) { t.append(to: &$0) }
         #expect(out.count == LogTimestamp.length)
         #expect(out[10] == UInt8(ascii: "T") && out[23] == UInt8(ascii: "Z"))
     }

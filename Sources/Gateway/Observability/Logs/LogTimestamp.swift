@@ -19,17 +19,14 @@ struct LogTimestamp {
         out.append(copying: text.span)
     }
 
-    mutating func append(to out: inout [UInt8]) {
-        append(unixMillis: Self.nowMillis(), to: &out)
-    }
-
     private static func nowMillis() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
-    /// Appends the text for a time in milliseconds since the Unix epoch.
+    /// Appends the text for a time in milliseconds since the Unix epoch (what the tests
+    /// hold the format to).
     mutating func append(unixMillis: Int64, to out: inout [UInt8]) {
         update(unixMillis)
         out.append(contentsOf: text)
