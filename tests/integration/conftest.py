@@ -156,9 +156,25 @@ def gateway_factory():
         started.append(g)
         return g.start()
 
+    make.started = started
     yield make
     for g in started:
         g.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report ends with the output of each gateway it started: what the
+    gateway logged (refusals, upstream errors, access lines) is what tells a rare failure's
+    cause, and the gateway's temp dir is gone by the time anyone reads a CI log."""
+    outcome = yield
+    report = outcome.get_result()
+    factory = getattr(item, "funcargs", {}).get("gateway_factory")
+    if report.when != "call" or not report.failed or factory is None:
+        return
+    for g in getattr(factory, "started", []):
+        if g.proc is not None:
+            report.sections.append((f"tokengate on port {g.port}: its output's end", g.output()[-4000:]))
 
 
 @pytest.fixture
@@ -261,8 +277,13 @@ def sleep_into_second(start, n):
 
 
 def sent_headers(r):
-    """The request headers the echo upstream received, names lowercased."""
-    return {k.lower(): v for k, v in r.json()["headers"]}
+    """The request headers the echo upstream received, names lowercased. A reply that is not
+    the echo's fails with what it was, so a wrong server or a mixed-up reply can be told
+    apart from a missing header."""
+    body = r.json()
+    assert isinstance(body, dict) and "headers" in body, \
+        f"not the echo upstream's reply: {r.status_code} {dict(r.headers)} {r.text[:400]!r}"
+    return {k.lower(): v for k, v in body["headers"]}
 
 
 class RawServer:
