@@ -32,8 +32,12 @@ public final class HTTPFetcher {
         for (easy, _) in transfers {
             curl_multi_remove_handle(multi, easy)
         }
+        // Freed and forgotten before the cleanup: closing the cached connections may call the
+        // socket or timer function again, which must find nothing to free a second time.
         for (_, ev) in socketEvents { event_free(ev) }
+        socketEvents.removeAll()
         if let timer { event_free(timer) }
+        timer = nil
         curl_multi_cleanup(multi)
     }
 
@@ -80,7 +84,9 @@ public final class HTTPFetcher {
         var flags = Int16(EV_PERSIST)
         if what & CURL_POLL_IN != 0 { flags |= Int16(EV_READ) }
         if what & CURL_POLL_OUT != 0 { flags |= Int16(EV_WRITE) }
-        let ev = event_new(loop.base, fd, flags, socketEventThunk, Unmanaged.passUnretained(self).toOpaque())
+        // Out of memory: the socket goes unwatched, and the transfer ends at its own timeout.
+        guard let ev = event_new(loop.base, fd, flags, socketEventThunk, Unmanaged.passUnretained(self).toOpaque())
+        else { return }
         event_add(ev, nil)
         socketEvents[fd] = ev
     }
