@@ -23,7 +23,7 @@ def main(work, out_path=None):
         runs[(name, target, rnd)] = parse_wrk(path)
     cpu = {}
     for line in open(f"{work}/cpu.tsv"):
-        name, rnd, ticks, hz = line.rstrip("\n").split("\t")
+        name, rnd, ticks, hz = line.rstrip("\n").split("\t")[:4]
         cpu[(name, "tokengate", rnd)] = int(ticks) / int(hz)
     for line in open(f"{work}/cpu-decision.tsv"):
         name, target, rnd, ticks, hz = line.rstrip("\n").split("\t")

@@ -203,24 +203,21 @@ def main(workdir, out_path):
         if nginx and peer:
             s["peer_vs_nginx_rps_ratio"] = peer["rps"] / nginx["rps"]
             print(f"  ({PEER}/nginx req/s: {s['peer_vs_nginx_rps_ratio']:.2f}x)")
-        per_request = []
-        for r in targets.get("tokengate", []):
-            ticks, hz = cpu.get(scenario, {}).get(r["round"], (None, None))
-            if ticks is not None and r["requests"]:
-                per_request.append(ticks / hz / r["requests"] * 1e6)
-        if per_request:
-            s["tokengate_cpu_us_per_request"] = statistics.median(per_request)
-        nginx_per_request = []
-        for r in targets.get("nginx", []):
-            ticks, hz = cpu_nginx.get(scenario, {}).get(r["round"], (None, None))
-            if ticks is not None and r["requests"]:
-                nginx_per_request.append(ticks / hz / r["requests"] * 1e6)
-        if nginx_per_request:
-            s["nginx_cpu_us_per_request"] = statistics.median(nginx_per_request)
-        if per_request or nginx_per_request:
+        for key, table in (("tokengate", cpu), ("nginx", cpu_nginx)):
+            # Each row: CPU ticks (user + system), ticks a second, and the user ticks alone.
+            rows = [(table[scenario][r["round"]], r["requests"]) for r in targets.get(key, [])
+                    if r["round"] in table.get(scenario, {}) and r["requests"]]
+            if rows:
+                s[f"{key}_cpu_us_per_request"] = statistics.median(t[0] / t[1] / n * 1e6 for t, n in rows)
+            user = [t[2] / t[1] / n * 1e6 for t, n in rows if len(t) > 2]
+            if user:
+                s[f"{key}_user_cpu_us_per_request"] = statistics.median(user)
+        if any(f"{k}_cpu_us_per_request" in s for k in ("tokengate", "nginx")):
             print("  CPU time per request (user + system, all workers): "
-                  + ", ".join(f"{k} {s[f'{k}_cpu_us_per_request']:.1f} us" for k in ("tokengate", "nginx")
-                              if f"{k}_cpu_us_per_request" in s))
+                  + ", ".join(f"{k} {s[f'{k}_cpu_us_per_request']:.1f} us"
+                              + (f" ({s[f'{k}_user_cpu_us_per_request']:.1f} user)"
+                                 if f"{k}_user_cpu_us_per_request" in s else "")
+                              for k in ("tokengate", "nginx") if f"{k}_cpu_us_per_request" in s))
         if scenario in syscalls:
             s["syscalls_per_request"] = syscalls[scenario]
             print("  system calls per keep-alive request (strace -c -f): "

@@ -275,6 +275,14 @@ cpu_ticks_tree() {
   for pid in "$1" $(pgrep -P "$1"); do total=$((total + $(cpu_ticks "$pid"))); done
   echo "$total"
 }
+# user_ticks PID / user_ticks_tree PID: the user-space part alone, so the report can tell the
+# proxy's own code from the kernel's TCP and scheduling work it causes.
+user_ticks() { awk '{ print $14 }' "/proc/$1/stat"; }
+user_ticks_tree() {
+  local total=0 pid
+  for pid in "$1" $(pgrep -P "$1"); do total=$((total + $(user_ticks "$pid"))); done
+  echo "$total"
+}
 
 # syscalls_per_request NAME TARGET URL PIDS [WRK_ARGS...]: strace -c -f on the target's
 # processes (every thread) while wrk sends keep-alive requests for 3 s; records the
@@ -375,7 +383,7 @@ scenario() {
     run_wrk "$WARMUP" "${urls[$target]}" "$dir/warmup-$target.txt" "$@"
   done
 
-  local round order i n=${#targets[@]} url ticks
+  local round order i n=${#targets[@]} url ticks uticks
   for round in $(seq "$ROUNDS"); do
     # Rotate which proxy goes first, so none always runs on a warmer/cooler machine
     # (with two targets: nginx first in odd rounds, tokengate first in even ones).
@@ -391,23 +399,25 @@ scenario() {
         perf record -q -F 999 -g -p "$TG_PID" -o "$PERF_OUT" -- sleep "$DURATION" >/dev/null 2>&1 &
         perf_pid=$!
       fi
-      [[ $target != tokengate ]] || ticks=$(cpu_ticks "$TG_PID")
+      [[ $target != tokengate ]] || { ticks=$(cpu_ticks "$TG_PID"); uticks=$(user_ticks "$TG_PID"); }
       # A peer in front of tokengate (decision mode): tokengate's own CPU during its run too.
       [[ $target != "${PEER_NAME:-}" || -z ${PEER_TOKENGATE_CPU:-} ]] || ticks=$(cpu_ticks "$TG_PID")
-      [[ $target != nginx ]] || ticks=$(cpu_ticks_tree "$baseline_pid")
+      [[ $target != nginx ]] || { ticks=$(cpu_ticks_tree "$baseline_pid"); uticks=$(user_ticks_tree "$baseline_pid"); }
       [[ $target != tokengate || -z ${STORE_COUNTER:-} ]] || STORE_CALLS=$($STORE_COUNTER)
       run_wrk "$DURATION" "$url" "$dir/$target-$round.txt" "$@"
       if [[ $target == tokengate ]]; then
         # CPU seconds tokengate spent in this run, and (with a shared store) the store
         # commands it sent: per request, in report.py.
-        printf '%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks "$TG_PID") - ticks ))" "$CLK_TCK" >>"$WORK/cpu.tsv"
+        printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks "$TG_PID") - ticks ))" "$CLK_TCK" \
+          "$(( $(user_ticks "$TG_PID") - uticks ))" >>"$WORK/cpu.tsv"
         [[ -z ${STORE_COUNTER:-} ]] || printf '%s\t%s\t%s\n' "$name" "$round" "$(( $($STORE_COUNTER) - STORE_CALLS ))" >>"$WORK/store.tsv"
       fi
       if [[ $target == "${PEER_NAME:-}" && -n ${PEER_TOKENGATE_CPU:-} ]]; then
         printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$target" "$round" "$(( $(cpu_ticks "$TG_PID") - ticks ))" "$CLK_TCK" >>"$WORK/cpu-decision.tsv"
       fi
       if [[ $target == nginx ]]; then
-        printf '%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks_tree "$baseline_pid") - ticks ))" "$CLK_TCK" >>"$WORK/cpu-nginx.tsv"
+        printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$(( $(cpu_ticks_tree "$baseline_pid") - ticks ))" "$CLK_TCK" \
+          "$(( $(user_ticks_tree "$baseline_pid") - uticks ))" >>"$WORK/cpu-nginx.tsv"
       fi
       if [[ -n $perf_pid ]]; then
         wait "$perf_pid" || true
