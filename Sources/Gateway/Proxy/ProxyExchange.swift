@@ -143,15 +143,15 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// The upstream's head goes to the client, with the body's length if known.
     func sendHead(_ head: HTTPResponseHead, bodyLength: UInt64?) {
         let (forwarded, own) = clientFields(head)
-        responder.forwarded = forwarded
-        if let own { responder.fields = own }
-        responder.lastField = ("X-Request-Id", context.requestID)
         // The reason phrase is only passed on when it is plain text (RFC 9112 §4: HTAB, SP,
         // VCHAR); a CR in it would split the response for lenient clients.
-        let reason = head.reason ?? ""
-        let plain = !reason.isEmpty && reason.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7f) }
+        var reason = head.reason
+        if let r = reason, r.isEmpty || !r.utf8.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7f) }) { reason = nil }
         responder.startStreaming(
-            status: head.status, reason: plain ? reason : nil, bodyLength: bodyLength, close: worker.draining)
+            HTTPResponseHead(
+                status: head.status, reason: reason, fields: own ?? responder.takeFields(), forwarded: forwarded,
+                lastField: ("X-Request-Id", context.requestID), bodyLength: bodyLength),
+            close: worker.draining)
     }
 
     /// The upstream accepted the upgrade: the 101 goes to the client (with the upstream's

@@ -38,7 +38,7 @@ public struct HTTPResponseHead: Sendable {
     public var bodyLength: UInt64?
     /// Whether a Connection field may name options other than close, keep-alive and
     /// upgrade; false only when the parser checked that it does not.
-    public var listsConnectionOptions = true
+    public var listsConnectionOptions: Bool
     /// One more field, sent after `fields` and kept without a field section: a proxied
     /// response's own fields are most often just its request id, and a section for that
     /// one cost an allocation and a copy per response. The value must be a valid field
@@ -47,17 +47,24 @@ public struct HTTPResponseHead: Sendable {
     /// A gRPC trailers-only answer (`GRPCTrailersOnly`): no body, and on HTTP/2 no
     /// `content-length` either, so the head is the whole response as gRPC writes one. An
     /// HTTP/1.1 answer still says `Content-Length: 0`: its framing needs it.
-    public var trailersOnly = false
+    public var trailersOnly: Bool
 
+    // Every stored property is set here, in one place: a head built with some set by their
+    // defaults and the rest set after the init was copied whole by the optimizer and the
+    // copy destroyed again, a retain and a release for each reference in it.
     public init(
         status: Int, reason: String? = nil, fields: HTTP1Fields = HTTP1Fields(), forwarded: HTTP1ForwardedFields? = nil,
-        lastField: (name: StaticString, value: String)? = nil
+        lastField: (name: StaticString, value: String)? = nil, bodyLength: UInt64? = nil,
+        listsConnectionOptions: Bool = true
     ) {
         self.status = status
         self.reason = reason
         self.fields = fields
         self.forwarded = forwarded
+        self.bodyLength = bodyLength
+        self.listsConnectionOptions = listsConnectionOptions
         self.lastField = lastField
+        self.trailersOnly = false
     }
 
     /// The head with the fields it passes on merged into `fields`, in the order they are

@@ -76,7 +76,9 @@ public class Responder {
         transport.sendResponse(head, body: body, close: close)
     }
 
-    private final func takeFields() -> HTTP1Fields {
+    /// The fields built up so far, handed over (a caller putting a head together itself,
+    /// `startStreaming(_:close:)`); the responder keeps none.
+    public final func takeFields() -> HTTP1Fields {
         let taken = fields
         fields = HTTP1Fields()
         return taken
@@ -103,9 +105,21 @@ public class Responder {
         self.status = status
         guard transport.isConnected else { return }
         // The head takes the fields (nothing reads them once it is written): no copy.
-        var head = HTTPResponseHead(
-            status: status, reason: reason, fields: takeFields(), forwarded: takeForwarded(), lastField: lastField)
-        head.bodyLength = bodyLength
+        let head = HTTPResponseHead(
+            status: status, reason: reason, fields: takeFields(), forwarded: takeForwarded(), lastField: lastField,
+            bodyLength: bodyLength)
+        transport.startResponse(head, close: close)
+    }
+
+    /// The same with a head the caller put together whole (a proxied answer: the upstream's
+    /// fields, the gateway's, the request id), so none of it is stored here first and taken
+    /// out again: every reference in a head moved twice was a retain and a release more.
+    /// `fields`, `forwarded` and `lastField` set on the responder are not sent.
+    public final func startStreaming(_ head: consuming HTTPResponseHead, close: Bool = false) {
+        precondition(state == .waiting, "answered twice")
+        state = .streaming
+        status = head.status
+        guard transport.isConnected else { return }
         transport.startResponse(head, close: close)
     }
 

@@ -97,6 +97,8 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         let idle =
             current == nil && !isClosing && !connection.isClosed && unflushed.isEmpty
             && parser.isIdle && evbuffer_get_length(input) == 0 && pendingOutput == 0
+        // Called after every step, and most find the state unchanged: then no call at all.
+        guard idle != connection.idleLinks.isLinked else { return }
         context.idle.set(connection, idle: idle)
     }
 
@@ -136,7 +138,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         return true
     }
 
-    private func startExchange(_ head: HTTP1RequestHead) {
+    private func startExchange(_ head: consuming HTTP1RequestHead) {
         setDeadline(.none)
         let ex = HTTP1ServerExchange(handler: self, request: head)
         current = ex
@@ -146,10 +148,12 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
                 ex.bodyComplete = true
             }
         }
+        // The head's fields are read last: the buffer moves on to the request head, unshared.
+        let listsConnectionOptions = head.listsConnectionOptions
         var requestHead = HTTPRequestHead(
             methodName: head.method, target: head.target,
             version: head.version == .http10 ? (1, 0) : (1, 1), fields: head.fields)
-        requestHead.listsConnectionOptions = head.listsConnectionOptions
+        requestHead.listsConnectionOptions = listsConnectionOptions
         let exchange = ServerExchange(
             head: requestHead, connection: connection.info, body: ex,
             transport: ex)

@@ -35,7 +35,17 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
 
     /// nil once detached.
     var handler: HTTP1ConnectionHandler?
-    let request: HTTP1RequestHead
+    /// What the engine reads of the request's head: how its body is framed and what its
+    /// answer may do. The head itself goes on to the layer above; a copy kept here was one
+    /// more owner of its field buffer (a retain and a release, both atomic, per request).
+    struct RequestFraming {
+        let version: HTTP1Version
+        let framing: HTTP1Framing
+        let keepAlive: Bool
+        let expectsContinue: Bool
+    }
+
+    let request: RequestFraming
     let isHEAD: Bool
     var responder: Responder?
     // Unchecked exclusivity on the state below that every request reads and writes: loop-
@@ -63,9 +73,11 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     var pausedTotal = 0.0
     var paceNextAt: Double?
 
-    init(handler: HTTP1ConnectionHandler, request: HTTP1RequestHead) {
+    init(handler: HTTP1ConnectionHandler, request: borrowing HTTP1RequestHead) {
         self.handler = handler
-        self.request = request
+        self.request = RequestFraming(
+            version: request.version, framing: request.framing, keepAlive: request.keepAlive,
+            expectsContinue: request.expectsContinue)
         isHEAD = request.method == "HEAD"
     }
 

@@ -1,12 +1,15 @@
 /// A node's place in an `IdleConnectionList`: kept inside the node (an intrusive list), so
 /// joining and leaving cost a few pointer writes and no allocation.
 ///
-/// The links are `unowned(unsafe)`: the list never keeps a node alive. That is sound
+/// The links are unretained (`Unmanaged`): the list never keeps a node alive. That is sound
 /// because a node leaves the list before its owner lets it go (`HTTP1Server.closed`
-/// removes a connection from the list before dropping it from its table).
+/// removes a connection from the list before dropping it from its table). Unmanaged rather
+/// than `unowned(unsafe)`: a neighbour is written through without ever becoming a strong
+/// reference, where reading an `unowned(unsafe)` link into a local retained and released it,
+/// atomically, each time a connection joined or left (twice a keep-alive request).
 struct IdleLinks<Node: AnyObject> {
-    unowned(unsafe) var older: Node?
-    unowned(unsafe) var newer: Node?
+    var older: Unmanaged<Node>?
+    var newer: Unmanaged<Node>?
     var isLinked = false
 
     init() {}
@@ -25,24 +28,32 @@ protocol IdleListNode: AnyObject {
 /// which keeps the accept path O(1) at the connection cap (no scan of the connections).
 /// Loop-thread only, like the connections it links.
 final class IdleConnectionList<Node: IdleListNode> {
-    /// Idle the longest: reclaimed first.
-    private(set) unowned(unsafe) var oldest: Node?
-    private unowned(unsafe) var newest: Node?
+    /// The two ends, unretained like the links (see `IdleLinks`).
+    private var oldestLink: Unmanaged<Node>?
+    private var newestLink: Unmanaged<Node>?
     private(set) var count = 0
 
     init() {}
 
     var isEmpty: Bool { count == 0 }
 
+    /// Idle the longest: reclaimed first.
+    var oldest: Node? { oldestLink?.takeUnretainedValue() }
+
     /// Puts `node` at the newer end, or leaves it where it is when it is already idle (its
     /// idle time runs from when it became idle, not from the last time it was told so).
     func append(_ node: Node) {
         guard !node.idleLinks.isLinked else { return }
+        let link = Unmanaged.passUnretained(node)
         node.idleLinks.isLinked = true
-        node.idleLinks.older = newest
+        node.idleLinks.older = newestLink
         node.idleLinks.newer = nil
-        if let newest { newest.idleLinks.newer = node } else { oldest = node }
-        newest = node
+        if let newestLink {
+            newestLink._withUnsafeGuaranteedRef { $0.idleLinks.newer = link }
+        } else {
+            oldestLink = link
+        }
+        newestLink = link
         count += 1
     }
 
@@ -51,8 +62,8 @@ final class IdleConnectionList<Node: IdleListNode> {
         guard node.idleLinks.isLinked else { return }
         let older = node.idleLinks.older
         let newer = node.idleLinks.newer
-        if let older { older.idleLinks.newer = newer } else { oldest = newer }
-        if let newer { newer.idleLinks.older = older } else { newest = older }
+        if let older { older._withUnsafeGuaranteedRef { $0.idleLinks.newer = newer } } else { oldestLink = newer }
+        if let newer { newer._withUnsafeGuaranteedRef { $0.idleLinks.older = older } } else { newestLink = older }
         node.idleLinks = IdleLinks()
         count -= 1
     }

@@ -72,7 +72,7 @@ extension UpstreamCall {
         }
     }
 
-    func received(_ head: HTTP1ResponseHead) {
+    func received(_ head: consuming HTTP1ResponseHead) {
         if head.status == 101 {
             // To a request without Upgrade a 101 is a protocol error, and the bytes after it
             // are not HTTP.
@@ -152,9 +152,12 @@ extension UpstreamCall {
 /// The gateway's view of a parsed upstream head (its fields keep the head's one buffer).
 /// The reason phrase only when it is not the standard one for the status (no string for the
 /// usual "OK"), and the body's length when the framing says it.
-func responseHead(_ head: HTTP1ResponseHead) -> HTTPResponseHead {
-    var out = HTTPResponseHead(status: head.status, reason: head.nonstandardReason, fields: head.fields)
-    if case .contentLength(let n) = head.framing { out.bodyLength = n }
-    out.listsConnectionOptions = head.listsConnectionOptions
-    return out
+func responseHead(_ head: consuming HTTP1ResponseHead) -> HTTPResponseHead {
+    // The head's fields are read last, so the buffer moves over instead of being shared.
+    var bodyLength: UInt64?
+    if case .contentLength(let n) = head.framing { bodyLength = n }
+    let listsConnectionOptions = head.listsConnectionOptions
+    return HTTPResponseHead(
+        status: head.status, reason: head.nonstandardReason, fields: head.fields, bodyLength: bodyLength,
+        listsConnectionOptions: listsConnectionOptions)
 }
