@@ -12,8 +12,7 @@ extension ProxyExchange {
     /// only when a spool would start.
     func mayBuffer(_ head: HTTPResponseHead) -> Bool {
         guard context.buffersResponse, worker.spoolBudget != nil else { return false }
-        let limits = worker.config.limits
-        guard limits.responseSpoolMax > 0, limits.spoolTotal > 0 else { return false }
+        guard worker.config.limits.responseSpoolMax > 0, worker.config.limits.spoolTotal > 0 else { return false }
         spoolFields = head.fields
         return true
     }
@@ -36,13 +35,15 @@ extension ProxyExchange {
     /// Spools `chunk` if the client is behind or the spool already holds bytes (which must
     /// go first); false: the caller writes it to the client.
     func spooled(_ chunk: BodyChunk) -> Bool {
-        let limits = worker.config.limits
+        // One number of the limits, not a copy of them all (a copy retains the strings in it).
+        let responseBuffer = worker.config.limits.responseBuffer
         if spool == nil {
             // Behind: what waits for the client already fills the buffer (a fast client's
             // output is written out between reads, whatever a read's size).
-            guard responder.pendingOutput >= min(limits.responseBuffer, responder.highWater),
+            guard responder.pendingOutput >= min(responseBuffer, responder.highWater),
                 let budget = worker.spoolBudget
             else { return false }
+            let limits = worker.config.limits
             if let fields = spoolFields {
                 spoolFields = nil
                 if Self.isStream(fields) {
@@ -62,7 +63,7 @@ extension ProxyExchange {
         }
         guard let spool else { return false }
         if spool.pending == 0
-            && responder.pendingOutput + chunk.count <= min(limits.responseBuffer, responder.highWater)
+            && responder.pendingOutput + chunk.count <= min(responseBuffer, responder.highWater)
         {
             return false
         }

@@ -8,7 +8,8 @@ import Reactor
 final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     let worker: Worker
     let exchange: ServerExchange
-    var responder: Responder { exchange.responder }
+    /// The exchange is its own responder: read as the `let` it is, no reference count.
+    var responder: Responder { exchange }
     let context: RequestContext
     // Unchecked exclusivity on the state below that every request reads and writes: loop-
     // thread only, never accessed across a call out that could touch it too; the dynamic

@@ -42,8 +42,10 @@ public final class ServerExchange: Responder {
     public let head: HTTPRequestHead
     public let connection: ClientConnection
     public let body: RequestBody
-    /// The one way to answer this request (see `Responder`).
-    public var responder: Responder { self }
+    /// The one way to answer this request (see `Responder`). Inlinable: called from the
+    /// gateway's module, a getter returned its result retained, an atomic retain and release
+    /// around every use on the request path.
+    @inlinable public var responder: Responder { self }
 
     public init(head: HTTPRequestHead, connection: ClientConnection, body: RequestBody, transport: ResponseTransport) {
         self.head = head

@@ -97,9 +97,10 @@ struct HTTP1FieldSection: Sendable {
                 guard lineEnd >= lineStart, bytes[lineEnd] == HTTP1Bytes.cr else { return nil }
                 if lineEnd == lineStart {
                     let fields = takeSpare(bytes: lineStart + slack.bytes, spans: n + slack.fields)
-                    let buffer = fields.buffer.unsafelyUnwrapped
-                    buffer.appendBytes(UnsafeBufferPointer(start: bytes, count: lineStart))
-                    for k in 0..<n { buffer.appendSpan(found[k]) }
+                    // Written through `fields` (a local that holds it), not a second local
+                    // reference: that one was an atomic retain and release per head.
+                    fields.buffer.unsafelyUnwrapped.appendBytes(UnsafeBufferPointer(start: bytes, count: lineStart))
+                    for k in 0..<n { fields.buffer.unsafelyUnwrapped.appendSpan(found[k]) }
                     return (lineEnd + 2, startLine, fields)
                 }
                 // A field line's CRLF counts toward the section's bytes (see `read`).
@@ -151,9 +152,8 @@ struct HTTP1FieldSection: Sendable {
             return HTTP1Fields()
         }
         let fields = takeSpare(bytes: storage.count, spans: spans.count)
-        let buffer = fields.buffer.unsafelyUnwrapped
-        storage.withUnsafeBufferPointer { buffer.appendBytes($0) }
-        for span in spans { buffer.appendSpan(span) }
+        storage.withUnsafeBufferPointer { fields.buffer.unsafelyUnwrapped.appendBytes($0) }
+        for span in spans { fields.buffer.unsafelyUnwrapped.appendSpan(span) }
         clear()
         return fields
     }

@@ -16,7 +16,7 @@ struct HTTP1HeadFields: Sendable {
 
     /// Checks, in this order (so each refusal has one code): Transfer-Encoding on HTTP/1.0,
     /// Content-Length with Transfer-Encoding, the Transfer-Encoding list, Content-Length.
-    init(_ fields: HTTP1Fields, version: HTTP1Version) throws(HTTP1ParseError) {
+    init(_ fields: borrowing HTTP1Fields, version: HTTP1Version) throws(HTTP1ParseError) {
         var contentLengthIndex: Int?
         var transferEncodingIndices: [Int] = []
         try fields.withBytesAndSpans { (all, spans) throws(HTTP1ParseError) in

@@ -126,11 +126,13 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
         if case .requestLine = state, let whole = section.readWhole(input, startLineLimit: limits.maxRequestLineBytes) {
             // The whole head arrived at once. Any refusal, from here on too, is left to the
             // line-by-line reading below, so that it has one code whichever way the bytes came.
+            let end = whole.end
             let line = whole.fields.withBytes { bytes in
                 try? Self.parseRequestLine(UnsafeBufferPointer(rebasing: bytes[..<whole.startLine]))
             }
+            // The fields are whole's last use: their buffer moves into the head.
             if let line, let head = try? completeHead(requestLine: line, fields: whole.fields) {
-                return (whole.end, .head(head))
+                return (end, .head(head))
             }
         }
         if case .requestLine = state {
@@ -159,7 +161,8 @@ public struct HTTP1RequestParser: HTTP1ByteParser, Sendable {
 
     /// The head whose fields `section` holds: checked as a whole (framing, Host, Expect),
     /// handed over, and the body reader set up for it.
-    private mutating func completeHead(requestLine line: RequestLine, fields: HTTP1Fields) throws(HTTP1ParseError)
+    private mutating func completeHead(requestLine line: RequestLine, fields: consuming HTTP1Fields)
+        throws(HTTP1ParseError)
         -> HTTP1RequestHead
     {
         let semantics = try HTTP1HeadFields(fields, version: line.version)

@@ -155,11 +155,13 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
         {
             // The whole head arrived at once; any refusal is left to the line-by-line reading
             // below (one code whichever way the bytes came), so nothing is decided twice.
+            let end = whole.end
             let line = whole.fields.withBytes { bytes in
                 try? Self.parseStatusLine(UnsafeBufferPointer(rebasing: bytes[..<whole.startLine]))
             }
+            // The fields are whole's last use: their buffer moves into the head.
             if let line, let event = try? completeHead(statusLine: line, fields: whole.fields) {
-                return (whole.end, event)
+                return (end, event)
             }
         }
         if case .statusLine = state {
@@ -183,7 +185,8 @@ public struct HTTP1ResponseParser: HTTP1ByteParser, Sendable {
 
     /// The head whose fields `section` holds, checked as a whole: an interim one, or the
     /// final one with the body reader set up for its framing.
-    private mutating func completeHead(statusLine line: StatusLine, fields: HTTP1Fields) throws(HTTP1ParseError)
+    private mutating func completeHead(statusLine line: StatusLine, fields: consuming HTTP1Fields)
+        throws(HTTP1ParseError)
         -> Event
     {
         statusLine = nil
