@@ -14,14 +14,16 @@ public struct HTTPRequestHead: Sendable {
     /// Whether a Connection field may name options other than close, keep-alive and
     /// upgrade (fields that are hop-by-hop for this request); false only when the engine
     /// checked that it does not.
-    public var listsConnectionOptions = true
+    public var listsConnectionOptions: Bool
+}
 
+extension HTTPRequestHead {
+    // Outside the struct so that it hands everything to the memberwise init (see
+    // HTTPResponseHead's).
     public init(methodName: String, target: String, version: (major: Int, minor: Int), fields: HTTP1Fields) {
-        self.method = HTTPMethod(rawValue: methodName)
-        self.methodName = methodName
-        self.target = target
-        self.version = version
-        self.fields = fields
+        self.init(
+            method: HTTPMethod(rawValue: methodName), methodName: methodName, target: target, version: version,
+            fields: fields, listsConnectionOptions: true)
     }
 }
 
@@ -49,24 +51,6 @@ public struct HTTPResponseHead: Sendable {
     /// HTTP/1.1 answer still says `Content-Length: 0`: its framing needs it.
     public var trailersOnly: Bool
 
-    // Every stored property is set here, in one place: a head built with some set by their
-    // defaults and the rest set after the init was copied whole by the optimizer and the
-    // copy destroyed again, a retain and a release for each reference in it.
-    public init(
-        status: Int, reason: String? = nil, fields: HTTP1Fields = HTTP1Fields(), forwarded: HTTP1ForwardedFields? = nil,
-        lastField: (name: StaticString, value: String)? = nil, bodyLength: UInt64? = nil,
-        listsConnectionOptions: Bool = true
-    ) {
-        self.status = status
-        self.reason = reason
-        self.fields = fields
-        self.forwarded = forwarded
-        self.bodyLength = bodyLength
-        self.listsConnectionOptions = listsConnectionOptions
-        self.lastField = lastField
-        self.trailersOnly = false
-    }
-
     /// The head with the fields it passes on merged into `fields`, in the order they are
     /// sent (for a transport that keeps what it was given: tests, logs).
     public var flattened: HTTPResponseHead {
@@ -77,5 +61,21 @@ public struct HTTPResponseHead: Sendable {
         var flat = HTTPResponseHead(status: status, reason: reason, fields: all)
         flat.trailersOnly = trailersOnly
         return flat
+    }
+}
+
+extension HTTPResponseHead {
+    // Declared here, outside the struct, so that it can hand everything to the memberwise
+    // init: an init that set the stored properties one by one made the optimizer build the
+    // head twice and copy it (a retain and a release of every reference in it, each time a
+    // head was made).
+    public init(
+        status: Int, reason: String? = nil, fields: HTTP1Fields = HTTP1Fields(), forwarded: HTTP1ForwardedFields? = nil,
+        lastField: (name: StaticString, value: String)? = nil, bodyLength: UInt64? = nil,
+        listsConnectionOptions: Bool = true
+    ) {
+        self.init(
+            status: status, reason: reason, fields: fields, forwarded: forwarded, bodyLength: bodyLength,
+            listsConnectionOptions: listsConnectionOptions, lastField: lastField, trailersOnly: false)
     }
 }

@@ -14,67 +14,11 @@ struct HTTP1HeadFields: Sendable {
     var expectContinue: Bool?
     var upgradeIndices: [Int] = []
 
-    /// Checks, in this order (so each refusal has one code): Transfer-Encoding on HTTP/1.0,
-    /// Content-Length with Transfer-Encoding, the Transfer-Encoding list, Content-Length.
-    init(_ fields: borrowing HTTP1Fields, version: HTTP1Version) throws(HTTP1ParseError) {
-        var contentLengthIndex: Int?
-        var transferEncodingIndices: [Int] = []
-        try fields.withBytesAndSpans { (all, spans) throws(HTTP1ParseError) in
-            for i in 0..<spans.count {
-                // The names that matter differ in length: one comparison at most per field.
-                let span = spans[i]
-                let name = UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd])
-                let value = UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd])
-                switch name.count {
-                case 14 where HTTP1Bytes.equalsLowercase(name, "content-length"):
-                    if contentLengthIndex != nil { throw HTTP1ParseError(.multipleContentLength) }
-                    contentLengthIndex = i
-                case 17 where HTTP1Bytes.equalsLowercase(name, "transfer-encoding"):
-                    transferEncodingIndices.append(i)
-                case 4 where HTTP1Bytes.equalsLowercase(name, "host"):
-                    hostCount += 1
-                case 10 where HTTP1Bytes.equalsLowercase(name, "connection"):
-                    Self.forEachListElement(value) { token in
-                        if HTTP1Bytes.equalsLowercase(token, "close") {
-                            connectionClose = true
-                        } else if HTTP1Bytes.equalsLowercase(token, "keep-alive") {
-                            connectionKeepAlive = true
-                        } else if HTTP1Bytes.equalsLowercase(token, "upgrade") {
-                            connectionUpgrade = true
-                        } else if !token.isEmpty {
-                            connectionOther = true
-                        }
-                    }
-                case 6 where HTTP1Bytes.equalsLowercase(name, "expect"):
-                    let isContinue = HTTP1Bytes.equalsLowercase(value, "100-continue")
-                    expectContinue = (expectContinue ?? true) && isContinue
-                case 7 where HTTP1Bytes.equalsLowercase(name, "upgrade"):
-                    upgradeIndices.append(i)
-                default:
-                    break
-                }
-            }
-        }
-        if !transferEncodingIndices.isEmpty {
-            // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
-            if version == .http10 { throw HTTP1ParseError(.transferEncodingOnHTTP10) }
-            // RFC 9112 §6.1: "A server MAY reject a request that contains both Content-Length
-            // and Transfer-Encoding" — the classic smuggling pair; we always do.
-            if contentLengthIndex != nil { throw HTTP1ParseError(.contentLengthWithTransferEncoding) }
-            try checkTransferEncoding(fields, transferEncodingIndices)
-            chunked = true
-        }
-        if let contentLengthIndex {
-            contentLength = try fields.withValue(contentLengthIndex) { value throws(HTTP1ParseError) in
-                try Self.parseContentLength(value)
-            }
-        }
-    }
-
     /// The combined list of every Transfer-Encoding field must be exactly one token,
     /// `chunked` (any case). A list of other tokens is an unknown coding (501); anything
     /// that is not a list of tokens (quotes, parameters, empty elements) is malformed (400).
-    private func checkTransferEncoding(_ fields: HTTP1Fields, _ indices: [Int]) throws(HTTP1ParseError) {
+    private static func checkTransferEncoding(_ fields: borrowing HTTP1Fields, _ indices: [Int]) throws(HTTP1ParseError)
+    {
         var tokens = 0
         var onlyChunked = true
         for i in indices {
@@ -143,5 +87,81 @@ struct HTTP1HeadFields: Sendable {
             }
         }
         return protocols
+    }
+}
+
+extension HTTP1HeadFields {
+    /// Checks, in this order (so each refusal has one code): Transfer-Encoding on HTTP/1.0,
+    /// Content-Length with Transfer-Encoding, the Transfer-Encoding list, Content-Length.
+    ///
+    /// Read into locals and handed to the memberwise init (hence an extension): an init
+    /// that set the properties as it went was built twice and copied by the optimizer.
+    init(_ fields: borrowing HTTP1Fields, version: HTTP1Version) throws(HTTP1ParseError) {
+        var contentLengthIndex: Int?
+        var transferEncodingIndices: [Int] = []
+        var connectionClose = false
+        var connectionKeepAlive = false
+        var connectionUpgrade = false
+        var connectionOther = false
+        var hostCount = 0
+        var expectContinue: Bool?
+        var upgradeIndices: [Int] = []
+        try fields.withBytesAndSpans { (all, spans) throws(HTTP1ParseError) in
+            for i in 0..<spans.count {
+                // The names that matter differ in length: one comparison at most per field.
+                let span = spans[i]
+                let name = UnsafeBufferPointer(rebasing: all[span.nameStart..<span.nameEnd])
+                let value = UnsafeBufferPointer(rebasing: all[span.valueStart..<span.valueEnd])
+                switch name.count {
+                case 14 where HTTP1Bytes.equalsLowercase(name, "content-length"):
+                    if contentLengthIndex != nil { throw HTTP1ParseError(.multipleContentLength) }
+                    contentLengthIndex = i
+                case 17 where HTTP1Bytes.equalsLowercase(name, "transfer-encoding"):
+                    transferEncodingIndices.append(i)
+                case 4 where HTTP1Bytes.equalsLowercase(name, "host"):
+                    hostCount += 1
+                case 10 where HTTP1Bytes.equalsLowercase(name, "connection"):
+                    Self.forEachListElement(value) { token in
+                        if HTTP1Bytes.equalsLowercase(token, "close") {
+                            connectionClose = true
+                        } else if HTTP1Bytes.equalsLowercase(token, "keep-alive") {
+                            connectionKeepAlive = true
+                        } else if HTTP1Bytes.equalsLowercase(token, "upgrade") {
+                            connectionUpgrade = true
+                        } else if !token.isEmpty {
+                            connectionOther = true
+                        }
+                    }
+                case 6 where HTTP1Bytes.equalsLowercase(name, "expect"):
+                    let isContinue = HTTP1Bytes.equalsLowercase(value, "100-continue")
+                    expectContinue = (expectContinue ?? true) && isContinue
+                case 7 where HTTP1Bytes.equalsLowercase(name, "upgrade"):
+                    upgradeIndices.append(i)
+                default:
+                    break
+                }
+            }
+        }
+        var chunked = false
+        if !transferEncodingIndices.isEmpty {
+            // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing.
+            if version == .http10 { throw HTTP1ParseError(.transferEncodingOnHTTP10) }
+            // RFC 9112 §6.1: "A server MAY reject a request that contains both Content-Length
+            // and Transfer-Encoding" — the classic smuggling pair; we always do.
+            if contentLengthIndex != nil { throw HTTP1ParseError(.contentLengthWithTransferEncoding) }
+            try Self.checkTransferEncoding(fields, transferEncodingIndices)
+            chunked = true
+        }
+        var contentLength: UInt64?
+        if let contentLengthIndex {
+            contentLength = try fields.withValue(contentLengthIndex) { value throws(HTTP1ParseError) in
+                try Self.parseContentLength(value)
+            }
+        }
+        self.init(
+            contentLength: contentLength, chunked: chunked, connectionClose: connectionClose,
+            connectionKeepAlive: connectionKeepAlive, connectionUpgrade: connectionUpgrade,
+            connectionOther: connectionOther, hostCount: hostCount, expectContinue: expectContinue,
+            upgradeIndices: upgradeIndices)
     }
 }

@@ -39,22 +39,6 @@ public struct HTTP1RequestHead: Sendable, Equatable, CustomStringConvertible {
     /// The request-target (always ASCII).
     public var target: String { fields.withBytes { String(decoding: $0[targetRange], as: UTF8.self) } }
 
-    init(
-        method: String, targetRange: Range<Int>, targetForm: TargetForm, version: HTTP1Version,
-        fields: HTTP1Fields, semantics: HTTP1HeadFields
-    ) {
-        self.method = method
-        self.targetRange = targetRange
-        self.targetForm = targetForm
-        self.version = version
-        self.fields = fields
-        framing = semantics.chunked ? .chunked : semantics.contentLength.map { .contentLength($0) } ?? .none
-        keepAlive = semantics.keepAlive(version)
-        expectsContinue = version == .http11 && semantics.expectContinue == true
-        upgrade = semantics.upgradeProtocols(fields)
-        listsConnectionOptions = semantics.connectionOther
-    }
-
     public static func == (a: HTTP1RequestHead, b: HTTP1RequestHead) -> Bool {
         a.method == b.method && a.targetBytes == b.targetBytes && a.targetForm == b.targetForm
             && a.version == b.version && a.fields == b.fields && a.framing == b.framing
@@ -62,4 +46,22 @@ public struct HTTP1RequestHead: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "\(method) \(target) \(version) \(fields)" }
+}
+
+extension HTTP1RequestHead {
+    // Outside the struct so that it hands everything to the memberwise init: one that set
+    // the properties one by one made the optimizer build the head twice and copy it (a
+    // retain and a release of every reference in it, per request).
+    init(
+        method: String, targetRange: Range<Int>, targetForm: TargetForm, version: HTTP1Version,
+        fields: consuming HTTP1Fields, semantics: borrowing HTTP1HeadFields
+    ) {
+        let upgrade = semantics.upgradeProtocols(fields)
+        self.init(
+            method: method, targetRange: targetRange, targetForm: targetForm, version: version, fields: fields,
+            framing: semantics.chunked ? .chunked : semantics.contentLength.map { .contentLength($0) } ?? .none,
+            keepAlive: semantics.keepAlive(version),
+            expectsContinue: version == .http11 && semantics.expectContinue == true, upgrade: upgrade,
+            listsConnectionOptions: semantics.connectionOther)
+    }
 }

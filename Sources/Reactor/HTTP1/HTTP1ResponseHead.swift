@@ -26,18 +26,8 @@ public struct HTTP1ResponseHead: Sendable, Equatable, CustomStringConvertible {
         return same ? nil : reason
     }
 
-    init(
-        version: HTTP1Version, status: Int, reasonRange: Range<Int>, fields: HTTP1Fields,
-        framing: HTTP1Framing, keepAlive: Bool, listsConnectionOptions: Bool = true
-    ) {
-        self.listsConnectionOptions = listsConnectionOptions
-        self.version = version
-        self.status = status
-        self.reasonRange = reasonRange
-        self.fields = fields
-        self.framing = framing
-        self.keepAlive = keepAlive
-    }
+    // No init of its own: the memberwise one builds the head in place, where one setting the
+    // properties one by one was built twice and copied (a retain and release per head).
 
     public static func == (a: HTTP1ResponseHead, b: HTTP1ResponseHead) -> Bool {
         a.version == b.version && a.status == b.status && a.reasonBytes == b.reasonBytes && a.fields == b.fields

@@ -14,7 +14,7 @@ extension UpstreamCall {
         /// The request carries `Connection: upgrade` and `Upgrade` (its fields say which): a
         /// `101` hands the connection over (`upstreamSwitchedProtocols`). Without it a 101
         /// is a protocol error (RFC 9110 §15.2.2: a server sends 101 only to an Upgrade).
-        public var upgrade = false
+        public var upgrade: Bool
         /// Ask the upstream before sending the body (RFC 9110 §10.1.1): the head carries
         /// `Expect: 100-continue`, and the body follows the upstream's 100, or this many
         /// seconds without an answer. nil: the body goes with the head.
@@ -26,17 +26,20 @@ extension UpstreamCall {
         /// Which fields of the client's trailer section go on (after the body, on a chunked
         /// or HTTP/2 request; a body sent by length carries none). nil: none do.
         public var trailerPolicy: RequestTrailerPolicy?
-        public init(
-            method: HTTPMethod, target: String, fields: HTTP1Fields, forwarded: HTTP1ForwardedFields? = nil,
-            body: RequestBody?, trailerPolicy: RequestTrailerPolicy? = nil
-        ) {
-            self.method = method
-            self.target = target
-            self.fields = fields
-            self.forwarded = forwarded
-            self.body = body
-            self.trailerPolicy = trailerPolicy
-        }
+    }
+}
+
+extension UpstreamCall.Request {
+    // Outside the struct so that it hands everything to the memberwise init: one that set
+    // the properties one by one made the optimizer build the request twice and copy it (a
+    // retain and a release of every reference in it, per request).
+    public init(
+        method: HTTPMethod, target: String, fields: HTTP1Fields, forwarded: HTTP1ForwardedFields? = nil,
+        body: RequestBody?, trailerPolicy: RequestTrailerPolicy? = nil
+    ) {
+        self.init(
+            method: method, target: target, fields: fields, forwarded: forwarded, body: body, upgrade: false,
+            continueTimeout: nil, deadline: nil, trailerPolicy: trailerPolicy)
     }
 }
 
