@@ -5,22 +5,22 @@ extension HTTP1Fields {
     /// Every value of fields named `name` (ASCII case-insensitive), in order.
     public func values(_ name: String) -> [String] {
         var out: [String] = []
-        forEachIndex(named: name) { i in out.append(withValue(i) { String(decoding: $0, as: UTF8.self) }) }
+        forEachMatch(named: name) { _, value in out.append(String(decoding: value, as: UTF8.self)) }
         return out
     }
 
     /// Calls `body` with the value bytes of each field named `name` (ASCII case-insensitive),
     /// in order, without copying them.
     public func forEachValue(named name: String, _ body: (Swift.Span<UInt8>) -> Void) {
-        forEachIndex(named: name) { i in withValue(i) { body(Swift.Span(_unsafeElements: $0)) } }
+        forEachMatch(named: name) { _, value in body(Swift.Span(_unsafeElements: value)) }
     }
 
     /// The value of the first field named `name` and how many there are, in one pass.
     public func firstAndCount(_ name: String) -> (first: String?, count: Int) {
         var first: String?
         var n = 0
-        forEachIndex(named: name) { i in
-            if n == 0 { first = withValue(i) { String(decoding: $0, as: UTF8.self) } }
+        forEachMatch(named: name) { _, value in
+            if n == 0 { first = String(decoding: value, as: UTF8.self) }
             n += 1
         }
         return (first, n)

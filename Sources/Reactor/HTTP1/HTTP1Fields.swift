@@ -103,8 +103,8 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
     /// The value of the first field named `name` (ASCII case-insensitive), if any.
     public func first(_ name: String) -> String? {
         var found: String?
-        forEachIndex(named: name) { i in
-            if found == nil { found = withValue(i) { String(decoding: $0, as: UTF8.self) } }
+        forEachMatch(named: name) { _, value in
+            if found == nil { found = String(decoding: value, as: UTF8.self) }
         }
         return found
     }
@@ -112,10 +112,20 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
     /// Calls `body` with the index of each field named `name` (ASCII case-insensitive),
     /// comparing in place: no allocation per lookup (the request path makes a dozen).
     func forEachIndex(named name: String, _ body: (Int) -> Void) {
-        HTTP1Bytes.withUTF8(name) { wanted in
-            withBytes { all in
-                for i in 0..<count {
-                    let s = span(i)
+        forEachMatch(named: name) { i, _ in body(i) }
+    }
+
+    /// Calls `body` with the index and the value bytes of each field named `name` (ASCII
+    /// case-insensitive). The bytes and spans are taken first and the name's bytes inside,
+    /// so no closure here captures `self`; callers get the value with the index rather than
+    /// reading it again through `self` (a capture of `self` retained its buffer, atomically,
+    /// on every lookup).
+    @inline(__always)
+    func forEachMatch(named name: String, _ body: (Int, UnsafeBufferPointer<UInt8>) -> Void) {
+        withBytesAndSpans { all, spans in
+            HTTP1Bytes.withUTF8(name) { wanted in
+                for i in 0..<spans.count {
+                    let s = spans[i]
                     guard s.nameEnd - s.nameStart == wanted.count else { continue }
                     var same = true
                     for k in 0..<wanted.count
@@ -123,7 +133,7 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
                         same = false
                         break
                     }
-                    if same { body(i) }
+                    if same { body(i, UnsafeBufferPointer(rebasing: all[s.valueStart..<s.valueEnd])) }
                 }
             }
         }

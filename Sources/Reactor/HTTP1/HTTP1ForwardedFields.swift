@@ -25,8 +25,8 @@ public struct HTTP1ForwardedFields: Sendable {
     /// Calls `body` with the index and value bytes of each field passed on that is named
     /// `name` (ASCII case-insensitive), in order.
     public func forEachValue(named name: String, _ body: (Int, Span<UInt8>) -> Void) {
-        fields.forEachIndex(named: name) { i in
-            if !dropped.contains(i) { fields.withValue(i) { body(i, Span(_unsafeElements: $0)) } }
+        fields.forEachMatch(named: name) { i, value in
+            if !dropped.contains(i) { body(i, Span(_unsafeElements: value)) }
         }
     }
 

@@ -25,7 +25,11 @@ extension UpstreamCall {
     /// delegate pauses, or the exchange ends.
     func consumeInput(_ transport: UpstreamTransport) {
         let input = transport.input
-        while phase == .exchanging && !paused, let conn = connection {
+        // One reference to the connection for the whole loop, and an identity check per
+        // turn: binding it anew each turn was an atomic retain and release per event (a
+        // head, a body, its end). The call lets go of it (`finish`) when it is done with it.
+        guard let conn = connection else { return }
+        while phase == .exchanging && !paused && connection === conn {
             var vector = iovec()
             let length = evbuffer_get_length(input)
             if length > 0 { evbuffer_peek(input, -1, nil, &vector, 1) }
