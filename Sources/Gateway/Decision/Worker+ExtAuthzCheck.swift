@@ -156,7 +156,7 @@ extension Worker {
             // client's forged identity headers and the like still go, its cookies stay (the
             // callback needs the login state).
             let rule = RequestPipeline.ClientFieldRule(
-                names: requestPolicy.names, listed: [], reservedPrefix: requestPolicy.reservedPrefix,
+                policy: requestPolicy, listed: [], reservedPrefix: requestPolicy.reservedPrefix,
                 peerTrusted: false, dropAuthorization: false, dropProof: false, dropTraceContext: false,
                 preflight: false,
                 ownCookies: [])

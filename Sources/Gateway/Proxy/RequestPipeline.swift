@@ -164,7 +164,7 @@ enum RequestPipeline {
                 session || plan.exchanges
                 || (route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false)
             return ClientFieldRule(
-                names: policy.names, listed: listed, reservedPrefix: policy.reservedPrefix,
+                policy: policy, listed: listed, reservedPrefix: policy.reservedPrefix,
                 peerTrusted: peerTrusted ?? self.peerTrusted, dropAuthorization: dropAuthorization,
                 dropProof: dropProof, dropTraceContext: dropTraceContext, preflight: preflight,
                 ownCookies: policy.ownCookies)
@@ -227,7 +227,9 @@ enum RequestPipeline {
     /// and what an ext_authz `Check` tells Envoy to remove. A value, so that the proxied
     /// request's per-field test allocates nothing.
     struct ClientFieldRule {
-        let names: HeaderNameTable
+        /// The config's policy, whose name table (`names`) every field is looked up in: held
+        /// by reference, as a copy of the table retained its three arrays, once per request.
+        let policy: Policy
         /// The names the client's Connection field lists (hop-by-hop, RFC 9110 §7.6.1).
         let listed: [[UInt8]]
         let reservedPrefix: [UInt8]?
@@ -242,7 +244,7 @@ enum RequestPipeline {
         let ownCookies: Set<String>
 
         func keeps(_ name: Span<UInt8>) -> Bool {
-            let lists = names.lists(name)
+            let lists = policy.names.lists(name)
             // Client-sent copies of identity headers never pass, on any route.
             if lists.contains(.identity) { return false }
             if preflight && lists.contains(.credential) { return false }

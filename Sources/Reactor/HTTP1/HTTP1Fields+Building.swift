@@ -131,9 +131,10 @@ extension HTTP1Fields {
 
     /// The same, as buffers: for the engine's own writers.
     func forEachFieldBuffer(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
-        withBytes { all in
-            for i in 0..<count {
-                let s = span(i)
+        // Through the bytes and spans: a closure that captured `self` retained its buffer.
+        withBytesAndSpans { all, spans in
+            for i in 0..<spans.count {
+                let s = spans[i]
                 body(
                     UnsafeBufferPointer(rebasing: all[s.nameStart..<s.nameEnd]),
                     UnsafeBufferPointer(rebasing: all[s.valueStart..<s.valueEnd]))

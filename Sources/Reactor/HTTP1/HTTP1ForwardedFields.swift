@@ -6,17 +6,6 @@ public struct HTTP1ForwardedFields: Sendable {
     public let fields: HTTP1Fields
     private var dropped = FieldSet()
 
-    /// The fields of `fields` whose name `keep` accepts.
-    public init(_ fields: HTTP1Fields, keeping keep: (Span<UInt8>) -> Bool) {
-        self.fields = fields
-        fields.withBytes { all in
-            for i in 0..<fields.count {
-                let s = fields.span(i)
-                if !keep(Span(_unsafeElements: all[s.nameStart..<s.nameEnd])) { dropped.insert(i) }
-            }
-        }
-    }
-
     /// Leaves out the field at `index` (of `fields`) too.
     public mutating func drop(_ index: Int) { dropped.insert(index) }
 
@@ -32,9 +21,10 @@ public struct HTTP1ForwardedFields: Sendable {
 
     /// Calls `body` with the index, name and value bytes of each field passed on, in order.
     func forEachField(_ body: (Int, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void) {
-        fields.withBytes { all in
-            for i in 0..<fields.count where !dropped.contains(i) {
-                let s = fields.span(i)
+        let dropped = dropped
+        fields.withBytesAndSpans { all, spans in
+            for i in 0..<spans.count where !dropped.contains(i) {
+                let s = spans[i]
                 body(
                     i, UnsafeBufferPointer(rebasing: all[s.nameStart..<s.nameEnd]),
                     UnsafeBufferPointer(rebasing: all[s.valueStart..<s.valueEnd]))
@@ -79,5 +69,23 @@ public struct HTTP1ForwardedFields: Sendable {
                 return word < more.count && more[word] & (1 << UInt64((i - 128) % 64)) != 0
             }
         }
+    }
+}
+
+extension HTTP1ForwardedFields {
+    /// The fields of `fields` whose name `keep` accepts.
+    ///
+    /// The fields are walked through their bytes and spans, by closures that capture no field
+    /// section (one that did retained its buffer), and the result is handed to the memberwise
+    /// init (one setting properties as it went was built twice and copied).
+    public init(_ fields: HTTP1Fields, keeping keep: (Span<UInt8>) -> Bool) {
+        var dropped = FieldSet()
+        fields.withBytesAndSpans { all, spans in
+            for i in 0..<spans.count {
+                let s = spans[i]
+                if !keep(Span(_unsafeElements: all[s.nameStart..<s.nameEnd])) { dropped.insert(i) }
+            }
+        }
+        self.init(fields: fields, dropped: dropped)
     }
 }
