@@ -104,4 +104,19 @@ struct RouterTests {
         #expect(HostNormalizer.normalize("..example.com") == nil)
         #expect(HostNormalizer.normalize("ex%41mple.com") == nil)
     }
+
+    /// The memo answers as the normalizer does, whatever came before: a repeat, an invalid
+    /// value remembered, a new value after it, a long (heap) string.
+    @Test func hostMemoAnswersAsTheNormalizer() {
+        let memo = HostMemo()
+        let long = "Service-Name.Internal.Example.COM:8443"
+        for value in [
+            "Example.COM:8080", "Example.COM:8080", "a b", "a b", "example.com", "", "", long, long, "[::1]:80",
+            "evil.com/x", "Example.COM:8080"
+        ] {
+            #expect(memo.normalize(value) == HostNormalizer.normalize(value), "\(value)")
+        }
+        #expect(memo.normalize(long) == "service-name.internal.example.com")
+        #expect(memo.normalize("a b") == nil)
+    }
 }

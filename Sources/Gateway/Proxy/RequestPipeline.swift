@@ -65,7 +65,7 @@ enum RequestPipeline {
     /// `host`: the Host field's first value and how many there are, if the caller read them.
     static func prepare(
         _ head: HTTPRequestHead, peerTrusted: Bool, policy: Policy,
-        host knownHost: (first: String?, count: Int)? = nil
+        host knownHost: (first: String?, count: Int)? = nil, hosts: HostMemo? = nil
     ) -> Outcome {
         guard let method = head.method else {
             return .reject(status: 405, error: "invalid_request", description: "method not allowed")
@@ -82,7 +82,7 @@ enum RequestPipeline {
         }
         var host = ""
         if let raw = rawHost {
-            guard let h = HostNormalizer.normalize(raw) else {
+            guard let h = hosts.map({ $0.normalize(raw) }) ?? HostNormalizer.normalize(raw) else {
                 return .reject(
                     status: 400, error: "invalid_request", description: "the Host header is not a valid host")
             }

@@ -68,7 +68,7 @@ extension Worker {
             decide(ex, kind, forwarded: ctx.forwarded, trusted: trusted, ctx: ctx)
             return
         }
-        switch RequestPipeline.prepare(head, peerTrusted: trusted, policy: requestPolicy, host: host)
+        switch RequestPipeline.prepare(head, peerTrusted: trusted, policy: requestPolicy, host: host, hosts: hosts)
         {
         case .reject(let status, let error, let description):
             ctx.path = String(head.target.prefix(256))

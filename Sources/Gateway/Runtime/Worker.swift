@@ -32,6 +32,8 @@ final class Worker: ResponderObserver {
     /// This worker's spans (nil: `tracing` is off; fixed at start, like the access log).
     let tracer: Tracer?
     let ids: RequestIDGenerator
+    /// The last Host value normalized here (RequestPipeline.prepare).
+    let hosts = HostMemo()
     /// Token routes: verified-token cache and this worker's copy of issuer keys.
     let tokens: AccessTokenValidator
     /// The `bearer` / `dpop` / `token` stage.
