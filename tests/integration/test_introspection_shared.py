@@ -5,6 +5,7 @@ token nor a readable answer, and a Redis writer cannot move an "active" answer o
 token; without Redis, introspection still works (it is a cache, not a gate)."""
 import base64
 import hashlib
+import time
 
 import pytest
 import requests
@@ -43,6 +44,17 @@ def call(g, tok):
     return requests.get(g.url("/api/orders/1"), headers={"Authorization": f"Bearer {tok}"}, timeout=10)
 
 
+def stored(redis, key, timeout=5.0):
+    """Waits (bounded) until the answer's entry is in Redis. A replica writes it in the loop
+    turn that answers the client, so its answer can reach the client a moment before the
+    entry reaches Redis: sharing promises the next request after the entry is stored, not
+    after the answer. Fails if it never is."""
+    deadline = time.monotonic() + timeout
+    while redis.cli("EXISTS", key).strip() != "1":
+        assert time.monotonic() < deadline, f"{key} never reached Redis"
+        time.sleep(0.01)
+
+
 def redis_key(a, tok):
     """The gateway's key: SHA-256 of the AS's issuer, its introspection endpoint and the
     token (NUL-separated); first 24 bytes, base64url."""
@@ -57,6 +69,7 @@ def test_one_introspection_serves_every_replica(two, redis):
     before = a.hits.get("/introspection", 0)
     r = call(g1, tok)
     assert r.status_code == 200, r.text
+    stored(redis, redis_key(a, tok))
     for _ in range(4):  # both workers of the other replica (Gateway's default: 2), more than once
         r = call(g2, tok)
         assert r.status_code == 200, r.text
@@ -67,6 +80,8 @@ def test_one_introspection_serves_every_replica(two, redis):
     for g in (g1, g2, g2):
         r = call(g, "opq_not-a-real-token")
         assert r.status_code == 401 and 'error="invalid_token"' in r.headers["WWW-Authenticate"]
+        if g is g1:
+            stored(redis, redis_key(a, "opq_not-a-real-token"))
     assert a.hits.get("/introspection", 0) - before == 1
     # Redis holds neither the token nor the answer readably; every entry expires.
     keys = redis.cli("--scan", "--pattern", "tg:introspection:*").split()
