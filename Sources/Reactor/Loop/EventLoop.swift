@@ -1,9 +1,12 @@
 internal import CEvent
 import Foundation
+import Synchronization
 
-/// One libevent `event_base`, driven by exactly one thread. Other threads hand it work only
-/// through `execute(_:)` (event_base_once, safe across threads once
-/// `evthread_use_pthreads()` has run, which `EventLoop.initializeThreading()` does once).
+/// One libevent `event_base`, driven by exactly one thread. The base runs without libevent's
+/// lock: with it, every `event_add`, `event_del` and `event_active` and every callback took
+/// and gave back a mutex, five times a proxied request. So no other thread may call into
+/// the base; they hand the loop work through `execute(_:)` and `schedule(after:_:)`, which
+/// go through a `LoopMailbox` when called off the loop's thread.
 public final class EventLoop: @unchecked Sendable {
     let base: OpaquePointer
     /// Scratch memory for tunnels relaying directly (`Tunnel`): read into, then written out
@@ -12,8 +15,14 @@ public final class EventLoop: @unchecked Sendable {
     /// Told of the fetches and Redis commands this loop's clients make (tracing); set before
     /// the loop runs, read on its thread.
     public var callObserver: (any OutboundCallObserver)?
+    private let mailbox: LoopMailbox
+    /// The thread running this loop (`pthread_t`, set by `run`; 0 before): the one thread
+    /// that may call into the base.
+    private let runner = Atomic<UInt>(0)
 
     private static let threadingOnce: Void = {
+        // Each base opts out of its own lock (below); what libevent shares across bases
+        // (signal handling, evdns) is still locked.
         precondition(evthread_use_pthreads() == 0, "evthread_use_pthreads failed")
     }()
 
@@ -28,12 +37,14 @@ public final class EventLoop: @unchecked Sendable {
         // within one turn (a connection's write event, a Redis bufferevent's read and write)
         // then costs no epoll_ctl system call.
         event_config_set_flag(cfg, Int32(EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
-        // Cross-thread event_base_once needs the base's lock, so it stays enabled.
+        event_config_set_flag(cfg, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue))
         guard let base = event_base_new_with_config(cfg) else { fatalError("event_base_new failed") }
         self.base = base
+        mailbox = LoopMailbox(base: base) { after, work in Self.once(base, after: after, work) }
     }
 
     deinit {
+        mailbox.close()
         if let dns { evdns_base_free(dns, 0) }
         event_base_free(base)
         relayBuffer.deallocate()
@@ -47,34 +58,50 @@ public final class EventLoop: @unchecked Sendable {
         return dns
     }
 
-    /// The thread running this loop (set by `run`): objects of the loop are used from it
-    /// alone, which `assertInLoop` checks in debug builds.
-    private var runner: pthread_t?
-
-    /// Runs the loop until `stop()` or until no events remain.
+    /// Runs the loop until `stop()`. (The mailbox's event keeps it from ending when no other
+    /// event is left.)
     public func run() {
-        runner = pthread_self()
+        runner.store(UInt(pthread_self()), ordering: .releasing)
         event_base_dispatch(base)
     }
+
+    /// Whether the caller is the thread running this loop.
+    private var onLoopThread: Bool { runner.load(ordering: .acquiring) == UInt(pthread_self()) }
 
     /// Asserts (debug builds) that the caller is on the thread running this loop. Before the
     /// loop first runs anyone may set things up, so nothing is checked then.
     public func assertInLoop(_ function: StaticString = #function) {
         assert(
-            runner.map { pthread_equal($0, pthread_self()) != 0 } ?? true,
+            runner.load(ordering: .acquiring) == 0 || onLoopThread,
             "\(function) called off its event loop's thread")
     }
 
     /// Ends `run()` after the current callbacks (thread-safe).
-    public func stop() { event_base_loopbreak(base) }
+    public func stop() {
+        if onLoopThread {
+            event_base_loopbreak(base)
+        } else {
+            mailbox.post(after: 0) { [base] in event_base_loopbreak(base) }
+        }
+    }
 
     /// Runs `work` on this loop's thread soon. Thread-safe.
     public func execute(_ work: @escaping () -> Void) {
         schedule(after: 0, work)
     }
 
-    /// Runs `work` on this loop's thread after `seconds`. Thread-safe; one shot.
+    /// Runs `work` on this loop's thread after `seconds`. Thread-safe; one shot. Off the
+    /// loop's thread (and before the loop runs) the work goes by the mailbox.
     public func schedule(after seconds: Double, _ work: @escaping () -> Void) {
+        if onLoopThread {
+            Self.once(base, after: seconds, work)
+        } else {
+            mailbox.post(after: seconds, work)
+        }
+    }
+
+    /// Loop thread: a one-shot timer event that runs `work`.
+    private static func once(_ base: OpaquePointer, after seconds: Double, _ work: @escaping () -> Void) {
         // Retained here, released by `onceThunk` when the callback runs.
         let box = Unmanaged.passRetained(ClosureBox(work)).toOpaque()
         var tv = timeval(seconds: seconds)
