@@ -79,14 +79,8 @@ public class Responder {
     /// The fields built up so far, handed over (a caller putting a head together itself,
     /// `startStreaming(_:close:)`); the responder keeps none.
     public final func takeFields() -> HTTP1Fields {
-        let taken = fields
-        fields = HTTP1Fields()
-        return taken
-    }
-
-    private final func takeForwarded() -> HTTP1ForwardedFields? {
-        let taken = forwarded
-        forwarded = nil
+        var taken = HTTP1Fields()
+        swap(&taken, &fields)
         return taken
     }
 
@@ -100,15 +94,12 @@ public class Responder {
     /// the body's length when known (else the fields' Content-Length, else chunked).
     public final func startStreaming(status: Int, reason: String? = nil, bodyLength: UInt64? = nil, close: Bool = false)
     {
-        precondition(state == .waiting, "answered twice")
-        state = .streaming
-        self.status = status
-        guard transport.isConnected else { return }
         // The head takes the fields (nothing reads them once it is written): no copy.
-        let head = HTTPResponseHead(
-            status: status, reason: reason, fields: takeFields(), forwarded: takeForwarded(), lastField: lastField,
-            bodyLength: bodyLength)
-        transport.startResponse(head, close: close)
+        startStreaming(
+            HTTPResponseHead(
+                status: status, reason: reason, fields: takeFields(), forwarded: forwarded.take(), lastField: lastField,
+                bodyLength: bodyLength),
+            close: close)
     }
 
     /// The same with a head the caller put together whole (a proxied answer: the upstream's
@@ -221,12 +212,10 @@ public class Responder {
         completed = true
         onClientGone = nil
         clientGoneObserver = nil
-        let done = onComplete
-        onComplete = nil
-        done?(flushed)
-        let observer = self.observer
-        self.observer = nil
-        observer?.responderCompleted(self, flushed: flushed)
+        // Moved out (`take()`), not copied then cleared: a copy was an atomic retain and
+        // release more per request.
+        onComplete.take()?(flushed)
+        observer.take()?.responderCompleted(self, flushed: flushed)
     }
 }
 

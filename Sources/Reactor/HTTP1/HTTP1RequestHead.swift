@@ -21,8 +21,9 @@ public struct HTTP1RequestHead: Sendable, Equatable, CustomStringConvertible {
     let targetRange: Range<Int>
     public let targetForm: TargetForm
     public let version: HTTP1Version
-    /// The header fields in order, names case-preserved.
-    public let fields: HTTP1Fields
+    /// The header fields in order, names case-preserved. Settable in the module only so
+    /// that the engine can move the buffer out (`HTTP1ConnectionHandler.requestHead`).
+    public internal(set) var fields: HTTP1Fields
     public let framing: HTTP1Framing
     /// Whether the connection may carry another request after this one (RFC 9112 §9.3).
     public let keepAlive: Bool

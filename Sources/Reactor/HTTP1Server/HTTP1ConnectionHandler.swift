@@ -80,8 +80,13 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         repeat {
             driveAgain = false
             guard !isClosing, !connection.isClosed else { break }
-            let progress = current.map(exchangeStep) ?? headStep()
-            if progress { driveAgain = true }
+            // Not `current.map(exchangeStep)`: the closure retained self as well as the
+            // exchange, an atomic retain and release per step.
+            if let ex = current {
+                if exchangeStep(ex) { driveAgain = true }
+            } else if headStep() {
+                driveAgain = true
+            }
         } while driveAgain
         driving = false
         updateReading()
@@ -148,16 +153,24 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
                 ex.bodyComplete = true
             }
         }
-        // The head's fields are read last: the buffer moves on to the request head, unshared.
-        let listsConnectionOptions = head.listsConnectionOptions
-        var requestHead = HTTPRequestHead(
-            methodName: head.method, target: head.target,
-            version: head.version == .http10 ? (1, 0) : (1, 1), fields: head.fields)
-        requestHead.listsConnectionOptions = listsConnectionOptions
         let exchange = ServerExchange(
-            head: requestHead, connection: connection.info, body: ex,
+            head: Self.requestHead(head), connection: connection.info, body: ex,
             transport: ex)
         context.handler(exchange)
+    }
+
+    /// The head as the gateway sees it. The parsed head's field buffer is swapped out, not
+    /// copied: a copy (and the parsed head's destruction after it) was one more owner of
+    /// the buffer, an atomic retain and release per request.
+    private static func requestHead(_ head: consuming HTTP1RequestHead) -> HTTPRequestHead {
+        var fields = HTTP1Fields()
+        let target = head.target
+        swap(&fields, &head.fields)
+        let method = head.method
+        return HTTPRequestHead(
+            method: HTTPMethod(rawValue: method), methodName: method, target: target,
+            version: head.version == .http10 ? (1, 0) : (1, 1), fields: fields,
+            listsConnectionOptions: head.listsConnectionOptions)
     }
 
     private func exchangeStep(_ ex: HTTP1ServerExchange) -> Bool {
@@ -304,9 +317,9 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
 
     func connectionWrote(_ connection: HTTP1ServerConnection) {
         thread.check()
-        while let first = unflushed.first, first.flushMark <= connection.bytesWritten {
-            unflushed.removeFirst()
-            first.flushed()
+        // Each written exchange moves out of the list (not copied, then removed).
+        while let mark = unflushed.first?.flushMark, mark <= connection.bytesWritten {
+            unflushed.removeFirst().flushed()
         }
         guard !connection.isClosed else { return }
         if pendingOutput == 0 {

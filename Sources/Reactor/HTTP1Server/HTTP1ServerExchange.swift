@@ -158,17 +158,13 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     func flushed() {
         handler = nil
         drainedActions = []
-        let r = responder
-        responder = nil
-        r?.transportFlushed()
+        responder.take()?.transportFlushed()
     }
 
     /// The connection closed first.
     func connectionClosed() {
         handler = nil
         drainedActions = []
-        let r = responder
-        responder = nil
-        r?.transportClosed()
+        responder.take()?.transportClosed()
     }
 }

@@ -174,9 +174,7 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     func flushed() {
         handler = nil
         drainedActions = []
-        let r = responder
-        responder = nil
-        r?.transportFlushed()
+        responder.take()?.transportFlushed()
         endExchange()
     }
 
@@ -184,8 +182,7 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     func gone() {
         handler = nil
         drainedActions = []
-        let r = responder
-        responder = nil
+        let r = responder.take()
         r?.transportClosed()
         // The gateway may still be at work on it (an upstream call, an introspection): it
         // counts until its answer (`discardResponse`).

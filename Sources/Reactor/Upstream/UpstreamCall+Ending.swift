@@ -20,17 +20,14 @@ extension UpstreamCall {
         body = nil
         bodySink?.call = nil
         bodySink = nil
-        let delegate = self.delegate
-        self.delegate = nil
+        let delegate = self.delegate.take()
         let afterHead = gotHead
         if starting {
             // Never from inside start(): the caller has not finished setting up. A cancel()
             // before the next loop turn still silences it.
             deferredReport = { Self.report(failure, to: delegate, afterHead: afterHead) }
             pool.loop.execute { [self] in
-                let report = deferredReport
-                deferredReport = nil
-                report?()
+                deferredReport.take()?()
             }
         } else {
             Self.report(failure, to: delegate, afterHead: afterHead)

@@ -111,8 +111,7 @@ extension UpstreamCall {
         conn.served += 1
         pool.detach(conn)
         let endpoint = UpstreamTunnelEndpoint(connection: conn)
-        let delegate = self.delegate
-        self.delegate = nil
+        let delegate = self.delegate.take()
         body = nil
         if let delegate { delegate.upstreamSwitchedProtocols(responseHead(head), endpoint) } else { endpoint.close() }
         selfRetain = nil
