@@ -155,6 +155,51 @@ struct AccessLogLineTests {
         #expect(out.bytes == [0x22] + raw + [0x22])
     }
 
+    /// The escape of one byte standing alone, byte by byte as the rules say: what the
+    /// eight-bytes-at-a-time scan must give too.
+    static func expectedEscape(_ b: UInt8) -> String {
+        switch b {
+        case 0x22: return "\\\""
+        case 0x5C: return "\\\\"
+        case 0x0A: return "\\n"
+        case 0x0D: return "\\r"
+        case 0x09: return "\\t"
+        case 0x08: return "\\b"
+        case 0x0C: return "\\f"
+        case 0x80...: return "\\ufffd"
+        case 0x20..<0x7F: return String(UnicodeScalar(b))
+        default: return "\\u00" + (b < 0x10 ? "0" : "") + String(b, radix: 16)
+        }
+    }
+
+    /// Every byte value at every offset of a string long enough for the scan's eight-byte
+    /// steps: each is found wherever it sits in a word, and the plain bytes around it are
+    /// copied as they are.
+    @Test func everyByteAtEveryOffsetIsEscapedAsAlone() {
+        for b in 0...255 {
+            for at in 0..<19 {
+                var raw = Array(repeating: UInt8(ascii: "a"), count: 19)
+                raw[at] = UInt8(b)
+                var out = JSONLineBytes()
+                out.string(utf8: raw.span)
+                let expected =
+                    "\"" + String(repeating: "a", count: at) + Self.expectedEscape(UInt8(b))
+                    + String(repeating: "a", count: 18 - at) + "\""
+                #expect(String(decoding: out.bytes, as: UTF8.self) == expected, "byte \(b) at \(at)")
+            }
+        }
+    }
+
+    /// Multibyte sequences across the scan's eight-byte steps are copied whole.
+    @Test func multibyteAcrossWordsIsCopiedAsItIs() {
+        for at in 0..<12 {
+            let raw: [UInt8] = Array(String(repeating: "x", count: at).utf8) + Array("é€😀/orders".utf8)
+            var out = JSONLineBytes()
+            out.string(utf8: raw.span)
+            #expect(out.bytes == [0x22] + raw + [0x22], "at \(at)")
+        }
+    }
+
     @Test func controlBytesUseShortOrUnicodeEscapes() {
         var out = JSONLineBytes()
         out.string("\u{0}\u{8}\u{9}\u{a}\u{c}\u{d}\u{1b}\u{7f}\"\\")
