@@ -30,6 +30,8 @@ struct Serve: ParsableCommand {
         signal(SIGHUP, SIG_IGN)
         // The same for logrotate's SIGUSR1 (reopen the access log), whose default also ends it.
         signal(SIGUSR1, SIG_IGN)
+        // Once, before anything else starts: the allocator's cache depth (see there).
+        AllocatorTuning.applyByRunningAgain()
         let config: GatewayConfig
         switch ConfigParser.load(path: self.config) {
         case .success(let c): config = c

@@ -176,3 +176,34 @@ def test_quickstart_flow(upstream, gateway_factory):
         assert ["X-Forwarded-User", "alice"] in r.json()["headers"]
     finally:
         g.stop()
+
+
+def tunables(pid):
+    """GLIBC_TUNABLES as the process was started with it. glibc, parsing it, ends each value
+    in place with a NUL where the ':' was, so the pieces after the first are rejoined."""
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        entries = f.read().split(b"\0")
+    at = next(i for i, e in enumerate(entries) if e.startswith(b"GLIBC_TUNABLES="))
+    pieces = [entries[at][len(b"GLIBC_TUNABLES="):]]
+    for e in entries[at + 1:]:
+        if not e.startswith(b"glibc."):
+            break
+        pieces.append(e)
+    return b":".join(pieces)
+
+
+def test_serve_deepens_the_allocator_cache_and_keeps_its_pid(upstream, gateway_factory):
+    # glibc reads GLIBC_TUNABLES only at start: serve sets the tcache depth and runs itself
+    # again in the same process (the pid the test started is the one serving).
+    g = gateway_factory(basic_config(upstream.port), env={"GLIBC_TUNABLES": ""})
+    assert tunables(g.proc.pid) == b"glibc.malloc.tcache_count=64"
+    assert requests.get(g.url("/echo")).json()["path"] == "/echo"
+
+
+def test_an_operators_tunables_are_kept(upstream, gateway_factory):
+    g = gateway_factory(basic_config(upstream.port), env={"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"})
+    assert tunables(g.proc.pid) == b"glibc.malloc.arena_max=4:glibc.malloc.tcache_count=64"
+    # A depth the operator chose is theirs: nothing is added, nothing run again.
+    h = gateway_factory(basic_config(upstream.port), env={"GLIBC_TUNABLES": "glibc.malloc.tcache_count=7"})
+    assert tunables(h.proc.pid) == b"glibc.malloc.tcache_count=7"
+    assert requests.get(h.url("/echo")).json()["path"] == "/echo"
