@@ -8,6 +8,8 @@ import Glibc
 /// process start, from `GLIBC_TUNABLES`; so `serve` adds it there and runs itself again once
 /// (same process id, same arguments; ignored signals stay ignored). An environment that
 /// names `glibc.malloc.tcache_count` already is left as it is, and so is a failed exec.
+/// The kernel names a process after the file it execs, here `exe`; the name `ps`, `top`,
+/// `pgrep` and `pkill -x` see is set back to the program's own.
 enum AllocatorTuning {
     static let tunable = "glibc.malloc.tcache_count"
     /// Free chunks kept per size and thread: enough for the objects of a worker's requests in
@@ -23,6 +25,7 @@ enum AllocatorTuning {
 
     /// Returns only when nothing was to be done or the exec failed.
     static func applyByRunningAgain() {
+        keepProgramName()
         guard let value = tunables(getenv("GLIBC_TUNABLES").map { String(cString: $0) }),
             setenv("GLIBC_TUNABLES", value, 1) == 0
         else { return }
@@ -31,5 +34,21 @@ enum AllocatorTuning {
         execv("/proc/self/exe", &argv)
         // No /proc (or no exec): run on with glibc's default cache.
         for argument in arguments { free(argument) }
+    }
+
+    /// After the exec the process is called `exe` (the last part of `/proc/self/exe`). Its
+    /// name — the main thread's, `/proc/self/comm` — is set back to the last part of
+    /// `argv[0]`, as the first exec gave it (the kernel keeps 15 bytes). Threads started
+    /// later inherit it.
+    static func keepProgramName() {
+        guard let program = CommandLine.arguments.first?.split(separator: "/").last, program != "exe" else { return }
+        let fd = open("/proc/self/comm", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var current = [UInt8](repeating: 0, count: 16)
+        let n = read(fd, &current, current.count)
+        guard n > 0, current[0..<n] == Array("exe\n".utf8)[...] else { return }
+        let name = Array(program.utf8.prefix(15))
+        _ = write(fd, name, name.count)
     }
 }

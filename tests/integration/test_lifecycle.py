@@ -198,6 +198,12 @@ def test_serve_deepens_the_allocator_cache_and_keeps_its_pid(upstream, gateway_f
     g = gateway_factory(basic_config(upstream.port), env={"GLIBC_TUNABLES": ""})
     assert tunables(g.proc.pid) == b"glibc.malloc.tcache_count=64"
     assert requests.get(g.url("/echo")).json()["path"] == "/echo"
+    # The exec of /proc/self/exe names the process "exe"; ps, top and pkill -x see the
+    # program's own name again, on every thread.
+    program = os.path.basename(g.proc.args[0])[:15].encode()
+    tasks = f"/proc/{g.proc.pid}/task"
+    names = {open(f"{tasks}/{t}/comm", "rb").read().strip() for t in os.listdir(tasks)}
+    assert names == {program}
 
 
 def test_an_operators_tunables_are_kept(upstream, gateway_factory):
