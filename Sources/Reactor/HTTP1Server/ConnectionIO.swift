@@ -35,6 +35,9 @@ struct ConnectionRead {
     }
     var bytes: Int
     var stop: Stop
+    /// The read took all the room it asked the socket for: more may be waiting there, which
+    /// an edge-triggered watch does not report again (`EdgeTriggered`).
+    var filled = false
 }
 
 /// What one `ConnectionIO.write` did: `bytes` of output written (and drained), then why
@@ -62,8 +65,9 @@ final class PlainConnectionIO: ConnectionIO {
     init(fd: Int32) { self.fd = fd }
 
     func read(into input: OpaquePointer, room: Int) -> ConnectionRead {
-        let n = SocketRead.receive(fd, into: input, max: room)
-        if n > 0 { return ConnectionRead(bytes: Int(n), stop: .open) }
+        var filled = false
+        let n = SocketRead.receive(fd, into: input, max: room, filled: &filled)
+        if n > 0 { return ConnectionRead(bytes: Int(n), stop: .open, filled: filled) }
         if n == 0 { return ConnectionRead(bytes: 0, stop: .end) }
         if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return ConnectionRead(bytes: 0, stop: .open) }
         failure = "read: \(String(cString: strerror(errno)))"

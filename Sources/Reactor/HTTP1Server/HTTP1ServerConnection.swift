@@ -43,6 +43,11 @@ final class HTTP1ServerConnection: IdleListNode {
     private let io: ConnectionIO
     /// Plain TCP (no TLS): the socket may be read and written directly (`receive`, `send`).
     private let isPlain: Bool
+    /// Plain sockets are watched by edge (`EdgeTriggered`); TLS ones by level.
+    private let edgeTriggered: Bool
+    /// The peer's FIN was reported (`EV_CLOSED`, edge-triggered only): it may have come with
+    /// the last bytes, so a read that got bytes is followed by one more, which sees the end.
+    private var peerEnding = false
     /// A tunnel's direct relay: readiness goes to the handler unread (`receive(into:)`).
     private var readsDirectly = false
     /// Why a direct read or write failed.
@@ -62,7 +67,8 @@ final class HTTP1ServerConnection: IdleListNode {
     private var readNeedsWritable = false
     /// TLS: the last write stopped for want of the peer's bytes.
     private var writeNeedsReadable = false
-    /// TLS: decrypted input waits inside OpenSSL.
+    /// Input may be waiting that no readiness event will announce: decrypted TLS bytes
+    /// inside OpenSSL, or bytes left in an edge-triggered socket.
     private var inputBuffered = false
     private var flushScheduled = false
     private var flushing = false
@@ -87,14 +93,17 @@ final class HTTP1ServerConnection: IdleListNode {
         self.io = io
         self.info = info
         isPlain = io is PlainConnectionIO
+        edgeTriggered = isPlain && EdgeTriggered.supported(base)
         input = evbuffer_new()
         output = evbuffer_new()
         thread.bind()
         let context = Unmanaged.passRetained(self)
         callbackContext = context
         let arg = context.toOpaque()
-        readEvent = event_new(base, fd, Int16(EV_READ | EV_PERSIST), readThunk, arg)
-        writeEvent = event_new(base, fd, Int16(EV_WRITE | EV_PERSIST), writeThunk, arg)
+        let readFlags = Int16(EV_READ | EV_PERSIST) | (edgeTriggered ? EdgeTriggered.readFlags : 0)
+        let writeFlags = Int16(EV_WRITE | EV_PERSIST) | (edgeTriggered ? EdgeTriggered.writeFlags : 0)
+        readEvent = event_new(base, fd, readFlags, readThunk, arg)
+        writeEvent = event_new(base, fd, writeFlags, writeThunk, arg)
         timerEvent = event_new(base, -1, 0, timerThunk, arg)
         if readEvent == nil || writeEvent == nil || timerEvent == nil { close() }
     }
@@ -133,9 +142,10 @@ final class HTTP1ServerConnection: IdleListNode {
         if armed { event_add(readEvent, nil) } else { event_del(readEvent) }
     }
 
-    fileprivate func readable() {
+    fileprivate func readable(_ what: Int16) {
         thread.check()
         guard !isClosed else { return }
+        if edgeTriggered && EdgeTriggered.peerEnded(what) { peerEnding = true }
         if writeNeedsReadable {
             writeNeedsReadable = false
             updateReadInterest()
@@ -152,7 +162,8 @@ final class HTTP1ServerConnection: IdleListNode {
             return
         }
         let result = io.read(into: input, room: room)
-        inputBuffered = result.stop == .buffered
+        inputBuffered =
+            result.stop == .buffered || (edgeTriggered && result.bytes > 0 && (result.filled || peerEnding))
         if result.bytes > 0 {
             if lingering {
                 evbuffer_drain(input, evbuffer_get_length(input))
@@ -162,12 +173,10 @@ final class HTTP1ServerConnection: IdleListNode {
             guard !isClosed else { return }
         }
         switch result.stop {
-        case .open:
-            break
-        case .buffered:
+        case .open, .buffered:
             // The handler's setReading(true) usually did this already; it may have left
             // `reading` unchanged without calling.
-            if reading, let readEvent { event_active(readEvent, Int32(EV_READ), 0) }
+            if inputBuffered, reading, let readEvent { event_active(readEvent, Int32(EV_READ), 0) }
         case .needsWritable:
             readNeedsWritable = true
             updateWriteInterest()
@@ -198,7 +207,13 @@ final class HTTP1ServerConnection: IdleListNode {
         thread.check()
         guard !isClosed, readsDirectly else { return ConnectionRead(bytes: 0, stop: .open) }
         let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
-        if n > 0 { return ConnectionRead(bytes: n, stop: .open) }
+        if n > 0 {
+            // Edge-triggered: the relay reads once a turn; what may be left is read next turn.
+            if edgeTriggered, n == buffer.count || peerEnding, reading, let readEvent {
+                event_active(readEvent, Int32(EV_READ), 0)
+            }
+            return ConnectionRead(bytes: n, stop: .open)
+        }
         if n == 0 {
             peerClosed = true
             setReading(false)
@@ -289,7 +304,7 @@ final class HTTP1ServerConnection: IdleListNode {
         if readNeedsWritable {
             readNeedsWritable = false
             updateWriteInterest()
-            readable()
+            readable(Int16(EV_READ))
             guard !isClosed else { return }
         }
         flush()
@@ -373,7 +388,7 @@ private func connection(_ arg: UnsafeMutableRawPointer?) -> HTTP1ServerConnectio
     Unmanaged<HTTP1ServerConnection>.fromOpaque(arg!).takeUnretainedValue()
 }
 
-private func readThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).readable() }
+private func readThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).readable(what) }
 private func writeThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).writable() }
 private func timerThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
     connection(arg).deadlinePassed()

@@ -9,15 +9,18 @@ import Glibc
 /// extra kernel work at about 0.3 us per proxied request).
 enum SocketRead {
     /// Appends at most `max` bytes to `buffer`: the count read, 0 at end of stream, or -1
-    /// with `errno` set (EAGAIN when nothing is there).
-    static func receive(_ fd: Int32, into buffer: OpaquePointer, max: Int) -> Int {
+    /// with `errno` set (EAGAIN when nothing is there). `filled`: the read took all the room
+    /// it asked for, so more may wait in the socket (a shorter read emptied it).
+    static func receive(_ fd: Int32, into buffer: OpaquePointer, max: Int, filled: inout Bool) -> Int {
         var space = iovec()
         guard evbuffer_reserve_space(buffer, max, &space, 1) > 0 else {
             errno = ENOMEM
             return -1
         }
         // Never past `max`, whatever extra room the reservation left.
-        let got = recv(fd, space.iov_base, min(space.iov_len, max), 0)
+        let asked = min(space.iov_len, max)
+        let got = recv(fd, space.iov_base, asked, 0)
+        filled = got == asked
         if got <= 0 {
             let saved = errno
             evbuffer_commit_space(buffer, &space, 0)
