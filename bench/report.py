@@ -200,6 +200,14 @@ def main(workdir, out_path):
                 s.update({key + k: v for k, v in r.items()})
                 label = "tokengate/" + ("nginx" if other is nginx else PEER)
                 print(f"  {label:<26}{r['rps_ratio']:>10.2f}x{r['p50_ratio']:>10.2f}x{r['p99_ratio']:>10.2f}x")
+        if tg and nginx and len(tg["rounds"]) >= 3:
+            # Rounds alternate, so round i of each ran minutes apart at most: their ratios show
+            # the machine's spread, which the medians above hide.
+            paired = [t["rps"] / n["rps"] for t, n in zip(tg["rounds"], nginx["rounds"]) if n["rps"]]
+            s["round_rps_ratios"] = paired
+            at_least = sum(r >= TARGET_RATIO for r in paired)
+            print(f"  rounds, tokengate/nginx: {' '.join(f'{r:.2f}' for r in paired)} "
+                  f"(median {statistics.median(paired):.2f}; {at_least} of {len(paired)} at {TARGET_RATIO} or more)")
         if nginx and peer:
             s["peer_vs_nginx_rps_ratio"] = peer["rps"] / nginx["rps"]
             print(f"  ({PEER}/nginx req/s: {s['peer_vs_nginx_rps_ratio']:.2f}x)")
