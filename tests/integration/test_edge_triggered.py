@@ -1,10 +1,11 @@
-"""Plain sockets are watched by edge (EPOLLET): a readiness event comes once, when bytes
-arrive. A peer's last bytes and its FIN often arrive together, in one event; these tests
-send them so, from both sides, and check that the gateway reads to the end and sees the
-end without a second event. Missing either shows as a wait for a timeout, which is set
-far above what the tests allow."""
+"""Plain client sockets are watched by edge (EPOLLET): a readiness event comes once, when
+bytes arrive. A peer's last bytes and its end (FIN, or a reset) often arrive together, in
+one event; these tests send them so, from both sides, and check that the gateway reads to
+the end and sees the end without a second event. Missing either shows as a wait for a
+timeout, which is set far above what the tests allow."""
 import json
 import socket
+import struct
 import time
 
 import pytest
@@ -30,8 +31,9 @@ class CloseDelimitedUpstream(RawServer):
     (no Content-Length, no chunking: RFC 9112 §6.3 rule 8), written in one send followed at
     once by the FIN."""
 
-    def __init__(self, size):
+    def __init__(self, size, reset=False):
         self.body = bytes((i * 7) % 251 for i in range(size))
+        self.reset = reset
         super().__init__()
 
     def serve(self, conn):
@@ -44,6 +46,10 @@ class CloseDelimitedUpstream(RawServer):
                     return
                 data += chunk
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n" + self.body)
+            if self.reset:
+                # SO_LINGER 0: the close sends a reset (RST) instead of a FIN.
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                return
             conn.shutdown(socket.SHUT_WR)
 
 
@@ -91,6 +97,25 @@ def test_a_body_that_ends_with_the_upstreams_fin_arrives_whole_at_once(gateway_f
             assert head.startswith(b"HTTP/1.1 200"), head
             assert b"Transfer-Encoding: chunked" in head
             assert dechunk(body) == up.body
+    finally:
+        up.stop()
+
+
+def test_a_body_that_ends_with_the_upstreams_reset_ends_at_once(gateway_factory):
+    # libevent reports a reset as EPOLLERR, without EV_CLOSED: an edge-triggered upstream
+    # socket would not see it until the response timeout (60 s here), so upstream sockets
+    # stay level-triggered. The body ends where the connection does; the reset cuts it, so
+    # the client's chunked answer is cut too, at once.
+    up = CloseDelimitedUpstream(100, reset=True)
+    g = gateway_factory(CONFIG.format(port=up.port))
+    try:
+        for _ in range(20):
+            started = time.monotonic()
+            with socket.create_connection(("127.0.0.1", g.port)) as s:
+                s.sendall(b"GET /file HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+                resp, ended = read_to_end(s, started + 5)
+            assert ended, "the gateway did not see the upstream's reset within 5 s"
+            assert resp.startswith(b"HTTP/1.1 200") or resp.startswith(b"HTTP/1.1 502"), resp[:100]
     finally:
         up.stop()
 

@@ -1,6 +1,6 @@
 internal import CEvent
 
-/// Plain sockets are watched by edge (EPOLLET), as nginx watches them. Level-triggered,
+/// Plain client sockets are watched by edge (EPOLLET), as nginx watches them. Level-triggered,
 /// epoll looks again at every socket it reported, on the next wait, to see whether it is
 /// still readable: two more socket polls a proxied request, and more wake-ups (perf put
 /// epoll's share at 0.46 µs a request against nginx's 0.28).
@@ -14,9 +14,15 @@ internal import CEvent
 /// - A reader that pauses deletes its read event; adding it again makes epoll look at
 ///   the socket at once (EPOLL_CTL_ADD/MOD), so bytes that came meanwhile are reported.
 ///
-/// TLS sockets stay level-triggered: OpenSSL reads records ahead, and its `SSL_read`
-/// leaves the socket on its own terms. libevent refuses to mix both kinds on one fd, so a
-/// socket's read and write events are either both edge-triggered or neither.
+/// What an edge does not tell: libevent 2.1 reports EPOLLERR as plain `EV_READ | EV_WRITE`,
+/// without `EV_CLOSED`, so a reset (RST) that comes in the same edge as the last bytes is
+/// not seen until a write fails or a deadline passes. From a client that is a client that
+/// stalls, which the header, body and idle deadlines already bound. From an upstream it
+/// would hold an answer whose body ends with the connection until the response timeout, so
+/// upstream sockets stay level-triggered. TLS sockets do too: OpenSSL reads records ahead,
+/// and its `SSL_read` leaves the socket on its own terms. libevent refuses to mix both
+/// kinds on one fd, so a socket's read and write events are either both edge-triggered or
+/// neither.
 enum EdgeTriggered {
     /// Whether `base`'s backend reports edges and the peer's FIN (epoll does; the others
     /// libevent may fall back to do not).

@@ -63,7 +63,7 @@ final class UpstreamConnection: UpstreamTransportHandler {
 
     private func connectNext() {
         while let address = addresses.popFirst() {
-            switch transport.connect(to: address, plain: pool.endpoint.tls == nil) {
+            switch transport.connect(to: address) {
             case .connected:
                 connected()
                 return

@@ -70,11 +70,6 @@ final class UpstreamTransport {
     @exclusivity(unchecked) private var readArmed = false
     @exclusivity(unchecked) private var readTimeout: Double?
     private var connecting = false
-    /// A plain socket is watched by edge (`EdgeTriggered`); one that TLS goes over, by level.
-    private var edgeTriggered = false
-    /// The peer's FIN was reported (`EV_CLOSED`): a read that gets bytes is followed by one
-    /// more, which sees the end (`EdgeTriggered`).
-    private var peerEnding = false
     private(set) var isConnected = false
     private(set) var isClosed = false
     /// HTTPS upstreams: the TLS session over the socket, once `startTLS` ran.
@@ -99,9 +94,8 @@ final class UpstreamTransport {
 
     /// Opens a non-blocking socket to `address` and starts the connect. `.inProgress`: the
     /// outcome comes through `transportConnected`. After a failure the caller may
-    /// `dropSocket()` and connect to another address; the buffers are kept. `plain`: no TLS
-    /// will go over it (`startTLS` is then refused), so it is watched by edge.
-    func connect(to address: UpstreamAddress, plain: Bool) -> ConnectStart {
+    /// `dropSocket()` and connect to another address; the buffers are kept.
+    func connect(to address: UpstreamAddress) -> ConnectStart {
         precondition(fd < 0 && !isClosed, "connect on a transport with a socket, or closed")
         let s = socket(address.family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard s >= 0 else { return .failed(errno) }
@@ -114,12 +108,8 @@ final class UpstreamTransport {
         // Unretained: this transport owns both events and frees them in `close()` before it
         // goes away, so no callback can reach a freed transport.
         let context = Unmanaged.passUnretained(self).toOpaque()
-        edgeTriggered = plain && EdgeTriggered.supported(base)
-        peerEnding = false
-        let readFlags = Int16(EV_READ | EV_PERSIST) | (edgeTriggered ? EdgeTriggered.readFlags : 0)
-        let writeFlags = Int16(EV_WRITE) | (edgeTriggered ? EdgeTriggered.writeFlags : 0)
-        readEvent = event_new(base, s, readFlags, readThunk, context)
-        writeEvent = event_new(base, s, writeFlags, writeThunk, context)
+        readEvent = event_new(base, s, Int16(EV_READ | EV_PERSIST), readThunk, context)
+        writeEvent = event_new(base, s, Int16(EV_WRITE), writeThunk, context)
         timerEvent = event_new(base, -1, 0, timerThunk, context)
         guard readEvent != nil, writeEvent != nil, timerEvent != nil else { return .failed(ENOMEM) }
         let rc = address.withSockaddr { Glibc.connect(s, $0, $1) }
@@ -188,12 +178,10 @@ final class UpstreamTransport {
     func fill() -> Fill {
         guard fd >= 0 else { return .failed(EBADF) }
         if let tls { return fillTLS(tls) }
+        // Level-triggered (`EdgeTriggered` says why): the next wait reports what is left.
         var filled = false
         let got = SocketRead.receive(fd, into: input, max: Int(Self.readSize), filled: &filled)
-        if got > 0 {
-            readAgainIfMoreMayWait(filled)
-            return .bytes(got)
-        }
+        if got > 0 { return .bytes(got) }
         if got == 0 { return .eof }
         let error = errno
         return error == EAGAIN || error == EWOULDBLOCK || error == EINTR ? .wouldBlock : .failed(error)
@@ -222,20 +210,10 @@ final class UpstreamTransport {
     func receive(into buffer: UnsafeMutableRawBufferPointer) -> Fill {
         guard fd >= 0, tls == nil else { return .failed(EBADF) }
         let got = Glibc.read(fd, buffer.baseAddress, buffer.count)
-        if got > 0 {
-            readAgainIfMoreMayWait(got == buffer.count)
-            return .bytes(got)
-        }
+        if got > 0 { return .bytes(got) }
         if got == 0 { return .eof }
         let error = errno
         return error == EAGAIN || error == EWOULDBLOCK || error == EINTR ? .wouldBlock : .failed(error)
-    }
-
-    /// Edge-triggered: after a read that took all the room it asked for, or after the peer's
-    /// FIN was reported, the socket may hold more that no event announces, so a read turn
-    /// follows on the next loop iteration while the reader wants bytes (`EdgeTriggered`).
-    private func readAgainIfMoreMayWait(_ filled: Bool) {
-        if edgeTriggered, filled || peerEnding, readArmed { activateRead() }
     }
 
     /// Writes `bytes` now when nothing is queued before them (one send, no evbuffer); what
@@ -305,7 +283,6 @@ final class UpstreamTransport {
     private var receiver: UpstreamTransportHandler? { owner ?? handler }
 
     fileprivate func readReady(_ what: Int16) {
-        if edgeTriggered && EdgeTriggered.peerEnded(what) { peerEnding = true }
         // Bytes (or an end) came: the idle time starts again.
         if let readTimeout, let timer = timerEvent { readDeadline.set(readTimeout, event: timer) }
         withExtendedLifetime(self) {
@@ -349,8 +326,6 @@ extension UpstreamTransport {
     /// Puts a TLS client session over the connected socket; `handshake()` then drives it.
     func startTLS(_ context: UpstreamTLSContext, slot: TLSSessionSlot) throws(ReactorError) {
         precondition(isConnected && tls == nil, "startTLS before connect, or twice")
-        // An edge-triggered watch would miss what OpenSSL leaves in the socket.
-        precondition(!edgeTriggered, "startTLS on a socket connected as plain")
         tls = try TLSConnectionIO.client(context: context, fd: fd, slot: slot)
     }
 
