@@ -81,24 +81,31 @@ def read_to_end(s, deadline, enough=lambda got: False):
     return b"".join(chunks), False
 
 
-@pytest.mark.parametrize("size", [100, 5000, 1 << 20])
-def test_a_body_that_ends_with_the_upstreams_fin_arrives_whole_at_once(gateway_factory, size):
-    up = CloseDelimitedUpstream(size)
-    g = gateway_factory(CONFIG.format(port=up.port))
+def get_file_twenty_times(upstream, gateway_factory):
+    """GET /file through a gateway in front of `upstream`, twenty times (the end comes in the
+    same readiness event as the last bytes in most); yields each answer, read to its end
+    within 5 s, else the test fails (the gateway waits for a timeout)."""
+    g = gateway_factory(CONFIG.format(port=upstream.port))
     try:
-        # Twenty times: the FIN comes in the same readiness event as the last bytes in most.
         for _ in range(20):
             started = time.monotonic()
             with socket.create_connection(("127.0.0.1", g.port)) as s:
                 s.sendall(b"GET /file HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
                 resp, ended = read_to_end(s, started + 5)
             assert ended, "the gateway did not end the response within 5 s (it waits for a timeout)"
-            head, _, body = resp.partition(b"\r\n\r\n")
-            assert head.startswith(b"HTTP/1.1 200"), head
-            assert b"Transfer-Encoding: chunked" in head
-            assert dechunk(body) == up.body
+            yield resp
     finally:
-        up.stop()
+        upstream.stop()
+
+
+@pytest.mark.parametrize("size", [100, 5000, 1 << 20])
+def test_a_body_that_ends_with_the_upstreams_fin_arrives_whole_at_once(gateway_factory, size):
+    up = CloseDelimitedUpstream(size)
+    for resp in get_file_twenty_times(up, gateway_factory):
+        head, _, body = resp.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert b"Transfer-Encoding: chunked" in head
+        assert dechunk(body) == up.body
 
 
 def test_a_body_that_ends_with_the_upstreams_reset_ends_at_once(gateway_factory):
@@ -106,18 +113,8 @@ def test_a_body_that_ends_with_the_upstreams_reset_ends_at_once(gateway_factory)
     # socket would not see it until the response timeout (60 s here), so upstream sockets
     # stay level-triggered. The body ends where the connection does; the reset cuts it, so
     # the client's chunked answer is cut too, at once.
-    up = CloseDelimitedUpstream(100, reset=True)
-    g = gateway_factory(CONFIG.format(port=up.port))
-    try:
-        for _ in range(20):
-            started = time.monotonic()
-            with socket.create_connection(("127.0.0.1", g.port)) as s:
-                s.sendall(b"GET /file HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
-                resp, ended = read_to_end(s, started + 5)
-            assert ended, "the gateway did not see the upstream's reset within 5 s"
-            assert resp.startswith(b"HTTP/1.1 200") or resp.startswith(b"HTTP/1.1 502"), resp[:100]
-    finally:
-        up.stop()
+    for resp in get_file_twenty_times(CloseDelimitedUpstream(100, reset=True), gateway_factory):
+        assert resp.startswith(b"HTTP/1.1 200") or resp.startswith(b"HTTP/1.1 502"), resp[:100]
 
 
 def test_a_request_sent_with_the_clients_fin_is_answered_and_the_connection_closed(upstream, gateway_factory):
