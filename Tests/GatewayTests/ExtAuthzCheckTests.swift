@@ -56,7 +56,7 @@ struct ExtAuthzCheckTests {
         contentType: String = "application/grpc"
     ) -> InMemoryTransport {
         let (ex, t) = InMemoryTransport.exchange(
-            "POST", Worker.checkPath, fields: [("Host", "tokengate:8080"), ("content-type", contentType)],
+            "POST", ExtAuthzService.checkPath, fields: [("Host", "tokengate:8080"), ("content-type", contentType)],
             body: body, peer: peer, version: version)
         w.handle(ex)
         return t

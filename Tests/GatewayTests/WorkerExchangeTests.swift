@@ -100,7 +100,7 @@ struct WorkerExchangeTests {
         ]
         let big = send(
             w, "POST", "/form/x", fields: form,
-            body: Array(repeating: UInt8(ascii: "a"), count: Worker.ownBodyLimit + 1))
+            body: Array(repeating: UInt8(ascii: "a"), count: WorkerServices.ownBodyLimit + 1))
         #expect(big.bodyRead && big.status == 413 && big.closeAfter)
         let junk = send(w, "POST", "/form/x", fields: form, body: Array("access_token=a%20b".utf8))
         #expect(junk.bodyRead && junk.status == 400)

@@ -175,7 +175,7 @@ struct Limits: Sendable {
     /// of an answer goes to a temp file in `spoolDirectory`, and how much disk one answer and
     /// the whole process may use for that (0: never spool).
     var responseBuffer = 64 << 10
-    /// Request buffering (Worker+RequestBuffering): how much of a body is kept in memory
+    /// Request buffering (RequestBufferingStage): how much of a body is kept in memory
     /// before the rest goes to a temp file.
     var requestBuffer = 64 << 10
     /// Disk the request bodies being read may hold at once, per process (0: bodies stream):

@@ -1,7 +1,7 @@
 import Reactor
 
 /// A response the gateway writes itself (errors, login endpoints, redirects, pages, admin
-/// answers): every such answer is one of these, sent through `Worker.answer`.
+/// answers): every such answer is one of these, sent through `WorkerServices.answer`.
 struct GatewayResponse {
     var status: Int
     var headers: [(String, String)] = []

@@ -33,14 +33,3 @@ extension LoginService {
         }
     }
 }
-
-extension Worker {
-    /// The choice page: one link per client to /oauth2/start?client=NAME&rd=RETURN.
-    func chooseClientPage(_ clients: [String], returnTo: String, requestID: String) -> GatewayResponse {
-        let start = config.login.startPath
-        let body = config.pages.choosePage(
-            clients: clients, href: { LoginService.url(start, [("client", $0), ("rd", returnTo)]) },
-            requestID: requestID)
-        return GatewayResponse(status: 200, body: body, detail: "login client choice")
-    }
-}

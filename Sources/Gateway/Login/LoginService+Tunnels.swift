@@ -1,7 +1,7 @@
 import Reactor
 
 /// Whether the session a tunnel was opened on is still alive, asked again while the tunnel
-/// runs (`Worker+Tunnels`). The same store and cache as the request path, so an RP
+/// runs (`Tunnels`). The same store and cache as the request path, so an RP
 /// logout, a back-channel logout on any replica (through the shared store) or a refresh
 /// the AS refused is seen within `session.cache_ttl`; the idle and absolute timeouts are
 /// the request path's. Unlike a request it does not move the idle deadline: a WebSocket

@@ -128,7 +128,7 @@ final class LoginService {
 
     /// `reason`: a stable code for the access log, when the failure has a kind.
     /// `retry`: where the page's "Try again" link goes (the same step again, when it can be
-    /// repeated). A client that does not want HTML gets the JSON form (`Worker.answer`).
+    /// repeated). A client that does not want HTML gets the JSON form (`WorkerServices.answer`).
     static func unavailable(_ detail: String, reason: String? = nil, retry: String? = nil) -> GatewayResponse {
         var r = GatewayResponse.page(
             503, title: "Sign-in unavailable",

@@ -50,7 +50,7 @@ struct MCPRules: Sendable {
 
 extension MCPRules {
     /// Whether a token may make a call: the one check a `tools/call` is judged by and a
-    /// `tools/list` answer is filtered by (Worker+MCP), so a caller sees only what it may call.
+    /// `tools/list` answer is filtered by (MCPStage), so a caller sees only what it may call.
     enum Check {
         case passes
         /// `default: deny` and no rule names the target.

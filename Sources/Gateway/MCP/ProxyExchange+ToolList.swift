@@ -81,9 +81,9 @@ extension ProxyExchange {
         heldHead = nil
         toolList = nil
         abandonCall()
-        worker.metrics.upstreamError("tool_list_unfiltered")
+        services.metrics.upstreamError("tool_list_unfiltered")
         done = true
-        worker.answer(
+        services.answer(
             exchange, context,
             ErrorResponse.make(
                 502, error: "bad_gateway", description: "the upstream's tools/list answer could not be filtered",
@@ -97,8 +97,8 @@ extension ProxyExchange {
     private func cutToolList(_ refusal: ToolListFilter.Refusal) {
         toolList = nil
         abandonCall()
-        worker.metrics.upstreamError("tool_list_unfiltered")
-        worker.log.warning(
+        services.metrics.upstreamError("tool_list_unfiltered")
+        services.log.warning(
             "mcp tools/list answer cut", metadata: ["request_id": "\(context.requestID)", "reason": "\(refusal)"])
         responder.abort()
         finish(status: 502, detail: "mcp tools/list: \(refusal)")
@@ -110,6 +110,6 @@ extension ProxyExchange {
         guard let call else { return }
         self.call = nil
         call.pause()
-        worker.loop.execute { call.cancel() }
+        services.loop.execute { call.cancel() }
     }
 }

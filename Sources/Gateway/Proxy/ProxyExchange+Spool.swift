@@ -11,8 +11,8 @@ extension ProxyExchange {
     /// proxied answer, and most never fall behind; what the answer is (`isStream`) is read
     /// only when a spool would start.
     func mayBuffer(_ head: HTTPResponseHead) -> Bool {
-        guard context.buffersResponse, worker.spoolBudget != nil else { return false }
-        guard worker.config.limits.responseSpoolMax > 0, worker.config.limits.spoolTotal > 0 else { return false }
+        guard buffersResponse, services.spoolBudget != nil else { return false }
+        guard services.config.limits.responseSpoolMax > 0, services.config.limits.spoolTotal > 0 else { return false }
         spoolFields = head.fields
         return true
     }
@@ -36,14 +36,14 @@ extension ProxyExchange {
     /// go first); false: the caller writes it to the client.
     func spooled(_ chunk: BodyChunk) -> Bool {
         // One number of the limits, not a copy of them all (a copy retains the strings in it).
-        let responseBuffer = worker.config.limits.responseBuffer
+        let responseBuffer = services.config.limits.responseBuffer
         if spool == nil {
             // Behind: what waits for the client already fills the buffer (a fast client's
             // output is written out between reads, whatever a read's size).
             guard responder.pendingOutput >= min(responseBuffer, responder.highWater),
-                let budget = worker.spoolBudget
+                let budget = services.spoolBudget
             else { return false }
-            let limits = worker.config.limits
+            let limits = services.config.limits
             if let fields = spoolFields {
                 spoolFields = nil
                 if Self.isStream(fields) {
@@ -56,7 +56,7 @@ extension ProxyExchange {
                     directory: limits.spoolDirectory, budget: budget, maxBytes: limits.responseSpoolMax)
             else {
                 spoolAllowed = false
-                worker.spoolBudget?.countFailure()
+                services.spoolBudget?.countFailure()
                 return false
             }
             spool = made
@@ -76,8 +76,8 @@ extension ProxyExchange {
                 call?.pause()
             }
         case .failed:
-            worker.spoolBudget?.countFailure()
-            worker.log.warning(
+            services.spoolBudget?.countFailure()
+            services.log.warning(
                 "response spool write failed; the response is cut", metadata: ["request_id": "\(context.requestID)"])
             call?.cancel()
             responder.abort()
@@ -111,8 +111,8 @@ extension ProxyExchange {
             refillAgain = false
             guard !done, let spool else { return }
             if spool.pending > 0 {
-                guard let chunk = spool.next(max: worker.config.limits.responseBuffer) else {
-                    worker.spoolBudget?.countFailure()
+                guard let chunk = spool.next(max: services.config.limits.responseBuffer) else {
+                    services.spoolBudget?.countFailure()
                     call?.cancel()
                     responder.abort()
                     finish(status: status, detail: "spool read failed")

@@ -6,7 +6,7 @@ import Reactor
 /// exactly one access-log line. Loop-thread only. Alive from `start` until it finishes
 /// (the upstream call holds it as its delegate's owner through `selfRetain`).
 final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
-    let worker: Worker
+    let services: WorkerServices
     let exchange: ServerExchange
     /// The exchange is its own responder: read as the `let` it is, no reference count.
     var responder: Responder { exchange }
@@ -49,15 +49,19 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// read and dropped, then the request goes again (`tryAgain`; UpstreamDPoP.swift).
     @exclusivity(unchecked) var retryWithNonce: (() -> UpstreamCall.Request)?
 
-    init(worker: Worker, exchange: ServerExchange, context: RequestContext) {
-        self.worker = worker
+    /// The route's `buffering`: the answer may go to a temp file while the client is behind.
+    let buffersResponse: Bool
+
+    init(services: WorkerServices, exchange: ServerExchange, context: RequestContext, buffersResponse: Bool) {
+        self.services = services
         self.exchange = exchange
         self.context = context
+        self.buffersResponse = buffersResponse
     }
 
     func start(pool: UpstreamPool, request: consuming UpstreamCall.Request) {
         var request = request
-        let wait = worker.config.limits.continueTimeout
+        let wait = services.config.limits.continueTimeout
         if request.body?.expectsContinue == true, wait > 0 {
             // RFC 9110 §10.1.1: a proxy forwards the expectation and lets the origin decide
             // whether the body is wanted; the client hears the upstream's 100 (`upstreamContinue`),
@@ -77,7 +81,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         selfRetain = self
         self.pool = pool
         context.upstreamDPoP?.pool = pool
-        upstreamStart = worker.clock()
+        upstreamStart = services.clock()
         if let trace = context.trace { trace.upstreamStartNanos = Tracer.nowNanos() }
         // The client leaving ends the exchange: the upstream call is abandoned.
         responder.clientGoneObserver = self
@@ -108,7 +112,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     func upstreamInterim(_ head: HTTPResponseHead) {
         // RFC 9110 §15.2: a proxy forwards interim responses (103 Early Hints) as they come,
         // to clients that can take them (`forward_early_hints`).
-        guard !done, worker.config.earlyHints.forwards(behindTrustedProxy: context.behindTrustedProxy) else { return }
+        guard !done, services.config.earlyHints.forwards(behindTrustedProxy: context.behindTrustedProxy) else { return }
         let listed = HeaderRules.connectionTokens(head.fields)
         // What the final answer may not carry, an interim one may not either: the fields the
         // gateway owns (DPoP-Nonce, …) and cookies (which could name the gateway's own).
@@ -129,9 +133,9 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         status = head.status
         context.trace?.upstreamStatus = head.status
         // The upstream's time to answer, should the client leave before the body ends.
-        upstreamSeconds = worker.clock() - upstreamStart
+        upstreamSeconds = services.clock() - upstreamStart
         if head.status >= 500, let pool {
-            worker.upstreamOutcomes.answered(head.status, pool: pool, now: worker.clock())
+            services.upstreamOutcomes.answered(head.status, pool: pool, now: services.clock())
         }
         if toolList != nil {
             toolListHead(head)
@@ -152,7 +156,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             HTTPResponseHead(
                 status: head.status, reason: reason, fields: own ?? responder.takeFields(), forwarded: forwarded,
                 lastField: ("X-Request-Id", context.requestID), bodyLength: bodyLength),
-            close: worker.draining)
+            close: services.draining)
     }
 
     /// The upstream accepted the upgrade: the 101 goes to the client (with the upstream's
@@ -165,13 +169,13 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             upstream.close()
             return
         }
-        upstreamSeconds = worker.clock() - upstreamStart
+        upstreamSeconds = services.clock() - upstreamStart
         if let refusal = WebSocketHandshake.refusal(of: head.fields, key: context.upstreamWebSocketKey) {
             upstream.close()
-            worker.metrics.upstreamError("bad_handshake")
+            services.metrics.upstreamError("bad_handshake")
             done = true
             call = nil
-            worker.answer(
+            services.answer(
                 exchange, context,
                 ErrorResponse.make(
                     502, error: "bad_gateway", description: "the upstream did not complete the WebSocket handshake",
@@ -196,7 +200,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         }
         bytes = 0
         finish(status: 101)
-        worker.openTunnel(client: client, upstream: upstream, ctx: context, head: exchange.head)
+        services.tunnels.open(client: client, upstream: upstream, ctx: context, head: exchange.head)
     }
 
     /// The upstream's response fields as the client gets them: those passed on (hop-by-hop
@@ -274,7 +278,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             tryAgain(retry())
             return
         }
-        upstreamSeconds = worker.clock() - upstreamStart
+        upstreamSeconds = services.clock() - upstreamStart
         if let head = heldHead {
             heldHead = nil
             toolListComplete(head)
@@ -299,11 +303,11 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         // A nonce challenge whose body broke off: the client has heard nothing yet.
         let afterHead = afterHead && retryWithNonce == nil
         retryWithNonce = nil
-        upstreamSeconds = worker.clock() - upstreamStart
+        upstreamSeconds = services.clock() - upstreamStart
         if case .clientBodyFailed(let why) = failure, !afterHead {
             // The client's body, not the upstream, failed, before anything was answered. The
             // connection closes (its framing is spent).
-            worker.answer(
+            services.answer(
                 exchange, context, ErrorResponse.clientBodyFailed(why, requestID: context.requestID),
                 upstreamSeconds: upstreamSeconds, close: true)
             done = true
@@ -311,18 +315,18 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             selfRetain = nil
             return
         }
-        worker.metrics.upstreamError(failure.kind)
-        if let pool { worker.upstreamOutcomes.failed(pool: pool, now: worker.clock()) }
+        services.metrics.upstreamError(failure.kind)
+        if let pool { services.upstreamOutcomes.failed(pool: pool, now: services.clock()) }
         if case .tlsHandshakeFailed(let reason) = failure {
             // Said in the log even with the access log off: an operator's certificate problem
             // (the verify error), which the client's 502 never names.
-            worker.log.warning(
+            services.log.warning(
                 "upstream TLS handshake failed",
                 metadata: ["request_id": "\(context.requestID)", "reason": .string(reason)])
         }
         if afterHead && heldHead == nil {
             // Headers are gone already: the only honest signal left is a cut connection.
-            worker.log.warning(
+            services.log.warning(
                 "upstream failed mid-response",
                 metadata: ["request_id": "\(context.requestID)", "failure": "\(failure)"])
             responder.abort()
@@ -336,7 +340,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         let desc =
             failure.isTimeout
             ? "the upstream did not answer in time" : "the upstream could not be reached or answered badly"
-        worker.answer(
+        services.answer(
             exchange, context,
             ErrorResponse.make(
                 code, error: failure.isTimeout ? "gateway_timeout" : "bad_gateway",
@@ -362,7 +366,8 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         done = true
         call = nil
         spool = nil
-        worker.requestFinished(context, status: status, bytes: bytes, upstreamSeconds: upstreamSeconds, detail: detail)
+        services.requestFinished(
+            context, status: status, bytes: bytes, upstreamSeconds: upstreamSeconds, detail: detail)
         selfRetain = nil
     }
 }

@@ -298,8 +298,8 @@ public final class GatewayServer {
         for w in workers where !w.loopExited {
             waiting += 1
             w.loop.execute {
-                w.accessLog?.flush()
-                w.tracer?.flush()
+                w.services.accessLog?.flush()
+                w.services.tracer?.flush()
                 w.loop.stop()
                 stopped.signal()
             }
@@ -309,8 +309,8 @@ public final class GatewayServer {
         // A loop with nothing left to wait for returns by itself: its thread is gone, and its
         // buffer is flushed from here (a no-op for the workers that flushed above).
         for w in workers where w.loopExited {
-            w.accessLog?.flush()
-            w.tracer?.flush()
+            w.services.accessLog?.flush()
+            w.services.tracer?.flush()
         }
         log.info("stopped")
         mainLoop.stop()

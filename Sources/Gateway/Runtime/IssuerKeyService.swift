@@ -170,10 +170,10 @@ final class IssuerKeyService {
         for w in workers {
             w.loop.execute {
                 w.tokens.introspector.discoveredEndpoints[name] = metadata.introspectionEndpoint
-                w.exchanger.discoveredEndpoints[name] = metadata.tokenEndpoint
+                w.services.exchanger.discoveredEndpoints[name] = metadata.tokenEndpoint
                 let aliased = metadata.usingMTLSAliases()
                 w.tokens.introspector.discoveredMTLSEndpoints[name] = aliased.introspectionEndpoint
-                w.exchanger.discoveredMTLSEndpoints[name] = aliased.tokenEndpoint
+                w.services.exchanger.discoveredMTLSEndpoints[name] = aliased.tokenEndpoint
                 w.login.providerMetadata[name] = metadata
             }
         }

@@ -4,65 +4,41 @@ import Logging
 import OAuth
 import Reactor
 
-/// One event loop thread: its HTTP server on the shared listen addresses (SO_REUSEPORT),
-/// its upstream pools, router and metrics. Nothing here is shared with other workers; the
-/// main thread talks to it only through `loop.execute`.
+/// One event loop thread: its HTTP servers on the shared listen addresses (SO_REUSEPORT) and
+/// its upstream pools. It owns the loop; the request path is its services' and its route
+/// plans' stages (`Worker+Handle`, `Pipeline/`). Nothing here is shared with other workers;
+/// the main thread talks to it only through `loop.execute`.
 final class Worker: ResponderObserver {
     let id: Int
     let loop: EventLoop
-    let metrics = WorkerMetrics()
-    /// The process's disk for spooled answers (set before the worker serves); nil: none.
-    var spoolBudget: SpoolBudget?
-    /// Request buffering's disk budget (`limits.request_spool_total`), shared by workers.
-    var requestSpoolBudget: SpoolBudget?
-    let log: Logger
-    /// The wall clock every decision by time reads (tokens, proofs, sessions, caches); the
-    /// monotonic `clock()` below only times requests.
-    let wallClock: any WallClock
-    private(set) var config: GatewayConfig
-    private(set) var requestPolicy: RequestPipeline.Policy
+    /// What the stages work with: config, clocks, metrics, log, budgets, shared services.
+    let services: WorkerServices
     private(set) var pools: [String: UpstreamPool] = [:]
     /// TLS handshakes (all, resumed) of pools that a reload replaced, per upstream: the
     /// metric stays a counter across reloads.
-    private var retiredTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
+    private(set) var retiredTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
     private(set) var servers: [ExchangeServer] = []
-    /// Where this worker's access log lines go (nil: `access_log: false` at start; the
-    /// output is fixed at start, like the listeners).
-    let accessLog: AccessLogWriter?
-    /// This worker's spans (nil: `tracing` is off; fixed at start, like the access log).
-    let tracer: Tracer?
-    let ids: RequestIDGenerator
-    /// The last Host value normalized here (RequestPipeline.prepare).
-    let hosts = HostMemo()
-    /// Token routes: verified-token cache and this worker's copy of issuer keys.
-    let tokens: AccessTokenValidator
-    /// The `bearer` / `dpop` / `token` stage.
-    let authenticator: TokenAuthenticator
-    /// Routes with `token_exchange`: the caller's token traded for the upstream's (RFC 8693).
-    let exchanger: TokenExchanger
-    /// Browser logins and sessions.
-    let login: LoginService
-    /// Signed identity assertions (route option `identity_assertion`), cached per caller.
-    let assertions = IdentityAssertions()
-    /// The newest DPoP nonce of each upstream the gateway sends DPoP-bound tokens to.
-    let upstreamNonces = UpstreamNonces()
-    /// Where `rd` may send a browser back to.
-    private(set) var returnPolicy = ReturnTo()
-    private(set) var draining = false
-    /// Read of the config on every request, worked out once per config.
-    private(set) var decisionEnabled = false
-    private(set) var hasTrustedProxies = false
-    private(set) var configGeneration = 0
+    /// The last stages of decisions: the verdict, and an ext_authz Check's answer.
+    let verdict: VerdictStage
+    let extAuthzVerdict: ExtAuthzVerdictStage
     private var onDrained: (() -> Void)?
     private var thread: Thread?
-    /// Open tunnels (WebSocket after a 101) and their watches: `Worker+Tunnels`.
-    let tunnels = TunnelRegistry()
-    /// Upstream 5xx answers and failures, for the status page (`Worker+Status`).
-    let upstreamOutcomes = UpstreamOutcomes()
-    /// The most the gateway reads of a body it must read itself (RFC 6750 form tokens, the
-    /// logout form, back-channel logout tokens): such bodies are small, and an attacker's
-    /// large one must not be buffered.
-    static let ownBodyLimit = 64 << 10
+
+    var config: GatewayConfig { services.config }
+    var metrics: WorkerMetrics { services.metrics }
+    var log: Logger { services.log }
+    var tokens: AccessTokenValidator { services.tokens }
+    var login: LoginService { services.login }
+    /// The process's disk for spooled answers (set before the worker serves); nil: none.
+    var spoolBudget: SpoolBudget? {
+        get { services.spoolBudget }
+        set { services.spoolBudget = newValue }
+    }
+    /// Request buffering's disk budget (`limits.request_spool_total`), shared by workers.
+    var requestSpoolBudget: SpoolBudget? {
+        get { services.requestSpoolBudget }
+        set { services.requestSpoolBudget = newValue }
+    }
 
     /// `stores` makes this worker's replay, session and introspection stores (the process's
     /// memory, or the worker's own Redis client).
@@ -72,26 +48,13 @@ final class Worker: ResponderObserver {
         spanExporter: SpanExporter? = nil
     ) {
         self.id = id
-        self.wallClock = wallClock
         let loop = EventLoop()
         self.loop = loop
-        tokens = AccessTokenValidator(
-            loop: loop, wallClock: wallClock, sharedIntrospection: stores.sharedAnswers(.introspection, for: loop))
-        authenticator = TokenAuthenticator(validator: tokens, replay: stores.replay(for: loop))
-        exchanger = TokenExchanger(loop: loop, wallClock: wallClock, shared: stores.sharedAnswers(.exchange, for: loop))
-        login = LoginService(
-            loop: loop, shared: stores.loginShared, log: log, tokens: tokens, wallClock: wallClock,
-            makeStores: { stores.loginStores(for: loop, config: $0, settings: $1, wallClock: wallClock) })
-        self.config = config
-        // Replaced by `apply` below, with the route plans.
-        requestPolicy = RequestPipeline.Policy(config, router: Router(routes: []), plans: [])
-        self.log = log
-        ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
-        accessLog = config.accessLog.output.map {
-            AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
-        }
-        tracer = spanExporter.map { Tracer(config: $0.config, exporter: $0, loop: loop) }
-        loop.callObserver = tracer
+        services = WorkerServices(
+            id: id, loop: loop, config: config, log: log, processPrefix: processPrefix, stores: stores,
+            wallClock: wallClock, accessLogSink: accessLogSink, spanExporter: spanExporter)
+        verdict = VerdictStage(services: services)
+        extAuthzVerdict = ExtAuthzVerdictStage(services: services)
         apply(config, router: router)
     }
 
@@ -142,15 +105,6 @@ final class Worker: ResponderObserver {
     /// Swaps in a new config for requests that start from now on (loop-thread). `router`:
     /// the config's routes compiled once for every worker (compiled here when nil).
     func apply(_ new: GatewayConfig, router: Router? = nil) {
-        config = new
-        decisionEnabled = new.decision.enabled
-        hasTrustedProxies = !new.trustedProxies.isEmpty
-        configGeneration += 1
-        authenticator.apply(new)
-        exchanger.apply(new)
-        login.apply(new)
-        assertions.apply(new)
-        returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
         let options = serverOptions(new.limits)
         for s in servers { s.apply(options) }
         var next: [String: UpstreamPool] = [:]
@@ -167,54 +121,64 @@ final class Worker: ResponderObserver {
             if old.endpoint.tls != nil { retiredTLSHandshakes[name, default: .init()].add(old) }
         }
         pools = next
-        upstreamOutcomes.setPools(next)
+        services.upstreamOutcomes.setPools(next)
+        // The token rules are the new config's: the authenticator takes it before the plans
+        // are made from it.
+        services.authenticator.apply(new)
         // The parser numbers routes in file order (`RouteConfig.index`), checked below.
         let plans = new.routes.map {
             RoutePlan(
                 route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
-                upstream: new.upstreams[$0.upstream], tokens: authenticator.plan(for: $0))
+                upstream: new.upstreams[$0.upstream], tokens: services.authenticator.plan(for: $0), services: services)
         }
         precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")
-        requestPolicy = RequestPipeline.Policy(new, router: router ?? Router(routes: new.routes), plans: plans)
+        services.apply(
+            new, policy: RequestPipeline.Policy(new, router: router ?? Router(routes: new.routes), plans: plans))
+    }
+
+    /// This worker's pool settings for `up`: its share of the process's `max_connections`
+    /// and `max_pending`, split evenly among workers (rounded up, at least one), as
+    /// `limits.max_tunnels` is.
+    func poolEndpoint(_ up: UpstreamConfig, workers: Int) -> UpstreamEndpoint {
+        var endpoint = up.endpoint
+        let n = max(1, workers)
+        endpoint.maxConnections = max(1, (up.maxConnections + n - 1) / n)
+        endpoint.maxPending = (up.maxPending + n - 1) / n
+        endpoint.pendingTimeout = up.pendingTimeout
+        return endpoint
     }
 
     /// Stops accepting; calls `done` (on this loop) once no request is in flight.
     func drain(_ done: @escaping () -> Void) {
-        draining = true
+        services.drain { [unowned self] in self.drainProgress() }
         for s in servers { s.stopAccepting() }
         onDrained = done
-        endTunnels()
+        services.tunnels.endAll()
         drainProgress()
     }
 
     /// Finishes a drain once no request is in flight and no tunnel is open.
-    func drainProgress() {
-        guard metrics.inflight == 0, tunnels.entries.isEmpty, let done = onDrained else { return }
+    private func drainProgress() {
+        guard metrics.inflight == 0, services.tunnels.entries.isEmpty, let done = onDrained else { return }
         onDrained = nil
         // Every request's line is made by now; none may stay in the buffer at exit.
-        accessLog?.flush()
+        services.accessLog?.flush()
         done()
     }
 
-    func clock() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    /// The request's answer is written out or its client is gone: it is no longer in flight.
+    func responderCompleted(_ responder: Responder, flushed: Bool) {
+        metrics.inflight -= 1
+        services.requestOrTunnelEnded()
     }
 
-    func snapshot() -> MetricsSnapshot {
-        var s = metrics.snapshot(
-            upstreamConnections: pools.mapValues { $0.openConnections },
-            clientConnections: servers.reduce(0) { $0 + $1.openConnections },
-            tokenCache: (tokens.cacheHits, tokens.cacheMisses))
-        s.dpopUnchecked = authenticator.uncheckedProofs
-        s.acceptPauses = servers.reduce(0) { $0 + $1.acceptPauses }
-        s.connectionsReclaimed = servers.reduce(0) { $0 + $1.reclaimedConnections }
-        s.upstreamTLSHandshakes = retiredTLSHandshakes
-        for (name, pool) in pools where pool.endpoint.tls != nil {
-            s.upstreamTLSHandshakes[name, default: .init()].add(pool)
-        }
-        s.tunnels = tunnelMetrics
-        return s
+    /// An idle client connection was closed for a new one at `limits.max_connections`: said
+    /// in the log once a minute for the process, as nginx warns "worker_connections are not
+    /// enough, reusing connections".
+    private func connectionReclaimed(_ warning: ReclaimWarning) {
+        guard warning.due(now: Int(services.clock())) else { return }
+        log.warning(
+            "limits.max_connections reached: closing the oldest idle client connections for new ones (logged once a minute; tokengate_connections_reclaimed_total counts them)",
+            metadata: ["max_connections": .stringConvertible(config.limits.maxConnections)])
     }
 }

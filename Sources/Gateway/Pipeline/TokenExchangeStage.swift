@@ -1,65 +1,65 @@
 import OAuth
 import Reactor
 
-/// A `token_exchange` route's last stage before the upstream: the caller's token, admitted,
-/// is traded at the AS (RFC 8693, `TokenExchanger`) and the issued one goes upstream as
+/// A `token_exchange` route's stage after authentication: the caller's token, admitted, is
+/// traded at the AS (RFC 8693, `TokenExchanger`) and the issued one goes upstream as
 /// `Authorization: Bearer`, or, DPoP-bound (`dpop: true`), as `Authorization: DPoP` with a
 /// fresh proof of the gateway's key. The caller's own token and DPoP proof never go
 /// (RequestPipeline drops them; check-config refuses forward_token and forward_proof).
-extension Worker {
-    /// The admission as it goes upstream when no exchange is needed now: a preflight (it
-    /// carries no credential), or the token this connection's last request was admitted and
-    /// exchanged with — the same token, route and config (the memo says so), the exchanged
-    /// one still good. nil: `exchangeToken` must run.
-    func exchangedAtOnce(_ admission: Admission) -> Admission? {
-        if admission.preflight { return admission }
-        guard let memo = admission.bearerMemo, let issued = memo.exchanged, issued.until > wallClock.seconds
-        else { return nil }
-        return withExchanged(issued, admission)
+final class TokenExchangeStage: Stage {
+    /// Unowned: the services hold the plans that hold their stages; a request in its chain
+    /// holds the services.
+    unowned(unsafe) let services: WorkerServices
+    let exchange: TokenExchangeConfig
+
+    init(services: WorkerServices, exchange: TokenExchangeConfig) {
+        self.services = services
+        self.exchange = exchange
     }
 
-    func exchangeToken(
-        _ ex: ServerExchange, _ ctx: RequestContext, plan: RoutePlan, admission: Admission,
-        then forward: @escaping Admitted
-    ) {
-        if let admitted = exchangedAtOnce(admission) {
-            forward(ctx, admitted)
-            return
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        let admission = request.admitted
+        // A preflight carries no credential; the token this connection's last request was
+        // admitted and exchanged with (the same token, route and config: the memo says so)
+        // goes on with the exchanged one while it is still good.
+        if admission.preflight { return .proceed }
+        if let memo = admission.bearerMemo, let issued = memo.exchanged, issued.until > services.wallClock.seconds {
+            request.admission = withExchanged(issued, admission)
+            return .proceed
         }
-        guard let config = plan.exchange else { preconditionFailure("only token_exchange routes exchange") }
+        let ctx = request.context
         guard let subject = admission.presentedToken, !subject.isEmpty else {
             // Token routes admit only with a token; this is a gateway fault, not the caller's.
-            answer(
-                ex, ctx,
+            return .answer(
                 ErrorResponse.make(
                     500, error: "server_error", description: "the gateway could not exchange the token",
                     requestID: ctx.requestID, detail: "token_exchange: no presented token in the admission"))
-            return
         }
-        exchanger.exchange(subject, config) { [unowned self] outcome in
+        let config = exchange
+        services.exchanger.exchange(subject, config) { [self] outcome in
             switch outcome {
             case .issued(let issued):
                 admission.bearerMemo?.exchanged = issued
-                forward(ctx, self.withExchanged(issued, admission))
+                request.admission = withExchanged(issued, admission)
+                request.resume()
             case .refused(let error):
                 // RFC 8693 §2.2.2: the AS will not issue a token for the upstream to this
                 // caller's token; no other token would be exchanged either, so 403.
-                self.answer(
-                    ex, ctx,
+                request.answer(
                     ErrorResponse.make(
                         403, error: "access_denied",
                         description: "the authorization server refused to exchange the token for this upstream",
                         requestID: ctx.requestID, detail: "token_exchange: \(config.issuer) answered \(error)"))
             case .unavailable(let why):
                 ctx.rejection = .unavailable(.tokenNotExchanged)
-                self.answer(
-                    ex, ctx,
+                request.answer(
                     ErrorResponse.make(
                         503, error: "temporarily_unavailable",
                         description: "the gateway cannot get a token for the upstream right now",
                         requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: "token_exchange: \(why)"))
             }
         }
+        return .suspend
     }
 
     /// The admission with the exchanged token: "Bearer …", or "DPoP …" (RFC 9449 §7.1) with
@@ -69,8 +69,8 @@ extension Worker {
         admitted.identity.append(("Authorization", issued.authorization))
         if issued.token.isDPoPBound {
             admitted.upstreamProof = UpstreamProof(
-                token: issued.token.token, signer: exchanger.proofSigner, now: wallClock.seconds, nonces: upstreamNonces
-            )
+                token: issued.token.token, signer: services.exchanger.proofSigner, now: services.wallClock.seconds,
+                nonces: services.upstreamNonces)
         }
         return admitted
     }

@@ -6,7 +6,11 @@ import Reactor
 /// authentication stage, with the verdict written instead of the upstream call. Nothing
 /// goes upstream; the token and session caches serve decisions as they serve proxied
 /// requests; a DPoP proof is claimed once per decision (in the authentication stage, last).
-extension Worker {
+struct DecisionEndpoint {
+    let services: WorkerServices
+    /// The route plans' last stage for decisions of this kind.
+    let verdict: any Stage
+
     enum DecisionKind {
         /// `decision.path`: nginx `auth_request`, ingress-nginx.
         case nginx
@@ -26,9 +30,7 @@ extension Worker {
 
     /// Whether `target` (as received, not normalized: only the exact path is an endpoint)
     /// names a decision endpoint, and which ingress convention it speaks.
-    func decisionKind(_ target: String) -> DecisionKind? {
-        guard decisionEnabled else { return nil }
-        let d = config.decision
+    static func kind(_ target: String, _ d: DecisionConfig) -> DecisionKind? {
         let path = target.firstIndex(of: "?").map { target[..<$0] } ?? Substring(target)
         if let p = d.path, path == p { return .nginx }
         if let p = d.forwardAuthPath, path == p { return .forwardAuth }
@@ -43,7 +45,8 @@ extension Worker {
     func decide(
         _ ex: ServerExchange, _ kind: DecisionKind, forwarded: ForwardedHeaders, trusted: Bool, ctx: RequestContext
     ) {
-        ctx.isVerdict = true
+        ctx.kind = .decisionCall
+        let config = services.config
         var envoyTarget: String?
         if case .extAuthz(let t) = kind { envoyTarget = t }
         let original: DecisionRequest
@@ -53,15 +56,14 @@ extension Worker {
             peer: ex.connection.peer, peerTrusted: trusted, secret: config.decision.secret)
         {
         case .failure(let problem):
-            ctx.path = String(ex.head.target.prefix(256))
-            ctx.route = "decision"
-            log.warning(
+            ctx.place(path: String(ex.head.target.prefix(256)), route: "decision")
+            services.log.warning(
                 "decision refused",
                 metadata: [
                     "request_id": .string(ctx.requestID), "peer": .string(ex.connection.peer),
                     "reason": .string(problem.detail)
                 ])
-            answer(
+            services.answer(
                 ex, ctx,
                 ErrorResponse.make(
                     400, error: "invalid_request", description: problem.description, requestID: ctx.requestID,
@@ -69,26 +71,9 @@ extension Worker {
             return
         case .success(let r): original = r
         }
-        let head = original.head(from: ex.head)
-        ctx.method = original.method
-        let settings = config.decision
-        judge(ex, original, head: head, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admitted, plan, _ in
-            let token = DecisionVerdict.forwardedToken(route: plan.route, admission: admitted, head: head)
-            var admission = admitted
-            admission.identity = admitted.verdictIdentity(
-                method: original.method, scheme: original.scheme, host: original.host, target: original.target)
-            self.answer(
-                ex, ctx,
-                DecisionVerdict.allowed(
-                    status: settings.allowStatus, admission: admission, accessToken: token,
-                    upstreamCookie: DecisionVerdict.upstreamCookie(head, own: self.config.ownCookieNames),
-                    responseHeaders: ctx.responseHeaders))
-        }
+        ctx.kind = .verdict(original)
+        judge(ex, original, head: original.head(from: ex.head), forwarded: forwarded, ctx: ctx)
     }
-
-    /// An admitted decision: the request's context and admission, its route, and how a
-    /// proxied request would have gone on (which of the client's fields it keeps).
-    typealias DecisionAllowed = (RequestContext, Admission, RoutePlan, RequestPipeline.Forwarding) -> Void
 
     /// The stages every decision shares, whatever form the ingress asked in: the original
     /// request (`head`: its method, target, credentials and Host) through the same
@@ -98,40 +83,40 @@ extension Worker {
     ///   - forwarded: what the ingress says of the client; the original origin is set here.
     func judge(
         _ ex: ServerExchange, _ original: DecisionRequest, head: HTTPRequestHead, forwarded: ForwardedHeaders,
-        ctx: RequestContext, allowed: @escaping DecisionAllowed
+        ctx: RequestContext
     ) {
+        let config = services.config
         // The original origin, as a trusted proxy's X-Forwarded-Proto/-Host would say it: what
         // a DPoP proof's htu names (RFC 9449 §4.3) and where a login comes back to.
         var origin = forwarded
         origin.forwardedProto = original.scheme
         origin.forwardedHost = original.host
         origin.originFromTrustedProxy = true
-        let outcome = RequestPipeline.prepare(head, peerTrusted: true, policy: requestPolicy)
+        let outcome = RequestPipeline.prepare(head, peerTrusted: true, policy: services.requestPolicy)
         switch outcome {
         case .reject(let status, let error, let description):
             // The same refusal a proxied request would get (path confusion, no route).
-            ctx.path = String(original.target.prefix(256))
-            answer(
+            ctx.place(path: String(original.target.prefix(256)), method: original.method)
+            services.answer(
                 ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID))
         case .login(_, let path, _), .protectedResourceMetadata(_, let path):
             // The gateway's own login endpoints and Protected Resource Metadata (RFC 9728) are
             // public: the ingress may send them on — but only as themselves. A target that
             // merely normalizes to one (`/admin/%2e%2e/oauth2/start`) never met the router's
             // escape check, and the ingress sends its raw path upstream.
-            ctx.path = path
             let login: Bool
             if case .login = outcome { login = true } else { login = false }
-            ctx.route = login ? "login" : ProtectedResourceDocument.logRoute
+            ctx.place(path: path, route: login ? "login" : ProtectedResourceDocument.logRoute, method: original.method)
             let what = login ? "login endpoint" : "protected resource metadata"
             let raw = original.target.firstIndex(of: "?").map { String(original.target[..<$0]) } ?? original.target
             guard raw == path else {
-                log.warning(
+                services.log.warning(
                     "decision refused",
                     metadata: [
                         "request_id": .string(ctx.requestID),
                         "reason": .string("\(what) reached through \(raw.prefix(200))")
                     ])
-                answer(
+                services.answer(
                     ex, ctx,
                     ErrorResponse.make(
                         400, error: "invalid_request",
@@ -140,39 +125,34 @@ extension Worker {
                         requestID: ctx.requestID, detail: "decision: \(what) reached through another path"))
                 return
             }
-            answer(
+            services.answer(
                 ex, ctx,
                 GatewayResponse(
                     status: config.decision.allowStatus, body: "", contentType: "text/plain",
                     detail: "decision: \(what)"))
         case .forward(let plan, let path, let query, let build):
-            let settings = config.decision
-            let navigation: NavigationAnswer = { [unowned self] ctx, clear in
-                self.answerLogin(ex, ctx, original: original, head: head, clear: clear, settings: settings)
-            }
-            admit(
-                ex, head: head, plan: plan, path: path, query: query, forwarded: origin, ctx: ctx, readsBody: false,
-                navigation: navigation
-            ) { [unowned self] ctx, admission in
-                if let refusal = self.mcpDecisionRefusal(plan.route, head: head, ctx: ctx) {
-                    self.answer(ex, ctx, refusal)
-                    return
-                }
-                allowed(ctx, admission, plan, build)
-            }
+            ctx.place(path: path, route: plan.name, routeID: plan.metricID, method: original.method)
+            RoutedRequest(
+                exchange: ex, context: ctx, plan: plan, head: head, path: path, query: query, forwarding: build,
+                origin: origin, services: services, stages: plan.decisionStages, last: verdict
+            ).resume()
         }
     }
+}
 
-    /// A page navigation without a session on a login route: nginx gets 401 and the login URL
-    /// in a header (its `error_page 401 =` sends the browser there); Traefik, Caddy and Envoy,
-    /// which hand the verdict to the client, get the 302 itself. A gRPC call is never sent
-    /// to a login page: it gets the 401.
-    private func answerLogin(
-        _ ex: ServerExchange, _ ctx: RequestContext, original: DecisionRequest, head: HTTPRequestHead,
-        clear: [String], settings: DecisionConfig
-    ) {
+/// A page navigation without a session on a login route: nginx gets 401 and the login URL
+/// in a header (its `error_page 401 =` sends the browser there); Traefik, Caddy and Envoy,
+/// which hand the verdict to the client, get the 302 itself. A gRPC call is never sent
+/// to a login page: it gets the 401.
+enum DecisionLoginAnswer {
+    static func answer(_ request: RoutedRequest, original: DecisionRequest, clear: [String]) {
+        let services = request.services
+        let config = services.config
+        let settings = config.decision
+        let ctx = request.context
+        let head = request.head
         ctx.rejection = .refused(.loginRequired)
-        metrics.authFailure(.loginRequired)
+        services.metrics.authFailure(.loginRequired)
         let url = DecisionVerdict.loginURL(original, startPath: config.login.startPath)
         var redirect: Bool
         switch settings.loginResponse {
@@ -182,10 +162,9 @@ extension Worker {
         }
         if GRPCCall(head.fields) != nil { redirect = false }
         if redirect {
-            answer(ex, ctx, .redirect(url, cookies: clear, detail: "decision: login"))
+            request.answer(.redirect(url, cookies: clear, detail: "decision: login"))
         } else {
-            answer(
-                ex, ctx,
+            request.answer(
                 ErrorResponse.make(
                     401, error: "login_required", description: "sign in first (this route uses a browser session)",
                     requestID: ctx.requestID,

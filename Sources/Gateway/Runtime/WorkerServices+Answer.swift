@@ -2,9 +2,8 @@ import Foundation
 import JOSE
 import Reactor
 
-/// The end of every request: the gateway's own answers, the identity headers it maps,
-/// the access log line and the metrics.
-extension Worker {
+/// The end of every request: the gateway's own answers, the access log line and the metrics.
+extension WorkerServices {
     /// The one door for every answer the gateway writes itself: the response (through the
     /// exchange's responder, which answers exactly once and sends nothing to a client that
     /// is gone), then the access log line and the metrics. Streamed proxy answers end in
@@ -13,8 +12,8 @@ extension Worker {
         _ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, upstreamSeconds: Double = 0,
         close: Bool = false
     ) {
-        if let check = ctx.extAuthzCheck {
-            answerCheck(ex, ctx, response, judged: check)
+        if case .extAuthz(let check) = ctx.kind {
+            ExtAuthzAnswer(services: self).answer(ex, ctx, response, judged: check)
             return
         }
         // A page with a problem (a login step that is unavailable) is JSON for a non-browser.
@@ -22,7 +21,7 @@ extension Worker {
             response.page != nil && response.problem != nil && !Pages.wantsHTML(ex.head)
             ? response.jsonForm(requestID: ctx.requestID) : response
         // A gRPC call's refusal is trailers-only: judged here, on a refusal's path only.
-        let grpc = shaped.isGRPCRefusal && !ctx.isVerdict ? GRPCCall(ex.head.fields) : nil
+        let grpc = shaped.isGRPCRefusal && !ctx.kind.isDecision ? GRPCCall(ex.head.fields) : nil
         let response = grpc == nil ? config.pages.finish(shaped, requestID: ctx.requestID) : shaped
         let gone = !ex.responder.isConnected
         // Logged first: by the time a client holds the answer, its log line exists.
@@ -40,26 +39,6 @@ extension Worker {
         }
     }
 
-    /// The route's identity headers for these claims. A claim whose value cannot be a header
-    /// value (a control byte: RFC 9110 §5.5) gives no header, and the log says which one —
-    /// never the value, which is the caller's.
-    func identityHeaders(_ route: RouteConfig, _ claims: JSONObject, _ ctx: RequestContext) -> [(String, String)] {
-        route.identityHeaders.values(for: claims) { header in
-            self.log.warning(
-                "identity header omitted",
-                metadata: [
-                    "request_id": .string(ctx.requestID), "route": .string(ctx.route), "header": .string(header),
-                    "reason": "the claim's value has a character a header value may not hold (RFC 9110 §5.5)"
-                ])
-        }
-    }
-
-    /// The request's answer is written out or its client is gone: it is no longer in flight.
-    func responderCompleted(_ responder: Responder, flushed: Bool) {
-        metrics.inflight -= 1
-        if draining { drainProgress() }
-    }
-
     /// `reason`: a stable code for why the gateway answered as it did (else the rejection's).
     func requestFinished(
         _ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?, reason: String? = nil
@@ -70,13 +49,37 @@ extension Worker {
             tracer.requestFinished(trace, ctx, status: status)
         }
         if let accessLog {
+            let caller = ctx.caller
             accessLog.record(
                 AccessLogRecord(
                     requestID: ctx.requestID, method: ctx.method, path: ctx.path, route: ctx.route, status: status,
                     bytes: bytes, durationMicros: Int((seconds * 1e6).rounded()),
-                    upstreamMicros: Int((upstreamSeconds * 1e6).rounded()), sub: ctx.subject,
-                    clientID: ctx.clientID, issuer: ctx.issuer, rejection: ctx.rejection?.code,
+                    upstreamMicros: Int((upstreamSeconds * 1e6).rounded()), sub: caller?.subject,
+                    clientID: caller?.clientID, issuer: caller?.issuer, rejection: ctx.rejection?.code,
                     reason: reason ?? ctx.rejection?.reason?.code, detail: detail))
         }
+    }
+
+    /// A JSON error as the error page when a browser will show it (`Pages.wantsHTML`).
+    func browserPage(_ ex: ServerExchange, _ ctx: RequestContext, title: String, _ json: GatewayResponse)
+        -> GatewayResponse
+    {
+        guard Pages.wantsHTML(ex.head) else { return json }
+        // A 503 offers the same page again; only an origin-form target (RFC 9112 §3.2.1) is a
+        // link on this origin ("//x" and "/\\x" are another host to a browser: WHATWG URL).
+        let target = ex.head.target
+        let retry =
+            json.status == 503 && target.hasPrefix("/") && !target.hasPrefix("//") && !target.hasPrefix("/\\")
+            ? PageLink(text: "Try again", href: target) : nil
+        return config.pages.errorPage(json, title: title, requestID: ctx.requestID, link: retry)
+    }
+
+    /// The login client choice page: one link per client to /oauth2/start?client=NAME&rd=RETURN.
+    func chooseClientPage(_ clients: [String], returnTo: String, requestID: String) -> GatewayResponse {
+        let start = config.login.startPath
+        let body = config.pages.choosePage(
+            clients: clients, href: { LoginService.url(start, [("client", $0), ("rd", returnTo)]) },
+            requestID: requestID)
+        return GatewayResponse(status: 200, body: body, detail: "login client choice")
     }
 }

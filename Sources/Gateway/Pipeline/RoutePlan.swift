@@ -1,8 +1,9 @@
 import Reactor
 
 /// What one route needs on the request path, built once per config (apply time): the
-/// route, its upstream pool and its metrics id. The router's index picks it. A class: the
-/// request path hands it on by reference (as a struct, every hand-off copied the route).
+/// route, its upstream pool, its metrics id and its stages. The router's index picks it. A
+/// class: the request path hands it on by reference (as a struct, every hand-off copied the
+/// route).
 final class RoutePlan {
     let route: RouteConfig
     let pool: UpstreamPool?
@@ -28,10 +29,14 @@ final class RoutePlan {
     /// `certificate_headers`: empty on almost every route, so the client certificate is
     /// not even looked at.
     let certificateHeaders: [(header: String, field: CertificateField)]
+    /// The stages a proxied request on this route passes, in order (`RoutePlan+Stages`).
+    private(set) var proxyStages: [any Stage] = []
+    /// The stages a decision about a request on this route passes, before its verdict.
+    private(set) var decisionStages: [any Stage] = []
 
     init(
         route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?,
-        tokens: TokenRoutePlan? = nil
+        tokens: TokenRoutePlan? = nil, services: WorkerServices? = nil
     ) {
         self.route = route
         self.pool = pool
@@ -46,6 +51,10 @@ final class RoutePlan {
         exchange = route.auth.tokenRoute?.tokenExchange
         exchanges = exchange != nil
         certificateHeaders = route.options.certificateHeaders
+        if let services {
+            proxyStages = stages(services, decision: false)
+            decisionStages = stages(services, decision: true)
+        }
     }
 
     /// The path as it goes upstream: the upstream URL's path, then the request's (as the

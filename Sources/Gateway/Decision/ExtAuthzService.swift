@@ -7,12 +7,17 @@ import Reactor
 /// (`Worker.answer` writes it as a `CheckResponse`).
 final class ExtAuthzCheck {
     let head: HTTPRequestHead
-    /// Its fields as the CheckRequest gave them (lower-case names), for the header changes.
-    let fields: [CheckAttributes.Field]
+    /// What the CheckRequest says of the request: its method, scheme, host, path and fields
+    /// (lower-case names, for the header changes).
+    let attributes: CheckAttributes
+    var fields: [CheckAttributes.Field] { attributes.fields }
+    /// The request as a decision judges it.
+    let original: DecisionRequest
 
-    init(head: HTTPRequestHead, fields: [CheckAttributes.Field]) {
+    init(head: HTTPRequestHead, attributes: CheckAttributes, original: DecisionRequest) {
         self.head = head
-        self.fields = fields
+        self.attributes = attributes
+        self.original = original
     }
 }
 
@@ -21,22 +26,26 @@ final class ExtAuthzCheck {
 /// `ext_authz` filter, Envoy Gateway, Istio (`envoyExtAuthzGrpc`) and the Gateway API's
 /// `ExternalAuth` with `protocol: GRPC` call. The `CheckRequest` describes the client's
 /// request; it is judged by the same stages as every decision (`Worker.judge`), and the
-/// verdict goes back as a `CheckResponse` (`CheckVerdict`).
+/// verdict goes back as a `CheckResponse` (`CheckVerdict`, `ExtAuthzVerdictStage`).
 ///
 /// The call itself is refused with a gRPC status, never a verdict: from a peer outside
 /// `trusted_proxies` (PERMISSION_DENIED), without `decision.secret` in its metadata
 /// (UNAUTHENTICATED), or with a body that is not one well-formed `CheckRequest`
 /// (INVALID_ARGUMENT). Envoy treats each as the authorization service failing.
-extension Worker {
+struct ExtAuthzService {
     static let checkPath = "/envoy.service.auth.v3.Authorization/Check"
+    let services: WorkerServices
+    /// The route plans' last stage for a Check: the allowed verdict.
+    let verdict: any Stage
 
-    func serveCheck(_ ex: ServerExchange, ctx: RequestContext, trusted: Bool) {
-        ctx.isVerdict = true
-        ctx.route = "ext_authz"
-        ctx.path = Self.checkPath
+    func serve(_ ex: ServerExchange, ctx: RequestContext, trusted: Bool) {
+        ctx.kind = .decisionCall
+        let config = services.config
+        let answers = ExtAuthzAnswer(services: services)
+        ctx.place(path: Self.checkPath, route: "ext_authz")
         guard ex.head.version.major == 2, ex.head.method == .POST, GRPCCall(ex.head.fields) == .grpc else {
             // gRPC over HTTP/2 (PROTOCOL-HTTP2.md): any other content type is 415.
-            answer(
+            services.answer(
                 ex, ctx,
                 ErrorResponse.make(
                     415, error: "invalid_request",
@@ -45,7 +54,7 @@ extension Worker {
             return
         }
         guard trusted else {
-            refuseCall(
+            answers.refuseCall(
                 ex, ctx, .permissionDenied, "the ext_authz service answers only trusted_proxies", logStatus: 403,
                 detail: "ext_authz call from untrusted peer \(ex.connection.peer)")
             return
@@ -54,7 +63,7 @@ extension Worker {
             let sent = ex.head.fields.firstAndCount(DecisionConfig.secretHeader)
             // Constant time: the position of the first wrong byte is never timed.
             guard sent.count == 1, let value = sent.first, ConstantTime.equals(Array(value.utf8), secret) else {
-                refuseCall(
+                answers.refuseCall(
                     ex, ctx, .unauthenticated, "the ext_authz service answers only with decision.secret",
                     logStatus: 401,
                     detail:
@@ -65,7 +74,7 @@ extension Worker {
         }
         let limits = CheckRequestReader.Limits(
             maxFields: HTTP1Limits().maxHeaderCount, maxFieldBytes: config.limits.maxHeaderSize)
-        ex.body.collect(limit: limits.maxMessageBytes + GRPCMessage.prefixBytes) { [unowned self] result in
+        ex.body.collect(limit: limits.maxMessageBytes + GRPCMessage.prefixBytes) { result in
             let body: [UInt8]
             switch result {
             case .success(let bytes): body = bytes
@@ -73,12 +82,12 @@ extension Worker {
                 // The client's fields made it this large: a verdict on its request (431, as a
                 // proxied request gets), never the service failing, which failure_mode_allow
                 // would let through.
-                self.denyDescribed(
+                answers.denyDescribed(
                     ex, ctx, 431, "the request's header fields are too large",
                     detail: "ext_authz: message too large")
                 return
             case .failure(let why):
-                self.refuseCall(
+                answers.refuseCall(
                     ex, ctx, why.isTimeout ? .deadlineExceeded : .cancelled, "the CheckRequest did not arrive",
                     logStatus: why.isTimeout ? 408 : 400, detail: "ext_authz body: \(why)")
                 return
@@ -87,7 +96,7 @@ extension Worker {
             switch GRPCMessage.unary(body) {
             case .success(let m): message = m
             case .failure(let problem):
-                self.refuseCall(
+                answers.refuseCall(
                     ex, ctx, problem.status, problem.message, logStatus: 400, detail: "ext_authz: \(problem.message)")
                 return
             }
@@ -96,24 +105,24 @@ extension Worker {
             case .success(let a): attributes = a
             case .failure(let refusal):
                 if let status = refusal.httpStatus {
-                    self.denyDescribed(ex, ctx, status, refusal.reason, detail: "ext_authz: \(refusal.reason)")
+                    answers.denyDescribed(ex, ctx, status, refusal.reason, detail: "ext_authz: \(refusal.reason)")
                 } else {
-                    self.refuseCall(
+                    answers.refuseCall(
                         ex, ctx, .invalidArgument, refusal.reason, logStatus: 400,
                         detail: "ext_authz: \(refusal.reason)")
                 }
                 return
             }
-            self.judgeCheck(ex, ctx, attributes)
+            judge(ex, ctx, attributes)
         }
     }
 
     /// The request the `CheckRequest` describes, judged as every decision is: the DPoP `htu`
     /// is its scheme, host and path; its fields carry the credentials.
-    private func judgeCheck(_ ex: ServerExchange, _ call: RequestContext, _ a: CheckAttributes) {
+    private func judge(_ ex: ServerExchange, _ call: RequestContext, _ a: CheckAttributes) {
         let original = DecisionRequest(method: a.method, scheme: a.scheme, host: a.host, target: a.path, style: .envoy)
         if case .failure(let problem) = DecisionRequest.check(original) {
-            denyDescribed(ex, call, 400, problem.description, detail: problem.detail)
+            ExtAuthzAnswer(services: services).denyDescribed(ex, call, 400, problem.description, detail: problem.detail)
             return
         }
         var fields = HTTP1Fields()
@@ -125,25 +134,24 @@ extension Worker {
         let forwarded = ForwardedHeaders(
             forwardedFor: a.sourceAddress ?? ex.connection.peer, forwardedProto: a.scheme, forwardedHost: a.host,
             requestID: a.requestID ?? call.requestID, originFromTrustedProxy: true)
-        let ctx = RequestContext(
-            forwarded: forwarded, start: call.start, method: a.method, path: "", route: "-", routeID: -1)
-        ctx.isVerdict = true
+        let ctx = RequestContext(forwarded: forwarded, start: call.start, method: a.method)
         ctx.behindTrustedProxy = true
-        ctx.extAuthzCheck = ExtAuthzCheck(head: head, fields: a.fields)
+        ctx.kind = .extAuthz(ExtAuthzCheck(head: head, attributes: a, original: original))
         ctx.trace = call.trace
-        judge(ex, original, head: head, forwarded: forwarded, ctx: ctx) { [unowned self] ctx, admission, _, build in
-            // The client is no trusted proxy: what only a trusted proxy may send is removed.
-            let rule = build.clientFieldRule(
-                listed: [], session: admission.session, preflight: admission.preflight, peerTrusted: false)
-            let identity = admission.verdictIdentity(method: a.method, scheme: a.scheme, host: a.host, target: a.path)
-            let verdict = CheckVerdict.allowed(
-                identity: identity, fields: a.fields, rule: rule, responseFields: ctx.responseHeaders)
-            self.sendCheckResponse(ex, ctx, verdict, logStatus: 200, detail: "decision: allowed", reason: nil)
-        }
+        DecisionEndpoint(services: services, verdict: verdict).judge(
+            ex, original, head: head, forwarded: forwarded, ctx: ctx)
     }
+}
+
+/// How a judged `Check` is answered: every answer of the call is a `CheckResponse` about the
+/// request it describes, or the call's own refusal (a gRPC status).
+struct ExtAuthzAnswer {
+    let services: WorkerServices
 
     /// A refusal or an own answer of a judged `Check` (through `answer`), as Envoy applies it.
-    func answerCheck(_ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, judged: ExtAuthzCheck) {
+    func answer(_ ex: ServerExchange, _ ctx: RequestContext, _ response: GatewayResponse, judged: ExtAuthzCheck) {
+        let config = services.config
+        let requestPolicy = services.requestPolicy
         // Shaped for the client that asked (a page is JSON for a non-browser), as a proxied
         // request's answer is.
         let shaped =
@@ -174,17 +182,17 @@ extension Worker {
 
     /// A unary gRPC answer: the `CheckResponse`, then `grpc-status: 0` in the trailers. The
     /// log line keeps the HTTP status the verdict stands for.
-    private func sendCheckResponse(
+    func sendCheckResponse(
         _ ex: ServerExchange, _ ctx: RequestContext, _ message: [UInt8], logStatus: Int, detail: String?,
         reason: String?
     ) {
         let gone = !ex.responder.isConnected
-        requestFinished(
+        services.requestFinished(
             ctx, status: gone ? 499 : logStatus, bytes: 0, upstreamSeconds: 0,
             detail: gone ? "client gone: " + (detail ?? "") : detail, reason: reason)
         let r = ex.responder
         r.fields.append("content-type", "application/grpc")
-        r.startStreaming(status: 200, close: draining)
+        r.startStreaming(status: 200, close: services.draining)
         r.write(OwnedBuffer(GRPCMessage.framed(message)).chunk)
         var trailers = HTTP1Fields()
         trailers.append("grpc-status", "0")
@@ -195,10 +203,10 @@ extension Worker {
     /// The request the message describes refused before it was judged (fields a proxy could
     /// not have received, or past the gateway's limits): a denied verdict with `status`, as
     /// a proxied request would get it.
-    private func denyDescribed(
+    func denyDescribed(
         _ ex: ServerExchange, _ ctx: RequestContext, _ status: Int, _ description: String, detail: String
     ) {
-        log.warning(
+        services.log.warning(
             "ext_authz request refused",
             metadata: [
                 "request_id": .string(ctx.requestID), "peer": .string(ex.connection.peer), "reason": .string(detail)
@@ -212,22 +220,22 @@ extension Worker {
 
     /// The call itself refused (trailers-only, no `CheckResponse`): Envoy treats it as the
     /// authorization service failing.
-    private func refuseCall(
+    func refuseCall(
         _ ex: ServerExchange, _ ctx: RequestContext, _ status: GRPCStatus, _ message: String, logStatus: Int,
         detail: String
     ) {
-        log.warning(
+        services.log.warning(
             "ext_authz call refused",
             metadata: [
                 "request_id": .string(ctx.requestID), "peer": .string(ex.connection.peer), "reason": .string(detail)
             ])
         let gone = !ex.responder.isConnected
-        requestFinished(
+        services.requestFinished(
             ctx, status: gone ? 499 : logStatus, bytes: 0, upstreamSeconds: 0,
             detail: gone ? "client gone: " + detail : detail)
         for (name, value) in GRPCTrailersOnly.fields(.grpc, status: status, message: message) {
             ex.responder.fields.append(name, value)
         }
-        ex.responder.respond(status: 200, close: draining, trailersOnly: true)
+        ex.responder.respond(status: 200, close: services.draining, trailersOnly: true)
     }
 }

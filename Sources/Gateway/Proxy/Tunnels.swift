@@ -3,9 +3,9 @@ import Logging
 import Reactor
 
 /// The tunnels of one worker: those open, their cap, and the watches that end them with
-/// their session (re-checked through the session store every `checkInterval`, plus a timer
-/// at the absolute timeout) or their access token (`close_at_token_expiry`).
-final class TunnelRegistry {
+/// their session (re-checked through the session store every `sessionCheckInterval`, plus a
+/// timer at the absolute timeout) or their access token (`close_at_token_expiry`).
+final class Tunnels {
     final class Entry {
         let tunnel: Tunnel
         let context: RequestContext
@@ -34,11 +34,23 @@ final class TunnelRegistry {
     /// Counters of tunnels already closed (open ones are added at snapshot time).
     var closed = TunnelMetrics()
     var sessionTimer: LoopTimer?
-}
+    private let loop: EventLoop
+    private let log: Logger
+    private let login: LoginService
+    private let accessLog: AccessLogWriter?
+    /// The worker's services, which hold these tunnels (set once, right after both are made).
+    weak var services: WorkerServices?
+    private var config: GatewayConfig { services!.config }
 
-extension Worker {
+    init(loop: EventLoop, log: Logger, login: LoginService, accessLog: AccessLogWriter?) {
+        self.loop = loop
+        self.log = log
+        self.login = login
+        self.accessLog = accessLog
+    }
+
     /// This worker's share of `limits.max_tunnels`, as with `max_connections`.
-    var tunnelCap: Int { max(1, (config.limits.maxTunnels + config.workers - 1) / config.workers) }
+    var cap: Int { max(1, (config.limits.maxTunnels + config.workers - 1) / config.workers) }
 
     /// How often session tunnels are re-checked: half the session cache's lifetime, so an
     /// ended session is seen within about 1.5 × `session.cache_ttl` on every replica.
@@ -46,13 +58,13 @@ extension Worker {
 
     /// The refusal of an upgrade request before anything else is done for it: the route's
     /// `upgrades:`, the request's shape, the tunnel cap.
-    func upgradeRefusal(_ ex: ServerExchange, route: RouteConfig, ctx: RequestContext) -> GatewayResponse? {
+    func refusal(_ ex: ServerExchange, route: RouteConfig, ctx: RequestContext) -> GatewayResponse? {
         if let (status, description, headers) = UpgradeExchange.refusal(ex.head, route: route, body: ex.body) {
             return ErrorResponse.make(
                 status, error: "invalid_request", description: description, requestID: ctx.requestID,
                 headers: headers)
         }
-        if tunnels.entries.count + tunnels.pending >= tunnelCap {
+        if entries.count + pending >= cap {
             return ErrorResponse.make(
                 503, error: "temporarily_unavailable", description: "too many WebSocket connections are open",
                 requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: "limits.max_tunnels reached")
@@ -62,37 +74,37 @@ extension Worker {
 
     /// Counts an accepted upgrade request as pending until it is answered: by a 101 (the
     /// tunnel is registered right after, in the same call) or by anything else.
-    func upgradePending(_ ex: ServerExchange) {
-        tunnels.pending += 1
+    func pending(_ ex: ServerExchange) {
+        pending += 1
         let previous = ex.responder.onComplete
         ex.responder.onComplete = { [unowned self] flushed in
-            self.tunnels.pending -= 1
+            self.pending -= 1
             previous?(flushed)
         }
     }
 
     /// Joins the client and the upstream after the 101 and starts the tunnel's watches.
-    func openTunnel(client: TunnelEndpoint, upstream: TunnelEndpoint, ctx: RequestContext, head: HTTPRequestHead) {
+    func open(client: TunnelEndpoint, upstream: TunnelEndpoint, ctx: RequestContext, head: HTTPRequestHead) {
         let tunnel = Tunnel(
             loop: loop, client: client, upstream: upstream, webSocket: true,
             idleTimeout: config.limits.tunnelIdleTimeout)
         let session = ctx.tunnelSession.map { (route: $0.route, cookies: Cookies(head.fields)) }
-        let entry = TunnelRegistry.Entry(tunnel: tunnel, context: ctx, opened: clock(), session: session)
+        let entry = Entry(tunnel: tunnel, context: ctx, opened: services!.clock(), session: session)
         let key = ObjectIdentifier(tunnel)
         tunnel.onClose = { [unowned self] reason, totals in self.tunnelClosed(key, reason, totals) }
-        tunnels.entries[key] = entry
+        entries[key] = entry
         if let end = ctx.tunnelSession?.endsAt ?? ctx.tunnelTokenExpiry {
             let reason: Tunnel.CloseReason = ctx.tunnelSession != nil ? .sessionEnded : .tokenExpired
             let phrase = ctx.tunnelSession != nil ? "session ended" : "access token expired"
-            let wait = max(Double(end) - wallClock.now, 0)
+            let wait = max(Double(end) - services!.wallClock.now, 0)
             // Unowned: the entry owns both the timer and the tunnel, and cancels the timer
             // when the tunnel closes.
             entry.deadline = LoopTimer(loop: loop, seconds: wait) { [unowned(unsafe) tunnel] in
                 tunnel.end(reason, code: WebSocketCloseFrame.policyViolation, phrase: phrase)
             }
         }
-        if session != nil && tunnels.sessionTimer == nil {
-            tunnels.sessionTimer = LoopTimer(loop: loop, seconds: sessionCheckInterval, repeating: true) {
+        if session != nil && sessionTimer == nil {
+            sessionTimer = LoopTimer(loop: loop, seconds: sessionCheckInterval, repeating: true) {
                 [unowned self] in
                 self.recheckSessions()
             }
@@ -102,7 +114,7 @@ extension Worker {
 
     /// Asks the session store about every session tunnel (one question at a time each).
     private func recheckSessions() {
-        for entry in tunnels.entries.values {
+        for entry in entries.values {
             guard let session = entry.session, !entry.checking else { continue }
             entry.checking = true
             login.recheck(route: session.route, cookies: session.cookies) { [weak entry] liveness in
@@ -119,38 +131,39 @@ extension Worker {
     }
 
     private func tunnelClosed(_ key: ObjectIdentifier, _ reason: Tunnel.CloseReason, _ totals: Tunnel.Totals) {
-        guard let entry = tunnels.entries.removeValue(forKey: key) else { return }
+        guard let entry = entries.removeValue(forKey: key) else { return }
         entry.deadline?.cancel()
-        if tunnels.entries.values.allSatisfy({ $0.session == nil }) {
-            tunnels.sessionTimer?.cancel()
-            tunnels.sessionTimer = nil
+        if entries.values.allSatisfy({ $0.session == nil }) {
+            sessionTimer?.cancel()
+            sessionTimer = nil
         }
-        tunnels.closed.bytesToUpstream += totals.toUpstream
-        tunnels.closed.bytesToClient += totals.toClient
-        tunnels.closed.closes[reason.rawValue, default: 0] += 1
+        closed.bytesToUpstream += totals.toUpstream
+        closed.bytesToClient += totals.toClient
+        closed.closes[reason.rawValue, default: 0] += 1
         if let accessLog {
             let ctx = entry.context
             accessLog.record(
                 TunnelLogRecord(
                     requestID: ctx.requestID, route: ctx.route, path: ctx.path, reason: reason.rawValue,
                     bytesToUpstream: totals.toUpstream, bytesToClient: totals.toClient,
-                    durationMicros: Int(((clock() - entry.opened) * 1e6).rounded()), sub: ctx.subject))
+                    durationMicros: Int(((services!.clock() - entry.opened) * 1e6).rounded()), sub: ctx.caller?.subject)
+            )
         }
-        if draining && tunnels.entries.isEmpty && metrics.inflight == 0 { drainProgress() }
+        services?.requestOrTunnelEnded()
     }
 
     /// Shutdown: every tunnel gets a Close 1001 (going away) and ends.
-    func endTunnels() {
-        for entry in Array(tunnels.entries.values) {
+    func endAll() {
+        for entry in Array(entries.values) {
             entry.tunnel.end(.shutdown, code: WebSocketCloseFrame.goingAway, phrase: "gateway shutting down")
         }
     }
 
     /// Tunnel counters with the open tunnels' bytes so far.
-    var tunnelMetrics: TunnelMetrics {
-        var m = tunnels.closed
-        m.open = tunnels.entries.count
-        for entry in tunnels.entries.values {
+    var metrics: TunnelMetrics {
+        var m = closed
+        m.open = entries.count
+        for entry in entries.values {
             let t = entry.tunnel.totals
             m.bytesToUpstream += t.toUpstream
             m.bytesToClient += t.toClient

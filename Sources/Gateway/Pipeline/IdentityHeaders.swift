@@ -3,10 +3,24 @@ import JOSE
 import OAuth
 import Reactor
 
-/// What a route tells its upstream about an authenticated caller beyond the identity headers:
-/// the session's tokens (`pass_access_token`, `pass_id_token`) and the signed identity
-/// assertion (`identity_assertion`).
-extension Worker {
+/// What a route tells its upstream about an authenticated caller: the identity headers it
+/// maps from the claims, the session's tokens (`pass_access_token`, `pass_id_token`) and the
+/// signed identity assertion (`identity_assertion`). Made by the authentication stages.
+extension WorkerServices {
+    /// The route's identity headers for these claims. A claim whose value cannot be a header
+    /// value (a control byte: RFC 9110 §5.5) gives no header, and the log says which one —
+    /// never the value, which is the caller's.
+    func identityHeaders(_ route: RouteConfig, _ claims: JSONObject, _ ctx: RequestContext) -> [(String, String)] {
+        route.identityHeaders.values(for: claims) { header in
+            self.log.warning(
+                "identity header omitted",
+                metadata: [
+                    "request_id": .string(ctx.requestID), "route": .string(ctx.route), "header": .string(header),
+                    "reason": "the claim's value has a character a header value may not hold (RFC 9110 §5.5)"
+                ])
+        }
+    }
+
     /// Adds the session route's token and assertion headers to `headers`, with the proof a
     /// DPoP-bound session token needs upstream (a client with `dpop: true`: `Authorization:
     /// DPoP`, RFC 9449 §7.1); nil when the route passes the access token and the session's

@@ -1,0 +1,116 @@
+import JOSE
+import OAuth
+import Reactor
+
+/// An MCP route's stage after authentication: the JSON-RPC message in a POST's body is read
+/// and judged by the route's `mcp` rules before anything is forwarded. GET (the server's SSE
+/// stream) and DELETE (the end of a session) carry no call and pass on the route's
+/// requirement alone; `Mcp-Session-Id` goes through as any field does.
+final class MCPStage: Stage {
+    /// Unowned: the services hold the plans that hold their stages; a request in its chain
+    /// holds the services.
+    unowned(unsafe) let services: WorkerServices
+    let rules: MCPRules
+    let route: RouteConfig
+    let refusals: AuthRefusals?
+
+    init(services: WorkerServices, rules: MCPRules, plan: RoutePlan) {
+        self.services = services
+        self.rules = rules
+        route = plan.route
+        refusals = plan.tokens?.refusals
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        let admission = request.admitted
+        let ex = request.exchange
+        let ctx = request.context
+        let rules = rules
+        guard ex.head.method == .POST, !admission.preflight else {
+            if ex.head.method == .GET, !admission.preflight, ex.head.fields.first("Last-Event-ID") != nil {
+                // MCP transports, "Resumability and Redelivery": a resumed stream may replay
+                // the response to a tools/list, which is filtered as it was on its POST.
+                let token = admission.token
+                ctx.toolListFilter = ToolListFilter(
+                    id: nil, maxBytes: rules.maxResponseBytes, mayCall: { rules.mayCallTool($0, token: token) })
+            }
+            return .proceed
+        }
+        if let refusal = MCPBodyRules.refusal(ex.head.fields) {
+            return .answer(
+                ErrorResponse.make(
+                    415, error: "invalid_request", description: refusal, requestID: ctx.requestID,
+                    detail: "mcp: \(refusal)"), close: true)
+        }
+        services.readOwnBody(ex, ctx, limit: rules.maxRequestBytes) { [self] bytes in
+            let message: MCPMessage
+            switch MCPMessage.parse(bytes) {
+            case .success(let m): message = m
+            case .failure(let error):
+                request.answer(
+                    GatewayResponse(
+                        status: 400, body: error.body, contentType: "application/json",
+                        detail: "mcp: \(error.message)", reason: "mcp_invalid_message"))
+                return
+            }
+            if let denial = denial(message, admission: admission, ctx: ctx) {
+                request.answer(denial)
+                return
+            }
+            if message.method == "tools/list", let id = message.id {
+                // The answer is filtered on its way back (ToolListRelay): the caller sees
+                // only the tools it may call, by the same check as a tools/call.
+                let token = admission.token
+                ctx.toolListFilter = ToolListFilter(
+                    id: id, maxBytes: rules.maxResponseBytes, mayCall: { rules.mayCallTool($0, token: token) })
+            }
+            request.admission?.body = BufferedRequestBody(bytes)
+            request.resume()
+        }
+        return .suspend
+    }
+
+    /// The refusal of a message the route's rules do not let this token make; nil: it passes.
+    private func denial(_ message: MCPMessage, admission: Admission, ctx: RequestContext) -> GatewayResponse? {
+        // The call's name is the client's text: it goes to the log only, cut short.
+        var call: String { String((message.target?.description ?? message.method ?? "a response").prefix(200)) }
+        switch rules.check(message, token: admission.token) {
+        case .passes:
+            return nil
+        case .notListed:
+            // `default: deny` and no rule names it: no scope would help, so no challenge to step up.
+            return ErrorResponse.make(
+                403, error: "access_denied", description: "this route does not allow that call",
+                requestID: ctx.requestID, detail: "mcp: \(call) is not listed (default: deny)")
+        case .fails(let needs, let failure):
+            guard admission.token != nil, let tokens = route.auth.tokenRoute, let refusals else {
+                // Only token routes have MCP rules (the parser refuses the others).
+                return ErrorResponse.make(
+                    403, error: "access_denied", description: "this route does not allow that call",
+                    requestID: ctx.requestID, detail: "mcp: \(call) without a token")
+            }
+            // MCP authorization 2025-11-25 ("Scope Challenge Handling"): the scopes this
+            // call needs, the route's included, so one step-up suffices.
+            let scopes = ConfigParser.scopes(of: [tokens.requirement] + needs)
+            let denial = refusals.insufficientScope(
+                needs: scopes, scheme: admission.tokenScheme, detail: "mcp: \(call): \(failure)")
+            let authFailure = AuthFailure(denial)
+            ctx.rejection = .refused(authFailure)
+            services.metrics.authFailure(authFailure)
+            return ErrorResponse.auth(denial, requestID: ctx.requestID)
+        }
+    }
+}
+
+/// An MCP route's stage in decision mode: the ingress sends no body, so a POST cannot be
+/// judged call by call; it is refused rather than let through on the route's requirement alone.
+final class MCPDecisionStage: Stage {
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        guard request.head.method == .POST else { return .proceed }
+        return .answer(
+            ErrorResponse.make(
+                403, error: "access_denied",
+                description: "an MCP route judges each call by its body: put the gateway in the request path",
+                requestID: request.context.requestID, detail: "decision: mcp route, no body to judge"))
+    }
+}

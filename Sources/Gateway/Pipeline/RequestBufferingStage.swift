@@ -1,0 +1,94 @@
+import Reactor
+
+/// The first stage toward the upstream: the admitted request becomes the upstream request,
+/// and its body is read whole (memory, then a temp file) before the upstream call starts, as
+/// nginx's `proxy_request_buffering` does, so a client that trickles its body holds only its
+/// connection to the gateway. The body then goes upstream at the upstream's pace, with
+/// `Content-Length`. Streams that must flow as they come are left alone: gRPC (a
+/// bidirectional call answers as it reads), upgrades, and routes with
+/// `request_buffering: false`.
+final class RequestBufferingStage: Stage {
+    /// Unowned: the services hold the plans that hold their stages; a request in its chain
+    /// holds the services.
+    unowned(unsafe) let services: WorkerServices
+    /// The route's `request_buffering`.
+    let buffers: Bool
+    let pool: UpstreamPool
+
+    init(services: WorkerServices, plan: RoutePlan, pool: UpstreamPool) {
+        self.services = services
+        buffers = plan.route.options.requestBuffering
+        self.pool = pool
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        let ex = request.exchange
+        let ctx = request.context
+        let upstream = request.forwarding.request(request.admitted, ex: ex, ctx: ctx)
+        if case .length(let n) = upstream.body?.framing, n > UInt64(services.config.limits.maxBodySize) {
+            // Announced too large: refused before the upstream hears of it, nothing read.
+            return .answer(
+                ErrorResponse.make(
+                    413, error: "invalid_request", description: "the request body is too large",
+                    requestID: ctx.requestID), close: true)
+        }
+        guard ex.responder.isConnected else {
+            // The client left while the gateway was deciding (keys, introspection, a session).
+            return .answer(ErrorResponse.clientGone(requestID: ctx.requestID))
+        }
+        guard readsBodyFirst(upstream, ex, ctx), let budget = services.requestSpoolBudget, let body = upstream.body
+        else {
+            request.upstreamRequest = upstream
+            return .proceed
+        }
+        let limits = services.config.limits
+        let whole = SpooledRequestBody(
+            reading: body, memory: limits.requestBuffer, directory: limits.spoolDirectory, budget: budget,
+            maxBytes: limits.maxBodySize)
+        var spooled = upstream
+        spooled.body = whole
+        request.upstreamRequest = spooled
+        // `whole` keeps this closure (and the request in it) until it calls it, once.
+        whole.read { [services] outcome in
+            switch outcome {
+            case .whole:
+                request.resume()
+            case .failed(.clientGone):
+                request.answer(ErrorResponse.clientGone(requestID: ctx.requestID))
+            case .failed(let why):
+                request.answer(ErrorResponse.clientBodyFailed(why, requestID: ctx.requestID), close: true)
+            case .noRoom:
+                services.log.warning(
+                    "request body could not be spooled (no file, a write error, or request_spool_total reached)",
+                    metadata: ["request_id": "\(ctx.requestID)"])
+                request.answer(
+                    ErrorResponse.make(
+                        503, error: "temporarily_unavailable", description: "the request body cannot be held now",
+                        requestID: ctx.requestID, headers: [("Retry-After", WorkerServices.upstreamRetryAfter)],
+                        detail: "request body spool"),
+                    close: true)
+            }
+        }
+        return .suspend
+    }
+
+    /// Whether `request`'s body is read whole before the call: the route buffers, there is a
+    /// body still to read from the client, and it is no stream. A gRPC call streams only
+    /// HTTP/2 to HTTP/2: the content type alone, which any client may send, keeps no other
+    /// body from being buffered.
+    func readsBodyFirst(_ request: UpstreamCall.Request, _ ex: ServerExchange, _ ctx: RequestContext) -> Bool {
+        let limits = services.config.limits
+        guard buffers, !ctx.kind.isUpgrade, services.requestSpoolBudget != nil, limits.requestSpoolTotal > 0,
+            let body = request.body, !(body is BufferedRequestBody), !(body is SpooledRequestBody)
+        else { return false }
+        switch body.framing {
+        case .none, .length(0): return false
+        // A body announced larger than the whole budget could never be held: it streams,
+        // as it would have without buffering, rather than being refused for its size.
+        case .length(let n) where n > UInt64(limits.requestSpoolTotal): return false
+        case .length, .streamed: break
+        }
+        guard ex.head.version.major == 2, pool.endpoint.http2 else { return true }
+        return GRPCCall(ex.head.fields) != .grpc
+    }
+}

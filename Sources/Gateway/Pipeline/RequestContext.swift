@@ -1,0 +1,137 @@
+import Reactor
+
+/// What the pipeline knows about one request; carried to the access log. One object per
+/// request, shared by the stages and callbacks that handle it (a struct of this size was
+/// copied, field by field, into every closure and call on the request path). What is known
+/// at its head does not change; where it went (`info`) is set once, by the stage that
+/// placed it; who it came from (`caller`) once, by the stage that authenticated it.
+/// Loop-thread only, like the request.
+final class RequestContext {
+    /// X-Forwarded-* and the request id as the gateway sends them on (see ForwardedHeaders).
+    /// A `let`: handed to the stages that read it without a copy.
+    let forwarded: ForwardedHeaders
+    var requestID: String { forwarded.requestID }
+    /// When the request's head was handed to the gateway (the monotonic clock).
+    let start: Double
+    /// What the log, the metrics and the trace say the request was and where it went.
+    private(set) var info: RequestInfo
+    private var placed = false
+    var method: String { info.method }
+    var path: String { info.path }
+    var route: String { info.route }
+    /// Metrics id of the route (-1: no route).
+    var routeID: Int { info.routeID }
+    /// The connection's peer is one of `trusted_proxies` (a front that may not pass 1xx on).
+    var behindTrustedProxy = false
+    /// What kind of request this is: proxied, an upgrade, or a decision's.
+    var kind: RequestKind = .proxy
+    /// Who the request was admitted as (set once, by the authentication stage; for the log).
+    private(set) var caller: CallerIdentity? = nil
+    /// Why the request was refused: the access log's `rejection` (and `reason`).
+    var rejection: Rejection? = nil
+    /// Headers the gateway adds to the upstream's response (a fresh `DPoP-Nonce`). This and
+    /// the two below are read by every proxied response (`ProxyExchange.clientFields`):
+    /// unchecked exclusivity, as they are only ever appended to or read whole, never held
+    /// across a call out.
+    @exclusivity(unchecked) var responseHeaders: [(String, String)] = []
+    /// Upstream response headers that must not reach the client: on a route where the
+    /// gateway checks DPoP, the upstream's own `DPoP-Nonce` would send clients nonces the
+    /// gateway never issued.
+    @exclusivity(unchecked) var droppedResponseHeaders: [String] = []
+    /// A request sent upstream with a DPoP-bound token of the gateway's: the upstream's nonce
+    /// challenge is answered here (UpstreamDPoP.swift).
+    var upstreamDPoP: UpstreamDPoPExchange?
+    /// On session routes: the gateway's cookie names, which the upstream may not set.
+    @exclusivity(unchecked) var ownCookies: Set<String> = []
+    /// The key the upgrade went upstream with, which the upstream's 101 must answer.
+    var upstreamWebSocketKey = ""
+    /// Upgrades on session routes: the login route whose session the tunnel re-checks, and when
+    /// the session's absolute timeout ends it (Unix seconds).
+    var tunnelSession: (route: LoginRouteConfig, endsAt: Int64)? = nil
+    /// A `tools/list` on an MCP route: its answer is filtered on the way back (ToolListRelay).
+    var toolListFilter: ToolListFilter? = nil
+    /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
+    var tunnelTokenExpiry: Int64? = nil
+    /// The request's spans when it is traced (`tracing`); nil otherwise.
+    var trace: RequestTrace? = nil
+    /// The client's `traceparent`/`tracestate` stay off the upstream request: tracing is on
+    /// and the gateway did not join a trace it leaves unsampled.
+    var dropClientTraceContext = false
+
+    /// Notes who the request was admitted as; a request has one caller.
+    func authenticated(_ identity: CallerIdentity) {
+        precondition(caller == nil, "a request is authenticated once")
+        caller = identity
+    }
+
+    /// Notes where the request went: its (normalized) path, and its route or the gateway's own
+    /// endpoint that answers it; for a decision, the original request's method. Once.
+    func place(path: String, route: String? = nil, routeID: Int = -1, method: String? = nil) {
+        precondition(!placed, "a request is placed once")
+        placed = true
+        info = RequestInfo(method: method ?? info.method, path: path, route: route ?? info.route, routeID: routeID)
+    }
+
+    init(forwarded: ForwardedHeaders, start: Double, method: String) {
+        self.forwarded = forwarded
+        self.start = start
+        info = RequestInfo(method: method, path: "", route: "-", routeID: -1)
+    }
+}
+
+/// Who a request was admitted as, for the access log, traces and tunnels: set once, by the
+/// stage that verified the token or the session.
+struct CallerIdentity {
+    var subject: String?
+    var clientID: String?
+    var issuer: String?
+}
+
+/// The kind of a request, fixed by the time its route's stages run.
+enum RequestKind {
+    /// Proxied to its route's upstream.
+    case proxy
+    /// A WebSocket upgrade (allowed on its route), proxied and then tunnelled.
+    case upgrade
+    /// A decision endpoint's own request, or the ext_authz gRPC call itself, while the request
+    /// it asks about is not read yet: it is answered as a verdict, never in a gRPC refusal's
+    /// form (the ingress shapes what it passes on to a gRPC client).
+    case decisionCall
+    /// A decision (nginx auth_request, forwardAuth, Envoy's HTTP ext_authz) about the original
+    /// request: its answer is a verdict an ingress reads by its status.
+    case verdict(DecisionRequest)
+    /// An ext_authz `Check` (gRPC): every answer is written as a `CheckResponse` about the
+    /// judged request.
+    case extAuthz(ExtAuthzCheck)
+
+    var isDecision: Bool {
+        switch self {
+        case .proxy, .upgrade: return false
+        case .decisionCall, .verdict, .extAuthz: return true
+        }
+    }
+
+    var isUpgrade: Bool {
+        if case .upgrade = self { return true }
+        return false
+    }
+
+    /// The original request a decision judges.
+    var original: DecisionRequest? {
+        switch self {
+        case .verdict(let original): return original
+        case .extAuthz(let check): return check.original
+        case .proxy, .upgrade, .decisionCall: return nil
+        }
+    }
+}
+
+/// Where a request went, as its access log line and trace say: its method, its path, and its
+/// route (a route's name, or the gateway's own endpoint: `login`, `decision`, …; `-` for
+/// none) with that route's metrics id (-1: no route).
+struct RequestInfo {
+    let method: String
+    let path: String
+    let route: String
+    let routeID: Int
+}

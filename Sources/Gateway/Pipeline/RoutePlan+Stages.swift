@@ -1,0 +1,48 @@
+/// A route's chain, made once per config: which stages a request on it passes, in order.
+/// A new capability is a stage, named here where it belongs in the order (docs/architecture.md,
+/// "Adding a stage").
+extension RoutePlan {
+    /// `decision`: the chain of a decision about a request on this route (nothing goes
+    /// upstream; the verdict stage follows); else the chain of a proxied request.
+    func stages(_ services: WorkerServices, decision: Bool) -> [any Stage] {
+        var chain: [any Stage] = []
+        // A WebSocket upgrade is refused or counted before anything is done for it.
+        if !decision { chain.append(UpgradeStage(services: services, route: route)) }
+        // Authentication: one stage admits the request (or answers it).
+        if route.options.corsPreflight { chain.append(CORSPreflightStage(services: services, route: route)) }
+        chain.append(authentication(services))
+        // After admission: what the route checks or changes on an admitted request.
+        if let mcp {
+            chain.append(decision ? MCPDecisionStage() : MCPStage(services: services, rules: mcp, plan: self))
+        }
+        if decision { return chain }
+        if let exchange { chain.append(TokenExchangeStage(services: services, exchange: exchange)) }
+        // Toward the upstream: the request made, its body read, room on the pool, the call.
+        if let pool {
+            chain.append(RequestBufferingStage(services: services, plan: self, pool: pool))
+            chain.append(UpstreamQueueStage(services: services, pool: pool))
+            chain.append(ProxyStage(services: services, plan: self, pool: pool))
+        }
+        return chain
+    }
+
+    private func authentication(_ services: WorkerServices) -> any Stage {
+        switch route.auth {
+        case .none:
+            return PublicRouteStage()
+        case .login(let loginRoute):
+            return SessionStage(services: services, route: route, loginRoute: loginRoute)
+        case .tokens(let tokenRoute):
+            return TokenStage(services: services, route: route, tokens: tokenRoute, rules: tokenRules)
+        case .loginOrToken(let loginRoute, let tokenRoute):
+            return TokenStage(
+                services: services, route: route, tokens: tokenRoute, rules: tokenRules,
+                session: SessionStage(services: services, route: route, loginRoute: loginRoute))
+        }
+    }
+
+    private var tokenRules: TokenRoutePlan {
+        guard let tokens else { preconditionFailure("a token route's plan has its token rules") }
+        return tokens
+    }
+}

@@ -1,0 +1,42 @@
+import Reactor
+
+/// The second stage of every proxied request: the Host and the path normalized, then routed
+/// (`RequestPipeline.prepare`). A request for one of the gateway's own endpoints (login,
+/// Protected Resource Metadata) is answered here; a routed one starts its route's chain.
+struct RouteStage {
+    let services: WorkerServices
+
+    func run(_ ex: ServerExchange, _ ctx: RequestContext, trusted: Bool, host: (first: String?, count: Int)) {
+        let head = ex.head
+        switch RequestPipeline.prepare(
+            head, peerTrusted: trusted, policy: services.requestPolicy, host: host, hosts: services.hosts)
+        {
+        case .reject(let status, let error, let description):
+            ctx.place(path: String(head.target.prefix(256)))
+            services.answer(
+                ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID),
+                close: status == 400)
+        case .login(let endpoint, let path, let query):
+            ctx.place(path: path, route: "login")
+            LoginEndpoints(services: services).handle(
+                ex, endpoint, query: query, origin: services.origin(ctx.forwarded), ctx: ctx)
+        case .protectedResourceMetadata(let document, let path):
+            ctx.place(path: path, route: ProtectedResourceDocument.logRoute)
+            services.answer(ex, ctx, document.response(to: head.method, requestID: ctx.requestID))
+        case .forward(let plan, let path, let query, let forwarding):
+            ctx.place(path: path, route: plan.name, routeID: plan.metricID)
+            guard plan.pool != nil else {
+                services.answer(
+                    ex, ctx,
+                    ErrorResponse.make(
+                        502, error: "bad_gateway", description: "no upstream", requestID: ctx.requestID,
+                        detail: "pool missing"))
+                return
+            }
+            RoutedRequest(
+                exchange: ex, context: ctx, plan: plan, head: head, path: path, query: query, forwarding: forwarding,
+                origin: ctx.forwarded, services: services, stages: plan.proxyStages
+            ).resume()
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import Reactor
+
+/// `auth: login` (and `login_or_token` with a session cookie): the browser session decides.
+/// A request with none is a page navigation sent to the login round trip (a decision answers
+/// it as its ingress expects: `DecisionLoginAnswer`), or anything else, answered 401.
+final class SessionStage: Stage {
+    /// Unowned: the services hold the plans that hold their stages; a request in its chain
+    /// holds the services.
+    unowned(unsafe) let services: WorkerServices
+    let route: RouteConfig
+    /// The route's session settings.
+    let loginRoute: LoginRouteConfig
+
+    init(services: WorkerServices, route: RouteConfig, loginRoute: LoginRouteConfig) {
+        self.services = services
+        self.route = route
+        self.loginRoute = loginRoute
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        if request.admission != nil { return .proceed }
+        let cookies = Cookies(request.head.fields)
+        services.login.authenticate(route: loginRoute, cookies: cookies) { [self] decision in
+            switch decision {
+            case .allow(let session, let setCookies):
+                admit(request, session, setCookies: setCookies)
+            case .unavailable(let reason, let why):
+                request.context.rejection = .unavailable(reason)
+                request.answer(
+                    services.browserPage(
+                        request.exchange, request.context, title: "Temporarily unavailable",
+                        ErrorResponse.make(
+                            503, error: "temporarily_unavailable",
+                            description: "the gateway cannot check sessions right now",
+                            requestID: request.context.requestID, headers: [("Retry-After", "5")], detail: why)))
+            case .none(let clear):
+                noSession(request, cookies: cookies, clear: clear)
+            }
+        }
+        return .suspend
+    }
+
+    private func admit(_ request: RoutedRequest, _ session: Session, setCookies: [String]) {
+        let ctx = request.context
+        let config = services.config
+        ctx.authenticated(CallerIdentity(subject: session.subject, clientID: session.client))
+        // require.issuers / require.clients: who vouched for the session.
+        let vouchedBy = config.clients[session.client]?.issuer
+        if let requirement = loginRoute.sessionRequirement,
+            let failure = requirement.check(session.claims, issuer: vouchedBy, client: session.client)
+        {
+            ctx.rejection = .refused(.insufficientScope)
+            services.metrics.authFailure(.insufficientScope)
+            var r = ErrorResponse.make(
+                403, error: "insufficient_scope", description: "this account may not use this resource",
+                requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
+                detail: "session does not meet the route's requirement: \(failure)")
+            if Pages.wantsHTML(request.exchange.head) {
+                r = config.pages.forbiddenPage(
+                    r, requestID: ctx.requestID, logoutAction: config.login.logoutPath,
+                    csrfToken: services.login.settings.csrfToken(session))
+            }
+            request.answer(r)
+            return
+        }
+        if !setCookies.isEmpty {
+            ctx.responseHeaders = setCookies.map { ("Set-Cookie", $0) }
+            // A response that now carries a session cookie must never sit in a shared cache.
+            ctx.droppedResponseHeaders = ["Cache-Control", "Expires"]
+            ctx.responseHeaders.append(("Cache-Control", "private, no-store"))
+        }
+        ctx.ownCookies = config.ownCookieNames
+        if ctx.kind.isUpgrade { ctx.tunnelSession = (loginRoute, services.login.absoluteEnd(of: session)) }
+        guard
+            let upstream = services.sessionUpstreamHeaders(
+                route, session, services.identityHeaders(route, session.claims, ctx))
+        else {
+            ctx.rejection = .unavailable(.tokenNotRefreshed)
+            request.answer(
+                ErrorResponse.make(
+                    503, error: "temporarily_unavailable",
+                    description: "the gateway cannot check sessions right now",
+                    requestID: ctx.requestID, headers: [("Retry-After", "5")],
+                    detail: "the session's access token expired and was not refreshed; not sent upstream"))
+            return
+        }
+        var admission = Admission(identity: upstream.headers, session: true, body: nil, claims: session.claims)
+        admission.upstreamProof = upstream.proof
+        request.admission = admission
+        request.resume()
+    }
+
+    private func noSession(_ request: RoutedRequest, cookies: Cookies, clear: [String]) {
+        let ctx = request.context
+        let navigation = Self.isNavigation(request.head)
+        if navigation, let original = ctx.kind.original {
+            DecisionLoginAnswer.answer(request, original: original, clear: clear)
+        } else if navigation {
+            // Capped: the pending login's return address rides in a cookie.
+            var returnTo = request.path + (request.query.map { "?" + $0 } ?? "")
+            if returnTo.utf8.count > 1024 { returnTo = "/" }
+            if loginRoute.clients.count > 1 {
+                // Several ways to sign in: the browser picks one (each link starts its login).
+                var r = services.chooseClientPage(loginRoute.clients, returnTo: returnTo, requestID: ctx.requestID)
+                r.headers += clear.map { ("Set-Cookie", $0) }
+                request.answer(r)
+                return
+            }
+            services.login.beginLogin(
+                client: loginRoute.client, returnTo: returnTo, loginHint: nil,
+                origin: services.origin(request.origin), cookies: cookies
+            ) { response in
+                var r = response
+                r.headers += clear.map { ("Set-Cookie", $0) }
+                request.answer(r)
+            }
+        } else {
+            ctx.rejection = .refused(.loginRequired)
+            services.metrics.authFailure(.loginRequired)
+            request.answer(
+                services.browserPage(
+                    request.exchange, ctx, title: "Sign-in required",
+                    ErrorResponse.make(
+                        401, error: "login_required",
+                        description: "sign in first (this route uses a browser session)",
+                        requestID: ctx.requestID, headers: clear.map { ("Set-Cookie", $0) },
+                        detail: "no session")))
+        }
+    }
+
+    /// A page navigation (it may be redirected to a login); anything else — XHR, fetch, an
+    /// API call, a form POST — gets 401 instead of a redirect it could not follow.
+    static func isNavigation(_ head: HTTPRequestHead) -> Bool {
+        guard head.method == .GET || head.method == .HEAD else { return false }
+        let h = head.fields
+        // A gRPC or gRPC-Web call cannot follow a redirect: it gets UNAUTHENTICATED.
+        if GRPCCall(h) != nil { return false }
+        if h.first("X-Requested-With")?.lowercased() == "xmlhttprequest" { return false }
+        if let mode = h.first("Sec-Fetch-Mode") { return mode == "navigate" }
+        return h.first("Accept")?.contains("text/html") ?? false
+    }
+}

@@ -1,0 +1,159 @@
+import JOSE
+import Reactor
+
+/// A `bearer`, `dpop` or `token` route's authentication (and `login_or_token`'s when no
+/// session cookie came): the authenticator's verdict on the request's token, turned into an
+/// admission (identity headers, the caller for the log) or into the refusal it is answered
+/// with (RFC 6750 §3, RFC 9449 §7.1). The Bearer token this connection was admitted with on
+/// this route before admits at once (`BearerMemo`).
+final class TokenStage: Stage {
+    /// Unowned: the services hold the plans that hold their stages; a request in its chain
+    /// holds the services.
+    unowned(unsafe) let services: WorkerServices
+    let route: RouteConfig
+    let tokens: TokenRouteConfig
+    /// Made with the plan from `route.auth.tokenRoute`, which `tokens` is.
+    let rules: TokenRoutePlan
+    /// `login_or_token`: a session cookie makes the session decide (a token beside it is not
+    /// looked at).
+    let session: SessionStage?
+
+    init(
+        services: WorkerServices, route: RouteConfig, tokens: TokenRouteConfig, rules: TokenRoutePlan,
+        session: SessionStage? = nil
+    ) {
+        self.services = services
+        self.route = route
+        self.tokens = tokens
+        self.rules = rules
+        self.session = session
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        if request.admission != nil { return .proceed }
+        if let session, Cookies(request.head.fields).values[services.login.settings.sessionCookie] != nil {
+            return session.run(request)
+        }
+        if session == nil, let admission = admitRemembered(request) {
+            request.admission = admission
+            return .proceed
+        }
+        let ex = request.exchange
+        let origin = request.origin
+        let target = TokenAuthenticator.Target(
+            scheme: origin.forwardedProto, host: origin.forwardedHost ?? "",
+            fromTrustedProxy: origin.originFromTrustedProxy, path: request.path,
+            certificate: request.isDecision ? nil : ex.connection.clientCertificate)
+        // RFC 6750 §2.2: only a route that accepts tokens in a form body reads the body
+        // before deciding (bounded); every other route decides on the head alone. A decision
+        // has no body.
+        guard !request.isDecision, tokens.schemes.acceptsBearer, tokens.tokenInBody,
+            TokenAuthenticator.mayCarryFormToken(request.head)
+        else {
+            authenticate(request, target: target, form: nil)
+            return .suspend
+        }
+        let keep = tokens.forwardToken
+        services.readOwnBody(ex, request.context) { [self] bytes in
+            authenticate(request, target: target, form: TokenAuthenticator.formTokens(bytes, keepToken: keep))
+        }
+        return .suspend
+    }
+
+    /// `form`: the tokens of a form body already read, and the body to forward in its place.
+    private func authenticate(
+        _ request: RoutedRequest, target: TokenAuthenticator.Target, form: (tokens: [String], kept: [UInt8])?
+    ) {
+        let ctx = request.context
+        services.authenticator.authenticate(
+            request.head, tokens: tokens, plan: rules, target: target, query: request.query,
+            formTokens: form?.tokens ?? []
+        ) { [self] decision in
+            switch decision {
+            case .allow(let caller):
+                let token = caller.token
+                ctx.authenticated(
+                    CallerIdentity(subject: token.subject, clientID: token.clientID, issuer: token.issuer))
+                if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnelTokenExpiry = token.expiresAt }
+                ctx.responseHeaders = caller.responseHeaders
+                if tokens.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
+                var identity = services.identityHeaders(route, token.claims, ctx)
+                if let jkt = caller.jkt, let name = tokens.dpop?.jktHeader { identity.append((name, jkt)) }
+                let memo = remember(request, caller: caller, identity: identity)
+                if let a = services.tokenAssertion(route, token) { identity.append(a) }
+                request.admission = Admission(
+                    identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
+                    claims: token.claims, token: token, tokenScheme: caller.jkt == nil ? "Bearer" : "DPoP",
+                    presentedToken: caller.presented, bearerMemo: memo)
+                request.resume()
+            case .unavailable(let reason, let detail):
+                ctx.rejection = .unavailable(reason)
+                request.answer(
+                    ErrorResponse.make(
+                        503, error: "temporarily_unavailable",
+                        description: "the gateway cannot verify tokens right now",
+                        requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: detail))
+            case .deny(let denial):
+                let failure = AuthFailure(denial)
+                ctx.rejection = .refused(failure)
+                services.metrics.authFailure(failure)
+                request.answer(ErrorResponse.auth(denial, requestID: ctx.requestID))
+            }
+        }
+    }
+}
+
+extension TokenStage {
+    /// The admission of the Bearer token this connection was admitted with on this route,
+    /// if the request carries the same one the same way (see `BearerMemo` for when that
+    /// stands for the full check).
+    fileprivate func admitRemembered(_ request: RoutedRequest) -> Admission? {
+        let validator = services.tokens
+        guard let connection = request.exchange.connection.context,
+            let memo = unsafeDowncast(connection, to: ConnectionMemo.self).bearer,
+            memo.routeIndex == route.index, memo.generation == validator.generation,
+            validator.wallClock.seconds < memo.validUntil, tokens.schemes.acceptsBearer,
+            memo.matches(request.head.fields, query: request.query)
+        else { return nil }
+        // A form body may carry a token too (RFC 6750 §2.2): then the full path decides.
+        if !request.isDecision && tokens.tokenInBody && TokenAuthenticator.mayCarryFormToken(request.head) {
+            return nil
+        }
+        let token = memo.caller.token
+        // A certificate-bound token was admitted on a proxied request over this connection's
+        // certificate; a decision on the same connection judges another client's request, for
+        // which that certificate proves nothing (the full path refuses it).
+        if request.isDecision && token.isSenderConstrained { return nil }
+        let ctx = request.context
+        ctx.authenticated(CallerIdentity(subject: memo.subject, clientID: memo.clientID, issuer: token.issuer))
+        if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnelTokenExpiry = token.expiresAt }
+        if tokens.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
+        var identity = memo.identity
+        if let a = services.tokenAssertion(route, token) { identity.append(a) }
+        return Admission(
+            identity: identity, session: false, body: nil, claims: token.claims, token: token,
+            presentedToken: memo.caller.fromAuthorization, bearerMemo: memo)
+    }
+
+    /// Keeps a Bearer admission for the connection's next requests, when it may stand for
+    /// them (`BearerMemo`): the token came alone in the Authorization field, and the
+    /// verified-token cache holds it.
+    fileprivate func remember(_ request: RoutedRequest, caller: AuthenticatedCaller, identity: [(String, String)])
+        -> BearerMemo?
+    {
+        let validator = services.tokens
+        guard caller.jkt == nil, caller.responseHeaders.isEmpty, let token = caller.fromAuthorization,
+            let until = validator.trustedUntil(token)
+        else { return nil }
+        var authorization: [UInt8]?
+        request.head.fields.forEachValue(named: "Authorization") { authorization = Array($0) }
+        guard let authorization else { return nil }
+        let identityOf = request.context.caller
+        let bearer = BearerMemo(
+            authorization: authorization, routeIndex: route.index, generation: validator.generation,
+            validUntil: until, caller: caller, identity: identity, subject: identityOf?.subject,
+            clientID: identityOf?.clientID)
+        ConnectionMemo.of(request.exchange.connection).bearer = bearer
+        return bearer
+    }
+}

@@ -1,0 +1,46 @@
+import Reactor
+
+/// The upstream request an admitted request becomes (built by `RequestBufferingStage`).
+extension RequestPipeline.Forwarding {
+    /// The upstream request of an admitted request: the client's fields and forwarded
+    /// headers, and its own body unless the admission replaced it (a form with its token
+    /// removed).
+    func request(_ admission: Admission, ex: ServerExchange, ctx: RequestContext) -> UpstreamCall.Request {
+        var identity = admission.identity
+        if !plan.certificateHeaders.isEmpty, let certificate = ex.connection.clientCertificate {
+            for (header, field) in plan.certificateHeaders {
+                if let value = field.value(of: certificate) { identity.append((header, value)) }
+            }
+        }
+        if let upstreamProof = admission.upstreamProof {
+            let scheme = plan.upstream?.tls == nil ? "http" : "https"
+            // htu names the URL the upstream sees: its Host header (host_header may make that the
+            // client's or a fixed name); nonces are kept per upstream authority.
+            if let proof = upstreamProof.proof(
+                method: ex.head.methodName, scheme: scheme, host: upstreamHost, nonceKey: plan.upstreamAuthority,
+                target: target)
+            {
+                identity.append(("DPoP", proof))
+            }
+            if ctx.upstreamDPoP == nil {
+                // The first try: the upstream's nonces are the gateway's to answer, and a
+                // request without a body may go once more with one (RFC 9449 §8, §9).
+                ctx.droppedResponseHeaders.append("DPoP-Nonce")
+                let retry: (() -> UpstreamCall.Request)?
+                // Not an upgrade: its second try would need the upgrade's own request again.
+                if !ctx.kind.isUpgrade, UpstreamDPoPExchange.mayRetry(ex.head, body: admission.body ?? ex.body) {
+                    retry = { [self, unowned ex, unowned ctx] in self.request(admission, ex: ex, ctx: ctx) }
+                } else {
+                    retry = nil
+                }
+                ctx.upstreamDPoP = UpstreamDPoPExchange(
+                    nonces: upstreamProof.nonces, authority: plan.upstreamAuthority, retry: retry)
+            }
+        }
+        return request(
+            headers: ex.head.fields, listsConnectionOptions: ex.head.listsConnectionOptions,
+            forwarded: ctx.forwarded, identity: identity,
+            session: admission.session, preflight: admission.preflight, body: admission.body ?? ex.body,
+            trace: ctx.trace, dropTraceContext: ctx.dropClientTraceContext)
+    }
+}

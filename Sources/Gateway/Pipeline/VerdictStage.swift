@@ -1,0 +1,31 @@
+import Reactor
+
+/// The last stage of a decision (nginx `auth_request`, Traefik and Caddy forward auth, Envoy's
+/// HTTP ext_authz): the request was admitted, so the ingress gets the allowed verdict with the
+/// identity headers it copies onto the request it proxies itself.
+final class VerdictStage: Stage {
+    /// Unowned: the services hold the plans that hold their stages; a request in its chain
+    /// holds the services.
+    unowned(unsafe) let services: WorkerServices
+
+    init(services: WorkerServices) {
+        self.services = services
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        guard case .verdict(let original) = request.context.kind else {
+            preconditionFailure("a verdict ends a decision's chain")
+        }
+        let admitted = request.admitted
+        let head = request.head
+        let token = DecisionVerdict.forwardedToken(route: request.plan.route, admission: admitted, head: head)
+        var admission = admitted
+        admission.identity = admitted.verdictIdentity(
+            method: original.method, scheme: original.scheme, host: original.host, target: original.target)
+        return .answer(
+            DecisionVerdict.allowed(
+                status: services.config.decision.allowStatus, admission: admission, accessToken: token,
+                upstreamCookie: DecisionVerdict.upstreamCookie(head, own: services.config.ownCookieNames),
+                responseHeaders: request.context.responseHeaders))
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import JOSE
+import Logging
+import OAuth
+import Reactor
+
+/// What a worker's stages work with: its config, clocks, metrics, log and budgets, and the
+/// services every request shares (token checks, logins, exchanges, tunnels). One per worker,
+/// made with it; the worker swaps the config in on `apply`. Stages and proxied exchanges are
+/// handed this, never the worker: the worker owns the loop and its servers, the stages own
+/// the request path. Loop-thread only.
+final class WorkerServices {
+    let loop: EventLoop
+    let log: Logger
+    let metrics: WorkerMetrics
+    /// The wall clock every decision by time reads (tokens, proofs, sessions, caches); the
+    /// monotonic `clock()` below only times requests.
+    let wallClock: any WallClock
+    private(set) var config: GatewayConfig
+    /// What of the config the request path reads on every request, with the route plans.
+    private(set) var requestPolicy: RequestPipeline.Policy
+    /// Bumped by every `apply`: what is worked out once per connection and config.
+    private(set) var configGeneration = 0
+    /// Read of the config on every request, worked out once per config.
+    private(set) var decisionEnabled = false
+    private(set) var hasTrustedProxies = false
+    /// Where `rd` may send a browser back to.
+    private(set) var returnPolicy = ReturnTo()
+    /// The process's disk for spooled answers (set before the worker serves); nil: none.
+    var spoolBudget: SpoolBudget?
+    /// Request buffering's disk budget (`limits.request_spool_total`), shared by workers.
+    var requestSpoolBudget: SpoolBudget?
+    /// Where this worker's access log lines go (nil: `access_log: false` at start; the
+    /// output is fixed at start, like the listeners).
+    let accessLog: AccessLogWriter?
+    /// This worker's spans (nil: `tracing` is off; fixed at start, like the access log).
+    let tracer: Tracer?
+    let ids: RequestIDGenerator
+    /// The last Host value normalized here (RequestPipeline.prepare).
+    let hosts = HostMemo()
+    /// Token routes: verified-token cache and this worker's copy of issuer keys.
+    let tokens: AccessTokenValidator
+    /// The `bearer` / `dpop` / `token` checks.
+    let authenticator: TokenAuthenticator
+    /// Routes with `token_exchange`: the caller's token traded for the upstream's (RFC 8693).
+    let exchanger: TokenExchanger
+    /// Browser logins and sessions.
+    let login: LoginService
+    /// Signed identity assertions (route option `identity_assertion`), cached per caller.
+    let assertions = IdentityAssertions()
+    /// The newest DPoP nonce of each upstream the gateway sends DPoP-bound tokens to.
+    let upstreamNonces = UpstreamNonces()
+    /// Open tunnels (WebSocket after a 101) and their watches.
+    let tunnels: Tunnels
+    /// Upstream 5xx answers and failures, for the status page.
+    let upstreamOutcomes = UpstreamOutcomes()
+    /// Set by `drain`: answers close their connection, and the worker is told when the last
+    /// request or tunnel ends (`idle`).
+    private(set) var draining = false
+    private var idle: (() -> Void)?
+    /// The most the gateway reads of a body it must read itself (RFC 6750 form tokens, the
+    /// logout form, back-channel logout tokens): such bodies are small, and an attacker's
+    /// large one must not be buffered.
+    static let ownBodyLimit = 64 << 10
+    /// Seconds a client is told to wait before trying again when an upstream is full.
+    static let upstreamRetryAfter = "1"
+
+    init(
+        id: Int, loop: EventLoop, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
+        wallClock: any WallClock, accessLogSink: LogSink?, spanExporter: SpanExporter?
+    ) {
+        self.loop = loop
+        self.log = log
+        self.wallClock = wallClock
+        self.config = config
+        metrics = WorkerMetrics()
+        tokens = AccessTokenValidator(
+            loop: loop, wallClock: wallClock, sharedIntrospection: stores.sharedAnswers(.introspection, for: loop))
+        authenticator = TokenAuthenticator(validator: tokens, replay: stores.replay(for: loop))
+        exchanger = TokenExchanger(loop: loop, wallClock: wallClock, shared: stores.sharedAnswers(.exchange, for: loop))
+        login = LoginService(
+            loop: loop, shared: stores.loginShared, log: log, tokens: tokens, wallClock: wallClock,
+            makeStores: { stores.loginStores(for: loop, config: $0, settings: $1, wallClock: wallClock) })
+        // Replaced by the worker's first `apply`, with the route plans.
+        requestPolicy = RequestPipeline.Policy(config, router: Router(routes: []), plans: [])
+        ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
+        let accessLog = config.accessLog.output.map {
+            AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
+        }
+        self.accessLog = accessLog
+        tracer = spanExporter.map { Tracer(config: $0.config, exporter: $0, loop: loop) }
+        tunnels = Tunnels(loop: loop, log: log, login: login, accessLog: accessLog)
+        loop.callObserver = tracer
+        tunnels.services = self
+    }
+
+    /// Swaps in a new config and its request policy (route plans) for requests that start
+    /// from now on. The authenticator has the config already: the plans' token rules are
+    /// made by it.
+    func apply(_ new: GatewayConfig, policy: RequestPipeline.Policy) {
+        config = new
+        requestPolicy = policy
+        decisionEnabled = new.decision.enabled
+        hasTrustedProxies = !new.trustedProxies.isEmpty
+        configGeneration += 1
+        exchanger.apply(new)
+        login.apply(new)
+        assertions.apply(new)
+        returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
+    }
+
+    /// From now on answers close their connection; `idle` is called (on this loop) whenever
+    /// the last request or tunnel may have ended.
+    func drain(idle: @escaping () -> Void) {
+        draining = true
+        self.idle = idle
+    }
+
+    /// Tells a draining worker that a request or a tunnel ended.
+    func requestOrTunnelEnded() {
+        if draining { idle?() }
+    }
+
+    func clock() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// The public origin of this request, as far as it can be trusted (see RequestOrigin).
+    func origin(_ forwarded: ForwardedHeaders) -> RequestOrigin.Origin? {
+        RequestOrigin.select(
+            publicURLs: config.publicURLs, scheme: forwarded.forwardedProto, host: forwarded.forwardedHost ?? "",
+            fromTrustedProxy: forwarded.originFromTrustedProxy)
+    }
+
+    /// Reads a body the gateway must read itself (a form token, the logout form, a
+    /// back-channel logout token, an MCP call), bounded by `limit`; a larger one gets 413 and
+    /// is never buffered whole.
+    func readOwnBody(
+        _ ex: ServerExchange, _ ctx: RequestContext, limit: Int = ownBodyLimit, then use: @escaping ([UInt8]) -> Void
+    ) {
+        ex.body.collect(limit: limit) { [unowned self] result in
+            switch result {
+            case .success(let bytes): use(bytes)
+            case .failure(.tooLarge):
+                self.answer(
+                    ex, ctx,
+                    ErrorResponse.make(
+                        413, error: "invalid_request", description: "the request body is too large",
+                        requestID: ctx.requestID), close: true)
+            case .failure(let why):
+                // Too slow (silence, the body's pace): RFC 9110 §15.5.9's 408.
+                self.answer(
+                    ex, ctx,
+                    ErrorResponse.make(
+                        why.isTimeout ? 408 : 400, error: "invalid_request",
+                        description: why.isTimeout
+                            ? "the request body took too long" : "the request body did not arrive",
+                        requestID: ctx.requestID, detail: "body: \(why)"), close: true)
+            }
+        }
+    }
+}

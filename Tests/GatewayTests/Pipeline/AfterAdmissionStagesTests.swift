@@ -1,0 +1,80 @@
+import JOSE
+import Testing
+
+@testable import Gateway
+@testable import Reactor
+
+/// The stages between admission and the upstream: an MCP call judged by its body, a token
+/// traded for the upstream's.
+@Suite("MCP and token exchange stages: what an admitted request must still pass")
+struct AfterAdmissionStagesTests {
+    static func admitted(_ h: StageHarness, token: String? = nil) {
+        h.request.admission = Admission(
+            identity: [], session: false, body: nil, claims: JSONObject(), presentedToken: token)
+    }
+
+    @Test func anMCPPostInAnotherMediaTypeIs415() throws {
+        let h = try StageHarness(
+            try testWorker(PipelineConfigs.yaml), "POST", "/mcp",
+            fields: [("Host", "a"), ("Content-Type", "text/plain")],
+            body: Array("{}".utf8))
+        Self.admitted(h)
+        #expect(h.run(try #require(h.stage(MCPStage.self))).answerStatus == 415)
+        #expect(h.transport.closeAfter)
+    }
+
+    @Test func anMCPPostThatIsNoJSONRPCMessageIs400() throws {
+        let h = try StageHarness(
+            try testWorker(PipelineConfigs.yaml), "POST", "/mcp",
+            fields: [("Host", "a"), ("Content-Type", "application/json")], body: Array("not json".utf8))
+        Self.admitted(h)
+        #expect(h.run(try #require(h.stage(MCPStage.self))).suspends)
+        #expect(h.transport.status == 400)
+    }
+
+    @Test func anMCPCallThatPassesGoesOnWithItsBodyRead() throws {
+        let call = #"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#
+        let h = try StageHarness(
+            try testWorker(PipelineConfigs.yaml), "POST", "/mcp",
+            fields: [("Host", "a"), ("Content-Type", "application/json")], body: Array(call.utf8))
+        Self.admitted(h)
+        // The chain goes on to the upstream stages (whose call waits here for a loop that
+        // does not run); the admission is what the MCP stage handed on.
+        #expect(h.run(try #require(h.stage(MCPStage.self))).suspends)
+        #expect(h.transport.status == 0, "not refused")
+        #expect(h.request.admission?.body is BufferedRequestBody, "the body read is what goes upstream")
+    }
+
+    @Test func anMCPGetPassesWithoutABody() throws {
+        let h = try StageHarness(try testWorker(PipelineConfigs.yaml), "GET", "/mcp")
+        Self.admitted(h)
+        #expect(h.run(try #require(h.stage(MCPStage.self))).proceeds)
+    }
+
+    @Test func aDecisionAboutAnMCPPostIsRefused() throws {
+        let h = try StageHarness(try testWorker(PipelineConfigs.yaml), "POST", "/mcp")
+        #expect(MCPDecisionStage().run(h.request).answerStatus == 403)
+        let get = try StageHarness(try testWorker(PipelineConfigs.yaml), "GET", "/mcp")
+        #expect(MCPDecisionStage().run(get.request).proceeds)
+    }
+
+    static let exchangeYAML = TokenExchangeConfigTests.yaml(
+        "name: api\nauth: bearer\nissuers: [one]\ntoken_exchange: { issuer: one, client: gw, endpoint: https://idp.one/token, audience: b }"
+    )
+
+    @Test func anExchangeWithoutThePresentedTokenIsTheGatewaysFault() throws {
+        let h = try StageHarness(try testWorker(Self.exchangeYAML), "GET", "/api")
+        Self.admitted(h, token: nil)
+        let outcome = h.run(try #require(h.stage(TokenExchangeStage.self)))
+        #expect(outcome.answerStatus == 500)
+        #expect(h.json["error"] as? String == "server_error")
+    }
+
+    @Test func aPreflightIsNotExchanged() throws {
+        let h = try StageHarness(try testWorker(Self.exchangeYAML), "GET", "/api")
+        h.request.admission = Admission(
+            identity: [], session: false, body: nil, claims: JSONObject(), preflight: true)
+        #expect(h.run(try #require(h.stage(TokenExchangeStage.self))).proceeds)
+        #expect(h.request.admission?.identity.isEmpty == true, "no Authorization for a preflight")
+    }
+}
