@@ -4,7 +4,9 @@ import Testing
 @testable import Gateway
 
 /// docs/configuration.md is the configuration reference, and these tests keep it true: the
-/// keys it documents and the keys the parser accepts (`ConfigSection`) must be the same set.
+/// keys it documents and the keys the parser accepts (`ConfigSection`) must be the same set,
+/// and where a section declares its keys in a `ConfigKeyTable`, each row's type and default
+/// must be the table's.
 ///
 /// A documented key is a row of a table whose header row starts with `| key |`; the row's
 /// first cell is the key's full path in backticks, written as `ConfigSection` writes its
@@ -46,6 +48,36 @@ struct ConfigReferenceTests {
                 Issue.record("\(Self.referencePath) line \(key.line): \(key.path) has no \(column)")
             }
         }
+    }
+
+    /// Where a section declares its keys in a `ConfigKeyTable`, the reference's row says what
+    /// the table says: the same type and default text, and a default the model really has.
+    @Test func eachTableKeysRowMatchesItsTable() throws {
+        let documented = try Dictionary(Self.documentedKeys().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        var checked = 0
+        for section in ConfigSection.allCases {
+            guard let docs = section.keyDocs else { continue }
+            for key in docs {
+                let path = section.rawValue.isEmpty ? key.name : "\(section.rawValue).\(key.name)"
+                guard let row = documented[path], row.cells.count >= 3 else { continue }  // reported above
+                checked += 1
+                #expect(
+                    row.cells[1] == key.type,
+                    "\(Self.referencePath) line \(row.line): \(path)'s type is \(row.cells[1]); its key table says \(key.type)"
+                )
+                #expect(
+                    row.cells[2] == key.defaultText,
+                    "\(Self.referencePath) line \(row.line): \(path)'s default is \(row.cells[2]); its key table says \(key.defaultText)"
+                )
+                if let check = key.defaultCheck {
+                    #expect(
+                        check(row.cells[2]),
+                        "\(Self.referencePath) line \(row.line): \(path)'s default \(row.cells[2]) is not the model's default"
+                    )
+                }
+            }
+        }
+        #expect(checked > 0)
     }
 
     /// The reference's table columns: what every key has.

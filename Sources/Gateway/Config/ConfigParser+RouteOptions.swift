@@ -3,96 +3,31 @@ import JOSE
 import OAuth
 import Yams
 
-/// The route options of RouteOptions.swift, `identity_assertion_keys`, `session.cookie_domain`
-/// and `session.same_site`, and `require.email_domains` / `require.any_of`.
+/// The readers behind the route options of RouteOptions.swift, `identity_assertion_keys`,
+/// `session.cookie_domain` and `session.same_site`, and `require.email_domains` / `require.any_of`.
 extension ConfigParser {
-    /// `auth`: the route's mode as written; `forwardsSessionToken`: `forward_token: true` on
-    /// `auth: login`.
-    static func routeOptions(
-        _ m: [String: Node], path p: String, route: RouteConfig, auth: AuthMode, forwardsSessionToken: Bool,
-        cfg: GatewayConfig, _ r: ConfigReader
-    ) -> RouteOptions {
-        var o = RouteOptions()
-        if let n = m["buffering"], let b = r.bool(n, path: "\(p).buffering") { o.buffering = b }
-        if let n = m["request_buffering"], let b = r.bool(n, path: "\(p).request_buffering") {
-            o.requestBuffering = b
-        }
-        if let n = m["strip_prefix"], let b = r.bool(n, path: "\(p).strip_prefix"), b {
-            switch route.match.path {
-            case .exact:
-                r.problem(
-                    "\(p).strip_prefix", n,
-                    "needs match.path_prefix (an exact path would leave nothing to forward); use path_prefix: or remove strip_prefix"
-                )
-            case .prefix(let prefix):
-                let bare = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
-                if bare.isEmpty {
-                    r.problem("\(p).strip_prefix", n, "path_prefix: / has nothing to strip; remove strip_prefix")
-                } else {
-                    o.strippedPrefix = bare
-                }
-            }
-        }
-        if let n = m["cors_preflight"], let s = r.string(n, path: "\(p).cors_preflight") {
-            if s != "allow" {
-                r.problem(
-                    "\(p).cors_preflight", n, "must be allow (CORS preflights pass unauthenticated), or leave it out")
-            } else if auth == .none {
-                r.problem(
-                    "\(p).cors_preflight", n, "has no effect with auth: none (every request passes already); remove it")
+    /// `strip_prefix: true`: the match's `path_prefix`, without its trailing `/`, is cut from
+    /// the forwarded path.
+    static func stripPrefix(_ n: Node, path p: String, _ route: inout RouteConfig, _ r: ConfigReader) {
+        guard let b = r.bool(n, path: p), b else { return }
+        switch route.match.path {
+        case .exact:
+            r.problem(
+                p, n,
+                "needs match.path_prefix (an exact path would leave nothing to forward); use path_prefix: or remove strip_prefix"
+            )
+        case .prefix(let prefix):
+            let bare = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
+            if bare.isEmpty {
+                r.problem(p, n, "path_prefix: / has nothing to strip; remove strip_prefix")
             } else {
-                o.corsPreflight = true
+                route.options.strippedPrefix = bare
             }
         }
-        let session = auth == .login || auth == .login_or_token
-        for key in ["pass_access_token", "pass_id_token"] {
-            guard let n = m[key], let h = r.string(n, path: "\(p).\(key)") else { continue }
-            guard session else {
-                r.problem(
-                    "\(p).\(key)", n,
-                    "passes a browser session's token: it needs auth: login or login_or_token"
-                        + (key == "pass_access_token"
-                            ? " (a token route forwards the caller's own token with forward_token: true)" : ""))
-                continue
-            }
-            guard headerName(h, path: "\(p).\(key)", n, allowAuthorization: key == "pass_access_token", r) else {
-                continue
-            }
-            if key == "pass_access_token" { o.passAccessToken = h } else { o.passIDToken = h }
-        }
-        // On auth: login, forward_token: true sends the session's token (as Authorization); on
-        // login_or_token it is about the caller's own token, and both options can be set.
-        if o.passAccessToken != nil, forwardsSessionToken {
-            r.problem(
-                "\(p).forward_token", m["forward_token"],
-                "give forward_token or pass_access_token, not both (forward_token: true is pass_access_token: Authorization)"
-            )
-        } else if forwardsSessionToken {
-            o.passAccessToken = "Authorization"
-        }
-        if let n = m["identity_assertion"] {
-            o.identityAssertion = identityAssertion(
-                n, path: "\(p).identity_assertion", route: route, auth: auth, cfg: cfg, r)
-        }
-        if let n = m["certificate_headers"] {
-            o.certificateHeaders = certificateHeaders(n, path: "\(p).certificate_headers", r)
-        }
-        let own = o.ownHeaders
-        if Set(own).count != own.count {
-            r.problem(
-                p, m["identity_assertion"] ?? m["pass_id_token"] ?? m["certificate_headers"],
-                "pass_access_token, pass_id_token, identity_assertion.header and certificate_headers must be different headers"
-            )
-        }
-        for h in own where route.identityHeaders.headerNames.contains(where: { $0.lowercased() == h }) {
-            r.problem(
-                p, m["headers"], "the header \(h) is both an identity header and a token/assertion header; rename one")
-        }
-        return o
     }
 
     /// `certificate_headers: { X-Client-Subject: subject, X-Spiffe-Id: uri }`.
-    private static func certificateHeaders(_ node: Node, path p: String, _ r: ConfigReader)
+    static func certificateHeaders(_ node: Node, path p: String, _ r: ConfigReader)
         -> [(header: String, field: CertificateField)]
     {
         guard let m = r.mapping(node, path: p, section: nil) else { return [] }
@@ -109,7 +44,7 @@ extension ConfigParser {
     }
 
     /// A header the gateway itself sets upstream: a valid name that no protocol rule owns.
-    private static func headerName(_ h: String, path: String, _ n: Node, allowAuthorization: Bool, _ r: ConfigReader)
+    static func headerName(_ h: String, path: String, _ n: Node, allowAuthorization: Bool, _ r: ConfigReader)
         -> Bool
     {
         let lower = h.lowercased()
@@ -128,7 +63,7 @@ extension ConfigParser {
         return true
     }
 
-    private static func identityAssertion(
+    static func identityAssertion(
         _ node: Node, path p: String, route: RouteConfig, auth: AuthMode, cfg: GatewayConfig, _ r: ConfigReader
     ) -> IdentityAssertionConfig? {
         guard let m = r.mapping(node, path: p, section: .identityAssertion) else { return nil }

@@ -46,21 +46,12 @@ extension ConfigParser {
                     case .login:
                         clients = loginClients(m, path: p, item: item, cfg: cfg, r)
                         if let n = m["require"] { sessionRequirement = requirement(n, path: "\(p).require", r) }
-                        for key in ["issuers", "dpop", "token_in_query", "token_in_body"] where m[key] != nil {
-                            r.problem(
-                                "\(p).\(key)", m[key],
-                                "has no effect with auth: login (use auth: login_or_token to accept tokens too)")
-                        }
                     case .login_or_token:
                         clients = loginClients(m, path: p, item: item, cfg: cfg, r)
                         // Without a session cookie, the token rules of auth: token apply.
                         tokens = tokenRoute(m, path: p, item: item, mode: .token, issuers: cfg.issuers, r)
                         // A session and a token answer to the same requirement.
                         sessionRequirement = tokens?.requirement
-                        for key in ["token_in_query", "token_in_body"] where m[key] != nil {
-                            // A credential in the URL or body would reach the upstream on the session path.
-                            r.problem("\(p).\(key)", m[key], "is not accepted with auth: login_or_token")
-                        }
                     }
                 } else {
                     r.problem(
@@ -76,56 +67,32 @@ extension ConfigParser {
             tokens?.mcp = mcp
             let exchange = tokenExchange(m, path: p, index: i, auth: auth, cfg: cfg, r)
             tokens?.tokenExchange = exchange
-            if tokens?.tokenExchange != nil, tokens?.dpop?.forwardProof == true {
-                r.problem(
-                    "\(p).dpop.forward_proof", m["dpop"],
-                    "cannot be used with token_exchange: the caller's proof is for the caller's token, which the upstream never gets"
-                )
-            }
-            if let n = m["close_at_token_expiry"], tokens == nil {
-                r.problem(
-                    "\(p).close_at_token_expiry", n,
-                    "needs auth: bearer, dpop, token or login_or_token (it ends tunnels opened with an access token)")
-            }
-            if auth == .none {
-                for key in ["issuers", "require", "forward_token", "token_in_query", "token_in_body", "dpop"]
-                where m[key] != nil {
-                    r.problem("\(p).\(key)", m[key], "has no effect with auth: none; remove it or set auth")
-                }
-            }
             if let n = m["client"], let s = r.string(n, path: "\(p).client"), !cfg.clientNames.contains(s) {
                 r.problem(
                     "\(p).client", n, "\"\(s)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
             }
-            for key in ["client", "clients"] where m[key] != nil && auth != .login && auth != .login_or_token {
-                r.problem(
-                    "\(p).\(key)", m[key], "has no effect with auth: \(auth.rawValue) (it names the client of a login)")
-            }
-            var headers = IdentityHeaders.standard
-            if let n = m["headers"], let h = identityHeaders(n, path: "\(p).headers", r) { headers = h }
-            var name = p
-            if let n = m["name"], let s = r.string(n, path: "\(p).name") { name = s }
-            // HTTP/2 has no Upgrade (RFC 9113 §8.6): an HTTP/2 upstream takes no WebSocket.
+            // The keys of RouteConfig.keyTable; a route whose match did not parse is read for
+            // its problems only.
             let http2 = cfg.upstreams[upstream]?.http2 == true
-            let upgrades =
-                m["upgrades"].map { routeUpgrades($0, path: "\(p).upgrades", r) } ?? (http2 ? [] : ["websocket"])
-            if http2, !upgrades.isEmpty, let n = m["upgrades"] {
-                r.problem(
-                    "\(p).upgrades", n,
-                    "upstream \(upstream) speaks HTTP/2, which has no Upgrade; remove upgrades or give this route an http1 upstream"
-                )
-            }
-            if let match {
-                // The auth settings are final once the options are read (pass_access_token).
-                var route = RouteConfig(
-                    index: i, name: name, match: match, upstream: upstream, auth: .none, identityHeaders: headers)
-                route.upgrades = upgrades
-                // On auth: login, forward_token: true sends the session's token (on the others, the
-                // caller's own: read with the token settings).
-                let forwardsSessionToken =
-                    auth == .login && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true
-                route.options = routeOptions(
-                    m, path: p, route: route, auth: auth, forwardsSessionToken: forwardsSessionToken, cfg: cfg, r)
+            var route = RouteConfig(
+                index: i, name: p, match: match ?? RouteMatch(host: nil, path: .prefix("/"), methods: nil),
+                upstream: upstream, auth: .none)
+            route.upgrades = http2 ? [] : ["websocket"]
+            let context = RouteKeyContext(auth: auth, matched: match != nil, cfg: cfg, r: r)
+            RouteConfig.keyTable.read(m, into: &route, path: p, context)
+            // On auth: login, forward_token: true sends the session's token (on the others, the
+            // caller's own: read with the token settings).
+            let forwardsSessionToken =
+                auth == .login && match != nil
+                && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true
+            ConfigValidation.route(
+                .init(
+                    map: m, path: p, auth: auth, route: route, tokens: tokens,
+                    forwardsSessionToken: forwardsSessionToken, http2Upstream: http2, matched: match != nil), r)
+            if match != nil {
+                if forwardsSessionToken, route.options.passAccessToken == nil {
+                    route.options.passAccessToken = "Authorization"
+                }
                 if let req = sessionRequirement ?? tokens?.requirement {
                     checkVouchers(
                         req, tokenIssuers: tokens?.issuers ?? [], clients: clients, cfg: cfg, node: m["require"],

@@ -1,4 +1,6 @@
-/// The mappings of the config file whose keys are fixed, each with the keys it accepts.
+/// The mappings of the config file whose keys are fixed, each with the keys it accepts:
+/// taken from the section's `ConfigKeyTable` where it has one (its model's `keyTable`), else
+/// listed here.
 ///
 /// The parser reads every such mapping through its section, so a key the section does not
 /// list is a problem ("is not a known key; did you mean …"). The raw value is the section's
@@ -112,14 +114,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "max_pending", "pending_timeout"
             ]
         case .upstreamTLS: ["ca_file", "server_name", "cert_file", "key_file", "insecure_skip_verify"]
-        case .route:
-            [
-                "name", "match", "upstream", "auth", "issuers", "client", "clients", "require", "headers",
-                "forward_token", "token_in_query", "token_in_body", "dpop", "upgrades", "close_at_token_expiry",
-                "strip_prefix", "cors_preflight", "pass_access_token", "pass_id_token", "identity_assertion",
-                "resource", "resource_name", "resource_documentation", "mcp", "token_exchange", "buffering",
-                "request_buffering", "certificate_headers"
-            ]
+        case .route: RouteConfig.keyTable.names
         case .routeMatch: ["host", "path", "path_prefix", "methods"]
         case .routeDPoP: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]
         case .requirement: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"]
@@ -132,6 +127,16 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "issuer", "client", "endpoint", "resource", "audience", "scope", "requested_token_type", "margin",
                 "default_lifetime", "negative_ttl", "dpop"
             ]
+        }
+    }
+
+    /// The section's key table, for the sections that declare their keys in one
+    /// (`ConfigKeyTable`): each key's reference row as the table says it. Nil for a section
+    /// whose keys are still listed in `keys` alone.
+    var keyDocs: [ConfigKeyDoc]? {
+        switch self {
+        case .route: RouteConfig.keyTable.docs
+        default: nil
         }
     }
 

@@ -1,5 +1,6 @@
 import JOSE
 import Reactor
+import Yams
 
 /// What a route does to a request besides authenticating it: the path it forwards, the
 /// preflights it lets through, and what it tells the upstream about the caller (tokens, a
@@ -48,6 +49,114 @@ struct RouteOptions: Sendable {
         out += certificateHeaders.map { $0.header.lowercased() }
         return out
     }
+}
+
+/// What the readers of a route's keys are handed besides the key's own value.
+struct RouteKeyContext {
+    /// `auth:` as written (`none` when it was missing or wrong: a problem was reported).
+    var auth: AuthMode
+    /// Whether `match:` parsed: the options are read only then (their checks need the match,
+    /// and a route without one is not built).
+    var matched: Bool
+    var cfg: GatewayConfig
+    var r: ConfigReader
+
+    var hasSession: Bool { auth == .login || auth == .login_or_token }
+}
+
+extension RouteConfig {
+    /// The keys of a `routes[]` entry, each said once: its reference row (type and default,
+    /// checked by ConfigReferenceTests) and its reader. The plain options are read here, in
+    /// this order, once the route's match, upstream and auth are known; the others by the
+    /// reader named. Whether a key fits the route's other keys is ConfigValidation's to say.
+    static let keyTable = ConfigKeyTable<RouteConfig, RouteKeyContext>([
+        .init("name", type: "string", default: "`routes[N]`") { route, n, p, c in
+            if let s = c.r.string(n, path: p) { route.name = s }
+        },
+        .init("match", type: "mapping (below)", default: "none: required", by: "ConfigParser.routeMatch"),
+        .init("upstream", type: "an `upstreams:` name", default: "none: required", by: "ConfigParser.routes"),
+        .init(
+            "auth", type: "`none`, `bearer`, `dpop`, `token`, `login` or `login_or_token`", default: "none: required",
+            by: "ConfigParser.routes"),
+        .init(
+            "issuers", type: "list of `issuers:` names", default: "none (required for token routes)",
+            by: "ConfigParser.tokenRoute"),
+        .init(
+            "client", type: "a `clients:` name", default: "none (a login route needs it or `clients`)",
+            by: "ConfigParser.loginClients"),
+        .init("clients", type: "list of `clients:` names", default: "none", by: "ConfigParser.loginClients"),
+        .init("require", type: "mapping (below)", default: "no rule", by: "ConfigParser.requirement"),
+        .init(
+            "headers", type: "mapping of header name to claim path",
+            default:
+                "`X-Forwarded-User: sub`, `X-Forwarded-Email: email`, `X-Forwarded-Groups: groups`, `X-Forwarded-Preferred-Username: preferred_username`"
+        ) { route, n, p, c in
+            if let h = ConfigParser.identityHeaders(n, path: p, c.r) { route.identityHeaders = h }
+        },
+        .init("forward_token", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
+        .init("token_in_query", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
+        .init("token_in_body", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
+        .init("dpop", type: "mapping (below)", default: "each key's default", by: "ConfigParser.dpopRoute"),
+        .init("upgrades", type: "list: `websocket`, or `[]`", default: "`[websocket]`") { route, n, p, c in
+            route.upgrades = ConfigParser.routeUpgrades(n, path: p, c.r)
+        },
+        .init("close_at_token_expiry", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
+        .init(
+            "strip_prefix", type: "bool", default: "`false`",
+            checkedBy: ConfigDefault.bool(RouteOptions().strippedPrefix != nil)
+        ) { route, n, p, c in
+            guard c.matched else { return }
+            ConfigParser.stripPrefix(n, path: p, &route, c.r)
+        },
+        .init("cors_preflight", type: "`allow`", default: "off") { route, n, p, c in
+            guard c.matched, let s = c.r.string(n, path: p) else { return }
+            if s == "allow" {
+                route.options.corsPreflight = true
+            } else {
+                c.r.problem(p, n, "must be allow (CORS preflights pass unauthenticated), or leave it out")
+            }
+        },
+        .init("pass_access_token", type: "header name, or `Authorization`", default: "none") { route, n, p, c in
+            // Without a session ConfigValidation reports the key, and only that.
+            guard c.matched, c.hasSession, let h = c.r.string(n, path: p) else { return }
+            if ConfigParser.headerName(h, path: p, n, allowAuthorization: true, c.r) {
+                route.options.passAccessToken = h
+            }
+        },
+        .init("pass_id_token", type: "header name", default: "none") { route, n, p, c in
+            guard c.matched, c.hasSession, let h = c.r.string(n, path: p) else { return }
+            if ConfigParser.headerName(h, path: p, n, allowAuthorization: false, c.r) { route.options.passIDToken = h }
+        },
+        .init("identity_assertion", type: "mapping (below)", default: "none") { route, n, p, c in
+            guard c.matched else { return }
+            route.options.identityAssertion = ConfigParser.identityAssertion(
+                n, path: p, route: route, auth: c.auth, cfg: c.cfg, c.r)
+        },
+        .init(
+            "resource", type: "absolute https URL (RFC 8707; http only for a loopback host)", default: "none",
+            by: "ConfigParser.protectedResource"),
+        .init("resource_name", type: "string", default: "none", by: "ConfigParser.protectedResource"),
+        .init("resource_documentation", type: "URL", default: "none", by: "ConfigParser.protectedResource"),
+        .init("mcp", type: "mapping (below)", default: "none: the body is not read", by: "ConfigParser.mcpRules"),
+        .init(
+            "token_exchange", type: "mapping (below)", default: "none: no exchange", by: "ConfigParser.tokenExchange"),
+        .init(
+            "buffering", type: "bool", default: "`true`", checkedBy: ConfigDefault.bool(RouteOptions().buffering)
+        ) { route, n, p, c in
+            if c.matched, let b = c.r.bool(n, path: p) { route.options.buffering = b }
+        },
+        .init(
+            "request_buffering", type: "bool", default: "`true`",
+            checkedBy: ConfigDefault.bool(RouteOptions().requestBuffering)
+        ) { route, n, p, c in
+            if c.matched, let b = c.r.bool(n, path: p) { route.options.requestBuffering = b }
+        },
+        .init(
+            "certificate_headers", type: "mapping of header name to `subject`, `uri` or `sha256`", default: "none"
+        ) { route, n, p, c in
+            if c.matched { route.options.certificateHeaders = ConfigParser.certificateHeaders(n, path: p, c.r) }
+        }
+    ])
 }
 
 /// A field of a client certificate an upstream can be told.

@@ -1,0 +1,109 @@
+import Yams
+
+/// The checks between keys: a key that is valid only with another, or never with it. The
+/// readers parse each key on its own; this pass then judges the route as read, and reports
+/// every problem with its key path on the same `ConfigReader` as the readers' own.
+enum ConfigValidation {
+    /// What a route's checks look at: its mapping as written, and what was read from it.
+    struct RouteInput {
+        var map: [String: Node]
+        /// The route's key path (`routes[N]`).
+        var path: String
+        var auth: AuthMode
+        var route: RouteConfig
+        var tokens: TokenRouteConfig?
+        /// `forward_token: true` on `auth: login` (the session's token goes upstream).
+        var forwardsSessionToken: Bool
+        /// The route's upstream speaks HTTP/2.
+        var http2Upstream: Bool
+        /// `match:` parsed: only then are the options read, and checked.
+        var matched: Bool
+    }
+
+    /// Every cross-key problem of one route, in a fixed order.
+    static func route(_ x: RouteInput, _ r: ConfigReader) {
+        let m = x.map
+        let p = x.path
+        func present(_ keys: [String], _ message: String) {
+            for key in keys where m[key] != nil { r.problem("\(p).\(key)", m[key], message) }
+        }
+        switch x.auth {
+        case .none:
+            present(
+                ["issuers", "require", "forward_token", "token_in_query", "token_in_body", "dpop"],
+                "has no effect with auth: none; remove it or set auth")
+        case .login:
+            present(
+                ["issuers", "dpop", "token_in_query", "token_in_body"],
+                "has no effect with auth: login (use auth: login_or_token to accept tokens too)")
+        case .login_or_token:
+            // A credential in the URL or body would reach the upstream on the session path.
+            present(["token_in_query", "token_in_body"], "is not accepted with auth: login_or_token")
+        case .bearer, .dpop, .token: break
+        }
+        if x.tokens?.tokenExchange != nil, x.tokens?.dpop?.forwardProof == true {
+            r.problem(
+                "\(p).dpop.forward_proof", m["dpop"],
+                "cannot be used with token_exchange: the caller's proof is for the caller's token, which the upstream never gets"
+            )
+        }
+        if x.tokens == nil {
+            present(
+                ["close_at_token_expiry"],
+                "needs auth: bearer, dpop, token or login_or_token (it ends tunnels opened with an access token)")
+        }
+        if x.auth != .login && x.auth != .login_or_token {
+            present(
+                ["client", "clients"], "has no effect with auth: \(x.auth.rawValue) (it names the client of a login)")
+        }
+        // HTTP/2 has no Upgrade (RFC 9113 §8.6): an HTTP/2 upstream takes no WebSocket.
+        if x.http2Upstream, !x.route.upgrades.isEmpty, let n = m["upgrades"] {
+            r.problem(
+                "\(p).upgrades", n,
+                "upstream \(x.route.upstream) speaks HTTP/2, which has no Upgrade; remove upgrades or give this route an http1 upstream"
+            )
+        }
+        if x.matched { routeOptions(x, r) }
+    }
+
+    /// The options against the route's auth and against each other.
+    private static func routeOptions(_ x: RouteInput, _ r: ConfigReader) {
+        let m = x.map
+        let p = x.path
+        let o = x.route.options
+        if x.auth == .none, o.corsPreflight {
+            r.problem(
+                "\(p).cors_preflight", m["cors_preflight"],
+                "has no effect with auth: none (every request passes already); remove it")
+        }
+        if x.auth != .login && x.auth != .login_or_token {
+            for key in ["pass_access_token", "pass_id_token"] where m[key] != nil {
+                r.problem(
+                    "\(p).\(key)", m[key],
+                    "passes a browser session's token: it needs auth: login or login_or_token"
+                        + (key == "pass_access_token"
+                            ? " (a token route forwards the caller's own token with forward_token: true)" : ""))
+            }
+        }
+        // On auth: login, forward_token: true sends the session's token (as Authorization,
+        // set after this pass); on login_or_token it is about the caller's own token, and both
+        // options can be set.
+        if x.forwardsSessionToken, o.passAccessToken != nil {
+            r.problem(
+                "\(p).forward_token", m["forward_token"],
+                "give forward_token or pass_access_token, not both (forward_token: true is pass_access_token: Authorization)"
+            )
+        }
+        let own = o.ownHeaders
+        if Set(own).count != own.count {
+            r.problem(
+                p, m["identity_assertion"] ?? m["pass_id_token"] ?? m["certificate_headers"],
+                "pass_access_token, pass_id_token, identity_assertion.header and certificate_headers must be different headers"
+            )
+        }
+        for h in own where x.route.identityHeaders.headerNames.contains(where: { $0.lowercased() == h }) {
+            r.problem(
+                p, m["headers"], "the header \(h) is both an identity header and a token/assertion header; rename one")
+        }
+    }
+}
