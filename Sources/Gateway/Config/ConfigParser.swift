@@ -128,20 +128,6 @@ public enum ConfigParser {
                 "\(route.name) checks DPoP proofs: set public_url (the origin clients use, e.g. https://api.example.com) or trusted_proxies (whose X-Forwarded-Proto/-Host then say it)"
             )
         }
-        // Every identity header any route sets is stripped from every request on every route.
-        var stripped = Set(IdentityHeaders.defaults.map { $0.0.lowercased() })
-        // The default key-thumbprint header too, even where no route sets it: an upstream
-        // might read it whatever the config says.
-        if let jkt = DPoPRouteConfig().jktHeader { stripped.insert(jkt.lowercased()) }
-        // Likewise the default assertion header: an upstream may check it on every path.
-        stripped.insert(IdentityAssertionConfig.defaultHeader.lowercased())
-        for route in cfg.routes {
-            stripped.formUnion(route.options.ownHeaders)
-            stripped.formUnion(route.identityHeaders.headerNames.map { $0.lowercased() })
-            if let h = route.auth.tokenRoute?.dpop?.jktHeader { stripped.insert(h.lowercased()) }
-        }
-        cfg.strippedIdentityHeaders = stripped.sorted().map { Array($0.utf8) }
-
         checkCookieDomain(cfg, node: top["session"], r)
         cfg.warnings = warnings(cfg, top: top)
         if cfg.listeners.isEmpty && top["listen"] == nil {
@@ -150,7 +136,9 @@ public enum ConfigParser {
         if let admin = cfg.adminListen, cfg.listeners.contains(where: { $0.address == admin }) {
             r.problem("admin_listen", top["admin_listen"], "must differ from every public listen address")
         }
-        return r.problems.isEmpty ? .success(cfg) : .failure(ConfigError(problems: r.problems))
+        guard r.problems.isEmpty else { return .failure(ConfigError(problems: r.problems)) }
+        cfg.finish()
+        return .success(cfg)
     }
 
     /// Reads and parses a file; relative `*_file` paths resolve next to it.

@@ -30,26 +30,7 @@ public struct GatewayConfig: Sendable {
     /// What the config allows but a reviewer should know (ConfigWarnings.swift): printed by
     /// check-config and logged at start and on every reload; never a reason to refuse.
     public internal(set) var warnings: [ConfigProblem] = []
-    var session = SessionConfig() {
-        didSet { updateOwnCookies() }
-    }
-    /// The cookie names the gateway sets (sessions, login state), with their chunk names:
-    /// removed from requests before they go upstream. Empty when no route logs browsers in.
-    private(set) var ownCookieNames: Set<String> = []
-
-    mutating func updateOwnCookies() {
-        // Always: a reload that removes the last login route must not start passing session
-        // cookies (Redis session ids included) to upstreams.
-        var names: Set<String> = []
-        for base in [session.cookieName, "tokengate_login"] {
-            // __Secure-: the session cookie's name when it has a Domain (session.cookie_domain).
-            for prefix in ["", "__Host-", "__Secure-"] {
-                names.insert(prefix + base)
-                for i in 1..<4 { names.insert("\(prefix)\(base)_\(i)") }
-            }
-        }
-        ownCookieNames = names
-    }
+    var session = SessionConfig()
     var login = LoginConfig()
     /// `decision:` — the verdict endpoints for ingresses (nginx auth_request, forward auth,
     /// Envoy ext_authz); off unless configured.
@@ -58,11 +39,7 @@ public struct GatewayConfig: Sendable {
     var pages = Pages()
     /// Prefix of headers reserved for the gateway's identity headers: client-sent ones are
     /// always removed (strip, then inject: docs/architecture.md, "Request path").
-    var reservedHeaderPrefix: String? = nil {
-        didSet { reservedHeaderPrefixBytes = reservedHeaderPrefix.map { Array($0.lowercased().utf8) } }
-    }
-    /// The prefix lowercased, as the header rules compare it.
-    private(set) var reservedHeaderPrefixBytes: [UInt8]? = nil
+    var reservedHeaderPrefix: String? = nil
     /// `trusted_proxy_headers`: more names (lowercased) that, like the built-in override
     /// headers (`HeaderRules.trustedOnly`), only a trusted proxy may send. Additions only:
     /// the built-in list cannot be shortened.
@@ -71,9 +48,7 @@ public struct GatewayConfig: Sendable {
     public var upstreamCount: Int { upstreams.count }
     public var routeCount: Int { routes.count }
     var upstreams: [String: UpstreamConfig] = [:]
-    var routes: [RouteConfig] = [] {
-        didSet { updateOwnCookies() }
-    }
+    var routes: [RouteConfig] = []
     var issuers: [String: IssuerConfig] = [:]
     /// RFC 9728 metadata of the routes with a `resource`, by the path each is served at.
     var protectedResources: [String: ProtectedResourceDocument] = [:]
@@ -83,14 +58,28 @@ public struct GatewayConfig: Sendable {
     var issuerNames: [String] { issuers.keys.sorted() }
     var clients: [String: ClientConfig] = [:]
     var clientNames: [String] { clients.keys.sorted() }
-    /// Identity header names stripped from every client request on every route (all that
-    /// any route maps, plus the defaults), lowercased.
-    var strippedIdentityHeaders: [[UInt8]] = []
     /// `identity_assertion_keys`: the gateway's own signing keys for identity assertions
     /// (the first signs, all are published at the JWKS path).
     var assertionKeys: [AssertionKey] = []
 
+    /// What follows from the keys above, for the request path: set by `finish()`.
+    private(set) var runtime = RuntimeConfig()
+
     init() {}
+
+    /// Derives `runtime` from the keys, once they are read and valid.
+    mutating func finish() { runtime = RuntimeConfig(self) }
+
+    /// The cookie names the gateway sets, with their chunk names: removed from requests before
+    /// they go upstream (`RuntimeConfig`).
+    var ownCookieNames: Set<String> { runtime.ownCookieNames }
+    /// `reserved_header_prefix` lowercased, as the header rules compare it.
+    var reservedHeaderPrefixBytes: [UInt8]? { runtime.reservedHeaderPrefixBytes }
+    /// Identity header names stripped from every client request on every route, lowercased.
+    var strippedIdentityHeaders: [[UInt8]] {
+        get { runtime.strippedIdentityHeaders }
+        set { runtime.strippedIdentityHeaders = newValue }
+    }
 }
 
 /// `store:` — `memory`, or a Redis server (`redis://[[user]:password@]host[:port][/db]`)
