@@ -44,13 +44,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     /// The keys, in the order check-config lists them when one is unknown.
     var keys: [String] {
         switch self {
-        case .top:
-            [
-                "listen", "admin_listen", "workers", "trusted_proxies", "store", "session", "issuers", "clients",
-                "upstreams", "routes", "limits", "access_log", "tracing", "log_level", "reserved_header_prefix",
-                "trusted_proxy_headers", "token_cache", "public_url", "dpop", "login", "decision", "pages_dir",
-                "identity_assertion_keys", "forward_early_hints"
-            ]
+        case .top: GatewayConfig.keyTable.names
         case .listen: ["address", "tls", "http2"]
         case .adminListen: ["address", "tls"]
         case .listenTLS:
@@ -69,7 +63,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
             ]
         case .accessLog: ["path", "buffer", "flush"]
         case .tracing: ["otlp_endpoint", "service_name", "sample_ratio", "headers", "incoming", "timeout", "ca_file"]
-        case .tokenCache: ["entries", "ttl"]
+        case .tokenCache: GatewayConfig.tokenCacheKeyTable.names
         case .store: ["url", "prefix"]
         case .dpop:
             [
@@ -135,6 +129,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
     /// whose keys are still listed in `keys` alone.
     var keyDocs: [ConfigKeyDoc]? {
         switch self {
+        case .top: GatewayConfig.keyTable.docs
+        case .tokenCache: GatewayConfig.tokenCacheKeyTable.docs
         case .route: RouteConfig.keyTable.docs
         default: nil
         }

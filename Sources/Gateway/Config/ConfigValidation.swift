@@ -4,6 +4,27 @@ import Yams
 /// readers parse each key on its own; this pass then judges the route as read, and reports
 /// every problem with its key path on the same `ConfigReader` as the readers' own.
 enum ConfigValidation {
+    /// Every cross-key problem between sections, once they are all read (a route's own are
+    /// reported as each route is read, by `route`).
+    static func gateway(_ cfg: GatewayConfig, top: [String: Node], _ r: ConfigReader) {
+        ConfigParser.checkDecision(cfg, node: top["decision"], r)
+        ConfigParser.checkUserinfoClients(cfg, r)
+        if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
+            let route = cfg.routes.first(where: { $0.auth.tokenRoute?.dpop != nil })
+        {
+            // RFC 9449 §4.3 check 9 compares htu with the URL the client addressed; a client's
+            // own Host header cannot say that (it would let a proof for another origin in).
+            r.problem(
+                "public_url", top["routes"],
+                "\(route.name) checks DPoP proofs: set public_url (the origin clients use, e.g. https://api.example.com) or trusted_proxies (whose X-Forwarded-Proto/-Host then say it)"
+            )
+        }
+        ConfigParser.checkCookieDomain(cfg, node: top["session"], r)
+        if let admin = cfg.adminListen, cfg.listeners.contains(where: { $0.address == admin }) {
+            r.problem("admin_listen", top["admin_listen"], "must differ from every public listen address")
+        }
+    }
+
     /// What a route's checks look at: its mapping as written, and what was read from it.
     struct RouteInput {
         var map: [String: Node]
