@@ -36,6 +36,17 @@ struct ConfigKey<Model, Context>: Sendable {
 
     init(
         _ name: String, type: String, default defaultText: String,
+        checkedBy defaultCheck: @escaping @Sendable (String) -> Bool, by reader: String
+    ) {
+        self.name = name
+        self.type = type
+        self.defaultText = defaultText
+        self.defaultCheck = defaultCheck
+        self.reader = .by(reader)
+    }
+
+    init(
+        _ name: String, type: String, default defaultText: String,
         read: @escaping @Sendable (_ model: inout Model, _ node: Node, _ path: String, _ context: Context) -> Void
     ) {
         self.name = name

@@ -63,53 +63,13 @@ extension ConfigParser {
         }
     }
 
+    /// `limits:`, the keys of `Limits.keyTable`.
     static func limits(_ node: Node, _ r: ConfigReader) -> Limits {
         var l = Limits()
         guard let m = r.mapping(node, path: "limits", section: .limits) else { return l }
         bodyPace(m, &l, r)
         responseSpool(m, &l, r)
-        if let n = m["max_tunnels"], let s = r.string(n, path: "limits.max_tunnels") {
-            if let v = Int(s), v >= 1, v <= 1_000_000 {
-                l.maxTunnels = v
-            } else {
-                r.problem("limits.max_tunnels", n, "must be a number from 1 to 1000000")
-            }
-        }
-        if let n = m["tunnel_idle_timeout"], let v = r.duration(n, path: "limits.tunnel_idle_timeout") {
-            if v < 0.1 {
-                r.problem("limits.tunnel_idle_timeout", n, "must be at least 100ms (e.g. 300s)")
-            } else {
-                l.tunnelIdleTimeout = v
-            }
-        }
-        if let n = m["max_connections"], let s = r.string(n, path: "limits.max_connections") {
-            if let v = Int(s), v >= 1, v <= 1_000_000 {
-                l.maxConnections = v
-            } else {
-                r.problem("limits.max_connections", n, "must be a number from 1 to 1000000")
-            }
-        }
-        if let n = m["header_timeout"], let v = r.duration(n, path: "limits.header_timeout") {
-            l.headerTimeout = max(v, 0.1)
-        }
-        if let n = m["body_timeout"], let v = r.duration(n, path: "limits.body_timeout") { l.bodyTimeout = max(v, 0.1) }
-        if let n = m["continue_timeout"], let v = r.duration(n, path: "limits.continue_timeout") {
-            if v > 30 {
-                r.problem(
-                    "limits.continue_timeout", n,
-                    "must be at most 30s (e.g. 1s; 0 answers 100 at once without asking the upstream)")
-            } else {
-                l.continueTimeout = v
-            }
-        }
-        if let n = m["max_body_size"], let v = r.size(n, path: "limits.max_body_size") { l.maxBodySize = v }
-        if let n = m["max_header_size"], let v = r.size(n, path: "limits.max_header_size") {
-            if v < 1024 { r.problem("limits.max_header_size", n, "must be at least 1KB") } else { l.maxHeaderSize = v }
-        }
-        if let n = m["client_idle_timeout"], let v = r.duration(n, path: "limits.client_idle_timeout") {
-            l.clientIdleTimeout = max(v, 1)
-        }
-        if let n = m["shutdown_grace"], let v = r.duration(n, path: "limits.shutdown_grace") { l.shutdownGrace = v }
+        Limits.keyTable.read(m, into: &l, path: "limits", r)
         return l
     }
 }

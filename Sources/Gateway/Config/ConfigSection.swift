@@ -53,14 +53,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "client_ca_file", "client_certificate", "client_crl_file"
             ]
         case .listenTLSCertificate: ["cert_file", "key_file"]
-        case .limits:
-            [
-                "max_body_size", "max_header_size", "client_idle_timeout", "shutdown_grace", "max_connections",
-                "header_timeout", "body_timeout", "continue_timeout", "tunnel_idle_timeout", "max_tunnels",
-                "body_deadline", "body_min_rate", "body_min_rate_grace", "response_buffer", "request_buffer",
-                "response_spool_max",
-                "spool_total", "request_spool_total", "spool_dir"
-            ]
+        case .limits: Limits.keyTable.names
         case .accessLog: ["path", "buffer", "flush"]
         case .tracing: ["otlp_endpoint", "service_name", "sample_ratio", "headers", "incoming", "timeout", "ca_file"]
         case .tokenCache: GatewayConfig.tokenCacheKeyTable.names
@@ -131,6 +124,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         switch self {
         case .top: GatewayConfig.keyTable.docs
         case .tokenCache: GatewayConfig.tokenCacheKeyTable.docs
+        case .limits: Limits.keyTable.docs
         case .route: RouteConfig.keyTable.docs
         default: nil
         }
