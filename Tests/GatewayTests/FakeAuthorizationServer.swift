@@ -7,7 +7,7 @@ import Foundation
 /// test sets, and every request's path and form body are recorded.
 final class FakeAuthorizationServer {
     let loop: EventLoop
-    private var server: HTTP1Server!
+    private var server: HTTPServer!
     private(set) var port: UInt16 = 0
     var url: String { "http://127.0.0.1:\(port)" }
     /// path → (status, JSON body).
@@ -18,7 +18,7 @@ final class FakeAuthorizationServer {
 
     init(loop: EventLoop) throws {
         self.loop = loop
-        server = HTTP1Server(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] ex in
+        server = HTTPServer(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] ex in
             ex.body.collect(limit: 64 << 10) { body in
                 let path = ex.head.target
                 self.requests.append((path, String(decoding: (try? body.get()) ?? [], as: UTF8.self)))

@@ -10,7 +10,7 @@ import Testing
 struct IssuerKeysTests {
     final class IdP {
         let loop = EventLoop()
-        var server: HTTP1Server!
+        var server: HTTPServer!
         var port: UInt16 = 0
         var issuer: String { "http://127.0.0.1:\(port)" }
         var jwks: String
@@ -20,7 +20,7 @@ struct IssuerKeysTests {
 
         init(jwks: String) throws {
             self.jwks = jwks
-            server = HTTP1Server(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in
+            server = HTTPServer(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in
                 let path = req.head.target
                 self.hits[path, default: 0] += 1
                 if path == "/.well-known/openid-configuration" {

@@ -4,13 +4,13 @@ import Glibc
 
 @testable import Reactor
 
-/// An `HTTP1Server` on 127.0.0.1 with its loop on a thread of its own, so a test can talk
+/// An `HTTPServer` on 127.0.0.1 with its loop on a thread of its own, so a test can talk
 /// to it with a blocking client. Everything the handler sees stays on the loop thread; the
 /// test reads it through `onLoop`.
 final class HTTP1ServerHarness: @unchecked Sendable {
     let loop: EventLoop
     let port: UInt16
-    private(set) var server: HTTP1Server?
+    private(set) var server: HTTPServer?
     private var keepRunning: LoopTimer?
     private let stopped = DispatchSemaphore(value: 0)
 
@@ -23,7 +23,7 @@ final class HTTP1ServerHarness: @unchecked Sendable {
         self.loop = loop
         let fd = try Listener.open(host: "127.0.0.1", port: 0)
         port = Listener.port(of: fd)
-        let server = HTTP1Server(loop: loop, options: options, tls: tls, budget: budget, handler: handler)
+        let server = HTTPServer(loop: loop, options: options, tls: tls, budget: budget, handler: handler)
         try server.serve(listeningSocket: fd)
         self.server = server
         keepRunning = LoopTimer(loop: loop, seconds: 3600, repeating: true) {}

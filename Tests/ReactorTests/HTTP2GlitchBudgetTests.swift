@@ -29,7 +29,7 @@ struct HTTP2GlitchBudgetTests {
     /// Feeds `input`; the server's GOAWAY code, and how many exchanges reached the gateway.
     static func serve(_ input: [UInt8]) -> (goAway: UInt32?, exchanges: Int) {
         var exchanges = 0
-        let context = HTTP1ServerContext(options: HTTPServerOptions()) { exchange in
+        let context = ServerContext(options: HTTPServerOptions()) { exchange in
             exchanges += 1
             exchange.respond(status: 200, body: [])
         }

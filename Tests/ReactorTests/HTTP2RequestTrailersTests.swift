@@ -29,7 +29,7 @@ struct HTTP2RequestTrailersTests {
     /// body to a `CollectingSink` and answers 200 at its end.
     static func serve(_ input: [UInt8], byteAtATime: Bool) -> (CollectingSink, [HTTP2FuzzEntry.Frame]) {
         let sink = CollectingSink()
-        let context = HTTP1ServerContext(options: HTTPServerOptions()) { exchange in
+        let context = ServerContext(options: HTTPServerOptions()) { exchange in
             sink.onEnd = { [weak exchange] in exchange?.respond(status: sink.failure == nil ? 200 : 400, body: []) }
             exchange.body.stream(to: sink)
         }

@@ -9,12 +9,12 @@ import Testing
 struct HTTPFetcherTests {
     final class Harness {
         let loop = EventLoop()
-        var server: HTTP1Server!
+        var server: HTTPServer!
         var port: UInt16 = 0
         var pending: [ServerExchange] = []
 
         init(_ handler: @escaping (Harness, ServerExchange) -> Void) throws {
-            server = HTTP1Server(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in
+            server = HTTPServer(loop: loop, options: HTTPServerOptions(), tls: nil) { [unowned self] req in
                 handler(self, req)
             }
             // Port 0: the kernel picks a free one; read it back.

@@ -5,7 +5,7 @@ import Testing
 @testable import Reactor
 
 /// HTTPS upstreams: `UpstreamCall` through a TLS pool to this engine's own TLS server
-/// (`HTTP1Server` with a `TLSContext`) holding a certificate for 127.0.0.1 and localhost
+/// (`HTTPServer` with a `TLSContext`) holding a certificate for 127.0.0.1 and localhost
 /// from a throwaway CA. The handshake, verification failures and their reasons, keep-alive
 /// over one TLS connection, session resumption, and bodies larger than a TLS record.
 @Suite("UpstreamPool: HTTPS", .serialized)

@@ -80,6 +80,7 @@ extension ConfigParser {
             route.upgrades = http2 ? [] : ["websocket"]
             let context = RouteKeyContext(auth: auth, matched: match != nil, cfg: cfg, r: r)
             RouteConfig.keyTable.read(m, into: &route, path: p, context)
+            r.stageKeys.read(m, into: &route, path: p, context)
             // On auth: login, forward_token: true sends the session's token (on the others, the
             // caller's own: read with the token settings).
             let forwardsSessionToken =

@@ -8,11 +8,13 @@ import Yams
 public enum ConfigParser {
     static func parse(
         yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
-        baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount
+        baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount,
+        stageKeys: ConfigKeyTable<RouteConfig, RouteKeyContext> = StageCatalog.gateway.routeKeys
     )
         -> Result<GatewayConfig, ConfigError>
     {
         let r = ConfigReader(environment: environment, baseDirectory: baseDirectory)
+        r.stageKeys = stageKeys
         let root: Node
         do {
             // No tag resolution: every value is read as a string by ConfigReader, and Yams'

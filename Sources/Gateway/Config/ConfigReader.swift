@@ -9,6 +9,10 @@ final class ConfigReader {
     /// Directory of the config file: relative `*_file` paths are read from there.
     let baseDirectory: String
 
+    /// The route keys of the stages that declare their own (`StageCatalog`): a route accepts
+    /// them beside `RouteConfig.keyTable`'s.
+    var stageKeys = ConfigKeyTable<RouteConfig, RouteKeyContext>([])
+
     init(environment: [String: String], baseDirectory: String) {
         self.environment = environment
         self.baseDirectory = baseDirectory
@@ -21,6 +25,8 @@ final class ConfigReader {
     /// A mapping's entries by key, reporting duplicate keys and keys `section` does not list.
     /// `section` nil: the config chooses the keys (names of issuers, headers, claims).
     func mapping(_ node: Node, path: String, section: ConfigSection?) -> [String: Node]? {
+        var known = section?.keys
+        if section == .route, let k = known { known = k + stageKeys.names.filter { !k.contains($0) } }
         guard case .mapping(let map) = node else {
             problem(path, node, "must be a mapping (key: value)")
             return nil
@@ -36,7 +42,7 @@ final class ConfigReader {
                 problem(child, k, "is given twice; keep one")
                 continue
             }
-            if let known = section?.keys, !known.contains(key) {
+            if let known, !known.contains(key) {
                 let hint = ConfigReader.closest(key, in: known).map { "did you mean \"\($0)\"? " } ?? ""
                 problem(child, k, "is not a known key; \(hint)known keys: \(known.joined(separator: ", "))")
                 continue

@@ -101,7 +101,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "max_pending", "pending_timeout"
             ]
         case .upstreamTLS: ["ca_file", "server_name", "cert_file", "key_file", "insecure_skip_verify"]
-        case .route: RouteConfig.keyTable.names
+        case .route: RouteConfig.keyTable.names + StageCatalog.gateway.routeKeys.names
         case .routeMatch: ["host", "path", "path_prefix", "methods"]
         case .routeDPoP: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]
         case .requirement: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"]
@@ -125,7 +125,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .top: GatewayConfig.keyTable.docs
         case .tokenCache: GatewayConfig.tokenCacheKeyTable.docs
         case .limits: Limits.keyTable.docs
-        case .route: RouteConfig.keyTable.docs
+        case .route: RouteConfig.keyTable.docs + StageCatalog.gateway.routeKeys.docs
         default: nil
         }
     }

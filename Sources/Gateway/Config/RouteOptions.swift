@@ -29,6 +29,9 @@ struct RouteOptions: Sendable {
     /// `certificate_headers: { HEADER: subject | uri | sha256 }`: what the client's verified
     /// certificate (mutual TLS) tells the upstream; nothing when the client presented none.
     var certificateHeaders: [(header: String, field: CertificateField)] = []
+    /// The settings of stages that declare their own route key (`StageCatalog`), by key name:
+    /// read by the key's reader, taken by the stage when its route's plan is made.
+    var stageSettings: [String: any Sendable] = [:]
 
     /// The path as it goes upstream (before the upstream URL's own path): with `strip_prefix`,
     /// what follows the prefix — `/api/x` → `/x`, `/api` → `/` — else the path itself. The

@@ -4,7 +4,7 @@ import Logging
 import Reactor
 
 /// The request an ext_authz `Check` asks about, which every answer of the call is shaped by
-/// (`Worker.answer` writes it as a `CheckResponse`).
+/// (`ExtAuthzAnswer` writes it as a `CheckResponse`).
 final class ExtAuthzCheck {
     let head: HTTPRequestHead
     /// What the CheckRequest says of the request: its method, scheme, host, path and fields
@@ -25,7 +25,7 @@ final class ExtAuthzCheck {
 /// `envoy.service.auth.v3.Authorization/Check` on every HTTP/2 listener, what Envoy's
 /// `ext_authz` filter, Envoy Gateway, Istio (`envoyExtAuthzGrpc`) and the Gateway API's
 /// `ExternalAuth` with `protocol: GRPC` call. The `CheckRequest` describes the client's
-/// request; it is judged by the same stages as every decision (`Worker.judge`), and the
+/// request; it is judged by the same stages as every decision (`DecisionEndpoint.judge`), and the
 /// verdict goes back as a `CheckResponse` (`CheckVerdict`, `ExtAuthzVerdictStage`).
 ///
 /// The call itself is refused with a gRPC status, never a verdict: from a peer outside

@@ -5,18 +5,22 @@ extension RoutePlan {
     /// `decision`: the chain of a decision about a request on this route (nothing goes
     /// upstream; the verdict stage follows); else the chain of a proxied request.
     func stages(_ services: WorkerServices, decision: Bool) -> [any Stage] {
+        let keyed = services.stages
         var chain: [any Stage] = []
         // A WebSocket upgrade is refused or counted before anything is done for it.
         if !decision { chain.append(UpgradeStage(services: services, route: route)) }
+        chain += keyed.stages(at: .beforeAuthentication, self, services, decision: decision)
         // Authentication: one stage admits the request (or answers it).
         if route.options.corsPreflight { chain.append(CORSPreflightStage(services: services, route: route)) }
         chain.append(authentication(services))
         // After admission: what the route checks or changes on an admitted request.
+        chain += keyed.stages(at: .afterAuthentication, self, services, decision: decision)
         if let mcp {
             chain.append(decision ? MCPDecisionStage() : MCPStage(services: services, rules: mcp, plan: self))
         }
-        if decision { return chain }
+        if decision { return chain + keyed.stages(at: .beforeUpstream, self, services, decision: true) }
         if let exchange { chain.append(TokenExchangeStage(services: services, exchange: exchange)) }
+        chain += keyed.stages(at: .beforeUpstream, self, services, decision: decision)
         // Toward the upstream: the request made, its body read, room on the pool, the call.
         if let pool {
             chain.append(RequestBufferingStage(services: services, plan: self, pool: pool))

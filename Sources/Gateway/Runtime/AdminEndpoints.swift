@@ -26,7 +26,7 @@ final class AdminEndpoints {
         options.maxBodySize = 0
         options.idleTimeout = 10
         options.maxConnections = 256
-        let server = HTTP1Server(loop: loop, options: options, tls: tls) { [unowned self] exchange in
+        let server = HTTPServer(loop: loop, options: options, tls: tls) { [unowned self] exchange in
             self.handle(exchange)
         }
         try server.serve(listeningSocket: try Listener.open(host: addr.host, port: addr.port))

@@ -45,14 +45,14 @@ final class Worker: ResponderObserver {
     init(
         id: Int, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
         wallClock: any WallClock = SystemClock(), router: Router? = nil, accessLogSink: LogSink? = nil,
-        spanExporter: SpanExporter? = nil
+        spanExporter: SpanExporter? = nil, stages: StageCatalog = .gateway
     ) {
         self.id = id
         let loop = EventLoop()
         self.loop = loop
         services = WorkerServices(
             id: id, loop: loop, config: config, log: log, processPrefix: processPrefix, stores: stores,
-            wallClock: wallClock, accessLogSink: accessLogSink, spanExporter: spanExporter)
+            wallClock: wallClock, accessLogSink: accessLogSink, spanExporter: spanExporter, stages: stages)
         verdict = VerdictStage(services: services)
         extAuthzVerdict = ExtAuthzVerdictStage(services: services)
         apply(config, router: router)
@@ -69,7 +69,7 @@ final class Worker: ResponderObserver {
         let budget = budget ?? ConnectionBudget(limit: options.maxConnections)
         for socket in sockets {
             let handler: (ServerExchange) -> Void = { [unowned self] exchange in self.handle(exchange) }
-            let server = HTTP1Server(
+            let server = HTTPServer(
                 loop: loop, options: options, tls: socket.tls, http2: socket.http2, budget: budget, handler: handler)
             server.onReclaim = { [unowned self] in self.connectionReclaimed(reclaimWarning) }
             try server.serve(listeningSocket: socket.fd)

@@ -52,6 +52,8 @@ final class WorkerServices {
     let upstreamNonces = UpstreamNonces()
     /// Open tunnels (WebSocket after a 101) and their watches.
     let tunnels: Tunnels
+    /// The keyed stages route plans may have (`StageCatalog`), fixed at start.
+    let stages: StageCatalog
     /// Upstream 5xx answers and failures, for the status page.
     let upstreamOutcomes = UpstreamOutcomes()
     /// Set by `drain`: answers close their connection, and the worker is told when the last
@@ -67,8 +69,9 @@ final class WorkerServices {
 
     init(
         id: Int, loop: EventLoop, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
-        wallClock: any WallClock, accessLogSink: LogSink?, spanExporter: SpanExporter?
+        wallClock: any WallClock, accessLogSink: LogSink?, spanExporter: SpanExporter?, stages: StageCatalog
     ) {
+        self.stages = stages
         self.loop = loop
         self.log = log
         self.wallClock = wallClock

@@ -1,22 +1,22 @@
 internal import CEvent
 
 /// One HTTP/2 connection with no socket under it, for `HTTP2FuzzEntry`: the real
-/// `HTTP1ServerConnection` and `HTTP2ConnectionHandler`, with fd -1 (libevent adds no fd
+/// `ServerConnection` and `HTTP2ConnectionHandler`, with fd -1 (libevent adds no fd
 /// below 0 to its backend, so the read and write events never fire) and an in-memory
 /// `ConnectionIO` that takes every byte of output at once. Bytes are fed by appending to
 /// the connection's input and telling the handler, as a socket read does.
 final class HTTP2FuzzConnection {
-    let connection: HTTP1ServerConnection
+    let connection: ServerConnection
     let handler: HTTP2ConnectionHandler
     private let io = MemoryConnectionIO()
     /// Owned here, freed last (after the connection's events, in `close`).
     private let base: OpaquePointer
 
     /// nil when libevent cannot make a base (out of memory).
-    init?(context: HTTP1ServerContext) {
+    init?(context: ServerContext) {
         guard let base = event_base_new() else { return nil }
         self.base = base
-        connection = HTTP1ServerConnection(
+        connection = ServerConnection(
             base: base, fd: -1, io: io, info: ClientConnection(peer: "192.0.2.1", isTLS: false))
         handler = HTTP2ConnectionHandler(connection: connection, context: context)
         connection.handler = handler

@@ -67,7 +67,7 @@ public enum HTTP2FuzzEntry {
 
     static func run(_ input: [UInt8], splits: [Int], _ plan: Plan, _ client: ClientFrames) -> Outcome {
         var gateway: Gateway?
-        let context = HTTP1ServerContext(options: plan.options) { exchange in
+        let context = ServerContext(options: plan.options) { exchange in
             guard let gateway, let stream = exchange.body as? HTTP2Stream else {
                 fuzzInvariant(false, "an exchange that is not an HTTP/2 stream's")
                 return

@@ -55,7 +55,7 @@ public final class ServerExchange: Responder {
     }
 }
 
-/// An engine serving exchanges on listening sockets (`HTTP1Server`, plain or TLS; an
+/// An engine serving exchanges on listening sockets (`HTTPServer`, plain or TLS; an
 /// HTTP/2 server later).
 public protocol ExchangeServer: AnyObject {
     /// Serves on an already listening socket (see `Listener`); the server closes it.

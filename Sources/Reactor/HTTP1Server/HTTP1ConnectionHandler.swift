@@ -21,8 +21,8 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         case send
     }
 
-    let connection: HTTP1ServerConnection
-    let context: HTTP1ServerContext
+    let connection: ServerConnection
+    let context: ServerContext
     // Unchecked exclusivity (here and on the properties below marked so): loop-thread state
     // whose mutations never overlap (no caller holds an access across a callback); the
     // dynamic check cost a runtime call per access on the request path.
@@ -52,7 +52,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     /// A pipelined request is not parsed while more output than this is unwritten.
     static let outputHighWater = 256 << 10
 
-    init(connection: HTTP1ServerConnection, context: HTTP1ServerContext) {
+    init(connection: ServerConnection, context: ServerContext) {
         self.connection = connection
         self.context = context
         parser = HTTP1RequestParser(limits: context.limits)
@@ -270,7 +270,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         connection.setDeadline(max(0, at - now))
     }
 
-    func connectionDeadline(_ connection: HTTP1ServerConnection) {
+    func connectionDeadline(_ connection: ServerConnection) {
         thread.check()
         let kind = deadline
         deadline = .none
@@ -295,12 +295,12 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
 
     // MARK: connection events
 
-    func connectionReadable(_ connection: HTTP1ServerConnection) {
+    func connectionReadable(_ connection: ServerConnection) {
         thread.check()
         drive()
     }
 
-    func connectionPeerClosed(_ connection: HTTP1ServerConnection) {
+    func connectionPeerClosed(_ connection: ServerConnection) {
         thread.check()
         drive()
         guard !isClosing, !connection.isClosed else { return }
@@ -315,7 +315,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         }
     }
 
-    func connectionWrote(_ connection: HTTP1ServerConnection) {
+    func connectionWrote(_ connection: ServerConnection) {
         thread.check()
         // Each written exchange moves out of the list (not copied, then removed).
         while let mark = unflushed.first?.flushMark, mark <= connection.bytesWritten {
@@ -336,7 +336,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         updateIdle()
     }
 
-    func connectionClosed(_ connection: HTTP1ServerConnection) {
+    func connectionClosed(_ connection: ServerConnection) {
         thread.check()
         isClosing = true
         context.idle.remove(connection)

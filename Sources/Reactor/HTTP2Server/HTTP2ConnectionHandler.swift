@@ -25,8 +25,8 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         case closed(HTTP2Stream)
     }
 
-    let connection: HTTP1ServerConnection
-    let context: HTTP1ServerContext
+    let connection: ServerConnection
+    let context: ServerContext
     private(set) var session: OpaquePointer?
     /// Streams nghttp2 has open, by id.
     var streams: [Int32: HTTP2Stream] = [:]
@@ -62,7 +62,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     /// the gateway's work on them: as many as a client may have open.
     static let maxExchanges = Int(HTTP2Session.maxConcurrentStreams)
 
-    init(connection: HTTP1ServerConnection, context: HTTP1ServerContext) {
+    init(connection: ServerConnection, context: ServerContext) {
         self.connection = connection
         self.context = context
         lastActiveAt = LazyDeadline.now()
@@ -266,7 +266,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         if exchangesOpen == Self.maxExchanges - 1 && !isClosed { drive() }
     }
 
-    /// Closes once the output is written (see `HTTP1ServerConnection.finish`).
+    /// Closes once the output is written (see `ServerConnection.finish`).
     private func finish(linger: Bool) {
         isClosed = true
         context.idle.remove(connection)
@@ -295,7 +295,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         connection.setDeadline(at.isFinite ? max(0, at - LazyDeadline.now()) : nil)
     }
 
-    func connectionDeadline(_ connection: HTTP1ServerConnection) {
+    func connectionDeadline(_ connection: ServerConnection) {
         thread.check()
         guard let session, !isClosed else { return connection.close() }
         let options = context.options
@@ -329,13 +329,13 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
 
     // MARK: connection events
 
-    func connectionReadable(_ connection: HTTP1ServerConnection) {
+    func connectionReadable(_ connection: ServerConnection) {
         thread.check()
         guard session != nil else { return connection.close() }
         drive()
     }
 
-    func connectionPeerClosed(_ connection: HTTP1ServerConnection) {
+    func connectionPeerClosed(_ connection: ServerConnection) {
         thread.check()
         drive()
         guard !isClosed, !connection.isClosed else { return }
@@ -349,14 +349,14 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         }
     }
 
-    func connectionWrote(_ connection: HTTP1ServerConnection) {
+    func connectionWrote(_ connection: ServerConnection) {
         thread.check()
         lastWriteAt = LazyDeadline.now()
         settle()
         drive()
     }
 
-    func connectionClosed(_ connection: HTTP1ServerConnection) {
+    func connectionClosed(_ connection: ServerConnection) {
         thread.check()
         isClosed = true
         context.idle.remove(connection)

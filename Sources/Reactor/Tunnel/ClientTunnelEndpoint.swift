@@ -6,14 +6,14 @@ internal import CEvent
 /// events and its buffers stay where they are and what the client sent after its request
 /// head is the tunnel's first input. Loop-thread only.
 final class ClientTunnelEndpoint: TunnelEndpoint, ServerConnectionHandler {
-    private let connection: HTTP1ServerConnection
+    private let connection: ServerConnection
     /// Unowned: the tunnel clears it before it goes (`Tunnel.close`, `deinit`); no count per event.
     /// Unchecked exclusivity: read on every event, never accessed re-entrantly (a dynamic
     /// check here cost ~75 instructions per message).
     @exclusivity(unchecked) unowned(unsafe) var events: TunnelEndpointEvents?
     private var closing = false
 
-    init(connection: HTTP1ServerConnection) {
+    init(connection: ServerConnection) {
         self.connection = connection
         connection.setDeadline(nil)
     }
@@ -55,13 +55,13 @@ final class ClientTunnelEndpoint: TunnelEndpoint, ServerConnectionHandler {
 
     // MARK: ServerConnectionHandler
 
-    func connectionReadable(_ connection: HTTP1ServerConnection) { events?.endpointReadable(self) }
-    func connectionPeerClosed(_ connection: HTTP1ServerConnection) { events?.endpointEnded(self) }
-    func connectionWrote(_ connection: HTTP1ServerConnection) { events?.endpointWrote(self) }
+    func connectionReadable(_ connection: ServerConnection) { events?.endpointReadable(self) }
+    func connectionPeerClosed(_ connection: ServerConnection) { events?.endpointEnded(self) }
+    func connectionWrote(_ connection: ServerConnection) { events?.endpointWrote(self) }
     /// The tunnel keeps its own idle time; the connection's deadline is not used.
-    func connectionDeadline(_ connection: HTTP1ServerConnection) {}
+    func connectionDeadline(_ connection: ServerConnection) {}
 
-    func connectionClosed(_ connection: HTTP1ServerConnection) {
+    func connectionClosed(_ connection: ServerConnection) {
         guard !closing else { return }
         closing = true
         events?.endpointFailed(self)

@@ -1,5 +1,5 @@
 /// What the access log says about one answered request: the values, taken from the
-/// request's context when it ends (`Worker.requestFinished`).
+/// request's context when it ends (`WorkerServices.requestFinished`).
 struct AccessLogRecord {
     var requestID: String
     var method: String

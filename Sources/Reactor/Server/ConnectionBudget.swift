@@ -1,7 +1,7 @@
 import Synchronization
 
 /// The client connections a process may hold, counted across every server that shares
-/// the budget: each worker's `HTTP1Server`s, on their own loops and their own SO_REUSEPORT
+/// the budget: each worker's `HTTPServer`s, on their own loops and their own SO_REUSEPORT
 /// sockets. A server takes a slot before it opens a connection and gives it back when the
 /// connection closes, so the number of open connections never passes `limit` whichever
 /// worker the kernel hands the clients to.
@@ -27,9 +27,9 @@ public final class ConnectionBudget: Sendable {
     /// that loop (`@unchecked`: the weak reference is never touched off it).
     final class Peer: @unchecked Sendable {
         let loop: EventLoop
-        weak var server: HTTP1Server?
+        weak var server: HTTPServer?
 
-        init(loop: EventLoop, server: HTTP1Server) {
+        init(loop: EventLoop, server: HTTPServer) {
             self.loop = loop
             self.server = server
         }

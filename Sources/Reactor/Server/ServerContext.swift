@@ -1,7 +1,7 @@
 /// What a server's connections share: the options in force (replaced by `apply`), the
 /// parser limits derived from them, the `Date` cache, the gateway's handler and the list
-/// of idle connections the server may reclaim. One per `HTTP1Server`; loop-thread only.
-final class HTTP1ServerContext {
+/// of idle connections the server may reclaim. One per `HTTPServer`; loop-thread only.
+final class ServerContext {
     var options: HTTPServerOptions {
         didSet { limits = Self.limits(options) }
     }
@@ -9,7 +9,7 @@ final class HTTP1ServerContext {
     let dates = HTTPDateCache()
     /// Kept by the handlers as their connections go idle and busy; the server reclaims from
     /// its older end at the connection limit.
-    let idle = IdleConnectionList<HTTP1ServerConnection>()
+    let idle = IdleConnectionList<ServerConnection>()
     let handler: (ServerExchange) -> Void
 
     init(options: HTTPServerOptions, handler: @escaping (ServerExchange) -> Void) {

@@ -10,13 +10,13 @@ internal import CEvent
 /// forwarded. Until the choice, the connection is idle (reclaimable) and on the header
 /// deadline, as an HTTP/1.1 connection is before its first byte. Loop-thread only.
 final class ProtocolSelector: ServerConnectionHandler {
-    private let context: HTTP1ServerContext
+    private let context: ServerContext
     private var thread = LoopThread()
 
     /// The client connection preface (RFC 9113 §3.4).
     static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
-    init(connection: HTTP1ServerConnection, context: HTTP1ServerContext) {
+    init(connection: ServerConnection, context: ServerContext) {
         self.context = context
         thread.bind()
         connection.setDeadline(context.options.headerTimeout)
@@ -37,7 +37,7 @@ final class ProtocolSelector: ServerConnectionHandler {
         return n == preface.count ? .http2 : .undecided
     }
 
-    func connectionReadable(_ connection: HTTP1ServerConnection) {
+    func connectionReadable(_ connection: ServerConnection) {
         thread.check()
         let input = connection.input
         let length = evbuffer_get_length(input)
@@ -65,20 +65,20 @@ final class ProtocolSelector: ServerConnectionHandler {
         }
     }
 
-    func connectionPeerClosed(_ connection: HTTP1ServerConnection) {
+    func connectionPeerClosed(_ connection: ServerConnection) {
         thread.check()
         connection.close()
     }
 
-    func connectionWrote(_ connection: HTTP1ServerConnection) {}
+    func connectionWrote(_ connection: ServerConnection) {}
 
     /// No protocol chosen within the header timeout: nothing to answer in either.
-    func connectionDeadline(_ connection: HTTP1ServerConnection) {
+    func connectionDeadline(_ connection: ServerConnection) {
         thread.check()
         connection.close()
     }
 
-    func connectionClosed(_ connection: HTTP1ServerConnection) {
+    func connectionClosed(_ connection: ServerConnection) {
         context.idle.remove(connection)
     }
 }

@@ -19,7 +19,7 @@ import Glibc
 /// lingering read so that unread request bytes do not turn into an RST that destroys the
 /// response); `close()` is immediate (with a close_notify when the session allows).
 /// Loop-thread only.
-final class HTTP1ServerConnection: IdleListNode {
+final class ServerConnection: IdleListNode {
     /// Bytes read from the socket and not yet consumed by the handler.
     let input: OpaquePointer
     /// Bytes queued for the socket.
@@ -28,7 +28,7 @@ final class HTTP1ServerConnection: IdleListNode {
     /// The protocol on this connection; detached (nil) once closed or lingering.
     var handler: ServerConnectionHandler?
     /// Called once when the fd is closed (the server's bookkeeping).
-    var onClose: ((HTTP1ServerConnection) -> Void)?
+    var onClose: ((ServerConnection) -> Void)?
     /// Bytes written to the socket since accept.
     // Unchecked exclusivity on the state below that every request reads and writes: loop-
     // thread only, never accessed across a call out that could touch it too; the dynamic
@@ -36,8 +36,8 @@ final class HTTP1ServerConnection: IdleListNode {
     @exclusivity(unchecked) private(set) var bytesWritten: UInt64 = 0
     @exclusivity(unchecked) private(set) var isClosed = false
     private(set) var peerClosed = false
-    /// Its place among the server's idle connections (`HTTP1ServerContext.idle`).
-    var idleLinks = IdleLinks<HTTP1ServerConnection>()
+    /// Its place among the server's idle connections (`ServerContext.idle`).
+    var idleLinks = IdleLinks<ServerConnection>()
 
     private let fd: Int32
     private let io: ConnectionIO
@@ -79,7 +79,7 @@ final class HTTP1ServerConnection: IdleListNode {
     private var thread = LoopThread()
     /// libevent's reference to this connection while its events exist; released by `close()`
     /// right after the events are freed, so no callback can reach a freed connection.
-    private var callbackContext: Unmanaged<HTTP1ServerConnection>?
+    private var callbackContext: Unmanaged<ServerConnection>?
 
     /// Most bytes held in `input` (one read never takes more than the room left).
     static let inputLimit = 64 << 10
@@ -384,8 +384,8 @@ final class HTTP1ServerConnection: IdleListNode {
     }
 }
 
-private func connection(_ arg: UnsafeMutableRawPointer?) -> HTTP1ServerConnection {
-    Unmanaged<HTTP1ServerConnection>.fromOpaque(arg!).takeUnretainedValue()
+private func connection(_ arg: UnsafeMutableRawPointer?) -> ServerConnection {
+    Unmanaged<ServerConnection>.fromOpaque(arg!).takeUnretainedValue()
 }
 
 private func readThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).readable(what) }

@@ -4,7 +4,7 @@ import Glibc
 
 /// tokengate's own HTTP server on one loop, serving `ServerExchange`s: it accepts on
 /// listening sockets (a persistent read event each, `accept4` until EAGAIN) and runs each
-/// connection as an `HTTP1ServerConnection` with an `HTTP1ConnectionHandler` on it, over
+/// connection as an `ServerConnection` with an `HTTP1ConnectionHandler` on it, over
 /// plain TCP or, given a `TLSContext`, over TLS (`TLSConnectionIO`, one SSL object per
 /// connection, the handshake inside the header deadline). With HTTP/2 on (a TLS context
 /// that offers `h2` in ALPN, or `http2` on a plain server) a `ProtocolSelector` comes
@@ -22,14 +22,14 @@ import Glibc
 /// listening sockets and their events, and closes every connection when it goes.
 /// Loop-thread only, except `init` and `serve`, which may run anywhere before the loop
 /// starts.
-public final class HTTP1Server: ExchangeServer {
+public final class HTTPServer: ExchangeServer {
     private let loop: EventLoop
     private let tls: TLSContext?
     /// Connections may speak HTTP/2 (ALPN over TLS, prior knowledge over plain TCP).
     private let http2: Bool
-    private let context: HTTP1ServerContext
+    private let context: ServerContext
     private var listeners: [(fd: Int32, event: OpaquePointer)] = []
-    private var connections: [ObjectIdentifier: HTTP1ServerConnection] = [:]
+    private var connections: [ObjectIdentifier: ServerConnection] = [:]
     private var acceptPaused = false
     private var thread = LoopThread()
     private let budget: ConnectionBudget
@@ -65,7 +65,7 @@ public final class HTTP1Server: ExchangeServer {
         self.loop = loop
         self.tls = tls
         self.http2 = tls?.http2 ?? http2
-        context = HTTP1ServerContext(options: options, handler: handler)
+        context = ServerContext(options: options, handler: handler)
         self.budget = budget ?? ConnectionBudget(limit: options.maxConnections)
         self.budget.limit = options.maxConnections
         let peer = ConnectionBudget.Peer(loop: loop, server: self)
@@ -230,7 +230,7 @@ public final class HTTP1Server: ExchangeServer {
         }
         let info = ClientConnection(peer: Self.numericHost(address), isTLS: tls != nil)
         info.tls = io as? TLSConnectionIO
-        let connection = HTTP1ServerConnection(base: loop.base, fd: fd, io: io, info: info)
+        let connection = ServerConnection(base: loop.base, fd: fd, io: io, info: info)
         guard !connection.isClosed else {
             budget.release()
             return
@@ -243,7 +243,7 @@ public final class HTTP1Server: ExchangeServer {
             : HTTP1ConnectionHandler(connection: connection, context: context)
     }
 
-    private func closed(_ connection: HTTP1ServerConnection) {
+    private func closed(_ connection: ServerConnection) {
         context.idle.remove(connection)
         // A reclaimed connection was taken out of the table first: its slot went to the
         // client that replaced it.
@@ -287,5 +287,5 @@ public final class HTTP1Server: ExchangeServer {
 }
 
 private func acceptThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
-    Unmanaged<HTTP1Server>.fromOpaque(arg!).takeUnretainedValue().acceptReady(fd)
+    Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue().acceptReady(fd)
 }

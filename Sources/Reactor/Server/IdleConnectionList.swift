@@ -2,7 +2,7 @@
 /// joining and leaving cost a few pointer writes and no allocation.
 ///
 /// The links are unretained (`Unmanaged`): the list never keeps a node alive. That is sound
-/// because a node leaves the list before its owner lets it go (`HTTP1Server.closed`
+/// because a node leaves the list before its owner lets it go (`HTTPServer.closed`
 /// removes a connection from the list before dropping it from its table). Unmanaged rather
 /// than `unowned(unsafe)`: a neighbour is written through without ever becoming a strong
 /// reference, where reading an `unowned(unsafe)` link into a local retained and released it,

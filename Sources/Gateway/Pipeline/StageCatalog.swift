@@ -1,0 +1,49 @@
+/// Where a stage with its own route key runs in a proxied request's chain.
+enum StagePosition: Sendable {
+    /// After the upgrade check, before the route's authentication: what must not wait for a
+    /// signature check (a limit per client address).
+    case beforeAuthentication
+    /// Once the request is admitted, before the route's MCP and token exchange stages: what
+    /// needs the caller (a limit per caller, a policy decision).
+    case afterAuthentication
+    /// Last before the upstream request is made.
+    case beforeUpstream
+}
+
+/// A stage that a route turns on with a key of its own, declared in the stage's file: its row
+/// of the route key table (name, reference text, reader into `RouteOptions.stageSettings`),
+/// its place in the chain, and how a route's plan makes it. Adding one touches its file, its
+/// line in `StageCatalog.gateway` and its row in docs/configuration.md.
+protocol KeyedStage: Stage {
+    static var routeKey: ConfigKey<RouteConfig, RouteKeyContext> { get }
+    static var position: StagePosition { get }
+    /// In decision chains too (nothing goes upstream there); else in proxied chains only.
+    static var judgesDecisions: Bool { get }
+    /// This route's stage; nil when the route does not set the key.
+    static func make(_ plan: RoutePlan, _ services: WorkerServices) -> Self?
+}
+
+extension KeyedStage {
+    static var judgesDecisions: Bool { true }
+}
+
+/// The keyed stages a gateway has: their route keys go to the parser (`ConfigParser.parse`),
+/// their stages into every plan that sets the key (`RoutePlan+Stages`).
+struct StageCatalog: Sendable {
+    let stages: [any KeyedStage.Type]
+
+    /// The gateway's own keyed stages, in the order they run at one position.
+    static let gateway = StageCatalog(stages: [])
+
+    /// Their keys, for the parser: a route accepts them beside `RouteConfig.keyTable`'s.
+    var routeKeys: ConfigKeyTable<RouteConfig, RouteKeyContext> { ConfigKeyTable(stages.map { $0.routeKey }) }
+
+    /// The stages at `position` that this route's plan has.
+    func stages(at position: StagePosition, _ plan: RoutePlan, _ services: WorkerServices, decision: Bool)
+        -> [any Stage]
+    {
+        stages.filter { $0.position == position && (!decision || $0.judgesDecisions) }.compactMap {
+            $0.make(plan, services)
+        }
+    }
+}
