@@ -133,8 +133,8 @@ struct DecisionEndpoint {
         case .forward(let plan, let path, let query, let build):
             ctx.place(path: path, route: plan.name, routeID: plan.metricID, method: original.method)
             RoutedRequest(
-                exchange: ex, context: ctx, plan: plan, head: head, path: path, query: query, forwarding: build,
-                origin: origin, services: services, stages: plan.decisionStages, last: verdict
+                exchange: ex, context: ctx, judging: head, origin: origin, path: path, query: query,
+                forwarding: build, services: services, last: verdict
             ).resume()
         }
     }

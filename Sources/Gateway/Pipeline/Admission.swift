@@ -4,8 +4,10 @@ import Reactor
 
 /// What the authentication stage hands on once a request may pass: the identity headers the
 /// route maps, whether a browser session (not a client credential) authenticated it, the body
-/// to send on (nil: the client's own stream), and what the identity came from.
-struct Admission {
+/// to send on (nil: the client's own stream), and what the identity came from. One per
+/// admitted request, which the stages after authentication read and add to: a class, so
+/// that handing it on and keeping it on the request moves a reference, not its fields.
+final class Admission {
     var identity: [(String, String)]
     var session: Bool
     /// A form body already read, with its token removed (RFC 6750 §2.2); nil: the client's.
@@ -25,4 +27,20 @@ struct Admission {
     var upstreamProof: UpstreamProof? = nil
     /// The connection's memo of this token's admission (`BearerMemo`), where one stands.
     var bearerMemo: BearerMemo? = nil
+
+    init(
+        identity: [(String, String)], session: Bool, body: RequestBody?, claims: JSONObject, preflight: Bool = false,
+        token: VerifiedAccessToken? = nil, tokenScheme: String = "Bearer", presentedToken: String? = nil,
+        bearerMemo: BearerMemo? = nil
+    ) {
+        self.identity = identity
+        self.session = session
+        self.body = body
+        self.claims = claims
+        self.preflight = preflight
+        self.token = token
+        self.tokenScheme = tokenScheme
+        self.presentedToken = presentedToken
+        self.bearerMemo = bearerMemo
+    }
 }

@@ -1,7 +1,8 @@
 import Reactor
 
-/// The last stage of a proxied request: the call starts on a connection the pool has room
-/// for (`UpstreamQueueStage` waited for it), and `ProxyExchange` streams the answer back and
+/// The last stage of a proxied request: the upstream request is made from the admission
+/// (`UpstreamRequest.swift`), the call starts on a connection the pool has room for
+/// (`UpstreamQueueStage` waited for it), and `ProxyExchange` streams the answer back and
 /// ends the request. The request is handed on, never copied, from its making to its call:
 /// a copy is a retain and a release of each of its buffers.
 final class ProxyStage: Stage {
@@ -20,12 +21,15 @@ final class ProxyStage: Stage {
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
-        var upstream: UpstreamCall.Request? = nil
-        swap(&upstream, &request.upstreamRequest)
-        guard let upstream else { preconditionFailure("RequestBufferingStage made the upstream request") }
         let ctx = request.context
-        ProxyExchange(services: services, exchange: request.exchange, context: ctx, buffersResponse: buffersResponse)
-            .start(pool: pool, request: ctx.kind.isUpgrade ? Self.upgradeRequest(upstream, ctx) : upstream)
+        let ex = request.exchange
+        let exchange = ProxyExchange(services: services, exchange: ex, context: ctx, buffersResponse: buffersResponse)
+        let upstream = request.forwarding.request(request.admitted, ex: ex, ctx: ctx, spooled: request.spooledBody)
+        if ctx.kind.isUpgrade {
+            exchange.start(pool: pool, request: Self.upgradeRequest(upstream, ctx))
+        } else {
+            exchange.start(pool: pool, request: upstream)
+        }
         return .suspend
     }
 

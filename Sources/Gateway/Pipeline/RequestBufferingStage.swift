@@ -1,12 +1,12 @@
 import Reactor
 
-/// The first stage toward the upstream: the admitted request becomes the upstream request,
-/// and its body is read whole (memory, then a temp file) before the upstream call starts, as
-/// nginx's `proxy_request_buffering` does, so a client that trickles its body holds only its
-/// connection to the gateway. The body then goes upstream at the upstream's pace, with
-/// `Content-Length`. Streams that must flow as they come are left alone: gRPC (a
-/// bidirectional call answers as it reads), upgrades, and routes with
-/// `request_buffering: false`.
+/// The first stage toward the upstream: the request's body is read whole (memory, then a
+/// temp file) before the upstream call starts, as nginx's `proxy_request_buffering` does, so
+/// a client that trickles its body holds only its connection to the gateway. The body then
+/// goes upstream at the upstream's pace, with `Content-Length`. Streams that must flow as
+/// they come are left alone: gRPC (a bidirectional call answers as it reads), upgrades, and
+/// routes with `request_buffering: false`. A body announced too large, or a client gone while
+/// the gateway decided, ends the request here.
 final class RequestBufferingStage: Stage {
     /// Unowned: the services hold the plans that hold their stages; a request in its chain
     /// holds the services.
@@ -24,8 +24,9 @@ final class RequestBufferingStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
         let ex = request.exchange
         let ctx = request.context
-        let upstream = request.forwarding.request(request.admitted, ex: ex, ctx: ctx)
-        if case .length(let n) = upstream.body?.framing, n > UInt64(services.config.limits.maxBodySize) {
+        // What goes upstream: a form or an MCP call already read, else the client's stream.
+        let body = request.admission?.body ?? ex.body
+        if case .length(let n) = body.framing, n > UInt64(services.config.limits.maxBodySize) {
             // Announced too large: refused before the upstream hears of it, nothing read.
             return .answer(
                 ErrorResponse.make(
@@ -36,18 +37,12 @@ final class RequestBufferingStage: Stage {
             // The client left while the gateway was deciding (keys, introspection, a session).
             return .answer(ErrorResponse.clientGone(requestID: ctx.requestID))
         }
-        guard readsBodyFirst(upstream, ex, ctx), let budget = services.requestSpoolBudget, let body = upstream.body
-        else {
-            request.upstreamRequest = upstream
-            return .proceed
-        }
+        guard readsBodyFirst(body, ex, ctx), let budget = services.requestSpoolBudget else { return .proceed }
         let limits = services.config.limits
         let whole = SpooledRequestBody(
             reading: body, memory: limits.requestBuffer, directory: limits.spoolDirectory, budget: budget,
             maxBytes: limits.maxBodySize)
-        var spooled = upstream
-        spooled.body = whole
-        request.upstreamRequest = spooled
+        request.spooledBody = whole
         // `whole` keeps this closure (and the request in it) until it calls it, once.
         whole.read { [services] outcome in
             switch outcome {
@@ -72,14 +67,14 @@ final class RequestBufferingStage: Stage {
         return .suspend
     }
 
-    /// Whether `request`'s body is read whole before the call: the route buffers, there is a
-    /// body still to read from the client, and it is no stream. A gRPC call streams only
-    /// HTTP/2 to HTTP/2: the content type alone, which any client may send, keeps no other
-    /// body from being buffered.
-    func readsBodyFirst(_ request: UpstreamCall.Request, _ ex: ServerExchange, _ ctx: RequestContext) -> Bool {
+    /// Whether `body` is read whole before the call: the route buffers, there is a body still
+    /// to read from the client, and it is no stream. A gRPC call streams only HTTP/2 to
+    /// HTTP/2: the content type alone, which any client may send, keeps no other body from
+    /// being buffered.
+    func readsBodyFirst(_ body: RequestBody, _ ex: ServerExchange, _ ctx: RequestContext) -> Bool {
         let limits = services.config.limits
         guard buffers, !ctx.kind.isUpgrade, services.requestSpoolBudget != nil, limits.requestSpoolTotal > 0,
-            let body = request.body, !(body is BufferedRequestBody), !(body is SpooledRequestBody)
+            !(body is BufferedRequestBody), !(body is SpooledRequestBody)
         else { return false }
         switch body.framing {
         case .none, .length(0): return false

@@ -33,6 +33,9 @@ final class RoutePlan {
     private(set) var proxyStages: [any Stage] = []
     /// The stages a decision about a request on this route passes, before its verdict.
     private(set) var decisionStages: [any Stage] = []
+    /// The same chains as the runner reads them (`RoutedRequest.resume`).
+    private(set) var proxyChain: [StageLink] = []
+    private(set) var decisionChain: [StageLink] = []
 
     init(
         route: RouteConfig, pool: UpstreamPool?, metricID: Int, upstream: UpstreamConfig?,
@@ -54,6 +57,8 @@ final class RoutePlan {
         if let services {
             proxyStages = stages(services, decision: false)
             decisionStages = stages(services, decision: true)
+            proxyChain = proxyStages.map(StageLink.init)
+            decisionChain = decisionStages.map(StageLink.init)
         }
     }
 

@@ -34,8 +34,7 @@ struct RouteStage {
                 return
             }
             RoutedRequest(
-                exchange: ex, context: ctx, plan: plan, head: head, path: path, query: query, forwarding: forwarding,
-                origin: ctx.forwarded, services: services, stages: plan.proxyStages
+                exchange: ex, context: ctx, path: path, query: query, forwarding: forwarding, services: services
             ).resume()
         }
     }

@@ -6,61 +6,93 @@ import Reactor
 final class RoutedRequest {
     let exchange: ServerExchange
     let context: RequestContext
-    let plan: RoutePlan
-    /// The request being judged: the client's own, or for a decision the original request
-    /// the ingress describes (its method, target, credentials and Host).
-    let head: HTTPRequestHead
     let path: String
     let query: String?
-    /// How the upstream request is built once the request is admitted.
+    /// How the upstream request is built once the request is admitted; its plan is the route's.
     let forwarding: RequestPipeline.Forwarding
+    let services: WorkerServices
+    /// A decision's original request and origin; nil for a proxied request, whose own are
+    /// read where they are (copying them here cost a reference count per field).
+    private let judged: JudgedRequest?
+
+    var plan: RoutePlan { forwarding.plan }
+
+    /// The request being judged: the client's own, or for a decision the original request
+    /// the ingress describes (its method, target, credentials and Host).
+    var head: HTTPRequestHead {
+        _read {
+            if let judged { yield judged.head } else { yield exchange.head }
+        }
+    }
+
     /// What is known of the client's origin: for a decision, the original request's scheme
     /// and host, as a trusted proxy's X-Forwarded-* would say them.
-    let origin: ForwardedHeaders
-    let services: WorkerServices
+    var origin: ForwardedHeaders {
+        _read {
+            if let judged { yield judged.origin } else { yield context.forwarded }
+        }
+    }
     /// Set by the authentication stage (or a CORS preflight let through): who the request
     /// is admitted as, and what goes upstream with it. Later stages may add to it.
-    var admission: Admission?
-    /// Set by `RequestBufferingStage` from the admission: the request as the upstream gets it.
-    var upstreamRequest: UpstreamCall.Request?
+    @exclusivity(unchecked) var admission: Admission?
+    /// Set by `RequestBufferingStage` when it read the body whole: what goes upstream.
+    @exclusivity(unchecked) var spooledBody: RequestBody?
 
-    private let stages: [any Stage]
+    private let stages: [StageLink]
     /// The chain's last stage when it is not the plan's (a decision's verdict).
     private let last: (any Stage)?
     /// The index of the stage that runs on `resume()` (the plan's stages, then `last`).
-    var next = 0
+    /// Unchecked exclusivity: loop-thread only, and never held across a call out.
+    @exclusivity(unchecked) var next = 0
 
+    /// A proxied request, on its route's proxy chain.
     init(
-        exchange: ServerExchange, context: RequestContext, plan: RoutePlan, head: HTTPRequestHead, path: String,
-        query: String?, forwarding: RequestPipeline.Forwarding, origin: ForwardedHeaders, services: WorkerServices,
-        stages: [any Stage], last: (any Stage)? = nil
+        exchange: ServerExchange, context: RequestContext, path: String, query: String?,
+        forwarding: consuming RequestPipeline.Forwarding, services: WorkerServices
     ) {
         self.exchange = exchange
         self.context = context
-        self.plan = plan
-        self.head = head
         self.path = path
         self.query = query
         self.forwarding = forwarding
-        self.origin = origin
+        stages = self.forwarding.plan.proxyChain
         self.services = services
-        self.stages = stages
+        judged = nil
+        last = nil
+    }
+
+    /// A decision about `head`, the original request, on its route's decision chain; `last`:
+    /// its verdict.
+    init(
+        exchange: ServerExchange, context: RequestContext, judging head: HTTPRequestHead, origin: ForwardedHeaders,
+        path: String, query: String?, forwarding: RequestPipeline.Forwarding, services: WorkerServices,
+        last: any Stage
+    ) {
+        self.exchange = exchange
+        self.context = context
+        self.path = path
+        self.query = query
+        stages = forwarding.plan.decisionChain
+        self.forwarding = forwarding
+        self.services = services
+        judged = JudgedRequest(head: head, origin: origin)
         self.last = last
     }
 
     /// Runs the stages from the next one on, until one answers or suspends.
     func resume() {
         while true {
-            let stage: any Stage
-            if next < stages.count {
-                stage = stages[next]
-            } else if next == stages.count, let last {
-                stage = last
+            let index = next
+            next += 1
+            let outcome: StageOutcome
+            if index < stages.count {
+                outcome = stages[index].stage.run(self)
+            } else if index == stages.count, let last {
+                outcome = last.run(self)
             } else {
                 preconditionFailure("a chain ends in a stage that answers or hands the request on")
             }
-            next += 1
-            switch stage.run(self) {
+            switch outcome {
             case .proceed: continue
             case .answer(let response, let close):
                 answer(response, close: close)
@@ -83,4 +115,15 @@ final class RoutedRequest {
 
     /// Whether this request is judged for an ingress (a verdict, or an ext_authz Check).
     var isDecision: Bool { context.kind.isDecision }
+}
+
+/// The request a decision judges, and its origin (`RoutedRequest.head`, `.origin`).
+private final class JudgedRequest {
+    let head: HTTPRequestHead
+    let origin: ForwardedHeaders
+
+    init(head: HTTPRequestHead, origin: ForwardedHeaders) {
+        self.head = head
+        self.origin = origin
+    }
 }

@@ -84,7 +84,7 @@ final class SessionStage: Stage {
                     detail: "the session's access token expired and was not refreshed; not sent upstream"))
             return
         }
-        var admission = Admission(identity: upstream.headers, session: true, body: nil, claims: session.claims)
+        let admission = Admission(identity: upstream.headers, session: true, body: nil, claims: session.claims)
         admission.upstreamProof = upstream.proof
         request.admission = admission
         request.resume()

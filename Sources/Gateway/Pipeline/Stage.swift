@@ -11,12 +11,20 @@ protocol Stage: AnyObject {
     func run(_ request: RoutedRequest) -> StageOutcome
 }
 
+/// A stage as a chain lists it: not counted, so that running a chain costs no reference
+/// count per stage. The plan that lists it owns the stage (`RoutePlan`), and a request in its
+/// chain holds the plan.
+struct StageLink {
+    unowned(unsafe) let stage: any Stage
+}
+
 /// What a stage decides.
 enum StageOutcome {
     /// The next stage runs now.
     case proceed
     /// The request is answered with this; no later stage runs.
-    case answer(GatewayResponse, close: Bool = false)
+    /// (Indirect: the outcome stays a word wide for the stages that go on.)
+    indirect case answer(GatewayResponse, close: Bool = false)
     /// The stage keeps the request and later calls `request.resume()` (the next stage runs)
     /// or `request.answer(_:)` — after a key fetch, the store, the AS, or the body.
     case suspend

@@ -24,7 +24,7 @@ final class TokenExchangeStage: Stage {
         // goes on with the exchanged one while it is still good.
         if admission.preflight { return .proceed }
         if let memo = admission.bearerMemo, let issued = memo.exchanged, issued.until > services.wallClock.seconds {
-            request.admission = withExchanged(issued, admission)
+            withExchanged(issued, admission)
             return .proceed
         }
         let ctx = request.context
@@ -40,7 +40,7 @@ final class TokenExchangeStage: Stage {
             switch outcome {
             case .issued(let issued):
                 admission.bearerMemo?.exchanged = issued
-                request.admission = withExchanged(issued, admission)
+                withExchanged(issued, admission)
                 request.resume()
             case .refused(let error):
                 // RFC 8693 §2.2.2: the AS will not issue a token for the upstream to this
@@ -62,16 +62,14 @@ final class TokenExchangeStage: Stage {
         return .suspend
     }
 
-    /// The admission with the exchanged token: "Bearer …", or "DPoP …" (RFC 9449 §7.1) with
+    /// Adds the exchanged token to the admission: "Bearer …", or "DPoP …" (RFC 9449 §7.1) with
     /// a proof per request, signed for the upstream's URL once the request's target is known.
-    private func withExchanged(_ issued: TokenExchanger.Issued, _ admission: Admission) -> Admission {
-        var admitted = admission
-        admitted.identity.append(("Authorization", issued.authorization))
+    private func withExchanged(_ issued: TokenExchanger.Issued, _ admission: Admission) {
+        admission.identity.append(("Authorization", issued.authorization))
         if issued.token.isDPoPBound {
-            admitted.upstreamProof = UpstreamProof(
+            admission.upstreamProof = UpstreamProof(
                 token: issued.token.token, signer: services.exchanger.proofSigner, now: services.wallClock.seconds,
                 nonces: services.upstreamNonces)
         }
-        return admitted
     }
 }

@@ -1,11 +1,14 @@
 import Reactor
 
-/// The upstream request an admitted request becomes (built by `RequestBufferingStage`).
+/// The upstream request an admitted request becomes (built by `ProxyStage`).
 extension RequestPipeline.Forwarding {
     /// The upstream request of an admitted request: the client's fields and forwarded
     /// headers, and its own body unless the admission replaced it (a form with its token
     /// removed).
-    func request(_ admission: Admission, ex: ServerExchange, ctx: RequestContext) -> UpstreamCall.Request {
+    /// `spooled`: the body as request buffering read it whole (`RequestBufferingStage`).
+    func request(_ admission: Admission, ex: ServerExchange, ctx: RequestContext, spooled: RequestBody? = nil)
+        -> UpstreamCall.Request
+    {
         var identity = admission.identity
         if !plan.certificateHeaders.isEmpty, let certificate = ex.connection.clientCertificate {
             for (header, field) in plan.certificateHeaders {
@@ -40,7 +43,7 @@ extension RequestPipeline.Forwarding {
         return request(
             headers: ex.head.fields, listsConnectionOptions: ex.head.listsConnectionOptions,
             forwarded: ctx.forwarded, identity: identity,
-            session: admission.session, preflight: admission.preflight, body: admission.body ?? ex.body,
+            session: admission.session, preflight: admission.preflight, body: spooled ?? admission.body ?? ex.body,
             trace: ctx.trace, dropTraceContext: ctx.dropClientTraceContext)
     }
 }

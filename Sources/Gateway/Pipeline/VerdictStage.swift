@@ -16,11 +16,10 @@ final class VerdictStage: Stage {
         guard case .verdict(let original) = request.context.kind else {
             preconditionFailure("a verdict ends a decision's chain")
         }
-        let admitted = request.admitted
+        let admission = request.admitted
         let head = request.head
-        let token = DecisionVerdict.forwardedToken(route: request.plan.route, admission: admitted, head: head)
-        var admission = admitted
-        admission.identity = admitted.verdictIdentity(
+        let token = DecisionVerdict.forwardedToken(route: request.plan.route, admission: admission, head: head)
+        admission.identity = admission.verdictIdentity(
             method: original.method, scheme: original.scheme, host: original.host, target: original.target)
         return .answer(
             DecisionVerdict.allowed(

@@ -39,8 +39,10 @@ final class Tunnels {
     private let login: LoginService
     private let accessLog: AccessLogWriter?
     /// The worker's services, which hold these tunnels (set once, right after both are made).
-    weak var services: WorkerServices?
-    private var config: GatewayConfig { services!.config }
+    /// Unowned, not weak: a weak reference gives the services a side table, and every
+    /// reference count of theirs on the request path would take its slow path.
+    unowned(unsafe) var services: WorkerServices! = nil
+    private var config: GatewayConfig { services.config }
 
     init(loop: EventLoop, log: Logger, login: LoginService, accessLog: AccessLogWriter?) {
         self.loop = loop
@@ -89,14 +91,14 @@ final class Tunnels {
             loop: loop, client: client, upstream: upstream, webSocket: true,
             idleTimeout: config.limits.tunnelIdleTimeout)
         let session = ctx.tunnelSession.map { (route: $0.route, cookies: Cookies(head.fields)) }
-        let entry = Entry(tunnel: tunnel, context: ctx, opened: services!.clock(), session: session)
+        let entry = Entry(tunnel: tunnel, context: ctx, opened: services.clock(), session: session)
         let key = ObjectIdentifier(tunnel)
         tunnel.onClose = { [unowned self] reason, totals in self.tunnelClosed(key, reason, totals) }
         entries[key] = entry
         if let end = ctx.tunnelSession?.endsAt ?? ctx.tunnelTokenExpiry {
             let reason: Tunnel.CloseReason = ctx.tunnelSession != nil ? .sessionEnded : .tokenExpired
             let phrase = ctx.tunnelSession != nil ? "session ended" : "access token expired"
-            let wait = max(Double(end) - services!.wallClock.now, 0)
+            let wait = max(Double(end) - services.wallClock.now, 0)
             // Unowned: the entry owns both the timer and the tunnel, and cancels the timer
             // when the tunnel closes.
             entry.deadline = LoopTimer(loop: loop, seconds: wait) { [unowned(unsafe) tunnel] in
@@ -146,10 +148,10 @@ final class Tunnels {
                 TunnelLogRecord(
                     requestID: ctx.requestID, route: ctx.route, path: ctx.path, reason: reason.rawValue,
                     bytesToUpstream: totals.toUpstream, bytesToClient: totals.toClient,
-                    durationMicros: Int(((services!.clock() - entry.opened) * 1e6).rounded()), sub: ctx.caller?.subject)
+                    durationMicros: Int(((services.clock() - entry.opened) * 1e6).rounded()), sub: ctx.caller?.subject)
             )
         }
-        services?.requestOrTunnelEnded()
+        services.requestOrTunnelEnded()
     }
 
     /// Shutdown: every tunnel gets a Close 1001 (going away) and ends.

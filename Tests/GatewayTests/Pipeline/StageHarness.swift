@@ -28,8 +28,7 @@ struct StageHarness {
         else { throw HarnessError.notRouted }
         ctx.place(path: path, route: plan.name, routeID: plan.metricID)
         request = RoutedRequest(
-            exchange: exchange, context: ctx, plan: plan, head: exchange.head, path: path, query: query,
-            forwarding: forwarding, origin: ctx.forwarded, services: services, stages: plan.proxyStages)
+            exchange: exchange, context: ctx, path: path, query: query, forwarding: forwarding, services: services)
         self.transport = transport
     }
 
