@@ -1,8 +1,8 @@
 import Yams
 
 /// The keys that keep slow clients from pinning upstream connections: a request body's
-/// total deadline and minimum rate (`limits`), and each upstream's connection cap with its
-/// bounded wait queue (`upstreams.NAME`). docs/proxy.md ("Limits") says what each
+/// total deadline and minimum rate (`limits`; each upstream's connection cap and its bounded
+/// wait queue are in `UpstreamConfig.keyTable`). docs/proxy.md ("Limits") says what each
 /// bounds and why its default is what it is.
 extension ConfigParser {
     /// `limits.body_deadline: 10m | off`, `limits.body_min_rate: 1KB/s | off`,
@@ -42,30 +42,5 @@ extension ConfigParser {
             return nil
         }
         return v
-    }
-
-    /// `upstreams.NAME.max_connections: 1024`, `max_pending: 1024`, `pending_timeout: 5s`.
-    static func upstreamCap(_ u: [String: Node], path p: String, _ up: inout UpstreamConfig, _ r: ConfigReader) {
-        if let n = u["max_connections"], let s = r.string(n, path: "\(p).max_connections") {
-            if let v = Int(s), v >= 1, v <= 1_000_000 {
-                up.maxConnections = v
-            } else {
-                r.problem("\(p).max_connections", n, "must be a number from 1 to 1000000")
-            }
-        }
-        if let n = u["max_pending"], let s = r.string(n, path: "\(p).max_pending") {
-            if let v = Int(s), v >= 0, v <= 1_000_000 {
-                up.maxPending = v
-            } else {
-                r.problem("\(p).max_pending", n, "must be a number from 0 (no queue: 503 at the cap) to 1000000")
-            }
-        }
-        if let n = u["pending_timeout"], let v = r.duration(n, path: "\(p).pending_timeout") {
-            if v < 0.001 || v > 300 {
-                r.problem("\(p).pending_timeout", n, "must be from 1ms to 300s (e.g. 5s)")
-            } else {
-                up.pendingTimeout = v
-            }
-        }
     }
 }

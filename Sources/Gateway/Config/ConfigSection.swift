@@ -94,13 +94,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
                 "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo", "profile", "tls"
             ]
         case .clientTLS: ["cert_file", "key_file"]
-        case .upstream:
-            [
-                "url", "protocol", "connect_timeout", "timeout", "host_header", "max_idle_connections", "tls",
-                "max_connections",
-                "max_pending", "pending_timeout"
-            ]
-        case .upstreamTLS: ["ca_file", "server_name", "cert_file", "key_file", "insecure_skip_verify"]
+        case .upstream: UpstreamConfig.keyTable.names
+        case .upstreamTLS: UpstreamTLSConfig.keyTable.names
         case .route: RouteConfig.keyTable.names + StageCatalog.gateway.routeKeys.names
         case .routeMatch: ["host", "path", "path_prefix", "methods"]
         case .routeDPoP: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]
@@ -125,6 +120,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .top: GatewayConfig.keyTable.docs
         case .tokenCache: GatewayConfig.tokenCacheKeyTable.docs
         case .limits: Limits.keyTable.docs
+        case .upstream: UpstreamConfig.keyTable.docs
+        case .upstreamTLS: UpstreamTLSConfig.keyTable.docs
         case .route: RouteConfig.keyTable.docs + StageCatalog.gateway.routeKeys.docs
         default: nil
         }

@@ -195,7 +195,7 @@ struct UpstreamConfig: Sendable {
     var hostHeader = HostHeader.upstream
     var maxIdleConnections = 64
     /// Open connections per process (shared out among workers), requests that may wait at
-    /// that cap, and how long each may wait before a 503 (ConfigParser+Pacing.swift).
+    /// that cap, and how long each may wait before a 503 (UpstreamConfig+Keys.swift).
     var maxConnections = 1024
     var maxPending = 1024
     var pendingTimeout = 5.0

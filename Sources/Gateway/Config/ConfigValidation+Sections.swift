@@ -1,0 +1,59 @@
+import Yams
+
+/// The checks between the keys of one section (an upstream, its `tls:`, …), made once the
+/// section's table has read its keys.
+extension ConfigValidation {
+    /// What an upstream's checks look at.
+    struct UpstreamInput {
+        var map: [String: Node]
+        /// `upstreams.NAME`.
+        var path: String
+        var upstream: UpstreamConfig
+        var https: Bool
+        var `protocol`: ConfigParser.UpstreamProtocol?
+    }
+
+    /// `protocol` and `tls` against the URL's scheme.
+    static func upstream(_ x: UpstreamInput, _ r: ConfigReader) {
+        let p = x.path
+        switch x.protocol {
+        case .h2c where x.https:
+            r.problem(
+                "\(p).protocol", x.map["protocol"], "h2c is HTTP/2 without TLS; with an https:// url say protocol: h2")
+        case .h2 where !x.https:
+            r.problem(
+                "\(p).protocol", x.map["protocol"],
+                "h2 is HTTP/2 over TLS and needs an https:// url; say h2c for plain HTTP/2")
+        default: break
+        }
+        if !x.https, let t = x.map["tls"] {
+            let up = x.upstream
+            r.problem(
+                "\(p).tls", t,
+                "applies only to an https:// url; make the url https://\(up.host):\(up.port)\(up.basePath) or remove tls"
+            )
+        }
+    }
+
+    /// `upstreams.NAME.tls`: a client certificate needs its key, and a CA is no use without
+    /// verification. False when the settings cannot make a TLS context.
+    static func upstreamTLS(
+        _ m: [String: Node], node: Node, path p: String, _ tls: UpstreamTLSConfig, _ r: ConfigReader
+    ) -> Bool {
+        var fits = true
+        if (m["cert_file"] == nil) != (m["key_file"] == nil) {
+            let missing = m["cert_file"] == nil ? "cert_file" : "key_file"
+            r.problem(
+                p, node, "a client certificate needs both cert_file and key_file; add \(missing) or remove the other")
+            fits = false
+        }
+        if tls.insecureSkipVerify && m["ca_file"] != nil {
+            r.problem(
+                "\(p).insecure_skip_verify", m["insecure_skip_verify"],
+                "turns certificate verification off, so ca_file would never be used; remove insecure_skip_verify (ca_file is the safe way to trust a private CA)"
+            )
+            fits = false
+        }
+        return fits
+    }
+}
