@@ -5,9 +5,12 @@ import Yams
 
 /// `store:`, `public_url:`, `dpop:` and a route's `dpop:` (RFC 9449).
 extension ConfigParser {
+    /// The Redis key prefix when `store.prefix` is left out.
+    static let storePrefix = "tokengate:"
+
     static func store(_ node: Node, _ r: ConfigReader) -> StoreConfig {
         var url: String?
-        var prefix = "tokengate:"
+        var prefix = storePrefix
         if case .scalar = node {
             url = r.string(node, path: "store")
         } else if let m = r.mapping(node, path: "store", section: .store) {
@@ -60,13 +63,6 @@ extension ConfigParser {
     static func dpopSettings(_ node: Node, _ r: ConfigReader) -> DPoPSettings {
         var d = DPoPSettings()
         guard let m = r.mapping(node, path: "dpop", section: .dpop) else { return d }
-        if let n = m["on_store_failure"], let s = r.string(n, path: "dpop.on_store_failure") {
-            switch s {
-            case "fail_closed": d.failOpenOnStoreFailure = false
-            case "fail_open": d.failOpenOnStoreFailure = true
-            default: r.problem("dpop.on_store_failure", n, "must be fail_closed or fail_open")
-            }
-        }
         var keys: [(String, Node)] = []
         if m["nonce_keys"] != nil && m["nonce_keys_file"] != nil {
             r.problem("dpop.nonce_keys", m["nonce_keys"], "give either nonce_keys or nonce_keys_file, not both")
@@ -83,14 +79,9 @@ extension ConfigParser {
                 d.nonceKeys.append(Array(key.utf8))
             }
         }
-        if let n = m["nonce_lifetime"], let v = r.duration(n, path: "dpop.nonce_lifetime") {
-            if v < 10 || v > 3600 {
-                r.problem("dpop.nonce_lifetime", n, "must be from 10s to 1h")
-            } else {
-                d.nonceLifetime = v
-            }
-        }
-        if let n = m["key_file"], let file = r.string(n, path: "dpop.key_file") {
+        DPoPSettings.keyTable.read(m, into: &d, path: "dpop", r)
+        let keyFile = m["key_file"].flatMap { r.string($0, path: "dpop.key_file") }
+        if let n = m["key_file"], let file = keyFile {
             let (key, alg) = clientKey(file: file, node: n, algNode: m["alg"], path: "dpop", r)
             if let key, let alg {
                 if let signer = try? DPoPProofSigner(key: key, alg: alg) {
@@ -99,76 +90,15 @@ extension ConfigParser {
                     r.problem("dpop.key_file", n, "cannot sign DPoP proofs with \(alg.rawValue) (RFC 9449 §4.2)")
                 }
             }
-        } else if let n = m["alg"] {
-            r.problem("dpop.alg", n, "needs key_file (the algorithm of the gateway's DPoP key)")
         }
-        if let n = m["replay_cache_entries"], let s = r.string(n, path: "dpop.replay_cache_entries") {
-            if let v = Int(s), v >= 1000, v <= 100_000_000 {
-                d.replayCacheEntries = v
-            } else {
-                r.problem("dpop.replay_cache_entries", n, "must be a number from 1000 to 100000000")
-            }
-        }
+        ConfigValidation.dpop(m, keyFileRead: keyFile != nil, r)
         return d
     }
 
     static func dpopRoute(_ node: Node, path p: String, _ r: ConfigReader) -> DPoPRouteConfig {
         var d = DPoPRouteConfig()
         guard let m = r.mapping(node, path: p, section: .routeDPoP) else { return d }
-        if let n = m["algorithms"], let seq = r.sequence(n, path: "\(p).algorithms") {
-            var algs = Set<JWSAlgorithm>()
-            for (j, a) in seq.enumerated() {
-                guard let s = r.string(a, path: "\(p).algorithms[\(j)]") else { continue }
-                guard let alg = JWSAlgorithm(rawValue: s) else {
-                    r.problem(
-                        "\(p).algorithms[\(j)]", a,
-                        "\"\(s)\" is not one of \(JWSAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))")
-                    continue
-                }
-                // RFC 9449 §4.3 check 5: a proof is signed with an asymmetric key.
-                if alg.isSymmetric {
-                    r.problem(
-                        "\(p).algorithms[\(j)]", a, "DPoP proofs are signed with asymmetric keys; \(s) is not allowed")
-                } else {
-                    algs.insert(alg)
-                }
-            }
-            if !algs.isEmpty { d.algorithms = algs }
-        }
-        if let n = m["iat_window"], let v = r.duration(n, path: "\(p).iat_window") {
-            if v < 1 || v > 86_400 {
-                r.problem("\(p).iat_window", n, "must be from 1s to 24h")
-            } else {
-                d.iatWindow = v
-            }
-        }
-        if let n = m["leeway"], let v = r.duration(n, path: "\(p).leeway") {
-            if v > 300 {
-                r.problem("\(p).leeway", n, "more than 5m of clock skew is not accepted")
-            } else {
-                d.leeway = v
-            }
-        }
-        if let n = m["nonce"], let s = r.string(n, path: "\(p).nonce") {
-            switch s {
-            case "required": d.nonceRequired = true
-            case "off": d.nonceRequired = false
-            default: r.problem("\(p).nonce", n, "must be required or off")
-            }
-        }
-        if let n = m["forward_proof"], let b = r.bool(n, path: "\(p).forward_proof") { d.forwardProof = b }
-        if let n = m["jkt_header"], let s = r.string(n, path: "\(p).jkt_header") {
-            if s == "off" {
-                d.jktHeader = nil
-            } else if s.isEmpty || !s.utf8.allSatisfy(HeaderRules.isTokenChar)
-                || !HeaderRules.forwardsRequestHeader(s, listed: [], reservedPrefix: nil)
-                || ["authorization", "cookie", "dpop"].contains(s.lowercased())
-            {
-                r.problem("\(p).jkt_header", n, "must be a header name the gateway may set (or off)")
-            } else {
-                d.jktHeader = s
-            }
-        }
+        DPoPRouteConfig.keyTable.read(m, into: &d, path: p, r)
         return d
     }
 }

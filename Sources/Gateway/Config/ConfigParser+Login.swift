@@ -5,6 +5,7 @@ import Yams
 
 /// `session:`, `login:`, a client's login settings, and the checks of `login` routes.
 extension ConfigParser {
+    /// `session:`: the keys (`keys` or `keys_file`) here, the others by `SessionConfig.keyTable`.
     static func session(_ node: Node, _ r: ConfigReader) -> SessionConfig {
         var s = SessionConfig()
         guard let m = r.mapping(node, path: "session", section: .session) else { return s }
@@ -26,75 +27,16 @@ extension ConfigParser {
             }
             s.keys.append(key)
         }
-        if let n = m["cookie_name"], let v = r.string(n, path: "session.cookie_name") {
-            if v.isEmpty || v.utf8.count > 64 || !v.utf8.allSatisfy(HeaderRules.isTokenChar) {
-                r.problem("session.cookie_name", n, "must be a cookie name (letters, digits, - and _)")
-            } else {
-                s.cookieName = v
-            }
-        }
-        if let n = m["secure_cookie"], let b = r.bool(n, path: "session.secure_cookie") { s.secureCookie = b }
-        if let n = m["idle_timeout"], let v = r.duration(n, path: "session.idle_timeout") { s.idleTimeout = max(v, 5) }
-        if let n = m["absolute_timeout"], let v = r.duration(n, path: "session.absolute_timeout") {
-            s.absoluteTimeout = max(v, 5)
-        }
-        if let n = m["refresh_margin"], let v = r.duration(n, path: "session.refresh_margin") { s.refreshMargin = v }
-        if let n = m["login_timeout"], let v = r.duration(n, path: "session.login_timeout") {
-            s.loginTimeout = min(max(v, 30), 3600)
-        }
-        if let n = m["cache_ttl"], let v = r.duration(n, path: "session.cache_ttl") { s.cacheTTL = min(v, 60) }
-        if let n = m["max_pending_logins"], let v = r.string(n, path: "session.max_pending_logins") {
-            if let k = Int(v), k >= 1, k <= 20 {
-                s.maxPendingLogins = k
-            } else {
-                r.problem("session.max_pending_logins", n, "must be from 1 to 20")
-            }
-        }
-        if let n = m["pending_logins"], let v = r.string(n, path: "session.pending_logins") {
-            switch v {
-            case "store": s.pendingLoginsInCookie = false
-            case "cookie": s.pendingLoginsInCookie = true
-            default: r.problem("session.pending_logins", n, "must be store or cookie")
-            }
-        }
-        sessionCookieOptions(m, &s, r)
+        SessionConfig.keyTable.read(m, into: &s, path: "session", r)
+        ConfigValidation.session(s, m, r)
         return s
     }
 
+    /// `login:`, read by `LoginConfig.keyTable`.
     static func login(_ node: Node, _ r: ConfigReader) -> LoginConfig {
         var l = LoginConfig()
         guard let m = r.mapping(node, path: "login", section: .login) else { return l }
-        func path(_ key: String, _ set: (String) -> Void) {
-            guard let n = m[key], let v = r.string(n, path: "login.\(key)") else { return }
-            if case .success(let norm) = PathNormalizer.normalize(target: v), norm.path == v, norm.query == nil {
-                set(v)
-            } else {
-                r.problem("login.\(key)", n, "must be a normalized path starting with /")
-            }
-        }
-        path("start_path") { l.startPath = $0 }
-        path("callback_path") { l.callbackPath = $0 }
-        path("logout_path") { l.logoutPath = $0 }
-        path("backchannel_logout_path") { l.backchannelLogoutPath = $0 }
-        path("request_object_path") { l.requestObjectPath = $0.hasSuffix("/") ? $0 : $0 + "/" }
-        path("jwks_path") { l.jwksPath = $0 }
-        if let n = m["allowed_redirect_hosts"], let seq = r.sequence(n, path: "login.allowed_redirect_hosts") {
-            l.allowedRedirectHosts = seq.enumerated().compactMap { j, h in
-                guard let s = r.string(h, path: "login.allowed_redirect_hosts[\(j)]") else { return nil }
-                guard HostPattern(s) != nil else {
-                    r.problem("login.allowed_redirect_hosts[\(j)]", h, "must be a host name or *.suffix")
-                    return nil
-                }
-                return s
-            }
-        }
-        if let n = m["after_logout"], let v = r.string(n, path: "login.after_logout") {
-            if v.hasPrefix("/") && !v.hasPrefix("//") || v.hasPrefix("https://") {
-                l.afterLogout = v
-            } else {
-                r.problem("login.after_logout", n, "must be a path or an https URL")
-            }
-        }
+        LoginConfig.keyTable.read(m, into: &l, path: "login", r)
         return l
     }
 

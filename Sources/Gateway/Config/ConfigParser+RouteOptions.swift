@@ -138,38 +138,6 @@ extension ConfigParser {
         return out
     }
 
-    /// `session.cookie_domain`, `session.same_site`.
-    static func sessionCookieOptions(_ m: [String: Node], _ s: inout SessionConfig, _ r: ConfigReader) {
-        if let n = m["cookie_domain"], let v = r.string(n, path: "session.cookie_domain") {
-            if v.hasPrefix(".") {
-                r.problem(
-                    "session.cookie_domain", n,
-                    "write the domain without the leading dot (\(v.dropFirst())); it covers its subdomains anyway")
-            } else if let host = HostNormalizer.normalize(v), host == v.lowercased(), host.contains("."),
-                !host.contains(":"),
-                !host.split(separator: ".").allSatisfy({ $0.allSatisfy(\.isNumber) })
-            {
-                s.cookieDomain = host
-            } else {
-                r.problem(
-                    "session.cookie_domain", n,
-                    "must be a domain name with a dot, such as example.com (not an IP address, no port)")
-            }
-        }
-        if let n = m["same_site"], let v = r.string(n, path: "session.same_site") {
-            if let ss = SameSite(rawValue: v.lowercased()) {
-                s.sameSite = ss
-            } else {
-                r.problem("session.same_site", n, "must be lax (the default), strict or none")
-            }
-        }
-        if s.sameSite == .none && !s.secureCookie {
-            r.problem(
-                "session.same_site", m["same_site"],
-                "same_site: none needs secure_cookie: true (browsers drop SameSite=None cookies that are not Secure)")
-        }
-    }
-
     /// A browser refuses a Set-Cookie whose Domain does not cover the host it came from
     /// (RFC 6265 §5.3 step 6): every public_url must be under `session.cookie_domain`.
     static func checkCookieDomain(_ cfg: GatewayConfig, node: Node?, _ r: ConfigReader) {

@@ -54,26 +54,13 @@ enum ConfigSection: String, CaseIterable, Sendable {
             ]
         case .listenTLSCertificate: ["cert_file", "key_file"]
         case .limits: Limits.keyTable.names
-        case .accessLog: ["path", "buffer", "flush"]
-        case .tracing: ["otlp_endpoint", "service_name", "sample_ratio", "headers", "incoming", "timeout", "ca_file"]
+        case .accessLog: AccessLogOutput.keyTable.names
+        case .tracing: TracingConfig.keyTable.names
         case .tokenCache: GatewayConfig.tokenCacheKeyTable.names
-        case .store: ["url", "prefix"]
-        case .dpop:
-            [
-                "nonce_keys", "nonce_keys_file", "nonce_lifetime", "replay_cache_entries", "on_store_failure",
-                "key_file", "alg"
-            ]
-        case .session:
-            [
-                "keys", "keys_file", "cookie_name", "secure_cookie", "idle_timeout", "absolute_timeout",
-                "refresh_margin", "login_timeout", "max_pending_logins", "cache_ttl", "pending_logins",
-                "cookie_domain", "same_site"
-            ]
-        case .login:
-            [
-                "start_path", "callback_path", "logout_path", "request_object_path", "jwks_path",
-                "allowed_redirect_hosts", "after_logout", "backchannel_logout_path"
-            ]
+        case .store: StoreConfig.keyTable.names
+        case .dpop: DPoPSettings.keyTable.names
+        case .session: SessionConfig.keyTable.names
+        case .login: LoginConfig.keyTable.names
         case .decision:
             [
                 "enabled", "path", "forward_auth_path", "ext_authz_prefix", "allow_status", "login_response",
@@ -98,7 +85,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .upstreamTLS: UpstreamTLSConfig.keyTable.names
         case .route: RouteConfig.keyTable.names + StageCatalog.gateway.routeKeys.names
         case .routeMatch: ["host", "path", "path_prefix", "methods"]
-        case .routeDPoP: ["algorithms", "iat_window", "leeway", "nonce", "forward_proof", "jkt_header"]
+        case .routeDPoP: DPoPRouteConfig.keyTable.names
         case .requirement: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"]
         case .claimRule: ["equals", "one_of", "contains"]
         case .identityAssertion: ["header", "lifetime", "audience"]
@@ -120,6 +107,13 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .top: GatewayConfig.keyTable.docs
         case .tokenCache: GatewayConfig.tokenCacheKeyTable.docs
         case .limits: Limits.keyTable.docs
+        case .session: SessionConfig.keyTable.docs
+        case .login: LoginConfig.keyTable.docs
+        case .accessLog: AccessLogOutput.keyTable.docs
+        case .tracing: TracingConfig.keyTable.docs
+        case .store: StoreConfig.keyTable.docs
+        case .dpop: DPoPSettings.keyTable.docs
+        case .routeDPoP: DPoPRouteConfig.keyTable.docs
         case .upstream: UpstreamConfig.keyTable.docs
         case .upstreamTLS: UpstreamTLSConfig.keyTable.docs
         case .route: RouteConfig.keyTable.docs + StageCatalog.gateway.routeKeys.docs

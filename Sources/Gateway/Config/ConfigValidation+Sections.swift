@@ -56,4 +56,21 @@ extension ConfigValidation {
         }
         return fits
     }
+
+    /// `session.same_site: none` needs `secure_cookie: true`.
+    static func session(_ s: SessionConfig, _ m: [String: Node], _ r: ConfigReader) {
+        if s.sameSite == .none && !s.secureCookie {
+            r.problem(
+                "session.same_site", m["same_site"],
+                "same_site: none needs secure_cookie: true (browsers drop SameSite=None cookies that are not Secure)")
+        }
+    }
+
+    /// `dpop.alg` says the algorithm of `dpop.key_file` (`keyFileRead`: it was given and read
+    /// as a single value).
+    static func dpop(_ m: [String: Node], keyFileRead: Bool, _ r: ConfigReader) {
+        if !keyFileRead, let n = m["alg"] {
+            r.problem("dpop.alg", n, "needs key_file (the algorithm of the gateway's DPoP key)")
+        }
+    }
 }

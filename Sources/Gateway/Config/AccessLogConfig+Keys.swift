@@ -1,0 +1,86 @@
+import Yams
+
+extension AccessLogOutput {
+    /// The keys of `access_log:` as a mapping, each said once: its reference row and its
+    /// reader, read here in this order (`buffer` after `path`, whose file changes the default
+    /// buffer).
+    static let keyTable = ConfigKeyTable<AccessLogOutput, ConfigReader>([
+        .init("path", type: "path", default: "none (standard output)") { out, n, p, r in
+            guard let path = r.string(n, path: p) else { return }
+            if path.isEmpty || path.utf8.contains(0) {
+                r.problem(p, n, "must be a file path (leave it out for standard output)")
+            } else {
+                // Relative to the config file, like every other path in it.
+                out.destination = .file(path: path.hasPrefix("/") ? path : "\(r.baseDirectory)/\(path)")
+                out.bufferSize = 64 << 10
+            }
+        },
+        .init(
+            "buffer", type: "size", default: "`64KB` for a file, `0` (each line at once) for standard output",
+            checkedBy: { cell in
+                // The first value is a file's; standard output's is AccessLogOutput()'s own.
+                ConfigDefault.size(64 << 10)(cell) && cell.contains("`0`") && AccessLogOutput().bufferSize == 0
+            }
+        ) { out, n, p, r in
+            guard let v = r.size(n, path: p) else { return }
+            if v > AccessLogOutput.maxBufferSize {
+                r.problem(p, n, "must be at most 16MB (0: each line at once)")
+            } else {
+                out.bufferSize = v
+            }
+        },
+        .init(
+            "flush", type: "duration", default: "`1s`",
+            checkedBy: ConfigDefault.duration(AccessLogOutput().flushInterval)
+        ) { out, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v < 0.001 || v > 3600 { r.problem(p, n, "must be from 1ms to 1h") } else { out.flushInterval = v }
+        }
+    ])
+}
+
+extension StoreConfig {
+    /// The keys of `store:` as a mapping, read together by ConfigParser.store (the URL says
+    /// whether the prefix is used).
+    static let keyTable = ConfigKeyTable<StoreConfig, ConfigReader>([
+        .init(
+            "url", type: "`memory` or a Redis URL", default: "none: required in the mapping", by: "ConfigParser.store"),
+        .init(
+            "prefix", type: "string", default: "`tokengate:`", checkedBy: ConfigDefault.text(ConfigParser.storePrefix),
+            by: "ConfigParser.store")
+    ])
+}
+
+extension TracingConfig {
+    /// The keys of `tracing:`, read by ConfigParser.tracing: each key falls back to its
+    /// OpenTelemetry environment variable, so none is read on its own.
+    static let keyTable = ConfigKeyTable<TracingConfig, ConfigReader>([
+        .init(
+            "otlp_endpoint", type: "http(s) URL",
+            default:
+                "`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`; required",
+            by: "ConfigParser.tracing"),
+        .init(
+            "service_name", type: "string", default: "`OTEL_SERVICE_NAME`, else `tokengate`", by: "ConfigParser.tracing"
+        ),
+        .init(
+            "sample_ratio", type: "number from 0 to 1",
+            default: "`1` (or from `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`)",
+            checkedBy: { cell in ConfigDefault.firstValue(cell).flatMap(Double.init) == defaults.sampleRatio },
+            by: "ConfigParser.tracing"),
+        .init(
+            "headers", type: "mapping of header name to value", default: "`OTEL_EXPORTER_OTLP_HEADERS`",
+            by: "ConfigParser.tracing"),
+        .init(
+            "incoming", type: "`join` or `restart`", default: "`restart`",
+            checkedBy: ConfigDefault.text(defaults.incoming.rawValue), by: "ConfigParser.tracing"),
+        .init(
+            "timeout", type: "duration", default: "`10s` (`OTEL_EXPORTER_OTLP_TIMEOUT`, in ms)",
+            checkedBy: ConfigDefault.duration(defaults.timeout), by: "ConfigParser.tracing"),
+        .init(
+            "ca_file", type: "path", default: "the system's CA bundle (`OTEL_EXPORTER_OTLP_CERTIFICATE`)",
+            by: "ConfigParser.tracing")
+    ])
+
+    private static var defaults: TracingConfig { TracingConfig(endpoint: "") }
+}
