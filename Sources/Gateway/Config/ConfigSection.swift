@@ -61,11 +61,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .dpop: DPoPSettings.keyTable.names
         case .session: SessionConfig.keyTable.names
         case .login: LoginConfig.keyTable.names
-        case .decision:
-            [
-                "enabled", "path", "forward_auth_path", "ext_authz_prefix", "allow_status", "login_response",
-                "secret", "secret_file", "ext_authz_grpc"
-            ]
+        case .decision: DecisionConfig.keyTable.names
         case .issuer:
             [
                 "issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
@@ -109,6 +105,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .limits: Limits.keyTable.docs
         case .session: SessionConfig.keyTable.docs
         case .login: LoginConfig.keyTable.docs
+        case .decision: DecisionConfig.keyTable.docs
         case .accessLog: AccessLogOutput.keyTable.docs
         case .tracing: TracingConfig.keyTable.docs
         case .store: StoreConfig.keyTable.docs

@@ -73,4 +73,28 @@ extension ConfigValidation {
             r.problem("dpop.alg", n, "needs key_file (the algorithm of the gateway's DPoP key)")
         }
     }
+
+    /// The decision endpoints against each other: apart, and not all off.
+    static func decision(_ d: DecisionConfig, _ m: [String: Node], node: Node, _ r: ConfigReader) {
+        if let prefix = d.extAuthzPrefix {
+            for (key, p) in [("path", d.path), ("forward_auth_path", d.forwardAuthPath)] {
+                if let p, p == prefix || p.hasPrefix(prefix + "/") {
+                    r.problem(
+                        "decision.\(key)", m[key] ?? node,
+                        "lies under decision.ext_authz_prefix \(prefix); pick another path or prefix")
+                }
+            }
+        }
+        if let a = d.path, a == d.forwardAuthPath {
+            r.problem(
+                "decision.forward_auth_path", m["forward_auth_path"] ?? node,
+                "is decision.path too: each ingress style needs its own endpoint (nginx: path; Traefik, Caddy: forward_auth_path)"
+            )
+        }
+        if d.path == nil && d.forwardAuthPath == nil && d.extAuthzPrefix == nil && !d.extAuthzGRPC {
+            r.problem(
+                "decision", node,
+                "every endpoint is off: set path, forward_auth_path, ext_authz_prefix or ext_authz_grpc")
+        }
+    }
 }
