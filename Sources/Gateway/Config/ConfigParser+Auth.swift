@@ -2,7 +2,7 @@ import JOSE
 import OAuth
 import Yams
 
-/// `issuers:` and the authentication keys of a route (`issuers`, `require`, `headers`,
+/// `issuers:` (`IssuerConfig.keyTable`) and the authentication keys of a route (`issuers`, `require`, `headers`,
 /// `forward_token`, `token_in_query`).
 extension ConfigParser {
     static func issuers(_ node: Node?, clientsNode: Node?, _ r: ConfigReader) -> (
@@ -51,64 +51,19 @@ extension ConfigParser {
             case (false, nil, let f?):
                 let full = f.hasPrefix("/") ? f : "\(r.baseDirectory)/\(f)"
                 keys = .jwksFile(full)
-            default:
-                r.problem(p, value, "give exactly one of discovery: true, jwks_uri or jwks_file")
+            default: keys = nil
             }
+            ConfigValidation.issuerKeySource(
+                discovery: discovery, jwksURI: uri != nil, jwksFile: file != nil, path: p, node: value, r)
             guard let keys else { continue }
             var cfg = IssuerConfig(name: name, issuer: iss, keys: keys)
-            if let n = i["algorithms"], let seq = r.sequence(n, path: "\(p).algorithms") {
-                var algs = Set<JWSAlgorithm>()
-                for (j, a) in seq.enumerated() {
-                    guard let s = r.string(a, path: "\(p).algorithms[\(j)]") else { continue }
-                    if let alg = JWSAlgorithm(rawValue: s) {
-                        algs.insert(alg)
-                    } else {
-                        r.problem(
-                            "\(p).algorithms[\(j)]", a,
-                            "\"\(s)\" is not one of \(JWSAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))")
-                    }
-                }
-                if algs.contains(where: \.isSymmetric) {
-                    r.problem(
-                        "\(p).algorithms", n,
-                        "HS* algorithms need a shared secret, which an issuer's published keys never are; use RS*/PS*/ES*/EdDSA"
-                    )
-                }
-                if !algs.isEmpty { cfg.algorithms = algs }
-            }
-            if let n = i["audiences"], let seq = r.sequence(n, path: "\(p).audiences") {
-                cfg.audiences = seq.enumerated().compactMap { r.string($1, path: "\(p).audiences[\($0)]") }
-            }
+            IssuerConfig.keyTable.read(i, into: &cfg, path: p, r)
             if cfg.audiences.isEmpty {
                 r.problem(
                     "\(p).audiences", value,
                     "is required: the audience(s) this gateway's APIs go by (RFC 9068 §4: tokens for another audience must be refused)"
                 )
             }
-            if let n = i["leeway"], let v = r.duration(n, path: "\(p).leeway") {
-                if v > 300 {
-                    r.problem("\(p).leeway", n, "more than 5m of clock skew is not accepted")
-                } else {
-                    cfg.leeway = v
-                }
-            }
-            if let n = i["unknown_kid_wait"], let v = r.duration(n, path: "\(p).unknown_kid_wait") {
-                // Past the JWKS fetch's own 10 s timeout a longer wait would change nothing.
-                if v > 10 {
-                    r.problem("\(p).unknown_kid_wait", n, "at most 10s (the key fetch's own timeout)")
-                } else {
-                    cfg.unknownKidWait = v
-                }
-            }
-            if let n = i["access_token_type"] { cfg.accessTokenType = r.string(n, path: "\(p).access_token_type") }
-            if let n = i["scope_claim"], let s = r.string(n, path: "\(p).scope_claim") {
-                if let c = ScopeClaim(rawValue: s) {
-                    cfg.scopeClaim = c
-                } else {
-                    r.problem("\(p).scope_claim", n, "must be scope (RFC 9068 §2.2.3, the default) or scp")
-                }
-            }
-            if let n = i["ca_file"] { cfg.caFile = r.string(n, path: "\(p).ca_file") }
             cfg.profile = securityProfile(i, path: p, r)
             if cfg.profile == .fapi2 { fapi2Issuer(&cfg, i, path: p, r) }
             out[name] = cfg

@@ -146,17 +146,13 @@ extension ConfigParser {
             return nil
         }
         let endpoint = m["endpoint"].flatMap { r.string($0, path: "\(p).endpoint") }
-        if endpoint == nil && !discovery {
-            r.problem(p, node, "needs endpoint: URL (or discovery: true on the issuer)")
-            return nil
-        }
+        guard ConfigValidation.introspectionEndpoint(endpoint != nil, discovery: discovery, path: p, node: node, r)
+        else { return nil }
         if let endpoint, ConfigValues.url(endpoint) == nil {
             r.problem("\(p).endpoint", m["endpoint"], "\"\(endpoint)\" is not an http(s) URL")
         }
         var cfg = IntrospectionConfig(client: client, endpoint: endpoint)
-        if let n = m["cache_ttl"], let v = r.duration(n, path: "\(p).cache_ttl") { cfg.cacheTTL = v }
-        if let n = m["negative_ttl"], let v = r.duration(n, path: "\(p).negative_ttl") { cfg.negativeTTL = v }
-        if let n = m["signed"], let b = r.bool(n, path: "\(p).signed") { cfg.signed = b }
+        IntrospectionConfig.keyTable.read(m, into: &cfg, path: p, r)
         return cfg
     }
 }

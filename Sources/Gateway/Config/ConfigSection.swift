@@ -62,12 +62,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .session: SessionConfig.keyTable.names
         case .login: LoginConfig.keyTable.names
         case .decision: DecisionConfig.keyTable.names
-        case .issuer:
-            [
-                "issuer", "discovery", "jwks_uri", "jwks_file", "algorithms", "audiences", "leeway",
-                "unknown_kid_wait", "access_token_type", "scope_claim", "ca_file", "introspection", "profile"
-            ]
-        case .introspection: ["client", "endpoint", "cache_ttl", "negative_ttl", "signed"]
+        case .issuer: IssuerConfig.keyTable.names
+        case .introspection: IntrospectionConfig.keyTable.names
         case .client:
             [
                 "issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg", "request_mode",
@@ -105,6 +101,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .limits: Limits.keyTable.docs
         case .session: SessionConfig.keyTable.docs
         case .login: LoginConfig.keyTable.docs
+        case .issuer: IssuerConfig.keyTable.docs
+        case .introspection: IntrospectionConfig.keyTable.docs
         case .decision: DecisionConfig.keyTable.docs
         case .accessLog: AccessLogOutput.keyTable.docs
         case .tracing: TracingConfig.keyTable.docs

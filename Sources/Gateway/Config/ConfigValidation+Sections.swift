@@ -97,4 +97,23 @@ extension ConfigValidation {
                 "every endpoint is off: set path, forward_auth_path, ext_authz_prefix or ext_authz_grpc")
         }
     }
+
+    /// An issuer's keys come from exactly one place.
+    static func issuerKeySource(
+        discovery: Bool, jwksURI: Bool, jwksFile: Bool, path p: String, node: Node, _ r: ConfigReader
+    ) {
+        if [discovery, jwksURI, jwksFile].filter({ $0 }).count != 1 {
+            r.problem(p, node, "give exactly one of discovery: true, jwks_uri or jwks_file")
+        }
+    }
+
+    /// Introspection needs an endpoint: its own, or the issuer's metadata's. False when it has
+    /// none.
+    static func introspectionEndpoint(
+        _ endpoint: Bool, discovery: Bool, path p: String, node: Node, _ r: ConfigReader
+    ) -> Bool {
+        if endpoint || discovery { return true }
+        r.problem(p, node, "needs endpoint: URL (or discovery: true on the issuer)")
+        return false
+    }
 }

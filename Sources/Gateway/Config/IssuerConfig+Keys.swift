@@ -1,0 +1,124 @@
+import JOSE
+import OAuth
+import Yams
+
+extension IssuerConfig {
+    /// The keys of `issuers.NAME`, each said once: its reference row (type and default,
+    /// checked against the model's defaults by ConfigReferenceTests) and its reader. The
+    /// issuer URL and its key source (one of `discovery`, `jwks_uri`, `jwks_file`) are read
+    /// by ConfigParser.issuers, which builds the issuer from them; `introspection` after the
+    /// clients it names, `profile` by ConfigParser.securityProfile; the others here, in this
+    /// order.
+    static let keyTable = ConfigKeyTable<IssuerConfig, ConfigReader>([
+        .init(
+            "issuer", type: "http(s) URL: the exact `iss` of its tokens", default: "none: required",
+            by: "ConfigParser.issuers"),
+        .init("discovery", type: "bool", default: "`false`", by: "ConfigParser.issuers"),
+        .init("jwks_uri", type: "http(s) URL", default: "none", by: "ConfigParser.issuers"),
+        .init("jwks_file", type: "path of a JWK Set", default: "none", by: "ConfigParser.issuers"),
+        .init(
+            "algorithms",
+            type: "list of `RS256`, `RS384`, `RS512`, `PS256`, `PS384`, `PS512`, `ES256`, `ES384`, `ES512`, `EdDSA`",
+            default: "`[RS256, PS256, ES256, EdDSA]`",
+            checkedBy: { cell in
+                let names = ConfigDefault.firstValue(cell)?.dropFirst().dropLast().split(separator: ",")
+                let algs = names?.map { JWSAlgorithm(rawValue: $0.trimmingCharacters(in: .whitespaces)) }
+                return algs.map { !$0.contains(nil) && Set($0.compactMap { $0 }) == defaults.algorithms } ?? false
+            }
+        ) { cfg, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            var algs = Set<JWSAlgorithm>()
+            for (j, a) in seq.enumerated() {
+                guard let s = r.string(a, path: "\(p)[\(j)]") else { continue }
+                if let alg = JWSAlgorithm(rawValue: s) {
+                    algs.insert(alg)
+                } else {
+                    r.problem(
+                        "\(p)[\(j)]", a,
+                        "\"\(s)\" is not one of \(JWSAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+            }
+            if algs.contains(where: \.isSymmetric) {
+                r.problem(
+                    p, n,
+                    "HS* algorithms need a shared secret, which an issuer's published keys never are; use RS*/PS*/ES*/EdDSA"
+                )
+            }
+            if !algs.isEmpty { cfg.algorithms = algs }
+        },
+        // Required: ConfigParser.issuers says so when the table has read none.
+        .init("audiences", type: "list of strings", default: "none: required") { cfg, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            cfg.audiences = seq.enumerated().compactMap { r.string($1, path: "\(p)[\($0)]") }
+        },
+        .init("leeway", type: "duration", default: "`30s`", checkedBy: ConfigDefault.duration(defaults.leeway)) {
+            cfg, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v > 300 { r.problem(p, n, "more than 5m of clock skew is not accepted") } else { cfg.leeway = v }
+        },
+        .init(
+            "unknown_kid_wait", type: "duration", default: "`1s`",
+            checkedBy: ConfigDefault.duration(defaults.unknownKidWait)
+        ) { cfg, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            // Past the JWKS fetch's own 10 s timeout a longer wait would change nothing.
+            if v > 10 { r.problem(p, n, "at most 10s (the key fetch's own timeout)") } else { cfg.unknownKidWait = v }
+        },
+        .init("access_token_type", type: "string: the required `typ`", default: "none") { cfg, n, p, r in
+            cfg.accessTokenType = r.string(n, path: p)
+        },
+        .init(
+            "scope_claim", type: "`scope` or `scp`", default: "`scope`",
+            checkedBy: ConfigDefault.text(defaults.scopeClaim.rawValue)
+        ) { cfg, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if let c = ScopeClaim(rawValue: s) {
+                cfg.scopeClaim = c
+            } else {
+                r.problem(p, n, "must be scope (RFC 9068 §2.2.3, the default) or scp")
+            }
+        },
+        .init("ca_file", type: "path of PEM CAs for the issuer's HTTPS endpoints", default: "the system's CAs") {
+            cfg, n, p, r in
+            cfg.caFile = r.string(n, path: p)
+        },
+        .init("introspection", type: "mapping (below)", default: "none (JWTs only)", by: "ConfigParser.issuers"),
+        .init("profile", type: "`fapi2`", default: "none", by: "ConfigParser.securityProfile")
+    ])
+
+    /// An issuer with every default, for the reference's default checks.
+    private static var defaults: IssuerConfig { IssuerConfig(name: "", issuer: "", keys: .discovery) }
+}
+
+extension IntrospectionConfig {
+    /// The keys of `issuers.NAME.introspection`: the client and endpoint are read by
+    /// ConfigParser.introspection, which builds the settings from them; the others here.
+    static let keyTable = ConfigKeyTable<IntrospectionConfig, ConfigReader>([
+        .init("client", type: "a `clients:` name", default: "none: required", by: "ConfigParser.introspection"),
+        .init(
+            "endpoint", type: "http(s) URL", default: "from discovery (`introspection_endpoint`)",
+            by: "ConfigParser.introspection"),
+        .init("cache_ttl", type: "duration", default: "`60s`", checkedBy: ConfigDefault.duration(defaults.cacheTTL)) {
+            cfg, n, p, r in
+            if let v = r.duration(n, path: p) { cfg.cacheTTL = v }
+        },
+        .init(
+            "negative_ttl", type: "duration", default: "`10s`", checkedBy: ConfigDefault.duration(defaults.negativeTTL)
+        ) { cfg, n, p, r in
+            if let v = r.duration(n, path: p) { cfg.negativeTTL = v }
+        },
+        // With profile: fapi2, ConfigParser.fapi2Introspection makes it true (and refuses false).
+        .init(
+            "signed", type: "bool", default: "`false` (`true` with `profile: fapi2`)",
+            checkedBy: ConfigDefault.bool(defaults.signed)
+        ) { cfg, n, p, r in
+            if let b = r.bool(n, path: p) { cfg.signed = b }
+        }
+    ])
+
+    /// Settings with every default, for the reference's default checks.
+    private static var defaults: IntrospectionConfig {
+        IntrospectionConfig(
+            client: ClientConfig(name: "", issuer: nil, authentication: .tlsClientAuth(clientID: "")), endpoint: nil)
+    }
+}
