@@ -3,8 +3,8 @@ import JOSE
 import OAuth
 import Yams
 
-/// `clients:` — the gateway's own OAuth client registrations — and an issuer's
-/// `introspection:` block.
+/// `clients:` — the gateway's own OAuth client registrations (`ClientConfig.keyTable`) —
+/// and an issuer's `introspection:` block.
 extension ConfigParser {
     /// A private key file (JWK or PEM) and the algorithm it signs with.
     static func clientKey(file: String, node: Node, algNode: Node?, path p: String, _ r: ConfigReader) -> (
@@ -114,14 +114,8 @@ extension ConfigParser {
             }
             client.key = key
             client.requestObjectAlgorithm = keyAlgorithm
-            client.login = loginSettings(c, path: p, hasKey: key != nil, r)
-            if let n = c["assertion_audience"], let v = r.string(n, path: "\(p).assertion_audience") {
-                if let a = ClientConfig.AssertionAudience(rawValue: v) {
-                    client.assertionAudience = a
-                } else {
-                    r.problem("\(p).assertion_audience", n, "must be issuer or endpoint")
-                }
-            }
+            ClientConfig.keyTable.read(c, into: &client, path: p, r)
+            ConfigValidation.client(client, c, path: p, hasKey: key != nil, r)
             client.profile = securityProfile(c, path: p, r)
             if client.profile == .fapi2 { fapi2Client(client, c, path: p, issuer: issuer.flatMap { issuers[$0] }, r) }
             out[name] = client

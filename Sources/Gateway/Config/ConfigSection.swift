@@ -64,15 +64,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .decision: DecisionConfig.keyTable.names
         case .issuer: IssuerConfig.keyTable.names
         case .introspection: IntrospectionConfig.keyTable.names
-        case .client:
-            [
-                "issuer", "client_id", "auth", "secret", "secret_file", "key_file", "alg", "request_mode",
-                "response_mode",
-                "scopes",
-                "redirect_uri", "dpop", "extra", "assertion_audience", "login_hint_from_query",
-                "post_logout_redirect_uri", "revoke_on_logout", "allow_unverified_email", "userinfo", "profile", "tls"
-            ]
-        case .clientTLS: ["cert_file", "key_file"]
+        case .client: ClientConfig.keyTable.names
+        case .clientTLS: ClientTLS.keyTable.names
         case .upstream: UpstreamConfig.keyTable.names
         case .upstreamTLS: UpstreamTLSConfig.keyTable.names
         case .route: RouteConfig.keyTable.names + StageCatalog.gateway.routeKeys.names
@@ -101,6 +94,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .limits: Limits.keyTable.docs
         case .session: SessionConfig.keyTable.docs
         case .login: LoginConfig.keyTable.docs
+        case .client: ClientConfig.keyTable.docs
+        case .clientTLS: ClientTLS.keyTable.docs
         case .issuer: IssuerConfig.keyTable.docs
         case .introspection: IntrospectionConfig.keyTable.docs
         case .decision: DecisionConfig.keyTable.docs

@@ -116,4 +116,14 @@ extension ConfigValidation {
         r.problem(p, node, "needs endpoint: URL (or discovery: true on the issuer)")
         return false
     }
+
+    /// A client's request_mode that signs a request object needs its key_file (RFC 9101).
+    static func client(_ c: ClientConfig, _ m: [String: Node], path p: String, hasKey: Bool, _ r: ConfigReader) {
+        if c.login.requestMode != .plain && !hasKey && m["request_mode"] != nil {
+            r.problem(
+                "\(p).request_mode", m["request_mode"],
+                "request_mode \(c.login.requestMode.rawValue) signs a request object: add key_file (tokengate keys generate)"
+            )
+        }
+    }
 }
