@@ -1,16 +1,13 @@
 import Reactor
 import Yams
 
-/// A listener's `tls:` section: the profile, and one certificate (`cert_file`, `key_file`)
-/// or several (`certificates:`, chosen by SNI).
+/// A listener's `tls:` section (`ListenerTLS.keyTable`): the profile, and one certificate
+/// (`cert_file`, `key_file`) or several (`certificates:`, chosen by SNI).
 extension ConfigParser {
     static func listenerTLS(_ node: Node, _ p: String, _ r: ConfigReader) -> ListenerTLS? {
         guard let m = r.mapping(node, path: p, section: .listenTLS) else { return nil }
         var pairs: [TLSCertificateFiles] = []
         if let list = m["certificates"] {
-            if m["cert_file"] != nil || m["key_file"] != nil {
-                r.problem(p, node, "takes cert_file and key_file, or certificates, not both")
-            }
             for (i, item) in (r.sequence(list, path: "\(p).certificates") ?? []).enumerated() {
                 let path = "\(p).certificates[\(i)]"
                 if let im = r.mapping(item, path: path, section: .listenTLSCertificate),
@@ -25,17 +22,14 @@ extension ConfigParser {
         }
         let profile = tlsProfile(m, p, r)
         if let profile, let problem = profile.problem { r.problem(p, node, problem) }
-        var watch: Double? = 5
-        if let n = m["watch"], let text = r.string(n, path: "\(p).watch") {
-            if text == "off" {
-                watch = nil
-            } else if let v = r.duration(n, path: "\(p).watch") {
-                if v < 1 || v > 3600 { r.problem("\(p).watch", n, "must be from 1s to 1h, or off") } else { watch = v }
-            }
-        }
+        var tls = ListenerTLS(certificates: pairs)
+        ListenerTLS.keyTable.read(m, into: &tls, path: p, r)
         let clients = clientCertificates(m, p, r)
+        ConfigValidation.listenerTLS(m, node: node, path: p, profile: profile, clients: clients, r)
         guard !pairs.isEmpty, let profile else { return nil }
-        return ListenerTLS(profile: profile, certificates: pairs, watchInterval: watch, clients: clients)
+        tls.profile = profile
+        tls.clients = clients
+        return tls
     }
 
     /// `client_ca_file`, `client_certificate: optional | required`, `client_crl_file`.
@@ -43,12 +37,7 @@ extension ConfigParser {
         -> ClientCertificates?
     {
         let text = { (key: String) in m[key].flatMap { r.string($0, path: "\(p).\(key)") } }
-        guard let ca = text("client_ca_file") else {
-            for key in ["client_certificate", "client_crl_file"] where m[key] != nil {
-                r.problem("\(p).\(key)", m[key], "needs client_ca_file (the CAs client certificates must chain to)")
-            }
-            return nil
-        }
+        guard let ca = text("client_ca_file") else { return nil }
         var required = false
         if let mode = text("client_certificate") {
             switch mode {
@@ -77,10 +66,8 @@ extension ConfigParser {
     private static func tlsProfile(_ m: [String: Node], _ p: String, _ r: ConfigReader) -> TLSProfile? {
         let name = m["profile"].flatMap { r.string($0, path: "\(p).profile") } ?? "intermediate"
         let list = { (key: String) in m[key].flatMap { r.string($0, path: "\(p).\(key)") } }
-        let lists = ["ciphers", "ciphersuites", "curves"].filter { m[$0] != nil }
         switch name {
         case "intermediate", "modern":
-            for key in lists { r.problem("\(p).\(key)", m[key], "is taken only with profile: custom") }
             return name == "modern" ? .modern : .intermediate
         case "custom":
             return .custom(ciphers: list("ciphers"), ciphersuites: list("ciphersuites"), curves: list("curves"))

@@ -45,14 +45,10 @@ enum ConfigSection: String, CaseIterable, Sendable {
     var keys: [String] {
         switch self {
         case .top: GatewayConfig.keyTable.names
-        case .listen: ["address", "tls", "http2"]
-        case .adminListen: ["address", "tls"]
-        case .listenTLS:
-            [
-                "cert_file", "key_file", "certificates", "profile", "ciphers", "ciphersuites", "curves", "watch",
-                "client_ca_file", "client_certificate", "client_crl_file"
-            ]
-        case .listenTLSCertificate: ["cert_file", "key_file"]
+        case .listen: ListenerConfig.keyTable.names
+        case .adminListen: ListenerConfig.adminKeyTable.names
+        case .listenTLS: ListenerTLS.keyTable.names
+        case .listenTLSCertificate: ListenerTLS.certificateKeyTable.names
         case .limits: Limits.keyTable.names
         case .accessLog: AccessLogOutput.keyTable.names
         case .tracing: TracingConfig.keyTable.names
@@ -94,6 +90,10 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .limits: Limits.keyTable.docs
         case .session: SessionConfig.keyTable.docs
         case .login: LoginConfig.keyTable.docs
+        case .listen: ListenerConfig.keyTable.docs
+        case .adminListen: ListenerConfig.adminKeyTable.docs
+        case .listenTLS: ListenerTLS.keyTable.docs
+        case .listenTLSCertificate: ListenerTLS.certificateKeyTable.docs
         case .client: ClientConfig.keyTable.docs
         case .clientTLS: ClientTLS.keyTable.docs
         case .issuer: IssuerConfig.keyTable.docs

@@ -1,3 +1,4 @@
+import Reactor
 import Yams
 
 /// The checks between the keys of one section (an upstream, its `tls:`, …), made once the
@@ -124,6 +125,28 @@ extension ConfigValidation {
                 "\(p).request_mode", m["request_mode"],
                 "request_mode \(c.login.requestMode.rawValue) signs a request object: add key_file (tokengate keys generate)"
             )
+        }
+    }
+
+    /// A listener's `tls:`: one certificate or a list, the cipher lists only with the custom
+    /// profile, the client certificate settings only with their CAs (`clients` nil: no
+    /// client_ca_file was read).
+    static func listenerTLS(
+        _ m: [String: Node], node: Node, path p: String, profile: TLSProfile?, clients: ClientCertificates?,
+        _ r: ConfigReader
+    ) {
+        if m["certificates"] != nil && (m["cert_file"] != nil || m["key_file"] != nil) {
+            r.problem(p, node, "takes cert_file and key_file, or certificates, not both")
+        }
+        if profile == .intermediate || profile == .modern {
+            for key in ["ciphers", "ciphersuites", "curves"] where m[key] != nil {
+                r.problem("\(p).\(key)", m[key], "is taken only with profile: custom")
+            }
+        }
+        if clients == nil {
+            for key in ["client_certificate", "client_crl_file"] where m[key] != nil {
+                r.problem("\(p).\(key)", m[key], "needs client_ca_file (the CAs client certificates must chain to)")
+            }
         }
     }
 }
