@@ -141,13 +141,15 @@ extension ConfigParser {
     static func requirement(_ node: Node, path p: String, _ r: ConfigReader) -> AuthorizationRequirement {
         var req = AuthorizationRequirement()
         guard let m = r.mapping(node, path: p, section: .requirement) else { return req }
-        requirementExtras(m, path: p, &req, r)
-        if let n = m["scopes"], let seq = r.sequence(n, path: "\(p).scopes") {
-            req.scopes = seq.enumerated().compactMap { r.string($1, path: "\(p).scopes[\($0)]") }
-        }
-        if let n = m["claims"], let claims = r.mapping(n, path: "\(p).claims", section: nil) {
+        AuthorizationRequirement.keyTable.read(m, into: &req, path: p, r)
+        return req
+    }
+
+    /// `require.claims`: per claim path a value, or one rule of `claimRuleKeyTable`.
+    static func claimRules(_ n: Node, path p: String, _ req: inout AuthorizationRequirement, _ r: ConfigReader) {
+        if let claims = r.mapping(n, path: p, section: nil) {
             for (key, value) in claims.sorted(by: { $0.key < $1.key }) {
-                let cp = "\(p).claims.\(key)"
+                let cp = "\(p).\(key)"
                 guard let path = ClaimPath(key) else {
                     r.problem(cp, value, "is not a claim path (name or a.b.c)")
                     continue
@@ -172,7 +174,6 @@ extension ConfigParser {
                 }
             }
         }
-        return req
     }
 
     /// `headers: { Header-Name: claim.path }` — replaces the defaults.

@@ -67,21 +67,7 @@ extension ConfigParser {
         _ node: Node, path p: String, route: RouteConfig, auth: AuthMode, cfg: GatewayConfig, _ r: ConfigReader
     ) -> IdentityAssertionConfig? {
         guard let m = r.mapping(node, path: p, section: .identityAssertion) else { return nil }
-        if auth == .none {
-            r.problem(p, node, "has no effect with auth: none (there is no caller to assert)")
-            return nil
-        }
-        guard !cfg.assertionKeys.isEmpty else {
-            r.problem(
-                p, node,
-                "needs identity_assertion_keys: [FILE] at the top level (make a key with: tokengate keys generate --out assertion.jwk)"
-            )
-            return nil
-        }
-        guard let origin = cfg.publicURLs.first else {
-            r.problem(
-                p, node,
-                "needs public_url: the assertion's iss is the gateway's public origin (e.g. https://gw.example.com)")
+        guard let origin = ConfigValidation.identityAssertion(node: node, path: p, auth: auth, cfg: cfg, r) else {
             return nil
         }
         var audience = ""
@@ -90,25 +76,7 @@ extension ConfigParser {
             audience = "http://\(host):\(up.port)\(up.basePath)"
         }
         var a = IdentityAssertionConfig(audience: audience, issuer: "\(origin.scheme)://\(origin.authority)")
-        if let n = m["header"], let h = r.string(n, path: "\(p).header") {
-            if headerName(h, path: "\(p).header", n, allowAuthorization: false, r) { a.header = h }
-        }
-        if let n = m["lifetime"], let v = r.duration(n, path: "\(p).lifetime") {
-            if v < 10 || v > 3600 {
-                r.problem(
-                    "\(p).lifetime", n,
-                    "must be from 10s to 1h (short: a leaked assertion is soon useless; 60s is the default)")
-            } else {
-                a.lifetime = v
-            }
-        }
-        if let n = m["audience"], let s = r.string(n, path: "\(p).audience") {
-            if s.isEmpty {
-                r.problem("\(p).audience", n, "must not be empty (the upstream checks it; default: the upstream URL)")
-            } else {
-                a.audience = s
-            }
-        }
+        IdentityAssertionConfig.keyTable.read(m, into: &a, path: p, r)
         return a
     }
 
@@ -185,56 +153,6 @@ extension ConfigParser {
         for (j, alt) in req.anyOf.enumerated() {
             checkVouchers(
                 alt, tokenIssuers: tokenIssuers, clients: clients, cfg: cfg, node: node, path: "\(p).any_of[\(j)]", r)
-        }
-    }
-
-    /// `require.email_domains`, `require.any_of` (called by `requirement`).
-    static func requirementExtras(
-        _ m: [String: Node], path p: String, _ req: inout AuthorizationRequirement, _ r: ConfigReader
-    ) {
-        if let n = m["email_domains"], let seq = r.sequence(n, path: "\(p).email_domains") {
-            for (j, item) in seq.enumerated() {
-                guard let s = r.string(item, path: "\(p).email_domains[\(j)]") else { continue }
-                let d = s.lowercased()
-                if d.hasPrefix(".") || d.hasPrefix("@") || d.hasPrefix("*") {
-                    r.problem(
-                        "\(p).email_domains[\(j)]", item,
-                        "write the bare domain (example.com); its subdomains match too")
-                } else if HostNormalizer.normalize(d) == nil || d.contains(":") || !d.contains(".") {
-                    r.problem("\(p).email_domains[\(j)]", item, "\"\(s)\" is not a domain name such as example.com")
-                } else {
-                    req.emailDomains.append(d)
-                }
-            }
-            if seq.isEmpty {
-                r.problem("\(p).email_domains", n, "is empty: no email would match; list domains or remove the key")
-            }
-        }
-        // `issuers` / `clients`: names, checked against the route's own lists in `checkVouchers`.
-        for key in ["issuers", "clients"] {
-            guard let n = m[key], let seq = r.sequence(n, path: "\(p).\(key)") else { continue }
-            let names = seq.enumerated().compactMap { r.string($1, path: "\(p).\(key)[\($0)]") }
-            if names.isEmpty {
-                r.problem("\(p).\(key)", n, "is empty: no caller would match; list names or remove the key")
-            }
-            if key == "issuers" { req.issuers = names } else { req.clients = names }
-        }
-        if let n = m["any_of"], let seq = r.sequence(n, path: "\(p).any_of") {
-            if seq.count < 2 {
-                r.problem("\(p).any_of", n, "needs at least two alternatives (with one, write its rules directly)")
-            }
-            req.anyOf = seq.enumerated().map { j, item in
-                let alt = requirement(item, path: "\(p).any_of[\(j)]", r)
-                // An alternative with no rule is always met, and so would the whole any_of be
-                // (`any_of: [{}, {scopes: [admin]}]` lets everyone in).
-                if alt.isEmpty {
-                    r.problem(
-                        "\(p).any_of[\(j)]", item,
-                        "has no rules, so it is always met and any_of lets everyone in; give it scopes, claims or email_domains, or remove it"
-                    )
-                }
-                return alt
-            }
         }
     }
 }

@@ -132,45 +132,24 @@ extension ConfigParser {
             return nil
         }
         guard let m = r.mapping(node, path: p, section: .routeMatch) else { return nil }
-        var host: HostPattern?
-        if let n = m["host"], let s = r.string(n, path: "\(p).host") {
-            host = HostPattern(s)
-            if host == nil { r.problem("\(p).host", n, "\"\(s)\" is not a host name or *.wildcard") }
-        }
+        var match = RouteMatch(host: nil, path: .prefix("/"), methods: nil)
+        RouteMatch.keyTable.read(m, into: &match, path: p, r)
         var pattern: PathPattern?
-        switch (m["path"], m["path_prefix"]) {
-        case (.some, .some): r.problem(p, node, "give path or path_prefix, not both")
-        case (nil, nil): r.problem(p, node, "needs path: /exact or path_prefix: /prefix/")
-        case (let n?, nil), (nil, let n?):
-            let key = m["path"] != nil ? "path" : "path_prefix"
-            if let s = r.string(n, path: "\(p).\(key)") {
-                // A rule must already be in normal form, or no request could ever match it.
-                if case .success(let norm) = PathNormalizer.normalize(target: s), norm.path == s, norm.query == nil {
-                    pattern = key == "path" ? .exact(s) : .prefix(s)
-                } else {
-                    r.problem(
-                        "\(p).\(key)", n,
-                        "\"\(s)\" must start with / and be a normalized path (no //, dot-segments, query or encoded unreserved characters)"
-                    )
-                }
+        ConfigValidation.routeMatch(m, node: node, path: p, r)
+        let given = ["path", "path_prefix"].filter { m[$0] != nil }
+        if given.count == 1, let key = given.first, let n = m[key], let s = r.string(n, path: "\(p).\(key)") {
+            // A rule must already be in normal form, or no request could ever match it.
+            if case .success(let norm) = PathNormalizer.normalize(target: s), norm.path == s, norm.query == nil {
+                pattern = key == "path" ? .exact(s) : .prefix(s)
+            } else {
+                r.problem(
+                    "\(p).\(key)", n,
+                    "\"\(s)\" must start with / and be a normalized path (no //, dot-segments, query or encoded unreserved characters)"
+                )
             }
-        }
-        var methods: Set<HTTPMethod>?
-        if let n = m["methods"], let seq = r.sequence(n, path: "\(p).methods") {
-            var set = Set<HTTPMethod>()
-            for (j, item) in seq.enumerated() {
-                guard let s = r.string(item, path: "\(p).methods[\(j)]") else { continue }
-                if let method = HTTPMethod(rawValue: s.uppercased()) {
-                    set.insert(method)
-                } else {
-                    r.problem(
-                        "\(p).methods[\(j)]", item,
-                        "\"\(s)\" is not one of \(HTTPMethod.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-            }
-            methods = set
         }
         guard let pattern else { return nil }
-        return RouteMatch(host: host, path: pattern, methods: methods)
+        match.path = pattern
+        return match
     }
 }

@@ -1,3 +1,5 @@
+import OAuth
+
 /// The mappings of the config file whose keys are fixed, each with the keys it accepts:
 /// taken from the section's `ConfigKeyTable` where it has one (its model's `keyTable`), else
 /// listed here.
@@ -65,18 +67,14 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .upstream: UpstreamConfig.keyTable.names
         case .upstreamTLS: UpstreamTLSConfig.keyTable.names
         case .route: RouteConfig.keyTable.names + StageCatalog.gateway.routeKeys.names
-        case .routeMatch: ["host", "path", "path_prefix", "methods"]
+        case .routeMatch: RouteMatch.keyTable.names
         case .routeDPoP: DPoPRouteConfig.keyTable.names
-        case .requirement: ["scopes", "claims", "email_domains", "any_of", "issuers", "clients"]
-        case .claimRule: ["equals", "one_of", "contains"]
-        case .identityAssertion: ["header", "lifetime", "audience"]
-        case .mcp: ["default", "max_request_bytes", "max_response_bytes", "methods", "tools", "resources", "prompts"]
-        case .mcpRule: ["require"]
-        case .tokenExchange:
-            [
-                "issuer", "client", "endpoint", "resource", "audience", "scope", "requested_token_type", "margin",
-                "default_lifetime", "negative_ttl", "dpop"
-            ]
+        case .requirement: AuthorizationRequirement.keyTable.names
+        case .claimRule: AuthorizationRequirement.claimRuleKeyTable.names
+        case .identityAssertion: IdentityAssertionConfig.keyTable.names
+        case .mcp: MCPRules.keyTable.names
+        case .mcpRule: MCPRules.entryKeyTable.names
+        case .tokenExchange: TokenExchangeConfig.keyTable.names
         }
     }
 
@@ -90,6 +88,13 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .limits: Limits.keyTable.docs
         case .session: SessionConfig.keyTable.docs
         case .login: LoginConfig.keyTable.docs
+        case .routeMatch: RouteMatch.keyTable.docs
+        case .requirement: AuthorizationRequirement.keyTable.docs
+        case .claimRule: AuthorizationRequirement.claimRuleKeyTable.docs
+        case .identityAssertion: IdentityAssertionConfig.keyTable.docs
+        case .mcp: MCPRules.keyTable.docs
+        case .mcpRule: MCPRules.entryKeyTable.docs
+        case .tokenExchange: TokenExchangeConfig.keyTable.docs
         case .listen: ListenerConfig.keyTable.docs
         case .adminListen: ListenerConfig.adminKeyTable.docs
         case .listenTLS: ListenerTLS.keyTable.docs

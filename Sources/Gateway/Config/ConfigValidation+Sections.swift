@@ -149,4 +149,89 @@ extension ConfigValidation {
             }
         }
     }
+
+    /// A route's `match:` takes one path: exact or a prefix.
+    static func routeMatch(_ m: [String: Node], node: Node, path p: String, _ r: ConfigReader) {
+        switch (m["path"], m["path_prefix"]) {
+        case (.some, .some): r.problem(p, node, "give path or path_prefix, not both")
+        case (nil, nil): r.problem(p, node, "needs path: /exact or path_prefix: /prefix/")
+        default: break
+        }
+    }
+
+    /// What a route's `identity_assertion:` needs: a caller, a key to sign with, and the
+    /// gateway's origin for `iss` (the first that is missing is said). The origin, or nil.
+    static func identityAssertion(node: Node, path p: String, auth: AuthMode, cfg: GatewayConfig, _ r: ConfigReader)
+        -> PublicURL?
+    {
+        if auth == .none {
+            r.problem(p, node, "has no effect with auth: none (there is no caller to assert)")
+            return nil
+        }
+        guard !cfg.assertionKeys.isEmpty else {
+            r.problem(
+                p, node,
+                "needs identity_assertion_keys: [FILE] at the top level (make a key with: tokengate keys generate --out assertion.jwk)"
+            )
+            return nil
+        }
+        guard let origin = cfg.publicURLs.first else {
+            r.problem(
+                p, node,
+                "needs public_url: the assertion's iss is the gateway's public origin (e.g. https://gw.example.com)")
+            return nil
+        }
+        return origin
+    }
+
+    /// `mcp:` judges calls by the access token, and reads the body as JSON-RPC. False when it
+    /// cannot apply to the route.
+    static func mcp(_ m: [String: Node], route: String, auth: AuthMode, _ r: ConfigReader) -> Bool {
+        guard let node = m["mcp"] else { return false }
+        guard auth == .bearer || auth == .dpop || auth == .token else {
+            r.problem(
+                "\(route).mcp", node,
+                "needs auth: bearer, dpop or token (calls are judged by the access token's scopes)")
+            return false
+        }
+        if let n = m["token_in_body"], r.bool(n, path: "\(route).token_in_body") == true {
+            r.problem(
+                "\(route).token_in_body", n,
+                "cannot be used with mcp: an MCP request body is one JSON-RPC message, not a form (RFC 6750 §2.2)")
+        }
+        return true
+    }
+
+    /// `token_exchange:` exchanges the caller's access token, which then never goes upstream.
+    /// False when it cannot apply to the route.
+    static func tokenExchange(_ m: [String: Node], route: String, auth: AuthMode, _ r: ConfigReader) -> Bool {
+        guard let node = m["token_exchange"] else { return false }
+        guard auth == .bearer || auth == .dpop || auth == .token else {
+            r.problem(
+                "\(route).token_exchange", node,
+                "needs auth: bearer, dpop or token (the caller's access token is what is exchanged)")
+            return false
+        }
+        if let n = m["forward_token"], r.bool(n, path: "\(route).forward_token") == true {
+            r.problem(
+                "\(route).forward_token", n,
+                "cannot be used with token_exchange: the upstream gets the exchanged token, never the caller's")
+        }
+        return true
+    }
+
+    /// An exchange needs a token endpoint (its own or the issuer's metadata's) and a target.
+    static func tokenExchangeTarget(
+        _ x: TokenExchangeConfig, issuer: IssuerConfig, node: Node, path p: String, _ r: ConfigReader
+    ) {
+        if x.endpoint == nil && issuer.keys != .discovery {
+            r.problem(
+                p, node, "needs endpoint: URL (the issuer \(x.issuer) has no discovery metadata to take it from)")
+        }
+        if x.target.names.isEmpty {
+            r.problem(
+                p, node,
+                "needs resource: URL or audience: NAME (what the exchanged token is for; the upstream checks its aud)")
+        }
+    }
 }

@@ -1,0 +1,194 @@
+import OAuth
+import Reactor
+import Yams
+
+extension RouteMatch {
+    /// The keys of a route's `match:`, each said once with its reference row. The path (one
+    /// of `path`, `path_prefix`) is read by ConfigParser.routeMatch; the others here, in this
+    /// order.
+    static let keyTable = ConfigKeyTable<RouteMatch, ConfigReader>([
+        .init("host", type: "host name or `*.suffix`", default: "any host") { match, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            match.host = HostPattern(s)
+            if match.host == nil { r.problem(p, n, "\"\(s)\" is not a host name or *.wildcard") }
+        },
+        .init("path", type: "normalized path (exact)", default: "none", by: "ConfigParser.routeMatch"),
+        .init("path_prefix", type: "normalized path (whole segments)", default: "none", by: "ConfigParser.routeMatch"),
+        .init("methods", type: "list of HTTP methods", default: "any method") { match, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            var set = Set<HTTPMethod>()
+            for (j, item) in seq.enumerated() {
+                guard let s = r.string(item, path: "\(p)[\(j)]") else { continue }
+                if let method = HTTPMethod(rawValue: s.uppercased()) {
+                    set.insert(method)
+                } else {
+                    r.problem(
+                        "\(p)[\(j)]", item,
+                        "\"\(s)\" is not one of \(HTTPMethod.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+            }
+            match.methods = set
+        }
+    ])
+}
+
+extension AuthorizationRequirement {
+    /// The keys of a `require:` mapping (a route's, an `any_of` alternative's, an MCP
+    /// entry's), each read here in this order. `issuers` and `clients` name the route's own,
+    /// which ConfigParser.checkVouchers holds them to once the route is read.
+    static let keyTable = ConfigKeyTable<AuthorizationRequirement, ConfigReader>([
+        .init("scopes", type: "list", default: "none") { req, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            req.scopes = seq.enumerated().compactMap { r.string($1, path: "\(p)[\($0)]") }
+        },
+        .init("claims", type: "mapping of claim path to a value or a rule (below)", default: "none") { req, n, p, r in
+            ConfigParser.claimRules(n, path: p, &req, r)
+        },
+        .init("email_domains", type: "list of domain names", default: "none") { req, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            for (j, item) in seq.enumerated() {
+                guard let s = r.string(item, path: "\(p)[\(j)]") else { continue }
+                let d = s.lowercased()
+                if d.hasPrefix(".") || d.hasPrefix("@") || d.hasPrefix("*") {
+                    r.problem("\(p)[\(j)]", item, "write the bare domain (example.com); its subdomains match too")
+                } else if HostNormalizer.normalize(d) == nil || d.contains(":") || !d.contains(".") {
+                    r.problem("\(p)[\(j)]", item, "\"\(s)\" is not a domain name such as example.com")
+                } else {
+                    req.emailDomains.append(d)
+                }
+            }
+            if seq.isEmpty { r.problem(p, n, "is empty: no email would match; list domains or remove the key") }
+        },
+        .init("any_of", type: "list of at least two `require` mappings", default: "none") { req, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            if seq.count < 2 {
+                r.problem(p, n, "needs at least two alternatives (with one, write its rules directly)")
+            }
+            req.anyOf = seq.enumerated().map { j, item in
+                let alt = ConfigParser.requirement(item, path: "\(p)[\(j)]", r)
+                // An alternative with no rule is always met, and so would the whole any_of be
+                // (`any_of: [{}, {scopes: [admin]}]` lets everyone in).
+                if alt.isEmpty {
+                    r.problem(
+                        "\(p)[\(j)]", item,
+                        "has no rules, so it is always met and any_of lets everyone in; give it scopes, claims or email_domains, or remove it"
+                    )
+                }
+                return alt
+            }
+        },
+        .init("issuers", type: "list of the route's issuer names", default: "none") { req, n, p, r in
+            req.issuers = names(n, p, r)
+        },
+        .init("clients", type: "list of the route's login clients", default: "none") { req, n, p, r in
+            req.clients = names(n, p, r)
+        }
+    ])
+
+    /// The rule of one claim (`require.claims.CLAIM`): exactly one of these, read by
+    /// ConfigParser.claimRules.
+    static let claimRuleKeyTable = ConfigKeyTable<AuthorizationRequirement, ConfigReader>([
+        .init("equals", type: "string", default: "none", by: "ConfigParser.claimRules"),
+        .init("one_of", type: "list", default: "none", by: "ConfigParser.claimRules"),
+        .init("contains", type: "string", default: "none", by: "ConfigParser.claimRules")
+    ])
+
+    /// A list of names, the problem when it names none.
+    private static func names(_ n: Node, _ p: String, _ r: ConfigReader) -> [String] {
+        guard let seq = r.sequence(n, path: p) else { return [] }
+        let names = seq.enumerated().compactMap { r.string($1, path: "\(p)[\($0)]") }
+        if names.isEmpty { r.problem(p, n, "is empty: no caller would match; list names or remove the key") }
+        return names
+    }
+}
+
+extension IdentityAssertionConfig {
+    /// The keys of a route's `identity_assertion:`, each read here in this order once
+    /// ConfigValidation.identityAssertion has found what the assertion needs.
+    static let keyTable = ConfigKeyTable<IdentityAssertionConfig, ConfigReader>([
+        .init(
+            "header", type: "header name", default: "`X-Tokengate-Assertion`",
+            checkedBy: ConfigDefault.text(IdentityAssertionConfig.defaultHeader)
+        ) { a, n, p, r in
+            guard let h = r.string(n, path: p) else { return }
+            if ConfigParser.headerName(h, path: p, n, allowAuthorization: false, r) { a.header = h }
+        },
+        .init(
+            "lifetime", type: "duration", default: "`60s`",
+            checkedBy: ConfigDefault.duration(IdentityAssertionConfig(audience: "", issuer: "").lifetime)
+        ) { a, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v < 10 || v > 3600 {
+                r.problem(
+                    p, n, "must be from 10s to 1h (short: a leaked assertion is soon useless; 60s is the default)")
+            } else {
+                a.lifetime = v
+            }
+        },
+        .init("audience", type: "string", default: "the route's upstream URL (`http://host:port/path`)") { a, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if s.isEmpty {
+                r.problem(p, n, "must not be empty (the upstream checks it; default: the upstream URL)")
+            } else {
+                a.audience = s
+            }
+        }
+    ])
+}
+
+extension MCPRules {
+    /// The keys of a route's `mcp:`, each read here in this order.
+    static let keyTable = ConfigKeyTable<MCPRules, ConfigReader>([
+        .init(
+            "default", type: "`allow` or `deny`", default: "`allow`",
+            checkedBy: { cell in ConfigDefault.firstValue(cell) == "allow" && MCPRules().allowsUnlisted }
+        ) { rules, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            switch s {
+            case "allow": rules.allowsUnlisted = true
+            case "deny": rules.allowsUnlisted = false
+            default: r.problem(p, n, "must be allow or deny")
+            }
+        },
+        .init(
+            "max_request_bytes", type: "size", default: "`1MB`",
+            checkedBy: ConfigDefault.size(MCPRules().maxRequestBytes)
+        ) { rules, n, p, r in
+            guard let v = r.size(n, path: p) else { return }
+            if v < 1 || v > ConfigParser.mcpMaxRequestBytesCeiling {
+                r.problem(p, n, "must be between 1 B and 16MB")
+            } else {
+                rules.maxRequestBytes = v
+            }
+        },
+        .init(
+            "max_response_bytes", type: "size", default: "`4MB`",
+            checkedBy: ConfigDefault.size(MCPRules().maxResponseBytes)
+        ) { rules, n, p, r in
+            guard let v = r.size(n, path: p) else { return }
+            if v < 1 || v > ConfigParser.mcpMaxResponseBytesCeiling {
+                r.problem(p, n, "must be between 1 B and 64MB")
+            } else {
+                rules.maxResponseBytes = v
+            }
+        },
+        .init("methods", type: "mapping of method name to an entry", default: "none") { rules, n, p, r in
+            rules.methods = ConfigParser.mcpTable(n, path: p, r)
+        },
+        .init("tools", type: "mapping of tool name to an entry", default: "none") { rules, n, p, r in
+            rules.tools = ConfigParser.mcpTable(n, path: p, r)
+        },
+        .init("resources", type: "mapping of resource URI to an entry", default: "none") { rules, n, p, r in
+            rules.resources = ConfigParser.mcpTable(n, path: p, r)
+        },
+        .init("prompts", type: "mapping of prompt name to an entry", default: "none") { rules, n, p, r in
+            rules.prompts = ConfigParser.mcpTable(n, path: p, r)
+        }
+    ])
+
+    /// The keys of an entry of `methods`, `tools`, `resources` or `prompts`, read by
+    /// ConfigParser.mcpTable.
+    static let entryKeyTable = ConfigKeyTable<MCPRules, ConfigReader>([
+        .init("require", type: "a `routes[].require` mapping", default: "none: required", by: "ConfigParser.mcpTable")
+    ])
+}
