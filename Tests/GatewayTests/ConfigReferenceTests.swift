@@ -5,8 +5,7 @@ import Testing
 
 /// docs/configuration.md is the configuration reference, and these tests keep it true: the
 /// keys it documents and the keys the parser accepts (`ConfigSection`) must be the same set,
-/// and where a section declares its keys in a `ConfigKeyTable`, each row's type and default
-/// must be the table's.
+/// and each row's type and default must be those of its section's `ConfigKeyTable`.
 ///
 /// A documented key is a row of a table whose header row starts with `| key |`; the row's
 /// first cell is the key's full path in backticks, written as `ConfigSection` writes its
@@ -50,14 +49,13 @@ struct ConfigReferenceTests {
         }
     }
 
-    /// Where a section declares its keys in a `ConfigKeyTable`, the reference's row says what
-    /// the table says: the same type and default text, and a default the model really has.
+    /// The reference's row says what the key's table says: the same type and default text,
+    /// and a default the model really has.
     @Test func eachTableKeysRowMatchesItsTable() throws {
         let documented = try Dictionary(Self.documentedKeys().map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
         var checked = 0
         for section in ConfigSection.allCases {
-            guard let docs = section.keyDocs else { continue }
-            for key in docs {
+            for key in section.keyDocs {
                 let path = section.rawValue.isEmpty ? key.name : "\(section.rawValue).\(key.name)"
                 guard let row = documented[path], row.cells.count >= 3 else { continue }  // reported above
                 checked += 1

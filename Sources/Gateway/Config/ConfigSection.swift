@@ -1,8 +1,7 @@
 import OAuth
 
-/// The mappings of the config file whose keys are fixed, each with the keys it accepts:
-/// taken from the section's `ConfigKeyTable` where it has one (its model's `keyTable`), else
-/// listed here.
+/// The mappings of the config file whose keys are fixed, each with the keys it accepts, as
+/// its `ConfigKeyTable` declares them.
 ///
 /// The parser reads every such mapping through its section, so a key the section does not
 /// list is a problem ("is not a known key; did you mean …"). The raw value is the section's
@@ -43,45 +42,12 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case mcpRule = "routes[].mcp.tools.NAME"
     case tokenExchange = "routes[].token_exchange"
 
-    /// The keys, in the order check-config lists them when one is unknown.
-    var keys: [String] {
-        switch self {
-        case .top: GatewayConfig.keyTable.names
-        case .listen: ListenerConfig.keyTable.names
-        case .adminListen: ListenerConfig.adminKeyTable.names
-        case .listenTLS: ListenerTLS.keyTable.names
-        case .listenTLSCertificate: ListenerTLS.certificateKeyTable.names
-        case .limits: Limits.keyTable.names
-        case .accessLog: AccessLogOutput.keyTable.names
-        case .tracing: TracingConfig.keyTable.names
-        case .tokenCache: GatewayConfig.tokenCacheKeyTable.names
-        case .store: StoreConfig.keyTable.names
-        case .dpop: DPoPSettings.keyTable.names
-        case .session: SessionConfig.keyTable.names
-        case .login: LoginConfig.keyTable.names
-        case .decision: DecisionConfig.keyTable.names
-        case .issuer: IssuerConfig.keyTable.names
-        case .introspection: IntrospectionConfig.keyTable.names
-        case .client: ClientConfig.keyTable.names
-        case .clientTLS: ClientTLS.keyTable.names
-        case .upstream: UpstreamConfig.keyTable.names
-        case .upstreamTLS: UpstreamTLSConfig.keyTable.names
-        case .route: RouteConfig.keyTable.names + StageCatalog.gateway.routeKeys.names
-        case .routeMatch: RouteMatch.keyTable.names
-        case .routeDPoP: DPoPRouteConfig.keyTable.names
-        case .requirement: AuthorizationRequirement.keyTable.names
-        case .claimRule: AuthorizationRequirement.claimRuleKeyTable.names
-        case .identityAssertion: IdentityAssertionConfig.keyTable.names
-        case .mcp: MCPRules.keyTable.names
-        case .mcpRule: MCPRules.entryKeyTable.names
-        case .tokenExchange: TokenExchangeConfig.keyTable.names
-        }
-    }
+    /// The keys, in the order check-config lists them when one is unknown: the table's.
+    var keys: [String] { keyDocs.map(\.name) }
 
-    /// The section's key table, for the sections that declare their keys in one
-    /// (`ConfigKeyTable`): each key's reference row as the table says it. Nil for a section
-    /// whose keys are still listed in `keys` alone.
-    var keyDocs: [ConfigKeyDoc]? {
+    /// Each key's reference row as the section's key table (`ConfigKeyTable`, its model's
+    /// `keyTable`) says it.
+    var keyDocs: [ConfigKeyDoc] {
         switch self {
         case .top: GatewayConfig.keyTable.docs
         case .tokenCache: GatewayConfig.tokenCacheKeyTable.docs
@@ -112,7 +78,6 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .upstream: UpstreamConfig.keyTable.docs
         case .upstreamTLS: UpstreamTLSConfig.keyTable.docs
         case .route: RouteConfig.keyTable.docs + StageCatalog.gateway.routeKeys.docs
-        default: nil
         }
     }
 
