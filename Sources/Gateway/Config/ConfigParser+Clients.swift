@@ -60,14 +60,10 @@ extension ConfigParser {
             if let fileNode = c["key_file"], let file = r.string(fileNode, path: "\(p).key_file") {
                 (key, keyAlgorithm) = clientKey(file: file, node: fileNode, algNode: c["alg"], path: p, r)
             }
+            guard ConfigValidation.clientAuthentication(method, c, path: p, node: value, r) else { continue }
             switch method {
             case "client_secret_basic", "client_secret_post", "client_secret_jwt":
-                guard let secret = r.secret(c, key: "secret", path: p) else {
-                    if c["secret"] == nil && c["secret_file"] == nil {
-                        r.problem(p, value, "\(method) needs secret (or secret_file)")
-                    }
-                    continue
-                }
+                guard let secret = r.secret(c, key: "secret", path: p) else { continue }
                 if method == "client_secret_jwt" && secret.utf8.count < 32 {
                     r.problem(
                         "\(p).secret", c["secret"] ?? c["secret_file"],
@@ -81,18 +77,9 @@ extension ConfigParser {
                         ? .clientSecretPost(clientID: id, secret: secret)
                         : .clientSecretJWT(clientID: id, secret: secret)
             case "private_key_jwt":
-                guard let key, let alg = keyAlgorithm else {
-                    if c["key_file"] == nil {
-                        r.problem(p, value, "private_key_jwt needs key_file (a private JWK or PEM)")
-                    }
-                    continue
-                }
+                guard let key, let alg = keyAlgorithm else { continue }
                 auth = .privateKeyJWT(clientID: id, key: key, alg: alg)
             case "tls_client_auth", "self_signed_tls_client_auth":
-                guard c["tls"] != nil else {
-                    r.problem(p, value, "\(method) needs tls: { cert_file, key_file } (the client certificate, PEM)")
-                    continue
-                }
                 auth =
                     method == "tls_client_auth"
                     ? .tlsClientAuth(clientID: id) : .selfSignedTLSClientAuth(clientID: id)

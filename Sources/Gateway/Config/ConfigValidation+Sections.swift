@@ -234,4 +234,30 @@ extension ConfigValidation {
                 "needs resource: URL or audience: NAME (what the exchanged token is for; the upstream checks its aud)")
         }
     }
+
+    /// A client's `auth` method and the key it needs: a secret, a private key, or a client
+    /// certificate. False when that key is missing.
+    static func clientAuthentication(
+        _ method: String, _ m: [String: Node], path p: String, node: Node, _ r: ConfigReader
+    ) -> Bool {
+        switch method {
+        case "client_secret_basic", "client_secret_post", "client_secret_jwt":
+            if m["secret"] == nil && m["secret_file"] == nil {
+                r.problem(p, node, "\(method) needs secret (or secret_file)")
+                return false
+            }
+        case "private_key_jwt":
+            if m["key_file"] == nil {
+                r.problem(p, node, "private_key_jwt needs key_file (a private JWK or PEM)")
+                return false
+            }
+        case "tls_client_auth", "self_signed_tls_client_auth":
+            if m["tls"] == nil {
+                r.problem(p, node, "\(method) needs tls: { cert_file, key_file } (the client certificate, PEM)")
+                return false
+            }
+        default: break
+        }
+        return true
+    }
 }
