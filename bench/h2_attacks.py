@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The HTTP/2 attack table, tokengate beside nginx: each attack of
-tests/integration/h2_attacks.py (rapid reset, CONTINUATION flood, HPACK bomb, SETTINGS and
-PING floods, a zero-window reader, 1,000 streams at once, MadeYouReset, empty DATA frames, a
+IntegrationTests/support/h2_attacks.py (rapid reset, CONTINUATION flood, HPACK bomb, SETTINGS
+and PING floods, a zero-window reader, 1,000 streams at once, MadeYouReset, empty DATA frames, a
 WINDOW_UPDATE flood) against tokengate's h2c listener
 (`http2: true`, tokengate/h2-attacks.yaml) and against nginx as an h2c proxy
 (h2/attacks.conf.in), both in front of the same counting HTTP/1.1 upstream
@@ -29,9 +29,9 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-sys.path[:0] = [os.path.join(ROOT, "tests", "integration"), os.path.join(ROOT, "scripts")]
-import h2_attacks  # noqa: E402
+sys.path[:0] = [os.path.join(ROOT, "IntegrationTests"), os.path.join(ROOT, "scripts")]
 from echo_upstream import Upstream  # noqa: E402
+from support import h2_attacks  # noqa: E402
 
 BIN = os.environ.get("TOKENGATE_BIN") or sys.exit("bench/h2_attacks: set TOKENGATE_BIN")
 WORKERS = int(os.environ.get("WORKERS", "2"))

@@ -616,14 +616,14 @@ floor_scenario floor-rs256 rs256
 floor_scenario floor-es256 es256
 
 # login_scenario NAME: an auth: login route. The test suite's authorization server (idpyoidc,
-# automatic login; its Python packages from tests/requirements.txt) runs on PORT_BASE+7; one
-# scripted login through tokengate gets a session cookie (check_login), which every request
-# then carries (bench/lua/login.lua).
+# automatic login; its Python packages from IntegrationTests/requirements.txt) runs on
+# PORT_BASE+7; one scripted login through tokengate gets a session cookie (check_login), which
+# every request then carries (bench/lua/login.lua).
 PORT_AS=$((PORT_BASE + 7))
 AS_PID=""
 start_login_as() {
   [[ -z $AS_PID ]] || return 0
-  python3 -c "import idpyoidc" 2>/dev/null || python3 -m pip install -q --disable-pip-version-check -r "$ROOT/tests/requirements.txt" >&2
+  python3 -c "import idpyoidc" 2>/dev/null || python3 -m pip install -q --disable-pip-version-check -r "$ROOT/IntegrationTests/requirements.txt" >&2
   port_free "$PORT_AS" || die "127.0.0.1:$PORT_AS is in use; set PORT_BASE"
   python3 "$ROOT/bench/login/as.py" "$PORT_AS" "$1" "http://127.0.0.1:$PORT_TOKENGATE/oauth2/callback" \
     "$WORK/as-subject.txt" >"$WORK/as.log" 2>&1 &

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the ExtAuthzFuzz seed corpus (fuzz/corpus-extauthz): CheckRequests as Envoy's own
-generated messages (PyPI xds-protos, in tests/requirements.txt) write them, accepted and
-refused, with the fields tokengate reads and the ones it skips."""
+generated messages (PyPI xds-protos, in IntegrationTests/requirements.txt) write them, accepted
+and refused, with the fields tokengate reads and the ones it skips."""
 import pathlib
 import sys
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seeds of the H2Fuzz target to a directory (default corpus-h2/): client request
-sequences built with python-hyper's hyperframe and hpack (tests/requirements.txt), each after a
-flag byte (HTTP2FuzzEntry.all): bit 0 prepends the client preface, bit 1 small limits, bits 2-3
-pick how the gateway answers stream 1, bit 4 a GOAWAY from the server after the first read, bit 5
-the same answer for every stream."""
+sequences built with python-hyper's hyperframe and hpack (IntegrationTests/requirements.txt),
+each after a flag byte (HTTP2FuzzEntry.all): bit 0 prepends the client preface, bit 1 small
+limits, bits 2-3 pick how the gateway answers stream 1, bit 4 a GOAWAY from the server after the
+first read, bit 5 the same answer for every stream."""
 import hashlib
 import os
 import sys

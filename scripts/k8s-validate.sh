@@ -3,7 +3,8 @@
 # PyPI's kubernetes-validate ships (--strict: unknown fields are errors), the kustomize
 # overlays rendered with `kubectl kustomize` (kustomize is built into kubectl; no cluster is
 # contacted), and the tokengate configs in them with `tokengate check-config`.
-# Usage: scripts/k8s-validate.sh [TOKENGATE_BINARY]   (tests/requirements.txt installs the tool)
+# Usage: scripts/k8s-validate.sh [TOKENGATE_BINARY]
+# (IntegrationTests/requirements.txt installs the tool)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-.build-image/tokengate}

@@ -41,5 +41,5 @@ if (( ${#missing[@]} )); then
 fi
 command -v swift >/dev/null || { echo "setup: the Swift toolchain (6.x) is required: https://www.swift.org/install/linux/"; exit 1; }
 if (( test )); then
-  python3 -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../tests/requirements.txt"
+  python3 -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../IntegrationTests/requirements.txt"
 fi

@@ -54,7 +54,7 @@ fi
 phase "integration tests (pytest: the release binary + real upstreams and AS on 127.0.0.1)"
 # --timeout (pytest-timeout): a test past 5 minutes fails with its stack, and the run goes on.
 TOKENGATE_BIN="$PWD/.build-release/release/tokengate" timeout --kill-after=30s 60m \
-  python3 -m pytest -q --timeout=300 tests/integration
+  python3 -m pytest -q --timeout=300 IntegrationTests
 
 phase "container image (scripts/image.sh: the release binary above, root filesystem, OCI archive)"
 logged image scripts/image.sh --binary .build-release/release/tokengate

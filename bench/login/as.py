@@ -1,5 +1,5 @@
 """The benchmark's authorization server for the login and exchange scenarios: the test
-suite's real one (idpyoidc, tests/integration/authserver) with automatic login, on
+suite's real one (idpyoidc, IntegrationTests/support/authserver) with automatic login, on
 127.0.0.1:PORT, the gateway's login client registered with its public keys and its
 token-exchange client (bench-exchange, EXCHANGE_SECRET). One user's access token (scope
 orders:read, an hour) is written to SUBJECT_FILE: the exchange scenarios' caller. Runs until
@@ -12,8 +12,8 @@ import signal
 import sys
 import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "integration"))
-from authserver.server import AuthServer  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "IntegrationTests"))
+from support.authserver.server import AuthServer  # noqa: E402
 
 EXCHANGE_SECRET = "bench-exchange-secret-0123456789abcdef"
 
