@@ -23,6 +23,7 @@ from echo_upstream import Upstream  # noqa: E402
 from support.authserver.fixtures import authserver, authserver_factory  # noqa: E402,F401
 # One source of ports for the gateways, the AS and every other server the tests start.
 from support.authserver.server import free_port  # noqa: E402,F401
+from support.waiting import wait_for  # noqa: E402
 
 BIN = os.environ.get("TOKENGATE_BIN", os.path.join(ROOT, ".build", "debug", "tokengate"))
 
@@ -50,30 +51,41 @@ class Gateway:
         with open(self.config_path, "w") as f:
             f.write(self.render(text))
 
-    def start(self, wait_for="/readyz"):
+    def start(self, path="/readyz"):
+        self.spawn()
+        return self.wait_ready(path)
+
+    def spawn(self):
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([BIN, "serve", "--config", self.config_path],
                                      stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **self.env} if self.env else None)
-        deadline = time.time() + 10
-        while time.time() < deadline:
+
+    def wait_ready(self, path):
+        """Returns once the admin listener answers `path` with 200; a gateway that exits or
+        is not ready within 10 s is an error (and is stopped: it must not outlive its test)."""
+        context = ssl._create_unverified_context() if self.admin_scheme == "https" else None
+
+        def ready():
             if self.proc.poll() is not None:
                 raise RuntimeError("tokengate exited: " + self.output())
             try:
-                context = ssl._create_unverified_context() if self.admin_scheme == "https" else None
-                with urllib.request.urlopen(f"{self.admin_scheme}://127.0.0.1:{self.admin}{wait_for}", timeout=1,
+                with urllib.request.urlopen(f"{self.admin_scheme}://127.0.0.1:{self.admin}{path}", timeout=1,
                                             context=context) as r:
-                    if r.status == 200:
-                        return self
+                    return r.status == 200
             except OSError:
-                time.sleep(0.05)
-        output = self.output()
-        self.stop()  # a gateway that never became ready must not outlive the test that made it
-        raise RuntimeError("tokengate did not become ready: " + output)
+                return False
+        try:
+            wait_for(ready, timeout=10, interval=0.05, what="readiness")
+        except AssertionError:
+            output = self.output()
+            self.stop()
+            raise RuntimeError("tokengate did not become ready: " + output) from None
+        return self
 
     def start_no_wait(self):
         """Starts and waits only for liveness (/healthz), not readiness."""
-        return self.start(wait_for="/healthz")
+        return self.start("/healthz")
 
     def output(self, settle=0.05):
         """The process's output so far. Log lines reach the file from the log sink's writer
@@ -92,12 +104,8 @@ class Gateway:
     def logged(self, text, timeout=5.0):
         """Waits until `text` is in the output (the writer thread may write it a moment after
         the response); True, else an AssertionError that quotes the output's end."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if text in self.output(settle=0):
-                return True
-            time.sleep(0.02)
-        raise AssertionError(f"not logged within {timeout}s: {text!r}; output ends: {self.output()[-2000:]}")
+        return wait_for(lambda: text in self.output(settle=0), timeout,
+                        what=lambda: f"{text!r} in the log; output ends: {self.output()[-2000:]}")
 
     def url(self, path):
         return f"http://127.0.0.1:{self.port}{path}"
@@ -252,18 +260,6 @@ def bearer_get(gw, tok=None, path="/api/orders/1", headers=None):
     if tok is not None:
         h["Authorization"] = f"Bearer {tok}"
     return requests.get(gw.url(path), headers=h, timeout=10)
-
-
-def wait_for(pred, timeout=5.0, interval=0.02, what="condition"):
-    """Polls `pred` until it returns something true (returned), or raises after `timeout`
-    seconds: for what another thread or process records a moment after the response."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def sleep_into_second(start, n):

@@ -16,6 +16,7 @@ import time
 import requests
 
 from conftest import BIN, Gateway, basic_config, raw_request
+from support.waiting import wait_for
 from test_bearer import idp, token  # noqa: F401
 
 BASE_FIELDS = ["ts", "level", "msg", "request_id", "method", "path", "route", "status", "bytes", "duration_ms",
@@ -35,16 +36,6 @@ def read_lines(path):
 
 def access(path):
     return [line for line in read_lines(path) if line["msg"] == "access"]
-
-
-def wait_for(predicate, timeout=5, what="condition"):
-    deadline = time.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def metric(g, name):
@@ -191,18 +182,10 @@ def test_file_reopened_on_sigusr1_after_a_rename(upstream, gateway_factory, tmp_
 class PipeGateway(Gateway):
     """A gateway whose standard output is a pipe that nobody reads (stderr to a file)."""
 
-    def start(self, wait_for="/readyz"):
+    def spawn(self):
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([BIN, "serve", "--config", self.config_path],
                                      stdout=subprocess.PIPE, stderr=self.log)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            try:
-                if requests.get(f"http://127.0.0.1:{self.admin}{wait_for}", timeout=1).status_code == 200:
-                    return self
-            except requests.RequestException:
-                time.sleep(0.05)
-        raise RuntimeError("tokengate did not become ready: " + self.output())
 
 
 def test_a_stdout_nobody_reads_does_not_stop_traffic(upstream):

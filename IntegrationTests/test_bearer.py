@@ -13,6 +13,7 @@ from joserfc import jws, jwt
 from joserfc.jwk import ECKey, OctKey, RSAKey
 
 from conftest import Gateway, JSONServer, bearer_get as call, sent_headers as sent
+from support.waiting import wait_for
 
 
 class JWKSServer(JSONServer):
@@ -287,10 +288,8 @@ def test_idp_down_at_start_then_recovers(upstream, second_idp, gateway_factory):
             assert 'tokengate_issuer_keys_loaded{issuer="one"} 0' in m
             assert 'tokengate_issuer_key_fetch_failures_total{issuer="one"} 0' not in m
             srv.down = False
-            deadline = time.time() + 20
-            while time.time() < deadline and requests.get(f"http://127.0.0.1:{g.admin}/readyz").status_code != 200:
-                time.sleep(0.2)
-            assert requests.get(f"http://127.0.0.1:{g.admin}/readyz").status_code == 200
+            wait_for(lambda: requests.get(f"http://127.0.0.1:{g.admin}/readyz").status_code == 200, 20, interval=0.2,
+                     what="readiness")
             assert call(g, tok=token(key)).status_code == 200
             assert 'tokengate_issuer_keys_loaded{issuer="one"} 1' in requests.get(f"http://127.0.0.1:{g.admin}/metrics").text
             # Down again mid-run: the last good keys keep serving, and readiness says so.
@@ -376,10 +375,8 @@ def test_reload_while_a_form_body_arrives_keeps_the_routes_rules(upstream, idp, 
         s.sendall(head + body[:20])
         g.write_config(reload_config(upstream, idp, second_idp[1], probe_first=True))
         g.signal(signal.SIGHUP)
-        deadline = time.time() + 5
-        while time.time() < deadline and requests.get(g.url("/probe/x")).status_code != 401:
-            time.sleep(0.05)
-        assert requests.get(g.url("/probe/x")).status_code == 401  # reloaded: probe is index 0
+        # Reloaded: probe is index 0.
+        wait_for(lambda: requests.get(g.url("/probe/x")).status_code == 401, 5, interval=0.05, what="the reload")
         s.sendall(body[20:])
         answer = b""
         while chunk := s.recv(65536):

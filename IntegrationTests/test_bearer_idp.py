@@ -10,7 +10,8 @@ import time
 import pytest
 import requests
 
-from conftest import Gateway, bearer_get as call, sent_headers as sent, wait_for
+from conftest import Gateway, bearer_get as call, sent_headers as sent
+from support.waiting import wait_for
 
 
 def claims_of(token):

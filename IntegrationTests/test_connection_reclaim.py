@@ -11,6 +11,7 @@ import time
 import requests
 
 from conftest import Gateway
+from support.waiting import wait_for
 
 WARNING = "limits.max_connections reached"
 
@@ -29,7 +30,7 @@ routes:
     upstream: app
     auth: none
 """, workers=workers)
-    g.start(wait_for="/healthz")
+    g.start_no_wait()
     return g
 
 
@@ -42,12 +43,7 @@ def metric(g, name):
 
 
 def wait_for_metric(g, name, value, limit=10):
-    deadline = time.time() + limit
-    while time.time() < deadline:
-        if metric(g, name) == value:
-            return
-        time.sleep(0.02)
-    assert metric(g, name) == value
+    wait_for(lambda: metric(g, name) == value, limit, what=f"{name} {value}")
 
 
 def connect(g):

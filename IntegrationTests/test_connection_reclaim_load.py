@@ -12,6 +12,7 @@ import time
 
 import requests
 
+from support.waiting import wait_for
 from test_connection_reclaim import WARNING, connect, get, make_gateway, metric
 
 CAP = 1024
@@ -93,10 +94,9 @@ def test_2200_silent_sockets_against_1024_on_two_workers(upstream):
                 silent.append(connect(g))
             by_proc.append(client_sockets(g.proc.pid, g.port))
         flood = time.time() - started
-        deadline = time.time() + 30
         # The one client used above left: it freed its slot without a reclaim.
-        while metric(g, "tokengate_connections_reclaimed_total") < SILENT - CAP and time.time() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: metric(g, "tokengate_connections_reclaimed_total") >= SILENT - CAP, 30, interval=0.05,
+                 what=f"{SILENT - CAP} reclaims")
         assert metric(g, "tokengate_connections_reclaimed_total") == SILENT - CAP
         latencies = []
         for _ in range(NEW_CLIENTS):

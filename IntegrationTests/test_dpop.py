@@ -9,6 +9,7 @@ import requests
 
 from conftest import sent_headers as sent
 from support.dpop_client import DPoPKey, hs256_proof
+from support.waiting import wait_for
 from test_bearer import ec_key, idp, token as mint  # noqa: F401 — idp is a fixture
 
 
@@ -380,22 +381,21 @@ def test_nonce_rotates_before_expiry_then_expires(upstream, idp, gateway_factory
     nonce = call(g, tok, client.proof("GET", url, access_token=tok), path="/nonce/a").headers["DPoP-Nonce"]
     # A nonce lives one or two 5 s slots; once a newer slot has begun, a successful response
     # carries a fresh nonce (§8.2) while the old one still works.
-    deadline = time.time() + 12
-    fresh = None
-    while time.time() < deadline and fresh is None:
-        r = call(g, tok, client.proof("GET", url, access_token=tok, nonce=nonce), path="/nonce/a")
-        if r.status_code != 200:
-            break
-        fresh = r.headers.get("DPoP-Nonce")
-        time.sleep(0.5)
-    assert fresh and fresh != nonce
+    started = time.monotonic()
+
+    def with_old_nonce():
+        return call(g, tok, client.proof("GET", url, access_token=tok, nonce=nonce), path="/nonce/a")
+
+    def fresh_nonce():
+        r = with_old_nonce()
+        assert r.status_code == 200, r.text
+        return r.headers.get("DPoP-Nonce")
+    fresh = wait_for(fresh_nonce, 12, interval=0.5, what="a fresh nonce")
+    assert fresh != nonce
     # The old one expires within the lifetime.
-    while time.time() < deadline:
-        r = call(g, tok, client.proof("GET", url, access_token=tok, nonce=nonce), path="/nonce/a")
-        if r.status_code == 401:
-            break
-        time.sleep(0.5)
-    refused(r, 401, "use_dpop_nonce")
+    wait_for(lambda: with_old_nonce().status_code == 401, 12 - (time.monotonic() - started), interval=0.5,
+             what="the old nonce to expire")
+    refused(with_old_nonce(), 401, "use_dpop_nonce")
     assert call(g, tok, client.proof("GET", url, access_token=tok, nonce=fresh), path="/nonce/a").status_code == 200
 
 

@@ -13,6 +13,7 @@ import requests
 
 from conftest import free_port
 from support.dpop_client import DPoPKey
+from support.waiting import wait_for
 from test_dpop import bound_token, call, config as dpop_config, idp, refused  # noqa: F401 — idp is a fixture
 
 
@@ -27,12 +28,8 @@ class RedisServer:
     def start(self):
         self.proc = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                                       "--appendonly", "no", "--dir", self.dir], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            if self.cli("PING") == "PONG":
-                return self
-            time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
+        wait_for(lambda: self.cli("PING") == "PONG", 10, interval=0.05, what="redis-server to start")
+        return self
 
     def stop(self):
         if self.proc:
@@ -104,14 +101,8 @@ def test_redis_down_fails_closed_without_hanging_and_recovers(upstream, idp, red
     assert requests.get(g.url("/token/x"), headers={"Authorization": "Bearer " + bound_token(idp, key, cnf=None)},
                         timeout=5).status_code == 200
     redis.start()
-    deadline = time.time() + 10
-    status = None
-    while time.time() < deadline:
-        status = call(g, tok, key.proof("GET", URL, access_token=tok)).status_code
-        if status == 200:
-            break
-        time.sleep(0.2)
-    assert status == 200, "the gateway did not reconnect to Redis by itself"
+    wait_for(lambda: call(g, tok, key.proof("GET", URL, access_token=tok)).status_code == 200, 10, interval=0.2,
+             what="the gateway to reconnect to Redis by itself")
 
 
 def test_readiness_reports_the_store_and_fail_open_is_counted(upstream, idp, redis, gateway_factory):
@@ -122,9 +113,7 @@ def test_readiness_reports_the_store_and_fail_open_is_counted(upstream, idp, red
     ready = lambda: requests.get(f"http://127.0.0.1:{g.admin}/readyz", timeout=5)
     assert ready().status_code == 200
     redis.stop()
-    deadline = time.time() + 10
-    while time.time() < deadline and "store" not in ready().text:
-        time.sleep(0.2)
+    wait_for(lambda: "store" in ready().text, 10, interval=0.2, what="readiness to report the store")
     # Reported, but still ready: every replica shares the store, and pulling them all out of
     # the load balancer would stop the routes that do not need it too.
     r = ready()
@@ -135,8 +124,5 @@ def test_readiness_reports_the_store_and_fail_open_is_counted(upstream, idp, red
     metrics = requests.get(f"http://127.0.0.1:{g.admin}/metrics", timeout=5).text
     assert "tokengate_dpop_unchecked_proofs_total 1" in metrics and "tokengate_store_up 0" in metrics
     redis.start()
-    deadline = time.time() + 10
-    while time.time() < deadline and "store" in ready().text:
-        time.sleep(0.2)
-    assert "store" not in ready().text
+    wait_for(lambda: "store" not in ready().text, 10, interval=0.2, what="readiness to stop reporting the store")
     assert "tokengate_store_up 1" in requests.get(f"http://127.0.0.1:{g.admin}/metrics", timeout=5).text

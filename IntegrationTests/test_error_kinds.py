@@ -8,6 +8,7 @@ import time
 import requests
 
 from conftest import Gateway, bearer_get as call
+from support.waiting import wait_for
 from test_bearer import JWKSServer, bearer_config, ec_key, gw, idp, second_idp, token  # noqa: F401
 from test_login import HTML, env, login_as, login_env  # noqa: F401
 
@@ -25,13 +26,9 @@ def access_lines(g):
 
 
 def access_line(g, request_id, timeout=5):
-    deadline = time.time() + timeout
-    while True:
-        for line in access_lines(g):
-            if line.get("request_id") == request_id:
-                return line
-        assert time.time() < deadline, g.output()[-2000:]
-        time.sleep(0.05)
+    return wait_for(lambda: next((line for line in access_lines(g) if line.get("request_id") == request_id), None),
+                    timeout, interval=0.05,
+                    what=lambda: f"the access line of {request_id}; output ends: {g.output()[-2000:]}")
 
 
 def auth_failure_samples(g):

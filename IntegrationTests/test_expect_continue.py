@@ -115,7 +115,7 @@ issuers:
 def setup():
     up = DecidingUpstream()
     g = Gateway(config(up.port), workers=1)
-    g.start(wait_for="/healthz")
+    g.start_no_wait()
     yield g, up
     g.stop()
     up.stop()
@@ -364,7 +364,7 @@ def test_continue_timeout_zero_never_asks_the_upstream():
     itself once authentication lets the body through, and the upstream gets no Expect."""
     up = DecidingUpstream()
     g = Gateway(config(up.port, "max_body_size: 1MB, continue_timeout: 0s"), workers=1)
-    g.start(wait_for="/healthz")
+    g.start_no_wait()
     try:
         s = connect(g)
         s.sendall(b"POST /silent HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")

@@ -109,7 +109,7 @@ routes:
     upstream: app
     auth: none
 """)
-        self.gw.start(wait_for=ready)
+        self.gw.start(ready)
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.gw.port}")
         self.stub = self.channel.unary_unary(CHECK, request_serializer=ext.CheckRequest.SerializeToString,
                                              response_deserializer=ext.CheckResponse.FromString)

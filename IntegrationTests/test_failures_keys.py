@@ -10,8 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from conftest import Gateway, bearer_get as call, free_port, wait_for
+from conftest import Gateway, bearer_get as call, free_port
 from support.fault_proxy import FaultProxy
+from support.waiting import wait_for
 
 BOUND = 1.5  # what the tests allow for the 1 s default wait, with room for a loaded machine
 

@@ -14,6 +14,7 @@ import requests
 
 from conftest import free_port
 from support.fault_proxy import FaultProxy, LEAK_MARKERS
+from support.waiting import wait_for
 from test_dpop_redis import RedisServer
 from test_login import LoginEnv
 
@@ -269,13 +270,8 @@ def test_a_hung_token_endpoint_at_refresh_keeps_the_session_within_its_bound(aut
         assert r.status_code == 200 and again < 1, (r.status_code, again)
         proxy.faults.pop("/token")
         # Back: within the backoff (5 s) a request refreshes, and the forwarding route serves.
-        deadline = time.monotonic() + BACKOFF + SLACK
-        while True:
-            r, _ = timed_get(env, "/api/me", headers=JSON)
-            if r.status_code == 200 or time.monotonic() > deadline:
-                break
-            time.sleep(0.25)
-        assert r.status_code == 200, r.text
+        wait_for(lambda: timed_get(env, "/api/me", headers=JSON)[0].status_code == 200, BACKOFF + SLACK, interval=0.25,
+                 what="the forwarding route to serve again")
         print(f"refresh against a hung token endpoint: page {page:.2f} s, then forwarding route {api:.2f} s, "
               f"page {again:.2f} s")
     finally:

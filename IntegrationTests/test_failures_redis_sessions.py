@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from conftest import raw_request
+from support.waiting import wait_for
 from test_dpop_redis import RedisServer
 from test_login import LoginEnv
 
@@ -121,10 +122,8 @@ def test_redis_killed_and_restarted(env, redis):
     # that do not need it too) and says why in its text; the metric says it. The health check
     # runs every 2 s.
     admin = f"http://127.0.0.1:{env.gw.admin}"
-    deadline = time.time() + 5
-    while "tokengate_store_up 0" not in requests.get(admin + "/metrics", timeout=5).text:
-        assert time.time() < deadline, "tokengate_store_up did not drop to 0"
-        time.sleep(0.2)
+    wait_for(lambda: "tokengate_store_up 0" in requests.get(admin + "/metrics", timeout=5).text, 5, interval=0.2,
+             what="tokengate_store_up to drop to 0")
     ready = requests.get(admin + "/readyz", timeout=5)
     assert ready.status_code == 200 and "shared store does not answer" in ready.text, ready.text
     redis.start()  # empty: the session is gone, and the browser must sign in again

@@ -11,9 +11,9 @@ import time
 import pytest
 import requests
 
-from conftest import wait_for
 from support.h2_client import H2Connection
 from support.h2_upstream import H2Upstream
+from support.waiting import wait_for
 
 CANCEL = 8
 

@@ -14,8 +14,9 @@ import time
 import pytest
 import requests
 
-from conftest import BIN, Gateway, wait_for
+from conftest import BIN, Gateway
 from support.tls_upstream import CA, TLSUpstream
+from support.waiting import wait_for
 
 @pytest.fixture(scope="module")
 def pki():
@@ -82,12 +83,7 @@ def block(url, **tls):
 
 
 def log_has(g, text, timeout=3):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if text in g.output():
-            return True
-        time.sleep(0.05)
-    return False
+    return wait_for(lambda: text in g.output(), timeout, interval=0.05, what=lambda: f"{text!r} in {g.output()}")
 
 
 def test_right_ca_gives_200_with_sni_and_host(pki, tls_upstreams, gateways):
@@ -226,9 +222,7 @@ def test_insecure_skip_verify_works_and_warns_at_start_and_reload(pki, tls_upstr
     warning = "upstream TLS verification is OFF (insecure_skip_verify: true)"
     assert g.output().count(warning) == 1
     g.signal(signal.SIGHUP)
-    deadline = time.time() + 5
-    while time.time() < deadline and g.output().count(warning) < 2:
-        time.sleep(0.05)
+    wait_for(lambda: g.output().count(warning) >= 2, 5, interval=0.05, what="the warning again")
     assert g.output().count(warning) == 2
     assert requests.get(g.url("/after-reload")).status_code == 200
 
@@ -243,12 +237,7 @@ def test_reload_picks_up_a_new_ca_file(pki, tls_upstreams, gateways):
     with open(ca_copy, "wb") as f:
         f.write(open(pki["ca"], "rb").read())
     g.signal(signal.SIGHUP)
-    deadline = time.time() + 5
-    status = 502
-    while time.time() < deadline and status != 200:
-        time.sleep(0.1)
-        status = requests.get(g.url("/x")).status_code
-    assert status == 200
+    wait_for(lambda: requests.get(g.url("/x")).status_code == 200, 5, interval=0.1, what="the new CA file")
 
 
 def test_large_bodies_stream_both_ways(pki, tls_upstreams, gateways):

@@ -5,12 +5,12 @@ token nor a readable answer, and a Redis writer cannot move an "active" answer o
 token; without Redis, introspection still works (it is a cache, not a gate)."""
 import base64
 import hashlib
-import time
 
 import pytest
 import requests
 
 from conftest import Gateway
+from support.waiting import wait_for
 from test_introspection_idp import GW_SECRET, config
 from test_login import SESSION_KEY
 from test_replicas import redis  # noqa: F401 — fixture
@@ -49,10 +49,7 @@ def stored(redis, key, timeout=5.0):
     turn that answers the client, so its answer can reach the client a moment before the
     entry reaches Redis: sharing promises the next request after the entry is stored, not
     after the answer. Fails if it never is."""
-    deadline = time.monotonic() + timeout
-    while redis.cli("EXISTS", key).strip() != "1":
-        assert time.monotonic() < deadline, f"{key} never reached Redis"
-        time.sleep(0.01)
+    wait_for(lambda: redis.cli("EXISTS", key).strip() == "1", timeout, interval=0.01, what=f"{key} in Redis")
 
 
 def redis_key(a, tok):

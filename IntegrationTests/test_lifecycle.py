@@ -9,6 +9,7 @@ import time
 import requests
 
 from conftest import BIN, basic_config
+from support.waiting import wait_for
 
 
 def test_sighup_reload_good_then_bad(upstream, gateway_factory):
@@ -17,10 +18,7 @@ def test_sighup_reload_good_then_bad(upstream, gateway_factory):
     good = basic_config(upstream.port).replace(f'url: "http://127.0.0.1:{upstream.port}"', f'url: "http://127.0.0.1:{upstream.port}/v2"')
     g.write_config(good)
     g.signal(signal.SIGHUP)
-    deadline = time.time() + 5
-    while time.time() < deadline and requests.get(g.url("/echo")).json()["path"] != "/v2/echo":
-        time.sleep(0.05)
-    assert requests.get(g.url("/echo")).json()["path"] == "/v2/echo"
+    wait_for(lambda: requests.get(g.url("/echo")).json()["path"] == "/v2/echo", 5, interval=0.05, what="the reload")
     g.write_config(good.replace("upstream: app", "upstream: missing"))
     g.signal(signal.SIGHUP)
     time.sleep(0.5)
@@ -41,13 +39,8 @@ def test_sigterm_drains_in_flight_requests(upstream, gateway_factory):
     for t in threads:
         t.start()
     # Wait until all four are in flight at the gateway, then ask it to stop.
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        m = requests.get(f"http://127.0.0.1:{g.admin}/metrics").text
-        if "tokengate_inflight_requests 4" in m:
-            break
-        time.sleep(0.02)
-    assert "tokengate_inflight_requests 4" in m
+    wait_for(lambda: "tokengate_inflight_requests 4" in requests.get(f"http://127.0.0.1:{g.admin}/metrics").text, 5,
+             what="four requests in flight")
     g.signal(signal.SIGTERM)
     time.sleep(0.2)
     # New connections are no longer accepted while the old ones finish.
@@ -109,12 +102,8 @@ def test_reload_applies_new_limits(upstream, gateway_factory):
     assert requests.post(g.url("/echo"), data=b"a" * 4096).status_code == 200
     g.write_config(basic_config(upstream.port, body="1KB"))
     g.signal(signal.SIGHUP)
-    deadline = time.time() + 5
-    status = 200
-    while time.time() < deadline and status != 413:
-        status = requests.post(g.url("/echo"), data=b"a" * 4096).status_code
-        time.sleep(0.05)
-    assert status == 413
+    wait_for(lambda: requests.post(g.url("/echo"), data=b"a" * 4096).status_code == 413, 5, interval=0.05,
+             what="the new body limit")
 
 
 def test_shipped_configs_are_valid(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from conftest import BIN, Gateway, sent_headers as sent, sleep_into_second
+from support.waiting import wait_for
 
 SESSION_KEY = "q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE="  # 32 bytes, base64
 SECRET = "web-secret-0123456789abcdef0123456789abcd"
@@ -343,9 +344,7 @@ def test_logout_ends_the_session_revokes_and_logs_out_at_the_as(env):
     assert r.status_code == 302 and r.headers["Location"].startswith(env.url("/bye")), r.text
     assert env.a.end_session_calls[-1]["status"] == 302
     # The revocation goes to the AS beside the redirect, not before it: wait for it (bounded).
-    deadline = time.time() + 5
-    while not env.a.revocations and time.time() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: env.a.revocations, 5, interval=0.05, what="the revocation")
     assert env.a.revocations and env.a.revocations[-1]["token_type_hint"] == "refresh_token"
     # The protected page asks for a login again — and the AS shows its form again.
     r = env.get("/orders/7")

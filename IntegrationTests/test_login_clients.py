@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from conftest import BIN, sent_headers as sent, sleep_into_second
+from support.waiting import wait_for
 from test_backchannel_logout import logout_token, post
 from test_login import LoginEnv, SECRET, parse_qs_form
 
@@ -135,9 +136,8 @@ def test_refresh_and_logout_go_to_the_sessions_issuer(two):
     r = two.browser.post(two.url("/oauth2/logout"), data={"token": token}, allow_redirects=False, timeout=10)
     assert r.status_code == 302 and r.headers["Location"].startswith(two.as2.url + "/end_session"), r.headers
     assert "client_id=partners" in r.headers["Location"]
-    deadline = time.time() + 5  # the revocation is sent after the browser is answered
-    while not two.as2.revocations and time.time() < deadline:
-        time.sleep(0.05)
+    # The revocation is sent after the browser is answered.
+    wait_for(lambda: two.as2.revocations, 5, interval=0.05, what="the revocation")
     assert [x["token_type_hint"] for x in two.as2.revocations] == ["refresh_token"] and two.a.revocations == []
 
 

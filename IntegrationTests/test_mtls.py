@@ -10,7 +10,6 @@ import os
 import socket
 import ssl
 import subprocess
-import time
 
 import pytest
 import requests
@@ -19,6 +18,7 @@ from cryptography import x509
 from conftest import free_port, sent_headers
 from test_bearer import JWKSServer, ec_key, token
 from support.tls_pki import make_pair
+from support.waiting import wait_for
 
 
 def run(*args, cwd):
@@ -326,15 +326,13 @@ def test_revoked_certificates_fail_and_a_new_crl_is_picked_up(upstream, idp, gat
     # refuse b.
     pki.revoke(b[0])
     pki.crl()
-    deadline = time.time() + 10
-    while time.time() < deadline:
+
+    def refused():
         try:
             m.get(tok=m.bound(b[0]), cert=b)
         except requests.exceptions.SSLError:
-            break
-        time.sleep(0.2)
-    else:
-        pytest.fail("the new CRL was not picked up")
+            return True
+    wait_for(refused, 10, interval=0.2, what="the new CRL to be picked up")
     assert m.g.logged("TLS certificates loaded")
     # Nor can b resume the session it had: the reload emptied the session cache.
     with pytest.raises(ssl.SSLError):

@@ -103,7 +103,8 @@ def test_sentinel_failover_while_traffic_runs(upstream, authserver_factory, tmp_
         # The session reached the replica. (Not WAIT from redis-cli: WAIT counts acknowledgements
         # of the calling connection's own writes, and redis-cli has made none; and the replica
         # may be in a full resync Sentinel started, holding nothing for a moment.)
-        wait_for(lambda: cli(sentinels.replica, "DBSIZE") == cli(sentinels.master, "DBSIZE") != "0", what="replication")
+        wait_for(lambda: cli(sentinels.replica, "DBSIZE") == cli(sentinels.master, "DBSIZE") != "0",
+                 timeout=15, interval=0.1, what="replication")
         results, stop = [], threading.Event()
 
         def traffic():
@@ -121,9 +122,10 @@ def test_sentinel_failover_while_traffic_runs(upstream, authserver_factory, tmp_
         t.start()
         time.sleep(0.5)
         sentinels.kill("master")
-        wait_for(lambda: sentinels.current_master() == sentinels.replica, timeout=20, what="failover")
+        wait_for(lambda: sentinels.current_master() == sentinels.replica, timeout=20, interval=0.1, what="failover")
         wait_for(lambda: requests.get(env.url("/after"), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"},
-                                      timeout=10).status_code == 200, timeout=15, what="the session on the new master")
+                                      timeout=10).status_code == 200,
+                 timeout=15, interval=0.1, what="the session on the new master")
         stop.set()
         t.join(15)
         assert results and all(s in (200, 503) for s, _ in results), set(s for s, _ in results)

@@ -15,6 +15,7 @@ import requests
 
 from conftest import sent_headers as sent, sleep_into_second
 from support.dpop_client import DPoPKey
+from support.waiting import wait_for
 from test_backchannel_logout import logout_token
 from test_bearer import ec_key, idp  # noqa: F401 — fixture
 from test_dpop import bound_token
@@ -110,12 +111,13 @@ class Monitor:
         self.redis = redis
         self.lines = []
 
-    def _wait_for(self, mark):
-        deadline = time.time() + 10
-        while not any(mark in line for line in self.lines):
-            assert time.time() < deadline, f"MONITOR never showed {mark}"
+    def _see(self, mark):
+        """ECHOes `mark` until MONITOR shows it: every command sent before is in the lines."""
+        def shown():
+            if any(mark in line for line in self.lines):
+                return True
             self.redis.cli("ECHO", mark)
-            time.sleep(0.05)
+        wait_for(shown, timeout=10, interval=0.05, what=f"MONITOR to show {mark}")
 
     def _read(self):
         for line in iter(self.proc.stdout.readline, ""):
@@ -124,12 +126,12 @@ class Monitor:
     def __enter__(self):
         self.proc = subprocess.Popen(["redis-cli", "-p", str(self.redis.port), "MONITOR"], stdout=subprocess.PIPE, text=True)
         threading.Thread(target=self._read, daemon=True).start()
-        self._wait_for("monitor-start")
+        self._see("monitor-start")
         return self.lines
 
     def __exit__(self, *exc):
         try:
-            self._wait_for("monitor-end")
+            self._see("monitor-end")
         finally:
             self.proc.terminate()
             self.proc.wait(timeout=5)
@@ -303,14 +305,11 @@ def test_redis_killed_and_restarted(replicas, redis):
         assert time.time() - t0 < 3, "a request waited on a dead Redis"
         assert r.status_code == 503 and r.headers.get("Retry-After"), r.text
     redis.start()  # no persistence: the sessions are gone, and the gateways reconnect by themselves
-    deadline = time.time() + 10
-    status = None
-    while time.time() < deadline:
+
+    def answered():
         status = with_cookie(b, cookie, "/after").status_code
-        if status != 503:
-            break
-        time.sleep(0.2)
-    assert status == 401
+        return status if status != 503 else None
+    assert wait_for(answered, timeout=10, interval=0.2, what="an answer other than 503") == 401
     # Each worker's client tries again once its backoff (at most 5 s) has passed: until then a
     # login's start is refused with 503 (never hangs); then every one succeeds.
     wait_until_logins_start(a)

@@ -9,7 +9,8 @@ import time
 
 import requests
 
-from conftest import BIN, Gateway, wait_for
+from conftest import BIN, Gateway
+from support.waiting import wait_for
 
 ROUTES = 10_000
 UPSTREAMS = 50

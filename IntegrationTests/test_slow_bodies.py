@@ -90,7 +90,7 @@ routes:
     auth: none
     request_buffering: {"true" if buffering else "false"}
 """, workers=workers)
-    g.start(wait_for="/healthz")
+    g.start_no_wait()
     return g
 
 

@@ -13,6 +13,7 @@ import time
 import requests
 
 from conftest import BIN, basic_config
+from support.waiting import wait_for
 from test_access_log import metric
 
 SPOOLS = "tokengate_spools_total"
@@ -141,9 +142,7 @@ def test_slow_readers_do_not_hold_the_app(gateway_factory, tmp_path):
         g = gateway_for(app, gateway_factory, limits=f", spool_dir: {tmp_path}")
         readers = [slow_reader(g.port, f"/big?n={SIZE}") for _ in range(6)]
         # Every answer is read from the app at its pace and spooled: the app finishes all six.
-        deadline = time.time() + 30
-        while len(app.finished) < 6 and time.time() < deadline:
-            time.sleep(0.1)
+        wait_for(lambda: len(app.finished) >= 6, 30, interval=0.1, what="the app to finish six answers")
         assert len(app.finished) == 6
         assert probe(g.port, 2) == 200
         assert metric(g, SPOOLS)[SPOOLS] == 6
@@ -217,9 +216,7 @@ def test_memory_per_slow_connection_stays_bounded(gateway_factory, tmp_path):
         g = gateway_for(app, gateway_factory, limits=f", spool_dir: {tmp_path}")
         before = g.rss_kb()
         readers = [slow_reader(g.port, f"/big?n={4 << 20}") for _ in range(40)]
-        deadline = time.time() + 30
-        while len(app.finished) < 40 and time.time() < deadline:
-            time.sleep(0.1)
+        wait_for(lambda: len(app.finished) >= 40, 30, interval=0.1, what="the app to finish 40 answers")
         assert len(app.finished) == 40
         grown = g.rss_kb() - before
         # 160 MB of answers wait for their clients; the gateway's memory grows by far less

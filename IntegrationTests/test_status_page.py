@@ -19,7 +19,8 @@ from joserfc import jwt
 from joserfc.jwk import ECKey
 
 from support.browser import browser  # noqa: F401 — fixture
-from conftest import BIN, JSONServer, free_port, wait_for
+from conftest import BIN, JSONServer, free_port
+from support.waiting import wait_for
 from support.ws_upstream import WSUpstream
 
 SESSION_KEY = base64.b64encode(b"status-page-session-key-32-bytes").decode()

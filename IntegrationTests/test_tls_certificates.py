@@ -14,6 +14,7 @@ import requests
 from conftest import BIN, basic_config
 from test_access_log import metric
 from support.tls_pki import fingerprint, make_pair, served
+from support.waiting import wait_for
 
 
 def tls_config(upstream_port, tls):
@@ -23,15 +24,6 @@ def tls_config(upstream_port, tls):
 
 def single(crt, key):
     return f"{{ cert_file: {crt}, key_file: {key} }}"
-
-
-def wait_for(predicate, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
 
 
 def replace_pair(src, dst):
@@ -71,7 +63,7 @@ def test_sighup_serves_new_certificates_and_open_connections_carry_on(upstream, 
     time.sleep(1)
     assert served(g.port) == fingerprint(a[0])
     g.signal(signal.SIGHUP)
-    assert wait_for(lambda: served(g.port) == fingerprint(b[0]), 5)
+    wait_for(lambda: served(g.port) == fingerprint(b[0]), 5, interval=0.2, what="the new certificate")
     # The connection opened before the rotation keeps working on its own session.
     assert get(before) == 200
     assert get(before) == 200
@@ -98,7 +90,7 @@ def test_a_secret_volume_swap_is_seen_without_a_signal(upstream, gateway_factory
     os.symlink("..2026_11_26_b", vol / "..data_tmp")
     os.replace(vol / "..data_tmp", vol / "..data")
     started = time.time()
-    assert wait_for(lambda: served(g.port) == fingerprint(b[0]), 60)
+    wait_for(lambda: served(g.port) == fingerprint(b[0]), 60, interval=0.2, what="the new certificate")
     assert time.time() - started < 60
 
 
@@ -121,13 +113,15 @@ def test_a_broken_pair_is_refused_and_the_last_good_one_keeps_serving(upstream, 
     for n, (pair, reason) in enumerate(cases, start=1):
         replace_pair(pair, live)
         g.signal(signal.SIGHUP)
-        assert wait_for(lambda: metric(g, "tokengate_tls_certificate_reloads_total")[refused] == n, 5)
+        wait_for(lambda: metric(g, "tokengate_tls_certificate_reloads_total")[refused] == n, 5, interval=0.2,
+                 what=f"refusal {n}")
         assert served(g.port) == fingerprint(a[0])
         assert reason in g.output()
     # A file that cannot be read at all.
     os.remove(live[0])
     g.signal(signal.SIGHUP)
-    assert wait_for(lambda: metric(g, "tokengate_tls_certificate_reloads_total")[refused] == 4, 5)
+    wait_for(lambda: metric(g, "tokengate_tls_certificate_reloads_total")[refused] == 4, 5, interval=0.2,
+             what="refusal 4")
     assert served(g.port) == fingerprint(a[0])
     assert "TLS certificates refused; the last good ones keep serving" in g.output()
     assert requests.get(f"https://127.0.0.1:{g.port}/echo", verify=False, timeout=5).status_code == 200

@@ -10,8 +10,9 @@ import time
 import pytest
 import requests
 
-from conftest import Gateway, echo_headers, raw_request, sent_headers, wait_for
+from conftest import Gateway, echo_headers, raw_request, sent_headers
 from support.otlp_receiver import Receiver, attributes
+from support.waiting import wait_for
 from test_access_log import metric
 from test_bearer import idp, token  # noqa: F401
 from test_introspection_idp import GW_SECRET, config as introspection_config

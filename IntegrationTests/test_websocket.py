@@ -17,9 +17,10 @@ import requests
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from conftest import RawServer, wait_for
-from test_bearer import JWKSServer, ec_key, token
+from conftest import RawServer
+from support.waiting import wait_for
 from support.ws_upstream import WSUpstream
+from test_bearer import JWKSServer, ec_key, token
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from conftest import RawServer, wait_for
+from conftest import RawServer
+from support.waiting import wait_for
 from test_bearer import token
 from test_websocket import (accept_for, client_frame, handshake, idp, read_frame, read_head,  # noqa: F401
                             ws_config, ws_upstream)

@@ -13,7 +13,8 @@ from websockets.sync.client import connect
 from test_backchannel_logout import logout_token
 from test_dpop_redis import RedisServer
 from test_login import LoginEnv, login_as, parse_qs_form  # noqa: F401 — fixture
-from test_websocket import access_lines, wait_for
+from test_websocket import access_lines
+from support.waiting import wait_for
 from support.ws_upstream import WSUpstream
 
 LOGIN_OR_TOKEN = """  - name: mixed

@@ -11,25 +11,24 @@ import os
 import signal
 import subprocess
 import tempfile
-import time
 import socket
 
 from .authserver.server import free_port
+from .waiting import wait_for
 
 IDENTITY = ("X-Forwarded-User", "X-Forwarded-Email", "X-Forwarded-Groups", "X-Forwarded-Jkt")
 
 
 def wait_port(port, proc, what, log):
-    deadline = time.time() + 10
-    while time.time() < deadline:
+    def listening():
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited: {log()}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
+            return True
         except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{what} did not listen: {log()}")
+            return False
+    wait_for(listening, 10, interval=0.05, what=lambda: f"{what} to listen: {log()}")
 
 
 class Process:

@@ -35,7 +35,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 ACK_TIMEOUT = 10.0
@@ -161,17 +160,18 @@ class MCPUpstream:
 
     def wait_ready(self, timeout=20.0):
         """Returns once /healthz answers; the process exiting or the deadline raises."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+        from .waiting import wait_for  # here: the server side runs this file as a script
+
+        def ready():
             if self.proc.poll() is not None:
                 raise RuntimeError("mcp upstream exited: " + self.output())
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1) as r:
-                    if r.status == 200:
-                        return self
+                    return r.status == 200
             except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"mcp upstream not ready in {timeout}s: " + self.output())
+                return False
+        wait_for(ready, timeout, interval=0.05, what=lambda: "the mcp upstream's /healthz: " + self.output())
+        return self
 
     def calls(self):
         """The tools the server has run, in order."""

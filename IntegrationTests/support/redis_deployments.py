@@ -10,21 +10,13 @@ import tempfile
 import time
 
 from .authserver.server import free_port
+from .waiting import wait_for
 
 
 def cli(port, *args, tls=None):
     extra = ["--tls", "--cacert", tls] if tls else []
     r = subprocess.run(["redis-cli", "-p", str(port), *extra, *args], capture_output=True, text=True, timeout=10)
     return r.stdout.strip()
-
-
-def wait_for(pred, timeout=15, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Processes:
@@ -65,7 +57,8 @@ class TLSRedis(Processes):
         self.start("tls", ["--port", "0", "--tls-port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                            "--tls-cert-file", "server.pem", "--tls-key-file", "server.key", "--tls-ca-cert-file", "ca.pem",
                            "--tls-auth-clients", "no"])
-        wait_for(lambda: cli(self.port, "PING", tls=self.ca) == "PONG", what="TLS redis-server")
+        wait_for(lambda: cli(self.port, "PING", tls=self.ca) == "PONG",
+                 timeout=15, interval=0.1, what="TLS redis-server")
 
     @property
     def url(self):
@@ -80,9 +73,10 @@ class SentinelSet(Processes):
         self.master, self.replica = free_port(), free_port()
         base = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"]
         self.start("master", ["--port", str(self.master), *base])
-        wait_for(lambda: cli(self.master, "PING") == "PONG", what="master")
+        wait_for(lambda: cli(self.master, "PING") == "PONG", timeout=15, interval=0.1, what="master")
         self.start("replica", ["--port", str(self.replica), "--replicaof", "127.0.0.1", str(self.master), *base])
-        wait_for(lambda: "master_link_status:up" in cli(self.replica, "INFO", "replication"), what="replica in sync")
+        wait_for(lambda: "master_link_status:up" in cli(self.replica, "INFO", "replication"),
+                 timeout=15, interval=0.1, what="replica in sync")
         self.sentinels = [free_port() for _ in range(3)]
         for i, port in enumerate(self.sentinels):
             conf = os.path.join(self.dir, f"sentinel-{i}.conf")
@@ -91,7 +85,8 @@ class SentinelSet(Processes):
                         "sentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 3000\n")
             self.start(f"sentinel-{i}", [conf, "--sentinel"])
         for port in self.sentinels:
-            wait_for(lambda p=port: str(self.master) in cli(p, "SENTINEL", "get-master-addr-by-name", "mymaster"), what="sentinel")
+            wait_for(lambda p=port: str(self.master) in cli(p, "SENTINEL", "get-master-addr-by-name", "mymaster"),
+                     timeout=15, interval=0.1, what="sentinel")
 
     @property
     def url(self):
@@ -149,7 +144,8 @@ class Cluster(Processes):
         subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports], "--cluster-replicas", "0",
                         "--cluster-yes"], capture_output=True, timeout=30, check=True)
         for port in self.ports:
-            wait_for(lambda p=port: "cluster_state:ok" in cli(p, "CLUSTER", "INFO"), what="cluster_state:ok")
+            wait_for(lambda p=port: "cluster_state:ok" in cli(p, "CLUSTER", "INFO"),
+                     timeout=15, interval=0.1, what="cluster_state:ok")
 
     def nodes_answer(self):
         deadline = time.time() + 15
