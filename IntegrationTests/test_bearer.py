@@ -24,6 +24,17 @@ class JWKSServer(JSONServer):
         super().__init__(lambda: {"keys": [k.as_dict(private=False) for k in self.keys]})
 
 
+def first_fetch_failed(g, issuer="one"):
+    """Waits until the gateway counts a failed key fetch for `issuer`: its first try is over,
+    and the keys are known not to be there."""
+    sample = f'tokengate_issuer_key_fetch_failures_total{{issuer="{issuer}"}} '
+
+    def failures():
+        text = requests.get(f"http://127.0.0.1:{g.admin}/metrics", timeout=5).text
+        return next((float(line[len(sample):]) for line in text.splitlines() if line.startswith(sample)), 0)
+    wait_for(failures, what=f"a failed key fetch for {issuer}")
+
+
 def ec_key(kid):
     return ECKey.generate_key("P-256", parameters={"kid": kid, "alg": "ES256", "use": "sig"}, private=True)
 
@@ -280,7 +291,7 @@ def test_idp_down_at_start_then_recovers(upstream, second_idp, gateway_factory):
         g = Gateway(bearer_config(upstream, srv, second_idp[1]))
         g.start_no_wait()
         try:
-            time.sleep(1)
+            first_fetch_failed(g)
             r = requests.get(f"http://127.0.0.1:{g.admin}/readyz")
             assert r.status_code == 503 and "one" in r.text
             assert call(g, tok=token(key)).status_code == 503

@@ -276,13 +276,15 @@ def test_max_connections_holds(upstream):
             # extra client (test_connection_reclaim.py).
             c.sendall(b"GET /echo HTTP/1.1\r\n")
             idle.append(c)
-        time.sleep(0.3)
+        metrics_url = f"http://127.0.0.1:{g.admin}/metrics"
+        wait_for(lambda: "tokengate_client_connections 50" in requests.get(metrics_url, timeout=5).text,
+                 what="the 50 connections held")
         extra = socket.create_connection(("127.0.0.1", g.port))  # the kernel's backlog takes it
         extra.sendall(b"GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
         extra.settimeout(1)
         with pytest.raises(socket.timeout):
             extra.recv(100)
-        metrics = requests.get(f"http://127.0.0.1:{g.admin}/metrics", timeout=5).text
+        metrics = requests.get(metrics_url, timeout=5).text
         assert "tokengate_client_connections 50" in metrics
         assert "tokengate_accept_pauses_total 0" not in metrics
         for c in idle[:10]:

@@ -3,13 +3,13 @@
 (`rejection`) and, for what the gateway could not decide or a login it could not finish, a
 stable `reason`. Real gateway, real JWKS server, real AS."""
 import json
-import time
 
 import requests
 
 from conftest import Gateway, bearer_get as call
 from support.waiting import wait_for
-from test_bearer import JWKSServer, bearer_config, ec_key, gw, idp, second_idp, token  # noqa: F401
+from test_bearer import (JWKSServer, bearer_config, ec_key, first_fetch_failed, gw, idp, second_idp,  # noqa: F401
+                         token)
 from test_login import HTML, env, login_as, login_env  # noqa: F401
 
 
@@ -74,7 +74,7 @@ def test_keys_never_loaded_is_503_with_its_reason_and_no_auth_failure(upstream, 
         g = Gateway(bearer_config(upstream, srv, second_idp[1]))
         g.start_no_wait()
         try:
-            time.sleep(1)
+            first_fetch_failed(g)
             r = call(g, tok=token(key))
             assert r.status_code == 503 and r.json()["error"] == "temporarily_unavailable"
             assert r.headers["Retry-After"] == "5"

@@ -6,7 +6,6 @@ HTTP/1.1 client to an HTTP/2 upstream."""
 import http.client
 import json
 import struct
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -14,6 +13,7 @@ import pytest
 
 from support.grpc_upstream import GRPCUpstream, channel, unary
 from support.dpop_client import DPoPKey
+from support.waiting import wait_for
 from test_bearer import idp, token  # noqa: F401 — idp is a fixture
 from test_http2 import cert  # noqa: F401 — a fixture
 
@@ -216,7 +216,7 @@ def test_upstream_down_is_unavailable(gateway_factory):
 def test_client_cancel_resets_the_upstream_stream(gw, grpc_upstream):
     with channel(gw.port) as ch:
         f = ch.unary_unary("/test.Echo/Unary").future(b"sleep:1", timeout=10)
-        time.sleep(0.2)
+        wait_for(lambda: grpc_upstream.handlers.running == 1, what="the call at the upstream")
         f.cancel()
         assert f.cancelled()
         # The connection to the upstream is still good for the next call.

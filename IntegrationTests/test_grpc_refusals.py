@@ -5,7 +5,6 @@ library, which also shows the frames: one HEADERS with END_STREAM, no DATA. Bear
 routes with tokens and proofs from joserfc; a login route with the real AS (idpyoidc)."""
 import http.client
 import socket
-import time
 
 import grpc
 import h2.config
@@ -17,7 +16,7 @@ from conftest import RawServer, free_port
 from support.dpop_client import DPoPKey
 from support.h2_client import H2Connection, frames
 from conftest import Gateway
-from test_bearer import JWKSServer, ec_key, idp, token as mint  # noqa: F401 — idp is a fixture
+from test_bearer import JWKSServer, ec_key, first_fetch_failed, idp, token as mint  # noqa: F401 — idp is a fixture
 from test_login import SESSION_KEY, login_as  # noqa: F401 — login_as is a fixture
 
 GRPC = {"content-type": "application/grpc", "te": "trailers"}
@@ -149,7 +148,7 @@ def test_keys_unavailable_is_unavailable_with_retry_after(upstream):
     g = Gateway(config(upstream, srv, free_port()))
     try:
         g.start_no_wait()
-        time.sleep(1)
+        first_fetch_failed(g)
         err = rpc(g, "/pkg.Orders/Get", [("authorization", f"Bearer {mint(srv.keys[0])}")])
         assert err.code() == grpc.StatusCode.UNAVAILABLE, (err.code(), err.details())
         assert metadata(err).get("retry-after"), metadata(err)

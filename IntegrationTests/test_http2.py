@@ -19,6 +19,7 @@ import hpack
 from hyperframe.frame import HeadersFrame, SettingsFrame
 
 from support.h2_client import H2Connection, frames
+from support.waiting import wait_for
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -244,7 +245,9 @@ def test_goaway_on_sigterm(upstream, gateway_factory):
     block = hpack.Encoder().encode([(":method", "GET"), (":path", "/slow?delay=1"), (":scheme", "http"),
                                     (":authority", "127.0.0.1")])
     s.sendall(PREFACE + SettingsFrame(0).serialize() + HeadersFrame(1, block, flags=["END_HEADERS", "END_STREAM"]).serialize())
-    time.sleep(0.3)
+    metrics_url = f"http://127.0.0.1:{g.admin}/metrics"
+    wait_for(lambda: "tokengate_inflight_requests 1" in requests.get(metrics_url, timeout=5).text,
+             what="the request in flight")
     g.signal(signal.SIGTERM)
     got = b""
     while True:

@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from support.mcp_upstream import COMMENT, PROGRESS_EVENT, MCPUpstream
+from support.waiting import wait_for
 from test_bearer import idp, token as mint  # noqa: F401 — idp is a fixture
 from test_mcp_sdk import connect, run
 
@@ -195,9 +196,9 @@ def test_a_client_closing_after_its_answer_is_logged_with_its_status(sse_upstrea
             got += chunk
         # The answer is in; the server holds the stream open a second more: the client leaves.
     request_id = got.split(b"X-Request-Id: ", 1)[1].split(b"\r\n", 1)[0].decode()
-    gw.logged(request_id)
-    time.sleep(1.2)
-    line = next(a for a in access_lines(gw) if a["request_id"] == request_id)
+    # Logged when the gateway finds the client gone, at the server's next bytes.
+    line = wait_for(lambda: next((a for a in access_lines(gw) if a["request_id"] == request_id), None),
+                    what="the request's access line")
     assert line["status"] == 200, line
     assert line["upstream_ms"] > 0, line
     assert "client closed" in line.get("detail", ""), line

@@ -5,6 +5,7 @@ import json
 import requests
 
 from conftest import basic_config
+from support.waiting import wait_for
 
 
 def echo(resp):
@@ -141,10 +142,16 @@ def test_admin_endpoints_and_metrics(gateway):
 
 
 def test_access_log_lines_are_json(gateway):
-    rid = requests.get(gateway.url("/echo?q=1")).headers["X-Request-Id"]
-    import time
-    time.sleep(0.2)
-    lines = [json.loads(l) for l in gateway.output().splitlines() if l.startswith("{")]
+    session = requests.Session()
+    rid = session.get(gateway.url("/echo?q=1")).headers["X-Request-Id"]
+    # A second request on the same connection, so on the same worker, whose lines leave in
+    # order: once its line is in, every line of the first is too.
+    after = session.get(gateway.url("/echo")).headers["X-Request-Id"]
+
+    def up_to_the_second():
+        lines = [json.loads(l) for l in gateway.output(settle=0).splitlines() if l.startswith("{")]
+        return lines if any(l.get("request_id") == after for l in lines) else None
+    lines = wait_for(up_to_the_second, what="the second request's access line")
     access = [l for l in lines if l.get("msg") == "access" and l.get("request_id") == rid]
     assert len(access) == 1
     a = access[0]
