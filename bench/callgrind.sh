@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Instructions per proxied request, counted by callgrind: repeatable whatever else the
+# machine does, so two binaries compare to within about ±100 instructions in one sitting.
+#
+# usage: bench/callgrind.sh BIN [none|bearer] [REQUESTS]
+#   BIN: a tokengate release binary (copied and stripped of its DWARF 5, which valgrind
+#   3.19 cannot read). One worker, on bench/tokengate/none.yaml or bearer.yaml (an ES256
+#   token, the verified-token cache on), in front of the bench upstream (bench/nginx/
+#   upstream.conf.in) on 127.0.0.1:PORT_BASE+1. 300 requests warm it up; the counters are
+#   zeroed; REQUESTS (default 500) keep-alive requests over 4 connections (wrk -t1 -c4);
+#   the counters are dumped. Prints the instructions per request over the worker's thread
+#   and the files it kept (for callgrind_annotate).
+# env:  PORT_BASE=19300  KEEP_WORK=1 (keep the temp dir)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BIN=${1:?usage: bench/callgrind.sh BIN [none|bearer] [REQUESTS]}
+KIND=${2:-none}
+REQUESTS=${3:-500}
+PORT_BASE=${PORT_BASE:-19300}
+PORT=$PORT_BASE UPSTREAM=$((PORT_BASE + 1)) ADMIN=$((PORT_BASE + 2))
+for cmd in valgrind callgrind_control callgrind_annotate wrk nginx curl strip; do
+  command -v "$cmd" >/dev/null || [[ -x /usr/sbin/$cmd ]] || { echo "callgrind.sh: needs $cmd" >&2; exit 1; }
+done
+WORK=$(mktemp -d /tmp/tg-callgrind.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [[ ${KEEP_WORK:-0} == 1 ]] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+render() {  # render TEMPLATE DEST KEY=VALUE...: @KEY@ → VALUE, as bench/run.sh does
+  local src=$1 dst=$2; shift 2
+  local script=() kv
+  for kv in "$@"; do script+=(-e "s#@${kv%%=*}@#${kv#*=}#g"); done
+  sed "${script[@]}" "$src" >"$dst"
+}
+
+mkdir -p "$WORK/upstream"
+user_line=""; [[ $(id -u) -eq 0 ]] && user_line="user root;"
+render bench/nginx/upstream.conf.in "$WORK/upstream/nginx.conf" USER_LINE="$user_line" DIR="$WORK/upstream" \
+  PORT="$UPSTREAM"
+nginx -c "$WORK/upstream/nginx.conf" -p "$WORK/upstream" &
+pids+=($!)
+
+cp "$BIN" "$WORK/tokengate"
+strip --strip-debug "$WORK/tokengate"
+headers=()
+if [[ $KIND == bearer ]]; then
+  "$WORK/tokengate" keys generate --alg ES256 --kid bench --out "$WORK/key.jwk" >"$WORK/jwks.json"
+  token=$("$WORK/tokengate" jwt sign --key "$WORK/key.jwk" --typ at+jwt --exp-in 86400 \
+    --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench","email":"b@example.com"}')
+  headers=(-H "Authorization: Bearer $token")
+fi
+render "bench/tokengate/$KIND.yaml" "$WORK/tokengate.yaml" PORT="$PORT" ADMIN_PORT="$ADMIN" WORKERS=1 \
+  UPSTREAM_PORT="$UPSTREAM" JWKS="$WORK/jwks.json" CACHE_ENTRIES=10000
+# serve sets the allocator's tunable by running itself again, which would leave valgrind.
+GLIBC_TUNABLES=glibc.malloc.tcache_count=64 valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" \
+  "$WORK/tokengate" serve --config "$WORK/tokengate.yaml" >"$WORK/tokengate.log" 2>&1 &
+tg=$!
+pids+=("$tg")
+for _ in $(seq 200); do curl -fsS "http://127.0.0.1:$ADMIN/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
+for _ in $(seq 300); do curl -fsS "${headers[@]}" "http://127.0.0.1:$PORT/x" >/dev/null; done
+callgrind_control -z "$tg" >/dev/null 2>&1
+cat >"$WORK/count.lua" <<LUA
+local n = 0
+request = function()
+  n = n + 1
+  if n > $REQUESTS then wrk.thread:stop() end
+  return wrk.format(nil, "/x")
+end
+LUA
+wrk -t1 -c4 -d120s -s "$WORK/count.lua" "${headers[@]}" "http://127.0.0.1:$PORT/" >"$WORK/wrk.txt"
+callgrind_control -d "$tg" >/dev/null 2>&1
+sleep 1
+requests=$(awk '/requests in/ {print $1}' "$WORK/wrk.txt")
+# The dump after the zeroing: the worker's thread over the counted requests.
+total=$(callgrind_annotate "$WORK/callgrind.out.1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+echo "$KIND: $requests requests, $total instructions, $((total / requests)) per request ($(basename "$BIN"))"
+if [[ ${KEEP_WORK:-0} == 1 ]]; then echo "callgrind files: $WORK/callgrind.out*"; fi
