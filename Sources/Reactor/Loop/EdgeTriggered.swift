@@ -17,9 +17,11 @@ internal import CEvent
 /// What an edge does not tell: libevent 2.1 reports EPOLLERR as plain `EV_READ | EV_WRITE`,
 /// without `EV_CLOSED`, so a reset (RST) that comes in the same edge as the last bytes is
 /// not seen until a write fails or a deadline passes. From a client that is a client that
-/// stalls, which the header, body and idle deadlines already bound. From an upstream it
-/// would hold an answer whose body ends with the connection until the response timeout, so
-/// upstream sockets stay level-triggered. TLS sockets do too: OpenSSL reads records ahead,
+/// stalls, which the header, body and idle deadlines already bound; a tunnel has no such
+/// deadline, so a client socket is watched by level once it carries one
+/// (`ServerConnection.watchByLevel`). From an upstream it would hold an answer whose body
+/// ends with the connection until the response timeout, so upstream sockets stay
+/// level-triggered. TLS sockets do too: OpenSSL reads records ahead,
 /// and its `SSL_read` leaves the socket on its own terms. libevent refuses to mix both
 /// kinds on one fd, so a socket's read and write events are either both edge-triggered or
 /// neither.

@@ -43,8 +43,8 @@ final class ServerConnection: IdleListNode {
     private let io: ConnectionIO
     /// Plain TCP (no TLS): the socket may be read and written directly (`receive`, `send`).
     private let isPlain: Bool
-    /// Plain sockets are watched by edge (`EdgeTriggered`); TLS ones by level.
-    private let edgeTriggered: Bool
+    /// Plain sockets are watched by edge (`EdgeTriggered`); TLS ones, and tunnels, by level.
+    private var edgeTriggered: Bool
     /// The peer's FIN was reported (`EV_CLOSED`, edge-triggered only): it may have come with
     /// the last bytes, so a read that got bytes is followed by one more, which sees the end.
     private var peerEnding = false
@@ -191,6 +191,38 @@ final class ServerConnection: IdleListNode {
         case .failed:
             close()
         }
+    }
+
+    /// Watches the socket by level from now on. A tunnel has no deadline, so a reset that
+    /// came in one edge with the client's last bytes, which libevent reports without
+    /// `EV_CLOSED` (`EdgeTriggered`), would hold it open until its idle timeout. libevent
+    /// takes no mix of both kinds on one fd: both events are made again.
+    func watchByLevel() {
+        thread.check()
+        guard edgeTriggered, !isClosed, let context = callbackContext, let old = readEvent,
+            let base = event_get_base(old)
+        else { return }
+        for event in [readEvent, writeEvent] { if let event { event_free(event) } }
+        edgeTriggered = false
+        let arg = context.toOpaque()
+        readEvent = event_new(base, fd, Int16(EV_READ | EV_PERSIST | EV_CLOSED), readThunk, arg)
+        writeEvent = event_new(base, fd, Int16(EV_WRITE | EV_PERSIST), writeThunk, arg)
+        guard let readEvent, let writeEvent else {
+            close()
+            return
+        }
+        // The loop's changelist makes one epoll_ctl of a turn's changes on an fd, edge-
+        // triggered if any change came from an edge event (the deletes above). Each kind is
+        // changed once more by a level event, an add then a delete when not wanted, so that
+        // none of those is left.
+        event_add(readEvent, nil)
+        if !readArmed { event_del(readEvent) }
+        event_add(writeEvent, nil)
+        if !writeArmed {
+            event_del(writeEvent)
+            if flushScheduled { event_active(writeEvent, Int32(EV_WRITE), 0) }
+        }
+        if reading && inputBuffered { event_active(readEvent, Int32(EV_READ), 0) }
     }
 
     // MARK: direct relay (tunnels over plain TCP)

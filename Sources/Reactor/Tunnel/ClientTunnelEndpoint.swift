@@ -16,6 +16,8 @@ final class ClientTunnelEndpoint: TunnelEndpoint, ServerConnectionHandler {
     init(connection: ServerConnection) {
         self.connection = connection
         connection.setDeadline(nil)
+        // No deadline from here on: a reset must be seen when it comes (`EdgeTriggered`).
+        connection.watchByLevel()
     }
 
     var input: OpaquePointer { connection.input }
