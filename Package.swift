@@ -30,7 +30,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0")
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0")
     ],
     targets: [
         // C libraries as the system provides them (Debian: libevent-dev, libssl-dev,
@@ -82,7 +83,8 @@ let package = Package(
             dependencies: [
                 "Reactor", "JOSE", "OAuth", "ExtAuthz", "OTLP",
                 .product(name: "Yams", package: "Yams"),
-                .product(name: "Logging", package: "swift-log")
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")
             ],
             swiftSettings: strictC + [.swiftLanguageMode(.v6)]),
         .executableTarget(

@@ -174,7 +174,7 @@ struct GRPCRefusalWorkerTests {
     /// description as the message, and the answer's own fields kept.
     @Test(arguments: [
         (400, GRPCStatus.internal), (401, .unauthenticated), (403, .permissionDenied), (404, .unimplemented),
-        (405, .unknown), (408, .unknown), (413, .resourceExhausted), (429, .unavailable), (502, .unavailable),
+        (405, .unknown), (408, .unknown), (413, .resourceExhausted), (429, .resourceExhausted), (502, .unavailable),
         (503, .unavailable), (504, .deadlineExceeded)
     ])
     func eachRefusalKind(status: Int, code: GRPCStatus) throws {

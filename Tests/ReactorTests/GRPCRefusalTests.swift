@@ -55,7 +55,7 @@ struct GRPCRefusalTests {
 
     @Test(arguments: [
         (400, GRPCStatus.internal), (401, .unauthenticated), (403, .permissionDenied), (404, .unimplemented),
-        (405, .unknown), (408, .unknown), (413, .resourceExhausted), (417, .unknown), (429, .unavailable),
+        (405, .unknown), (408, .unknown), (413, .resourceExhausted), (417, .unknown), (429, .resourceExhausted),
         (431, .resourceExhausted), (500, .unknown), (502, .unavailable), (503, .unavailable),
         (504, .deadlineExceeded), (505, .unknown)
     ])

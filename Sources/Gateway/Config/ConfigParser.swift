@@ -52,7 +52,9 @@ public enum ConfigParser {
         if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
+        cfg.rateLimits = rateLimits(top["rate_limits"], r)
         cfg.routes = routes(top["routes"], cfg, r)
+        checkRateLimits(cfg, routesNode: top["routes"], r)
         cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
         fapi2Routes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
         cfg.warnings = warnings(cfg, top: top)

@@ -41,6 +41,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
     /// An entry of `mcp.methods`, `mcp.tools`, `mcp.resources` or `mcp.prompts` (same keys).
     case mcpRule = "routes[].mcp.tools.NAME"
     case tokenExchange = "routes[].token_exchange"
+    case rateLimit = "rate_limits.NAME"
+    case rateLimitOverride = "rate_limits.NAME.overrides.VALUE"
 
     /// The keys, in the order check-config lists them when one is unknown: the table's.
     var keys: [String] { keyDocs.map(\.name) }
@@ -61,6 +63,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .mcp: MCPRules.keyTable.docs
         case .mcpRule: MCPRules.entryKeyTable.docs
         case .tokenExchange: TokenExchangeConfig.keyTable.docs
+        case .rateLimit: RateLimitPolicy.keyTable.docs
+        case .rateLimitOverride: RateLimitPolicy.overrideKeyTable.docs
         case .listen: ListenerConfig.keyTable.docs
         case .adminListen: ListenerConfig.adminKeyTable.docs
         case .listenTLS: ListenerTLS.keyTable.docs

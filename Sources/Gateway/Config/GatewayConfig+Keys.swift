@@ -91,6 +91,9 @@ extension GatewayConfig {
         .init(
             "public_url", type: "origin, or a list of origins", default: "none", by: "ConfigParser.publicURLs"),
         .init("dpop", type: "mapping (below)", default: "each key's default", by: "ConfigParser.dpopSettings"),
+        .init(
+            "rate_limits", type: "mapping: a policy's name to the policy (below)", default: "none",
+            by: "ConfigParser.rateLimits"),
         .init("login", type: "mapping (below)", default: "each key's default", by: "ConfigParser.login"),
         .init("decision", type: "bool or mapping (below)", default: "off", by: "ConfigParser.decision"),
         .init("pages_dir", type: "path of a directory", default: "none (built-in pages)", by: "ConfigParser.pages"),

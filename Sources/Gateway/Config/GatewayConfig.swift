@@ -12,6 +12,8 @@ public struct GatewayConfig: Sendable {
     /// The admin listener as the certificates see it (HTTP/1.1 only).
     var adminListener: ListenerConfig? { adminListen.map { ListenerConfig(address: $0, tls: adminTLS, http2: false) } }
     public internal(set) var workers: Int = 1
+    /// `rate_limits:`: named policies that routes list (`rate_limit`).
+    var rateLimits: [String: RateLimitPolicy] = [:]
     var trustedProxies: [CIDR] = []
     var limits = Limits()
     var accessLog = AccessLogConfig.on(AccessLogOutput())

@@ -96,8 +96,11 @@ struct MetricsSnapshot: Sendable {
     var upstreamTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
     /// Tunnels (WebSocket after a 101): open now, bytes each way, closes by reason.
     var tunnels = TunnelMetrics()
+    /// Rate limits: refusals by route and policy, store failures.
+    var rateLimits = RateLimitMetrics()
 
     mutating func add(_ o: MetricsSnapshot) {
+        rateLimits.add(o.rateLimits)
         dpopUnchecked += o.dpopUnchecked
         acceptPauses += o.acceptPauses
         connectionsReclaimed += o.connectionsReclaimed
@@ -172,6 +175,7 @@ struct MetricsSnapshot: Sendable {
         out.sample("tokengate_login_callback_own_seconds_sum", [], callbackOwnSeconds)
         out.sample("tokengate_login_callback_own_seconds_count", [], callbacks)
         tunnels.write(to: &out)
+        rateLimits.write(to: &out)
         out.single("tokengate_ready", .gauge, help: "Whether the gateway reports ready.", ready ? 1 : 0)
         return out.text
     }

@@ -27,6 +27,8 @@ final class Admission {
     var upstreamProof: UpstreamProof? = nil
     /// The connection's memo of this token's admission (`BearerMemo`), where one stands.
     var bearerMemo: BearerMemo? = nil
+    /// The tool an MCP `tools/call` names, once the MCP stage has read it (`tool` limits).
+    var mcpTool: String? = nil
 
     init(
         identity: [(String, String)], session: Bool, body: RequestBody?, claims: JSONObject, preflight: Bool = false,

@@ -64,6 +64,7 @@ final class MCPStage: Stage {
                 ctx.toolListFilter = ToolListFilter(
                     id: id, maxBytes: rules.maxResponseBytes, mayCall: { rules.mayCallTool($0, token: token) })
             }
+            if case .tool(let name) = message.target { admission.mcpTool = name }
             request.admission?.body = BufferedRequestBody(bytes)
             request.resume()
         }

@@ -17,14 +17,23 @@ enum StagePosition: Sendable {
 protocol KeyedStage: Stage {
     static var routeKey: ConfigKey<RouteConfig, RouteKeyContext> { get }
     static var position: StagePosition { get }
+    /// Every place it may run (a stage whose parts count at different times); `[position]`
+    /// unless it says otherwise.
+    static var positions: [StagePosition] { get }
     /// In decision chains too (nothing goes upstream there); else in proxied chains only.
     static var judgesDecisions: Bool { get }
     /// This route's stage; nil when the route does not set the key.
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> Self?
+    /// This route's stage at `position`; `make(_:_:)` unless the stage runs at several.
+    static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> Self?
 }
 
 extension KeyedStage {
     static var judgesDecisions: Bool { true }
+    static var positions: [StagePosition] { [position] }
+    static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> Self? {
+        make(plan, services)
+    }
 }
 
 /// The keyed stages a gateway has: their route keys go to the parser (`ConfigParser.parse`),
@@ -33,7 +42,7 @@ struct StageCatalog: Sendable {
     let stages: [any KeyedStage.Type]
 
     /// The gateway's own keyed stages, in the order they run at one position.
-    static let gateway = StageCatalog(stages: [])
+    static let gateway = StageCatalog(stages: [RateLimitStage.self])
 
     /// Their keys, for the parser: a route accepts them beside `RouteConfig.keyTable`'s.
     var routeKeys: ConfigKeyTable<RouteConfig, RouteKeyContext> { ConfigKeyTable(stages.map { $0.routeKey }) }
@@ -42,8 +51,8 @@ struct StageCatalog: Sendable {
     func stages(at position: StagePosition, _ plan: RoutePlan, _ services: WorkerServices, decision: Bool)
         -> [any Stage]
     {
-        stages.filter { $0.position == position && (!decision || $0.judgesDecisions) }.compactMap {
-            $0.make(plan, services)
+        stages.filter { $0.positions.contains(position) && (!decision || $0.judgesDecisions) }.compactMap {
+            $0.make(plan, services, at: position)
         }
     }
 }

@@ -16,6 +16,7 @@ extension Worker {
             s.upstreamTLSHandshakes[name, default: .init()].add(pool)
         }
         s.tunnels = services.tunnels.metrics
+        s.rateLimits = services.rateLimits.metrics
         return s
     }
 

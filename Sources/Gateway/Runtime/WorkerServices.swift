@@ -54,6 +54,8 @@ final class WorkerServices {
     let tunnels: Tunnels
     /// The keyed stages route plans may have (`StageCatalog`), fixed at start.
     let stages: StageCatalog
+    /// Routes' rate limits: the store, the keys' digests, the keys known to be over.
+    let rateLimits: RateLimiter
     /// Upstream 5xx answers and failures, for the status page.
     let upstreamOutcomes = UpstreamOutcomes()
     /// Set by `drain`: answers close their connection, and the worker is told when the last
@@ -87,6 +89,7 @@ final class WorkerServices {
         // Replaced by the worker's first `apply`, with the route plans.
         requestPolicy = RequestPipeline.Policy(config, router: Router(routes: []), plans: [])
         ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
+        rateLimits = stores.rateLimiter(for: loop, log: log)
         let accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }
@@ -109,6 +112,7 @@ final class WorkerServices {
         exchanger.apply(new)
         login.apply(new)
         assertions.apply(new)
+        rateLimits.apply(new)
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Reactor
 
 /// The process's `store:`, made once at start (a reload keeps it): every per-worker store
@@ -17,6 +18,8 @@ final class StoreBackend {
     /// Process-wide login state: the refresh coordinator always; ended sessions and hosted
     /// request objects when there is no Redis to keep them.
     let loginShared: LoginShared
+    /// The memory store's rate-limit table, one for all workers (unused with Redis).
+    let memoryRateLimits = MemoryRateLimits()
 
     init(_ store: StoreConfig, replayCapacity: Int, loginShared: LoginShared = LoginShared()) {
         self.loginShared = loginShared
@@ -35,6 +38,16 @@ final class StoreBackend {
     var redisDeployment: RedisDeployment? {
         if case .redis(let clients, _) = kind { return clients.deployment }
         return nil
+    }
+
+    /// The rate limiter of the worker on `loop`: over the process's table, or Redis.
+    func rateLimiter(for loop: EventLoop, log: Logger) -> RateLimiter {
+        switch kind {
+        case .memory: return RateLimiter(store: memoryRateLimits, storeName: "memory", log: log)
+        case .redis(let clients, let prefix):
+            return RateLimiter(
+                store: RedisRateLimits(client: clients.client(for: loop), prefix: prefix), storeName: "redis", log: log)
+        }
     }
 
     /// The DPoP replay store of the worker on `loop` (RFC 9449 §11.1).

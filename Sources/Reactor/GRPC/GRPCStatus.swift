@@ -27,7 +27,9 @@ public enum GRPCStatus: Int, Sendable {
     /// more than a status line says, as Envoy's local replies do:
     /// - 504: the gateway's own upstream timeout ran out: DEADLINE_EXCEEDED;
     /// - 413, 431: a body or metadata past the gateway's limits: RESOURCE_EXHAUSTED, the
-    ///   code gRPC itself gives a message or metadata over its size limits.
+    ///   code gRPC itself gives a message or metadata over its size limits;
+    /// - 429: the caller's rate limit: RESOURCE_EXHAUSTED, gRPC's code for a quota spent
+    ///   (UNAVAILABLE would tell a client to retry at once).
     /// 400 stays INTERNAL, not INVALID_ARGUMENT: the gateway's 400s are about the HTTP
     /// request (its target, Host, credentials' syntax), never about the call's message,
     /// which it does not read, and INVALID_ARGUMENT tells a client its arguments are wrong.
@@ -37,8 +39,8 @@ public enum GRPCStatus: Int, Sendable {
         case 401: self = .unauthenticated
         case 403: self = .permissionDenied
         case 404: self = .unimplemented
-        case 413, 431: self = .resourceExhausted
-        case 429, 502, 503: self = .unavailable
+        case 413, 429, 431: self = .resourceExhausted
+        case 502, 503: self = .unavailable
         case 504: self = .deadlineExceeded
         default: self = .unknown
         }

@@ -1,0 +1,34 @@
+import RawStructuredFieldValues
+
+/// `RateLimit-Policy` and `RateLimit` as draft-ietf-httpapi-ratelimit-headers-11 writes them:
+/// Structured Field lists (RFC 9651) whose items are the policy's name, with its quota and
+/// window (`"per-user";q=10;w=1`) or what is left of it and when it is whole again
+/// (`"per-user";r=3;t=1`). They say the policy's name and numbers only: never the key, and
+/// only the caller's own budget.
+enum RateLimitFields {
+    /// The fields for `policy`'s decision on this request.
+    static func fields(_ policy: RateLimitPolicy, rule: RateLimitRule, _ decision: GCRA.Decision) -> [(String, String)]
+    {
+        let reset = decision.allowed ? seconds(decision.reset) : retryAfter(decision)
+        return [
+            ("RateLimit-Policy", list(policy.name, [("q", rule.rate.count), ("w", rule.rate.seconds)])),
+            ("RateLimit", list(policy.name, [("r", decision.remaining), ("t", reset)]))
+        ]
+    }
+
+    /// Whole seconds to wait, at least 1 (RFC 9110 §10.2.3): the same moment as `t` on a 429.
+    static func retryAfter(_ decision: GCRA.Decision) -> Int { max(1, seconds(decision.retryAfter)) }
+
+    /// Microseconds, rounded up to seconds.
+    static func seconds(_ micros: Int64) -> Int { Int((max(0, micros) + 999_999) / 1_000_000) }
+
+    private static func list(_ name: String, _ parameters: [(String, Int)]) -> String {
+        var params = OrderedMap<String, BareItem>()
+        for (key, value) in parameters { params[key] = .integer(value) }
+        var serializer = StructuredFieldValueSerializer()
+        let item = ItemOrInnerList.item(Item(bareItem: .string(name), parameters: params))
+        // A policy name is checked at load (printable ASCII); the serializer cannot fail on it.
+        guard let bytes = try? serializer.writeListFieldValue([item]) else { return "" }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

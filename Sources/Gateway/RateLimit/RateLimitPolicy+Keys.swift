@@ -1,0 +1,154 @@
+import Yams
+
+extension RateLimitPolicy {
+    /// The keys of a `rate_limits.NAME` entry, each said once: its reference row (checked by
+    /// ConfigReferenceTests) and its reader. `rate` and `burst` are read together by
+    /// ConfigParser.rateLimits (burst's default comes from the rate), `overrides` there too.
+    static let keyTable = ConfigKeyTable<RateLimitPolicy, ConfigReader>([
+        .init(
+            "key", type: "`sub`, `client_id`, `jkt`, `cert`, `ip`, `claim:PATH`, `header:NAME` or `tool`",
+            default: "`sub`", checkedBy: ConfigDefault.text(RateLimitKey.subject.text)
+        ) { x, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if let key = RateLimitKey(s) {
+                x.key = key
+            } else {
+                r.problem(p, n, "\"\(s)\" is not sub, client_id, jkt, cert, ip, claim:PATH, header:NAME or tool")
+            }
+        },
+        .init("rate", type: "`N/s`, `N/m`, `N/h` or `N/d`", default: "none: required", by: "ConfigParser.rateLimits"),
+        .init(
+            "burst", type: "number (at least 1)", default: "the per-second rate, at least 1",
+            by: "ConfigParser.rateLimits"),
+        .init(
+            "overrides", type: "mapping: a key value to `{ rate, burst }`", default: "none",
+            by: "ConfigParser.rateLimits"),
+        .init(
+            "on_store_failure", type: "`fail_open` or `fail_closed`", default: "`fail_open`",
+            checkedBy: ConfigDefault.text(RateLimitStoreFailure.failOpen.rawValue)
+        ) { x, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if let v = RateLimitStoreFailure(rawValue: s) {
+                x.onStoreFailure = v
+            } else {
+                r.problem(p, n, "must be fail_open or fail_closed")
+            }
+        },
+        .init("headers", type: "bool", default: "`true`", checkedBy: ConfigDefault.bool(true)) { x, n, p, r in
+            if let v = r.bool(n, path: p) { x.headers = v }
+        }
+    ])
+}
+
+extension RateLimitPolicy {
+    /// The keys of an override (`rate_limits.NAME.overrides.VALUE`): both read with the
+    /// policy's own by ConfigParser.rateLimits.
+    static let overrideKeyTable = ConfigKeyTable<RateLimitPolicy, ConfigReader>([
+        .init("rate", type: "`N/s`, `N/m`, `N/h` or `N/d`", default: "none: required", by: "ConfigParser.rateLimits"),
+        .init(
+            "burst", type: "number (at least 1)", default: "the per-second rate, at least 1",
+            by: "ConfigParser.rateLimits")
+    ])
+}
+
+extension ConfigParser {
+    /// `rate_limits:`: named policies, by name.
+    static func rateLimits(_ node: Node?, _ r: ConfigReader) -> [String: RateLimitPolicy] {
+        guard let node, let m = r.mapping(node, path: "rate_limits", section: nil) else { return [:] }
+        var policies: [String: RateLimitPolicy] = [:]
+        for (name, entry) in m {
+            let p = "rate_limits.\(name)"
+            // The name goes out in RateLimit fields as a Structured Field string.
+            guard !name.isEmpty, name.utf8.count <= 64,
+                name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5c })
+            else {
+                r.problem(p, entry, "a policy name must be 1-64 printable characters, without quotes or backslashes")
+                continue
+            }
+            guard let fields = r.mapping(entry, path: p, section: .rateLimit) else { continue }
+            var policy = RateLimitPolicy(name: name)
+            RateLimitPolicy.keyTable.read(fields, into: &policy, path: p, r)
+            guard let limit = rule(fields, path: p, r) else { continue }
+            policy.limit = limit
+            if let o = fields["overrides"], let overrides = r.mapping(o, path: "\(p).overrides", section: nil) {
+                for (value, item) in overrides {
+                    let q = "\(p).overrides.\(value)"
+                    guard let f = r.mapping(item, path: q, section: .rateLimitOverride) else { continue }
+                    RateLimitPolicy.overrideKeyTable.read(f, into: &policy, path: q, r)
+                    if let o = rule(f, path: q, r) { policy.overrides[value] = o }
+                }
+            }
+            policies[name] = policy
+        }
+        return policies
+    }
+
+    /// `rate` (required) and `burst` of a policy or an override.
+    private static func rule(_ m: [String: Node], path p: String, _ r: ConfigReader) -> RateLimitRule? {
+        guard let n = m["rate"] else {
+            r.problem("\(p).rate", nil, "is required: N/s, N/m, N/h or N/d")
+            return nil
+        }
+        guard let s = r.string(n, path: "\(p).rate") else { return nil }
+        guard let rate = RateLimitRate(s) else {
+            r.problem("\(p).rate", n, "\"\(s)\" is not N/s, N/m, N/h or N/d (N from 1)")
+            return nil
+        }
+        var burst = RateLimitRule.defaultBurst(rate)
+        if let b = m["burst"], let t = r.string(b, path: "\(p).burst") {
+            guard let v = Int(t), v >= 1, v <= 1_000_000 else {
+                r.problem("\(p).burst", b, "must be a number from 1 to 1000000")
+                return nil
+            }
+            burst = v
+        }
+        return RateLimitRule(rate: rate, burst: burst)
+    }
+
+    /// A route's `rate_limit`: one policy name or a list, each defined under `rate_limits`.
+    static func routeRateLimits(_ route: inout RouteConfig, _ node: Node, path p: String, _ context: RouteKeyContext) {
+        let r = context.r
+        let names: [(String, Node)]
+        if case .scalar = node {
+            guard let s = r.string(node, path: p) else { return }
+            names = [(s, node)]
+        } else {
+            guard let list = r.sequence(node, path: p) else { return }
+            names = list.enumerated().compactMap { i, item in r.string(item, path: "\(p)[\(i)]").map { ($0, item) } }
+        }
+        var policies: [RateLimitPolicy] = []
+        for (name, item) in names {
+            guard let policy = context.cfg.rateLimits[name] else {
+                let defined = context.cfg.rateLimits.keys.sorted().joined(separator: ", ")
+                r.problem(p, item, "\"\(name)\" is not defined under rate_limits; defined: \(defined)")
+                continue
+            }
+            if !policies.contains(where: { $0.name == name }) { policies.append(policy) }
+        }
+        if !policies.isEmpty { route.options.stageSettings[RateLimitStage.routeKey.name] = policies }
+    }
+
+    /// What rate limits need of the rest of the config: `tool` only on MCP routes, and with
+    /// Redis a digest key every replica shares (`session.keys`).
+    static func checkRateLimits(_ cfg: GatewayConfig, routesNode: Node?, _ r: ConfigReader) {
+        let items = routesNode.flatMap { $0.sequence.map(Array.init) } ?? []
+        var limited = false
+        for route in cfg.routes {
+            guard let policies = route.options.stageSettings[RateLimitStage.routeKey.name] as? [RateLimitPolicy]
+            else { continue }
+            limited = true
+            let node = route.index < items.count ? items[route.index].mapping?["rate_limit"] : nil
+            for policy in policies where policy.key == .tool && route.auth.tokenRoute?.mcp == nil {
+                r.problem(
+                    "routes[\(route.index)].rate_limit", node,
+                    "\"\(policy.name)\" counts by tool, and this route is not an MCP route")
+            }
+        }
+        if limited, case .redis = cfg.store, cfg.session.keys.isEmpty {
+            r.problem(
+                "rate_limits", nil,
+                "with a Redis store, rate limits need session.keys: every replica must name a caller's key the same way"
+            )
+        }
+    }
+}

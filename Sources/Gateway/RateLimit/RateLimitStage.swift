@@ -1,0 +1,185 @@
+import Foundation
+import JOSE
+import Reactor
+
+/// A route's rate limits at one place in its chain (`rate_limit`): each policy whose key
+/// counts here takes one request from the budget of the caller's key value, in the order
+/// the route lists them; the first that refuses answers 429 with `Retry-After`, and the
+/// upstream never hears of the request. Allowed requests carry the policy with the least
+/// left in `RateLimit-Policy` and `RateLimit` on their answer (for policies with
+/// `headers: true`). `ip` and `header` policies count before authentication, identity
+/// policies after it, `tool` after the MCP stage has read the call.
+final class RateLimitStage: KeyedStage {
+    static let routeKey = ConfigKey<RouteConfig, RouteKeyContext>(
+        "rate_limit", type: "name of a `rate_limits` entry, or a list", default: "none"
+    ) { route, node, path, context in
+        ConfigParser.routeRateLimits(&route, node, path: path, context)
+    }
+    static let position = StagePosition.afterAuthentication
+    static let positions: [StagePosition] = [.beforeAuthentication, .afterAuthentication, .beforeUpstream]
+
+    static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> RateLimitStage? {
+        guard let all = plan.route.options.stageSettings[routeKey.name] as? [RateLimitPolicy] else { return nil }
+        let here = all.filter { $0.key.position == position }
+        return here.isEmpty ? nil : RateLimitStage(policies: here, services: services)
+    }
+
+    static func make(_ plan: RoutePlan, _ services: WorkerServices) -> RateLimitStage? {
+        make(plan, services, at: position)
+    }
+
+    let policies: [RateLimitPolicy]
+    /// Unowned: the services hold the plans that hold their stages.
+    unowned(unsafe) let services: WorkerServices
+
+    init(policies: [RateLimitPolicy], services: WorkerServices) {
+        self.policies = policies
+        self.services = services
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        RateLimitCheck(stage: self, request: request).next()
+    }
+
+    /// The value of `key` for this request; "" when the request has none (one budget for
+    /// every request without it, so leaving a claim or header out is no way around it).
+    func value(_ key: RateLimitKey, _ request: RoutedRequest) -> String {
+        let admission = request.admission
+        switch key {
+        case .subject: return request.context.caller?.subject ?? admission?.claims["sub"]?.string ?? ""
+        case .clientID: return request.context.caller?.clientID ?? ""
+        case .jkt: return admission?.token?.jkt ?? ""
+        case .certificate:
+            guard !request.isDecision, let certificate = request.exchange.connection.clientCertificate else {
+                return ""
+            }
+            return certificate.sha256.map { String($0, radix: 16) }.joined(separator: ":")
+        case .ip: return ClientAddress.of(request.origin, trusted: services.config.trustedProxies)
+        case .claim(let path):
+            var value: JSONValue? = admission.map { JSONValue.object($0.claims) }
+            for name in path { value = value?.object?[name] }
+            switch value {
+            case .string(let s): return s
+            case .number(let n): return n
+            case .bool(let b): return b ? "true" : "false"
+            default: return ""
+            }
+        case .header(let name): return request.head.fields.first(name) ?? ""
+        case .tool:
+            guard let tool = admission?.mcpTool else { return "" }
+            let caller = request.context.caller?.subject ?? ""
+            return tool + "\u{0}" + caller
+        }
+    }
+}
+
+/// One request's pass through its stage's policies: in order, each at once (memory) or when
+/// the store answers (Redis), which suspends the chain meanwhile.
+private final class RateLimitCheck {
+    let stage: RateLimitStage
+    let request: RoutedRequest
+    var index = 0
+    /// The allowing policy with the least left, for the answer's fields.
+    var tightest: (RateLimitPolicy, RateLimitRule, GCRA.Decision)?
+    var waiting = false
+    var suspended = false
+    var immediate: Result<GCRA.Decision, RateLimitStoreError>?
+
+    init(stage: RateLimitStage, request: RoutedRequest) {
+        self.stage = stage
+        self.request = request
+    }
+
+    /// Runs the policies from `index` on until one must wait, refuses, or all allowed.
+    func next() -> StageOutcome {
+        while index < stage.policies.count {
+            let policy = stage.policies[index]
+            let value = stage.value(policy.key, request)
+            waiting = true
+            immediate = nil
+            stage.services.rateLimits.take(policy, value: value) { [self] result in
+                if waiting {
+                    immediate = result
+                } else {
+                    resumed(result)
+                }
+            }
+            waiting = false
+            guard let result = immediate else {
+                suspended = true
+                return .suspend
+            }
+            if let refusal = judge(result, policy, value) { return refusal }
+            index += 1
+        }
+        if let (policy, rule, decision) = tightest {
+            request.context.responseHeaders += RateLimitFields.fields(policy, rule: rule, decision)
+        }
+        return .proceed
+    }
+
+    private func resumed(_ result: Result<GCRA.Decision, RateLimitStoreError>) {
+        if let refusal = judge(result, stage.policies[index], stage.value(stage.policies[index].key, request)) {
+            finish(refusal)
+            return
+        }
+        index += 1
+        finish(next())
+    }
+
+    private func finish(_ outcome: StageOutcome) {
+        switch outcome {
+        case .proceed: request.resume()
+        case .answer(let response, let close): request.answer(response, close: close)
+        case .suspend: break
+        }
+    }
+
+    /// nil: the policy allowed (or its store failed open); else the answer.
+    private func judge(_ result: Result<GCRA.Decision, RateLimitStoreError>, _ policy: RateLimitPolicy, _ value: String)
+        -> StageOutcome?
+    {
+        let limiter = stage.services.rateLimits
+        let ctx = request.context
+        switch result {
+        case .failure(let error):
+            limiter.storeFailed(error, policy: policy.name, now: stage.services.clock())
+            guard policy.onStoreFailure == .failClosed else { return nil }
+            var r = ErrorResponse.make(
+                503, error: "temporarily_unavailable", description: "the rate limit cannot be checked now",
+                requestID: ctx.requestID, headers: [("Retry-After", "1")],
+                detail: "rate_limit \(policy.name): store failed")
+            r.reason = "rate_limit_store_failed"
+            return .answer(r)
+        case .success(let decision):
+            let rule = policy.rule(for: value)
+            if decision.allowed {
+                if policy.headers, tightest.map({ decision.remaining < $0.2.remaining }) ?? true {
+                    tightest = (policy, rule, decision)
+                }
+                return nil
+            }
+            limiter.countRefusal(route: ctx.route, policy: policy.name)
+            var headers = [("Retry-After", String(RateLimitFields.retryAfter(decision)))]
+            if policy.headers { headers += RateLimitFields.fields(policy, rule: rule, decision) }
+            var r = ErrorResponse.make(
+                429, error: "rate_limited", description: "too many requests; try again after Retry-After seconds",
+                requestID: ctx.requestID, headers: headers, detail: "rate_limit \(policy.name): over its limit")
+            r.reason = "rate_limited"
+            return .answer(r)
+        }
+    }
+}
+
+/// The client's address for `ip` limits: the connection's peer, or, behind proxies the
+/// gateway trusts, the nearest `X-Forwarded-For` entry that is not one of them (the
+/// entries further left are the client's own word).
+enum ClientAddress {
+    static func of(_ forwarded: ForwardedHeaders, trusted: [CIDR]) -> String {
+        let chain = forwarded.forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        for address in chain.reversed() where !trusted.contains(where: { $0.contains(address) }) {
+            return address
+        }
+        return chain.first ?? ""
+    }
+}

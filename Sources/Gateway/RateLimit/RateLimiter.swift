@@ -1,0 +1,124 @@
+import Foundation
+import JOSE
+import Logging
+
+/// A worker's side of the rate limits: the store, the keyed digest that names a key in it,
+/// the keys known to be over their limit (answered here until their retry time, so a flood
+/// costs no store traffic: a key's state only moves later while it is refused), and the
+/// counters. Loop-thread only; the store is the process's or Redis.
+final class RateLimiter {
+    let store: RateLimitStore
+    /// The store's name for the status page and logs.
+    let storeName: String
+    /// Keys the store holds are HMAC-SHA-256 digests under this key, never the raw `sub`,
+    /// token or address. With Redis every replica must agree on it: derived from the first
+    /// `session.keys` key (config validation requires one); else a random key per process.
+    private var digestKey: MACKey
+    private let processKey = SecureRandom.bytes(32)
+    /// Keys refused by the store: until when they stay refused, and when their budget is
+    /// whole again (the worker's monotonic µs).
+    private var refusedUntil: [String: (until: Int64, resetAt: Int64)] = [:]
+    private(set) var metrics = RateLimitMetrics()
+    private var lastFailureLog = -Double.infinity
+    private let log: Logger
+    private let clock: () -> Int64
+
+    static let memoCapacity = 10_000
+    /// At most one store-failure line per this many seconds.
+    static let failureLogInterval = 10.0
+
+    init(
+        store: RateLimitStore, storeName: String, log: Logger,
+        clock: @escaping () -> Int64 = MemoryRateLimits.monotonicMicroseconds
+    ) {
+        self.store = store
+        self.storeName = storeName
+        self.log = log
+        self.clock = clock
+        digestKey = MACKey(secret: processKey)!
+    }
+
+    /// A new config's session keys (the digests' key).
+    func apply(_ config: GatewayConfig) {
+        let base = config.session.keys.first ?? processKey
+        let derived = MACKey(secret: base)!.authenticate(Array("tokengate rate-limit keys".utf8))
+        digestKey = MACKey(secret: derived)!
+        refusedUntil.removeAll()
+    }
+
+    /// The store's name for `value` under `policy`: 128 bits of the keyed digest, in hex.
+    func storeKey(policy: String, value: String) -> String {
+        let mac = digestKey.authenticate(Array(policy.utf8) + [0] + Array(value.utf8))
+        return mac.prefix(16).map { String($0, radix: 16).leftPadded(2) }.joined()
+    }
+
+    /// One request taken from `value`'s budget under `policy`.
+    func take(
+        _ policy: RateLimitPolicy, value: String,
+        done: @escaping (Result<GCRA.Decision, RateLimitStoreError>) -> Void
+    ) {
+        let key = storeKey(policy: policy.name, value: value)
+        let now = clock()
+        if let memo = refusedUntil[key] {
+            if now < memo.until {
+                done(
+                    .success(
+                        .init(allowed: false, remaining: 0, retryAfter: memo.until - now, reset: memo.resetAt - now)))
+                return
+            }
+            refusedUntil[key] = nil
+        }
+        let cell = policy.rule(for: value).cell
+        store.take(key, cell) { [self] result in
+            if case .success(let d) = result, !d.allowed {
+                if refusedUntil.count >= Self.memoCapacity { refusedUntil.removeAll() }
+                let at = clock()
+                refusedUntil[key] = (at + d.retryAfter, at + d.reset)
+            }
+            done(result)
+        }
+    }
+
+    func countRefusal(route: String, policy: String) { metrics.refused[route + "\u{0}" + policy, default: 0] += 1 }
+
+    /// Counts a store failure and logs it, at most once per `failureLogInterval`.
+    func storeFailed(_ error: RateLimitStoreError, policy: String, now: Double) {
+        metrics.storeFailures += 1
+        if now - lastFailureLog >= Self.failureLogInterval {
+            lastFailureLog = now
+            log.warning(
+                "rate-limit store failed",
+                metadata: ["store": "\(storeName)", "policy": "\(policy)", "error": "\(error.message)"])
+        }
+    }
+}
+
+/// Rate-limit counters of one worker (and, added up, of the process).
+struct RateLimitMetrics: Sendable {
+    /// Refusals by route and policy (`route\0policy`).
+    var refused: [String: Int] = [:]
+    var storeFailures = 0
+
+    mutating func add(_ o: RateLimitMetrics) {
+        refused.merge(o.refused, uniquingKeysWith: +)
+        storeFailures += o.storeFailures
+    }
+
+    func write(to out: inout PrometheusText) {
+        out.family(
+            "tokengate_rate_limited_total", .counter, help: "Requests refused by a rate limit, by route and policy.")
+        for (key, n) in refused.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: "\u{0}", maxSplits: 1).map(String.init)
+            out.sample("tokengate_rate_limited_total", [("route", parts[0]), ("policy", parts.last ?? "")], n)
+        }
+        out.single(
+            "tokengate_rate_limit_store_failures_total", .counter,
+            help: "Rate-limit store calls that failed (on_store_failure decided).", storeFailures)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

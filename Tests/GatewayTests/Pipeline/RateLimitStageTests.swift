@@ -1,0 +1,96 @@
+import JOSE
+import Testing
+
+@testable import Gateway
+@testable import Reactor
+
+/// The rate-limit stage in a route's chain: where each key kind counts, the 429 a caller
+/// over its limit gets (and the upstream never sees), and the fields on allowed answers.
+@Suite("Rate-limit stage: counted in the chain, refused with 429")
+struct RateLimitStageTests {
+    static let yaml = PipelineConfigs.yaml
+        .replacingOccurrences(
+            of: "routes:\n",
+            with: """
+                rate_limits:
+                  per-ip: { key: ip, rate: 1/m, burst: 2 }
+                  per-user: { key: sub, rate: 1/m, burst: 1, overrides: { batch: { rate: 1/m, burst: 3 } } }
+                  quiet: { key: sub, rate: 1/m, burst: 5, headers: false }
+                routes:
+
+                """
+        )
+        .replacingOccurrences(of: "  - name: public\n", with: "  - name: public\n    rate_limit: per-ip\n")
+        .replacingOccurrences(
+            of: "    cors_preflight: allow\n", with: "    cors_preflight: allow\n    rate_limit: [per-user, quiet]\n")
+
+    static func admit(_ h: StageHarness, sub: String) {
+        h.request.admission = Admission(
+            identity: [], session: false, body: nil, claims: JSONObject(["sub": .string(sub)]))
+    }
+
+    @Test func anIPLimitCountsBeforeAuthenticationAndAnIdentityLimitAfter() throws {
+        let worker = try testWorker(Self.yaml)
+        let open = try StageHarness(worker, "GET", "/public/x")
+        #expect(open.chain.prefix(3) == ["UpgradeStage", "RateLimitStage", "PublicRouteStage"])
+        let api = try StageHarness(worker, "GET", "/api/x")
+        let auth = try #require(api.chain.firstIndex(of: "TokenStage"))
+        #expect(api.chain[auth + 1] == "RateLimitStage")
+        #expect(!api.chain.prefix(auth).contains("RateLimitStage"), "no identity limit before the token is checked")
+        #expect(api.decisionChain.contains("RateLimitStage"), "decisions count too")
+    }
+
+    @Test func aCallerOverItsLimitGets429WithRetryAfterAndTheUpstreamNothing() throws {
+        let worker = try testWorker(Self.yaml)
+        var statuses: [Int?] = []
+        var last: StageHarness?
+        for _ in 0..<3 {
+            let h = try StageHarness(worker, "GET", "/public/x")
+            let outcome = h.run(try #require(h.stage(RateLimitStage.self)))
+            statuses.append(outcome.proceeds ? nil : outcome.answerStatus)
+            last = h
+        }
+        #expect(statuses == [nil, nil, 429], "burst 2, then refused")
+        let h = try #require(last)
+        #expect(h.transport.status == 429)
+        #expect(h.json["error"] as? String == "rate_limited")
+        #expect(h.json["request_id"] as? String == h.request.context.requestID)
+        let retry = try #require(h.transport.head?.fields.first("Retry-After").flatMap { Int($0) })
+        #expect(retry >= 1 && retry <= 60)
+        #expect(h.transport.head?.fields.first("RateLimit") == "\"per-ip\";r=0;t=\(retry)")
+        #expect(h.transport.head?.fields.first("RateLimit-Policy") == "\"per-ip\";q=1;w=60")
+        #expect(worker.services.rateLimits.metrics.refused["public\u{0}per-ip"] == 1)
+    }
+
+    @Test func eachCallerHasItsOwnBudgetAndAnOverrideItsOwnRule() throws {
+        let worker = try testWorker(Self.yaml)
+        func attempt(_ sub: String) throws -> StageOutcome {
+            let h = try StageHarness(worker, "GET", "/api/x")
+            Self.admit(h, sub: sub)
+            return h.run(try #require(h.stage(RateLimitStage.self)))
+        }
+        #expect(try attempt("alice").proceeds)
+        #expect(try attempt("alice").answerStatus == 429)
+        #expect(try attempt("bob").proceeds, "Bob is not Alice")
+        #expect(try (0..<3).allSatisfy { _ in try attempt("batch").proceeds }, "batch's burst is 3")
+        #expect(try attempt("batch").answerStatus == 429)
+    }
+
+    @Test func allowedAnswersCarryTheTightestPolicyWithHeaders() throws {
+        let worker = try testWorker(Self.yaml)
+        let h = try StageHarness(worker, "GET", "/api/x")
+        Self.admit(h, sub: "carol")
+        #expect(h.run(try #require(h.stage(RateLimitStage.self))).proceeds)
+        // per-user has 0 left; quiet (headers: false) is never shown.
+        let fields = h.request.context.responseHeaders
+        #expect(fields.first { $0.0 == "RateLimit" }?.1 == "\"per-user\";r=0;t=60")
+        #expect(!fields.contains { $0.1.contains("quiet") })
+    }
+
+    @Test func theStoreNeverHoldsTheRawIdentity() throws {
+        let worker = try testWorker(Self.yaml)
+        let key = worker.services.rateLimits.storeKey(policy: "per-user", value: "alice@example.com")
+        #expect(key.count == 32 && !key.contains("alice"))
+        #expect(key != worker.services.rateLimits.storeKey(policy: "quiet", value: "alice@example.com"))
+    }
+}
