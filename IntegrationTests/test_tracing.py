@@ -333,3 +333,17 @@ def test_calls_to_the_authorization_server_and_redis_are_client_spans(authserver
         assert b"tg:introspection" not in everything  # never a Redis key
     finally:
         g.stop()
+
+
+def test_a_rate_limit_refusal_names_its_policy_in_the_server_span(upstream, idp, receiver, gateway_factory):
+    extra = "rate_limits:\n  one-only: { key: ip, rate: 1/m, burst: 1 }"
+    text = config(upstream, idp, f'{{ otlp_endpoint: "{receiver.url}" }}', extra=extra).replace(
+        "    auth: none\n", "    auth: none\n    rate_limit: one-only\n")
+    g = gateway_factory(text)
+    session = requests.Session()
+    assert [session.get(g.url("/pub/x"), timeout=5).status_code for _ in range(2)] == [200, 429]
+    spans = spans_of(receiver, count=3)
+    refused = [attributes(s) for s in spans if s.kind == SERVER and attributes(s)["http.response.status_code"] == 429]
+    assert len(refused) == 1, spans
+    assert refused[0]["tokengate.refusal.reason"] == "rate_limited"
+    assert refused[0]["tokengate.rate_limit.policy"] == "one-only"

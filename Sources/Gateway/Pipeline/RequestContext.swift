@@ -29,6 +29,8 @@ final class RequestContext {
     private(set) var caller: CallerIdentity? = nil
     /// Why the request was refused: the access log's `rejection` (and `reason`).
     var rejection: Rejection? = nil
+    /// The rate-limit policy that refused the request, for its server span.
+    var rateLimitPolicy: String? = nil
     /// Headers the gateway adds to the upstream's response (a fresh `DPoP-Nonce`). This and
     /// the two below are read by every proxied response (`ProxyExchange.clientFields`):
     /// unchecked exclusivity, as they are only ever appended to or read whole, never held

@@ -160,6 +160,7 @@ private final class RateLimitCheck {
                 return nil
             }
             limiter.countRefusal(route: ctx.route, policy: policy.name)
+            ctx.rateLimitPolicy = policy.name
             var headers = [("Retry-After", String(RateLimitFields.retryAfter(decision)))]
             if policy.headers { headers += RateLimitFields.fields(policy, rule: rule, decision) }
             var r = ErrorResponse.make(

@@ -56,7 +56,7 @@ final class RequestTrace {
         let method = Self.method(ctx.method)
         // Room for every attribute below at once: the array is not grown on the way.
         var attributes: [A] = []
-        attributes.reserveCapacity(10)
+        attributes.reserveCapacity(12)
         attributes.append(A("http.request.method", .string(method)))
         attributes.append(A("url.path", .string(path)))
         attributes.append(A("url.scheme", .string(ctx.forwarded.forwardedProto)))
@@ -74,6 +74,10 @@ final class RequestTrace {
         attributes.append(A("tokengate.auth.outcome", .string(ctx.rejection?.code ?? "allowed")))
         if let reason = ctx.rejection?.reason?.code {
             attributes.append(A("tokengate.refusal.reason", .string(reason)))
+        }
+        if let policy = ctx.rateLimitPolicy {
+            attributes.append(A("tokengate.refusal.reason", .string("rate_limited")))
+            attributes.append(A("tokengate.rate_limit.policy", .string(policy)))
         }
         out.append(
             SpanRecord(
