@@ -29,7 +29,7 @@ OVERWRITE = base_pb2.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
 
 
 class Env:
-    def __init__(self, a, d, tmp_path, extra_top="", ready="/readyz"):
+    def __init__(self, a, d, tmp_path, extra_top="", ready="/readyz", extra_route=""):
         self.a, self.d = a, d
         self.gw = Gateway("")
         (tmp_path / "decision.secret").write_text(SECRET + "\n")
@@ -108,7 +108,7 @@ routes:
     match: {{ path_prefix: / }}
     upstream: app
     auth: none
-""")
+{extra_route}""")
         self.gw.start(ready)
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.gw.port}")
         self.stub = self.channel.unary_unary(CHECK, request_serializer=ext.CheckRequest.SerializeToString,
@@ -390,5 +390,27 @@ def test_a_store_outage_is_an_error_response_not_a_verdict(authserver_factory, t
         assert "redis" not in resp.error_response.body.lower()
         # Routes that need no store are judged as ever.
         assert e.check("/public/x").status.code == 0
+    finally:
+        e.stop()
+
+
+def test_a_check_over_a_rate_limit_is_a_429_denial_with_retry_after(authserver_factory, tmp_path):
+    limited = """  - name: limited
+    match: { path_prefix: /limited/ }
+    upstream: app
+    auth: none
+    rate_limit: per-client
+"""
+    e = Env(authserver_factory(login="form"), authserver_factory(dpop=True), tmp_path,
+            extra_top="rate_limits:\n  per-client: { key: ip, rate: 1/m, burst: 1 }", extra_route=limited)
+    try:
+        assert e.check("/limited/x").status.code == 0
+        resp = e.check("/limited/x")
+        assert resp.status.code == 7 and resp.denied_response.status.code == 429, resp  # a denial, not an error
+        headers = denied_headers(resp)
+        assert int(headers["retry-after"]) >= 1 and headers["ratelimit"].startswith('"per-client";r=0')
+        assert json.loads(resp.denied_response.body)["error"] == "rate_limited"
+        # Another client (by the source Envoy reports) has its own budget.
+        assert e.check("/limited/x", source="203.0.113.8").status.code == 0
     finally:
         e.stop()
