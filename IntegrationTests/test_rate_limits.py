@@ -214,7 +214,8 @@ def test_a_grpc_call_over_its_limit_gets_resource_exhausted(upstream, idp, gatew
 
 
 def test_memory_store_shares_one_budget_between_workers(upstream, idp, gateway_factory):  # noqa: F811
-    gw = gateway_factory(config(upstream, idp))
+    # No session keys: the workers still name a caller's budget the same way.
+    gw = gateway_factory(config(upstream, idp).replace(f'session: {{ keys: ["{SESSION_KEY}"] }}\n', ""))
     grace = bearer(idp, "grace")
     # Parallel connections land on both workers; together they get one budget.
     with ThreadPoolExecutor(8) as pool:
@@ -256,3 +257,25 @@ def test_a_decision_over_the_limit_is_a_429_verdict(upstream, idp, gateway_facto
     refused = answers[statuses.index(429)]
     assert int(refused.headers["Retry-After"]) >= 1 and refused.headers["RateLimit"].startswith('"per-user";r=0')
     assert upstream_saw(upstream, "/orders/") == 0, "a verdict sends nothing upstream"
+
+
+def test_a_tool_limit_counts_per_tool_and_caller(upstream, idp, gateway_factory):  # noqa: F811
+    from test_mcp_routes import call, config as mcp_config, post, tok
+    extra = """  - name: limited
+    match: { path: /limited/mcp }
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    mcp: { default: allow }
+    rate_limit: per-tool
+rate_limits:
+  per-tool: { key: tool, rate: 1/m, burst: 2 }
+"""
+    gw = gateway_factory(mcp_config(upstream, idp, extra))
+    alice, bob = tok(idp, gw), tok(idp, gw, sub="bob")
+    statuses = [post(gw, alice, call("tools/call", name="echo"), path="/limited/mcp").status_code for _ in range(3)]
+    assert statuses == [200, 200, 429], statuses
+    assert post(gw, alice, call("tools/call", name="other"), path="/limited/mcp").status_code == 200, "another tool"
+    assert post(gw, bob, call("tools/call", name="echo"), path="/limited/mcp").status_code == 200, "another caller"
+    # Calls that name no tool share one budget of their own.
+    assert [post(gw, alice, call("ping", id=i), path="/limited/mcp").status_code for i in range(3)] == [200, 200, 429]

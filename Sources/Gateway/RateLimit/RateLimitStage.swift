@@ -67,8 +67,7 @@ final class RateLimitStage: KeyedStage {
         case .header(let name): return request.head.fields.first(name) ?? ""
         case .tool:
             guard let tool = admission?.mcpTool else { return "" }
-            let caller = request.context.caller?.subject ?? ""
-            return tool + "\u{0}" + caller
+            return tool + "\u{0}" + value(.subject, request)
         }
     }
 }

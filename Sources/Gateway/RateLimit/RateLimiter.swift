@@ -12,9 +12,10 @@ final class RateLimiter {
     let storeName: String
     /// Keys the store holds are HMAC-SHA-256 digests under this key, never the raw `sub`,
     /// token or address. With Redis every replica must agree on it: derived from the first
-    /// `session.keys` key (config validation requires one); else a random key per process.
+    /// `session.keys` key (config validation requires one); else the process's random key,
+    /// the same for all its workers (they share the memory store's budgets).
     private var digestKey: MACKey
-    private let processKey = SecureRandom.bytes(32)
+    private let processKey: [UInt8]
     /// Keys refused by the store: until when they stay refused, and when their budget is
     /// whole again (the worker's monotonic µs).
     private var refusedUntil: [String: (until: Int64, resetAt: Int64)] = [:]
@@ -28,9 +29,10 @@ final class RateLimiter {
     static let failureLogInterval = 10.0
 
     init(
-        store: RateLimitStore, storeName: String, log: Logger,
+        store: RateLimitStore, storeName: String, processKey: [UInt8], log: Logger,
         clock: @escaping () -> Int64 = MemoryRateLimits.monotonicMicroseconds
     ) {
+        self.processKey = processKey
         self.store = store
         self.storeName = storeName
         self.log = log

@@ -1,4 +1,5 @@
 import Foundation
+import JOSE
 import Logging
 import Reactor
 
@@ -20,6 +21,8 @@ final class StoreBackend {
     let loginShared: LoginShared
     /// The memory store's rate-limit table, one for all workers (unused with Redis).
     let memoryRateLimits = MemoryRateLimits()
+    /// The rate limits' digest key when no `session.keys` are configured: one per process.
+    let rateLimitKey = SecureRandom.bytes(32)
 
     init(_ store: StoreConfig, replayCapacity: Int, loginShared: LoginShared = LoginShared()) {
         self.loginShared = loginShared
@@ -43,10 +46,12 @@ final class StoreBackend {
     /// The rate limiter of the worker on `loop`: over the process's table, or Redis.
     func rateLimiter(for loop: EventLoop, log: Logger) -> RateLimiter {
         switch kind {
-        case .memory: return RateLimiter(store: memoryRateLimits, storeName: "memory", log: log)
+        case .memory:
+            return RateLimiter(store: memoryRateLimits, storeName: "memory", processKey: rateLimitKey, log: log)
         case .redis(let clients, let prefix):
             return RateLimiter(
-                store: RedisRateLimits(client: clients.client(for: loop), prefix: prefix), storeName: "redis", log: log)
+                store: RedisRateLimits(client: clients.client(for: loop), prefix: prefix), storeName: "redis",
+                processKey: rateLimitKey, log: log)
         }
     }
 

@@ -16,13 +16,17 @@ struct RateLimitStageTests {
                   per-ip: { key: ip, rate: 1/m, burst: 2 }
                   per-user: { key: sub, rate: 1/m, burst: 1, overrides: { batch: { rate: 1/m, burst: 3 } } }
                   quiet: { key: sub, rate: 1/m, burst: 5, headers: false }
+                  per-tool: { key: tool, rate: 1/m, burst: 1 }
                 routes:
 
                 """
         )
         .replacingOccurrences(of: "  - name: public\n", with: "  - name: public\n    rate_limit: per-ip\n")
         .replacingOccurrences(
-            of: "    cors_preflight: allow\n", with: "    cors_preflight: allow\n    rate_limit: [per-user, quiet]\n")
+            of: "    cors_preflight: allow\n", with: "    cors_preflight: allow\n    rate_limit: [per-user, quiet]\n"
+        )
+        .replacingOccurrences(
+            of: "    mcp: { default: allow }\n", with: "    mcp: { default: allow }\n    rate_limit: per-tool\n")
 
     static func admit(_ h: StageHarness, sub: String) {
         h.request.admission = Admission(
@@ -92,5 +96,22 @@ struct RateLimitStageTests {
         let key = worker.services.rateLimits.storeKey(policy: "per-user", value: "alice@example.com")
         #expect(key.count == 32 && !key.contains("alice"))
         #expect(key != worker.services.rateLimits.storeKey(policy: "quiet", value: "alice@example.com"))
+    }
+
+    @Test func aToolLimitCountsAfterTheMCPStagePerToolAndCaller() throws {
+        let worker = try testWorker(Self.yaml)
+        let chain = try StageHarness(worker, "POST", "/mcp").chain
+        let mcp = try #require(chain.firstIndex(of: "MCPStage"))
+        #expect(chain[(mcp + 1)...].contains("RateLimitStage"), "\(chain)")
+        func attempt(_ sub: String, tool: String?) throws -> StageOutcome {
+            let h = try StageHarness(worker, "POST", "/mcp")
+            Self.admit(h, sub: sub)
+            h.request.admission?.mcpTool = tool
+            return h.run(try #require(h.stage(RateLimitStage.self)))
+        }
+        #expect(try attempt("alice", tool: "deploy").proceeds)
+        #expect(try attempt("alice", tool: "deploy").answerStatus == 429)
+        #expect(try attempt("alice", tool: "echo").proceeds, "another tool")
+        #expect(try attempt("bob", tool: "deploy").proceeds, "another caller")
     }
 }
