@@ -11,8 +11,10 @@ enum RateLimitFields {
     {
         let reset = decision.allowed ? seconds(decision.reset) : retryAfter(decision)
         return [
-            ("RateLimit-Policy", list(policy.name, [("q", rule.rate.count), ("w", rule.rate.seconds)])),
-            ("RateLimit", list(policy.name, [("r", decision.remaining), ("t", reset)]))
+            ("RateLimit-Policy", policy.policyField(rule)),
+            // The name's item is serialized once; r and t are integers, whose serialization is
+            // their decimal digits (RFC 9651 §4.1.4), appended as parameters (§4.1.1.2).
+            ("RateLimit", "\(policy.nameItem);r=\(decision.remaining);t=\(reset)")
         ]
     }
 
@@ -22,13 +24,22 @@ enum RateLimitFields {
     /// Microseconds, rounded up to seconds.
     static func seconds(_ micros: Int64) -> Int { Int((max(0, micros) + 999_999) / 1_000_000) }
 
-    private static func list(_ name: String, _ parameters: [(String, Int)]) -> String {
+    /// A list of one item, the policy's name, with integer parameters.
+    static func list(_ name: String, _ parameters: [(String, Int)]) -> String {
         var params = OrderedMap<String, BareItem>()
         for (key, value) in parameters { params[key] = .integer(value) }
         var serializer = StructuredFieldValueSerializer()
         let item = ItemOrInnerList.item(Item(bareItem: .string(name), parameters: params))
-        // A policy name is checked at load (printable ASCII); the serializer cannot fail on it.
+        // A policy name is checked at load (printable ASCII, no quotes or backslashes): the
+        // serializer cannot fail on it.
         guard let bytes = try? serializer.writeListFieldValue([item]) else { return "" }
         return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+extension RateLimitPolicy {
+    /// `RateLimit-Policy` for the rule a caller is under: its own policy's, made once.
+    func policyField(_ rule: RateLimitRule) -> String {
+        rule == limit ? limitField : RateLimitFields.list(name, [("q", rule.rate.count), ("w", rule.rate.seconds)])
     }
 }

@@ -3,14 +3,28 @@
 /// when its store cannot answer. Routes list policies by name (`rate_limit`); every listed
 /// policy must allow a request.
 struct RateLimitPolicy: Sendable, Equatable {
-    var name: String
+    var name: String {
+        didSet { nameItem = RateLimitFields.list(name, []) }
+    }
     var key: RateLimitKey = .subject
-    var limit = RateLimitRule(rate: RateLimitRate(count: 1, seconds: 1), burst: 1)
+    var limit = RateLimitRule(rate: RateLimitRate(count: 1, seconds: 1), burst: 1) {
+        didSet { limitField = RateLimitFields.list(name, [("q", limit.rate.count), ("w", limit.rate.seconds)]) }
+    }
+    /// The name as a Structured Field item (`"per-user"`), and `RateLimit-Policy` for
+    /// `limit`: serialized when set, not per answer.
+    private(set) var nameItem: String
+    private(set) var limitField: String
     /// Limits for particular values of the key (a batch client's `sub`), by that value.
     var overrides: [String: RateLimitRule] = [:]
     var onStoreFailure = RateLimitStoreFailure.failOpen
     /// `RateLimit-Policy` and `RateLimit` on answers (draft-ietf-httpapi-ratelimit-headers).
     var headers = true
+
+    init(name: String) {
+        self.name = name
+        nameItem = RateLimitFields.list(name, [])
+        limitField = RateLimitFields.list(name, [("q", limit.rate.count), ("w", limit.rate.seconds)])
+    }
 
     /// The limit for a request whose key has `value`.
     func rule(for value: String) -> RateLimitRule { overrides[value] ?? limit }

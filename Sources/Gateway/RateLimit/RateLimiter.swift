@@ -19,6 +19,8 @@ final class RateLimiter {
     /// Keys refused by the store: until when they stay refused, and when their budget is
     /// whole again (the worker's monotonic µs).
     private var refusedUntil: [String: (until: Int64, resetAt: Int64)] = [:]
+    /// Callers' store keys, by policy and value (cleared with the digest key).
+    private var storeKeys: [String: String] = [:]
     private(set) var metrics = RateLimitMetrics()
     private var lastFailureLog = -Double.infinity
     private let log: Logger
@@ -46,12 +48,27 @@ final class RateLimiter {
         let derived = MACKey(secret: base)!.authenticate(Array("tokengate rate-limit keys".utf8))
         digestKey = MACKey(secret: derived)!
         refusedUntil.removeAll()
+        storeKeys.removeAll()
     }
 
     /// The store's name for `value` under `policy`: 128 bits of the keyed digest, in hex.
+    /// A caller's key is worked out once and kept (a caller comes again and again; an HMAC
+    /// and its hex cost more than the rest of the count).
     func storeKey(policy: String, value: String) -> String {
-        let mac = digestKey.authenticate(Array(policy.utf8) + [0] + Array(value.utf8))
-        return mac.prefix(16).map { String($0, radix: 16).leftPadded(2) }.joined()
+        let name = policy + "\u{0}" + value
+        if let known = storeKeys[name] { return known }
+        let mac = digestKey.authenticate(Array(name.utf8))
+        let hex = "0123456789abcdef".utf8.map { $0 }
+        let key = String(unsafeUninitializedCapacity: 32) { out in
+            for (i, byte) in mac.prefix(16).enumerated() {
+                out[2 * i] = hex[Int(byte >> 4)]
+                out[2 * i + 1] = hex[Int(byte & 0xF)]
+            }
+            return 32
+        }
+        if storeKeys.count >= Self.memoCapacity { storeKeys.removeAll(keepingCapacity: true) }
+        storeKeys[name] = key
+        return key
     }
 
     /// One request taken from `value`'s budget under `policy`.
@@ -116,11 +133,5 @@ struct RateLimitMetrics: Sendable {
         out.single(
             "tokengate_rate_limit_store_failures_total", .counter,
             help: "Rate-limit store calls that failed (on_store_failure decided).", storeFailures)
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
