@@ -2,6 +2,7 @@
 JWKS server, access tokens and DPoP proofs made with a third-party JOSE library (joserfc, via
 dpop_client). Every §4.3 rule has a request that breaks exactly that rule."""
 import http.client
+import json
 import time
 
 import pytest
@@ -162,6 +163,90 @@ def test_client_cannot_forge_the_key_header(gw, idp, client):
     tok = bound_token(idp, client)
     r = call(gw, tok, client.proof("GET", gw.url("/dpop/a"), access_token=tok), path="/dpop/a", headers={"X-Forwarded-Jkt": "forged"})
     assert sent(r)["x-forwarded-jkt"] == client.jkt
+
+
+
+def proof_routes_config(upstream, idp):
+    """One route of each kind where the gateway does not forward a proof: bearer, `auth: none`,
+    MCP, a DPoP route without `forward_proof`; and one with it. HTTP/1.1 and HTTP/2 on one
+    listener."""
+    return f"""
+listen: {{ address: 127.0.0.1:{{PORT}}, http2: true }}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 1
+public_url: http://127.0.0.1:{{PORT}}
+issuers:
+  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+routes:
+  - {{ name: bearer, match: {{ path_prefix: /bearer/ }}, upstream: app, auth: bearer, issuers: [one] }}
+  - {{ name: token, match: {{ path_prefix: /token/ }}, upstream: app, auth: token, issuers: [one] }}
+  - {{ name: dpop, match: {{ path_prefix: /dpop/ }}, upstream: app, auth: dpop, issuers: [one] }}
+  - name: mcp
+    match: {{ path: /mcp }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    mcp: {{ tools: {{ deploy: {{ require: {{ scopes: [mcp:deploy] }} }} }} }}
+  - name: forward
+    match: {{ path_prefix: /fwd/ }}
+    upstream: app
+    auth: dpop
+    issuers: [one]
+    dpop: {{ forward_proof: true }}
+  - {{ name: public, match: {{ path_prefix: / }}, upstream: app, auth: none }}
+"""
+
+
+MCP_CALL = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}'
+
+
+def proof_requests(g, idp, key):
+    """(path, method, headers, body) per route kind: a credential the route admits, and a
+    DPoP proof the attacker wants the upstream to take as the gateway's word."""
+    plain = mint(idp.keys[0])
+    bound = bound_token(idp, key)
+    proof = key.proof("GET", g.url("/public/x"))
+    return {
+        "bearer": ("/bearer/x", "GET", {"authorization": f"Bearer {plain}", "dpop": proof}, None),
+        "token": ("/token/x", "GET", {"authorization": f"Bearer {plain}", "dpop": proof}, None),
+        "public": ("/public/x", "GET", {"dpop": proof}, None),
+        "mcp": ("/mcp", "POST", {"authorization": f"Bearer {plain}", "dpop": proof,
+                                 "content-type": "application/json",
+                                 "accept": "application/json, text/event-stream"}, MCP_CALL),
+        "dpop": ("/dpop/x", "GET", {"authorization": f"DPoP {bound}",
+                                    "dpop": key.proof("GET", g.url("/dpop/x"), access_token=bound)}, None),
+    }
+
+
+@pytest.mark.parametrize("kind", ["bearer", "token", "public", "mcp", "dpop"])
+def test_a_clients_proof_never_reaches_the_upstream_without_forward_proof(upstream, idp, gateway_factory, kind):
+    """A client's DPoP header goes upstream only where the route says `forward_proof: true`:
+    on a bearer, public or MCP route the gateway never checked it, and an upstream that reads
+    DPoP would take it as verified. Over HTTP/1.1 and HTTP/2."""
+    from support.h2_client import H2Connection
+    g = gateway_factory(proof_routes_config(upstream, idp))
+    key = DPoPKey("ES256")
+    path, method, headers, body = proof_requests(g, idp, key)[kind]
+    r = requests.request(method, g.url(path), headers=headers, data=body, timeout=10)
+    assert r.status_code == 200, r.text
+    assert "dpop" not in sent(r), sent(r)
+    path, method, headers, body = proof_requests(g, idp, key)[kind]
+    with H2Connection(g.port) as c:
+        a = c.request(method, path, headers=list(headers.items()), body=body)
+    assert a.status == 200, a.body
+    seen = {k.lower() for k, _ in json.loads(a.body)["headers"]}
+    assert "dpop" not in seen, seen
+
+
+def test_forward_proof_still_forwards_it(upstream, idp, gateway_factory):
+    g = gateway_factory(proof_routes_config(upstream, idp))
+    key = DPoPKey("ES256")
+    tok = bound_token(idp, key)
+    proof = key.proof("GET", g.url("/fwd/x"), access_token=tok)
+    r = call(g, tok, proof, path="/fwd/x")
+    assert r.status_code == 200 and sent(r)["dpop"] == proof, r.text
 
 
 # --- challenges -----------------------------------------------------------------------------

@@ -341,6 +341,17 @@ def test_requests_no_proxy_could_have_received_are_denied_verdicts(env, headers,
     assert resp.denied_response.status.code == status
 
 
+def test_a_clients_dpop_header_is_removed_where_the_route_does_not_forward_it(env):
+    """A proof the gateway never checked (a bearer or public route) is not Envoy's to pass on:
+    it is in headers_to_remove, as a proxied request drops it."""
+    tok = env.a.client_credentials_token("app1", scope="orders:read")["access_token"]
+    proof = DPoPKey("ES256").proof("GET", ORIGIN + "/api/orders/1")
+    for path, extra in [("/api/orders/1", {"authorization": f"Bearer {tok}"}), ("/public/x", {})]:
+        resp = env.check(path, {"dpop": proof, **extra})
+        assert resp.status.code == 0 and resp.HasField("ok_response"), resp
+        assert "dpop" in resp.ok_response.headers_to_remove, resp.ok_response
+
+
 def test_forged_proxy_headers_are_removed_and_login_endpoints_keep_cookies(env):
     forged = {"x-original-url": "/admin/x", "x-http-method-override": "DELETE", "x-real-ip": "10.0.0.1",
               "forwarded": "host=evil.example", "x-forwarded-host": "evil.example", "x-forwarded-user": "admin"}

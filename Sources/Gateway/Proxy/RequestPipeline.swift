@@ -159,10 +159,11 @@ enum RequestPipeline {
                 dropAuthorization = dropAuthorization || !tokens.forwardToken
             }
             // The proof was for the gateway (its htu names the gateway's URL); it goes on only if
-            // asked. With token_exchange, the upstream gets the exchanged token alone.
-            let dropProof =
-                session || plan.exchanges
-                || (route.auth.tokenRoute?.dpop.map { !$0.forwardProof } ?? false)
+            // the route asks (`forward_proof`), on every other route kind too: a bearer, public or
+            // MCP route never checked it, and an upstream that reads DPoP would take it as
+            // checked. With token_exchange, the upstream gets the exchanged token alone.
+            let forwardsProof = route.auth.tokenRoute?.dpop?.forwardProof ?? false
+            let dropProof = session || plan.exchanges || !forwardsProof
             return ClientFieldRule(
                 policy: policy, listed: listed, reservedPrefix: policy.reservedPrefix,
                 peerTrusted: peerTrusted ?? self.peerTrusted, dropAuthorization: dropAuthorization,
