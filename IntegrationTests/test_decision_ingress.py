@@ -437,6 +437,21 @@ def test_bad_descriptions_are_refused_with_400(env, path, headers, why):
     assert env.gw.logged("decision refused")
 
 
+
+@pytest.mark.parametrize("path,headers", [
+    ("/_tokengate/forward-auth", FORWARD_AUTH),
+    ("/_tokengate/auth", ["X-Original-URL: http://127.0.0.1/public/x", "X-Original-Method: GET"]),
+    ("/_tokengate/ext_authz/public/x", []),
+])
+def test_a_decision_request_with_both_framings_is_refused(env, path, headers):
+    """RFC 9112 §6.3: Transfer-Encoding with Content-Length is the smuggling shape; every
+    decision endpoint refuses it as the proxy does (400), before a verdict, and closes."""
+    lines = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{env.gw.port}", *headers, *WITH_SECRET,
+             "Transfer-Encoding: chunked", "Content-Length: 5"]
+    status, text = raw(env.gw.port, ("\r\n".join(lines) + "\r\n\r\n0\r\n\r\n").encode(), "127.0.0.1")
+    assert status == 400 and text.count("HTTP/1.1 ") == 1 and "invalid_request" in text, text
+
+
 def test_a_login_endpoint_is_allowed_under_its_own_path(env):
     status, _ = get(env.gw.port, "/_tokengate/auth", ["X-Original-URL: http://127.0.0.1/oauth2/start?rd=/", "X-Original-Method: GET",
                                                       *WITH_SECRET])

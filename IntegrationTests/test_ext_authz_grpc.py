@@ -332,6 +332,7 @@ def test_malformed_messages_are_invalid_argument(env, body, status):
     ({"x-bad": "a\r\nx-forwarded-user: admin"}, 400),      # a field split by CR LF
     ({"host": "evil.example"}, 400),                       # another host than the request's
     ({f"x-{i}": "v" for i in range(120)}, 431),            # more fields than a request may have
+    ({"transfer-encoding": "chunked", "content-length": "5"}, 400),  # both framings (RFC 9112 §6.3)
 ])
 def test_requests_no_proxy_could_have_received_are_denied_verdicts(env, headers, status):
     """A client picks its own request's fields: a bad one is a verdict (denied), never the
@@ -339,6 +340,19 @@ def test_requests_no_proxy_could_have_received_are_denied_verdicts(env, headers,
     resp = env.check("/public/x", headers)
     assert resp.status.code == 7 and resp.WhichOneof("http_response") == "denied_response", resp
     assert resp.denied_response.status.code == status
+
+
+
+def test_both_framings_are_denied_with_the_json_error(env):
+    """The smuggling shape is a denied verdict with the body a proxied request gets, on a
+    public route too, whatever the credentials."""
+    tok = env.a.client_credentials_token("app1", scope="orders:read")["access_token"]
+    for path, extra in [("/public/x", {}), ("/api/orders/1", {"authorization": f"Bearer {tok}"})]:
+        resp = env.check(path, {"transfer-encoding": "chunked", "content-length": "5", **extra}, method="POST")
+        assert resp.status.code == 7 and resp.denied_response.status.code == 400, resp
+        body = json.loads(resp.denied_response.body)
+        assert body["error"] == "invalid_request"
+        assert body["error_description"] == "the request has both Transfer-Encoding and Content-Length"
 
 
 def test_a_clients_dpop_header_is_removed_where_the_route_does_not_forward_it(env):

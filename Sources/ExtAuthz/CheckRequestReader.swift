@@ -7,9 +7,10 @@ import SwiftProtobuf
 /// path, a field name that is not a lower-case token, a value with a control character
 /// (CR, LF or NUL would split a header line where the gateway writes one), a raw value that
 /// is not UTF-8, a source address that is not an IP address, a `host` field that names
-/// another host, or more fields or bytes than the gateway's header limits. Fields that frame
-/// or route a message on one connection (`content-length`, `transfer-encoding`, `te`,
-/// `connection`, `upgrade`…) say nothing about the request being judged and are dropped.
+/// another host, both `transfer-encoding` and `content-length` (RFC 9112 §6.3), or more
+/// fields or bytes than the gateway's header limits. Fields that frame or route a message on
+/// one connection (`content-length`, `transfer-encoding`, `te`, `connection`, `upgrade`…)
+/// say nothing about the request being judged and are dropped.
 public enum CheckRequestReader {
     /// Why a message was refused. `httpStatus` nil: the message itself is not a CheckRequest
     /// (the call is refused, INVALID_ARGUMENT); else the message is one, and the request it
@@ -135,6 +136,8 @@ public enum CheckRequestReader {
         var bytes = http.host.utf8.count + http.path.utf8.count + 8
         var kept: [CheckAttributes.Field] = []
         kept.reserveCapacity(out.count)
+        var framedByLength = false
+        var framedByCoding = false
         for field in out {
             // Envoy lists the pseudo-headers too; they are the method, host and path above.
             if field.name.utf8.first == UInt8(ascii: ":") {
@@ -153,7 +156,15 @@ public enum CheckRequestReader {
             if field.name == "host" && field.value.lowercased() != http.host.lowercased() {
                 return .failure(Refusal("a host field names another host than the request's"))
             }
+            if field.name == "content-length" { framedByLength = true }
+            if field.name == "transfer-encoding" { framedByCoding = true }
             if !Self.connectionFields.contains(field.name) { kept.append(field) }
+        }
+        // RFC 9112 §6.3: a request with both is the smuggling shape (two hops that pick
+        // different framings read different requests); the gateway's own parser refuses it,
+        // and a request described with both is refused the same.
+        if framedByLength && framedByCoding {
+            return .failure(Refusal("the request has both Transfer-Encoding and Content-Length"))
         }
         guard bytes <= limits.maxFieldBytes else {
             return .failure(Refusal("the header fields are too large", status: 431))

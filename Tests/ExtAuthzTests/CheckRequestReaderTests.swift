@@ -95,13 +95,25 @@ struct CheckRequestReaderTests {
     }
 
     /// The framing and routing fields of one connection say nothing of the request judged.
-    @Test func connectionFieldsAreDropped() throws {
-        let bytes = Self.request(headers: [
-            "content-length": "5", "transfer-encoding": "chunked", "te": "trailers", "connection": "close",
-            "upgrade": "h2c", "keep-alive": "1", "proxy-connection": "x", "host": "H", "x-a": "1"
-        ])
+    @Test(arguments: [["content-length": "5"], ["transfer-encoding": "chunked"]])
+    func connectionFieldsAreDropped(framing: [String: String]) throws {
+        let bytes = Self.request(
+            headers: [
+                "te": "trailers", "connection": "close", "upgrade": "h2c", "keep-alive": "1",
+                "proxy-connection": "x", "host": "H", "x-a": "1"
+            ].merging(framing) { a, _ in a })
         let a = try CheckRequestReader.read(bytes, limits: .init(maxFields: 16, maxFieldBytes: 512)).get()
         #expect(a.fields == [.init("x-a", "1")])
+    }
+
+    /// RFC 9112 §6.3: both framings at once is the smuggling shape, refused as the gateway's
+    /// own parser refuses it, in the `headers` map and in `header_map` alike.
+    @Test func bothTransferEncodingAndContentLengthAreRefused() {
+        let both = "the request has both Transfer-Encoding and Content-Length"
+        #expect(Self.refusal(Self.request(headers: ["content-length": "5", "transfer-encoding": "chunked"])) == both)
+        let raw = Self.request(raw: [("transfer-encoding", Array("chunked".utf8)), ("content-length", [0x35])])
+        #expect(Self.refusal(raw) == both)
+        if case .failure(let r) = CheckRequestReader.read(raw, limits: Self.limits) { #expect(r.httpStatus == 400) }
     }
 
     static func refusal(_ bytes: [UInt8]) -> String? {
