@@ -201,6 +201,56 @@ def test_http1_client_to_h2c_upstream(gw):
     assert json.loads(body[5:])["body"] == "from-h1"
 
 
+
+BAD_TIMEOUTS = ["-5S", "abc", "123456789S", "5", "5s", "1.5S", ""]
+
+
+@pytest.mark.parametrize("value", BAD_TIMEOUTS)
+def test_a_malformed_grpc_timeout_is_internal_over_http2(gw, grpc_upstream, value):
+    """What gRPC's spec does not allow (a sign, letters, no or another unit, nine digits) is
+    refused as a gRPC server refuses it, INTERNAL, before the upstream hears of the call."""
+    from support.h2_client import H2Connection
+    before = grpc_upstream.handlers.calls
+    with H2Connection(gw.port) as c:
+        a = c.request("POST", "/test.Echo/Unary", body=grpc_frame(b"x"), headers=[
+            ("content-type", "application/grpc"), ("te", "trailers"), ("grpc-timeout", value)])
+    assert a.status == 200 and a.header("grpc-status") == "13", a.headers
+    assert a.header("grpc-message") == "the grpc-timeout header is malformed"
+    assert a.body == b"" and grpc_upstream.handlers.calls == before
+
+
+@pytest.mark.parametrize("value", ["-5S", "999999999m"])
+def test_a_malformed_grpc_timeout_is_internal_over_http1(gw, grpc_upstream, value):
+    """gRPC-Web over HTTP/1.1 carries the same header: the same refusal, in its head."""
+    before = grpc_upstream.handlers.calls
+    c = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=10)
+    c.request("POST", "/test.Echo/Unary", body=grpc_frame(b"x"),
+              headers={"Content-Type": "application/grpc-web+proto", "grpc-timeout": value})
+    r = c.getresponse()
+    r.read()
+    assert r.status == 200 and r.getheader("grpc-status") == "13", r.getheaders()
+    assert grpc_upstream.handlers.calls == before
+
+
+def test_two_grpc_timeouts_are_internal(gw):
+    from support.h2_client import H2Connection
+    with H2Connection(gw.port) as c:
+        a = c.request("POST", "/test.Echo/Unary", body=grpc_frame(b"x"), headers=[
+            ("content-type", "application/grpc"), ("te", "trailers"), ("grpc-timeout", "1S"), ("grpc-timeout", "9H")])
+    assert a.header("grpc-status") == "13", a.headers
+
+
+def test_a_grpc_timeout_is_capped_by_the_upstream_timeout(gw):
+    """The route's upstream `timeout` (5s here) is the longest deadline a call goes upstream
+    with, as Envoy's max_grpc_timeout: a client asking for a minute is given 5 s, and the
+    upstream hears that; a shorter one goes as asked."""
+    with channel(gw.port) as ch:
+        long = json.loads(unary(ch, b"long", timeout=60)[0])
+        short = json.loads(unary(ch, b"short", timeout=2)[0])
+    assert 3 < long["time_remaining"] <= 5.1, long
+    assert 1 < short["time_remaining"] <= 2.1, short
+
+
 def test_upstream_down_is_unavailable(gateway_factory):
     import socket
     s = socket.socket()

@@ -4,7 +4,8 @@ Methods take and give raw bytes (no generated stubs), under /test.Echo/:
 `max_streams` sets its SETTINGS_MAX_CONCURRENT_STREAMS; `handlers.most_running` is the most
 `sleep:` calls it ran at once.
 
-- Unary: answers a JSON object with the request's metadata and its body; the body's first
+- Unary: answers a JSON object with the request's metadata, its body and the seconds left
+  of its deadline (`time_remaining`, None without one); the body's first
   word steers it: `sleep:SECONDS`, `fail:CODE:MESSAGE` (the upstream's own status), and
   `big:N` (an N-byte answer). Trailing metadata `x-upstream-trailer: done` on every answer.
 - ServerStream: `N` → N messages `0`…`N-1`.
@@ -52,7 +53,8 @@ class Handlers:
             context.abort(grpc.StatusCode[code], message)
         elif word.startswith("big:"):
             return b"x" * int(word[4:])
-        return json.dumps({"metadata": _meta(context), "body": request.decode("latin-1")}).encode()
+        return json.dumps({"metadata": _meta(context), "body": request.decode("latin-1"),
+                           "time_remaining": context.time_remaining()}).encode()
 
     def server_stream(self, request, context):
         self.count()

@@ -15,9 +15,21 @@ struct GRPCTimeoutTests {
         #expect(GRPCTimeout.seconds("0S") == 0)
     }
 
-    @Test func whatTheSpecDoesNotAllowIsNoDeadline() {
+    @Test func whatTheSpecDoesNotAllowIsRefused() {
         for bad in ["", "S", "5", "123456789S", "1.5S", "-1S", "5s", "5 S", " 5S", "5SS", "١S", "5h", "+5S"] {
             #expect(GRPCTimeout.seconds(bad) == nil, "\(bad)")
         }
+    }
+
+    /// The gateway's own value (a capped deadline): the finest unit that fits 8 digits,
+    /// rounded up, and read back as at least what it stands for.
+    static let caps: [(Double, String)] = [
+        (30, "30000000u"), (0.05, "50000000n"), (300, "300000m"), (259_200, "259200S"), (0, "0n")
+    ]
+
+    @Test(arguments: caps)
+    func capsAreWrittenInTheFinestUnitThatFits(seconds: Double, value: String) {
+        #expect(GRPCTimeout.value(seconds) == value)
+        #expect(GRPCTimeout.seconds(value)! >= seconds)
     }
 }

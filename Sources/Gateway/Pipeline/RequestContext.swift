@@ -54,6 +54,9 @@ final class RequestContext {
     var toolListFilter: ToolListFilter? = nil
     /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
     var tunnelTokenExpiry: Int64? = nil
+    /// A gRPC call's deadline as the gateway keeps it (GRPCDeadlineStage): the client's
+    /// `grpc-timeout`, capped by the upstream's `timeout`; `value` is what the upstream hears.
+    var grpcTimeout: (seconds: Double, value: String)? = nil
     /// The request's spans when it is traced (`tracing`); nil otherwise.
     var trace: RequestTrace? = nil
     /// The client's `traceparent`/`tracestate` stay off the upstream request: tracing is on

@@ -23,6 +23,7 @@ extension RoutePlan {
         chain += keyed.stages(at: .beforeUpstream, self, services, decision: decision)
         // Toward the upstream: the request made, its body read, room on the pool, the call.
         if let pool {
+            chain.append(GRPCDeadlineStage(plan: self))
             chain.append(RequestBufferingStage(services: services, plan: self, pool: pool))
             chain.append(UpstreamQueueStage(services: services, pool: pool))
             chain.append(ProxyStage(services: services, plan: self, pool: pool))

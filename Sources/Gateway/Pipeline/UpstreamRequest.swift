@@ -44,6 +44,6 @@ extension RequestPipeline.Forwarding {
             headers: ex.head.fields, listsConnectionOptions: ex.head.listsConnectionOptions,
             forwarded: ctx.forwarded, identity: identity,
             session: admission.session, preflight: admission.preflight, body: spooled ?? admission.body ?? ex.body,
-            trace: ctx.trace, dropTraceContext: ctx.dropClientTraceContext)
+            trace: ctx.trace, dropTraceContext: ctx.dropClientTraceContext, grpcTimeout: ctx.grpcTimeout?.value)
     }
 }

@@ -28,6 +28,8 @@ struct HeaderNameTable: Sendable {
         static let cookie = Lists(rawValue: 1 << 8)
         /// W3C Trace Context's `traceparent` and `tracestate`.
         static let traceContext = Lists(rawValue: 1 << 9)
+        /// gRPC's `grpc-timeout`, which the gateway sets itself on a call it caps.
+        static let grpcTimeout = Lists(rawValue: 1 << 10)
     }
 
     private struct Entry: Sendable {

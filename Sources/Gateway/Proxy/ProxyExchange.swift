@@ -69,10 +69,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             // after `limits.continue_timeout` (curl waits 1 s too; a client may send without a 100).
             request.continueTimeout = wait
         }
-        if request.method == .POST, let timeout = exchange.head.fields.first("grpc-timeout") {
+        if let timeout = context.grpcTimeout {
             // A gRPC call's deadline bounds its upstream call too: past it the client has
             // given up, and the upstream's work would be for nobody.
-            request.deadline = GRPCTimeout.seconds(timeout)
+            request.deadline = timeout.seconds
         }
         if let filter = context.toolListFilter {
             toolList = ToolListRelay(filter: filter)

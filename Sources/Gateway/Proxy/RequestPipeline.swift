@@ -57,7 +57,8 @@ enum RequestPipeline {
                     + CORSPreflight.credentialHeaders.map { (text($0), .credential) }
                     + [
                         ("authorization", .authorization), ("dpop", .dpop), ("cookie", .cookie),
-                        ("traceparent", .traceContext), ("tracestate", .traceContext)
+                        ("traceparent", .traceContext), ("tracestate", .traceContext),
+                        ("grpc-timeout", .grpcTimeout)
                     ])
         }
     }
@@ -178,14 +179,17 @@ enum RequestPipeline {
         /// `headers`: the client's fields; `forwarded`: what the gateway says of the client.
         /// `trace`: the request's spans, whose CLIENT span the upstream's `traceparent` names;
         /// `dropTraceContext`: the client's trace context does not go on (RequestContext).
+        /// `grpcTimeout`: a gRPC call's deadline as the gateway keeps it (GRPCDeadlineStage),
+        /// sent in place of the client's.
         func request(
             headers: HTTP1Fields, listsConnectionOptions: Bool = true, forwarded: ForwardedHeaders,
             identity: [(String, String)], session: Bool, preflight: Bool, body: RequestBody,
-            trace: RequestTrace? = nil, dropTraceContext: Bool = false
+            trace: RequestTrace? = nil, dropTraceContext: Bool = false, grpcTimeout: String? = nil
         ) -> UpstreamCall.Request {
             let listed = listsConnectionOptions ? HeaderRules.connectionTokens(headers) : []
-            let rule = clientFieldRule(
+            var rule = clientFieldRule(
                 listed: listed, session: session, preflight: preflight, dropTraceContext: dropTraceContext)
+            rule.dropGRPCTimeout = grpcTimeout != nil
             let ownCookies = rule.ownCookies
             let passed = HTTP1ForwardedFields(headers, keeping: { rule.keeps($0) })
             // What the gateway adds, in one allocation: the fields below (64 bytes of names),
@@ -193,12 +197,12 @@ enum RequestPipeline {
             var out = HTTP1Fields()
             var bytes = 64 + upstreamHost.utf8.count + forwarded.forwardedFor.utf8.count
             bytes += forwarded.forwardedProto.utf8.count + (forwarded.forwardedHost?.utf8.count ?? 0)
-            bytes += forwarded.requestID.utf8.count
+            bytes += forwarded.requestID.utf8.count + (grpcTimeout?.utf8.count ?? 0)
             for (name, value) in identity { bytes += name.utf8.count + value.utf8.count }
             if !ownCookies.isEmpty { headers.forEachValue(named: "Cookie") { bytes += 6 + $0.count } }
             if let trace { bytes += 70 + (trace.traceState?.utf8.count ?? 0) }
             out.reserveCapacity(
-                bytes: bytes, fields: 5 + identity.count + (ownCookies.isEmpty ? 0 : 2) + (trace == nil ? 0 : 2))
+                bytes: bytes, fields: 6 + identity.count + (ownCookies.isEmpty ? 0 : 2) + (trace == nil ? 0 : 2))
             if !ownCookies.isEmpty && !preflight {
                 for value in headers.values("Cookie") {
                     if let kept = CookieFilter.without(ownCookies, value) { out.append("Cookie", kept) }
@@ -210,6 +214,7 @@ enum RequestPipeline {
             out.append("X-Forwarded-Proto", forwarded.forwardedProto)
             if let h = forwarded.forwardedHost { out.append("X-Forwarded-Host", h) }
             out.append("X-Request-Id", forwarded.requestID)
+            if let grpcTimeout { out.append("grpc-timeout", grpcTimeout) }
             if let trace {
                 out.append(name: RequestPipeline.traceparent.span, value: trace.upstreamTraceparent.span)
                 if let state = trace.traceState { out.append("tracestate", state) }
@@ -243,6 +248,8 @@ enum RequestPipeline {
         /// The gateway's own cookies (sealed sessions, login state), which are not the
         /// upstream's: the Cookie fields are dropped, then sent again without them.
         let ownCookies: Set<String>
+        /// The client's `grpc-timeout`, which the gateway replaces with the deadline it keeps.
+        var dropGRPCTimeout = false
 
         func keeps(_ name: Span<UInt8>) -> Bool {
             let lists = policy.names.lists(name)
@@ -253,6 +260,7 @@ enum RequestPipeline {
             if dropProof && lists.contains(.dpop) { return false }
             if dropTraceContext && lists.contains(.traceContext) { return false }
             if !ownCookies.isEmpty && lists.contains(.cookie) { return false }
+            if dropGRPCTimeout && lists.contains(.grpcTimeout) { return false }
             return HeaderRules.forwardsRequestHeader(
                 name, lists: lists, listed: listed, reservedPrefix: reservedPrefix, peerTrusted: peerTrusted)
         }

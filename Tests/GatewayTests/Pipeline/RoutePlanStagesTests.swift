@@ -10,7 +10,8 @@ struct RoutePlanStagesTests {
         let h = try StageHarness(try testWorker(PipelineConfigs.yaml), "GET", "/public/x")
         #expect(
             h.chain == [
-                "UpgradeStage", "PublicRouteStage", "RequestBufferingStage", "UpstreamQueueStage", "ProxyStage"
+                "UpgradeStage", "PublicRouteStage", "GRPCDeadlineStage", "RequestBufferingStage", "UpstreamQueueStage",
+                "ProxyStage"
             ])
         #expect(h.decisionChain == ["PublicRouteStage"])
     }
@@ -19,8 +20,8 @@ struct RoutePlanStagesTests {
         let h = try StageHarness(try testWorker(PipelineConfigs.yaml), "GET", "/api/x")
         #expect(
             h.chain == [
-                "UpgradeStage", "CORSPreflightStage", "TokenStage", "RequestBufferingStage", "UpstreamQueueStage",
-                "ProxyStage"
+                "UpgradeStage", "CORSPreflightStage", "TokenStage", "GRPCDeadlineStage", "RequestBufferingStage",
+                "UpstreamQueueStage", "ProxyStage"
             ])
     }
 
@@ -43,8 +44,8 @@ struct RoutePlanStagesTests {
         let h = try StageHarness(try testWorker(yaml), "GET", "/api")
         #expect(
             h.chain == [
-                "UpgradeStage", "TokenStage", "TokenExchangeStage", "RequestBufferingStage", "UpstreamQueueStage",
-                "ProxyStage"
+                "UpgradeStage", "TokenStage", "TokenExchangeStage", "GRPCDeadlineStage", "RequestBufferingStage",
+                "UpstreamQueueStage", "ProxyStage"
             ])
         #expect(h.decisionChain == ["TokenStage"], "a decision sends nothing upstream: no exchange")
     }
