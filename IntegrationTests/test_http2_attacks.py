@@ -115,12 +115,68 @@ def test_header_block_that_stops_is_timed_out(g):
 
 def test_hpack_bomb_is_bounded(g):
     """A small header block that decodes to a huge list (one big entry, indexed over and
-    over): refused at the header size bound (431), the connection goes on."""
+    over): refused at the header size bound with 431 and its JSON body, the stream ended with
+    RST_STREAM(NO_ERROR) at most (never INTERNAL_ERROR), the connection goes on."""
     with H2Connection(g.port) as c:
         bomb = [("x-bomb", "b" * 4000)] * 200
         a = c.request("GET", "/echo", headers=bomb)
-        assert a.status == 431 or a.reset is not None
+        assert a.status == 431, (a.headers, a.reset)
+        assert json.loads(a.body)["error"] == "invalid_request"
+        assert a.reset in (None, 0), a.reset
         assert c.request("GET", "/echo").status == 200
+
+
+def test_hpack_bomb_on_a_grpc_call_is_resource_exhausted(g):
+    """The same bomb on a call that said it is gRPC before it: trailers-only, 8
+    RESOURCE_EXHAUSTED, as docs/proxy.md promises for metadata past the limits."""
+    with H2Connection(g.port) as c:
+        bomb = [("content-type", "application/grpc"), ("te", "trailers")] + [("x-bomb", "b" * 4000)] * 200
+        a = c.request("POST", "/pkg.Svc/Call", headers=bomb)
+        assert a.status == 200 and a.header("grpc-status") == "8", (a.headers, a.reset)
+        assert a.reset in (None, 0), a.reset
+        assert c.request("GET", "/echo").status == 200
+
+
+def test_raw_hpack_bomb_streams_each_get_431(g):
+    """The attack's bytes (h2_attacks.hpack_bomb's block: one 4,000-byte entry, then 16,000
+    one-byte references to it, 64 MB decoded from 20 KB): each stream gets its 431 and
+    RST_STREAM(NO_ERROR), and the next stream on the connection is served."""
+    s = raw(g.port)
+    seed = b"\x40\x06x-bomb\x7f" + bytes([(3873 & 0x7F) | 0x80, 3873 >> 7]) + b"b" * 4000
+    refs = b"\xbe" * 16000
+    got = b""
+    for sid in (1, 3):
+        # The seed each time: the request's own literals are newer table entries otherwise.
+        block = request_block("/echo/bomb") + seed + refs
+        chunks = [block[i:i + 16384] for i in range(0, len(block), 16384)]
+        data = HeadersFrame(sid, chunks[0], flags=["END_STREAM"] + (["END_HEADERS"] if len(chunks) == 1 else [])).serialize()
+        for j, chunk in enumerate(chunks[1:], 1):
+            data += ContinuationFrame(sid, chunk, flags=["END_HEADERS"] if j == len(chunks) - 1 else []).serialize()
+        s.sendall(data)
+    # A plain request on stream 5, with a fresh encoder's block (no dynamic-table references).
+    s.sendall(HeadersFrame(5, hpack.Encoder().encode([(":method", "GET"), (":path", "/echo"), (":scheme", "http"),
+                                                     (":authority", "127.0.0.1")]),
+                           flags=["END_STREAM", "END_HEADERS"]).serialize())
+    deadline = time.time() + 10
+    s.settimeout(1)
+    while time.time() < deadline and sum(1 for f in frames(got) if f[0] == 0x1 and f[2] == 5) == 0:
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        got += chunk
+    decoder = hpack.Decoder()
+    statuses, resets = {}, {}
+    for kind, _, stream, payload in frames(got):
+        if kind == 0x1:
+            statuses.setdefault(stream, dict(decoder.decode(payload)).get(":status"))
+        elif kind == 0x3:
+            resets[stream] = int.from_bytes(payload, "big")
+    assert statuses.get(1) == "431" and statuses.get(3) == "431", (statuses, resets, [(f[0], f[2], f[3][:40]) for f in frames(got) if f[0] != 0x1])
+    assert statuses.get(5) == "200", statuses
+    assert all(code == 0 for code in resets.values()), resets
 
 
 def test_ping_flood_without_reading_is_cut_off(g):

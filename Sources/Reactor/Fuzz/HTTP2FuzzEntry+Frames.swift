@@ -56,7 +56,17 @@ extension HTTP2FuzzEntry {
         init(_ stream: [UInt8]) {
             let preface = ProtocolSelector.preface
             guard stream.starts(with: preface) else { return }
-            for frame in HTTP2FuzzEntry.frames(stream[preface.count...]).frames {
+            let (frames, rest) = HTTP2FuzzEntry.frames(stream[preface.count...])
+            // A HEADERS frame cut short still opened its stream (RFC 9113 §5.1): nghttp2 decodes
+            // a header block as it comes, and one that decodes past the bounds is answered
+            // before the rest of it arrives.
+            let partial = stream.endIndex - rest
+            if rest >= 9, stream[partial + 3] == FrameType.headers {
+                opened.insert(
+                    UInt32(stream[partial + 5] & 0x7F) << 24 | UInt32(stream[partial + 6]) << 16
+                        | UInt32(stream[partial + 7]) << 8 | UInt32(stream[partial + 8]))
+            }
+            for frame in frames {
                 switch frame.type {
                 case FrameType.headers: opened.insert(frame.stream)
                 case FrameType.rstStream: reset.insert(frame.stream)

@@ -42,6 +42,11 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     var thread = LoopThread()
     private var driving = false
     private var driveAgain = false
+    /// A header block decoded past twice the bounds (an HPACK bomb) stopped the read half-way
+    /// (`NGHTTP2_ERR_PAUSE`): its 431 goes out, and its stream is ended with
+    /// RST_STREAM(NO_ERROR), before the rest of the block is read. nghttp2 would otherwise
+    /// reset the stream with INTERNAL_ERROR, which drops an answer still queued.
+    var headerBlockPaused = false
     /// The connection cannot go on (a protocol error): what nghttp2 queued (its GOAWAY) is
     /// written, then the connection closes.
     private var failed = false
@@ -98,6 +103,12 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
                 deliverEvents()
                 send(session)
                 deliverEvents()
+                if headerBlockPaused {
+                    // The refusal and its RST_STREAM(NO_ERROR) are queued or out: the rest of
+                    // the block is decoded now, without a field handed over.
+                    headerBlockPaused = false
+                    driveAgain = true
+                }
             } while driveAgain && !isClosed
             guard !isClosed else { break }
             // Written at the end of the loop turn, not now: answers to many streams that
@@ -124,8 +135,8 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
 
     private func receive(_ session: OpaquePointer) {
         let input = connection.input
-        while !failed, !isClosed, evbuffer_get_length(input) > 0, pendingOutput <= Self.outputHighWater,
-            exchangesOpen < Self.maxExchanges
+        while !failed, !isClosed, !headerBlockPaused, evbuffer_get_length(input) > 0,
+            pendingOutput <= Self.outputHighWater, exchangesOpen < Self.maxExchanges
         {
             var vector = iovec()
             guard evbuffer_peek(input, -1, nil, &vector, 1) > 0 else { break }
