@@ -372,6 +372,76 @@ def test_a_buffering_route_says_100_itself_and_sends_the_body_whole(gw, framing)
     assert fields["content-length"] == "5" and seen["body"] == b"hello"
 
 
+
+SPOOL_LIMITS = ("max_body_size: 4MB, request_buffer: 16KB, request_spool_total: 1MB, "
+                "request_spool_per_client: 100%, body_min_rate: off")
+
+
+@pytest.fixture
+def spool_full():
+    """A gateway whose 1 MB request spool a holder from 127.0.0.2 mostly fills: it announced
+    900 KB, sent 800 KB, and holds on."""
+    up = DecidingUpstream()
+    g = Gateway(config(up.port, limits=SPOOL_LIMITS).replace(
+        "listen: 127.0.0.1:{PORT}", "listen: { address: 127.0.0.1:{PORT}, http2: true }"), workers=1)
+    g.start_no_wait()
+    holder = socket.create_connection(("127.0.0.1", g.port), timeout=5, source_address=("127.0.0.2", 0))
+    holder.sendall(b"POST /buffered/continue HTTP/1.1\r\nHost: a\r\nContent-Length: 900000\r\n\r\n" + b"h" * 800_000)
+    wait_for(lambda: spool_bytes(g) >= 700_000, what="the holder's body spooled")
+    yield g, up
+    holder.close()
+    g.stop()
+    up.stop()
+
+
+def spool_bytes(g):
+    """tokengate_spool_bytes: what every spool holds now."""
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{g.admin}/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("tokengate_spool_bytes "):
+                return float(line.split()[1])
+    return 0
+
+
+def test_no_100_when_the_spool_cannot_hold_the_announced_body(spool_full):
+    """RFC 9110 §10.1.1: a client waiting for 100 is told the final answer instead when the
+    body will not be taken. 600 KB announced where the spool has about 200 KB left: 503 with
+    Retry-After and the JSON error, never a 100, nothing upstream, the connection closed."""
+    g, up = spool_full
+    s = connect(g)
+    s.sendall(b"POST /buffered/continue HTTP/1.1\r\nHost: a\r\nContent-Length: 600000\r\nExpect: 100-continue\r\n\r\n")
+    resp = read_all(s)
+    assert resp.startswith(b"HTTP/1.1 503 ") and b"100 Continue" not in resp, resp
+    assert b"Retry-After: 1" in resp
+    assert json.loads(resp.split(b"\r\n\r\n", 1)[1])["error"] == "temporarily_unavailable"
+    assert closed_after(s)
+    s.close()
+    with up.lock:
+        assert up.requests == []
+    # A body that fits is still taken, its 100 said.
+    s = connect(g)
+    s.sendall(b"POST /buffered/continue HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+    head, _ = read_head(s)
+    assert head == CONTINUE
+    s.sendall(b"hello")
+    assert read_all(s).startswith(b"HTTP/1.1 200 ")
+    s.close()
+
+
+def test_no_100_on_http2_when_the_spool_cannot_hold_the_announced_body(spool_full):
+    from support.h2_client import H2Connection
+    g, up = spool_full
+    with H2Connection(g.port) as c:
+        sid = c.send_request("POST", "/buffered/continue",
+                             [("content-length", "600000"), ("expect", "100-continue")], end_stream=False)
+        a = c.collect([sid], timeout=5)[sid]
+    assert a.status == 503 and a.interim == [], (a.headers, a.interim)
+    assert json.loads(a.body)["error"] == "temporarily_unavailable"
+    with up.lock:
+        assert up.requests == []
+
+
 def test_continue_timeout_zero_never_asks_the_upstream():
     """`limits.continue_timeout: 0` (for upstreams that ignore Expect): the gateway says 100
     itself once authentication lets the body through, and the upstream gets no Expect."""

@@ -74,9 +74,9 @@ class RecordingUpstream(RawServer):
             conn.close()
 
 
-def gateway(upstream_port, limits="", upstream="", workers=1, extra="", routes="", buffering=False):
+def gateway(upstream_port, limits="", upstream="", workers=1, extra="", routes="", buffering=False, http2=False):
     g = Gateway(f"""
-listen: 127.0.0.1:{{PORT}}
+listen: {{ address: 127.0.0.1:{{PORT}}, http2: {"true" if http2 else "false"} }}
 admin_listen: 127.0.0.1:{{ADMIN}}
 workers: {workers}
 access_log: false
@@ -460,3 +460,127 @@ routes:
         g.stop()
         slow_up.stop()
         fast_up.stop()
+
+
+# --- one client's share of the request spool ------------------------------------------------
+
+SHARE_LIMITS = ", request_buffer: 16KB, request_spool_total: 2MB, request_spool_per_client: 25%"
+
+
+def hold_body(port, source, sent=300_000, length=400_000, extra=b""):
+    """A client from `source` that announces `length` bytes, sends `sent` of them at once and
+    then holds on (as a trickler at body_min_rate would): its spooled part stays held."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+    s.sendall(b"POST /upload HTTP/1.1\r\nHost: a\r\n%sContent-Length: %d\r\n\r\n" % (extra, length))
+    try:
+        s.sendall(b"h" * sent)
+    except OSError:
+        pass  # refused and closed before the body was taken
+    return s
+
+
+def spool_bytes(g):
+    """tokengate_spool_bytes: what every spool holds now."""
+    for line in requests.get(f"http://127.0.0.1:{g.admin}/metrics", timeout=5).text.splitlines():
+        if line.startswith("tokengate_spool_bytes "):
+            return float(line.split()[1])
+    return 0
+
+
+def refused_at_once(s, timeout=0.5):
+    s.settimeout(timeout)
+    try:
+        return s.recv(65536).startswith(b"HTTP/1.1 503")
+    except (socket.timeout, ConnectionError):
+        return False
+
+
+def test_one_client_holds_at_most_its_share_of_the_request_spool():
+    """Eight connections from one address each send most of a 400 KB body and hold on: the
+    first's spooled part fits its 25% share (512 KB of 2 MB), the later ones get 503 at
+    once, and a body from another address is still held and sent whole."""
+    up = RecordingUpstream()
+    g = gateway(up.port, limits=SHARE_LIMITS + ", body_min_rate: off", buffering=True)
+    held = []
+    try:
+        held = [hold_body(g.port, "127.0.0.2")]
+        wait_for(lambda: spool_bytes(g) >= 280_000, what="the first body spooled")
+        held += [hold_body(g.port, "127.0.0.2") for _ in range(7)]
+        assert [refused_at_once(s) for s in held] == [False] + [True] * 7
+        r = requests.post(g.url("/victim"), data=b"v" * 300_000, timeout=10)
+        assert r.status_code == 200 and r.json() == {"received": 300_000}, r.text
+    finally:
+        for s in held:
+            s.close()
+        g.stop()
+        up.stop()
+
+
+def test_a_share_is_per_client_address_through_trusted_proxies_only():
+    """Behind a trusted proxy the share is the X-Forwarded-For client's; from an untrusted
+    peer a forged X-Forwarded-For changes nothing: one address, one share."""
+    up = RecordingUpstream()
+    g = gateway(up.port, limits=SHARE_LIMITS + ", body_min_rate: off", buffering=True,
+                extra="trusted_proxies: [127.0.0.1/32]")
+    held = []
+    try:
+        # Through the trusted proxy (127.0.0.1): two clients, two shares.
+        held.append(hold_body(g.port, "127.0.0.1", extra=b"X-Forwarded-For: 203.0.113.7\r\n"))
+        held.append(hold_body(g.port, "127.0.0.1", extra=b"X-Forwarded-For: 203.0.113.8\r\n"))
+        wait_for(lambda: spool_bytes(g) >= 560_000, what="both bodies spooled")
+        assert not refused_at_once(held[0]) and not refused_at_once(held[1])
+        third = hold_body(g.port, "127.0.0.1", extra=b"X-Forwarded-For: 203.0.113.7\r\n")
+        held.append(third)
+        assert refused_at_once(third)
+        # An untrusted peer rotating forged X-Forwarded-For values is one client.
+        forged = [hold_body(g.port, "127.0.0.3", extra=b"X-Forwarded-For: 198.51.100.1\r\n")]
+        wait_for(lambda: spool_bytes(g) >= 840_000, what="the untrusted peer's body spooled")
+        forged += [hold_body(g.port, "127.0.0.3", extra=b"X-Forwarded-For: 198.51.100.%d\r\n" % i) for i in range(2, 5)]
+        held += forged
+        assert [refused_at_once(s) for s in forged] == [False, True, True, True]
+    finally:
+        for s in held:
+            s.close()
+        g.stop()
+        up.stop()
+
+
+def test_one_client_holds_at_most_its_share_over_http2():
+    """The same share on HTTP/2: streams on one connection from one address, each holding
+    most of a 400 KB body; past the share, 503 on each further stream, while a client from
+    another address is served."""
+    from support.h2_client import H2Connection
+    up = RecordingUpstream()
+    g = gateway(up.port, limits=SHARE_LIMITS + ", body_min_rate: off", buffering=True, http2=True)
+    try:
+        sock = socket.create_connection(("127.0.0.1", g.port), timeout=10, source_address=("127.0.0.2", 0))
+        with H2Connection(g.port, sock=sock) as c:
+            c.pump(0.5)  # the gateway's SETTINGS and window updates
+            ids = []
+            for n in range(6):
+                sid = c.send_request("POST", "/upload", [("content-length", "400000")], end_stream=False)
+                # 240 KB now (within the stream's 256 KB window), the rest never.
+                left, deadline = 240_000, time.time() + 5
+                while left > 0 and time.time() < deadline and not c.answers[sid].done:
+                    window = min(c.conn.local_flow_control_window(sid), c.conn.max_outbound_frame_size, left)
+                    if window <= 0:
+                        c.pump(0.1)
+                        continue
+                    c.conn.send_data(sid, b"h" * window)
+                    c.flush()
+                    left -= window
+                ids.append(sid)
+                if n == 0:
+                    wait_for(lambda: spool_bytes(g) >= 200_000, what="the first stream's body spooled")
+            deadline = time.time() + 5
+            while time.time() < deadline and sum(c.answers[i].status == 503 for i in ids) < 5:
+                c.pump(0.2)
+            statuses = [c.answers[i].status for i in ids]
+            assert statuses.count(503) == 5 and statuses[0] == 0, statuses
+            assert json.loads(c.answers[ids[1]].body)["error"] == "temporarily_unavailable"
+            with H2Connection(g.port) as other:
+                a = other.request("POST", "/victim", [("content-length", "300000")], body=b"v" * 300_000)
+            assert a.status == 200 and json.loads(a.body) == {"received": 300_000}, a.body
+    finally:
+        g.stop()
+        up.stop()

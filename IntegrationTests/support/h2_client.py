@@ -17,6 +17,7 @@ class Answer:
         self.ended = False
         self.reset = None
         self.trailers = []
+        self.interim = []  # each 1xx head, in order
 
     @property
     def status(self):
@@ -122,6 +123,8 @@ class H2Connection:
             a = self.answers.get(getattr(event, "stream_id", None))
             if isinstance(event, h2.events.ResponseReceived) and a:
                 a.headers = list(event.headers)
+            elif isinstance(event, h2.events.InformationalResponseReceived) and a:
+                a.interim.append(list(event.headers))
             elif isinstance(event, h2.events.DataReceived):
                 if a:
                     a.body += event.data

@@ -34,7 +34,9 @@ struct PacingConfigTests {
 
     @Test func defaults() throws {
         let cfg = try parse(config()).get()
-        #expect(cfg.limits.bodyDeadline == nil)
+        // A body mostly sent at once, then trickled just above the rate, is still cut in 5 min.
+        #expect(cfg.limits.bodyDeadline == 300)
+        #expect(cfg.limits.requestSpoolPerClient == 0.1)
         #expect(cfg.limits.bodyMinRate == 1024 && cfg.limits.bodyMinRateGrace == 5)
         #expect(cfg.limits.bodyTimeout == 30)
         let app = try #require(cfg.upstreams["app"])
@@ -44,10 +46,11 @@ struct PacingConfigTests {
     @Test func valuesAreRead() throws {
         let cfg = try parse(
             config(
-                limits: ", body_deadline: 10m, body_min_rate: 8KB/s, body_min_rate_grace: 2s",
+                limits:
+                    ", body_deadline: 10m, body_min_rate: 8KB/s, body_min_rate_grace: 2s, request_spool_per_client: 12.5%",
                 upstream: ", max_connections: 50, max_pending: 0, pending_timeout: 250ms")
         ).get()
-        #expect(cfg.limits.bodyDeadline == 600)
+        #expect(cfg.limits.bodyDeadline == 600 && cfg.limits.requestSpoolPerClient == 0.125)
         #expect(cfg.limits.bodyMinRate == 8192 && cfg.limits.bodyMinRateGrace == 2)
         let app = try #require(cfg.upstreams["app"])
         #expect(app.maxConnections == 50 && app.maxPending == 0 && app.pendingTimeout == 0.25)
@@ -67,6 +70,9 @@ struct PacingConfigTests {
         ("body_min_rate: 2GB/s", "limits.body_min_rate", "up to 1GB/s"),
         ("body_min_rate_grace: 10ms", "limits.body_min_rate_grace", "from 100ms to 1h"),
         ("body_min_rate_grace: 2h", "limits.body_min_rate_grace", "from 100ms to 1h"),
+        ("request_spool_per_client: 0.1", "limits.request_spool_per_client", "from 1% to 100%"),
+        ("request_spool_per_client: 0.5%", "limits.request_spool_per_client", "from 1% to 100%"),
+        ("request_spool_per_client: 120%", "limits.request_spool_per_client", "from 1% to 100%"),
         ("body_rate: 1KB/s", "limits", "body_rate")
     ])
     func limitRefusals(_ entry: String, _ path: String, _ words: String) {

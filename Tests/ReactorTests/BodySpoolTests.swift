@@ -58,6 +58,36 @@ struct BodySpoolTests {
         #expect(budget.inUse == 0)
     }
 
+    /// `request_spool_per_client`: one source's spools together hold at most its share; other
+    /// sources still have the rest of the total, and what a source gives back is its again.
+    @Test func aSourceHoldsAtMostItsShare() throws {
+        let budget = SpoolBudget(limit: 10_000, perSource: 5000)
+        let dir = NSTemporaryDirectory()
+        let a1 = try #require(BodySpool(directory: dir, budget: budget, maxBytes: 1 << 20, source: "203.0.113.7"))
+        var a2 = BodySpool(directory: dir, budget: budget, maxBytes: 1 << 20, source: "203.0.113.7")
+        let b = try #require(BodySpool(directory: dir, budget: budget, maxBytes: 1 << 20, source: "203.0.113.8"))
+        #expect(a1.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .stored)
+        #expect(budget.hasRoom(1000, for: "203.0.113.7") && !budget.hasRoom(1001, for: "203.0.113.7"))
+        #expect(a2?.append(OwnedBuffer(bytes(1500, from: 0)).chunk) == .full)
+        #expect(b.append(OwnedBuffer(bytes(5000, from: 0)).chunk) == .stored)
+        #expect(budget.inUse == 9000)
+        // The total binds too: another source finds only what is left of it.
+        #expect(budget.hasRoom(1000, for: "198.51.100.1") && !budget.hasRoom(1001, for: "198.51.100.1"))
+        a2 = nil
+        _ = drain(a1, max: 4096)
+        #expect(budget.inUse == 5000)
+        #expect(budget.hasRoom(5000, for: "203.0.113.7"))
+    }
+
+    @Test func withoutAShareASourceIsBoundByTheTotalAlone() throws {
+        let budget = SpoolBudget(limit: 6000)
+        #expect(budget.perSource == 6000)
+        let spool = try #require(
+            BodySpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20, source: "203.0.113.7"))
+        #expect(spool.append(OwnedBuffer(bytes(6000, from: 0)).chunk) == .stored)
+        #expect(!budget.hasRoom(1, for: "203.0.113.7"))
+    }
+
     @Test func noDirectoryNoSpool() {
         let budget = SpoolBudget(limit: 1 << 20)
         #expect(BodySpool(directory: "/nonexistent/dir", budget: budget, maxBytes: 1 << 20) == nil)

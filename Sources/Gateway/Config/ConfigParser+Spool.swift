@@ -2,8 +2,8 @@ import Foundation
 import Yams
 
 /// `limits.response_buffer`, `request_buffer`, `response_spool_max`, `spool_total`,
-/// `request_spool_total` and `spool_dir`: proxy buffering for slow clients (ProxyExchange+Spool,
-/// RequestBufferingStage).
+/// `request_spool_total`, `request_spool_per_client` and `spool_dir`: proxy buffering for slow
+/// clients (ProxyExchange+Spool, RequestBufferingStage).
 extension ConfigParser {
     static func responseSpool(_ m: [String: Node], _ l: inout Limits, _ r: ConfigReader) {
         if let n = m["response_buffer"], let v = r.size(n, path: "limits.response_buffer") {
@@ -31,6 +31,13 @@ extension ConfigParser {
                 l[keyPath: keyPath] = v
             }
         }
+        if let n = m["request_spool_per_client"], let s = r.string(n, path: "limits.request_spool_per_client") {
+            if let v = share(s) {
+                l.requestSpoolPerClient = v
+            } else {
+                r.problem("limits.request_spool_per_client", n, "must be a percentage from 1% to 100% (e.g. 10%)")
+            }
+        }
         if let n = m["spool_dir"], let dir = r.string(n, path: "limits.spool_dir") {
             var isDirectory: ObjCBool = false
             if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory) || !isDirectory.boolValue {
@@ -41,5 +48,11 @@ extension ConfigParser {
                 l.spoolDirectory = dir
             }
         }
+    }
+
+    /// "10%" → 0.1, from 1% to 100% (decimals allowed: "12.5%"); nil: not such a percentage.
+    static func share(_ text: String) -> Double? {
+        guard text.hasSuffix("%"), let v = Double(text.dropLast()), v >= 1, v <= 100 else { return nil }
+        return v / 100
     }
 }

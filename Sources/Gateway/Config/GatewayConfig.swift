@@ -149,7 +149,9 @@ struct Limits: Sendable {
     /// No request body byte for this long: the exchange fails and the connection closes.
     var bodyTimeout = 30.0
     /// `body_deadline`: the most a whole request body may take (nil: off, the rate bounds it).
-    var bodyDeadline: Double?
+    /// On by default: at `body_min_rate` alone, a body of `max_body_size` that is mostly
+    /// sent at once and then trickled holds its part of `request_spool_total` for an hour.
+    var bodyDeadline: Double? = 300
     /// `body_min_rate`: bytes per second a request body must average once
     /// `body_min_rate_grace` has passed (0: off). Past either: 408, both connections closed.
     var bodyMinRate = 1024
@@ -173,6 +175,9 @@ struct Limits: Sendable {
     /// a budget of their own, so that bodies cannot use up the spooled answers' (nor the
     /// reverse).
     var requestSpoolTotal = 1 << 30
+    /// `request_spool_per_client`: the share of `requestSpoolTotal` the bodies of one client
+    /// address may hold at once (1: no share of its own).
+    var requestSpoolPerClient = 0.1
     var responseSpoolMax = 1 << 30
     var spoolTotal = 8 << 30
     var spoolDirectory = "/tmp"

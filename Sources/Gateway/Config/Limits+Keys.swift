@@ -69,8 +69,8 @@ extension Limits {
             if let v = number(n, path: p, 1...1_000_000, r) { l.maxTunnels = v }
         },
         .init(
-            "body_deadline", type: "duration, or `off`", default: "`off`",
-            checkedBy: { cell in ConfigDefault.firstValue(cell) == "off" && Limits().bodyDeadline == nil },
+            "body_deadline", type: "duration, or `off`", default: "`5m`",
+            checkedBy: ConfigDefault.duration(Limits().bodyDeadline ?? 0),
             by: "ConfigParser.bodyPace"),
         .init(
             "body_min_rate", type: "size per second, or `off`", default: "`1KB/s`",
@@ -94,6 +94,12 @@ extension Limits {
         .init(
             "request_spool_total", type: "size, or `0` (request bodies stream)", default: "`1GB`",
             checkedBy: ConfigDefault.size(Limits().requestSpoolTotal), by: "ConfigParser.responseSpool"),
+        .init(
+            "request_spool_per_client", type: "percentage of `request_spool_total` (1% to 100%)", default: "`10%`",
+            checkedBy: { cell in
+                ConfigDefault.firstValue(cell).flatMap(ConfigParser.share) == Limits().requestSpoolPerClient
+            },
+            by: "ConfigParser.responseSpool"),
         .init(
             "spool_dir", type: "path of a writable directory", default: "`/tmp`",
             checkedBy: ConfigDefault.text(Limits().spoolDirectory), by: "ConfigParser.responseSpool")

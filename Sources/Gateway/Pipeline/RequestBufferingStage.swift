@@ -37,11 +37,23 @@ final class RequestBufferingStage: Stage {
             // The client left while the gateway was deciding (keys, introspection, a session).
             return .answer(ErrorResponse.clientGone(requestID: ctx.requestID))
         }
-        guard readsBodyFirst(body, ex, ctx), let budget = services.requestSpoolBudget else { return .proceed }
+        guard let budget = services.requestSpoolBudget, readsBodyFirst(body, ex, ctx, budget: budget) else {
+            return .proceed
+        }
+        let client = ClientAddress.of(
+            ctx.forwarded, peerTrusted: ctx.behindTrustedProxy, trustedProxies: services.config.trustedProxies)
         let limits = services.config.limits
+        if case .length(let n) = body.framing, n > UInt64(limits.requestBuffer),
+            !budget.hasRoom(Int(n) - limits.requestBuffer, for: client)
+        {
+            // RFC 9110 §10.1.1: a client that waits for 100 Continue is answered with the final
+            // status instead when the body will not be taken; and one that did not wait is
+            // refused before its body is read into a spool that cannot hold it.
+            return .answer(noRoom(ctx), close: true)
+        }
         let whole = SpooledRequestBody(
             reading: body, memory: limits.requestBuffer, directory: limits.spoolDirectory, budget: budget,
-            maxBytes: limits.maxBodySize)
+            maxBytes: limits.maxBodySize, client: client)
         request.spooledBody = whole
         // `whole` keeps this closure (and the request in it) until it calls it, once.
         whole.read { [services] outcome in
@@ -53,34 +65,41 @@ final class RequestBufferingStage: Stage {
             case .failed(let why):
                 request.answer(ErrorResponse.clientBodyFailed(why, requestID: ctx.requestID), close: true)
             case .noRoom:
-                services.log.warning(
-                    "request body could not be spooled (no file, a write error, or request_spool_total reached)",
-                    metadata: ["request_id": "\(ctx.requestID)"])
-                request.answer(
-                    ErrorResponse.make(
-                        503, error: "temporarily_unavailable", description: "the request body cannot be held now",
-                        requestID: ctx.requestID, headers: [("Retry-After", WorkerServices.upstreamRetryAfter)],
-                        detail: "request body spool"),
-                    close: true)
+                request.answer(self.noRoom(ctx), close: true)
             }
         }
         return .suspend
+    }
+
+    /// 503 for a body the spool cannot hold now (no file, a write error, `request_spool_total`
+    /// or the client's `request_spool_per_client` share reached).
+    func noRoom(_ ctx: RequestContext) -> GatewayResponse {
+        services.log.warning(
+            "request body could not be spooled (no file, a write error, request_spool_total or the client's share reached)",
+            metadata: ["request_id": "\(ctx.requestID)"])
+        return ErrorResponse.make(
+            503, error: "temporarily_unavailable", description: "the request body cannot be held now",
+            requestID: ctx.requestID, headers: [("Retry-After", WorkerServices.upstreamRetryAfter)],
+            detail: "request body spool")
     }
 
     /// Whether `body` is read whole before the call: the route buffers, there is a body still
     /// to read from the client, and it is no stream. A gRPC call streams only HTTP/2 to
     /// HTTP/2: the content type alone, which any client may send, keeps no other body from
     /// being buffered.
-    func readsBodyFirst(_ body: RequestBody, _ ex: ServerExchange, _ ctx: RequestContext) -> Bool {
+    func readsBodyFirst(_ body: RequestBody, _ ex: ServerExchange, _ ctx: RequestContext, budget: SpoolBudget)
+        -> Bool
+    {
         let limits = services.config.limits
-        guard buffers, !ctx.kind.isUpgrade, services.requestSpoolBudget != nil, limits.requestSpoolTotal > 0,
+        guard buffers, !ctx.kind.isUpgrade, limits.requestSpoolTotal > 0,
             !(body is BufferedRequestBody), !(body is SpooledRequestBody)
         else { return false }
         switch body.framing {
         case .none, .length(0): return false
-        // A body announced larger than the whole budget could never be held: it streams,
-        // as it would have without buffering, rather than being refused for its size.
-        case .length(let n) where n > UInt64(limits.requestSpoolTotal): return false
+        // A body announced larger than the whole budget, or than one client's share of it,
+        // could never be held: it streams, as it would have without buffering, rather than
+        // being refused for its size.
+        case .length(let n) where n > UInt64(limits.requestBuffer + budget.perSource): return false
         case .length, .streamed: break
         }
         guard ex.head.version.major == 2, pool.endpoint.http2 else { return true }

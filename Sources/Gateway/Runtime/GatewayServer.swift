@@ -84,7 +84,9 @@ public final class GatewayServer {
         }
         let spoolBudget = SpoolBudget(limit: config.limits.spoolTotal)
         self.spoolBudget = spoolBudget
-        let requestSpoolBudget = SpoolBudget(limit: config.limits.requestSpoolTotal)
+        let requestSpoolBudget = SpoolBudget(
+            limit: config.limits.requestSpoolTotal,
+            perSource: Int(Double(config.limits.requestSpoolTotal) * config.limits.requestSpoolPerClient))
         self.requestSpoolBudget = requestSpoolBudget
         for id in 0..<config.workers {
             let worker = Worker(

@@ -1,38 +1,6 @@
 internal import CEvent
 internal import CShim
 import Glibc
-import Synchronization
-
-/// Disk the spools of one process may hold at once, shared by every worker: one budget for
-/// spooled answers (`limits.spool_total`), one for request bodies (`request_spool_total`).
-public final class SpoolBudget: Sendable {
-    private let used = Atomic<Int>(0)
-    fileprivate let made = Atomic<Int>(0)
-    private let failed = Atomic<Int>(0)
-    public let limit: Int
-
-    public init(limit: Int) { self.limit = limit }
-
-    /// Bytes held by every spool now.
-    public var inUse: Int { used.load(ordering: .relaxed) }
-    /// Messages that were spooled, and spools that could not be made, written or read.
-    public var spools: Int { made.load(ordering: .relaxed) }
-    public var failures: Int { failed.load(ordering: .relaxed) }
-    public func countFailure() { failed.add(1, ordering: .relaxed) }
-
-    func reserve(_ n: Int) -> Bool {
-        var current = used.load(ordering: .relaxed)
-        while current + n <= limit {
-            let (exchanged, original) = used.compareExchange(
-                expected: current, desired: current + n, ordering: .relaxed)
-            if exchanged { return true }
-            current = original
-        }
-        return false
-    }
-
-    func release(_ n: Int) { used.subtract(n, ordering: .relaxed) }
-}
 
 /// Message bytes kept in an unnamed temporary file (`O_TMPFILE`: gone with the descriptor,
 /// never visible by name) until their reader takes them, as nginx's proxy buffering does: the
@@ -55,6 +23,8 @@ public final class BodySpool {
 
     private let fd: Int32
     private let budget: SpoolBudget
+    /// Whose share of the budget the bytes count in (`SpoolBudget.reserve(_:for:)`).
+    private let source: String?
     private let maxBytes: Int
     /// Bytes written to the file, and read back from it.
     private var written = 0
@@ -62,19 +32,21 @@ public final class BodySpool {
     /// A chunk that came past a cap, after the file's bytes.
     private let overflow = OwnedBuffer()
 
-    /// A spool in `directory`, or nil if no file can be made there.
-    public init?(directory: String, budget: SpoolBudget, maxBytes: Int) {
+    /// A spool in `directory`, or nil if no file can be made there. `source`: the client
+    /// whose share of `budget` its bytes count in (nil: the budget's total alone).
+    public init?(directory: String, budget: SpoolBudget, maxBytes: Int, source: String? = nil) {
         let fd = tg_open_unnamed_file(directory)
         guard fd >= 0 else { return nil }
-        budget.made.add(1, ordering: .relaxed)
+        budget.countSpool()
         self.fd = fd
         self.budget = budget
+        self.source = source
         self.maxBytes = maxBytes
     }
 
     deinit {
         close(fd)
-        budget.release(written)
+        budget.release(written, for: source)
     }
 
     /// Bytes waiting to go out.
@@ -83,7 +55,7 @@ public final class BodySpool {
     /// Takes `chunk`'s bytes: into the file while both caps allow, else into memory.
     public func append(_ chunk: BodyChunk) -> Stored {
         restartIfReadBack()
-        if overflow.count > 0 || written + chunk.count > maxBytes || !budget.reserve(chunk.count) {
+        if overflow.count > 0 || written + chunk.count > maxBytes || !budget.reserve(chunk.count, for: source) {
             chunk.move(to: overflow.buffer)
             return .full
         }
@@ -93,7 +65,7 @@ public final class BodySpool {
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
                 // What was not written is dropped: the caller moves no byte of a failed chunk.
-                budget.release(left)
+                budget.release(left, for: source)
                 evbuffer_drain(chunk.buffer, left)
                 return .failed
             }
@@ -109,7 +81,7 @@ public final class BodySpool {
         guard written > 0, readBack == written else { return }
         _ = ftruncate(fd, 0)
         _ = lseek(fd, 0, SEEK_SET)
-        budget.release(written)
+        budget.release(written, for: source)
         written = 0
         readBack = 0
     }

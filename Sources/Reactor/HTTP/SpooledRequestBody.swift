@@ -21,6 +21,7 @@ public final class SpooledRequestBody: RequestBody {
     private let memoryLimit: Int
     private let directory: String
     private let budget: SpoolBudget
+    private let client: String?
     private let maxBytes: Int
     private let memory = OwnedBuffer()
     private var spool: BodySpool?
@@ -34,12 +35,17 @@ public final class SpooledRequestBody: RequestBody {
     private var pumping = false
     private var pumpAgain = false
 
-    /// `maxBytes`: the most one body may put on disk (`max_body_size` bounds it anyway).
-    public init(reading source: RequestBody, memory: Int, directory: String, budget: SpoolBudget, maxBytes: Int) {
+    /// `maxBytes`: the most one body may put on disk (`max_body_size` bounds it anyway);
+    /// `client`: whose share of `budget` the file's bytes count in.
+    public init(
+        reading source: RequestBody, memory: Int, directory: String, budget: SpoolBudget, maxBytes: Int,
+        client: String? = nil
+    ) {
         self.source = source
         self.memoryLimit = memory
         self.directory = directory
         self.budget = budget
+        self.client = client
         self.maxBytes = maxBytes
     }
 
@@ -68,7 +74,7 @@ public final class SpooledRequestBody: RequestBody {
             return
         }
         if spool == nil {
-            guard let made = BodySpool(directory: directory, budget: budget, maxBytes: maxBytes) else {
+            guard let made = BodySpool(directory: directory, budget: budget, maxBytes: maxBytes, source: client) else {
                 evbuffer_drain(chunk.buffer, chunk.count)
                 budget.countFailure()
                 end(.noRoom)
