@@ -54,7 +54,11 @@ final class RateLimitStage: KeyedStage {
                 return ""
             }
             return certificate.sha256.map { String($0, radix: 16) }.joined(separator: ":")
-        case .ip: return ClientAddress.of(request.origin, trusted: services.config.trustedProxies)
+        case .ip:
+            // A decision's origin is what the ingress (a trusted proxy) reported.
+            return ClientAddress.of(
+                request.origin, peerTrusted: request.isDecision || request.context.behindTrustedProxy,
+                trustedProxies: services.config.trustedProxies)
         case .claim(let path):
             var value: JSONValue? = admission.map { JSONValue.object($0.claims) }
             for name in path { value = value?.object?[name] }
@@ -168,18 +172,5 @@ private final class RateLimitCheck {
             r.reason = "rate_limited"
             return .answer(r)
         }
-    }
-}
-
-/// The client's address for `ip` limits: the connection's peer, or, behind proxies the
-/// gateway trusts, the nearest `X-Forwarded-For` entry that is not one of them (the
-/// entries further left are the client's own word).
-enum ClientAddress {
-    static func of(_ forwarded: ForwardedHeaders, trusted: [CIDR]) -> String {
-        let chain = forwarded.forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        for address in chain.reversed() where !trusted.contains(where: { $0.contains(address) }) {
-            return address
-        }
-        return chain.first ?? ""
     }
 }
