@@ -142,7 +142,8 @@ def test_a_claim_rule_on_a_tool(gw, idp):
 
 
 def test_default_deny_refuses_unnamed_tools_without_a_challenge(gw, idp):
-    t = tok(idp, gw)
+    # This route has no resource: a token bound to /mcp's is no audience here.
+    t = mint(idp.keys[0], aud="api", scope="mcp")
     assert post(gw, t, call("tools/call", name="echo"), path="/strict/mcp").status_code == 200
     r = post(gw, t, call("tools/call", name="Echo"), path="/strict/mcp")
     assert r.status_code == 403

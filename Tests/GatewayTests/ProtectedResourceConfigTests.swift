@@ -77,11 +77,38 @@ struct ProtectedResourceConfigTests {
         #expect(cfg.routes[2].auth.tokenRoute?.resource == nil)
     }
 
-    @Test func theIssuersAudiencesAreWarnedAbout() throws {
+    @Test func noAdviceToAddTheResourceToTheIssuersAudiences() throws {
+        // Listed there, it would open the issuer's other routes; it is an audience of its own
+        // route whether listed or not (RouteAudiences).
         let cfg = try parse(Self.yaml).get()
-        let warnings = cfg.warnings.map(\.description)
-        #expect(warnings.contains { $0.contains("routes[0].resource") && $0.contains("issuer two's audiences") })
-        #expect(!warnings.contains { $0.contains("routes[0].resource") && $0.contains("issuer one's") })
+        #expect(!cfg.warnings.contains { $0.description.contains("audiences") })
+    }
+
+    func token(issuer: String, aud: JSONValue) -> VerifiedAccessToken {
+        VerifiedAccessToken(issuer: issuer, claims: JSONObject(["aud": aud]), expiresAt: 0, confirmation: nil)
+    }
+
+    @Test func aResourceIsAnAudienceOnItsOwnRouteOnly() throws {
+        let cfg = try parse(Self.yaml).get()
+        let resources = Set(RouteAudiences.resources(of: cfg).values.joined())
+        #expect(resources == ["https://gw.example.com/mcp", "https://gw.example.com/"])
+        func audiences(_ index: Int) throws -> RouteAudiences {
+            RouteAudiences(route: try #require(cfg.routes[index].auth.tokenRoute), config: cfg, resources: resources)
+        }
+        let mcp = try audiences(0)
+        let api = try audiences(2)
+        let bound = token(issuer: "one", aud: .string("https://gw.example.com/mcp"))
+        // On its route (whose resource rule then requires it), and nowhere else, though issuer
+        // one lists it among its audiences.
+        #expect(mcp.admits(bound))
+        #expect(!api.admits(bound))
+        #expect(!api.admits(token(issuer: "one", aud: .array([.string("https://gw.example.com/")]))))
+        #expect(api.admits(token(issuer: "one", aud: .array([.string("https://gw.example.com/mcp"), .string("api")]))))
+        #expect(api.admits(token(issuer: "one", aud: .string("api"))))
+        // An issuer's audience is its own: two's tokens are held to two's.
+        #expect(!api.admits(token(issuer: "two", aud: .string("api"))))
+        // An introspection answer may carry no aud (RFC 7662 §2.2): the issuer's check let it in.
+        #expect(api.admits(VerifiedAccessToken(issuer: "one", claims: JSONObject(), expiresAt: 0, confirmation: nil)))
     }
 
     @Test(arguments: [

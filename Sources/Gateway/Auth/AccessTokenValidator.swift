@@ -25,6 +25,9 @@ final class AccessTokenValidator {
     struct RouteRules {
         let verifier: AccessTokenVerifier
         let introspection: (policy: IssuerPolicy, config: IntrospectionConfig, caFile: String?)?
+        /// The audiences a token of each issuer (by name) may name to be accepted on this
+        /// route (`RouteAudiences`); the verifier's are every route's of the issuer.
+        let audiences: RouteAudiences
     }
     private var rules: [Int: RouteRules] = [:]
     let introspector: Introspector
@@ -63,12 +66,18 @@ final class AccessTokenValidator {
 
     func apply(_ config: GatewayConfig) {
         rules = [:]
+        let resources = RouteAudiences.resources(of: config)
+        let allResources = Set(resources.values.joined())
         for route in config.routes {
             guard let tokens = route.auth.tokenRoute else { continue }
             let policies = tokens.issuers.compactMap { name in
                 config.issuers[name].map {
+                    // What any route of the issuer accepts, so that a verified token (and an
+                    // introspection answer) is cached alike for all of them; each route then
+                    // keeps to its own audiences.
                     IssuerPolicy(
-                        name: $0.name, issuer: $0.issuer, algorithms: $0.algorithms, audiences: $0.audiences,
+                        name: $0.name, issuer: $0.issuer, algorithms: $0.algorithms,
+                        audiences: $0.audiences + (resources[name] ?? []),
                         leeway: Int64($0.leeway), requiredType: $0.accessTokenType, scopeClaim: $0.scopeClaim)
                 }
             }
@@ -80,7 +89,8 @@ final class AccessTokenValidator {
                 }
             }
             rules[route.index] = RouteRules(
-                verifier: AccessTokenVerifier(issuers: policies), introspection: introspecting)
+                verifier: AccessTokenVerifier(issuers: policies), introspection: introspecting,
+                audiences: RouteAudiences(route: tokens, config: config, resources: allResources))
         }
         generation += 1
         issuerKeys.refetchWait = config.issuers.mapValues(\.unknownKidWait)
@@ -117,13 +127,23 @@ final class AccessTokenValidator {
         if cacheEnabled, let hit = cache.get(token, now: now),
             verifier.issuers.contains(where: { $0.name == hit.issuer })
         {
-            return .valid(hit)
+            return Self.onRoute(.valid(hit), rules)
         }
         // A JWS has exactly two dots; anything else is opaque, for the issuer that introspects.
         if rules?.introspection != nil && !Self.hasTwoDots(token) { return nil }
         let outcome = verifier.verify(token, now: now, keys: { issuerKeys[issuer: $0] }, headerMemo: headerMemo)
         if case .failure(.unknownKey) = outcome, issuerKeys.requestRefetch != nil { return nil }
-        return verdict(outcome, token: token)
+        return Self.onRoute(verdict(outcome, token: token), rules)
+    }
+
+    /// A valid token whose `aud` names none of the route's audiences is refused: another
+    /// route's `resource` is no audience here (RFC 8707 §2, RFC 9068 §4: the resource server
+    /// checks that the token was issued for it).
+    static func onRoute(_ verdict: Verdict, _ rules: RouteRules?) -> Verdict {
+        guard case .valid(let token) = verdict, let rules, !rules.audiences.admits(token) else { return verdict }
+        return .invalid(
+            description: describe(.rejected(JOSEError(.audienceMismatch, claim: "aud", "not this route's"))),
+            detail: "aud names no audience of this route (another route's resource?)")
     }
 
     /// What `validateNow` could not decide: introspection (RFC 7662), or the one refetch of
@@ -138,7 +158,7 @@ final class AccessTokenValidator {
             introspector.introspect(token, issuer: intro.policy, config: intro.config, caFile: intro.caFile) { answer in
                 switch answer {
                 case .verdict(.active(let t)) where verifier.issuers.contains(where: { $0.name == t.issuer }):
-                    done(.valid(t))
+                    done(Self.onRoute(.valid(t), rules))
                 case .verdict(.active(let t)):
                     done(
                         .invalid(
@@ -164,7 +184,7 @@ final class AccessTokenValidator {
             },
             done: { [weak self] outcome in
                 guard let self else { return }
-                done(self.verdict(outcome, token: token))
+                done(Self.onRoute(self.verdict(outcome, token: token), rules))
             })
     }
 

@@ -29,16 +29,6 @@ extension ConfigParser {
                         + "the ingress must clear the client's own \(route.options.certificateHeaders.map(\.header).joined(separator: ", ")) "
                         + "itself, or they reach the upstream as the client sent them")
             }
-            if let tokens = route.auth.tokenRoute, let resource = tokens.resource?.identifier.uri {
-                // A token must meet both audience rules (RFC 8707 §2 and the issuer's RFC 9068 §4).
-                for name in tokens.issuers where cfg.issuers[name]?.audiences.contains(resource) == false {
-                    warn(
-                        "\(p).resource", nil,
-                        "\(resource) is not one of issuer \(name)'s audiences: its tokens are accepted here only if their "
-                            + "aud names both the resource and one of \(name)'s audiences; add the resource to issuers.\(name).audiences "
-                            + "if the AS puts only the resource in aud (RFC 8707)")
-                }
-            }
             if let tokens = route.auth.tokenRoute, tokens.mcp != nil, tokens.forwardToken {
                 // MCP authorization (2025-11-25, "Token Passthrough"): an MCP server must not
                 // accept or pass on tokens issued for another resource.

@@ -1,0 +1,146 @@
+"""MCP routes from the attacker's side, as an outside test sent it: a JSON-RPC call in the body
+of a method other than POST, a protected resource named in another spelling, a token bound to
+an MCP route's resource tried on the issuer's other routes, a tools/list sent as a notification
+and a tools/list answer that carries the response twice. Each over HTTP/1.1 and over HTTP/2
+(h2c with prior knowledge) where both apply, against a real tokengate, the echo upstream or the
+official MCP SDK's server (support/mcp_upstream.py), and tokens from a real JWKS server."""
+import json
+import subprocess
+
+import pytest
+import requests
+
+from conftest import BIN, raw_request
+from support.h2_client import H2Connection
+from support.mcp_upstream import MCPUpstream
+from test_bearer import idp, token as mint  # noqa: F401 — idp is a fixture
+from test_mcp_sdk import connect, run, text
+
+DEPLOY = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy"}}'
+SECRETS = "file:///srv/secrets.txt"
+# The spellings of SECRETS the test sent; each names the same file to a server that resolves it.
+SPELLINGS = ["file:///srv/./secrets.txt", "file:///srv/x/../secrets.txt", "file://localhost/srv/secrets.txt",
+             "FILE:///srv/secrets.txt", "file:///srv/secrets%2etxt", "file:/srv/secrets.txt",
+             "file:///srv/%2E%2e/srv/secrets.txt", "file:///srv/secrets.txt?raw=1"]
+# Spellings a server could read as another path: refused as invalid params.
+UNREADABLE = ["file:///srv//secrets.txt", "file:///../srv/secrets.txt", "file:///srv%2Fsecrets.txt"]
+
+
+def config(upstream_port, idp, extra_routes=""):
+    return f"""
+listen: {{ address: 127.0.0.1:{{PORT}}, http2: true }}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 2
+issuers:
+  one:
+    issuer: "https://idp.one"
+    jwks_uri: "{idp.url}"
+    algorithms: [ES256]
+    # The MCP resource listed too, as check-config once advised: still an audience of /mcp alone.
+    audiences: [api, "http://127.0.0.1:{{PORT}}/mcp"]
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream_port}" }}
+routes:
+  - name: mcp
+    match: {{ path_prefix: /mcp }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    require: {{ scopes: [mcp] }}
+    resource: http://127.0.0.1:{{PORT}}/mcp
+    cors_preflight: allow
+    mcp:
+      tools: {{ deploy: {{ require: {{ scopes: [mcp:deploy] }} }} }}
+      # Written in another spelling: the rule holds for every spelling of the file.
+      resources: {{ "FILE://localhost/srv/./secrets.txt": {{ require: {{ scopes: [mcp:files] }} }} }}
+  - name: api
+    match: {{ path_prefix: /api/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+{extra_routes}"""
+
+
+@pytest.fixture
+def gw(upstream, idp, gateway_factory):
+    return gateway_factory(config(upstream.port, idp))
+
+
+@pytest.fixture
+def sdk_upstream(tmp_path):
+    up = MCPUpstream(str(tmp_path / "mcp-upstream.log"))
+    try:
+        up.wait_ready()
+    except BaseException:
+        up.stop()
+        raise
+    yield up
+    up.stop()
+
+
+def tok(idp, gw, scope="mcp", aud=None):
+    return mint(idp.keys[0], aud=aud or f"http://127.0.0.1:{gw.port}/mcp", scope=scope)
+
+
+def headers(token, content_type="application/json"):
+    return {"Authorization": f"Bearer {token}", "Content-Type": content_type,
+            "Accept": "application/json, text/event-stream"}
+
+
+def reached(upstream):
+    return len([r for r in upstream.requests if r["path"].startswith("/mcp")])
+
+
+def h2(gw, method, path, token, body=None, extra=()):
+    """One request over h2c with prior knowledge: the answer (status, headers, body)."""
+    fields = [("authorization", f"Bearer {token}"), ("content-type", "application/json"),
+              ("accept", "application/json, text/event-stream"), *extra]
+    with H2Connection(gw.port) as c:
+        return c.request(method, path, fields, body=None if body is None else body.encode())
+
+
+def read_uri(uri, id=1):
+    return json.dumps({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
+
+
+# --- a resource-bound token on the issuer's other routes ----------------------------------------
+
+def test_a_token_for_the_mcp_resource_opens_no_other_route(gw, idp, upstream):
+    bound = tok(idp, gw, "mcp")
+    s = requests.Session()
+    s.headers["Authorization"] = f"Bearer {bound}"
+    # Accepted (and cached) where it belongs…
+    assert s.get(gw.url("/mcp"), timeout=10).status_code == 200
+    # …and refused on the same connection on the issuer's other route, though the issuer lists it.
+    r = s.get(gw.url("/api/x"), timeout=10)
+    assert r.status_code == 401, r.text
+    assert 'error="invalid_token"' in r.headers["WWW-Authenticate"]
+    assert r.json()["error"] == "invalid_token"
+    with H2Connection(gw.port) as c:
+        a = c.request("GET", "/mcp", [("authorization", f"Bearer {bound}")])
+        assert a.status == 200
+        a = c.request("GET", "/api/x", [("authorization", f"Bearer {bound}")])
+        assert a.status == 401 and 'error="invalid_token"' in a.header("www-authenticate")
+    # A token that names the API as well opens both: the rule is about what aud names.
+    both = tok(idp, gw, "mcp", aud=["api", f"http://127.0.0.1:{gw.port}/mcp"])
+    assert requests.get(gw.url("/api/x"), headers={"Authorization": f"Bearer {both}"}, timeout=10).status_code == 200
+    api = tok(idp, gw, "mcp", aud="api")
+    assert requests.get(gw.url("/api/x"), headers={"Authorization": f"Bearer {api}"}, timeout=10).status_code == 200
+
+
+def test_a_resource_the_issuer_does_not_list_is_enough_on_its_route(upstream, idp, gateway_factory):
+    gw = gateway_factory(config(upstream.port, idp).replace(', "http://127.0.0.1:{PORT}/mcp"]', "]"))
+    bound = tok(idp, gw, "mcp")
+    assert requests.get(gw.url("/mcp"), headers={"Authorization": f"Bearer {bound}"}, timeout=10).status_code == 200
+    r = requests.get(gw.url("/api/x"), headers={"Authorization": f"Bearer {bound}"}, timeout=10)
+    assert r.status_code == 401
+
+
+def test_check_config_no_longer_advises_adding_the_resource_to_the_audiences(upstream, idp, tmp_path):
+    yaml = config(upstream.port, idp).replace(', "http://127.0.0.1:{PORT}/mcp"]', "]")
+    path = tmp_path / "gw.yaml"
+    path.write_text(yaml.replace("{PORT}", "8080").replace("{ADMIN}", "9901"))
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "audiences" not in r.stdout + r.stderr, r.stdout + r.stderr
+
