@@ -144,3 +144,42 @@ def test_check_config_no_longer_advises_adding_the_resource_to_the_audiences(ups
     assert r.returncode == 0, r.stdout + r.stderr
     assert "audiences" not in r.stdout + r.stderr, r.stdout + r.stderr
 
+
+# --- tools/list: a notification, and a response sent twice --------------------------------------
+
+def test_a_tools_list_notification_is_invalid_request(gw, idp, upstream):
+    before = reached(upstream)
+    body = '{"jsonrpc":"2.0","method":"tools/list"}'
+    r = requests.post(gw.url("/mcp"), data=body, headers=headers(tok(idp, gw)), timeout=10)
+    assert r.status_code == 400, r.text
+    assert r.json() == {"jsonrpc": "2.0", "id": None,
+                        "error": {"code": -32600, "message": "tools/list is a request: it needs an id"}}
+    a = h2(gw, "POST", "/mcp", tok(idp, gw), body=body)
+    assert a.status == 400 and json.loads(a.body)["error"]["code"] == -32600
+    assert reached(upstream) == before
+
+
+def test_every_copy_of_a_tools_list_response_in_a_stream_is_filtered(sdk_upstream, idp, gateway_factory):
+    gw = gateway_factory(config(sdk_upstream.port, idp, extra_routes="""
+  - name: twice
+    match: { path: /twice/mcp }
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    mcp: { tools: { deploy: { require: { scopes: [mcp:deploy] } } } }
+"""))
+    token = mint(idp.keys[0], aud="api", scope="mcp")
+    body = '{"jsonrpc":"2.0","id":3,"method":"tools/list"}'
+    # Straight from the server: two copies, both listing deploy.
+    direct = requests.post(f"http://127.0.0.1:{sdk_upstream.port}/twice/mcp", data=body, timeout=10)
+    assert direct.content.count(b'"deploy"') == 2
+    r = requests.post(gw.url("/twice/mcp"), data=body, headers=headers(token), timeout=10)
+    a = h2(gw, "POST", "/twice/mcp", token, body=body)
+    for status, content in ((r.status_code, r.content), (a.status, a.body)):
+        assert status == 200
+        answers = [json.loads(line[len(b"data: "):]) for line in content.splitlines() if line.startswith(b"data: ")]
+        assert len(answers) == 2, content
+        for answer in answers:
+            assert answer["id"] == 3
+            assert sorted(t["name"] for t in answer["result"]["tools"]) == ["count", "echo", "whoami"]
+        assert b"deploy" not in content

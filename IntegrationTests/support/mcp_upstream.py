@@ -19,6 +19,7 @@ Two hand-made MCP endpoints answer a tools/list with the tools above, for the ga
   POST /progress/mcp  answers as an SSE stream: PROGRESS_EVENT (a progress notification), a
                       comment, then the result, each a moment apart; the stream ends a second
                       after the result.
+  POST /twice/mcp     answers as an SSE stream holding the result twice, a comment between.
 
 `python3 mcp_upstream.py FD json` serves /mcp with JSON answers (the SDK's `json_response`,
 stateless) instead of SSE streams.
@@ -122,6 +123,13 @@ def build_server():
             await asyncio.sleep(1.0)
 
         return StreamingResponse(events(), media_type="text/event-stream")
+
+    @server.custom_route("/twice/mcp", methods=["POST"])
+    async def result_twice(request):
+        result = await tools_result(request)
+        # The response to one tools/list, sent twice in one stream: a client may read either.
+        body = b"event: message\r\ndata: " + result + b"\r\n\r\n" + COMMENT
+        return Response(body + b"event: message\r\ndata: " + result + b"\r\n\r\n", media_type="text/event-stream")
 
     @server.custom_route("/calls", methods=["GET"])
     async def called(request):

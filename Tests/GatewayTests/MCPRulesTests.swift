@@ -51,6 +51,9 @@ struct MCPRulesTests {
         (#"{"jsonrpc":"2.0","result":{}}"#, -32600),
         (#""tools/call""#, -32600),
         (#"{"jsonrpc":"2.0","id":1,"method":"ping",}"#, -32700),
+        // A tools/list notification: an answer to it would be no response the filter knows.
+        (#"{"jsonrpc":"2.0","method":"tools/list"}"#, -32600),
+        (#"{"jsonrpc":"2.0","method":"tools/list","params":{}}"#, -32600),
         ("", -32700),
         ("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\u{0}", -32700)
     ])

@@ -162,8 +162,9 @@ struct MCPToolListFilterTests {
         for cut in stride(from: 0, through: all.count, by: 7) {
             var relay = ToolListRelay(filter: filter())
             var out = try relay.stream(Array(all[..<cut]))
-            if !relay.finished { out += try relay.stream(Array(all[cut...])) } else { out += all[cut...] }
-            #expect(relay.finished)
+            out += try relay.stream(Array(all[cut...]))
+            // A stream is read to its end: a second copy of the response would be filtered too.
+            #expect(!relay.finished)
             // Before the response: byte for byte; after it: byte for byte.
             #expect(out.starts(with: before), "cut at \(cut)")
             #expect(out.suffix(after.count).elementsEqual(after), "cut at \(cut)")
@@ -174,6 +175,22 @@ struct MCPToolListFilterTests {
             #expect(events.first?.fieldLines == [bytes("event: message"), bytes("id: 9")])
             #expect(try names(events.first?.data) == ["echo"])
         }
+    }
+
+    @Test func everyCopyOfTheResponseInAStreamIsFiltered() throws {
+        let response = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":\(Self.tools)}}\n\n"
+        let other = "data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"tools\":[{\"name\":\"deploy\"}]}}\n\n"
+        var relay = ToolListRelay(filter: filter())
+        var out = try relay.stream(bytes(response))
+        // The second copy, in the same piece as another message and in a later one.
+        out += try relay.stream(bytes(other + response.prefix(20)))
+        out += try relay.stream(bytes(String(response.dropFirst(20))))
+        var reader = EventStreamReader(maxEventBytes: 1 << 20)
+        let events = try reader.feed(out)
+        #expect(events.count == 3)
+        #expect(try names(events[0].data) == ["echo"])
+        #expect(events[1].raw == bytes(other), "another id's message passes as it came")
+        #expect(try names(events[2].data) == ["echo"])
     }
 
     @Test func otherEventsPassAtOnceAndUnreadableOrHugeOnesAreRefused() throws {

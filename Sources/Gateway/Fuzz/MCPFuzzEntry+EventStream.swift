@@ -21,11 +21,10 @@ extension MCPFuzzEntry {
         let filter = ToolListFilter(id: .number("1"), maxBytes: 1 << 20, mayCall: { $0 != "deploy" })
         var relay = ToolListRelay(filter: filter)
         guard let out = try? relay.stream(data) else { return }
-        // Up to the first response to the request: what a client reads (the rest of a stream
-        // passes unread once it has gone).
+        // Every response to the request, however many copies the stream holds: a client may
+        // read any of them.
         var reader = EventStreamReader(maxEventBytes: 1 << 21)
-        var answered = false
-        for event in (try? reader.feed(out)) ?? [] where !answered {
+        for event in (try? reader.feed(out)) ?? [] {
             guard let data = event.data, let value = try? JSONParser.parse(data) else { continue }
             for message in value.array ?? [value] {
                 guard let object = message.object, object["method"] == nil, object["id"] == .number("1"),
@@ -33,7 +32,6 @@ extension MCPFuzzEntry {
                 else { continue }
                 fuzzInvariant(
                     !tools.contains { $0.object?["name"]?.string == "deploy" }, "sse: a hidden tool was listed")
-                answered = true
             }
         }
     }

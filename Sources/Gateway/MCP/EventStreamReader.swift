@@ -86,6 +86,16 @@ struct EventStreamReader {
         return events
     }
 
+    /// Takes out the LF that completes the CRLF of the last event handed back, when it is all
+    /// that is pending (`Event.leadingLF`), so that a relay can pass it on now rather than
+    /// with the next event, which may never come. True if it did.
+    mutating func takeLeadingLF() -> Bool {
+        guard leadingLF, raw == [0x0A] else { return false }
+        raw.removeAll(keepingCapacity: true)
+        leadingLF = false
+        return true
+    }
+
     /// The bytes of an event the stream has not ended. §9.2.6: "Once the end of the file is
     /// reached, any pending data must be discarded", so a client never reads them as an event.
     var pending: [UInt8] { raw }

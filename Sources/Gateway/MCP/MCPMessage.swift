@@ -72,6 +72,12 @@ struct MCPMessage: Equatable {
             // MCP's params are always an object (JSON-RPC §4.2 also allows an array).
             return .failure(JSONRPCError(.invalidRequest, "params must be an object", id: id))
         }
+        if method == "tools/list" && id == nil {
+            // A request without an id is a notification (JSON-RPC 2.0 §4.1), which the server
+            // must not answer; one that answers anyway would pass a list the gateway could not
+            // tell from the stream's other messages, so it is never sent.
+            return .failure(JSONRPCError(.invalidRequest, "tools/list is a request: it needs an id"))
+        }
         var out = MCPMessage(kind: .call(method: method), id: id)
         if let member = MCPTarget.member(of: method) {
             guard let text = message["params"]?.object?[member.name]?.string else {

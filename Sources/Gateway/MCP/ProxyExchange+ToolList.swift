@@ -55,8 +55,6 @@ extension ProxyExchange {
             cutToolList(error)
             return
         }
-        // The response has gone: the rest of the stream takes the plain path.
-        if toolList!.finished { toolList = nil }
         if !output.isEmpty { send(OwnedBuffer(output).chunk) }
     }
 

@@ -5,8 +5,9 @@ import Reactor
 /// request with `Content-Type: application/json` (one JSON object) or `text/event-stream`
 /// (an SSE stream whose events are JSON-RPC messages, the response among them). A JSON answer
 /// is held whole (bounded), filtered, and sent with its new length; a stream passes event by
-/// event as each ends, and only the event carrying the response is rewritten (ToolListFilter).
-/// Once that one has gone, the rest of the stream is passed on untouched.
+/// event as each ends, and every event carrying the response is rewritten (ToolListFilter).
+/// A stream is read to its end: a server may send a second copy of the response after the
+/// first (JSON-RPC 2.0 §5 allows one, but a client may read either), and each copy is filtered.
 struct ToolListRelay {
     /// How the answer is relayed, decided by its head.
     enum Mode: Equatable {
@@ -21,7 +22,7 @@ struct ToolListRelay {
     let filter: ToolListFilter
     private var body: [UInt8] = []
     private var events: EventStreamReader
-    /// The response event has gone (or the answer is not filtered): nothing more to read.
+    /// A JSON answer has been filtered whole: nothing more to read. A stream never finishes.
     private(set) var finished = false
 
     init(filter: ToolListFilter) {
@@ -69,8 +70,9 @@ struct ToolListRelay {
     }
 
     /// Takes the next bytes of an event stream; returns what goes to the client now: each
-    /// event that ended in them, byte for byte, but the response, rewritten. Once the
-    /// response is out, what follows in `bytes` goes too and `finished` is set.
+    /// event that ended in them, byte for byte, but each copy of the response, rewritten.
+    /// An event the stream has not ended is held: at the stream's end it is dropped, as a
+    /// client drops it (HTML §9.2.6: "any pending data must be discarded").
     mutating func stream(_ bytes: [UInt8]) throws(ToolListFilter.Refusal) -> [UInt8] {
         let ended: [EventStreamReader.Event]
         do {
@@ -80,10 +82,6 @@ struct ToolListRelay {
         }
         var out: [UInt8] = []
         for event in ended {
-            if finished {
-                out += event.raw
-                continue
-            }
             // An event without data is never dispatched (§9.2.6), nor is empty data a message.
             guard let data = event.data, !data.isEmpty, let rewritten = try filter.filter(message: data) else {
                 out += event.raw
@@ -96,10 +94,10 @@ struct ToolListRelay {
             // Its blank line ends as the original's did: after a CR, the LF that may follow
             // (carried by the next event) completes a CRLF instead of making a blank line.
             out += Array("data: ".utf8) + rewritten + [0x0A, event.raw.last == 0x0D ? 0x0D : 0x0A]
-            // A resumed stream may carry more than one list: it is read to its end.
-            finished = filter.id != nil
         }
-        if finished { out += events.pending }
+        // The LF that completes the last event's CRLF goes now: a client reading CRLF lines
+        // waits for it.
+        if events.takeLeadingLF() { out.append(0x0A) }
         return out
     }
 
