@@ -103,6 +103,48 @@ def read_uri(uri, id=1):
     return json.dumps({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
 
 
+# --- a resource in another spelling -------------------------------------------------------------
+
+@pytest.mark.parametrize("uri", SPELLINGS)
+def test_another_spelling_of_a_protected_resource_needs_its_scope(gw, idp, upstream, uri):
+    before = reached(upstream)
+    for send in (lambda t: requests.post(gw.url("/mcp"), data=read_uri(uri), headers=headers(t), timeout=10),
+                 lambda t: h2(gw, "POST", "/mcp", t, body=read_uri(uri))):
+        r = send(tok(idp, gw))
+        status = getattr(r, "status_code", None) or r.status
+        assert status == 403, uri
+        body = r.json() if hasattr(r, "json") else json.loads(r.body)
+        assert body["error"] == "insufficient_scope"
+        www = r.headers["WWW-Authenticate"] if hasattr(r, "status_code") else r.header("www-authenticate")
+        assert 'scope="mcp mcp:files"' in www, www
+    assert reached(upstream) == before
+    # With the scope, the call passes, in the spelling the client chose.
+    r = requests.post(gw.url("/mcp"), data=read_uri(uri), headers=headers(tok(idp, gw, "mcp mcp:files")), timeout=10)
+    assert r.status_code == 200, r.text
+    assert reached(upstream) == before + 1
+
+
+@pytest.mark.parametrize("uri", UNREADABLE)
+def test_a_resource_uri_a_server_could_read_otherwise_is_invalid_params(gw, idp, upstream, uri):
+    before = reached(upstream)
+    token = tok(idp, gw, "mcp mcp:files")
+    r = requests.post(gw.url("/mcp"), data=read_uri(uri, id=9), headers=headers(token), timeout=10)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["code"] == -32602 and r.json()["id"] == 9
+    a = h2(gw, "POST", "/mcp", token, body=read_uri(uri, id=9))
+    assert a.status == 400 and json.loads(a.body)["error"]["code"] == -32602
+    assert reached(upstream) == before
+
+
+def test_a_rule_in_a_spelling_no_call_could_use_is_refused_by_check_config(upstream, idp, tmp_path):
+    bad = config(upstream.port, idp).replace("FILE://localhost/srv/./secrets.txt", "file:///srv//secrets.txt")
+    path = tmp_path / "bad.yaml"
+    path.write_text(bad.replace("{PORT}", "8080").replace("{ADMIN}", "9901"))
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert "routes[0].mcp.resources.file:///srv//secrets.txt: a resource URI no call could name" in r.stdout + r.stderr
+
+
 # --- a resource-bound token on the issuer's other routes ----------------------------------------
 
 def test_a_token_for_the_mcp_resource_opens_no_other_route(gw, idp, upstream):

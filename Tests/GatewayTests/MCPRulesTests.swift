@@ -208,7 +208,7 @@ struct MCPConfigTests {
               max_response_bytes: 2MB
               methods: { "tools/list": { require: { scopes: [mcp:list] } } }
               tools: { deploy: { require: { scopes: [mcp:deploy] } }, add: { require: {} } }
-              resources: { "file:///a": { require: { scopes: [mcp:files] } } }
+              resources: { "FILE://localhost/x/../a": { require: { scopes: [mcp:files] } } }
               prompts: { p: { require: { claims: { role: admin } } } }
             """
         ).get()
@@ -220,7 +220,8 @@ struct MCPConfigTests {
         #expect(rules.tools["deploy"]?.scopes == ["mcp:deploy"])
         #expect(rules.tools["add"]?.isEmpty == true)
         #expect(rules.methods["tools/list"]?.scopes == ["mcp:list"])
-        #expect(rules.resources["file:///a"]?.scopes == ["mcp:files"])
+        // Kept as calls are compared: normalized (RFC 3986 §6.2.2, RFC 8089).
+        #expect(rules.resources == ["file:///a": AuthorizationRequirement(scopes: ["mcp:files"])])
         #expect(rules.prompts["p"]?.claims.count == 1)
         let doc = try #require(cfg.protectedResources.values.first)
         #expect(doc.metadata.scopesSupported == ["mcp", "mcp:list", "mcp:deploy", "mcp:files"])
@@ -262,7 +263,22 @@ struct MCPConfigTests {
             "auth: bearer\nissuers: [one]\ntoken_in_body: true\nmcp: {}",
             "routes[0].token_in_body: cannot be used with mcp"
         ),
-        ("auth: login_or_token\nclient: c\nissuers: [one]\nmcp: {}", "routes[0].mcp: needs auth: bearer, dpop or token")
+        (
+            "auth: login_or_token\nclient: c\nissuers: [one]\nmcp: {}",
+            "routes[0].mcp: needs auth: bearer, dpop or token"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\nmcp: { resources: { \"file:///a//b\": { require: {} } } }",
+            "routes[0].mcp.resources.file:///a//b: a resource URI no call could name: an empty path segment"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\nmcp: { resources: { \"a/b\": { require: {} } } }",
+            "routes[0].mcp.resources.a/b: a resource URI no call could name: not an absolute URI"
+        ),
+        (
+            "auth: bearer\nissuers: [one]\nmcp: { resources: { \"file:///a\": { require: {} }, \"file://localhost/a\": { require: {} } } }",
+            "the same resource as"
+        )
     ])
     func aBadMCPSectionIsRefusedAtItsKey(route: String, expected: String) {
         let found = problems(route)

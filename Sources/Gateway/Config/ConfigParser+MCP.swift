@@ -20,15 +20,34 @@ extension ConfigParser {
         return rules
     }
 
-    /// `NAME: { require: { … } }` per method, tool, resource or prompt.
-    static func mcpTable(_ node: Node, path p: String, _ r: ConfigReader) -> [String: AuthorizationRequirement] {
+    /// `NAME: { require: { … } }` per method, tool, resource or prompt. `resources`: each URI
+    /// is kept in the form a call's is compared in (ResourceURI), so that a rule written in
+    /// any spelling holds for every spelling of its resource.
+    static func mcpTable(_ node: Node, path p: String, resources: Bool = false, _ r: ConfigReader)
+        -> [String: AuthorizationRequirement]
+    {
         guard let table = r.mapping(node, path: p, section: nil) else { return [:] }
         var out: [String: AuthorizationRequirement] = [:]
-        for (name, value) in table {
-            let ep = "\(p).\(name)"
-            if name.isEmpty {
+        var spelled: [String: String] = [:]
+        for (written, value) in table {
+            let ep = "\(p).\(written)"
+            if written.isEmpty {
                 r.problem(ep, value, "needs a name")
                 continue
+            }
+            var name = written
+            if resources {
+                switch ResourceURI.normalized(written) {
+                case .success(let uri): name = uri
+                case .failure(let refusal):
+                    r.problem(ep, value, "a resource URI no call could name: \(refusal)")
+                    continue
+                }
+                if let other = spelled[name] {
+                    r.problem(ep, value, "the same resource as \(other) (both are \(name))")
+                    continue
+                }
+                spelled[name] = written
             }
             guard let entry = r.mapping(value, path: ep, section: .mcpRule) else { continue }
             guard let n = entry["require"] else {

@@ -179,7 +179,7 @@ extension MCPRules {
             rules.tools = ConfigParser.mcpTable(n, path: p, r)
         },
         .init("resources", type: "mapping of resource URI to an entry", default: "none") { rules, n, p, r in
-            rules.resources = ConfigParser.mcpTable(n, path: p, r)
+            rules.resources = ConfigParser.mcpTable(n, path: p, resources: true, r)
         },
         .init("prompts", type: "mapping of prompt name to an entry", default: "none") { rules, n, p, r in
             rules.prompts = ConfigParser.mcpTable(n, path: p, r)

@@ -84,7 +84,11 @@ struct MCPMessage: Equatable {
                 return .failure(
                     JSONRPCError(.invalidParams, "\(method) needs params.\(member.name) as a string", id: id))
             }
-            out.target = member.make(text)
+            switch member.make(text) {
+            case .success(let target): out.target = target
+            case .failure(let refusal):
+                return .failure(JSONRPCError(.invalidParams, "params.\(member.name): \(refusal)", id: id))
+            }
         }
         return .success(out)
     }
@@ -97,15 +101,18 @@ enum MCPTarget: Equatable, CustomStringConvertible {
     case resource(String)
     case prompt(String)
 
-    /// The params member that names the target of `method`, and how to make it; nil when
-    /// the method names none. MCP 2025-11-25: `tools/call` `params.name`, `resources/read`
-    /// (and `resources/subscribe`, which reveals the same resource's updates) `params.uri`,
-    /// `prompts/get` `params.name`.
-    static func member(of method: String) -> (name: String, make: (String) -> MCPTarget)? {
+    /// The params member that names the target of `method`, and how to make it from the
+    /// member's text; nil when the method names none. MCP 2025-11-25: `tools/call`
+    /// `params.name`, `resources/read` (and `resources/subscribe`, which reveals the same
+    /// resource's updates) `params.uri`, `prompts/get` `params.name`. A resource is named by
+    /// its normalized URI (ResourceURI), as its rule is.
+    static func member(of method: String)
+        -> (name: String, make: (String) -> Result<MCPTarget, ResourceURI.Refusal>)?
+    {
         switch method {
-        case "tools/call": ("name", MCPTarget.tool)
-        case "resources/read", "resources/subscribe": ("uri", MCPTarget.resource)
-        case "prompts/get": ("name", MCPTarget.prompt)
+        case "tools/call": ("name", { .success(.tool($0)) })
+        case "resources/read", "resources/subscribe": ("uri", { ResourceURI.normalized($0).map(MCPTarget.resource) })
+        case "prompts/get": ("name", { .success(.prompt($0)) })
         default: nil
         }
     }

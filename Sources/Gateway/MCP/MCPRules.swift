@@ -33,7 +33,10 @@ struct MCPRules: Sendable {
         let rule: AuthorizationRequirement?
         switch target {
         case .tool(let name): rule = tools[name]
-        case .resource(let uri): rule = resources[uri]
+        case .resource(let uri):
+            // Both normalized (ResourceURI). A rule on a URI without a query covers it with any
+            // query: a server that reads the resource by its path ignores one.
+            rule = resources[uri] ?? uri.firstIndex(of: "?").flatMap { resources[String(uri[..<$0])] }
         case .prompt(let name): rule = prompts[name]
         }
         guard let rule else { return allowsUnlisted ? .check(needs) : .notAllowed(target) }
