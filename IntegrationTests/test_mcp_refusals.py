@@ -103,6 +103,114 @@ def read_uri(uri, id=1):
     return json.dumps({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}})
 
 
+# --- a call in another method's body ----------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["PUT", "PATCH", "OPTIONS"])
+def test_a_call_in_another_methods_body_is_405_over_http1(gw, idp, upstream, method):
+    before = reached(upstream)
+    r = requests.request(method, gw.url("/mcp"), data=DEPLOY, headers=headers(tok(idp, gw)), timeout=10)
+    assert r.status_code == 405, r.text
+    assert r.headers["Allow"] == "GET, POST, DELETE"
+    assert r.json()["error"] == "invalid_request"
+    assert reached(upstream) == before
+    # HEAD, whose answer has no body: the same status and Allow.
+    r = requests.head(gw.url("/mcp"), headers=headers(tok(idp, gw)), timeout=10)
+    assert r.status_code == 405 and r.headers["Allow"] == "GET, POST, DELETE"
+    assert reached(upstream) == before
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_a_get_or_delete_with_content_is_400_over_http1(gw, idp, upstream, method):
+    before = reached(upstream)
+    r = requests.request(method, gw.url("/mcp"), data=DEPLOY, headers=headers(tok(idp, gw)), timeout=10)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] == "invalid_request"
+    # Chunked, so no length says there is content until it comes.
+    head = (f"{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {tok(idp, gw)}\r\n"
+            f"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n").encode()
+    status, reply = raw_request(gw.port, head + b"%x\r\n%s\r\n0\r\n\r\n" % (len(DEPLOY), DEPLOY.encode()))
+    assert status == 400, reply
+    assert b'"error":"invalid_request"' in reply
+    assert reached(upstream) == before
+    # Without content they pass on the route's requirement, as MCP's SSE stream and session end.
+    r = requests.request(method, gw.url("/mcp"), headers={"Authorization": f"Bearer {tok(idp, gw)}"}, timeout=10)
+    assert r.status_code == 200, r.text
+    assert reached(upstream) == before + 1
+
+
+@pytest.mark.parametrize("method,status", [("PUT", 405), ("PATCH", 405), ("OPTIONS", 405), ("DELETE", 400),
+                                           ("GET", 400)])
+def test_a_call_in_another_methods_body_is_refused_over_http2(gw, idp, upstream, method, status):
+    before = reached(upstream)
+    a = h2(gw, method, "/mcp", tok(idp, gw), body=DEPLOY)
+    assert a.status == status, (a.headers, a.body)
+    assert json.loads(a.body)["error"] == "invalid_request"
+    if status == 405:
+        assert a.header("allow") == "GET, POST, DELETE"
+    assert reached(upstream) == before
+    # The same call as a POST is judged: 403 for want of mcp:deploy.
+    assert h2(gw, "POST", "/mcp", tok(idp, gw), body=DEPLOY).status == 403
+    # A GET or DELETE that ends with its HEADERS frame passes.
+    assert h2(gw, "DELETE", "/mcp", tok(idp, gw)).status == 200
+    assert reached(upstream) == before + 1
+
+
+def test_a_cors_preflight_still_passes_and_a_preflight_with_a_body_does_not(gw, idp, upstream):
+    preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "POST"}
+    before = reached(upstream)
+    r = requests.options(gw.url("/mcp"), headers=preflight, timeout=10)
+    assert r.status_code == 200, r.text
+    assert reached(upstream) == before + 1
+    a = h2(gw, "OPTIONS", "/mcp", "x", extra=[("origin", "https://app.example"),
+                                             ("access-control-request-method", "POST")])
+    # Without its credential (which a forwarded preflight never carries) it still passes.
+    assert a.status == 200, a.body
+    # With a body it is no preflight: judged as any OPTIONS, 405 (or 401 without a token).
+    r = requests.options(gw.url("/mcp"), data=DEPLOY, headers={**preflight, **headers(tok(idp, gw))}, timeout=10)
+    assert r.status_code == 405, r.text
+    r = requests.options(gw.url("/mcp"), data=DEPLOY, headers=preflight, timeout=10)
+    assert r.status_code == 401, r.text
+    assert reached(upstream) == before + 2
+
+
+def test_the_sdk_server_and_a_hand_written_one_never_run_a_call_sent_in_another_method(
+        sdk_upstream, idp, gateway_factory):
+    """The official MCP SDK's server at /mcp, and beside it (/any/mcp, on the same server) a
+    hand-written endpoint that runs the tools/call it finds in any method's body."""
+    gw = gateway_factory(config(sdk_upstream.port, idp, extra_routes="""
+  - name: any
+    match: { path: /any/mcp }
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    mcp: { tools: { deploy: { require: { scopes: [mcp:deploy] } } } }
+"""))
+    # Straight to the server, the hand-written endpoint runs it: the attack is real.
+    direct = requests.put(f"http://127.0.0.1:{sdk_upstream.port}/any/mcp", data=DEPLOY, timeout=10)
+    assert direct.status_code == 200 and sdk_upstream.calls() == ["deploy"]
+    token = tok(idp, gw, aud=["api", f"http://127.0.0.1:{gw.port}/mcp"])
+    for path in ("/mcp", "/any/mcp"):
+        for method in ("PUT", "PATCH", "DELETE", "GET", "OPTIONS"):
+            want = 400 if method in ("GET", "DELETE") else 405
+            r = requests.request(method, gw.url(path), data=DEPLOY, headers=headers(token), timeout=10)
+            assert r.status_code == want, (path, method, r.text)
+            assert r.json()["error"] == "invalid_request", (path, method)
+            assert h2(gw, method, path, token, body=DEPLOY).status == want, (path, method)
+    assert sdk_upstream.calls() == ["deploy"], "no call through the gateway ran"
+
+    # The SDK's own session (initialize, its GET stream, the calls, the DELETE) is untouched.
+    async def scenario():
+        async with connect(gw, tok(idp, gw, scope="mcp mcp:deploy")) as (session, responses):
+            said = text(await session.call_tool("echo", {"text": "still here"}))
+            deployed = text(await session.call_tool("deploy", {"target": "prod"}))
+        return said, deployed, [(r.request.method, r.status_code) for r in responses]
+
+    said, deployed, seen = run(scenario)
+    assert (said, deployed) == ("still here", "deployed prod")
+    assert ("GET", 200) in seen and seen[-1] == ("DELETE", 200), seen
+    assert sdk_upstream.calls() == ["deploy", "echo", "deploy"]
+
+
 # --- a resource in another spelling -------------------------------------------------------------
 
 @pytest.mark.parametrize("uri", SPELLINGS)

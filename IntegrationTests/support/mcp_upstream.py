@@ -12,6 +12,8 @@ Tools:
   whoami()            returns the HTTP header fields of the request that called it, as a JSON
                       list of [name, value] pairs (names as received, lower case).
 GET /calls lists the tools called so far, in order; GET /healthz answers 200 once the server is up.
+/any/mcp takes GET, PUT, PATCH, DELETE and OPTIONS, and runs (lists in /calls) the tool a
+tools/call in the body names, as a hand-written server that routes by path would.
 
 Two hand-made MCP endpoints answer a tools/list with the tools above, for the gateway's filter:
   POST /gzip/mcp      answers with gzip (Content-Encoding: gzip) whatever the request asked;
@@ -130,6 +132,16 @@ def build_server():
         # The response to one tools/list, sent twice in one stream: a client may read either.
         body = b"event: message\r\ndata: " + result + b"\r\n\r\n" + COMMENT
         return Response(body + b"event: message\r\ndata: " + result + b"\r\n\r\n", media_type="text/event-stream")
+
+    @server.custom_route("/any/mcp", methods=["GET", "PUT", "PATCH", "DELETE", "OPTIONS"])
+    async def any_method(request):
+        # A hand-written server that reads JSON-RPC from the body whatever the method, as one
+        # that routes by path does: a tools/call in it runs the tool.
+        body = await request.body()
+        message = json.loads(body) if body else {}
+        if message.get("method") == "tools/call":
+            calls.append(message["params"]["name"])
+        return JSONResponse({"jsonrpc": "2.0", "id": message.get("id"), "result": {"ran": request.method}})
 
     @server.custom_route("/calls", methods=["GET"])
     async def called(request):

@@ -8,10 +8,15 @@ import OAuth
 /// what it reads of the answer to a `tools/list`.
 /// Returns normally on every input; a failed `fuzzInvariant` is a finding.
 public enum MCPFuzzEntry {
-    /// The first line is a `Content-Type` value, the rest a request body.
+    /// The first line is a `Content-Type` value, the rest a request body. The first line's
+    /// first word is also the request's method (MCPFuzzEntry+Transport), and the whole line a
+    /// resource URI.
     public static func all(_ data: [UInt8]) {
         let newline = data.firstIndex(of: UInt8(ascii: "\n")) ?? data.count
-        contentType(String(decoding: data[..<newline], as: UTF8.self))
+        let line = String(decoding: data[..<newline], as: UTF8.self)
+        contentType(line)
+        method(line, hasContent: newline + 1 < data.count)
+        resourceURI(line)
         message(Array(data[min(newline + 1, data.count)...]))
         // The whole input as a body too: the seeds are bodies.
         message(data)
@@ -47,6 +52,7 @@ public enum MCPFuzzEntry {
             fuzzInvariant(false, "mcp: a message was accepted that the JSON parser refuses")
         }
         differential(body, m)
+        if case .resource(let uri) = m.target { resourceURI(uri) }
     }
 
     /// What Foundation reads of the same bytes, where it reads them at all.

@@ -5,7 +5,10 @@ import Reactor
 /// An MCP route's stage after authentication: the JSON-RPC message in a POST's body is read
 /// and judged by the route's `mcp` rules before anything is forwarded. GET (the server's SSE
 /// stream) and DELETE (the end of a session) carry no call and pass on the route's
-/// requirement alone; `Mcp-Session-Id` goes through as any field does.
+/// requirement alone, if they carry no content; any other method is refused
+/// (MCPTransportMethods), so no call reaches the server unjudged in another method's body.
+/// A CORS preflight let through ahead of authentication (`cors_preflight: allow`) passes.
+/// `Mcp-Session-Id` goes through as any field does.
 final class MCPStage: Stage {
     /// Unowned: the services hold the plans that hold their stages; a request in its chain
     /// holds the services.
@@ -26,8 +29,14 @@ final class MCPStage: Stage {
         let ex = request.exchange
         let ctx = request.context
         let rules = rules
-        guard ex.head.method == .POST, !admission.preflight else {
-            if ex.head.method == .GET, !admission.preflight, ex.head.fields.first("Last-Event-ID") != nil {
+        if admission.preflight { return .proceed }
+        guard ex.head.method == .POST else {
+            let hasContent = MCPTransportMethods.hasContent(ex.body.framing)
+            if let refusal = MCPTransportMethods.refusal(ex.head, hasContent: hasContent, requestID: ctx.requestID) {
+                // A body left unread: the connection is not kept for a next request.
+                return .answer(refusal, close: hasContent)
+            }
+            if ex.head.method == .GET, ex.head.fields.first("Last-Event-ID") != nil {
                 // MCP transports, "Resumability and Redelivery": a resumed stream may replay
                 // the response to a tools/list, which is filtered as it was on its POST.
                 let token = admission.token
@@ -105,9 +114,20 @@ final class MCPStage: Stage {
 
 /// An MCP route's stage in decision mode: the ingress sends no body, so a POST cannot be
 /// judged call by call; it is refused rather than let through on the route's requirement alone.
+/// The other methods are refused as in the request path (MCPTransportMethods), content being
+/// what the original request's head announces.
 final class MCPDecisionStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
-        guard request.head.method == .POST else { return .proceed }
+        guard request.head.method == .POST else {
+            if request.admission?.preflight == true { return .proceed }
+            let hasContent = MCPTransportMethods.announcesContent(request.head.fields)
+            if let refusal = MCPTransportMethods.refusal(
+                request.head, hasContent: hasContent, requestID: request.context.requestID)
+            {
+                return .answer(refusal)
+            }
+            return .proceed
+        }
         return .answer(
             ErrorResponse.make(
                 403, error: "access_denied",

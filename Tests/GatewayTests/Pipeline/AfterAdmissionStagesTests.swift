@@ -51,11 +51,52 @@ struct AfterAdmissionStagesTests {
         #expect(h.run(try #require(h.stage(MCPStage.self))).proceeds)
     }
 
+    static let call = Array(#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy"}}"#.utf8)
+
+    @Test(arguments: ["PUT", "PATCH", "OPTIONS", "HEAD"])
+    func anMCPCallInAnotherMethodIs405(method: String) throws {
+        let h = try StageHarness(
+            try testWorker(PipelineConfigs.yaml), method, "/mcp",
+            fields: [("Host", "a"), ("Content-Type", "application/json")], body: Self.call)
+        Self.admitted(h)
+        let outcome = h.run(try #require(h.stage(MCPStage.self)))
+        #expect(outcome.answerStatus == 405)
+        #expect(h.transport.head?.fields.first("Allow") == "GET, POST, DELETE")
+        #expect(h.json["error"] as? String == "invalid_request")
+        #expect(!h.transport.bodyRead, "the call is never read, nor forwarded")
+        #expect(h.transport.closeAfter, "the unread body is not taken for a next request")
+    }
+
+    @Test(arguments: ["GET", "DELETE"])
+    func anMCPGetOrDeleteWithContentIs400(method: String) throws {
+        let h = try StageHarness(
+            try testWorker(PipelineConfigs.yaml), method, "/mcp",
+            fields: [("Host", "a"), ("Content-Type", "application/json")], body: Self.call)
+        Self.admitted(h)
+        #expect(h.run(try #require(h.stage(MCPStage.self))).answerStatus == 400)
+        #expect(h.json["error"] as? String == "invalid_request")
+        #expect(!h.transport.bodyRead)
+    }
+
+    @Test func anMCPPreflightLetThroughPasses() throws {
+        let h = try StageHarness(
+            try testWorker(PipelineConfigs.yaml), "OPTIONS", "/mcp",
+            fields: [("Host", "a"), ("Origin", "https://app"), ("Access-Control-Request-Method", "POST")])
+        h.request.admission = Admission(identity: [], session: false, body: nil, claims: JSONObject(), preflight: true)
+        #expect(h.run(try #require(h.stage(MCPStage.self))).proceeds)
+    }
+
     @Test func aDecisionAboutAnMCPPostIsRefused() throws {
         let h = try StageHarness(try testWorker(PipelineConfigs.yaml), "POST", "/mcp")
         #expect(MCPDecisionStage().run(h.request).answerStatus == 403)
         let get = try StageHarness(try testWorker(PipelineConfigs.yaml), "GET", "/mcp")
         #expect(MCPDecisionStage().run(get.request).proceeds)
+        // The ingress holds the body: another method, or content announced on a GET, is refused.
+        let put = try StageHarness(try testWorker(PipelineConfigs.yaml), "PUT", "/mcp")
+        #expect(MCPDecisionStage().run(put.request).answerStatus == 405)
+        let withContent = try StageHarness(
+            try testWorker(PipelineConfigs.yaml), "DELETE", "/mcp", fields: [("Host", "a"), ("Content-Length", "70")])
+        #expect(MCPDecisionStage().run(withContent.request).answerStatus == 400)
     }
 
     static let exchangeYAML = TokenExchangeConfigTests.yaml(
