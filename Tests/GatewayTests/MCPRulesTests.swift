@@ -127,6 +127,21 @@ struct MCPRulesTests {
         #expect(r.allRequirements.flatMap(\.scopes) == ["mcp:list", "mcp:deploy", "mcp:files", "mcp:prompts"])
     }
 
+    @Test func aToolNameInAnotherEncodingIsTheSameTool() throws {
+        var rules = MCPRules()
+        rules.tools["d\u{E9}ploy"] = AuthorizationRequirement(scopes: ["mcp:deploy"])
+        let needs = MCPRules.Verdict.check([AuthorizationRequirement(scopes: ["mcp:deploy"])])
+        // JSON escapes, and a decomposed é (NFD): names are compared after unescaping, as
+        // canonically equivalent Unicode (Swift's String equality), so no spelling escapes the rule.
+        for body in [
+            #"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"d\u00e9ploy"}}"#,
+            #"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"de\u0301ploy"}}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"de\u{301}ploy\"}}"
+        ] {
+            #expect(rules.verdict(for: try message(body).get()) == needs, "\(body)")
+        }
+    }
+
     @Test(arguments: [
         ("application/json", true), ("Application/JSON", true), ("application/json; charset=utf-8", true),
         ("application/json;charset=\"UTF-8\"", true), ("application/json ; charset=utf-8 ", true),
