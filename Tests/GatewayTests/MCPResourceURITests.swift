@@ -58,6 +58,8 @@ struct MCPResourceURITests {
         ("file:///srv/secrets%2", "malformed percent"),
         ("file:///srv/secrets%zz", "malformed percent"),
         ("file:///srv/secrets.txt#x", "fragment"),
+        ("file:srv/secrets.txt", "path is absolute"),
+        ("file://localhost", "path is absolute"),
         ("secrets.txt", "absolute URI"),
         ("/srv/secrets.txt", "absolute URI"),
         ("1file:///srv", "absolute URI"),

@@ -14,7 +14,7 @@
 /// encoded `/` or `\` or a raw `\` (a server that decodes the path would see another
 /// segment), control bytes, an empty segment inside the path (`//`: collapsed by some
 /// servers, not by others), a `..` above the root, a fragment (RFC 3986 §3.5: never part of
-/// what is retrieved), and anything without a scheme.
+/// what is retrieved), a `file` URI whose path is not absolute, and anything without a scheme.
 enum ResourceURI {
     /// Why a URI is refused; said to the client and in a config problem.
     struct Refusal: Error, Equatable, CustomStringConvertible {
@@ -54,6 +54,11 @@ enum ResourceURI {
             // has no authority but is the same URI as `file:///path`.
             if isFile && (host == nil || host == Array("localhost".utf8)) && path.first == UInt8(ascii: "/") {
                 host = []
+            }
+            // RFC 8089 §2: a file URI's path is absolute; `file:srv/x` would be resolved against
+            // whatever directory the server runs in.
+            if isFile && path.first != UInt8(ascii: "/") {
+                throw Refusal(reason: "a file URI's path is absolute (RFC 8089 §2)")
             }
             let normalPath = try segments(encoded(path, isPath: true))
             let normalQuery = try encoded(query, isPath: false)
