@@ -260,7 +260,7 @@ def test_a_decision_over_the_limit_is_a_429_verdict(upstream, idp, gateway_facto
 
 
 def test_a_tool_limit_counts_per_tool_and_caller(upstream, idp, gateway_factory):  # noqa: F811
-    from test_mcp_routes import call, config as mcp_config, post, tok
+    from test_mcp_routes import call, config as mcp_config, post
     extra = """  - name: limited
     match: { path: /limited/mcp }
     upstream: app
@@ -272,7 +272,8 @@ rate_limits:
   per-tool: { key: tool, rate: 1/m, burst: 2 }
 """
     gw = gateway_factory(mcp_config(upstream, idp, extra))
-    alice, bob = tok(idp, gw), tok(idp, gw, sub="bob")
+    # The route has no resource of its own: a token for the issuer's API audience.
+    alice, bob = mint(idp.keys[0], scope="mcp"), mint(idp.keys[0], scope="mcp", sub="bob")
     statuses = [post(gw, alice, call("tools/call", name="echo"), path="/limited/mcp").status_code for _ in range(3)]
     assert statuses == [200, 200, 429], statuses
     assert post(gw, alice, call("tools/call", name="other"), path="/limited/mcp").status_code == 200, "another tool"
