@@ -16,7 +16,7 @@ import requests
 
 from support.waiting import wait_for
 from test_bearer import ec_key, idp, token as mint  # noqa: F401 — idp is a fixture
-from test_dpop_redis import RedisServer
+from test_dpop_redis import redis  # noqa: F401 — fixture
 from test_grpc_refusals import MESSAGE, metadata
 
 SESSION_KEY = "q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE="
@@ -72,14 +72,7 @@ routes:
 
 
 @pytest.fixture
-def redis():
-    r = RedisServer().start()
-    yield r
-    r.close()
-
-
-@pytest.fixture
-def replicas(upstream, idp, redis, gateway_factory):  # noqa: F811
+def replicas(upstream, idp, redis, gateway_factory):  # noqa: F811 — fixtures
     url = f"redis://127.0.0.1:{redis.port}/0"
     return [gateway_factory(config(upstream, idp, url)) for _ in range(2)]
 

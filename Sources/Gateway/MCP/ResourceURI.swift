@@ -87,7 +87,8 @@ enum ResourceURI {
         while i < bytes.endIndex {
             let b = bytes[i]
             if b == UInt8(ascii: "%") {
-                guard i + 2 < bytes.endIndex, let high = hex(bytes[i + 1]), let low = hex(bytes[i + 2])
+                guard i + 2 < bytes.endIndex, let high = PathNormalizer.hexValue(bytes[i + 1]),
+                    let low = PathNormalizer.hexValue(bytes[i + 2])
                 else { throw Refusal(reason: "a malformed percent-encoding (RFC 3986 §2.1)") }
                 let decoded = high << 4 | low
                 if isPath && (decoded == UInt8(ascii: "/") || decoded == UInt8(ascii: "\\")) {
@@ -166,15 +167,8 @@ enum ResourceURI {
     }
     /// Unreserved, gen-delims and sub-delims (§2.2): what a URI holds unencoded.
     private static func isAllowed(_ b: UInt8) -> Bool {
-        isUnreserved(b) || Array(":/?#[]@!$&'()*+,;=".utf8).contains(b)
+        isUnreserved(b) || delimiters.contains(b)
     }
-    private static func hex(_ b: UInt8) -> UInt8? {
-        switch b {
-        case 0x30...0x39: b - 0x30
-        case 0x41...0x46: b - 0x41 + 10
-        case 0x61...0x66: b - 0x61 + 10
-        default: nil
-        }
-    }
+    private static let delimiters = Array(":/?#[]@!$&'()*+,;=".utf8)
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
 }

@@ -53,7 +53,7 @@ final class RateLimitStage: KeyedStage {
             guard !request.isDecision, let certificate = request.exchange.connection.clientCertificate else {
                 return ""
             }
-            return certificate.sha256.map { String($0, radix: 16) }.joined(separator: ":")
+            return Base64URL.encode(certificate.sha256)  // x5t#S256's form (RFC 8705 §3.1)
         case .ip:
             // A decision's origin is what the ingress (a trusted proxy) reported.
             return ClientAddress.of(

@@ -51,21 +51,13 @@ final class RateLimiter {
         storeKeys.removeAll()
     }
 
-    /// The store's name for `value` under `policy`: 128 bits of the keyed digest, in hex.
+    /// The store's name for `value` under `policy`: 128 bits of the keyed digest, base64url.
     /// A caller's key is worked out once and kept (a caller comes again and again; an HMAC
-    /// and its hex cost more than the rest of the count).
+    /// and its encoding cost more than the rest of the count).
     func storeKey(policy: String, value: String) -> String {
         let name = policy + "\u{0}" + value
         if let known = storeKeys[name] { return known }
-        let mac = digestKey.authenticate(Array(name.utf8))
-        let hex = "0123456789abcdef".utf8.map { $0 }
-        let key = String(unsafeUninitializedCapacity: 32) { out in
-            for (i, byte) in mac.prefix(16).enumerated() {
-                out[2 * i] = hex[Int(byte >> 4)]
-                out[2 * i + 1] = hex[Int(byte & 0xF)]
-            }
-            return 32
-        }
+        let key = Base64URL.encode(digestKey.authenticate(Array(name.utf8)).prefix(16))
         if storeKeys.count >= Self.memoCapacity { storeKeys.removeAll(keepingCapacity: true) }
         storeKeys[name] = key
         return key
