@@ -11,6 +11,7 @@ Targets: nginx (the plain-proxy baseline), tokengate, and a peer where the scena
 one (mod_auth_openidc in the RS256 bearer scenarios). Standard library only.
 """
 import json
+import os
 import re
 import statistics
 import sys
@@ -235,6 +236,13 @@ def main(workdir, out_path):
         if calls:
             s["store_commands_per_request"] = statistics.median(calls)
             print(f"  Redis commands per request (INFO stats, all commands): {s['store_commands_per_request']:.3f}")
+        # redis-server's own CPU in tokengate's runs (it shares the cores with both proxies).
+        redis_cpu = [store[scenario][r["round"]][1] / os.sysconf("SC_CLK_TCK") * 1e6 / r["requests"]
+                     for r in targets.get("tokengate", [])
+                     if len(store.get(scenario, {}).get(r["round"], [])) > 1 and r["requests"]]
+        if any(redis_cpu):
+            s["redis_cpu_us_per_request"] = statistics.median(redis_cpu)
+            print(f"  redis-server CPU per request: {s['redis_cpu_us_per_request']:.1f} us")
         if scenario in callbacks:
             n, us = callbacks[scenario]
             s["login_callback_own_us"] = us

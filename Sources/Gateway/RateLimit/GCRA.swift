@@ -4,7 +4,7 @@
 /// emission interval; it is allowed if the TAT stays within `burst` intervals of `now`.
 /// Exact at any instant (no window edges that let two windows' worth through), O(1) per key,
 /// and a key's state can be dropped once its TAT has passed. All times in microseconds.
-struct GCRA: Sendable, Equatable {
+struct GCRA: Sendable, Hashable {
     /// Microseconds between two requests at the steady rate.
     let interval: Int64
     /// How many requests may come at once.

@@ -37,8 +37,29 @@ final class RateLimitStage: KeyedStage {
         self.services = services
     }
 
+    /// The allowing policy with the least left, for the answer's fields.
+    typealias Tightest = (policy: RateLimitPolicy, rule: RateLimitRule, decision: GCRA.Decision)
+
     func run(_ request: RoutedRequest) -> StageOutcome {
-        RateLimitCheck(stage: self, request: request).next()
+        let limiter = services.rateLimits
+        guard limiter.answersAtOnce else { return RateLimitCheck(stage: self, request: request).next() }
+        // The memory store answers within the call: nothing to keep while waiting.
+        var tightest: Tightest?
+        for policy in policies {
+            let value = self.value(policy.key, request)
+            if let refusal = judge(limiter.takeNow(policy, value: value), policy, value, request, &tightest) {
+                return refusal
+            }
+        }
+        return allowed(request, tightest)
+    }
+
+    /// Every policy allowed: the tightest one's fields go on the answer.
+    func allowed(_ request: RoutedRequest, _ tightest: Tightest?) -> StageOutcome {
+        if let t = tightest {
+            request.context.responseHeaders += RateLimitFields.fields(t.policy, rule: t.rule, t.decision)
+        }
+        return .proceed
     }
 
     /// The value of `key` for this request; "" when the request has none (one budget for
@@ -82,8 +103,7 @@ private final class RateLimitCheck {
     let stage: RateLimitStage
     let request: RoutedRequest
     var index = 0
-    /// The allowing policy with the least left, for the answer's fields.
-    var tightest: (RateLimitPolicy, RateLimitRule, GCRA.Decision)?
+    var tightest: RateLimitStage.Tightest?
     var waiting = false
     var suspended = false
     var immediate: Result<GCRA.Decision, RateLimitStoreError>?
@@ -112,17 +132,15 @@ private final class RateLimitCheck {
                 suspended = true
                 return .suspend
             }
-            if let refusal = judge(result, policy, value) { return refusal }
+            if let refusal = stage.judge(result, policy, value, request, &tightest) { return refusal }
             index += 1
         }
-        if let (policy, rule, decision) = tightest {
-            request.context.responseHeaders += RateLimitFields.fields(policy, rule: rule, decision)
-        }
-        return .proceed
+        return stage.allowed(request, tightest)
     }
 
     private func resumed(_ result: Result<GCRA.Decision, RateLimitStoreError>) {
-        if let refusal = judge(result, stage.policies[index], stage.value(stage.policies[index].key, request)) {
+        let policy = stage.policies[index]
+        if let refusal = stage.judge(result, policy, stage.value(policy.key, request), request, &tightest) {
             finish(refusal)
             return
         }
@@ -137,16 +155,19 @@ private final class RateLimitCheck {
         case .suspend: break
         }
     }
+}
 
+extension RateLimitStage {
     /// nil: the policy allowed (or its store failed open); else the answer.
-    private func judge(_ result: Result<GCRA.Decision, RateLimitStoreError>, _ policy: RateLimitPolicy, _ value: String)
-        -> StageOutcome?
-    {
-        let limiter = stage.services.rateLimits
+    func judge(
+        _ result: Result<GCRA.Decision, RateLimitStoreError>, _ policy: RateLimitPolicy, _ value: String,
+        _ request: RoutedRequest, _ tightest: inout Tightest?
+    ) -> StageOutcome? {
+        let limiter = services.rateLimits
         let ctx = request.context
         switch result {
         case .failure(let error):
-            limiter.storeFailed(error, policy: policy.name, now: stage.services.clock())
+            limiter.storeFailed(error, policy: policy.name, now: services.clock())
             guard policy.onStoreFailure == .failClosed else { return nil }
             var r = ErrorResponse.make(
                 503, error: "temporarily_unavailable", description: "the rate limit cannot be checked now",
@@ -157,7 +178,7 @@ private final class RateLimitCheck {
         case .success(let decision):
             let rule = policy.rule(for: value)
             if decision.allowed {
-                if policy.headers, tightest.map({ decision.remaining < $0.2.remaining }) ?? true {
+                if policy.headers, tightest.map({ decision.remaining < $0.decision.remaining }) ?? true {
                     tightest = (policy, rule, decision)
                 }
                 return nil

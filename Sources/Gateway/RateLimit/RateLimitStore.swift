@@ -8,6 +8,17 @@ protocol RateLimitStore: AnyObject {
     /// Takes one request from `key`'s budget under `cell`; `done` runs on the caller's loop,
     /// at once or later, with the decision or why the store could not answer.
     func take(_ key: String, _ cell: GCRA, done: @escaping (Result<GCRA.Decision, RateLimitStoreError>) -> Void)
+    /// Whether the store answers within the call (`takeNow`), with no completion to make.
+    var answersAtOnce: Bool { get }
+    /// `take`, answered now; only called on a store that `answersAtOnce`.
+    func takeNow(_ key: String, _ cell: GCRA) -> Result<GCRA.Decision, RateLimitStoreError>
+}
+
+extension RateLimitStore {
+    var answersAtOnce: Bool { false }
+    func takeNow(_ key: String, _ cell: GCRA) -> Result<GCRA.Decision, RateLimitStoreError> {
+        preconditionFailure("takeNow on a store that answers later")
+    }
 }
 
 struct RateLimitStoreError: Error, Sendable {
@@ -32,6 +43,8 @@ final class MemoryRateLimits: RateLimitStore, Sendable {
         self.capacity = capacity
         self.clock = clock
     }
+
+    var answersAtOnce: Bool { true }
 
     func take(_ key: String, _ cell: GCRA, done: @escaping (Result<GCRA.Decision, RateLimitStoreError>) -> Void) {
         done(takeNow(key, cell))

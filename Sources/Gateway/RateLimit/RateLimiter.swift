@@ -63,31 +63,47 @@ final class RateLimiter {
         return key
     }
 
+    /// Whether `takeNow` can answer (the memory store), so no request waits on the store.
+    var answersAtOnce: Bool { store.answersAtOnce }
+
     /// One request taken from `value`'s budget under `policy`.
     func take(
         _ policy: RateLimitPolicy, value: String,
         done: @escaping (Result<GCRA.Decision, RateLimitStoreError>) -> Void
     ) {
         let key = storeKey(policy: policy.name, value: value)
-        let now = clock()
-        if let memo = refusedUntil[key] {
-            if now < memo.until {
-                done(
-                    .success(
-                        .init(allowed: false, remaining: 0, retryAfter: memo.until - now, reset: memo.resetAt - now)))
-                return
-            }
-            refusedUntil[key] = nil
-        }
-        let cell = policy.rule(for: value).cell
-        store.take(key, cell) { [self] result in
-            if case .success(let d) = result, !d.allowed {
-                if refusedUntil.count >= Self.memoCapacity { refusedUntil.removeAll() }
-                let at = clock()
-                refusedUntil[key] = (at + d.retryAfter, at + d.reset)
-            }
+        if let refusal = memoRefusal(key) { return done(.success(refusal)) }
+        store.take(key, policy.rule(for: value).cell) { [self] result in
+            remember(key, result)
             done(result)
         }
+    }
+
+    /// `take`, answered now; only when `answersAtOnce`.
+    func takeNow(_ policy: RateLimitPolicy, value: String) -> Result<GCRA.Decision, RateLimitStoreError> {
+        let key = storeKey(policy: policy.name, value: value)
+        if let refusal = memoRefusal(key) { return .success(refusal) }
+        let result = store.takeNow(key, policy.rule(for: value).cell)
+        remember(key, result)
+        return result
+    }
+
+    /// The store's last refusal of `key`, while it still holds.
+    private func memoRefusal(_ key: String) -> GCRA.Decision? {
+        guard let memo = refusedUntil[key] else { return nil }
+        let now = clock()
+        if now < memo.until {
+            return .init(allowed: false, remaining: 0, retryAfter: memo.until - now, reset: memo.resetAt - now)
+        }
+        refusedUntil[key] = nil
+        return nil
+    }
+
+    private func remember(_ key: String, _ result: Result<GCRA.Decision, RateLimitStoreError>) {
+        guard case .success(let d) = result, !d.allowed else { return }
+        if refusedUntil.count >= Self.memoCapacity { refusedUntil.removeAll() }
+        let at = clock()
+        refusedUntil[key] = (at + d.retryAfter, at + d.reset)
     }
 
     func countRefusal(route: String, policy: String) { metrics.refused[route + "\u{0}" + policy, default: 0] += 1 }

@@ -50,7 +50,8 @@ final class StoreBackend {
             return RateLimiter(store: memoryRateLimits, storeName: "memory", processKey: rateLimitKey, log: log)
         case .redis(let clients, let prefix):
             return RateLimiter(
-                store: RedisRateLimits(client: clients.client(for: loop), prefix: prefix), storeName: "redis",
+                store: RedisRateLimits(client: clients.client(for: loop), loop: loop, prefix: prefix),
+                storeName: "redis",
                 processKey: rateLimitKey, log: log)
         }
     }

@@ -85,7 +85,10 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Runs `work` on this loop's thread soon. Thread-safe.
+    /// Runs `work` on this loop's thread soon. Thread-safe. On the loop's thread, `work` runs
+    /// in this turn, after the callbacks of the events already ready: libevent makes a
+    /// zero-delay `event_base_once` active at once, behind them in the queue, and runs that
+    /// queue until it is empty. So what several of them ask for can go out together.
     public func execute(_ work: @escaping () -> Void) {
         schedule(after: 0, work)
     }

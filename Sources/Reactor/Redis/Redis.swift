@@ -94,6 +94,11 @@ public final class Redis {
         }
     }
 
+    /// The Redis Cluster hash slot of `key` (its hash tag's, when it has one). Keys of one
+    /// command must share it, in every deployment (see `send(_:keys:done:)`), so a caller
+    /// that gathers keys into one command groups them by it.
+    public static func slot(ofKey key: [UInt8]) -> Int { RedisHashSlot.slot(of: key) }
+
     /// `send(_:keys:done:)` with arguments given as strings (UTF-8).
     public func send(_ arguments: [String], keys: [Int], done: @escaping (Result<RedisReply, RedisError>) -> Void) {
         send(arguments.map { Array($0.utf8) }, keys: keys, done: done)
