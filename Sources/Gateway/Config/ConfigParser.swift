@@ -53,6 +53,7 @@ public enum ConfigParser {
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
         cfg.rateLimits = rateLimits(top["rate_limits"], r)
+        cfg.authorizers = authorizers(top["authorizers"], r)
         cfg.routes = routes(top["routes"], cfg, r)
         checkRateLimits(cfg, routesNode: top["routes"], r)
         cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)

@@ -43,6 +43,10 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case tokenExchange = "routes[].token_exchange"
     case rateLimit = "rate_limits.NAME"
     case rateLimitOverride = "rate_limits.NAME.overrides.VALUE"
+    case authorizer = "authorizers.NAME"
+    case authorizerAuth = "authorizers.NAME.auth"
+    case authorizerCache = "authorizers.NAME.cache"
+    case authorizerSubject = "authorizers.NAME.subject"
 
     /// The keys, in the order check-config lists them when one is unknown: the table's.
     var keys: [String] { keyDocs.map(\.name) }
@@ -65,6 +69,10 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .tokenExchange: TokenExchangeConfig.keyTable.docs
         case .rateLimit: RateLimitPolicy.keyTable.docs
         case .rateLimitOverride: RateLimitPolicy.overrideKeyTable.docs
+        case .authorizer: AuthorizerConfig.keyTable.docs
+        case .authorizerAuth: AuthorizerConfig.authKeyTable.docs
+        case .authorizerCache: AuthorizerConfig.cacheKeyTable.docs
+        case .authorizerSubject: AuthorizerConfig.subjectKeyTable.docs
         case .listen: ListenerConfig.keyTable.docs
         case .adminListen: ListenerConfig.adminKeyTable.docs
         case .listenTLS: ListenerTLS.keyTable.docs

@@ -14,6 +14,8 @@ public struct GatewayConfig: Sendable {
     public internal(set) var workers: Int = 1
     /// `rate_limits:`: named policies that routes list (`rate_limit`).
     var rateLimits: [String: RateLimitPolicy] = [:]
+    /// `authorizers:`: named policy decision points that routes ask (`authorize`).
+    var authorizers: [String: AuthorizerConfig] = [:]
     var trustedProxies: [CIDR] = []
     var limits = Limits()
     var accessLog = AccessLogConfig.on(AccessLogOutput())

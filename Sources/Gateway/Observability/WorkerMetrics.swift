@@ -98,9 +98,11 @@ struct MetricsSnapshot: Sendable {
     var tunnels = TunnelMetrics()
     /// Rate limits: refusals by route and policy, store failures.
     var rateLimits = RateLimitMetrics()
+    var authorization = AuthorizationMetrics()
 
     mutating func add(_ o: MetricsSnapshot) {
         rateLimits.add(o.rateLimits)
+        authorization.add(o.authorization)
         dpopUnchecked += o.dpopUnchecked
         acceptPauses += o.acceptPauses
         connectionsReclaimed += o.connectionsReclaimed
@@ -176,6 +178,7 @@ struct MetricsSnapshot: Sendable {
         out.sample("tokengate_login_callback_own_seconds_count", [], callbacks)
         tunnels.write(to: &out)
         rateLimits.write(to: &out)
+        authorization.write(to: &out)
         out.single("tokengate_ready", .gauge, help: "Whether the gateway reports ready.", ready ? 1 : 0)
         return out.text
     }

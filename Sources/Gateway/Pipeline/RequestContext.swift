@@ -31,6 +31,8 @@ final class RequestContext {
     var rejection: Rejection? = nil
     /// The rate-limit policy that refused the request, for its server span.
     var rateLimitPolicy: String? = nil
+    /// What the route's authorizer decided (`authorize`), for the log, the span and metrics.
+    var authorization: AuthorizationNote? = nil
     /// Headers the gateway adds to the upstream's response (a fresh `DPoP-Nonce`). This and
     /// the two below are read by every proxied response (`ProxyExchange.clientFields`):
     /// unchecked exclusivity, as they are only ever appended to or read whole, never held

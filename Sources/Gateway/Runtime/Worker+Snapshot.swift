@@ -17,6 +17,7 @@ extension Worker {
         }
         s.tunnels = services.tunnels.metrics
         s.rateLimits = services.rateLimits.metrics
+        s.authorization = services.policies.metrics
         return s
     }
 

@@ -56,6 +56,8 @@ final class WorkerServices {
     let stages: StageCatalog
     /// Routes' rate limits: the store, the keys' digests, the keys known to be over.
     let rateLimits: RateLimiter
+    /// Routes' authorizers (`authorize`): the PDPs' clients, over the process's decisions.
+    let policies: PolicyDecisionPoints
     /// Upstream 5xx answers and failures, for the status page.
     let upstreamOutcomes = UpstreamOutcomes()
     /// Set by `drain`: answers close their connection, and the worker is told when the last
@@ -90,6 +92,7 @@ final class WorkerServices {
         requestPolicy = RequestPipeline.Policy(config, router: Router(routes: []), plans: [])
         ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
         rateLimits = stores.rateLimiter(for: loop, log: log)
+        policies = PolicyDecisionPoints(loop: loop, cache: stores.policyDecisions, wallClock: wallClock)
         let accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }
@@ -113,6 +116,7 @@ final class WorkerServices {
         login.apply(new)
         assertions.apply(new)
         rateLimits.apply(new)
+        policies.apply(new)
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
     }
 

@@ -21,6 +21,8 @@ final class StoreBackend {
     let loginShared: LoginShared
     /// The memory store's rate-limit table, one for all workers (unused with Redis).
     let memoryRateLimits = MemoryRateLimits()
+    /// Routes' policy decisions (`authorize`), kept for the process and shared by its workers.
+    let policyDecisions = PolicyDecisionCache()
     /// The rate limits' digest key when no `session.keys` are configured: one per process.
     let rateLimitKey = SecureRandom.bytes(32)
 

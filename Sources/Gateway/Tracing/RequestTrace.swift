@@ -75,6 +75,12 @@ final class RequestTrace {
         if let reason = ctx.rejection?.reason?.code {
             attributes.append(A("tokengate.refusal.reason", .string(reason)))
         }
+        if let a = ctx.authorization {
+            attributes.append(A("tokengate.authz.authorizer", .string(a.authorizer)))
+            attributes.append(A("tokengate.authz.decision", .string(a.outcome)))
+            attributes.append(A("tokengate.authz.cached", .bool(a.cached)))
+            attributes.append(A("tokengate.authz.wait_us", .int(Int64(a.micros))))
+        }
         if let policy = ctx.rateLimitPolicy {
             attributes.append(A("tokengate.refusal.reason", .string("rate_limited")))
             attributes.append(A("tokengate.rate_limit.policy", .string(policy)))

@@ -15,6 +15,10 @@ struct AccessLogRecord {
     var rejection: String?
     var reason: String?
     var detail: String?
+    /// The route's authorizer and what it decided (`NAME:allow`, `NAME:deny:cached`, …), and
+    /// how long the request waited for it.
+    var authz: String? = nil
+    var authzMicros: Int? = nil
 }
 
 /// What the access log says about a tunnel (WebSocket after a 101) when it closes.
@@ -34,7 +38,7 @@ struct TunnelLogRecord {
 ///
 /// - `access`: `request_id`, `method`, `path`, `route`, `status`, `bytes`, `duration_ms`,
 ///   `upstream_ms`, then, only when known, `sub`, `client_id`, `issuer`, `rejection`,
-///   `reason`, `detail`;
+///   `reason`, `detail`, `authz`, `authz_ms`;
 /// - `tunnel`: `request_id`, `route`, `path`, `reason`, `bytes_to_upstream`,
 ///   `bytes_to_client`, `duration_ms`, then `sub` when known.
 enum AccessLogLine {
@@ -42,12 +46,12 @@ enum AccessLogLine {
     /// keys with their punctuation (under 200 bytes for either kind of line), its numbers.
     /// `AccessLogLineTests` writes lines with every string escaped at the bound and every
     /// number at its longest.
-    private static let fixedBound = JSONText.headBound + 256 + 4 * JSONText.numberBound
+    private static let fixedBound = JSONText.headBound + 256 + 5 * JSONText.numberBound
 
     /// Appends the line, its bound reserved once and its bytes written in one pass.
     static func append(_ r: consuming AccessLogRecord, to line: inout JSONLineBytes) {
         var bound = fixedBound + strings(r.requestID, r.method, r.path, r.route)
-        bound += strings(r.sub, r.clientID, r.issuer) + strings(r.rejection, r.reason, r.detail)
+        bound += strings(r.sub, r.clientID, r.issuer) + strings(r.rejection, r.reason, r.detail, r.authz)
         line.bytes.append(addingCapacity: bound) { o in
             head("\"access\"", time: &line.time, to: &o)
             string("request_id", r.requestID, to: &o)
@@ -68,6 +72,11 @@ enum AccessLogLine {
             string("rejection", r.rejection, to: &o)
             string("reason", r.reason, to: &o)
             string("detail", r.detail, to: &o)
+            string("authz", r.authz, to: &o)
+            if let micros = r.authzMicros {
+                JSONText.key("authz_ms", to: &o)
+                JSONText.milliseconds(micros: micros, to: &o)
+            }
             JSONText.endLine(to: &o)
         }
     }

@@ -1,0 +1,228 @@
+"""Routes with `authorize` (docs/policy.md), tried from the caller's side against a real
+OpenID AuthZEN 1.0 PDP on 127.0.0.1 (support/authzen_pdp.py: every body checked against
+the specification's schemas with jsonschema, every call recorded): an allow goes through
+with the request described as the specification says; a deny is 403 and the upstream never
+hears of it; the PDP's user reason is shown and its admin reason is not; a 500, a decision
+that is not a boolean, a hang and a refused connection each take `on_error` within the
+authorizer's timeout; decisions are cached per process (one call for many identical
+requests, across workers and when concurrent); the PDP's metadata names its endpoints; the
+gateway's credential comes from a file. Tokens are minted by the test's JWKS issuer."""
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from support.authzen_pdp import PDP
+from support.authserver.server import free_port
+from test_bearer import ec_key, idp, token as mint  # noqa: F401 — idp is a fixture
+
+
+def config(upstream, idp, pdp_url, extra="", on_error="deny", timeout="300ms", allow_ttl="10s", workers=2):
+    return f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: {workers}
+access_log: true
+issuers:
+  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}", timeout: 5s }}
+authorizers:
+  pdp:
+    url: "{pdp_url}"
+    timeout: {timeout}
+    on_error: {on_error}
+    cache: {{ allow_ttl: {allow_ttl}, deny_ttl: 1s }}
+    subject: {{ type: identity, id: sub, properties: [email, groups] }}
+{extra}
+routes:
+  - name: orders
+    match: {{ path_prefix: /orders/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    authorize: pdp
+"""
+
+
+@pytest.fixture
+def pdp():
+    p = PDP().start()
+    yield p
+    p.stop()
+
+
+def bearer(idp, sub="alice"):  # noqa: F811
+    return {"Authorization": "Bearer " + mint(idp.keys[0], sub=sub)}
+
+
+def saw(upstream, prefix):
+    return sum(1 for r in upstream.requests if r["path"].startswith(prefix))
+
+
+def test_an_allow_goes_through_and_the_pdp_hears_the_request_as_authzen_writes_it(
+        gateway_factory, upstream, idp, pdp):  # noqa: F811
+    gw = gateway_factory(config(upstream, idp, pdp.url))
+    r = requests.delete(gw.url("/orders/42"), headers=bearer(idp), timeout=5)
+    assert r.status_code == 200
+    assert saw(upstream, "/orders/42") == 1
+    assert not pdp.schema_errors
+    [call] = pdp.evaluation_calls()
+    body = call["body"]
+    assert body["subject"] == {"type": "identity", "id": "alice",
+                               "properties": {"email": "alice@example.com", "groups": ["staff", "dev"]}}
+    assert body["action"] == {"name": "DELETE"}
+    assert body["resource"]["type"] == "route" and body["resource"]["id"] == "/orders/42"
+    assert body["resource"]["properties"]["route"] == "orders"
+    assert body["resource"]["properties"]["path"] == "/orders/42"
+    assert body["resource"]["properties"]["host"].startswith("127.0.0.1")
+    assert body["context"]["ip_address"] == "127.0.0.1"
+    assert body["context"]["time"].endswith("Z")
+    # The request's own id goes with the call (AuthZEN §10.1.3).
+    assert call["headers"]["X-Request-ID"] == r.headers["X-Request-Id"]
+    gw.logged('"authz":"pdp:allow"')
+
+
+def test_a_deny_is_403_and_the_upstream_never_hears_of_it(gateway_factory, upstream, idp, pdp):  # noqa: F811
+    pdp.decide = lambda body: {"decision": False, "context": {
+        "reason_user": {"en-403": "Only the order's owner may delete it"},
+        "reason_admin": {"en": "Rule ORD-7 matched subject alice"}}}
+    gw = gateway_factory(config(upstream, idp, pdp.url))
+    r = requests.delete(gw.url("/orders/42"), headers=bearer(idp), timeout=5)
+    assert r.status_code == 403
+    body = r.json()
+    assert body["error"] == "access_denied"
+    assert body["error_description"] == "Only the order's owner may delete it"
+    assert "ORD-7" not in r.text and not any("ORD-7" in v for v in r.headers.values())
+    assert saw(upstream, "/orders/") == 0
+    gw.logged("Rule ORD-7 matched subject alice")
+    gw.logged('"authz":"pdp:deny"')
+
+
+def test_a_deny_without_a_reason_says_so_plainly(gateway_factory, upstream, idp, pdp):  # noqa: F811
+    pdp.decide = lambda body: {"decision": False}
+    gw = gateway_factory(config(upstream, idp, pdp.url))
+    r = requests.get(gw.url("/orders/1"), headers=bearer(idp), timeout=5)
+    assert r.status_code == 403 and r.json()["error"] == "access_denied"
+    assert saw(upstream, "/orders/") == 0
+
+
+@pytest.mark.parametrize("mode", ["500", "nonbool", "hang", "refused"])
+@pytest.mark.parametrize("on_error,status", [("deny", 403), ("unavailable", 503)])
+def test_no_decision_takes_on_error_within_the_timeout(
+        gateway_factory, upstream, idp, pdp, mode, on_error, status):  # noqa: F811
+    url = f"http://127.0.0.1:{free_port()}/" if mode == "refused" else pdp.url
+    pdp.mode = None if mode == "refused" else mode
+    gw = gateway_factory(config(upstream, idp, url, on_error=on_error, timeout="300ms"))
+    started = time.monotonic()
+    r = requests.get(gw.url("/orders/1"), headers=bearer(idp), timeout=10)
+    took = time.monotonic() - started
+    assert r.status_code == status, r.text
+    assert r.json()["error"] == ("access_denied" if status == 403 else "temporarily_unavailable")
+    if status == 503:
+        assert r.headers["Retry-After"] == "1"
+    # The authorizer's timeout (300 ms) bounds the wait, with room for a busy machine.
+    assert took < 2.5, took
+    assert saw(upstream, "/orders/") == 0
+    gw.logged('"authz":"pdp:error"')
+    # An error is never kept: the next request asks again.
+    if mode != "refused":
+        before = len(pdp.evaluation_calls())
+        requests.get(gw.url("/orders/1"), headers=bearer(idp), timeout=10)
+        assert len(pdp.evaluation_calls()) == before + 1
+
+
+def test_identical_requests_within_the_ttl_are_one_call(gateway_factory, upstream, idp, pdp):  # noqa: F811
+    gw = gateway_factory(config(upstream, idp, pdp.url, allow_ttl="1s"))
+    alice = bearer(idp)
+    with requests.Session() as s:
+        for _ in range(50):
+            assert s.get(gw.url("/orders/7"), headers=alice, timeout=5).status_code == 200
+    assert len(pdp.evaluation_calls()) == 1
+    # Another subject, another method: questions of their own.
+    assert requests.get(gw.url("/orders/7"), headers=bearer(idp, "bob"), timeout=5).status_code == 200
+    assert requests.post(gw.url("/orders/7"), headers=alice, timeout=5).status_code == 200
+    assert len(pdp.evaluation_calls()) == 3
+    # After the TTL, the same question is asked again.
+    time.sleep(1.2)
+    assert requests.get(gw.url("/orders/7"), headers=alice, timeout=5).status_code == 200
+    assert len(pdp.evaluation_calls()) == 4
+    text = requests.get(f"http://127.0.0.1:{gw.admin}/metrics", timeout=5).text
+    assert 'tokengate_authz_decisions_total{authorizer="pdp",outcome="allow"} 53' in text
+
+
+def test_concurrent_identical_requests_share_one_call(gateway_factory, upstream, idp, pdp):  # noqa: F811
+    release = pdp.decide
+
+    def slow(body):
+        time.sleep(0.15)  # the others arrive while this one is out
+        return release(body)
+    pdp.decide = slow
+    gw = gateway_factory(config(upstream, idp, pdp.url, timeout="2s"))
+    alice = bearer(idp)
+
+    def one(_):
+        return requests.get(gw.url("/orders/9"), headers=alice, timeout=10).status_code
+    with ThreadPoolExecutor(20) as pool:
+        codes = list(pool.map(one, range(20)))
+    assert codes == [200] * 20
+    assert len(pdp.evaluation_calls()) == 1
+
+
+def test_the_pdps_metadata_names_its_endpoint(gateway_factory, upstream, idp):  # noqa: F811
+    p = PDP(evaluation_path="/pdp/v2/eval", metadata=lambda pdp: {
+        "policy_decision_point": pdp.url.rstrip("/"),
+        "access_evaluation_endpoint": pdp.url + "pdp/v2/eval",
+    }).start()
+    try:
+        gw = gateway_factory(config(upstream, idp, p.url))
+        # The metadata is read at start, off the request path: wait until it has been.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            r = requests.get(gw.url("/orders/1"), headers=bearer(idp), timeout=5)
+            if r.status_code == 200:
+                break
+            time.sleep(0.1)
+        assert r.status_code == 200
+        assert [c["path"] for c in p.calls][-1] == "/pdp/v2/eval"
+    finally:
+        p.stop()
+
+
+def test_the_gateways_credential_comes_from_a_file(gateway_factory, upstream, idp, tmp_path):  # noqa: F811
+    p = PDP(token="pdp-secret-1").start()
+    try:
+        path = tmp_path / "pdp.token"
+        path.write_text("pdp-secret-1\n")
+        extra_auth = f"    auth: {{ bearer_file: {path} }}\n"
+        text = config(upstream, idp, p.url).replace("    subject:", extra_auth + "    subject:")
+        gw = gateway_factory(text)
+        assert requests.get(gw.url("/orders/1"), headers=bearer(idp), timeout=5).status_code == 200
+        # A rotated file is used within a second; the PDP now wants the new token.
+        p.token = "pdp-secret-2"
+        path.write_text("pdp-secret-2\n")
+        time.sleep(1.1)
+        assert requests.get(gw.url("/orders/2"), headers=bearer(idp, "bob"), timeout=5).status_code == 200
+    finally:
+        p.stop()
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda t: t.replace("authorize: pdp", "authorize: nope"), '"nope" is not defined under authorizers'),
+    (lambda t: t.replace("auth: bearer\n    issuers: [one]\n", "auth: none\n"), "needs an authenticated caller"),
+    (lambda t: t.replace('url: "http://127.0.0.1', 'url: "ftp://127.0.0.1'), "must be an http or https URL"),
+    (lambda t: t.replace("on_error: deny", "on_error: maybe"), "must be deny or unavailable"),
+    (lambda t: t.replace("timeout: 300ms", "timeout: 1m"), "must be above 0 and at most 10s"),
+    (lambda t: t.replace("on_error: deny", "on_eror: deny"), "on_eror"),
+])
+def test_check_config_refuses_what_cannot_work(upstream, idp, tmp_path, mutate, message):  # noqa: F811
+    import subprocess
+    from conftest import BIN
+    text = mutate(config(upstream, idp, "http://127.0.0.1:9/")).replace("{PORT}", "1").replace("{ADMIN}", "2")
+    path = tmp_path / "tokengate.yaml"
+    path.write_text(text)
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert message in r.stdout + r.stderr, r.stdout + r.stderr

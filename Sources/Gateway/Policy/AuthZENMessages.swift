@@ -1,0 +1,133 @@
+import Foundation
+import JOSE
+
+/// One access evaluation as OpenID AuthZEN Authorization API 1.0 §6.1 writes it: the
+/// `subject` (§5.1), the `action` (§5.3), the `resource` (§5.2) and the `context` (§5.4).
+/// `key` names what decides the answer (everything sent but the time), for the decision
+/// cache; it holds the caller's identity in clear and never leaves the process.
+struct AuthZENEvaluation {
+    var subject: JSONObject
+    var action: JSONObject
+    var resource: JSONObject
+    var context: JSONObject
+    /// SHA-256 of the members that decide, base64url.
+    let key: String
+
+    init(subject: JSONObject, action: JSONObject, resource: JSONObject, ip: String, time: Double) {
+        self.subject = subject
+        self.action = action
+        self.resource = resource
+        context = JSONObject(["ip_address": .string(ip), "time": .string(Self.rfc3339(time))])
+        let decides = JSONSerializer.serialize(
+            .array([.object(subject), .object(action), .object(resource), .string(ip)]))
+        key = Base64URL.encode(Digest.sha256.hash(Array(decides.utf8)))
+    }
+
+    /// `POST access/v1/evaluation`'s body (§6.1).
+    var body: [UInt8] {
+        let o = JSONObject([
+            "subject": .object(subject), "action": .object(action), "resource": .object(resource),
+            "context": .object(context)
+        ])
+        return Array(JSONSerializer.serialize(.object(o)).utf8)
+    }
+
+    /// `POST access/v1/evaluations`'s body (§7.1) for evaluations that share this one's
+    /// subject, action and context and differ in their resource: the shared members are the
+    /// request's defaults (§7.1.1), each evaluation names its resource.
+    static func batchBody(_ first: AuthZENEvaluation, resources: [JSONObject]) -> [UInt8] {
+        let o = JSONObject([
+            "subject": .object(first.subject), "action": .object(first.action), "context": .object(first.context),
+            "evaluations": .array(resources.map { .object(JSONObject(["resource": .object($0)])) })
+        ])
+        return Array(JSONSerializer.serialize(.object(o)).utf8)
+    }
+
+    static func rfc3339(_ t: Double) -> String {
+        var seconds = time_t(t.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+}
+
+/// A PDP's decision (§5.5): only a JSON object whose `decision` is a boolean is one. Its
+/// `context` may give reasons (§5.5.1): `reason_user` may be shown to the caller,
+/// `reason_admin` is for the log only.
+struct AuthZENDecision: Sendable, Equatable {
+    var allowed: Bool
+    var reasonUser: String?
+    var reasonAdmin: String?
+
+    /// The decision in `value`, or nil when it holds none.
+    init?(_ value: JSONValue) {
+        guard let o = value.object, let decision = o["decision"]?.bool else { return nil }
+        allowed = decision
+        let context = o["context"]?.object
+        reasonUser = context.flatMap { Self.reason($0["reason_user"]) }
+        reasonAdmin = context.flatMap { Self.reason($0["reason_admin"]) }
+    }
+
+    init(allowed: Bool, reasonUser: String? = nil, reasonAdmin: String? = nil) {
+        self.allowed = allowed
+        self.reasonUser = reasonUser
+        self.reasonAdmin = reasonAdmin
+    }
+
+    /// A reason is a string, or an object of strings by language tag (§5.5.2's examples:
+    /// `{"en": …}`, `{"en-403": …}`): English first, else the first. At most 200 characters
+    /// of printable text: it may go into a header.
+    static func reason(_ value: JSONValue?) -> String? {
+        let text: String?
+        switch value {
+        case .string(let s): text = s
+        case .object(let o):
+            var found: String?
+            for name in o.names where found == nil && name.lowercased().hasPrefix("en") { found = o[name]?.string }
+            text = found ?? o.names.lazy.compactMap { o[$0]?.string }.first
+        default: text = nil
+        }
+        guard let text else { return nil }
+        let clean = String(
+            String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7f && $0 != "\"" }))
+        return clean.isEmpty ? nil : String(clean.prefix(200))
+    }
+
+    /// A 200 answer's body to a single evaluation (§6.2).
+    static func parse(status: Int, body: [UInt8]) -> Result<AuthZENDecision, AuthZENError> {
+        guard status == 200 else { return .failure(.status(status)) }
+        guard let value = try? JSONParser.parse(body) else { return .failure(.unusable("not JSON")) }
+        guard let d = AuthZENDecision(value) else { return .failure(.unusable("no boolean decision")) }
+        return .success(d)
+    }
+
+    /// A 200 answer's body to `count` evaluations (§7.2): one decision each, in order.
+    static func parseBatch(status: Int, body: [UInt8], count: Int) -> Result<[AuthZENDecision], AuthZENError> {
+        guard status == 200 else { return .failure(.status(status)) }
+        guard let value = try? JSONParser.parse(body), let list = value.object?["evaluations"]?.array else {
+            return .failure(.unusable("no evaluations array"))
+        }
+        let decisions = list.compactMap(AuthZENDecision.init)
+        guard decisions.count == list.count, list.count == count else {
+            return .failure(.unusable("\(list.count) evaluations for \(count) asked, or one without a decision"))
+        }
+        return .success(decisions)
+    }
+}
+
+/// Why a PDP's answer is no decision: never cached, and `on_error` decides.
+enum AuthZENError: Error, Sendable, Equatable, CustomStringConvertible {
+    case status(Int)
+    case unusable(String)
+    case unreachable(String)
+
+    var description: String {
+        switch self {
+        case .status(let s): "the PDP answered \(s)"
+        case .unusable(let why): "the PDP's answer is unusable: \(why)"
+        case .unreachable(let why): "the PDP cannot be asked: \(why)"
+        }
+    }
+}

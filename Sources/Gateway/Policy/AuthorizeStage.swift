@@ -1,0 +1,181 @@
+import Foundation
+import JOSE
+import Logging
+import Reactor
+import Yams
+
+/// A route's `authorize: NAME`: once the request is authenticated, its PDP (OpenID AuthZEN
+/// Authorization API 1.0) is asked whether this caller may do this to this route, and the
+/// answer is obeyed. `true` goes on; `false` is 403 `access_denied`, with the PDP's
+/// `reason_user` as its description when it gave one (its `reason_admin` goes to the log
+/// only); no decision (an error status, a body without a boolean `decision`, a timeout, a
+/// refused connection) takes the authorizer's `on_error`. Decisions are cached per process
+/// (`PolicyDecisionCache`).
+final class AuthorizeStage: KeyedStage {
+    static let routeKey = ConfigKey<RouteConfig, RouteKeyContext>(
+        "authorize", type: "name of an `authorizers` entry", default: "none"
+    ) { route, node, path, context in
+        ConfigParser.routeAuthorizer(&route, node, path: path, context)
+    }
+    static let position = StagePosition.afterAuthentication
+
+    static func make(_ plan: RoutePlan, _ services: WorkerServices) -> AuthorizeStage? {
+        guard let a = plan.route.options.stageSettings[routeKey.name] as? AuthorizerConfig else { return nil }
+        return AuthorizeStage(authorizer: a, services: services)
+    }
+
+    let authorizer: AuthorizerConfig
+    /// Unowned: the services hold the plans that hold their stages.
+    unowned(unsafe) let services: WorkerServices
+
+    init(authorizer: AuthorizerConfig, services: WorkerServices) {
+        self.authorizer = authorizer
+        self.services = services
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        let admission = request.admitted
+        // A preflight carries no credential: there is no caller to ask about.
+        if admission.preflight { return .proceed }
+        let ctx = request.context
+        guard let evaluation = evaluation(request, admission) else {
+            note(ctx, "deny", micros: 0, cached: false)
+            return .answer(
+                ErrorResponse.make(
+                    403, error: "access_denied", description: "the request is not allowed",
+                    requestID: ctx.requestID,
+                    detail: "authorize \(authorizer.name): the caller has no \(authorizer.subject.idClaim) claim"))
+        }
+        let started = services.clock()
+        var waiting = true
+        var immediate: StageOutcome?
+        services.policies.evaluate(authorizer, evaluation, requestID: ctx.requestID) { [self] result, cached in
+            let outcome = judge(result, cached: cached, started: started, request)
+            if waiting {
+                immediate = outcome
+            } else {
+                switch outcome {
+                case .proceed: request.resume()
+                case .answer(let response, let close): request.answer(response, close: close)
+                case .suspend: break
+                }
+            }
+        }
+        waiting = false
+        return immediate ?? .suspend
+    }
+
+    /// The AuthZEN request for this request (§6.1), or nil when the caller has no subject id.
+    func evaluation(_ request: RoutedRequest, _ admission: Admission) -> AuthZENEvaluation? {
+        let claims = admission.claims
+        guard let id = Self.text(claims[authorizer.subject.idClaim]), !id.isEmpty else { return nil }
+        var subjectProperties = JSONObject()
+        for name in authorizer.subject.properties {
+            if let v = claims[name] { subjectProperties[name] = v }
+        }
+        var subject = JSONObject(["type": .string(authorizer.subject.type), "id": .string(id)])
+        if !subjectProperties.isEmpty { subject["properties"] = .object(subjectProperties) }
+        let ctx = request.context
+        let host = request.origin.forwardedHost ?? request.head.fields.first("host") ?? ""
+        let resourceProperties = JSONObject([
+            "route": .string(ctx.route), "host": .string(host), "path": .string(ctx.path)
+        ])
+        let resource = JSONObject([
+            "type": .string("route"), "id": .string(ctx.path), "properties": .object(resourceProperties)
+        ])
+        let ip = ClientAddress.of(
+            request.origin, peerTrusted: request.isDecision || ctx.behindTrustedProxy,
+            trustedProxies: services.config.trustedProxies)
+        return AuthZENEvaluation(
+            subject: subject, action: JSONObject(["name": .string(ctx.method)]), resource: resource, ip: ip,
+            time: services.wallClock.now)
+    }
+
+    private func judge(
+        _ result: Result<AuthZENDecision, AuthZENError>, cached: Bool, started: Double, _ request: RoutedRequest
+    ) -> StageOutcome {
+        let ctx = request.context
+        let micros = Int((services.clock() - started) * 1e6)
+        switch result {
+        case .success(let d) where d.allowed:
+            note(ctx, "allow", micros: micros, cached: cached)
+            return .proceed
+        case .success(let d):
+            note(ctx, "deny", micros: micros, cached: cached)
+            if let admin = d.reasonAdmin {
+                services.log.info(
+                    "policy decision: deny",
+                    metadata: [
+                        "request_id": "\(ctx.requestID)", "authorizer": "\(authorizer.name)", "reason_admin": "\(admin)"
+                    ])
+            }
+            var r = ErrorResponse.make(
+                403, error: "access_denied", description: d.reasonUser ?? "the policy does not allow this request",
+                requestID: ctx.requestID, detail: "authorize \(authorizer.name): denied")
+            r.reason = "policy_denied"
+            return .answer(r)
+        case .failure(let error):
+            note(ctx, "error", micros: micros, cached: false)
+            let detail = "authorize \(authorizer.name): \(error)"
+            var r: GatewayResponse
+            switch authorizer.onError {
+            case .deny:
+                r = ErrorResponse.make(
+                    403, error: "access_denied", description: "the request could not be authorized",
+                    requestID: ctx.requestID, detail: detail)
+            case .unavailable:
+                r = ErrorResponse.make(
+                    503, error: "temporarily_unavailable", description: "the request cannot be authorized now",
+                    requestID: ctx.requestID, headers: [("Retry-After", "1")], detail: detail)
+            }
+            r.reason = "policy_error"
+            return .answer(r)
+        }
+    }
+
+    private func note(_ ctx: RequestContext, _ outcome: String, micros: Int, cached: Bool) {
+        ctx.authorization = AuthorizationNote(
+            authorizer: authorizer.name, outcome: outcome, micros: micros, cached: cached)
+        services.policies.record(authorizer.name, outcome: outcome, cached: cached, micros: micros)
+    }
+
+    /// A claim as the subject's id: a string, or a number's text.
+    static func text(_ value: JSONValue?) -> String? {
+        switch value {
+        case .string(let s): s
+        case .number(let n): n
+        default: nil
+        }
+    }
+}
+
+/// What the authorizer decided for a request, for its access log line, span and metrics.
+struct AuthorizationNote {
+    var authorizer: String
+    /// `allow`, `deny` or `error`.
+    var outcome: String
+    /// How long the request waited for the decision.
+    var micros: Int
+    /// Answered from the process's cache, with no PDP call.
+    var cached: Bool
+}
+
+extension ConfigParser {
+    /// A route's `authorize`: the name of an authorizer defined under `authorizers`, on a
+    /// route that authenticates its caller.
+    static func routeAuthorizer(_ route: inout RouteConfig, _ node: Node, path p: String, _ context: RouteKeyContext) {
+        let r = context.r
+        guard let name = r.string(node, path: p) else { return }
+        guard let a = context.cfg.authorizers[name] else {
+            let defined = context.cfg.authorizers.keys.sorted().joined(separator: ", ")
+            r.problem(
+                p, node, "\"\(name)\" is not defined under authorizers; defined: \(defined.isEmpty ? "none" : defined)")
+            return
+        }
+        guard context.auth != .none else {
+            r.problem(p, node, "needs an authenticated caller: this route has auth: none")
+            return
+        }
+        route.options.stageSettings[AuthorizeStage.routeKey.name] = a
+    }
+}

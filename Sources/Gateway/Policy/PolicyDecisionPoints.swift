@@ -1,0 +1,206 @@
+import Foundation
+import JOSE
+import Reactor
+
+/// One worker's side of the `authorizers`: an HTTP client per PDP on the worker's loop, the
+/// endpoints its metadata names, and the process's decision cache in front of them. Every
+/// call is bounded by the authorizer's `timeout`; redirects are not followed (the calls may
+/// carry a credential). Loop-thread only.
+final class PolicyDecisionPoints {
+    private let loop: EventLoop
+    let cache: PolicyDecisionCache
+    private var clients: [String: PDPClient] = [:]
+    private let wallClock: any WallClock
+    private(set) var metrics = AuthorizationMetrics()
+
+    func record(_ authorizer: String, outcome: String, cached: Bool, micros: Int) {
+        metrics.record(authorizer, outcome: outcome, cached: cached, micros: micros)
+    }
+
+    init(loop: EventLoop, cache: PolicyDecisionCache, wallClock: any WallClock) {
+        self.loop = loop
+        self.cache = cache
+        self.wallClock = wallClock
+    }
+
+    /// A new config: a client for each authorizer (kept when its settings did not change),
+    /// each reading its PDP's metadata again; decisions made under the old config are dropped.
+    func apply(_ config: GatewayConfig) {
+        var next: [String: PDPClient] = [:]
+        for (name, a) in config.authorizers {
+            let client = clients[name].flatMap { $0.config == a ? $0 : nil } ?? PDPClient(loop: loop, config: a)
+            client.discover()
+            next[name] = client
+        }
+        clients = next
+        cache.clear()
+    }
+
+    /// The PDP's state for the status page: its endpoint, and whether its metadata was read.
+    func state(_ name: String) -> (endpoint: String, metadata: Bool?)? {
+        clients[name].map { ($0.evaluationURL, $0.metadataRead) }
+    }
+
+    /// The decision on `evaluation`: kept, or asked of the PDP (once, however many ask it
+    /// at a time in the process). `done` runs on this loop, at once for a kept decision; its
+    /// second value says whether the PDP was called for it (by anyone).
+    func evaluate(
+        _ authorizer: AuthorizerConfig, _ evaluation: AuthZENEvaluation, requestID: String,
+        done: @escaping (Result<AuthZENDecision, AuthZENError>, _ cached: Bool) -> Void
+    ) {
+        let key = authorizer.name + "\u{0}" + evaluation.key
+        let now = wallClock.now
+        switch cache.join(key, loop: loop, now: now, done: { done($0, false) }) {
+        case .hit(let d): done(.success(d), true)
+        case .waiting: break
+        case .leader:
+            guard let client = clients[authorizer.name] else {
+                let result = Result<AuthZENDecision, AuthZENError>.failure(.unreachable("no client (config changing)"))
+                cache.finish(key, result, cache: authorizer.cache, now: now)
+                return done(result, false)
+            }
+            client.post(client.evaluationURL, body: evaluation.body, requestID: requestID) { [cache, wallClock] r in
+                let result = r.flatMap { AuthZENDecision.parse(status: $0.status, body: $0.body) }
+                cache.finish(key, result, cache: authorizer.cache, now: wallClock.now)
+                done(result, false)
+            }
+        }
+    }
+
+    /// Decisions on one subject and action for several resources, in one call
+    /// (`access/v1/evaluations`, §7), not cached: an MCP `tools/list` filtered by the PDP.
+    func evaluateAll(
+        _ authorizer: AuthorizerConfig, _ first: AuthZENEvaluation, resources: [JSONObject], requestID: String,
+        done: @escaping (Result<[AuthZENDecision], AuthZENError>) -> Void
+    ) {
+        guard let client = clients[authorizer.name] else { return done(.failure(.unreachable("no client"))) }
+        let body = AuthZENEvaluation.batchBody(first, resources: resources)
+        client.post(client.evaluationsURL, body: body, requestID: requestID) { r in
+            done(r.flatMap { AuthZENDecision.parseBatch(status: $0.status, body: $0.body, count: resources.count) })
+        }
+    }
+}
+
+/// One PDP's HTTP client on one loop.
+final class PDPClient {
+    let config: AuthorizerConfig
+    private let fetcher: HTTPFetcher
+    private(set) var evaluationURL: String
+    private(set) var evaluationsURL: String
+    /// nil: the metadata was not asked for yet or not answered; false: the PDP has none
+    /// (or an unusable one), and the endpoints are the defaults below `url`.
+    private(set) var metadataRead: Bool?
+    private var token: (text: String, readAt: Double)?
+
+    init(loop: EventLoop, config: AuthorizerConfig) {
+        self.config = config
+        var settings = FetchSettings(caFile: config.caFile)
+        settings.maxRedirects = 0
+        fetcher = HTTPFetcher(loop: loop, settings: settings)
+        evaluationURL = config.evaluationURL
+        evaluationsURL = config.evaluationsURL
+    }
+
+    /// Reads the PDP's metadata (AuthZEN §9): its endpoints, when it names them under the
+    /// same origin's scheme. Until it answers, and when it has none, the defaults are used;
+    /// no request waits for it.
+    func discover() {
+        let request = FetchRequest(
+            url: config.metadataURL, headers: ["Accept: application/json"], timeout: 5, connectTimeout: 2,
+            maxResponseBytes: 64 << 10)
+        fetcher.fetch(request) { [weak self] result in
+            guard let self else { return }
+            guard case .success(let resp) = result, resp.status == 200,
+                let meta = (try? JSONParser.parse(resp.body))?.object
+            else {
+                metadataRead = false
+                return
+            }
+            let one = meta["access_evaluation_endpoint"]?.string
+            let many = meta["access_evaluations_endpoint"]?.string
+            func usable(_ s: String?) -> Bool {
+                guard let s, let u = URL(string: s) else { return false }
+                return u.scheme == URL(string: config.url)?.scheme && u.host?.isEmpty == false
+            }
+            if usable(one) { evaluationURL = one! }
+            if usable(many) { evaluationsURL = many! }
+            metadataRead = usable(one) || usable(many)
+        }
+    }
+
+    /// POSTs a JSON body with the request's id (AuthZEN §10.1.3: the PDP echoes it) and the
+    /// gateway's credential, bounded by the authorizer's timeout.
+    func post(
+        _ url: String, body: [UInt8], requestID: String,
+        done: @escaping (Result<FetchResponse, AuthZENError>) -> Void
+    ) {
+        var headers = ["Content-Type: application/json", "Accept: application/json", "X-Request-ID: \(requestID)"]
+        if case .bearerFile(let path) = config.auth {
+            guard let t = bearer(path) else { return done(.failure(.unreachable("cannot read \(path)"))) }
+            headers.append("Authorization: Bearer \(t)")
+        }
+        let request = FetchRequest(
+            url: url, body: body, headers: headers, timeout: config.timeout, connectTimeout: config.timeout,
+            maxResponseBytes: 256 << 10)
+        fetcher.fetch(request) { result in
+            switch result {
+            case .success(let resp): done(.success(resp))
+            case .failure(let e): done(.failure(.unreachable(e.description)))
+            }
+        }
+    }
+
+    /// The file's token, read again at most once a second (a rotated file is used within a
+    /// second of its change).
+    private func bearer(_ path: String) -> String? {
+        let now = ProcessInfo.processInfo.systemUptime
+        if let token, now - token.readAt < 1 { return token.text }
+        guard let data = FileManager.default.contents(atPath: path),
+            let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
+            !text.isEmpty, !text.contains(where: { $0 == "\r" || $0 == "\n" })
+        else { return nil }
+        token = (text, now)
+        return text
+    }
+}
+
+/// Authorization counters of one worker (and, added up, of the process): decisions by
+/// authorizer and outcome, those answered from the cache, and the time requests waited.
+struct AuthorizationMetrics: Sendable {
+    /// By `authorizer\0outcome` (`allow`, `deny`, `error`).
+    var decisions: [String: Int] = [:]
+    var cached: [String: Int] = [:]
+    var waitSeconds: [String: Double] = [:]
+
+    mutating func add(_ o: AuthorizationMetrics) {
+        decisions.merge(o.decisions, uniquingKeysWith: +)
+        cached.merge(o.cached, uniquingKeysWith: +)
+        waitSeconds.merge(o.waitSeconds, uniquingKeysWith: +)
+    }
+
+    mutating func record(_ authorizer: String, outcome: String, cached hit: Bool, micros: Int) {
+        decisions[authorizer + "\u{0}" + outcome, default: 0] += 1
+        if hit { cached[authorizer, default: 0] += 1 }
+        waitSeconds[authorizer, default: 0] += Double(micros) / 1e6
+    }
+
+    func write(to out: inout PrometheusText) {
+        out.family(
+            "tokengate_authz_decisions_total", .counter,
+            help: "Policy decisions by authorizer and outcome (allow, deny, error).")
+        for (key, n) in decisions.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: "\u{0}", maxSplits: 1).map(String.init)
+            out.sample("tokengate_authz_decisions_total", [("authorizer", parts[0]), ("outcome", parts.last ?? "")], n)
+        }
+        out.family(
+            "tokengate_authz_cache_hits_total", .counter, help: "Policy decisions answered from the process's cache.")
+        for (name, n) in cached.sorted(by: { $0.key < $1.key }) {
+            out.sample("tokengate_authz_cache_hits_total", [("authorizer", name)], n)
+        }
+        out.family(
+            "tokengate_authz_wait_seconds_total", .counter, help: "Seconds requests waited for policy decisions.")
+        for (name, s) in waitSeconds.sorted(by: { $0.key < $1.key }) {
+            out.sample("tokengate_authz_wait_seconds_total", [("authorizer", name)], s)
+        }
+    }
+}
