@@ -645,6 +645,19 @@ ratelimit_callers_scenario() {
     scenario "$1" bench/tokengate/ratelimit.yaml -s "$ROOT/bench/lua/bearer-callers.lua"
 }
 ratelimit_callers_scenario ratelimit-redis-callers
+
+# authorize_scenario NAME MAX_ENTRIES: the bearer-es256 route asking an AuthZEN PDP (the
+# upstream nginx answers {"decision":true}), its decisions cached (authorize-cached: the
+# ratio against bearer-es256 is what a kept decision costs) or not (authorize-uncached: a
+# PDP round trip per request).
+authorize_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  bearer_material ES256
+  SCENARIO_VARS="JWKS=$WORK/keys-ES256/jwks.json MAX_ENTRIES=$2" SCENARIO_AUTH=$1 \
+    scenario "$1" bench/tokengate/authorize.yaml -s "$ROOT/bench/lua/bearer.lua"
+}
+authorize_scenario authorize-cached 100000
+authorize_scenario authorize-uncached 0
 ratelimit_scenario ratelimit-flood memory 1/d 1
 
 # floor_scenario NAME KIND: run only when named. The `none` route, sent the requests of

@@ -4,30 +4,81 @@ import JOSE
 /// One access evaluation as OpenID AuthZEN Authorization API 1.0 §6.1 writes it: the
 /// `subject` (§5.1), the `action` (§5.3), the `resource` (§5.2) and the `context` (§5.4).
 /// `key` names what decides the answer (everything sent but the time), for the decision
-/// cache; it holds the caller's identity in clear and never leaves the process.
+/// cache. A request answered from the cache needs only the key: the JSON is made for a
+/// call (`body`), not before.
 struct AuthZENEvaluation {
-    var subject: JSONObject
-    var action: JSONObject
-    var resource: JSONObject
-    var context: JSONObject
-    /// SHA-256 of the members that decide, base64url.
+    let subjectType: String
+    let subjectID: String
+    let subjectProperties: JSONObject
+    /// `action.name`: the request's method.
+    let action: String
+    let resourceType: String
+    let resourceID: String
+    /// `resource.properties`, all strings (route, host, path, …), in this order.
+    let resourceProperties: KeyValuePairs<String, String>
+    let ip: String
+    let time: Double
+    /// SHA-256 of every member but the time, each length-prefixed, base64url.
     let key: String
 
-    init(subject: JSONObject, action: JSONObject, resource: JSONObject, ip: String, time: Double) {
-        self.subject = subject
+    init(
+        subjectType: String, subjectID: String, subjectProperties: JSONObject = JSONObject(), action: String,
+        resourceType: String = "route", resourceID: String, resourceProperties: KeyValuePairs<String, String> = [:],
+        ip: String, time: Double
+    ) {
+        self.subjectType = subjectType
+        self.subjectID = subjectID
+        self.subjectProperties = subjectProperties
         self.action = action
-        self.resource = resource
-        context = JSONObject(["ip_address": .string(ip), "time": .string(Self.rfc3339(time))])
-        let decides = JSONSerializer.serialize(
-            .array([.object(subject), .object(action), .object(resource), .string(ip)]))
-        key = Base64URL.encode(Digest.sha256.hash(Array(decides.utf8)))
+        self.resourceType = resourceType
+        self.resourceID = resourceID
+        self.resourceProperties = resourceProperties
+        self.ip = ip
+        self.time = time
+        var material: [UInt8] = []
+        material.reserveCapacity(256)
+        func add(_ s: String) {
+            material.append(contentsOf: String(s.utf8.count).utf8)
+            material.append(0x3A)
+            material.append(contentsOf: s.utf8)
+        }
+        add(subjectType)
+        add(subjectID)
+        add(subjectProperties.isEmpty ? "" : JSONSerializer.serialize(.object(subjectProperties)))
+        add(action)
+        add(resourceType)
+        add(resourceID)
+        for (name, value) in resourceProperties {
+            add(name)
+            add(value)
+        }
+        add(ip)
+        key = Base64URL.encode(Digest.sha256.hash(material))
+    }
+
+    var subject: JSONObject {
+        var o = JSONObject(["type": .string(subjectType), "id": .string(subjectID)])
+        if !subjectProperties.isEmpty { o["properties"] = .object(subjectProperties) }
+        return o
+    }
+
+    var resource: JSONObject {
+        var properties = JSONObject()
+        for (name, value) in resourceProperties { properties[name] = .string(value) }
+        var o = JSONObject(["type": .string(resourceType), "id": .string(resourceID)])
+        if !properties.isEmpty { o["properties"] = .object(properties) }
+        return o
+    }
+
+    var context: JSONObject {
+        JSONObject(["ip_address": .string(ip), "time": .string(Self.rfc3339(time))])
     }
 
     /// `POST access/v1/evaluation`'s body (§6.1).
     var body: [UInt8] {
         let o = JSONObject([
-            "subject": .object(subject), "action": .object(action), "resource": .object(resource),
-            "context": .object(context)
+            "subject": .object(subject), "action": .object(JSONObject(["name": .string(action)])),
+            "resource": .object(resource), "context": .object(context)
         ])
         return Array(JSONSerializer.serialize(.object(o)).utf8)
     }
@@ -37,19 +88,21 @@ struct AuthZENEvaluation {
     /// request's defaults (§7.1.1), each evaluation names its resource.
     static func batchBody(_ first: AuthZENEvaluation, resources: [JSONObject]) -> [UInt8] {
         let o = JSONObject([
-            "subject": .object(first.subject), "action": .object(first.action), "context": .object(first.context),
+            "subject": .object(first.subject), "action": .object(JSONObject(["name": .string(first.action)])),
+            "context": .object(first.context),
             "evaluations": .array(resources.map { .object(JSONObject(["resource": .object($0)])) })
         ])
         return Array(JSONSerializer.serialize(.object(o)).utf8)
     }
 
+    /// RFC 3339 in UTC, whole seconds.
     static func rfc3339(_ t: Double) -> String {
         var seconds = time_t(t.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : String(n) }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
 }
 

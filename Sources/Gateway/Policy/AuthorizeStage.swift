@@ -73,21 +73,15 @@ final class AuthorizeStage: KeyedStage {
         for name in authorizer.subject.properties {
             if let v = claims[name] { subjectProperties[name] = v }
         }
-        var subject = JSONObject(["type": .string(authorizer.subject.type), "id": .string(id)])
-        if !subjectProperties.isEmpty { subject["properties"] = .object(subjectProperties) }
         let ctx = request.context
         let host = request.origin.forwardedHost ?? request.head.fields.first("host") ?? ""
-        let resourceProperties = JSONObject([
-            "route": .string(ctx.route), "host": .string(host), "path": .string(ctx.path)
-        ])
-        let resource = JSONObject([
-            "type": .string("route"), "id": .string(ctx.path), "properties": .object(resourceProperties)
-        ])
         let ip = ClientAddress.of(
             request.origin, peerTrusted: request.isDecision || ctx.behindTrustedProxy,
             trustedProxies: services.config.trustedProxies)
         return AuthZENEvaluation(
-            subject: subject, action: JSONObject(["name": .string(ctx.method)]), resource: resource, ip: ip,
+            subjectType: authorizer.subject.type, subjectID: id, subjectProperties: subjectProperties,
+            action: ctx.method, resourceID: ctx.path,
+            resourceProperties: ["route": ctx.route, "host": host, "path": ctx.path], ip: ip,
             time: services.wallClock.now)
     }
 

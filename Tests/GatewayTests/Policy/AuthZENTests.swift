@@ -13,9 +13,7 @@ struct AuthZENMessageTests {
         -> AuthZENEvaluation
     {
         AuthZENEvaluation(
-            subject: JSONObject(["type": .string("identity"), "id": .string(sub)]),
-            action: JSONObject(["name": .string(method)]),
-            resource: JSONObject(["type": .string("route"), "id": .string("/orders/42")]), ip: ip, time: time)
+            subjectType: "identity", subjectID: sub, action: method, resourceID: "/orders/42", ip: ip, time: time)
     }
 
     @Test func theBodyHasTheFourMembersInOrder() throws {
