@@ -13,7 +13,7 @@ struct ErrorKindTests {
     /// the RFC 6750 / RFC 9449 error code sent, `no_credentials`, `login_required`.
     static let authFailureLabels: Set<String> = [
         "no_credentials", "invalid_request", "invalid_token", "insufficient_scope", "invalid_dpop_proof",
-        "use_dpop_nonce", "login_required"
+        "use_dpop_nonce", "insufficient_user_authentication", "login_required"
     ]
 
     @Test func authFailureLabelSetIsTheOneDashboardsCount() {

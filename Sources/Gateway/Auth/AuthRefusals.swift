@@ -93,10 +93,12 @@ final class AuthRefusals {
             detail: detail)
     }
 
-    /// 403 `insufficient_scope` when the token lacks the route's scopes or claims.
+    /// 403 `insufficient_scope` when the token lacks the route's scopes or claims; then 401
+    /// `insufficient_user_authentication` when the user's authentication is not what the
+    /// route asks (RFC 9470 §3: a new token, after a stronger or fresher login, would do).
     func authorize(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
         guard let failure = tokens.requirement.check(token.claims, scopeClaim: token.scopeClaim, issuer: token.issuer)
-        else { return nil }
+        else { return stepUp(token, scheme: scheme) }
         let detail = failure.description
         let scope = tokens.requirement.scopes.isEmpty ? nil : tokens.requirement.scopes
         return AuthDenial(
@@ -105,5 +107,26 @@ final class AuthRefusals {
                 error: .insufficient_scope, description: "the token does not grant access to this resource",
                 on: scheme, scope: scope),
             detail: detail)
+    }
+
+    /// RFC 9470 §3: the challenge says which `acr_values` and which `max_age` would do.
+    private func stepUp(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
+        let requirement = tokens.requirement
+        guard requirement.hasStepUp,
+            let failure = requirement.stepUpFailure(token.claims, now: wallClock.seconds)
+        else { return nil }
+        let description =
+            switch failure {
+            case .acr: "a different authentication level is required"
+            case .noAuthTime, .tooOld: "more recent authentication is required"
+            }
+        var all = challenges(error: .insufficient_user_authentication, description: description, on: scheme)
+        let target = schemes.contains(scheme) ? scheme : schemes[0]
+        for i in all.indices where all[i].scheme == target {
+            all[i].acrValues = requirement.acr.isEmpty ? nil : requirement.acr
+            all[i].maxAge = requirement.maxAge
+        }
+        return AuthDenial(
+            status: 401, challenges: all, headers: nonceHeaders(status: 401), detail: failure.description)
     }
 }

@@ -12,6 +12,7 @@ enum AuthFailure: String, CaseIterable, Sendable {
     case insufficientScope = "insufficient_scope"
     case invalidDPoPProof = "invalid_dpop_proof"
     case useDPoPNonce = "use_dpop_nonce"
+    case insufficientUserAuthentication = "insufficient_user_authentication"
     case loginRequired = "login_required"
 
     var code: String { rawValue }
@@ -23,6 +24,7 @@ enum AuthFailure: String, CaseIterable, Sendable {
         case .insufficient_scope: self = .insufficientScope
         case .invalid_dpop_proof: self = .invalidDPoPProof
         case .use_dpop_nonce: self = .useDPoPNonce
+        case .insufficient_user_authentication: self = .insufficientUserAuthentication
         }
     }
 

@@ -54,7 +54,12 @@ extension ConfigParser {
                 r.problem(ep, value, "needs require: the scopes or claims a call needs")
                 continue
             }
-            out[name] = requirement(n, path: "\(ep).require", r)
+            let requirement = requirement(n, path: "\(ep).require", r)
+            if requirement.hasStepUp {
+                r.problem(
+                    "\(ep).require", n, "acr and max_age apply to the whole route: put them in the route's require")
+            }
+            out[name] = requirement
         }
         return out
     }

@@ -66,6 +66,11 @@ extension AuthorizationRequirement {
             }
             req.anyOf = seq.enumerated().map { j, item in
                 let alt = ConfigParser.requirement(item, path: "\(p)[\(j)]", r)
+                if alt.hasStepUp {
+                    r.problem(
+                        "\(p)[\(j)]", item,
+                        "acr and max_age apply to the whole route: put them in the route's require, not in any_of")
+                }
                 // An alternative with no rule is always met, and so would the whole any_of be
                 // (`any_of: [{}, {scopes: [admin]}]` lets everyone in).
                 if alt.isEmpty {
@@ -82,6 +87,17 @@ extension AuthorizationRequirement {
         },
         .init("clients", type: "list of the route's login clients", default: "none") { req, n, p, r in
             req.clients = names(n, p, r)
+        },
+        .init("acr", type: "list of `acr` values (RFC 9470)", default: "none") { req, n, p, r in
+            req.acr = names(n, p, r)
+        },
+        .init("max_age", type: "duration, whole seconds (RFC 9470)", default: "none") { req, n, p, r in
+            guard let d = r.duration(n, path: p) else { return }
+            guard d >= 1, d == d.rounded(.down) else {
+                r.problem(p, n, "must be a whole number of seconds, at least 1s")
+                return
+            }
+            req.maxAge = Int(d)
         }
     ])
 

@@ -143,8 +143,10 @@ extension TokenStage {
     {
         let validator = services.tokens
         guard caller.jkt == nil, caller.responseHeaders.isEmpty, let token = caller.fromAuthorization,
-            let until = validator.trustedUntil(token)
+            var until = validator.trustedUntil(token)
         else { return nil }
+        // `max_age` (RFC 9470): the admission stands no longer than the authentication does.
+        if let fresh = tokens.requirement.stepUpValidUntil(caller.token.claims) { until = min(until, fresh + 1) }
         var authorization: [UInt8]?
         request.head.fields.forEachValue(named: "Authorization") { authorization = Array($0) }
         guard let authorization else { return nil }

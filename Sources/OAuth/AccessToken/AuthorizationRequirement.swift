@@ -34,10 +34,59 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     public var issuers: [String] = []
     /// `clients`: a session logged in through one of these login clients (a token never is).
     public var clients: [String] = []
+    /// `acr` (RFC 9470 §2, OIDC Core §2): the authentication context class the credential
+    /// says (`acr` claim) is one of these. Empty: no such rule.
+    public var acr: [String] = []
+    /// `max_age` (RFC 9470 §2): the user authenticated at most this many seconds ago
+    /// (`auth_time` claim, which must then be present). nil: no such rule.
+    public var maxAge: Int? = nil
 
     /// No rule at all: always met.
     public var isEmpty: Bool {
         scopes.isEmpty && claims.isEmpty && emailDomains.isEmpty && anyOf.isEmpty && issuers.isEmpty && clients.isEmpty
+            && !hasStepUp
+    }
+
+    /// Whether it asks for a level or a freshness of authentication (RFC 9470).
+    public var hasStepUp: Bool { !acr.isEmpty || maxAge != nil }
+
+    /// Why the credential's authentication is not what this requires (RFC 9470 §3:
+    /// `insufficient_user_authentication`), or nil when it is. `now` in Unix seconds.
+    public func stepUpFailure(_ claims: JSONObject, now: Int64) -> StepUpFailure? {
+        if !acr.isEmpty {
+            guard let said = claims["acr"]?.string, acr.contains(said) else {
+                return .acr(claims["acr"]?.string)
+            }
+        }
+        if let maxAge {
+            guard let authTime = claims["auth_time"]?.int64 else { return .noAuthTime }
+            if now - authTime > Int64(maxAge) { return .tooOld(seconds: now - authTime) }
+        }
+        return nil
+    }
+
+    /// Until when (Unix seconds) a credential that meets `max_age` now still will: nil when
+    /// the rule is not set (or the credential has no `auth_time`).
+    public func stepUpValidUntil(_ claims: JSONObject) -> Int64? {
+        guard let maxAge, let authTime = claims["auth_time"]?.int64 else { return nil }
+        return authTime + Int64(maxAge)
+    }
+
+    public enum StepUpFailure: Error, Equatable, Sendable, CustomStringConvertible {
+        /// The `acr` the credential says (nil: none) is not one of the listed.
+        case acr(String?)
+        /// `max_age` is set and the credential has no `auth_time`.
+        case noAuthTime
+        /// The user authenticated this long ago, more than `max_age`.
+        case tooOld(seconds: Int64)
+
+        public var description: String {
+            switch self {
+            case .acr(let said): "acr \(said.map { "\"\($0)\"" } ?? "missing") is not one the route accepts"
+            case .noAuthTime: "max_age is set and the credential has no auth_time"
+            case .tooOld(let s): "the user authenticated \(s) s ago, past max_age"
+            }
+        }
     }
 
     /// Every way to meet it names who vouched (issuers or clients).
@@ -54,7 +103,7 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         a.scopes == b.scopes && a.claims.count == b.claims.count
             && zip(a.claims, b.claims).allSatisfy { $0.path == $1.path && $0.rule == $1.rule }
             && a.emailDomains == b.emailDomains && a.anyOf == b.anyOf && a.issuers == b.issuers
-            && a.clients == b.clients
+            && a.clients == b.clients && a.acr == b.acr && a.maxAge == b.maxAge
     }
 
     public enum Failure: Error, Equatable, Sendable {

@@ -1,0 +1,130 @@
+"""Step-up on token routes (RFC 9470, docs/identity.md): a route's `require.acr` and
+`require.max_age`, tried with tokens the test's JWKS issuer mints: a token whose `acr` is
+not listed, or whose `auth_time` is missing or too old, gets 401 with the
+`insufficient_user_authentication` challenge naming `acr_values` and `max_age`; a token that
+also lacks a scope gets 403 `insufficient_scope` first; a connection's remembered admission
+ends with `max_age`; check-config refuses the rules where they cannot apply."""
+import http.client
+import subprocess
+import time
+
+import pytest
+import requests
+
+from conftest import BIN
+from test_bearer import ec_key, idp, token as mint  # noqa: F401 — idp is a fixture
+
+
+def config(upstream, idp, require="{ scopes: [orders:read], acr: [mfa, phr], max_age: 300 }"):
+    return f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+issuers:
+  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}", timeout: 5s }}
+routes:
+  - name: transfers
+    match: {{ path_prefix: /transfers/ }}
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    require: {require}
+"""
+
+
+def bearer(idp, **claims):  # noqa: F811
+    return {"Authorization": "Bearer " + mint(idp.keys[0], **claims)}
+
+
+@pytest.fixture
+def gw(gateway_factory, upstream, idp):  # noqa: F811
+    return gateway_factory(config(upstream, idp))
+
+
+LEVEL = ('Bearer realm="tokengate", error="insufficient_user_authentication", '
+         'error_description="a different authentication level is required", '
+         'acr_values="mfa phr", max_age="300"')
+FRESHNESS = ('Bearer realm="tokengate", error="insufficient_user_authentication", '
+             'error_description="more recent authentication is required", '
+             'acr_values="mfa phr", max_age="300"')
+
+
+@pytest.mark.parametrize("claims,challenge", [
+    ({"acr": None, "auth_time": "now"}, LEVEL),
+    ({"acr": "pwd", "auth_time": "now"}, LEVEL),
+    ({"acr": "mfa", "auth_time": None}, FRESHNESS),
+    ({"acr": "mfa", "auth_time": -400}, FRESHNESS),
+])
+def test_a_token_short_of_the_routes_authentication_gets_the_rfc_9470_challenge(
+        gw, upstream, idp, claims, challenge):  # noqa: F811
+    now = int(time.time())
+    over = {k: (now if v == "now" else now + v if isinstance(v, int) else v) for k, v in claims.items()}
+    r = requests.get(gw.url("/transfers/1"), headers=bearer(idp, **over), timeout=5)
+    assert r.status_code == 401
+    assert r.headers["WWW-Authenticate"] == challenge
+    assert r.json()["error"] == "insufficient_user_authentication"
+    assert not any(x["path"].startswith("/transfers/") for x in upstream.requests)
+
+
+def test_a_strong_fresh_token_goes_through(gw, upstream, idp):  # noqa: F811
+    for acr in ("mfa", "phr"):
+        r = requests.get(gw.url("/transfers/2"), headers=bearer(idp, acr=acr, auth_time=int(time.time()) - 299),
+                         timeout=5)
+        assert r.status_code == 200
+
+
+def test_a_missing_scope_is_403_before_any_step_up(gw, idp):  # noqa: F811
+    r = requests.get(gw.url("/transfers/3"), headers=bearer(idp, scope="orders:write", acr=None), timeout=5)
+    assert r.status_code == 403
+    assert 'error="insufficient_scope"' in r.headers["WWW-Authenticate"]
+
+
+def test_a_remembered_admission_ends_with_max_age(gateway_factory, upstream, idp):  # noqa: F811
+    gw = gateway_factory(config(upstream, idp, require="{ acr: [mfa], max_age: 2 }"))
+    headers = bearer(idp, acr="mfa", auth_time=int(time.time()))
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=5)
+    try:
+        conn.request("GET", "/transfers/4", headers=headers)
+        first = conn.getresponse()
+        first.read()
+        assert first.status == 200
+        time.sleep(3.2)
+        # The same token on the same connection: past max_age now.
+        conn.request("GET", "/transfers/5", headers=headers)
+        second = conn.getresponse()
+        second.read()
+        assert second.status == 401
+        assert 'max_age="2"' in second.getheader("WWW-Authenticate")
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("route,message", [
+    ("auth: bearer\n    issuers: [one]\n    require: { any_of: [{ acr: [mfa] }, { scopes: [a] }] }",
+     "acr and max_age apply to the whole route"),
+    ("auth: bearer\n    issuers: [one]\n    require: { max_age: 1500ms }", "must be a whole number of seconds"),
+    ("auth: bearer\n    issuers: [one]\n    require: { acr: [] }", "is empty"),
+    ("auth: login\n    login_client: web\n    require: { acr: [mfa] }", "a session cannot be stepped up yet"),
+])
+def test_check_config_refuses_step_up_where_it_cannot_apply(upstream, idp, tmp_path, route, message):  # noqa: F811
+    text = f"""
+listen: 127.0.0.1:1
+session: {{ keys: ["q2GrNq1J0Ai8sZt4Ix0SbZnq3uMfvKdGJ8Yy6uGc2eE="] }}
+issuers:
+  one: {{ issuer: "https://idp.one", jwks_uri: "{idp.url}", audiences: [api], algorithms: [ES256] }}
+clients:
+  web: {{ issuer: one, client_id: web, auth: client_secret_basic, secret: "0123456789abcdef0123456789abcdef" }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+routes:
+  - name: r
+    match: {{ path_prefix: / }}
+    upstream: app
+    {route}
+"""
+    path = tmp_path / "tokengate.yaml"
+    path.write_text(text)
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert message in r.stdout + r.stderr, r.stdout + r.stderr
