@@ -18,11 +18,13 @@ struct AuthZENEvaluation {
     let resourceProperties: KeyValuePairs<String, String>
     let ip: String
     let time: Double
-    /// SHA-256 of every member but the time, each length-prefixed, base64url.
-    let key: String
+    /// SHA-256 of the authorizer's name and every member but the time, each
+    /// length-prefixed.
+    let key: DecisionKey
 
     init(
-        subjectType: String, subjectID: String, subjectProperties: JSONObject = JSONObject(), action: String,
+        authorizer: String = "", subjectType: String, subjectID: String, subjectProperties: JSONObject = JSONObject(),
+        action: String,
         resourceType: String = "route", resourceID: String, resourceProperties: KeyValuePairs<String, String> = [:],
         ip: String, time: Double
     ) {
@@ -42,6 +44,7 @@ struct AuthZENEvaluation {
             material.append(0x3A)
             material.append(contentsOf: s.utf8)
         }
+        add(authorizer)
         add(subjectType)
         add(subjectID)
         add(subjectProperties.isEmpty ? "" : JSONSerializer.serialize(.object(subjectProperties)))
@@ -53,7 +56,7 @@ struct AuthZENEvaluation {
             add(value)
         }
         add(ip)
-        key = Base64URL.encode(Digest.sha256.hash(material))
+        key = DecisionKey(Digest.sha256.hash(material))
     }
 
     var subject: JSONObject {
@@ -103,6 +106,21 @@ struct AuthZENEvaluation {
         func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : String(n) }
         return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+}
+
+/// A question's name in the decision cache: its SHA-256, as four words (hashed and compared
+/// as such, with no text made per request).
+struct DecisionKey: Hashable, Sendable {
+    let a: UInt64, b: UInt64, c: UInt64, d: UInt64
+
+    init(_ digest: [UInt8]) {
+        precondition(digest.count == 32, "a SHA-256")
+        func word(_ i: Int) -> UInt64 { digest[i..<i + 8].reduce(0) { $0 << 8 | UInt64($1) } }
+        a = word(0)
+        b = word(8)
+        c = word(16)
+        d = word(24)
     }
 }
 

@@ -39,7 +39,7 @@ final class AuthorizeStage: KeyedStage {
         if admission.preflight { return .proceed }
         let ctx = request.context
         guard let evaluation = evaluation(request, admission) else {
-            note(ctx, "deny", micros: 0, cached: false)
+            note(ctx, .deny, micros: 0, cached: false)
             return .answer(
                 ErrorResponse.make(
                     403, error: "access_denied", description: "the request is not allowed",
@@ -79,7 +79,8 @@ final class AuthorizeStage: KeyedStage {
             request.origin, peerTrusted: request.isDecision || ctx.behindTrustedProxy,
             trustedProxies: services.config.trustedProxies)
         return AuthZENEvaluation(
-            subjectType: authorizer.subject.type, subjectID: id, subjectProperties: subjectProperties,
+            authorizer: authorizer.name, subjectType: authorizer.subject.type, subjectID: id,
+            subjectProperties: subjectProperties,
             action: ctx.method, resourceID: ctx.path,
             resourceProperties: ["route": ctx.route, "host": host, "path": ctx.path], ip: ip,
             time: services.wallClock.now)
@@ -92,10 +93,10 @@ final class AuthorizeStage: KeyedStage {
         let micros = Int((services.clock() - started) * 1e6)
         switch result {
         case .success(let d) where d.allowed:
-            note(ctx, "allow", micros: micros, cached: cached)
+            note(ctx, .allow, micros: micros, cached: cached)
             return .proceed
         case .success(let d):
-            note(ctx, "deny", micros: micros, cached: cached)
+            note(ctx, .deny, micros: micros, cached: cached)
             if let admin = d.reasonAdmin {
                 services.log.info(
                     "policy decision: deny",
@@ -109,7 +110,7 @@ final class AuthorizeStage: KeyedStage {
             r.reason = "policy_denied"
             return .answer(r)
         case .failure(let error):
-            note(ctx, "error", micros: micros, cached: false)
+            note(ctx, .error, micros: micros, cached: false)
             let detail = "authorize \(authorizer.name): \(error)"
             var r: GatewayResponse
             switch authorizer.onError {
@@ -127,7 +128,7 @@ final class AuthorizeStage: KeyedStage {
         }
     }
 
-    private func note(_ ctx: RequestContext, _ outcome: String, micros: Int, cached: Bool) {
+    private func note(_ ctx: RequestContext, _ outcome: AuthorizationNote.Outcome, micros: Int, cached: Bool) {
         ctx.authorization = AuthorizationNote(
             authorizer: authorizer.name, outcome: outcome, micros: micros, cached: cached)
         services.policies.record(authorizer.name, outcome: outcome, cached: cached, micros: micros)
@@ -146,8 +147,8 @@ final class AuthorizeStage: KeyedStage {
 /// What the authorizer decided for a request, for its access log line, span and metrics.
 struct AuthorizationNote {
     var authorizer: String
-    /// `allow`, `deny` or `error`.
-    var outcome: String
+    enum Outcome: String { case allow, deny, error }
+    var outcome: Outcome
     /// How long the request waited for the decision.
     var micros: Int
     /// Answered from the process's cache, with no PDP call.

@@ -21,12 +21,12 @@ final class PolicyDecisionCache: @unchecked Sendable {
     }
 
     private let lock = NSLock()
-    private var entries: [String: (decision: AuthZENDecision, until: Double)] = [:]
-    private var inFlight: [String: [(EventLoop, Done)]] = [:]
+    private var entries: [DecisionKey: (decision: AuthZENDecision, until: Double)] = [:]
+    private var inFlight: [DecisionKey: [(EventLoop, Done)]] = [:]
     /// Calls made to PDPs (not answered here), for metrics and tests.
     private(set) var calls = 0
 
-    func join(_ key: String, loop: EventLoop, now: Double, done: @escaping Done) -> Role {
+    func join(_ key: DecisionKey, loop: EventLoop, now: Double, done: @escaping Done) -> Role {
         lock.withLock {
             if let e = entries[key] {
                 if e.until > now { return .hit(e.decision) }
@@ -44,7 +44,9 @@ final class PolicyDecisionCache: @unchecked Sendable {
 
     /// The leader's answer: kept by its TTL (not an error), and handed to every waiter on
     /// its own loop.
-    func finish(_ key: String, _ result: Result<AuthZENDecision, AuthZENError>, cache: AuthorizerCache, now: Double) {
+    func finish(
+        _ key: DecisionKey, _ result: Result<AuthZENDecision, AuthZENError>, cache: AuthorizerCache, now: Double
+    ) {
         let waiters: [(EventLoop, Done)] = lock.withLock {
             if case .success(let d) = result, cache.maxEntries > 0 {
                 let ttl = d.allowed ? cache.allowTTL : cache.denyTTL

@@ -13,7 +13,7 @@ final class PolicyDecisionPoints {
     private let wallClock: any WallClock
     private(set) var metrics = AuthorizationMetrics()
 
-    func record(_ authorizer: String, outcome: String, cached: Bool, micros: Int) {
+    func record(_ authorizer: String, outcome: AuthorizationNote.Outcome, cached: Bool, micros: Int) {
         metrics.record(authorizer, outcome: outcome, cached: cached, micros: micros)
     }
 
@@ -48,7 +48,7 @@ final class PolicyDecisionPoints {
         _ authorizer: AuthorizerConfig, _ evaluation: AuthZENEvaluation, requestID: String,
         done: @escaping (Result<AuthZENDecision, AuthZENError>, _ cached: Bool) -> Void
     ) {
-        let key = authorizer.name + "\u{0}" + evaluation.key
+        let key = evaluation.key
         let now = wallClock.now
         switch cache.join(key, loop: loop, now: now, done: { done($0, false) }) {
         case .hit(let d): done(.success(d), true)
@@ -164,43 +164,61 @@ final class PDPClient {
     }
 }
 
-/// Authorization counters of one worker (and, added up, of the process): decisions by
-/// authorizer and outcome, those answered from the cache, and the time requests waited.
+/// Authorization counters of one worker (and, added up, of the process), by authorizer:
+/// decisions by outcome, those answered from the cache, and the time requests waited.
 struct AuthorizationMetrics: Sendable {
-    /// By `authorizer\0outcome` (`allow`, `deny`, `error`).
-    var decisions: [String: Int] = [:]
-    var cached: [String: Int] = [:]
-    var waitSeconds: [String: Double] = [:]
+    struct Counts: Sendable {
+        var allow = 0, deny = 0, error = 0, cached = 0
+        var waitSeconds = 0.0
 
-    mutating func add(_ o: AuthorizationMetrics) {
-        decisions.merge(o.decisions, uniquingKeysWith: +)
-        cached.merge(o.cached, uniquingKeysWith: +)
-        waitSeconds.merge(o.waitSeconds, uniquingKeysWith: +)
+        mutating func add(_ o: Counts) {
+            allow += o.allow
+            deny += o.deny
+            error += o.error
+            cached += o.cached
+            waitSeconds += o.waitSeconds
+        }
     }
 
-    mutating func record(_ authorizer: String, outcome: String, cached hit: Bool, micros: Int) {
-        decisions[authorizer + "\u{0}" + outcome, default: 0] += 1
-        if hit { cached[authorizer, default: 0] += 1 }
-        waitSeconds[authorizer, default: 0] += Double(micros) / 1e6
+    var byAuthorizer: [String: Counts] = [:]
+
+    mutating func add(_ o: AuthorizationMetrics) {
+        for (name, counts) in o.byAuthorizer { byAuthorizer[name, default: Counts()].add(counts) }
+    }
+
+    mutating func record(_ authorizer: String, outcome: AuthorizationNote.Outcome, cached hit: Bool, micros: Int) {
+        byAuthorizer[authorizer, default: Counts()].record(outcome, cached: hit, micros: micros)
     }
 
     func write(to out: inout PrometheusText) {
+        let sorted = byAuthorizer.sorted { $0.key < $1.key }
         out.family(
             "tokengate_authz_decisions_total", .counter,
             help: "Policy decisions by authorizer and outcome (allow, deny, error).")
-        for (key, n) in decisions.sorted(by: { $0.key < $1.key }) {
-            let parts = key.split(separator: "\u{0}", maxSplits: 1).map(String.init)
-            out.sample("tokengate_authz_decisions_total", [("authorizer", parts[0]), ("outcome", parts.last ?? "")], n)
+        for (name, c) in sorted {
+            for (outcome, n) in [("allow", c.allow), ("deny", c.deny), ("error", c.error)] where n > 0 {
+                out.sample("tokengate_authz_decisions_total", [("authorizer", name), ("outcome", outcome)], n)
+            }
         }
         out.family(
             "tokengate_authz_cache_hits_total", .counter, help: "Policy decisions answered from the process's cache.")
-        for (name, n) in cached.sorted(by: { $0.key < $1.key }) {
-            out.sample("tokengate_authz_cache_hits_total", [("authorizer", name)], n)
-        }
+        for (name, c) in sorted { out.sample("tokengate_authz_cache_hits_total", [("authorizer", name)], c.cached) }
         out.family(
             "tokengate_authz_wait_seconds_total", .counter, help: "Seconds requests waited for policy decisions.")
-        for (name, s) in waitSeconds.sorted(by: { $0.key < $1.key }) {
-            out.sample("tokengate_authz_wait_seconds_total", [("authorizer", name)], s)
+        for (name, c) in sorted {
+            out.sample("tokengate_authz_wait_seconds_total", [("authorizer", name)], c.waitSeconds)
         }
+    }
+}
+
+extension AuthorizationMetrics.Counts {
+    mutating func record(_ outcome: AuthorizationNote.Outcome, cached hit: Bool, micros: Int) {
+        switch outcome {
+        case .allow: allow += 1
+        case .deny: deny += 1
+        case .error: error += 1
+        }
+        if hit { cached += 1 }
+        waitSeconds += Double(micros) / 1e6
     }
 }

@@ -57,7 +57,9 @@ extension WorkerServices {
                     upstreamMicros: Int((upstreamSeconds * 1e6).rounded()), sub: caller?.subject,
                     clientID: caller?.clientID, issuer: caller?.issuer, rejection: ctx.rejection?.code,
                     reason: reason ?? ctx.rejection?.reason?.code, detail: detail,
-                    authz: ctx.authorization.map { "\($0.authorizer):\($0.outcome)\($0.cached ? ":cached" : "")" },
+                    authz: ctx.authorization.map {
+                        "\($0.authorizer):\($0.outcome.rawValue)\($0.cached ? ":cached" : "")"
+                    },
                     authzMicros: ctx.authorization?.micros))
         }
     }

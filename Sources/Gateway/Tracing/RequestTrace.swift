@@ -77,7 +77,7 @@ final class RequestTrace {
         }
         if let a = ctx.authorization {
             attributes.append(A("tokengate.authz.authorizer", .string(a.authorizer)))
-            attributes.append(A("tokengate.authz.decision", .string(a.outcome)))
+            attributes.append(A("tokengate.authz.decision", .string(a.outcome.rawValue)))
             attributes.append(A("tokengate.authz.cached", .bool(a.cached)))
             attributes.append(A("tokengate.authz.wait_us", .int(Int64(a.micros))))
         }

@@ -95,33 +95,35 @@ struct AuthZENMessageTests {
 /// The process's decision cache: kept by TTL, errors never, one leader per question.
 @Suite("Policy: the decision cache")
 struct PolicyDecisionCacheTests {
+    func k(_ s: String) -> DecisionKey { DecisionKey(Digest.sha256.hash(Array(s.utf8))) }
+
     let loop = EventLoop()
     let settings = AuthorizerCache(allowTTL: 10, denyTTL: 2, maxEntries: 3)
 
     @Test func aLeaderThenWaitersThenHitsUntilTheTTL() {
         let cache = PolicyDecisionCache()
         var waited: [Bool] = []
-        guard case .leader = cache.join("q", loop: loop, now: 0, done: { _ in }) else {
+        guard case .leader = cache.join(k("q"), loop: loop, now: 0, done: { _ in }) else {
             Issue.record("the first asker leads")
             return
         }
         guard
             case .waiting = cache.join(
-                "q", loop: loop, now: 0, done: { r in waited.append((try? r.get())?.allowed ?? false) })
+                k("q"), loop: loop, now: 0, done: { r in waited.append((try? r.get())?.allowed ?? false) })
         else {
             Issue.record("a second asker waits")
             return
         }
-        cache.finish("q", .success(AuthZENDecision(allowed: true)), cache: settings, now: 0)
+        cache.finish(k("q"), .success(AuthZENDecision(allowed: true)), cache: settings, now: 0)
         loop.schedule(after: 0.05) { loop.stop() }
         loop.run()
         #expect(waited == [true])
-        guard case .hit(let d) = cache.join("q", loop: loop, now: 9.9, done: { _ in }) else {
+        guard case .hit(let d) = cache.join(k("q"), loop: loop, now: 9.9, done: { _ in }) else {
             Issue.record("kept within allow_ttl")
             return
         }
         #expect(d.allowed)
-        guard case .leader = cache.join("q", loop: loop, now: 10.1, done: { _ in }) else {
+        guard case .leader = cache.join(k("q"), loop: loop, now: 10.1, done: { _ in }) else {
             Issue.record("asked again after allow_ttl")
             return
         }
@@ -130,12 +132,15 @@ struct PolicyDecisionCacheTests {
 
     @Test func aDenyIsKeptForItsOwnTTLAndAnErrorNotAtAll() {
         let cache = PolicyDecisionCache()
-        _ = cache.join("d", loop: loop, now: 0, done: { _ in })
-        cache.finish("d", .success(AuthZENDecision(allowed: false)), cache: settings, now: 0)
-        if case .hit = cache.join("d", loop: loop, now: 1.9, done: { _ in }) {} else { Issue.record("deny kept") }
-        if case .leader = cache.join("d", loop: loop, now: 2.1, done: { _ in }) {} else { Issue.record("deny expired") }
-        cache.finish("d", .failure(.status(500)), cache: settings, now: 2.1)
-        if case .leader = cache.join("d", loop: loop, now: 2.2, done: { _ in }) {
+        _ = cache.join(k("d"), loop: loop, now: 0, done: { _ in })
+        cache.finish(k("d"), .success(AuthZENDecision(allowed: false)), cache: settings, now: 0)
+        if case .hit = cache.join(k("d"), loop: loop, now: 1.9, done: { _ in }) {} else { Issue.record("deny kept") }
+        if case .leader = cache.join(k("d"), loop: loop, now: 2.1, done: { _ in }) {
+        } else {
+            Issue.record("deny expired")
+        }
+        cache.finish(k("d"), .failure(.status(500)), cache: settings, now: 2.1)
+        if case .leader = cache.join(k("d"), loop: loop, now: 2.2, done: { _ in }) {
         } else {
             Issue.record("error not kept")
         }
@@ -144,14 +149,14 @@ struct PolicyDecisionCacheTests {
     @Test func itHoldsNoMoreThanMaxEntries() {
         let cache = PolicyDecisionCache()
         for i in 0..<10 {
-            _ = cache.join("k\(i)", loop: loop, now: 0, done: { _ in })
-            cache.finish("k\(i)", .success(AuthZENDecision(allowed: true)), cache: settings, now: 0)
+            _ = cache.join(k("k\(i)"), loop: loop, now: 0, done: { _ in })
+            cache.finish(k("k\(i)"), .success(AuthZENDecision(allowed: true)), cache: settings, now: 0)
         }
         #expect(cache.count <= 3)
         let none = AuthorizerCache(allowTTL: 10, denyTTL: 2, maxEntries: 0)
-        _ = cache.join("z", loop: loop, now: 0, done: { _ in })
-        cache.finish("z", .success(AuthZENDecision(allowed: true)), cache: none, now: 0)
-        if case .leader = cache.join("z", loop: loop, now: 0, done: { _ in }) {
+        _ = cache.join(k("z"), loop: loop, now: 0, done: { _ in })
+        cache.finish(k("z"), .success(AuthZENDecision(allowed: true)), cache: none, now: 0)
+        if case .leader = cache.join(k("z"), loop: loop, now: 0, done: { _ in }) {
         } else {
             Issue.record("max_entries 0 keeps nothing")
         }
