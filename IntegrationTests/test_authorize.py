@@ -226,3 +226,20 @@ def test_check_config_refuses_what_cannot_work(upstream, idp, tmp_path, mutate, 
     r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0
     assert message in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_a_denied_grpc_call_is_permission_denied(gateway_factory, upstream, idp, pdp):  # noqa: F811
+    """gRPC answers the PDP's deny in its own form: PERMISSION_DENIED with the user reason."""
+    import grpc
+    from test_grpc_refusals import rpc
+    pdp.decide = lambda body: {"decision": False, "context": {"reason_user": "not this method"}}
+    text = config(upstream, idp, pdp.url).replace(
+        "listen: 127.0.0.1:{PORT}", "listen: { address: 127.0.0.1:{PORT}, http2: true }").replace(
+        "path_prefix: /orders/", "path_prefix: /pkg.Orders/")
+    gw = gateway_factory(text)
+    err = rpc(gw, "/pkg.Orders/Delete", metadata=[("authorization", bearer(idp)["Authorization"])])
+    assert err.code() == grpc.StatusCode.PERMISSION_DENIED, (err.code(), err.details())
+    assert "not this method" in err.details()
+    [call] = pdp.evaluation_calls()
+    assert call["body"]["action"] == {"name": "POST"}
+    assert call["body"]["resource"]["id"] == "/pkg.Orders/Delete"

@@ -128,3 +128,18 @@ routes:
     r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0
     assert message in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_a_grpc_call_short_of_the_routes_authentication_is_unauthenticated_with_the_challenge(
+        gateway_factory, upstream, idp):  # noqa: F811
+    """gRPC answers the refusal in its own form: UNAUTHENTICATED, the challenge in its metadata."""
+    from test_grpc_refusals import metadata, rpc
+    text = config(upstream, idp).replace("listen: 127.0.0.1:{PORT}", "listen: { address: 127.0.0.1:{PORT}, http2: true }")
+    text = text.replace("path_prefix: /transfers/", "path_prefix: /pkg.Transfers/")
+    gw = gateway_factory(text)
+    token = mint(idp.keys[0], acr="pwd", auth_time=int(time.time()))
+    err = rpc(gw, "/pkg.Transfers/Send", metadata=[("authorization", "Bearer " + token)])
+    import grpc
+    assert err.code() == grpc.StatusCode.UNAUTHENTICATED, (err.code(), err.details())
+    assert 'error="insufficient_user_authentication"' in metadata(err)["www-authenticate"]
+    assert 'acr_values="mfa phr"' in metadata(err)["www-authenticate"]
