@@ -19,8 +19,10 @@ final class RateLimiter {
     /// Keys refused by the store: until when they stay refused, and when their budget is
     /// whole again (the worker's monotonic µs).
     private var refusedUntil: [String: (until: Int64, resetAt: Int64)] = [:]
-    /// Callers' store keys, by policy and value (cleared with the digest key).
-    private var storeKeys: [String: String] = [:]
+    /// Callers' store keys, by policy, then value (cleared with the digest key): two lookups
+    /// and no key text made per request.
+    private var storeKeys: [String: [String: String]] = [:]
+    private var storeKeyCount = 0
     private(set) var metrics = RateLimitMetrics()
     private var lastFailureLog = -Double.infinity
     private let log: Logger
@@ -49,17 +51,21 @@ final class RateLimiter {
         digestKey = MACKey(secret: derived)!
         refusedUntil.removeAll()
         storeKeys.removeAll()
+        storeKeyCount = 0
     }
 
     /// The store's name for `value` under `policy`: 128 bits of the keyed digest, base64url.
     /// A caller's key is worked out once and kept (a caller comes again and again; an HMAC
     /// and its encoding cost more than the rest of the count).
     func storeKey(policy: String, value: String) -> String {
-        let name = policy + "\u{0}" + value
-        if let known = storeKeys[name] { return known }
-        let key = Base64URL.encode(digestKey.authenticate(Array(name.utf8)).prefix(16))
-        if storeKeys.count >= Self.memoCapacity { storeKeys.removeAll(keepingCapacity: true) }
-        storeKeys[name] = key
+        if let known = storeKeys[policy]?[value] { return known }
+        let key = Base64URL.encode(digestKey.authenticate(Array((policy + "\u{0}" + value).utf8)).prefix(16))
+        if storeKeyCount >= Self.memoCapacity {
+            storeKeys.removeAll(keepingCapacity: true)
+            storeKeyCount = 0
+        }
+        storeKeys[policy, default: [:]][value] = key
+        storeKeyCount += 1
         return key
     }
 
