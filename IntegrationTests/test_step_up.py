@@ -143,3 +143,27 @@ def test_a_grpc_call_short_of_the_routes_authentication_is_unauthenticated_with_
     assert err.code() == grpc.StatusCode.UNAUTHENTICATED, (err.code(), err.details())
     assert 'error="insufficient_user_authentication"' in metadata(err)["www-authenticate"]
     assert 'acr_values="mfa phr"' in metadata(err)["www-authenticate"]
+
+
+def test_a_dpop_token_short_of_the_routes_authentication_is_challenged_on_the_dpop_scheme(
+        gateway_factory, upstream, idp):  # noqa: F811
+    from support.dpop_client import DPoPKey
+    from test_dpop import bound_token
+    text = config(upstream, idp).replace("auth: bearer", "auth: dpop").replace(
+        "admin_listen:", "public_url: http://127.0.0.1:{PORT}\nadmin_listen:")
+    gw = gateway_factory(text)
+    key = DPoPKey()
+    token = bound_token(idp, key, acr="mfa", auth_time=int(time.time()) - 301)
+    url = gw.url("/transfers/6")
+    r = requests.get(url, headers={"Authorization": "DPoP " + token, "DPoP": key.proof("GET", url, token)},
+                     timeout=5)
+    assert r.status_code == 401
+    challenge = r.headers["WWW-Authenticate"]
+    assert challenge.startswith("DPoP ")
+    assert 'error="insufficient_user_authentication"' in challenge and 'max_age="300"' in challenge
+    assert 'algs="' in challenge
+    # Fresh enough: through.
+    token = bound_token(idp, key, acr="mfa", auth_time=int(time.time()))
+    r = requests.get(url, headers={"Authorization": "DPoP " + token, "DPoP": key.proof("GET", url, token)},
+                     timeout=5)
+    assert r.status_code == 200
