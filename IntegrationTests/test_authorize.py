@@ -243,3 +243,27 @@ def test_a_denied_grpc_call_is_permission_denied(gateway_factory, upstream, idp,
     [call] = pdp.evaluation_calls()
     assert call["body"]["action"] == {"name": "POST"}
     assert call["body"]["resource"]["id"] == "/pkg.Orders/Delete"
+
+
+def test_a_reload_during_a_pdp_call_leaves_no_request_waiting(gateway_factory, upstream, idp, pdp):  # noqa: F811
+    """The call under way when the authorizer's settings change still ends: the request that
+    made it and the identical ones waiting on it (any worker) get its answer."""
+    import signal
+    release = pdp.decide
+
+    def slow(body):
+        time.sleep(1.0)
+        return release(body)
+    pdp.decide = slow
+    gw = gateway_factory(config(upstream, idp, pdp.url, timeout="3s"))
+    alice = bearer(idp)
+    with ThreadPoolExecutor(4) as pool:
+        pending = [pool.submit(requests.get, gw.url("/orders/11"), headers=alice, timeout=10) for _ in range(4)]
+        time.sleep(0.4)
+        gw.write_config(config(upstream, idp, pdp.url, timeout="2s"))
+        gw.signal(signal.SIGHUP)
+        codes = [f.result().status_code for f in pending]
+    assert codes == [200] * 4
+    pdp.decide = release
+    gw.logged("config reloaded")
+    assert requests.get(gw.url("/orders/11"), headers=alice, timeout=5).status_code == 200

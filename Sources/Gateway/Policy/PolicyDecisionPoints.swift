@@ -142,7 +142,11 @@ final class PDPClient {
         let request = FetchRequest(
             url: url, body: body, headers: headers, timeout: config.timeout, connectTimeout: config.timeout,
             maxResponseBytes: 256 << 10)
-        fetcher.fetch(request) { result in
+        // The completion holds this client (and so its fetcher) until the call ends: a reload
+        // that drops the client must not drop a call that requests, here and on other workers
+        // (PolicyDecisionCache), wait for. The timeout bounds the hold.
+        fetcher.fetch(request) { [self] result in
+            _ = self
             switch result {
             case .success(let resp): done(.success(resp))
             case .failure(let e): done(.failure(.unreachable(e.description)))
