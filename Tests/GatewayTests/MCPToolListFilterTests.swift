@@ -193,6 +193,51 @@ struct MCPToolListFilterTests {
         #expect(try names(events[2].data) == ["echo"])
     }
 
+    /// On a route with `authorize`: the response waits for the PDP, with every event after
+    /// it, and goes out filtered by both the rules and the PDP's answers.
+    @Test func aStreamsResponseWaitsForThePDPAndThenIsFilteredByIt() throws {
+        var asked: [String] = []
+        var answer: ((Set<String>) -> Void)?
+        var f = filter()
+        f.decisions = ToolListDecisions { names, done in
+            asked = names
+            answer = done
+        }
+        var relay = ToolListRelay(filter: f)
+        let before = ": progress\n\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n"
+        let response = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":\(Self.tools)}}\n\n"
+        let after = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n"
+        let first = try relay.stream(bytes(before + response + after))
+        #expect(first == bytes(before), "what comes before the response passes at once")
+        let listed = try #require(relay.awaiting)
+        #expect(Set(listed) == ["echo", "deploy"])
+        // More of the stream while the PDP is asked: held behind the response.
+        #expect(try relay.stream(bytes(after)).isEmpty)
+        f.decisions!.decide(listed) {}
+        #expect(Set(asked) == ["echo", "deploy"])
+        answer!(["deploy"])
+        let rest = try relay.release()
+        var reader = EventStreamReader(maxEventBytes: 1 << 20)
+        let events = try reader.feed(rest)
+        #expect(events.count == 3)
+        // echo: the PDP said no; deploy: the rules said no.
+        #expect(try names(events[0].data) == [])
+        #expect(events[1].raw == bytes(after) && events[2].raw == bytes(after))
+        #expect(relay.awaiting == nil)
+    }
+
+    @Test func aJSONAnswerNamesItsToolsForThePDP() throws {
+        var f = filter()
+        f.decisions = ToolListDecisions { _, done in done(["echo"]) }
+        var relay = ToolListRelay(filter: f)
+        try relay.hold(bytes(#"{"jsonrpc":"2.0","id":1,"result":{"tools":\#(Self.tools)}}"#))
+        let listed = try #require(relay.namesAwaitingDecisions())
+        #expect(Set(listed) == ["echo", "deploy"])
+        f.decisions!.decide(listed) {}
+        #expect(relay.namesAwaitingDecisions() == nil)
+        #expect(try names(relay.endJSON()) == ["echo"])
+    }
+
     @Test func otherEventsPassAtOnceAndUnreadableOrHugeOnesAreRefused() throws {
         var relay = ToolListRelay(filter: filter())
         let progress = bytes("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n")

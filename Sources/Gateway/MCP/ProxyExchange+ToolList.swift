@@ -56,9 +56,44 @@ extension ProxyExchange {
             return
         }
         if !output.isEmpty { send(OwnedBuffer(output).chunk) }
+        if !toolListWaiting, let names = toolList?.awaiting, let decisions = toolList?.filter.decisions {
+            // The response event waits for the PDP: the upstream too, until it has answered.
+            toolListWaiting = true
+            call?.pause()
+            decisions.decide(names) { [self] in streamDecided() }
+        }
+    }
+
+    /// The PDP has answered on a stream's tools: the held events go out, filtered, and the
+    /// upstream is read again (or its end, if it came meanwhile, is taken now).
+    private func streamDecided() {
+        toolListWaiting = false
+        guard !done, toolList != nil else { return }
+        let output: [UInt8]
+        do {
+            output = try toolList!.release()
+        } catch {
+            cutToolList(error)
+            return
+        }
+        if !output.isEmpty { send(OwnedBuffer(output).chunk) }
+        if completeAfterDecisions {
+            completeAfterDecisions = false
+            upstreamComplete()
+        } else if !paused {
+            call?.resume()
+        }
     }
 
     func toolListComplete(_ head: HTTPResponseHead) {
+        if let names = toolList?.namesAwaitingDecisions(), let decisions = toolList?.filter.decisions {
+            // A held JSON answer: the PDP is asked about its tools before it goes out.
+            decisions.decide(names) { [self] in
+                guard !done, toolList != nil else { return }
+                toolListComplete(head)
+            }
+            return
+        }
         let body: [UInt8]
         do {
             body = try toolList!.endJSON()

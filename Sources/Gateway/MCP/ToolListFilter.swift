@@ -26,6 +26,37 @@ struct ToolListFilter {
     let maxBytes: Int
     /// Whether this caller could call the tool so named (MCPRules, the token's claims).
     let mayCall: (String) -> Bool
+    /// On a route with `authorize`: the PDP's answers, asked when the answer's tools are
+    /// known (`toolNames`); a tool it does not allow is left out too.
+    var decisions: ToolListDecisions? = nil
+
+    /// The names of the tools in the message, when it is this request's response (nil
+    /// otherwise, or when it is not JSON: `filter` says why then).
+    func toolNames(in bytes: [UInt8]) -> [String]? {
+        guard let value = try? JSONParser.parse(bytes) else { return nil }
+        let messages: [JSONObject]
+        switch value {
+        case .object(let o): messages = [o]
+        case .array(let batch): messages = batch.compactMap(\.object)
+        default: return nil
+        }
+        var names: [String]?
+        for message in messages where isResponse(message) {
+            let tools = message["result"]?.object?["tools"]?.array ?? []
+            names = (names ?? []) + tools.compactMap { $0.object?["name"]?.string }
+        }
+        return names
+    }
+
+    /// Whether the message is this request's result (see `filtered`).
+    private func isResponse(_ message: JSONObject) -> Bool {
+        guard message["method"] == nil, let result = message["result"] else { return false }
+        if let id {
+            guard let other = message["id"], Self.same(id, other) else { return false }
+            return true
+        }
+        return result.object?["tools"]?.array != nil
+    }
 
     /// The message with the tools this caller may not call removed; nil when it is not the
     /// response to this request (or a JSON-RPC error), so it goes on unchanged.
@@ -81,7 +112,7 @@ struct ToolListFilter {
         let kept = tools.filter { tool in
             // A tool without a name cannot be called, so nobody may see it.
             guard let name = tool.object?["name"]?.string else { return false }
-            return mayCall(name)
+            return mayCall(name) && (decisions?.allows(name) ?? true)
         }
         // Set in place: the members keep their order, each value as parsed.
         var newResult = resultObject

@@ -24,6 +24,12 @@ struct ToolListRelay {
     private var events: EventStreamReader
     /// A JSON answer has been filtered whole: nothing more to read. A stream never finishes.
     private(set) var finished = false
+    /// A stream whose response event waits for the PDP's answers (`filter.decisions`): that
+    /// event and every one after it, held in order until `release()`.
+    private var held: [EventStreamReader.Event] = []
+    private var heldBytes = 0
+    /// The names the response event's tools have, while it waits (`stream` set it).
+    private(set) var awaiting: [String]?
 
     init(filter: ToolListFilter) {
         self.filter = filter
@@ -61,6 +67,12 @@ struct ToolListRelay {
         body.append(contentsOf: bytes)
     }
 
+    /// The tools a held JSON answer names, when the PDP must be asked about them first.
+    func namesAwaitingDecisions() -> [String]? {
+        guard let decisions = filter.decisions, !decisions.isDecided, !body.isEmpty else { return nil }
+        return filter.toolNames(in: body)
+    }
+
     /// The whole JSON answer as the client gets it. An empty body names no tools.
     mutating func endJSON() throws(ToolListFilter.Refusal) -> [UInt8] {
         finished = true
@@ -80,9 +92,39 @@ struct ToolListRelay {
         } catch {
             throw .init(reason: "an event is larger than mcp.max_response_bytes (\(filter.maxBytes) B)")
         }
+        return try relay(ended)
+    }
+
+    /// The held events, once the PDP has answered: what goes to the client now.
+    mutating func release() throws(ToolListFilter.Refusal) -> [UInt8] {
+        let events = held
+        held = []
+        heldBytes = 0
+        awaiting = nil
+        return try relay(events)
+    }
+
+    private mutating func relay(_ ended: [EventStreamReader.Event]) throws(ToolListFilter.Refusal) -> [UInt8] {
         var out: [UInt8] = []
-        for event in ended {
+        for (i, event) in ended.enumerated() {
+            if awaiting != nil {
+                // Behind the event that waits: held too, in order, within the answer's bound.
+                heldBytes += event.raw.count
+                guard heldBytes <= filter.maxBytes else {
+                    throw .init(reason: "the stream sent more than mcp.max_response_bytes while the PDP was asked")
+                }
+                held.append(event)
+                continue
+            }
             // An event without data is never dispatched (§9.2.6), nor is empty data a message.
+            if let data = event.data, !data.isEmpty, let decisions = filter.decisions, !decisions.isDecided,
+                let names = filter.toolNames(in: data)
+            {
+                awaiting = names
+                held = Array(ended[i...])
+                heldBytes = held.reduce(0) { $0 + $1.raw.count }
+                break
+            }
             guard let data = event.data, !data.isEmpty, let rewritten = try filter.filter(message: data) else {
                 out += event.raw
                 continue
@@ -96,8 +138,8 @@ struct ToolListRelay {
             out += Array("data: ".utf8) + rewritten + [0x0A, event.raw.last == 0x0D ? 0x0D : 0x0A]
         }
         // The LF that completes the last event's CRLF goes now: a client reading CRLF lines
-        // waits for it.
-        if events.takeLeadingLF() { out.append(0x0A) }
+        // waits for it. (Not while events are held: it belongs after the last of them.)
+        if awaiting == nil, events.takeLeadingLF() { out.append(0x0A) }
         return out
     }
 

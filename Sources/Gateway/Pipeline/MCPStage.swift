@@ -39,9 +39,7 @@ final class MCPStage: Stage {
             if ex.head.method == .GET, ex.head.fields.first("Last-Event-ID") != nil {
                 // MCP transports, "Resumability and Redelivery": a resumed stream may replay
                 // the response to a tools/list, which is filtered as it was on its POST.
-                let token = admission.token
-                ctx.toolListFilter = ToolListFilter(
-                    id: nil, maxBytes: rules.maxResponseBytes, mayCall: { rules.mayCallTool($0, token: token) })
+                ctx.toolListFilter = toolListFilter(id: nil, request, admission)
             }
             return .proceed
         }
@@ -69,15 +67,31 @@ final class MCPStage: Stage {
             if message.method == "tools/list", let id = message.id {
                 // The answer is filtered on its way back (ToolListRelay): the caller sees
                 // only the tools it may call, by the same check as a tools/call.
-                let token = admission.token
-                ctx.toolListFilter = ToolListFilter(
-                    id: id, maxBytes: rules.maxResponseBytes, mayCall: { rules.mayCallTool($0, token: token) })
+                ctx.toolListFilter = toolListFilter(id: id, request, admission)
             }
             if case .tool(let name) = message.target { admission.mcpTool = name }
             request.admission?.body = BufferedRequestBody(bytes)
             request.resume()
         }
         return .suspend
+    }
+
+    /// The filter of a `tools/list` answer: the tools the route's rules let this token call,
+    /// and on a route with `authorize`, those the PDP allows (ToolListDecisions).
+    private func toolListFilter(id: JSONValue?, _ request: RoutedRequest, _ admission: Admission) -> ToolListFilter {
+        let rules = rules
+        let token = admission.token
+        var filter = ToolListFilter(
+            id: id, maxBytes: rules.maxResponseBytes, mayCall: { rules.mayCallTool($0, token: token) })
+        if let authorizer = route.options.stageSettings[AuthorizeStage.routeKey.name] as? AuthorizerConfig {
+            let base = AuthorizeStage.evaluation(authorizer, request, admission, services, action: "tools/call")
+            filter.decisions =
+                base.map {
+                    services.policies.toolListDecisions(
+                        authorizer, $0, route: request.context.route, requestID: request.context.requestID)
+                } ?? ToolListDecisions { _, done in done([]) }
+        }
+        return filter
     }
 
     /// The refusal of a message the route's rules do not let this token make; nil: it passes.

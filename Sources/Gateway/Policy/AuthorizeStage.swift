@@ -18,10 +18,18 @@ final class AuthorizeStage: KeyedStage {
         ConfigParser.routeAuthorizer(&route, node, path: path, context)
     }
     static let position = StagePosition.afterAuthentication
+    static let positions: [StagePosition] = [.afterAuthentication, .beforeUpstream]
+
+    /// On an MCP route the tool a `tools/call` names is known only once the MCP stage has
+    /// read the message: the PDP is asked then, about that tool.
+    static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> AuthorizeStage? {
+        guard let a = plan.route.options.stageSettings[routeKey.name] as? AuthorizerConfig else { return nil }
+        let here: StagePosition = plan.mcp != nil ? .beforeUpstream : .afterAuthentication
+        return position == here ? AuthorizeStage(authorizer: a, services: services) : nil
+    }
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> AuthorizeStage? {
-        guard let a = plan.route.options.stageSettings[routeKey.name] as? AuthorizerConfig else { return nil }
-        return AuthorizeStage(authorizer: a, services: services)
+        make(plan, services, at: position)
     }
 
     let authorizer: AuthorizerConfig
@@ -38,7 +46,7 @@ final class AuthorizeStage: KeyedStage {
         // A preflight carries no credential: there is no caller to ask about.
         if admission.preflight { return .proceed }
         let ctx = request.context
-        guard let evaluation = evaluation(request, admission) else {
+        guard let evaluation = Self.evaluation(authorizer, request, admission, services) else {
             note(ctx, .deny, micros: 0, cached: false)
             return .answer(
                 ErrorResponse.make(
@@ -66,7 +74,11 @@ final class AuthorizeStage: KeyedStage {
     }
 
     /// The AuthZEN request for this request (§6.1), or nil when the caller has no subject id.
-    func evaluation(_ request: RoutedRequest, _ admission: Admission) -> AuthZENEvaluation? {
+    /// `action`: the action's name when it is not the request's method.
+    static func evaluation(
+        _ authorizer: AuthorizerConfig, _ request: RoutedRequest, _ admission: Admission, _ services: WorkerServices,
+        action: String? = nil
+    ) -> AuthZENEvaluation? {
         let claims = admission.claims
         guard let id = Self.text(claims[authorizer.subject.idClaim]), !id.isEmpty else { return nil }
         var subjectProperties = JSONObject()
@@ -78,10 +90,18 @@ final class AuthorizeStage: KeyedStage {
         let ip = ClientAddress.of(
             request.origin, peerTrusted: request.isDecision || ctx.behindTrustedProxy,
             trustedProxies: services.config.trustedProxies)
+        if action == nil, let tool = admission.mcpTool {
+            // An MCP `tools/call`: the question is the tool, as a tools/list's are
+            // (ToolListDecisions), so a PDP that hides a tool also refuses its calls.
+            return AuthZENEvaluation(
+                authorizer: authorizer.name, subjectType: authorizer.subject.type, subjectID: id,
+                subjectProperties: subjectProperties, action: "tools/call", resourceType: "mcp_tool", resourceID: tool,
+                resourceProperties: ["route": ctx.route], ip: ip, time: services.wallClock.now)
+        }
         return AuthZENEvaluation(
             authorizer: authorizer.name, subjectType: authorizer.subject.type, subjectID: id,
             subjectProperties: subjectProperties,
-            action: ctx.method, resourceID: ctx.path,
+            action: action ?? ctx.method, resourceID: ctx.path,
             resourceProperties: ["route": ctx.route, "host": host, "path": ctx.path], ip: ip,
             time: services.wallClock.now)
     }

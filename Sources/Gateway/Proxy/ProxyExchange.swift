@@ -33,6 +33,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     @exclusivity(unchecked) var toolList: ToolListRelay?
     /// A JSON `tools/list` answer's head, held until its body is filtered and its length known.
     @exclusivity(unchecked) var heldHead: HTTPResponseHead?
+    /// A `tools/list` answer waits for the PDP's answers on its tools (ToolListDecisions):
+    /// the upstream is paused meanwhile, and its end, if it comes, is taken after them.
+    @exclusivity(unchecked) var toolListWaiting = false
+    @exclusivity(unchecked) var completeAfterDecisions = false
     /// The response may go to a temp file while the client is behind (ProxyExchange+Spool).
     @exclusivity(unchecked) var spoolAllowed = false
     @exclusivity(unchecked) var spool: BodySpool?
@@ -259,7 +263,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     }
 
     func drained() {
-        if paused {
+        if paused && !toolListWaiting {
             paused = false
             call?.resume()
         }
@@ -282,6 +286,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         if let head = heldHead {
             heldHead = nil
             toolListComplete(head)
+            return
+        }
+        if toolListWaiting {
+            completeAfterDecisions = true
             return
         }
         if let spool, spool.pending > 0 {
