@@ -18,12 +18,27 @@ enum HTTP2SessionSetup {
         // (RFC 9218 §2.1: SETTINGS_NO_RFC7540_PRIORITIES is sent, below), so nghttp2 need
         // not keep closed streams in an RFC 7540 dependency tree: it kept up to the
         // concurrent-stream limit of them per connection, 1.8 MB of the workers' peak heap
-        // under h2load -c64 -m10.
+        // under h2load -c64 -m10. (With that setting sent, nghttp2 1.52 frees a closed
+        // stream at once whatever this option says; see `start` for the rules that costs.)
         nghttp2_option_set_no_closed_streams(option, 1)
     }
 
     /// Queues the session's SETTINGS and widens its connection window; false when nghttp2
     /// refused (out of memory): the caller deletes the session.
+    ///
+    /// SETTINGS_NO_RFC7540_PRIORITIES = 1 (RFC 9218 §2.1) turns nghttp2's RFC 7540 priority
+    /// tree off, and with it rules of RFC 9113 that nghttp2 (1.52, Debian's) keeps only through
+    /// that tree; on a server the gateway's `HTTP2FrameScreen` keeps them instead:
+    /// - a PRIORITY frame is checked for its length only: one on stream 0 (§6.3) or making a
+    ///   stream depend on itself (RFC 7540 §5.3.1) is not a PROTOCOL_ERROR;
+    /// - a stream is freed as it closes (`nghttp2_session_close_stream`), so a HEADERS or DATA
+    ///   frame on a stream the client reset or ended finds no stream and is ignored, not a
+    ///   STREAM_CLOSED error (§5.1) as on a stream nghttp2 holds.
+    /// nghttp2 never refuses a HEADERS frame on a lower stream identifier than one already
+    /// opened (§5.1.1: PROTOCOL_ERROR); it ignores it, tree or not. The tree is not turned back
+    /// on for these: it would hold up to 128 closed and 100 idle streams per connection (224
+    /// bytes each, about 50 KB), let the client's weights order the answers, and still forget
+    /// a stream past the 128 last closed.
     static func start(
         _ session: OpaquePointer, settings: [(nghttp2_settings_id, UInt32)], connectionWindow: Int32
     ) -> Bool {

@@ -52,6 +52,12 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     private var failed = false
     /// Frames that serve no request (`HTTP2GlitchBudget`).
     var glitches = HTTP2GlitchBudget()
+    /// The client's bytes read ahead of nghttp2, for the rules it lets by (`HTTP2FrameScreen`);
+    /// `screened`: how many at the front of the input it has read (a paused read leaves some
+    /// to nghttp2); `refusal`: where, from the front of the input, the frame it refused starts.
+    private var screen = HTTP2FrameScreen()
+    private var screened = 0
+    private var refusal: HTTP2FrameScreen.Refusal?
     private(set) var goingAway = false
     private var isClosed = false
     /// Monotonic seconds: when the last stream opened or closed (idle timeout), and when
@@ -140,19 +146,30 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         {
             var vector = iovec()
             guard evbuffer_peek(input, -1, nil, &vector, 1) > 0 else { break }
-            let n = nghttp2_session_mem_recv(
-                session, vector.iov_base.assumingMemoryBound(to: UInt8.self), vector.iov_len)
-            guard n >= 0 else {
-                // A connection error (bad preface, flood, protocol violation): a GOAWAY
-                // says so (RFC 9113 §5.4.1) unless nghttp2 has queued its own.
-                nghttp2_session_terminate_session(session, NGHTTP2_PROTOCOL_ERROR.rawValue)
-                failed = true
-                evbuffer_drain(input, evbuffer_get_length(input))
-                break
+            let chunk = UnsafeRawBufferPointer(start: vector.iov_base, count: vector.iov_len)
+            if refusal == nil, screened < chunk.count {
+                refusal = screen.read(UnsafeRawBufferPointer(rebasing: chunk[screened...]))
+                refusal?.offset += screened
+                screened = chunk.count
             }
+            let length = min(chunk.count, refusal?.offset ?? chunk.count)
+            let n = length == 0 ? 0 : nghttp2_session_mem_recv(session, chunk.baseAddress!, length)
+            // A connection error (bad preface, flood, protocol violation): a GOAWAY says so
+            // (RFC 9113 §5.4.1) unless nghttp2 has queued its own.
+            guard n >= 0 else { return fail(session, code: NGHTTP2_PROTOCOL_ERROR.rawValue) }
             evbuffer_drain(input, n)
+            screened -= n
+            refusal?.offset -= n
             deliverEvents()
+            // nghttp2 has read every frame before the refused one.
+            if let refusal, refusal.offset == 0 { return fail(session, code: refusal.violation.errorCode) }
         }
+    }
+
+    private func fail(_ session: OpaquePointer, code: UInt32) {
+        nghttp2_session_terminate_session(session, code)
+        failed = true
+        evbuffer_drain(connection.input, evbuffer_get_length(connection.input))
     }
 
     private func send(_ session: OpaquePointer) {
