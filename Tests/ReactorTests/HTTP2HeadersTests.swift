@@ -99,6 +99,10 @@ struct HTTP2HeadersTests {
         }
         #expect(choose("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") == .http2)
         #expect(choose("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\u{12}\u{4}") == .http2)
+        // The preface's first line decides: nghttp2 refuses a wrong rest (RFC 9113 §3.4).
+        #expect(choose("PRI * HTTP/2.0\r\n") == .http2)
+        #expect(choose("PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n") == .http2)
+        #expect(choose("PRI * HTTP/2.0\r") == .undecided)
         #expect(choose("PRI * HTTP/2") == .undecided)
         #expect(choose("P") == .undecided)
         #expect(choose("GET / HTTP/1.1\r\n") == .http1)

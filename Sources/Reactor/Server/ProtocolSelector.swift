@@ -4,8 +4,10 @@ internal import CEvent
 /// it decides which of the two the connection speaks, then hands the connection (and the
 /// bytes read so far, left in its input) to that protocol's handler. Over TLS the decision
 /// is ALPN's (RFC 9113 §3.2: `h2` chosen in the handshake); over plain TCP it is the
-/// client's first bytes: the HTTP/2 connection preface means HTTP/2 with prior knowledge
-/// (RFC 9113 §3.3), anything else is HTTP/1.1. `Upgrade: h2c` is never honoured (RFC 9113
+/// client's first bytes: the connection preface's first line, `PRI * HTTP/2.0` CRLF, means
+/// HTTP/2 with prior knowledge (RFC 9113 §3.3), and nghttp2 checks the rest of the preface
+/// (an invalid one is a connection error PROTOCOL_ERROR, §3.4: GOAWAY, then close); anything
+/// else is HTTP/1.1, where that line is no request. `Upgrade: h2c` is never honoured (RFC 9113
 /// §3.1 deprecates it): such a request is served as HTTP/1.1, and its Upgrade is not
 /// forwarded. Until the choice, the connection is idle (reclaimable) and on the header
 /// deadline, as an HTTP/1.1 connection is before its first byte. Loop-thread only.
@@ -15,6 +17,8 @@ final class ProtocolSelector: ServerConnectionHandler {
 
     /// The client connection preface (RFC 9113 §3.4).
     static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+    /// Its first line: a client that sends it is speaking HTTP/2, whatever follows.
+    static let prefaceLine = Array(preface.prefix(16))
 
     init(connection: ServerConnection, context: ServerContext) {
         self.context = context
@@ -32,9 +36,9 @@ final class ProtocolSelector: ServerConnectionHandler {
     }
 
     static func choose(_ bytes: UnsafeRawBufferPointer) -> Choice {
-        let n = min(bytes.count, preface.count)
-        for i in 0..<n where bytes[i] != preface[i] { return .http1 }
-        return n == preface.count ? .http2 : .undecided
+        let n = min(bytes.count, prefaceLine.count)
+        for i in 0..<n where bytes[i] != prefaceLine[i] { return .http1 }
+        return n == prefaceLine.count ? .http2 : .undecided
     }
 
     func connectionReadable(_ connection: ServerConnection) {
@@ -46,8 +50,9 @@ final class ProtocolSelector: ServerConnectionHandler {
         if connection.info.isTLS {
             choice = connection.negotiatedH2 ? .http2 : .http1
         } else {
-            guard let front = evbuffer_pullup(input, min(length, Self.preface.count)) else { return }
-            choice = Self.choose(UnsafeRawBufferPointer(start: front, count: min(length, Self.preface.count)))
+            let count = min(length, Self.prefaceLine.count)
+            guard let front = evbuffer_pullup(input, count) else { return }
+            choice = Self.choose(UnsafeRawBufferPointer(start: front, count: count))
         }
         switch choice {
         case .undecided:
