@@ -149,6 +149,22 @@ def seeds():
     add(0, b"\x00\x00\x00\x00\x00\x00\x00\x00\x00")  # no SETTINGS first
     add(0, settings(), data(1, b"x"))  # DATA on an idle stream
     add(0, settings(), headers(e(), 2, BASE))  # even stream id
+    # The rules nghttp2 lets by, kept by HTTP2FrameScreen: a lower stream id, one skipped,
+    # HEADERS and DATA on streams the client reset or ended, PRIORITY on stream 0 or on itself,
+    # and a body and trailer section the client may still send on a stream it has not ended.
+    enc = e()
+    add(0, settings(), headers(enc, 5, BASE), headers(enc, 3, BASE), headers(enc, 7, BASE))
+    enc = e()
+    add(0, settings(), headers(enc, 1, post, end=False), RstStreamFrame(1, error_code=8).serialize(),
+        headers(enc, 1, BASE), data(1, b"late"))
+    enc = e()
+    add(0, settings(), headers(enc, 1, BASE), data(1, b"late"), headers(enc, 3, BASE))
+    add(0, settings(), b"\x00\x00\x05\x02\x00\x00\x00\x00\x00" + b"\x00\x00\x00\x01\x10", headers(e(), 1, BASE))
+    add(0, settings(), headers(e(), 1, post, end=False),
+        b"\x00\x00\x05\x02\x00\x00\x00\x00\x01" + b"\x00\x00\x00\x01\x10", data(1, b"hello world"))
+    enc = e()
+    add(4, settings(), headers(enc, 1, post, end=False), data(1, b"hello", end=False), headers(enc, 3, BASE),
+        data(1, b" world", end=False), headers(enc, 1, [("x-trailer", "t")]), headers(enc, 9, BASE))
     return out
 
 
