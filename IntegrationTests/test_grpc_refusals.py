@@ -123,12 +123,12 @@ def test_upstream_timeout_is_deadline_exceeded_and_a_body_too_large_resource_exh
     silent = Silent()
     try:
         text = config(upstream, idp, silent.port).replace("connect_timeout: 1s, timeout: 2s", "timeout: 1s")
-        g = gateway_factory(text.replace("workers: 2", "workers: 2\nlimits: { max_body_size: 16KB }"))
+        g = gateway_factory(text.replace("workers: 2", "workers: 2\nlimits: { grpc_max_message_size: 16KB }"))
         err = rpc(g, "/pkg.Down/Get")
         assert err.code() == grpc.StatusCode.DEADLINE_EXCEEDED, (err.code(), err.details())
         assert err.details() == "the upstream did not answer in time"  # the gateway's, not the client's
-        # A message past max_body_size (gRPC sends no content-length: the limit trips as the
-        # body streams, before the upstream answers).
+        # A message past grpc_max_message_size (gRPC sends no content-length: the limit trips
+        # as the body streams, at the message's prefix, before the upstream answers).
         with grpc.insecure_channel(f"127.0.0.1:{g.port}") as channel:
             call = channel.unary_unary("/pkg.Down/Put", request_serializer=None, response_deserializer=None)
             with pytest.raises(grpc.RpcError) as e:

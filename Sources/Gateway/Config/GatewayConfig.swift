@@ -139,7 +139,11 @@ struct ClientCertificates: Sendable, Equatable {
 }
 
 struct Limits: Sendable {
+    /// A request body's whole length, but a gRPC call's (`grpcMaxMessageSize` bounds it).
     var maxBodySize = 4 << 20
+    /// `grpc_max_message_size`: the most bytes one message of a gRPC or gRPC-Web call may
+    /// carry after its 5-byte prefix, as gRPC's own `max_receive_message_length` (4 MiB).
+    var grpcMaxMessageSize = 4 << 20
     var maxHeaderSize = 32 << 10
     var clientIdleTimeout = 60.0
     var shutdownGrace = 30.0

@@ -11,6 +11,17 @@ extension Limits {
             if let v = r.size(n, path: p) { l.maxBodySize = v }
         },
         .init(
+            "grpc_max_message_size", type: "size (1B to 1GB)", default: "`4MB`",
+            checkedBy: ConfigDefault.size(Limits().grpcMaxMessageSize)
+        ) { l, n, p, r in
+            guard let v = r.size(n, path: p) else { return }
+            if (1...(1 << 30)).contains(v) {
+                l.grpcMaxMessageSize = v
+            } else {
+                r.problem(p, n, "must be from 1B to 1GB (gRPC's own default is 4MB)")
+            }
+        },
+        .init(
             "max_header_size", type: "size", default: "`32KB`", checkedBy: ConfigDefault.size(Limits().maxHeaderSize)
         ) { l, n, p, r in
             guard let v = r.size(n, path: p) else { return }

@@ -26,7 +26,15 @@ final class RequestBufferingStage: Stage {
         let ctx = request.context
         // What goes upstream: a form or an MCP call already read, else the client's stream.
         let body = request.admission?.body ?? ex.body
-        if case .length(let n) = body.framing, n > UInt64(services.config.limits.maxBodySize) {
+        let limits = services.config.limits
+        let budget = services.requestSpoolBudget
+        let readWhole = budget.map { readsBodyFirst(body, ex, ctx, budget: $0) } ?? false
+        // A gRPC call's body is bounded per message (`RequestBodyLimit`); only a body with
+        // one (the client's own, not a form or an MCP call already read) is asked.
+        let limit =
+            body.framing == .none || body !== ex.body
+            ? StreamedBodyLimit.server : RequestBodyLimit.of(ex.head.fields, limits: limits, readWhole: readWhole)
+        if case .length(let n) = body.framing, n > UInt64(limit.total ?? limits.maxBodySize) {
             // Announced too large: refused before the upstream hears of it, nothing read.
             return .answer(
                 ErrorResponse.make(
@@ -37,12 +45,9 @@ final class RequestBufferingStage: Stage {
             // The client left while the gateway was deciding (keys, introspection, a session).
             return .answer(ErrorResponse.clientGone(requestID: ctx.requestID))
         }
-        guard let budget = services.requestSpoolBudget, readsBodyFirst(body, ex, ctx, budget: budget) else {
-            return .proceed
-        }
+        guard readWhole, let budget else { return .proceed }
         let client = ClientAddress.of(
             ctx.forwarded, peerTrusted: ctx.behindTrustedProxy, trustedProxies: services.config.trustedProxies)
-        let limits = services.config.limits
         if case .length(let n) = body.framing, n > UInt64(limits.requestBuffer),
             !budget.hasRoom(Int(n) - limits.requestBuffer, for: client)
         {
@@ -53,7 +58,7 @@ final class RequestBufferingStage: Stage {
         }
         let whole = SpooledRequestBody(
             reading: body, memory: limits.requestBuffer, directory: limits.spoolDirectory, budget: budget,
-            maxBytes: limits.maxBodySize, client: client)
+            maxBytes: limit.total ?? limits.maxBodySize, client: client, limit: limit)
         request.spooledBody = whole
         // `whole` keeps this closure (and the request in it) until it calls it, once.
         whole.read { [services] outcome in

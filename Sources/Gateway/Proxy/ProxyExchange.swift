@@ -73,6 +73,11 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             // after `limits.continue_timeout` (curl waits 1 s too; a client may send without a 100).
             request.continueTimeout = wait
         }
+        if let body = request.body, body === exchange.body, body.framing != .none {
+            // The client's own body streams upstream: a gRPC call's is bounded per message.
+            request.bodyLimit = RequestBodyLimit.of(
+                exchange.head.fields, limits: services.config.limits, readWhole: false)
+        }
         if let timeout = context.grpcTimeout {
             // A gRPC call's deadline bounds its upstream call too: past it the client has
             // given up, and the upstream's work would be for nobody.

@@ -34,6 +34,32 @@ public struct BodyChunk {
     }
 }
 
+extension GRPCMessageCounter {
+    /// Reads the chunk's bytes without moving them, segment by segment as its buffer holds
+    /// them (no copy, whatever the chunk's size).
+    mutating func feed(_ chunk: BodyChunk) -> Verdict {
+        var done = 0
+        let capacity = 16
+        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: capacity) { vectors in
+            var position = evbuffer_ptr()
+            while done < chunk.count {
+                guard evbuffer_ptr_set(chunk.buffer, &position, done, EVBUFFER_PTR_SET) == 0 else { return .within }
+                let n = Int(
+                    evbuffer_peek(chunk.buffer, chunk.count - done, &position, vectors.baseAddress, Int32(capacity)))
+                guard n > 0 else { return .within }
+                for i in 0..<min(n, capacity) where done < chunk.count {
+                    let length = min(vectors[i].iov_len, chunk.count - done)
+                    guard let base = vectors[i].iov_base?.assumingMemoryBound(to: UInt8.self) else { return .within }
+                    done += length
+                    let verdict = feed(Span(_unsafeElements: UnsafeBufferPointer(start: base, count: length)))
+                    if verdict == .tooLarge { return verdict }
+                }
+            }
+            return .within
+        }
+    }
+}
+
 /// An owned, growable byte buffer for bodies that the gateway writes itself (error pages,
 /// metrics) or keeps (a collected body). Owns its evbuffer.
 public final class OwnedBuffer {

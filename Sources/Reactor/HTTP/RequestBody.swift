@@ -25,6 +25,24 @@ public enum RequestBodyFailure: Error, Sendable, Equatable {
     public var isTimeout: Bool { self == .timeout || self == .pastDeadline || self == .tooSlow }
 }
 
+/// What bounds a request body the gateway streams (`RequestBody.stream(to:limit:)`): its
+/// whole length, and, for a gRPC call, each of its messages.
+public struct StreamedBodyLimit: Sendable, Equatable {
+    /// The most bytes of the whole body; nil: the server's `maxBodySize`.
+    public var total: Int?
+    /// Each message's bound, read from the body's gRPC framing as it streams; nil: the body
+    /// is not read as gRPC messages.
+    public var messages: GRPCMessageLimit?
+
+    public init(total: Int? = nil, messages: GRPCMessageLimit? = nil) {
+        self.total = total
+        self.messages = messages
+    }
+
+    /// The server's `maxBodySize` for the whole body, and nothing else.
+    public static let server = StreamedBodyLimit()
+}
+
 /// Receives a streamed request body, in order: `requestBody`*, then `requestBodyEnd` or
 /// `requestBodyFailed`.
 public protocol RequestBodySink: AnyObject {
@@ -63,12 +81,21 @@ public protocol RequestBody: AnyObject {
     /// Streams the body to `sink` as it arrives (`max_body_size` still holds). Says
     /// `100 Continue` first if the client waits for it (and `sendContinue` has not).
     func stream(to sink: RequestBodySink)
+    /// The same under `limit` instead of `max_body_size` (a gRPC call's per-message bound).
+    /// Past it the sink fails with `.tooLarge`, as past `max_body_size`.
+    func stream(to sink: RequestBodySink, limit: StreamedBodyLimit)
     /// Flow control while streaming: stop reading the client until `resume`.
     func pause()
     func resume()
     /// The body is not wanted (a refused request): the engine reads and drops a bounded
     /// amount to keep the connection, or closes it after the answer.
     func discard()
+}
+
+extension RequestBody {
+    /// A body already read (in memory, or spooled) was bounded as it was read: it streams
+    /// as it is.
+    public func stream(to sink: RequestBodySink, limit: StreamedBodyLimit) { stream(to: sink) }
 }
 
 /// A body already in memory (bytes the gateway collected and may have changed, such as a

@@ -23,6 +23,7 @@ public final class SpooledRequestBody: RequestBody {
     private let budget: SpoolBudget
     private let client: String?
     private let maxBytes: Int
+    private let limit: StreamedBodyLimit
     private let memory = OwnedBuffer()
     private var spool: BodySpool?
     private var length: UInt64 = 0
@@ -36,11 +37,13 @@ public final class SpooledRequestBody: RequestBody {
     private var pumpAgain = false
 
     /// `maxBytes`: the most one body may put on disk (`max_body_size` bounds it anyway);
-    /// `client`: whose share of `budget` the file's bytes count in.
+    /// `client`: whose share of `budget` the file's bytes count in; `limit`: what bounds the
+    /// body as it is read (a gRPC call's messages).
     public init(
         reading source: RequestBody, memory: Int, directory: String, budget: SpoolBudget, maxBytes: Int,
-        client: String? = nil
+        client: String? = nil, limit: StreamedBodyLimit = .server
     ) {
+        self.limit = limit
         self.source = source
         self.memoryLimit = memory
         self.directory = directory
@@ -59,7 +62,7 @@ public final class SpooledRequestBody: RequestBody {
         reading = done
         let reader = Reader(self)
         self.reader = reader
-        source.stream(to: reader)
+        source.stream(to: reader, limit: limit)
     }
 
     /// The engine's bytes, kept in order: memory while it has room, then the file.

@@ -27,7 +27,7 @@ extension HTTP1ConnectionHandler {
         startReadingBody(ex)
     }
 
-    func stream(_ ex: HTTP1ServerExchange, to sink: RequestBodySink) {
+    func stream(_ ex: HTTP1ServerExchange, to sink: RequestBodySink, limit: StreamedBodyLimit) {
         thread.check()
         guard case .unclaimed = ex.consumer else {
             assertionFailure("a request body is read once")
@@ -37,7 +37,9 @@ extension HTTP1ConnectionHandler {
             ex.consumer = .finished
             return sink.requestBodyEnd(trailers: HTTP1Fields())
         }
-        if case .contentLength(let n) = ex.request.framing, n > UInt64(context.options.maxBodySize) {
+        ex.streamTotal = limit.total ?? context.options.maxBodySize
+        ex.grpcMessages = limit.messages.map(GRPCMessageCounter.init)
+        if case .contentLength(let n) = ex.request.framing, n > UInt64(ex.streamTotal) {
             ex.consumer = .finished
             ex.closeAfter = true
             return sink.requestBodyFailed(.tooLarge)
@@ -178,7 +180,9 @@ extension HTTP1ConnectionHandler {
                 BodyChunk(buffer: input, count: count).move(to: buffer.buffer)
             }
         case .streaming(let sink):
-            if ex.bodyBytes > context.options.maxBodySize {
+            if ex.bodyBytes > ex.streamTotal
+                || ex.grpcMessages?.feed(BodyChunk(buffer: input, count: count)) == .tooLarge
+            {
                 evbuffer_drain(input, count)
                 ex.closeAfter = true
                 failBody(ex, .tooLarge)

@@ -63,6 +63,10 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     /// The parser has returned the body's end.
     @exclusivity(unchecked) var bodyComplete = false
     var bodyBytes = 0
+    /// While streaming: the most bytes of the whole body, and a gRPC call's messages as read
+    /// so far (`StreamedBodyLimit`).
+    var streamTotal = 0
+    var grpcMessages: GRPCMessageCounter?
     var paused = false
     var continueSent = false
     /// Body pacing (`HTTPServerOptions.bodyPace`), monotonic seconds: when reading began,
@@ -140,12 +144,14 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
         handler.collect(self, limit: limit, done)
     }
 
-    func stream(to sink: RequestBodySink) {
+    func stream(to sink: RequestBodySink) { stream(to: sink, limit: .server) }
+
+    func stream(to sink: RequestBodySink, limit: StreamedBodyLimit) {
         guard let handler = active else {
             sink.requestBodyFailed(.clientGone)
             return
         }
-        handler.stream(self, to: sink)
+        handler.stream(self, to: sink, limit: limit)
     }
 
     func pause() { active?.pause(self) }

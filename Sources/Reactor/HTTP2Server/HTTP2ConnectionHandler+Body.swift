@@ -25,13 +25,15 @@ extension HTTP2ConnectionHandler {
         startReading(s)
     }
 
-    func stream(_ s: HTTP2Stream, to sink: RequestBodySink) {
+    func stream(_ s: HTTP2Stream, to sink: RequestBodySink, limit: StreamedBodyLimit) {
         thread.check()
         guard case .unclaimed = s.consumer else {
             assertionFailure("a request body is read once")
             return sink.requestBodyFailed(.malformed)
         }
-        if let n = s.contentLength, n > UInt64(context.options.maxBodySize) {
+        s.streamTotal = limit.total ?? context.options.maxBodySize
+        s.grpcMessages = limit.messages.map(GRPCMessageCounter.init)
+        if let n = s.contentLength, n > UInt64(s.streamTotal) {
             s.consumer = .finished
             sink.requestBodyFailed(.tooLarge)
             return deliverBody(s)
@@ -111,7 +113,9 @@ extension HTTP2ConnectionHandler {
             guard !s.paused else { return }
             if n > 0 {
                 s.bodyBytes += n
-                guard s.bodyBytes <= context.options.maxBodySize else { return tooLarge(s) }
+                guard s.bodyBytes <= s.streamTotal,
+                    s.grpcMessages?.feed(BodyChunk(buffer: s.received.buffer, count: n)) != .tooLarge
+                else { return tooLarge(s) }
                 sink.requestBody(BodyChunk(buffer: s.received.buffer, count: n))
                 // The sink must take exactly the chunk; what it left is dropped.
                 let left = s.received.count
@@ -145,8 +149,8 @@ extension HTTP2ConnectionHandler {
         }
     }
 
-    /// Past the body limit: the reader fails, and what follows is dropped (the answer to
-    /// the failure then resets the stream, RFC 9113 §8.1).
+    /// Past the body limit, or a gRPC message past its own: the reader fails, and what
+    /// follows is dropped (the answer to the failure then resets the stream, RFC 9113 §8.1).
     private func tooLarge(_ s: HTTP2Stream) {
         let n = s.received.count
         if n > 0 {

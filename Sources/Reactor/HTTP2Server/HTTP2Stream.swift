@@ -57,6 +57,10 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     let received = OwnedBuffer()
     var consumer = BodyConsumer.unclaimed
     var bodyBytes = 0
+    /// While streaming: the most bytes of the whole body, and a gRPC call's messages as read
+    /// so far (`StreamedBodyLimit`).
+    var streamTotal = 0
+    var grpcMessages: GRPCMessageCounter?
     var paused = false
     var continueSent = false
     /// Monotonic seconds: when the header block began, and when a body byte last came.
@@ -155,9 +159,11 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
         handler.collect(self, limit: limit, done)
     }
 
-    func stream(to sink: RequestBodySink) {
+    func stream(to sink: RequestBodySink) { stream(to: sink, limit: .server) }
+
+    func stream(to sink: RequestBodySink, limit: StreamedBodyLimit) {
         guard let handler else { return sink.requestBodyFailed(.clientGone) }
-        handler.stream(self, to: sink)
+        handler.stream(self, to: sink, limit: limit)
     }
 
     func pause() {

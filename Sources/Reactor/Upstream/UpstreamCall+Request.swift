@@ -26,6 +26,8 @@ extension UpstreamCall {
         /// Which fields of the client's trailer section go on (after the body, on a chunked
         /// or HTTP/2 request; a body sent by length carries none). nil: none do.
         public var trailerPolicy: RequestTrailerPolicy?
+        /// What bounds the body as it streams from the client (a gRPC call's messages).
+        public var bodyLimit: StreamedBodyLimit
     }
 }
 
@@ -39,7 +41,7 @@ extension UpstreamCall.Request {
     ) {
         self.init(
             method: method, target: target, fields: fields, forwarded: forwarded, body: body, upgrade: false,
-            continueTimeout: nil, deadline: nil, trailerPolicy: trailerPolicy)
+            continueTimeout: nil, deadline: nil, trailerPolicy: trailerPolicy, bodyLimit: .server)
     }
 }
 

@@ -217,7 +217,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
         let sink = UpstreamBodySink(call: self)
         bodySink = sink
         queueingBody = true
-        body.stream(to: sink)
+        body.stream(to: sink, limit: request.bodyLimit)
         queueingBody = false
     }
 
