@@ -4,11 +4,13 @@ import Reactor
 
 /// RFC 8693 token exchange toward a route's upstream, on one worker's loop (its own curl
 /// multi handle): the caller's token is traded at the AS for one meant for the upstream.
-/// One exchange per (subject token, target) at a time however many requests wait on it; the
-/// issued token is kept until its expiry minus the route's margin, on the worker and, with
-/// a Redis store, in Redis for every replica (`SharedAnswerCache`, sealed: it is a bearer
+/// One exchange per (subject token, target) at a time in the whole process however many
+/// requests on however many workers wait on it (`ExchangedTokens`); the issued token is kept
+/// until its expiry minus the route's margin, on the worker, for the process and, with a
+/// Redis store, in Redis for every replica (`SharedAnswerCache`, sealed: it is a bearer
 /// credential). A refusal is kept briefly, so a flood with a refused token is no flood at
 /// the AS; an AS that cannot be asked, or answers with no usable token, is never cached.
+/// The exchange is waited for at most the route's bound (`wait`).
 final class TokenExchanger {
     /// What an exchange came to.
     enum Outcome {
@@ -23,6 +25,8 @@ final class TokenExchanger {
     private let loop: EventLoop
     private let wallClock: any WallClock
     let shared: SharedAnswerCache?
+    /// The process's exchanges, shared by every worker.
+    let process: ExchangedTokens
     private let fetchers: BackChannelFetchers
     /// Per route (its index in the config): issued tokens and refusals by subject token,
     /// and the requests waiting for an exchange under way. Keyed by the subject alone, so a
@@ -57,21 +61,39 @@ final class TokenExchanger {
         }
     }
 
-    init(loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil) {
+    /// An exchange this worker leads for the process: whose waiters and cache get its outcome,
+    /// and by when (monotonic seconds) the AS must have answered.
+    private struct Flight {
+        let table: Table
+        let subject: String
+        let lead: ExchangedTokens.Lead
+        let deadline: Double
+    }
+
+    init(
+        loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil,
+        process: ExchangedTokens = ExchangedTokens()
+    ) {
         self.loop = loop
         fetchers = BackChannelFetchers(loop: loop)
         self.wallClock = wallClock
         self.shared = shared
+        self.process = process
     }
 
     /// A new config: what was exchanged under the old one is not used under the new one.
     func apply(_ config: GatewayConfig) {
         tables = [:]
+        process.clear()
         proofSigner = config.dpopProofSigner
         shared?.sealer = CookieSealer(sessionKeysOf: config)
     }
 
-    func exchange(_ subjectToken: String, _ config: TokenExchangeConfig, done: @escaping (Outcome) -> Void) {
+    /// The exchanged token for `subjectToken` under the route's `config`; `wait`: the most the
+    /// AS is waited for (the route's bound), after which the outcome is `unavailable`.
+    func exchange(
+        _ subjectToken: String, _ config: TokenExchangeConfig, wait: Double, done: @escaping (Outcome) -> Void
+    ) {
         let now = wallClock.seconds
         let table: Table
         if let t = tables[config.route] {
@@ -111,9 +133,24 @@ final class TokenExchanger {
             target.audiences.joined(separator: " "), target.scope ?? "", target.requestedTokenType, boundTo,
             subjectToken
         ].joined(separator: "\u{0}")
-        let ask = { [weak self] in
-            self?.ask(endpoint, subjectToken: subjectToken, table: table, sharedKey: sharedKey, config: config)
+        // In the process: kept by another worker, under way on one, or this worker's to ask.
+        let key = Self.processKey(sharedKey, config, wait: wait)
+        let role = process.join(key, loop: loop, now: now) { [weak self] outcome, until in
+            guard let self else { return }
+            self.finish(table, subjectToken, outcome, until: until, now: self.wallClock.seconds)
         }
+        let flight: Flight
+        switch role {
+        case .kept(let outcome, let until):
+            finish(table, subjectToken, outcome, until: until, now: now)
+            return
+        case .waiting:
+            return
+        case .leader(let lead):
+            flight = Flight(
+                table: table, subject: subjectToken, lead: lead, deadline: ProcessInfo.processInfo.systemUptime + wait)
+        }
+        let ask = { [weak self] in self?.ask(endpoint, flight, sharedKey: sharedKey, config: config) }
         guard let shared else {
             ask()
             return
@@ -129,21 +166,29 @@ final class TokenExchanger {
                 return
             }
             let until = min(hit.until, self.keptUntil(token, config, now: now))
-            self.finish(table, subjectToken, .issued(Issued(token, until: until)), until: until, now: now)
+            self.land(flight, .issued(Issued(token, until: until)), until: until, now: now)
         }
     }
 
+    /// What names an exchange in the process (`ExchangedTokens`): a digest of what names it
+    /// across replicas (`sharedKey`: the AS, the client, the target, the key, the subject
+    /// token) and of the route's settings that shape its outcome, so routes that exchange
+    /// alike share one exchange and no route gets a token kept under another's margin.
+    static func processKey(_ sharedKey: String, _ config: TokenExchangeConfig, wait: Double) -> String {
+        SharedAnswerCache.digest(
+            sharedKey + "\u{0}\(config.margin) \(config.defaultLifetime) \(config.negativeTTL) \(wait)")
+    }
+
     /// Asks the AS; the answer goes to the waiters and the caches.
-    private func ask(
-        _ endpoint: String, subjectToken: String, table: Table, sharedKey: String, config: TokenExchangeConfig
-    ) {
+    private func ask(_ endpoint: String, _ flight: Flight, sharedKey: String, config: TokenExchangeConfig) {
+        let subjectToken = flight.subject
         let now = wallClock.seconds
         let credentials: (headers: [String], form: [(String, String)])
         do {
             let audience = config.client.assertionAudience == .endpoint ? endpoint : config.issuerURL
             credentials = try config.client.authentication.credentials(audience: audience, now: now)
         } catch {
-            finish(table, subjectToken, .unavailable("client authentication: \(error)"), until: nil, now: now)
+            land(flight, .unavailable("client authentication: \(error)"), until: nil, now: now)
             return
         }
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
@@ -153,7 +198,7 @@ final class TokenExchanger {
             // RFC 9449 §5: a proof for this token request asks for a token bound to its key.
             guard let proof = try? proofSigner.proof(method: "POST", url: endpoint, now: now)
             else {
-                finish(table, subjectToken, .unavailable("no DPoP proof could be made"), until: nil, now: now)
+                land(flight, .unavailable("no DPoP proof could be made"), until: nil, now: now)
                 return
             }
             headers.append("DPoP: " + proof)
@@ -161,9 +206,13 @@ final class TokenExchanger {
         }
         requests += 1
         let form = TokenExchange.form(subjectToken: subjectToken, target: config.target) + credentials.form
+        // What is left of the route's bound (a Redis look-up may have taken some).
+        let left = max(0.05, flight.deadline - ProcessInfo.processInfo.systemUptime)
+        let bound = CallBounds.Bound(
+            connect: min(CallBounds.tokenExchange.connect, left), total: min(CallBounds.tokenExchange.total, left))
         let request = FetchRequest(
-            url: endpoint, body: Array(FormEncoding.body(form).utf8), headers: headers,
-            bound: CallBounds.tokenExchange, maxResponseBytes: 64 << 10)
+            url: endpoint, body: Array(FormEncoding.body(form).utf8), headers: headers, bound: bound,
+            maxResponseBytes: 64 << 10)
         fetchers.fetcher(issuer: config.issuer, caFile: config.caFile, client: config.client).fetch(request) {
             [weak self] result in
             guard let self else { return }
@@ -192,8 +241,15 @@ final class TokenExchanger {
             case .failure(let e):
                 outcome = .unavailable("token exchange failed: \(e.description)")
             }
-            self.finish(table, subjectToken, outcome, until: until, now: now)
+            self.land(flight, outcome, until: until, now: now)
         }
+    }
+
+    /// The led exchange's outcome: to the process (its cache and the other workers' waiters),
+    /// then to this worker's cache and waiters.
+    private func land(_ flight: Flight, _ outcome: Outcome, until: Int64?, now: Int64) {
+        process.finish(flight.lead, outcome, until: until, now: now)
+        finish(flight.table, flight.subject, outcome, until: until, now: now)
     }
 
     /// Whether the AS refused the gateway rather than the caller's token: its client

@@ -24,7 +24,8 @@ enum CallBounds {
     /// gets 503 `temporarily_unavailable`.
     static let introspection = Bound(connect: 2, total: 5)
     /// RFC 8693 token exchange toward an upstream (`token_exchange`): a request whose token is
-    /// not exchanged yet waits this long at most, then gets 503 `temporarily_unavailable`.
+    /// not exchanged yet waits this long at most (its route's upstream `timeout`, when that is
+    /// shorter: `TokenExchangeStage`), then gets 503 `temporarily_unavailable`.
     static let tokenExchange = Bound(connect: 2, total: 5)
     /// Redis (sessions, pending logins, DPoP `jti`s, the introspection cache): connect with
     /// its handshake, then each command's reply. Past either the command fails and the

@@ -19,7 +19,9 @@ extension RoutePlan {
             chain.append(decision ? MCPDecisionStage() : MCPStage(services: services, rules: mcp, plan: self))
         }
         if decision { return chain + keyed.stages(at: .beforeUpstream, self, services, decision: true) }
-        if let exchange { chain.append(TokenExchangeStage(services: services, exchange: exchange)) }
+        if let exchange {
+            chain.append(TokenExchangeStage(services: services, exchange: exchange, upstreamTimeout: upstream?.timeout))
+        }
         chain += keyed.stages(at: .beforeUpstream, self, services, decision: decision)
         // Toward the upstream: the request made, its body read, room on the pool, the call.
         if let pool {

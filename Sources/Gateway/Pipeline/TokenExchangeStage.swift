@@ -11,10 +11,15 @@ final class TokenExchangeStage: Stage {
     /// holds the services.
     unowned(unsafe) let services: WorkerServices
     let exchange: TokenExchangeConfig
+    /// The most a request waits for its exchange: the exchange's own bound, or the route's
+    /// upstream `timeout` when that is shorter (a caller's request never waits longer on the
+    /// AS than it would on the upstream).
+    let wait: Double
 
-    init(services: WorkerServices, exchange: TokenExchangeConfig) {
+    init(services: WorkerServices, exchange: TokenExchangeConfig, upstreamTimeout: Double?) {
         self.services = services
         self.exchange = exchange
+        wait = min(CallBounds.tokenExchange.total, upstreamTimeout ?? .infinity)
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
@@ -36,7 +41,7 @@ final class TokenExchangeStage: Stage {
                     requestID: ctx.requestID, detail: "token_exchange: no presented token in the admission"))
         }
         let config = exchange
-        services.exchanger.exchange(subject, config) { [self] outcome in
+        services.exchanger.exchange(subject, config, wait: wait) { [self] outcome in
             switch outcome {
             case .issued(let issued):
                 admission.bearerMemo?.exchanged = issued

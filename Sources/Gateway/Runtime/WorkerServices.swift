@@ -84,7 +84,9 @@ final class WorkerServices {
         tokens = AccessTokenValidator(
             loop: loop, wallClock: wallClock, sharedIntrospection: stores.sharedAnswers(.introspection, for: loop))
         authenticator = TokenAuthenticator(validator: tokens, replay: stores.replay(for: loop))
-        exchanger = TokenExchanger(loop: loop, wallClock: wallClock, shared: stores.sharedAnswers(.exchange, for: loop))
+        exchanger = TokenExchanger(
+            loop: loop, wallClock: wallClock, shared: stores.sharedAnswers(.exchange, for: loop),
+            process: stores.exchangedTokens)
         login = LoginService(
             loop: loop, shared: stores.loginShared, log: log, tokens: tokens, wallClock: wallClock,
             makeStores: { stores.loginStores(for: loop, config: $0, settings: $1, wallClock: wallClock) })

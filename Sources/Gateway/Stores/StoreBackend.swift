@@ -23,6 +23,8 @@ final class StoreBackend {
     let memoryRateLimits = MemoryRateLimits()
     /// Routes' policy decisions (`authorize`), kept for the process and shared by its workers.
     let policyDecisions = PolicyDecisionCache()
+    /// Routes' exchanged tokens (`token_exchange`), kept for the process and shared by its workers.
+    let exchangedTokens = ExchangedTokens()
     /// The rate limits' digest key when no `session.keys` are configured: one per process.
     let rateLimitKey = SecureRandom.bytes(32)
 
