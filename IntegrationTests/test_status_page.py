@@ -3,6 +3,7 @@ routes, an issuer serving a real JWKS, an upstream that answers 5xx, reloads by 
 Redis store behind a password, and the page rendered in headless Chromium. Every secret of the
 config is looked for in what the page says."""
 import base64
+import calendar
 import http.server
 import os
 import shutil
@@ -71,17 +72,18 @@ def flaky():
 def idp():
     key = ECKey.generate_key("P-256", parameters={"kid": "status-kid-1", "alg": "ES256", "use": "sig"}, private=True)
     s = JSONServer(lambda: {"keys": [key.as_dict(private=False)]})
+    s.key = key
     yield s
     s.stop()
 
 
-def status_config(upstream_port, idp_url, store="memory", extra_route="", extra_upstream=""):
+def status_config(upstream_port, idp_url, store="memory", extra_route="", extra_upstream="", workers=2):
     # No catch-all route: a path no route matches gets the gateway's own 404 on the public
     # listener, which is what /status must get there.
     return f"""
 listen: 127.0.0.1:{{PORT}}
 admin_listen: 127.0.0.1:{{ADMIN}}
-workers: 2
+workers: {workers}
 store: "{store}"
 trusted_proxies: [10.0.0.0/8]
 decision: {{ secret: "{DECISION_SECRET}" }}
@@ -142,6 +144,51 @@ def test_status_json_reports_routes_issuers_pools_and_store(flaky, idp, gateway_
     text = admin(gw, "/status.json").text + admin(gw, "/status").text
     for secret in SECRETS:
         assert secret not in text
+
+
+CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
+
+
+def answers(s, route, which):
+    (r,) = [r for r in s["routes"] if r["name"] == route]
+    return {c: r["requests"][which][c] for c in CLASSES}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_route_answers_move_by_exactly_the_requests_sent(workers, flaky, idp, gateway_factory):
+    """/status.json says when the process started and counts each route's answers by status
+    class, since start and in the recent window, added up over the workers: 11 requests to
+    one route (5 answered 200, 4 refused 401, 2 answered 503 by the upstream) move its counts
+    by exactly those, and no other route's."""
+    gw = gateway_factory(status_config(flaky.port, idp.url, workers=workers))
+    before = status(gw)
+    started = time.time()
+    now = int(started)
+    token = jwt.encode({"alg": "ES256", "kid": "status-kid-1"},
+                       {"iss": "https://idp.one", "aud": "api", "sub": "x", "iat": now, "exp": now + 300},
+                       idp.key, algorithms=["ES256"])
+    bearer = {"Authorization": f"Bearer {token}"}
+    sent = [("/api/orders/1", bearer, 200)] * 5 + [("/api/orders/1", {}, 401)] * 4 \
+        + [("/api/orders/fail", bearer, 503)] * 2
+    workers_seen = set()
+    for path, headers, want in sent:  # each on a connection of its own
+        r = requests.get(gw.url(path), headers=headers, timeout=5)
+        assert r.status_code == want, (path, r.status_code, r.text)
+        workers_seen.add(r.headers["X-Request-Id"][7])  # process prefix, worker, count
+    if workers == 2:
+        assert len(workers_seen) == 2, "both workers answered: the counts are added up"
+    after = status(gw)
+    for which in ("total", "recent"):
+        moved = {c: answers(after, "orders", which)[c] - answers(before, "orders", which)[c] for c in CLASSES}
+        assert moved == {"1xx": 0, "2xx": 5, "3xx": 0, "4xx": 4, "5xx": 2}, (which, moved)
+        assert answers(after, HOSTILE, which) == answers(before, HOSTILE, which)
+    assert after["recent_window_seconds"] == 300
+    # started_at: RFC 3339, the process's start (before the first read); uptime runs on.
+    start = calendar.timegm(time.strptime(after["started_at"], "%Y-%m-%dT%H:%M:%SZ"))
+    assert started - 120 < start <= started + 1, (after["started_at"], started)
+    assert isinstance(after["uptime_seconds"], int) and after["uptime_seconds"] >= before["uptime_seconds"] >= 0
+    page = admin(gw, "/status").text
+    assert "2xx 5 · 4xx 4 · 5xx 2" in page and "started " + after["started_at"] in page
 
 
 def test_an_issuer_that_fails_shows_its_error(flaky, idp, gateway_factory):

@@ -39,7 +39,7 @@ struct PrometheusTextTests {
     @Test func workerMetricsUseIt() {
         let m = WorkerMetrics()
         let id = m.routeID("a\"b")
-        m.record(routeID: id, status: 200, seconds: 0.001)
+        m.record(routeID: id, status: 200, seconds: 0.001, at: 0)
         let text = m.snapshot(upstreamConnections: ["app": 2], clientConnections: 1, tokenCache: (3, 4)).prometheusText(
             ready: true)
         #expect(text.contains("# TYPE tokengate_requests_total counter\n"))

@@ -59,8 +59,10 @@ struct StatusPageTests {
         workers.generations = [1, 1]
         workers.upstreams["app"] = UpstreamStatus(idle: 3, active: 1, recent5xx: 2, total5xx: 5)
         workers.tunnelsOpen = 4
+        workers.routes["web"] = RouteAnswers(total: [0, 7, 2, 3, 1], recent: [0, 4, 0, 1, 0])
         return StatusReport(
-            version: "9.9.9", now: 1_790_000_200, config: config, history: history, issuerKeys: ["two": keys],
+            version: "9.9.9", now: 1_790_000_200, started: (1_789_990_000, 10_200.7), config: config, history: history,
+            issuerKeys: ["two": keys],
             store: .redis(
                 deployment: deployment.description, up: true, role: "master", latency: 0.0004, lastError: nil,
                 checkedAt: 1_790_000_190),
@@ -112,6 +114,34 @@ struct StatusPageTests {
         let config = try #require(o["config"]?.object)
         #expect(config["generation"]?.int64 == 1 && config["worker_generations"]?.array?.count == 2)
         #expect(config["reloads"]?.array == [])
+    }
+
+    /// When the process started and how long it has run; each route's answers by status class,
+    /// since start and in the recent window, every class always said.
+    @Test func jsonSaysTheStartAndEachRoutesAnswers() throws {
+        let o = try Self.object(try Self.report().json)
+        #expect(o["started_at"]?.string == "2026-09-21T11:26:40Z")
+        #expect(o["uptime_seconds"]?.int64 == 10_200)
+        #expect(o["recent_window_seconds"]?.int64 == 300)
+        let routes = Self.objects(o["routes"])
+        try #require(routes.count == 3)
+        func classes(_ r: JSONObject, _ which: String) -> [Int64?] {
+            let c = r["requests"]?.object?[which]?.object
+            return ["1xx", "2xx", "3xx", "4xx", "5xx"].map { c?[$0]?.int64 }
+        }
+        #expect(classes(routes[1], "total") == [0, 7, 2, 3, 1])
+        #expect(classes(routes[1], "recent") == [0, 4, 0, 1, 0])
+        // A route nothing reached says zeros, not nothing.
+        #expect(classes(routes[0], "total") == [0, 0, 0, 0, 0])
+        let html = try Self.report().html
+        #expect(html.contains("started 2026-09-21T11:26:40Z, up 2h 50m 0s"))
+        #expect(html.contains("<td>2xx 4 · 4xx 1</td><td>2xx 7 · 3xx 2 · 4xx 3 · 5xx 1</td>"))
+        #expect(html.contains("<td>none</td><td>none</td>"))
+    }
+
+    @Test(arguments: [(0.0, "0s"), (59.9, "59s"), (61, "1m 1s"), (3600, "1h 0m 0s"), (90_061, "1d 1h 1m 1s")])
+    func uptimeReadsInUnits(seconds: Double, text: String) {
+        #expect(StatusReport.duration(seconds) == text)
     }
 
     @Test func reloadsAreListedNewestFirstWithProblemPlacesOnly() throws {

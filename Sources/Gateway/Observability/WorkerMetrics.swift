@@ -23,6 +23,9 @@ final class WorkerMetrics {
     private var routeNames: [String] = []
     private var routeIDs: [String: Int] = [:]
     @exclusivity(unchecked) private(set) var latencyCounts = [Int](repeating: 0, count: latencyBuckets.count + 1)
+    /// Answers by route and status class for the status page, since start and recent: index
+    /// `(routeID + 1) * 5 + class - 1` (route -1: no route matched), grown as routes are named.
+    @exclusivity(unchecked) private var classes: [RecentCount] = []
     private(set) var latencySum = 0.0
     private(set) var upstreamErrors: [String: Int] = [:]
     @exclusivity(unchecked) var inflight = 0
@@ -34,8 +37,14 @@ final class WorkerMetrics {
         return routeNames.count - 1
     }
 
-    func record(routeID: Int, status: Int, seconds: Double) {
+    /// `now`: the worker's monotonic clock, for the status page's recent counts.
+    func record(routeID: Int, status: Int, seconds: Double, at now: Double) {
         counts[(routeID + 1) << 10 | min(status, 1023), default: 0] += 1
+        if (100..<600).contains(status) {
+            let slot = (routeID + 1) * 5 + status / 100 - 1
+            if slot >= classes.count { classes += repeatElement(RecentCount(), count: slot + 1 - classes.count) }
+            classes[slot].record(at: now)
+        }
         var i = 0
         while i < WorkerMetrics.latencyBuckets.count && seconds > WorkerMetrics.latencyBuckets[i] { i += 1 }
         latencyCounts[i] += 1
@@ -43,6 +52,23 @@ final class WorkerMetrics {
     }
 
     func upstreamError(_ kind: String) { upstreamErrors[kind, default: 0] += 1 }
+
+    /// Each named route's answers by status class as of `now`, for the status page (by name,
+    /// as /metrics counts them; a route renamed by a reload starts again).
+    func routeAnswers(now: Double) -> [String: RouteAnswers] {
+        var out: [String: RouteAnswers] = [:]
+        for (id, name) in routeNames.enumerated() {
+            var a = RouteAnswers()
+            for c in 0..<5 {
+                let slot = (id + 1) * 5 + c
+                guard slot < classes.count else { break }
+                a.total[c] = classes[slot].total
+                a.recent[c] = classes[slot].count(at: now)
+            }
+            out[name, default: RouteAnswers()] = out[name, default: RouteAnswers()].adding(a)
+        }
+        return out
+    }
 
     private(set) var authFailures: [AuthFailure: Int] = [:]
     func authFailure(_ kind: AuthFailure) { authFailures[kind, default: 0] += 1 }

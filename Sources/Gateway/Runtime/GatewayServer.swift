@@ -33,13 +33,18 @@ public final class GatewayServer {
     private let version: String
     /// The config's generation and reloads, for the status page.
     private var history: ConfigHistory
+    /// When the process started, by the wall clock and the monotonic one (the status page's
+    /// `started_at` and `uptime_seconds`).
+    private let startedAt: Double
+    private let startedUptime = ProcessInfo.processInfo.systemUptime
 
     public init(config: GatewayConfig, configPath: String?, log: Logger, version: String = "unknown") {
         self.config = config
         self.configPath = configPath
         self.log = log
         self.version = version
-        history = ConfigHistory(startedAt: wallClock.now)
+        startedAt = wallClock.now
+        history = ConfigHistory(startedAt: startedAt)
     }
 
     /// Binds everything, then serves until shut down. Throws if a socket or TLS file fails.
@@ -247,7 +252,9 @@ public final class GatewayServer {
                     checkedAt: $0.checkedAt)
             } ?? .memory
         return StatusReport(
-            version: version, now: wallClock.now, config: config, history: history,
+            version: version, now: wallClock.now,
+            started: (startedAt, ProcessInfo.processInfo.systemUptime - startedUptime), config: config,
+            history: history,
             issuerKeys: keyService?.keyStates() ?? [:], store: store, workers: workers,
             certificates: (listenerCertificates?.listeners ?? []).flatMap { l in
                 l.served.map {

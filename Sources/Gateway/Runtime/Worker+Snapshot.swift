@@ -32,6 +32,7 @@ extension Worker {
                 recent5xx: e?.answers5xx.count(at: now) ?? 0, total5xx: e?.answers5xx.total ?? 0,
                 recentFailures: e?.failures.count(at: now) ?? 0, totalFailures: e?.failures.total ?? 0)
         }
+        s.routes = metrics.routeAnswers(now: now)
         s.tunnelsOpen = services.tunnels.entries.count
         s.clientConnections = servers.reduce(0) { $0 + $1.openConnections }
         s.inflight = metrics.inflight

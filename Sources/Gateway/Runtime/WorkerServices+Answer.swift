@@ -43,8 +43,9 @@ extension WorkerServices {
     func requestFinished(
         _ ctx: RequestContext, status: Int, bytes: Int, upstreamSeconds: Double, detail: String?, reason: String? = nil
     ) {
-        let seconds = clock() - ctx.start
-        metrics.record(routeID: ctx.routeID, status: status, seconds: seconds)
+        let now = clock()
+        let seconds = now - ctx.start
+        metrics.record(routeID: ctx.routeID, status: status, seconds: seconds, at: now)
         if let trace = ctx.trace, let tracer {
             tracer.requestFinished(trace, ctx, status: status)
         }

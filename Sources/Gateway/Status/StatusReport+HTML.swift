@@ -17,7 +17,9 @@ extension StatusReport {
             </style></head><body>
             """
         out += "<h1>tokengate status</h1>"
-        out += "<p>Version <code>\(e(version))</code> · generated \(e(Self.rfc3339(generatedAt)))</p>"
+        out += "<p>Version <code>\(e(version))</code> · generated \(e(Self.rfc3339(generatedAt)))"
+        out +=
+            " · <span id=\"started\">started \(e(Self.rfc3339(startedAt))), up \(e(Self.duration(uptime)))</span></p>"
         out += configSection + routesSection + issuersSection + upstreamsSection + storeSection + certificatesSection
         out += "<h2>Connections</h2><table id=\"connections\">" + row("WebSocket tunnels open", "\(tunnelsOpen)")
         out += row("Client connections", "\(clientConnections)") + row("Requests in flight", "\(inflight)") + "</table>"
@@ -42,16 +44,34 @@ extension StatusReport {
     }
 
     private var routesSection: String {
+        let window = "\(RecentCount.minutes) min"
         var out = "<h2>Routes (\(routes.count))</h2><table id=\"routes\"><tr><th>Name</th><th>Host</th><th>Path</th>"
-        out += "<th>Methods</th><th>Auth</th><th>Issuers / clients</th><th>Upstream</th></tr>"
+        out += "<th>Methods</th><th>Auth</th><th>Issuers / clients</th><th>Upstream</th>"
+        out += "<th>Answers (\(window))</th><th>Answers since start</th></tr>"
         for r in routes {
             let who = (r.issuers + r.clients).joined(separator: ", ")
             out += "<tr><td>\(e(r.name))</td><td>\(e(r.host ?? "any"))</td>"
             out += "<td><code>\(e(r.path))</code> (\(e(r.match)))</td>"
             out += "<td>\(e(r.methods.isEmpty ? "any" : r.methods.joined(separator: " ")))</td><td>\(e(r.auth))</td>"
-            out += "<td>\(e(who))</td><td>\(e(r.upstream))</td></tr>"
+            out += "<td>\(e(who))</td><td>\(e(r.upstream))</td>"
+            out += "<td\(r.answers.recent[4] > 0 ? " class=\"bad\"" : "")>\(Self.classes(r.answers.recent))</td>"
+            out += "<td>\(Self.classes(r.answers.total))</td></tr>"
         }
         return out + "</table>"
+    }
+
+    /// `2xx 12 · 4xx 3`: the classes that have answers, or `none`.
+    private static func classes(_ counts: [Int]) -> String {
+        let said = counts.enumerated().filter { $0.element > 0 }.map { "\($0.offset + 1)xx \($0.element)" }
+        return said.isEmpty ? "none" : said.joined(separator: " · ")
+    }
+
+    /// `3d 4h 5m 6s`, the larger units only when reached.
+    static func duration(_ seconds: Double) -> String {
+        let s = Int(max(0, seconds))
+        let parts = [(s / 86_400, "d"), (s / 3600 % 24, "h"), (s / 60 % 60, "m"), (s % 60, "s")]
+        let first = parts.firstIndex { $0.0 > 0 } ?? 3
+        return parts[first...].map { "\($0.0)\($0.1)" }.joined(separator: " ")
     }
 
     private var issuersSection: String {

@@ -8,6 +8,8 @@ extension StatusReport {
         var top = JSONObject()
         top["version"] = .string(version)
         top["generated_at"] = Self.timestamp(generatedAt)
+        top["started_at"] = Self.timestamp(startedAt)
+        top["uptime_seconds"] = Self.number(Int(max(0, uptime)))
         top["config"] = .object(configJSON)
         top["routes"] = .array(routes.map { .object(Self.json($0)) })
         top["issuers"] = .array(issuers.map { .object(Self.json($0)) })
@@ -43,8 +45,17 @@ extension StatusReport {
             "name": .string(r.name), "host": r.host.map(JSONValue.string) ?? .null, "path": .string(r.path),
             "match": .string(r.match), "methods": .array(r.methods.map(JSONValue.string)),
             "upstream": .string(r.upstream), "auth": .string(r.auth),
-            "issuers": .array(r.issuers.map(JSONValue.string)), "clients": .array(r.clients.map(JSONValue.string))
+            "issuers": .array(r.issuers.map(JSONValue.string)), "clients": .array(r.clients.map(JSONValue.string)),
+            "requests": .object(
+                JSONObject(["total": classes(r.answers.total), "recent": classes(r.answers.recent)]))
         ])
+    }
+
+    /// `{"1xx": n, "2xx": n, "3xx": n, "4xx": n, "5xx": n}`, every class always there.
+    private static func classes(_ counts: [Int]) -> JSONValue {
+        var o = JSONObject()
+        for (i, n) in counts.enumerated() { o["\(i + 1)xx"] = number(n) }
+        return .object(o)
     }
 
     private static func json(_ i: Issuer) -> JSONObject {

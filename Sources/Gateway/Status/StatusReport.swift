@@ -1,7 +1,8 @@
 import Foundation
 
-/// What the admin listener's status page shows (`/status`, `/status.json`): the config's
-/// generation and reloads, routes, issuers, upstream pools, the store, tunnels and the build.
+/// What the admin listener's status page shows (`/status`, `/status.json`): when the process
+/// started, the config's generation and reloads, routes and their answers, issuers, upstream
+/// pools, the store, tunnels and the build.
 /// Built from an allow-list of fields, so nothing secret in the config (client secrets,
 /// private keys, session and nonce keys, store passwords, header values) can reach it: a
 /// field is shown only if it is copied here by name.
@@ -19,6 +20,8 @@ struct StatusReport: Sendable {
         var auth: String
         var issuers: [String]
         var clients: [String]
+        /// Its answers by status class, every worker's added up (by name, as /metrics counts).
+        var answers = RouteAnswers()
     }
 
     struct Issuer: Sendable {
@@ -58,6 +61,10 @@ struct StatusReport: Sendable {
     var version: String
     /// Wall-clock seconds when the report was made.
     var generatedAt: Double
+    /// Wall-clock seconds when the process started, and the seconds it has run since (by the
+    /// monotonic clock: a wall clock set back or forward does not change it).
+    var startedAt: Double
+    var uptime: Double
     var history: ConfigHistory
     /// Generation each worker runs now.
     var workerGenerations: [Int]
@@ -70,16 +77,24 @@ struct StatusReport: Sendable {
     var inflight: Int
     var certificates: [Certificate] = []
 
+    /// `started`: when the process started (wall clock) and how long it has run.
     init(
-        version: String, now: Double, config: GatewayConfig, history: ConfigHistory,
-        issuerKeys: [String: IssuerKeyState], store: Store, workers: WorkerStatus, certificates: [Certificate] = []
+        version: String, now: Double, started: (at: Double, uptime: Double), config: GatewayConfig,
+        history: ConfigHistory, issuerKeys: [String: IssuerKeyState], store: Store, workers: WorkerStatus,
+        certificates: [Certificate] = []
     ) {
         self.certificates = certificates
         self.version = version
         generatedAt = now
+        startedAt = started.at
+        uptime = started.uptime
         self.history = history
         workerGenerations = workers.generations
-        routes = config.routes.map(Self.route)
+        routes = config.routes.map { r in
+            var route = Self.route(r)
+            route.answers = workers.routes[r.name] ?? RouteAnswers()
+            return route
+        }
         issuers = config.issuers.values.sorted { $0.name < $1.name }.map { issuer in
             let from: String
             switch issuer.keys {

@@ -6,6 +6,8 @@ struct WorkerStatus: Sendable {
     /// The config generation each worker runs: they differ for a moment after a reload.
     var generations: [Int] = []
     var upstreams: [String: UpstreamStatus] = [:]
+    /// Answers by route name and status class.
+    var routes: [String: RouteAnswers] = [:]
     var tunnelsOpen = 0
     var clientConnections = 0
     var inflight = 0
@@ -13,9 +15,22 @@ struct WorkerStatus: Sendable {
     mutating func add(_ o: WorkerStatus) {
         generations += o.generations
         upstreams.merge(o.upstreams) { $0.adding($1) }
+        routes.merge(o.routes) { $0.adding($1) }
         tunnelsOpen += o.tunnelsOpen
         clientConnections += o.clientConnections
         inflight += o.inflight
+    }
+}
+
+/// One route's answers by status class, 1xx to 5xx (per worker, or added up): since the
+/// process started, and in the last `RecentCount.minutes` minutes.
+struct RouteAnswers: Sendable, Equatable {
+    /// Index 0 is 1xx, 4 is 5xx.
+    var total = [Int](repeating: 0, count: 5)
+    var recent = [Int](repeating: 0, count: 5)
+
+    func adding(_ o: RouteAnswers) -> RouteAnswers {
+        RouteAnswers(total: zip(total, o.total).map(+), recent: zip(recent, o.recent).map(+))
     }
 }
 
