@@ -267,3 +267,18 @@ def test_a_reload_during_a_pdp_call_leaves_no_request_waiting(gateway_factory, u
     pdp.decide = release
     gw.logged("config reloaded")
     assert requests.get(gw.url("/orders/11"), headers=alice, timeout=5).status_code == 200
+
+
+def test_the_status_page_shows_each_authorizer(gateway_factory, upstream, idp, pdp):  # noqa: F811
+    pdp.decide = lambda body: {"decision": body["subject"]["id"] != "bob"}
+    gw = gateway_factory(config(upstream, idp, pdp.url))
+    for sub in ("alice", "alice", "bob"):
+        requests.get(gw.url("/orders/1"), headers=bearer(idp, sub), timeout=5)
+    report = requests.get(f"http://127.0.0.1:{gw.admin}/status.json", timeout=5).json()
+    [a] = report["authorizers"]
+    assert a["name"] == "pdp" and a["url"] == pdp.url
+    assert a["endpoint"] == pdp.url + "access/v1/evaluation"
+    assert a["metadata"] is not True  # the test PDP has none (None until it has said so)
+    assert a["decisions"] == {"allow": 2, "deny": 1, "error": 0, "cached": 1}
+    page = requests.get(f"http://127.0.0.1:{gw.admin}/status", timeout=5).text
+    assert 'id="authorizers"' in page and pdp.url + "access/v1/evaluation" in page

@@ -20,7 +20,8 @@ extension StatusReport {
         out += "<p>Version <code>\(e(version))</code> · generated \(e(Self.rfc3339(generatedAt)))"
         out +=
             " · <span id=\"started\">started \(e(Self.rfc3339(startedAt))), up \(e(Self.duration(uptime)))</span></p>"
-        out += configSection + routesSection + issuersSection + upstreamsSection + storeSection + certificatesSection
+        out += configSection + routesSection + issuersSection + upstreamsSection + authorizersSection + storeSection
+        out += certificatesSection
         out += "<h2>Connections</h2><table id=\"connections\">" + row("WebSocket tunnels open", "\(tunnelsOpen)")
         out += row("Client connections", "\(clientConnections)") + row("Requests in flight", "\(inflight)") + "</table>"
         return out + "</body></html>\n"
@@ -87,6 +88,21 @@ extension StatusReport {
             out += "<td class=\"\(i.keys.loaded ? "ok" : "bad")\">\(e(kids))</td>"
             out += "<td>\(e(i.keys.lastFetch.map(Self.rfc3339) ?? "never"))</td>"
             out += "<td\(i.keys.failing ? " class=\"bad\"" : "")>\(e(error))</td></tr>"
+        }
+        return out + "</table>"
+    }
+
+    private var authorizersSection: String {
+        guard !authorizers.isEmpty else { return "" }
+        var out = "<h2>Authorizers (\(authorizers.count))</h2><table id=\"authorizers\"><tr><th>Name</th>"
+        out +=
+            "<th>Evaluation endpoint</th><th>Metadata</th><th>Allow</th><th>Deny</th><th>Error</th><th>Cached</th></tr>"
+        for a in authorizers {
+            let c = a.status.counts
+            let meta = a.status.metadata.map { $0 ? "read" : "none" } ?? "not yet"
+            out += "<tr><td>\(e(a.name))</td><td>\(e(a.status.endpoint))</td><td>\(meta)</td><td>\(c.allow)</td>"
+            out +=
+                "<td>\(c.deny)</td><td\(c.error > 0 ? " class=\"bad\"" : "")>\(c.error)</td><td>\(c.cached)</td></tr>"
         }
         return out + "</table>"
     }

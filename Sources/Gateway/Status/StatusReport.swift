@@ -76,6 +76,8 @@ struct StatusReport: Sendable {
     var clientConnections: Int
     var inflight: Int
     var certificates: [Certificate] = []
+    /// Each authorizer (`authorizers`): its PDP, the endpoint in use and its decisions.
+    var authorizers: [(name: String, url: String, status: AuthorizerStatus)] = []
 
     /// `started`: when the process started (wall clock) and how long it has run.
     init(
@@ -114,6 +116,9 @@ struct StatusReport: Sendable {
                 pool: workers.upstreams[up.name] ?? UpstreamStatus())
         }
         self.store = store
+        authorizers = config.authorizers.values.sorted { $0.name < $1.name }.map { a in
+            (a.name, a.url, workers.authorizers[a.name] ?? AuthorizerStatus(endpoint: a.evaluationURL))
+        }
         tunnelsOpen = workers.tunnelsOpen
         clientConnections = workers.clientConnections
         inflight = workers.inflight

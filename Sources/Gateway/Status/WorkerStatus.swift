@@ -11,8 +11,11 @@ struct WorkerStatus: Sendable {
     var tunnelsOpen = 0
     var clientConnections = 0
     var inflight = 0
+    /// Each authorizer's PDP as the workers see it.
+    var authorizers: [String: AuthorizerStatus] = [:]
 
     mutating func add(_ o: WorkerStatus) {
+        authorizers.merge(o.authorizers) { $0.adding($1) }
         generations += o.generations
         upstreams.merge(o.upstreams) { $0.adding($1) }
         routes.merge(o.routes) { $0.adding($1) }
@@ -76,5 +79,26 @@ final class UpstreamOutcomes {
     func failed(pool: UpstreamPool, now: Double) {
         guard let name = names[ObjectIdentifier(pool)] else { return }
         errors[name, default: (RecentCount(), RecentCount())].failures.record(at: now)
+    }
+}
+
+/// One authorizer's PDP (per worker, or added up): the evaluation endpoint in use, whether
+/// its metadata named it, and the decisions made since start.
+struct AuthorizerStatus: Sendable {
+    var endpoint = ""
+    /// nil: no worker has read the metadata yet; true: some worker uses endpoints it named.
+    var metadata: Bool?
+    var counts = AuthorizationMetrics.Counts()
+
+    func adding(_ o: AuthorizerStatus) -> AuthorizerStatus {
+        var c = counts
+        c.add(o.counts)
+        let read: Bool? =
+            switch (metadata, o.metadata) {
+            case (true, _), (_, true): true
+            case (false, _), (_, false): false
+            default: nil
+            }
+        return AuthorizerStatus(endpoint: endpoint.isEmpty ? o.endpoint : endpoint, metadata: read, counts: c)
     }
 }
