@@ -78,6 +78,23 @@ struct AccessLogLineTests {
         _ = try object(bytes)
     }
 
+    @Test func pathParametersComeLastAsAnObjectInTemplateOrder() throws {
+        var r = Self.record()
+        r.authz = "pdp:allow"
+        r.authzMicros = 10
+        r.pathParameters = PathParameters([.init(name: "order_id", value: "42"), .init(name: "item", value: "a%20b")])
+        let bytes = line(r)
+        let k = keys(bytes)
+        #expect(k.firstIndex(of: "path_params").map { $0 - 1 } == k.firstIndex(of: "authz_ms"), "\(k)")
+        #expect(
+            String(decoding: bytes, as: UTF8.self).hasSuffix(
+                #","path_params":{"order_id":"42","item":"a%20b"}}"# + "\n"))
+        let o = try object(bytes)
+        #expect(o["path_params"] as? [String: String] == ["order_id": "42", "item": "a%20b"])
+        // None captured: no member.
+        #expect(!keys(line(Self.record())).contains("path_params"))
+    }
+
     @Test func tunnelLine() throws {
         var out = JSONLineBytes()
         AccessLogLine.append(
@@ -104,7 +121,8 @@ struct AccessLogLineTests {
         let r = AccessLogRecord(
             requestID: hostile, method: hostile, path: hostile, route: hostile, status: Int.min, bytes: Int.min,
             durationMicros: Int.max, upstreamMicros: Int.max, sub: hostile, clientID: hostile, issuer: hostile,
-            rejection: hostile, reason: hostile, detail: hostile)
+            rejection: hostile, reason: hostile, detail: hostile, authz: hostile, authzMicros: Int.max,
+            pathParameters: PathParameters((0..<4).map { _ in .init(name: hostile, value: hostile) }))
         let o = try object(line(r))
         #expect(o["status"] as? Int == Int.min)
         #expect(o["detail"] as? String == hostile)

@@ -78,7 +78,7 @@ struct ConfigParserTests {
         for expected in [
             "listen: \"nowhere\" is not host:port", "workers: must be auto or a number",
             "lisen: is not a known key; did you mean \"listen\"?", "trusted_proxies[0]:",
-            "upstreams.a.url:", "routes[0].match: give path or path_prefix, not both",
+            "upstreams.a.url:", "routes[0].match: give one of path, path_prefix or path_template, not several",
             "routes[0].upstream: \"b\" is not defined", "routes[0].auth: must be one of",
             "routes[1].match.path_prefix:", "routes[1].auth: is missing"
         ] {

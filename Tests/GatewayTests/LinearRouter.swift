@@ -19,7 +19,7 @@ struct LinearRouter {
     }
 
     private static func rank(_ r: RouteConfig) -> [Int] {
-        [r.match.host?.specificity ?? 0, r.match.path.specificity, r.match.methods == nil ? 0 : 1]
+        [r.match.host?.specificity ?? 0] + r.match.path.specificity + [r.match.methods == nil ? 0 : 1]
     }
 
     func matchIndex(host: String, method: HTTPMethod, path: String) -> Int? {

@@ -176,10 +176,15 @@ extension ConfigParser {
         }
     }
 
-    /// `headers: { Header-Name: claim.path }` — replaces the defaults.
-    static func identityHeaders(_ node: Node, path p: String, _ r: ConfigReader) -> IdentityHeaders? {
+    /// `headers: { Header-Name: claim.path, Other-Name: "{variable}" }` — replaces the defaults.
+    /// A `{variable}` names one of the route's `path_template` variables; `match`: the route's
+    /// path rule, nil when its match did not parse (then variables are not checked against it).
+    static func identityHeaders(_ node: Node, path p: String, match: PathPattern?, _ r: ConfigReader)
+        -> IdentityHeaders?
+    {
         guard let m = r.mapping(node, path: p, section: nil) else { return nil }
         var mapping: [(header: String, path: ClaimPath)] = []
+        var parameters: [(header: String, name: String)] = []
         for (header, value) in m.sorted(by: { $0.key < $1.key }) {
             guard !header.isEmpty, header.utf8.allSatisfy(HeaderRules.isTokenChar) else {
                 r.problem("\(p).\(header)", value, "is not a valid header name")
@@ -193,12 +198,46 @@ extension ConfigParser {
                     "\(p).\(header)", value, "cannot carry identity (it is a header the gateway or the protocol owns)")
                 continue
             }
-            guard let s = r.string(value, path: "\(p).\(header)"), let path = ClaimPath(s) else {
-                r.problem("\(p).\(header)", value, "must be a claim path such as sub or realm_access.roles")
+            // `X-Id: {id}` unquoted is a YAML flow mapping, not the text "{id}".
+            if let inner = value.mapping, inner.count == 1, let key = inner.first?.key.string,
+                inner.first?.value.null != nil || inner.first?.value.string == ""
+            {
+                r.problem(
+                    "\(p).\(header)", value,
+                    "write a path variable in quotes, \"{\(key)}\" (unquoted, YAML reads a mapping)")
+                continue
+            }
+            guard let s = r.string(value, path: "\(p).\(header)") else { continue }
+            if s.hasPrefix("{") && s.hasSuffix("}") && s.count > 2 {
+                let name = String(s.dropFirst().dropLast())
+                if let message = pathVariableProblem(name, match: match) {
+                    r.problem("\(p).\(header)", value, "\"\(s)\" \(message)")
+                } else {
+                    parameters.append((header, name))
+                }
+                continue
+            }
+            guard let path = ClaimPath(s) else {
+                r.problem(
+                    "\(p).\(header)", value, "must be a claim path such as sub or realm_access.roles, or \"{variable}\""
+                )
                 continue
             }
             mapping.append((header, path))
         }
-        return IdentityHeaders(mapping: mapping)
+        return IdentityHeaders(mapping: mapping, parameters: parameters)
+    }
+
+    /// Why `{name}` in a header mapping names no variable of the route's template; nil when it does.
+    private static func pathVariableProblem(_ name: String, match: PathPattern?) -> String? {
+        guard let match else { return nil }
+        guard let template = match.template else {
+            return "names a path variable, and this route's match has no path_template"
+        }
+        guard template.names.contains(name) else {
+            return
+                "is not a variable of match.path_template \"\(template.text)\" (its variables: \(template.names.joined(separator: ", ")))"
+        }
+        return nil
     }
 }

@@ -16,6 +16,11 @@ extension ConfigParser {
                 p, n,
                 "needs match.path_prefix (an exact path would leave nothing to forward); use path_prefix: or remove strip_prefix"
             )
+        case .template:
+            r.problem(
+                p, n,
+                "needs match.path_prefix (a path_template has no fixed prefix to strip); use path_prefix: or remove strip_prefix"
+            )
         case .prefix(let prefix):
             let bare = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
             if bare.isEmpty {

@@ -4,7 +4,8 @@ import Reactor
 import Yams
 
 /// The `routes` section: each route's match (host, path, methods), its upstream, its `auth`
-/// and the options that `ConfigParser+RouteOptions` reads.
+/// and the options that `ConfigParser+RouteOptions` reads; then the templates two routes
+/// would share (`templateClashes`).
 extension ConfigParser {
     static func routes(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [RouteConfig] {
         guard let node else {
@@ -120,7 +121,39 @@ extension ConfigParser {
                 out.append(route)
             }
         }
+        templateClashes(out, list, r)
         return out
+    }
+
+    /// Two routes with templates of one shape (the same but for the variables' names) on the
+    /// same host rule, whose methods overlap: the router would always pick the first for the
+    /// requests both take, so the second is a mistake, not a rule. Refused, naming both.
+    static func templateClashes(_ routes: [RouteConfig], _ items: [Node], _ r: ConfigReader) {
+        struct Key: Hashable {
+            let host: HostPattern?
+            let shape: [PathTemplate.Segment]
+        }
+        var seen: [Key: [RouteConfig]] = [:]
+        for route in routes {
+            guard let t = route.match.path.template else { continue }
+            let key = Key(host: route.match.host, shape: t.shape)
+            for other in seen[key] ?? [] {
+                let a = other.match.methods
+                let b = route.match.methods
+                // A method list beats no list (Router), so only two lists that share a method, or
+                // two routes without one, compete for the same requests.
+                if let a, let b, a.isDisjoint(with: b) { continue }
+                if (a == nil) != (b == nil) { continue }
+                let otherName =
+                    other.name == "routes[\(other.index)]" ? other.name : "routes[\(other.index)] (\(other.name))"
+                r.problem(
+                    "routes[\(route.index)].match.path_template", items[route.index]["match"]?["path_template"],
+                    "\"\(t.text)\" matches the same paths as \(otherName)'s \"\(other.match.path.template?.text ?? "")\" on the same host\(a == nil ? "" : " for the same methods"); the router would always choose the first (ambiguous)"
+                )
+                break
+            }
+            seen[key, default: []].append(route)
+        }
     }
 
     /// A route's `upgrades: [websocket]` (or `[]`): the protocols it lets a client switch to.
@@ -150,10 +183,18 @@ extension ConfigParser {
         RouteMatch.keyTable.read(m, into: &match, path: p, r)
         var pattern: PathPattern?
         ConfigValidation.routeMatch(m, node: node, path: p, r)
-        let given = ["path", "path_prefix"].filter { m[$0] != nil }
+        let given = ["path", "path_prefix", "path_template"].filter { m[$0] != nil }
         if given.count == 1, let key = given.first, let n = m[key], let s = r.string(n, path: "\(p).\(key)") {
-            // A rule must already be in normal form, or no request could ever match it.
-            if case .success(let norm) = PathNormalizer.normalize(target: s), norm.path == s, norm.query == nil {
+            if key == "path_template" {
+                do throws(PathTemplate.Refusal) {
+                    pattern = .template(try PathTemplate(parsing: s))
+                } catch {
+                    r.problem("\(p).path_template", n, "\"\(s)\" \(error.message)")
+                }
+            } else if case .success(let norm) = PathNormalizer.normalize(target: s), norm.path == s,
+                norm.query == nil
+            {
+                // A rule must already be in normal form, or no request could ever match it.
                 pattern = key == "path" ? .exact(s) : .prefix(s)
             } else {
                 r.problem(

@@ -150,12 +150,15 @@ extension ConfigValidation {
         }
     }
 
-    /// A route's `match:` takes one path: exact or a prefix.
+    /// A route's `match:` takes one path: exact, a prefix or a template.
     static func routeMatch(_ m: [String: Node], node: Node, path p: String, _ r: ConfigReader) {
-        switch (m["path"], m["path_prefix"]) {
-        case (.some, .some): r.problem(p, node, "give path or path_prefix, not both")
-        case (nil, nil): r.problem(p, node, "needs path: /exact or path_prefix: /prefix/")
-        default: break
+        let given = ["path", "path_prefix", "path_template"].filter { m[$0] != nil }
+        if given.count > 1 {
+            r.problem(
+                p, node,
+                "give one of path, path_prefix or path_template, not several (here: \(given.joined(separator: ", ")))")
+        } else if given.isEmpty {
+            r.problem(p, node, "needs path: /exact, path_prefix: /prefix/ or path_template: /items/{id}")
         }
     }
 

@@ -90,11 +90,13 @@ extension RouteConfig {
         .init("clients", type: "list of `clients:` names", default: "none", by: "ConfigParser.loginClients"),
         .init("require", type: "mapping (below)", default: "no rule", by: "ConfigParser.requirement"),
         .init(
-            "headers", type: "mapping of header name to claim path",
+            "headers", type: "mapping of header name to claim path or `{variable}`",
             default:
                 "`X-Forwarded-User: sub`, `X-Forwarded-Email: email`, `X-Forwarded-Groups: groups`, `X-Forwarded-Preferred-Username: preferred_username`"
         ) { route, n, p, c in
-            if let h = ConfigParser.identityHeaders(n, path: p, c.r) { route.identityHeaders = h }
+            if let h = ConfigParser.identityHeaders(n, path: p, match: c.matched ? route.match.path : nil, c.r) {
+                route.identityHeaders = h
+            }
         },
         .init("forward_token", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
         .init("token_in_query", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),

@@ -4,7 +4,7 @@ import Yams
 
 extension RouteMatch {
     /// The keys of a route's `match:`, each said once with its reference row. The path (one
-    /// of `path`, `path_prefix`) is read by ConfigParser.routeMatch; the others here, in this
+    /// of `path`, `path_prefix`, `path_template`) is read by ConfigParser.routeMatch; the others here, in this
     /// order.
     static let keyTable = ConfigKeyTable<RouteMatch, ConfigReader>([
         .init("host", type: "host name or `*.suffix`", default: "any host") { match, n, p, r in
@@ -14,6 +14,9 @@ extension RouteMatch {
         },
         .init("path", type: "normalized path (exact)", default: "none", by: "ConfigParser.routeMatch"),
         .init("path_prefix", type: "normalized path (whole segments)", default: "none", by: "ConfigParser.routeMatch"),
+        .init(
+            "path_template", type: "path template: `{name}` segments, `{name*}` last", default: "none",
+            by: "ConfigParser.routeMatch"),
         .init("methods", type: "list of HTTP methods", default: "any method") { match, n, p, r in
             guard let seq = r.sequence(n, path: p) else { return }
             var set = Set<HTTPMethod>()

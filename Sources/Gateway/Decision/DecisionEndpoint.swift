@@ -131,7 +131,9 @@ struct DecisionEndpoint {
                     status: config.decision.allowStatus, body: "", contentType: "text/plain",
                     detail: "decision: \(what)"))
         case .forward(let plan, let path, let query, let build):
-            ctx.place(path: path, route: plan.name, routeID: plan.metricID, method: original.method)
+            ctx.place(
+                path: path, route: plan.name, routeID: plan.metricID, method: original.method,
+                parameters: plan.parameters(in: path))
             RoutedRequest(
                 exchange: ex, context: ctx, judging: head, origin: origin, path: path, query: query,
                 forwarding: build, services: services, last: verdict

@@ -5,14 +5,20 @@ import Reactor
 /// What `RouteFuzzEntry` checks of each stage.
 extension RouteFuzzEntry {
     /// A small table with every kind of rule: exact and prefix paths (with and without a
-    /// trailing "/", an escape, a "~" and a "." in them), exact and wildcard hosts, method lists.
+    /// trailing "/", an escape, a "~" and a "." in them), templates (one and two variables,
+    /// `{name*}`, an escaped literal, under a prefix and beside an exact path), exact and
+    /// wildcard hosts, method lists.
     static let routes: [RouteConfig] = {
         let table: [(host: String?, path: PathPattern, methods: Set<HTTPMethod>?)] = [
             (nil, .prefix("/api"), nil), (nil, .prefix("/api/admin/"), [.GET, .POST]), (nil, .exact("/login"), nil),
             ("app.example.com", .prefix("/"), nil), ("*.example.com", .prefix("/static/"), nil),
             (nil, .prefix("/public/"), nil), (nil, .exact("/api/health"), nil),
             ("app.example.com", .exact("/admin"), [.GET]), (nil, .prefix("/caf%C3%A9"), nil),
-            (nil, .prefix("/~user/"), nil), ("*.apps.example.com", .exact("/"), nil), (nil, .prefix("/a.b"), [.PUT])
+            (nil, .prefix("/~user/"), nil), ("*.apps.example.com", .exact("/"), nil), (nil, .prefix("/a.b"), [.PUT]),
+            (nil, template("/api/{version}/health"), nil), (nil, template("/orders/{id}"), [.GET]),
+            (nil, template("/orders/{id}/items/{item}"), nil), (nil, template("/public/{path*}"), nil),
+            ("app.example.com", template("/{tenant}/admin"), nil), (nil, template("/caf%C3%A9/{x}"), nil),
+            (nil, template("/{a}/{b}"), [.DELETE])
         ]
         return table.enumerated().map { i, r in
             RouteConfig(
@@ -22,6 +28,11 @@ extension RouteFuzzEntry {
         }
     }()
     static let router = Router(routes: routes)
+
+    private static func template(_ text: String) -> PathPattern {
+        guard let t = try? PathTemplate(parsing: text) else { preconditionFailure("\(text) is a template") }
+        return .template(t)
+    }
 
     /// `HostNormalizer`: what it returns is a lowercase name without port or trailing dot (or an
     /// IP literal), normalizes to itself, and does not depend on the case of the input.
@@ -116,9 +127,11 @@ extension RouteFuzzEntry {
     }
 
     /// The oracle: every route, one by one.
-    private static func mostSpecific(_ host: String, _ method: HTTPMethod, _ path: String) -> Int? {
+    static func mostSpecific(
+        _ host: String, _ method: HTTPMethod, _ path: String, in routes: [RouteConfig] = routes
+    ) -> Int? {
         func rank(_ r: RouteConfig) -> [Int] {
-            [r.match.host?.specificity ?? 0, r.match.path.specificity, r.match.methods == nil ? 0 : 1, -r.index]
+            [r.match.host?.specificity ?? 0] + r.match.path.specificity + [r.match.methods == nil ? 0 : 1, -r.index]
         }
         return routes.filter { r in
             (r.match.host?.matches(host) ?? true) && (r.match.methods?.contains(method) ?? true)

@@ -21,6 +21,17 @@ extension WorkerServices {
         }
     }
 
+    /// Adds the route's headers mapped from its path-template variables (`"{order_id}"`) to
+    /// `identity`. Kept out of `identityHeaders`: those depend on the caller alone, and a
+    /// connection's memo reuses them for its next request on the route (`BearerMemo`); these
+    /// depend on the request's path.
+    func appendPathParameterHeaders(_ route: RouteConfig, _ ctx: RequestContext, to identity: inout [(String, String)])
+    {
+        guard !route.identityHeaders.parameters.isEmpty else { return }
+        let parameters = ctx.pathParameters
+        identity += route.identityHeaders.values(forParameters: { parameters[$0] })
+    }
+
     /// Adds the session route's token and assertion headers to `headers`, with the proof a
     /// DPoP-bound session token needs upstream (a client with `dpop: true`: `Authorization:
     /// DPoP`, RFC 9449 §7.1); nil when the route passes the access token and the session's

@@ -21,6 +21,9 @@ final class RequestContext {
     var route: String { info.route }
     /// Metrics id of the route (-1: no route).
     var routeID: Int { info.routeID }
+    /// What the route's `path_template` captured, in template order (`PathParameters.none`
+    /// on other routes); set with the route, by `place`.
+    private(set) var pathParameters = PathParameters.none
     /// The connection's peer is one of `trusted_proxies` (a front that may not pass 1xx on).
     var behindTrustedProxy = false
     /// What kind of request this is: proxied, an upgrade, or a decision's.
@@ -72,11 +75,16 @@ final class RequestContext {
     }
 
     /// Notes where the request went: its (normalized) path, and its route or the gateway's own
-    /// endpoint that answers it; for a decision, the original request's method. Once.
-    func place(path: String, route: String? = nil, routeID: Int = -1, method: String? = nil) {
+    /// endpoint that answers it, with what the route's template captured; for a decision, the
+    /// original request's method. Once.
+    func place(
+        path: String, route: String? = nil, routeID: Int = -1, method: String? = nil,
+        parameters: PathParameters? = nil
+    ) {
         precondition(!placed, "a request is placed once")
         placed = true
         info = RequestInfo(method: method ?? info.method, path: path, route: route ?? info.route, routeID: routeID)
+        if let parameters { pathParameters = parameters }
     }
 
     init(forwarded: ForwardedHeaders, start: Double, method: String) {

@@ -17,6 +17,9 @@ final class RoutePlan {
     let name: String
     let hostHeader: UpstreamConfig.HostHeader
     let basePath: String
+    /// The route's `path_template`; nil on `path:` and `path_prefix:` routes, which then
+    /// capture nothing and cost no template work per request.
+    let template: PathTemplate?
     /// A token route's rules, made with the plan from the same config (a request keeps the
     /// plan it was routed by, even across a reload while its body arrives).
     let tokens: TokenRoutePlan?
@@ -49,6 +52,7 @@ final class RoutePlan {
         name = route.name
         hostHeader = upstream?.hostHeader ?? .upstream
         basePath = upstream?.basePath ?? ""
+        template = route.match.path.template
         self.tokens = tokens
         mcp = route.auth.tokenRoute?.mcp
         exchange = route.auth.tokenRoute?.tokenExchange
@@ -60,6 +64,14 @@ final class RoutePlan {
             proxyChain = proxyStages.map(StageLink.init)
             decisionChain = decisionStages.map(StageLink.init)
         }
+    }
+
+    /// What the route's template captured from `path` (normalized, routed to this plan); nil on
+    /// a route without a template.
+    func parameters(in path: String) -> PathParameters? {
+        guard let template else { return nil }
+        // The router chose this route for this path, so the template matches it.
+        return template.parameters(in: path) ?? .none
     }
 
     /// The path as it goes upstream: the upstream URL's path, then the request's (as the

@@ -24,7 +24,7 @@ struct RouteStage {
             ctx.place(path: path, route: ProtectedResourceDocument.logRoute)
             services.answer(ex, ctx, document.response(to: head.method, requestID: ctx.requestID))
         case .forward(let plan, let path, let query, let forwarding):
-            ctx.place(path: path, route: plan.name, routeID: plan.metricID)
+            ctx.place(path: path, route: plan.name, routeID: plan.metricID, parameters: plan.parameters(in: path))
             guard plan.pool != nil else {
                 services.answer(
                     ex, ctx,

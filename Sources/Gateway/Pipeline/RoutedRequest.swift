@@ -17,6 +17,15 @@ final class RoutedRequest {
 
     var plan: RoutePlan { forwarding.plan }
 
+    /// What the route's `path_template` captured, in template order (empty on other routes):
+    /// for a stage that judges the request by its resource, such as a policy decision point
+    /// asked about `routeTemplate` with these as its properties.
+    var pathParameters: PathParameters { context.pathParameters }
+
+    /// The route's `path_template` as the config wrote it; nil on `path:` and `path_prefix:`
+    /// routes.
+    var routeTemplate: String? { forwarding.plan.template?.text }
+
     /// The request being judged: the client's own, or for a decision the original request
     /// the ingress describes (its method, target, credentials and Host).
     var head: HTTPRequestHead {

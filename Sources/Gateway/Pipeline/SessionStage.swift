@@ -71,10 +71,9 @@ final class SessionStage: Stage {
         }
         ctx.ownCookies = config.ownCookieNames
         if ctx.kind.isUpgrade { ctx.tunnelSession = (loginRoute, services.login.absoluteEnd(of: session)) }
-        guard
-            let upstream = services.sessionUpstreamHeaders(
-                route, session, services.identityHeaders(route, session.claims, ctx))
-        else {
+        var identity = services.identityHeaders(route, session.claims, ctx)
+        services.appendPathParameterHeaders(route, ctx, to: &identity)
+        guard let upstream = services.sessionUpstreamHeaders(route, session, identity) else {
             ctx.rejection = .unavailable(.tokenNotRefreshed)
             request.answer(
                 ErrorResponse.make(

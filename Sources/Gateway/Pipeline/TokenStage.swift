@@ -80,6 +80,7 @@ final class TokenStage: Stage {
                 var identity = services.identityHeaders(route, token.claims, ctx)
                 if let jkt = caller.jkt, let name = tokens.dpop?.jktHeader { identity.append((name, jkt)) }
                 let memo = remember(request, caller: caller, identity: identity)
+                services.appendPathParameterHeaders(route, ctx, to: &identity)
                 if let a = services.tokenAssertion(route, token) { identity.append(a) }
                 request.admission = Admission(
                     identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
@@ -129,6 +130,7 @@ extension TokenStage {
         if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnelTokenExpiry = token.expiresAt }
         if tokens.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
         var identity = memo.identity
+        services.appendPathParameterHeaders(route, ctx, to: &identity)
         if let a = services.tokenAssertion(route, token) { identity.append(a) }
         return Admission(
             identity: identity, session: false, body: nil, claims: token.claims, token: token,

@@ -55,12 +55,13 @@ enum HostPattern: Sendable, Hashable {
     }
 }
 
-/// A route's path rule: `path:` (exact) or `path_prefix:`. A prefix that ends in "/" matches
-/// everything under it; one that does not matches itself and whatever follows a "/" — so
-/// `/api` matches `/api` and `/api/x`, never `/apiary`.
+/// A route's path rule: `path:` (exact), `path_prefix:` or `path_template:`. A prefix that ends
+/// in "/" matches everything under it; one that does not matches itself and whatever follows a
+/// "/" — so `/api` matches `/api` and `/api/x`, never `/apiary`. A template: `PathTemplate`.
 enum PathPattern: Sendable, Equatable {
     case exact(String)
     case prefix(String)
+    case template(PathTemplate)
 
     func matches(_ path: String) -> Bool {
         switch self {
@@ -71,14 +72,25 @@ enum PathPattern: Sendable, Equatable {
             guard path.hasPrefix(p) else { return false }
             if p.hasSuffix("/") || path.utf8.count == p.utf8.count { return true }
             return path.utf8[path.utf8.index(path.utf8.startIndex, offsetBy: p.utf8.count)] == UInt8(ascii: "/")
+        case .template(let t):
+            return t.parameters(in: path) != nil
         }
     }
 
-    /// Exact beats any prefix; a longer prefix beats a shorter one.
-    var specificity: Int {
+    /// Higher is more specific, compared element by element: an exact path beats any template,
+    /// a template any prefix; a longer exact path or prefix beats a shorter one; templates
+    /// rank by `PathTemplate.rank`.
+    var specificity: [Int] {
         switch self {
-        case .exact(let p): return 1_000_000 + p.utf8.count
-        case .prefix(let p): return p.utf8.count
+        case .exact(let p): return [2, p.utf8.count]
+        case .template(let t): return [1] + t.rank
+        case .prefix(let p): return [0, p.utf8.count]
         }
+    }
+
+    /// The template of a `path_template:` rule.
+    var template: PathTemplate? {
+        if case .template(let t) = self { return t }
+        return nil
     }
 }

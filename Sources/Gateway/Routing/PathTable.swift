@@ -29,7 +29,8 @@ struct MethodSet: Sendable, Equatable {
     }
 }
 
-/// The path rules of the routes that share one host rule, found in one pass over the path.
+/// The path rules of the routes that share one host rule, found in one pass over the path
+/// (and, when the host rule has templates, one walk of their trie: `TemplateTable`).
 ///
 /// Which rules can match a path is known from its slashes alone: an exact rule is the path
 /// itself or the path less its trailing "/"; a prefix rule ends just before a "/", just after
@@ -56,17 +57,23 @@ struct PathTable: Sendable {
     private let table: ByteKeyTable<Rules>
     private let candidates: [Candidate]
     private let hasExact: Bool
+    /// nil when no route of this host rule has a template: a lookup then costs the exact and
+    /// prefix probes and one test of this field.
+    private let templates: TemplateTable?
 
     /// `routes`: every route of this host rule.
     init(_ routes: [(pattern: PathPattern, candidate: Candidate, hasMethods: Bool)]) {
         var exact: [String: [(Candidate, Bool)]] = [:]
         var prefix: [String: [(Candidate, Bool)]] = [:]
+        var templates: [(template: PathTemplate, candidate: Candidate, hasMethods: Bool)] = []
         for r in routes {
             switch r.pattern {
             case .exact(let p): exact[p, default: []].append((r.candidate, r.hasMethods))
             case .prefix(let p): prefix[p, default: []].append((r.candidate, r.hasMethods))
+            case .template(let t): templates.append((t, r.candidate, r.hasMethods))
             }
         }
+        self.templates = templates.isEmpty ? nil : TemplateTable(templates)
         // Routes with a method list first, then config order (Router's precedence).
         func ordered(_ list: [(Candidate, Bool)]) -> [Candidate] {
             list.sorted { a, b in a.1 != b.1 ? a.1 : a.0.index < b.0.index }.map(\.0)
@@ -89,7 +96,8 @@ struct PathTable: Sendable {
     }
 
     /// The index (`RouteConfig.index`) of the most specific route for `path`: an exact rule
-    /// (the longer first) before any prefix rule, a longer prefix before a shorter one.
+    /// (the longer first), then a template (`TemplateTable`), then a prefix rule, a longer
+    /// prefix before a shorter one.
     func first(path p: Span<UInt8>, method: HTTPMethod) -> Int32? {
         let n = p.count
         var hash = PrefixHash.empty
@@ -113,6 +121,7 @@ struct PathTable: Sendable {
                 return hit
             }
         }
+        if let templates, let hit = templates.first(path: p, method: method) { return hit }
         return prefixHit >= 0 ? prefixHit : nil
     }
 

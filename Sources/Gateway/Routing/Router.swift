@@ -2,14 +2,17 @@ import Reactor
 
 /// Chooses a route for (host, method, normalized path), most specific first:
 /// - host: exact, then the longest `*.` wildcard, then routes with no host;
-/// - then path, within the routes of that host rule: exact, then the longest prefix;
+/// - then path, within the routes of that host rule: exact, then a template, then the
+///   longest prefix; among templates, more literal segments first, then one without
+///   `{name*}`, then fewer variables (`PathTemplate.rank`);
 /// - then routes with a method list before those without;
 /// - ties keep config order.
 ///
 /// Compiled once per config (at start and on each reload), then shared by every worker
 /// unchanged. A lookup reads only the candidates for the request's host and path: one hash
 /// lookup for an exact host, one probe per label for wildcards, and one pass over the path
-/// (`PathTable`), however many routes the config has.
+/// (`PathTable`, with a walk of a segment trie where the host rule has templates:
+/// `TemplateTable`), however many routes the config has.
 final class Router: Sendable {
     /// Exact host → its routes' table in `tables`.
     private let exactHosts: [String: Int32]

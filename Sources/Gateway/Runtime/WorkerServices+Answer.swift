@@ -61,7 +61,7 @@ extension WorkerServices {
                     authz: ctx.authorization.map {
                         "\($0.authorizer):\($0.outcome.rawValue)\($0.cached ? ":cached" : "")"
                     },
-                    authzMicros: ctx.authorization?.micros))
+                    authzMicros: ctx.authorization?.micros, pathParameters: ctx.pathParameters))
         }
     }
 

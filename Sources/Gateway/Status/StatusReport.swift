@@ -12,7 +12,7 @@ struct StatusReport: Sendable {
         /// The `host:` pattern as written (`api.example`, `*.example`); nil: any host.
         var host: String?
         var path: String
-        /// `exact` or `prefix`.
+        /// `exact`, `prefix` or `template` (then `path` is the template).
         var match: String
         var methods: [String]
         var upstream: String
@@ -130,6 +130,7 @@ struct StatusReport: Sendable {
         switch r.match.path {
         case .exact(let p): (path, match) = (p, "exact")
         case .prefix(let p): (path, match) = (p, "prefix")
+        case .template(let t): (path, match) = (t.text, "template")
         }
         let host: String? =
             switch r.match.host {

@@ -26,7 +26,7 @@ struct StageHarness {
             case .forward(let plan, let path, let query, let forwarding) = RequestPipeline.prepare(
                 exchange.head, peerTrusted: false, policy: services.requestPolicy)
         else { throw HarnessError.notRouted }
-        ctx.place(path: path, route: plan.name, routeID: plan.metricID)
+        ctx.place(path: path, route: plan.name, routeID: plan.metricID, parameters: plan.parameters(in: path))
         request = RoutedRequest(
             exchange: exchange, context: ctx, path: path, query: query, forwarding: forwarding, services: services)
         self.transport = transport

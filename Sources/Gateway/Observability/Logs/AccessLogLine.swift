@@ -19,6 +19,8 @@ struct AccessLogRecord {
     /// how long the request waited for it.
     var authz: String? = nil
     var authzMicros: Int? = nil
+    /// What the route's `path_template` captured (empty: no member).
+    var pathParameters = PathParameters.none
 }
 
 /// What the access log says about a tunnel (WebSocket after a 101) when it closes.
@@ -38,12 +40,12 @@ struct TunnelLogRecord {
 ///
 /// - `access`: `request_id`, `method`, `path`, `route`, `status`, `bytes`, `duration_ms`,
 ///   `upstream_ms`, then, only when known, `sub`, `client_id`, `issuer`, `rejection`,
-///   `reason`, `detail`, `authz`, `authz_ms`;
+///   `reason`, `detail`, `authz`, `authz_ms`, `path_params` (an object, in template order);
 /// - `tunnel`: `request_id`, `route`, `path`, `reason`, `bytes_to_upstream`,
 ///   `bytes_to_client`, `duration_ms`, then `sub` when known.
 enum AccessLogLine {
     /// The most bytes of a line that are not its strings: the head, `level` and `msg`, the
-    /// keys with their punctuation (under 200 bytes for either kind of line), its numbers.
+    /// keys with their punctuation (under 220 bytes for either kind of line), its numbers.
     /// `AccessLogLineTests` writes lines with every string escaped at the bound and every
     /// number at its longest.
     private static let fixedBound = JSONText.headBound + 256 + 5 * JSONText.numberBound
@@ -52,6 +54,10 @@ enum AccessLogLine {
     static func append(_ r: consuming AccessLogRecord, to line: inout JSONLineBytes) {
         var bound = fixedBound + strings(r.requestID, r.method, r.path, r.route)
         bound += strings(r.sub, r.clientID, r.issuer) + strings(r.rejection, r.reason, r.detail, r.authz)
+        // `,"path_params":{}` and, per variable, its two strings, ":" and ",".
+        for p in r.pathParameters.list {
+            bound += JSONText.stringBound(p.name.utf8.count) + JSONText.stringBound(p.value.utf8.count) + 2
+        }
         line.bytes.append(addingCapacity: bound) { o in
             head("\"access\"", time: &line.time, to: &o)
             string("request_id", r.requestID, to: &o)
@@ -76,6 +82,17 @@ enum AccessLogLine {
             if let micros = r.authzMicros {
                 JSONText.key("authz_ms", to: &o)
                 JSONText.milliseconds(micros: micros, to: &o)
+            }
+            if !r.pathParameters.isEmpty {
+                JSONText.key("path_params", to: &o)
+                o.append(UInt8(ascii: "{"))
+                for (k, p) in r.pathParameters.list.enumerated() {
+                    if k > 0 { o.append(UInt8(ascii: ",")) }
+                    JSONText.string(utf8: p.name.utf8.span, to: &o)
+                    o.append(UInt8(ascii: ":"))
+                    JSONText.string(utf8: p.value.utf8.span, to: &o)
+                }
+                o.append(UInt8(ascii: "}"))
             }
             JSONText.endLine(to: &o)
         }
