@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seeds of OAuthFuzz, RouteFuzz, LoginFuzz and StreamFuzz, taken from the unit
-tests' own cases (Tests/GatewayTests/PathNormalizerTests, RouterTests, CookiesTests;
+tests' own cases (Tests/GatewayTests/PathNormalizerTests, RouterTests, RouterTemplateTests, CookiesTests;
 Tests/OAuthTests/HTUTests, LoginProtocolTests; Tests/ReactorTests/WebSocketFrameTrackerTests,
 RedisProtocolTests), to corpus-<target>/ (or under the directory given). Each entry's first
 byte picks what the rest is (see the entries' `all`)."""
@@ -36,6 +36,20 @@ HTUS = [
     ("https://a.example:8443/x", "https://a.example:4430/x"), ("https://:443/x", "https://[::1]:443/x"),
     ("https://h/caf%C3%A9/\u00e9", "https://h/a/../b"), ("https://u@h/x", "https://h/x?q"),
     ("ftp://h/x", "https:/h/x"), ("https://h:/x", "https://h/%2e%2e/x"), ("https://h/./a", "https://H/a"),
+]
+# RouteFuzz's path templates (first byte xxxx0111, bits 4-6 the method), each with a target:
+# accepted ones with a matching and a missing path, and each kind of refusal.
+TEMPLATES = [
+    (0x07, "/orders/{order_id}", "/orders/42"), (0x17, "/files/{path*}", "/files/a/b/c/"),
+    (0x27, "/{a}/{b}", "/x/%2e%2e/y"), (0x07, "/api/{version}/health", "/api/v1/health/"),
+    (0x07, "/orders/{id", "/orders/1"), (0x07, "/orders/id}", "/orders/1"), (0x07, "/{rest*}/x", "/a/x"),
+    (0x07, "/files/{name}.json", "/files/a.json"), (0x07, "/caf%C3%A9/{x}", "/caf%c3%a9/%7e"),
+    (0x47, "/a/{x}/{r*}", "/a/b/c"), (0x07, "/{x}/b/{y}", "/a/b/c?q=1"), (0x07, "/public/{p*}", "/public/"),
+]
+# Requests for the template routes of RouteFuzz's fixed table: (first byte, host, target).
+TEMPLATE_REQUESTS = [
+    (0x00, "gw.example", "/orders/7/items/8"), (0x00, "app.example.com", "/acme/admin/"), (0x08, "x", "/orders/5"),
+    (0x00, "h", "/public/a/../b/c"), (0x00, "h", "/orders/1/items/2/../../3/items/4"), (0x00, "h", "/api/v%31/health"),
 ]
 RETURNS = [
     "//evil.example", "/\\evil.example", "/%2F%2Fevil.example", "%2F%2Fevil.example", "/%5Cevil.example",
@@ -108,6 +122,10 @@ for h in HOSTS:
     put("route", b"\x00" + utf8(h) + b"\n/api/x")
 for a, b in HTUS:
     put("route", b"\x01" + utf8(a) + b"\n" + utf8(b))
+for first, template, target in TEMPLATES:
+    put("route", bytes([first]) + utf8(template) + b"\n" + utf8(target))
+for first, host, target in TEMPLATE_REQUESTS:
+    put("route", bytes([first]) + utf8(host) + b"\n" + utf8(target))
 for c in COOKIES:
     put("login", b"\x00" + utf8(c))
 for r in RETURNS:

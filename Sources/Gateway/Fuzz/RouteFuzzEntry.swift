@@ -5,16 +5,21 @@ import Reactor
 /// Entry points for fuzzing what a request's target and Host become before anything is
 /// authorized (the libFuzzer target `RouteFuzz` in `fuzz/` and the corpus replay test call
 /// these): `PathNormalizer`, `HostNormalizer`, `Router.decide` on a small fixed route table,
-/// and a DPoP proof's `htu` compared as the gateway compares it, through the router's path
-/// normalization. They return normally on every input; a failed `fuzzInvariant` is a finding.
+/// a route's `path_template` (`PathTemplate`, `TemplateTable`), and a DPoP proof's `htu`
+/// compared as the gateway compares it, through the router's path normalization. They return
+/// normally on every input; a failed `fuzzInvariant` is a finding.
 public enum RouteFuzzEntry {
     /// The first byte: its low bit chooses a request (then bits 1–3 the method, bit 4 the hex
-    /// case of the re-encoded variant) or two `htu` URIs; the rest is cut at its first line
-    /// feed into the Host value and the target, or into the two URIs.
+    /// case of the re-encoded variant) or two `htu` URIs — except `xxxx0111`, a path template
+    /// (bits 4–6 the method); the rest is cut at its first line feed into the Host value and
+    /// the target, the two URIs, or the template and the target.
     public static func all(_ data: [UInt8]) {
         guard let first = data.first else { return }
         let (a, b) = OAuthFuzzEntry.splitAtNewline(String(decoding: data.dropFirst(), as: UTF8.self))
-        if first & 1 == 0 {
+        if first & 0x0F == 0x07 {
+            let method = HTTPMethod.allCases[Int(first >> 4 & 7) % HTTPMethod.allCases.count]
+            template(a, target: b, method: method)
+        } else if first & 1 == 0 {
             let method = HTTPMethod.allCases[Int(first >> 1 & 7) % HTTPMethod.allCases.count]
             request(method: method, host: a, target: b, lowercaseHex: first & 0x10 != 0)
         } else {
