@@ -13,7 +13,9 @@ struct PathParameters: Sendable, Equatable {
 
     let list: [Parameter]
 
-    static let none = PathParameters([])
+    /// Nothing captured. Computed, not stored: every request's context starts with it, and an
+    /// empty array costs nothing to make, where a stored static costs a once-check.
+    static var none: PathParameters { PathParameters([]) }
 
     init(_ list: [Parameter]) { self.list = list }
 
