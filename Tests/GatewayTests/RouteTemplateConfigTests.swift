@@ -144,6 +144,9 @@ struct RouteTemplateConfigTests: ConfigParsing {
                 "routes[0].headers.X-Order: \"{id}\" names a path variable, and this route's match has no path_template"
             ),
             "\(noTemplate)")
+        let empty = problems(tokenRoute("/orders/{order_id}", headers: "{ X-Order: \"{}\" }"))
+        #expect(
+            empty.contains("routes[0].headers.X-Order: \"{}\" is not a variable of match.path_template"), "\(empty)")
         let unquoted = problems(tokenRoute("/orders/{order_id}", headers: "{ X-Order: {order_id} }"))
         #expect(
             unquoted.contains("routes[0].headers.X-Order: write a path variable in quotes, \"{order_id}\""),

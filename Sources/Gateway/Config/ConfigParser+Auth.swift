@@ -208,7 +208,7 @@ extension ConfigParser {
                 continue
             }
             guard let s = r.string(value, path: "\(p).\(header)") else { continue }
-            if s.hasPrefix("{") && s.hasSuffix("}") && s.count > 2 {
+            if s.count >= 2 && s.hasPrefix("{") && s.hasSuffix("}") {
                 let name = String(s.dropFirst().dropLast())
                 if let message = pathVariableProblem(name, match: match) {
                     r.problem("\(p).\(header)", value, "\"\(s)\" \(message)")
