@@ -282,3 +282,18 @@ def test_the_status_page_shows_each_authorizer(gateway_factory, upstream, idp, p
     assert a["decisions"] == {"allow": 2, "deny": 1, "error": 0, "cached": 1}
     page = requests.get(f"http://127.0.0.1:{gw.admin}/status", timeout=5).text
     assert 'id="authorizers"' in page and pdp.url + "access/v1/evaluation" in page
+
+
+def test_a_template_routes_pdp_hears_the_template_and_its_variables(
+        gateway_factory, upstream, idp, pdp):  # noqa: F811
+    text = config(upstream, idp, pdp.url).replace(
+        "match: { path_prefix: /orders/ }", 'match: { path_template: "/orders/{order_id}/lines/{line}" }')
+    gw = gateway_factory(text)
+    r = requests.delete(gw.url("/orders/42/lines/7"), headers=bearer(idp), timeout=5)
+    assert r.status_code == 200
+    [call] = pdp.evaluation_calls()
+    resource = call["body"]["resource"]
+    assert resource["id"] == "/orders/{order_id}/lines/{line}"
+    assert resource["properties"] == {"route": "orders", "host": resource["properties"]["host"],
+                                      "path": "/orders/42/lines/7", "order_id": "42", "line": "7"}
+    assert not pdp.schema_errors

@@ -14,8 +14,9 @@ struct AuthZENEvaluation {
     let action: String
     let resourceType: String
     let resourceID: String
-    /// `resource.properties`, all strings (route, host, path, …), in this order.
-    let resourceProperties: KeyValuePairs<String, String>
+    /// `resource.properties`, all strings (route, host, path, a template's variables), in
+    /// this order; a later name never replaces an earlier one.
+    let resourceProperties: [(String, String)]
     let ip: String
     let time: Double
     /// SHA-256 of the authorizer's name and every member but the time, each
@@ -25,7 +26,7 @@ struct AuthZENEvaluation {
     init(
         authorizer: String = "", subjectType: String, subjectID: String, subjectProperties: JSONObject = JSONObject(),
         action: String,
-        resourceType: String = "route", resourceID: String, resourceProperties: KeyValuePairs<String, String> = [:],
+        resourceType: String = "route", resourceID: String, resourceProperties: [(String, String)] = [],
         ip: String, time: Double
     ) {
         self.subjectType = subjectType
@@ -67,7 +68,7 @@ struct AuthZENEvaluation {
 
     var resource: JSONObject {
         var properties = JSONObject()
-        for (name, value) in resourceProperties { properties[name] = .string(value) }
+        for (name, value) in resourceProperties where properties[name] == nil { properties[name] = .string(value) }
         var o = JSONObject(["type": .string(resourceType), "id": .string(resourceID)])
         if !properties.isEmpty { o["properties"] = .object(properties) }
         return o

@@ -96,13 +96,14 @@ final class AuthorizeStage: KeyedStage {
             return AuthZENEvaluation(
                 authorizer: authorizer.name, subjectType: authorizer.subject.type, subjectID: id,
                 subjectProperties: subjectProperties, action: "tools/call", resourceType: "mcp_tool", resourceID: tool,
-                resourceProperties: ["route": ctx.route], ip: ip, time: services.wallClock.now)
+                resourceProperties: [("route", ctx.route)], ip: ip, time: services.wallClock.now)
         }
         return AuthZENEvaluation(
             authorizer: authorizer.name, subjectType: authorizer.subject.type, subjectID: id,
             subjectProperties: subjectProperties,
-            action: action ?? ctx.method, resourceID: ctx.path,
-            resourceProperties: ["route": ctx.route, "host": host, "path": ctx.path], ip: ip,
+            action: action ?? ctx.method, resourceID: request.routeTemplate ?? ctx.path,
+            resourceProperties: [("route", ctx.route), ("host", host), ("path", ctx.path)]
+                + request.pathParameters.list.map { ($0.name, $0.value) }, ip: ip,
             time: services.wallClock.now)
     }
 
