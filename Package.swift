@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // tokengate — a reverse-proxy token gateway on libevent, OpenSSL and libcurl.
-// Layers (arrows point down only): tokengate → Gateway → (OAuth →) JOSE, Reactor → C shims.
+// Layers (arrows point down only): tokengate → Gateway → (OAuth, MessageSignatures →) JOSE,
+// Reactor → C shims.
 import PackageDescription
 
 let strictC: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault")]
@@ -17,6 +18,7 @@ let package = Package(
         // drives the public entry in its module's Fuzz/ folder.
         .library(name: "Reactor", targets: ["Reactor"]),
         .library(name: "OAuth", targets: ["OAuth"]),
+        .library(name: "MessageSignatures", targets: ["MessageSignatures"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "ExtAuthz", targets: ["ExtAuthz"]),
         .library(name: "OTLP", targets: ["OTLP"]),
@@ -60,6 +62,14 @@ let package = Package(
         // OAuth protocol rules, no I/O: token extraction and challenges (RFC 6750), and, as
         // they land, access-token policy, DPoP proofs, PKCE, request objects, ID tokens.
         .target(name: "OAuth", dependencies: ["JOSE"], swiftSettings: strictC),
+        // HTTP Message Signatures (RFC 9421) and Content-Digest (RFC 9530), no I/O: the signature
+        // base, its fields read as Structured Fields, verification and signing through JOSE.
+        .target(
+            name: "MessageSignatures",
+            dependencies: [
+                "JOSE", .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")
+            ],
+            swiftSettings: strictC + [.swiftLanguageMode(.v6)]),
         // Event loops, HTTP server and upstream client, Redis client, signals, timers.
         // Knows nothing of OAuth.
         .target(
@@ -81,7 +91,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "Reactor", "JOSE", "OAuth", "ExtAuthz", "OTLP",
+                "Reactor", "JOSE", "OAuth", "MessageSignatures", "ExtAuthz", "OTLP",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")
@@ -111,6 +121,7 @@ let package = Package(
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor", "ExtAuthz", "TestSupport"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "TestSupport"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "TestSupport"]),
+        .testTarget(name: "MessageSignaturesTests", dependencies: ["MessageSignatures", "JOSE", "TestSupport"]),
         .testTarget(name: "ExtAuthzTests", dependencies: ["ExtAuthz", "TestSupport"]),
         .testTarget(name: "OTLPTests", dependencies: ["OTLP", "TestSupport"])
     ]

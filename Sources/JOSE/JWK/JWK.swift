@@ -73,10 +73,14 @@ public struct JWK: Sendable {
 
     /// Whether this key may verify (or sign) `alg` by type, curve, size, `use`, `key_ops`
     /// and `alg` (RFC 7517 §4.2–4.4, RFC 7518 §3). Throws the reason it may not.
-    public func checkUsable(for alg: JWSAlgorithm, operation: String = "verify") throws {
+    /// - alsoNamed: another registry's name for `alg` that the key's `alg` member may hold
+    ///   (an HTTP Message Signatures algorithm, RFC 9421 §6.2: `ed25519` for EdDSA).
+    public func checkUsable(for alg: JWSAlgorithm, operation: String = "verify", alsoNamed: String? = nil) throws {
         guard kty == alg.keyType else { throw JOSEError(.keyMismatch, "\(alg) needs a \(alg.keyType) key, not \(kty)") }
         if let curve = alg.curve, crv != curve { throw JOSEError(.keyMismatch, "\(alg) needs curve \(curve)") }
-        if let a = self.alg, a != alg.rawValue { throw JOSEError(.keyMismatch, "the key is for \(a), not \(alg)") }
+        if let a = self.alg, a != alg.rawValue, a != alsoNamed {
+            throw JOSEError(.keyMismatch, "the key is for \(a), not \(alg)")
+        }
         if let use, use != "sig" { throw JOSEError(.keyMismatch, "the key's use is \(use), not sig") }
         if let ops = keyOps, !ops.contains(operation) {
             throw JOSEError(.keyMismatch, "the key's key_ops do not include \(operation)")
@@ -96,8 +100,10 @@ public struct JWK: Sendable {
 
     /// Verifies a raw signature over `message` (no JWS parsing): used by JWS and by tests
     /// that run raw signature vectors.
-    public func verify(_ alg: JWSAlgorithm, message: [UInt8], signature: [UInt8]) throws -> Bool {
-        try checkUsable(for: alg)
+    public func verify(_ alg: JWSAlgorithm, message: [UInt8], signature: [UInt8], alsoNamed: String? = nil) throws
+        -> Bool
+    {
+        try checkUsable(for: alg, alsoNamed: alsoNamed)
         return try message.withUnsafeBufferPointer {
             try SignatureEngine.verify(alg, key: self, message: $0, signature: signature)
         }
@@ -107,8 +113,8 @@ public struct JWK: Sendable {
         try SignatureEngine.verify(alg, key: self, message: message, signature: signature)
     }
 
-    public func sign(_ alg: JWSAlgorithm, message: [UInt8]) throws -> [UInt8] {
-        try checkUsable(for: alg, operation: "sign")
+    public func sign(_ alg: JWSAlgorithm, message: [UInt8], alsoNamed: String? = nil) throws -> [UInt8] {
+        try checkUsable(for: alg, operation: "sign", alsoNamed: alsoNamed)
         return try SignatureEngine.sign(alg, key: self, message: message)
     }
 }
