@@ -175,6 +175,9 @@ final class ExampleFiles: @unchecked Sendable {
         case "jwk":
             let key = try JWK.generate(for: .ES256, kid: (base as NSString).deletingPathExtension)
             try write(JSONSerializer.serialize(.object(try key.privateJWK())), to: path)
+        case "jwks":
+            let key = try JWK.generate(for: .EdDSA, kid: (base as NSString).deletingPathExtension)
+            try write(JWKSet(keys: [key]).publicJSON(), to: path)
         case "secret", "keys":
             try write(ExampleConfigTests.secret + "\n", to: path)
         case "key" where base.hasPrefix("session"):

@@ -47,6 +47,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case authorizerAuth = "authorizers.NAME.auth"
     case authorizerCache = "authorizers.NAME.cache"
     case authorizerSubject = "authorizers.NAME.subject"
+    case signature = "signatures.NAME"
+    case signatureKeys = "signatures.NAME.keys"
+    case signatureHeaders = "signatures.NAME.headers"
 
     /// The keys, in the order check-config lists them when one is unknown: the table's.
     var keys: [String] { keyDocs.map(\.name) }
@@ -73,6 +76,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .authorizerAuth: AuthorizerConfig.authKeyTable.docs
         case .authorizerCache: AuthorizerConfig.cacheKeyTable.docs
         case .authorizerSubject: AuthorizerConfig.subjectKeyTable.docs
+        case .signature: SignaturePolicy.keyTable.docs
+        case .signatureKeys: SignaturePolicy.keysKeyTable.docs
+        case .signatureHeaders: SignaturePolicy.headersKeyTable.docs
         case .listen: ListenerConfig.keyTable.docs
         case .adminListen: ListenerConfig.adminKeyTable.docs
         case .listenTLS: ListenerTLS.keyTable.docs

@@ -97,6 +97,9 @@ extension GatewayConfig {
         .init(
             "authorizers", type: "mapping: an authorizer's name to its PDP (below)", default: "none",
             by: "ConfigParser.authorizers"),
+        .init(
+            "signatures", type: "mapping: a policy's name to its verifier (below)", default: "none",
+            by: "ConfigParser.signatures"),
         .init("login", type: "mapping (below)", default: "each key's default", by: "ConfigParser.login"),
         .init("decision", type: "bool or mapping (below)", default: "off", by: "ConfigParser.decision"),
         .init("pages_dir", type: "path of a directory", default: "none (built-in pages)", by: "ConfigParser.pages"),

@@ -16,6 +16,8 @@ public struct GatewayConfig: Sendable {
     var rateLimits: [String: RateLimitPolicy] = [:]
     /// `authorizers:`: named policy decision points that routes ask (`authorize`).
     var authorizers: [String: AuthorizerConfig] = [:]
+    /// `signatures:`: named HTTP Message Signature verifiers that routes name (`verify_signature`).
+    var signatures: [String: SignaturePolicy] = [:]
     var trustedProxies: [CIDR] = []
     var limits = Limits()
     var accessLog = AccessLogConfig.on(AccessLogOutput())

@@ -43,6 +43,7 @@ struct RuntimeConfig: Sendable {
             stripped.formUnion(route.identityHeaders.headerNames.map { $0.lowercased() })
             if let h = route.auth.tokenRoute?.dpop?.jktHeader { stripped.insert(h.lowercased()) }
         }
+        for policy in cfg.signatures.values { stripped.formUnion(policy.headerNames) }
         strippedIdentityHeaders = stripped.sorted().map { Array($0.utf8) }
     }
 }

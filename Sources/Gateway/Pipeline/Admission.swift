@@ -1,4 +1,5 @@
 import JOSE
+import MessageSignatures
 import OAuth
 import Reactor
 
@@ -29,6 +30,9 @@ final class Admission {
     var bearerMemo: BearerMemo? = nil
     /// The tool an MCP `tools/call` names, once the MCP stage has read it (`tool` limits).
     var mcpTool: String? = nil
+    /// A verified signature's `Content-Digest` (`verify_signature`), compared with the body
+    /// once it is read whole.
+    var contentDigest: ContentDigest? = nil
 
     init(
         identity: [(String, String)], session: Bool, body: RequestBody?, claims: JSONObject, preflight: Bool = false,

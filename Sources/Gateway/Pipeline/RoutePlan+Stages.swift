@@ -27,6 +27,7 @@ extension RoutePlan {
         if let pool {
             chain.append(GRPCDeadlineStage(plan: self))
             chain.append(RequestBufferingStage(services: services, plan: self, pool: pool))
+            chain += keyed.stages(at: .afterBody, self, services, decision: false)
             chain.append(UpstreamQueueStage(services: services, pool: pool))
             chain.append(ProxyStage(services: services, plan: self, pool: pool))
         }

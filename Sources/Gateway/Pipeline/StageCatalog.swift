@@ -8,6 +8,10 @@ enum StagePosition: Sendable {
     case afterAuthentication
     /// Last before the upstream request is made.
     case beforeUpstream
+    /// Once the body is read whole (`RequestBufferingStage`), before the upstream queue: what
+    /// must see the body before the upstream does (a signed request's `Content-Digest`).
+    /// Proxied chains only: a decision has no body.
+    case afterBody
 }
 
 /// A stage that a route turns on with a key of its own, declared in the stage's file: its row
@@ -42,7 +46,7 @@ struct StageCatalog: Sendable {
     let stages: [any KeyedStage.Type]
 
     /// The gateway's own keyed stages, in the order they run at one position.
-    static let gateway = StageCatalog(stages: [RateLimitStage.self, AuthorizeStage.self])
+    static let gateway = StageCatalog(stages: [RateLimitStage.self, SignatureStage.self, AuthorizeStage.self])
 
     /// Their keys, for the parser: a route accepts them beside `RouteConfig.keyTable`'s.
     var routeKeys: ConfigKeyTable<RouteConfig, RouteKeyContext> { ConfigKeyTable(stages.map { $0.routeKey }) }

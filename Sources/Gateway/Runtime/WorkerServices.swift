@@ -40,6 +40,9 @@ final class WorkerServices {
     let hosts = HostMemo()
     /// Token routes: verified-token cache and this worker's copy of issuer keys.
     let tokens: AccessTokenValidator
+    /// Ids seen once and refused again (DPoP proofs' `jti`, signatures' nonces): the process's
+    /// memory or Redis.
+    let replay: ReplayStore
     /// The `bearer` / `dpop` / `token` checks.
     let authenticator: TokenAuthenticator
     /// Routes with `token_exchange`: the caller's token traded for the upstream's (RFC 8693).
@@ -83,7 +86,8 @@ final class WorkerServices {
         metrics = WorkerMetrics()
         tokens = AccessTokenValidator(
             loop: loop, wallClock: wallClock, sharedIntrospection: stores.sharedAnswers(.introspection, for: loop))
-        authenticator = TokenAuthenticator(validator: tokens, replay: stores.replay(for: loop))
+        replay = stores.replay(for: loop)
+        authenticator = TokenAuthenticator(validator: tokens, replay: replay)
         exchanger = TokenExchanger(
             loop: loop, wallClock: wallClock, shared: stores.sharedAnswers(.exchange, for: loop),
             process: stores.exchangedTokens)

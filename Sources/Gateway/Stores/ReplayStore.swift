@@ -63,6 +63,13 @@ struct ReplayID: Hashable, Sendable {
         self.init(digestOf: input.span)
     }
 
+    /// An HTTP Message Signature's `nonce` under its `keyid` (RFC 9421 §7.2.2): a namespace of
+    /// its own (leading 0x02).
+    init(signatureNonce nonce: String, keyid: String) {
+        let input = [2] + Array(keyid.utf8) + [0] + Array(nonce.utf8)
+        self.init(digestOf: input.span)
+    }
+
     private init(digestOf bytes: Span<UInt8>) {
         let digest = Digest.sha256.hash(bytes)
         high = digest[0..<8].reduce(0) { $0 << 8 | UInt64($1) }

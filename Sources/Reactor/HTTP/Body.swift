@@ -1,4 +1,5 @@
 internal import CEvent
+import Glibc
 
 /// A run of body bytes at the front of a libevent buffer (not owning): the first `count`
 /// bytes of `buffer`. Moving them into another buffer is zero-copy; the receiver moves
@@ -82,5 +83,14 @@ public final class OwnedBuffer {
     public func drain() { evbuffer_drain(buffer, count) }
     /// The whole buffer as a chunk (moving it empties this buffer).
     public var chunk: BodyChunk { BodyChunk(buffer: buffer, owner: self) }
+    /// Shows every byte held, in order and in place, without taking them.
+    public func scan(_ visit: (UnsafeRawBufferPointer) -> Void) {
+        let extents = Int(evbuffer_peek(buffer, -1, nil, nil, 0))
+        guard extents > 0 else { return }
+        withUnsafeTemporaryAllocation(of: iovec.self, capacity: extents) { vectors in
+            let n = Int(evbuffer_peek(buffer, -1, nil, vectors.baseAddress, Int32(extents)))
+            for v in vectors.prefix(n) { visit(UnsafeRawBufferPointer(start: v.iov_base, count: v.iov_len)) }
+        }
+    }
     deinit { evbuffer_free(buffer) }
 }

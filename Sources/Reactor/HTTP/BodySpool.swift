@@ -86,6 +86,24 @@ public final class BodySpool {
         readBack = 0
     }
 
+    /// Shows the bytes waiting, in order, without taking them (a digest over a body read
+    /// whole: RFC 9530 `Content-Digest`). The file is read in 64 KiB pieces at their offsets;
+    /// false when it cannot be read.
+    public func scan(_ visit: (UnsafeRawBufferPointer) -> Void) -> Bool {
+        var piece = [UInt8](repeating: 0, count: 1 << 16)
+        var offset = readBack
+        while offset < written {
+            let want = min(piece.count, written - offset)
+            let r = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
+            if r < 0 && errno == EINTR { continue }
+            guard r > 0 else { return false }
+            piece.withUnsafeBytes { visit(UnsafeRawBufferPointer(rebasing: $0.prefix(r))) }
+            offset += r
+        }
+        overflow.scan(visit)
+        return true
+    }
+
     /// Up to `max` bytes, in order, as a chunk; nil when nothing waits or the file cannot be
     /// read.
     public func next(max: Int) -> BodyChunk? {

@@ -105,6 +105,11 @@ public final class BufferedRequestBody: RequestBody {
 
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
 
+    /// The bytes not yet handed on, in place.
+    public func scan(_ visit: (UnsafeRawBufferPointer) -> Void) {
+        bytes?.withUnsafeBytes { visit($0) }
+    }
+
     public var framing: RequestBodyFraming { .length(UInt64(bytes?.count ?? 0)) }
     /// Already here: nobody waits for a 100.
     public var expectsContinue: Bool { false }

@@ -55,6 +55,13 @@ public final class SpooledRequestBody: RequestBody {
     /// Whether part of the body went to a file.
     public var spooled: Bool { spool != nil }
 
+    /// Shows the body read whole, in order, without taking it: memory, then the file. False
+    /// when the file cannot be read back.
+    public func scan(_ visit: (UnsafeRawBufferPointer) -> Void) -> Bool {
+        memory.scan(visit)
+        return spool?.scan(visit) ?? true
+    }
+
     /// Reads the client's body (saying `100 Continue` first if the client waits for it);
     /// `done` is called once. After a failure the body is spent: the connection must close
     /// after its answer.

@@ -1,0 +1,70 @@
+import JOSE
+import MessageSignatures
+import Yams
+
+extension SignatureStage {
+    /// Verifies `chosen` with the key its `keyid` names in the policy's source; `done` runs
+    /// once, now or (after an issuer's refetch for a key it has just rotated in) later on
+    /// this loop.
+    func verify(
+        _ chosen: MessageSignatureFields.Labeled, keyid: String, _ message: SignedMessage,
+        done: @escaping (Result<SignatureAlgorithm, MessageSignatureError>) -> Void
+    ) {
+        let rsa = policy.rsaAlgorithm
+        switch policy.keys {
+        case .none:
+            done(.failure(MessageSignatureError(.unknownKey, "no keys are configured")))
+        case .jwksFile(_, let set):
+            done(Self.attempt(chosen, keyid: keyid, message, set, symmetric: true, rsa: rsa))
+        case .issuer(let issuer):
+            let keys = services.tokens.issuerKeys
+            keys.verify(
+                { () -> Result<SignatureAlgorithm, MessageSignatureError> in
+                    guard let set = keys[issuer: issuer] else {
+                        return .failure(MessageSignatureError(.unknownKey, "the issuer's keys are not loaded"))
+                    }
+                    return Self.attempt(chosen, keyid: keyid, message, set, symmetric: false, rsa: rsa)
+                },
+                unknownKey: { outcome in
+                    if case .failure(let e) = outcome, e.reason == .unknownKey { return issuer }
+                    return nil
+                },
+                done: done)
+        }
+    }
+
+    /// One try with the keys at hand: the one key with this `kid` (RFC 7517 §4.5: a kid that
+    /// names two keys names none), never a symmetric one from an issuer's published set.
+    static func attempt(
+        _ chosen: MessageSignatureFields.Labeled, keyid: String, _ message: SignedMessage, _ set: JWKSet,
+        symmetric: Bool, rsa: SignatureAlgorithm
+    ) -> Result<SignatureAlgorithm, MessageSignatureError> {
+        let named = set.keys.filter { $0.kid == keyid }
+        guard named.count == 1, let key = named.first else {
+            return .failure(
+                MessageSignatureError(
+                    .unknownKey, named.isEmpty ? "no key has keyid \(keyid)" : "several keys have keyid \(keyid)"))
+        }
+        if key.kty == "oct" && !symmetric {
+            return .failure(MessageSignatureError(.unknownKey, "the key \(keyid) is a shared secret"))
+        }
+        return Result { try SignatureVerifier.verify(chosen, in: message, with: key, rsa: rsa) }.mapError {
+            $0 as? MessageSignatureError ?? MessageSignatureError(.badSignature, "the signature does not verify")
+        }
+    }
+}
+
+extension ConfigParser {
+    /// A route's `verify_signature`: a defined policy, on a route whose requests are admitted.
+    static func routeSignature(_ route: inout RouteConfig, _ node: Node, path p: String, _ context: RouteKeyContext) {
+        let r = context.r
+        guard let name = r.string(node, path: p) else { return }
+        guard let policy = context.cfg.signatures[name] else {
+            let defined = context.cfg.signatures.keys.sorted().joined(separator: ", ")
+            r.problem(
+                p, node, "\"\(name)\" is not defined under signatures; defined: \(defined.isEmpty ? "none" : defined)")
+            return
+        }
+        route.options.stageSettings[SignatureStage.routeKey.name] = policy
+    }
+}

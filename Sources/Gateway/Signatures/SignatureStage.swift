@@ -1,0 +1,175 @@
+import JOSE
+import Logging
+import MessageSignatures
+import Reactor
+import Yams
+
+/// A route's `verify_signature: NAME`: the request must carry an HTTP Message Signature
+/// (RFC 9421) that its policy accepts. Once the request is admitted, the signature is
+/// checked over the request as the client sent it (before any rewrite): its tag, what it
+/// covers, its times, its key (the `keyid` looked up in the policy's keys; the algorithm is
+/// the key's), its nonce (claimed in the replay store, across replicas with Redis). When it
+/// covers `Content-Digest`, a second part of the stage compares that digest with the body
+/// once the body is read whole, before the upstream is called (RFC 9530). A refusal is 401
+/// with `Accept-Signature` (§5.1) saying what the route wants.
+final class SignatureStage: KeyedStage {
+    static let routeKey = ConfigKey<RouteConfig, RouteKeyContext>(
+        "verify_signature", type: "name of a `signatures` entry", default: "none"
+    ) { route, node, path, context in
+        ConfigParser.routeSignature(&route, node, path: path, context)
+    }
+    static let position = StagePosition.afterAuthentication
+    static let positions: [StagePosition] = [.afterAuthentication, .afterBody]
+
+    static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> SignatureStage? {
+        guard let policy = plan.route.options.stageSettings[routeKey.name] as? SignaturePolicy else { return nil }
+        return SignatureStage(policy: policy, services: services, checksBody: position == .afterBody)
+    }
+
+    static func make(_ plan: RoutePlan, _ services: WorkerServices) -> SignatureStage? {
+        make(plan, services, at: position)
+    }
+
+    let policy: SignaturePolicy
+    /// Unowned: the services hold the plans that hold their stages.
+    unowned(unsafe) let services: WorkerServices
+    /// The part after the body is read: the digest.
+    let checksBody: Bool
+    private let contentDigest = try! ComponentIdentifier("content-digest")
+
+    init(policy: SignaturePolicy, services: WorkerServices, checksBody: Bool) {
+        self.policy = policy
+        self.services = services
+        self.checksBody = checksBody
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        let admission = request.admitted
+        // A preflight carries no credential and no signature to ask for.
+        if admission.preflight { return .proceed }
+        if checksBody { return checkDigest(request, admission) }
+        let message = signedMessage(request)
+        let chosen: MessageSignatureFields.Labeled
+        do {
+            let fields = try MessageSignatureFields(
+                input: combined(message, "signature-input"), signature: combined(message, "signature"))
+            chosen = try SignatureVerifier.select(
+                fields, for: policy.requirements, in: message, now: services.wallClock.seconds)
+        } catch let e as MessageSignatureError {
+            return .answer(refusal(e, request))
+        } catch {
+            return .answer(refusal(MessageSignatureError(.malformed, "the signature fields cannot be read"), request))
+        }
+        guard let keyid = chosen.parameters.keyid else {
+            return .answer(refusal(MessageSignatureError(.unknownKey, "the signature names no keyid"), request))
+        }
+        var waiting = true
+        var immediate: StageOutcome?
+        verify(chosen, keyid: keyid, message) { [self] outcome in
+            let next = verified(outcome, chosen, request, admission)
+            finish(next, waiting: waiting, immediate: &immediate, request)
+        }
+        waiting = false
+        return immediate ?? .suspend
+    }
+
+    /// What the verification of `chosen` comes to: on with the request, or its refusal. A
+    /// nonce is claimed last, so that a refused signature burns none.
+    private func verified(
+        _ outcome: Result<SignatureAlgorithm, MessageSignatureError>, _ chosen: MessageSignatureFields.Labeled,
+        _ request: RoutedRequest, _ admission: Admission
+    ) -> StageOutcome {
+        if case .failure(let e) = outcome { return .answer(refusal(e, request)) }
+        let params = chosen.parameters
+        if params.covers(contentDigest) {
+            guard let field = request.head.fields.first("Content-Digest") else {
+                return .answer(refusal(MessageSignatureError(.componentMissing, "no Content-Digest"), request))
+            }
+            do { admission.contentDigest = try ContentDigest(field: field) } catch let e as MessageSignatureError {
+                return .answer(refusal(e, request))
+            } catch {}
+            if request.isDecision, Self.hasContent(request.head) {
+                // An ingress asks about the request without its body: the digest could not be
+                // compared, and a signature is not taken on trust for the part it cannot see.
+                return .answer(
+                    refusal(
+                        MessageSignatureError(.digestMismatch, "the content digest cannot be checked here"), request))
+            }
+        }
+        if let h = policy.keyidHeader, let keyid = params.keyid { admission.identity.append((h, keyid)) }
+        if let h = policy.tagHeader, let tag = params.tag { admission.identity.append((h, tag)) }
+        guard let nonce = params.nonce, let keyid = params.keyid else { return .proceed }
+        return claim(nonce, keyid: keyid, params, request)
+    }
+
+    /// §7.2.2: a nonce is remembered while its signature would still be accepted; one seen
+    /// again is a replay.
+    private func claim(_ nonce: String, keyid: String, _ params: SignatureParameters, _ request: RoutedRequest)
+        -> StageOutcome
+    {
+        let requirements = policy.requirements
+        let now = services.wallClock.seconds
+        let until = (params.created ?? now) + (requirements.maxAge ?? 3600) + requirements.leeway + 1
+        var waiting = true
+        var immediate: StageOutcome?
+        services.replay.claim(ReplayID(signatureNonce: nonce, keyid: keyid), until: until, now: now) {
+            [self] verdict in
+            let next: StageOutcome
+            switch verdict {
+            case .fresh: next = .proceed
+            case .replayed:
+                next = .answer(
+                    refusal(MessageSignatureError(.replayed, "the signature's nonce was used before"), request))
+            case .unavailable(let why), .refused(let why):
+                next = .answer(
+                    ErrorResponse.make(
+                        503, error: "temporarily_unavailable", description: "the request cannot be checked now",
+                        requestID: request.context.requestID,
+                        headers: [("Retry-After", WorkerServices.upstreamRetryAfter)],
+                        detail: "signature nonce store: \(why)"))
+            }
+            finish(next, waiting: waiting, immediate: &immediate, request)
+        }
+        waiting = false
+        return immediate ?? .suspend
+    }
+
+    private func finish(
+        _ outcome: StageOutcome, waiting: Bool, immediate: inout StageOutcome?, _ request: RoutedRequest
+    ) {
+        if waiting {
+            immediate = outcome
+            return
+        }
+        switch outcome {
+        case .proceed: request.resume()
+        case .answer(let response, let close): request.answer(response, close: close)
+        case .suspend: break
+        }
+    }
+
+    /// The request as its client signed it: the method, the target and the fields it sent,
+    /// and the origin it was addressed to (`public_url` where the config sets one).
+    func signedMessage(_ request: RoutedRequest) -> SignedMessage {
+        let head = request.head
+        let origin = services.origin(request.origin)
+        var fields: [SignedMessage.Field] = []
+        fields.reserveCapacity(head.fields.count)
+        for f in head.fields { fields.append(SignedMessage.Field(name: f.name.lowercased(), value: f.value)) }
+        return SignedMessage(
+            method: head.methodName, scheme: origin?.scheme ?? request.origin.forwardedProto,
+            authority: origin?.authority ?? request.origin.forwardedHost ?? head.fields.first("Host") ?? "",
+            target: head.target, fields: fields)
+    }
+
+    private func combined(_ message: SignedMessage, _ name: String) -> String? {
+        let lines = message.lines(name)
+        return lines.isEmpty ? nil : lines.joined(separator: ", ")
+    }
+
+    static func hasContent(_ head: HTTPRequestHead) -> Bool {
+        if head.fields.first("Transfer-Encoding") != nil { return true }
+        if let n = head.fields.first("Content-Length"), n != "0" { return true }
+        return false
+    }
+}
