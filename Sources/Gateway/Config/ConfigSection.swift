@@ -31,6 +31,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case clientTLS = "clients.NAME.tls"
     case upstream = "upstreams.NAME"
     case upstreamTLS = "upstreams.NAME.tls"
+    case upstreamSign = "upstreams.NAME.sign"
     case route = "routes[]"
     case routeMatch = "routes[].match"
     case routeDPoP = "routes[].dpop"
@@ -77,6 +78,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .authorizerCache: AuthorizerConfig.cacheKeyTable.docs
         case .authorizerSubject: AuthorizerConfig.subjectKeyTable.docs
         case .signature: SignaturePolicy.keyTable.docs
+        case .upstreamSign: MessageSigningConfig.keyTable.docs
         case .signatureKeys: SignaturePolicy.keysKeyTable.docs
         case .signatureHeaders: SignaturePolicy.headersKeyTable.docs
         case .listen: ListenerConfig.keyTable.docs

@@ -216,6 +216,8 @@ struct UpstreamConfig: Sendable {
     var pendingTimeout = 5.0
     /// `url: https://…`: the `tls:` settings as written (defaults when there is no `tls:`).
     var tls: UpstreamTLSConfig?
+    /// `sign`: requests to this upstream carry the gateway's HTTP Message Signature.
+    var sign: MessageSigningConfig?
     /// Built from `tls` by the parser, once per config load (so a reload reads rotated
     /// files, and gets new pools).
     var tlsContext: UpstreamTLSContext?

@@ -53,6 +53,9 @@ extension UpstreamConfig {
             if let v = Int(s), v >= 0 { up.maxIdleConnections = v } else { r.problem(p, n, "must be a number ≥ 0") }
         },
         .init(
+            "sign", type: "mapping (below): sign requests (RFC 9421)", default: "none: not signed",
+            by: "ConfigParser.upstreams"),
+        .init(
             "tls", type: "mapping (below), `https://` URLs only",
             default: "verify against the system's CAs and the URL's host", by: "ConfigParser.upstreams"),
         // The connection cap and its wait queue: docs/proxy.md ("Limits") says why the

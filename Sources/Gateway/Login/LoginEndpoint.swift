@@ -16,7 +16,9 @@ enum LoginEndpoint: Equatable {
         init(_ config: GatewayConfig) {
             login = config.login
             hasLogin = config.routes.contains { $0.auth.loginRoute != nil }
-            servesJWKS = config.clients.values.contains(where: { $0.key != nil }) || !config.assertionKeys.isEmpty
+            servesJWKS =
+                config.clients.values.contains(where: { $0.key != nil }) || !config.assertionKeys.isEmpty
+                || config.upstreams.values.contains(where: { $0.sign != nil })
         }
 
         /// The endpoint `path` (already normalized) names, if any.

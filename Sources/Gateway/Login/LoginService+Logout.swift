@@ -92,9 +92,13 @@ extension LoginService {
         // second is published before it signs, so upstreams have it when it starts to).
         let clients = config.clients.values.sorted { $0.name < $1.name }
         let keys = clients.compactMap(\.key) + config.assertionKeys.map(\.key)
+        // The keys the gateway signs upstream requests with (`upstreams.NAME.sign`).
+        let signing = config.upstreams.values.sorted { $0.name < $1.name }.compactMap(\.sign).map(\.publicJWK)
         // Self-signed client certificates as JWKs with x5c (RFC 8705 §2.2), for the AS to match.
         let certificates = clients.compactMap(\.tls?.publishedJWK)
-        let all = keys.map { JSONValue.object($0.publicJWK()) } + certificates.map { .object($0) }
+        let all =
+            keys.map { JSONValue.object($0.publicJWK()) } + signing.map { .object($0) }
+            + certificates.map { .object($0) }
         return GatewayResponse(
             status: 200, body: JSONSerializer.serialize(.object(JSONObject(["keys": .array(all)]))),
             contentType: "application/jwk-set+json")

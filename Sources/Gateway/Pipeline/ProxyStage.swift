@@ -24,7 +24,8 @@ final class ProxyStage: Stage {
         let ctx = request.context
         let ex = request.exchange
         let exchange = ProxyExchange(services: services, exchange: ex, context: ctx, buffersResponse: buffersResponse)
-        let upstream = request.forwarding.request(request.admitted, ex: ex, ctx: ctx, spooled: request.spooledBody)
+        let upstream = request.forwarding.request(
+            request.admitted, ex: ex, ctx: ctx, spooled: request.spooledBody, now: services.wallClock.seconds)
         if ctx.kind.isUpgrade {
             exchange.start(pool: pool, request: Self.upgradeRequest(upstream, ctx))
         } else {

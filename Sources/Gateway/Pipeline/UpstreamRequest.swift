@@ -5,10 +5,11 @@ extension RequestPipeline.Forwarding {
     /// The upstream request of an admitted request: the client's fields and forwarded
     /// headers, and its own body unless the admission replaced it (a form with its token
     /// removed).
-    /// `spooled`: the body as request buffering read it whole (`RequestBufferingStage`).
-    func request(_ admission: Admission, ex: ServerExchange, ctx: RequestContext, spooled: RequestBody? = nil)
-        -> UpstreamCall.Request
-    {
+    /// `spooled`: the body as request buffering read it whole (`RequestBufferingStage`);
+    /// `now`: the wall clock's seconds, a signed request's `created`.
+    func request(
+        _ admission: Admission, ex: ServerExchange, ctx: RequestContext, spooled: RequestBody? = nil, now: Int64
+    ) -> UpstreamCall.Request {
         var identity = admission.identity
         if !plan.certificateHeaders.isEmpty, let certificate = ex.connection.clientCertificate {
             for (header, field) in plan.certificateHeaders {
@@ -32,7 +33,7 @@ extension RequestPipeline.Forwarding {
                 let retry: (() -> UpstreamCall.Request)?
                 // Not an upgrade: its second try would need the upgrade's own request again.
                 if !ctx.kind.isUpgrade, UpstreamDPoPExchange.mayRetry(ex.head, body: admission.body ?? ex.body) {
-                    retry = { [self, unowned ex, unowned ctx] in self.request(admission, ex: ex, ctx: ctx) }
+                    retry = { [self, unowned ex, unowned ctx] in self.request(admission, ex: ex, ctx: ctx, now: now) }
                 } else {
                     retry = nil
                 }
@@ -40,10 +41,17 @@ extension RequestPipeline.Forwarding {
                     nonces: upstreamProof.nonces, authority: plan.upstreamAuthority, retry: retry)
             }
         }
-        return request(
+        var out = request(
             headers: ex.head.fields, listsConnectionOptions: ex.head.listsConnectionOptions,
             forwarded: ctx.forwarded, identity: identity,
             session: admission.session, preflight: admission.preflight, body: spooled ?? admission.body ?? ex.body,
             trace: ctx.trace, dropTraceContext: ctx.dropClientTraceContext, grpcTimeout: ctx.grpcTimeout?.value)
+        if let signing = plan.upstream?.sign {
+            // Last: over the fields as they go (identity headers, Host, forwarded headers).
+            UpstreamSigning.sign(
+                &out, signing, method: ex.head.methodName, scheme: plan.upstream?.tls == nil ? "http" : "https",
+                authority: upstreamHost, now: now)
+        }
+        return out
     }
 }

@@ -1,5 +1,4 @@
 import MessageSignatures
-import Reactor
 
 extension SignatureStage {
     /// The second part: a covered `Content-Digest` compared with the body read whole, before
@@ -10,25 +9,19 @@ extension SignatureStage {
         guard let digest = admission.contentDigest else { return .proceed }
         let contexts = digest.contexts()
         let body = request.spooledBody ?? admission.body ?? request.exchange.body
-        if let whole = body as? SpooledRequestBody {
-            guard whole.scan({ bytes in for c in contexts { c.update(bytes) } }) else {
-                return .answer(
-                    ErrorResponse.make(
-                        503, error: "temporarily_unavailable", description: "the request body cannot be read back",
-                        requestID: request.context.requestID, detail: "content digest: spool file unreadable"))
-            }
-        } else if let held = body as? BufferedRequestBody {
-            held.scan { bytes in for c in contexts { c.update(bytes) } }
-        } else {
-            switch body.framing {
-            case .none, .length(0): break
-            default:
-                return .answer(
-                    refusal(
-                        MessageSignatureError(
-                            .digestMismatch, "the content digest cannot be checked on a body that streams"),
-                        request))
-            }
+        switch BodyBytes.scan(body, into: contexts) {
+        case .read: break
+        case .unreadable:
+            return .answer(
+                ErrorResponse.make(
+                    503, error: "temporarily_unavailable", description: "the request body cannot be read back",
+                    requestID: request.context.requestID, detail: "content digest: spool file unreadable"))
+        case .streams:
+            return .answer(
+                refusal(
+                    MessageSignatureError(
+                        .digestMismatch, "the content digest cannot be checked on a body that streams"),
+                    request))
         }
         guard digest.matches(contexts) else {
             return .answer(

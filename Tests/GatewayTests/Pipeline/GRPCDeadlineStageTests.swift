@@ -27,7 +27,8 @@ struct GRPCDeadlineStageTests {
         let h = try Self.harness(["250m"])
         #expect(h.run(try #require(h.stage(GRPCDeadlineStage.self))).proceeds)
         #expect(h.request.context.grpcTimeout?.seconds == 0.25)
-        let upstream = h.request.forwarding.request(h.request.admitted, ex: h.request.exchange, ctx: h.request.context)
+        let upstream = h.request.forwarding.request(
+            h.request.admitted, ex: h.request.exchange, ctx: h.request.context, now: 0)
         #expect(upstream.fields.values("grpc-timeout") == ["250m"])
         #expect(upstream.forwarded?.passedOn.first("grpc-timeout") == nil)
     }
@@ -37,7 +38,8 @@ struct GRPCDeadlineStageTests {
         #expect(h.run(try #require(h.stage(GRPCDeadlineStage.self))).proceeds)
         let cap = try #require(h.request.context.grpcTimeout)
         #expect(cap.seconds < 7200 && GRPCTimeout.seconds(cap.value) == cap.seconds)
-        let upstream = h.request.forwarding.request(h.request.admitted, ex: h.request.exchange, ctx: h.request.context)
+        let upstream = h.request.forwarding.request(
+            h.request.admitted, ex: h.request.exchange, ctx: h.request.context, now: 0)
         #expect(upstream.fields.values("grpc-timeout") == [cap.value])
         #expect(upstream.forwarded?.passedOn.first("grpc-timeout") == nil, "the client's copy stays behind")
     }

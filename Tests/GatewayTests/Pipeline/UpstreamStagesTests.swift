@@ -19,7 +19,8 @@ struct UpstreamStagesTests {
         #expect(h.run(try #require(h.stage(RequestBufferingStage.self))).proceeds)
         #expect(h.request.spooledBody == nil, "nothing to read first")
         // What ProxyStage sends: the admission's identity headers on the client's request.
-        let upstream = h.request.forwarding.request(h.request.admitted, ex: h.request.exchange, ctx: h.request.context)
+        let upstream = h.request.forwarding.request(
+            h.request.admitted, ex: h.request.exchange, ctx: h.request.context, now: 0)
         #expect(upstream.fields.first("X-User") == "alice")
     }
 
