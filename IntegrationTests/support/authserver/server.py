@@ -813,6 +813,9 @@ class AuthServer:
         self.login_sessions = {}  # login cookie value -> {"user", "auth_time", "active"}
         self._used_login_forms = set()
         self.token_requests = []  # /token: grant_type, client_id (as sent, if any), status
+        # Every client_assertion that came (RFC 7523 §2.2): path, grant_type (at /token), the
+        # assertion as sent — what a test of rotated assertion files checks each request carried.
+        self.client_assertions = []
         # Faults a client must survive or refuse (the FAPI 2.0 RP test plan injects them at its
         # AS). token_response_fault: members of every successful /token answer replaced (None
         # removes one: {"expires_in": None}, {"token_type": "dpop"}). id_token_fault: every ID
@@ -1107,6 +1110,10 @@ class AuthServer:
         with self.lock:
             self.hits[req.path] = self.hits.get(req.path, 0) + 1
             self.headers_seen[req.path] = {k.lower(): v for k, v in req.headers.items()}
+            if req.method == "POST" and req.mimetype == "application/x-www-form-urlencoded" \
+                    and req.form.get("client_assertion"):
+                self.client_assertions.append({"path": req.path, "grant_type": req.form.get("grant_type"),
+                                               "assertion": req.form["client_assertion"]})
             try:
                 resp = self._handle(req)
             except Exception as e:  # noqa: BLE001 — any failure answers 500, the server lives on

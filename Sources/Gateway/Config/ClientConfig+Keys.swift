@@ -5,7 +5,7 @@ extension ClientConfig {
     /// The keys of `clients.NAME`, each said once: its reference row (type and default,
     /// checked against the model's defaults by ConfigReferenceTests) and its reader. The
     /// registration itself (issuer, client_id, the authentication method and what it needs:
-    /// secret, key_file and alg, tls) is read by ConfigParser.clients, which builds the client
+    /// secret, key_file and alg, assertion_file, tls) is read by ConfigParser.clients, which builds the client
     /// from it, and `profile` by ConfigParser.securityProfile; the login settings and
     /// assertion_audience here, in this order. request_mode against key_file is
     /// ConfigValidation's.
@@ -17,7 +17,7 @@ extension ClientConfig {
         .init(
             "auth",
             type:
-                "`client_secret_basic`, `client_secret_post`, `client_secret_jwt`, `private_key_jwt`, `tls_client_auth` or `self_signed_tls_client_auth`",
+                "`client_secret_basic`, `client_secret_post`, `client_secret_jwt`, `private_key_jwt`, `client_assertion_file`, `tls_client_auth` or `self_signed_tls_client_auth`",
             default: "`client_secret_basic`", checkedBy: ConfigDefault.text("client_secret_basic"),
             by: "ConfigParser.clients"),
         .init("secret", type: "secret", default: "none", by: "ConfigParser.clients"),
@@ -25,6 +25,10 @@ extension ClientConfig {
         .init(
             "key_file", type: "path of a private JWK or PEM (`tokengate keys generate`)", default: "none",
             by: "ConfigParser.clients"),
+        .init(
+            "assertion_file",
+            type: "path of a JWT issued for the client (`auth: client_assertion_file`), read again as it rotates",
+            default: "none", by: "ConfigParser.clients"),
         .init(
             "alg", type: "signing algorithm of `key_file`",
             default: "the key's `alg`, else RS256 (RSA), ES256 (EC), EdDSA", by: "ConfigParser.clients"),

@@ -36,6 +36,22 @@ extension ConfigParser {
         }
     }
 
+    /// `auth: client_assertion_file`: the file must hold a JWT with `exp` when the config is
+    /// read (it is read again at each use, `ClientAssertionFile`); one that has expired since is
+    /// the rotation's business, not the config's.
+    static func assertionFile(_ file: String, clientID: String, node: Node?, path p: String, _ r: ConfigReader)
+        -> ClientAuthentication?
+    {
+        let full = file.hasPrefix("/") ? file : "\(r.baseDirectory)/\(file)"
+        do {
+            _ = try ClientAssertionFile.read(full)
+        } catch {
+            r.problem("\(p).assertion_file", node, "\(error.code.rawValue): \(error.reason) (\(full))")
+            return nil
+        }
+        return .clientAssertion(clientID: clientID, source: ClientAssertionFile(path: full))
+    }
+
     static func clients(_ node: Node?, issuers: [String: IssuerConfig], _ r: ConfigReader) -> [String: ClientConfig] {
         guard let node, let m = r.mapping(node, path: "clients", section: nil) else { return [:] }
         var out: [String: ClientConfig] = [:]
@@ -79,6 +95,10 @@ extension ConfigParser {
             case "private_key_jwt":
                 guard let key, let alg = keyAlgorithm else { continue }
                 auth = .privateKeyJWT(clientID: id, key: key, alg: alg)
+            case "client_assertion_file":
+                guard let file = c["assertion_file"].flatMap({ r.string($0, path: "\(p).assertion_file") })
+                else { continue }
+                auth = assertionFile(file, clientID: id, node: c["assertion_file"], path: p, r)
             case "tls_client_auth", "self_signed_tls_client_auth":
                 auth =
                     method == "tls_client_auth"
@@ -86,7 +106,7 @@ extension ConfigParser {
             default:
                 r.problem(
                     "\(p).auth", c["auth"],
-                    "must be client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt, tls_client_auth or self_signed_tls_client_auth"
+                    "must be client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt, client_assertion_file, tls_client_auth or self_signed_tls_client_auth"
                 )
                 continue
             }

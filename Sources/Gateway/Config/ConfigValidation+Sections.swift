@@ -238,8 +238,8 @@ extension ConfigValidation {
         }
     }
 
-    /// A client's `auth` method and the key it needs: a secret, a private key, or a client
-    /// certificate. False when that key is missing.
+    /// A client's `auth` method and the key it needs: a secret, a private key, an assertion
+    /// file, or a client certificate. False when that key is missing.
     static func clientAuthentication(
         _ method: String, _ m: [String: Node], path p: String, node: Node, _ r: ConfigReader
     ) -> Bool {
@@ -252,6 +252,11 @@ extension ConfigValidation {
         case "private_key_jwt":
             if m["key_file"] == nil {
                 r.problem(p, node, "private_key_jwt needs key_file (a private JWK or PEM)")
+                return false
+            }
+        case "client_assertion_file":
+            if m["assertion_file"] == nil {
+                r.problem(p, node, "client_assertion_file needs assertion_file (the path of the JWT to send)")
                 return false
             }
         case "tls_client_auth", "self_signed_tls_client_auth":

@@ -5,7 +5,8 @@ public import JOSE
 /// (client_secret_basic / client_secret_post) and RFC 7523 §2.2 assertions
 /// (client_secret_jwt with HS256, private_key_jwt with the client's key), and RFC 8705 §2
 /// mutual TLS (the certificate the connection presents authenticates; the request names the
-/// client only).
+/// client only). An assertion someone else issues (RFC 7523 §2.2: a workload identity's
+/// federated token) comes from a `ClientAssertionSource`.
 public enum ClientAuthentication: Sendable {
     case clientSecretBasic(clientID: String, secret: String)
     case clientSecretPost(clientID: String, secret: String)
@@ -15,11 +16,15 @@ public enum ClientAuthentication: Sendable {
     case tlsClientAuth(clientID: String)
     /// RFC 8705 §2.2: a self-signed certificate the client registered (in its JWKS, `x5c`).
     case selfSignedTLSClientAuth(clientID: String)
+    /// RFC 7523 §2.2: a JWT issued and rotated by someone else (a projected service-account
+    /// token), sent as it is.
+    case clientAssertion(clientID: String, source: any ClientAssertionSource)
 
     public var clientID: String {
         switch self {
         case .clientSecretBasic(let id, _), .clientSecretPost(let id, _), .clientSecretJWT(let id, _),
-            .privateKeyJWT(let id, _, _), .tlsClientAuth(let id), .selfSignedTLSClientAuth(let id):
+            .privateKeyJWT(let id, _, _), .tlsClientAuth(let id), .selfSignedTLSClientAuth(let id),
+            .clientAssertion(let id, _):
             id
         }
     }
@@ -43,8 +48,18 @@ public enum ClientAuthentication: Sendable {
         case .tlsClientAuth(let id), .selfSignedTLSClientAuth(let id):
             // RFC 8705 §2: client_id is required, the certificate does the rest.
             return ([], [("client_id", id)])
+        case .clientAssertion(let id, let source):
+            return ([], ClientAssertion.form(clientID: id, assertion: try source.assertion(now: now)))
         }
     }
+}
+
+/// Where a client assertion issued by someone else comes from (RFC 7523 §2.2), read when a
+/// request is made.
+public protocol ClientAssertionSource: Sendable {
+    /// The assertion to send now. Throws, rather than answering one that has expired or could
+    /// not be read: a request with a stale assertion is never sent.
+    func assertion(now: Int64) throws -> String
 }
 
 /// An RFC 7523 client assertion: iss = sub = client_id, aud, a unique jti, a short life.
@@ -65,10 +80,18 @@ public enum ClientAssertion {
     static func form(clientID: String, audience: String, key: JWK, alg: JWSAlgorithm, now: Int64) throws -> [(
         String, String
     )] {
+        form(
+            clientID: clientID,
+            assertion: try make(clientID: clientID, audience: audience, key: key, alg: alg, now: now))
+    }
+
+    /// RFC 7523 §2.2: the assertion and its type; client_id too, which the AS may use to find
+    /// the client (RFC 7521 §4.2 allows it).
+    static func form(clientID: String, assertion: String) -> [(String, String)] {
         [
             ("client_id", clientID),
             ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"),
-            ("client_assertion", try make(clientID: clientID, audience: audience, key: key, alg: alg, now: now))
+            ("client_assertion", assertion)
         ]
     }
 }

@@ -1,0 +1,201 @@
+"""`auth: client_assertion_file` (RFC 7523 §2.2) end to end: the gateway's client has no secret
+and no key, only a file holding a JWT someone else issued — a workload identity's projected
+token. The AS (idpyoidc) verifies each assertion's signature with the key registered for the
+client (token_endpoint_auth_method private_key_jwt). The file is rotated while a login, a
+refresh and a token exchange run, and each request to the AS carries the file's current
+content (and so does the revocation at logout); an expired or unreadable file is a 503, never a request with a stale assertion.
+
+The tokens here have no `jti`: a projected token is sent many times, and the AS would take a
+jti as single-use."""
+import json
+import os
+import time
+
+import pytest
+import requests
+from cryptojwt.jws.jws import JWS
+
+from conftest import Gateway
+from support.authserver.server import TOKEN_EXCHANGE, new_client_key
+from support.waiting import wait_for
+from test_login import HTML, SESSION_KEY, parse_qs_form
+
+TARGET = "https://orders.internal/"
+
+
+class WorkloadIdentity:
+    """The issuer of the projected token (as the kubelet would get it) and its file."""
+
+    def __init__(self, a, path):
+        self.a = a
+        self.path = path
+        self.key, self.jwks = new_client_key(kid="k8s-1")
+        self.n = 0
+
+    def mint(self, lifetime=600):
+        """A fresh token: iss = sub = the client (the AS finds the client's key by iss)."""
+        self.n += 1
+        now = int(time.time())
+        claims = {"iss": "web", "sub": "web", "aud": [self.a.issuer, self.a.token_endpoint], "iat": now,
+                  "exp": now + lifetime, "n": self.n}
+        return JWS(json.dumps(claims), alg=self.key.alg).sign_compact([self.key], protected={"kid": self.key.kid})
+
+    def rotate(self, lifetime=600):
+        """Writes a new token the way the kubelet does (a new file renamed over the old), and
+        waits past the second in which the gateway may still hold the last one."""
+        token = self.mint(lifetime)
+        with open(self.path + ".tmp", "w") as f:
+            f.write(token + "\n")
+        os.replace(self.path + ".tmp", self.path)
+        time.sleep(1.1)
+        return token
+
+
+def config(a, path, upstream_port):
+    return f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 2
+public_url: http://127.0.0.1:{{PORT}}
+session: {{ keys: ["{SESSION_KEY}"], secure_cookie: false, refresh_margin: 1s }}
+issuers:
+  as1: {{ issuer: "{a.issuer}", discovery: true, audiences: [api], algorithms: [ES256, RS256] }}
+clients:
+  web:
+    issuer: as1
+    client_id: web
+    auth: client_assertion_file
+    assertion_file: "{path}"
+    scopes: [openid, profile, email, offline_access]
+    extra: {{ prompt: consent }}
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream_port}" }}
+routes:
+  - name: orders
+    match: {{ path_prefix: /api/orders/ }}
+    upstream: app
+    auth: bearer
+    issuers: [as1]
+    require: {{ scopes: [orders:read] }}
+    token_exchange: {{ issuer: as1, client: web, resource: {TARGET}, scope: orders:read }}
+  - name: web
+    match: {{ path_prefix: / }}
+    upstream: app
+    auth: login
+    client: web
+"""
+
+
+@pytest.fixture
+def env(authserver_factory, upstream, tmp_path):
+    a = authserver_factory(login="form", rotate_refresh_tokens=True, access_token_lifetime=3, id_token_lifetime=300)
+    wi = WorkloadIdentity(a, str(tmp_path / "oidc-token"))
+    g = Gateway("")
+    a.add_client("web", jwks=wi.jwks, token_endpoint_auth_method="private_key_jwt",
+                 scopes=["openid", "profile", "email", "offline_access", "orders:read"],
+                 redirect_uri=g.url("/oauth2/callback"))
+    first = wi.rotate()
+    g.write_config(config(a, wi.path, upstream.port))
+    g.start()
+    yield a, wi, g, first
+    g.stop()
+
+
+def sent(a, path, grant_type=None):
+    return [c["assertion"] for c in a.client_assertions
+            if c["path"] == path and (grant_type is None or c["grant_type"] == grant_type)]
+
+
+def login(a, g, browser, path="/orders/7"):
+    r = browser.get(g.url(path), headers=HTML, allow_redirects=False, timeout=15)
+    assert r.status_code == 302, (r.status_code, r.text, g.output()[-2000:])
+    location = a.login_with_form(browser, r.headers["Location"])
+    assert location.startswith(g.url("/oauth2/callback")), location
+    r = browser.get(location, headers=HTML, allow_redirects=False, timeout=15)
+    assert r.status_code == 302, (r.status_code, r.text, g.output()[-3000:])
+    return browser.get(g.url(path), headers=HTML, allow_redirects=False, timeout=15)
+
+
+def bearer(g, token):
+    return requests.get(g.url("/api/orders/1"), headers={"Authorization": f"Bearer {token}"}, timeout=15)
+
+
+def test_each_request_carries_the_files_current_assertion_through_rotation(env):
+    a, wi, g, first = env
+    browser = requests.Session()
+    # The login: PAR and the code exchange carry the file's content.
+    r = login(a, g, browser)
+    assert r.status_code == 200, r.text
+    assert sent(a, "/par") == [first]
+    assert sent(a, "/token", "authorization_code") == [first]
+
+    # Rotated: the refresh carries the new token.
+    second = wi.rotate()
+    time.sleep(1.5)  # the access token (3 s) is within the 1 s margin
+    r = browser.get(g.url("/after-refresh"), headers=HTML, allow_redirects=False, timeout=15)
+    assert r.status_code == 200, (r.text, g.output()[-2000:])
+    assert a.refresh_ok_count == 1
+    assert sent(a, "/token", "refresh_token") == [second]
+
+    # Rotated again: the token exchange carries the third.
+    third = wi.rotate()
+    r = bearer(g, a.code_flow(user="alice")["access_token"])
+    assert r.status_code == 200, (r.text, g.output()[-2000:])
+    assert sent(a, "/token", TOKEN_EXCHANGE) == [third]
+
+    # And a new login after one more rotation: both of its requests carry the fourth.
+    fourth = wi.rotate()
+    r = login(a, g, requests.Session(), "/orders/8")
+    assert r.status_code == 200, r.text
+    assert sent(a, "/par") == [first, fourth]
+    assert sent(a, "/token", "authorization_code") == [first, fourth]
+
+    # Logout: the revocation carries the fifth.
+    fifth = wi.rotate()
+    r = browser.get(g.url("/oauth2/logout"), headers=HTML, allow_redirects=False, timeout=15)
+    token = parse_qs_form(r.text)["token"]
+    r = browser.post(g.url("/oauth2/logout"), data={"token": token}, allow_redirects=False, timeout=15)
+    assert r.status_code == 302
+    wait_for(lambda: sent(a, "/revocation"), 5, interval=0.05, what="the revocation")
+    assert sent(a, "/revocation") == [fifth] and a.revocations[-1]["status"] == 200
+    assert len({first, second, third, fourth, fifth}) == 5
+    # The gateway never sent an assertion the file did not hold at the time.
+    assert all(c["assertion"] in (first, second, third, fourth, fifth) for c in a.client_assertions)
+
+
+def test_an_expired_file_is_a_503_and_nothing_is_sent(env):
+    a, wi, g, _ = env
+    subject = a.code_flow(user="bob")["access_token"]
+    wi.rotate(lifetime=-30)  # the kubelet stopped rotating it: its exp has passed
+    before = list(a.client_assertions)
+
+    r = bearer(g, subject)  # token exchange
+    assert r.status_code == 503, (r.status_code, r.text)
+    assert r.json()["error"] == "temporarily_unavailable" and r.headers.get("Retry-After")
+    assert "assertion" not in r.text and wi.path not in r.text  # no internals on the wire
+    r = requests.get(g.url("/orders/1"), headers=HTML, allow_redirects=False, timeout=15)  # login start (PAR)
+    assert r.status_code == 503 and r.headers.get("Retry-After"), (r.status_code, r.text)
+    assert wi.path not in r.text
+
+    assert a.client_assertions == before  # no stale assertion reached the AS
+    assert g.logged(f"client assertion file {wi.path}: expired")
+
+    # Rotated: it works again, with the new token.
+    fresh = wi.rotate()
+    r = bearer(g, subject)
+    assert r.status_code == 200, (r.text, g.output()[-2000:])
+    assert sent(a, "/token", TOKEN_EXCHANGE) == [fresh]
+
+
+def test_an_unreadable_file_is_a_503_and_nothing_is_sent(env):
+    a, wi, g, _ = env
+    subject = a.code_flow(user="bob")["access_token"]
+    os.remove(wi.path)
+    time.sleep(1.1)
+    before = list(a.client_assertions)
+    r = bearer(g, subject)
+    assert r.status_code == 503, (r.status_code, r.text)
+    r = requests.get(g.url("/orders/1"), headers=HTML, allow_redirects=False, timeout=15)
+    assert r.status_code == 503, (r.status_code, r.text)
+    assert a.client_assertions == before
+    assert g.logged(f"client assertion file {wi.path}: unreadable")
