@@ -180,9 +180,10 @@ def test_an_expired_file_is_a_503_and_nothing_is_sent(env):
     assert a.client_assertions == before  # no stale assertion reached the AS
     assert g.logged(f"client assertion file {wi.path}: expired")
 
-    # Rotated: it works again, with the new token.
+    # Rotated: it works again, with the new token (for a new subject token: the AS's access
+    # tokens here live 3 s).
     fresh = wi.rotate()
-    r = bearer(g, subject)
+    r = bearer(g, a.code_flow(user="alice")["access_token"])
     assert r.status_code == 200, (r.text, g.output()[-2000:])
     assert sent(a, "/token", TOKEN_EXCHANGE) == [fresh]
 

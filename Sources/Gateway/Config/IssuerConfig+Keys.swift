@@ -78,6 +78,20 @@ extension IssuerConfig {
                 r.problem(p, n, "must be scope (RFC 9068 §2.2.3, the default) or scp")
             }
         },
+        .init(
+            "claim_sources", type: "list of http(s) URLs: where distributed claims may be fetched (OIDC Core §5.6.2)",
+            default: "`[]`: no source is called"
+        ) { cfg, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            for (i, item) in seq.enumerated() {
+                guard let url = r.string(item, path: "\(p)[\(i)]") else { continue }
+                if ConfigValues.url(url) != nil {
+                    cfg.claimSources.append(url)
+                } else {
+                    r.problem("\(p)[\(i)]", item, "\"\(url)\" is not an http(s) URL (no query, fragment or userinfo)")
+                }
+            }
+        },
         .init("ca_file", type: "path of PEM CAs for the issuer's HTTPS endpoints", default: "the system's CAs") {
             cfg, n, p, r in
             cfg.caFile = r.string(n, path: p)

@@ -27,6 +27,9 @@ struct IssuerConfig: Sendable {
     /// `scope_claim`: where its tokens carry scopes — `scope` (RFC 9068 §2.2.3, the default)
     /// or `scp` for ASes that use it; one or the other, never both.
     var scopeClaim: ScopeClaim = .scope
+    /// `claim_sources`: the URL prefixes distributed claims may be fetched from (OIDC Core
+    /// §5.6.2); a source elsewhere is never called. Empty: none is.
+    var claimSources: [String] = []
     /// CA bundle for this issuer's HTTPS endpoints (default: the system's).
     var caFile: String?
     /// RFC 7662 introspection for opaque tokens.

@@ -272,21 +272,28 @@ extension LoginService {
                 done(.failure(.userinfoRefused(why)))
                 return
             }
-            let session = Session(
-                id: Session.newID(), client: login.client, subject: subject,
-                claims: self.sessionClaims(merged, t, client),
-                idToken: idToken, accessToken: self.keepAccessToken ? t.accessToken : nil, refreshToken: t.refreshToken,
-                accessExpiresAt: Self.expiry(t.expiresIn, now: now), createdAt: now, lastSeenAt: now)
-            self.save(session, cookies: cookies, creating: true) { result in done(result) }
+            self.resolveDistributedClaims(merged, accessToken: t.accessToken, client: client, issuer: issuer) {
+                merged in
+                let session = Session(
+                    id: Session.newID(), client: login.client, subject: subject,
+                    claims: self.sessionClaims(merged, t, client),
+                    idToken: idToken, accessToken: self.keepAccessToken ? t.accessToken : nil,
+                    refreshToken: t.refreshToken,
+                    accessExpiresAt: Self.expiry(t.expiresIn, now: now), createdAt: now, lastSeenAt: now)
+                self.save(session, cookies: cookies, creating: true) { result in done(result) }
+            }
         }
     }
 
     /// The claims a session keeps: those its routes' headers and requirements use, the scope
     /// the token response granted, and `email` only when the AS says it is verified (an
-    /// upstream reading X-Forwarded-Email trusts it as oauth2-proxy's users always have).
+    /// upstream reading X-Forwarded-Email trusts it as oauth2-proxy's users always have); and
+    /// the record of distributed claims (OIDC Core §5.6.2), when there are any.
     func sessionClaims(_ idClaims: JSONObject, _ t: TokenResponse, _ client: ClientConfig) -> JSONObject {
         var kept = JSONObject()
-        for name in idClaims.names where keptClaims.contains(name) { kept[name] = idClaims[name] }
+        for name in idClaims.names where keptClaims.contains(name) || name == DistributedClaims.record {
+            kept[name] = idClaims[name]
+        }
         if kept["email"] != nil && idClaims["email_verified"] != .bool(true) && !client.login.allowUnverifiedEmail {
             kept["email"] = nil
         }

@@ -278,8 +278,18 @@ extension LoginService {
                         return
                     }
                     fresh.idToken = idToken
-                    // The new token's claims replace the old ones: a group removed at the AS is gone.
-                    fresh.claims = self.sessionClaims(claims, t, client)
+                    // The new token's claims replace the old ones: a group removed at the AS is
+                    // gone, and its distributed claims are had again (once per refresh).
+                    self.resolveDistributedClaims(
+                        claims, accessToken: t.accessToken, client: client, issuer: issuer
+                    ) { [fresh] resolved in
+                        var refreshed = fresh
+                        refreshed.claims = self.sessionClaims(resolved, t, client)
+                        self.refreshUserinfo(
+                            refreshed, previous: session, accessToken: t.accessToken, client: client, issuer: issuer,
+                            done: done)
+                    }
+                    return
                 } else if let scope = t.scope, self.keptClaims.contains("scope") {
                     fresh.claims["scope"] = .string(scope)
                 }

@@ -66,7 +66,7 @@ extension LoginService {
         }
         var merged = idClaims
         var keptBytes = 0
-        for name in info.names where !tokenClaims.contains(name) && name != "sub" {
+        for name in info.names where !tokenClaims.contains(name) && name != "sub" && name != DistributedClaims.record {
             guard let value = info[name] else { continue }
             if kept.contains(name) { keptBytes += name.utf8.count + JSONSerializer.serialize(value).utf8.count }
             merged[name] = value
@@ -107,7 +107,9 @@ extension LoginService {
             case .claims(let merged):
                 session.userinfoStaleSince = nil
                 var kept = JSONObject()
-                for name in merged.names where self.keptClaims.contains(name) { kept[name] = merged[name] }
+                for name in merged.names where self.keptClaims.contains(name) || name == DistributedClaims.record {
+                    kept[name] = merged[name]
+                }
                 // An address userinfo changed, or calls unverified, is dropped (as at login).
                 if kept["email"] != nil, !client.login.allowUnverifiedEmail,
                     merged["email_verified"] == .bool(false)

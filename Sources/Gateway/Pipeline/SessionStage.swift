@@ -54,7 +54,8 @@ final class SessionStage: Stage {
             var r = ErrorResponse.make(
                 403, error: "insufficient_scope", description: "this account may not use this resource",
                 requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
-                detail: "session does not meet the route's requirement: \(failure)")
+                detail: "session does not meet the route's requirement: \(failure)"
+                    + DistributedClaims.failures(in: session.claims, of: requirement.claimNames))
             if Pages.wantsHTML(request.exchange.head) {
                 r = config.pages.forbiddenPage(
                     r, requestID: ctx.requestID, logoutAction: config.login.logoutPath,

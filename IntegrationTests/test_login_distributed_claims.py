@@ -1,0 +1,131 @@
+"""Distributed claims (OIDC Core §5.6.2) at login, against the real AS and a claims source on
+127.0.0.1: the ID token leaves `groups` out and names a source for it in `_claim_names` /
+`_claim_sources` (as Entra ID does above 200 groups). A source on the issuer's
+`claim_sources` is called once per session with the access token, and the route's `require`
+on `groups` passes on every request after it; a source not on the list is never called and
+the route refuses, as it does when the source fails — each with the reason in the log."""
+import http.server
+import json
+import threading
+
+import pytest
+
+from conftest import sent_headers as sent
+from test_login import login_env  # noqa: F401 — fixture
+
+JSON = {"Accept": "application/json"}
+
+STAFF_ROUTE = """  - name: staff
+    match: { path_prefix: /staff/ }
+    upstream: app
+    auth: login
+    client: web
+    require: { claims: { groups: { contains: staff } } }
+    headers: { X-Forwarded-User: sub, X-Groups: groups }"""
+
+
+class ClaimsSource:
+    """A claims provider's endpoint: /claims/groups answers the user's groups (JSON),
+    /claims/fail a 500, anything else 404. Every call is recorded (path, Authorization)."""
+
+    def __init__(self):
+        self.calls = []
+        source = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                source.calls.append({"path": self.path, "authorization": self.headers.get("Authorization")})
+                if self.path == "/claims/groups":
+                    body, status = json.dumps({"groups": ["staff", "dev"]}).encode(), 200
+                elif self.path == "/claims/fail":
+                    body, status = b'{"error":"server_error"}', 500
+                else:
+                    body, status = b"{}", 404
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def source():
+    s = ClaimsSource()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def login_as(authserver_factory):
+    return authserver_factory(login="form", rotate_refresh_tokens=True)
+
+
+def distributed(a, endpoint):
+    """Every ID token the AS issues from now on points to `endpoint` for its groups."""
+    a.id_token_fault = {"claims": {"groups": None, "_claim_names": {"groups": "src1"},
+                                   "_claim_sources": {"src1": {"endpoint": endpoint}}}}
+
+
+def make(login_env, a, upstream, tmp_path, allowed):
+    return login_env(a, upstream, tmp_path, extra_route=STAFF_ROUTE,
+                     issuer_options=f'algorithms: [ES256, RS256], claim_sources: ["{allowed}"]')
+
+
+def test_the_source_on_the_allow_list_is_called_once_per_session(login_env, login_as, upstream, tmp_path, source):
+    distributed(login_as, source.url("/claims/groups"))
+    e = make(login_env, login_as, upstream, tmp_path, source.url("/claims/"))
+    r = e.login("/staff/report")
+    assert r.status_code == 200, (r.status_code, r.text, e.gw.output()[-2000:])
+    assert sent(r)["x-groups"] == "staff,dev"
+    # Called once, with the session's access token (the source gave none of its own).
+    assert [c["path"] for c in source.calls] == ["/claims/groups"]
+    assert source.calls[0]["authorization"].startswith("Bearer ")
+    # More requests, on both workers: the session has the groups; the source is not asked again.
+    for i in range(6):
+        r = e.browser.get(e.url(f"/staff/{i}"), headers=JSON, allow_redirects=False, timeout=10)
+        assert r.status_code == 200 and sent(r)["x-groups"] == "staff,dev", r.text
+    assert len(source.calls) == 1
+    # Another session (another login) asks once more: the answer is the session's, not shared.
+    e2 = make(login_env, login_as, upstream, tmp_path, source.url("/claims/"))
+    assert e2.login("/staff/other").status_code == 200
+    assert len(source.calls) == 2
+
+
+def test_a_source_not_on_the_allow_list_is_never_called_and_require_refuses(
+        login_env, login_as, upstream, tmp_path, source):
+    distributed(login_as, source.url("/elsewhere/groups"))
+    e = make(login_env, login_as, upstream, tmp_path, source.url("/claims/"))
+    assert e.login("/").status_code == 200  # a route without the requirement: the login works
+    r = e.browser.get(e.url("/staff/report"), headers=JSON, allow_redirects=False, timeout=10)
+    assert r.status_code == 403 and r.json()["error"] == "insufficient_scope", r.text
+    assert source.calls == []
+    assert e.gw.logged("is not on issuers.as1.claim_sources; not called")
+    assert e.gw.logged("distributed claims missing (groups: source src1")
+
+
+def test_a_source_that_fails_makes_require_refuse_with_the_reason_logged(
+        login_env, login_as, upstream, tmp_path, source):
+    distributed(login_as, source.url("/claims/fail"))
+    e = make(login_env, login_as, upstream, tmp_path, source.url("/claims/"))
+    assert e.login("/").status_code == 200
+    assert [c["path"] for c in source.calls] == ["/claims/fail"]
+    for _ in range(3):
+        r = e.browser.get(e.url("/staff/report"), headers=JSON, allow_redirects=False, timeout=10)
+        assert r.status_code == 403 and r.json()["error"] == "insufficient_scope", r.text
+    assert len(source.calls) == 1  # the failure is the session's too: not retried per request
+    assert e.gw.logged("source src1 answered 500")
+    assert e.gw.logged("distributed claims missing (groups: source src1 answered 500)")
