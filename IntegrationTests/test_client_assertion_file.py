@@ -2,8 +2,9 @@
 and no key, only a file holding a JWT someone else issued — a workload identity's projected
 token. The AS (idpyoidc) verifies each assertion's signature with the key registered for the
 client (token_endpoint_auth_method private_key_jwt). The file is rotated while a login, a
-refresh and a token exchange run, and each request to the AS carries the file's current
-content (and so does the revocation at logout); an expired or unreadable file is a 503, never a request with a stale assertion.
+refresh, a token exchange, an introspection and a logout's revocation run, and each request to
+the AS carries the file's current content; an expired or unreadable file is a 503, never a
+request with a stale assertion.
 
 The tokens here have no `jti`: a projected token is sent many times, and the AS would take a
 jti as single-use."""
@@ -21,6 +22,7 @@ from support.waiting import wait_for
 from test_login import HTML, SESSION_KEY, parse_qs_form
 
 TARGET = "https://orders.internal/"
+OPQ_SECRET = "opq-secret-0123456789abcdef0123456789ab"
 
 
 class WorkloadIdentity:
@@ -59,7 +61,12 @@ workers: 2
 public_url: http://127.0.0.1:{{PORT}}
 session: {{ keys: ["{SESSION_KEY}"], secure_cookie: false, refresh_margin: 1s }}
 issuers:
-  as1: {{ issuer: "{a.issuer}", discovery: true, audiences: [api], algorithms: [ES256, RS256] }}
+  as1:
+    issuer: "{a.issuer}"
+    discovery: true
+    audiences: [api]
+    algorithms: [ES256, RS256]
+    introspection: {{ client: web }}
 clients:
   web:
     issuer: as1
@@ -78,6 +85,12 @@ routes:
     issuers: [as1]
     require: {{ scopes: [orders:read] }}
     token_exchange: {{ issuer: as1, client: web, resource: {TARGET}, scope: orders:read }}
+  - name: opaque
+    match: {{ path_prefix: /api/opaque/ }}
+    upstream: app
+    auth: bearer
+    issuers: [as1]
+    require: {{ scopes: [orders:read] }}
   - name: web
     match: {{ path_prefix: / }}
     upstream: app
@@ -94,6 +107,9 @@ def env(authserver_factory, upstream, tmp_path):
     a.add_client("web", jwks=wi.jwks, token_endpoint_auth_method="private_key_jwt",
                  scopes=["openid", "profile", "email", "offline_access", "orders:read"],
                  redirect_uri=g.url("/oauth2/callback"))
+    # A client whose access tokens are opaque: the gateway introspects them (as web).
+    a.add_client("opq", client_secret=OPQ_SECRET, scopes=["orders:read"], audience=["api"],
+                 access_token_format="opaque")
     first = wi.rotate()
     g.write_config(config(a, wi.path, upstream.port))
     g.start()
@@ -143,6 +159,14 @@ def test_each_request_carries_the_files_current_assertion_through_rotation(env):
     assert r.status_code == 200, (r.text, g.output()[-2000:])
     assert sent(a, "/token", TOKEN_EXCHANGE) == [third]
 
+    # Rotated: the introspection of an opaque token carries the new one.
+    introspected = wi.rotate()
+    opaque = a.client_credentials_token("opq", scope="orders:read", secret=OPQ_SECRET)["access_token"]
+    assert opaque.count(".") != 2
+    r = requests.get(g.url("/api/opaque/1"), headers={"Authorization": f"Bearer {opaque}"}, timeout=15)
+    assert r.status_code == 200, (r.text, g.output()[-2000:])
+    assert sent(a, "/introspection") == [introspected]
+
     # And a new login after one more rotation: both of its requests carry the fourth.
     fourth = wi.rotate()
     r = login(a, g, requests.Session(), "/orders/8")
@@ -158,9 +182,10 @@ def test_each_request_carries_the_files_current_assertion_through_rotation(env):
     assert r.status_code == 302
     wait_for(lambda: sent(a, "/revocation"), 5, interval=0.05, what="the revocation")
     assert sent(a, "/revocation") == [fifth] and a.revocations[-1]["status"] == 200
-    assert len({first, second, third, fourth, fifth}) == 5
+    held = (first, second, third, introspected, fourth, fifth)
+    assert len(set(held)) == 6
     # The gateway never sent an assertion the file did not hold at the time.
-    assert all(c["assertion"] in (first, second, third, fourth, fifth) for c in a.client_assertions)
+    assert all(c["assertion"] in held for c in a.client_assertions)
 
 
 def test_an_expired_file_is_a_503_and_nothing_is_sent(env):

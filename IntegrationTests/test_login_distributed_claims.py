@@ -7,10 +7,11 @@ the route refuses, as it does when the source fails — each with the reason in 
 import http.server
 import json
 import threading
+import time
 
 import pytest
 
-from conftest import sent_headers as sent
+from conftest import sent_headers as sent, sleep_into_second
 from test_login import login_env  # noqa: F401 — fixture
 
 JSON = {"Accept": "application/json"}
@@ -129,3 +130,24 @@ def test_a_source_that_fails_makes_require_refuse_with_the_reason_logged(
     assert len(source.calls) == 1  # the failure is the session's too: not retried per request
     assert e.gw.logged("source src1 answered 500")
     assert e.gw.logged("distributed claims missing (groups: source src1 answered 500)")
+
+
+def test_a_refresh_with_a_new_id_token_asks_the_source_again(login_env, authserver_factory, upstream, tmp_path,
+                                                               source):
+    """The new ID token's claims replace the session's (a group removed at the AS is gone): its
+    distributed claims are had again, once for that refresh, not per request."""
+    a = authserver_factory(login="form", rotate_refresh_tokens=True, access_token_lifetime=3, id_token_lifetime=300)
+    distributed(a, source.url("/claims/groups"))
+    e = login_env(a, upstream, tmp_path, extra_route=STAFF_ROUTE, session=", refresh_margin: 1s",
+                  issuer_options=f'algorithms: [ES256, RS256], claim_sources: ["{source.url("/claims/")}"]')
+    logged_in = time.time()
+    assert e.login("/staff/report").status_code == 200
+    assert len(source.calls) == 1
+    sleep_into_second(logged_in, 2)  # the access token (3 s) is within the 1 s margin
+    r = e.browser.get(e.url("/staff/after-refresh"), headers=JSON, allow_redirects=False, timeout=10)
+    assert r.status_code == 200 and sent(r)["x-groups"] == "staff,dev", r.text
+    assert a.refresh_ok_count == 1
+    assert [t["grant_type"] for t in a.token_requests if t["status"] == 200][-1] == "refresh_token"
+    assert len(source.calls) == 2
+    r = e.browser.get(e.url("/staff/again"), headers=JSON, allow_redirects=False, timeout=10)
+    assert r.status_code == 200 and len(source.calls) == 2
