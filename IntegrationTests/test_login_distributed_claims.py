@@ -151,3 +151,17 @@ def test_a_refresh_with_a_new_id_token_asks_the_source_again(login_env, authserv
     assert len(source.calls) == 2
     r = e.browser.get(e.url("/staff/again"), headers=JSON, allow_redirects=False, timeout=10)
     assert r.status_code == 200 and len(source.calls) == 2
+
+
+def test_a_userinfo_answer_can_name_the_source_too(login_env, login_as, upstream, tmp_path, source):
+    """§5.6.2 applies to userinfo answers as well: with `userinfo: true`, a reference there is
+    followed the same way (the ID token itself names none)."""
+    login_as.userinfo_claims = {"alice": {"_claim_names": {"groups": "src1"},
+                                          "_claim_sources": {"src1": {"endpoint": source.url("/claims/groups"),
+                                                                      "access_token": "source-own-token"}}}}
+    e = login_env(login_as, upstream, tmp_path, extra_route=STAFF_ROUTE, extra_client="    userinfo: true",
+                  issuer_options=f'algorithms: [ES256, RS256], claim_sources: ["{source.url("/claims/")}"]')
+    r = e.login("/staff/report")
+    assert r.status_code == 200 and sent(r)["x-groups"] == "staff,dev", r.text
+    # The source's own access token, not the session's.
+    assert source.calls == [{"path": "/claims/groups", "authorization": "Bearer source-own-token"}]
