@@ -78,6 +78,12 @@ extension IssuerConfig {
                 r.problem(p, n, "must be scope (RFC 9068 §2.2.3, the default) or scp")
             }
         },
+        .init("ca_file", type: "path of PEM CAs for the issuer's HTTPS endpoints", default: "the system's CAs") {
+            cfg, n, p, r in
+            cfg.caFile = r.string(n, path: p)
+        },
+        .init("introspection", type: "mapping (below)", default: "none (JWTs only)", by: "ConfigParser.issuers"),
+        .init("profile", type: "`fapi2`", default: "none", by: "ConfigParser.securityProfile"),
         .init(
             "claim_sources", type: "list of http(s) URLs: where distributed claims may be fetched (OIDC Core §5.6.2)",
             default: "`[]`: no source is called"
@@ -91,13 +97,7 @@ extension IssuerConfig {
                     r.problem("\(p)[\(i)]", item, "\"\(url)\" is not an http(s) URL (no query, fragment or userinfo)")
                 }
             }
-        },
-        .init("ca_file", type: "path of PEM CAs for the issuer's HTTPS endpoints", default: "the system's CAs") {
-            cfg, n, p, r in
-            cfg.caFile = r.string(n, path: p)
-        },
-        .init("introspection", type: "mapping (below)", default: "none (JWTs only)", by: "ConfigParser.issuers"),
-        .init("profile", type: "`fapi2`", default: "none", by: "ConfigParser.securityProfile")
+        }
     ])
 
     /// An issuer with every default, for the reference's default checks.
