@@ -177,6 +177,7 @@ from idpyoidc.server.oauth2.token_helper.client_credentials import ClientCredent
 from idpyoidc.server.oidc.token import Token as TokenEndpoint
 from idpyoidc.server.oidc.token_helper.refresh_token import RefreshTokenHelper
 from idpyoidc.server.token.exception import UnknownToken
+from idpyoidc.server.token.id_token import IDToken
 from idpyoidc.server.token.jwt_token import JWTToken
 from idpyoidc.server.user_authn.user import UserAuthnMethod, UserPassJinja2
 from idpyoidc.time_util import utc_time_sans_frac
@@ -271,6 +272,16 @@ def free_port():
             _given_ports.add(port)
             return port
     raise RuntimeError("no fresh free port")
+
+
+class FixedClaimsIDToken(IDToken):
+    """idpyoidc's ID token with claims every ID token of this AS carries (AuthServer(
+    id_token_claims=...)): a provider's own, such as Entra ID's tenant id `tid`."""
+
+    def payload(self, session_id, alg="RS256", code=None, access_token=None, extra_claims=None, user_info=None):
+        extra = dict(self.kwargs.get("fixed_claims") or {}, **(extra_claims or {}))
+        return super().payload(session_id, alg=alg, code=code, access_token=access_token, extra_claims=extra,
+                               user_info=user_info)
 
 
 class RFC9068AccessToken(JWTToken):
@@ -602,7 +613,7 @@ class SigningKeys:
 
 
 def op_config(issuer, audience, access_token_lifetime, dpop_algs=None, login="auto", id_token_lifetime=300,
-              refresh_token_lifetime=3600):
+              refresh_token_lifetime=3600, id_token_claims=None):
     authn = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
     conf = {
         "issuer": issuer,
@@ -698,8 +709,9 @@ def op_config(issuer, audience, access_token_lifetime, dpop_algs=None, login="au
                       "kwargs": {"lifetime": access_token_lifetime, "aud": list(audience), "alg": "ES256",
                                  "add_claims_by_scope": True}},
             "refresh": {"kwargs": {"lifetime": refresh_token_lifetime}},
-            "id_token": {"class": "idpyoidc.server.token.id_token.IDToken",
-                         "kwargs": {"lifetime": id_token_lifetime, "add_claims_by_scope": True}},
+            "id_token": {"class": _qualname(FixedClaimsIDToken),
+                         "kwargs": {"lifetime": id_token_lifetime, "add_claims_by_scope": True,
+                                    "fixed_claims": dict(id_token_claims or {})}},
         },
         "template_dir": TEMPLATE_DIR,
     }
@@ -755,6 +767,8 @@ class AuthServer:
       threaded                a thread per connection (requests still one at a time); default:
                               on with login="form" (a browser's idle pre-connected socket would
                               stall a single-threaded server), off otherwise
+    id_token_claims         claims every ID token carries besides the user's (a provider's own,
+                              e.g. Entra ID's {"tid": tenant})
     issuer                  the URL it is reached by (default http://127.0.0.1:port): a
                               fault proxy's, so that every endpoint is reached through it
     add_client(..., jwks=, redirect_uri=str|list, post_logout_redirect_uri=str|list)."""
@@ -763,7 +777,7 @@ class AuthServer:
                  dpop=False, dpop_algs=DPOP_ALGS, login="auto", require_par=False,
                  require_signed_request_object=False, require_pkce=False, rotate_refresh_tokens=False,
                  id_token_lifetime=300, refresh_token_lifetime=3600, par_lifetime=60, threaded=None, issuer=None,
-                 advertise_iss=True, id_token_alg="RS256", mtls=False):
+                 advertise_iss=True, id_token_alg="RS256", mtls=False, id_token_claims=None):
         if login not in ("auto", "form"):
             raise ValueError(f"login must be 'auto' or 'form', not {login!r}")
         self.port = port or free_port()
@@ -857,7 +871,8 @@ class AuthServer:
         self.server = Server(OPConfiguration(conf=op_config(self.issuer, audience, access_token_lifetime,
                                                             dpop_algs=self.dpop_algs, login=login,
                                                             id_token_lifetime=id_token_lifetime,
-                                                            refresh_token_lifetime=refresh_token_lifetime),
+                                                            refresh_token_lifetime=refresh_token_lifetime,
+                                                            id_token_claims=id_token_claims),
                                              base_path=self.dir), cwd=self.dir)
         self.keys = SigningKeys(self.server.keyjar, self.issuer)
         self.keys.init(algs)

@@ -78,7 +78,8 @@ final class AccessTokenValidator {
                     IssuerPolicy(
                         name: $0.name, issuer: $0.issuer, algorithms: $0.algorithms,
                         audiences: $0.audiences + (resources[name] ?? []),
-                        leeway: Int64($0.leeway), requiredType: $0.accessTokenType, scopeClaim: $0.scopeClaim)
+                        leeway: Int64($0.leeway), requiredType: $0.accessTokenType, scopeClaim: $0.scopeClaim
+                    ).with(issuer: $0)
                 }
             }
             var introspecting: (policy: IssuerPolicy, config: IntrospectionConfig, caFile: String?)?
@@ -223,6 +224,7 @@ final class AccessTokenValidator {
         switch f {
         case .malformed: return "the token is malformed"
         case .unknownIssuer: return "the token's issuer is not accepted here"
+        case .tenantRefused(let refusal): return refusal.description
         case .unknownKey: return "the token's signing key is unknown"
         case .keysUnavailable: return "the issuer's keys are not available"
         case .rejected(let e):

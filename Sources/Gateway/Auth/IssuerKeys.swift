@@ -9,8 +9,10 @@ import Reactor
 /// loop); `onUpdate` hands each new set to the workers. One fetch serves every waiter.
 final class IssuerKeys {
     enum Source: Equatable {
-        /// The issuer URL; metadata from `<issuer>/.well-known/openid-configuration`.
-        case discovery(issuer: String)
+        /// The issuer URL; metadata from `<at ?? issuer>/.well-known/openid-configuration`,
+        /// whose `issuer` is `issuer` or one of `alsoNamed` (a multi-tenant issuer's document,
+        /// fetched under one tenant segment, names the template's other forms).
+        case discovery(issuer: String, at: String? = nil, alsoNamed: [String] = [])
         case jwksURI(String)
     }
 
@@ -87,17 +89,18 @@ final class IssuerKeys {
         inFlight = true
         if let uri = jwksURI {
             fetchJWKS(uri)
-        } else if case .discovery(let issuer) = source {
-            let url = (issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer) + "/.well-known/openid-configuration"
+        } else if case .discovery(let issuer, let at, let alsoNamed) = source {
+            let base = at ?? issuer
+            let url = (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/.well-known/openid-configuration"
             fetcher.fetch(FetchRequest(url: url, headers: ["Accept: application/json"], bound: CallBounds.keys)) {
                 [weak self] result in
                 guard let self else { return }
                 if case .success(let resp) = result, resp.status == 200,
-                    let meta = try? ProviderMetadata.parse(resp.body, expectedIssuer: issuer)
+                    let meta = try? ProviderMetadata.parse(resp.body, expectedIssuer: issuer, alsoNamed: alsoNamed)
                 {
                     self.metadata = meta
                 }
-                switch result.flatMap(Self.metadataJWKSURI(issuer: issuer)) {
+                switch result.flatMap(Self.metadataJWKSURI(issuer: issuer, alsoNamed: alsoNamed)) {
                 case .success(let uri):
                     self.jwksURI = uri
                     self.fetchJWKS(uri)
@@ -159,13 +162,15 @@ final class IssuerKeys {
 
     /// RFC 8414 §3 / OIDC Discovery §4.3: the metadata's `issuer` must equal the configured
     /// issuer exactly, and `jwks_uri` must be an https (or, for local setups, http) URL.
-    static func metadataJWKSURI(issuer: String) -> (FetchResponse) -> Result<String, FetchError> {
+    static func metadataJWKSURI(issuer: String, alsoNamed: [String] = []) -> (FetchResponse) -> Result<
+        String, FetchError
+    > {
         { resp in
             guard resp.status == 200 else { return .failure(FetchError(description: "HTTP \(resp.status)")) }
             guard let meta = try? JSONParser.parse(resp.body).object else {
                 return .failure(FetchError(description: "metadata is not a JSON object"))
             }
-            guard meta["issuer"]?.string == issuer else {
+            guard let said = meta["issuer"]?.string, said == issuer || alsoNamed.contains(said) else {
                 return .failure(FetchError(description: "metadata issuer does not match \(issuer)"))
             }
             guard let uri = meta["jwks_uri"]?.string, uri.hasPrefix("https://") || uri.hasPrefix("http://") else {

@@ -34,7 +34,9 @@ extension ConfigParser {
                 r.problem(p, value, "needs issuer: the exact iss value of its tokens (https://…)")
                 continue
             }
-            if ConfigValues.url(iss.hasSuffix("/") ? String(iss.dropLast()) : iss) == nil {
+            // A template is checked as the URL it becomes with a tenant filled in.
+            let filled = iss.replacingOccurrences(of: IssuerTemplate.placeholder, with: "tenant")
+            if ConfigValues.url(filled.hasSuffix("/") ? String(filled.dropLast()) : filled) == nil {
                 r.problem("\(p).issuer", issNode, "\"\(iss)\" is not an http(s) URL")
             }
             var keys: IssuerConfig.KeySource?
@@ -58,6 +60,7 @@ extension ConfigParser {
             guard let keys else { continue }
             var cfg = IssuerConfig(name: name, issuer: iss, keys: keys)
             IssuerConfig.keyTable.read(i, into: &cfg, path: p, r)
+            issuerTemplate(&cfg, i, path: p, node: value, r)
             if cfg.audiences.isEmpty {
                 r.problem(
                     "\(p).audiences", value,

@@ -5,7 +5,7 @@ import Yams
 /// at start and on every reload. Errors stay in the parser: these never refuse a config.
 extension ConfigParser {
     static func warnings(_ cfg: GatewayConfig, top: [String: Node]) -> [ConfigProblem] {
-        var out: [ConfigProblem] = []
+        var out = templateWarnings(cfg)
         func warn(_ path: String, _ node: Node?, _ message: String) {
             out.append(ConfigProblem(path: path, line: node?.mark.map { $0.line }, message: message))
         }

@@ -11,8 +11,28 @@ extension IssuerConfig {
     /// order.
     static let keyTable = ConfigKeyTable<IssuerConfig, ConfigReader>([
         .init(
-            "issuer", type: "http(s) URL: the exact `iss` of its tokens", default: "none: required",
-            by: "ConfigParser.issuers"),
+            "issuer", type: "http(s) URL: the exact `iss` of its tokens, or a template with one `{tenant}`",
+            default: "none: required", by: "ConfigParser.issuers"),
+        .init("issuer_aliases", type: "list of strings: other exact `iss` spellings", default: "none") {
+            cfg, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            cfg.issuerAliases = seq.enumerated().compactMap { r.string($1, path: "\(p)[\($0)]") }
+        },
+        .init(
+            "tenants", type: "list of tenant ids, or `any`", default: "none (a single-tenant issuer)",
+            by: "ConfigParser.issuerTemplate"),
+        .init("tenant_claim", type: "claim name", default: "`tid`", checkedBy: ConfigDefault.text(defaults.tenantClaim))
+        {
+            cfg, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if s.isEmpty { r.problem(p, n, "must name a claim") } else { cfg.tenantClaim = s }
+        },
+        .init(
+            "discovery_tenant", type: "one path segment", default: "`organizations`",
+            checkedBy: ConfigDefault.text(defaults.discoveryTenant)
+        ) { cfg, n, p, r in
+            if let s = r.string(n, path: p) { cfg.discoveryTenant = s }
+        },
         .init("discovery", type: "bool", default: "`false`", by: "ConfigParser.issuers"),
         .init("jwks_uri", type: "http(s) URL", default: "none", by: "ConfigParser.issuers"),
         .init("jwks_file", type: "path of a JWK Set", default: "none", by: "ConfigParser.issuers"),

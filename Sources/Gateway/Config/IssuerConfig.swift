@@ -13,8 +13,19 @@ struct IssuerConfig: Sendable {
     }
 
     var name: String
+    /// The exact `iss` of its tokens, or a template with one `{tenant}` (`tenants` then set).
     var issuer: String
     var keys: KeySource
+    /// `issuer_aliases`: other exact spellings of `iss` its tokens use.
+    var issuerAliases: [String] = []
+    /// `tenants`: with a `{tenant}` in `issuer`, the tenants whose tokens are accepted
+    /// (IssuerConfig+Template.swift); nil for a single-tenant issuer.
+    var tenants: IssuerTemplate.Tenants?
+    /// `tenant_claim`: the claim naming a token's tenant.
+    var tenantClaim = "tid"
+    /// `discovery_tenant`: the path segment `{tenant}` takes in the discovery URL of a
+    /// template issuer (Entra ID: `organizations`, `common`, or one tenant id).
+    var discoveryTenant = "organizations"
     var algorithms: Set<JWSAlgorithm> = [.RS256, .PS256, .ES256, .EdDSA]
     var audiences: [String] = []
     var leeway = 30.0

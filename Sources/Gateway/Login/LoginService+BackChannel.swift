@@ -68,8 +68,7 @@ extension LoginService {
         refuse: @escaping (LogoutTokenRefusal, String, String) -> Void,
         done: @escaping (GatewayResponse) -> Void
     ) {
-        let verifier = LogoutTokenVerifier(
-            issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
+        let verifier = issuer.logoutTokenVerifier(clientID: client.authentication.clientID)
         let keys = tokens.issuerKeys
         // A key the AS has just rotated in: one refetch, then once more (IssuerKeyResolver).
         keys.verify(

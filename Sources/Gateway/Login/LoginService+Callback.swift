@@ -219,8 +219,7 @@ extension LoginService {
             done(.failure(.noIDToken))
             return
         }
-        let verifier = IDTokenVerifier(
-            issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
+        let verifier = issuer.idTokenVerifier(clientID: client.authentication.clientID)
         let keys = tokens.issuerKeys
         // A key the AS has just rotated in: one refetch, then once more (IssuerKeyResolver).
         keys.verify(

@@ -26,8 +26,10 @@ extension LoginService {
         let issRequired = meta.authorizationResponseIssParameterSupported || client.profile == .fapi2
         guard client.login.responseMode.isJWT else {
             done(
-                AuthorizationResponse.parse(query: query, expectedIssuer: issuer.issuer, issRequired: issRequired)
-                    .mapError { .response($0) })
+                AuthorizationResponse.parse(
+                    query: query, expectedIssuer: issuer.expectedResponseIssuer(query), issRequired: issRequired
+                )
+                .mapError { .response($0) })
             return
         }
         // JARM §2.3.1: the response is the one `response` parameter. Plain parameters beside it

@@ -264,8 +264,7 @@ extension LoginService {
                 if let rt = t.refreshToken { fresh.refreshToken = rt }
                 fresh.lastSeenAt = now
                 if let idToken = t.idToken {
-                    let verifier = IDTokenVerifier(
-                        issuer: issuer.issuer, clientID: client.authentication.clientID, algorithms: issuer.algorithms)
+                    let verifier = issuer.idTokenVerifier(clientID: client.authentication.clientID)
                     guard let keys = self.tokens.issuerKeys[issuer: issuer.name],
                         let claims = try? verifier.verify(
                             idToken, keys: keys, nonce: nil, accessToken: t.accessToken, now: now),

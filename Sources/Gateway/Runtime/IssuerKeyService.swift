@@ -69,6 +69,7 @@ final class IssuerKeyService {
                 }
             case .discovery, .jwksURI:
                 if let old = remote[name], old.config.issuer == issuer.issuer, old.config.keys == issuer.keys,
+                    old.config.discoveryBase == issuer.discoveryBase,
                     old.config.caFile == issuer.caFile
                 {
                     next[name] = old
@@ -78,7 +79,9 @@ final class IssuerKeyService {
                 if case .jwksURI(let u) = issuer.keys {
                     source = .jwksURI(u)
                 } else {
-                    source = .discovery(issuer: issuer.issuer)
+                    source = .discovery(
+                        issuer: issuer.issuer, at: issuer.discoveryBase,
+                        alsoNamed: issuer.discoveryAlsoNamed)
                 }
                 let keys = IssuerKeys(
                     name: name, source: source,

@@ -3,8 +3,13 @@ public import JOSE
 /// One issuer's rules for JWT access tokens (RFC 9068, RFC 8725).
 public struct IssuerPolicy: Sendable {
     public var name: String
-    /// The exact `iss` value.
+    /// The exact `iss` value (with `template`: the template's text, never compared).
     public var issuer: String
+    /// Other exact spellings of `iss` it uses (Google: `accounts.google.com` besides
+    /// `https://accounts.google.com`).
+    public var aliases: [String] = []
+    /// A multi-tenant issuer: `iss` is the template filled with the token's tenant claim.
+    public var template: IssuerTemplate?
     public var algorithms: Set<JWSAlgorithm>
     public var audiences: [String]
     public var leeway: Int64
@@ -94,6 +99,9 @@ public struct AccessTokenVerifier: Sendable {
         /// Keys for the issuer are not loaded (yet).
         case keysUnavailable(issuer: String)
         case rejected(JOSEError)
+        /// A multi-tenant issuer's token whose tenant claim is missing, does not match `iss`,
+        /// or names a tenant that is not allowed.
+        case tenantRefused(IssuerTemplate.Refusal)
     }
 
     public let issuers: [IssuerPolicy]
@@ -101,17 +109,38 @@ public struct AccessTokenVerifier: Sendable {
     private let claimsPolicies: [JWTClaimsPolicy]
     private let profiles: [Bool]
     private let maxTokenSize: Int
+    /// Some issuer has aliases or a template: only then is a token whose `iss` equals no
+    /// configured issuer looked at again (the exact comparison stays the whole cost otherwise).
+    private let hasInexactIssuers: Bool
 
     public init(issuers: [IssuerPolicy]) {
         self.issuers = issuers
+        hasInexactIssuers = issuers.contains { !$0.aliases.isEmpty || $0.template != nil }
         claimsPolicies = issuers.map { policy in
+            // Aliases and templates are matched by `issuerIndex`, which picked the policy.
+            let exact = policy.aliases.isEmpty && policy.template == nil
             var claimsPolicy = JWTClaimsPolicy(
-                issuer: policy.issuer, audiences: policy.audiences, leeway: policy.leeway, type: policy.requiredType)
+                issuer: exact ? policy.issuer : nil, audiences: policy.audiences, leeway: policy.leeway,
+                type: policy.requiredType)
             claimsPolicy.requireExpiry = true
             return claimsPolicy
         }
         profiles = issuers.map { RFC9068Claims.isProfile($0.requiredType) }
         maxTokenSize = issuers.map(\.maxTokenSize).max() ?? CompactJWS.defaultMaxSize
+    }
+
+    /// The issuer a token whose `iss` matched no issuer exactly belongs to: the first whose
+    /// aliases name it, else the first template it fits whose tenant check passes (else the
+    /// first it fits, which then refuses it with the reason).
+    private func inexactIssuerIndex(_ iss: String, _ claims: JSONObject) -> Int? {
+        if let at = issuers.firstIndex(where: { $0.aliases.contains(iss) }) { return at }
+        var fitting: Int?
+        for (at, policy) in issuers.enumerated() {
+            guard let template = policy.template, template.fits(iss) else { continue }
+            if case .success = template.tenant(iss: iss, claims: claims) { return at }
+            if fitting == nil { fitting = at }
+        }
+        return fitting
     }
 
     /// `keys(name)`: the current key set of the issuer with that config name; `headerMemo`:
@@ -130,11 +159,19 @@ public struct AccessTokenVerifier: Sendable {
             return .failure(.malformed("not a JWT"))
         }
         guard let iss = unverifiedClaims[ClaimNames.iss]?.string,
-            let at = issuers.firstIndex(where: { $0.issuer == iss })
+            let at = issuers.firstIndex(where: { $0.issuer == iss && $0.template == nil })
+                ?? (hasInexactIssuers ? inexactIssuerIndex(iss, unverifiedClaims) : nil)
         else {
             return .failure(.unknownIssuer)
         }
         let policy = issuers[at]
+        // The tenant is checked before any key is looked at: a token of a tenant that is not
+        // allowed never costs a key refetch, whatever `kid` it names.
+        if let template = policy.template,
+            case .failure(let refusal) = template.tenant(iss: iss, claims: unverifiedClaims)
+        {
+            return .failure(.tenantRefused(refusal))
+        }
         guard let set = keys(policy.name) else { return .failure(.keysUnavailable(issuer: policy.name)) }
         do {
             try JWSVerifier(keys: set, algorithms: policy.algorithms).verify(jws)

@@ -53,9 +53,13 @@ public struct ProviderMetadata: Sendable, Equatable {
     /// Parses metadata; its `issuer` must equal `expectedIssuer` exactly (RFC 8414 §3.3, OIDC
     /// Discovery §4.3 — mix-up defence), and every endpoint must be an http(s) URL — https
     /// when the issuer is (RFC 8414 §2: a downgrade would put codes and tokens in clear text).
-    public static func parse(_ body: [UInt8], expectedIssuer: String) throws -> ProviderMetadata {
+    /// `alsoNamed`: the other `issuer` values a multi-tenant issuer's document may say (see
+    /// `IssuerTemplate.namesDiscoveryIssuer`); the result's `issuer` is `expectedIssuer`.
+    public static func parse(_ body: [UInt8], expectedIssuer: String, alsoNamed: [String] = []) throws
+        -> ProviderMetadata
+    {
         let object = try JSONParser.parseObject(body, what: "the provider metadata")
-        guard object["issuer"]?.string == expectedIssuer else {
+        guard let said = object["issuer"]?.string, said == expectedIssuer || alsoNamed.contains(said) else {
             throw JOSEError(.issuerMismatch, claim: "issuer", "the metadata names another issuer")
         }
         func url(_ name: String) throws -> String? {

@@ -9,6 +9,10 @@ public struct IDTokenVerifier: Sendable {
     public var leeway: Int64 = 30
     /// Tokens issued longer ago than this are refused (§3.1.3.7 step 10's "too far away").
     public var maxAge: Int64 = 600
+    /// Other exact spellings of `iss` the issuer uses.
+    public var aliases: [String] = []
+    /// A multi-tenant issuer: `iss` is the template filled with the token's own tenant claim.
+    public var template: IssuerTemplate?
 
     public init(issuer: String, clientID: String, algorithms: Set<JWSAlgorithm>) {
         self.issuer = issuer
@@ -26,12 +30,17 @@ public struct IDTokenVerifier: Sendable {
         // Steps 6–8: signature with the AS's keys, an algorithm it may use.
         try JWSVerifier(keys: keys, algorithms: algorithms).verify(jws)
         let claims = try jws.claims()
-        var policy = JWTClaimsPolicy(issuer: issuer, audiences: [clientID], leeway: leeway, type: nil)
+        let exact = aliases.isEmpty && template == nil
+        var policy = JWTClaimsPolicy(
+            issuer: exact ? issuer : nil, audiences: [clientID], leeway: leeway, type: nil)
         policy.requireExpiry = true
         policy.requiredClaims = ["sub", "iat"]
         policy.maxAge = maxAge
         // Steps 2–3, 9–10: iss exact, aud contains client_id, exp, iat (not too old).
         try policy.validate(header: jws.header, claims: claims, now: now)
+        if !exact {
+            try IssuerTemplate.checkIssuer(claims, issuer: issuer, aliases: aliases, template: template)
+        }
         // Steps 4–5: with several audiences, azp must be present and be this client.
         let audiences = claims["aud"]?.array?.compactMap(\.string) ?? []
         if audiences.count > 1 || claims["azp"] != nil {

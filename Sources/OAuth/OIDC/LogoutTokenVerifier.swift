@@ -14,6 +14,10 @@ public struct LogoutTokenVerifier: Sendable {
     public var leeway: Int64 = 30
     /// Logout tokens older than this are refused (they are delivered at once).
     public var maxAge: Int64 = 300
+    /// Other exact spellings of `iss` the issuer uses.
+    public var aliases: [String] = []
+    /// A multi-tenant issuer: `iss` is the template filled with the token's own tenant claim.
+    public var template: IssuerTemplate?
 
     public init(issuer: String, clientID: String, algorithms: Set<JWSAlgorithm>) {
         self.issuer = issuer
@@ -36,11 +40,16 @@ public struct LogoutTokenVerifier: Sendable {
         }
         try JWSVerifier(keys: keys, algorithms: algorithms).verify(jws)
         let claims = try jws.claims()
-        var policy = JWTClaimsPolicy(issuer: issuer, audiences: [clientID], leeway: leeway, type: nil)
+        let exact = aliases.isEmpty && template == nil
+        var policy = JWTClaimsPolicy(
+            issuer: exact ? issuer : nil, audiences: [clientID], leeway: leeway, type: nil)
         policy.requireExpiry = false
         policy.requiredClaims = ["iat", "jti", "events"]
         policy.maxAge = maxAge
         try policy.validate(header: jws.header, claims: claims, now: now)
+        if !exact {
+            try IssuerTemplate.checkIssuer(claims, issuer: issuer, aliases: aliases, template: template)
+        }
         guard let events = claims["events"]?.object, events[Self.event]?.object != nil else {
             throw JOSEError(.invalidClaim, claim: "events", "must hold the back-channel logout event")
         }
