@@ -66,6 +66,7 @@ struct CheckConfig: ParsableCommand {
         case .success(let c):
             print("\(file): ok (\(c.routeCount) routes, \(c.upstreamCount) upstreams, \(c.workers) workers)")
             for w in c.warnings { print("  warning: \(w)") }
+            for n in c.presetNotes { print("  preset: \(n)") }
         case .failure(let err):
             print("\(file): \(err.problems.count) problem\(err.problems.count == 1 ? "" : "s"):")
             for p in err.problems { print("  - \(p)") }

@@ -97,7 +97,9 @@ final class AuthRefusals {
     /// `insufficient_user_authentication` when the user's authentication is not what the
     /// route asks (RFC 9470 §3: a new token, after a stronger or fresher login, would do).
     func authorize(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
-        guard let failure = tokens.requirement.check(token.claims, scopeClaim: token.scopeClaim, issuer: token.issuer)
+        guard
+            let failure = tokens.requirement.check(
+                token.claims, scopeClaim: token.scopeClaim, roleClaims: token.roleClaims, issuer: token.issuer)
         else { return stepUp(token, scheme: scheme) }
         let detail = failure.description
         let scope = tokens.requirement.scopes.isEmpty ? nil : tokens.requirement.scopes

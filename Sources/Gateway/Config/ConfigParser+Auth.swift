@@ -59,7 +59,9 @@ extension ConfigParser {
                 discovery: discovery, jwksURI: uri != nil, jwksFile: file != nil, path: p, node: value, r)
             guard let keys else { continue }
             var cfg = IssuerConfig(name: name, issuer: iss, keys: keys)
+            issuerProvider(&cfg, i, path: p, r)
             IssuerConfig.keyTable.read(i, into: &cfg, path: p, r)
+            cfg.explicitKeys = Set(i.keys)
             issuerTemplate(&cfg, i, path: p, node: value, r)
             if cfg.audiences.isEmpty {
                 r.problem(

@@ -60,6 +60,7 @@ public enum ConfigParser {
         cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
         fapi2Routes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
         templateIssuerUses(cfg, top: top, r)
+        rolesOnLoginRoutes(cfg, r)
         cfg.warnings = warnings(cfg, top: top)
         if cfg.listeners.isEmpty && top["listen"] == nil {
             cfg.listeners = [ListenerConfig(address: SocketAddress(host: "0.0.0.0", port: 8080), tls: nil)]

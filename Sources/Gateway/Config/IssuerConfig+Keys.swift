@@ -98,6 +98,40 @@ extension IssuerConfig {
                 r.problem(p, n, "must be scope (RFC 9068 §2.2.3, the default) or scp")
             }
         },
+        .init(
+            "provider", type: "`entra`, `okta`, `auth0`, `keycloak`, `google` or `cognito`", default: "none",
+            by: "ConfigParser.issuerProvider"),
+        .init(
+            "role_claims", type: "list of claim paths", default: "the provider's, else `[roles]`",
+            checkedBy: { ConfigDefault.firstValue($0) == "[roles]" }
+        ) { cfg, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            cfg.roleClaims = seq.enumerated().compactMap { j, item in
+                guard let s = r.string(item, path: "\(p)[\(j)]") else { return nil }
+                guard let path = ClaimPath(s) else {
+                    r.problem("\(p)[\(j)]", item, "is not a claim path (name or a.b.c)")
+                    return nil
+                }
+                return path
+            }
+        },
+        .init(
+            "audience_claim", type: "`aud` or `client_id`", default: "`aud` (`client_id` with `provider: cognito`)",
+            checkedBy: ConfigDefault.text(defaults.audienceClaim.rawValue)
+        ) { cfg, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if let c = AudienceClaim(rawValue: s) {
+                cfg.audienceClaim = c
+            } else {
+                r.problem(p, n, "must be aud (RFC 9068 §2.2, the default) or client_id")
+            }
+        },
+        .init(
+            "token_use", type: "string: the required `token_use` claim",
+            default: "none (`access` with `provider: cognito`)"
+        ) { cfg, n, p, r in
+            cfg.tokenUse = r.string(n, path: p)
+        },
         .init("ca_file", type: "path of PEM CAs for the issuer's HTTPS endpoints", default: "the system's CAs") {
             cfg, n, p, r in
             cfg.caFile = r.string(n, path: p)

@@ -46,6 +46,9 @@ extension IssuerPolicy {
         var p = self
         p.aliases = issuer.issuerAliases
         p.template = issuer.template
+        p.roleClaims = issuer.effectiveRoleClaims
+        p.audienceClaim = issuer.audienceClaim
+        p.tokenUse = issuer.tokenUse
         return p
     }
 }

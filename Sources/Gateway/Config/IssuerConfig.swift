@@ -26,6 +26,16 @@ struct IssuerConfig: Sendable {
     /// `discovery_tenant`: the path segment `{tenant}` takes in the discovery URL of a
     /// template issuer (Entra ID: `organizations`, `common`, or one tenant id).
     var discoveryTenant = "organizations"
+    /// `provider`: the preset its other keys default from (IssuerConfig+Provider.swift).
+    var provider: IdentityProvider?
+    /// `role_claims`: where its tokens carry roles; nil: the provider's, or `roles`.
+    var roleClaims: [ClaimPath]?
+    /// `audience_claim`: `aud`, or `client_id` (Cognito access tokens carry no `aud`).
+    var audienceClaim = AudienceClaim.aud
+    /// `token_use`: the `token_use` claim its access tokens must say (Cognito: `access`).
+    var tokenUse: String?
+    /// The keys its mapping gave (what a preset did not set: `presetNotes`).
+    var explicitKeys: Set<String> = []
     var algorithms: Set<JWSAlgorithm> = [.RS256, .PS256, .ES256, .EdDSA]
     var audiences: [String] = []
     var leeway = 30.0

@@ -44,6 +44,11 @@ extension AuthorizationRequirement {
             guard let seq = r.sequence(n, path: p) else { return }
             req.scopes = seq.enumerated().compactMap { r.string($1, path: "\(p)[\($0)]") }
         },
+        .init("roles", type: "list", default: "none") { req, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            req.roles = seq.enumerated().compactMap { r.string($1, path: "\(p)[\($0)]") }
+            if seq.isEmpty { r.problem(p, n, "is empty: list roles, or remove the key") }
+        },
         .init("claims", type: "mapping of claim path to a value or a rule (below)", default: "none") { req, n, p, r in
             ConfigParser.claimRules(n, path: p, &req, r)
         },

@@ -69,7 +69,9 @@ extension MCPRules {
         case .check(let needs):
             for requirement in needs {
                 guard let token else { return .fails(needs: needs, reason: "no token") }
-                if let failure = requirement.check(token.claims, scopeClaim: token.scopeClaim, issuer: token.issuer) {
+                if let failure = requirement.check(
+                    token.claims, scopeClaim: token.scopeClaim, roleClaims: token.roleClaims, issuer: token.issuer)
+                {
                     return .fails(needs: needs, reason: failure.description)
                 }
             }

@@ -10,6 +10,14 @@ public struct IssuerPolicy: Sendable {
     public var aliases: [String] = []
     /// A multi-tenant issuer: `iss` is the template filled with the token's tenant claim.
     public var template: IssuerTemplate?
+    /// Where its tokens carry roles (`require.roles`).
+    public var roleClaims: [ClaimPath] = RoleClaims.standard
+    /// Which claim names the audience: `aud` (RFC 7519 §4.1.3), or `client_id` for an AS whose
+    /// access tokens carry none (Cognito).
+    public var audienceClaim: AudienceClaim = .aud
+    /// The `token_use` its access tokens must say (Cognito: `access`, where an ID token says
+    /// `id`); nil: not checked.
+    public var tokenUse: String?
     public var algorithms: Set<JWSAlgorithm>
     public var audiences: [String]
     public var leeway: Int64
@@ -53,6 +61,8 @@ public struct VerifiedAccessToken: Sendable {
     public var isSenderConstrained = false
     /// Where its scopes are read from: its issuer's choice.
     public var scopeClaim: ScopeClaim = .scope
+    /// Where its roles are read from: its issuer's choice.
+    public var roleClaims: [ClaimPath] = RoleClaims.standard
     public var subject: String? { claims[ClaimNames.sub]?.string }
 
     /// From the `cnf` claim or introspection member: `jkt` when it is a well-formed DPoP
@@ -120,7 +130,8 @@ public struct AccessTokenVerifier: Sendable {
             // Aliases and templates are matched by `issuerIndex`, which picked the policy.
             let exact = policy.aliases.isEmpty && policy.template == nil
             var claimsPolicy = JWTClaimsPolicy(
-                issuer: exact ? policy.issuer : nil, audiences: policy.audiences, leeway: policy.leeway,
+                issuer: exact ? policy.issuer : nil, audiences: policy.audienceClaim == .aud ? policy.audiences : [],
+                leeway: policy.leeway,
                 type: policy.requiredType)
             claimsPolicy.requireExpiry = true
             return claimsPolicy
@@ -177,6 +188,7 @@ public struct AccessTokenVerifier: Sendable {
             try JWSVerifier(keys: set, algorithms: policy.algorithms).verify(jws)
             try claimsPolicies[at].validate(header: jws.header, claims: unverifiedClaims, now: now)
             if profiles[at] { try RFC9068Claims.validate(unverifiedClaims) }
+            try policy.checkAudienceClaimAndUse(unverifiedClaims)
         } catch let e as JOSEError {
             // Only a missing key is worth a refetch; a bad signature never is.
             if e.code == .keyNotFound && jws.header.kid != nil
@@ -194,6 +206,34 @@ public struct AccessTokenVerifier: Sendable {
             issuer: policy.name, claims: unverifiedClaims,
             expiresAt: unverifiedClaims[ClaimNames.exp]?.int64 ?? now, confirmation: unverifiedClaims[ClaimNames.cnf])
         token.scopeClaim = policy.scopeClaim
+        token.roleClaims = policy.roleClaims
         return .success(token)
+    }
+}
+
+/// Which claim names an access token's audience.
+public enum AudienceClaim: String, Sendable, Equatable, CaseIterable {
+    /// `aud` (RFC 7519 §4.1.3, RFC 9068 §2.2).
+    case aud
+    /// `client_id` (RFC 9068 §2.2): Cognito's access tokens carry no `aud`, only the app client.
+    case client_id
+}
+
+extension IssuerPolicy {
+    /// With `audienceClaim: client_id`, the token's `client_id` is one of `audiences`; with
+    /// `tokenUse`, its `token_use` says so (a Cognito ID token, `token_use: id`, has the app
+    /// client in `aud` and is no access token).
+    func checkAudienceClaimAndUse(_ claims: JSONObject) throws(JOSEError) {
+        if let tokenUse, claims["token_use"]?.string != tokenUse {
+            throw JOSEError(.typeMismatch, claim: "token_use", "is not \(tokenUse)")
+        }
+        if audienceClaim == .client_id {
+            guard let id = claims["client_id"]?.string else {
+                throw JOSEError(.missingClaim, claim: "client_id", "is required")
+            }
+            guard audiences.contains(id) else {
+                throw JOSEError(.audienceMismatch, claim: "client_id", "not an accepted client")
+            }
+        }
     }
 }

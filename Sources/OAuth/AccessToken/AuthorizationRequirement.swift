@@ -22,6 +22,9 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     }
 
     public var scopes: [String]
+    /// `roles`: every one of these is in one of the issuer's role claims (Entra ID `roles`,
+    /// Keycloak `realm_access.roles`, Auth0 `permissions` …: `RoleClaims`).
+    public var roles: [String] = []
     public var claims: [(path: ClaimPath, rule: Rule)]
     /// `email_domains`: the `email` claim's domain is one of these or a subdomain of one, and
     /// `email_verified` is true (see `EmailDomainRule`). Empty: no such rule.
@@ -43,7 +46,8 @@ public struct AuthorizationRequirement: Sendable, Equatable {
 
     /// No rule at all: always met.
     public var isEmpty: Bool {
-        scopes.isEmpty && claims.isEmpty && emailDomains.isEmpty && anyOf.isEmpty && issuers.isEmpty && clients.isEmpty
+        scopes.isEmpty && roles.isEmpty && claims.isEmpty && emailDomains.isEmpty && anyOf.isEmpty && issuers.isEmpty
+            && clients.isEmpty
             && !hasStepUp
     }
 
@@ -100,7 +104,7 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     }
 
     public static func == (a: Self, b: Self) -> Bool {
-        a.scopes == b.scopes && a.claims.count == b.claims.count
+        a.scopes == b.scopes && a.roles == b.roles && a.claims.count == b.claims.count
             && zip(a.claims, b.claims).allSatisfy { $0.path == $1.path && $0.rule == $1.rule }
             && a.emailDomains == b.emailDomains && a.anyOf == b.anyOf && a.issuers == b.issuers
             && a.clients == b.clients && a.acr == b.acr && a.maxAge == b.maxAge
@@ -108,6 +112,8 @@ public struct AuthorizationRequirement: Sendable, Equatable {
 
     public enum Failure: Error, Equatable, Sendable {
         case missingScopes([String])
+        /// `roles` not met: the roles none of the issuer's role claims holds.
+        case missingRoles([String])
         case claim(String)
         /// `email_domains` failed: why (no verified email, or which domain it has).
         case emailDomain(String)
@@ -122,6 +128,7 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         var names = Set(claims.compactMap { $0.path.components.first })
         if !emailDomains.isEmpty { names.formUnion(["email", "email_verified"]) }
         if !scopes.isEmpty { names.insert("scope") }
+        if !roles.isEmpty { names.insert("roles") }
         for alternative in anyOf { names.formUnion(alternative.claimNames) }
         return names
     }
@@ -186,8 +193,10 @@ public struct AuthorizationRequirement: Sendable, Equatable {
 
     /// `issuer` / `client`: the configured issuer and login client that vouched for the caller
     /// (a token has no client).
+    /// `roleClaims`: where the issuer puts roles (`roles` unless it says otherwise).
     public func check(
-        _ claims: JSONObject, scopeClaim: ScopeClaim = .scope, issuer: String? = nil, client: String? = nil
+        _ claims: JSONObject, scopeClaim: ScopeClaim = .scope, roleClaims: [ClaimPath] = RoleClaims.standard,
+        issuer: String? = nil, client: String? = nil
     ) -> Failure? {
         if !issuers.isEmpty && !issuers.contains(issuer ?? "\u{0}") {
             return .vouchedBy("issuer \(issuer ?? "unknown")")
@@ -198,6 +207,10 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         if !scopes.isEmpty {
             let missing = Self.missingScopes(scopes, claims, from: scopeClaim)
             if !missing.isEmpty { return .missingScopes(missing) }
+        }
+        if !roles.isEmpty {
+            let missing = roles.filter { !RoleClaims.grants($0, claims, in: roleClaims) }
+            if !missing.isEmpty { return .missingRoles(missing) }
         }
         for (path, rule) in self.claims {
             let value = path.value(in: claims)
@@ -215,7 +228,10 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         if !anyOf.isEmpty {
             var failures: [Failure] = []
             for alternative in anyOf {
-                guard let f = alternative.check(claims, scopeClaim: scopeClaim, issuer: issuer, client: client) else {
+                guard
+                    let f = alternative.check(
+                        claims, scopeClaim: scopeClaim, roleClaims: roleClaims, issuer: issuer, client: client)
+                else {
                     return nil
                 }
                 failures.append(f)

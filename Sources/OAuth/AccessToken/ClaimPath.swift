@@ -14,6 +14,14 @@ public struct ClaimPath: Sendable, Hashable, CustomStringConvertible {
         names = parts.map(JSONObject.Name.init)
     }
 
+    /// A path from its names as they are (a name may hold dots: `resource_access` keyed by a
+    /// client id that is a URL).
+    public init?(components parts: [String]) {
+        guard !parts.isEmpty, parts.allSatisfy({ !$0.isEmpty }) else { return nil }
+        components = parts
+        names = parts.map(JSONObject.Name.init)
+    }
+
     public static func == (a: ClaimPath, b: ClaimPath) -> Bool { a.components == b.components }
     public func hash(into hasher: inout Hasher) { hasher.combine(components) }
 

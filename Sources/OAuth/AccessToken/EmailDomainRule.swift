@@ -32,6 +32,7 @@ extension AuthorizationRequirement.Failure: CustomStringConvertible {
     public var description: String {
         switch self {
         case .missingScopes(let s): return "missing scopes: \(s.joined(separator: " "))"
+        case .missingRoles(let r): return "missing roles: \(r.joined(separator: " "))"
         case .claim(let c): return "claim requirement not met: \(c)"
         case .emailDomain(let why): return why
         case .vouchedBy(let who): return "vouched for by \(who), not one the rule names"
