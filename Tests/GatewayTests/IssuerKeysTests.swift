@@ -79,6 +79,30 @@ struct IssuerKeysTests {
         #expect(idp.hits["/.well-known/openid-configuration"] == 1 && idp.hits["/jwks"] == 1)
     }
 
+    /// A multi-tenant issuer's document, fetched under one tenant segment, names the template
+    /// with Entra ID's literal `{tenantid}`: taken; a document naming another issuer is not.
+    @Test func templateDiscoveryTakesTheTenantIdForm() throws {
+        for (said, taken) in [("/{tenantid}/v2.0", true), ("/other/v2.0", false)] {
+            let idp = try IdP(jwks: try Self.jwks(kid: "a"))
+            idp.metadataIssuer = idp.issuer + said
+            let keys = IssuerKeys(
+                name: "entra",
+                source: .discovery(
+                    issuer: idp.issuer + "/{tenant}/v2.0", at: idp.issuer,
+                    alsoNamed: [idp.issuer + "/{tenantid}/v2.0", idp.issuer + "/organizations/v2.0"]),
+                fetcher: HTTPFetcher(loop: idp.loop), loop: idp.loop, wallClock: ManualClock())
+            var ok: Bool?
+            idp.run { stop in
+                keys.start {
+                    ok = $0
+                    stop()
+                }
+            }
+            #expect(ok == taken, "\(said)")
+            #expect((keys.metadata?.issuer == idp.issuer + "/{tenant}/v2.0") == taken)
+        }
+    }
+
     @Test func metadataForAnotherIssuerIsRefused() throws {
         let jwks = try Self.jwks(kid: "a")
         let idp = try IdP(jwks: jwks)
