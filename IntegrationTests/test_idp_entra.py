@@ -68,7 +68,7 @@ def entra():
     e.site.close()
 
 
-def api_gateway(entra, upstream, tenants=f"[{TENANT_A}]"):
+def api_gateway(entra, upstream, tenants=f"[{TENANT_A}]", more=""):
     g = Gateway(f"""
 listen: 127.0.0.1:{{PORT}}
 admin_listen: 127.0.0.1:{{ADMIN}}
@@ -80,6 +80,7 @@ issuers:
     audiences: ["{AUDIENCE}"]
     algorithms: [ES256]
     scope_claim: scp
+    {more}
 upstreams: {{ app: {{ url: "http://127.0.0.1:{upstream.port}" }} }}
 routes:
   - match: {{ path_prefix: /api/ }}
@@ -143,6 +144,21 @@ def test_missing_tid_and_template_text_are_refused(entra, upstream):
         assert "has no tid (tenant) claim" in refusal(bearer_get(g, literal))
         # tenants: any takes every tenant whose tid matches its iss.
         assert bearer_get(g, entra.token(TENANT_B)).status_code == 200
+    finally:
+        g.stop()
+
+
+def test_v1_and_v2_issuers_in_one(entra, upstream):
+    # Entra ID's v1 form (sts.windows.net/{tenant}/; here on the same test host) as a
+    # template alias: the same tenants, the same keys.
+    v1 = entra.site.url("/sts/{tenant}/")
+    g = api_gateway(entra, upstream, more=f'issuer_aliases: ["{v1}"]')
+    try:
+        for iss in (entra.iss(TENANT_A), entra.site.url(f"/sts/{TENANT_A}/")):
+            r = bearer_get(g, entra.token(TENANT_A, iss=iss))
+            assert r.status_code == 200, (iss, r.status_code, r.headers.get("WWW-Authenticate"))
+        assert "tenant is not accepted here" in refusal(
+            bearer_get(g, entra.token(TENANT_B, iss=entra.site.url(f"/sts/{TENANT_B}/"))))
     finally:
         g.stop()
 

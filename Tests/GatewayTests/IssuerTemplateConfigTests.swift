@@ -101,4 +101,22 @@ struct IssuerTemplateConfigTests {
         #expect(text.contains("clients.web.request_mode: must be plain"))
         #expect(text.contains("clients.web.response_mode: must be query"))
     }
+
+    @Test func templateAliasesShareTheTenants() throws {
+        let cfg = try parse(config(entra + ", issuer_aliases: [\"https://sts.windows.net/{tenant}/\"]")).get()
+        let issuer = try #require(cfg.issuers["entra"])
+        #expect(
+            issuer.templates.map(\.template) == [
+                "https://login.microsoftonline.com/{tenant}/v2.0", "https://sts.windows.net/{tenant}/"
+            ])
+        #expect(issuer.templates.allSatisfy { $0.tenants == .only(["t1", "t2"]) })
+        #expect(
+            problems(config(entra + ", issuer_aliases: [https://sts.windows.net/t1/]")).contains(
+                "must hold {tenant} once"))
+        #expect(
+            problems(
+                config("issuer: https://x, discovery: true, audiences: [a], issuer_aliases: [\"https://y/{tenant}\"]")
+            )
+            .contains("only a {tenant} issuer with tenants has template aliases"))
+    }
 }

@@ -18,7 +18,7 @@ struct IssuerTemplateTests {
         {
             var p = IssuerPolicy(
                 name: "entra", issuer: entra.template, algorithms: [.ES256], audiences: ["api://orders"])
-            p.template = entra
+            p.templates = [entra]
             return p
         }(),
         {
@@ -108,7 +108,7 @@ struct IssuerTemplateTests {
     @Test func anyTenantAcceptsEveryTenantButStillMatchesTid() throws {
         var p = IssuerPolicy(
             name: "entra", issuer: Self.entra.template, algorithms: [.ES256], audiences: ["api://orders"])
-        p.template = IssuerTemplate(Self.entra.template, tenants: .any)
+        p.templates = [IssuerTemplate(Self.entra.template, tenants: .any)!]
         let v = AccessTokenVerifier(issuers: [p])
         #expect(throws: Never.self) {
             try v.verify(Self.token(iss: Self.issuer(Self.other), tid: Self.other), now: Self.now, keys: keys).get()
@@ -147,7 +147,7 @@ struct IssuerTemplateTests {
 
     @Test func idTokensFollowTheSameRule() throws {
         var v = IDTokenVerifier(issuer: Self.entra.template, clientID: "api://orders", algorithms: [.ES256])
-        v.template = Self.entra
+        v.templates = [Self.entra]
         let set = JWKSet(keys: [Self.key])
         _ = try v.verify(
             Self.token(iss: Self.issuer(Self.allowed), tid: Self.allowed), keys: set, nonce: nil, accessToken: nil,
@@ -160,5 +160,37 @@ struct IssuerTemplateTests {
                 try v.verify(Self.token(iss: iss, tid: tid), keys: set, nonce: nil, accessToken: nil, now: Self.now)
             }
         }
+    }
+
+    @Test func severalTemplatesShareTheTenantRule() throws {
+        // Entra ID's v2.0 issuer and its v1 form on sts.windows.net, one issuer.
+        let v1 = IssuerTemplate("https://sts.windows.net/{tenant}/", tenants: .only([Self.allowed]))!
+        var p = IssuerPolicy(
+            name: "entra", issuer: Self.entra.template, algorithms: [.ES256], audiences: ["api://orders"])
+        p.templates = [Self.entra, v1]
+        let v = AccessTokenVerifier(issuers: [p])
+        for iss in [Self.issuer(Self.allowed), "https://sts.windows.net/\(Self.allowed)/"] {
+            #expect(throws: Never.self) {
+                try v.verify(Self.token(iss: iss, tid: Self.allowed), now: Self.now, keys: keys).get()
+            }
+        }
+        #expect(
+            failure(
+                v.verify(
+                    Self.token(iss: "https://sts.windows.net/\(Self.other)/", tid: Self.other), now: Self.now,
+                    keys: keys))
+                == .tenantRefused(.tenantNotAllowed))
+        #expect(
+            failure(
+                v.verify(
+                    Self.token(iss: "https://sts.windows.net/\(Self.allowed)/", tid: Self.other), now: Self.now,
+                    keys: keys))
+                == .tenantRefused(.tenantMismatch(claim: "tid")))
+        var idv = IDTokenVerifier(issuer: Self.entra.template, clientID: "api://orders", algorithms: [.ES256])
+        idv.templates = [Self.entra, v1]
+        _ = try idv.verify(
+            Self.token(iss: "https://sts.windows.net/\(Self.allowed)/", tid: Self.allowed),
+            keys: JWKSet(keys: [Self.key]),
+            nonce: nil, accessToken: nil, now: Self.now)
     }
 }

@@ -69,7 +69,7 @@ extension IssuerConfig {
             notes.append(
                 "issuers.\(name): v2.0 issuer; an API whose app registration has accessTokenAcceptedVersion null or 1 "
                     + "gets v1 tokens (iss https://sts.windows.net/TENANT/), which this issuer refuses: set it to 2, or "
-                    + "configure the v1 issuer")
+                    + "accept both with a {tenant} issuer and issuer_aliases: [\"https://sts.windows.net/{tenant}/\"]")
         }
         return notes
     }

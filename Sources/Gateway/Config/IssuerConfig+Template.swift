@@ -10,6 +10,15 @@ extension IssuerConfig {
         tenants.flatMap { IssuerTemplate(issuer, tenants: $0, tenantClaim: tenantClaim) }
     }
 
+    /// Every template of a multi-tenant issuer: `issuer`'s, then those of `issuer_aliases`
+    /// (Entra ID's v1 `https://sts.windows.net/{tenant}/` beside its v2.0 issuer), with the
+    /// same tenants. Empty for a single-tenant issuer.
+    var templates: [IssuerTemplate] {
+        guard let tenants, let template else { return [] }
+        return [template]
+            + issuerAliases.compactMap { IssuerTemplate($0, tenants: tenants, tenantClaim: tenantClaim) }
+    }
+
     /// Where its discovery document lives: `<issuer>/.well-known/openid-configuration`, with a
     /// template's `{tenant}` as `discovery_tenant` (Entra ID's `/organizations` or `/common`).
     var discoveryBase: String {
@@ -25,7 +34,7 @@ extension IssuerConfig {
     /// Whether `iss` (of an authorization response, RFC 9207, or an ID token before its
     /// claims are read) may be this issuer's: equal, an alias, or fitting the template.
     func mayBe(_ iss: String) -> Bool {
-        if let template { return template.fits(iss) }
+        if template != nil { return templates.contains { $0.fits(iss) } }
         return iss == issuer || issuerAliases.contains(iss)
     }
 }
@@ -44,8 +53,9 @@ extension IssuerPolicy {
     /// The policy with the issuer's aliases and template.
     func with(issuer: IssuerConfig) -> IssuerPolicy {
         var p = self
-        p.aliases = issuer.issuerAliases
-        p.template = issuer.template
+        // A multi-tenant issuer's aliases are templates.
+        p.aliases = issuer.template == nil ? issuer.issuerAliases : []
+        p.templates = issuer.templates
         p.roleClaims = issuer.effectiveRoleClaims
         p.audienceClaim = issuer.audienceClaim
         p.tokenUse = issuer.tokenUse
@@ -61,6 +71,11 @@ extension ConfigParser {
     ) {
         let placeholders = cfg.issuer.components(separatedBy: IssuerTemplate.placeholder).count - 1
         guard let n = i["tenants"] else {
+            for (j, alias) in cfg.issuerAliases.enumerated() where alias.contains(IssuerTemplate.placeholder) {
+                r.problem(
+                    "\(p).issuer_aliases[\(j)]", i["issuer_aliases"],
+                    "holds {tenant}: only a {tenant} issuer with tenants has template aliases")
+            }
             if placeholders > 0 {
                 r.problem(
                     "\(p).tenants", node,
@@ -91,6 +106,12 @@ extension ConfigParser {
             if seq.isEmpty { r.problem("\(p).tenants", n, "is empty: list tenant ids, or any") }
             cfg.tenants = .only(ids)
         }
+        for (j, alias) in cfg.issuerAliases.enumerated()
+        where alias.components(separatedBy: IssuerTemplate.placeholder).count != 2 {
+            r.problem(
+                "\(p).issuer_aliases[\(j)]", i["issuer_aliases"],
+                "must hold {tenant} once, as the issuer does (e.g. https://sts.windows.net/{tenant}/)")
+        }
         if !IssuerTemplate.isTenantID(cfg.discoveryTenant) {
             r.problem("\(p).discovery_tenant", i["discovery_tenant"], "must be one path segment")
         }
@@ -102,16 +123,16 @@ extension IssuerConfig {
     /// issuer's aliases and template.
     func idTokenVerifier(clientID: String) -> IDTokenVerifier {
         var v = IDTokenVerifier(issuer: issuer, clientID: clientID, algorithms: algorithms)
-        v.aliases = issuerAliases
-        v.template = template
+        v.aliases = template == nil ? issuerAliases : []
+        v.templates = templates
         return v
     }
 
     /// The logout token rules (OIDC Back-Channel Logout §2.6), likewise.
     func logoutTokenVerifier(clientID: String) -> LogoutTokenVerifier {
         var v = LogoutTokenVerifier(issuer: issuer, clientID: clientID, algorithms: algorithms)
-        v.aliases = issuerAliases
-        v.template = template
+        v.aliases = template == nil ? issuerAliases : []
+        v.templates = templates
         return v
     }
 
@@ -119,8 +140,9 @@ extension IssuerConfig {
     /// template, the `iss` the response names when it fits with an allowed tenant (the ID
     /// token then proves the tenant with its own claims).
     func expectedResponseIssuer(_ query: Substring) -> String {
-        guard let template, let pairs = FormEncoding.decode(query),
-            let iss = pairs.first(where: { $0.0 == "iss" })?.1, template.allowedTenant(ofIssuer: iss) != nil
+        guard template != nil, let pairs = FormEncoding.decode(query),
+            let iss = pairs.first(where: { $0.0 == "iss" })?.1,
+            templates.contains(where: { $0.allowedTenant(ofIssuer: iss) != nil })
         else { return issuer }
         return iss
     }

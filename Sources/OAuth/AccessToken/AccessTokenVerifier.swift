@@ -6,10 +6,11 @@ public struct IssuerPolicy: Sendable {
     /// The exact `iss` value (with `template`: the template's text, never compared).
     public var issuer: String
     /// Other exact spellings of `iss` it uses (Google: `accounts.google.com` besides
-    /// `https://accounts.google.com`).
+    /// `https://accounts.google.com`); none for a multi-tenant issuer.
     public var aliases: [String] = []
-    /// A multi-tenant issuer: `iss` is the template filled with the token's tenant claim.
-    public var template: IssuerTemplate?
+    /// A multi-tenant issuer: `iss` is one of these templates filled with the token's tenant
+    /// claim (Entra ID's v2.0 and v1 forms); empty for a single-tenant issuer.
+    public var templates: [IssuerTemplate] = []
     /// Where its tokens carry roles (`require.roles`).
     public var roleClaims: [ClaimPath] = RoleClaims.standard
     /// Which claim names the audience: `aud` (RFC 7519 §4.1.3), or `client_id` for an AS whose
@@ -125,10 +126,10 @@ public struct AccessTokenVerifier: Sendable {
 
     public init(issuers: [IssuerPolicy]) {
         self.issuers = issuers
-        hasInexactIssuers = issuers.contains { !$0.aliases.isEmpty || $0.template != nil }
+        hasInexactIssuers = issuers.contains { !$0.aliases.isEmpty || !$0.templates.isEmpty }
         claimsPolicies = issuers.map { policy in
             // Aliases and templates are matched by `issuerIndex`, which picked the policy.
-            let exact = policy.aliases.isEmpty && policy.template == nil
+            let exact = policy.aliases.isEmpty && policy.templates.isEmpty
             var claimsPolicy = JWTClaimsPolicy(
                 issuer: exact ? policy.issuer : nil, audiences: policy.audienceClaim == .aud ? policy.audiences : [],
                 leeway: policy.leeway,
@@ -143,13 +144,14 @@ public struct AccessTokenVerifier: Sendable {
     /// The issuer a token whose `iss` matched no issuer exactly belongs to: the first whose
     /// aliases name it, else the first template it fits whose tenant check passes (else the
     /// first it fits, which then refuses it with the reason).
-    private func inexactIssuerIndex(_ iss: String, _ claims: JSONObject) -> Int? {
-        if let at = issuers.firstIndex(where: { $0.aliases.contains(iss) }) { return at }
-        var fitting: Int?
+    private func inexactIssuer(_ iss: String, _ claims: JSONObject) -> (at: Int, template: IssuerTemplate?)? {
+        if let at = issuers.firstIndex(where: { $0.aliases.contains(iss) }) { return (at, nil) }
+        var fitting: (Int, IssuerTemplate)?
         for (at, policy) in issuers.enumerated() {
-            guard let template = policy.template, template.fits(iss) else { continue }
-            if case .success = template.tenant(iss: iss, claims: claims) { return at }
-            if fitting == nil { fitting = at }
+            for template in policy.templates where template.fits(iss) {
+                if case .success = template.tenant(iss: iss, claims: claims) { return (at, template) }
+                if fitting == nil { fitting = (at, template) }
+            }
         }
         return fitting
     }
@@ -170,17 +172,16 @@ public struct AccessTokenVerifier: Sendable {
             return .failure(.malformed("not a JWT"))
         }
         guard let iss = unverifiedClaims[ClaimNames.iss]?.string,
-            let at = issuers.firstIndex(where: { $0.issuer == iss && $0.template == nil })
-                ?? (hasInexactIssuers ? inexactIssuerIndex(iss, unverifiedClaims) : nil)
+            let (at, template) =
+                issuers.firstIndex(where: { $0.issuer == iss && $0.templates.isEmpty }).map({ ($0, nil) })
+                ?? (hasInexactIssuers ? inexactIssuer(iss, unverifiedClaims) : nil)
         else {
             return .failure(.unknownIssuer)
         }
         let policy = issuers[at]
         // The tenant is checked before any key is looked at: a token of a tenant that is not
         // allowed never costs a key refetch, whatever `kid` it names.
-        if let template = policy.template,
-            case .failure(let refusal) = template.tenant(iss: iss, claims: unverifiedClaims)
-        {
+        if let template, case .failure(let refusal) = template.tenant(iss: iss, claims: unverifiedClaims) {
             return .failure(.tenantRefused(refusal))
         }
         guard let set = keys(policy.name) else { return .failure(.keysUnavailable(issuer: policy.name)) }

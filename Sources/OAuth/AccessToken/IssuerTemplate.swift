@@ -117,13 +117,19 @@ extension IssuerTemplate {
     /// The `iss` rule of a token verified outside `AccessTokenVerifier` (ID tokens, logout
     /// tokens): the exact issuer or one of its aliases, or with a template its tenant rule.
     /// `JWTClaimsPolicy` is then given no issuer (`exactIssuer` nil): this decides.
-    static func checkIssuer(_ claims: JSONObject, issuer: String, aliases: [String], template: IssuerTemplate?)
+    static func checkIssuer(_ claims: JSONObject, issuer: String, aliases: [String], templates: [IssuerTemplate])
         throws(JOSEError)
     {
         guard let iss = claims["iss"]?.string else { throw JOSEError(.missingClaim, claim: "iss", "is required") }
-        if let template {
-            guard template.fits(iss) else { throw JOSEError(.issuerMismatch, claim: "iss", "unexpected issuer") }
-            try template.check(iss: iss, claims: claims)
+        if !templates.isEmpty {
+            let fitting = templates.filter { $0.fits(iss) }
+            guard let first = fitting.first else {
+                throw JOSEError(.issuerMismatch, claim: "iss", "unexpected issuer")
+            }
+            for template in fitting {
+                if case .success = template.tenant(iss: iss, claims: claims) { return }
+            }
+            try first.check(iss: iss, claims: claims)
         } else if iss != issuer && !aliases.contains(iss) {
             throw JOSEError(.issuerMismatch, claim: "iss", "unexpected issuer")
         }

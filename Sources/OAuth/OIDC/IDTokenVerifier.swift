@@ -11,8 +11,8 @@ public struct IDTokenVerifier: Sendable {
     public var maxAge: Int64 = 600
     /// Other exact spellings of `iss` the issuer uses.
     public var aliases: [String] = []
-    /// A multi-tenant issuer: `iss` is the template filled with the token's own tenant claim.
-    public var template: IssuerTemplate?
+    /// A multi-tenant issuer: `iss` is one of these filled with the token's own tenant claim.
+    public var templates: [IssuerTemplate] = []
 
     public init(issuer: String, clientID: String, algorithms: Set<JWSAlgorithm>) {
         self.issuer = issuer
@@ -30,7 +30,7 @@ public struct IDTokenVerifier: Sendable {
         // Steps 6–8: signature with the AS's keys, an algorithm it may use.
         try JWSVerifier(keys: keys, algorithms: algorithms).verify(jws)
         let claims = try jws.claims()
-        let exact = aliases.isEmpty && template == nil
+        let exact = aliases.isEmpty && templates.isEmpty
         var policy = JWTClaimsPolicy(
             issuer: exact ? issuer : nil, audiences: [clientID], leeway: leeway, type: nil)
         policy.requireExpiry = true
@@ -39,7 +39,7 @@ public struct IDTokenVerifier: Sendable {
         // Steps 2–3, 9–10: iss exact, aud contains client_id, exp, iat (not too old).
         try policy.validate(header: jws.header, claims: claims, now: now)
         if !exact {
-            try IssuerTemplate.checkIssuer(claims, issuer: issuer, aliases: aliases, template: template)
+            try IssuerTemplate.checkIssuer(claims, issuer: issuer, aliases: aliases, templates: templates)
         }
         // Steps 4–5: with several audiences, azp must be present and be this client.
         let audiences = claims["aud"]?.array?.compactMap(\.string) ?? []

@@ -16,8 +16,8 @@ public struct LogoutTokenVerifier: Sendable {
     public var maxAge: Int64 = 300
     /// Other exact spellings of `iss` the issuer uses.
     public var aliases: [String] = []
-    /// A multi-tenant issuer: `iss` is the template filled with the token's own tenant claim.
-    public var template: IssuerTemplate?
+    /// A multi-tenant issuer: `iss` is one of these filled with the token's own tenant claim.
+    public var templates: [IssuerTemplate] = []
 
     public init(issuer: String, clientID: String, algorithms: Set<JWSAlgorithm>) {
         self.issuer = issuer
@@ -40,7 +40,7 @@ public struct LogoutTokenVerifier: Sendable {
         }
         try JWSVerifier(keys: keys, algorithms: algorithms).verify(jws)
         let claims = try jws.claims()
-        let exact = aliases.isEmpty && template == nil
+        let exact = aliases.isEmpty && templates.isEmpty
         var policy = JWTClaimsPolicy(
             issuer: exact ? issuer : nil, audiences: [clientID], leeway: leeway, type: nil)
         policy.requireExpiry = false
@@ -48,7 +48,7 @@ public struct LogoutTokenVerifier: Sendable {
         policy.maxAge = maxAge
         try policy.validate(header: jws.header, claims: claims, now: now)
         if !exact {
-            try IssuerTemplate.checkIssuer(claims, issuer: issuer, aliases: aliases, template: template)
+            try IssuerTemplate.checkIssuer(claims, issuer: issuer, aliases: aliases, templates: templates)
         }
         guard let events = claims["events"]?.object, events[Self.event]?.object != nil else {
             throw JOSEError(.invalidClaim, claim: "events", "must hold the back-channel logout event")
