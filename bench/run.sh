@@ -660,6 +660,21 @@ authorize_scenario authorize-cached 100000
 authorize_scenario authorize-uncached 0
 ratelimit_scenario ratelimit-flood memory 1/d 1
 
+# signature_scenario NAME: the `none` route verifying one Ed25519 request signature per
+# request (bench/tokengate/signature.yaml). Beside `none` in the same run, the ratio is what
+# the check costs; its floor is `none` plus one `openssl speed ed25519` verification per
+# request (bench/README.md, "Signatures").
+signature_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local dir=$WORK/keys-signature
+  [[ -f $dir/headers ]] || python3 "$ROOT/bench/signatures/sign.py" "$dir"
+  SIGNATURE_INPUT=$(sed -n 1p "$dir/headers") SIGNATURE=$(sed -n 2p "$dir/headers")
+  export SIGNATURE_INPUT SIGNATURE
+  SCENARIO_VARS="JWKS=$dir/jwks.json" SCENARIO_AUTH=$1 \
+    scenario "$1" bench/tokengate/signature.yaml -s "$ROOT/bench/lua/signature.lua"
+}
+signature_scenario signature-ed25519
+
 # floor_scenario NAME KIND: run only when named. The `none` route, sent the requests of
 # bearer-rs256-nocache (KIND rs256: bearer.lua) or dpop-es256 (es256: dpop.lua), so nginx's
 # baseline is the one those scenarios have. With a tokengate built from

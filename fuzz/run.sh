@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 seconds=${1:-300}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(JOSEFuzz HTTP1Fuzz StreamFuzz H2Fuzz OAuthFuzz RouteFuzz LoginFuzz MCPFuzz ExtAuthzFuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(JOSEFuzz HTTP1Fuzz StreamFuzz H2Fuzz OAuthFuzz RouteFuzz LoginFuzz MCPFuzz ExtAuthzFuzz SignatureFuzz)
 out=${OUT:-/tmp/tokengate-fuzz}
 here=$PWD
 
@@ -29,6 +29,7 @@ settings() {
     LoginFuzz) echo "corpus-login login login.dict 2048" ;;
     MCPFuzz) echo "corpus-mcp mcp mcp.dict 4096" ;;
     ExtAuthzFuzz) echo "corpus-extauthz extauthz extauthz.dict 4096" ;;
+    SignatureFuzz) echo "corpus-signatures signatures signatures.dict 2048" ;;
     *) echo "unknown target $1" >&2; exit 2 ;;
     esac
 }

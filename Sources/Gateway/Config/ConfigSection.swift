@@ -32,6 +32,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case upstream = "upstreams.NAME"
     case upstreamTLS = "upstreams.NAME.tls"
     case upstreamSign = "upstreams.NAME.sign"
+    case responseSign = "routes[].sign_response"
     case route = "routes[]"
     case routeMatch = "routes[].match"
     case routeDPoP = "routes[].dpop"
@@ -79,6 +80,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .authorizerSubject: AuthorizerConfig.subjectKeyTable.docs
         case .signature: SignaturePolicy.keyTable.docs
         case .upstreamSign: MessageSigningConfig.keyTable.docs
+        case .responseSign: MessageSigningConfig.responseKeyTable.docs
         case .signatureKeys: SignaturePolicy.keysKeyTable.docs
         case .signatureHeaders: SignaturePolicy.headersKeyTable.docs
         case .listen: ListenerConfig.keyTable.docs

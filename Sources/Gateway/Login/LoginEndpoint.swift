@@ -18,7 +18,7 @@ enum LoginEndpoint: Equatable {
             hasLogin = config.routes.contains { $0.auth.loginRoute != nil }
             servesJWKS =
                 config.clients.values.contains(where: { $0.key != nil }) || !config.assertionKeys.isEmpty
-                || config.upstreams.values.contains(where: { $0.sign != nil })
+                || config.upstreams.values.contains(where: { $0.sign != nil }) || !config.responseSigningKeys.isEmpty
         }
 
         /// The endpoint `path` (already normalized) names, if any.

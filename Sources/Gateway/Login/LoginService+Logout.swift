@@ -93,7 +93,9 @@ extension LoginService {
         let clients = config.clients.values.sorted { $0.name < $1.name }
         let keys = clients.compactMap(\.key) + config.assertionKeys.map(\.key)
         // The keys the gateway signs upstream requests with (`upstreams.NAME.sign`).
-        let signing = config.upstreams.values.sorted { $0.name < $1.name }.compactMap(\.sign).map(\.publicJWK)
+        let signing =
+            (config.upstreams.values.sorted { $0.name < $1.name }.compactMap(\.sign) + config.responseSigningKeys)
+            .map(\.publicJWK)
         // Self-signed client certificates as JWKs with x5c (RFC 8705 §2.2), for the AS to match.
         let certificates = clients.compactMap(\.tls?.publishedJWK)
         let all =

@@ -139,7 +139,7 @@ extension ProxyExchange {
 
     /// Stops reading the upstream now, and cancels the call on the next loop turn: this runs
     /// inside the call's own delivery of a head or body, which must not end under it.
-    private func abandonCall() {
+    func abandonCall() {
         guard let call else { return }
         self.call = nil
         call.pause()

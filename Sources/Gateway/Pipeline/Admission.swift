@@ -33,6 +33,9 @@ final class Admission {
     /// A verified signature's `Content-Digest` (`verify_signature`), compared with the body
     /// once it is read whole.
     var contentDigest: ContentDigest? = nil
+    /// The label of the request signature `verify_signature` verified: what a signed answer's
+    /// `"signature";req;key=…` names.
+    var verifiedSignatureLabel: String? = nil
 
     init(
         identity: [(String, String)], session: Bool, body: RequestBody?, claims: JSONObject, preflight: Bool = false,

@@ -57,6 +57,8 @@ final class RequestContext {
     var tunnelSession: (route: LoginRouteConfig, endsAt: Int64)? = nil
     /// A `tools/list` on an MCP route: its answer is filtered on the way back (ToolListRelay).
     var toolListFilter: ToolListFilter? = nil
+    /// A route with `sign_response`: its answer is held whole and signed (ResponseSigner).
+    var responseSigner: ResponseSigner? = nil
     /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
     var tunnelTokenExpiry: Int64? = nil
     /// A gRPC call's deadline as the gateway keeps it (GRPCDeadlineStage): the client's

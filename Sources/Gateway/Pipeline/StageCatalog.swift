@@ -46,7 +46,9 @@ struct StageCatalog: Sendable {
     let stages: [any KeyedStage.Type]
 
     /// The gateway's own keyed stages, in the order they run at one position.
-    static let gateway = StageCatalog(stages: [RateLimitStage.self, SignatureStage.self, AuthorizeStage.self])
+    static let gateway = StageCatalog(stages: [
+        RateLimitStage.self, SignatureStage.self, AuthorizeStage.self, ResponseSigningStage.self
+    ])
 
     /// Their keys, for the parser: a route accepts them beside `RouteConfig.keyTable`'s.
     var routeKeys: ConfigKeyTable<RouteConfig, RouteKeyContext> { ConfigKeyTable(stages.map { $0.routeKey }) }

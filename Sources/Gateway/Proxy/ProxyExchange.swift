@@ -53,6 +53,9 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// read and dropped, then the request goes again (`tryAgain`; UpstreamDPoP.swift).
     @exclusivity(unchecked) var retryWithNonce: (() -> UpstreamCall.Request)?
 
+    /// An answer being signed (`sign_response`), held until its body is whole.
+    @exclusivity(unchecked) var signedHead: HTTPResponseHead?
+
     /// The route's `buffering`: the answer may go to a temp file while the client is behind.
     let buffersResponse: Bool
 
@@ -145,6 +148,14 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         upstreamSeconds = services.clock() - upstreamStart
         if head.status >= 500, let pool {
             services.upstreamOutcomes.answered(head.status, pool: pool, now: services.clock())
+        }
+        if let signer = context.responseSigner {
+            if ResponseSigner.signs(head) {
+                signedHead = head
+                return
+            }
+            context.responseSigner = nil
+            _ = signer
         }
         if toolList != nil {
             toolListHead(head)
@@ -247,6 +258,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
 
     func upstreamBody(_ chunk: BodyChunk) {
         if retryWithNonce != nil { return }
+        if signedHead != nil {
+            holdSigned(chunk)
+            return
+        }
         if toolList != nil {
             toolListBody(chunk)
             return
@@ -277,7 +292,8 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     /// An HTTP/2 upstream's trailer section (gRPC's `grpc-status`) goes on to the client as
     /// it came, where its protocol carries one.
     func upstreamTrailers(_ fields: HTTP1Fields) {
-        if retryWithNonce != nil { return }
+        // A signed answer's trailers are not signed: they are not passed on either.
+        if retryWithNonce != nil || signedHead != nil { return }
         if let spool, spool.pending > 0 { heldTrailers = fields } else { responder.trailers(fields) }
     }
 
@@ -288,6 +304,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             return
         }
         upstreamSeconds = services.clock() - upstreamStart
+        if let head = signedHead {
+            signedHead = nil
+            sendSigned(head)
+        }
         if let head = heldHead {
             heldHead = nil
             toolListComplete(head)

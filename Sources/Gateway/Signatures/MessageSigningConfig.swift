@@ -18,6 +18,10 @@ struct MessageSigningConfig: Sendable {
     static let defaultComponents = ["@method", "@target-uri", "content-digest"].map {
         try! ComponentIdentifier(config: $0)
     }
+    /// FAPI 2.0 Message Signing §5.5's: the status, the content, and the request it answers.
+    static let defaultResponseComponents = [
+        "@status", "content-type", "content-digest", #""@method";req"#, #""@target-uri";req"#
+    ].map { try! ComponentIdentifier(config: $0) }
 
     /// The key as published: its public half, under `keyid`.
     var publicJWK: JSONObject {
@@ -31,8 +35,13 @@ struct MessageSigningConfig: Sendable {
 extension ConfigParser {
     /// `upstreams.NAME.sign` (or any `sign` mapping): `key_file` (a PEM private key or a
     /// private JWK), `keyid`, `components`, `tag`.
-    static func messageSigning(_ node: Node, path p: String, _ r: ConfigReader) -> MessageSigningConfig? {
-        guard let f = r.mapping(node, path: p, section: .upstreamSign) else { return nil }
+    /// `forResponse`: a route's `sign_response`, whose components are a response's.
+    static func messageSigning(_ node: Node, path p: String, forResponse: Bool = false, _ r: ConfigReader)
+        -> MessageSigningConfig?
+    {
+        guard let f = r.mapping(node, path: p, section: forResponse ? .responseSign : .upstreamSign) else {
+            return nil
+        }
         guard let kn = f["key_file"], let file = r.string(kn, path: "\(p).key_file") else {
             r.problem("\(p).key_file", nil, "is required: the signing key (PEM or JWK)")
             return nil
@@ -60,15 +69,18 @@ extension ConfigParser {
             r.problem("\(p).keyid", f["keyid"], "is required (or a kid in the key file): printable, no quotes")
             return nil
         }
-        var components = MessageSigningConfig.defaultComponents
+        var components =
+            forResponse ? MessageSigningConfig.defaultResponseComponents : MessageSigningConfig.defaultComponents
         if let n = f["components"], let list = r.sequence(n, path: "\(p).components") {
             components = []
             for (i, item) in list.enumerated() {
                 guard let s = r.string(item, path: "\(p).components[\(i)]") else { continue }
                 do {
                     let c = try ComponentIdentifier(config: s)
-                    if c.has("req") || c.name == "@status" {
+                    if !forResponse, c.has("req") || c.name == "@status" {
                         r.problem("\(p).components[\(i)]", item, "\(s) belongs to a response")
+                    } else if forResponse, c.isDerived, !c.has("req"), c.name != "@status" {
+                        r.problem("\(p).components[\(i)]", item, "\(s) is a request's: add ;req")
                     } else if !components.contains(c) {
                         components.append(c)
                     }
@@ -100,6 +112,20 @@ extension MessageSigningConfig {
         .init(
             "components", type: "list of component identifiers",
             default: "`[\"@method\", \"@target-uri\", \"content-digest\"]`", by: "ConfigParser.messageSigning"),
+        .init("tag", type: "string", default: "none", by: "ConfigParser.messageSigning")
+    ])
+
+    /// `routes[].sign_response`'s keys.
+    static let responseKeyTable = ConfigKeyTable<MessageSigningConfig, ConfigReader>([
+        .init(
+            "key_file", type: "path of a PEM private key or private JWK (EC, Ed25519, RSA)",
+            default: "none: required", by: "ConfigParser.messageSigning"),
+        .init("keyid", type: "string", default: "the key's `kid`", by: "ConfigParser.messageSigning"),
+        .init(
+            "components", type: "list of component identifiers",
+            default:
+                "`@status`, `content-type`, `content-digest`, and the request's `@method` and `@target-uri` (`;req`)",
+            by: "ConfigParser.messageSigning"),
         .init("tag", type: "string", default: "none", by: "ConfigParser.messageSigning")
     ])
 }

@@ -48,7 +48,7 @@ final class SignatureStage: KeyedStage {
         // A preflight carries no credential and no signature to ask for.
         if admission.preflight { return .proceed }
         if checksBody { return checkDigest(request, admission) }
-        let message = signedMessage(request)
+        let message = Self.clientMessage(request, services)
         let chosen: MessageSignatureFields.Labeled
         do {
             let fields = try MessageSignatureFields(
@@ -96,6 +96,7 @@ final class SignatureStage: KeyedStage {
                         MessageSignatureError(.digestMismatch, "the content digest cannot be checked here"), request))
             }
         }
+        admission.verifiedSignatureLabel = chosen.label
         if let h = policy.keyidHeader, let keyid = params.keyid { admission.identity.append((h, keyid)) }
         if let h = policy.tagHeader, let tag = params.tag { admission.identity.append((h, tag)) }
         guard let nonce = params.nonce, let keyid = params.keyid else { return .proceed }
@@ -150,7 +151,7 @@ final class SignatureStage: KeyedStage {
 
     /// The request as its client signed it: the method, the target and the fields it sent,
     /// and the origin it was addressed to (`public_url` where the config sets one).
-    func signedMessage(_ request: RoutedRequest) -> SignedMessage {
+    static func clientMessage(_ request: RoutedRequest, _ services: WorkerServices) -> SignedMessage {
         let head = request.head
         let origin = services.origin(request.origin)
         var fields: [SignedMessage.Field] = []

@@ -83,6 +83,8 @@ public final class OwnedBuffer {
     public func drain() { evbuffer_drain(buffer, count) }
     /// The whole buffer as a chunk (moving it empties this buffer).
     public var chunk: BodyChunk { BodyChunk(buffer: buffer, owner: self) }
+    /// Takes `chunk`'s bytes (moved, not copied) after those held.
+    public func append(_ chunk: BodyChunk) { chunk.move(to: buffer) }
     /// Shows every byte held, in order and in place, without taking them.
     public func scan(_ visit: (UnsafeRawBufferPointer) -> Void) {
         let extents = Int(evbuffer_peek(buffer, -1, nil, nil, 0))

@@ -1,0 +1,122 @@
+import JOSE
+import MessageSignatures
+import Reactor
+import Yams
+
+/// A route's `sign_response` (FAPI 2.0 Message Signing §5.5): the upstream's answer is held
+/// whole (up to `max_bytes`), then sent with a `Content-Digest` (RFC 9530) and the gateway's
+/// signature over `@status`, `content-type`, `content-digest`, the request's `@method` and
+/// `@target-uri` (`;req`), and the request's own signature (`"signature";req;key=…`) when a
+/// `verify_signature` on the route verified one. Streams are never held: an event stream,
+/// gRPC, an upgrade, and a HEAD, 204 or 304 (no content) go as they come, unsigned.
+final class ResponseSigningStage: KeyedStage {
+    static let routeKey = ConfigKey<RouteConfig, RouteKeyContext>(
+        "sign_response", type: "mapping: `{ key_file, keyid, components, tag }`", default: "none: answers not signed"
+    ) { route, node, path, context in
+        ConfigParser.routeResponseSigning(&route, node, path: path, context)
+    }
+    static let position = StagePosition.beforeUpstream
+    static var judgesDecisions: Bool { false }
+
+    static func make(_ plan: RoutePlan, _ services: WorkerServices) -> ResponseSigningStage? {
+        guard let signing = plan.route.options.stageSettings[routeKey.name] as? MessageSigningConfig else {
+            return nil
+        }
+        return ResponseSigningStage(signing: signing, services: services)
+    }
+
+    let signing: MessageSigningConfig
+    unowned(unsafe) let services: WorkerServices
+
+    init(signing: MessageSigningConfig, services: WorkerServices) {
+        self.signing = signing
+        self.services = services
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        guard request.head.method != .HEAD else { return .proceed }
+        let message = SignatureStage.clientMessage(request, services)
+        request.context.responseSigner = ResponseSigner(
+            signing: signing, request: message, requestLabel: request.admission?.verifiedSignatureLabel)
+        return .proceed
+    }
+}
+
+/// The signing of one answer: what it covers, and the body held until it is whole.
+final class ResponseSigner {
+    let signing: MessageSigningConfig
+    let request: SignedMessage
+    let requestLabel: String?
+    let held = OwnedBuffer()
+    /// The most of an answer held to be signed (16 MiB): signed answers are API documents.
+    static let maxBytes = 16 << 20
+
+    init(signing: MessageSigningConfig, request: SignedMessage, requestLabel: String?) {
+        self.signing = signing
+        self.request = request
+        self.requestLabel = requestLabel
+    }
+
+    /// Whether this answer is held and signed: not a stream, and with content to digest.
+    static func signs(_ head: HTTPResponseHead) -> Bool {
+        head.status >= 200 && head.status != 204 && head.status != 304 && !ProxyExchange.isStream(head.fields)
+    }
+
+    /// The fields to add to `head` once its body (`held`) is whole.
+    func fields(for head: HTTPResponseHead, now: Int64) -> [(String, String)] {
+        let digest = DigestContext(.sha256)
+        held.scan { digest.update($0) }
+        let contentDigest = ContentDigest.field(sha256: digest.finish())
+        var fields: [SignedMessage.Field] = []
+        for f in head.fields {
+            let name = f.name.lowercased()
+            if name != "content-digest" && name != "signature" && name != "signature-input" {
+                fields.append(SignedMessage.Field(name: name, value: f.value))
+            }
+        }
+        fields.append(SignedMessage.Field(name: "content-digest", value: contentDigest))
+        let response = SignedMessage(status: head.status, fields: fields, answering: request)
+        var components = signing.components.filter { c in
+            c.isDerived || c.has("req") || fields.contains { $0.name == c.name }
+        }
+        if let label = requestLabel, let c = try? ComponentIdentifier.requestSignature(label) {
+            components.append(c)
+        }
+        let params = SignatureParameters(
+            components: components, created: now, keyid: signing.keyid, tag: signing.tag)
+        guard
+            let signed = try? MessageSigner.sign(
+                response, params, label: MessageSigningConfig.label, key: signing.key, algorithm: signing.algorithm)
+        else { return [("Content-Digest", contentDigest)] }
+        return [("Content-Digest", contentDigest), ("Signature-Input", signed.input), ("Signature", signed.signature)]
+    }
+}
+
+extension ComponentIdentifier {
+    /// `"signature";req;key="LABEL"`: the request's signature under `label` (RFC 9421 §2.4).
+    /// A label is a Structured Field key (lowercase letters, digits, `_-.*`): safe in a string.
+    static func requestSignature(_ label: String) throws -> ComponentIdentifier {
+        try ComponentIdentifier(config: "\"signature\";req;key=\"\(label)\"")
+    }
+}
+
+extension ConfigParser {
+    /// A route's `sign_response`.
+    static func routeResponseSigning(_ route: inout RouteConfig, _ node: Node, path: String, _ context: RouteKeyContext)
+    {
+        guard let signing = messageSigning(node, path: path, forResponse: true, context.r) else { return }
+        route.options.stageSettings["sign_response"] = signing
+    }
+}
+
+extension GatewayConfig {
+    /// The keys routes sign their answers with (`sign_response`), once each by `keyid`: the
+    /// gateway's JWKS publishes them.
+    var responseSigningKeys: [MessageSigningConfig] {
+        var seen: Set<String> = []
+        return routes.compactMap {
+            $0.options.stageSettings[ResponseSigningStage.routeKey.name] as? MessageSigningConfig
+        }
+        .filter { seen.insert($0.keyid).inserted }
+    }
+}
