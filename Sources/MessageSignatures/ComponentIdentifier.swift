@@ -23,8 +23,8 @@ public struct ComponentIdentifier: Hashable, Sendable, CustomStringConvertible {
         guard case .string(let name) = item.rfc9651BareItem else {
             throw MessageSignatureError(.malformed, "a component identifier is a string")
         }
-        guard !name.isEmpty, !name.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else {
-            throw MessageSignatureError(.malformed, "component \"\(name)\" is not a lowercase name")
+        guard Self.isName(name) else {
+            throw MessageSignatureError(.malformed, "component \"\(name)\" is not a lowercase field name or @name")
         }
         for (key, value) in item.rfc9651Parameters {
             switch (key, value) {
@@ -65,6 +65,24 @@ public struct ComponentIdentifier: Hashable, Sendable, CustomStringConvertible {
             throw MessageSignatureError(.malformed, "\(text) is not a Structured Field item")
         }
         try self.init(item)
+    }
+
+    /// A field name (RFC 9110 §5.1: a token), lowercase (§2.1); or `@` and a lowercase
+    /// derived name (§2.2). Nothing else can be a line of a base.
+    static func isName(_ name: String) -> Bool {
+        var bytes = name.utf8[...]
+        if bytes.first == UInt8(ascii: "@") { bytes = bytes.dropFirst() }
+        guard !bytes.isEmpty else { return false }
+        return bytes.allSatisfy { b in
+            switch b {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+            case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+                UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+                true
+            default: false
+            }
+        }
     }
 
     public func has(_ parameter: String) -> Bool { item.rfc9651Parameters[parameter] != nil }

@@ -105,7 +105,10 @@ struct ComponentTests {
             #"("@method";sf);created=1"#,  // field parameter on a derived component
             #"("@method");created="yesterday""#,  // mistyped
             #"("@method");keyid=4"#,
-            #"(method);created=1"#  // a token, not a string
+            #"(method);created=1"#,  // a token, not a string
+            #"("foo bar");created=1"#,  // not a field name
+            #"("@");created=1"#,
+            "(\"\u{02}@method\");created=1"
         ]
         for member in bad {
             #expect(throws: MessageSignatureError.self, "\(member)") { try Self.params(member) }
@@ -121,6 +124,13 @@ struct ComponentTests {
         }
         #expect(throws: MessageSignatureError.self) {
             try MessageSignatureFields(input: "sig=(((", signature: "sig=:AA==:")
+        }
+    }
+
+    @Test("A config's component that is no field name is refused (SignatureFuzz's first finding)")
+    func configNames() {
+        for text in ["\u{02}@method\";bogus", "foo bar", "a\"b", "", "@", "caf\u{e9}"] {
+            #expect(throws: MessageSignatureError.self, "\(text)") { try ComponentIdentifier(config: text) }
         }
     }
 

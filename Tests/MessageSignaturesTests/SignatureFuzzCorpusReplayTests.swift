@@ -11,7 +11,7 @@ struct SignatureFuzzCorpusReplayTests {
     @Test("every corpus file and past finding runs through SignatureFuzzEntry")
     func replay() throws {
         let n = try FuzzCorpus.replay(
-            "corpus-signatures", findings: "findings/signatures", minimum: 40, through: SignatureFuzzEntry.all)
+            "corpus-signatures", findings: "findings/signatures", minimum: 300, through: SignatureFuzzEntry.all)
         print("SignatureFuzz corpus replay: \(n.corpus) files, \(n.findings) past findings")
     }
 }
