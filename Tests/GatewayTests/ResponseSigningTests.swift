@@ -1,3 +1,4 @@
+import Foundation
 import JOSE
 import MessageSignatures
 import Reactor
@@ -73,5 +74,41 @@ struct ResponseSigningTests {
                 "\"signature\";req;key=\"sig1\""
             ])
         try SignatureVerifier.verify(chosen, in: response, with: key)
+    }
+
+    @Test("check-config says which answers go unsigned; a malformed sign_response is refused")
+    func config() throws {
+        let key = try JWK.generate(for: .EdDSA, kid: "gw-r1")
+        let path = "/tmp/tokengate-response-signing-\(getpid()).jwk"
+        try JSONSerializer.serialize(.object(try key.privateJWK())).write(
+            toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        func yaml(_ signing: String) -> String {
+            """
+            listen: 127.0.0.1:8080
+            upstreams: { app: { url: "http://127.0.0.1:9000" } }
+            routes:
+              - match: { path_prefix: / }
+                upstream: app
+                auth: none
+                sign_response: \(signing)
+            """
+        }
+        let cfg = try ConfigParser.parse(
+            yaml: yaml("{ key_file: \"\(path)\", tag: fapi-2-response }"), environment: [:], baseDirectory: "/",
+            cores: 1
+        ).get()
+        #expect(cfg.warnings.contains { $0.description.contains("answers that stream go unsigned") })
+        #expect(cfg.responseSigningKeys.map(\.keyid) == ["gw-r1"])
+        for bad in [
+            "{ tag: x }", "{ key_file: /nonexistent }", "{ key_file: \"\(path)\", components: [\"@method\"] }",
+            "{ key_file: \"\(path)\", components: [] }"
+        ] {
+            guard case .failure = ConfigParser.parse(yaml: yaml(bad), environment: [:], baseDirectory: "/", cores: 1)
+            else {
+                Issue.record("\(bad) was accepted")
+                continue
+            }
+        }
     }
 }

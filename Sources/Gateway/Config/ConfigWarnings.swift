@@ -21,6 +21,15 @@ extension ConfigParser {
         }
         for route in cfg.routes {
             let p = "routes[\(route.index)]"
+            if route.options.stageSettings[ResponseSigningStage.routeKey.name] != nil {
+                // Streams cannot be held whole to be digested and signed (signatures.md).
+                warn(
+                    "\(p).sign_response", nil,
+                    "answers that stream go unsigned: event streams, gRPC, answers marked X-Accel-Buffering: no, "
+                        + "upgrades (this route allows \(route.upgrades.isEmpty ? "none" : "WebSocket")), "
+                        + "and answers without content (HEAD, 204, 304); a client that requires a signature refuses them"
+                )
+            }
             if cfg.decision.enabled, !route.options.certificateHeaders.isEmpty {
                 // A verdict never carries them: the connection a decision sees is the ingress's.
                 warn(
