@@ -6,7 +6,9 @@ code and a connection that goes on for a stream error (§5.4.2), the status for 
 gateway answers itself. Where RFC 9113 asks for a stream error and nghttp2 ends the connection
 instead (allowed: §5.4.1 "an endpoint MAY choose to treat a stream error as a connection
 error"), the test says so. Test names carry the RFC 9113 section."""
+import os
 import tempfile
+from types import SimpleNamespace
 
 import pytest
 from h2.errors import ErrorCodes
@@ -30,7 +32,14 @@ MAX_WINDOW = 2**31 - 1
 
 @pytest.fixture(scope="module")
 def gateway():
-    """One gateway with both listeners: TLS at its port, plain HTTP/2 (h2c) at another."""
+    """One gateway with both listeners: TLS at its port, plain HTTP/2 (h2c) at another. With
+    H2_CONFORMANCE_PEER=TLS_PORT,H2C_PORT,CAFILE, a server already running there instead:
+    scripts/audit.sh runs the suite so at tokengate and at nginx, its peer, side by side."""
+    running = os.environ.get("H2_CONFORMANCE_PEER")
+    if running:
+        tls, plain, cafile = running.split(",")
+        yield SimpleNamespace(port=int(tls), plain=int(plain), cafile=cafile)
+        return
     d = tempfile.mkdtemp(prefix="tg-h2c-")
     crt, key = tls_pki.make_pair(d, "server", ["127.0.0.1"])
     upstream = Upstream().start()
