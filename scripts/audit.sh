@@ -111,9 +111,14 @@ FAILED=()  # the tools that could not run
 # per listener, at both sides; each bounded in time.
 JOBS=()
 read -r -a swift_args <<<"${AUDIT_SWIFT_TEST_ARGS:-}"
+if [[ ! -e "$(swift build --show-bin-path "${swift_args[@]}")/tokengatePackageTests.xctest" ]]; then
+  log "building the unit tests first (swift build --build-tests ${swift_args[*]})"
+  swift build --build-tests "${swift_args[@]}" >"$WORK/build-tests.log" 2>&1 \
+    || { tail -n 40 "$WORK/build-tests.log" >&2; die "the unit tests did not build"; }
+fi
 log "fuzz corpus replay (swift test --filter FuzzCorpusReplay ${swift_args[*]})"
-( timeout --kill-after=10s 270s swift test --skip-build "${swift_args[@]}" --filter FuzzCorpusReplay \
-    >"$WORK/fuzz.log" 2>&1; echo $? >"$WORK/fuzz.rc" ) &
+( rc=0; timeout --kill-after=10s 270s swift test --skip-build "${swift_args[@]}" --filter FuzzCorpusReplay \
+    >"$WORK/fuzz.log" 2>&1 || rc=$?; echo "$rc" >"$WORK/fuzz.rc" ) &
 JOBS+=($!)
 # Quick: protocols, the server's cipher preferences, forward secrecy and the vulnerabilities.
 # Full: also the standard cipher lists, the server defaults and each cipher per protocol.

@@ -19,8 +19,9 @@ if (( test )); then
   # chromium, chromium-driver: the headless browser of the login tests (selenium drives them).
   # nginx, caddy: the ingresses of the decision-mode tests (nginx auth_request, Caddy
   # forward_auth); the tests run each on its own config and ports, never the packages' services.
-  # nghttp2-client: nghttp, a second HTTP/2 client of the HTTP/2 tests.
-  pkgs+=(python3 redis-server chromium chromium-driver nginx caddy nghttp2-client)
+  # nghttp2-client: nghttp, a second HTTP/2 client of the HTTP/2 tests, and h2load for
+  # scripts/audit.sh, which also runs testssl.sh and slowhttptest (beside nginx, the peer).
+  pkgs+=(python3 redis-server chromium chromium-driver nginx caddy nghttp2-client testssl.sh slowhttptest)
 fi
 if (( image )); then
   # mmdebstrap: the image's Debian root filesystem; umoci, skopeo: the OCI image and its
@@ -41,5 +42,7 @@ if (( ${#missing[@]} )); then
 fi
 command -v swift >/dev/null || { echo "setup: the Swift toolchain (6.x) is required: https://www.swift.org/install/linux/"; exit 1; }
 if (( test )); then
-  python3 -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../IntegrationTests/requirements.txt"
+  # One resolution for both files: the audit's REDbot shares packages with the tests.
+  python3 -m pip install -q --disable-pip-version-check -r "$(dirname "$0")/../IntegrationTests/requirements.txt" \
+    -r "$(dirname "$0")/audit/requirements.txt"
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Command 2 of the README: set up, build, and run every test (unit, integration, and the
-# container image's: built, run-tested, rebuilt for its digest; the Kubernetes manifests).
+# Command 2 of the README: set up, build, and run every test (unit, integration, the quick
+# audit beside nginx, and the container image's: built, run-tested, rebuilt for its digest;
+# the Kubernetes manifests).
 #
 # What it prints is short: each phase, when it started, and its result. The builds' and the
 # unit tests' whole output goes to a log file, printed (its end, or its failures) only when
@@ -55,6 +56,13 @@ phase "integration tests (pytest: the release binary + real upstreams and AS on 
 # --timeout (pytest-timeout): a test past 5 minutes fails with its stack, and the run goes on.
 TOKENGATE_BIN="$PWD/.build-release/release/tokengate" timeout --kill-after=30s 60m \
   python3 -m pytest -q --timeout=300 IntegrationTests
+
+phase "audit (scripts/audit.sh --quick: the outside tools beside nginx; a regression fails)"
+# The release binary above, and the fuzz replay from the unit tests' TSan build. Its table is
+# printed here; the full run's is docs/audit.md.
+TOKENGATE_BIN="$PWD/.build-release/release/tokengate" \
+  AUDIT_SWIFT_TEST_ARGS="--sanitize=thread --scratch-path .build-tsan" timeout --kill-after=30s 10m \
+  scripts/audit.sh --quick
 
 phase "container image (scripts/image.sh: the release binary above, root filesystem, OCI archive)"
 logged image scripts/image.sh --binary .build-release/release/tokengate

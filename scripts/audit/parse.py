@@ -20,8 +20,9 @@ import xml.etree.ElementTree as ET
 SIDES = ("tokengate", "nginx")
 
 
-def finding(key, text=None, rank=0):
-    return {"key": key, "text": text or key, "rank": rank}
+def finding(key, text=None, rank=0, label=None):
+    """`label`: how the table's cell names it (the key by default); `text`: the whole finding."""
+    return {"key": key, "text": text or key, "rank": rank, "label": label or key}
 
 
 def side(findings, figures=""):
@@ -53,7 +54,8 @@ def testssl(row, *paths):
             sys.exit(f"{path}: the scan did not finish")
         kept = [f for f in report if not f["id"].startswith(TESTSSL_SKIP) and f.get("severity") in SEVERITY]
         figures = f"{sum(1 for f in report if f.get('severity') in ('OK', 'INFO'))} checks OK or INFO"
-        sides.append(side([finding(f["id"], f"{f['id']} {f['severity']}: {f['finding']}", SEVERITY[f["severity"]])
+        sides.append(side([finding(f["id"], f"{f['id']} {f['severity']}: {f['finding']}", SEVERITY[f["severity"]],
+                                   f"{f['id']} {f['severity']}")
                            for f in kept], figures))
     emit(row, *sides)
 
@@ -121,9 +123,11 @@ def slow(row, work, attack):
                                  f"slowhttptest saw the service unavailable in {available.count('NO')} "
                                  f"of {len(available)} checks"))
         if probe["success"] < 0.9:
-            found.append(finding("prober answered under 90%", f"prober answered {probe['success']:.0%}"))
+            found.append(finding("prober answered under 90%", f"prober answered {probe['success']:.0%}",
+                                 label=f"prober answered {probe['success']:.0%}"))
         if probe["longest_outage_s"] > 2:
-            found.append(finding("outage over 2 s", f"longest outage {probe['longest_outage_s']} s"))
+            found.append(finding("outage over 2 s", f"longest outage {probe['longest_outage_s']} s",
+                                 label=f"outage of {probe['longest_outage_s']} s"))
         sides.append(side(found, f"prober {probe['success']:.0%} of {probe['probes']}, longest outage "
                                  f"{probe['longest_outage_s']} s; {status.group(1).strip()}"))
     emit(row, *sides)
@@ -145,7 +149,7 @@ def h2load(work):
         for key, n in (("failed requests", failed), ("errored requests", errored), ("timed-out requests", timeout),
                        ("non-2xx answers", sum(map(int, codes.groups()[1:])))):
             if n:
-                found.append(finding(key, f"{n} {key} of {total}"))
+                found.append(finding(key, f"{n} {key} of {total}", label=f"{n} {key}"))
         log = os.path.join(work, f"h2load-{name}.log")
         lat = sorted(int(line.split("\t")[2]) for line in open(log) if line.strip()) if os.path.exists(log) else []
         p99 = f"{lat[max(int(len(lat) * 0.99) - 1, 0)] / 1000:.1f} ms" if lat else "?"
