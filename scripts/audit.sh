@@ -83,11 +83,14 @@ printf 'hello from the audit upstream: a small fixed page, the same for every re
   >"$WORK/www/index.html"
 head -c 262144 /dev/zero | tr '\0' 'x' >"$WORK/www/big.bin"
 
+# As root, nginx's workers would run as nobody, who cannot read this directory.
+USER_LINE=""; [[ $(id -u) -ne 0 ]] || USER_LINE="user root;"
 render() {  # SIDE TEMPLATE DEST: the template with SIDE's ports
   local side=$1
-  sed -e "s|@DIR@|$WORK|g" -e "s|@HTTP@|${PORT[$side.http]}|g" -e "s|@TLS_EC@|${PORT[$side.tls_ec]}|g" \
-    -e "s|@TLS_RSA@|${PORT[$side.tls_rsa]}|g" -e "s|@H2C@|${PORT[$side.h2c]}|g" -e "s|@ADMIN@|${PORT[$side.admin]}|g" \
-    -e "s|@UPSTREAM@|$UPSTREAM|g" "$2" >"$3"
+  sed -e "s|@DIR@|$WORK|g" -e "s|@USER_LINE@|$USER_LINE|g" -e "s|@UPSTREAM@|$UPSTREAM|g" \
+    -e "s|@HTTP@|${PORT[$side.http]}|g" -e "s|@TLS_EC@|${PORT[$side.tls_ec]}|g" \
+    -e "s|@TLS_RSA@|${PORT[$side.tls_rsa]}|g" -e "s|@H2C@|${PORT[$side.h2c]}|g" \
+    -e "s|@ADMIN@|${PORT[$side.admin]}|g" "$2" >"$3"
 }
 wait_port() { local i; for i in $(seq 150); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; die "nothing on port $1"; }
 
@@ -110,6 +113,7 @@ FAILED=()  # the tools that could not run
 # The fuzz replay (tokengate only), testssl.sh per key type and the HTTP/2 conformance suite
 # per listener, at both sides; each bounded in time.
 JOBS=()
+LIMIT=270s; (( QUICK )) || LIMIT=900s  # each job's bound
 read -r -a swift_args <<<"${AUDIT_SWIFT_TEST_ARGS:-}"
 if [[ ! -e "$(swift build --show-bin-path "${swift_args[@]}")/tokengatePackageTests.xctest" ]]; then
   log "building the unit tests first (swift build --build-tests ${swift_args[*]})"
@@ -117,7 +121,7 @@ if [[ ! -e "$(swift build --show-bin-path "${swift_args[@]}")/tokengatePackageTe
     || { tail -n 40 "$WORK/build-tests.log" >&2; die "the unit tests did not build"; }
 fi
 log "fuzz corpus replay (swift test --filter FuzzCorpusReplay ${swift_args[*]})"
-( rc=0; timeout --kill-after=10s 270s swift test --skip-build "${swift_args[@]}" --filter FuzzCorpusReplay \
+( rc=0; timeout --kill-after=10s $LIMIT swift test --skip-build "${swift_args[@]}" --filter FuzzCorpusReplay \
     >"$WORK/fuzz.log" 2>&1 || rc=$?; echo "$rc" >"$WORK/fuzz.rc" ) &
 JOBS+=($!)
 # Quick: protocols, the server's cipher preferences, forward secrecy and the vulnerabilities.
@@ -126,7 +130,7 @@ if (( QUICK )); then testssl_checks=(-p -P -f -U); else testssl_checks=(-p -P -f
 log "testssl.sh (${testssl_checks[*]}) on the ECDSA and RSA listeners of both"
 for kind in ec rsa; do
   for side in "${SIDES[@]}"; do
-    timeout --kill-after=10s 270s testssl --quiet --color 0 --warnings off --sneaky --add-ca "$WORK/ca.pem" \
+    timeout --kill-after=10s $LIMIT testssl --quiet --color 0 --warnings off --sneaky --add-ca "$WORK/ca.pem" \
       "${testssl_checks[@]}" --jsonfile "$WORK/testssl-$kind-$side.json" "https://localhost:${PORT[$side.tls_$kind]}" \
       >"$WORK/testssl-$kind-$side.txt" 2>&1 &
     JOBS+=($!)
@@ -138,7 +142,7 @@ log "HTTP/2 conformance suite (pytest) on TLS and h2c of both"
 for side in "${SIDES[@]}"; do
   for listener in tls h2c; do
     H2_RAW_TIMEOUT=3 H2_CONFORMANCE_PEER="${PORT[$side.tls_ec]},${PORT[$side.h2c]},$WORK/ca.pem" \
-      timeout --kill-after=10s 270s python3 -m pytest -q -p no:cacheprovider --timeout=60 -k "$listener" \
+      timeout --kill-after=10s $LIMIT python3 -m pytest -q -p no:cacheprovider --timeout=60 -k "$listener" \
       --junitxml="$WORK/conformance-$side-$listener.xml" IntegrationTests/test_http2_conformance.py \
       >"$WORK/conformance-$side-$listener.txt" 2>&1 &
     JOBS+=($!)
@@ -170,7 +174,9 @@ python3 scripts/audit/parse.py redbot "$WORK/redbot-tokengate.json" "$WORK/redbo
 # --- slowhttptest, with a prober ------------------------------------------------------------
 if (( QUICK )); then CONNS=500 RATE=250 LENGTH=8; else CONNS=3000 RATE=300 LENGTH=30; fi
 log "slowhttptest: slowloris, slow body, slow read, range ($CONNS connections, ${LENGTH}s each)"
+n=0
 for attack in slowloris slow-body slow-read range; do
+  n=$((n + 1))
   for side in "${SIDES[@]}"; do
     base="http://127.0.0.1:${PORT[$side.http]}"
     case $attack in
@@ -187,7 +193,7 @@ for attack in slowloris slow-body slow-read range; do
     wait "$attacker" || true
     sleep 2
   done
-  python3 scripts/audit/parse.py slow "slowhttptest $attack" "$WORK" "$attack" >"$RESULTS/3-slow-$attack.json" \
+  python3 scripts/audit/parse.py slow "slowhttptest, ${attack/-/ }" "$WORK" "$attack" >"$RESULTS/3-slow-$n.json" \
     || FAILED+=("slowhttptest $attack")
 done
 

@@ -2,8 +2,7 @@
 side's findings and figures, and a verdict. "regression": tokengate has a finding that nginx
 lacks, or the same finding at a higher severity; "accepted": it has, but each is listed in
 accepted.json with its reason; "ok": it has none nginx lacks ("same" when both have the same);
-"n/a" where there is no nginx side and no finding (the fuzz replay: any finding is a
-regression). Prints the table; exits 1 on a regression. --write PATH also writes the Markdown page
+where there is no nginx side (the fuzz replay), any finding is a regression. Prints the table; exits 1 on a regression. --write PATH also writes the Markdown page
 (docs/audit.md) with the table and how to read it.
 
 usage: table.py RESULTS_DIR --mode quick|full --binary PATH --nginx VERSION [--write PATH]"""
@@ -43,7 +42,7 @@ def verdict(row):
     if kept:
         return "accepted", []
     if theirs is None:
-        return "n/a", []
+        return "ok", []
     same = {f["key"] for f in ours} == set(peer) and all(peer[f["key"]] == f["rank"] for f in ours)
     return ("same" if ours and same else "ok"), []
 
@@ -62,7 +61,7 @@ regressions = [t for t in table if t[3] == "regression"]
 
 # The terminal: fixed columns, findings wrapped.
 width = max(shutil.get_terminal_size((160, 20)).columns, 120)
-name_w, verdict_w = 34, 10
+name_w, verdict_w = 36, 10
 side_w = (width - name_w - verdict_w - 6) // 2
 print(f"{'row':{name_w}} | {'tokengate':{side_w}} | {'nginx':{side_w}} | verdict")
 print("-" * width)
