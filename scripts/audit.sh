@@ -32,9 +32,10 @@ for a in "$@"; do
 done
 log() { echo "== audit: $* (at ${SECONDS}s)" >&2; }
 die() { echo "audit: $*" >&2; exit 2; }
-for tool in testssl slowhttptest h2load redbot openssl curl; do
+for tool in testssl slowhttptest h2load openssl curl; do
   command -v "$tool" >/dev/null || die "needs $tool (scripts/setup.sh --test installs it)"
 done
+python3 -c "import redbot" 2>/dev/null || die "needs REDbot (scripts/setup.sh --test installs it: scripts/audit/requirements.txt)"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [[ -x $NGINX ]] || die "needs nginx (scripts/setup.sh --test installs it)"
 if [[ -z ${TOKENGATE_BIN:-} ]]; then
