@@ -81,7 +81,7 @@ print(f"audit ({args.mode}): {len(table)} rows, {len(regressions)} regressions")
 
 if args.write:
     md = lambda s: s.replace("|", "\\|")  # noqa: E731
-    lines = [line.format(mode=args.mode, nginx=args.nginx, binary=os.path.basename(args.binary),
+    lines = [line.format(mode=args.mode, nginx=args.nginx, binary=os.path.relpath(args.binary),
                          n=len(table), r=len(regressions))
              for line in open(os.path.join(os.path.dirname(__file__), "audit.md.in")).read().splitlines()]
     at = lines.index("@TABLE@")
@@ -89,7 +89,7 @@ if args.write:
     body += [f"| {md(n)} | {md(a)} | {md(b)} | {v} |" for n, a, b, v, _ in table]
     if accepted_seen:
         body += ["", "Accepted, each for its reason (`scripts/audit/accepted.json`):", ""]
-        body += [f"- {n}: {md(t)}. {md(w)}" for n, t, w in accepted_seen]
+        body += [f"- {n}: {md(t.rstrip('.'))}. {md(w)}" for n, t, w in accepted_seen]
     with open(args.write, "w") as f:
         f.write("\n".join(lines[:at] + body + lines[at + 1:]) + "\n")
 raise SystemExit(1 if regressions else 0)
