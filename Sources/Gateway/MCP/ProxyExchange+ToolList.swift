@@ -113,16 +113,9 @@ extension ProxyExchange {
     private func refuseToolList(_ refusal: ToolListFilter.Refusal) {
         heldHead = nil
         toolList = nil
-        abandonCall()
-        services.metrics.upstreamError("tool_list_unfiltered")
-        done = true
-        services.answer(
-            exchange, context,
-            ErrorResponse.make(
-                502, error: "bad_gateway", description: "the upstream's tools/list answer could not be filtered",
-                requestID: context.requestID, detail: "mcp tools/list: \(refusal)"),
-            upstreamSeconds: upstreamSeconds)
-        selfRetain = nil
+        refuseHeldAnswer(
+            metric: "tool_list_unfiltered", description: "the upstream's tools/list answer could not be filtered",
+            detail: "mcp tools/list: \(refusal)")
     }
 
     /// The head is out: the only honest signal left is a cut connection, as when the
@@ -137,12 +130,4 @@ extension ProxyExchange {
         finish(status: 502, detail: "mcp tools/list: \(refusal)")
     }
 
-    /// Stops reading the upstream now, and cancels the call on the next loop turn: this runs
-    /// inside the call's own delivery of a head or body, which must not end under it.
-    func abandonCall() {
-        guard let call else { return }
-        self.call = nil
-        call.pause()
-        services.loop.execute { call.cancel() }
-    }
 }

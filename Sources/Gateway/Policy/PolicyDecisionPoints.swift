@@ -36,9 +36,16 @@ final class PolicyDecisionPoints {
         cache.clear()
     }
 
-    /// The PDP's state for the status page: its endpoint, and whether its metadata was read.
-    func state(_ name: String) -> (endpoint: String, metadata: Bool?)? {
-        clients[name].map { ($0.evaluationURL, $0.metadataRead) }
+    /// Each PDP as the status page shows it: its endpoint, whether its metadata was read,
+    /// and this worker's counts of its decisions.
+    var status: [String: AuthorizerStatus] {
+        var out: [String: AuthorizerStatus] = [:]
+        for (name, client) in clients {
+            out[name] = AuthorizerStatus(
+                endpoint: client.evaluationURL, metadata: client.metadataRead,
+                counts: metrics.byAuthorizer[name] ?? AuthorizationMetrics.Counts())
+        }
+        return out
     }
 
     /// The decision on `evaluation`: kept, or asked of the PDP (once, however many ask it

@@ -149,13 +149,13 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         if head.status >= 500, let pool {
             services.upstreamOutcomes.answered(head.status, pool: pool, now: services.clock())
         }
-        if let signer = context.responseSigner {
+        if context.responseSigner != nil {
+            // A signed answer is held whole (ProxyExchange+Signing); a stream goes unsigned.
             if ResponseSigner.signs(head) {
                 signedHead = head
                 return
             }
             context.responseSigner = nil
-            _ = signer
         }
         if toolList != nil {
             toolListHead(head)
@@ -402,5 +402,28 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
         services.requestFinished(
             context, status: status, bytes: bytes, upstreamSeconds: upstreamSeconds, detail: detail)
         selfRetain = nil
+    }
+
+    /// An answer the gateway held (to filter or sign it) cannot go on, and nothing of it has
+    /// been sent: the upstream is left, and the client gets a 502 in its place.
+    func refuseHeldAnswer(metric: String, description: String, detail: String) {
+        abandonCall()
+        services.metrics.upstreamError(metric)
+        done = true
+        services.answer(
+            exchange, context,
+            ErrorResponse.make(
+                502, error: "bad_gateway", description: description, requestID: context.requestID, detail: detail),
+            upstreamSeconds: upstreamSeconds)
+        selfRetain = nil
+    }
+
+    /// Stops reading the upstream now, and cancels the call on the next loop turn: this runs
+    /// inside the call's own delivery of a head or body, which must not end under it.
+    func abandonCall() {
+        guard let call else { return }
+        self.call = nil
+        call.pause()
+        services.loop.execute { call.cancel() }
     }
 }

@@ -36,12 +36,7 @@ extension Worker {
         s.tunnelsOpen = services.tunnels.entries.count
         s.clientConnections = servers.reduce(0) { $0 + $1.openConnections }
         s.inflight = metrics.inflight
-        for name in services.config.authorizers.keys {
-            guard let state = services.policies.state(name) else { continue }
-            s.authorizers[name] = AuthorizerStatus(
-                endpoint: state.endpoint, metadata: state.metadata,
-                counts: services.policies.metrics.byAuthorizer[name] ?? AuthorizationMetrics.Counts())
-        }
+        s.authorizers = services.policies.status
         return s
     }
 }

@@ -10,16 +10,9 @@ extension ProxyExchange {
         guard signer.held.count + chunk.count <= ResponseSigner.maxBytes else {
             signedHead = nil
             context.responseSigner = nil
-            abandonCall()
-            services.metrics.upstreamError("unsignable_answer")
-            done = true
-            services.answer(
-                exchange, context,
-                ErrorResponse.make(
-                    502, error: "bad_gateway", description: "the upstream's answer is too large to sign",
-                    requestID: context.requestID, detail: "sign_response: answer over \(ResponseSigner.maxBytes) bytes"),
-                upstreamSeconds: upstreamSeconds)
-            selfRetain = nil
+            refuseHeldAnswer(
+                metric: "unsignable_answer", description: "the upstream's answer is too large to sign",
+                detail: "sign_response: answer over \(ResponseSigner.maxBytes) bytes")
             return
         }
         signer.held.append(chunk)

@@ -48,11 +48,17 @@ final class SignatureStage: KeyedStage {
         // A preflight carries no credential and no signature to ask for.
         if admission.preflight { return .proceed }
         if checksBody { return checkDigest(request, admission) }
-        let message = Self.clientMessage(request, services)
         let chosen: MessageSignatureFields.Labeled
+        let message: SignedMessage
         do {
+            let head = request.head
             let fields = try MessageSignatureFields(
-                input: combined(message, "signature-input"), signature: combined(message, "signature"))
+                input: combined(head, "Signature-Input"), signature: combined(head, "Signature"))
+            // Only the fields a signature covers, or the policy asks about, are read into the
+            // message (lowercased): not every field of every request.
+            var names = Set(policy.requirements.coverIfPresent.map(\.name))
+            for s in fields.signatures { for c in s.parameters.components where !c.isDerived { names.insert(c.name) } }
+            message = Self.clientMessage(request, services, fields: names)
             chosen = try SignatureVerifier.select(
                 fields, for: policy.requirements, in: message, now: services.wallClock.seconds)
         } catch let e as MessageSignatureError {
@@ -151,20 +157,26 @@ final class SignatureStage: KeyedStage {
 
     /// The request as its client signed it: the method, the target and the fields it sent,
     /// and the origin it was addressed to (`public_url` where the config sets one).
-    static func clientMessage(_ request: RoutedRequest, _ services: WorkerServices) -> SignedMessage {
+    /// `fields`: the names (lowercase) of the fields to read; nil: all of them.
+    static func clientMessage(_ request: RoutedRequest, _ services: WorkerServices, fields names: Set<String>? = nil)
+        -> SignedMessage
+    {
         let head = request.head
         let origin = services.origin(request.origin)
         var fields: [SignedMessage.Field] = []
-        fields.reserveCapacity(head.fields.count)
-        for f in head.fields { fields.append(SignedMessage.Field(name: f.name.lowercased(), value: f.value)) }
+        for f in head.fields {
+            let name = f.name.lowercased()
+            if names?.contains(name) ?? true { fields.append(SignedMessage.Field(name: name, value: f.value)) }
+        }
         return SignedMessage(
             method: head.methodName, scheme: origin?.scheme ?? request.origin.forwardedProto,
             authority: origin?.authority ?? request.origin.forwardedHost ?? head.fields.first("Host") ?? "",
             target: head.target, fields: fields)
     }
 
-    private func combined(_ message: SignedMessage, _ name: String) -> String? {
-        let lines = message.lines(name)
+    /// A field's lines combined (RFC 9110 §5.3); nil when the request has none.
+    private func combined(_ head: HTTPRequestHead, _ name: String) -> String? {
+        let lines = head.fields.values(name)
         return lines.isEmpty ? nil : lines.joined(separator: ", ")
     }
 
