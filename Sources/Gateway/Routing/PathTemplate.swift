@@ -91,7 +91,9 @@ struct PathTemplate: Sendable, Hashable, CustomStringConvertible {
                 guard brace == piece.startIndex, piece.last == UInt8(ascii: "}"),
                     piece.lazy.filter({ $0 == UInt8(ascii: "{") }).count == 1
                 else { throw .partialSegment(s) }
-                var name = String(s.dropFirst().dropLast())
+                // By bytes: a String drops Characters, and "{" with a combining mark after it
+                // is one Character (RouteFuzz's finding: "{\u{301}rsion}" read as "{rsion}").
+                var name = String(decoding: piece.dropFirst().dropLast(), as: UTF8.self)
                 let rest = name.hasSuffix("*")
                 if rest { name.removeLast() }
                 guard !name.isEmpty else { throw .emptyName }
