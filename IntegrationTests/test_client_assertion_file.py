@@ -180,7 +180,9 @@ def test_each_request_carries_the_files_current_assertion_through_rotation(env):
     token = parse_qs_form(r.text)["token"]
     r = browser.post(g.url("/oauth2/logout"), data={"token": token}, allow_redirects=False, timeout=15)
     assert r.status_code == 302
-    wait_for(lambda: sent(a, "/revocation"), 5, interval=0.05, what="the revocation")
+    # The AS records the call as it arrives and its status once answered: wait for the answer.
+    wait_for(lambda: a.revocations and a.revocations[-1]["status"] is not None, 5, interval=0.05,
+             what="the revocation's answer")
     assert sent(a, "/revocation") == [fifth] and a.revocations[-1]["status"] == 200
     held = (first, second, third, introspected, fourth, fifth)
     assert len(set(held)) == 6
