@@ -313,7 +313,7 @@ def test_a_nonce_reused_on_another_replica_sharing_redis_is_refused(gateway_fact
         r = send(replay)
         assert r.status_code == 401 and "nonce was used before" in r.json()["error_description"]
         assert saw(upstream, "/bots/") == 1
-        assert any(k.startswith("tg-sig:") for k in redis.cli("-n", "4", "KEYS", "*").split())
+        assert any(k.startswith("tg-sig:signature:nonce:") for k in redis.cli("-n", "4", "KEYS", "*").split())
     finally:
         redis.close()
 

@@ -14,10 +14,13 @@ public struct SignatureRequirements: Sendable {
     /// Seconds of clock skew allowed either way.
     public let leeway: Int64
     public let nonceRequired: Bool
+    /// The algorithms (by their cryptography) a key may sign with here; nil: any the key
+    /// fixes. A profile narrows them (FAPI 2.0: no RSASSA-PKCS1-v1_5, no shared secrets).
+    public let algorithms: Set<JWSAlgorithm>?
 
     public init(
         components: [ComponentIdentifier], coverIfPresent: [ComponentIdentifier] = [], tag: String?,
-        maxAge: Int64?, leeway: Int64, nonceRequired: Bool
+        maxAge: Int64?, leeway: Int64, nonceRequired: Bool, algorithms: Set<JWSAlgorithm>? = nil
     ) {
         self.components = components
         self.coverIfPresent = coverIfPresent
@@ -25,6 +28,7 @@ public struct SignatureRequirements: Sendable {
         self.maxAge = maxAge
         self.leeway = leeway
         self.nonceRequired = nonceRequired
+        self.algorithms = algorithms
     }
 }
 
@@ -78,14 +82,18 @@ public enum SignatureVerifier {
     }
 
     /// Verifies `chosen` with `key`: the algorithm is the key's (`SignatureAlgorithm.of`), and
-    /// an `alg` parameter that names another is refused (§3.2 step 5). Returns the algorithm.
+    /// an `alg` parameter that names another is refused (§3.2 step 5), and so is an algorithm
+    /// outside `allowed` (§3.2 step 5: the verifier's own list). Returns the algorithm.
     @discardableResult
     public static func verify(
         _ chosen: MessageSignatureFields.Labeled, in message: SignedMessage, with key: JWK,
-        rsa: SignatureAlgorithm = SignatureAlgorithm(jws: .PS512)
+        rsa: SignatureAlgorithm = SignatureAlgorithm(jws: .PS512), allowed: Set<JWSAlgorithm>? = nil
     ) throws -> SignatureAlgorithm {
         guard let algorithm = SignatureAlgorithm.of(key, rsa: rsa) else {
             throw MessageSignatureError(.unknownKey, "the key fixes no signature algorithm")
+        }
+        if let allowed, !allowed.contains(algorithm.jws) {
+            throw MessageSignatureError(.algorithmMismatch, "the key's algorithm \(algorithm) is not accepted here")
         }
         if let alg = chosen.parameters.alg, alg != algorithm.name {
             throw MessageSignatureError(.algorithmMismatch, "alg \(alg) is not the key's algorithm")

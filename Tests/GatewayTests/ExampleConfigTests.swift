@@ -178,6 +178,10 @@ final class ExampleFiles: @unchecked Sendable {
         case "jwks":
             let key = try JWK.generate(for: .EdDSA, kid: (base as NSString).deletingPathExtension)
             try write(JWKSet(keys: [key]).publicJSON(), to: path)
+        case "json" where base.hasPrefix("client-keys"):
+            // signatures.NAME.keys.client_jwks: client id → that client's JWK Set.
+            let key = try JWK.generate(for: .EdDSA, kid: "client-1")
+            try write("{\"example-client\": \(JWKSet(keys: [key]).publicJSON())}", to: path)
         case "secret", "keys":
             try write(ExampleConfigTests.secret + "\n", to: path)
         case "key" where base.hasPrefix("session"):

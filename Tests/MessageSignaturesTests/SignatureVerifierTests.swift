@@ -97,6 +97,21 @@ struct SignatureVerifierTests {
         #expect(SignatureAlgorithm.of(bare, rsa: SignatureAlgorithm(name: "rsa-v1_5-sha256")!)?.jws == .RS256)
     }
 
+    @Test("A verifier's algorithm list refuses a key of another algorithm, however well it signs")
+    func allowedAlgorithms() throws {
+        let ec384 = try JWK.generate(for: .ES384, kid: "k1")
+        let message = try Self.signedRequest(key: ec384)
+        try Self.check(message, with: ec384)
+        let fields = try MessageSignatureFields(
+            input: message.lines("signature-input").first, signature: message.lines("signature").first)
+        let chosen = try SignatureVerifier.select(fields, for: Self.requirements, in: message, now: Self.now)
+        let fapi: Set<JWSAlgorithm> = [.PS256, .PS512, .ES256, .EdDSA]
+        #expect(
+            Self.reason { try SignatureVerifier.verify(chosen, in: message, with: ec384, allowed: fapi) }
+                == .algorithmMismatch)
+        try SignatureVerifier.verify(chosen, in: message, with: ec384, allowed: [.ES384])
+    }
+
     @Test("Content-Digest: refused when it names no known algorithm or is malformed")
     func contentDigest() throws {
         #expect(throws: MessageSignatureError.self) { try ContentDigest(field: "md5=:AAAA:") }

@@ -59,6 +59,7 @@ public enum ConfigParser {
         checkRateLimits(cfg, routesNode: top["routes"], r)
         cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
         fapi2Routes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
+        signatureRoutes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
         templateIssuerUses(cfg, top: top, r)
         rolesOnLoginRoutes(cfg, r)
         cfg.warnings = warnings(cfg, top: top)

@@ -82,6 +82,12 @@ final class WorkerMetrics {
         callbackOwnSeconds += max(0, ownSeconds)
     }
 
+    /// Requests a `verify_signature` refused, by policy and reason (`policy\0reason`).
+    private(set) var signatureRefusals: [String: Int] = [:]
+    func signatureRefused(policy: String, reason: String) {
+        signatureRefusals[policy + "\u{0}" + reason, default: 0] += 1
+    }
+
     func snapshot(upstreamConnections: [String: Int], clientConnections: Int, tokenCache: (hits: Int, misses: Int))
         -> MetricsSnapshot
     {
@@ -95,7 +101,7 @@ final class WorkerMetrics {
             upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections,
             clientConnections: clientConnections, authFailures: authFailures,
             tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses,
-            callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds)
+            callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds, signatureRefusals: signatureRefusals)
     }
 }
 
@@ -123,10 +129,12 @@ struct MetricsSnapshot: Sendable {
     /// Tunnels (WebSocket after a 101): open now, bytes each way, closes by reason.
     var tunnels = TunnelMetrics()
     /// Rate limits: refusals by route and policy, store failures.
+    var signatureRefusals: [String: Int] = [:]
     var rateLimits = RateLimitMetrics()
     var authorization = AuthorizationMetrics()
 
     mutating func add(_ o: MetricsSnapshot) {
+        signatureRefusals.merge(o.signatureRefusals, uniquingKeysWith: +)
         rateLimits.add(o.rateLimits)
         authorization.add(o.authorization)
         dpopUnchecked += o.dpopUnchecked
@@ -205,6 +213,13 @@ struct MetricsSnapshot: Sendable {
         tunnels.write(to: &out)
         rateLimits.write(to: &out)
         authorization.write(to: &out)
+        out.family(
+            "tokengate_signature_refusals_total", .counter,
+            help: "Requests refused by verify_signature, by policy and reason.")
+        for (key, n) in signatureRefusals.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: "\u{0}", maxSplits: 1).map(String.init)
+            out.sample("tokengate_signature_refusals_total", [("policy", parts[0]), ("reason", parts.last ?? "")], n)
+        }
         out.single("tokengate_ready", .gauge, help: "Whether the gateway reports ready.", ready ? 1 : 0)
         return out.text
     }

@@ -13,6 +13,9 @@ struct MessageSigningConfig: Sendable {
     var algorithm: SignatureAlgorithm
     var components: [ComponentIdentifier]
     var tag: String?
+    /// `profile: fapi2` on a `sign_response` (or the route's request policy's): FAPI 2.0
+    /// Message Signing's rules for answers (SignaturePolicy+FAPI2).
+    var profile: SecurityProfile?
 
     static let label = "tokengate"
     static let defaultComponents = ["@method", "@target-uri", "content-digest"].map {
@@ -98,7 +101,13 @@ extension ConfigParser {
                 tag = s
             }
         }
-        return MessageSigningConfig(key: key, keyid: keyid, algorithm: algorithm, components: components, tag: tag)
+        var signing = MessageSigningConfig(
+            key: key, keyid: keyid, algorithm: algorithm, components: components, tag: tag)
+        if forResponse, let profile = securityProfile(f, path: p, r) {
+            signing.profile = profile
+            fapi2ResponseSigning(&signing, node: node, path: p, r)
+        }
+        return signing
     }
 }
 
@@ -126,6 +135,9 @@ extension MessageSigningConfig {
             default:
                 "`@status`, `content-type`, `content-digest`, and the request's `@method` and `@target-uri` (`;req`)",
             by: "ConfigParser.messageSigning"),
-        .init("tag", type: "string", default: "none", by: "ConfigParser.messageSigning")
+        .init("tag", type: "string", default: "none", by: "ConfigParser.messageSigning"),
+        .init(
+            "profile", type: "`fapi2`", default: "the route's `verify_signature` policy's",
+            by: "ConfigParser.messageSigning")
     ])
 }

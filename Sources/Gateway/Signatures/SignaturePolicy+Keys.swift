@@ -8,7 +8,8 @@ extension SignaturePolicy {
     /// ConfigReferenceTests) and its reader.
     static let keyTable = ConfigKeyTable<SignaturePolicy, ConfigReader>([
         .init(
-            "keys", type: "`{ issuer: NAME }` or `{ jwks_file: PATH }`", default: "none: required",
+            "keys", type: "`{ issuer: NAME }`, `{ jwks_file: PATH }` or `{ client_jwks: PATH }`",
+            default: "none: required",
             by: "ConfigParser.signatures"),
         .init(
             "components", type: "list of component identifiers", default: "`[\"@method\", \"@target-uri\"]`",
@@ -30,7 +31,8 @@ extension SignaturePolicy {
             }
         },
         .init(
-            "headers", type: "`{ keyid: HEADER, tag: HEADER }`", default: "none", by: "ConfigParser.signatures")
+            "headers", type: "`{ keyid: HEADER, tag: HEADER }`", default: "none", by: "ConfigParser.signatures"),
+        .init("profile", type: "`fapi2`", default: "none", by: "ConfigParser.signatures")
     ])
 
     /// `signatures.NAME.keys`.
@@ -47,6 +49,19 @@ extension SignaturePolicy {
                 x.keys = .jwksFile(full, try JWKSet(bytes: Array(data)))
             } catch {
                 r.problem(p, n, "is not a JWK Set: \(error)")
+            }
+        },
+        .init("client_jwks", type: "path of a JSON object: client id → JWK Set", default: "none") { x, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
+            guard let data = FileManager.default.contents(atPath: full) else {
+                r.problem(p, n, "cannot read \(full)")
+                return
+            }
+            do {
+                x.keys = .clientJWKS(full, try ConfigParser.clientKeyRegistry(Array(data)))
+            } catch {
+                r.problem(p, n, "is not a JSON object of JWK Sets by client id: \(error)")
             }
         }
     ])
@@ -83,6 +98,10 @@ extension ConfigParser {
                 SignaturePolicy.headersKeyTable.read(f, into: &policy, path: "\(p).headers", r)
             }
             policy.requirements = signatureRequirements(fields, path: p, r)
+            if let profile = securityProfile(fields, path: p, r) {
+                policy.profile = profile
+                fapi2Signatures(&policy, fields, path: p, r)
+            }
             all[name] = policy
         }
         return all
@@ -93,12 +112,12 @@ extension ConfigParser {
         _ r: ConfigReader
     ) {
         guard let node else {
-            r.problem(p, nil, "is required: { issuer: NAME } or { jwks_file: PATH }")
+            r.problem(p, nil, "is required: { issuer: NAME }, { jwks_file: PATH } or { client_jwks: PATH }")
             return
         }
         guard let f = r.mapping(node, path: p, section: .signatureKeys) else { return }
         guard f.count == 1 else {
-            r.problem(p, node, "must name one source: issuer or jwks_file")
+            r.problem(p, node, "must name one source: issuer, jwks_file or client_jwks")
             return
         }
         SignaturePolicy.keysKeyTable.read(f, into: &policy, path: p, r)
@@ -180,5 +199,21 @@ extension ConfigParser {
             return nil
         }
         return s
+    }
+}
+
+extension ConfigParser {
+    /// `keys.client_jwks`'s file: `{ "CLIENT_ID": { "keys": [...] }, ... }`, each client's
+    /// JWK Set as the AS registered it. A client id twice is refused by the JSON parser.
+    static func clientKeyRegistry(_ bytes: [UInt8]) throws -> [String: JWKSet] {
+        let registry = try JSONParser.parseObject(bytes, what: "a registry of clients' JWK Sets")
+        var out: [String: JWKSet] = [:]
+        for id in registry.names {
+            guard let set = registry[id]?.object else {
+                throw JOSEError(.malformed, claim: id, "\(id)'s entry is not a JWK Set")
+            }
+            out[id] = try JWKSet(object: set)
+        }
+        return out
     }
 }

@@ -13,6 +13,11 @@ struct SignaturePolicy: Sendable {
     /// Headers the upstream gets with the verified signature's `keyid` and `tag`.
     var keyidHeader: String?
     var tagHeader: String?
+    /// `profile: fapi2`: FAPI 2.0 Message Signing's rules for requests (SignaturePolicy+FAPI2).
+    var profile: SecurityProfile?
+    /// A request with content must cover `content-digest` (FAPI 2.0 Message Signing's
+    /// request rule; RFC 9421 §7.2.8: a signature over the head alone says nothing of the body).
+    var digestRequiredWithContent = false
 
     init(name: String) {
         self.name = name
@@ -49,4 +54,9 @@ enum SignatureKeySource: Sendable {
     /// keys, or shared `oct` secrets for `hmac-sha256` (a Web Bot Auth key directory, a
     /// partner's keys).
     case jwksFile(String, JWKSet)
+    /// The keys of the client the verified access token was issued to (its `client_id`, else
+    /// `azp`), from a registry file (`keys: { client_jwks: PATH }`): a JSON object from client
+    /// id to that client's JWK Set, as the AS holds them. A client signs only with its own
+    /// keys: a `keyid` of another client's set is unknown here.
+    case clientJWKS(String, [String: JWKSet])
 }

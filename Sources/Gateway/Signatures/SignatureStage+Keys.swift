@@ -6,16 +6,24 @@ extension SignatureStage {
     /// Verifies `chosen` with the key its `keyid` names in the policy's source; `done` runs
     /// once, now or (after an issuer's refetch for a key it has just rotated in) later on
     /// this loop.
+    /// `client`: the client the request's access token was issued to, for `client_jwks`.
     func verify(
-        _ chosen: MessageSignatureFields.Labeled, keyid: String, _ message: SignedMessage,
+        _ chosen: MessageSignatureFields.Labeled, keyid: String, _ message: SignedMessage, client: String?,
         done: @escaping (Result<SignatureAlgorithm, MessageSignatureError>) -> Void
     ) {
         let rsa = policy.rsaAlgorithm
+        let allowed = policy.requirements.algorithms
         switch policy.keys {
         case .none:
             done(.failure(MessageSignatureError(.unknownKey, "no keys are configured")))
         case .jwksFile(_, let set):
-            done(Self.attempt(chosen, keyid: keyid, message, set, symmetric: true, rsa: rsa))
+            done(Self.attempt(chosen, keyid: keyid, message, set, symmetric: true, rsa: rsa, allowed: allowed))
+        case .clientJWKS(_, let registry):
+            guard let client, let set = registry[client] else {
+                done(.failure(MessageSignatureError(.unknownKey, "the token's client has no registered keys")))
+                return
+            }
+            done(Self.attempt(chosen, keyid: keyid, message, set, symmetric: true, rsa: rsa, allowed: allowed))
         case .issuer(let issuer):
             let keys = services.tokens.issuerKeys
             keys.verify(
@@ -23,7 +31,8 @@ extension SignatureStage {
                     guard let set = keys[issuer: issuer] else {
                         return .failure(MessageSignatureError(.unknownKey, "the issuer's keys are not loaded"))
                     }
-                    return Self.attempt(chosen, keyid: keyid, message, set, symmetric: false, rsa: rsa)
+                    return Self.attempt(
+                        chosen, keyid: keyid, message, set, symmetric: false, rsa: rsa, allowed: allowed)
                 },
                 unknownKey: { outcome in
                     if case .failure(let e) = outcome, e.reason == .unknownKey { return issuer }
@@ -37,7 +46,7 @@ extension SignatureStage {
     /// names two keys names none), never a symmetric one from an issuer's published set.
     static func attempt(
         _ chosen: MessageSignatureFields.Labeled, keyid: String, _ message: SignedMessage, _ set: JWKSet,
-        symmetric: Bool, rsa: SignatureAlgorithm
+        symmetric: Bool, rsa: SignatureAlgorithm, allowed: Set<JWSAlgorithm>? = nil
     ) -> Result<SignatureAlgorithm, MessageSignatureError> {
         let named = set.keys.filter { $0.kid == keyid }
         guard named.count == 1, let key = named.first else {
@@ -48,9 +57,10 @@ extension SignatureStage {
         if key.kty == "oct" && !symmetric {
             return .failure(MessageSignatureError(.unknownKey, "the key \(keyid) is a shared secret"))
         }
-        return Result { try SignatureVerifier.verify(chosen, in: message, with: key, rsa: rsa) }.mapError {
-            $0 as? MessageSignatureError ?? MessageSignatureError(.badSignature, "the signature does not verify")
-        }
+        return Result { try SignatureVerifier.verify(chosen, in: message, with: key, rsa: rsa, allowed: allowed) }
+            .mapError {
+                $0 as? MessageSignatureError ?? MessageSignatureError(.badSignature, "the signature does not verify")
+            }
     }
 }
 

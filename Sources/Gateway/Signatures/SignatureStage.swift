@@ -66,12 +66,22 @@ final class SignatureStage: KeyedStage {
         } catch {
             return .answer(refusal(MessageSignatureError(.malformed, "the signature fields cannot be read"), request))
         }
+        if policy.digestRequiredWithContent, Self.hasContent(request), !chosen.parameters.covers(contentDigest) {
+            return .answer(
+                refusal(
+                    MessageSignatureError(
+                        .notCovered, "the request has content: the signature does not cover content-digest"),
+                    request))
+        }
         guard let keyid = chosen.parameters.keyid else {
             return .answer(refusal(MessageSignatureError(.unknownKey, "the signature names no keyid"), request))
         }
+        // RFC 9068 §2.2 `client_id`; an ID-token-shaped access token names its client in `azp`.
+        let claims = admission.token?.claims
+        let client = claims?["client_id"]?.string ?? claims?["azp"]?.string
         var waiting = true
         var immediate: StageOutcome?
-        verify(chosen, keyid: keyid, message) { [self] outcome in
+        verify(chosen, keyid: keyid, message, client: client) { [self] outcome in
             let next = verified(outcome, chosen, request, admission)
             finish(next, waiting: waiting, immediate: &immediate, request)
         }
@@ -94,9 +104,11 @@ final class SignatureStage: KeyedStage {
             do { admission.contentDigest = try ContentDigest(field: field) } catch let e as MessageSignatureError {
                 return .answer(refusal(e, request))
             } catch {}
-            if request.isDecision, Self.hasContent(request.head) {
+            if request.isDecision, !Self.isKnownEmpty(request.head) {
                 // An ingress asks about the request without its body: the digest could not be
                 // compared, and a signature is not taken on trust for the part it cannot see.
+                // Only a described `Content-Length: 0` says there is none (Envoy's ext_authz
+                // sends no framing fields at all).
                 return .answer(
                     refusal(
                         MessageSignatureError(.digestMismatch, "the content digest cannot be checked here"), request))
@@ -119,7 +131,9 @@ final class SignatureStage: KeyedStage {
         let until = (params.created ?? now) + (requirements.maxAge ?? 3600) + requirements.leeway + 1
         var waiting = true
         var immediate: StageOutcome?
-        services.replay.claim(ReplayID(signatureNonce: nonce, keyid: keyid), until: until, now: now) {
+        services.replay.claim(
+            ReplayID(signatureNonce: nonce, keyid: keyid), kind: .signatureNonce, until: until, now: now
+        ) {
             [self] verdict in
             let next: StageOutcome
             switch verdict {
@@ -180,9 +194,16 @@ final class SignatureStage: KeyedStage {
         return lines.isEmpty ? nil : lines.joined(separator: ", ")
     }
 
-    static func hasContent(_ head: HTTPRequestHead) -> Bool {
-        if head.fields.first("Transfer-Encoding") != nil { return true }
-        if let n = head.fields.first("Content-Length"), n != "0" { return true }
-        return false
+    /// Whether the head says the request has no content: `Content-Length: 0`, no coding.
+    static func isKnownEmpty(_ head: HTTPRequestHead) -> Bool {
+        head.fields.first("Transfer-Encoding") == nil && head.fields.first("Content-Length") == "0"
+    }
+
+    /// Whether the request has content: its body's framing (an HTTP/2 stream of DATA frames
+    /// has no Content-Length), or for a decision, what the described head announces.
+    static func hasContent(_ request: RoutedRequest) -> Bool {
+        request.isDecision
+            ? MCPTransportMethods.announcesContent(request.head.fields)
+            : MCPTransportMethods.hasContent(request.exchange.body.framing)
     }
 }

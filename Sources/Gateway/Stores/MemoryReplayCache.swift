@@ -29,7 +29,7 @@ final class MemoryReplayCache: ReplayStore, @unchecked Sendable {
     /// are dropped when a table is rebuilt, or their slots reused.)
     func count(now: Int64) -> Int { shards.reduce(0) { n, s in s.lock.withLock { n + s.table.liveCount(now: now) } } }
 
-    func claim(_ id: ReplayID, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void) {
+    func claim(_ id: ReplayID, kind: ReplayKind, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void) {
         done(claim(id, until: until, now: now))
     }
 

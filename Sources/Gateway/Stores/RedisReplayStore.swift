@@ -20,9 +20,9 @@ final class RedisReplayStore: ReplayStore {
     /// others, so it is kept this much longer (seconds).
     private let clockSkewMargin: Int64
 
-    func claim(_ id: ReplayID, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void) {
+    func claim(_ id: ReplayID, kind: ReplayKind, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void) {
         let ttl = max(1, until - now) + clockSkewMargin
-        client.send(["SET", "\(prefix)dpop:jti:\(id.text)", "1", "NX", "EX", String(ttl)]) { result in
+        client.send(["SET", "\(prefix)\(kind.rawValue):\(id.text)", "1", "NX", "EX", String(ttl)]) { result in
             switch result {
             case .success(.status(let s)) where s == "OK": done(.fresh)
             case .success(.null): done(.replayed)

@@ -6,7 +6,23 @@ import JOSE
 /// by replicas). Both pass the same conformance suite.
 protocol ReplayStore: AnyObject {
     /// Records `id` until `until` (Unix seconds). `done` runs once, on the caller's loop.
-    func claim(_ id: ReplayID, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void)
+    /// `kind` names the entry in a shared store (its key prefix); ids of different kinds
+    /// never collide whatever it says (ReplayID's namespaces).
+    func claim(_ id: ReplayID, kind: ReplayKind, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void)
+}
+
+extension ReplayStore {
+    func claim(_ id: ReplayID, until: Int64, now: Int64, done: @escaping (ReplayVerdict) -> Void) {
+        claim(id, kind: .dpopProof, until: until, now: now, done: done)
+    }
+}
+
+/// What a replay entry remembers, for whoever reads the shared store's keys.
+enum ReplayKind: String, Sendable {
+    /// A DPoP proof's `jti` (RFC 9449 §11.1).
+    case dpopProof = "dpop:jti"
+    /// An HTTP Message Signature's `nonce` (RFC 9421 §7.2.2).
+    case signatureNonce = "signature:nonce"
 }
 
 enum ReplayVerdict: Equatable {

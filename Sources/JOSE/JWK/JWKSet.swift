@@ -21,7 +21,11 @@ public struct JWKSet: Sendable {
     }
 
     public init(bytes: [UInt8]) throws {
-        let obj = try JSONParser.parseObject(bytes, what: "a JWK Set")
+        try self.init(object: try JSONParser.parseObject(bytes, what: "a JWK Set"))
+    }
+
+    /// A set already parsed: one member of a larger document (a registry of clients' sets).
+    public init(object obj: JSONObject) throws {
         guard let arr = obj["keys"]?.array else {
             throw JOSEError(.malformed, claim: "keys", "a JWK Set needs a keys array")
         }
