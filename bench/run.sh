@@ -675,6 +675,17 @@ signature_scenario() {
 }
 signature_scenario signature-ed25519
 
+# signature-response: the `none` route signing every answer with Ed25519 (sign_response);
+# beside `none`, the difference is what one signed answer costs.
+signature_response_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local key=$WORK/keys-signature/gateway-ed25519.pem
+  mkdir -p "$WORK/keys-signature"
+  [[ -f $key ]] || openssl genpkey -algorithm ed25519 -out "$key" 2>/dev/null
+  SCENARIO_VARS="SIGNING_KEY=$key" SCENARIO_AUTH=$1 scenario "$1" bench/tokengate/signature-response.yaml
+}
+signature_response_scenario signature-response
+
 # floor_scenario NAME KIND: run only when named. The `none` route, sent the requests of
 # bearer-rs256-nocache (KIND rs256: bearer.lua) or dpop-es256 (es256: dpop.lua), so nginx's
 # baseline is the one those scenarios have. With a tokengate built from

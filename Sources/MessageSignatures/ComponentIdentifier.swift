@@ -10,6 +10,11 @@ public struct ComponentIdentifier: Hashable, Sendable, CustomStringConvertible {
     /// Lowercase (§2.1: field names are lowercased; derived names are lowercase).
     public let name: String
     public let item: Item
+    /// The identifier as the signature base lists it (§2.5): the serialized item, made once
+    /// (every base of every signed message lists it).
+    public let serialized: String
+    /// Which of `sf`, `bs`, `req`, `tr` it carries, read once: asked per component per message.
+    private let flags: UInt8
 
     public var isDerived: Bool { name.utf8.first == UInt8(ascii: "@") }
 
@@ -50,7 +55,16 @@ public struct ComponentIdentifier: Hashable, Sendable, CustomStringConvertible {
         }
         self.name = name
         self.item = item
+        var serializer = StructuredFieldValueSerializer()
+        // A string of printable ASCII with typed parameters always serializes.
+        let bytes = (try? serializer.writeItemFieldValue(item)) ?? Array("\"\(name)\"".utf8)
+        serialized = String(decoding: bytes, as: UTF8.self)
+        var bits: UInt8 = 0
+        for (i, flag) in Self.flagNames.enumerated() where flags.contains(flag) { bits |= 1 << i }
+        self.flags = bits
     }
+
+    private static let flagNames = ["sf", "bs", "req", "tr"]
 
     /// A component as a config lists it: a bare name (`@method`, `content-digest`), or a
     /// Structured Field item with parameters (`"@query-param";name="id"`).
@@ -85,19 +99,14 @@ public struct ComponentIdentifier: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public func has(_ parameter: String) -> Bool { item.rfc9651Parameters[parameter] != nil }
+    public func has(_ parameter: String) -> Bool {
+        if let i = Self.flagNames.firstIndex(of: parameter) { return flags & 1 << i != 0 }
+        return item.rfc9651Parameters[parameter] != nil
+    }
 
     public func string(_ parameter: String) -> String? {
         if case .string(let s) = item.rfc9651Parameters[parameter] { return s }
         return nil
-    }
-
-    /// The identifier as the signature base lists it (§2.5): the serialized item.
-    public var serialized: String {
-        var serializer = StructuredFieldValueSerializer()
-        // A string of printable ASCII with typed parameters always serializes.
-        guard let bytes = try? serializer.writeItemFieldValue(item) else { return "\"\(name)\"" }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     public var description: String { serialized }

@@ -14,10 +14,11 @@ public enum MessageSigner {
         _ message: SignedMessage, _ parameters: SignatureParameters, label: String, key: JWK,
         algorithm: SignatureAlgorithm
     ) throws -> Signed {
-        let base = try SignatureBase.build(parameters, of: message)
+        let serialized = parameters.serialized
+        let base = try SignatureBase.build(parameters, of: message, serialized: serialized)
         let bytes = try algorithm.sign(base, with: key)
         return Signed(
-            input: label + "=" + String(decoding: parameters.serialized, as: UTF8.self),
+            input: label + "=" + String(decoding: serialized, as: UTF8.self),
             signature: label + "=:" + Base64.standard(bytes) + ":")
     }
 }

@@ -5,7 +5,11 @@ internal import RawStructuredFieldValues
 /// then the `@signature-params` line, with no newline after it. Any component the message
 /// cannot give, or gives with a newline in it, fails the whole base.
 public enum SignatureBase {
-    public static func build(_ parameters: SignatureParameters, of message: SignedMessage) throws -> [UInt8] {
+    /// `serialized`: the parameters already serialized (a signer writes them into
+    /// `Signature-Input` too).
+    public static func build(
+        _ parameters: SignatureParameters, of message: SignedMessage, serialized: [UInt8]? = nil
+    ) throws -> [UInt8] {
         var base: [UInt8] = []
         base.reserveCapacity(512)
         for component in parameters.components {
@@ -20,7 +24,7 @@ public enum SignatureBase {
             base.append(0x0A)
         }
         base += "\"@signature-params\": ".utf8
-        base += parameters.serialized
+        base += serialized ?? parameters.serialized
         return base
     }
 

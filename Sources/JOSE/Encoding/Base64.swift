@@ -1,21 +1,28 @@
 /// Standard base64 with padding (RFC 4648 §4), for HTTP Basic (RFC 7617), `x5c` (RFC 7517
-/// §4.7) and Structured Field byte sequences (RFC 9651 §3.3.5).
+/// §4.7) and Structured Field byte sequences (RFC 9651 §3.3.5). The same one-pass coder as
+/// base64url, with the standard alphabet: signatures and digests are encoded on every
+/// signed message.
 public enum Base64 {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
     public static func standard(_ bytes: [UInt8]) -> String {
-        var s = Base64URL.encode(bytes).replacingAll("-", "+").replacingAll("_", "/")
-        while s.utf8.count % 4 != 0 { s += "=" }
-        return s
+        bytes.withUnsafeBufferPointer { Base64URL.encode(buffer: $0, alphabet: alphabet, padded: true) }
     }
 
     /// The bytes of standard base64 (padding optional); nil if it is not base64.
     public static func decodeStandard(_ text: String) -> [UInt8]? {
-        guard !text.contains("-") && !text.contains("_") else { return nil }
-        var s = Substring(text)
-        while s.last == "=" { s = s.dropLast() }
-        return Base64URL.decode(String(s).replacingAll("+", "-").replacingAll("/", "_"))
+        var bytes = Array(text.utf8)
+        while bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        // Mapped onto base64url's alphabet, whose strict decoder then judges it; a text that
+        // already uses base64url's own two characters is not standard base64.
+        for i in bytes.indices {
+            switch bytes[i] {
+            case UInt8(ascii: "-"), UInt8(ascii: "_"): return nil
+            case UInt8(ascii: "+"): bytes[i] = UInt8(ascii: "-")
+            case UInt8(ascii: "/"): bytes[i] = UInt8(ascii: "_")
+            default: break
+            }
+        }
+        return bytes.withUnsafeBufferPointer { Base64URL.decode(bytes: $0) }
     }
-}
-
-extension String {
-    fileprivate func replacingAll(_ a: Character, _ b: Character) -> String { String(map { $0 == a ? b : $0 }) }
 }

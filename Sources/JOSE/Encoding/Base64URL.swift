@@ -18,8 +18,14 @@ public enum Base64URL {
     }
 
     public static func encode(buffer input: UnsafeBufferPointer<UInt8>) -> String {
+        encode(buffer: input, alphabet: alphabet, padded: false)
+    }
+
+    /// One pass over `input` with `alphabet` (base64url's, or standard base64's, RFC 4648
+    /// §4), padded with `=` to a multiple of four when `padded`.
+    static func encode(buffer input: UnsafeBufferPointer<UInt8>, alphabet: [UInt8], padded: Bool) -> String {
         let n = input.count
-        let outCount = (n * 4 + 2) / 3
+        let outCount = padded ? (n + 2) / 3 * 4 : (n * 4 + 2) / 3
         return alphabet.withUnsafeBufferPointer { table in
             String(unsafeUninitializedCapacity: outCount) { out in
                 var i = 0
@@ -44,6 +50,10 @@ public enum Base64URL {
                     out[o + 1] = table[Int(v >> 12 & 63)]
                     out[o + 2] = table[Int(v >> 6 & 63)]
                     o += 3
+                }
+                while padded && o % 4 != 0 {
+                    out[o] = UInt8(ascii: "=")
+                    o += 1
                 }
                 return o
             }
