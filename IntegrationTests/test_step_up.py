@@ -105,7 +105,8 @@ def test_a_remembered_admission_ends_with_max_age(gateway_factory, upstream, idp
      "acr and max_age apply to the whole route"),
     ("auth: bearer\n    issuers: [one]\n    require: { max_age: 1500ms }", "must be a whole number of seconds"),
     ("auth: bearer\n    issuers: [one]\n    require: { acr: [] }", "is empty"),
-    ("auth: login\n    login_client: web\n    require: { acr: [mfa] }", "a session cannot be stepped up yet"),
+    ("auth: login\n    client: web\n    require: { any_of: [{ acr: [mfa] }, { scopes: [a] }] }",
+     "acr and max_age apply to the whole route"),
 ])
 def test_check_config_refuses_step_up_where_it_cannot_apply(upstream, idp, tmp_path, route, message):  # noqa: F811
     text = f"""

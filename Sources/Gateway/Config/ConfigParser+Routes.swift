@@ -46,27 +46,14 @@ extension ConfigParser {
                     case .none: break
                     case .login:
                         clients = loginClients(m, path: p, item: item, cfg: cfg, r)
-                        if let n = m["require"] {
-                            sessionRequirement = requirement(n, path: "\(p).require", r)
-                            if sessionRequirement?.hasStepUp == true {
-                                r.problem(
-                                    "\(p).require", n,
-                                    "acr and max_age are checked on token routes (bearer, dpop, token); on a login route a session cannot be stepped up yet"
-                                )
-                            }
-                        }
+                        // acr and max_age: a session short of them logs in again (step-up).
+                        if let n = m["require"] { sessionRequirement = requirement(n, path: "\(p).require", r) }
                     case .login_or_token:
                         clients = loginClients(m, path: p, item: item, cfg: cfg, r)
                         // Without a session cookie, the token rules of auth: token apply.
                         tokens = tokenRoute(m, path: p, item: item, mode: .token, issuers: cfg.issuers, r)
                         // A session and a token answer to the same requirement.
                         sessionRequirement = tokens?.requirement
-                        if sessionRequirement?.hasStepUp == true {
-                            r.problem(
-                                "\(p).require", m["require"],
-                                "acr and max_age are checked on token routes (bearer, dpop, token); on a login route a session cannot be stepped up yet"
-                            )
-                        }
                     }
                 } else {
                     r.problem(

@@ -1,4 +1,5 @@
 import Logging
+import OAuth
 import Reactor
 
 /// Decision mode: an ingress that proxies itself asks tokengate about a request, and
@@ -147,7 +148,11 @@ struct DecisionEndpoint {
 /// which hand the verdict to the client, get the 302 itself. A gRPC call is never sent
 /// to a login page: it gets the 401.
 enum DecisionLoginAnswer {
-    static func answer(_ request: RoutedRequest, original: DecisionRequest, clear: [String]) {
+    /// `stepUp`: the session's client and the route's `acr` / `max_age` it did not meet.
+    static func answer(
+        _ request: RoutedRequest, original: DecisionRequest, clear: [String],
+        stepUp: (client: String, asked: AuthorizationRequirement)? = nil
+    ) {
         let services = request.services
         let config = services.config
         let settings = config.decision
@@ -155,7 +160,7 @@ enum DecisionLoginAnswer {
         let head = request.head
         ctx.rejection = .refused(.loginRequired)
         services.metrics.authFailure(.loginRequired)
-        let url = DecisionVerdict.loginURL(original, startPath: config.login.startPath)
+        let url = DecisionVerdict.loginURL(original, startPath: config.login.startPath, stepUp: stepUp)
         var redirect: Bool
         switch settings.loginResponse {
         case .auto: redirect = original.style != .nginx
@@ -164,14 +169,15 @@ enum DecisionLoginAnswer {
         }
         if GRPCCall(head.fields) != nil { redirect = false }
         if redirect {
-            request.answer(.redirect(url, cookies: clear, detail: "decision: login"))
+            request.answer(
+                .redirect(url, cookies: clear, detail: stepUp == nil ? "decision: login" : "decision: step-up login"))
         } else {
             request.answer(
                 ErrorResponse.make(
                     401, error: "login_required", description: "sign in first (this route uses a browser session)",
                     requestID: ctx.requestID,
                     headers: [(DecisionVerdict.loginURLHeader, url)] + clear.map { ("Set-Cookie", $0) },
-                    detail: "decision: no session"))
+                    detail: stepUp == nil ? "decision: no session" : "decision: step-up login"))
         }
     }
 }

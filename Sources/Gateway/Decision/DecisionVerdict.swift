@@ -63,8 +63,16 @@ enum DecisionVerdict {
 
     /// Where a browser without a session logs in: the gateway's start path on the original
     /// origin (the ingress routes it to tokengate), coming back to the original URL.
-    static func loginURL(_ original: DecisionRequest, startPath: String) -> String {
-        "\(original.scheme)://\(original.host)\(startPath)?rd=\(FormEncoding.encode(original.url))"
+    /// A step-up login (RFC 9470 §4) also names the session's `client` and what it asks
+    /// (`StepUpLogin`).
+    static func loginURL(
+        _ original: DecisionRequest, startPath: String, stepUp: (client: String, asked: AuthorizationRequirement)? = nil
+    ) -> String {
+        var url = "\(original.scheme)://\(original.host)\(startPath)?rd=\(FormEncoding.encode(original.url))"
+        if let stepUp {
+            url += "&" + FormEncoding.body([("client", stepUp.client)] + StepUpLogin.parameters(stepUp.asked))
+        }
+        return url
     }
 
     /// The header of a 401 verdict that names the login URL, for nginx's `auth_request_set`.

@@ -39,9 +39,21 @@ struct LoginEndpoints {
             // An absolute `rd` on this request's own origin (a decision's login URL names the
             // original URL) is a same-origin path; other hosts need allowed_redirect_hosts.
             let returnTo = DecisionLogin.returnTarget(rd, origin: origin, policy: services.returnPolicy)
+            let stepUp: AuthorizationRequirement?
+            switch StepUpLogin.parse(params) {
+            case .none: stepUp = nil
+            case .stepUp(let asked): stepUp = asked
+            case .invalid(let why):
+                var r = GatewayResponse.page(
+                    400, title: "Sign-in", message: "The sign-in link is not valid.", detail: "start: \(why)")
+                r.problem = .init(error: "invalid_request", description: why)
+                reply(r)
+                return
+            }
             login.beginLogin(
                 client: client, returnTo: returnTo,
-                loginHint: params.first { $0.0 == "login_hint" }?.1, origin: origin, cookies: cookies, done: reply)
+                loginHint: params.first { $0.0 == "login_hint" }?.1, origin: origin, cookies: cookies,
+                stepUp: stepUp, done: reply)
         case .callback:
             guard method == .GET else {
                 reply(.page(405, title: "Sign-in", message: "Method not allowed."))

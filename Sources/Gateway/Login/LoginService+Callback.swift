@@ -196,6 +196,12 @@ extension LoginService {
                             Self.unavailable(
                                 why.description, reason: why.code,
                                 retry: self.startRetry(returnTo: login.returnTo, client: login.client)), timing)
+                    case .failure(.authenticationInsufficient(let why)):
+                        // OIDC Core §3.1.2.1: the AS did not authenticate the user as asked.
+                        fail(
+                            403, "The sign-in did not meet the authentication this page needs.",
+                            SessionFailure.authenticationInsufficient(why).description,
+                            reason: SessionFailure.authenticationInsufficient(why).code, cookies: setLogin)
                     case .failure(let why):
                         fail(
                             400, "The sign-in could not be completed.", why.description, reason: why.code,
@@ -234,9 +240,16 @@ extension LoginService {
             },
             unknownKey: IssuerKeyResolver.missingKey(of: issuer.name),
             done: { [weak self] outcome in
+                guard let self else { return }
                 switch outcome {
                 case .success(let claims):
-                    self?.startSession(
+                    // A step-up login: the ID token must say the authentication it was sent for
+                    // (else the browser keeps the session it had, not a weaker new one).
+                    if let why = login.authenticationFailure(claims, now: self.now, leeway: verifier.leeway) {
+                        done(.failure(.authenticationInsufficient(why)))
+                        return
+                    }
+                    self.startSession(
                         t, idToken: idToken, claims: claims, login: login, client: client, issuer: issuer,
                         cookies: cookies, done: done)
                 case .failure(let failure as SessionFailure): done(.failure(failure))

@@ -190,6 +190,9 @@ extension LoginService {
         }
     }
 
+    /// The claims that say how and when the user authenticated (OIDC Core §2).
+    static let authenticationClaims = ["acr", "amr", "auth_time"]
+
     static func wasRefreshed(_ stored: Session, since old: Session) -> Bool {
         stored.refreshToken != old.refreshToken || stored.accessExpiresAt > old.accessExpiresAt
     }
@@ -284,6 +287,10 @@ extension LoginService {
                     ) { [fresh] resolved in
                         var refreshed = fresh
                         refreshed.claims = self.sessionClaims(resolved, t, client)
+                        // OIDC Core §12.2: a refresh is no authentication, and a refreshed ID
+                        // token's auth_time is the original one's. The session keeps what its
+                        // login said: a refresh can neither drop a step-up nor claim one.
+                        for name in Self.authenticationClaims { refreshed.claims[name] = session.claims[name] }
                         self.refreshUserinfo(
                             refreshed, previous: session, accessToken: t.accessToken, client: client, issuer: issuer,
                             done: done)

@@ -1,4 +1,5 @@
 import Foundation
+import OAuth
 
 extension LoginService {
     /// Why a session could not be started or stored: one case per distinct failure, each
@@ -11,6 +12,9 @@ extension LoginService {
         case keysNotLoaded(issuer: String)
         /// The ID token failed OIDC Core §3.1.3.7; why, for the log.
         case idTokenRefused(String)
+        /// A step-up login's ID token does not say the authentication it asked for (OIDC Core
+        /// §3.1.2.1, §2: `acr` not one of `acr_values`, `auth_time` missing or past `max_age`).
+        case authenticationInsufficient(AuthorizationRequirement.StepUpFailure)
         /// The ID token's `sub` is missing, empty or not a string.
         case invalidSubject
         /// The userinfo answer is about another `sub` (OIDC Core §5.3.2).
@@ -43,6 +47,7 @@ extension LoginService {
             case .noIDToken: "no_id_token"
             case .keysNotLoaded: "keys_not_loaded"
             case .idTokenRefused: "id_token_refused"
+            case .authenticationInsufficient: "insufficient_user_authentication"
             case .invalidSubject: "invalid_sub"
             case .userinfoSubjectMismatch: "userinfo_sub_mismatch"
             case .userinfoRefused: "userinfo_refused"
@@ -68,6 +73,7 @@ extension LoginService {
             case .noIDToken: "the token response has no ID token"
             case .keysNotLoaded(let issuer): "no keys loaded for \(issuer)"
             case .idTokenRefused(let why): "ID token refused: \(why)"
+            case .authenticationInsufficient(let why): "step-up login: ID token refused: \(why)"
             case .invalidSubject: "the ID token's sub is not a string"
             case .userinfoSubjectMismatch:
                 "the userinfo endpoint answered for another sub than the ID token's (OIDC Core §5.3.2)"

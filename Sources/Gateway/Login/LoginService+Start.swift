@@ -4,14 +4,17 @@ import OAuth
 /// Beginning a login: PKCE S256 (RFC 7636), fresh `state` and `nonce`, the pending login in
 /// the browser's login-state cookie, then the browser sent to the authorization endpoint —
 /// with a request object pushed by PAR (RFC 9126), passed by value or hosted here (RFC 9101),
-/// or as plain parameters.
+/// or as plain parameters. A step-up login (RFC 9470 §4) also asks `acr_values` and
+/// `max_age`, wherever the other parameters go, and its pending login remembers them for the
+/// callback's check.
 extension LoginService {
+    /// `stepUp`: the route's `acr` and `max_age` the session did not meet (nil: a first login).
     func beginLogin(
         client name: String, returnTo: String, loginHint: String?, origin: RequestOrigin.Origin?, cookies: Cookies,
-        done: @escaping (GatewayResponse) -> Void
+        stepUp: AuthorizationRequirement? = nil, done: @escaping (GatewayResponse) -> Void
     ) {
         // Nothing was sent to the AS yet: trying again is this same start.
-        let retry = startRetry(returnTo: returnTo, client: name)
+        let retry = startRetry(returnTo: returnTo, client: name, stepUp: stepUp)
         func unavailable(_ detail: String, reason: String) -> GatewayResponse {
             Self.unavailable(detail, reason: reason, retry: retry)
         }
@@ -50,9 +53,10 @@ extension LoginService {
         if client.login.loginHintFromQuery, let hint = loginHint, !hint.isEmpty, hint.utf8.count <= 256 {
             extra.append(("login_hint", hint))
         }
-        let params = AuthorizationParameters(
+        var params = AuthorizationParameters(
             clientID: client.authentication.clientID, redirectURI: redirect, scope: client.login.scopes,
             state: PendingLogins.random(), nonce: PendingLogins.random(), codeChallenge: challenge, extra: extra)
+        if let stepUp { params.askAuthentication(acrValues: stepUp.acr, maxAge: stepUp.maxAge) }
         let clientID = params.clientID
 
         // RFC 9126 §5: an AS that requires PAR gets PAR whatever the client's mode says.
@@ -143,7 +147,7 @@ extension LoginService {
         }
         let login = PendingLogins.Login(
             state: params.state, nonce: params.nonce, codeVerifier: verifier, returnTo: returnTo, client: name,
-            createdAt: now)
+            createdAt: now, acrValues: params.acrValues, maxAge: params.maxAge)
         // The pending login is kept before the browser leaves: a callback must find it.
         pendingLogins.add(login, cookies: cookies, now: now) { result in
             switch result {

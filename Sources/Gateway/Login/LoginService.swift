@@ -147,8 +147,9 @@ final class LoginService {
     /// The callback again, as the AS sent the browser to it (same code and state).
     func callbackRetry(_ query: Substring) -> String { config.login.callbackPath + "?" + query }
 
-    /// A new login of `client` that comes back to `returnTo`.
-    func startRetry(returnTo: String, client: String) -> String {
-        config.login.startPath + "?" + FormEncoding.body([("rd", returnTo), ("client", client)])
+    /// A new login of `client` that comes back to `returnTo` (asking what `stepUp` asks).
+    func startRetry(returnTo: String, client: String, stepUp: AuthorizationRequirement? = nil) -> String {
+        config.login.startPath + "?"
+            + FormEncoding.body([("rd", returnTo), ("client", client)] + StepUpLogin.parameters(stepUp))
     }
 }

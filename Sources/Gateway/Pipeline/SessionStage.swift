@@ -64,6 +64,7 @@ final class SessionStage: Stage {
             request.answer(r)
             return
         }
+        guard meetsStepUp(request, session, setCookies: setCookies) else { return }
         if !setCookies.isEmpty {
             ctx.responseHeaders = setCookies.map { ("Set-Cookie", $0) }
             // A response that now carries a session cookie must never sit in a shared cache.

@@ -129,6 +129,8 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         if !emailDomains.isEmpty { names.formUnion(["email", "email_verified"]) }
         if !scopes.isEmpty { names.insert("scope") }
         if !roles.isEmpty { names.insert("roles") }
+        if !acr.isEmpty { names.insert("acr") }
+        if maxAge != nil { names.insert("auth_time") }
         for alternative in anyOf { names.formUnion(alternative.claimNames) }
         return names
     }

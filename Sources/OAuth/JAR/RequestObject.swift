@@ -11,6 +11,12 @@ public struct AuthorizationParameters: Sendable {
     public var codeChallenge: String
     /// Extra parameters (prompt, acr_values, audience, resource, ui_locales, login_hint …).
     public var extra: [(String, String)] = []
+    /// `acr_values` (OIDC Core §3.1.2.1): the authentication context classes asked for, in
+    /// order of preference. Empty: none asked (an `acr_values` of `extra` then goes as it is).
+    public private(set) var acrValues: [String] = []
+    /// `max_age` (OIDC Core §3.1.2.1): the most seconds since the user last authenticated
+    /// actively; past it the AS "MUST attempt to actively re-authenticate". nil: not asked.
+    public private(set) var maxAge: Int? = nil
 
     public init(
         clientID: String, redirectURI: String, scope: [String], state: String, nonce: String, codeChallenge: String,
@@ -25,13 +31,30 @@ public struct AuthorizationParameters: Sendable {
         self.extra = extra
     }
 
+    /// Asks for a level (`acr_values`) and a freshness (`max_age`) of authentication — a
+    /// step-up (RFC 9470 §4): each replaces the same parameter of `extra` (a client's fixed
+    /// `acr_values` is not what this login needs).
+    public mutating func askAuthentication(acrValues: [String], maxAge: Int?) {
+        if !acrValues.isEmpty {
+            self.acrValues = acrValues
+            extra.removeAll { $0.0 == "acr_values" }
+        }
+        if let maxAge {
+            self.maxAge = maxAge
+            extra.removeAll { $0.0 == "max_age" }
+        }
+    }
+
     /// As query or form parameters, in a stable order.
     public var pairs: [(String, String)] {
-        [
+        var all = [
             ("response_type", "code"), ("client_id", clientID), ("redirect_uri", redirectURI),
             ("scope", scope.joined(separator: " ")),
             ("state", state), ("nonce", nonce), ("code_challenge", codeChallenge), ("code_challenge_method", "S256")
-        ] + extra
+        ]
+        if !acrValues.isEmpty { all.append(("acr_values", acrValues.joined(separator: " "))) }
+        if let maxAge { all.append(("max_age", String(maxAge))) }
+        return all + extra
     }
 }
 
@@ -52,6 +75,8 @@ public enum RequestObject {
         var claims = JSONObject()
         claims["iss"] = .string(p.clientID)
         claims["aud"] = .string(audience)
+        // OIDC Core §3.1.2.1: max_age is a number of seconds (a JSON number in the object).
+        if let maxAge = p.maxAge { claims["max_age"] = .number(String(maxAge)) }
         for (name, value) in p.pairs where claims[name] == nil { claims[name] = .string(value) }
         claims["iat"] = .number(String(now))
         claims["nbf"] = .number(String(now))
