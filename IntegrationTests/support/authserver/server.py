@@ -228,6 +228,12 @@ USERS = {
 # The passwords of the login form (AuthServer(login="form")).
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password", "mallory": "mallory-password"}
 
+# The second authentication method (AuthServer(login="form", mfa=True)): the acr it says,
+# the password form's acr, and each user's one-time code (the second factor).
+MFA_ACR = "mfa"
+PASSWORD_ACR = "urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport"
+OTP_CODES = {"alice": "246810", "bob": "135791", "mallory": "000000"}
+
 TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
 
 # Request objects (RFC 9101): asymmetric signatures with the client's registered keys only.
@@ -466,6 +472,18 @@ class FormLogin(UserPassJinja2):
         return username
 
 
+class MFAFormLogin(FormLogin):
+    """The second user-authentication method of AuthServer(login="form", mfa=True), acr "mfa"
+    in idpyoidc's authn broker: a request whose acr_values name it gets it (pick_auth), others
+    the password form. The same form with a one-time code (OTP_CODES) beside the password; a
+    login session of the AS counts for it only when it was itself an "mfa" login within the
+    request's max_age, so a password-only session, or an old one, logs in again with a fresh
+    auth_time."""
+
+    def authenticated_as(self, client_id="", cookie=None, authorization="", max_age=0, **kwargs):
+        return self.authserver._login_session_identity(authorization, max_age, acr=MFA_ACR)
+
+
 class PasswordDB(dict):
     """user → password, for UserPassJinja2's db."""
 
@@ -613,7 +631,7 @@ class SigningKeys:
 
 
 def op_config(issuer, audience, access_token_lifetime, dpop_algs=None, login="auto", id_token_lifetime=300,
-              refresh_token_lifetime=3600, id_token_claims=None):
+              refresh_token_lifetime=3600, id_token_claims=None, mfa=False):
     authn = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
     conf = {
         "issuer": issuer,
@@ -681,11 +699,16 @@ def op_config(issuer, audience, access_token_lifetime, dpop_algs=None, login="au
             "auto": {"acr": "urn:oasis:names:tc:SAML:2.0:ac:classes:InternetProtocolPassword",
                      "class": _qualname(AutoLogin), "kwargs": {"user": "alice"}},
         } if login == "auto" else {
-            "form": {"acr": "urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport",
+            "form": {"acr": PASSWORD_ACR,
                      "class": _qualname(FormLogin),
                      "kwargs": {"template": "login.jinja2",
                                 "db": {"class": _qualname(PasswordDB), "kwargs": dict(PASSWORDS)},
                                 "page_header": "Sign in to the test authorization server"}},
+            # First is the default: a request without acr_values gets the password form.
+            **({"mfa": {"acr": MFA_ACR, "class": _qualname(MFAFormLogin),
+                        "kwargs": {"template": "login.jinja2",
+                                   "db": {"class": _qualname(PasswordDB), "kwargs": dict(PASSWORDS)},
+                                   "page_header": "Sign in to the test authorization server"}}} if mfa else {}),
         }),
         "userinfo": {"class": "idpyoidc.server.user_info.UserInfo", "kwargs": {"db": USERS}},
         "claims_interface": {"class": "idpyoidc.server.session.claims.ClaimsInterface", "kwargs": {}},
@@ -769,6 +792,12 @@ class AuthServer:
                               stall a single-threaded server), off otherwise
     id_token_claims         claims every ID token carries besides the user's (a provider's own,
                               e.g. Entra ID's {"tid": tenant})
+    mfa                     with login="form": a second authentication method, acr "mfa"
+                              (MFAFormLogin: password and one-time code, OTP_CODES), picked
+                              by acr_values; the password form says acr PASSWORD_ACR. Both
+                              honour max_age (an older login session logs in again). While
+                              ignore_acr_values is set, requests' acr_values are dropped
+                              before idpyoidc sees them (an AS that answers with less)
     issuer                  the URL it is reached by (default http://127.0.0.1:port): a
                               fault proxy's, so that every endpoint is reached through it
     add_client(..., jwks=, redirect_uri=str|list, post_logout_redirect_uri=str|list)."""
@@ -777,9 +806,11 @@ class AuthServer:
                  dpop=False, dpop_algs=DPOP_ALGS, login="auto", require_par=False,
                  require_signed_request_object=False, require_pkce=False, rotate_refresh_tokens=False,
                  id_token_lifetime=300, refresh_token_lifetime=3600, par_lifetime=60, threaded=None, issuer=None,
-                 advertise_iss=True, id_token_alg="RS256", mtls=False, id_token_claims=None):
+                 advertise_iss=True, id_token_alg="RS256", mtls=False, id_token_claims=None, mfa=False):
         if login not in ("auto", "form"):
             raise ValueError(f"login must be 'auto' or 'form', not {login!r}")
+        if mfa and login != "form":
+            raise ValueError("mfa=True needs login='form' (the second factor is on the form)")
         self.port = port or free_port()
         # issuer: the URL it is reached by when that is not its own port (a fault proxy in front:
         # the metadata's endpoints and every token's iss then name the proxy).
@@ -872,7 +903,7 @@ class AuthServer:
                                                             dpop_algs=self.dpop_algs, login=login,
                                                             id_token_lifetime=id_token_lifetime,
                                                             refresh_token_lifetime=refresh_token_lifetime,
-                                                            id_token_claims=id_token_claims),
+                                                            id_token_claims=id_token_claims, mfa=mfa),
                                              base_path=self.dir), cwd=self.dir)
         self.keys = SigningKeys(self.server.keyjar, self.issuer)
         self.keys.init(algs)
@@ -897,6 +928,12 @@ class AuthServer:
         token.revoke_refresh_on_issue = rotate_refresh_tokens
         if login == "form":
             self._form_method.authserver = self
+        self.mfa = mfa
+        if mfa:
+            self.server.context.authn_broker["mfa"]["method"].authserver = self
+        # RFC 9470 / OIDC Core §3.1.2.1 tests: acr_values are recorded, then ignored (the AS
+        # authenticates with its default method and says so in acr).
+        self.ignore_acr_values = False
         self._browser_login_metadata()
         if self.mtls is not None:
             info = ctx.provider_info
@@ -1434,6 +1471,8 @@ class AuthServer:
     def _run_authorization(self, req, record, params, redirect_uri, state):
         ep = self.server.endpoint["authorization"]
         params = {k: v for k, v in params.items() if k not in ("request", "request_uri")}
+        if self.ignore_acr_values:
+            params.pop("acr_values", None)
         scope = params.get("scope")
         if isinstance(scope, str) and "offline_access" in scope.split():
             # idpyoidc refuses offline_access without prompt=consent (OIDC Core §11 says to ignore
@@ -1593,13 +1632,18 @@ class AuthServer:
                                 kid=self.keys.current_kid(alg), jws_headers={"typ": "login-form+jwt"})
         client_id = parse_qs(authn_args["query"]).get("client_id", [""])[0]
         m = self._form_method
+        # The "mfa" method's page asks for the one-time code too (the token says which it is).
+        otp = authn_args.get("authn_class_ref") == MFA_ACR or authn_args.get("otp", False)
         return m.template_handler.render(m.template, action=f"{self.url}{m.url_endpoint}", token=token,
-                                         error=error, username=username, client_id=client_id, **m.kwargs)
+                                         error=error, username=username, client_id=client_id, otp=otp, **m.kwargs)
 
-    def _login_session_identity(self, value, max_age=0):
-        """FormLogin.authenticated_as: (identity, auth_time) of an active login session."""
+    def _login_session_identity(self, value, max_age=0, acr=None):
+        """FormLogin.authenticated_as: (identity, auth_time) of an active login session (of
+        that acr, when one is named: MFAFormLogin)."""
         sess = self.login_sessions.get(value) if value else None
         if not sess or not sess["active"]:
+            return None, 0
+        if acr is not None and sess.get("acr") != acr:
             return None, 0
         if max_age and utc_time_sans_frac() > sess["auth_time"] + int(max_age):
             return None, 0
@@ -1627,17 +1671,23 @@ class AuthServer:
         except Exception:  # noqa: BLE001
             return self._html_page("Sign-in failed", "This sign-in form has expired or is not valid: start again.", 400)
         m = self._form_method
+        acr = info.get("authn_class_ref")
         try:
             user = m.verify(username=username, password=password)
+            # The second factor of the "mfa" method (MFAFormLogin).
+            if acr == MFA_ACR and not hmac.compare_digest(OTP_CODES.get(user, "").encode(),
+                                                          req.form.get("otp", "").encode()):
+                raise FailedAuthentication()
         except FailedAuthentication:
-            self.login_attempts.append({"user": username, "ok": False})
-            page = self._login_page({"query": info["query"]}, error="Wrong username or password.",
+            self.login_attempts.append({"user": username, "ok": False, **({"mfa": True} if acr == MFA_ACR else {})})
+            error = "Wrong username, password or code." if acr == MFA_ACR else "Wrong username or password."
+            page = self._login_page({"query": info["query"], "otp": acr == MFA_ACR}, error=error,
                                     username=username, token=token)
             return Response(page, status=200, content_type="text/html; charset=utf-8")
         if info.get("jti") in self._used_login_forms:
             return self._html_page("Sign-in failed", "This sign-in form was already used: start again.", 400)
         self._used_login_forms.add(info.get("jti"))
-        self.login_attempts.append({"user": user, "ok": True})
+        self.login_attempts.append({"user": user, "ok": True, **({"mfa": True} if acr == MFA_ACR else {})})
         ep = self.server.endpoint["authorization"]
         request = ep.request_cls().from_urlencoded(info["query"])
         record = {"client_id": request.get("client_id"), "via": "login", "signed": None, "params": request.to_dict(),
@@ -1645,7 +1695,7 @@ class AuthServer:
         self.authorizations.append(record)
         now = utc_time_sans_frac()
         cookie = secrets.token_urlsafe(32)
-        self.login_sessions[cookie] = {"user": user, "auth_time": now, "active": True}
+        self.login_sessions[cookie] = {"user": user, "auth_time": now, "active": True, "acr": acr}
         redirect_uri, state = request["redirect_uri"], request.get("state")
         try:
             session_id = ep.create_session(request, user, info.get("authn_class_ref"), now, m)
@@ -2205,6 +2255,8 @@ class AuthServer:
         if form is None:
             raise RuntimeError(f"no form on the page: {page.status_code} {page.text[:300]}")
         data = dict(form["inputs"], username=user, password=password)
+        if "otp" in form["inputs"]:  # the "mfa" method's form: the user's one-time code
+            data["otp"] = OTP_CODES.get(user, "")
         return session.post(urljoin(page.url, form["action"]), data=data, allow_redirects=False, timeout=10)
 
     def login_with_form(self, session, authorize_url, user="alice", password=None):

@@ -1,0 +1,190 @@
+"""Step-up on a login route (RFC 9470 §4, OIDC Core §3.1.2.1, docs/policy.md): a route's
+`require: { acr: [mfa, phr], max_age: 300 }` against the real AS (idpyoidc, its login form;
+AuthServer(mfa=True) adds a second authentication method, acr "mfa": password and one-time
+code). A password-only session meets the route → a new login asking acr_values and max_age
+in the pushed, signed request → the AS's MFA form → the route. An AS that answers with a
+weaker acr, or an old auth_time, is refused at the callback, and the browser keeps its
+session. A refresh can neither drop nor forge a step-up. The same round trip in headless
+Chromium is in test_step_up_login_browser.py."""
+import time
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+
+from conftest import sent_headers as sent
+from support.authserver.server import MFA_ACR, PASSWORD_ACR
+from test_login import LoginEnv
+
+VAULT_ROUTE = """  - name: vault
+    match: { path_prefix: /vault/ }
+    upstream: app
+    auth: login
+    client: web
+    require: { acr: [mfa, phr], max_age: 300 }
+    headers: { X-Forwarded-User: sub, X-Auth-Acr: acr, X-Auth-Time: auth_time }"""
+
+
+@pytest.fixture
+def mfa_as(authserver_factory):
+    return authserver_factory(login="form", mfa=True, rotate_refresh_tokens=True)
+
+
+@pytest.fixture
+def env(mfa_as, upstream, tmp_path):
+    e = LoginEnv(mfa_as, upstream, tmp_path, extra_route=VAULT_ROUTE)
+    yield e
+    e.stop()
+
+
+def pushed_request(a, location):
+    """The parameters of the pushed request the Location's request_uri names (RFC 9126)."""
+    q = parse_qs(urlsplit(location).query)
+    entry = a.par_requests[q["request_uri"][0]]
+    assert entry["signed"], entry
+    return entry["params"]
+
+
+def vault_hits(upstream):
+    return [x for x in upstream.requests if x["path"].startswith("/vault/")]
+
+
+def step_up_redirect(e):
+    """A password-only login, then the vault: the 302 to the AS asking for the step-up."""
+    assert e.login("/orders/1").status_code == 200
+    r = e.get("/vault/1")
+    assert r.status_code == 302, (r.status_code, r.text)
+    assert r.headers["Location"].startswith(e.a.url + "/authorization?"), r.headers["Location"]
+    return r.headers["Location"]
+
+
+def test_a_password_session_steps_up_and_reaches_the_route(env, upstream):
+    location = step_up_redirect(env)
+    params = pushed_request(env.a, location)
+    # OIDC Core §3.1.2.1, in the signed request object the gateway pushed.
+    assert params["acr_values"] == "mfa phr", params
+    assert int(params["max_age"]) == 300, params
+    assert params["nonce"] and params["code_challenge_method"] == "S256"
+    assert not vault_hits(upstream)
+    before = env.session_cookie()
+    # The AS has a password session: acr_values mfa asks for its second method's form.
+    callback = env.a.login_with_form(env.browser, location, user="alice")
+    assert env.a.login_attempts[-1] == {"user": "alice", "ok": True, "mfa": True}
+    r = env.get(callback)
+    assert r.status_code == 302 and r.headers["Location"] == "/vault/1", (r.status_code, r.text)
+    assert env.session_cookie() != before
+    r = env.get("/vault/1")
+    assert r.status_code == 200, r.text
+    h = sent(r)
+    assert h["x-auth-acr"] == MFA_ACR
+    assert abs(int(h["x-auth-time"]) - time.time()) < 30
+    # The plain route works with the same (stepped-up) session.
+    r = env.get("/orders/2")
+    assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com"
+
+
+def test_a_session_that_meets_the_requirement_goes_straight_through(env, upstream):
+    env.get(env.a.login_with_form(env.browser, step_up_redirect(env), user="alice"))
+    authorizations, pars, tokens = len(env.a.authorizations), len(env.a.par_requests), len(env.a.token_requests)
+    for i in range(3):
+        r = env.get(f"/vault/{i}")
+        assert r.status_code == 200 and sent(r)["x-auth-acr"] == MFA_ACR
+    assert (len(env.a.authorizations), len(env.a.par_requests), len(env.a.token_requests)) == \
+        (authorizations, pars, tokens)
+
+
+def test_an_api_call_with_a_short_session_gets_401_login_required(env, upstream):
+    assert env.login("/orders/1").status_code == 200
+    r = env.get("/vault/1", headers={"Accept": "application/json"})
+    assert r.status_code == 401
+    assert r.json()["error"] == "login_required"
+    assert not vault_hits(upstream)
+
+
+def refused_at_the_callback(env, upstream, location):
+    before = env.session_cookie()
+    callback = env.a.login_with_form(env.browser, location, user="alice")
+    r = env.get(callback)
+    assert r.status_code == 403, (r.status_code, r.text)
+    assert "did not meet the authentication this page needs" in r.text
+    # No internals on the page; the browser keeps the session it had.
+    assert "auth_time" not in r.text and "acr" not in r.text
+    assert env.session_cookie() == before
+    assert not any("tokengate_session=" in c for c in r.headers.get("Set-Cookie", "").split(","))
+    r = env.get("/vault/1")
+    assert r.status_code == 302, "the route is still not reached"
+    assert not vault_hits(upstream)
+    r = env.get("/orders/3")
+    assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com"
+    log = env.gw.output()
+    assert "insufficient_user_authentication" in log, log[-2000:]
+
+
+def test_an_id_token_with_a_weaker_acr_is_refused(env, upstream):
+    location = step_up_redirect(env)
+    # The AS drops acr_values and answers from its password session (SSO, no form).
+    env.a.ignore_acr_values = True
+    refused_at_the_callback(env, upstream, location)
+    assert pushed_request_seen(env.a)["acr_values"] == "mfa phr"
+
+
+def pushed_request_seen(a):
+    """The parameters of the last authorization request the AS received."""
+    return a.authorizations[-1]["params"]
+
+
+def test_an_id_token_with_a_stale_auth_time_is_refused(env, upstream):
+    location = step_up_redirect(env)
+    # The AS does the MFA login but says the user authenticated 1000 s ago.
+    env.a.id_token_fault = {"claims": {"auth_time": int(time.time()) - 1000}}
+    refused_at_the_callback(env, upstream, location)
+    assert env.a.login_attempts[-1]["mfa"] is True
+
+
+def test_an_id_token_without_auth_time_is_refused(env, upstream):
+    location = step_up_redirect(env)
+    env.a.id_token_fault = {"claims": {"auth_time": None}}
+    refused_at_the_callback(env, upstream, location)
+
+
+@pytest.fixture
+def short_as(authserver_factory):
+    """Access tokens that live 3 s (each request after that refreshes); rotating refresh tokens."""
+    return authserver_factory(login="form", mfa=True, rotate_refresh_tokens=True, access_token_lifetime=3)
+
+
+def test_a_refresh_can_neither_claim_nor_drop_a_step_up(short_as, upstream, tmp_path):
+    e = LoginEnv(short_as, upstream, tmp_path, extra_route=VAULT_ROUTE, session=", refresh_margin: 1s")
+    try:
+        assert e.login("/orders/1").status_code == 200
+        # A refreshed ID token that claims a fresh MFA: a refresh authenticates nobody.
+        short_as.id_token_fault = {"claims": {"acr": MFA_ACR, "auth_time": int(time.time())}}
+        time.sleep(3)
+        assert e.get("/orders/2").status_code == 200
+        assert short_as.refresh_ok_count == 1
+        assert e.get("/vault/1").status_code == 302
+        assert not vault_hits(upstream)
+
+        # A real step-up, then a refresh whose ID token says a password login now.
+        short_as.id_token_fault = None
+        location = e.get("/vault/1").headers["Location"]
+        assert e.get(e.a.login_with_form(e.browser, location, user="alice")).status_code == 302
+        r = e.get("/vault/1")
+        assert r.status_code == 200
+        auth_time = sent(r)["x-auth-time"]
+        short_as.id_token_fault = {"claims": {"acr": PASSWORD_ACR, "auth_time": int(time.time()) - 5000}}
+        time.sleep(3)
+        refreshes = short_as.refresh_ok_count
+        r = e.get("/vault/2")
+        assert short_as.refresh_ok_count == refreshes + 1
+        assert r.status_code == 200, r.text
+        assert sent(r)["x-auth-acr"] == MFA_ACR and sent(r)["x-auth-time"] == auth_time
+    finally:
+        e.stop()
+
+
+def test_the_start_endpoint_refuses_a_malformed_step_up(env):
+    r = requests.get(env.url("/oauth2/start?rd=/vault/1&acr_values=%22x&max_age=1"), headers={"Accept": "text/html"},
+                     allow_redirects=False, timeout=5)
+    assert r.status_code == 400
+    assert "Location" not in r.headers
