@@ -188,3 +188,45 @@ def test_the_start_endpoint_refuses_a_malformed_step_up(env):
                      allow_redirects=False, timeout=5)
     assert r.status_code == 400
     assert "Location" not in r.headers
+
+
+@pytest.fixture
+def redis_replicas(mfa_as, upstream, tmp_path):
+    """Two replicas sharing one real redis-server: sessions and pending logins in Redis."""
+    from test_dpop_redis import RedisServer
+    r = RedisServer().start()
+    top = f"store: {{ url: \"redis://127.0.0.1:{r.port}/0\", prefix: \"tg:\" }}"
+    envs = []
+    for name in "ab":
+        (tmp_path / name).mkdir()
+        envs.append(LoginEnv(mfa_as, upstream, tmp_path / name, extra_top=top, extra_route=VAULT_ROUTE,
+                             session=", cache_ttl: 0s", share_client_of=envs[0] if envs else None,
+                             public_base=envs[0].url("").rstrip("/") if envs else None))
+    yield envs
+    for e in envs:
+        e.stop()
+    r.close()
+
+
+def test_replicas_sharing_redis_carry_the_step_up(redis_replicas, upstream):
+    """The pending login (what it asked) and the stepped-up session live in Redis: a step-up
+    begun on A finishes on B, and the session reaches the route on either; a stale auth_time
+    is refused on B, which read max_age from the pending login A stored."""
+    from test_replicas import on
+    a, b = redis_replicas
+    location = step_up_redirect(a)
+    callback = a.a.login_with_form(a.browser, location, user="alice")
+    r = a.get(on(b, callback))
+    assert r.status_code == 302 and r.headers["Location"] == "/vault/1", (r.status_code, r.text)
+    cookie = a.session_cookie()
+    for env in (a, b):
+        r = requests.get(env.url("/vault/2"), headers={"Accept": "text/html", "Cookie": f"tokengate_session={cookie}"},
+                         allow_redirects=False, timeout=10)
+        assert r.status_code == 200 and sent(r)["x-auth-acr"] == MFA_ACR
+
+    # A second browser: a password login, a step-up whose ID token is stale, finished on B.
+    a.browser = requests.Session()
+    location = step_up_redirect(a)
+    a.a.id_token_fault = {"claims": {"auth_time": int(time.time()) - 1000}}
+    r = a.get(on(b, a.a.login_with_form(a.browser, location, user="alice")))
+    assert r.status_code == 403, (r.status_code, r.text)
