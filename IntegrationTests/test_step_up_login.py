@@ -230,3 +230,36 @@ def test_replicas_sharing_redis_carry_the_step_up(redis_replicas, upstream):
     a.a.id_token_fault = {"claims": {"auth_time": int(time.time()) - 1000}}
     r = a.get(on(b, a.a.login_with_form(a.browser, location, user="alice")))
     assert r.status_code == 403, (r.status_code, r.text)
+
+
+def test_decision_mode_sends_a_short_session_to_a_step_up_login(mfa_as, upstream, tmp_path):
+    """forward-auth (Traefik, Caddy): a navigation whose session is short of the route's
+    requirement gets the 302 to the start endpoint naming the session's client, acr_values
+    and max_age; that login asks the AS for them; the stepped-up session is then allowed."""
+    e = LoginEnv(mfa_as, upstream, tmp_path, extra_route=VAULT_ROUTE,
+                 extra_top="trusted_proxies: [127.0.0.1/32]\ndecision: {}")
+    try:
+        assert e.login("/orders/1").status_code == 200
+
+        def ask():
+            return e.browser.get(e.gw.url("/_tokengate/forward-auth"), allow_redirects=False, timeout=10, headers={
+                "Accept": "text/html", "X-Forwarded-Method": "GET", "X-Forwarded-Proto": "http",
+                "X-Forwarded-Host": f"127.0.0.1:{e.gw.port}", "X-Forwarded-Uri": "/vault/1"})
+
+        r = ask()
+        assert r.status_code == 302, (r.status_code, r.text)
+        start = r.headers["Location"]
+        q = parse_qs(urlsplit(start).query)
+        assert urlsplit(start).path == "/oauth2/start"
+        assert q["client"] == ["web"] and q["acr_values"] == ["mfa phr"] and q["max_age"] == ["300"], q
+        assert q["rd"] == [e.url("/vault/1")]
+        r = e.get(start)
+        assert r.status_code == 302
+        params = pushed_request(mfa_as, r.headers["Location"])
+        assert params["acr_values"] == "mfa phr" and int(params["max_age"]) == 300
+        r = e.get(mfa_as.login_with_form(e.browser, r.headers["Location"], user="alice"))
+        assert r.status_code == 302 and r.headers["Location"] == "/vault/1", (r.status_code, r.text)
+        r = ask()
+        assert r.status_code == 200, (r.status_code, r.text)
+    finally:
+        e.stop()
