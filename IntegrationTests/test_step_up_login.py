@@ -263,3 +263,32 @@ def test_decision_mode_sends_a_short_session_to_a_step_up_login(mfa_as, upstream
         assert r.status_code == 200, (r.status_code, r.text)
     finally:
         e.stop()
+
+
+def test_a_websocket_on_a_step_up_route_ends_with_max_age(mfa_as, tmp_path):
+    """A tunnel stands no longer than the authentication it was opened on (max_age)."""
+    from websockets.exceptions import InvalidStatus
+    from support.ws_upstream import WSUpstream
+    from test_websocket_sessions import ended_with_1008, open_ws
+    ws_upstream = WSUpstream()
+    e = LoginEnv(mfa_as, ws_upstream, tmp_path, extra_route=VAULT_ROUTE.replace("max_age: 300", "max_age: 5"))
+    try:
+        e.login("/orders/1")  # a password session (login() checks the round trip)
+        location = e.get("/vault/live").headers["Location"]
+        started = time.time()
+        r = e.get(e.a.login_with_form(e.browser, location, user="alice"))
+        assert r.status_code == 302 and r.headers["Location"] == "/vault/live", (r.status_code, r.text)
+        with open_ws(e, "/vault/live") as ws:
+            ws.send("x")
+            assert ws.recv(timeout=5) == "x"
+            assert ended_with_1008(ws, within=10)
+        assert time.time() - started >= 4
+        # Past max_age: a new one is refused before the upstream sees it (a new login is due).
+        handshakes = ws_upstream.connections
+        with pytest.raises(InvalidStatus) as refused:
+            open_ws(e, "/vault/live")
+        assert refused.value.response.status_code == 401
+        assert ws_upstream.connections == handshakes
+    finally:
+        e.stop()
+        ws_upstream.stop()

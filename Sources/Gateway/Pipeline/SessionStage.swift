@@ -72,7 +72,14 @@ final class SessionStage: Stage {
             ctx.responseHeaders.append(("Cache-Control", "private, no-store"))
         }
         ctx.ownCookies = config.ownCookieNames
-        if ctx.kind.isUpgrade { ctx.tunnelSession = (loginRoute, services.login.absoluteEnd(of: session)) }
+        if ctx.kind.isUpgrade {
+            var endsAt = services.login.absoluteEnd(of: session)
+            // `max_age` (RFC 9470): a tunnel stands no longer than the authentication does.
+            if let fresh = loginRoute.sessionRequirement?.stepUpValidUntil(session.claims) {
+                endsAt = min(endsAt, fresh + 1)
+            }
+            ctx.tunnelSession = (loginRoute, endsAt)
+        }
         var identity = services.identityHeaders(route, session.claims, ctx)
         services.appendPathParameterHeaders(route, ctx, to: &identity)
         guard let upstream = services.sessionUpstreamHeaders(route, session, identity) else {
