@@ -105,7 +105,9 @@ struct StepUpLoginTests {
 
     @Test(arguments: [
         "acr_values=", "acr_values=a%22b", "max_age=-1", "max_age=1.5", "max_age=99999999999", "max_age=",
-        "acr_values=mfa&acr_values=phr", "max_age=1&max_age=2"
+        "acr_values=mfa&acr_values=phr", "max_age=1&max_age=2",
+        "acr_values=" + String(repeating: "a", count: 513),
+        "acr_values=" + Array(repeating: "a", count: 11).joined(separator: "+")
     ])
     func theStartEndpointRefusesAMalformedStepUp(_ bad: String) throws {
         let h = try SessionTimeTests.Harness(yaml: Self.yaml)

@@ -6,9 +6,10 @@ import OAuth
 /// Core §3.1.2.1). Whoever asks here asks for their own browser's login; the route checks the
 /// session it gets against its own requirement whatever was asked.
 enum StepUpLogin {
-    /// At most this many `acr_values`, each at most `maxValueBytes` bytes.
+    /// At most this many `acr_values`, together at most `maxBytes` bytes: the pending login
+    /// that remembers them may ride in a cookie beside the return address.
     static let maxValues = 10
-    static let maxValueBytes = 128
+    static let maxBytes = 512
 
     /// The query parameters that ask what `stepUp` asks (none for nil).
     static func parameters(_ stepUp: AuthorizationRequirement?) -> [(String, String)] {
@@ -38,8 +39,8 @@ enum StepUpLogin {
         var asked = AuthorizationRequirement()
         if let text = acr.first {
             let values = text.split(separator: " ").map(String.init)
-            guard !values.isEmpty, values.count <= maxValues,
-                values.allSatisfy({ $0.utf8.count <= maxValueBytes && $0.utf8.allSatisfy(isNQChar) })
+            guard !values.isEmpty, values.count <= maxValues, text.utf8.count <= maxBytes,
+                values.allSatisfy({ $0.utf8.allSatisfy(isNQChar) })
             else { return .invalid("acr_values is not a space-separated list of acr values") }
             asked.acr = values
         }
