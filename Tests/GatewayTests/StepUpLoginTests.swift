@@ -78,6 +78,20 @@ struct StepUpLoginTests {
         #expect(q["max_age"] == "300")
     }
 
+    /// `login_or_token`: with a session cookie the session decides, as on `auth: login`.
+    @Test func aLoginOrTokenRouteStepsUpItsSessions() throws {
+        let yaml = Self.yaml.replacingOccurrences(
+            of: "    auth: login\n", with: "    auth: login_or_token\n    issuers: [corp]\n")
+        #expect(yaml.contains("login_or_token"))
+        let h = try SessionTimeTests.Harness(yaml: yaml)
+        #expect(Self.ask(h, try Self.session(h, acr: "mfa", authTime: h.now), navigation: false).status == 200)
+        let short = try Self.session(h, acr: "pwd", authTime: h.now)
+        #expect(Self.ask(h, short, navigation: false).status == 401)
+        let page = Self.ask(h, short, navigation: true)
+        #expect(page.status == 302)
+        #expect(Self.query(page.head?.fields.first("Location") ?? "")["acr_values"] == "mfa phr")
+    }
+
     @Test func aSessionMeetsMaxAgeUntilItPasses() throws {
         let h = try SessionTimeTests.Harness(yaml: Self.yaml)
         let cookie = try Self.session(h, acr: "mfa", authTime: h.now)
