@@ -131,6 +131,19 @@ routes:
     assert message in r.stdout + r.stderr, r.stdout + r.stderr
 
 
+def test_check_config_warns_that_max_age_needs_auth_time_in_access_tokens(upstream, idp, tmp_path):  # noqa: F811
+    path = tmp_path / "tokengate.yaml"
+    path.write_text(config(upstream, idp).replace("{PORT}", "1").replace("{ADMIN}", "2"))
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout + r.stderr
+    assert "routes[0].require.max_age" in out and "carry auth_time only when their AS puts it there" in out, out
+    # Without max_age, no such warning.
+    path.write_text(config(upstream, idp, require="{ acr: [mfa] }").replace("{PORT}", "1").replace("{ADMIN}", "2"))
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and "auth_time" not in r.stdout + r.stderr
+
+
 def test_a_grpc_call_short_of_the_routes_authentication_is_unauthenticated_with_the_challenge(
         gateway_factory, upstream, idp):  # noqa: F811
     """gRPC answers the refusal in its own form: UNAUTHENTICATED, the challenge in its metadata."""

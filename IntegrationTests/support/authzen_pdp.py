@@ -64,7 +64,8 @@ class PDP:
         self.evaluation_path = evaluation_path
         self.evaluations_path = evaluations_path
         self.metadata = metadata
-        self.token = token
+        self.token = token  # the Bearer token required, or a check of the Authorization value
+        self.unauthorized = []  # the Authorization values refused with 401
         self.lock = threading.Lock()
         self.release = threading.Event()
         pdp = self
@@ -92,7 +93,10 @@ class PDP:
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                if pdp.token is not None and self.headers.get("Authorization") != "Bearer " + pdp.token:
+                sent = self.headers.get("Authorization")
+                if pdp.token is not None and not (pdp.token(sent) if callable(pdp.token) else sent == "Bearer " + pdp.token):
+                    with pdp.lock:
+                        pdp.unauthorized.append(sent)
                     return self.send(401, {"error": "unauthorized"})
                 schema = {pdp.evaluation_path: EVALUATION, pdp.evaluations_path: EVALUATIONS}.get(self.path)
                 if schema is None:

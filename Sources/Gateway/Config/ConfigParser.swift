@@ -53,7 +53,7 @@ public enum ConfigParser {
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
         cfg.rateLimits = rateLimits(top["rate_limits"], r)
-        cfg.authorizers = authorizers(top["authorizers"], r)
+        cfg.authorizers = authorizers(top["authorizers"], clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.signatures = signatures(top["signatures"], issuers: cfg.issuers, r)
         cfg.routes = routes(top["routes"], cfg, r)
         checkRateLimits(cfg, routesNode: top["routes"], r)

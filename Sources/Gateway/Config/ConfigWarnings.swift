@@ -47,6 +47,15 @@ extension ConfigParser {
                         + "token passthrough: the server could replay it elsewhere. Leave forward_token out and use the "
                         + "identity headers, identity_assertion, or token_exchange for a token of the server's own")
             }
+            if let tokens = route.auth.tokenRoute, tokens.requirement.maxAge != nil {
+                // RFC 9068 §2.2.1: `auth_time` is in an access token only when the AS puts it
+                // there; without it, every token is refused for its freshness.
+                warn(
+                    "\(p).require.max_age", nil,
+                    "access tokens carry auth_time only when their AS puts it there (RFC 9068 §2.2.1, optional): "
+                        + "a token of \(tokens.issuers.sorted().joined(separator: ", ")) without it gets 401 "
+                        + "insufficient_user_authentication; check that those issuers' access tokens say auth_time")
+            }
             // Who vouched for the caller: with several, a user of one can claim another's sub/groups.
             let clients = route.auth.loginRoute?.clients ?? []
             let tokenIssuers = route.auth.tokenRoute?.issuers ?? []

@@ -6,7 +6,9 @@ extension AuthorizerConfig {
     /// ConfigReferenceTests) and its reader.
     static let keyTable = ConfigKeyTable<AuthorizerConfig, ConfigReader>([
         .init("url", type: "`http(s)` URL: the PDP's base", default: "none: required", by: "ConfigParser.authorizers"),
-        .init("auth", type: "`none`, or `{ bearer_file: PATH }`", default: "`none`", by: "ConfigParser.authorizers"),
+        .init(
+            "auth", type: "`none`, `{ bearer_file: PATH }` or `{ client: NAME, scope, token_endpoint }`",
+            default: "`none`", by: "ConfigParser.authorizers"),
         .init(
             "timeout", type: "duration (at most `10s`)", default: "`300ms`", checkedBy: ConfigDefault.duration(0.3)
         ) { x, n, p, r in
@@ -80,13 +82,22 @@ extension AuthorizerConfig {
                 return
             }
             x.auth = .bearerFile(full)
-        }
+        },
+        .init("client", type: "name of a `clients` entry", default: "none", by: "ConfigParser.authorizers"),
+        .init(
+            "scope", type: "space-separated scopes", default: "none: the client's default",
+            by: "ConfigParser.authorizers"),
+        .init(
+            "token_endpoint", type: "http(s) URL", default: "the client's issuer's metadata",
+            by: "ConfigParser.authorizers")
     ])
 }
 
 extension ConfigParser {
     /// `authorizers:`: named PDPs, by name.
-    static func authorizers(_ node: Node?, _ r: ConfigReader) -> [String: AuthorizerConfig] {
+    static func authorizers(
+        _ node: Node?, clients: [String: ClientConfig], issuers: [String: IssuerConfig], _ r: ConfigReader
+    ) -> [String: AuthorizerConfig] {
         guard let node, let m = r.mapping(node, path: "authorizers", section: nil) else { return [:] }
         var all: [String: AuthorizerConfig] = [:]
         for (name, entry) in m {
@@ -113,10 +124,12 @@ extension ConfigParser {
             if let n = fields["auth"] {
                 if case .scalar = n {
                     if let s = r.string(n, path: "\(p).auth"), s != "none" {
-                        r.problem("\(p).auth", n, "must be none or a mapping: { bearer_file: PATH }")
+                        r.problem(
+                            "\(p).auth", n, "must be none or a mapping: { bearer_file: PATH } or { client: NAME }")
                     }
                 } else if let f = r.mapping(n, path: "\(p).auth", section: .authorizerAuth) {
                     AuthorizerConfig.authKeyTable.read(f, into: &a, path: "\(p).auth", r)
+                    authorizerClient(f, into: &a, clients: clients, issuers: issuers, path: "\(p).auth", r)
                 }
             }
             if let n = fields["cache"], let f = r.mapping(n, path: "\(p).cache", section: .authorizerCache) {
@@ -128,5 +141,54 @@ extension ConfigParser {
             all[name] = a
         }
         return all
+    }
+}
+
+extension ConfigParser {
+    /// `auth: { client: NAME, scope, token_endpoint }`: a `clients:` entry with an issuer,
+    /// whose token endpoint is given or comes from that issuer's metadata.
+    fileprivate static func authorizerClient(
+        _ f: [String: Node], into a: inout AuthorizerConfig, clients: [String: ClientConfig],
+        issuers: [String: IssuerConfig], path p: String, _ r: ConfigReader
+    ) {
+        guard let n = f["client"] else {
+            for key in ["scope", "token_endpoint"] where f[key] != nil {
+                r.problem("\(p).\(key)", f[key], "goes with client: NAME")
+            }
+            return
+        }
+        if f["bearer_file"] != nil { r.problem(p, n, "give bearer_file or client, not both") }
+        guard let name = r.string(n, path: "\(p).client") else { return }
+        guard let client = clients[name] else {
+            let defined = clients.keys.sorted().joined(separator: ", ")
+            return r.problem(
+                "\(p).client", n,
+                "\"\(name)\" is not defined under clients; defined: \(defined.isEmpty ? "none" : defined)")
+        }
+        guard let issuerName = client.issuer, let issuer = issuers[issuerName] else {
+            return r.problem("\(p).client", n, "clients.\(name) names no issuer: its token endpoint is unknown")
+        }
+        var grant = ClientCredentialsGrant(
+            clientName: name, issuer: issuerName, issuerURL: issuer.issuer, endpoint: nil, scope: nil,
+            caFile: issuer.caFile)
+        if let e = f["token_endpoint"], let s = r.string(e, path: "\(p).token_endpoint") {
+            if ConfigValues.url(s) == nil {
+                r.problem("\(p).token_endpoint", e, "\"\(s)\" is not an http(s) URL")
+            } else {
+                grant.endpoint = s
+            }
+        } else if issuer.keys != .discovery {
+            r.problem(
+                "\(p).client", n,
+                "issuers.\(issuerName) has no discovery: give auth.token_endpoint, or discovery: true on the issuer")
+        }
+        if let sn = f["scope"], let s = r.string(sn, path: "\(p).scope") {
+            if s.isEmpty || !s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5C }) {
+                r.problem("\(p).scope", sn, "must be space-separated scope tokens (RFC 6749 §3.3)")
+            } else {
+                grant.scope = s
+            }
+        }
+        a.auth = .client(grant)
     }
 }

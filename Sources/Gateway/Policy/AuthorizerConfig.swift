@@ -29,6 +29,9 @@ enum AuthorizerAuth: Sendable, Equatable {
     /// `Authorization: Bearer` with the file's content, read again when the file changes (a
     /// mounted secret, a projected service-account token).
     case bearerFile(String)
+    /// `Authorization: Bearer` with a token the gateway gets for itself with the client
+    /// credentials grant (RFC 6749 §4.4) as one of its `clients:` (ClientCredentialsToken).
+    case client(ClientCredentialsGrant)
 }
 
 /// Decisions kept per process and shared by its workers, by a digest of everything sent.

@@ -11,6 +11,10 @@ final class PolicyDecisionPoints {
     let cache: PolicyDecisionCache
     private var clients: [String: PDPClient] = [:]
     private let wallClock: any WallClock
+    private let fetchers: BackChannelFetchers
+    /// Token endpoints from issuers' metadata, by issuer name (for `auth: { client }`): the
+    /// plain one, and the one for clients with a certificate (RFC 8705 §5 aliases).
+    private var tokenEndpoints: [String: (plain: String?, mtls: String?)] = [:]
     private(set) var metrics = AuthorizationMetrics()
 
     func record(_ authorizer: String, outcome: AuthorizationNote.Outcome, cached: Bool, micros: Int) {
@@ -21,6 +25,15 @@ final class PolicyDecisionPoints {
         self.loop = loop
         self.cache = cache
         self.wallClock = wallClock
+        fetchers = BackChannelFetchers(loop: loop)
+    }
+
+    /// An issuer's metadata arrived: its token endpoint, for the PDPs' client credentials.
+    func discovered(issuer: String, tokenEndpoint: String?, mtls: String?) {
+        tokenEndpoints[issuer] = (tokenEndpoint, mtls)
+        for client in clients.values where client.tokenSource?.grant.issuer == issuer {
+            client.tokenSource?.discovered(tokenEndpoints[issuer]!)
+        }
     }
 
     /// A new config: a client for each authorizer (kept when its settings did not change),
@@ -28,7 +41,16 @@ final class PolicyDecisionPoints {
     func apply(_ config: GatewayConfig) {
         var next: [String: PDPClient] = [:]
         for (name, a) in config.authorizers {
-            let client = clients[name].flatMap { $0.config == a ? $0 : nil } ?? PDPClient(loop: loop, config: a)
+            var tokenSource: ClientCredentialsToken?
+            if case .client(let grant) = a.auth, let registration = config.clients[grant.clientName] {
+                tokenSource = ClientCredentialsToken(grant: grant, client: registration, fetchers: fetchers)
+                if let known = tokenEndpoints[grant.issuer] { tokenSource?.discovered(known) }
+            }
+            // Kept when nothing changed; a client's registration (its secret, its key) may have
+            // changed under the same name, so a PDP reached with one is always made anew.
+            let client =
+                clients[name].flatMap { $0.config == a && tokenSource == nil ? $0 : nil }
+                ?? PDPClient(loop: loop, config: a, tokenSource: tokenSource)
             client.discover()
             next[name] = client
         }
@@ -98,9 +120,12 @@ final class PDPClient {
     /// (or an unusable one), and the endpoints are the defaults below `url`.
     private(set) var metadataRead: Bool?
     private var token: (text: String, readAt: Double)?
+    /// `auth: { client }`: the gateway's own token for the PDP.
+    let tokenSource: ClientCredentialsToken?
 
-    init(loop: EventLoop, config: AuthorizerConfig) {
+    init(loop: EventLoop, config: AuthorizerConfig, tokenSource: ClientCredentialsToken? = nil) {
         self.config = config
+        self.tokenSource = tokenSource
         var settings = FetchSettings(caFile: config.caFile)
         settings.maxRedirects = 0
         fetcher = HTTPFetcher(loop: loop, settings: settings)
@@ -146,8 +171,34 @@ final class PDPClient {
             guard let t = bearer(path) else { return done(.failure(.unreachable("cannot read \(path)"))) }
             headers.append("Authorization: Bearer \(t)")
         }
+        if let tokenSource {
+            // The token and the call share the authorizer's bound: a slow AS is the PDP's error.
+            let start = ProcessInfo.processInfo.systemUptime
+            tokenSource.get(timeout: config.timeout) { [self] result in
+                switch result {
+                case .failure(let e):
+                    done(.failure(.unreachable("no token for the PDP: \(e)")))
+                case .success(let token):
+                    let left = max(0.05, config.timeout - (ProcessInfo.processInfo.systemUptime - start))
+                    send(url, body: body, headers: headers + ["Authorization: Bearer \(token)"], timeout: left) {
+                        result in
+                        // RFC 6750 §3.1: a refused token (revoked, expired early) is not sent again.
+                        if case .success(let resp) = result, resp.status == 401 { tokenSource.drop(token) }
+                        done(result)
+                    }
+                }
+            }
+            return
+        }
+        send(url, body: body, headers: headers, timeout: config.timeout, done: done)
+    }
+
+    private func send(
+        _ url: String, body: [UInt8], headers: [String], timeout: Double,
+        done: @escaping (Result<FetchResponse, AuthZENError>) -> Void
+    ) {
         let request = FetchRequest(
-            url: url, body: body, headers: headers, timeout: config.timeout, connectTimeout: config.timeout,
+            url: url, body: body, headers: headers, timeout: timeout, connectTimeout: timeout,
             maxResponseBytes: 256 << 10)
         // The completion holds this client (and so its fetcher) until the call ends: a reload
         // that drops the client must not drop a call that requests, here and on other workers

@@ -177,6 +177,8 @@ final class IssuerKeyService {
                 let aliased = metadata.usingMTLSAliases()
                 w.tokens.introspector.discoveredMTLSEndpoints[name] = aliased.introspectionEndpoint
                 w.services.exchanger.discoveredMTLSEndpoints[name] = aliased.tokenEndpoint
+                w.services.policies.discovered(
+                    issuer: name, tokenEndpoint: metadata.tokenEndpoint, mtls: aliased.tokenEndpoint)
                 w.login.providerMetadata[name] = metadata
             }
         }

@@ -6,7 +6,7 @@ public enum Base64 {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     public static func standard(_ bytes: [UInt8]) -> String {
-        bytes.withUnsafeBufferPointer { Base64URL.encode(buffer: $0, alphabet: alphabet, padded: true) }
+        Base64URL.encode(bytes, alphabet: alphabet, padded: true)
     }
 
     /// The bytes of standard base64 (padding optional); nil if it is not base64.
@@ -23,6 +23,6 @@ public enum Base64 {
             default: break
             }
         }
-        return bytes.withUnsafeBufferPointer { Base64URL.decode(bytes: $0) }
+        return Base64URL.decode(String(decoding: bytes, as: UTF8.self))
     }
 }

@@ -21,6 +21,11 @@ public enum Base64URL {
         encode(buffer: input, alphabet: alphabet, padded: false)
     }
 
+    /// `bytes` with another alphabet (standard base64's), padded or not.
+    static func encode(_ bytes: [UInt8], alphabet: [UInt8], padded: Bool) -> String {
+        bytes.withUnsafeBufferPointer { encode(buffer: $0, alphabet: alphabet, padded: padded) }
+    }
+
     /// One pass over `input` with `alphabet` (base64url's, or standard base64's, RFC 4648
     /// §4), padded with `=` to a multiple of four when `padded`.
     static func encode(buffer input: UnsafeBufferPointer<UInt8>, alphabet: [UInt8], padded: Bool) -> String {

@@ -1,0 +1,113 @@
+import Foundation
+import OAuth
+import Reactor
+
+/// Where the gateway gets a token for itself with the client credentials grant (RFC 6749
+/// §4.4): one of its `clients:` registrations, the token endpoint (its issuer's metadata
+/// unless given), and the scope to ask for. A PDP's `auth: { client: NAME }`.
+struct ClientCredentialsGrant: Sendable, Equatable {
+    var clientName: String
+    var issuer: String
+    var issuerURL: String
+    /// nil: the issuer's discovery metadata (`token_endpoint`).
+    var endpoint: String?
+    var scope: String?
+    var caFile: String?
+}
+
+/// A token the gateway holds for itself, on one worker's loop: asked for when first needed,
+/// kept until shortly before it expires (`expires_in` less 30 s, at least half its life),
+/// asked for once however many calls wait on it, and dropped when the party it was sent to
+/// refuses it (a 401: revoked, or the AS rotated its keys), so the next call asks again.
+/// Each worker holds its own.
+final class ClientCredentialsToken {
+    let grant: ClientCredentialsGrant
+    private let client: ClientConfig
+    private let fetcher: HTTPFetcher
+    private var held: (token: String, until: Double)?
+    private var waiting: [(Result<String, ClientCredentialsError>) -> Void] = []
+    /// The issuer's token endpoint as its metadata says (set as metadata arrives).
+    private var discoveredEndpoint: String?
+    /// Token requests made (not answered from the held token), for tests and the log.
+    private(set) var requests = 0
+
+    init(grant: ClientCredentialsGrant, client: ClientConfig, fetchers: BackChannelFetchers) {
+        self.grant = grant
+        self.client = client
+        fetcher = fetchers.fetcher(issuer: grant.issuer, caFile: grant.caFile, client: client)
+    }
+
+    /// The issuer's metadata: its token endpoint, or for a client with a certificate the
+    /// endpoint's `mtls_endpoint_aliases` entry (RFC 8705 §5).
+    func discovered(_ endpoints: (plain: String?, mtls: String?)) {
+        discoveredEndpoint = client.tls == nil ? endpoints.plain : endpoints.mtls
+    }
+
+    /// The token, held or asked for now; `timeout` bounds the ask. `done` runs on this loop.
+    func get(timeout: Double, done: @escaping (Result<String, ClientCredentialsError>) -> Void) {
+        let now = ProcessInfo.processInfo.systemUptime
+        if let held, now < held.until { return done(.success(held.token)) }
+        held = nil
+        waiting.append(done)
+        guard waiting.count == 1 else { return }
+        ask(timeout: timeout)
+    }
+
+    /// The token was refused where it was sent: never sent again.
+    func drop(_ token: String) {
+        if held?.token == token { held = nil }
+    }
+
+    private func ask(timeout: Double) {
+        guard let endpoint = grant.endpoint ?? discoveredEndpoint else {
+            return land(.failure(.init("no token endpoint known for \(grant.issuer) (its metadata not read yet)")))
+        }
+        let credentials: (headers: [String], form: [(String, String)])
+        do {
+            let audience = client.assertionAudience == .endpoint ? endpoint : grant.issuerURL
+            credentials = try client.authentication.credentials(
+                audience: audience, now: Int64(Date().timeIntervalSince1970))
+        } catch {
+            return land(.failure(.init("client authentication: \(error)")))
+        }
+        var form = [("grant_type", "client_credentials")]
+        if let scope = grant.scope { form.append(("scope", scope)) }
+        form += credentials.form
+        let request = FetchRequest(
+            url: endpoint, body: Array(FormEncoding.body(form).utf8),
+            headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
+                + credentials.headers,
+            timeout: timeout, connectTimeout: timeout, maxResponseBytes: 64 << 10)
+        requests += 1
+        fetcher.fetch(request) { [self] result in
+            switch result {
+            case .failure(let e):
+                land(.failure(.init("token endpoint: \(e.description)")))
+            case .success(let resp):
+                switch TokenResponse.parse(status: resp.status, body: resp.body) {
+                case .failure(let f):
+                    land(.failure(.init("token endpoint answered \(f.status) \(f.error)")))
+                case .success(let t) where !t.hasType(dpop: false):
+                    land(.failure(.init("token endpoint answered token_type \(t.tokenType), not Bearer")))
+                case .success(let t):
+                    let life = Double(t.expiresIn ?? 300)
+                    let now = ProcessInfo.processInfo.systemUptime
+                    held = (t.accessToken, now + max(life / 2, life - 30))
+                    land(.success(t.accessToken))
+                }
+            }
+        }
+    }
+
+    private func land(_ result: Result<String, ClientCredentialsError>) {
+        let all = waiting
+        waiting = []
+        for done in all { done(result) }
+    }
+}
+
+/// Why no token could be had: for the log, never for the caller.
+struct ClientCredentialsError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
