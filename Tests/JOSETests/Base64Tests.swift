@@ -27,5 +27,12 @@ struct Base64Tests {
         #expect(Base64.decodeStandard("Zm9v YmE=") == nil)
         #expect(Base64.decodeStandard("Zm9vY") == nil)
         #expect(Base64.decodeStandard("+/8=") == [0xfb, 0xff])
+        // Padding: optional, but only the amount that completes the last group.
+        #expect(Base64.decodeStandard("+/8") == [0xfb, 0xff])
+        #expect(Base64.decodeStandard("+/8==") == nil)
+        #expect(Base64.decodeStandard("AAAA====") == nil)
+        #expect(Base64.decodeStandard("AA=") == nil)
+        #expect(Base64.decodeStandard("AA==") == [0])
+        #expect(Base64.decodeStandard("====") == nil)
     }
 }

@@ -9,10 +9,18 @@ public enum Base64 {
         Base64URL.encode(bytes, alphabet: alphabet, padded: true)
     }
 
-    /// The bytes of standard base64 (padding optional); nil if it is not base64.
+    /// The bytes of standard base64; nil if it is not base64. Padding may be left out (RFC
+    /// 9651 §4.2.7 asks parsers not to fail without it), but when present it must be the one
+    /// or two `=` that make the length a multiple of four (RFC 4648 §3.2).
     public static func decodeStandard(_ text: String) -> [UInt8]? {
         var bytes = Array(text.utf8)
-        while bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        let length = bytes.count
+        var padding = 0
+        while bytes.last == UInt8(ascii: "=") {
+            bytes.removeLast()
+            padding += 1
+        }
+        if padding > 2 || (padding > 0 && length % 4 != 0) { return nil }
         // Mapped onto base64url's alphabet, whose strict decoder then judges it; a text that
         // already uses base64url's own two characters is not standard base64.
         for i in bytes.indices {
