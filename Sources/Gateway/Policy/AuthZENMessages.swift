@@ -18,7 +18,8 @@ struct AuthZENEvaluation {
     /// this order; a later name never replaces an earlier one.
     let resourceProperties: [(String, String)]
     let ip: String
-    let time: Double
+    /// When it was asked (the PDP call's `context.time`): set when a call is made.
+    var time: Double
     /// SHA-256 of the authorizer's name and every member but the time, each
     /// length-prefixed.
     let key: DecisionKey
@@ -41,8 +42,13 @@ struct AuthZENEvaluation {
         var material: [UInt8] = []
         material.reserveCapacity(256)
         func add(_ s: String) {
-            material.append(contentsOf: String(s.utf8.count).utf8)
-            material.append(0x3A)
+            // Each member prefixed with its length (four bytes, big-endian): no two lists of
+            // members make the same material.
+            let n = UInt32(truncatingIfNeeded: s.utf8.count)
+            material.append(UInt8(truncatingIfNeeded: n >> 24))
+            material.append(UInt8(truncatingIfNeeded: n >> 16))
+            material.append(UInt8(truncatingIfNeeded: n >> 8))
+            material.append(UInt8(truncatingIfNeeded: n))
             material.append(contentsOf: s.utf8)
         }
         add(authorizer)

@@ -54,7 +54,8 @@ final class AuthorizeStage: KeyedStage {
                     requestID: ctx.requestID,
                     detail: "authorize \(authorizer.name): the caller has no \(authorizer.subject.idClaim) claim"))
         }
-        let started = services.clock()
+        // The clock is read only when the request waits: a kept decision is answered at once.
+        var started: Double?
         var waiting = true
         var immediate: StageOutcome?
         services.policies.evaluate(authorizer, evaluation, requestID: ctx.requestID) { [self] result, cached in
@@ -70,6 +71,7 @@ final class AuthorizeStage: KeyedStage {
             }
         }
         waiting = false
+        if immediate == nil { started = services.clock() }
         return immediate ?? .suspend
     }
 
@@ -96,22 +98,21 @@ final class AuthorizeStage: KeyedStage {
             return AuthZENEvaluation(
                 authorizer: authorizer.name, subjectType: authorizer.subject.type, subjectID: id,
                 subjectProperties: subjectProperties, action: "tools/call", resourceType: "mcp_tool", resourceID: tool,
-                resourceProperties: [("route", ctx.route)], ip: ip, time: services.wallClock.now)
+                resourceProperties: [("route", ctx.route)], ip: ip, time: 0)
         }
         return AuthZENEvaluation(
             authorizer: authorizer.name, subjectType: authorizer.subject.type, subjectID: id,
             subjectProperties: subjectProperties,
             action: action ?? ctx.method, resourceID: request.routeTemplate ?? ctx.path,
             resourceProperties: [("route", ctx.route), ("host", host), ("path", ctx.path)]
-                + request.pathParameters.list.map { ($0.name, $0.value) }, ip: ip,
-            time: services.wallClock.now)
+                + request.pathParameters.list.map { ($0.name, $0.value) }, ip: ip, time: 0)
     }
 
     private func judge(
-        _ result: Result<AuthZENDecision, AuthZENError>, cached: Bool, started: Double, _ request: RoutedRequest
+        _ result: Result<AuthZENDecision, AuthZENError>, cached: Bool, started: Double?, _ request: RoutedRequest
     ) -> StageOutcome {
         let ctx = request.context
-        let micros = Int((services.clock() - started) * 1e6)
+        let micros = started.map { Int((services.clock() - $0) * 1e6) } ?? 0
         switch result {
         case .success(let d) where d.allowed:
             note(ctx, .allow, micros: micros, cached: cached)

@@ -88,7 +88,9 @@ final class PolicyDecisionPoints {
                 cache.finish(key, result, cache: authorizer.cache, now: now)
                 return done(result, false)
             }
-            client.post(client.evaluationURL, body: evaluation.body, requestID: requestID) { [cache, wallClock] r in
+            var asked = evaluation
+            asked.time = now
+            client.post(client.evaluationURL, body: asked.body, requestID: requestID) { [cache, wallClock] r in
                 let result = r.flatMap { AuthZENDecision.parse(status: $0.status, body: $0.body) }
                 cache.finish(key, result, cache: authorizer.cache, now: wallClock.now)
                 done(result, false)
@@ -103,7 +105,9 @@ final class PolicyDecisionPoints {
         done: @escaping (Result<[AuthZENDecision], AuthZENError>) -> Void
     ) {
         guard let client = clients[authorizer.name] else { return done(.failure(.unreachable("no client"))) }
-        let body = AuthZENEvaluation.batchBody(first, resources: resources)
+        var asked = first
+        asked.time = wallClock.now
+        let body = AuthZENEvaluation.batchBody(asked, resources: resources)
         client.post(client.evaluationsURL, body: body, requestID: requestID) { r in
             done(r.flatMap { AuthZENDecision.parseBatch(status: $0.status, body: $0.body, count: resources.count) })
         }
