@@ -103,7 +103,7 @@ def test_metadata_is_served_at_the_derived_path_without_a_token(gw):
     assert r.status_code == 200, r.text
     assert r.headers["Content-Type"] == "application/json"
     assert r.headers["Access-Control-Allow-Origin"] == "*"
-    assert r.headers["Cache-Control"] == "public, max-age=300"
+    assert r.headers["Cache-Control"] == "max-age=300, s-maxage=300"
     doc = r.json()
     assert doc == {
         "resource": origin(gw) + "/mcp",

@@ -99,7 +99,8 @@ def test_a_hung_as_is_503_within_the_routes_timeout(workers, authserver, upstrea
             body = r.json()
             assert body["error"] == "temporarily_unavailable" and body["error_description"] and body["request_id"]
             assert set(body) == {"error", "error_description", "request_id"}
-            assert 0.8 <= took < 5.0, took
+            # The route's 1 s, not the exchange's own 5 s: what is past 1 s is scheduling.
+            assert 0.8 <= took < 1.8, took
         assert g.logged("token_not_exchanged")
         assert not any(json.dumps(r.json()).count("127.0.0.1") for r, _ in results)
     finally:

@@ -179,7 +179,7 @@ struct ProtectedResourceConfigTests {
         #expect(t.status == 200 && t.ended)
         #expect(t.head?.fields.first("Content-Type") == "application/json")
         #expect(t.head?.fields.first("Access-Control-Allow-Origin") == "*")
-        #expect(t.head?.fields.first("Cache-Control") == "public, max-age=300")
+        #expect(t.head?.fields.first("Cache-Control") == "max-age=300, s-maxage=300")
         let doc = try JSONParser.parse(t.body).object
         #expect(doc?["resource"] == .string("https://gw.example.com/mcp"))
         #expect(send(w, "GET", "/.well-known/oauth-protected-resource").status == 200)

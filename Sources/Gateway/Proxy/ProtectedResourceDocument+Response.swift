@@ -12,8 +12,12 @@ extension ProtectedResourceDocument {
     /// `Cache-Control`: the document changes only with a config reload, and a client fetches
     /// it after each 401. Five minutes spares those fetches while a reload that changes the
     /// issuers or scopes reaches every client soon after; an hour would keep sending clients to
-    /// an authorization server the route may no longer accept.
-    static let cacheControl = "public, max-age=300"
+    /// an authorization server the route may no longer accept. `s-maxage` lets a shared cache
+    /// keep it for clients that send their token with every request, this one included (MCP
+    /// clients do): RFC 9111 §3.5 allows that with `public`, `s-maxage` or `must-revalidate`,
+    /// and `s-maxage` says no more than that (a 200 is cacheable anyway, so `public` adds
+    /// nothing else).
+    static let cacheControl = "max-age=300, s-maxage=300"
 
     /// CORS: the document holds nothing secret, and browser-based clients (MCP inspectors, web
     /// apps) must read it cross-origin. No credentials are involved, so `*` is enough.
