@@ -24,7 +24,7 @@ die() { echo "bench/ext_authz: $*" >&2; exit 1; }
 command -v h2load >/dev/null || die "needs h2load (apt-get install nghttp2-client)"
 if [[ -z "${TOKENGATE_BIN:-}" ]]; then
   log "building tokengate (release, --static-swift-stdlib, as in the image)"
-  swift build -c release --product tokengate --static-swift-stdlib --scratch-path .build-release >&2
+  scripts/build-release.sh >&2
   TOKENGATE_BIN="$PWD/.build-release/release/tokengate"
 fi
 WORK=$(mktemp -d /tmp/tokengate-bench-ext-authz.XXXXXX)

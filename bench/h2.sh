@@ -34,7 +34,7 @@ command -v nghttpd >/dev/null || die "needs nghttpd (apt-get install nghttp2-ser
 if [[ -z "${TOKENGATE_BIN:-}" ]]; then
   # The binary the image ships, as bench/run.sh builds it (the Swift runtime linked in).
   log "building tokengate (release, --static-swift-stdlib, as in the image)"
-  swift build -c release --product tokengate --static-swift-stdlib --scratch-path .build-release >&2
+  scripts/build-release.sh >&2
   TOKENGATE_BIN="$PWD/.build-release/release/tokengate"
 fi
 

@@ -29,7 +29,7 @@ command -v wrk >/dev/null || die "needs wrk (apt-get install wrk)"
 command -v gcc >/dev/null || die "needs gcc (for the client-certificate shim)"
 if [[ -z "${TOKENGATE_BIN:-}" ]]; then
   log "building tokengate (release, --static-swift-stdlib, as in the image)"
-  swift build -c release --product tokengate --static-swift-stdlib --scratch-path .build-release >&2
+  scripts/build-release.sh >&2
   TOKENGATE_BIN="$PWD/.build-release/release/tokengate"
 fi
 

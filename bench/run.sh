@@ -75,7 +75,7 @@ if [[ -z "${TOKENGATE_BIN:-}" ]]; then
   # libraries keep no pages of their own resident (about 1-2% of CPU and 5 MB of RSS against
   # the shared-library build; TOKENGATE_BIN=.build/release/tokengate measures that one).
   log "building tokengate (release, --static-swift-stdlib, as in the image)"
-  swift build -c release --product tokengate --static-swift-stdlib --scratch-path .build-release >&2
+  scripts/build-release.sh >&2
   TOKENGATE_BIN="$PWD/.build-release/release/tokengate"
 fi
 [[ -x "$TOKENGATE_BIN" ]] || die "TOKENGATE_BIN=$TOKENGATE_BIN is not an executable"

@@ -41,7 +41,7 @@ t0=$SECONDS
 if [[ -z "$binary" ]]; then
   echo "== image: release build (--static-swift-stdlib) in .build-release"
   # Its own scratch path, so the debug build of scripts/test.sh is not rebuilt after it.
-  swift build -c release --product tokengate --static-swift-stdlib --scratch-path .build-release
+  "$root_dir/scripts/build-release.sh"
   binary="$root_dir/.build-release/release/tokengate"
 fi
 # Stripped: the debug info is most of the 84 MB; a crash still gives symbolized Swift frames.

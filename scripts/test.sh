@@ -33,9 +33,8 @@ scripts/check-unsafe.sh
 phase "release build: the binary the integration tests and the container image use"
 # Its own scratch path (.build-release), shared with scripts/image.sh. The integration tests
 # run against this binary, the one that ships, so no separate debug build is needed.
-logged build-release swift build -c release --product tokengate --static-swift-stdlib --scratch-path .build-release
-logged build-release-tool swift build -c release --product tokengate-http1-parse --static-swift-stdlib \
-  --scratch-path .build-release
+logged build-release scripts/build-release.sh
+logged build-release-tool scripts/build-release.sh --product tokengate-http1-parse
 
 phase "unit tests under ThreadSanitizer (swift test --sanitize=thread; a data race fails the run)"
 # One debug build, instrumented: every unit test runs once, with TSan watching, in its own
