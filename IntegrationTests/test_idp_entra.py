@@ -1,7 +1,8 @@
 """Multi-tenant Entra ID: an issuer template (`issuer: .../{tenant}/v2.0`, `tenants: [...]`).
 
 API route: tokens minted here in Entra ID's v2 shape (iss with the tenant, tid, scp, roles),
-keys from one common JWKS served in Entra ID's published discovery form: a token of an allowed
+keys from one common JWKS named by Entra ID's published /organizations discovery document
+(fixtures/providers/entra-organizations.json): a token of an allowed
 tenant reaches the upstream with its tenant as an identity header; another tenant's, a tid
 that does not match iss, a token without tid and the template's own text are refused 401
 invalid_token with a description that says why.
@@ -21,6 +22,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from conftest import BIN, Gateway, bearer_get
 from support.browser import browser, LocalSite  # noqa: F401 — fixture
 from support.entra_front import EntraFront
+from support.published import published
 from test_bearer import ec_key, token
 
 TENANT_A = "72f988bf-86f1-41af-91ab-2d7cd011db47"
@@ -36,16 +38,12 @@ class EntraKeys:
         self.key = ec_key("entra-common-1")
         base = self.site.url("")
         self.template = f"{base}/{{tenant}}/v2.0"
-        self.site.page("/organizations/v2.0/.well-known/openid-configuration", json.dumps({
-            "issuer": f"{base}/{{tenantid}}/v2.0",
-            "authorization_endpoint": f"{base}/organizations/oauth2/v2.0/authorize",
-            "token_endpoint": f"{base}/organizations/oauth2/v2.0/token",
-            "jwks_uri": f"{base}/organizations/discovery/v2.0/keys",
-            "response_modes_supported": ["query", "fragment", "form_post"],
-            "id_token_signing_alg_values_supported": ["RS256"],
-            "request_uri_parameter_supported": False,
-            "end_session_endpoint": f"{base}/organizations/oauth2/v2.0/logout",
-        }), content_type="application/json")
+        # Entra ID's /organizations document as published: its issuer holds a literal {tenantid}.
+        doc = published("entra-organizations", LOGIN=base, GRAPH=base)
+        assert doc["issuer"] == f"{base}/{{tenantid}}/v2.0"
+        self.site.page("/organizations/v2.0/.well-known/openid-configuration", json.dumps(doc),
+                       content_type="application/json")
+        assert doc["jwks_uri"] == self.site.url("/organizations/discovery/v2.0/keys")
         self.site.page("/organizations/discovery/v2.0/keys",
                        json.dumps({"keys": [self.key.as_dict(private=False)]}), content_type="application/json")
 

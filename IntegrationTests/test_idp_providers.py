@@ -1,6 +1,7 @@
-"""Each identity provider's token shape through `provider:` presets: discovery documents in
-each provider's published form (endpoints pointed at 127.0.0.1, one site per provider host),
-tokens minted here with each provider's claims, issuers and header (RS256, as they sign).
+"""Each identity provider's token shape through `provider:` presets: each provider's discovery
+document as it publishes it (fixtures/providers/, its hosts and ids pointed at one 127.0.0.1
+site per provider), tokens minted here with each provider's claims, issuers and header (RS256,
+as they sign) by the key the site publishes at the document's jwks_uri.
 
 For each: a valid token reaches the upstream with the identity headers its route maps, past a
 `require` that reads the provider's scope claim or role claim through the preset. The quirk
@@ -11,13 +12,16 @@ Cognito's access token without `aud` (and its ID token used as an access token).
 import json
 import subprocess
 import time
+from urllib.parse import urlsplit
 
 import pytest
+import requests
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from conftest import BIN, Gateway, bearer_get
 from support.browser import LocalSite
+from support.published import published
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 
@@ -27,6 +31,7 @@ class ProviderSite:
 
     def __init__(self):
         self.site = LocalSite()
+        self.documents = {}
         self.key = RSAKey.generate_key(2048, parameters={"kid": f"k-{self.site.port}", "alg": "RS256", "use": "sig"},
                                        private=True)
 
@@ -40,6 +45,22 @@ class ProviderSite:
         self.serve(path, {"keys": [self.key.as_dict(private=False)]})
         return self.url(path)
 
+    def publish(self, path, name, **fill):
+        """Serves the published document NAME at path, and this site's key set at its jwks_uri."""
+        doc = published(name, **fill)
+        self.documents[path] = doc
+        self.serve(path, doc)
+        jwks = urlsplit(doc["jwks_uri"])
+        assert f"{jwks.scheme}://{jwks.netloc}" == self.url(""), doc["jwks_uri"]
+        self.keys(jwks.path)
+        return doc
+
+    def discovered(self, path):
+        """What an operator reads in the document served at path."""
+        r = requests.get(self.url(path), timeout=10)
+        assert r.status_code == 200, (path, r.status_code)
+        return r.json()
+
     def token(self, claims, typ="JWT"):
         header = {"alg": "RS256", "kid": self.key.kid}
         if typ:
@@ -50,64 +71,39 @@ class ProviderSite:
         self.site.close()
 
 
-def oidc(issuer, jwks, **more):
-    """The fields every provider's discovery document has, plus its own."""
-    doc = {"issuer": issuer, "jwks_uri": jwks, "authorization_endpoint": f"{issuer.rstrip('/')}/authorize",
-           "token_endpoint": f"{issuer.rstrip('/')}/token", "response_types_supported": ["code"],
-           "subject_types_supported": ["public"], "id_token_signing_alg_values_supported": ["RS256"]}
-    doc.update(more)
-    return doc
+ENTRA_V2 = f"/{TENANT}/v2.0/.well-known/openid-configuration"
+ENTRA_V1 = f"/{TENANT}/.well-known/openid-configuration"
+OKTA_ORG = "/.well-known/openid-configuration"
+OKTA_CUSTOM = "/oauth2/default/.well-known/openid-configuration"
+AUTH0 = "/.well-known/openid-configuration"
+KEYCLOAK = "/realms/acme/.well-known/openid-configuration"
+GOOGLE = "/.well-known/openid-configuration"
+POOL = "eu-west-1_Abc123"
+COGNITO = f"/{POOL}/.well-known/openid-configuration"
 
 
 @pytest.fixture(scope="module")
 def providers():
     p = {name: ProviderSite() for name in ("entra", "sts", "okta", "auth0", "keycloak", "google", "cognito")}
     e = p["entra"]
-    # Entra ID v2.0, one tenant: https://login.microsoftonline.com/{tid}/v2.0/.well-known/openid-configuration.
-    e.serve(f"/{TENANT}/v2.0/.well-known/openid-configuration", oidc(
-        e.url(f"/{TENANT}/v2.0"), e.keys(f"/{TENANT}/discovery/v2.0/keys"),
-        authorization_endpoint=e.url(f"/{TENANT}/oauth2/v2.0/authorize"),
-        token_endpoint=e.url(f"/{TENANT}/oauth2/v2.0/token"), request_uri_parameter_supported=False,
-        response_modes_supported=["query", "fragment", "form_post"], tenant_region_scope="EU"))
-    # Entra ID v1: keys at login.microsoftonline.com/common/discovery/keys, iss on sts.windows.net.
-    e.keys("/common/discovery/keys")
+    # Entra ID v2.0, one tenant; its userinfo (graph.microsoft.com) is pointed at the same site.
+    e.publish(ENTRA_V2, "entra-v2", LOGIN=e.url(""), GRAPH=e.url(""), TENANT=TENANT)
+    # Entra ID v1: the document is on login.microsoftonline.com, its issuer on sts.windows.net.
+    e.publish(ENTRA_V1, "entra-v1", LOGIN=e.url(""), STS=p["sts"].url(""), TENANT=TENANT)
     o = p["okta"]
     # Okta: the org authorization server (issuer = the org URL) and a custom one (/oauth2/default).
-    o.serve("/.well-known/openid-configuration", oidc(
-        o.url(""), o.keys("/oauth2/v1/keys"), authorization_endpoint=o.url("/oauth2/v1/authorize"),
-        token_endpoint=o.url("/oauth2/v1/token"), pushed_authorization_request_endpoint=o.url("/oauth2/v1/par"),
-        dpop_signing_alg_values_supported=["RS256", "ES256"]))
-    o.serve("/oauth2/default/.well-known/openid-configuration", oidc(
-        o.url("/oauth2/default"), o.url("/oauth2/v1/keys"),
-        authorization_endpoint=o.url("/oauth2/default/v1/authorize"), token_endpoint=o.url("/oauth2/default/v1/token"),
-        pushed_authorization_request_endpoint=o.url("/oauth2/default/v1/par"),
-        dpop_signing_alg_values_supported=["RS256", "ES256"]))
+    o.publish(OKTA_ORG, "okta-org", ORG=o.url(""))
+    o.publish(OKTA_CUSTOM, "okta-custom", ORG=o.url(""))
     a = p["auth0"]
-    # Auth0: the issuer ends in a slash.
-    a.serve("/.well-known/openid-configuration", oidc(
-        a.url("/"), a.keys("/.well-known/jwks.json"), authorization_endpoint=a.url("/authorize"),
-        token_endpoint=a.url("/oauth/token"), pushed_authorization_request_endpoint=a.url("/oauth/par"),
-        dpop_signing_alg_values_supported=["ES256"]))
+    a.publish(AUTH0, "auth0", DOMAIN=a.url(""))  # the issuer ends in a slash
     k = p["keycloak"]
-    k.serve("/realms/acme/.well-known/openid-configuration", oidc(
-        k.url("/realms/acme"), k.keys("/realms/acme/protocol/openid-connect/certs"),
-        authorization_endpoint=k.url("/realms/acme/protocol/openid-connect/auth"),
-        token_endpoint=k.url("/realms/acme/protocol/openid-connect/token"),
-        pushed_authorization_request_endpoint=k.url("/realms/acme/protocol/openid-connect/ext/par/request"),
-        require_pushed_authorization_requests=False, authorization_response_iss_parameter_supported=True,
-        dpop_signing_alg_values_supported=["ES256", "RS256", "PS256"]))
+    k.publish(KEYCLOAK, "keycloak", HOST=k.url(""), REALM="acme")
     g = p["google"]
-    # Google: the document names https://accounts.google.com; the keys are what the gateway reads.
-    g.serve("/.well-known/openid-configuration", oidc(
-        "https://accounts.google.com", g.keys("/oauth2/v3/certs"),
-        authorization_endpoint="https://accounts.google.com/o/oauth2/v2/auth",
-        token_endpoint="https://oauth2.googleapis.com/token"))
+    # Google: all four of its hosts on one site; the document still names https://accounts.google.com.
+    g.publish(GOOGLE, "google", ACCOUNTS=g.url(""), OAUTH2=g.url(""), OPENIDCONNECT=g.url(""), WWW=g.url(""))
     c = p["cognito"]
-    pool = "/eu-west-1_Abc123"
-    c.serve(f"{pool}/.well-known/openid-configuration", oidc(
-        c.url(pool), c.keys(f"{pool}/.well-known/jwks.json"),
-        authorization_endpoint="https://acme.auth.eu-west-1.amazoncognito.com/oauth2/authorize",
-        token_endpoint="https://acme.auth.eu-west-1.amazoncognito.com/oauth2/token"))
+    # Cognito: the pool's host (issuer, keys) and its domain (endpoints) on one site.
+    c.publish(COGNITO, "cognito", IDP=c.url(""), POOL=POOL, DOMAIN=c.url(""))
     yield p
     for s in p.values():
         s.close()
@@ -136,6 +132,10 @@ def gateway(providers):
     require: {req}
     headers: {{ X-Forwarded-User: sub, {headers} }}""" for name, path, req, headers in routes)
     sts = p["sts"].url("/{tenant}/")
+    # Entra ID v1 and Google keep jwks_uri (taken from their documents): tokengate reads an
+    # issuer's document under the issuer's own URL, and neither publishes it there.
+    v1_keys = p["entra"].discovered(ENTRA_V1)["jwks_uri"]
+    google_keys = p["google"].discovered(GOOGLE)["jwks_uri"]
     g = Gateway(f"""
 listen: 127.0.0.1:{{PORT}}
 admin_listen: 127.0.0.1:{{ADMIN}}
@@ -145,7 +145,7 @@ issuers:
     provider: entra
     issuer: "{sts}"
     tenants: [{TENANT}]
-    jwks_uri: "{p['entra'].url('/common/discovery/keys')}"
+    jwks_uri: "{v1_keys}"
     audiences: [api://orders]
   okta_org: {{ provider: okta, issuer: "{p['okta'].url('')}", discovery: true, audiences: ["{p['okta'].url('')}"] }}
   okta: {{ provider: okta, issuer: "{p['okta'].url('/oauth2/default')}", discovery: true, audiences: [api://default] }}
@@ -154,9 +154,9 @@ issuers:
   google:
     provider: google
     issuer: https://accounts.google.com
-    jwks_uri: "{p['google'].url('/oauth2/v3/certs')}"
+    jwks_uri: "{google_keys}"
     audiences: [123456789012-abc.apps.googleusercontent.com]
-  cognito: {{ provider: cognito, issuer: "{p['cognito'].url('/eu-west-1_Abc123')}", discovery: true, audiences: [5r2g6example] }}
+  cognito: {{ provider: cognito, issuer: "{p['cognito'].url(f'/{POOL}')}", discovery: true, audiences: [5r2g6example] }}
 upstreams: {{ app: {{ url: "http://127.0.0.1:{up.port}" }} }}
 routes:{route_text}
 """)
@@ -269,7 +269,7 @@ def test_google_both_spellings_and_no_other(providers, gateway):
 
 def test_cognito_access_token_and_its_id_token(providers, gateway):
     cg = providers["cognito"]
-    iss = cg.url("/eu-west-1_Abc123")
+    iss = cg.url(f"/{POOL}")
     access = {"sub": "aaaaaaaa-bbbb", "cognito:groups": ["admins"], "iss": iss, "version": 2, "client_id": "5r2g6example",
               "origin_jti": "o1", "event_id": "e1", "token_use": "access",
               "scope": "aws.cognito.signin.user.admin orders/read", "auth_time": now(), "exp": now() + 3600,
@@ -283,6 +283,20 @@ def test_cognito_access_token_and_its_id_token(providers, gateway):
     assert "not an access token" in refused(gateway, "/cognito/x", cg.token(id_token, typ=None))
     # Another app client of the pool.
     assert "another audience" in refused(gateway, "/cognito/x", cg.token(dict(access, client_id="other"), typ=None))
+
+
+def test_keys_come_from_the_published_documents(providers, gateway):
+    """The gateway read each discovery document where the provider publishes it and took the keys
+    from its jwks_uri; Entra ID v1 and Google are configured with the jwks_uri of theirs."""
+    p = providers
+    for site, document in (("entra", ENTRA_V2), ("okta", OKTA_ORG), ("okta", OKTA_CUSTOM), ("auth0", AUTH0),
+                           ("keycloak", KEYCLOAK), ("cognito", COGNITO)):
+        assert p[site].site.hits(document), (site, document)
+        assert p[site].site.hits(urlsplit(p[site].documents[document]["jwks_uri"]).path), (site, document)
+    for site, document in (("entra", ENTRA_V1), ("google", GOOGLE)):
+        assert p[site].site.hits(urlsplit(p[site].documents[document]["jwks_uri"]).path), (site, document)
+    # Entra ID's own keys (v1 and v2.0) live on login.microsoftonline.com, never on sts.windows.net.
+    assert not p["sts"].site.requests
 
 
 def test_check_config_prints_the_presets(providers, gateway):
