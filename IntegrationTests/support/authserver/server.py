@@ -131,7 +131,8 @@ Browser-login helpers (a python-side RP; see the AuthServer docstring): .authori
 .login_with_form(), .exchange_code(), .revoke(), .end_session_url(), .verify_id_token(); and
 pkce_pair(), redirect_params(), parse_form() here. What happened: .authorizations,
 .request_objects, .request_uri_fetches, .par_requests, .login_attempts, .login_sessions,
-.token_requests (.refresh_count, .refresh_ok_count), .revocations, .end_session_calls.
+.token_requests (.refresh_count, .refresh_ok_count), .revocations, .end_session_calls,
+.client_assertions (path, grant_type, assertion and the status the AS answered).
 Or standalone:  cd IntegrationTests && python3 -m support.authserver.server --port 9000
 [--dpop] [--login form] [--require-par]
 (prints the issuer and the demo clients; test hooks at POST /_test/rotate).
@@ -1162,15 +1163,21 @@ class AuthServer:
         with self.lock:
             self.hits[req.path] = self.hits.get(req.path, 0) + 1
             self.headers_seen[req.path] = {k.lower(): v for k, v in req.headers.items()}
+            assertion = None
             if req.method == "POST" and req.mimetype == "application/x-www-form-urlencoded" \
                     and req.form.get("client_assertion"):
-                self.client_assertions.append({"path": req.path, "grant_type": req.form.get("grant_type"),
-                                               "assertion": req.form["client_assertion"]})
+                assertion = {"path": req.path, "grant_type": req.form.get("grant_type"),
+                             "assertion": req.form["client_assertion"], "status": None}
+                self.client_assertions.append(assertion)
             try:
                 resp = self._handle(req)
             except Exception as e:  # noqa: BLE001 — any failure answers 500, the server lives on
                 log.exception("authserver: %s %s", req.method, req.path)
                 resp = _json({"error": "server_error", "error_description": str(e)}, 500)
+            if assertion is not None:
+                # The answer: a client authenticated by private_key_jwt gets a 2xx only once the
+                # assertion's signature verified with the client's registered key.
+                assertion["status"] = resp.status_code
         return resp(environ, start_response)
 
     def _handle(self, req):
