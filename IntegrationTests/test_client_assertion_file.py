@@ -200,7 +200,10 @@ def test_each_request_carries_the_files_current_assertion_through_rotation(env):
     assert len(set(held)) == 6
     # The gateway never sent an assertion the file did not hold at the time.
     assert all(c["assertion"] in held for c in a.client_assertions)
-    # And the AS verified each one it was sent (PAR's success is 201, RFC 9126 §2.2).
+    # And the AS verified each one it was sent (PAR's success is 201, RFC 9126 §2.2); the
+    # revocation's status is recorded as the AS answers, after the logout's redirect.
+    wait_for(lambda: all(c["status"] is not None for c in a.client_assertions), 5, interval=0.05,
+             what="the AS's answers")
     assert all(c["status"] in (200, 201) for c in a.client_assertions), a.client_assertions
 
 
