@@ -271,7 +271,9 @@ def test_a_websocket_on_a_step_up_route_ends_with_max_age(mfa_as, tmp_path):
     from support.ws_upstream import WSUpstream
     from test_websocket_sessions import ended_with_1008, open_ws
     ws_upstream = WSUpstream()
-    e = LoginEnv(mfa_as, ws_upstream, tmp_path, extra_route=VAULT_ROUTE.replace("max_age: 300", "max_age: 5"))
+    # max_age is read with the issuer's leeway, as the callback reads it: 1 s here.
+    e = LoginEnv(mfa_as, ws_upstream, tmp_path, extra_route=VAULT_ROUTE.replace("max_age: 300", "max_age: 5"),
+                 issuer_options="algorithms: [ES256, RS256], leeway: 1s")
     try:
         e.login("/orders/1")  # a password session (login() checks the round trip)
         location = e.get("/vault/live").headers["Location"]

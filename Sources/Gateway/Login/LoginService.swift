@@ -75,6 +75,13 @@ final class LoginService {
 
     // MARK: shared helpers
 
+    /// The clock leeway of client `name`'s issuer in whole seconds (0 for an unknown client):
+    /// what its ID tokens' times are checked with, at the callback and on the routes after.
+    func leeway(ofClient name: String) -> Int64 {
+        guard let issuer = config.clients[name]?.issuer.flatMap({ config.issuers[$0] }) else { return 0 }
+        return Int64(issuer.leeway)
+    }
+
     /// The client `name`, its issuer and the issuer's metadata (nil while not loaded).
     func target(_ name: String) -> (client: ClientConfig, issuer: IssuerConfig, metadata: ProviderMetadata)? {
         guard let client = config.clients[name], let issuerName = client.issuer,

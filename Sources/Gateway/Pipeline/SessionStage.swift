@@ -75,8 +75,9 @@ final class SessionStage: Stage {
         if ctx.kind.isUpgrade {
             var endsAt = services.login.absoluteEnd(of: session)
             // `max_age` (RFC 9470): a tunnel stands no longer than the authentication does.
+            // Read with the issuer's leeway, as `meetsStepUp` reads it.
             if let fresh = loginRoute.sessionRequirement?.stepUpValidUntil(session.claims) {
-                endsAt = min(endsAt, fresh + 1)
+                endsAt = min(endsAt, fresh + services.login.leeway(ofClient: session.client) + 1)
             }
             ctx.tunnelSession = (loginRoute, endsAt)
         }
