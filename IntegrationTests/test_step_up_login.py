@@ -83,6 +83,27 @@ def test_a_password_session_steps_up_and_reaches_the_route(env, upstream):
     assert r.status_code == 200 and sent(r)["x-forwarded-email"] == "alice@example.com"
 
 
+def old_cookie_get(env, cookie, path):
+    return requests.get(env.url(path), headers={"Accept": "application/json", "Cookie": f"tokengate_session={cookie}"},
+                        allow_redirects=False, timeout=10)
+
+
+def test_the_weaker_session_ends_when_the_step_up_replaces_it(env, upstream):
+    """Whoever kept the password session's cookie cannot use it once the browser stepped up:
+    the session a login replaces is ended (the sealed cookie's id joins the ended ones)."""
+    location = step_up_redirect(env)
+    weaker = env.session_cookie()
+    assert old_cookie_get(env, weaker, "/orders/1").status_code == 200
+    r = env.get(env.a.login_with_form(env.browser, location, user="alice"))
+    assert r.status_code == 302 and r.headers["Location"] == "/vault/1", (r.status_code, r.text)
+    assert env.session_cookie() != weaker
+    seen = len(upstream.requests)
+    r = old_cookie_get(env, weaker, "/orders/1")
+    assert r.status_code == 401 and r.json()["error"] == "login_required", (r.status_code, r.text)
+    assert len(upstream.requests) == seen
+    assert env.get("/orders/2").status_code == 200
+
+
 def test_a_session_that_meets_the_requirement_goes_straight_through(env, upstream):
     env.get(env.a.login_with_form(env.browser, step_up_redirect(env), user="alice"))
     authorizations, pars, tokens = len(env.a.authorizations), len(env.a.par_requests), len(env.a.token_requests)
@@ -215,6 +236,8 @@ def test_replicas_sharing_redis_carry_the_step_up(redis_replicas, upstream):
     from test_replicas import on
     a, b = redis_replicas
     location = step_up_redirect(a)
+    weaker = a.session_cookie()
+    assert old_cookie_get(b, weaker, "/orders/1").status_code == 200
     callback = a.a.login_with_form(a.browser, location, user="alice")
     r = a.get(on(b, callback))
     assert r.status_code == 302 and r.headers["Location"] == "/vault/1", (r.status_code, r.text)
@@ -223,6 +246,9 @@ def test_replicas_sharing_redis_carry_the_step_up(redis_replicas, upstream):
         r = requests.get(env.url("/vault/2"), headers={"Accept": "text/html", "Cookie": f"tokengate_session={cookie}"},
                          allow_redirects=False, timeout=10)
         assert r.status_code == 200 and sent(r)["x-auth-acr"] == MFA_ACR
+    # The password session the step-up replaced is gone from Redis: neither replica takes it.
+    for env in (a, b):
+        assert old_cookie_get(env, weaker, "/orders/1").status_code == 401
 
     # A second browser: a password login, a step-up whose ID token is stale, finished on B.
     a.browser = requests.Session()

@@ -292,7 +292,10 @@ extension LoginService {
                     idToken: idToken, accessToken: self.keepAccessToken ? t.accessToken : nil,
                     refreshToken: t.refreshToken,
                     accessExpiresAt: Self.expiry(t.expiresIn, now: now), createdAt: now, lastSeenAt: now)
-                self.save(session, cookies: cookies, creating: true) { result in done(result) }
+                self.save(session, cookies: cookies, creating: true) { result in
+                    if case .success = result { self.endReplaced(cookies, by: session) }
+                    done(result)
+                }
             }
         }
     }
@@ -320,6 +323,23 @@ extension LoginService {
     }
 
     /// Stores `session` and returns its Set-Cookie lines.
+    /// The session the browser's cookie named before this login (a step-up's weaker one, or
+    /// another client's), ended once the new one is saved: in Redis it would otherwise stay
+    /// usable, by whoever holds that cookie's value, until it expired; a sealed cookie's id
+    /// joins the ended ones. Best effort: the new session stands either way.
+    func endReplaced(_ cookies: Cookies, by new: Session) {
+        guard let value = cookies.value(settings.sessionCookie) else { return }
+        store.load(value) { [weak self] lookup in
+            guard let self, case .found(let old) = lookup, old.id != new.id else { return }
+            self.store.end(old, expiresAt: old.createdAt + Int64(self.config.session.absoluteTimeout)) {
+                [log] result in
+                if case .failure(let e) = result {
+                    log.warning("the replaced session was not ended", metadata: ["error": "\(e)"])
+                }
+            }
+        }
+    }
+
     func save(
         _ session: Session, cookies: Cookies, creating: Bool, lease: RefreshLease? = nil,
         done: @escaping (Result<[String], SessionFailure>) -> Void
