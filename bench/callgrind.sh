@@ -2,10 +2,13 @@
 # Instructions per proxied request, counted by callgrind: repeatable whatever else the
 # machine does, so two binaries compare to within about ±100 instructions in one sitting.
 #
-# usage: bench/callgrind.sh BIN [none|bearer] [REQUESTS]
+# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize] [REQUESTS]
 #   BIN: a tokengate release binary (copied and stripped of its DWARF 5, which valgrind
-#   3.19 cannot read). One worker, on bench/tokengate/none.yaml or bearer.yaml (an ES256
-#   token, the verified-token cache on), in front of the bench upstream (bench/nginx/
+#   3.19 cannot read). One worker, on bench/tokengate/KIND.yaml: none, or bearer (an ES256
+#   token, the verified-token cache on), or bearer's route with a rate limit in the memory
+#   store that the run never reaches, or with a PDP whose decision is kept (the bench
+#   upstream answers it) — the scenarios ratelimit-memory and authorize-cached — in front
+#   of the bench upstream (bench/nginx/
 #   upstream.conf.in) on 127.0.0.1:PORT_BASE+1. 300 requests warm it up; the counters are
 #   zeroed; REQUESTS (default 500) keep-alive requests over 4 connections (wrk -t1 -c4);
 #   the counters are dumped. Prints the instructions per request over the worker's thread
@@ -14,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BIN=${1:?usage: bench/callgrind.sh BIN [none|bearer] [REQUESTS]}
+BIN=${1:?usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize] [REQUESTS]}
 KIND=${2:-none}
 REQUESTS=${3:-500}
 PORT_BASE=${PORT_BASE:-19300}
@@ -48,14 +51,15 @@ pids+=($!)
 cp "$BIN" "$WORK/tokengate"
 strip --strip-debug "$WORK/tokengate"
 headers=()
-if [[ $KIND == bearer ]]; then
+if [[ $KIND != none ]]; then
   "$WORK/tokengate" keys generate --alg ES256 --kid bench --out "$WORK/key.jwk" >"$WORK/jwks.json"
   token=$("$WORK/tokengate" jwt sign --key "$WORK/key.jwk" --typ at+jwt --exp-in 86400 \
     --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench","email":"b@example.com"}')
   headers=(-H "Authorization: Bearer $token")
 fi
 render "bench/tokengate/$KIND.yaml" "$WORK/tokengate.yaml" PORT="$PORT" ADMIN_PORT="$ADMIN" WORKERS=1 \
-  UPSTREAM_PORT="$UPSTREAM" JWKS="$WORK/jwks.json" CACHE_ENTRIES=10000
+  UPSTREAM_PORT="$UPSTREAM" JWKS="$WORK/jwks.json" CACHE_ENTRIES=10000 STORE=memory RATE=1000000/s BURST=1000000 \
+  MAX_ENTRIES=100000
 # serve sets the allocator's tunable by running itself again, which would leave valgrind.
 GLIBC_TUNABLES=glibc.malloc.tcache_count=64 valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" \
   "$WORK/tokengate" serve --config "$WORK/tokengate.yaml" >"$WORK/tokengate.log" 2>&1 &
