@@ -32,10 +32,10 @@ struct BearerConfigTests {
             corp.keys == .discovery && corp.algorithms == [.RS256] && corp.leeway == 10
                 && corp.accessTokenType == "at+jwt")
         #expect(cfg.issuers["local"]?.keys == .jwksFile("/etc/tg/keys.jwks"))
-        let bearer = try #require(cfg.routes[0].auth.tokenRoute)
+        let bearer = try #require(cfg.routes[0].options.auth.tokenRoute)
         #expect(bearer.issuers == ["corp", "local"])
         #expect(bearer.requirement.scopes == ["read"] && bearer.requirement.claims.count == 3)
-        #expect(cfg.routes[0].identityHeaders.headerNames == ["X-User"])
+        #expect(cfg.routes[0].options.forwarding.identityHeaders.headerNames == ["X-User"])
         // Every route's identity headers, and the defaults, are stripped everywhere.
         let stripped = cfg.strippedIdentityHeaders.map { String(decoding: $0, as: UTF8.self) }
         #expect(stripped.contains("x-user") && stripped.contains("x-forwarded-user"))

@@ -43,12 +43,12 @@ struct DPoPConfigTests {
         #expect(cfg.publicURLs == [PublicURL(scheme: "https", authority: "api.example.com")])
         #expect(cfg.dpop.nonceKeys == [Array(String(repeating: "k", count: 32).utf8)] && cfg.dpop.nonceLifetime == 120)
         #expect(cfg.dpop.replayCacheEntries == 5000)
-        let d = try #require(cfg.routes[0].auth.tokenRoute?.dpop)
+        let d = try #require(cfg.routes[0].options.auth.tokenRoute?.dpop)
         #expect(
             d.algorithms == [.ES256, .EdDSA] && d.iatWindow == 30 && d.leeway == 2 && d.nonceRequired && d.forwardProof)
         #expect(d.jktHeader == "X-Client-Key")
         // A token route checks DPoP with the defaults; its key header is stripped from clients.
-        let t = try #require(cfg.routes[1].auth.tokenRoute?.dpop)
+        let t = try #require(cfg.routes[1].options.auth.tokenRoute?.dpop)
         #expect(
             t.algorithms == DPoPRouteConfig.defaultAlgorithms && !t.nonceRequired && t.jktHeader == "X-Forwarded-Jkt")
         let stripped = cfg.strippedIdentityHeaders.map { String(decoding: $0, as: UTF8.self) }

@@ -52,7 +52,7 @@ struct FAPI2ConfigTests {
         let cfg = try parse(yaml()).get()
         #expect(cfg.issuers["bank"]?.algorithms == [.PS256, .ES256, .EdDSA])
         #expect(cfg.issuers["bank"]?.profile == .fapi2 && cfg.clients["web"]?.profile == .fapi2)
-        #expect(cfg.routes[0].auth.tokenRoute?.boundOnlyIssuers == ["bank"])
+        #expect(cfg.routes[0].options.auth.tokenRoute?.boundOnlyIssuers == ["bank"])
     }
 
     @Test(arguments: [

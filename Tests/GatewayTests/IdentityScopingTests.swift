@@ -45,7 +45,7 @@ struct IdentityScopingTests: ConfigParsing {
                             - { clients: [web], claims: { groups: { contains: admin } } }
                             - { issuers: [partners], email_domains: [partner.example.net] }
                         """)
-            ).get().routes[0].auth.loginRoute?.sessionRequirement)
+            ).get().routes[0].options.auth.loginRoute?.sessionRequirement)
         let admin = JSONObject(["groups": .array([.string("admin")])])
         #expect(req.check(admin, issuer: "corp", client: "web") == nil)
         // The same claims minted by the partner IdP do not make an admin.

@@ -79,10 +79,10 @@ struct LoginConfigTests {
             web.login.scopes == ["openid", "email"] && web.login.extra.map(\.0) == ["acr_values", "prompt"]
                 && web.login.dpop)
         // login_or_token: both parts.
-        #expect(cfg.routes[0].auth.loginRoute?.client == "web" && cfg.routes[0].auth.tokenRoute != nil)
+        #expect(cfg.routes[0].options.auth.loginRoute?.client == "web" && cfg.routes[0].options.auth.tokenRoute != nil)
         #expect(
-            cfg.routes[1].auth.loginRoute?.client == "web" && cfg.routes[1].auth.tokenRoute == nil
-                && cfg.routes[1].auth.loginRoute?.forwardSessionToken == true)
+            cfg.routes[1].options.auth.loginRoute?.client == "web" && cfg.routes[1].options.auth.tokenRoute == nil
+                && cfg.routes[1].options.auth.loginRoute?.forwardSessionToken == true)
         // The gateway's cookies are kept from the upstream.
         #expect(
             cfg.ownCookieNames.contains("__Host-tokengate_session") && cfg.ownCookieNames.contains("tokengate_login_1"))

@@ -54,7 +54,7 @@ struct LoginRouteTests {
     /// list ends it.
     @Test func tunnelRecheckKeepsSessionsOfEveryListedClient() throws {
         let h = try SessionTimeTests.Harness(yaml: Self.yaml)
-        let route = try #require(h.worker.config.routes.first?.auth.loginRoute)
+        let route = try #require(h.worker.config.routes.first?.options.auth.loginRoute)
         for client in ["web", "ext"] {
             let cookie = try h.session(client: client)
             var liveness: LoginService.SessionLiveness?

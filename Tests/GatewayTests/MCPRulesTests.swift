@@ -227,7 +227,7 @@ struct MCPConfigTests {
               prompts: { p: { require: { claims: { role: admin } } } }
             """
         ).get()
-        let rules = try #require(cfg.routes[0].auth.tokenRoute?.mcp)
+        let rules = try #require(cfg.routes[0].options.auth.tokenRoute?.mcp)
         #expect(!rules.allowsUnlisted)
         #expect(rules.maxRequestBytes == 64 << 10)
         #expect(rules.maxResponseBytes == 2 << 20)

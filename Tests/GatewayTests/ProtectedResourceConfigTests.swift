@@ -74,7 +74,7 @@ struct ProtectedResourceConfigTests {
         let pay = try #require(cfg.protectedResources["/.well-known/oauth-protected-resource"]?.metadata)
         #expect(pay.dpopSigningAlgValuesSupported == ["ES256", "PS256"] && pay.dpopBoundAccessTokensRequired == true)
         #expect(pay.scopesSupported.isEmpty)
-        #expect(cfg.routes[2].auth.tokenRoute?.resource == nil)
+        #expect(cfg.routes[2].options.auth.tokenRoute?.resource == nil)
     }
 
     @Test func noAdviceToAddTheResourceToTheIssuersAudiences() throws {
@@ -93,7 +93,8 @@ struct ProtectedResourceConfigTests {
         let resources = Set(RouteAudiences.resources(of: cfg).values.joined())
         #expect(resources == ["https://gw.example.com/mcp", "https://gw.example.com/"])
         func audiences(_ index: Int) throws -> RouteAudiences {
-            RouteAudiences(route: try #require(cfg.routes[index].auth.tokenRoute), config: cfg, resources: resources)
+            RouteAudiences(
+                route: try #require(cfg.routes[index].options.auth.tokenRoute), config: cfg, resources: resources)
         }
         let mcp = try audiences(0)
         let api = try audiences(2)

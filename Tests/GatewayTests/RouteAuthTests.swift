@@ -28,7 +28,7 @@ struct RouteAuthTests: ConfigParsing {
     }
 
     func auth(_ route: String) throws -> RouteAuth {
-        try parse(config(route: route)).get().routes[0].auth
+        try parse(config(route: route)).get().routes[0].options.auth
     }
 
     @Test func noneHasNoParts() throws {

@@ -36,19 +36,19 @@ struct RouteOptionsTests: ConfigParsing {
     // MARK: strip_prefix
 
     @Test func stripPrefixKeepsSegmentBoundaries() throws {
-        var o = RouteOptions()
+        var o = RouteOptions.Forwarding()
         o.strippedPrefix = "/api"
         #expect(o.forwardedPath("/api") == "/")
         #expect(o.forwardedPath("/api/") == "/")
         #expect(o.forwardedPath("/api/x/y") == "/x/y")
         let cfg = try parse(config(route: "auth: none\nstrip_prefix: true")).get()
-        #expect(cfg.routes[0].options.strippedPrefix == "/api")
+        #expect(cfg.routes[0].options.forwarding.strippedPrefix == "/api")
         // A trailing-slash prefix strips the same segment.
         let slash = try parse(
             config(route: "auth: none\nstrip_prefix: true").replacingOccurrences(
                 of: "path_prefix: /api", with: "path_prefix: /api/")
         ).get()
-        #expect(slash.routes[0].options.forwardedPath("/api/x") == "/x")
+        #expect(slash.routes[0].options.forwarding.forwardedPath("/api/x") == "/x")
     }
 
     @Test func stripPrefixMisuse() {
@@ -71,7 +71,7 @@ struct RouteOptionsTests: ConfigParsing {
     @Test func corsPreflightMisuse() throws {
         #expect(
             try parse(config(route: "auth: login\nclient: web\ncors_preflight: allow")).get().routes[0].options
-                .corsPreflight)
+                .cors.preflight)
         #expect(problems(config(route: "auth: none\ncors_preflight: allow")).contains("has no effect with auth: none"))
         #expect(problems(config(route: "auth: login\nclient: web\ncors_preflight: yes")).contains("must be allow"))
     }
@@ -82,8 +82,8 @@ struct RouteOptionsTests: ConfigParsing {
         ).get()
         let r = cfg.routes[0]
         #expect(
-            r.options.passAccessToken == "X-Access-Token" && r.options.passIDToken == "X-Id-Token"
-                && r.auth.loginRoute?.forwardSessionToken == true)
+            r.options.forwarding.passAccessToken == "X-Access-Token" && r.options.forwarding.passIDToken == "X-Id-Token"
+                && r.options.auth.loginRoute?.forwardSessionToken == true)
         // Stripped from client requests on every route.
         let stripped = cfg.strippedIdentityHeaders.map { String(decoding: $0, as: UTF8.self) }
         #expect(
@@ -91,7 +91,7 @@ struct RouteOptionsTests: ConfigParsing {
                 && stripped.contains("x-tokengate-assertion"))
         // forward_token: true is pass_access_token: Authorization.
         let fwd = try parse(config(route: "auth: login\nclient: web\nforward_token: true")).get()
-        #expect(fwd.routes[0].options.passAccessToken == "Authorization")
+        #expect(fwd.routes[0].options.forwarding.passAccessToken == "Authorization")
         #expect(!fwd.strippedIdentityHeaders.contains(Array("authorization".utf8)))
     }
 
@@ -127,7 +127,7 @@ struct RouteOptionsTests: ConfigParsing {
                 route: "auth: login\nclient: web\nidentity_assertion: {}",
                 top: "identity_assertion_keys: [\(Self.keyFile)]")
         ).get()
-        let a = try #require(cfg.routes[0].options.identityAssertion)
+        let a = try #require(cfg.routes[0].options.forwarding.identityAssertion)
         #expect(a.header == "X-Tokengate-Assertion" && a.lifetime == 60)
         #expect(a.audience == "http://127.0.0.1:9000/base" && a.issuer == "https://gw.example.com")
         #expect(cfg.assertionKeys.count == 1 && cfg.assertionKeys[0].alg == .ES256)
@@ -137,7 +137,7 @@ struct RouteOptionsTests: ConfigParsing {
                     "auth: login\nclient: web\nidentity_assertion: { header: X-Who, lifetime: 2m, audience: orders }",
                 top: "identity_assertion_keys: [\(Self.keyFile)]")
         ).get()
-        let c = try #require(custom.routes[0].options.identityAssertion)
+        let c = try #require(custom.routes[0].options.forwarding.identityAssertion)
         #expect(c.header == "X-Who" && c.lifetime == 120 && c.audience == "orders")
     }
 
@@ -207,7 +207,7 @@ struct RouteOptionsTests: ConfigParsing {
     @Test func emailDomains() throws {
         let req = try #require(
             parse(config(route: "auth: login\nclient: web\nrequire: { email_domains: [Example.com] }")).get().routes[0]
-                .auth.loginRoute?.sessionRequirement)
+                .options.auth.loginRoute?.sessionRequirement)
         func check(_ email: String, verified: Bool = true) -> AuthorizationRequirement.Failure? {
             req.check(JSONObject(["email": .string(email), "email_verified": .bool(verified)]))
         }
@@ -235,7 +235,7 @@ struct RouteOptionsTests: ConfigParsing {
                             - { claims: { groups: { contains: admin } } }
                             - { email_domains: [example.com], claims: { team: ops } }
                         """)
-            ).get().routes[0].auth.loginRoute?.sessionRequirement)
+            ).get().routes[0].options.auth.loginRoute?.sessionRequirement)
         #expect(req.check(JSONObject(["groups": .array([.string("admin")])])) == nil)
         #expect(
             req.check(

@@ -121,7 +121,7 @@ struct RouteTemplateConfigTests: ConfigParsing {
     @Test func aHeaderMayCarryAPathVariable() throws {
         let cfg = try parse(tokenRoute("/orders/{order_id}", headers: "{ X-User: sub, X-Order-Id: \"{order_id}\" }"))
             .get()
-        let h = cfg.routes[0].identityHeaders
+        let h = cfg.routes[0].options.forwarding.identityHeaders
         #expect(h.mapping.map(\.header) == ["X-User"])
         #expect(h.parameters.map(\.header) == ["X-Order-Id"] && h.parameters.map(\.name) == ["order_id"])
         #expect(h.headerNames.contains("X-Order-Id"))

@@ -37,7 +37,7 @@ struct RouterPropertyTests {
             }
             return RouteConfig(
                 index: i, name: "r\(i)", match: RouteMatch(host: host, path: pattern, methods: methods),
-                upstream: "u", auth: .none)
+                upstream: "u")
         }
     }
 
@@ -105,7 +105,7 @@ struct RouterPropertyTests {
                 RouteConfig(
                     index: i, name: "r\(i)",
                     match: RouteMatch(host: nil, path: .prefix(i % 2 == 0 ? p : p + "/"), methods: nil),
-                    upstream: "u", auth: .none))
+                    upstream: "u"))
         }
         let compiled = Router(routes: routes)
         let oracle = LinearRouter(routes: routes)

@@ -48,7 +48,7 @@ struct RouterTemplatePropertyTests {
             }
             return RouteConfig(
                 index: i, name: "r\(i)", match: RouteMatch(host: host, path: pattern, methods: methods),
-                upstream: "u", auth: .none)
+                upstream: "u")
         }
     }
 

@@ -14,7 +14,7 @@ struct RouterTemplateTests {
         RouteConfig(
             index: i, name: "r\(i)",
             match: RouteMatch(host: host.flatMap(HostPattern.init), path: path, methods: methods.map(Set.init)),
-            upstream: "u", auth: .none)
+            upstream: "u")
     }
 
     static func t(_ text: String) -> PathPattern { .template(try! PathTemplate(parsing: text)) }

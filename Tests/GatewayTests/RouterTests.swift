@@ -14,7 +14,7 @@ struct RouterTests {
                 host: host.flatMap(HostPattern.init),
                 path: exact.map(PathPattern.exact) ?? .prefix(prefix ?? "/"),
                 methods: methods.map(Set.init)),
-            upstream: "u", auth: .none)
+            upstream: "u")
     }
 
     var router: Router {

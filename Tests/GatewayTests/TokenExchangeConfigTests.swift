@@ -54,7 +54,7 @@ struct TokenExchangeConfigTests {
               dpop: true
             """
         ).get()
-        let x = try #require(cfg.routes[0].auth.tokenRoute?.tokenExchange)
+        let x = try #require(cfg.routes[0].options.auth.tokenRoute?.tokenExchange)
         #expect(x.issuer == "one")
         #expect(x.issuerURL == "https://idp.one")
         #expect(x.client.authentication.clientID == "gw")
@@ -68,7 +68,7 @@ struct TokenExchangeConfigTests {
         let discovered = try parse(
             "auth: bearer\nissuers: [one]\ntoken_exchange: { issuer: disc, client: gw, audience: backend }"
         ).get()
-        let d = try #require(discovered.routes[0].auth.tokenRoute?.tokenExchange)
+        let d = try #require(discovered.routes[0].options.auth.tokenRoute?.tokenExchange)
         #expect(d.endpoint == nil)
         #expect(d.target.requestedTokenType == TokenExchange.accessTokenType)
         #expect(d.margin == 30 && !d.dpop)

@@ -31,17 +31,17 @@ struct UpgradeConfigTests {
 
     @Test func defaults() throws {
         let cfg = try parse(config()).get()
-        #expect(cfg.routes[0].upgrades == ["websocket"])
+        #expect(cfg.routes[0].options.upgrade.protocols == ["websocket"])
         #expect(cfg.limits.tunnelIdleTimeout == 300 && cfg.limits.maxTunnels == 10_000)
     }
 
     @Test func valuesAreRead() throws {
         let cfg = try parse(config(limits: ", tunnel_idle_timeout: 90s, max_tunnels: 50", route: "    upgrades: []"))
             .get()
-        #expect(cfg.routes[0].upgrades.isEmpty)
+        #expect(cfg.routes[0].options.upgrade.protocols.isEmpty)
         #expect(cfg.limits.tunnelIdleTimeout == 90 && cfg.limits.maxTunnels == 50)
         let ws = try parse(config(route: "    upgrades: [WebSocket]")).get()
-        #expect(ws.routes[0].upgrades == ["websocket"])
+        #expect(ws.routes[0].options.upgrade.protocols == ["websocket"])
     }
 
     @Test func badValuesSayWhatToWrite() {

@@ -31,11 +31,11 @@ struct UpstreamProtocolConfigTests {
     @Test func http1ByDefaultAndH2cOnPlainURLs() throws {
         let plain = try Self.parse(Self.config("{ url: http://127.0.0.1:3000 }")).get()
         #expect(plain.upstreams["app"]?.http2 == false)
-        #expect(plain.routes[0].upgrades == ["websocket"])
+        #expect(plain.routes[0].options.upgrade.protocols == ["websocket"])
         let h2c = try Self.parse(Self.config("{ url: http://127.0.0.1:3000, protocol: h2c }")).get()
         #expect(h2c.upstreams["app"]?.endpoint.http2 == true)
         // HTTP/2 has no Upgrade (RFC 9113 §8.6): routes to it take no WebSocket by default.
-        #expect(h2c.routes[0].upgrades.isEmpty)
+        #expect(h2c.routes[0].options.upgrade.protocols.isEmpty)
         let http1 = try Self.parse(Self.config("{ url: http://127.0.0.1:3000, protocol: http1 }")).get()
         #expect(http1.upstreams["app"]?.http2 == false)
     }

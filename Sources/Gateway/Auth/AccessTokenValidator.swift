@@ -69,7 +69,7 @@ final class AccessTokenValidator {
         let resources = RouteAudiences.resources(of: config)
         let allResources = Set(resources.values.joined())
         for route in config.routes {
-            guard let tokens = route.auth.tokenRoute else { continue }
+            guard let tokens = route.options.auth.tokenRoute else { continue }
             let policies = tokens.issuers.compactMap { name in
                 config.issuers[name].map {
                     // What any route of the issuer accepts, so that a verified token (and an

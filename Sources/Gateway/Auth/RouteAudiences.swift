@@ -33,7 +33,9 @@ struct RouteAudiences {
     static func resources(of config: GatewayConfig) -> [String: [String]] {
         var out: [String: [String]] = [:]
         for route in config.routes {
-            guard let tokens = route.auth.tokenRoute, let uri = tokens.resource?.identifier.uri else { continue }
+            guard let tokens = route.options.auth.tokenRoute, let uri = tokens.resource?.identifier.uri else {
+                continue
+            }
             for name in tokens.issuers where out[name]?.contains(uri) != true { out[name, default: []].append(uri) }
         }
         return out

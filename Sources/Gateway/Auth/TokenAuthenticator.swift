@@ -40,7 +40,7 @@ final class TokenAuthenticator {
         self.nonces = nonces
         proofVerifiers = [:]
         for route in config.routes {
-            guard let d = route.auth.tokenRoute?.dpop else { continue }
+            guard let d = route.options.auth.tokenRoute?.dpop else { continue }
             var v = DPoPProofVerifier()
             v.algorithms = d.algorithms
             v.window = Int64(d.iatWindow)
@@ -68,7 +68,7 @@ final class TokenAuthenticator {
     /// each route plan, so a request keeps its route's rules even if a reload lands while
     /// its body is still arriving. nil for a route that takes no tokens.
     func plan(for route: RouteConfig) -> TokenRoutePlan? {
-        guard let tokens = route.auth.tokenRoute else { return nil }
+        guard let tokens = route.options.auth.tokenRoute else { return nil }
         return TokenRoutePlan(
             refusals: AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock),
             access: validator.rules(forRoute: route.index), proof: proofVerifiers[route.index])

@@ -105,7 +105,7 @@ extension ConfigParser {
     ) {
         let nodes = routesNode.flatMap { $0.sequence.map(Array.init) } ?? []
         for i in routes.indices {
-            guard var tokens = routes[i].auth.tokenRoute else { continue }
+            guard var tokens = routes[i].options.auth.tokenRoute else { continue }
             let held = Set(tokens.issuers.filter { issuers[$0]?.profile == .fapi2 })
             guard !held.isEmpty else { continue }
             let index = routes[i].index
@@ -118,7 +118,7 @@ extension ConfigParser {
                 )
             }
             tokens.boundOnlyIssuers = held
-            routes[i].auth.tokenRoute = tokens
+            routes[i].options.auth.tokenRoute = tokens
         }
     }
 }

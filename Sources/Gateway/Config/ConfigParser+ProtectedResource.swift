@@ -69,7 +69,7 @@ extension ConfigParser {
     {
         var out: [String: ProtectedResourceDocument] = [:]
         for route in cfg.routes {
-            guard let tokens = route.auth.tokenRoute, let resource = tokens.resource else { continue }
+            guard let tokens = route.options.auth.tokenRoute, let resource = tokens.resource else { continue }
             let doc = ProtectedResourceDocument(
                 metadata: metadata(resource, tokens: tokens, issuers: cfg.issuers), route: route.name)
             if let earlier = out[doc.path] {

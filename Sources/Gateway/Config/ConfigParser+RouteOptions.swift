@@ -26,7 +26,7 @@ extension ConfigParser {
             if bare.isEmpty {
                 r.problem(p, n, "path_prefix: / has nothing to strip; remove strip_prefix")
             } else {
-                route.options.strippedPrefix = bare
+                route.options.forwarding.strippedPrefix = bare
             }
         }
     }

@@ -78,8 +78,8 @@ extension ConfigParser {
             let http2 = cfg.upstreams[upstream]?.http2 == true
             var route = RouteConfig(
                 index: i, name: p, match: match ?? RouteMatch(host: nil, path: .prefix("/"), methods: nil),
-                upstream: upstream, auth: .none)
-            route.upgrades = http2 ? [] : ["websocket"]
+                upstream: upstream)
+            route.options.upgrade.protocols = http2 ? [] : ["websocket"]
             let context = RouteKeyContext(auth: auth, matched: match != nil, cfg: cfg, r: r)
             RouteConfig.keyTable.read(m, into: &route, path: p, context)
             r.stageKeys.read(m, into: &route, path: p, context)
@@ -93,8 +93,8 @@ extension ConfigParser {
                     map: m, path: p, auth: auth, route: route, tokens: tokens,
                     forwardsSessionToken: forwardsSessionToken, http2Upstream: http2, matched: match != nil), r)
             if match != nil {
-                if forwardsSessionToken, route.options.passAccessToken == nil {
-                    route.options.passAccessToken = "Authorization"
+                if forwardsSessionToken, route.options.forwarding.passAccessToken == nil {
+                    route.options.forwarding.passAccessToken = "Authorization"
                 }
                 if let req = sessionRequirement ?? tokens?.requirement {
                     checkVouchers(
@@ -102,9 +102,9 @@ extension ConfigParser {
                         path: "\(p).require", r)
                 }
                 let login = LoginRouteConfig(
-                    clients: clients, forwardSessionToken: route.options.passAccessToken != nil,
+                    clients: clients, forwardSessionToken: route.options.forwarding.passAccessToken != nil,
                     sessionRequirement: sessionRequirement)
-                route.auth = routeAuth(auth, login: login, tokens: tokens)
+                route.options.auth = routeAuth(auth, login: login, tokens: tokens)
                 out.append(route)
             }
         }

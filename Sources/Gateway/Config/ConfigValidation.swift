@@ -10,7 +10,7 @@ enum ConfigValidation {
         ConfigParser.checkDecision(cfg, node: top["decision"], r)
         ConfigParser.checkUserinfoClients(cfg, r)
         if cfg.publicURLs.isEmpty && cfg.trustedProxies.isEmpty,
-            let route = cfg.routes.first(where: { $0.auth.tokenRoute?.dpop != nil })
+            let route = cfg.routes.first(where: { $0.options.auth.tokenRoute?.dpop != nil })
         {
             // RFC 9449 §4.3 check 9 compares htu with the URL the client addressed; a client's
             // own Host header cannot say that (it would let a proof for another origin in).
@@ -78,7 +78,7 @@ enum ConfigValidation {
                 ["client", "clients"], "has no effect with auth: \(x.auth.rawValue) (it names the client of a login)")
         }
         // HTTP/2 has no Upgrade (RFC 9113 §8.6): an HTTP/2 upstream takes no WebSocket.
-        if x.http2Upstream, !x.route.upgrades.isEmpty, let n = m["upgrades"] {
+        if x.http2Upstream, !x.route.options.upgrade.protocols.isEmpty, let n = m["upgrades"] {
             r.problem(
                 "\(p).upgrades", n,
                 "upstream \(x.route.upstream) speaks HTTP/2, which has no Upgrade; remove upgrades or give this route an http1 upstream"
@@ -92,7 +92,7 @@ enum ConfigValidation {
         let m = x.map
         let p = x.path
         let o = x.route.options
-        if x.auth == .none, o.corsPreflight {
+        if x.auth == .none, o.cors.preflight {
             r.problem(
                 "\(p).cors_preflight", m["cors_preflight"],
                 "has no effect with auth: none (every request passes already); remove it")
@@ -109,20 +109,21 @@ enum ConfigValidation {
         // On auth: login, forward_token: true sends the session's token (as Authorization,
         // set after this pass); on login_or_token it is about the caller's own token, and both
         // options can be set.
-        if x.forwardsSessionToken, o.passAccessToken != nil {
+        if x.forwardsSessionToken, o.forwarding.passAccessToken != nil {
             r.problem(
                 "\(p).forward_token", m["forward_token"],
                 "give forward_token or pass_access_token, not both (forward_token: true is pass_access_token: Authorization)"
             )
         }
-        let own = o.ownHeaders
+        let own = o.forwarding.ownHeaders
         if Set(own).count != own.count {
             r.problem(
                 p, m["identity_assertion"] ?? m["pass_id_token"] ?? m["certificate_headers"],
                 "pass_access_token, pass_id_token, identity_assertion.header and certificate_headers must be different headers"
             )
         }
-        for h in own where x.route.identityHeaders.headerNames.contains(where: { $0.lowercased() == h }) {
+        for h in own
+        where x.route.options.forwarding.identityHeaders.headerNames.contains(where: { $0.lowercased() == h }) {
             r.problem(
                 p, m["headers"], "the header \(h) is both an identity header and a token/assertion header; rename one")
         }

@@ -26,19 +26,19 @@ extension ConfigParser {
                 warn(
                     "\(p).sign_response", nil,
                     "answers that stream go unsigned: event streams, gRPC, answers marked X-Accel-Buffering: no, "
-                        + "upgrades (this route allows \(route.upgrades.isEmpty ? "none" : "WebSocket")), "
+                        + "upgrades (this route allows \(route.options.upgrade.protocols.isEmpty ? "none" : "WebSocket")), "
                         + "and answers without content (HEAD, 204, 304); a client that requires a signature refuses them"
                 )
             }
-            if cfg.decision.enabled, !route.options.certificateHeaders.isEmpty {
+            if cfg.decision.enabled, !route.options.forwarding.certificateHeaders.isEmpty {
                 // A verdict never carries them: the connection a decision sees is the ingress's.
                 warn(
                     "\(p).certificate_headers", nil,
                     "decision mode never sets these (it sees the ingress's connection, not the client's certificate): "
-                        + "the ingress must clear the client's own \(route.options.certificateHeaders.map(\.header).joined(separator: ", ")) "
+                        + "the ingress must clear the client's own \(route.options.forwarding.certificateHeaders.map(\.header).joined(separator: ", ")) "
                         + "itself, or they reach the upstream as the client sent them")
             }
-            if let tokens = route.auth.tokenRoute, tokens.mcp != nil, tokens.forwardToken {
+            if let tokens = route.options.auth.tokenRoute, tokens.mcp != nil, tokens.forwardToken {
                 // MCP authorization (2025-11-25, "Token Passthrough"): an MCP server must not
                 // accept or pass on tokens issued for another resource.
                 warn(
@@ -47,7 +47,7 @@ extension ConfigParser {
                         + "token passthrough: the server could replay it elsewhere. Leave forward_token out and use the "
                         + "identity headers, identity_assertion, or token_exchange for a token of the server's own")
             }
-            if let tokens = route.auth.tokenRoute, tokens.requirement.maxAge != nil {
+            if let tokens = route.options.auth.tokenRoute, tokens.requirement.maxAge != nil {
                 // RFC 9068 §2.2.1: `auth_time` is in an access token only when the AS puts it
                 // there; without it, every token is refused for its freshness.
                 warn(
@@ -57,12 +57,13 @@ extension ConfigParser {
                         + "insufficient_user_authentication; check that those issuers' access tokens say auth_time")
             }
             // Who vouched for the caller: with several, a user of one can claim another's sub/groups.
-            let clients = route.auth.loginRoute?.clients ?? []
-            let tokenIssuers = route.auth.tokenRoute?.issuers ?? []
+            let clients = route.options.auth.loginRoute?.clients ?? []
+            let tokenIssuers = route.options.auth.tokenRoute?.issuers ?? []
             let issuers = Set(tokenIssuers).union(clients.compactMap { cfg.clients[$0]?.issuer })
             let several = clients.count > 1 || issuers.count > 1
             guard several else { continue }
-            let requirement = route.auth.loginRoute?.sessionRequirement ?? route.auth.tokenRoute?.requirement
+            let requirement =
+                route.options.auth.loginRoute?.sessionRequirement ?? route.options.auth.tokenRoute?.requirement
             let vouchers =
                 clients.count > 1
                 ? "clients \(clients.joined(separator: ", "))"
@@ -74,7 +75,7 @@ extension ConfigParser {
                         + "(an IdP can mint the same sub, groups or email as another's user); scope the rules with "
                         + "require.issuers: [...] or require.clients: [...] (per any_of alternative if needed)")
             }
-            if route.options.identityAssertion != nil {
+            if route.options.forwarding.identityAssertion != nil {
                 warn(
                     "\(p).identity_assertion", nil,
                     "this route accepts callers from \(vouchers): the upstream must tell them apart by the assertion's idp "

@@ -263,16 +263,10 @@ struct RouteConfig: Sendable {
     var name: String
     var match: RouteMatch
     var upstream: String
-    /// How a request is admitted (`auth:` and the settings of that mode): see RouteAuth.swift.
-    var auth: RouteAuth
-    /// Claims → headers for authenticated requests (default: oauth2-proxy's names).
-    var identityHeaders = IdentityHeaders.standard
-    /// What else the route does to a request (prefix stripping, CORS preflights, tokens and a
-    /// signed assertion upstream): see RouteOptions.swift.
+    /// What the route's stages do to a request (its `auth:` mode, upgrades, preflights, what
+    /// goes upstream, buffering, keyed stages' settings), grouped by stage: see
+    /// RouteOptions.swift.
     var options = RouteOptions()
-    /// `upgrades:` the protocols a client may switch to (RFC 9110 §7.8); only `websocket`
-    /// exists. Empty: an upgrade request is refused.
-    var upgrades: Set<String> = ["websocket"]
 }
 
 struct RouteMatch: Sendable, Equatable {

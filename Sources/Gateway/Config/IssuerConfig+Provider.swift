@@ -83,7 +83,7 @@ extension ConfigParser {
             !req.roles.isEmpty || req.anyOf.contains(where: hasRoles)
         }
         for route in cfg.routes {
-            guard let req = route.auth.loginRoute?.sessionRequirement, hasRoles(req) else { continue }
+            guard let req = route.options.auth.loginRoute?.sessionRequirement, hasRoles(req) else { continue }
             r.problem(
                 "routes[\(route.index)].require.roles", nil,
                 "applies to tokens (their issuer's role_claims); on a login route use require.claims, e.g. { roles: { contains: NAME } }"

@@ -1,56 +1,96 @@
 import JOSE
+import OAuth
 import Reactor
 import Yams
 
-/// What a route does to a request besides authenticating it: the path it forwards, the
-/// preflights it lets through, and what it tells the upstream about the caller (tokens, a
-/// signed identity assertion). Parsed by `ConfigParser.routeOptions`.
+/// Every setting of a route that a stage of its chain reads, grouped by that stage: how a
+/// request is admitted (`auth`), which upgrades it may ask for, whether CORS preflights pass,
+/// what the upstream request carries, and whether bodies are buffered; plus the settings of
+/// stages that declare their own key (`stageSettings`). Read by the route key table below and
+/// `ConfigParser.routes`; checked against each other by `ConfigValidation.route`.
 struct RouteOptions: Sendable {
-    /// `strip_prefix: true`: the matched `path_prefix`, without its trailing `/`, removed from
-    /// the path before it goes upstream (the upstream URL's own path is still prepended).
-    var strippedPrefix: String? = nil
-    /// `cors_preflight: allow`: a CORS preflight (OPTIONS with Origin and
-    /// Access-Control-Request-Method, Fetch §3.2.2) goes upstream unauthenticated.
-    var corsPreflight = false
-    /// `pass_access_token: HEADER`: the session's access token goes upstream in this header
-    /// (`Authorization` as `Bearer …`, as `forward_token: true`; any other name bare).
-    var passAccessToken: String? = nil
-    /// `pass_id_token: HEADER`: the session's ID token goes upstream in this header.
-    var passIDToken: String? = nil
-    /// `identity_assertion:` a short-lived JWT, signed by the gateway, naming the caller.
-    var identityAssertion: IdentityAssertionConfig? = nil
-    /// `buffering: false`: the upstream's answer is never spooled to disk for a slow client
-    /// (back-pressure pauses the upstream instead), for answers that are streams without
-    /// saying so.
-    var buffering = true
-    /// `request_buffering: false`: the client's body streams to the upstream as it comes
-    /// (for uploads the upstream reads as they arrive) instead of being read whole first.
-    var requestBuffering = true
-    /// `certificate_headers: { HEADER: subject | uri | sha256 }`: what the client's verified
-    /// certificate (mutual TLS) tells the upstream; nothing when the client presented none.
-    var certificateHeaders: [(header: String, field: CertificateField)] = []
+    /// `auth:` and the settings of that mode, for the authentication stage `RoutePlan+Stages`
+    /// picks by it (`PublicRouteStage`, `TokenStage`, `SessionStage`): see RouteAuth.swift.
+    var auth = RouteAuth.none
+    var upgrade = Upgrade()
+    var cors = CORS()
+    var forwarding = Forwarding()
+    var buffering = Buffering()
     /// The settings of stages that declare their own route key (`StageCatalog`), by key name:
     /// read by the key's reader, taken by the stage when its route's plan is made.
     var stageSettings: [String: any Sendable] = [:]
 
-    /// The path as it goes upstream (before the upstream URL's own path): with `strip_prefix`,
-    /// what follows the prefix — `/api/x` → `/x`, `/api` → `/` — else the path itself. The
-    /// router matched the prefix on a segment boundary (`/api` never matches `/apifoo`).
-    func forwardedPath(_ path: String) -> String {
-        guard let prefix = strippedPrefix, path.hasPrefix(prefix) else { return path }
-        let rest = path.dropFirst(prefix.count)
-        return rest.isEmpty ? "/" : String(rest)
+    /// `UpgradeStage`'s: `upgrades:`.
+    struct Upgrade: Sendable {
+        /// `upgrades:` the protocols a client may switch to (RFC 9110 §7.8); only `websocket`
+        /// exists. Empty: an upgrade request is refused.
+        var protocols: Set<String> = ["websocket"]
     }
 
-    /// Headers this route sets upstream that a client must never send itself, lowercased
-    /// (stripped from every request on every route, like identity headers).
-    var ownHeaders: [String] {
-        var out: [String] = []
-        if let h = passAccessToken, h.lowercased() != "authorization" { out.append(h.lowercased()) }
-        if let h = passIDToken { out.append(h.lowercased()) }
-        if let a = identityAssertion { out.append(a.header.lowercased()) }
-        out += certificateHeaders.map { $0.header.lowercased() }
-        return out
+    /// `CORSPreflightStage`'s: `cors_preflight:`.
+    struct CORS: Sendable {
+        /// `cors_preflight: allow`: a CORS preflight (OPTIONS with Origin and
+        /// Access-Control-Request-Method, Fetch §3.2.2) goes upstream unauthenticated.
+        var preflight = false
+    }
+
+    /// What the upstream request (`RequestPipeline.Forwarding`, UpstreamRequest.swift) carries
+    /// besides the client's own: `strip_prefix`, `headers`, `pass_access_token`,
+    /// `pass_id_token`, `identity_assertion` and `certificate_headers`. The identity headers,
+    /// tokens and assertion are made by the authentication stages (IdentityHeaders.swift), the
+    /// path and certificate headers when `RequestBufferingStage` makes the request.
+    struct Forwarding: Sendable {
+        /// `strip_prefix: true`: the matched `path_prefix`, without its trailing `/`, removed
+        /// from the path before it goes upstream (the upstream URL's own path is still
+        /// prepended).
+        var strippedPrefix: String? = nil
+        /// `headers:` claims → headers for authenticated requests (default: oauth2-proxy's
+        /// names).
+        var identityHeaders = IdentityHeaders.standard
+        /// `pass_access_token: HEADER`: the session's access token goes upstream in this header
+        /// (`Authorization` as `Bearer …`, as `forward_token: true`; any other name bare).
+        var passAccessToken: String? = nil
+        /// `pass_id_token: HEADER`: the session's ID token goes upstream in this header.
+        var passIDToken: String? = nil
+        /// `identity_assertion:` a short-lived JWT, signed by the gateway, naming the caller.
+        var identityAssertion: IdentityAssertionConfig? = nil
+        /// `certificate_headers: { HEADER: subject | uri | sha256 }`: what the client's
+        /// verified certificate (mutual TLS) tells the upstream; nothing when the client
+        /// presented none.
+        var certificateHeaders: [(header: String, field: CertificateField)] = []
+
+        /// The path as it goes upstream (before the upstream URL's own path): with
+        /// `strip_prefix`, what follows the prefix — `/api/x` → `/x`, `/api` → `/` — else the
+        /// path itself. The router matched the prefix on a segment boundary (`/api` never
+        /// matches `/apifoo`).
+        func forwardedPath(_ path: String) -> String {
+            guard let prefix = strippedPrefix, path.hasPrefix(prefix) else { return path }
+            let rest = path.dropFirst(prefix.count)
+            return rest.isEmpty ? "/" : String(rest)
+        }
+
+        /// Headers this route sets upstream that a client must never send itself, lowercased
+        /// (stripped from every request on every route, like identity headers).
+        var ownHeaders: [String] {
+            var out: [String] = []
+            if let h = passAccessToken, h.lowercased() != "authorization" { out.append(h.lowercased()) }
+            if let h = passIDToken { out.append(h.lowercased()) }
+            if let a = identityAssertion { out.append(a.header.lowercased()) }
+            out += certificateHeaders.map { $0.header.lowercased() }
+            return out
+        }
+    }
+
+    /// `RequestBufferingStage`'s and `ProxyStage`'s: `request_buffering:` and `buffering:`.
+    struct Buffering: Sendable {
+        /// `request_buffering: false`: the client's body streams to the upstream as it comes
+        /// (for uploads the upstream reads as they arrive) instead of being read whole first
+        /// (`RequestBufferingStage`).
+        var request = true
+        /// `buffering: false`: the upstream's answer is never spooled to disk for a slow client
+        /// (back-pressure pauses the upstream instead), for answers that are streams without
+        /// saying so (`ProxyStage`).
+        var response = true
     }
 }
 
@@ -95,7 +135,7 @@ extension RouteConfig {
                 "`X-Forwarded-User: sub`, `X-Forwarded-Email: email`, `X-Forwarded-Groups: groups`, `X-Forwarded-Preferred-Username: preferred_username`"
         ) { route, n, p, c in
             if let h = ConfigParser.identityHeaders(n, path: p, match: c.matched ? route.match.path : nil, c.r) {
-                route.identityHeaders = h
+                route.options.forwarding.identityHeaders = h
             }
         },
         .init("forward_token", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
@@ -103,12 +143,12 @@ extension RouteConfig {
         .init("token_in_body", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
         .init("dpop", type: "mapping (below)", default: "each key's default", by: "ConfigParser.dpopRoute"),
         .init("upgrades", type: "list: `websocket`, or `[]`", default: "`[websocket]`") { route, n, p, c in
-            route.upgrades = ConfigParser.routeUpgrades(n, path: p, c.r)
+            route.options.upgrade.protocols = ConfigParser.routeUpgrades(n, path: p, c.r)
         },
         .init("close_at_token_expiry", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
         .init(
             "strip_prefix", type: "bool", default: "`false`",
-            checkedBy: ConfigDefault.bool(RouteOptions().strippedPrefix != nil)
+            checkedBy: ConfigDefault.bool(RouteOptions().forwarding.strippedPrefix != nil)
         ) { route, n, p, c in
             guard c.matched else { return }
             ConfigParser.stripPrefix(n, path: p, &route, c.r)
@@ -116,7 +156,7 @@ extension RouteConfig {
         .init("cors_preflight", type: "`allow`", default: "off") { route, n, p, c in
             guard c.matched, let s = c.r.string(n, path: p) else { return }
             if s == "allow" {
-                route.options.corsPreflight = true
+                route.options.cors.preflight = true
             } else {
                 c.r.problem(p, n, "must be allow (CORS preflights pass unauthenticated), or leave it out")
             }
@@ -125,16 +165,18 @@ extension RouteConfig {
             // Without a session ConfigValidation reports the key, and only that.
             guard c.matched, c.hasSession, let h = c.r.string(n, path: p) else { return }
             if ConfigParser.headerName(h, path: p, n, allowAuthorization: true, c.r) {
-                route.options.passAccessToken = h
+                route.options.forwarding.passAccessToken = h
             }
         },
         .init("pass_id_token", type: "header name", default: "none") { route, n, p, c in
             guard c.matched, c.hasSession, let h = c.r.string(n, path: p) else { return }
-            if ConfigParser.headerName(h, path: p, n, allowAuthorization: false, c.r) { route.options.passIDToken = h }
+            if ConfigParser.headerName(h, path: p, n, allowAuthorization: false, c.r) {
+                route.options.forwarding.passIDToken = h
+            }
         },
         .init("identity_assertion", type: "mapping (below)", default: "none") { route, n, p, c in
             guard c.matched else { return }
-            route.options.identityAssertion = ConfigParser.identityAssertion(
+            route.options.forwarding.identityAssertion = ConfigParser.identityAssertion(
                 n, path: p, route: route, auth: c.auth, cfg: c.cfg, c.r)
         },
         .init(
@@ -146,20 +188,23 @@ extension RouteConfig {
         .init(
             "token_exchange", type: "mapping (below)", default: "none: no exchange", by: "ConfigParser.tokenExchange"),
         .init(
-            "buffering", type: "bool", default: "`true`", checkedBy: ConfigDefault.bool(RouteOptions().buffering)
+            "buffering", type: "bool", default: "`true`",
+            checkedBy: ConfigDefault.bool(RouteOptions().buffering.response)
         ) { route, n, p, c in
-            if c.matched, let b = c.r.bool(n, path: p) { route.options.buffering = b }
+            if c.matched, let b = c.r.bool(n, path: p) { route.options.buffering.response = b }
         },
         .init(
             "request_buffering", type: "bool", default: "`true`",
-            checkedBy: ConfigDefault.bool(RouteOptions().requestBuffering)
+            checkedBy: ConfigDefault.bool(RouteOptions().buffering.request)
         ) { route, n, p, c in
-            if c.matched, let b = c.r.bool(n, path: p) { route.options.requestBuffering = b }
+            if c.matched, let b = c.r.bool(n, path: p) { route.options.buffering.request = b }
         },
         .init(
             "certificate_headers", type: "mapping of header name to `subject`, `uri` or `sha256`", default: "none"
         ) { route, n, p, c in
-            if c.matched { route.options.certificateHeaders = ConfigParser.certificateHeaders(n, path: p, c.r) }
+            if c.matched {
+                route.options.forwarding.certificateHeaders = ConfigParser.certificateHeaders(n, path: p, c.r)
+            }
         }
     ])
 }

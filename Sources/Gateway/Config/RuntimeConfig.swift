@@ -39,9 +39,9 @@ struct RuntimeConfig: Sendable {
         // Likewise the default assertion header: an upstream may check it on every path.
         stripped.insert(IdentityAssertionConfig.defaultHeader.lowercased())
         for route in cfg.routes {
-            stripped.formUnion(route.options.ownHeaders)
-            stripped.formUnion(route.identityHeaders.headerNames.map { $0.lowercased() })
-            if let h = route.auth.tokenRoute?.dpop?.jktHeader { stripped.insert(h.lowercased()) }
+            stripped.formUnion(route.options.forwarding.ownHeaders)
+            stripped.formUnion(route.options.forwarding.identityHeaders.headerNames.map { $0.lowercased() })
+            if let h = route.options.auth.tokenRoute?.dpop?.jktHeader { stripped.insert(h.lowercased()) }
         }
         for policy in cfg.signatures.values { stripped.formUnion(policy.headerNames) }
         strippedIdentityHeaders = stripped.sorted().map { Array($0.utf8) }

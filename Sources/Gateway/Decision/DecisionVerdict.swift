@@ -49,13 +49,13 @@ enum DecisionVerdict {
     static func forwardedToken(route: RouteConfig, admission: Admission, head: HTTPRequestHead) -> String? {
         if admission.session {
             // "Bearer …", or "DPoP …" for a DPoP-bound session token.
-            guard route.auth.loginRoute?.forwardSessionToken == true,
+            guard route.options.auth.loginRoute?.forwardSessionToken == true,
                 let credential = admission.identity.first(where: { $0.0 == "Authorization" })?.1,
                 let space = credential.firstIndex(of: " ")
             else { return nil }
             return String(credential[credential.index(after: space)...])
         }
-        guard route.auth.tokenRoute?.forwardToken == true, let credential = head.fields.first("Authorization"),
+        guard route.options.auth.tokenRoute?.forwardToken == true, let credential = head.fields.first("Authorization"),
             let space = credential.firstIndex(of: " ")
         else { return nil }
         return String(credential[credential.index(after: space)...]).trimmingCharacters(in: .whitespaces)

@@ -24,7 +24,7 @@ extension RouteFuzzEntry {
             RouteConfig(
                 index: i, name: "r\(i)",
                 match: RouteMatch(host: r.host.flatMap(HostPattern.init), path: r.path, methods: r.methods),
-                upstream: "u", auth: .none)
+                upstream: "u")
         }
     }()
     static let router = Router(routes: routes)

@@ -28,7 +28,7 @@ extension RouteFuzzEntry {
             + [
                 RouteConfig(
                     index: routes.count, name: "t", match: RouteMatch(host: nil, path: .template(parsed), methods: nil),
-                    upstream: "u", auth: .none)
+                    upstream: "u")
             ]
         let got = Router(routes: table).matchIndex(host: templateHost, method: method, path: n.path)
         fuzzInvariant(
@@ -69,8 +69,7 @@ extension RouteFuzzEntry {
             t.parameters(in: built + "/") != nil, "template: a path built from it does not match with a trailing /")
         let router = Router(routes: [
             RouteConfig(
-                index: 0, name: "t", match: RouteMatch(host: nil, path: .template(t), methods: nil), upstream: "u",
-                auth: .none)
+                index: 0, name: "t", match: RouteMatch(host: nil, path: .template(t), methods: nil), upstream: "u")
         ])
         fuzzInvariant(
             router.matchIndex(host: templateHost, method: .GET, path: built) == 0, "template: the trie misses it")

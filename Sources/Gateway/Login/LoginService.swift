@@ -58,16 +58,16 @@ final class LoginService {
         requestObjects = stores.requestObjects
         var claims: Set<String> = ["sub", "sid"]
         for route in new.routes {
-            guard let login = route.auth.loginRoute else { continue }
-            for entry in route.identityHeaders.mapping {
+            guard let login = route.options.auth.loginRoute else { continue }
+            for entry in route.options.forwarding.identityHeaders.mapping {
                 if let first = entry.path.components.first { claims.insert(first) }
             }
             if let req = login.sessionRequirement { claims.formUnion(req.claimNames) }
             // The identity assertion carries email and groups besides the mapped claims.
-            if route.options.identityAssertion != nil { claims.formUnion(["email", "groups"]) }
+            if route.options.forwarding.identityAssertion != nil { claims.formUnion(["email", "groups"]) }
         }
         keptClaims = claims
-        keepAccessToken = new.routes.contains { $0.auth.loginRoute?.forwardSessionToken == true }
+        keepAccessToken = new.routes.contains { $0.options.auth.loginRoute?.forwardSessionToken == true }
     }
 
     /// Unix time in whole seconds, from the injected clock.
@@ -125,13 +125,13 @@ final class LoginService {
 
     /// The one client a request names, or the only login client there is.
     func loginClientName(for route: RouteConfig?) -> String? {
-        if let name = route?.auth.loginRoute?.client { return name }
+        if let name = route?.options.auth.loginRoute?.client { return name }
         let names = loginClientNames
         return names.count == 1 ? names.first : nil
     }
 
     /// Every client some login route lists, sorted.
-    var loginClientNames: [String] { Set(config.routes.flatMap { $0.auth.loginRoute?.clients ?? [] }).sorted() }
+    var loginClientNames: [String] { Set(config.routes.flatMap { $0.options.auth.loginRoute?.clients ?? [] }).sorted() }
 
     /// `reason`: a stable code for the access log, when the failure has a kind.
     /// `retry`: where the page's "Try again" link goes (the same step again, when it can be

@@ -12,7 +12,7 @@ final class CORSPreflightStage: Stage {
 
     init(services: WorkerServices, route: RouteConfig) {
         self.services = services
-        sessionRoute = route.auth.loginRoute != nil
+        sessionRoute = route.options.auth.loginRoute != nil
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {

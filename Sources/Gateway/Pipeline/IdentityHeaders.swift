@@ -11,7 +11,7 @@ extension WorkerServices {
     /// value (a control byte: RFC 9110 §5.5) gives no header, and the log says which one —
     /// never the value, which is the caller's.
     func identityHeaders(_ route: RouteConfig, _ claims: JSONObject, _ ctx: RequestContext) -> [(String, String)] {
-        route.identityHeaders.values(for: claims) { header in
+        route.options.forwarding.identityHeaders.values(for: claims) { header in
             self.log.warning(
                 "identity header omitted",
                 metadata: [
@@ -27,9 +27,9 @@ extension WorkerServices {
     /// depend on the request's path.
     func appendPathParameterHeaders(_ route: RouteConfig, _ ctx: RequestContext, to identity: inout [(String, String)])
     {
-        guard !route.identityHeaders.parameters.isEmpty else { return }
+        guard !route.options.forwarding.identityHeaders.parameters.isEmpty else { return }
         let parameters = ctx.pathParameters
-        identity += route.identityHeaders.values(forParameters: { parameters[$0] })
+        identity += route.options.forwarding.identityHeaders.values(forParameters: { parameters[$0] })
     }
 
     /// Adds the session route's token and assertion headers to `headers`, with the proof a
@@ -42,7 +42,7 @@ extension WorkerServices {
         var out = headers
         var proof: UpstreamProof?
         let now = wallClock.seconds
-        if let name = route.options.passAccessToken, let token = session.accessToken {
+        if let name = route.options.forwarding.passAccessToken, let token = session.accessToken {
             // The refresh that should have replaced it failed (the AS or the store is down).
             guard now < session.accessExpiresAt else { return nil }
             if name.lowercased() != "authorization" {
@@ -56,7 +56,9 @@ extension WorkerServices {
                 out.append((name, "Bearer \(token)"))
             }
         }
-        if let name = route.options.passIDToken, let idToken = session.idToken { out.append((name, idToken)) }
+        if let name = route.options.forwarding.passIDToken, let idToken = session.idToken {
+            out.append((name, idToken))
+        }
         let idp = config.clients[session.client]?.issuer.flatMap { config.issuers[$0]?.issuer }
         if let a = assertions.header(
             route, caller: "s " + session.id, claims: session.claims, now: now, idp: idp, client: session.client)
@@ -69,7 +71,7 @@ extension WorkerServices {
     /// The assertion of a token route, cached per token (its issuer, jti or subject, and expiry);
     /// it expires no later than the token.
     func tokenAssertion(_ route: RouteConfig, _ token: VerifiedAccessToken) -> (String, String)? {
-        guard route.options.identityAssertion != nil else { return nil }
+        guard route.options.forwarding.identityAssertion != nil else { return nil }
         let caller = "t \(token.issuer) \(token.claims["jti"]?.string ?? "") \(token.subject ?? "") \(token.expiresAt)"
         return assertions.header(
             route, caller: caller, claims: token.claims, now: wallClock.seconds,

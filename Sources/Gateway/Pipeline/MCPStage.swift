@@ -107,7 +107,7 @@ final class MCPStage: Stage {
                 403, error: "access_denied", description: "this route does not allow that call",
                 requestID: ctx.requestID, detail: "mcp: \(call) is not listed (default: deny)")
         case .fails(let needs, let failure):
-            guard admission.token != nil, let tokens = route.auth.tokenRoute, let refusals else {
+            guard admission.token != nil, let tokens = route.options.auth.tokenRoute, let refusals else {
                 // Only token routes have MCP rules (the parser refuses the others).
                 return ErrorResponse.make(
                     403, error: "access_denied", description: "this route does not allow that call",

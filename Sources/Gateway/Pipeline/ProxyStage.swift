@@ -17,7 +17,7 @@ final class ProxyStage: Stage {
     init(services: WorkerServices, plan: RoutePlan, pool: UpstreamPool) {
         self.services = services
         self.pool = pool
-        buffersResponse = plan.route.options.buffering
+        buffersResponse = plan.route.options.buffering.response
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {

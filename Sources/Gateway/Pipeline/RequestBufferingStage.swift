@@ -17,7 +17,7 @@ final class RequestBufferingStage: Stage {
 
     init(services: WorkerServices, plan: RoutePlan, pool: UpstreamPool) {
         self.services = services
-        buffers = plan.route.options.requestBuffering
+        buffers = plan.route.options.buffering.request
         self.pool = pool
     }
 

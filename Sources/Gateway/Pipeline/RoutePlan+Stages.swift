@@ -11,7 +11,7 @@ extension RoutePlan {
         if !decision { chain.append(UpgradeStage(services: services, route: route)) }
         chain += keyed.stages(at: .beforeAuthentication, self, services, decision: decision)
         // Authentication: one stage admits the request (or answers it).
-        if route.options.corsPreflight { chain.append(CORSPreflightStage(services: services, route: route)) }
+        if route.options.cors.preflight { chain.append(CORSPreflightStage(services: services, route: route)) }
         chain.append(authentication(services))
         // After admission: what the route checks or changes on an admitted request.
         chain += keyed.stages(at: .afterAuthentication, self, services, decision: decision)
@@ -35,7 +35,7 @@ extension RoutePlan {
     }
 
     private func authentication(_ services: WorkerServices) -> any Stage {
-        switch route.auth {
+        switch route.options.auth {
         case .none:
             return PublicRouteStage()
         case .login(let loginRoute):

@@ -54,10 +54,10 @@ final class RoutePlan {
         basePath = upstream?.basePath ?? ""
         template = route.match.path.template
         self.tokens = tokens
-        mcp = route.auth.tokenRoute?.mcp
-        exchange = route.auth.tokenRoute?.tokenExchange
+        mcp = route.options.auth.tokenRoute?.mcp
+        exchange = route.options.auth.tokenRoute?.tokenExchange
         exchanges = exchange != nil
-        certificateHeaders = route.options.certificateHeaders
+        certificateHeaders = route.options.forwarding.certificateHeaders
         if let services {
             proxyStages = stages(services, decision: false)
             decisionStages = stages(services, decision: true)
@@ -77,7 +77,7 @@ final class RoutePlan {
     /// The path as it goes upstream: the upstream URL's path, then the request's (as the
     /// route forwards it, see `RouteOptions.forwardedPath`).
     func upstreamPath(_ path: String) -> String {
-        let forwarded = route.options.forwardedPath(path)
+        let forwarded = route.options.forwarding.forwardedPath(path)
         return basePath.isEmpty ? forwarded : basePath + forwarded
     }
 }

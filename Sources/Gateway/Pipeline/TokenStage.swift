@@ -12,7 +12,7 @@ final class TokenStage: Stage {
     unowned(unsafe) let services: WorkerServices
     let route: RouteConfig
     let tokens: TokenRouteConfig
-    /// Made with the plan from `route.auth.tokenRoute`, which `tokens` is.
+    /// Made with the plan from `route.options.auth.tokenRoute`, which `tokens` is.
     let rules: TokenRoutePlan
     /// `login_or_token`: a session cookie makes the session decide (a token beside it is not
     /// looked at).

@@ -37,7 +37,7 @@ final class IdentityAssertions {
         _ route: RouteConfig, caller: String, claims: JSONObject, now: Int64, notAfter: Int64? = nil,
         idp: String? = nil, client: String? = nil
     ) -> (String, String)? {
-        guard let config = route.options.identityAssertion, let signer else { return nil }
+        guard let config = route.options.forwarding.identityAssertion, let signer else { return nil }
         let key = "\(route.index) \(caller)"
         // Reused while more than a quarter of its lifetime is left — or, when it already ends
         // with the credential, while it lasts (a new one could not last longer).
@@ -52,7 +52,7 @@ final class IdentityAssertions {
         body["aud"] = .string(config.audience)
         // sub, email, groups, and every claim the route's identity headers map.
         var names = ["sub", "email", "groups"]
-        for entry in route.identityHeaders.mapping {
+        for entry in route.options.forwarding.identityHeaders.mapping {
             if let first = entry.path.components.first, !names.contains(first) { names.append(first) }
         }
         for name in names where !Self.registered.contains(name) {

@@ -153,7 +153,7 @@ enum RequestPipeline {
             let route = plan.route
             // The credential goes upstream only when the route says so.
             var dropAuthorization = session
-            switch route.auth {
+            switch route.options.auth {
             case .none: break
             case .login: dropAuthorization = true
             case .tokens(let tokens), .loginOrToken(_, let tokens):
@@ -163,7 +163,7 @@ enum RequestPipeline {
             // the route asks (`forward_proof`), on every other route kind too: a bearer, public or
             // MCP route never checked it, and an upstream that reads DPoP would take it as
             // checked. With token_exchange, the upstream gets the exchanged token alone.
-            let forwardsProof = route.auth.tokenRoute?.dpop?.forwardProof ?? false
+            let forwardsProof = route.options.auth.tokenRoute?.dpop?.forwardProof ?? false
             let dropProof = session || plan.exchanges || !forwardsProof
             return ClientFieldRule(
                 policy: policy, listed: listed, reservedPrefix: policy.reservedPrefix,

@@ -37,7 +37,7 @@ enum UpgradeExchange {
     static func refusal(_ head: HTTPRequestHead, route: RouteConfig, body: RequestBody) -> (
         status: Int, description: String, headers: [(String, String)]
     )? {
-        guard route.upgrades.contains("websocket") else {
+        guard route.options.upgrade.protocols.contains("websocket") else {
             return (400, "this route does not accept WebSocket upgrades (upgrades: [])", [])
         }
         guard head.method == .GET, head.version == (1, 1) else {

@@ -138,7 +138,7 @@ extension ConfigParser {
             else { continue }
             limited = true
             let node = route.index < items.count ? items[route.index].mapping?["rate_limit"] : nil
-            for policy in policies where policy.key == .tool && route.auth.tokenRoute?.mcp == nil {
+            for policy in policies where policy.key == .tool && route.options.auth.tokenRoute?.mcp == nil {
                 r.problem(
                     "routes[\(route.index)].rate_limit", node,
                     "\"\(policy.name)\" counts by tool, and this route is not an MCP route")

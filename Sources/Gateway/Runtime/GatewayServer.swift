@@ -57,7 +57,7 @@ public final class GatewayServer {
         warnInsecureUpstreams(config)
         let prefix = RequestIDGenerator.makeProcessPrefix()
         let stores = StoreBackend(config.store, replayCapacity: config.dpop.replayCacheEntries)
-        if config.session.keys.isEmpty && config.routes.contains(where: { $0.auth.loginRoute != nil }) {
+        if config.session.keys.isEmpty && config.routes.contains(where: { $0.options.auth.loginRoute != nil }) {
             log.warning(
                 "session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)"
             )

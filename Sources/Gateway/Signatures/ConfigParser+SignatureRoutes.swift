@@ -17,7 +17,7 @@ extension ConfigParser {
             let p = "routes[\(index)]"
             let policy = routes[i].options.stageSettings[verifyKey] as? SignaturePolicy
             if let policy {
-                let tokens = routes[i].auth.tokenRoute
+                let tokens = routes[i].options.auth.tokenRoute
                 if case .clientJWKS = policy.keys, tokens == nil {
                     r.problem(
                         "\(p).\(verifyKey)", node?[verifyKey],

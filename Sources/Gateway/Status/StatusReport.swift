@@ -141,8 +141,8 @@ struct StatusReport: Sendable {
         return Route(
             name: r.name, host: host, path: path, match: match,
             methods: r.match.methods.map { $0.map(\.rawValue).sorted() } ?? [], upstream: r.upstream,
-            auth: authMode(r.auth).rawValue, issuers: r.auth.tokenRoute?.issuers ?? [],
-            clients: r.auth.loginRoute?.clients ?? [])
+            auth: authMode(r.options.auth).rawValue, issuers: r.options.auth.tokenRoute?.issuers ?? [],
+            clients: r.options.auth.loginRoute?.clients ?? [])
     }
 
     static func authMode(_ auth: RouteAuth) -> AuthMode {
