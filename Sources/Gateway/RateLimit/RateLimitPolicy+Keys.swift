@@ -66,10 +66,12 @@ extension ConfigParser {
                 continue
             }
             guard let fields = r.mapping(entry, path: p, section: .rateLimit) else { continue }
-            var policy = RateLimitPolicy(name: name)
+            // The rate first: the policy's fields are serialized from it when it is made. Its
+            // other keys are read, and their problems reported, even when the rate is wrong.
+            let limit = rule(fields, path: p, r)
+            var policy = RateLimitPolicy(name: name, limit: limit ?? unreadLimit)
             RateLimitPolicy.keyTable.read(fields, into: &policy, path: p, r)
-            guard let limit = rule(fields, path: p, r) else { continue }
-            policy.limit = limit
+            guard limit != nil else { continue }
             if let o = fields["overrides"], let overrides = r.mapping(o, path: "\(p).overrides", section: nil) {
                 for (value, item) in overrides {
                     let q = "\(p).overrides.\(value)"
@@ -82,6 +84,10 @@ extension ConfigParser {
         }
         return policies
     }
+
+    /// The limit of a policy whose rate is wrong, read only for its other keys' problems and
+    /// then dropped.
+    private static let unreadLimit = RateLimitRule(rate: RateLimitRate(count: 1, seconds: 1), burst: 1)
 
     /// `rate` (required) and `burst` of a policy or an override.
     private static func rule(_ m: [String: Node], path p: String, _ r: ConfigReader) -> RateLimitRule? {

@@ -3,25 +3,22 @@
 /// when its store cannot answer. Routes list policies by name (`rate_limit`); every listed
 /// policy must allow a request.
 struct RateLimitPolicy: Sendable, Equatable {
-    var name: String {
-        didSet { nameItem = RateLimitFields.list(name, []) }
-    }
+    let name: String
     var key: RateLimitKey = .subject
-    var limit = RateLimitRule(rate: RateLimitRate(count: 1, seconds: 1), burst: 1) {
-        didSet { limitField = RateLimitFields.list(name, [("q", limit.rate.count), ("w", limit.rate.seconds)]) }
-    }
+    let limit: RateLimitRule
     /// The name as a Structured Field item (`"per-user"`), and `RateLimit-Policy` for
-    /// `limit`: serialized when set, not per answer.
-    private(set) var nameItem: String
-    private(set) var limitField: String
+    /// `limit`: serialized once, when the policy is made, not per answer.
+    let nameItem: String
+    let limitField: String
     /// Limits for particular values of the key (a batch client's `sub`), by that value.
     var overrides: [String: RateLimitRule] = [:]
     var onStoreFailure = RateLimitStoreFailure.failOpen
     /// `RateLimit-Policy` and `RateLimit` on answers (draft-ietf-httpapi-ratelimit-headers).
     var headers = true
 
-    init(name: String) {
+    init(name: String, limit: RateLimitRule) {
         self.name = name
+        self.limit = limit
         nameItem = RateLimitFields.list(name, [])
         limitField = RateLimitFields.list(name, [("q", limit.rate.count), ("w", limit.rate.seconds)])
     }

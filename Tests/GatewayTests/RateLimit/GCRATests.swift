@@ -70,8 +70,7 @@ struct GCRATests {
     }
 
     @Test func overridesApplyByTheKeysValue() {
-        var policy = RateLimitPolicy(name: "p")
-        policy.limit = RateLimitRule(rate: RateLimitRate("1/s")!, burst: 1)
+        var policy = RateLimitPolicy(name: "p", limit: RateLimitRule(rate: RateLimitRate("1/s")!, burst: 1))
         policy.overrides["svc-batch"] = RateLimitRule(rate: RateLimitRate("100/s")!, burst: 50)
         #expect(policy.rule(for: "svc-batch").burst == 50)
         #expect(policy.rule(for: "alice").burst == 1)
@@ -111,8 +110,7 @@ struct GCRATests {
     }
 
     @Test func theFieldsAreStructuredFieldListsWithTheNameOnly() {
-        var policy = RateLimitPolicy(name: "per-user")
-        policy.limit = RateLimitRule(rate: RateLimitRate("10/s")!, burst: 5)
+        let policy = RateLimitPolicy(name: "per-user", limit: RateLimitRule(rate: RateLimitRate("10/s")!, burst: 5))
         let allowed = GCRA.Decision(allowed: true, remaining: 3, retryAfter: 0, reset: 400_000)
         let fields = RateLimitFields.fields(policy, rule: policy.limit, allowed)
         #expect(fields.first { $0.0 == "RateLimit-Policy" }?.1 == "\"per-user\";q=10;w=1")
