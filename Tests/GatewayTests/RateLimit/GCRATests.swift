@@ -122,4 +122,18 @@ struct GCRATests {
                 == "\"per-user\";r=0;t=3", "t names the moment Retry-After names")
         #expect(RateLimitFields.retryAfter(.init(allowed: false, remaining: 0, retryAfter: 10, reset: 10)) == 1)
     }
+
+    /// `RateLimit` is written by hand into its string: it must be what the package's serializer
+    /// writes for the same item, for every number a decision can hold.
+    @Test(arguments: [0, 1, 9, 10, 99, 1000, 86_400, 999_999_999_999_999, Int.max, -1, Int.min])
+    func theRateLimitFieldIsWhatTheSerializerWrites(_ n: Int) {
+        for name in ["per-user", "a", "svc.batch_2"] {
+            let item = RateLimitFields.list(name, [])
+            #expect(
+                RateLimitFields.rateLimitField(item, remaining: n, reset: 7)
+                    == RateLimitFields.list(name, [("r", n), ("t", 7)]) || n < -999_999_999_999_999
+                    || n > 999_999_999_999_999)
+            #expect(RateLimitFields.rateLimitField(item, remaining: 3, reset: n) == "\(item);r=3;t=\(n)")
+        }
+    }
 }
