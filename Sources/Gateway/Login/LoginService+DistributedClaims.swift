@@ -27,7 +27,11 @@ extension LoginService {
         // The record is the gateway's own: none the AS sent is taken.
         var claims = claims
         claims[DistributedClaims.record] = nil
-        let (sources, failures) = DistributedClaims.sources(claims, wanted: keptClaims)
+        // How and when the user authenticated is the ID token's word alone (OIDC Core §2): a
+        // claims source naming acr, amr or auth_time would otherwise pass a step-up route
+        // for a login that never performed it.
+        let (sources, failures) = DistributedClaims.sources(
+            claims, wanted: keptClaims.subtracting(Self.authenticationClaims))
         guard !sources.isEmpty || !failures.isEmpty else {
             done(claims)
             return

@@ -155,8 +155,10 @@ final class PDPClient {
             let one = meta["access_evaluation_endpoint"]?.string
             let many = meta["access_evaluations_endpoint"]?.string
             func usable(_ s: String?) -> Bool {
-                guard let s, let u = URL(string: s) else { return false }
-                return u.scheme == URL(string: config.url)?.scheme && u.host?.isEmpty == false
+                // The same origin as `url` only: these calls carry the gateway's credential.
+                guard let s, let u = URL(string: s), let base = URL(string: config.url) else { return false }
+                return u.scheme == base.scheme && u.host?.isEmpty == false && u.host == base.host
+                    && u.port == base.port
             }
             if usable(one) { evaluationURL = one! }
             if usable(many) { evaluationsURL = many! }
