@@ -322,7 +322,6 @@ extension LoginService {
         now + min(max(expiresIn ?? 300, 0), 86_400)
     }
 
-    /// Stores `session` and returns its Set-Cookie lines.
     /// The session the browser's cookie named before this login (a step-up's weaker one, or
     /// another client's), ended once the new one is saved: in Redis it would otherwise stay
     /// usable, by whoever holds that cookie's value, until it expired; a sealed cookie's id
@@ -340,6 +339,7 @@ extension LoginService {
         }
     }
 
+    /// Stores `session` and returns its Set-Cookie lines.
     func save(
         _ session: Session, cookies: Cookies, creating: Bool, lease: RefreshLease? = nil,
         done: @escaping (Result<[String], SessionFailure>) -> Void

@@ -10,7 +10,7 @@ extension SessionStage {
     /// Whether `session` meets the route's `acr` / `max_age`; if not, the request is answered.
     /// `max_age` is read with the issuer's leeway, as the callback read it: a session the callback
     /// took as fresh enough is taken so here too for that long, else a route with a `max_age`
-    /// shorter than a login takes (`0`) would send every browser back to log in, endlessly.
+    /// shorter than a login takes (`1s`) would send every browser back to log in, endlessly.
     func meetsStepUp(_ request: RoutedRequest, _ session: Session, setCookies: [String]) -> Bool {
         guard let requirement = loginRoute.sessionRequirement, requirement.hasStepUp,
             let failure = requirement.stepUpFailure(
