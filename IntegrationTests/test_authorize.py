@@ -153,6 +153,35 @@ def test_identical_requests_within_the_ttl_are_one_call(gateway_factory, upstrea
     assert 'tokengate_authz_decisions_total{authorizer="pdp",outcome="allow"} 53' in text
 
 
+def test_a_connections_kept_decision_answers_only_its_own_question(
+        gateway_factory, upstream, idp, pdp):  # noqa: F811
+    """One keep-alive connection, one token: a request whose method, path, host or client
+    address differs from the last one's asks a question of its own. A decision kept for
+    one never answers another, and the PDP hears each question once."""
+    def decide(body):
+        return {"decision": body["action"]["name"] == "GET"
+                and body["resource"]["properties"]["path"] == "/orders/1"
+                and body["context"]["ip_address"] != "203.0.113.9"}
+    pdp.decide = decide
+    gw = gateway_factory(config(upstream, idp, pdp.url, extra="trusted_proxies: [127.0.0.1/32]", workers=1))
+    alice = bearer(idp)
+    with requests.Session() as s:
+        def code(method, path, **more):
+            return s.request(method, gw.url(path), headers={**alice, **more}, timeout=5).status_code
+        codes = [code("GET", "/orders/1"), code("GET", "/orders/1"), code("GET", "/orders/2"),
+                 code("GET", "/orders/1"), code("DELETE", "/orders/1"), code("GET", "/orders/1"),
+                 code("GET", "/orders/1", **{"X-Forwarded-For": "203.0.113.9"}),
+                 code("GET", "/orders/1", Host="other.example"), code("GET", "/orders/1")]
+    assert codes == [200, 200, 403, 200, 403, 200, 403, 200, 200]
+    asked = [(b["action"]["name"], b["resource"]["properties"]["path"], b["resource"]["properties"]["host"],
+              b["context"]["ip_address"]) for b in (c["body"] for c in pdp.evaluation_calls())]
+    assert [(m, p, ip) for m, p, _, ip in asked] == [
+        ("GET", "/orders/1", "127.0.0.1"), ("GET", "/orders/2", "127.0.0.1"), ("DELETE", "/orders/1", "127.0.0.1"),
+        ("GET", "/orders/1", "203.0.113.9"), ("GET", "/orders/1", "127.0.0.1")]
+    assert asked[-1][2] == "other.example"
+    assert saw(upstream, "/orders/") == 6
+
+
 def test_concurrent_identical_requests_share_one_call(gateway_factory, upstream, idp, pdp):  # noqa: F811
     release = pdp.decide
 

@@ -41,6 +41,8 @@ final class BearerMemo {
     /// On a `token_exchange` route: the token this one was last exchanged for, used while
     /// it is good (`Issued.until`) without looking it up by the subject token again.
     var exchanged: TokenExchanger.Issued?
+    /// On an `authorize` route: the PDP's last decision for this token (`KeptDecision`).
+    var keptDecision: KeptDecision?
 
     init(
         authorization: [UInt8], routeIndex: Int, generation: Int, validUntil: Int64, caller: AuthenticatedCaller,

@@ -46,7 +46,17 @@ final class AuthorizeStage: KeyedStage {
         // A preflight carries no credential: there is no caller to ask about.
         if admission.preflight { return .proceed }
         let ctx = request.context
-        guard let evaluation = Self.evaluation(authorizer, request, admission, services) else {
+        let (host, ip) = Self.hostAndAddress(request, services)
+        // A connection's token asking again what it asked last (`KeptDecision`).
+        let memo = admission.mcpTool == nil ? admission.bearerMemo : nil
+        if let kept = memo?.keptDecision,
+            kept.answers(
+                authorizer: authorizer.name, method: ctx.method, host: host, path: ctx.path, ip: ip,
+                now: services.policies.now)
+        {
+            return judge(.success(kept.decision), cached: true, started: nil, request)
+        }
+        guard let evaluation = Self.evaluation(authorizer, request, admission, services, asked: (host, ip)) else {
             note(ctx, .deny, micros: 0, cached: false)
             return .answer(
                 ErrorResponse.make(
@@ -58,8 +68,13 @@ final class AuthorizeStage: KeyedStage {
         var started: Double?
         var waiting = true
         var immediate: StageOutcome?
-        services.policies.evaluate(authorizer, evaluation, requestID: ctx.requestID) { [self] result, cached in
-            let outcome = judge(result, cached: cached, started: started, request)
+        services.policies.evaluate(authorizer, evaluation, requestID: ctx.requestID) { [self] result, keptUntil in
+            if let memo, let keptUntil, case .success(let decision) = result {
+                memo.keptDecision = KeptDecision(
+                    authorizer: authorizer.name, method: ctx.method, host: host, path: ctx.path, ip: ip,
+                    decision: decision, until: keptUntil)
+            }
+            let outcome = judge(result, cached: keptUntil != nil, started: started, request)
             if waiting {
                 immediate = outcome
             } else {
@@ -76,10 +91,11 @@ final class AuthorizeStage: KeyedStage {
     }
 
     /// The AuthZEN request for this request (§6.1), or nil when the caller has no subject id.
-    /// `action`: the action's name when it is not the request's method.
+    /// `action`: the action's name when it is not the request's method; `asked`: the
+    /// request's `hostAndAddress`, when already read.
     static func evaluation(
         _ authorizer: AuthorizerConfig, _ request: RoutedRequest, _ admission: Admission, _ services: WorkerServices,
-        action: String? = nil
+        action: String? = nil, asked: (host: String, ip: String)? = nil
     ) -> AuthZENEvaluation? {
         let claims = admission.claims
         guard let id = Self.text(claims[authorizer.subject.idClaim]), !id.isEmpty else { return nil }
@@ -88,10 +104,7 @@ final class AuthorizeStage: KeyedStage {
             if let v = claims[name] { subjectProperties[name] = v }
         }
         let ctx = request.context
-        let host = request.origin.forwardedHost ?? request.head.fields.first("host") ?? ""
-        let ip = ClientAddress.of(
-            request.origin, peerTrusted: request.isDecision || ctx.behindTrustedProxy,
-            trustedProxies: services.config.trustedProxies)
+        let (host, ip) = asked ?? hostAndAddress(request, services)
         if action == nil, let tool = admission.mcpTool {
             // An MCP `tools/call`: the question is the tool, as a tools/list's are
             // (ToolListDecisions), so a PDP that hides a tool also refuses its calls.
@@ -154,6 +167,17 @@ final class AuthorizeStage: KeyedStage {
         ctx.authorization = AuthorizationNote(
             authorizer: authorizer.name, outcome: outcome, micros: micros, cached: cached)
         services.policies.record(authorizer.name, outcome: outcome, cached: cached, micros: micros)
+    }
+
+    /// The request's host (`resource.properties.host`) and its client's address
+    /// (`context.ip_address`), as far as the gateway can trust them.
+    static func hostAndAddress(_ request: RoutedRequest, _ services: WorkerServices) -> (host: String, ip: String) {
+        let origin = request.origin
+        let host = origin.forwardedHost ?? request.head.fields.first("host") ?? ""
+        let ip = ClientAddress.of(
+            origin, peerTrusted: request.isDecision || request.context.behindTrustedProxy,
+            trustedProxies: services.config.trustedProxies)
+        return (host, ip)
     }
 
     /// A claim as the subject's id: a string, or a number's text.

@@ -12,8 +12,8 @@ final class PolicyDecisionCache: @unchecked Sendable {
     typealias Done = (Result<AuthZENDecision, AuthZENError>) -> Void
 
     enum Role {
-        /// Kept: the decision.
-        case hit(AuthZENDecision)
+        /// Kept: the decision, until when it stands.
+        case hit(AuthZENDecision, until: Double)
         /// Nobody is asking: this caller asks the PDP, then calls `finish`.
         case leader
         /// Another caller is asking: `done` runs on the caller's loop with its answer.
@@ -29,7 +29,7 @@ final class PolicyDecisionCache: @unchecked Sendable {
     func join(_ key: DecisionKey, loop: EventLoop, now: Double, done: @escaping Done) -> Role {
         lock.withLock {
             if let e = entries[key] {
-                if e.until > now { return .hit(e.decision) }
+                if e.until > now { return .hit(e.decision, until: e.until) }
                 entries[key] = nil
             }
             if inFlight[key] != nil {

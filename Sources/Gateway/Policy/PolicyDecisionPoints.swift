@@ -17,6 +17,9 @@ final class PolicyDecisionPoints {
     private var tokenEndpoints: [String: (plain: String?, mtls: String?)] = [:]
     private(set) var metrics = AuthorizationMetrics()
 
+    /// The clock the decision cache keeps time by.
+    var now: Double { wallClock.now }
+
     func record(_ authorizer: String, outcome: AuthorizationNote.Outcome, cached: Bool, micros: Int) {
         metrics.record(authorizer, outcome: outcome, cached: cached, micros: micros)
     }
@@ -73,27 +76,28 @@ final class PolicyDecisionPoints {
     /// The decision on `evaluation`: kept, or asked of the PDP (once, however many ask it
     /// at a time in the process). `done` runs on this loop, at once for a kept decision; its
     /// second value says whether the PDP was called for it (by anyone).
+    /// `done`'s `keptUntil`: for a decision answered from the cache, until when it stands.
     func evaluate(
         _ authorizer: AuthorizerConfig, _ evaluation: AuthZENEvaluation, requestID: String,
-        done: @escaping (Result<AuthZENDecision, AuthZENError>, _ cached: Bool) -> Void
+        done: @escaping (Result<AuthZENDecision, AuthZENError>, _ keptUntil: Double?) -> Void
     ) {
         let key = evaluation.key
         let now = wallClock.now
-        switch cache.join(key, loop: loop, now: now, done: { done($0, false) }) {
-        case .hit(let d): done(.success(d), true)
+        switch cache.join(key, loop: loop, now: now, done: { done($0, nil) }) {
+        case .hit(let d, let until): done(.success(d), until)
         case .waiting: break
         case .leader:
             guard let client = clients[authorizer.name] else {
                 let result = Result<AuthZENDecision, AuthZENError>.failure(.unreachable("no client (config changing)"))
                 cache.finish(key, result, cache: authorizer.cache, now: now)
-                return done(result, false)
+                return done(result, nil)
             }
             var asked = evaluation
             asked.time = now
             client.post(client.evaluationURL, body: asked.body, requestID: requestID) { [cache, wallClock] r in
                 let result = r.flatMap { AuthZENDecision.parse(status: $0.status, body: $0.body) }
                 cache.finish(key, result, cache: authorizer.cache, now: wallClock.now)
-                done(result, false)
+                done(result, nil)
             }
         }
     }

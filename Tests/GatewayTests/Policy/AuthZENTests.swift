@@ -118,11 +118,12 @@ struct PolicyDecisionCacheTests {
         loop.schedule(after: 0.05) { loop.stop() }
         loop.run()
         #expect(waited == [true])
-        guard case .hit(let d) = cache.join(k("q"), loop: loop, now: 9.9, done: { _ in }) else {
+        guard case .hit(let d, let until) = cache.join(k("q"), loop: loop, now: 9.9, done: { _ in }) else {
             Issue.record("kept within allow_ttl")
             return
         }
         #expect(d.allowed)
+        #expect(until == 10)
         guard case .leader = cache.join(k("q"), loop: loop, now: 10.1, done: { _ in }) else {
             Issue.record("asked again after allow_ttl")
             return
@@ -144,6 +145,25 @@ struct PolicyDecisionCacheTests {
         } else {
             Issue.record("error not kept")
         }
+    }
+
+    @Test func aKeptDecisionAnswersOnlyItsOwnQuestionAndOnlyUntilItsEntryEnds() {
+        let kept = KeptDecision(
+            authorizer: "pdp", method: "GET", host: "api.example", path: "/orders/1", ip: "192.0.2.1",
+            decision: AuthZENDecision(allowed: true), until: 10)
+        func answers(
+            _ authorizer: String = "pdp", _ method: String = "GET", _ host: String = "api.example",
+            _ path: String = "/orders/1", _ ip: String = "192.0.2.1", now: Double = 9.9
+        ) -> Bool {
+            kept.answers(authorizer: authorizer, method: method, host: host, path: path, ip: ip, now: now)
+        }
+        #expect(answers())
+        #expect(!answers(now: 10), "the cache's entry has ended")
+        #expect(!answers("other"))
+        #expect(!answers("pdp", "DELETE"))
+        #expect(!answers("pdp", "GET", "evil.example"))
+        #expect(!answers("pdp", "GET", "api.example", "/orders/2"))
+        #expect(!answers("pdp", "GET", "api.example", "/orders/1", "192.0.2.2"))
     }
 
     @Test func itHoldsNoMoreThanMaxEntries() {
