@@ -43,6 +43,8 @@ final class BearerMemo {
     var exchanged: TokenExchanger.Issued?
     /// On an `authorize` route: the PDP's last decision for this token (`KeptDecision`).
     var keptDecision: KeptDecision?
+    /// On a rate-limited route: this token's store keys (`RateLimiter.storeKey`).
+    var storeKeys: [KnownStoreKey] = []
 
     init(
         authorization: [UInt8], routeIndex: Int, generation: Int, validUntil: Int64, caller: AuthenticatedCaller,

@@ -9,11 +9,19 @@ enum RateLimitFields {
     /// The fields for `policy`'s decision on this request.
     static func fields(_ policy: RateLimitPolicy, rule: RateLimitRule, _ decision: GCRA.Decision) -> [(String, String)]
     {
+        var out: [(String, String)] = []
+        append(policy, rule: rule, decision, to: &out)
+        return out
+    }
+
+    /// `fields`, appended to an answer's fields in place (no list of their own made).
+    static func append(
+        _ policy: RateLimitPolicy, rule: RateLimitRule, _ decision: GCRA.Decision, to fields: inout [(String, String)]
+    ) {
         let reset = decision.allowed ? seconds(decision.reset) : retryAfter(decision)
-        return [
-            ("RateLimit-Policy", policy.policyField(rule)),
-            ("RateLimit", rateLimitField(policy.nameItem, remaining: decision.remaining, reset: reset))
-        ]
+        fields.reserveCapacity(fields.count + 2)
+        fields.append(("RateLimit-Policy", policy.policyField(rule)))
+        fields.append(("RateLimit", rateLimitField(policy.nameItem, remaining: decision.remaining, reset: reset)))
     }
 
     /// `RateLimit`'s value: the name's item, serialized once, with `r` and `t` appended as

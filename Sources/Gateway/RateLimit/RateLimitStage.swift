@@ -45,9 +45,11 @@ final class RateLimitStage: KeyedStage {
         guard limiter.answersAtOnce else { return RateLimitCheck(stage: self, request: request).next() }
         // The memory store answers within the call: nothing to keep while waiting.
         var tightest: Tightest?
+        let memo = request.admission?.bearerMemo
         for policy in policies {
             let value = self.value(policy.key, request)
-            if let refusal = judge(limiter.takeNow(policy, value: value), policy, value, request, &tightest) {
+            if let refusal = judge(limiter.takeNow(policy, value: value, memo: memo), policy, value, request, &tightest)
+            {
                 return refusal
             }
         }
@@ -57,7 +59,7 @@ final class RateLimitStage: KeyedStage {
     /// Every policy allowed: the tightest one's fields go on the answer.
     func allowed(_ request: RoutedRequest, _ tightest: Tightest?) -> StageOutcome {
         if let t = tightest {
-            request.context.responseHeaders += RateLimitFields.fields(t.policy, rule: t.rule, t.decision)
+            RateLimitFields.append(t.policy, rule: t.rule, t.decision, to: &request.context.responseHeaders)
         }
         return .proceed
     }
@@ -186,7 +188,7 @@ extension RateLimitStage {
             limiter.countRefusal(route: ctx.route, policy: policy.name)
             ctx.rateLimitPolicy = policy.name
             var headers = [("Retry-After", String(RateLimitFields.retryAfter(decision)))]
-            if policy.headers { headers += RateLimitFields.fields(policy, rule: rule, decision) }
+            if policy.headers { RateLimitFields.append(policy, rule: rule, decision, to: &headers) }
             var r = ErrorResponse.make(
                 429, error: "rate_limited", description: "too many requests; try again after Retry-After seconds",
                 requestID: ctx.requestID, headers: headers, detail: "rate_limit \(policy.name): over its limit")

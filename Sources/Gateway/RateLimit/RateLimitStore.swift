@@ -53,10 +53,15 @@ final class MemoryRateLimits: RateLimitStore, Sendable {
     func takeNow(_ key: String, _ cell: GCRA) -> Result<GCRA.Decision, RateLimitStoreError> {
         let now = clock()
         return table.withLock { t in
-            let stored = t.tats[key]
-            let (decision, next) = cell.take(tat: stored, now: now)
+            // A key the table holds is found once and updated where it lies.
+            if let i = t.tats.index(forKey: key) {
+                let (decision, next) = cell.take(tat: t.tats.values[i], now: now)
+                if let next { t.tats.values[i] = next }
+                return .success(decision)
+            }
+            let (decision, next) = cell.take(tat: nil, now: now)
             guard let next else { return .success(decision) }
-            if stored == nil && t.tats.count >= t.sweepAt {
+            if t.tats.count >= t.sweepAt {
                 t.tats = t.tats.filter { $0.value > now }
                 t.sweepAt = max(1024, t.tats.count * 2)
                 if t.tats.count >= capacity {

@@ -23,6 +23,9 @@ final class RateLimiter {
     /// and no key text made per request.
     private var storeKeys: [String: [String: String]] = [:]
     private var storeKeyCount = 0
+    /// Bumped with the digest key: a store key kept elsewhere (`KnownStoreKey`) stands only
+    /// under the generation it was made in.
+    private(set) var keyGeneration = 0
     private(set) var metrics = RateLimitMetrics()
     private var lastFailureLog = -Double.infinity
     private let log: Logger
@@ -52,6 +55,7 @@ final class RateLimiter {
         refusedUntil.removeAll()
         storeKeys.removeAll()
         storeKeyCount = 0
+        keyGeneration += 1
     }
 
     /// The store's name for `value` under `policy`: 128 bits of the keyed digest, base64url.
@@ -66,6 +70,22 @@ final class RateLimiter {
         }
         storeKeys[policy, default: [:]][value] = key
         storeKeyCount += 1
+        return key
+    }
+
+    /// `storeKey`, first looked up among the keys a connection's token already used
+    /// (`BearerMemo.storeKeys`): a memo-admitted request's caller is the memo's, so its key
+    /// is found with a compare or two and no hashing.
+    func storeKey(policy: String, value: String, memo: BearerMemo?) -> String {
+        guard let memo else { return storeKey(policy: policy, value: value) }
+        for k in memo.storeKeys where k.generation == keyGeneration && k.value == value && k.policy == policy {
+            return k.key
+        }
+        let key = storeKey(policy: policy, value: value)
+        memo.storeKeys.removeAll { $0.generation != keyGeneration }
+        if memo.storeKeys.count < KnownStoreKey.perMemo {
+            memo.storeKeys.append(KnownStoreKey(policy: policy, value: value, key: key, generation: keyGeneration))
+        }
         return key
     }
 
@@ -86,8 +106,10 @@ final class RateLimiter {
     }
 
     /// `take`, answered now; only when `answersAtOnce`.
-    func takeNow(_ policy: RateLimitPolicy, value: String) -> Result<GCRA.Decision, RateLimitStoreError> {
-        let key = storeKey(policy: policy.name, value: value)
+    func takeNow(_ policy: RateLimitPolicy, value: String, memo: BearerMemo? = nil) -> Result<
+        GCRA.Decision, RateLimitStoreError
+    > {
+        let key = storeKey(policy: policy.name, value: value, memo: memo)
         if let refusal = memoRefusal(key) { return .success(refusal) }
         let result = store.takeNow(key, policy.rule(for: value).cell)
         remember(key, result)
@@ -96,7 +118,7 @@ final class RateLimiter {
 
     /// The store's last refusal of `key`, while it still holds.
     private func memoRefusal(_ key: String) -> GCRA.Decision? {
-        guard let memo = refusedUntil[key] else { return nil }
+        guard !refusedUntil.isEmpty, let memo = refusedUntil[key] else { return nil }
         let now = clock()
         if now < memo.until {
             return .init(allowed: false, remaining: 0, retryAfter: memo.until - now, reset: memo.resetAt - now)
@@ -148,4 +170,15 @@ struct RateLimitMetrics: Sendable {
             "tokengate_rate_limit_store_failures_total", .counter,
             help: "Rate-limit store calls that failed (on_store_failure decided).", storeFailures)
     }
+}
+
+/// A caller's store key under one policy, kept on the connection's `BearerMemo`.
+struct KnownStoreKey {
+    /// A route lists a few policies; past this many, keys are made the usual way.
+    static let perMemo = 4
+    let policy: String
+    let value: String
+    let key: String
+    /// `RateLimiter.keyGeneration` when it was made.
+    let generation: Int
 }

@@ -1,4 +1,5 @@
 import JOSE
+import OAuth
 import Testing
 
 @testable import Gateway
@@ -96,6 +97,30 @@ struct RateLimitStageTests {
         let key = worker.services.rateLimits.storeKey(policy: "per-user", value: "alice@example.com")
         #expect(key.count == 22 && !key.contains("alice"))
         #expect(key != worker.services.rateLimits.storeKey(policy: "quiet", value: "alice@example.com"))
+    }
+
+    @Test func aConnectionsTokenKeepsItsStoreKeysOnlyForItsOwnValueAndKeyGeneration() throws {
+        let worker = try testWorker(Self.yaml)
+        let limiter = worker.services.rateLimits
+        let memo = BearerMemo(
+            authorization: [], routeIndex: 0, generation: 0, validUntil: .max,
+            caller: AuthenticatedCaller(
+                token: VerifiedAccessToken(issuer: "one", claims: JSONObject(), expiresAt: 0, confirmation: nil)),
+            identity: [], subject: "alice", clientID: nil)
+        let alice = limiter.storeKey(policy: "per-user", value: "alice")
+        #expect(limiter.storeKey(policy: "per-user", value: "alice", memo: memo) == alice)
+        #expect(memo.storeKeys.count == 1)
+        #expect(limiter.storeKey(policy: "per-user", value: "alice", memo: memo) == alice, "found on the memo")
+        // Another value or policy is never answered with the kept key.
+        #expect(
+            limiter.storeKey(policy: "per-user", value: "bob", memo: memo)
+                == limiter.storeKey(policy: "per-user", value: "bob"))
+        #expect(limiter.storeKey(policy: "quiet", value: "alice", memo: memo) != alice)
+        // A new config's digest key: the kept keys no longer stand.
+        limiter.apply(worker.services.config)
+        let fresh = limiter.storeKey(policy: "per-user", value: "alice", memo: memo)
+        #expect(fresh == limiter.storeKey(policy: "per-user", value: "alice"))
+        #expect(memo.storeKeys.allSatisfy { $0.generation == limiter.keyGeneration })
     }
 
     @Test func aToolLimitCountsAfterTheMCPStagePerToolAndCaller() throws {
