@@ -122,7 +122,8 @@ private final class RateLimitCheck {
             let value = stage.value(policy.key, request)
             waiting = true
             immediate = nil
-            stage.services.rateLimits.take(policy, value: value) { [self] result in
+            stage.services.rateLimits.take(policy, value: value, memo: request.admission?.bearerMemo) {
+                [self] result in
                 if waiting {
                     immediate = result
                 } else {

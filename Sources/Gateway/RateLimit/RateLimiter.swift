@@ -94,10 +94,10 @@ final class RateLimiter {
 
     /// One request taken from `value`'s budget under `policy`.
     func take(
-        _ policy: RateLimitPolicy, value: String,
+        _ policy: RateLimitPolicy, value: String, memo: BearerMemo? = nil,
         done: @escaping (Result<GCRA.Decision, RateLimitStoreError>) -> Void
     ) {
-        let key = storeKey(policy: policy.name, value: value)
+        let key = storeKey(policy: policy.name, value: value, memo: memo)
         if let refusal = memoRefusal(key) { return done(.success(refusal)) }
         store.take(key, policy.rule(for: value).cell) { [self] result in
             remember(key, result)
