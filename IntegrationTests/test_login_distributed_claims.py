@@ -3,7 +3,9 @@
 `_claim_sources` (as Entra ID does above 200 groups). A source on the issuer's
 `claim_sources` is called once per session with the access token, and the route's `require`
 on `groups` passes on every request after it; a source not on the list is never called and
-the route refuses, as it does when the source fails — each with the reason in the log."""
+the route refuses, as it does when the source fails — each with the reason in the log. How
+and when the user authenticated (acr, amr, auth_time) is the ID token's word alone: a listed
+source that says acr "mfa" does not pass a step-up route."""
 import http.server
 import json
 import threading
@@ -27,7 +29,8 @@ STAFF_ROUTE = """  - name: staff
 
 class ClaimsSource:
     """A claims provider's endpoint: /claims/groups answers the user's groups (JSON),
-    /claims/fail a 500, anything else 404. Every call is recorded (path, Authorization)."""
+    /claims/authn those and acr "mfa", amr and auth_time now, /claims/fail a 500, anything
+    else 404. Every call is recorded (path, Authorization)."""
 
     def __init__(self):
         self.calls = []
@@ -38,6 +41,11 @@ class ClaimsSource:
                 source.calls.append({"path": self.path, "authorization": self.headers.get("Authorization")})
                 if self.path == "/claims/groups":
                     body, status = json.dumps({"groups": ["staff", "dev"]}).encode(), 200
+                elif self.path == "/claims/authn":
+                    # A source that also claims a strong, fresh authentication.
+                    body = json.dumps({"groups": ["staff", "dev"], "acr": "mfa", "amr": ["otp", "pwd"],
+                                       "auth_time": int(time.time())}).encode()
+                    status = 200
                 elif self.path == "/claims/fail":
                     body, status = b'{"error":"server_error"}', 500
                 else:
@@ -166,3 +174,49 @@ def test_a_userinfo_answer_can_name_the_source_too(login_env, login_as, upstream
     assert r.status_code == 200 and sent(r)["x-groups"] == "staff,dev", r.text
     # The source's own access token, not the session's.
     assert source.calls == [{"path": "/claims/groups", "authorization": "Bearer source-own-token"}]
+
+
+VAULT_ROUTE = """  - name: vault
+    match: { path_prefix: /vault/ }
+    upstream: app
+    auth: login
+    client: web
+    require: { acr: [mfa], max_age: 300 }
+    headers: { X-Forwarded-User: sub, X-Auth-Acr: acr }"""
+
+STAFF_ROUTE_WITH_ACR = STAFF_ROUTE.replace("X-Groups: groups }", "X-Groups: groups, X-Auth-Acr: acr, X-Auth-Amr: amr }")
+
+
+@pytest.mark.parametrize("id_token_acr", [None, "urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport"])
+def test_a_source_cannot_say_how_or_when_the_user_authenticated(
+        login_env, login_as, upstream, tmp_path, source, id_token_acr):
+    """OIDC Core §2, §5.6.2: the ID token (no acr, or a password acr; no auth_time) names an
+    allow-listed source for acr, amr, auth_time and groups, and the source says acr "mfa",
+    auth_time now. The groups are taken; the authentication claims are not: the step-up route
+    sends the browser to a new login and refuses an API call, and its upstream never hears."""
+    login_as.id_token_fault = {"claims": {
+        "groups": None, "acr": id_token_acr, "amr": None, "auth_time": None,
+        "_claim_names": {"groups": "src1", "acr": "src1", "amr": "src1", "auth_time": "src1"},
+        "_claim_sources": {"src1": {"endpoint": source.url("/claims/authn")}}}}
+    e = login_env(login_as, upstream, tmp_path, extra_route=STAFF_ROUTE_WITH_ACR + "\n" + VAULT_ROUTE,
+                  issuer_options=f'algorithms: [ES256, RS256], claim_sources: ["{source.url("/claims/")}"]')
+    r = e.login("/staff/report")
+    assert r.status_code == 200, (r.status_code, r.text, e.gw.output()[-2000:])
+    h = sent(r)
+    # The source was reached and its groups kept: it is on the list and answered.
+    assert [c["path"] for c in source.calls] == ["/claims/authn"]
+    assert h["x-groups"] == "staff,dev"
+    # Its acr and amr were not: the upstream sees the ID token's (or none).
+    assert h.get("x-auth-acr") != "mfa" and "otp" not in h.get("x-auth-amr", "")
+    if id_token_acr:
+        assert h["x-auth-acr"] == id_token_acr
+    # An API call on the step-up route: 401 login_required, as for a session without mfa.
+    r = e.browser.get(e.url("/vault/1"), headers=JSON, allow_redirects=False, timeout=10)
+    assert r.status_code == 401 and r.json()["error"] == "login_required", (r.status_code, r.text)
+    # A navigation: a new login at the AS, asking for acr mfa.
+    r = e.get("/vault/1")
+    assert r.status_code == 302 and r.headers["Location"].startswith(login_as.url + "/authorization?"), \
+        (r.status_code, r.headers.get("Location"), r.text)
+    assert not [x for x in upstream.requests if x["path"].startswith("/vault/")]
+    assert all(v != "mfa" for x in upstream.requests for k, v in x["headers"] if k.lower() == "x-auth-acr")
+    assert len(source.calls) == 1

@@ -77,6 +77,38 @@ struct DistributedClaimsTests {
         #expect(!DistributedClaims.allowed("https://graph.example/x/y", by: ["https://graph.example.org"]))
     }
 
+    /// OIDC Core §2: acr, amr and auth_time come from the ID token only. An ID token that names
+    /// a source for them (and for groups) has only groups followed, and that source's answer
+    /// saying acr "mfa" gives only groups.
+    @Test func noSourceSaysHowOrWhenTheUserAuthenticated() throws {
+        let claims = try Self.object(
+            """
+            {"sub":"u1","acr":"pwd","_claim_names":{"acr":"src1","amr":"src1","auth_time":"src1","groups":"src1"},
+             "_claim_sources":{"src1":{"endpoint":"https://claims.example/authn"}}}
+            """)
+        let kept: Set<String> = ["sub", "acr", "amr", "auth_time", "groups"]
+        #expect(LoginService.sourced(kept) == ["sub", "groups"])
+        let (sources, failures) = DistributedClaims.sources(claims, wanted: LoginService.sourced(kept))
+        #expect(failures.isEmpty)
+        #expect(
+            sources == [
+                .init(
+                    name: "src1", claims: ["groups"], kind: .endpoint("https://claims.example/authn", accessToken: nil))
+            ])
+        let answer = Array(#"{"groups":["staff"],"acr":"mfa","amr":["otp"],"auth_time":99999999999}"#.utf8)
+        let got = try DistributedClaims.claims(
+            fromAnswer: answer, contentType: "application/json", names: sources[0].claims, verify: Self.noJWT
+        ).get()
+        #expect(got == (try Self.object(#"{"groups":["staff"]}"#)))
+        // Only the authentication claims named: nothing to follow at all.
+        let onlyAuthn = try Self.object(
+            """
+            {"sub":"u1","_claim_names":{"acr":"src1","auth_time":"src1"},
+             "_claim_sources":{"src1":{"endpoint":"https://claims.example/authn"}}}
+            """)
+        #expect(DistributedClaims.sources(onlyAuthn, wanted: LoginService.sourced(kept)).sources.isEmpty)
+    }
+
     static func noJWT(_: String) throws -> JSONObject { throw DistributedClaimsError("no JWT expected") }
 
     @Test func aJSONAnswerGivesTheNamedClaims() throws {

@@ -27,11 +27,7 @@ extension LoginService {
         // The record is the gateway's own: none the AS sent is taken.
         var claims = claims
         claims[DistributedClaims.record] = nil
-        // How and when the user authenticated is the ID token's word alone (OIDC Core §2): a
-        // claims source naming acr, amr or auth_time would otherwise pass a step-up route
-        // for a login that never performed it.
-        let (sources, failures) = DistributedClaims.sources(
-            claims, wanted: keptClaims.subtracting(Self.authenticationClaims))
+        let (sources, failures) = DistributedClaims.sources(claims, wanted: Self.sourced(keptClaims))
         guard !sources.isEmpty || !failures.isEmpty else {
             done(claims)
             return
@@ -54,6 +50,11 @@ extension LoginService {
             done(out)
         }
     }
+
+    /// The kept claims a source may supply. How and when the user authenticated is the ID
+    /// token's word alone (OIDC Core §2): a claims source naming acr, amr or auth_time would
+    /// otherwise pass a step-up route for a login that never performed it.
+    static func sourced(_ kept: Set<String>) -> Set<String> { kept.subtracting(authenticationClaims) }
 
     /// Asks the sources one after the other (there are at most `DistributedClaims.maxSources`).
     private func follow(
