@@ -8,8 +8,10 @@ authorizer's timeout; decisions are cached per process (one call for many identi
 requests, across workers and when concurrent); the PDP's metadata names its endpoints; the
 gateway's credential comes from a file. Tokens are minted by the test's JWKS issuer."""
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
@@ -217,6 +219,83 @@ def test_the_pdps_metadata_names_its_endpoint(gateway_factory, upstream, idp):  
         assert r.status_code == 200
         assert [c["path"] for c in p.calls][-1] == "/pdp/v2/eval"
     finally:
+        p.stop()
+
+
+class Recorder:
+    """A listener that records every request (method, path, Authorization) and answers 200
+    allow: where metadata pointing elsewhere would send the gateway's calls."""
+
+    def __init__(self, host, port):
+        self.seen = []
+        rec = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def answer(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                if n:
+                    self.rfile.read(n)
+                rec.seen.append((self.command, self.path, self.headers.get("Authorization")))
+                body = b'{"decision": true}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = answer
+
+        self.server = ThreadingHTTPServer((host, port), H)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("elsewhere", ["other port", "other host"])
+def test_metadata_naming_another_origin_gets_no_call_and_no_credential(
+        gateway_factory, upstream, idp, tmp_path, elsewhere):  # noqa: F811
+    """AuthZEN §9 metadata may move the endpoints only within url's origin: a PDP (or whoever
+    can change its metadata) naming another port or host would otherwise receive the
+    gateway's credential. The gateway keeps url's own paths and the configured PDP decides."""
+    read = threading.Event()
+
+    def metadata(pdp):
+        read.set()
+        other = f"http://127.0.0.1:{rec_port}" if elsewhere == "other port" else f"http://127.0.0.2:{pdp.port}"
+        return {"policy_decision_point": pdp.url.rstrip("/"),
+                "access_evaluation_endpoint": other + "/access/v1/evaluation",
+                "access_evaluations_endpoint": other + "/access/v1/evaluations"}
+
+    p = PDP(metadata=metadata, token="pdp-secret-1").start()
+    rec_port = free_port()
+    rec = Recorder("127.0.0.1", rec_port) if elsewhere == "other port" else Recorder("127.0.0.2", p.port)
+    try:
+        path = tmp_path / "pdp.token"
+        path.write_text("pdp-secret-1\n")
+        extra_auth = f"    auth: {{ bearer_file: {path} }}\n"
+        text = config(upstream, idp, p.url).replace("    subject:", extra_auth + "    subject:")
+        gw = gateway_factory(text)
+        assert read.wait(5), "the gateway never read the PDP's metadata"
+        time.sleep(0.3)  # the answer is applied on each worker's loop
+        p.decide = lambda body: {"decision": body["subject"]["id"] == "alice"}
+        for i in range(4):
+            assert requests.get(gw.url(f"/orders/{i}"), headers=bearer(idp), timeout=5).status_code == 200
+        r = requests.get(gw.url("/orders/9"), headers=bearer(idp, "mallory"), timeout=5)
+        assert r.status_code == 403 and r.json()["error"] == "access_denied", r.text
+        assert rec.seen == []
+        calls = p.evaluation_calls()
+        assert len(calls) >= 5 and all(c["headers"]["Authorization"] == "Bearer pdp-secret-1" for c in calls)
+        assert p.unauthorized == [] and p.schema_errors == []
+    finally:
+        rec.stop()
         p.stop()
 
 

@@ -158,16 +158,18 @@ final class PDPClient {
             }
             let one = meta["access_evaluation_endpoint"]?.string
             let many = meta["access_evaluations_endpoint"]?.string
-            func usable(_ s: String?) -> Bool {
-                // The same origin as `url` only: these calls carry the gateway's credential.
-                guard let s, let u = URL(string: s), let base = URL(string: config.url) else { return false }
-                return u.scheme == base.scheme && u.host?.isEmpty == false && u.host == base.host
-                    && u.port == base.port
-            }
+            func usable(_ s: String?) -> Bool { Self.sameOrigin(s, as: config.url) }
             if usable(one) { evaluationURL = one! }
             if usable(many) { evaluationsURL = many! }
             metadataRead = usable(one) || usable(many)
         }
+    }
+
+    /// Whether a metadata endpoint has `url`'s scheme, host and port: only those calls may
+    /// carry the gateway's credential, which metadata naming another origin would send there.
+    static func sameOrigin(_ endpoint: String?, as url: String) -> Bool {
+        guard let endpoint, let u = URL(string: endpoint), let base = URL(string: url) else { return false }
+        return u.scheme == base.scheme && u.host?.isEmpty == false && u.host == base.host && u.port == base.port
     }
 
     /// POSTs a JSON body with the request's id (AuthZEN §10.1.3: the PDP echoes it) and the

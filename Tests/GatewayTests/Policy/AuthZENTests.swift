@@ -265,3 +265,32 @@ struct AuthorizerConfigTests {
         #expect(found.contains { $0.contains(message) }, "\(message) in \(found)")
     }
 }
+
+/// AuthZEN §9 metadata may name the PDP's endpoints, but only on `url`'s own origin: the calls
+/// carry the gateway's credential, which an endpoint elsewhere would receive.
+@Suite("PDP metadata endpoints: the same origin as url")
+struct PDPMetadataOriginTests {
+    static let url = "https://pdp.example:8443/authzen"
+
+    @Test func theSameOriginIsTaken() {
+        #expect(PDPClient.sameOrigin("https://pdp.example:8443/access/v1/evaluation", as: Self.url))
+        #expect(PDPClient.sameOrigin("https://pdp.example:8443/other/evaluations", as: Self.url))
+    }
+
+    @Test(arguments: [
+        "https://pdp.example:9443/access/v1/evaluation",  // another port
+        "https://pdp.example/access/v1/evaluation",  // the default port is another port
+        "https://attacker.example:8443/access/v1/evaluation",  // another host
+        "https://pdp.example.attacker.example:8443/x",  // a host that only starts the same
+        "http://pdp.example:8443/access/v1/evaluation",  // another scheme
+        "/access/v1/evaluation",  // no host
+        "not a url at all"
+    ])
+    func anotherOriginIsNot(_ endpoint: String) {
+        #expect(!PDPClient.sameOrigin(endpoint, as: Self.url))
+    }
+
+    @Test func nothingNamedIsNothingTaken() {
+        #expect(!PDPClient.sameOrigin(nil, as: Self.url))
+    }
+}
