@@ -2,9 +2,11 @@
 { client: NAME }`, docs/policy.md): the client credentials grant (RFC 6749 §4.4) at the real
 authorization server, as one of the gateway's `clients:`, the token endpoint from the
 issuer's metadata. The PDP checks the token against the AS's keys; one token serves many
-calls; a token the PDP refuses is never sent again; an AS that refuses the gateway leaves the
-PDP uncalled and the request answered by `on_error`."""
+calls; a token the PDP refuses is never sent again, and no new one is asked for within 5 s
+of a refusal (a PDP refusing every token does not cost a token request per call); an AS that
+refuses the gateway leaves the PDP uncalled and the request answered by `on_error`."""
 import json
+import time
 
 import pytest
 import requests
@@ -129,8 +131,10 @@ def test_a_token_the_pdp_refuses_is_never_sent_again(env, idp):  # noqa: F811
     refused = [requests.get(gw.url("/orders/2"), headers=bearer(idp, f"u{i}"), timeout=5) for i in range(4)]
     assert 403 in [r.status_code for r in refused], [r.text for r in refused]
     assert len(p.unauthorized) == 1
-    # Every later call carries a good token: the refused worker asks the AS again at its next
-    # call (which worker a connection lands on is the kernel's choice: call until it has).
+    # Every later call carries a good token: once the refusal's backoff (5 s) is over, the
+    # refused worker asks the AS again at its next call (which worker a connection lands on is
+    # the kernel's choice: call until it has).
+    time.sleep(5.2)
     asked = before
     for i in range(30):
         assert requests.get(gw.url("/orders/3"), headers=bearer(idp, f"v{i}"), timeout=5).status_code == 200
@@ -140,6 +144,25 @@ def test_a_token_the_pdp_refuses_is_never_sent_again(env, idp):  # noqa: F811
     assert asked > before
     assert len(p.unauthorized) == 1
     assert p.unauthorized[0] not in ["Bearer " + t for t in check.seen[-4:]]
+
+
+def test_a_pdp_refusing_every_token_does_not_cost_a_token_request_per_call(env, idp):  # noqa: F811
+    """Without a backoff each call would drop the refused token and ask the AS for another:
+    one token request per request. Within the 5 s after a refusal the worker asks none, and
+    the calls take on_error."""
+    a, p, check, start = env
+    gw = start(on_error="unavailable")
+    wait_ready(gw, idp)
+    before = len(grants(a))
+    p.token = lambda value: False  # the PDP now refuses whatever it is sent
+    began = time.monotonic()
+    answers = [requests.get(gw.url("/orders/5"), headers=bearer(idp, f"w{i}"), timeout=5) for i in range(20)]
+    assert time.monotonic() - began < 5, "the calls outlasted the backoff: the count below means nothing"
+    assert all(r.status_code == 503 and r.json()["error"] == "temporarily_unavailable" for r in answers), \
+        [(r.status_code, r.text) for r in answers]
+    # At most one refused token per worker (2), and at most one new token each.
+    assert len(p.unauthorized) <= 2, p.unauthorized
+    assert len(grants(a)) - before <= 2, grants(a)[before:]
 
 
 def test_an_as_that_refuses_the_gateway_leaves_the_pdp_uncalled(env, idp):  # noqa: F811

@@ -18,8 +18,9 @@ struct ClientCredentialsGrant: Sendable, Equatable {
 /// A token the gateway holds for itself, on one worker's loop: asked for when first needed,
 /// kept until shortly before it expires (`expires_in` less 30 s, at least half its life),
 /// asked for once however many calls wait on it, and dropped when the party it was sent to
-/// refuses it (a 401: revoked, or the AS rotated its keys), so the next call asks again.
-/// Each worker holds its own.
+/// refuses it (a 401: revoked, or the AS rotated its keys), so the next call asks again —
+/// but not within `refusalBackoff` seconds of a refusal: a PDP that refuses every token
+/// would otherwise have the AS asked once per call. Each worker holds its own.
 final class ClientCredentialsToken {
     let grant: ClientCredentialsGrant
     private let client: ClientConfig
@@ -30,6 +31,14 @@ final class ClientCredentialsToken {
     private var discoveredEndpoint: String?
     /// Token requests made (not answered from the held token), for tests and the log.
     private(set) var requests = 0
+    /// Until when (uptime seconds) no token is asked for, after one was refused.
+    private var refusedUntil: Double?
+    static let refusalBackoff = 5.0
+    /// The lifetime taken when `expires_in` is missing, not a number or not positive
+    /// (RFC 6749 §5.1 only recommends it): short, yet not a token request per call.
+    static let defaultLifetime: Int64 = 60
+    /// The most `expires_in` is believed: a token is asked for again at least daily.
+    static let maxLifetime: Int64 = 86_400
 
     init(grant: ClientCredentialsGrant, client: ClientConfig, fetchers: BackChannelFetchers) {
         self.grant = grant
@@ -48,14 +57,28 @@ final class ClientCredentialsToken {
         let now = ProcessInfo.processInfo.systemUptime
         if let held, now < held.until { return done(.success(held.token)) }
         held = nil
+        if let until = refusedUntil, now < until {
+            return done(.failure(.init("the last token was refused; none asked for until the backoff ends")))
+        }
         waiting.append(done)
         guard waiting.count == 1 else { return }
         ask(timeout: timeout)
     }
 
-    /// The token was refused where it was sent: never sent again.
+    /// The token was refused where it was sent: never sent again, and no new one asked for
+    /// within `refusalBackoff`.
     func drop(_ token: String) {
-        if held?.token == token { held = nil }
+        guard held?.token == token else { return }
+        held = nil
+        refusedUntil = ProcessInfo.processInfo.systemUptime + Self.refusalBackoff
+    }
+
+    /// How long a token is held (seconds): `expires_in` less 30 s, at least half of it, with
+    /// `expires_in` clamped to `defaultLifetime` (missing, not positive) … `maxLifetime`.
+    static func heldFor(expiresIn: Int64?) -> Double {
+        let given = expiresIn ?? 0
+        let life = Double(given <= 0 ? defaultLifetime : min(given, maxLifetime))
+        return max(life / 2, life - 30)
     }
 
     private func ask(timeout: Double) {
@@ -90,9 +113,8 @@ final class ClientCredentialsToken {
                 case .success(let t) where !t.hasType(dpop: false):
                     land(.failure(.init("token endpoint answered token_type \(t.tokenType), not Bearer")))
                 case .success(let t):
-                    let life = Double(t.expiresIn ?? 300)
                     let now = ProcessInfo.processInfo.systemUptime
-                    held = (t.accessToken, now + max(life / 2, life - 30))
+                    held = (t.accessToken, now + Self.heldFor(expiresIn: t.expiresIn))
                     land(.success(t.accessToken))
                 }
             }

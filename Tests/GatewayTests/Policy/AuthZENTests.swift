@@ -294,3 +294,25 @@ struct PDPMetadataOriginTests {
         #expect(!PDPClient.sameOrigin(nil, as: Self.url))
     }
 }
+
+/// The gateway's own client-credentials token (RFC 6749 §5.1: `expires_in` is only
+/// recommended): held for a short default when the AS says nothing usable, and never for
+/// longer than a day whatever it says.
+@Suite("Client credentials token: expires_in clamped")
+struct ClientCredentialsLifetimeTests {
+    @Test(arguments: [nil, 0, -1, Int64.min] as [Int64?])
+    func aMissingOrNonPositiveExpiresInIsTheShortDefault(_ given: Int64?) {
+        #expect(ClientCredentialsToken.heldFor(expiresIn: given) == 30)
+        #expect(ClientCredentialsToken.heldFor(expiresIn: given) > 0)
+    }
+
+    @Test func aHugeExpiresInIsCappedAtADay() {
+        #expect(ClientCredentialsToken.heldFor(expiresIn: Int64.max) == 86_400 - 30)
+        #expect(ClientCredentialsToken.heldFor(expiresIn: 10 * 365 * 86_400) == 86_400 - 30)
+    }
+
+    @Test func anOrdinaryExpiresInIsKeptUntil30SecondsBefore() {
+        #expect(ClientCredentialsToken.heldFor(expiresIn: 3600) == 3570)
+        #expect(ClientCredentialsToken.heldFor(expiresIn: 40) == 20)
+    }
+}
