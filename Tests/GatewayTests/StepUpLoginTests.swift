@@ -230,6 +230,22 @@ struct StepUpPendingLoginTests {
             l.authenticationFailure(Self.claims(acr: nil, authTime: 5000 - 331), now: 5000, leeway: 30)
                 == .tooOld(seconds: 301))
     }
+
+    /// OIDC Core §2: an ID token whose auth_time is an hour ahead does not answer a max_age
+    /// (nor does a session that kept it); within the issuer's leeway it does.
+    @Test func anAuthTimeInTheFutureDoesNotAnswerMaxAge() {
+        let l = Self.login(maxAge: 300)
+        #expect(
+            l.authenticationFailure(Self.claims(acr: nil, authTime: 5000 + 3600), now: 5000, leeway: 30)
+                == .futureAuthTime(seconds: 3600))
+        #expect(l.authenticationFailure(Self.claims(acr: nil, authTime: 5000 + 30), now: 5000, leeway: 30) == nil)
+        // The session check on a route reads the same rule with the same leeway.
+        var route = AuthorizationRequirement()
+        route.maxAge = 300
+        #expect(
+            route.stepUpFailure(Self.claims(acr: nil, authTime: 5000 + 3600), now: 5000, leeway: 30)
+                == .futureAuthTime(seconds: 3600))
+    }
 }
 
 /// What the authorization request of a step-up login carries (OIDC Core §3.1.2.1).

@@ -39,6 +39,17 @@ struct StepUpTests {
                 == .tooOld(seconds: 301))
     }
 
+    /// OIDC Core §2: auth_time is when the user authenticated; one an hour ahead of the clock
+    /// is not a recent authentication, whatever max_age is.
+    @Test func anAuthTimeInTheFutureBeyondTheLeewayFailsMaxAge() {
+        let future = Self.claims(["acr": .string("mfa"), "auth_time": .number("4600")])
+        #expect(requirement.stepUpFailure(future, now: 1000, leeway: 30) == .futureAuthTime(seconds: 3600))
+        #expect(requirement.stepUpFailure(future, now: 1000) == .futureAuthTime(seconds: 3600))
+        let justAhead = Self.claims(["acr": .string("mfa"), "auth_time": .number("1030")])
+        #expect(requirement.stepUpFailure(justAhead, now: 1000, leeway: 30) == nil)
+        #expect(requirement.stepUpFailure(justAhead, now: 1000, leeway: 29) == .futureAuthTime(seconds: 30))
+    }
+
     @Test func withoutTheRulesNothingIsAsked() {
         let none = AuthorizationRequirement(scopes: ["a"])
         #expect(!none.hasStepUp)

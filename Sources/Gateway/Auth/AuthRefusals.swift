@@ -14,11 +14,15 @@ final class AuthRefusals {
     let nonces: DPoPNonces?
     /// "Now" for the nonces a 401 carries.
     let wallClock: any WallClock
+    /// The clock skew the route's issuers allow (the largest): how far ahead an `auth_time`
+    /// may be, and how much it widens `max_age`.
+    let leeway: Int64
 
-    init(tokens: TokenRouteConfig, nonces: DPoPNonces?, wallClock: any WallClock) {
+    init(tokens: TokenRouteConfig, nonces: DPoPNonces?, wallClock: any WallClock, leeway: Int64 = 0) {
         self.tokens = tokens
         self.nonces = nonces
         self.wallClock = wallClock
+        self.leeway = leeway
         resourceMetadata = tokens.resource?.identifier.metadataURL
         let scopes = tokens.requirement.scopes
         routeScope = tokens.resource == nil || scopes.isEmpty ? nil : scopes
@@ -115,12 +119,12 @@ final class AuthRefusals {
     private func stepUp(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
         let requirement = tokens.requirement
         guard requirement.hasStepUp,
-            let failure = requirement.stepUpFailure(token.claims, now: wallClock.seconds)
+            let failure = requirement.stepUpFailure(token.claims, now: wallClock.seconds, leeway: leeway)
         else { return nil }
         let description =
             switch failure {
             case .acr: "a different authentication level is required"
-            case .noAuthTime, .tooOld: "more recent authentication is required"
+            case .noAuthTime, .tooOld, .futureAuthTime: "more recent authentication is required"
             }
         var all = challenges(error: .insufficient_user_authentication, description: description, on: scheme)
         let target = schemes.contains(scheme) ? scheme : schemes[0]

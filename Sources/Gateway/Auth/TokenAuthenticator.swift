@@ -21,6 +21,8 @@ final class TokenAuthenticator {
     /// Proofs accepted without a replay check because the store could not answer (fail_open).
     private(set) var uncheckedProofs = 0
     private var publicURLs: [PublicURL] = []
+    /// Each issuer's `leeway`, by name, for the step-up checks of `auth_time`.
+    private var leeways: [String: Int64] = [:]
     /// Proof keys this worker has imported already (clients reuse one key for every proof).
     private let proofKeys = DPoPKeyCache(capacity: 4096)
 
@@ -32,6 +34,7 @@ final class TokenAuthenticator {
     func apply(_ config: GatewayConfig) {
         validator.apply(config)
         publicURLs = config.publicURLs
+        leeways = config.issuers.mapValues { Int64($0.leeway) }
         failOpen = config.dpop.failOpenOnStoreFailure
         let keys = (config.dpop.nonceKeys.isEmpty ? [ProcessSecrets.dpopNonceKey] : config.dpop.nonceKeys).compactMap {
             MACKey(secret: $0)
@@ -70,7 +73,9 @@ final class TokenAuthenticator {
     func plan(for route: RouteConfig) -> TokenRoutePlan? {
         guard let tokens = route.options.auth.tokenRoute else { return nil }
         return TokenRoutePlan(
-            refusals: AuthRefusals(tokens: tokens, nonces: nonces, wallClock: wallClock),
+            refusals: AuthRefusals(
+                tokens: tokens, nonces: nonces, wallClock: wallClock,
+                leeway: tokens.issuers.compactMap { leeways[$0] }.max() ?? 0),
             access: validator.rules(forRoute: route.index), proof: proofVerifiers[route.index])
     }
 

@@ -28,8 +28,7 @@ struct PendingLogins: Sendable, Equatable {
             var asked = AuthorizationRequirement()
             asked.acr = acrValues
             asked.maxAge = maxAge
-            // The leeway widens max_age: seen from `now - leeway`, auth_time is that much younger.
-            return asked.stepUpFailure(claims, now: now - leeway)
+            return asked.stepUpFailure(claims, now: now, leeway: leeway)
         }
     }
 

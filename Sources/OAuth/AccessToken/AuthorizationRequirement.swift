@@ -55,8 +55,10 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     public var hasStepUp: Bool { !acr.isEmpty || maxAge != nil }
 
     /// Why the credential's authentication is not what this requires (RFC 9470 §3:
-    /// `insufficient_user_authentication`), or nil when it is. `now` in Unix seconds.
-    public func stepUpFailure(_ claims: JSONObject, now: Int64) -> StepUpFailure? {
+    /// `insufficient_user_authentication`), or nil when it is. `now` in Unix seconds;
+    /// `leeway`: the issuer's allowed clock skew, which widens `max_age` and bounds how far
+    /// ahead an `auth_time` may be.
+    public func stepUpFailure(_ claims: JSONObject, now: Int64, leeway: Int64 = 0) -> StepUpFailure? {
         if !acr.isEmpty {
             guard let said = claims["acr"]?.string, acr.contains(said) else {
                 return .acr(claims["acr"]?.string)
@@ -64,7 +66,12 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         }
         if let maxAge {
             guard let authTime = claims["auth_time"]?.int64 else { return .noAuthTime }
-            if now - authTime > Int64(maxAge) { return .tooOld(seconds: now - authTime) }
+            // OIDC Core §2: auth_time is when the user authenticated; one still ahead of the
+            // clock (past the skew allowed) says nothing about how recent that was.
+            if authTime - now > leeway { return .futureAuthTime(seconds: authTime - now) }
+            // The leeway widens max_age: seen from `now - leeway`, auth_time is that much younger.
+            let age = now - leeway - authTime
+            if age > Int64(maxAge) { return .tooOld(seconds: age) }
         }
         return nil
     }
@@ -83,12 +90,15 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         case noAuthTime
         /// The user authenticated this long ago, more than `max_age`.
         case tooOld(seconds: Int64)
+        /// `auth_time` is this far ahead of the clock, more than the leeway.
+        case futureAuthTime(seconds: Int64)
 
         public var description: String {
             switch self {
             case .acr(let said): "acr \(said.map { "\"\($0)\"" } ?? "missing") is not one the route accepts"
             case .noAuthTime: "max_age is set and the credential has no auth_time"
             case .tooOld(let s): "the user authenticated \(s) s ago, past max_age"
+            case .futureAuthTime(let s): "auth_time is \(s) s in the future"
             }
         }
     }
