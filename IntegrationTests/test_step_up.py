@@ -1,6 +1,6 @@
 """Step-up on token routes (RFC 9470, docs/identity.md): a route's `require.acr` and
 `require.max_age`, tried with tokens the test's JWKS issuer mints: a token whose `acr` is
-not listed, or whose `auth_time` is missing or too old, gets 401 with the
+not listed, or whose `auth_time` is missing, too old or ahead of the clock past the leeway, gets 401 with the
 `insufficient_user_authentication` challenge naming `acr_values` and `max_age`; a token that
 also lacks a scope gets 403 `insufficient_scope` first; a connection's remembered admission
 ends with `max_age`; check-config refuses the rules where they cannot apply."""
@@ -55,6 +55,8 @@ FRESHNESS = ('Bearer realm="tokengate", error="insufficient_user_authentication"
     ({"acr": "pwd", "auth_time": "now"}, LEVEL),
     ({"acr": "mfa", "auth_time": None}, FRESHNESS),
     ({"acr": "mfa", "auth_time": -400}, FRESHNESS),
+    # OIDC Core §2: auth_time is when the user authenticated; an hour ahead is no recent one.
+    ({"acr": "mfa", "auth_time": 3600}, FRESHNESS),
 ])
 def test_a_token_short_of_the_routes_authentication_gets_the_rfc_9470_challenge(
         gw, upstream, idp, claims, challenge):  # noqa: F811
@@ -72,6 +74,9 @@ def test_a_strong_fresh_token_goes_through(gw, upstream, idp):  # noqa: F811
         r = requests.get(gw.url("/transfers/2"), headers=bearer(idp, acr=acr, auth_time=int(time.time()) - 299),
                          timeout=5)
         assert r.status_code == 200
+    # An auth_time a little ahead (clock skew, within the issuer's 30 s leeway) is accepted.
+    r = requests.get(gw.url("/transfers/2"), headers=bearer(idp, acr="mfa", auth_time=int(time.time()) + 20), timeout=5)
+    assert r.status_code == 200, r.text
 
 
 def test_a_missing_scope_is_403_before_any_step_up(gw, idp):  # noqa: F811

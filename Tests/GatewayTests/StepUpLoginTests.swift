@@ -243,7 +243,7 @@ struct StepUpPendingLoginTests {
         var route = AuthorizationRequirement()
         route.maxAge = 300
         #expect(
-            route.stepUpFailure(Self.claims(acr: nil, authTime: 5000 + 3600), now: 5000, leeway: 30)
+            route.stepUpFailure(Self.claims(acr: nil, authTime: 5000 + 3600), now: 5000, leeway: 30, maxAgeGrace: 30)
                 == .futureAuthTime(seconds: 3600))
     }
 }

@@ -48,6 +48,10 @@ struct StepUpTests {
         let justAhead = Self.claims(["acr": .string("mfa"), "auth_time": .number("1030")])
         #expect(requirement.stepUpFailure(justAhead, now: 1000, leeway: 30) == nil)
         #expect(requirement.stepUpFailure(justAhead, now: 1000, leeway: 29) == .futureAuthTime(seconds: 30))
+        // The leeway bounds how far ahead; only maxAgeGrace widens max_age.
+        let old = Self.claims(["acr": .string("mfa"), "auth_time": .number("1000")])
+        #expect(requirement.stepUpFailure(old, now: 1301, leeway: 30) == .tooOld(seconds: 301))
+        #expect(requirement.stepUpFailure(old, now: 1301, leeway: 30, maxAgeGrace: 30) == nil)
     }
 
     @Test func withoutTheRulesNothingIsAsked() {

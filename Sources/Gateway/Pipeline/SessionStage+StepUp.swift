@@ -14,7 +14,8 @@ extension SessionStage {
     func meetsStepUp(_ request: RoutedRequest, _ session: Session, setCookies: [String]) -> Bool {
         guard let requirement = loginRoute.sessionRequirement, requirement.hasStepUp,
             let failure = requirement.stepUpFailure(
-                session.claims, now: services.login.now, leeway: services.login.leeway(ofClient: session.client))
+                session.claims, now: services.login.now, leeway: services.login.leeway(ofClient: session.client),
+                maxAgeGrace: services.login.leeway(ofClient: session.client))
         else { return true }
         var asked = AuthorizationRequirement()
         asked.acr = requirement.acr

@@ -28,7 +28,7 @@ struct PendingLogins: Sendable, Equatable {
             var asked = AuthorizationRequirement()
             asked.acr = acrValues
             asked.maxAge = maxAge
-            return asked.stepUpFailure(claims, now: now, leeway: leeway)
+            return asked.stepUpFailure(claims, now: now, leeway: leeway, maxAgeGrace: leeway)
         }
     }
 

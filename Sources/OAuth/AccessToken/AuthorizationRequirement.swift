@@ -56,9 +56,11 @@ public struct AuthorizationRequirement: Sendable, Equatable {
 
     /// Why the credential's authentication is not what this requires (RFC 9470 §3:
     /// `insufficient_user_authentication`), or nil when it is. `now` in Unix seconds;
-    /// `leeway`: the issuer's allowed clock skew, which widens `max_age` and bounds how far
-    /// ahead an `auth_time` may be.
-    public func stepUpFailure(_ claims: JSONObject, now: Int64, leeway: Int64 = 0) -> StepUpFailure? {
+    /// `leeway`: the issuer's allowed clock skew, how far ahead an `auth_time` may be;
+    /// `maxAgeGrace`: seconds added to `max_age` (a login reads it with the leeway too).
+    public func stepUpFailure(
+        _ claims: JSONObject, now: Int64, leeway: Int64 = 0, maxAgeGrace: Int64 = 0
+    ) -> StepUpFailure? {
         if !acr.isEmpty {
             guard let said = claims["acr"]?.string, acr.contains(said) else {
                 return .acr(claims["acr"]?.string)
@@ -69,8 +71,8 @@ public struct AuthorizationRequirement: Sendable, Equatable {
             // OIDC Core §2: auth_time is when the user authenticated; one still ahead of the
             // clock (past the skew allowed) says nothing about how recent that was.
             if authTime - now > leeway { return .futureAuthTime(seconds: authTime - now) }
-            // The leeway widens max_age: seen from `now - leeway`, auth_time is that much younger.
-            let age = now - leeway - authTime
+            // The grace widens max_age: seen from `now - grace`, auth_time is that much younger.
+            let age = now - maxAgeGrace - authTime
             if age > Int64(maxAge) { return .tooOld(seconds: age) }
         }
         return nil
