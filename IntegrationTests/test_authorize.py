@@ -11,11 +11,11 @@ import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
 
+from echo_upstream import Upstream
 from support.authzen_pdp import PDP
 from support.authserver.server import free_port
 from test_bearer import ec_key, idp, token as mint  # noqa: F401 — idp is a fixture
@@ -58,6 +58,13 @@ def pdp():
 
 def bearer(idp, sub="alice"):  # noqa: F811
     return {"Authorization": "Bearer " + mint(idp.keys[0], sub=sub)}
+
+
+def with_bearer_file(text, tmp_path, token):
+    """The config with the authorizer's credential read from a file holding `token`."""
+    path = tmp_path / "pdp.token"
+    path.write_text(token + "\n")
+    return text.replace("    subject:", f"    auth: {{ bearer_file: {path} }}\n    subject:"), path
 
 
 def saw(upstream, prefix):
@@ -222,43 +229,6 @@ def test_the_pdps_metadata_names_its_endpoint(gateway_factory, upstream, idp):  
         p.stop()
 
 
-class Recorder:
-    """A listener that records every request (method, path, Authorization) and answers 200
-    allow: where metadata pointing elsewhere would send the gateway's calls."""
-
-    def __init__(self, host, port):
-        self.seen = []
-        rec = self
-
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
-            def answer(self):
-                n = int(self.headers.get("Content-Length", "0"))
-                if n:
-                    self.rfile.read(n)
-                rec.seen.append((self.command, self.path, self.headers.get("Authorization")))
-                body = b'{"decision": true}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = answer
-
-        self.server = ThreadingHTTPServer((host, port), H)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.mark.parametrize("elsewhere", ["other port", "other host"])
 def test_metadata_naming_another_origin_gets_no_call_and_no_credential(
         gateway_factory, upstream, idp, tmp_path, elsewhere):  # noqa: F811
@@ -276,12 +246,10 @@ def test_metadata_naming_another_origin_gets_no_call_and_no_credential(
 
     p = PDP(metadata=metadata, token="pdp-secret-1").start()
     rec_port = free_port()
-    rec = Recorder("127.0.0.1", rec_port) if elsewhere == "other port" else Recorder("127.0.0.2", p.port)
+    rec = Upstream(rec_port) if elsewhere == "other port" else Upstream(p.port, host="127.0.0.2")
+    rec.start()
     try:
-        path = tmp_path / "pdp.token"
-        path.write_text("pdp-secret-1\n")
-        extra_auth = f"    auth: {{ bearer_file: {path} }}\n"
-        text = config(upstream, idp, p.url).replace("    subject:", extra_auth + "    subject:")
+        text, _ = with_bearer_file(config(upstream, idp, p.url), tmp_path, "pdp-secret-1")
         gw = gateway_factory(text)
         assert read.wait(5), "the gateway never read the PDP's metadata"
         time.sleep(0.3)  # the answer is applied on each worker's loop
@@ -290,7 +258,7 @@ def test_metadata_naming_another_origin_gets_no_call_and_no_credential(
             assert requests.get(gw.url(f"/orders/{i}"), headers=bearer(idp), timeout=5).status_code == 200
         r = requests.get(gw.url("/orders/9"), headers=bearer(idp, "mallory"), timeout=5)
         assert r.status_code == 403 and r.json()["error"] == "access_denied", r.text
-        assert rec.seen == []
+        assert rec.requests == []
         calls = p.evaluation_calls()
         assert len(calls) >= 5 and all(c["headers"]["Authorization"] == "Bearer pdp-secret-1" for c in calls)
         assert p.unauthorized == [] and p.schema_errors == []
@@ -302,10 +270,7 @@ def test_metadata_naming_another_origin_gets_no_call_and_no_credential(
 def test_the_gateways_credential_comes_from_a_file(gateway_factory, upstream, idp, tmp_path):  # noqa: F811
     p = PDP(token="pdp-secret-1").start()
     try:
-        path = tmp_path / "pdp.token"
-        path.write_text("pdp-secret-1\n")
-        extra_auth = f"    auth: {{ bearer_file: {path} }}\n"
-        text = config(upstream, idp, p.url).replace("    subject:", extra_auth + "    subject:")
+        text, path = with_bearer_file(config(upstream, idp, p.url), tmp_path, "pdp-secret-1")
         gw = gateway_factory(text)
         assert requests.get(gw.url("/orders/1"), headers=bearer(idp), timeout=5).status_code == 200
         # A rotated file is used within a second; the PDP now wants the new token.

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 
 class Upstream:
-    def __init__(self, port=0):
+    def __init__(self, port=0, host="127.0.0.1"):
         self.connections = set()
         self.requests = []
         self.lock = threading.Lock()
@@ -141,7 +141,7 @@ class Upstream:
             # (HTTP/2 streams fanned out) had most wait out SYN retries of 1 s and more.
             request_queue_size = 1024
 
-        self.server = Server(("127.0.0.1", port), Handler)
+        self.server = Server((host, port), Handler)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

@@ -15,7 +15,7 @@ final class AuthRefusals {
     /// "Now" for the nonces a 401 carries.
     let wallClock: any WallClock
     /// The clock skew the route's issuers allow (the largest): how far ahead an `auth_time`
-    /// may be, and how much it widens `max_age`.
+    /// may be. It does not widen a token's `max_age` (only a login's).
     let leeway: Int64
 
     init(tokens: TokenRouteConfig, nonces: DPoPNonces?, wallClock: any WallClock, leeway: Int64 = 0) {

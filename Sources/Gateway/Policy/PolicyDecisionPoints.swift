@@ -75,8 +75,7 @@ final class PolicyDecisionPoints {
 
     /// The decision on `evaluation`: kept, or asked of the PDP (once, however many ask it
     /// at a time in the process). `done` runs on this loop, at once for a kept decision; its
-    /// second value says whether the PDP was called for it (by anyone).
-    /// `done`'s `keptUntil`: for a decision answered from the cache, until when it stands.
+    /// `keptUntil` is set for a decision answered from the cache: until when it stands.
     func evaluate(
         _ authorizer: AuthorizerConfig, _ evaluation: AuthZENEvaluation, requestID: String,
         done: @escaping (Result<AuthZENDecision, AuthZENError>, _ keptUntil: Double?) -> Void
