@@ -2,12 +2,13 @@
 # Instructions per proxied request, counted by callgrind: repeatable whatever else the
 # machine does, so two binaries compare to within about ±100 instructions in one sitting.
 #
-# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize] [REQUESTS]
+# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature] [REQUESTS]
 #   BIN: a tokengate release binary (copied and stripped of its DWARF 5, which valgrind
 #   3.19 cannot read). One worker, on bench/tokengate/KIND.yaml: none, or bearer (an ES256
 #   token, the verified-token cache on), or bearer's route with a rate limit in the memory
 #   store that the run never reaches, or with a PDP whose decision is kept (the bench
-#   upstream answers it) — the scenarios ratelimit-memory and authorize-cached — in front
+#   upstream answers it) — the scenarios ratelimit-memory and authorize-cached —, or none's
+#   route verifying one Ed25519 request signature (signature-ed25519's), in front
 #   of the bench upstream (bench/nginx/
 #   upstream.conf.in) on 127.0.0.1:PORT_BASE+1. 300 requests warm it up; the counters are
 #   zeroed; REQUESTS (default 500) keep-alive requests over 4 connections (wrk -t1 -c4);
@@ -17,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BIN=${1:?usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize] [REQUESTS]}
+BIN=${1:?usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature] [REQUESTS]}
 KIND=${2:-none}
 REQUESTS=${3:-500}
 PORT_BASE=${PORT_BASE:-19300}
@@ -51,7 +52,13 @@ pids+=($!)
 cp "$BIN" "$WORK/tokengate"
 strip --strip-debug "$WORK/tokengate"
 headers=()
-if [[ $KIND != none ]]; then
+target=/x
+if [[ $KIND == signature ]]; then
+  target=/  # the path sign.py signs
+  python3 bench/signatures/sign.py "$WORK/sig"
+  cp "$WORK/sig/jwks.json" "$WORK/jwks.json"
+  headers=(-H "Signature-Input: $(sed -n 1p "$WORK/sig/headers")" -H "Signature: $(sed -n 2p "$WORK/sig/headers")")
+elif [[ $KIND != none ]]; then
   "$WORK/tokengate" keys generate --alg ES256 --kid bench --out "$WORK/key.jwk" >"$WORK/jwks.json"
   token=$("$WORK/tokengate" jwt sign --key "$WORK/key.jwk" --typ at+jwt --exp-in 86400 \
     --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench","email":"b@example.com"}')
@@ -66,14 +73,14 @@ GLIBC_TUNABLES=glibc.malloc.tcache_count=64 valgrind --tool=callgrind --callgrin
 tg=$!
 pids+=("$tg")
 for _ in $(seq 200); do curl -fsS "http://127.0.0.1:$ADMIN/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
-for _ in $(seq 300); do curl -fsS "${headers[@]}" "http://127.0.0.1:$PORT/x" >/dev/null; done
+for _ in $(seq 300); do curl -fsS "${headers[@]}" "http://127.0.0.1:$PORT$target" >/dev/null; done
 callgrind_control -z "$tg" >/dev/null 2>&1
 cat >"$WORK/count.lua" <<LUA
 local n = 0
 request = function()
   n = n + 1
   if n > $REQUESTS then wrk.thread:stop() end
-  return wrk.format(nil, "/x")
+  return wrk.format(nil, "$target")
 end
 LUA
 wrk -t1 -c4 -d120s -s "$WORK/count.lua" "${headers[@]}" "http://127.0.0.1:$PORT/" >"$WORK/wrk.txt"

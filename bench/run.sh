@@ -13,6 +13,8 @@
 #        MOD_AUTH_OPENIDC=1 (0: no Apache mod_auth_openidc peer in the RS256 bearer scenarios)
 #        TOKENGATE_ENV="K=V ..." (environment for tokengate only, e.g. to try a libevent or
 #        allocator setting)  PERF_OUT=FILE (perf record -g tokengate's first round into FILE)
+#        FLOOR_BIN=path (the floor-* scenarios' binary, built with
+#        bench/experiments/verify-floor.patch; default TOKENGATE_BIN)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -664,13 +666,18 @@ ratelimit_scenario ratelimit-flood memory 1/d 1
 # request (bench/tokengate/signature.yaml). Beside `none` in the same run, the ratio is what
 # the check costs; its floor is `none` plus one `openssl speed ed25519` verification per
 # request (bench/README.md, "Signatures").
-signature_scenario() {
-  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+# signature_material: the client key's JWK Set and one signature made up front (sign.py),
+# exported for signature.lua.
+signature_material() {
   local dir=$WORK/keys-signature
   [[ -f $dir/headers ]] || python3 "$ROOT/bench/signatures/sign.py" "$dir"
   SIGNATURE_INPUT=$(sed -n 1p "$dir/headers") SIGNATURE=$(sed -n 2p "$dir/headers")
   export SIGNATURE_INPUT SIGNATURE
-  SCENARIO_VARS="JWKS=$dir/jwks.json" SCENARIO_AUTH=$1 \
+}
+signature_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  signature_material
+  SCENARIO_VARS="JWKS=$WORK/keys-signature/jwks.json" SCENARIO_AUTH=$1 \
     scenario "$1" bench/tokengate/signature.yaml -s "$ROOT/bench/lua/signature.lua"
 }
 signature_scenario signature-ed25519
@@ -687,24 +694,27 @@ signature_response_scenario() {
 signature_response_scenario signature-response
 
 # floor_scenario NAME KIND: run only when named. The `none` route, sent the requests of
-# bearer-rs256-nocache (KIND rs256: bearer.lua) or dpop-es256 (es256: dpop.lua), so nginx's
-# baseline is the one those scenarios have. With a tokengate built from
-# bench/experiments/verify-floor.patch and TOKENGATE_ENV=TG_FLOOR=rsa (or ec), tokengate does
-# one bare OpenSSL verification per request (a pre-made signature, a copied context) and none
-# of token authentication's other work: the ratio that no implementation of those routes can
-# pass on this machine (bench/README.md, "How far one verification lets a route go").
+# bearer-rs256-nocache (KIND rs256: bearer.lua), dpop-es256 (es256: dpop.lua) or
+# signature-ed25519 (ed25519: signature.lua), so nginx's baseline is the one those scenarios
+# have. Run by FLOOR_BIN (default TOKENGATE_BIN), a tokengate built from
+# bench/experiments/verify-floor.patch, with TG_FLOOR set for this scenario only: it does one
+# bare OpenSSL verification per request (a pre-made signature, a copied context) and none of
+# the route's other work: the ratio that no implementation of those routes can pass on this
+# machine (bench/README.md, "How far one verification lets a route go", "Signatures").
 floor_scenario() {
   [[ " ${SELECTED[*]} " == *" $1 "* ]] || return 0
-  if [[ $2 == rs256 ]]; then
-    bearer_material RS256
-    SCENARIO_AUTH=floor scenario "$1" bench/tokengate/none.yaml -s "$ROOT/bench/lua/bearer.lua"
-  else
-    dpop_material
-    SCENARIO_AUTH=floor scenario "$1" bench/tokengate/none.yaml -s "$ROOT/bench/lua/dpop.lua"
-  fi
+  local mode=ec lua=dpop.lua
+  case $2 in
+    rs256) bearer_material RS256; mode=rsa lua=bearer.lua ;;
+    es256) dpop_material ;;
+    ed25519) signature_material; mode=ed25519 lua=signature.lua ;;
+  esac
+  TOKENGATE_BIN=${FLOOR_BIN:-$TOKENGATE_BIN} TOKENGATE_ENV="${TOKENGATE_ENV:-} TG_FLOOR=$mode" SCENARIO_AUTH=floor \
+    scenario "$1" bench/tokengate/none.yaml -s "$ROOT/bench/lua/$lua"
 }
 floor_scenario floor-rs256 rs256
 floor_scenario floor-es256 es256
+floor_scenario floor-ed25519 ed25519
 
 # login_scenario NAME: an auth: login route. The test suite's authorization server (idpyoidc,
 # automatic login; its Python packages from IntegrationTests/requirements.txt) runs on
