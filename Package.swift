@@ -121,7 +121,12 @@ let package = Package(
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reactor", "ExtAuthz", "TestSupport"]),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "TestSupport"]),
         .testTarget(name: "OAuthTests", dependencies: ["OAuth", "TestSupport"]),
-        .testTarget(name: "MessageSignaturesTests", dependencies: ["MessageSignatures", "JOSE", "TestSupport"]),
+        .testTarget(
+            name: "MessageSignaturesTests",
+            dependencies: [
+                "MessageSignatures", "JOSE", "TestSupport",
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")
+            ]),
         .testTarget(name: "ExtAuthzTests", dependencies: ["ExtAuthz", "TestSupport"]),
         .testTarget(name: "OTLPTests", dependencies: ["OTLP", "TestSupport"])
     ]

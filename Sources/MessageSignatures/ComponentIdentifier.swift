@@ -31,7 +31,20 @@ public struct ComponentIdentifier: Hashable, Sendable, CustomStringConvertible {
         guard Self.isName(name) else {
             throw MessageSignatureError(.malformed, "component \"\(name)\" is not a lowercase field name or @name")
         }
-        for (key, value) in item.rfc9651Parameters {
+        let parameters = item.rfc9651Parameters
+        if parameters.isEmpty {
+            // Most components have no parameters. A name is token characters and never `"` or
+            // `\`, so quoting it is its whole serialization (RFC 9651 §4.1.6).
+            guard name != "@query-param" else {
+                throw MessageSignatureError(.malformed, "only @query-param has a ;name, and it needs one")
+            }
+            self.name = name
+            self.item = item
+            serialized = "\"" + name + "\""
+            flags = 0
+            return
+        }
+        for (key, value) in parameters {
             switch (key, value) {
             case ("sf", .bool(true)), ("bs", .bool(true)), ("req", .bool(true)), ("tr", .bool(true)): continue
             case ("key", .string), ("name", .string): continue
@@ -41,7 +54,7 @@ public struct ComponentIdentifier: Hashable, Sendable, CustomStringConvertible {
                 throw MessageSignatureError(.unsupportedComponent, "component \"\(name)\" has an unknown ;\(key)")
             }
         }
-        let flags = Set(item.rfc9651Parameters.map { $0.0 })
+        let flags = Set(parameters.map { $0.0 })
         // §2.1.3: `bs` is not combined with `sf` or `key`; `name` belongs to @query-param only,
         // and @query-param needs it (§2.2.8).
         if flags.contains("bs"), flags.contains("sf") || flags.contains("key") {

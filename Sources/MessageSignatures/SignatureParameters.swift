@@ -33,13 +33,18 @@ public struct SignatureParameters: Sendable {
         }
         var created: Int64?
         var expires: Int64?
-        var strings: [String: String] = [:]
+        var nonce: String?
+        var alg: String?
+        var keyid: String?
+        var tag: String?
         for (key, value) in list.rfc9651Parameters {
             switch (key, value) {
             case ("created", .integer(let n)): created = n
             case ("expires", .integer(let n)): expires = n
-            case ("nonce", .string(let s)), ("alg", .string(let s)), ("keyid", .string(let s)), ("tag", .string(let s)):
-                strings[key] = s
+            case ("nonce", .string(let s)): nonce = s
+            case ("alg", .string(let s)): alg = s
+            case ("keyid", .string(let s)): keyid = s
+            case ("tag", .string(let s)): tag = s
             case ("created", _), ("expires", _), ("nonce", _), ("alg", _), ("keyid", _), ("tag", _):
                 throw MessageSignatureError(.malformed, "signature parameter \(key) has the wrong type")
             default: continue
@@ -48,10 +53,10 @@ public struct SignatureParameters: Sendable {
         self.components = components
         self.created = created
         self.expires = expires
-        nonce = strings["nonce"]
-        alg = strings["alg"]
-        keyid = strings["keyid"]
-        tag = strings["tag"]
+        self.nonce = nonce
+        self.alg = alg
+        self.keyid = keyid
+        self.tag = tag
         innerList = list
     }
 
@@ -81,10 +86,40 @@ public struct SignatureParameters: Sendable {
 
     /// The member's value serialized (§2.3): the `@signature-params` line's value, and what a
     /// `Signature-Input` member says.
+    ///
+    /// Built from the components' kept serializations, with integer and string parameters (all
+    /// that §2.3 defines) written here and any other parameter by the Structured Fields
+    /// serializer. nil-free: a value that cannot be serialized (a string built with a byte
+    /// outside printable ASCII) gives the library's answer, an empty value.
     public var serialized: [UInt8] {
-        var serializer = StructuredFieldValueSerializer()
-        // Every item here came out of a parser or was built from checked strings.
-        return (try? serializer.writeListFieldValue([.innerList(innerList)])) ?? []
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + components.count * 24)
+        out.append(UInt8(ascii: "("))
+        for (i, component) in components.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: " ")) }
+            out += component.serialized.utf8
+        }
+        out.append(UInt8(ascii: ")"))
+        for (key, value) in innerList.rfc9651Parameters {
+            out.append(UInt8(ascii: ";"))
+            out += key.utf8
+            switch value {
+            case .bool(true): continue  // §4.1.1.2: a true boolean is the key alone
+            case .integer(let n):
+                out.append(UInt8(ascii: "="))
+                out += String(n).utf8
+            case .string(let s) where s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }):
+                out.append(UInt8(ascii: "="))
+                SFString.appendQuoted(s, to: &out)
+            default:
+                var serializer = StructuredFieldValueSerializer()
+                guard let bare = try? serializer.writeItemFieldValue(Item(bareItem: value, parameters: OrderedMap()))
+                else { return [] }
+                out.append(UInt8(ascii: "="))
+                out += bare
+            }
+        }
+        return out
     }
 
     public func covers(_ component: ComponentIdentifier) -> Bool { components.contains(component) }

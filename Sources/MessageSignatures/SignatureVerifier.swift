@@ -123,11 +123,18 @@ public enum AcceptSignature {
 /// ASCII.
 enum SFString {
     static func quoted(_ s: String) -> String {
-        var out = "\""
-        for c in s.unicodeScalars {
-            if c == "\"" || c == "\\" { out.append("\\") }
-            out.unicodeScalars.append(c)
+        var out: [UInt8] = []
+        appendQuoted(s, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `s` quoted onto `out`: `"`, each `"` and `\` escaped, `"` (§4.1.6).
+    static func appendQuoted(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for b in s.utf8 {
+            if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+            out.append(b)
         }
-        return out + "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

@@ -1,3 +1,4 @@
+import RawStructuredFieldValues
 import Testing
 
 @testable import MessageSignatures
@@ -140,5 +141,30 @@ struct ComponentTests {
         #expect(String(decoding: p.serialized, as: UTF8.self) == #"("@method");created=1;app="x";keyid="k""#)
         #expect(p.keyid == "k")
         #expect(p.created == 1)
+    }
+
+    @Test("@signature-params is what the Structured Fields serializer writes, for every parameter type")
+    func parametersSerialization() throws {
+        let members = [
+            #"("@method" "@path");created=1732841234;keyid="bench-client""#,
+            #"("@method");created=-1;expires=999999999999999;nonce="a\"b\\c";tag="t""#,
+            #"("content-digest";sf "example-dict";key="a" "x";bs "@query-param";name="id");created=1"#,
+            #"("@status" "@method";req "@authority";req);created=1;alg="ed25519""#,
+            #"("@method");created=1;app;off=?0;d=1.5;t=tok/en;b=:AQID:;z="""#,
+            #"();created=1"#
+        ]
+        for member in members {
+            let p = try Self.params(member)
+            var serializer = StructuredFieldValueSerializer()
+            let library = try serializer.writeListFieldValue([.innerList(p.innerList)])
+            #expect(String(decoding: p.serialized, as: UTF8.self) == String(decoding: library, as: UTF8.self))
+        }
+        // A string this side builds with a byte the format cannot carry is no value at all,
+        // as the library says.
+        let built = SignatureParameters(
+            components: [try ComponentIdentifier("@method")], created: 1, keyid: "caf\u{e9}", tag: nil)
+        var serializer = StructuredFieldValueSerializer()
+        #expect(throws: (any Error).self) { try serializer.writeListFieldValue([.innerList(built.innerList)]) }
+        #expect(built.serialized.isEmpty)
     }
 }

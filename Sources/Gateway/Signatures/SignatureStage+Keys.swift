@@ -48,11 +48,11 @@ extension SignatureStage {
         _ chosen: MessageSignatureFields.Labeled, keyid: String, _ message: SignedMessage, _ set: JWKSet,
         symmetric: Bool, rsa: SignatureAlgorithm, allowed: Set<JWSAlgorithm>? = nil
     ) -> Result<SignatureAlgorithm, MessageSignatureError> {
-        let named = set.keys.filter { $0.kid == keyid }
-        guard named.count == 1, let key = named.first else {
+        guard let key = set.key(kid: keyid) else {
             return .failure(
                 MessageSignatureError(
-                    .unknownKey, named.isEmpty ? "no key has keyid \(keyid)" : "several keys have keyid \(keyid)"))
+                    .unknownKey,
+                    set.isShared(kid: keyid) ? "several keys have keyid \(keyid)" : "no key has keyid \(keyid)"))
         }
         if key.kty == "oct" && !symmetric {
             return .failure(MessageSignatureError(.unknownKey, "the key \(keyid) is a shared secret"))

@@ -55,9 +55,14 @@ final class SignatureStage: KeyedStage {
             let fields = try MessageSignatureFields(
                 input: combined(head, "Signature-Input"), signature: combined(head, "Signature"))
             // Only the fields a signature covers, or the policy asks about, are read into the
-            // message (lowercased): not every field of every request.
-            var names = Set(policy.requirements.coverIfPresent.map(\.name))
-            for s in fields.signatures { for c in s.parameters.components where !c.isDerived { names.insert(c.name) } }
+            // message: not every field of every request.
+            var names: [String] = []
+            for c in policy.requirements.coverIfPresent where !c.isDerived && !names.contains(c.name) {
+                names.append(c.name)
+            }
+            for s in fields.signatures {
+                for c in s.parameters.components where !c.isDerived && !names.contains(c.name) { names.append(c.name) }
+            }
             message = Self.clientMessage(request, services, fields: names)
             chosen = try SignatureVerifier.select(
                 fields, for: policy.requirements, in: message, now: services.wallClock.seconds)
@@ -171,16 +176,21 @@ final class SignatureStage: KeyedStage {
 
     /// The request as its client signed it: the method, the target and the fields it sent,
     /// and the origin it was addressed to (`public_url` where the config sets one).
-    /// `fields`: the names (lowercase) of the fields to read; nil: all of them.
-    static func clientMessage(_ request: RoutedRequest, _ services: WorkerServices, fields names: Set<String>? = nil)
+    /// `fields`: the names (lowercase, each once) of the fields to read; nil: all of them. A
+    /// name's lines keep their order; lines of different names need none (a base reads a
+    /// field's lines by name, RFC 9421 §2.1).
+    static func clientMessage(_ request: RoutedRequest, _ services: WorkerServices, fields names: [String]? = nil)
         -> SignedMessage
     {
         let head = request.head
         let origin = services.origin(request.origin)
         var fields: [SignedMessage.Field] = []
-        for f in head.fields {
-            let name = f.name.lowercased()
-            if names?.contains(name) ?? true { fields.append(SignedMessage.Field(name: name, value: f.value)) }
+        if let names {
+            for name in names {
+                for value in head.fields.values(name) { fields.append(SignedMessage.Field(name: name, value: value)) }
+            }
+        } else {
+            for f in head.fields { fields.append(SignedMessage.Field(name: f.name.lowercased(), value: f.value)) }
         }
         return SignedMessage(
             method: head.methodName, scheme: origin?.scheme ?? request.origin.forwardedProto,
@@ -190,8 +200,8 @@ final class SignatureStage: KeyedStage {
 
     /// A field's lines combined (RFC 9110 §5.3); nil when the request has none.
     private func combined(_ head: HTTPRequestHead, _ name: String) -> String? {
-        let lines = head.fields.values(name)
-        return lines.isEmpty ? nil : lines.joined(separator: ", ")
+        let (first, count) = head.fields.firstAndCount(name)
+        return count > 1 ? head.fields.values(name).joined(separator: ", ") : first
     }
 
     /// Whether the head says the request has no content: `Content-Length: 0`, no coding.

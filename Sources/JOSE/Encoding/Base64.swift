@@ -31,6 +31,6 @@ public enum Base64 {
             default: break
             }
         }
-        return Base64URL.decode(String(decoding: bytes, as: UTF8.self))
+        return Base64URL.decode(ascii: bytes)
     }
 }

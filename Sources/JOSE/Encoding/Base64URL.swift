@@ -67,6 +67,11 @@ public enum Base64URL {
 
     public static func encode(_ text: String) -> String { encode(Array(text.utf8)) }
 
+    /// nil unless the bytes are canonical unpadded base64url.
+    public static func decode(ascii bytes: [UInt8]) -> [UInt8]? {
+        bytes.withUnsafeBufferPointer { decode(bytes: $0) }
+    }
+
     /// nil unless `text` is canonical unpadded base64url.
     public static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
         var copy = String(text)

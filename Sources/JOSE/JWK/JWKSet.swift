@@ -56,6 +56,16 @@ public struct JWKSet: Sendable {
     /// kids that more than one member of the set carries.
     let duplicateKids: Set<String>
 
+    /// Whether more than one member carries `kid` (RFC 7517 §4.5: such a kid names no key).
+    public func isShared(kid: String) -> Bool { !duplicateKids.isEmpty && duplicateKids.contains(kid) }
+
+    /// The one member whose `kid` is `kid`; nil when none is, or several are (`isShared`).
+    public func key(kid: String) -> JWK? {
+        if isShared(kid: kid) { return nil }
+        for key in keys where key.kid == kid { return key }
+        return nil
+    }
+
     /// The one key that fits a JWS with this `alg` and `kid`.
     public func key(for alg: JWSAlgorithm, kid: String?) throws -> JWK {
         // RFC 7517 §4.5: kids distinguish keys; a kid that names two keys names none.
