@@ -252,6 +252,23 @@ def test_an_unknown_keyid_is_refused(gateway_factory, upstream, idp, keys, tmp_p
     refused(send(req), upstream, "/pay/", "no key has keyid stranger")
 
 
+@pytest.mark.parametrize("twin", ["another key", "an unusable member"])
+def test_a_keyid_two_members_carry_is_refused(gateway_factory, upstream, idp, keys, tmp_path, twin):
+    # RFC 7517 §4.5: a kid that names two members names none, even when one of them could
+    # not be used (it is not a key this set can verify with, but it says the kid is shared).
+    path = tmp_path / "keys.jwks"
+    keys.write(path)
+    doc = json.loads(path.read_text())
+    if twin == "another key":
+        doc["keys"].append(OKPKey.generate_key("Ed25519", parameters={"kid": "ed25519"}).as_dict(private=False))
+    else:
+        doc["keys"].append({"kty": "OKP", "crv": "Ed25519", "x": "not-a-key", "kid": "ed25519"})
+    path.write_text(json.dumps(doc))
+    gw = gateway_factory(config(upstream, idp, str(path)))
+    req = signed(gw.url("/pay/1"), "ed25519", keys, headers={"Authorization": bearer(idp)})
+    refused(send(req), upstream, "/pay/", "several keys have keyid ed25519")
+
+
 def test_an_alg_that_is_not_the_keys_is_refused(gateway_factory, upstream, idp, keys, tmp_path):
     gw = gateway_factory(config(upstream, idp, keys.write(tmp_path / "keys.jwks")))
     # Signed as hmac-sha256 with a secret, under the kid of the Ed25519 key: the message's

@@ -215,4 +215,24 @@ struct AttackKeyTests {
         #expect(!set.publicJSON().contains(k))
         #expect(secret.publicJWK()["k"] == nil)
     }
+
+    @Test("a kid two members carry names no key, even when one of them is unusable (RFC 7517 §4.5)")
+    func sharedKidByName() throws {
+        let a = try JWK.generate(for: .EdDSA, kid: "k")
+        let b = try JWK.generate(for: .EdDSA, kid: "k")
+        let other = try JWK.generate(for: .EdDSA, kid: "other")
+        let member = { (k: JWK) in JSONSerializer.serialize(.object(k.publicJWK())) }
+        let two = try JWKSet(json: #"{"keys":[\#(member(a)),\#(member(b)),\#(member(other))]}"#)
+        #expect(two.key(kid: "k") == nil)
+        #expect(two.isShared(kid: "k"))
+        #expect(two.key(kid: "other")?.kid == "other")
+        #expect(!two.isShared(kid: "other"))
+        #expect(two.key(kid: "nobody") == nil)
+        #expect(!two.isShared(kid: "nobody"))
+        let unusable = #"{"kty":"OKP","crv":"Ed25519","x":"not-a-key","kid":"k"}"#
+        let withUnusable = try JWKSet(json: #"{"keys":[\#(member(a)),\#(unusable)]}"#)
+        #expect(withUnusable.keys.count == 1)
+        #expect(withUnusable.key(kid: "k") == nil)
+        #expect(withUnusable.isShared(kid: "k"))
+    }
 }
