@@ -18,22 +18,40 @@ from support.waiting import wait_for
 
 class RecordingUpstream(RawServer):
     """Keep-alive HTTP/1.1 upstream that records its connections: how many it accepted, how
-    many were open at once (peak), how many requests it answered and how many connections
-    were closed in the middle of a body. Answers once a request's whole Content-Length body
-    is in, after `delay` seconds."""
+    many the gateway held open at once (peak), how many requests it answered and how many
+    connections were closed in the middle of a body. Answers once a request's whole
+    Content-Length body is in, after `delay` seconds."""
 
     def __init__(self, delay=0.0):
         self.delay = delay
         self.lock = threading.Lock()
-        self.accepted = self.open = self.peak = self.answered = self.cut = 0
+        self.accepted = self.peak = self.answered = self.cut = 0
         self.body_bytes = 0
+        self.conns = set()
         super().__init__()
+
+    @property
+    def open(self):
+        """Connections still being served."""
+        with self.lock:
+            return len(self.conns)
+
+    @staticmethod
+    def held(conn):
+        """Whether the gateway still holds `conn` open: its TCP state is ESTABLISHED, not
+        CLOSE_WAIT. A connection the gateway has closed counts as closed at once, before
+        the thread serving it wakes up to its end of file (which a loaded machine may run
+        after the gateway's next connection is accepted)."""
+        try:
+            return conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] == 1  # TCP_ESTABLISHED
+        except OSError:
+            return False
 
     def serve(self, conn):
         with self.lock:
             self.accepted += 1
-            self.open += 1
-            self.peak = max(self.peak, self.open)
+            self.peak = max(self.peak, 1 + sum(1 for c in self.conns if self.held(c)))
+            self.conns.add(conn)
         try:
             buf = b""
             while True:
@@ -70,7 +88,7 @@ class RecordingUpstream(RawServer):
             return
         finally:
             with self.lock:
-                self.open -= 1
+                self.conns.discard(conn)
             conn.close()
 
 
