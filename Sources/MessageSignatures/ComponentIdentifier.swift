@@ -32,18 +32,6 @@ public struct ComponentIdentifier: Hashable, Sendable, CustomStringConvertible {
             throw MessageSignatureError(.malformed, "component \"\(name)\" is not a lowercase field name or @name")
         }
         let parameters = item.rfc9651Parameters
-        if parameters.isEmpty {
-            // Most components have no parameters. A name is token characters and never `"` or
-            // `\`, so quoting it is its whole serialization (RFC 9651 §4.1.6).
-            guard name != "@query-param" else {
-                throw MessageSignatureError(.malformed, "only @query-param has a ;name, and it needs one")
-            }
-            self.name = name
-            self.item = item
-            serialized = "\"" + name + "\""
-            flags = 0
-            return
-        }
         for (key, value) in parameters {
             switch (key, value) {
             case ("sf", .bool(true)), ("bs", .bool(true)), ("req", .bool(true)), ("tr", .bool(true)): continue
@@ -54,7 +42,7 @@ public struct ComponentIdentifier: Hashable, Sendable, CustomStringConvertible {
                 throw MessageSignatureError(.unsupportedComponent, "component \"\(name)\" has an unknown ;\(key)")
             }
         }
-        let flags = Set(parameters.map { $0.0 })
+        let flags = parameters.isEmpty ? [] : Set(parameters.map { $0.0 })
         // §2.1.3: `bs` is not combined with `sf` or `key`; `name` belongs to @query-param only,
         // and @query-param needs it (§2.2.8).
         if flags.contains("bs"), flags.contains("sf") || flags.contains("key") {
@@ -68,10 +56,16 @@ public struct ComponentIdentifier: Hashable, Sendable, CustomStringConvertible {
         }
         self.name = name
         self.item = item
-        var serializer = StructuredFieldValueSerializer()
-        // A string of printable ASCII with typed parameters always serializes.
-        let bytes = (try? serializer.writeItemFieldValue(item)) ?? Array("\"\(name)\"".utf8)
-        serialized = String(decoding: bytes, as: UTF8.self)
+        if parameters.isEmpty {
+            // Most components have none. A name is token characters, never `"` or `\`, so
+            // quoting it is its whole serialization (RFC 9651 §4.1.6).
+            serialized = "\"" + name + "\""
+        } else {
+            var serializer = StructuredFieldValueSerializer()
+            // A string of printable ASCII with typed parameters always serializes.
+            let bytes = (try? serializer.writeItemFieldValue(item)) ?? Array("\"\(name)\"".utf8)
+            serialized = String(decoding: bytes, as: UTF8.self)
+        }
         var bits: UInt8 = 0
         for (i, flag) in Self.flagNames.enumerated() where flags.contains(flag) { bits |= 1 << i }
         self.flags = bits

@@ -88,9 +88,9 @@ public struct SignatureParameters: Sendable {
     /// `Signature-Input` member says.
     ///
     /// Built from the components' kept serializations, with integer and string parameters (all
-    /// that §2.3 defines) written here and any other parameter by the Structured Fields
-    /// serializer. nil-free: a value that cannot be serialized (a string built with a byte
-    /// outside printable ASCII) gives the library's answer, an empty value.
+    /// that §2.3 defines) written here and any other by the Structured Fields serializer. A
+    /// value the format cannot carry (built, never parsed) gives what the serializer's refusal
+    /// gave before: an empty value.
     public var serialized: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(96 + components.count * 24)
@@ -105,7 +105,7 @@ public struct SignatureParameters: Sendable {
             out += key.utf8
             switch value {
             case .bool(true): continue  // §4.1.1.2: a true boolean is the key alone
-            case .integer(let n):
+            case .integer(let n) where n > -1_000_000_000_000_000 && n < 1_000_000_000_000_000:  // §3.3.1
                 out.append(UInt8(ascii: "="))
                 out += String(n).utf8
             case .string(let s) where s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }):

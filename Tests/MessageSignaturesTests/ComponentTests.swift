@@ -159,12 +159,16 @@ struct ComponentTests {
             let library = try serializer.writeListFieldValue([.innerList(p.innerList)])
             #expect(String(decoding: p.serialized, as: UTF8.self) == String(decoding: library, as: UTF8.self))
         }
-        // A string this side builds with a byte the format cannot carry is no value at all,
-        // as the library says.
+        // A value this side builds that the format cannot carry (a byte outside printable
+        // ASCII, an integer of 16 digits) is no value at all, as the library says.
         let built = SignatureParameters(
             components: [try ComponentIdentifier("@method")], created: 1, keyid: "caf\u{e9}", tag: nil)
-        var serializer = StructuredFieldValueSerializer()
-        #expect(throws: (any Error).self) { try serializer.writeListFieldValue([.innerList(built.innerList)]) }
-        #expect(built.serialized.isEmpty)
+        let tooLarge = SignatureParameters(
+            components: [try ComponentIdentifier("@method")], created: 1_000_000_000_000_000, keyid: "k", tag: nil)
+        for p in [built, tooLarge] {
+            var serializer = StructuredFieldValueSerializer()
+            #expect(throws: (any Error).self) { try serializer.writeListFieldValue([.innerList(p.innerList)]) }
+            #expect(p.serialized.isEmpty)
+        }
     }
 }
