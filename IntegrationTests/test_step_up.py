@@ -186,3 +186,26 @@ def test_a_dpop_token_short_of_the_routes_authentication_is_challenged_on_the_dp
     r = requests.get(url, headers={"Authorization": "DPoP " + token, "DPoP": key.proof("GET", url, token)},
                      timeout=5)
     assert r.status_code == 200
+
+
+# Int64's ends and just past the NumericDate window (0 … 9999-12-31): a signed number the
+# step-up check once subtracted from the clock, trapping the process with every worker.
+EXTREMES = [-9223372036854775808, -9223372036000000000, 9223372036854775807, -1, 253402300800]
+
+
+@pytest.mark.parametrize("claim", ["auth_time", "exp", "nbf", "iat"])
+@pytest.mark.parametrize("value", EXTREMES)
+def test_a_date_claim_outside_the_window_is_refused_and_the_gateway_lives(gw, upstream, idp, claim, value):  # noqa: F811
+    now = int(time.time())
+    claims = {"acr": "mfa", "auth_time": now, claim: value}
+    r = requests.get(gw.url("/transfers/9"), headers=bearer(idp, **claims), timeout=5)
+    # Refused where the token is admitted (RFC 6750 §3.1), before any step-up arithmetic.
+    assert r.status_code == 401, r.text
+    assert 'error="invalid_token"' in r.headers["WWW-Authenticate"]
+    assert str(value) not in r.text
+    assert not any(x["path"] == "/transfers/9" for x in upstream.requests)
+    # Every worker still serves.
+    for _ in range(4):
+        ok = requests.get(gw.url("/transfers/8"), headers=bearer(idp, acr="mfa", auth_time=now), timeout=5)
+        assert ok.status_code == 200, ok.text
+    assert gw.proc.poll() is None

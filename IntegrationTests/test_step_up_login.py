@@ -168,6 +168,43 @@ def test_an_id_token_without_auth_time_is_refused(env, upstream):
     refused_at_the_callback(env, upstream, location)
 
 
+INT64_MIN = -9223372036854775808
+
+
+def test_an_id_token_with_an_auth_time_at_int64s_end_is_refused_at_the_step_up(env, upstream):
+    location = step_up_redirect(env)
+    before = env.session_cookie()
+    env.a.id_token_fault = {"claims": {"auth_time": INT64_MIN}}
+    callback = env.a.login_with_form(env.browser, location, user="alice")
+    r = env.get(callback)
+    # The ID token is refused where it is admitted (the callback's 400 for an ID token that
+    # fails its checks): no session, no trap, no internals.
+    assert r.status_code == 400, (r.status_code, r.text)
+    assert "could not be completed" in r.text
+    assert str(INT64_MIN) not in r.text and "auth_time" not in r.text
+    assert env.session_cookie() == before
+    assert not vault_hits(upstream)
+    env.a.id_token_fault = None
+    r = env.get("/orders/3")
+    assert r.status_code == 200 and env.gw.proc.poll() is None
+
+
+def test_a_plain_login_never_stores_an_auth_time_outside_the_window(env, upstream):
+    """A login that asks no max_age once kept the ID token's auth_time in the session; a
+    sealed or Redis session outlives a restart, so its holder could stop the gateway on each
+    visit to a max_age route. The ID token is refused at the login instead."""
+    env.a.id_token_fault = {"claims": {"auth_time": INT64_MIN}}
+    r = env.get(env.to_callback("/orders/1", "alice"))
+    assert r.status_code == 400, (r.status_code, r.text)
+    assert "could not be completed" in r.text
+    assert env.session_cookie() is None
+    assert str(INT64_MIN) not in r.text
+    env.a.id_token_fault = None
+    assert env.login("/orders/2").status_code == 200
+    r = env.get("/vault/1")
+    assert r.status_code == 302 and env.gw.proc.poll() is None
+
+
 @pytest.fixture
 def short_as(authserver_factory):
     """Access tokens that live 3 s (each request after that refreshes); rotating refresh tokens."""

@@ -115,6 +115,14 @@ for r in RETURNS:
 for q in CALLBACKS:
     put("oauth", b"\x02" + utf8(q))
     put("oauth", b"\x82" + utf8(q))
+# A credential's numbers (OAuthFuzzEntry.signedNumbers): Int64's ends, the window's edges, the
+# forms a JSON number can take, in each date claim and in expires_in.
+NUMBERS = ["-9223372036854775808", "-9223372036000000000", "9223372036854775807", "-1", "0", "1780000000",
+           "253402300799", "253402300800", "1e300", "-1e300", "9.2e18", "1.5", "-0"]
+for n, v in enumerate(NUMBERS):
+    for claim in ("exp", "nbf", "iat", "auth_time", "expires_in"):
+        put("oauth", b"\x03" + utf8('{"acr":"mfa","%s":%s,"sub":"u%d"}' % (claim, v, n)))
+put("oauth", b"\x03" + utf8('{"exp":1780000300,"iat":1780000000,"auth_time":1779999900,"expires_in":3600}'))
 for n, p in enumerate(PATHS):
     host = HOSTS[n % len(HOSTS)]
     put("route", bytes([(n % 7) << 1 | (n & 1) << 4]) + utf8(host) + b"\n" + utf8(p))

@@ -70,13 +70,17 @@ public enum SignatureVerifier {
         guard let created = params.created else {
             throw MessageSignatureError(.expired, "the signature has no created time")
         }
-        if created > now + requirements.leeway {
+        // RFC 9651 integers have at most 15 digits, and the spans are config's: saturating
+        // all the same, so no pair of them can trap whatever the bounds become.
+        if created > now.saturatingAdd(requirements.leeway) {
             throw MessageSignatureError(.expired, "the signature was created in the future")
         }
-        if let maxAge = requirements.maxAge, now - created > maxAge + requirements.leeway {
+        if let maxAge = requirements.maxAge,
+            now.saturatingSubtract(created) > maxAge.saturatingAdd(requirements.leeway)
+        {
             throw MessageSignatureError(.expired, "the signature is older than \(maxAge) s")
         }
-        if let expires = params.expires, expires < now - requirements.leeway {
+        if let expires = params.expires, expires < now.saturatingSubtract(requirements.leeway) {
             throw MessageSignatureError(.expired, "the signature has expired")
         }
     }

@@ -124,7 +124,7 @@ final class AuthRefusals {
         let description =
             switch failure {
             case .acr: "a different authentication level is required"
-            case .noAuthTime, .tooOld, .futureAuthTime: "more recent authentication is required"
+            case .noAuthTime, .tooOld, .futureAuthTime, .unusableAuthTime: "more recent authentication is required"
             }
         var all = challenges(error: .insufficient_user_authentication, description: description, on: scheme)
         let target = schemes.contains(scheme) ? scheme : schemes[0]

@@ -95,8 +95,8 @@ final class ClientAssertionFile: ClientAssertionSource {
         guard let claims = try? CompactJWS(text).claims() else {
             throw Unavailable(code: .notAJWT, path: path, reason: "is not a JWT (JWS compact serialization)")
         }
-        guard let exp = claims["exp"]?.int64 else {
-            throw Unavailable(code: .notAJWT, path: path, reason: "has no numeric exp claim")
+        guard let exp = claims["exp"]?.numericDate else {
+            throw Unavailable(code: .notAJWT, path: path, reason: "has no exp claim that is a date (RFC 7519 §2)")
         }
         return (text, exp)
     }

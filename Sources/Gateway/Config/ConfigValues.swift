@@ -1,19 +1,29 @@
+import JOSE
 import Reactor
 
 /// Parsers for the scalar value forms the config file uses. Each returns nil when the text
 /// is not of that form; the caller reports the problem with its key path.
 enum ConfigValues {
-    /// "250ms", "2s", "5m", "1h", or a plain number of seconds.
+    /// "250ms", "2s", "5m", "1h", or a plain number of seconds, at most `longestDuration`.
     static func duration(_ text: String) -> Double? {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
         for (suffix, scale) in units where text.hasSuffix(suffix) {
             let number = text.dropLast(suffix.count)
             // "5m" must not be read as "5" + "m" of "ms": checked in order above.
-            if let v = Double(number), v >= 0, v.isFinite { return v * scale }
-            return nil
+            guard let v = Double(number) else { return nil }
+            return bounded(v * scale)
         }
-        if let v = Double(text), v >= 0, v.isFinite { return v }
-        return nil
+        return Double(text).flatMap(bounded)
+    }
+
+    /// The longest duration any key takes: ten years. Spans are added to the clock and to a
+    /// credential's dates as Int64 seconds or microseconds, and a timer's as a timeval: a
+    /// bound here keeps every such sum far from a trap (`NumericDate`).
+    static let longestDuration = Double(NumericDate.longestLifetime)
+
+    /// Checked after scaling: "1e306h" is finite as written, not once multiplied.
+    private static func bounded(_ seconds: Double) -> Double? {
+        seconds >= 0 && seconds.isFinite && seconds <= longestDuration ? seconds : nil
     }
 
     /// "4MB", "512KB", "1GB", "100B" or a plain number of bytes (binary multiples).

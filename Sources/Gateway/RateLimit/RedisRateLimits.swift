@@ -1,3 +1,4 @@
+import JOSE
 import Reactor
 
 /// The Redis store: every replica shares one budget per key. The takes of one loop turn go
@@ -37,6 +38,10 @@ final class RedisRateLimits: RateLimitStore {
 
     /// Takes in one call at most; more go in the next.
     static let maxTakesPerCall = 128
+    /// The replies the script can give: counts and microsecond spans within ten years.
+    static let plausible: ClosedRange<Int64> =
+        -(NumericDate.longestLifetime * 1_000_000)...(NumericDate.longestLifetime
+        * 1_000_000)
 
     init(client: Redis, loop: EventLoop, prefix: String) {
         self.client = client
@@ -199,8 +204,11 @@ final class RedisRateLimits: RateLimitStore {
             var out: [GCRA.Decision] = []
             out.reserveCapacity(count)
             for i in stride(from: 0, to: items.count, by: 3) {
+                // Microseconds the script computed: a reply outside 0…10 years is no answer of
+                // the script's (the gateway adds to them; a value near Int64's ends would trap).
                 guard case .integer(let allowed) = items[i], case .integer(let second) = items[i + 1],
-                    case .integer(let reset) = items[i + 2]
+                    case .integer(let reset) = items[i + 2], Self.plausible.contains(second),
+                    Self.plausible.contains(reset)
                 else { return .failure(unexpected(result)) }
                 out.append(
                     allowed == 1

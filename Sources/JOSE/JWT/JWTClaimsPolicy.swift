@@ -39,6 +39,9 @@ public struct JWTClaimsPolicy: Sendable {
         let exp = try date(claims, Names.exp)
         let nbf = try date(claims, Names.nbf)
         let iat = try date(claims, Names.iat)
+        // OIDC Core §2: a NumericDate too. Checked here, where every JWT is admitted, so a
+        // session or a step-up check never holds one outside the window.
+        _ = try date(claims, Names.authTime)
         if let exp {
             if now - leeway >= exp { throw JOSEError(.expired, claim: "exp", "the token expired") }
         } else if requireExpiry {
@@ -73,10 +76,13 @@ public struct JWTClaimsPolicy: Sendable {
         }
     }
 
-    /// A NumericDate claim (RFC 7519 §2), or nil when absent.
+    /// A NumericDate claim (RFC 7519 §2) within `NumericDate.range`, or nil when absent.
     private func date(_ claims: JSONObject, _ name: JSONObject.Name) throws -> Int64? {
         guard let v = claims[name] else { return nil }
         guard let d = v.int64 else { throw JOSEError(.invalidClaim, claim: name.text, "must be a NumericDate") }
+        guard NumericDate.admits(d) else {
+            throw JOSEError(.invalidClaim, claim: name.text, "is outside the dates a credential may carry")
+        }
         return d
     }
 
@@ -85,6 +91,7 @@ public struct JWTClaimsPolicy: Sendable {
         static let exp = JSONObject.Name("exp")
         static let nbf = JSONObject.Name("nbf")
         static let iat = JSONObject.Name("iat")
+        static let authTime = JSONObject.Name("auth_time")
         static let iss = JSONObject.Name("iss")
         static let aud = JSONObject.Name("aud")
     }

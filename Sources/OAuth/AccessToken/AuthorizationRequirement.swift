@@ -67,22 +67,27 @@ public struct AuthorizationRequirement: Sendable, Equatable {
             }
         }
         if let maxAge {
-            guard let authTime = claims["auth_time"]?.int64 else { return .noAuthTime }
+            guard let said = claims["auth_time"] else { return .noAuthTime }
+            // Admission refuses a date outside the window; a session stored before that rule
+            // may still hold one, and it is no proof of a recent login either.
+            guard let authTime = said.numericDate else { return .unusableAuthTime }
             // OIDC Core §2: auth_time is when the user authenticated; one still ahead of the
-            // clock (past the skew allowed) says nothing about how recent that was.
-            if authTime - now > leeway { return .futureAuthTime(seconds: authTime - now) }
+            // clock (past the skew allowed) says nothing about how recent that was. Both ends
+            // are admitted dates and the spans are config's: saturating, nothing traps.
+            let ahead = authTime.saturatingSubtract(now)
+            if ahead > leeway { return .futureAuthTime(seconds: ahead) }
             // The grace widens max_age: seen from `now - grace`, auth_time is that much younger.
-            let age = now - maxAgeGrace - authTime
+            let age = now.saturatingSubtract(maxAgeGrace).saturatingSubtract(authTime)
             if age > Int64(maxAge) { return .tooOld(seconds: age) }
         }
         return nil
     }
 
     /// Until when (Unix seconds) a credential that meets `max_age` now still will: nil when
-    /// the rule is not set (or the credential has no `auth_time`).
+    /// the rule is not set (or the credential has no usable `auth_time`).
     public func stepUpValidUntil(_ claims: JSONObject) -> Int64? {
-        guard let maxAge, let authTime = claims["auth_time"]?.int64 else { return nil }
-        return authTime + Int64(maxAge)
+        guard let maxAge, let authTime = claims["auth_time"]?.numericDate else { return nil }
+        return authTime.saturatingAdd(Int64(maxAge))
     }
 
     public enum StepUpFailure: Error, Equatable, Sendable, CustomStringConvertible {
@@ -94,6 +99,8 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         case tooOld(seconds: Int64)
         /// `auth_time` is this far ahead of the clock, more than the leeway.
         case futureAuthTime(seconds: Int64)
+        /// `auth_time` is no NumericDate within `NumericDate.range`.
+        case unusableAuthTime
 
         public var description: String {
             switch self {
@@ -101,6 +108,7 @@ public struct AuthorizationRequirement: Sendable, Equatable {
             case .noAuthTime: "max_age is set and the credential has no auth_time"
             case .tooOld(let s): "the user authenticated \(s) s ago, past max_age"
             case .futureAuthTime(let s): "auth_time is \(s) s in the future"
+            case .unusableAuthTime: "auth_time is not a date a credential may carry"
             }
         }
     }

@@ -2,20 +2,22 @@
 /// libFuzzer target `OAuthFuzz` in `fuzz/`, the gateway's targets and the corpus replay test
 /// call these): `ReturnTo` (the `rd` a login or logout returns to), `HTU` (a DPoP proof's
 /// `htu`, RFC 9449 §4.3) and `AuthorizationResponse` with the form decoding under it (the
-/// login callback's query, RFC 6749 §4.1.2). They return normally on every input; a failed
+/// login callback's query, RFC 6749 §4.1.2), and the numbers of a credential's claims
+/// (`signedNumbers`). They return normally on every input; a failed
 /// `fuzzInvariant` is a finding. What each checks is said on each entry.
 public enum OAuthFuzzEntry {
     /// The first byte chooses the parser; the rest is its text.
     public static func all(_ data: [UInt8]) {
         guard let first = data.first else { return }
         let text = String(decoding: data.dropFirst(), as: UTF8.self)
-        switch first % 3 {
+        switch first % 4 {
         case 0: returnTo(text)
         case 1:
             // Two URIs, cut at the first line feed: the claim and the request.
             let (a, b) = splitAtNewline(text)
             htu(a, b)
-        default: authorizationResponse(Substring(text), issRequired: first & 0x80 != 0)
+        case 2: authorizationResponse(Substring(text), issRequired: first & 0x80 != 0)
+        default: signedNumbers(text)
         }
     }
 

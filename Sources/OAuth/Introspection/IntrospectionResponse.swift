@@ -23,8 +23,13 @@ public enum IntrospectionResponse {
             return .inactive(reason: "the response is not a JSON object")
         }
         guard obj["active"] == .bool(true) else { return .inactive(reason: "active is not true") }
-        if let exp = obj["exp"]?.int64, now - issuer.leeway >= exp { return .inactive(reason: "expired") }
-        if let nbf = obj["nbf"]?.int64, now + issuer.leeway < nbf { return .inactive(reason: "not valid yet") }
+        // RFC 7662 §2.2: NumericDates, admitted only within `NumericDate.range` as a JWT's are
+        // (a step-up check or a session may do arithmetic on them later).
+        for name in ["exp", "nbf", "iat", "auth_time"] where obj[name] != nil && obj[name]?.numericDate == nil {
+            return .inactive(reason: "\(name) is not a date a token may carry")
+        }
+        if let exp = obj["exp"]?.numericDate, now - issuer.leeway >= exp { return .inactive(reason: "expired") }
+        if let nbf = obj["nbf"]?.numericDate, now + issuer.leeway < nbf { return .inactive(reason: "not valid yet") }
         if let iss = obj["iss"] {
             guard iss.string == issuer.issuer else { return .inactive(reason: "issuer mismatch") }
         }
@@ -34,7 +39,7 @@ public enum IntrospectionResponse {
                 return .inactive(reason: "audience mismatch")
             }
         }
-        let expires = obj["exp"]?.int64 ?? now + defaultTTL
+        let expires = obj["exp"]?.numericDate ?? now + defaultTTL
         var token = VerifiedAccessToken(issuer: issuer.name, claims: obj, expiresAt: expires, confirmation: obj["cnf"])
         token.scopeClaim = issuer.scopeClaim
         return .active(token)
