@@ -199,3 +199,63 @@ def test_check_config_refuses_what_cannot_work(upstream, idp, authserver, tmp_pa
     r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0
     assert message in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+SMUGGLED = "abc\r\nContent-Length: 0\r\n\r\nPOST /smuggled HTTP/1.1\r\nHost: pdp\r\nContent-Length: 17\r\n\r\n{\"decision\":true}"
+
+
+def test_a_token_answer_with_crlf_never_splits_the_pdp_call(env, idp):  # noqa: F811
+    """RFC 6750 §2.1: a token tokengate sends is a b64token. An access_token with CR/LF once
+    split each evaluation in two, and the kept PDP connection answered later questions with the
+    smuggled request's allow. Now the answer is no token: on_error, the PDP never called, and
+    the AS not asked again on every request."""
+    a, p, check, start = env
+    a.token_response_fault = {"access_token": SMUGGLED}
+    gw = start(on_error="deny")
+    deadline = time.monotonic() + 5
+    while not grants(a) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        requests.get(gw.url("/orders/0"), headers=bearer(idp, "warm"), timeout=5)
+    answers = [requests.get(gw.url("/orders/6"), headers=bearer(idp, f"s{i}"), timeout=5) for i in range(8)]
+    assert [r.status_code for r in answers] == [403] * 8, [(r.status_code, r.text) for r in answers]
+    assert p.calls == [] and p.unauthorized == []
+    assert "abc" not in "".join(r.text for r in answers)
+    assert "no token for the PDP" in gw.output()
+    # One token answer per worker within the backoff, not one per request.
+    assert 1 <= len(grants(a)) <= 2, grants(a)
+
+
+def test_an_as_refusing_the_gateways_client_is_not_asked_on_every_request(env, idp):  # noqa: F811
+    a, p, check, start = env
+    gw = start(secret="not-the-secret-0123456789abcdef", on_error="unavailable")
+    deadline = time.monotonic() + 5
+    while not grants(a) and time.monotonic() < deadline:
+        requests.get(gw.url("/orders/4"), headers=bearer(idp, "alice"), timeout=5)
+        time.sleep(0.05)
+    began = time.monotonic()
+    answers = [requests.get(gw.url("/orders/4"), headers=bearer(idp, f"u{i}"), timeout=5) for i in range(20)]
+    assert time.monotonic() - began < 5, "the calls outlasted the backoff: the count below means nothing"
+    assert all(r.status_code == 503 for r in answers)
+    # Each worker asked once and then waits out the backoff: 20 requests, at most 2 refusals.
+    assert 1 <= len(grants(a)) <= 2 and all(g["status"] == 401 for g in grants(a)), grants(a)
+
+
+@pytest.mark.parametrize("content", ["tok\r\nX-Injected: 1", "tok\nPOST /smuggled", "tok\rx", "to ken", "tok\x00"])
+def test_a_bearer_file_with_any_byte_outside_b64token_gives_no_token(upstream, idp, authserver, gateway_factory,
+                                                                     tmp_path, content):  # noqa: F811
+    p = PDP(token=lambda value: True).start()
+    try:
+        path = tmp_path / "pdp.token"
+        path.write_bytes(content.encode())
+        gw = gateway_factory(config(upstream, idp, authserver, p.url, auth=f'{{ bearer_file: "{path}" }}'))
+        r = requests.get(gw.url("/orders/7"), headers=bearer(idp, "alice"), timeout=5)
+        assert r.status_code == 403, r.text
+        assert p.calls == []
+        # A file with a trailing newline (as editors write it) is still a token.
+        path.write_bytes(b"good-token_0~+/=\n")
+        time.sleep(1.1)  # the file is read again at most once a second
+        r = requests.get(gw.url("/orders/7"), headers=bearer(idp, "alice"), timeout=5)
+        assert r.status_code == 200, r.text
+        assert [c["headers"]["Authorization"] for c in p.evaluation_calls()] == ["Bearer good-token_0~+/="]
+    finally:
+        p.stop()

@@ -46,6 +46,11 @@ class ClaimsSource:
                     body = json.dumps({"groups": ["staff", "dev"], "acr": "mfa", "amr": ["otp", "pwd"],
                                        "auth_time": int(time.time())}).encode()
                     status = 200
+                elif self.path == "/claims/identity":
+                    # A source that also speaks for who the user is.
+                    body = json.dumps({"groups": ["staff", "dev"], "sub": "admin", "email": "root@corp.example",
+                                       "email_verified": True}).encode()
+                    status = 200
                 elif self.path == "/claims/fail":
                     body, status = b'{"error":"server_error"}', 500
                 else:
@@ -220,3 +225,49 @@ def test_a_source_cannot_say_how_or_when_the_user_authenticated(
     assert not [x for x in upstream.requests if x["path"].startswith("/vault/")]
     assert all(v != "mfa" for x in upstream.requests for k, v in x["headers"] if k.lower() == "x-auth-acr")
     assert len(source.calls) == 1
+
+
+CORP_ROUTE = """  - name: corp
+    match: { path_prefix: /corp/ }
+    upstream: app
+    auth: login
+    client: web
+    require: { email_domains: [corp.example] }
+    headers: { X-Forwarded-User: sub, X-Forwarded-Email: email }"""
+
+
+def test_a_source_cannot_say_who_the_user_is(login_env, login_as, upstream, tmp_path, source):
+    """OIDC Core §5.6.2: a source speaks for its own claims, not for the OP's identity of the
+    user. The ID token (without email) names an allow-listed source for sub, email,
+    email_verified and groups, and the source says sub "admin", a verified corp email. The
+    groups are taken; who the user is is not: the upstream sees the ID token's sub, and a
+    route that requires the corp domain refuses the session."""
+    login_as.id_token_fault = {"claims": {
+        "groups": None, "email": None, "email_verified": None,
+        "_claim_names": {"groups": "src1", "sub": "src1", "email": "src1", "email_verified": "src1"},
+        "_claim_sources": {"src1": {"endpoint": source.url("/claims/identity")}}}}
+    e = login_env(login_as, upstream, tmp_path, extra_route=STAFF_ROUTE + "\n" + CORP_ROUTE,
+                  issuer_options=f'algorithms: [ES256, RS256], claim_sources: ["{source.url("/claims/")}"]')
+    r = e.login("/staff/report")
+    assert r.status_code == 200, (r.status_code, r.text, e.gw.output()[-2000:])
+    h = sent(r)
+    assert [c["path"] for c in source.calls] == ["/claims/identity"]
+    assert h["x-groups"] == "staff,dev"
+    assert h["x-forwarded-user"] != "admin"
+    r = e.browser.get(e.url("/corp/1"), headers=JSON, allow_redirects=False, timeout=10)
+    assert r.status_code == 403 and r.json()["error"] == "insufficient_scope", (r.status_code, r.text)
+    assert not [x for x in upstream.requests if x["path"].startswith("/corp/")]
+
+
+def test_a_sources_own_token_with_crlf_is_never_sent(login_env, login_as, upstream, tmp_path, source):
+    """RFC 6750 §2.1: a source's own access_token goes out as `Bearer <b64token>`. One with
+    CR/LF would split the call: the source is not called, and require on its claims refuses."""
+    login_as.id_token_fault = {"claims": {"groups": None, "_claim_names": {"groups": "src1"}, "_claim_sources": {
+        "src1": {"endpoint": source.url("/claims/groups"), "access_token": "tok\r\nX-Injected: 1"}}}}
+    e = make(login_env, login_as, upstream, tmp_path, source.url("/claims/"))
+    r = e.get(e.to_callback("/staff/report", "alice"))
+    assert r.status_code == 302, (r.status_code, r.text)
+    r = e.browser.get(e.url("/staff/report"), headers=JSON, allow_redirects=False, timeout=10)
+    assert r.status_code == 403, (r.status_code, r.text)
+    assert source.calls == []
+    assert e.gw.logged("access_token is not a b64token")

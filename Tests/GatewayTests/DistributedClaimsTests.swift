@@ -87,7 +87,7 @@ struct DistributedClaimsTests {
              "_claim_sources":{"src1":{"endpoint":"https://claims.example/authn"}}}
             """)
         let kept: Set<String> = ["sub", "acr", "amr", "auth_time", "groups"]
-        #expect(LoginService.sourced(kept) == ["sub", "groups"])
+        #expect(LoginService.sourced(kept) == ["groups"])
         let (sources, failures) = DistributedClaims.sources(claims, wanted: LoginService.sourced(kept))
         #expect(failures.isEmpty)
         #expect(
@@ -107,6 +107,42 @@ struct DistributedClaimsTests {
              "_claim_sources":{"src1":{"endpoint":"https://claims.example/authn"}}}
             """)
         #expect(DistributedClaims.sources(onlyAuthn, wanted: LoginService.sourced(kept)).sources.isEmpty)
+    }
+
+    /// §5.6.2: a source speaks for its own claims, not for the OP's identity of the user. An
+    /// ID token naming a source for sub, email and email_verified (which `email_domains`
+    /// reads) has none of them followed, and an answer that says them gives only groups.
+    @Test func noSourceSpeaksForWhoTheUserIs() throws {
+        let opOnly = [
+            "iss", "sub", "aud", "azp", "tid", "email", "email_verified", "nonce", "exp", "iat", "nbf", "cnf", "sid"
+        ]
+        let names = (opOnly + ["groups"]).map { #""\#($0)":"src1""# }.joined(separator: ",")
+        let claims = try Self.object(
+            #"{"sub":"u1","_claim_names":{\#(names)},"_claim_sources":{"src1":{"endpoint":"https://c.example/x"}}}"#)
+        let kept = Set(opOnly + ["groups"])
+        #expect(LoginService.sourced(kept) == ["groups"])
+        let (sources, failures) = DistributedClaims.sources(claims, wanted: LoginService.sourced(kept))
+        #expect(failures.isEmpty)
+        #expect(sources.map(\.claims) == [["groups"]])
+        let answer = Array(
+            #"{"groups":["staff"],"sub":"admin","email":"root@corp.example","email_verified":true}"#.utf8)
+        let got = try DistributedClaims.claims(
+            fromAnswer: answer, contentType: "application/json", names: sources[0].claims, verify: Self.noJWT
+        ).get()
+        #expect(got == (try Self.object(#"{"groups":["staff"]}"#)))
+    }
+
+    /// RFC 6750 §2.1: a source's own access_token goes out as `Bearer <b64token>`; one with a
+    /// CR/LF (which would split the call) or any other byte is not used, and the source is
+    /// not called.
+    @Test(arguments: [#""tok\r\nX-Injected: 1""#, #""tok en""#, #""""#, "42"])
+    func aSourceTokenThatIsNoB64TokenIsNotUsed(_ token: String) throws {
+        let claims = try Self.object(
+            #"{"_claim_names":{"groups":"s"},"_claim_sources":{"s":{"endpoint":"https://c.example/x","access_token":\#(token)}}}"#
+        )
+        let (sources, failures) = DistributedClaims.sources(claims, wanted: ["groups"])
+        #expect(sources.isEmpty)
+        #expect(failures.map(\.reason) == ["source s's access_token is not a b64token"])
     }
 
     static func noJWT(_: String) throws -> JSONObject { throw DistributedClaimsError("no JWT expected") }

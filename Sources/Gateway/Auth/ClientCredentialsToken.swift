@@ -107,10 +107,15 @@ final class ClientCredentialsToken {
             case .failure(let e):
                 land(.failure(.init("token endpoint: \(e.description)")))
             case .success(let resp):
+                // An answer that gives no usable token (the AS refuses the gateway's client,
+                // or says something no token is) is asked again only after `refusalBackoff`,
+                // as after a refused token: otherwise every request would cost a token request.
                 switch TokenResponse.parse(status: resp.status, body: resp.body) {
                 case .failure(let f):
+                    refusedUntil = ProcessInfo.processInfo.systemUptime + Self.refusalBackoff
                     land(.failure(.init("token endpoint answered \(f.status) \(f.error)")))
                 case .success(let t) where !t.hasType(dpop: false):
+                    refusedUntil = ProcessInfo.processInfo.systemUptime + Self.refusalBackoff
                     land(.failure(.init("token endpoint answered token_type \(t.tokenType), not Bearer")))
                 case .success(let t):
                     let now = ProcessInfo.processInfo.systemUptime

@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import OAuth
 
 /// Aggregated and distributed claims (OIDC Core §5.6.2): an ID token or userinfo answer that
 /// leaves a claim out and names, in `_claim_names`, the source in `_claim_sources` that holds
@@ -16,6 +17,17 @@ enum DistributedClaims {
     static let maxKeptBytes = 16 << 10
     /// The session claim that records what was resolved, when, and what could not be.
     static let record = "_distributed"
+
+    /// Claims no source may supply, whatever `_claim_names` says. A source speaks for its
+    /// own claims (§5.6.2), not for the OP's identity of the user: who the user is (`iss`,
+    /// `sub`, `tid`, `email`, `email_verified`: `require.email_domains` reads them), for whom
+    /// and when the token was issued (`aud`, `azp`, `nonce`, `exp`, `iat`, `nbf`, `cnf`,
+    /// `sid`), and how and when the user authenticated (`acr`, `amr`, `auth_time`, OIDC Core
+    /// §2: a source naming them would pass a step-up route for a login that never did it).
+    static let opOnly: Set<String> = [
+        "iss", "sub", "aud", "azp", "tid", "email", "email_verified", "nonce", "exp", "iat", "nbf", "cnf", "sid",
+        "acr", "amr", "auth_time"
+    ]
 
     /// One member of `_claim_sources` that some wanted claim names.
     struct Source: Equatable {
@@ -69,6 +81,12 @@ enum DistributedClaims {
             if let jwt = s["JWT"]?.string {
                 out.append(Source(name: source, claims: held, kind: .jwt(jwt)))
             } else if let endpoint = s["endpoint"]?.string {
+                // RFC 6750 §2.1: the source's token goes out as `Bearer <b64token>`; one with
+                // any other byte (a CR/LF would split the call) is not used.
+                if let token = s["access_token"], token.string.map(BearerTokenExtractor.isB64Token) != true {
+                    failures.append(Failure(claims: held, reason: "source \(source)'s access_token is not a b64token"))
+                    continue
+                }
                 out.append(
                     Source(
                         name: source, claims: held, kind: .endpoint(endpoint, accessToken: s["access_token"]?.string)))

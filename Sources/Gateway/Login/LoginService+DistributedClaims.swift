@@ -51,10 +51,8 @@ extension LoginService {
         }
     }
 
-    /// The kept claims a source may supply. How and when the user authenticated is the ID
-    /// token's word alone (OIDC Core §2): a claims source naming acr, amr or auth_time would
-    /// otherwise pass a step-up route for a login that never performed it.
-    static func sourced(_ kept: Set<String>) -> Set<String> { kept.subtracting(authenticationClaims) }
+    /// The kept claims a source may supply: none of `DistributedClaims.opOnly`.
+    static func sourced(_ kept: Set<String>) -> Set<String> { kept.subtracting(DistributedClaims.opOnly) }
 
     /// Asks the sources one after the other (there are at most `DistributedClaims.maxSources`).
     private func follow(

@@ -1,5 +1,6 @@
 import Foundation
 import JOSE
+import OAuth
 import Reactor
 
 /// One worker's side of the `authorizers`: an HTTP client per PDP on the worker's loop, the
@@ -142,13 +143,16 @@ final class PDPClient {
 
     /// Reads the PDP's metadata (AuthZEN §9): its endpoints, when it names them under the
     /// same origin's scheme. Until it answers, and when it has none, the defaults are used;
-    /// no request waits for it.
+    /// no request waits for it. Each reading stands alone: metadata refused or unusable now
+    /// puts the defaults back, never an endpoint an earlier reading named.
     func discover() {
         let request = FetchRequest(
             url: config.metadataURL, headers: ["Accept: application/json"], timeout: 5, connectTimeout: 2,
             maxResponseBytes: 64 << 10)
         fetcher.fetch(request) { [weak self] result in
             guard let self else { return }
+            evaluationURL = config.evaluationURL
+            evaluationsURL = config.evaluationsURL
             guard case .success(let resp) = result, resp.status == 200,
                 let meta = (try? JSONParser.parse(resp.body))?.object
             else {
@@ -224,13 +228,14 @@ final class PDPClient {
     }
 
     /// The file's token, read again at most once a second (a rotated file is used within a
-    /// second of its change).
+    /// second of its change). RFC 6750 §2.1's b64token, checked by bytes: a file with any
+    /// other byte inside (a CR/LF would split the call in two) gives no token.
     private func bearer(_ path: String) -> String? {
         let now = ProcessInfo.processInfo.systemUptime
         if let token, now - token.readAt < 1 { return token.text }
         guard let data = FileManager.default.contents(atPath: path),
             let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
-            !text.isEmpty, !text.contains(where: { $0 == "\r" || $0 == "\n" })
+            BearerTokenExtractor.isB64Token(text)
         else { return nil }
         token = (text, now)
         return text

@@ -98,6 +98,10 @@ public enum TokenExchange {
         guard let token = object["access_token"]?.string, !token.isEmpty else {
             return .failure(.unusable("no access_token"))
         }
+        // RFC 6750 §2.1: it goes upstream as `<type> <b64token>`; no other byte may ride along.
+        guard BearerTokenExtractor.isB64Token(token) else {
+            return .failure(.unusable("the access_token is not a b64token"))
+        }
         guard let issuedType = object["issued_token_type"]?.string else {
             return .failure(.unusable("no issued_token_type (RFC 8693 §2.2.1)"))
         }
@@ -119,7 +123,7 @@ public enum TokenExchange {
         var expiresAt: Int64?
         if let seconds = object["expires_in"]?.int64 {
             guard seconds > 0 else { return .failure(.unusable("expires_in is not positive")) }
-            expiresAt = now + seconds
+            expiresAt = now + min(seconds, NumericDate.longestLifetime)
         }
         if let claims = jwtClaims(token) {
             if !target.names.isEmpty {
@@ -132,7 +136,10 @@ public enum TokenExchange {
             if dpop, let jkt = claims["cnf"]?.object?["jkt"]?.string, jkt != boundTo {
                 return .failure(.unusable("the issued token is bound to another key"))
             }
-            if let exp = claims["exp"]?.int64 {
+            if let said = claims["exp"] {
+                guard let exp = said.numericDate else {
+                    return .failure(.unusable("the issued token's exp is no date"))
+                }
                 guard exp > now else { return .failure(.unusable("the issued token has expired")) }
                 expiresAt = min(expiresAt ?? exp, exp)
             }

@@ -36,7 +36,9 @@ public struct TokenResponse: Sendable, Equatable {
         guard status == 200 else {
             return .failure(Failure(error: object?["error"]?.string ?? "invalid_response", status: status))
         }
-        guard let object, let access = object["access_token"]?.string, !access.isEmpty,
+        // RFC 6750 §2.1: the token goes out as `Authorization: Bearer <b64token>` (to a PDP,
+        // to userinfo, to an upstream); anything else, a CR/LF above all, is no token.
+        guard let object, let access = object["access_token"]?.string, BearerTokenExtractor.isB64Token(access),
             let type = object["token_type"]?.string
         else {
             return .failure(Failure(error: "invalid_response", status: status))

@@ -42,6 +42,9 @@ public struct FetchError: Error, Sendable, CustomStringConvertible {
         /// The server answered with more than `FetchRequest.maxResponseBytes`: an answer,
         /// refused, not a failure to reach it.
         case responseTooLarge
+        /// The request was never sent: a header line or the URL it was given holds a byte no
+        /// field or URL may (`FieldSyntax`), whatever its source.
+        case refusedRequest
     }
 
     public var kind: Kind

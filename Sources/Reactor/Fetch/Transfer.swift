@@ -26,6 +26,18 @@ final class Transfer {
 
     /// Sets every option, checking each (a failed option is an error, never ignored).
     func configure(settings: FetchSettings) throws -> UnsafeMutableRawPointer {
+        // Whatever built it (a token from an AS, a file, metadata), nothing that could end a
+        // line early reaches libcurl: a CR or LF in a header would split the request in two
+        // on a kept connection (RFC 9112 §2.2), a NUL would cut it short.
+        guard FieldSyntax.isRequestURL(request.url) else {
+            throw FetchError(.refusedRequest, description: "the URL holds a space, a control or a non-ASCII byte")
+        }
+        for h in request.headers where !FieldSyntax.isFieldLine(h) {
+            let name = h.prefix { $0 != ":" && $0.isASCII && !$0.isWhitespace }.prefix(40)
+            throw FetchError(
+                .refusedRequest, description: "the header \(name) is not a field line (RFC 9110 §5.5: no CR, LF or NUL)"
+            )
+        }
         guard let easy = curl_easy_init() else { throw FetchError(description: "curl_easy_init failed") }
         self.easy = easy
         func check(_ rc: CURLcode, _ what: String) throws {
