@@ -81,7 +81,8 @@ def test_an_allow_goes_through_and_the_pdp_hears_the_request_as_authzen_writes_i
     [call] = pdp.evaluation_calls()
     body = call["body"]
     assert body["subject"] == {"type": "identity", "id": "alice",
-                               "properties": {"email": "alice@example.com", "groups": ["staff", "dev"]}}
+                               "properties": {"email": "alice@example.com", "groups": ["staff", "dev"],
+                                              "iss": "https://idp.one"}}
     assert body["action"] == {"name": "DELETE"}
     assert body["resource"]["type"] == "route" and body["resource"]["id"] == "/orders/42"
     assert body["resource"]["properties"]["route"] == "orders"
@@ -225,6 +226,65 @@ def test_the_pdps_metadata_names_its_endpoint(gateway_factory, upstream, idp):  
             time.sleep(0.1)
         assert r.status_code == 200
         assert [c["path"] for c in p.calls][-1] == "/pdp/v2/eval"
+    finally:
+        p.stop()
+
+
+@pytest.mark.parametrize("query", [False, True])
+def test_the_query_is_asked_about_only_where_the_authorizer_says_so(
+        gateway_factory, upstream, idp, pdp, query):  # noqa: F811
+    """Without `query: true` the PDP is asked about the path, and its allow for GET
+    /orders/42 answers /orders/42?action=delete too (docs/policy.md says so). With it, the
+    query is `resource.properties.query`, part of the question, of the cache's digest and of
+    a connection's kept decision."""
+    pdp.decide = lambda body: {"decision": "delete" not in body["resource"]["properties"].get("query", "")}
+    text = config(upstream, idp, pdp.url, workers=1)
+    if query:
+        text = text.replace("    subject:", "    query: true\n    subject:")
+    gw = gateway_factory(text)
+    with requests.Session() as s:
+        codes = [s.get(gw.url(path), headers=bearer(idp), timeout=5).status_code
+                 for path in ("/orders/42", "/orders/42?action=delete", "/orders/42?action=delete", "/orders/42")]
+    assert codes == ([200, 403, 403, 200] if query else [200, 200, 200, 200])
+    asked = [c["body"]["resource"]["properties"].get("query") for c in pdp.evaluation_calls()]
+    assert asked == (["", "action=delete"] if query else [None])
+
+
+def test_metadata_refused_on_a_later_reading_puts_the_default_endpoint_back(
+        gateway_factory, upstream, idp):  # noqa: F811
+    """Each reading of the PDP's metadata stands alone: one that names an endpoint, then a
+    reload whose reading is refused, leaves the default under `url`, not the endpoint the
+    earlier reading named."""
+    import signal
+    answer = {"meta": True}
+    p = PDP(metadata=lambda pdp: {"policy_decision_point": pdp.url.rstrip("/"),
+                                  "access_evaluation_endpoint": pdp.url + "moved/eval"} if answer["meta"] else None)
+    p.start()
+    try:
+        text = config(upstream, idp, p.url, on_error="deny")
+        gw = gateway_factory(text)
+        def endpoint():
+            report = requests.get(f"http://127.0.0.1:{gw.admin}/status.json", timeout=5).json()
+            return report["authorizers"][0]["endpoint"]
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and endpoint() != p.url + "moved/eval":
+            time.sleep(0.1)
+        assert endpoint() == p.url + "moved/eval"
+        # The moved endpoint is no evaluation endpoint of this PDP: on_error.
+        assert requests.get(gw.url("/orders/1"), headers=bearer(idp, "m1"), timeout=5).status_code == 403
+        answer["meta"] = False  # now 404
+        gw.write_config(text)
+        gw.signal(signal.SIGHUP)
+        gw.logged("config reloaded")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            r = requests.get(gw.url("/orders/2"), headers=bearer(idp, f"x{time.monotonic()}"), timeout=5)
+            if r.status_code == 200:
+                break
+            time.sleep(0.1)
+        assert r.status_code == 200, r.text
+        assert p.evaluation_calls()[-1]["path"] == "/access/v1/evaluation"
+        assert endpoint() == p.url + "access/v1/evaluation"
     finally:
         p.stop()
 

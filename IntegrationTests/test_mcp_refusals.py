@@ -173,6 +173,33 @@ def test_a_cors_preflight_still_passes_and_a_preflight_with_a_body_does_not(gw, 
     assert reached(upstream) == before + 2
 
 
+PREFLIGHT_H2 = [("origin", "https://app.example"), ("access-control-request-method", "POST"),
+                ("content-type", "application/json")]
+
+
+@pytest.mark.parametrize("length", [False, True])
+def test_an_h2_options_with_data_frames_is_no_preflight(gw, idp, upstream, length):
+    """Fetch §3.2.2: a preflight has no body. On HTTP/2 a body is DATA frames, with neither
+    Content-Length nor Transfer-Encoding: such an OPTIONS once reached the MCP server with
+    tools/call deploy in its body and no token. It is judged like any OPTIONS now."""
+    body = DEPLOY.encode()
+    fields = PREFLIGHT_H2 + ([("content-length", str(len(body)))] if length else [])
+    before = reached(upstream)
+    with H2Connection(gw.port) as c:
+        a = c.request("OPTIONS", "/mcp", fields, body=body)
+    assert a.status == 401, a.body
+    assert b"Bearer" in (a.header("www-authenticate") or "").encode()
+    with H2Connection(gw.port) as c:
+        a = c.request("OPTIONS", "/mcp", fields + [("authorization", f"Bearer {tok(idp, gw)}")], body=body)
+    assert a.status == 405, a.body
+    assert reached(upstream) == before
+    # The same preflight that ends with its HEADERS frame still passes.
+    with H2Connection(gw.port) as c:
+        a = c.request("OPTIONS", "/mcp", PREFLIGHT_H2)
+    assert a.status == 200, a.body
+    assert reached(upstream) == before + 1
+
+
 def test_the_sdk_server_and_a_hand_written_one_never_run_a_call_sent_in_another_method(
         sdk_upstream, idp, gateway_factory):
     """The official MCP SDK's server at /mcp, and beside it (/any/mcp, on the same server) a

@@ -88,3 +88,38 @@ def test_request_smuggling_framing_is_not_forwarded(gw, upstream):
     if status == 200:
         sent = dict((k.lower(), v) for k, v in json.loads(resp.split(b"\r\n\r\n", 1)[1])["headers"])
         assert "transfer-encoding" not in sent
+
+
+@pytest.fixture
+def template_gw(upstream, gateway_factory):
+    cfg = f"""
+listen: 127.0.0.1:{{PORT}}
+admin_listen: 127.0.0.1:{{ADMIN}}
+workers: 1
+upstreams:
+  app: {{ url: "http://127.0.0.1:{upstream.port}" }}
+routes:
+  - name: orders
+    match: {{ path_template: "/orders/{{id}}" }}
+    upstream: app
+    auth: none
+  - name: public
+    match: {{ path_prefix: / }}
+    upstream: app
+    auth: none
+"""
+    return gateway_factory(cfg)
+
+
+@pytest.mark.parametrize("target", ["/orders/%2e%2e", "/orders/..", "/orders/%2E%2e/", "/orders/.%2e"])
+def test_a_dot_dot_in_a_template_variable_that_leaves_its_route_is_400(template_gw, upstream, target):
+    """`/orders/..` is the template route's path as written (`id` = `..`); normalized it is
+    `/`, the public route's. A `..` that moves a request out of the route it was in is 400
+    (docs/security.md), whether it sits in a variable or not."""
+    status, resp = get(template_gw, target)
+    assert status == 400, resp
+    assert json.loads(resp.split(b"\r\n\r\n", 1)[1])["error"] == "invalid_request"
+    assert upstream.requests == []
+    # A `..` that stays in the route goes on; the plain paths are routed as ever.
+    assert get(template_gw, "/orders/1/../2")[0] == 200
+    assert get(template_gw, "/other/../x")[0] == 200

@@ -275,3 +275,32 @@ rate_limits:
     assert post(gw, bob, call("tools/call", name="echo"), path="/limited/mcp").status_code == 200, "another caller"
     # Calls that name no tool share one budget of their own.
     assert [post(gw, alice, call("ping", id=i), path="/limited/mcp").status_code for i in range(3)] == [200, 200, 429]
+
+
+@pytest.mark.parametrize("entries", [
+    ["203.0.113.7:5000{}", "203.0.113.7:6000{}"],
+    ["[2001:db8:1:2::{}]:443", "[2001:db8:1:2::{}]"],
+])
+def test_a_forwarded_address_with_a_port_or_brackets_is_one_client(upstream, idp, gateway_factory, entries):  # noqa: F811
+    """RFC 7239 §6 nodes: Azure Application Gateway writes `IP:port`; a port or brackets make
+    no client of their own, so changing the port is no way around an ip limit."""
+    text = config(upstream, idp).replace("workers: 2", "workers: 2\ntrusted_proxies: [127.0.0.1/32]")
+    gw = gateway_factory(text)
+    forged = {"Authorization": "Bearer " + mint(ec_key("one-1"), sub="mallory")}
+    statuses = [requests.get(gw.url(f"/flood/{i}"), timeout=5, headers={
+        **forged, "X-Forwarded-For": entries[i % 2].format(i)}).status_code for i in range(8)]
+    assert statuses == [401] * 3 + [429] * 5, statuses
+
+
+@pytest.mark.parametrize("header", ["X-Forwarded-For", "X-Real-IP", "Forwarded", "X-Request-Id", "True-Client-IP"])
+def test_check_config_refuses_a_header_key_any_client_can_change(upstream, idp, tmp_path, header):  # noqa: F811
+    import subprocess
+    from conftest import BIN
+    text = config(upstream, idp).replace("per-ip: { key: ip,", f'per-ip: {{ key: "header:{header}",')
+    assert f"header:{header}" in text
+    path = tmp_path / "tokengate.yaml"
+    path.write_text(text.replace("{PORT}", "1").replace("{ADMIN}", "2"))
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert "rate_limits.per-ip.key" in out and "count by key: ip" in out, out

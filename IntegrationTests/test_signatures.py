@@ -371,3 +371,68 @@ def test_a_shared_secret_in_an_issuers_set_is_never_used(gateway_factory, upstre
     req = signed(gw.url("/partners/x"), "hmac-sha256", keys, method="GET", body=None,
                  components=("@method", "@target-uri"), tag="partner", kid="oct-1", key=secret.raw_value)
     refused(send(req), upstream, "/partners/")
+
+
+def test_a_second_content_digest_line_is_checked_as_the_signature_covers_it(
+        gateway_factory, upstream, idp, keys, tmp_path):
+    """RFC 9421 §2.1: the signature base joins every Content-Digest line. A right sha-256
+    line, then a sha-512 of another body on a second line, once passed: only the first line
+    was checked, while the signature vouched for both. Both are checked now. (An algorithm
+    named twice is refused too: ContentDigest's unit tests, as this test's signing library
+    will not sign such a field.)"""
+    import base64
+    import hashlib
+    from conftest import raw_request
+    gw = gateway_factory(config(upstream, idp, keys.write(tmp_path / "keys.jwks")))
+    body = b'{"amount": 10}'
+
+    def digest(name, data):
+        return f"{name}=:" + base64.b64encode(getattr(hashlib, name.replace("-", ""))(data).digest()).decode() + ":"
+    right = digest("sha-256", body)
+    for second in (digest("sha-512", b'{"amount": 99}'),):
+        # Signed over the two lines as the base combines them (the library reads one field).
+        req = requests.Request("POST", gw.url("/pay/7"), data=body, headers={
+            "Content-Type": "application/json", "Authorization": bearer(idp),
+            "Content-Digest": right + ", " + second}).prepare()
+        HTTPMessageSigner(
+            signature_algorithm=ALGORITHMS["ed25519"][0],
+            key_resolver=MappingKeyResolver(public_keys={}, private_keys={"ed25519": keys.secret("ed25519")}),
+        ).sign(req, key_id="ed25519", tag="fapi-2-request", covered_component_ids=FAPI, use_existing_digest=True)
+        lines = ["POST /pay/7 HTTP/1.1", f"Host: 127.0.0.1:{gw.port}", "Content-Type: application/json",
+                 f"Authorization: {req.headers['Authorization']}", f"Content-Digest: {right}",
+                 f"Content-Digest: {second}", f"Signature-Input: {req.headers['Signature-Input']}",
+                 f"Signature: {req.headers['Signature']}", f"Content-Length: {len(body)}", "Connection: close"]
+        status, response = raw_request(gw.port, ("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        assert status == 401, response[:600]
+        assert b"invalid_signature" in response and b"Content-Digest does not match" in response, response[:600]
+    assert saw(upstream, "/pay/7") == 0
+    # The same two-line request with both digests right passes: the lines are read, not refused.
+    req = requests.Request("POST", gw.url("/pay/8"), data=body, headers={
+        "Content-Type": "application/json", "Authorization": bearer(idp),
+        "Content-Digest": right + ", " + digest("sha-512", body)}).prepare()
+    HTTPMessageSigner(
+        signature_algorithm=ALGORITHMS["ed25519"][0],
+        key_resolver=MappingKeyResolver(public_keys={}, private_keys={"ed25519": keys.secret("ed25519")}),
+    ).sign(req, key_id="ed25519", tag="fapi-2-request", covered_component_ids=FAPI, use_existing_digest=True)
+    lines = ["POST /pay/8 HTTP/1.1", f"Host: 127.0.0.1:{gw.port}", "Content-Type: application/json",
+             f"Authorization: {req.headers['Authorization']}", f"Content-Digest: {right}",
+             f"Content-Digest: {digest('sha-512', body)}", f"Signature-Input: {req.headers['Signature-Input']}",
+             f"Signature: {req.headers['Signature']}", f"Content-Length: {len(body)}", "Connection: close"]
+    status, response = raw_request(gw.port, ("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+    assert status == 200, response[:600]
+
+
+def test_check_config_warns_of_a_policy_that_covers_query_params_alone(upstream, idp, keys, tmp_path):
+    """RFC 9421 §2.2.8: `@query-param` covers the parameters it names; others can be added
+    (`&x=1`) unsigned. check-config says so where no component covers the whole query."""
+    import subprocess
+    from conftest import BIN
+    text = config(upstream, idp, keys.write(tmp_path / "keys.jwks")).replace(
+        'components: ["@method", "@path"]', 'components: ["@method", "@path", \'"@query-param";name="amount"\']')
+    path = tmp_path / "tokengate.yaml"
+    path.write_text(text.replace("{PORT}", "1").replace("{ADMIN}", "2"))
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "signatures.nonced.components" in out and "@query-param signs only the parameters it names" in out, out
+    assert "signatures.fapi.components" not in out

@@ -164,3 +164,20 @@ def test_a_key_the_upstream_does_not_trust_is_caught_there(gateway_factory, veri
     assert r.status_code == 200
     [seen] = verifying.results
     assert not seen["ok"] and "InvalidSignature" in seen["error"]
+
+
+def test_the_default_components_cover_the_routes_identity_headers(gateway_factory, verifying, idp, tmp_path):
+    """Without `components`, the gateway's signature covers what the upstream trusts: the
+    identity headers the route sets (X-User here), beside @method, @target-uri and the digest."""
+    text = config(verifying.port, idp, gateway_key(tmp_path)).replace(
+        '      components: ["@method", "@target-uri", "x-user", "content-digest"]\n', "")
+    gw = gateway_factory(text)
+    verifying.public_keys = {"gw-1": published_key(gw)}
+    r = requests.post(gw.url("/api/pay"), data=b"{}", timeout=5, headers={
+        "Authorization": "Bearer " + mint(idp.keys[0], sub="carol"), "X-User": "mallory"})
+    assert r.status_code == 200
+    [seen] = verifying.results
+    assert seen["ok"], seen
+    covered = {k.strip('"'): v for k, v in seen["covered"].items()}
+    assert covered["x-user"] == "carol"
+    assert {"@method", "@target-uri", "content-digest"} <= set(covered)

@@ -11,11 +11,23 @@ public struct ContentDigest: Sendable {
     /// The digests the field gives for the algorithms known here.
     public let expected: [(Digest, [UInt8])]
 
+    /// Every `Content-Digest` line the message carries, combined as a signature's base
+    /// combines them (RFC 9421 §2.1: each trimmed, joined with ", "): what is checked is what
+    /// a signature covering `content-digest` vouches for, not only the first line.
+    public init(lines: [String]) throws {
+        try self.init(field: lines.map { SignatureBase.trimmed($0) }.joined(separator: ", "))
+    }
+
     public init(field: String) throws {
         var parser = StructuredFieldValueParser(Array(field.utf8))
         let dictionary: OrderedMap<String, ItemOrInnerList>
         do { dictionary = try parser.parseDictionaryFieldValue() } catch {
             throw MessageSignatureError(.digestMismatch, "Content-Digest is not a Structured Field dictionary")
+        }
+        // RFC 9651 §4.2.2 keeps the last of a key given twice; a reader that keeps the first
+        // would check another digest. Two of one algorithm are refused instead.
+        guard Self.memberCount(field) == dictionary.count else {
+            throw MessageSignatureError(.digestMismatch, "Content-Digest names an algorithm twice")
         }
         var expected: [(Digest, [UInt8])] = []
         for (name, digest) in Self.algorithms {
@@ -32,6 +44,30 @@ public struct ContentDigest: Sendable {
             throw MessageSignatureError(.digestMismatch, "Content-Digest names neither sha-256 nor sha-512")
         }
         self.expected = expected
+    }
+
+    /// The members of a dictionary that parsed: its commas outside strings plus one (byte
+    /// sequences, tokens, numbers and parameters hold no comma; only an sf-string may).
+    static func memberCount(_ field: String) -> Int {
+        var count = 1
+        var inString = false
+        var escaped = false
+        for b in field.utf8 {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if b == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if b == UInt8(ascii: "\"") {
+                    inString = false
+                }
+            } else if b == UInt8(ascii: "\"") {
+                inString = true
+            } else if b == UInt8(ascii: ",") {
+                count += 1
+            }
+        }
+        return count
     }
 
     /// Contexts to feed the content to, one per algorithm the field names.

@@ -30,6 +30,27 @@ struct ClientAddressTests {
         #expect(ClientAddress.of(Self.forwarded(chain), peerTrusted: true, trustedProxies: Self.proxies) == client)
     }
 
+    /// RFC 7239 §6 nodes: a port or brackets a proxy wrote (Azure Application Gateway writes
+    /// `IP:port`) make no client of their own, and a trusted proxy written so is still trusted.
+    @Test(arguments: [
+        ("203.0.113.7:51234, 10.0.0.1", "203.0.113.7"),
+        ("203.0.113.7:443, 10.0.0.1:8080", "203.0.113.7"),
+        ("[2001:db8:1:2::9]:443, 10.0.0.1", "2001:db8:1:2::/64"),
+        ("[2001:db8:1:2::9], 10.0.0.1", "2001:db8:1:2::/64"),
+        ("\"[2001:db8:1:2::9]:8443\", 10.0.0.1", "2001:db8:1:2::/64"),
+        ("203.0.113.7, 192.0.2.1:3000", "203.0.113.7"),
+        ("10.9.9.9:1, 10.0.0.1", "10.9.9.9")
+    ])
+    func aPortOrBracketsAreNoClientOfTheirOwn(chain: String, client: String) {
+        #expect(ClientAddress.of(Self.forwarded(chain), peerTrusted: true, trustedProxies: Self.proxies) == client)
+    }
+
+    @Test func whatIsNoNodeStaysAsWritten() {
+        for text in ["unknown", "_hidden", "2001:db8::1", "[2001:db8::1", "[2001:db8::1]x", "1.2.3.4:123456", "a:1"] {
+            #expect(ClientAddress.node(text) == text)
+        }
+    }
+
     @Test func anIPv6ClientCountsByItsSlash64() {
         #expect(ClientAddress.grouped("2001:db8:1:2::1") == ClientAddress.grouped("2001:db8:1:2:ffff::9"))
         #expect(ClientAddress.grouped("2001:db8:1:3::1") == "2001:db8:1:3::/64")

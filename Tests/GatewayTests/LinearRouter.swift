@@ -38,6 +38,11 @@ struct LinearRouter {
         for origin in normalized.dotDotOrigins where matchIndex(host: host, method: method, path: origin) != route {
             return .escapesRoute
         }
+        if let spelled = normalized.spelled, let written = matchIndex(host: host, method: method, path: spelled),
+            written != route, case .template = sorted.first(where: { $0.index == written })?.match.path
+        {
+            return .escapesRoute
+        }
         return .route(route)
     }
 }

@@ -122,4 +122,21 @@ struct RouterTemplateTests {
         #expect(decide("/orders/1/../../admin/x") == .escapesRoute)
         #expect(decide("/admin/../orders/1") == .escapesRoute)
     }
+
+    /// `/orders/..` is the template route's path as spelled (`id` = `..`): the `..` that
+    /// takes it to `/`, the public route, leaves the route it was in, encoded or not.
+    @Test func aDotDotInATemplateVariableLeavesItsRoute() {
+        let r = Router(routes: [
+            Self.route(0, Self.t("/orders/{id}")), Self.route(1, .prefix("/admin/")), Self.route(2, .prefix("/"))
+        ])
+        func decide(_ target: String) -> Router.Decision? {
+            guard case .success(let n) = PathNormalizer.normalize(target: target) else { return nil }
+            return r.decide(host: "h", method: .GET, normalized: n)
+        }
+        #expect(decide("/orders/%2e%2e") == .escapesRoute)
+        #expect(decide("/orders/..") == .escapesRoute)
+        #expect(decide("/orders/%2E%2E/") == .escapesRoute)
+        #expect(decide("/orders/1/../2") == .route(0))
+        #expect(decide("/other/../x") == .route(2))
+    }
 }

@@ -125,6 +125,31 @@ struct SignatureVerifierTests {
         #expect(digest.matches(contexts))
     }
 
+    /// RFC 9421 §2.1: a signature over `content-digest` covers every line, combined. Two
+    /// lines (a right sha-256, then a sha-512 of another body) are checked together; a key
+    /// given twice, on one line or across two, is refused (RFC 9651 keeps the last one).
+    @Test("Content-Digest: every line is checked, and an algorithm named twice is refused")
+    func contentDigestLines() throws {
+        let body = Array("{\"amount\": 10}".utf8)
+        let right = ContentDigest.field(for: body)
+        let other = "sha-512=:" + Base64.standard(Digest.sha512.hash(Array("{\"amount\": 99}".utf8))) + ":"
+        let both = try ContentDigest(lines: [right, "  " + other + " "])
+        let contexts = both.contexts()
+        for c in contexts { c.update(body) }
+        #expect(contexts.count == 2)
+        #expect(!both.matches(contexts))
+        let wrongFirst = ContentDigest.field(for: Array("x".utf8))
+        for lines in [[right, wrongFirst], [right + ", " + wrongFirst], [wrongFirst, right]] {
+            #expect(throws: MessageSignatureError.self) { try ContentDigest(lines: lines) }
+        }
+        let good = try ContentDigest(lines: [right, "md5=:AAAA:"])
+        let again = good.contexts()
+        for c in again { c.update(body) }
+        #expect(good.matches(again))
+        // A comma inside a string parameter is no member boundary.
+        #expect(ContentDigest.memberCount(#"sha-256=:AA==:;x="a,b", md5=:AA==:"#) == 2)
+    }
+
     @Test("Accept-Signature names the components, created, nonce and tag")
     func acceptSignature() throws {
         #expect(

@@ -323,9 +323,10 @@ final class TokenAuthenticator {
     }
 
     /// RFC 6750 §2.2: a token may ride only in a form-encoded body of a request that has
-    /// one, and not with GET.
-    static func mayCarryFormToken(_ head: HTTPRequestHead) -> Bool {
-        guard head.method != .GET, head.fields.contains("Content-Length") || head.fields.contains("Transfer-Encoding"),
+    /// one (`hasContent`: `RoutedRequest.hasContent`, which sees HTTP/2 DATA frames), and not
+    /// with GET.
+    static func mayCarryFormToken(_ head: HTTPRequestHead, hasContent: Bool) -> Bool {
+        guard head.method != .GET, hasContent,
             let type = head.fields.first("Content-Type")?.lowercased()
         else { return false }
         return type.hasPrefix("application/x-www-form-urlencoded")

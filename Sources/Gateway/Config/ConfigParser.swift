@@ -56,7 +56,7 @@ public enum ConfigParser {
         cfg.authorizers = authorizers(top["authorizers"], clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.signatures = signatures(top["signatures"], issuers: cfg.issuers, r)
         cfg.routes = routes(top["routes"], cfg, r)
-        checkRateLimits(cfg, routesNode: top["routes"], r)
+        checkRateLimits(cfg, routesNode: top["routes"], policiesNode: top["rate_limits"], r)
         cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
         fapi2Routes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
         signatureRoutes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)

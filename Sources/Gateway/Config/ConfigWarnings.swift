@@ -19,6 +19,20 @@ extension ConfigParser {
                     + "leave cookie_domain out (host-only __Host- cookie) unless one login across subdomains is needed and you trust every host under \(domain)"
             )
         }
+        for (name, policy) in cfg.signatures.sorted(by: { $0.key < $1.key }) {
+            // RFC 9421 §2.2.8: `@query-param` covers the parameters it names, one each; the
+            // rest of the query is nobody's, so `&amount=99` can be added unsigned.
+            let covered = policy.requirements.components.map(\.name)
+            if covered.contains("@query-param"),
+                !covered.contains(where: { ["@query", "@target-uri", "@request-target"].contains($0) })
+            {
+                warn(
+                    "signatures.\(name).components", top["signatures"]?[name]?["components"],
+                    "@query-param signs only the parameters it names: a client may add others (&x=1) unsigned, and an "
+                        + "upstream that reads them acts on what nobody signed; cover @query or @target-uri to sign the "
+                        + "whole query")
+            }
+        }
         for route in cfg.routes {
             let p = "routes[\(route.index)]"
             if route.options.stageSettings[ResponseSigningStage.routeKey.name] != nil {
@@ -58,8 +72,7 @@ extension ConfigParser {
             }
             // Who vouched for the caller: with several, a user of one can claim another's sub/groups.
             let clients = route.options.auth.loginRoute?.clients ?? []
-            let tokenIssuers = route.options.auth.tokenRoute?.issuers ?? []
-            let issuers = Set(tokenIssuers).union(clients.compactMap { cfg.clients[$0]?.issuer })
+            let issuers = route.options.auth.vouchers(clients: cfg.clients)
             let several = clients.count > 1 || issuers.count > 1
             guard several else { continue }
             let requirement =
@@ -80,6 +93,24 @@ extension ConfigParser {
                     "\(p).identity_assertion", nil,
                     "this route accepts callers from \(vouchers): the upstream must tell them apart by the assertion's idp "
                         + "(and client) claims, not by sub or groups alone")
+            }
+            let policies = route.options.stageSettings[RateLimitStage.routeKey.name] as? [RateLimitPolicy] ?? []
+            for policy in policies where policy.key.namesCaller {
+                let bare = policy.bareOverrides(issuers: Set(cfg.issuers.keys))
+                warn(
+                    "\(p).rate_limit", nil,
+                    "this route accepts callers from \(vouchers): \"\(policy.name)\" counts each issuer's "
+                        + "\(policy.key.text) apart (ISSUER/VALUE)"
+                        + (bare.isEmpty
+                            ? ""
+                            : "; its overrides \(bare.joined(separator: ", ")) name no issuer and apply to no caller "
+                                + "here: write them as ISSUER/VALUE"))
+            }
+            if route.options.stageSettings[AuthorizeStage.routeKey.name] != nil {
+                warn(
+                    "\(p).authorize", nil,
+                    "this route accepts callers from \(vouchers): the PDP must tell them apart by subject.properties.iss, "
+                        + "which tokengate always sends, not by subject.id alone")
             }
         }
         return out

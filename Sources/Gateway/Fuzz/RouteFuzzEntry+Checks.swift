@@ -108,12 +108,17 @@ extension RouteFuzzEntry {
     /// `Router.decide`, checked against the table itself: a route it picks matches the host,
     /// method and normalized path, and is the most specific that does (host, then path, then
     /// a method list, then table order); every path a `..` left is served by that same route
-    /// (so a request accepted under a prefix never climbed out of it), and when one is not,
-    /// or the path matches nothing after a `..`, the decision is `.escapesRoute`.
+    /// (so a request accepted under a prefix never climbed out of it), and so is the path as
+    /// written when a template route takes it; when one is not, or the path matches nothing
+    /// after a `..`, the decision is `.escapesRoute`.
     static func checkedDecision(_ host: String, _ method: HTTPMethod, _ n: PathNormalizer.Normalized) -> Router.Decision
     {
         let decision = router.decide(host: host, method: method, normalized: n)
         let best = mostSpecific(host, method, n.path)
+        // The template route the path as written (its `..` kept) is in, when not `best`'s.
+        let writtenElsewhere = n.spelled.flatMap { mostSpecific(host, method, $0) }.map { written in
+            written != best && { if case .template = routes[written].match.path { true } else { false } }()
+        } ?? false
         switch decision {
         case .route(let i):
             fuzzInvariant(best == i, "route: not the most specific matching route")
@@ -122,12 +127,14 @@ extension RouteFuzzEntry {
                     routes[i].match.path.matches(origin) && mostSpecific(host, method, origin) == i,
                     "route: a `..` climbed out of the route it was in")
             }
+            fuzzInvariant(!writtenElsewhere, "route: a `..` in a template's variable left that route")
         case .notFound:
             fuzzInvariant(best == nil && n.dotDotOrigins.isEmpty, "route: not found although a route matches")
         case .escapesRoute:
             fuzzInvariant(
                 !n.dotDotOrigins.isEmpty
-                    && (best == nil || n.dotDotOrigins.contains { mostSpecific(host, method, $0) != best }),
+                    && (best == nil || n.dotDotOrigins.contains { mostSpecific(host, method, $0) != best }
+                        || writtenElsewhere),
                 "route: refused as escaping although every `..` stayed in its route")
         }
         return decision

@@ -124,6 +124,16 @@ final class RoutedRequest {
 
     /// Whether this request is judged for an ingress (a verdict, or an ext_authz Check).
     var isDecision: Bool { context.kind.isDecision }
+
+    /// Whether the request carries content: its body's framing, which an HTTP/2 stream of
+    /// DATA frames sets with neither Content-Length nor Transfer-Encoding; for a decision,
+    /// what the described head announces. Every rule that treats a request as bodiless (a
+    /// preflight, the MCP method rules, `content-digest` coverage) asks this, not the fields.
+    var hasContent: Bool {
+        isDecision
+            ? MCPTransportMethods.announcesContent(head.fields)
+            : MCPTransportMethods.hasContent(exchange.body.framing)
+    }
 }
 
 /// The request a decision judges, and its origin (`RoutedRequest.head`, `.origin`).

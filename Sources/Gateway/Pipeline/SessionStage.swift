@@ -43,9 +43,9 @@ final class SessionStage: Stage {
     private func admit(_ request: RoutedRequest, _ session: Session, setCookies: [String]) {
         let ctx = request.context
         let config = services.config
-        ctx.authenticated(CallerIdentity(subject: session.subject, clientID: session.client))
-        // require.issuers / require.clients: who vouched for the session.
+        // require.issuers / require.clients, rate limits, the PDP's subject: who vouched.
         let vouchedBy = config.clients[session.client]?.issuer
+        ctx.authenticated(CallerIdentity(subject: session.subject, clientID: session.client, issuer: vouchedBy))
         if let requirement = loginRoute.sessionRequirement,
             let failure = requirement.check(session.claims, issuer: vouchedBy, client: session.client)
         {

@@ -48,7 +48,7 @@ final class TokenStage: Stage {
         // before deciding (bounded); every other route decides on the head alone. A decision
         // has no body.
         guard !request.isDecision, tokens.schemes.acceptsBearer, tokens.tokenInBody,
-            TokenAuthenticator.mayCarryFormToken(request.head)
+            TokenAuthenticator.mayCarryFormToken(request.head, hasContent: request.hasContent)
         else {
             authenticate(request, target: target, form: nil)
             return .suspend
@@ -117,7 +117,9 @@ extension TokenStage {
             memo.matches(request.head.fields, query: request.query)
         else { return nil }
         // A form body may carry a token too (RFC 6750 §2.2): then the full path decides.
-        if !request.isDecision && tokens.tokenInBody && TokenAuthenticator.mayCarryFormToken(request.head) {
+        if !request.isDecision && tokens.tokenInBody
+            && TokenAuthenticator.mayCarryFormToken(request.head, hasContent: request.hasContent)
+        {
             return nil
         }
         let token = memo.caller.token

@@ -50,7 +50,7 @@ extension RequestPipeline.Forwarding {
             // Last: over the fields as they go (identity headers, Host, forwarded headers).
             UpstreamSigning.sign(
                 &out, signing, method: ex.head.methodName, scheme: plan.upstream?.tls == nil ? "http" : "https",
-                authority: upstreamHost, now: now)
+                authority: upstreamHost, identity: identity, now: now)
         }
         return out
     }

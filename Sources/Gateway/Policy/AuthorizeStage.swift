@@ -49,9 +49,10 @@ final class AuthorizeStage: KeyedStage {
         let (host, ip) = Self.hostAndAddress(request, services)
         // A connection's token asking again what it asked last (`KeptDecision`).
         let memo = admission.mcpTool == nil ? admission.bearerMemo : nil
+        let query = authorizer.query ? request.query ?? "" : nil
         if let kept = memo?.keptDecision,
             kept.answers(
-                authorizer: authorizer.name, method: ctx.method, host: host, path: ctx.path, ip: ip,
+                authorizer: authorizer.name, method: ctx.method, host: host, path: ctx.path, query: query, ip: ip,
                 now: services.policies.now)
         {
             return judge(.success(kept.decision), cached: true, started: nil, request)
@@ -71,7 +72,7 @@ final class AuthorizeStage: KeyedStage {
         services.policies.evaluate(authorizer, evaluation, requestID: ctx.requestID) { [self] result, keptUntil in
             if let memo, let keptUntil, case .success(let decision) = result {
                 memo.keptDecision = KeptDecision(
-                    authorizer: authorizer.name, method: ctx.method, host: host, path: ctx.path, ip: ip,
+                    authorizer: authorizer.name, method: ctx.method, host: host, path: ctx.path, query: query, ip: ip,
                     decision: decision, until: keptUntil)
             }
             let outcome = judge(result, cached: keptUntil != nil, started: started, request)
@@ -104,6 +105,12 @@ final class AuthorizeStage: KeyedStage {
             if let v = claims[name] { subjectProperties[name] = v }
         }
         let ctx = request.context
+        // Who vouched for the subject (docs/policy.md): the same id from another issuer is
+        // another caller, to the PDP and to the decision cache, whose digest covers it. The
+        // credential's own verified `iss` (a template issuer's tenant), else its issuer's.
+        if let iss = claims["iss"]?.string ?? ctx.caller?.issuer.flatMap({ services.config.issuers[$0]?.issuer }) {
+            subjectProperties["iss"] = .string(iss)
+        }
         let (host, ip) = asked ?? hostAndAddress(request, services)
         if action == nil, let tool = admission.mcpTool {
             // An MCP `tools/call`: the question is the tool, as a tools/list's are
@@ -118,6 +125,7 @@ final class AuthorizeStage: KeyedStage {
             subjectProperties: subjectProperties,
             action: action ?? ctx.method, resourceID: request.routeTemplate ?? ctx.path,
             resourceProperties: [("route", ctx.route), ("host", host), ("path", ctx.path)]
+                + (authorizer.query ? [("query", request.query ?? "")] : [])
                 + request.pathParameters.list.map { ($0.name, $0.value) }, ip: ip, time: 0)
     }
 

@@ -28,6 +28,9 @@ extension AuthorizerConfig {
             }
         },
         .init("subject", type: "mapping (below)", default: "each key's default", by: "ConfigParser.authorizers"),
+        .init("query", type: "bool", default: "`false`", checkedBy: ConfigDefault.bool(false)) { x, n, p, r in
+            if let v = r.bool(n, path: p) { x.query = v }
+        },
         .init("ca_file", type: "path of a PEM CA bundle", default: "the system's CA bundle") { x, n, p, r in
             guard let s = r.string(n, path: p) else { return }
             x.caFile = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"

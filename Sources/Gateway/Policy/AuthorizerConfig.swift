@@ -13,6 +13,10 @@ struct AuthorizerConfig: Sendable, Equatable {
     var cache = AuthorizerCache()
     var onError = AuthorizerOnError.deny
     var subject = AuthorizerSubject()
+    /// `resource.properties.query`: the request's raw query goes in the question (and so in
+    /// the cache's digest), for upstreams that act on it (`?action=delete`). Off, a decision
+    /// for a path answers every query on it.
+    var query = false
     /// CA bundle for an `https` PDP with a private CA; nil: the system's.
     var caFile: String?
 

@@ -9,8 +9,9 @@
 /// - the memo itself fixes the token (so the subject and its properties), the route (so its
 ///   authorizer and template) and the config generation;
 /// - the rest of the question is compared here: the authorizer, the method (`action`), the
-///   host and path (the `resource`, and a template's variables come from the path) and the
-///   client's address (`context.ip_address`, which a trusted proxy may change per request);
+///   host and path (the `resource`, and a template's variables come from the path), the
+///   query when the authorizer sends it, and the client's address (`context.ip_address`,
+///   which a trusted proxy may change per request);
 /// - until the cache's own entry ends (`until`: the decision's `allow_ttl` or `deny_ttl`).
 /// An MCP call asks about its tool, not its path: it is never kept here.
 struct KeptDecision {
@@ -18,14 +19,18 @@ struct KeptDecision {
     let method: String
     let host: String
     let path: String
+    /// The raw query, when the authorizer asks with it (`query: true`); nil otherwise.
+    let query: String?
     let ip: String
     let decision: AuthZENDecision
     /// When the cache's entry ends, on the cache's clock.
     let until: Double
 
     /// Whether this is the answer to the question these members ask, at `now`.
-    func answers(authorizer: String, method: String, host: String, path: String, ip: String, now: Double) -> Bool {
+    func answers(
+        authorizer: String, method: String, host: String, path: String, query: String?, ip: String, now: Double
+    ) -> Bool {
         now < until && path == self.path && method == self.method && ip == self.ip && host == self.host
-            && authorizer == self.authorizer
+            && query == self.query && authorizer == self.authorizer
     }
 }

@@ -8,15 +8,15 @@ import Reactor
 /// its own CORS policy. Any other OPTIONS request — one with a body included — is checked like
 /// every request, so the option cannot carry a payload or an unchecked credential upstream.
 enum CORSPreflight {
-    static func matches(_ head: HTTPRequestHead) -> Bool {
-        guard head.method == .OPTIONS else { return false }
+    /// `hasContent`: the request carries a body (`RoutedRequest.hasContent`: on HTTP/2 any
+    /// DATA frame, with or without a Content-Length). Fetch §3.2.2: a preflight never does,
+    /// so an OPTIONS with content is judged like every other request.
+    static func matches(_ head: HTTPRequestHead, hasContent: Bool) -> Bool {
+        guard head.method == .OPTIONS, !hasContent else { return false }
         let f = head.fields
         guard let origin = f.first("Origin"), !origin.isEmpty,
             let method = f.first("Access-Control-Request-Method"), !method.isEmpty
         else { return false }
-        // A body (RFC 9112 §6.3: Transfer-Encoding, or a Content-Length above 0) is never a preflight's.
-        if f.first("Transfer-Encoding") != nil { return false }
-        for length in f.values("Content-Length") where Int(length) != 0 { return false }
         return true
     }
 

@@ -136,7 +136,8 @@ extension ConfigParser {
 
     /// What rate limits need of the rest of the config: `tool` only on MCP routes, and with
     /// Redis a digest key every replica shares (`session.keys`).
-    static func checkRateLimits(_ cfg: GatewayConfig, routesNode: Node?, _ r: ConfigReader) {
+    static func checkRateLimits(_ cfg: GatewayConfig, routesNode: Node?, policiesNode: Node?, _ r: ConfigReader) {
+        checkHeaderKeys(cfg, policiesNode: policiesNode, r)
         let items = routesNode.flatMap { $0.sequence.map(Array.init) } ?? []
         var limited = false
         for route in cfg.routes {
@@ -155,6 +156,27 @@ extension ConfigParser {
                 "rate_limits", nil,
                 "with a Redis store, rate limits need session.keys: every replica must name a caller's key the same way"
             )
+        }
+    }
+
+    /// A `header:` key counts what the client says, so it may name only a header the client
+    /// cannot be stopped from varying anyway: not one tokengate rewrites (X-Forwarded-For,
+    /// Forwarded, X-Request-Id), strips (identity headers, the reserved prefix) or takes only
+    /// from a trusted proxy (X-Real-IP and the other override headers): every client would
+    /// escape the limit by changing it. `key: ip` reads the address as `trusted_proxies` allow.
+    static func checkHeaderKeys(_ cfg: GatewayConfig, policiesNode: Node?, _ r: ConfigReader) {
+        let stripped = RuntimeConfig(cfg).strippedIdentityHeaders
+        for (name, policy) in cfg.rateLimits.sorted(by: { $0.key < $1.key }) {
+            guard case .header(let header) = policy.key,
+                !HeaderRules.forwardsRequestHeader(
+                    header, listed: stripped, reservedPrefix: cfg.reservedHeaderPrefix,
+                    trustedOnlyExtra: cfg.trustedProxyHeaders)
+            else { continue }
+            r.problem(
+                "rate_limits.\(name).key", policiesNode?.mapping?[name]?.mapping?["key"],
+                "\(header) is a header tokengate rewrites, strips or takes only from a trusted proxy: a client sets "
+                    + "it to anything and escapes the limit; count by key: ip (which reads X-Forwarded-For from "
+                    + "trusted_proxies only)")
         }
     }
 }

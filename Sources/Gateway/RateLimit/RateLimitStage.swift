@@ -20,7 +20,10 @@ final class RateLimitStage: KeyedStage {
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> RateLimitStage? {
         guard let all = plan.route.options.stageSettings[routeKey.name] as? [RateLimitPolicy] else { return nil }
-        let here = all.filter { $0.key.position == position }
+        let config = services.config
+        let vouchers = plan.route.options.auth.vouchers(clients: config.clients)
+        let issuers = Set(config.issuers.keys)
+        let here = all.filter { $0.key.position == position }.map { $0.onRoute(vouchers: vouchers, issuers: issuers) }
         return here.isEmpty ? nil : RateLimitStage(policies: here, services: services)
     }
 
@@ -65,12 +68,13 @@ final class RateLimitStage: KeyedStage {
     }
 
     /// The value of `key` for this request; "" when the request has none (one budget for
-    /// every request without it, so leaving a claim or header out is no way around it).
+    /// every request without it, so leaving a claim or header out is no way around it). An
+    /// identity key's value is `ISSUER/VALUE` (`RateLimitKey.namesCaller`).
     func value(_ key: RateLimitKey, _ request: RoutedRequest) -> String {
         let admission = request.admission
         switch key {
-        case .subject: return request.context.caller?.subject ?? admission?.claims["sub"]?.string ?? ""
-        case .clientID: return request.context.caller?.clientID ?? ""
+        case .subject: return vouched(request, request.context.caller?.subject ?? admission?.claims["sub"]?.string)
+        case .clientID: return vouched(request, request.context.caller?.clientID)
         case .jkt: return admission?.token?.jkt ?? ""
         case .certificate:
             guard !request.isDecision, let certificate = request.exchange.connection.clientCertificate else {
@@ -86,9 +90,9 @@ final class RateLimitStage: KeyedStage {
             var value: JSONValue? = admission.map { JSONValue.object($0.claims) }
             for name in path { value = value?.object?[name] }
             switch value {
-            case .string(let s): return s
-            case .number(let n): return n
-            case .bool(let b): return b ? "true" : "false"
+            case .string(let s): return vouched(request, s)
+            case .number(let n): return vouched(request, n)
+            case .bool(let b): return vouched(request, b ? "true" : "false")
             default: return ""
             }
         case .header(let name): return request.head.fields.first(name) ?? ""
@@ -96,6 +100,13 @@ final class RateLimitStage: KeyedStage {
             guard let tool = admission?.mcpTool else { return "" }
             return tool + "\u{0}" + value(.subject, request)
         }
+    }
+
+    /// `ISSUER/VALUE`: the value as the issuer that vouched for the caller said it; "" for
+    /// no value.
+    func vouched(_ request: RoutedRequest, _ value: String?) -> String {
+        guard let value, !value.isEmpty else { return "" }
+        return (request.context.caller?.issuer ?? "") + "/" + value
     }
 }
 

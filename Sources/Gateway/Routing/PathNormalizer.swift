@@ -17,6 +17,9 @@ enum PathNormalizer {
         /// The path as it stood before each `..` removed a segment; the gateway refuses the
         /// request if a `..` moved it out of the route it was in (see `Router`).
         var dotDotOrigins: [String]
+        /// With a `..`: the path as written, its dot segments kept (percent-decoded). A reader
+        /// that does not resolve them first sees `/orders/%2e%2e` as `/orders/{id}`'s path.
+        var spelled: String? = nil
     }
 
     enum Rejection: Error, Equatable, Sendable {
@@ -110,7 +113,8 @@ enum PathNormalizer {
             output.append(seg)
         }
         let path = join(output, trailingSlash: trailingSlash && !output.isEmpty)
-        return .success(Normalized(path: path, query: query, dotDotOrigins: origins))
+        let spelled = origins.isEmpty ? nil : join(segments, trailingSlash: trailingSlash)
+        return .success(Normalized(path: path, query: query, dotDotOrigins: origins, spelled: spelled))
     }
 
     /// A target that is a normal path with nothing else: "/" first, then what

@@ -22,8 +22,11 @@ final class Router: Sendable {
     private let tables: [PathTable]
     /// Routes with no `host:`.
     private let anyHost: PathTable?
+    /// The indexes of `path_template` routes, whose variables a `..` may sit in.
+    private let templateRoutes: Set<Int>
 
     init(routes: [RouteConfig]) {
+        templateRoutes = Set(routes.filter { if case .template = $0.match.path { true } else { false } }.map(\.index))
         var byHost: [HostPattern?: [(pattern: PathPattern, candidate: PathTable.Candidate, hasMethods: Bool)]] = [:]
         for r in routes {
             let candidate = PathTable.Candidate(
@@ -102,6 +105,13 @@ final class Router: Sendable {
         }
         for origin in normalized.dotDotOrigins {
             if matchIndex(host: host, method: method, path: origin) != route { return .escapesRoute }
+        }
+        // As written, `/orders/%2e%2e` is `/orders/{id}`'s path (its `id` the `..`): a request
+        // a template route would take before the `..` is resolved was in that route.
+        if let spelled = normalized.spelled, let written = matchIndex(host: host, method: method, path: spelled),
+            written != route, templateRoutes.contains(written)
+        {
+            return .escapesRoute
         }
         return .route(route)
     }

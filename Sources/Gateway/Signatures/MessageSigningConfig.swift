@@ -12,6 +12,10 @@ struct MessageSigningConfig: Sendable {
     var keyid: String
     var algorithm: SignatureAlgorithm
     var components: [ComponentIdentifier]
+    /// An upstream's signature with the default components also covers every identity
+    /// header the route sets (`UpstreamSigning`): those are what the upstream trusts. A
+    /// `components` list is signed as written.
+    var coversIdentityHeaders = false
     var tag: String?
     /// `profile: fapi2` on a `sign_response` (or the route's request policy's): FAPI 2.0
     /// Message Signing's rules for answers (SignaturePolicy+FAPI2).
@@ -103,6 +107,7 @@ extension ConfigParser {
         }
         var signing = MessageSigningConfig(
             key: key, keyid: keyid, algorithm: algorithm, components: components, tag: tag)
+        signing.coversIdentityHeaders = !forResponse && f["components"] == nil
         if forResponse, let profile = securityProfile(f, path: p, r) {
             signing.profile = profile
             fapi2ResponseSigning(&signing, node: node, path: p, r)

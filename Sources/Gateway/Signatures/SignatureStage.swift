@@ -71,7 +71,7 @@ final class SignatureStage: KeyedStage {
         } catch {
             return .answer(refusal(MessageSignatureError(.malformed, "the signature fields cannot be read"), request))
         }
-        if policy.digestRequiredWithContent, Self.hasContent(request), !chosen.parameters.covers(contentDigest) {
+        if policy.digestRequiredWithContent, request.hasContent, !chosen.parameters.covers(contentDigest) {
             return .answer(
                 refusal(
                     MessageSignatureError(
@@ -103,10 +103,11 @@ final class SignatureStage: KeyedStage {
         if case .failure(let e) = outcome { return .answer(refusal(e, request)) }
         let params = chosen.parameters
         if params.covers(contentDigest) {
-            guard let field = request.head.fields.first("Content-Digest") else {
+            let lines = request.head.fields.values("Content-Digest")
+            guard !lines.isEmpty else {
                 return .answer(refusal(MessageSignatureError(.componentMissing, "no Content-Digest"), request))
             }
-            do { admission.contentDigest = try ContentDigest(field: field) } catch let e as MessageSignatureError {
+            do { admission.contentDigest = try ContentDigest(lines: lines) } catch let e as MessageSignatureError {
                 return .answer(refusal(e, request))
             } catch {}
             if request.isDecision, !Self.isKnownEmpty(request.head) {
@@ -207,13 +208,5 @@ final class SignatureStage: KeyedStage {
     /// Whether the head says the request has no content: `Content-Length: 0`, no coding.
     static func isKnownEmpty(_ head: HTTPRequestHead) -> Bool {
         head.fields.first("Transfer-Encoding") == nil && head.fields.first("Content-Length") == "0"
-    }
-
-    /// Whether the request has content: its body's framing (an HTTP/2 stream of DATA frames
-    /// has no Content-Length), or for a decision, what the described head announces.
-    static func hasContent(_ request: RoutedRequest) -> Bool {
-        request.isDecision
-            ? MCPTransportMethods.announcesContent(request.head.fields)
-            : MCPTransportMethods.hasContent(request.exchange.body.framing)
     }
 }

@@ -12,9 +12,11 @@ enum UpstreamSigning {
     /// it holds them whole; a client's digest is covered only when it matches them. A body
     /// that streams has no digest the gateway can vouch for: `content-digest` is then left
     /// out, and an upstream that requires it refuses the request, as it should.
+    /// `identity`: the identity headers the route set on this request, covered too when the
+    /// signing uses the default components (`coversIdentityHeaders`).
     static func sign(
         _ request: inout UpstreamCall.Request, _ signing: MessageSigningConfig, method: String, scheme: String,
-        authority: String, now: Int64
+        authority: String, identity: [(String, String)] = [], now: Int64
     ) {
         var fields: [SignedMessage.Field] = []
         if let passed = request.forwarded {
@@ -26,7 +28,8 @@ enum UpstreamSigning {
         var covered: [ComponentIdentifier] = []
         for c in signing.components {
             if c.name == "content-digest" {
-                switch digest(request.body, sent: fields.first { $0.name == "content-digest" }?.value) {
+                let sent = fields.filter { $0.name == "content-digest" }.map(\.value)
+                switch digest(request.body, sent: sent.isEmpty ? nil : sent) {
                 case .none: continue
                 case .clients: break
                 case .added(let field):
@@ -35,6 +38,14 @@ enum UpstreamSigning {
                 }
                 covered.append(c)
             } else if c.isDerived || fields.contains(where: { $0.name == c.name }) {
+                covered.append(c)
+            }
+        }
+        if signing.coversIdentityHeaders {
+            for (name, _) in identity {
+                guard let c = try? ComponentIdentifier(config: name.lowercased()), !covered.contains(c) else {
+                    continue
+                }
                 covered.append(c)
             }
         }
@@ -60,13 +71,15 @@ enum UpstreamSigning {
         case added(String)
     }
 
-    static func digest(_ body: RequestBody?, sent: String?) -> DigestCover {
+    /// `sent`: every `Content-Digest` line the client's request carries. Each digest they
+    /// name, on every line, must match the body: the signature vouches for all of them.
+    static func digest(_ body: RequestBody?, sent: [String]?) -> DigestCover {
         guard let sent else {
             let mine = DigestContext(.sha256)
             guard BodyBytes.scan(body, into: [mine]) == .read else { return .none }
             return .added(ContentDigest.field(sha256: mine.finish()))
         }
-        guard let theirs = try? ContentDigest(field: sent) else { return .none }
+        guard let theirs = try? ContentDigest(lines: sent) else { return .none }
         let contexts = theirs.contexts()
         guard BodyBytes.scan(body, into: contexts) == .read, theirs.matches(contexts) else { return .none }
         return .clients

@@ -29,9 +29,11 @@ struct RateLimitStageTests {
         .replacingOccurrences(
             of: "    mcp: { default: allow }\n", with: "    mcp: { default: allow }\n    rate_limit: per-tool\n")
 
-    static func admit(_ h: StageHarness, sub: String) {
+    /// Admitted as the token stage admits: the caller's `sub`, vouched for by `issuer`.
+    static func admit(_ h: StageHarness, sub: String, issuer: String = "one") {
         h.request.admission = Admission(
             identity: [], session: false, body: nil, claims: JSONObject(["sub": .string(sub)]))
+        h.request.context.authenticated(CallerIdentity(subject: sub, clientID: nil, issuer: issuer))
     }
 
     @Test func anIPLimitCountsBeforeAuthenticationAndAnIdentityLimitAfter() throws {
@@ -69,9 +71,9 @@ struct RateLimitStageTests {
 
     @Test func eachCallerHasItsOwnBudgetAndAnOverrideItsOwnRule() throws {
         let worker = try testWorker(Self.yaml)
-        func attempt(_ sub: String) throws -> StageOutcome {
+        func attempt(_ sub: String, issuer: String = "one") throws -> StageOutcome {
             let h = try StageHarness(worker, "GET", "/api/x")
-            Self.admit(h, sub: sub)
+            Self.admit(h, sub: sub, issuer: issuer)
             return h.run(try #require(h.stage(RateLimitStage.self)))
         }
         #expect(try attempt("alice").proceeds)
@@ -79,6 +81,11 @@ struct RateLimitStageTests {
         #expect(try attempt("bob").proceeds, "Bob is not Alice")
         #expect(try (0..<3).allSatisfy { _ in try attempt("batch").proceeds }, "batch's burst is 3")
         #expect(try attempt("batch").answerStatus == 429)
+        // Another issuer's `batch` and `alice` are other callers: a budget of their own, and
+        // the route's limit, not the override written for this route's issuer's `batch`.
+        #expect(try attempt("alice", issuer: "two").proceeds)
+        #expect(try attempt("batch", issuer: "two").proceeds)
+        #expect(try attempt("batch", issuer: "two").answerStatus == 429)
     }
 
     @Test func allowedAnswersCarryTheTightestPolicyWithHeaders() throws {

@@ -149,13 +149,13 @@ struct PolicyDecisionCacheTests {
 
     @Test func aKeptDecisionAnswersOnlyItsOwnQuestionAndOnlyUntilItsEntryEnds() {
         let kept = KeptDecision(
-            authorizer: "pdp", method: "GET", host: "api.example", path: "/orders/1", ip: "192.0.2.1",
+            authorizer: "pdp", method: "GET", host: "api.example", path: "/orders/1", query: nil, ip: "192.0.2.1",
             decision: AuthZENDecision(allowed: true), until: 10)
         func answers(
             _ authorizer: String = "pdp", _ method: String = "GET", _ host: String = "api.example",
             _ path: String = "/orders/1", _ ip: String = "192.0.2.1", now: Double = 9.9
         ) -> Bool {
-            kept.answers(authorizer: authorizer, method: method, host: host, path: path, ip: ip, now: now)
+            kept.answers(authorizer: authorizer, method: method, host: host, path: path, query: nil, ip: ip, now: now)
         }
         #expect(answers())
         #expect(!answers(now: 10), "the cache's entry has ended")
@@ -164,6 +164,18 @@ struct PolicyDecisionCacheTests {
         #expect(!answers("pdp", "GET", "evil.example"))
         #expect(!answers("pdp", "GET", "api.example", "/orders/2"))
         #expect(!answers("pdp", "GET", "api.example", "/orders/1", "192.0.2.2"))
+        // With `query: true` the query is part of the question.
+        let withQuery = KeptDecision(
+            authorizer: "pdp", method: "GET", host: "api.example", path: "/orders/1", query: "", ip: "192.0.2.1",
+            decision: AuthZENDecision(allowed: true), until: 10)
+        func asked(_ query: String?) -> Bool {
+            withQuery.answers(
+                authorizer: "pdp", method: "GET", host: "api.example", path: "/orders/1", query: query,
+                ip: "192.0.2.1", now: 1)
+        }
+        #expect(asked(""))
+        #expect(!asked("action=delete"))
+        #expect(!asked(nil))
     }
 
     @Test func itHoldsNoMoreThanMaxEntries() {
