@@ -143,6 +143,12 @@ struct ConfigParserTests {
     @Test func badValues() {
         #expect(ConfigValues.duration("-1s") == nil)
         #expect(ConfigValues.duration("soon") == nil)
+        // At most ten years, checked after scaling: a span added to the clock or a timer
+        // never reaches Int64's ends (1e306h is finite as written, infinite once scaled).
+        #expect(ConfigValues.duration("87600h") == 315_360_000)
+        for text in ["87601h", "1e306h", "1e19", "inf", "nan", "9223372036854775807s", "1e400ms"] {
+            #expect(ConfigValues.duration(text) == nil, "\(text)")
+        }
         #expect(ConfigValues.size("4MB") == 4 << 20)
         #expect(ConfigValues.size("512kb") == 512 << 10)
         #expect(ConfigValues.size("99999999999GB") == nil)

@@ -112,6 +112,34 @@ struct SignatureVerifierTests {
         try SignatureVerifier.verify(chosen, in: message, with: ec384, allowed: [.ES384])
     }
 
+    /// `created` and `expires` as a signer chose them, at Int64's ends (wider than RFC 9651's
+    /// 15 digits allow on the wire), against spans at theirs: judged, never trapped on.
+    @Test("created and expires at Int64's ends are judged without a trap")
+    func timesAtTheEnds() throws {
+        let ends: [Int64] = [.min, .min + 1, -999_999_999_999_999, -1, 0, 999_999_999_999_999, .max - 1, .max]
+        for created in ends {
+            for expires in ends + [nil] as [Int64?] {
+                let params = SignatureParameters(
+                    components: [], created: created, expires: expires, keyid: "k", tag: nil)
+                for (maxAge, leeway) in [(Int64?.none, Int64(0)), (60, 60), (.max, .max), (.min, .min)] {
+                    let requirements = SignatureRequirements(
+                        components: [], tag: nil, maxAge: maxAge, leeway: leeway, nonceRequired: false)
+                    _ = try? SignatureVerifier.checkTimes(params, requirements, now: 1_780_000_000)
+                }
+            }
+        }
+        let now: Int64 = 1_780_000_000
+        let fresh = SignatureRequirements(components: [], tag: nil, maxAge: 60, leeway: 5, nonceRequired: false)
+        let old = SignatureParameters(components: [], created: .min, keyid: "k", tag: nil)
+        #expect(throws: MessageSignatureError.self) { try SignatureVerifier.checkTimes(old, fresh, now: now) }
+        let future = SignatureParameters(components: [], created: .max, keyid: "k", tag: nil)
+        #expect(throws: MessageSignatureError.self) { try SignatureVerifier.checkTimes(future, fresh, now: now) }
+        let expired = SignatureParameters(components: [], created: now, expires: .min, keyid: "k", tag: nil)
+        #expect(throws: MessageSignatureError.self) { try SignatureVerifier.checkTimes(expired, fresh, now: now) }
+        try SignatureVerifier.checkTimes(
+            SignatureParameters(components: [], created: now, expires: .max, keyid: "k", tag: nil), fresh, now: now)
+    }
+
     @Test("Content-Digest: refused when it names no known algorithm or is malformed")
     func contentDigest() throws {
         #expect(throws: MessageSignatureError.self) { try ContentDigest(field: "md5=:AAAA:") }

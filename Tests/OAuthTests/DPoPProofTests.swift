@@ -171,6 +171,14 @@ struct DPoPProofTests {
             try Self.proof(claims: ["iat": .number(String(Self.now + 65))]), request: Self.request())
     }
 
+    /// A signed iat at Int64's ends is refused as outside the window, never subtracted into a
+    /// trap.
+    @Test(arguments: [Int64.min, Int64.min + 1, -1, 0, 253_402_300_800, Int64.max - 1, Int64.max])
+    func anIatAtInt64sEndsIsRefused(_ iat: Int64) throws {
+        let reason = iat < Self.now ? "too old" : "future"
+        expectRefused(try Self.proof(claims: ["iat": .number(String(iat))]), reason: reason)
+    }
+
     @Test func athBindsTheToken() throws {
         expectRefused(try Self.proof(claims: ["ath": nil]), reason: "ath")
         expectRefused(try Self.proof(), Self.request(token: "another-token"), reason: "ath")

@@ -86,6 +86,24 @@ struct NumericClaimExtremesTests {
         }
     }
 
+    /// RFC 6750 §2.1: a token tokengate will send is a b64token; a token endpoint's answer
+    /// with CR/LF (or any other byte) gives no token, and neither does a token exchange's.
+    @Test(arguments: ["abc\r\nContent-Length: 0\r\n\r\nPOST /smuggled", "a\nb", "a b", "a\u{0}", "", "é"])
+    func aTokenAnswerThatIsNoB64TokenGivesNoToken(_ token: String) {
+        let body = JSONSerializer.serialize(
+            .object(JSONObject(["access_token": .string(token), "token_type": .string("Bearer")])))
+        #expect(throws: TokenResponse.Failure.self) {
+            try TokenResponse.parse(status: 200, body: Array(body.utf8)).get()
+        }
+        var exchanged = JSONObject(["access_token": .string(token), "token_type": .string("Bearer")])
+        exchanged["issued_token_type"] = .string(TokenExchange.accessTokenType)
+        let answer = Array(JSONSerializer.serialize(.object(exchanged)).utf8)
+        guard case .failure = TokenExchange.parse(status: 200, body: answer, target: .init(), now: Self.now) else {
+            Issue.record("an exchanged token of \(token.debugDescription) was taken")
+            return
+        }
+    }
+
     @Test func saturatingArithmeticHoldsAtTheEnds() {
         #expect(Int64.max.saturatingAdd(1) == .max)
         #expect(Int64.min.saturatingAdd(-1) == .min)

@@ -1,4 +1,5 @@
 import Foundation
+import JOSE
 import Reactor
 import TestSupport
 import Testing
@@ -59,6 +60,27 @@ struct RedisRateLimitsTests {
 
     /// 10 per second, 3 at once.
     static let cell = GCRA(rate: RateLimitRate(count: 10, seconds: 1), burst: 3)
+
+    /// A reply that is no answer of the script's (a span near Int64's ends, which the gateway
+    /// would add to the clock) is a store failure, not a decision.
+    @Test(arguments: [Int64.min, -(NumericDate.longestLifetime * 1_000_000) - 1, Int64.max - 999_998, Int64.max])
+    func aReplyOutsideTenYearsIsAStoreFailure(_ micros: Int64) {
+        for reply in [[Int64(0), micros, 1], [0, 1, micros], [1, 3, micros]] {
+            let result = RedisRateLimits.decisions(.success(.array(reply.map { .integer($0) })), count: 1)
+            guard case .failure = result else {
+                Issue.record("\(reply) was taken as a decision")
+                continue
+            }
+        }
+        guard
+            case .success(let d) = RedisRateLimits.decisions(
+                .success(.array([.integer(0), .integer(5), .integer(9)])), count: 1)
+        else {
+            Issue.record("a plausible reply was refused")
+            return
+        }
+        #expect(d.first?.retryAfter == 5)
+    }
 
     @Test func oneCallersTakesOfOneTurnAreCountedOneByOne() throws {
         let h = try Harness()
