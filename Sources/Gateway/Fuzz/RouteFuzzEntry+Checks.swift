@@ -116,9 +116,10 @@ extension RouteFuzzEntry {
         let decision = router.decide(host: host, method: method, normalized: n)
         let best = mostSpecific(host, method, n.path)
         // The template route the path as written (its `..` kept) is in, when not `best`'s.
-        let writtenElsewhere = n.spelled.flatMap { mostSpecific(host, method, $0) }.map { written in
-            written != best && { if case .template = routes[written].match.path { true } else { false } }()
-        } ?? false
+        let writtenElsewhere =
+            n.spelled.flatMap { mostSpecific(host, method, $0) }.map { written in
+                written != best && { if case .template = routes[written].match.path { true } else { false } }()
+            } ?? false
         switch decision {
         case .route(let i):
             fuzzInvariant(best == i, "route: not the most specific matching route")
