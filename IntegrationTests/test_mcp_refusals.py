@@ -360,3 +360,64 @@ def test_every_copy_of_a_tools_list_response_in_a_stream_is_filtered(sdk_upstrea
             assert answer["id"] == 3
             assert sorted(t["name"] for t in answer["result"]["tools"]) == ["count", "echo", "whoami"]
         assert b"deploy" not in content
+
+
+# --- MCP 2026-07-28: the mirrored headers against the body (SEP-2243) --------------------------
+
+V2026 = "2026-07-28"
+READ_FILE_2026 = json.dumps({"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {
+    "name": "read_file", "arguments": {}, "_meta": {"io.modelcontextprotocol/protocolVersion": V2026}}})
+
+
+def mirrored(token, method="tools/call", name="read_file", version=V2026):
+    h = headers(token)
+    for field, value in (("MCP-Protocol-Version", version), ("Mcp-Method", method), ("Mcp-Name", name)):
+        if value is not None:
+            h[field] = value
+    return h
+
+
+@pytest.mark.parametrize("name", ["deploy", "=?base64?ZGVwbG95?="])
+def test_a_call_whose_mcp_name_says_another_tool_is_refused_and_never_forwarded(gw, idp, upstream, name):
+    """The server routes on Mcp-Name, the gateway judges the body: judged as read_file (which
+    the token may call) while the server would run deploy (which it may not). 400 with the
+    JSON-RPC error -32020 HeaderMismatch and the request's id; the server hears nothing."""
+    before = reached(upstream)
+    r = requests.post(gw.url("/mcp"), data=READ_FILE_2026, headers=mirrored(tok(idp, gw), name=name), timeout=10)
+    assert r.status_code == 400, r.text
+    body = r.json()
+    assert body["id"] == 41 and body["error"]["code"] == -32020, body
+    assert "deploy" not in r.text
+    assert reached(upstream) == before
+    # The same over HTTP/2.
+    a = h2(gw, "POST", "/mcp", tok(idp, gw), body=READ_FILE_2026, extra=[
+        ("mcp-protocol-version", V2026), ("mcp-method", "tools/call"), ("mcp-name", name)])
+    assert a.status == 400 and json.loads(a.body)["error"]["code"] == -32020
+    assert reached(upstream) == before
+
+
+@pytest.mark.parametrize("missing", ["MCP-Protocol-Version", "Mcp-Method", "Mcp-Name"])
+def test_a_2026_request_without_a_mirrored_header_is_refused(gw, idp, upstream, missing):
+    h = mirrored(tok(idp, gw))
+    del h[missing]
+    before = reached(upstream)
+    r = requests.post(gw.url("/mcp"), data=READ_FILE_2026, headers=h, timeout=10)
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32020, r.text
+    assert reached(upstream) == before
+
+
+def test_headers_that_agree_pass_and_a_2025_client_needs_none(gw, idp, upstream):
+    before = reached(upstream)
+    h = mirrored(tok(idp, gw))
+    h["mcp-name"] = h.pop("Mcp-Name") + "  "  # names in any case, values trimmed
+    r = requests.post(gw.url("/mcp"), data=READ_FILE_2026, headers=h, timeout=10)
+    assert r.status_code == 200, r.text
+    sent = {k.lower(): v for k, v in r.json()["headers"]}
+    assert sent["mcp-method"] == "tools/call" and sent["mcp-protocol-version"] == V2026
+    # A 2025 request with no mirrored header passes as before; one with a header that
+    # disagrees is refused at any revision.
+    old = json.dumps({"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {"name": "read_file"}})
+    assert requests.post(gw.url("/mcp"), data=old, headers=headers(tok(idp, gw)), timeout=10).status_code == 200
+    r = requests.post(gw.url("/mcp"), data=old, headers={**headers(tok(idp, gw)), "Mcp-Name": "deploy"}, timeout=10)
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32020
+    assert reached(upstream) == before + 2

@@ -63,9 +63,9 @@ enum MCPBodyRules {
     }
 }
 
-extension Substring {
+extension StringProtocol {
     /// Without leading and trailing spaces and tabs (RFC 9110 §5.6.3 OWS).
-    fileprivate var trimmingOWS: String {
+    var trimmingOWS: String {
         var s = self[...]
         while let c = s.first, c == " " || c == "\t" { s = s.dropFirst() }
         while let c = s.last, c == " " || c == "\t" { s = s.dropLast() }

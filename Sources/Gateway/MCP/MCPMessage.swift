@@ -23,6 +23,12 @@ struct MCPMessage: Equatable {
     var id: JSONValue?
     /// The tool, resource or prompt a `tools/call`, `resources/read` or `prompts/get` names.
     var target: MCPTarget?
+    /// `params.name` or `params.uri` as written, for the methods `Mcp-Name` mirrors
+    /// (`MCPMirroredHeaders`); nil for the others.
+    var named: String?
+    /// The revision the message says it speaks: `params._meta["io.modelcontextprotocol/
+    /// protocolVersion"]` (MCP 2026-07-28), when it is a string.
+    var protocolVersion: String?
 
     var method: String? {
         if case .call(let method) = kind { return method }
@@ -79,6 +85,9 @@ struct MCPMessage: Equatable {
             return .failure(JSONRPCError(.invalidRequest, "tools/list is a request: it needs an id"))
         }
         var out = MCPMessage(kind: .call(method: method), id: id)
+        let params = message["params"]?.object
+        out.protocolVersion = params?["_meta"]?.object?["io.modelcontextprotocol/protocolVersion"]?.string
+        if let member = MCPMirroredHeaders.namedMember(of: method) { out.named = params?[member]?.string }
         if let member = MCPTarget.member(of: method) {
             guard let text = message["params"]?.object?[member.name]?.string else {
                 return .failure(
@@ -133,6 +142,8 @@ struct JSONRPCError: Error, Equatable {
         case parseError = -32700
         case invalidRequest = -32600
         case invalidParams = -32602
+        /// MCP 2026-07-28 (SEP-2243): a mirrored header missing, malformed or unlike the body.
+        case headerMismatch = -32020
     }
 
     var code: Code

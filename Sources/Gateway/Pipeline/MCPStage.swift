@@ -60,6 +60,18 @@ final class MCPStage: Stage {
                         detail: "mcp: \(error.message)", reason: "mcp_invalid_message"))
                 return
             }
+            // SEP-2243: the server routes on the mirrored headers, the gateway judged the
+            // body; a request on which they differ is refused before either is trusted.
+            switch MCPMirroredHeaders.read(ex.head.fields) {
+            case .failure(let mismatch):
+                request.answer(mismatch.response(id: message.id))
+                return
+            case .success(let headers):
+                if let mismatch = headers.mismatch(with: message) {
+                    request.answer(mismatch.response(id: message.id))
+                    return
+                }
+            }
             if let denial = denial(message, admission: admission, ctx: ctx) {
                 request.answer(denial)
                 return

@@ -1,0 +1,104 @@
+import JOSE
+import Reactor
+
+/// The headers an MCP 2026-07-28 client mirrors from a POST's body (SEP-2243), so that
+/// gateways, rate limiters and WAFs can route on them without reading it: `Mcp-Method` (the
+/// JSON-RPC `method`), `Mcp-Name` (`params.name` or `params.uri`) and `MCP-Protocol-Version`.
+/// The server trusts the headers; the gateway judges the body. So the two must say the same:
+/// an intermediary that reads the body MUST refuse a request whose headers disagree with it
+/// (400, JSON-RPC `-32020` HeaderMismatch), or the copy it judged is not the copy that runs.
+///
+/// Names are case-insensitive (the fields'), values case-sensitive, surrounding whitespace
+/// trimmed. `Mcp-Name` may come in its sentinel form, `=?base64?…?=`, for a value that is no
+/// plain field value (non-ASCII, controls, significant whitespace).
+struct MCPMirroredHeaders: Equatable {
+    var method: String?
+    var name: String?
+    var protocolVersion: String?
+
+    /// The first revision whose requests carry the headers (and need them).
+    static let mirroringVersion = "2026-07-28"
+
+    /// The params member `Mcp-Name` mirrors for `method`; nil when it mirrors none.
+    static func namedMember(of method: String) -> String? {
+        switch method {
+        case "tools/call", "prompts/get": "name"
+        case "resources/read", "resources/subscribe", "resources/unsubscribe": "uri"
+        default: nil
+        }
+    }
+
+    /// The headers as the request carries them; a header sent twice, or an `Mcp-Name` whose
+    /// sentinel form does not decode to UTF-8, is a mismatch of its own.
+    static func read(_ fields: HTTP1Fields) -> Result<MCPMirroredHeaders, MCPHeaderMismatch> {
+        func one(_ name: String) -> Result<String?, MCPHeaderMismatch> {
+            let values = fields.values(name)
+            guard values.count <= 1 else { return .failure(MCPHeaderMismatch("\(name) is sent more than once")) }
+            return .success(values.first.map(\.trimmingOWS))
+        }
+        do {
+            var headers = MCPMirroredHeaders()
+            headers.method = try one("Mcp-Method").get()
+            headers.protocolVersion = try one("MCP-Protocol-Version").get()
+            if let raw = try one("Mcp-Name").get() {
+                guard let decoded = decodedName(raw) else {
+                    return .failure(MCPHeaderMismatch("Mcp-Name is not a valid =?base64?…?= value"))
+                }
+                headers.name = decoded
+            }
+            return .success(headers)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// `Mcp-Name` in its plain or its sentinel form (`=?base64?` standard Base64 `?=`, UTF-8).
+    static func decodedName(_ raw: String) -> String? {
+        let prefix = "=?base64?"
+        let suffix = "?="
+        guard raw.hasPrefix(prefix), raw.hasSuffix(suffix), raw.utf8.count >= prefix.utf8.count + suffix.utf8.count
+        else { return raw }
+        let inner = raw.dropFirst(prefix.count).dropLast(suffix.count)
+        guard let bytes = Base64.decodeStandard(String(inner)) else { return nil }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// Why these headers do not say what `message` says; nil when they agree. At the
+    /// mirroring revision or later (the header's, else the body's `_meta`), a request (it has
+    /// an `id`; a notification's headers are the spec's to leave undefined) must carry all of
+    /// them; at any revision, each one present must equal the body.
+    func mismatch(with message: MCPMessage) -> MCPHeaderMismatch? {
+        let version = protocolVersion ?? message.protocolVersion
+        if let version, version >= Self.mirroringVersion, message.id != nil, let method = message.method {
+            if protocolVersion == nil { return MCPHeaderMismatch("MCP-Protocol-Version is required at \(version)") }
+            if self.method == nil { return MCPHeaderMismatch("Mcp-Method is required at \(version)") }
+            if Self.namedMember(of: method) != nil, name == nil {
+                return MCPHeaderMismatch("Mcp-Name is required for \(method) at \(version)")
+            }
+        }
+        if let said = self.method, said != message.method {
+            return MCPHeaderMismatch("Mcp-Method does not match the body's method")
+        }
+        if let said = name, said != message.named {
+            return MCPHeaderMismatch("Mcp-Name does not match the body's params")
+        }
+        if let said = protocolVersion, let body = message.protocolVersion, said != body {
+            return MCPHeaderMismatch("MCP-Protocol-Version does not match the body's _meta")
+        }
+        return nil
+    }
+}
+
+/// A mirrored header that is missing, malformed or unlike the body: why, for the JSON-RPC
+/// error's message (never the header's value, which is the client's text).
+struct MCPHeaderMismatch: Error, Equatable {
+    let reason: String
+    init(_ reason: String) { self.reason = reason }
+
+    /// The answer: 400 with the JSON-RPC error `-32020` and the request's id.
+    func response(id: JSONValue?) -> GatewayResponse {
+        GatewayResponse(
+            status: 400, body: JSONRPCError(.headerMismatch, reason, id: id).body, contentType: "application/json",
+            detail: "mcp: \(reason)", reason: "mcp_header_mismatch")
+    }
+}
