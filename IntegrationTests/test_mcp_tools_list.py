@@ -202,3 +202,27 @@ def test_a_client_closing_after_its_answer_is_logged_with_its_status(sse_upstrea
     assert line["status"] == 200, line
     assert line["upstream_ms"] > 0, line
     assert "client closed" in line.get("detail", ""), line
+
+
+@pytest.mark.parametrize("kind", ["json", "sse"])
+def test_a_filtered_list_is_marked_private_for_every_cache(kind, tmp_path, idp, gateway_factory):  # noqa: F811
+    """MCP 2026-07-28 (SEP-2549): a list filtered for one caller is marked `cacheScope:
+    "private"` (a server's "public" would let a cache between client and gateway serve
+    caller A's list to caller B), and the HTTP answer says `Cache-Control: private, no-store`,
+    over JSON and over SSE."""
+    up = upstream(tmp_path, json_response=kind == "json")
+    try:
+        gw = gateway_factory(config(up, idp))
+        # The SSE answer from the hand-written stream (the SDK's SSE server wants a session).
+        r = tools_list(gw, tok(idp, gw), id=9, path="/mcp" if kind == "json" else "/progress/mcp")
+        assert r.status_code == 200, r.text
+        assert r.headers["Cache-Control"] == "private, no-store"
+        if kind == "json":
+            answer = r.json()
+        else:
+            data = [line[5:].strip() for line in r.text.splitlines() if line.startswith("data:")]
+            answer = next(json.loads(d) for d in data if d and '"result"' in d)
+        assert answer["id"] == 9 and answer["result"]["cacheScope"] == "private", answer
+        assert "deploy" not in [t["name"] for t in answer["result"]["tools"]]
+    finally:
+        up.stop()

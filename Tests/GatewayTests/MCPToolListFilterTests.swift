@@ -35,7 +35,16 @@ struct MCPToolListFilterTests {
         #expect(
             text(out)
                 == #"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}],"#
-                + #""nextCursor":"c2"}}"#)
+                + #""nextCursor":"c2","cacheScope":"private"}}"#)
+    }
+
+    /// MCP 2026-07-28 (SEP-2549): a list filtered for one caller is marked private, whatever
+    /// the server said, so no shared cache serves caller A's list to caller B; `ttlMs` stays.
+    @Test func aFilteredListIsMarkedPrivateWithItsTTLKept() throws {
+        let answer = #"{"jsonrpc":"2.0","id":1,"result":{"tools":\#(Self.tools),"ttlMs":60000,"cacheScope":"public"}}"#
+        let out = try JSONParser.parseObject(try #require(try filter().filter(message: bytes(answer))), what: "out")
+        #expect(out["result"]?.object?["cacheScope"] == .string("private"))
+        #expect(out["result"]?.object?["ttlMs"] == .number("60000"))
     }
 
     @Test(arguments: [

@@ -24,6 +24,12 @@ extension ProxyExchange {
             refuseToolList(error)
             return
         }
+        if mode != .untouched {
+            // The answer is this caller's (cacheScope "private" in it): no shared cache may
+            // keep it, whatever the server said.
+            context.droppedResponseHeaders.append("Cache-Control")
+            context.responseHeaders.append(("Cache-Control", "private, no-store"))
+        }
         switch mode {
         case .untouched:
             toolList = nil

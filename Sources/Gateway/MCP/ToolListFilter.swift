@@ -117,6 +117,9 @@ struct ToolListFilter {
         // Set in place: the members keep their order, each value as parsed.
         var newResult = resultObject
         newResult["tools"] = .array(kept)
+        // MCP 2026-07-28 (SEP-2549): a list filtered for this caller is this caller's; a
+        // server's `"public"` would let a shared cache serve it to the next. `ttlMs` is kept.
+        newResult["cacheScope"] = .string("private")
         var out = message
         out["result"] = .object(newResult)
         return JSONSerializer.serialize(.object(out))
