@@ -421,3 +421,48 @@ def test_headers_that_agree_pass_and_a_2025_client_needs_none(gw, idp, upstream)
     r = requests.post(gw.url("/mcp"), data=old, headers={**headers(tok(idp, gw)), "Mcp-Name": "deploy"}, timeout=10)
     assert r.status_code == 400 and r.json()["error"]["code"] == -32020
     assert reached(upstream) == before + 2
+
+
+ONLY_2026 = """  - name: mcp2026
+    match: { path_prefix: /v2026/mcp }
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    require: { scopes: [mcp] }
+    mcp: { protocol_versions: [2026-07-28] }"""
+
+
+def test_a_revision_the_route_does_not_take_is_refused_with_the_ones_it_does(upstream, idp, gateway_factory):
+    gw = gateway_factory(config(upstream.port, idp, extra_routes=ONLY_2026))
+    token = mint(idp.keys[0], aud="api", scope="mcp")
+    before = len(upstream.requests)
+    old = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+    r = requests.post(gw.url("/v2026/mcp"), data=old, timeout=10,
+                      headers={**headers(token), "MCP-Protocol-Version": "2025-11-25"})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert r.json()["id"] == 5 and error["code"] == -32022
+    assert error["data"] == {"supported": ["2026-07-28"], "requested": "2025-11-25"}
+    # The default route takes the three revisions, and no other.
+    r = requests.post(gw.url("/mcp"), data=old, timeout=10,
+                      headers={**headers(tok(idp, gw)), "MCP-Protocol-Version": "2024-11-05"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32022
+    assert len(upstream.requests) == before
+    # A 2026-07-28 request with its mirrored headers passes.
+    body = json.dumps({"jsonrpc": "2.0", "id": 6, "method": "tools/list",
+                       "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": V2026}}})
+    r = requests.post(gw.url("/v2026/mcp"), data=body, timeout=10,
+                      headers=mirrored(token, method="tools/list", name=None))
+    assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_a_2026_only_route_takes_post_alone(upstream, idp, gateway_factory, method):
+    """MCP 2026-07-28 has no session: no GET stream, no DELETE of a session."""
+    gw = gateway_factory(config(upstream.port, idp, extra_routes=ONLY_2026))
+    token = mint(idp.keys[0], aud="api", scope="mcp")
+    r = requests.request(method, gw.url("/v2026/mcp"), headers=headers(token), timeout=10)
+    assert r.status_code == 405 and r.headers["Allow"] == "POST", r.text
+    assert not [x for x in upstream.requests if x["path"].startswith("/v2026/")]
+    # The default route still serves a 2025 client's GET.
+    assert requests.get(gw.url("/mcp"), headers=headers(tok(idp, gw)), timeout=10).status_code == 200

@@ -210,6 +210,28 @@ struct MCPConfigTests {
         return []
     }
 
+    @Test func protocolVersionsAreReadAndOnlyKnownOnesTaken() throws {
+        let base = "auth: bearer\nissuers: [one]\nrequire: { scopes: [mcp] }\nmcp:\n  protocol_versions: "
+        let only2026 = try parse(base + "[2026-07-28]").get()
+        #expect(only2026.routes[0].options.auth.tokenRoute?.mcp?.protocolVersions == ["2026-07-28"])
+        #expect(!MCPProtocolVersion.servesSessions(["2026-07-28"]))
+        #expect(MCPProtocolVersion.servesSessions(MCPRules().protocolVersions))
+        #expect(MCPRules().protocolVersions == ["2025-06-18", "2025-11-25", "2026-07-28"])
+        #expect(problems(base + "[2024-11-05]").contains { $0.contains("is not an MCP revision tokengate speaks") })
+        #expect(problems(base + "[]").contains { $0.contains("must name at least one revision") })
+    }
+
+    @Test func anUnsupportedRevisionIsRefusedWithTheSupportedOnes() throws {
+        let answer = MCPProtocolVersion.refusal(requested: "2024-11-05", supported: ["2026-07-28"], id: .number("3"))
+        #expect(answer.status == 400)
+        let body = try JSONParser.parseObject(Array(answer.body.utf8), what: "answer")
+        let error = try #require(body["error"]?.object)
+        #expect(body["id"] == .number("3"))
+        #expect(error["code"] == .number("-32022"))
+        #expect(error["data"]?.object?["supported"] == .array([.string("2026-07-28")]))
+        #expect(error["data"]?.object?["requested"] == .string("2024-11-05"))
+    }
+
     @Test func rulesAreBuiltAndNamedInTheMetadata() throws {
         let cfg = try parse(
             """

@@ -196,6 +196,25 @@ extension MCPRules {
                 rules.maxResponseBytes = v
             }
         },
+        .init(
+            "protocol_versions", type: "list of MCP revisions", default: "`[2025-06-18, 2025-11-25, 2026-07-28]`"
+        ) { rules, n, p, r in
+            guard let list = r.sequence(n, path: p) else { return }
+            var versions: [String] = []
+            for (i, item) in list.enumerated() {
+                guard let v = r.string(item, path: "\(p)[\(i)]") else { continue }
+                if MCPProtocolVersion.known.contains(v) {
+                    if !versions.contains(v) { versions.append(v) }
+                } else {
+                    r.problem(
+                        "\(p)[\(i)]", item,
+                        "\(v) is not an MCP revision tokengate speaks: \(MCPProtocolVersion.known.joined(separator: ", "))"
+                    )
+                }
+            }
+            if list.isEmpty { r.problem(p, n, "must name at least one revision") }
+            if !versions.isEmpty { rules.protocolVersions = versions }
+        },
         .init("methods", type: "mapping of method name to an entry", default: "none") { rules, n, p, r in
             rules.methods = ConfigParser.mcpTable(n, path: p, r)
         },

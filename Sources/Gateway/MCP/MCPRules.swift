@@ -14,6 +14,9 @@ struct MCPRules: Sendable {
     /// or is refused (`default: deny`). Methods are not affected: an unlisted method needs
     /// only the route's requirement (`initialize`, `ping` and notifications must pass).
     var allowsUnlisted = true
+    /// The MCP revisions a request may speak (`protocol_versions`): the others are refused
+    /// with `-32022` (MCPProtocolVersion).
+    var protocolVersions = MCPProtocolVersion.known
     var methods: [String: AuthorizationRequirement] = [:]
     var tools: [String: AuthorizationRequirement] = [:]
     var resources: [String: AuthorizationRequirement] = [:]

@@ -32,6 +32,14 @@ final class MCPStage: Stage {
         if admission.preflight { return .proceed }
         guard ex.head.method == .POST else {
             let hasContent = MCPTransportMethods.hasContent(ex.body.framing)
+            if !MCPProtocolVersion.servesSessions(rules.protocolVersions) {
+                // MCP 2026-07-28 has no session: no GET stream, no DELETE; every message is a POST.
+                return .answer(
+                    ErrorResponse.make(
+                        405, error: "invalid_request", description: "this MCP endpoint takes POST only",
+                        requestID: ctx.requestID, headers: [("Allow", "POST")],
+                        detail: "mcp: \(ex.head.methodName) on a 2026-07-28 route"), close: hasContent)
+            }
             if let refusal = MCPTransportMethods.refusal(ex.head, hasContent: hasContent, requestID: ctx.requestID) {
                 // A body left unread: the connection is not kept for a next request.
                 return .answer(refusal, close: hasContent)
@@ -58,6 +66,11 @@ final class MCPStage: Stage {
                     GatewayResponse(
                         status: 400, body: error.body, contentType: "application/json",
                         detail: "mcp: \(error.message)", reason: "mcp_invalid_message"))
+                return
+            }
+            if let version = MCPProtocolVersion.of(ex.head.fields, message), !rules.protocolVersions.contains(version) {
+                request.answer(
+                    MCPProtocolVersion.refusal(requested: version, supported: rules.protocolVersions, id: message.id))
                 return
             }
             // SEP-2243: the server routes on the mirrored headers, the gateway judged the

@@ -1,0 +1,40 @@
+import JOSE
+import Reactor
+
+/// The MCP revision a request speaks, and the refusal of one a route does not take. A 2025
+/// client negotiated its revision at `initialize` and says it in `MCP-Protocol-Version`; a
+/// 2026-07-28 client has no session and says it in each message's `params._meta`
+/// (`io.modelcontextprotocol/protocolVersion`) and in the header. The header counts first.
+enum MCPProtocolVersion {
+    /// The revisions tokengate judges calls of, oldest first.
+    static let known = ["2025-06-18", "2025-11-25", MCPMirroredHeaders.mirroringVersion]
+
+    /// The revision `message` speaks, by its header or else its body; nil when neither says.
+    static func of(_ fields: HTTP1Fields, _ message: MCPMessage) -> String? {
+        fields.first("MCP-Protocol-Version")?.trimmingOWS ?? message.protocolVersion
+    }
+
+    /// Whether a route that takes `versions` still serves 2025 clients (their GET stream and
+    /// DELETE of a session).
+    static func servesSessions(_ versions: [String]) -> Bool {
+        versions.contains { $0 < MCPMirroredHeaders.mirroringVersion }
+    }
+
+    /// 400 with the JSON-RPC error `-32022` (UnsupportedProtocolVersion) and, as its `data`,
+    /// the revisions the route takes and the one requested.
+    static func refusal(requested: String, supported: [String], id: JSONValue?) -> GatewayResponse {
+        var error = JSONObject()
+        error["code"] = .number("-32022")
+        error["message"] = .string("unsupported MCP protocol version")
+        error["data"] = .object(
+            JSONObject(["supported": .array(supported.map(JSONValue.string)), "requested": .string(requested)]))
+        var body = JSONObject()
+        body["jsonrpc"] = .string("2.0")
+        body["id"] = id ?? .null
+        body["error"] = .object(error)
+        return GatewayResponse(
+            status: 400, body: JSONSerializer.serialize(.object(body)) + "\n", contentType: "application/json",
+            detail: "mcp: protocol version \(requested.prefix(40)) is not one this route takes",
+            reason: "mcp_unsupported_version")
+    }
+}
