@@ -50,6 +50,8 @@ routes:
     resource: http://127.0.0.1:{{PORT}}/mcp
     cors_preflight: allow
     mcp:
+      # The web app that calls it from a browser (its CORS preflight included).
+      allowed_origins: ["https://app.example"]
       tools: {{ deploy: {{ require: {{ scopes: [mcp:deploy] }} }} }}
       # Written in another spelling: the rule holds for every spelling of the file.
       resources: {{ "FILE://localhost/srv/./secrets.txt": {{ require: {{ scopes: [mcp:files] }} }} }}
@@ -466,3 +468,39 @@ def test_a_2026_only_route_takes_post_alone(upstream, idp, gateway_factory, meth
     assert not [x for x in upstream.requests if x["path"].startswith("/v2026/")]
     # The default route still serves a 2025 client's GET.
     assert requests.get(gw.url("/mcp"), headers=headers(tok(idp, gw)), timeout=10).status_code == 200
+
+
+# --- DNS rebinding: Origin and Host ------------------------------------------------------------
+
+def test_a_foreign_origin_is_refused_and_the_routes_own_or_a_listed_one_passes(gw, idp, upstream):
+    before = reached(upstream)
+    body = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})
+    for origin in ("http://evil.example", "null", "https://app.example.evil.example", "file://x"):
+        r = requests.post(gw.url("/mcp"), data=body, headers={**headers(tok(idp, gw)), "Origin": origin}, timeout=10)
+        assert r.status_code == 403 and r.json()["error"] == "access_denied", (origin, r.text)
+    assert reached(upstream) == before
+    for origin in ("https://app.example", f"http://127.0.0.1:{gw.port}"):
+        r = requests.post(gw.url("/mcp"), data=body, headers={**headers(tok(idp, gw)), "Origin": origin}, timeout=10)
+        assert r.status_code == 200, (origin, r.text)
+    assert reached(upstream) == before + 2
+
+
+def test_a_rebound_name_is_refused_by_its_host(upstream, idp, gateway_factory):
+    """DNS rebinding: a page at evil.example whose name now points at the gateway sends Host
+    and Origin of evil.example, which agree with each other. The route knows its own name
+    from public_url, so the Host gives it away: 403, and the server hears nothing."""
+    text = config(upstream.port, idp).replace(
+        "admin_listen:", "public_url: http://mcp.internal.example:8080\nadmin_listen:", 1)
+    gw = gateway_factory(text)
+    body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/list"})
+    token = mint(idp.keys[0], aud="http://127.0.0.1:{}/mcp".format(gw.port), scope="mcp")
+    before = reached(upstream)
+    r = requests.post(gw.url("/mcp"), data=body, timeout=10, headers={
+        **headers(token), "Host": "evil.example", "Origin": "http://evil.example"})
+    assert r.status_code == 403, r.text
+    r = requests.post(gw.url("/mcp"), data=body, timeout=10, headers={**headers(token), "Host": "evil.example"})
+    assert r.status_code == 403, r.text
+    assert reached(upstream) == before
+    r = requests.post(gw.url("/mcp"), data=body, timeout=10, headers={
+        **headers(token), "Host": "mcp.internal.example:8080", "Origin": "http://mcp.internal.example:8080"})
+    assert r.status_code != 403, r.text

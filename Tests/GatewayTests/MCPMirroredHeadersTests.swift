@@ -102,3 +102,52 @@ struct MCPMirroredHeadersTests {
         #expect(!answer.body.contains("evil"))
     }
 }
+
+/// DNS rebinding from the attacker's side: a rebound name's Host and Origin, a foreign Origin,
+/// an opaque one; and what the route's own name, a listed origin and no Origin at all get.
+@Suite("MCP: Origin and Host against DNS rebinding")
+struct MCPOriginTests {
+    static func route(host: String? = nil) throws -> RouteConfig {
+        let yaml = """
+            listen: 127.0.0.1:8080
+            issuers:
+              one: { issuer: "https://idp.one", jwks_file: "/dev/null", audiences: [api] }
+            upstreams:
+              app: { url: "http://127.0.0.1:9" }
+            routes:
+              - match: { \(host.map { "host: \"\($0)\", " } ?? "")path: /mcp }
+                upstream: app
+                auth: bearer
+                issuers: [one]
+                mcp: {}
+            """
+        return try ConfigParser.parse(yaml: yaml, environment: [:], baseDirectory: "/", cores: 1).get().routes[0]
+    }
+
+    @Test func withTheRoutesNameKnownARequestFromAnotherNameIsRefused() throws {
+        let check = MCPOrigin(
+            route: try Self.route(), publicURLs: [PublicURL(scheme: "https", authority: "mcp.example.com")],
+            allowedOrigins: ["https://app.example.com"])
+        #expect(check.refusal(host: "evil.example", scheme: "https", origin: "https://evil.example") != nil)
+        #expect(check.refusal(host: "evil.example", scheme: "https", origin: nil) != nil)
+        #expect(check.refusal(host: "mcp.example.com", scheme: "https", origin: "https://evil.example") != nil)
+        #expect(check.refusal(host: "mcp.example.com", scheme: "https", origin: "null") != nil)
+        #expect(check.refusal(host: "MCP.example.com:443", scheme: "https", origin: nil) == nil)
+        #expect(check.refusal(host: "mcp.example.com", scheme: "https", origin: "https://mcp.example.com") == nil)
+        #expect(check.refusal(host: "mcp.example.com", scheme: "https", origin: "https://APP.example.com") == nil)
+        let hosted = MCPOrigin(route: try Self.route(host: "*.tools.example"), publicURLs: [], allowedOrigins: [])
+        #expect(hosted.refusal(host: "a.tools.example", scheme: "https", origin: "https://a.tools.example") == nil)
+        #expect(hosted.refusal(host: "a.tools.example", scheme: "https", origin: "https://evil.example") != nil)
+    }
+
+    @Test func withoutItAPresentOriginMustBeTheRequestsOwn() throws {
+        let check = MCPOrigin(route: try Self.route(), publicURLs: [], allowedOrigins: [])
+        #expect(check.refusal(host: "127.0.0.1:8080", scheme: "http", origin: nil) == nil)
+        #expect(check.refusal(host: "127.0.0.1:8080", scheme: "http", origin: "http://127.0.0.1:8080") == nil)
+        #expect(check.refusal(host: "127.0.0.1:8080", scheme: "http", origin: "http://evil.example") != nil)
+        #expect(check.refusal(host: "127.0.0.1:8080", scheme: "http", origin: "https://127.0.0.1:8080") != nil)
+        #expect(MCPOrigin.isOrigin("https://app.example.com:8443"))
+        #expect(!MCPOrigin.isOrigin("https://app.example.com/path"))
+        #expect(!MCPOrigin.isOrigin("app.example.com"))
+    }
+}

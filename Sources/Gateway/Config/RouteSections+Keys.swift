@@ -215,6 +215,18 @@ extension MCPRules {
             if list.isEmpty { r.problem(p, n, "must name at least one revision") }
             if !versions.isEmpty { rules.protocolVersions = versions }
         },
+        .init("allowed_origins", type: "list of origins (`https://host[:port]`)", default: "none: the route's own") {
+            rules, n, p, r in
+            guard let list = r.sequence(n, path: p) else { return }
+            for (i, item) in list.enumerated() {
+                guard let o = r.string(item, path: "\(p)[\(i)]") else { continue }
+                if MCPOrigin.isOrigin(o) {
+                    rules.allowedOrigins.append(o.lowercased())
+                } else {
+                    r.problem("\(p)[\(i)]", item, "\(o) is not an origin: write http(s)://host[:port], nothing after")
+                }
+            }
+        },
         .init("methods", type: "mapping of method name to an entry", default: "none") { rules, n, p, r in
             rules.methods = ConfigParser.mcpTable(n, path: p, r)
         },

@@ -17,6 +17,9 @@ struct MCPRules: Sendable {
     /// The MCP revisions a request may speak (`protocol_versions`): the others are refused
     /// with `-32022` (MCPProtocolVersion).
     var protocolVersions = MCPProtocolVersion.known
+    /// Origins of other sites a browser may call the route from (`allowed_origins`), beside
+    /// the route's own (MCPOrigin).
+    var allowedOrigins: [String] = []
     var methods: [String: AuthorizationRequirement] = [:]
     var tools: [String: AuthorizationRequirement] = [:]
     var resources: [String: AuthorizationRequirement] = [:]

@@ -17,11 +17,15 @@ final class MCPStage: Stage {
     let route: RouteConfig
     let refusals: AuthRefusals?
 
+    let origin: MCPOrigin
+
     init(services: WorkerServices, rules: MCPRules, plan: RoutePlan) {
         self.services = services
         self.rules = rules
         route = plan.route
         refusals = plan.tokens?.refusals
+        origin = MCPOrigin(
+            route: plan.route, publicURLs: services.config.publicURLs, allowedOrigins: rules.allowedOrigins)
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
@@ -29,6 +33,16 @@ final class MCPStage: Stage {
         let ex = request.exchange
         let ctx = request.context
         let rules = rules
+        let asked = request.origin
+        if let why = origin.refusal(
+            host: asked.forwardedHost ?? ex.head.fields.first("Host") ?? "", scheme: asked.forwardedProto,
+            origin: ex.head.fields.first("Origin"))
+        {
+            return .answer(
+                ErrorResponse.make(
+                    403, error: "access_denied", description: why, requestID: ctx.requestID, detail: "mcp: \(why)"),
+                close: MCPTransportMethods.hasContent(ex.body.framing))
+        }
         if admission.preflight { return .proceed }
         guard ex.head.method == .POST else {
             let hasContent = MCPTransportMethods.hasContent(ex.body.framing)
