@@ -504,3 +504,40 @@ def test_a_rebound_name_is_refused_by_its_host(upstream, idp, gateway_factory):
     r = requests.post(gw.url("/mcp"), data=body, timeout=10, headers={
         **headers(token), "Host": "mcp.internal.example:8080", "Origin": "http://mcp.internal.example:8080"})
     assert r.status_code != 403, r.text
+
+
+# --- Scope hierarchies ------------------------------------------------------------------------
+
+def test_a_broader_scope_meets_a_tools_narrower_one_and_challenges_name_the_narrow(upstream, idp, gateway_factory):
+    """issuers.NAME.scope_implies: mcp:admin implies mcp:deploy, so a token with mcp:admin calls
+    deploy; one with neither is refused, and the challenge names mcp:deploy (the narrowest that
+    does), never offline_access."""
+    text = config(upstream.port, idp).replace(
+        "    algorithms: [ES256]\n", '    algorithms: [ES256]\n    scope_implies: { "mcp:admin": ["mcp:deploy"] }\n', 1)
+    gw = gateway_factory(text)
+    before = reached(upstream)
+    r = requests.post(gw.url("/mcp"), data=DEPLOY, headers=headers(tok(idp, gw, scope="mcp mcp:admin")), timeout=10)
+    assert r.status_code == 200, r.text
+    r = requests.post(gw.url("/mcp"), data=DEPLOY, headers=headers(tok(idp, gw, scope="mcp offline_access")),
+                      timeout=10)
+    assert r.status_code == 403, r.text
+    challenge = r.headers["WWW-Authenticate"]
+    assert 'scope="mcp mcp:deploy"' in challenge and "offline_access" not in challenge and "mcp:admin" not in challenge
+    assert reached(upstream) == before + 1
+
+
+def test_check_config_refuses_a_cycle_and_warns_of_offline_access_on_a_resource(upstream, idp, tmp_path):
+    import subprocess
+    from conftest import BIN
+    cyclic = config(upstream.port, idp).replace(
+        "    algorithms: [ES256]\n", '    algorithms: [ES256]\n    scope_implies: { a: [b], b: [a] }\n', 1)
+    path = tmp_path / "cyclic.yaml"
+    path.write_text(cyclic.replace("{PORT}", "1").replace("{ADMIN}", "2"))
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "a hierarchy has no cycle" in r.stdout + r.stderr, r.stdout + r.stderr
+    offline = config(upstream.port, idp).replace("require: { scopes: [mcp] }", "require: { scopes: [mcp, offline_access] }", 1)
+    path = tmp_path / "offline.yaml"
+    path.write_text(offline.replace("{PORT}", "1").replace("{ADMIN}", "2"))
+    r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "offline_access grants a refresh token" in out, out

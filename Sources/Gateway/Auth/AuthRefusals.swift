@@ -88,12 +88,20 @@ final class AuthRefusals {
 
     /// 403 `insufficient_scope` for one call on an MCP route: `scope` names what the call
     /// needs (RFC 6750 §3.1), so the client can ask for it and try again.
+    /// The scopes a challenge names: the narrowest the operation needs (the rules name those),
+    /// never `offline_access`, which grants a refresh token, not access (MCP 2026-07-28: it
+    /// SHOULD NOT appear in challenges). nil: none to name.
+    static func challenged(_ scopes: [String]) -> [String]? {
+        let named = scopes.filter { $0 != "offline_access" }
+        return named.isEmpty ? nil : named
+    }
+
     func insufficientScope(needs scopes: [String], scheme: String, detail: String) -> AuthDenial {
         AuthDenial(
             status: 403,
             challenges: challenges(
                 error: .insufficient_scope, description: "the token does not grant this call", on: scheme,
-                scope: scopes.isEmpty ? nil : scopes),
+                scope: Self.challenged(scopes)),
             detail: detail)
     }
 
@@ -103,10 +111,11 @@ final class AuthRefusals {
     func authorize(_ token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
         guard
             let failure = tokens.requirement.check(
-                token.claims, scopeClaim: token.scopeClaim, roleClaims: token.roleClaims, issuer: token.issuer)
+                token.claims, scopeClaim: token.scopeClaim, roleClaims: token.roleClaims, issuer: token.issuer,
+                implication: token.scopeImplication)
         else { return stepUp(token, scheme: scheme) }
         let detail = failure.description
-        let scope = tokens.requirement.scopes.isEmpty ? nil : tokens.requirement.scopes
+        let scope = Self.challenged(tokens.requirement.scopes)
         return AuthDenial(
             status: 403,
             challenges: challenges(

@@ -112,15 +112,27 @@ extension ConfigParser {
             resourceDocumentation: resource.documentation)
     }
 
-    /// Every scope the requirements name, their `any_of` alternatives' included, each once,
-    /// in the order written.
-    static func scopes(of requirements: [AuthorizationRequirement]) -> [String] {
+    /// Every scope the requirements name, their `any_of` alternatives' included, as written
+    /// (`offline_access` too).
+    static func scopesIncludingOffline(of requirements: [AuthorizationRequirement]) -> [String] {
         var out: [String] = []
         func add(_ req: AuthorizationRequirement) {
-            for s in req.scopes where !out.contains(s) { out.append(s) }
+            out += req.scopes
             req.anyOf.forEach(add)
         }
         requirements.forEach(add)
+        return out
+    }
+
+    /// The same, each once, in the order written, without `offline_access`: what
+    /// `scopes_supported` and a challenge name.
+    static func scopes(of requirements: [AuthorizationRequirement]) -> [String] {
+        var out: [String] = []
+        // offline_access grants a refresh token, not access to this resource: MCP
+        // 2026-07-28 says it SHOULD NOT be in `scopes_supported` (nor in a challenge).
+        for s in scopesIncludingOffline(of: requirements) where !out.contains(s) && s != "offline_access" {
+            out.append(s)
+        }
         return out
     }
 }

@@ -61,6 +61,17 @@ extension ConfigParser {
                         + "token passthrough: the server could replay it elsewhere. Leave forward_token out and use the "
                         + "identity headers, identity_assertion, or token_exchange for a token of the server's own")
             }
+            if let tokens = route.options.auth.tokenRoute, tokens.resource != nil,
+                ConfigParser.scopesIncludingOffline(of: [tokens.requirement]).contains("offline_access")
+            {
+                // A resource's metadata and challenges tell clients what to ask for: a refresh
+                // token is no access to it (MCP 2026-07-28).
+                warn(
+                    "\(p).require.scopes", nil,
+                    "offline_access grants a refresh token, not access to this resource: a token without it is "
+                        + "refused here, yet neither scopes_supported nor a challenge names it; require the "
+                        + "resource's own scopes")
+            }
             if let tokens = route.options.auth.tokenRoute, tokens.requirement.maxAge != nil {
                 // RFC 9068 §2.2.1: `auth_time` is in an access token only when the AS puts it
                 // there; without it, every token is refused for its freshness.

@@ -88,6 +88,21 @@ extension IssuerConfig {
             cfg.accessTokenType = r.string(n, path: p)
         },
         .init(
+            "scope_implies", type: "mapping of a scope to the narrower scopes it implies", default: "none"
+        ) { cfg, n, p, r in
+            guard let m = r.mapping(n, path: p, section: nil) else { return }
+            var implies: [String: [String]] = [:]
+            for (broad, item) in m {
+                guard let list = r.sequence(item, path: "\(p).\(broad)") else { continue }
+                implies[broad] = list.enumerated().compactMap { i, s in r.string(s, path: "\(p).\(broad)[\(i)]") }
+            }
+            do throws(ScopeImplication.Cycle) {
+                cfg.scopeImplication = try ScopeImplication(implies: implies)
+            } catch {
+                r.problem(p, n, "\(error.scope) implies itself (through the others): a hierarchy has no cycle")
+            }
+        },
+        .init(
             "scope_claim", type: "`scope` or `scp`", default: "`scope`",
             checkedBy: ConfigDefault.text(defaults.scopeClaim.rawValue)
         ) { cfg, n, p, r in

@@ -57,6 +57,7 @@ extension IssuerPolicy {
         p.aliases = issuer.template == nil ? issuer.issuerAliases : []
         p.templates = issuer.templates
         p.roleClaims = issuer.effectiveRoleClaims
+        p.scopeImplication = issuer.scopeImplication
         p.audienceClaim = issuer.audienceClaim
         p.tokenUse = issuer.tokenUse
         return p

@@ -48,6 +48,9 @@ struct IssuerConfig: Sendable {
     /// `scope_claim`: where its tokens carry scopes — `scope` (RFC 9068 §2.2.3, the default)
     /// or `scp` for ASes that use it; one or the other, never both.
     var scopeClaim: ScopeClaim = .scope
+    /// `scope_implies`: the issuer's scope hierarchy (MCP 2026-07-28: a broader scope implies
+    /// narrower ones), for `require.scopes` on every route.
+    var scopeImplication: ScopeImplication?
     /// `claim_sources`: the URL prefixes distributed claims may be fetched from (OIDC Core
     /// §5.6.2); a source elsewhere is never called. Empty: none is.
     var claimSources: [String] = []

@@ -76,7 +76,8 @@ extension MCPRules {
             for requirement in needs {
                 guard let token else { return .fails(needs: needs, reason: "no token") }
                 if let failure = requirement.check(
-                    token.claims, scopeClaim: token.scopeClaim, roleClaims: token.roleClaims, issuer: token.issuer)
+                    token.claims, scopeClaim: token.scopeClaim, roleClaims: token.roleClaims, issuer: token.issuer,
+                    implication: token.scopeImplication)
                 {
                     return .fails(needs: needs, reason: failure.description)
                 }

@@ -47,7 +47,9 @@ final class SessionStage: Stage {
         let vouchedBy = config.clients[session.client]?.issuer
         ctx.authenticated(CallerIdentity(subject: session.subject, clientID: session.client, issuer: vouchedBy))
         if let requirement = loginRoute.sessionRequirement,
-            let failure = requirement.check(session.claims, issuer: vouchedBy, client: session.client)
+            let failure = requirement.check(
+                session.claims, issuer: vouchedBy, client: session.client,
+                implication: vouchedBy.flatMap { config.issuers[$0]?.scopeImplication })
         {
             ctx.rejection = .refused(.insufficientScope)
             services.metrics.authFailure(.insufficientScope)

@@ -27,6 +27,8 @@ public struct IssuerPolicy: Sendable {
     public var maxTokenSize: Int
     /// The one claim its tokens (and introspection answers) carry scopes in.
     public var scopeClaim: ScopeClaim
+    /// Its scope hierarchy (`scope_implies`), if it has one.
+    public var scopeImplication: ScopeImplication?
 
     public init(
         name: String, issuer: String, algorithms: Set<JWSAlgorithm>, audiences: [String],
@@ -62,6 +64,8 @@ public struct VerifiedAccessToken: Sendable {
     public var isSenderConstrained = false
     /// Where its scopes are read from: its issuer's choice.
     public var scopeClaim: ScopeClaim = .scope
+    /// Its issuer's scope hierarchy: a broader scope it holds meets a narrower one.
+    public var scopeImplication: ScopeImplication?
     /// Where its roles are read from: its issuer's choice.
     public var roleClaims: [ClaimPath] = RoleClaims.standard
     public var subject: String? { claims[ClaimNames.sub]?.string }
@@ -208,6 +212,7 @@ public struct AccessTokenVerifier: Sendable {
             expiresAt: unverifiedClaims[ClaimNames.exp]?.int64 ?? now, confirmation: unverifiedClaims[ClaimNames.cnf])
         token.scopeClaim = policy.scopeClaim
         token.roleClaims = policy.roleClaims
+        token.scopeImplication = policy.scopeImplication
         return .success(token)
     }
 }

@@ -216,9 +216,11 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     /// `issuer` / `client`: the configured issuer and login client that vouched for the caller
     /// (a token has no client).
     /// `roleClaims`: where the issuer puts roles (`roles` unless it says otherwise).
+    /// `implication`: the issuer's scope hierarchy, by which a broader scope the claims hold
+    /// meets a narrower one the requirement names.
     public func check(
         _ claims: JSONObject, scopeClaim: ScopeClaim = .scope, roleClaims: [ClaimPath] = RoleClaims.standard,
-        issuer: String? = nil, client: String? = nil
+        issuer: String? = nil, client: String? = nil, implication: ScopeImplication? = nil
     ) -> Failure? {
         if !issuers.isEmpty && !issuers.contains(issuer ?? "\u{0}") {
             return .vouchedBy("issuer \(issuer ?? "unknown")")
@@ -227,7 +229,12 @@ public struct AuthorizationRequirement: Sendable, Equatable {
             return .vouchedBy(client.map { "client \($0)" } ?? "no login client")
         }
         if !scopes.isEmpty {
-            let missing = Self.missingScopes(scopes, claims, from: scopeClaim)
+            var missing = Self.missingScopes(scopes, claims, from: scopeClaim)
+            if !missing.isEmpty, let implication {
+                missing = implication.stillMissing(missing) {
+                    Self.missingScopes([$0], claims, from: scopeClaim).isEmpty
+                }
+            }
             if !missing.isEmpty { return .missingScopes(missing) }
         }
         if !roles.isEmpty {
@@ -252,7 +259,8 @@ public struct AuthorizationRequirement: Sendable, Equatable {
             for alternative in anyOf {
                 guard
                     let f = alternative.check(
-                        claims, scopeClaim: scopeClaim, roleClaims: roleClaims, issuer: issuer, client: client)
+                        claims, scopeClaim: scopeClaim, roleClaims: roleClaims, issuer: issuer, client: client,
+                        implication: implication)
                 else {
                     return nil
                 }

@@ -42,6 +42,7 @@ public enum IntrospectionResponse {
         let expires = obj["exp"]?.numericDate ?? now + defaultTTL
         var token = VerifiedAccessToken(issuer: issuer.name, claims: obj, expiresAt: expires, confirmation: obj["cnf"])
         token.scopeClaim = issuer.scopeClaim
+        token.scopeImplication = issuer.scopeImplication
         return .active(token)
     }
 }
