@@ -541,3 +541,22 @@ def test_check_config_refuses_a_cycle_and_warns_of_offline_access_on_a_resource(
     r = subprocess.run([BIN, "check-config", str(path)], capture_output=True, text=True, timeout=30)
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "offline_access grants a refresh token" in out, out
+
+
+def test_the_access_log_says_the_calls_method_and_name(upstream, idp, gateway_factory):
+    gw = gateway_factory(config(upstream.port, idp).replace("admin_listen:", "access_log: true\nadmin_listen:", 1))
+    r = requests.post(gw.url("/mcp"), data=DEPLOY, headers=headers(tok(idp, gw, scope="mcp mcp:deploy")), timeout=10)
+    assert r.status_code == 200, r.text
+    r = requests.post(gw.url("/mcp"), data=READ_FILE_2026, headers=mirrored(tok(idp, gw), name="deploy"), timeout=10)
+    assert r.status_code == 400
+
+    def lines():
+        return [json.loads(x) for x in gw.output().splitlines() if x.startswith("{") and '"access"' in x]
+    import time
+    deadline = time.monotonic() + 5
+    while len([x for x in lines() if x.get("route") == "mcp"]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    calls = [x for x in lines() if x.get("route") == "mcp"]
+    assert [(x["status"], x.get("mcp.method"), x.get("mcp.name")) for x in calls] == [
+        (200, "tools/call", "deploy"), (400, "tools/call", "read_file")], calls
+    assert calls[1]["reason"] == "mcp_header_mismatch"

@@ -122,9 +122,11 @@ struct AccessLogLineTests {
             requestID: hostile, method: hostile, path: hostile, route: hostile, status: Int.min, bytes: Int.min,
             durationMicros: Int.max, upstreamMicros: Int.max, sub: hostile, clientID: hostile, issuer: hostile,
             rejection: hostile, reason: hostile, detail: hostile, authz: hostile, authzMicros: Int.max,
-            pathParameters: PathParameters((0..<4).map { _ in .init(name: hostile, value: hostile) }))
+            pathParameters: PathParameters((0..<4).map { _ in .init(name: hostile, value: hostile) }),
+            mcpMethod: hostile, mcpName: hostile)
         let o = try object(line(r))
         #expect(o["status"] as? Int == Int.min)
+        #expect(o["mcp.name"] as? String == hostile)
         #expect(o["detail"] as? String == hostile)
         var out = JSONLineBytes()
         AccessLogLine.append(

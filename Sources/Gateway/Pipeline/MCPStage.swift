@@ -82,6 +82,9 @@ final class MCPStage: Stage {
                         detail: "mcp: \(error.message)", reason: "mcp_invalid_message"))
                 return
             }
+            if let method = message.method {
+                ctx.mcpCall = (String(method.prefix(200)), message.named.map { String($0.prefix(200)) })
+            }
             if let version = MCPProtocolVersion.of(ex.head.fields, message), !rules.protocolVersions.contains(version) {
                 request.answer(
                     MCPProtocolVersion.refusal(requested: version, supported: rules.protocolVersions, id: message.id))

@@ -57,6 +57,9 @@ final class RequestContext {
     var tunnelSession: (route: LoginRouteConfig, endsAt: Int64)? = nil
     /// A `tools/list` on an MCP route: its answer is filtered on the way back (ToolListRelay).
     var toolListFilter: ToolListFilter? = nil
+    /// An MCP POST's method and what it names (at most 200 bytes of the client's text each),
+    /// for the access log.
+    var mcpCall: (method: String, name: String?)? = nil
     /// A route with `sign_response`: its answer is held whole and signed (ResponseSigner).
     var responseSigner: ResponseSigner? = nil
     /// Upgrades on `close_at_token_expiry` routes: when the access token expires.

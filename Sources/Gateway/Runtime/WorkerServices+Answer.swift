@@ -61,7 +61,8 @@ extension WorkerServices {
                     authz: ctx.authorization.map {
                         "\($0.authorizer):\($0.outcome.rawValue)\($0.cached ? ":cached" : "")"
                     },
-                    authzMicros: ctx.authorization?.micros, pathParameters: ctx.pathParameters))
+                    authzMicros: ctx.authorization?.micros, pathParameters: ctx.pathParameters,
+                    mcpMethod: ctx.mcpCall?.method, mcpName: ctx.mcpCall?.name))
         }
     }
 

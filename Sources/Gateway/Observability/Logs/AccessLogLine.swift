@@ -21,6 +21,10 @@ struct AccessLogRecord {
     var authzMicros: Int? = nil
     /// What the route's `path_template` captured (empty: no member).
     var pathParameters = PathParameters.none
+    /// On an MCP route: the JSON-RPC method of the POST, and the tool, resource or prompt it
+    /// names (`mcp.method`, `mcp.name`: what a gateway that routes on the mirrored headers logs).
+    var mcpMethod: String? = nil
+    var mcpName: String? = nil
 }
 
 /// What the access log says about a tunnel (WebSocket after a 101) when it closes.
@@ -40,7 +44,8 @@ struct TunnelLogRecord {
 ///
 /// - `access`: `request_id`, `method`, `path`, `route`, `status`, `bytes`, `duration_ms`,
 ///   `upstream_ms`, then, only when known, `sub`, `client_id`, `issuer`, `rejection`,
-///   `reason`, `detail`, `authz`, `authz_ms`, `path_params` (an object, in template order);
+///   `reason`, `detail`, `authz`, `authz_ms`, `path_params` (an object, in template order),
+///   `mcp.method`, `mcp.name`;
 /// - `tunnel`: `request_id`, `route`, `path`, `reason`, `bytes_to_upstream`,
 ///   `bytes_to_client`, `duration_ms`, then `sub` when known.
 enum AccessLogLine {
@@ -54,6 +59,7 @@ enum AccessLogLine {
     static func append(_ r: consuming AccessLogRecord, to line: inout JSONLineBytes) {
         var bound = fixedBound + strings(r.requestID, r.method, r.path, r.route)
         bound += strings(r.sub, r.clientID, r.issuer) + strings(r.rejection, r.reason, r.detail, r.authz)
+        bound += strings(r.mcpMethod, r.mcpName)
         // `,"path_params":{}` and, per variable, its two strings, ":" and ",".
         for p in r.pathParameters.list {
             bound += JSONText.stringBound(p.name.utf8.count) + JSONText.stringBound(p.value.utf8.count) + 2
@@ -94,6 +100,8 @@ enum AccessLogLine {
                 }
                 o.append(UInt8(ascii: "}"))
             }
+            string("mcp.method", r.mcpMethod, to: &o)
+            string("mcp.name", r.mcpName, to: &o)
             JSONText.endLine(to: &o)
         }
     }
