@@ -226,3 +226,32 @@ def test_a_filtered_list_is_marked_private_for_every_cache(kind, tmp_path, idp, 
         assert "deploy" not in [t["name"] for t in answer["result"]["tools"]]
     finally:
         up.stop()
+
+
+@pytest.mark.parametrize("method,params", [
+    ("resources/list", {}),
+    ("resources/read", {"uri": "file:///srv/readme.txt"}),
+])
+def test_every_cacheable_result_on_a_route_with_rules_is_marked_private(
+        json_upstream, idp, gateway_factory, method, params):  # noqa: F811
+    """SEP-2549: on a route whose rules differ by caller, what one caller may read another may
+    not, so every cacheable result (server/discover, the lists, resources/read) is marked
+    private and the answer says Cache-Control: private, no-store."""
+    gw = gateway_factory(config(json_upstream, idp))
+    body = json.dumps({"jsonrpc": "2.0", "id": 12, "method": method, "params": params})
+    r = requests.post(gw.url("/mcp"), data=body, timeout=10, headers={
+        "Authorization": f"Bearer {tok(idp, gw)}", "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"})
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    assert answer["id"] == 12 and answer["result"]["cacheScope"] == "private", answer
+    assert r.headers["Cache-Control"] == "private, no-store"
+    if method == "resources/read":
+        assert answer["result"]["contents"][0]["text"] == "hello from the server"
+    # A call that is no cacheable result (tools/call) is left as the server wrote it.
+    call = json.dumps({"jsonrpc": "2.0", "id": 13, "method": "tools/call", "params": {"name": "echo",
+                                                                                     "arguments": {"text": "x"}}})
+    r = requests.post(gw.url("/mcp"), data=call, timeout=10, headers={
+        "Authorization": f"Bearer {tok(idp, gw)}", "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"})
+    assert r.status_code == 200 and "cacheScope" not in r.json()["result"], r.text

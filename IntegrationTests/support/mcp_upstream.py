@@ -56,6 +56,11 @@ def build_server():
     calls = []  # the tools called, in order: GET /calls
     encodings = []  # the Accept-Encoding of each POST /gzip/mcp
 
+    @server.resource("file:///srv/readme.txt")
+    def readme() -> str:
+        """A resource, for the answers a cache could keep (resources/list, resources/read)."""
+        return "hello from the server"
+
     @server.tool()
     def echo(text: str) -> str:
         """Returns its text."""

@@ -38,6 +38,22 @@ struct MCPToolListFilterTests {
                 + #""nextCursor":"c2","cacheScope":"private"}}"#)
     }
 
+    /// Another cacheable result on a route whose rules differ by caller: marked private,
+    /// nothing removed; another id, an error or a result that is no object pass unchanged.
+    @Test func anotherCacheableResultIsOnlyMarkedPrivate() throws {
+        var marker = ToolListFilter(id: .number("4"), maxBytes: 1 << 20, mayCall: { _ in false })
+        marker.marksOnly = true
+        let read =
+            #"{"jsonrpc":"2.0","id":4,"result":{"contents":[{"uri":"file:///a","text":"x"}],"cacheScope":"public","ttlMs":5}}"#
+        let out = try JSONParser.parseObject(try #require(try marker.filter(message: bytes(read))), what: "out")
+        #expect(out["result"]?.object?["cacheScope"] == .string("private"))
+        #expect(out["result"]?.object?["ttlMs"] == .number("5"))
+        #expect(out["result"]?.object?["contents"]?.array?.count == 1)
+        #expect(try marker.filter(message: bytes(#"{"jsonrpc":"2.0","id":5,"result":{}}"#)) == nil)
+        #expect(try marker.filter(message: bytes(#"{"jsonrpc":"2.0","id":4,"error":{"code":1,"message":"m"}}"#)) == nil)
+        #expect(try marker.filter(message: bytes(#"{"jsonrpc":"2.0","id":4,"result":[]}"#)) == nil)
+    }
+
     /// MCP 2026-07-28 (SEP-2549): a list filtered for one caller is marked private, whatever
     /// the server said, so no shared cache serves caller A's list to caller B; `ttlMs` stays.
     @Test func aFilteredListIsMarkedPrivateWithItsTTLKept() throws {

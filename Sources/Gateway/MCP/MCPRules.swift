@@ -25,6 +25,11 @@ struct MCPRules: Sendable {
     var resources: [String: AuthorizationRequirement] = [:]
     var prompts: [String: AuthorizationRequirement] = [:]
 
+    /// Whether callers may be answered differently: a rule names a tool, resource or prompt,
+    /// or `default: deny` hides the unnamed ones. Then every cacheable result is this caller's
+    /// (`cacheScope: "private"`, SEP-2549).
+    var differsByCaller: Bool { !tools.isEmpty || !resources.isEmpty || !prompts.isEmpty || !allowsUnlisted }
+
     /// What a message needs: the requirements to meet (its method's, then its target's), or
     /// why it is refused whatever the token holds.
     enum Verdict: Equatable {

@@ -29,6 +29,16 @@ struct ToolListFilter {
     /// On a route with `authorize`: the PDP's answers, asked when the answer's tools are
     /// known (`toolNames`); a tool it does not allow is left out too.
     var decisions: ToolListDecisions? = nil
+    /// The answer to another cacheable call (`server/discover`, `prompts/list`,
+    /// `resources/list`, `resources/templates/list`, `resources/read`) on a route whose rules
+    /// differ by caller: nothing is removed, the result is only marked private.
+    var marksOnly = false
+
+    /// The results MCP 2026-07-28 lets a cache keep (SEP-2549: `ttlMs`, `cacheScope`).
+    static let cacheableMethods: Set<String> = [
+        "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
+        "resources/read"
+    ]
 
     /// The names of the tools in the message, when it is this request's response (nil
     /// otherwise, or when it is not JSON: `filter` says why then).
@@ -105,6 +115,14 @@ struct ToolListFilter {
             guard let other = message["id"], Self.same(id, other) else { return nil }
         } else {
             guard result.object?["tools"]?.array != nil else { return nil }
+        }
+        if marksOnly {
+            // This caller's answer, whatever the server said (SEP-2549); `ttlMs` is kept.
+            guard var marked = result.object else { return nil }
+            marked["cacheScope"] = .string("private")
+            var out = message
+            out["result"] = .object(marked)
+            return JSONSerializer.serialize(.object(out))
         }
         guard let resultObject = result.object, let tools = resultObject["tools"]?.array else {
             throw Refusal(reason: "the tools/list result has no tools array")

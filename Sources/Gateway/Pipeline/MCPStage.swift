@@ -110,6 +110,13 @@ final class MCPStage: Stage {
                 // The answer is filtered on its way back (ToolListRelay): the caller sees
                 // only the tools it may call, by the same check as a tools/call.
                 ctx.toolListFilter = toolListFilter(id: id, request, admission)
+            } else if let method = message.method, let id = message.id, rules.differsByCaller,
+                ToolListFilter.cacheableMethods.contains(method)
+            {
+                // What this caller may read another may not: a shared cache must not keep it.
+                var marker = ToolListFilter(id: id, maxBytes: rules.maxResponseBytes, mayCall: { _ in true })
+                marker.marksOnly = true
+                ctx.toolListFilter = marker
             }
             if case .tool(let name) = message.target { admission.mcpTool = name }
             request.admission?.body = BufferedRequestBody(bytes)

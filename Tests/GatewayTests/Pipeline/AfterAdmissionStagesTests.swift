@@ -16,7 +16,7 @@ struct AfterAdmissionStagesTests {
     @Test func anMCPPostInAnotherMediaTypeIs415() throws {
         let h = try StageHarness(
             try testWorker(PipelineConfigs.yaml), "POST", "/mcp",
-            fields: [("Host", "a"), ("Content-Type", "text/plain")],
+            fields: [("Host", "app.example"), ("Content-Type", "text/plain")],
             body: Array("{}".utf8))
         Self.admitted(h)
         #expect(h.run(try #require(h.stage(MCPStage.self))).answerStatus == 415)
@@ -26,7 +26,7 @@ struct AfterAdmissionStagesTests {
     @Test func anMCPPostThatIsNoJSONRPCMessageIs400() throws {
         let h = try StageHarness(
             try testWorker(PipelineConfigs.yaml), "POST", "/mcp",
-            fields: [("Host", "a"), ("Content-Type", "application/json")], body: Array("not json".utf8))
+            fields: [("Host", "app.example"), ("Content-Type", "application/json")], body: Array("not json".utf8))
         Self.admitted(h)
         #expect(h.run(try #require(h.stage(MCPStage.self))).suspends)
         #expect(h.transport.status == 400)
@@ -36,7 +36,7 @@ struct AfterAdmissionStagesTests {
         let call = #"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#
         let h = try StageHarness(
             try testWorker(PipelineConfigs.yaml), "POST", "/mcp",
-            fields: [("Host", "a"), ("Content-Type", "application/json")], body: Array(call.utf8))
+            fields: [("Host", "app.example"), ("Content-Type", "application/json")], body: Array(call.utf8))
         Self.admitted(h)
         // The chain goes on to the upstream stages (whose call waits here for a loop that
         // does not run); the admission is what the MCP stage handed on.
@@ -57,7 +57,7 @@ struct AfterAdmissionStagesTests {
     func anMCPCallInAnotherMethodIs405(method: String) throws {
         let h = try StageHarness(
             try testWorker(PipelineConfigs.yaml), method, "/mcp",
-            fields: [("Host", "a"), ("Content-Type", "application/json")], body: Self.call)
+            fields: [("Host", "app.example"), ("Content-Type", "application/json")], body: Self.call)
         Self.admitted(h)
         let outcome = h.run(try #require(h.stage(MCPStage.self)))
         #expect(outcome.answerStatus == 405)
@@ -71,7 +71,7 @@ struct AfterAdmissionStagesTests {
     func anMCPGetOrDeleteWithContentIs400(method: String) throws {
         let h = try StageHarness(
             try testWorker(PipelineConfigs.yaml), method, "/mcp",
-            fields: [("Host", "a"), ("Content-Type", "application/json")], body: Self.call)
+            fields: [("Host", "app.example"), ("Content-Type", "application/json")], body: Self.call)
         Self.admitted(h)
         #expect(h.run(try #require(h.stage(MCPStage.self))).answerStatus == 400)
         #expect(h.json["error"] as? String == "invalid_request")
@@ -81,7 +81,9 @@ struct AfterAdmissionStagesTests {
     @Test func anMCPPreflightLetThroughPasses() throws {
         let h = try StageHarness(
             try testWorker(PipelineConfigs.yaml), "OPTIONS", "/mcp",
-            fields: [("Host", "a"), ("Origin", "https://app"), ("Access-Control-Request-Method", "POST")])
+            fields: [
+                ("Host", "app.example"), ("Origin", "https://app.example"), ("Access-Control-Request-Method", "POST")
+            ])
         h.request.admission = Admission(identity: [], session: false, body: nil, claims: JSONObject(), preflight: true)
         #expect(h.run(try #require(h.stage(MCPStage.self))).proceeds)
     }
@@ -95,7 +97,8 @@ struct AfterAdmissionStagesTests {
         let put = try StageHarness(try testWorker(PipelineConfigs.yaml), "PUT", "/mcp")
         #expect(MCPDecisionStage().run(put.request).answerStatus == 405)
         let withContent = try StageHarness(
-            try testWorker(PipelineConfigs.yaml), "DELETE", "/mcp", fields: [("Host", "a"), ("Content-Length", "70")])
+            try testWorker(PipelineConfigs.yaml), "DELETE", "/mcp",
+            fields: [("Host", "app.example"), ("Content-Length", "70")])
         #expect(MCPDecisionStage().run(withContent.request).answerStatus == 400)
     }
 

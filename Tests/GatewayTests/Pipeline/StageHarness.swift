@@ -14,14 +14,16 @@ struct StageHarness {
     /// Routes `target` on `worker` (its route's proxied chain; `decision` for a verdict's).
     init(
         _ worker: Worker, _ method: String = "GET", _ target: String,
-        fields: [(name: String, value: String)] = [("Host", "a")], body: [UInt8]? = nil
+        fields: [(name: String, value: String)] = [("Host", "app.example")], body: [UInt8]? = nil
     ) throws {
         self.worker = worker
         let (exchange, transport) = InMemoryTransport.exchange(method, target, fields: fields, body: body)
         let services = worker.services
         worker.metrics.inflight += 1
         exchange.responder.observer = worker
-        let ctx = TrustStage(services: services).context(exchange, trusted: false, host: "a", start: 0)
+        // The host as the request pipeline normalizes it from the request's Host.
+        let host = fields.first { $0.name.lowercased() == "host" }.flatMap { HostNormalizer.normalize($0.value) }
+        let ctx = TrustStage(services: services).context(exchange, trusted: false, host: host ?? "a", start: 0)
         guard
             case .forward(let plan, let path, let query, let forwarding) = RequestPipeline.prepare(
                 exchange.head, peerTrusted: false, policy: services.requestPolicy)
