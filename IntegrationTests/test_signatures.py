@@ -388,37 +388,30 @@ def test_a_second_content_digest_line_is_checked_as_the_signature_covers_it(
 
     def digest(name, data):
         return f"{name}=:" + base64.b64encode(getattr(hashlib, name.replace("-", ""))(data).digest()).decode() + ":"
-    right = digest("sha-256", body)
-    for second in (digest("sha-512", b'{"amount": 99}'),):
-        # Signed over the two lines as the base combines them (the library reads one field).
-        req = requests.Request("POST", gw.url("/pay/7"), data=body, headers={
+
+    def send(path, first, second):
+        """Signed over the two lines as the base combines them (the library reads one field),
+        then sent as two Content-Digest lines."""
+        req = requests.Request("POST", gw.url(path), data=body, headers={
             "Content-Type": "application/json", "Authorization": bearer(idp),
-            "Content-Digest": right + ", " + second}).prepare()
+            "Content-Digest": first + ", " + second}).prepare()
         HTTPMessageSigner(
             signature_algorithm=ALGORITHMS["ed25519"][0],
             key_resolver=MappingKeyResolver(public_keys={}, private_keys={"ed25519": keys.secret("ed25519")}),
         ).sign(req, key_id="ed25519", tag="fapi-2-request", covered_component_ids=FAPI, use_existing_digest=True)
-        lines = ["POST /pay/7 HTTP/1.1", f"Host: 127.0.0.1:{gw.port}", "Content-Type: application/json",
-                 f"Authorization: {req.headers['Authorization']}", f"Content-Digest: {right}",
+        lines = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{gw.port}", "Content-Type: application/json",
+                 f"Authorization: {req.headers['Authorization']}", f"Content-Digest: {first}",
                  f"Content-Digest: {second}", f"Signature-Input: {req.headers['Signature-Input']}",
                  f"Signature: {req.headers['Signature']}", f"Content-Length: {len(body)}", "Connection: close"]
-        status, response = raw_request(gw.port, ("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-        assert status == 401, response[:600]
-        assert b"invalid_signature" in response and b"Content-Digest does not match" in response, response[:600]
+        return raw_request(gw.port, ("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+
+    right = digest("sha-256", body)
+    status, response = send("/pay/7", right, digest("sha-512", b'{"amount": 99}'))
+    assert status == 401, response[:600]
+    assert b"invalid_signature" in response and b"Content-Digest does not match" in response, response[:600]
     assert saw(upstream, "/pay/7") == 0
     # The same two-line request with both digests right passes: the lines are read, not refused.
-    req = requests.Request("POST", gw.url("/pay/8"), data=body, headers={
-        "Content-Type": "application/json", "Authorization": bearer(idp),
-        "Content-Digest": right + ", " + digest("sha-512", body)}).prepare()
-    HTTPMessageSigner(
-        signature_algorithm=ALGORITHMS["ed25519"][0],
-        key_resolver=MappingKeyResolver(public_keys={}, private_keys={"ed25519": keys.secret("ed25519")}),
-    ).sign(req, key_id="ed25519", tag="fapi-2-request", covered_component_ids=FAPI, use_existing_digest=True)
-    lines = ["POST /pay/8 HTTP/1.1", f"Host: 127.0.0.1:{gw.port}", "Content-Type: application/json",
-             f"Authorization: {req.headers['Authorization']}", f"Content-Digest: {right}",
-             f"Content-Digest: {digest('sha-512', body)}", f"Signature-Input: {req.headers['Signature-Input']}",
-             f"Signature: {req.headers['Signature']}", f"Content-Length: {len(body)}", "Connection: close"]
-    status, response = raw_request(gw.port, ("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+    status, response = send("/pay/8", right, digest("sha-512", body))
     assert status == 200, response[:600]
 
 
