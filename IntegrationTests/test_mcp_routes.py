@@ -264,3 +264,28 @@ def test_a_spoofed_identity_header_never_arrives(gw, idp):
     r = post(gw, tok(idp, gw), call("tools/call", name="echo"), headers={"X-Forwarded-User": "admin"})
     assert r.status_code == 200
     assert sent(r)["x-forwarded-user"] == "alice"
+
+
+def test_a_decision_for_a_2026_post_is_judged_on_its_mirrored_headers(gw, idp):
+    """MCP 2026-07-28 (SEP-2243): an ingress's auth subrequest has no body, but the call is
+    named in Mcp-Method and Mcp-Name; the route's rules judge it as they judge a body. The
+    verdict relies on the server refusing a body that disagrees (docs/decision-mode.md)."""
+    url = f"http://127.0.0.1:{gw.port}/_tokengate/auth"
+
+    def decide(scope, **mirrored):
+        headers = {"Authorization": f"Bearer {tok(idp, gw, scope=scope)}",
+                   "X-Original-URL": f"http://127.0.0.1:{gw.port}/mcp", "X-Original-Method": "POST",
+                   "MCP-Protocol-Version": "2026-07-28"}
+        headers.update({f"Mcp-{k.capitalize()}": v for k, v in mirrored.items()})
+        return requests.get(url, headers=headers, timeout=10)
+    assert decide("mcp mcp:deploy", method="tools/call", name="deploy").status_code == 200
+    r = decide("mcp", method="tools/call", name="deploy")
+    assert r.status_code == 403 and 'scope="mcp mcp:deploy"' in r.headers["WWW-Authenticate"], r.text
+    assert decide("mcp", method="tools/call", name="echo").status_code == 200
+    # The name in its Base64 form is the same name.
+    assert decide("mcp", method="tools/call", name="=?base64?ZGVwbG95?=").status_code == 403
+    assert decide("mcp", method="tools/call").status_code == 400
+    # A 2025 client names nothing in headers: still 403 without the body.
+    headers = {"Authorization": f"Bearer {tok(idp, gw, scope='mcp mcp:deploy')}",
+               "X-Original-URL": f"http://127.0.0.1:{gw.port}/mcp", "X-Original-Method": "POST"}
+    assert requests.get(url, headers=headers, timeout=10).status_code == 403

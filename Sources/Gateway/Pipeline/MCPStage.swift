@@ -33,15 +33,8 @@ final class MCPStage: Stage {
         let ex = request.exchange
         let ctx = request.context
         let rules = rules
-        let asked = request.origin
-        if let why = origin.refusal(
-            host: asked.forwardedHost ?? ex.head.fields.first("Host") ?? "", scheme: asked.forwardedProto,
-            origin: ex.head.fields.first("Origin"))
-        {
-            return .answer(
-                ErrorResponse.make(
-                    403, error: "access_denied", description: why, requestID: ctx.requestID, detail: "mcp: \(why)"),
-                close: MCPTransportMethods.hasContent(ex.body.framing))
+        if let refusal = originRefusal(request) {
+            return .answer(refusal, close: MCPTransportMethods.hasContent(ex.body.framing))
         }
         if admission.preflight { return .proceed }
         guard ex.head.method == .POST else {
@@ -143,8 +136,21 @@ final class MCPStage: Stage {
         return filter
     }
 
+    /// 403 for a request from another site (MCPOrigin: DNS rebinding); nil: it may go on.
+    func originRefusal(_ request: RoutedRequest) -> GatewayResponse? {
+        let asked = request.origin
+        let fields = request.head.fields
+        guard
+            let why = origin.refusal(
+                host: asked.forwardedHost ?? fields.first("Host") ?? "", scheme: asked.forwardedProto,
+                origin: fields.first("Origin"))
+        else { return nil }
+        return ErrorResponse.make(
+            403, error: "access_denied", description: why, requestID: request.context.requestID, detail: "mcp: \(why)")
+    }
+
     /// The refusal of a message the route's rules do not let this token make; nil: it passes.
-    private func denial(_ message: MCPMessage, admission: Admission, ctx: RequestContext) -> GatewayResponse? {
+    func denial(_ message: MCPMessage, admission: Admission, ctx: RequestContext) -> GatewayResponse? {
         // The call's name is the client's text: it goes to the log only, cut short.
         var call: String { String((message.target?.description ?? message.method ?? "a response").prefix(200)) }
         switch rules.check(message, token: admission.token) {
@@ -172,29 +178,5 @@ final class MCPStage: Stage {
             services.metrics.authFailure(authFailure)
             return ErrorResponse.auth(denial, requestID: ctx.requestID)
         }
-    }
-}
-
-/// An MCP route's stage in decision mode: the ingress sends no body, so a POST cannot be
-/// judged call by call; it is refused rather than let through on the route's requirement alone.
-/// The other methods are refused as in the request path (MCPTransportMethods), content being
-/// what the original request's head announces.
-final class MCPDecisionStage: Stage {
-    func run(_ request: RoutedRequest) -> StageOutcome {
-        guard request.head.method == .POST else {
-            if request.admission?.preflight == true { return .proceed }
-            let hasContent = MCPTransportMethods.announcesContent(request.head.fields)
-            if let refusal = MCPTransportMethods.refusal(
-                request.head, hasContent: hasContent, requestID: request.context.requestID)
-            {
-                return .answer(refusal)
-            }
-            return .proceed
-        }
-        return .answer(
-            ErrorResponse.make(
-                403, error: "access_denied",
-                description: "an MCP route judges each call by its body: put the gateway in the request path",
-                requestID: request.context.requestID, detail: "decision: mcp route, no body to judge"))
     }
 }

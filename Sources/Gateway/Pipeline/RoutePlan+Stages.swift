@@ -16,7 +16,8 @@ extension RoutePlan {
         // After admission: what the route checks or changes on an admitted request.
         chain += keyed.stages(at: .afterAuthentication, self, services, decision: decision)
         if let mcp {
-            chain.append(decision ? MCPDecisionStage() : MCPStage(services: services, rules: mcp, plan: self))
+            let stage = MCPStage(services: services, rules: mcp, plan: self)
+            chain.append(decision ? MCPDecisionStage(judge: stage) : stage)
         }
         if decision { return chain + keyed.stages(at: .beforeUpstream, self, services, decision: true) }
         if let exchange {

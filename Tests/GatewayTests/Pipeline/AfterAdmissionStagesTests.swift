@@ -88,18 +88,42 @@ struct AfterAdmissionStagesTests {
         #expect(h.run(try #require(h.stage(MCPStage.self))).proceeds)
     }
 
+    /// The decision stage of the harness's route, judging as its request-path stage does.
+    static func decisionStage(_ h: StageHarness) throws -> MCPDecisionStage {
+        MCPDecisionStage(judge: try #require(h.stage(MCPStage.self)))
+    }
+
     @Test func aDecisionAboutAnMCPPostIsRefused() throws {
         let h = try StageHarness(try testWorker(PipelineConfigs.yaml), "POST", "/mcp")
-        #expect(MCPDecisionStage().run(h.request).answerStatus == 403)
+        #expect(try Self.decisionStage(h).run(h.request).answerStatus == 403)
         let get = try StageHarness(try testWorker(PipelineConfigs.yaml), "GET", "/mcp")
-        #expect(MCPDecisionStage().run(get.request).proceeds)
+        #expect(try Self.decisionStage(get).run(get.request).proceeds)
         // The ingress holds the body: another method, or content announced on a GET, is refused.
         let put = try StageHarness(try testWorker(PipelineConfigs.yaml), "PUT", "/mcp")
-        #expect(MCPDecisionStage().run(put.request).answerStatus == 405)
+        #expect(try Self.decisionStage(put).run(put.request).answerStatus == 405)
         let withContent = try StageHarness(
             try testWorker(PipelineConfigs.yaml), "DELETE", "/mcp",
             fields: [("Host", "app.example"), ("Content-Length", "70")])
-        #expect(MCPDecisionStage().run(withContent.request).answerStatus == 400)
+        #expect(try Self.decisionStage(withContent).run(withContent.request).answerStatus == 400)
+    }
+
+    /// MCP 2026-07-28: without the body, a POST is judged on its mirrored headers by the
+    /// route's rules; without them (a 2025 client) it is still refused.
+    @Test func aDecisionAboutA2026PostIsJudgedOnItsHeaders() throws {
+        func decide(_ headers: [(String, String)]) throws -> StageOutcome {
+            let h = try StageHarness(
+                try testWorker(PipelineConfigs.yaml), "POST", "/mcp", fields: [("Host", "app.example")] + headers)
+            Self.admitted(h)
+            return try Self.decisionStage(h).run(h.request)
+        }
+        let v2026 = ("MCP-Protocol-Version", "2026-07-28")
+        #expect(try decide([v2026, ("Mcp-Method", "tools/call"), ("Mcp-Name", "echo")]).proceeds)
+        #expect(try decide([v2026, ("Mcp-Method", "tools/list")]).proceeds)
+        #expect(try decide([v2026, ("Mcp-Method", "tools/call")]).answerStatus == 400, "no Mcp-Name")
+        #expect(try decide([("MCP-Protocol-Version", "2025-11-25"), ("Mcp-Method", "tools/list")]).answerStatus == 403)
+        #expect(try decide([("MCP-Protocol-Version", "2024-11-05"), ("Mcp-Method", "tools/list")]).answerStatus == 403)
+        #expect(
+            try decide([v2026, ("Origin", "https://evil.example"), ("Mcp-Method", "tools/list")]).answerStatus == 403)
     }
 
     static let exchangeYAML = TokenExchangeConfigTests.yaml(

@@ -1,0 +1,62 @@
+import JOSE
+import Reactor
+
+/// An MCP route's stage in decision mode, where the ingress asks about a request it holds.
+/// The other methods are refused as in the request path (MCPTransportMethods), content being
+/// what the original request's head announces. A POST's call is judged:
+///
+/// - at MCP 2026-07-28, on its mirrored headers (SEP-2243: `Mcp-Method`, `Mcp-Name`), by the
+///   route's rules as the request path judges a body. An ingress such as nginx's
+///   `auth_request` sends no body; the verdict then relies on the MCP server refusing a body
+///   that disagrees with the headers, as a 2026-07-28 server must (docs/decision-mode.md);
+/// - before 2026-07-28 there are no such headers, and a call is not judged on the route's
+///   requirement alone: 403, put the gateway in the request path.
+final class MCPDecisionStage: Stage {
+    /// The request path's stage: its rules, its refusals and its Origin check.
+    let judge: MCPStage
+
+    init(judge: MCPStage) { self.judge = judge }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        let ctx = request.context
+        if let refusal = judge.originRefusal(request) { return .answer(refusal) }
+        guard request.head.method == .POST else {
+            if request.admission?.preflight == true { return .proceed }
+            let hasContent = MCPTransportMethods.announcesContent(request.head.fields)
+            if let refusal = MCPTransportMethods.refusal(request.head, hasContent: hasContent, requestID: ctx.requestID)
+            {
+                return .answer(refusal)
+            }
+            return .proceed
+        }
+        guard case .success(let headers) = MCPMirroredHeaders.read(request.head.fields),
+            let version = headers.protocolVersion, version >= MCPMirroredHeaders.mirroringVersion,
+            let method = headers.method, !method.isEmpty
+        else {
+            return .answer(
+                ErrorResponse.make(
+                    403, error: "access_denied",
+                    description: "an MCP route judges each call by its body: put the gateway in the request path",
+                    requestID: ctx.requestID, detail: "decision: mcp route, no body to judge"))
+        }
+        guard judge.rules.protocolVersions.contains(version) else {
+            return .answer(
+                MCPProtocolVersion.refusal(requested: version, supported: judge.rules.protocolVersions, id: nil))
+        }
+        // The call as its headers name it: the method, and the tool, resource or prompt.
+        var message = MCPMessage(kind: .call(method: method), id: nil)
+        if let member = MCPTarget.member(of: method) {
+            guard let name = headers.name, case .success(let target) = member.make(name) else {
+                return .answer(
+                    MCPHeaderMismatch("Mcp-Name is required for \(method), a name the route's rules can read")
+                        .response(id: nil))
+            }
+            message.target = target
+            message.named = name
+        }
+        ctx.mcpCall = (String(method.prefix(200)), message.named.map { String($0.prefix(200)) })
+        if let denial = judge.denial(message, admission: request.admitted, ctx: ctx) { return .answer(denial) }
+        if case .tool(let name) = message.target { request.admission?.mcpTool = name }
+        return .proceed
+    }
+}
