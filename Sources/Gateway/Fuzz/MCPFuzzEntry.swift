@@ -4,8 +4,8 @@ import OAuth
 
 /// Entry point for fuzzing what an MCP route reads of a POST before the upstream hears of it
 /// (the libFuzzer target `MCPFuzz` in `fuzz/` and the corpus replay test call this): the
-/// `Content-Type` check and the JSON-RPC message whose method and target the rules judge; and
-/// what it reads of the answer to a `tools/list`.
+/// `Content-Type` check and the JSON-RPC message whose method and target the rules judge; the
+/// headers that mirror it (MCP 2026-07-28); and what it reads of the answer to a `tools/list`.
 /// Returns normally on every input; a failed `fuzzInvariant` is a finding.
 public enum MCPFuzzEntry {
     /// The first line is a `Content-Type` value, the rest a request body. The first line's
@@ -18,6 +18,8 @@ public enum MCPFuzzEntry {
         method(line, hasContent: newline + 1 < data.count)
         resourceURI(line)
         message(Array(data[min(newline + 1, data.count)...]))
+        // The first line as an `Mcp-Name` beside that body (MCPFuzzEntry+Headers).
+        mirroredHeaders(nameLine: line, body: Array(data[min(newline + 1, data.count)...]))
         // The whole input as a body too: the seeds are bodies.
         message(data)
         // And as an upstream's SSE answer to a tools/list (MCPFuzzEntry+EventStream).
