@@ -266,15 +266,29 @@ def test_a_spoofed_identity_header_never_arrives(gw, idp):
     assert sent(r)["x-forwarded-user"] == "alice"
 
 
-def test_a_decision_for_a_2026_post_is_judged_on_its_mirrored_headers(gw, idp):
+ONLY_2026 = """  - name: mcp2026
+    match: { path: /v2026/mcp }
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    require: { scopes: [mcp] }
+    mcp:
+      protocol_versions: [2026-07-28]
+      tools: { deploy: { require: { scopes: [mcp:deploy] } } }"""
+
+
+def test_a_decision_for_a_2026_post_is_judged_on_its_mirrored_headers(upstream, idp, gateway_factory):
     """MCP 2026-07-28 (SEP-2243): an ingress's auth subrequest has no body, but the call is
-    named in Mcp-Method and Mcp-Name; the route's rules judge it as they judge a body. The
-    verdict relies on the server refusing a body that disagrees (docs/decision-mode.md)."""
+    named in Mcp-Method and Mcp-Name; on a route that takes 2026-07-28 only (its server must
+    refuse a body that disagrees with them), the route's rules judge it as they judge a body.
+    On a route that still takes a 2025 revision the server may run the body whatever the
+    headers say: 403 there, whatever the client claims."""
+    gw = gateway_factory(config(upstream, idp, extra=ONLY_2026))
     url = f"http://127.0.0.1:{gw.port}/_tokengate/auth"
 
-    def decide(scope, **mirrored):
-        headers = {"Authorization": f"Bearer {tok(idp, gw, scope=scope)}",
-                   "X-Original-URL": f"http://127.0.0.1:{gw.port}/mcp", "X-Original-Method": "POST",
+    def decide(scope, path="/v2026/mcp", **mirrored):
+        headers = {"Authorization": f"Bearer {mint(idp.keys[0], aud='api', scope=scope)}",
+                   "X-Original-URL": f"http://127.0.0.1:{gw.port}{path}", "X-Original-Method": "POST",
                    "MCP-Protocol-Version": "2026-07-28"}
         headers.update({f"Mcp-{k.capitalize()}": v for k, v in mirrored.items()})
         return requests.get(url, headers=headers, timeout=10)
@@ -282,10 +296,16 @@ def test_a_decision_for_a_2026_post_is_judged_on_its_mirrored_headers(gw, idp):
     r = decide("mcp", method="tools/call", name="deploy")
     assert r.status_code == 403 and 'scope="mcp mcp:deploy"' in r.headers["WWW-Authenticate"], r.text
     assert decide("mcp", method="tools/call", name="echo").status_code == 200
-    # The name in its Base64 form is the same name.
+    # The name in its Base64 form is the same name; a plain one with a comma (two names an
+    # ingress joined) is refused.
     assert decide("mcp", method="tools/call", name="=?base64?ZGVwbG95?=").status_code == 403
+    assert decide("mcp mcp:deploy", method="tools/call", name="deploy,deploy").status_code == 400
     assert decide("mcp", method="tools/call").status_code == 400
-    # A 2025 client names nothing in headers: still 403 without the body.
-    headers = {"Authorization": f"Bearer {tok(idp, gw, scope='mcp mcp:deploy')}",
-               "X-Original-URL": f"http://127.0.0.1:{gw.port}/mcp", "X-Original-Method": "POST"}
-    assert requests.get(url, headers=headers, timeout=10).status_code == 403
+    # A list the rules would filter cannot be filtered here.
+    assert decide("mcp", method="tools/list").status_code == 403
+    # The default route takes 2025 revisions too: 403, whatever the headers claim.
+    r = requests.get(url, timeout=10, headers={
+        "Authorization": f"Bearer {tok(idp, gw, scope='mcp mcp:deploy')}",
+        "X-Original-URL": f"http://127.0.0.1:{gw.port}/mcp", "X-Original-Method": "POST",
+        "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "ping"})
+    assert r.status_code == 403, r.text

@@ -139,4 +139,20 @@ struct RouterTemplateTests {
         #expect(decide("/orders/1/../2") == .route(0))
         #expect(decide("/other/../x") == .route(2))
     }
+
+    /// `/orders/%2e/x` is `/orders/{id}/x`'s path as written (`id` = `.`); resolved, it is
+    /// `/orders/x`, another route's. A `.` that leaves a template's route is refused too.
+    @Test func aDotInATemplateVariableLeavesItsRoute() {
+        let r = Router(routes: [
+            Self.route(0, Self.t("/orders/{id}/x")), Self.route(1, .prefix("/orders/")), Self.route(2, .prefix("/"))
+        ])
+        func decide(_ target: String) -> Router.Decision? {
+            guard case .success(let n) = PathNormalizer.normalize(target: target) else { return nil }
+            return r.decide(host: "h", method: .GET, normalized: n)
+        }
+        #expect(decide("/orders/%2e/x") == .escapesRoute)
+        #expect(decide("/orders/./x") == .escapesRoute)
+        #expect(decide("/orders/7/./x") == .route(0))
+        #expect(decide("/static/./a.css") == .route(2))
+    }
 }

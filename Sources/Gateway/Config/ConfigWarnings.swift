@@ -61,6 +61,15 @@ extension ConfigParser {
                         + "token passthrough: the server could replay it elsewhere. Leave forward_token out and use the "
                         + "identity headers, identity_assertion, or token_exchange for a token of the server's own")
             }
+            if route.options.auth.tokenRoute?.mcp != nil, route.match.host == nil, cfg.publicURLs.isEmpty {
+                // MCPOrigin: without its own name, the route takes any Host, and a rebound
+                // name's Origin agrees with it.
+                warn(
+                    "\(p).mcp", nil,
+                    "this MCP route knows no name of its own (no match.host, no public_url): a page whose DNS name "
+                        + "an attacker points at the gateway sends a Host and an Origin that agree, and passes the "
+                        + "DNS-rebinding check; set public_url (or match.host)")
+            }
             if let tokens = route.options.auth.tokenRoute, tokens.resource != nil,
                 ConfigParser.scopesIncludingOffline(of: [tokens.requirement]).contains("offline_access")
             {

@@ -133,9 +133,9 @@ extension RouteFuzzEntry {
             fuzzInvariant(best == nil && n.dotDotOrigins.isEmpty, "route: not found although a route matches")
         case .escapesRoute:
             fuzzInvariant(
-                !n.dotDotOrigins.isEmpty
-                    && (best == nil || n.dotDotOrigins.contains { mostSpecific(host, method, $0) != best }
-                        || writtenElsewhere),
+                writtenElsewhere
+                    || !n.dotDotOrigins.isEmpty
+                        && (best == nil || n.dotDotOrigins.contains { mostSpecific(host, method, $0) != best }),
                 "route: refused as escaping although every `..` stayed in its route")
         }
         return decision

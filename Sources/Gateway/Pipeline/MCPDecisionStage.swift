@@ -5,12 +5,15 @@ import Reactor
 /// The other methods are refused as in the request path (MCPTransportMethods), content being
 /// what the original request's head announces. A POST's call is judged:
 ///
-/// - at MCP 2026-07-28, on its mirrored headers (SEP-2243: `Mcp-Method`, `Mcp-Name`), by the
-///   route's rules as the request path judges a body. An ingress such as nginx's
-///   `auth_request` sends no body; the verdict then relies on the MCP server refusing a body
-///   that disagrees with the headers, as a 2026-07-28 server must (docs/decision-mode.md);
-/// - before 2026-07-28 there are no such headers, and a call is not judged on the route's
-///   requirement alone: 403, put the gateway in the request path.
+/// - on a route that takes MCP 2026-07-28 only (`protocol_versions`), on its mirrored headers
+///   (SEP-2243: `Mcp-Method`, `Mcp-Name`), by the route's rules as the request path judges a
+///   body. An ingress such as nginx's `auth_request` sends no body; the verdict then relies
+///   on the MCP server refusing a body that disagrees with the headers, as a 2026-07-28
+///   server must (docs/decision-mode.md). A list whose answer the rules would filter cannot
+///   be filtered here, and is refused;
+/// - on a route that still takes a 2025 revision, the server may run the body whatever the
+///   headers say, and a call is not judged on the route's requirement alone: 403, put the
+///   gateway in the request path.
 final class MCPDecisionStage: Stage {
     /// The request path's stage: its rules, its refusals and its Origin check.
     let judge: MCPStage
@@ -29,7 +32,10 @@ final class MCPDecisionStage: Stage {
             }
             return .proceed
         }
-        guard case .success(let headers) = MCPMirroredHeaders.read(request.head.fields),
+        // Only where the server behind is a 2026-07-28 one (the route takes no 2025 revision):
+        // a 2025 server ignores the headers and runs the body, whatever a client claims.
+        guard !MCPProtocolVersion.servesSessions(judge.rules.protocolVersions),
+            case .success(let headers) = MCPMirroredHeaders.read(request.head.fields),
             let version = headers.protocolVersion, version >= MCPMirroredHeaders.mirroringVersion,
             let method = headers.method, !method.isEmpty
         else {
@@ -42,6 +48,23 @@ final class MCPDecisionStage: Stage {
         guard judge.rules.protocolVersions.contains(version) else {
             return .answer(
                 MCPProtocolVersion.refusal(requested: version, supported: judge.rules.protocolVersions, id: nil))
+        }
+        // Envoy's ext_authz `headers` map joins a repeated field with ",": two `Mcp-Name`s
+        // would arrive as one name nobody calls. A plain mirrored value with a comma is refused
+        // here; a name that holds one rides in its `=?base64?…?=` form.
+        if method.contains(",") || headers.name.map({ $0.contains(",") && !Self.isSentinel(request) }) == true {
+            return .answer(
+                MCPHeaderMismatch("a mirrored header holds a comma: send it once, in its Base64 form").response(id: nil)
+            )
+        }
+        // A list's answer does not come back through the gateway here: on a route whose rules
+        // differ by caller it could not be filtered or marked private, so it is not let through.
+        if judge.rules.differsByCaller, ToolListFilter.cacheableMethods.contains(method) {
+            return .answer(
+                ErrorResponse.make(
+                    403, error: "access_denied",
+                    description: "\(method) is answered per caller on this route: put the gateway in the request path",
+                    requestID: ctx.requestID, detail: "decision: mcp \(method) cannot be filtered"))
         }
         // The call as its headers name it: the method, and the tool, resource or prompt.
         var message = MCPMessage(kind: .call(method: method), id: nil)
@@ -58,5 +81,10 @@ final class MCPDecisionStage: Stage {
         if let denial = judge.denial(message, admission: request.admitted, ctx: ctx) { return .answer(denial) }
         if case .tool(let name) = message.target { request.admission?.mcpTool = name }
         return .proceed
+    }
+
+    /// Whether the request's `Mcp-Name` is written in its Base64 form.
+    private static func isSentinel(_ request: RoutedRequest) -> Bool {
+        request.head.fields.first("Mcp-Name")?.trimmingOWS.hasPrefix("=?base64?") == true
     }
 }

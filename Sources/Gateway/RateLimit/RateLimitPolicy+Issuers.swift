@@ -1,7 +1,7 @@
 /// A caller is the issuer's: a `sub`, `client_id` or claim one IdP mints says nothing of
 /// another IdP's user with the same value. So the value of an identity key is counted, and
-/// matched against `overrides`, as `ISSUER/VALUE`, ISSUER being the `issuers` entry that
-/// vouched for the caller (`RateLimitStage.value`).
+/// matched against `overrides`, with the `issuers` entry that vouched for the caller
+/// (`RateLimitStage.value`); the config writes an override for one as `ISSUER/VALUE`.
 extension RateLimitKey {
     /// Whether its value names a caller some issuer vouched for.
     var namesCaller: Bool {
@@ -23,15 +23,20 @@ extension RateLimitPolicy {
         var resolved: [String: RateLimitRule] = [:]
         for (value, rule) in overrides {
             if let issuer = Self.issuer(of: value, among: issuers) {
-                if vouchers.contains(issuer) { resolved[value] = rule }
+                if vouchers.contains(issuer) { resolved[Self.key(issuer, value.dropFirst(issuer.count + 1))] = rule }
             } else if vouchers.count == 1, let only = vouchers.first {
-                resolved[only + "/" + value] = rule
+                resolved[Self.key(only, value[...])] = rule
             }
         }
         var copy = self
         copy.overrides = resolved
         return copy
     }
+
+    /// An identity key's value as counted: the issuer's name and the value apart by a NUL,
+    /// which neither a config name nor a claim read from JSON text can hold unescaped, so no
+    /// two (issuer, value) pairs meet, whatever `/` they hold.
+    static func key(_ issuer: String, _ value: Substring) -> String { issuer + "\u{0}" + value }
 
     /// The ISSUER of an `ISSUER/VALUE` override, when it is one of `issuers`; nil for a bare
     /// value (which may hold a `/` of its own).

@@ -69,7 +69,7 @@ final class RateLimitStage: KeyedStage {
 
     /// The value of `key` for this request; "" when the request has none (one budget for
     /// every request without it, so leaving a claim or header out is no way around it). An
-    /// identity key's value is `ISSUER/VALUE` (`RateLimitKey.namesCaller`).
+    /// identity key's value carries its issuer (`RateLimitKey.namesCaller`).
     func value(_ key: RateLimitKey, _ request: RoutedRequest) -> String {
         let admission = request.admission
         switch key {
@@ -102,11 +102,11 @@ final class RateLimitStage: KeyedStage {
         }
     }
 
-    /// `ISSUER/VALUE`: the value as the issuer that vouched for the caller said it; "" for
-    /// no value.
+    /// The value as the issuer that vouched for the caller said it (`RateLimitPolicy.key`);
+    /// "" for no value.
     func vouched(_ request: RoutedRequest, _ value: String?) -> String {
         guard let value, !value.isEmpty else { return "" }
-        return (request.context.caller?.issuer ?? "") + "/" + value
+        return RateLimitPolicy.key(request.context.caller?.issuer ?? "", value[...])
     }
 }
 

@@ -17,8 +17,9 @@ enum PathNormalizer {
         /// The path as it stood before each `..` removed a segment; the gateway refuses the
         /// request if a `..` moved it out of the route it was in (see `Router`).
         var dotDotOrigins: [String]
-        /// With a `..`: the path as written, its dot segments kept (percent-decoded). A reader
-        /// that does not resolve them first sees `/orders/%2e%2e` as `/orders/{id}`'s path.
+        /// With a `.` or `..` segment: the path as written, its dot segments kept (percent-
+        /// decoded). A reader that does not resolve them first sees `/orders/%2e%2e` as
+        /// `/orders/{id}`'s path, and `/orders/%2e/x` as `/orders/{id}/x`'s.
         var spelled: String? = nil
     }
 
@@ -97,10 +98,12 @@ enum PathNormalizer {
         var origins: [String] = []
         // Each `..` costs a route lookup later; bound the work one request can ask for.
         if segments.lazy.filter({ $0 == [0x2e, 0x2e] }).count > 32 { return .failure(.tooManyDotSegments) }
+        var removedDot = false
         for (n, seg) in segments.enumerated() {
             let isLast = n == segments.count - 1
             if seg == [0x2e] {
                 if isLast { trailingSlash = true }
+                removedDot = true
                 continue
             }
             if seg == [0x2e, 0x2e] {
@@ -113,7 +116,7 @@ enum PathNormalizer {
             output.append(seg)
         }
         let path = join(output, trailingSlash: trailingSlash && !output.isEmpty)
-        let spelled = origins.isEmpty ? nil : join(segments, trailingSlash: trailingSlash)
+        let spelled = origins.isEmpty && !removedDot ? nil : join(segments, trailingSlash: trailingSlash)
         return .success(Normalized(path: path, query: query, dotDotOrigins: origins, spelled: spelled))
     }
 

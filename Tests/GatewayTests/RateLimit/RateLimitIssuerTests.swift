@@ -42,30 +42,36 @@ struct RateLimitIssuerTests {
         let cfg = try parse(Self.yaml(Self.perUser, issuers: "[one]"))
         let policy = try #require(cfg.rateLimits["per-user"])
         let onOne = policy.onRoute(vouchers: ["one"], issuers: Set(cfg.issuers.keys))
-        #expect(onOne.rule(for: "one/svc-batch").rate.count == 100)
+        #expect(onOne.rule(for: "one\u{0}svc-batch").rate.count == 100)
         // A bare value with a slash of its own, not an issuer's name: still bare.
-        #expect(onOne.rule(for: "one/a/b").rate.count == 2)
+        #expect(onOne.rule(for: "one\u{0}a/b").rate.count == 2)
         // Another issuer's caller with the same sub gets the route's limit.
-        #expect(onOne.rule(for: "two/svc-batch") == policy.limit)
+        #expect(onOne.rule(for: "two\u{0}svc-batch") == policy.limit)
         // "two/…" names issuer two, which does not vouch here.
-        #expect(onOne.rule(for: "one/two/bench-carol") == policy.limit)
-        #expect(onOne.rule(for: "two/bench-carol") == policy.limit)
+        #expect(onOne.rule(for: "one\u{0}two/bench-carol") == policy.limit)
+        #expect(onOne.rule(for: "two\u{0}bench-carol") == policy.limit)
     }
 
     @Test func onARouteOfSeveralIssuersOnlyQualifiedOverridesApply() throws {
         let cfg = try parse(Self.yaml(Self.perUser))
         let policy = try #require(cfg.rateLimits["per-user"])
         let both = policy.onRoute(vouchers: ["one", "two"], issuers: Set(cfg.issuers.keys))
-        #expect(both.rule(for: "one/svc-batch") == policy.limit)
-        #expect(both.rule(for: "two/svc-batch") == policy.limit)
-        #expect(both.rule(for: "two/bench-carol").rate.count == 1)
-        #expect(both.rule(for: "one/bench-carol") == policy.limit)
+        #expect(both.rule(for: "one\u{0}svc-batch") == policy.limit)
+        #expect(both.rule(for: "two\u{0}svc-batch") == policy.limit)
+        #expect(both.rule(for: "two\u{0}bench-carol").rate.count == 1)
+        #expect(both.rule(for: "one\u{0}bench-carol") == policy.limit)
         let warnings = cfg.warnings.map(\.description)
         #expect(
             warnings.contains {
                 $0.contains("counts each issuer's sub apart")
                     && $0.contains("its overrides a/b, svc-batch name no issuer")
             }, "\(warnings)")
+    }
+
+    /// Issuer `a`'s caller `b/x` and issuer `a/b`'s caller `x` are two callers.
+    @Test func aSlashInANameOrAValueMeetsNoOtherCaller() {
+        #expect(RateLimitPolicy.key("a", "b/x") != RateLimitPolicy.key("a/b", "x"))
+        #expect(RateLimitPolicy.key("one", "svc-batch") == "one\u{0}svc-batch")
     }
 
     @Test func aKeyOfNoCallerIsNotQualified() throws {
