@@ -111,13 +111,19 @@ struct RouterTemplateTests {
             ])
     }
 
-    /// `..` is judged as for other routes: it may move within the template's route, not out.
-    @Test func dotSegmentsStayInTheirRoute() {
-        let r = Router(routes: [Self.route(0, Self.t("/orders/{id}")), Self.route(1, .prefix("/admin/"))])
-        func decide(_ target: String) -> Router.Decision? {
+    /// The router's decision for a target as the request pipeline normalizes it (nil: refused
+    /// by the normalizer).
+    static func decider(_ r: Router) -> (String) -> Router.Decision? {
+        { target in
             guard case .success(let n) = PathNormalizer.normalize(target: target) else { return nil }
             return r.decide(host: "h", method: .GET, normalized: n)
         }
+    }
+
+    /// `..` is judged as for other routes: it may move within the template's route, not out.
+    @Test func dotSegmentsStayInTheirRoute() {
+        let r = Router(routes: [Self.route(0, Self.t("/orders/{id}")), Self.route(1, .prefix("/admin/"))])
+        let decide = Self.decider(r)
         #expect(decide("/orders/1/../2") == .route(0))
         #expect(decide("/orders/1/../../admin/x") == .escapesRoute)
         #expect(decide("/admin/../orders/1") == .escapesRoute)
@@ -129,10 +135,7 @@ struct RouterTemplateTests {
         let r = Router(routes: [
             Self.route(0, Self.t("/orders/{id}")), Self.route(1, .prefix("/admin/")), Self.route(2, .prefix("/"))
         ])
-        func decide(_ target: String) -> Router.Decision? {
-            guard case .success(let n) = PathNormalizer.normalize(target: target) else { return nil }
-            return r.decide(host: "h", method: .GET, normalized: n)
-        }
+        let decide = Self.decider(r)
         #expect(decide("/orders/%2e%2e") == .escapesRoute)
         #expect(decide("/orders/..") == .escapesRoute)
         #expect(decide("/orders/%2E%2E/") == .escapesRoute)
@@ -146,10 +149,7 @@ struct RouterTemplateTests {
         let r = Router(routes: [
             Self.route(0, Self.t("/orders/{id}/x")), Self.route(1, .prefix("/orders/")), Self.route(2, .prefix("/"))
         ])
-        func decide(_ target: String) -> Router.Decision? {
-            guard case .success(let n) = PathNormalizer.normalize(target: target) else { return nil }
-            return r.decide(host: "h", method: .GET, normalized: n)
-        }
+        let decide = Self.decider(r)
         #expect(decide("/orders/%2e/x") == .escapesRoute)
         #expect(decide("/orders/./x") == .escapesRoute)
         #expect(decide("/orders/7/./x") == .route(0))

@@ -11,8 +11,8 @@ enum CORSPreflight {
     /// `hasContent`: the request carries a body (`RoutedRequest.hasContent`: on HTTP/2 any
     /// DATA frame, with or without a Content-Length). Fetch §3.2.2: a preflight never does,
     /// so an OPTIONS with content is judged like every other request.
-    static func matches(_ head: HTTPRequestHead, hasContent: Bool) -> Bool {
-        guard head.method == .OPTIONS, !hasContent else { return false }
+    static func matches(_ head: HTTPRequestHead, hasContent: @autoclosure () -> Bool) -> Bool {
+        guard head.method == .OPTIONS, !hasContent() else { return false }
         let f = head.fields
         guard let origin = f.first("Origin"), !origin.isEmpty,
             let method = f.first("Access-Control-Request-Method"), !method.isEmpty
