@@ -3,7 +3,7 @@ import Testing
 @testable import JOSE
 
 /// The base64url decoder now reads four characters at a time through pre-shifted tables. It
-/// must accept and refuse exactly what the old one did (`RefBase64URL`, verbatim) and give
+/// must accept and refuse exactly what the old one did (`RefBase64URL`) and give
 /// the same bytes: every input here goes through both.
 @Suite("Base64URL: the four-table decoder against the old one")
 struct Base64URLDifferentialTests {
