@@ -29,13 +29,18 @@ struct MCPMessage: Equatable {
     /// The revision the message says it speaks: `params._meta["io.modelcontextprotocol/
     /// protocolVersion"]` (MCP 2026-07-28), when it is a string.
     var protocolVersion: String?
+    /// The method is one the request's revision removed (`MCPProtocolVersion.isRemoved`):
+    /// it names no target and needs no `Mcp-Name`; only a `methods` entry judges it.
+    var removed = false
 
     var method: String? {
         if case .call(let method) = kind { return method }
         return nil
     }
 
-    static func parse(_ bytes: [UInt8]) -> Result<MCPMessage, JSONRPCError> {
+    /// - headerVersion: the request's `MCP-Protocol-Version`, which counts before the body's
+    ///   `_meta` for what the method means (MCPProtocolVersion).
+    static func parse(_ bytes: [UInt8], headerVersion: String? = nil) -> Result<MCPMessage, JSONRPCError> {
         let value: JSONValue
         do {
             value = try JSONParser.parse(bytes)
@@ -88,7 +93,8 @@ struct MCPMessage: Equatable {
         let params = message["params"]?.object
         out.protocolVersion = params?["_meta"]?.object?["io.modelcontextprotocol/protocolVersion"]?.string
         if let member = MCPMirroredHeaders.namedMember(of: method) { out.named = params?[member]?.string }
-        if let member = MCPTarget.member(of: method) {
+        out.removed = MCPProtocolVersion.isRemoved(method, at: headerVersion ?? out.protocolVersion)
+        if !out.removed, let member = MCPTarget.member(of: method) {
             guard let text = message["params"]?.object?[member.name]?.string else {
                 return .failure(
                     JSONRPCError(.invalidParams, "\(method) needs params.\(member.name) as a string", id: id))

@@ -72,7 +72,7 @@ struct MCPMirroredHeaders: Equatable {
         if let version, version >= Self.mirroringVersion, message.id != nil, let method = message.method {
             if protocolVersion == nil { return MCPHeaderMismatch("MCP-Protocol-Version is required at \(version)") }
             if self.method == nil { return MCPHeaderMismatch("Mcp-Method is required at \(version)") }
-            if Self.namedMember(of: method) != nil, name == nil {
+            if Self.namedMember(of: method) != nil, !message.removed, name == nil {
                 return MCPHeaderMismatch("Mcp-Name is required for \(method) at \(version)")
             }
         }

@@ -14,6 +14,23 @@ enum MCPProtocolVersion {
         fields.first("MCP-Protocol-Version")?.trimmingOWS ?? message.protocolVersion
     }
 
+    /// Client requests and notifications MCP 2026-07-28 removed: the handshake and its
+    /// notification, `ping`, `logging/setLevel`, the `resources/subscribe` pair (now
+    /// `subscriptions/listen`), progress and roots notifications from the client, and the
+    /// 2025-11-25 `tasks/*`. In a request at that revision they are no calls the gateway judges
+    /// by their 2025 meaning: they reach the server, whose `-32601` is the answer.
+    static let removedMethods: Set<String> = [
+        "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
+        "resources/unsubscribe", "notifications/progress", "notifications/roots/list_changed", "tasks/get",
+        "tasks/result", "tasks/list", "tasks/cancel"
+    ]
+
+    /// Whether `method` is one that the revision `version` (nil: not said) no longer has.
+    static func isRemoved(_ method: String, at version: String?) -> Bool {
+        guard let version, version >= MCPMirroredHeaders.mirroringVersion else { return false }
+        return removedMethods.contains(method)
+    }
+
     /// Whether a route that takes `versions` still serves 2025 clients (their GET stream and
     /// DELETE of a session).
     static func servesSessions(_ versions: [String]) -> Bool {

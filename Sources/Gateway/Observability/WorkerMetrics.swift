@@ -82,6 +82,9 @@ final class WorkerMetrics {
         callbackOwnSeconds += max(0, ownSeconds)
     }
 
+    /// MCP messages judged, by route, method and outcome.
+    var mcpCalls = MCPCallMetrics()
+
     /// Requests a `verify_signature` refused, by policy and reason (`policy\0reason`).
     private(set) var signatureRefusals: [String: Int] = [:]
     func signatureRefused(policy: String, reason: String) {
@@ -101,7 +104,8 @@ final class WorkerMetrics {
             upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections,
             clientConnections: clientConnections, authFailures: authFailures,
             tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses,
-            callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds, signatureRefusals: signatureRefusals)
+            callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds, signatureRefusals: signatureRefusals,
+            mcpCalls: mcpCalls)
     }
 }
 
@@ -130,10 +134,12 @@ struct MetricsSnapshot: Sendable {
     var tunnels = TunnelMetrics()
     /// Rate limits: refusals by route and policy, store failures.
     var signatureRefusals: [String: Int] = [:]
+    var mcpCalls = MCPCallMetrics()
     var rateLimits = RateLimitMetrics()
     var authorization = AuthorizationMetrics()
 
     mutating func add(_ o: MetricsSnapshot) {
+        mcpCalls.add(o.mcpCalls)
         signatureRefusals.merge(o.signatureRefusals, uniquingKeysWith: +)
         rateLimits.add(o.rateLimits)
         authorization.add(o.authorization)
@@ -213,6 +219,7 @@ struct MetricsSnapshot: Sendable {
         tunnels.write(to: &out)
         rateLimits.write(to: &out)
         authorization.write(to: &out)
+        mcpCalls.write(to: &out)
         out.family(
             "tokengate_signature_refusals_total", .counter,
             help: "Requests refused by verify_signature, by policy and reason.")

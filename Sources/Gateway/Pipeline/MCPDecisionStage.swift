@@ -46,6 +46,7 @@ final class MCPDecisionStage: Stage {
                     requestID: ctx.requestID, detail: "decision: mcp route, no body to judge"))
         }
         guard judge.rules.protocolVersions.contains(version) else {
+            judge.counted(ctx, method: method, .unsupportedVersion)
             return .answer(
                 MCPProtocolVersion.refusal(requested: version, supported: judge.rules.protocolVersions, id: nil))
         }
@@ -53,6 +54,7 @@ final class MCPDecisionStage: Stage {
         // would arrive as one name nobody calls. A plain mirrored value with a comma is refused
         // here; a name that holds one rides in its `=?base64?…?=` form.
         if method.contains(",") || headers.name.map({ $0.contains(",") && !Self.isSentinel(request) }) == true {
+            judge.counted(ctx, method: method, .headerMismatch)
             return .answer(
                 MCPHeaderMismatch("a mirrored header holds a comma: send it once, in its Base64 form").response(id: nil)
             )
@@ -60,6 +62,7 @@ final class MCPDecisionStage: Stage {
         // A list's answer does not come back through the gateway here: on a route whose rules
         // differ by caller it could not be filtered or marked private, so it is not let through.
         if judge.rules.differsByCaller, ToolListFilter.cacheableMethods.contains(method) {
+            judge.counted(ctx, method: method, .denied)
             return .answer(
                 ErrorResponse.make(
                     403, error: "access_denied",
@@ -68,8 +71,10 @@ final class MCPDecisionStage: Stage {
         }
         // The call as its headers name it: the method, and the tool, resource or prompt.
         var message = MCPMessage(kind: .call(method: method), id: nil)
-        if let member = MCPTarget.member(of: method) {
+        message.removed = MCPProtocolVersion.isRemoved(method, at: version)
+        if !message.removed, let member = MCPTarget.member(of: method) {
             guard let name = headers.name, case .success(let target) = member.make(name) else {
+                judge.counted(ctx, method: method, .headerMismatch)
                 return .answer(
                     MCPHeaderMismatch("Mcp-Name is required for \(method), a name the route's rules can read")
                         .response(id: nil))
@@ -78,7 +83,11 @@ final class MCPDecisionStage: Stage {
             message.named = name
         }
         ctx.mcpCall = (String(method.prefix(200)), message.named.map { String($0.prefix(200)) })
-        if let denial = judge.denial(message, admission: request.admitted, ctx: ctx) { return .answer(denial) }
+        if let denial = judge.denial(message, admission: request.admitted, ctx: ctx) {
+            judge.counted(ctx, method: method, .denied)
+            return .answer(denial)
+        }
+        judge.counted(ctx, method: method, .allowed)
         if case .tool(let name) = message.target { request.admission?.mcpTool = name }
         return .proceed
     }

@@ -66,9 +66,10 @@ final class MCPStage: Stage {
         }
         services.readOwnBody(ex, ctx, limit: rules.maxRequestBytes) { [self] bytes in
             let message: MCPMessage
-            switch MCPMessage.parse(bytes) {
+            switch MCPMessage.parse(bytes, headerVersion: ex.head.fields.first("MCP-Protocol-Version")?.trimmingOWS) {
             case .success(let m): message = m
             case .failure(let error):
+                counted(ctx, method: nil, .invalid)
                 request.answer(
                     GatewayResponse(
                         status: 400, body: error.body, contentType: "application/json",
@@ -78,25 +79,8 @@ final class MCPStage: Stage {
             if let method = message.method {
                 ctx.mcpCall = (String(method.prefix(200)), message.named.map { String($0.prefix(200)) })
             }
-            if let version = MCPProtocolVersion.of(ex.head.fields, message), !rules.protocolVersions.contains(version) {
-                request.answer(
-                    MCPProtocolVersion.refusal(requested: version, supported: rules.protocolVersions, id: message.id))
-                return
-            }
-            // SEP-2243: the server routes on the mirrored headers, the gateway judged the
-            // body; a request on which they differ is refused before either is trusted.
-            switch MCPMirroredHeaders.read(ex.head.fields) {
-            case .failure(let mismatch):
-                request.answer(mismatch.response(id: message.id))
-                return
-            case .success(let headers):
-                if let mismatch = headers.mismatch(with: message) {
-                    request.answer(mismatch.response(id: message.id))
-                    return
-                }
-            }
-            if let denial = denial(message, admission: admission, ctx: ctx) {
-                request.answer(denial)
+            if let refusal = judge(message, fields: ex.head.fields, admission: admission, ctx: ctx) {
+                request.answer(refusal)
                 return
             }
             if message.method == "tools/list", let id = message.id {
@@ -116,6 +100,43 @@ final class MCPStage: Stage {
             request.resume()
         }
         return .suspend
+    }
+
+    /// The refusal of a message read from a body, by the checks in the order a server would
+    /// meet them: the revision, the mirrored headers against the body (SEP-2243), the route's
+    /// rules. nil: it passes. Every message judged is counted (`tokengate_mcp_calls_total`).
+    func judge(_ message: MCPMessage, fields: HTTP1Fields, admission: Admission, ctx: RequestContext)
+        -> GatewayResponse?
+    {
+        let method = message.method
+        if let version = MCPProtocolVersion.of(fields, message), !rules.protocolVersions.contains(version) {
+            counted(ctx, method: method, .unsupportedVersion)
+            return MCPProtocolVersion.refusal(requested: version, supported: rules.protocolVersions, id: message.id)
+        }
+        // SEP-2243: the server routes on the mirrored headers, the gateway judged the
+        // body; a request on which they differ is refused before either is trusted.
+        let mismatch: MCPHeaderMismatch?
+        switch MCPMirroredHeaders.read(fields) {
+        case .failure(let why): mismatch = why
+        case .success(let headers): mismatch = headers.mismatch(with: message)
+        }
+        if let mismatch {
+            counted(ctx, method: method, .headerMismatch)
+            return mismatch.response(id: message.id)
+        }
+        if let denial = denial(message, admission: admission, ctx: ctx) {
+            counted(ctx, method: method, .denied)
+            return denial
+        }
+        counted(ctx, method: method, .allowed)
+        return nil
+    }
+
+    /// One judged message in `tokengate_mcp_calls_total`. A response to the server (no method)
+    /// is no call; a body that is no message is counted under the method `-`.
+    func counted(_ ctx: RequestContext, method: String?, _ outcome: MCPCallMetrics.Outcome) {
+        guard method != nil || outcome == .invalid else { return }
+        services.metrics.mcpCalls.record(route: ctx.route, method: method, outcome)
     }
 
     /// The filter of a `tools/list` answer: the tools the route's rules let this token call,

@@ -56,7 +56,7 @@ final class RequestTrace {
         let method = Self.method(ctx.method)
         // Room for every attribute below at once: the array is not grown on the way.
         var attributes: [A] = []
-        attributes.reserveCapacity(12)
+        attributes.reserveCapacity(14)
         attributes.append(A("http.request.method", .string(method)))
         attributes.append(A("url.path", .string(path)))
         attributes.append(A("url.scheme", .string(ctx.forwarded.forwardedProto)))
@@ -80,6 +80,11 @@ final class RequestTrace {
             attributes.append(A("tokengate.authz.decision", .string(a.outcome.rawValue)))
             attributes.append(A("tokengate.authz.cached", .bool(a.cached)))
             attributes.append(A("tokengate.authz.wait_us", .int(Int64(a.micros))))
+        }
+        // On an MCP route: the call, as the access log names it (the client's text, cut short).
+        if let call = ctx.mcpCall {
+            attributes.append(A("mcp.method", .string(call.method)))
+            if let name = call.name { attributes.append(A("mcp.name", .string(name))) }
         }
         if let policy = ctx.rateLimitPolicy {
             attributes.append(A("tokengate.refusal.reason", .string("rate_limited")))
