@@ -28,11 +28,18 @@ public struct CheckAttributes: Sendable, Equatable {
     public var sourceAddress: String?
     /// The proxy's request id (`attributes.request.http.id`), if given.
     public var requestID: String?
+    /// The request's body, when the proxy sent one (`with_request_body`: `raw_body`, else
+    /// `body`); nil when it sent none, an empty one, or one past `Limits.maxBodyBytes`.
+    public var body: [UInt8]?
+    /// The proxy sent a body past `Limits.maxBodyBytes`, which was not kept: a route that
+    /// judges bodies refuses the request (413); the others never read one.
+    public var bodyPastLimit = false
 
     public init(
         method: String, scheme: String, host: String, path: String, fields: [Field], sourceAddress: String? = nil,
-        requestID: String? = nil
+        requestID: String? = nil, body: [UInt8]? = nil
     ) {
+        self.body = body
         self.method = method
         self.scheme = scheme
         self.host = host

@@ -31,14 +31,18 @@ public enum CheckRequestReader {
         public var maxFields: Int
         /// Host, path and fields together, counted as HTTP/1.1 field lines.
         public var maxFieldBytes: Int
+        /// The request's body, when the proxy sends it (`with_request_body`); 0: none is
+        /// taken (a body then makes the message too large).
+        public var maxBodyBytes: Int
         /// The whole message, before it is decoded: what the proxy adds besides the request
         /// (metadata, certificates) is bounded too.
         public var maxMessageBytes: Int
 
-        public init(maxFields: Int, maxFieldBytes: Int, maxMessageBytes: Int? = nil) {
+        public init(maxFields: Int, maxFieldBytes: Int, maxBodyBytes: Int = 0, maxMessageBytes: Int? = nil) {
             self.maxFields = maxFields
             self.maxFieldBytes = maxFieldBytes
-            self.maxMessageBytes = maxMessageBytes ?? (4 * maxFieldBytes + 16384)
+            self.maxBodyBytes = maxBodyBytes
+            self.maxMessageBytes = maxMessageBytes ?? (4 * maxFieldBytes + 16384 + maxBodyBytes)
         }
     }
 
@@ -91,10 +95,19 @@ public enum CheckRequestReader {
         guard http.id.utf8.count <= 200, Self.isFieldValue(http.id) else {
             return .failure(Refusal("the request id is too long or has a control character"))
         }
-        return .success(
-            CheckAttributes(
-                method: http.method, scheme: http.scheme, host: http.host, path: http.path, fields: fields,
-                sourceAddress: source, requestID: http.id.isEmpty ? nil : http.id))
+        // `pack_as_bytes` sends the body as it came (`raw_body`); otherwise as text (`body`).
+        // Both at once would be two bodies to choose from: the call is refused.
+        guard http.rawBody.isEmpty || http.body.isEmpty else {
+            return .failure(Refusal("the CheckRequest carries both body and raw_body", status: nil))
+        }
+        let size = max(http.rawBody.count, http.body.utf8.count)
+        let kept = size > 0 && size <= limits.maxBodyBytes
+        var attributes = CheckAttributes(
+            method: http.method, scheme: http.scheme, host: http.host, path: http.path, fields: fields,
+            sourceAddress: source, requestID: http.id.isEmpty ? nil : http.id,
+            body: !kept ? nil : !http.rawBody.isEmpty ? [UInt8](http.rawBody) : Array(http.body.utf8))
+        attributes.bodyPastLimit = size > limits.maxBodyBytes
+        return .success(attributes)
     }
 
     /// `header_map` when the proxy sends raw headers (`encode_raw_headers`: repeated names

@@ -52,6 +52,35 @@ struct CheckRequestReaderTests {
             ])
     }
 
+    /// xds-protos: POST http h /mcp with `body` (text), with `raw_body` (bytes, not UTF-8),
+    /// and with both.
+    static let textBody = bytes("0a222220121e1204504f535422042f6d63702a01683204687474705a077b2261223a317d")
+    static let rawBody = bytes("0a232221121f1204504f535422042f6d63702a016832046874747062087b2262223a327dff")
+    static let bothBodies = bytes("0a1f221d121b1204504f535422042f6d63702a01683204687474705a0178620179")
+
+    /// Envoy's `with_request_body`: the body is read as it came, up to the limit the MCP
+    /// routes set; two bodies to choose from are refused, one past the limit is not kept.
+    @Test func aBodyIsReadWithinItsLimit() throws {
+        let roomy = CheckRequestReader.Limits(maxFields: 8, maxFieldBytes: 512, maxBodyBytes: 64)
+        #expect(try CheckRequestReader.read(Self.textBody, limits: roomy).get().body == Array(#"{"a":1}"#.utf8))
+        #expect(
+            try CheckRequestReader.read(Self.rawBody, limits: roomy).get().body == Array(#"{"b":2}"#.utf8) + [0xff])
+        #expect(try CheckRequestReader.read(Self.envoyRequest, limits: roomy).get().body == nil)
+        guard case .failure(let both) = CheckRequestReader.read(Self.bothBodies, limits: roomy) else {
+            Issue.record("both body and raw_body were read")
+            return
+        }
+        // Not a request to judge: the call itself is refused.
+        #expect(both.httpStatus == nil)
+        // No MCP route: no body is kept, and the request is judged as before.
+        let none = try CheckRequestReader.read(Self.textBody, limits: Self.limits).get()
+        #expect(none.body == nil && none.bodyPastLimit)
+        let tight = CheckRequestReader.Limits(maxFields: 8, maxFieldBytes: 512, maxBodyBytes: 7)
+        #expect(try CheckRequestReader.read(Self.textBody, limits: tight).get().bodyPastLimit == false)
+        let past = try CheckRequestReader.read(Self.rawBody, limits: tight).get()
+        #expect(past.body == nil && past.bodyPastLimit)
+    }
+
     @Test func rawHeadersKeepRepeatedFieldsApart() throws {
         let a = try CheckRequestReader.read(Self.rawHeaders, limits: Self.limits).get()
         #expect(a.fields == [.init("cookie", "a=1"), .init("cookie", "b=2")])

@@ -11,6 +11,11 @@
 /// The subset of Envoy's envoy/service/auth/v3/attribute_context.proto that tokengate uses
 /// (proto/README.md): the same package, names and field numbers.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import SwiftProtobuf
 
 // If the compiler emits an error on this type, it is because this file
@@ -23,39 +28,42 @@ fileprivate nonisolated struct _GeneratedWithProtocGenSwiftVersion: SwiftProtobu
   typealias Version = _2
 }
 
-nonisolated struct Envoy_Service_Auth_V3_AttributeContext: Sendable {
+nonisolated struct Envoy_Service_Auth_V3_AttributeContext: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   var source: Envoy_Service_Auth_V3_AttributeContext.Peer {
-    get {_source ?? Envoy_Service_Auth_V3_AttributeContext.Peer()}
-    set {_source = newValue}
+    get {_storage._source ?? Envoy_Service_Auth_V3_AttributeContext.Peer()}
+    set {_uniqueStorage()._source = newValue}
   }
   /// Returns true if `source` has been explicitly set.
-  var hasSource: Bool {self._source != nil}
+  var hasSource: Bool {_storage._source != nil}
   /// Clears the value of `source`. Subsequent reads from it will return its default value.
-  mutating func clearSource() {self._source = nil}
+  mutating func clearSource() {_uniqueStorage()._source = nil}
 
   var destination: Envoy_Service_Auth_V3_AttributeContext.Peer {
-    get {_destination ?? Envoy_Service_Auth_V3_AttributeContext.Peer()}
-    set {_destination = newValue}
+    get {_storage._destination ?? Envoy_Service_Auth_V3_AttributeContext.Peer()}
+    set {_uniqueStorage()._destination = newValue}
   }
   /// Returns true if `destination` has been explicitly set.
-  var hasDestination: Bool {self._destination != nil}
+  var hasDestination: Bool {_storage._destination != nil}
   /// Clears the value of `destination`. Subsequent reads from it will return its default value.
-  mutating func clearDestination() {self._destination = nil}
+  mutating func clearDestination() {_uniqueStorage()._destination = nil}
 
   var request: Envoy_Service_Auth_V3_AttributeContext.Request {
-    get {_request ?? Envoy_Service_Auth_V3_AttributeContext.Request()}
-    set {_request = newValue}
+    get {_storage._request ?? Envoy_Service_Auth_V3_AttributeContext.Request()}
+    set {_uniqueStorage()._request = newValue}
   }
   /// Returns true if `request` has been explicitly set.
-  var hasRequest: Bool {self._request != nil}
+  var hasRequest: Bool {_storage._request != nil}
   /// Clears the value of `request`. Subsequent reads from it will return its default value.
-  mutating func clearRequest() {self._request = nil}
+  mutating func clearRequest() {_uniqueStorage()._request = nil}
 
-  var contextExtensions: Dictionary<String,String> = [:]
+  var contextExtensions: Dictionary<String,String> {
+    get {_storage._contextExtensions}
+    set {_uniqueStorage()._contextExtensions = newValue}
+  }
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -135,6 +143,12 @@ nonisolated struct Envoy_Service_Auth_V3_AttributeContext: Sendable {
 
     var `protocol`: String = String()
 
+    /// The request's body, when the filter is configured to send it (`with_request_body`):
+    /// as text, or as bytes with `pack_as_bytes`. An MCP route judges the JSON-RPC message in it.
+    var body: String = String()
+
+    var rawBody: Data = Data()
+
     var unknownFields = SwiftProtobuf.UnknownStorage()
 
     nonisolated struct HeadersEntry: Sendable {
@@ -158,9 +172,7 @@ nonisolated struct Envoy_Service_Auth_V3_AttributeContext: Sendable {
 
   init() {}
 
-  fileprivate var _source: Envoy_Service_Auth_V3_AttributeContext.Peer? = nil
-  fileprivate var _destination: Envoy_Service_Auth_V3_AttributeContext.Peer? = nil
-  fileprivate var _request: Envoy_Service_Auth_V3_AttributeContext.Request? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -171,46 +183,88 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext: SwiftProtobuf.Mess
   static let protoMessageName: String = _protobuf_package + ".AttributeContext"
   static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}source\0\u{1}destination\0\u{2}\u{2}request\0\u{4}\u{6}context_extensions\0")
 
+  fileprivate class _StorageClass {
+    var _source: Envoy_Service_Auth_V3_AttributeContext.Peer? = nil
+    var _destination: Envoy_Service_Auth_V3_AttributeContext.Peer? = nil
+    var _request: Envoy_Service_Auth_V3_AttributeContext.Request? = nil
+    var _contextExtensions: Dictionary<String,String> = [:]
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _source = source._source
+      _destination = source._destination
+      _request = source._request
+      _contextExtensions = source._contextExtensions
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularMessageField(value: &self._source) }()
-      case 2: try { try decoder.decodeSingularMessageField(value: &self._destination) }()
-      case 4: try { try decoder.decodeSingularMessageField(value: &self._request) }()
-      case 10: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &self.contextExtensions) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularMessageField(value: &_storage._source) }()
+        case 2: try { try decoder.decodeSingularMessageField(value: &_storage._destination) }()
+        case 4: try { try decoder.decodeSingularMessageField(value: &_storage._request) }()
+        case 10: try { try decoder.decodeMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: &_storage._contextExtensions) }()
+        default: break
+        }
       }
     }
   }
 
   func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    try { if let v = self._source {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
-    } }()
-    try { if let v = self._destination {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
-    } }()
-    try { if let v = self._request {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
-    } }()
-    if !self.contextExtensions.isEmpty {
-      try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: self.contextExtensions, fieldNumber: 10)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      try { if let v = _storage._source {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+      } }()
+      try { if let v = _storage._destination {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 2)
+      } }()
+      try { if let v = _storage._request {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 4)
+      } }()
+      if !_storage._contextExtensions.isEmpty {
+        try visitor.visitMapField(fieldType: SwiftProtobuf._ProtobufMap<SwiftProtobuf.ProtobufString,SwiftProtobuf.ProtobufString>.self, value: _storage._contextExtensions, fieldNumber: 10)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
   static func ==(lhs: Envoy_Service_Auth_V3_AttributeContext, rhs: Envoy_Service_Auth_V3_AttributeContext) -> Bool {
-    if lhs._source != rhs._source {return false}
-    if lhs._destination != rhs._destination {return false}
-    if lhs._request != rhs._request {return false}
-    if lhs.contextExtensions != rhs.contextExtensions {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._source != rhs_storage._source {return false}
+        if _storage._destination != rhs_storage._destination {return false}
+        if _storage._request != rhs_storage._request {return false}
+        if _storage._contextExtensions != rhs_storage._contextExtensions {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -291,7 +345,7 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.Request: SwiftProto
 
 nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = Envoy_Service_Auth_V3_AttributeContext.protoMessageName + ".HttpRequest"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}method\0\u{1}headers\0\u{1}path\0\u{1}host\0\u{1}scheme\0\u{2}\u{4}protocol\0\u{4}\u{3}header_map\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}method\0\u{1}headers\0\u{1}path\0\u{1}host\0\u{1}scheme\0\u{2}\u{4}protocol\0\u{1}body\0\u{3}raw_body\0\u{3}header_map\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -306,6 +360,8 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftP
       case 5: try { try decoder.decodeSingularStringField(value: &self.host) }()
       case 6: try { try decoder.decodeSingularStringField(value: &self.scheme) }()
       case 10: try { try decoder.decodeSingularStringField(value: &self.`protocol`) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self.body) }()
+      case 12: try { try decoder.decodeSingularBytesField(value: &self.rawBody) }()
       case 13: try { try decoder.decodeSingularMessageField(value: &self._headerMap) }()
       default: break
       }
@@ -338,6 +394,12 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftP
     if !self.`protocol`.isEmpty {
       try visitor.visitSingularStringField(value: self.`protocol`, fieldNumber: 10)
     }
+    if !self.body.isEmpty {
+      try visitor.visitSingularStringField(value: self.body, fieldNumber: 11)
+    }
+    if !self.rawBody.isEmpty {
+      try visitor.visitSingularBytesField(value: self.rawBody, fieldNumber: 12)
+    }
     try { if let v = self._headerMap {
       try visitor.visitSingularMessageField(value: v, fieldNumber: 13)
     } }()
@@ -353,6 +415,8 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftP
     if lhs.host != rhs.host {return false}
     if lhs.scheme != rhs.scheme {return false}
     if lhs.`protocol` != rhs.`protocol` {return false}
+    if lhs.body != rhs.body {return false}
+    if lhs.rawBody != rhs.rawBody {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

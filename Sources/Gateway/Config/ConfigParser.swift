@@ -56,6 +56,8 @@ public enum ConfigParser {
         cfg.authorizers = authorizers(top["authorizers"], clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.signatures = signatures(top["signatures"], issuers: cfg.issuers, r)
         cfg.routes = routes(top["routes"], cfg, r)
+        cfg.decision.maxBodyBytes =
+            cfg.routes.compactMap { $0.options.auth.tokenRoute?.mcp?.maxRequestBytes }.max() ?? 0
         checkRateLimits(cfg, routesNode: top["routes"], policiesNode: top["rate_limits"], r)
         cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
         fapi2Routes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)

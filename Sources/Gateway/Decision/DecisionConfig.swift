@@ -27,6 +27,10 @@ struct DecisionConfig: Sendable {
     /// (then only `trusted_proxies` guards the endpoints). Compared in constant time.
     var secret: [UInt8]?
     static let secretHeader = "X-Tokengate-Decision-Secret"
+    /// The most of a request's body a `Check` may carry (Envoy's `with_request_body`): the
+    /// largest `mcp.max_request_bytes` of the MCP routes, whose calls are judged by their
+    /// body; 0 without MCP routes. Derived from the routes, not a key.
+    var maxBodyBytes = 0
 
     enum LoginResponse: String, Sendable {
         /// nginx (its endpoint): 401 with the login URL in `X-Auth-Login-URL`, for an

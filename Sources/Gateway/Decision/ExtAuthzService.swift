@@ -73,7 +73,8 @@ struct ExtAuthzService {
             }
         }
         let limits = CheckRequestReader.Limits(
-            maxFields: HTTP1Limits().maxHeaderCount, maxFieldBytes: config.limits.maxHeaderSize)
+            maxFields: HTTP1Limits().maxHeaderCount, maxFieldBytes: config.limits.maxHeaderSize,
+            maxBodyBytes: config.decision.maxBodyBytes)
         ex.body.collect(limit: limits.maxMessageBytes + GRPCMessage.prefixBytes) { result in
             let body: [UInt8]
             switch result {

@@ -13,7 +13,9 @@ import Reactor
 ///   be filtered here, and is refused;
 /// - on a route that still takes a 2025 revision, the server may run the body whatever the
 ///   headers say, and a call is not judged on the route's requirement alone: 403, put the
-///   gateway in the request path.
+///   gateway in the request path;
+/// - at any revision, on its body when the ingress sends it (`MCPDecisionStage+Body`): then
+///   exactly as the request path judges it, headers against the body included.
 final class MCPDecisionStage: Stage {
     /// The request path's stage: its rules, its refusals and its Origin check.
     let judge: MCPStage
@@ -31,6 +33,24 @@ final class MCPDecisionStage: Stage {
                 return .answer(refusal)
             }
             return .proceed
+        }
+        // The ingress sent the body (Envoy's `with_request_body`, Traefik's `forwardBody`): it
+        // is judged as the request path judges it, at any revision.
+        switch IngressBody.of(request) {
+        case .none: break
+        case .partial:
+            return .answer(
+                ErrorResponse.make(
+                    413, error: "invalid_request",
+                    description: "the ingress sent part of the body: an MCP call is judged whole",
+                    requestID: ctx.requestID, detail: "decision: mcp body cut by the ingress"))
+        case .pastLimit:
+            return .answer(
+                ErrorResponse.make(
+                    413, error: "invalid_request", description: "the request body is too large",
+                    requestID: ctx.requestID, detail: "decision: mcp body past max_request_bytes"))
+        case .bytes(let bytes): return judgeBody(bytes, request)
+        case .unread: return readBody(request)
         }
         // Only where the server behind is a 2026-07-28 one (the route takes no 2025 revision):
         // a 2025 server ignores the headers and runs the body, whatever a client claims.
@@ -59,16 +79,7 @@ final class MCPDecisionStage: Stage {
                 MCPHeaderMismatch("a mirrored header holds a comma: send it once, in its Base64 form").response(id: nil)
             )
         }
-        // A list's answer does not come back through the gateway here: on a route whose rules
-        // differ by caller it could not be filtered or marked private, so it is not let through.
-        if judge.rules.differsByCaller, ToolListFilter.cacheableMethods.contains(method) {
-            judge.counted(ctx, method: method, .denied)
-            return .answer(
-                ErrorResponse.make(
-                    403, error: "access_denied",
-                    description: "\(method) is answered per caller on this route: put the gateway in the request path",
-                    requestID: ctx.requestID, detail: "decision: mcp \(method) cannot be filtered"))
-        }
+        if let refusal = judge.perCallerListRefusal(method, ctx) { return .answer(refusal) }
         // The call as its headers name it: the method, and the tool, resource or prompt.
         var message = MCPMessage(kind: .call(method: method), id: nil)
         message.removed = MCPProtocolVersion.isRemoved(method, at: version)

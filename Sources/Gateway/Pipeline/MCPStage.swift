@@ -105,9 +105,12 @@ final class MCPStage: Stage {
     /// The refusal of a message read from a body, by the checks in the order a server would
     /// meet them: the revision, the mirrored headers against the body (SEP-2243), the route's
     /// rules. nil: it passes. Every message judged is counted (`tokengate_mcp_calls_total`).
-    func judge(_ message: MCPMessage, fields: HTTP1Fields, admission: Admission, ctx: RequestContext)
-        -> GatewayResponse?
-    {
+    /// - answerComesBack: false in decision mode, where a list answered per caller cannot be
+    ///   filtered on its way back (`perCallerListRefusal`).
+    func judge(
+        _ message: MCPMessage, fields: HTTP1Fields, admission: Admission, ctx: RequestContext,
+        answerComesBack: Bool = true
+    ) -> GatewayResponse? {
         let method = message.method
         if let version = MCPProtocolVersion.of(fields, message), !rules.protocolVersions.contains(version) {
             counted(ctx, method: method, .unsupportedVersion)
@@ -124,6 +127,7 @@ final class MCPStage: Stage {
             counted(ctx, method: method, .headerMismatch)
             return mismatch.response(id: message.id)
         }
+        if !answerComesBack, let method, let refusal = perCallerListRefusal(method, ctx) { return refusal }
         if let denial = denial(message, admission: admission, ctx: ctx) {
             counted(ctx, method: method, .denied)
             return denial
@@ -137,6 +141,29 @@ final class MCPStage: Stage {
     func counted(_ ctx: RequestContext, method: String?, _ outcome: MCPCallMetrics.Outcome) {
         guard method != nil || outcome == .invalid else { return }
         services.metrics.mcpCalls.record(route: ctx.route, method: method, outcome)
+    }
+
+    /// Whether the answer to `method` is this caller's on the request path: a `tools/list`
+    /// the rules or the PDP filter, or a cacheable result marked private on a route whose
+    /// rules differ by caller. In decision mode that answer never comes back through the
+    /// gateway, so such a call is not let through there.
+    func answeredPerCaller(_ method: String) -> Bool {
+        if rules.differsByCaller, ToolListFilter.cacheableMethods.contains(method) { return true }
+        return method == "tools/list"
+            && (rules.methods["tools/call"] != nil
+                || route.options.stageSettings[AuthorizeStage.routeKey.name] != nil)
+    }
+
+    /// 403 (counted as denied) for a list whose answer this caller would get filtered or
+    /// marked private, asked in decision mode, where the answer never comes back through the
+    /// gateway; nil: it may go.
+    func perCallerListRefusal(_ method: String, _ ctx: RequestContext) -> GatewayResponse? {
+        guard answeredPerCaller(method) else { return nil }
+        counted(ctx, method: method, .denied)
+        return ErrorResponse.make(
+            403, error: "access_denied",
+            description: "\(method) is answered per caller on this route: put the gateway in the request path",
+            requestID: ctx.requestID, detail: "decision: mcp \(method) cannot be filtered")
     }
 
     /// The filter of a `tools/list` answer: the tools the route's rules let this token call,
