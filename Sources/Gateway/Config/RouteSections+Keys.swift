@@ -215,6 +215,17 @@ extension MCPRules {
             if list.isEmpty { r.problem(p, n, "must name at least one revision") }
             if !versions.isEmpty { rules.protocolVersions = versions }
         },
+        .init(
+            "listen_timeout", type: "duration", default: "`1h`",
+            checkedBy: ConfigDefault.duration(MCPRules().listenTimeout)
+        ) { rules, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v < 1 || v > 86400 {
+                r.problem(p, n, "must be between 1s and 24h")
+            } else {
+                rules.listenTimeout = v
+            }
+        },
         .init("allowed_origins", type: "list of origins (`https://host[:port]`)", default: "none: the route's own") {
             rules, n, p, r in
             guard let list = r.sequence(n, path: p) else { return }

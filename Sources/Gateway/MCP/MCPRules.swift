@@ -17,6 +17,10 @@ struct MCPRules: Sendable {
     /// The MCP revisions a request may speak (`protocol_versions`): the others are refused
     /// with `-32022` (MCPProtocolVersion).
     var protocolVersions = MCPProtocolVersion.known
+    /// How long a `subscriptions/listen` stream (MCP 2026-07-28) may stay open
+    /// (`listen_timeout`), in place of the upstream's `timeout` on its silences; it also ends
+    /// when the caller's token expires (MCPListen).
+    var listenTimeout = 3600.0
     /// Origins of other sites a browser may call the route from (`allowed_origins`), beside
     /// the route's own (MCPOrigin).
     var allowedOrigins: [String] = []

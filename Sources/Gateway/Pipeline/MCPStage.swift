@@ -96,6 +96,14 @@ final class MCPStage: Stage {
                 ctx.toolListFilter = marker
             }
             if case .tool(let name) = message.target { admission.mcpTool = name }
+            if message.method == MCPListen.method {
+                // MCP 2026-07-28: one long POST, answered by an SSE stream that ends at the
+                // route's listen_timeout or the token's expiry, whichever comes first.
+                var end = StreamEnd(
+                    timeout: rules.listenTimeout, expiresAt: admission.token?.expiresAt, now: services.wallClock.now)
+                if let id = message.id { end.closingEvent = MCPListen.closingEvent(id: id) }
+                ctx.streamEnd = end
+            }
             request.admission?.body = BufferedRequestBody(bytes)
             request.resume()
         }

@@ -64,6 +64,9 @@ final class RequestContext {
     var responseSigner: ResponseSigner? = nil
     /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
     var tunnelTokenExpiry: Int64? = nil
+    /// An answer the gateway ends itself, whatever the upstream does (an MCP
+    /// `subscriptions/listen` stream: StreamEnd).
+    var streamEnd: StreamEnd? = nil
     /// A gRPC call's deadline as the gateway keeps it (GRPCDeadlineStage): the client's
     /// `grpc-timeout`, capped by the upstream's `timeout`; `value` is what the upstream hears.
     var grpcTimeout: (seconds: Double, value: String)? = nil

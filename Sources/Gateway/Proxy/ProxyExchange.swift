@@ -20,7 +20,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     @exclusivity(unchecked) var done = false
     @exclusivity(unchecked) var status = 0
     @exclusivity(unchecked) var bytes = 0
-    @exclusivity(unchecked) private var upstreamStart = 0.0
+    @exclusivity(unchecked) var upstreamStart = 0.0
     @exclusivity(unchecked) var upstreamSeconds = 0.0
     /// Keeps self alive until `finish`.
     @exclusivity(unchecked) var selfRetain: ProxyExchange?
@@ -55,6 +55,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
 
     /// An answer being signed (`sign_response`), held until its body is whole.
     @exclusivity(unchecked) var signedHead: HTTPResponseHead?
+    /// A streamed answer the gateway ends itself (`context.streamEnd`, StreamEnd.swift).
+    @exclusivity(unchecked) var streamEndTimer: LoopTimer?
+    /// Its last four bytes sent, when it ends with a closing event (`sendTracked`).
+    @exclusivity(unchecked) var streamTail: UInt32 = 0
 
     /// The route's `buffering`: the answer may go to a temp file while the client is behind.
     let buffersResponse: Bool
@@ -81,6 +85,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             request.bodyLimit = RequestBodyLimit.of(
                 exchange.head.fields, limits: services.config.limits, readWhole: false)
         }
+        if let end = context.streamEnd { armStreamEnd(end, &request) }
         if let timeout = context.grpcTimeout {
             // A gRPC call's deadline bounds its upstream call too: past it the client has
             // given up, and the upstream's work would be for nobody.
@@ -266,6 +271,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             toolListBody(chunk)
             return
         }
+        if streamEndTimer != nil, context.streamEnd?.closingEvent != nil {
+            sendTracked(chunk)
+            return
+        }
         send(chunk)
     }
 
@@ -397,6 +406,8 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     func finish(status: Int, detail: String? = nil) {
         guard !done else { return }
         done = true
+        streamEndTimer?.cancel()
+        streamEndTimer = nil
         call = nil
         spool = nil
         services.requestFinished(

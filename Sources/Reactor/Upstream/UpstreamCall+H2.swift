@@ -26,7 +26,7 @@ extension UpstreamCall {
         guard let stream = h2 else { return }
         phase = .exchanging
         stream.lastActivity = LazyDeadline.now()
-        let timeout = pool.endpoint.responseTimeout
+        let timeout = request.idleTimeout ?? pool.endpoint.responseTimeout
         // Checked a few times per timeout, against the last byte's time: one timer per call
         // rather than one update per frame.
         stream.timer = LoopTimer(loop: pool.loop, seconds: max(timeout / 4, 0.05), repeating: true) {

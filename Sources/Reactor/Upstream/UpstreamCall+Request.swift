@@ -23,6 +23,10 @@ extension UpstreamCall {
         /// `grpc-timeout`): past it the call fails with `responseTimeout`. nil: only the
         /// endpoint's idle timeouts bound it.
         public var deadline: Double?
+        /// The longest silence allowed between two bytes of the answer, in place of the
+        /// endpoint's `responseTimeout` (a stream the gateway ends itself: an MCP
+        /// `subscriptions/listen`). nil: the endpoint's.
+        public var idleTimeout: Double?
         /// Which fields of the client's trailer section go on (after the body, on a chunked
         /// or HTTP/2 request; a body sent by length carries none). nil: none do.
         public var trailerPolicy: RequestTrailerPolicy?
@@ -41,7 +45,7 @@ extension UpstreamCall.Request {
     ) {
         self.init(
             method: method, target: target, fields: fields, forwarded: forwarded, body: body, upgrade: false,
-            continueTimeout: nil, deadline: nil, trailerPolicy: trailerPolicy, bodyLimit: .server)
+            continueTimeout: nil, deadline: nil, idleTimeout: nil, trailerPolicy: trailerPolicy, bodyLimit: .server)
     }
 }
 

@@ -239,7 +239,8 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// Read interest, with the response deadline once the upstream owes an answer.
     func armRead() {
         guard let transport else { return }
-        if !transport.armRead(timeout: requestSent || gotHead ? pool.endpoint.responseTimeout : nil) {
+        let idle = request.idleTimeout ?? pool.endpoint.responseTimeout
+        if !transport.armRead(timeout: requestSent || gotHead ? idle : nil) {
             finish(.connectionFailed)
         }
     }
