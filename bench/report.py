@@ -298,14 +298,14 @@ def main(workdir, out_path):
             checks = {f"req/s ratio >= {want}": s["rps_ratio"] >= want, "no errors": errors_ok}
             print("  targets (access logs on, to a file, both): "
                   + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
-        elif kind["auth"] == "mcp-tools" and tg:
+        elif kind["auth"] in ("mcp-tools", "mcp-2026") and tg:
             checks = {"no errors": errors_ok}
             against_own(result, s, tg, checks, "mcp-bearer", "rps_vs_mcp_bearer", TARGET_MCP,
                         "the same route without mcp rules")
             print("  targets (mcp): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "mcp-bearer" and tg:
             checks = {"no errors": errors_ok}
-            print("  (the baseline of mcp-tools: the same route and tools/call without mcp rules)")
+            print("  (the baseline of mcp-tools and mcp-2026: the same route and tools/call without mcp rules)")
         elif kind["auth"] == "exchange-cached" and tg:
             checks = {"no errors": errors_ok}
             against_own(result, s, tg, checks, "exchange-off", "rps_vs_exchange_off", TARGET_EXCHANGE,

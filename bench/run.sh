@@ -518,14 +518,17 @@ bearer_scenario bearer-es256-nocache ES256 0
 
 # MCP: a tools/call (bench/lua/mcp.lua) on the same bearer route with and without its mcp:
 # rules; the ratio of the two, same run, is what judging each call costs.
+# mcp_scenario NAME MCP_OFF [LUA]: the mcp route with its rules commented out (MCP_OFF=#) or
+# on, driven by bench/lua/LUA (default mcp.lua: a 2025 tools/call).
 mcp_scenario() {
   if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
   bearer_material ES256
   SCENARIO_VARS="JWKS=$WORK/keys-ES256/jwks.json MCP_OFF=$2" SCENARIO_AUTH=$1 \
-    scenario "$1" bench/tokengate/mcp.yaml -s "$ROOT/bench/lua/mcp.lua"
+    scenario "$1" bench/tokengate/mcp.yaml -s "$ROOT/bench/lua/${3:-mcp.lua}"
 }
 mcp_scenario mcp-bearer "#"
 mcp_scenario mcp-tools ""
+mcp_scenario mcp-2026 "" mcp2026.lua
 
 # check_dpop NAME URL: before measuring a dpop route, make sure it really checks proofs:
 # no proof, a proof for another URL, an unbound token, and a replayed proof get 401; a
