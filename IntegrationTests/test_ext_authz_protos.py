@@ -15,8 +15,10 @@ PROTO = pathlib.Path(__file__).resolve().parents[1] / "proto"
 
 SCALARS = {"string": FD.TYPE_STRING, "bytes": FD.TYPE_BYTES, "bool": FD.TYPE_BOOL, "int32": FD.TYPE_INT32,
            "int64": FD.TYPE_INT64, "uint32": FD.TYPE_UINT32, "uint64": FD.TYPE_UINT64}
-# Types that differ in name but not on the wire: an enum is a varint, as an int32 is.
-WIRE_SAME = {("int32", FD.TYPE_ENUM)}
+# Types that differ in name but not on the wire: an enum is a varint, as an int32 is; bytes
+# and a string are both length-delimited (a string declared as bytes is read without UTF-8
+# validation: HttpRequest.body, which a client's byte must not make unreadable).
+WIRE_SAME = {("int32", FD.TYPE_ENUM), ("bytes", FD.TYPE_STRING)}
 
 
 def declared():

@@ -17,7 +17,8 @@ from test_bearer import idp, token as mint  # noqa: F401 — idp is a fixture
 
 CHECK = "/envoy.service.auth.v3.Authorization/Check"
 V2026 = "2026-07-28"
-INGRESSES = ["ext_authz_http", "forward_auth", "ext_authz_grpc", "ext_authz_grpc_raw"]
+# The gRPC form sends the body as bytes (`pack_as_bytes`, raw_body): its text form is refused.
+INGRESSES = ["ext_authz_http", "forward_auth", "ext_authz_grpc"]
 
 
 def config(upstream, idp):
@@ -99,10 +100,12 @@ def decide(gw, ingress, token, body, headers=None, path="/mcp"):
     http = req.attributes.request.http
     http.method, http.scheme, http.host, http.path = "POST", "http", f"127.0.0.1:{gw.port}", path
     http.headers.update({k.lower(): v for k, v in h.items()})
-    if ingress == "ext_authz_grpc_raw":
-        http.raw_body = body.encode() if isinstance(body, str) else body
-    else:
+    if ingress == "ext_authz_grpc_text":
         http.body = body
+    else:
+        http.raw_body = body.encode() if isinstance(body, str) else body
+    # The request's size; the "cut" form sends a body shorter than it (Envoy's partial message).
+    http.size = len(http.raw_body or http.body.encode()) + (100 if ingress == "ext_authz_grpc_cut" else 0)
     with grpc.insecure_channel(f"127.0.0.1:{gw.port}") as channel:
         stub = channel.unary_unary(CHECK, request_serializer=ext.CheckRequest.SerializeToString,
                                    response_deserializer=ext.CheckResponse.FromString)
@@ -196,3 +199,13 @@ def test_a_body_on_a_route_that_judges_none_changes_nothing(gw, idp, ingress):
     for body in ("{not json", "x" * 20000):
         d = decide(gw, ingress, tok(idp), body, {"Content-Type": "text/plain"}, path="/api/upload")
         assert d.status == 200, (ingress, len(body), d.body)
+
+
+def test_a_body_as_text_is_refused_and_a_cut_one_is_never_judged(gw, idp):
+    """Envoy's gRPC `body` is text: each byte that is not UTF-8 replaced, so the judged call
+    may not be the bytes the server gets; `pack_as_bytes` sends them whole. A raw_body shorter
+    than the request's `size` was cut."""
+    d = decide(gw, "ext_authz_grpc_text", tok(idp), call("tools/call", name="read_file"))
+    assert d.status == 400 and "pack_as_bytes" in d.json()["error_description"], d.body
+    d = decide(gw, "ext_authz_grpc_cut", tok(idp), call("tools/call", name="read_file"))
+    assert d.status == 413, d.body

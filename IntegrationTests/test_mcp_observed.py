@@ -2,7 +2,7 @@
 tokengate, the echo upstream, a real OTLP receiver and tokens from a real JWKS server:
 `tokengate_mcp_calls_total{route,method,outcome}` counts each judged message by what became of
 it (a client's made-up method is `other`), the server span names the call, and a method the
-request's revision no longer has reaches the server without being judged as its 2025 self."""
+request's revision no longer has is judged only by what it still names."""
 import json
 
 import requests
@@ -31,8 +31,9 @@ def subscribe(version=None, uri="file:///srv/unlisted.txt"):
 
 def test_a_method_the_2026_revision_removed_reaches_the_server_unjudged(upstream, idp, gateway_factory):
     """At 2025-11-25 a resources/subscribe is a read of the resource's updates, and
-    `default: deny` hides an unnamed resource from it. At 2026-07-28 the method is gone: it is
-    not judged as a subscription, needs no Mcp-Name, and the server's -32601 is the answer."""
+    `default: deny` hides an unnamed resource from it. At 2026-07-28 the method is gone: it
+    needs no Mcp-Name, one without a uri reaches the server (whose -32601 is the answer), and
+    one that still names a resource is judged by it."""
     gw = gateway_factory(config(upstream.port, idp, extra_routes=DENY_UNLISTED))
     token = mint(idp.keys[0], aud="api", scope="mcp")
     before = len(upstream.requests)
@@ -43,18 +44,24 @@ def test_a_method_the_2026_revision_removed_reaches_the_server_unjudged(upstream
                       "method": "resources/subscribe"}), headers=headers(token), timeout=10)
     assert r.status_code == 400 and r.json()["error"]["code"] == -32602, r.text
     assert len(upstream.requests) == before
-    # At 2026-07-28, with or without a uri, it goes to the server as sent.
-    for body in (subscribe(V2026), subscribe(V2026, uri=None)):
-        r = requests.post(gw.url("/deny/mcp"), data=body, timeout=10,
-                          headers=mirrored(token, method="resources/subscribe", name=None))
-        assert r.status_code == 200, r.text
-        assert r.json()["body_length"] == len(body)
-    assert len(upstream.requests) == before + 2
+    # At 2026-07-28 one without a uri names nothing: not refused for it, no Mcp-Name needed,
+    # and it goes to the server as sent.
+    body = subscribe(V2026, uri=None)
+    r = requests.post(gw.url("/deny/mcp"), data=body, timeout=10,
+                      headers=mirrored(token, method="resources/subscribe", name=None))
+    assert r.status_code == 200, r.text
+    assert r.json()["body_length"] == len(body)
+    assert len(upstream.requests) == before + 1
+    # One that names a resource is judged by it all the same: a server that speaks 2025 too
+    # may honour it, whatever revision the request claims.
+    r = requests.post(gw.url("/deny/mcp"), data=subscribe(V2026), timeout=10,
+                      headers=mirrored(token, method="resources/subscribe", name=None))
+    assert r.status_code == 403, r.text
     # A present Mcp-Name must still say what the body says.
     r = requests.post(gw.url("/deny/mcp"), data=subscribe(V2026), timeout=10,
                       headers=mirrored(token, method="resources/subscribe", name="file:///srv/other.txt"))
     assert r.status_code == 400 and r.json()["error"]["code"] == -32020, r.text
-    assert len(upstream.requests) == before + 2
+    assert len(upstream.requests) == before + 1
 
 
 def test_each_judged_call_is_counted_by_method_and_outcome(upstream, idp, gateway_factory):

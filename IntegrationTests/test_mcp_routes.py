@@ -274,7 +274,14 @@ ONLY_2026 = """  - name: mcp2026
     require: { scopes: [mcp] }
     mcp:
       protocol_versions: [2026-07-28]
-      tools: { deploy: { require: { scopes: [mcp:deploy] } } }"""
+      tools: { deploy: { require: { scopes: [mcp:deploy] } } }
+  - name: mcp2026deny
+    match: { path: /v2026/deny/mcp }
+    upstream: app
+    auth: bearer
+    issuers: [one]
+    require: { scopes: [mcp] }
+    mcp: { protocol_versions: [2026-07-28], default: deny }"""
 
 
 def test_a_decision_for_a_2026_post_is_judged_on_its_mirrored_headers(upstream, idp, gateway_factory):
@@ -303,6 +310,12 @@ def test_a_decision_for_a_2026_post_is_judged_on_its_mirrored_headers(upstream, 
     assert decide("mcp", method="tools/call").status_code == 400
     # A list the rules would filter cannot be filtered here.
     assert decide("mcp", method="tools/list").status_code == 403
+    # A method 2026-07-28 removed names nothing without its Mcp-Name: it passes where no rule
+    # could refuse a resource, and needs the name where one could (default: deny below).
+    assert decide("mcp", method="resources/subscribe").status_code == 200
+    assert decide("mcp", path="/v2026/deny/mcp", method="resources/subscribe").status_code == 400
+    assert decide("mcp", path="/v2026/deny/mcp", method="resources/subscribe",
+                  name="file:///etc/secret").status_code == 403
     # The default route takes 2025 revisions too: 403, whatever the headers claim.
     r = requests.get(url, timeout=10, headers={
         "Authorization": f"Bearer {tok(idp, gw, scope='mcp mcp:deploy')}",

@@ -31,6 +31,11 @@ public struct CheckAttributes: Sendable, Equatable {
     /// The request's body, when the proxy sent one (`with_request_body`: `raw_body`, else
     /// `body`); nil when it sent none, an empty one, or one past `Limits.maxBodyBytes`.
     public var body: [UInt8]?
+    /// The body came as text (`body`, not `raw_body`): Envoy replaces each byte that is not
+    /// UTF-8 there, so it may not be the bytes the server gets.
+    public var bodyIsText = false
+    /// The body is shorter than the request's `size`: the proxy cut it.
+    public var bodyCut = false
     /// The proxy sent a body past `Limits.maxBodyBytes`, which was not kept: a route that
     /// judges bodies refuses the request (413); the others never read one.
     public var bodyPastLimit = false

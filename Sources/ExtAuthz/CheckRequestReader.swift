@@ -100,13 +100,17 @@ public enum CheckRequestReader {
         guard http.rawBody.isEmpty || http.body.isEmpty else {
             return .failure(Refusal("the CheckRequest carries both body and raw_body", status: nil))
         }
-        let size = max(http.rawBody.count, http.body.utf8.count)
-        let kept = size > 0 && size <= limits.maxBodyBytes
+        let text = http.rawBody.isEmpty
+        let length = text ? http.body.count : http.rawBody.count
+        let kept = length > 0 && length <= limits.maxBodyBytes
         var attributes = CheckAttributes(
             method: http.method, scheme: http.scheme, host: http.host, path: http.path, fields: fields,
             sourceAddress: source, requestID: http.id.isEmpty ? nil : http.id,
-            body: !kept ? nil : !http.rawBody.isEmpty ? [UInt8](http.rawBody) : Array(http.body.utf8))
-        attributes.bodyPastLimit = size > limits.maxBodyBytes
+            body: !kept ? nil : [UInt8](text ? http.body : http.rawBody))
+        attributes.bodyIsText = kept && text
+        attributes.bodyPastLimit = length > limits.maxBodyBytes
+        // `size` is the whole request's (-1: unknown); a body that came shorter was cut.
+        attributes.bodyCut = kept && http.size > 0 && http.size != Int64(length)
         return .success(attributes)
     }
 

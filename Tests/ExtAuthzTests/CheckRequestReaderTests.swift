@@ -57,14 +57,32 @@ struct CheckRequestReaderTests {
     static let textBody = bytes("0a222220121e1204504f535422042f6d63702a01683204687474705a077b2261223a317d")
     static let rawBody = bytes("0a232221121f1204504f535422042f6d63702a016832046874747062087b2262223a327dff")
     static let bothBodies = bytes("0a1f221d121b1204504f535422042f6d63702a01683204687474705a0178620179")
+    /// `body` holding a byte that is not UTF-8 (as an older Envoy wrote it), and `raw_body`
+    /// shorter than the request's `size` (100) or as long as it (7).
+    static let textBodyNotUTF8 = bytes("0a222220121e1204504f535422042f6d63702a01683204687474705a077b2261223a31ff")
+    static let cutBody = bytes("0a24222212201204504f535422042f6d63702a0168320468747470486462077b2263223a337d")
+    static let wholeBody = bytes("0a24222212201204504f535422042f6d63702a0168320468747470480762077b2263223a337d")
+
+    /// A client's byte in the body never makes the message unreadable (the call refused, which
+    /// `failure_mode_allow` would let through): the body is read as bytes, marked as text.
+    @Test func aBodyThatIsNotUTF8IsReadAndACutOneIsMarked() throws {
+        let roomy = CheckRequestReader.Limits(maxFields: 8, maxFieldBytes: 512, maxBodyBytes: 64)
+        let text = try CheckRequestReader.read(Self.textBodyNotUTF8, limits: roomy).get()
+        #expect(text.body?.last == 0xff && text.bodyIsText)
+        // Without MCP routes it is not even kept, and the request reads as before.
+        #expect(try CheckRequestReader.read(Self.textBodyNotUTF8, limits: Self.limits).get().method == "POST")
+        #expect(try CheckRequestReader.read(Self.cutBody, limits: roomy).get().bodyCut)
+        #expect(try CheckRequestReader.read(Self.wholeBody, limits: roomy).get().bodyCut == false)
+    }
 
     /// Envoy's `with_request_body`: the body is read as it came, up to the limit the MCP
     /// routes set; two bodies to choose from are refused, one past the limit is not kept.
     @Test func aBodyIsReadWithinItsLimit() throws {
         let roomy = CheckRequestReader.Limits(maxFields: 8, maxFieldBytes: 512, maxBodyBytes: 64)
-        #expect(try CheckRequestReader.read(Self.textBody, limits: roomy).get().body == Array(#"{"a":1}"#.utf8))
-        #expect(
-            try CheckRequestReader.read(Self.rawBody, limits: roomy).get().body == Array(#"{"b":2}"#.utf8) + [0xff])
+        let text = try CheckRequestReader.read(Self.textBody, limits: roomy).get()
+        #expect(text.body == Array(#"{"a":1}"#.utf8) && text.bodyIsText && !text.bodyCut)
+        let raw = try CheckRequestReader.read(Self.rawBody, limits: roomy).get()
+        #expect(raw.body == Array(#"{"b":2}"#.utf8) + [0xff] && !raw.bodyIsText)
         #expect(try CheckRequestReader.read(Self.envoyRequest, limits: roomy).get().body == nil)
         guard case .failure(let both) = CheckRequestReader.read(Self.bothBodies, limits: roomy) else {
             Issue.record("both body and raw_body were read")

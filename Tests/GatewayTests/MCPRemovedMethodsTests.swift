@@ -5,9 +5,10 @@ import Testing
 @testable import Reactor
 
 /// Methods MCP 2026-07-28 removed (`initialize`, `ping`, the `resources/subscribe` pair, …):
-/// in a request at that revision they are not judged by what they meant in 2025. They name no
-/// resource, need no `Mcp-Name`, and reach the server, whose `-32601` is the answer; a
-/// `methods` entry that names one still holds. At a 2025 revision nothing changes.
+/// in a request at that revision they need no `Mcp-Name`, and one that names nothing is not
+/// refused for it: it reaches the server, whose `-32601` is the answer. One that still names a
+/// resource is judged by it; a `methods` entry that names one still holds. At a 2025 revision
+/// nothing changes.
 @Suite("MCP: methods the 2026-07-28 revision removed")
 struct MCPRemovedMethodsTests {
     static let meta2026 = #""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#
@@ -36,9 +37,10 @@ struct MCPRemovedMethodsTests {
         }
     }
 
-    /// A 2026-07-28 `resources/subscribe` is no read of a resource: no `params.uri` is asked
-    /// for, none is judged, and its headers need no `Mcp-Name`.
-    @Test func aSubscribeAt2026NamesNoResource() throws {
+    /// A 2026-07-28 `resources/subscribe` without a `uri` names nothing: it is not refused
+    /// for the missing member, and its headers need no `Mcp-Name`. One that names a resource
+    /// is judged by it all the same (a server that speaks 2025 too may honour it).
+    @Test func aSubscribeAt2026IsJudgedOnlyByWhatItNames() throws {
         let bare = try parse(#"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{\#(Self.meta2026)}}"#)
             .get()
         #expect(bare.removed && bare.target == nil)
@@ -48,7 +50,8 @@ struct MCPRemovedMethodsTests {
             #"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///etc/passwd"}}"#,
             header: "2026-07-28"
         ).get()
-        #expect(named.removed && named.target == nil)
+        #expect(named.removed && named.target == .resource("file:///etc/passwd"))
+        #expect(mismatch(named, [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "resources/subscribe")]) == nil)
         // A present Mcp-Name must still say what the body says.
         #expect(
             mismatch(
@@ -57,6 +60,15 @@ struct MCPRemovedMethodsTests {
                     ("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "resources/subscribe"),
                     ("Mcp-Name", "file:///public")
                 ]) != nil)
+        // A member that is there but no string is refused as ever.
+        guard
+            case .failure(let error) = parse(
+                #"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":7}}"#, header: "2026-07-28")
+        else {
+            Issue.record("a uri that is no string was read")
+            return
+        }
+        #expect(error.code == .invalidParams)
     }
 
     /// At a 2025 revision the same message is what it always was: a subscription to a resource,
@@ -78,19 +90,42 @@ struct MCPRemovedMethodsTests {
         var rules = MCPRules()
         rules.allowsUnlisted = false
         rules.methods["initialize"] = AuthorizationRequirement(scopes: ["mcp:init"])
-        let at2026 = try parse(
+        let bare2026 = try parse(
+            #"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{\#(Self.meta2026)}}"#
+        ).get()
+        let named2026 = try parse(
             #"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///x",\#(Self.meta2026)}}"#
         ).get()
         let at2025 = try parse(#"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///x"}}"#)
             .get()
-        // `default: deny` hides an unnamed resource from a 2025 subscription; at 2026-07-28
-        // there is no resource to hide, and the server answers the unknown method.
-        #expect(rules.verdict(for: at2026) == .check([]))
+        // `default: deny` hides an unnamed resource from a subscription that names it, at any
+        // revision; one that names nothing reaches the server, which answers the unknown method.
+        #expect(rules.verdict(for: bare2026) == .check([]))
+        #expect(rules.verdict(for: named2026) == .notAllowed(.resource("file:///x")))
         #expect(rules.verdict(for: at2025) == .notAllowed(.resource("file:///x")))
         // A `methods` entry is the operator's word, at any revision.
         let initialize = try parse(#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#, header: "2026-07-28")
             .get()
         #expect(initialize.removed)
         #expect(rules.verdict(for: initialize) == .check([AuthorizationRequirement(scopes: ["mcp:init"])]))
+    }
+}
+
+/// What the access log and the server span keep of a call's name.
+@Suite("MCP: the call as the log names it")
+struct MCPLoggedCallTests {
+    @Test func aResourcesQueryFragmentAndUserinfoStayOut() {
+        let read = MCPMessage.loggedCall(
+            method: "resources/read", named: "https://bob:s3cret@files.example/a/b.txt?token=abc#frag")
+        #expect(read.method == "resources/read" && read.name == "https://files.example/a/b.txt")
+        #expect(
+            MCPMessage.loggedCall(method: "resources/read", named: "file:///srv/x.txt?raw=1").name
+                == "file:///srv/x.txt")
+        // A user part in the path is no userinfo.
+        #expect(MCPMessage.loggedCall(method: "resources/read", named: "mail://host/a@b").name == "mail://host/a@b")
+        // A tool's name is kept as sent, cut short.
+        #expect(MCPMessage.loggedCall(method: "tools/call", named: "deploy?x").name == "deploy?x")
+        #expect(
+            MCPMessage.loggedCall(method: "tools/call", named: String(repeating: "a", count: 500)).name?.count == 200)
     }
 }

@@ -141,11 +141,16 @@ nonisolated struct Envoy_Service_Auth_V3_AttributeContext: @unchecked Sendable {
 
     var scheme: String = String()
 
+    /// The request's size in bytes, -1 when unknown: a body shorter than it was cut.
+    var size: Int64 = 0
+
     var `protocol`: String = String()
 
     /// The request's body, when the filter is configured to send it (`with_request_body`):
-    /// as text, or as bytes with `pack_as_bytes`. An MCP route judges the JSON-RPC message in it.
-    var body: String = String()
+    /// as text (Envoy's `string body`, declared as bytes here: the same wire type, and a
+    /// client's non-UTF-8 byte must not make the whole message unreadable), or as bytes with
+    /// `pack_as_bytes`. An MCP route judges the JSON-RPC message in `raw_body` only.
+    var body: Data = Data()
 
     var rawBody: Data = Data()
 
@@ -345,7 +350,7 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.Request: SwiftProto
 
 nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = Envoy_Service_Auth_V3_AttributeContext.protoMessageName + ".HttpRequest"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}method\0\u{1}headers\0\u{1}path\0\u{1}host\0\u{1}scheme\0\u{2}\u{4}protocol\0\u{1}body\0\u{3}raw_body\0\u{3}header_map\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}method\0\u{1}headers\0\u{1}path\0\u{1}host\0\u{1}scheme\0\u{2}\u{3}size\0\u{1}protocol\0\u{1}body\0\u{3}raw_body\0\u{3}header_map\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -359,8 +364,9 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftP
       case 4: try { try decoder.decodeSingularStringField(value: &self.path) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.host) }()
       case 6: try { try decoder.decodeSingularStringField(value: &self.scheme) }()
+      case 9: try { try decoder.decodeSingularInt64Field(value: &self.size) }()
       case 10: try { try decoder.decodeSingularStringField(value: &self.`protocol`) }()
-      case 11: try { try decoder.decodeSingularStringField(value: &self.body) }()
+      case 11: try { try decoder.decodeSingularBytesField(value: &self.body) }()
       case 12: try { try decoder.decodeSingularBytesField(value: &self.rawBody) }()
       case 13: try { try decoder.decodeSingularMessageField(value: &self._headerMap) }()
       default: break
@@ -391,11 +397,14 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftP
     if !self.scheme.isEmpty {
       try visitor.visitSingularStringField(value: self.scheme, fieldNumber: 6)
     }
+    if self.size != 0 {
+      try visitor.visitSingularInt64Field(value: self.size, fieldNumber: 9)
+    }
     if !self.`protocol`.isEmpty {
       try visitor.visitSingularStringField(value: self.`protocol`, fieldNumber: 10)
     }
     if !self.body.isEmpty {
-      try visitor.visitSingularStringField(value: self.body, fieldNumber: 11)
+      try visitor.visitSingularBytesField(value: self.body, fieldNumber: 11)
     }
     if !self.rawBody.isEmpty {
       try visitor.visitSingularBytesField(value: self.rawBody, fieldNumber: 12)
@@ -414,6 +423,7 @@ nonisolated extension Envoy_Service_Auth_V3_AttributeContext.HttpRequest: SwiftP
     if lhs.path != rhs.path {return false}
     if lhs.host != rhs.host {return false}
     if lhs.scheme != rhs.scheme {return false}
+    if lhs.size != rhs.size {return false}
     if lhs.`protocol` != rhs.`protocol` {return false}
     if lhs.body != rhs.body {return false}
     if lhs.rawBody != rhs.rawBody {return false}

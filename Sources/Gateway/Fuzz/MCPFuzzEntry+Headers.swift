@@ -11,7 +11,12 @@ extension MCPFuzzEntry {
             fuzzInvariant(
                 MCPMirroredHeaders.decodedName(again) == decoded, "mcp: a name's Base64 form does not decode to it")
         }
-        guard case .success(let message) = MCPMessage.parse(body), let method = message.method else { return }
+        // Read as the stage reads a request whose MCP-Protocol-Version says 2026-07-28: a method
+        // that revision removed names nothing the rules could judge.
+        guard case .success(let message) = MCPMessage.parse(body, headerVersion: MCPMirroredHeaders.mirroringVersion),
+            let method = message.method
+        else { return }
+        fuzzInvariant(!message.removed || message.target == nil, "mcp: a removed method names a target")
         var fields = HTTP1Fields()
         fields.append("MCP-Protocol-Version", MCPMirroredHeaders.mirroringVersion)
         if FieldSyntax.isFieldValue(method) { fields.append("Mcp-Method", method) }

@@ -9,9 +9,14 @@ import JOSE
 enum MCPListen {
     static let method = "subscriptions/listen"
 
+    /// The longest id a closing event repeats: it is kept for the stream's life.
+    static let maxIDBytes = 256
+
     /// The last event of a stream the gateway ends: `{"jsonrpc":"2.0","id":ID,"result":
-    /// {"_meta":{"io.modelcontextprotocol/subscriptionId":ID}}}` as an SSE `message` event.
-    static func closingEvent(id: JSONValue) -> [UInt8] {
+    /// {"_meta":{"io.modelcontextprotocol/subscriptionId":ID}}}` as an SSE `message` event;
+    /// nil for an id longer than `maxIDBytes` (such a stream just ends).
+    static func closingEvent(id: JSONValue) -> [UInt8]? {
+        guard JSONSerializer.serialize(id).utf8.count <= maxIDBytes else { return nil }
         var meta = JSONObject()
         meta["io.modelcontextprotocol/subscriptionId"] = id
         var result = JSONObject()

@@ -29,8 +29,9 @@ struct MCPMessage: Equatable {
     /// The revision the message says it speaks: `params._meta["io.modelcontextprotocol/
     /// protocolVersion"]` (MCP 2026-07-28), when it is a string.
     var protocolVersion: String?
-    /// The method is one the request's revision removed (`MCPProtocolVersion.isRemoved`):
-    /// it names no target and needs no `Mcp-Name`; only a `methods` entry judges it.
+    /// The method is one the request's revision removed (`MCPProtocolVersion.isRemoved`): it
+    /// needs no `Mcp-Name`, and without the params member it would name nothing it names no
+    /// target (a `methods` entry still judges it).
     var removed = false
 
     var method: String? {
@@ -94,7 +95,10 @@ struct MCPMessage: Equatable {
         out.protocolVersion = params?["_meta"]?.object?["io.modelcontextprotocol/protocolVersion"]?.string
         if let member = MCPMirroredHeaders.namedMember(of: method) { out.named = params?[member]?.string }
         out.removed = MCPProtocolVersion.isRemoved(method, at: headerVersion ?? out.protocolVersion)
-        if !out.removed, let member = MCPTarget.member(of: method) {
+        // A removed method without the member names nothing (the server answers it); one with
+        // it is judged by what it names all the same: a server that still speaks 2025 may
+        // honour it whatever revision the request claims.
+        if let member = MCPTarget.member(of: method), !(out.removed && params?[member.name] == nil) {
             guard let text = message["params"]?.object?[member.name]?.string else {
                 return .failure(
                     JSONRPCError(.invalidParams, "\(method) needs params.\(member.name) as a string", id: id))
@@ -167,5 +171,26 @@ struct JSONRPCError: Error, Equatable {
         let idText = id.map { JSONSerializer.serialize($0) } ?? "null"
         return "{\"jsonrpc\":\"2.0\",\"id\":\(idText),\"error\":{\"code\":\(code.rawValue),"
             + "\"message\":\"\(JSONText.escape(message))\"}}\n"
+    }
+}
+
+extension MCPMessage {
+    /// The call as the access log and the server span name it: the method and what it names,
+    /// each cut at 200 bytes of the client's text. A resource's URI loses its userinfo, query
+    /// and fragment, which may hold a credential as a request's query may (RFC 6750 §2.3).
+    static func loggedCall(method: String, named: String?) -> (method: String, name: String?) {
+        var name = named
+        if let uri = named, MCPMirroredHeaders.namedMember(of: method) == "uri" {
+            var kept = Substring(uri)
+            if let end = kept.firstIndex(where: { $0 == "?" || $0 == "#" }) { kept = kept[..<end] }
+            if let scheme = kept.range(of: "://") {
+                let authorityEnd = kept[scheme.upperBound...].firstIndex(of: "/") ?? kept.endIndex
+                if let at = kept[scheme.upperBound..<authorityEnd].lastIndex(of: "@") {
+                    kept = kept[..<scheme.upperBound] + kept[kept.index(after: at)...]
+                }
+            }
+            name = String(kept)
+        }
+        return (String(method.prefix(200)), name.map { String($0.prefix(200)) })
     }
 }

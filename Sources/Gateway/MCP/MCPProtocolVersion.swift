@@ -17,8 +17,9 @@ enum MCPProtocolVersion {
     /// Client requests and notifications MCP 2026-07-28 removed: the handshake and its
     /// notification, `ping`, `logging/setLevel`, the `resources/subscribe` pair (now
     /// `subscriptions/listen`), progress and roots notifications from the client, and the
-    /// 2025-11-25 `tasks/*`. In a request at that revision they are no calls the gateway judges
-    /// by their 2025 meaning: they reach the server, whose `-32601` is the answer.
+    /// 2025-11-25 `tasks/*`. In a request at that revision they need no `Mcp-Name`, and one
+    /// that names nothing reaches the server, whose `-32601` is the answer; one that still
+    /// names a resource is judged by it, as a server that speaks 2025 too may honour it.
     static let removedMethods: Set<String> = [
         "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
         "resources/unsubscribe", "notifications/progress", "notifications/roots/list_changed", "tasks/get",

@@ -11,6 +11,9 @@ enum IngressBody {
     case partial
     /// Larger than any MCP route takes (a `CheckRequest`'s body is bounded before it is read).
     case pastLimit
+    /// As text (a `CheckRequest`'s `body`): Envoy replaces each byte that is not UTF-8 there,
+    /// so what would be judged may not be what the server gets. `pack_as_bytes` sends it whole.
+    case text
     /// In hand (a `CheckRequest`'s `body` or `raw_body`).
     case bytes([UInt8])
     /// On its way, as the decision request's own body.
@@ -19,9 +22,11 @@ enum IngressBody {
     static func of(_ request: RoutedRequest) -> IngressBody {
         let partial = request.head.fields.first("x-envoy-auth-partial-body")?.trimmingOWS.lowercased() == "true"
         if case .extAuthz(let check) = request.context.kind {
-            if check.attributes.bodyPastLimit { return .pastLimit }
-            guard let body = check.attributes.body else { return .none }
-            return partial ? .partial : .bytes(body)
+            let a = check.attributes
+            if a.bodyPastLimit { return .pastLimit }
+            guard let body = a.body else { return .none }
+            if partial || a.bodyCut { return .partial }
+            return a.bodyIsText ? .text : .bytes(body)
         }
         guard MCPTransportMethods.hasContent(request.exchange.body.framing) else { return .none }
         return partial ? .partial : .unread
@@ -76,7 +81,7 @@ extension MCPDecisionStage {
                 detail: "decision: mcp: \(error.message)", reason: "mcp_invalid_message")
         }
         if let method = message.method {
-            ctx.mcpCall = (String(method.prefix(200)), message.named.map { String($0.prefix(200)) })
+            ctx.mcpCall = MCPMessage.loggedCall(method: method, named: message.named)
         }
         if let refusal = judge.judge(
             message, fields: fields, admission: request.admitted, ctx: ctx, answerComesBack: false)

@@ -49,6 +49,13 @@ final class MCPDecisionStage: Stage {
                 ErrorResponse.make(
                     413, error: "invalid_request", description: "the request body is too large",
                     requestID: ctx.requestID, detail: "decision: mcp body past max_request_bytes"))
+        case .text:
+            return .answer(
+                ErrorResponse.make(
+                    400, error: "invalid_request",
+                    description:
+                        "the ingress sent the body as text, which may not be the bytes the server gets: set with_request_body.pack_as_bytes",
+                    requestID: ctx.requestID, detail: "decision: mcp body as text"))
         case .bytes(let bytes): return judgeBody(bytes, request)
         case .unread: return readBody(request)
         }
@@ -83,17 +90,28 @@ final class MCPDecisionStage: Stage {
         // The call as its headers name it: the method, and the tool, resource or prompt.
         var message = MCPMessage(kind: .call(method: method), id: nil)
         message.removed = MCPProtocolVersion.isRemoved(method, at: version)
-        if !message.removed, let member = MCPTarget.member(of: method) {
-            guard let name = headers.name, case .success(let target) = member.make(name) else {
+        if let member = MCPTarget.member(of: method) {
+            let unreadable = MCPHeaderMismatch("Mcp-Name is required for \(method), a name the route's rules can read")
+            if let name = headers.name {
+                guard case .success(let target) = member.make(name) else {
+                    judge.counted(ctx, method: method, .headerMismatch)
+                    return .answer(unreadable.response(id: nil))
+                }
+                message.target = target
+                message.named = name
+            } else if !message.removed {
+                judge.counted(ctx, method: method, .headerMismatch)
+                return .answer(unreadable.response(id: nil))
+            } else if !judge.rules.resources.isEmpty || !judge.rules.allowsUnlisted {
+                // A removed method may still name a resource in its body, which a server that
+                // speaks 2025 too would honour: where rules could refuse it, it is judged by
+                // its name, so the name must come.
                 judge.counted(ctx, method: method, .headerMismatch)
                 return .answer(
-                    MCPHeaderMismatch("Mcp-Name is required for \(method), a name the route's rules can read")
-                        .response(id: nil))
+                    MCPHeaderMismatch("Mcp-Name is required for \(method) on this route").response(id: nil))
             }
-            message.target = target
-            message.named = name
         }
-        ctx.mcpCall = (String(method.prefix(200)), message.named.map { String($0.prefix(200)) })
+        ctx.mcpCall = MCPMessage.loggedCall(method: method, named: message.named)
         if let denial = judge.denial(message, admission: request.admitted, ctx: ctx) {
             judge.counted(ctx, method: method, .denied)
             return .answer(denial)

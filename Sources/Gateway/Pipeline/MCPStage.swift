@@ -77,7 +77,7 @@ final class MCPStage: Stage {
                 return
             }
             if let method = message.method {
-                ctx.mcpCall = (String(method.prefix(200)), message.named.map { String($0.prefix(200)) })
+                ctx.mcpCall = MCPMessage.loggedCall(method: method, named: message.named)
             }
             if let refusal = judge(message, fields: ex.head.fields, admission: admission, ctx: ctx) {
                 request.answer(refusal)
@@ -101,7 +101,7 @@ final class MCPStage: Stage {
                 // route's listen_timeout or the token's expiry, whichever comes first.
                 var end = StreamEnd(
                     timeout: rules.listenTimeout, expiresAt: admission.token?.expiresAt, now: services.wallClock.now)
-                if let id = message.id { end.closingEvent = MCPListen.closingEvent(id: id) }
+                end.closingEvent = message.id.flatMap(MCPListen.closingEvent(id:))
                 ctx.streamEnd = end
             }
             request.admission?.body = BufferedRequestBody(bytes)

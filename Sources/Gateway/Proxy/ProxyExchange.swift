@@ -57,8 +57,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
     @exclusivity(unchecked) var signedHead: HTTPResponseHead?
     /// A streamed answer the gateway ends itself (`context.streamEnd`, StreamEnd.swift).
     @exclusivity(unchecked) var streamEndTimer: LoopTimer?
-    /// Its last four bytes sent, when it ends with a closing event (`sendTracked`).
+    /// Its last four bytes sent, when it may end with a closing event (`sendTracked`), and
+    /// whether its head lets it (a 200 SSE stream: `takesClosingEvent`).
     @exclusivity(unchecked) var streamTail: UInt32 = 0
+    @exclusivity(unchecked) var closingEventAllowed = false
 
     /// The route's `buffering`: the answer may go to a temp file while the client is behind.
     let buffersResponse: Bool
@@ -114,6 +116,9 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             upstreamFailed(.connectionFailed, afterHead: false)
             return
         }
+        var request = request
+        // A stream the gateway ends keeps its bound on silences in the second call too.
+        if let end = context.streamEnd { request.idleTimeout = end.left(services.wallClock.now) + 10 }
         let call = UpstreamCall(pool: pool, request: request, delegate: self)
         self.call = call
         call.start()
@@ -167,6 +172,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             return
         }
         spoolAllowed = mayBuffer(head)
+        if context.streamEnd?.closingEvent != nil { closingEventAllowed = Self.takesClosingEvent(head) }
         sendHead(head, bodyLength: head.bodyLength)
     }
 
@@ -271,7 +277,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver {
             toolListBody(chunk)
             return
         }
-        if streamEndTimer != nil, context.streamEnd?.closingEvent != nil {
+        if closingEventAllowed, streamEndTimer != nil {
             sendTracked(chunk)
             return
         }

@@ -56,7 +56,7 @@ final class RequestTrace {
         let method = Self.method(ctx.method)
         // Room for every attribute below at once: the array is not grown on the way.
         var attributes: [A] = []
-        attributes.reserveCapacity(14)
+        attributes.reserveCapacity(18)
         attributes.append(A("http.request.method", .string(method)))
         attributes.append(A("url.path", .string(path)))
         attributes.append(A("url.scheme", .string(ctx.forwarded.forwardedProto)))
