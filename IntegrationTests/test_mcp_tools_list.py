@@ -224,6 +224,10 @@ def test_a_filtered_list_is_marked_private_for_every_cache(kind, tmp_path, idp, 
             answer = next(json.loads(d) for d in data if d and '"result"' in d)
         assert answer["id"] == 9 and answer["result"]["cacheScope"] == "private", answer
         assert "deploy" not in [t["name"] for t in answer["result"]["tools"]]
+        if kind == "sse":
+            # The hand-written server said "public": the caller's list is private all the same,
+            # and its ttlMs is kept.
+            assert answer["result"]["ttlMs"] == 60000, answer
     finally:
         up.stop()
 

@@ -15,7 +15,8 @@ GET /calls lists the tools called so far, in order; GET /healthz answers 200 onc
 /any/mcp takes GET, PUT, PATCH, DELETE and OPTIONS, and runs (lists in /calls) the tool a
 tools/call in the body names, as a hand-written server that routes by path would.
 
-Two hand-made MCP endpoints answer a tools/list with the tools above, for the gateway's filter:
+Hand-made MCP endpoints answer a tools/list with the tools above, for the gateway's filter,
+marked `"cacheScope": "public"` with a `ttlMs` of 60000 (SEP-2549):
   POST /gzip/mcp      answers with gzip (Content-Encoding: gzip) whatever the request asked;
                       GET /encodings lists the Accept-Encoding each such request came with.
   POST /progress/mcp  answers as an SSE stream: PROGRESS_EVENT (a progress notification), a
@@ -103,7 +104,9 @@ def build_server():
     async def tools_result(request):
         message = json.loads(await request.body())
         tools = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in await server.list_tools()]
-        return json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools}}).encode()
+        # As a 2026-07-28 server may say of a list it does not filter: any cache may keep it.
+        result = {"tools": tools, "ttlMs": 60000, "cacheScope": "public"}
+        return json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
 
     @server.custom_route("/gzip/mcp", methods=["POST"])
     async def gzipped(request):
