@@ -2,13 +2,14 @@
 # Instructions per proxied request, counted by callgrind: repeatable whatever else the
 # machine does, so two binaries compare to within about ±100 instructions in one sitting.
 #
-# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature] [REQUESTS]
+# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature|mcp-bearer|mcp-tools|mcp-2026] [REQUESTS]
 #   BIN: a tokengate release binary (copied and stripped of its DWARF 5, which valgrind
 #   3.19 cannot read). One worker, on bench/tokengate/KIND.yaml: none, or bearer (an ES256
 #   token, the verified-token cache on), or bearer's route with a rate limit in the memory
 #   store that the run never reaches, or with a PDP whose decision is kept (the bench
 #   upstream answers it) — the scenarios ratelimit-memory and authorize-cached —, or none's
-#   route verifying one Ed25519 request signature (signature-ed25519's), in front
+#   route verifying one Ed25519 request signature (signature-ed25519's), or the mcp-*
+#   scenarios' tools/call POST (bench/lua/mcp.lua, mcp2026.lua) on bench/tokengate/mcp.yaml, in front
 #   of the bench upstream (bench/nginx/
 #   upstream.conf.in) on 127.0.0.1:PORT_BASE+1. 300 requests warm it up; the counters are
 #   zeroed; REQUESTS (default 500) keep-alive requests over 4 connections (wrk -t1 -c4);
@@ -18,8 +19,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BIN=${1:?usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature] [REQUESTS]}
+BIN=${1:?usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature|mcp-*] [REQUESTS]}
 KIND=${2:-none}
+# The mcp-* kinds: mcp.yaml with its rules on or commented out, and the scenario's lua body.
+CONFIG=$KIND MCP_OFF="" LUA=""
+case $KIND in
+  mcp-bearer) CONFIG=mcp MCP_OFF="#" LUA=mcp.lua ;;
+  mcp-tools) CONFIG=mcp LUA=mcp.lua ;;
+  mcp-2026) CONFIG=mcp LUA=mcp2026.lua ;;
+esac
 REQUESTS=${3:-500}
 PORT_BASE=${PORT_BASE:-19300}
 PORT=$PORT_BASE UPSTREAM=$((PORT_BASE + 1)) ADMIN=$((PORT_BASE + 2))
@@ -38,7 +46,7 @@ trap cleanup EXIT
 render() {  # render TEMPLATE DEST KEY=VALUE...: @KEY@ → VALUE, as bench/run.sh does
   local src=$1 dst=$2; shift 2
   local script=() kv
-  for kv in "$@"; do script+=(-e "s#@${kv%%=*}@#${kv#*=}#g"); done
+  for kv in "$@"; do script+=(-e "s|@${kv%%=*}@|${kv#*=}|g"); done
   sed "${script[@]}" "$src" >"$dst"
 }
 
@@ -64,7 +72,7 @@ elif [[ $KIND != none ]]; then
     --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench","email":"b@example.com"}')
   headers=(-H "Authorization: Bearer $token")
 fi
-render "bench/tokengate/$KIND.yaml" "$WORK/tokengate.yaml" PORT="$PORT" ADMIN_PORT="$ADMIN" WORKERS=1 \
+render "bench/tokengate/$CONFIG.yaml" "$WORK/tokengate.yaml" MCP_OFF="$MCP_OFF" PORT="$PORT" ADMIN_PORT="$ADMIN" WORKERS=1 \
   UPSTREAM_PORT="$UPSTREAM" JWKS="$WORK/jwks.json" CACHE_ENTRIES=10000 STORE=memory RATE=1000000/s BURST=1000000 \
   MAX_ENTRIES=100000
 # serve sets the allocator's tunable by running itself again, which would leave valgrind.
@@ -73,9 +81,10 @@ GLIBC_TUNABLES=glibc.malloc.tcache_count=64 valgrind --tool=callgrind --callgrin
 tg=$!
 pids+=("$tg")
 for _ in $(seq 200); do curl -fsS "http://127.0.0.1:$ADMIN/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
-for _ in $(seq 300); do curl -fsS "${headers[@]}" "http://127.0.0.1:$PORT$target" >/dev/null; done
-callgrind_control -z "$tg" >/dev/null 2>&1
-cat >"$WORK/count.lua" <<LUA
+if [[ -n $LUA ]]; then
+  # The scenario's request (method, headers, body) from its lua file, counted.
+  export BENCH_TOKEN=$token
+  { cat "bench/lua/$LUA"; cat <<LUA
 local n = 0
 request = function()
   n = n + 1
@@ -83,6 +92,23 @@ request = function()
   return wrk.format(nil, "$target")
 end
 LUA
+  } >"$WORK/count.lua"
+  # Warmed up by the same request, through wrk (curl would need the lua's body and headers).
+  sed "s/> $REQUESTS then/> 300 then/" "$WORK/count.lua" >"$WORK/warm.lua"
+  wrk -t1 -c4 -d60s -s "$WORK/warm.lua" "http://127.0.0.1:$PORT/" >/dev/null
+  headers=()
+else
+  for _ in $(seq 300); do curl -fsS "${headers[@]}" "http://127.0.0.1:$PORT$target" >/dev/null; done
+  cat >"$WORK/count.lua" <<LUA
+local n = 0
+request = function()
+  n = n + 1
+  if n > $REQUESTS then wrk.thread:stop() end
+  return wrk.format(nil, "$target")
+end
+LUA
+fi
+callgrind_control -z "$tg" >/dev/null 2>&1
 wrk -t1 -c4 -d120s -s "$WORK/count.lua" "${headers[@]}" "http://127.0.0.1:$PORT/" >"$WORK/wrk.txt"
 callgrind_control -d "$tg" >/dev/null 2>&1
 sleep 1

@@ -151,3 +151,18 @@ struct MCPOriginTests {
         #expect(!MCPOrigin.isOrigin("app.example.com"))
     }
 }
+
+@Suite("MCP: OWS trimmed on the bytes")
+struct TrimmingOWSTests {
+    @Test func onlySpacesAndTabsAtTheEdgesGo() {
+        #expect(" \t read_file \t ".trimmingOWS == "read_file")
+        #expect("read file".trimmingOWS == "read file")
+        #expect("  ".trimmingOWS == "")
+        #expect("".trimmingOWS == "")
+        #expect(" café ☕\t".trimmingOWS == "café ☕")
+        // A line break or a no-break space is no OWS (RFC 9110 §5.6.3): kept.
+        #expect("\u{A0}x\n".trimmingOWS == "\u{A0}x\n")
+        // A Substring too.
+        #expect("[ a ]".dropFirst().dropLast().trimmingOWS == "a")
+    }
+}

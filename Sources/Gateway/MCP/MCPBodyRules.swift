@@ -64,11 +64,21 @@ enum MCPBodyRules {
 }
 
 extension StringProtocol {
-    /// Without leading and trailing spaces and tabs (RFC 9110 §5.6.3 OWS).
+    /// Without leading and trailing spaces and tabs (RFC 9110 §5.6.3 OWS). On the UTF-8 bytes
+    /// (both are ASCII, so every cut is at a character's edge): reading by Character cost
+    /// about 1,700 instructions a header on the MCP path.
     var trimmingOWS: String {
-        var s = self[...]
-        while let c = s.first, c == " " || c == "\t" { s = s.dropFirst() }
-        while let c = s.last, c == " " || c == "\t" { s = s.dropLast() }
-        return String(s)
+        let whole = String(self)
+        let bytes = whole.utf8
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start = bytes.index(after: start) }
+        while start < end {
+            let last = bytes.index(before: end)
+            guard bytes[last] == 0x20 || bytes[last] == 0x09 else { break }
+            end = last
+        }
+        if start == bytes.startIndex && end == bytes.endIndex { return whole }
+        return String(whole[start..<end])
     }
 }

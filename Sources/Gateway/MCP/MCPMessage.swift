@@ -180,7 +180,9 @@ extension MCPMessage {
     /// and fragment, which may hold a credential as a request's query may (RFC 6750 §2.3).
     static func loggedCall(method: String, named: String?) -> (method: String, name: String?) {
         var name = named
-        if let uri = named, MCPMirroredHeaders.namedMember(of: method) == "uri" {
+        if let uri = named, MCPMirroredHeaders.namedMember(of: method) == "uri",
+            uri.utf8.contains(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "@") })
+        {
             var kept = Substring(uri)
             if let end = kept.firstIndex(where: { $0 == "?" || $0 == "#" }) { kept = kept[..<end] }
             if let scheme = kept.range(of: "://") {
@@ -191,6 +193,11 @@ extension MCPMessage {
             }
             name = String(kept)
         }
-        return (String(method.prefix(200)), name.map { String($0.prefix(200)) })
+        return (cut(method), name.map(cut))
+    }
+
+    /// At most 200 bytes' worth of the client's text (a whole string when it is shorter).
+    private static func cut(_ text: String) -> String {
+        text.utf8.count <= 200 ? text : String(text.prefix(200))
     }
 }

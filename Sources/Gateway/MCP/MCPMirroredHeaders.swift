@@ -32,9 +32,9 @@ struct MCPMirroredHeaders: Equatable {
     /// sentinel form does not decode to UTF-8, is a mismatch of its own.
     static func read(_ fields: HTTP1Fields) -> Result<MCPMirroredHeaders, MCPHeaderMismatch> {
         func one(_ name: String) -> Result<String?, MCPHeaderMismatch> {
-            let values = fields.values(name)
-            guard values.count <= 1 else { return .failure(MCPHeaderMismatch("\(name) is sent more than once")) }
-            return .success(values.first.map(\.trimmingOWS))
+            let (value, count) = fields.firstAndCount(name)
+            guard count <= 1 else { return .failure(MCPHeaderMismatch("\(name) is sent more than once")) }
+            return .success(value.map(\.trimmingOWS))
         }
         do {
             var headers = MCPMirroredHeaders()

@@ -28,6 +28,8 @@ struct MCPOrigin: Sendable {
     /// Why the request is refused; nil when it may go on. `host`: the request's `Host` (a
     /// trusted proxy's `X-Forwarded-Host` first); `origin`: its `Origin` field, if any.
     func refusal(host rawHost: String, scheme: String, origin: String?) -> String? {
+        // Neither a host to hold the request to nor an Origin to check: nothing to normalize.
+        if hosts.isEmpty && origin == nil { return nil }
         let host = HostNormalizer.normalize(rawHost)
         if !hosts.isEmpty {
             guard let host, hosts.contains(where: { $0.matches(host) }) else {

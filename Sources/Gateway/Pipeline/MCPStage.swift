@@ -194,12 +194,15 @@ final class MCPStage: Stage {
 
     /// 403 for a request from another site (MCPOrigin: DNS rebinding); nil: it may go on.
     func originRefusal(_ request: RoutedRequest) -> GatewayResponse? {
-        let asked = request.origin
         let fields = request.head.fields
+        let sentOrigin = fields.first("Origin")
+        // The common case, decided before the Host is read: nothing to check it against.
+        if origin.hosts.isEmpty && sentOrigin == nil { return nil }
+        let asked = request.origin
         guard
             let why = origin.refusal(
                 host: asked.forwardedHost ?? fields.first("Host") ?? "", scheme: asked.forwardedProto,
-                origin: fields.first("Origin"))
+                origin: sentOrigin)
         else { return nil }
         return ErrorResponse.make(
             403, error: "access_denied", description: why, requestID: request.context.requestID, detail: "mcp: \(why)")
