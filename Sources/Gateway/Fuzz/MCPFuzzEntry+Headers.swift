@@ -12,11 +12,13 @@ extension MCPFuzzEntry {
                 MCPMirroredHeaders.decodedName(again) == decoded, "mcp: a name's Base64 form does not decode to it")
         }
         // Read as the stage reads a request whose MCP-Protocol-Version says 2026-07-28: a method
-        // that revision removed names nothing the rules could judge.
+        // that revision removed names a target only where its body names one.
         guard case .success(let message) = MCPMessage.parse(body, headerVersion: MCPMirroredHeaders.mirroringVersion),
             let method = message.method
         else { return }
-        fuzzInvariant(!message.removed || message.target == nil, "mcp: a removed method names a target")
+        fuzzInvariant(
+            !message.removed || message.target == nil || message.named != nil,
+            "mcp: a removed method names a target its body does not name")
         var fields = HTTP1Fields()
         fields.append("MCP-Protocol-Version", MCPMirroredHeaders.mirroringVersion)
         if FieldSyntax.isFieldValue(method) { fields.append("Mcp-Method", method) }
