@@ -1,3 +1,5 @@
+import Foundation
+
 /// Entry point for fuzzing the ext_authz messages (the libFuzzer target `ExtAuthzFuzz` in
 /// `fuzz/` and the corpus replay test call it). Returns normally on every input; a failed
 /// invariant traps with its message, in a release build too.
@@ -6,16 +8,19 @@
 /// accepted has a token method, an http(s) scheme, a host and a path without a space or a
 /// control character, and fields with lower-case token names (no pseudo-header, no field of
 /// a connection's framing) and values without a control character, within the limits; written again as a CheckRequest (raw
-/// headers, in order) it reads back to the same attributes; and a CheckResponse made of it,
+/// headers, in order, its body as it was kept) it reads back to the same attributes; and a CheckResponse made of it,
 /// allowed or denied, reads back with every field as given.
 public enum ExtAuthzFuzzEntry {
-    static let limits = CheckRequestReader.Limits(maxFields: 64, maxFieldBytes: 8192)
+    static let limits = CheckRequestReader.Limits(maxFields: 64, maxFieldBytes: 8192, maxBodyBytes: 256)
 
     public static func all(_ data: [UInt8]) {
         guard case .success(let a) = CheckRequestReader.read(data, limits: limits) else { return }
         check(a)
+        // A body past the limit was not kept, so it is not written again.
+        var expected = a
+        expected.bodyPastLimit = false
         let again = CheckRequestReader.read(rewritten(a), limits: limits)
-        invariant(again == .success(a), "a request read, written again and read differs: \(again)")
+        invariant(again == .success(expected), "a request read, written again and read differs: \(again)")
         checkResponses(a)
     }
 
@@ -27,6 +32,10 @@ public enum ExtAuthzFuzzEntry {
             !a.path.isEmpty && CheckRequestReader.isFieldValue(a.path) && !a.path.contains(" "),
             "path \(a.path.debugDescription)")
         invariant(a.fields.count <= limits.maxFields, "\(a.fields.count) fields")
+        // A body is kept whole within the limit, or not at all; text and cut say of a kept one.
+        invariant(a.body.map { !$0.isEmpty && $0.count <= limits.maxBodyBytes } ?? true, "body size")
+        invariant(a.body != nil || (!a.bodyIsText && !a.bodyCut), "a body's marks without a body")
+        invariant(!(a.bodyPastLimit && a.body != nil), "a body past the limit kept")
         for f in a.fields {
             invariant(
                 CheckRequestReader.isToken(f.name) && !f.name.hasPrefix(":") && f.name == f.name.lowercased(),
@@ -44,6 +53,11 @@ public enum ExtAuthzFuzzEntry {
         http.host = a.host
         http.path = a.path
         http.id = a.requestID ?? ""
+        if let body = a.body {
+            if a.bodyIsText { http.body = Data(body) } else { http.rawBody = Data(body) }
+            // Cut: the request's size said more than came.
+            if a.bodyCut { http.size = Int64(body.count) + 1 }
+        }
         http.headerMap.headers = a.fields.map {
             var h = Envoy_Config_Core_V3_HeaderValue()
             h.key = $0.name
