@@ -9,11 +9,6 @@ enum MCPProtocolVersion {
     /// The revisions tokengate judges calls of, oldest first.
     static let known = ["2025-06-18", "2025-11-25", MCPMirroredHeaders.mirroringVersion]
 
-    /// The revision `message` speaks, by its header or else its body; nil when neither says.
-    static func of(_ fields: HTTP1Fields, _ message: MCPMessage) -> String? {
-        fields.first("MCP-Protocol-Version")?.trimmingOWS ?? message.protocolVersion
-    }
-
     /// Client requests and notifications MCP 2026-07-28 removed: the handshake and its
     /// notification, `ping`, `logging/setLevel`, the `resources/subscribe` pair (now
     /// `subscriptions/listen`), progress and roots notifications from the client, and the

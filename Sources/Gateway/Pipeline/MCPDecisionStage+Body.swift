@@ -72,21 +72,9 @@ extension MCPDecisionStage {
                 detail: "decision: mcp: \(refusal)")
         }
         let message: MCPMessage
-        switch MCPMessage.parse(bytes, headerVersion: fields.first("MCP-Protocol-Version")?.trimmingOWS) {
+        switch judge.judge(body: bytes, fields: fields, admission: request.admitted, ctx: ctx, answerComesBack: false) {
         case .success(let m): message = m
-        case .failure(let error):
-            judge.counted(ctx, method: nil, .invalid)
-            return GatewayResponse(
-                status: 400, body: error.body, contentType: "application/json",
-                detail: "decision: mcp: \(error.message)", reason: "mcp_invalid_message")
-        }
-        if let method = message.method {
-            ctx.mcpCall = MCPMessage.loggedCall(method: method, named: message.named)
-        }
-        if let refusal = judge.judge(
-            message, fields: fields, admission: request.admitted, ctx: ctx, answerComesBack: false)
-        {
-            return refusal
+        case .failure(let refusal): return refusal.response
         }
         if case .tool(let name) = message.target { request.admission?.mcpTool = name }
         return nil

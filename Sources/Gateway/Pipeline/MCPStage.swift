@@ -66,21 +66,10 @@ final class MCPStage: Stage {
         }
         services.readOwnBody(ex, ctx, limit: rules.maxRequestBytes) { [self] bytes in
             let message: MCPMessage
-            switch MCPMessage.parse(bytes, headerVersion: ex.head.fields.first("MCP-Protocol-Version")?.trimmingOWS) {
+            switch judge(body: bytes, fields: ex.head.fields, admission: admission, ctx: ctx) {
             case .success(let m): message = m
-            case .failure(let error):
-                counted(ctx, method: nil, .invalid)
-                request.answer(
-                    GatewayResponse(
-                        status: 400, body: error.body, contentType: "application/json",
-                        detail: "mcp: \(error.message)", reason: "mcp_invalid_message"))
-                return
-            }
-            if let method = message.method {
-                ctx.mcpCall = MCPMessage.loggedCall(method: method, named: message.named)
-            }
-            if let refusal = judge(message, fields: ex.head.fields, admission: admission, ctx: ctx) {
-                request.answer(refusal)
+            case .failure(let refusal):
+                request.answer(refusal.response)
                 return
             }
             if message.method == "tools/list", let id = message.id {
@@ -110,38 +99,63 @@ final class MCPStage: Stage {
         return .suspend
     }
 
-    /// The refusal of a message read from a body, by the checks in the order a server would
-    /// meet them: the revision, the mirrored headers against the body (SEP-2243), the route's
-    /// rules. nil: it passes. Every message judged is counted (`tokengate_mcp_calls_total`).
+    /// A refusal of a POST's body, as a failure of `Result`.
+    struct Refusal: Error {
+        let response: GatewayResponse
+    }
+
+    /// The message in a POST's body, judged by the checks in the order a server would meet
+    /// them: the message itself, the revision, the mirrored headers against the body
+    /// (SEP-2243, read once), the route's rules; or the refusal. Every message judged is
+    /// counted (`tokengate_mcp_calls_total`) and named for the access log and span.
     /// - answerComesBack: false in decision mode, where a list answered per caller cannot be
     ///   filtered on its way back (`perCallerListRefusal`).
     func judge(
-        _ message: MCPMessage, fields: HTTP1Fields, admission: Admission, ctx: RequestContext,
+        body bytes: [UInt8], fields: HTTP1Fields, admission: Admission, ctx: RequestContext,
         answerComesBack: Bool = true
-    ) -> GatewayResponse? {
+    ) -> Result<MCPMessage, Refusal> {
+        let headers = MCPMirroredHeaders.read(fields)
+        let headerVersion = (try? headers.get())?.protocolVersion
+        let message: MCPMessage
+        switch MCPMessage.parse(bytes, headerVersion: headerVersion) {
+        case .success(let m): message = m
+        case .failure(let error):
+            counted(ctx, method: nil, .invalid)
+            return .failure(
+                Refusal(
+                    response: GatewayResponse(
+                        status: 400, body: error.body, contentType: "application/json",
+                        detail: "mcp: \(error.message)", reason: "mcp_invalid_message")))
+        }
         let method = message.method
-        if let version = MCPProtocolVersion.of(fields, message), !rules.protocolVersions.contains(version) {
+        if let method { ctx.mcpCall = MCPMessage.loggedCall(method: method, named: message.named) }
+        if let version = headerVersion ?? message.protocolVersion, !rules.protocolVersions.contains(version) {
             counted(ctx, method: method, .unsupportedVersion)
-            return MCPProtocolVersion.refusal(requested: version, supported: rules.protocolVersions, id: message.id)
+            return .failure(
+                Refusal(
+                    response: MCPProtocolVersion.refusal(
+                        requested: version, supported: rules.protocolVersions, id: message.id)))
         }
         // SEP-2243: the server routes on the mirrored headers, the gateway judged the
         // body; a request on which they differ is refused before either is trusted.
         let mismatch: MCPHeaderMismatch?
-        switch MCPMirroredHeaders.read(fields) {
+        switch headers {
         case .failure(let why): mismatch = why
-        case .success(let headers): mismatch = headers.mismatch(with: message)
+        case .success(let read): mismatch = read.mismatch(with: message)
         }
         if let mismatch {
             counted(ctx, method: method, .headerMismatch)
-            return mismatch.response(id: message.id)
+            return .failure(Refusal(response: mismatch.response(id: message.id)))
         }
-        if !answerComesBack, let method, let refusal = perCallerListRefusal(method, ctx) { return refusal }
+        if !answerComesBack, let method, let refusal = perCallerListRefusal(method, ctx) {
+            return .failure(Refusal(response: refusal))
+        }
         if let denial = denial(message, admission: admission, ctx: ctx) {
             counted(ctx, method: method, .denied)
-            return denial
+            return .failure(Refusal(response: denial))
         }
         counted(ctx, method: method, .allowed)
-        return nil
+        return .success(message)
     }
 
     /// One judged message in `tokengate_mcp_calls_total`. A response to the server (no method)
