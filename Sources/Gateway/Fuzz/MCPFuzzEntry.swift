@@ -41,7 +41,13 @@ public enum MCPFuzzEntry {
     /// method that names a tool, resource or prompt is never accepted without one: that would
     /// be a call no per-tool rule can judge.
     static func message(_ body: [UInt8]) {
-        guard case .success(let m) = MCPMessage.parse(body) else { return }
+        let read = MCPMessage.parse(body)
+        if case .failure(let error) = read, error.code == .parseError {
+            // The message is read without a tree (JSONPicker): it must refuse what the parser does.
+            fuzzInvariant(
+                (try? JSONParser.parse(body)) == nil, "mcp: a JSON text the parser accepts is called unreadable")
+        }
+        guard case .success(let m) = read else { return }
         fuzzInvariant(
             (m.method.flatMap(MCPTarget.member(of:)) != nil) == (m.target != nil),
             "mcp: a call's target and its method disagree")
@@ -50,6 +56,12 @@ public enum MCPFuzzEntry {
             let again = try? MCPMessage.parse(Array(JSONSerializer.serialize(value).utf8)).get()
             fuzzInvariant(
                 again?.kind == m.kind && again?.target == m.target, "mcp: a message reads otherwise once re-serialized")
+            let params = value.object?["params"]?.object
+            let revision = params?["_meta"]?.object?["io.modelcontextprotocol/protocolVersion"]?.string
+            let named = m.method.flatMap(MCPMirroredHeaders.namedMember(of:)).flatMap { params?[$0]?.string }
+            fuzzInvariant(
+                (m.method == nil || m.protocolVersion == revision) && m.named == named && m.id == value.object?["id"],
+                "mcp: the message's revision, name or id is not the parsed tree's")
         } else {
             fuzzInvariant(false, "mcp: a message was accepted that the JSON parser refuses")
         }

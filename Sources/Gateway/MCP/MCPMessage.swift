@@ -42,45 +42,44 @@ struct MCPMessage: Equatable {
     /// - headerVersion: the request's `MCP-Protocol-Version`, which counts before the body's
     ///   `_meta` for what the method means (MCPProtocolVersion).
     static func parse(_ bytes: [UInt8], headerVersion: String? = nil) -> Result<MCPMessage, JSONRPCError> {
-        let value: JSONValue
+        let read: JSONPicker.Reading
         do {
-            value = try JSONParser.parse(bytes)
+            read = try picker.read(bytes)
         } catch {
             // Duplicate members, trailing commas, bad escapes and too-deep nesting all land here.
             return .failure(
                 JSONRPCError(.parseError, "the body is not a valid JSON text (RFC 8259, no duplicate names)"))
         }
-        if case .array = value {
+        if read.top == .array {
             return .failure(
                 JSONRPCError(.invalidRequest, "batches are not accepted: send one JSON-RPC message per POST"))
         }
-        guard case .object(let message) = value else {
+        guard read.top == .object else {
             return .failure(JSONRPCError(.invalidRequest, "a JSON-RPC message is a JSON object"))
         }
         var id: JSONValue?
-        if let raw = message["id"] {
+        if let raw = read[.id] {
             // MCP: "the ID MUST NOT be null"; JSON-RPC §4: a string or a number.
             switch raw {
-            case .string, .number: id = raw
+            case .string(let text): id = .string(text)
+            case .number(let text): id = .number(text)
             default: return .failure(JSONRPCError(.invalidRequest, "id must be a string or a number"))
             }
         }
-        guard message["jsonrpc"]?.string == "2.0" else {
+        guard read[.jsonrpc] == .string("2.0") else {
             return .failure(JSONRPCError(.invalidRequest, "jsonrpc must be \"2.0\"", id: id))
         }
-        guard let methodValue = message["method"] else {
+        guard let methodValue = read[.method] else {
             // A response: an id and exactly one of result and error (§5).
-            let hasResult = message["result"] != nil
-            let hasError = message["error"] != nil
-            guard id != nil, hasResult != hasError else {
+            guard id != nil, (read[.result] != nil) != (read[.error] != nil) else {
                 return .failure(JSONRPCError(.invalidRequest, "a message without method must be a response", id: id))
             }
             return .success(MCPMessage(kind: .response, id: id))
         }
-        guard let method = methodValue.string, !method.isEmpty else {
+        guard case .string(let method) = methodValue, !method.isEmpty else {
             return .failure(JSONRPCError(.invalidRequest, "method must be a non-empty string", id: id))
         }
-        if let params = message["params"], params.object == nil {
+        if let params = read[.params], params != .object {
             // MCP's params are always an object (JSON-RPC §4.2 also allows an array).
             return .failure(JSONRPCError(.invalidRequest, "params must be an object", id: id))
         }
@@ -91,15 +90,14 @@ struct MCPMessage: Equatable {
             return .failure(JSONRPCError(.invalidRequest, "tools/list is a request: it needs an id"))
         }
         var out = MCPMessage(kind: .call(method: method), id: id)
-        let params = message["params"]?.object
-        out.protocolVersion = params?["_meta"]?.object?["io.modelcontextprotocol/protocolVersion"]?.string
-        if let member = MCPMirroredHeaders.namedMember(of: method) { out.named = params?[member]?.string }
+        out.protocolVersion = read[.protocolVersion]?.string
+        if let member = MCPMirroredHeaders.namedMember(of: method) { out.named = read[param: member]?.string }
         out.removed = MCPProtocolVersion.isRemoved(method, at: headerVersion ?? out.protocolVersion)
         // A removed method without the member names nothing (the server answers it); one with
         // it is judged by what it names all the same: a server that still speaks 2025 may
         // honour it whatever revision the request claims.
-        if let member = MCPTarget.member(of: method), !(out.removed && params?[member.name] == nil) {
-            guard let text = message["params"]?.object?[member.name]?.string else {
+        if let member = MCPTarget.member(of: method), !(out.removed && read[param: member.name] == nil) {
+            guard let text = read[param: member.name]?.string else {
                 return .failure(
                     JSONRPCError(.invalidParams, "\(method) needs params.\(member.name) as a string", id: id))
             }
@@ -110,6 +108,48 @@ struct MCPMessage: Equatable {
             }
         }
         return .success(out)
+    }
+
+    /// The members the gateway reads, in the order of `picker`'s paths. The rest of the
+    /// message (a tool's `arguments`, which may be large) is checked but never built.
+    enum Member: Int, CaseIterable {
+        case jsonrpc, id, method, params, result, error, name, uri, protocolVersion
+
+        var path: [String] {
+            switch self {
+            case .jsonrpc: ["jsonrpc"]
+            case .id: ["id"]
+            case .method: ["method"]
+            case .params: ["params"]
+            case .result: ["result"]
+            case .error: ["error"]
+            case .name: ["params", "name"]
+            case .uri: ["params", "uri"]
+            case .protocolVersion: ["params", "_meta", "io.modelcontextprotocol/protocolVersion"]
+            }
+        }
+    }
+
+    private static let picker = JSONPicker(paths: Member.allCases.map(\.path))
+}
+
+extension JSONPicker.Reading {
+    fileprivate subscript(member: MCPMessage.Member) -> JSONPicker.Picked? { values[member.rawValue] }
+
+    /// `params.name` or `params.uri`, the two members a method names its target by.
+    fileprivate subscript(param name: String) -> JSONPicker.Picked? {
+        switch name {
+        case "name": self[.name]
+        case "uri": self[.uri]
+        default: nil
+        }
+    }
+}
+
+extension JSONPicker.Picked {
+    fileprivate var string: String? {
+        if case .string(let text) = self { return text }
+        return nil
     }
 }
 

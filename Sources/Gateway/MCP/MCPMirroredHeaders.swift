@@ -31,25 +31,48 @@ struct MCPMirroredHeaders: Equatable {
     /// The headers as the request carries them; a header sent twice, or an `Mcp-Name` whose
     /// sentinel form does not decode to UTF-8, is a mismatch of its own.
     static func read(_ fields: HTTP1Fields) -> Result<MCPMirroredHeaders, MCPHeaderMismatch> {
-        func one(_ name: String) -> Result<String?, MCPHeaderMismatch> {
-            let (value, count) = fields.firstAndCount(name)
-            guard count <= 1 else { return .failure(MCPHeaderMismatch("\(name) is sent more than once")) }
-            return .success(value.map(\.trimmingOWS))
-        }
-        do {
-            var headers = MCPMirroredHeaders()
-            headers.method = try one("Mcp-Method").get()
-            headers.protocolVersion = try one("MCP-Protocol-Version").get()
-            if let raw = try one("Mcp-Name").get() {
-                guard let decoded = decodedName(raw) else {
-                    return .failure(MCPHeaderMismatch("Mcp-Name is not a valid =?base64?…?= value"))
-                }
-                headers.name = decoded
+        // One pass over the fields for the three names (a lookup is a pass of its own).
+        var method = Seen()
+        var version = Seen()
+        var name = Seen()
+        fields.forEachField { field, value in
+            switch field.count {
+            case 10 where Self.isNamed(field, "mcp-method"): method.add(value)
+            case 20 where Self.isNamed(field, "mcp-protocol-version"): version.add(value)
+            case 8 where Self.isNamed(field, "mcp-name"): name.add(value)
+            default: break
             }
-            return .success(headers)
-        } catch {
-            return .failure(error)
         }
+        if method.count > 1 { return .failure(MCPHeaderMismatch("Mcp-Method is sent more than once")) }
+        if version.count > 1 { return .failure(MCPHeaderMismatch("MCP-Protocol-Version is sent more than once")) }
+        if name.count > 1 { return .failure(MCPHeaderMismatch("Mcp-Name is sent more than once")) }
+        var headers = MCPMirroredHeaders(method: method.first, protocolVersion: version.first)
+        if let raw = name.first {
+            guard let decoded = decodedName(raw) else {
+                return .failure(MCPHeaderMismatch("Mcp-Name is not a valid =?base64?…?= value"))
+            }
+            headers.name = decoded
+        }
+        return .success(headers)
+    }
+
+    /// The first value of one of the fields, trimmed, and how many there are.
+    private struct Seen {
+        var first: String?
+        var count = 0
+
+        mutating func add(_ value: Span<UInt8>) {
+            if count == 0 { first = value.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }.trimmingOWS }
+            count += 1
+        }
+    }
+
+    /// Whether a field's name is `lower`, ASCII case-insensitively (RFC 9110 §5.1); the
+    /// caller has compared the lengths.
+    private static func isNamed(_ name: Span<UInt8>, _ lower: StaticString) -> Bool {
+        let wanted = lower.utf8Start
+        for i in 0..<name.count where HTTP1Fields.lower(name[i]) != wanted[i] { return false }
+        return true
     }
 
     /// `Mcp-Name` in its plain or its sentinel form (`=?base64?` standard Base64 `?=`, UTF-8).

@@ -9,22 +9,23 @@ enum MCPProtocolVersion {
     /// The revisions tokengate judges calls of, oldest first.
     static let known = ["2025-06-18", "2025-11-25", MCPMirroredHeaders.mirroringVersion]
 
-    /// Client requests and notifications MCP 2026-07-28 removed: the handshake and its
-    /// notification, `ping`, `logging/setLevel`, the `resources/subscribe` pair (now
+    /// Whether `method` is one that the revision `version` (nil: not said) no longer has:
+    /// client requests and notifications MCP 2026-07-28 removed. They are the handshake and
+    /// its notification, `ping`, `logging/setLevel`, the `resources/subscribe` pair (now
     /// `subscriptions/listen`), progress and roots notifications from the client, and the
     /// 2025-11-25 `tasks/*`. In a request at that revision they need no `Mcp-Name`, and one
     /// that names nothing reaches the server, whose `-32601` is the answer; one that still
     /// names a resource is judged by it, as a server that speaks 2025 too may honour it.
-    static let removedMethods: Set<String> = [
-        "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
-        "resources/unsubscribe", "notifications/progress", "notifications/roots/list_changed", "tasks/get",
-        "tasks/result", "tasks/list", "tasks/cancel"
-    ]
-
-    /// Whether `method` is one that the revision `version` (nil: not said) no longer has.
     static func isRemoved(_ method: String, at version: String?) -> Bool {
         guard let version, version >= MCPMirroredHeaders.mirroringVersion else { return false }
-        return removedMethods.contains(method)
+        // A switch, not a set: asked on every call, and a set hashes the method each time.
+        switch method {
+        case "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
+            "resources/unsubscribe", "notifications/progress", "notifications/roots/list_changed", "tasks/get",
+            "tasks/result", "tasks/list", "tasks/cancel":
+            return true
+        default: return false
+        }
     }
 
     /// Whether a route that takes `versions` still serves 2025 clients (their GET stream and

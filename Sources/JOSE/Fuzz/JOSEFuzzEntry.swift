@@ -75,7 +75,19 @@ public enum JOSEFuzzEntry {
 
     /// JSON, JWK and JWK Set parsing, and the export/thumbprint/sign paths of what parsed.
     public static func jwk(_ data: [UInt8]) {
-        guard let value = try? JSONParser.parse(data) else { return }
+        // The picker reads without a tree: it must accept what the parser accepts, and pick
+        // what the tree holds.
+        let picked = try? picker.read(data)
+        guard let value = try? JSONParser.parse(data) else {
+            fuzzInvariant(picked == nil, "JSONPicker accepted a text the parser refuses")
+            return
+        }
+        fuzzInvariant(picked != nil, "JSONPicker refused a text the parser accepts")
+        if let object = value.object, let picked {
+            fuzzInvariant(
+                picked.values[0] == object["kty"].map(pickedForm) && picked.values[1] == object["keys"].map(pickedForm),
+                "JSONPicker picked otherwise than the tree holds")
+        }
         checkJSONRoundTrip(value)
         if let object = value.object, let key = try? JWK(object: object) {
             checkKey(key)
@@ -90,6 +102,20 @@ public enum JOSEFuzzEntry {
                 _ = try? set.key(for: alg, kid: nil)
                 for kid in set.keys.compactMap(\.kid).prefix(4) { _ = try? set.key(for: alg, kid: kid) }
             }
+        }
+    }
+
+    static let picker = JSONPicker(paths: [["kty"], ["keys"]])
+
+    /// A value in the picker's terms.
+    static func pickedForm(_ value: JSONValue) -> JSONPicker.Picked {
+        switch value {
+        case .string(let s): .string(s)
+        case .number(let n): .number(n)
+        case .bool(let b): .bool(b)
+        case .null: .null
+        case .object: .object
+        case .array: .array
         }
     }
 

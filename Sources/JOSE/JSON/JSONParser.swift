@@ -35,7 +35,7 @@ public enum JSONParser {
         c < 0x20 || c == Int(UInt8(ascii: "\"")) || c == Int(UInt8(ascii: "\\")) ? 0 : 1
     }
 
-    private struct Parser {
+    struct Parser {
         let b: UnsafeBufferPointer<UInt8>
         /// `plainStringByte`, borrowed for the whole parse.
         let plain: UnsafeBufferPointer<UInt8>
@@ -43,6 +43,7 @@ public enum JSONParser {
 
         func fail(_ why: String) -> JOSEError { JOSEError(.malformed, "invalid JSON at byte \(i): \(why)") }
 
+        @inline(__always)
         mutating func skipWS() {
             while i < b.count, b[i] == 0x20 || b[i] == 0x09 || b[i] == 0x0a || b[i] == 0x0d { i += 1 }
         }
@@ -251,6 +252,12 @@ public enum JSONParser {
 
         mutating func number() throws -> String {
             let start = i
+            try skipNumber()
+            return String(decoding: UnsafeBufferPointer(rebasing: b[start..<i]), as: UTF8.self)
+        }
+
+        /// Steps over a number (RFC 8259 §6), refusing what its grammar does not allow.
+        mutating func skipNumber() throws {
             if i < b.count, b[i] == UInt8(ascii: "-") { i += 1 }
             guard i < b.count, b[i] >= 0x30, b[i] <= 0x39 else { throw fail("unexpected character") }
             if b[i] == 0x30 {
@@ -270,7 +277,6 @@ public enum JSONParser {
                 guard i < b.count, b[i] >= 0x30, b[i] <= 0x39 else { throw fail("digit expected in exponent") }
                 while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
             }
-            return String(decoding: UnsafeBufferPointer(rebasing: b[start..<i]), as: UTF8.self)
         }
     }
 }

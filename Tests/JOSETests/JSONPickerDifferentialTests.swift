@@ -1,0 +1,131 @@
+import Testing
+
+@testable import JOSE
+
+/// `JSONPicker` reads without building a tree, so it must accept exactly the texts
+/// `JSONParser` accepts, and what it picks must be what the parsed tree holds at the same
+/// path. Every input of the parser's own differential tests goes through both.
+@Suite("JSON: the picker against the parser")
+struct JSONPickerDifferentialTests {
+    /// Paths tried on every text: short and long names, names equal to others only by
+    /// canonical equivalence, names the random documents use, paths through arrays' siblings.
+    static let fixedPaths: [[String]] = [
+        ["iss"], ["a"], ["a", "a"], ["a", "a", "a"], [""], ["\u{0000}"], ["é"], ["K"], ["\u{212A}"],
+        ["abcdefgh"], ["abcdefghijklmnop"], ["preferred_username"], ["cnf", "jkt"], ["sub", "iss"], ["keys"]
+    ]
+    static let fixed = JSONPicker(paths: fixedPaths)
+
+    /// What the tree holds at `path`, in the picker's terms.
+    static func expected(_ tree: JSONValue, _ path: [String]) -> JSONPicker.Picked? {
+        var at = tree
+        for name in path {
+            guard let next = at.object?[name] else { return nil }
+            at = next
+        }
+        switch at {
+        case .string(let s): return .string(s)
+        case .number(let n): return .number(n)
+        case .bool(let b): return .bool(b)
+        case .null: return .null
+        case .object: return .object
+        case .array: return .array
+        }
+    }
+
+    /// Up to `limit` paths that lead somewhere in `tree`, breadth first.
+    static func presentPaths(_ tree: JSONValue, limit: Int) -> [[String]] {
+        var out: [[String]] = []
+        var queue: [([String], JSONObject)] = []
+        if let top = tree.object { queue.append(([], top)) }
+        while !queue.isEmpty && out.count < limit {
+            let (prefix, object) = queue.removeFirst()
+            for name in object.names where out.count < limit {
+                out.append(prefix + [name])
+                if let inner = object[name]?.object { queue.append((prefix + [name], inner)) }
+            }
+        }
+        return out
+    }
+
+    static func compare(_ bytes: [UInt8], _ what: @autoclosure () -> String) {
+        let tree = try? JSONParser.parse(bytes)
+        let reading = try? fixed.read(bytes)
+        switch (tree, reading) {
+        case (nil, nil): return
+        case (nil, .some): Issue.record("\(what()): picked, the parser refused")
+        case (.some, nil): Issue.record("\(what()): refused, the parser accepted")
+        case (let tree?, let reading?):
+            if reading.top != expected(tree, []) { Issue.record("\(what()): the top-level value differs") }
+            for (k, path) in fixedPaths.enumerated() where reading.values[k] != expected(tree, path) {
+                Issue.record(
+                    "\(what()): \(path) is \(String(describing: reading.values[k])), the tree has it otherwise")
+            }
+            let present = presentPaths(tree, limit: 40)
+            guard !present.isEmpty else { return }
+            guard let own = try? JSONPicker(paths: present).read(bytes) else {
+                Issue.record("\(what()): refused when picking its own members")
+                return
+            }
+            for (k, path) in present.enumerated() where own.values[k] != expected(tree, path) {
+                Issue.record("\(what()): its member \(path) is picked otherwise")
+            }
+        }
+    }
+
+    @Test func edgeCases() {
+        for (i, text) in JSONDifferentialTests.edgeCases.enumerated() {
+            Self.compare(Array(text.utf8), "edge case \(i): \(text)")
+        }
+        for bad: [UInt8] in [
+            [0x22, 0xff, 0x22], [0x22, 0xc3, 0x22], [0x22, 0xc3, 0xa9, 0x22], [0xef, 0xbb, 0xbf, 0x7b, 0x7d],
+            [0x22, 0xed, 0xa0, 0x80, 0x22], [0x22, 0x5c, 0x6e, 0xff, 0x22], [0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d],
+            Array("{\"a\":\"".utf8) + [0xf4, 0x90, 0x80, 0x80] + Array("\"}".utf8),
+            Array("{\"a\":[\"".utf8) + [0xe2, 0x82] + Array("\"]}".utf8),
+            Array("{\"a\":\"".utf8) + [0xf0, 0x9f, 0x98, 0x80] + Array("\"}".utf8)
+        ] {
+            Self.compare(bad, "bytes \(bad)")
+        }
+    }
+
+    @Test func fuzzCorpusFixturesAndRandomDocuments() {
+        for (i, file) in DifferentialInputs.fuzzCorpus().enumerated() { Self.compare(file, "corpus file \(i)") }
+        for (i, file) in DifferentialInputs.fixtureFiles().enumerated() { Self.compare(file, "fixture \(i)") }
+        for (i, doc) in DifferentialInputs.randomJSON(count: 6_000, seed: 19).enumerated() {
+            Self.compare(doc, "random input \(i): \(String(decoding: doc, as: UTF8.self))")
+        }
+    }
+
+    /// Duplicates on either side of the size where both switch to hashing names, at the top
+    /// and inside an object a path leads through.
+    @Test(arguments: [
+        JSONObject.indexedFrom - 2, JSONObject.indexedFrom - 1, JSONObject.indexedFrom, JSONObject.indexedFrom + 1, 300
+    ])
+    func duplicatesAroundTheIndexSize(members: Int) {
+        let names = (0..<members).map { "member\($0)" }
+        for dup in [0, members / 2, members - 1] {
+            let body = (names + [names[dup]]).map { "\"\($0)\":1" }.joined(separator: ",")
+            Self.compare(Array("{\(body)}".utf8), "\(members) members and a repeat of member \(dup)")
+            Self.compare(Array("{\"a\":{\(body)},\"b\":2}".utf8), "the same inside a picked member")
+            let picker = JSONPicker(paths: [["a", names[dup]]])
+            #expect(throws: JOSEError.self) { try picker.read(Array("{\"a\":{\(body)}}".utf8)) }
+        }
+        let wide = "{\"a\":{" + names.map { "\"\($0)\":{\"x\":1}" }.joined(separator: ",") + "},\"x\":1}"
+        Self.compare(Array(wide.utf8), "\(members) objects, each with a member named as one outside")
+    }
+
+    @Test func picksWhatItIsAskedForAndNothingElse() throws {
+        let text =
+            #"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"deploy","arguments":{"name":"x"},"#
+            + #""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#
+        let picker = JSONPicker(paths: [
+            ["method"], ["id"], ["params", "name"], ["params", "_meta", "io.modelcontextprotocol/protocolVersion"],
+            ["params"], ["name"], ["params", "arguments", "missing"]
+        ])
+        let reading = try picker.read(Array(text.utf8))
+        #expect(reading.top == .object)
+        #expect(
+            reading.values == [
+                .string("tools/call"), .number("7"), .string("deploy"), .string("2026-07-28"), .object, nil, nil
+            ])
+    }
+}
