@@ -27,12 +27,20 @@ struct MCPRemovedMethodsTests {
     }
 
     @Test func theRevisionSaysWhichMethodsAreGone() {
-        for method in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"] {
+        for method in [
+            "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
+            "resources/unsubscribe", "notifications/progress", "notifications/roots/list_changed", "tasks/get",
+            "tasks/result", "tasks/list", "tasks/cancel"
+        ] {
             #expect(MCPProtocolVersion.isRemoved(method, at: "2026-07-28"))
             #expect(!MCPProtocolVersion.isRemoved(method, at: "2025-11-25"))
             #expect(!MCPProtocolVersion.isRemoved(method, at: nil))
         }
-        for method in ["tools/call", "resources/read", "server/discover", "subscriptions/listen", "tools/list"] {
+        // Same lengths as removed ones (the switch looks at the length first), and a case apart.
+        for method in [
+            "tools/call", "resources/read", "server/discover", "subscriptions/listen", "tools/list", "Initialize",
+            "tasks/lisT", "pong", "tasks/got"
+        ] {
             #expect(!MCPProtocolVersion.isRemoved(method, at: "2026-07-28"))
         }
     }

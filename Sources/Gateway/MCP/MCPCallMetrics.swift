@@ -32,13 +32,27 @@ struct MCPCallMetrics: Sendable {
         "notifications/roots/list_changed", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel"
     ]
 
+    /// The series counted last and where it sits: a worker's calls mostly repeat one, and
+    /// finding it again by its key hashes two strings (and the method once more for the set).
+    private var last: (key: Key, index: [Key: Int].Index)?
+
     /// `method`: the message's, or nil for one that could not be read (label `-`).
     mutating func record(route: String, method: String?, _ outcome: Outcome) {
+        // A method equal to the last label is that label: a known method, or "other" itself.
+        if let last, let method, method == last.key.method, last.key.outcome == outcome, last.key.route == route {
+            counts.values[last.index] += 1
+            return
+        }
         let label = method.map { Self.knownMethods.contains($0) ? $0 : "other" } ?? "-"
-        counts[Key(route: route, method: label, outcome: outcome), default: 0] += 1
+        let key = Key(route: route, method: label, outcome: outcome)
+        counts[key, default: 0] += 1
+        last = label == "-" ? nil : (key, counts.index(forKey: key)!)
     }
 
-    mutating func add(_ o: MCPCallMetrics) { counts.merge(o.counts, uniquingKeysWith: +) }
+    mutating func add(_ o: MCPCallMetrics) {
+        counts.merge(o.counts, uniquingKeysWith: +)
+        last = nil
+    }
 
     func write(to out: inout PrometheusText) {
         out.family(

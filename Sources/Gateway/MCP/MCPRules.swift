@@ -82,8 +82,9 @@ extension MCPRules {
         switch verdict(for: message) {
         case .notAllowed: return .notListed
         case .check(let needs):
+            guard !needs.isEmpty else { return .passes }
+            guard let token else { return .fails(needs: needs, reason: "no token") }
             for requirement in needs {
-                guard let token else { return .fails(needs: needs, reason: "no token") }
                 if let failure = requirement.check(
                     token.claims, scopeClaim: token.scopeClaim, roleClaims: token.roleClaims, issuer: token.issuer,
                     implication: token.scopeImplication)

@@ -226,7 +226,9 @@ final class MCPStage: Stage {
     func denial(_ message: MCPMessage, admission: Admission, ctx: RequestContext) -> GatewayResponse? {
         // The call's name is the client's text: it goes to the log only, cut short.
         var call: String { String((message.target?.description ?? message.method ?? "a response").prefix(200)) }
-        switch rules.check(message, token: admission.token) {
+        // Read once: each read of the class's property copies the token (its claims, its strings).
+        let token = admission.token
+        switch rules.check(message, token: token) {
         case .passes:
             return nil
         case .notListed:
@@ -235,7 +237,7 @@ final class MCPStage: Stage {
                 403, error: "access_denied", description: "this route does not allow that call",
                 requestID: ctx.requestID, detail: "mcp: \(call) is not listed (default: deny)")
         case .fails(let needs, let failure):
-            guard admission.token != nil, let tokens = route.options.auth.tokenRoute, let refusals else {
+            guard token != nil, let tokens = route.options.auth.tokenRoute, let refusals else {
                 // Only token routes have MCP rules (the parser refuses the others).
                 return ErrorResponse.make(
                     403, error: "access_denied", description: "this route does not allow that call",
