@@ -64,13 +64,11 @@ struct MCPMirroredHeaders: Equatable {
         /// Trimmed of OWS (RFC 9110 §5.6.3) on the bytes, then decoded once.
         mutating func add(_ value: Span<UInt8>) {
             if count == 0 {
-                first = value.withUnsafeBufferPointer { bytes in
-                    var start = 0
-                    var end = bytes.count
-                    while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
-                    while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
-                    return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
-                }
+                var start = 0
+                var end = value.count
+                while start < end, value[start] == 0x20 || value[start] == 0x09 { start += 1 }
+                while end > start, value[end - 1] == 0x20 || value[end - 1] == 0x09 { end -= 1 }
+                first = String(decodingUTF8: value.extracting(start..<end))
             }
             count += 1
         }
