@@ -16,8 +16,9 @@ up=$!
 "$bin" serve --config config/quickstart.yaml &
 gw=$!
 trap 'kill $gw $up 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
+# Ready when both answer: the gateway's readyz, and the echo upstream (Python starts slower).
 for _ in $(seq 50); do
-  curl -fs http://127.0.0.1:9901/readyz >/dev/null 2>&1 && break
+  curl -fs http://127.0.0.1:9901/readyz >/dev/null 2>&1 && curl -s -o /dev/null http://127.0.0.1:3000/ && break
   sleep 0.1
 done
 token=$("$bin" jwt sign --key config/dev/dev.jwk --typ at+jwt --exp-in 3600 \
