@@ -33,13 +33,13 @@ struct MCPListenTests {
             return HTTPResponseHead(status: status, fields: f)
         }
         let sse = ("Content-Type", "text/event-stream")
-        #expect(ProxyExchange.takesClosingEvent(head(200, [sse])))
-        #expect(ProxyExchange.takesClosingEvent(head(200, [("content-type", "Text/Event-Stream; charset=utf-8")])))
-        #expect(!ProxyExchange.takesClosingEvent(head(200, [("Content-Type", "application/json")])))
-        #expect(!ProxyExchange.takesClosingEvent(head(200, [sse, ("Content-Length", "40")])))
-        #expect(!ProxyExchange.takesClosingEvent(head(200, [sse, ("Content-Encoding", "gzip")])))
-        #expect(!ProxyExchange.takesClosingEvent(head(403, [sse])))
-        #expect(!ProxyExchange.takesClosingEvent(head(200, [])))
+        #expect(StreamEndStage.takesClosingEvent(head(200, [sse])))
+        #expect(StreamEndStage.takesClosingEvent(head(200, [("content-type", "Text/Event-Stream; charset=utf-8")])))
+        #expect(!StreamEndStage.takesClosingEvent(head(200, [("Content-Type", "application/json")])))
+        #expect(!StreamEndStage.takesClosingEvent(head(200, [sse, ("Content-Length", "40")])))
+        #expect(!StreamEndStage.takesClosingEvent(head(200, [sse, ("Content-Encoding", "gzip")])))
+        #expect(!StreamEndStage.takesClosingEvent(head(403, [sse])))
+        #expect(!StreamEndStage.takesClosingEvent(head(200, [])))
     }
 
     @Test func itClosesWithTheListensResultStampedWithItsID() throws {

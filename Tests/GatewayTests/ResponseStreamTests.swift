@@ -3,7 +3,7 @@ import Testing
 
 @testable import Gateway
 
-/// Which answers proxy buffering leaves alone (`ProxyExchange.isStream`): read from the field
+/// Which answers proxy buffering leaves alone (`ClientWriter.isStream`): read from the field
 /// bytes, ASCII case-insensitively, as the upstream wrote them.
 @Suite struct ResponseStreamTests {
     @Test(arguments: [
@@ -16,7 +16,7 @@ import Testing
         [("x-accel-buffering", "NO")]
     ])
     func streamsAreNotBuffered(_ fields: [(String, String)]) {
-        #expect(ProxyExchange.isStream(HTTP1Fields(fields)))
+        #expect(ClientWriter.isStream(HTTP1Fields(fields)))
     }
 
     @Test(arguments: [
@@ -30,6 +30,6 @@ import Testing
         [("X-Accel-Buffering", "n")]
     ])
     func otherAnswersMayBe(_ fields: [(String, String)]) {
-        #expect(!ProxyExchange.isStream(HTTP1Fields(fields)))
+        #expect(!ClientWriter.isStream(HTTP1Fields(fields)))
     }
 }

@@ -3,7 +3,7 @@ import Yams
 
 /// `limits.response_buffer`, `request_buffer`, `response_spool_max`, `spool_total`,
 /// `request_spool_total`, `request_spool_per_client` and `spool_dir`: proxy buffering for slow
-/// clients (ProxyExchange+Spool, RequestBufferingStage).
+/// clients (ResponseSpool, RequestBufferingStage).
 extension ConfigParser {
     static func responseSpool(_ m: [String: Node], _ l: inout Limits, _ r: ConfigReader) {
         if let n = m["response_buffer"], let v = r.size(n, path: "limits.response_buffer") {

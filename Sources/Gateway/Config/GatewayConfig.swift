@@ -172,7 +172,7 @@ struct Limits: Sendable {
     var tunnelIdleTimeout = 300.0
     /// Tunnels per process (shared evenly among workers); an upgrade past it gets 503.
     var maxTunnels = 10_000
-    /// Proxy buffering (ProxyExchange+Spool): how far a client may be behind before the rest
+    /// Proxy buffering (ResponseSpool): how far a client may be behind before the rest
     /// of an answer goes to a temp file in `spoolDirectory`, and how much disk one answer and
     /// the whole process may use for that (0: never spool).
     var responseBuffer = 64 << 10

@@ -1,7 +1,7 @@
 import Reactor
 
 /// The answer to a `tools/list` POST on its way to the client, as a byte-fed state machine
-/// (no I/O; ProxyExchange feeds it). MCP transports, streamable HTTP: the server answers a
+/// (no I/O; ToolListStage feeds it). MCP transports, streamable HTTP: the server answers a
 /// request with `Content-Type: application/json` (one JSON object) or `text/event-stream`
 /// (an SSE stream whose events are JSON-RPC messages, the response among them). A JSON answer
 /// is held whole (bounded), filtered, and sent with its new length; a stream passes event by

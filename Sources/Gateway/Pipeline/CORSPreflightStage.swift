@@ -18,7 +18,7 @@ final class CORSPreflightStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
         guard CORSPreflight.matches(request.head, hasContent: request.hasContent) else { return .proceed }
         // As on the session path: the upstream's answer cannot set the gateway's cookies.
-        if sessionRoute { request.context.ownCookies = services.config.ownCookieNames }
+        if sessionRoute { request.context.response.ownCookies = services.config.ownCookieNames }
         request.admission = Admission(identity: [], session: false, body: nil, claims: JSONObject(), preflight: true)
         return .proceed
     }

@@ -22,7 +22,7 @@ final class ExtAuthzVerdictStage: Stage {
             listed: [], session: admission.session, preflight: admission.preflight, peerTrusted: false)
         let identity = admission.verdictIdentity(method: a.method, scheme: a.scheme, host: a.host, target: a.path)
         let verdict = CheckVerdict.allowed(
-            identity: identity, fields: a.fields, rule: rule, responseFields: request.context.responseHeaders)
+            identity: identity, fields: a.fields, rule: rule, responseFields: request.context.response.added)
         ExtAuthzAnswer(services: services).sendCheckResponse(
             request.exchange, request.context, verdict, logStatus: 200, detail: "decision: allowed", reason: nil)
         return .suspend

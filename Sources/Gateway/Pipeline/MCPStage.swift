@@ -54,7 +54,7 @@ final class MCPStage: Stage {
             if ex.head.method == .GET, ex.head.fields.first("Last-Event-ID") != nil {
                 // MCP transports, "Resumability and Redelivery": a resumed stream may replay
                 // the response to a tools/list, which is filtered as it was on its POST.
-                ctx.toolListFilter = toolListFilter(id: nil, request, admission)
+                ctx.response.install(ToolListStage(filter: toolListFilter(id: nil, request, admission)))
             }
             return .proceed
         }
@@ -75,14 +75,14 @@ final class MCPStage: Stage {
             if message.method == "tools/list", let id = message.id {
                 // The answer is filtered on its way back (ToolListRelay): the caller sees
                 // only the tools it may call, by the same check as a tools/call.
-                ctx.toolListFilter = toolListFilter(id: id, request, admission)
+                ctx.response.install(ToolListStage(filter: toolListFilter(id: id, request, admission)))
             } else if let method = message.method, let id = message.id, rules.differsByCaller,
                 ToolListFilter.cacheableMethods.contains(method)
             {
                 // What this caller may read another may not: a shared cache must not keep it.
                 var marker = ToolListFilter(id: id, maxBytes: rules.maxResponseBytes, mayCall: { _ in true })
                 marker.marksOnly = true
-                ctx.toolListFilter = marker
+                ctx.response.install(ToolListStage(filter: marker))
             }
             if case .tool(let name) = message.target { admission.mcpTool = name }
             if message.method == MCPListen.method {
@@ -91,7 +91,7 @@ final class MCPStage: Stage {
                 var end = StreamEnd(
                     timeout: rules.listenTimeout, expiresAt: admission.token?.expiresAt, now: services.wallClock.now)
                 end.closingEvent = message.id.flatMap(MCPListen.closingEvent(id:))
-                ctx.streamEnd = end
+                ctx.response.install(StreamEndStage(end))
             }
             request.admission?.body = BufferedRequestBody(bytes)
             request.resume()

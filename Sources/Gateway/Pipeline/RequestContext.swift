@@ -36,37 +36,21 @@ final class RequestContext {
     var rateLimitPolicy: String? = nil
     /// What the route's authorizer decided (`authorize`), for the log, the span and metrics.
     var authorization: AuthorizationNote? = nil
-    /// Headers the gateway adds to the upstream's response (a fresh `DPoP-Nonce`). This and
-    /// the two below are read by every proxied response (`ProxyExchange.clientFields`):
-    /// unchecked exclusivity, as they are only ever appended to or read whole, never held
-    /// across a call out.
-    @exclusivity(unchecked) var responseHeaders: [(String, String)] = []
-    /// Upstream response headers that must not reach the client: on a route where the
-    /// gateway checks DPoP, the upstream's own `DPoP-Nonce` would send clients nonces the
-    /// gateway never issued.
-    @exclusivity(unchecked) var droppedResponseHeaders: [String] = []
-    /// A request sent upstream with a DPoP-bound token of the gateway's: the upstream's nonce
-    /// challenge is answered here (UpstreamDPoP.swift).
-    var upstreamDPoP: UpstreamDPoPExchange?
-    /// On session routes: the gateway's cookie names, which the upstream may not set.
-    @exclusivity(unchecked) var ownCookies: Set<String> = []
+    /// What the gateway does to the upstream's answer on its way back: fields it adds and
+    /// drops, its cookies, and the response stages the request's stages installed. Every
+    /// proxied response reads it (`ClientWriter`): unchecked exclusivity, as it is only ever
+    /// added to or read whole, never held across a call out.
+    @exclusivity(unchecked) var response = ResponseEdits()
     /// The key the upgrade went upstream with, which the upstream's 101 must answer.
     var upstreamWebSocketKey = ""
     /// Upgrades on session routes: the login route whose session the tunnel re-checks, and when
     /// the session's absolute timeout ends it (Unix seconds).
     var tunnelSession: (route: LoginRouteConfig, endsAt: Int64)? = nil
-    /// A `tools/list` on an MCP route: its answer is filtered on the way back (ToolListRelay).
-    var toolListFilter: ToolListFilter? = nil
     /// An MCP POST's method and what it names (at most 200 bytes of the client's text each),
     /// for the access log.
     var mcpCall: (method: String, name: String?)? = nil
-    /// A route with `sign_response`: its answer is held whole and signed (ResponseSigner).
-    var responseSigner: ResponseSigner? = nil
     /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
     var tunnelTokenExpiry: Int64? = nil
-    /// An answer the gateway ends itself, whatever the upstream does (an MCP
-    /// `subscriptions/listen` stream: StreamEnd).
-    var streamEnd: StreamEnd? = nil
     /// A gRPC call's deadline as the gateway keeps it (GRPCDeadlineStage): the client's
     /// `grpc-timeout`, capped by the upstream's `timeout`; `value` is what the upstream hears.
     var grpcTimeout: (seconds: Double, value: String)? = nil

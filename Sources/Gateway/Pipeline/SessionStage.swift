@@ -68,12 +68,12 @@ final class SessionStage: Stage {
         }
         guard meetsStepUp(request, session, setCookies: setCookies) else { return }
         if !setCookies.isEmpty {
-            ctx.responseHeaders = setCookies.map { ("Set-Cookie", $0) }
+            ctx.response.added = setCookies.map { ("Set-Cookie", $0) }
             // A response that now carries a session cookie must never sit in a shared cache.
-            ctx.droppedResponseHeaders = ["Cache-Control", "Expires"]
-            ctx.responseHeaders.append(("Cache-Control", "private, no-store"))
+            ctx.response.dropped = ["Cache-Control", "Expires"]
+            ctx.response.added.append(("Cache-Control", "private, no-store"))
         }
-        ctx.ownCookies = config.ownCookieNames
+        ctx.response.ownCookies = config.ownCookieNames
         if ctx.kind.isUpgrade {
             var endsAt = services.login.absoluteEnd(of: session)
             // `max_age` (RFC 9470): a tunnel stands no longer than the authentication does.

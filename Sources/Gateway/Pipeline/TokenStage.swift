@@ -75,8 +75,8 @@ final class TokenStage: Stage {
                 ctx.authenticated(
                     CallerIdentity(subject: token.subject, clientID: token.clientID, issuer: token.issuer))
                 if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnelTokenExpiry = token.expiresAt }
-                ctx.responseHeaders = caller.responseHeaders
-                if tokens.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
+                ctx.response.added = caller.responseHeaders
+                if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
                 var identity = services.identityHeaders(route, token.claims, ctx)
                 if let jkt = caller.jkt, let name = tokens.dpop?.jktHeader { identity.append((name, jkt)) }
                 let memo = remember(request, caller: caller, identity: identity)
@@ -130,7 +130,7 @@ extension TokenStage {
         let ctx = request.context
         ctx.authenticated(CallerIdentity(subject: memo.subject, clientID: memo.clientID, issuer: token.issuer))
         if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnelTokenExpiry = token.expiresAt }
-        if tokens.dpop != nil { ctx.droppedResponseHeaders = ["DPoP-Nonce"] }
+        if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
         var identity = memo.identity
         services.appendPathParameterHeaders(route, ctx, to: &identity)
         if let a = services.tokenAssertion(route, token) { identity.append(a) }

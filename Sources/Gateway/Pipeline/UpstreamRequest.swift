@@ -6,9 +6,11 @@ extension RequestPipeline.Forwarding {
     /// headers, and its own body unless the admission replaced it (a form with its token
     /// removed).
     /// `spooled`: the body as request buffering read it whole (`RequestBufferingStage`);
-    /// `now`: the wall clock's seconds, a signed request's `created`.
+    /// `now`: the wall clock's seconds, a signed request's `created`; `firstTry`: false when a
+    /// DPoP nonce challenge is answered (the stage that answers it is in place already).
     func request(
-        _ admission: Admission, ex: ServerExchange, ctx: RequestContext, spooled: RequestBody? = nil, now: Int64
+        _ admission: Admission, ex: ServerExchange, ctx: RequestContext, spooled: RequestBody? = nil, now: Int64,
+        firstTry: Bool = true
     ) -> UpstreamCall.Request {
         var identity = admission.identity
         if !plan.certificateHeaders.isEmpty, let certificate = ex.connection.clientCertificate {
@@ -26,19 +28,21 @@ extension RequestPipeline.Forwarding {
             {
                 identity.append(("DPoP", proof))
             }
-            if ctx.upstreamDPoP == nil {
+            if firstTry {
                 // The first try: the upstream's nonces are the gateway's to answer, and a
                 // request without a body may go once more with one (RFC 9449 §8, §9).
-                ctx.droppedResponseHeaders.append("DPoP-Nonce")
+                ctx.response.dropped.append("DPoP-Nonce")
                 let retry: (() -> UpstreamCall.Request)?
                 // Not an upgrade: its second try would need the upgrade's own request again.
                 if !ctx.kind.isUpgrade, UpstreamDPoPExchange.mayRetry(ex.head, body: admission.body ?? ex.body) {
-                    retry = { [self, unowned ex, unowned ctx] in self.request(admission, ex: ex, ctx: ctx, now: now) }
+                    retry = { [self, unowned ex, unowned ctx] in
+                        self.request(admission, ex: ex, ctx: ctx, now: now, firstTry: false)
+                    }
                 } else {
                     retry = nil
                 }
-                ctx.upstreamDPoP = UpstreamDPoPExchange(
-                    nonces: upstreamProof.nonces, authority: plan.upstreamAuthority, retry: retry)
+                ctx.response.install(
+                    UpstreamDPoPExchange(nonces: upstreamProof.nonces, authority: plan.upstreamAuthority, retry: retry))
             }
         }
         var out = request(

@@ -25,6 +25,6 @@ final class VerdictStage: Stage {
             DecisionVerdict.allowed(
                 status: services.config.decision.allowStatus, admission: admission, accessToken: token,
                 upstreamCookie: DecisionVerdict.upstreamCookie(head, own: services.config.ownCookieNames),
-                responseHeaders: request.context.responseHeaders))
+                responseHeaders: request.context.response.added))
     }
 }

@@ -21,6 +21,29 @@ enum ErrorResponse {
 
     /// The client's body failed before anything was answered: past `max_body_size` is 413
     /// (RFC 9110 §15.5.14), too slow or silent too long 408 (§15.5.9), cut short 400.
+    /// 502: what the upstream sent cannot go on (a handshake it did not complete, an answer
+    /// that cannot be filtered or signed), and nothing of it has been sent.
+    static func badGateway(_ description: String, _ requestID: String, detail: String) -> GatewayResponse {
+        make(502, error: "bad_gateway", description: description, requestID: requestID, detail: detail)
+    }
+
+    /// 504: the upstream's answer did not come, or not whole, in time.
+    static func gatewayTimeout(_ requestID: String, detail: String) -> GatewayResponse {
+        make(
+            504, error: "gateway_timeout", description: "the upstream did not answer in time", requestID: requestID,
+            detail: detail)
+    }
+
+    /// The upstream could not be reached, answered badly, or not in time (`UpstreamFailure`):
+    /// 502, or 504 for a timeout, while nothing of an answer has been sent.
+    static func upstreamFailed(_ failure: UpstreamFailure, requestID: String) -> GatewayResponse {
+        make(
+            failure.isTimeout ? 504 : 502, error: failure.isTimeout ? "gateway_timeout" : "bad_gateway",
+            description: failure.isTimeout
+                ? "the upstream did not answer in time" : "the upstream could not be reached or answered badly",
+            requestID: requestID, detail: "\(failure)")
+    }
+
     static func clientBodyFailed(_ why: RequestBodyFailure, requestID: String) -> GatewayResponse {
         let tooLarge = why == .tooLarge
         return make(

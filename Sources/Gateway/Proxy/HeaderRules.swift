@@ -16,7 +16,7 @@ enum HeaderRules {
         "host", "content-length", "x-forwarded-for", "x-forwarded-proto",
         "x-forwarded-host", "x-request-id", "forwarded",
         // A client's Expect never passes as sent: the upstream call writes its own
-        // `Expect: 100-continue` when it waits for the upstream's 100 (ProxyExchange).
+        // `Expect: 100-continue` when it waits for the upstream's 100 (ProxyStage).
         "expect"
     ].map { Array($0.utf8) }
 
@@ -221,5 +221,18 @@ extension HeaderRules {
             for i in 0..<prefix.count where HTTP1Fields.lower(value[i]) != prefix[i] { return false }
             return true
         }
+    }
+
+    /// An interim response (103 Early Hints) as the client gets it: what the final answer may
+    /// not carry, an interim one may not either — the fields the gateway owns (`dropped`:
+    /// DPoP-Nonce, …) and cookies (which could name the gateway's own).
+    static func interimHead(_ head: HTTPResponseHead, dropping dropped: [String]) -> HTTPResponseHead {
+        let listed = connectionTokens(head.fields)
+        let dropped = dropped + ["Set-Cookie"]
+        return HTTPResponseHead(
+            status: head.status,
+            fields: head.fields.filter(names: {
+                forwardsResponseHeader($0, listed: listed) && !equalsAnyName($0, dropped)
+            }))
     }
 }

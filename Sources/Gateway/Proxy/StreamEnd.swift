@@ -34,16 +34,50 @@ struct StreamEnd {
     func left(_ now: Double) -> Double { max(at - now, 0.001) }
 }
 
-extension ProxyExchange {
-    /// Arms the end of a streamed answer (`context.streamEnd`): the call's silences are
-    /// bounded past it (so the end, not a silence, is what stops the stream: the read
-    /// deadline keeps coarser time than the timer), and at it the answer ends.
-    func armStreamEnd(_ end: StreamEnd, _ request: inout UpstreamCall.Request) {
+/// The end of a streamed answer (`StreamEnd`), as a response stage: the call's silences are
+/// bounded past it (so the end, not a silence, is what stops the stream: the read deadline
+/// keeps coarser time than the timer), and at it the answer ends, with the closing event
+/// first where the stream is between two events.
+final class StreamEndStage: ResponseStage {
+    let end: StreamEnd
+    private var timer: LoopTimer?
+    /// The stream may end with the closing event (its head lets it: `takesClosingEvent`).
+    private var closingEventAllowed = false
+    /// The last four bytes passed on, and whether any were.
+    private var tail: UInt32 = 0
+    private var sentAny = false
+
+    init(_ end: StreamEnd) {
+        self.end = end
+        super.init(position: .streamEnd)
+    }
+
+    override func willSend(_ request: inout UpstreamCall.Request, to pool: UpstreamPool) {
+        let services = exchange.services
         let left = end.left(services.wallClock.now)
+        // A second try (a DPoP nonce answered) keeps the bound on silences too.
         request.idleTimeout = left + 10
-        streamEndTimer = LoopTimer(loop: services.loop, seconds: left) { [weak self] in
-            self?.streamEnded(end.why)
-        }
+        guard timer == nil else { return }
+        let why = end.why
+        timer = LoopTimer(loop: services.loop, seconds: left) { [weak self] in self?.ended(why) }
+    }
+
+    override func head(_ head: HTTPResponseHead, bodyLength: UInt64?) {
+        if end.closingEvent != nil { closingEventAllowed = Self.takesClosingEvent(head) }
+        next.head(head, bodyLength: bodyLength)
+    }
+
+    override func body(_ chunk: BodyChunk) {
+        guard closingEventAllowed else { return next.body(chunk) }
+        let bytes = chunk.take()
+        for b in bytes.suffix(4) { tail = tail << 8 | UInt32(b) }
+        if !bytes.isEmpty { sentAny = true }
+        next.body(OwnedBuffer(bytes).chunk)
+    }
+
+    override func finished() {
+        timer?.cancel()
+        timer = nil
     }
 
     /// Whether an answer so headed may end with the closing event: a 200 SSE stream, framed
@@ -56,54 +90,35 @@ extension ProxyExchange {
         return type.lowercased().hasPrefix("text/event-stream")
     }
 
-    /// Moves a chunk of a stream that may end with a closing event, keeping its last bytes:
-    /// the event goes out only between two events (after a blank line, SSE's event end).
-    func sendTracked(_ chunk: BodyChunk) {
-        let bytes = chunk.take()
-        for b in bytes.suffix(4) { streamTail = streamTail << 8 | UInt32(b) }
-        send(OwnedBuffer(bytes).chunk)
-    }
-
-    /// Whether what was sent ends an SSE event (or nothing was sent): a blank line as LF LF,
+    /// Whether what was passed on ends an SSE event (or nothing was): a blank line as LF LF,
     /// CR LF CR LF or CR CR (HTML, "Server-sent events", the stream's grammar).
-    var streamBetweenEvents: Bool {
-        bytes == 0 || streamTail & 0xFFFF == 0x0A0A || streamTail == 0x0D0A_0D0A || streamTail & 0xFFFF == 0x0D0D
+    var betweenEvents: Bool {
+        !sentAny || tail & 0xFFFF == 0x0A0A || tail == 0x0D0A_0D0A || tail & 0xFFFF == 0x0D0D
     }
 
     /// The stream's time is up. Before anything was sent (no head yet, a DPoP nonce being
     /// answered, or a head held to sign the answer whole): 504, as for any silent upstream.
     /// After: the upstream is left and the client's stream ends as a stream ends (the last
     /// chunk, or END_STREAM), with the closing event first where it fits, so an MCP client
-    /// sees the subscription close and may listen again with a token that still holds.
-    /// What the spool still holds goes out before the end.
-    func streamEnded(_ why: StreamEnd.Why) {
-        streamEndTimer = nil
-        guard !done else { return }
-        retryWithNonce = nil
-        abandonCall()
-        upstreamSeconds = services.clock() - upstreamStart
-        guard responder.state == .streaming else {
-            done = true
-            services.answer(
-                exchange, context,
-                ErrorResponse.make(
-                    504, error: "gateway_timeout", description: "the upstream did not answer in time",
-                    requestID: context.requestID, detail: "stream ended before its answer: \(why.rawValue)"),
-                upstreamSeconds: upstreamSeconds)
-            selfRetain = nil
+    /// sees the subscription close and may listen again with a token that still holds. What
+    /// the spool still holds goes out before the event and the end.
+    private func ended(_ why: StreamEnd.Why) {
+        timer = nil
+        let exchange: any ResponseControl = self.exchange
+        guard !exchange.isDone else { return }
+        guard exchange.headSent else {
+            exchange.answerInstead(
+                ErrorResponse.gatewayTimeout(
+                    exchange.context.requestID, detail: "stream ended before its answer: \(why.rawValue)"),
+                upstreamError: nil)
             return
         }
-        if let spool, spool.pending > 0 {
-            upstreamEnded = true
-            return
-        }
-        if closingEventAllowed, let event = context.streamEnd?.closingEvent, streamBetweenEvents {
-            send(OwnedBuffer(event).chunk)
+        exchange.leaveUpstream()
+        if closingEventAllowed, let event = end.closingEvent, betweenEvents {
+            next.body(OwnedBuffer(event).chunk)
         }
         // Sending may have ended the exchange (the client gone, a spool that failed).
-        guard !done, responder.state == .streaming else { return }
-        let responder = self.responder
-        finish(status: status, detail: "stream ended: \(why.rawValue)")
-        responder.finish()
+        guard !exchange.isDone, exchange.headSent else { return }
+        next.end(detail: "stream ended: \(why.rawValue)")
     }
 }

@@ -99,3 +99,36 @@ enum UpgradeExchange {
         return out
     }
 }
+
+extension UpgradeExchange {
+    /// A 101 from the upstream that does not answer the gateway's key.
+    struct Refusal: Error {
+        let response: GatewayResponse
+    }
+
+    /// The 101 the client hears, once the upstream's answered the gateway's key (RFC 6455
+    /// §4.1; any other is refused, as what follows it on the wire is of unknown meaning): the
+    /// upstream's fields as the client may have them (`fields`: the forwarded and the
+    /// gateway's own), `Sec-WebSocket-Accept` answering the client's own key (§4.2.2).
+    static func switching(
+        _ head: HTTPResponseHead, _ context: RequestContext, _ request: HTTPRequestHead,
+        fields: (HTTPResponseHead) -> (HTTP1ForwardedFields, HTTP1Fields?)
+    ) -> Result<HTTPResponseHead, Refusal> {
+        if let refusal = WebSocketHandshake.refusal(of: head.fields, key: context.upstreamWebSocketKey) {
+            return .failure(
+                Refusal(
+                    response: ErrorResponse.badGateway(
+                        "the upstream did not complete the WebSocket handshake", context.requestID,
+                        detail: "upstream 101: \(refusal.rawValue)")))
+        }
+        // The upstream answered the gateway's key; the client hears the answer to its own.
+        context.response.dropped.append("Sec-WebSocket-Accept")
+        let (forwarded, own) = fields(head)
+        var out = own ?? HTTP1Fields()
+        out.append("Upgrade", "websocket")
+        out.append("Sec-WebSocket-Accept", WebSocketHandshake.accept(forKey: key(request)))
+        return .success(
+            HTTPResponseHead(
+                status: 101, fields: out, forwarded: forwarded, lastField: ("X-Request-Id", context.requestID)))
+    }
+}

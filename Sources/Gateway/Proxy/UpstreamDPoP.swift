@@ -49,9 +49,10 @@ struct UpstreamProof {
     }
 }
 
-/// One request's DPoP towards its upstream: learns the nonces the answers carry, and turns
-/// one `use_dpop_nonce` challenge into a second try when the request can be sent again.
-final class UpstreamDPoPExchange {
+/// One request's DPoP towards its upstream, as a response stage nearest the upstream: learns
+/// the nonces the answers carry, and turns one `use_dpop_nonce` challenge into a second try
+/// when the request can be sent again; that challenge then never reaches the client.
+final class UpstreamDPoPExchange: ResponseStage {
     let nonces: UpstreamNonces
     let authority: String
     /// The pool the request went to, for the second try (held: a reload may drop it from the
@@ -60,11 +61,41 @@ final class UpstreamDPoPExchange {
     /// Builds the request again (with a proof that carries the new nonce); nil once used, and
     /// for a request that cannot be sent twice.
     private(set) var retry: (() -> UpstreamCall.Request)?
+    /// The answer being passed over: a nonce challenge, whose body is read and dropped
+    /// before the request goes again.
+    private var challenged: (() -> UpstreamCall.Request)?
 
     init(nonces: UpstreamNonces, authority: String, retry: (() -> UpstreamCall.Request)?) {
         self.nonces = nonces
         self.authority = authority
         self.retry = retry
+        super.init(position: .upstreamRetry)
+    }
+
+    override func willSend(_ request: inout UpstreamCall.Request, to pool: UpstreamPool) {
+        self.pool = pool
+    }
+
+    override func head(_ head: HTTPResponseHead, bodyLength: UInt64?) {
+        if let retry = takesRetry(head) {
+            challenged = retry
+        } else {
+            next.head(head, bodyLength: bodyLength)
+        }
+    }
+
+    override func body(_ chunk: BodyChunk) {
+        if challenged == nil { next.body(chunk) }
+    }
+
+    override func trailers(_ fields: HTTP1Fields) {
+        if challenged == nil { next.trailers(fields) }
+    }
+
+    override func end(detail: String? = nil) {
+        guard let retry = challenged, let pool else { return next.end(detail: detail) }
+        challenged = nil
+        exchange.sendAgain(retry(), on: pool)
     }
 
     /// §9: only a request the gateway can send again unchanged is retried: GET or HEAD (safe,
@@ -84,7 +115,7 @@ final class UpstreamDPoPExchange {
         nonces.remember(nonce, for: authority)
         guard head.status == 401, let retry, UpstreamNonces.isNonce(nonce) else { return nil }
         // A DPoP challenge with that error, alone or beside a Bearer one in the same field.
-        let challenged = head.fields.values("WWW-Authenticate").contains {
+        let asked = head.fields.values("WWW-Authenticate").contains {
             let v = $0.lowercased()
             // A challenge begins with its scheme (RFC 9110 §11.6.1): at the start, or after a comma.
             let schemes = v.split(separator: ",").map { $0.drop(while: { $0 == " " || $0 == "\t" }) }
@@ -92,7 +123,7 @@ final class UpstreamDPoPExchange {
         }
         // At the pool's cap the connection this answer frees may go to a request that waits;
         // a second try would pass it. The client hears the challenge instead.
-        guard challenged, pool?.hasRoom != false else { return nil }
+        guard asked, pool?.hasRoom != false else { return nil }
         self.retry = nil
         return retry
     }

@@ -62,7 +62,7 @@ final class RateLimitStage: KeyedStage {
     /// Every policy allowed: the tightest one's fields go on the answer.
     func allowed(_ request: RoutedRequest, _ tightest: Tightest?) -> StageOutcome {
         if let t = tightest {
-            RateLimitFields.append(t.policy, rule: t.rule, t.decision, to: &request.context.responseHeaders)
+            RateLimitFields.append(t.policy, rule: t.rule, t.decision, to: &request.context.response.added)
         }
         return .proceed
     }

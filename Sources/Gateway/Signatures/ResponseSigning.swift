@@ -36,59 +36,9 @@ final class ResponseSigningStage: KeyedStage {
     func run(_ request: RoutedRequest) -> StageOutcome {
         guard request.head.method != .HEAD else { return .proceed }
         let message = SignatureStage.clientMessage(request, services)
-        request.context.responseSigner = ResponseSigner(
-            signing: signing, request: message, requestLabel: request.admission?.verifiedSignatureLabel)
+        request.context.response.install(
+            ResponseSigner(signing: signing, request: message, requestLabel: request.admission?.verifiedSignatureLabel))
         return .proceed
-    }
-}
-
-/// The signing of one answer: what it covers, and the body held until it is whole.
-final class ResponseSigner {
-    let signing: MessageSigningConfig
-    let request: SignedMessage
-    let requestLabel: String?
-    let held = OwnedBuffer()
-    /// The most of an answer held to be signed (16 MiB): signed answers are API documents.
-    static let maxBytes = 16 << 20
-
-    init(signing: MessageSigningConfig, request: SignedMessage, requestLabel: String?) {
-        self.signing = signing
-        self.request = request
-        self.requestLabel = requestLabel
-    }
-
-    /// Whether this answer is held and signed: not a stream, and with content to digest.
-    static func signs(_ head: HTTPResponseHead) -> Bool {
-        head.status >= 200 && head.status != 204 && head.status != 304 && !ProxyExchange.isStream(head.fields)
-    }
-
-    /// The fields to add to `head` once its body (`held`) is whole.
-    func fields(for head: HTTPResponseHead, now: Int64) -> [(String, String)] {
-        let digest = DigestContext(.sha256)
-        held.scan { digest.update($0) }
-        let contentDigest = ContentDigest.field(sha256: digest.finish())
-        var fields: [SignedMessage.Field] = []
-        for f in head.fields {
-            let name = f.name.lowercased()
-            if name != "content-digest" && name != "signature" && name != "signature-input" {
-                fields.append(SignedMessage.Field(name: name, value: f.value))
-            }
-        }
-        fields.append(SignedMessage.Field(name: "content-digest", value: contentDigest))
-        let response = SignedMessage(status: head.status, fields: fields, answering: request)
-        var components = signing.components.filter { c in
-            c.isDerived || c.has("req") || fields.contains { $0.name == c.name }
-        }
-        if let label = requestLabel, let c = try? ComponentIdentifier.requestSignature(label) {
-            components.append(c)
-        }
-        let params = SignatureParameters(
-            components: components, created: now, keyid: signing.keyid, tag: signing.tag)
-        guard
-            let signed = try? MessageSigner.sign(
-                response, params, label: MessageSigningConfig.label, key: signing.key, algorithm: signing.algorithm)
-        else { return [("Content-Digest", contentDigest)] }
-        return [("Content-Digest", contentDigest), ("Signature-Input", signed.input), ("Signature", signed.signature)]
     }
 }
 

@@ -94,7 +94,7 @@ struct RateLimitStageTests {
         Self.admit(h, sub: "carol")
         #expect(h.run(try #require(h.stage(RateLimitStage.self))).proceeds)
         // per-user has 0 left; quiet (headers: false) is never shown.
-        let fields = h.request.context.responseHeaders
+        let fields = h.request.context.response.added
         #expect(fields.first { $0.0 == "RateLimit" }?.1 == "\"per-user\";r=0;t=60")
         #expect(!fields.contains { $0.1.contains("quiet") })
     }
