@@ -89,35 +89,47 @@ struct ResponseChainTests {
         #expect(edits.takeStages().isEmpty, "the exchange takes them; the request keeps none")
     }
 
-    @Test func aChainWithoutStagesIsTheWriterAlone() throws {
-        let h = try Self.harness()
+    /// A chain as an exchange holds it: its stages, its writer and its control alive together
+    /// (the links between stages do not hold them).
+    final class Chain {
+        let stages: [ResponseStage]
         let writer = Recorder()
-        #expect(ResponseStage.link([], to: writer, control: Control(h)) === writer)
+        let control: Control
+        let first: ResponseStage
+
+        init(_ stages: [ResponseStage], _ h: StageHarness) {
+            self.stages = stages
+            control = Control(h)
+            first = ResponseStage.link(stages, to: writer, control: control)
+        }
+    }
+
+    @Test func aChainWithoutStagesIsTheWriterAlone() throws {
+        let chain = Chain([], try Self.harness())
+        #expect(chain.first === chain.writer)
     }
 
     @Test func aNonceChallengeIsPassedOverAndTheRequestSentAgain() throws {
         let h = try Self.harness()
-        let control = Control(h)
-        let writer = Recorder()
         let build = { UpstreamCall.Request(method: .GET, target: "/x", fields: HTTP1Fields(), body: nil) }
         let dpop = UpstreamDPoPExchange(nonces: UpstreamNonces(), authority: "a:80", retry: build)
-        let first = ResponseStage.link([dpop], to: writer, control: control)
+        let chain = Chain([dpop], h)
         var request = build()
         dpop.willSend(&request, to: Self.pool(h))
-        first.head(
+        chain.first.head(
             Self.head(401, [("WWW-Authenticate", #"DPoP error="use_dpop_nonce""#), ("DPoP-Nonce", "n-1")]),
             bodyLength: 2)
-        first.body(Self.chunk("no"))
-        first.trailers(HTTP1Fields())
-        first.end()
-        #expect(writer.events.isEmpty, "the client hears nothing of the challenge")
-        #expect(control.asked == ["again"] && control.sentAgain?.target == "/x")
+        chain.first.body(Self.chunk("no"))
+        chain.first.trailers(HTTP1Fields())
+        chain.first.end()
+        #expect(chain.writer.events.isEmpty, "the client hears nothing of the challenge")
+        #expect(chain.control.asked == ["again"] && chain.control.sentAgain?.target == "/x")
         // The second answer passes, challenge or not: there is one retry.
-        first.head(
+        chain.first.head(
             Self.head(401, [("WWW-Authenticate", #"DPoP error="use_dpop_nonce""#), ("DPoP-Nonce", "n-2")]),
             bodyLength: 0)
-        first.end()
-        #expect(writer.events == ["head 401", "end"])
+        chain.first.end()
+        #expect(chain.writer.events == ["head 401", "end"])
     }
 
     static func signer() throws -> ResponseSigner {
@@ -131,16 +143,15 @@ struct ResponseChainTests {
 
     @Test func aSignedAnswerIsHeldWholeThenSentWithItsLengthAndSignature() throws {
         let h = try Self.harness()
-        let writer = Recorder()
-        let first = ResponseStage.link([try Self.signer()], to: writer, control: Control(h))
-        first.head(Self.head(200, [("Content-Type", "application/json")]), bodyLength: nil)
-        first.body(Self.chunk("{\"a\":"))
-        first.body(Self.chunk("1}"))
-        first.trailers(HTTP1Fields())
-        #expect(writer.events.isEmpty, "held until whole")
-        first.end()
-        #expect(writer.events == ["head 200", "body", "end"], "trailers are not signed, nor passed on")
-        #expect(writer.heads.first?.length == 7 && writer.body == Array("{\"a\":1}".utf8))
+        let chain = Chain([try Self.signer()], h)
+        chain.first.head(Self.head(200, [("Content-Type", "application/json")]), bodyLength: nil)
+        chain.first.body(Self.chunk("{\"a\":"))
+        chain.first.body(Self.chunk("1}"))
+        chain.first.trailers(HTTP1Fields())
+        #expect(chain.writer.events.isEmpty, "held until whole")
+        chain.first.end()
+        #expect(chain.writer.events == ["head 200", "body", "end"], "trailers are not signed, nor passed on")
+        #expect(chain.writer.heads.first?.length == 7 && chain.writer.body == Array("{\"a\":1}".utf8))
         let added = h.request.context.response.added.map(\.0)
         #expect(added == ["Content-Digest", "Signature-Input", "Signature"])
         #expect(h.request.context.response.dropped == ["Content-Digest", "Signature-Input", "Signature"])
@@ -148,75 +159,90 @@ struct ResponseChainTests {
 
     @Test func aStreamPassesUnsignedAndAnAnswerTooLargeToSignIsRefused() throws {
         let h = try Self.harness()
-        let writer = Recorder()
-        let first = ResponseStage.link([try Self.signer()], to: writer, control: Control(h))
-        first.head(Self.head(200, [("Content-Type", "text/event-stream")]), bodyLength: nil)
-        first.body(Self.chunk("data: 1\n\n"))
-        #expect(writer.events == ["head 200", "body"])
+        let stream = Chain([try Self.signer()], h)
+        stream.first.head(Self.head(200, [("Content-Type", "text/event-stream")]), bodyLength: nil)
+        stream.first.body(Self.chunk("data: 1\n\n"))
+        #expect(stream.writer.events == ["head 200", "body"])
 
-        let control = Control(h)
-        let held = ResponseStage.link([try Self.signer()], to: Recorder(), control: control)
-        held.head(Self.head(200, [("Content-Type", "application/json")]), bodyLength: nil)
-        held.body(OwnedBuffer([UInt8](repeating: 0x20, count: ResponseSigner.maxBytes + 1)).chunk)
-        #expect(control.asked == ["502 unsignable_answer"])
+        let held = Chain([try Self.signer()], h)
+        held.first.head(Self.head(200, [("Content-Type", "application/json")]), bodyLength: nil)
+        held.first.body(OwnedBuffer([UInt8](repeating: 0x20, count: ResponseSigner.maxBytes + 1)).chunk)
+        #expect(held.control.asked == ["502 unsignable_answer"] && held.writer.events.isEmpty)
     }
+
+    static func toolList() -> ToolListStage {
+        ToolListStage(filter: ToolListFilter(id: .number("1"), maxBytes: 1 << 20, mayCall: { $0 != "deploy" }))
+    }
+
+    static let toolListAnswer = #"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read"},{"name":"deploy"}]}}"#
 
     @Test func aToolListIsHeldFilteredAndPassedOnWithItsNewLengthThenItsTrailers() throws {
         let h = try Self.harness()
-        let writer = Recorder()
-        let stage = ToolListStage(
-            filter: ToolListFilter(id: .number("1"), maxBytes: 1 << 20, mayCall: { $0 != "deploy" }))
-        let first = ResponseStage.link([stage], to: writer, control: Control(h))
+        let stage = Self.toolList()
+        let chain = Chain([stage], h)
         var request = UpstreamCall.Request(
             method: .POST, target: "/mcp", fields: HTTP1Fields([("Accept-Encoding", "gzip")]), body: nil)
         stage.willSend(&request, to: Self.pool(h))
         #expect(request.fields.values("Accept-Encoding") == ["gzip", "identity"])
-        let answer = #"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read"},{"name":"deploy"}]}}"#
-        first.head(Self.head(200, [("Content-Type", "application/json")]), bodyLength: UInt64(answer.utf8.count))
-        first.body(Self.chunk(answer))
-        first.trailers(HTTP1Fields())
-        #expect(writer.events.isEmpty)
-        first.end()
-        #expect(writer.events == ["head 200", "body", "trailers", "end"])
-        let text = String(decoding: writer.body, as: UTF8.self)
+        let answer = Self.toolListAnswer
+        chain.first.head(
+            Self.head(200, [("Content-Type", "application/json")]), bodyLength: UInt64(answer.utf8.count))
+        chain.first.body(Self.chunk(answer))
+        chain.first.trailers(HTTP1Fields())
+        #expect(chain.writer.events.isEmpty)
+        chain.first.end()
+        #expect(chain.writer.events == ["head 200", "body", "trailers", "end"])
+        let text = String(decoding: chain.writer.body, as: UTF8.self)
         #expect(text.contains("\"read\"") && !text.contains("deploy"))
-        #expect(writer.heads.first?.length == UInt64(writer.body.count))
+        #expect(chain.writer.heads.first?.length == UInt64(chain.writer.body.count))
         #expect(h.request.context.response.added.contains { $0 == ("Cache-Control", "private, no-store") })
+    }
+
+    @Test func aSignedToolListIsFilteredBeforeItIsSigned() throws {
+        let h = try Self.harness()
+        var edits = ResponseEdits()
+        // Installed in the order the request stages run (the signer's after MCP's, or not):
+        // whatever the order, the filter is nearer the upstream.
+        edits.install(try Self.signer())
+        edits.install(Self.toolList())
+        let chain = Chain(edits.takeStages(), h)
+        chain.first.head(Self.head(200, [("Content-Type", "application/json")]), bodyLength: nil)
+        chain.first.body(Self.chunk(Self.toolListAnswer))
+        chain.first.end()
+        let text = String(decoding: chain.writer.body, as: UTF8.self)
+        #expect(text.contains("\"read\"") && !text.contains("deploy"), "what is signed is the filtered list")
+        let digest = h.request.context.response.added.first { $0.0 == "Content-Digest" }?.1
+        #expect(digest == ContentDigest.field(for: chain.writer.body))
     }
 
     @Test func aToolListThatCannotBeReadIsRefusedBeforeItsHeadOrCutAfter() throws {
         let h = try Self.harness()
-        let filter = ToolListFilter(id: .number("1"), maxBytes: 1 << 20, mayCall: { _ in true })
-        let control = Control(h)
-        let coded = ResponseStage.link([ToolListStage(filter: filter)], to: Recorder(), control: control)
-        coded.head(
+        let coded = Chain([Self.toolList()], h)
+        coded.first.head(
             Self.head(200, [("Content-Type", "application/json"), ("Content-Encoding", "gzip")]), bodyLength: nil)
-        #expect(control.asked == ["502 tool_list_unfiltered"])
+        #expect(coded.control.asked == ["502 tool_list_unfiltered"] && coded.writer.events.isEmpty)
 
-        let streamed = Control(h)
-        let writer = Recorder()
-        let first = ResponseStage.link([ToolListStage(filter: filter)], to: writer, control: streamed)
-        first.head(Self.head(200, [("Content-Type", "text/event-stream")]), bodyLength: nil)
-        first.body(Self.chunk("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":7}}\n\n"))
-        #expect(writer.events == ["head 200"] && streamed.asked == ["cut tool_list_unfiltered"])
+        let streamed = Chain([Self.toolList()], h)
+        streamed.first.head(Self.head(200, [("Content-Type", "text/event-stream")]), bodyLength: nil)
+        streamed.first.body(Self.chunk("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":7}}\n\n"))
+        #expect(streamed.writer.events == ["head 200"] && streamed.control.asked == ["cut tool_list_unfiltered"])
     }
 
     @Test func aListenStreamKeepsItsBoundOnSilencesAndPassesItsBytes() throws {
         let h = try Self.harness()
-        let writer = Recorder()
         var end = StreamEnd(timeout: 30, expiresAt: nil, now: h.request.services.wallClock.now)
         end.closingEvent = Array("data: closed\n\n".utf8)
         let stage = StreamEndStage(end)
-        let first = ResponseStage.link([stage], to: writer, control: Control(h))
+        let chain = Chain([stage], h)
         var request = UpstreamCall.Request(method: .POST, target: "/mcp", fields: HTTP1Fields(), body: nil)
         stage.willSend(&request, to: Self.pool(h))
         #expect((request.idleTimeout ?? 0) > 30 && (request.idleTimeout ?? 0) <= 40.5)
-        first.head(Self.head(200, [("Content-Type", "text/event-stream")]), bodyLength: nil)
+        chain.first.head(Self.head(200, [("Content-Type", "text/event-stream")]), bodyLength: nil)
         #expect(stage.betweenEvents, "nothing sent yet")
-        first.body(Self.chunk("data: 1\n"))
+        chain.first.body(Self.chunk("data: 1\n"))
         #expect(!stage.betweenEvents)
-        first.body(Self.chunk("\n"))
-        #expect(stage.betweenEvents && writer.body == Array("data: 1\n\n".utf8))
+        chain.first.body(Self.chunk("\n"))
+        #expect(stage.betweenEvents && chain.writer.body == Array("data: 1\n\n".utf8))
         stage.finished()
     }
 }
