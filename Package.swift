@@ -25,7 +25,7 @@ let package = Package(
         // JOSE verify throughput against raw OpenSSL (bench/jose/run.sh).
         .executable(name: "tokengate-jose-bench", targets: ["JOSEBench"]),
         // Test-only: what HTTP1RequestParser makes of requests on stdin, for the differential
-        // test against llhttp (IntegrationTests/test_http1_differential.py).
+        // test against llhttp (IntegrationTests/security/test_http1_differential.py).
         .executable(name: "tokengate-http1-parse", targets: ["HTTP1ParseTool"])
     ],
     dependencies: [

@@ -6,7 +6,7 @@
 #   testssl.sh       TLS set-up, once per key type (ECDSA P-256, RSA 2048)
 #   slowhttptest     slowloris, slow body, slow read, range, each with a prober beside it
 #   h2load           h2 over TLS: failures, throughput and latency
-#   conformance      IntegrationTests/test_http2_conformance.py, on TLS and on h2c
+#   conformance      IntegrationTests/h2/test_http2_conformance.py, on TLS and on h2c
 #   REDbot           the gateway's own answers: 401 with its challenge, 403, 429, the
 #                    protected-resource metadata, /status, /metrics, the login pages
 #   fuzz replay      every fuzz corpus through its unit-test replay (tokengate only)
@@ -144,7 +144,7 @@ for side in "${SIDES[@]}"; do
   for listener in tls h2c; do
     H2_RAW_TIMEOUT=3 H2_CONFORMANCE_PEER="${PORT[$side.tls_ec]},${PORT[$side.h2c]},$WORK/ca.pem" \
       timeout --kill-after=10s $LIMIT python3 -m pytest -q -p no:cacheprovider --timeout=60 -k "$listener" \
-      --junitxml="$WORK/conformance-$side-$listener.xml" IntegrationTests/test_http2_conformance.py \
+      --junitxml="$WORK/conformance-$side-$listener.xml" IntegrationTests/h2/test_http2_conformance.py \
       >"$WORK/conformance-$side-$listener.txt" 2>&1 &
     JOBS+=($!)
   done

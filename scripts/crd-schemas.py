@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Extracts the schemas of the custom resources the ext_authz recipes use from their projects'
 CRD files (IntegrationTests/fixtures/crd-schemas/README.md names the sources), so that the
-recipes are checked offline (IntegrationTests/test_ext_authz_recipes.py). Keeps each served
+recipes are checked offline (IntegrationTests/decision/test_ext_authz_recipes.py). Keeps each served
 version's openAPIV3Schema without its descriptions; writes one JSON file per kind.
 
 usage: crd-schemas.py OUT_DIR CRD_FILE...   (run by hand when a source is updated)"""

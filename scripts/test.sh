@@ -3,13 +3,20 @@
 # audit beside nginx, and the container image's: built, run-tested, rebuilt for its digest;
 # the Kubernetes manifests).
 #
-# What it prints is short: each phase, when it started, and its result. The builds' and the
-# unit tests' whole output goes to a log file, printed (its end, or its failures) only when
-# that phase fails. Every phase that runs tests is bounded: a hang fails the run and names
-# what hung, rather than holding CI until its own limit.
+# What it prints is short: each phase, when it started, how long it took, and its result.
+# The builds' and the unit tests' whole output goes to a log file, printed (its end, or its
+# failures) only when that phase fails. Every phase that runs tests is bounded: a hang fails
+# the run and names what hung, rather than holding CI until its own limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-phase() { echo "== $* (at ${SECONDS}s)"; }
+# Each phase's start second, and when it ends (the next one starts) how long it took.
+phase_start=
+phase() {
+  if [[ -n "$phase_start" ]]; then echo "   (phase took $((SECONDS - phase_start)) s)"; fi
+  phase_start=$SECONDS
+  echo "== $* (at ${SECONDS}s)"
+}
+trap 'rc=$?; if [[ $rc -ne 0 && -n "$phase_start" ]]; then echo "   (phase failed after $((SECONDS - phase_start)) s)"; fi' EXIT
 logs=.build-logs
 mkdir -p "$logs"
 # logged NAME COMMAND...: the command's output to $logs/NAME.log; its end printed if it fails.
@@ -53,8 +60,9 @@ fi
 
 phase "integration tests (pytest: the release binary + real upstreams and AS on 127.0.0.1)"
 # --timeout (pytest-timeout): a test past 5 minutes fails with its stack, and the run goes on.
+# --durations=30: the 30 slowest tests, where the suite's time goes.
 TOKENGATE_BIN="$PWD/.build-release/release/tokengate" timeout --kill-after=30s 60m \
-  python3 -m pytest -q --timeout=300 IntegrationTests
+  python3 -m pytest -q --timeout=300 --durations=30 IntegrationTests
 
 phase "audit (scripts/audit.sh --quick: the outside tools beside nginx; a regression fails)"
 # The release binary above, and the fuzz replay from the unit tests' TSan build. Its table is

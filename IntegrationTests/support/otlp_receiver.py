@@ -56,7 +56,7 @@ class Receiver:
             daemon_threads = True
 
         self.server = Server(("127.0.0.1", 0), Handler)
-        self.server.socket.setblocking(False)  # as conftest.JSONServer: no accept() that waits
+        self.server.socket.setblocking(False)  # as support.gateway.JSONServer: no accept() that waits
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/v1/traces"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -19,6 +19,7 @@ class WSUpstream:
         self.requests = []
         self.closes = []  # (code, reason) the server saw from the gateway/client
         self.slow = False
+        self.sent = 0  # bytes of the "send:N" answers whose send has returned
         self.lock = threading.Lock()
         self.server = serve(self._handler, "127.0.0.1", 0, max_size=max_size, compression=None,
                             process_request=self._process_request)
@@ -48,6 +49,8 @@ class WSUpstream:
                     return
                 if isinstance(message, str) and message.startswith("send:"):
                     ws.send(b"x" * int(message[5:]))
+                    with self.lock:
+                        self.sent += int(message[5:])
                     continue
                 if self.slow:
                     time.sleep(0.2)

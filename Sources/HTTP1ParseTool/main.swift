@@ -1,4 +1,4 @@
-// Test-only tool for IntegrationTests/test_http1_differential.py: parses each request it
+// Test-only tool for IntegrationTests/security/test_http1_differential.py: parses each request it
 // is given with tokengate's HTTP1RequestParser and prints what it made of it, so the test
 // can compare with llhttp (PyPI httptools).
 //

@@ -7,7 +7,7 @@ import Testing
 
 /// Decision mode without sockets: `decision:` parsing, reading the original request from each
 /// ingress's headers, and a worker's verdicts over the in-memory transport (the real ingresses
-/// are in IntegrationTests/test_decision_ingress.py).
+/// are in IntegrationTests/decision/test_ingress.py).
 @Suite("Decision mode: config, the original request, verdicts")
 struct DecisionTests {
     static let yaml = """

@@ -8,7 +8,7 @@ import Testing
 /// The process's exchanges (`ExchangedTokens`): one leader per key, the others waiting and
 /// answered on their own loops, an issued token or a refusal kept until its time, a failure
 /// never, nothing kept across a new config. (Two workers and a real AS:
-/// IntegrationTests/test_token_exchange_workers.py.)
+/// IntegrationTests/auth/test_token_exchange_workers.py.)
 @Suite("Token exchange: one exchange per process")
 struct ExchangedTokensTests {
     let loop = EventLoop()

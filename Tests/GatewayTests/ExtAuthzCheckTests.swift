@@ -9,7 +9,7 @@ import Testing
 /// ext_authz over gRPC (`decision.ext_authz_grpc`) without sockets: the config, a worker's
 /// answers to `Check` calls over the in-memory transport, and the header changes an allowed
 /// verdict asks of Envoy (the wire, with Envoy's own messages and a real AS, is
-/// IntegrationTests/test_ext_authz_grpc.py).
+/// IntegrationTests/decision/test_ext_authz_grpc.py).
 @Suite("ext_authz over gRPC: config, Check calls, header changes")
 struct ExtAuthzCheckTests {
     static let yaml = """

@@ -8,7 +8,7 @@ import Testing
 /// The gateway's own refusals to a gRPC or gRPC-Web call, over the in-memory transport:
 /// trailers-only (200, `grpc-status`, `grpc-message`, no body), the challenge kept in the
 /// same head; everything else keeps its plain form (the wire, with a real gRPC client, is
-/// IntegrationTests/test_grpc_refusals.py).
+/// IntegrationTests/h2/test_grpc_refusals.py).
 @Suite("gRPC refusals from the worker")
 struct GRPCRefusalWorkerTests {
     static let yaml = """

@@ -6,7 +6,7 @@ import Testing
 /// A gRPC body's Length-Prefixed-Message framing read run by run (`GRPCMessageCounter`):
 /// prefixes split anywhere, a message exactly at the limit and one byte past it, compressed
 /// messages by their wire length, gRPC-Web's base64 form; no sockets (the engines feeding it
-/// are in HTTP1ServerGRPCBodyTests, the wire in IntegrationTests/test_grpc_message_size.py).
+/// are in HTTP1ServerGRPCBodyTests, the wire in IntegrationTests/h2/test_grpc_message_size.py).
 @Suite("gRPC message counter")
 struct GRPCMessageCounterTests {
     static func frame(_ length: Int, flag: UInt8 = 0) -> [UInt8] {

@@ -4,7 +4,7 @@ import Testing
 
 /// gRPC calls told by their content-type, the status a refusal is told as, `grpc-message`'s
 /// percent-encoding, and the trailers-only head on HTTP/2; no sockets (the wire, with a
-/// real gRPC client, is IntegrationTests/test_grpc_refusals.py).
+/// real gRPC client, is IntegrationTests/h2/test_grpc_refusals.py).
 @Suite("gRPC refusals: detection, status mapping, trailers-only")
 struct GRPCRefusalTests {
     @Test(arguments: [

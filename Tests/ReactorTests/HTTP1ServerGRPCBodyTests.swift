@@ -6,7 +6,7 @@ import Testing
 /// A body streamed under a gRPC message limit (`StreamedBodyLimit.messages`) on the HTTP/1.1
 /// server: the whole body may pass `maxBodySize` (announced or not), a message past its limit
 /// fails the reader as `.tooLarge` wherever the chunks split its prefix. (HTTP/2 feeds the same
-/// counter from its DATA frames: IntegrationTests/test_grpc_message_size.py.)
+/// counter from its DATA frames: IntegrationTests/h2/test_grpc_message_size.py.)
 @Suite("HTTP/1.1 server: gRPC message limits", .serialized)
 struct HTTP1ServerGRPCBodyTests {
     static let limit = StreamedBodyLimit(total: .max, messages: GRPCMessageLimit(maxMessage: 300))

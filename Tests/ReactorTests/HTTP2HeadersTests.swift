@@ -4,7 +4,7 @@ import Testing
 
 /// The HTTP/2 request header block as the gateway sees it, the response head as an HTTP/2
 /// header list, and which protocol a plain connection's first bytes choose; no sockets
-/// (the wire is tested end to end in IntegrationTests/test_http2*.py).
+/// (the wire is tested end to end in IntegrationTests/h2/test_http2*.py).
 @Suite("HTTP/2: header blocks in and out")
 struct HTTP2HeadersTests {
     static func block(_ pairs: [(String, String)], limits: HTTP1Limits = HTTP1Limits()) -> HTTP2RequestHeaders {

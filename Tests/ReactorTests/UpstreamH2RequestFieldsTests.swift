@@ -3,7 +3,7 @@ import Testing
 @testable import Reactor
 
 /// A request as the header list an HTTP/2 upstream gets (RFC 9113 §8.3.1); no sockets (the
-/// wire is tested end to end in IntegrationTests/test_grpc.py).
+/// wire is tested end to end in IntegrationTests/h2/test_grpc.py).
 @Suite("HTTP/2 upstreams: the request's header list")
 struct UpstreamH2RequestFieldsTests {
     static func list(

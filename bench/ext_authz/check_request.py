@@ -2,7 +2,7 @@
 """Writes the gRPC body of one ext_authz CheckRequest (a 5-byte prefix, then the message), as
 Envoy sends it for `GET https://api.example/api/orders/1` with the headers given as NAME:VALUE
 arguments. Protobuf's wire format written by hand (field numbers from proto/), so that the
-bench needs nothing beyond Python: IntegrationTests/test_ext_authz_protos.py checks that
+bench needs nothing beyond Python: IntegrationTests/decision/test_ext_authz_protos.py checks that
 those numbers are Envoy's.
 
 usage: check_request.py OUT 'authorization:Bearer …' 'user-agent:h2load' …"""
