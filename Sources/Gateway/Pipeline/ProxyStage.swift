@@ -46,9 +46,9 @@ final class ProxyStage: Stage {
         // token's nonce retry), and the exchange takes the chain as it stands.
         let exchange = ProxyExchange(services: services, exchange: ex, context: ctx, buffersResponse: buffersResponse)
         if ctx.kind.isUpgrade {
-            exchange.start(pool: pool, request: Self.upgradeRequest(upstream, ctx))
+            exchange.start(pool: pool, request: Self.upgradeRequest(consume upstream, ctx))
         } else {
-            exchange.start(pool: pool, request: upstream)
+            exchange.start(pool: pool, request: consume upstream)
         }
         return .suspend
     }

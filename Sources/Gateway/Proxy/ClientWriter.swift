@@ -9,6 +9,11 @@ import Reactor
 final class ClientWriter: ResponseStage {
     /// Set once, by the exchange that owns the writer (unowned: it owns it).
     unowned(unsafe) var owner: ProxyExchange! = nil
+    /// The exchange's own, held here too: a strong `let` of the writer's is read without a
+    /// reference count on every part of the answer, where one reached through the owner is not.
+    let services: WorkerServices
+    let responder: Responder
+    let context: RequestContext
     /// The route's `buffering`: the answer may go to a temp file while the client is behind.
     let buffersResponse: Bool
     /// Body bytes passed on to the client (the access log's `bytes`).
@@ -20,7 +25,10 @@ final class ClientWriter: ResponseStage {
     /// The answer's fields, read for `isStream` only if a spool would start.
     @exclusivity(unchecked) var spoolFields: HTTP1Fields?
 
-    init(buffersResponse: Bool) {
+    init(services: WorkerServices, responder: Responder, context: RequestContext, buffersResponse: Bool) {
+        self.services = services
+        self.responder = responder
+        self.context = context
         self.buffersResponse = buffersResponse
         super.init(position: .writer)
     }
@@ -32,12 +40,11 @@ final class ClientWriter: ResponseStage {
         // VCHAR); a CR in it would split the response for lenient clients.
         var reason = head.reason
         if let r = reason, r.isEmpty || !r.utf8.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 < 0x7f) }) { reason = nil }
-        let responder = owner.responder
         responder.startStreaming(
             HTTPResponseHead(
                 status: head.status, reason: reason, fields: own ?? responder.takeFields(), forwarded: forwarded,
-                lastField: ("X-Request-Id", owner.context.requestID), bodyLength: bodyLength),
-            close: owner.services.draining)
+                lastField: ("X-Request-Id", context.requestID), bodyLength: bodyLength),
+            close: services.draining)
     }
 
     /// Moves `chunk` to the client, pausing the upstream while the client is behind (past
@@ -45,14 +52,13 @@ final class ClientWriter: ResponseStage {
     override func body(_ chunk: BodyChunk) {
         bytes += chunk.count
         if spoolAllowed && spooled(chunk) { return }
-        let responder = owner.responder
         let pause = !owner.paused && responder.pendingOutput + chunk.count > responder.highWater
         responder.write(chunk, drained: pause ? { [weak owner] in owner?.clientDrained() } : nil)
         if pause { owner.pauseForClient() }
     }
 
     override func trailers(_ fields: HTTP1Fields) {
-        if let spool, spool.pending > 0 { spool.trailers = fields } else { owner.responder.trailers(fields) }
+        if let spool, spool.pending > 0 { spool.trailers = fields } else { responder.trailers(fields) }
     }
 
     /// Logged before the last byte goes out: by the time a client holds the whole answer, its
@@ -62,7 +68,7 @@ final class ClientWriter: ResponseStage {
             spool.ended = true
             return
         }
-        let responder = owner.responder
+        let responder = self.responder
         owner.finish(status: owner.status, detail: detail)
         responder.finish()
     }
@@ -71,7 +77,6 @@ final class ClientWriter: ResponseStage {
     /// ones dropped, the gateway's cookies protected), then the gateway's own (nil: none
     /// but the request id, which the caller sends as the head's `lastField`).
     func clientFields(_ head: HTTPResponseHead) -> (HTTP1ForwardedFields, HTTP1Fields?) {
-        let context = owner.context
         let listed = head.listsConnectionOptions ? HeaderRules.connectionTokens(head.fields) : []
         let dropped = context.response.dropped
         // Names are tokens already: the strict response parser refuses any other.
@@ -115,7 +120,6 @@ extension ClientWriter {
     /// proxied answer, and most never fall behind; what the answer is (`isStream`) is read
     /// only when a spool would start.
     func mayBuffer(_ head: HTTPResponseHead) -> Bool {
-        let services = owner.services
         guard buffersResponse, services.spoolBudget != nil else { return false }
         guard services.config.limits.responseSpoolMax > 0, services.config.limits.spoolTotal > 0 else { return false }
         spoolFields = head.fields
@@ -140,8 +144,6 @@ extension ClientWriter {
     /// Spools `chunk` if the client is behind or the spool already holds bytes (which must
     /// go first); false: the caller writes it to the client.
     private func spooled(_ chunk: BodyChunk) -> Bool {
-        let services = owner.services
-        let responder = owner.responder
         // One number of the limits, not a copy of them all (a copy retains the strings in it).
         let responseBuffer = services.config.limits.responseBuffer
         if spool == nil {

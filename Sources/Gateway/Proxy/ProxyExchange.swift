@@ -41,7 +41,8 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseCon
         self.exchange = exchange
         self.context = context
         stages = context.response.takeStages()
-        writer = ClientWriter(buffersResponse: buffersResponse)
+        writer = ClientWriter(
+            services: services, responder: exchange, context: context, buffersResponse: buffersResponse)
         first = writer
         writer.owner = self
         first = ResponseStage.link(stages, to: writer, control: self)
@@ -58,12 +59,11 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseCon
         if let trace = context.trace { trace.upstreamStartNanos = Tracer.nowNanos() }
         // The client leaving ends the exchange: the upstream call is abandoned.
         responder.clientGoneObserver = self
-        sendAgain(request, on: pool)
+        sendAgain(consume request, on: pool)
     }
 
     func sendAgain(_ request: consuming UpstreamCall.Request, on pool: UpstreamPool) {
-        var request = request
-        for stage in stages { stage.willSend(&request, to: pool) }
+        if !stages.isEmpty { for stage in stages { stage.willSend(&request, to: pool) } }
         let call = UpstreamCall(pool: pool, request: consume request, delegate: self)
         self.call = call
         call.start()
@@ -186,7 +186,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseCon
         done = true
         call = nil
         writer.spool = nil
-        for stage in stages { stage.finished() }
+        if !stages.isEmpty { for stage in stages { stage.finished() } }
         services.requestFinished(
             context, status: status, bytes: writer.bytes, upstreamSeconds: upstreamSeconds, detail: detail)
         selfRetain = nil
@@ -196,7 +196,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseCon
     private func answer(_ response: GatewayResponse, close: Bool = false) {
         done = true
         call = nil
-        for stage in stages { stage.finished() }
+        if !stages.isEmpty { for stage in stages { stage.finished() } }
         services.answer(exchange, context, response, upstreamSeconds: upstreamSeconds, close: close)
         selfRetain = nil
     }

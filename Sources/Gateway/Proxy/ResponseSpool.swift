@@ -34,10 +34,10 @@ final class ResponseSpool {
         case .full:
             if !owner.paused { owner.pauseForClient() }
         case .failed:
-            owner.services.spoolBudget?.countFailure()
-            owner.services.log.warning(
+            writer.services.spoolBudget?.countFailure()
+            writer.services.log.warning(
                 "response spool write failed; the response is cut",
-                metadata: ["request_id": "\(owner.context.requestID)"])
+                metadata: ["request_id": "\(writer.context.requestID)"])
             owner.abort(detail: "spool write failed")
             return
         }
@@ -47,7 +47,7 @@ final class ResponseSpool {
     private func armRefill() {
         guard !refillArmed else { return }
         refillArmed = true
-        owner.responder.whenDrained { [weak self] in
+        writer.responder.whenDrained { [weak self] in
             self?.refillArmed = false
             self?.refill()
         }
@@ -67,12 +67,12 @@ final class ResponseSpool {
             refillAgain = false
             guard !owner.isDone, writer.spool === self else { return }
             if file.pending > 0 {
-                guard let chunk = file.next(max: owner.services.config.limits.responseBuffer) else {
-                    owner.services.spoolBudget?.countFailure()
+                guard let chunk = file.next(max: writer.services.config.limits.responseBuffer) else {
+                    writer.services.spoolBudget?.countFailure()
                     owner.abort(detail: "spool read failed")
                     return
                 }
-                owner.responder.write(chunk)
+                writer.responder.write(chunk)
             }
             if file.pending > 0 {
                 armRefill()
@@ -80,8 +80,8 @@ final class ResponseSpool {
             }
             owner.clientDrained()
             if ended {
-                if let trailers { owner.responder.trailers(trailers) }
-                let responder = owner.responder
+                if let trailers { writer.responder.trailers(trailers) }
+                let responder = writer.responder
                 owner.finish(status: owner.status)
                 responder.finish()
             }
