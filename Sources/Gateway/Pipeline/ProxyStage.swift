@@ -59,7 +59,7 @@ final class ProxyStage: Stage {
         -> UpstreamCall.Request
     {
         let key = WebSocketHandshake.freshKey()
-        ctx.upstreamWebSocketKey = key
+        ctx.tunnel.upstreamKey = key
         return UpgradeExchange.upstreamRequest(request, key: key)
     }
 }

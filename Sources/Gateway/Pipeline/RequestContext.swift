@@ -41,16 +41,11 @@ final class RequestContext {
     /// proxied response reads it (`ClientWriter`): unchecked exclusivity, as it is only ever
     /// added to or read whole, never held across a call out.
     @exclusivity(unchecked) var response = ResponseEdits()
-    /// The key the upgrade went upstream with, which the upstream's 101 must answer.
-    var upstreamWebSocketKey = ""
-    /// Upgrades on session routes: the login route whose session the tunnel re-checks, and when
-    /// the session's absolute timeout ends it (Unix seconds).
-    var tunnelSession: (route: LoginRouteConfig, endsAt: Int64)? = nil
+    /// An upgrade's terms (Tunnels): the key it went upstream with, and what ends its tunnel.
+    var tunnel = TunnelTerms()
     /// An MCP POST's method and what it names (at most 200 bytes of the client's text each),
     /// for the access log.
     var mcpCall: (method: String, name: String?)? = nil
-    /// Upgrades on `close_at_token_expiry` routes: when the access token expires.
-    var tunnelTokenExpiry: Int64? = nil
     /// A gRPC call's deadline as the gateway keeps it (GRPCDeadlineStage): the client's
     /// `grpc-timeout`, capped by the upstream's `timeout`; `value` is what the upstream hears.
     var grpcTimeout: (seconds: Double, value: String)? = nil

@@ -81,7 +81,7 @@ final class SessionStage: Stage {
             if let fresh = loginRoute.sessionRequirement?.stepUpValidUntil(session.claims) {
                 endsAt = min(endsAt, fresh + services.login.leeway(ofClient: session.client) + 1)
             }
-            ctx.tunnelSession = (loginRoute, endsAt)
+            ctx.tunnel.session = (loginRoute, endsAt)
         }
         var identity = services.identityHeaders(route, session.claims, ctx)
         services.appendPathParameterHeaders(route, ctx, to: &identity)

@@ -74,7 +74,7 @@ final class TokenStage: Stage {
                 let token = caller.token
                 ctx.authenticated(
                     CallerIdentity(subject: token.subject, clientID: token.clientID, issuer: token.issuer))
-                if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnelTokenExpiry = token.expiresAt }
+                if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
                 ctx.response.added = caller.responseHeaders
                 if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
                 var identity = services.identityHeaders(route, token.claims, ctx)
@@ -129,7 +129,7 @@ extension TokenStage {
         if request.isDecision && token.isSenderConstrained { return nil }
         let ctx = request.context
         ctx.authenticated(CallerIdentity(subject: memo.subject, clientID: memo.clientID, issuer: token.issuer))
-        if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnelTokenExpiry = token.expiresAt }
+        if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
         if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
         var identity = memo.identity
         services.appendPathParameterHeaders(route, ctx, to: &identity)

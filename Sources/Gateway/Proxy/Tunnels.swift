@@ -2,6 +2,17 @@ import Foundation
 import Logging
 import Reactor
 
+/// An upgrade's terms, set by the stages that admit it (RequestContext.tunnel): the key the
+/// upgrade went upstream with, which the upstream's 101 must answer, and what ends the tunnel.
+struct TunnelTerms {
+    var upstreamKey = ""
+    /// On session routes: the login route whose session the tunnel re-checks, and when the
+    /// session's absolute timeout ends it (Unix seconds).
+    var session: (route: LoginRouteConfig, endsAt: Int64)? = nil
+    /// On `close_at_token_expiry` routes: when the access token expires (Unix seconds).
+    var tokenExpiry: Int64? = nil
+}
+
 /// The tunnels of one worker: those open, their cap, and the watches that end them with
 /// their session (re-checked through the session store every `sessionCheckInterval`, plus a
 /// timer at the absolute timeout) or their access token (`close_at_token_expiry`).
@@ -90,14 +101,14 @@ final class Tunnels {
         let tunnel = Tunnel(
             loop: loop, client: client, upstream: upstream, webSocket: true,
             idleTimeout: config.limits.tunnelIdleTimeout)
-        let session = ctx.tunnelSession.map { (route: $0.route, cookies: Cookies(head.fields)) }
+        let session = ctx.tunnel.session.map { (route: $0.route, cookies: Cookies(head.fields)) }
         let entry = Entry(tunnel: tunnel, context: ctx, opened: services.clock(), session: session)
         let key = ObjectIdentifier(tunnel)
         tunnel.onClose = { [unowned self] reason, totals in self.tunnelClosed(key, reason, totals) }
         entries[key] = entry
-        if let end = ctx.tunnelSession?.endsAt ?? ctx.tunnelTokenExpiry {
-            let reason: Tunnel.CloseReason = ctx.tunnelSession != nil ? .sessionEnded : .tokenExpired
-            let phrase = ctx.tunnelSession != nil ? "session ended" : "access token expired"
+        if let end = ctx.tunnel.session?.endsAt ?? ctx.tunnel.tokenExpiry {
+            let reason: Tunnel.CloseReason = ctx.tunnel.session != nil ? .sessionEnded : .tokenExpired
+            let phrase = ctx.tunnel.session != nil ? "session ended" : "access token expired"
             let wait = max(Double(end) - services.wallClock.now, 0)
             // Unowned: the entry owns both the timer and the tunnel, and cancels the timer
             // when the tunnel closes.

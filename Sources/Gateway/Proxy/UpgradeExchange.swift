@@ -114,7 +114,7 @@ extension UpgradeExchange {
         _ head: HTTPResponseHead, _ context: RequestContext, _ request: HTTPRequestHead,
         fields: (HTTPResponseHead) -> (HTTP1ForwardedFields, HTTP1Fields?)
     ) -> Result<HTTPResponseHead, Refusal> {
-        if let refusal = WebSocketHandshake.refusal(of: head.fields, key: context.upstreamWebSocketKey) {
+        if let refusal = WebSocketHandshake.refusal(of: head.fields, key: context.tunnel.upstreamKey) {
             return .failure(
                 Refusal(
                     response: ErrorResponse.badGateway(
