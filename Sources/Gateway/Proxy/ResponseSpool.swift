@@ -83,7 +83,10 @@ final class ResponseSpool {
                 if let trailers { writer.responder.trailers(trailers) }
                 let responder = writer.responder
                 owner.finish(status: owner.status)
+                // The answer is whole: finishing may free the exchange and this spool with
+                // it, so nothing of either is read after it.
                 responder.finish()
+                return
             }
         } while refillAgain
     }

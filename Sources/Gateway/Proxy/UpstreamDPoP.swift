@@ -93,8 +93,15 @@ final class UpstreamDPoPExchange: ResponseStage {
     }
 
     override func end(detail: String? = nil) {
-        guard let retry = challenged, let pool else { return next.end(detail: detail) }
+        guard let retry = challenged else { return next.end(detail: detail) }
         challenged = nil
+        guard let pool else {
+            // Never so today (`willSend` names the pool first); the client has heard nothing.
+            return exchange.answerInstead(
+                ErrorResponse.badGateway(
+                    "the upstream could not be reached or answered badly", exchange.context.requestID,
+                    detail: "dpop nonce retry without a pool"), upstreamError: nil)
+        }
         exchange.sendAgain(retry(), on: pool)
     }
 
