@@ -35,7 +35,7 @@ extension ConfigParser {
         }
         for route in cfg.routes {
             let p = "routes[\(route.index)]"
-            if route.options.stageSettings[ResponseSigningStage.routeKey.name] != nil {
+            if route.options.settings.has(ResponseSigningStage.Settings.self) {
                 // Streams cannot be held whole to be digested and signed (signatures.md).
                 warn(
                     "\(p).sign_response", nil,
@@ -114,7 +114,7 @@ extension ConfigParser {
                     "this route accepts callers from \(vouchers): the upstream must tell them apart by the assertion's idp "
                         + "(and client) claims, not by sub or groups alone")
             }
-            let policies = route.options.stageSettings[RateLimitStage.routeKey.name] as? [RateLimitPolicy] ?? []
+            let policies = route.options.settings[RateLimitStage.Settings.self] ?? []
             for policy in policies where policy.key.namesCaller {
                 let bare = policy.bareOverrides(issuers: Set(cfg.issuers.keys))
                 warn(
@@ -126,7 +126,7 @@ extension ConfigParser {
                             : "; its overrides \(bare.joined(separator: ", ")) name no issuer and apply to no caller "
                                 + "here: write them as ISSUER/VALUE"))
             }
-            if route.options.stageSettings[AuthorizeStage.routeKey.name] != nil {
+            if route.options.settings.has(AuthorizeStage.Settings.self) {
                 warn(
                     "\(p).authorize", nil,
                     "this route accepts callers from \(vouchers): the PDP must tell them apart by subject.properties.iss, "

@@ -6,7 +6,7 @@ import Yams
 /// Every setting of a route that a stage of its chain reads, grouped by that stage: how a
 /// request is admitted (`auth`), which upgrades it may ask for, whether CORS preflights pass,
 /// what the upstream request carries, and whether bodies are buffered; plus the settings of
-/// stages that declare their own key (`stageSettings`). Read by the route key table below and
+/// stages that declare their own key (`settings`). Read by the route key table below and
 /// `ConfigParser.routes`; checked against each other by `ConfigValidation.route`.
 struct RouteOptions: Sendable {
     /// `auth:` and the settings of that mode, for the authentication stage `RoutePlan+Stages`
@@ -16,9 +16,10 @@ struct RouteOptions: Sendable {
     var cors = CORS()
     var forwarding = Forwarding()
     var buffering = Buffering()
-    /// The settings of stages that declare their own route key (`StageCatalog`), by key name:
-    /// read by the key's reader, taken by the stage when its route's plan is made.
-    var stageSettings: [String: any Sendable] = [:]
+    /// The settings of stages that declare their own route key (`StageCatalog`), by a typed
+    /// key each capability declares: put by the key's reader, taken by the stage when its
+    /// route's plan is made.
+    var settings = RouteSettings()
 
     /// `UpgradeStage`'s: `upgrades:`.
     struct Upgrade: Sendable {

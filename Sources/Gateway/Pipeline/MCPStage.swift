@@ -173,7 +173,7 @@ final class MCPStage: Stage {
         if rules.differsByCaller, ToolListFilter.cacheableMethods.contains(method) { return true }
         return method == "tools/list"
             && (rules.methods["tools/call"] != nil
-                || route.options.stageSettings[AuthorizeStage.routeKey.name] != nil)
+                || route.options.settings.has(AuthorizeStage.Settings.self))
     }
 
     /// 403 (counted as denied) for a list whose answer this caller would get filtered or
@@ -195,7 +195,7 @@ final class MCPStage: Stage {
         let token = admission.token
         var filter = ToolListFilter(
             id: id, maxBytes: rules.maxResponseBytes, mayCall: { rules.mayCallTool($0, token: token) })
-        if let authorizer = route.options.stageSettings[AuthorizeStage.routeKey.name] as? AuthorizerConfig {
+        if let authorizer = route.options.settings[AuthorizeStage.Settings.self] {
             let base = AuthorizeStage.evaluation(authorizer, request, admission, services, action: "tools/call")
             filter.decisions =
                 base.map {

@@ -15,7 +15,7 @@ enum StagePosition: Sendable {
 }
 
 /// A stage that a route turns on with a key of its own, declared in the stage's file: its row
-/// of the route key table (name, reference text, reader into `RouteOptions.stageSettings`),
+/// of the route key table (name, reference text, reader into `RouteOptions.settings` under its own `RouteSettingKey`),
 /// its place in the chain, and how a route's plan makes it. Adding one touches its file, its
 /// line in `StageCatalog.gateway` and its row in docs/configuration.md.
 protocol KeyedStage: Stage {

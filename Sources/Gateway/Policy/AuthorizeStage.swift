@@ -17,13 +17,15 @@ final class AuthorizeStage: KeyedStage {
     ) { route, node, path, context in
         ConfigParser.routeAuthorizer(&route, node, path: path, context)
     }
+    /// A route's setting of this stage: its authorizer (`RouteOptions.settings`).
+    enum Settings: RouteSettingKey { typealias Value = AuthorizerConfig }
     static let position = StagePosition.afterAuthentication
     static let positions: [StagePosition] = [.afterAuthentication, .beforeUpstream]
 
     /// On an MCP route the tool a `tools/call` names is known only once the MCP stage has
     /// read the message: the PDP is asked then, about that tool.
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> AuthorizeStage? {
-        guard let a = plan.route.options.stageSettings[routeKey.name] as? AuthorizerConfig else { return nil }
+        guard let a = plan.route.options.settings[Settings.self] else { return nil }
         let here: StagePosition = plan.mcp != nil ? .beforeUpstream : .afterAuthentication
         return position == here ? AuthorizeStage(authorizer: a, services: services) : nil
     }
@@ -225,6 +227,6 @@ extension ConfigParser {
             r.problem(p, node, "needs an authenticated caller: this route has auth: none")
             return
         }
-        route.options.stageSettings[AuthorizeStage.routeKey.name] = a
+        route.options.settings[AuthorizeStage.Settings.self] = a
     }
 }

@@ -131,7 +131,7 @@ extension ConfigParser {
             }
             if !policies.contains(where: { $0.name == name }) { policies.append(policy) }
         }
-        if !policies.isEmpty { route.options.stageSettings[RateLimitStage.routeKey.name] = policies }
+        if !policies.isEmpty { route.options.settings[RateLimitStage.Settings.self] = policies }
     }
 
     /// What rate limits need of the rest of the config: `tool` only on MCP routes, and with
@@ -141,7 +141,7 @@ extension ConfigParser {
         let items = routesNode.flatMap { $0.sequence.map(Array.init) } ?? []
         var limited = false
         for route in cfg.routes {
-            guard let policies = route.options.stageSettings[RateLimitStage.routeKey.name] as? [RateLimitPolicy]
+            guard let policies = route.options.settings[RateLimitStage.Settings.self]
             else { continue }
             limited = true
             let node = route.index < items.count ? items[route.index].mapping?["rate_limit"] : nil

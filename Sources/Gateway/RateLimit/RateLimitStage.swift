@@ -15,11 +15,13 @@ final class RateLimitStage: KeyedStage {
     ) { route, node, path, context in
         ConfigParser.routeRateLimits(&route, node, path: path, context)
     }
+    /// A route's setting of this stage: its rate-limit policies (`RouteOptions.settings`).
+    enum Settings: RouteSettingKey { typealias Value = [RateLimitPolicy] }
     static let position = StagePosition.afterAuthentication
     static let positions: [StagePosition] = [.beforeAuthentication, .afterAuthentication, .beforeUpstream]
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> RateLimitStage? {
-        guard let all = plan.route.options.stageSettings[routeKey.name] as? [RateLimitPolicy] else { return nil }
+        guard let all = plan.route.options.settings[Settings.self] else { return nil }
         let config = services.config
         let vouchers = plan.route.options.auth.vouchers(clients: config.clients)
         let issuers = Set(config.issuers.keys)

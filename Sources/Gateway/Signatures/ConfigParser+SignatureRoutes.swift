@@ -15,7 +15,7 @@ extension ConfigParser {
             let index = routes[i].index
             let node = index < nodes.count ? nodes[index] : nil
             let p = "routes[\(index)]"
-            let policy = routes[i].options.stageSettings[verifyKey] as? SignaturePolicy
+            let policy = routes[i].options.settings[SignatureStage.Settings.self]
             if let policy {
                 let tokens = routes[i].options.auth.tokenRoute
                 if case .clientJWKS = policy.keys, tokens == nil {
@@ -33,11 +33,11 @@ extension ConfigParser {
                 }
             }
             guard policy?.profile == .fapi2,
-                var signing = routes[i].options.stageSettings[signKey] as? MessageSigningConfig,
+                var signing = routes[i].options.settings[ResponseSigningStage.Settings.self],
                 signing.profile == nil
             else { continue }
             fapi2ResponseSigning(&signing, node: node?[signKey], path: "\(p).\(signKey)", r)
-            routes[i].options.stageSettings[signKey] = signing
+            routes[i].options.settings[ResponseSigningStage.Settings.self] = signing
         }
     }
 }

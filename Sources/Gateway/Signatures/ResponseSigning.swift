@@ -15,11 +15,13 @@ final class ResponseSigningStage: KeyedStage {
     ) { route, node, path, context in
         ConfigParser.routeResponseSigning(&route, node, path: path, context)
     }
+    /// A route's setting of this stage: how its answers are signed (`RouteOptions.settings`).
+    enum Settings: RouteSettingKey { typealias Value = MessageSigningConfig }
     static let position = StagePosition.beforeUpstream
     static var judgesDecisions: Bool { false }
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> ResponseSigningStage? {
-        guard let signing = plan.route.options.stageSettings[routeKey.name] as? MessageSigningConfig else {
+        guard let signing = plan.route.options.settings[Settings.self] else {
             return nil
         }
         return ResponseSigningStage(signing: signing, services: services)
@@ -55,7 +57,7 @@ extension ConfigParser {
     static func routeResponseSigning(_ route: inout RouteConfig, _ node: Node, path: String, _ context: RouteKeyContext)
     {
         guard let signing = messageSigning(node, path: path, forResponse: true, context.r) else { return }
-        route.options.stageSettings["sign_response"] = signing
+        route.options.settings[ResponseSigningStage.Settings.self] = signing
     }
 }
 
@@ -65,7 +67,7 @@ extension GatewayConfig {
     var responseSigningKeys: [MessageSigningConfig] {
         var seen: Set<String> = []
         return routes.compactMap {
-            $0.options.stageSettings[ResponseSigningStage.routeKey.name] as? MessageSigningConfig
+            $0.options.settings[ResponseSigningStage.Settings.self]
         }
         .filter { seen.insert($0.keyid).inserted }
     }

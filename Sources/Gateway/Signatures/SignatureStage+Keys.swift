@@ -75,6 +75,6 @@ extension ConfigParser {
                 p, node, "\"\(name)\" is not defined under signatures; defined: \(defined.isEmpty ? "none" : defined)")
             return
         }
-        route.options.stageSettings[SignatureStage.routeKey.name] = policy
+        route.options.settings[SignatureStage.Settings.self] = policy
     }
 }

@@ -18,11 +18,13 @@ final class SignatureStage: KeyedStage {
     ) { route, node, path, context in
         ConfigParser.routeSignature(&route, node, path: path, context)
     }
+    /// A route's setting of this stage: what its signatures must cover (`RouteOptions.settings`).
+    enum Settings: RouteSettingKey { typealias Value = SignaturePolicy }
     static let position = StagePosition.afterAuthentication
     static let positions: [StagePosition] = [.afterAuthentication, .afterBody]
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> SignatureStage? {
-        guard let policy = plan.route.options.stageSettings[routeKey.name] as? SignaturePolicy else { return nil }
+        guard let policy = plan.route.options.settings[Settings.self] else { return nil }
         return SignatureStage(policy: policy, services: services, checksBody: position == .afterBody)
     }
 

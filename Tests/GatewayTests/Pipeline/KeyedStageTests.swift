@@ -18,13 +18,15 @@ final class StampStage: KeyedStage {
         if value.isEmpty {
             context.r.problem(path, node, "must not be empty")
         } else {
-            route.options.stageSettings["x_stamp"] = value
+            route.options.settings[Settings.self] = value
         }
     }
+    /// A route's setting of this stage: its stamp (`RouteOptions.settings`).
+    enum Settings: RouteSettingKey { typealias Value = String }
     static let position = StagePosition.afterAuthentication
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> StampStage? {
-        (plan.route.options.stageSettings["x_stamp"] as? String).map(StampStage.init)
+        plan.route.options.settings[Settings.self].map(StampStage.init)
     }
 
     let value: String

@@ -234,7 +234,7 @@ struct AuthorizerConfigTests {
         #expect(a.timeout == 0.3 && a.onError == .deny && a.auth == .none)
         #expect(a.cache == AuthorizerCache(allowTTL: 10, denyTTL: 2, maxEntries: 100_000))
         #expect(a.subject == AuthorizerSubject(type: "identity", idClaim: "sub", properties: []))
-        #expect((cfg.routes[0].options.stageSettings["authorize"] as? AuthorizerConfig)?.name == "pdp")
+        #expect(cfg.routes[0].options.settings[AuthorizeStage.Settings.self]?.name == "pdp")
     }
 
     @Test func everySettingIsRead() throws {

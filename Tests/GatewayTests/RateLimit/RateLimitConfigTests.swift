@@ -52,7 +52,7 @@ struct RateLimitConfigTests {
         #expect(policy.limit == RateLimitRule(rate: RateLimitRate(count: 600, seconds: 60), burst: 20))
         #expect(policy.overrides["svc-batch"] == RateLimitRule(rate: RateLimitRate(count: 100, seconds: 1), burst: 50))
         #expect(policy.onStoreFailure == .failClosed && !policy.headers)
-        let listed = cfg.routes[0].options.stageSettings["rate_limit"] as? [RateLimitPolicy]
+        let listed = cfg.routes[0].options.settings[RateLimitStage.Settings.self]
         #expect(listed?.map(\.name) == ["per-user"])
     }
 
