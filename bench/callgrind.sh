@@ -2,13 +2,14 @@
 # Instructions per proxied request, counted by callgrind: repeatable whatever else the
 # machine does, so two binaries compare to within about ±100 instructions in one sitting.
 #
-# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature|mcp-bearer|mcp-tools|mcp-2026] [REQUESTS]
+# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature|signature-response|mcp-bearer|mcp-tools|mcp-2026] [REQUESTS]
 #   BIN: a tokengate release binary (copied and stripped of its DWARF 5, which valgrind
 #   3.19 cannot read). One worker, on bench/tokengate/KIND.yaml: none, or bearer (an ES256
 #   token, the verified-token cache on), or bearer's route with a rate limit in the memory
 #   store that the run never reaches, or with a PDP whose decision is kept (the bench
 #   upstream answers it) — the scenarios ratelimit-memory and authorize-cached —, or none's
-#   route verifying one Ed25519 request signature (signature-ed25519's), or the mcp-*
+#   route verifying one Ed25519 request signature (signature-ed25519's), or none's route
+#   signing every answer with Ed25519 (signature-response's), or the mcp-*
 #   scenarios' tools/call POST (bench/lua/mcp.lua, mcp2026.lua) on bench/tokengate/mcp.yaml, in front
 #   of the bench upstream (bench/nginx/
 #   upstream.conf.in) on 127.0.0.1:PORT_BASE+1. 300 requests warm it up; the counters are
@@ -66,6 +67,9 @@ if [[ $KIND == signature ]]; then
   python3 bench/signatures/sign.py "$WORK/sig"
   cp "$WORK/sig/jwks.json" "$WORK/jwks.json"
   headers=(-H "Signature-Input: $(sed -n 1p "$WORK/sig/headers")" -H "Signature: $(sed -n 2p "$WORK/sig/headers")")
+elif [[ $KIND == signature-response ]]; then
+  # none's route signing every answer (sign_response), as the bench scenario of that name.
+  openssl genpkey -algorithm ed25519 -out "$WORK/signing.pem" 2>/dev/null
 elif [[ $KIND != none ]]; then
   "$WORK/tokengate" keys generate --alg ES256 --kid bench --out "$WORK/key.jwk" >"$WORK/jwks.json"
   token=$("$WORK/tokengate" jwt sign --key "$WORK/key.jwk" --typ at+jwt --exp-in 86400 \
@@ -74,7 +78,7 @@ elif [[ $KIND != none ]]; then
 fi
 render "bench/tokengate/$CONFIG.yaml" "$WORK/tokengate.yaml" MCP_OFF="$MCP_OFF" PORT="$PORT" ADMIN_PORT="$ADMIN" WORKERS=1 \
   UPSTREAM_PORT="$UPSTREAM" JWKS="$WORK/jwks.json" CACHE_ENTRIES=10000 STORE=memory RATE=1000000/s BURST=1000000 \
-  MAX_ENTRIES=100000
+  MAX_ENTRIES=100000 SIGNING_KEY="$WORK/signing.pem"
 # serve sets the allocator's tunable by running itself again, which would leave valgrind.
 GLIBC_TUNABLES=glibc.malloc.tcache_count=64 valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" \
   "$WORK/tokengate" serve --config "$WORK/tokengate.yaml" >"$WORK/tokengate.log" 2>&1 &
