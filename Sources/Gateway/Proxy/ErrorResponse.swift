@@ -37,11 +37,9 @@ enum ErrorResponse {
     /// The upstream could not be reached, answered badly, or not in time (`UpstreamFailure`):
     /// 502, or 504 for a timeout, while nothing of an answer has been sent.
     static func upstreamFailed(_ failure: UpstreamFailure, requestID: String) -> GatewayResponse {
-        make(
-            failure.isTimeout ? 504 : 502, error: failure.isTimeout ? "gateway_timeout" : "bad_gateway",
-            description: failure.isTimeout
-                ? "the upstream did not answer in time" : "the upstream could not be reached or answered badly",
-            requestID: requestID, detail: "\(failure)")
+        failure.isTimeout
+            ? gatewayTimeout(requestID, detail: "\(failure)")
+            : badGateway("the upstream could not be reached or answered badly", requestID, detail: "\(failure)")
     }
 
     static func clientBodyFailed(_ why: RequestBodyFailure, requestID: String) -> GatewayResponse {
