@@ -173,6 +173,6 @@ struct BearerMemoTests {
         #expect(h.bearer(token).status == 200)
         #expect(h.worker.tokens.cacheHits == 0)
         let memo = h.connection.context.map { unsafeDowncast($0, to: ConnectionMemo.self) }
-        #expect(memo?.bearer == nil)
+        #expect(memo?.state[BearerMemo.Key.self] == nil)
     }
 }

@@ -3,12 +3,13 @@ import OAuth
 import Reactor
 
 /// What the gateway keeps per client connection across its requests: the peer's trust
-/// (per config generation), and the last Bearer token admitted on it (`BearerMemo`).
-/// Loop-thread only, like the connection; held in `ClientConnection.context`.
+/// (per config generation), and what capabilities keep for the connection's lifetime
+/// (`state`: the last Bearer token admitted on it, `BearerMemo`). Loop-thread only, like the
+/// connection; held in `ClientConnection.context`.
 final class ConnectionMemo {
     var peerTrusted = false
     var trustGeneration = -1
-    var bearer: BearerMemo?
+    var state = ConnectionState()
 }
 
 /// The last Bearer token a client connection was admitted with on a route, and the
@@ -27,6 +28,9 @@ final class ConnectionMemo {
 ///
 /// A class: read on every request of its connection, and copied nowhere.
 final class BearerMemo {
+    /// The connection's memo, in `ConnectionMemo.state`.
+    enum Key: ConnectionStateKey { typealias Value = BearerMemo }
+
     /// The Authorization field's value as received.
     let authorization: [UInt8]
     let routeIndex: Int
@@ -38,13 +42,9 @@ final class BearerMemo {
     let identity: [(String, String)]
     let subject: String?
     let clientID: String?
-    /// On a `token_exchange` route: the token this one was last exchanged for, used while
-    /// it is good (`Issued.until`) without looking it up by the subject token again.
-    var exchanged: TokenExchanger.Issued?
-    /// On an `authorize` route: the PDP's last decision for this token (`KeptDecision`).
-    var keptDecision: KeptDecision?
-    /// On a rate-limited route: this token's store keys (`RateLimiter.storeKey`).
-    var storeKeys: [KnownStoreKey] = []
+    /// What the route's capabilities keep for this token's next request (the token it was
+    /// exchanged for, the PDP's last decision, its rate-limit store keys), under their keys.
+    var kept = TokenMemoState()
 
     init(
         authorization: [UInt8], routeIndex: Int, generation: Int, validUntil: Int64, caller: AuthenticatedCaller,

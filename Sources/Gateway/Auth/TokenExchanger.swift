@@ -48,8 +48,11 @@ final class TokenExchanger {
     private(set) var proofSigner = GatewayConfig.processDPoPSigner
 
     /// An exchanged token with the Authorization value it goes upstream with, and until
-    /// when it is handed out (its expiry less the route's margin).
-    struct Issued {
+    /// when it is handed out (its expiry less the route's margin). Kept beside the subject
+    /// token's `BearerMemo` too: the connection's next request with that token goes on with
+    /// this one while it is good, without looking it up by the subject token again.
+    final class Issued {
+        enum Key: TokenMemoKey { typealias Value = Issued }
         let token: TokenExchange.IssuedToken
         let authorization: String
         let until: Int64

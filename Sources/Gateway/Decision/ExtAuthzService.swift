@@ -138,7 +138,7 @@ struct ExtAuthzService {
         let ctx = RequestContext(forwarded: forwarded, start: call.start, method: a.method)
         ctx.behindTrustedProxy = true
         ctx.kind = .extAuthz(ExtAuthzCheck(head: head, attributes: a, original: original))
-        ctx.trace = call.trace
+        ctx.tracing.trace = call.trace
         DecisionEndpoint(services: services, verdict: verdict).judge(
             ex, original, head: head, forwarded: forwarded, ctx: ctx)
     }

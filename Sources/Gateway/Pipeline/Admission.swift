@@ -14,28 +14,24 @@ final class Admission {
     /// A form body already read, with its token removed (RFC 6750 §2.2); nil: the client's.
     var body: RequestBody?
     /// The token's or the session's claims.
-    var claims: JSONObject
+    let claims: JSONObject
     /// A CORS preflight let through by `cors_preflight: allow`: forwarded with no credential.
-    var preflight = false
-    /// The access token that admitted the request, and the scheme it came with (`Bearer`,
-    /// `DPoP`): what an MCP call's rules are checked against and how a refusal is shaped.
-    var token: VerifiedAccessToken? = nil
-    var tokenScheme = "Bearer"
-    /// That token as the client presented it: what a `token_exchange` route trades.
-    var presentedToken: String? = nil
+    let preflight: Bool
+    /// The access token that admitted the request, with its scheme and text (nil: a session
+    /// or a preflight admitted it).
+    let accessToken: AdmittedToken?
     /// A DPoP-bound token the gateway sends upstream (got by exchange, or the session's): the
     /// upstream request carries a proof.
     var upstreamProof: UpstreamProof? = nil
     /// The connection's memo of this token's admission (`BearerMemo`), where one stands.
-    var bearerMemo: BearerMemo? = nil
-    /// The tool an MCP `tools/call` names, once the MCP stage has read it (`tool` limits).
-    var mcpTool: String? = nil
-    /// A verified signature's `Content-Digest` (`verify_signature`), compared with the body
-    /// once it is read whole.
-    var contentDigest: ContentDigest? = nil
-    /// The label of the request signature `verify_signature` verified: what a signed answer's
-    /// `"signature";req;key=…` names.
-    var verifiedSignatureLabel: String? = nil
+    let bearerMemo: BearerMemo?
+
+    /// The verified access token: what an MCP call's rules are checked against.
+    var token: VerifiedAccessToken? { accessToken?.token }
+    /// The scheme it came with (`Bearer`, `DPoP`): how a refusal is shaped.
+    var tokenScheme: String { accessToken?.scheme ?? "Bearer" }
+    /// The token as the client presented it: what a `token_exchange` route trades.
+    var presentedToken: String? { accessToken?.presented }
 
     init(
         identity: [(String, String)], session: Bool, body: RequestBody?, claims: JSONObject, preflight: Bool = false,
@@ -47,9 +43,15 @@ final class Admission {
         self.body = body
         self.claims = claims
         self.preflight = preflight
-        self.token = token
-        self.tokenScheme = tokenScheme
-        self.presentedToken = presentedToken
+        accessToken = token.map { AdmittedToken(token: $0, scheme: tokenScheme, presented: presentedToken) }
         self.bearerMemo = bearerMemo
     }
+}
+
+/// The access token a request was admitted with: verified, the scheme it came with, and its
+/// text as the client presented it (nil when the text is not at hand).
+struct AdmittedToken {
+    let token: VerifiedAccessToken
+    let scheme: String
+    let presented: String?
 }

@@ -29,8 +29,22 @@ final class GRPCDeadlineStage: Stage {
                         ? "grpc-timeout \(value.map { String($0.prefix(32)) } ?? "")" : "grpc-timeout twice"
                 ))
         }
-        request.context.grpcTimeout =
-            asked <= cap ? (seconds: asked, value: value) : (seconds: cap, value: GRPCTimeout.value(cap))
+        request.context.state[GRPCDeadline.Key.self] =
+            asked <= cap
+            ? GRPCDeadline(seconds: asked, value: value) : GRPCDeadline(seconds: cap, value: GRPCTimeout.value(cap))
         return .proceed
+    }
+}
+
+/// A gRPC call's deadline as the gateway keeps it, in the request's state: the client's
+/// `grpc-timeout`, capped by the upstream's `timeout`; `value` is what the upstream hears.
+final class GRPCDeadline {
+    enum Key: RequestStateKey { typealias Value = GRPCDeadline }
+    let seconds: Double
+    let value: String
+
+    init(seconds: Double, value: String) {
+        self.seconds = seconds
+        self.value = value
     }
 }

@@ -76,7 +76,7 @@ extension MCPDecisionStage {
         case .success(let m): message = m
         case .failure(let refusal): return refusal.response
         }
-        if case .tool(let name) = message.target { request.admission?.mcpTool = name }
+        if case .tool(let name) = message.target { ctx.mcpCall?.tool = name }
         return nil
     }
 }

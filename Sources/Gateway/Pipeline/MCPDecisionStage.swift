@@ -111,13 +111,13 @@ final class MCPDecisionStage: Stage {
                     MCPHeaderMismatch("Mcp-Name is required for \(method) on this route").response(id: nil))
             }
         }
-        ctx.mcpCall = MCPMessage.loggedCall(method: method, named: message.named)
+        ctx.noteMCPCall(method: method, named: message.named)
         if let denial = judge.denial(message, admission: request.admitted, ctx: ctx) {
             judge.counted(ctx, method: method, .denied)
             return .answer(denial)
         }
         judge.counted(ctx, method: method, .allowed)
-        if case .tool(let name) = message.target { request.admission?.mcpTool = name }
+        if case .tool(let name) = message.target { ctx.mcpCall?.tool = name }
         return .proceed
     }
 

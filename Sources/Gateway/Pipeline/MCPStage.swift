@@ -84,7 +84,7 @@ final class MCPStage: Stage {
                 marker.marksOnly = true
                 ctx.response.install(ToolListStage(filter: marker))
             }
-            if case .tool(let name) = message.target { admission.mcpTool = name }
+            if case .tool(let name) = message.target { ctx.mcpCall?.tool = name }
             if message.method == MCPListen.method {
                 // MCP 2026-07-28: one long POST, answered by an SSE stream that ends at the
                 // route's listen_timeout or the token's expiry, whichever comes first.
@@ -128,7 +128,7 @@ final class MCPStage: Stage {
                         detail: "mcp: \(error.message)", reason: "mcp_invalid_message")))
         }
         let method = message.method
-        if let method { ctx.mcpCall = MCPMessage.loggedCall(method: method, named: message.named) }
+        if let method { ctx.noteMCPCall(method: method, named: message.named) }
         if let version = headerVersion ?? message.protocolVersion, !rules.protocolVersions.contains(version) {
             counted(ctx, method: method, .unsupportedVersion)
             return .failure(

@@ -37,7 +37,7 @@ final class ProxyStage: Stage {
             // The client's own body streams upstream: a gRPC call's is bounded per message.
             upstream.bodyLimit = RequestBodyLimit.of(ex.head.fields, limits: services.config.limits, readWhole: false)
         }
-        if let timeout = ctx.grpcTimeout {
+        if let timeout = ctx.state[GRPCDeadline.Key.self] {
             // A gRPC call's deadline bounds its upstream call too: past it the client has
             // given up, and the upstream's work would be for nobody.
             upstream.deadline = timeout.seconds

@@ -32,28 +32,20 @@ final class RequestContext {
     private(set) var caller: CallerIdentity? = nil
     /// Why the request was refused: the access log's `rejection` (and `reason`).
     var rejection: Rejection? = nil
-    /// The rate-limit policy that refused the request, for its server span.
-    var rateLimitPolicy: String? = nil
-    /// What the route's authorizer decided (`authorize`), for the log, the span and metrics.
-    var authorization: AuthorizationNote? = nil
     /// What the gateway does to the upstream's answer on its way back: fields it adds and
     /// drops, its cookies, and the response stages the request's stages installed. Every
     /// proxied response reads it (`ClientWriter`): unchecked exclusivity, as it is only ever
     /// added to or read whole, never held across a call out.
     @exclusivity(unchecked) var response = ResponseEdits()
-    /// An upgrade's terms (Tunnels): the key it went upstream with, and what ends its tunnel.
-    var tunnel = TunnelTerms()
-    /// An MCP POST's method and what it names (at most 200 bytes of the client's text each),
-    /// for the access log.
-    var mcpCall: (method: String, name: String?)? = nil
-    /// A gRPC call's deadline as the gateway keeps it (GRPCDeadlineStage): the client's
-    /// `grpc-timeout`, capped by the upstream's `timeout`; `value` is what the upstream hears.
-    var grpcTimeout: (seconds: Double, value: String)? = nil
-    /// The request's spans when it is traced (`tracing`); nil otherwise.
-    var trace: RequestTrace? = nil
-    /// The client's `traceparent`/`tracestate` stay off the upstream request: tracing is on
-    /// and the gateway did not join a trace it leaves unsampled.
-    var dropClientTraceContext = false
+    /// The request's spans when it is traced (`tracing`), and whether the client's trace
+    /// context stays off the upstream request.
+    var tracing = TraceTerms()
+    /// What each capability keeps about the request, under its own key (`RequestStateKey`):
+    /// an MCP call, the authorizer's decision, an upgrade's terms, a gRPC deadline, …
+    var state = RequestState()
+
+    /// The request's spans when it is traced; nil otherwise.
+    var trace: RequestTrace? { tracing.trace }
 
     /// Notes who the request was admitted as; a request has one caller.
     func authenticated(_ identity: CallerIdentity) {
@@ -136,4 +128,12 @@ struct RequestInfo {
     let path: String
     let route: String
     let routeID: Int
+}
+
+/// A request's tracing: its spans when it is traced, and whether the client's
+/// `traceparent`/`tracestate` stay off the upstream request (tracing is on and the gateway
+/// did not join a trace it leaves unsampled).
+struct TraceTerms {
+    var trace: RequestTrace? = nil
+    var dropClientContext = false
 }

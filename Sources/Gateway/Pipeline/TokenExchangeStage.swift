@@ -28,7 +28,9 @@ final class TokenExchangeStage: Stage {
         // admitted and exchanged with (the same token, route and config: the memo says so)
         // goes on with the exchanged one while it is still good.
         if admission.preflight { return .proceed }
-        if let memo = admission.bearerMemo, let issued = memo.exchanged, issued.until > services.wallClock.seconds {
+        if let issued = admission.bearerMemo?.kept[TokenExchanger.Issued.Key.self],
+            issued.until > services.wallClock.seconds
+        {
             withExchanged(issued, admission)
             return .proceed
         }
@@ -44,7 +46,7 @@ final class TokenExchangeStage: Stage {
         services.exchanger.exchange(subject, config, wait: wait) { [self] outcome in
             switch outcome {
             case .issued(let issued):
-                admission.bearerMemo?.exchanged = issued
+                admission.bearerMemo?.kept[TokenExchanger.Issued.Key.self] = issued
                 withExchanged(issued, admission)
                 request.resume()
             case .refused(let error):

@@ -111,7 +111,7 @@ extension TokenStage {
     fileprivate func admitRemembered(_ request: RoutedRequest) -> Admission? {
         let validator = services.tokens
         guard let connection = request.exchange.connection.context,
-            let memo = unsafeDowncast(connection, to: ConnectionMemo.self).bearer,
+            let memo = unsafeDowncast(connection, to: ConnectionMemo.self).state[BearerMemo.Key.self],
             memo.routeIndex == route.index, memo.generation == validator.generation,
             validator.wallClock.seconds < memo.validUntil, tokens.schemes.acceptsBearer,
             memo.matches(request.head.fields, query: request.query)
@@ -159,7 +159,7 @@ extension TokenStage {
             authorization: authorization, routeIndex: route.index, generation: validator.generation,
             validUntil: until, caller: caller, identity: identity, subject: identityOf?.subject,
             clientID: identityOf?.clientID)
-        ConnectionMemo.of(request.exchange.connection).bearer = bearer
+        ConnectionMemo.of(request.exchange.connection).state[BearerMemo.Key.self] = bearer
         return bearer
     }
 }

@@ -37,7 +37,7 @@ struct TrustStage {
         let ctx = RequestContext(forwarded: forwarded, start: start, method: ex.head.methodName)
         ctx.behindTrustedProxy = trusted
         if let tracer = services.tracer {
-            (ctx.trace, ctx.dropClientTraceContext) = tracer.begin(
+            (ctx.tracing.trace, ctx.tracing.dropClientContext) = tracer.begin(
                 fields, trusted: trusted, peer: ex.connection.peer, startNanos: Tracer.nowNanos())
             // The calls made while this request is handled are its (Tracer+Calls).
             tracer.current = ctx.trace

@@ -49,7 +49,8 @@ extension RequestPipeline.Forwarding {
             headers: ex.head.fields, listsConnectionOptions: ex.head.listsConnectionOptions,
             forwarded: ctx.forwarded, identity: identity,
             session: admission.session, preflight: admission.preflight, body: spooled ?? admission.body ?? ex.body,
-            trace: ctx.trace, dropTraceContext: ctx.dropClientTraceContext, grpcTimeout: ctx.grpcTimeout?.value)
+            trace: ctx.trace, dropTraceContext: ctx.tracing.dropClientContext,
+            grpcTimeout: ctx.state[GRPCDeadline.Key.self]?.value)
         if let signing = plan.upstream?.sign {
             // Last: over the fields as they go (identity headers, Host, forwarded headers).
             UpstreamSigning.sign(

@@ -50,9 +50,9 @@ final class AuthorizeStage: KeyedStage {
         let ctx = request.context
         let (host, ip) = Self.hostAndAddress(request, services)
         // A connection's token asking again what it asked last (`KeptDecision`).
-        let memo = admission.mcpTool == nil ? admission.bearerMemo : nil
+        let memo = ctx.mcpCall?.tool == nil ? admission.bearerMemo : nil
         let query = authorizer.query ? request.query ?? "" : nil
-        if let kept = memo?.keptDecision,
+        if let kept = memo?.kept[KeptDecision.Key.self],
             kept.answers(
                 authorizer: authorizer.name, method: ctx.method, host: host, path: ctx.path, query: query, ip: ip,
                 now: services.policies.now)
@@ -73,7 +73,7 @@ final class AuthorizeStage: KeyedStage {
         var immediate: StageOutcome?
         services.policies.evaluate(authorizer, evaluation, requestID: ctx.requestID) { [self] result, keptUntil in
             if let memo, let keptUntil, case .success(let decision) = result {
-                memo.keptDecision = KeptDecision(
+                memo.kept[KeptDecision.Key.self] = KeptDecision(
                     authorizer: authorizer.name, method: ctx.method, host: host, path: ctx.path, query: query, ip: ip,
                     decision: decision, until: keptUntil)
             }
@@ -114,7 +114,7 @@ final class AuthorizeStage: KeyedStage {
             subjectProperties["iss"] = .string(iss)
         }
         let (host, ip) = asked ?? hostAndAddress(request, services)
-        if action == nil, let tool = admission.mcpTool {
+        if action == nil, let tool = ctx.mcpCall?.tool {
             // An MCP `tools/call`: the question is the tool, as a tools/list's are
             // (ToolListDecisions), so a PDP that hides a tool also refuses its calls.
             return AuthZENEvaluation(
@@ -174,7 +174,7 @@ final class AuthorizeStage: KeyedStage {
     }
 
     private func note(_ ctx: RequestContext, _ outcome: AuthorizationNote.Outcome, micros: Int, cached: Bool) {
-        ctx.authorization = AuthorizationNote(
+        ctx.state[AuthorizationNote.Key.self] = AuthorizationNote(
             authorizer: authorizer.name, outcome: outcome, micros: micros, cached: cached)
         services.policies.record(authorizer.name, outcome: outcome, cached: cached, micros: micros)
     }
@@ -200,15 +200,24 @@ final class AuthorizeStage: KeyedStage {
     }
 }
 
-/// What the authorizer decided for a request, for its access log line, span and metrics.
-struct AuthorizationNote {
-    var authorizer: String
+/// What the authorizer decided for a request, for its access log line, span and metrics; in
+/// the request's state.
+final class AuthorizationNote {
+    enum Key: RequestStateKey { typealias Value = AuthorizationNote }
+    let authorizer: String
     enum Outcome: String { case allow, deny, error }
-    var outcome: Outcome
+    let outcome: Outcome
     /// How long the request waited for the decision.
-    var micros: Int
+    let micros: Int
     /// Answered from the process's cache, with no PDP call.
-    var cached: Bool
+    let cached: Bool
+
+    init(authorizer: String, outcome: Outcome, micros: Int, cached: Bool) {
+        self.authorizer = authorizer
+        self.outcome = outcome
+        self.micros = micros
+        self.cached = cached
+    }
 }
 
 extension ConfigParser {

@@ -14,7 +14,8 @@
 ///   which a trusted proxy may change per request);
 /// - until the cache's own entry ends (`until`: the decision's `allow_ttl` or `deny_ttl`).
 /// An MCP call asks about its tool, not its path: it is never kept here.
-struct KeptDecision {
+final class KeptDecision {
+    enum Key: TokenMemoKey { typealias Value = KeptDecision }
     let authorizer: String
     let method: String
     let host: String
@@ -25,6 +26,20 @@ struct KeptDecision {
     let decision: AuthZENDecision
     /// When the cache's entry ends, on the cache's clock.
     let until: Double
+
+    init(
+        authorizer: String, method: String, host: String, path: String, query: String?, ip: String,
+        decision: AuthZENDecision, until: Double
+    ) {
+        self.authorizer = authorizer
+        self.method = method
+        self.host = host
+        self.path = path
+        self.query = query
+        self.ip = ip
+        self.decision = decision
+        self.until = until
+    }
 
     /// Whether this is the answer to the question these members ask, at `now`.
     func answers(

@@ -2,15 +2,22 @@ import Foundation
 import Logging
 import Reactor
 
-/// An upgrade's terms, set by the stages that admit it (RequestContext.tunnel): the key the
-/// upgrade went upstream with, which the upstream's 101 must answer, and what ends the tunnel.
-struct TunnelTerms {
+/// An upgrade's terms, set by the stages that admit it (`RequestContext.tunnel`, in the
+/// request's state): the key the upgrade went upstream with, which the upstream's 101 must
+/// answer, and what ends the tunnel.
+final class TunnelTerms {
+    enum Key: RequestStateKey { typealias Value = TunnelTerms }
     var upstreamKey = ""
     /// On session routes: the login route whose session the tunnel re-checks, and when the
     /// session's absolute timeout ends it (Unix seconds).
     var session: (route: LoginRouteConfig, endsAt: Int64)? = nil
     /// On `close_at_token_expiry` routes: when the access token expires (Unix seconds).
     var tokenExpiry: Int64? = nil
+}
+
+extension RequestContext {
+    /// The upgrade's terms, made when a stage first sets one.
+    var tunnel: TunnelTerms { state.value(TunnelTerms.Key.self, orMake: TunnelTerms.init) }
 }
 
 /// The tunnels of one worker: those open, their cap, and the watches that end them with

@@ -99,7 +99,7 @@ final class RateLimitStage: KeyedStage {
             }
         case .header(let name): return request.head.fields.first(name) ?? ""
         case .tool:
-            guard let tool = admission?.mcpTool else { return "" }
+            guard let tool = request.context.mcpCall?.tool else { return "" }
             return tool + "\u{0}" + value(.subject, request)
         }
     }
@@ -200,7 +200,7 @@ extension RateLimitStage {
                 return nil
             }
             limiter.countRefusal(route: ctx.route, policy: policy.name)
-            ctx.rateLimitPolicy = policy.name
+            ctx.state[RateLimitRefusal.Key.self] = RateLimitRefusal(policy: policy.name)
             var headers = [("Retry-After", String(RateLimitFields.retryAfter(decision)))]
             if policy.headers { RateLimitFields.append(policy, rule: rule, decision, to: &headers) }
             var r = ErrorResponse.make(

@@ -74,17 +74,18 @@ final class RateLimiter {
     }
 
     /// `storeKey`, first looked up among the keys a connection's token already used
-    /// (`BearerMemo.storeKeys`): a memo-admitted request's caller is the memo's, so its key
-    /// is found with a compare or two and no hashing.
+    /// (`KnownStoreKeys`, on its `BearerMemo`): a memo-admitted request's caller is the
+    /// memo's, so its key is found with a compare or two and no hashing.
     func storeKey(policy: String, value: String, memo: BearerMemo?) -> String {
         guard let memo else { return storeKey(policy: policy, value: value) }
-        for k in memo.storeKeys where k.generation == keyGeneration && k.value == value && k.policy == policy {
+        let known = memo.kept.value(KnownStoreKeys.Key.self, orMake: KnownStoreKeys.init)
+        for k in known.keys where k.generation == keyGeneration && k.value == value && k.policy == policy {
             return k.key
         }
         let key = storeKey(policy: policy, value: value)
-        memo.storeKeys.removeAll { $0.generation != keyGeneration }
-        if memo.storeKeys.count < KnownStoreKey.perMemo {
-            memo.storeKeys.append(KnownStoreKey(policy: policy, value: value, key: key, generation: keyGeneration))
+        known.keys.removeAll { $0.generation != keyGeneration }
+        if known.keys.count < KnownStoreKeys.perMemo {
+            known.keys.append(KnownStoreKey(policy: policy, value: value, key: key, generation: keyGeneration))
         }
         return key
     }
@@ -170,15 +171,4 @@ struct RateLimitMetrics: Sendable {
             "tokengate_rate_limit_store_failures_total", .counter,
             help: "Rate-limit store calls that failed (on_store_failure decided).", storeFailures)
     }
-}
-
-/// A caller's store key under one policy, kept on the connection's `BearerMemo`.
-struct KnownStoreKey {
-    /// A route lists a few policies; past this many, keys are made the usual way.
-    static let perMemo = 4
-    let policy: String
-    let value: String
-    let key: String
-    /// `RateLimiter.keyGeneration` when it was made.
-    let generation: Int
 }

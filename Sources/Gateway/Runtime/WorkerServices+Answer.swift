@@ -51,6 +51,8 @@ extension WorkerServices {
         }
         if let accessLog {
             let caller = ctx.caller
+            let authorization = ctx.state[AuthorizationNote.Key.self]
+            let mcpCall = ctx.mcpCall
             accessLog.record(
                 AccessLogRecord(
                     requestID: ctx.requestID, method: ctx.method, path: ctx.path, route: ctx.route, status: status,
@@ -58,11 +60,11 @@ extension WorkerServices {
                     upstreamMicros: Int((upstreamSeconds * 1e6).rounded()), sub: caller?.subject,
                     clientID: caller?.clientID, issuer: caller?.issuer, rejection: ctx.rejection?.code,
                     reason: reason ?? ctx.rejection?.reason?.code, detail: detail,
-                    authz: ctx.authorization.map {
+                    authz: authorization.map {
                         "\($0.authorizer):\($0.outcome.rawValue)\($0.cached ? ":cached" : "")"
                     },
-                    authzMicros: ctx.authorization?.micros, pathParameters: ctx.pathParameters,
-                    mcpMethod: ctx.mcpCall?.method, mcpName: ctx.mcpCall?.name))
+                    authzMicros: authorization?.micros, pathParameters: ctx.pathParameters,
+                    mcpMethod: mcpCall?.method, mcpName: mcpCall?.name))
         }
     }
 

@@ -39,7 +39,9 @@ final class ResponseSigningStage: KeyedStage {
         guard request.head.method != .HEAD else { return .proceed }
         let message = SignatureStage.clientMessage(request, services)
         request.context.response.install(
-            ResponseSigner(signing: signing, request: message, requestLabel: request.admission?.verifiedSignatureLabel))
+            ResponseSigner(
+                signing: signing, request: message,
+                requestLabel: request.context.state[VerifiedRequestSignature.Key.self]?.label))
         return .proceed
     }
 }

@@ -6,7 +6,9 @@ extension SignatureStage {
     /// streams (read as it comes) cannot be checked first, so it is refused rather than sent
     /// on unchecked.
     func checkDigest(_ request: RoutedRequest, _ admission: Admission) -> StageOutcome {
-        guard let digest = admission.contentDigest else { return .proceed }
+        guard let digest = request.context.state[VerifiedRequestSignature.Key.self]?.contentDigest else {
+            return .proceed
+        }
         let contexts = digest.contexts()
         let body = request.spooledBody ?? admission.body ?? request.exchange.body
         switch BodyBytes.scan(body, into: contexts) {

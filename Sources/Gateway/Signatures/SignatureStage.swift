@@ -104,12 +104,13 @@ final class SignatureStage: KeyedStage {
     ) -> StageOutcome {
         if case .failure(let e) = outcome { return .answer(refusal(e, request)) }
         let params = chosen.parameters
+        var digest: ContentDigest?
         if params.covers(contentDigest) {
             let lines = request.head.fields.values("Content-Digest")
             guard !lines.isEmpty else {
                 return .answer(refusal(MessageSignatureError(.componentMissing, "no Content-Digest"), request))
             }
-            do { admission.contentDigest = try ContentDigest(lines: lines) } catch let e as MessageSignatureError {
+            do { digest = try ContentDigest(lines: lines) } catch let e as MessageSignatureError {
                 return .answer(refusal(e, request))
             } catch {}
             if request.isDecision, !Self.isKnownEmpty(request.head) {
@@ -122,7 +123,8 @@ final class SignatureStage: KeyedStage {
                         MessageSignatureError(.digestMismatch, "the content digest cannot be checked here"), request))
             }
         }
-        admission.verifiedSignatureLabel = chosen.label
+        request.context.state[VerifiedRequestSignature.Key.self] = VerifiedRequestSignature(
+            label: chosen.label, contentDigest: digest)
         if let h = policy.keyidHeader, let keyid = params.keyid { admission.identity.append((h, keyid)) }
         if let h = policy.tagHeader, let tag = params.tag { admission.identity.append((h, tag)) }
         guard let nonce = params.nonce, let keyid = params.keyid else { return .proceed }
@@ -210,5 +212,19 @@ final class SignatureStage: KeyedStage {
     /// Whether the head says the request has no content: `Content-Length: 0`, no coding.
     static func isKnownEmpty(_ head: HTTPRequestHead) -> Bool {
         head.fields.first("Transfer-Encoding") == nil && head.fields.first("Content-Length") == "0"
+    }
+}
+
+/// The request signature `verify_signature` verified, in the request's state: its label,
+/// which a signed answer's `"signature";req;key=…` names, and the `Content-Digest` it covers,
+/// compared with the body once it is read whole.
+final class VerifiedRequestSignature {
+    enum Key: RequestStateKey { typealias Value = VerifiedRequestSignature }
+    let label: String
+    let contentDigest: ContentDigest?
+
+    init(label: String, contentDigest: ContentDigest?) {
+        self.label = label
+        self.contentDigest = contentDigest
     }
 }

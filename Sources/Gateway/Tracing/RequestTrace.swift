@@ -75,7 +75,7 @@ final class RequestTrace {
         if let reason = ctx.rejection?.reason?.code {
             attributes.append(A("tokengate.refusal.reason", .string(reason)))
         }
-        if let a = ctx.authorization {
+        if let a = ctx.state[AuthorizationNote.Key.self] {
             attributes.append(A("tokengate.authz.authorizer", .string(a.authorizer)))
             attributes.append(A("tokengate.authz.decision", .string(a.outcome.rawValue)))
             attributes.append(A("tokengate.authz.cached", .bool(a.cached)))
@@ -86,7 +86,7 @@ final class RequestTrace {
             attributes.append(A("mcp.method", .string(call.method)))
             if let name = call.name { attributes.append(A("mcp.name", .string(name))) }
         }
-        if let policy = ctx.rateLimitPolicy {
+        if let policy = ctx.state[RateLimitRefusal.Key.self]?.policy {
             attributes.append(A("tokengate.refusal.reason", .string("rate_limited")))
             attributes.append(A("tokengate.rate_limit.policy", .string(policy)))
         }

@@ -20,13 +20,13 @@ struct GRPCDeadlineStageTests {
     func whatGRPCDoesNotAllowIs400(timeouts: [String]) throws {
         let h = try Self.harness(timeouts)
         #expect(h.run(try #require(h.stage(GRPCDeadlineStage.self))).answerStatus == 400)
-        #expect(h.request.context.grpcTimeout == nil)
+        #expect(h.request.context.state[GRPCDeadline.Key.self] == nil)
     }
 
     @Test func aDeadlineWithinTheTimeoutGoesAsAsked() throws {
         let h = try Self.harness(["250m"])
         #expect(h.run(try #require(h.stage(GRPCDeadlineStage.self))).proceeds)
-        #expect(h.request.context.grpcTimeout?.seconds == 0.25)
+        #expect(h.request.context.state[GRPCDeadline.Key.self]?.seconds == 0.25)
         let upstream = h.request.forwarding.request(
             h.request.admitted, ex: h.request.exchange, ctx: h.request.context, now: 0)
         #expect(upstream.fields.values("grpc-timeout") == ["250m"])
@@ -36,7 +36,7 @@ struct GRPCDeadlineStageTests {
     @Test func aLongerOneIsCappedAndTheUpstreamHearsTheCap() throws {
         let h = try Self.harness(["2H"])
         #expect(h.run(try #require(h.stage(GRPCDeadlineStage.self))).proceeds)
-        let cap = try #require(h.request.context.grpcTimeout)
+        let cap = try #require(h.request.context.state[GRPCDeadline.Key.self])
         #expect(cap.seconds < 7200 && GRPCTimeout.seconds(cap.value) == cap.seconds)
         let upstream = h.request.forwarding.request(
             h.request.admitted, ex: h.request.exchange, ctx: h.request.context, now: 0)
@@ -47,6 +47,6 @@ struct GRPCDeadlineStageTests {
     @Test func anotherRequestsGRPCTimeoutIsNoneOfTheGatewaysBusiness() throws {
         let h = try Self.harness(["abc"], contentType: "application/json")
         #expect(h.run(try #require(h.stage(GRPCDeadlineStage.self))).proceeds)
-        #expect(h.request.context.grpcTimeout == nil)
+        #expect(h.request.context.state[GRPCDeadline.Key.self] == nil)
     }
 }

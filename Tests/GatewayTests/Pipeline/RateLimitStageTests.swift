@@ -116,7 +116,7 @@ struct RateLimitStageTests {
             identity: [], subject: "alice", clientID: nil)
         let alice = limiter.storeKey(policy: "per-user", value: "alice")
         #expect(limiter.storeKey(policy: "per-user", value: "alice", memo: memo) == alice)
-        #expect(memo.storeKeys.count == 1)
+        #expect(memo.kept[KnownStoreKeys.Key.self]?.keys.count == 1)
         #expect(limiter.storeKey(policy: "per-user", value: "alice", memo: memo) == alice, "found on the memo")
         // Another value or policy is never answered with the kept key.
         #expect(
@@ -127,7 +127,7 @@ struct RateLimitStageTests {
         limiter.apply(worker.services.config)
         let fresh = limiter.storeKey(policy: "per-user", value: "alice", memo: memo)
         #expect(fresh == limiter.storeKey(policy: "per-user", value: "alice"))
-        #expect(memo.storeKeys.allSatisfy { $0.generation == limiter.keyGeneration })
+        #expect(memo.kept[KnownStoreKeys.Key.self]?.keys.allSatisfy { $0.generation == limiter.keyGeneration } == true)
     }
 
     @Test func aToolLimitCountsAfterTheMCPStagePerToolAndCaller() throws {
@@ -138,7 +138,11 @@ struct RateLimitStageTests {
         func attempt(_ sub: String, tool: String?) throws -> StageOutcome {
             let h = try StageHarness(worker, "POST", "/mcp")
             Self.admit(h, sub: sub)
-            h.request.admission?.mcpTool = tool
+            if let tool {
+                let call = MCPCallNote(method: "tools/call", named: tool)
+                call.tool = tool
+                h.request.context.state[MCPCallNote.Key.self] = call
+            }
             return h.run(try #require(h.stage(RateLimitStage.self)))
         }
         #expect(try attempt("alice", tool: "deploy").proceeds)
