@@ -53,6 +53,11 @@ final class RoutedRequest {
     /// The index of the stage that runs on `resume()` (the plan's stages, then `last`).
     /// Unchecked exclusivity: loop-thread only, and never held across a call out.
     @exclusivity(unchecked) var next = 0
+    /// The runner's loop is on the stack (`resume`), and a stage called `resume()` from
+    /// within its own `run`: a callback that came at once. The loop goes on when that stage
+    /// returns, rather than a second loop running inside the first.
+    private var running = false
+    private var resumedWithin = false
 
     /// A proxied request, on its route's proxy chain.
     init(
@@ -88,8 +93,17 @@ final class RoutedRequest {
         self.last = last
     }
 
-    /// Runs the stages from the next one on, until one answers or suspends.
+    /// Runs the stages from the next one on, until one answers or suspends. Called from
+    /// within a stage's `run` (its callback came before it returned `.suspend`), it only
+    /// notes that the chain goes on: the loop already running takes the next stage once that
+    /// stage returns, so stages never nest and none runs twice.
     func resume() {
+        if running {
+            resumedWithin = true
+            return
+        }
+        running = true
+        defer { running = false }
         while true {
             let index = next
             next += 1
@@ -102,11 +116,21 @@ final class RoutedRequest {
                 preconditionFailure("a chain ends in a stage that answers or hands the request on")
             }
             switch outcome {
-            case .proceed: continue
+            case .proceed:
+                // A stage that resumed the chain and also proceeds would run the rest twice.
+                assert(!resumedWithin, "a stage resumed the chain and returned .proceed")
+                resumedWithin = false
+                continue
             case .answer(let response, let close):
+                resumedWithin = false
                 answer(response, close: close)
                 return
-            case .suspend: return
+            case .suspend:
+                if resumedWithin {
+                    resumedWithin = false
+                    continue
+                }
+                return
             }
         }
     }
