@@ -11,7 +11,7 @@ struct RequestTrailerRulesTests {
     static func forwards(_ name: String, connectionListed: [String] = []) -> Bool {
         var config = GatewayConfig()
         config.strippedIdentityHeaders = [Array("x-user".utf8)]
-        let policy = RequestPipeline.Policy(config, router: Router(routes: []), plans: [])
+        let policy = RouteResolver.Policy(config, router: Router(routes: []), plans: [])
         let bytes = Array(name.utf8)
         if connectionListed.isEmpty { return policy.forwardsTrailer(bytes.span) }
         let listed = ConnectionListedTrailerPolicy(policy, listed: connectionListed.map { Array($0.utf8) })

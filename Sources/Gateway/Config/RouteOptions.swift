@@ -35,7 +35,7 @@ struct RouteOptions: Sendable {
         var preflight = false
     }
 
-    /// What the upstream request (`RequestPipeline.Forwarding`, UpstreamRequest.swift) carries
+    /// What the upstream request (`RouteResolver.Forwarding`, UpstreamRequest.swift) carries
     /// besides the client's own: `strip_prefix`, `headers`, `pass_access_token`,
     /// `pass_id_token`, `identity_assertion` and `certificate_headers`. The identity headers,
     /// tokens and assertion are made by the authentication stages (IdentityHeaders.swift), the

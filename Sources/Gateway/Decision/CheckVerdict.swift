@@ -16,7 +16,7 @@ enum CheckVerdict {
     ///   - responseFields: fields for the client's answer (a refreshed session's
     ///     Set-Cookie, a fresh DPoP-Nonce).
     static func allowed(
-        identity: [(String, String)], fields: [CheckAttributes.Field], rule: RequestPipeline.ClientFieldRule,
+        identity: [(String, String)], fields: [CheckAttributes.Field], rule: RouteResolver.ClientFieldRule,
         responseFields: [(String, String)]
     ) -> [UInt8] {
         var set = identity.map { (name: $0.0.lowercased(), value: $0.1) }

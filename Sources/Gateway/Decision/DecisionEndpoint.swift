@@ -93,7 +93,7 @@ struct DecisionEndpoint {
         origin.forwardedProto = original.scheme
         origin.forwardedHost = original.host
         origin.originFromTrustedProxy = true
-        let outcome = RequestPipeline.prepare(head, peerTrusted: true, policy: services.requestPolicy)
+        let outcome = RouteResolver.prepare(head, peerTrusted: true, policy: services.requestPolicy)
         switch outcome {
         case .reject(let status, let error, let description):
             // The same refusal a proxied request would get (path confusion, no route).

@@ -164,7 +164,7 @@ struct ExtAuthzAnswer {
             // A login endpoint or metadata, which Envoy sends on to the gateway itself: the
             // client's forged identity headers and the like still go, its cookies stay (the
             // callback needs the login state).
-            let rule = RequestPipeline.ClientFieldRule(
+            let rule = RouteResolver.ClientFieldRule(
                 policy: requestPolicy, listed: [], reservedPrefix: requestPolicy.reservedPrefix,
                 peerTrusted: false, dropAuthorization: false, dropProof: false, dropTraceContext: false,
                 preflight: false,

@@ -28,7 +28,7 @@ public enum RouteFuzzEntry {
         }
     }
 
-    /// One request as `RequestPipeline.prepare` reads it: the Host normalized, the target
+    /// One request as `RouteResolver.prepare` reads it: the Host normalized, the target
     /// normalized, the route decided — each with its invariants (`checkHost`, `checkPath`,
     /// `checkedDecision`); and the target in other encodings of the same bytes gets the same
     /// normal form and the same decision.

@@ -2,14 +2,14 @@ import Reactor
 
 /// A routed request on its way through its route's stages: what routing found, what the
 /// stages have added so far (the admission, the upstream request), and where in the chain
-/// it is. One per request, made by `RouteStage` (or a decision's entry), loop-thread only.
+/// it is. One per request, made by `RouteEntry` (or a decision's entry), loop-thread only.
 final class RoutedRequest {
     let exchange: ServerExchange
     let context: RequestContext
     let path: String
     let query: String?
     /// How the upstream request is built once the request is admitted; its plan is the route's.
-    let forwarding: RequestPipeline.Forwarding
+    let forwarding: RouteResolver.Forwarding
     let services: WorkerServices
     /// A decision's original request and origin; nil for a proxied request, whose own are
     /// read where they are (copying them here cost a reference count per field).
@@ -62,7 +62,7 @@ final class RoutedRequest {
     /// A proxied request, on its route's proxy chain.
     init(
         exchange: ServerExchange, context: RequestContext, path: String, query: String?,
-        forwarding: consuming RequestPipeline.Forwarding, services: WorkerServices
+        forwarding: consuming RouteResolver.Forwarding, services: WorkerServices
     ) {
         self.exchange = exchange
         self.context = context
@@ -79,7 +79,7 @@ final class RoutedRequest {
     /// its verdict.
     init(
         exchange: ServerExchange, context: RequestContext, judging head: HTTPRequestHead, origin: ForwardedHeaders,
-        path: String, query: String?, forwarding: RequestPipeline.Forwarding, services: WorkerServices,
+        path: String, query: String?, forwarding: RouteResolver.Forwarding, services: WorkerServices,
         last: any Stage
     ) {
         self.exchange = exchange

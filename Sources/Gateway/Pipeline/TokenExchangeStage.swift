@@ -5,7 +5,7 @@ import Reactor
 /// traded at the AS (RFC 8693, `TokenExchanger`) and the issued one goes upstream as
 /// `Authorization: Bearer`, or, DPoP-bound (`dpop: true`), as `Authorization: DPoP` with a
 /// fresh proof of the gateway's key. The caller's own token and DPoP proof never go
-/// (RequestPipeline drops them; check-config refuses forward_token and forward_proof).
+/// (RouteResolver drops them; check-config refuses forward_token and forward_proof).
 final class TokenExchangeStage: Stage {
     /// Unowned: the services hold the plans that hold their stages; a request in its chain
     /// holds the services.

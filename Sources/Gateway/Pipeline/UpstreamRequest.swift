@@ -1,7 +1,7 @@
 import Reactor
 
 /// The upstream request an admitted request becomes (built by `ProxyStage`).
-extension RequestPipeline.Forwarding {
+extension RouteResolver.Forwarding {
     /// The upstream request of an admitted request: the client's fields and forwarded
     /// headers, and its own body unless the admission replaced it (a form with its token
     /// removed).

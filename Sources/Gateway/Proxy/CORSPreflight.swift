@@ -4,7 +4,7 @@ import Reactor
 /// and an `Access-Control-Request-Method`, and no body. Browsers send it without credentials
 /// and without a body, so a route that requires credentials would refuse it and break every
 /// cross-origin call; with `cors_preflight: allow` it goes upstream unauthenticated, stripped
-/// of every credential (`RequestPipeline.build` with `preflight`), and the upstream answers for
+/// of every credential (`RouteResolver.build` with `preflight`), and the upstream answers for
 /// its own CORS policy. Any other OPTIONS request — one with a body included — is checked like
 /// every request, so the option cannot carry a payload or an unchecked credential upstream.
 enum CORSPreflight {

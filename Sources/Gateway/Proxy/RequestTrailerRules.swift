@@ -5,7 +5,7 @@ import Reactor
 /// may merge them into the header section (RFC 9110 §6.5.2), so they pass only what the head
 /// would pass from a client that is not a trusted proxy, carry no credential and no copy of
 /// an identity header, and are none of the fields RFC 9110 §6.5.1 keeps out of trailers.
-extension RequestPipeline.Policy: RequestTrailerPolicy {
+extension RouteResolver.Policy: RequestTrailerPolicy {
     /// RFC 9110 §6.5.1: fields that frame or route the message, modify the request
     /// (controls, conditionals, range), authenticate it, or describe its content; and
     /// response-only fields that have no place in a request.
@@ -28,10 +28,10 @@ extension RequestPipeline.Policy: RequestTrailerPolicy {
 /// A request whose `Connection` field lists field names (RFC 9110 §7.6.1): they are
 /// hop-by-hop in its trailer section too, as in its head. Made only for such a request.
 final class ConnectionListedTrailerPolicy: RequestTrailerPolicy {
-    let policy: RequestPipeline.Policy
+    let policy: RouteResolver.Policy
     let listed: [[UInt8]]
 
-    init(_ policy: RequestPipeline.Policy, listed: [[UInt8]]) {
+    init(_ policy: RouteResolver.Policy, listed: [[UInt8]]) {
         self.policy = policy
         self.listed = listed
     }

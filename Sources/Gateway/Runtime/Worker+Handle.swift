@@ -1,14 +1,14 @@
 import Reactor
 
-/// Where every request enters: its context (`TrustStage`), then a decision's entry or the
-/// route's chain (`RouteStage`). docs/architecture.md draws the chains.
+/// Where every request enters: its context (`TrustEntry`), then a decision's entry or the
+/// route's chain (`RouteEntry`). docs/architecture.md draws the chains.
 extension Worker {
     func handle(_ ex: ServerExchange) {
         // In flight until its last byte is written (or its client is gone): a drain must not
         // stop the loop with a finished reply still in the socket buffer.
         metrics.inflight += 1
         ex.responder.observer = self
-        let trust = TrustStage(services: services)
+        let trust = TrustEntry(services: services)
         let trusted = trust.peerTrusted(ex.connection)
         let host = ex.head.fields.firstAndCount("Host")
         let ctx = trust.context(ex, trusted: trusted, host: host.first, start: services.clock())
@@ -27,6 +27,6 @@ extension Worker {
                 return
             }
         }
-        RouteStage(services: services).run(ex, ctx, trusted: trusted, host: host)
+        RouteEntry(services: services).run(ex, ctx, trusted: trusted, host: host)
     }
 }

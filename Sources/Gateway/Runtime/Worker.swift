@@ -133,7 +133,7 @@ final class Worker: ResponderObserver {
         }
         precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")
         services.apply(
-            new, policy: RequestPipeline.Policy(new, router: router ?? Router(routes: new.routes), plans: plans))
+            new, policy: RouteResolver.Policy(new, router: router ?? Router(routes: new.routes), plans: plans))
     }
 
     /// This worker's pool settings for `up`: its share of the process's `max_connections`

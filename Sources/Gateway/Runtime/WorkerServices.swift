@@ -18,7 +18,7 @@ final class WorkerServices {
     let wallClock: any WallClock
     private(set) var config: GatewayConfig
     /// What of the config the request path reads on every request, with the route plans.
-    private(set) var requestPolicy: RequestPipeline.Policy
+    private(set) var requestPolicy: RouteResolver.Policy
     /// Bumped by every `apply`: what is worked out once per connection and config.
     private(set) var configGeneration = 0
     /// Read of the config on every request, worked out once per config.
@@ -36,7 +36,7 @@ final class WorkerServices {
     /// This worker's spans (nil: `tracing` is off; fixed at start, like the access log).
     let tracer: Tracer?
     let ids: RequestIDGenerator
-    /// The last Host value normalized here (RequestPipeline.prepare).
+    /// The last Host value normalized here (RouteResolver.prepare).
     let hosts = HostMemo()
     /// Token routes: verified-token cache and this worker's copy of issuer keys.
     let tokens: AccessTokenValidator
@@ -95,7 +95,7 @@ final class WorkerServices {
             loop: loop, shared: stores.loginShared, log: log, tokens: tokens, wallClock: wallClock,
             makeStores: { stores.loginStores(for: loop, config: $0, settings: $1, wallClock: wallClock) })
         // Replaced by the worker's first `apply`, with the route plans.
-        requestPolicy = RequestPipeline.Policy(config, router: Router(routes: []), plans: [])
+        requestPolicy = RouteResolver.Policy(config, router: Router(routes: []), plans: [])
         ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
         rateLimits = stores.rateLimiter(for: loop, log: log)
         policies = PolicyDecisionPoints(loop: loop, cache: stores.policyDecisions, wallClock: wallClock)
@@ -112,7 +112,7 @@ final class WorkerServices {
     /// Swaps in a new config and its request policy (route plans) for requests that start
     /// from now on. The authenticator has the config already: the plans' token rules are
     /// made by it.
-    func apply(_ new: GatewayConfig, policy: RequestPipeline.Policy) {
+    func apply(_ new: GatewayConfig, policy: RouteResolver.Policy) {
         config = new
         requestPolicy = policy
         decisionEnabled = new.decision.enabled

@@ -23,9 +23,9 @@ struct StageHarness {
         exchange.responder.observer = worker
         // The host as the request pipeline normalizes it from the request's Host.
         let host = fields.first { $0.name.lowercased() == "host" }.flatMap { HostNormalizer.normalize($0.value) }
-        let ctx = TrustStage(services: services).context(exchange, trusted: false, host: host ?? "a", start: 0)
+        let ctx = TrustEntry(services: services).context(exchange, trusted: false, host: host ?? "a", start: 0)
         guard
-            case .forward(let plan, let path, let query, let forwarding) = RequestPipeline.prepare(
+            case .forward(let plan, let path, let query, let forwarding) = RouteResolver.prepare(
                 exchange.head, peerTrusted: false, policy: services.requestPolicy)
         else { throw HarnessError.notRouted }
         ctx.place(path: path, route: plan.name, routeID: plan.metricID, parameters: plan.parameters(in: path))

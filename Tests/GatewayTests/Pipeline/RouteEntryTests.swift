@@ -5,14 +5,14 @@ import Testing
 
 /// The second stage: a request is placed (its path, its route or the gateway's endpoint) once,
 /// and what cannot be routed is answered here, before any route's chain.
-@Suite("RouteStage: where a request goes")
-struct RouteStageTests {
+@Suite("RouteEntry: where a request goes")
+struct RouteEntryTests {
     func placed(_ w: Worker, _ target: String) -> (RequestContext, InMemoryTransport) {
         let (ex, t) = InMemoryTransport.exchange("GET", target, fields: [("Host", "a")])
         w.metrics.inflight += 1
         ex.responder.observer = w
-        let ctx = TrustStage(services: w.services).context(ex, trusted: false, host: "a", start: 0)
-        RouteStage(services: w.services).run(ex, ctx, trusted: false, host: ("a", 1))
+        let ctx = TrustEntry(services: w.services).context(ex, trusted: false, host: "a", start: 0)
+        RouteEntry(services: w.services).run(ex, ctx, trusted: false, host: ("a", 1))
         return (ctx, t)
     }
 

@@ -1,9 +1,10 @@
 import Reactor
 
-/// Every request's first stage: whether its peer is a trusted proxy, and so which of its
-/// X-Forwarded-* and X-Request-Id fields are believed; the request's context (its id, what the
-/// gateway says of the client upstream) and its trace start here.
-struct TrustStage {
+/// Where every request enters, before any route's chain (not a stage: it runs for every
+/// request and makes what the stages read): whether its peer is a trusted proxy, and so which
+/// of its X-Forwarded-* and X-Request-Id fields are believed; the request's context (its id,
+/// what the gateway says of the client upstream) and its trace start here.
+struct TrustEntry {
     let services: WorkerServices
 
     /// Whether the connection's peer is a trusted proxy, decided once per connection and

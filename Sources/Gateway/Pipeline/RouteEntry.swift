@@ -1,14 +1,15 @@
 import Reactor
 
-/// The second stage of every proxied request: the Host and the path normalized, then routed
-/// (`RequestPipeline.prepare`). A request for one of the gateway's own endpoints (login,
+/// The second step of every proxied request's entry, after `TrustEntry` (not a stage: it
+/// finds the chain the stages are): the Host and the path normalized, then routed
+/// (`RouteResolver.prepare`). A request for one of the gateway's own endpoints (login,
 /// Protected Resource Metadata) is answered here; a routed one starts its route's chain.
-struct RouteStage {
+struct RouteEntry {
     let services: WorkerServices
 
     func run(_ ex: ServerExchange, _ ctx: RequestContext, trusted: Bool, host: (first: String?, count: Int)) {
         let head = ex.head
-        switch RequestPipeline.prepare(
+        switch RouteResolver.prepare(
             head, peerTrusted: trusted, policy: services.requestPolicy, host: host, hosts: services.hosts)
         {
         case .reject(let status, let error, let description):

@@ -1,10 +1,10 @@
 import OAuth
 import Reactor
 
-/// The request path up to the upstream call, built from the stages in order:
-/// validate host → normalize path → route → scrub and forward headers.
+/// Finds a request's route and how it is forwarded, in order: validate host → normalize
+/// path → route → scrub and forward headers (what the upstream request is built from).
 /// Authentication runs after routing, on the route plan (docs/architecture.md, "Request path").
-enum RequestPipeline {
+enum RouteResolver {
     enum Outcome {
         case reject(status: Int, error: String, description: String)
         /// `request(identity, session)` builds the upstream request once authentication has
@@ -216,7 +216,7 @@ enum RequestPipeline {
             out.append("X-Request-Id", forwarded.requestID)
             if let grpcTimeout { out.append("grpc-timeout", grpcTimeout) }
             if let trace {
-                out.append(name: RequestPipeline.traceparent.span, value: trace.upstreamTraceparent.span)
+                out.append(name: RouteResolver.traceparent.span, value: trace.upstreamTraceparent.span)
                 if let state = trace.traceState { out.append("tracestate", state) }
                 let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(target[..<$0]) } ?? target
                 trace.upstreamURL = (plan.upstream?.tls == nil ? "http://" : "https://") + plan.upstreamAuthority + path

@@ -5,8 +5,8 @@ import Testing
 
 /// Every request's first stage: only a trusted proxy's X-Forwarded-* and X-Request-Id are
 /// believed, and what is decided of a peer holds for its connection until the next config.
-@Suite("TrustStage: whose forwarded fields are believed")
-struct TrustStageTests {
+@Suite("TrustEntry: whose forwarded fields are believed")
+struct TrustEntryTests {
     static let yaml = """
         listen: 127.0.0.1:1
         admin_listen: "off"
@@ -27,7 +27,7 @@ struct TrustStageTests {
             ("X-Forwarded-Proto", "https")
         ].map { (name: $0.0, value: $0.1) }
         let (ex, _) = InMemoryTransport.exchange("GET", "/", fields: fields, peer: peer)
-        let trust = TrustStage(services: w.services)
+        let trust = TrustEntry(services: w.services)
         return trust.context(ex, trusted: trust.peerTrusted(ex.connection), host: "a", start: 0)
     }
 
@@ -52,12 +52,12 @@ struct TrustStageTests {
     @Test func aConnectionsTrustIsDecidedAgainAfterAReload() throws {
         let w = try testWorker(Self.yaml)
         let connection = ClientConnection(peer: "10.1.2.3", isTLS: false)
-        #expect(TrustStage(services: w.services).peerTrusted(connection))
+        #expect(TrustEntry(services: w.services).peerTrusted(connection))
         w.apply(
             try ConfigParser.parse(
                 yaml: Self.yaml.replacingOccurrences(of: "10.0.0.0/8", with: "172.16.0.0/12"), environment: [:],
                 baseDirectory: "/", cores: 1
             ).get())
-        #expect(!TrustStage(services: w.services).peerTrusted(connection))
+        #expect(!TrustEntry(services: w.services).peerTrusted(connection))
     }
 }
