@@ -32,11 +32,26 @@ extension ConfigParser {
         return s
     }
 
-    /// `login:`, read by `LoginConfig.keyTable`.
-    static func login(_ node: Node, _ r: ConfigReader) -> LoginConfig {
+    /// `login:`, read by `LoginConfig.keyTable`; its `rate_limit` here, by the policies
+    /// defined under `rate_limits`.
+    static func login(_ node: Node, rateLimits: [String: RateLimitPolicy], _ r: ConfigReader) -> LoginConfig {
         var l = LoginConfig()
         guard let m = r.mapping(node, path: "login", section: .login) else { return l }
         LoginConfig.keyTable.read(m, into: &l, path: "login", r)
+        if let n = m["rate_limit"] {
+            // The login endpoints are public: a policy counted per caller would have no
+            // caller to count, and one budget for everyone would let one client lock all out.
+            l.rateLimits = rateLimitPolicies(n, path: "login.rate_limit", defined: rateLimits, r).filter { policy in
+                guard policy.key.position == .beforeAuthentication else {
+                    r.problem(
+                        "login.rate_limit", n,
+                        "\"\(policy.name)\" counts by \(policy.key.text): the login endpoints have no caller yet; "
+                            + "count them by ip or header:NAME")
+                    return false
+                }
+                return true
+            }
+        }
         return l
     }
 

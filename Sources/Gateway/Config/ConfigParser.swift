@@ -47,12 +47,13 @@ public enum ConfigParser {
         cfg.tracing = tracing(top["tracing"], r)
         (cfg.issuers, cfg.clients) = issuers(top["issuers"], clientsNode: top["clients"], r)
         if let node = top["session"] { cfg.session = session(node, r) }
-        if let node = top["login"] { cfg.login = login(node, r) }
+        // Before `login`, whose endpoints may count them.
+        cfg.rateLimits = rateLimits(top["rate_limits"], r)
+        if let node = top["login"] { cfg.login = login(node, rateLimits: cfg.rateLimits, r) }
         if let node = top["decision"] { cfg.decision = decision(node, r) }
         if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
-        cfg.rateLimits = rateLimits(top["rate_limits"], r)
         cfg.authorizers = authorizers(top["authorizers"], clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.signatures = signatures(top["signatures"], issuers: cfg.issuers, r)
         cfg.routes = routes(top["routes"], cfg, r)

@@ -211,6 +211,9 @@ struct LoginConfig: Sendable {
     var allowedRedirectHosts: [String] = []
     /// Where a browser goes after logout when the AS has no end_session_endpoint.
     var afterLogout = "/"
+    /// `rate_limit`: the policies the login endpoints' built-in route counts (`OwnRoutes`);
+    /// only keys known before authentication (`ip`, `header:`).
+    var rateLimits: [RateLimitPolicy] = []
 }
 
 /// An issuer's introspection endpoint and how long answers are cached.

@@ -176,7 +176,10 @@ extension LoginConfig {
             checkedBy: ConfigDefault.text(LoginConfig().backchannelLogoutPath)
         ) { l, n, p, r in
             if let v = path(n, p, r) { l.backchannelLogoutPath = v }
-        }
+        },
+        .init(
+            "rate_limit", type: "name of a `rate_limits` entry, or a list (keys `ip` and `header:NAME`)",
+            default: "none", by: "ConfigParser.login")
     ])
 
     /// A normalized path starting with `/`, else the problem.

@@ -100,14 +100,14 @@ struct DecisionEndpoint {
             ctx.place(path: String(original.target.prefix(256)), method: original.method)
             services.answer(
                 ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID))
-        case .login(_, let path, _), .protectedResourceMetadata(_, let path):
+        case .ownEndpoint(let endpoint, let path, _, _):
             // The gateway's own login endpoints and Protected Resource Metadata (RFC 9728) are
             // public: the ingress may send them on — but only as themselves. A target that
             // merely normalizes to one (`/admin/%2e%2e/oauth2/start`) never met the router's
             // escape check, and the ingress sends its raw path upstream.
             let login: Bool
-            if case .login = outcome { login = true } else { login = false }
-            ctx.place(path: path, route: login ? "login" : ProtectedResourceDocument.logRoute, method: original.method)
+            if case .login = endpoint { login = true } else { login = false }
+            ctx.place(path: path, route: endpoint.logRoute, method: original.method)
             let what = login ? "login endpoint" : "protected resource metadata"
             let raw = original.target.firstIndex(of: "?").map { String(original.target[..<$0]) } ?? original.target
             guard raw == path else {

@@ -2,8 +2,8 @@ import Reactor
 
 /// The second step of every proxied request's entry, after `TrustEntry` (not a stage: it
 /// finds the chain the stages are): the Host and the path normalized, then routed
-/// (`RouteResolver.prepare`). A request for one of the gateway's own endpoints (login,
-/// Protected Resource Metadata) is answered here; a routed one starts its route's chain.
+/// (`RouteResolver.prepare`). A routed request starts its route's chain; one for the gateway's
+/// own endpoints (login, Protected Resource Metadata) its built-in route's (`OwnRoutes`).
 struct RouteEntry {
     let services: WorkerServices
 
@@ -17,13 +17,13 @@ struct RouteEntry {
             services.answer(
                 ex, ctx, ErrorResponse.make(status, error: error, description: description, requestID: ctx.requestID),
                 close: status == 400)
-        case .login(let endpoint, let path, let query):
-            ctx.place(path: path, route: "login")
-            LoginEndpoints(services: services).handle(
-                ex, endpoint, query: query, origin: services.origin(ctx.forwarded), ctx: ctx)
-        case .protectedResourceMetadata(let document, let path):
-            ctx.place(path: path, route: ProtectedResourceDocument.logRoute)
-            services.answer(ex, ctx, document.response(to: head.method, requestID: ctx.requestID))
+        case .ownEndpoint(let endpoint, let path, let query, let forwarding):
+            // A built-in route: its chain, then the endpoint's own answer (`OwnRoutes`).
+            ctx.place(path: path, route: endpoint.logRoute)
+            RoutedRequest(
+                exchange: ex, context: ctx, path: path, query: query, forwarding: forwarding, services: services,
+                content: OwnEndpointStage(endpoint, services: services)
+            ).resume()
         case .forward(let plan, let path, let query, let forwarding):
             ctx.place(path: path, route: plan.name, routeID: plan.metricID, parameters: plan.parameters(in: path))
             guard plan.pool != nil else {

@@ -75,6 +75,23 @@ final class RoutedRequest {
         last = nil
     }
 
+    /// A request for one of the gateway's own endpoints, on its built-in route's chain;
+    /// `content`: the endpoint's own answer, its last stage (`OwnRoutes`).
+    init(
+        exchange: ServerExchange, context: RequestContext, path: String, query: String?,
+        forwarding: RouteResolver.Forwarding, services: WorkerServices, content: any Stage
+    ) {
+        self.exchange = exchange
+        self.context = context
+        self.path = path
+        self.query = query
+        stages = forwarding.plan.proxyChain
+        self.forwarding = forwarding
+        self.services = services
+        judged = nil
+        last = content
+    }
+
     /// A decision about `head`, the original request, on its route's decision chain; `last`:
     /// its verdict.
     init(

@@ -11,10 +11,9 @@ enum RouteResolver {
         /// decided which identity headers to add; `session`: a browser session authenticated it
         /// (then no client-sent credential goes upstream, whatever the route forwards).
         case forward(plan: RoutePlan, path: String, query: String?, request: Forwarding)
-        /// One of the gateway's own login endpoints.
-        case login(LoginEndpoint, path: String, query: String?)
-        /// A route's Protected Resource Metadata (RFC 9728 §3), served without authentication.
-        case protectedResourceMetadata(ProtectedResourceDocument, path: String)
+        /// One of the gateway's own endpoints (a login endpoint, or a route's Protected
+        /// Resource Metadata, RFC 9728 §3), on its built-in route (`OwnRoutes`).
+        case ownEndpoint(OwnEndpoint, path: String, query: String?, request: Forwarding)
     }
 
     static let authorization = Array("authorization".utf8)
@@ -31,6 +30,8 @@ enum RouteResolver {
         /// Indexed by `RouteConfig.index`.
         let plans: [RoutePlan]
         let loginEndpoints: LoginEndpoint.Paths
+        /// The built-in routes the gateway's own endpoints are answered on.
+        let ownRoutes: OwnRoutes
         /// RFC 9728 documents by the path each is served at; empty without a `resource`.
         let protectedResources: [String: ProtectedResourceDocument]
         let reservedPrefix: [UInt8]?
@@ -41,9 +42,12 @@ enum RouteResolver {
         /// table (one lookup per client field).
         let names: HeaderNameTable
 
-        init(_ config: GatewayConfig, router: Router, plans: [RoutePlan]) {
+        /// `ownRoutes`: the built-in routes' plans, made with the worker's services; by
+        /// default with no stages before their content.
+        init(_ config: GatewayConfig, router: Router, plans: [RoutePlan], ownRoutes: OwnRoutes? = nil) {
             self.router = router
             self.plans = plans
+            self.ownRoutes = ownRoutes ?? OwnRoutes(config, services: nil)
             loginEndpoints = LoginEndpoint.Paths(config)
             protectedResources = config.protectedResources
             reservedPrefix = config.reservedHeaderPrefixBytes
@@ -94,15 +98,22 @@ enum RouteResolver {
         case .success(let n): normalized = n
         case .failure(let why): return .reject(status: 400, error: "invalid_request", description: describe(why))
         }
+        // The gateway's own endpoints come before routing: a catch-all route must not send
+        // them upstream, and the route a metadata document describes requires a token, which
+        // a client must read the document to get (RFC 9728 §5.1).
+        var own: OwnEndpoint?
         if let endpoint = policy.loginEndpoints.match(normalized.path) {
-            return .login(endpoint, path: normalized.path, query: normalized.query)
-        }
-        // Before routing, as the login endpoints: the route the document describes requires a
-        // token, and a client must read the document before it has one (RFC 9728 §5.1).
-        if !policy.protectedResources.isEmpty, normalized.path.utf8.starts(with: wellKnown),
+            own = .login(endpoint)
+        } else if !policy.protectedResources.isEmpty, normalized.path.utf8.starts(with: wellKnown),
             let document = policy.protectedResources[normalized.path]
         {
-            return .protectedResourceMetadata(document, path: normalized.path)
+            own = .protectedResourceMetadata(document)
+        }
+        if let own {
+            let forwarding = Forwarding(
+                method: method, target: "", plan: policy.ownRoutes.plan(for: own), policy: policy,
+                peerTrusted: peerTrusted, upstreamHost: "")
+            return .ownEndpoint(own, path: normalized.path, query: normalized.query, request: forwarding)
         }
         let plan: RoutePlan
         switch policy.router.decide(host: host, method: method, normalized: normalized) {

@@ -113,25 +113,33 @@ extension ConfigParser {
 
     /// A route's `rate_limit`: one policy name or a list, each defined under `rate_limits`.
     static func routeRateLimits(_ route: inout RouteConfig, _ node: Node, path p: String, _ context: RouteKeyContext) {
-        let r = context.r
+        let policies = rateLimitPolicies(node, path: p, defined: context.cfg.rateLimits, context.r)
+        if !policies.isEmpty { route.options.settings[RateLimitStage.Settings.self] = policies }
+    }
+
+    /// A `rate_limit` value: one policy name or a list, each defined under `rate_limits` (a
+    /// name listed twice counts once).
+    static func rateLimitPolicies(
+        _ node: Node, path p: String, defined: [String: RateLimitPolicy], _ r: ConfigReader
+    ) -> [RateLimitPolicy] {
         let names: [(String, Node)]
         if case .scalar = node {
-            guard let s = r.string(node, path: p) else { return }
+            guard let s = r.string(node, path: p) else { return [] }
             names = [(s, node)]
         } else {
-            guard let list = r.sequence(node, path: p) else { return }
+            guard let list = r.sequence(node, path: p) else { return [] }
             names = list.enumerated().compactMap { i, item in r.string(item, path: "\(p)[\(i)]").map { ($0, item) } }
         }
         var policies: [RateLimitPolicy] = []
         for (name, item) in names {
-            guard let policy = context.cfg.rateLimits[name] else {
-                let defined = context.cfg.rateLimits.keys.sorted().joined(separator: ", ")
-                r.problem(p, item, "\"\(name)\" is not defined under rate_limits; defined: \(defined)")
+            guard let policy = defined[name] else {
+                let names = defined.keys.sorted().joined(separator: ", ")
+                r.problem(p, item, "\"\(name)\" is not defined under rate_limits; defined: \(names)")
                 continue
             }
             if !policies.contains(where: { $0.name == name }) { policies.append(policy) }
         }
-        if !policies.isEmpty { route.options.settings[RateLimitStage.Settings.self] = policies }
+        return policies
     }
 
     /// What rate limits need of the rest of the config: `tool` only on MCP routes, and with

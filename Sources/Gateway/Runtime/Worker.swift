@@ -133,7 +133,10 @@ final class Worker: ResponderObserver {
         }
         precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")
         services.apply(
-            new, policy: RouteResolver.Policy(new, router: router ?? Router(routes: new.routes), plans: plans))
+            new,
+            policy: RouteResolver.Policy(
+                new, router: router ?? Router(routes: new.routes), plans: plans,
+                ownRoutes: OwnRoutes(new, services: services)))
     }
 
     /// This worker's pool settings for `up`: its share of the process's `max_connections`

@@ -1,0 +1,86 @@
+import Reactor
+
+/// One of the gateway's own endpoints, as routing found it: a login endpoint (start,
+/// callback, logout, back-channel logout, hosted request objects, the JWKS) or a route's
+/// Protected Resource Metadata (RFC 9728). Each is answered by the content stage at the end of
+/// its built-in route's chain (`OwnRoutes`).
+enum OwnEndpoint {
+    case login(LoginEndpoint)
+    case protectedResourceMetadata(ProtectedResourceDocument)
+
+    /// The route the access log, the metrics and the span name.
+    var logRoute: String {
+        switch self {
+        case .login: "login"
+        case .protectedResourceMetadata: ProtectedResourceDocument.logRoute
+        }
+    }
+}
+
+/// The gateway's own endpoints as routes: each family is a built-in route with a plan and a
+/// chain, as a configured route has, that ends in a content stage (`OwnEndpointStage`)
+/// instead of the upstream call: nginx's content handlers after the same access phases, and
+/// Envoy's `direct_response`. So a stage a route can have applies to them too: the login
+/// endpoints take `login.rate_limit` (a limit per client address on `/oauth2/start` and the
+/// callback), counted before anything else is done for the request. Made once per config,
+/// with the configured routes' plans.
+struct OwnRoutes {
+    /// `/oauth2/start`, the callback, logout, back-channel logout, request objects, the JWKS.
+    let login: RoutePlan
+    /// Every route's `/.well-known/oauth-protected-resource…` document.
+    let metadata: RoutePlan
+
+    /// `services`: the worker's, to make the chains with; nil makes plans with no stages
+    /// before the content (a policy made before the worker's first config).
+    init(_ config: GatewayConfig, services: WorkerServices?) {
+        var login = Self.route("login")
+        if !config.login.rateLimits.isEmpty {
+            login.options.settings[RateLimitStage.Settings.self] = config.login.rateLimits
+        }
+        self.login = RoutePlan(route: login, pool: nil, metricID: -1, upstream: nil, services: services)
+        metadata = RoutePlan(
+            route: Self.route(ProtectedResourceDocument.logRoute), pool: nil, metricID: -1, upstream: nil,
+            services: services)
+    }
+
+    func plan(for endpoint: OwnEndpoint) -> RoutePlan {
+        switch endpoint {
+        case .login: login
+        case .protectedResourceMetadata: metadata
+        }
+    }
+
+    /// A built-in route: public (each endpoint checks what it needs itself: a state cookie, a
+    /// logout token's signature), no upstream, and no upgrade (none of them switches protocol).
+    private static func route(_ name: String) -> RouteConfig {
+        var route = RouteConfig(index: -1, name: name, match: RouteMatch(path: .prefix("/")), upstream: "")
+        route.options.upgrade.protocols = []
+        return route
+    }
+}
+
+/// The content stage of a built-in route: answers the request as the gateway's own endpoint.
+/// Made per request, for the endpoint routing found.
+final class OwnEndpointStage: Stage {
+    let endpoint: OwnEndpoint
+    /// Unowned: the services outlive every request.
+    unowned(unsafe) let services: WorkerServices
+
+    init(_ endpoint: OwnEndpoint, services: WorkerServices) {
+        self.endpoint = endpoint
+        self.services = services
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        let ctx = request.context
+        switch endpoint {
+        case .login(let login):
+            // Answered through the one door, now or when the AS or the body has answered.
+            LoginEndpoints(services: services).handle(
+                request.exchange, login, query: request.query, origin: services.origin(ctx.forwarded), ctx: ctx)
+            return .suspend
+        case .protectedResourceMetadata(let document):
+            return .answer(document.response(to: request.head.method, requestID: ctx.requestID))
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Testing
+
+@testable import Gateway
+@testable import Reactor
+
+/// The gateway's own endpoints on built-in routes: each has a chain, as a configured route
+/// has, that ends in the endpoint's own answer; `login.rate_limit` puts a limit per client
+/// address in front of the login endpoints.
+@Suite("Own routes: the gateway's endpoints on chains of their own")
+struct OwnRoutesTests {
+    static let limited = PipelineConfigs.yaml.replacingOccurrences(
+        of: "upstreams:\n",
+        with: """
+            rate_limits:
+              per-ip: { key: ip, rate: 1/d, burst: 1 }
+              per-user: { key: sub, rate: 1/d, burst: 1 }
+            login:
+              rate_limit: per-ip
+            upstreams:
+
+            """)
+
+    func request(_ w: Worker, _ target: String, fields: [(name: String, value: String)] = [])
+        -> (RequestContext, InMemoryTransport)
+    {
+        let (ex, t) = InMemoryTransport.exchange("GET", target, fields: [("Host", "a")] + fields)
+        w.metrics.inflight += 1
+        ex.responder.observer = w
+        let ctx = TrustEntry(services: w.services).context(ex, trusted: false, host: "a", start: 0)
+        RouteEntry(services: w.services).run(ex, ctx, trusted: false, host: ("a", 1))
+        return (ctx, t)
+    }
+
+    func names(_ plan: RoutePlan) -> [String] { plan.proxyStages.map { String(describing: type(of: $0)) } }
+
+    @Test func theLoginRouteCountsItsLimitBeforeItsEndpointAnswers() throws {
+        let w = try testWorker(Self.limited)
+        #expect(
+            names(w.services.requestPolicy.ownRoutes.login) == ["UpgradeStage", "RateLimitStage", "PublicRouteStage"])
+        let (first, firstAnswer) = request(w, "/oauth2/start?client=nobody")
+        #expect(first.route == "login" && firstAnswer.status != 429 && firstAnswer.status != 0)
+        // The same client address again: refused by the route's limit, not answered by start.
+        let (second, secondAnswer) = request(w, "/oauth2/logout")
+        #expect(second.route == "login" && secondAnswer.status == 429)
+        #expect(secondAnswer.head?.fields.first("Retry-After") != nil)
+        #expect(second.state[RateLimitRefusal.Key.self]?.policy == "per-ip")
+    }
+
+    @Test func withoutALimitTheLoginRouteIsItsEndpointsAlone() throws {
+        let w = try testWorker(PipelineConfigs.yaml)
+        #expect(names(w.services.requestPolicy.ownRoutes.login) == ["UpgradeStage", "PublicRouteStage"])
+        for _ in 0..<3 {
+            let (ctx, t) = request(w, "/oauth2/start?client=nobody")
+            #expect(ctx.route == "login" && t.status != 429)
+        }
+    }
+
+    @Test func anUpgradeToALoginEndpointIsRefused() throws {
+        let w = try testWorker(PipelineConfigs.yaml)
+        let (_, plain) = request(w, "/oauth2/logout")
+        #expect(plain.status < 400, "logout answers a plain request: \(plain.status)")
+        let (_, t) = request(
+            w, "/oauth2/logout",
+            fields: [
+                ("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"),
+                ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+            ])
+        #expect(t.status >= 400 && t.status < 500, "status \(t.status)")
+    }
+
+    @Test func aLimitByCallerIsRefusedOnTheLoginEndpoints() {
+        let yaml = Self.limited.replacingOccurrences(of: "rate_limit: per-ip", with: "rate_limit: [per-ip, per-user]")
+        guard case .failure(let error) = ConfigParser.parse(yaml: yaml, environment: [:], baseDirectory: "/", cores: 1)
+        else {
+            Issue.record("a per-user limit on the login endpoints parsed")
+            return
+        }
+        #expect(
+            error.problems.map(\.description).contains {
+                $0.contains("login.rate_limit") && $0.contains("\"per-user\" counts by sub")
+            })
+        let unknown = Self.limited.replacingOccurrences(of: "rate_limit: per-ip", with: "rate_limit: nobody")
+        guard case .failure(let e2) = ConfigParser.parse(yaml: unknown, environment: [:], baseDirectory: "/", cores: 1)
+        else {
+            Issue.record("an undefined policy parsed")
+            return
+        }
+        #expect(e2.problems.map(\.description).contains { $0.contains("\"nobody\" is not defined under rate_limits") })
+    }
+}
