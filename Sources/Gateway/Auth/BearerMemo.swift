@@ -9,7 +9,8 @@ import Reactor
 final class ConnectionMemo {
     var peerTrusted = false
     var trustGeneration = -1
-    var state = ConnectionState()
+    /// Unchecked exclusivity: read on every request of the connection, a slot at a time.
+    @exclusivity(unchecked) var state = ConnectionState()
 }
 
 /// The last Bearer token a client connection was admitted with on a route, and the
@@ -44,7 +45,8 @@ final class BearerMemo {
     let clientID: String?
     /// What the route's capabilities keep for this token's next request (the token it was
     /// exchanged for, the PDP's last decision, its rate-limit store keys), under their keys.
-    var kept = TokenMemoState()
+    /// Unchecked exclusivity: read on every admitted request, a slot at a time.
+    @exclusivity(unchecked) var kept = TokenMemoState()
 
     init(
         authorization: [UInt8], routeIndex: Int, generation: Int, validUntil: Int64, caller: AuthenticatedCaller,

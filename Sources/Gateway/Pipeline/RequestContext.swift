@@ -39,10 +39,12 @@ final class RequestContext {
     @exclusivity(unchecked) var response = ResponseEdits()
     /// The request's spans when it is traced (`tracing`), and whether the client's trace
     /// context stays off the upstream request.
-    var tracing = TraceTerms()
+    @exclusivity(unchecked) var tracing = TraceTerms()
     /// What each capability keeps about the request, under its own key (`RequestStateKey`):
     /// an MCP call, the authorizer's decision, an upgrade's terms, a gRPC deadline, …
-    var state = RequestState()
+    /// Unchecked exclusivity, as `response`: a slot is read or set whole, never held across a
+    /// call out (a checked access costs a runtime call each time, on every request).
+    @exclusivity(unchecked) var state = RequestState()
 
     /// The request's spans when it is traced; nil otherwise.
     var trace: RequestTrace? { tracing.trace }
