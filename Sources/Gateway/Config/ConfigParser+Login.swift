@@ -39,14 +39,16 @@ extension ConfigParser {
         guard let m = r.mapping(node, path: "login", section: .login) else { return l }
         LoginConfig.keyTable.read(m, into: &l, path: "login", r)
         if let n = m["rate_limit"] {
-            // The login endpoints are public: a policy counted per caller would have no
-            // caller to count, and one budget for everyone would let one client lock all out.
+            // Only by the client's address. The login endpoints are public: a policy counted
+            // per caller would have no caller to count, and a header is the client's to
+            // vary (a new value each time escapes the limit; left out, everyone shares one
+            // budget that one client can use up).
             l.rateLimits = rateLimitPolicies(n, path: "login.rate_limit", defined: rateLimits, r).filter { policy in
-                guard policy.key.position == .beforeAuthentication else {
+                guard policy.key == .ip else {
                     r.problem(
                         "login.rate_limit", n,
-                        "\"\(policy.name)\" counts by \(policy.key.text): the login endpoints have no caller yet; "
-                            + "count them by ip or header:NAME")
+                        "\"\(policy.name)\" counts by \(policy.key.text): the login endpoints have no caller yet, "
+                            + "and a header is the client's to vary; count them by ip")
                     return false
                 }
                 return true

@@ -211,8 +211,8 @@ struct LoginConfig: Sendable {
     var allowedRedirectHosts: [String] = []
     /// Where a browser goes after logout when the AS has no end_session_endpoint.
     var afterLogout = "/"
-    /// `rate_limit`: the policies the login endpoints' built-in route counts (`OwnRoutes`);
-    /// only keys known before authentication (`ip`, `header:`).
+    /// `rate_limit`: the policies the browser's login endpoints count (`OwnRoutes`), by the
+    /// client's address only (`key: ip`).
     var rateLimits: [RateLimitPolicy] = []
 }
 

@@ -178,7 +178,7 @@ extension LoginConfig {
             if let v = path(n, p, r) { l.backchannelLogoutPath = v }
         },
         .init(
-            "rate_limit", type: "name of a `rate_limits` entry, or a list (keys `ip` and `header:NAME`)",
+            "rate_limit", type: "name of a `rate_limits` entry with `key: ip`, or a list",
             default: "none", by: "ConfigParser.login")
     ])
 

@@ -13,7 +13,13 @@ struct LoginEndpoints {
         let login = services.login
         let services = services
         let cookies = Cookies(ex.head.fields)
-        let reply: (GatewayResponse) -> Void = { response in services.answer(ex, ctx, response) }
+        // What the built-in route's chain added to the answer (the RateLimit fields).
+        let added = ctx.response.added
+        let reply: (GatewayResponse) -> Void = { response in
+            var r = response
+            r.headers += added
+            services.answer(ex, ctx, r)
+        }
         let withBody = { (use: @escaping ([UInt8]) -> Void) in services.readOwnBody(ex, ctx, then: use) }
         let method = ex.head.method ?? .GET
         switch endpoint {
@@ -66,6 +72,7 @@ struct LoginEndpoints {
                 services.metrics.recordCallback(ownSeconds: own)
                 var r = services.config.session.sameSite == .strict ? response.strictSameSiteHop() : response
                 r.detail = (response.detail ?? "") + " (own \(Int(own * 1e6)) us)"
+                r.headers += added
                 services.answer(ex, ctx, r, upstreamSeconds: timing.tokenEndpointSeconds)
             }
         case .backchannelLogout:

@@ -20,13 +20,19 @@ enum OwnEndpoint {
 /// The gateway's own endpoints as routes: each family is a built-in route with a plan and a
 /// chain, as a configured route has, that ends in a content stage (`OwnEndpointStage`)
 /// instead of the upstream call: nginx's content handlers after the same access phases, and
-/// Envoy's `direct_response`. So a stage a route can have applies to them too: the login
-/// endpoints take `login.rate_limit` (a limit per client address on `/oauth2/start` and the
-/// callback), counted before anything else is done for the request. Made once per config,
-/// with the configured routes' plans.
+/// Envoy's `direct_response`. So a stage a route can have applies to them too: the browser's
+/// login endpoints take `login.rate_limit` (a limit per client address on `/oauth2/start`,
+/// the callback and logout), counted before anything else is done for the request. Made once
+/// per config, with the configured routes' plans.
 struct OwnRoutes {
-    /// `/oauth2/start`, the callback, logout, back-channel logout, request objects, the JWKS.
+    /// The endpoints a browser calls: `/oauth2/start`, the callback, logout.
     let login: RoutePlan
+    /// The endpoints the AS and upstreams call, from a few addresses for every user:
+    /// back-channel logout, hosted request objects, the JWKS. Never counted by
+    /// `login.rate_limit`: a budget sized for one browser would throttle every login (request
+    /// objects), keep sessions alive past their logout (back-channel logouts), or refuse the
+    /// keys to an upstream behind a NAT.
+    let loginService: RoutePlan
     /// Every route's `/.well-known/oauth-protected-resource…` document.
     let metadata: RoutePlan
 
@@ -38,6 +44,7 @@ struct OwnRoutes {
             login.options.settings[RateLimitStage.Settings.self] = config.login.rateLimits
         }
         self.login = RoutePlan(route: login, pool: nil, metricID: -1, upstream: nil, services: services)
+        loginService = RoutePlan(route: Self.route("login"), pool: nil, metricID: -1, upstream: nil, services: services)
         metadata = RoutePlan(
             route: Self.route(ProtectedResourceDocument.logRoute), pool: nil, metricID: -1, upstream: nil,
             services: services)
@@ -45,7 +52,8 @@ struct OwnRoutes {
 
     func plan(for endpoint: OwnEndpoint) -> RoutePlan {
         switch endpoint {
-        case .login: login
+        case .login(.start), .login(.callback), .login(.logout): login
+        case .login(.backchannelLogout), .login(.requestObject), .login(.jwks): loginService
         case .protectedResourceMetadata: metadata
         }
     }
@@ -75,12 +83,15 @@ final class OwnEndpointStage: Stage {
         let ctx = request.context
         switch endpoint {
         case .login(let login):
-            // Answered through the one door, now or when the AS or the body has answered.
+            // Answered through the one door, now or when the AS or the body has answered, with
+            // what the chain added (the tightest limit's RateLimit fields).
             LoginEndpoints(services: services).handle(
                 request.exchange, login, query: request.query, origin: services.origin(ctx.forwarded), ctx: ctx)
             return .suspend
         case .protectedResourceMetadata(let document):
-            return .answer(document.response(to: request.head.method, requestID: ctx.requestID))
+            var response = document.response(to: request.head.method, requestID: ctx.requestID)
+            response.headers += ctx.response.added
+            return .answer(response)
         }
     }
 }

@@ -147,7 +147,7 @@ extension ConfigParser {
     static func checkRateLimits(_ cfg: GatewayConfig, routesNode: Node?, policiesNode: Node?, _ r: ConfigReader) {
         checkHeaderKeys(cfg, policiesNode: policiesNode, r)
         let items = routesNode.flatMap { $0.sequence.map(Array.init) } ?? []
-        var limited = false
+        var limited = !cfg.login.rateLimits.isEmpty
         for route in cfg.routes {
             guard let policies = route.options.settings[RateLimitStage.Settings.self]
             else { continue }
