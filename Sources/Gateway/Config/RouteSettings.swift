@@ -9,14 +9,24 @@ protocol RouteSettingKey {
 /// A route's settings of the capabilities that declare their own key, one value per key type.
 /// Made once per config by the parser; read when a route's plan is made, never per request.
 struct RouteSettings: Sendable {
-    private var values: [ObjectIdentifier: any Sendable] = [:]
+    private var values: [ObjectIdentifier: any AnySetting] = [:]
 
     subscript<Key: RouteSettingKey>(_ key: Key.Type) -> Key.Value? {
-        // The one cast: a value is only ever stored under its own key type, by the setter.
-        get { values[ObjectIdentifier(key)] as? Key.Value }
-        set { values[ObjectIdentifier(key)] = newValue }
+        // Only the setter stores under a key, and always its own value type in a `Setting`:
+        // the box read back is that type, with no dynamic cast.
+        get { values[ObjectIdentifier(key)].map { unsafeDowncast($0, to: Setting<Key.Value>.self).value } }
+        set { values[ObjectIdentifier(key)] = newValue.map(Setting.init) }
     }
 
     /// Whether the route has this capability's settings.
     func has<Key: RouteSettingKey>(_ key: Key.Type) -> Bool { values[ObjectIdentifier(key)] != nil }
+}
+
+/// A route setting's value in its box (`RouteSettings`): a class, so the box read back under a
+/// key is downcast by its known type rather than cast from an existential.
+private protocol AnySetting: AnyObject, Sendable {}
+
+private final class Setting<Value: Sendable>: AnySetting {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }
