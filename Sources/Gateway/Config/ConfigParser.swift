@@ -57,19 +57,8 @@ public enum ConfigParser {
         cfg.authorizers = authorizers(top["authorizers"], clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.signatures = signatures(top["signatures"], issuers: cfg.issuers, r)
         cfg.routes = routes(top["routes"], cfg, r)
-        cfg.decision.maxBodyBytes =
-            cfg.routes.compactMap { $0.options.auth.tokenRoute?.mcp?.maxRequestBytes }.max() ?? 0
-        checkRateLimits(cfg, routesNode: top["routes"], policiesNode: top["rate_limits"], r)
-        cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
-        fapi2Routes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
-        signatureRoutes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
-        templateIssuerUses(cfg, top: top, r)
-        rolesOnLoginRoutes(cfg, r)
-        cfg.warnings = warnings(cfg, top: top)
-        if cfg.listeners.isEmpty && top["listen"] == nil {
-            cfg.listeners = [ListenerConfig(address: SocketAddress(host: "0.0.0.0", port: 8080), tls: nil)]
-        }
-        ConfigValidation.gateway(cfg, top: top, r)
+        // What derives from several sections, the profiles' rewrites, the cross-checks.
+        for step in afterSections { step.run(&cfg, top, r) }
         guard r.problems.isEmpty else { return .failure(ConfigError(problems: r.problems)) }
         cfg.finish()
         return .success(cfg)
