@@ -48,7 +48,7 @@ final class RoutedRequest {
     @exclusivity(unchecked) var spooledBody: RequestBody?
 
     private let stages: [StageLink]
-    /// The chain's last stage when it is not the plan's (a decision's verdict).
+    /// The chain's last stage when it is not the plan's (a decision's verdict, an own endpoint's answer).
     private let last: (any Stage)?
     /// The index of the stage that runs on `resume()` (the plan's stages, then `last`).
     /// Unchecked exclusivity: loop-thread only, and never held across a call out.
@@ -59,10 +59,12 @@ final class RoutedRequest {
     private var running = false
     private var resumedWithin = false
 
-    /// A proxied request, on its route's proxy chain.
+    /// A proxied request, on its route's proxy chain; or, with `content`, a request for one of
+    /// the gateway's own endpoints on its built-in route's chain, whose last stage is the
+    /// endpoint's own answer (`OwnRoutes`).
     init(
         exchange: ServerExchange, context: RequestContext, path: String, query: String?,
-        forwarding: consuming RouteResolver.Forwarding, services: WorkerServices
+        forwarding: consuming RouteResolver.Forwarding, services: WorkerServices, content: (any Stage)? = nil
     ) {
         self.exchange = exchange
         self.context = context
@@ -70,23 +72,6 @@ final class RoutedRequest {
         self.query = query
         self.forwarding = forwarding
         stages = self.forwarding.plan.proxyChain
-        self.services = services
-        judged = nil
-        last = nil
-    }
-
-    /// A request for one of the gateway's own endpoints, on its built-in route's chain;
-    /// `content`: the endpoint's own answer, its last stage (`OwnRoutes`).
-    init(
-        exchange: ServerExchange, context: RequestContext, path: String, query: String?,
-        forwarding: RouteResolver.Forwarding, services: WorkerServices, content: any Stage
-    ) {
-        self.exchange = exchange
-        self.context = context
-        self.path = path
-        self.query = query
-        stages = forwarding.plan.proxyChain
-        self.forwarding = forwarding
         self.services = services
         judged = nil
         last = content
