@@ -17,6 +17,7 @@
 #   the counters are dumped. Prints the instructions per request over the worker's thread
 #   and the files it kept (for callgrind_annotate).
 # env:  PORT_BASE=19300  KEEP_WORK=1 (keep the temp dir)
+#       CALLGRIND_ARGS (more valgrind options: --dump-instr=yes counts per instruction)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -80,7 +81,7 @@ render "bench/tokengate/$CONFIG.yaml" "$WORK/tokengate.yaml" MCP_OFF="$MCP_OFF" 
   UPSTREAM_PORT="$UPSTREAM" JWKS="$WORK/jwks.json" CACHE_ENTRIES=10000 STORE=memory RATE=1000000/s BURST=1000000 \
   MAX_ENTRIES=100000 SIGNING_KEY="$WORK/signing.pem"
 # serve sets the allocator's tunable by running itself again, which would leave valgrind.
-GLIBC_TUNABLES=glibc.malloc.tcache_count=64 valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" \
+GLIBC_TUNABLES=glibc.malloc.tcache_count=64 valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" ${CALLGRIND_ARGS:-} \
   "$WORK/tokengate" serve --config "$WORK/tokengate.yaml" >"$WORK/tokengate.log" 2>&1 &
 tg=$!
 pids+=("$tg")

@@ -108,14 +108,16 @@ struct MCPRemovedMethodsTests {
             .get()
         // `default: deny` hides an unnamed resource from a subscription that names it, at any
         // revision; one that names nothing reaches the server, which answers the unknown method.
-        #expect(rules.verdict(for: bare2026) == .check([]))
+        #expect(rules.verdict(for: bare2026) == .check(method: nil, target: nil))
         #expect(rules.verdict(for: named2026) == .notAllowed(.resource("file:///x")))
         #expect(rules.verdict(for: at2025) == .notAllowed(.resource("file:///x")))
         // A `methods` entry is the operator's word, at any revision.
         let initialize = try parse(#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#, header: "2026-07-28")
             .get()
         #expect(initialize.removed)
-        #expect(rules.verdict(for: initialize) == .check([AuthorizationRequirement(scopes: ["mcp:init"])]))
+        #expect(
+            rules.verdict(for: initialize)
+                == .check(method: AuthorizationRequirement(scopes: ["mcp:init"]), target: nil))
     }
 }
 

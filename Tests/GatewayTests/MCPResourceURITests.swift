@@ -96,10 +96,12 @@ struct MCPResourceURITests {
         let rules = try rules("FILE://localhost/srv/./secrets.txt")
         for uri in ["file:///srv/secrets%2etxt", "file:/srv/x/../secrets.txt", "file:///srv/secrets.txt?raw=1"] {
             let message = try read(uri).get()
-            #expect(rules.verdict(for: message) == .check([AuthorizationRequirement(scopes: ["mcp:files"])]), "\(uri)")
+            #expect(
+                rules.verdict(for: message)
+                    == .check(method: nil, target: AuthorizationRequirement(scopes: ["mcp:files"])), "\(uri)")
         }
         // Another resource is not this one.
-        #expect(try rules.verdict(for: read("file:///srv/secrets.txt2").get()) == .check([]))
+        #expect(try rules.verdict(for: read("file:///srv/secrets.txt2").get()) == .check(method: nil, target: nil))
     }
 
     @Test func aCallNamingAnUnreadableURIIsInvalidParams() {

@@ -102,35 +102,39 @@ struct MCPRulesTests {
 
     @Test func aCallNeedsItsMethodsRuleAndItsTargetsRule() throws {
         let r = Self.rules
-        #expect(r.verdict(for: try message(#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#).get()) == .check([]))
+        #expect(
+            r.verdict(for: try message(#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#).get())
+                == .check(method: nil, target: nil))
         #expect(
             r.verdict(for: try message(#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).get())
-                == .check([AuthorizationRequirement(scopes: ["mcp:list"])]))
+                == .check(method: AuthorizationRequirement(scopes: ["mcp:list"]), target: nil))
         #expect(
             r.verdict(
                 for: try message(#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy"}}"#).get())
-                == .check([AuthorizationRequirement(scopes: ["mcp:deploy"])]))
+                == .check(method: nil, target: AuthorizationRequirement(scopes: ["mcp:deploy"])))
         #expect(
             r.verdict(
                 for: try message(
                     #"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"file:///etc"}}"#
                 )
-                .get()) == .check([AuthorizationRequirement(scopes: ["mcp:files"])]))
+                .get()) == .check(method: nil, target: AuthorizationRequirement(scopes: ["mcp:files"])))
         // Names are compared exactly: another case is another tool.
         let other = try message(#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Deploy"}}"#).get()
-        #expect(r.verdict(for: other) == .check([]))
+        #expect(r.verdict(for: other) == .check(method: nil, target: nil))
         var deny = r
         deny.allowsUnlisted = false
         #expect(deny.verdict(for: other) == .notAllowed(.tool("Deploy")))
         // default: deny is about tools, resources and prompts; methods pass on the route's rule.
-        #expect(deny.verdict(for: try message(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).get()) == .check([]))
+        #expect(
+            deny.verdict(for: try message(#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).get())
+                == .check(method: nil, target: nil))
         #expect(r.allRequirements.flatMap(\.scopes) == ["mcp:list", "mcp:deploy", "mcp:files", "mcp:prompts"])
     }
 
     @Test func aToolNameInAnotherEncodingIsTheSameTool() throws {
         var rules = MCPRules()
         rules.tools["d\u{E9}ploy"] = AuthorizationRequirement(scopes: ["mcp:deploy"])
-        let needs = MCPRules.Verdict.check([AuthorizationRequirement(scopes: ["mcp:deploy"])])
+        let needs = MCPRules.Verdict.check(method: nil, target: AuthorizationRequirement(scopes: ["mcp:deploy"]))
         // JSON escapes, and a decomposed é (NFD): names are compared after unescaping, as
         // canonically equivalent Unicode (Swift's String equality), so no spelling escapes the rule.
         for body in [

@@ -113,6 +113,22 @@ struct JSONPickerDifferentialTests {
         Self.compare(Array(wide.utf8), "\(members) objects, each with a member named as one outside")
     }
 
+    /// Names are sorted by their length (up to 63, then one bucket) and first byte before a
+    /// compare: names that share both, and long names that differ only at the end, are still
+    /// told apart; a long name in the bucket is compared whole.
+    @Test func namesSharingALengthAndAFirstByte() throws {
+        let long = (62...66).map { String(repeating: "n", count: $0 - 1) + "x" }
+        let members = long + ["ab", "ac", "ba", String(repeating: "n", count: 70)]
+        let text = "{" + members.enumerated().map { "\"\($1)\":\($0)" }.joined(separator: ",") + "}"
+        let paths = (long + ["ac", "bb", String(repeating: "n", count: 64) + "y"]).map { [$0] }
+        let reading = try JSONPicker(paths: paths).read(Array(text.utf8))
+        #expect(
+            reading.values == [
+                .number("0"), .number("1"), .number("2"), .number("3"), .number("4"), .number("6"), nil, nil
+            ])
+        Self.compare(Array(text.utf8), "long and alike names")
+    }
+
     @Test func picksWhatItIsAskedForAndNothingElse() throws {
         let text =
             #"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"deploy","arguments":{"name":"x"},"#

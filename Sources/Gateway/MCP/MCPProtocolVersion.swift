@@ -19,16 +19,18 @@ enum MCPProtocolVersion {
     static func isRemoved(_ method: String, at version: String?) -> Bool {
         guard let version, version >= MCPMirroredHeaders.mirroringVersion else { return false }
         // A switch, not a set: asked on every call, and a set hashes the method each time.
-        // Their lengths first: most calls (`tools/call`) are told apart without a compare.
+        // By length first: most calls (`tools/call`) meet one compare, or none.
         switch method.utf8.count {
-        case 4, 9, 10, 12, 16, 19, 21, 22, 25, 32: break
-        default: return false
-        }
-        switch method {
-        case "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
-            "resources/unsubscribe", "notifications/progress", "notifications/roots/list_changed", "tasks/get",
-            "tasks/result", "tasks/list", "tasks/cancel":
-            return true
+        case 4: return method == "ping"
+        case 9: return method == "tasks/get"
+        case 10: return method == "initialize" || method == "tasks/list"
+        case 12: return method == "tasks/result" || method == "tasks/cancel"
+        case 16: return method == "logging/setLevel"
+        case 19: return method == "resources/subscribe"
+        case 21: return method == "resources/unsubscribe"
+        case 22: return method == "notifications/progress"
+        case 25: return method == "notifications/initialized"
+        case 32: return method == "notifications/roots/list_changed"
         default: return false
         }
     }

@@ -34,29 +34,43 @@ struct MCPRules: Sendable {
     /// (`cacheScope: "private"`, SEP-2549).
     var differsByCaller: Bool { !tools.isEmpty || !resources.isEmpty || !prompts.isEmpty || !allowsUnlisted }
 
-    /// What a message needs: the requirements to meet (its method's, then its target's), or
-    /// why it is refused whatever the token holds.
+    /// What a message needs: its method's rule and its target's (either may be none), or
+    /// why it is refused whatever the token holds. No array: asked on every call.
     enum Verdict: Equatable {
-        case check([AuthorizationRequirement])
+        case check(method: AuthorizationRequirement?, target: AuthorizationRequirement?)
         case notAllowed(MCPTarget)
+
+        /// The requirements to meet, the method's first.
+        var needs: [AuthorizationRequirement] {
+            guard case .check(let method, let target) = self else { return [] }
+            return [method, target].compactMap { $0 }
+        }
     }
 
     func verdict(for message: MCPMessage) -> Verdict {
-        var needs: [AuthorizationRequirement] = []
-        if let method = message.method, let rule = methods[method] { needs.append(rule) }
-        guard let target = message.target else { return .check(needs) }
-        let rule: AuthorizationRequirement?
+        let methodRule = rule(ofMethod: message)
+        guard let target = message.target else { return .check(method: methodRule, target: nil) }
+        let rule = rule(of: target)
+        guard rule != nil || allowsUnlisted else { return .notAllowed(target) }
+        return .check(method: methodRule, target: rule)
+    }
+
+    /// The rule of the message's method; nil when none names it. An empty table is not
+    /// hashed into: asked on every call.
+    func rule(ofMethod message: MCPMessage) -> AuthorizationRequirement? {
+        methods.isEmpty ? nil : message.method.flatMap { methods[$0] }
+    }
+
+    /// The rule that names `target`; nil when none does.
+    func rule(of target: MCPTarget) -> AuthorizationRequirement? {
         switch target {
-        case .tool(let name): rule = tools[name]
+        case .tool(let name): tools.isEmpty ? nil : tools[name]
         case .resource(let uri):
             // Both normalized (ResourceURI). A rule on a URI without a query covers it with any
             // query: a server that reads the resource by its path ignores one.
-            rule = resources[uri] ?? uri.firstIndex(of: "?").flatMap { resources[String(uri[..<$0])] }
-        case .prompt(let name): rule = prompts[name]
+            resources[uri] ?? uri.firstIndex(of: "?").flatMap { resources[String(uri[..<$0])] }
+        case .prompt(let name): prompts.isEmpty ? nil : prompts[name]
         }
-        guard let rule else { return allowsUnlisted ? .check(needs) : .notAllowed(target) }
-        needs.append(rule)
-        return .check(needs)
     }
 
     /// Every rule, methods first, each table by name: with the route's requirement, where
@@ -78,22 +92,28 @@ extension MCPRules {
         case fails(needs: [AuthorizationRequirement], reason: String)
     }
 
+    /// `verdict(for:)`'s judgement, met by `token`, without making the verdict on the way.
     func check(_ message: MCPMessage, token: VerifiedAccessToken?) -> Check {
-        switch verdict(for: message) {
-        case .notAllowed: return .notListed
-        case .check(let needs):
-            guard !needs.isEmpty else { return .passes }
-            guard let token else { return .fails(needs: needs, reason: "no token") }
-            for requirement in needs {
-                if let failure = requirement.check(
-                    token.claims, scopeClaim: token.scopeClaim, roleClaims: token.roleClaims, issuer: token.issuer,
-                    implication: token.scopeImplication)
-                {
-                    return .fails(needs: needs, reason: failure.description)
-                }
-            }
-            return .passes
+        let methodRule = rule(ofMethod: message)
+        var targetRule: AuthorizationRequirement?
+        if let target = message.target {
+            // Not `flatMap(rule(of:))`: a method taken as a closure copies the rules.
+            targetRule = rule(of: target)
+            if targetRule == nil, !allowsUnlisted { return .notListed }
         }
+        guard methodRule != nil || targetRule != nil else { return .passes }
+        let needs = { [methodRule, targetRule].compactMap { $0 } }
+        guard let token else { return .fails(needs: needs(), reason: "no token") }
+        // Each in turn, the method's first: no array on the way to a pass.
+        func failure(_ requirement: AuthorizationRequirement?) -> AuthorizationRequirement.Failure? {
+            requirement?.check(
+                token.claims, scopeClaim: token.scopeClaim, roleClaims: token.roleClaims, issuer: token.issuer,
+                implication: token.scopeImplication)
+        }
+        if let failure = failure(methodRule) ?? failure(targetRule) {
+            return .fails(needs: needs(), reason: failure.description)
+        }
+        return .passes
     }
 
     /// Whether `tools/call` of the tool `name` would pass for `token`.

@@ -37,6 +37,13 @@ public struct JSONPicker: Sendable {
     let lengths: [Int]
     /// The longest path's length: the table's row width.
     let width: Int
+    /// Per depth d, the paths whose name d is ASCII and `k` bytes long (`byLength[64 * d + k]`,
+    /// 63 for any longer), and those whose name d begins with byte `c` (`byFirst[256 * d + c]`):
+    /// a member's name is compared only with the paths in both, so a name that leads nowhere
+    /// costs two loads, not a compare per path.
+    /// And per depth, the paths whose name there is not ASCII: always compared, as strings
+    /// (`unplain[d]`). The three end to end in `masks`, read through one pointer.
+    let masks: [UInt64]
 
     /// - paths: at most 64, none empty.
     public init(paths: [[String]]) {
@@ -44,16 +51,34 @@ public struct JSONPicker: Sendable {
         width = paths.map(\.count).max() ?? 0
         var bytes: [UInt8] = []
         var table = [Int](repeating: 0, count: 3 * paths.count * width)
+        var byLength = [UInt64](repeating: 0, count: 64 * width)
+        var byFirst = [UInt64](repeating: 0, count: 256 * width)
+        var unplain = [UInt64](repeating: 0, count: width)
         for (k, path) in paths.enumerated() {
             for (d, name) in path.enumerated() {
+                let ascii = name.utf8.allSatisfy { $0 < 0x80 }
                 table[3 * (k * width + d)] = bytes.count
                 table[3 * (k * width + d) + 1] = name.utf8.count
-                table[3 * (k * width + d) + 2] = name.utf8.allSatisfy { $0 < 0x80 } ? 1 : 0
+                table[3 * (k * width + d) + 2] = ascii ? 1 : 0
                 bytes += name.utf8
+                let bit: UInt64 = 1 << UInt64(k)
+                guard ascii else {
+                    unplain[d] |= bit
+                    continue
+                }
+                byLength[64 * d + min(name.utf8.count, 63)] |= bit
+                if let first = name.utf8.first {
+                    byFirst[256 * d + Int(first)] |= bit
+                } else {
+                    // The empty name has no first byte: any first byte lets it through, and
+                    // only an empty member name passes its length.
+                    for c in 0..<256 { byFirst[256 * d + c] |= bit }
+                }
             }
         }
         nameBytes = bytes
         self.table = table
+        masks = byLength + byFirst + unplain
         lengths = paths.map(\.count)
     }
 
@@ -65,21 +90,26 @@ public struct JSONPicker: Sendable {
         try JSONParser.plainStringByte.withUnsafeBufferPointer { plain in
             try nameBytes.withUnsafeBufferPointer { names in
                 try table.withUnsafeBufferPointer { table in
-                    try lengths.withUnsafeBufferPointer { lengths in
-                        try withUnsafeTemporaryAllocation(of: Found.self, capacity: lengths.count) { found in
-                            found.initialize(repeating: Found(kind: .absent, start: 0, end: 0))
-                            var walk = Walk(
-                                p: JSONParser.Parser(b: buffer, plain: plain), names: names, table: table,
-                                lengths: lengths, width: width, found: found)
-                            walk.p.skipWS()
-                            let all: UInt64 = lengths.count == 64 ? ~0 : (1 << UInt64(lengths.count)) - 1
-                            let top = try walk.value(depth: 0, mask: all)
-                            walk.p.skipWS()
-                            guard walk.p.i == buffer.count else {
-                                throw walk.p.fail("trailing content after the JSON value")
+                    try masks.withUnsafeBufferPointer { masks in
+                        try lengths.withUnsafeBufferPointer { lengths in
+                            try withUnsafeTemporaryAllocation(of: Found.self, capacity: lengths.count) { found in
+                                found.initialize(repeating: Found(kind: .absent, start: 0, end: 0))
+                                var walk = Walk(
+                                    p: JSONParser.Parser(b: buffer, plain: plain), names: names, table: table,
+                                    lengths: lengths, width: width, found: found,
+                                    candidates: Candidates(masks: masks, width: width))
+                                walk.p.skipWS()
+                                let all: UInt64 = lengths.count == 64 ? ~0 : (1 << UInt64(lengths.count)) - 1
+                                let top = try walk.value(depth: 0, mask: all)
+                                walk.p.skipWS()
+                                guard walk.p.i == buffer.count else {
+                                    throw walk.p.fail("trailing content after the JSON value")
+                                }
+                                var values: [Picked?] = []
+                                values.reserveCapacity(found.count)
+                                for f in found { values.append(try walk.picked(f)) }
+                                return Reading(top: try walk.picked(top)!, values: values)
                             }
-                            return Reading(
-                                top: try walk.picked(top)!, values: try found.map { try walk.picked($0) })
                         }
                     }
                 }
@@ -90,12 +120,26 @@ public struct JSONPicker: Sendable {
     /// Where a value stands in the text and what kind it is: made for every value on the
     /// way, so it holds no reference (no `String` until the walk is over).
     fileprivate struct Found {
-        enum Kind: UInt8 { case absent, string, number, `true`, `false`, null, object, array }
+        /// `plainString`: a string without escapes (its bytes, checked, are its text).
+        enum Kind: UInt8 { case absent, string, plainString, number, `true`, `false`, null, object, array }
         var kind: Kind
         /// A string's opening quote, a number's first byte.
         var start: Int
         /// Just past a number's last byte.
         var end: Int
+    }
+
+    /// The picker's `masks`, for one walk.
+    fileprivate struct Candidates {
+        let masks: UnsafeBufferPointer<UInt64>
+        let width: Int
+
+        /// The paths of `mask` whose name at `depth` may be the plain name at `range` of `b`.
+        func of(_ range: Range<Int>, in b: UnsafeBufferPointer<UInt8>, depth: Int, mask: UInt64) -> UInt64 {
+            let first = range.isEmpty ? 0 : Int(b[range.lowerBound])
+            let plain = masks[64 * depth + min(range.count, 63)] & masks[64 * width + 256 * depth + first]
+            return mask & (plain | masks[320 * width + depth])
+        }
     }
 
     /// One pass over one text. `mask` has a bit set for each path whose names so far are
@@ -109,6 +153,7 @@ public struct JSONPicker: Sendable {
         let lengths: UnsafeBufferPointer<Int>
         let width: Int
         let found: UnsafeMutableBufferPointer<Found>
+        let candidates: Candidates
         /// The plain names (ASCII, no escapes: their bytes are their text) of the objects
         /// open now, innermost last: the duplicate check's.
         var seen: [Range<Int>] = []
@@ -117,7 +162,8 @@ public struct JSONPicker: Sendable {
 
         init(
             p: JSONParser.Parser, names: UnsafeBufferPointer<UInt8>, table: UnsafeBufferPointer<Int>,
-            lengths: UnsafeBufferPointer<Int>, width: Int, found: UnsafeMutableBufferPointer<Found>
+            lengths: UnsafeBufferPointer<Int>, width: Int, found: UnsafeMutableBufferPointer<Found>,
+            candidates: Candidates
         ) {
             self.p = p
             self.names = names
@@ -125,6 +171,7 @@ public struct JSONPicker: Sendable {
             self.lengths = lengths
             self.width = width
             self.found = found
+            self.candidates = candidates
             seen.reserveCapacity(16)
         }
 
@@ -136,6 +183,10 @@ public struct JSONPicker: Sendable {
                 var again = p
                 again.i = f.start
                 return .string(try again.string())
+            case .plainString:
+                // Between the quotes, checked as UTF-8 on the way (skipString).
+                return .string(
+                    String(decoding: UnsafeBufferPointer(rebasing: p.b[(f.start + 1)..<(f.end - 1)]), as: UTF8.self))
             case .number:
                 return .number(String(decoding: UnsafeBufferPointer(rebasing: p.b[f.start..<f.end]), as: UTF8.self))
             case .true: return .bool(true)
@@ -159,8 +210,8 @@ public struct JSONPicker: Sendable {
                 try array(depth: depth)
                 return Found(kind: .array, start: start, end: p.i)
             case UInt8(ascii: "\""):
-                try skipString()
-                return Found(kind: .string, start: start, end: p.i)
+                let plain = try skipString()
+                return Found(kind: plain ? .plainString : .string, start: start, end: p.i)
             case UInt8(ascii: "t"):
                 try p.literal("true")
                 return Found(kind: .true, start: start, end: p.i)
@@ -236,6 +287,7 @@ public struct JSONPicker: Sendable {
                 var along: UInt64 = 0
                 var ending: UInt64 = 0
                 var rest = mask
+                if let plain, rest != 0 { rest = candidates.of(plain, in: p.b, depth: depth, mask: rest) }
                 while rest != 0 {
                     let k = rest.trailingZeroBitCount
                     rest &= rest - 1
@@ -259,8 +311,9 @@ public struct JSONPicker: Sendable {
                 }
                 if p.b[p.i] == UInt8(ascii: "}") {
                     p.i += 1
-                    seen.removeLast(seen.count - seenBase)
-                    others.removeLast(others.count - othersBase)
+                    // One at a time: `removeLast(n)` goes through the generic replaceSubrange.
+                    while seen.count > seenBase { seen.removeLast() }
+                    while others.count > othersBase { others.removeLast() }
                     return
                 }
                 throw p.fail("expected ',' or '}'")
@@ -324,8 +377,9 @@ public struct JSONPicker: Sendable {
         }
 
         /// Steps over a string, checking it as `JSONParser.Parser.string()` does. One without
-        /// escapes makes no `String`; one with them is rare enough to be decoded.
-        mutating func skipString() throws {
+        /// escapes makes no `String`; one with them is rare enough to be decoded. Returns
+        /// whether it had no escapes (its bytes are its text).
+        mutating func skipString() throws -> Bool {
             let opening = p.i
             let (start, ascii) = p.plainRun()
             guard p.i < p.b.count else { throw p.fail("unterminated string") }
@@ -334,10 +388,11 @@ public struct JSONPicker: Sendable {
                     throw p.fail("invalid UTF-8")
                 }
                 p.i += 1
-                return
+                return true
             }
             p.i = opening
             _ = try p.string()
+            return false
         }
 
         /// Whether `bytes` are well-formed UTF-8 (Unicode §3.9, as `String(validating:)`

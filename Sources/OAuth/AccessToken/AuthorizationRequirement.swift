@@ -21,28 +21,95 @@ public struct AuthorizationRequirement: Sendable, Equatable {
         case contains(String)
     }
 
-    public var scopes: [String]
+    /// The rules, held in one box that copies on write: a requirement is passed by value
+    /// wherever a route, an MCP rule or a check takes it, and a copy of nine stored arrays
+    /// was eighteen reference counts; of one box it is two.
+    private final class Rules: @unchecked Sendable {  // written only while uniquely referenced
+        var scopes: [String]
+        var roles: [String] = []
+        var claims: [(path: ClaimPath, rule: Rule)]
+        var emailDomains: [String] = []
+        var anyOf: [AuthorizationRequirement] = []
+        var issuers: [String] = []
+        var clients: [String] = []
+        var acr: [String] = []
+        var maxAge: Int? = nil
+
+        init(scopes: [String], claims: [(path: ClaimPath, rule: Rule)]) {
+            self.scopes = scopes
+            self.claims = claims
+        }
+
+        init(copying other: Rules) {
+            scopes = other.scopes
+            roles = other.roles
+            claims = other.claims
+            emailDomains = other.emailDomains
+            anyOf = other.anyOf
+            issuers = other.issuers
+            clients = other.clients
+            acr = other.acr
+            maxAge = other.maxAge
+        }
+    }
+
+    private var rules: Rules
+
+    /// The box, copied first if another requirement shares it.
+    private mutating func writable() -> Rules {
+        if !isKnownUniquelyReferenced(&rules) { rules = Rules(copying: rules) }
+        return rules
+    }
+
+    public var scopes: [String] {
+        get { rules.scopes }
+        set { writable().scopes = newValue }
+    }
     /// `roles`: every one of these is in one of the issuer's role claims (Entra ID `roles`,
     /// Keycloak `realm_access.roles`, Auth0 `permissions` …: `RoleClaims`).
-    public var roles: [String] = []
-    public var claims: [(path: ClaimPath, rule: Rule)]
+    public var roles: [String] {
+        get { rules.roles }
+        set { writable().roles = newValue }
+    }
+    public var claims: [(path: ClaimPath, rule: Rule)] {
+        get { rules.claims }
+        set { writable().claims = newValue }
+    }
     /// `email_domains`: the `email` claim's domain is one of these or a subdomain of one, and
     /// `email_verified` is true (see `EmailDomainRule`). Empty: no such rule.
-    public var emailDomains: [String] = []
+    public var emailDomains: [String] {
+        get { rules.emailDomains }
+        set { writable().emailDomains = newValue }
+    }
     /// `any_of`: at least one of these requirements is met (OR); each is a whole requirement.
-    public var anyOf: [AuthorizationRequirement] = []
+    public var anyOf: [AuthorizationRequirement] {
+        get { rules.anyOf }
+        set { writable().anyOf = newValue }
+    }
     /// `issuers`: the credential was vouched for by one of these configured issuers (a token
     /// verified against it; a session whose login client uses it). Empty: no such rule.
     /// Routes that accept several IdPs need it: one IdP can mint another's user's sub or groups.
-    public var issuers: [String] = []
+    public var issuers: [String] {
+        get { rules.issuers }
+        set { writable().issuers = newValue }
+    }
     /// `clients`: a session logged in through one of these login clients (a token never is).
-    public var clients: [String] = []
+    public var clients: [String] {
+        get { rules.clients }
+        set { writable().clients = newValue }
+    }
     /// `acr` (RFC 9470 §2, OIDC Core §2): the authentication context class the credential
     /// says (`acr` claim) is one of these. Empty: no such rule.
-    public var acr: [String] = []
+    public var acr: [String] {
+        get { rules.acr }
+        set { writable().acr = newValue }
+    }
     /// `max_age` (RFC 9470 §2): the user authenticated at most this many seconds ago
     /// (`auth_time` claim, which must then be present). nil: no such rule.
-    public var maxAge: Int? = nil
+    public var maxAge: Int? {
+        get { rules.maxAge }
+        set { writable().maxAge = newValue }
+    }
 
     /// No rule at all: always met.
     public var isEmpty: Bool {
@@ -119,12 +186,12 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     }
 
     public init(scopes: [String] = [], claims: [(path: ClaimPath, rule: Rule)] = []) {
-        self.scopes = scopes
-        self.claims = claims
+        rules = Rules(scopes: scopes, claims: claims)
     }
 
     public static func == (a: Self, b: Self) -> Bool {
-        a.scopes == b.scopes && a.roles == b.roles && a.claims.count == b.claims.count
+        if a.rules === b.rules { return true }
+        return a.scopes == b.scopes && a.roles == b.roles && a.claims.count == b.claims.count
             && zip(a.claims, b.claims).allSatisfy { $0.path == $1.path && $0.rule == $1.rule }
             && a.emailDomains == b.emailDomains && a.anyOf == b.anyOf && a.issuers == b.issuers
             && a.clients == b.clients && a.acr == b.acr && a.maxAge == b.maxAge
