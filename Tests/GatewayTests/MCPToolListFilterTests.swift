@@ -27,6 +27,20 @@ struct MCPToolListFilterTests {
         return try #require(message["result"]?.object?["tools"]?.array).compactMap { $0.object?["name"]?.string }
     }
 
+    @Test func theSixCacheableMethodsAndNoOther() {
+        for method in [
+            "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
+            "resources/read"
+        ] {
+            #expect(ToolListFilter.isCacheable(method), "\(method)")
+        }
+        // Same lengths as cacheable ones, a case apart, and the calls.
+        for method in ["tools/call", "prompts/get", "resources/lisT", "Tools/list", "server/discovER", "tasks/list", ""]
+        {
+            #expect(!ToolListFilter.isCacheable(method), "\(method)")
+        }
+    }
+
     @Test func theResponseKeepsOnlyToolsTheCallerMayCall() throws {
         let answer = #"{"jsonrpc":"2.0","id":1,"result":{"tools":\#(Self.tools),"nextCursor":"c2"}}"#
         let out = try filter().filter(message: bytes(answer))

@@ -129,6 +129,32 @@ struct JSONPickerDifferentialTests {
         Self.compare(Array(text.utf8), "long and alike names")
     }
 
+    /// Strings are scanned eight bytes at a time: a byte that ends or marks a run (a quote,
+    /// a backslash, a control character, a byte past ASCII) and its neighbours (`#` after a
+    /// quote, `]` after a backslash, space after the controls) at every place in a word,
+    /// in strings of every length around a word's.
+    @Test func stringsAcrossEveryWordBoundary() throws {
+        let marks: [[UInt8]] = [
+            Array(#"\""#.utf8), Array(#"\\"#.utf8), Array(#"\n"#.utf8), [0x01], [0x1F], [0x00], [0x20], [0x21], [0x23],
+            [0x5B], [0x5D], [0x7F], [0xC3, 0xA9], [0xF0, 0x9F, 0x98, 0x80], [0xC3]
+        ]
+        for length in 0...19 {
+            for at in 0...length {
+                for mark in marks {
+                    let text = [UInt8](repeating: 0x61, count: at) + mark + [UInt8](repeating: 0x62, count: length - at)
+                    let body = Array(#"{"k":""#.utf8) + text + Array(#"","z":1}"#.utf8)
+                    Self.compare(body, "\(mark) at \(at) of \(length)")
+                    let parsed = try? JSONParser.parse(body)
+                    let wellFormed = mark.first.map { $0 >= 0x20 || $0 == 0x5C } ?? false && mark != [0xC3]
+                    #expect((parsed != nil) == wellFormed, "\(mark) at \(at) of \(length)")
+                    if wellFormed, mark.first != 0x5C {
+                        #expect(parsed?.object?["k"] == .string(String(decoding: text, as: UTF8.self)))
+                    }
+                }
+            }
+        }
+    }
+
     @Test func picksWhatItIsAskedForAndNothingElse() throws {
         let text =
             #"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"deploy","arguments":{"name":"x"},"#

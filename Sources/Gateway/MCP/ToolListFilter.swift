@@ -34,11 +34,19 @@ struct ToolListFilter {
     /// differ by caller: nothing is removed, the result is only marked private.
     var marksOnly = false
 
-    /// The results MCP 2026-07-28 lets a cache keep (SEP-2549: `ttlMs`, `cacheScope`).
-    static let cacheableMethods: Set<String> = [
-        "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
-        "resources/read"
-    ]
+    /// Whether MCP 2026-07-28 lets a cache keep the method's result (SEP-2549: `ttlMs`,
+    /// `cacheScope`). A switch, not a set: asked on every call, and a set hashes the method.
+    /// By length first: most calls meet one compare, or none.
+    static func isCacheable(_ method: String) -> Bool {
+        switch method.utf8.count {
+        case 10: method == "tools/list"
+        case 12: method == "prompts/list"
+        case 14: method == "resources/list" || method == "resources/read"
+        case 15: method == "server/discover"
+        case 24: method == "resources/templates/list"
+        default: false
+        }
+    }
 
     /// The names of the tools in the message, when it is this request's response (nil
     /// otherwise, or when it is not JSON: `filter` says why then).

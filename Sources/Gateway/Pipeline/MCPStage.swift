@@ -77,7 +77,7 @@ final class MCPStage: Stage {
                 // only the tools it may call, by the same check as a tools/call.
                 ctx.response.install(ToolListStage(filter: toolListFilter(id: id, request, admission)))
             } else if let method = message.method, let id = message.id, rules.differsByCaller,
-                ToolListFilter.cacheableMethods.contains(method)
+                ToolListFilter.isCacheable(method)
             {
                 // What this caller may read another may not: a shared cache must not keep it.
                 var marker = ToolListFilter(id: id, maxBytes: rules.maxResponseBytes, mayCall: { _ in true })
@@ -170,7 +170,7 @@ final class MCPStage: Stage {
     /// rules differ by caller. In decision mode that answer never comes back through the
     /// gateway, so such a call is not let through there.
     func answeredPerCaller(_ method: String) -> Bool {
-        if rules.differsByCaller, ToolListFilter.cacheableMethods.contains(method) { return true }
+        if rules.differsByCaller, ToolListFilter.isCacheable(method) { return true }
         return method == "tools/list"
             && (rules.methods["tools/call"] != nil
                 || route.options.settings.has(AuthorizeStage.Settings.self))

@@ -156,17 +156,54 @@ public enum JSONParser {
         /// Skips the bytes of a string that stand for themselves, from just after its opening
         /// quote; returns where they start and whether one of them is not ASCII (their high
         /// bits gathered on the way, so ASCII text needs no second pass to be known valid).
+        @inline(__always)
         mutating func plainRun() -> (start: Int, ascii: Bool) {
             i += 1
             let start = i
             var j = i
-            var high: UInt8 = 0
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            var high: UInt64 = 0
+            if let base = b.baseAddress {
+                // Eight bytes at a time: a string's text is most of a message's bytes, and a
+                // byte at a time was seven instructions each.
+                while j + 8 <= b.count {
+                    let word = UInt64(littleEndian: UnsafeRawPointer(base + j).loadUnaligned(as: UInt64.self))
+                    let ends = Self.notPlain(word)
+                    if ends != 0 {
+                        // The text's byte k is the word's bits 8k..<8k+8; the lowest flagged
+                        // byte is the first that is not plain.
+                        let k = ends.trailingZeroBitCount / 8
+                        high |= word & ((1 << UInt64(8 * k)) &- 1)
+                        i = j + k
+                        return (start, high & highs == 0)
+                    }
+                    high |= word
+                    j += 8
+                }
+            }
+            // The last bytes of the text, fewer than eight.
+            var tail: UInt8 = 0
             while j < b.count, plain[Int(b[j])] != 0 {
-                high |= b[j]
+                tail |= b[j]
                 j += 1
             }
             i = j
-            return (start, high < 0x80)
+            return (start, high & highs == 0 && tail < 0x80)
+        }
+
+        /// The high bit of each byte of `word` that is not plain (`plainStringByte`): a quote,
+        /// a backslash or a control character (RFC 8259 §7); a byte above a flagged one may be
+        /// flagged too (a borrow), never one below it. A byte equal to c is a zero byte of
+        /// `word ^ c·ones`, and a zero byte, or one below n ≤ 0x80, sets its high bit in
+        /// `(x - n·ones) & ~x`.
+        @inline(__always)
+        static func notPlain(_ word: UInt64) -> UInt64 {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let found =
+                ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+            return found & 0x8080_8080_8080_8080
         }
 
         /// A member name: as `string()`, except that a short ASCII name without escapes is
