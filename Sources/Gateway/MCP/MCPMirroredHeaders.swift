@@ -31,55 +31,21 @@ struct MCPMirroredHeaders: Equatable {
     /// The headers as the request carries them; a header sent twice, or an `Mcp-Name` whose
     /// sentinel form does not decode to UTF-8, is a mismatch of its own.
     static func read(_ fields: HTTP1Fields) -> Result<MCPMirroredHeaders, MCPHeaderMismatch> {
-        // One pass over the fields for the three names (a lookup is a pass of its own).
-        var method = Seen()
-        var version = Seen()
-        var name = Seen()
-        fields.forEachField { field, value in
-            switch field.count {
-            case 10 where Self.isNamed(field, "mcp-method"): method.add(value)
-            case 20 where Self.isNamed(field, "mcp-protocol-version"): version.add(value)
-            case 8 where Self.isNamed(field, "mcp-name"): name.add(value)
-            default: break
-            }
-        }
+        // Each name in a pass that compares lengths first and makes only the value it finds.
+        let method = fields.firstTrimmed("Mcp-Method")
+        let version = fields.firstTrimmed("MCP-Protocol-Version")
+        let name = fields.firstTrimmed("Mcp-Name")
         if method.count > 1 { return .failure(MCPHeaderMismatch("Mcp-Method is sent more than once")) }
         if version.count > 1 { return .failure(MCPHeaderMismatch("MCP-Protocol-Version is sent more than once")) }
         if name.count > 1 { return .failure(MCPHeaderMismatch("Mcp-Name is sent more than once")) }
-        var headers = MCPMirroredHeaders(method: method.first, protocolVersion: version.first)
-        if let raw = name.first {
+        var headers = MCPMirroredHeaders(method: method.value, protocolVersion: version.value)
+        if let raw = name.value {
             guard let decoded = decodedName(raw) else {
                 return .failure(MCPHeaderMismatch("Mcp-Name is not a valid =?base64?…?= value"))
             }
             headers.name = decoded
         }
         return .success(headers)
-    }
-
-    /// The first value of one of the fields, trimmed, and how many there are.
-    private struct Seen {
-        var first: String?
-        var count = 0
-
-        /// Trimmed of OWS (RFC 9110 §5.6.3) on the bytes, then decoded once.
-        mutating func add(_ value: Span<UInt8>) {
-            if count == 0 {
-                var start = 0
-                var end = value.count
-                while start < end, value[start] == 0x20 || value[start] == 0x09 { start += 1 }
-                while end > start, value[end - 1] == 0x20 || value[end - 1] == 0x09 { end -= 1 }
-                first = String(decodingUTF8: value.extracting(start..<end))
-            }
-            count += 1
-        }
-    }
-
-    /// Whether a field's name is `lower`, ASCII case-insensitively (RFC 9110 §5.1); the
-    /// caller has compared the lengths.
-    private static func isNamed(_ name: Span<UInt8>, _ lower: StaticString) -> Bool {
-        let wanted = lower.utf8Start
-        for i in 0..<name.count where HTTP1Fields.lower(name[i]) != wanted[i] { return false }
-        return true
     }
 
     /// `Mcp-Name` in its plain or its sentinel form (`=?base64?` standard Base64 `?=`, UTF-8).

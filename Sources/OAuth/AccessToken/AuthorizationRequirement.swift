@@ -24,16 +24,18 @@ public struct AuthorizationRequirement: Sendable, Equatable {
     /// The rules, held in one box that copies on write: a requirement is passed by value
     /// wherever a route, an MCP rule or a check takes it, and a copy of nine stored arrays
     /// was eighteen reference counts; of one box it is two.
+    /// Unchecked exclusivity: a box is written only while its one requirement holds it, so
+    /// no access can overlap a write, and each checked read was a runtime call.
     private final class Rules: @unchecked Sendable {  // written only while uniquely referenced
-        var scopes: [String]
-        var roles: [String] = []
-        var claims: [(path: ClaimPath, rule: Rule)]
-        var emailDomains: [String] = []
-        var anyOf: [AuthorizationRequirement] = []
-        var issuers: [String] = []
-        var clients: [String] = []
-        var acr: [String] = []
-        var maxAge: Int? = nil
+        @exclusivity(unchecked) var scopes: [String]
+        @exclusivity(unchecked) var roles: [String] = []
+        @exclusivity(unchecked) var claims: [(path: ClaimPath, rule: Rule)]
+        @exclusivity(unchecked) var emailDomains: [String] = []
+        @exclusivity(unchecked) var anyOf: [AuthorizationRequirement] = []
+        @exclusivity(unchecked) var issuers: [String] = []
+        @exclusivity(unchecked) var clients: [String] = []
+        @exclusivity(unchecked) var acr: [String] = []
+        @exclusivity(unchecked) var maxAge: Int? = nil
 
         init(scopes: [String], claims: [(path: ClaimPath, rule: Rule)]) {
             self.scopes = scopes
