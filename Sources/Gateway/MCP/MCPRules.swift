@@ -39,26 +39,15 @@ struct MCPRules: Sendable {
     enum Verdict: Equatable {
         case check(method: AuthorizationRequirement?, target: AuthorizationRequirement?)
         case notAllowed(MCPTarget)
-
-        /// The requirements to meet, the method's first.
-        var needs: [AuthorizationRequirement] {
-            guard case .check(let method, let target) = self else { return [] }
-            return [method, target].compactMap { $0 }
-        }
     }
 
     func verdict(for message: MCPMessage) -> Verdict {
-        let methodRule = rule(ofMethod: message)
+        // An empty table is not hashed into: asked on every call.
+        let methodRule = methods.isEmpty ? nil : message.method.flatMap { methods[$0] }
         guard let target = message.target else { return .check(method: methodRule, target: nil) }
         let rule = rule(of: target)
         guard rule != nil || allowsUnlisted else { return .notAllowed(target) }
         return .check(method: methodRule, target: rule)
-    }
-
-    /// The rule of the message's method; nil when none names it. An empty table is not
-    /// hashed into: asked on every call.
-    func rule(ofMethod message: MCPMessage) -> AuthorizationRequirement? {
-        methods.isEmpty ? nil : message.method.flatMap { methods[$0] }
     }
 
     /// The rule that names `target`; nil when none does.
@@ -92,19 +81,13 @@ extension MCPRules {
         case fails(needs: [AuthorizationRequirement], reason: String)
     }
 
-    /// `verdict(for:)`'s judgement, met by `token`, without making the verdict on the way.
     func check(_ message: MCPMessage, token: VerifiedAccessToken?) -> Check {
-        let methodRule = rule(ofMethod: message)
-        var targetRule: AuthorizationRequirement?
-        if let target = message.target {
-            // Not `flatMap(rule(of:))`: a method taken as a closure copies the rules.
-            targetRule = rule(of: target)
-            if targetRule == nil, !allowsUnlisted { return .notListed }
-        }
+        // The verdict holds two requirements, each one box: no array on the way to a pass.
+        guard case .check(let methodRule, let targetRule) = verdict(for: message) else { return .notListed }
         guard methodRule != nil || targetRule != nil else { return .passes }
         let needs = { [methodRule, targetRule].compactMap { $0 } }
         guard let token else { return .fails(needs: needs(), reason: "no token") }
-        // Each in turn, the method's first: no array on the way to a pass.
+        // Each in turn, the method's first.
         func failure(_ requirement: AuthorizationRequirement?) -> AuthorizationRequirement.Failure? {
             requirement?.check(
                 token.claims, scopeClaim: token.scopeClaim, roleClaims: token.roleClaims, issuer: token.issuer,

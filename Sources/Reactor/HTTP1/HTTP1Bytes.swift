@@ -58,6 +58,16 @@ enum HTTP1Bytes {
     @inline(__always)
     static func isWhitespace(_ b: UInt8) -> Bool { b == sp || b == htab }
 
+    /// `value` without its leading and trailing OWS (RFC 9110 §5.6.3), in place.
+    @inline(__always)
+    static func trimmingOWS(_ value: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
+        var start = 0
+        var end = value.count
+        while start < end, isWhitespace(value[start]) { start += 1 }
+        while end > start, isWhitespace(value[end - 1]) { end -= 1 }
+        return UnsafeBufferPointer(rebasing: value[start..<end])
+    }
+
     /// field-vchar / obs-text / SP / HTAB: what may appear inside a field value
     /// (RFC 9110 §5.5); the same set makes up a reason-phrase (RFC 9112 §4).
     @inline(__always)

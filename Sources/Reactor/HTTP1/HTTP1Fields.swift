@@ -118,11 +118,7 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
         forEachMatch(named: name) { _, value in
             count += 1
             guard found == nil else { return }
-            var start = 0
-            var end = value.count
-            while start < end, HTTP1Bytes.isWhitespace(value[start]) { start += 1 }
-            while end > start, HTTP1Bytes.isWhitespace(value[end - 1]) { end -= 1 }
-            found = String(decoding: UnsafeBufferPointer(rebasing: value[start..<end]), as: UTF8.self)
+            found = String(decoding: HTTP1Bytes.trimmingOWS(value), as: UTF8.self)
         }
         return (found, count)
     }

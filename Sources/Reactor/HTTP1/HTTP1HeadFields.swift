@@ -58,11 +58,7 @@ struct HTTP1HeadFields: Sendable {
         while true {
             var end = start
             while end < value.count && value[end] != 0x2C { end += 1 }
-            var a = start
-            var z = end
-            while a < z, HTTP1Bytes.isWhitespace(value[a]) { a += 1 }
-            while z > a, HTTP1Bytes.isWhitespace(value[z - 1]) { z -= 1 }
-            body(UnsafeBufferPointer(rebasing: value[a..<z]))
+            body(HTTP1Bytes.trimmingOWS(UnsafeBufferPointer(rebasing: value[start..<end])))
             guard end < value.count else { return }
             start = end + 1
         }
