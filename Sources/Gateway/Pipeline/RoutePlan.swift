@@ -29,6 +29,12 @@ final class RoutePlan {
     let exchange: TokenExchangeConfig?
     /// Whether it has one: read per request, without copying the config out.
     let exchanges: Bool
+    /// Whether the client's credential goes upstream: on a token route, its `forward_token`;
+    /// never on `auth: login`, where a session authenticates. Taken out of the route once,
+    /// as every proxied request asks (a `switch` over the route's auth copied its settings).
+    let forwardsCredential: Bool
+    /// Whether the client's DPoP proof goes upstream (`forward_proof`), on any route kind.
+    let forwardsProof: Bool
     /// `certificate_headers`: empty on almost every route, so the client certificate is
     /// not even looked at.
     let certificateHeaders: [(header: String, field: CertificateField)]
@@ -57,6 +63,12 @@ final class RoutePlan {
         mcp = route.options.auth.tokenRoute?.mcp
         exchange = route.options.auth.tokenRoute?.tokenExchange
         exchanges = exchange != nil
+        switch route.options.auth {
+        case .none: forwardsCredential = true
+        case .login: forwardsCredential = false
+        case .tokens(let tokens), .loginOrToken(_, let tokens): forwardsCredential = tokens.forwardToken
+        }
+        forwardsProof = route.options.auth.tokenRoute?.dpop?.forwardProof ?? false
         certificateHeaders = route.options.forwarding.certificateHeaders
         if let services {
             proxyStages = stages(services, decision: false)

@@ -161,20 +161,13 @@ enum RouteResolver {
         func clientFieldRule(
             listed: [[UInt8]], session: Bool, preflight: Bool, peerTrusted: Bool? = nil, dropTraceContext: Bool = false
         ) -> ClientFieldRule {
-            let route = plan.route
             // The credential goes upstream only when the route says so.
-            var dropAuthorization = session
-            switch route.options.auth {
-            case .none: break
-            case .login: dropAuthorization = true
-            case .tokens(let tokens), .loginOrToken(_, let tokens):
-                dropAuthorization = dropAuthorization || !tokens.forwardToken
-            }
+            let dropAuthorization = session || !plan.forwardsCredential
             // The proof was for the gateway (its htu names the gateway's URL); it goes on only if
             // the route asks (`forward_proof`), on every other route kind too: a bearer, public or
             // MCP route never checked it, and an upstream that reads DPoP would take it as
             // checked. With token_exchange, the upstream gets the exchanged token alone.
-            let forwardsProof = route.options.auth.tokenRoute?.dpop?.forwardProof ?? false
+            let forwardsProof = plan.forwardsProof
             let dropProof = session || plan.exchanges || !forwardsProof
             return ClientFieldRule(
                 policy: policy, listed: listed, reservedPrefix: policy.reservedPrefix,
@@ -198,9 +191,12 @@ enum RouteResolver {
             trace: RequestTrace? = nil, dropTraceContext: Bool = false, grpcTimeout: String? = nil
         ) -> UpstreamCall.Request {
             let listed = listsConnectionOptions ? HeaderRules.connectionTokens(headers) : []
-            var rule = clientFieldRule(
+            var built = clientFieldRule(
                 listed: listed, session: session, preflight: preflight, dropTraceContext: dropTraceContext)
-            rule.dropGRPCTimeout = grpcTimeout != nil
+            built.dropGRPCTimeout = grpcTimeout != nil
+            // A constant for the per-field test: a closure over a `var` copied the rule (its
+            // references retained) on every field.
+            let rule = built
             let ownCookies = rule.ownCookies
             let passed = HTTP1ForwardedFields(headers, keeping: { rule.keeps($0) })
             // What the gateway adds, in one allocation: the fields below (64 bytes of names),
