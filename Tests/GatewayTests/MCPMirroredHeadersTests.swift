@@ -36,6 +36,9 @@ struct MCPMirroredHeadersTests {
                 Self.call2026,
                 [("mcp-protocol-version", " 2026-07-28"), ("MCP-METHOD", "tools/call\t"), ("mcp-name", "  read_file ")])
                 == nil)
+        // Fields whose names are as long as theirs but differ are not theirs.
+        let alike = [("Mcp-Namx", "deploy"), ("Mcp-Methox", "tools/list"), ("MCP-Protocol-Versiox", "2025-06-18")]
+        #expect(try verdict(Self.call2026, Self.agreeing + alike) == nil)
         // The Base64 sentinel form, for any name.
         let encoded = "=?base64?" + Base64.standard(Array("read_file".utf8)) + "?="
         #expect(try verdict(Self.call2026, Self.agreeing.dropLast() + [("Mcp-Name", encoded)]) == nil)

@@ -113,6 +113,34 @@ struct JSONPickerDifferentialTests {
         Self.compare(Array(wide.utf8), "\(members) objects, each with a member named as one outside")
     }
 
+    /// The names of all open objects share one stack of `JSONPicker.seenCapacity`; an object
+    /// that finds it full keeps its names in a set. Nested objects of 30 names each fill it
+    /// at the third level: a repeat is refused on each side of that point, at each level,
+    /// and names alike across levels are no repeat.
+    @Test(arguments: [0, 1, 2, 3])
+    func duplicatesWhenTheNameStackIsFull(level: Int) {
+        let perLevel = 30
+        #expect(JSONPicker.seenCapacity < 3 * perLevel)
+        /// Four objects, each inside the last; `repeating` names the level that has one name
+        /// twice, and which one (its first, or its last, after the stack filled).
+        func text(repeating: (level: Int, name: Int)?) -> [UInt8] {
+            var inner = ""
+            for depth in (0..<4).reversed() {
+                var members = (0..<perLevel).map { "\"m\($0)\":\($0)" }
+                if let repeating, repeating.level == depth { members.append("\"m\(repeating.name)\":0") }
+                if !inner.isEmpty { members.append("\"next\":" + inner) }
+                inner = "{" + members.joined(separator: ",") + "}"
+            }
+            return Array(inner.utf8)
+        }
+        Self.compare(text(repeating: nil), "four levels of \(perLevel) names, alike across levels")
+        #expect((try? Self.fixed.read(text(repeating: nil))) != nil)
+        for name in [0, perLevel - 1] {
+            Self.compare(text(repeating: (level, name)), "m\(name) twice at level \(level)")
+            #expect(throws: JOSEError.self) { try Self.fixed.read(text(repeating: (level, name))) }
+        }
+    }
+
     /// Names are sorted by their length (up to 63, then one bucket) and first byte before a
     /// compare: names that share both, and long names that differ only at the end, are still
     /// told apart; a long name in the bucket is compared whole.

@@ -31,10 +31,18 @@ struct MCPMirroredHeaders: Equatable {
     /// The headers as the request carries them; a header sent twice, or an `Mcp-Name` whose
     /// sentinel form does not decode to UTF-8, is a mismatch of its own.
     static func read(_ fields: HTTP1Fields) -> Result<MCPMirroredHeaders, MCPHeaderMismatch> {
-        // Each name in a pass that compares lengths first and makes only the value it finds.
-        let method = fields.firstTrimmed("Mcp-Method")
-        let version = fields.firstTrimmed("MCP-Protocol-Version")
-        let name = fields.firstTrimmed("Mcp-Name")
+        var method = Sent()
+        var version = Sent()
+        var name = Sent()
+        // One pass over the fields; a name is compared only where its length is one of theirs.
+        fields.forEachField { field, value in
+            switch field.count {
+            case 8: if HeaderRules.equals(field, Self.nameField) { name.add(value) }
+            case 10: if HeaderRules.equals(field, Self.methodField) { method.add(value) }
+            case 20: if HeaderRules.equals(field, Self.versionField) { version.add(value) }
+            default: break
+            }
+        }
         if method.count > 1 { return .failure(MCPHeaderMismatch("Mcp-Method is sent more than once")) }
         if version.count > 1 { return .failure(MCPHeaderMismatch("MCP-Protocol-Version is sent more than once")) }
         if name.count > 1 { return .failure(MCPHeaderMismatch("Mcp-Name is sent more than once")) }
@@ -46,6 +54,29 @@ struct MCPMirroredHeaders: Equatable {
             headers.name = decoded
         }
         return .success(headers)
+    }
+
+    /// The three names, lowercase, as `HeaderRules.equals` compares them.
+    static let methodField = Array("mcp-method".utf8)
+    static let nameField = Array("mcp-name".utf8)
+    static let versionField = Array("mcp-protocol-version".utf8)
+
+    /// One mirrored header as sent: its first value and how many fields carry it.
+    struct Sent {
+        var value: String?
+        var count = 0
+
+        /// Adds one field's value, trimmed of OWS (RFC 9110 §5.6.3: a parsed field has none
+        /// around it, a section built by hand may).
+        mutating func add(_ bytes: Span<UInt8>) {
+            count += 1
+            guard value == nil else { return }
+            var start = 0
+            var end = bytes.count
+            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            value = String(decodingUTF8: bytes.extracting(start..<end))
+        }
     }
 
     /// `Mcp-Name` in its plain or its sentinel form (`=?base64?` standard Base64 `?=`, UTF-8).

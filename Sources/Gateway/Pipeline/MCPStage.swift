@@ -32,7 +32,6 @@ final class MCPStage: Stage {
         let admission = request.admitted
         let ex = request.exchange
         let ctx = request.context
-        let rules = rules
         if let refusal = originRefusal(request) {
             return .answer(refusal, close: MCPTransportMethods.hasContent(ex.body.framing))
         }

@@ -9,6 +9,11 @@ import Glibc
 /// and releasing it are most of the cost: an MCP POST is judged by its `method`, the tool it
 /// names and the revision in its `_meta`, while its `arguments` may be large.
 public struct JSONPicker: Sendable {
+    /// How many plain member names the duplicate check keeps on the stack, for all the
+    /// objects open at once; an object that finds it full keeps its names in a set instead,
+    /// as one with `JSONObject.indexedFrom` members does.
+    static let seenCapacity = 64
+
     /// What stands at a path: a scalar's value, or only the kind of a container.
     public enum Picked: Equatable, Sendable {
         case string(String)
@@ -93,22 +98,26 @@ public struct JSONPicker: Sendable {
                     try masks.withUnsafeBufferPointer { masks in
                         try lengths.withUnsafeBufferPointer { lengths in
                             try withUnsafeTemporaryAllocation(of: Found.self, capacity: lengths.count) { found in
-                                found.initialize(repeating: Found(kind: .absent, start: 0, end: 0))
-                                var walk = Walk(
-                                    p: JSONParser.Parser(b: buffer, plain: plain), names: names, table: table,
-                                    lengths: lengths, width: width, found: found,
-                                    candidates: Candidates(masks: masks, width: width))
-                                walk.p.skipWS()
-                                let all: UInt64 = lengths.count == 64 ? ~0 : (1 << UInt64(lengths.count)) - 1
-                                let top = try walk.value(depth: 0, mask: all)
-                                walk.p.skipWS()
-                                guard walk.p.i == buffer.count else {
-                                    throw walk.p.fail("trailing content after the JSON value")
+                                try withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: Self.seenCapacity) {
+                                    seen in
+                                    found.initialize(repeating: Found(kind: .absent, start: 0, end: 0))
+                                    seen.initialize(repeating: 0..<0)
+                                    var walk = Walk(
+                                        p: JSONParser.Parser(b: buffer, plain: plain), names: names, table: table,
+                                        lengths: lengths, width: width, found: found,
+                                        candidates: Candidates(masks: masks, width: width), seen: seen)
+                                    walk.p.skipWS()
+                                    let all: UInt64 = lengths.count == 64 ? ~0 : (1 << UInt64(lengths.count)) - 1
+                                    let top = try walk.value(depth: 0, mask: all)
+                                    walk.p.skipWS()
+                                    guard walk.p.i == buffer.count else {
+                                        throw walk.p.fail("trailing content after the JSON value")
+                                    }
+                                    var values: [Picked?] = []
+                                    values.reserveCapacity(found.count)
+                                    for f in found { values.append(try walk.picked(f)) }
+                                    return Reading(top: try walk.picked(top)!, values: values)
                                 }
-                                var values: [Picked?] = []
-                                values.reserveCapacity(found.count)
-                                for f in found { values.append(try walk.picked(f)) }
-                                return Reading(top: try walk.picked(top)!, values: values)
                             }
                         }
                     }
@@ -155,15 +164,17 @@ public struct JSONPicker: Sendable {
         let found: UnsafeMutableBufferPointer<Found>
         let candidates: Candidates
         /// The plain names (ASCII, no escapes: their bytes are their text) of the objects
-        /// open now, innermost last: the duplicate check's.
-        var seen: [Range<Int>] = []
+        /// open now, innermost last: the duplicate check's. A stack in the reader's frame,
+        /// `seenCount` deep: an object's end drops its names by setting the count back.
+        let seen: UnsafeMutableBufferPointer<Range<Int>>
+        var seenCount = 0
         /// The other names of the objects open now, decoded.
         var others: [String] = []
 
         init(
             p: JSONParser.Parser, names: UnsafeBufferPointer<UInt8>, table: UnsafeBufferPointer<Int>,
             lengths: UnsafeBufferPointer<Int>, width: Int, found: UnsafeMutableBufferPointer<Found>,
-            candidates: Candidates
+            candidates: Candidates, seen: UnsafeMutableBufferPointer<Range<Int>>
         ) {
             self.p = p
             self.names = names
@@ -172,7 +183,7 @@ public struct JSONPicker: Sendable {
             self.width = width
             self.found = found
             self.candidates = candidates
-            seen.reserveCapacity(16)
+            self.seen = seen
         }
 
         /// What a found value is, its strings made now.
@@ -254,7 +265,7 @@ public struct JSONPicker: Sendable {
 
         mutating func object(depth: Int, mask: UInt64) throws {
             p.i += 1
-            let seenBase = seen.count
+            let seenBase = seenCount
             let othersBase = others.count
             /// Every name as a string, once the object has `JSONObject.indexedFrom` members:
             /// as the parsed object does, a hash per member from there, not a scan.
@@ -311,8 +322,8 @@ public struct JSONPicker: Sendable {
                 }
                 if p.b[p.i] == UInt8(ascii: "}") {
                     p.i += 1
+                    seenCount = seenBase
                     // One at a time: `removeLast(n)` goes through the generic replaceSubrange.
-                    while seen.count > seenBase { seen.removeLast() }
                     while others.count > othersBase { others.removeLast() }
                     return
                 }
@@ -330,22 +341,36 @@ public struct JSONPicker: Sendable {
                 return
             }
             if let plain {
-                for j in seenBase..<seen.count where bytesEqual(seen[j], plain) { throw duplicate(text(plain)) }
+                for j in seenBase..<seenCount where bytesEqual(seen[j], plain) { throw duplicate(text(plain)) }
                 if others.count > othersBase {
                     let name = text(plain)
                     for j in othersBase..<others.count where others[j] == name { throw duplicate(name) }
                 }
-                seen.append(plain)
+                guard seenCount < seen.count else {
+                    // The stack is full: this object's names, this one too, go to its set.
+                    index = names(seenBase: seenBase, othersBase: othersBase)
+                    index!.insert(text(plain))
+                    return
+                }
+                seen[seenCount] = plain
+                seenCount += 1
             } else if let decoded {
                 for j in othersBase..<others.count where others[j] == decoded { throw duplicate(decoded) }
-                for j in seenBase..<seen.count where text(seen[j]) == decoded { throw duplicate(decoded) }
+                for j in seenBase..<seenCount where text(seen[j]) == decoded { throw duplicate(decoded) }
                 others.append(decoded)
             }
-            if (seen.count - seenBase) + (others.count - othersBase) >= JSONObject.indexedFrom {
-                index = Set(seen[seenBase...].map(text) + others[othersBase...])
-                seen.removeLast(seen.count - seenBase)
-                others.removeLast(others.count - othersBase)
+            if (seenCount - seenBase) + (others.count - othersBase) >= JSONObject.indexedFrom {
+                index = names(seenBase: seenBase, othersBase: othersBase)
             }
+        }
+
+        /// The names the innermost object has so far, as a set, taken off the stack and the
+        /// list (the object keeps its names in the set from then on).
+        mutating func names(seenBase: Int, othersBase: Int) -> Set<String> {
+            let set = Set(seen[seenBase..<seenCount].map(text) + others[othersBase...])
+            seenCount = seenBase
+            others.removeLast(others.count - othersBase)
+            return set
         }
 
         func duplicate(_ text: String) -> JOSEError {

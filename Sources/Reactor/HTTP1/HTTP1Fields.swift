@@ -109,20 +109,6 @@ public struct HTTP1Fields: Sendable, RandomAccessCollection, Equatable, CustomSt
         return found
     }
 
-    /// The first value of the fields named `name` (ASCII case-insensitive), trimmed of OWS
-    /// (RFC 9110 §5.6.3), and how many fields have that name: for a field that must come at
-    /// most once, in one pass that makes no string of another field.
-    public func firstTrimmed(_ name: String) -> (value: String?, count: Int) {
-        var found: String?
-        var count = 0
-        forEachMatch(named: name) { _, value in
-            count += 1
-            guard found == nil else { return }
-            found = String(decoding: HTTP1Bytes.trimmingOWS(value), as: UTF8.self)
-        }
-        return (found, count)
-    }
-
     /// Calls `body` with the index of each field named `name` (ASCII case-insensitive),
     /// comparing in place: no allocation per lookup (the request path makes a dozen).
     func forEachIndex(named name: String, _ body: (Int) -> Void) {
