@@ -2,7 +2,7 @@
 # Instructions per proxied request, counted by callgrind: repeatable whatever else the
 # machine does, so two binaries compare to within about ±100 instructions in one sitting.
 #
-# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature|signature-response|mcp-bearer|mcp-tools|mcp-2026] [REQUESTS]
+# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature|signature-response|mcp-bearer|mcp-tools|mcp-bearer-2026|mcp-2026] [REQUESTS]
 #   BIN: a tokengate release binary (copied and stripped of its DWARF 5, which valgrind
 #   3.19 cannot read). One worker, on bench/tokengate/KIND.yaml: none, or bearer (an ES256
 #   token, the verified-token cache on), or bearer's route with a rate limit in the memory
@@ -28,6 +28,7 @@ CONFIG=$KIND MCP_OFF="" LUA=""
 case $KIND in
   mcp-bearer) CONFIG=mcp MCP_OFF="#" LUA=mcp.lua ;;
   mcp-tools) CONFIG=mcp LUA=mcp.lua ;;
+  mcp-bearer-2026) CONFIG=mcp MCP_OFF="#" LUA=mcp2026.lua ;;
   mcp-2026) CONFIG=mcp LUA=mcp2026.lua ;;
 esac
 REQUESTS=${3:-500}

@@ -299,13 +299,24 @@ def main(workdir, out_path):
             print("  targets (access logs on, to a file, both): "
                   + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] in ("mcp-tools", "mcp-2026") and tg:
+            # Each against the same route and the same request without mcp rules: a 2026
+            # request is longer (its _meta and three mirrored headers) before any judging.
             checks = {"no errors": errors_ok}
-            against_own(result, s, tg, checks, "mcp-bearer", "rps_vs_mcp_bearer", TARGET_MCP,
-                        "the same route without mcp rules")
+            if kind["auth"] == "mcp-tools":
+                against_own(result, s, tg, checks, "mcp-bearer", "rps_vs_mcp_bearer", TARGET_MCP,
+                            "the same route and request without mcp rules")
+            else:
+                against_own(result, s, tg, checks, "mcp-bearer-2026", "rps_vs_mcp_bearer_2026", TARGET_MCP,
+                            "the same route and 2026 request without mcp rules")
+                other = result["scenarios"].get("mcp-bearer", {}).get("targets", {}).get("tokengate")
+                if other:
+                    s["rps_vs_mcp_bearer"] = tg["rps"] / other["rps"]
+                    print(f"  (against mcp-bearer, the 2025 request unjudged: {s['rps_vs_mcp_bearer']:.2f}x)")
             print("  targets (mcp): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
-        elif kind["auth"] == "mcp-bearer" and tg:
+        elif kind["auth"] in ("mcp-bearer", "mcp-bearer-2026") and tg:
             checks = {"no errors": errors_ok}
-            print("  (the baseline of mcp-tools and mcp-2026: the same route and tools/call without mcp rules)")
+            which = "mcp-tools" if kind["auth"] == "mcp-bearer" else "mcp-2026"
+            print(f"  (the baseline of {which}: the same route and tools/call without mcp rules)")
         elif kind["auth"] == "exchange-cached" and tg:
             checks = {"no errors": errors_ok}
             against_own(result, s, tg, checks, "exchange-off", "rps_vs_exchange_off", TARGET_EXCHANGE,

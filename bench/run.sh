@@ -528,6 +528,7 @@ mcp_scenario() {
 }
 mcp_scenario mcp-bearer "#"
 mcp_scenario mcp-tools ""
+mcp_scenario mcp-bearer-2026 "#" mcp2026.lua
 mcp_scenario mcp-2026 "" mcp2026.lua
 
 # check_dpop NAME URL: before measuring a dpop route, make sure it really checks proofs:
