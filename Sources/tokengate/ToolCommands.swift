@@ -1,6 +1,8 @@
 import ArgumentParser
 
 extension Tokengate {
-    /// Developer tools over the JOSE module.
-    static var toolCommands: [ParsableCommand.Type] { [JWTCommand.self, KeysCommand.self, DPoPCommand.self] }
+    /// Developer tools over the JOSE module, and the API key files' editor.
+    static var toolCommands: [ParsableCommand.Type] {
+        [JWTCommand.self, KeysCommand.self, DPoPCommand.self, APIKeysCommand.self]
+    }
 }
