@@ -42,7 +42,7 @@ def create(path, *extra):
 def test_a_key_has_its_shape_and_only_its_digest_is_kept():
     path = key_file()
     key, kid = create(path, "--sub", "partner-acme", "--client-id", "acme-sync", "--scopes", "orders:read",
-                      "--claim", "org=acme", "--expires", "90d")
+                      "--claim", "org=acme", "--claim", "team=a", "--claim", "team=b", "--expires", "90d")
     assert re.fullmatch(r"tgk_[0-9A-Za-z]{49}", key), key
     # The check digits are the CRC32 (zlib's) of what precedes them, in six base62 digits.
     assert key[-6:] == base62(zlib.crc32(key[:-6].encode()), 6)
@@ -50,6 +50,10 @@ def test_a_key_has_its_shape_and_only_its_digest_is_kept():
     assert "tgk_" not in text
     assert "sha256:" + hashlib.sha256(key.encode()).hexdigest() in text
     assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+    # A claim named once is a string, named again a list.
+    assert '"org": "acme"' in text and '"team": ["a", "b"]' in text
+    r = run("create", "--file", path, "--sub", "x", "--scopes", "a b")
+    assert r.returncode != 0 and "not a scope-token" in r.stderr, r.stderr
     # Two keys are never alike.
     other, _ = create(path, "--sub", "partner-acme")
     assert other != key and other[4:20] != key[4:20]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Gateway
+import JOSE
 
 /// `tokengate api-keys create|list|revoke|rotate --file F`: a key set's file, which holds
 /// digests only. `create` and `rotate` print the new key once, on standard output; nothing
@@ -28,18 +29,22 @@ struct APIKeysCommand: ParsableCommand {
         @Option(help: "Its public id (default: k_ and 8 random characters).") var id: String?
 
         func run() throws {
-            var claims: [(String, [String])] = []
+            var values: [(String, [String])] = []
             for pair in claim {
                 guard let eq = pair.firstIndex(of: "="), eq != pair.startIndex else {
                     throw ValidationError("--claim takes name=value, not \(pair)")
                 }
                 let name = String(pair[..<eq])
                 let value = String(pair[pair.index(after: eq)...])
-                if let i = claims.firstIndex(where: { $0.0 == name }) {
-                    claims[i].1.append(value)
+                if let i = values.firstIndex(where: { $0.0 == name }) {
+                    values[i].1.append(value)
                 } else {
-                    claims.append((name, [value]))
+                    values.append((name, [value]))
                 }
+            }
+            // A name given once is a string; given more than once, a list.
+            let claims = values.map { name, all in
+                (name, all.count == 1 ? JSONValue.string(all[0]) : .array(all.map(JSONValue.string)))
             }
             let identity = APIKeyEditing.Identity(
                 sub: sub, clientID: clientID,

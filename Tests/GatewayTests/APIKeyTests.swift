@@ -1,3 +1,4 @@
+import JOSE
 import Testing
 
 @testable import Gateway
@@ -70,7 +71,7 @@ struct APIKeyTests {
     {
         APIKeyEntry(
             id: id, digest: key.digest, sub: "partner-acme", clientID: "acme-sync", scopes: ["orders:read"],
-            claims: [("org", ["acme"])], expires: expires, notBefore: notBefore)
+            claims: [("org", .string("acme"))], expires: expires, notBefore: notBefore)
     }
 
     @Test func theTableSaysWhatAKeyComesTo() {
@@ -108,7 +109,8 @@ struct APIKeyTests {
             Self.entry(APIKey.generate(), expires: 1_814_313_600),
             APIKeyEntry(
                 id: "k-2", digest: APIKey.generate().digest, sub: "ci \"job\" #1", clientID: nil, scopes: [],
-                claims: [("teams", ["a", "b: c"])], expires: nil, notBefore: 1_800_000_000)
+                claims: [("teams", .array([.string("a"), .string("b: c")])), ("one", .array([.string("x")]))],
+                expires: nil, notBefore: 1_800_000_000)
         ]
         let text = APIKeyFile.render(entries)
         #expect(try APIKeyFile.parse(text).get() == entries)
@@ -138,7 +140,8 @@ struct APIKeyTests {
             (good + "- id: k_2\n  digest: \(Self.digestA)\n  sub: b\n", 4, "same digest as key k_1"),
             (good + "  claims: { sub: other }\n", 4, "claims.sub is not a claim a key may set"),
             ("- id: \"k 1\"\n  digest: \(Self.digestA)\n  sub: a\n", 1, "id must be"),
-            (good + "  scopes: { a: b }\n", 4, "scopes must be a string or a list")
+            (good + "  scopes: { a: b }\n", 4, "scopes must be a string or a list"),
+            (good + "  scopes: [\"a b\"]\n", 4, "is not a scope-token")
         ]
         for (text, line, message) in cases {
             let found = problems(text)
@@ -159,7 +162,8 @@ struct APIKeyTests {
     }
 
     @Test func createRevokeAndRotate() throws {
-        let identity = APIKeyEditing.Identity(sub: "partner", clientID: "sync", scopes: ["a"], claims: [("org", ["x"])])
+        let identity = APIKeyEditing.Identity(
+            sub: "partner", clientID: "sync", scopes: ["a"], claims: [("org", .string("x"))])
         let made = try APIKeyEditing.create(identity, id: "k_one", expires: 5_000, in: [])
         #expect(made.entries.count == 1)
         #expect(APIKeyTable(made.entries).check(Array(made.key.utf8), now: 1).label == "ok")

@@ -1,3 +1,5 @@
+public import JOSE
+
 /// What `tokengate api-keys` does to a key file's entries: create, revoke and rotate keys.
 /// The command reads and writes the file; this decides the entries, so that the rules (ids
 /// unique, a rotated key's identity kept) are the ones the gateway's reader checks.
@@ -11,9 +13,9 @@ public enum APIKeyEditing {
         public var sub: String
         public var clientID: String?
         public var scopes: [String]
-        public var claims: [(String, [String])]
+        public var claims: [(String, JSONValue)]
 
-        public init(sub: String, clientID: String? = nil, scopes: [String] = [], claims: [(String, [String])] = []) {
+        public init(sub: String, clientID: String? = nil, scopes: [String] = [], claims: [(String, JSONValue)] = []) {
             self.sub = sub
             self.clientID = clientID
             self.scopes = scopes
@@ -31,6 +33,9 @@ public enum APIKeyEditing {
         guard APIKeyEntry.isValidID(id) else { throw Failure(description: "an id is 1 to 64 of A-Z a-z 0-9 _ -") }
         guard !entries.contains(where: { $0.id == id }) else { throw Failure(description: "id \(id) is taken") }
         guard !identity.sub.isEmpty else { throw Failure(description: "a key needs a sub") }
+        if let bad = identity.scopes.first(where: { !APIKeyEntry.isScopeToken($0) }) {
+            throw Failure(description: "scope \"\(bad)\" is not a scope-token (RFC 6749 §3.3)")
+        }
         if let expires, let notBefore, expires <= notBefore {
             throw Failure(description: "the key would expire before it becomes valid")
         }

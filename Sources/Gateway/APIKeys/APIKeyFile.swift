@@ -1,4 +1,4 @@
-import JOSE
+public import JOSE
 import Yams
 
 /// One key's entry in a key file: its public id, the digest of the key (never the key), and
@@ -10,9 +10,10 @@ public struct APIKeyEntry: Equatable, Sendable {
     public var sub: String
     public var clientID: String?
     public var scopes: [String]
-    /// More claims, each a string or a list of strings, for `require`, identity headers,
-    /// policy and rate limits.
-    public var claims: [(String, [String])]
+    /// More claims, each a string or a list of strings (as written: `equals` in a `require`
+    /// reads a string, `contains` a list), for `require`, identity headers, policy and rate
+    /// limits.
+    public var claims: [(String, JSONValue)]
     /// Unix seconds: the key fails from this second on (no leeway).
     public var expires: Int64?
     /// Unix seconds: the key fails before this second (a new key staged ahead of its use).
@@ -109,13 +110,13 @@ public enum APIKeyFile {
             }
             return s
         }
-        func strings(_ v: Node, _ name: String) -> [String]? {
-            if let s = v.scalar?.string { return [s] }
+        func strings(_ v: Node, _ name: String) -> JSONValue? {
+            if let s = v.scalar?.string { return .string(s) }
             guard case .sequence(let items) = v, items.allSatisfy({ $0.scalar != nil }) else {
                 problems.append(problem(v, "\(name) must be a string or a list of strings"))
                 return nil
             }
-            return items.compactMap { $0.scalar?.string }
+            return .array(items.compactMap { $0.scalar?.string }.map(JSONValue.string))
         }
         func date(_ name: String) -> Int64? {
             guard let text = string(name, required: false) else { return nil }
@@ -136,8 +137,16 @@ public enum APIKeyFile {
         }
         let sub = string("sub", required: true)
         let clientID = string("client_id", required: false)
-        let scopes = fieldsByName["scopes"].flatMap { strings($0, "scopes") } ?? []
-        var claims: [(String, [String])] = []
+        var scopes: [String] = []
+        if let node = fieldsByName["scopes"], let value = strings(node, "scopes") {
+            scopes = value.array?.compactMap(\.string) ?? value.string.map { [$0] } ?? []
+            if let bad = scopes.first(where: { !APIKeyEntry.isScopeToken($0) }) {
+                problems.append(
+                    problem(node, "scope \"\(bad)\" is not a scope-token (RFC 6749 §3.3: no space, quote or backslash)")
+                )
+            }
+        }
+        var claims: [(String, JSONValue)] = []
         if let c = fieldsByName["claims"] {
             if case .mapping(let map) = c {
                 for (k, v) in map {
@@ -173,10 +182,10 @@ public enum APIKeyFile {
             if !e.scopes.isEmpty { out += "  scopes: [\(e.scopes.map(quoted).joined(separator: ", "))]\n" }
             if !e.claims.isEmpty {
                 out += "  claims:\n"
-                for (name, values) in e.claims {
-                    let value =
-                        values.count == 1 ? quoted(values[0]) : "[\(values.map(quoted).joined(separator: ", "))]"
-                    out += "    \(quoted(name)): \(value)\n"
+                for (name, value) in e.claims {
+                    let items = value.array?.compactMap(\.string) ?? []
+                    let text = value.string.map(quoted) ?? "[\(items.map(quoted).joined(separator: ", "))]"
+                    out += "    \(quoted(name)): \(text)\n"
                 }
             }
             if let t = e.expires { out += "  expires: \(RFC3339.text(t))\n" }
@@ -213,6 +222,12 @@ extension APIKeyEntry {
         let bytes = Array(id.utf8)
         return (1...64).contains(bytes.count)
             && bytes.allSatisfy { Base62.isDigit($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+
+    /// A scope-token (RFC 6749 §3.3): %x21 / %x23-5B / %x5D-7E, at least one.
+    public static func isScopeToken(_ scope: String) -> Bool {
+        !scope.isEmpty
+            && scope.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5B).contains($0) || (0x5D...0x7E).contains($0) }
     }
 
     /// A new entry's id: `k_` and 8 random base62 digits.
