@@ -269,7 +269,7 @@ struct MCPConfigTests {
     }
 
     @Test(arguments: [
-        ("auth: none\nmcp: {}", "routes[0].mcp: needs auth: bearer, dpop or token"),
+        ("auth: none\nmcp: {}", "routes[0].mcp: needs auth: bearer, dpop, token or api_key"),
         ("auth: bearer\nissuers: [one]\nmcp: { default: maybe }", "routes[0].mcp.default: must be allow or deny"),
         (
             "auth: bearer\nissuers: [one]\nmcp: { max_request_bytes: 0 }",
@@ -306,7 +306,7 @@ struct MCPConfigTests {
         ),
         (
             "auth: login_or_token\nclient: c\nissuers: [one]\nmcp: {}",
-            "routes[0].mcp: needs auth: bearer, dpop or token"
+            "routes[0].mcp: needs auth: bearer, dpop, token or api_key"
         ),
         (
             "auth: bearer\nissuers: [one]\nmcp: { resources: { \"file:///a//b\": { require: {} } } }",

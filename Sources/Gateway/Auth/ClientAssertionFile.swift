@@ -41,7 +41,7 @@ final class ClientAssertionFile: ClientAssertionSource {
     let path: String
 
     private struct Held {
-        var stamp: ListenerCertificates.FileStamp
+        var stamp: FileStamp
         var assertion: String
         var exp: Int64
         /// The second the file was last looked at.
@@ -58,7 +58,7 @@ final class ClientAssertionFile: ClientAssertionSource {
         try held.withLock { (held: inout Held?) throws(Unavailable) -> String in
             if let h = held, h.exp - Self.margin > now {
                 if h.checked == now { return h.assertion }
-                let stamp = ListenerCertificates.FileStamp(path: path)
+                let stamp = FileStamp(path: path)
                 if stamp == h.stamp && stamp.inode != 0 {
                     held?.checked = now
                     return h.assertion
@@ -66,7 +66,7 @@ final class ClientAssertionFile: ClientAssertionSource {
             }
             // New, changed, or about to expire: read it again.
             held = nil
-            let stamp = ListenerCertificates.FileStamp(path: path)
+            let stamp = FileStamp(path: path)
             let (assertion, exp) = try Self.read(path)
             guard exp - Self.margin > now else {
                 throw Unavailable(

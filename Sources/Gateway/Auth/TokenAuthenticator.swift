@@ -103,6 +103,14 @@ final class TokenAuthenticator {
             done(.deny(answer.bare(detail: "no credentials")))
         case .invalid(let reason):
             done(.deny(answer.refuse(400, .invalid_request, reason, scheme: nil)))
+        case .bearer(let token) where token.hasPrefix(APIKey.prefix):
+            // An API key sent as a token (a client's slip): refused here, so that no issuer
+            // (introspection) and no cache ever sees it.
+            done(
+                .deny(
+                    answer.refuse(
+                        401, .invalid_token, "an API key is not an access token", scheme: "Bearer",
+                        detail: "api key in the Bearer scheme")))
         case .bearer(let token):
             guard tokens.schemes.acceptsBearer else {
                 done(

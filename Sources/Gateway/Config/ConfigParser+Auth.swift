@@ -79,9 +79,28 @@ extension ConfigParser {
     /// Reads the access-token settings of a `bearer`, `dpop` or `token` route; reports
     /// problems at their paths.
     static func tokenRoute(
-        _ m: [String: Node], path p: String, item: Node, mode: AuthMode, issuers: [String: IssuerConfig],
+        _ m: [String: Node], path p: String, item: Node, mode: AuthMode, cfg gateway: GatewayConfig,
         _ r: ConfigReader
     ) -> TokenRouteConfig? {
+        let issuers = gateway.issuers
+        let keySets = apiKeySets(m, path: p, item: item, mode: mode, sets: gateway.apiKeySets, r)
+        if mode == .api_key {
+            guard let keySets else { return nil }
+            if let n = m["issuers"] {
+                r.problem("\(p).issuers", n, "auth: api_key takes keys only; say auth: bearer for tokens beside keys")
+            }
+            var cfg = TokenRouteConfig(issuers: [])
+            cfg.apiKeySets = keySets
+            cfg.apiKeys = APIKeyLocations(sets: keySets, gateway.apiKeySets)
+            cfg.keysOnly = true
+            if let n = m["require"] { cfg.requirement = requirement(n, path: "\(p).require", r) }
+            for key in ["token_in_query", "token_in_body", "dpop", "forward_token", "close_at_token_expiry"] {
+                if let n = m[key] {
+                    r.problem("\(p).\(key)", n, "has no effect with auth: api_key (it is about tokens)")
+                }
+            }
+            return cfg
+        }
         guard let n = m["issuers"], let seq = r.sequence(n, path: "\(p).issuers"), !seq.isEmpty else {
             r.problem(
                 "\(p).issuers", item,
@@ -90,6 +109,8 @@ extension ConfigParser {
             return nil
         }
         var cfg = TokenRouteConfig(issuers: [])
+        cfg.apiKeySets = keySets ?? []
+        cfg.apiKeys = APIKeyLocations(sets: cfg.apiKeySets, gateway.apiKeySets)
         for (j, iss) in seq.enumerated() {
             guard let s = r.string(iss, path: "\(p).issuers[\(j)]") else { continue }
             if issuers[s] == nil {
@@ -117,6 +138,15 @@ extension ConfigParser {
         }
         if let n = m["token_in_query"], let b = r.bool(n, path: "\(p).token_in_query") { cfg.tokenInQuery = b }
         if let n = m["token_in_body"], let b = r.bool(n, path: "\(p).token_in_body") { cfg.tokenInBody = b }
+        if keySets != nil {
+            // One credential per request (RFC 6750 §2): a key beside a token in the URL or a
+            // form body could not be told apart without reading the body first.
+            for (key, on) in [("token_in_query", cfg.tokenInQuery), ("token_in_body", cfg.tokenInBody)] where on {
+                r.problem(
+                    "\(p).\(key)", m[key],
+                    "cannot be used with api_keys (keys come in a field, tokens in Authorization)")
+            }
+        }
         if mode == .bearer {
             if let n = m["dpop"] {
                 r.problem("\(p).dpop", n, "has no effect with auth: bearer; use auth: dpop or auth: token")
@@ -128,18 +158,55 @@ extension ConfigParser {
         return cfg
     }
 
+    /// `api_keys:` on a route: the key sets it names, each defined; nil when it names none.
+    /// Keys stand beside tokens on `bearer` and `token` routes and alone on `api_key` ones;
+    /// never where proof of possession is the point (`dpop`) or on a login route.
+    static func apiKeySets(
+        _ m: [String: Node], path p: String, item: Node, mode: AuthMode, sets: [String: APIKeySetConfig],
+        _ r: ConfigReader
+    ) -> [String]? {
+        let defined = sets.keys.sorted().joined(separator: ", ")
+        guard let n = m["api_keys"] else {
+            if mode == .api_key {
+                r.problem("\(p).api_keys", item, "auth: api_key needs api_keys: NAME (defined: \(defined))")
+            }
+            return nil
+        }
+        guard mode == .bearer || mode == .token || mode == .api_key else {
+            r.problem(
+                "\(p).api_keys", n,
+                "keys are refused where proof of possession is required (auth: dpop) and on login routes")
+            return nil
+        }
+        let nodes: [Node]
+        if n.scalar != nil { nodes = [n] } else { nodes = r.sequence(n, path: "\(p).api_keys") ?? [] }
+        var names: [String] = []
+        for (j, item) in nodes.enumerated() {
+            guard let s = r.string(item, path: "\(p).api_keys[\(j)]") else { continue }
+            guard sets[s] != nil else {
+                r.problem("\(p).api_keys", item, "\"\(s)\" is not defined; defined: \(defined)")
+                continue
+            }
+            if !names.contains(s) { names.append(s) }
+        }
+        return names.isEmpty ? nil : names
+    }
+
     /// The route's `RouteAuth` from `auth:` and the parts read for it. A part that did not
     /// parse (a problem was reported, so the config is refused) is left out: a
     /// `login_or_token` route keeps the other part, any other route falls back to `none`.
     static func routeAuth(_ mode: AuthMode, login: LoginRouteConfig?, tokens: TokenRouteConfig?) -> RouteAuth {
         switch (mode, login, tokens) {
         case (.none, _, _): .none
-        case (.bearer, _, let tokens?), (.dpop, _, let tokens?), (.token, _, let tokens?): .tokens(tokens)
+        case (.bearer, _, let tokens?), (.dpop, _, let tokens?), (.token, _, let tokens?), (.api_key, _, let tokens?):
+            .tokens(tokens)
         case (.login, let login?, _): .login(login)
         case (.login_or_token, let login?, let tokens?): .loginOrToken(login, tokens)
         case (.login_or_token, let login?, nil): .login(login)
         case (.login_or_token, nil, let tokens?): .tokens(tokens)
-        case (.bearer, _, nil), (.dpop, _, nil), (.token, _, nil), (.login, nil, _), (.login_or_token, nil, nil): .none
+        case (.bearer, _, nil), (.dpop, _, nil), (.token, _, nil), (.api_key, _, nil), (.login, nil, _),
+            (.login_or_token, nil, nil):
+            .none
         }
     }
 

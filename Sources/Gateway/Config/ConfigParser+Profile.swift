@@ -117,6 +117,12 @@ extension ConfigParser {
                     "is not allowed with issuers of profile: fapi2 (\(held.sorted().joined(separator: ", "))): FAPI 2.0 Security Profile §5.3.4 items 1–2 take access tokens in the Authorization header only"
                 )
             }
+            if !tokens.apiKeySets.isEmpty {
+                r.problem(
+                    "\(p).api_keys", node?["api_keys"] ?? node,
+                    "is not allowed with issuers of profile: fapi2 (\(held.sorted().joined(separator: ", "))): FAPI 2.0 Security Profile §5.3.4 item 5 takes sender-constrained tokens only, and a key is a bearer credential"
+                )
+            }
             tokens.boundOnlyIssuers = held
             routes[i].options.auth.tokenRoute = tokens
         }

@@ -14,7 +14,7 @@ extension ConfigParser {
         guard protectedResourceKeys.contains(where: { m[$0] != nil }) else { return nil }
         switch auth {
         case .bearer, .dpop, .token: break
-        case .none, .login, .login_or_token:
+        case .none, .login, .login_or_token, .api_key:
             for key in protectedResourceKeys where m[key] != nil {
                 r.problem(
                     "\(p).\(key)", m[key],

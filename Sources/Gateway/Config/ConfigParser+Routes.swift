@@ -41,8 +41,8 @@ extension ConfigParser {
                 if let a = AuthMode(rawValue: s) {
                     auth = a
                     switch a {
-                    case .bearer, .dpop, .token:
-                        tokens = tokenRoute(m, path: p, item: item, mode: a, issuers: cfg.issuers, r)
+                    case .bearer, .dpop, .token, .api_key:
+                        tokens = tokenRoute(m, path: p, item: item, mode: a, cfg: cfg, r)
                     case .none: break
                     case .login:
                         clients = loginClients(m, path: p, item: item, cfg: cfg, r)
@@ -51,7 +51,7 @@ extension ConfigParser {
                     case .login_or_token:
                         clients = loginClients(m, path: p, item: item, cfg: cfg, r)
                         // Without a session cookie, the token rules of auth: token apply.
-                        tokens = tokenRoute(m, path: p, item: item, mode: .token, issuers: cfg.issuers, r)
+                        tokens = tokenRoute(m, path: p, item: item, mode: .token, cfg: cfg, r)
                         // A session and a token answer to the same requirement.
                         sessionRequirement = tokens?.requirement
                     }

@@ -52,6 +52,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case signature = "signatures.NAME"
     case signatureKeys = "signatures.NAME.keys"
     case signatureHeaders = "signatures.NAME.headers"
+    case apiKeySet = "api_keys.NAME"
 
     /// The keys, in the order check-config lists them when one is unknown: the table's.
     var keys: [String] { keyDocs.map(\.name) }
@@ -78,6 +79,7 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .authorizerAuth: AuthorizerConfig.authKeyTable.docs
         case .authorizerCache: AuthorizerConfig.cacheKeyTable.docs
         case .authorizerSubject: AuthorizerConfig.subjectKeyTable.docs
+        case .apiKeySet: APIKeySetConfig.keyTable.docs
         case .signature: SignaturePolicy.keyTable.docs
         case .upstreamSign: MessageSigningConfig.keyTable.docs
         case .responseSign: MessageSigningConfig.responseKeyTable.docs

@@ -191,10 +191,10 @@ extension ConfigValidation {
     /// cannot apply to the route.
     static func mcp(_ m: [String: Node], route: String, auth: AuthMode, _ r: ConfigReader) -> Bool {
         guard let node = m["mcp"] else { return false }
-        guard auth == .bearer || auth == .dpop || auth == .token else {
+        guard auth == .bearer || auth == .dpop || auth == .token || auth == .api_key else {
             r.problem(
                 "\(route).mcp", node,
-                "needs auth: bearer, dpop or token (calls are judged by the access token's scopes)")
+                "needs auth: bearer, dpop, token or api_key (calls are judged by the caller's scopes)")
             return false
         }
         if let n = m["token_in_body"], r.bool(n, path: "\(route).token_in_body") == true {
@@ -219,6 +219,10 @@ extension ConfigValidation {
             r.problem(
                 "\(route).forward_token", n,
                 "cannot be used with token_exchange: the upstream gets the exchanged token, never the caller's")
+        }
+        if let n = m["api_keys"] {
+            r.problem(
+                "\(route).api_keys", n, "cannot be used with token_exchange: a key's caller has no token to exchange")
         }
         return true
     }

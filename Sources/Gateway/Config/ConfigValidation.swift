@@ -51,16 +51,18 @@ enum ConfigValidation {
         switch x.auth {
         case .none:
             present(
-                ["issuers", "require", "forward_token", "token_in_query", "token_in_body", "dpop"],
+                ["issuers", "require", "forward_token", "token_in_query", "token_in_body", "dpop", "api_keys"],
                 "has no effect with auth: none; remove it or set auth")
         case .login:
             present(
                 ["issuers", "dpop", "token_in_query", "token_in_body"],
                 "has no effect with auth: login (use auth: login_or_token to accept tokens too)")
+            present(["api_keys"], "keys are refused on login routes (a browser signs in)")
         case .login_or_token:
             // A credential in the URL or body would reach the upstream on the session path.
             present(["token_in_query", "token_in_body"], "is not accepted with auth: login_or_token")
-        case .bearer, .dpop, .token: break
+            present(["api_keys"], "keys are refused on login routes (a browser signs in)")
+        case .bearer, .dpop, .token, .api_key: break
         }
         if x.tokens?.tokenExchange != nil, x.tokens?.dpop?.forwardProof == true {
             r.problem(

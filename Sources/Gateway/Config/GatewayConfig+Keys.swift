@@ -100,6 +100,9 @@ extension GatewayConfig {
         .init(
             "signatures", type: "mapping: a policy's name to its verifier (below)", default: "none",
             by: "ConfigParser.signatures"),
+        .init(
+            "api_keys", type: "mapping: a key set's name to its file (below)", default: "none",
+            by: "ConfigParser.apiKeySets"),
         .init("login", type: "mapping (below)", default: "each key's default", by: "ConfigParser.login"),
         .init("decision", type: "bool or mapping (below)", default: "off", by: "ConfigParser.decision"),
         .init("pages_dir", type: "path of a directory", default: "none (built-in pages)", by: "ConfigParser.pages"),

@@ -18,6 +18,8 @@ public struct GatewayConfig: Sendable {
     var authorizers: [String: AuthorizerConfig] = [:]
     /// `signatures:`: named HTTP Message Signature verifiers that routes name (`verify_signature`).
     var signatures: [String: SignaturePolicy] = [:]
+    /// `api_keys:`: named key sets that routes name (`api_keys:`, `auth: api_key`).
+    var apiKeySets: [String: APIKeySetConfig] = [:]
     var trustedProxies: [CIDR] = []
     var limits = Limits()
     var accessLog = AccessLogConfig.on(AccessLogOutput())
@@ -254,7 +256,7 @@ struct UpstreamTLSConfig: Sendable, Equatable {
 /// `auth:` per route as written (docs/configuration.md); the parser turns it
 /// into the route's `RouteAuth`.
 enum AuthMode: String, Sendable, CaseIterable {
-    case none, bearer, dpop, token, login, login_or_token
+    case none, bearer, dpop, token, login, login_or_token, api_key
 }
 
 struct RouteConfig: Sendable {

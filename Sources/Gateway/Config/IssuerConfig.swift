@@ -263,6 +263,12 @@ struct TokenRouteConfig: Sendable {
     private(set) var exchangeStorage: TokenExchangeConfig.Stored? = nil
     /// `auth: bearer`, `dpop` or `token`: the schemes accepted, and how DPoP proofs are checked.
     var schemes = TokenSchemes.bearer
+    /// `api_keys`: the key sets whose keys pass beside the issuers' tokens; with `keysOnly`
+    /// (`auth: api_key`), in their place.
+    var apiKeySets: [String] = []
+    var keysOnly = false
+    /// Where those sets' keys come in a request.
+    var apiKeys = APIKeyLocations(sets: [], [:])
 
     /// How DPoP proofs are checked (RFC 9449); nil on a `bearer` route, which accepts none.
     var dpop: DPoPRouteConfig? { schemes.dpop }

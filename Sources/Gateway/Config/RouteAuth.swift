@@ -25,10 +25,11 @@ indirect enum RouteAuth: Sendable {
     }
 
     /// The `issuers` entries (by name) that vouch for this route's callers: its token
-    /// issuers and its login clients' issuers. With more than one, a `sub`, a `client_id` or
+    /// issuers, its key sets (`api_keys`) and its login clients' issuers. With more than one, a `sub`, a `client_id` or
     /// a claim names a caller only together with the issuer that said it.
     func vouchers(clients all: [String: ClientConfig]) -> Set<String> {
-        Set(tokenRoute?.issuers ?? []).union((loginRoute?.clients ?? []).compactMap { all[$0]?.issuer })
+        Set((tokenRoute?.issuers ?? []) + (tokenRoute?.apiKeySets ?? [])).union(
+            (loginRoute?.clients ?? []).compactMap { all[$0]?.issuer })
     }
 
     /// The access-token part of a `bearer`, `dpop`, `token` or `login_or_token` route.

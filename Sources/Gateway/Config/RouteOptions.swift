@@ -120,8 +120,11 @@ extension RouteConfig {
         .init("match", type: "mapping (below)", default: "none: required", by: "ConfigParser.routeMatch"),
         .init("upstream", type: "an `upstreams:` name", default: "none: required", by: "ConfigParser.routes"),
         .init(
-            "auth", type: "`none`, `bearer`, `dpop`, `token`, `login` or `login_or_token`", default: "none: required",
-            by: "ConfigParser.routes"),
+            "auth", type: "`none`, `bearer`, `dpop`, `token`, `login`, `login_or_token` or `api_key`",
+            default: "none: required", by: "ConfigParser.routes"),
+        .init(
+            "api_keys", type: "an `api_keys:` name, or a list of them", default: "none (required for `api_key`)",
+            by: "ConfigParser.tokenRoute"),
         .init(
             "issuers", type: "list of `issuers:` names", default: "none (required for token routes)",
             by: "ConfigParser.tokenRoute"),

@@ -55,7 +55,9 @@ enum DecisionVerdict {
             else { return nil }
             return String(credential[credential.index(after: space)...])
         }
-        guard route.options.auth.tokenRoute?.forwardToken == true, let credential = head.fields.first("Authorization"),
+        // A key is no token: it is never handed on, whatever the route forwards.
+        guard !admission.byKey, route.options.auth.tokenRoute?.forwardToken == true,
+            let credential = head.fields.first("Authorization"),
             let space = credential.firstIndex(of: " ")
         else { return nil }
         return String(credential[credential.index(after: space)...]).trimmingCharacters(in: .whitespaces)

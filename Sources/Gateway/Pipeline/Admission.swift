@@ -25,6 +25,12 @@ final class Admission {
     var upstreamProof: UpstreamProof? = nil
     /// The connection's memo of this token's admission (`BearerMemo`), where one stands.
     let bearerMemo: BearerMemo?
+    /// An API key admitted the request (`token` holds its entry's claims): no field the
+    /// key came in goes upstream, Authorization included.
+    var byKey = false
+
+    /// No credential the client sent goes upstream: a session or a key admitted it.
+    var dropsCredential: Bool { session || byKey }
 
     /// The verified access token: what an MCP call's rules are checked against.
     var token: VerifiedAccessToken? { accessToken?.token }

@@ -19,7 +19,7 @@ final class ExtAuthzVerdictStage: Stage {
         let a = check.attributes
         let admission = request.admitted
         let rule = request.forwarding.clientFieldRule(
-            listed: [], session: admission.session, preflight: admission.preflight, peerTrusted: false)
+            listed: [], session: admission.dropsCredential, preflight: admission.preflight, peerTrusted: false)
         let identity = admission.verdictIdentity(method: a.method, scheme: a.scheme, host: a.host, target: a.path)
         let verdict = CheckVerdict.allowed(
             identity: identity, fields: a.fields, rule: rule, responseFields: request.context.response.added)

@@ -80,7 +80,10 @@ final class RequestContext {
 struct CallerIdentity {
     var subject: String?
     var clientID: String?
+    /// The issuer's config name, or the key set's for a key's caller.
     var issuer: String?
+    /// The public id of the API key that admitted the request (never the key).
+    var apiKey: String? = nil
 }
 
 /// The kind of a request, fixed by the time its route's stages run.

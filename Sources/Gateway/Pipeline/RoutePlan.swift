@@ -35,6 +35,8 @@ final class RoutePlan {
     let forwardsCredential: Bool
     /// Whether the client's DPoP proof goes upstream (`forward_proof`), on any route kind.
     let forwardsProof: Bool
+    /// The fields the route's API keys come in (lowercase): never forwarded.
+    let apiKeyFields: [[UInt8]]
     /// `certificate_headers`: empty on almost every route, so the client certificate is
     /// not even looked at.
     let certificateHeaders: [(header: String, field: CertificateField)]
@@ -69,6 +71,7 @@ final class RoutePlan {
         case .tokens(let tokens), .loginOrToken(_, let tokens): forwardsCredential = tokens.forwardToken
         }
         forwardsProof = route.options.auth.tokenRoute?.dpop?.forwardProof ?? false
+        apiKeyFields = route.options.auth.tokenRoute?.apiKeys.fields ?? []
         certificateHeaders = route.options.forwarding.certificateHeaders
         if let services {
             proxyStages = stages(services, decision: false)

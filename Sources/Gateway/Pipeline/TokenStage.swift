@@ -34,6 +34,21 @@ final class TokenStage: Stage {
         if let session, Cookies(request.head.fields).values[services.login.settings.sessionCookie] != nil {
             return session.run(request)
         }
+        if !tokens.apiKeys.isEmpty {
+            switch tokens.apiKeys.presented(request.head.fields) {
+            case .none:
+                if tokens.keysOnly { return noKey(request) }
+            case .ambiguous(let why):
+                return ambiguous(request, why)
+            case .key(let key, let sets, let inAuthorization):
+                // RFC 6750 §2: one credential per request; the gateway does not choose.
+                let authorization = request.head.fields.firstAndCount("Authorization").count
+                if inAuthorization ? authorization > 1 : (authorization > 0 && !tokens.keysOnly) {
+                    return ambiguous(request, "a token and an API key: send one")
+                }
+                return admitKey(request, key: key, sets: sets)
+            }
+        }
         if session == nil, let admission = admitRemembered(request) {
             request.admission = admission
             return .proceed

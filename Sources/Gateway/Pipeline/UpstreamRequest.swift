@@ -48,7 +48,8 @@ extension RouteResolver.Forwarding {
         var out = request(
             headers: ex.head.fields, listsConnectionOptions: ex.head.listsConnectionOptions,
             forwarded: ctx.forwarded, identity: identity,
-            session: admission.session, preflight: admission.preflight, body: spooled ?? admission.body ?? ex.body,
+            session: admission.dropsCredential, preflight: admission.preflight,
+            body: spooled ?? admission.body ?? ex.body,
             trace: ctx.trace, dropTraceContext: ctx.tracing.dropClientContext,
             grpcTimeout: ctx.state[GRPCDeadline.Key.self]?.value)
         if let signing = plan.upstream?.sign {

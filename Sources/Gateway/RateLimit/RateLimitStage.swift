@@ -24,7 +24,8 @@ final class RateLimitStage: KeyedStage {
         guard let all = plan.route.options.settings[Settings.self] else { return nil }
         let config = services.config
         let vouchers = plan.route.options.auth.vouchers(clients: config.clients)
-        let issuers = Set(config.issuers.keys)
+        // A key set vouches for its keys' callers as an issuer for its tokens' (`SET/VALUE`).
+        let issuers = Set(config.issuers.keys).union(config.apiKeySets.keys)
         let here = all.filter { $0.key.position == position }.map { $0.onRoute(vouchers: vouchers, issuers: issuers) }
         return here.isEmpty ? nil : RateLimitStage(policies: here, services: services)
     }

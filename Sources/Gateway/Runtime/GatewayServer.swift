@@ -17,6 +17,7 @@ public final class GatewayServer {
     private var shuttingDown = false
     private var graceTimer: LoopTimer?
     private var keyService: IssuerKeyService?
+    private var apiKeyService: APIKeyService?
     private var storeHealth: StoreHealth?
     private var listenerCertificates: ListenerCertificates?
     private var spoolBudget: SpoolBudget?
@@ -117,13 +118,18 @@ public final class GatewayServer {
         keys.attach(workers)
         keys.apply(config)
         keyService = keys
+        let apiKeys = APIKeyService(log: log)
+        apiKeys.attach(workers)
+        apiKeys.apply(config)
+        apiKeys.watch(loop: mainLoop)
+        apiKeyService = apiKeys
         if let addr = config.adminListen {
             let endpoints = AdminEndpoints(
                 loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
             endpoints.extraMetrics = { [weak keys, weak self, wallClock] in
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
                     + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
-                    + (self?.listenerCertificates?.metricsText ?? "")
+                    + (self?.listenerCertificates?.metricsText ?? "") + (self?.apiKeyService?.metricsText ?? "")
                     + SpoolMetrics.text([self?.spoolBudget, self?.requestSpoolBudget].compactMap { $0 })
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
@@ -234,6 +240,7 @@ public final class GatewayServer {
             history.applied(at: wallClock.now, restartNeeded: restartNeeded)
             warnInsecureUpstreams(new)
             keyService?.apply(new)
+            apiKeyService?.apply(new)
             let router = Router(routes: new.routes)
             for w in workers {
                 w.loop.execute { w.apply(new, router: router) }
@@ -261,7 +268,7 @@ public final class GatewayServer {
                     StatusReport.Certificate(
                         listen: "\(l.address)", file: $0.files.certFile, notAfter: $0.notAfter, sha256: $0.fingerprint)
                 }
-            })
+            }, apiKeys: apiKeyService?.keys ?? [:])
     }
 
     /// `insecure_skip_verify: true` is said out loud each time it takes effect.

@@ -37,6 +37,7 @@ extension Worker {
         s.clientConnections = servers.reduce(0) { $0 + $1.openConnections }
         s.inflight = metrics.inflight
         s.authorizers = services.policies.status
+        s.apiKeyLastUse = services.apiKeys.lastUse
         return s
     }
 }

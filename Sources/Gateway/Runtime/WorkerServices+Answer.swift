@@ -58,7 +58,8 @@ extension WorkerServices {
                     requestID: ctx.requestID, method: ctx.method, path: ctx.path, route: ctx.route, status: status,
                     bytes: bytes, durationMicros: Int((seconds * 1e6).rounded()),
                     upstreamMicros: Int((upstreamSeconds * 1e6).rounded()), sub: caller?.subject,
-                    clientID: caller?.clientID, issuer: caller?.issuer, rejection: ctx.rejection?.code,
+                    clientID: caller?.clientID, issuer: caller?.issuer, apiKey: caller?.apiKey,
+                    rejection: ctx.rejection?.code,
                     reason: reason ?? ctx.rejection?.reason?.code, detail: detail,
                     authz: authorization.map {
                         "\($0.authorizer):\($0.outcome.rawValue)\($0.cached ? ":cached" : "")"

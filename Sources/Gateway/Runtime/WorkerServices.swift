@@ -55,6 +55,8 @@ final class WorkerServices {
     let upstreamNonces = UpstreamNonces()
     /// Open tunnels (WebSocket after a 101) and their watches.
     let tunnels: Tunnels
+    /// The key sets' tables, as the main loop's APIKeyService last sent them.
+    let apiKeys = APIKeyTables()
     /// The keyed stages route plans may have (`StageCatalog`), fixed at start.
     let stages: StageCatalog
     /// Routes' rate limits: the store, the keys' digests, the keys known to be over.

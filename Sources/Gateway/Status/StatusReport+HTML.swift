@@ -20,7 +20,8 @@ extension StatusReport {
         out += "<p>Version <code>\(e(version))</code> · generated \(e(Self.rfc3339(generatedAt)))"
         out +=
             " · <span id=\"started\">started \(e(Self.rfc3339(startedAt))), up \(e(Self.duration(uptime)))</span></p>"
-        out += configSection + routesSection + issuersSection + upstreamsSection + authorizersSection + storeSection
+        out += configSection + routesSection + issuersSection + upstreamsSection + authorizersSection + apiKeysSection
+        out += storeSection
         out += certificatesSection
         out += "<h2>Connections</h2><table id=\"connections\">" + row("WebSocket tunnels open", "\(tunnelsOpen)")
         out += row("Client connections", "\(clientConnections)") + row("Requests in flight", "\(inflight)") + "</table>"

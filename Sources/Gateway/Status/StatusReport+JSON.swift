@@ -32,6 +32,7 @@ extension StatusReport {
                     ]))
             })
         top["certificates"] = certificatesJSON
+        top["api_keys"] = apiKeysJSON
         top["tunnels"] = .object(JSONObject(["open": Self.number(tunnelsOpen)]))
         top["connections"] = .object(
             JSONObject(["clients": Self.number(clientConnections), "requests_in_flight": Self.number(inflight)]))

@@ -78,14 +78,17 @@ struct StatusReport: Sendable {
     var certificates: [Certificate] = []
     /// Each authorizer (`authorizers`): its PDP, the endpoint in use and its decisions.
     var authorizers: [(name: String, url: String, status: AuthorizerStatus)] = []
+    /// Each key set's keys (StatusReport+APIKeys).
+    var apiKeySets: [(set: String, keys: [APIKeyRow])] = []
 
     /// `started`: when the process started (wall clock) and how long it has run.
     init(
         version: String, now: Double, started: (at: Double, uptime: Double), config: GatewayConfig,
         history: ConfigHistory, issuerKeys: [String: IssuerKeyState], store: Store, workers: WorkerStatus,
-        certificates: [Certificate] = []
+        certificates: [Certificate] = [], apiKeys: [String: [APIKeyEntry]] = [:]
     ) {
         self.certificates = certificates
+        apiKeySets = Self.apiKeyRows(apiKeys, lastUse: workers.apiKeyLastUse)
         self.version = version
         generatedAt = now
         startedAt = started.at
@@ -150,6 +153,7 @@ struct StatusReport: Sendable {
         case .none: .none
         case .login: .login
         case .loginOrToken: .login_or_token
+        case .tokens(let t) where t.keysOnly: .api_key
         case .tokens(let t):
             switch t.schemes {
             case .bearer: .bearer

@@ -13,8 +13,11 @@ struct WorkerStatus: Sendable {
     var inflight = 0
     /// Each authorizer's PDP as the workers see it.
     var authorizers: [String: AuthorizerStatus] = [:]
+    /// When each key (by set, then id) last admitted a request: the latest of the workers'.
+    var apiKeyLastUse: [String: [String: Double]] = [:]
 
     mutating func add(_ o: WorkerStatus) {
+        apiKeyLastUse.merge(o.apiKeyLastUse) { $0.merging($1, uniquingKeysWith: max) }
         authorizers.merge(o.authorizers) { $0.adding($1) }
         generations += o.generations
         upstreams.merge(o.upstreams) { $0.adding($1) }

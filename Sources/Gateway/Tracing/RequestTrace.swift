@@ -75,6 +75,8 @@ final class RequestTrace {
         if let reason = ctx.rejection?.reason?.code {
             attributes.append(A("tokengate.refusal.reason", .string(reason)))
         }
+        // The API key that admitted the request, by its public id (never the key).
+        if let key = ctx.caller?.apiKey { attributes.append(A("tokengate.api_key.id", .string(key))) }
         if let a = ctx.state[AuthorizationNote.Key.self] {
             attributes.append(A("tokengate.authz.authorizer", .string(a.authorizer)))
             attributes.append(A("tokengate.authz.decision", .string(a.outcome.rawValue)))

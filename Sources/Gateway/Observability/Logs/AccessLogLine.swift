@@ -12,6 +12,8 @@ struct AccessLogRecord {
     var sub: String?
     var clientID: String?
     var issuer: String?
+    /// The public id of the API key that admitted the request (never the key).
+    var apiKey: String? = nil
     var rejection: String?
     var reason: String?
     var detail: String?
@@ -43,7 +45,7 @@ struct TunnelLogRecord {
 /// "Access log"): `ts`, `level`, `msg` first, as in every other log line, then
 ///
 /// - `access`: `request_id`, `method`, `path`, `route`, `status`, `bytes`, `duration_ms`,
-///   `upstream_ms`, then, only when known, `sub`, `client_id`, `issuer`, `rejection`,
+///   `upstream_ms`, then, only when known, `sub`, `client_id`, `issuer`, `api_key`, `rejection`,
 ///   `reason`, `detail`, `authz`, `authz_ms`, `path_params` (an object, in template order),
 ///   `mcp.method`, `mcp.name`;
 /// - `tunnel`: `request_id`, `route`, `path`, `reason`, `bytes_to_upstream`,
@@ -58,7 +60,7 @@ enum AccessLogLine {
     /// Appends the line, its bound reserved once and its bytes written in one pass.
     static func append(_ r: consuming AccessLogRecord, to line: inout JSONLineBytes) {
         var bound = fixedBound + strings(r.requestID, r.method, r.path, r.route)
-        bound += strings(r.sub, r.clientID, r.issuer) + strings(r.rejection, r.reason, r.detail, r.authz)
+        bound += strings(r.sub, r.clientID, r.issuer, r.apiKey) + strings(r.rejection, r.reason, r.detail, r.authz)
         bound += strings(r.mcpMethod, r.mcpName)
         // `,"path_params":{}` and, per variable, its two strings, ":" and ",".
         for p in r.pathParameters.list {
@@ -81,6 +83,7 @@ enum AccessLogLine {
             string("sub", r.sub, to: &o)
             string("client_id", r.clientID, to: &o)
             string("issuer", r.issuer, to: &o)
+            string("api_key", r.apiKey, to: &o)
             string("rejection", r.rejection, to: &o)
             string("reason", r.reason, to: &o)
             string("detail", r.detail, to: &o)
