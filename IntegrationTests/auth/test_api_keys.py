@@ -12,7 +12,7 @@ import requests
 
 from support.gateway import BIN, raw_request, sent_headers as sent
 from support.waiting import wait_for
-from test_bearer import JWKSServer, ec_key, token
+from test_bearer import idp, token  # noqa: F401 — idp is a fixture
 
 
 def keys(path, *args):
@@ -69,14 +69,6 @@ routes:
     upstream: app
     auth: none
 """
-
-
-@pytest.fixture
-def idp():
-    s = JWKSServer()
-    s.keys = [ec_key("one-1")]
-    yield s
-    s.stop()
 
 
 @pytest.fixture

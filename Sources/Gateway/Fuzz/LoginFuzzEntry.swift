@@ -5,13 +5,18 @@ import OAuth
 /// target `LoginFuzz` in `fuzz/` and the corpus replay test call these): Cookie headers
 /// (`Cookies`, `CookieFilter`), the sealed session cookie, whole or in chunks
 /// (`CookieSessionStore`, `SessionEncoding`), the login start's `rd` and the callback's
-/// query as the worker reads them. They return normally on every input; a failed
+/// query as the worker reads them; and API keys (a presented key, the key fields, the key file). They return normally on every input; a failed
 /// `fuzzInvariant` is a finding.
 public enum LoginFuzzEntry {
-    /// The first byte's two low bits choose the input's kind; the rest is its bytes.
+    /// The first byte's two low bits choose the input's kind (0xF0 and up: API keys,
+    /// LoginFuzzEntry+APIKeys); the rest is its bytes.
     public static func all(_ data: [UInt8]) {
         guard let first = data.first else { return }
         let rest = Array(data.dropFirst())
+        if first >= 0xF0 {
+            apiKeys(rest, kind: first)
+            return
+        }
         switch first & 3 {
         case 0: cookieHeaders(String(decoding: rest, as: UTF8.self))
         case 1: sessionCookie(rest)

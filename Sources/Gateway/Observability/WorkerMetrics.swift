@@ -91,9 +91,8 @@ final class WorkerMetrics {
         signatureRefusals[policy + "\u{0}" + reason, default: 0] += 1
     }
 
-    /// Keys checked, by set and outcome (`set\0outcome`; APIKeyTable.Outcome.label).
-    private(set) var apiKeyChecks: [String: Int] = [:]
-    func apiKeyAuth(set: String, outcome: String) { apiKeyChecks[set + "\u{0}" + outcome, default: 0] += 1 }
+    /// API keys presented, by set and outcome.
+    var apiKeys = APIKeyMetrics()
 
     func snapshot(upstreamConnections: [String: Int], clientConnections: Int, tokenCache: (hits: Int, misses: Int))
         -> MetricsSnapshot
@@ -109,7 +108,7 @@ final class WorkerMetrics {
             clientConnections: clientConnections, authFailures: authFailures,
             tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses,
             callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds, signatureRefusals: signatureRefusals,
-            apiKeyChecks: apiKeyChecks, mcpCalls: mcpCalls)
+            apiKeys: apiKeys, mcpCalls: mcpCalls)
     }
 }
 
@@ -138,7 +137,7 @@ struct MetricsSnapshot: Sendable {
     var tunnels = TunnelMetrics()
     /// Rate limits: refusals by route and policy, store failures.
     var signatureRefusals: [String: Int] = [:]
-    var apiKeyChecks: [String: Int] = [:]
+    var apiKeys = APIKeyMetrics()
     var mcpCalls = MCPCallMetrics()
     var rateLimits = RateLimitMetrics()
     var authorization = AuthorizationMetrics()
@@ -146,7 +145,7 @@ struct MetricsSnapshot: Sendable {
     mutating func add(_ o: MetricsSnapshot) {
         mcpCalls.add(o.mcpCalls)
         signatureRefusals.merge(o.signatureRefusals, uniquingKeysWith: +)
-        apiKeyChecks.merge(o.apiKeyChecks, uniquingKeysWith: +)
+        apiKeys.add(o.apiKeys)
         rateLimits.add(o.rateLimits)
         authorization.add(o.authorization)
         dpopUnchecked += o.dpopUnchecked
@@ -233,13 +232,7 @@ struct MetricsSnapshot: Sendable {
             let parts = key.split(separator: "\u{0}", maxSplits: 1).map(String.init)
             out.sample("tokengate_signature_refusals_total", [("policy", parts[0]), ("reason", parts.last ?? "")], n)
         }
-        out.family(
-            "tokengate_api_key_auth_total", .counter,
-            help: "API keys presented, by set and outcome (ok, unknown, malformed, expired, not_yet_valid).")
-        for (key, n) in apiKeyChecks.sorted(by: { $0.key < $1.key }) {
-            let parts = key.split(separator: "\u{0}", maxSplits: 1).map(String.init)
-            out.sample("tokengate_api_key_auth_total", [("set", parts[0]), ("outcome", parts.last ?? "")], n)
-        }
+        apiKeys.write(to: &out)
         out.single("tokengate_ready", .gauge, help: "Whether the gateway reports ready.", ready ? 1 : 0)
         return out.text
     }
