@@ -245,8 +245,13 @@ final class MCPStage: Stage {
             // MCP authorization 2025-11-25 ("Scope Challenge Handling"): the scopes this
             // call needs, the route's included, so one step-up suffices.
             let scopes = ConfigParser.scopes(of: [tokens.requirement] + needs)
-            let denial = refusals.insufficientScope(
+            var denial = refusals.insufficientScope(
                 needs: scopes, scheme: admission.tokenScheme, detail: "mcp: \(call): \(failure)")
+            // A keys-only route's callers are told to come back with a key (its set's scheme),
+            // as the route's own refusals tell them (TokenStage+APIKey).
+            if tokens.keysOnly {
+                for i in denial.challenges.indices { denial.challenges[i].scheme = tokens.apiKeys.challengeScheme }
+            }
             let authFailure = AuthFailure(denial)
             ctx.rejection = .refused(authFailure)
             services.metrics.authFailure(authFailure)
