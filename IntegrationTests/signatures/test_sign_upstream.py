@@ -181,3 +181,24 @@ def test_the_default_components_cover_the_routes_identity_headers(gateway_factor
     covered = {k.strip('"'): v for k, v in seen["covered"].items()}
     assert covered["x-user"] == "carol"
     assert {"@method", "@target-uri", "content-digest"} <= set(covered)
+
+
+def test_the_signature_covers_the_upstreams_injected_credential(gateway_factory, verifying, idp, tmp_path):
+    """An upstream with `credentials` and `sign`: the credential is added before the request is
+    signed, so a `components` list that names its field covers the value the gateway sent, never
+    the client's copy."""
+    secret = tmp_path / "billing-key"
+    secret.write_text("billing-key-0123456789\n")
+    text = config(verifying.port, idp, gateway_key(tmp_path)).replace(
+        '"content-digest"]\n', '"content-digest", "x-billing-key"]\n').replace(
+        "      tag: tokengate-upstream\n",
+        f'      tag: tokengate-upstream\n    credentials: {{ header: {{ name: X-Billing-Key, value_file: "{secret}" }} }}\n')
+    gw = gateway_factory(text)
+    verifying.public_keys = {"gw-1": published_key(gw)}
+    r = requests.get(gw.url("/api/bill"), timeout=5, headers={
+        "Authorization": "Bearer " + mint(idp.keys[0], sub="dave"), "X-Billing-Key": "forged"})
+    assert r.status_code == 200
+    [seen] = verifying.results
+    assert seen["ok"], seen
+    covered = {k.strip('"'): v for k, v in seen["covered"].items()}
+    assert covered["x-billing-key"] == "billing-key-0123456789"

@@ -16,8 +16,8 @@ real server does only when it misbehaves. The request path picks the behaviour:
 WINDOW_UPDATE) and then never sends another, as a server with a large window does while a
 request fits in it.
 
-It records each request's path and each RST_STREAM it receives (`resets`: stream id → error
-code), and counts connections.
+It records each request's path, its header fields (`heads`: (name, value) pairs, in order),
+and each RST_STREAM it receives (`resets`: stream id → error code), and counts connections.
 """
 import socket
 import threading
@@ -38,6 +38,7 @@ class H2Upstream:
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.paths = []
+        self.heads = []
         self.resets = []
         self.connections = 0
         self.lock = threading.Lock()
@@ -76,6 +77,8 @@ class H2Upstream:
                         paths[event.stream_id] = headers[":path"]
                         with self.lock:
                             self.paths.append(headers[":path"])
+                            self.heads.append([(k.decode() if isinstance(k, bytes) else k,
+                                                v.decode() if isinstance(v, bytes) else v) for k, v in event.headers])
                         bodies[event.stream_id] = b""
                     elif isinstance(event, h2.events.DataReceived):
                         bodies[event.stream_id] = bodies.get(event.stream_id, b"") + event.data

@@ -7,7 +7,7 @@ import Reactor
 /// Redirects are not followed: these requests carry credentials, and must not be sent on
 /// elsewhere, perhaps in clear text.
 final class BackChannelFetchers {
-    private let loop: EventLoop
+    let loop: EventLoop
     private var fetchers: [String: HTTPFetcher] = [:]
 
     init(loop: EventLoop) { self.loop = loop }

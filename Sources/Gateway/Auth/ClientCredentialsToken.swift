@@ -20,11 +20,16 @@ struct ClientCredentialsGrant: Sendable, Equatable {
 /// asked for once however many calls wait on it, and dropped when the party it was sent to
 /// refuses it (a 401: revoked, or the AS rotated its keys), so the next call asks again —
 /// but not within `refusalBackoff` seconds of a refusal: a PDP that refuses every token
-/// would otherwise have the AS asked once per call. Each worker holds its own.
+/// would otherwise have the AS asked once per call. Each worker holds its copy; with
+/// `shared`, the process's workers ask once between them (`ProcessGrantTokens`).
 final class ClientCredentialsToken {
     let grant: ClientCredentialsGrant
     private let client: ClientConfig
     private let fetcher: HTTPFetcher
+    private let loop: EventLoop
+    /// The process's held tokens and the key this grant is held under there; nil: this
+    /// worker's alone.
+    private let shared: (tokens: ProcessGrantTokens, key: String)?
     private var held: (token: String, until: Double)?
     private var waiting: [(Result<String, ClientCredentialsError>) -> Void] = []
     /// The issuer's token endpoint as its metadata says (set as metadata arrives).
@@ -40,10 +45,39 @@ final class ClientCredentialsToken {
     /// The most `expires_in` is believed: a token is asked for again at least daily.
     static let maxLifetime: Int64 = 86_400
 
-    init(grant: ClientCredentialsGrant, client: ClientConfig, fetchers: BackChannelFetchers) {
+    init(
+        grant: ClientCredentialsGrant, client: ClientConfig, fetchers: BackChannelFetchers,
+        shared: ProcessGrantTokens? = nil
+    ) {
         self.grant = grant
         self.client = client
+        loop = fetchers.loop
         fetcher = fetchers.fetcher(issuer: grant.issuer, caFile: grant.caFile, client: client)
+        self.shared = shared.map { ($0, Self.key(grant, client)) }
+    }
+
+    /// What names the grant among the process's tokens: the AS, the client that asks and how
+    /// it authenticates, and the scope. Two upstreams with the same grant share one token.
+    static func key(_ grant: ClientCredentialsGrant, _ client: ClientConfig) -> String {
+        [
+            grant.issuer, grant.endpoint ?? "", grant.scope ?? "", grant.clientName,
+            client.authentication.clientID
+        ].joined(separator: "\u{0}")
+    }
+
+    /// The token this worker holds, while it may be used: a request that finds one goes on
+    /// at once.
+    var current: String? {
+        guard let held, usable(held, now: ProcessInfo.processInfo.systemUptime) else { return nil }
+        return held.token
+    }
+
+    /// Whether this worker's copy may go: before its time is up, and, when the process shares
+    /// it, while the process still holds it (another worker may have seen it refused).
+    private func usable(_ held: (token: String, until: Double), now: Double) -> Bool {
+        guard now < held.until else { return false }
+        guard let shared else { return true }
+        return shared.tokens.holds(shared.key, token: held.token)
     }
 
     /// The issuer's metadata: its token endpoint, or for a client with a certificate the
@@ -55,14 +89,28 @@ final class ClientCredentialsToken {
     /// The token, held or asked for now; `timeout` bounds the ask. `done` runs on this loop.
     func get(timeout: Double, done: @escaping (Result<String, ClientCredentialsError>) -> Void) {
         let now = ProcessInfo.processInfo.systemUptime
-        if let held, now < held.until { return done(.success(held.token)) }
+        if let held, usable(held, now: now) { return done(.success(held.token)) }
         held = nil
         if let until = refusedUntil, now < until {
             return done(.failure(.init("the last token was refused; none asked for until the backoff ends")))
         }
         waiting.append(done)
         guard waiting.count == 1 else { return }
-        ask(timeout: timeout)
+        guard let shared else { return ask(timeout: timeout, lead: nil) }
+        let role = shared.tokens.join(shared.key, loop: loop, now: now) { [weak self] outcome, until in
+            self?.landShared(outcome, until: until)
+        }
+        switch role {
+        case .held(let token, let until): landShared(.success(token), until: until)
+        case .waiting: return
+        case .leader(let lead): ask(timeout: timeout, lead: lead)
+        }
+    }
+
+    /// Another worker's outcome (or the process's held token): held here too, until the same time.
+    private func landShared(_ outcome: ProcessGrantTokens.Outcome, until: Double) {
+        if case .success(let token) = outcome { held = (token, until) }
+        land(outcome)
     }
 
     /// The token was refused where it was sent: never sent again, and no new one asked for
@@ -70,6 +118,7 @@ final class ClientCredentialsToken {
     func drop(_ token: String) {
         guard held?.token == token else { return }
         held = nil
+        if let shared { shared.tokens.drop(shared.key, token: token) }
         refusedUntil = ProcessInfo.processInfo.systemUptime + Self.refusalBackoff
     }
 
@@ -81,7 +130,12 @@ final class ClientCredentialsToken {
         return max(life / 2, life - 30)
     }
 
-    private func ask(timeout: Double) {
+    /// Asks the AS; `lead`: this worker asks for the process, whose other workers wait on it.
+    private func ask(timeout: Double, lead: ProcessGrantTokens.Lead?) {
+        let land = { [self] (outcome: ProcessGrantTokens.Outcome) in
+            if let lead, let shared { shared.tokens.finish(lead, outcome, until: held?.until ?? 0) }
+            self.land(outcome)
+        }
         guard let endpoint = grant.endpoint ?? discoveredEndpoint else {
             return land(.failure(.init("no token endpoint known for \(grant.issuer) (its metadata not read yet)")))
         }

@@ -55,6 +55,9 @@ enum UnavailableReason: String, CaseIterable, Sendable {
     /// A `token_exchange` route got no token for its upstream: the AS could not be asked,
     /// or its answer was no usable token for the target (RFC 8693 §2.2.1).
     case tokenNotExchanged = "token_not_exchanged"
+    /// An upstream's `credentials` token could not be had: its AS could not be asked, or
+    /// gave no usable token.
+    case upstreamCredentialUnavailable = "upstream_credential_unavailable"
 
     var code: String { rawValue }
 }

@@ -53,6 +53,7 @@ public enum ConfigParser {
         if let node = top["decision"] { cfg.decision = decision(node, r) }
         if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
+        upstreamCredentials(top["upstreams"], into: &cfg.upstreams, clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
         cfg.authorizers = authorizers(top["authorizers"], clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.signatures = signatures(top["signatures"], issuers: cfg.issuers, r)

@@ -32,6 +32,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case upstream = "upstreams.NAME"
     case upstreamTLS = "upstreams.NAME.tls"
     case upstreamSign = "upstreams.NAME.sign"
+    case upstreamCredentials = "upstreams.NAME.credentials"
+    case upstreamCredentialHeader = "upstreams.NAME.credentials.header"
+    case upstreamCredentialGrant = "upstreams.NAME.credentials.client_credentials"
     case responseSign = "routes[].sign_response"
     case route = "routes[]"
     case routeMatch = "routes[].match"
@@ -101,6 +104,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .routeDPoP: DPoPRouteConfig.keyTable.docs
         case .upstream: UpstreamConfig.keyTable.docs
         case .upstreamTLS: UpstreamTLSConfig.keyTable.docs
+        case .upstreamCredentials: UpstreamCredentialsConfig.keyTable.docs
+        case .upstreamCredentialHeader: UpstreamCredentialsConfig.headerKeyTable.docs
+        case .upstreamCredentialGrant: UpstreamCredentialsConfig.grantKeyTable.docs
         case .route: RouteConfig.keyTable.docs + StageCatalog.gateway.routeKeys.docs
         }
     }

@@ -50,6 +50,9 @@ extension ConfigParser {
         },
         .init("multi-tenant issuers", .check) { cfg, top, r in templateIssuerUses(cfg, top: top, r) },
         .init("roles on login routes", .check) { cfg, _, r in rolesOnLoginRoutes(cfg, r) },
+        .init("upstream credentials", .check) { cfg, top, r in
+            upstreamCredentialRoutes(cfg, routesNode: top["routes"], r)
+        },
         .init("warnings", .derive) { cfg, top, _ in cfg.warnings = warnings(cfg, top: top) },
         .init("default listener", .derive) { cfg, top, _ in
             if cfg.listeners.isEmpty && top["listen"] == nil {

@@ -220,6 +220,8 @@ struct UpstreamConfig: Sendable {
     var tls: UpstreamTLSConfig?
     /// `sign`: requests to this upstream carry the gateway's HTTP Message Signature.
     var sign: MessageSigningConfig?
+    /// `credentials`: what the gateway adds to every request it sends here.
+    var credentials: UpstreamCredentialsConfig?
     /// Built from `tls` by the parser, once per config load (so a reload reads rotated
     /// files, and gets new pools).
     var tlsContext: UpstreamTLSContext?

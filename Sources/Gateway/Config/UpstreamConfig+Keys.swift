@@ -56,6 +56,9 @@ extension UpstreamConfig {
             "sign", type: "mapping (below): sign requests (RFC 9421)", default: "none: not signed",
             by: "ConfigParser.upstreams"),
         .init(
+            "credentials", type: "mapping (below): the upstream's own credential, added to every request",
+            default: "none: nothing added", by: "ConfigParser.upstreamCredentials"),
+        .init(
             "tls", type: "mapping (below), `https://` URLs only",
             default: "verify against the system's CAs and the URL's host", by: "ConfigParser.upstreams"),
         // The connection cap and its wait queue: docs/proxy.md ("Limits") says why the

@@ -168,7 +168,7 @@ struct ExtAuthzAnswer {
                 policy: requestPolicy, listed: [], reservedPrefix: requestPolicy.reservedPrefix,
                 peerTrusted: false, dropAuthorization: false, dropProof: false, dropTraceContext: false,
                 preflight: false,
-                ownCookies: [], keyFields: [])
+                ownCookies: [], ownedFields: [])
             verdict = CheckVerdict.allowed(identity: [], fields: judged.fields, rule: rule, responseFields: [])
         } else {
             // The service failing only where it cannot judge (a store, key server or AS out);

@@ -23,6 +23,9 @@ extension RoutePlan {
         if let exchange {
             chain.append(TokenExchangeStage(services: services, exchange: exchange, upstreamTimeout: upstream?.timeout))
         }
+        if let upstream, let credentials = upstream.credentials {
+            chain.append(UpstreamCredentialStage(services: services, upstream: upstream, credentials: credentials))
+        }
         chain += keyed.stages(at: .beforeUpstream, self, services, decision: decision)
         // Toward the upstream: the request made, its body read, room on the pool, the call.
         if let pool {

@@ -35,8 +35,9 @@ final class RoutePlan {
     let forwardsCredential: Bool
     /// Whether the client's DPoP proof goes upstream (`forward_proof`), on any route kind.
     let forwardsProof: Bool
-    /// The fields the route's API keys come in (lowercase): never forwarded.
-    let apiKeyFields: [[UInt8]]
+    /// The client's fields the gateway owns on this route (lowercase), never forwarded: the
+    /// ones its API keys come in, and the one its upstream's `credentials` go in.
+    let ownedFields: [[UInt8]]
     /// `certificate_headers`: empty on almost every route, so the client certificate is
     /// not even looked at.
     let certificateHeaders: [(header: String, field: CertificateField)]
@@ -65,13 +66,20 @@ final class RoutePlan {
         mcp = route.options.auth.tokenRoute?.mcp
         exchange = route.options.auth.tokenRoute?.tokenExchange
         exchanges = exchange != nil
+        let credentials = upstream?.credentials
         switch route.options.auth {
-        case .none: forwardsCredential = true
+        case .none: forwardsCredential = credentials?.replacesAuthorization != true
         case .login: forwardsCredential = false
-        case .tokens(let tokens), .loginOrToken(_, let tokens): forwardsCredential = tokens.forwardToken
+        case .tokens(let tokens), .loginOrToken(_, let tokens):
+            forwardsCredential = tokens.forwardToken && credentials?.replacesAuthorization != true
         }
         forwardsProof = route.options.auth.tokenRoute?.dpop?.forwardProof ?? false
-        apiKeyFields = route.options.auth.tokenRoute?.apiKeys.fields ?? []
+        var owned = route.options.auth.tokenRoute?.apiKeys.fields ?? []
+        if let credentials, !credentials.replacesAuthorization {
+            let field = Array(credentials.fieldName.utf8)
+            if !owned.contains(field) { owned.append(field) }
+        }
+        ownedFields = owned
         certificateHeaders = route.options.forwarding.certificateHeaders
         if let services {
             proxyStages = stages(services, decision: false)

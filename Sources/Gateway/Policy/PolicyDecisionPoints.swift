@@ -25,8 +25,14 @@ final class PolicyDecisionPoints {
         metrics.record(authorizer, outcome: outcome, cached: cached, micros: micros)
     }
 
-    init(loop: EventLoop, cache: PolicyDecisionCache, wallClock: any WallClock) {
+    /// The process's client-credentials tokens, which the PDPs' tokens are asked for through.
+    private let grantTokens: ProcessGrantTokens?
+
+    init(
+        loop: EventLoop, cache: PolicyDecisionCache, wallClock: any WallClock, grantTokens: ProcessGrantTokens? = nil
+    ) {
         self.loop = loop
+        self.grantTokens = grantTokens
         self.cache = cache
         self.wallClock = wallClock
         fetchers = BackChannelFetchers(loop: loop)
@@ -47,7 +53,8 @@ final class PolicyDecisionPoints {
         for (name, a) in config.authorizers {
             var tokenSource: ClientCredentialsToken?
             if case .client(let grant) = a.auth, let registration = config.clients[grant.clientName] {
-                tokenSource = ClientCredentialsToken(grant: grant, client: registration, fetchers: fetchers)
+                tokenSource = ClientCredentialsToken(
+                    grant: grant, client: registration, fetchers: fetchers, shared: grantTokens)
                 if let known = tokenEndpoints[grant.issuer] { tokenSource?.discovered(known) }
             }
             // Kept when nothing changed; a client's registration (its secret, its key) may have

@@ -173,7 +173,7 @@ enum RouteResolver {
                 policy: policy, listed: listed, reservedPrefix: policy.reservedPrefix,
                 peerTrusted: peerTrusted ?? self.peerTrusted, dropAuthorization: dropAuthorization,
                 dropProof: dropProof, dropTraceContext: dropTraceContext, preflight: preflight,
-                ownCookies: policy.ownCookies, keyFields: plan.apiKeyFields)
+                ownCookies: policy.ownCookies, ownedFields: plan.ownedFields)
         }
 
         /// `session`: a browser session authenticated the request (then no client-sent
@@ -255,8 +255,9 @@ enum RouteResolver {
         /// The gateway's own cookies (sealed sessions, login state), which are not the
         /// upstream's: the Cookie fields are dropped, then sent again without them.
         let ownCookies: Set<String>
-        /// The fields the route's API keys come in: dropped whoever the caller.
-        let keyFields: [[UInt8]]
+        /// The fields the gateway owns on the route (its API keys', its upstream credential's):
+        /// dropped whoever the caller.
+        let ownedFields: [[UInt8]]
         /// The client's `grpc-timeout`, which the gateway replaces with the deadline it keeps.
         var dropGRPCTimeout = false
 
@@ -270,7 +271,7 @@ enum RouteResolver {
             if dropTraceContext && lists.contains(.traceContext) { return false }
             if !ownCookies.isEmpty && lists.contains(.cookie) { return false }
             if dropGRPCTimeout && lists.contains(.grpcTimeout) { return false }
-            if !keyFields.isEmpty && HeaderRules.equalsAny(name, keyFields) { return false }
+            if !ownedFields.isEmpty && HeaderRules.equalsAny(name, ownedFields) { return false }
             return HeaderRules.forwardsRequestHeader(
                 name, lists: lists, listed: listed, reservedPrefix: reservedPrefix, peerTrusted: peerTrusted)
         }

@@ -18,6 +18,7 @@ public final class GatewayServer {
     private var graceTimer: LoopTimer?
     private var keyService: IssuerKeyService?
     private var apiKeyService: APIKeyService?
+    private var upstreamSecrets: UpstreamSecretService?
     private var storeHealth: StoreHealth?
     private var listenerCertificates: ListenerCertificates?
     private var spoolBudget: SpoolBudget?
@@ -123,6 +124,11 @@ public final class GatewayServer {
         apiKeys.apply(config)
         apiKeys.watch(loop: mainLoop)
         apiKeyService = apiKeys
+        let secrets = UpstreamSecretService(log: log)
+        secrets.attach(workers)
+        secrets.apply(config)
+        secrets.watch(loop: mainLoop)
+        upstreamSecrets = secrets
         if let addr = config.adminListen {
             let endpoints = AdminEndpoints(
                 loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
@@ -130,6 +136,7 @@ public final class GatewayServer {
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
                     + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
                     + (self?.listenerCertificates?.metricsText ?? "") + (self?.apiKeyService?.metricsText ?? "")
+                    + (self?.upstreamSecrets?.metricsText ?? "")
                     + SpoolMetrics.text([self?.spoolBudget, self?.requestSpoolBudget].compactMap { $0 })
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
@@ -241,6 +248,7 @@ public final class GatewayServer {
             warnInsecureUpstreams(new)
             keyService?.apply(new)
             apiKeyService?.apply(new)
+            upstreamSecrets?.apply(new)
             let router = Router(routes: new.routes)
             for w in workers {
                 w.loop.execute { w.apply(new, router: router) }

@@ -179,6 +179,8 @@ final class IssuerKeyService {
                 w.services.exchanger.discoveredMTLSEndpoints[name] = aliased.tokenEndpoint
                 w.services.policies.discovered(
                     issuer: name, tokenEndpoint: metadata.tokenEndpoint, mtls: aliased.tokenEndpoint)
+                w.services.upstreamCredentials.discovered(
+                    issuer: name, tokenEndpoint: metadata.tokenEndpoint, mtls: aliased.tokenEndpoint)
                 w.login.providerMetadata[name] = metadata
             }
         }

@@ -57,6 +57,8 @@ final class WorkerServices {
     let tunnels: Tunnels
     /// The key sets' tables, as the main loop's APIKeyService last sent them.
     let apiKeys = APIKeyTables()
+    /// The upstreams' own credentials (`upstreams.NAME.credentials`): secrets and tokens.
+    let upstreamCredentials: UpstreamCredentials
     /// The keyed stages route plans may have (`StageCatalog`), fixed at start.
     let stages: StageCatalog
     /// Routes' rate limits: the store, the keys' digests, the keys known to be over.
@@ -100,7 +102,9 @@ final class WorkerServices {
         requestPolicy = RouteResolver.Policy(config, router: Router(routes: []), plans: [])
         ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
         rateLimits = stores.rateLimiter(for: loop, log: log)
-        policies = PolicyDecisionPoints(loop: loop, cache: stores.policyDecisions, wallClock: wallClock)
+        policies = PolicyDecisionPoints(
+            loop: loop, cache: stores.policyDecisions, wallClock: wallClock, grantTokens: stores.grantTokens)
+        upstreamCredentials = UpstreamCredentials(loop: loop, shared: stores.grantTokens)
         let accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }
@@ -125,6 +129,7 @@ final class WorkerServices {
         assertions.apply(new)
         rateLimits.apply(new)
         policies.apply(new)
+        upstreamCredentials.apply(new)
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
     }
 

@@ -25,6 +25,9 @@ final class StoreBackend {
     let policyDecisions = PolicyDecisionCache()
     /// Routes' exchanged tokens (`token_exchange`), kept for the process and shared by its workers.
     let exchangedTokens = ExchangedTokens()
+    /// Tokens the gateway gets for itself (client credentials: PDPs', upstreams'), asked for
+    /// once per process and shared by its workers.
+    let grantTokens = ProcessGrantTokens()
     /// The rate limits' digest key when no `session.keys` are configured: one per process.
     let rateLimitKey = SecureRandom.bytes(32)
 

@@ -1,0 +1,63 @@
+import Reactor
+
+/// A proxied request toward an upstream with `credentials`: the upstream's own credential is
+/// added, after admission and any token exchange, before the request is built (so a signed
+/// request covers it when `components` lists it). The client's copy of the field never goes
+/// (RoutePlan.ownedFields). A token that cannot be had is a 503: the request never goes
+/// without its credential.
+final class UpstreamCredentialStage: Stage {
+    /// Unowned: the services hold the plans that hold their stages; a request in its chain
+    /// holds the services.
+    unowned(unsafe) let services: WorkerServices
+    let upstream: String
+    let credentials: UpstreamCredentialsConfig
+    /// The most a request waits for a token: the call bound, or the upstream's `timeout` when
+    /// that is shorter.
+    let wait: Double
+
+    init(services: WorkerServices, upstream: UpstreamConfig, credentials: UpstreamCredentialsConfig) {
+        self.services = services
+        self.upstream = upstream.name
+        self.credentials = credentials
+        wait = min(CallBounds.tokenExchange.total, upstream.timeout)
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        let admission = request.admitted
+        switch credentials {
+        case .header(let header):
+            let value = services.upstreamCredentials.secret(for: upstream, loaded: header.value)
+            admission.identity.append((header.name, value))
+            return .proceed
+        case .clientCredentials:
+            let ctx = request.context
+            guard let source = services.upstreamCredentials.source(for: upstream) else {
+                return .answer(unavailable(ctx, detail: "no token source for upstream \(upstream)"))
+            }
+            if let token = source.current {
+                admission.identity.append(("Authorization", "Bearer " + token))
+                return .proceed
+            }
+            source.get(timeout: wait) { [self] result in
+                switch result {
+                case .success(let token):
+                    admission.identity.append(("Authorization", "Bearer " + token))
+                    request.resume()
+                case .failure(let why):
+                    request.answer(unavailable(ctx, detail: "upstream \(upstream) credentials: \(why)"))
+                }
+            }
+            return .suspend
+        }
+    }
+
+    /// 503 with `Retry-After` (RFC 9110 §15.6.4): the gateway, not the caller, is short of
+    /// what the upstream needs.
+    private func unavailable(_ ctx: RequestContext, detail: String) -> GatewayResponse {
+        ctx.rejection = .unavailable(.upstreamCredentialUnavailable)
+        return ErrorResponse.make(
+            503, error: "temporarily_unavailable",
+            description: "the gateway cannot get a credential for the upstream right now",
+            requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: detail)
+    }
+}
