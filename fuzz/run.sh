@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 seconds=${1:-300}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(JOSEFuzz HTTP1Fuzz StreamFuzz H2Fuzz OAuthFuzz RouteFuzz LoginFuzz MCPFuzz ExtAuthzFuzz SignatureFuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(JOSEFuzz HTTP1Fuzz StreamFuzz H2Fuzz OAuthFuzz SETFuzz RouteFuzz LoginFuzz MCPFuzz ExtAuthzFuzz SignatureFuzz)
 out=${OUT:-/tmp/tokengate-fuzz}
 here=$PWD
 
@@ -25,6 +25,7 @@ settings() {
     StreamFuzz) echo "corpus-stream stream stream.dict 512" ;;
     H2Fuzz) echo "corpus-h2 h2 h2.dict 4096" ;;
     OAuthFuzz) echo "corpus-oauth oauth oauth.dict 1024" ;;
+    SETFuzz) echo "corpus-set set set.dict 4096" ;;
     RouteFuzz) echo "corpus-route route route.dict 1024" ;;
     LoginFuzz) echo "corpus-login login login.dict 2048" ;;
     MCPFuzz) echo "corpus-mcp mcp mcp.dict 4096" ;;

@@ -1,0 +1,157 @@
+import OAuth
+
+/// What the Shared Signals events received so far say about subjects: which tokens and
+/// sessions of whom no longer pass. A request's token or session is checked against it with
+/// one lookup by `sub` (and one by `email`, only while an event named an email): no store
+/// round-trip on the request path. Each entry stands until `revocation_ttl` after its last
+/// event, which outlives every token and session it could refuse.
+struct RevocationTable: Sendable {
+    /// Who an event is about, as a token or a session names them.
+    enum Subject: Hashable, Sendable {
+        case sub(String)
+        case email(String)
+        /// A session named without its user (a complex subject with only `session`).
+        case session(String)
+    }
+
+    /// What stands against one subject, for tokens of one issuer (or of any of the
+    /// transmitter's issuers: `anyIssuer`).
+    struct Standing: Sendable, Equatable {
+        /// Tokens and sessions issued before this (seconds since 1970) are refused; 0: none.
+        var before: Int64 = 0
+        /// `account-disabled`: every token and session, whatever its age, until enabled.
+        var disabled = false
+        /// Session-narrowed revocations: a token or session with this `sid`, issued before the time.
+        var sessions: [String: Int64] = [:]
+
+        func refuses(iat: Int64?, sid: String?) -> Revoked? {
+            if disabled { return .disabled }
+            // A token that does not say when it was issued cannot be shown to postdate the event.
+            if before > 0 && (iat ?? Int64.min) < before { return .revoked }
+            if let sid, let t = sessions[sid], (iat ?? Int64.min) < t { return .revoked }
+            return nil
+        }
+    }
+
+    /// Why a token or session no longer passes.
+    enum Revoked: Sendable, Equatable {
+        case revoked
+        case disabled
+    }
+
+    /// An event's effect on one subject.
+    enum Effect: Sendable, Equatable {
+        /// Tokens and sessions issued before `at` end; with `sid`, only those of that session.
+        case revoke(at: Int64, sid: String?)
+        case disable
+        case enable
+    }
+
+    private struct Entry: Sendable {
+        /// By issuer URL; the key "" holds what applies to any of the transmitter's issuers.
+        var byIssuer: [String: Standing] = [:]
+        var until: Int64
+    }
+
+    private var entries: [Subject: Entry] = [:]
+    /// How many entries are keyed by an email, or by a session alone: a token's email and
+    /// `sid` are looked up only while there are some.
+    private var emails = 0
+    private var sessionsAlone = 0
+    let capacity: Int
+
+    init(capacity: Int = 1_000_000) { self.capacity = capacity }
+
+    var count: Int { entries.count }
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// Records `effect` for `subject` (of `issuer`, or any of the transmitter's: nil) until
+    /// `until`. False when the table is full even of entries that still stand.
+    @discardableResult
+    mutating func apply(_ effect: Effect, to subject: Subject, issuer: String?, until: Int64, now: Int64) -> Bool {
+        if entries[subject] == nil {
+            if entries.count >= capacity { purge(now: now) }
+            guard entries.count < capacity else { return false }
+            if case .email = subject { emails += 1 }
+            if case .session = subject { sessionsAlone += 1 }
+        }
+        var entry = entries[subject] ?? Entry(until: until)
+        entry.until = max(entry.until, until)
+        var standing = entry.byIssuer[issuer ?? ""] ?? Standing()
+        switch effect {
+        case .revoke(let at, nil): standing.before = max(standing.before, at)
+        case .revoke(let at, let sid?): standing.sessions[sid] = max(standing.sessions[sid] ?? 0, at)
+        case .disable: standing.disabled = true
+        case .enable:
+            // `account-enabled` undoes `account-disabled` wherever it stands for the subject.
+            for key in entry.byIssuer.keys { entry.byIssuer[key]?.disabled = false }
+            standing.disabled = false
+        }
+        entry.byIssuer[issuer ?? ""] = standing
+        entries[subject] = entry
+        return true
+    }
+
+    /// Whether a token or session of `sub` (and `email`) from `issuer`, issued at `iat`, in
+    /// session `sid`, is refused now.
+    func check(sub: String?, email: String?, issuer: String, iat: Int64?, sid: String?, now: Int64) -> Revoked? {
+        if entries.isEmpty { return nil }
+        if let sub, let hit = refusal(.sub(sub), issuer: issuer, iat: iat, sid: sid, now: now) { return hit }
+        if emails > 0, let email, let hit = refusal(.email(email), issuer: issuer, iat: iat, sid: sid, now: now) {
+            return hit
+        }
+        if sessionsAlone > 0, let sid, let hit = refusal(.session(sid), issuer: issuer, iat: iat, sid: sid, now: now) {
+            return hit
+        }
+        return nil
+    }
+
+    private func refusal(_ subject: Subject, issuer: String, iat: Int64?, sid: String?, now: Int64) -> Revoked? {
+        guard let entry = entries[subject], entry.until > now else { return nil }
+        return entry.byIssuer[issuer]?.refuses(iat: iat, sid: sid) ?? entry.byIssuer[""]?.refuses(iat: iat, sid: sid)
+    }
+
+    /// Drops the entries whose time is over.
+    mutating func purge(now: Int64) {
+        entries = entries.filter { $0.value.until > now }
+        emails = entries.keys.reduce(0) { n, s in if case .email = s { n + 1 } else { n } }
+        sessionsAlone = entries.keys.reduce(0) { n, s in if case .session = s { n + 1 } else { n } }
+    }
+}
+
+extension RevocationTable.Effect {
+    /// What an event does to its subject's tokens and sessions (none for the stream's own
+    /// events and types without effect). `token-claims-change` also ends earlier tokens: their
+    /// claims are no longer what the IdP says.
+    init?(_ token: SecurityEventToken, session sid: String?) {
+        switch token.event.type {
+        case .sessionRevoked, .credentialChange, .credentialCompromise, .accountPurged, .tokenClaimsChange:
+            self = .revoke(at: token.eventTime, sid: sid)
+        case .accountDisabled: self = .disable
+        case .accountEnabled: self = .enable
+        case .verification, .streamUpdated, .other: return nil
+        }
+    }
+}
+
+extension SubjectIdentifier {
+    /// The subjects this identifier names, each with the issuer it is bound to (nil: any of the
+    /// transmitter's), and the session a complex subject narrows the event to. `issuers`: the
+    /// transmitter's issuers' URLs; an `iss_sub` of another issuer names nobody here.
+    func revokedSubjects(issuers: Set<String>) -> (subjects: [(RevocationTable.Subject, issuer: String?)], sid: String?)
+    {
+        switch self {
+        case .email(let e): return ([(.email(e), nil)], nil)
+        case .opaque(let id): return ([(.sub(id), nil)], nil)
+        case .issSub(let iss, let sub): return issuers.contains(iss) ? ([(.sub(sub), iss)], nil) : ([], nil)
+        case .aliases(let all):
+            return (all.flatMap { $0.revokedSubjects(issuers: issuers).subjects }, nil)
+        case .complex(let user, let session):
+            var sid: String?
+            if case .opaque(let id)? = session { sid = id }
+            guard let user else { return (sid.map { [(.session($0), nil)] } ?? [], nil) }
+            return (user.revokedSubjects(issuers: issuers).subjects, sid)
+        case .other: return ([], nil)
+        }
+    }
+}
