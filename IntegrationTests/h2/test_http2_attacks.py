@@ -256,6 +256,18 @@ def test_idle_connection_goes_with_goaway(g):
     assert closed and goaway_code(got) == 0 and 1.5 < time.time() - started < 5
 
 
+@pytest.mark.parametrize("rest", [b"\r\nXX\r\n\r\n", b"foo\r\n\r\n", b"\r\nSM\r\nxx"])
+def test_a_connection_that_starts_like_the_preface_but_is_not_one_gets_goaway(g, rest):
+    """RFC 9113 §3.4: on a plain port that speaks both, the preface's first line is HTTP/2; a
+    wrong rest is a connection error PROTOCOL_ERROR, said with a GOAWAY (as nginx does), never
+    a silent close or an HTTP/1.1 answer."""
+    s = socket.create_connection(("127.0.0.1", g.port), timeout=5)
+    s.sendall(b"PRI * HTTP/2.0\r\n" + rest)
+    got, closed = read_until_closed(s, 5)
+    assert closed and goaway_code(got) == 0x1 and not got.startswith(b"HTTP/1.1")
+    assert still_serving(g.port)
+
+
 def test_garbage_after_the_preface_is_a_connection_error(g):
     s = socket.create_connection(("127.0.0.1", g.port), timeout=5)
     s.sendall(PREFACE + b"\x00\x00\x04\x09\x00\x00\x00\x00\x01" + b"junk")
