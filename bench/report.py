@@ -52,6 +52,11 @@ TARGET_MCP = 0.9
 # A route with token_exchange (the exchanged token cached), against the same route forwarding
 # the caller's token.
 TARGET_EXCHANGE = 0.9
+# An auth: api_key route, against tokengate's own `none` (same run); and its set of 10,000
+# keys against its set of one (same run): a key is hashed once and looked up once, so the
+# set's size should cost nothing beyond the noise.
+TARGET_API_KEY = 0.97
+TARGET_API_KEY_10K = 0.97
 
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
 
@@ -184,6 +189,8 @@ def main(workdir, out_path):
                                         if meta["wrk_args"].get(scenario) else ""))
         if kind["auth"].startswith("dpop"):
             print(f"  auth: dpop, ES256 proofs (a fresh one per request), replay store: {kind['auth'][5:]}")
+        if kind["auth"].startswith("api-key"):
+            print("  auth: api_key, a set of " + ("10,000 keys" if kind["auth"] == "api-key-10k" else "one key"))
         if kind["auth"] == "bearer":
             cache = kind["cache_entries"]
             print(f"  auth: bearer, validation cache: "
@@ -330,6 +337,22 @@ def main(workdir, out_path):
             want = TARGET_TRACE_ALL if kind["auth"] == "trace-all" else TARGET_TRACE_ZERO
             against_own(result, s, tg, checks, "none", "rps_vs_tracing_off", want, "its own with tracing off")
             print("  targets (tracing): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
+        elif kind["auth"] in ("api-key", "api-key-10k") and tg:
+            checks = {"no errors": errors_ok}
+            if kind["auth"] == "api-key":
+                against_own(result, s, tg, checks, "none", "rps_vs_none", TARGET_API_KEY, "its own `auth: none`")
+            else:
+                against_own(result, s, tg, checks, "api-key", "rps_vs_api_key", TARGET_API_KEY_10K,
+                            "the same route with a set of one key")
+                # req/s on a shared machine moves by a few percent from run to run; the CPU
+                # each request took is the closer measure of what the set's size costs.
+                base = result["scenarios"].get("api-key", {}).get("tokengate_cpu_us_per_request")
+                own = s.get("tokengate_cpu_us_per_request")
+                if base and own:
+                    s["cpu_vs_api_key"] = own / base
+                    print(f"  CPU per request against api-key (same run): {own:.1f} / {base:.1f} us = "
+                          f"{s['cpu_vs_api_key']:.3f}x")
+            print("  targets (API keys): " + "; ".join(f"{k}: {verdict(v)}" for k, v in checks.items()))
         elif kind["auth"] == "log-pipe" and tg:
             checks = {"no errors": errors_ok}
             against_own(result, s, tg, checks, "none", "rps_vs_log_off", TARGET_LOG_PIPE, "its own with the log off")

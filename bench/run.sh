@@ -483,7 +483,7 @@ SCENARIO_VARS="SAMPLE_RATIO=1" SCENARIO_AUTH=trace-all AFTER_SCENARIO=trace_coun
   scenario trace-all bench/tokengate/trace.yaml
 SCENARIO_VARS="SAMPLE_RATIO=0" SCENARIO_AUTH=trace-zero scenario trace-zero bench/tokengate/trace.yaml
 
-: a key of ALG, a token signed with it, the route
+# bearer_scenario NAME ALG CACHE_ENTRIES: a key of ALG, a token signed with it, the route
 # validating it (with the per-worker validation cache, or with it off: 0).
 # bearer_material ALG: a key of ALG in $WORK/keys-ALG (made once per run) and BENCH_TOKEN,
 # a token signed with it, exported to wrk's bearer.lua.
@@ -515,6 +515,36 @@ bearer_scenario bearer-rs256 RS256 10000
 bearer_scenario bearer-es256 ES256 10000
 bearer_scenario bearer-rs256-nocache RS256 0
 bearer_scenario bearer-es256-nocache ES256 0
+
+# api_key_scenario NAME KEYS: an auth: api_key route (bench/tokengate/api-key.yaml) whose set
+# holds KEYS entries: the key wrk sends (bench/lua/api-key.lua), made by `tokengate api-keys
+# create`, and KEYS-1 others with random digests (bench/api_keys/make.py). Against `none`
+# (same run), the ratio is what checking a key costs; api-key-10k against api-key, what the
+# set's size costs, which should be nothing: a key is hashed once and looked up once.
+check_api_key() {
+  local name=$1 url=$2 typo
+  log "$name: checking that it checks the key before measuring"
+  # The last character changed: the check digits fail (malformed, before any lookup).
+  if [[ ${BENCH_API_KEY: -1} == a ]]; then typo=${BENCH_API_KEY%?}b; else typo=${BENCH_API_KEY%?}a; fi
+  expect_status "$name: no key" 401 "$url"
+  expect_status "$name: a key of another set" 401 "$url" -H "X-API-Key: $API_KEY_OTHER"
+  expect_status "$name: the key with a typo" 401 "$url" -H "X-API-Key: $typo"
+  expect_status "$name: the scenario's key" 200 "$url" -H "X-API-Key: $BENCH_API_KEY"
+}
+api_key_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local dir=$WORK/keys-api-$2
+  if [[ ! -f $dir/key ]]; then
+    log "$1: a key set of $2 (tokengate api-keys create, and $(( $2 - 1 )) fillers)"
+    python3 "$ROOT/bench/api_keys/make.py" "$TOKENGATE_BIN" "$dir" "$2" || die "$1: no key set"
+  fi
+  BENCH_API_KEY=$(cat "$dir/key") API_KEY_OTHER=$(cat "$dir/other-key")
+  export BENCH_API_KEY
+  SCENARIO_VARS="KEY_FILE=$dir/keys.yaml" SCENARIO_AUTH=$1 CHECK_SCENARIO=check_api_key \
+    scenario "$1" bench/tokengate/api-key.yaml -s "$ROOT/bench/lua/api-key.lua"
+}
+api_key_scenario api-key 1
+api_key_scenario api-key-10k 10000
 
 # MCP: a tools/call (bench/lua/mcp.lua) on the same bearer route with and without its mcp:
 # rules; the ratio of the two, same run, is what judging each call costs.

@@ -18,6 +18,9 @@ public struct APIKeyEntry: Equatable, Sendable {
     public var expires: Int64?
     /// Unix seconds: the key fails before this second (a new key staged ahead of its use).
     public var notBefore: Int64?
+    /// The claims its caller is admitted with (`tokenClaims(set:)`), made once when its set's
+    /// table is built rather than on every request; nil outside a table.
+    var admittedClaims: JSONObject?
 
     public static func == (a: APIKeyEntry, b: APIKeyEntry) -> Bool {
         a.id == b.id && a.digest == b.digest && a.sub == b.sub && a.clientID == b.clientID && a.scopes == b.scopes

@@ -53,7 +53,7 @@ final class APIKeyService {
             let stamp = FileStamp(path: set.file)
             let entries = read(set) ?? set.entries
             sets[name] = (set, stamp, entries)
-            publish(name, APIKeyTable(entries))
+            publish(name, APIKeyTable(entries, set: name))
         }
     }
 
@@ -69,7 +69,7 @@ final class APIKeyService {
             sets[name]?.stamp = stamp
             guard let entries = read(current.config) else { continue }
             sets[name]?.entries = entries
-            publish(name, APIKeyTable(entries))
+            publish(name, APIKeyTable(entries, set: name))
         }
     }
 

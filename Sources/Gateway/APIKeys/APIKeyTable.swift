@@ -7,11 +7,16 @@ public struct APIKeyTable: Sendable {
     private let byDigest: [APIKeyDigest: Int]
     public let entries: [APIKeyEntry]
 
-    public init(_ entries: [APIKeyEntry]) {
-        self.entries = entries
+    /// `set`: the set's name, in the claims its callers are admitted with.
+    public init(_ entries: [APIKeyEntry], set: String = "") {
+        self.entries = entries.map { e in
+            var e = e
+            e.admittedClaims = e.tokenClaims(set: set)
+            return e
+        }
         var index: [APIKeyDigest: Int] = [:]
         index.reserveCapacity(entries.count)
-        for (i, e) in entries.enumerated() { index[e.digest] = index[e.digest] ?? i }
+        for (i, e) in self.entries.enumerated() { index[e.digest] = index[e.digest] ?? i }
         byDigest = index
     }
 
@@ -50,5 +55,20 @@ public struct APIKeyTable: Sendable {
         if let expires = entry.expires, now >= Double(expires) { return .expired(entry) }
         if let notBefore = entry.notBefore, now < Double(notBefore) { return .notYetValid(entry) }
         return .valid(entry)
+    }
+}
+
+extension APIKeyEntry {
+    /// The claims a key's entry gives its caller, as a token's would: `sub`, `client_id`,
+    /// `scope` (space-separated, RFC 8693 §4.2), the entry's others, and an `iss` that names
+    /// the set (so a policy or cache tells two sets' callers with one `sub` apart).
+    func tokenClaims(set: String) -> JSONObject {
+        var claims = JSONObject()
+        for (name, value) in self.claims { claims[name] = value }
+        claims["iss"] = .string("urn:tokengate:api-keys:\(set)")
+        claims["sub"] = .string(sub)
+        if let clientID { claims["client_id"] = .string(clientID) }
+        if !scopes.isEmpty { claims["scope"] = .string(scopes.joined(separator: " ")) }
+        return claims
     }
 }

@@ -9,16 +9,10 @@ import Reactor
 /// to an issuer (no introspection, no cache, no connection memo), it is not exchanged, and
 /// it goes upstream in no field.
 extension TokenStage {
-    /// The claims a key's entry gives its caller, as a token's would: `sub`, `client_id`,
-    /// `scope` (space-separated, RFC 8693 §4.2), the entry's others, and an `iss` that names
-    /// the set (so a policy or cache tells two sets' callers with one `sub` apart).
+    /// The token a key's entry stands for: the claims its table made for it (or makes them
+    /// now, for an entry outside a table).
     static func token(of entry: APIKeyEntry, set: String, now: Double) -> VerifiedAccessToken {
-        var claims = JSONObject()
-        for (name, value) in entry.claims { claims[name] = value }
-        claims["iss"] = .string("urn:tokengate:api-keys:\(set)")
-        claims["sub"] = .string(entry.sub)
-        if let client = entry.clientID { claims["client_id"] = .string(client) }
-        if !entry.scopes.isEmpty { claims["scope"] = .string(entry.scopes.joined(separator: " ")) }
+        let claims = entry.admittedClaims ?? entry.tokenClaims(set: set)
         // A key without `expires` still needs a horizon for what reads one (a tunnel closes
         // only at a key's own expiry: see `admitKey`).
         let horizon = Int64(now) + NumericDate.longestLifetime
