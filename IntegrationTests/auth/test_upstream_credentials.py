@@ -82,6 +82,14 @@ def test_the_upstream_gets_its_secret_and_never_the_clients_copy(upstream, gatew
     assert status == 200
     seen = json.loads(raw.split(b"\r\n\r\n", 1)[1])["headers"]
     assert [v for k, v in seen if k.lower() == "x-billing-key"] == [SECRET]
+    # Nor as a trailer after a chunked body (a server may merge trailers into the head).
+    status, raw = raw_request(gw.port, b"POST /billing/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                                       b"Connection: close\r\n\r\n2\r\nhi\r\n0\r\nX-Billing-Key: smuggled\r\n"
+                                       b"X-Other: kept\r\n\r\n")
+    assert status == 200
+    echoed = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+    assert [v for k, v in echoed["headers"] if k.lower() == "x-billing-key"] == [SECRET]
+    assert [k.lower() for k, _ in echoed["trailers"]] == ["x-other"], echoed["trailers"]
     # Only a route toward that upstream owns the field: another upstream gets the client's
     # fields as they are.
     r = requests.get(gw.url("/other/1"), headers={"X-Billing-Key": "the client's own"}, timeout=5)
@@ -236,3 +244,75 @@ def test_an_authorization_server_that_refuses_the_gateway_gets_a_503(short_lived
     for _ in range(5):
         assert requests.get(gw.url("/billing/2"), timeout=10).status_code == 503
     assert len(grants(a)) <= 2
+
+
+class RefusingUpstream:
+    """An upstream that answers 401 `invalid_token` (RFC 6750 §3.1) to the tokens in `refused`
+    (as if revoked), and 200 with the Authorization it got otherwise."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        self.refused = set()
+        self.seen = []
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                value = self.headers.get("Authorization", "")
+                outer.seen.append(value)
+                token = value[len("Bearer "):]
+                if token in outer.refused or "*" in outer.refused:
+                    body = b'{"error":"invalid_token"}'
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Bearer error="invalid_token"')
+                else:
+                    body = json.dumps({"authorization": value}).encode()
+                    self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+@pytest.fixture
+def refusing():
+    u = RefusingUpstream()
+    yield u
+    u.stop()
+
+
+def test_a_token_the_upstream_calls_invalid_is_replaced_at_most_once_in_5_s(authserver_factory, refusing,
+                                                                             gateway_factory):
+    # Tokens that live long enough that only a refusal replaces one here.
+    a = authserver_factory(access_token_lifetime=300)
+    a.add_client("billing-caller", client_secret=CLIENT_SECRET, token_endpoint_auth_method="client_secret_basic",
+                 scopes=["billing:write"])
+    gw = gateway_factory(grant_config(a, refusing.port))
+    first = requests.get(gw.url("/billing/1"), timeout=5)
+    assert first.status_code == 200
+    token = first.json()["authorization"][len("Bearer "):]
+    refusing.refused.add(token)  # revoked at the upstream
+    assert requests.get(gw.url("/billing/2"), timeout=5).status_code == 401  # the client hears it
+    # The next request carries a new token (on whichever worker: the process holds one).
+    wait_for(lambda: requests.get(gw.url("/billing/3"), timeout=5).status_code == 200, timeout=5,
+             what="a replaced token")
+    assert len(grants(a)) == 2
+    # An upstream that refuses every token costs the AS at most one request per worker in 5 s.
+    refusing.refused.add("*")
+    for i in range(20):
+        assert requests.get(gw.url(f"/billing/{i}"), timeout=5).status_code == 401
+    assert len(grants(a)) <= 4

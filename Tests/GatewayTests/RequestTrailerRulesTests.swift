@@ -14,7 +14,7 @@ struct RequestTrailerRulesTests {
         let policy = RouteResolver.Policy(config, router: Router(routes: []), plans: [])
         let bytes = Array(name.utf8)
         if connectionListed.isEmpty { return policy.forwardsTrailer(bytes.span) }
-        let listed = ConnectionListedTrailerPolicy(policy, listed: connectionListed.map { Array($0.utf8) })
+        let listed = DroppingTrailerPolicy(policy, dropped: connectionListed.map { Array($0.utf8) })
         return listed.forwardsTrailer(bytes.span)
     }
 

@@ -97,8 +97,10 @@ final class ClientCredentialsToken {
         waiting.append(done)
         guard waiting.count == 1 else { return }
         guard let shared else { return ask(timeout: timeout, lead: nil) }
-        let role = shared.tokens.join(shared.key, loop: loop, now: now) { [weak self] outcome, until in
-            self?.landShared(outcome, until: until)
+        // Held strongly: requests wait on this source, and a reload may let go of it before
+        // the worker that asks for the process answers.
+        let role = shared.tokens.join(shared.key, loop: loop, now: now) { outcome, until in
+            self.landShared(outcome, until: until)
         }
         switch role {
         case .held(let token, let until): landShared(.success(token), until: until)
@@ -120,6 +122,21 @@ final class ClientCredentialsToken {
         held = nil
         if let shared { shared.tokens.drop(shared.key, token: token) }
         refusedUntil = ProcessInfo.processInfo.systemUptime + Self.refusalBackoff
+    }
+
+    /// Until when (uptime seconds) a token a resource server called invalid is not replaced again.
+    private var replacedUntil = 0.0
+
+    /// A resource server answered the token with `invalid_token` (RFC 6750 §3.1): it may have
+    /// been revoked, or the AS's keys rotated. The next request asks for a new one, at most
+    /// once per `refusalBackoff`: a server that refuses every token (or a client that can make
+    /// it say so) costs the AS one request in 5 s, and requests meanwhile carry the one held.
+    func replace(_ token: String) {
+        let now = ProcessInfo.processInfo.systemUptime
+        guard held?.token == token, now >= replacedUntil else { return }
+        replacedUntil = now + Self.refusalBackoff
+        held = nil
+        if let shared { shared.tokens.drop(shared.key, token: token) }
     }
 
     /// How long a token is held (seconds): `expires_in` less 30 s, at least half of it, with

@@ -25,18 +25,20 @@ extension RouteResolver.Policy: RequestTrailerPolicy {
     }
 }
 
-/// A request whose `Connection` field lists field names (RFC 9110 §7.6.1): they are
-/// hop-by-hop in its trailer section too, as in its head. Made only for such a request.
-final class ConnectionListedTrailerPolicy: RequestTrailerPolicy {
+/// A request whose trailer section drops names beyond the config's: those its `Connection`
+/// field lists (RFC 9110 §7.6.1: hop-by-hop in the trailers too, as in the head), and those
+/// the route owns (its API keys' fields, its upstream credential's), which no client copy
+/// may reach the upstream in, head or trailers. Made only for such a request.
+final class DroppingTrailerPolicy: RequestTrailerPolicy {
     let policy: RouteResolver.Policy
-    let listed: [[UInt8]]
+    let dropped: [[UInt8]]
 
-    init(_ policy: RouteResolver.Policy, listed: [[UInt8]]) {
+    init(_ policy: RouteResolver.Policy, dropped: [[UInt8]]) {
         self.policy = policy
-        self.listed = listed
+        self.dropped = dropped
     }
 
     func forwardsTrailer(_ name: Span<UInt8>) -> Bool {
-        !HeaderRules.equalsAny(name, listed) && policy.forwardsTrailer(name)
+        !HeaderRules.equalsAny(name, dropped) && policy.forwardsTrailer(name)
     }
 }

@@ -232,7 +232,8 @@ enum RouteResolver {
             return UpstreamCall.Request(
                 method: method, target: target, fields: consume out, forwarded: consume passed,
                 body: body.framing == .none ? nil : body,
-                trailerPolicy: listed.isEmpty ? policy : ConnectionListedTrailerPolicy(policy, listed: listed))
+                trailerPolicy: listed.isEmpty && plan.ownedFields.isEmpty
+                    ? policy : DroppingTrailerPolicy(policy, dropped: listed + plan.ownedFields))
         }
     }
 

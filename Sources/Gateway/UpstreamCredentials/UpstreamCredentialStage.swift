@@ -36,12 +36,14 @@ final class UpstreamCredentialStage: Stage {
             }
             if let token = source.current {
                 admission.identity.append(("Authorization", "Bearer " + token))
+                ctx.response.install(UpstreamTokenWatch(source: source, token: token))
                 return .proceed
             }
             source.get(timeout: wait) { [self] result in
                 switch result {
                 case .success(let token):
                     admission.identity.append(("Authorization", "Bearer " + token))
+                    ctx.response.install(UpstreamTokenWatch(source: source, token: token))
                     request.resume()
                 case .failure(let why):
                     request.answer(unavailable(ctx, detail: "upstream \(upstream) credentials: \(why)"))
@@ -60,4 +62,32 @@ final class UpstreamCredentialStage: Stage {
             description: "the gateway cannot get a credential for the upstream right now",
             requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: detail)
     }
+}
+
+/// Watches the upstream's answer to the gateway's own token: a 401 whose Bearer challenge says
+/// `invalid_token` (RFC 6750 §3.1) has the token replaced (`ClientCredentialsToken.replace`),
+/// so a revoked token or rotated keys do not refuse every request until it expires.
+final class UpstreamTokenWatch: ResponseStage {
+    let source: ClientCredentialsToken
+    let token: String
+
+    init(source: ClientCredentialsToken, token: String) {
+        self.source = source
+        self.token = token
+        super.init(position: .content)
+    }
+
+    override func head(_ head: HTTPResponseHead, bodyLength: UInt64?) {
+        if head.status == 401, Self.saysInvalidToken(head) { source.replace(token) }
+        next.head(head, bodyLength: bodyLength)
+    }
+
+    static func saysInvalidToken(_ head: HTTPResponseHead) -> Bool {
+        let values = (head.forwarded?.fields.values("WWW-Authenticate") ?? []) + head.fields.values("WWW-Authenticate")
+        return values.contains { v in
+            let text = v.lowercased()
+            return text.hasPrefix("bearer") && text.contains("invalid_token")
+        }
+    }
+
 }

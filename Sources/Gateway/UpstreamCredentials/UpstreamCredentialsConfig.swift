@@ -44,7 +44,16 @@ enum UpstreamSecretFile {
     static let maxBytes = 8 << 10
 
     static func read(_ path: String) -> Result<String, UpstreamSecretProblem> {
-        guard FileManager.default.fileExists(atPath: path) else { return .failure(.init("\(path) is gone")) }
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
+            return .failure(.init("\(path) is gone"))
+        }
+        // A device or a pipe would be read without end: only a regular file, of bounded size.
+        guard attributes[.type] as? FileAttributeType == .typeRegular else {
+            return .failure(.init("\(path) is not a regular file"))
+        }
+        if let size = attributes[.size] as? Int, size > maxBytes {
+            return .failure(.init("\(path) holds more than \(maxBytes) bytes"))
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             return .failure(.init("cannot read \(path)"))
         }
