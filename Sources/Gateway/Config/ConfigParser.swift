@@ -58,6 +58,7 @@ public enum ConfigParser {
         cfg.authorizers = authorizers(top["authorizers"], clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.signatures = signatures(top["signatures"], issuers: cfg.issuers, r)
         cfg.apiKeySets = apiKeySets(top["api_keys"], issuers: cfg.issuers, r)
+        cfg.sharedSignals = sharedSignals(top["shared_signals"], issuers: cfg.issuers, clients: cfg.clients, r)
         cfg.routes = routes(top["routes"], cfg, r)
         // What derives from several sections, the profiles' rewrites, the cross-checks.
         for step in afterSections { step.run(&cfg, top, r) }

@@ -56,6 +56,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case signatureKeys = "signatures.NAME.keys"
     case signatureHeaders = "signatures.NAME.headers"
     case apiKeySet = "api_keys.NAME"
+    case transmitter = "shared_signals.NAME"
+    case transmitterAuth = "shared_signals.NAME.auth"
 
     /// The keys, in the order check-config lists them when one is unknown: the table's.
     var keys: [String] { keyDocs.map(\.name) }
@@ -83,6 +85,8 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .authorizerCache: AuthorizerConfig.cacheKeyTable.docs
         case .authorizerSubject: AuthorizerConfig.subjectKeyTable.docs
         case .apiKeySet: APIKeySetConfig.keyTable.docs
+        case .transmitter: TransmitterConfig.keyTable.docs
+        case .transmitterAuth: TransmitterConfig.authKeyTable.docs
         case .signature: SignaturePolicy.keyTable.docs
         case .upstreamSign: MessageSigningConfig.keyTable.docs
         case .responseSign: MessageSigningConfig.responseKeyTable.docs

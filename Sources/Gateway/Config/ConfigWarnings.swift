@@ -19,6 +19,14 @@ extension ConfigParser {
                     + "leave cookie_domain out (host-only __Host- cookie) unless one login across subdomains is needed and you trust every host under \(domain)"
             )
         }
+        for (name, t) in cfg.sharedSignals.sorted(by: { $0.key < $1.key })
+        where t.revocationTTL < cfg.session.absoluteTimeout {
+            // A revocation that ends before the sessions it ended would let them back in.
+            warn(
+                "shared_signals.\(name).revocation_ttl", top["shared_signals"]?[name]?["revocation_ttl"],
+                "is shorter than session.absolute_timeout: a session this transmitter revoked passes again once its "
+                    + "revocation ends; make it at least as long as the longest token or session lifetime")
+        }
         for (name, policy) in cfg.signatures.sorted(by: { $0.key < $1.key }) {
             // RFC 9421 §2.2.8: `@query-param` covers the parameters it names, one each; the
             // rest of the query is nobody's, so `&amount=99` can be added unsigned.

@@ -103,6 +103,9 @@ extension GatewayConfig {
         .init(
             "api_keys", type: "mapping: a key set's name to its file (below)", default: "none",
             by: "ConfigParser.apiKeySets"),
+        .init(
+            "shared_signals", type: "mapping: a transmitter's name to its stream (below)", default: "none",
+            by: "ConfigParser.sharedSignals"),
         .init("login", type: "mapping (below)", default: "each key's default", by: "ConfigParser.login"),
         .init("decision", type: "bool or mapping (below)", default: "off", by: "ConfigParser.decision"),
         .init("pages_dir", type: "path of a directory", default: "none (built-in pages)", by: "ConfigParser.pages"),

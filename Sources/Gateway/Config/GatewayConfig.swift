@@ -20,6 +20,8 @@ public struct GatewayConfig: Sendable {
     var signatures: [String: SignaturePolicy] = [:]
     /// `api_keys:`: named key sets that routes name (`api_keys:`, `auth: api_key`).
     var apiKeySets: [String: APIKeySetConfig] = [:]
+    /// `shared_signals:`: Shared Signals transmitters whose events revoke tokens and sessions.
+    var sharedSignals: [String: TransmitterConfig] = [:]
     var trustedProxies: [CIDR] = []
     var limits = Limits()
     var accessLog = AccessLogConfig.on(AccessLogOutput())

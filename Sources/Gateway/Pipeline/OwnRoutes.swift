@@ -7,12 +7,15 @@ import Reactor
 enum OwnEndpoint {
     case login(LoginEndpoint)
     case protectedResourceMetadata(ProtectedResourceDocument)
+    /// A Shared Signals transmitter's push endpoint (RFC 8935), by the transmitter's name.
+    case sharedSignals(String)
 
     /// The route the access log, the metrics and the span name.
     var logRoute: String {
         switch self {
         case .login: "login"
         case .protectedResourceMetadata: ProtectedResourceDocument.logRoute
+        case .sharedSignals: "shared-signals"
         }
     }
 }
@@ -35,6 +38,9 @@ struct OwnRoutes {
     let loginService: RoutePlan
     /// Every route's `/.well-known/oauth-protected-resource…` document.
     let metadata: RoutePlan
+    /// The transmitters' push endpoints: called by a few transmitters, never counted by
+    /// `login.rate_limit`.
+    let signals: RoutePlan
 
     /// `services`: the worker's, to make the chains with; nil makes plans with no stages
     /// before the content (a policy made before the worker's first config).
@@ -48,6 +54,8 @@ struct OwnRoutes {
         metadata = RoutePlan(
             route: Self.route(ProtectedResourceDocument.logRoute), pool: nil, metricID: -1, upstream: nil,
             services: services)
+        signals = RoutePlan(
+            route: Self.route("shared-signals"), pool: nil, metricID: -1, upstream: nil, services: services)
     }
 
     func plan(for endpoint: OwnEndpoint) -> RoutePlan {
@@ -55,6 +63,7 @@ struct OwnRoutes {
         case .login(.start), .login(.callback), .login(.logout): login
         case .login(.backchannelLogout), .login(.requestObject), .login(.jwks): loginService
         case .protectedResourceMetadata: metadata
+        case .sharedSignals: signals
         }
     }
 
@@ -92,6 +101,9 @@ final class OwnEndpointStage: Stage {
             var response = document.response(to: request.head.method, requestID: ctx.requestID)
             response.headers += ctx.response.added
             return .answer(response)
+        case .sharedSignals(let transmitter):
+            return SharedSignalsPush(services: services, hub: services.signals).handle(
+                request, transmitter: transmitter)
         }
     }
 }

@@ -23,6 +23,15 @@ final class SessionStage: Stage {
         services.login.authenticate(route: loginRoute, cookies: cookies) { [self] decision in
             switch decision {
             case .allow(let session, let setCookies):
+                if revoked(session) {
+                    // As a logout: the cookie is cleared and the browser signs in again.
+                    let settings = services.login.settings
+                    noSession(
+                        request, cookies: cookies,
+                        clear: cookies.clear(
+                            settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain))
+                    return
+                }
                 admit(request, session, setCookies: setCookies)
             case .unavailable(let reason, let why):
                 request.context.rejection = .unavailable(reason)
@@ -38,6 +47,21 @@ final class SessionStage: Stage {
             }
         }
         return .suspend
+    }
+
+    /// Whether a Shared Signals event ended the session: by its ID token's claims, issued at
+    /// its login.
+    private func revoked(_ session: Session) -> Bool {
+        let revocations = services.revocations
+        guard revocations.standing else { return false }
+        let config = services.config
+        guard let issuer = config.clients[session.client]?.issuer.flatMap({ config.issuers[$0]?.issuer }),
+            revocations.check(
+                session.claims, issuer: issuer, issuedAt: session.createdAt, now: services.wallClock.seconds)
+                != nil
+        else { return false }
+        services.signals.countRevoked(route: route.name)
+        return true
     }
 
     private func admit(_ request: RoutedRequest, _ session: Session, setCookies: [String]) {

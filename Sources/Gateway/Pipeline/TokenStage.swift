@@ -87,6 +87,13 @@ final class TokenStage: Stage {
             switch decision {
             case .allow(let caller):
                 let token = caller.token
+                if let denial = revocation(of: token, scheme: caller.jkt == nil ? "Bearer" : "DPoP") {
+                    let failure = AuthFailure(denial)
+                    ctx.rejection = .refused(failure)
+                    services.metrics.authFailure(failure)
+                    request.answer(ErrorResponse.auth(denial, requestID: ctx.requestID))
+                    return
+                }
                 ctx.authenticated(
                     CallerIdentity(subject: token.subject, clientID: token.clientID, issuer: token.issuer))
                 if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
@@ -138,6 +145,8 @@ extension TokenStage {
             return nil
         }
         let token = memo.caller.token
+        // Revoked since it was remembered: the full path refuses it.
+        if services.revocations.standing, revocation(of: token, scheme: "Bearer") != nil { return nil }
         // A certificate-bound token was admitted on a proxied request over this connection's
         // certificate; a decision on the same connection judges another client's request, for
         // which that certificate proves nothing (the full path refuses it).

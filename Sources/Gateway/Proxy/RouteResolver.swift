@@ -34,6 +34,8 @@ enum RouteResolver {
         let ownRoutes: OwnRoutes
         /// RFC 9728 documents by the path each is served at; empty without a `resource`.
         let protectedResources: [String: ProtectedResourceDocument]
+        /// Shared Signals transmitters by their push path; empty without `shared_signals`.
+        let signalPaths: [String: String]
         let reservedPrefix: [UInt8]?
         let identityNames: [[UInt8]]
         let trustedOnlyExtra: [[UInt8]]
@@ -50,6 +52,8 @@ enum RouteResolver {
             self.ownRoutes = ownRoutes ?? OwnRoutes(config, services: nil)
             loginEndpoints = LoginEndpoint.Paths(config)
             protectedResources = config.protectedResources
+            signalPaths = Dictionary(
+                config.sharedSignals.map { ($0.value.endpointPath, $0.key) }, uniquingKeysWith: { a, _ in a })
             reservedPrefix = config.reservedHeaderPrefixBytes
             identityNames = config.strippedIdentityHeaders
             trustedOnlyExtra = config.trustedProxyHeaders
@@ -108,6 +112,8 @@ enum RouteResolver {
             let document = policy.protectedResources[normalized.path]
         {
             own = .protectedResourceMetadata(document)
+        } else if !policy.signalPaths.isEmpty, let transmitter = policy.signalPaths[normalized.path] {
+            own = .sharedSignals(transmitter)
         }
         if let own {
             let forwarding = Forwarding(

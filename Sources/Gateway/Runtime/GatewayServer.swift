@@ -19,6 +19,7 @@ public final class GatewayServer {
     private var keyService: IssuerKeyService?
     private var apiKeyService: APIKeyService?
     private var upstreamSecrets: UpstreamSecretService?
+    private var sharedSignals: SharedSignalsService?
     private var storeHealth: StoreHealth?
     private var listenerCertificates: ListenerCertificates?
     private var spoolBudget: SpoolBudget?
@@ -59,6 +60,8 @@ public final class GatewayServer {
         warnInsecureUpstreams(config)
         let prefix = RequestIDGenerator.makeProcessPrefix()
         let stores = StoreBackend(config.store, replayCapacity: config.dpop.replayCacheEntries)
+        // Before any worker serves: a push that comes at once finds its transmitter.
+        stores.sharedSignals.apply(config, pushSecret: SharedSignalsService.pushSecret(config))
         if config.session.keys.isEmpty && config.routes.contains(where: { $0.options.auth.loginRoute != nil }) {
             log.warning(
                 "session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)"
@@ -129,6 +132,13 @@ public final class GatewayServer {
         secrets.apply(config)
         secrets.watch(loop: mainLoop)
         upstreamSecrets = secrets
+        let ssf = SharedSignalsService(
+            loop: mainLoop, log: log, hub: stores.sharedSignals, wallClock: wallClock, grantTokens: stores.grantTokens)
+        ssf.tokenEndpoint = { [weak keys] issuer in
+            keys?.metadataByIssuer[issuer].map { ($0.tokenEndpoint, $0.usingMTLSAliases().tokenEndpoint) }
+        }
+        ssf.apply(config)
+        sharedSignals = ssf
         if let addr = config.adminListen {
             let endpoints = AdminEndpoints(
                 loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
@@ -136,7 +146,7 @@ public final class GatewayServer {
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
                     + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
                     + (self?.listenerCertificates?.metricsText ?? "") + (self?.apiKeyService?.metricsText ?? "")
-                    + (self?.upstreamSecrets?.metricsText ?? "")
+                    + (self?.upstreamSecrets?.metricsText ?? "") + stores.sharedSignals.metricsText
                     + SpoolMetrics.text([self?.spoolBudget, self?.requestSpoolBudget].compactMap { $0 })
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
@@ -249,6 +259,7 @@ public final class GatewayServer {
             keyService?.apply(new)
             apiKeyService?.apply(new)
             upstreamSecrets?.apply(new)
+            sharedSignals?.apply(new)
             let router = Router(routes: new.routes)
             for w in workers {
                 w.loop.execute { w.apply(new, router: router) }

@@ -59,6 +59,10 @@ final class WorkerServices {
     let apiKeys = APIKeyTables()
     /// The upstreams' own credentials (`upstreams.NAME.credentials`): secrets and tokens.
     let upstreamCredentials: UpstreamCredentials
+    /// Shared Signals: the transmitters (for their push endpoints) and this worker's copy of
+    /// the revocations their events left.
+    let signals: SharedSignalsHub
+    let revocations: RevocationSnapshot
     /// The keyed stages route plans may have (`StageCatalog`), fixed at start.
     let stages: StageCatalog
     /// Routes' rate limits: the store, the keys' digests, the keys known to be over.
@@ -105,6 +109,8 @@ final class WorkerServices {
         policies = PolicyDecisionPoints(
             loop: loop, cache: stores.policyDecisions, wallClock: wallClock, grantTokens: stores.grantTokens)
         upstreamCredentials = UpstreamCredentials(loop: loop, shared: stores.grantTokens)
+        signals = stores.sharedSignals
+        revocations = RevocationSnapshot(hub: stores.sharedSignals)
         let accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }

@@ -12,6 +12,13 @@ struct RevocationTable: Sendable {
         case email(String)
         /// A session named without its user (a complex subject with only `session`).
         case session(String)
+
+        /// Emails compare case-insensitively (their domain always does; a mailbox that only
+        /// differs in case is one user at every IdP that matters).
+        var normalized: Subject {
+            if case .email(let e) = self { return .email(e.lowercased()) }
+            return self
+        }
     }
 
     /// What stands against one subject, for tokens of one issuer (or of any of the
@@ -21,14 +28,19 @@ struct RevocationTable: Sendable {
         var before: Int64 = 0
         /// `account-disabled`: every token and session, whatever its age, until enabled.
         var disabled = false
+        /// When the account's last `account-disabled` or `account-enabled` happened: an older
+        /// one arriving late (a retry, a replay) changes nothing.
+        var enablementAt = Int64.min
         /// Session-narrowed revocations: a token or session with this `sid`, issued before the time.
         var sessions: [String: Int64] = [:]
 
         func refuses(iat: Int64?, sid: String?) -> Revoked? {
             if disabled { return .disabled }
             // A token that does not say when it was issued cannot be shown to postdate the event.
-            if before > 0 && (iat ?? Int64.min) < before { return .revoked }
-            if let sid, let t = sessions[sid], (iat ?? Int64.min) < t { return .revoked }
+            // Issued in the event's second counts as before it: a token cannot be shown to
+            // postdate it, and a new one is a second away.
+            if before > 0 && (iat ?? Int64.min) <= before { return .revoked }
+            if let sid, let t = sessions[sid], (iat ?? Int64.min) <= t { return .revoked }
             return nil
         }
     }
@@ -43,8 +55,8 @@ struct RevocationTable: Sendable {
     enum Effect: Sendable, Equatable {
         /// Tokens and sessions issued before `at` end; with `sid`, only those of that session.
         case revoke(at: Int64, sid: String?)
-        case disable
-        case enable
+        case disable(at: Int64)
+        case enable(at: Int64)
     }
 
     private struct Entry: Sendable {
@@ -54,6 +66,7 @@ struct RevocationTable: Sendable {
     }
 
     private var entries: [Subject: Entry] = [:]
+    static let sessionsPerSubject = 64
     /// How many entries are keyed by an email, or by a session alone: a token's email and
     /// `sid` are looked up only while there are some.
     private var emails = 0
@@ -69,6 +82,7 @@ struct RevocationTable: Sendable {
     /// `until`. False when the table is full even of entries that still stand.
     @discardableResult
     mutating func apply(_ effect: Effect, to subject: Subject, issuer: String?, until: Int64, now: Int64) -> Bool {
+        let subject = subject.normalized
         if entries[subject] == nil {
             if entries.count >= capacity { purge(now: now) }
             guard entries.count < capacity else { return false }
@@ -80,12 +94,19 @@ struct RevocationTable: Sendable {
         var standing = entry.byIssuer[issuer ?? ""] ?? Standing()
         switch effect {
         case .revoke(let at, nil): standing.before = max(standing.before, at)
-        case .revoke(let at, let sid?): standing.sessions[sid] = max(standing.sessions[sid] ?? 0, at)
-        case .disable: standing.disabled = true
-        case .enable:
-            // `account-enabled` undoes `account-disabled` wherever it stands for the subject.
-            for key in entry.byIssuer.keys { entry.byIssuer[key]?.disabled = false }
-            standing.disabled = false
+        case .revoke(let at, let sid?):
+            // Bounded: a flood of session-narrowed events about one user keeps the newest.
+            if standing.sessions.count >= Self.sessionsPerSubject, standing.sessions[sid] == nil {
+                standing.sessions.remove(at: standing.sessions.startIndex)
+            }
+            standing.sessions[sid] = max(standing.sessions[sid] ?? 0, at)
+        case .disable(let at), .enable(let at):
+            // Only for the issuer it names (a `sub` is one issuer's), and only if newer than
+            // the last change.
+            if at >= standing.enablementAt {
+                standing.enablementAt = at
+                if case .disable = effect { standing.disabled = true } else { standing.disabled = false }
+            }
         }
         entry.byIssuer[issuer ?? ""] = standing
         entries[subject] = entry
@@ -97,7 +118,9 @@ struct RevocationTable: Sendable {
     func check(sub: String?, email: String?, issuer: String, iat: Int64?, sid: String?, now: Int64) -> Revoked? {
         if entries.isEmpty { return nil }
         if let sub, let hit = refusal(.sub(sub), issuer: issuer, iat: iat, sid: sid, now: now) { return hit }
-        if emails > 0, let email, let hit = refusal(.email(email), issuer: issuer, iat: iat, sid: sid, now: now) {
+        if emails > 0, let email,
+            let hit = refusal(.email(email.lowercased()), issuer: issuer, iat: iat, sid: sid, now: now)
+        {
             return hit
         }
         if sessionsAlone > 0, let sid, let hit = refusal(.session(sid), issuer: issuer, iat: iat, sid: sid, now: now) {
@@ -127,8 +150,8 @@ extension RevocationTable.Effect {
         switch token.event.type {
         case .sessionRevoked, .credentialChange, .credentialCompromise, .accountPurged, .tokenClaimsChange:
             self = .revoke(at: token.eventTime, sid: sid)
-        case .accountDisabled: self = .disable
-        case .accountEnabled: self = .enable
+        case .accountDisabled: self = .disable(at: token.eventTime)
+        case .accountEnabled: self = .enable(at: token.eventTime)
         case .verification, .streamUpdated, .other: return nil
         }
     }
@@ -149,8 +172,12 @@ extension SubjectIdentifier {
         case .complex(let user, let session):
             var sid: String?
             if case .opaque(let id)? = session { sid = id }
-            guard let user else { return (sid.map { [(.session($0), nil)] } ?? [], nil) }
-            return (user.revokedSubjects(issuers: issuers).subjects, sid)
+            let users = user?.revokedSubjects(issuers: issuers).subjects ?? []
+            // A user named in a format this table cannot match: the session alone, when there is one.
+            guard !users.isEmpty else { return (sid.map { [(.session($0), nil)] } ?? [], nil) }
+            // A session in another format cannot be matched to a sid: the whole user (wider,
+            // never narrower, than the event asked).
+            return (users, sid)
         case .other: return ([], nil)
         }
     }

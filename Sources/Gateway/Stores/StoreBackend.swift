@@ -28,6 +28,8 @@ final class StoreBackend {
     /// Tokens the gateway gets for itself (client credentials: PDPs', upstreams'), asked for
     /// once per process and shared by its workers.
     let grantTokens = ProcessGrantTokens()
+    /// Shared Signals: the transmitters' streams and the revocations their events left.
+    let sharedSignals = SharedSignalsHub()
     /// The rate limits' digest key when no `session.keys` are configured: one per process.
     let rateLimitKey = SecureRandom.bytes(32)
 

@@ -168,9 +168,10 @@ extension ConfigParser {
         }
     }
 
-    /// `client_credentials: { client, scope, token_endpoint }`: a `clients:` entry with an
-    /// issuer, whose token endpoint is given or comes from that issuer's metadata.
-    private static func credentialsGrant(
+    /// `{ client, scope, token_endpoint }` (an upstream's `client_credentials`, a transmitter's
+    /// `auth`): a `clients:` entry with an issuer, whose token endpoint is given or comes from
+    /// that issuer's metadata.
+    static func credentialsGrant(
         _ f: [String: Node], node: Node, clients: [String: ClientConfig], issuers: [String: IssuerConfig],
         path p: String, _ r: ConfigReader
     ) -> ClientCredentialsGrant? {

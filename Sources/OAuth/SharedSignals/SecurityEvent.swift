@@ -18,10 +18,10 @@ public enum SecurityEventType: Sendable, Hashable {
     case streamUpdated
     case other(String)
 
-    static let caep = "https://schemas.openid.net/secevent/caep/event-type/"
-    static let risc = "https://schemas.openid.net/secevent/risc/event-type/"
-    static let ssf = "https://schemas.openid.net/secevent/ssf/event-type/"
-    static let oauth = "https://schemas.openid.net/secevent/oauth/event-type/"
+    public static let caep = "https://schemas.openid.net/secevent/caep/event-type/"
+    public static let risc = "https://schemas.openid.net/secevent/risc/event-type/"
+    public static let ssf = "https://schemas.openid.net/secevent/ssf/event-type/"
+    public static let oauth = "https://schemas.openid.net/secevent/oauth/event-type/"
 
     /// The type its URI names (an event's member name in `events`, RFC 8417 §2.2).
     public init(uri: String) {

@@ -71,6 +71,11 @@ public struct SecurityEventTokenVerifier: Sendable {
         if claims["sub"] != nil { throw SETRefusal(.invalidRequest, "a SET names its subject in sub_id, never sub") }
         if claims["exp"] != nil { throw SETRefusal(.invalidRequest, "a SET has no exp") }
         let event = try Self.event(claims)
+        // An event cannot happen after it was told: a time ahead would revoke tokens not yet
+        // issued (every new login of the subject, until the revocation ends).
+        if let at = event.timestamp, at > max(iat, now) + leeway {
+            throw SETRefusal(.invalidRequest, "the event's timestamp is in the future")
+        }
         return SecurityEventToken(jti: jti, iat: iat, event: event, txn: claims["txn"]?.string)
     }
 

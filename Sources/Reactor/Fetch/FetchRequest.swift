@@ -3,6 +3,9 @@ public struct FetchRequest: Sendable {
     public var url: String
     /// nil: GET; otherwise POST with this body.
     public var body: [UInt8]?
+    /// Another method than GET or POST (a stream's PATCH or DELETE, SSF 1.0 §8.1.1); nil: as
+    /// `body` says.
+    public var method: String?
     public var headers: [String]
     public var timeout: Double
     public var connectTimeout: Double
@@ -11,8 +14,9 @@ public struct FetchRequest: Sendable {
 
     public init(
         url: String, body: [UInt8]? = nil, headers: [String] = [], timeout: Double = 10,
-        connectTimeout: Double = 3, maxResponseBytes: Int = 1 << 20
+        connectTimeout: Double = 3, maxResponseBytes: Int = 1 << 20, method: String? = nil
     ) {
+        self.method = method
         self.url = url
         self.body = body
         self.headers = headers

@@ -90,6 +90,10 @@ final class Transfer {
             )
             try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, buf.baseAddress), "POSTFIELDS")
         }
+        // curl copies the string (only POSTFIELDS it does not).
+        if let method = request.method {
+            try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, method), "CUSTOMREQUEST")
+        }
         // Unretained: the fetcher's table holds this transfer while curl may call back.
         let me = Unmanaged.passUnretained(self).toOpaque()
         try check(tg_curl_easy_set_write_function(easy, writeThunk, me), "WRITEFUNCTION")

@@ -1,0 +1,98 @@
+import Foundation
+import OAuth
+import Yams
+
+/// The `shared_signals` section (TransmitterConfig.swift), and the checks that need the
+/// whole config: a push path no other endpoint or route answers, a revocation that outlives
+/// the sessions it may end.
+extension ConfigParser {
+    static func sharedSignals(
+        _ node: Node?, issuers: [String: IssuerConfig], clients: [String: ClientConfig], _ r: ConfigReader
+    ) -> [String: TransmitterConfig] {
+        guard let node, let m = r.mapping(node, path: "shared_signals", section: nil) else { return [:] }
+        var all: [String: TransmitterConfig] = [:]
+        for (name, entry) in m {
+            let p = "shared_signals.\(name)"
+            guard APIKeyEntry.isValidID(name) else {
+                r.problem(p, entry, "a transmitter's name is 1 to 64 of A-Z a-z 0-9 _ -")
+                continue
+            }
+            guard let f = r.mapping(entry, path: p, section: .transmitter) else { continue }
+            var t = TransmitterConfig(name: name)
+            TransmitterConfig.keyTable.read(f, into: &t, path: p, r)
+            for key in ["issuer", "issuers", "endpoint_url"] where f[key] == nil {
+                r.problem("\(p).\(key)", entry, "is required")
+            }
+            if let n = f["issuers"] {
+                for (i, issuer) in exchangeNames(n, path: "\(p).issuers", r).enumerated() {
+                    guard let config = issuers[issuer] else {
+                        r.problem(
+                            "\(p).issuers[\(i)]", n,
+                            "\"\(issuer)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
+                        continue
+                    }
+                    t.issuers.append(issuer)
+                    t.issuerURLs.insert(config.issuer)
+                    t.issuerURLs.formUnion(config.issuerAliases)
+                }
+            }
+            if let n = f["auth"] {
+                t.auth = transmitterAuth(n, path: "\(p).auth", issuers: issuers, clients: clients, r)
+            }
+            all[name] = t
+        }
+        return all
+    }
+
+    private static func transmitterAuth(
+        _ node: Node, path p: String, issuers: [String: IssuerConfig], clients: [String: ClientConfig],
+        _ r: ConfigReader
+    ) -> TransmitterConfig.TransmitterAuth {
+        guard let f = r.mapping(node, path: p, section: .transmitterAuth) else { return .none }
+        switch (f["bearer_file"], f["client"]) {
+        case (.some, .some):
+            r.problem(p, node, "give bearer_file or client, not both")
+        case (let b?, nil):
+            for key in ["scope", "token_endpoint"] where f[key] != nil {
+                r.problem("\(p).\(key)", f[key], "goes with client: NAME")
+            }
+            guard let s = r.string(b, path: "\(p).bearer_file") else { return .none }
+            let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
+            guard case .success = UpstreamSecretFile.read(full) else {
+                r.problem("\(p).bearer_file", b, "cannot read \(full), or it holds no token")
+                return .none
+            }
+            return .bearerFile(full)
+        case (nil, .some):
+            if let grant = credentialsGrant(f, node: node, clients: clients, issuers: issuers, path: p, r) {
+                return .client(grant)
+            }
+        case (nil, nil):
+            r.problem(p, node, "needs bearer_file: PATH or client: NAME")
+        }
+        return .none
+    }
+
+    /// Each transmitter's push path is its own: no login endpoint, other transmitter or exact
+    /// route has it (the gateway's own endpoints are answered before routing).
+    static func checkSharedSignals(_ cfg: GatewayConfig, top: [String: Node], _ r: ConfigReader) {
+        let login = cfg.login
+        var taken: [String: String] = [
+            login.startPath: "login.start_path", login.callbackPath: "login.callback_path",
+            login.logoutPath: "login.logout_path", login.backchannelLogoutPath: "login.backchannel_logout_path",
+            login.jwksPath: "login.jwks_path"
+        ]
+        for route in cfg.routes {
+            if case .exact(let path) = route.match.path { taken[path] = taken[path] ?? "routes[\(route.index)]" }
+        }
+        for (name, t) in cfg.sharedSignals.sorted(by: { $0.key < $1.key }) where !t.endpointPath.isEmpty {
+            let node = top["shared_signals"]?[name]?["endpoint_url"]
+            if let owner = taken[t.endpointPath] {
+                r.problem(
+                    "shared_signals.\(name).endpoint_url", node,
+                    "its path \(t.endpointPath) is \(owner)'s too; give the transmitter a path of its own")
+            }
+            taken[t.endpointPath] = "shared_signals.\(name)"
+        }
+    }
+}

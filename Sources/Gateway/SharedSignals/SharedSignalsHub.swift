@@ -1,0 +1,252 @@
+import Foundation
+import JOSE
+import OAuth
+import Reactor
+import Synchronization
+
+/// The process's Shared Signals state, shared by its workers and the main loop: each
+/// transmitter's keys, stream and push credential (the main loop's `TransmitterStreams` keep
+/// them current), the SETs already applied (by `jti`), and the revocations their events left.
+/// A worker checks requests against its own copy of the revocations (`RevocationSnapshot`),
+/// taken again only when `version` moves: no lock on the request path.
+///
+/// `@unchecked Sendable`: every mutable field changes only under `lock`.
+final class SharedSignalsHub: @unchecked Sendable {
+    /// What a worker's push endpoint needs of one transmitter, and what the status page shows.
+    struct Transmitter: Sendable {
+        let config: TransmitterConfig
+        let verifier: SecurityEventTokenVerifier
+        /// The `Authorization` value every push must carry (set on the stream).
+        let pushAuthorization: String
+        var keys: JWKSet?
+        var streamID: String?
+        var status = "not yet up"
+        var verified = false
+        /// The `state` of the verification asked for last (SSF 1.0 §8.1.4.2).
+        var verificationState: String?
+        var lastEventAt: Double?
+        var lastError: String?
+    }
+
+    /// How a pushed SET came out, for `tokengate_ssf_events_total{result}`.
+    enum Result: String, Sendable {
+        case applied, duplicate, ignored, refused
+    }
+
+    private let lock = NSLock()
+    private var transmitters: [String: Transmitter] = [:]
+    private var byPath: [String: String] = [:]
+    /// Applied SETs by `jti`, until when they are remembered.
+    private var seen: [String: Double] = [:]
+    private var table = RevocationTable()
+    private var counts: [String: Int] = [:]
+    /// Bumped by every change to `table`: workers copy it when it moves.
+    let version = Atomic<Int>(0)
+    /// Asks the main loop to refetch a transmitter's keys (a SET named an unknown `kid`);
+    /// `done` gets the new set or nil, on the loop `done` was asked from.
+    var refetchKeys: ((_ transmitter: String, _ done: @escaping (JWKSet?) -> Void) -> Void)?
+    /// Applied SETs are remembered this long (a transmitter retries within minutes).
+    static let seenFor = 3600.0
+    static let seenCapacity = 100_000
+
+    init() {}
+
+    /// A new config's transmitters; those that stay keep their keys and stream.
+    func apply(_ config: GatewayConfig, pushSecret: MACKey) {
+        lock.withLock {
+            var next: [String: Transmitter] = [:]
+            for (name, t) in config.sharedSignals {
+                let authorization = Self.pushAuthorization(t, secret: pushSecret)
+                var entry = Transmitter(
+                    config: t, verifier: SecurityEventTokenVerifier(issuer: t.issuer, audience: t.audience),
+                    pushAuthorization: authorization)
+                if let old = transmitters[name], old.config.issuer == t.issuer,
+                    old.config.endpointURL == t.endpointURL, old.pushAuthorization == authorization
+                {
+                    entry.keys = old.keys
+                    entry.streamID = old.streamID
+                    entry.status = old.status
+                    entry.verified = old.verified
+                    entry.verificationState = old.verificationState
+                    entry.lastEventAt = old.lastEventAt
+                }
+                next[name] = entry
+            }
+            transmitters = next
+            byPath = Dictionary(next.map { ($0.value.config.endpointPath, $0.key) }, uniquingKeysWith: { a, _ in a })
+        }
+    }
+
+    /// The push `Authorization` of a transmitter's stream: `Bearer` and a keyed digest of the
+    /// stream's identity under `session.keys`, so every replica with those keys accepts the
+    /// same pushes without sharing a secret through the store.
+    static func pushAuthorization(_ t: TransmitterConfig, secret: MACKey) -> String {
+        let mac = secret.authenticate(
+            Array("tokengate/ssf-push/v1\u{0}\(t.name)\u{0}\(t.issuer)\u{0}\(t.endpointURL)".utf8))
+        return "Bearer " + Base64URL.encode(mac)
+    }
+
+    /// The transmitter whose push path `path` is.
+    func transmitter(atPath path: String) -> Transmitter? {
+        lock.withLock { byPath[path].flatMap { transmitters[$0] } }
+    }
+
+    func transmitter(named name: String) -> Transmitter? { lock.withLock { transmitters[name] } }
+
+    var all: [String: Transmitter] { lock.withLock { transmitters } }
+
+    var pushPaths: Set<String> { lock.withLock { Set(byPath.keys) } }
+
+    /// The main loop's news about a transmitter: its keys, its stream, an error.
+    func update(_ name: String, _ change: (inout Transmitter) -> Void) {
+        lock.withLock {
+            guard var t = transmitters[name] else { return }
+            change(&t)
+            transmitters[name] = t
+        }
+    }
+
+    /// Applies a verified SET of `transmitter` once: false when its `jti` was applied before.
+    func apply(_ set: SecurityEventToken, from name: String, now: Double) -> Result {
+        lock.withLock {
+            guard var t = transmitters[name] else { return .refused }
+            let key = name + "\u{0}" + set.jti
+            if let until = seen[key], until > now {
+                count(name, set, .duplicate)
+                return .duplicate
+            }
+            if seen.count >= Self.seenCapacity { seen = seen.filter { $0.value > now } }
+            seen[key] = now + Self.seenFor
+            t.lastEventAt = now
+            let result = effect(set, t, now: now)
+            switch set.event.type {
+            case .verification:
+                if let state = set.event.state, state == t.verificationState {
+                    t.verified = true
+                    t.status = "enabled"
+                }
+            case .streamUpdated:
+                if let status = set.event.status { t.status = String(status.prefix(32)) }
+            default: break
+            }
+            transmitters[name] = t
+            count(name, set, result)
+            return result
+        }
+    }
+
+    /// Whether a verification event's `state` is the one asked for (a wrong one is refused
+    /// with `invalid_state`, SSF 1.0 §8.1.4.2).
+    func expectsState(_ state: String?, of name: String) -> Bool {
+        lock.withLock { transmitters[name]?.verificationState != nil && transmitters[name]?.verificationState == state }
+    }
+
+    /// What the event does to the revocation table (called under `lock`).
+    private func effect(_ set: SecurityEventToken, _ t: Transmitter, now: Double) -> Result {
+        guard let configName = set.event.type.configName else {
+            if case .other = set.event.type { return .ignored }
+            return .applied
+        }
+        guard t.config.events.contains(configName), let subject = set.event.subject else { return .ignored }
+        let (subjects, sid) = subject.revokedSubjects(issuers: t.config.issuerURLs)
+        guard let effect = RevocationTable.Effect(set, session: sid), !subjects.isEmpty else { return .ignored }
+        let until = Int64(now + t.config.revocationTTL)
+        for (s, issuer) in subjects {
+            // An identifier not bound to an issuer names the subject at each of the
+            // transmitter's issuers, and at no other.
+            for url in issuer.map({ [$0] }) ?? Array(t.config.issuerURLs) {
+                table.apply(effect, to: s, issuer: url, until: until, now: Int64(now))
+            }
+        }
+        version.add(1, ordering: .releasing)
+        return .applied
+    }
+
+    private func count(_ name: String, _ set: SecurityEventToken, _ result: Result) {
+        let event = set.event.type.configName ?? Self.streamEventName(set.event.type)
+        counts["\(name)\u{0}\(event)\u{0}\(result.rawValue)", default: 0] += 1
+    }
+
+    /// Requests refused for a revocation, by route: `tokengate_ssf_revoked_requests_total`.
+    private var revokedRequests: [String: Int] = [:]
+
+    func countRevoked(route: String) { lock.withLock { revokedRequests[route, default: 0] += 1 } }
+
+    /// Counts a SET the push endpoint refused before it could be applied.
+    func refused(_ name: String) {
+        lock.withLock { counts["\(name)\u{0}unknown\u{0}refused", default: 0] += 1 }
+    }
+
+    static func streamEventName(_ type: SecurityEventType) -> String {
+        switch type {
+        case .verification: "verification"
+        case .streamUpdated: "stream-updated"
+        default: "other"
+        }
+    }
+
+    /// A copy of the revocations and the version it is at.
+    func revocations() -> (table: RevocationTable, version: Int) {
+        lock.withLock { (table, version.load(ordering: .acquiring)) }
+    }
+
+    /// Drops what no longer stands (the main loop calls it now and then).
+    func purge(now: Double) {
+        lock.withLock {
+            let before = table.count
+            table.purge(now: Int64(now))
+            seen = seen.filter { $0.value > now }
+            if table.count != before { version.add(1, ordering: .releasing) }
+        }
+    }
+
+    /// `tokengate_ssf_events_total{transmitter,event,result}`, and the standing revocations.
+    var metricsText: String {
+        let (counts, standing, names, revoked) = lock.withLock {
+            (self.counts, table.count, transmitters.keys.sorted(), revokedRequests)
+        }
+        guard !names.isEmpty else { return "" }
+        var out = PrometheusText()
+        out.family(
+            "tokengate_ssf_events_total", .counter,
+            help: "Security events pushed, by transmitter, event and result (applied, duplicate, ignored, refused).")
+        for (key, n) in counts.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false).map(String.init)
+            out.sample(
+                "tokengate_ssf_events_total", [("transmitter", parts[0]), ("event", parts[1]), ("result", parts[2])], n)
+        }
+        out.labelled(
+            "tokengate_ssf_revoked_requests_total", .counter, help: "Requests refused for a Shared Signals revocation.",
+            label: "route", revoked.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
+        out.family("tokengate_ssf_revocations", .gauge, help: "Subjects with a standing revocation.")
+        out.sample("tokengate_ssf_revocations", [], standing)
+        return out.text
+    }
+}
+
+/// A worker's copy of the process's revocations: checked on every token and session request
+/// with no lock, and taken again only when the hub's version has moved.
+final class RevocationSnapshot {
+    private let hub: SharedSignalsHub
+    private var table: RevocationTable
+    private var version: Int
+
+    init(hub: SharedSignalsHub) {
+        self.hub = hub
+        (table, version) = hub.revocations()
+    }
+
+    /// Whether any revocation stands (this worker's copy taken again first if it moved): one
+    /// atomic load on a request when none does.
+    var standing: Bool {
+        if hub.version.load(ordering: .acquiring) != version { (table, version) = hub.revocations() }
+        return !table.isEmpty
+    }
+
+    func check(sub: String?, email: String?, issuer: String, iat: Int64?, sid: String?, now: Int64)
+        -> RevocationTable.Revoked?
+    {
+        if hub.version.load(ordering: .acquiring) != version { (table, version) = hub.revocations() }
+        return table.check(sub: sub, email: email, issuer: issuer, iat: iat, sid: sid, now: now)
+    }
+}

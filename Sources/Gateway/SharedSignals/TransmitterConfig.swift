@@ -1,0 +1,156 @@
+import Foundation
+import OAuth
+import Yams
+
+/// `shared_signals.NAME`: a Shared Signals transmitter (SSF 1.0) whose events end its
+/// subjects' tokens and sessions here: where its metadata is (`issuer`), whose tokens its
+/// events are about (`issuers`), where it pushes (RFC 8935, `endpoint_url`), the `aud` its
+/// SETs carry, how the gateway calls its endpoints, which events it asks for, and how long
+/// a revocation stands. docs/shared-signals.md.
+struct TransmitterConfig: Sendable {
+    var name: String
+    /// The transmitter's issuer URL: its metadata is at `/.well-known/ssf-configuration`
+    /// before the issuer's path (SSF 1.0 §7.2.1), and its SETs' `iss`.
+    var issuer = ""
+    /// The `issuers:` entries whose tokens and sessions its events name, and their `iss` URLs.
+    var issuers: [String] = []
+    var issuerURLs: Set<String> = []
+    /// Push delivery's URL (RFC 8935): the transmitter posts here; the gateway serves its path.
+    var endpointURL = ""
+    var endpointPath = ""
+    /// The `aud` its SETs must carry: `endpoint_url`'s origin unless given.
+    var audience = ""
+    var auth = TransmitterAuth.none
+    /// The events asked for; each has the effect docs/shared-signals.md gives it.
+    var events = Set(SecurityEventType.configNames)
+    /// How long a revocation stands after its last event: longer than any token or session
+    /// it could refuse lives.
+    var revocationTTL = 86_400.0
+
+    /// How the gateway authenticates to the transmitter's endpoints.
+    enum TransmitterAuth: Sendable {
+        case none
+        /// `bearer_file`: a token the transmitter issued, read from a file.
+        case bearerFile(String)
+        /// `client`: a token from the client credentials grant, as one of `clients:`.
+        case client(ClientCredentialsGrant)
+    }
+
+    /// The CAEP/RISC URIs of `events`, as a stream asks for them (`events_requested`).
+    var eventURIs: [String] {
+        SecurityEventType.configNames.filter { events.contains($0) }.compactMap(SecurityEventType.uri(forConfigName:))
+    }
+}
+
+extension TransmitterConfig {
+    static let keyTable = ConfigKeyTable<TransmitterConfig, ConfigReader>([
+        .init("issuer", type: "https URL (http only for a loopback host)", default: "none: required") { t, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if securedURL(s) == nil {
+                r.problem(p, n, "\"\(s)\" is not an https URL (http only for a loopback host)")
+            } else {
+                t.issuer = s.hasSuffix("/") ? String(s.dropLast()) : s
+            }
+        },
+        .init("issuers", type: "list of `issuers:` names", default: "none: required", by: "ConfigParser.sharedSignals"),
+        .init(
+            "delivery", type: "`push` (RFC 8935)", default: "`push`",
+            checkedBy: { ConfigDefault.firstValue($0) == "push" }
+        ) { _, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if s == "poll" {
+                r.problem(p, n, "poll delivery (RFC 8936) is not available yet; use push")
+            } else if s != "push" {
+                r.problem(p, n, "must be push")
+            }
+        },
+        .init(
+            "endpoint_url", type: "https URL the transmitter pushes to (http only for a loopback host)",
+            default: "none: required"
+        ) { t, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            guard let url = securedURL(s), url.path.hasPrefix("/"), url.path.count > 1 else {
+                r.problem(p, n, "\"\(s)\" is not an https URL with a path (http only for a loopback host)")
+                return
+            }
+            t.endpointURL = s
+            t.endpointPath = url.path
+            if t.audience.isEmpty { t.audience = origin(of: s) }
+        },
+        .init("audience", type: "string", default: "`endpoint_url`'s origin") { t, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if s.isEmpty { r.problem(p, n, "is empty") } else { t.audience = s }
+        },
+        .init(
+            "auth", type: "`{ bearer_file: PATH }` or `{ client: NAME, scope: … }`", default: "none",
+            by: "ConfigParser.sharedSignals"),
+        .init("events", type: "list of event names", default: "all seven (below)") { t, n, p, r in
+            guard let items = r.sequence(n, path: p) else { return }
+            var events: Set<String> = []
+            for (i, item) in items.enumerated() {
+                guard let s = r.string(item, path: "\(p)[\(i)]") else { continue }
+                if SecurityEventType.configNames.contains(s) {
+                    events.insert(s)
+                } else {
+                    r.problem(
+                        "\(p)[\(i)]", item,
+                        "\"\(s)\" is not an event; one of \(SecurityEventType.configNames.joined(separator: ", "))")
+                }
+            }
+            if events.isEmpty { r.problem(p, n, "names no event") } else { t.events = events }
+        },
+        .init(
+            "revocation_ttl", type: "duration", default: "`24h`",
+            checkedBy: ConfigDefault.duration(TransmitterConfig(name: "").revocationTTL)
+        ) { t, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v < 60 { r.problem(p, n, "must be at least 1m") } else { t.revocationTTL = v }
+        },
+        .init(
+            "profile", type: "`ssf`", default: "`ssf`", checkedBy: { ConfigDefault.firstValue($0) == "ssf" }
+        ) { _, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if s == "google-risc" {
+                r.problem(p, n, "google-risc is not available yet; Google's RISC stream API differs from SSF's")
+            } else if s != "ssf" {
+                r.problem(p, n, "must be ssf")
+            }
+        }
+    ])
+
+    /// The keys of `shared_signals.NAME.auth`, read by ConfigParser.sharedSignals.
+    static let authKeyTable = ConfigKeyTable<TransmitterAuth, ConfigReader>([
+        .init("bearer_file", type: "path of a file holding a token", default: "none", by: "ConfigParser.sharedSignals"),
+        .init("client", type: "a `clients:` name with an `issuer`", default: "none", by: "ConfigParser.sharedSignals"),
+        .init("scope", type: "space-separated scopes", default: "none", by: "ConfigParser.sharedSignals"),
+        .init(
+            "token_endpoint", type: "http(s) URL", default: "the client's issuer's metadata",
+            by: "ConfigParser.sharedSignals")
+    ])
+
+    /// `s` as an https URL, or http on a loopback host (tests, a sidecar's own transmitter).
+    static func securedURL(_ s: String) -> ConfigValues.ParsedURL? {
+        guard let url = ConfigValues.url(s) else { return nil }
+        if url.scheme == "https" { return url }
+        let loopback = url.host == "localhost" || url.host == "::1" || url.host.hasPrefix("127.")
+        return loopback ? url : nil
+    }
+
+    /// `scheme://host[:port]` of a URL the parser accepted.
+    static func origin(of s: String) -> String {
+        guard let end = s.range(of: "://") else { return s }
+        let rest = s[end.upperBound...]
+        return String(s[..<end.upperBound]) + String(rest.prefix { $0 != "/" })
+    }
+}
+
+extension SecurityEventType {
+    /// The URI a stream asks for under a config name (CAEP's and RISC's current names).
+    static func uri(forConfigName name: String) -> String? {
+        switch name {
+        case "session-revoked", "credential-change", "token-claims-change": caep + name
+        case "account-disabled", "account-enabled", "account-purged", "credential-compromise": risc + name
+        default: nil
+        }
+    }
+}

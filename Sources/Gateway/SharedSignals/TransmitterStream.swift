@@ -1,0 +1,236 @@
+import Foundation
+import JOSE
+import Logging
+import OAuth
+import Reactor
+
+/// One transmitter's stream, kept up by the main loop (SSF 1.0 §7, §8): its metadata, its
+/// keys, the push stream to this gateway's `endpoint_url` (the one that exists is reused, so a
+/// restart or a second replica makes no second stream; its delivery is set to this
+/// receiver's `Authorization`), and a verification request whose event the push endpoint
+/// checks. Every call is bounded; a failure is retried from the start after 1 s, doubling up
+/// to a minute. Routes serve meanwhile; the status page says where the stream stands.
+final class TransmitterStream {
+    static let pushMethod = "urn:ietf:rfc:8935"
+
+    let config: TransmitterConfig
+    private let loop: EventLoop
+    private let log: Logger
+    private let hub: SharedSignalsHub
+    private let wallClock: any WallClock
+    private let fetcher: HTTPFetcher
+    /// The transmitter's signing keys (its metadata's `jwks_uri`), kept fresh.
+    private(set) var keys: IssuerKeys?
+    private let authorize: (@escaping (String?) -> Void) -> Void
+    private var retryDelay = 1.0
+    private var timer: LoopTimer?
+    private var stopped = false
+
+    init(
+        config: TransmitterConfig, loop: EventLoop, log: Logger, hub: SharedSignalsHub, wallClock: any WallClock,
+        authorize: @escaping (@escaping (String?) -> Void) -> Void
+    ) {
+        self.config = config
+        self.loop = loop
+        self.log = log
+        self.hub = hub
+        self.wallClock = wallClock
+        self.authorize = authorize
+        var settings = FetchSettings()
+        // The transmitter's endpoints carry its credential: no redirect is followed.
+        settings.maxRedirects = 0
+        fetcher = HTTPFetcher(loop: loop, settings: settings)
+    }
+
+    func start() { discover() }
+
+    func stop() {
+        stopped = true
+        timer = nil
+    }
+
+    /// SSF 1.0 §7.2.1: `/.well-known/ssf-configuration` inserted before the issuer's path.
+    static func metadataURL(issuer: String) -> String {
+        guard let end = issuer.range(of: "://") else { return issuer }
+        let rest = issuer[end.upperBound...]
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        return String(issuer[..<slash]) + "/.well-known/ssf-configuration" + String(rest[slash...])
+    }
+
+    private func discover() {
+        guard !stopped else { return }
+        fetcher.fetch(
+            FetchRequest(url: Self.metadataURL(issuer: config.issuer), timeout: 10, maxResponseBytes: 64 << 10)
+        ) {
+            [self] result in
+            switch result.map({ TransmitterMetadata.parse($0, issuer: config.issuer) }) {
+            case .failure(let e): fail("metadata: \(e.description)")
+            case .success(.failure(let why)): fail("metadata: \(why)")
+            case .success(.success(let metadata)): loadKeys(metadata)
+            }
+        }
+    }
+
+    private func loadKeys(_ metadata: TransmitterMetadata) {
+        let keys = IssuerKeys(
+            name: "ssf:\(config.name)", source: .jwksURI(metadata.jwksURI), fetcher: fetcher, loop: loop,
+            wallClock: wallClock)
+        let name = config.name
+        keys.onUpdate = { [hub] set in hub.update(name) { $0.keys = set } }
+        self.keys = keys
+        keys.start { [self] ok in
+            guard ok else { return fail("keys: \(keys.lastError ?? "not loaded")") }
+            findStream(metadata)
+        }
+    }
+
+    /// SSF 1.0 §8.1.1.2: the streams this receiver has; ours is the push stream to our URL.
+    private func findStream(_ metadata: TransmitterMetadata) {
+        call(metadata.configurationEndpoint, body: nil) { [self] status, body in
+            guard status == 200, let value = try? JSONParser.parse(body) else {
+                return fail("streams: configuration endpoint answered \(status)")
+            }
+            let streams = value.array?.compactMap(\.object) ?? value.object.map { [$0] } ?? []
+            let ours = streams.first { s in
+                let delivery = s["delivery"]?.object
+                return delivery?["method"]?.string == Self.pushMethod
+                    && delivery?["endpoint_url"]?.string == config.endpointURL
+            }
+            if let id = ours?["stream_id"]?.string {
+                setDelivery(metadata, streamID: id)
+            } else {
+                createStream(metadata)
+            }
+        }
+    }
+
+    private var delivery: JSONValue {
+        .object(
+            JSONObject([
+                "method": .string(Self.pushMethod), "endpoint_url": .string(config.endpointURL),
+                "authorization_header": .string(hub.transmitter(named: config.name)?.pushAuthorization ?? "")
+            ]))
+    }
+
+    private func createStream(_ metadata: TransmitterMetadata) {
+        let body = JSONObject([
+            "delivery": delivery, "events_requested": .array(config.eventURIs.map { .string($0) }),
+            "description": .string("tokengate \(config.name)")
+        ])
+        call(metadata.configurationEndpoint, body: .object(body)) { [self] status, reply in
+            guard status == 200 || status == 201, let id = (try? JSONParser.parse(reply))?.object?["stream_id"]?.string
+            else { return fail("create stream: configuration endpoint answered \(status)") }
+            log.info("ssf stream created", metadata: ["transmitter": .string(config.name), "stream": .string(id)])
+            up(metadata, streamID: id)
+        }
+    }
+
+    /// An existing stream: its delivery set to this receiver's URL and credential (every
+    /// replica sets the same), SSF 1.0 §8.1.1.3.
+    private func setDelivery(_ metadata: TransmitterMetadata, streamID: String) {
+        let body = JSONObject([
+            "stream_id": .string(streamID), "delivery": delivery,
+            "events_requested": .array(config.eventURIs.map { .string($0) })
+        ])
+        call(metadata.configurationEndpoint, body: .object(body), method: "PATCH") { [self] status, _ in
+            guard status == 200 || status == 202 || status == 204 else {
+                return fail("update stream: configuration endpoint answered \(status)")
+            }
+            up(metadata, streamID: streamID)
+        }
+    }
+
+    private func up(_ metadata: TransmitterMetadata, streamID: String) {
+        retryDelay = 1
+        hub.update(config.name) {
+            $0.streamID = streamID
+            $0.status = "enabled, not verified"
+            $0.lastError = nil
+        }
+        guard let endpoint = metadata.verificationEndpoint else { return }
+        // SSF 1.0 §8.1.4.2: the transmitter sends a verification event with this state.
+        let state = Base64URL.encode(SecureRandom.bytes(16))
+        hub.update(config.name) { $0.verificationState = state }
+        let body = JSONObject(["stream_id": .string(streamID), "state": .string(state)])
+        call(endpoint, body: .object(body)) { [self] status, _ in
+            if !(200..<300).contains(status) { log.warning("ssf verification request answered \(status)") }
+        }
+    }
+
+    /// A call to the transmitter with its credential: `done(status, body)`; a failure to call
+    /// at all is `fail`ed here.
+    private func call(
+        _ url: String, body: JSONValue?, method: String? = nil, done: @escaping (Int, [UInt8]) -> Void
+    ) {
+        authorize { [self] authorization in
+            guard !stopped else { return }
+            var headers = ["Accept: application/json"]
+            if let authorization { headers.append("Authorization: \(authorization)") }
+            var payload: [UInt8]?
+            if let body {
+                headers.append("Content-Type: application/json")
+                payload = Array(JSONSerializer.serialize(body).utf8)
+            }
+            let request = FetchRequest(
+                url: url, body: payload, headers: headers, timeout: 10, maxResponseBytes: 1 << 20, method: method)
+            fetcher.fetch(request) { [self] result in
+                switch result {
+                case .success(let r): done(r.status, r.body)
+                case .failure(let e): fail("\(url): \(e.description)")
+                }
+            }
+        }
+    }
+
+    private func fail(_ why: String) {
+        guard !stopped else { return }
+        log.warning("ssf stream not up", metadata: ["transmitter": .string(config.name), "error": .string(why)])
+        hub.update(config.name) {
+            $0.lastError = why
+            if $0.streamID == nil { $0.status = "not yet up" }
+        }
+        let delay = retryDelay
+        retryDelay = min(retryDelay * 2, 60)
+        timer = LoopTimer(loop: loop, seconds: delay, repeating: false) { [weak self] in self?.discover() }
+    }
+}
+
+/// A transmitter's configuration metadata (SSF 1.0 §7.1), what a receiver needs of it.
+struct TransmitterMetadata: Sendable {
+    var jwksURI: String
+    var configurationEndpoint: String
+    var verificationEndpoint: String?
+
+    static func parse(_ response: FetchResponse, issuer: String) -> Result<TransmitterMetadata, MetadataError> {
+        guard response.status == 200 else { return .failure(.init("answered \(response.status)")) }
+        guard let o = (try? JSONParser.parse(response.body))?.object else {
+            return .failure(.init("not a JSON object"))
+        }
+        // §7.2.3: the metadata's issuer is the one it was fetched for.
+        guard o["issuer"]?.string.map({ $0.hasSuffix("/") ? String($0.dropLast()) : $0 }) == issuer else {
+            return .failure(.init("its issuer is not \(issuer)"))
+        }
+        func url(_ name: String) -> String? {
+            guard let s = o[name]?.string, TransmitterConfig.securedURL(s) != nil else { return nil }
+            return s
+        }
+        guard let jwks = url("jwks_uri") else { return .failure(.init("no https jwks_uri")) }
+        guard let configuration = url("configuration_endpoint") else {
+            return .failure(.init("no https configuration_endpoint: streams cannot be made"))
+        }
+        if let methods = o["delivery_methods_supported"]?.array,
+            !methods.contains(.string(TransmitterStream.pushMethod))
+        {
+            return .failure(.init("push delivery (\(TransmitterStream.pushMethod)) is not supported"))
+        }
+        return .success(
+            TransmitterMetadata(
+                jwksURI: jwks, configurationEndpoint: configuration, verificationEndpoint: url("verification_endpoint"))
+        )
+    }
+
+    struct MetadataError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
