@@ -175,6 +175,9 @@ def test_every_push_the_receiver_refuses_gets_its_err_and_changes_nothing(gatewa
         (t.push_claims(good, authorization=False), "authentication_failed"),
         (t.push_claims(good, authorization="Bearer not-the-stream-credential"), "authentication_failed"),
         (t.push_claims(good, content_type="application/json"), "invalid_request"),
+        (t.push_claims(good, content_type=";"), "invalid_request"),  # nothing before the parameters
+        (t.push_claims(good, content_type=";", authorization=False), "authentication_failed"),  # that first
+        (t.push_claims(dict(good, iat=int(time.time()) - 2 * 86400)), "invalid_request"),  # too old to be new
         (t.push_token(json.dumps(good), content_type="application/secevent+jwt"), "invalid_request"),
     ]
     for response, expected in cases:

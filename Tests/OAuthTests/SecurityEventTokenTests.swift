@@ -85,6 +85,22 @@ struct SecurityEventTokenTests {
         #expect(refusal(String(repeating: "a", count: SecurityEventTokenVerifier.maxSize + 1)) == .invalidRequest)
     }
 
+    @Test func aSETOlderThanTheReceiversMemoryAndAFutureEventAreRefused() throws {
+        var remembering = Self.verifier
+        remembering.maxAge = 3600
+        let old = try Self.set { c in c["iat"] = .number(String(Self.now - 3700)) }
+        #expect(throws: SETRefusal.self) { try remembering.verify(old, keys: Self.keys, now: Self.now) }
+        #expect(refusal(old) == nil)  // without a memory, any age
+        let ahead = try Self.set { c in
+            c["events"] = .object(
+                JSONObject([
+                    Self.caep + "session-revoked": .object(
+                        JSONObject(["event_timestamp": .number(String(Self.now + 3600))]))
+                ]))
+        }
+        #expect(refusal(ahead) == .invalidRequest)
+    }
+
     @Test func noneAndHMACAreNeverAccepted() throws {
         // alg none: a header and claims, no signature.
         func b64(_ s: String) -> String { Base64URL.encode(Array(s.utf8)) }

@@ -55,7 +55,7 @@ final class SessionStage: Stage {
         let revocations = services.revocations
         guard revocations.standing else { return false }
         let config = services.config
-        guard let issuer = config.clients[session.client]?.issuer.flatMap({ config.issuers[$0]?.issuer }),
+        guard let issuer = config.clients[session.client]?.issuer,
             revocations.check(
                 session.claims, issuer: issuer, issuedAt: session.createdAt, now: services.wallClock.seconds)
                 != nil

@@ -32,8 +32,10 @@ extension ConfigParser {
                         continue
                     }
                     t.issuers.append(issuer)
-                    t.issuerURLs.insert(config.issuer)
-                    t.issuerURLs.formUnion(config.issuerAliases)
+                    for url in [config.issuer] + config.issuerAliases {
+                        t.issuerURLs.insert(url)
+                        t.issuerNames[url, default: []].append(issuer)
+                    }
                 }
             }
             if let n = f["auth"] {

@@ -95,9 +95,11 @@ struct RevocationTable: Sendable {
         switch effect {
         case .revoke(let at, nil): standing.before = max(standing.before, at)
         case .revoke(let at, let sid?):
-            // Bounded: a flood of session-narrowed events about one user keeps the newest.
-            if standing.sessions.count >= Self.sessionsPerSubject, standing.sessions[sid] == nil {
-                standing.sessions.remove(at: standing.sessions.startIndex)
+            // Bounded: a flood of session-narrowed events about one user drops the oldest.
+            if standing.sessions.count >= Self.sessionsPerSubject, standing.sessions[sid] == nil,
+                let oldest = standing.sessions.min(by: { $0.value < $1.value })
+            {
+                standing.sessions[oldest.key] = nil
             }
             standing.sessions[sid] = max(standing.sessions[sid] ?? 0, at)
         case .disable(let at), .enable(let at):

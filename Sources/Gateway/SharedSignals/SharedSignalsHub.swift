@@ -22,8 +22,6 @@ final class SharedSignalsHub: @unchecked Sendable {
         var streamID: String?
         var status = "not yet up"
         var verified = false
-        /// The `state` of the verification asked for last (SSF 1.0 §8.1.4.2).
-        var verificationState: String?
         var lastEventAt: Double?
         var lastError: String?
     }
@@ -45,8 +43,9 @@ final class SharedSignalsHub: @unchecked Sendable {
     /// Asks the main loop to refetch a transmitter's keys (a SET named an unknown `kid`);
     /// `done` gets the new set or nil, on the loop `done` was asked from.
     var refetchKeys: ((_ transmitter: String, _ done: @escaping (JWKSet?) -> Void) -> Void)?
-    /// Applied SETs are remembered this long (a transmitter retries within minutes).
-    static let seenFor = 3600.0
+    /// Applied SETs are remembered this long, and an older SET is refused (the verifier's
+    /// `maxAge`): a replay of one is never taken for new.
+    static let seenFor = 86_400.0
     static let seenCapacity = 100_000
 
     init() {}
@@ -57,18 +56,19 @@ final class SharedSignalsHub: @unchecked Sendable {
             var next: [String: Transmitter] = [:]
             for (name, t) in config.sharedSignals {
                 let authorization = Self.pushAuthorization(t, secret: pushSecret)
-                var entry = Transmitter(
-                    config: t, verifier: SecurityEventTokenVerifier(issuer: t.issuer, audience: t.audience),
-                    pushAuthorization: authorization)
-                if let old = transmitters[name], old.config.issuer == t.issuer,
-                    old.config.endpointURL == t.endpointURL, old.pushAuthorization == authorization
-                {
+                var verifier = SecurityEventTokenVerifier(issuer: t.issuer, audience: t.audience)
+                verifier.maxAge = Int64(Self.seenFor) - 60
+                var entry = Transmitter(config: t, verifier: verifier, pushAuthorization: authorization)
+                if let old = transmitters[name], old.config.issuer == t.issuer {
+                    // The transmitter's keys are its own; the stream is this receiver's only
+                    // while its URL and credential stay (a new session key sets it again).
                     entry.keys = old.keys
-                    entry.streamID = old.streamID
-                    entry.status = old.status
-                    entry.verified = old.verified
-                    entry.verificationState = old.verificationState
-                    entry.lastEventAt = old.lastEventAt
+                    if old.config.endpointURL == t.endpointURL, old.pushAuthorization == authorization {
+                        entry.streamID = old.streamID
+                        entry.status = old.status
+                        entry.verified = old.verified
+                        entry.lastEventAt = old.lastEventAt
+                    }
                 }
                 next[name] = entry
             }
@@ -121,10 +121,10 @@ final class SharedSignalsHub: @unchecked Sendable {
             let result = effect(set, t, now: now)
             switch set.event.type {
             case .verification:
-                if let state = set.event.state, state == t.verificationState {
-                    t.verified = true
-                    t.status = "enabled"
-                }
+                // A state was checked by the endpoint (`expectsState`); one the transmitter
+                // sends unasked carries none (SSF 1.0 §8.1.4.1).
+                t.verified = true
+                t.status = "enabled"
             case .streamUpdated:
                 if let status = set.event.status { t.status = String(status.prefix(32)) }
             default: break
@@ -135,10 +135,18 @@ final class SharedSignalsHub: @unchecked Sendable {
         }
     }
 
-    /// Whether a verification event's `state` is the one asked for (a wrong one is refused
-    /// with `invalid_state`, SSF 1.0 §8.1.4.2).
-    func expectsState(_ state: String?, of name: String) -> Bool {
-        lock.withLock { transmitters[name]?.verificationState != nil && transmitters[name]?.verificationState == state }
+    /// Whether a verification event's `state` is the one this receiver asks for (a wrong one is
+    /// refused with `invalid_state`, SSF 1.0 §8.1.4.2).
+    func expectsState(_ state: String, of name: String) -> Bool {
+        guard let t = transmitter(named: name), let stream = t.streamID else { return false }
+        return ConstantTime.equals(state, Self.verificationState(t.pushAuthorization, stream: stream))
+    }
+
+    /// The `state` a verification asks for: derived from the push credential and the stream,
+    /// so that whichever replica the event reaches expects the state any replica asked with.
+    static func verificationState(_ pushAuthorization: String, stream: String) -> String {
+        let digest = Digest.sha256.hash(utf8: "tokengate/ssf-verify/v1\u{0}\(pushAuthorization)\u{0}\(stream)")
+        return Base64URL.encode(digest.prefix(16))
     }
 
     /// What the event does to the revocation table (called under `lock`).
@@ -151,11 +159,12 @@ final class SharedSignalsHub: @unchecked Sendable {
         let (subjects, sid) = subject.revokedSubjects(issuers: t.config.issuerURLs)
         guard let effect = RevocationTable.Effect(set, session: sid), !subjects.isEmpty else { return .ignored }
         let until = Int64(now + t.config.revocationTTL)
-        for (s, issuer) in subjects {
-            // An identifier not bound to an issuer names the subject at each of the
-            // transmitter's issuers, and at no other.
-            for url in issuer.map({ [$0] }) ?? Array(t.config.issuerURLs) {
-                table.apply(effect, to: s, issuer: url, until: until, now: Int64(now))
+        for (s, url) in subjects {
+            // By the `issuers:` entry a token or session names (its config name): an `iss_sub`
+            // names the subject at the entries with that `iss`; any other identifier names it
+            // at each of the transmitter's issuers, and at no other.
+            for issuer in url.map({ t.config.issuerNames[$0] ?? [] }) ?? t.config.issuers {
+                table.apply(effect, to: s, issuer: issuer, until: until, now: Int64(now))
             }
         }
         version.add(1, ordering: .releasing)

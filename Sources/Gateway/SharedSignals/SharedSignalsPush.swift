@@ -26,20 +26,21 @@ struct SharedSignalsPush {
             return .answer(r)
         }
         let fields = request.head.fields
-        let contentType = fields.first("Content-Type").map {
-            $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces)
-        }
-        guard fields.firstAndCount("Content-Type").count == 1, contentType?.lowercased() == Self.mediaType else {
-            hub.refused(name)
-            return .answer(Self.refusal(.invalidRequest, "the body must be one SET as \(Self.mediaType)", ctx))
-        }
-        // RFC 8935 §2: the transmitter authenticates as the stream said; the value is this
-        // receiver's secret, so the compare takes the same time whatever it holds.
+        // RFC 8935 §2: the transmitter authenticates as the stream said, before anything of
+        // the request is read; the value is this receiver's secret, so the compare takes the
+        // same time whatever it holds.
         let (authorization, count) = fields.firstAndCount("Authorization")
         guard count == 1, let authorization, ConstantTime.equals(authorization, t.pushAuthorization) else {
             hub.refused(name)
             return .answer(
                 Self.refusal(.authenticationFailed, "the request does not carry the stream's credential", ctx))
+        }
+        let mediaType = fields.first("Content-Type").map {
+            String($0.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        guard fields.firstAndCount("Content-Type").count == 1, mediaType == Self.mediaType else {
+            hub.refused(name)
+            return .answer(Self.refusal(.invalidRequest, "the body must be one SET as \(Self.mediaType)", ctx))
         }
         services.readOwnBody(request.exchange, ctx, limit: SecurityEventTokenVerifier.maxSize) { body in
             let token = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -80,7 +81,7 @@ struct SharedSignalsPush {
             request.answer(Self.refusal(error.code, error.description, ctx))
             return
         }
-        if set.event.type == .verification, !hub.expectsState(set.event.state, of: name) {
+        if set.event.type == .verification, let state = set.event.state, !hub.expectsState(state, of: name) {
             hub.refused(name)
             request.answer(
                 Self.refusal(err: "invalid_state", "the verification event's state is not the one asked for", ctx))

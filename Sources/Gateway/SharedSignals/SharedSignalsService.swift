@@ -15,6 +15,9 @@ final class SharedSignalsService {
     private let grantTokens: ProcessGrantTokens
     private let fetchers: BackChannelFetchers
     private var streams: [String: TransmitterStream] = [:]
+    /// The push credential each stream was set up with: a new one (a new session key) sets the
+    /// stream up again.
+    private var credentials: [String: String] = [:]
     private var purgeTimer: LoopTimer?
     /// The token endpoint an issuer's metadata names (the `client` auth's), by issuer name.
     var tokenEndpoint: (String) -> (plain: String?, mtls: String?)? = { _ in nil }
@@ -48,11 +51,16 @@ final class SharedSignalsService {
     }
 
     func apply(_ config: GatewayConfig) {
-        hub.apply(config, pushSecret: Self.pushSecret(config))
+        let secret = Self.pushSecret(config)
+        hub.apply(config, pushSecret: secret)
         var next: [String: TransmitterStream] = [:]
+        var nextCredentials: [String: String] = [:]
         for (name, t) in config.sharedSignals {
+            let credential = SharedSignalsHub.pushAuthorization(t, secret: secret)
+            nextCredentials[name] = credential
             if let old = streams[name], old.config.issuer == t.issuer, old.config.endpointURL == t.endpointURL,
-                old.config.eventURIs == t.eventURIs, Self.sameAuth(old.config.auth, t.auth)
+                old.config.eventURIs == t.eventURIs, Self.sameAuth(old.config.auth, t.auth),
+                credentials[name] == credential
             {
                 next[name] = old
                 continue
@@ -66,6 +74,7 @@ final class SharedSignalsService {
         }
         for (name, stream) in streams where next[name] == nil { stream.stop() }
         streams = next
+        credentials = nextCredentials
     }
 
     private static func sameAuth(_ a: TransmitterConfig.TransmitterAuth, _ b: TransmitterConfig.TransmitterAuth) -> Bool

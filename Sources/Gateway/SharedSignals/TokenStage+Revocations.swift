@@ -5,8 +5,8 @@ import Reactor
 /// Tokens and sessions a Shared Signals event revoked: refused on their next request, on
 /// every route kind and in every decision form, by this worker's copy of the revocations.
 extension RevocationSnapshot {
-    /// Whether a token's or a session's claims (`sub`, `email`, `sid`, `iat`, issued by
-    /// `issuer`, an `iss` URL) are revoked. With no standing revocation, not one claim is read.
+    /// Whether a token's or a session's claims (`sub`, `email`, `sid`, `iat`) are revoked;
+    /// `issuer`: the `issuers:` entry that vouched for them. With no standing revocation, not one claim is read.
     func check(_ claims: JSONObject, issuer: String, issuedAt: Int64? = nil, now: Int64) -> RevocationTable.Revoked? {
         guard standing else { return nil }
         return check(
@@ -20,8 +20,10 @@ extension TokenStage {
     /// per route; nil for every other token.
     func revocation(of token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
         let revocations = services.revocations
-        guard revocations.standing, let iss = token.claims["iss"]?.string,
-            let revoked = revocations.check(token.claims, issuer: iss, now: services.wallClock.seconds)
+        // By the issuer entry that admitted it: an introspected token may have no `iss`, and a
+        // multi-tenant issuer's tokens carry each their tenant's.
+        guard revocations.standing,
+            let revoked = revocations.check(token.claims, issuer: token.issuer, now: services.wallClock.seconds)
         else { return nil }
         services.signals.countRevoked(route: route.name)
         let description = revoked == .disabled ? "the account is disabled" : "the token has been revoked"

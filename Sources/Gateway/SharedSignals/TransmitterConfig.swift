@@ -15,6 +15,8 @@ struct TransmitterConfig: Sendable {
     /// The `issuers:` entries whose tokens and sessions its events name, and their `iss` URLs.
     var issuers: [String] = []
     var issuerURLs: Set<String> = []
+    /// Those entries by each `iss` they accept (their `issuer` and `issuer_aliases`).
+    var issuerNames: [String: [String]] = [:]
     /// Push delivery's URL (RFC 8935): the transmitter posts here; the gateway serves its path.
     var endpointURL = ""
     var endpointPath = ""

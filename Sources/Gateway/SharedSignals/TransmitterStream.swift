@@ -63,6 +63,7 @@ final class TransmitterStream {
             FetchRequest(url: Self.metadataURL(issuer: config.issuer), timeout: 10, maxResponseBytes: 64 << 10)
         ) {
             [self] result in
+            guard !stopped else { return }
             switch result.map({ TransmitterMetadata.parse($0, issuer: config.issuer) }) {
             case .failure(let e): fail("metadata: \(e.description)")
             case .success(.failure(let why)): fail("metadata: \(why)")
@@ -76,9 +77,14 @@ final class TransmitterStream {
             name: "ssf:\(config.name)", source: .jwksURI(metadata.jwksURI), fetcher: fetcher, loop: loop,
             wallClock: wallClock)
         let name = config.name
-        keys.onUpdate = { [hub] set in hub.update(name) { $0.keys = set } }
+        // A stream stopped by a reload (another issuer under the same name) writes no keys.
+        keys.onUpdate = { [weak self, hub] set in
+            guard let self, !self.stopped else { return }
+            hub.update(name) { $0.keys = set }
+        }
         self.keys = keys
         keys.start { [self] ok in
+            guard !stopped else { return }
             guard ok else { return fail("keys: \(keys.lastError ?? "not loaded")") }
             findStream(metadata)
         }
@@ -147,20 +153,29 @@ final class TransmitterStream {
             $0.status = "enabled, not verified"
             $0.lastError = nil
         }
-        guard let endpoint = metadata.verificationEndpoint else { return }
-        // SSF 1.0 §8.1.4.2: the transmitter sends a verification event with this state.
-        let state = Base64URL.encode(SecureRandom.bytes(16))
-        hub.update(config.name) { $0.verificationState = state }
+        guard let endpoint = metadata.verificationEndpoint,
+            let credential = hub.transmitter(named: config.name)?.pushAuthorization
+        else { return }
+        // SSF 1.0 §8.1.4.2: the transmitter sends a verification event with this state, which
+        // every replica derives alike (the event may reach any of them).
+        let state = SharedSignalsHub.verificationState(credential, stream: streamID)
         let body = JSONObject(["stream_id": .string(streamID), "state": .string(state)])
-        call(endpoint, body: .object(body)) { [self] status, _ in
-            if !(200..<300).contains(status) { log.warning("ssf verification request answered \(status)") }
+        // The stream is up whatever comes of it: a failed request is logged, not retried from
+        // the start (that would remake the stream every second against a broken endpoint).
+        let warn = { [log, name = config.name] (why: String) in
+            log.warning(
+                "ssf verification request failed", metadata: ["transmitter": .string(name), "error": .string(why)])
+        }
+        call(endpoint, body: .object(body), failed: warn) { status, _ in
+            if !(200..<300).contains(status) { warn("answered \(status)") }
         }
     }
 
     /// A call to the transmitter with its credential: `done(status, body)`; a failure to call
     /// at all is `fail`ed here.
     private func call(
-        _ url: String, body: JSONValue?, method: String? = nil, done: @escaping (Int, [UInt8]) -> Void
+        _ url: String, body: JSONValue?, method: String? = nil, failed: ((String) -> Void)? = nil,
+        done: @escaping (Int, [UInt8]) -> Void
     ) {
         authorize { [self] authorization in
             guard !stopped else { return }
@@ -174,9 +189,11 @@ final class TransmitterStream {
             let request = FetchRequest(
                 url: url, body: payload, headers: headers, timeout: 10, maxResponseBytes: 1 << 20, method: method)
             fetcher.fetch(request) { [self] result in
+                guard !stopped else { return }
                 switch result {
                 case .success(let r): done(r.status, r.body)
-                case .failure(let e): fail("\(url): \(e.description)")
+                case .failure(let e):
+                    if let failed { failed("\(url): \(e.description)") } else { fail("\(url): \(e.description)") }
                 }
             }
         }
@@ -210,8 +227,13 @@ struct TransmitterMetadata: Sendable {
         guard o["issuer"]?.string.map({ $0.hasSuffix("/") ? String($0.dropLast()) : $0 }) == issuer else {
             return .failure(.init("its issuer is not \(issuer)"))
         }
+        // http only when the issuer itself is a loopback one: an https transmitter's metadata
+        // cannot send the gateway's credential to a local plain-text port.
+        let plainAllowed = issuer.hasPrefix("http://")
         func url(_ name: String) -> String? {
-            guard let s = o[name]?.string, TransmitterConfig.securedURL(s) != nil else { return nil }
+            guard let s = o[name]?.string, TransmitterConfig.securedURL(s) != nil,
+                plainAllowed || s.hasPrefix("https://")
+            else { return nil }
             return s
         }
         guard let jwks = url("jwks_uri") else { return .failure(.init("no https jwks_uri")) }

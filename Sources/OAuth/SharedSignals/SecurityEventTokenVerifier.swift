@@ -12,6 +12,9 @@ public struct SecurityEventTokenVerifier: Sendable {
     public let audience: String
     public let algorithms: Set<JWSAlgorithm>
     public var leeway: Int64 = 30
+    /// SETs issued longer ago than this are refused (nil: any age): a receiver that remembers
+    /// applied `jti`s for this long never applies a replayed one again.
+    public var maxAge: Int64?
     /// RFC 8935 leaves the size open; a SET is a few hundred bytes.
     public static let maxSize = 64 << 10
 
@@ -68,6 +71,7 @@ public struct SecurityEventTokenVerifier: Sendable {
             throw SETRefusal(.invalidRequest, "the SET needs an iat (a NumericDate)")
         }
         if iat > now + leeway { throw SETRefusal(.invalidRequest, "the SET was issued in the future") }
+        if let maxAge, iat < now - maxAge { throw SETRefusal(.invalidRequest, "the SET is too old") }
         if claims["sub"] != nil { throw SETRefusal(.invalidRequest, "a SET names its subject in sub_id, never sub") }
         if claims["exp"] != nil { throw SETRefusal(.invalidRequest, "a SET has no exp") }
         let event = try Self.event(claims)
