@@ -96,6 +96,13 @@ def test_the_stream_is_made_once_verified_and_needs_its_credential(gateway, tran
     assert transmitter.creates == 1 and len(transmitter.streams) == 1
     r = transmitter.push(CAEP + "session-revoked", iss_sub("nobody"))
     assert r.status_code == 202 and r.text == ""
+    # The status page shows the stream, verified, with its last event, and never the credential.
+    status = requests.get(f"http://127.0.0.1:{gateway.admin}/status.json", timeout=5)
+    [row] = status.json()["shared_signals"]["transmitters"]
+    assert row["name"] == "corp" and row["stream_id"] == stream["stream_id"] and row["verified"] is True
+    assert row["keys_loaded"] is True and row["last_event_at"] and row["last_error"] is None
+    assert status.json()["shared_signals"]["revocations"] == 1
+    assert stream["delivery"]["authorization_header"].split()[1] not in status.text
 
 
 def test_a_revoked_session_refuses_earlier_tokens_on_every_worker_and_later_ones_pass(gateway, transmitter, idp):  # noqa: F811

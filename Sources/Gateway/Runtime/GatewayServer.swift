@@ -20,6 +20,7 @@ public final class GatewayServer {
     private var apiKeyService: APIKeyService?
     private var upstreamSecrets: UpstreamSecretService?
     private var sharedSignals: SharedSignalsService?
+    private var signalsHub: SharedSignalsHub?
     private var storeHealth: StoreHealth?
     private var listenerCertificates: ListenerCertificates?
     private var spoolBudget: SpoolBudget?
@@ -139,6 +140,7 @@ public final class GatewayServer {
         }
         ssf.apply(config)
         sharedSignals = ssf
+        signalsHub = stores.sharedSignals
         if let addr = config.adminListen {
             let endpoints = AdminEndpoints(
                 loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
@@ -287,7 +289,7 @@ public final class GatewayServer {
                     StatusReport.Certificate(
                         listen: "\(l.address)", file: $0.files.certFile, notAfter: $0.notAfter, sha256: $0.fingerprint)
                 }
-            }, apiKeys: apiKeyService?.keys ?? [:])
+            }, apiKeys: apiKeyService?.keys ?? [:], signals: signalsHub)
     }
 
     /// `insecure_skip_verify: true` is said out loud each time it takes effect.

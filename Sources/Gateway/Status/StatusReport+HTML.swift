@@ -20,7 +20,9 @@ extension StatusReport {
         out += "<p>Version <code>\(e(version))</code> · generated \(e(Self.rfc3339(generatedAt)))"
         out +=
             " · <span id=\"started\">started \(e(Self.rfc3339(startedAt))), up \(e(Self.duration(uptime)))</span></p>"
-        out += configSection + routesSection + issuersSection + upstreamsSection + authorizersSection + apiKeysSection
+        out +=
+            configSection + routesSection + issuersSection + upstreamsSection + authorizersSection + apiKeysSection
+            + sharedSignalsSection
         out += storeSection
         out += certificatesSection
         out += "<h2>Connections</h2><table id=\"connections\">" + row("WebSocket tunnels open", "\(tunnelsOpen)")

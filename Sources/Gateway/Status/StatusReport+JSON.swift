@@ -33,6 +33,7 @@ extension StatusReport {
             })
         top["certificates"] = certificatesJSON
         top["api_keys"] = apiKeysJSON
+        top["shared_signals"] = sharedSignalsJSON
         top["tunnels"] = .object(JSONObject(["open": Self.number(tunnelsOpen)]))
         top["connections"] = .object(
             JSONObject(["clients": Self.number(clientConnections), "requests_in_flight": Self.number(inflight)]))
@@ -108,7 +109,7 @@ extension StatusReport {
         }
     }
 
-    private static func number(_ n: Int) -> JSONValue { .number(String(n)) }
+    static func number(_ n: Int) -> JSONValue { .number(String(n)) }
 
     static func timestamp(_ t: Double?) -> JSONValue { t.map { .string(rfc3339($0)) } ?? .null }
 

@@ -80,13 +80,20 @@ struct StatusReport: Sendable {
     var authorizers: [(name: String, url: String, status: AuthorizerStatus)] = []
     /// Each key set's keys (StatusReport+APIKeys).
     var apiKeySets: [(set: String, keys: [APIKeyRow])] = []
+    /// Each Shared Signals transmitter's stream, and the revocations standing.
+    var transmitters: [TransmitterRow] = []
+    var revocationsStanding = 0
 
     /// `started`: when the process started (wall clock) and how long it has run.
     init(
         version: String, now: Double, started: (at: Double, uptime: Double), config: GatewayConfig,
         history: ConfigHistory, issuerKeys: [String: IssuerKeyState], store: Store, workers: WorkerStatus,
-        certificates: [Certificate] = [], apiKeys: [String: [APIKeyEntry]] = [:]
+        certificates: [Certificate] = [], apiKeys: [String: [APIKeyEntry]] = [:], signals: SharedSignalsHub? = nil
     ) {
+        if let signals {
+            transmitters = Self.transmitterRows(signals.all)
+            revocationsStanding = signals.revocations().table.count
+        }
         self.certificates = certificates
         apiKeySets = Self.apiKeyRows(apiKeys, lastUse: workers.apiKeyLastUse)
         self.version = version

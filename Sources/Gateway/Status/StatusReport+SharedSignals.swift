@@ -1,0 +1,60 @@
+import JOSE
+
+/// The status page's Shared Signals transmitters: each stream as this process sees it (made,
+/// verified, its last event, its last error), and the revocations standing. Never the push
+/// credential.
+extension StatusReport {
+    struct TransmitterRow: Sendable {
+        var name: String
+        var issuer: String
+        var streamID: String?
+        var status: String
+        var verified: Bool
+        var keysLoaded: Bool
+        /// Wall-clock seconds of the last SET applied; nil: none since the start.
+        var lastEventAt: Double?
+        var lastError: String?
+    }
+
+    static func transmitterRows(_ all: [String: SharedSignalsHub.Transmitter]) -> [TransmitterRow] {
+        all.keys.sorted().compactMap { name in
+            guard let t = all[name] else { return nil }
+            return TransmitterRow(
+                name: name, issuer: t.config.issuer, streamID: t.streamID, status: t.status, verified: t.verified,
+                keysLoaded: t.keys != nil, lastEventAt: t.lastEventAt, lastError: t.lastError)
+        }
+    }
+
+    var sharedSignalsSection: String {
+        guard !transmitters.isEmpty else { return "" }
+        let e = LoginPages.escape
+        var out = "<h2>Shared Signals</h2><table id=\"shared-signals\"><tr><th>Transmitter</th><th>Issuer</th>"
+        out += "<th>Stream</th><th>Status</th><th>Verified</th><th>Keys</th><th>Last event</th><th>Last error</th></tr>"
+        for t in transmitters {
+            let last = t.lastEventAt.map { Self.timestamp($0).string ?? "" } ?? "none since the start"
+            out += "<tr><td>\(e(t.name))</td><td>\(e(t.issuer))</td><td>\(e(t.streamID ?? "—"))</td>"
+            out += "<td\(t.streamID == nil ? " class=\"bad\"" : "")>\(e(t.status))</td>"
+            out += "<td>\(t.verified ? "yes" : "no")</td><td>\(t.keysLoaded ? "loaded" : "not loaded")</td>"
+            out += "<td>\(e(last))</td><td>\(e(t.lastError ?? "—"))</td></tr>"
+        }
+        return out + "</table><p>Revocations standing: \(revocationsStanding)</p>"
+    }
+
+    var sharedSignalsJSON: JSONValue {
+        .object(
+            JSONObject([
+                "transmitters": .array(
+                    transmitters.map { t in
+                        .object(
+                            JSONObject([
+                                "name": .string(t.name), "issuer": .string(t.issuer),
+                                "stream_id": t.streamID.map(JSONValue.string) ?? .null, "status": .string(t.status),
+                                "verified": .bool(t.verified), "keys_loaded": .bool(t.keysLoaded),
+                                "last_event_at": Self.timestamp(t.lastEventAt),
+                                "last_error": t.lastError.map(JSONValue.string) ?? .null
+                            ]))
+                    }),
+                "revocations": Self.number(revocationsStanding)
+            ]))
+    }
+}
