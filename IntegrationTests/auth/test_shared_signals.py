@@ -200,3 +200,42 @@ def test_every_push_the_receiver_refuses_gets_its_err_and_changes_nothing(gatewa
     assert metric(gateway, sample) == 1
     # Still serving.
     assert requests.get(gateway.url("/api/orders"), timeout=5).status_code == 401
+
+
+def test_a_revoked_callers_websocket_closes_with_1008_and_others_stay(idp, transmitter, gateway_factory,
+                                                                       tmp_path):  # noqa: F811
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    from support.ws_upstream import WSUpstream
+    ws_up = WSUpstream()
+    try:
+        token_file = tmp_path / "ssf-token"
+        token_file.write_text(transmitter.management_token)
+        text = config(idp, transmitter, token_file).replace("{UPSTREAM}", str(ws_up.port))
+        g = gateway_factory(text)
+        wait_for(lambda: transmitter.verifications == [202], timeout=10, what="the stream's verification")
+        key = idp.keys[0]
+        now = int(time.time())
+
+        def open_ws(sub):
+            tok = token(key, sub=sub, iat=now - 10)
+            return connect(f"ws://127.0.0.1:{g.port}/api/live", additional_headers={"Authorization": f"Bearer {tok}"},
+                           open_timeout=10)
+
+        henry, iris = open_ws("henry"), open_ws("iris")
+        henry.send("hello")
+        assert henry.recv(timeout=5) == "hello"
+        started = time.monotonic()
+        assert transmitter.push(CAEP + "session-revoked", iss_sub("henry")).status_code == 202
+        with pytest.raises(ConnectionClosed):
+            while True:
+                henry.recv(timeout=3)
+        assert henry.close_code == 1008 and time.monotonic() - started < 1.5
+        iris.send("still here")
+        assert iris.recv(timeout=5) == "still here"
+        iris.close()
+        wait_for(lambda: metric(g, 'tokengate_tunnel_closes_total{reason="revoked"}') == 1, timeout=5,
+                 what="the revoked tunnel counted")
+    finally:
+        ws_up.stop()

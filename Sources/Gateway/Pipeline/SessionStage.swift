@@ -106,6 +106,7 @@ final class SessionStage: Stage {
                 endsAt = min(endsAt, fresh + services.login.leeway(ofClient: session.client) + 1)
             }
             ctx.tunnel.session = (loginRoute, endsAt)
+            if let issuer = vouchedBy { ctx.tunnel.caller = (session.claims, issuer, session.createdAt) }
         }
         var identity = services.identityHeaders(route, session.claims, ctx)
         services.appendPathParameterHeaders(route, ctx, to: &identity)

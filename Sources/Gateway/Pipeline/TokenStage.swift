@@ -96,7 +96,10 @@ final class TokenStage: Stage {
                 }
                 ctx.authenticated(
                     CallerIdentity(subject: token.subject, clientID: token.clientID, issuer: token.issuer))
-                if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
+                if ctx.kind.isUpgrade {
+                    if tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
+                    ctx.tunnel.caller = (token.claims, token.issuer, nil)
+                }
                 ctx.response.added = caller.responseHeaders
                 if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
                 var identity = services.identityHeaders(route, token.claims, ctx)
@@ -153,7 +156,10 @@ extension TokenStage {
         if request.isDecision && token.isSenderConstrained { return nil }
         let ctx = request.context
         ctx.authenticated(CallerIdentity(subject: memo.subject, clientID: memo.clientID, issuer: token.issuer))
-        if ctx.kind.isUpgrade && tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
+        if ctx.kind.isUpgrade {
+            if tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
+            ctx.tunnel.caller = (token.claims, token.issuer, nil)
+        }
         if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
         var identity = memo.identity
         services.appendPathParameterHeaders(route, ctx, to: &identity)

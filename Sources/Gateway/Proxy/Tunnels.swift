@@ -1,4 +1,5 @@
 import Foundation
+import JOSE
 import Logging
 import Reactor
 
@@ -13,6 +14,9 @@ final class TunnelTerms {
     var session: (route: LoginRouteConfig, endsAt: Int64)? = nil
     /// On `close_at_token_expiry` routes: when the access token expires (Unix seconds).
     var tokenExpiry: Int64? = nil
+    /// Who opened it, as a Shared Signals revocation names them: the token's or the session's
+    /// claims, the `issuers:` entry that vouched, when the credential was issued.
+    var caller: (claims: JSONObject, issuer: String, issuedAt: Int64?)? = nil
 }
 
 extension RequestContext {
@@ -22,7 +26,8 @@ extension RequestContext {
 
 /// The tunnels of one worker: those open, their cap, and the watches that end them with
 /// their session (re-checked through the session store every `sessionCheckInterval`, plus a
-/// timer at the absolute timeout) or their access token (`close_at_token_expiry`).
+/// timer at the absolute timeout) or their access token (`close_at_token_expiry`), and those
+/// a Shared Signals event revokes the caller of.
 final class Tunnels {
     final class Entry {
         let tunnel: Tunnel
@@ -33,6 +38,8 @@ final class Tunnels {
         /// At the session's absolute end or the token's expiry.
         var deadline: LoopTimer?
         var checking = false
+        /// Who opened it, for Shared Signals revocations (`TunnelTerms.caller`).
+        var caller: (claims: JSONObject, issuer: String, issuedAt: Int64?)?
         init(
             tunnel: Tunnel, context: RequestContext, opened: Double,
             session: (route: LoginRouteConfig, cookies: Cookies)?
@@ -110,6 +117,7 @@ final class Tunnels {
             idleTimeout: config.limits.tunnelIdleTimeout)
         let session = ctx.tunnel.session.map { (route: $0.route, cookies: Cookies(head.fields)) }
         let entry = Entry(tunnel: tunnel, context: ctx, opened: services.clock(), session: session)
+        entry.caller = ctx.tunnel.caller
         let key = ObjectIdentifier(tunnel)
         tunnel.onClose = { [unowned self] reason, totals in self.tunnelClosed(key, reason, totals) }
         entries[key] = entry
@@ -123,6 +131,12 @@ final class Tunnels {
                 tunnel.end(reason, code: WebSocketCloseFrame.policyViolation, phrase: phrase)
             }
         }
+        if entry.caller != nil && revocationTimer == nil && !services.signals.all.isEmpty {
+            revocationTimer = LoopTimer(loop: loop, seconds: Self.revocationCheckInterval, repeating: true) {
+                [unowned self] in
+                self.recheckRevocations()
+            }
+        }
         if session != nil && sessionTimer == nil {
             sessionTimer = LoopTimer(loop: loop, seconds: sessionCheckInterval, repeating: true) {
                 [unowned self] in
@@ -130,6 +144,29 @@ final class Tunnels {
             }
         }
         tunnel.start()
+    }
+
+    /// How often open tunnels are held against new revocations (a tick with none new costs one
+    /// atomic load).
+    static let revocationCheckInterval = 0.25
+    var revocationTimer: LoopTimer?
+    private var checkedRevocations = -1
+
+    /// Ends the tunnels whose caller a Shared Signals event has revoked since the last tick,
+    /// with 1008 (RFC 6455 §7.4.1), as a logout ends a session's tunnel.
+    private func recheckRevocations() {
+        let version = services.signals.version.load(ordering: .acquiring)
+        guard version != checkedRevocations else { return }
+        checkedRevocations = version
+        let now = services.wallClock.seconds
+        for entry in entries.values {
+            guard let caller = entry.caller,
+                services.revocations.check(caller.claims, issuer: caller.issuer, issuedAt: caller.issuedAt, now: now)
+                    != nil
+            else { continue }
+            log.info("tunnel caller revoked", metadata: ["request_id": .string(entry.context.requestID)])
+            entry.tunnel.end(.revoked, code: WebSocketCloseFrame.policyViolation, phrase: "access revoked")
+        }
     }
 
     /// Asks the session store about every session tunnel (one question at a time each).
@@ -156,6 +193,10 @@ final class Tunnels {
         if entries.values.allSatisfy({ $0.session == nil }) {
             sessionTimer?.cancel()
             sessionTimer = nil
+        }
+        if entries.values.allSatisfy({ $0.caller == nil }) {
+            revocationTimer?.cancel()
+            revocationTimer = nil
         }
         closed.bytesToUpstream += totals.toUpstream
         closed.bytesToClient += totals.toClient

@@ -23,6 +23,8 @@ public final class Tunnel: TunnelEndpointEvents {
         case idleTimeout = "idle_timeout"
         case sessionEnded = "session_ended"
         case tokenExpired = "token_expired"
+        /// A Shared Signals event revoked the token or session the tunnel was opened with.
+        case revoked
         case shutdown
         /// The client broke the WebSocket protocol (an unmasked frame, RFC 6455 §5.1).
         case clientProtocolError = "client_protocol_error"
