@@ -546,6 +546,69 @@ api_key_scenario() {
 api_key_scenario api-key 1
 api_key_scenario api-key-10k 10000
 
+# ssf_scenario NAME REVOCATIONS: bearer-es256's route, key and token with a Shared Signals
+# transmitter (bench/tokengate/bearer-ssf.yaml): the test suite's stub, run by
+# bench/ssf/transmitter.py until the scenario ends. Before measuring (check_ssf) it pushes
+# REVOCATIONS session-revoked events, for user-0 .. user-N-1 and never the token's bench-user;
+# they stand through every round (tokengate is not restarted, and keeps them in memory).
+# Against bearer-es256 (same run), the ratio is what the revocation check costs with that
+# many standing.
+check_ssf() {
+  local name=$1 url=$2 n=$SSF_REVOCATIONS answer got="" i tok
+  log "$name: $n session-revoked events for other subjects (the transmitter, 8 threads), then checks"
+  answer=$(curl -sS --max-time 600 -X POST "http://127.0.0.1:$SSF_CONTROL_PORT/revoke?count=$n") || true
+  [[ $answer == *"\"statuses\": {\"202\": $n}"* ]] || die "$name: not every push was applied (202): ${answer:-no answer}"
+  log "  ok: the transmitter: $answer"
+  for i in $(seq 50); do
+    got=$(curl -fsS "http://127.0.0.1:$PORT_ADMIN/metrics" | awk '$1 == "tokengate_ssf_revocations" { printf "%d", $2 }')
+    [[ $got != "$n" ]] || break
+    sleep 0.1
+  done
+  [[ $got == "$n" ]] || die "$name: tokengate_ssf_revocations is ${got:-absent}, not $n"
+  log "  ok: tokengate_ssf_revocations $got"
+  # A revoked subject's token from before the events; every worker takes them within a second,
+  # and each request's new connection may land on any worker.
+  tok=$("$TOKENGATE_BIN" jwt sign --key "$SSF_KEYS/key.jwk" --typ at+jwt --exp-in 86400 \
+    --claims "{\"iss\":\"https://bench.local\",\"aud\":\"bench-api\",\"sub\":\"user-1\",\"client_id\":\"bench\",\"scope\":\"bench\",\"iat\":$(( $(date +%s) - 60 ))}")
+  sleep 1
+  for i in 1 2 3 4; do
+    expect_status "$name: user-1's token, issued before the event ($i)" 401 "$url" -H "Authorization: Bearer $tok"
+  done
+  expect_status "$name: the scenario's token (bench-user)" 200 "$url" -H "Authorization: Bearer $BENCH_TOKEN"
+}
+# After the rounds: the revocations still stand, and none of the rounds' requests was refused.
+ssf_counters() {
+  curl -fsS "http://127.0.0.1:$PORT_ADMIN/metrics" | grep -E '^tokengate_ssf_(revocations|revoked_requests_total)' >&2 || true
+}
+ssf_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  local dir=$WORK/ssf keys=$WORK/keys-ES256 pid port control i pins
+  if ! python3 -c "import joserfc, requests" 2>/dev/null; then
+    mapfile -t pins < <(grep -E '^(requests|joserfc)==' "$ROOT/IntegrationTests/requirements.txt")
+    python3 -m pip install -q --disable-pip-version-check "${pins[@]}" >&2
+  fi
+  bearer_material ES256
+  mkdir -p "$dir"
+  rm -f "$dir/ready"
+  python3 "$ROOT/bench/ssf/transmitter.py" "$dir/token" "$dir/ready" https://bench.local >"$dir/transmitter.log" 2>&1 &
+  pid=$!
+  PIDS+=("$pid")
+  for i in $(seq 100); do
+    [[ -s $dir/ready ]] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [[ -s $dir/ready ]] || { cat "$dir/transmitter.log" >&2; die "$1: the Shared Signals transmitter did not start"; }
+  read -r port control <"$dir/ready"
+  log "$1: the Shared Signals transmitter on 127.0.0.1:$port (control 127.0.0.1:$control)"
+  SCENARIO_VARS="JWKS=$keys/jwks.json CACHE_ENTRIES=10000 SSF_PORT=$port SSF_TOKEN_FILE=$dir/token" \
+    SCENARIO_AUTH=bearer-ssf SCENARIO_CACHE=10000 CHECK_BEARER_KEYS=$keys \
+    SSF_KEYS=$keys SSF_REVOCATIONS=$2 SSF_CONTROL_PORT=$control CHECK_SCENARIO=check_ssf AFTER_SCENARIO=ssf_counters \
+    scenario "$1" bench/tokengate/bearer-ssf.yaml -s "$ROOT/bench/lua/bearer.lua"
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; forget_pid "$pid"
+}
+ssf_scenario bearer-ssf 10000
+
 # MCP: a tools/call (bench/lua/mcp.lua) on the same bearer route with and without its mcp:
 # rules; the ratio of the two, same run, is what judging each call costs.
 # mcp_scenario NAME MCP_OFF [LUA]: the mcp route with its rules commented out (MCP_OFF=#) or
