@@ -161,37 +161,9 @@ extension ConfigParser {
             return
         }
         if f["bearer_file"] != nil { r.problem(p, n, "give bearer_file or client, not both") }
-        guard let name = r.string(n, path: "\(p).client") else { return }
-        guard let client = clients[name] else {
-            let defined = clients.keys.sorted().joined(separator: ", ")
-            return r.problem(
-                "\(p).client", n,
-                "\"\(name)\" is not defined under clients; defined: \(defined.isEmpty ? "none" : defined)")
+        // The same grant as an upstream's `client_credentials` and a transmitter's `auth`.
+        if let grant = credentialsGrant(f, node: n, clients: clients, issuers: issuers, path: p, r) {
+            a.auth = .client(grant)
         }
-        guard let issuerName = client.issuer, let issuer = issuers[issuerName] else {
-            return r.problem("\(p).client", n, "clients.\(name) names no issuer: its token endpoint is unknown")
-        }
-        var grant = ClientCredentialsGrant(
-            clientName: name, issuer: issuerName, issuerURL: issuer.issuer, endpoint: nil, scope: nil,
-            caFile: issuer.caFile)
-        if let e = f["token_endpoint"], let s = r.string(e, path: "\(p).token_endpoint") {
-            if ConfigValues.url(s) == nil {
-                r.problem("\(p).token_endpoint", e, "\"\(s)\" is not an http(s) URL")
-            } else {
-                grant.endpoint = s
-            }
-        } else if issuer.keys != .discovery {
-            r.problem(
-                "\(p).client", n,
-                "issuers.\(issuerName) has no discovery: give auth.token_endpoint, or discovery: true on the issuer")
-        }
-        if let sn = f["scope"], let s = r.string(sn, path: "\(p).scope") {
-            if s.isEmpty || !s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5C }) {
-                r.problem("\(p).scope", sn, "must be space-separated scope tokens (RFC 6749 §3.3)")
-            } else {
-                grant.scope = s
-            }
-        }
-        a.auth = .client(grant)
     }
 }
