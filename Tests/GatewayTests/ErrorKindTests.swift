@@ -94,7 +94,7 @@ struct ErrorKindTests {
             UnavailableReason.allCases.map(\.code) == [
                 "keys_not_loaded", "introspection_unavailable", "replay_store_unavailable", "replay_store_refused",
                 "session_store_unavailable", "session_not_saved", "token_not_refreshed",
-                "token_not_exchanged", "upstream_credential_unavailable"
+                "token_not_exchanged", "upstream_credential_unavailable", "revocation_not_stored"
             ])
     }
 

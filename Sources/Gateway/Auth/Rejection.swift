@@ -58,6 +58,9 @@ enum UnavailableReason: String, CaseIterable, Sendable {
     /// An upstream's `credentials` token could not be had: its AS could not be asked, or
     /// gave no usable token.
     case upstreamCredentialUnavailable = "upstream_credential_unavailable"
+    /// A Shared Signals event could not be written to the store's log: it is not applied,
+    /// and the transmitter delivers it again.
+    case revocationNotStored = "revocation_not_stored"
 
     var code: String { rawValue }
 }

@@ -134,7 +134,8 @@ public final class GatewayServer {
         secrets.watch(loop: mainLoop)
         upstreamSecrets = secrets
         let ssf = SharedSignalsService(
-            loop: mainLoop, log: log, hub: stores.sharedSignals, wallClock: wallClock, grantTokens: stores.grantTokens)
+            loop: mainLoop, log: log, hub: stores.sharedSignals, wallClock: wallClock, grantTokens: stores.grantTokens,
+            store: stores.redis(for: mainLoop))
         ssf.tokenEndpoint = { [weak keys] issuer in
             keys?.metadataByIssuer[issuer].map { ($0.tokenEndpoint, $0.usingMTLSAliases().tokenEndpoint) }
         }
@@ -212,6 +213,11 @@ public final class GatewayServer {
             )
         }
         if !missing.isEmpty { return (false, "issuer keys not loaded: \(missing.joined(separator: ", "))") }
+        // A replica that serves before it knows the standing revocations would let a revoked
+        // caller through.
+        if sharedSignals?.revocationsLoaded == false {
+            return (false, "shared signals: the store's revocations not read yet")
+        }
         let stale = keyService?.stale ?? []
         if !stale.isEmpty {
             return (true, "ready (serving last good keys, refresh failing: \(stale.joined(separator: ", ")))")

@@ -63,6 +63,8 @@ final class WorkerServices {
     /// the revocations their events left.
     let signals: SharedSignalsHub
     let revocations: RevocationSnapshot
+    /// With a Redis store, where an applied SET is written before it is answered.
+    let revocationLog: RevocationLog.Writer?
     /// The keyed stages route plans may have (`StageCatalog`), fixed at start.
     let stages: StageCatalog
     /// Routes' rate limits: the store, the keys' digests, the keys known to be over.
@@ -111,6 +113,7 @@ final class WorkerServices {
         upstreamCredentials = UpstreamCredentials(loop: loop, shared: stores.grantTokens)
         signals = stores.sharedSignals
         revocations = RevocationSnapshot(hub: stores.sharedSignals)
+        revocationLog = stores.revocationLog(for: loop, wallClock: wallClock)
         let accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }

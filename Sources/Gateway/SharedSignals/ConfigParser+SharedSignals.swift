@@ -96,5 +96,12 @@ extension ConfigParser {
             }
             taken[t.endpointPath] = "shared_signals.\(name)"
         }
+        // With Redis, replicas share the revocations sealed under `session.keys` and accept
+        // each other's push credential: a per-process key would make neither work.
+        if case .redis = cfg.store, !cfg.sharedSignals.isEmpty, cfg.session.keys.isEmpty {
+            r.problem(
+                "shared_signals", top["shared_signals"],
+                "with a redis store, session.keys must be set: every replica seals and opens the revocations with them")
+        }
     }
 }

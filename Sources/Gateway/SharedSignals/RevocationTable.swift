@@ -59,6 +59,16 @@ struct RevocationTable: Sendable {
         case enable(at: Int64)
     }
 
+    /// One subject's change by one event: what `apply` records, and what the store's log
+    /// carries to the other replicas (`RevocationLog`).
+    struct Change: Sendable, Equatable {
+        var effect: Effect
+        var subject: Subject
+        /// The `issuers:` entry it binds to; nil: any of the transmitter's.
+        var issuer: String?
+        var until: Int64
+    }
+
     private struct Entry: Sendable {
         /// By issuer URL; the key "" holds what applies to any of the transmitter's issuers.
         var byIssuer: [String: Standing] = [:]
@@ -113,6 +123,12 @@ struct RevocationTable: Sendable {
         entry.byIssuer[issuer ?? ""] = standing
         entries[subject] = entry
         return true
+    }
+
+    /// Records a change; false when the table is full even of entries that still stand.
+    @discardableResult
+    mutating func apply(_ change: Change, now: Int64) -> Bool {
+        apply(change.effect, to: change.subject, issuer: change.issuer, until: change.until, now: now)
     }
 
     /// Whether a token or session of `sub` (and `email`) from `issuer`, issued at `iat`, in

@@ -53,6 +53,7 @@ final class SharedSignalsHub: @unchecked Sendable {
     /// A new config's transmitters; those that stay keep their keys and stream.
     func apply(_ config: GatewayConfig, pushSecret: MACKey) {
         lock.withLock {
+            keys = (CookieSealer(sessionKeysOf: config), pushSecret)
             var next: [String: Transmitter] = [:]
             for (name, t) in config.sharedSignals {
                 let authorization = Self.pushAuthorization(t, secret: pushSecret)
@@ -118,7 +119,8 @@ final class SharedSignalsHub: @unchecked Sendable {
             if seen.count >= Self.seenCapacity { seen = seen.filter { $0.value > now } }
             seen[key] = now + Self.seenFor
             t.lastEventAt = now
-            let result = effect(set, t, now: now)
+            let (result, changes) = Self.changes(set, t, now: now)
+            record(changes, now: now)
             switch set.event.type {
             case .verification:
                 // A state was checked by the endpoint (`expectsState`); one the transmitter
@@ -149,26 +151,100 @@ final class SharedSignalsHub: @unchecked Sendable {
         return Base64URL.encode(digest.prefix(16))
     }
 
-    /// What the event does to the revocation table (called under `lock`).
-    private func effect(_ set: SecurityEventToken, _ t: Transmitter, now: Double) -> Result {
+    /// The changes a verified SET of `t` makes to the table (called under `lock`): none, and
+    /// `.ignored`, for an event not asked for, a subject none of its issuers names, or a type
+    /// without effect; the stream's own events are `.applied` with none.
+    private static func changes(_ set: SecurityEventToken, _ t: Transmitter, now: Double)
+        -> (Result, [RevocationTable.Change])
+    {
         guard let configName = set.event.type.configName else {
-            if case .other = set.event.type { return .ignored }
-            return .applied
+            if case .other = set.event.type { return (.ignored, []) }
+            return (.applied, [])
         }
-        guard t.config.events.contains(configName), let subject = set.event.subject else { return .ignored }
+        guard t.config.events.contains(configName), let subject = set.event.subject else { return (.ignored, []) }
         let (subjects, sid) = subject.revokedSubjects(issuers: t.config.issuerURLs)
-        guard let effect = RevocationTable.Effect(set, session: sid), !subjects.isEmpty else { return .ignored }
+        guard let effect = RevocationTable.Effect(set, session: sid), !subjects.isEmpty else { return (.ignored, []) }
         let until = Int64(now + t.config.revocationTTL)
+        var changes: [RevocationTable.Change] = []
         for (s, url) in subjects {
             // By the `issuers:` entry a token or session names (its config name): an `iss_sub`
             // names the subject at the entries with that `iss`; any other identifier names it
             // at each of the transmitter's issuers, and at no other.
             for issuer in url.map({ t.config.issuerNames[$0] ?? [] }) ?? t.config.issuers {
-                table.apply(effect, to: s, issuer: issuer, until: until, now: Int64(now))
+                changes.append(RevocationTable.Change(effect: effect, subject: s, issuer: issuer, until: until))
             }
         }
+        return (.applied, changes)
+    }
+
+    /// Records the changes (called under `lock`).
+    private func record(_ changes: [RevocationTable.Change], now: Double) {
+        guard !changes.isEmpty else { return }
+        for change in changes where change.until > Int64(now) { table.apply(change, now: Int64(now)) }
         version.add(1, ordering: .releasing)
-        return .applied
+    }
+
+    // MARK: The store's log (RevocationLog)
+
+    /// This process, in the records it writes to the store's log.
+    let origin = Base64URL.encode(SecureRandom.bytes(12))
+    /// The keys records are sealed with and `jti`s digested under (`session.keys`).
+    var storeKeys: (sealer: CookieSealer, digest: MACKey)? { lock.withLock { keys } }
+    private var keys: (sealer: CookieSealer, digest: MACKey)?
+
+    /// The longest `revocation_ttl`: the log keeps what is younger.
+    var longestTTL: Double {
+        lock.withLock { transmitters.values.map(\.config.revocationTTL).max() ?? 0 }
+    }
+
+    /// What applying `set` would tell the other replicas, for the store's log before it is
+    /// applied here; nil when this process applied its `jti` before, or it changes nothing.
+    func record(for set: SecurityEventToken, from name: String, now: Double) -> RevocationRecord? {
+        lock.withLock {
+            guard let t = transmitters[name] else { return nil }
+            if let until = seen[name + "\u{0}" + set.jti], until > now { return nil }
+            var r = RevocationRecord(origin: origin, transmitter: name, jti: set.jti)
+            r.changes = Self.changes(set, t, now: now).1
+            switch set.event.type {
+            case .verification: r.verified = true
+            case .streamUpdated: r.status = set.event.status.map { String($0.prefix(32)) }
+            default: break
+            }
+            return r.isEmpty ? nil : r
+        }
+    }
+
+    /// A SET another replica wrote to the log first: remembered and counted as a duplicate
+    /// here (its record reaches this process through the log).
+    func duplicate(_ set: SecurityEventToken, from name: String, now: Double) -> Result {
+        lock.withLock {
+            seen[name + "\u{0}" + set.jti] = now + Self.seenFor
+            count(name, set, .duplicate)
+        }
+        return .duplicate
+    }
+
+    /// Applies a record another replica wrote to the log (this process's own are skipped:
+    /// they were applied before they were answered). False when it was not applied.
+    @discardableResult
+    func apply(logged r: RevocationRecord, now: Double) -> Bool {
+        guard r.origin != origin else { return false }
+        return lock.withLock {
+            let key = r.transmitter + "\u{0}" + r.jti
+            if let until = seen[key], until > now { return false }
+            if seen.count >= Self.seenCapacity { seen = seen.filter { $0.value > now } }
+            seen[key] = now + Self.seenFor
+            record(r.changes, now: now)
+            if var t = transmitters[r.transmitter] {
+                if r.verified {
+                    t.verified = true
+                    t.status = "enabled"
+                }
+                if let status = r.status { t.status = status }
+                transmitters[r.transmitter] = t
+            }
+            return true
+        }
     }
 
     private func count(_ name: String, _ set: SecurityEventToken, _ result: Result) {

@@ -87,10 +87,33 @@ struct SharedSignalsPush {
                 Self.refusal(err: "invalid_state", "the verification event's state is not the one asked for", ctx))
             return
         }
-        let result = hub.apply(set, from: name, now: now)
+        // With a Redis store, written to its log before the 202: a revocation answered for
+        // stands on every replica and outlives this process.
+        guard let log = services.revocationLog, let record = hub.record(for: set, from: name, now: now) else {
+            return request.answer(Self.accepted(set, hub.apply(set, from: name, now: now)))
+        }
+        log.append(record) { [hub] appended in
+            let now = services.wallClock.now
+            switch appended {
+            case .stored: request.answer(Self.accepted(set, hub.apply(set, from: name, now: now)))
+            case .duplicate: request.answer(Self.accepted(set, hub.duplicate(set, from: name, now: now)))
+            case .failed(let why):
+                // RFC 8935 §2.3 lets the receiver fail for what it cannot do now: the
+                // transmitter pushes again, and nothing was applied meanwhile.
+                ctx.rejection = .unavailable(.revocationNotStored)
+                request.answer(
+                    ErrorResponse.make(
+                        503, error: "temporarily_unavailable", description: "the event cannot be stored now",
+                        requestID: ctx.requestID, headers: [("Retry-After", "1")],
+                        detail: "ssf push: the store failed: \(why)"))
+            }
+        }
+    }
+
+    private static func accepted(_ set: SecurityEventToken, _ result: SharedSignalsHub.Result) -> GatewayResponse {
         var r = GatewayResponse(status: 202, body: "", contentType: "text/plain")
         r.detail = "ssf push: \(set.event.uri) \(result.rawValue) (jti \(String(set.jti.prefix(64))))"
-        request.answer(r)
+        return r
     }
 
     static func refusal(_ code: SETRefusal.Code, _ description: String, _ ctx: RequestContext) -> GatewayResponse {

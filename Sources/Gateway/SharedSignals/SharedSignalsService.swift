@@ -19,11 +19,17 @@ final class SharedSignalsService {
     /// stream up again.
     private var credentials: [String: String] = [:]
     private var purgeTimer: LoopTimer?
+    /// The Redis store, when there is one: its revocation log is read from start.
+    private let store: (client: Redis, prefix: String)?
+    private(set) var logReader: RevocationLog.Reader?
     /// The token endpoint an issuer's metadata names (the `client` auth's), by issuer name.
     var tokenEndpoint: (String) -> (plain: String?, mtls: String?)? = { _ in nil }
 
-    init(loop: EventLoop, log: Logger, hub: SharedSignalsHub, wallClock: any WallClock, grantTokens: ProcessGrantTokens)
-    {
+    init(
+        loop: EventLoop, log: Logger, hub: SharedSignalsHub, wallClock: any WallClock, grantTokens: ProcessGrantTokens,
+        store: (client: Redis, prefix: String)?
+    ) {
+        self.store = store
         self.loop = loop
         self.log = log
         self.hub = hub
@@ -53,6 +59,10 @@ final class SharedSignalsService {
     func apply(_ config: GatewayConfig) {
         let secret = Self.pushSecret(config)
         hub.apply(config, pushSecret: secret)
+        if logReader == nil, !config.sharedSignals.isEmpty, let store {
+            logReader = RevocationLog.Reader(
+                client: store.client, prefix: store.prefix, hub: hub, log: log, wallClock: wallClock, loop: loop)
+        }
         var next: [String: TransmitterStream] = [:]
         var nextCredentials: [String: String] = [:]
         for (name, t) in config.sharedSignals {
@@ -76,6 +86,10 @@ final class SharedSignalsService {
         streams = next
         credentials = nextCredentials
     }
+
+    /// Whether the standing revocations are all known here: the store's log read to its end
+    /// once (always, without a Redis store).
+    var revocationsLoaded: Bool { logReader?.caughtUp ?? true }
 
     private static func sameAuth(_ a: TransmitterConfig.TransmitterAuth, _ b: TransmitterConfig.TransmitterAuth) -> Bool
     {

@@ -52,6 +52,20 @@ final class StoreBackend {
         return nil
     }
 
+    /// The Redis client of `loop` and the keys' prefix; nil for the memory store.
+    func redis(for loop: EventLoop) -> (client: Redis, prefix: String)? {
+        if case .redis(let clients, let prefix) = kind { return (clients.client(for: loop), prefix) }
+        return nil
+    }
+
+    /// Where the worker on `loop` writes the revocations it applies: the Redis store's log,
+    /// or nowhere (the memory store: the process's table is all there is).
+    func revocationLog(for loop: EventLoop, wallClock: any WallClock) -> RevocationLog.Writer? {
+        redis(for: loop).map {
+            RevocationLog.Writer(client: $0.client, prefix: $0.prefix, hub: sharedSignals, wallClock: wallClock)
+        }
+    }
+
     /// The rate limiter of the worker on `loop`: over the process's table, or Redis.
     func rateLimiter(for loop: EventLoop, log: Logger) -> RateLimiter {
         switch kind {
