@@ -1,12 +1,16 @@
-"""A Shared Signals transmitter for the tests (SSF 1.0 with push delivery, RFC 8935), on
-127.0.0.1: its metadata at /.well-known/ssf-configuration, its JWKS, stream management at
-/ssf/stream (GET lists, POST creates, PATCH updates; each needs `Authorization: Bearer
-<management_token>`), and /ssf/verify, which pushes a verification SET with the state it was
-given. Tests push events through `push()`, signed with the transmitter's ES256 key unless they
-say otherwise, to the stream's endpoint_url with the stream's authorization_header.
+"""A Shared Signals transmitter for the tests (SSF 1.0 with push delivery, RFC 8935, and poll
+delivery, RFC 8936), on 127.0.0.1: its metadata at /.well-known/ssf-configuration, its JWKS,
+stream management at /ssf/stream (GET lists, POST creates, PATCH updates; each needs
+`Authorization: Bearer <management_token>`), and /ssf/verify, which delivers a verification SET
+with the state it was given. Tests push events through `push()`, signed with the transmitter's
+ES256 key unless they say otherwise, to the stream's endpoint_url with the stream's
+authorization_header; or `enqueue()` them for a poll stream, whose endpoint
+(/ssf/poll/<stream id>) holds a poll up to `hold` seconds while it has nothing (long polling),
+drops what a poll acknowledges and delivers the rest again.
 
 Records: `streams` (by id), `creates`, `patches`, `verifications` (the responses to the
-verification pushes), `pushes` (status and body of every push it made)."""
+verification pushes), `pushes` (status and body of every push it made), `polls` (each poll's
+body), `acked` (jtis acknowledged) and `set_errs` (by jti)."""
 import base64
 import json
 import os
@@ -22,6 +26,7 @@ CAEP = "https://schemas.openid.net/secevent/caep/event-type/"
 RISC = "https://schemas.openid.net/secevent/risc/event-type/"
 SSF = "https://schemas.openid.net/secevent/ssf/event-type/"
 PUSH = "urn:ietf:rfc:8935"
+POLL = "urn:ietf:rfc:8936"
 
 
 class Transmitter:
@@ -33,7 +38,15 @@ class Transmitter:
         self.patches = 0
         self.verifications = []
         self.pushes = []
+        self.polls = []
+        self.queue = {}
+        self.acked = []
+        self.set_errs = {}
+        self.hold = 1.0
+        # The SETs' `aud` for a poll stream (a push stream's is its endpoint's origin).
+        self.audience = None
         self.lock = threading.Lock()
+        self.queued = threading.Condition(self.lock)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -74,9 +87,16 @@ class Transmitter:
                 if not self._authorized():
                     return self._send(401, {"error": "unauthorized"})
                 body = self._body()
+                if self.path.startswith("/ssf/poll/"):
+                    return self._send(200, outer._poll(body))
                 if self.path == "/ssf/stream":
-                    stream = {"stream_id": f"s-{len(outer.streams) + 1}", "iss": outer.issuer,
-                              "aud": body["delivery"]["endpoint_url"], "delivery": body["delivery"],
+                    stream_id = f"s-{len(outer.streams) + 1}"
+                    delivery = dict(body["delivery"])
+                    if delivery["method"] == POLL:
+                        delivery["endpoint_url"] = f"{outer.issuer}/ssf/poll/{stream_id}"
+                    stream = {"stream_id": stream_id, "iss": outer.issuer,
+                              "aud": delivery["endpoint_url"], "delivery": delivery,
+                              "description": body.get("description"),
                               "events_requested": body.get("events_requested", []),
                               "events_delivered": body.get("events_requested", [])}
                     with outer.lock:
@@ -98,7 +118,10 @@ class Transmitter:
                     stream = outer.streams.get(body.get("stream_id"))
                     if stream is None:
                         return self._send(404, {"error": "not_found"})
-                    stream["delivery"] = body["delivery"]
+                    if "delivery" in body:
+                        stream["delivery"] = body["delivery"]
+                    if "events_requested" in body:
+                        stream["events_requested"] = body["events_requested"]
                     outer.patches += 1
                     return self._send(200, stream)
 
@@ -109,7 +132,7 @@ class Transmitter:
 
     def metadata(self):
         return {"spec_version": "1_0", "issuer": self.issuer, "jwks_uri": f"{self.issuer}/jwks",
-                "delivery_methods_supported": [PUSH], "configuration_endpoint": f"{self.issuer}/ssf/stream",
+                "delivery_methods_supported": [PUSH, POLL], "configuration_endpoint": f"{self.issuer}/ssf/stream",
                 "verification_endpoint": f"{self.issuer}/ssf/verify"}
 
     def stop(self):
@@ -129,6 +152,9 @@ class Transmitter:
             return
         claims = self.claims(SSF + "verification", None, payload={"state": state})
         claims["sub_id"] = {"format": "opaque", "id": stream_id}
+        if stream["delivery"]["method"] == POLL:
+            self.enqueue_token(self.sign(claims), claims["jti"])
+            return
         try:
             r = self.push_claims(claims, stream=stream)
         except requests.ConnectionError:
@@ -136,6 +162,34 @@ class Transmitter:
             self.verifications.append(None)
             return
         self.verifications.append(r.status_code)
+
+    def _poll(self, body):
+        """RFC 8936 §2.4: acknowledgements and errors first, then what is queued (held up to
+        `hold` seconds while nothing is, unless returnImmediately)."""
+        with self.queued:
+            self.polls.append(body)
+            for jti in body.get("ack", []):
+                self.queue.pop(jti, None)
+                self.acked.append(jti)
+            for jti, e in body.get("setErrs", {}).items():
+                self.queue.pop(jti, None)
+                self.set_errs[jti] = e
+            if not self.queue and not body.get("returnImmediately", False):
+                self.queued.wait(self.hold)
+            n = int(body.get("maxEvents", 100))
+            jtis = list(self.queue)[:n]
+            return {"sets": {j: self.queue[j] for j in jtis}, "moreAvailable": len(self.queue) > n}
+
+    def enqueue_token(self, token, jti):
+        with self.queued:
+            self.queue[jti] = token
+            self.queued.notify_all()
+
+    def enqueue(self, event, subject, payload=None, key=None, **over):
+        """Queues one event for poll delivery; returns its jti."""
+        claims = self.claims(event, subject, payload=payload, **over)
+        self.enqueue_token(self.sign(claims, key=key), claims["jti"])
+        return claims["jti"]
 
     def claims(self, event, subject, payload=None, **over):
         now = int(time.time())
@@ -151,6 +205,8 @@ class Transmitter:
         return c
 
     def stream_audience(self):
+        if self.audience:
+            return self.audience
         with self.lock:
             streams = list(self.streams.values())
         if not streams:

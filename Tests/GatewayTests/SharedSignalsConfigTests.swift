@@ -68,7 +68,7 @@ struct SharedSignalsConfigTests {
     @Test(arguments: [
         ("issuers: [corp]\n    endpoint_url: https://gw.example.com/e", "issuer: is required"),
         ("issuer: https://idp.example.com\n    endpoint_url: https://gw.example.com/e", "issuers: is required"),
-        ("issuer: https://idp.example.com\n    issuers: [corp]", "endpoint_url: is required"),
+        ("issuer: https://idp.example.com\n    issuers: [corp]", "endpoint_url: is required for push"),
         (
             "issuer: http://idp.example.com\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/e",
             "is not an https URL"
@@ -83,7 +83,20 @@ struct SharedSignalsConfigTests {
         ),
         (
             "issuer: https://idp.example.com\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/e\n    delivery: poll",
-            "not available yet"
+            "endpoint_url: goes with delivery: push"
+        ),
+        ("issuer: https://idp.example.com\n    issuers: [corp]\n    delivery: poll", "audience: is required for poll"),
+        (
+            "issuer: https://idp.example.com\n    issuers: [corp]\n    delivery: poll\n    audience: a\n    poll_interval: 50ms",
+            "at least 100ms"
+        ),
+        (
+            "issuer: https://idp.example.com\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/e\n    poll_interval: 1s",
+            "goes with delivery: poll"
+        ),
+        (
+            "issuer: https://idp.example.com\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/e\n    delivery: carrier-pigeon",
+            "must be push or poll"
         ),
         (
             "issuer: https://idp.example.com\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/e\n    profile: google-risc",
@@ -125,6 +138,17 @@ struct SharedSignalsConfigTests {
     func refusedTransmitters(_ transmitter: String, _ reason: String) {
         let text = problems(config(transmitter))
         #expect(text.contains(reason), "\(transmitter): \(text)")
+    }
+
+    @Test func aPollTransmitterNeedsItsAudienceAndNoPath() throws {
+        let cfg = try parse(
+            config(
+                "issuer: https://idp.example.com\n    issuers: [corp]\n    delivery: poll\n    audience: https://gw.example.com\n    poll_interval: 250ms"
+            )
+        ).get()
+        let t = try #require(cfg.sharedSignals["tx"])
+        #expect(t.delivery == .poll && t.pollInterval == 0.25 && t.endpointPath.isEmpty)
+        #expect(t.audience == "https://gw.example.com" && t.delivery.method == "urn:ietf:rfc:8936")
     }
 
     @Test func aPushPathAnExactRouteHasIsRefused() {
@@ -177,6 +201,17 @@ struct SharedSignalsConfigTests {
             #expect(e.description.contains(why), "\(e.description)")
         }
         #expect(throws: TransmitterMetadata.MetadataError.self) { try metadata(good, status: 404).get() }
+        // Poll delivery needs the transmitter to offer it.
+        let pushOnly = good.replacingOccurrences(of: #","urn:ietf:rfc:8936""#, with: "")
+        let response = FetchResponse(status: 200, headers: [], body: Array(pushOnly.utf8))
+        guard case .failure(let e) = TransmitterMetadata.parse(response, issuer: "https://tx.example", delivery: .poll)
+        else {
+            Issue.record("poll accepted without urn:ietf:rfc:8936")
+            return
+        }
+        #expect(e.description.contains("poll delivery"))
+        #expect(
+            (try? TransmitterMetadata.parse(response, issuer: "https://tx.example", delivery: .push).get()) != nil)
     }
 
     @Test func everyReplicaDerivesTheSamePushCredentialAndOnlyFromItsKeys() throws {

@@ -53,7 +53,8 @@ enum RouteResolver {
             loginEndpoints = LoginEndpoint.Paths(config)
             protectedResources = config.protectedResources
             signalPaths = Dictionary(
-                config.sharedSignals.map { ($0.value.endpointPath, $0.key) }, uniquingKeysWith: { a, _ in a })
+                config.sharedSignals.filter { $0.value.delivery == .push }.map { ($0.value.endpointPath, $0.key) },
+                uniquingKeysWith: { a, _ in a })
             reservedPrefix = config.reservedHeaderPrefixBytes
             identityNames = config.strippedIdentityHeaders
             trustedOnlyExtra = config.trustedProxyHeaders

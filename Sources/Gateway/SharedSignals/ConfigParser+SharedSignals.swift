@@ -20,8 +20,17 @@ extension ConfigParser {
             guard let f = r.mapping(entry, path: p, section: .transmitter) else { continue }
             var t = TransmitterConfig(name: name)
             TransmitterConfig.keyTable.read(f, into: &t, path: p, r)
-            for key in ["issuer", "issuers", "endpoint_url"] where f[key] == nil {
-                r.problem("\(p).\(key)", entry, "is required")
+            for key in ["issuer", "issuers"] where f[key] == nil { r.problem("\(p).\(key)", entry, "is required") }
+            switch t.delivery {
+            case .push:
+                if f["endpoint_url"] == nil { r.problem("\(p).endpoint_url", entry, "is required for push delivery") }
+                if f["poll_interval"] != nil {
+                    r.problem("\(p).poll_interval", f["poll_interval"], "goes with delivery: poll")
+                }
+            case .poll:
+                // The transmitter names the poll endpoint; the SETs' `aud` has no URL to default to.
+                if let n = f["endpoint_url"] { r.problem("\(p).endpoint_url", n, "goes with delivery: push") }
+                if f["audience"] == nil { r.problem("\(p).audience", entry, "is required for poll delivery") }
             }
             if let n = f["issuers"] {
                 for (i, issuer) in exchangeNames(n, path: "\(p).issuers", r).enumerated() {

@@ -74,7 +74,9 @@ final class SharedSignalsHub: @unchecked Sendable {
                 next[name] = entry
             }
             transmitters = next
-            byPath = Dictionary(next.map { ($0.value.config.endpointPath, $0.key) }, uniquingKeysWith: { a, _ in a })
+            byPath = Dictionary(
+                next.filter { $0.value.config.delivery == .push }.map { ($0.value.config.endpointPath, $0.key) },
+                uniquingKeysWith: { a, _ in a })
         }
     }
 

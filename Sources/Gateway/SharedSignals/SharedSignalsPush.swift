@@ -42,78 +42,34 @@ struct SharedSignalsPush {
             hub.refused(name)
             return .answer(Self.refusal(.invalidRequest, "the body must be one SET as \(Self.mediaType)", ctx))
         }
+        let intake = SecurityEventIntake(
+            hub: hub, log: services.revocationLog, loop: services.loop, wallClock: services.wallClock)
         services.readOwnBody(request.exchange, ctx, limit: SecurityEventTokenVerifier.maxSize) { body in
             let token = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            verify(token, t, request, retried: false)
+            intake.receive(token, from: name) { outcome in request.answer(Self.answer(outcome, ctx, name)) }
         }
         return .suspend
     }
 
-    /// Verifies with the keys at hand; a SET whose `kid` they lack gets one refetch (the
-    /// transmitter may have rotated), then the answer.
-    private func verify(_ token: String, _ t: SharedSignalsHub.Transmitter, _ request: RoutedRequest, retried: Bool) {
-        let ctx = request.context
-        let name = t.config.name
-        guard let keys = hub.transmitter(named: name)?.keys else {
-            // The stream is not up yet: the transmitter tries again (RFC 8935 §2.3 lets a
-            // receiver answer 5xx for what it cannot judge now).
-            ctx.rejection = .unavailable(.keysNotLoaded)
-            request.answer(
-                ErrorResponse.make(
-                    503, error: "temporarily_unavailable", description: "the transmitter's keys are not loaded yet",
-                    requestID: ctx.requestID, headers: [("Retry-After", "5")], detail: "ssf push: no keys for \(name)"))
-            return
+    private static func answer(_ outcome: SecurityEventIntake.Outcome, _ ctx: RequestContext, _ name: String)
+        -> GatewayResponse
+    {
+        switch outcome {
+        case .accepted(let set, let result):
+            var r = GatewayResponse(status: 202, body: "", contentType: "text/plain")
+            r.detail = "ssf push: \(set.event.uri) \(result.rawValue) (jti \(String(set.jti.prefix(64))))"
+            return r
+        case .refused(let err, let description):
+            return refusal(err: err, description, ctx)
+        case .notNow(let reason, let description, let detail):
+            // RFC 8935 §2.3 lets a receiver answer 5xx for what it cannot judge now: the
+            // transmitter pushes again, and nothing was applied meanwhile.
+            ctx.rejection = .unavailable(reason)
+            let wait = reason == .keysNotLoaded ? "5" : "1"
+            return ErrorResponse.make(
+                503, error: "temporarily_unavailable", description: description, requestID: ctx.requestID,
+                headers: [("Retry-After", wait)], detail: "ssf push (\(name)): \(detail)")
         }
-        let now = services.wallClock.now
-        let set: SecurityEventToken
-        do {
-            set = try t.verifier.verify(token, keys: keys, now: Int64(now))
-        } catch {
-            if error.code == .invalidKey, !retried, let refetch = hub.refetchKeys,
-                let kid = try? CompactJWS(token, maxSize: SecurityEventTokenVerifier.maxSize).header.kid,
-                !keys.keys.contains(where: { $0.kid == kid })
-            {
-                let loop = services.loop
-                refetch(name) { _ in loop.execute { verify(token, t, request, retried: true) } }
-                return
-            }
-            hub.refused(name)
-            request.answer(Self.refusal(error.code, error.description, ctx))
-            return
-        }
-        if set.event.type == .verification, let state = set.event.state, !hub.expectsState(state, of: name) {
-            hub.refused(name)
-            request.answer(
-                Self.refusal(err: "invalid_state", "the verification event's state is not the one asked for", ctx))
-            return
-        }
-        // With a Redis store, written to its log before the 202: a revocation answered for
-        // stands on every replica and outlives this process.
-        guard let log = services.revocationLog, let record = hub.record(for: set, from: name, now: now) else {
-            return request.answer(Self.accepted(set, hub.apply(set, from: name, now: now)))
-        }
-        log.append(record) { [hub] appended in
-            let now = services.wallClock.now
-            switch appended {
-            case .stored: request.answer(Self.accepted(set, hub.apply(set, from: name, now: now)))
-            case .duplicate: request.answer(Self.accepted(set, hub.duplicate(set, from: name, now: now)))
-            case .failed(let why):
-                // RFC 8935 §2.3 lets the receiver fail for what it cannot do now: the
-                // transmitter pushes again, and nothing was applied meanwhile.
-                ctx.rejection = .unavailable(.revocationNotStored)
-                request.answer(
-                    ErrorResponse.make(
-                        503, error: "temporarily_unavailable", description: "the event cannot be stored now",
-                        requestID: ctx.requestID, headers: [("Retry-After", "1")],
-                        detail: "ssf push: the store failed: \(why)"))
-            }
-        }
-    }
-
-    private static func accepted(_ set: SecurityEventToken, _ result: SharedSignalsHub.Result) -> GatewayResponse {
-        var r = GatewayResponse(status: 202, body: "", contentType: "text/plain")
-        r.detail = "ssf push: \(set.event.uri) \(result.rawValue) (jti \(String(set.jti.prefix(64))))"
-        return r
     }
 
     static func refusal(_ code: SETRefusal.Code, _ description: String, _ ctx: RequestContext) -> GatewayResponse {

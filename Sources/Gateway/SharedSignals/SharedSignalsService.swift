@@ -69,6 +69,7 @@ final class SharedSignalsService {
             let credential = SharedSignalsHub.pushAuthorization(t, secret: secret)
             nextCredentials[name] = credential
             if let old = streams[name], old.config.issuer == t.issuer, old.config.endpointURL == t.endpointURL,
+                old.config.delivery == t.delivery, old.config.pollInterval == t.pollInterval,
                 old.config.eventURIs == t.eventURIs, Self.sameAuth(old.config.auth, t.auth),
                 credentials[name] == credential
             {
@@ -78,7 +79,9 @@ final class SharedSignalsService {
             streams[name]?.stop()
             let stream = TransmitterStream(
                 config: t, loop: loop, log: log, hub: hub, wallClock: wallClock,
-                authorize: authorizer(t.auth, client: config.clients))
+                revocationLog: store.map {
+                    RevocationLog.Writer(client: $0.client, prefix: $0.prefix, hub: hub, wallClock: wallClock)
+                }, authorize: authorizer(t.auth, client: config.clients))
             next[name] = stream
             stream.start()
         }

@@ -17,6 +17,11 @@ struct TransmitterConfig: Sendable {
     var issuerURLs: Set<String> = []
     /// Those entries by each `iss` they accept (their `issuer` and `issuer_aliases`).
     var issuerNames: [String: [String]] = [:]
+    /// How SETs come: pushed to `endpoint_url` (RFC 8935), or polled from the stream's poll
+    /// endpoint (RFC 8936).
+    var delivery = Delivery.push
+    /// Poll delivery: the wait before the next poll after one that brought nothing.
+    var pollInterval = 1.0
     /// Push delivery's URL (RFC 8935): the transmitter posts here; the gateway serves its path.
     var endpointURL = ""
     var endpointPath = ""
@@ -28,6 +33,13 @@ struct TransmitterConfig: Sendable {
     /// How long a revocation stands after its last event: longer than any token or session
     /// it could refuse lives.
     var revocationTTL = 86_400.0
+
+    enum Delivery: String, Sendable {
+        case push, poll
+
+        /// The delivery method's URI in a stream's `delivery` (SSF 1.0 §6.1).
+        var method: String { self == .push ? "urn:ietf:rfc:8935" : "urn:ietf:rfc:8936" }
+    }
 
     /// How the gateway authenticates to the transmitter's endpoints.
     enum TransmitterAuth: Sendable {
@@ -56,19 +68,22 @@ extension TransmitterConfig {
         },
         .init("issuers", type: "list of `issuers:` names", default: "none: required", by: "ConfigParser.sharedSignals"),
         .init(
-            "delivery", type: "`push` (RFC 8935)", default: "`push`",
+            "delivery", type: "`push` (RFC 8935) or `poll` (RFC 8936)", default: "`push`",
             checkedBy: { ConfigDefault.firstValue($0) == "push" }
-        ) { _, n, p, r in
+        ) { t, n, p, r in
             guard let s = r.string(n, path: p) else { return }
-            if s == "poll" {
-                r.problem(p, n, "poll delivery (RFC 8936) is not available yet; use push")
-            } else if s != "push" {
-                r.problem(p, n, "must be push")
-            }
+            if let d = Delivery(rawValue: s) { t.delivery = d } else { r.problem(p, n, "must be push or poll") }
+        },
+        .init(
+            "poll_interval", type: "duration, at least 100ms", default: "`1s`",
+            checkedBy: ConfigDefault.duration(TransmitterConfig(name: "").pollInterval)
+        ) { t, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v < 0.1 { r.problem(p, n, "must be at least 100ms") } else { t.pollInterval = v }
         },
         .init(
             "endpoint_url", type: "https URL the transmitter pushes to (http only for a loopback host)",
-            default: "none: required"
+            default: "none: required for push"
         ) { t, n, p, r in
             guard let s = r.string(n, path: p) else { return }
             guard let url = securedURL(s), url.path.hasPrefix("/"), url.path.count > 1 else {
@@ -79,7 +94,7 @@ extension TransmitterConfig {
             t.endpointPath = url.path
             if t.audience.isEmpty { t.audience = origin(of: s) }
         },
-        .init("audience", type: "string", default: "`endpoint_url`'s origin") { t, n, p, r in
+        .init("audience", type: "string", default: "`endpoint_url`'s origin; required for poll") { t, n, p, r in
             guard let s = r.string(n, path: p) else { return }
             if s.isEmpty { r.problem(p, n, "is empty") } else { t.audience = s }
         },

@@ -5,13 +5,14 @@ import OAuth
 import Reactor
 
 /// One transmitter's stream, kept up by the main loop (SSF 1.0 §7, §8): its metadata, its
-/// keys, the push stream to this gateway's `endpoint_url` (the one that exists is reused, so a
-/// restart or a second replica makes no second stream; its delivery is set to this
-/// receiver's `Authorization`), and a verification request whose event the push endpoint
-/// checks. Every call is bounded; a failure is retried from the start after 1 s, doubling up
-/// to a minute. Routes serve meanwhile; the status page says where the stream stands.
+/// keys, the stream (the one that exists is reused, so a restart or a second replica makes no
+/// second stream), and a verification request whose event comes back by the stream's
+/// delivery. A push stream goes to this gateway's `endpoint_url` with this receiver's
+/// `Authorization`; a poll stream's SETs are fetched from the endpoint the transmitter names
+/// (`PollDelivery`). Every call is bounded; a failure is retried from the start after 1 s,
+/// doubling up to a minute. Routes serve meanwhile; the status page says where the stream stands.
 final class TransmitterStream {
-    static let pushMethod = "urn:ietf:rfc:8935"
+    static let pushMethod = TransmitterConfig.Delivery.push.method
 
     let config: TransmitterConfig
     private let loop: EventLoop
@@ -25,11 +26,16 @@ final class TransmitterStream {
     private var retryDelay = 1.0
     private var timer: LoopTimer?
     private var stopped = false
+    /// Poll delivery, once the stream is up.
+    private var poller: PollDelivery?
+    /// What a polled SET goes through (the push endpoint has its own, per worker).
+    private let intake: SecurityEventIntake
 
     init(
         config: TransmitterConfig, loop: EventLoop, log: Logger, hub: SharedSignalsHub, wallClock: any WallClock,
-        authorize: @escaping (@escaping (String?) -> Void) -> Void
+        revocationLog: RevocationLog.Writer?, authorize: @escaping (@escaping (String?) -> Void) -> Void
     ) {
+        intake = SecurityEventIntake(hub: hub, log: revocationLog, loop: loop, wallClock: wallClock)
         self.config = config
         self.loop = loop
         self.log = log
@@ -47,6 +53,8 @@ final class TransmitterStream {
     func stop() {
         stopped = true
         timer = nil
+        poller?.stop()
+        poller = nil
     }
 
     /// SSF 1.0 §7.2.1: `/.well-known/ssf-configuration` inserted before the issuer's path.
@@ -64,7 +72,7 @@ final class TransmitterStream {
         ) {
             [self] result in
             guard !stopped else { return }
-            switch result.map({ TransmitterMetadata.parse($0, issuer: config.issuer) }) {
+            switch result.map({ TransmitterMetadata.parse($0, issuer: config.issuer, delivery: config.delivery) }) {
             case .failure(let e): fail("metadata: \(e.description)")
             case .success(.failure(let why)): fail("metadata: \(why)")
             case .success(.success(let metadata)): loadKeys(metadata)
@@ -90,28 +98,35 @@ final class TransmitterStream {
         }
     }
 
-    /// SSF 1.0 §8.1.1.2: the streams this receiver has; ours is the push stream to our URL.
+    /// SSF 1.0 §8.1.1.2: the streams this receiver has. Ours is the push stream to our URL,
+    /// or the poll stream (this receiver's one, by its description when there are several).
     private func findStream(_ metadata: TransmitterMetadata) {
         call(metadata.configurationEndpoint, body: nil) { [self] status, body in
             guard status == 200, let value = try? JSONParser.parse(body) else {
                 return fail("streams: configuration endpoint answered \(status)")
             }
             let streams = value.array?.compactMap(\.object) ?? value.object.map { [$0] } ?? []
-            let ours = streams.first { s in
+            let candidates = streams.filter { s in
                 let delivery = s["delivery"]?.object
-                return delivery?["method"]?.string == Self.pushMethod
-                    && delivery?["endpoint_url"]?.string == config.endpointURL
+                guard delivery?["method"]?.string == config.delivery.method else { return false }
+                return config.delivery == .poll || delivery?["endpoint_url"]?.string == config.endpointURL
             }
-            if let id = ours?["stream_id"]?.string {
-                setDelivery(metadata, streamID: id)
-            } else {
-                createStream(metadata)
+            let ours = candidates.first { $0["description"]?.string == description } ?? candidates.first
+            guard let ours, let id = ours["stream_id"]?.string else { return createStream(metadata) }
+            switch config.delivery {
+            case .push: setDelivery(metadata, streamID: id)
+            case .poll: updateEvents(metadata, stream: ours, streamID: id)
             }
         }
     }
 
+    private var description: String { "tokengate \(config.name)" }
+
+    /// A push stream's delivery carries our URL and credential; a poll stream's only its
+    /// method (the transmitter names the poll endpoint).
     private var delivery: JSONValue {
-        .object(
+        guard config.delivery == .push else { return .object(JSONObject(["method": .string(config.delivery.method)])) }
+        return .object(
             JSONObject([
                 "method": .string(Self.pushMethod), "endpoint_url": .string(config.endpointURL),
                 "authorization_header": .string(hub.transmitter(named: config.name)?.pushAuthorization ?? "")
@@ -121,17 +136,19 @@ final class TransmitterStream {
     private func createStream(_ metadata: TransmitterMetadata) {
         let body = JSONObject([
             "delivery": delivery, "events_requested": .array(config.eventURIs.map { .string($0) }),
-            "description": .string("tokengate \(config.name)")
+            "description": .string(description)
         ])
         call(metadata.configurationEndpoint, body: .object(body)) { [self] status, reply in
-            guard status == 200 || status == 201, let id = (try? JSONParser.parse(reply))?.object?["stream_id"]?.string
-            else { return fail("create stream: configuration endpoint answered \(status)") }
+            let stream = (try? JSONParser.parse(reply))?.object
+            guard status == 200 || status == 201, let id = stream?["stream_id"]?.string else {
+                return fail("create stream: configuration endpoint answered \(status)")
+            }
             log.info("ssf stream created", metadata: ["transmitter": .string(config.name), "stream": .string(id)])
-            up(metadata, streamID: id)
+            up(metadata, streamID: id, stream: stream)
         }
     }
 
-    /// An existing stream: its delivery set to this receiver's URL and credential (every
+    /// An existing push stream: its delivery set to this receiver's URL and credential (every
     /// replica sets the same), SSF 1.0 §8.1.1.3.
     private func setDelivery(_ metadata: TransmitterMetadata, streamID: String) {
         let body = JSONObject([
@@ -142,11 +159,32 @@ final class TransmitterStream {
             guard status == 200 || status == 202 || status == 204 else {
                 return fail("update stream: configuration endpoint answered \(status)")
             }
-            up(metadata, streamID: streamID)
+            up(metadata, streamID: streamID, stream: nil)
         }
     }
 
-    private func up(_ metadata: TransmitterMetadata, streamID: String) {
+    /// An existing poll stream: the events asked for set again; its delivery, and so its poll
+    /// endpoint, left as the transmitter made it.
+    private func updateEvents(_ metadata: TransmitterMetadata, stream: JSONObject, streamID: String) {
+        let body = JSONObject([
+            "stream_id": .string(streamID), "events_requested": .array(config.eventURIs.map { .string($0) })
+        ])
+        call(metadata.configurationEndpoint, body: .object(body), method: "PATCH") { [self] status, _ in
+            guard status == 200 || status == 202 || status == 204 else {
+                return fail("update stream: configuration endpoint answered \(status)")
+            }
+            up(metadata, streamID: streamID, stream: stream)
+        }
+    }
+
+    private func up(_ metadata: TransmitterMetadata, streamID: String, stream: JSONObject?) {
+        if config.delivery == .poll {
+            // RFC 8936 §2: the transmitter names the poll endpoint in the stream's delivery.
+            guard let url = stream?["delivery"]?.object?["endpoint_url"]?.string,
+                metadata.allows(url)
+            else { return fail("the stream names no usable poll endpoint_url") }
+            startPolling(url)
+        }
         retryDelay = 1
         hub.update(config.name) {
             $0.streamID = streamID
@@ -171,11 +209,36 @@ final class TransmitterStream {
         }
     }
 
+    private func startPolling(_ url: String) {
+        guard poller?.url != url else { return }
+        poller?.stop()
+        let poller = PollDelivery(url: url, config: config, loop: loop, log: log, intake: intake) {
+            [weak self] url, body, timeout, done in
+            self?.authorized(url, body: body, method: nil, timeout: timeout, done: done)
+        }
+        self.poller = poller
+        poller.start()
+    }
+
     /// A call to the transmitter with its credential: `done(status, body)`; a failure to call
     /// at all is `fail`ed here.
     private func call(
         _ url: String, body: JSONValue?, method: String? = nil, failed: ((String) -> Void)? = nil,
         done: @escaping (Int, [UInt8]) -> Void
+    ) {
+        authorized(url, body: body, method: method, timeout: 10) { [self] result in
+            switch result {
+            case .success((let status, let body)): done(status, body)
+            case .failure(let e):
+                if let failed { failed("\(url): \(e.description)") } else { fail("\(url): \(e.description)") }
+            }
+        }
+    }
+
+    /// A call with the transmitter's credential; nothing after `stop`.
+    private func authorized(
+        _ url: String, body: JSONValue?, method: String?, timeout: Double,
+        done: @escaping (Result<(Int, [UInt8]), FetchError>) -> Void
     ) {
         authorize { [self] authorization in
             guard !stopped else { return }
@@ -187,14 +250,10 @@ final class TransmitterStream {
                 payload = Array(JSONSerializer.serialize(body).utf8)
             }
             let request = FetchRequest(
-                url: url, body: payload, headers: headers, timeout: 10, maxResponseBytes: 1 << 20, method: method)
+                url: url, body: payload, headers: headers, timeout: timeout, maxResponseBytes: 1 << 20, method: method)
             fetcher.fetch(request) { [self] result in
                 guard !stopped else { return }
-                switch result {
-                case .success(let r): done(r.status, r.body)
-                case .failure(let e):
-                    if let failed { failed("\(url): \(e.description)") } else { fail("\(url): \(e.description)") }
-                }
+                done(result.map { ($0.status, $0.body) })
             }
         }
     }
@@ -218,7 +277,18 @@ struct TransmitterMetadata: Sendable {
     var configurationEndpoint: String
     var verificationEndpoint: String?
 
-    static func parse(_ response: FetchResponse, issuer: String) -> Result<TransmitterMetadata, MetadataError> {
+    /// Whether the issuer was a plain-text loopback one: only then may its endpoints be http.
+    var plainAllowed = false
+
+    /// Whether `url` may carry the gateway's credential: https, or http only when the issuer
+    /// itself is a loopback one (an https transmitter cannot send it to a local plain port).
+    func allows(_ url: String) -> Bool {
+        TransmitterConfig.securedURL(url) != nil && (plainAllowed || url.hasPrefix("https://"))
+    }
+
+    static func parse(_ response: FetchResponse, issuer: String, delivery: TransmitterConfig.Delivery = .push)
+        -> Result<TransmitterMetadata, MetadataError>
+    {
         guard response.status == 200 else { return .failure(.init("answered \(response.status)")) }
         guard let o = (try? JSONParser.parse(response.body))?.object else {
             return .failure(.init("not a JSON object"))
@@ -240,15 +310,13 @@ struct TransmitterMetadata: Sendable {
         guard let configuration = url("configuration_endpoint") else {
             return .failure(.init("no https configuration_endpoint: streams cannot be made"))
         }
-        if let methods = o["delivery_methods_supported"]?.array,
-            !methods.contains(.string(TransmitterStream.pushMethod))
-        {
-            return .failure(.init("push delivery (\(TransmitterStream.pushMethod)) is not supported"))
+        if let methods = o["delivery_methods_supported"]?.array, !methods.contains(.string(delivery.method)) {
+            return .failure(.init("\(delivery.rawValue) delivery (\(delivery.method)) is not supported"))
         }
         return .success(
             TransmitterMetadata(
-                jwksURI: jwks, configurationEndpoint: configuration, verificationEndpoint: url("verification_endpoint"))
-        )
+                jwksURI: jwks, configurationEndpoint: configuration, verificationEndpoint: url("verification_endpoint"),
+                plainAllowed: plainAllowed))
     }
 
     struct MetadataError: Error, CustomStringConvertible {
