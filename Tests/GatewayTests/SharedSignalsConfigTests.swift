@@ -99,8 +99,20 @@ struct SharedSignalsConfigTests {
             "must be push or poll"
         ),
         (
-            "issuer: https://idp.example.com\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/e\n    profile: google-risc",
-            "not available yet"
+            "issuers: [corp]\n    endpoint_url: https://gw.example.com/e\n    profile: google-risc\n    delivery: poll",
+            "push only"
+        ),
+        (
+            "issuer: https://idp.example.com\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/e\n    profile: apple",
+            "must be ssf or google-risc"
+        ),
+        (
+            "issuer: https://idp.example.com\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/e\n    auth: { service_account_file: token }",
+            "is not a JSON object"
+        ),
+        (
+            "issuer: https://idp.example.com\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/e\n    auth: { service_account_file: token, bearer_file: token }",
+            "give one of bearer_file, client and service_account_file"
         ),
         (
             "issuer: https://idp.example.com\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/e\n    events: [session-revoked, telepathy]",
@@ -149,6 +161,71 @@ struct SharedSignalsConfigTests {
         let t = try #require(cfg.sharedSignals["tx"])
         #expect(t.delivery == .poll && t.pollInterval == 0.25 && t.endpointPath.isEmpty)
         #expect(t.audience == "https://gw.example.com" && t.delivery.method == "urn:ietf:rfc:8936")
+    }
+
+    /// A service account's key for the tests only (RSA 2048, made for this file).
+    static let serviceAccountPEM = """
+        -----BEGIN PRIVATE KEY-----
+        MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQDH1QEmkmeequkT
+        HHxQ6iLkpYoKKUWxZGteaSImYzhAPl9bPqjISOykLHg94kJssh4n3Z0t1DYc27g4
+        wVgHrMGB1ob56aFJ/Xb56ydWotP7Pp4FTXWFKnqrN89LeNX8GcgPTau+Y5fVqxNi
+        aqlnaK9ZUwwjtrIBDXc+XohP2Hsh2NyKd2OwdCUH7FtmcHpxKOV66VqQcQNAd+UI
+        RIGMaFx/TBO2HUQ9lEnX7vZufWa851PVf8NCzt78oKg4y3JVXGsETdGsLMIKuell
+        mzqa+Kjx2kh5+K+fl46qgtJR30sxiiKYYJry6zp3Yy3WqM9TE2H5QZUsxcg1/YEl
+        Iwb/nIcbAgMBAAECggEAMmgxG503pScAlxEK7NA60AlP2kNR8K7fhJephRxnHpF9
+        NUOHiMoYY0tSY23VCp0djTnSQbKzmbD09eATiBAUWd+W+ahsxoC4x88BA9Ib/dbs
+        PnMtD1PJULJJyIRpGegY9n9FsMdnj/7Q63TzWYHnJXWU7NdTbH+Mkj9/TADUApPC
+        3nEnh14jZPLQorgvWwBsVG1hZsJgaJJiRMLpumAjsjCDVq8jLpIvBDi3BQCVJQ5q
+        LM0bwXbBwguqP/oP3kdJbiiiwOcwySZ/jN0xFk2nTA8mbNsW+mEnMkb7OayD3xMV
+        gLKWPz6vL/jeQZIgcEw9kzX9MoGW8ElYlSHST/UFmQKBgQDngamAwVwNNLyd8lxH
+        x4OXRmKCF5hC96gqMqYLJrW6+GA2IAGjexcoi3zDyvm/Q7KDejZrqTaEf0akqhg4
+        Q2NjvaB3UxmClCD0OLtiG3TOtkhhdxAO6fxZncmlrat9MFzc0eKI7IFdsVQIQumW
+        kaxeSEcqQP3MGuheV4ZwqlP8KQKBgQDc+XEyqz3N3Uua5ZVSxOden0nzf/8pF3hH
+        BfJbF3lxC1fWoVnP+tPTJPJObJvJRMNwuNSeYiwJPWW3Z6P/yPC5k/b3C8edBZw4
+        2XUgpUHn0WjH2LXSdw7WQXjkxzQs9/Sz17IQasrLpOlR1/h0z0xF1L29IlMhoxSQ
+        pI2ZGcpRowKBgGQtSHLNuQ6B3oieYm4xGHEyZNgUa6+2yQ8RgaZbptH0PnXNXcgn
+        MHs7+M4km/O20J1yGfB2dX/aL3B7piVai7ySRsi7rdNCVAw6LGOkq+PzHtkGE23Q
+        tID29VX7E7UFY3muXM+RP92SKWG1yqx79tGJhznyi6BxmFGSoDtKiTMZAoGAYeis
+        PVUeh06cJz++T/QqyAQwEhIOjrh1dJKv9aiLCImMG+9WCg8LOCzQp+r7g8xSBGoA
+        20SIWne3z/G9+qGf97oV3RR9F5faxl2jxhkzAHIKyTG+LkjObCSKWmPhPGOJKv5R
+        SXDn9h9VugvFbIxFMVO31kuVJfxKKmSe0M1alZ0CgYEA5EB87kAAQzDf1PuRUjvm
+        D13Zqg+So+kks42wwj5cXLcLvOEeT2Dr+lcAWbCvhxzuMTWe6DfAmnyzVxz88Uor
+        DkAdHiWoyMoo7XBmWTKYgx10T5EQifion1zhhic1v1nFyPQAUBqbX9MibhhozY0s
+        s7gGZY/NY+t/vCng9MpsNlw=
+        -----END PRIVATE KEY-----
+        """
+
+    @Test func googlesProfileTakesItsIssuerAndTheAppsClientIDs() throws {
+        let pem = Self.serviceAccountPEM
+        let key = try JWK(pem: pem, kid: "k1")
+        let file = JSONObject([
+            "client_email": .string("risc@p.iam.gserviceaccount.com"), "private_key_id": .string("k1"),
+            "private_key": .string(pem)
+        ])
+        try JSONSerializer.serialize(.object(file)).write(toFile: "\(dir)/sa.json", atomically: true, encoding: .utf8)
+        let cfg = try parse(
+            config(
+                "profile: google-risc\n    issuers: [corp]\n    endpoint_url: https://gw.example.com/risc\n    auth: { service_account_file: sa.json }"
+            ).replacingOccurrences(of: "audiences: [api]", with: "audiences: [app-1, app-2]")
+        ).get()
+        let t = try #require(cfg.sharedSignals["tx"])
+        #expect(t.issuer == "https://accounts.google.com" && t.audiences == ["app-1", "app-2"])
+        // Google's subjects name the issuer with a trailing slash: both spellings are the entry's.
+        #expect(t.issuerNames["https://idp.example.com/"] == ["corp"])
+        #expect(t.eventURIs.contains("https://schemas.openid.net/secevent/risc/event-type/sessions-revoked"))
+        #expect(!t.eventURIs.contains { $0.contains("caep") })
+        guard case .serviceAccount(let account) = t.auth else {
+            Issue.record("no service account")
+            return
+        }
+        // The management token: signed with the account's key, for Google's RISC service, an hour.
+        let token = try #require(account.token(now: 1_700_000_000))
+        let jws = try CompactJWS(token, maxSize: 8192)
+        try JWSVerifier(keys: JWKSet(keys: [try JWK(object: key.publicJWK())]), algorithms: [.RS256]).verify(jws)
+        let claims = try jws.claims()
+        #expect(claims["iss"]?.string == "risc@p.iam.gserviceaccount.com" && claims["sub"] == claims["iss"])
+        #expect(claims["aud"]?.string == TransmitterConfig.Profile.googleManagementAudience)
+        #expect(claims["exp"]?.int64 == 1_700_003_600 && jws.header.kid == "k1")
     }
 
     @Test func aPushPathAnExactRouteHasIsRefused() {

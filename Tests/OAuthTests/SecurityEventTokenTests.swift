@@ -38,6 +38,34 @@ struct SecurityEventTokenTests {
         return try JWSSigner.sign(claims: c, header: h, alg: alg, key: signer)
     }
 
+    @Test func googlesSETsPassWithoutTypAndWithTheirSpellingOfIss() throws {
+        var google = SecurityEventTokenVerifier(issuer: "https://idp.example", audiences: ["app-1", "app-2"])
+        google.requiresType = false
+        google.issuerSpellings = ["https://idp.example/"]
+        let untyped = try Self.set(typ: nil) { c in
+            c["iss"] = .string("https://idp.example/")
+            c["aud"] = .string("app-2")
+        }
+        #expect(try google.verify(untyped, keys: Self.keys, now: Self.now).jti == "set-1")
+        // The strict verifier refuses both; Google's still refuses a typ that is not a SET's,
+        // another spelling of the issuer, and another app's client ID.
+        #expect(refusal(untyped) == .invalidRequest)
+        func googleRefusal(_ token: String) -> SETRefusal.Code? {
+            do {
+                _ = try google.verify(token, keys: Self.keys, now: Self.now)
+                return nil
+            } catch { return error.code }
+        }
+        #expect(googleRefusal(try Self.set(typ: "JWT") { $0["aud"] = .string("app-1") }) == .invalidRequest)
+        #expect(
+            googleRefusal(
+                try Self.set(typ: nil) {
+                    $0["iss"] = .string("https://idp.example//")
+                    $0["aud"] = .string("app-1")
+                }) == .invalidIssuer)
+        #expect(googleRefusal(try Self.set(typ: nil) { $0["aud"] = .string("app-3") }) == .invalidAudience)
+    }
+
     func refusal(_ token: String) -> SETRefusal.Code? {
         do {
             _ = try Self.verifier.verify(token, keys: Self.keys, now: Self.now)

@@ -20,7 +20,13 @@ extension ConfigParser {
             guard let f = r.mapping(entry, path: p, section: .transmitter) else { continue }
             var t = TransmitterConfig(name: name)
             TransmitterConfig.keyTable.read(f, into: &t, path: p, r)
-            for key in ["issuer", "issuers"] where f[key] == nil { r.problem("\(p).\(key)", entry, "is required") }
+            if t.profile == .googleRISC, f["issuer"] == nil { t.issuer = TransmitterConfig.Profile.googleIssuer }
+            for key in ["issuer", "issuers"] where f[key] == nil && !(key == "issuer" && t.profile == .googleRISC) {
+                r.problem("\(p).\(key)", entry, "is required")
+            }
+            if t.profile == .googleRISC, t.delivery == .poll {
+                r.problem("\(p).delivery", f["delivery"], "Google's RISC delivers by push only")
+            }
             switch t.delivery {
             case .push:
                 if f["endpoint_url"] == nil { r.problem("\(p).endpoint_url", entry, "is required for push delivery") }
@@ -50,6 +56,7 @@ extension ConfigParser {
             if let n = f["auth"] {
                 t.auth = transmitterAuth(n, path: "\(p).auth", issuers: issuers, clients: clients, r)
             }
+            googleProfile(&t, f, path: p, issuers: issuers, r)
             all[name] = t
         }
         return all
@@ -60,6 +67,18 @@ extension ConfigParser {
         _ r: ConfigReader
     ) -> TransmitterConfig.TransmitterAuth {
         guard let f = r.mapping(node, path: p, section: .transmitterAuth) else { return .none }
+        if let n = f["service_account_file"] {
+            if f["bearer_file"] != nil || f["client"] != nil {
+                r.problem(p, node, "give one of bearer_file, client and service_account_file")
+            }
+            guard let s = r.string(n, path: "\(p).service_account_file") else { return .none }
+            let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
+            switch GoogleServiceAccount.read(full) {
+            case .success(let account): return .serviceAccount(account)
+            case .failure(let e): r.problem("\(p).service_account_file", n, e.description)
+            }
+            return .none
+        }
         switch (f["bearer_file"], f["client"]) {
         case (.some, .some):
             r.problem(p, node, "give bearer_file or client, not both")
@@ -79,9 +98,36 @@ extension ConfigParser {
                 return .client(grant)
             }
         case (nil, nil):
-            r.problem(p, node, "needs bearer_file: PATH or client: NAME")
+            r.problem(p, node, "needs bearer_file: PATH, client: NAME or service_account_file: PATH")
         }
         return .none
+    }
+
+    /// The `aud` values a transmitter's SETs may carry. Google's RISC SETs name the app's
+    /// OAuth client IDs, which are its `issuers`' audiences, and sign `iss` with a trailing
+    /// slash its ID tokens lack: both spellings name the same issuer here.
+    private static func googleProfile(
+        _ t: inout TransmitterConfig, _ f: [String: Node], path p: String, issuers: [String: IssuerConfig],
+        _ r: ConfigReader
+    ) {
+        guard t.profile == .googleRISC else {
+            t.audiences = t.audience.isEmpty ? [] : [t.audience]
+            return
+        }
+        if f["audience"] != nil {
+            t.audiences = [t.audience]
+        } else {
+            t.audiences = Set(t.issuers.flatMap { issuers[$0]?.audiences ?? [] })
+            if t.audiences.isEmpty, !t.issuers.isEmpty {
+                r.problem(
+                    "\(p).audience", f["issuers"],
+                    "Google's SETs name the app's OAuth client IDs: give audience, or audiences on the issuers")
+            }
+        }
+        for url in Array(t.issuerURLs) where !url.hasSuffix("/") {
+            t.issuerURLs.insert(url + "/")
+            t.issuerNames[url + "/"] = t.issuerNames[url]
+        }
     }
 
     /// Each transmitter's push path is its own: no login endpoint, other transmitter or exact

@@ -57,8 +57,13 @@ final class SharedSignalsHub: @unchecked Sendable {
             var next: [String: Transmitter] = [:]
             for (name, t) in config.sharedSignals {
                 let authorization = Self.pushAuthorization(t, secret: pushSecret)
-                var verifier = SecurityEventTokenVerifier(issuer: t.issuer, audience: t.audience)
+                var verifier = SecurityEventTokenVerifier(issuer: t.issuer, audiences: t.audiences)
                 verifier.maxAge = Int64(Self.seenFor) - 60
+                if t.profile == .googleRISC {
+                    // Google's SETs carry no `typ`, and sign `iss` with a trailing slash.
+                    verifier.requiresType = false
+                    verifier.issuerSpellings = [t.issuer + "/"]
+                }
                 var entry = Transmitter(config: t, verifier: verifier, pushAuthorization: authorization)
                 if let old = transmitters[name], old.config.issuer == t.issuer {
                     // The transmitter's keys are its own; the stream is this receiver's only

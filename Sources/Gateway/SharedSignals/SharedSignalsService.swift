@@ -70,6 +70,7 @@ final class SharedSignalsService {
             nextCredentials[name] = credential
             if let old = streams[name], old.config.issuer == t.issuer, old.config.endpointURL == t.endpointURL,
                 old.config.delivery == t.delivery, old.config.pollInterval == t.pollInterval,
+                old.config.profile == t.profile,
                 old.config.eventURIs == t.eventURIs, Self.sameAuth(old.config.auth, t.auth),
                 credentials[name] == credential
             {
@@ -100,6 +101,7 @@ final class SharedSignalsService {
         case (.none, .none): true
         case (.bearerFile(let x), .bearerFile(let y)): x == y
         case (.client(let x), .client(let y)): x == y
+        case (.serviceAccount(let x), .serviceAccount(let y)): x.email == y.email && x.keyID == y.keyID
         default: false
         }
     }
@@ -119,6 +121,15 @@ final class SharedSignalsService {
                 } else {
                     done(nil)
                 }
+            }
+        case .serviceAccount(let account):
+            // Signed here, an hour's life; a new one once 50 minutes of it are gone.
+            var token: (value: String, at: Double)?
+            return { [wallClock] done in
+                let now = wallClock.now
+                if let current = token, now - current.at <= 3000 { return done("Bearer " + current.value) }
+                token = account.token(now: Int64(now)).map { ($0, now) }
+                done(token.map { "Bearer " + $0.value })
             }
         case .client(let grant):
             guard let client = clients[grant.clientName] else { return { done in done(nil) } }

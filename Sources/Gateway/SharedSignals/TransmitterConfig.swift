@@ -25,14 +25,28 @@ struct TransmitterConfig: Sendable {
     /// Push delivery's URL (RFC 8935): the transmitter posts here; the gateway serves its path.
     var endpointURL = ""
     var endpointPath = ""
-    /// The `aud` its SETs must carry: `endpoint_url`'s origin unless given.
+    /// The `aud` its SETs must carry: `endpoint_url`'s origin unless given (for Google's RISC,
+    /// one of the `issuers`' audiences: the app's OAuth client IDs).
     var audience = ""
+    var audiences: Set<String> = []
+    /// `ssf` (SSF 1.0 streams) or `google-risc` (Google's own RISC stream API).
+    var profile = Profile.ssf
     var auth = TransmitterAuth.none
     /// The events asked for; each has the effect docs/shared-signals.md gives it.
     var events = Set(SecurityEventType.configNames)
     /// How long a revocation stands after its last event: longer than any token or session
     /// it could refuse lives.
     var revocationTTL = 86_400.0
+
+    enum Profile: String, Sendable {
+        case ssf
+        case googleRISC = "google-risc"
+
+        /// Google's RISC transmitter: its issuer, and the `aud` of its management API's tokens.
+        static let googleIssuer = "https://accounts.google.com"
+        static let googleManagementAudience =
+            "https://risc.googleapis.com/google.identity.risc.v1beta.RiscManagementService"
+    }
 
     enum Delivery: String, Sendable {
         case push, poll
@@ -48,17 +62,28 @@ struct TransmitterConfig: Sendable {
         case bearerFile(String)
         /// `client`: a token from the client credentials grant, as one of `clients:`.
         case client(ClientCredentialsGrant)
+        /// `service_account_file`: a Google service account's key file; each call carries a
+        /// token the gateway signs with it (Google's RISC management API).
+        case serviceAccount(GoogleServiceAccount)
     }
 
-    /// The CAEP/RISC URIs of `events`, as a stream asks for them (`events_requested`).
+    /// The CAEP/RISC URIs of `events`, as a stream asks for them (`events_requested`); Google
+    /// names its own (and sends no `token-claims-change` or `credential-compromise`).
     var eventURIs: [String] {
-        SecurityEventType.configNames.filter { events.contains($0) }.compactMap(SecurityEventType.uri(forConfigName:))
+        let names = SecurityEventType.configNames.filter { events.contains($0) }
+        switch profile {
+        case .ssf: return names.compactMap(SecurityEventType.uri(forConfigName:))
+        case .googleRISC: return names.flatMap(SecurityEventType.googleURIs(forConfigName:))
+        }
     }
 }
 
 extension TransmitterConfig {
     static let keyTable = ConfigKeyTable<TransmitterConfig, ConfigReader>([
-        .init("issuer", type: "https URL (http only for a loopback host)", default: "none: required") { t, n, p, r in
+        .init(
+            "issuer", type: "https URL (http only for a loopback host)",
+            default: "none: required (`google-risc`: `https://accounts.google.com`)"
+        ) { t, n, p, r in
             guard let s = r.string(n, path: p) else { return }
             if securedURL(s) == nil {
                 r.problem(p, n, "\"\(s)\" is not an https URL (http only for a loopback host)")
@@ -124,13 +149,14 @@ extension TransmitterConfig {
             if v < 60 { r.problem(p, n, "must be at least 1m") } else { t.revocationTTL = v }
         },
         .init(
-            "profile", type: "`ssf`", default: "`ssf`", checkedBy: { ConfigDefault.firstValue($0) == "ssf" }
-        ) { _, n, p, r in
+            "profile", type: "`ssf` or `google-risc`", default: "`ssf`",
+            checkedBy: { ConfigDefault.firstValue($0) == "ssf" }
+        ) { t, n, p, r in
             guard let s = r.string(n, path: p) else { return }
-            if s == "google-risc" {
-                r.problem(p, n, "google-risc is not available yet; Google's RISC stream API differs from SSF's")
-            } else if s != "ssf" {
-                r.problem(p, n, "must be ssf")
+            if let profile = Profile(rawValue: s) {
+                t.profile = profile
+            } else {
+                r.problem(p, n, "must be ssf or google-risc")
             }
         }
     ])
@@ -140,6 +166,9 @@ extension TransmitterConfig {
         .init("bearer_file", type: "path of a file holding a token", default: "none", by: "ConfigParser.sharedSignals"),
         .init("client", type: "a `clients:` name with an `issuer`", default: "none", by: "ConfigParser.sharedSignals"),
         .init("scope", type: "space-separated scopes", default: "none", by: "ConfigParser.sharedSignals"),
+        .init(
+            "service_account_file", type: "path of a Google service account's JSON key file", default: "none",
+            by: "ConfigParser.sharedSignals"),
         .init(
             "token_endpoint", type: "http(s) URL", default: "the client's issuer's metadata",
             by: "ConfigParser.sharedSignals")
@@ -162,6 +191,17 @@ extension TransmitterConfig {
 }
 
 extension SecurityEventType {
+    /// The URIs Google's RISC stream asks for under a config name: its own names for the same
+    /// effects (`SecurityEventType.init(uri:)` maps them back).
+    static func googleURIs(forConfigName name: String) -> [String] {
+        switch name {
+        case "session-revoked": [risc + "sessions-revoked", oauth + "tokens-revoked"]
+        case "credential-change": [risc + "account-credential-change-required"]
+        case "account-disabled", "account-enabled", "account-purged": [risc + name]
+        default: []
+        }
+    }
+
     /// The URI a stream asks for under a config name (CAEP's and RISC's current names).
     static func uri(forConfigName name: String) -> String? {
         switch name {

@@ -57,8 +57,10 @@ final class TransmitterStream {
         poller = nil
     }
 
-    /// SSF 1.0 §7.2.1: `/.well-known/ssf-configuration` inserted before the issuer's path.
-    static func metadataURL(issuer: String) -> String {
+    /// SSF 1.0 §7.2.1: `/.well-known/ssf-configuration` inserted before the issuer's path;
+    /// Google's RISC has its own document.
+    static func metadataURL(issuer: String, profile: TransmitterConfig.Profile = .ssf) -> String {
+        if profile == .googleRISC { return issuer + "/.well-known/risc-configuration" }
         guard let end = issuer.range(of: "://") else { return issuer }
         let rest = issuer[end.upperBound...]
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
@@ -68,11 +70,15 @@ final class TransmitterStream {
     private func discover() {
         guard !stopped else { return }
         fetcher.fetch(
-            FetchRequest(url: Self.metadataURL(issuer: config.issuer), timeout: 10, maxResponseBytes: 64 << 10)
+            FetchRequest(
+                url: Self.metadataURL(issuer: config.issuer, profile: config.profile), timeout: 10,
+                maxResponseBytes: 64 << 10)
         ) {
             [self] result in
             guard !stopped else { return }
-            switch result.map({ TransmitterMetadata.parse($0, issuer: config.issuer, delivery: config.delivery) }) {
+            switch result.map({
+                TransmitterMetadata.parse($0, issuer: config.issuer, delivery: config.delivery, profile: config.profile)
+            }) {
             case .failure(let e): fail("metadata: \(e.description)")
             case .success(.failure(let why)): fail("metadata: \(why)")
             case .success(.success(let metadata)): loadKeys(metadata)
@@ -94,7 +100,7 @@ final class TransmitterStream {
         keys.start { [self] ok in
             guard !stopped else { return }
             guard ok else { return fail("keys: \(keys.lastError ?? "not loaded")") }
-            findStream(metadata)
+            if config.profile == .googleRISC { return updateGoogleStream(metadata) } else { findStream(metadata) }
         }
     }
 
@@ -121,6 +127,30 @@ final class TransmitterStream {
     }
 
     private var description: String { "tokengate \(config.name)" }
+
+    /// Google's RISC has one stream per project, set whole by `stream:update` (its own API, not
+    /// SSF's): push to our URL, with no credential to give, for its names of our events and
+    /// its verification event (sent only when asked for).
+    private func updateGoogleStream(_ metadata: TransmitterMetadata) {
+        let body = JSONObject([
+            "delivery": .object(
+                JSONObject([
+                    "delivery_method": .string(Self.googlePushMethod), "url": .string(config.endpointURL)
+                ])),
+            "events_requested": .array(
+                (config.eventURIs + [SecurityEventType.risc + "verification"]).map { .string($0) })
+        ])
+        call(metadata.configurationEndpoint, body: .object(body)) { [self] status, _ in
+            guard (200..<300).contains(status) else {
+                return fail("stream:update answered \(status)")
+            }
+            up(metadata, streamID: Self.googleStreamID, stream: nil)
+        }
+    }
+
+    static let googlePushMethod = "https://schemas.openid.net/secevent/risc/delivery-method/push"
+    /// Google's project stream has no id; the state a verification asks with is derived from this.
+    static let googleStreamID = "google-risc"
 
     /// A push stream's delivery carries our URL and credential; a poll stream's only its
     /// method (the transmitter names the poll endpoint).
@@ -197,7 +227,10 @@ final class TransmitterStream {
         // SSF 1.0 §8.1.4.2: the transmitter sends a verification event with this state, which
         // every replica derives alike (the event may reach any of them).
         let state = SharedSignalsHub.verificationState(credential, stream: streamID)
-        let body = JSONObject(["stream_id": .string(streamID), "state": .string(state)])
+        let body =
+            config.profile == .googleRISC
+            ? JSONObject(["state": .string(state)])
+            : JSONObject(["stream_id": .string(streamID), "state": .string(state)])
         // The stream is up whatever comes of it: a failed request is logged, not retried from
         // the start (that would remake the stream every second against a broken endpoint).
         let warn = { [log, name = config.name] (why: String) in
@@ -286,9 +319,10 @@ struct TransmitterMetadata: Sendable {
         TransmitterConfig.securedURL(url) != nil && (plainAllowed || url.hasPrefix("https://"))
     }
 
-    static func parse(_ response: FetchResponse, issuer: String, delivery: TransmitterConfig.Delivery = .push)
-        -> Result<TransmitterMetadata, MetadataError>
-    {
+    static func parse(
+        _ response: FetchResponse, issuer: String, delivery: TransmitterConfig.Delivery = .push,
+        profile: TransmitterConfig.Profile = .ssf
+    ) -> Result<TransmitterMetadata, MetadataError> {
         guard response.status == 200 else { return .failure(.init("answered \(response.status)")) }
         guard let o = (try? JSONParser.parse(response.body))?.object else {
             return .failure(.init("not a JSON object"))
@@ -307,6 +341,17 @@ struct TransmitterMetadata: Sendable {
             return s
         }
         guard let jwks = url("jwks_uri") else { return .failure(.init("no https jwks_uri")) }
+        if profile == .googleRISC {
+            // Google's document names its own endpoints (`update_configuration_endpoint`), and a
+            // push method URI of its own.
+            guard let update = url("update_configuration_endpoint") else {
+                return .failure(.init("no https update_configuration_endpoint: the stream cannot be set"))
+            }
+            return .success(
+                TransmitterMetadata(
+                    jwksURI: jwks, configurationEndpoint: update, verificationEndpoint: url("verification_endpoint"),
+                    plainAllowed: plainAllowed))
+        }
         guard let configuration = url("configuration_endpoint") else {
             return .failure(.init("no https configuration_endpoint: streams cannot be made"))
         }

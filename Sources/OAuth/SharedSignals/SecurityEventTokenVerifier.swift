@@ -9,7 +9,14 @@ public import JOSE
 /// `setErrs` send back.
 public struct SecurityEventTokenVerifier: Sendable {
     public let issuer: String
-    public let audience: String
+    /// The `aud` values that name this receiver: a SET must carry one of them.
+    public let audiences: Set<String>
+    /// Other spellings of `iss` the transmitter signs with (Google's RISC signs with a
+    /// trailing slash its OpenID issuer lacks).
+    public var issuerSpellings: Set<String> = []
+    /// RFC 8417 §2.3 explicit typing (`typ: secevent+jwt`). Off only for a transmitter whose
+    /// SETs carry no `typ` (Google's RISC); a `typ` present must still be `secevent+jwt`.
+    public var requiresType = true
     public let algorithms: Set<JWSAlgorithm>
     public var leeway: Int64 = 30
     /// SETs issued longer ago than this are refused (nil: any age): a receiver that remembers
@@ -23,8 +30,15 @@ public struct SecurityEventTokenVerifier: Sendable {
         issuer: String, audience: String,
         algorithms: Set<JWSAlgorithm> = [.RS256, .RS384, .RS512, .PS256, .PS384, .PS512, .ES256, .ES384, .EdDSA]
     ) {
+        self.init(issuer: issuer, audiences: [audience], algorithms: algorithms)
+    }
+
+    public init(
+        issuer: String, audiences: Set<String>,
+        algorithms: Set<JWSAlgorithm> = [.RS256, .RS384, .RS512, .PS256, .PS384, .PS512, .ES256, .ES384, .EdDSA]
+    ) {
         self.issuer = issuer
-        self.audience = audience
+        self.audiences = audiences
         self.algorithms = algorithms.filter { !$0.isSymmetric }
     }
 
@@ -39,7 +53,11 @@ public struct SecurityEventTokenVerifier: Sendable {
             throw SETRefusal(.invalidRequest, "the body is not a signed SET (a compact JWS)")
         }
         // RFC 8417 §2.3: explicit typing, so no other JWT passes as a SET.
-        guard let typ = jws.header.typ, JWSHeader.typesMatch(typ, "secevent+jwt") else {
+        if let typ = jws.header.typ {
+            guard JWSHeader.typesMatch(typ, "secevent+jwt") else {
+                throw SETRefusal(.invalidRequest, "the SET's typ is not secevent+jwt")
+            }
+        } else if requiresType {
             throw SETRefusal(.invalidRequest, "the SET's typ is not secevent+jwt")
         }
         do {
@@ -52,16 +70,16 @@ public struct SecurityEventTokenVerifier: Sendable {
         } catch {
             throw SETRefusal(.invalidRequest, "the SET's claims are not a JSON object")
         }
-        guard claims["iss"]?.string == issuer else {
+        guard let iss = claims["iss"]?.string, iss == issuer || issuerSpellings.contains(iss) else {
             throw SETRefusal(.invalidIssuer, "the SET's iss is not the transmitter")
         }
-        let audiences: [String]? =
+        let named: [String]? =
             switch claims["aud"] {
             case .string(let s): [s]
             case .array(let a): a.compactMap(\.string)
             default: nil
             }
-        guard let audiences, audiences.contains(audience) else {
+        guard let named, named.contains(where: audiences.contains) else {
             throw SETRefusal(.invalidAudience, "the SET's aud does not name this receiver")
         }
         guard let jti = claims["jti"]?.string, !jti.isEmpty, jti.utf8.count <= 256 else {
