@@ -54,3 +54,34 @@ def test_a_revoked_user_s_session_ends_and_another_s_goes_on(login_env, login_as
     time.sleep(1.1)
     env.browser = requests.Session()
     assert sent(env.login(user="alice"))["x-forwarded-user"] == sub
+
+
+def test_a_claims_change_refreshes_the_session_and_it_goes_on(login_env, login_as, upstream, tmp_path,  # noqa: F811
+                                                                transmitter):
+    token_file = tmp_path / "ssf-token"
+    token_file.write_text(transmitter.management_token)
+    extra = f"""shared_signals:
+  corp:
+    issuer: "{transmitter.issuer}"
+    issuers: [as1]
+    endpoint_url: "http://127.0.0.1:{{PORT}}/.ssf/events"
+    auth: {{ bearer_file: "{token_file}" }}
+"""
+    env = login_env(login_as, upstream, tmp_path, extra_top=extra)
+    wait_for(lambda: transmitter.verifications == [202], timeout=10, what="the stream's verification")
+    page = env.login(user="alice")
+    assert page.status_code == 200, (page.status_code, page.text[:300])
+    sub = sent(page)["x-forwarded-user"]
+    refreshes = login_as.refresh_ok_count
+    time.sleep(1.1)  # the event comes in a later second than the login
+    r = transmitter.push(CAEP + "token-claims-change", {"format": "iss_sub", "iss": login_as.issuer, "sub": sub})
+    assert r.status_code == 202, r.text
+    # The next request refreshes the session's tokens at the AS and goes on; the one after
+    # needs no refresh (its tokens postdate the change).
+    old = env.session_cookie()
+    r = env.get("/orders/7")
+    assert r.status_code == 200 and sent(r)["x-forwarded-user"] == sub, (r.status_code, r.text[:300])
+    assert login_as.refresh_ok_count == refreshes + 1
+    assert env.session_cookie() != old
+    assert env.get("/orders/8").status_code == 200
+    assert login_as.refresh_ok_count == refreshes + 1

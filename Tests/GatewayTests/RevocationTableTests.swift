@@ -36,6 +36,22 @@ struct RevocationTableTests {
         #expect(check(t, iat: now - 5) == .revoked && check(t, iat: now - 1) == nil)
     }
 
+    @Test func aClaimsChangeRefusesEarlierTokensAndSaysSo() {
+        var t = RevocationTable()
+        t.apply(.claimsChange(at: now - 10), to: .sub("alice"), issuer: nil, until: now + 60, now: now)
+        #expect(check(t, iat: now - 11) == .claimsChanged && check(t, iat: now - 9) == nil)
+        // A revocation outranks it: the token is revoked, not just stale.
+        t.apply(.revoke(at: now - 5, sid: nil), to: .sub("alice"), issuer: nil, until: now + 60, now: now)
+        #expect(check(t, iat: now - 11) == .revoked)
+        // It travels through the store's log as itself.
+        var record = RevocationRecord(origin: "o", transmitter: "tx", jti: "j")
+        record.changes = [
+            .init(effect: .claimsChange(at: 7), subject: .email("a@b"), issuer: "corp", until: 9, jti: "j")
+        ]
+        let sealer = CookieSealer(keys: [AEADKey(secret: Array(repeating: 1, count: 32))!])
+        #expect(RevocationRecord.open(record.sealed(by: sealer), with: sealer) == record)
+    }
+
     @Test func aDisabledAccountIsRefusedWhateverItsAgeUntilEnabled() {
         var t = RevocationTable()
         t.apply(.revoke(at: now - 10, sid: nil), to: .sub("alice"), issuer: nil, until: now + 60, now: now)

@@ -50,6 +50,17 @@ struct SessionTests {
         #expect(Session(encoded: marked + [0]) == nil)
     }
 
+    /// The last refresh's time survives sealing, with or without the stale mark before it.
+    @Test func theRefreshTimeRoundTrips() {
+        var s = Self.session()
+        s.refreshedAt = 1_700_000_100
+        #expect(Session(encoded: s.encoded()!) == s)
+        s.userinfoStaleSince = 1_700_000_000
+        #expect(Session(encoded: s.encoded()!) == s)
+        s.refreshedAt = nil
+        #expect(Session(encoded: s.encoded()!) == s)
+    }
+
     @Test func corruptEncodingsAreRefused() {
         let good = Self.session().encoded()!
         #expect(Session(encoded: []) == nil)

@@ -25,6 +25,20 @@ final class Introspector {
     var keys: IssuerKeyResolver?
     private(set) var requests = 0
 
+    /// The worker's copy of the Shared Signals revocations (set once the worker has one).
+    var revocations: RevocationSnapshot?
+
+    /// Whether a kept answer predates a revocation of its subject (a disabled account's is
+    /// refused whatever is asked, so it is not asked again). An answer given in the event's own
+    /// second counts as after it: the answer asked for again lands in that second, and asking
+    /// on every request of it would hammer the AS.
+    private func answeredBeforeRevocation(_ t: VerifiedAccessToken, issuer: String, now: Int64) -> Bool {
+        guard let revocations, revocations.standing else { return false }
+        let revoked = revocations.check(
+            t.claims, issuer: issuer, issuedAt: t.vouchedAt.map { $0 + 1 } ?? Int64.min, now: now)
+        return revoked != nil && revoked != .disabled
+    }
+
     init(loop: EventLoop, wallClock: any WallClock, shared: SharedAnswerCache? = nil) {
         self.loop = loop
         fetchers = BackChannelFetchers(loop: loop)
@@ -52,7 +66,9 @@ final class Introspector {
         // One issuer's answer is never another's: an opaque token that issuer A vouches for
         // means nothing on a route that trusts only B.
         let key = issuer.name + "\u{0}" + token
-        if let hit = positive.get(key, now: now) {
+        // An answer given before a Shared Signals event about its subject is asked again: the
+        // AS's word now (its claims, whether the token is still good) decides.
+        if let hit = positive.get(key, now: now), !answeredBeforeRevocation(hit, issuer: issuer.name, now: now) {
             done(.verdict(.active(hit)))
             return
         }
@@ -102,8 +118,16 @@ final class Introspector {
                 return
             }
             let now = self.wallClock.seconds
-            let verdict = IntrospectionResponse.judge(
+            var verdict = IntrospectionResponse.judge(
                 hit.body, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
+            if case .active(var t) = verdict {
+                t.vouchedAt = hit.at
+                guard !self.answeredBeforeRevocation(t, issuer: issuer.name, now: now) else {
+                    ask()
+                    return
+                }
+                verdict = .active(t)
+            }
             // Kept no longer than this replica's own TTLs would keep it either.
             let own: Int64
             if case .active = verdict { own = Int64(config.cacheTTL) } else { own = Int64(config.negativeTTL) }
@@ -149,8 +173,12 @@ final class Introspector {
         let now = wallClock.seconds
         switch result {
         case .success(let resp) where resp.status == 200 && IntrospectionResponse.isResponse(answer):
-            let verdict = IntrospectionResponse.judge(
+            var verdict = IntrospectionResponse.judge(
                 answer, issuer: issuer, now: now, defaultTTL: Int64(config.cacheTTL))
+            if case .active(var t) = verdict {
+                t.vouchedAt = now
+                verdict = .active(t)
+            }
             let until: Int64
             switch verdict {
             case .active(let t): until = min(t.expiresAt, now + Int64(config.cacheTTL))

@@ -35,8 +35,9 @@ final class SharedAnswerCache {
     static func digest(_ key: String) -> String { RedisSessionStore.digest(key) }
     private func purpose(_ digest: String) -> String { "\(kind.rawValue):\(digest)" }
 
-    /// The AS's answer for `key` and until when it counts; nil on a miss.
-    func get(_ key: String, now: Int64, done: @escaping ((body: [UInt8], until: Int64)?) -> Void) {
+    /// The AS's answer for `key`, until when it counts, and when it was given (nil from a
+    /// replica that did not say); nil on a miss.
+    func get(_ key: String, now: Int64, done: @escaping ((body: [UInt8], until: Int64, at: Int64?)?) -> Void) {
         guard let sealer else {
             done(nil)
             return
@@ -46,13 +47,18 @@ final class SharedAnswerCache {
         client.send(["GET", "\(prefix)\(kind.rawValue):\(digest)"]) { result in
             guard case .success(.bulk(let bytes)) = result,
                 let plain = sealer.open(String(decoding: bytes, as: UTF8.self), purpose: purpose),
-                let newline = plain.firstIndex(of: UInt8(ascii: "\n")),
-                let until = Int64(String(decoding: plain[..<newline], as: UTF8.self)), until > now
+                let newline = plain.firstIndex(of: UInt8(ascii: "\n"))
             else {
                 done(nil)
                 return
             }
-            done((Array(plain[(newline + 1)...]), until))
+            // "until" or "until at".
+            let times = String(decoding: plain[..<newline], as: UTF8.self).split(separator: " ").map { Int64($0) }
+            guard times.count <= 2, let until = times.first ?? nil, until > now else {
+                done(nil)
+                return
+            }
+            done((Array(plain[(newline + 1)...]), until, times.count == 2 ? times[1] : nil))
         }
     }
 
@@ -61,7 +67,7 @@ final class SharedAnswerCache {
         // A sealed value over 16 KiB would not open (CookieSealer's bound); answers are small.
         guard let sealer, until > now, body.count <= 11 * 1024 else { return }
         let digest = Self.digest(key)
-        let sealed = sealer.seal(Array("\(until)\n".utf8) + body, purpose: purpose(digest))
+        let sealed = sealer.seal(Array("\(until) \(now)\n".utf8) + body, purpose: purpose(digest))
         client.send(["SET", "\(prefix)\(kind.rawValue):\(digest)", sealed, "EX", String(until - now)]) { _ in }
     }
 }

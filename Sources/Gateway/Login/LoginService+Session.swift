@@ -263,6 +263,7 @@ extension LoginService {
                 var fresh = session
                 fresh.accessToken = self.keepAccessToken ? t.accessToken : nil
                 fresh.accessExpiresAt = Self.expiry(t.expiresIn, now: now)
+                fresh.refreshedAt = now
                 // RFC 6749 §6: a new refresh token replaces the old; none means keep the old.
                 if let rt = t.refreshToken { fresh.refreshToken = rt }
                 fresh.lastSeenAt = now

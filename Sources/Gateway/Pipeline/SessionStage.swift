@@ -21,47 +21,80 @@ final class SessionStage: Stage {
         if request.admission != nil { return .proceed }
         let cookies = Cookies(request.head.fields)
         services.login.authenticate(route: loginRoute, cookies: cookies) { [self] decision in
-            switch decision {
-            case .allow(let session, let setCookies):
-                if revoked(session) {
-                    // As a logout: the cookie is cleared and the browser signs in again.
-                    let settings = services.login.settings
-                    noSession(
-                        request, cookies: cookies,
-                        clear: cookies.clear(
-                            settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain))
-                    return
-                }
-                admit(request, session, setCookies: setCookies)
-            case .unavailable(let reason, let why):
-                request.context.rejection = .unavailable(reason)
-                request.answer(
-                    services.browserPage(
-                        request.exchange, request.context, title: "Temporarily unavailable",
-                        ErrorResponse.make(
-                            503, error: "temporarily_unavailable",
-                            description: "the gateway cannot check sessions right now",
-                            requestID: request.context.requestID, headers: [("Retry-After", "5")], detail: why)))
-            case .none(let clear):
-                noSession(request, cookies: cookies, clear: clear)
-            }
+            decide(request, cookies: cookies, decision, refreshed: false)
         }
         return .suspend
     }
 
-    /// Whether a Shared Signals event ended the session: by its ID token's claims, issued at
-    /// its login.
-    private func revoked(_ session: Session) -> Bool {
+    /// `refreshed`: the session was just refreshed for a Shared Signals `token-claims-change`;
+    /// if that did not bring it past the change (the AS could not be asked), it waits.
+    private func decide(
+        _ request: RoutedRequest, cookies: Cookies, _ decision: LoginService.SessionDecision, refreshed: Bool
+    ) {
+        switch decision {
+        case .allow(let session, let setCookies):
+            switch revocation(session, request.context) {
+            case .none:
+                admit(request, session, setCookies: setCookies)
+            case .ended:
+                // As a logout: the cookie is cleared and the browser signs in again.
+                let settings = services.login.settings
+                noSession(
+                    request, cookies: cookies,
+                    clear: cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
+                )
+            case .refresh where !refreshed:
+                services.login.refresh(session, cookies: cookies, forwardsToken: loginRoute.forwardSessionToken) {
+                    [self] after in
+                    decide(request, cookies: cookies, after, refreshed: true)
+                }
+            case .refresh:
+                unavailable(
+                    request, .tokenNotRefreshed, "its claims changed at the IdP and its tokens could not be refreshed")
+            }
+        case .unavailable(let reason, let why):
+            unavailable(request, reason, why)
+        case .none(let clear):
+            noSession(request, cookies: cookies, clear: clear)
+        }
+    }
+
+    private func unavailable(_ request: RoutedRequest, _ reason: UnavailableReason, _ why: String) {
+        request.context.rejection = .unavailable(reason)
+        request.answer(
+            services.browserPage(
+                request.exchange, request.context, title: "Temporarily unavailable",
+                ErrorResponse.make(
+                    503, error: "temporarily_unavailable",
+                    description: "the gateway cannot check sessions right now",
+                    requestID: request.context.requestID, headers: [("Retry-After", "5")], detail: why)))
+    }
+
+    private enum SessionRevocation {
+        case none, ended, refresh
+    }
+
+    /// What a Shared Signals event did to the session: ended it (by its ID token's claims,
+    /// issued at its login), or, for a `token-claims-change` since its tokens were last
+    /// refreshed, asked for a refresh (an end when it has no refresh token).
+    private func revocation(_ session: Session, _ ctx: RequestContext) -> SessionRevocation {
         let revocations = services.revocations
-        guard revocations.standing else { return false }
-        let config = services.config
-        guard let issuer = config.clients[session.client]?.issuer,
-            revocations.check(
-                session.claims, issuer: issuer, issuedAt: session.createdAt, now: services.wallClock.seconds)
-                != nil
-        else { return false }
+        guard revocations.standing else { return .none }
+        let now = services.wallClock.seconds
+        guard let issuer = services.config.clients[session.client]?.issuer,
+            let revoked = revocations.check(session.claims, issuer: issuer, issuedAt: session.createdAt, now: now)
+        else { return .none }
+        if revoked == .claimsChanged {
+            // Tokens had in the change's own second count as after it here (unlike a token's
+            // `iat`): the refresh this asks for lands in that second, and asking again would
+            // refresh on every request of it. At worst, claims a fraction of a second old.
+            let since = (session.refreshedAt ?? session.createdAt) + 1
+            if revocations.check(session.claims, issuer: issuer, issuedAt: since, now: now) == nil { return .none }
+            if session.refreshToken != nil { return .refresh }
+        }
         services.signals.countRevoked(route: route.name)
-        return true
+        revocations.note(revoked, session.claims, issuer: issuer, issuedAt: session.createdAt, now: now, on: ctx)
+        return .ended
     }
 
     private func admit(_ request: RoutedRequest, _ session: Session, setCookies: [String]) {

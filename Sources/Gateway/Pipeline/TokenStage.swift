@@ -87,7 +87,7 @@ final class TokenStage: Stage {
             switch decision {
             case .allow(let caller):
                 let token = caller.token
-                if let denial = revocation(of: token, scheme: caller.jkt == nil ? "Bearer" : "DPoP") {
+                if let denial = revocation(of: token, scheme: caller.jkt == nil ? "Bearer" : "DPoP", ctx: ctx) {
                     let failure = AuthFailure(denial)
                     ctx.rejection = .refused(failure)
                     services.metrics.authFailure(failure)
@@ -98,7 +98,7 @@ final class TokenStage: Stage {
                     CallerIdentity(subject: token.subject, clientID: token.clientID, issuer: token.issuer))
                 if ctx.kind.isUpgrade {
                     if tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
-                    ctx.tunnel.caller = (token.claims, token.issuer, nil)
+                    ctx.tunnel.caller = (token.claims, token.issuer, token.issuedAt)
                 }
                 ctx.response.added = caller.responseHeaders
                 if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
@@ -158,7 +158,7 @@ extension TokenStage {
         ctx.authenticated(CallerIdentity(subject: memo.subject, clientID: memo.clientID, issuer: token.issuer))
         if ctx.kind.isUpgrade {
             if tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
-            ctx.tunnel.caller = (token.claims, token.issuer, nil)
+            ctx.tunnel.caller = (token.claims, token.issuer, token.issuedAt)
         }
         if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
         var identity = memo.identity

@@ -60,7 +60,8 @@ extension WorkerServices {
                     upstreamMicros: Int((upstreamSeconds * 1e6).rounded()), sub: caller?.subject,
                     clientID: caller?.clientID, issuer: caller?.issuer, apiKey: caller?.apiKey,
                     rejection: ctx.rejection?.code,
-                    reason: reason ?? ctx.rejection?.reason?.code, detail: detail,
+                    reason: reason ?? ctx.rejection?.reason?.code ?? ctx.state[RevocationNote.Key.self]?.reason,
+                    detail: detail,
                     authz: authorization.map {
                         "\($0.authorizer):\($0.outcome.rawValue)\($0.cached ? ":cached" : "")"
                     },

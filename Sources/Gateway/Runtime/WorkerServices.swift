@@ -113,6 +113,7 @@ final class WorkerServices {
         upstreamCredentials = UpstreamCredentials(loop: loop, shared: stores.grantTokens)
         signals = stores.sharedSignals
         revocations = RevocationSnapshot(hub: stores.sharedSignals)
+        tokens.introspector.revocations = revocations
         revocationLog = stores.revocationLog(for: loop, wallClock: wallClock)
         let accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)

@@ -22,6 +22,9 @@ struct Session: Sendable, Equatable {
     /// Set when a refresh kept the previous userinfo claims because the userinfo endpoint could
     /// not be reached: they may be stale, and are kept until the next refresh at most.
     var userinfoStaleSince: Int64? = nil
+    /// When its tokens were last refreshed: a Shared Signals `token-claims-change` after it has
+    /// the session refresh them again.
+    var refreshedAt: Int64? = nil
 
     static func newID() -> String { Base64URL.encode(SecureRandom.bytes(16)) }
 

@@ -47,8 +47,10 @@ enum SessionEncoding {
         number(s.accessExpiresAt)
         number(s.createdAt)
         number(s.lastSeenAt)
-        // Optional trailing field: sessions sealed before it existed decode unchanged.
-        if let stale = s.userinfoStaleSince { number(stale) }
+        // Optional trailing fields: sessions sealed before they existed decode unchanged. The
+        // second needs the first in front of it (0: none).
+        if s.userinfoStaleSince != nil || s.refreshedAt != nil { number(s.userinfoStaleSince ?? 0) }
+        if let refreshed = s.refreshedAt { number(refreshed) }
         return tooLarge ? nil : out
     }
 
@@ -82,15 +84,21 @@ enum SessionEncoding {
             let ax = number(), let ct = number(), let ls = number()
         else { return nil }
         var stale: Int64?
+        var refreshed: Int64?
         if i < b.count {
             guard let v = number() else { return nil }
-            stale = v
+            stale = v == 0 ? nil : v
+        }
+        if i < b.count {
+            guard let v = number() else { return nil }
+            refreshed = v
         }
         guard i == b.count else { return nil }
         var session = Session(
             id: id, client: client, subject: subject, claims: claims, idToken: idToken, accessToken: accessToken,
             refreshToken: refreshToken, accessExpiresAt: ax, createdAt: ct, lastSeenAt: ls)
         session.userinfoStaleSince = stale
+        session.refreshedAt = refreshed
         return session
     }
 

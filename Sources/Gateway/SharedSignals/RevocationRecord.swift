@@ -49,7 +49,9 @@ struct RevocationRecord: Sendable, Equatable {
         self.jti = jti
         var read: [RevocationTable.Change] = []
         for c in changes {
-            guard let change = c.object.flatMap(Self.change) else { return nil }
+            // Each change is the record's SET's: its `jti` is said once, for the record.
+            guard var change = c.object.flatMap(Self.change) else { return nil }
+            change.jti = jti
             read.append(change)
         }
         self.changes = read
@@ -76,6 +78,7 @@ struct RevocationRecord: Sendable, Equatable {
         case .revoke(let at, let sid):
             o["revoke"] = .number(String(at))
             if let sid { o["sid"] = .string(sid) }
+        case .claimsChange(let at): o["claims"] = .number(String(at))
         case .disable(let at): o["disable"] = .number(String(at))
         case .enable(let at): o["enable"] = .number(String(at))
         }
@@ -97,6 +100,8 @@ struct RevocationRecord: Sendable, Equatable {
         let effect: RevocationTable.Effect
         if let at = o["revoke"]?.int64 {
             effect = .revoke(at: at, sid: o["sid"]?.string)
+        } else if let at = o["claims"]?.int64 {
+            effect = .claimsChange(at: at)
         } else if let at = o["disable"]?.int64 {
             effect = .disable(at: at)
         } else if let at = o["enable"]?.int64 {

@@ -33,6 +33,12 @@ struct RevocationTable: Sendable {
         var enablementAt = Int64.min
         /// Session-narrowed revocations: a token or session with this `sid`, issued before the time.
         var sessions: [String: Int64] = [:]
+        /// `token-claims-change`: tokens issued before this no longer say what the IdP says;
+        /// a session whose tokens are older refreshes them. 0: none.
+        var claimsChangedBefore: Int64 = 0
+        /// The `jti` of the last event that changed it: the server span of a refused request
+        /// names it.
+        var jti: String?
 
         func refuses(iat: Int64?, sid: String?) -> Revoked? {
             if disabled { return .disabled }
@@ -41,6 +47,7 @@ struct RevocationTable: Sendable {
             // postdate it, and a new one is a second away.
             if before > 0 && (iat ?? Int64.min) <= before { return .revoked }
             if let sid, let t = sessions[sid], (iat ?? Int64.min) <= t { return .revoked }
+            if claimsChangedBefore > 0 && (iat ?? Int64.min) <= claimsChangedBefore { return .claimsChanged }
             return nil
         }
     }
@@ -49,12 +56,16 @@ struct RevocationTable: Sendable {
     enum Revoked: Sendable, Equatable {
         case revoked
         case disabled
+        /// Its claims changed at the IdP: a token is refused; a session refreshes its tokens.
+        case claimsChanged
     }
 
     /// An event's effect on one subject.
     enum Effect: Sendable, Equatable {
         /// Tokens and sessions issued before `at` end; with `sid`, only those of that session.
         case revoke(at: Int64, sid: String?)
+        /// Tokens issued before `at` no longer carry the IdP's claims.
+        case claimsChange(at: Int64)
         case disable(at: Int64)
         case enable(at: Int64)
     }
@@ -67,6 +78,8 @@ struct RevocationTable: Sendable {
         /// The `issuers:` entry it binds to; nil: any of the transmitter's.
         var issuer: String?
         var until: Int64
+        /// The SET that made it.
+        var jti: String? = nil
     }
 
     private struct Entry: Sendable {
@@ -91,7 +104,9 @@ struct RevocationTable: Sendable {
     /// Records `effect` for `subject` (of `issuer`, or any of the transmitter's: nil) until
     /// `until`. False when the table is full even of entries that still stand.
     @discardableResult
-    mutating func apply(_ effect: Effect, to subject: Subject, issuer: String?, until: Int64, now: Int64) -> Bool {
+    mutating func apply(
+        _ effect: Effect, to subject: Subject, issuer: String?, until: Int64, now: Int64, jti: String? = nil
+    ) -> Bool {
         let subject = subject.normalized
         if entries[subject] == nil {
             if entries.count >= capacity { purge(now: now) }
@@ -112,6 +127,7 @@ struct RevocationTable: Sendable {
                 standing.sessions[oldest.key] = nil
             }
             standing.sessions[sid] = max(standing.sessions[sid] ?? 0, at)
+        case .claimsChange(let at): standing.claimsChangedBefore = max(standing.claimsChangedBefore, at)
         case .disable(let at), .enable(let at):
             // Only for the issuer it names (a `sub` is one issuer's), and only if newer than
             // the last change.
@@ -120,6 +136,7 @@ struct RevocationTable: Sendable {
                 if case .disable = effect { standing.disabled = true } else { standing.disabled = false }
             }
         }
+        if let jti { standing.jti = jti }
         entry.byIssuer[issuer ?? ""] = standing
         entries[subject] = entry
         return true
@@ -128,7 +145,22 @@ struct RevocationTable: Sendable {
     /// Records a change; false when the table is full even of entries that still stand.
     @discardableResult
     mutating func apply(_ change: Change, now: Int64) -> Bool {
-        apply(change.effect, to: change.subject, issuer: change.issuer, until: change.until, now: now)
+        apply(change.effect, to: change.subject, issuer: change.issuer, until: change.until, now: now, jti: change.jti)
+    }
+
+    /// The `jti` of the event behind `check`'s refusal of the same token or session (looked up
+    /// again only for a refused request).
+    func jti(sub: String?, email: String?, issuer: String, iat: Int64?, sid: String?, now: Int64) -> String? {
+        let subjects: [Subject?] = [
+            sub.map { .sub($0) }, email.map { .email($0.lowercased()) }, sid.map { .session($0) }
+        ]
+        for case let subject? in subjects {
+            guard let entry = entries[subject], entry.until > now else { continue }
+            for standing in [entry.byIssuer[issuer], entry.byIssuer[""]] {
+                if let standing, standing.refuses(iat: iat, sid: sid) != nil { return standing.jti }
+            }
+        }
+        return nil
     }
 
     /// Whether a token or session of `sub` (and `email`) from `issuer`, issued at `iat`, in
@@ -162,12 +194,13 @@ struct RevocationTable: Sendable {
 
 extension RevocationTable.Effect {
     /// What an event does to its subject's tokens and sessions (none for the stream's own
-    /// events and types without effect). `token-claims-change` also ends earlier tokens: their
-    /// claims are no longer what the IdP says.
+    /// events and types without effect). `token-claims-change` refuses earlier tokens too (their
+    /// claims are no longer what the IdP says), but a session refreshes rather than ends.
     init?(_ token: SecurityEventToken, session sid: String?) {
         switch token.event.type {
-        case .sessionRevoked, .credentialChange, .credentialCompromise, .accountPurged, .tokenClaimsChange:
+        case .sessionRevoked, .credentialChange, .credentialCompromise, .accountPurged:
             self = .revoke(at: token.eventTime, sid: sid)
+        case .tokenClaimsChange: self = .claimsChange(at: token.eventTime)
         case .accountDisabled: self = .disable(at: token.eventTime)
         case .accountEnabled: self = .enable(at: token.eventTime)
         case .verification, .streamUpdated, .other: return nil

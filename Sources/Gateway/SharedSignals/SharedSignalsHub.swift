@@ -178,7 +178,8 @@ final class SharedSignalsHub: @unchecked Sendable {
             // names the subject at the entries with that `iss`; any other identifier names it
             // at each of the transmitter's issuers, and at no other.
             for issuer in url.map({ t.config.issuerNames[$0] ?? [] }) ?? t.config.issuers {
-                changes.append(RevocationTable.Change(effect: effect, subject: s, issuer: issuer, until: until))
+                changes.append(
+                    RevocationTable.Change(effect: effect, subject: s, issuer: issuer, until: until, jti: set.jti))
             }
         }
         return (.applied, changes)
@@ -241,7 +242,12 @@ final class SharedSignalsHub: @unchecked Sendable {
             if let until = seen[key], until > now { return false }
             if seen.count >= Self.seenCapacity { seen = seen.filter { $0.value > now } }
             seen[key] = now + Self.seenFor
-            record(r.changes, now: now)
+            record(
+                r.changes.map {
+                    var c = $0
+                    c.jti = r.jti
+                    return c
+                }, now: now)
             if var t = transmitters[r.transmitter] {
                 if r.verified {
                     t.verified = true
@@ -333,6 +339,11 @@ final class RevocationSnapshot {
     var standing: Bool {
         if hub.version.load(ordering: .acquiring) != version { (table, version) = hub.revocations() }
         return !table.isEmpty
+    }
+
+    /// The `jti` of the event behind a refusal `check` gave.
+    func jti(sub: String?, email: String?, issuer: String, iat: Int64?, sid: String?, now: Int64) -> String? {
+        table.jti(sub: sub, email: email, issuer: issuer, iat: iat, sid: sid, now: now)
     }
 
     func check(sub: String?, email: String?, issuer: String, iat: Int64?, sid: String?, now: Int64)

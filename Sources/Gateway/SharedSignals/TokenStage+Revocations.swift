@@ -13,20 +13,68 @@ extension RevocationSnapshot {
             sub: claims["sub"]?.string, email: claims["email"]?.string, issuer: issuer,
             iat: issuedAt ?? claims["iat"]?.int64, sid: claims["sid"]?.string, now: now)
     }
+
+    /// Notes a refusal on the request: the access log's `reason` and the server span's
+    /// `tokengate.ssf.jti` say which event refused it.
+    func note(
+        _ revoked: RevocationTable.Revoked, _ claims: JSONObject, issuer: String, issuedAt: Int64?, now: Int64,
+        on ctx: RequestContext
+    ) {
+        let jti = jti(
+            sub: claims["sub"]?.string, email: claims["email"]?.string, issuer: issuer,
+            iat: issuedAt ?? claims["iat"]?.int64, sid: claims["sid"]?.string, now: now)
+        ctx.state[RevocationNote.Key.self] = RevocationNote(revoked, jti: jti)
+    }
+}
+
+/// Why a request was refused for a Shared Signals event, and which event.
+final class RevocationNote {
+    enum Key: RequestStateKey { typealias Value = RevocationNote }
+    /// The access log's `reason`: `ssf_revoked`, `ssf_account_disabled` or `ssf_claims_changed`.
+    let reason: String
+    let jti: String?
+
+    init(_ revoked: RevocationTable.Revoked, jti: String?) {
+        reason =
+            switch revoked {
+            case .revoked: "ssf_revoked"
+            case .disabled: "ssf_account_disabled"
+            case .claimsChanged: "ssf_claims_changed"
+            }
+        self.jti = jti.map { String($0.prefix(128)) }
+    }
+}
+
+extension VerifiedAccessToken {
+    /// When the token was issued, for revocations: its `iat`; for an introspected token
+    /// without one, when its AS last vouched for it (an answer given after an event is the
+    /// AS's word that the token is good now).
+    var issuedAt: Int64? { claims["iat"]?.int64 ?? vouchedAt }
 }
 
 extension TokenStage {
     /// The refusal of a token an event revoked (401 `invalid_token`, RFC 6750 §3.1), counted
     /// per route; nil for every other token.
-    func revocation(of token: VerifiedAccessToken, scheme: String) -> AuthDenial? {
+    func revocation(of token: VerifiedAccessToken, scheme: String, ctx: RequestContext? = nil) -> AuthDenial? {
         let revocations = services.revocations
         // By the issuer entry that admitted it: an introspected token may have no `iss`, and a
         // multi-tenant issuer's tokens carry each their tenant's.
         guard revocations.standing,
-            let revoked = revocations.check(token.claims, issuer: token.issuer, now: services.wallClock.seconds)
+            let revoked = revocations.check(
+                token.claims, issuer: token.issuer, issuedAt: token.issuedAt, now: services.wallClock.seconds)
         else { return nil }
         services.signals.countRevoked(route: route.name)
-        let description = revoked == .disabled ? "the account is disabled" : "the token has been revoked"
+        if let ctx {
+            revocations.note(
+                revoked, token.claims, issuer: token.issuer, issuedAt: token.issuedAt, now: services.wallClock.seconds,
+                on: ctx)
+        }
+        let description =
+            switch revoked {
+            case .disabled: "the account is disabled"
+            case .revoked: "the token has been revoked"
+            case .claimsChanged: "the token has been revoked: its claims changed at the issuer"
+            }
         return rules.refusals.refuse(
             401, .invalid_token, description, scheme: scheme, detail: "revoked by a shared signal (\(revoked))")
     }

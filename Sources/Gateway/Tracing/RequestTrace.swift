@@ -75,6 +75,11 @@ final class RequestTrace {
         if let reason = ctx.rejection?.reason?.code {
             attributes.append(A("tokengate.refusal.reason", .string(reason)))
         }
+        // A Shared Signals event refused it: which one.
+        if let revoked = ctx.state[RevocationNote.Key.self] {
+            attributes.append(A("tokengate.refusal.reason", .string(revoked.reason)))
+            if let jti = revoked.jti { attributes.append(A("tokengate.ssf.jti", .string(jti))) }
+        }
         // The API key that admitted the request, by its public id (never the key).
         if let key = ctx.caller?.apiKey { attributes.append(A("tokengate.api_key.id", .string(key))) }
         if let a = ctx.state[AuthorizationNote.Key.self] {

@@ -68,6 +68,8 @@ public struct VerifiedAccessToken: Sendable {
     public var scopeImplication: ScopeImplication?
     /// Where its roles are read from: its issuer's choice.
     public var roleClaims: [ClaimPath] = RoleClaims.standard
+    /// For an introspected token: when its AS's answer was given (nil for a JWT).
+    public var vouchedAt: Int64?
     public var subject: String? { claims[ClaimNames.sub]?.string }
 
     /// From the `cnf` claim or introspection member: `jkt` when it is a well-formed DPoP
