@@ -101,6 +101,7 @@ def test_the_stream_is_made_once_verified_and_needs_its_credential(gateway, tran
     [row] = status.json()["shared_signals"]["transmitters"]
     assert row["name"] == "corp" and row["stream_id"] == stream["stream_id"] and row["verified"] is True
     assert row["keys_loaded"] is True and row["last_event_at"] and row["last_error"] is None
+    assert row["delivery"] == "push" and 0 <= row["delivery_lag_seconds"] < 5
     assert status.json()["shared_signals"]["revocations"] == 1
     assert stream["delivery"]["authorization_header"].split()[1] not in status.text
 

@@ -23,6 +23,8 @@ final class SharedSignalsHub: @unchecked Sendable {
         var status = "not yet up"
         var verified = false
         var lastEventAt: Double?
+        /// How long the last SET took to arrive: from its `iat` to its apply, in seconds.
+        var deliveryLag: Double?
         var lastError: String?
     }
 
@@ -74,6 +76,7 @@ final class SharedSignalsHub: @unchecked Sendable {
                         entry.status = old.status
                         entry.verified = old.verified
                         entry.lastEventAt = old.lastEventAt
+                        entry.deliveryLag = old.deliveryLag
                     }
                 }
                 next[name] = entry
@@ -126,6 +129,7 @@ final class SharedSignalsHub: @unchecked Sendable {
             if seen.count >= Self.seenCapacity { seen = seen.filter { $0.value > now } }
             seen[key] = now + Self.seenFor
             t.lastEventAt = now
+            t.deliveryLag = max(0, now - Double(set.iat))
             let (result, changes) = Self.changes(set, t, now: now)
             record(changes, now: now)
             switch set.event.type {

@@ -13,6 +13,10 @@ extension StatusReport {
         var keysLoaded: Bool
         /// Wall-clock seconds of the last SET applied; nil: none since the start.
         var lastEventAt: Double?
+        /// Seconds from the last SET's `iat` to its apply here.
+        var deliveryLag: Double?
+        /// `push`, `poll`, or `push (google-risc)`.
+        var delivery: String
         var lastError: String?
     }
 
@@ -21,7 +25,9 @@ extension StatusReport {
             guard let t = all[name] else { return nil }
             return TransmitterRow(
                 name: name, issuer: t.config.issuer, streamID: t.streamID, status: t.status, verified: t.verified,
-                keysLoaded: t.keys != nil, lastEventAt: t.lastEventAt, lastError: t.lastError)
+                keysLoaded: t.keys != nil, lastEventAt: t.lastEventAt, deliveryLag: t.deliveryLag,
+                delivery: t.config.delivery.rawValue + (t.config.profile == .googleRISC ? " (google-risc)" : ""),
+                lastError: t.lastError)
         }
     }
 
@@ -29,13 +35,16 @@ extension StatusReport {
         guard !transmitters.isEmpty else { return "" }
         let e = LoginPages.escape
         var out = "<h2>Shared Signals</h2><table id=\"shared-signals\"><tr><th>Transmitter</th><th>Issuer</th>"
-        out += "<th>Stream</th><th>Status</th><th>Verified</th><th>Keys</th><th>Last event</th><th>Last error</th></tr>"
+        out += "<th>Delivery</th><th>Stream</th><th>Status</th><th>Verified</th><th>Keys</th><th>Last event</th>"
+        out += "<th>Delivery lag</th><th>Last error</th></tr>"
         for t in transmitters {
             let last = t.lastEventAt.map { Self.timestamp($0).string ?? "" } ?? "none since the start"
-            out += "<tr><td>\(e(t.name))</td><td>\(e(t.issuer))</td><td>\(e(t.streamID ?? "—"))</td>"
+            let lag = t.deliveryLag.map { String(format: "%.1f s", $0) } ?? "—"
+            out += "<tr><td>\(e(t.name))</td><td>\(e(t.issuer))</td><td>\(e(t.delivery))</td>"
+            out += "<td>\(e(t.streamID ?? "—"))</td>"
             out += "<td\(t.streamID == nil ? " class=\"bad\"" : "")>\(e(t.status))</td>"
             out += "<td>\(t.verified ? "yes" : "no")</td><td>\(t.keysLoaded ? "loaded" : "not loaded")</td>"
-            out += "<td>\(e(last))</td><td>\(e(t.lastError ?? "—"))</td></tr>"
+            out += "<td>\(e(last))</td><td>\(lag)</td><td>\(e(t.lastError ?? "—"))</td></tr>"
         }
         return out + "</table><p>Revocations standing: \(revocationsStanding)</p>"
     }
@@ -51,6 +60,9 @@ extension StatusReport {
                                 "stream_id": t.streamID.map(JSONValue.string) ?? .null, "status": .string(t.status),
                                 "verified": .bool(t.verified), "keys_loaded": .bool(t.keysLoaded),
                                 "last_event_at": Self.timestamp(t.lastEventAt),
+                                "delivery": .string(t.delivery),
+                                "delivery_lag_seconds": t.deliveryLag.map { .number(String(format: "%.3f", $0)) }
+                                    ?? .null,
                                 "last_error": t.lastError.map(JSONValue.string) ?? .null
                             ]))
                     }),
