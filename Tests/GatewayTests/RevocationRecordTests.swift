@@ -68,7 +68,7 @@ struct RevocationRecordTests {
         let event = revocation("alice", at: Int64(now) - 5)
         let record = try #require(a.record(for: event, from: "tx", now: now))
         #expect(a.apply(event, from: "tx", now: now) == .applied)
-        #expect(!a.apply(logged: record, now: now))  // its own: applied before it was answered
+        #expect(!a.apply(logged: record, now: now))  // its own: applied before it was answered, not again
         #expect(a.record(for: event, from: "tx", now: now) == nil)  // applied here before
         let before = b.version.load(ordering: .acquiring)
         #expect(b.apply(logged: record, now: now))
@@ -81,6 +81,22 @@ struct RevocationRecordTests {
         // The same SET pushed to b afterwards is a duplicate there: it changes nothing more.
         #expect(b.record(for: event, from: "tx", now: now) == nil)
         #expect(b.apply(event, from: "tx", now: now) == .duplicate)
+    }
+
+    @Test func aSETAnotherReplicaStoredFirstIsStillAppliedHere() throws {
+        // The store said "duplicate": this replica answers 202 (or acks), and may never read
+        // the other's record (its answer was lost, or it skipped past it): it applies it too.
+        let c = hub(try config())
+        let event = revocation("bob", jti: "set-2", at: Int64(now) - 5)
+        #expect(c.duplicate(event, from: "tx", now: now) == .duplicate)
+        let snapshot = RevocationSnapshot(hub: c)
+        #expect(
+            snapshot.check(sub: "bob", email: nil, issuer: "corp", iat: Int64(now) - 10, sid: nil, now: Int64(now))
+                == .revoked)
+        // Its record, read later, changes nothing more.
+        let other = hub(try config())
+        let record = try #require(other.record(for: event, from: "tx", now: now))
+        #expect(!c.apply(logged: record, now: now))
     }
 
     @Test func aVerificationAndAStreamUpdateTravelAsTheStreamsState() throws {

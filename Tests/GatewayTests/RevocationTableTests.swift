@@ -44,12 +44,44 @@ struct RevocationTableTests {
         t.apply(.revoke(at: now - 5, sid: nil), to: .sub("alice"), issuer: nil, until: now + 60, now: now)
         #expect(check(t, iat: now - 11) == .revoked)
         // It travels through the store's log as itself.
-        var record = RevocationRecord(origin: "o", transmitter: "tx", jti: "j")
+        var record = RevocationRecord(transmitter: "tx", jti: "j")
         record.changes = [
             .init(effect: .claimsChange(at: 7), subject: .email("a@b"), issuer: "corp", until: 9, jti: "j")
         ]
         let sealer = CookieSealer(keys: [AEADKey(secret: Array(repeating: 1, count: 32))!])
         #expect(RevocationRecord.open(record.sealed(by: sealer), with: sealer) == record)
+    }
+
+    @Test func aClaimsChangeUnderOneIdentifierNeverHidesARevocationUnderAnother() {
+        var t = RevocationTable()
+        t.apply(
+            .revoke(at: now - 20, sid: nil), to: .email("alice@example.com"), issuer: nil, until: now + 60, now: now)
+        t.apply(.claimsChange(at: now - 10), to: .sub("alice"), issuer: nil, until: now + 60, now: now)
+        #expect(
+            t.check(sub: "alice", email: "alice@example.com", issuer: Self.idp, iat: now - 30, sid: nil, now: now)
+                == .revoked)
+        // Issued between the two: only the claims change applies.
+        #expect(
+            t.check(sub: "alice", email: "alice@example.com", issuer: Self.idp, iat: now - 15, sid: nil, now: now)
+                == .claimsChanged)
+        // A session refreshed after the change is caught up with it, never with the revocation.
+        let snapshotClaims = JSONObject(["sub": .string("alice"), "email": .string("alice@example.com")])
+        var session = Session(
+            id: "s", client: "web", subject: "alice", claims: snapshotClaims, idToken: nil, accessToken: nil,
+            refreshToken: "r", accessExpiresAt: now + 300, createdAt: now - 30, lastSeenAt: now)
+        session.refreshedAt = now - 5
+        let caller = RevocationSubject(session: session, issuer: Self.idp)
+        #expect(caller.issuedAt == now - 30 && caller.claimsAsOf == now - 4)
+        #expect(
+            t.check(
+                sub: "alice", email: "alice@example.com", issuer: Self.idp, iat: caller.issuedAt, sid: nil, now: now)
+                == .revoked)
+    }
+
+    @Test func anEventIsNeverLaterThanWhenItArrived() {
+        #expect(
+            RevocationTable.Effect.revoke(at: now + 50, sid: "s").happened(notAfter: now) == .revoke(at: now, sid: "s"))
+        #expect(RevocationTable.Effect.claimsChange(at: now - 5).happened(notAfter: now) == .claimsChange(at: now - 5))
     }
 
     @Test func aDisabledAccountIsRefusedWhateverItsAgeUntilEnabled() {

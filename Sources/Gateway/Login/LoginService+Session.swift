@@ -74,7 +74,13 @@ extension LoginService {
         }
     }
 
-    func refresh(_ session: Session, cookies: Cookies, forwardsToken: Bool, done: @escaping (SessionDecision) -> Void) {
+    /// `forClaimsChange`: a Shared Signals `token-claims-change` asked for it; the session
+    /// then records when (`refreshedAt`). Only then: sessions that carry it cannot be read by
+    /// releases before it.
+    func refresh(
+        _ session: Session, cookies: Cookies, forwardsToken: Bool, forClaimsChange: Bool = false,
+        done: @escaping (SessionDecision) -> Void
+    ) {
         let clear = cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
         // What a waiter (or a late request with the old cookie) does with the outcome; once,
         // whichever comes first: the outcome or the waiter's deadline.
@@ -104,7 +110,8 @@ extension LoginService {
             // A leader that never finishes (it should not happen) must not hold its waiters.
             loop.schedule(after: 12) { adopt(.unchanged) }
         case .finished(let outcome): adopt(outcome)
-        case .leader: lead(session, cookies: cookies, clear: clear, adopt: adopt, done: done)
+        case .leader:
+            lead(session, cookies: cookies, clear: clear, forClaimsChange: forClaimsChange, adopt: adopt, done: done)
         }
     }
 
@@ -112,8 +119,8 @@ extension LoginService {
     /// refreshes, the others wait for the session it writes. A store that does not answer is
     /// never a reason to end a session: it goes on as it is, and a later request tries again.
     private func lead(
-        _ session: Session, cookies: Cookies, clear: [String], adopt: @escaping (RefreshCoordinator.Outcome) -> Void,
-        done: @escaping (SessionDecision) -> Void
+        _ session: Session, cookies: Cookies, clear: [String], forClaimsChange: Bool,
+        adopt: @escaping (RefreshCoordinator.Outcome) -> Void, done: @escaping (SessionDecision) -> Void
     ) {
         let started = ProcessInfo.processInfo.systemUptime
         let finish: (RefreshCoordinator.Outcome) -> Void = { [weak self] outcome in
@@ -152,7 +159,7 @@ extension LoginService {
                         // waiter seals its own.
                         let kept: Bool
                         if case .found = reloaded { kept = true } else { kept = false }
-                        self.runRefresh(session) { outcome in
+                        self.runRefresh(session, forClaimsChange: forClaimsChange) { outcome in
                             guard case .refreshed(let fresh) = outcome else {
                                 self.store.releaseRefresh(lease)
                                 finish(outcome)
@@ -227,7 +234,9 @@ extension LoginService {
     /// (RFC 6749 §5.2 `invalid_grant`, or another 4xx error) — and not before the store is
     /// read again: another replica may have refreshed (rotated) it a moment ago. A new ID
     /// token, if the AS sends one, must pass the same checks (OIDC Core §12.2: same sub).
-    private func runRefresh(_ session: Session, done: @escaping (RefreshCoordinator.Outcome) -> Void) {
+    private func runRefresh(
+        _ session: Session, forClaimsChange: Bool, done: @escaping (RefreshCoordinator.Outcome) -> Void
+    ) {
         guard let (client, issuer, meta) = target(session.client), let endpoint = meta.tokenEndpoint,
             let rt = session.refreshToken
         else {
@@ -263,7 +272,7 @@ extension LoginService {
                 var fresh = session
                 fresh.accessToken = self.keepAccessToken ? t.accessToken : nil
                 fresh.accessExpiresAt = Self.expiry(t.expiresIn, now: now)
-                fresh.refreshedAt = now
+                if forClaimsChange { fresh.refreshedAt = now }
                 // RFC 6749 §6: a new refresh token replaces the old; none means keep the old.
                 if let rt = t.refreshToken { fresh.refreshToken = rt }
                 fresh.lastSeenAt = now

@@ -44,8 +44,9 @@ final class SessionStage: Stage {
                     clear: cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
                 )
             case .refresh where !refreshed:
-                services.login.refresh(session, cookies: cookies, forwardsToken: loginRoute.forwardSessionToken) {
-                    [self] after in
+                services.login.refresh(
+                    session, cookies: cookies, forwardsToken: loginRoute.forwardSessionToken, forClaimsChange: true
+                ) { [self] after in
                     decide(request, cookies: cookies, after, refreshed: true)
                 }
             case .refresh:
@@ -81,17 +82,10 @@ final class SessionStage: Stage {
         let revocations = services.revocations
         guard revocations.standing else { return .none }
         let now = services.wallClock.seconds
-        guard let issuer = services.config.clients[session.client]?.issuer,
-            let revoked = revocations.check(session.claims, issuer: issuer, issuedAt: session.createdAt, now: now)
-        else { return .none }
-        if revoked == .claimsChanged {
-            // Tokens had in the change's own second count as after it here (unlike a token's
-            // `iat`): the refresh this asks for lands in that second, and asking again would
-            // refresh on every request of it. At worst, claims a fraction of a second old.
-            let since = (session.refreshedAt ?? session.createdAt) + 1
-            if revocations.check(session.claims, issuer: issuer, issuedAt: since, now: now) == nil { return .none }
-            if session.refreshToken != nil { return .refresh }
-        }
+        guard let issuer = services.config.clients[session.client]?.issuer else { return .none }
+        let caller = RevocationSubject(session: session, issuer: issuer)
+        guard let revoked = revocations.check(caller, now: now) else { return .none }
+        if revoked == .claimsChanged, session.refreshToken != nil { return .refresh }
         services.signals.countRevoked(route: route.name)
         revocations.note(revoked, session.claims, issuer: issuer, issuedAt: session.createdAt, now: now, on: ctx)
         return .ended
@@ -139,7 +133,7 @@ final class SessionStage: Stage {
                 endsAt = min(endsAt, fresh + services.login.leeway(ofClient: session.client) + 1)
             }
             ctx.tunnel.session = (loginRoute, endsAt)
-            if let issuer = vouchedBy { ctx.tunnel.caller = (session.claims, issuer, session.createdAt) }
+            if let issuer = vouchedBy { ctx.tunnel.caller = RevocationSubject(session: session, issuer: issuer) }
         }
         var identity = services.identityHeaders(route, session.claims, ctx)
         services.appendPathParameterHeaders(route, ctx, to: &identity)

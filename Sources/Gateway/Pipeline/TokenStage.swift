@@ -98,7 +98,8 @@ final class TokenStage: Stage {
                     CallerIdentity(subject: token.subject, clientID: token.clientID, issuer: token.issuer))
                 if ctx.kind.isUpgrade {
                     if tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
-                    ctx.tunnel.caller = (token.claims, token.issuer, token.issuedAt)
+                    ctx.tunnel.caller = RevocationSubject(
+                        claims: token.claims, issuer: token.issuer, issuedAt: token.issuedAt)
                 }
                 ctx.response.added = caller.responseHeaders
                 if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
@@ -158,7 +159,7 @@ extension TokenStage {
         ctx.authenticated(CallerIdentity(subject: memo.subject, clientID: memo.clientID, issuer: token.issuer))
         if ctx.kind.isUpgrade {
             if tokens.closeAtTokenExpiry { ctx.tunnel.tokenExpiry = token.expiresAt }
-            ctx.tunnel.caller = (token.claims, token.issuer, token.issuedAt)
+            ctx.tunnel.caller = RevocationSubject(claims: token.claims, issuer: token.issuer, issuedAt: token.issuedAt)
         }
         if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
         var identity = memo.identity

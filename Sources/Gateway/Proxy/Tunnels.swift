@@ -16,7 +16,7 @@ final class TunnelTerms {
     var tokenExpiry: Int64? = nil
     /// Who opened it, as a Shared Signals revocation names them: the token's or the session's
     /// claims, the `issuers:` entry that vouched, when the credential was issued.
-    var caller: (claims: JSONObject, issuer: String, issuedAt: Int64?)? = nil
+    var caller: RevocationSubject? = nil
 }
 
 extension RequestContext {
@@ -39,7 +39,7 @@ final class Tunnels {
         var deadline: LoopTimer?
         var checking = false
         /// Who opened it, for Shared Signals revocations (`TunnelTerms.caller`).
-        var caller: (claims: JSONObject, issuer: String, issuedAt: Int64?)?
+        var caller: RevocationSubject?
         init(
             tunnel: Tunnel, context: RequestContext, opened: Double,
             session: (route: LoginRouteConfig, cookies: Cookies)?
@@ -160,10 +160,7 @@ final class Tunnels {
         checkedRevocations = version
         let now = services.wallClock.seconds
         for entry in entries.values {
-            guard let caller = entry.caller,
-                services.revocations.check(caller.claims, issuer: caller.issuer, issuedAt: caller.issuedAt, now: now)
-                    != nil
-            else { continue }
+            guard let caller = entry.caller, services.revocations.check(caller, now: now) != nil else { continue }
             log.info("tunnel caller revoked", metadata: ["request_id": .string(entry.context.requestID)])
             entry.tunnel.end(.revoked, code: WebSocketCloseFrame.policyViolation, phrase: "access revoked")
         }

@@ -218,6 +218,9 @@ public final class GatewayServer {
         if sharedSignals?.revocationsLoaded == false {
             return (false, "shared signals: the store's revocations not read yet")
         }
+        if let why = sharedSignals?.revocationsUnread {
+            return (true, "ready (shared signals: the store's revocations could not be read: \(why))")
+        }
         let stale = keyService?.stale ?? []
         if !stale.isEmpty {
             return (true, "ready (serving last good keys, refresh failing: \(stale.joined(separator: ", ")))")

@@ -102,12 +102,12 @@ final class PollDelivery {
         if let all = answer["sets"]?.object {
             for jti in all.names { if let token = all[jti]?.string { sets.append((jti, token)) } }
         }
-        let more = answer["moreAvailable"]?.bool ?? false
-        guard !sets.isEmpty else { return next(after: more ? 0 : interval) }
+        // `moreAvailable` with nothing given is no reason to ask again at once.
+        guard !sets.isEmpty else { return next(after: interval) }
         var left = sets.count
         var deferred = false
         for (jti, token) in sets {
-            intake.receive(token, from: name) { [self] outcome in
+            intake.receive(token, from: name, jti: jti) { [self] outcome in
                 switch outcome {
                 case .accepted: acks.append(jti)
                 case .refused(let err, let description): errors[jti] = (err, description)

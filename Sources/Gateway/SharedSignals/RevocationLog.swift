@@ -71,7 +71,13 @@ enum RevocationLog {
     /// into the hub's table, which workers copy when its version moves.
     final class Reader {
         static let interval = 0.2
-        static let pageSize = 512
+        /// Small pages: a page of entries a Redis writer bloated still comes within the
+        /// command's timeout, and the cursor moves on past what cannot be opened.
+        static let pageSize = 128
+        /// Failed reads before the first whole read after which the replica stops waiting
+        /// for it (readiness goes on with a note): a log Redis refuses to give (an ACL, a
+        /// key of another type) must not keep every restarted replica out of service.
+        static let patience = 25
 
         private let client: Redis
         private let key: String
@@ -86,6 +92,9 @@ enum RevocationLog {
         /// be missing (readiness waits for it).
         private(set) var caughtUp = false
         private(set) var lastError: String?
+        private var failures = 0
+        /// The first whole read was given up on (`patience`); the reader still tries.
+        private(set) var gaveUp = false
         private(set) var unreadable = 0
 
         init(
@@ -126,8 +135,10 @@ enum RevocationLog {
         private func took(_ entries: [RedisReply]) {
             let now = wallClock.now
             let sealer = hub.storeKeys?.sealer
+            failures = 0
             if lastError != nil {
                 lastError = nil
+                gaveUp = false
                 log.info("ssf revocation log read again")
             }
             for entry in entries {
@@ -145,6 +156,14 @@ enum RevocationLog {
         }
 
         private func failed(_ why: String) {
+            failures += 1
+            if !caughtUp, failures >= Self.patience {
+                caughtUp = true
+                gaveUp = true
+                log.error(
+                    "ssf revocation log not read; serving without the revocations it holds",
+                    metadata: ["error": .string(why)])
+            }
             if lastError == nil {
                 log.warning("ssf revocation log cannot be read", metadata: ["error": .string(why)])
             }

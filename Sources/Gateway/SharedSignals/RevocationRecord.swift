@@ -6,8 +6,6 @@ import JOSE
 /// before it is written: the store never holds a `sub` or an email in the clear, and only a
 /// replica with those keys can write one that others apply.
 struct RevocationRecord: Sendable, Equatable {
-    /// The process that wrote it: it skips its own when it reads the log.
-    var origin: String
     var transmitter: String
     var jti: String
     var changes: [RevocationTable.Change] = []
@@ -33,7 +31,7 @@ struct RevocationRecord: Sendable, Equatable {
     }
 
     private var json: JSONValue {
-        var o = JSONObject(["o": .string(origin), "t": .string(transmitter), "j": .string(jti)])
+        var o = JSONObject(["t": .string(transmitter), "j": .string(jti)])
         o["c"] = .array(changes.map(Self.json))
         if verified { o["v"] = .bool(true) }
         if let status { o["s"] = .string(status) }
@@ -41,10 +39,9 @@ struct RevocationRecord: Sendable, Equatable {
     }
 
     private init?(_ o: JSONObject) {
-        guard let origin = o["o"]?.string, let transmitter = o["t"]?.string, let jti = o["j"]?.string,
+        guard let transmitter = o["t"]?.string, let jti = o["j"]?.string,
             let changes = o["c"]?.array
         else { return nil }
-        self.origin = origin
         self.transmitter = transmitter
         self.jti = jti
         var read: [RevocationTable.Change] = []
@@ -59,8 +56,7 @@ struct RevocationRecord: Sendable, Equatable {
         status = o["s"]?.string
     }
 
-    init(origin: String, transmitter: String, jti: String) {
-        self.origin = origin
+    init(transmitter: String, jti: String) {
         self.transmitter = transmitter
         self.jti = jti
     }

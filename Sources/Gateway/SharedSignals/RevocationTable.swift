@@ -165,23 +165,34 @@ struct RevocationTable: Sendable {
 
     /// Whether a token or session of `sub` (and `email`) from `issuer`, issued at `iat`, in
     /// session `sid`, is refused now.
+    /// The most severe refusal any entry naming them gives: a claims change under one
+    /// identifier never hides a revocation under another (a session refreshed for the change
+    /// must still end for the revocation).
     func check(sub: String?, email: String?, issuer: String, iat: Int64?, sid: String?, now: Int64) -> Revoked? {
         if entries.isEmpty { return nil }
-        if let sub, let hit = refusal(.sub(sub), issuer: issuer, iat: iat, sid: sid, now: now) { return hit }
+        var found: Revoked?
+        if let sub, let hit = refusal(.sub(sub), issuer: issuer, iat: iat, sid: sid, now: now) {
+            if hit != .claimsChanged { return hit }
+            found = hit
+        }
         if emails > 0, let email,
             let hit = refusal(.email(email.lowercased()), issuer: issuer, iat: iat, sid: sid, now: now)
         {
-            return hit
+            if hit != .claimsChanged { return hit }
+            found = hit
         }
         if sessionsAlone > 0, let sid, let hit = refusal(.session(sid), issuer: issuer, iat: iat, sid: sid, now: now) {
-            return hit
+            if hit != .claimsChanged { return hit }
+            found = hit
         }
-        return nil
+        return found
     }
 
     private func refusal(_ subject: Subject, issuer: String, iat: Int64?, sid: String?, now: Int64) -> Revoked? {
         guard let entry = entries[subject], entry.until > now else { return nil }
-        return entry.byIssuer[issuer]?.refuses(iat: iat, sid: sid) ?? entry.byIssuer[""]?.refuses(iat: iat, sid: sid)
+        let own = entry.byIssuer[issuer]?.refuses(iat: iat, sid: sid)
+        if let own, own != .claimsChanged { return own }
+        return entry.byIssuer[""]?.refuses(iat: iat, sid: sid) ?? own
     }
 
     /// Drops the entries whose time is over.
@@ -193,6 +204,16 @@ struct RevocationTable: Sendable {
 }
 
 extension RevocationTable.Effect {
+    /// The same effect, its time no later than `now`.
+    func happened(notAfter now: Int64) -> Self {
+        switch self {
+        case .revoke(let at, let sid): .revoke(at: min(at, now), sid: sid)
+        case .claimsChange(let at): .claimsChange(at: min(at, now))
+        case .disable(let at): .disable(at: min(at, now))
+        case .enable(let at): .enable(at: min(at, now))
+        }
+    }
+
     /// What an event does to its subject's tokens and sessions (none for the stream's own
     /// events and types without effect). `token-claims-change` refuses earlier tokens too (their
     /// claims are no longer what the IdP says), but a session refreshes rather than ends.

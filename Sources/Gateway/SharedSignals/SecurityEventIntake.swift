@@ -23,12 +23,16 @@ struct SecurityEventIntake {
     let loop: EventLoop
     let wallClock: any WallClock
 
-    /// `done` on `loop`.
-    func receive(_ token: String, from name: String, done: @escaping (Outcome) -> Void) {
-        verify(token, name, retried: false, done)
+    /// `done` on `loop`. `jti`: the id a poll answer gave it (RFC 8936 §2.4 keys `sets` by
+    /// `jti`): a SET that says another is refused, so no acknowledgement names another SET.
+    func receive(_ token: String, from name: String, jti: String? = nil, done: @escaping (Outcome) -> Void) {
+        verify(token, name, jti, retried: nil, done)
     }
 
-    private func verify(_ token: String, _ name: String, retried: Bool, _ done: @escaping (Outcome) -> Void) {
+    /// `retried`: whether the refetch for an unknown `kid` brought new keys (nil: not tried).
+    private func verify(
+        _ token: String, _ name: String, _ expected: String?, retried: Bool?, _ done: @escaping (Outcome) -> Void
+    ) {
         guard let t = hub.transmitter(named: name) else {
             return done(
                 .refused(err: SETRefusal.Code.accessDenied.rawValue, description: "this receiver has no such stream"))
@@ -41,15 +45,36 @@ struct SecurityEventIntake {
         do {
             set = try t.verifier.verify(token, keys: keys, now: Int64(wallClock.now))
         } catch {
-            if error.code == .invalidKey, !retried, let refetch = hub.refetchKeys,
+            if error.code == .invalidKey,
                 let kid = try? CompactJWS(token, maxSize: SecurityEventTokenVerifier.maxSize).header.kid,
                 !keys.keys.contains(where: { $0.kid == kid })
             {
-                refetch(name) { [loop] _ in loop.execute { verify(token, name, retried: true, done) } }
-                return
+                switch retried {
+                case nil:
+                    if let refetch = hub.refetchKeys {
+                        refetch(name) { [loop] fresh in
+                            loop.execute { verify(token, name, expected, retried: fresh != nil, done) }
+                        }
+                        return
+                    }
+                case false?:
+                    // The keys could not be fetched again just now (failed, or too soon after
+                    // the last time): not judged, so a SET of a rotated key is not refused for
+                    // good (a transmitter does not deliver a refused SET again).
+                    return done(
+                        .notNow(
+                            .keysNotLoaded, description: "the SET's key is not among the transmitter's keys yet",
+                            detail: "unknown kid; the keys were not fetched again"))
+                case true?: break
+                }
             }
             hub.refused(name)
             return done(.refused(err: error.code.rawValue, description: error.description))
+        }
+        if let expected, expected != set.jti {
+            hub.refused(name)
+            return done(
+                .refused(err: "invalid_request", description: "the SET's jti is not the one it was given under"))
         }
         if set.event.type == .verification, let state = set.event.state, !hub.expectsState(state, of: name) {
             hub.refused(name)

@@ -132,19 +132,24 @@ final class SharedSignalsHub: @unchecked Sendable {
             t.deliveryLag = max(0, now - Double(set.iat))
             let (result, changes) = Self.changes(set, t, now: now)
             record(changes, now: now)
-            switch set.event.type {
-            case .verification:
-                // A state was checked by the endpoint (`expectsState`); one the transmitter
-                // sends unasked carries none (SSF 1.0 §8.1.4.1).
-                t.verified = true
-                t.status = "enabled"
-            case .streamUpdated:
-                if let status = set.event.status { t.status = String(status.prefix(32)) }
-            default: break
-            }
+            streamState(set, &t)
             transmitters[name] = t
             count(name, set, result)
             return result
+        }
+    }
+
+    /// What the stream's own events say of it (called under `lock`).
+    private func streamState(_ set: SecurityEventToken, _ t: inout Transmitter) {
+        switch set.event.type {
+        case .verification:
+            // A state was checked by the endpoint (`expectsState`); one the transmitter
+            // sends unasked carries none (SSF 1.0 §8.1.4.1).
+            t.verified = true
+            t.status = "enabled"
+        case .streamUpdated:
+            if let status = set.event.status { t.status = String(status.prefix(32)) }
+        default: break
         }
     }
 
@@ -174,7 +179,11 @@ final class SharedSignalsHub: @unchecked Sendable {
         }
         guard t.config.events.contains(configName), let subject = set.event.subject else { return (.ignored, []) }
         let (subjects, sid) = subject.revokedSubjects(issuers: t.config.issuerURLs)
-        guard let effect = RevocationTable.Effect(set, session: sid), !subjects.isEmpty else { return (.ignored, []) }
+        // An event cannot have happened after it reached us: a time ahead (within the
+        // verifier's leeway, or this clock lagging) would have every token and answer the AS
+        // gives meanwhile count as before it.
+        guard let effect = RevocationTable.Effect(set, session: sid)?.happened(notAfter: Int64(now)), !subjects.isEmpty
+        else { return (.ignored, []) }
         let until = Int64(now + t.config.revocationTTL)
         var changes: [RevocationTable.Change] = []
         for (s, url) in subjects {
@@ -198,8 +207,6 @@ final class SharedSignalsHub: @unchecked Sendable {
 
     // MARK: The store's log (RevocationLog)
 
-    /// This process, in the records it writes to the store's log.
-    let origin = Base64URL.encode(SecureRandom.bytes(12))
     /// The keys records are sealed with and `jti`s digested under (`session.keys`).
     var storeKeys: (sealer: CookieSealer, digest: MACKey)? { lock.withLock { keys } }
     private var keys: (sealer: CookieSealer, digest: MACKey)?
@@ -215,7 +222,7 @@ final class SharedSignalsHub: @unchecked Sendable {
         lock.withLock {
             guard let t = transmitters[name] else { return nil }
             if let until = seen[name + "\u{0}" + set.jti], until > now { return nil }
-            var r = RevocationRecord(origin: origin, transmitter: name, jti: set.jti)
+            var r = RevocationRecord(transmitter: name, jti: set.jti)
             r.changes = Self.changes(set, t, now: now).1
             switch set.event.type {
             case .verification: r.verified = true
@@ -226,22 +233,30 @@ final class SharedSignalsHub: @unchecked Sendable {
         }
     }
 
-    /// A SET another replica wrote to the log first: remembered and counted as a duplicate
-    /// here (its record reaches this process through the log).
+    /// A SET another replica (or an earlier try of this one) wrote to the log first: applied
+    /// here too (its changes are idempotent), remembered, and counted as a duplicate. Its
+    /// record may never be read here (this replica may have skipped past it, or the earlier
+    /// try's answer was lost), and the transmitter will not deliver it again after the 202.
     func duplicate(_ set: SecurityEventToken, from name: String, now: Double) -> Result {
         lock.withLock {
-            seen[name + "\u{0}" + set.jti] = now + Self.seenFor
+            guard var t = transmitters[name] else { return }
+            let key = name + "\u{0}" + set.jti
+            if seen[key].map({ $0 <= now }) ?? true {
+                seen[key] = now + Self.seenFor
+                record(Self.changes(set, t, now: now).1, now: now)
+                streamState(set, &t)
+                transmitters[name] = t
+            }
             count(name, set, .duplicate)
         }
         return .duplicate
     }
 
-    /// Applies a record another replica wrote to the log (this process's own are skipped:
-    /// they were applied before they were answered). False when it was not applied.
+    /// Applies a record from the log, unless this process applied its SET already (its own
+    /// records, applied before they were answered, among them). False when it was not applied.
     @discardableResult
     func apply(logged r: RevocationRecord, now: Double) -> Bool {
-        guard r.origin != origin else { return false }
-        return lock.withLock {
+        lock.withLock {
             let key = r.transmitter + "\u{0}" + r.jti
             if let until = seen[key], until > now { return false }
             if seen.count >= Self.seenCapacity { seen = seen.filter { $0.value > now } }

@@ -95,6 +95,9 @@ final class SharedSignalsService {
     /// once (always, without a Redis store).
     var revocationsLoaded: Bool { logReader?.caughtUp ?? true }
 
+    /// Why the store's revocations were not read, once the reader stopped waiting for them.
+    var revocationsUnread: String? { logReader?.gaveUp == true ? logReader?.lastError ?? "unknown" : nil }
+
     private static func sameAuth(_ a: TransmitterConfig.TransmitterAuth, _ b: TransmitterConfig.TransmitterAuth) -> Bool
     {
         switch (a, b) {

@@ -14,6 +14,17 @@ extension RevocationSnapshot {
             iat: issuedAt ?? claims["iat"]?.int64, sid: claims["sid"]?.string, now: now)
     }
 
+    /// `check` for a caller as a tunnel or a session keeps it: a claims change it has caught
+    /// up with (a session refreshed since) does not count.
+    func check(_ caller: RevocationSubject, now: Int64) -> RevocationTable.Revoked? {
+        guard let revoked = check(caller.claims, issuer: caller.issuer, issuedAt: caller.issuedAt, now: now) else {
+            return nil
+        }
+        // Only a claims change is left (`check` gives the most severe): the later time decides.
+        guard revoked == .claimsChanged, let asOf = caller.claimsAsOf else { return revoked }
+        return check(caller.claims, issuer: caller.issuer, issuedAt: asOf, now: now)
+    }
+
     /// Notes a refusal on the request: the access log's `reason` and the server span's
     /// `tokengate.ssf.jti` say which event refused it.
     func note(
@@ -24,6 +35,28 @@ extension RevocationSnapshot {
             sub: claims["sub"]?.string, email: claims["email"]?.string, issuer: issuer,
             iat: issuedAt ?? claims["iat"]?.int64, sid: claims["sid"]?.string, now: now)
         ctx.state[RevocationNote.Key.self] = RevocationNote(revoked, jti: jti)
+    }
+}
+
+/// Whom a revocation is checked against: a token's or a session's claims, the `issuers:`
+/// entry that vouched for them, when the credential was issued, and, for a session, since
+/// when its claims are the IdP's (its last refresh; the refresh's own second counts as after
+/// a change in it: the refresh a change asks for lands in that second).
+struct RevocationSubject {
+    let claims: JSONObject
+    let issuer: String
+    let issuedAt: Int64?
+    var claimsAsOf: Int64? = nil
+
+    init(claims: JSONObject, issuer: String, issuedAt: Int64?) {
+        self.claims = claims
+        self.issuer = issuer
+        self.issuedAt = issuedAt
+    }
+
+    init(session: Session, issuer: String) {
+        self.init(claims: session.claims, issuer: issuer, issuedAt: session.createdAt)
+        claimsAsOf = (session.refreshedAt ?? session.createdAt) + 1
     }
 }
 
