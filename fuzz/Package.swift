@@ -22,6 +22,7 @@ let package = Package(
         fuzzTarget("H2Fuzz", "Reactor"),
         fuzzTarget("OAuthFuzz", "OAuth"),
         fuzzTarget("SETFuzz", "OAuth"),
+        fuzzTarget("ASFuzz", "OAuth"),
         fuzzTarget("RouteFuzz", "Gateway"),
         fuzzTarget("LoginFuzz", "Gateway"),
         fuzzTarget("MCPFuzz", "Gateway"),

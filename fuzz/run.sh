@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 seconds=${1:-300}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(JOSEFuzz HTTP1Fuzz StreamFuzz H2Fuzz OAuthFuzz SETFuzz RouteFuzz LoginFuzz MCPFuzz ExtAuthzFuzz SignatureFuzz)
+[ ${#targets[@]} -gt 0 ] || targets=(JOSEFuzz HTTP1Fuzz StreamFuzz H2Fuzz OAuthFuzz SETFuzz ASFuzz RouteFuzz LoginFuzz MCPFuzz ExtAuthzFuzz SignatureFuzz)
 out=${OUT:-/tmp/tokengate-fuzz}
 here=$PWD
 
@@ -26,6 +26,7 @@ settings() {
     H2Fuzz) echo "corpus-h2 h2 h2.dict 4096" ;;
     OAuthFuzz) echo "corpus-oauth oauth oauth.dict 1024" ;;
     SETFuzz) echo "corpus-set set set.dict 4096" ;;
+    ASFuzz) echo "corpus-as as as.dict 6144" ;;
     RouteFuzz) echo "corpus-route route route.dict 1024" ;;
     LoginFuzz) echo "corpus-login login login.dict 2048" ;;
     MCPFuzz) echo "corpus-mcp mcp mcp.dict 4096" ;;

@@ -39,6 +39,51 @@ struct HTTPFetcherTests {
         }
     }
 
+    @Test func publicOnlyRefusesEveryPrivateAndSpecialAddress() {
+        let policy = FetchSettings.AddressPolicy.publicOnly
+        for ip in [
+            "127.0.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
+            "0.0.0.0", "224.0.0.1", "255.255.255.255", "198.18.0.1", "192.0.2.5", "::1", "::", "fe80::1", "fc00::1",
+            "fd12:3456::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::1",
+            "2001:db8::1", "not an address"
+        ] {
+            #expect(!policy.admits(ip), "\(ip)")
+        }
+        for ip in ["93.184.216.34", "8.8.8.8", "172.32.0.1", "2606:4700::1111", "::ffff:93.184.216.34"] {
+            #expect(policy.admits(ip), "\(ip)")
+        }
+        #expect(FetchSettings.AddressPolicy.publicOrLoopback.admits("127.0.0.1"))
+        #expect(FetchSettings.AddressPolicy.publicOrLoopback.admits("::1"))
+        #expect(!FetchSettings.AddressPolicy.publicOrLoopback.admits("10.0.0.1"))
+    }
+
+    @Test func publicOnlyDoesNotConnectToALoopbackServer() throws {
+        var served = 0
+        let h = try Harness { _, req in
+            served += 1
+            req.responder.respond(status: 200, body: Array("{}".utf8))
+        }
+        var strict = FetchSettings()
+        strict.addresses = .publicOnly
+        let strictFetcher = HTTPFetcher(loop: h.loop, settings: strict)
+        let r = h.run { _, done in
+            strictFetcher.fetch(FetchRequest(url: "http://127.0.0.1:\(h.port)/doc.json", timeout: 2), completion: done)
+        }
+        guard case .failure? = r else {
+            Issue.record("fetched from a loopback address: \(String(describing: r))")
+            return
+        }
+        #expect(served == 0)
+        // The development exception lets it through.
+        var dev = FetchSettings()
+        dev.addresses = .publicOrLoopback
+        let devFetcher = HTTPFetcher(loop: h.loop, settings: dev)
+        let allowed = h.run { _, done in
+            devFetcher.fetch(FetchRequest(url: "http://127.0.0.1:\(h.port)/doc.json", timeout: 2), completion: done)
+        }
+        #expect((try? allowed?.get())?.status == 200 && served == 1)
+    }
+
     @Test func getReturnsStatusHeadersAndBody() throws {
         let h = try Harness { _, req in
             req.responder.fields.append("Cache-Control", "max-age=300")

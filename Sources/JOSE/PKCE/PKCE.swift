@@ -15,4 +15,11 @@ public enum PKCE {
         else { return nil }
         return Base64URL.encode(Digest.sha256.hash(Array(u)))
     }
+
+    /// Whether `verifier` is the one `challenge` was made from (§4.6), compared in constant
+    /// time: the AS side of PKCE.
+    public static func matches(verifier: String, challenge: String) -> Bool {
+        guard let made = self.challenge(for: verifier) else { return false }
+        return ConstantTime.equals(made, challenge)
+    }
 }

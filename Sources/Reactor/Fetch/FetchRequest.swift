@@ -70,6 +70,15 @@ public struct FetchSettings: Sendable {
     /// handshake (mutual TLS, RFC 8705). Read by curl per connection, so a rotated pair is
     /// used from the next connection on.
     public var clientCertificate: (certFile: String, keyFile: String)?
+    /// Where a client chose the URL (a client metadata document): connect only to public
+    /// addresses, judged on the address connected to (no proxy). `.publicOrLoopback` lets a
+    /// development setup on one machine through.
+    public var addresses = AddressPolicy.any
+
+    public enum AddressPolicy: Sendable {
+        case any, publicOnly, publicOrLoopback
+    }
+
     public init(caFile: String? = nil, clientCertificate: (certFile: String, keyFile: String)? = nil) {
         self.caFile = caFile
         self.clientCertificate = clientCertificate

@@ -1,5 +1,6 @@
 internal import CCurl
 internal import CShim
+import Glibc
 
 /// One curl easy transfer: owns the easy handle, its header list and the request body
 /// (curl reads them for as long as the handle lives), collects the response.
@@ -70,6 +71,11 @@ final class Transfer {
         if let pair = settings.clientCertificate {
             try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_SSLCERT, pair.certFile), "SSLCERT")
             try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_SSLKEY, pair.keyFile), "SSLKEY")
+        }
+        if settings.addresses != .any {
+            try check(
+                tg_curl_easy_public_addresses_only(easy, settings.addresses == .publicOrLoopback ? 1 : 0),
+                "OPENSOCKETFUNCTION")
         }
         try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_USERAGENT, "tokengate"), "USERAGENT")
         try check(tg_curl_easy_setopt_ptr(easy, CURLOPT_ACCEPT_ENCODING, ""), "ACCEPT_ENCODING")
@@ -161,4 +167,28 @@ private func headerThunk(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ n:
     -> Int
 {
     Unmanaged<Transfer>.fromOpaque(userp!).takeUnretainedValue().header(data!, size * n)
+}
+
+extension FetchSettings.AddressPolicy {
+    /// Whether a connection to the IP address `text` (dotted IPv4 or IPv6) would be made under
+    /// this policy: the check curl's socket callback makes (tg_address_is_public).
+    public func admits(_ text: String) -> Bool {
+        if self == .any { return true }
+        let loopback: Int32 = self == .publicOrLoopback ? 1 : 0
+        var v4 = sockaddr_in()
+        if inet_pton(AF_INET, text, &v4.sin_addr) == 1 {
+            v4.sin_family = sa_family_t(AF_INET)
+            return withUnsafePointer(to: &v4) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { tg_address_is_public($0, loopback) == 1 }
+            }
+        }
+        var v6 = sockaddr_in6()
+        if inet_pton(AF_INET6, text, &v6.sin6_addr) == 1 {
+            v6.sin6_family = sa_family_t(AF_INET6)
+            return withUnsafePointer(to: &v6) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { tg_address_is_public($0, loopback) == 1 }
+            }
+        }
+        return false
+    }
 }
