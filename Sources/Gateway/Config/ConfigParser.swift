@@ -59,6 +59,9 @@ public enum ConfigParser {
         cfg.signatures = signatures(top["signatures"], issuers: cfg.issuers, r)
         cfg.apiKeySets = apiKeySets(top["api_keys"], issuers: cfg.issuers, r)
         cfg.sharedSignals = sharedSignals(top["shared_signals"], issuers: cfg.issuers, clients: cfg.clients, r)
+        // Before the routes: `issuers: [self]` names it.
+        cfg.authorizationServer = authorizationServer(top["authorization_server"], cfg, r)
+        if let server = cfg.authorizationServer { selfIssuer(server, into: &cfg, top: top, r) }
         cfg.routes = routes(top["routes"], cfg, r)
         // What derives from several sections, the profiles' rewrites, the cross-checks.
         for step in afterSections { step.run(&cfg, top, r) }

@@ -58,6 +58,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
     case apiKeySet = "api_keys.NAME"
     case transmitter = "shared_signals.NAME"
     case transmitterAuth = "shared_signals.NAME.auth"
+    case authorizationServer = "authorization_server"
+    case asClients = "authorization_server.clients"
+    case asIDJAG = "authorization_server.id_jag"
 
     /// The keys, in the order check-config lists them when one is unknown: the table's.
     var keys: [String] { keyDocs.map(\.name) }
@@ -87,6 +90,9 @@ enum ConfigSection: String, CaseIterable, Sendable {
         case .apiKeySet: APIKeySetConfig.keyTable.docs
         case .transmitter: TransmitterConfig.keyTable.docs
         case .transmitterAuth: TransmitterConfig.authKeyTable.docs
+        case .authorizationServer: AuthorizationServerConfig.keyTable.docs
+        case .asClients: AuthorizationServerConfig.clientsKeyTable.docs
+        case .asIDJAG: AuthorizationServerConfig.idJAGKeyTable.docs
         case .signature: SignaturePolicy.keyTable.docs
         case .upstreamSign: MessageSigningConfig.keyTable.docs
         case .responseSign: MessageSigningConfig.responseKeyTable.docs

@@ -22,6 +22,8 @@ public struct GatewayConfig: Sendable {
     var apiKeySets: [String: APIKeySetConfig] = [:]
     /// `shared_signals:`: Shared Signals transmitters whose events revoke tokens and sessions.
     var sharedSignals: [String: TransmitterConfig] = [:]
+    /// `authorization_server:`: the AS MCP clients see (its tokens: `issuers: [self]`); nil: none.
+    var authorizationServer: AuthorizationServerConfig?
     var trustedProxies: [CIDR] = []
     var limits = Limits()
     var accessLog = AccessLogConfig.on(AccessLogOutput())

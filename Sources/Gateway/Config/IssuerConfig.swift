@@ -10,6 +10,8 @@ struct IssuerConfig: Sendable {
         case jwksURI(String)
         /// A local JWK Set file, read at start and on reload.
         case jwksFile(String)
+        /// The gateway's own authorization server's signing keys (`issuers: [self]`).
+        case own
     }
 
     var name: String

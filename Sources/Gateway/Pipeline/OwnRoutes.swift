@@ -9,6 +9,8 @@ enum OwnEndpoint {
     case protectedResourceMetadata(ProtectedResourceDocument)
     /// A Shared Signals transmitter's push endpoint (RFC 8935), by the transmitter's name.
     case sharedSignals(String)
+    /// The authorization server's metadata, keys or token endpoint.
+    case authorizationServer(AuthorizationServerEndpoint)
 
     /// The route the access log, the metrics and the span name.
     var logRoute: String {
@@ -16,6 +18,7 @@ enum OwnEndpoint {
         case .login: "login"
         case .protectedResourceMetadata: ProtectedResourceDocument.logRoute
         case .sharedSignals: "shared-signals"
+        case .authorizationServer: "authorization-server"
         }
     }
 }
@@ -41,6 +44,8 @@ struct OwnRoutes {
     /// The transmitters' push endpoints: called by a few transmitters, never counted by
     /// `login.rate_limit`.
     let signals: RoutePlan
+    /// The authorization server's endpoints: called by clients and resource servers.
+    let authorizationServer: RoutePlan
 
     /// `services`: the worker's, to make the chains with; nil makes plans with no stages
     /// before the content (a policy made before the worker's first config).
@@ -56,6 +61,8 @@ struct OwnRoutes {
             services: services)
         signals = RoutePlan(
             route: Self.route("shared-signals"), pool: nil, metricID: -1, upstream: nil, services: services)
+        authorizationServer = RoutePlan(
+            route: Self.route("authorization-server"), pool: nil, metricID: -1, upstream: nil, services: services)
     }
 
     func plan(for endpoint: OwnEndpoint) -> RoutePlan {
@@ -64,6 +71,7 @@ struct OwnRoutes {
         case .login(.backchannelLogout), .login(.requestObject), .login(.jwks): loginService
         case .protectedResourceMetadata: metadata
         case .sharedSignals: signals
+        case .authorizationServer: authorizationServer
         }
     }
 
@@ -104,6 +112,8 @@ final class OwnEndpointStage: Stage {
         case .sharedSignals(let transmitter):
             return SharedSignalsPush(services: services, hub: services.signals).handle(
                 request, transmitter: transmitter)
+        case .authorizationServer(let endpoint):
+            return AuthorizationServerEndpoints(services: services).handle(request, endpoint)
         }
     }
 }

@@ -36,6 +36,8 @@ enum RouteResolver {
         let protectedResources: [String: ProtectedResourceDocument]
         /// Shared Signals transmitters by their push path; empty without `shared_signals`.
         let signalPaths: [String: String]
+        /// The authorization server's endpoints by path.
+        let asPaths: [String: AuthorizationServerEndpoint]
         let reservedPrefix: [UInt8]?
         let identityNames: [[UInt8]]
         let trustedOnlyExtra: [[UInt8]]
@@ -52,6 +54,7 @@ enum RouteResolver {
             self.ownRoutes = ownRoutes ?? OwnRoutes(config, services: nil)
             loginEndpoints = LoginEndpoint.Paths(config)
             protectedResources = config.protectedResources
+            asPaths = config.authorizationServer.map(AuthorizationServerEndpoint.paths(of:)) ?? [:]
             signalPaths = Dictionary(
                 config.sharedSignals.filter { $0.value.delivery == .push }.map { ($0.value.endpointPath, $0.key) },
                 uniquingKeysWith: { a, _ in a })
@@ -115,6 +118,8 @@ enum RouteResolver {
             own = .protectedResourceMetadata(document)
         } else if !policy.signalPaths.isEmpty, let transmitter = policy.signalPaths[normalized.path] {
             own = .sharedSignals(transmitter)
+        } else if !policy.asPaths.isEmpty, let endpoint = policy.asPaths[normalized.path] {
+            own = .authorizationServer(endpoint)
         }
         if let own {
             let forwarding = Forwarding(

@@ -21,6 +21,7 @@ public final class GatewayServer {
     private var upstreamSecrets: UpstreamSecretService?
     private var sharedSignals: SharedSignalsService?
     private var signalsHub: SharedSignalsHub?
+    private var authorizationServerHub: AuthorizationServerHub?
     private var storeHealth: StoreHealth?
     private var listenerCertificates: ListenerCertificates?
     private var spoolBudget: SpoolBudget?
@@ -63,6 +64,7 @@ public final class GatewayServer {
         let stores = StoreBackend(config.store, replayCapacity: config.dpop.replayCacheEntries)
         // Before any worker serves: a push that comes at once finds its transmitter.
         stores.sharedSignals.apply(config, pushSecret: SharedSignalsService.pushSecret(config))
+        stores.authorizationServer.apply(config)
         if config.session.keys.isEmpty && config.routes.contains(where: { $0.options.auth.loginRoute != nil }) {
             log.warning(
                 "session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)"
@@ -142,6 +144,7 @@ public final class GatewayServer {
         ssf.apply(config)
         sharedSignals = ssf
         signalsHub = stores.sharedSignals
+        authorizationServerHub = stores.authorizationServer
         if let addr = config.adminListen {
             let endpoints = AdminEndpoints(
                 loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
@@ -150,6 +153,7 @@ public final class GatewayServer {
                     + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
                     + (self?.listenerCertificates?.metricsText ?? "") + (self?.apiKeyService?.metricsText ?? "")
                     + (self?.upstreamSecrets?.metricsText ?? "") + stores.sharedSignals.metricsText
+                    + stores.authorizationServer.metricsText
                     + SpoolMetrics.text([self?.spoolBudget, self?.requestSpoolBudget].compactMap { $0 })
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
@@ -271,6 +275,7 @@ public final class GatewayServer {
             apiKeyService?.apply(new)
             upstreamSecrets?.apply(new)
             sharedSignals?.apply(new)
+            authorizationServerHub?.apply(new)
             let router = Router(routes: new.routes)
             for w in workers {
                 w.loop.execute { w.apply(new, router: router) }

@@ -67,6 +67,11 @@ final class IssuerKeyService {
                     log.error(
                         "issuer keys not loaded", metadata: ["issuer": .string(name), "error": .string("\(error)")])
                 }
+            case .own:
+                // The AS's own keys, public halves only: known at start, changed by a reload.
+                if let server = config.authorizationServer {
+                    publish(name, server.publicKeys, source: "authorization_server")
+                }
             case .discovery, .jwksURI:
                 if let old = remote[name], old.config.issuer == issuer.issuer, old.config.keys == issuer.keys,
                     old.config.discoveryBase == issuer.discoveryBase,

@@ -65,6 +65,8 @@ final class WorkerServices {
     let revocations: RevocationSnapshot
     /// With a Redis store, where an applied SET is written before it is answered.
     let revocationLog: RevocationLog.Writer?
+    /// The authorization server's endpoints' state on this worker (its client documents).
+    let authorizationServer: AuthorizationServerWorker
     /// The keyed stages route plans may have (`StageCatalog`), fixed at start.
     let stages: StageCatalog
     /// Routes' rate limits: the store, the keys' digests, the keys known to be over.
@@ -115,6 +117,7 @@ final class WorkerServices {
         revocations = RevocationSnapshot(hub: stores.sharedSignals)
         tokens.introspector.revocations = revocations
         revocationLog = stores.revocationLog(for: loop, wallClock: wallClock)
+        authorizationServer = AuthorizationServerWorker(hub: stores.authorizationServer)
         let accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }
@@ -131,6 +134,7 @@ final class WorkerServices {
     func apply(_ new: GatewayConfig, policy: RouteResolver.Policy) {
         config = new
         requestPolicy = policy
+        authorizationServer.apply(new, loop: loop, wallClock: wallClock)
         decisionEnabled = new.decision.enabled
         hasTrustedProxies = !new.trustedProxies.isEmpty
         configGeneration += 1

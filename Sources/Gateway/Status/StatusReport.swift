@@ -113,6 +113,7 @@ struct StatusReport: Sendable {
             case .discovery: from = "discovery"
             case .jwksURI: from = "jwks_uri"
             case .jwksFile: from = "jwks_file"
+            case .own: from = "authorization_server"
             }
             return Issuer(
                 name: issuer.name, issuer: issuer.issuer, keysFrom: from,

@@ -23,6 +23,10 @@ enum ReplayKind: String, Sendable {
     case dpopProof = "dpop:jti"
     /// An HTTP Message Signature's `nonce` (RFC 9421 §7.2.2).
     case signatureNonce = "signature:nonce"
+    /// A client assertion's `jti` at the authorization server's token endpoint (RFC 7523 §3).
+    case clientAssertion = "as:client-assertion:jti"
+    /// An ID-JAG's `jti` (draft-ietf-oauth-identity-assertion-authz-grant).
+    case identityAssertion = "as:id-jag:jti"
 }
 
 enum ReplayVerdict: Equatable {
@@ -74,6 +78,13 @@ struct ReplayID: Hashable, Sendable {
     /// A back-channel logout token's `jti` under its issuer (OIDC Back-Channel Logout 1.0 §2.6
     /// step 10): a namespace of its own. The leading 0x01 is never the first byte of a
     /// thumbprint (base64url text), so no logout id can equal a proof's.
+    /// An assertion's `jti` under who made it, in a namespace of its own (`kind`: 2 for a
+    /// client's assertion, 3 for an ID-JAG; 1 is the logout tokens'), as for logout tokens.
+    init(assertionOf issuer: String, jti: String, kind: UInt8) {
+        let input = [kind] + Array(issuer.utf8) + [0] + Array(jti.utf8)
+        self.init(digestOf: input.span)
+    }
+
     init(logoutTokenOf issuer: String, jti: String) {
         let input = [1] + Array(issuer.utf8) + [0] + Array(jti.utf8)
         self.init(digestOf: input.span)

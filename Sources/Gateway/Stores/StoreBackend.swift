@@ -30,6 +30,8 @@ final class StoreBackend {
     let grantTokens = ProcessGrantTokens()
     /// Shared Signals: the transmitters' streams and the revocations their events left.
     let sharedSignals = SharedSignalsHub()
+    /// The authorization server's counts, for its metrics.
+    let authorizationServer = AuthorizationServerHub()
     /// The rate limits' digest key when no `session.keys` are configured: one per process.
     let rateLimitKey = SecureRandom.bytes(32)
 

@@ -1,0 +1,129 @@
+import Foundation
+import JOSE
+import OAuth
+import Yams
+
+/// `authorization_server:`: the authorization server MCP clients see, one per gateway
+/// (docs/authorization-server.md): its issuer, the keys it signs access tokens with, their
+/// life, the scopes a user may be granted (each a `require`-style rule on the user's claims),
+/// which clients may come (Client ID Metadata Documents, from which hosts), and which IdPs'
+/// Identity Assertion JWT Authorization Grants it takes.
+struct AuthorizationServerConfig: Sendable {
+    /// The AS's issuer (RFC 8414): its metadata, the `iss` of its tokens, the `aud` an ID-JAG
+    /// names. Default: the first `public_url`.
+    var issuer = ""
+    /// The keys, the first of which signs; all are published at the JWKS endpoint.
+    var signingKeys: [(key: JWK, alg: JWSAlgorithm, kid: String)] = []
+    var accessTokenTTL = 600.0
+    /// Each scope a user may be granted, and what their claims must meet for it.
+    var scopes: [(name: String, rule: AuthorizationRequirement)] = []
+    var clients = Clients()
+    /// The `issuers:` entries whose ID-JAGs the token endpoint takes; empty: none.
+    var identityAssertionIssuers: [String] = []
+
+    struct Clients: Sendable {
+        /// Which hosts' metadata documents may be fetched (`host` or `*.domain`); empty: any
+        /// public host. A loopback host here is fetched only when the issuer is on loopback
+        /// (CIMD §8.6's development exception).
+        var allowedHosts: [String] = []
+        var caFile: String?
+    }
+
+    /// The `issuers:` name routes use for the AS's tokens.
+    static let issuerName = "self"
+
+    /// The signing keys' public halves, each named by its `kid`: the JWKS endpoint's set.
+    var publicKeys: JWKSet {
+        JWKSet(
+            keys: signingKeys.compactMap { entry in
+                var o = entry.key.publicJWK()
+                o["kid"] = .string(entry.kid)
+                o["alg"] = .string(entry.alg.rawValue)
+                o["use"] = .string("sig")
+                return try? JWK(object: o)
+            })
+    }
+
+    /// Whether the issuer itself is on a loopback host (a development setup on one machine).
+    var issuerIsLoopback: Bool {
+        guard let url = ConfigValues.url(issuer) else { return false }
+        return url.host == "localhost" || url.host == "::1" || url.host.hasPrefix("127.")
+    }
+}
+
+extension AuthorizationServerConfig {
+    static let keyTable = ConfigKeyTable<AuthorizationServerConfig, ConfigReader>([
+        .init(
+            "issuer", type: "https URL (http only for a loopback host)", default: "the first `public_url`"
+        ) { c, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            guard TransmitterConfig.securedURL(s) != nil else {
+                r.problem(p, n, "\"\(s)\" is not an https URL (http only for a loopback host)")
+                return
+            }
+            c.issuer = s.hasSuffix("/") ? String(s.dropLast()) : s
+        },
+        .init(
+            "signing_keys", type: "list of private key files (JWK or PEM); the first signs", default: "none: required",
+            by: "ConfigParser.authorizationServer"),
+        .init(
+            "access_token_ttl", type: "duration, 1m to 1h", default: "`10m`",
+            checkedBy: ConfigDefault.duration(AuthorizationServerConfig().accessTokenTTL)
+        ) { c, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v < 60 || v > 3600 { r.problem(p, n, "must be from 1m to 1h") } else { c.accessTokenTTL = v }
+        },
+        .init(
+            "scopes", type: "mapping: a scope to `{}` or a `require`-style rule on the user's claims",
+            default: "none: required", by: "ConfigParser.authorizationServer"),
+        .init(
+            "clients", type: "mapping (below)", default: "metadata documents from any public host",
+            by: "ConfigParser.authorizationServer"),
+        .init(
+            "id_jag", type: "`{ issuers: [NAME, …] }`", default: "none: no ID-JAG is taken",
+            by: "ConfigParser.authorizationServer")
+    ])
+
+    static let clientsKeyTable = ConfigKeyTable<Clients, ConfigReader>([
+        .init(
+            "allowed_client_hosts", type: "list of host names or `*.domain` patterns", default: "any public host"
+        ) { c, n, p, r in
+            guard let items = r.sequence(n, path: p) else { return }
+            for (i, item) in items.enumerated() {
+                guard let s = r.string(item, path: "\(p)[\(i)]") else { continue }
+                if Self.isHostPattern(s) {
+                    c.allowedHosts.append(s.lowercased())
+                } else {
+                    r.problem("\(p)[\(i)]", item, "\"\(s)\" is not a host name or a *.domain pattern")
+                }
+            }
+        },
+        .init("ca_file", type: "path of a PEM CA bundle", default: "the system's") { c, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
+            if FileManager.default.isReadableFile(atPath: full) {
+                c.caFile = full
+            } else {
+                r.problem(p, n, "cannot read \(full)")
+            }
+        }
+    ])
+
+    static let idJAGKeyTable = ConfigKeyTable<[String], ConfigReader>([
+        .init(
+            "issuers", type: "list of `issuers:` names", default: "none: required",
+            by: "ConfigParser.authorizationServer")
+    ])
+
+    /// `host`, `*.domain`, or an IP literal: letters, digits, `-`, `.`, `:` (IPv6), a leading `*.`.
+    static func isHostPattern(_ s: String) -> Bool {
+        let body = s.hasPrefix("*.") ? String(s.dropFirst(2)) : s
+        guard !body.isEmpty, body.count <= 253, !body.hasPrefix("."), !body.hasSuffix("."), !body.contains("*") else {
+            return false
+        }
+        return body.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "."
+                || $0 == ":"
+        }
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import JOSE
+import OAuth
+import Reactor
+
+/// The AS's token endpoint (RFC 6749 §3.2), with the jwt-bearer grant (RFC 7523 §2.1) for
+/// Identity Assertion JWT Authorization Grants: Enterprise-Managed Authorization, where the
+/// user's IdP, not a consent screen, says this client may act for them at this resource.
+///
+/// In order: a form POST (each parameter at most once, RFC 6749 §3.2); the client
+/// authenticates with `private_key_jwt` and the keys of its metadata document (an ID-JAG is for
+/// confidential clients only), whose `grant_types` name the grant; the assertion's `jti` is
+/// claimed once across replicas; then the ID-JAG is checked (`IdentityAssertionGrant`), its
+/// `jti` claimed once too; the scopes are those the ID-JAG grants, the request asks for (all
+/// of them when it names none), and the user's claims meet the AS's rule for. The token is an
+/// RFC 9068 JWT for the ID-JAG's resource. Errors are RFC 6749 §5.2's.
+struct TokenEndpoint {
+    /// Unowned: the services outlive every request.
+    unowned(unsafe) let services: WorkerServices
+    let server: AuthorizationServerWorker
+
+    static let grant = AuthorizationServerMetadata.jwtBearer
+
+    func handle(_ request: RoutedRequest) -> StageOutcome {
+        let ctx = request.context
+        guard request.head.method == .POST else {
+            return .answer(
+                GatewayResponse(status: 405, headers: [("Allow", "POST")], body: "", contentType: "text/plain"))
+        }
+        let type = request.head.fields.first("Content-Type").map {
+            String($0.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        guard type == "application/x-www-form-urlencoded" else {
+            return .answer(refusal(.invalidRequest("the body must be application/x-www-form-urlencoded"), ctx))
+        }
+        services.readOwnBody(request.exchange, ctx, limit: 16 * 1024) { body in take(body, request) }
+        return .suspend
+    }
+
+    /// The form, then the client, then the grant; each answers through `request.answer`.
+    private func take(_ body: [UInt8], _ request: RoutedRequest) {
+        let ctx = request.context
+        guard let pairs = FormEncoding.decode(Substring(String(decoding: body, as: UTF8.self))) else {
+            return request.answer(refusal(.invalidRequest("the form is not well-formed"), ctx))
+        }
+        var form: [String: String] = [:]
+        for (name, value) in pairs {
+            guard form[name] == nil else {
+                return request.answer(refusal(.invalidRequest("\(name.prefix(40)) is given twice"), ctx))
+            }
+            form[name] = value
+        }
+        guard form["grant_type"] == Self.grant, let config = server.config, !config.identityAssertionIssuers.isEmpty
+        else {
+            return request.answer(
+                refusal(
+                    TokenEndpointError("unsupported_grant_type", "this AS takes the jwt-bearer grant with an ID-JAG"),
+                    ctx))
+        }
+        guard let assertion = form["assertion"] else {
+            return request.answer(refusal(.invalidRequest("assertion is required"), ctx))
+        }
+        guard form["client_assertion_type"] == PresentedClientAssertion.type,
+            let clientAssertion = form["client_assertion"],
+            let claimed = PresentedClientAssertion.claimedClient(clientAssertion), let url = try? ClientIDURL(claimed),
+            form["client_id"].map({ $0 == claimed }) ?? true
+        else {
+            return request.answer(
+                refusal(
+                    TokenEndpointError(
+                        "invalid_client", "the client authenticates with private_key_jwt, its client_id a document URL"),
+                    ctx))
+        }
+        authenticate(url, clientAssertion, config) { result in
+            switch result {
+            case .failure(let e): request.answer(refusal(e, ctx))
+            case .success:
+                grant(assertion, form: form, client: url.text, config) { request.answer(respond($0, ctx)) }
+            }
+        }
+    }
+
+    /// The client: its document, its keys, its assertion, the assertion's `jti` once.
+    private func authenticate(
+        _ url: ClientIDURL, _ assertion: String, _ config: AuthorizationServerConfig,
+        done: @escaping (Result<Void, TokenEndpointError>) -> Void
+    ) {
+        guard let documents = server.documents else { return done(.failure(.init("invalid_client", "no documents"))) }
+        let invalidClient = { (why: String) in TokenEndpointError("invalid_client", why) }
+        documents.document(url) { outcome in
+            guard case .document(let document) = outcome else {
+                if case .refused(let why) = outcome { done(.failure(invalidClient(why))) }
+                return
+            }
+            guard document.grantTypes.contains(Self.grant) else {
+                return done(
+                    .failure(
+                        TokenEndpointError(
+                            "unauthorized_client", "the client's metadata document does not list the jwt-bearer grant"))
+                )
+            }
+            documents.keys(of: document) { keys in
+                guard case .success(let keys) = keys else {
+                    if case .failure(let e) = keys { done(.failure(invalidClient(e.description))) }
+                    return
+                }
+                let now = services.wallClock.seconds
+                let checked: PresentedClientAssertion
+                do {
+                    checked = try PresentedClientAssertion(
+                        assertion, clientID: url.text, keys: keys, audiences: [server.tokenEndpoint, config.issuer],
+                        now: now)
+                } catch {
+                    return done(.failure(invalidClient("\(error)")))
+                }
+                services.replay.claim(
+                    ReplayID(assertionOf: url.text, jti: checked.jti, kind: 2), kind: .clientAssertion,
+                    until: checked.expiresAt + 60, now: now
+                ) { verdict in
+                    switch verdict {
+                    case .fresh: done(.success(()))
+                    case .replayed: done(.failure(invalidClient("the client assertion was used before")))
+                    case .unavailable(let why), .refused(let why):
+                        done(.failure(TokenEndpointError("temporarily_unavailable", "the replay store: \(why)")))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The ID-JAG, once; the scopes; the token.
+    private func grant(
+        _ assertion: String, form: [String: String], client: String, _ config: AuthorizationServerConfig,
+        done: @escaping (Result<(IssuedAccessToken, [String]), TokenEndpointError>) -> Void
+    ) {
+        var trusted: [String: (keys: JWKSet, algorithms: Set<JWSAlgorithm>)] = [:]
+        var names: [String: String] = [:]
+        for name in config.identityAssertionIssuers {
+            guard let issuer = services.config.issuers[name], let keys = services.tokens.issuerKeys[issuer: name] else {
+                continue
+            }
+            for iss in [issuer.issuer] + issuer.issuerAliases {
+                trusted[iss] = (keys, issuer.algorithms)
+                names[iss] = name
+            }
+        }
+        let now = services.wallClock.seconds
+        let jag: IdentityAssertionGrant
+        do {
+            jag = try IdentityAssertionGrant(
+                assertion,
+                expecting: .init(
+                    asIssuer: config.issuer, resources: server.resources, clientID: client, issuers: trusted),
+                now: now)
+        } catch {
+            return done(.failure(.invalidGrant("\(error)")))
+        }
+        if let resource = form["resource"], resource != jag.resource {
+            return done(.failure(TokenEndpointError("invalid_target", "the resource is not the ID-JAG's")))
+        }
+        let offered = Set(jag.scopes)
+        let asked = form["scope"].map { Set($0.split(separator: " ").map(String.init)) } ?? offered
+        let issuerName = names[jag.issuer]
+        let granted = config.scopes.filter { scope in
+            asked.contains(scope.name) && offered.contains(scope.name)
+                && scope.rule.check(jag.claims, issuer: issuerName) == nil
+        }.map(\.name)
+        guard !granted.isEmpty else {
+            return done(
+                .failure(TokenEndpointError("invalid_scope", "no scope asked for is one the user may be granted")))
+        }
+        services.replay.claim(
+            ReplayID(assertionOf: jag.issuer, jti: jag.jti, kind: 3), kind: .identityAssertion,
+            until: jag.expiresAt + 60,
+            now: now
+        ) { verdict in
+            switch verdict {
+            case .fresh: break
+            case .replayed: return done(.failure(.invalidGrant("the ID-JAG was used before")))
+            case .unavailable(let why), .refused(let why):
+                return done(.failure(TokenEndpointError("temporarily_unavailable", "the replay store: \(why)")))
+            }
+            guard let signer = config.signingKeys.first else {
+                return done(.failure(TokenEndpointError("server_error", "no signing key")))
+            }
+            var extra = JSONObject()
+            for name in ["email", "name", "groups"] where jag.claims[name] != nil { extra[name] = jag.claims[name] }
+            let g = IssuedAccessToken.Grant(
+                issuer: config.issuer, subject: jag.subject, idpIssuer: jag.issuer, clientID: client,
+                resource: jag.resource, scopes: granted, extraClaims: extra)
+            do {
+                let token = try IssuedAccessToken(
+                    g, lifetime: Int64(config.accessTokenTTL), now: services.wallClock.seconds, key: signer.key,
+                    alg: signer.alg, kid: signer.kid)
+                done(.success((token, granted)))
+            } catch {
+                done(.failure(TokenEndpointError("server_error", "the token could not be signed")))
+            }
+        }
+    }
+
+    private func respond(_ result: Result<(IssuedAccessToken, [String]), TokenEndpointError>, _ ctx: RequestContext)
+        -> GatewayResponse
+    {
+        switch result {
+        case .failure(let e): return refusal(e, ctx)
+        case .success((let token, let scopes)):
+            server.hub.issued(grant: "jwt-bearer")
+            let body = JSONObject([
+                "access_token": .string(token.token), "token_type": .string("Bearer"),
+                "expires_in": .number(String(token.expiresAt - services.wallClock.seconds)),
+                "scope": .string(scopes.joined(separator: " ")),
+                "issued_token_type": .string("urn:ietf:params:oauth:token-type:access_token")
+            ])
+            var r = GatewayResponse(
+                status: 200, headers: [("Pragma", "no-cache")],
+                body: JSONSerializer.serialize(.object(body)), contentType: "application/json")
+            r.detail = "authorization server: token issued (jwt-bearer, jti \(token.jti))"
+            return r
+        }
+    }
+
+    /// RFC 6749 §5.2: 400 with `error` and `error_description`; 401 for `invalid_client`.
+    private func refusal(_ e: TokenEndpointError, _ ctx: RequestContext) -> GatewayResponse {
+        server.hub.refused(endpoint: "token", error: e.code)
+        let status =
+            e.code == "invalid_client"
+            ? 401 : e.code == "temporarily_unavailable" ? 503 : e.code == "server_error" ? 500 : 400
+        let body = JSONObject(["error": .string(e.code), "error_description": .string(e.description)])
+        // `Cache-Control: no-store` is on every answer of the gateway's own (GatewayResponse).
+        var headers: [(String, String)] = [("Pragma", "no-cache")]
+        if status == 503 { headers.append(("Retry-After", "1")) }
+        var r = GatewayResponse(
+            status: status, headers: headers, body: JSONSerializer.serialize(.object(body)),
+            contentType: "application/json")
+        r.detail = "authorization server: token refused: \(e.code): \(e.description)"
+        r.reason = e.code
+        return r
+    }
+}
