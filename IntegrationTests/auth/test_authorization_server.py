@@ -89,7 +89,7 @@ routes:
     def client_assertion(self, client_id=None, key=None, **over):
         now = int(time.time())
         client_id = client_id or self.client_id
-        c = {"iss": client_id, "sub": client_id, "aud": self.token_endpoint, "jti": jti(), "iat": now, "exp": now + 60}
+        c = {"iss": client_id, "sub": client_id, "aud": self.issuer, "jti": jti(), "iat": now, "exp": now + 60}
         c.update(over)
         key = key or self.client_key
         return jwt.encode({"alg": "ES256", "kid": key.kid}, c, key)
@@ -174,6 +174,11 @@ def test_every_refusal_of_the_grant(env):
         (env.token(grant_type="authorization_code"), (400, "unsupported_grant_type")),
         (env.token(client_assertion=env.client_assertion(key=ec_key("client-1"))), (401, "invalid_client")),
         (env.token(client_assertion=env.client_assertion(aud="https://other.example/token")), (401, "invalid_client")),
+        # The token endpoint's URL is no audience (an AS that names it as its own could replay
+        # an assertion made for it), nor a list that names the issuer among others.
+        (env.token(client_assertion=env.client_assertion(aud=env.token_endpoint)), (401, "invalid_client")),
+        (env.token(client_assertion=env.client_assertion(aud=[env.issuer, "https://evil.example"])),
+         (401, "invalid_client")),
         (env.token(client_assertion_type=None), (401, "invalid_client")),
         (env.token(client_id="https://127.0.0.1:1/someone-else.json"), (401, "invalid_client")),
     ]

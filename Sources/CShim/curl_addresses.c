@@ -32,10 +32,15 @@ static int v6_public(const uint8_t *a, int allow_loopback) {
     static const uint8_t loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     static const uint8_t nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const uint8_t translated[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0};  // ::ffff:0:0:0/96
     static const uint8_t zero[12] = {0};
     if (memcmp(a, loopback, 16) == 0) return allow_loopback;
     // An IPv4 address in IPv6 clothing is judged as IPv4 (mapped, NAT64, compatible, 6to4).
-    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) return v4_public(v4_at(a + 12), allow_loopback);
+    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0 || memcmp(a, translated, 12) == 0)
+        return v4_public(v4_at(a + 12), allow_loopback);
+    // 64:ff9b:1::/48, local-use NAT64 (RFC 8215): its embedding is the operator's, so the
+    // embedded address cannot be told; refused.
+    if (a[0] == 0 && a[1] == 0x64 && a[2] == 0xff && a[3] == 0x9b && a[4] == 0 && a[5] == 1) return 0;
     if (memcmp(a, zero, 12) == 0) return 0;                    // ::, IPv4-compatible (deprecated)
     if (a[0] == 0x20 && a[1] == 0x02) return v4_public(v4_at(a + 2), 0);  // 2002::/16 6to4
     if ((a[0] & 0xfe) == 0xfc) return 0;                       // fc00::/7 unique local

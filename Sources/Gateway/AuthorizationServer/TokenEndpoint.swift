@@ -9,17 +9,19 @@ import Reactor
 ///
 /// In order: a form POST (each parameter at most once, RFC 6749 §3.2); the client
 /// authenticates with `private_key_jwt` and the keys of its metadata document (an ID-JAG is for
-/// confidential clients only), whose `grant_types` name the grant; the assertion's `jti` is
-/// claimed once across replicas; then the ID-JAG is checked (`IdentityAssertionGrant`), its
-/// `jti` claimed once too; the scopes are those the ID-JAG grants, the request asks for (all
-/// of them when it names none), and the user's claims meet the AS's rule for. The token is an
-/// RFC 9068 JWT for the ID-JAG's resource. Errors are RFC 6749 §5.2's.
+/// confidential clients only), whose `grant_types` name the grant; the ID-JAG is checked
+/// (`IdentityAssertionGrant`); the scopes are those the ID-JAG grants, the request asks for
+/// (all of them when it names none), and the user's claims meet the AS's rule for; only then
+/// are both assertions' `jti`s claimed, once across replicas (a client alone, with no good
+/// ID-JAG, cannot fill the replay store). The token is an RFC 9068 JWT for the ID-JAG's
+/// resource. Errors are RFC 6749 §5.2's.
 struct TokenEndpoint {
     /// Unowned: the services outlive every request.
     unowned(unsafe) let services: WorkerServices
     let server: AuthorizationServerWorker
 
     static let grant = AuthorizationServerMetadata.jwtBearer
+    typealias Issued = Result<(IssuedAccessToken, [String]), TokenEndpointError>
 
     func handle(_ request: RoutedRequest) -> StageOutcome {
         let ctx = request.context
@@ -74,23 +76,24 @@ struct TokenEndpoint {
         authenticate(url, clientAssertion, config) { result in
             switch result {
             case .failure(let e): request.answer(refusal(e, ctx))
-            case .success:
-                grant(assertion, form: form, client: url.text, config) { request.answer(respond($0, ctx)) }
+            case .success(let client):
+                grant(assertion, form: form, client: client, config) { request.answer(respond($0, ctx)) }
             }
         }
     }
 
-    /// The client: its document, its keys, its assertion, the assertion's `jti` once.
+    /// The client: its document, its keys, its assertion (claimed later, with the grant).
     private func authenticate(
         _ url: ClientIDURL, _ assertion: String, _ config: AuthorizationServerConfig,
-        done: @escaping (Result<Void, TokenEndpointError>) -> Void
+        done: @escaping (Result<PresentedClientAssertion, TokenEndpointError>) -> Void
     ) {
         guard let documents = server.documents else { return done(.failure(.init("invalid_client", "no documents"))) }
         let invalidClient = { (why: String) in TokenEndpointError("invalid_client", why) }
         documents.document(url) { outcome in
-            guard case .document(let document) = outcome else {
-                if case .refused(let why) = outcome { done(.failure(invalidClient(why))) }
-                return
+            let document: ClientIDMetadataDocument
+            switch outcome {
+            case .refused(let why): return done(.failure(invalidClient(why)))
+            case .document(let d): document = d
             }
             guard document.grantTypes.contains(Self.grant) else {
                 return done(
@@ -100,38 +103,27 @@ struct TokenEndpoint {
                 )
             }
             documents.keys(of: document) { keys in
-                guard case .success(let keys) = keys else {
-                    if case .failure(let e) = keys { done(.failure(invalidClient(e.description))) }
-                    return
-                }
-                let now = services.wallClock.seconds
-                let checked: PresentedClientAssertion
-                do {
-                    checked = try PresentedClientAssertion(
-                        assertion, clientID: url.text, keys: keys, audiences: [server.tokenEndpoint, config.issuer],
-                        now: now)
-                } catch {
-                    return done(.failure(invalidClient("\(error)")))
-                }
-                services.replay.claim(
-                    ReplayID(assertionOf: url.text, jti: checked.jti, kind: 2), kind: .clientAssertion,
-                    until: checked.expiresAt + 60, now: now
-                ) { verdict in
-                    switch verdict {
-                    case .fresh: done(.success(()))
-                    case .replayed: done(.failure(invalidClient("the client assertion was used before")))
-                    case .unavailable(let why), .refused(let why):
-                        done(.failure(TokenEndpointError("temporarily_unavailable", "the replay store: \(why)")))
+                switch keys {
+                case .failure(let e): done(.failure(invalidClient(e.description)))
+                case .success(let keys):
+                    do throws(PresentedClientAssertion.Refusal) {
+                        done(
+                            .success(
+                                try PresentedClientAssertion(
+                                    assertion, clientID: url.text, keys: keys, issuer: config.issuer,
+                                    now: services.wallClock.seconds)))
+                    } catch {
+                        done(.failure(invalidClient(error.description)))
                     }
                 }
             }
         }
     }
 
-    /// The ID-JAG, once; the scopes; the token.
+    /// The ID-JAG and the scopes; then both assertions once; then the token.
     private func grant(
-        _ assertion: String, form: [String: String], client: String, _ config: AuthorizationServerConfig,
-        done: @escaping (Result<(IssuedAccessToken, [String]), TokenEndpointError>) -> Void
+        _ assertion: String, form: [String: String], client: PresentedClientAssertion,
+        _ config: AuthorizationServerConfig, done: @escaping (Issued) -> Void
     ) {
         var trusted: [String: (keys: JWKSet, algorithms: Set<JWSAlgorithm>)] = [:]
         var names: [String: String] = [:]
@@ -144,16 +136,15 @@ struct TokenEndpoint {
                 names[iss] = name
             }
         }
-        let now = services.wallClock.seconds
         let jag: IdentityAssertionGrant
-        do {
+        do throws(IdentityAssertionGrant.Refusal) {
             jag = try IdentityAssertionGrant(
                 assertion,
                 expecting: .init(
-                    asIssuer: config.issuer, resources: server.resources, clientID: client, issuers: trusted),
-                now: now)
+                    asIssuer: config.issuer, resources: server.resources, clientID: client.clientID, issuers: trusted),
+                now: services.wallClock.seconds)
         } catch {
-            return done(.failure(.invalidGrant("\(error)")))
+            return done(.failure(.invalidGrant(error.description)))
         }
         if let resource = form["resource"], resource != jag.resource {
             return done(.failure(TokenEndpointError("invalid_target", "the resource is not the ID-JAG's")))
@@ -169,39 +160,62 @@ struct TokenEndpoint {
             return done(
                 .failure(TokenEndpointError("invalid_scope", "no scope asked for is one the user may be granted")))
         }
-        services.replay.claim(
-            ReplayID(assertionOf: jag.issuer, jti: jag.jti, kind: 3), kind: .identityAssertion,
-            until: jag.expiresAt + 60,
-            now: now
-        ) { verdict in
-            switch verdict {
-            case .fresh: break
-            case .replayed: return done(.failure(.invalidGrant("the ID-JAG was used before")))
-            case .unavailable(let why), .refused(let why):
-                return done(.failure(TokenEndpointError("temporarily_unavailable", "the replay store: \(why)")))
-            }
-            guard let signer = config.signingKeys.first else {
-                return done(.failure(TokenEndpointError("server_error", "no signing key")))
-            }
-            var extra = JSONObject()
-            for name in ["email", "name", "groups"] where jag.claims[name] != nil { extra[name] = jag.claims[name] }
-            let g = IssuedAccessToken.Grant(
-                issuer: config.issuer, subject: jag.subject, idpIssuer: jag.issuer, clientID: client,
-                resource: jag.resource, scopes: granted, extraClaims: extra)
-            do {
-                let token = try IssuedAccessToken(
-                    g, lifetime: Int64(config.accessTokenTTL), now: services.wallClock.seconds, key: signer.key,
-                    alg: signer.alg, kid: signer.kid)
-                done(.success((token, granted)))
-            } catch {
-                done(.failure(TokenEndpointError("server_error", "the token could not be signed")))
+        // The client's first: a replayed client assertion is the client's error, a replayed
+        // ID-JAG the grant's.
+        claimOnce(
+            ReplayID(assertionOf: client.clientID, jti: client.jti, kind: 4), .clientAssertion,
+            until: client.expiresAt + 60,
+            replayed: TokenEndpointError("invalid_client", "the client assertion was used before")
+        ) { failed in
+            if let failed { return done(.failure(failed)) }
+            claimOnce(
+                ReplayID(assertionOf: jag.issuer, jti: jag.jti, kind: 5), .identityAssertion,
+                until: jag.expiresAt + 60, replayed: .invalidGrant("the ID-JAG was used before")
+            ) { failed in
+                if let failed { return done(.failure(failed)) }
+                done(issue(jag, scopes: granted, client: client.clientID, config))
             }
         }
     }
 
-    private func respond(_ result: Result<(IssuedAccessToken, [String]), TokenEndpointError>, _ ctx: RequestContext)
-        -> GatewayResponse
-    {
+    /// Claims an assertion's `jti` once, in its own namespace of the replay store.
+    private func claimOnce(
+        _ id: ReplayID, _ kind: ReplayKind, until: Int64, replayed: TokenEndpointError,
+        done: @escaping (TokenEndpointError?) -> Void
+    ) {
+        services.replay.claim(id, kind: kind, until: until, now: services.wallClock.seconds) { verdict in
+            switch verdict {
+            case .fresh: done(nil)
+            case .replayed: done(replayed)
+            case .unavailable, .refused:
+                // The store's own words stay in the log: not the client's to read.
+                done(TokenEndpointError("temporarily_unavailable", "the gateway cannot check assertions right now"))
+            }
+        }
+    }
+
+    private func issue(
+        _ jag: IdentityAssertionGrant, scopes granted: [String], client: String, _ config: AuthorizationServerConfig
+    ) -> Issued {
+        guard let signer = config.signingKeys.first else {
+            return .failure(TokenEndpointError("server_error", "no signing key"))
+        }
+        var extra = JSONObject()
+        for name in ["email", "name", "groups"] where jag.claims[name] != nil { extra[name] = jag.claims[name] }
+        let g = IssuedAccessToken.Grant(
+            issuer: config.issuer, subject: jag.subject, idpIssuer: jag.issuer, clientID: client,
+            resource: jag.resource, scopes: granted, extraClaims: extra)
+        do {
+            let token = try IssuedAccessToken(
+                g, lifetime: Int64(config.accessTokenTTL), now: services.wallClock.seconds, key: signer.key,
+                alg: signer.alg, kid: signer.kid)
+            return .success((token, granted))
+        } catch {
+            return .failure(TokenEndpointError("server_error", "the token could not be signed"))
+        }
+    }
+
+    private func respond(_ result: Issued, _ ctx: RequestContext) -> GatewayResponse {
         switch result {
         case .failure(let e): return refusal(e, ctx)
         case .success((let token, let scopes)):
@@ -212,9 +226,10 @@ struct TokenEndpoint {
                 "scope": .string(scopes.joined(separator: " ")),
                 "issued_token_type": .string("urn:ietf:params:oauth:token-type:access_token")
             ])
+            // `Cache-Control: no-store` is on every answer of the gateway's own (GatewayResponse).
             var r = GatewayResponse(
-                status: 200, headers: [("Pragma", "no-cache")],
-                body: JSONSerializer.serialize(.object(body)), contentType: "application/json")
+                status: 200, headers: [("Pragma", "no-cache")], body: JSONSerializer.serialize(.object(body)),
+                contentType: "application/json")
             r.detail = "authorization server: token issued (jwt-bearer, jti \(token.jti))"
             return r
         }
@@ -223,11 +238,14 @@ struct TokenEndpoint {
     /// RFC 6749 §5.2: 400 with `error` and `error_description`; 401 for `invalid_client`.
     private func refusal(_ e: TokenEndpointError, _ ctx: RequestContext) -> GatewayResponse {
         server.hub.refused(endpoint: "token", error: e.code)
-        let status =
-            e.code == "invalid_client"
-            ? 401 : e.code == "temporarily_unavailable" ? 503 : e.code == "server_error" ? 500 : 400
+        let status: Int =
+            switch e.code {
+            case "invalid_client": 401
+            case "temporarily_unavailable": 503
+            case "server_error": 500
+            default: 400
+            }
         let body = JSONObject(["error": .string(e.code), "error_description": .string(e.description)])
-        // `Cache-Control: no-store` is on every answer of the gateway's own (GatewayResponse).
         var headers: [(String, String)] = [("Pragma", "no-cache")]
         if status == 503 { headers.append(("Retry-After", "1")) }
         var r = GatewayResponse(

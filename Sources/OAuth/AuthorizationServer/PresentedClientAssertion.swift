@@ -2,7 +2,10 @@ public import JOSE
 
 /// A client's `private_key_jwt` authentication at this AS's token endpoint (RFC 7523 §3, OIDC
 /// Core §9): a JWT the client signed with a key its metadata document gives, `iss` and `sub`
-/// its `client_id`, `aud` the token endpoint or the AS's issuer, a `jti`, a short life.
+/// its `client_id`, a `jti`, a short life, and `aud` this AS's issuer as a single string
+/// (draft-ietf-oauth-rfc7523bis): an MCP client discovers authorization servers as it goes,
+/// and one that names this token endpoint in its own metadata would otherwise get an
+/// assertion it could replay here.
 public struct PresentedClientAssertion: Sendable {
     public let clientID: String
     public let jti: String
@@ -29,9 +32,9 @@ public struct PresentedClientAssertion: Sendable {
         return iss
     }
 
-    /// `audiences`: what `aud` may name (the token endpoint's URL, the AS's issuer).
+    /// `issuer`: the AS's issuer, the one `aud` there may be.
     public init(
-        _ assertion: String, clientID: String, keys: JWKSet, audiences: Set<String>, now: Int64, leeway: Int64 = 30
+        _ assertion: String, clientID: String, keys: JWKSet, issuer: String, now: Int64, leeway: Int64 = 30
     ) throws(Refusal) {
         let jws: CompactJWS
         do { jws = try CompactJWS(assertion, maxSize: 8 * 1024) } catch {
@@ -49,14 +52,8 @@ public struct PresentedClientAssertion: Sendable {
         guard c["iss"]?.string == clientID, c["sub"]?.string == clientID else {
             throw Refusal("the client assertion's iss and sub are not the client_id")
         }
-        let named: [String] =
-            switch c["aud"] {
-            case .string(let s): [s]
-            case .array(let a): a.compactMap(\.string)
-            default: []
-            }
-        guard named.contains(where: audiences.contains) else {
-            throw Refusal("the client assertion's aud is not this token endpoint")
+        guard c["aud"] == .string(issuer) else {
+            throw Refusal("the client assertion's aud must be this AS's issuer, alone")
         }
         guard let jti = c["jti"]?.string, !jti.isEmpty, jti.utf8.count <= 255 else {
             throw Refusal("the client assertion needs a jti")
