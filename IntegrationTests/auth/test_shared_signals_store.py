@@ -1,8 +1,9 @@
 """Shared Signals with a Redis store (a real redis-server): two tokengate replicas share one
 stream and one revocation log. An event pushed to replica A is refused on replica B within a
-second; the same SET pushed to B too is applied once; a replica killed right after its 202,
-or started later, still refuses what stands; the store holds no subject in the clear; and a
-push the store cannot take gets 503 and changes nothing."""
+second, and closes the caller's WebSocket on B while another caller's carries on; the same SET
+pushed to B too is applied once; a replica killed right after its 202, or started later, still
+refuses what stands; the store holds no subject in the clear; and a push the store cannot take
+gets 503 and changes nothing."""
 import signal
 import time
 
@@ -123,3 +124,41 @@ def test_a_push_the_store_cannot_take_gets_503_and_changes_nothing(replicas, tra
              what="the push to be taken once the store is back")
     assert get(a, erin).status_code == 401
     wait_for(lambda: get(b, erin).status_code == 401, timeout=2, interval=0.05, what="B to refuse erin")
+
+
+def test_a_revocation_pushed_to_one_replica_closes_the_callers_websocket_on_another(idp, transmitter, redis,
+                                                                                   gateway_factory, tmp_path):  # noqa: F811
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    from support.ws_upstream import WSUpstream
+    ws_up = WSUpstream()
+    try:
+        token_file = tmp_path / "ssf-token"
+        token_file.write_text(transmitter.management_token + "\n")
+        a = gateway_factory(store_config(idp, transmitter, token_file, redis, ws_up.port))
+        wait_for(lambda: transmitter.verifications == [202], timeout=10, what="the stream's verification")
+        b = gateway_factory(store_config(idp, transmitter, token_file, redis, ws_up.port, push_port=a.port))
+        key = idp.keys[0]
+        now = int(time.time())
+
+        def open_ws(g, sub):
+            tok = token(key, sub=sub, iat=now - 10)
+            return connect(f"ws://127.0.0.1:{g.port}/api/live", additional_headers={"Authorization": f"Bearer {tok}"},
+                           open_timeout=10)
+
+        henry, iris = open_ws(b, "henry"), open_ws(b, "iris")
+        henry.send("hello")
+        assert henry.recv(timeout=5) == "hello"
+        started = time.monotonic()
+        assert push_to(a, transmitter, transmitter.sign(transmitter.claims(
+            CAEP + "session-revoked", iss_sub("henry")))).status_code == 202
+        with pytest.raises(ConnectionClosed):
+            while True:
+                henry.recv(timeout=3)
+        assert henry.close_code == 1008 and time.monotonic() - started < 1.5
+        iris.send("still here")
+        assert iris.recv(timeout=5) == "still here"
+        iris.close()
+    finally:
+        ws_up.stop()
