@@ -43,6 +43,7 @@ class Env:
 listen: 127.0.0.1:{{PORT}}
 admin_listen: 127.0.0.1:{{ADMIN}}
 workers: 2
+public_url: "http://127.0.0.1:{{PORT}}"
 authorization_server:
   issuer: "http://127.0.0.1:{{PORT}}"
   signing_keys: ["{as_key}"]
@@ -60,7 +61,7 @@ routes:
   - name: mcp
     match: {{ path: /mcp }}
     upstream: app
-    auth: bearer
+    auth: token
     issuers: [self]
     resource: "http://127.0.0.1:{{PORT}}/mcp"
     require: {{ scopes: ["mcp:read"] }}
@@ -94,11 +95,13 @@ routes:
         key = key or self.client_key
         return jwt.encode({"alg": "ES256", "kid": key.kid}, c, key)
 
-    def token(self, assertion=None, client_assertion=None, **form):
+    def token(self, assertion=None, client_assertion=None, dpop=None, **form):
         data = {"grant_type": JWT_BEARER, "assertion": assertion or self.id_jag(),
                 "client_assertion_type": ASSERTION_TYPE, "client_assertion": client_assertion or self.client_assertion()}
         data.update(form)
-        return requests.post(self.token_endpoint, data={k: v for k, v in data.items() if v is not None}, timeout=10)
+        headers = {"DPoP": dpop} if dpop else {}
+        return requests.post(self.token_endpoint, data={k: v for k, v in data.items() if v is not None},
+                             headers=headers, timeout=10)
 
 
 @pytest.fixture
@@ -224,3 +227,45 @@ def test_client_documents_that_are_refused(env):
     before = sum(env.host.hits.values())
     r = env.token(assertion=env.id_jag(client_id=other), client_assertion=env.client_assertion(client_id=other))
     assert error(r) == (401, "invalid_client") and sum(env.host.hits.values()) == before
+
+
+def test_a_dpop_proof_binds_the_token_to_its_key(env):
+    from support.dpop_client import DPoPKey
+    key = DPoPKey("ES256")
+    r = env.token(dpop=key.proof("POST", env.token_endpoint))
+    assert r.status_code == 200, r.text
+    assert r.json()["token_type"] == "DPoP"
+    tok = r.json()["access_token"]
+    assert claims_of(tok)["cnf"] == {"jkt": key.jkt}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    ok = requests.post(env.resource, json=call, timeout=5,
+                       headers={"Authorization": f"DPoP {tok}", "DPoP": key.proof("POST", env.resource, access_token=tok)})
+    assert ok.status_code == 200, ok.text
+    # Bound: as a bearer token, refused.
+    assert requests.post(env.resource, json=call, headers={"Authorization": f"Bearer {tok}"}, timeout=5).status_code == 401
+    # A proof for another endpoint, one used before, and two proofs: invalid_dpop_proof.
+    used = key.proof("POST", env.token_endpoint)
+    assert env.token(dpop=used).status_code == 200
+    cases = [env.token(dpop=key.proof("POST", env.issuer + "/elsewhere")), env.token(dpop=used),
+             env.token(dpop=key.proof("GET", env.token_endpoint))]
+    for r in cases:
+        assert error(r) == (400, "invalid_dpop_proof"), r.text
+    import http.client
+    import urllib.parse
+    body = urllib.parse.urlencode({"grant_type": JWT_BEARER, "assertion": env.id_jag(),
+                                   "client_assertion_type": ASSERTION_TYPE,
+                                   "client_assertion": env.client_assertion()})
+    conn = http.client.HTTPConnection("127.0.0.1", env.gw.port, timeout=5)
+    conn.putrequest("POST", "/oauth2/as/token")
+    conn.putheader("Content-Type", "application/x-www-form-urlencoded")
+    conn.putheader("Content-Length", str(len(body)))
+    for _ in range(2):
+        conn.putheader("DPoP", key.proof("POST", env.token_endpoint))
+    conn.endheaders(body.encode())
+    answer = conn.getresponse()
+    two = (answer.status, json.loads(answer.read())["error"])
+    conn.close()
+    assert two == (400, "invalid_dpop_proof")
+    doc = requests.get(env.issuer + "/.well-known/oauth-authorization-server", timeout=5).json()
+    assert "ES256" in doc["dpop_signing_alg_values_supported"]
+

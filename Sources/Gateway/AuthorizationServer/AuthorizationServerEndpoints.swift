@@ -47,7 +47,8 @@ final class AuthorizationServerWorker {
         let document = AuthorizationServerMetadata(
             issuer: server.issuer, scopes: server.scopes.map(\.name), registration: false,
             identityAssertions: !server.identityAssertionIssuers.isEmpty,
-            dpopAlgorithms: [], signingAlgorithms: PresentedClientAssertion.algorithms,
+            dpopAlgorithms: DPoPProofVerifier().algorithms.map(\.rawValue).sorted(),
+            signingAlgorithms: PresentedClientAssertion.algorithms,
             codeFlow: false)
         metadata = Array(JSONSerializer.serialize(.object(document.document)).utf8)
         jwks = Array(

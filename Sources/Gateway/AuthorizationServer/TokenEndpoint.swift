@@ -14,7 +14,9 @@ import Reactor
 /// (all of them when it names none), and the user's claims meet the AS's rule for; only then
 /// are both assertions' `jti`s claimed, once across replicas (a client alone, with no good
 /// ID-JAG, cannot fill the replay store). The token is an RFC 9068 JWT for the ID-JAG's
-/// resource. Errors are RFC 6749 §5.2's.
+/// resource, bound to the key of the request's DPoP proof when it carries one (RFC 9449 §5:
+/// `cnf.jkt`, `token_type: DPoP`). Errors are RFC 6749 §5.2's (and RFC 9449 §5's
+/// `invalid_dpop_proof`).
 struct TokenEndpoint {
     /// Unowned: the services outlive every request.
     unowned(unsafe) let services: WorkerServices
@@ -62,6 +64,11 @@ struct TokenEndpoint {
         guard let assertion = form["assertion"] else {
             return request.answer(refusal(.invalidRequest("assertion is required"), ctx))
         }
+        let proof: DPoPProof?
+        switch dpopProof(request.head) {
+        case .failure(let e): return request.answer(refusal(e, ctx))
+        case .success(let p): proof = p
+        }
         guard form["client_assertion_type"] == PresentedClientAssertion.type,
             let clientAssertion = form["client_assertion"],
             let claimed = PresentedClientAssertion.claimedClient(clientAssertion), let url = try? ClientIDURL(claimed),
@@ -77,7 +84,9 @@ struct TokenEndpoint {
             switch result {
             case .failure(let e): request.answer(refusal(e, ctx))
             case .success(let client):
-                grant(assertion, form: form, client: client, config) { request.answer(respond($0, ctx)) }
+                grant(assertion, form: form, client: client, proof: proof, config) {
+                    request.answer(respond($0, bound: proof != nil, ctx))
+                }
             }
         }
     }
@@ -120,9 +129,27 @@ struct TokenEndpoint {
         }
     }
 
-    /// The ID-JAG and the scopes; then both assertions once; then the token.
+    /// RFC 9449 §5: at most one `DPoP` field, a proof of this POST to this endpoint (no access
+    /// token yet); nil when there is none.
+    private func dpopProof(_ head: HTTPRequestHead) -> Result<DPoPProof?, TokenEndpointError> {
+        let (value, count) = head.fields.firstAndCount("DPoP")
+        guard let value else { return .success(nil) }
+        guard count == 1 else { return .failure(TokenEndpointError("invalid_dpop_proof", "more than one DPoP proof")) }
+        let verifier = DPoPProofVerifier()
+        do throws(DPoPProofError) {
+            return .success(
+                try verifier.verify(
+                    value,
+                    request: .init(
+                        method: "POST", uri: server.tokenEndpoint, accessToken: nil, now: services.wallClock.seconds)))
+        } catch {
+            return .failure(TokenEndpointError("invalid_dpop_proof", error.reason))
+        }
+    }
+
+    /// The ID-JAG and the scopes; then the assertions (and the proof) once; then the token.
     private func grant(
-        _ assertion: String, form: [String: String], client: PresentedClientAssertion,
+        _ assertion: String, form: [String: String], client: PresentedClientAssertion, proof: DPoPProof?,
         _ config: AuthorizationServerConfig, done: @escaping (Issued) -> Void
     ) {
         var trusted: [String: (keys: JWKSet, algorithms: Set<JWSAlgorithm>)] = [:]
@@ -173,7 +200,17 @@ struct TokenEndpoint {
                 until: jag.expiresAt + 60, replayed: .invalidGrant("the ID-JAG was used before")
             ) { failed in
                 if let failed { return done(.failure(failed)) }
-                done(issue(jag, scopes: granted, client: client.clientID, config))
+                guard let proof else {
+                    return done(issue(jag, scopes: granted, client: client.clientID, jkt: nil, config))
+                }
+                // RFC 9449 §11.1: a proof is used once.
+                claimOnce(
+                    ReplayID(jkt: proof.jkt, jti: proof.jti), .dpopProof, until: proof.acceptableUntil + 1,
+                    replayed: TokenEndpointError("invalid_dpop_proof", "the DPoP proof was used before")
+                ) { failed in
+                    if let failed { return done(.failure(failed)) }
+                    done(issue(jag, scopes: granted, client: client.clientID, jkt: proof.jkt, config))
+                }
             }
         }
     }
@@ -195,7 +232,8 @@ struct TokenEndpoint {
     }
 
     private func issue(
-        _ jag: IdentityAssertionGrant, scopes granted: [String], client: String, _ config: AuthorizationServerConfig
+        _ jag: IdentityAssertionGrant, scopes granted: [String], client: String, jkt: String?,
+        _ config: AuthorizationServerConfig
     ) -> Issued {
         guard let signer = config.signingKeys.first else {
             return .failure(TokenEndpointError("server_error", "no signing key"))
@@ -204,7 +242,7 @@ struct TokenEndpoint {
         for name in ["email", "name", "groups"] where jag.claims[name] != nil { extra[name] = jag.claims[name] }
         let g = IssuedAccessToken.Grant(
             issuer: config.issuer, subject: jag.subject, idpIssuer: jag.issuer, clientID: client,
-            resource: jag.resource, scopes: granted, extraClaims: extra)
+            resource: jag.resource, scopes: granted, jkt: jkt, extraClaims: extra)
         do {
             let token = try IssuedAccessToken(
                 g, lifetime: Int64(config.accessTokenTTL), now: services.wallClock.seconds, key: signer.key,
@@ -215,13 +253,13 @@ struct TokenEndpoint {
         }
     }
 
-    private func respond(_ result: Issued, _ ctx: RequestContext) -> GatewayResponse {
+    private func respond(_ result: Issued, bound: Bool, _ ctx: RequestContext) -> GatewayResponse {
         switch result {
         case .failure(let e): return refusal(e, ctx)
         case .success((let token, let scopes)):
             server.hub.issued(grant: "jwt-bearer")
             let body = JSONObject([
-                "access_token": .string(token.token), "token_type": .string("Bearer"),
+                "access_token": .string(token.token), "token_type": .string(bound ? "DPoP" : "Bearer"),
                 "expires_in": .number(String(token.expiresAt - services.wallClock.seconds)),
                 "scope": .string(scopes.joined(separator: " ")),
                 "issued_token_type": .string("urn:ietf:params:oauth:token-type:access_token")
