@@ -153,6 +153,12 @@ def test_an_id_jag_is_traded_for_a_token_the_mcp_route_takes(env, upstream):
     assert one.json()["scope"] == "mcp:write"
     metrics = requests.get(f"http://127.0.0.1:{env.gw.admin}/metrics", timeout=5).text
     assert 'tokengate_as_tokens_issued_total{grant="jwt-bearer"} 3' in metrics
+    # The status page lists the client, by its document URL.
+    status = requests.get(f"http://127.0.0.1:{env.gw.admin}/status.json", timeout=5).json()["authorization_server"]
+    assert status["issuer"] == env.issuer
+    assert [(c["client_id"], c["tokens"]) for c in status["clients"]] == [(env.client_id, 3)]
+    page = requests.get(f"http://127.0.0.1:{env.gw.admin}/status", timeout=5).text
+    assert "Authorization server" in page and env.client_id in page
 
 
 def error(r):

@@ -9,11 +9,29 @@ final class AuthorizationServerHub: @unchecked Sendable {
     private let lock = NSLock()
     private var issuedCounts: [String: Int] = [:]
     private var refusalCounts: [String: Int] = [:]
+    /// The clients given tokens, by `client_id`: how many, and when last (the status page).
+    private var clients: [String: (tokens: Int, lastAt: Double)] = [:]
+    static let clientsKept = 1_000
     private(set) var configured = false
 
     func apply(_ config: GatewayConfig) { lock.withLock { configured = config.authorizationServer != nil } }
 
-    func issued(grant: String) { lock.withLock { issuedCounts[grant, default: 0] += 1 } }
+    func issued(grant: String, client: String, at now: Double) {
+        lock.withLock {
+            issuedCounts[grant, default: 0] += 1
+            if clients[client] == nil, clients.count >= Self.clientsKept,
+                let oldest = clients.min(by: { $0.value.lastAt < $1.value.lastAt })
+            {
+                clients[oldest.key] = nil
+            }
+            clients[client] = ((clients[client]?.tokens ?? 0) + 1, now)
+        }
+    }
+
+    /// The clients given tokens since the start, the latest first.
+    var clientsSeen: [(clientID: String, tokens: Int, lastAt: Double)] {
+        lock.withLock { clients.map { ($0.key, $0.value.tokens, $0.value.lastAt) } }.sorted { $0.lastAt > $1.lastAt }
+    }
 
     func refused(endpoint: String, error: String) {
         lock.withLock { refusalCounts["\(endpoint)\u{0}\(error)", default: 0] += 1 }

@@ -257,7 +257,7 @@ struct TokenEndpoint {
         switch result {
         case .failure(let e): return refusal(e, ctx)
         case .success((let token, let scopes)):
-            server.hub.issued(grant: "jwt-bearer")
+            server.hub.issued(grant: "jwt-bearer", client: token.clientID, at: services.wallClock.now)
             let body = JSONObject([
                 "access_token": .string(token.token), "token_type": .string(bound ? "DPoP" : "Bearer"),
                 "expires_in": .number(String(token.expiresAt - services.wallClock.seconds)),

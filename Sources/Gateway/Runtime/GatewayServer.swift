@@ -303,7 +303,7 @@ public final class GatewayServer {
                     StatusReport.Certificate(
                         listen: "\(l.address)", file: $0.files.certFile, notAfter: $0.notAfter, sha256: $0.fingerprint)
                 }
-            }, apiKeys: apiKeyService?.keys ?? [:], signals: signalsHub)
+            }, apiKeys: apiKeyService?.keys ?? [:], signals: signalsHub, authorizationServer: authorizationServerHub)
     }
 
     /// `insecure_skip_verify: true` is said out loud each time it takes effect.

@@ -34,6 +34,7 @@ extension StatusReport {
         top["certificates"] = certificatesJSON
         top["api_keys"] = apiKeysJSON
         top["shared_signals"] = sharedSignalsJSON
+        top["authorization_server"] = authorizationServerJSON
         top["tunnels"] = .object(JSONObject(["open": Self.number(tunnelsOpen)]))
         top["connections"] = .object(
             JSONObject(["clients": Self.number(clientConnections), "requests_in_flight": Self.number(inflight)]))

@@ -83,13 +83,23 @@ struct StatusReport: Sendable {
     /// Each Shared Signals transmitter's stream, and the revocations standing.
     var transmitters: [TransmitterRow] = []
     var revocationsStanding = 0
+    /// The authorization server's issuer (nil: none) and the clients it gave tokens to.
+    var asIssuer: String?
+    var asClients: [ASClientRow] = []
 
     /// `started`: when the process started (wall clock) and how long it has run.
     init(
         version: String, now: Double, started: (at: Double, uptime: Double), config: GatewayConfig,
         history: ConfigHistory, issuerKeys: [String: IssuerKeyState], store: Store, workers: WorkerStatus,
-        certificates: [Certificate] = [], apiKeys: [String: [APIKeyEntry]] = [:], signals: SharedSignalsHub? = nil
+        certificates: [Certificate] = [], apiKeys: [String: [APIKeyEntry]] = [:], signals: SharedSignalsHub? = nil,
+        authorizationServer: AuthorizationServerHub? = nil
     ) {
+        if let server = config.authorizationServer {
+            asIssuer = server.issuer
+            asClients = (authorizationServer?.clientsSeen ?? []).map {
+                ASClientRow(clientID: $0.clientID, tokens: $0.tokens, lastAt: $0.lastAt)
+            }
+        }
         if let signals {
             transmitters = Self.transmitterRows(signals.all)
             revocationsStanding = signals.revocations().table.count

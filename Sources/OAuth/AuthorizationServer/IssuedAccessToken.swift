@@ -9,6 +9,7 @@ public struct IssuedAccessToken: Sendable {
     public let token: String
     public let jti: String
     public let expiresAt: Int64
+    public let clientID: String
 
     public struct Grant: Sendable {
         public var issuer: String
@@ -66,5 +67,6 @@ public struct IssuedAccessToken: Sendable {
         token = try JWSSigner.sign(claims: c, header: header, alg: alg, key: key)
         self.jti = jti
         expiresAt = now + lifetime
+        clientID = g.clientID
     }
 }
