@@ -25,7 +25,12 @@ struct ClientIDMetadataDocumentTests {
         ("https://app.example.com:99999/c.json", .badPort),
         ("https:///c.json", .noHost),
         ("https://app.exämple.com/c.json", .notASCII),
-        ("https://app.example.com/c json", .notASCII)
+        ("https://app.example.com/c json", .notASCII),
+        ("https://app.exa\"mple.com/c.json", .characters),
+        ("https://app.example.com/c<x>.json", .characters),
+        ("https://app.example.com/c%zz.json", .characters),
+        ("https://app..example.com/c.json", .characters),
+        ("https://[::1/c.json", .noHost)
     ])
     func refusedClientIDs(_ text: String, _ refusal: ClientIDURL.Refusal) {
         #expect(throws: refusal) { try ClientIDURL(text) }
@@ -45,7 +50,8 @@ struct ClientIDMetadataDocumentTests {
     @Test func redirectURIsAndTheirMatching() throws {
         for bad in [
             "http://app.example.com/cb", "javascript:alert(1)", "data:text/html,x", "https://a.example/cb#f",
-            "https://u@a.example/cb", "myapp:/cb", "file:///etc/passwd", "https://"
+            "https://u@a.example/cb", "myapp:/cb", "file:///etc/passwd", "https://", "https://a\"b.example/cb",
+            "http://127.0.0.1:x/cb", "https://a.example/c<b>", "https://a.example/%g0"
         ] {
             #expect(throws: RedirectURI.Refusal.self, "\(bad)") { try RedirectURI(bad) }
         }

@@ -24,6 +24,7 @@ public struct ClientIDURL: Sendable, Equatable {
         case badPort = "the client_id's port is not a number from 1 to 65535"
         case noPath = "the client_id has no path"
         case dotSegment = "the client_id's path has a . or .. segment"
+        case characters = "the client_id has characters a URI's host or path cannot hold"
     }
 
     /// Whether `clientID` is meant as a metadata document URL at all (any other `client_id`
@@ -65,7 +66,10 @@ public struct ClientIDURL: Sendable, Equatable {
             port = p
         }
         guard !host.isEmpty else { throw .noHost }
+        let bracketed = authority.hasPrefix("[")
+        guard bracketed ? URIText.isIPv6(host) : URIText.isHostName(host) else { throw .characters }
         guard path.count > 1 else { throw .noPath }
+        guard URIText.isPathAndQuery(Substring(path)) else { throw .characters }
         for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
             let s = segment.lowercased().replacing("%2e", with: ".")
             if s == "." || s == ".." { throw .dotSegment }

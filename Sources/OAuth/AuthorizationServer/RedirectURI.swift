@@ -21,6 +21,7 @@ public struct RedirectURI: Sendable, Equatable {
         case plainHTTP = "a redirect_uri is http on a host that is not loopback"
         case scheme = "a redirect_uri's scheme is not https, loopback http or an app's own (reverse domain)"
         case noHost = "a redirect_uri has no host"
+        case characters = "a redirect_uri has characters a URI's host, port or path cannot hold"
     }
 
     /// Schemes a browser or the system handles itself: never an app's redirect.
@@ -44,6 +45,10 @@ public struct RedirectURI: Sendable, Equatable {
             if authority.contains("@") { throw .userinfo }
             let host = Self.host(of: authority)
             guard !host.isEmpty else { throw .noHost }
+            let bracketed = authority.hasPrefix("[")
+            guard bracketed ? URIText.isIPv6(Substring(host)) : URIText.isHostName(Substring(host)),
+                Self.portIsDigits(authority), URIText.isPathAndQuery(afterSlashes[end...])
+            else { throw .characters }
             if scheme == "http" {
                 guard Self.isLoopback(host) else { throw .plainHTTP }
                 // The port (if any) is left out of the comparison form.
@@ -75,6 +80,21 @@ public struct RedirectURI: Sendable, Equatable {
     }
 
     public var isLoopback: Bool { withoutPort != nil }
+
+    /// After the host, nothing or `:` and 1 to 5 digits.
+    static func portIsDigits(_ authority: Substring) -> Bool {
+        let afterHost: Substring
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return false }
+            afterHost = authority[authority.index(after: close)...]
+        } else {
+            afterHost = authority.firstIndex(of: ":").map { authority[$0...] } ?? ""
+        }
+        guard !afterHost.isEmpty else { return true }
+        let digits = afterHost.dropFirst()
+        return afterHost.first == ":" && (1...5).contains(digits.count)
+            && digits.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
 
     static func host(of authority: Substring) -> String {
         if authority.hasPrefix("[") {
