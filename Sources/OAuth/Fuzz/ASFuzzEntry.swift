@@ -30,9 +30,14 @@ public enum ASFuzzEntry {
     static func urls(_ text: String) {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if let id = try? ClientIDURL(lines[0]) {
+            // A path may hold "@" (RFC 3986 pchar); the host never.
             fuzzInvariant(
-                id.text.hasPrefix("https://") && !id.text.contains("#") && !id.text.contains("@"),
+                id.text.hasPrefix("https://") && !id.text.contains("#") && !id.host.contains("@"),
                 "a client_id with another scheme, a fragment or userinfo passed")
+            fuzzInvariant(
+                id.host.utf8.allSatisfy { c in
+                    (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c == 0x2d || c == 0x2e || c == 0x3a
+                }, "a client_id's host holds a character no host name has")
             fuzzInvariant(!id.path.split(separator: "/").contains { $0 == ".." || $0 == "." }, "a dot segment passed")
         }
         guard lines.count >= 3, let registered = try? RedirectURI(lines[1]) else { return }
