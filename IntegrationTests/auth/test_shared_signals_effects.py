@@ -1,8 +1,8 @@
 """What Shared Signals events do beyond a JWT route (docs/shared-signals.md): an introspected
 opaque token whose answer was kept from before a `token-claims-change` is asked about again,
 and refused when it was issued before the change, while a token issued after passes; the
-decision endpoints (forwardAuth and Envoy's ext_authz HTTP form) refuse a revoked caller as a
-route does."""
+decision endpoints (forwardAuth, and Envoy's ext_authz in its HTTP and gRPC forms) refuse a
+revoked caller as a route does; and a refusal names its event in the access log and the span."""
 import time
 
 import pytest
@@ -143,3 +143,41 @@ def test_a_refusal_names_its_event_in_the_access_log_and_the_server_span(idp, tr
         assert a["tokengate.ssf.jti"] == claims["jti"] and a["tokengate.refusal.reason"] == "ssf_revoked"
     finally:
         receiver.stop()
+
+
+def test_envoys_grpc_check_refuses_a_revoked_caller(idp, transmitter, upstream, gateway_factory, tmp_path):  # noqa: F811
+    import grpc
+    from envoy.service.auth.v3 import external_auth_pb2 as ext
+    token_file = tmp_path / "ssf-token"
+    token_file.write_text(transmitter.management_token)
+    (tmp_path / "decision.secret").write_text("decision-secret-0123456789abcdef\n")
+    text = config(idp, transmitter, token_file).replace("{UPSTREAM}", str(upstream.port)).replace(
+        "listen: 127.0.0.1:{PORT}", "listen: { address: 127.0.0.1:{PORT}, http2: true }")
+    g = gateway_factory("trusted_proxies: [127.0.0.1/32]\n"
+                        f'decision: {{ ext_authz_grpc: true, secret_file: "{tmp_path / "decision.secret"}" }}\n' + text)
+    wait_for(lambda: transmitter.verifications == [202], timeout=10, what="the stream's verification")
+    channel = grpc.insecure_channel(f"127.0.0.1:{g.port}")
+    stub = channel.unary_unary("/envoy.service.auth.v3.Authorization/Check",
+                               request_serializer=ext.CheckRequest.SerializeToString,
+                               response_deserializer=ext.CheckResponse.FromString)
+
+    def check(tok):
+        req = ext.CheckRequest()
+        http = req.attributes.request.http
+        http.method, http.scheme, http.host, http.path = "GET", "https", "api.example", "/api/orders"
+        http.headers.update({":authority": "api.example", ":method": "GET", ":path": "/api/orders", ":scheme": "https",
+                             "authorization": f"Bearer {tok}"})
+        return stub(req, metadata=[("x-tokengate-decision-secret", "decision-secret-0123456789abcdef")], timeout=10)
+    try:
+        now = int(time.time())
+        judy, kim = token(idp.keys[0], sub="judy", iat=now - 10), token(idp.keys[0], sub="kim", iat=now - 10)
+        assert check(judy).HasField("ok_response")
+        assert transmitter.push(CAEP + "session-revoked", iss_sub("judy"),
+                                payload={"event_timestamp": now - 5}).status_code == 202
+        denied = check(judy)
+        assert denied.HasField("denied_response") and denied.denied_response.status.code == 401, denied
+        headers = {h.header.key.lower(): h.header.value for h in denied.denied_response.headers}
+        assert 'error="invalid_token"' in headers["www-authenticate"]
+        assert check(kim).HasField("ok_response")
+    finally:
+        channel.close()
