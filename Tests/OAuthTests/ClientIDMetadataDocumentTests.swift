@@ -66,6 +66,9 @@ struct ClientIDMetadataDocumentTests {
         #expect(
             !loopback.matches("http://127.0.0.1:53117/callback/x") && !loopback.matches("http://localhost:1/callback"))
         #expect(!loopback.matches("https://127.0.0.1:53117/callback"))
+        // Only the port may differ, not even the case of the rest (ASFuzz found "httP://").
+        #expect(!loopback.matches("httP://127.0.0.1:4711/callback"))
+        #expect(!(try RedirectURI("http://localhost/cb")).matches("http://LOCALHOST:1/cb"))
         #expect(try RedirectURI("http://[::1]:80/cb").matches("http://[::1]:9000/cb"))
         #expect(try RedirectURI("com.example.app:/oauth").matches("com.example.app:/oauth"))
     }

@@ -52,8 +52,16 @@ public struct RedirectURI: Sendable, Equatable {
             if scheme == "http" {
                 guard Self.isLoopback(host) else { throw .plainHTTP }
                 // The port (if any) is left out of the comparison form.
-                let hostText = authority.hasPrefix("[") ? "[\(host)]" : host
-                withoutPort = "http://" + hostText + afterSlashes[end...]
+                // As written (scheme, host and all): only the port may differ (RFC 8252 §7.3),
+                // nothing else, not even its case.
+                let hostText: Substring
+                if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+                    hostText = authority[...close]
+                } else {
+                    hostText = authority.prefix { $0 != ":" }
+                }
+                withoutPort =
+                    String(text[..<text.index(text.startIndex, offsetBy: 7)]) + hostText + afterSlashes[end...]
             } else {
                 withoutPort = nil
             }
