@@ -516,6 +516,22 @@ bearer_scenario bearer-es256 ES256 10000
 bearer_scenario bearer-rs256-nocache RS256 0
 bearer_scenario bearer-es256-nocache ES256 0
 
+# as-self: bearer-es256's route taking the gateway's own authorization server's tokens
+# (bench/tokengate/as-self.yaml: issuers: [self] and a resource, the AS's ES256 key). Against
+# bearer-es256 (same run), what a self-issued token costs: the same check, the keys the AS's.
+as_self_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" as-self "* ]]; then return 0; fi
+  local keys=$WORK/keys-as
+  mkdir -p "$keys"
+  [[ -f $keys/as.jwk ]] || "$TOKENGATE_BIN" keys generate --alg ES256 --kid as-1 --out "$keys/as.jwk" >/dev/null
+  BENCH_TOKEN=$("$TOKENGATE_BIN" jwt sign --key "$keys/as.jwk" --typ at+jwt --exp-in 86400 \
+    --claims '{"iss":"https://bench.local","aud":"https://bench.local/mcp","sub":"bench-user","client_id":"https://client.example/c.json","idp_iss":"https://idp.example","scope":"bench"}')
+  export BENCH_TOKEN
+  SCENARIO_VARS="AS_KEY=$keys/as.jwk" SCENARIO_AUTH=bearer SCENARIO_CACHE=10000 \
+    scenario as-self bench/tokengate/as-self.yaml -s "$ROOT/bench/lua/bearer.lua"
+}
+as_self_scenario
+
 # api_key_scenario NAME KEYS: an auth: api_key route (bench/tokengate/api-key.yaml) whose set
 # holds KEYS entries: the key wrk sends (bench/lua/api-key.lua), made by `tokengate api-keys
 # create`, and KEYS-1 others with random digests (bench/api_keys/make.py). Against `none`
