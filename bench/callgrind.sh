@@ -2,7 +2,7 @@
 # Instructions per proxied request, counted by callgrind: repeatable whatever else the
 # machine does, so two binaries compare to within about ±100 instructions in one sitting.
 #
-# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature|signature-response|mcp-bearer|mcp-tools|mcp-bearer-2026|mcp-2026|api-key|api-key-10k] [REQUESTS]
+# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature|signature-response|mcp-bearer|mcp-tools|mcp-bearer-2026|mcp-2026|api-key|api-key-10k|as-self] [REQUESTS]
 #   BIN: a tokengate release binary (copied and stripped of its DWARF 5, which valgrind
 #   3.19 cannot read). One worker, on bench/tokengate/KIND.yaml: none, or bearer (an ES256
 #   token, the verified-token cache on), or bearer's route with a rate limit in the memory
@@ -12,7 +12,8 @@
 #   signing every answer with Ed25519 (signature-response's), or the mcp-*
 #   scenarios' tools/call POST (bench/lua/mcp.lua, mcp2026.lua) on bench/tokengate/mcp.yaml, or
 #   the api-key scenarios' route (bench/tokengate/api-key.yaml), its set one key or 10,000
-#   (bench/api_keys/make.py), in front of the bench upstream (bench/nginx/
+#   (bench/api_keys/make.py), or as-self's route taking the authorization server's tokens
+#   (bench/tokengate/as-self.yaml), in front of the bench upstream (bench/nginx/
 #   upstream.conf.in) on 127.0.0.1:PORT_BASE+1. 300 requests warm it up; the counters are
 #   zeroed; REQUESTS (default 500) keep-alive requests over 4 connections (wrk -t1 -c4);
 #   the counters are dumped. Prints the instructions per request over the worker's thread
@@ -77,6 +78,11 @@ elif [[ $KIND == signature-response ]]; then
 elif [[ $KIND == api-key || $KIND == api-key-10k ]]; then
   python3 bench/api_keys/make.py "$WORK/tokengate" "$WORK/api-keys" "$([[ $KIND == api-key ]] && echo 1 || echo 10000)"
   headers=(-H "X-API-Key: $(cat "$WORK/api-keys/key")")
+elif [[ $KIND == as-self ]]; then
+  "$WORK/tokengate" keys generate --alg ES256 --kid as-1 --out "$WORK/as.jwk" >/dev/null
+  token=$("$WORK/tokengate" jwt sign --key "$WORK/as.jwk" --typ at+jwt --exp-in 86400 \
+    --claims '{"iss":"https://bench.local","aud":"https://bench.local/mcp","sub":"bench-user","client_id":"https://client.example/c.json","idp_iss":"https://idp.example","scope":"bench"}')
+  headers=(-H "Authorization: Bearer $token")
 elif [[ $KIND != none ]]; then
   "$WORK/tokengate" keys generate --alg ES256 --kid bench --out "$WORK/key.jwk" >"$WORK/jwks.json"
   token=$("$WORK/tokengate" jwt sign --key "$WORK/key.jwk" --typ at+jwt --exp-in 86400 \
@@ -85,7 +91,7 @@ elif [[ $KIND != none ]]; then
 fi
 render "bench/tokengate/$CONFIG.yaml" "$WORK/tokengate.yaml" MCP_OFF="$MCP_OFF" PORT="$PORT" ADMIN_PORT="$ADMIN" WORKERS=1 \
   UPSTREAM_PORT="$UPSTREAM" JWKS="$WORK/jwks.json" CACHE_ENTRIES=10000 STORE=memory RATE=1000000/s BURST=1000000 \
-  MAX_ENTRIES=100000 SIGNING_KEY="$WORK/signing.pem" KEY_FILE="$WORK/api-keys/keys.yaml"
+  MAX_ENTRIES=100000 SIGNING_KEY="$WORK/signing.pem" KEY_FILE="$WORK/api-keys/keys.yaml" AS_KEY="$WORK/as.jwk"
 # serve sets the allocator's tunable by running itself again, which would leave valgrind.
 GLIBC_TUNABLES=glibc.malloc.tcache_count=64 valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" ${CALLGRIND_ARGS:-} \
   "$WORK/tokengate" serve --config "$WORK/tokengate.yaml" >"$WORK/tokengate.log" 2>&1 &
