@@ -192,18 +192,11 @@ final class ClientDocuments {
         if table.count >= capacity { table = [:] }
     }
 
-    /// `Cache-Control: max-age` (no-store: the least), within 1 minute and 24 hours.
+    /// `Cache-Control: max-age` (no-store: the least), within 1 minute and 24 hours; read as
+    /// a key set's is (`IssuerKeys.maxAge`).
     static func age(_ headers: [(name: String, value: String)]) -> Double {
-        guard let value = headers.first(where: { $0.name.lowercased() == "cache-control" })?.value.lowercased() else {
-            return defaultAge
-        }
-        if value.contains("no-store") || value.contains("no-cache") { return minAge }
-        for part in value.split(separator: ",") {
-            let item = part.trimmingCharacters(in: .whitespaces)
-            if item.hasPrefix("max-age="), let seconds = Double(item.dropFirst("max-age=".count)) {
-                return min(max(seconds, minAge), maxAge)
-            }
-        }
-        return defaultAge
+        let header = headers.first { $0.name.lowercased() == "cache-control" }?.value
+        guard let age = IssuerKeys.maxAge(header) else { return defaultAge }
+        return min(max(age, minAge), maxAge)
     }
 }
