@@ -20,8 +20,8 @@ def transmitter():
     t.stop()
 
 
-def test_a_revoked_user_s_session_ends_and_another_s_goes_on(login_env, login_as, upstream, tmp_path,  # noqa: F811
-                                                               transmitter):
+def signals_env(login_env, login_as, upstream, tmp_path, transmitter):  # noqa: F811
+    """A login gateway with the test transmitter's stream, made and verified."""
     token_file = tmp_path / "ssf-token"
     token_file.write_text(transmitter.management_token)
     extra = f"""shared_signals:
@@ -33,6 +33,12 @@ def test_a_revoked_user_s_session_ends_and_another_s_goes_on(login_env, login_as
 """
     env = login_env(login_as, upstream, tmp_path, extra_top=extra)
     wait_for(lambda: transmitter.verifications == [202], timeout=10, what="the stream's verification")
+    return env
+
+
+def test_a_revoked_user_s_session_ends_and_another_s_goes_on(login_env, login_as, upstream, tmp_path,  # noqa: F811
+                                                               transmitter):
+    env = signals_env(login_env, login_as, upstream, tmp_path, transmitter)
     page = env.login(user="alice")
     assert page.status_code == 200, (page.status_code, page.text[:300], env.gw.output()[-2000:])
     sub = sent(page)["x-forwarded-user"]
@@ -58,17 +64,7 @@ def test_a_revoked_user_s_session_ends_and_another_s_goes_on(login_env, login_as
 
 def test_a_claims_change_refreshes_the_session_and_it_goes_on(login_env, login_as, upstream, tmp_path,  # noqa: F811
                                                                 transmitter):
-    token_file = tmp_path / "ssf-token"
-    token_file.write_text(transmitter.management_token)
-    extra = f"""shared_signals:
-  corp:
-    issuer: "{transmitter.issuer}"
-    issuers: [as1]
-    endpoint_url: "http://127.0.0.1:{{PORT}}/.ssf/events"
-    auth: {{ bearer_file: "{token_file}" }}
-"""
-    env = login_env(login_as, upstream, tmp_path, extra_top=extra)
-    wait_for(lambda: transmitter.verifications == [202], timeout=10, what="the stream's verification")
+    env = signals_env(login_env, login_as, upstream, tmp_path, transmitter)
     page = env.login(user="alice")
     assert page.status_code == 200, (page.status_code, page.text[:300])
     sub = sent(page)["x-forwarded-user"]
