@@ -60,8 +60,9 @@ struct AuthorizationServerConfigTests {
         #expect(
             AuthorizationServerEndpoint.paths(of: server) == [
                 "/.well-known/oauth-authorization-server": .metadata, "/oauth2/as/jwks": .jwks,
-                "/oauth2/as/token": .token
+                "/oauth2/as/token": .token, "/oauth2/as/authorize": .authorize, "/oauth2/as/consent": .consent
             ])
+        #expect(server.login == nil && server.consent && server.refreshTokenTTL == 86_400)
     }
 
     @Test(arguments: [
@@ -79,7 +80,10 @@ struct AuthorizationServerConfigTests {
             "signing_keys: [as.jwk]\n  scopes: { a: {} }\n  clients: { allowed_client_hosts: [\"https://x\"] }",
             "not a host name"
         ),
-        ("signing_keys: [as.jwk]\n  scopes: { a: {} }\n  login: corp", "is not a known key")
+        ("signing_keys: [as.jwk]\n  scopes: { a: {} }\n  login: corp", "\"corp\" is not a login client"),
+        ("signing_keys: [as.jwk]\n  scopes: { a: {} }\n  refresh_token_ttl: 91d", "from 5m to 90d"),
+        ("signing_keys: [as.jwk]\n  scopes: { a: {} }\n  consent_ttl: 30m", "from 1h to 365d"),
+        ("signing_keys: [as.jwk]\n  scopes: { a: {} }\n  consent: maybe", "consent")
     ])
     func refused(_ server: String, _ why: String) {
         guard case .failure(let e) = parse(config(server)) else {

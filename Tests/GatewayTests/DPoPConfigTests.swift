@@ -94,7 +94,7 @@ struct DPoPConfigTests {
         has("algorithms: [ES256, EdDSA]", "algorithms: [HS256]", "DPoP proofs are signed with asymmetric keys")
         has("algorithms: [ES256, EdDSA]", "algorithms: [none]", "\"none\" is not one of")
         has("nonce: required", "nonce: sometimes", "must be required or off")
-        has("iat_window: 30s", "iat_window: 2d", "is not a duration")
+        has("iat_window: 30s", "iat_window: 2w", "is not a duration")
         has("iat_window: 30s", "iat_window: 48h", "must be from 1s to 24h")
         has("jkt_header: X-Client-Key", "jkt_header: Authorization", "must be a header name the gateway may set")
         has("jkt_header: X-Client-Key", "jkt_header: DPoP", "must be a header name the gateway may set")

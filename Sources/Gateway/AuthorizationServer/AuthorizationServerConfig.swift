@@ -15,6 +15,15 @@ struct AuthorizationServerConfig: Sendable {
     /// The keys, the first of which signs; all are published at the JWKS endpoint.
     var signingKeys: [(key: JWK, alg: JWSAlgorithm, kid: String)] = []
     var accessTokenTTL = 600.0
+    /// The `clients:` entry users sign in through (the existing login); nil: no browser flow,
+    /// only the ID-JAG grant.
+    var login: String?
+    /// How long a refresh-token family lives from its code, however often it rotates.
+    var refreshTokenTTL = 86_400.0
+    /// Whether a user sees a consent page for a client, resource and scopes not yet granted.
+    var consent = true
+    /// How long a consent is remembered (per user, client and resource), unless revoked.
+    var consentTTL = 30 * 86_400.0
     /// Each scope a user may be granted, and what their claims must meet for it.
     var scopes: [(name: String, rule: AuthorizationRequirement)] = []
     var clients = Clients()
@@ -27,6 +36,11 @@ struct AuthorizationServerConfig: Sendable {
         /// (CIMD §8.6's development exception).
         var allowedHosts: [String] = []
         var caFile: String?
+    }
+
+    /// The session claims the AS reads: its scopes' rules, and those its tokens carry.
+    var sessionClaims: Set<String> {
+        scopes.reduce(into: ["email", "name", "groups"]) { $0.formUnion($1.rule.claimNames) }
     }
 
     /// The `issuers:` name routes use for the AS's tokens.
@@ -72,6 +86,26 @@ extension AuthorizationServerConfig {
         ) { c, n, p, r in
             guard let v = r.duration(n, path: p) else { return }
             if v < 60 || v > 3600 { r.problem(p, n, "must be from 1m to 1h") } else { c.accessTokenTTL = v }
+        },
+        .init(
+            "login", type: "a `clients:` name", default: "none: only the ID-JAG grant",
+            by: "ConfigParser.authorizationServer"),
+        .init(
+            "refresh_token_ttl", type: "duration, 5m to 90d", default: "`24h`",
+            checkedBy: ConfigDefault.duration(AuthorizationServerConfig().refreshTokenTTL)
+        ) { c, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v < 300 || v > 90 * 86_400 { r.problem(p, n, "must be from 5m to 90d") } else { c.refreshTokenTTL = v }
+        },
+        .init("consent", type: "bool", default: "`true`", checkedBy: ConfigDefault.bool(true)) { c, n, p, r in
+            if let b = r.bool(n, path: p) { c.consent = b }
+        },
+        .init(
+            "consent_ttl", type: "duration, 1h to 365d", default: "`30d`",
+            checkedBy: ConfigDefault.duration(AuthorizationServerConfig().consentTTL)
+        ) { c, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v < 3600 || v > 365 * 86_400 { r.problem(p, n, "must be from 1h to 365d") } else { c.consentTTL = v }
         },
         .init(
             "scopes", type: "mapping: a scope to `{}` or a `require`-style rule on the user's claims",
@@ -125,5 +159,15 @@ extension AuthorizationServerConfig {
             ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "."
                 || $0 == ":"
         }
+    }
+}
+
+extension GatewayConfig {
+    /// Every client that logs browsers in: those `auth: login` routes list, and the
+    /// authorization server's `login`.
+    var browserLoginClients: Set<String> {
+        var names = Set(routes.flatMap { $0.options.auth.loginRoute?.clients ?? [] })
+        if let login = authorizationServer?.login { names.insert(login) }
+        return names
     }
 }

@@ -9,13 +9,18 @@ enum AuthorizationServerEndpoint: Sendable, Equatable {
     case metadata
     case jwks
     case token
+    case authorize
+    case consent
 
     /// Each endpoint by its path, for the issuer's path (RFC 8414 §3.1: the metadata's
     /// well-known path goes before it).
     static func paths(of config: AuthorizationServerConfig) -> [String: AuthorizationServerEndpoint] {
         let base = ConfigValues.url(config.issuer)?.path ?? ""
         typealias P = AuthorizationServerMetadata.Path
-        return [P.metadata + base: .metadata, base + P.jwks: .jwks, base + P.token: .token]
+        return [
+            P.metadata + base: .metadata, base + P.jwks: .jwks, base + P.token: .token, base + P.authorize: .authorize,
+            base + P.consent: .consent
+        ]
     }
 }
 
@@ -28,10 +33,16 @@ final class AuthorizationServerWorker {
     private(set) var metadata: [UInt8] = []
     private(set) var jwks: [UInt8] = []
     let hub: AuthorizationServerHub
+    /// Codes, refresh-token families and consents, over the store.
+    let grants: AuthorizationGrants
 
-    init(hub: AuthorizationServerHub) { self.hub = hub }
+    init(hub: AuthorizationServerHub, grants: AuthorizationGrants) {
+        self.hub = hub
+        self.grants = grants
+    }
 
     func apply(_ gateway: GatewayConfig, loop: EventLoop, wallClock: any WallClock) {
+        grants.apply(gateway)
         guard let server = gateway.authorizationServer else {
             config = nil
             documents = nil
@@ -49,7 +60,7 @@ final class AuthorizationServerWorker {
             identityAssertions: !server.identityAssertionIssuers.isEmpty,
             dpopAlgorithms: DPoPProofVerifier().algorithms.map(\.rawValue).sorted(),
             signingAlgorithms: PresentedClientAssertion.algorithms,
-            codeFlow: false)
+            codeFlow: server.login != nil)
         metadata = Array(JSONSerializer.serialize(.object(document.document)).utf8)
         jwks = Array(
             JSONSerializer.serialize(
@@ -59,9 +70,10 @@ final class AuthorizationServerWorker {
     }
 
     /// The token endpoint's URL, as the metadata names it (a client assertion's `aud`).
-    var tokenEndpoint: String {
-        (config?.issuer ?? "") + AuthorizationServerMetadata.Path.token
-    }
+    var tokenEndpoint: String { path(AuthorizationServerMetadata.Path.token) }
+
+    /// One of the AS's endpoints' URLs: under its issuer.
+    func path(_ endpoint: String) -> String { (config?.issuer ?? "") + endpoint }
 }
 
 /// The AS's content stage: answers its endpoints.
@@ -93,6 +105,10 @@ struct AuthorizationServerEndpoints {
             return .answer(r)
         case .token:
             return TokenEndpoint(services: services, server: server).handle(request)
+        case .authorize:
+            return AuthorizeEndpoint(services: services, server: server).authorize(request)
+        case .consent:
+            return AuthorizeEndpoint(services: services, server: server).consent(request)
         }
     }
 }

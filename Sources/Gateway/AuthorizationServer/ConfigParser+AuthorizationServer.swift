@@ -52,6 +52,17 @@ extension ConfigParser {
         } else if m["scopes"] == nil {
             r.problem("\(p).scopes", node, "is required: the scopes a user may be granted")
         }
+        if let n = m["login"], let name = r.string(n, path: "\(p).login") {
+            // Users sign in through the existing login: a client with an issuer to send them to.
+            if let client = cfg.clients[name], client.issuer != nil {
+                c.login = name
+            } else {
+                r.problem(
+                    "\(p).login", n,
+                    "\"\(name)\" is not a login client (a clients: entry with an issuer); defined: \(cfg.clients.keys.sorted().joined(separator: ", "))"
+                )
+            }
+        }
         if let n = m["clients"], let cm = r.mapping(n, path: "\(p).clients", section: .asClients) {
             AuthorizationServerConfig.clientsKeyTable.read(cm, into: &c.clients, path: "\(p).clients", r)
         }
@@ -107,6 +118,13 @@ extension ConfigParser {
     /// resource (its `aud`), so a route without one would refuse every token it issued.
     static func authorizationServerRoutes(_ cfg: GatewayConfig, routesNode: Node?, _ r: ConfigReader) {
         guard cfg.authorizationServer != nil else { return }
+        // Replicas open each other's codes, refresh tokens and revocations with `session.keys`.
+        if case .redis = cfg.store, cfg.session.keys.isEmpty {
+            r.problem(
+                "session.keys", nil,
+                "with a redis store and authorization_server, session.keys must be set: every replica seals and opens the grants with them"
+            )
+        }
         let nodes = routesNode?.sequence.map(Array.init) ?? []
         for route in cfg.routes {
             guard let tokens = route.options.auth.tokenRoute,

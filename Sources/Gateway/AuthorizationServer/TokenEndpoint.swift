@@ -23,7 +23,13 @@ struct TokenEndpoint {
     let server: AuthorizationServerWorker
 
     static let grant = AuthorizationServerMetadata.jwtBearer
-    typealias Issued = Result<(IssuedAccessToken, [String]), TokenEndpointError>
+    /// An access token and the scopes it carries; for the code flow, a refresh token too.
+    struct Issued {
+        var token: IssuedAccessToken
+        var scopes: [String]
+        var refreshToken: String? = nil
+        var grant: String
+    }
 
     func handle(_ request: RoutedRequest) -> StageOutcome {
         let ctx = request.context
@@ -54,20 +60,30 @@ struct TokenEndpoint {
             }
             form[name] = value
         }
-        guard form["grant_type"] == Self.grant, let config = server.config, !config.identityAssertionIssuers.isEmpty
-        else {
+        guard let config = server.config else { return request.answer(refusal(.invalidRequest("no server"), ctx)) }
+        let codeFlow = config.login != nil
+        let jag = !config.identityAssertionIssuers.isEmpty
+        let grantType = form["grant_type"]
+        guard (grantType == Self.grant && jag) || (codeFlow && Self.codeFlowGrants.contains(grantType ?? "")) else {
+            let offered = (codeFlow ? Self.codeFlowGrants : []) + (jag ? [Self.grant] : [])
             return request.answer(
                 refusal(
-                    TokenEndpointError("unsupported_grant_type", "this AS takes the jwt-bearer grant with an ID-JAG"),
-                    ctx))
-        }
-        guard let assertion = form["assertion"] else {
-            return request.answer(refusal(.invalidRequest("assertion is required"), ctx))
+                    TokenEndpointError(
+                        "unsupported_grant_type", "this server takes \(offered.joined(separator: ", "))"), ctx))
         }
         let proof: DPoPProof?
         switch dpopProof(request.head) {
         case .failure(let e): return request.answer(refusal(e, ctx))
         case .success(let p): proof = p
+        }
+        let answer = { (result: Result<Issued, TokenEndpointError>) in request.answer(respond(result, ctx)) }
+        switch grantType {
+        case "authorization_code": return codeGrant(form, proof: proof, config, done: answer)
+        case "refresh_token": return refreshGrant(form, proof: proof, config, done: answer)
+        default: break
+        }
+        guard let assertion = form["assertion"] else {
+            return request.answer(refusal(.invalidRequest("assertion is required"), ctx))
         }
         guard form["client_assertion_type"] == PresentedClientAssertion.type,
             let clientAssertion = form["client_assertion"],
@@ -80,21 +96,19 @@ struct TokenEndpoint {
                         "invalid_client", "the client authenticates with private_key_jwt, its client_id a document URL"),
                     ctx))
         }
-        authenticate(url, clientAssertion, config) { result in
+        authenticate(url, clientAssertion, grant: Self.grant, config) { result in
             switch result {
             case .failure(let e): request.answer(refusal(e, ctx))
-            case .success(let client):
-                grant(assertion, form: form, client: client, proof: proof, config) {
-                    request.answer(respond($0, bound: proof != nil, ctx))
-                }
+            case .success((let client, _)):
+                grant(assertion, form: form, client: client, proof: proof, config, done: answer)
             }
         }
     }
 
     /// The client: its document, its keys, its assertion (claimed later, with the grant).
-    private func authenticate(
-        _ url: ClientIDURL, _ assertion: String, _ config: AuthorizationServerConfig,
-        done: @escaping (Result<PresentedClientAssertion, TokenEndpointError>) -> Void
+    func authenticate(
+        _ url: ClientIDURL, _ assertion: String, grant: String, _ config: AuthorizationServerConfig,
+        done: @escaping (Result<(PresentedClientAssertion, ClientIDMetadataDocument), TokenEndpointError>) -> Void
     ) {
         guard let documents = server.documents else { return done(.failure(.init("invalid_client", "no documents"))) }
         let invalidClient = { (why: String) in TokenEndpointError("invalid_client", why) }
@@ -104,12 +118,11 @@ struct TokenEndpoint {
             case .refused(let why): return done(.failure(invalidClient(why)))
             case .document(let d): document = d
             }
-            guard document.grantTypes.contains(Self.grant) else {
+            guard document.grantTypes.contains(grant) else {
                 return done(
                     .failure(
                         TokenEndpointError(
-                            "unauthorized_client", "the client's metadata document does not list the jwt-bearer grant"))
-                )
+                            "unauthorized_client", "the client's metadata document does not list this grant type")))
             }
             documents.keys(of: document) { keys in
                 switch keys {
@@ -118,9 +131,11 @@ struct TokenEndpoint {
                     do throws(PresentedClientAssertion.Refusal) {
                         done(
                             .success(
-                                try PresentedClientAssertion(
-                                    assertion, clientID: url.text, keys: keys, issuer: config.issuer,
-                                    now: services.wallClock.seconds)))
+                                (
+                                    try PresentedClientAssertion(
+                                        assertion, clientID: url.text, keys: keys, issuer: config.issuer,
+                                        now: services.wallClock.seconds), document
+                                )))
                     } catch {
                         done(.failure(invalidClient(error.description)))
                     }
@@ -131,7 +146,7 @@ struct TokenEndpoint {
 
     /// RFC 9449 §5: at most one `DPoP` field, a proof of this POST to this endpoint (no access
     /// token yet); nil when there is none.
-    private func dpopProof(_ head: HTTPRequestHead) -> Result<DPoPProof?, TokenEndpointError> {
+    func dpopProof(_ head: HTTPRequestHead) -> Result<DPoPProof?, TokenEndpointError> {
         let (value, count) = head.fields.firstAndCount("DPoP")
         guard let value else { return .success(nil) }
         guard count == 1 else { return .failure(TokenEndpointError("invalid_dpop_proof", "more than one DPoP proof")) }
@@ -150,7 +165,7 @@ struct TokenEndpoint {
     /// The ID-JAG and the scopes; then the assertions (and the proof) once; then the token.
     private func grant(
         _ assertion: String, form: [String: String], client: PresentedClientAssertion, proof: DPoPProof?,
-        _ config: AuthorizationServerConfig, done: @escaping (Issued) -> Void
+        _ config: AuthorizationServerConfig, done: @escaping (Result<Issued, TokenEndpointError>) -> Void
     ) {
         var trusted: [String: (keys: JWKSet, algorithms: Set<JWSAlgorithm>)] = [:]
         var names: [String: String] = [:]
@@ -216,7 +231,7 @@ struct TokenEndpoint {
     }
 
     /// Claims an assertion's `jti` once, in its own namespace of the replay store.
-    private func claimOnce(
+    func claimOnce(
         _ id: ReplayID, _ kind: ReplayKind, until: Int64, replayed: TokenEndpointError,
         done: @escaping (TokenEndpointError?) -> Void
     ) {
@@ -234,47 +249,56 @@ struct TokenEndpoint {
     private func issue(
         _ jag: IdentityAssertionGrant, scopes granted: [String], client: String, jkt: String?,
         _ config: AuthorizationServerConfig
-    ) -> Issued {
-        guard let signer = config.signingKeys.first else {
-            return .failure(TokenEndpointError("server_error", "no signing key"))
-        }
+    ) -> Result<Issued, TokenEndpointError> {
         var extra = JSONObject()
         for name in ["email", "name", "groups"] where jag.claims[name] != nil { extra[name] = jag.claims[name] }
         let g = IssuedAccessToken.Grant(
             issuer: config.issuer, subject: jag.subject, idpIssuer: jag.issuer, clientID: client,
             resource: jag.resource, scopes: granted, jkt: jkt, extraClaims: extra)
+        return sign(g, config).map { Issued(token: $0, scopes: granted, grant: "jwt-bearer") }
+    }
+
+    /// An RFC 9068 access token for `g`, signed with the AS's first key.
+    func sign(_ g: IssuedAccessToken.Grant, _ config: AuthorizationServerConfig)
+        -> Result<IssuedAccessToken, TokenEndpointError>
+    {
+        guard let signer = config.signingKeys.first else {
+            return .failure(TokenEndpointError("server_error", "no signing key"))
+        }
         do {
-            let token = try IssuedAccessToken(
-                g, lifetime: Int64(config.accessTokenTTL), now: services.wallClock.seconds, key: signer.key,
-                alg: signer.alg, kid: signer.kid)
-            return .success((token, granted))
+            return .success(
+                try IssuedAccessToken(
+                    g, lifetime: Int64(config.accessTokenTTL), now: services.wallClock.seconds, key: signer.key,
+                    alg: signer.alg, kid: signer.kid))
         } catch {
             return .failure(TokenEndpointError("server_error", "the token could not be signed"))
         }
     }
 
-    private func respond(_ result: Issued, bound: Bool, _ ctx: RequestContext) -> GatewayResponse {
+    private func respond(_ result: Result<Issued, TokenEndpointError>, _ ctx: RequestContext) -> GatewayResponse {
         switch result {
         case .failure(let e): return refusal(e, ctx)
-        case .success((let token, let scopes)):
-            server.hub.issued(grant: "jwt-bearer", client: token.clientID, at: services.wallClock.now)
-            let body = JSONObject([
-                "access_token": .string(token.token), "token_type": .string(bound ? "DPoP" : "Bearer"),
+        case .success(let issued):
+            let token = issued.token
+            server.hub.issued(grant: issued.grant, client: token.clientID, at: services.wallClock.now)
+            var body = JSONObject([
+                "access_token": .string(token.token), "token_type": .string(token.isBound ? "DPoP" : "Bearer"),
                 "expires_in": .number(String(token.expiresAt - services.wallClock.seconds)),
-                "scope": .string(scopes.joined(separator: " ")),
+                "scope": .string(issued.scopes.joined(separator: " ")),
                 "issued_token_type": .string("urn:ietf:params:oauth:token-type:access_token")
             ])
+            if let refresh = issued.refreshToken { body["refresh_token"] = .string(refresh) }
             // `Cache-Control: no-store` is on every answer of the gateway's own (GatewayResponse).
             var r = GatewayResponse(
                 status: 200, headers: [("Pragma", "no-cache")], body: JSONSerializer.serialize(.object(body)),
                 contentType: "application/json")
-            r.detail = "authorization server: token issued (jwt-bearer, jti \(token.jti))"
+            r.detail = "authorization server: token issued (\(issued.grant), jti \(token.jti))"
             return r
         }
     }
 
     /// RFC 6749 §5.2: 400 with `error` and `error_description`; 401 for `invalid_client`.
-    private func refusal(_ e: TokenEndpointError, _ ctx: RequestContext) -> GatewayResponse {
+    func refusal(_ e: TokenEndpointError, _ ctx: RequestContext) -> GatewayResponse {
         server.hub.refused(endpoint: "token", error: e.code)
         let status: Int =
             switch e.code {

@@ -43,7 +43,7 @@ extension ConfigParser {
 extension ConfigParser {
     /// `userinfo: true` does something only for a client that logs browsers in.
     static func checkUserinfoClients(_ cfg: GatewayConfig, _ r: ConfigReader) {
-        let loginClients = Set(cfg.routes.flatMap { $0.options.auth.loginRoute?.clients ?? [] })
+        let loginClients = cfg.browserLoginClients
         for client in cfg.clients.values.sorted(by: { $0.name < $1.name })
         where client.login.userinfo && !loginClients.contains(client.name) {
             r.problem(

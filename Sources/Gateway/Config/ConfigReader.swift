@@ -112,7 +112,7 @@ final class ConfigReader {
     func duration(_ node: Node, path: String) -> Double? {
         guard let s = string(node, path: path) else { return nil }
         guard let v = ConfigValues.duration(s) else {
-            problem(path, node, "\"\(s)\" is not a duration; write e.g. 500ms, 2s, 5m, 1h (at most 10 years)")
+            problem(path, node, "\"\(s)\" is not a duration; write e.g. 500ms, 2s, 5m, 1h, 30d (at most 10 years)")
             return nil
         }
         return v

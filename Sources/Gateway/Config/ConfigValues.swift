@@ -6,7 +6,7 @@ import Reactor
 enum ConfigValues {
     /// "250ms", "2s", "5m", "1h", or a plain number of seconds, at most `longestDuration`.
     static func duration(_ text: String) -> Double? {
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
         for (suffix, scale) in units where text.hasSuffix(suffix) {
             let number = text.dropLast(suffix.count)
             // "5m" must not be read as "5" + "m" of "ms": checked in order above.

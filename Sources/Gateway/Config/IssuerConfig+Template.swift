@@ -161,7 +161,7 @@ extension ConfigParser {
                 "issuers.\(name).introspection", top["issuers"]?[name]?["introspection"],
                 "is not available with a {tenant} issuer: introspection answers name no tenant to check")
         }
-        let loginClients = Set(cfg.routes.flatMap { $0.options.auth.loginRoute?.clients ?? [] })
+        let loginClients = cfg.browserLoginClients
         for (name, client) in cfg.clients.sorted(by: { $0.key < $1.key }) {
             guard let issuer = client.issuer, templates.contains(issuer) else { continue }
             let node = top["clients"]?[name]

@@ -15,7 +15,7 @@ enum LoginEndpoint: Equatable {
 
         init(_ config: GatewayConfig) {
             login = config.login
-            hasLogin = config.routes.contains { $0.options.auth.loginRoute != nil }
+            hasLogin = !config.browserLoginClients.isEmpty
             servesJWKS =
                 config.clients.values.contains(where: { $0.key != nil }) || !config.assertionKeys.isEmpty
                 || config.upstreams.values.contains(where: { $0.sign != nil }) || !config.responseSigningKeys.isEmpty

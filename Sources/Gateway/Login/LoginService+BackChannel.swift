@@ -51,7 +51,7 @@ extension LoginService {
         guard
             let client = config.clients.values.first(where: { c in
                 c.issuer.flatMap { config.issuers[$0] }?.issuer == iss && audiences.contains(c.authentication.clientID)
-                    && config.routes.contains { $0.options.auth.loginRoute?.clients.contains(c.name) == true }
+                    && config.browserLoginClients.contains(c.name)
             }), let issuer = client.issuer.flatMap({ config.issuers[$0] }),
             tokens.issuerKeys[issuer: issuer.name] != nil
         else {

@@ -66,6 +66,7 @@ final class LoginService {
             // The identity assertion carries email and groups besides the mapped claims.
             if route.options.forwarding.identityAssertion != nil { claims.formUnion(["email", "groups"]) }
         }
+        if let server = new.authorizationServer, server.login != nil { claims.formUnion(server.sessionClaims) }
         keptClaims = claims
         keepAccessToken = new.routes.contains { $0.options.auth.loginRoute?.forwardSessionToken == true }
     }
@@ -131,7 +132,7 @@ final class LoginService {
     }
 
     /// Every client some login route lists, sorted.
-    var loginClientNames: [String] { Set(config.routes.flatMap { $0.options.auth.loginRoute?.clients ?? [] }).sorted() }
+    var loginClientNames: [String] { config.browserLoginClients.sorted() }
 
     /// `reason`: a stable code for the access log, when the failure has a kind.
     /// `retry`: where the page's "Try again" link goes (the same step again, when it can be

@@ -65,7 +65,7 @@ public final class GatewayServer {
         // Before any worker serves: a push that comes at once finds its transmitter.
         stores.sharedSignals.apply(config, pushSecret: SharedSignalsService.pushSecret(config))
         stores.authorizationServer.apply(config)
-        if config.session.keys.isEmpty && config.routes.contains(where: { $0.options.auth.loginRoute != nil }) {
+        if config.session.keys.isEmpty && !config.browserLoginClients.isEmpty {
             log.warning(
                 "session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)"
             )

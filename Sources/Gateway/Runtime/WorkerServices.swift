@@ -117,7 +117,11 @@ final class WorkerServices {
         revocations = RevocationSnapshot(hub: stores.sharedSignals)
         tokens.introspector.revocations = revocations
         revocationLog = stores.revocationLog(for: loop, wallClock: wallClock)
-        authorizationServer = AuthorizationServerWorker(hub: stores.authorizationServer)
+        authorizationServer = AuthorizationServerWorker(
+            hub: stores.authorizationServer,
+            grants: AuthorizationGrants(
+                store: stores.authorizationGrants(for: loop), hub: stores.sharedSignals, revocationLog: revocationLog,
+                wallClock: wallClock, config: config))
         let accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }

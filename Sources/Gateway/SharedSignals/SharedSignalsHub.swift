@@ -56,6 +56,9 @@ final class SharedSignalsHub: @unchecked Sendable {
     func apply(_ config: GatewayConfig, pushSecret: MACKey) {
         lock.withLock {
             keys = (CookieSealer(sessionKeysOf: config), pushSecret)
+            // The authorization server's own revocations (a grant ended early) stand while the
+            // access tokens they end could still be presented.
+            ownRevocationTTL = config.authorizationServer.map { $0.accessTokenTTL + 120 } ?? 0
             var next: [String: Transmitter] = [:]
             for (name, t) in config.sharedSignals {
                 let authorization = Self.pushAuthorization(t, secret: pushSecret)
@@ -211,10 +214,11 @@ final class SharedSignalsHub: @unchecked Sendable {
     var storeKeys: (sealer: CookieSealer, digest: MACKey)? { lock.withLock { keys } }
     private var keys: (sealer: CookieSealer, digest: MACKey)?
 
-    /// The longest `revocation_ttl`: the log keeps what is younger.
+    /// The longest `revocation_ttl` (or the authorization server's): the log keeps what is younger.
     var longestTTL: Double {
-        lock.withLock { transmitters.values.map(\.config.revocationTTL).max() ?? 0 }
+        lock.withLock { max(ownRevocationTTL, transmitters.values.map(\.config.revocationTTL).max() ?? 0) }
     }
+    private var ownRevocationTTL = 0.0
 
     /// What applying `set` would tell the other replicas, for the store's log before it is
     /// applied here; nil when this process applied its `jti` before, or it changes nothing.

@@ -59,7 +59,8 @@ final class SharedSignalsService {
     func apply(_ config: GatewayConfig) {
         let secret = Self.pushSecret(config)
         hub.apply(config, pushSecret: secret)
-        if logReader == nil, !config.sharedSignals.isEmpty, let store {
+        // The authorization server writes its own revocations to the same log.
+        if logReader == nil, !config.sharedSignals.isEmpty || config.authorizationServer != nil, let store {
             logReader = RevocationLog.Reader(
                 client: store.client, prefix: store.prefix, hub: hub, log: log, wallClock: wallClock, loop: loop)
         }

@@ -32,6 +32,8 @@ final class StoreBackend {
     let sharedSignals = SharedSignalsHub()
     /// The authorization server's counts, for its metrics.
     let authorizationServer = AuthorizationServerHub()
+    /// The authorization server's codes, refresh tokens and consents with the memory store.
+    let memoryGrants = MemoryAuthorizationGrants()
     /// The rate limits' digest key when no `session.keys` are configured: one per process.
     let rateLimitKey = SecureRandom.bytes(32)
 
@@ -78,6 +80,15 @@ final class StoreBackend {
                 store: RedisRateLimits(client: clients.client(for: loop), loop: loop, prefix: prefix),
                 storeName: "redis",
                 processKey: rateLimitKey, log: log)
+        }
+    }
+
+    /// The authorization server's grants of the worker on `loop`.
+    func authorizationGrants(for loop: EventLoop) -> AuthorizationGrantStore {
+        switch kind {
+        case .memory: memoryGrants
+        case .redis(let clients, let prefix):
+            RedisAuthorizationGrants(client: clients.client(for: loop), prefix: prefix)
         }
     }
 

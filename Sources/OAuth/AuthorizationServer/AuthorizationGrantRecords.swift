@@ -63,10 +63,17 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var codeChallenge: String
     public var issuedAt: Int64
     public var dpopJKT: String?
+    /// Names what the code gives: its tokens' `sid`, and its refresh-token family's id. A
+    /// second use of the code ends them by it.
+    public var grantID: String
 
     public static let lifetime: Int64 = 60
 
-    public init(grant: GrantSubject, redirectURI: String, codeChallenge: String, issuedAt: Int64, dpopJKT: String?) {
+    public init(
+        grant: GrantSubject, redirectURI: String, codeChallenge: String, issuedAt: Int64, dpopJKT: String?,
+        grantID: String = RefreshTokenFamily.newID()
+    ) {
+        self.grantID = grantID
         self.grant = grant
         self.redirectURI = redirectURI
         self.codeChallenge = codeChallenge
@@ -104,7 +111,7 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var encoded: [UInt8] {
         var o = JSONObject([
             "g": .object(grant.json), "r": .string(redirectURI), "c": .string(codeChallenge),
-            "t": .number(String(issuedAt))
+            "t": .number(String(issuedAt)), "i": .string(grantID)
         ])
         if let dpopJKT { o["j"] = .string(dpopJKT) }
         return Array(JSONSerializer.serialize(.object(o)).utf8)
@@ -112,9 +119,9 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
 
     public init?(encoded: [UInt8]) {
         guard let o = (try? JSONParser.parse(encoded))?.object, let g = o["g"]?.object.flatMap(GrantSubject.init),
-            let r = o["r"]?.string, let c = o["c"]?.string, let t = o["t"]?.int64
+            let r = o["r"]?.string, let c = o["c"]?.string, let t = o["t"]?.int64, let i = o["i"]?.string
         else { return nil }
-        self.init(grant: g, redirectURI: r, codeChallenge: c, issuedAt: t, dpopJKT: o["j"]?.string)
+        self.init(grant: g, redirectURI: r, codeChallenge: c, issuedAt: t, dpopJKT: o["j"]?.string, grantID: i)
     }
 }
 
@@ -156,11 +163,14 @@ public struct RefreshTokenFamily: Sendable, Equatable {
         }
     }
 
-    /// A new family for `grant` and its first token.
-    public static func start(_ grant: GrantSubject, lifetime: Int64, now: Int64, dpopJKT: String?)
-        -> (RefreshTokenFamily, Token)
-    {
-        let token = Token.fresh(familyID: Base64URL.encode(SecureRandom.bytes(16)))
+    /// A family id: 128 random bits, 22 base64url characters.
+    public static func newID() -> String { Base64URL.encode(SecureRandom.bytes(16)) }
+
+    /// A new family for `grant` and its first token; `id`: the code's grant id.
+    public static func start(
+        _ grant: GrantSubject, id: String = newID(), lifetime: Int64, now: Int64, dpopJKT: String?
+    ) -> (RefreshTokenFamily, Token) {
+        let token = Token.fresh(familyID: id)
         let family = RefreshTokenFamily(
             id: token.familyID, grant: grant, currentDigest: Self.digest(token), generation: 1,
             expiresAt: now + lifetime, dpopJKT: dpopJKT)

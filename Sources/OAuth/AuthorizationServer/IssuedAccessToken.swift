@@ -10,6 +10,8 @@ public struct IssuedAccessToken: Sendable {
     public let jti: String
     public let expiresAt: Int64
     public let clientID: String
+    /// Bound to a DPoP key (`cnf.jkt`): its `token_type` is `DPoP`.
+    public let isBound: Bool
 
     public struct Grant: Sendable {
         public var issuer: String
@@ -19,13 +21,17 @@ public struct IssuedAccessToken: Sendable {
         public var resource: String
         public var scopes: [String]
         public var jkt: String?
+        /// The grant it came from (`sid`): a code used twice, or a refresh token reused, ends
+        /// every token of its grant by it.
+        public var grantID: String?
         /// Claims the IdP vouched for that the resource's routes map to headers (`email`, …).
         public var extraClaims: JSONObject
 
         public init(
             issuer: String, subject: String, idpIssuer: String, clientID: String, resource: String,
-            scopes: [String], jkt: String? = nil, extraClaims: JSONObject = JSONObject()
+            scopes: [String], jkt: String? = nil, grantID: String? = nil, extraClaims: JSONObject = JSONObject()
         ) {
+            self.grantID = grantID
             self.issuer = issuer
             self.subject = subject
             self.idpIssuer = idpIssuer
@@ -41,7 +47,7 @@ public struct IssuedAccessToken: Sendable {
     /// never overrides them.
     static let reserved: Set<String> = [
         "iss", "sub", "aud", "exp", "iat", "nbf", "jti", "client_id", "scope", "cnf", "idp_iss", "auth_time", "acr",
-        "amr"
+        "amr", "sid"
     ]
 
     /// `kid`: the key's name in the AS's JWKS (its own `kid` when nil).
@@ -57,6 +63,7 @@ public struct IssuedAccessToken: Sendable {
         c["iat"] = .number(String(now))
         c["exp"] = .number(String(now + lifetime))
         c["jti"] = .string(jti)
+        if let grantID = g.grantID { c["sid"] = .string(grantID) }
         if let jkt = g.jkt { c["cnf"] = .object(JSONObject(["jkt": .string(jkt)])) }
         for name in g.extraClaims.names where !Self.reserved.contains(name) && c[name] == nil {
             c[name] = g.extraClaims[name]
@@ -68,5 +75,6 @@ public struct IssuedAccessToken: Sendable {
         self.jti = jti
         expiresAt = now + lifetime
         clientID = g.clientID
+        isBound = g.jkt != nil
     }
 }

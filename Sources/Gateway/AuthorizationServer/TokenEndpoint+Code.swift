@@ -1,0 +1,229 @@
+import Foundation
+import JOSE
+import OAuth
+import Reactor
+
+/// The code flow's grants at the token endpoint: `authorization_code` (RFC 6749 §4.1.3, with
+/// PKCE, RFC 7636 §4.6) and `refresh_token` (§6), with rotation and reuse detection (RFC 9700
+/// §4.14.2). The client is public (`client_id`, and PKCE proves it is the one that asked) or
+/// authenticates with `private_key_jwt`, as its metadata document says.
+extension TokenEndpoint {
+    static let codeFlowGrants = ["authorization_code", "refresh_token"]
+
+    /// The client of a code-flow request, and its metadata document.
+    private func client(
+        _ form: [String: String], grant: String, _ config: AuthorizationServerConfig,
+        done: @escaping (Result<ClientIDMetadataDocument, TokenEndpointError>) -> Void
+    ) {
+        let invalidClient = { (why: String) in TokenEndpointError("invalid_client", why) }
+        if let assertion = form["client_assertion"] {
+            guard form["client_assertion_type"] == PresentedClientAssertion.type,
+                let claimed = PresentedClientAssertion.claimedClient(assertion), let url = try? ClientIDURL(claimed),
+                form["client_id"].map({ $0 == claimed }) ?? true
+            else { return done(.failure(invalidClient("the client assertion does not name a client document URL"))) }
+            authenticate(url, assertion, grant: grant, config) { result in
+                switch result {
+                case .failure(let e): done(.failure(e))
+                case .success((let presented, let document)):
+                    claimOnce(
+                        ReplayID(assertionOf: presented.clientID, jti: presented.jti, kind: 4), .clientAssertion,
+                        until: presented.expiresAt + 60, replayed: invalidClient("the client assertion was used before")
+                    ) { failed in done(failed.map { .failure($0) } ?? .success(document)) }
+                }
+            }
+            return
+        }
+        guard let id = form["client_id"], let url = try? ClientIDURL(id) else {
+            return done(.failure(invalidClient("client_id is required: the client's metadata document URL")))
+        }
+        guard let documents = server.documents, documents.admits(url) else {
+            return done(.failure(invalidClient("the client's host is not one this server takes clients from")))
+        }
+        documents.document(url) { outcome in
+            switch outcome {
+            case .refused(let why): done(.failure(invalidClient(why)))
+            case .document(let document):
+                // A client with keys proves itself with them (RFC 7591 §2's method is binding).
+                guard case .none = document.authentication else {
+                    return done(.failure(invalidClient("the client authenticates with private_key_jwt")))
+                }
+                guard document.grantTypes.contains(grant) else {
+                    return done(
+                        .failure(
+                            TokenEndpointError(
+                                "unauthorized_client", "the client's metadata document does not list \(grant)")))
+                }
+                done(.success(document))
+            }
+        }
+    }
+
+    /// A DPoP proof's `jti` used once (RFC 9449 §11.1), then `then`.
+    private func claimProof(
+        _ proof: DPoPProof?, fail: @escaping (TokenEndpointError) -> Void, then: @escaping () -> Void
+    ) {
+        guard let proof else { return then() }
+        claimOnce(
+            ReplayID(jkt: proof.jkt, jti: proof.jti), .dpopProof, until: proof.acceptableUntil + 1,
+            replayed: TokenEndpointError("invalid_dpop_proof", "the DPoP proof was used before")
+        ) { failed in
+            if let failed { fail(failed) } else { then() }
+        }
+    }
+
+    private func accessToken(_ g: GrantSubject, grantID: String, jkt: String?, _ config: AuthorizationServerConfig)
+        -> Result<IssuedAccessToken, TokenEndpointError>
+    {
+        sign(
+            IssuedAccessToken.Grant(
+                issuer: config.issuer, subject: g.subject, idpIssuer: g.idpIssuer, clientID: g.clientID,
+                resource: g.resource, scopes: g.scopes, jkt: jkt, grantID: grantID, extraClaims: g.claims), config)
+    }
+
+    private static let unavailable = TokenEndpointError(
+        "temporarily_unavailable", "the server cannot check grants right now")
+
+    // MARK: authorization_code
+
+    func codeGrant(
+        _ form: [String: String], proof: DPoPProof?, _ config: AuthorizationServerConfig,
+        done: @escaping (Result<Issued, TokenEndpointError>) -> Void
+    ) {
+        guard let code = form["code"] else {
+            return done(.failure(.invalidRequest("code is required")))
+        }
+        client(form, grant: "authorization_code", config) { result in
+            let document: ClientIDMetadataDocument
+            switch result {
+            case .failure(let e): return done(.failure(e))
+            case .success(let d): document = d
+            }
+            server.grants.redeemCode(code, tokensLive: Int64(config.accessTokenTTL)) { taken in
+                switch taken {
+                case .failure: done(.failure(Self.unavailable))
+                case .success(.unknown): done(.failure(.invalidGrant("the code is not valid: unknown or expired")))
+                case .success(.again(let record)):
+                    // RFC 6749 §4.1.2: a code used twice; what it gave the first time ends.
+                    server.grants.end(record.grant, grantID: record.grantID, accessTokenTTL: config.accessTokenTTL) {
+                        done(.failure(.invalidGrant("the code was used before: the tokens it gave are revoked")))
+                    }
+                case .success(.first(let record)):
+                    do throws(TokenEndpointError) {
+                        try record.redeem(
+                            clientID: document.clientID.text, redirectURI: form["redirect_uri"],
+                            resource: form["resource"], verifier: form["code_verifier"], jkt: proof?.jkt,
+                            now: services.wallClock.seconds)
+                    } catch {
+                        return done(.failure(error))
+                    }
+                    claimProof(proof, fail: { done(.failure($0)) }) {
+                        issueFromCode(record, document: document, jkt: proof?.jkt, config, done: done)
+                    }
+                }
+            }
+        }
+    }
+
+    private func issueFromCode(
+        _ record: AuthorizationCodeRecord, document: ClientIDMetadataDocument, jkt: String?,
+        _ config: AuthorizationServerConfig, done: @escaping (Result<Issued, TokenEndpointError>) -> Void
+    ) {
+        let token: IssuedAccessToken
+        switch accessToken(record.grant, grantID: record.grantID, jkt: jkt, config) {
+        case .failure(let e): return done(.failure(e))
+        case .success(let t): token = t
+        }
+        let issued = Issued(token: token, scopes: record.grant.scopes, grant: "authorization_code")
+        guard document.grantTypes.contains("refresh_token") else { return done(.success(issued)) }
+        let (family, refresh) = RefreshTokenFamily.start(
+            record.grant, id: record.grantID, lifetime: Int64(config.refreshTokenTTL),
+            now: services.wallClock.seconds, dpopJKT: jkt)
+        server.grants.saveFamily(family) { saved in
+            var withRefresh = issued
+            // A family the store would not keep gives no refresh token: the client signs in again.
+            if case .success = saved { withRefresh.refreshToken = refresh.text }
+            done(.success(withRefresh))
+        }
+    }
+
+    // MARK: refresh_token
+
+    func refreshGrant(
+        _ form: [String: String], proof: DPoPProof?, _ config: AuthorizationServerConfig,
+        done: @escaping (Result<Issued, TokenEndpointError>) -> Void
+    ) {
+        guard let text = form["refresh_token"] else {
+            return done(.failure(.invalidRequest("refresh_token is required")))
+        }
+        guard let presented = RefreshTokenFamily.Token(text) else {
+            return done(.failure(.invalidGrant("the refresh token is not valid")))
+        }
+        client(form, grant: "refresh_token", config) { result in
+            let document: ClientIDMetadataDocument
+            switch result {
+            case .failure(let e): return done(.failure(e))
+            case .success(let d): document = d
+            }
+            server.grants.family(presented.familyID) { found in
+                switch found {
+                case .failure: return done(.failure(Self.unavailable))
+                case .success(nil): return done(.failure(.invalidGrant("the refresh token is not valid")))
+                case .success(.some((let family, let stored))):
+                    rotate(
+                        family, stored: stored, presented, client: document.clientID.text, form: form, proof: proof,
+                        config, done: done)
+                }
+            }
+        }
+    }
+
+    private func rotate(
+        _ family: RefreshTokenFamily, stored: String, _ presented: RefreshTokenFamily.Token, client: String,
+        form: [String: String], proof: DPoPProof?, _ config: AuthorizationServerConfig,
+        done: @escaping (Result<Issued, TokenEndpointError>) -> Void
+    ) {
+        switch family.use(presented, clientID: client, now: services.wallClock.seconds) {
+        case .expired: return done(.failure(.invalidGrant("the refresh token has expired")))
+        case .otherClient: return done(.failure(.invalidGrant("the refresh token was issued to another client")))
+        case .reused:
+            // RFC 9700 §4.14.2: a token that is not the family's current one was stolen, or its
+            // thief came first; the family ends, and the access tokens it gave with it.
+            server.grants.end(family.grant, grantID: family.id, accessTokenTTL: config.accessTokenTTL) {
+                done(.failure(.invalidGrant("the refresh token was used before: its grant is revoked")))
+            }
+        case .rotated(let next, let token):
+            // RFC 9449 §5.2: a public client's refresh token is bound to its DPoP key.
+            if let bound = family.dpopJKT, proof?.jkt != bound {
+                return done(.failure(.invalidGrant("the refresh token is bound to another DPoP key")))
+            }
+            if let resource = form["resource"], resource != family.grant.resource {
+                return done(.failure(TokenEndpointError("invalid_target", "the resource is not the grant's")))
+            }
+            var grant = family.grant
+            if let asked = form["scope"] {
+                // RFC 6749 §6: the same scopes or fewer.
+                let list = asked.split(separator: " ").map(String.init)
+                guard !list.isEmpty, list.allSatisfy(grant.scopes.contains) else {
+                    return done(.failure(TokenEndpointError("invalid_scope", "the scopes are not within the grant's")))
+                }
+                grant.scopes = grant.scopes.filter(list.contains)
+            }
+            server.grants.rotate(from: stored, to: next) { swapped in
+                switch swapped {
+                case .failure: done(.failure(Self.unavailable))
+                case .success(false):
+                    done(.failure(.invalidGrant("the refresh token was used by another request just now")))
+                case .success(true):
+                    claimProof(proof, fail: { done(.failure($0)) }) {
+                        let jkt = family.dpopJKT ?? proof?.jkt
+                        done(
+                            accessToken(grant, grantID: family.id, jkt: jkt, config).map {
+                                Issued(
+                                    token: $0, scopes: grant.scopes, refreshToken: token.text, grant: "refresh_token")
+                            })
+                    }
+                }
+            }
+        }
+    }
+}
