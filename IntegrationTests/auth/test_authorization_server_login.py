@@ -21,6 +21,7 @@ import requests
 
 from support.cimd_host import CIMDHost
 from support.gateway import BIN
+from support.waiting import wait_for
 from test_login import login_as, login_env  # noqa: F401 — fixtures
 
 REDIRECT = "http://127.0.0.1:7711/cb"
@@ -37,14 +38,22 @@ def claims_of(token):
 
 
 class Env:
-    def __init__(self, login_env, login_as, upstream, tmp_path, consent=True, extra_server=""):  # noqa: F811
-        self.host = CIMDHost(tmp_path)
+    def __init__(self, login_env, login_as, upstream, tmp_path, consent=True, store="",  # noqa: F811
+                 replica_of=None):
+        """store: a `store:` line; replica_of: another Env whose client host, AS key and
+        public URL this one shares (a second replica of the same gateway)."""
+        self.host = replica_of.host if replica_of else CIMDHost(tmp_path)
         self.client_id = self.host.url("/clients/app.json")
         self.host.put("/clients/app.json", self.document())
         as_key = tmp_path / "as.jwk"
-        subprocess.run([BIN, "keys", "generate", "--alg", "ES256", "--kid", "as-1", "--out", str(as_key)],
-                       capture_output=True, text=True, check=True)
-        top = f"""authorization_server:
+        if replica_of:
+            as_key.write_bytes(replica_of.as_key.read_bytes())
+        else:
+            subprocess.run([BIN, "keys", "generate", "--alg", "ES256", "--kid", "as-1", "--out", str(as_key)],
+                           capture_output=True, text=True, check=True)
+        self.as_key = as_key
+        top = f"""{store}
+authorization_server:
   login: web
   signing_keys: ["{as_key}"]
   access_token_ttl: 5m
@@ -54,15 +63,18 @@ class Env:
     "mcp:read": {{}}
     "mcp:write": {{ claims: {{ groups: {{ contains: staff }} }} }}
   clients: {{ allowed_client_hosts: ["127.0.0.1"], ca_file: "{self.host.ca_file}" }}
-{extra_server}"""
+"""
         route = """  - name: mcp
     match: { path: /mcp }
     upstream: app
     auth: token
     issuers: [self]
-    resource: "http://127.0.0.1:{PORT}/mcp"
+    resource: "RESOURCE"
     require: { scopes: ["mcp:read"] }"""
-        self.login = login_env(login_as, upstream, tmp_path, extra_top=top, extra_route=route)
+        route = route.replace("RESOURCE", replica_of.resource if replica_of else "http://127.0.0.1:{PORT}/mcp")
+        self.login = login_env(login_as, upstream, tmp_path, extra_top=top, extra_route=route,
+                               share_client_of=replica_of.login if replica_of else None,
+                               public_base=replica_of.issuer if replica_of else None)
         self.gw = self.login.gw
         self.a = login_as
         self.issuer = self.login.base
@@ -316,3 +328,43 @@ def test_without_consent_the_code_comes_at_once(login_env, login_as, upstream, t
         assert r.status_code == 302 and r.headers["Location"].startswith(REDIRECT + "?code="), r.text[:300]
     finally:
         e.host.stop()
+
+
+def test_a_second_replica_on_redis_takes_the_token_and_ends_a_reused_code_s(login_env, login_as, upstream,  # noqa: F811
+                                                                              tmp_path, redis):
+    store = f'store: {{ url: "redis://127.0.0.1:{redis.port}/0", prefix: "tg:" }}'
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = Env(login_env, login_as, upstream, tmp_path / "a", store=store)
+    b = Env(login_env, login_as, upstream, tmp_path / "b", store=store, replica_of=a)
+    try:
+        code, verifier, _ = a.code()
+        first = a.redeem(code, verifier)
+        assert first.status_code == 200, first.text
+        token, refresh = first.json()["access_token"], first.json()["refresh_token"]
+        on_b = requests.post(b.gw.url("/mcp"), json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                             headers={"Authorization": f"Bearer {token}"}, timeout=5)
+        assert on_b.status_code == 200, on_b.text
+        # The refresh token rotates on B; the old one, back on A, ends the family everywhere.
+        rotated = requests.post(b.gw.url("/oauth2/as/token"), data={
+            "grant_type": "refresh_token", "refresh_token": refresh, "client_id": a.client_id}, timeout=10)
+        assert rotated.status_code == 200, rotated.text
+        assert error(a.token(grant_type="refresh_token", refresh_token=refresh)) == (400, "invalid_grant")
+        # The code again, at B: refused, and A's token ends on both replicas.
+        again = requests.post(b.gw.url("/oauth2/as/token"), data={
+            "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "code_verifier": verifier,
+            "client_id": a.client_id}, timeout=10)
+        assert error(again) == (400, "invalid_grant")
+
+        def refused_everywhere():
+            return all(requests.post(env.gw.url("/mcp"), json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                                     headers={"Authorization": f"Bearer {token}"}, timeout=5).status_code == 401
+                       for env in (a, b))
+        wait_for(refused_everywhere, timeout=3, what="the reused code's token refused on both replicas")
+        # Nothing of the grant is in Redis in the clear.
+        keys = redis.cli("KEYS", "tg:as:*").split()
+        assert any(":as:code:" in k for k in keys) and any(":as:consents:" in k for k in keys), keys
+        dump = " ".join(keys) + " ".join(redis.cli("GET", k) for k in keys)
+        assert code not in dump and refresh.split(".")[1] not in dump and "alice" not in dump
+    finally:
+        a.host.stop()
