@@ -77,6 +77,8 @@ enum ConsentPage {
             body: LoginPages.page(
                 title: "Allow access?", message: "An application asks to act for you.", link: nil, form: form))
         r.detail = "authorization server: consent asked (\(request.clientID.text))"
+        // The POST's `Origin` is checked: the browser must send it (never to another site).
+        r.referrerPolicy = "same-origin"
         return r
     }
 }

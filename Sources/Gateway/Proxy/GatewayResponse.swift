@@ -17,6 +17,9 @@ struct GatewayResponse {
     var page: PageContent? = nil
     /// An error answer's code and description (`ErrorResponse`), for its HTML form.
     var problem: Problem? = nil
+    /// A page's `Referrer-Policy`. A page whose form's POST checks `Origin` says `same-origin`:
+    /// under `no-referrer` a browser sends `Origin: null` with it.
+    var referrerPolicy = "no-referrer"
 
     struct Problem: Sendable {
         var error: String
@@ -69,7 +72,7 @@ struct GatewayResponse {
             // the logout form's POST, which must reach the AS's end_session_endpoint.)
             visit("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
             visit("X-Content-Type-Options", "nosniff")
-            visit("Referrer-Policy", "no-referrer")
+            visit("Referrer-Policy", referrerPolicy)
         }
     }
 }
