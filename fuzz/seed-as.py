@@ -2,7 +2,8 @@
 """Seeds for ASFuzz (fuzz/corpus-as): what an authorization server reads from clients. The
 first byte picks the entry (ASFuzzEntry.all: 0 a client_id, a registered redirect URI and a
 requested one, one per line; 1 a client metadata document as fetched from
-https://app.example/c.json; 2 an ID-JAG's claims, signed by the fuzzer; 3 a refresh token).
+https://app.example/c.json; 2 an ID-JAG's claims, signed by the fuzzer; 3 a refresh token; 4 an
+authorization request's query; 5 a registration's metadata).
 Each entry has good inputs and the refusals its checks name. Usage: ./seed-as.py [DIR]"""
 import json
 import os
@@ -57,6 +58,19 @@ def main(out):
     seeds += [(1, json.dumps(d).encode()) for d in docs]
     seeds += [(2, json.dumps(c).encode()) for c in jags] + [(0x82, json.dumps(jag()).encode())]
     seeds += [(3, t.encode()) for t in tokens]
+    challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    good = (f"response_type=code&client_id={URL}&redirect_uri=http%3A%2F%2F127.0.0.1%3A4711%2Fcb"
+            f"&code_challenge={challenge}&code_challenge_method=S256&resource=https%3A%2F%2Fgw.example%2Fmcp"
+            "&state=s1&scope=mcp%3Aread")
+    queries = [good, good + "&redirect_uri=x", good.replace("S256", "plain"), good + "&dpop_jkt=" + challenge,
+               good.replace("state=s1", "state=a%0D%0ALocation%3A+x"), good + "&request_uri=urn%3Ax",
+               "client_id=tg-dcr-AAAAAAAAAAAAAAAAAAAAAA&redirect_uri=https%3A%2F%2Fc.example%2Fcb"]
+    seeds += [(4, q.encode()) for q in queries]
+    registrations = [{"redirect_uris": ["https://c.example/cb"], "client_name": "Old agent"},
+                     {"redirect_uris": ["https://c.example/cb"], "token_endpoint_auth_method": "private_key_jwt"},
+                     {"redirect_uris": ["https://c.example/cb"], "client_secret": "s"},
+                     {"redirect_uris": ["javascript:x"]}, {"redirect_uris": []}]
+    seeds += [(5, json.dumps(m).encode()) for m in registrations]
     for i, (entry, body) in enumerate(seeds):
         with open(os.path.join(out, f"seed-{i:03d}"), "wb") as f:
             f.write(bytes([entry]) + body)

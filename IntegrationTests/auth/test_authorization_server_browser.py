@@ -4,7 +4,8 @@ IdP's login form (idpyoidc, through the gateway's login) → back at tokengate's
 which names the client, its host, the resource, the redirect host and the scopes → Allow → the
 client's loopback redirect URI (a listener here) with code, state and iss; the code buys a
 token the MCP route takes. A second authorization for the same client and resource skips the
-page (the consent is remembered); another user's Deny comes back with access_denied."""
+page only for an https redirect URI: to a loopback one it is shown again, with a warning; the
+page will not show in a frame; another user's Deny comes back with access_denied."""
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -80,20 +81,34 @@ def test_sign_in_and_consent_in_chromium(browser, login_env, login_as, upstream,
         assert r.status_code == 200, r.text
         assert env.call(r.json()["access_token"]).status_code == 200
 
-        # The same client and resource again: no page, straight back with a code.
+        # The same client and resource again: to a loopback redirect URI (any program's on the
+        # machine) the page is shown again, with a warning, though consent was given.
         _, challenge2 = pkce()
         browser.get(env.authorize_url(challenge2, redirect_uri=cb.uri, state="chromium-2"))
+        allow = wait.until(EC.element_to_be_clickable((By.ID, "allow")))
+        assert "program on this computer" in browser.find_element(By.ID, "local-warning").text
+        allow.click()
         wait.until(lambda d: len(cb.queries) == 2)
         assert cb.queries[-1]["state"] == "chromium-2" and cb.queries[-1]["code"]
 
-        # Fewer scopes than were granted: straight back too.
+        # The AS's pages cannot be framed (frame-ancestors 'none'): another origin's frame of
+        # one, here the page for a client in doubt (it needs no cookie), shows nothing of it;
+        # the same page opened on its own shows its text.
         _, challenge3 = pkce()
-        browser.get(env.authorize_url(challenge3, redirect_uri=cb.uri, state="chromium-3", scope="mcp:read"))
-        wait.until(lambda d: len(cb.queries) == 3)
-        assert cb.queries[-1]["code"]
+        in_doubt = env.authorize_url(challenge3, redirect_uri="https://evil.example/cb")
+        browser.get("data:text/html,<iframe id=f src='" + in_doubt.replace("&", "%26") + "'></iframe>")
+        frame = wait.until(EC.presence_of_element_located((By.ID, "f")))
+        browser.switch_to.frame(frame)
+        # Loaded, or refused (Chromium's error page): either way done.
+        wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+        assert "cannot be completed" not in browser.find_element(By.TAG_NAME, "body").text
+        browser.switch_to.default_content()
+        browser.get(in_doubt)
+        assert "cannot be completed" in browser.find_element(By.TAG_NAME, "body").text
 
         # Another user (cookies gone: the gateway's and the IdP's, both on 127.0.0.1) is asked
         # again, and Deny sends access_denied back, with no code.
+        browser.get(env.issuer + "/.well-known/oauth-authorization-server")
         browser.delete_all_cookies()
         _, challenge4 = pkce()
         browser.get(env.authorize_url(challenge4, redirect_uri=cb.uri, state="chromium-4"))
@@ -105,7 +120,7 @@ def test_sign_in_and_consent_in_chromium(browser, login_env, login_as, upstream,
         # bob is not staff: only mcp:read is offered.
         assert [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#scopes li")] == ["mcp:read"]
         deny.click()
-        wait.until(lambda d: len(cb.queries) == 4)
+        wait.until(lambda d: len(cb.queries) == 3)
         assert cb.queries[-1]["error"] == "access_denied" and cb.queries[-1]["state"] == "chromium-4"
         assert "code" not in cb.queries[-1]
     finally:

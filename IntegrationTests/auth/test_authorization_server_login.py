@@ -24,7 +24,8 @@ from support.gateway import BIN
 from support.waiting import wait_for
 from test_login import login_as, login_env  # noqa: F401 — fixtures
 
-REDIRECT = "http://127.0.0.1:7711/cb"
+REDIRECT = "http://127.0.0.1:7711/cb"  # a loopback redirect (RFC 8252 §7.3): any port
+WEB_REDIRECT = "https://client.example/cb"  # never fetched: the test reads the code off the 302
 
 
 def pkce():
@@ -39,7 +40,7 @@ def claims_of(token):
 
 class Env:
     def __init__(self, login_env, login_as, upstream, tmp_path, consent=True, store="",  # noqa: F811
-                 replica_of=None):
+                 replica_of=None, registration=False, extra_top=""):
         """store: a `store:` line; replica_of: another Env whose client host, AS key and
         public URL this one shares (a second replica of the same gateway)."""
         self.host = replica_of.host if replica_of else CIMDHost(tmp_path)
@@ -53,6 +54,7 @@ class Env:
                            capture_output=True, text=True, check=True)
         self.as_key = as_key
         top = f"""{store}
+{extra_top}
 authorization_server:
   login: web
   signing_keys: ["{as_key}"]
@@ -62,7 +64,7 @@ authorization_server:
   scopes:
     "mcp:read": {{}}
     "mcp:write": {{ claims: {{ groups: {{ contains: staff }} }} }}
-  clients: {{ allowed_client_hosts: ["127.0.0.1"], ca_file: "{self.host.ca_file}" }}
+  clients: {{ allowed_client_hosts: ["127.0.0.1"], ca_file: "{self.host.ca_file}", {registration or "registration: false"} }}
 """
         route = """  - name: mcp
     match: { path: /mcp }
@@ -83,7 +85,7 @@ authorization_server:
 
     def document(self, **changes):
         d = {"client_id": self.host.url("/clients/app.json"), "client_name": "Test agent",
-             "redirect_uris": ["http://127.0.0.1/cb"], "token_endpoint_auth_method": "none",
+             "redirect_uris": ["http://127.0.0.1/cb", WEB_REDIRECT], "token_endpoint_auth_method": "none",
              "grant_types": ["authorization_code", "refresh_token"]}
         d.update(changes)
         return {k: v for k, v in d.items() if v is not None}
@@ -124,7 +126,7 @@ authorization_server:
             r = self.consent(r)
         assert r.status_code == 302, (r.status_code, r.text[:500])
         location = r.headers["Location"]
-        assert location.startswith(REDIRECT + "?"), location
+        assert location.startswith(over.get("redirect_uri", REDIRECT) + "?"), location
         q = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
         return q.get("code"), verifier, q
 
@@ -177,16 +179,28 @@ def test_sign_in_consent_code_token_and_the_mcp_route(env):
     assert c["aud"] == env.resource and c["client_id"] == env.client_id and c["iss"] == env.issuer
     assert c["idp_iss"] == env.a.issuer and c["email"] == "alice@example.com" and c["sid"]
     assert env.call(body["access_token"]).status_code == 200
-    # Consent is remembered: the next authorization goes straight back with a code.
-    verifier2, challenge2 = pkce()
+    # A loopback redirect URI may be any program's on the machine: asked again, with a warning
+    # (RFC 8252 §8.6), though consent was given.
+    _, challenge2 = pkce()
     again = env.login.get(env.authorize_url(challenge2))
-    assert again.status_code == 302 and "code=" in again.headers["Location"], again.text[:300]
+    assert again.status_code == 200 and 'id="local-warning"' in again.text, again.status_code
+    # To a web client's https redirect URI, once consented, it goes straight back with a code.
+    env.code(redirect_uri=WEB_REDIRECT)
+    _, challenge3 = pkce()
+    straight = env.login.get(env.authorize_url(challenge3, redirect_uri=WEB_REDIRECT))
+    assert straight.status_code == 302 and straight.headers["Location"].startswith(WEB_REDIRECT + "?code="), \
+        straight.text[:300]
+    # HEAD issues no code.
+    assert env.login.browser.head(env.authorize_url(challenge3, redirect_uri=WEB_REDIRECT),
+                                  allow_redirects=False, timeout=5).status_code == 405
     # bob is not staff: mcp:write is not his to grant; asked for nothing, he gets what he may.
     env.login.browser = requests.Session()
     code_b, verifier_b, _ = env.code(user="bob", scope=None)
     assert env.redeem(code_b, verifier_b).json()["scope"] == "mcp:read"
     metrics = requests.get(f"http://127.0.0.1:{env.gw.admin}/metrics", timeout=5).text
     assert 'tokengate_as_tokens_issued_total{grant="authorization_code"} 2' in metrics
+    # The access log names no grant id or code.
+    assert code not in env.gw.output()
 
 
 def test_a_code_used_twice_ends_the_tokens_it_gave(env):
@@ -210,6 +224,13 @@ def test_a_refresh_rotates_and_a_reused_one_ends_the_family(env):
     assert r1.status_code == 200, r1.text
     rotated = r1.json()
     assert rotated["refresh_token"] != first["refresh_token"] and env.call(rotated["access_token"]).status_code == 200
+    # A refresh token the family never issued (its id and a guessed secret, or the access
+    # token's sid and one): refused, and the family goes on.
+    family = rotated["refresh_token"].split(".")[0]
+    for guess in (family + "." + "A" * 43, claims_of(rotated["access_token"])["sid"] + "." + "A" * 43):
+        assert error(env.token(grant_type="refresh_token", refresh_token=guess)) == (400, "invalid_grant")
+    assert claims_of(rotated["access_token"])["sid"] != family
+    assert env.call(rotated["access_token"]).status_code == 200
     # Fewer scopes may be asked; more may not.
     assert error(env.token(grant_type="refresh_token", refresh_token=rotated["refresh_token"],
                            scope="mcp:admin")) == (400, "invalid_scope")
@@ -318,6 +339,8 @@ def test_the_consent_page_and_its_form_from_the_attacker_s_side(env):
     denied = env.consent(page, decision="deny")
     q = parse_qs(urlsplit(denied.headers["Location"]).query)
     assert q["error"] == ["access_denied"] and q["state"] == ["st-1"]
+    # A ticket is posted once: again, even as Allow, it is refused with a page.
+    assert page_without_redirect(env.consent(page))
 
 
 def test_without_consent_the_code_comes_at_once(login_env, login_as, upstream, tmp_path):  # noqa: F811
@@ -368,3 +391,32 @@ def test_a_second_replica_on_redis_takes_the_token_and_ends_a_reused_code_s(logi
         assert code not in dump and refresh.split(".")[1] not in dump and "alice" not in dump
     finally:
         a.host.stop()
+
+
+def test_a_user_revokes_a_consent_and_its_tokens_end(env):
+    code, verifier, _ = env.code(redirect_uri=WEB_REDIRECT)
+    tokens = env.redeem(code, verifier, redirect_uri=WEB_REDIRECT).json()
+    assert env.call(tokens["access_token"]).status_code == 200
+    page = env.login.get("/oauth2/as/consents")
+    assert page.status_code == 200 and env.client_id in page.text and env.resource in page.text, page.text[:300]
+    ticket = re.search(r'name="ticket" value="([^"]+)"', page.text).group(1)
+    # Another site's page cannot post it.
+    evil = env.login.browser.post(env.issuer + "/oauth2/as/consents", data={"ticket": ticket},
+                                  headers={"Origin": "https://evil.example", "Accept": "text/html"},
+                                  allow_redirects=False, timeout=10)
+    assert evil.status_code == 403
+    done = env.login.browser.post(env.issuer + "/oauth2/as/consents", data={"ticket": ticket},
+                                  headers={"Origin": env.issuer, "Accept": "text/html"}, allow_redirects=False,
+                                  timeout=10)
+    assert done.status_code == 302 and done.headers["Location"].endswith("/oauth2/as/consents")
+    # The grant made under it ended: its refresh token and access token.
+    assert error(env.token(grant_type="refresh_token", refresh_token=tokens["refresh_token"])) == \
+        (400, "invalid_grant")
+    assert env.call(tokens["access_token"]).status_code == 401
+    assert 'id="none"' in env.login.get("/oauth2/as/consents").text
+    # The client must ask again: the page, though the redirect URI is https.
+    _, challenge = pkce()
+    assert env.login.get(env.authorize_url(challenge, redirect_uri=WEB_REDIRECT)).status_code == 200
+    status = requests.get(f"http://127.0.0.1:{env.gw.admin}/status.json", timeout=5).json()["authorization_server"]
+    row = [c for c in status["clients"] if c["client_id"] == env.client_id][0]
+    assert (row["consents_given"], row["consents_revoked"]) == (1, 1), row

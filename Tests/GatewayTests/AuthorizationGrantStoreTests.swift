@@ -42,15 +42,31 @@ struct AuthorizationGrantStoreTests {
         #expect(try sync { store.get("f", done: $0) }.get() == nil)
     }
 
-    @Test func aFullTableRefusesNewEntriesUntilSomeExpire() throws {
+    @Test func aFullTableRefusesNewEntriesUntilSomeExpireAndKindsDoNotCrowdEachOther() throws {
         let clock = Clock()
         let store = MemoryAuthorizationGrants(capacity: 2, now: { clock.now })
-        _ = sync { store.put("a", "1", ttl: 10, done: $0) }
-        _ = sync { store.put("b", "2", ttl: 100, done: $0) }
-        if case .success = sync({ store.put("c", "3", ttl: 10, done: $0) }) { Issue.record("a full table took more") }
-        #expect(try sync { store.get("a", done: $0) }.get() == "1")
+        _ = sync { store.put("as:code:a", "1", ttl: 10, done: $0) }
+        _ = sync { store.put("as:code:b", "2", ttl: 100, done: $0) }
+        if case .success = sync({ store.put("as:code:c", "3", ttl: 10, done: $0) }) {
+            Issue.record("a full table took more")
+        }
+        // Codes filling their table leave room for families.
+        if case .failure = sync({ store.put("as:family:a", "f", ttl: 10, done: $0) }) {
+            Issue.record("one kind crowded out another")
+        }
+        #expect(try sync { store.get("as:code:a", done: $0) }.get() == "1")
         clock.now += 11
-        if case .failure = sync({ store.put("c", "3", ttl: 10, done: $0) }) { Issue.record("an expired entry stayed") }
+        if case .failure = sync({ store.put("as:code:c", "3", ttl: 10, done: $0) }) {
+            Issue.record("an expired entry stayed")
+        }
+    }
+
+    @Test func createTakesAnEmptyKeyOnly() throws {
+        let store = MemoryAuthorizationGrants()
+        #expect(try sync { store.create("as:family:x", "v1", ttl: 60, done: $0) }.get())
+        #expect(try !sync { store.create("as:family:x", "v2", ttl: 60, done: $0) }.get())
+        _ = sync { store.put("as:family:y", "ended", ttl: 60, done: $0) }
+        #expect(try !sync { store.create("as:family:y", "v", ttl: 60, done: $0) }.get())
     }
 
     @Test func aConsentTicketIsThisGatewaysForTenMinutes() throws {

@@ -60,7 +60,8 @@ struct AuthorizationServerConfigTests {
         #expect(
             AuthorizationServerEndpoint.paths(of: server) == [
                 "/.well-known/oauth-authorization-server": .metadata, "/oauth2/as/jwks": .jwks,
-                "/oauth2/as/token": .token, "/oauth2/as/authorize": .authorize, "/oauth2/as/consent": .consent
+                "/oauth2/as/token": .token, "/oauth2/as/authorize": .authorize, "/oauth2/as/consent": .consent,
+                "/oauth2/as/consents": .consents, "/oauth2/as/register": .register
             ])
         #expect(server.login == nil && server.consent && server.refreshTokenTTL == 86_400)
     }
@@ -83,7 +84,11 @@ struct AuthorizationServerConfigTests {
         ("signing_keys: [as.jwk]\n  scopes: { a: {} }\n  login: corp", "\"corp\" is not a login client"),
         ("signing_keys: [as.jwk]\n  scopes: { a: {} }\n  refresh_token_ttl: 91d", "from 5m to 90d"),
         ("signing_keys: [as.jwk]\n  scopes: { a: {} }\n  consent_ttl: 30m", "from 1h to 365d"),
-        ("signing_keys: [as.jwk]\n  scopes: { a: {} }\n  consent: maybe", "consent")
+        ("signing_keys: [as.jwk]\n  scopes: { a: {} }\n  consent: maybe", "consent"),
+        (
+            "signing_keys: [as.jwk]\n  scopes: { a: {} }\n  consent: false",
+            "consent: false needs clients.allowed_client_hosts"
+        )
     ])
     func refused(_ server: String, _ why: String) {
         guard case .failure(let e) = parse(config(server)) else {

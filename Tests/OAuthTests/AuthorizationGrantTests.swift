@@ -72,6 +72,11 @@ struct AuthorizationGrantTests {
         #expect(next.generation == 2 && second != first && second.familyID == first.familyID)
         // The first token again: a reuse, which ends the family.
         #expect(next.use(first, clientID: Self.grant.clientID, now: Self.now + 2) == .reused)
+        // A token it never issued (a guess on the family's id): refused, no more.
+        let guessed = try #require(RefreshTokenFamily.Token(first.familyID + "." + String(repeating: "A", count: 43)))
+        #expect(next.use(guessed, clientID: Self.grant.clientID, now: Self.now + 2) == .unknown)
+        // Another client's request is refused before the token is judged (no reuse is counted).
+        #expect(next.use(first, clientID: "https://evil.example/c.json", now: Self.now + 2) == .otherClient)
         #expect(next.use(second, clientID: "https://evil.example/c.json", now: Self.now + 2) == .otherClient)
         #expect(next.use(second, clientID: Self.grant.clientID, now: Self.now + 3600) == .expired)
         #expect(RefreshTokenFamily(encoded: next.encoded) == next)

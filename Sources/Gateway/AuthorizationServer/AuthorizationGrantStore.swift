@@ -8,6 +8,8 @@ import Reactor
 /// `session.keys` before they are written. Every `done` runs once, on the caller's loop.
 protocol AuthorizationGrantStore: AnyObject {
     func put(_ key: String, _ value: String, ttl: Int64, done: @escaping (Result<Void, GrantStoreError>) -> Void)
+    /// Stores `value` only where nothing is: false when something (a tombstone) is there.
+    func create(_ key: String, _ value: String, ttl: Int64, done: @escaping (Result<Bool, GrantStoreError>) -> Void)
     func get(_ key: String, done: @escaping (Result<String?, GrantStoreError>) -> Void)
     /// Takes a single-use value: its first taker gets `.first`; the value then stays, marked
     /// taken, for `keepFor` seconds, so a second taker gets `.again` with it (RFC 6749
@@ -32,44 +34,75 @@ struct GrantStoreError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// The memory store: one table for the process, bounded; an expired entry is gone for every
-/// reader at once, and a full table of live entries refuses new ones rather than dropping
-/// one that still stands (a dropped code record would let the code be redeemed twice).
+/// The memory store: one table per kind of record (codes, families, consents: the part of
+/// the key before its last `:`) for the process, each bounded; an expired entry is gone for
+/// every reader at once, and a full table of live entries refuses new ones rather than
+/// dropping one that still stands (a dropped code record would let the code be redeemed
+/// twice). A flood of one kind cannot crowd out another.
 ///
-/// `@unchecked Sendable`: the table changes only under `lock`.
+/// `@unchecked Sendable`: the tables change only under `lock`.
 final class MemoryAuthorizationGrants: AuthorizationGrantStore, @unchecked Sendable {
     private let lock = NSLock()
-    private var entries: [String: (value: String, until: Double)] = [:]
+    private var tables: [Substring: Table] = [:]
     private let capacity: Int
     private let now: @Sendable () -> Double
 
-    init(capacity: Int = 200_000, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    private struct Table {
+        var entries: [String: (value: String, until: Double)] = [:]
+        /// A full table is swept of expired entries at most once a second.
+        var sweptAt = -Double.infinity
+    }
+
+    /// `capacity`: entries per kind.
+    init(capacity: Int = 100_000, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.capacity = capacity
         self.now = now
     }
 
+    private static func kind(_ key: String) -> Substring { key[..<(key.lastIndex(of: ":") ?? key.endIndex)] }
+
     private func live(_ key: String, at t: Double) -> String? {
-        guard let e = entries[key] else { return nil }
+        let kind = Self.kind(key)
+        guard let e = tables[kind]?.entries[key] else { return nil }
         if e.until <= t {
-            entries[key] = nil
+            tables[kind]?.entries[key] = nil
             return nil
         }
         return e.value
     }
 
-    /// Stores under `lock`; false when the table is full of live entries.
+    /// Stores under `lock`; false when the key's table is full of live entries.
     private func store(_ key: String, _ value: String, ttl: Int64, at t: Double) -> Bool {
-        if entries[key] == nil, entries.count >= capacity {
-            entries = entries.filter { $0.value.until > t }
-            if entries.count >= capacity { return false }
+        let kind = Self.kind(key)
+        var table = tables[kind] ?? Table()
+        if table.entries[key] == nil, table.entries.count >= capacity {
+            guard t - table.sweptAt >= 1 else { return false }
+            table.sweptAt = t
+            table.entries = table.entries.filter { $0.value.until > t }
+            if table.entries.count >= capacity {
+                tables[kind] = table
+                return false
+            }
         }
-        entries[key] = (value, t + Double(ttl))
+        table.entries[key] = (value, t + Double(ttl))
+        tables[kind] = table
         return true
     }
+
+    private func remove(_ key: String) { tables[Self.kind(key)]?.entries[key] = nil }
 
     func put(_ key: String, _ value: String, ttl: Int64, done: @escaping (Result<Void, GrantStoreError>) -> Void) {
         let ok = lock.withLock { store(key, value, ttl: ttl, at: now()) }
         done(ok ? .success(()) : .failure(GrantStoreError("the memory store is full")))
+    }
+
+    func create(_ key: String, _ value: String, ttl: Int64, done: @escaping (Result<Bool, GrantStoreError>) -> Void) {
+        let result: Bool? = lock.withLock {
+            let t = now()
+            guard live(key, at: t) == nil else { return false }
+            return store(key, value, ttl: ttl, at: t) ? true : nil
+        }
+        done(result.map { .success($0) } ?? .failure(GrantStoreError("the memory store is full")))
     }
 
     func get(_ key: String, done: @escaping (Result<String?, GrantStoreError>) -> Void) {
@@ -81,7 +114,7 @@ final class MemoryAuthorizationGrants: AuthorizationGrantStore, @unchecked Senda
             let t = now()
             guard let v = live(key, at: t) else { return .none }
             if v.hasPrefix(Self.taken) { return .again(String(v.dropFirst())) }
-            entries[key] = (Self.taken + v, t + Double(keepFor))
+            tables[Self.kind(key)]?.entries[key] = (Self.taken + v, t + Double(keepFor))
             return .first(v)
         }
         done(.success(r))
@@ -94,14 +127,14 @@ final class MemoryAuthorizationGrants: AuthorizationGrantStore, @unchecked Senda
         let swapped = lock.withLock {
             let t = now()
             guard live(key, at: t) == expected else { return false }
-            entries[key] = (new, t + Double(ttl))
+            tables[Self.kind(key)]?.entries[key] = (new, t + Double(ttl))
             return true
         }
         done(.success(swapped))
     }
 
     func delete(_ key: String, done: @escaping (Result<Void, GrantStoreError>) -> Void) {
-        _ = lock.withLock { entries.removeValue(forKey: key) }
+        lock.withLock { remove(key) }
         done(.success(()))
     }
 
@@ -144,6 +177,17 @@ final class RedisAuthorizationGrants: AuthorizationGrantStore {
         client.send(["SET", prefix + key, value, "EX", String(max(1, ttl))]) { [self] result in
             switch result {
             case .success(.status("OK")): done(.success(()))
+            case .success(let other): done(.failure(failed(other)))
+            case .failure(let e): done(.failure(GrantStoreError(e.description)))
+            }
+        }
+    }
+
+    func create(_ key: String, _ value: String, ttl: Int64, done: @escaping (Result<Bool, GrantStoreError>) -> Void) {
+        client.send(["SET", prefix + key, value, "NX", "EX", String(max(1, ttl))]) { [self] result in
+            switch result {
+            case .success(.status("OK")): done(.success(true))
+            case .success(.null): done(.success(false))
             case .success(let other): done(.failure(failed(other)))
             case .failure(let e): done(.failure(GrantStoreError(e.description)))
             }

@@ -19,11 +19,16 @@ final class AuthorizationGrants {
     private let wallClock: any WallClock
     /// Also seals the consent page's ticket.
     private(set) var sealer: CookieSealer
-    private var digestKey: MACKey
+    /// One digest key per `session.keys` entry: records are written under the first and found
+    /// under any, so a new first key (a rotation) loses no grant.
+    private var digestKeys: [MACKey]
 
     static let codePurpose = "as-code"
     static let familyPurpose = "as-refresh-family"
     static let consentPurpose = "as-consent"
+    /// What an ended family's key holds until the family would have expired: no new family
+    /// can be saved there, and no rotation finds one.
+    static let ended = "ended"
     /// The name the AS's revocations carry in the revocation log: not a transmitter's (a
     /// `shared_signals` name is a config key, which never starts with `@`).
     static let revoker = "@authorization-server"
@@ -36,21 +41,40 @@ final class AuthorizationGrants {
         self.hub = hub
         self.revocationLog = revocationLog
         self.wallClock = wallClock
-        (sealer, digestKey) = Self.keys(config)
+        (sealer, digestKeys) = Self.keys(config)
     }
 
-    func apply(_ config: GatewayConfig) { (sealer, digestKey) = Self.keys(config) }
+    func apply(_ config: GatewayConfig) { (sealer, digestKeys) = Self.keys(config) }
 
-    private static func keys(_ config: GatewayConfig) -> (CookieSealer, MACKey) {
-        let key = config.session.keys.first ?? ProcessSecrets.sessionKey
-        let derived = MACKey(secret: key)?.authenticate(Array("tokengate/as-store-keys/v1".utf8)) ?? key
-        guard let mac = MACKey(secret: derived) else { preconditionFailure("a session key is 32 bytes") }
-        return (CookieSealer(sessionKeysOf: config), mac)
+    private static func keys(_ config: GatewayConfig) -> (CookieSealer, [MACKey]) {
+        let secrets = config.session.keys.isEmpty ? [ProcessSecrets.sessionKey] : config.session.keys
+        let macs = secrets.compactMap { key in
+            MACKey(secret: MACKey(secret: key)?.authenticate(Array("tokengate/as-store-keys/v1".utf8)) ?? key)
+        }
+        guard !macs.isEmpty else { preconditionFailure("a session key is 32 bytes") }
+        return (CookieSealer(sessionKeysOf: config), macs)
     }
 
-    private func key(_ kind: String, _ parts: [String]) -> String {
-        let text = ([kind] + parts).joined(separator: "\u{0}")
-        return "as:\(kind):" + Base64URL.encode(digestKey.authenticate(Array(text.utf8)))
+    /// The record's key under each digest key, the one new records are written under first.
+    private func keys(_ kind: String, _ parts: [String]) -> [String] {
+        let text = Array(([kind] + parts).joined(separator: "\u{0}").utf8)
+        return digestKeys.map { "as:\(kind):" + Base64URL.encode($0.authenticate(text)) }
+    }
+
+    private func key(_ kind: String, _ parts: [String]) -> String { keys(kind, parts)[0] }
+
+    /// The first of `candidates` holding something, with its value.
+    private func find(
+        _ candidates: [String], done: @escaping (Result<(key: String, value: String)?, GrantStoreError>) -> Void
+    ) {
+        guard let first = candidates.first else { return done(.success(nil)) }
+        store.get(first) { [self] result in
+            switch result {
+            case .failure(let e): done(.failure(e))
+            case .success(let v?): done(.success((first, v)))
+            case .success(nil): find(Array(candidates.dropFirst()), done: done)
+            }
+        }
     }
 
     // MARK: Codes
@@ -76,68 +100,107 @@ final class AuthorizationGrants {
     /// gave could still be used: a second use can end them.
     func redeemCode(_ code: String, tokensLive: Int64, done: @escaping (Result<CodeUse, GrantStoreError>) -> Void) {
         guard code.utf8.count == 43, Base64URL.decode(code) != nil else { return done(.success(.unknown)) }
-        store.redeem(key("code", [code]), keepFor: tokensLive + 60) { [sealer] result in
-            done(
-                result.map { taken in
-                    let open = { (v: String) in
-                        sealer.open(v, purpose: Self.codePurpose).flatMap(AuthorizationCodeRecord.init(encoded:))
-                    }
-                    switch taken {
-                    case .none: return .unknown
-                    case .first(let v): return open(v).map(CodeUse.first) ?? .unknown
-                    case .again(let v): return open(v).map(CodeUse.again) ?? .unknown
-                    }
-                })
+        redeem(keys("code", [code]), keepFor: tokensLive + 60, done: done)
+    }
+
+    private func redeem(
+        _ candidates: [String], keepFor: Int64, done: @escaping (Result<CodeUse, GrantStoreError>) -> Void
+    ) {
+        guard let first = candidates.first else { return done(.success(.unknown)) }
+        store.redeem(first, keepFor: keepFor) { [self] result in
+            let open = { (v: String) in
+                self.sealer.open(v, purpose: Self.codePurpose).flatMap(AuthorizationCodeRecord.init(encoded:))
+            }
+            switch result {
+            case .failure(let e): done(.failure(e))
+            case .success(.none): redeem(Array(candidates.dropFirst()), keepFor: keepFor, done: done)
+            case .success(.first(let v)): done(.success(open(v).map(CodeUse.first) ?? .unknown))
+            case .success(.again(let v)): done(.success(open(v).map(CodeUse.again) ?? .unknown))
+            }
         }
     }
 
     // MARK: Refresh-token families
 
-    func saveFamily(_ family: RefreshTokenFamily, done: @escaping (Result<Void, GrantStoreError>) -> Void) {
+    /// Saves a new family; false when its key holds something already (its grant ended first:
+    /// a code used twice while its first use was still being answered).
+    func saveFamily(_ family: RefreshTokenFamily, done: @escaping (Result<Bool, GrantStoreError>) -> Void) {
         let ttl = max(1, family.expiresAt - wallClock.seconds)
-        store.put(
+        store.create(
             key("family", [family.id]), sealer.seal(family.encoded, purpose: Self.familyPurpose), ttl: ttl, done: done)
     }
 
-    /// The family and its sealed form as stored (what a rotation must still find there).
-    func family(_ id: String, done: @escaping (Result<(RefreshTokenFamily, String)?, GrantStoreError>) -> Void) {
-        store.get(key("family", [id])) { [sealer] result in
+    /// A family as stored: the family, its sealed form and the key it is under (what a
+    /// rotation must still find there).
+    struct StoredFamily {
+        let family: RefreshTokenFamily
+        let sealed: String
+        let key: String
+    }
+
+    func family(_ id: String, done: @escaping (Result<StoredFamily?, GrantStoreError>) -> Void) {
+        find(keys("family", [id])) { [sealer] result in
             done(
-                result.map { stored in
-                    guard let stored,
-                        let f = sealer.open(stored, purpose: Self.familyPurpose).flatMap(
+                result.map { found in
+                    guard let found,
+                        let f = sealer.open(found.value, purpose: Self.familyPurpose).flatMap(
                             RefreshTokenFamily.init(encoded:)),
                         f.id == id
                     else { return nil }
-                    return (f, stored)
+                    return StoredFamily(family: f, sealed: found.value, key: found.key)
                 })
         }
     }
 
-    /// Rotates the family from `stored` to `next`; false when another request rotated it first.
+    /// Rotates the family to `next`; false when another request rotated (or ended) it first.
     func rotate(
-        from stored: String, to next: RefreshTokenFamily, done: @escaping (Result<Bool, GrantStoreError>) -> Void
+        _ stored: StoredFamily, to next: RefreshTokenFamily, done: @escaping (Result<Bool, GrantStoreError>) -> Void
     ) {
         let ttl = max(1, next.expiresAt - wallClock.seconds)
         store.swap(
-            key("family", [next.id]), expected: stored, with: sealer.seal(next.encoded, purpose: Self.familyPurpose),
+            stored.key, expected: stored.sealed, with: sealer.seal(next.encoded, purpose: Self.familyPurpose),
             ttl: ttl, done: done)
     }
 
-    /// Ends a grant: its refresh-token family is deleted, and its access tokens (`sid`) are
-    /// refused on every replica from now until the last of them would have expired.
-    func end(_ grant: GrantSubject, grantID: String, accessTokenTTL: Double, done: @escaping () -> Void) {
+    /// Ends a grant for good: its refresh-token family's key holds a tombstone (no family can
+    /// be saved or rotated there again), and its access tokens (`sid`) are refused on every
+    /// replica, each of them: the revocation's time is past the last one any replica could
+    /// sign (a clock ahead by a minute included), for the grant id never issues again.
+    func end(
+        grantID: String, familyID: String, accessTokenTTL: Double, familyTTL: Double, done: @escaping () -> Void
+    ) {
         let now = wallClock.seconds
-        var record = RevocationRecord(transmitter: Self.revoker, jti: "grant:" + grantID)
+        let after = now + Int64(accessTokenTTL) + 60
+        var record = RevocationRecord(
+            transmitter: Self.revoker, jti: "grant:\(grantID):\(Base64URL.encode(SecureRandom.bytes(9)))")
         record.changes = [
             RevocationTable.Change(
-                effect: .revoke(at: now, sid: grantID), subject: .sub(grant.subject),
-                issuer: AuthorizationServerConfig.issuerName, until: now + Int64(accessTokenTTL) + 60)
+                effect: .revoke(at: after, sid: nil), subject: .session(grantID),
+                issuer: AuthorizationServerConfig.issuerName, until: after + 60)
         ]
         hub.apply(logged: record, now: wallClock.now)
-        store.delete(key("family", [grantID])) { [revocationLog] _ in
+        store.put(key("family", [familyID]), Self.ended, ttl: Int64(familyTTL)) { [revocationLog] _ in
             guard let revocationLog else { return done() }
             revocationLog.append(record) { _ in done() }
+        }
+    }
+
+    // MARK: Registered clients
+
+    static let clientPurpose = "as-registered-client"
+
+    /// Keeps a registered client's metadata (the request's, as checked) under its id.
+    func register(
+        _ id: String, metadata: [UInt8], ttl: Double, done: @escaping (Result<Bool, GrantStoreError>) -> Void
+    ) {
+        store.create(
+            key("client", [id]), sealer.seal(metadata, purpose: Self.clientPurpose), ttl: Int64(ttl), done: done)
+    }
+
+    /// A registered client's metadata, if it is registered.
+    func registered(_ id: String, done: @escaping (Result<[UInt8]?, GrantStoreError>) -> Void) {
+        find(keys("client", [id])) { [sealer] result in
+            done(result.map { found in found.flatMap { sealer.open($0.value, purpose: Self.clientPurpose) } })
         }
     }
 
@@ -153,7 +216,18 @@ final class AuthorizationGrants {
             var resource: String
             var scopes: [String]
             var at: Int64
+            /// The grants made under it (grant id, refresh family id), the latest last: a
+            /// revoked consent ends them.
+            var grants: [Grant] = []
         }
+
+        struct Grant: Equatable {
+            var id: String
+            var family: String
+        }
+
+        /// Grants kept per consent: the older ones end with their refresh tokens' life anyway.
+        static let grantsKept = 16
 
         func scopes(client: String, resource: String) -> Set<String> {
             Set(entries.first { $0.clientID == client && $0.resource == resource }?.scopes ?? [])
@@ -168,7 +242,8 @@ final class AuthorizationGrants {
                     .object(
                         JSONObject([
                             "c": .string($0.clientID), "r": .string($0.resource),
-                            "s": .array($0.scopes.map { .string($0) }), "t": .number(String($0.at))
+                            "s": .array($0.scopes.map { .string($0) }), "t": .number(String($0.at)),
+                            "g": .array($0.grants.map { .array([.string($0.id), .string($0.family)]) })
                         ]))
                 })
         }
@@ -181,19 +256,21 @@ final class AuthorizationGrants {
                 guard let o = item.object, let c = o["c"]?.string, let r = o["r"]?.string,
                     let s = o["s"]?.array?.compactMap(\.string), let t = o["t"]?.int64
                 else { return nil }
-                entries.append(Entry(clientID: c, resource: r, scopes: s, at: t))
+                let grants = (o["g"]?.array ?? []).compactMap { g -> Grant? in
+                    guard let pair = g.array?.compactMap(\.string), pair.count == 2 else { return nil }
+                    return Grant(id: pair[0], family: pair[1])
+                }
+                entries.append(Entry(clientID: c, resource: r, scopes: s, at: t, grants: grants))
             }
         }
     }
 
-    private func consentKey(idp: String, subject: String) -> String { key("consents", [idp, subject]) }
-
-    /// What the user granted before, and its sealed form as stored.
+    /// What the user granted before.
     func consents(idp: String, subject: String, done: @escaping (Result<Consents, GrantStoreError>) -> Void) {
-        store.get(consentKey(idp: idp, subject: subject)) { [sealer] result in
+        find(keys("consents", [idp, subject])) { [sealer] result in
             done(
-                result.map { stored in
-                    guard let stored, let plain = sealer.open(stored, purpose: Self.consentPurpose),
+                result.map { found in
+                    guard let stored = found?.value, let plain = sealer.open(stored, purpose: Self.consentPurpose),
                         let value = try? JSONParser.parse(plain), let c = Consents(value)
                     else { return Consents() }
                     return c
@@ -201,25 +278,48 @@ final class AuthorizationGrants {
         }
     }
 
-    /// Records (or, with no scopes, removes) the user's consent for a client and resource.
-    func setConsent(
-        idp: String, subject: String, client: String, resource: String, scopes: [String], ttl: Double,
-        done: @escaping (Result<Void, GrantStoreError>) -> Void
+    /// What to do to one consent.
+    enum ConsentChange {
+        /// Given (again): these scopes.
+        case give([String])
+        /// A grant made under it, to end with it.
+        case grant(Consents.Grant)
+        /// Revoked: it goes, and the grants made under it end.
+        case revoke
+    }
+
+    /// Changes the user's consent for a client and resource; `done` gets the entry as it was.
+    func changeConsent(
+        idp: String, subject: String, client: String, resource: String, _ change: ConsentChange, ttl: Double,
+        done: @escaping (Result<Consents.Entry?, GrantStoreError>) -> Void
     ) {
         consents(idp: idp, subject: subject) { [self] result in
             guard case .success(var c) = result else {
                 if case .failure(let e) = result { done(.failure(e)) }
                 return
             }
-            c.entries.removeAll { $0.clientID == client && $0.resource == resource }
-            if !scopes.isEmpty {
-                c.entries.append(.init(clientID: client, resource: resource, scopes: scopes, at: wallClock.seconds))
+            let index = c.entries.firstIndex { $0.clientID == client && $0.resource == resource }
+            let old = index.map { c.entries[$0] }
+            switch change {
+            case .give(let scopes):
+                var entry = old ?? .init(clientID: client, resource: resource, scopes: [], at: 0)
+                entry.scopes = scopes
+                entry.at = wallClock.seconds
+                if let index { c.entries.remove(at: index) }
+                c.entries.append(entry)
                 if c.entries.count > Consents.capacity { c.entries.removeFirst(c.entries.count - Consents.capacity) }
+            case .grant(let grant):
+                guard let index else { return done(.success(nil)) }
+                c.entries[index].grants = Array((c.entries[index].grants + [grant]).suffix(Consents.grantsKept))
+            case .revoke:
+                guard let index else { return done(.success(nil)) }
+                c.entries.remove(at: index)
             }
-            let key = consentKey(idp: idp, subject: subject)
-            guard !c.entries.isEmpty else { return store.delete(key, done: done) }
+            let key = key("consents", [idp, subject])
+            let stored = { (r: Result<Void, GrantStoreError>) in done(r.map { old }) }
+            guard !c.entries.isEmpty else { return store.delete(key, done: stored) }
             let body = JSONSerializer.serialize(c.json)
-            store.put(key, sealer.seal(Array(body.utf8), purpose: Self.consentPurpose), ttl: Int64(ttl), done: done)
+            store.put(key, sealer.seal(Array(body.utf8), purpose: Self.consentPurpose), ttl: Int64(ttl), done: stored)
         }
     }
 }

@@ -36,11 +36,18 @@ struct AuthorizationServerConfig: Sendable {
         /// (CIMD §8.6's development exception).
         var allowedHosts: [String] = []
         var caFile: String?
+        /// RFC 7591 registration for clients without a metadata document.
+        var registration = false
+        /// The registration endpoint's per-address limits (default: `RegistrationEndpoint.limit`).
+        var registrationLimits: [RateLimitPolicy] = []
     }
+
+    /// How long a registered client is kept.
+    static let registrationTTL = 30 * 86_400.0
 
     /// The session claims the AS reads: its scopes' rules, and those its tokens carry.
     var sessionClaims: Set<String> {
-        scopes.reduce(into: ["email", "name", "groups"]) { $0.formUnion($1.rule.claimNames) }
+        scopes.reduce(into: Set(IssuedAccessToken.identityClaims)) { $0.formUnion($1.rule.claimNames) }
     }
 
     /// The `issuers:` name routes use for the AS's tokens.
@@ -132,6 +139,14 @@ extension AuthorizationServerConfig {
                 }
             }
         },
+        .init(
+            "registration", type: "bool", default: "`false`", checkedBy: ConfigDefault.bool(false)
+        ) { c, n, p, r in
+            if let b = r.bool(n, path: p) { c.registration = b }
+        },
+        .init(
+            "registration_rate_limit", type: "a `rate_limits:` name or list of names with `key: ip`",
+            default: "20 an hour per address, 5 at once", by: "ConfigParser.authorizationServer"),
         .init("ca_file", type: "path of a PEM CA bundle", default: "the system's") { c, n, p, r in
             guard let s = r.string(n, path: p) else { return }
             let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"

@@ -11,6 +11,8 @@ enum AuthorizationServerEndpoint: Sendable, Equatable {
     case token
     case authorize
     case consent
+    case consents
+    case register
 
     /// Each endpoint by its path, for the issuer's path (RFC 8414 §3.1: the metadata's
     /// well-known path goes before it).
@@ -19,7 +21,7 @@ enum AuthorizationServerEndpoint: Sendable, Equatable {
         typealias P = AuthorizationServerMetadata.Path
         return [
             P.metadata + base: .metadata, base + P.jwks: .jwks, base + P.token: .token, base + P.authorize: .authorize,
-            base + P.consent: .consent
+            base + P.consent: .consent, base + P.consents: .consents, base + P.register: .register
         ]
     }
 }
@@ -56,7 +58,7 @@ final class AuthorizationServerWorker {
         }
         resources = Set(RouteAudiences.resources(of: gateway)[AuthorizationServerConfig.issuerName] ?? [])
         let document = AuthorizationServerMetadata(
-            issuer: server.issuer, scopes: server.scopes.map(\.name), registration: false,
+            issuer: server.issuer, scopes: server.scopes.map(\.name), registration: server.clients.registration,
             identityAssertions: !server.identityAssertionIssuers.isEmpty,
             dpopAlgorithms: DPoPProofVerifier().algorithms.map(\.rawValue).sorted(),
             signingAlgorithms: PresentedClientAssertion.algorithms,
@@ -109,6 +111,10 @@ struct AuthorizationServerEndpoints {
             return AuthorizeEndpoint(services: services, server: server).authorize(request)
         case .consent:
             return AuthorizeEndpoint(services: services, server: server).consent(request)
+        case .consents:
+            return AuthorizeEndpoint(services: services, server: server).consents(request)
+        case .register:
+            return RegistrationEndpoint(services: services, server: server).handle(request)
         }
     }
 }

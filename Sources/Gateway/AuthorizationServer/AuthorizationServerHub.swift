@@ -12,6 +12,8 @@ final class AuthorizationServerHub: @unchecked Sendable {
     /// The clients given tokens, by `client_id`: how many, and when last (the status page).
     private var clients: [String: (tokens: Int, lastAt: Double)] = [:]
     static let clientsKept = 1_000
+    /// Consents users gave and revoked, by `client_id` (as many clients as `clients` keeps).
+    private var consents: [String: (given: Int, revoked: Int)] = [:]
     private(set) var configured = false
 
     func apply(_ config: GatewayConfig) { lock.withLock { configured = config.authorizationServer != nil } }
@@ -28,9 +30,26 @@ final class AuthorizationServerHub: @unchecked Sendable {
         }
     }
 
-    /// The clients given tokens since the start, the latest first.
-    var clientsSeen: [(clientID: String, tokens: Int, lastAt: Double)] {
-        lock.withLock { clients.map { ($0.key, $0.value.tokens, $0.value.lastAt) } }.sorted { $0.lastAt > $1.lastAt }
+    /// The clients given tokens since the start, the latest first, with the consents their
+    /// users gave and revoked.
+    var clientsSeen: [(clientID: String, tokens: Int, lastAt: Double, consents: (given: Int, revoked: Int))] {
+        lock.withLock {
+            clients.map { ($0.key, $0.value.tokens, $0.value.lastAt, consents[$0.key] ?? (0, 0)) }
+        }.sorted { $0.lastAt > $1.lastAt }
+    }
+
+    func consented(client: String) {
+        lock.withLock {
+            guard consents[client] != nil || consents.count < Self.clientsKept else { return }
+            consents[client, default: (0, 0)].given += 1
+        }
+    }
+
+    func revokedConsent(client: String) {
+        lock.withLock {
+            guard consents[client] != nil || consents.count < Self.clientsKept else { return }
+            consents[client, default: (0, 0)].revoked += 1
+        }
     }
 
     func refused(endpoint: String, error: String) {

@@ -35,40 +35,52 @@ extension AuthorizeEndpoint {
                 guard ConstantTime.equals(Array(session.id.utf8), Array(ticket.sessionID.utf8)) else {
                     return request.answer(page("the consent form was shown to another session", status: 403))
                 }
-                let authorization = ticket.request
-                guard allowed else {
-                    return request.answer(
-                        refusal(
-                            TokenEndpointError("access_denied", "the user denied the request"),
-                            to: authorization.redirectURI, state: authorization.state, config, cookies: setCookies))
-                }
-                let grant: GrantSubject
-                switch grantSubject(authorization, session: session, config) {
-                case .failure(let e):
-                    return request.answer(
-                        refusal(
-                            e, to: authorization.redirectURI, state: authorization.state, config, cookies: setCookies))
-                case .success(let g): grant = g
-                }
-                // What the page showed, no more: the claims may have changed since.
-                var shown = grant
-                shown.scopes = grant.scopes.filter(ticket.scopes.contains)
-                guard !shown.scopes.isEmpty else {
-                    return request.answer(
-                        refusal(
-                            TokenEndpointError("access_denied", "the user may no longer be granted these scopes"),
-                            to: authorization.redirectURI, state: authorization.state, config, cookies: setCookies))
-                }
-                server.grants.setConsent(
-                    idp: shown.idpIssuer, subject: shown.subject, client: shown.clientID, resource: shown.resource,
-                    scopes: shown.scopes, ttl: config.consentTTL
-                ) { _ in
-                    // A consent not remembered is asked again next time; this one was given.
-                    issue(request, authorization, shown, setCookies: setCookies, config)
+                // Once: a ticket posted again (a double click, a replay) gives no second code.
+                services.replay.claim(
+                    ReplayID(assertionOf: session.id, jti: ticket.id, kind: 6), kind: .consentTicket,
+                    until: ticket.expiresAt + 60, now: services.wallClock.seconds
+                ) { verdict in
+                    guard verdict == .fresh else {
+                        return request.answer(
+                            page("the consent form was posted before; start again from the application"))
+                    }
+                    decided(request, ticket, allowed: allowed, session: session, setCookies: setCookies, config)
                 }
             }
         }
         return .suspend
+    }
+
+    /// The user's answer, from the session the ticket was shown to.
+    private func decided(
+        _ request: RoutedRequest, _ ticket: ConsentTicket, allowed: Bool, session: Session, setCookies: [String],
+        _ config: AuthorizationServerConfig
+    ) {
+        let authorization = ticket.request
+        let back = { (e: TokenEndpointError) in
+            request.answer(
+                refusal(e, to: authorization.redirectURI, state: authorization.state, config, cookies: setCookies))
+        }
+        guard allowed else { return back(TokenEndpointError("access_denied", "the user denied the request")) }
+        let grant: GrantSubject
+        switch grantSubject(authorization, session: session, config) {
+        case .failure(let e): return back(e)
+        case .success(let g): grant = g
+        }
+        // What the page showed, no more: the claims may have changed since.
+        var shown = grant
+        shown.scopes = grant.scopes.filter(ticket.scopes.contains)
+        guard !shown.scopes.isEmpty else {
+            return back(TokenEndpointError("access_denied", "the user may no longer be granted these scopes"))
+        }
+        server.grants.changeConsent(
+            idp: shown.idpIssuer, subject: shown.subject, client: shown.clientID, resource: shown.resource,
+            .give(shown.scopes), ttl: config.consentTTL
+        ) { old in
+            if case .success(nil) = old { server.hub.consented(client: shown.clientID) }
+            // A consent not remembered is asked again next time; this one was given.
+            issue(request, authorization, shown, setCookies: setCookies, config)
+        }
     }
 
     /// `scheme://authority` of a URL, as a browser's `Origin` field writes it.

@@ -23,11 +23,12 @@ struct AuthorizeEndpoint {
 
     func authorize(_ request: RoutedRequest) -> StageOutcome {
         let ctx = request.context
-        guard request.head.method == .GET || request.head.method == .HEAD else {
+        // GET only: a HEAD must not issue a code.
+        guard request.head.method == .GET else {
             return .answer(
-                GatewayResponse(status: 405, headers: [("Allow", "GET, HEAD")], body: "", contentType: "text/plain"))
+                GatewayResponse(status: 405, headers: [("Allow", "GET")], body: "", contentType: "text/plain"))
         }
-        guard let config = server.config, config.login != nil, let documents = server.documents else {
+        guard let config = server.config, config.login != nil else {
             return .answer(
                 ErrorResponse.make(404, error: "not_found", description: "no such endpoint", requestID: ctx.requestID))
         }
@@ -39,10 +40,7 @@ struct AuthorizeEndpoint {
         case .failure(let e): return .answer(page(e.description))
         case .success(let t): target = t
         }
-        guard documents.admits(target.clientID) else {
-            return .answer(page("the client's host is not one this server takes clients from"))
-        }
-        documents.document(target.clientID) { outcome in
+        server.client(target.clientID) { outcome in
             let document: ClientIDMetadataDocument
             switch outcome {
             case .refused(let why): return request.answer(page(why))
@@ -113,11 +111,19 @@ struct AuthorizeEndpoint {
                 refusal(e, to: authorization.redirectURI, state: authorization.state, config, cookies: setCookies))
         case .success(let g): grant = g
         }
-        guard config.consent else {
+        // A registered client is vouched for by no one: the user is asked every time, whatever
+        // `consent` says (the MCP spec's confused deputy).
+        let registered = authorization.clientID.isRegistered
+        guard config.consent || registered else {
             return issue(request, authorization, grant, setCookies: setCookies, config)
         }
+        // A loopback or custom-scheme redirect URI can be any program's on the machine: a
+        // consent given before is not taken as given again (RFC 8252 §8.6).
+        let anyProgram =
+            document.redirectURI(matching: authorization.redirectURI)?.isLoopback != false
+            || !authorization.redirectURI.hasPrefix("https://")
         server.grants.consents(idp: grant.idpIssuer, subject: grant.subject) { result in
-            if case .success(let consents) = result,
+            if !anyProgram, !registered, case .success(let consents) = result,
                 consents.scopes(client: grant.clientID, resource: grant.resource).isSuperset(of: grant.scopes)
             {
                 return issue(request, authorization, grant, setCookies: setCookies, config)
@@ -128,7 +134,8 @@ struct AuthorizeEndpoint {
                 expiresAt: services.wallClock.seconds + ConsentTicket.lifetime)
             var r = ConsentPage.make(
                 ticket: ticket.sealed(by: server.grants.sealer), request: authorization, clientName: document.name,
-                scopes: grant.scopes, action: server.path(AuthorizationServerMetadata.Path.consent))
+                scopes: grant.scopes, action: server.path(AuthorizationServerMetadata.Path.consent),
+                anyProgram: anyProgram)
             r.headers += setCookies.map { ("Set-Cookie", $0) }
             request.answer(r)
         }
@@ -153,8 +160,9 @@ struct AuthorizeEndpoint {
         guard !granted.isEmpty else {
             return .failure(TokenEndpointError("access_denied", "the user may not be granted the scopes asked for"))
         }
+        // What the scope rules read (checked again at each refresh), and what tokens carry.
         var claims = JSONObject()
-        for name in ["email", "name", "groups"] where session.claims[name] != nil {
+        for name in config.sessionClaims where session.claims[name] != nil {
             claims[name] = session.claims[name]
         }
         return .success(
@@ -181,12 +189,20 @@ struct AuthorizeEndpoint {
                         TokenEndpointError("temporarily_unavailable", "the server cannot issue codes right now"),
                         to: authorization.redirectURI, state: authorization.state, config, cookies: setCookies))
             case .success(let code):
+                // Under a consent, the grant is noted on it: revoking the consent ends it. (Not
+                // waited for: the browser goes on; a note lost ends with its refresh tokens.)
+                if config.consent || authorization.clientID.isRegistered {
+                    server.grants.changeConsent(
+                        idp: grant.idpIssuer, subject: grant.subject, client: grant.clientID, resource: grant.resource,
+                        .grant(.init(id: record.grantID, family: record.familyID)), ttl: config.consentTTL
+                    ) { _ in }
+                }
                 var params = [("code", code)]
                 if let state = authorization.state { params.append(("state", state)) }
                 params.append(("iss", config.issuer))
                 var r = GatewayResponse.redirect(
                     AuthorizationRequest.response(to: authorization.redirectURI, params), cookies: setCookies,
-                    detail: "authorization server: code issued (\(grant.clientID), grant \(record.grantID))")
+                    detail: "authorization server: code issued (\(grant.clientID))")
                 r.reason = nil
                 request.answer(r)
             }

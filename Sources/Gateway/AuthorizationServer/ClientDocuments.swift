@@ -200,3 +200,31 @@ final class ClientDocuments {
         return min(max(age, minAge), maxAge)
     }
 }
+
+extension AuthorizationServerWorker {
+    /// The client a `client_id` names: its metadata document, fetched (`ClientDocuments`), or
+    /// the metadata it registered here, from the store.
+    func client(_ id: ClientIdentifier, done: @escaping (ClientDocuments.Outcome) -> Void) {
+        switch id {
+        case .document(let url):
+            guard let documents else { return done(.refused("no client documents")) }
+            guard documents.admits(url) else {
+                return done(.refused("the client's host is not one this server takes clients from"))
+            }
+            documents.document(url, done: done)
+        case .registered(let text):
+            guard config?.clients.registration == true else { return done(.refused("the client is not registered")) }
+            grants.registered(text) { result in
+                switch result {
+                case .failure: done(.refused("the registered clients cannot be read right now"))
+                case .success(nil): done(.refused("the client is not registered"))
+                case .success(let bytes?):
+                    guard let document = try? ClientIDMetadataDocument(registration: bytes, clientID: text) else {
+                        return done(.refused("the client is not registered"))
+                    }
+                    done(.document(document))
+                }
+            }
+        }
+    }
+}

@@ -65,6 +65,25 @@ extension ConfigParser {
         }
         if let n = m["clients"], let cm = r.mapping(n, path: "\(p).clients", section: .asClients) {
             AuthorizationServerConfig.clientsKeyTable.read(cm, into: &c.clients, path: "\(p).clients", r)
+            if let n = cm["registration_rate_limit"] {
+                let path = "\(p).clients.registration_rate_limit"
+                // By address only: whoever registers has no identity yet, and a header is theirs to vary.
+                c.clients.registrationLimits = rateLimitPolicies(n, path: path, defined: cfg.rateLimits, r).filter {
+                    guard $0.key == .ip else {
+                        r.problem(path, n, "\"\($0.name)\" counts by \($0.key.text): registrations are counted by ip")
+                        return false
+                    }
+                    return true
+                }
+            }
+        }
+        // Without consent, a client the user never saw gets a code: only from hosts the
+        // operator named (the MCP spec's confused deputy; RFC 9700 §4.1).
+        if !c.consent, c.clients.allowedHosts.isEmpty {
+            r.problem(
+                "\(p).consent", m["consent"],
+                "consent: false needs clients.allowed_client_hosts: without it any public host's client would get codes with no page"
+            )
         }
         if let n = m["id_jag"], let jm = r.mapping(n, path: "\(p).id_jag", section: .asIDJAG) {
             guard let list = jm["issuers"] else {

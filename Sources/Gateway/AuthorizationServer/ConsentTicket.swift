@@ -12,6 +12,8 @@ struct ConsentTicket: Equatable {
     var scopes: [String]
     var sessionID: String
     var expiresAt: Int64
+    /// Its own id: a ticket is posted once (the replay store).
+    var id = Base64URL.encode(SecureRandom.bytes(16))
 
     static let purpose = "as-consent-ticket"
     static let lifetime: Int64 = 600
@@ -20,7 +22,8 @@ struct ConsentTicket: Equatable {
         var o = JSONObject([
             "c": .string(request.clientID.text), "r": .string(request.redirectURI),
             "p": .string(request.codeChallenge), "a": .string(request.resource),
-            "s": .array(scopes.map { .string($0) }), "i": .string(sessionID), "e": .number(String(expiresAt))
+            "s": .array(scopes.map { .string($0) }), "i": .string(sessionID), "e": .number(String(expiresAt)),
+            "n": .string(id)
         ])
         if let state = request.state { o["t"] = .string(state) }
         if let jkt = request.dpopJKT { o["j"] = .string(jkt) }
@@ -32,7 +35,7 @@ struct ConsentTicket: Equatable {
         guard let plain = sealer.open(text, purpose: purpose), let o = (try? JSONParser.parse(plain))?.object,
             let client = o["c"]?.string, let redirect = o["r"]?.string, let challenge = o["p"]?.string,
             let resource = o["a"]?.string, let scopes = o["s"]?.array?.compactMap(\.string),
-            let session = o["i"]?.string, let expires = o["e"]?.int64, now < expires
+            let session = o["i"]?.string, let expires = o["e"]?.int64, let id = o["n"]?.string, now < expires
         else { return nil }
         var pairs = [
             ("client_id", client), ("redirect_uri", redirect), ("response_type", "code"),
@@ -44,7 +47,7 @@ struct ConsentTicket: Equatable {
         guard case .success(let target) = AuthorizationRequest.target(pairs),
             let request = try? AuthorizationRequest(target, resources: resources)
         else { return nil }
-        return ConsentTicket(request: request, scopes: scopes, sessionID: session, expiresAt: expires)
+        return ConsentTicket(request: request, scopes: scopes, sessionID: session, expiresAt: expires, id: id)
     }
 }
 
@@ -55,10 +58,12 @@ struct ConsentTicket: Equatable {
 /// `frame-ancestors 'none'`), every value escaped.
 enum ConsentPage {
     static func make(
-        ticket: String, request: AuthorizationRequest, clientName: String?, scopes: [String], action: String
+        ticket: String, request: AuthorizationRequest, clientName: String?, scopes: [String], action: String,
+        anyProgram: Bool
     ) -> GatewayResponse {
         let e = LoginPages.escape
-        let host = request.clientID.host
+        // A document's host vouches for its client; a registered client has no one to.
+        let host = request.clientID.host ?? "registered here: no website vouches for it"
         let redirectHost = URLComponents(string: request.redirectURI)?.host ?? request.redirectURI
         let name = clientName.map { "\(e($0)) (\(e(host)))" } ?? e(host)
         let items = scopes.map { "<li><code>\(e($0))</code></li>" }.joined()
@@ -67,6 +72,9 @@ enum ConsentPage {
             + "Client ID: <code>\(e(request.clientID.text))</code><br>"
             + "Resource: <code id=\"resource\">\(e(request.resource))</code><br>"
             + "You will be sent back to: <strong id=\"redirect-host\">\(e(redirectHost))</strong></p>"
+            + (anyProgram
+                ? "<p id=\"local-warning\"><strong>The answer goes to a program on this computer.</strong> "
+                    + "Allow only if you just started signing in from that application.</p>" : "")
             + "<p>Access asked for:</p><ul id=\"scopes\">\(items)</ul>"
             + "<form method=\"post\" action=\"\(e(action))\">"
             + "<input type=\"hidden\" name=\"ticket\" value=\"\(e(ticket))\">"

@@ -33,13 +33,11 @@ extension TokenEndpoint {
             }
             return
         }
-        guard let id = form["client_id"], let url = try? ClientIDURL(id) else {
-            return done(.failure(invalidClient("client_id is required: the client's metadata document URL")))
+        guard let text = form["client_id"], let id = ClientIdentifier(text) else {
+            return done(
+                .failure(invalidClient("client_id is required: a metadata document URL or a client registered here")))
         }
-        guard let documents = server.documents, documents.admits(url) else {
-            return done(.failure(invalidClient("the client's host is not one this server takes clients from")))
-        }
-        documents.document(url) { outcome in
+        server.client(id) { outcome in
             switch outcome {
             case .refused(let why): done(.failure(invalidClient(why)))
             case .document(let document):
@@ -58,26 +56,24 @@ extension TokenEndpoint {
         }
     }
 
-    /// A DPoP proof's `jti` used once (RFC 9449 §11.1), then `then`.
-    private func claimProof(
-        _ proof: DPoPProof?, fail: @escaping (TokenEndpointError) -> Void, then: @escaping () -> Void
-    ) {
-        guard let proof else { return then() }
+    /// A DPoP proof's `jti` used once (RFC 9449 §11.1): nil when it was fresh (or there is none).
+    private func claimProof(_ proof: DPoPProof?, done: @escaping (TokenEndpointError?) -> Void) {
+        guard let proof else { return done(nil) }
         claimOnce(
             ReplayID(jkt: proof.jkt, jti: proof.jti), .dpopProof, until: proof.acceptableUntil + 1,
-            replayed: TokenEndpointError("invalid_dpop_proof", "the DPoP proof was used before")
-        ) { failed in
-            if let failed { fail(failed) } else { then() }
-        }
+            replayed: TokenEndpointError("invalid_dpop_proof", "the DPoP proof was used before"), done: done)
     }
 
     private func accessToken(_ g: GrantSubject, grantID: String, jkt: String?, _ config: AuthorizationServerConfig)
         -> Result<IssuedAccessToken, TokenEndpointError>
     {
-        sign(
+        // The grant keeps the claims its scope rules read; the token carries those a route maps.
+        var extra = JSONObject()
+        for name in IssuedAccessToken.identityClaims where g.claims[name] != nil { extra[name] = g.claims[name] }
+        return sign(
             IssuedAccessToken.Grant(
                 issuer: config.issuer, subject: g.subject, idpIssuer: g.idpIssuer, clientID: g.clientID,
-                resource: g.resource, scopes: g.scopes, jkt: jkt, grantID: grantID, extraClaims: g.claims), config)
+                resource: g.resource, scopes: g.scopes, jkt: jkt, grantID: grantID, extraClaims: extra), config)
     }
 
     private static let unavailable = TokenEndpointError(
@@ -104,7 +100,10 @@ extension TokenEndpoint {
                 case .success(.unknown): done(.failure(.invalidGrant("the code is not valid: unknown or expired")))
                 case .success(.again(let record)):
                     // RFC 6749 §4.1.2: a code used twice; what it gave the first time ends.
-                    server.grants.end(record.grant, grantID: record.grantID, accessTokenTTL: config.accessTokenTTL) {
+                    server.grants.end(
+                        grantID: record.grantID, familyID: record.familyID, accessTokenTTL: config.accessTokenTTL,
+                        familyTTL: config.refreshTokenTTL
+                    ) {
                         done(.failure(.invalidGrant("the code was used before: the tokens it gave are revoked")))
                     }
                 case .success(.first(let record)):
@@ -116,7 +115,8 @@ extension TokenEndpoint {
                     } catch {
                         return done(.failure(error))
                     }
-                    claimProof(proof, fail: { done(.failure($0)) }) {
+                    claimProof(proof) { failed in
+                        if let failed { return done(.failure(failed)) }
                         issueFromCode(record, document: document, jkt: proof?.jkt, config, done: done)
                     }
                 }
@@ -128,21 +128,24 @@ extension TokenEndpoint {
         _ record: AuthorizationCodeRecord, document: ClientIDMetadataDocument, jkt: String?,
         _ config: AuthorizationServerConfig, done: @escaping (Result<Issued, TokenEndpointError>) -> Void
     ) {
-        let token: IssuedAccessToken
-        switch accessToken(record.grant, grantID: record.grantID, jkt: jkt, config) {
-        case .failure(let e): return done(.failure(e))
-        case .success(let t): token = t
+        let issue = { (refresh: String?) in
+            done(
+                accessToken(record.grant, grantID: record.grantID, jkt: jkt, config).map {
+                    Issued(token: $0, scopes: record.grant.scopes, refreshToken: refresh, grant: "authorization_code")
+                })
         }
-        let issued = Issued(token: token, scopes: record.grant.scopes, grant: "authorization_code")
-        guard document.grantTypes.contains("refresh_token") else { return done(.success(issued)) }
+        guard document.grantTypes.contains("refresh_token") else { return issue(nil) }
         let (family, refresh) = RefreshTokenFamily.start(
-            record.grant, id: record.grantID, lifetime: Int64(config.refreshTokenTTL),
+            record.grant, id: record.familyID, grantID: record.grantID, lifetime: Int64(config.refreshTokenTTL),
             now: services.wallClock.seconds, dpopJKT: jkt)
         server.grants.saveFamily(family) { saved in
-            var withRefresh = issued
+            switch saved {
+            // Its key holds a tombstone: the code was used again meanwhile, and its grant ended.
+            case .success(false): done(.failure(.invalidGrant("the code was used before: its grant is revoked")))
+            case .success(true): issue(refresh.text)
             // A family the store would not keep gives no refresh token: the client signs in again.
-            if case .success = saved { withRefresh.refreshToken = refresh.text }
-            done(.success(withRefresh))
+            case .failure: issue(nil)
+            }
         }
     }
 
@@ -168,29 +171,34 @@ extension TokenEndpoint {
                 switch found {
                 case .failure: return done(.failure(Self.unavailable))
                 case .success(nil): return done(.failure(.invalidGrant("the refresh token is not valid")))
-                case .success(.some((let family, let stored))):
+                case .success(.some(let stored)):
                     rotate(
-                        family, stored: stored, presented, client: document.clientID.text, form: form, proof: proof,
-                        config, done: done)
+                        stored, presented, client: document.clientID.text, form: form, proof: proof, config, done: done)
                 }
             }
         }
     }
 
     private func rotate(
-        _ family: RefreshTokenFamily, stored: String, _ presented: RefreshTokenFamily.Token, client: String,
+        _ stored: AuthorizationGrants.StoredFamily, _ presented: RefreshTokenFamily.Token, client: String,
         form: [String: String], proof: DPoPProof?, _ config: AuthorizationServerConfig,
         done: @escaping (Result<Issued, TokenEndpointError>) -> Void
     ) {
+        let family = stored.family
+        let end = { (why: String) in
+            server.grants.end(
+                grantID: family.grantID, familyID: family.id, accessTokenTTL: config.accessTokenTTL,
+                familyTTL: config.refreshTokenTTL
+            ) { done(.failure(.invalidGrant(why))) }
+        }
         switch family.use(presented, clientID: client, now: services.wallClock.seconds) {
         case .expired: return done(.failure(.invalidGrant("the refresh token has expired")))
         case .otherClient: return done(.failure(.invalidGrant("the refresh token was issued to another client")))
+        case .unknown: return done(.failure(.invalidGrant("the refresh token is not valid")))
         case .reused:
-            // RFC 9700 §4.14.2: a token that is not the family's current one was stolen, or its
-            // thief came first; the family ends, and the access tokens it gave with it.
-            server.grants.end(family.grant, grantID: family.id, accessTokenTTL: config.accessTokenTTL) {
-                done(.failure(.invalidGrant("the refresh token was used before: its grant is revoked")))
-            }
+            // RFC 9700 §4.14.2: a token the family replaced was stolen, or its thief came first;
+            // the family ends, and the access tokens of its grant with it.
+            return end("the refresh token was used before: its grant is revoked")
         case .rotated(let next, let token):
             // RFC 9449 §5.2: a public client's refresh token is bound to its DPoP key.
             if let bound = family.dpopJKT, proof?.jkt != bound {
@@ -199,25 +207,44 @@ extension TokenEndpoint {
             if let resource = form["resource"], resource != family.grant.resource {
                 return done(.failure(TokenEndpointError("invalid_target", "the resource is not the grant's")))
             }
+            // The user as the IdP left them: a Shared Signals revocation of the user since the
+            // grant began ends it (RFC 9700 §4.14.2: refresh tokens end with the user's session).
+            if let issuerName = loginIssuerName(config),
+                services.revocations.check(
+                    sub: family.grant.subject, email: family.grant.claims["email"]?.string, issuer: issuerName,
+                    iat: family.createdAt, sid: nil, now: services.wallClock.seconds) != nil
+            {
+                return end("the user's sign-in was revoked at the identity provider")
+            }
+            // The scopes the AS's rules grant now (a reload may have narrowed them), then those asked.
             var grant = family.grant
+            grant.scopes = config.scopes.filter {
+                grant.scopes.contains($0.name) && $0.rule.check(grant.claims, issuer: loginIssuerName(config)) == nil
+            }.map(\.name)
             if let asked = form["scope"] {
                 // RFC 6749 §6: the same scopes or fewer.
                 let list = asked.split(separator: " ").map(String.init)
-                guard !list.isEmpty, list.allSatisfy(grant.scopes.contains) else {
+                guard !list.isEmpty, list.allSatisfy(family.grant.scopes.contains) else {
                     return done(.failure(TokenEndpointError("invalid_scope", "the scopes are not within the grant's")))
                 }
                 grant.scopes = grant.scopes.filter(list.contains)
             }
-            server.grants.rotate(from: stored, to: next) { swapped in
-                switch swapped {
-                case .failure: done(.failure(Self.unavailable))
-                case .success(false):
-                    done(.failure(.invalidGrant("the refresh token was used by another request just now")))
-                case .success(true):
-                    claimProof(proof, fail: { done(.failure($0)) }) {
+            guard !grant.scopes.isEmpty else {
+                return done(.failure(.invalidGrant("the user may no longer be granted these scopes")))
+            }
+            // The proof first: a refused one must leave the family as it was, or the client's
+            // retry with the same token would look like a reuse.
+            claimProof(proof) { failed in
+                if let failed { return done(.failure(failed)) }
+                server.grants.rotate(stored, to: next) { swapped in
+                    switch swapped {
+                    case .failure: done(.failure(Self.unavailable))
+                    case .success(false):
+                        done(.failure(.invalidGrant("the refresh token was used by another request just now")))
+                    case .success(true):
                         let jkt = family.dpopJKT ?? proof?.jkt
                         done(
-                            accessToken(grant, grantID: family.id, jkt: jkt, config).map {
+                            accessToken(grant, grantID: family.grantID, jkt: jkt, config).map {
                                 Issued(
                                     token: $0, scopes: grant.scopes, refreshToken: token.text, grant: "refresh_token")
                             })
@@ -225,5 +252,10 @@ extension TokenEndpoint {
                 }
             }
         }
+    }
+
+    /// The `issuers:` entry of the `login` client: whose claims the grants hold.
+    private func loginIssuerName(_ config: AuthorizationServerConfig) -> String? {
+        config.login.flatMap { services.config.clients[$0]?.issuer }
     }
 }

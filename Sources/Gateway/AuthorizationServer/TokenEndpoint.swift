@@ -251,7 +251,7 @@ struct TokenEndpoint {
         _ config: AuthorizationServerConfig
     ) -> Result<Issued, TokenEndpointError> {
         var extra = JSONObject()
-        for name in ["email", "name", "groups"] where jag.claims[name] != nil { extra[name] = jag.claims[name] }
+        for name in IssuedAccessToken.identityClaims where jag.claims[name] != nil { extra[name] = jag.claims[name] }
         let g = IssuedAccessToken.Grant(
             issuer: config.issuer, subject: jag.subject, idpIssuer: jag.issuer, clientID: client,
             resource: jag.resource, scopes: granted, jkt: jkt, extraClaims: extra)

@@ -46,6 +46,8 @@ struct OwnRoutes {
     let signals: RoutePlan
     /// The authorization server's endpoints: called by clients and resource servers.
     let authorizationServer: RoutePlan
+    /// Its registration endpoint (RFC 7591): anyone may call it, so each address is limited.
+    let registration: RoutePlan
 
     /// `services`: the worker's, to make the chains with; nil makes plans with no stages
     /// before the content (a policy made before the worker's first config).
@@ -63,14 +65,22 @@ struct OwnRoutes {
             route: Self.route("shared-signals"), pool: nil, metricID: -1, upstream: nil, services: services)
         authorizationServer = RoutePlan(
             route: Self.route("authorization-server"), pool: nil, metricID: -1, upstream: nil, services: services)
+        var register = Self.route("authorization-server")
+        let limits = config.authorizationServer?.clients.registrationLimits ?? []
+        register.options.settings[RateLimitStage.Settings.self] = limits.isEmpty ? [RegistrationEndpoint.limit] : limits
+        registration = RoutePlan(route: register, pool: nil, metricID: -1, upstream: nil, services: services)
     }
 
     func plan(for endpoint: OwnEndpoint) -> RoutePlan {
         switch endpoint {
-        case .login(.start), .login(.callback), .login(.logout): login
+        // A browser's endpoints, the AS's among them, count against `login.rate_limit`.
+        case .login(.start), .login(.callback), .login(.logout), .authorizationServer(.authorize),
+            .authorizationServer(.consent), .authorizationServer(.consents):
+            login
         case .login(.backchannelLogout), .login(.requestObject), .login(.jwks): loginService
         case .protectedResourceMetadata: metadata
         case .sharedSignals: signals
+        case .authorizationServer(.register): registration
         case .authorizationServer: authorizationServer
         }
     }

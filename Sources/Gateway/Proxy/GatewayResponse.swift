@@ -72,6 +72,8 @@ struct GatewayResponse {
             // the logout form's POST, which must reach the AS's end_session_endpoint.)
             visit("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
             visit("X-Content-Type-Options", "nosniff")
+            // The same for browsers that predate frame-ancestors.
+            visit("X-Frame-Options", "DENY")
             visit("Referrer-Policy", referrerPolicy)
         }
     }

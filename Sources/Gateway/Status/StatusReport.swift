@@ -97,7 +97,9 @@ struct StatusReport: Sendable {
         if let server = config.authorizationServer {
             asIssuer = server.issuer
             asClients = (authorizationServer?.clientsSeen ?? []).map {
-                ASClientRow(clientID: $0.clientID, tokens: $0.tokens, lastAt: $0.lastAt)
+                ASClientRow(
+                    clientID: $0.clientID, tokens: $0.tokens, lastAt: $0.lastAt, consentsGiven: $0.consents.given,
+                    consentsRevoked: $0.consents.revoked)
             }
         }
         if let signals {

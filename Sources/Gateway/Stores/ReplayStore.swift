@@ -27,6 +27,8 @@ enum ReplayKind: String, Sendable {
     case clientAssertion = "as:client-assertion:jti"
     /// An ID-JAG's `jti` (draft-ietf-oauth-identity-assertion-authz-grant).
     case identityAssertion = "as:id-jag:jti"
+    /// A consent page's ticket, posted once.
+    case consentTicket = "as:consent-ticket"
 }
 
 enum ReplayVerdict: Equatable {
@@ -79,7 +81,8 @@ struct ReplayID: Hashable, Sendable {
     /// step 10): a namespace of its own. The leading 0x01 is never the first byte of a
     /// thumbprint (base64url text), so no logout id can equal a proof's.
     /// An assertion's `jti` under who made it, in a namespace of its own (`kind`: 2 for a
-    /// client's assertion, 3 for an ID-JAG; 1 is the logout tokens'), as for logout tokens.
+    /// client's assertion, 3 for an ID-JAG; 1 is the logout tokens'; 6 a consent ticket), as
+    /// for logout tokens.
     init(assertionOf issuer: String, jti: String, kind: UInt8) {
         let input = [kind] + Array(issuer.utf8) + [0] + Array(jti.utf8)
         self.init(digestOf: input.span)

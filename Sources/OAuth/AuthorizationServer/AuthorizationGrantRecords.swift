@@ -63,17 +63,21 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var codeChallenge: String
     public var issuedAt: Int64
     public var dpopJKT: String?
-    /// Names what the code gives: its tokens' `sid`, and its refresh-token family's id. A
-    /// second use of the code ends them by it.
+    /// Names what the code gives: its access tokens' `sid`. A second use of the code ends
+    /// them by it.
     public var grantID: String
+    /// The id of the refresh-token family the code starts (a second use ends it too). Not the
+    /// `sid`: a refresh token's id is never shown to the resource.
+    public var familyID: String
 
     public static let lifetime: Int64 = 60
 
     public init(
         grant: GrantSubject, redirectURI: String, codeChallenge: String, issuedAt: Int64, dpopJKT: String?,
-        grantID: String = RefreshTokenFamily.newID()
+        grantID: String = RefreshTokenFamily.newID(), familyID: String = RefreshTokenFamily.newID()
     ) {
         self.grantID = grantID
+        self.familyID = familyID
         self.grant = grant
         self.redirectURI = redirectURI
         self.codeChallenge = codeChallenge
@@ -111,7 +115,7 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
     public var encoded: [UInt8] {
         var o = JSONObject([
             "g": .object(grant.json), "r": .string(redirectURI), "c": .string(codeChallenge),
-            "t": .number(String(issuedAt)), "i": .string(grantID)
+            "t": .number(String(issuedAt)), "i": .string(grantID), "f": .string(familyID)
         ])
         if let dpopJKT { o["j"] = .string(dpopJKT) }
         return Array(JSONSerializer.serialize(.object(o)).utf8)
@@ -119,23 +123,35 @@ public struct AuthorizationCodeRecord: Sendable, Equatable {
 
     public init?(encoded: [UInt8]) {
         guard let o = (try? JSONParser.parse(encoded))?.object, let g = o["g"]?.object.flatMap(GrantSubject.init),
-            let r = o["r"]?.string, let c = o["c"]?.string, let t = o["t"]?.int64, let i = o["i"]?.string
+            let r = o["r"]?.string, let c = o["c"]?.string, let t = o["t"]?.int64, let i = o["i"]?.string,
+            let f = o["f"]?.string
         else { return nil }
-        self.init(grant: g, redirectURI: r, codeChallenge: c, issuedAt: t, dpopJKT: o["j"]?.string, grantID: i)
+        self.init(
+            grant: g, redirectURI: r, codeChallenge: c, issuedAt: t, dpopJKT: o["j"]?.string, grantID: i, familyID: f)
     }
 }
 
-/// A refresh-token family (RFC 9700 §4.14.2): the grant, its absolute end, and the digest of
-/// the one refresh token that is current. Each use rotates it; a token that is not the
-/// current one (a stolen copy used after its owner, or the owner after the thief) ends the
-/// whole family, and with it the access tokens it issued.
+/// A refresh-token family (RFC 9700 §4.14.2): the grant, its absolute end, the digest of the
+/// one refresh token that is current, and those of the tokens it replaced. Each use rotates
+/// it. A token it replaced coming back (a stolen copy used after its owner, or the owner after
+/// the thief) ends the whole family, and with it the access tokens of its grant. A token it
+/// never issued is only refused: guessing one must not let anyone end a user's grant.
 public struct RefreshTokenFamily: Sendable, Equatable {
+    /// The public part of its refresh tokens: random, and not the grant's `sid`.
     public var id: String
+    /// The grant its access tokens name (`sid`).
+    public var grantID: String
     public var grant: GrantSubject
     public var currentDigest: [UInt8]
+    /// The digests of the tokens it replaced, the latest last.
+    public var previousDigests: [[UInt8]]
     public var generation: Int
+    public var createdAt: Int64
     public var expiresAt: Int64
     public var dpopJKT: String?
+
+    /// How many replaced tokens are remembered as the family's own.
+    public static let remembered = 32
 
     /// A refresh token: the family's id and a secret, `<id>.<secret>`; the store keeps only
     /// the secret's digest.
@@ -163,17 +179,18 @@ public struct RefreshTokenFamily: Sendable, Equatable {
         }
     }
 
-    /// A family id: 128 random bits, 22 base64url characters.
+    /// A family id (or a grant id): 128 random bits, 22 base64url characters.
     public static func newID() -> String { Base64URL.encode(SecureRandom.bytes(16)) }
 
-    /// A new family for `grant` and its first token; `id`: the code's grant id.
+    /// A new family for `grant` and its first token; `id` and `grantID` as the code named them.
     public static func start(
-        _ grant: GrantSubject, id: String = newID(), lifetime: Int64, now: Int64, dpopJKT: String?
+        _ grant: GrantSubject, id: String = newID(), grantID: String = newID(), lifetime: Int64, now: Int64,
+        dpopJKT: String?
     ) -> (RefreshTokenFamily, Token) {
         let token = Token.fresh(familyID: id)
         let family = RefreshTokenFamily(
-            id: token.familyID, grant: grant, currentDigest: Self.digest(token), generation: 1,
-            expiresAt: now + lifetime, dpopJKT: dpopJKT)
+            id: id, grantID: grantID, grant: grant, currentDigest: Self.digest(token), previousDigests: [],
+            generation: 1, createdAt: now, expiresAt: now + lifetime, dpopJKT: dpopJKT)
         return (family, token)
     }
 
@@ -181,20 +198,26 @@ public struct RefreshTokenFamily: Sendable, Equatable {
     public enum Use: Sendable, Equatable {
         /// The current token: the family rotated to `next`.
         case rotated(RefreshTokenFamily, next: Token)
-        /// Not the current token: the family ends (RFC 9700 §4.14.2).
+        /// A token the family replaced: it ends (RFC 9700 §4.14.2).
         case reused
+        /// A token the family never issued: refused, and nothing else.
+        case unknown
         case expired
         case otherClient
     }
 
     public func use(_ token: Token, clientID: String, now: Int64) -> Use {
         guard now < expiresAt else { return .expired }
-        guard ConstantTime.equals(Self.digest(token), currentDigest) else { return .reused }
-        // A client's token in another client's hands is refused without ending the family:
-        // the other client proved nothing about the token's owner.
+        // Another client proved nothing about the token's owner: refused before anything is
+        // judged of the token.
         guard clientID == grant.clientID else { return .otherClient }
+        let presented = Self.digest(token)
+        guard ConstantTime.equals(presented, currentDigest) else {
+            return previousDigests.contains { ConstantTime.equals($0, presented) } ? .reused : .unknown
+        }
         var next = self
         let fresh = Token.fresh(familyID: id)
+        next.previousDigests = Array((previousDigests + [currentDigest]).suffix(Self.remembered))
         next.currentDigest = Self.digest(fresh)
         next.generation += 1
         return .rotated(next, next: fresh)
@@ -206,26 +229,38 @@ public struct RefreshTokenFamily: Sendable, Equatable {
 
     public var encoded: [UInt8] {
         var o = JSONObject([
-            "i": .string(id), "g": .object(grant.json), "d": .string(Base64URL.encode(currentDigest)),
-            "n": .number(String(generation)), "e": .number(String(expiresAt))
+            "i": .string(id), "s": .string(grantID), "g": .object(grant.json),
+            "d": .string(Base64URL.encode(currentDigest)),
+            "p": .array(previousDigests.map { .string(Base64URL.encode($0)) }), "n": .number(String(generation)),
+            "c": .number(String(createdAt)), "e": .number(String(expiresAt))
         ])
         if let dpopJKT { o["j"] = .string(dpopJKT) }
         return Array(JSONSerializer.serialize(.object(o)).utf8)
     }
 
     public init?(encoded: [UInt8]) {
-        guard let o = (try? JSONParser.parse(encoded))?.object, let id = o["i"]?.string,
+        guard let o = (try? JSONParser.parse(encoded))?.object, let id = o["i"]?.string, let sid = o["s"]?.string,
             let g = o["g"]?.object.flatMap(GrantSubject.init), let d = o["d"]?.string.flatMap({ Base64URL.decode($0) }),
-            let n = o["n"]?.int64, let e = o["e"]?.int64
+            let p = o["p"]?.array, let n = o["n"]?.int64, let c = o["c"]?.int64, let e = o["e"]?.int64
         else { return nil }
-        self.init(id: id, grant: g, currentDigest: d, generation: Int(n), expiresAt: e, dpopJKT: o["j"]?.string)
+        let previous = p.compactMap { $0.string.flatMap { Base64URL.decode($0) } }
+        guard previous.count == p.count else { return nil }
+        self.init(
+            id: id, grantID: sid, grant: g, currentDigest: d, previousDigests: previous, generation: Int(n),
+            createdAt: c, expiresAt: e, dpopJKT: o["j"]?.string)
     }
 
-    init(id: String, grant: GrantSubject, currentDigest: [UInt8], generation: Int, expiresAt: Int64, dpopJKT: String?) {
+    init(
+        id: String, grantID: String, grant: GrantSubject, currentDigest: [UInt8], previousDigests: [[UInt8]],
+        generation: Int, createdAt: Int64, expiresAt: Int64, dpopJKT: String?
+    ) {
         self.id = id
+        self.grantID = grantID
         self.grant = grant
         self.currentDigest = currentDigest
+        self.previousDigests = previousDigests
         self.generation = generation
+        self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.dpopJKT = dpopJKT
     }

@@ -6,7 +6,7 @@ import JOSE
 /// redirector (RFC 9700 §4.11). Then, once the client's metadata document names that
 /// redirect URI, the rest, whose errors go back to the client there.
 public struct AuthorizationRequest: Sendable, Equatable {
-    public let clientID: ClientIDURL
+    public let clientID: ClientIdentifier
     public let redirectURI: String
     public let state: String?
     /// RFC 7636 §4.3, S256 only (OAuth 2.1 §4.1.1: the AS refuses `plain`).
@@ -20,7 +20,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
 
     /// What names the client and where it wants the answer.
     public struct Target: Sendable, Equatable {
-        public let clientID: ClientIDURL
+        public let clientID: ClientIdentifier
         public let redirectURI: String
         /// Every parameter of the request, each once.
         public let parameters: [String: String]
@@ -37,8 +37,8 @@ public struct AuthorizationRequest: Sendable, Equatable {
             params[name] = value
         }
         guard let id = params["client_id"] else { return .failure(PageError("client_id is missing")) }
-        guard let url = try? ClientIDURL(id) else {
-            return .failure(PageError("client_id is not a client metadata document URL"))
+        guard let client = ClientIdentifier(id) else {
+            return .failure(PageError("client_id is not a client metadata document URL or a client registered here"))
         }
         // The metadata document lists the URIs; which one is meant is said every time (OAuth
         // 2.1 §4.1.1, and the MCP authorization spec).
@@ -46,7 +46,7 @@ public struct AuthorizationRequest: Sendable, Equatable {
         else {
             return .failure(PageError("redirect_uri is missing"))
         }
-        return .success(Target(clientID: url, redirectURI: redirect, parameters: params))
+        return .success(Target(clientID: client, redirectURI: redirect, parameters: params))
     }
 
     public struct PageError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -25,6 +25,8 @@ public struct AuthorizationServerMetadata: Sendable {
         public static let jwks = "/oauth2/as/jwks"
         public static let register = "/oauth2/as/register"
         public static let consent = "/oauth2/as/consent"
+        /// A user's own page of the consents they gave.
+        public static let consents = "/oauth2/as/consents"
         /// RFC 8414 §3.1: the well-known path, before the issuer's own path.
         public static let metadata = "/.well-known/oauth-authorization-server"
     }

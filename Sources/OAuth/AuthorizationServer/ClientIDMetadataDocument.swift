@@ -6,8 +6,11 @@ public import JOSE
 /// a `RedirectURI`, and that holds no shared secret (a document anyone can read cannot; §4.1).
 /// The client is public (`none`, with PKCE) or proves itself with `private_key_jwt` and the
 /// keys the document gives (`jwks`) or names (`jwks_uri`, https).
+///
+/// A client registered here (RFC 7591) is described by the same type, from the metadata it
+/// registered: the same rules, but public only (`none`), since nothing vouches for its keys.
 public struct ClientIDMetadataDocument: Sendable {
-    public let clientID: ClientIDURL
+    public let clientID: ClientIdentifier
     public let redirectURIs: [RedirectURI]
     /// What the consent page shows: the document's words, never trusted for anything else.
     public let name: String?
@@ -42,6 +45,24 @@ public struct ClientIDMetadataDocument: Sendable {
         guard o["client_id"]?.string == url.text else {
             throw Refusal("the document's client_id is not the URL it was fetched from")
         }
+        try self.init(o, clientID: .document(url))
+    }
+
+    /// A registration request's metadata (RFC 7591 §2), for the id this AS gives it: a public
+    /// client (`none`), since no document on a host of its own vouches for keys.
+    public init(registration body: [UInt8], clientID: String) throws(Refusal) {
+        guard body.count <= Self.maxSize else { throw Refusal("the metadata is larger than 5 KB") }
+        guard let o = (try? JSONParser.parse(body))?.object else { throw Refusal("the metadata is not a JSON object") }
+        guard o["token_endpoint_auth_method"].map({ $0.string == "none" }) ?? true else {
+            throw Refusal("a registered client is public: token_endpoint_auth_method must be none")
+        }
+        for key in ["jwks", "jwks_uri", "client_id"] where o[key] != nil {
+            throw Refusal("a registered client gives no \(key)")
+        }
+        try self.init(o, clientID: .registered(clientID))
+    }
+
+    private init(_ o: JSONObject, clientID: ClientIdentifier) throws(Refusal) {
         // §4.1: no shared secret in a public document.
         for secret in ["client_secret", "client_secret_expires_at"] where o[secret] != nil {
             throw Refusal("the document holds \(secret)")
@@ -91,7 +112,7 @@ public struct ClientIDMetadataDocument: Sendable {
         if let r = o["response_types"], r.array?.compactMap(\.string) != ["code"] {
             throw Refusal("response_types must be [code]")
         }
-        clientID = url
+        self.clientID = clientID
         redirectURIs = redirects
         name = Self.text(o["client_name"], limit: 120)
         clientURI = Self.text(o["client_uri"], limit: 512).flatMap { $0.hasPrefix("https://") ? $0 : nil }
@@ -103,10 +124,15 @@ public struct ClientIDMetadataDocument: Sendable {
         redirectURIs.first { $0.matches(requested) }
     }
 
-    /// A display string: printable, cut to `limit` characters.
+    /// A display string: printable, cut to `limit` characters. No control character (C0, DEL,
+    /// C1) and no format character (bidi overrides and isolates, zero-width joiners: Unicode
+    /// category Cf), which could make the name seem to say another host than the one beside it.
     static func text(_ value: JSONValue?, limit: Int) -> String? {
         guard let s = value?.string else { return nil }
-        let printable = String(s.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7f }.prefix(limit))
+        let printable = String(
+            s.unicodeScalars.filter {
+                $0.value >= 0x20 && !(0x7f...0x9f).contains($0.value) && $0.properties.generalCategory != .format
+            }.prefix(limit))
         return printable.isEmpty ? nil : printable
     }
 

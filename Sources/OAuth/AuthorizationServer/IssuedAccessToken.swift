@@ -43,6 +43,10 @@ public struct IssuedAccessToken: Sendable {
         }
     }
 
+    /// The IdP's claims about the user a token carries beside its own (routes map them to
+    /// headers).
+    public static let identityClaims = ["email", "name", "groups"]
+
     /// The claims RFC 9068 §2.2 names are the AS's own: an IdP claim under one of these names
     /// never overrides them.
     static let reserved: Set<String> = [

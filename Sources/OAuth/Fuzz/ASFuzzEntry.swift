@@ -3,8 +3,9 @@ public import JOSE
 /// Entry points for fuzzing the authorization server's parsing of what clients send (the
 /// libFuzzer target `ASFuzz` in `fuzz/`; the corpus replay test calls the same): a
 /// `client_id` URL with a redirect URI and the request's, a client metadata document as
-/// fetched, an ID-JAG's claims signed with the IdP's key (so every claim rule is reached), and
-/// a refresh token as presented. They return normally on every input; a failed
+/// fetched, an ID-JAG's claims signed with the IdP's key (so every claim rule is reached), a
+/// refresh token as presented, an authorization request's query, and a registration's
+/// metadata. They return normally on every input; a failed
 /// `fuzzInvariant` is a finding.
 public enum ASFuzzEntry {
     static let idpKey = try! JWK.generate(for: .ES256, kid: "fuzz-idp")
@@ -14,16 +15,53 @@ public enum ASFuzzEntry {
     static let documentURL = try! ClientIDURL("https://app.example/c.json")
     static let now: Int64 = 1_800_000_000
 
-    /// The first byte chooses; the rest is the input.
+    /// The first byte chooses (its high bit is the ID-JAG's `typ`); the rest is the input.
     public static func all(_ data: [UInt8]) {
         guard let first = data.first else { return }
         let rest = Array(data.dropFirst())
-        switch first % 4 {
+        switch (first & 0x7f) % 6 {
         case 0: urls(String(decoding: rest, as: UTF8.self))
         case 1: document(rest)
         case 2: identityAssertion(rest, typ: first & 0x80 == 0 ? IdentityAssertionGrant.type : "JWT")
-        default: refreshToken(String(decoding: rest, as: UTF8.self))
+        case 3: refreshToken(String(decoding: rest, as: UTF8.self))
+        case 4: authorizationRequest(String(decoding: rest, as: UTF8.self))
+        default: registration(rest)
         }
+    }
+
+    /// An authorization request's query: whatever passes both steps names a client, a redirect
+    /// URI given once, an S256 challenge and one of the resources; the answer's URL built from
+    /// it holds no CR, LF or space (it goes in a `Location` field).
+    static func authorizationRequest(_ query: String) {
+        guard let pairs = FormEncoding.decode(Substring(query)),
+            case .success(let target) = AuthorizationRequest.target(pairs)
+        else { return }
+        fuzzInvariant(pairs.filter { $0.0 == "redirect_uri" }.count == 1, "a redirect_uri given twice passed")
+        guard let r = try? AuthorizationRequest(target, resources: ["https://gw.example/mcp"]) else { return }
+        fuzzInvariant(r.resource == "https://gw.example/mcp", "another resource passed")
+        fuzzInvariant(
+            r.codeChallenge.utf8.count == 43 && pairs.contains { $0 == ("code_challenge_method", "S256") },
+            "a request without an S256 challenge passed")
+        fuzzInvariant((r.state?.utf8.count ?? 0) <= AuthorizationRequest.maxState, "a long state passed")
+        // Only a redirect URI a document lists is answered to; the answer is built for those.
+        guard (try? RedirectURI(r.redirectURI)) != nil else { return }
+        let location = AuthorizationRequest.response(
+            to: r.redirectURI, [("code", "c"), ("state", r.state ?? ""), ("iss", "https://gw.example")])
+        fuzzInvariant(
+            !location.utf8.contains { $0 == 0x0d || $0 == 0x0a || $0 == 0x20 }, "an answer URL holds CR, LF or space")
+    }
+
+    /// A registration's metadata: whatever passes is a public client with redirect URIs and no
+    /// secret, keys or id of its own.
+    static func registration(_ bytes: [UInt8]) {
+        guard let d = try? ClientIDMetadataDocument(registration: bytes, clientID: "tg-dcr-AAAAAAAAAAAAAAAAAAAAAA")
+        else { return }
+        fuzzInvariant(!d.redirectURIs.isEmpty, "a registration without redirect URIs passed")
+        guard case .none = d.authentication else { return fuzzInvariant(false, "a registered client with keys") }
+        let o = (try? JSONParser.parse(bytes))?.object
+        fuzzInvariant(
+            o?["client_secret"] == nil && o?["jwks"] == nil && o?["client_id"] == nil,
+            "a registration with a secret, keys or its own id passed")
     }
 
     /// Lines: a client_id, a redirect URI, a requested redirect URI.
