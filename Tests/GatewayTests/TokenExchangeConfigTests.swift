@@ -35,6 +35,60 @@ struct TokenExchangeConfigTests {
         return []
     }
 
+    @Test func anIDJAGExchangeNamesTheUpstreamsAS() throws {
+        let cfg = try parse(
+            """
+            auth: token
+            issuers: [one]
+            token_exchange:
+              mode: id_jag
+              issuer: one
+              client: gw
+              endpoint: https://idp.one/token
+              upstream_issuer: disc
+              upstream_client: gw
+              resource: https://files.internal/
+            """
+        ).get()
+        let x = try #require(cfg.routes[0].options.auth.tokenRoute?.tokenExchange)
+        #expect(x.upstream?.issuer == "disc" && x.upstream?.issuerURL == "https://idp.disc")
+        #expect(x.target.requestedTokenType == TokenExchange.idJAGTokenType)
+        #expect(x.target.audiences == ["https://idp.disc"] && x.target.resources == ["https://files.internal/"])
+    }
+
+    /// RFC 8414 §3.1: the upstream AS's metadata, when it publishes no OIDC discovery.
+    @Test func theRFC8414MetadataURLPutsTheWellKnownPathBeforeTheIssuersPath() {
+        #expect(
+            IssuerKeys.rfc8414URL("https://as.example") == "https://as.example/.well-known/oauth-authorization-server")
+        #expect(
+            IssuerKeys.rfc8414URL("https://as.example/t/1/")
+                == "https://as.example/.well-known/oauth-authorization-server/t/1")
+    }
+
+    @Test(arguments: [
+        ("mode: sideways", "must be exchange or id_jag"),
+        ("mode: id_jag", "needs upstream_issuer"),
+        ("mode: id_jag\nupstream_issuer: nobody\nupstream_client: gw", "\"nobody\" is not defined"),
+        ("mode: id_jag\nupstream_issuer: one\nupstream_client: gw", "needs discovery: true"),
+        ("mode: id_jag\nupstream_issuer: disc", "needs upstream_client"),
+        ("mode: id_jag\nupstream_issuer: disc\nupstream_client: nobody", "\"nobody\" is not defined"),
+        ("mode: id_jag\nupstream_issuer: disc\nupstream_client: gw\naudience: x", "is set by mode: id_jag"),
+        ("mode: id_jag\nupstream_issuer: disc\nupstream_client: gw\ndpop: true", "not available with mode: id_jag"),
+        ("upstream_issuer: disc", "are for mode: id_jag")
+    ])
+    func anIDJAGExchangeIsRefused(_ extra: String, _ why: String) {
+        let route = """
+            auth: token
+            issuers: [one]
+            token_exchange:
+              issuer: one
+              client: gw
+              endpoint: https://idp.one/token
+              resource: https://files.internal/
+            """ + "\n" + extra.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
+        #expect(problems(route).contains { $0.contains(why) }, "\(problems(route))")
+    }
+
     @Test func theExchangeIsBuiltWithItsTarget() throws {
         let cfg = try parse(
             """

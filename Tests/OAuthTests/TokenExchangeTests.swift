@@ -54,6 +54,52 @@ struct TokenExchangeTests {
         #expect(try parse(Self.answer(byName, extra: #","expires_in":60"#)).get().expiresAt == Self.now + 60)
     }
 
+    /// `mode: id_jag`: the IdP's answer is an ID-JAG (issued_token_type id-jag, token_type
+    /// N_A, a JWT for the upstream's AS); the upstream AS's answer is a plain grant answer.
+    @Test func anIDJAGAndTheGrantAnswerAfterIt() throws {
+        let target = TokenExchange.Target(
+            audiences: ["https://as.files"], resources: ["https://files/api"],
+            requestedTokenType: TokenExchange.idJAGTokenType)
+        let jag = try Self.jwt(JSONObject(["aud": .string("https://as.files"), "exp": .number(String(Self.now + 300))]))
+        func body(_ token: String, type: String, tokenType: String) -> [UInt8] {
+            Array(#"{"access_token":"\#(token)","issued_token_type":"\#(type)","token_type":"\#(tokenType)"}"#.utf8)
+        }
+        let issued = try TokenExchange.parse(
+            status: 200, body: body(jag, type: TokenExchange.idJAGTokenType, tokenType: "N_A"), target: target,
+            now: Self.now
+        ).get()
+        #expect(issued.token == jag && issued.expiresAt == Self.now + 300)
+        // An ID-JAG asked for: an access token, a Bearer token type, or an opaque one are not one.
+        for (token, type, tokenType) in [
+            (jag, TokenExchange.accessTokenType, "N_A"), (jag, TokenExchange.idJAGTokenType, "Bearer"),
+            ("opaque", TokenExchange.idJAGTokenType, "N_A")
+        ] {
+            guard
+                case .failure(.unusable) = TokenExchange.parse(
+                    status: 200, body: body(token, type: type, tokenType: tokenType), target: target, now: Self.now)
+            else {
+                Issue.record("took \(type) \(tokenType)")
+                continue
+            }
+        }
+        // The upstream AS's answer names no issued_token_type (RFC 6749 §5.1); its token is for
+        // the resource.
+        let access = try Self.jwt(JSONObject(["aud": .string("https://files/api")]))
+        let grant = Array(#"{"access_token":"\#(access)","token_type":"Bearer","expires_in":60}"#.utf8)
+        #expect(
+            try TokenExchange.parse(status: 200, body: grant, target: target, now: Self.now, grantAnswer: true).get()
+                .token == access)
+        let elsewhere = try Self.jwt(JSONObject(["aud": .string("https://other/api")]))
+        let wrong = Array(#"{"access_token":"\#(elsewhere)","token_type":"Bearer"}"#.utf8)
+        guard
+            case .failure(.unusable) = TokenExchange.parse(
+                status: 200, body: wrong, target: target, now: Self.now, grantAnswer: true)
+        else {
+            Issue.record("took a token for another audience")
+            return
+        }
+    }
+
     @Test func anOpaqueTokenIsTakenAsIssuedForTheTarget() throws {
         let issued = try parse(Self.answer("opq_abc", extra: #","expires_in":120"#)).get()
         #expect(issued.token == "opq_abc")

@@ -92,21 +92,41 @@ final class IssuerKeys {
         } else if case .discovery(let issuer, let at, let alsoNamed) = source {
             let base = at ?? issuer
             let url = (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/.well-known/openid-configuration"
-            fetcher.fetch(FetchRequest(url: url, headers: ["Accept: application/json"], bound: CallBounds.keys)) {
-                [weak self] result in
-                guard let self else { return }
-                if case .success(let resp) = result, resp.status == 200,
-                    let meta = try? ProviderMetadata.parse(resp.body, expectedIssuer: issuer, alsoNamed: alsoNamed)
-                {
-                    self.metadata = meta
-                }
-                switch result.flatMap(Self.metadataJWKSURI(issuer: issuer, alsoNamed: alsoNamed)) {
-                case .success(let uri):
-                    self.jwksURI = uri
-                    self.fetchJWKS(uri)
-                case .failure(let e):
-                    self.finish(nil, maxAge: nil, error: "discovery: \(e.description)")
-                }
+            discover(url, issuer: issuer, alsoNamed: alsoNamed, thenTry: base == issuer ? Self.rfc8414URL(issuer) : nil)
+        }
+    }
+
+    /// RFC 8414 §3.1's metadata URL: the well-known path between the host and the issuer's
+    /// path. An OAuth authorization server that is no OpenID provider (tokengate's own, for
+    /// one) publishes only this.
+    static func rfc8414URL(_ issuer: String) -> String? {
+        guard let scheme = issuer.range(of: "://") else { return nil }
+        let rest = issuer[scheme.upperBound...]
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        var path = String(rest[slash...])
+        if path.hasSuffix("/") { path.removeLast() }
+        return String(issuer[..<slash]) + "/.well-known/oauth-authorization-server" + path
+    }
+
+    /// Fetches the metadata at `url`; when that answers 404, at `thenTry`.
+    private func discover(_ url: String, issuer: String, alsoNamed: [String], thenTry: String?) {
+        fetcher.fetch(FetchRequest(url: url, headers: ["Accept: application/json"], bound: CallBounds.keys)) {
+            [weak self] result in
+            guard let self else { return }
+            if case .success(let resp) = result, resp.status == 404, let next = thenTry {
+                return self.discover(next, issuer: issuer, alsoNamed: alsoNamed, thenTry: nil)
+            }
+            if case .success(let resp) = result, resp.status == 200,
+                let meta = try? ProviderMetadata.parse(resp.body, expectedIssuer: issuer, alsoNamed: alsoNamed)
+            {
+                self.metadata = meta
+            }
+            switch result.flatMap(Self.metadataJWKSURI(issuer: issuer, alsoNamed: alsoNamed)) {
+            case .success(let uri):
+                self.jwksURI = uri
+                self.fetchJWKS(uri)
+            case .failure(let e):
+                self.finish(nil, maxAge: nil, error: "discovery: \(e.description)")
             }
         }
     }

@@ -134,7 +134,7 @@ final class TokenExchanger {
         let sharedKey = [
             config.issuerURL, endpoint, config.client.authentication.clientID, target.resources.joined(separator: " "),
             target.audiences.joined(separator: " "), target.scope ?? "", target.requestedTokenType, boundTo,
-            subjectToken
+            config.upstream.map { $0.issuerURL + " " + $0.client.authentication.clientID } ?? "", subjectToken
         ].joined(separator: "\u{0}")
         // In the process: kept by another worker, under way on one, or this worker's to ask.
         let key = Self.processKey(sharedKey, config, wait: wait)
@@ -163,7 +163,8 @@ final class TokenExchanger {
             let now = self.wallClock.seconds
             guard let hit,
                 case .success(let token) = TokenExchange.parse(
-                    status: 200, body: hit.body, target: target, boundTo: boundTo.isEmpty ? nil : boundTo, now: now)
+                    status: 200, body: hit.body, target: target, boundTo: boundTo.isEmpty ? nil : boundTo, now: now,
+                    grantAnswer: config.upstream != nil)
             else {
                 ask()
                 return
@@ -227,6 +228,10 @@ final class TokenExchanger {
                 switch TokenExchange.parse(
                     status: resp.status, body: resp.body, target: config.target, boundTo: boundTo, now: now)
                 {
+                case .success(let jag) where config.upstream != nil:
+                    // `mode: id_jag`: the IdP's ID-JAG, traded at the upstream's AS.
+                    self.redeem(jag.token, flight, sharedKey: sharedKey, config: config)
+                    return
                 case .success(let token):
                     let kept = self.keptUntil(token, config, now: now)
                     until = kept
@@ -247,6 +252,70 @@ final class TokenExchanger {
             self.land(flight, outcome, until: until, now: now)
         }
     }
+
+    /// `mode: id_jag`'s second step: the ID-JAG posted to the upstream's AS as a jwt-bearer
+    /// grant (RFC 7523 §2.1; the ID-JAG draft's §4.4), with the gateway's client there; its
+    /// access token is what goes upstream, kept as an exchanged token is.
+    private func redeem(_ jag: String, _ flight: Flight, sharedKey: String, config: TokenExchangeConfig) {
+        let now = wallClock.seconds
+        guard let up = config.upstream,
+            let endpoint = (up.client.tls == nil ? discoveredEndpoints : discoveredMTLSEndpoints)[up.issuer]
+        else {
+            return land(
+                flight, .unavailable("no token endpoint known for \(config.upstream?.issuer ?? "")"), until: nil,
+                now: now)
+        }
+        let credentials: (headers: [String], form: [(String, String)])
+        do {
+            let audience = up.client.assertionAudience == .endpoint ? endpoint : up.issuerURL
+            credentials = try up.client.authentication.credentials(audience: audience, now: now)
+        } catch {
+            return land(flight, .unavailable("client authentication at \(up.issuer): \(error)"), until: nil, now: now)
+        }
+        var form: [(String, String)] = [("grant_type", Self.jwtBearer), ("assertion", jag)]
+        for r in config.target.resources { form.append(("resource", r)) }
+        if let scope = config.target.scope { form.append(("scope", scope)) }
+        form += credentials.form
+        let left = max(0.05, flight.deadline - ProcessInfo.processInfo.systemUptime)
+        let bound = CallBounds.Bound(
+            connect: min(CallBounds.tokenExchange.connect, left), total: min(CallBounds.tokenExchange.total, left))
+        let request = FetchRequest(
+            url: endpoint, body: Array(FormEncoding.body(form).utf8),
+            headers: ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
+                + credentials.headers, bound: bound, maxResponseBytes: 64 << 10)
+        requests += 1
+        fetchers.fetcher(issuer: up.issuer, caFile: up.caFile, client: up.client).fetch(request) { [weak self] result in
+            guard let self else { return }
+            let now = self.wallClock.seconds
+            var until: Int64?
+            let outcome: Outcome
+            switch result {
+            case .success(let resp):
+                switch TokenExchange.parse(
+                    status: resp.status, body: resp.body, target: config.target, now: now, grantAnswer: true)
+                {
+                case .success(let token):
+                    let kept = self.keptUntil(token, config, now: now)
+                    until = kept
+                    self.shared?.put(sharedKey, body: resp.body, until: kept, now: now)
+                    outcome = .issued(Issued(token, until: kept))
+                case .failure(.refused(let error, let status))
+                where (400..<500).contains(status) && !Self.refusesTheGateway(error, status: status):
+                    until = now + Int64(config.negativeTTL)
+                    outcome = .refused(error: error)
+                case .failure(.refused(let error, let status)):
+                    outcome = .unavailable("the upstream's token endpoint answered \(status) \(error)")
+                case .failure(.unusable(let why)):
+                    outcome = .unavailable("the upstream's token answer: \(why)")
+                }
+            case .failure(let e):
+                outcome = .unavailable("the upstream's token endpoint failed: \(e.description)")
+            }
+            self.land(flight, outcome, until: until, now: now)
+        }
+    }
+
+    static let jwtBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
     /// The led exchange's outcome: to the process (its cache and the other workers' waiters),
     /// then to this worker's cache and waiters.

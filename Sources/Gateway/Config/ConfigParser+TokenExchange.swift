@@ -40,8 +40,65 @@ extension ConfigParser {
             route: index, issuer: issuerName, issuerURL: issuer.issuer, client: client, endpoint: endpoint,
             caFile: issuer.caFile, target: TokenExchange.Target())
         TokenExchangeConfig.keyTable.read(section, into: &out, path: p, r)
+        if let modeNode = section["mode"], let mode = r.string(modeNode, path: "\(p).mode") {
+            switch mode {
+            case "exchange": break
+            case "id_jag": out.upstream = idJAGUpstream(section, &out, node: node, path: p, cfg: cfg, r)
+            default: r.problem("\(p).mode", modeNode, "must be exchange or id_jag")
+            }
+        } else if section["upstream_issuer"] != nil || section["upstream_client"] != nil {
+            r.problem(p, node, "upstream_issuer and upstream_client are for mode: id_jag")
+        }
         ConfigValidation.tokenExchangeTarget(out, issuer: issuer, node: node, path: p, r)
         return out
+    }
+
+    /// `mode: id_jag`: the upstream's AS and the gateway's client there; the exchange at the
+    /// caller's IdP asks for an ID-JAG whose `aud` is that AS (draft-ietf-oauth-identity-
+    /// assertion-authz-grant §4.3), for the route's `resource`.
+    private static func idJAGUpstream(
+        _ section: [String: Node], _ out: inout TokenExchangeConfig, node: Node, path p: String, cfg: GatewayConfig,
+        _ r: ConfigReader
+    ) -> TokenExchangeConfig.UpstreamAuthorizationServer? {
+        for key in ["requested_token_type", "audience"] where section[key] != nil {
+            r.problem("\(p).\(key)", section[key], "is set by mode: id_jag (the ID-JAG is for upstream_issuer)")
+        }
+        if out.dpop { r.problem("\(p).dpop", section["dpop"], "is not available with mode: id_jag") }
+        guard let issuerNode = section["upstream_issuer"],
+            let name = r.string(issuerNode, path: "\(p).upstream_issuer")
+        else {
+            r.problem(p, node, "mode: id_jag needs upstream_issuer: NAME (the issuers: entry of the upstream's AS)")
+            return nil
+        }
+        guard let issuer = cfg.issuers[name] else {
+            r.problem(
+                "\(p).upstream_issuer", issuerNode,
+                "\"\(name)\" is not defined; defined: \(cfg.issuers.keys.sorted().joined(separator: ", "))")
+            return nil
+        }
+        if issuer.keys != .discovery {
+            r.problem(
+                "\(p).upstream_issuer", issuerNode,
+                "\"\(name)\" needs discovery: true (its token_endpoint comes from its metadata)")
+        }
+        guard let clientNode = section["upstream_client"],
+            let clientName = r.string(clientNode, path: "\(p).upstream_client")
+        else {
+            r.problem(p, node, "mode: id_jag needs upstream_client: NAME (the gateway's registration at that AS)")
+            return nil
+        }
+        guard let client = cfg.clients[clientName] else {
+            r.problem(
+                "\(p).upstream_client", clientNode,
+                "\"\(clientName)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
+            return nil
+        }
+        if out.target.resources.isEmpty {
+            r.problem(p, node, "mode: id_jag needs resource: URL (the upstream the ID-JAG and its token are for)")
+        }
+        out.target.requestedTokenType = TokenExchange.idJAGTokenType
+        out.target.audiences = [issuer.issuer]
+        return .init(issuer: name, issuerURL: issuer.issuer, caFile: issuer.caFile, client: client)
     }
 
     /// One name or a list of names.

@@ -68,7 +68,16 @@ extension TokenExchangeConfig {
         },
         .init("dpop", type: "bool", default: "`false`", checkedBy: ConfigDefault.bool(defaults.dpop)) { x, n, p, r in
             if let v = r.bool(n, path: p) { x.dpop = v }
-        }
+        },
+        .init(
+            "mode", type: "`exchange` or `id_jag`", default: "`exchange`", by: "ConfigParser.tokenExchange"),
+        .init(
+            "upstream_issuer", type: "name of an `issuers` entry (the upstream's AS)",
+            default: "none: required with `id_jag`",
+            by: "ConfigParser.tokenExchange"),
+        .init(
+            "upstream_client", type: "name of a `clients` entry (the gateway's registration there)",
+            default: "none: required with `id_jag`", by: "ConfigParser.tokenExchange")
     ])
 
     /// An exchange with every default, for the reference's default checks.

@@ -28,6 +28,22 @@ struct TokenExchangeConfig: Sendable {
     /// `dpop: true`: ask for a DPoP-bound token (RFC 9449 §5, a proof with the exchange) and
     /// send it upstream with a fresh proof from the gateway's key for each request.
     var dpop = false
+    /// `mode: id_jag` (Identity Assertion JWT Authorization Grant, Enterprise-Managed
+    /// Authorization): the exchange at `issuer` asks for an ID-JAG for the upstream's own AS
+    /// (`upstream`), which the gateway then trades there for the token it sends (RFC 7523
+    /// jwt-bearer).
+    var upstream: UpstreamAuthorizationServer?
+
+    /// The upstream's own authorization server, for `mode: id_jag`.
+    struct UpstreamAuthorizationServer: Sendable {
+        /// Its `issuers:` entry (its discovered `token_endpoint`, from RFC 8414 metadata) and
+        /// issuer URL: the ID-JAG's `aud`.
+        var issuer: String
+        var issuerURL: String
+        var caFile: String?
+        /// The gateway's registration there: it authenticates the jwt-bearer grant.
+        var client: ClientConfig
+    }
 
     /// The config behind one reference (see `TokenRouteConfig.tokenExchange`).
     final class Stored: Sendable {

@@ -9,6 +9,9 @@ public enum TokenExchange {
     /// RFC 8693 §3 token type identifiers.
     public static let accessTokenType = "urn:ietf:params:oauth:token-type:access_token"
     public static let jwtTokenType = "urn:ietf:params:oauth:token-type:jwt"
+    /// An Identity Assertion JWT Authorization Grant (draft-ietf-oauth-identity-assertion-
+    /// authz-grant §4.3): what the IdP issues for another AS, not an access token.
+    public static let idJAGTokenType = "urn:ietf:params:oauth:token-type:id-jag"
 
     /// What the exchanged token must be good for (RFC 8693 §2.1): the `resource` URIs
     /// (RFC 8707), the logical `audience` names, and the `scope` asked for.
@@ -85,7 +88,11 @@ public enum TokenExchange {
     /// bounds how long the token is kept. An opaque token is taken as issued for the target.
     /// `boundTo`: the thumbprint of the key whose DPoP proof went with the request (RFC 9449
     /// §5); a DPoP-bound answer is usable only then, and a JWT's `cnf.jkt` must name that key.
-    public static func parse(status: Int, body: [UInt8], target: Target, boundTo: String? = nil, now: Int64)
+    /// `grantAnswer`: the answer to another grant (RFC 6749 §5.1: the jwt-bearer grant an
+    /// ID-JAG is traded with), which says no `issued_token_type`.
+    public static func parse(
+        status: Int, body: [UInt8], target: Target, boundTo: String? = nil, now: Int64, grantAnswer: Bool = false
+    )
         -> Result<IssuedToken, Failure>
     {
         let object = try? JSONParser.parseObject(body, what: "the token exchange response")
@@ -102,15 +109,19 @@ public enum TokenExchange {
         guard BearerTokenExtractor.isB64Token(token) else {
             return .failure(.unusable("the access_token is not a b64token"))
         }
-        guard let issuedType = object["issued_token_type"]?.string else {
+        let issuedType = object["issued_token_type"]?.string ?? (grantAnswer ? accessTokenType : nil)
+        guard let issuedType else {
             return .failure(.unusable("no issued_token_type (RFC 8693 §2.2.1)"))
         }
         // RFC 8693 §2.2.1: the type of what was issued; it must be what was asked for.
-        guard issuedType == target.requestedTokenType else {
+        guard issuedType == (grantAnswer ? accessTokenType : target.requestedTokenType) else {
             return .failure(.unusable("issued_token_type \(issuedType.prefix(80)) is not the type asked for"))
         }
+        // An ID-JAG is no access token: its token_type is N_A (the draft's §4.3.2), and it
+        // goes to the AS it names, never upstream.
+        let idJAG = !grantAnswer && target.requestedTokenType == idJAGTokenType
         guard let tokenType = object["token_type"]?.string,
-            ["bearer", "dpop"].contains(tokenType.lowercased())
+            idJAG ? tokenType == "N_A" && jwtClaims(token) != nil : ["bearer", "dpop"].contains(tokenType.lowercased())
         else {
             // "N_A" (§2.2.1) is a token that is no access token: nothing to send upstream.
             return .failure(.unusable("token_type is not Bearer or DPoP"))
