@@ -70,7 +70,8 @@ def test_sign_in_and_consent_in_chromium(browser, login_env, login_as, upstream,
         assert browser.title == "Allow access?"
         assert "Test agent (127.0.0.1)" in browser.find_element(By.ID, "client").text
         assert browser.find_element(By.ID, "resource").text == env.resource
-        assert browser.find_element(By.ID, "redirect-host").text == "127.0.0.1"
+        # Not https: the whole URI, since a host alone would not say where it goes.
+        assert browser.find_element(By.ID, "redirect-host").text == cb.uri
         scopes = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#scopes li")]
         assert scopes == ["mcp:read", "mcp:write"]
         allow.click()

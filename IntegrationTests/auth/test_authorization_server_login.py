@@ -20,6 +20,7 @@ import pytest
 import requests
 
 from support.cimd_host import CIMDHost
+from support.dpop_client import DPoPKey
 from support.gateway import BIN
 from support.waiting import wait_for
 from test_login import login_as, login_env  # noqa: F401 — fixtures
@@ -420,3 +421,38 @@ def test_a_user_revokes_a_consent_and_its_tokens_end(env):
     status = requests.get(f"http://127.0.0.1:{env.gw.admin}/status.json", timeout=5).json()["authorization_server"]
     row = [c for c in status["clients"] if c["client_id"] == env.client_id][0]
     assert (row["consents_given"], row["consents_revoked"]) == (1, 1), row
+
+
+def test_what_ends_a_grant_is_only_its_own_client_s_or_key_s_word(env):
+    # A code used again by another client: refused, and the first use's tokens go on.
+    env.host.put("/clients/other.json", env.document(client_id=env.host.url("/clients/other.json")))
+    code, verifier, _ = env.code(redirect_uri=WEB_REDIRECT)
+    first = env.redeem(code, verifier, redirect_uri=WEB_REDIRECT).json()
+    again = env.redeem(code, verifier, redirect_uri=WEB_REDIRECT, client_id=env.host.url("/clients/other.json"))
+    assert error(again) == (400, "invalid_grant")
+    assert env.call(first["access_token"]).status_code == 200
+    assert env.token(grant_type="refresh_token", refresh_token=first["refresh_token"]).status_code == 200
+    # A DPoP-bound family: its replaced token, sent without a proof of its key, ends nothing;
+    # with a proof of its key it ends the family.
+    key = DPoPKey()
+    endpoint = env.token_endpoint
+    code2, verifier2, _ = env.code(redirect_uri=WEB_REDIRECT)
+    bound = requests.post(endpoint, data={"grant_type": "authorization_code", "code": code2, "client_id": env.client_id,
+                                          "redirect_uri": WEB_REDIRECT, "code_verifier": verifier2},
+                          headers={"DPoP": key.proof("POST", endpoint)}, timeout=10).json()
+    assert bound["token_type"] == "DPoP", bound
+    rotated = requests.post(endpoint, data={"grant_type": "refresh_token", "refresh_token": bound["refresh_token"],
+                                            "client_id": env.client_id},
+                            headers={"DPoP": key.proof("POST", endpoint)}, timeout=10)
+    assert rotated.status_code == 200, rotated.text
+    stolen = env.token(grant_type="refresh_token", refresh_token=bound["refresh_token"])
+    assert error(stolen) == (400, "invalid_grant") and "DPoP" in stolen.json()["error_description"]
+    current = rotated.json()["refresh_token"]
+    again = requests.post(endpoint, data={"grant_type": "refresh_token", "refresh_token": current,
+                                          "client_id": env.client_id},
+                          headers={"DPoP": key.proof("POST", endpoint)}, timeout=10)
+    assert again.status_code == 200, again.text
+    reused = requests.post(endpoint, data={"grant_type": "refresh_token", "refresh_token": current,
+                                           "client_id": env.client_id},
+                           headers={"DPoP": key.proof("POST", endpoint)}, timeout=10)
+    assert error(reused) == (400, "invalid_grant") and "used before" in reused.json()["error_description"]

@@ -40,7 +40,11 @@ def test_a_registered_client_signs_in_and_is_asked_every_time(login_env, login_a
         # registered one is asked again, and the page says no website vouches for it.
         _, challenge = pkce()
         again = env.login.get(env.authorize_url(challenge, redirect_uri=WEB_REDIRECT))
-        assert again.status_code == 200 and "no website vouches for it" in again.text, again.status_code
+        assert again.status_code == 200 and "which no website vouches for" in again.text, again.status_code
+        assert "calls itself “Old agent”" in again.text
+        # What is kept is the metadata as checked: an unknown member the request held is not echoed.
+        extra = register(env, software_statement="x" * 100, tos_uri="https://t.example/tos")
+        assert extra.status_code == 201 and "software_statement" not in extra.json()
         # An id that was never registered is a page, not a redirect.
         env.client_id = "tg-dcr-" + "A" * 22
         unknown = env.login.get(env.authorize_url(challenge, redirect_uri=WEB_REDIRECT))
@@ -62,6 +66,7 @@ def test_every_refusal_of_a_registration(login_env, login_as, upstream, tmp_path
             (register(env, jwks={"keys": []}), "invalid_client_metadata"),
             (register(env, client_id="https://evil.example/c.json"), "invalid_client_metadata"),
             (register(env, grant_types=["password"]), "invalid_client_metadata"),
+            (register(env, grant_types=["urn:ietf:params:oauth:grant-type:jwt-bearer"]), "invalid_client_metadata"),
             (register(env, redirect_uris=["http://evil.example/cb"]), "invalid_redirect_uri"),
             (register(env, redirect_uris=["https://client.example/cb#x"]), "invalid_redirect_uri"),
             (register(env, redirect_uris=None), "invalid_redirect_uri"),

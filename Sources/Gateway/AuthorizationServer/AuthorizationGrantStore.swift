@@ -53,11 +53,14 @@ final class MemoryAuthorizationGrants: AuthorizationGrantStore, @unchecked Senda
         var sweptAt = -Double.infinity
     }
 
-    /// `capacity`: entries per kind.
+    /// `capacity`: entries per kind; registered clients (`as:client`, anyone may make them)
+    /// a tenth of that.
     init(capacity: Int = 100_000, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.capacity = capacity
         self.now = now
     }
+
+    private func capacity(of kind: Substring) -> Int { kind == "as:client" ? max(1, capacity / 10) : capacity }
 
     private static func kind(_ key: String) -> Substring { key[..<(key.lastIndex(of: ":") ?? key.endIndex)] }
 
@@ -75,6 +78,7 @@ final class MemoryAuthorizationGrants: AuthorizationGrantStore, @unchecked Senda
     private func store(_ key: String, _ value: String, ttl: Int64, at t: Double) -> Bool {
         let kind = Self.kind(key)
         var table = tables[kind] ?? Table()
+        let capacity = capacity(of: kind)
         if table.entries[key] == nil, table.entries.count >= capacity {
             guard t - table.sweptAt >= 1 else { return false }
             table.sweptAt = t

@@ -173,15 +173,24 @@ final class AuthorizationGrants {
         let after = now + Int64(accessTokenTTL) + 60
         var record = RevocationRecord(
             transmitter: Self.revoker, jti: "grant:\(grantID):\(Base64URL.encode(SecureRandom.bytes(9)))")
+        // It stands as long as the family could: a refresh checks it too, so a tombstone the
+        // store lost does not bring the family back.
         record.changes = [
             RevocationTable.Change(
                 effect: .revoke(at: after, sid: nil), subject: .session(grantID),
-                issuer: AuthorizationServerConfig.issuerName, until: after + 60)
+                issuer: AuthorizationServerConfig.issuerName, until: max(after, now + Int64(familyTTL)) + 60)
         ]
         hub.apply(logged: record, now: wallClock.now)
-        store.put(key("family", [familyID]), Self.ended, ttl: Int64(familyTTL)) { [revocationLog] _ in
-            guard let revocationLog else { return done() }
-            revocationLog.append(record) { _ in done() }
+        let key = key("family", [familyID])
+        store.put(key, Self.ended, ttl: Int64(familyTTL)) { [store, revocationLog] first in
+            let logged = {
+                guard let revocationLog else { return done() }
+                revocationLog.append(record) { _ in done() }
+            }
+            guard case .failure = first else { return logged() }
+            // Once more: the revocation above already refuses the family, here and, once
+            // logged, on every replica.
+            store.put(key, Self.ended, ttl: Int64(familyTTL)) { _ in logged() }
         }
     }
 
@@ -207,30 +216,23 @@ final class AuthorizationGrants {
     // MARK: Consents
 
     /// One user's consents, one record: each client and resource they granted, with the
-    /// scopes. Kept as one so the user's own page can list and revoke them.
+    /// scopes, when, and the consent's own id. A grant made under a consent carries that id;
+    /// a refresh (and a code's redemption) finds it still standing, or the grant ends. So a
+    /// revoked or expired consent ends its grants at their next use, whatever their number.
     struct Consents: Equatable {
         var entries: [Entry] = []
 
         struct Entry: Equatable {
+            var id: String
             var clientID: String
             var resource: String
             var scopes: [String]
             var at: Int64
-            /// The grants made under it (grant id, refresh family id), the latest last: a
-            /// revoked consent ends them.
-            var grants: [Grant] = []
         }
 
-        struct Grant: Equatable {
-            var id: String
-            var family: String
-        }
-
-        /// Grants kept per consent: the older ones end with their refresh tokens' life anyway.
-        static let grantsKept = 16
-
-        func scopes(client: String, resource: String) -> Set<String> {
-            Set(entries.first { $0.clientID == client && $0.resource == resource }?.scopes ?? [])
+        /// The entry for a client and resource, if it stands (given within `ttl` of `now`).
+        func entry(client: String, resource: String, now: Int64, ttl: Double) -> Entry? {
+            entries.first { $0.clientID == client && $0.resource == resource && $0.at + Int64(ttl) > now }
         }
 
         /// At most this many clients and resources per user: the oldest goes first.
@@ -241,9 +243,8 @@ final class AuthorizationGrants {
                 entries.map {
                     .object(
                         JSONObject([
-                            "c": .string($0.clientID), "r": .string($0.resource),
-                            "s": .array($0.scopes.map { .string($0) }), "t": .number(String($0.at)),
-                            "g": .array($0.grants.map { .array([.string($0.id), .string($0.family)]) })
+                            "i": .string($0.id), "c": .string($0.clientID), "r": .string($0.resource),
+                            "s": .array($0.scopes.map { .string($0) }), "t": .number(String($0.at))
                         ]))
                 })
         }
@@ -253,14 +254,10 @@ final class AuthorizationGrants {
         init?(_ value: JSONValue) {
             guard let list = value.array else { return nil }
             for item in list {
-                guard let o = item.object, let c = o["c"]?.string, let r = o["r"]?.string,
+                guard let o = item.object, let i = o["i"]?.string, let c = o["c"]?.string, let r = o["r"]?.string,
                     let s = o["s"]?.array?.compactMap(\.string), let t = o["t"]?.int64
                 else { return nil }
-                let grants = (o["g"]?.array ?? []).compactMap { g -> Grant? in
-                    guard let pair = g.array?.compactMap(\.string), pair.count == 2 else { return nil }
-                    return Grant(id: pair[0], family: pair[1])
-                }
-                entries.append(Entry(clientID: c, resource: r, scopes: s, at: t, grants: grants))
+                entries.append(Entry(id: i, clientID: c, resource: r, scopes: s, at: t))
             }
         }
     }
@@ -278,48 +275,55 @@ final class AuthorizationGrants {
         }
     }
 
-    /// What to do to one consent.
-    enum ConsentChange {
-        /// Given (again): these scopes.
-        case give([String])
-        /// A grant made under it, to end with it.
-        case grant(Consents.Grant)
-        /// Revoked: it goes, and the grants made under it end.
-        case revoke
+    /// Whether the consent `id` still stands for the grant's user, client and resource.
+    func consentStands(_ id: String, for grant: GrantSubject, ttl: Double, done: @escaping (Bool?) -> Void) {
+        consents(idp: grant.idpIssuer, subject: grant.subject) { [wallClock] result in
+            guard case .success(let c) = result else { return done(nil) }
+            done(
+                c.entry(client: grant.clientID, resource: grant.resource, now: wallClock.seconds, ttl: ttl)?.id == id)
+        }
     }
 
-    /// Changes the user's consent for a client and resource; `done` gets the entry as it was.
+    /// Gives (`scopes`) or revokes (nil) the user's consent for a client and resource; `done`
+    /// gets the entry as it is after (given) or was before (revoked). A consent given again
+    /// keeps its id: the grants made under it go on. Expired entries are dropped as it is
+    /// written; the record lives as long as the longest grant could (`keep`), and is written
+    /// under the first key only (an older key's copy is removed).
     func changeConsent(
-        idp: String, subject: String, client: String, resource: String, _ change: ConsentChange, ttl: Double,
-        done: @escaping (Result<Consents.Entry?, GrantStoreError>) -> Void
+        idp: String, subject: String, client: String, resource: String, scopes: [String]?, ttl: Double,
+        keep: Double, done: @escaping (Result<Consents.Entry?, GrantStoreError>) -> Void
     ) {
+        let candidates = keys("consents", [idp, subject])
         consents(idp: idp, subject: subject) { [self] result in
             guard case .success(var c) = result else {
                 if case .failure(let e) = result { done(.failure(e)) }
                 return
             }
+            let now = wallClock.seconds
+            c.entries.removeAll { $0.at + Int64(ttl) <= now }
             let index = c.entries.firstIndex { $0.clientID == client && $0.resource == resource }
             let old = index.map { c.entries[$0] }
-            switch change {
-            case .give(let scopes):
-                var entry = old ?? .init(clientID: client, resource: resource, scopes: [], at: 0)
-                entry.scopes = scopes
-                entry.at = wallClock.seconds
+            var answer = old
+            if let scopes {
+                let entry = Consents.Entry(
+                    id: old?.id ?? Base64URL.encode(SecureRandom.bytes(12)), clientID: client, resource: resource,
+                    scopes: scopes, at: now)
                 if let index { c.entries.remove(at: index) }
                 c.entries.append(entry)
                 if c.entries.count > Consents.capacity { c.entries.removeFirst(c.entries.count - Consents.capacity) }
-            case .grant(let grant):
-                guard let index else { return done(.success(nil)) }
-                c.entries[index].grants = Array((c.entries[index].grants + [grant]).suffix(Consents.grantsKept))
-            case .revoke:
-                guard let index else { return done(.success(nil)) }
+                answer = entry
+            } else if let index {
                 c.entries.remove(at: index)
             }
-            let key = key("consents", [idp, subject])
-            let stored = { (r: Result<Void, GrantStoreError>) in done(r.map { old }) }
-            guard !c.entries.isEmpty else { return store.delete(key, done: stored) }
+            let stored = { (r: Result<Void, GrantStoreError>) in
+                for older in candidates.dropFirst() { self.store.delete(older) { _ in } }
+                done(r.map { answer })
+            }
+            guard !c.entries.isEmpty else { return store.delete(candidates[0], done: stored) }
             let body = JSONSerializer.serialize(c.json)
-            store.put(key, sealer.seal(Array(body.utf8), purpose: Self.consentPurpose), ttl: Int64(ttl), done: stored)
+            store.put(
+                candidates[0], sealer.seal(Array(body.utf8), purpose: Self.consentPurpose),
+                ttl: Int64(max(ttl, keep)), done: stored)
         }
     }
 }

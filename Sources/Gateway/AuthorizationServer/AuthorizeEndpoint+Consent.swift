@@ -40,9 +40,13 @@ extension AuthorizeEndpoint {
                     ReplayID(assertionOf: session.id, jti: ticket.id, kind: 6), kind: .consentTicket,
                     until: ticket.expiresAt + 60, now: services.wallClock.seconds
                 ) { verdict in
-                    guard verdict == .fresh else {
+                    switch verdict {
+                    case .fresh: break
+                    case .replayed:
                         return request.answer(
                             page("the consent form was posted before; start again from the application"))
+                    case .unavailable, .refused:
+                        return request.answer(LoginService.unavailable("consent: the replay store cannot answer"))
                     }
                     decided(request, ticket, allowed: allowed, session: session, setCookies: setCookies, config)
                 }
@@ -75,11 +79,17 @@ extension AuthorizeEndpoint {
         }
         server.grants.changeConsent(
             idp: shown.idpIssuer, subject: shown.subject, client: shown.clientID, resource: shown.resource,
-            .give(shown.scopes), ttl: config.consentTTL
-        ) { old in
-            if case .success(nil) = old { server.hub.consented(client: shown.clientID) }
-            // A consent not remembered is asked again next time; this one was given.
-            issue(request, authorization, shown, setCookies: setCookies, config)
+            scopes: shown.scopes, ttl: config.consentTTL, keep: config.refreshTokenTTL
+        ) { given in
+            // The grant stands on the consent it was made under; a consent the store could not
+            // keep was still given for this code, which then stands on nothing later.
+            guard case .success(let entry?) = given else {
+                return issue(request, authorization, shown, setCookies: setCookies, config)
+            }
+            server.hub.consented(client: shown.clientID)
+            var under = shown
+            under.consentID = entry.id
+            issue(request, authorization, under, setCookies: setCookies, config)
         }
     }
 

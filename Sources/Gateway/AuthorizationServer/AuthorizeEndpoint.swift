@@ -74,7 +74,18 @@ struct AuthorizeEndpoint {
         then use: @escaping (Session, [String]) -> Void
     ) {
         guard let login = config.login, let route = LoginRouteConfig(clients: [login]) else { return }
+        let issuer = services.config.clients[login]?.issuer ?? ""
         services.login.authenticate(route: route, cookies: Cookies(request.head.fields)) { decision in
+            var decision = decision
+            // A session the IdP revoked (Shared Signals) makes no grant: it counts as none, as
+            // on the login routes (SessionStage).
+            if case .allow(let session, _) = decision, services.revocations.standing,
+                services.revocations.check(
+                    RevocationSubject(session: session, issuer: issuer), now: services.wallClock.seconds)
+                    != nil
+            {
+                decision = .none(clear: [])
+            }
             switch decision {
             case .allow(let session, let setCookies): use(session, setCookies)
             case .unavailable(let reason, let detail):
@@ -124,9 +135,14 @@ struct AuthorizeEndpoint {
             || !authorization.redirectURI.hasPrefix("https://")
         server.grants.consents(idp: grant.idpIssuer, subject: grant.subject) { result in
             if !anyProgram, !registered, case .success(let consents) = result,
-                consents.scopes(client: grant.clientID, resource: grant.resource).isSuperset(of: grant.scopes)
+                let entry = consents.entry(
+                    client: grant.clientID, resource: grant.resource, now: services.wallClock.seconds,
+                    ttl: config.consentTTL),
+                Set(entry.scopes).isSuperset(of: grant.scopes)
             {
-                return issue(request, authorization, grant, setCookies: setCookies, config)
+                var under = grant
+                under.consentID = entry.id
+                return issue(request, authorization, under, setCookies: setCookies, config)
             }
             // A store that cannot say is not a consent: the user is asked.
             let ticket = ConsentTicket(
@@ -160,15 +176,16 @@ struct AuthorizeEndpoint {
         guard !granted.isEmpty else {
             return .failure(TokenEndpointError("access_denied", "the user may not be granted the scopes asked for"))
         }
-        // What the scope rules read (checked again at each refresh), and what tokens carry.
+        // What the scope rules read (checked again at each refresh), what tokens carry, and the
+        // IdP's session id (a revocation of that session ends the grant).
         var claims = JSONObject()
-        for name in config.sessionClaims where session.claims[name] != nil {
+        for name in config.sessionClaims.union(["sid"]) where session.claims[name] != nil {
             claims[name] = session.claims[name]
         }
         return .success(
             GrantSubject(
                 subject: session.subject, idpIssuer: idp, clientID: authorization.clientID.text,
-                resource: authorization.resource, scopes: granted, claims: claims))
+                resource: authorization.resource, scopes: granted, claims: claims, authTime: session.createdAt))
     }
 
     /// A code for the grant, and the browser back to the client with it.
@@ -189,14 +206,6 @@ struct AuthorizeEndpoint {
                         TokenEndpointError("temporarily_unavailable", "the server cannot issue codes right now"),
                         to: authorization.redirectURI, state: authorization.state, config, cookies: setCookies))
             case .success(let code):
-                // Under a consent, the grant is noted on it: revoking the consent ends it. (Not
-                // waited for: the browser goes on; a note lost ends with its refresh tokens.)
-                if config.consent || authorization.clientID.isRegistered {
-                    server.grants.changeConsent(
-                        idp: grant.idpIssuer, subject: grant.subject, client: grant.clientID, resource: grant.resource,
-                        .grant(.init(id: record.grantID, family: record.familyID)), ttl: config.consentTTL
-                    ) { _ in }
-                }
                 var params = [("code", code)]
                 if let state = authorization.state { params.append(("state", state)) }
                 params.append(("iss", config.issuer))

@@ -62,10 +62,21 @@ enum ConsentPage {
         anyProgram: Bool
     ) -> GatewayResponse {
         let e = LoginPages.escape
-        // A document's host vouches for its client; a registered client has no one to.
-        let host = request.clientID.host ?? "registered here: no website vouches for it"
-        let redirectHost = URLComponents(string: request.redirectURI)?.host ?? request.redirectURI
-        let name = clientName.map { "\(e($0)) (\(e(host)))" } ?? e(host)
+        // A document's host vouches for its client; a registered client has no one to, and its
+        // name is only what it calls itself.
+        let name: String
+        if let host = request.clientID.host {
+            name = clientName.map { "\(e($0)) (\(e(host)))" } ?? e(host)
+        } else {
+            name =
+                "an application registered here, which no website vouches for"
+                + (clientName.map { ", that calls itself “\(e($0))”" } ?? "")
+        }
+        // An https URI's host says where the browser goes; for any other (a loopback address, an
+        // app's own scheme) the whole URI does: `com.evil.app://claude.ai/cb` goes to the app.
+        let https = request.redirectURI.lowercased().hasPrefix("https://")
+        let redirectHost =
+            https ? URLComponents(string: request.redirectURI)?.host ?? request.redirectURI : request.redirectURI
         let items = scopes.map { "<li><code>\(e($0))</code></li>" }.joined()
         let form =
             "<p>Application: <strong id=\"client\">\(name)</strong><br>"

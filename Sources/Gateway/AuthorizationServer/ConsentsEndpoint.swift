@@ -4,8 +4,9 @@ import OAuth
 import Reactor
 
 /// A user's own page of the consents they gave (`/oauth2/as/consents`): each client and
-/// resource, the scopes, and when; Revoke ends the consent and every grant made under it (its
-/// refresh tokens and access tokens, on every replica), so the client must ask again. The
+/// resource, the scopes, and when; Revoke ends the consent, and with it every grant made under
+/// it at that grant's next use (a refresh, a code's redemption), so the client must ask again;
+/// the access tokens already given expire within `access_token_ttl`. The
 /// forms carry a ticket sealed by the gateway for the session, client and resource, as the
 /// consent page's do; a POST from another site's page is refused.
 extension AuthorizeEndpoint {
@@ -93,27 +94,18 @@ extension AuthorizeEndpoint {
     ) {
         guard let idp = loginIssuerURL(config) else { return request.answer(page("no login is configured")) }
         server.grants.changeConsent(
-            idp: idp, subject: session.subject, client: client, resource: resource, .revoke, ttl: config.consentTTL
+            idp: idp, subject: session.subject, client: client, resource: resource, scopes: nil,
+            ttl: config.consentTTL, keep: config.refreshTokenTTL
         ) { result in
             guard case .success(let old) = result else {
                 return request.answer(LoginService.unavailable("consents: the store cannot be written"))
             }
-            let grants = old?.grants ?? []
             if old != nil { server.hub.revokedConsent(client: client) }
-            // Each grant made under it ends: its refresh tokens and its access tokens.
-            func endNext(_ i: Int) {
-                guard i < grants.count else {
-                    return request.answer(
-                        .redirect(
-                            server.path(AuthorizationServerMetadata.Path.consents), cookies: setCookies,
-                            detail: "authorization server: consent revoked (\(client), \(grants.count) grants ended)"))
-                }
-                server.grants.end(
-                    grantID: grants[i].id, familyID: grants[i].family, accessTokenTTL: config.accessTokenTTL,
-                    familyTTL: config.refreshTokenTTL
-                ) { endNext(i + 1) }
-            }
-            endNext(0)
+            // Its grants end at their next use: each finds its consent gone (TokenEndpoint).
+            request.answer(
+                .redirect(
+                    server.path(AuthorizationServerMetadata.Path.consents), cookies: setCookies,
+                    detail: "authorization server: consent revoked (\(client))"))
         }
     }
 

@@ -40,7 +40,7 @@ struct RegistrationEndpoint {
             return .answer(refusal("invalid_client_metadata", "the body must be application/json", ctx))
         }
         services.readOwnBody(request.exchange, ctx, limit: ClientIDMetadataDocument.maxSize) { body in
-            guard case .registered(let id) = ClientIdentifier.newRegistered() else { return }
+            let id = ClientIdentifier.newRegistered().text
             let document: ClientIDMetadataDocument
             do throws(ClientIDMetadataDocument.Refusal) {
                 document = try ClientIDMetadataDocument(registration: body, clientID: id)
@@ -49,7 +49,8 @@ struct RegistrationEndpoint {
                 let code = error.description.contains("redirect") ? "invalid_redirect_uri" : "invalid_client_metadata"
                 return request.answer(refusal(code, error.description, ctx))
             }
-            server.grants.register(id, metadata: body, ttl: AuthorizationServerConfig.registrationTTL) { stored in
+            let kept = Array(JSONSerializer.serialize(.object(document.registeredMetadata)).utf8)
+            server.grants.register(id, metadata: kept, ttl: AuthorizationServerConfig.registrationTTL) { stored in
                 guard case .success(true) = stored else {
                     return request.answer(
                         refusal("temporarily_unavailable", "the server cannot register clients right now", ctx))
@@ -62,14 +63,9 @@ struct RegistrationEndpoint {
 
     /// RFC 7591 §3.2.1: the client's id and the metadata as registered.
     private func created(_ document: ClientIDMetadataDocument, id: String) -> GatewayResponse {
-        var o = JSONObject([
-            "client_id": .string(id), "client_id_issued_at": .number(String(services.wallClock.seconds)),
-            "redirect_uris": .array(document.redirectURIs.map { .string($0.text) }),
-            "token_endpoint_auth_method": .string("none"),
-            "grant_types": .array(document.grantTypes.sorted().map { .string($0) }),
-            "response_types": .array([.string("code")])
-        ])
-        if let name = document.name { o["client_name"] = .string(name) }
+        var o = document.registeredMetadata
+        o["client_id"] = .string(id)
+        o["client_id_issued_at"] = .number(String(services.wallClock.seconds))
         var r = GatewayResponse(
             status: 201, headers: [("Pragma", "no-cache")], body: JSONSerializer.serialize(.object(o)),
             contentType: "application/json")

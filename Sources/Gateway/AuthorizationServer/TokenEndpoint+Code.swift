@@ -99,7 +99,11 @@ extension TokenEndpoint {
                 case .failure: done(.failure(Self.unavailable))
                 case .success(.unknown): done(.failure(.invalidGrant("the code is not valid: unknown or expired")))
                 case .success(.again(let record)):
-                    // RFC 6749 §4.1.2: a code used twice; what it gave the first time ends.
+                    // RFC 6749 §4.1.2: a code used twice; what it gave the first time ends. Only
+                    // on its own client's word: another client proves nothing about the code.
+                    guard record.grant.clientID == document.clientID.text else {
+                        return done(.failure(.invalidGrant("the code is not valid: unknown or expired")))
+                    }
                     server.grants.end(
                         grantID: record.grantID, familyID: record.familyID, accessTokenTTL: config.accessTokenTTL,
                         familyTTL: config.refreshTokenTTL
@@ -115,9 +119,20 @@ extension TokenEndpoint {
                     } catch {
                         return done(.failure(error))
                     }
-                    claimProof(proof) { failed in
-                        if let failed { return done(.failure(failed)) }
-                        issueFromCode(record, document: document, jkt: proof?.jkt, config, done: done)
+                    stands(record.grant, grantID: record.grantID, since: record.issuedAt, config) { verdict in
+                        switch verdict {
+                        case .stands: break
+                        case .unknown: return done(.failure(Self.unavailable))
+                        case .ended(let why):
+                            return server.grants.end(
+                                grantID: record.grantID, familyID: record.familyID,
+                                accessTokenTTL: config.accessTokenTTL, familyTTL: config.refreshTokenTTL
+                            ) { done(.failure(.invalidGrant(why))) }
+                        }
+                        claimProof(proof) { failed in
+                            if let failed { return done(.failure(failed)) }
+                            issueFromCode(record, document: document, jkt: proof?.jkt, config, done: done)
+                        }
                     }
                 }
             }
@@ -135,9 +150,16 @@ extension TokenEndpoint {
                 })
         }
         guard document.grantTypes.contains("refresh_token") else { return issue(nil) }
+        // No longer than the user's sign-in could last at the gateway: the claims the grant
+        // holds are that sign-in's.
+        let now = services.wallClock.seconds
+        var lifetime = Int64(config.refreshTokenTTL)
+        if let authTime = record.grant.authTime {
+            lifetime = min(lifetime, authTime + Int64(services.config.session.absoluteTimeout) - now)
+        }
+        guard lifetime > 0 else { return issue(nil) }
         let (family, refresh) = RefreshTokenFamily.start(
-            record.grant, id: record.familyID, grantID: record.grantID, lifetime: Int64(config.refreshTokenTTL),
-            now: services.wallClock.seconds, dpopJKT: jkt)
+            record.grant, id: record.familyID, grantID: record.grantID, lifetime: lifetime, now: now, dpopJKT: jkt)
         server.grants.saveFamily(family) { saved in
             switch saved {
             // Its key holds a tombstone: the code was used again meanwhile, and its grant ended.
@@ -196,6 +218,11 @@ extension TokenEndpoint {
         case .otherClient: return done(.failure(.invalidGrant("the refresh token was issued to another client")))
         case .unknown: return done(.failure(.invalidGrant("the refresh token is not valid")))
         case .reused:
+            // A DPoP-bound family's tokens are nothing without its key (RFC 9449 §5.2): a replaced
+            // one without a proof of it proves no theft, and ends nothing.
+            if let bound = family.dpopJKT, proof?.jkt != bound {
+                return done(.failure(.invalidGrant("the refresh token is bound to another DPoP key")))
+            }
             // RFC 9700 §4.14.2: a token the family replaced was stolen, or its thief came first;
             // the family ends, and the access tokens of its grant with it.
             return end("the refresh token was used before: its grant is revoked")
@@ -207,48 +234,101 @@ extension TokenEndpoint {
             if let resource = form["resource"], resource != family.grant.resource {
                 return done(.failure(TokenEndpointError("invalid_target", "the resource is not the grant's")))
             }
-            // The user as the IdP left them: a Shared Signals revocation of the user since the
-            // grant began ends it (RFC 9700 §4.14.2: refresh tokens end with the user's session).
-            if let issuerName = loginIssuerName(config),
-                services.revocations.check(
-                    sub: family.grant.subject, email: family.grant.claims["email"]?.string, issuer: issuerName,
-                    iat: family.createdAt, sid: nil, now: services.wallClock.seconds) != nil
-            {
-                return end("the user's sign-in was revoked at the identity provider")
+            guard server.resources.contains(family.grant.resource) else {
+                return done(.failure(.invalidGrant("the grant's resource is no longer served here")))
             }
-            // The scopes the AS's rules grant now (a reload may have narrowed them), then those asked.
-            var grant = family.grant
-            grant.scopes = config.scopes.filter {
-                grant.scopes.contains($0.name) && $0.rule.check(grant.claims, issuer: loginIssuerName(config)) == nil
-            }.map(\.name)
-            if let asked = form["scope"] {
-                // RFC 6749 §6: the same scopes or fewer.
-                let list = asked.split(separator: " ").map(String.init)
-                guard !list.isEmpty, list.allSatisfy(family.grant.scopes.contains) else {
-                    return done(.failure(TokenEndpointError("invalid_scope", "the scopes are not within the grant's")))
+            stands(family.grant, grantID: family.grantID, since: family.createdAt, config) { verdict in
+                switch verdict {
+                case .ended(let why): end(why)
+                case .unknown: done(.failure(Self.unavailable))
+                case .stands:
+                    rotateStanding(stored, next: next, token: token, form: form, proof: proof, config, done: done)
                 }
-                grant.scopes = grant.scopes.filter(list.contains)
             }
-            guard !grant.scopes.isEmpty else {
-                return done(.failure(.invalidGrant("the user may no longer be granted these scopes")))
+        }
+    }
+
+    enum Standing {
+        case stands
+        case ended(String)
+        /// The store cannot say whether its consent stands: nothing is ended, nothing issued.
+        case unknown
+    }
+
+    /// Whether a grant still stands, and if not why: the grant itself ended (its `sid` revoked: a reused
+    /// code or refresh token, whose tombstone a store failure may have lost); the user's sign-in
+    /// revoked at the IdP since it began (Shared Signals: RFC 9700 §4.14.2, refresh tokens end
+    /// with it), by the user or by the IdP session it came from; or the consent it was made
+    /// under revoked or expired.
+    private func stands(
+        _ grant: GrantSubject, grantID: String, since: Int64, _ config: AuthorizationServerConfig,
+        done: @escaping (Standing) -> Void
+    ) {
+        let now = services.wallClock.seconds
+        let revocations = services.revocations
+        if revocations.standing {
+            if revocations.check(
+                sub: nil, email: nil, issuer: AuthorizationServerConfig.issuerName, iat: since, sid: grantID, now: now)
+                != nil
+            {
+                return done(.ended("the grant was revoked"))
             }
-            // The proof first: a refused one must leave the family as it was, or the client's
-            // retry with the same token would look like a reuse.
-            claimProof(proof) { failed in
-                if let failed { return done(.failure(failed)) }
-                server.grants.rotate(stored, to: next) { swapped in
-                    switch swapped {
-                    case .failure: done(.failure(Self.unavailable))
-                    case .success(false):
-                        done(.failure(.invalidGrant("the refresh token was used by another request just now")))
-                    case .success(true):
-                        let jkt = family.dpopJKT ?? proof?.jkt
-                        done(
-                            accessToken(grant, grantID: family.grantID, jkt: jkt, config).map {
-                                Issued(
-                                    token: $0, scopes: grant.scopes, refreshToken: token.text, grant: "refresh_token")
-                            })
-                    }
+            if let issuerName = loginIssuerName(config),
+                revocations.check(
+                    sub: grant.subject, email: grant.claims["email"]?.string, issuer: issuerName,
+                    iat: grant.authTime ?? since, sid: grant.claims["sid"]?.string, now: now) != nil
+            {
+                return done(.ended("the user's sign-in was revoked at the identity provider"))
+            }
+        }
+        guard let consent = grant.consentID else { return done(.stands) }
+        server.grants.consentStands(consent, for: grant, ttl: config.consentTTL) { standing in
+            switch standing {
+            case true: done(.stands)
+            case false: done(.ended("the consent this grant was made under was revoked or has expired"))
+            case nil: done(.unknown)
+            }
+        }
+    }
+
+    private func rotateStanding(
+        _ stored: AuthorizationGrants.StoredFamily, next: RefreshTokenFamily, token: RefreshTokenFamily.Token,
+        form: [String: String], proof: DPoPProof?, _ config: AuthorizationServerConfig,
+        done: @escaping (Result<Issued, TokenEndpointError>) -> Void
+    ) {
+        let family = stored.family
+        // The scopes the AS's rules grant now (a reload may have narrowed them), then those asked.
+        var grant = family.grant
+        grant.scopes = config.scopes.filter {
+            grant.scopes.contains($0.name) && $0.rule.check(grant.claims, issuer: loginIssuerName(config)) == nil
+        }.map(\.name)
+        if let asked = form["scope"] {
+            // RFC 6749 §6: the same scopes or fewer.
+            let list = asked.split(separator: " ").map(String.init)
+            guard !list.isEmpty, list.allSatisfy(family.grant.scopes.contains) else {
+                return done(.failure(TokenEndpointError("invalid_scope", "the scopes are not within the grant's")))
+            }
+            grant.scopes = grant.scopes.filter(list.contains)
+        }
+        guard !grant.scopes.isEmpty else {
+            return done(.failure(.invalidGrant("the user may no longer be granted these scopes")))
+        }
+        // The proof first: a refused one must leave the family as it was, or the client's
+        // retry with the same token would look like a reuse.
+        claimProof(proof) { failed in
+            if let failed { return done(.failure(failed)) }
+            server.grants.rotate(stored, to: next) { swapped in
+                switch swapped {
+                case .failure: done(.failure(Self.unavailable))
+                case .success(false):
+                    done(.failure(.invalidGrant("the refresh token was used by another request just now")))
+                case .success(true):
+                    let jkt = family.dpopJKT ?? proof?.jkt
+                    done(
+                        accessToken(grant, grantID: family.grantID, jkt: jkt, config).map {
+                            Issued(
+                                token: $0, scopes: grant.scopes, refreshToken: token.text, grant: "refresh_token")
+                        })
                 }
             }
         }

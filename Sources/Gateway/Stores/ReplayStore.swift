@@ -80,9 +80,9 @@ struct ReplayID: Hashable, Sendable {
     /// A back-channel logout token's `jti` under its issuer (OIDC Back-Channel Logout 1.0 §2.6
     /// step 10): a namespace of its own. The leading 0x01 is never the first byte of a
     /// thumbprint (base64url text), so no logout id can equal a proof's.
-    /// An assertion's `jti` under who made it, in a namespace of its own (`kind`: 2 for a
-    /// client's assertion, 3 for an ID-JAG; 1 is the logout tokens'; 6 a consent ticket), as
-    /// for logout tokens.
+    /// An assertion's `jti` under who made it, in a namespace of its own (`kind`: 4 for a
+    /// client's assertion, 5 for an ID-JAG, 6 for a consent ticket; 1 is the logout tokens', 2
+    /// the signature nonces'), as for logout tokens.
     init(assertionOf issuer: String, jti: String, kind: UInt8) {
         let input = [kind] + Array(issuer.utf8) + [0] + Array(jti.utf8)
         self.init(digestOf: input.span)

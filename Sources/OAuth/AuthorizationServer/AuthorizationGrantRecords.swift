@@ -24,11 +24,18 @@ public struct GrantSubject: Sendable, Equatable {
     public var resource: String
     public var scopes: [String]
     public var claims: JSONObject
+    /// When the user signed in at the IdP for it (their session's start): a revocation of the
+    /// user at the IdP after it ends the grant.
+    public var authTime: Int64?
+    /// The consent it was made under, if any: a grant ends once that consent no longer stands.
+    public var consentID: String?
 
     public init(
         subject: String, idpIssuer: String, clientID: String, resource: String, scopes: [String],
-        claims: JSONObject = JSONObject()
+        claims: JSONObject = JSONObject(), authTime: Int64? = nil, consentID: String? = nil
     ) {
+        self.authTime = authTime
+        self.consentID = consentID
         self.subject = subject
         self.idpIssuer = idpIssuer
         self.clientID = clientID
@@ -38,10 +45,13 @@ public struct GrantSubject: Sendable, Equatable {
     }
 
     var json: JSONObject {
-        JSONObject([
+        var o = JSONObject([
             "sub": .string(subject), "idp": .string(idpIssuer), "client": .string(clientID),
             "resource": .string(resource), "scope": .array(scopes.map { .string($0) }), "claims": .object(claims)
         ])
+        if let authTime { o["auth_time"] = .number(String(authTime)) }
+        if let consentID { o["consent"] = .string(consentID) }
+        return o
     }
 
     init?(_ o: JSONObject) {
@@ -49,7 +59,9 @@ public struct GrantSubject: Sendable, Equatable {
             let resource = o["resource"]?.string, let scopes = o["scope"]?.array?.compactMap(\.string),
             let claims = o["claims"]?.object
         else { return nil }
-        self.init(subject: sub, idpIssuer: idp, clientID: client, resource: resource, scopes: scopes, claims: claims)
+        self.init(
+            subject: sub, idpIssuer: idp, clientID: client, resource: resource, scopes: scopes, claims: claims,
+            authTime: o["auth_time"]?.int64, consentID: o["consent"]?.string)
     }
 }
 

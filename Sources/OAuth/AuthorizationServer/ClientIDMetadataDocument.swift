@@ -60,6 +60,24 @@ public struct ClientIDMetadataDocument: Sendable {
             throw Refusal("a registered client gives no \(key)")
         }
         try self.init(o, clientID: .registered(clientID))
+        // The jwt-bearer grant (an ID-JAG) is for clients whose document vouches for their keys.
+        guard !grantTypes.contains(AuthorizationServerMetadata.jwtBearer) else {
+            throw Refusal("a registered client cannot use the jwt-bearer grant")
+        }
+    }
+
+    /// What a registered client is kept as: the metadata it was registered with, as checked,
+    /// and nothing else the request held.
+    public var registeredMetadata: JSONObject {
+        var o = JSONObject([
+            "redirect_uris": .array(redirectURIs.map { .string($0.text) }),
+            "grant_types": .array(grantTypes.sorted().map { .string($0) }),
+            "token_endpoint_auth_method": .string("none"),
+            "response_types": .array([.string("code")])
+        ])
+        if let name { o["client_name"] = .string(name) }
+        if let clientURI { o["client_uri"] = .string(clientURI) }
+        return o
     }
 
     private init(_ o: JSONObject, clientID: ClientIdentifier) throws(Refusal) {
