@@ -84,8 +84,10 @@ public enum ASFuzzEntry {
         fuzzInvariant(!registered.text.contains("#"), "a redirect URI with a fragment passed")
         if registered.matches(lines[2]), lines[2] != registered.text {
             // Only a loopback redirect matches another string, and only on another port.
+            // The scheme's case is no difference (RFC 3986 §3.1): "httP" is http.
             fuzzInvariant(
-                registered.isLoopback && lines[2].hasPrefix("http://"), "a non-loopback redirect matched loosely")
+                registered.isLoopback && lines[2].lowercased().hasPrefix("http://"),
+                "a non-loopback redirect matched loosely")
         }
     }
 
