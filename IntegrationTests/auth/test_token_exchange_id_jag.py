@@ -110,7 +110,9 @@ def test_the_caller_reaches_an_upstream_with_its_own_as_through_an_id_jag(chain)
     # The upstream's own gateway vouches for alice, from its AS's token; the caller's token
     # never reached it.
     assert seen["x-forwarded-user"] == "alice" and seen["x-forwarded-email"] == "alice@example.com"
-    assert token not in json.dumps(r.json())
+    # The upstream's gateway takes only its own AS's tokens for its resource (issuers: [self],
+    # resource): its 200 shows the gateway sent one, not the caller's token or the ID-JAG.
+    assert files_metric(chain, 'tokengate_requests_total{route="files",status="200"}') == 1
     # The IdP was asked for an ID-JAG for the upstream's AS and resource.
     ask = chain.idp.exchanges[-1]
     assert ask["requested_token_type"] == "urn:ietf:params:oauth:token-type:id-jag"
@@ -126,12 +128,20 @@ def test_the_caller_reaches_an_upstream_with_its_own_as_through_an_id_jag(chain)
         f"http://127.0.0.1:{chain.files.admin}/metrics", timeout=5).text
 
 
+def files_metric(chain, line):
+    text = requests.get(f"http://127.0.0.1:{chain.files.admin}/metrics", timeout=5).text
+    return next((float(x.split()[-1]) for x in text.splitlines() if x.startswith(line)), 0.0)
+
+
 def test_a_caller_the_idp_refuses_gets_403_and_the_upstream_hears_nothing(chain, upstream):
     chain.idp.refused_subjects.add("mallory")
     before = len(upstream.requests)
     r = chain.get("/files/x", chain.idp.access_token("mallory"))
     assert r.status_code == 403 and r.json()["error"] == "access_denied", r.text
+    # Neither the upstream's gateway nor its AS heard of the request.
     assert len(upstream.requests) == before
+    assert files_metric(chain, 'tokengate_requests_total{route="files"') == 0
+    assert files_metric(chain, 'tokengate_as_tokens_issued_total') == 0
     # A token the IdP never signed is refused by the gateway itself, before any exchange.
     asked = len(chain.idp.exchanges)
     forged = chain.idp.access_token("alice")[:-4] + "AAAA"
@@ -145,5 +155,9 @@ def test_an_upstream_as_that_refuses_the_gateway_gets_503(chain):
     doc = json.loads(chain.host.documents["/clients/gateway.json"][1])
     doc["grant_types"] = ["authorization_code"]
     chain.host.put("/clients/gateway.json", doc)
+    asked = len(chain.idp.exchanges)
     r = chain.get("/files/x", chain.idp.access_token("bob"))
     assert r.status_code == 503 and "Retry-After" in r.headers, (r.status_code, r.text)
+    # The IdP gave its ID-JAG; the upstream's AS refused the gateway's client.
+    assert len(chain.idp.exchanges) == asked + 1
+    assert files_metric(chain, 'tokengate_as_refusals_total{endpoint="token",error="unauthorized_client"}') == 1

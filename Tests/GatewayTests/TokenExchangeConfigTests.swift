@@ -17,6 +17,7 @@ struct TokenExchangeConfigTests {
           disc: { issuer: "https://idp.disc", discovery: true, audiences: [api] }
         clients:
           gw: { client_id: gw, auth: client_secret_basic, secret: "0123456789abcdef0123456789abcdef" }
+          at-one: { issuer: one, client_id: gw, auth: client_secret_basic, secret: "0123456789abcdef0123456789abcdef" }
         upstreams:
           app: { url: "http://127.0.0.1:9" }
         routes:
@@ -56,6 +57,22 @@ struct TokenExchangeConfigTests {
         #expect(x.target.audiences == ["https://idp.disc"] && x.target.resources == ["https://files.internal/"])
     }
 
+    @Test func anIDJAGIsForOneResource() {
+        let route = """
+            auth: token
+            issuers: [one]
+            token_exchange:
+              mode: id_jag
+              issuer: one
+              client: gw
+              endpoint: https://idp.one/token
+              upstream_issuer: disc
+              upstream_client: gw
+              resource: [https://a.internal/, https://b.internal/]
+            """
+        #expect(problems(route).contains { $0.contains("needs one resource") }, "\(problems(route))")
+    }
+
     /// RFC 8414 §3.1: the upstream AS's metadata, when it publishes no OIDC discovery.
     @Test func theRFC8414MetadataURLPutsTheWellKnownPathBeforeTheIssuersPath() {
         #expect(
@@ -74,7 +91,9 @@ struct TokenExchangeConfigTests {
         ("mode: id_jag\nupstream_issuer: disc\nupstream_client: nobody", "\"nobody\" is not defined"),
         ("mode: id_jag\nupstream_issuer: disc\nupstream_client: gw\naudience: x", "is set by mode: id_jag"),
         ("mode: id_jag\nupstream_issuer: disc\nupstream_client: gw\ndpop: true", "not available with mode: id_jag"),
-        ("upstream_issuer: disc", "are for mode: id_jag")
+        ("upstream_issuer: disc", "are for mode: id_jag"),
+        ("mode: exchange\nupstream_issuer: disc", "are for mode: id_jag"),
+        ("mode: id_jag\nupstream_issuer: disc\nupstream_client: at-one", "is registered at one, not at disc")
     ])
     func anIDJAGExchangeIsRefused(_ extra: String, _ why: String) {
         let route = """

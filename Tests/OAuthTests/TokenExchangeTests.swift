@@ -84,16 +84,27 @@ struct TokenExchangeTests {
         }
         // The upstream AS's answer names no issued_token_type (RFC 6749 §5.1); its token is for
         // the resource.
+        let sent = TokenExchange.Target(resources: ["https://files/api"])
         let access = try Self.jwt(JSONObject(["aud": .string("https://files/api")]))
         let grant = Array(#"{"access_token":"\#(access)","token_type":"Bearer","expires_in":60}"#.utf8)
         #expect(
-            try TokenExchange.parse(status: 200, body: grant, target: target, now: Self.now, grantAnswer: true).get()
+            try TokenExchange.parse(status: 200, body: grant, target: sent, now: Self.now, grantAnswer: true).get()
                 .token == access)
+        // A token for the upstream's AS itself is not one for the upstream.
+        let forTheAS = try Self.jwt(JSONObject(["aud": .string("https://as.files")]))
+        let asOnly = Array(#"{"access_token":"\#(forTheAS)","token_type":"Bearer"}"#.utf8)
+        guard
+            case .failure(.unusable) = TokenExchange.parse(
+                status: 200, body: asOnly, target: sent, now: Self.now, grantAnswer: true)
+        else {
+            Issue.record("took a token for the upstream's AS")
+            return
+        }
         let elsewhere = try Self.jwt(JSONObject(["aud": .string("https://other/api")]))
         let wrong = Array(#"{"access_token":"\#(elsewhere)","token_type":"Bearer"}"#.utf8)
         guard
             case .failure(.unusable) = TokenExchange.parse(
-                status: 200, body: wrong, target: target, now: Self.now, grantAnswer: true)
+                status: 200, body: wrong, target: sent, now: Self.now, grantAnswer: true)
         else {
             Issue.record("took a token for another audience")
             return

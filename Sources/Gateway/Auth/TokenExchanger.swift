@@ -163,8 +163,9 @@ final class TokenExchanger {
             let now = self.wallClock.seconds
             guard let hit,
                 case .success(let token) = TokenExchange.parse(
-                    status: 200, body: hit.body, target: target, boundTo: boundTo.isEmpty ? nil : boundTo, now: now,
-                    grantAnswer: config.upstream != nil)
+                    status: 200, body: hit.body, target: Self.sentTarget(config),
+                    boundTo: boundTo.isEmpty ? nil : boundTo,
+                    now: now, grantAnswer: config.upstream != nil)
             else {
                 ask()
                 return
@@ -226,7 +227,7 @@ final class TokenExchanger {
             switch result {
             case .success(let resp):
                 switch TokenExchange.parse(
-                    status: resp.status, body: resp.body, target: config.target, boundTo: boundTo, now: now)
+                    status: resp.status, body: resp.body, target: Self.askedTarget(config), boundTo: boundTo, now: now)
                 {
                 case .success(let jag) where config.upstream != nil:
                     // `mode: id_jag`: the IdP's ID-JAG, traded at the upstream's AS.
@@ -292,15 +293,18 @@ final class TokenExchanger {
             switch result {
             case .success(let resp):
                 switch TokenExchange.parse(
-                    status: resp.status, body: resp.body, target: config.target, now: now, grantAnswer: true)
+                    status: resp.status, body: resp.body, target: Self.sentTarget(config), now: now, grantAnswer: true)
                 {
                 case .success(let token):
                     let kept = self.keptUntil(token, config, now: now)
                     until = kept
                     self.shared?.put(sharedKey, body: resp.body, until: kept, now: now)
                     outcome = .issued(Issued(token, until: kept))
+                // The upstream AS refusing this caller's grant (`invalid_grant`, `invalid_scope`):
+                // the caller's; anything else (a target or request it does not take, its client)
+                // is how the gateway is set up.
                 case .failure(.refused(let error, let status))
-                where (400..<500).contains(status) && !Self.refusesTheGateway(error, status: status):
+                where (400..<500).contains(status) && ["invalid_grant", "invalid_scope"].contains(error):
                     until = now + Int64(config.negativeTTL)
                     outcome = .refused(error: error)
                 case .failure(.refused(let error, let status)):
@@ -316,6 +320,20 @@ final class TokenExchanger {
     }
 
     static let jwtBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
+    /// What the exchange's answer must be for: with `mode: id_jag`, an ID-JAG whose `aud` is
+    /// the upstream's AS (and nothing the resource alone names).
+    static func askedTarget(_ config: TokenExchangeConfig) -> TokenExchange.Target {
+        guard let up = config.upstream else { return config.target }
+        return TokenExchange.Target(audiences: [up.issuerURL], requestedTokenType: TokenExchange.idJAGTokenType)
+    }
+
+    /// What the token sent upstream must be for: with `mode: id_jag`, the resource (a token
+    /// for the upstream's AS itself is not one).
+    static func sentTarget(_ config: TokenExchangeConfig) -> TokenExchange.Target {
+        guard config.upstream != nil else { return config.target }
+        return TokenExchange.Target(resources: config.target.resources, scope: config.target.scope)
+    }
 
     /// The led exchange's outcome: to the process (its cache and the other workers' waiters),
     /// then to this worker's cache and waiters.

@@ -42,7 +42,10 @@ extension ConfigParser {
         TokenExchangeConfig.keyTable.read(section, into: &out, path: p, r)
         if let modeNode = section["mode"], let mode = r.string(modeNode, path: "\(p).mode") {
             switch mode {
-            case "exchange": break
+            case "exchange":
+                if section["upstream_issuer"] != nil || section["upstream_client"] != nil {
+                    r.problem(p, node, "upstream_issuer and upstream_client are for mode: id_jag")
+                }
             case "id_jag": out.upstream = idJAGUpstream(section, &out, node: node, path: p, cfg: cfg, r)
             default: r.problem("\(p).mode", modeNode, "must be exchange or id_jag")
             }
@@ -81,6 +84,11 @@ extension ConfigParser {
                 "\(p).upstream_issuer", issuerNode,
                 "\"\(name)\" needs discovery: true (its token_endpoint comes from its metadata)")
         }
+        if issuer.template != nil {
+            r.problem(
+                "\(p).upstream_issuer", issuerNode,
+                "\"\(name)\" is a {tenant} template: an ID-JAG names one authorization server")
+        }
         guard let clientNode = section["upstream_client"],
             let clientName = r.string(clientNode, path: "\(p).upstream_client")
         else {
@@ -93,8 +101,14 @@ extension ConfigParser {
                 "\"\(clientName)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
             return nil
         }
-        if out.target.resources.isEmpty {
-            r.problem(p, node, "mode: id_jag needs resource: URL (the upstream the ID-JAG and its token are for)")
+        if out.target.resources.count != 1 {
+            r.problem(p, node, "mode: id_jag needs one resource: URL (the upstream the ID-JAG and its token are for)")
+        }
+        // Each client is the gateway's registration at its own AS: a secret for the IdP must
+        // never be sent to the upstream's AS, nor the other way.
+        for (key, c, at) in [("upstream_client", client, name), ("client", out.client, out.issuer)]
+        where c.issuer != nil && c.issuer != at {
+            r.problem("\(p).\(key)", section[key], "\"\(c.name)\" is registered at \(c.issuer ?? ""), not at \(at)")
         }
         out.target.requestedTokenType = TokenExchange.idJAGTokenType
         out.target.audiences = [issuer.issuer]
