@@ -124,6 +124,13 @@ final class TokenExchanger {
             done(.unavailable("no token endpoint known for \(config.issuer)"))
             return
         }
+        // `mode: id_jag`: an ID-JAG is asked for only when there is somewhere to take it.
+        if let up = config.upstream,
+            (up.client.tls == nil ? discoveredEndpoints : discoveredMTLSEndpoints)[up.issuer] == nil
+        {
+            done(.unavailable("no token endpoint known for \(up.issuer)"))
+            return
+        }
         table.waiting[subjectToken] = [done]
         let target = config.target
         // A DPoP-bound token is this process's alone (its key): replicas with other keys

@@ -124,7 +124,8 @@ public enum TokenExchange {
             idJAG ? tokenType == "N_A" && jwtClaims(token) != nil : ["bearer", "dpop"].contains(tokenType.lowercased())
         else {
             // "N_A" (§2.2.1) is a token that is no access token: nothing to send upstream.
-            return .failure(.unusable("token_type is not Bearer or DPoP"))
+            return .failure(
+                .unusable(idJAG ? "not an ID-JAG: token_type N_A and a JWT" : "token_type is not Bearer or DPoP"))
         }
         let dpop = tokenType.lowercased() == "dpop"
         if dpop && boundTo == nil {
