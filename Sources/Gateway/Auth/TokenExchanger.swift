@@ -280,7 +280,7 @@ final class TokenExchanger {
         } catch {
             return land(flight, .unavailable("client authentication at \(up.issuer): \(error)"), until: nil, now: now)
         }
-        var form: [(String, String)] = [("grant_type", Self.jwtBearer), ("assertion", jag)]
+        var form: [(String, String)] = [("grant_type", AuthorizationServerMetadata.jwtBearer), ("assertion", jag)]
         for r in config.target.resources { form.append(("resource", r)) }
         if let scope = config.target.scope { form.append(("scope", scope)) }
         form += credentials.form
@@ -325,8 +325,6 @@ final class TokenExchanger {
             self.land(flight, outcome, until: until, now: now)
         }
     }
-
-    static let jwtBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
     /// What the exchange's answer must be for: with `mode: id_jag`, an ID-JAG whose `aud` is
     /// the upstream's AS (and nothing the resource alone names).

@@ -106,10 +106,7 @@ extension ConfigParser {
 
 /// RFC 6749 §3.3's scope-token: one or more of %x21 / %x23-5B / %x5D-7E.
 enum ScopeText {
-    static func isToken(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 128
-            && s.utf8.allSatisfy { $0 == 0x21 || (0x23...0x5b).contains($0) || (0x5d...0x7e).contains($0) }
-    }
+    static func isToken(_ s: String) -> Bool { AuthorizationRequest.isScopeToken(s) }
 }
 
 extension ConfigParser {
