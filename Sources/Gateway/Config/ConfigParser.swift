@@ -9,12 +9,11 @@ public enum ConfigParser {
     static func parse(
         yaml: String, environment: [String: String] = ProcessInfo.processInfo.environment,
         baseDirectory: String = ".", cores: Int = ProcessInfo.processInfo.activeProcessorCount,
-        stageKeys: ConfigKeyTable<RouteConfig, RouteKeyContext> = StageCatalog.gateway.routeKeys
+        modules: ModuleCatalog = .gateway
     )
         -> Result<GatewayConfig, ConfigError>
     {
-        let r = ConfigReader(environment: environment, baseDirectory: baseDirectory)
-        r.stageKeys = stageKeys
+        let r = ConfigReader(environment: environment, baseDirectory: baseDirectory, modules: modules)
         let root: Node
         do {
             // No tag resolution: every value is read as a string by ConfigReader, and Yams'
@@ -46,17 +45,16 @@ public enum ConfigParser {
         if let node = top["access_log"], let a = accessLog(node, r) { cfg.accessLog = a }
         cfg.tracing = tracing(top["tracing"], r)
         (cfg.issuers, cfg.clients) = issuers(top["issuers"], clientsNode: top["clients"], r)
+        // After the issuers and clients a module's section may name; before `login` and the
+        // routes, which may name what a module defines (a login endpoint's rate limit).
+        modules.read(top, into: &cfg, r)
         if let node = top["session"] { cfg.session = session(node, r) }
-        // Before `login`, whose endpoints may count them.
-        cfg.rateLimits = rateLimits(top["rate_limits"], r)
         if let node = top["login"] { cfg.login = login(node, rateLimits: cfg.rateLimits, r) }
         if let node = top["decision"] { cfg.decision = decision(node, r) }
         if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
         upstreamCredentials(top["upstreams"], into: &cfg.upstreams, clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
-        cfg.authorizers = authorizers(top["authorizers"], clients: cfg.clients, issuers: cfg.issuers, r)
-        cfg.signatures = signatures(top["signatures"], issuers: cfg.issuers, r)
         cfg.apiKeySets = apiKeySets(top["api_keys"], issuers: cfg.issuers, r)
         cfg.sharedSignals = sharedSignals(top["shared_signals"], issuers: cfg.issuers, clients: cfg.clients, r)
         // Before the routes: `issuers: [self]` names it.
@@ -64,7 +62,7 @@ public enum ConfigParser {
         if let server = cfg.authorizationServer { selfIssuer(server, into: &cfg, top: top, r) }
         cfg.routes = routes(top["routes"], cfg, r)
         // What derives from several sections, the profiles' rewrites, the cross-checks.
-        for step in afterSections { step.run(&cfg, top, r) }
+        for step in afterSections(modules) { step.run(&cfg, top, r) }
         guard r.problems.isEmpty else { return .failure(ConfigError(problems: r.problems)) }
         cfg.finish()
         return .success(cfg)

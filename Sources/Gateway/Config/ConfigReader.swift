@@ -9,13 +9,19 @@ final class ConfigReader {
     /// Directory of the config file: relative `*_file` paths are read from there.
     let baseDirectory: String
 
-    /// The route keys of the stages that declare their own (`StageCatalog`): a route accepts
-    /// them beside `RouteConfig.keyTable`'s.
-    var stageKeys = ConfigKeyTable<RouteConfig, RouteKeyContext>([])
+    /// The modules the config is read with (`ModuleCatalog`).
+    let modules: ModuleCatalog
+    /// Their stages' route keys: a route accepts them beside `RouteConfig.keyTable`'s.
+    let stageKeys: ConfigKeyTable<RouteConfig, RouteKeyContext>
+    /// The top-level keys: `GatewayConfig.keyTable`'s and the modules'.
+    private let topKeys: [String]
 
-    init(environment: [String: String], baseDirectory: String) {
+    init(environment: [String: String], baseDirectory: String, modules: ModuleCatalog = .gateway) {
         self.environment = environment
         self.baseDirectory = baseDirectory
+        self.modules = modules
+        stageKeys = modules.routeKeys
+        topKeys = GatewayConfig.keyTable.names + modules.topKeyDocs.map(\.name)
     }
 
     func problem(_ path: String, _ node: Node?, _ message: String) {
@@ -25,7 +31,7 @@ final class ConfigReader {
     /// A mapping's entries by key, reporting duplicate keys and keys `section` does not list.
     /// `section` nil: the config chooses the keys (names of issuers, headers, claims).
     func mapping(_ node: Node, path: String, section: ConfigSection?) -> [String: Node]? {
-        var known = section?.keys
+        var known = section == .top ? topKeys : section?.keys
         if section == .route, let k = known { known = k + stageKeys.names.filter { !k.contains($0) } }
         guard case .mapping(let map) = node else {
             problem(path, node, "must be a mapping (key: value)")

@@ -1,7 +1,7 @@
 import OAuth
 
-/// The mappings of the config file whose keys are fixed, each with the keys it accepts, as
-/// its `ConfigKeyTable` declares them.
+/// A mapping of the config file whose keys are fixed, with the keys it accepts, as its
+/// `ConfigKeyTable` declares them.
 ///
 /// The parser reads every such mapping through its section, so a key the section does not
 /// list is a problem ("is not a known key; did you mean …"). The raw value is the section's
@@ -9,118 +9,92 @@ import OAuth
 /// item of a list), which lets a test hold the reference and the parser to the same keys.
 /// Mappings whose keys the config chooses (the names under `issuers:`, `clients:` and
 /// `upstreams:`, a route's `headers:`, `require.claims:`, a client's `extra:`) have no
-/// section.
-enum ConfigSection: String, CaseIterable, Sendable {
-    case top = ""
-    case listen = "listen[]"
-    case listenTLS = "listen[].tls"
-    case listenTLSCertificate = "listen[].tls.certificates[]"
-    case adminListen = "admin_listen"
-    case limits
-    case accessLog = "access_log"
-    case tracing
-    case tokenCache = "token_cache"
-    case store
-    case dpop
-    case session
-    case login
-    case decision
-    case issuer = "issuers.NAME"
-    case introspection = "issuers.NAME.introspection"
-    case client = "clients.NAME"
-    case clientTLS = "clients.NAME.tls"
-    case upstream = "upstreams.NAME"
-    case upstreamTLS = "upstreams.NAME.tls"
-    case upstreamSign = "upstreams.NAME.sign"
-    case upstreamCredentials = "upstreams.NAME.credentials"
-    case upstreamCredentialHeader = "upstreams.NAME.credentials.header"
-    case upstreamCredentialGrant = "upstreams.NAME.credentials.client_credentials"
-    case responseSign = "routes[].sign_response"
-    case route = "routes[]"
-    case routeMatch = "routes[].match"
-    case routeDPoP = "routes[].dpop"
-    case requirement = "routes[].require"
-    case claimRule = "routes[].require.claims.CLAIM"
-    case identityAssertion = "routes[].identity_assertion"
-    case mcp = "routes[].mcp"
-    /// An entry of `mcp.methods`, `mcp.tools`, `mcp.resources` or `mcp.prompts` (same keys).
-    case mcpRule = "routes[].mcp.tools.NAME"
-    case tokenExchange = "routes[].token_exchange"
-    case rateLimit = "rate_limits.NAME"
-    case rateLimitOverride = "rate_limits.NAME.overrides.VALUE"
-    case authorizer = "authorizers.NAME"
-    case authorizerAuth = "authorizers.NAME.auth"
-    case authorizerCache = "authorizers.NAME.cache"
-    case authorizerSubject = "authorizers.NAME.subject"
-    case signature = "signatures.NAME"
-    case signatureKeys = "signatures.NAME.keys"
-    case signatureHeaders = "signatures.NAME.headers"
-    case apiKeySet = "api_keys.NAME"
-    case transmitter = "shared_signals.NAME"
-    case transmitterAuth = "shared_signals.NAME.auth"
-    case authorizationServer = "authorization_server"
-    case asClients = "authorization_server.clients"
-    case asIDJAG = "authorization_server.id_jag"
+/// section. The core's sections are listed here; a module declares its own beside its key
+/// table (`GatewayModule.sections`).
+struct ConfigSection: Sendable, Equatable {
+    let rawValue: String
+    private let docs: @Sendable () -> [ConfigKeyDoc]
+
+    init(_ rawValue: String, keys docs: @escaping @Sendable () -> [ConfigKeyDoc]) {
+        self.rawValue = rawValue
+        self.docs = docs
+    }
+
+    static func == (a: ConfigSection, b: ConfigSection) -> Bool { a.rawValue == b.rawValue }
 
     /// The keys, in the order check-config lists them when one is unknown: the table's.
     var keys: [String] { keyDocs.map(\.name) }
 
     /// Each key's reference row as the section's key table (`ConfigKeyTable`, its model's
     /// `keyTable`) says it.
-    var keyDocs: [ConfigKeyDoc] {
-        switch self {
-        case .top: GatewayConfig.keyTable.docs
-        case .tokenCache: GatewayConfig.tokenCacheKeyTable.docs
-        case .limits: Limits.keyTable.docs
-        case .session: SessionConfig.keyTable.docs
-        case .login: LoginConfig.keyTable.docs
-        case .routeMatch: RouteMatch.keyTable.docs
-        case .requirement: AuthorizationRequirement.keyTable.docs
-        case .claimRule: AuthorizationRequirement.claimRuleKeyTable.docs
-        case .identityAssertion: IdentityAssertionConfig.keyTable.docs
-        case .mcp: MCPRules.keyTable.docs
-        case .mcpRule: MCPRules.entryKeyTable.docs
-        case .tokenExchange: TokenExchangeConfig.keyTable.docs
-        case .rateLimit: RateLimitPolicy.keyTable.docs
-        case .rateLimitOverride: RateLimitPolicy.overrideKeyTable.docs
-        case .authorizer: AuthorizerConfig.keyTable.docs
-        case .authorizerAuth: AuthorizerConfig.authKeyTable.docs
-        case .authorizerCache: AuthorizerConfig.cacheKeyTable.docs
-        case .authorizerSubject: AuthorizerConfig.subjectKeyTable.docs
-        case .apiKeySet: APIKeySetConfig.keyTable.docs
-        case .transmitter: TransmitterConfig.keyTable.docs
-        case .transmitterAuth: TransmitterConfig.authKeyTable.docs
-        case .authorizationServer: AuthorizationServerConfig.keyTable.docs
-        case .asClients: AuthorizationServerConfig.clientsKeyTable.docs
-        case .asIDJAG: AuthorizationServerConfig.idJAGKeyTable.docs
-        case .signature: SignaturePolicy.keyTable.docs
-        case .upstreamSign: MessageSigningConfig.keyTable.docs
-        case .responseSign: MessageSigningConfig.responseKeyTable.docs
-        case .signatureKeys: SignaturePolicy.keysKeyTable.docs
-        case .signatureHeaders: SignaturePolicy.headersKeyTable.docs
-        case .listen: ListenerConfig.keyTable.docs
-        case .adminListen: ListenerConfig.adminKeyTable.docs
-        case .listenTLS: ListenerTLS.keyTable.docs
-        case .listenTLSCertificate: ListenerTLS.certificateKeyTable.docs
-        case .client: ClientConfig.keyTable.docs
-        case .clientTLS: ClientTLS.keyTable.docs
-        case .issuer: IssuerConfig.keyTable.docs
-        case .introspection: IntrospectionConfig.keyTable.docs
-        case .decision: DecisionConfig.keyTable.docs
-        case .accessLog: AccessLogOutput.keyTable.docs
-        case .tracing: TracingConfig.keyTable.docs
-        case .store: StoreConfig.keyTable.docs
-        case .dpop: DPoPSettings.keyTable.docs
-        case .routeDPoP: DPoPRouteConfig.keyTable.docs
-        case .upstream: UpstreamConfig.keyTable.docs
-        case .upstreamTLS: UpstreamTLSConfig.keyTable.docs
-        case .upstreamCredentials: UpstreamCredentialsConfig.keyTable.docs
-        case .upstreamCredentialHeader: UpstreamCredentialsConfig.headerKeyTable.docs
-        case .upstreamCredentialGrant: UpstreamCredentialsConfig.grantKeyTable.docs
-        case .route: RouteConfig.keyTable.docs + StageCatalog.gateway.routeKeys.docs
-        }
-    }
+    var keyDocs: [ConfigKeyDoc] { docs() }
 
     /// Each key's full path as docs/configuration.md names it, e.g. `limits.max_body_size`.
     var keyPaths: [String] { keys.map { rawValue.isEmpty ? $0 : "\(rawValue).\($0)" } }
+
+    /// Every section of the gateway's config: the core's and its modules'.
+    static var allCases: [ConfigSection] { core + ModuleCatalog.gateway.sections }
+    static let top = ConfigSection("") { GatewayConfig.keyTable.docs + ModuleCatalog.gateway.topKeyDocs }
+    static let listen = ConfigSection("listen[]") { ListenerConfig.keyTable.docs }
+    static let listenTLS = ConfigSection("listen[].tls") { ListenerTLS.keyTable.docs }
+    static let listenTLSCertificate = ConfigSection("listen[].tls.certificates[]") {
+        ListenerTLS.certificateKeyTable.docs
+    }
+    static let adminListen = ConfigSection("admin_listen") { ListenerConfig.adminKeyTable.docs }
+    static let limits = ConfigSection("limits") { Limits.keyTable.docs }
+    static let accessLog = ConfigSection("access_log") { AccessLogOutput.keyTable.docs }
+    static let tracing = ConfigSection("tracing") { TracingConfig.keyTable.docs }
+    static let tokenCache = ConfigSection("token_cache") { GatewayConfig.tokenCacheKeyTable.docs }
+    static let store = ConfigSection("store") { StoreConfig.keyTable.docs }
+    static let dpop = ConfigSection("dpop") { DPoPSettings.keyTable.docs }
+    static let session = ConfigSection("session") { SessionConfig.keyTable.docs }
+    static let login = ConfigSection("login") { LoginConfig.keyTable.docs }
+    static let decision = ConfigSection("decision") { DecisionConfig.keyTable.docs }
+    static let issuer = ConfigSection("issuers.NAME") { IssuerConfig.keyTable.docs }
+    static let introspection = ConfigSection("issuers.NAME.introspection") { IntrospectionConfig.keyTable.docs }
+    static let client = ConfigSection("clients.NAME") { ClientConfig.keyTable.docs }
+    static let clientTLS = ConfigSection("clients.NAME.tls") { ClientTLS.keyTable.docs }
+    static let upstream = ConfigSection("upstreams.NAME") { UpstreamConfig.keyTable.docs }
+    static let upstreamTLS = ConfigSection("upstreams.NAME.tls") { UpstreamTLSConfig.keyTable.docs }
+    static let upstreamSign = ConfigSection("upstreams.NAME.sign") { MessageSigningConfig.keyTable.docs }
+    static let upstreamCredentials = ConfigSection("upstreams.NAME.credentials") {
+        UpstreamCredentialsConfig.keyTable.docs
+    }
+    static let upstreamCredentialHeader = ConfigSection("upstreams.NAME.credentials.header") {
+        UpstreamCredentialsConfig.headerKeyTable.docs
+    }
+    static let upstreamCredentialGrant = ConfigSection("upstreams.NAME.credentials.client_credentials") {
+        UpstreamCredentialsConfig.grantKeyTable.docs
+    }
+    static let responseSign = ConfigSection("routes[].sign_response") { MessageSigningConfig.responseKeyTable.docs }
+    static let route = ConfigSection("routes[]") { RouteConfig.keyTable.docs + ModuleCatalog.gateway.routeKeys.docs }
+    static let routeMatch = ConfigSection("routes[].match") { RouteMatch.keyTable.docs }
+    static let routeDPoP = ConfigSection("routes[].dpop") { DPoPRouteConfig.keyTable.docs }
+    static let requirement = ConfigSection("routes[].require") { AuthorizationRequirement.keyTable.docs }
+    static let claimRule = ConfigSection("routes[].require.claims.CLAIM") {
+        AuthorizationRequirement.claimRuleKeyTable.docs
+    }
+    static let identityAssertion = ConfigSection("routes[].identity_assertion") {
+        IdentityAssertionConfig.keyTable.docs
+    }
+    static let mcp = ConfigSection("routes[].mcp") { MCPRules.keyTable.docs }
+    /// An entry of `mcp.methods`, `mcp.tools`, `mcp.resources` or `mcp.prompts` (same keys).
+    static let mcpRule = ConfigSection("routes[].mcp.tools.NAME") { MCPRules.entryKeyTable.docs }
+    static let tokenExchange = ConfigSection("routes[].token_exchange") { TokenExchangeConfig.keyTable.docs }
+    static let apiKeySet = ConfigSection("api_keys.NAME") { APIKeySetConfig.keyTable.docs }
+    static let transmitter = ConfigSection("shared_signals.NAME") { TransmitterConfig.keyTable.docs }
+    static let transmitterAuth = ConfigSection("shared_signals.NAME.auth") { TransmitterConfig.authKeyTable.docs }
+    static let authorizationServer = ConfigSection("authorization_server") { AuthorizationServerConfig.keyTable.docs }
+    static let asClients = ConfigSection("authorization_server.clients") {
+        AuthorizationServerConfig.clientsKeyTable.docs
+    }
+    static let asIDJAG = ConfigSection("authorization_server.id_jag") { AuthorizationServerConfig.idJAGKeyTable.docs }
+
+    private static let core: [ConfigSection] = [
+        .top, .listen, .listenTLS, .listenTLSCertificate, .adminListen, .limits, .accessLog, .tracing, .tokenCache,
+        .store, .dpop, .session, .login, .decision, .issuer, .introspection, .client, .clientTLS, .upstream,
+        .upstreamTLS, .upstreamSign, .upstreamCredentials, .upstreamCredentialHeader, .upstreamCredentialGrant,
+        .responseSign, .route, .routeMatch, .routeDPoP, .requirement, .claimRule, .identityAssertion, .mcp, .mcpRule,
+        .tokenExchange, .apiKeySet, .transmitter, .transmitterAuth, .authorizationServer, .asClients, .asIDJAG
+    ]
 }

@@ -29,25 +29,28 @@ struct ConfigStep: Sendable {
 
 extension ConfigParser {
     /// The steps after the sections, in the order they run: a later step sees what an earlier
-    /// one derived or rewrote (the profiles before the checks of the whole).
-    static let afterSections: [ConfigStep] = [
+    /// one derived or rewrote (the profiles before the checks of the whole). The modules'
+    /// profile steps run after the core's, their checks after the core's.
+    static func afterSections(_ modules: ModuleCatalog) -> [ConfigStep] {
+        derivedAndProfiles + modules.steps(.derive) + modules.steps(.profile) + checks + modules.steps(.check)
+            + last
+    }
+
+    private static let derivedAndProfiles: [ConfigStep] = [
         .init("decision body limit", .derive) { cfg, _, _ in
             // A decision may read an MCP call's body: as much as the largest MCP route takes.
             cfg.decision.maxBodyBytes =
                 cfg.routes.compactMap { $0.options.auth.tokenRoute?.mcp?.maxRequestBytes }.max() ?? 0
-        },
-        .init("rate limits", .check) { cfg, top, r in
-            checkRateLimits(cfg, routesNode: top["routes"], policiesNode: top["rate_limits"], r)
         },
         .init("protected resource metadata", .derive) { cfg, top, r in
             cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
         },
         .init("FAPI 2.0 token routes", .profile) { cfg, top, r in
             fapi2Routes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
-        },
-        .init("signature routes", .profile) { cfg, top, r in
-            signatureRoutes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
-        },
+        }
+    ]
+
+    private static let checks: [ConfigStep] = [
         .init("multi-tenant issuers", .check) { cfg, top, r in templateIssuerUses(cfg, top: top, r) },
         .init("roles on login routes", .check) { cfg, _, r in rolesOnLoginRoutes(cfg, r) },
         .init("shared signals' push paths", .check) { cfg, top, r in checkSharedSignals(cfg, top: top, r) },
@@ -56,7 +59,11 @@ extension ConfigParser {
         },
         .init("upstream credentials", .check) { cfg, top, r in
             upstreamCredentialRoutes(cfg, routesNode: top["routes"], r)
-        },
+        }
+    ]
+
+    /// What reads the whole, once every rewrite and check is done.
+    private static let last: [ConfigStep] = [
         .init("warnings", .derive) { cfg, top, _ in cfg.warnings = warnings(cfg, top: top) },
         .init("default listener", .derive) { cfg, top, _ in
             if cfg.listeners.isEmpty && top["listen"] == nil {

@@ -92,15 +92,6 @@ extension GatewayConfig {
             "public_url", type: "origin, or a list of origins", default: "none", by: "ConfigParser.publicURLs"),
         .init("dpop", type: "mapping (below)", default: "each key's default", by: "ConfigParser.dpopSettings"),
         .init(
-            "rate_limits", type: "mapping: a policy's name to the policy (below)", default: "none",
-            by: "ConfigParser.rateLimits"),
-        .init(
-            "authorizers", type: "mapping: an authorizer's name to its PDP (below)", default: "none",
-            by: "ConfigParser.authorizers"),
-        .init(
-            "signatures", type: "mapping: a policy's name to its verifier (below)", default: "none",
-            by: "ConfigParser.signatures"),
-        .init(
             "api_keys", type: "mapping: a key set's name to its file (below)", default: "none",
             by: "ConfigParser.apiKeySets"),
         .init(

@@ -12,12 +12,8 @@ public struct GatewayConfig: Sendable {
     /// The admin listener as the certificates see it (HTTP/1.1 only).
     var adminListener: ListenerConfig? { adminListen.map { ListenerConfig(address: $0, tls: adminTLS, http2: false) } }
     public internal(set) var workers: Int = 1
-    /// `rate_limits:`: named policies that routes list (`rate_limit`).
-    var rateLimits: [String: RateLimitPolicy] = [:]
-    /// `authorizers:`: named policy decision points that routes ask (`authorize`).
-    var authorizers: [String: AuthorizerConfig] = [:]
-    /// `signatures:`: named HTTP Message Signature verifiers that routes name (`verify_signature`).
-    var signatures: [String: SignaturePolicy] = [:]
+    /// What the modules' keys say (`GatewayModule`), and the catalog they were read with.
+    var modules = ModuleConfigs()
     /// `api_keys:`: named key sets that routes name (`api_keys:`, `auth: api_key`).
     var apiKeySets: [String: APIKeySetConfig] = [:]
     /// `shared_signals:`: Shared Signals transmitters whose events revoke tokens and sessions.

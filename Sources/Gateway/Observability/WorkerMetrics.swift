@@ -85,12 +85,6 @@ final class WorkerMetrics {
     /// MCP messages judged, by route, method and outcome.
     var mcpCalls = MCPCallMetrics()
 
-    /// Requests a `verify_signature` refused, by policy and reason (`policy\0reason`).
-    private(set) var signatureRefusals: [String: Int] = [:]
-    func signatureRefused(policy: String, reason: String) {
-        signatureRefusals[policy + "\u{0}" + reason, default: 0] += 1
-    }
-
     /// API keys presented, by set and outcome.
     var apiKeys = APIKeyMetrics()
 
@@ -107,7 +101,7 @@ final class WorkerMetrics {
             upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections,
             clientConnections: clientConnections, authFailures: authFailures,
             tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses,
-            callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds, signatureRefusals: signatureRefusals,
+            callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds,
             apiKeys: apiKeys, mcpCalls: mcpCalls)
     }
 }
@@ -135,19 +129,15 @@ struct MetricsSnapshot: Sendable {
     var upstreamTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
     /// Tunnels (WebSocket after a 101): open now, bytes each way, closes by reason.
     var tunnels = TunnelMetrics()
-    /// Rate limits: refusals by route and policy, store failures.
-    var signatureRefusals: [String: Int] = [:]
     var apiKeys = APIKeyMetrics()
     var mcpCalls = MCPCallMetrics()
-    var rateLimits = RateLimitMetrics()
-    var authorization = AuthorizationMetrics()
+    /// The modules' counters (`GatewayModule`), in catalog order.
+    var modules = ModuleMetricsSnapshot()
 
     mutating func add(_ o: MetricsSnapshot) {
         mcpCalls.add(o.mcpCalls)
-        signatureRefusals.merge(o.signatureRefusals, uniquingKeysWith: +)
         apiKeys.add(o.apiKeys)
-        rateLimits.add(o.rateLimits)
-        authorization.add(o.authorization)
+        modules.add(o.modules)
         dpopUnchecked += o.dpopUnchecked
         acceptPauses += o.acceptPauses
         connectionsReclaimed += o.connectionsReclaimed
@@ -222,16 +212,8 @@ struct MetricsSnapshot: Sendable {
         out.sample("tokengate_login_callback_own_seconds_sum", [], callbackOwnSeconds)
         out.sample("tokengate_login_callback_own_seconds_count", [], callbacks)
         tunnels.write(to: &out)
-        rateLimits.write(to: &out)
-        authorization.write(to: &out)
+        modules.write(to: &out)
         mcpCalls.write(to: &out)
-        out.family(
-            "tokengate_signature_refusals_total", .counter,
-            help: "Requests refused by verify_signature, by policy and reason.")
-        for (key, n) in signatureRefusals.sorted(by: { $0.key < $1.key }) {
-            let parts = key.split(separator: "\u{0}", maxSplits: 1).map(String.init)
-            out.sample("tokengate_signature_refusals_total", [("policy", parts[0]), ("reason", parts.last ?? "")], n)
-        }
         apiKeys.write(to: &out)
         out.single("tokengate_ready", .gauge, help: "Whether the gateway reports ready.", ready ? 1 : 0)
         return out.text

@@ -5,7 +5,7 @@ extension RoutePlan {
     /// `decision`: the chain of a decision about a request on this route (nothing goes
     /// upstream; the verdict stage follows); else the chain of a proxied request.
     func stages(_ services: WorkerServices, decision: Bool) -> [any Stage] {
-        let keyed = services.stages
+        let keyed = services.config.modules.catalog
         var chain: [any Stage] = []
         // A WebSocket upgrade is refused or counted before anything is done for it.
         if !decision { chain.append(UpgradeStage(services: services, route: route)) }

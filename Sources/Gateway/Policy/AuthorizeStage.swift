@@ -27,7 +27,8 @@ final class AuthorizeStage: KeyedStage {
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> AuthorizeStage? {
         guard let a = plan.route.options.settings[Settings.self] else { return nil }
         let here: StagePosition = plan.mcp != nil ? .beforeUpstream : .afterAuthentication
-        return position == here ? AuthorizeStage(authorizer: a, services: services) : nil
+        return position == here
+            ? AuthorizeStage(authorizer: a, services: services, points: services.policies) : nil
     }
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> AuthorizeStage? {
@@ -37,10 +38,13 @@ final class AuthorizeStage: KeyedStage {
     let authorizer: AuthorizerConfig
     /// Unowned: the services hold the plans that hold their stages.
     unowned(unsafe) let services: WorkerServices
+    /// This worker's PDP clients (the module's service; held as `services` is).
+    unowned(unsafe) let points: PolicyDecisionPoints
 
-    init(authorizer: AuthorizerConfig, services: WorkerServices) {
+    init(authorizer: AuthorizerConfig, services: WorkerServices, points: PolicyDecisionPoints) {
         self.authorizer = authorizer
         self.services = services
+        self.points = points
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
@@ -55,7 +59,7 @@ final class AuthorizeStage: KeyedStage {
         if let kept = memo?.kept[KeptDecision.Key.self],
             kept.answers(
                 authorizer: authorizer.name, method: ctx.method, host: host, path: ctx.path, query: query, ip: ip,
-                now: services.policies.now)
+                now: points.now)
         {
             return judge(.success(kept.decision), cached: true, started: nil, request)
         }
@@ -71,7 +75,7 @@ final class AuthorizeStage: KeyedStage {
         var started: Double?
         var waiting = true
         var immediate: StageOutcome?
-        services.policies.evaluate(authorizer, evaluation, requestID: ctx.requestID) { [self] result, keptUntil in
+        points.evaluate(authorizer, evaluation, requestID: ctx.requestID) { [self] result, keptUntil in
             if let memo, let keptUntil, case .success(let decision) = result {
                 memo.kept[KeptDecision.Key.self] = KeptDecision(
                     authorizer: authorizer.name, method: ctx.method, host: host, path: ctx.path, query: query, ip: ip,
@@ -176,7 +180,7 @@ final class AuthorizeStage: KeyedStage {
     private func note(_ ctx: RequestContext, _ outcome: AuthorizationNote.Outcome, micros: Int, cached: Bool) {
         ctx.state[AuthorizationNote.Key.self] = AuthorizationNote(
             authorizer: authorizer.name, outcome: outcome, micros: micros, cached: cached)
-        services.policies.record(authorizer.name, outcome: outcome, cached: cached, micros: micros)
+        points.record(authorizer.name, outcome: outcome, cached: cached, micros: micros)
     }
 
     /// The request's host (`resource.properties.host`) and its client's address

@@ -71,10 +71,10 @@ final class PolicyDecisionPoints {
 
     /// Each PDP as the status page shows it: its endpoint, whether its metadata was read,
     /// and this worker's counts of its decisions.
-    var status: [String: AuthorizerStatus] {
-        var out: [String: AuthorizerStatus] = [:]
+    var status: AuthorizerStatuses {
+        var out = AuthorizerStatuses()
         for (name, client) in clients {
-            out[name] = AuthorizerStatus(
+            out.byName[name] = AuthorizerStatus(
                 endpoint: client.evaluationURL, metadata: client.metadataRead,
                 counts: metrics.byAuthorizer[name] ?? AuthorizationMetrics.Counts())
         }

@@ -27,7 +27,7 @@ final class RateLimitStage: KeyedStage {
         // A key set vouches for its keys' callers as an issuer for its tokens' (`SET/VALUE`).
         let issuers = Set(config.issuers.keys).union(config.apiKeySets.keys)
         let here = all.filter { $0.key.position == position }.map { $0.onRoute(vouchers: vouchers, issuers: issuers) }
-        return here.isEmpty ? nil : RateLimitStage(policies: here, services: services)
+        return here.isEmpty ? nil : RateLimitStage(policies: here, services: services, limiter: services.rateLimits)
     }
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> RateLimitStage? {
@@ -37,17 +37,19 @@ final class RateLimitStage: KeyedStage {
     let policies: [RateLimitPolicy]
     /// Unowned: the services hold the plans that hold their stages.
     unowned(unsafe) let services: WorkerServices
+    /// This worker's limiter (the module's service; held as `services` is).
+    unowned(unsafe) let limiter: RateLimiter
 
-    init(policies: [RateLimitPolicy], services: WorkerServices) {
+    init(policies: [RateLimitPolicy], services: WorkerServices, limiter: RateLimiter) {
         self.policies = policies
         self.services = services
+        self.limiter = limiter
     }
 
     /// The allowing policy with the least left, for the answer's fields.
     typealias Tightest = (policy: RateLimitPolicy, rule: RateLimitRule, decision: GCRA.Decision)
 
     func run(_ request: RoutedRequest) -> StageOutcome {
-        let limiter = services.rateLimits
         guard limiter.answersAtOnce else { return RateLimitCheck(stage: self, request: request).next() }
         // The memory store answers within the call: nothing to keep while waiting.
         var tightest: Tightest?
@@ -136,7 +138,7 @@ private final class RateLimitCheck {
             let value = stage.value(policy.key, request)
             waiting = true
             immediate = nil
-            stage.services.rateLimits.take(policy, value: value, memo: request.admission?.bearerMemo) {
+            stage.limiter.take(policy, value: value, memo: request.admission?.bearerMemo) {
                 [self] result in
                 if waiting {
                     immediate = result
@@ -180,7 +182,6 @@ extension RateLimitStage {
         _ result: Result<GCRA.Decision, RateLimitStoreError>, _ policy: RateLimitPolicy, _ value: String,
         _ request: RoutedRequest, _ tightest: inout Tightest?
     ) -> StageOutcome? {
-        let limiter = services.rateLimits
         let ctx = request.context
         switch result {
         case .failure(let error):

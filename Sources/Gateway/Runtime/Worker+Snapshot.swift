@@ -16,8 +16,7 @@ extension Worker {
             s.upstreamTLSHandshakes[name, default: .init()].add(pool)
         }
         s.tunnels = services.tunnels.metrics
-        s.rateLimits = services.rateLimits.metrics
-        s.authorization = services.policies.metrics
+        s.modules = services.modules.metrics
         return s
     }
 
@@ -36,7 +35,7 @@ extension Worker {
         s.tunnelsOpen = services.tunnels.entries.count
         s.clientConnections = servers.reduce(0) { $0 + $1.openConnections }
         s.inflight = metrics.inflight
-        s.authorizers = services.policies.status
+        s.modules = services.modules.status
         s.apiKeyLastUse = services.apiKeys.lastUse
         return s
     }

@@ -45,14 +45,14 @@ final class Worker: ResponderObserver {
     init(
         id: Int, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
         wallClock: any WallClock = SystemClock(), router: Router? = nil, accessLogSink: LogSink? = nil,
-        spanExporter: SpanExporter? = nil, stages: StageCatalog = .gateway
+        spanExporter: SpanExporter? = nil
     ) {
         self.id = id
         let loop = EventLoop()
         self.loop = loop
         services = WorkerServices(
             id: id, loop: loop, config: config, log: log, processPrefix: processPrefix, stores: stores,
-            wallClock: wallClock, accessLogSink: accessLogSink, spanExporter: spanExporter, stages: stages)
+            wallClock: wallClock, accessLogSink: accessLogSink, spanExporter: spanExporter)
         verdict = VerdictStage(services: services)
         extAuthzVerdict = ExtAuthzVerdictStage(services: services)
         apply(config, router: router)

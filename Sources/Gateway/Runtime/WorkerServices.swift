@@ -67,12 +67,9 @@ final class WorkerServices {
     let revocationLog: RevocationLog.Writer?
     /// The authorization server's endpoints' state on this worker (its client documents).
     let authorizationServer: AuthorizationServerWorker
-    /// The keyed stages route plans may have (`StageCatalog`), fixed at start.
-    let stages: StageCatalog
-    /// Routes' rate limits: the store, the keys' digests, the keys known to be over.
-    let rateLimits: RateLimiter
-    /// Routes' authorizers (`authorize`): the PDPs' clients, over the process's decisions.
-    let policies: PolicyDecisionPoints
+    /// The modules' services on this worker (`GatewayModule`), for the catalog the config was
+    /// read with (fixed at start).
+    let modules: ModuleServices
     /// Upstream 5xx answers and failures, for the status page.
     let upstreamOutcomes = UpstreamOutcomes()
     /// Set by `drain`: answers close their connection, and the worker is told when the last
@@ -88,9 +85,8 @@ final class WorkerServices {
 
     init(
         id: Int, loop: EventLoop, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
-        wallClock: any WallClock, accessLogSink: LogSink?, spanExporter: SpanExporter?, stages: StageCatalog
+        wallClock: any WallClock, accessLogSink: LogSink?, spanExporter: SpanExporter?
     ) {
-        self.stages = stages
         self.loop = loop
         self.log = log
         self.wallClock = wallClock
@@ -109,9 +105,9 @@ final class WorkerServices {
         // Replaced by the worker's first `apply`, with the route plans.
         requestPolicy = RouteResolver.Policy(config, router: Router(routes: []), plans: [])
         ids = RequestIDGenerator(worker: id, processPrefix: processPrefix)
-        rateLimits = stores.rateLimiter(for: loop, log: log)
-        policies = PolicyDecisionPoints(
-            loop: loop, cache: stores.policyDecisions, wallClock: wallClock, grantTokens: stores.grantTokens)
+        modules = ModuleServices(
+            config.modules.catalog,
+            ModuleContext(loop: loop, log: log, wallClock: wallClock, stores: stores, config: config))
         upstreamCredentials = UpstreamCredentials(loop: loop, shared: stores.grantTokens)
         signals = stores.sharedSignals
         revocations = RevocationSnapshot(hub: stores.sharedSignals)
@@ -145,8 +141,7 @@ final class WorkerServices {
         exchanger.apply(new)
         login.apply(new)
         assertions.apply(new)
-        rateLimits.apply(new)
-        policies.apply(new)
+        modules.apply(new)
         upstreamCredentials.apply(new)
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
     }

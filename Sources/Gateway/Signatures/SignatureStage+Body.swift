@@ -36,7 +36,7 @@ extension SignatureStage {
     /// challenge names the `Signature` scheme (RFC 9110 §15.5.2 wants one on every 401).
     func refusal(_ error: MessageSignatureError, _ request: RoutedRequest) -> GatewayResponse {
         let ctx = request.context
-        services.metrics.signatureRefused(policy: policy.name, reason: error.reason.rawValue)
+        refusals.refused(policy: policy.name, reason: error.reason.rawValue)
         return ErrorResponse.make(
             401, error: "invalid_signature", description: error.detail, requestID: ctx.requestID,
             headers: [

@@ -25,7 +25,9 @@ final class SignatureStage: KeyedStage {
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> SignatureStage? {
         guard let policy = plan.route.options.settings[Settings.self] else { return nil }
-        return SignatureStage(policy: policy, services: services, checksBody: position == .afterBody)
+        return SignatureStage(
+            policy: policy, services: services, refusals: services.modules[Signatures.self],
+            checksBody: position == .afterBody)
     }
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> SignatureStage? {
@@ -35,13 +37,16 @@ final class SignatureStage: KeyedStage {
     let policy: SignaturePolicy
     /// Unowned: the services hold the plans that hold their stages.
     unowned(unsafe) let services: WorkerServices
+    /// This worker's count of refusals (the module's service; held as `services` is).
+    unowned(unsafe) let refusals: SignatureRefusals
     /// The part after the body is read: the digest.
     let checksBody: Bool
     private let contentDigest = try! ComponentIdentifier("content-digest")
 
-    init(policy: SignaturePolicy, services: WorkerServices, checksBody: Bool) {
+    init(policy: SignaturePolicy, services: WorkerServices, refusals: SignatureRefusals, checksBody: Bool) {
         self.policy = policy
         self.services = services
+        self.refusals = refusals
         self.checksBody = checksBody
     }
 

@@ -21,7 +21,8 @@ extension StatusReport {
         out +=
             " · <span id=\"started\">started \(e(Self.rfc3339(startedAt))), up \(e(Self.duration(uptime)))</span></p>"
         out +=
-            configSection + routesSection + issuersSection + upstreamsSection + authorizersSection + apiKeysSection
+            configSection + routesSection + issuersSection + upstreamsSection + moduleSections.map(\.html).joined()
+            + apiKeysSection
             + sharedSignalsSection + authorizationServerSection
         out += storeSection
         out += certificatesSection
@@ -91,21 +92,6 @@ extension StatusReport {
             out += "<td class=\"\(i.keys.loaded ? "ok" : "bad")\">\(e(kids))</td>"
             out += "<td>\(e(i.keys.lastFetch.map(Self.rfc3339) ?? "never"))</td>"
             out += "<td\(i.keys.failing ? " class=\"bad\"" : "")>\(e(error))</td></tr>"
-        }
-        return out + "</table>"
-    }
-
-    private var authorizersSection: String {
-        guard !authorizers.isEmpty else { return "" }
-        var out = "<h2>Authorizers (\(authorizers.count))</h2><table id=\"authorizers\"><tr><th>Name</th>"
-        out +=
-            "<th>Evaluation endpoint</th><th>Metadata</th><th>Allow</th><th>Deny</th><th>Error</th><th>Cached</th></tr>"
-        for a in authorizers {
-            let c = a.status.counts
-            let meta = a.status.metadata.map { $0 ? "read" : "none" } ?? "not yet"
-            out += "<tr><td>\(e(a.name))</td><td>\(e(a.status.endpoint))</td><td>\(meta)</td><td>\(c.allow)</td>"
-            out +=
-                "<td>\(c.deny)</td><td\(c.error > 0 ? " class=\"bad\"" : "")>\(c.error)</td><td>\(c.cached)</td></tr>"
         }
         return out + "</table>"
     }

@@ -16,21 +16,7 @@ extension StatusReport {
         top["upstreams"] = .array(upstreams.map { .object(Self.json($0)) })
         top["recent_window_seconds"] = Self.number(RecentCount.minutes * 60)
         top["store"] = .object(storeJSON)
-        top["authorizers"] = .array(
-            authorizers.map { a in
-                let c = a.status.counts
-                return .object(
-                    JSONObject([
-                        "name": .string(a.name), "url": .string(a.url), "endpoint": .string(a.status.endpoint),
-                        "metadata": a.status.metadata.map(JSONValue.bool) ?? .null,
-                        "decisions": .object(
-                            JSONObject([
-                                "allow": Self.number(c.allow), "deny": Self.number(c.deny),
-                                "error": Self.number(c.error),
-                                "cached": Self.number(c.cached)
-                            ]))
-                    ]))
-            })
+        for section in moduleSections { top[section.name] = section.json }
         top["certificates"] = certificatesJSON
         top["api_keys"] = apiKeysJSON
         top["shared_signals"] = sharedSignalsJSON

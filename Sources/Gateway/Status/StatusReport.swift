@@ -76,8 +76,8 @@ struct StatusReport: Sendable {
     var clientConnections: Int
     var inflight: Int
     var certificates: [Certificate] = []
-    /// Each authorizer (`authorizers`): its PDP, the endpoint in use and its decisions.
-    var authorizers: [(name: String, url: String, status: AuthorizerStatus)] = []
+    /// The modules' sections (`GatewayModule`), in catalog order.
+    var moduleSections: [StatusSection] = []
     /// Each key set's keys (StatusReport+APIKeys).
     var apiKeySets: [(set: String, keys: [APIKeyRow])] = []
     /// Each Shared Signals transmitter's stream, and the revocations standing.
@@ -139,9 +139,7 @@ struct StatusReport: Sendable {
                 pool: workers.upstreams[up.name] ?? UpstreamStatus())
         }
         self.store = store
-        authorizers = config.authorizers.values.sorted { $0.name < $1.name }.map { a in
-            (a.name, a.url, workers.authorizers[a.name] ?? AuthorizerStatus(endpoint: a.evaluationURL))
-        }
+        moduleSections = workers.modules.sections(config)
         tunnelsOpen = workers.tunnelsOpen
         clientConnections = workers.clientConnections
         inflight = workers.inflight

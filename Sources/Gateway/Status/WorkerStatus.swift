@@ -11,14 +11,14 @@ struct WorkerStatus: Sendable {
     var tunnelsOpen = 0
     var clientConnections = 0
     var inflight = 0
-    /// Each authorizer's PDP as the workers see it.
-    var authorizers: [String: AuthorizerStatus] = [:]
+    /// The modules' parts (`GatewayModule`).
+    var modules = ModuleStatusSnapshot()
     /// When each key (by set, then id) last admitted a request: the latest of the workers'.
     var apiKeyLastUse: [String: [String: Double]] = [:]
 
     mutating func add(_ o: WorkerStatus) {
         apiKeyLastUse.merge(o.apiKeyLastUse) { $0.merging($1, uniquingKeysWith: max) }
-        authorizers.merge(o.authorizers) { $0.adding($1) }
+        modules.add(o.modules)
         generations += o.generations
         upstreams.merge(o.upstreams) { $0.adding($1) }
         routes.merge(o.routes) { $0.adding($1) }

@@ -1,6 +1,5 @@
 import Foundation
 import JOSE
-import Logging
 import Reactor
 
 /// The process's `store:`, made once at start (a reload keeps it): every per-worker store
@@ -19,10 +18,8 @@ final class StoreBackend {
     /// Process-wide login state: the refresh coordinator always; ended sessions and hosted
     /// request objects when there is no Redis to keep them.
     let loginShared: LoginShared
-    /// The memory store's rate-limit table, one for all workers (unused with Redis).
-    let memoryRateLimits = MemoryRateLimits()
-    /// Routes' policy decisions (`authorize`), kept for the process and shared by its workers.
-    let policyDecisions = PolicyDecisionCache()
+    /// What the modules keep for the process (`GatewayModule.Shared`).
+    let moduleParts = ProcessModuleParts()
     /// Routes' exchanged tokens (`token_exchange`), kept for the process and shared by its workers.
     let exchangedTokens = ExchangedTokens()
     /// Tokens the gateway gets for itself (client credentials: PDPs', upstreams'), asked for
@@ -34,8 +31,6 @@ final class StoreBackend {
     let authorizationServer = AuthorizationServerHub()
     /// The authorization server's codes, refresh tokens and consents with the memory store.
     let memoryGrants = MemoryAuthorizationGrants()
-    /// The rate limits' digest key when no `session.keys` are configured: one per process.
-    let rateLimitKey = SecureRandom.bytes(32)
 
     init(_ store: StoreConfig, replayCapacity: Int, loginShared: LoginShared = LoginShared()) {
         self.loginShared = loginShared
@@ -67,19 +62,6 @@ final class StoreBackend {
     func revocationLog(for loop: EventLoop, wallClock: any WallClock) -> RevocationLog.Writer? {
         redis(for: loop).map {
             RevocationLog.Writer(client: $0.client, prefix: $0.prefix, hub: sharedSignals, wallClock: wallClock)
-        }
-    }
-
-    /// The rate limiter of the worker on `loop`: over the process's table, or Redis.
-    func rateLimiter(for loop: EventLoop, log: Logger) -> RateLimiter {
-        switch kind {
-        case .memory:
-            return RateLimiter(store: memoryRateLimits, storeName: "memory", processKey: rateLimitKey, log: log)
-        case .redis(let clients, let prefix):
-            return RateLimiter(
-                store: RedisRateLimits(client: clients.client(for: loop), loop: loop, prefix: prefix),
-                storeName: "redis",
-                processKey: rateLimitKey, log: log)
         }
     }
 

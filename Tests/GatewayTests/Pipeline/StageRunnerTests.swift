@@ -32,17 +32,20 @@ final class AtOnceStage: KeyedStage {
 
 @Suite("The stage runner: a chain resumed from within a stage goes on once, unnested")
 struct StageRunnerTests {
-    static let catalog = StageCatalog(stages: [AtOnceStage.self, StampStage.self])
+    enum AtOnceModule: GatewayModule {
+        static var stages: [any KeyedStage.Type] { [AtOnceStage.self, StampStage.self] }
+    }
+    static let catalog = ModuleCatalog.gateway.adding(AtOnceModule.self)
     static let yaml = PipelineConfigs.yaml.replacingOccurrences(
         of: "  - name: public\n", with: "  - name: public\n    x_at_once: true\n    x_stamp: gate-1\n")
 
     @Test func aResumeWithinRunTakesTheNextStageAfterItReturns() throws {
         let config = try ConfigParser.parse(
-            yaml: Self.yaml, environment: [:], baseDirectory: "/", cores: 1, stageKeys: Self.catalog.routeKeys
+            yaml: Self.yaml, environment: [:], baseDirectory: "/", cores: 1, modules: Self.catalog
         ).get()
         let worker = Worker(
             id: 0, config: config, log: Logger(label: "test"), processPrefix: "t",
-            stores: StoreBackend(.memory, replayCapacity: 100, loginShared: LoginShared()), stages: Self.catalog)
+            stores: StoreBackend(.memory, replayCapacity: 100, loginShared: LoginShared()))
         let h = try StageHarness(worker, "GET", "/public/x")
         #expect(h.chain.prefix(4) == ["UpgradeStage", "PublicRouteStage", "AtOnceStage", "StampStage"])
         h.request.next = 1

@@ -17,7 +17,7 @@ enum StagePosition: Sendable {
 /// A stage that a route turns on with a key of its own, declared in the stage's file: its row
 /// of the route key table (name, reference text, reader into `RouteOptions.settings` under its own `RouteSettingKey`),
 /// its place in the chain, and how a route's plan makes it. Adding one touches its file, its
-/// line in `StageCatalog.gateway` and its row in docs/configuration.md.
+/// module's `stages` (`GatewayModule`) and its row in docs/configuration.md.
 protocol KeyedStage: Stage {
     static var routeKey: ConfigKey<RouteConfig, RouteKeyContext> { get }
     static var position: StagePosition { get }
@@ -37,28 +37,5 @@ extension KeyedStage {
     static var positions: [StagePosition] { [position] }
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> Self? {
         make(plan, services)
-    }
-}
-
-/// The keyed stages a gateway has: their route keys go to the parser (`ConfigParser.parse`),
-/// their stages into every plan that sets the key (`RoutePlan+Stages`).
-struct StageCatalog: Sendable {
-    let stages: [any KeyedStage.Type]
-
-    /// The gateway's own keyed stages, in the order they run at one position.
-    static let gateway = StageCatalog(stages: [
-        RateLimitStage.self, SignatureStage.self, AuthorizeStage.self, ResponseSigningStage.self
-    ])
-
-    /// Their keys, for the parser: a route accepts them beside `RouteConfig.keyTable`'s.
-    var routeKeys: ConfigKeyTable<RouteConfig, RouteKeyContext> { ConfigKeyTable(stages.map { $0.routeKey }) }
-
-    /// The stages at `position` that this route's plan has.
-    func stages(at position: StagePosition, _ plan: RoutePlan, _ services: WorkerServices, decision: Bool)
-        -> [any Stage]
-    {
-        stages.filter { $0.positions.contains(position) && (!decision || $0.judgesDecisions) }.compactMap {
-            $0.make(plan, services, at: position)
-        }
     }
 }

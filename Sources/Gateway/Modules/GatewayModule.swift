@@ -1,0 +1,131 @@
+import JOSE
+import Logging
+import Reactor
+import Yams
+
+/// A capability that brings all of its parts itself: its top-level config key and the sections
+/// below it, the steps that hold that section to the rest of the config, what the process
+/// keeps for every worker, its service on each worker with the metrics and status that
+/// service reports, and the keyed stages routes turn on. The gateway's shared files name no
+/// module: they walk the catalog (`ModuleCatalog`). nginx's `ngx_module_t` (its `commands`,
+/// `create_main_conf`, `init_process`, `postconfiguration`), Envoy's `REGISTER_FACTORY`.
+///
+/// Every part has a default, so a module says only what it has: a module with one keyed
+/// stage and nothing else is `enum M: GatewayModule { static let stages = [S.self] }`.
+protocol GatewayModule {
+    /// What its top-level key says, validated (`GatewayConfig[module:]`).
+    associatedtype Config: Sendable = NoModuleConfig
+    /// What the process keeps for all its workers (a shared table, a cache), made once at start.
+    associatedtype Shared: AnyObject = NoModuleShared
+    /// Its part of each worker: made with the worker, told of every config.
+    associatedtype Service: ModuleService = NoModuleService
+
+    /// Its top-level key's reference row (docs/configuration.md); nil: it has none.
+    static var key: ConfigKeyDoc? { get }
+    /// The mappings below its key whose keys are fixed, for the parser and the reference.
+    static var sections: [ConfigSection] { get }
+    /// Its config when the file leaves the key out.
+    static var unset: Config { get }
+    /// Reads its key's value (`node`) once the issuers, clients and upstreams are read (the
+    /// names a section may refer to), before the session, login and routes (which may name
+    /// what it defines). Problems go to `r`.
+    static func read(_ node: Node, _ cfg: GatewayConfig, _ r: ConfigReader) -> Config
+    /// What it checks or rewrites once every section is read (`ConfigStep`): its profile
+    /// steps run after the core's, its checks after the core's.
+    static var steps: [ConfigStep] { get }
+    /// The keyed stages it brings, in the order they run at one position.
+    static var stages: [any KeyedStage.Type] { get }
+    /// Its process part (on the main thread, before the first worker is made).
+    static func makeShared(_ stores: StoreBackend) -> Shared
+    /// Its part of the worker on `context.loop` (on the thread that makes the worker).
+    static func makeService(_ shared: Shared, _ context: ModuleContext) -> Service
+}
+
+extension GatewayModule {
+    static var key: ConfigKeyDoc? { nil }
+    static var sections: [ConfigSection] { [] }
+    static var steps: [ConfigStep] { [] }
+    static var stages: [any KeyedStage.Type] { [] }
+}
+
+extension GatewayModule where Config == NoModuleConfig {
+    static var unset: Config { NoModuleConfig() }
+    static func read(_ node: Node, _ cfg: GatewayConfig, _ r: ConfigReader) -> Config { NoModuleConfig() }
+}
+
+extension GatewayModule where Shared == NoModuleShared {
+    static func makeShared(_ stores: StoreBackend) -> Shared { NoModuleShared() }
+}
+
+extension GatewayModule where Service == NoModuleService {
+    static func makeService(_ shared: Shared, _ context: ModuleContext) -> Service { NoModuleService() }
+}
+
+/// What a module's worker service is made with: the worker's loop and clocks, the process's
+/// stores, and the config it starts on.
+struct ModuleContext {
+    let loop: EventLoop
+    let log: Logger
+    let wallClock: any WallClock
+    let stores: StoreBackend
+    let config: GatewayConfig
+}
+
+/// A module's part of one worker. Loop-thread only.
+protocol ModuleService: AnyObject {
+    /// This worker's counters, added up over the workers for `/metrics`.
+    associatedtype Metrics: ModuleMetrics = NoModuleMetrics
+    /// This worker's part of the status page, added up over the workers.
+    associatedtype Status: ModuleStatus = NoModuleStatus
+
+    /// A new config, for the requests that start from now on.
+    func apply(_ config: GatewayConfig)
+    var metrics: Metrics { get }
+    var status: Status { get }
+}
+
+extension ModuleService where Metrics == NoModuleMetrics {
+    var metrics: Metrics { NoModuleMetrics() }
+}
+
+extension ModuleService where Status == NoModuleStatus {
+    var status: Status { NoModuleStatus() }
+}
+
+/// A module's counters: one worker's, or all of them added up.
+protocol ModuleMetrics: Sendable {
+    init()
+    mutating func add(_ other: Self)
+    /// Its families, in the Prometheus text format.
+    func write(to out: inout PrometheusText)
+}
+
+/// A module's part of the status page: one worker's, or all of them added up.
+protocol ModuleStatus: Sendable {
+    init()
+    mutating func add(_ other: Self)
+    /// Its section of the page for this config; nil: it has nothing to show.
+    func section(_ config: GatewayConfig) -> StatusSection?
+}
+
+/// One section of the status page: its member of `/status.json` and its part of `/status`
+/// (HTML whose every config or peer value is escaped).
+struct StatusSection: Sendable {
+    let name: String
+    let json: JSONValue
+    let html: String
+}
+
+struct NoModuleConfig: Sendable {}
+final class NoModuleShared {}
+final class NoModuleService: ModuleService {
+    func apply(_ config: GatewayConfig) {}
+}
+struct NoModuleMetrics: ModuleMetrics {
+    mutating func add(_ other: NoModuleMetrics) {}
+    func write(to out: inout PrometheusText) {}
+}
+struct NoModuleStatus: ModuleStatus {
+    mutating func add(_ other: NoModuleStatus) {}
+    func section(_ config: GatewayConfig) -> StatusSection? { nil }
+}

@@ -1,0 +1,64 @@
+import Yams
+
+/// The modules a gateway runs with (`GatewayModule`): the parser reads their keys and runs
+/// their steps, the process keeps their shared parts, each worker makes their services, and
+/// route plans take their stages. A parsed config carries the catalog it was read with
+/// (`GatewayConfig.modules`), so the workers that run it make the same modules' services.
+struct ModuleCatalog: Sendable {
+    let modules: [any GatewayModule.Type]
+
+    /// The gateway's own capabilities that are modules, in the order their stages run at one
+    /// position.
+    static let gateway = ModuleCatalog(modules: [
+        RateLimits.self, Signatures.self, Authorizers.self, ResponseSigning.self
+    ])
+
+    private init(modules: [any GatewayModule.Type]) { self.modules = modules }
+
+    /// The gateway's modules and `more` after them (a module in a test target, or a build's
+    /// own): the core never asks for a module that is not in `.gateway`, so a catalog only
+    /// grows from it.
+    func adding(_ more: any GatewayModule.Type...) -> ModuleCatalog { ModuleCatalog(modules: modules + more) }
+
+    /// Their keyed stages, in catalog order.
+    var stages: [any KeyedStage.Type] { modules.flatMap { $0.stages } }
+
+    /// Their stages' route keys, for the parser: a route accepts them beside
+    /// `RouteConfig.keyTable`'s.
+    var routeKeys: ConfigKeyTable<RouteConfig, RouteKeyContext> { ConfigKeyTable(stages.map { $0.routeKey }) }
+
+    /// Their top-level keys' reference rows.
+    var topKeyDocs: [ConfigKeyDoc] { modules.compactMap { $0.key } }
+
+    /// The sections below their keys.
+    var sections: [ConfigSection] { modules.flatMap { $0.sections } }
+
+    /// Their steps of one kind, in catalog order.
+    func steps(_ kind: ConfigStep.Kind) -> [ConfigStep] {
+        modules.flatMap { $0.steps }.filter { $0.kind == kind }
+    }
+
+    /// Reads each module's key present in `top` into `cfg`.
+    func read(_ top: [String: Node], into cfg: inout GatewayConfig, _ r: ConfigReader) {
+        cfg.modules = ModuleConfigs(catalog: self)
+        for module in modules {
+            guard let name = module.key?.name, let node = top[name] else { continue }
+            Self.read(module, node, into: &cfg, r)
+        }
+    }
+
+    private static func read<M: GatewayModule>(
+        _ module: M.Type, _ node: Node, into cfg: inout GatewayConfig, _ r: ConfigReader
+    ) {
+        cfg[module: module] = module.read(node, cfg, r)
+    }
+
+    /// The stages at `position` that this route's plan has.
+    func stages(at position: StagePosition, _ plan: RoutePlan, _ services: WorkerServices, decision: Bool)
+        -> [any Stage]
+    {
+        stages.filter { $0.positions.contains(position) && (!decision || $0.judgesDecisions) }.compactMap {
+            $0.make(plan, services, at: position)
+        }
+    }
+}
