@@ -1,6 +1,6 @@
 /// Keys presented, by set and outcome (`APIKeyTable.Outcome.label`): one worker's counts, or
 /// all workers' added up, as `tokengate_api_key_auth_total{set,outcome}`.
-struct APIKeyMetrics: Sendable {
+struct APIKeyMetrics: ModuleMetrics {
     struct Key: Hashable, Sendable {
         let set: String
         let outcome: String

@@ -5,21 +5,28 @@ import Reactor
 /// Each key set's table as one worker holds it: replaced whole when the file changes (the
 /// main loop's `APIKeyService` publishes it), so a request reads one table from start to
 /// end, and a request in flight when the file changes keeps the verdict it had.
-final class APIKeyTables {
+final class APIKeyTables: ModuleService {
     private(set) var tables: [String: APIKeyTable] = [:]
     /// When each key (by id, per set) last admitted a request on this worker.
-    private(set) var lastUse: [String: [String: Double]] = [:]
+    private(set) var status = APIKeyUse()
+    /// Keys presented, by set and outcome.
+    private(set) var metrics = APIKeyMetrics()
 
     subscript(set: String) -> APIKeyTable? { tables[set] }
 
     func update(_ set: String, _ table: APIKeyTable?) {
         tables[set] = table
-        if table == nil { lastUse[set] = nil }
+        if table == nil { status.lastUse[set] = nil }
     }
 
     func used(_ set: String, id: String, at now: Double) {
-        lastUse[set, default: [:]][id] = now
+        status.lastUse[set, default: [:]][id] = now
     }
+
+    func record(set: String, outcome: String) { metrics.record(set: set, outcome: outcome) }
+
+    /// The tables come from the main loop's `APIKeyService`, not from the config.
+    func apply(_ config: GatewayConfig) {}
 }
 
 /// The key sets' files, read at start and on SIGHUP, and polled every half second: a
@@ -27,7 +34,7 @@ final class APIKeyTables {
 /// every worker, so a new key passes and a revoked one fails within a second, without a
 /// restart. A file that does not parse keeps the last good table, with a log line naming
 /// each problem's line and a count in `tokengate_api_key_file_refusals_total`. Main loop.
-final class APIKeyService {
+final class APIKeyService: ModuleMain {
     private let log: Logger
     private var workers: [Worker] = []
     private var sets: [String: (config: APIKeySetConfig, stamp: FileStamp, entries: [APIKeyEntry])] = [:]

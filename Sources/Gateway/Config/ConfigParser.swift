@@ -55,7 +55,6 @@ public enum ConfigParser {
         cfg.upstreams = upstreams(top["upstreams"], r)
         upstreamCredentials(top["upstreams"], into: &cfg.upstreams, clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
-        cfg.apiKeySets = apiKeySets(top["api_keys"], issuers: cfg.issuers, r)
         cfg.sharedSignals = sharedSignals(top["shared_signals"], issuers: cfg.issuers, clients: cfg.clients, r)
         // Before the routes: `issuers: [self]` names it.
         cfg.authorizationServer = authorizationServer(top["authorization_server"], cfg, r)

@@ -81,7 +81,6 @@ struct ConfigSection: Sendable, Equatable {
     /// An entry of `mcp.methods`, `mcp.tools`, `mcp.resources` or `mcp.prompts` (same keys).
     static let mcpRule = ConfigSection("routes[].mcp.tools.NAME") { MCPRules.entryKeyTable.docs }
     static let tokenExchange = ConfigSection("routes[].token_exchange") { TokenExchangeConfig.keyTable.docs }
-    static let apiKeySet = ConfigSection("api_keys.NAME") { APIKeySetConfig.keyTable.docs }
     static let transmitter = ConfigSection("shared_signals.NAME") { TransmitterConfig.keyTable.docs }
     static let transmitterAuth = ConfigSection("shared_signals.NAME.auth") { TransmitterConfig.authKeyTable.docs }
     static let authorizationServer = ConfigSection("authorization_server") { AuthorizationServerConfig.keyTable.docs }
@@ -95,6 +94,6 @@ struct ConfigSection: Sendable, Equatable {
         .store, .dpop, .session, .login, .decision, .issuer, .introspection, .client, .clientTLS, .upstream,
         .upstreamTLS, .upstreamSign, .upstreamCredentials, .upstreamCredentialHeader, .upstreamCredentialGrant,
         .responseSign, .route, .routeMatch, .routeDPoP, .requirement, .claimRule, .identityAssertion, .mcp, .mcpRule,
-        .tokenExchange, .apiKeySet, .transmitter, .transmitterAuth, .authorizationServer, .asClients, .asIDJAG
+        .tokenExchange, .transmitter, .transmitterAuth, .authorizationServer, .asClients, .asIDJAG
     ]
 }

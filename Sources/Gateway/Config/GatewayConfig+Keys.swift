@@ -92,9 +92,6 @@ extension GatewayConfig {
             "public_url", type: "origin, or a list of origins", default: "none", by: "ConfigParser.publicURLs"),
         .init("dpop", type: "mapping (below)", default: "each key's default", by: "ConfigParser.dpopSettings"),
         .init(
-            "api_keys", type: "mapping: a key set's name to its file (below)", default: "none",
-            by: "ConfigParser.apiKeySets"),
-        .init(
             "shared_signals", type: "mapping: a transmitter's name to its stream (below)", default: "none",
             by: "ConfigParser.sharedSignals"),
         .init(

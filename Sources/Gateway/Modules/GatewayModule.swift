@@ -19,6 +19,9 @@ protocol GatewayModule {
     associatedtype Shared: AnyObject = NoModuleShared
     /// Its part of each worker: made with the worker, told of every config.
     associatedtype Service: ModuleService = NoModuleService
+    /// Its part on the main loop (files it watches, streams it keeps, what it sends the
+    /// workers): made once the workers are, told of every config.
+    associatedtype Main: ModuleMain = NoModuleMain
 
     /// Its top-level key's reference row (docs/configuration.md); nil: it has none.
     static var key: ConfigKeyDoc? { get }
@@ -39,6 +42,12 @@ protocol GatewayModule {
     static func makeShared(_ stores: StoreBackend) -> Shared
     /// Its part of the worker on `context.loop` (on the thread that makes the worker).
     static func makeService(_ shared: Shared, _ context: ModuleContext) -> Service
+    /// Its main-loop part, given the workers it may send to (on the main thread, at start).
+    static func makeMain(_ shared: Shared, _ context: MainContext) -> Main
+    /// Its section of the status page, from what the workers report (added up) and its main
+    /// part; the workers' own section unless it says otherwise.
+    static func statusSection(_ config: GatewayConfig, now: Double, workers: Service.Status, main: Main)
+        -> StatusSection?
 }
 
 extension GatewayModule {
@@ -46,6 +55,11 @@ extension GatewayModule {
     static var sections: [ConfigSection] { [] }
     static var steps: [ConfigStep] { [] }
     static var stages: [any KeyedStage.Type] { [] }
+    static func statusSection(_ config: GatewayConfig, now: Double, workers: Service.Status, main: Main)
+        -> StatusSection?
+    {
+        workers.section(config)
+    }
 }
 
 extension GatewayModule where Config == NoModuleConfig {
@@ -61,6 +75,10 @@ extension GatewayModule where Service == NoModuleService {
     static func makeService(_ shared: Shared, _ context: ModuleContext) -> Service { NoModuleService() }
 }
 
+extension GatewayModule where Main == NoModuleMain {
+    static func makeMain(_ shared: Shared, _ context: MainContext) -> Main { NoModuleMain() }
+}
+
 /// What a module's worker service is made with: the worker's loop and clocks, the process's
 /// stores, and the config it starts on.
 struct ModuleContext {
@@ -69,6 +87,38 @@ struct ModuleContext {
     let wallClock: any WallClock
     let stores: StoreBackend
     let config: GatewayConfig
+}
+
+/// What a module's main-loop part is made with: the main loop, the process's stores and
+/// workers, and the config it starts on.
+struct MainContext {
+    let loop: EventLoop
+    let log: Logger
+    let wallClock: any WallClock
+    let stores: StoreBackend
+    let workers: [Worker]
+    let config: GatewayConfig
+}
+
+/// A module's part on the main loop. Main-loop only.
+protocol ModuleMain: AnyObject {
+    /// The config at start, and each one a reload applies.
+    func apply(_ config: GatewayConfig)
+    /// Its process-wide families for `/metrics` (Prometheus text); "" for none.
+    var metricsText: String { get }
+    /// What it adds to `/readyz`: nil when it has nothing to say.
+    var readiness: ModuleReadiness? { get }
+}
+
+extension ModuleMain {
+    var metricsText: String { "" }
+    var readiness: ModuleReadiness? { nil }
+}
+
+/// A module's word on readiness: not ready (the reason), or ready with a note.
+enum ModuleReadiness: Equatable {
+    case notReady(String)
+    case readyWithNote(String)
 }
 
 /// A module's part of one worker. Loop-thread only.
@@ -118,6 +168,9 @@ struct StatusSection: Sendable {
 
 struct NoModuleConfig: Sendable {}
 final class NoModuleShared {}
+final class NoModuleMain: ModuleMain {
+    func apply(_ config: GatewayConfig) {}
+}
 final class NoModuleService: ModuleService {
     func apply(_ config: GatewayConfig) {}
 }

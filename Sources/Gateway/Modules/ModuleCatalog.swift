@@ -10,7 +10,7 @@ struct ModuleCatalog: Sendable {
     /// The gateway's own capabilities that are modules, in the order their stages run at one
     /// position.
     static let gateway = ModuleCatalog(modules: [
-        RateLimits.self, Signatures.self, Authorizers.self, ResponseSigning.self
+        RateLimits.self, Signatures.self, Authorizers.self, ResponseSigning.self, APIKeys.self
     ])
 
     private init(modules: [any GatewayModule.Type]) { self.modules = modules }

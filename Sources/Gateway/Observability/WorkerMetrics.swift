@@ -86,8 +86,6 @@ final class WorkerMetrics {
     var mcpCalls = MCPCallMetrics()
 
     /// API keys presented, by set and outcome.
-    var apiKeys = APIKeyMetrics()
-
     func snapshot(upstreamConnections: [String: Int], clientConnections: Int, tokenCache: (hits: Int, misses: Int))
         -> MetricsSnapshot
     {
@@ -102,7 +100,7 @@ final class WorkerMetrics {
             clientConnections: clientConnections, authFailures: authFailures,
             tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses,
             callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds,
-            apiKeys: apiKeys, mcpCalls: mcpCalls)
+            mcpCalls: mcpCalls)
     }
 }
 
@@ -129,14 +127,12 @@ struct MetricsSnapshot: Sendable {
     var upstreamTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
     /// Tunnels (WebSocket after a 101): open now, bytes each way, closes by reason.
     var tunnels = TunnelMetrics()
-    var apiKeys = APIKeyMetrics()
     var mcpCalls = MCPCallMetrics()
     /// The modules' counters (`GatewayModule`), in catalog order.
     var modules = ModuleMetricsSnapshot()
 
     mutating func add(_ o: MetricsSnapshot) {
         mcpCalls.add(o.mcpCalls)
-        apiKeys.add(o.apiKeys)
         modules.add(o.modules)
         dpopUnchecked += o.dpopUnchecked
         acceptPauses += o.acceptPauses
@@ -214,7 +210,6 @@ struct MetricsSnapshot: Sendable {
         tunnels.write(to: &out)
         modules.write(to: &out)
         mcpCalls.write(to: &out)
-        apiKeys.write(to: &out)
         out.single("tokengate_ready", .gauge, help: "Whether the gateway reports ready.", ready ? 1 : 0)
         return out.text
     }

@@ -41,7 +41,7 @@ extension TokenStage {
             outcome = table.check(key, now: now)
             if outcome != .unknown { break }
         }
-        services.metrics.apiKeys.record(set: set, outcome: outcome.label)
+        services.apiKeys.record(set: set, outcome: outcome.label)
         guard case .valid(let entry) = outcome else { return refuse(request, keyDenial(outcome)) }
         let token = Self.token(of: entry, set: set, now: now)
         // `require` as a token meets it; `acr` and `max_age` never pass (a key has no login).

@@ -17,7 +17,8 @@ public final class GatewayServer {
     private var shuttingDown = false
     private var graceTimer: LoopTimer?
     private var keyService: IssuerKeyService?
-    private var apiKeyService: APIKeyService?
+    /// The modules' main-loop parts (`GatewayModule.Main`).
+    private var modules: ModuleMains?
     private var upstreamSecrets: UpstreamSecretService?
     private var sharedSignals: SharedSignalsService?
     private var signalsHub: SharedSignalsHub?
@@ -125,11 +126,9 @@ public final class GatewayServer {
         keys.attach(workers)
         keys.apply(config)
         keyService = keys
-        let apiKeys = APIKeyService(log: log)
-        apiKeys.attach(workers)
-        apiKeys.apply(config)
-        apiKeys.watch(loop: mainLoop)
-        apiKeyService = apiKeys
+        modules = ModuleMains(
+            MainContext(
+                loop: mainLoop, log: log, wallClock: wallClock, stores: stores, workers: workers, config: config))
         let secrets = UpstreamSecretService(log: log)
         secrets.attach(workers)
         secrets.apply(config)
@@ -151,7 +150,7 @@ public final class GatewayServer {
             endpoints.extraMetrics = { [weak keys, weak self, wallClock] in
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
                     + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
-                    + (self?.listenerCertificates?.metricsText ?? "") + (self?.apiKeyService?.metricsText ?? "")
+                    + (self?.listenerCertificates?.metricsText ?? "") + (self?.modules?.metricsText ?? "")
                     + (self?.upstreamSecrets?.metricsText ?? "") + stores.sharedSignals.metricsText
                     + stores.authorizationServer.metricsText
                     + SpoolMetrics.text([self?.spoolBudget, self?.requestSpoolBudget].compactMap { $0 })
@@ -225,6 +224,8 @@ public final class GatewayServer {
         if let why = sharedSignals?.revocationsUnread {
             return (true, "ready (shared signals: the store's revocations could not be read: \(why))")
         }
+        for case .notReady(let why) in modules?.readiness ?? [] { return (false, why) }
+        for case .readyWithNote(let note) in modules?.readiness ?? [] { return (true, "ready (\(note))") }
         let stale = keyService?.stale ?? []
         if !stale.isEmpty {
             return (true, "ready (serving last good keys, refresh failing: \(stale.joined(separator: ", ")))")
@@ -272,7 +273,7 @@ public final class GatewayServer {
             history.applied(at: wallClock.now, restartNeeded: restartNeeded)
             warnInsecureUpstreams(new)
             keyService?.apply(new)
-            apiKeyService?.apply(new)
+            modules?.apply(new)
             upstreamSecrets?.apply(new)
             sharedSignals?.apply(new)
             authorizationServerHub?.apply(new)
@@ -303,7 +304,7 @@ public final class GatewayServer {
                     StatusReport.Certificate(
                         listen: "\(l.address)", file: $0.files.certFile, notAfter: $0.notAfter, sha256: $0.fingerprint)
                 }
-            }, apiKeys: apiKeyService?.keys ?? [:], signals: signalsHub, authorizationServer: authorizationServerHub)
+            }, modules: modules, signals: signalsHub, authorizationServer: authorizationServerHub)
     }
 
     /// `insecure_skip_verify: true` is said out loud each time it takes effect.

@@ -36,7 +36,6 @@ extension Worker {
         s.clientConnections = servers.reduce(0) { $0 + $1.openConnections }
         s.inflight = metrics.inflight
         s.modules = services.modules.status
-        s.apiKeyLastUse = services.apiKeys.lastUse
         return s
     }
 }

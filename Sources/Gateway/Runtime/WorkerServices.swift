@@ -55,8 +55,6 @@ final class WorkerServices {
     let upstreamNonces = UpstreamNonces()
     /// Open tunnels (WebSocket after a 101) and their watches.
     let tunnels: Tunnels
-    /// The key sets' tables, as the main loop's APIKeyService last sent them.
-    let apiKeys = APIKeyTables()
     /// The upstreams' own credentials (`upstreams.NAME.credentials`): secrets and tokens.
     let upstreamCredentials: UpstreamCredentials
     /// Shared Signals: the transmitters (for their push endpoints) and this worker's copy of

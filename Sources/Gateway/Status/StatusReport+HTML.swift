@@ -22,7 +22,6 @@ extension StatusReport {
             " · <span id=\"started\">started \(e(Self.rfc3339(startedAt))), up \(e(Self.duration(uptime)))</span></p>"
         out +=
             configSection + routesSection + issuersSection + upstreamsSection + moduleSections.map(\.html).joined()
-            + apiKeysSection
             + sharedSignalsSection + authorizationServerSection
         out += storeSection
         out += certificatesSection

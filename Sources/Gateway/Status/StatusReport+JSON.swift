@@ -18,7 +18,6 @@ extension StatusReport {
         top["store"] = .object(storeJSON)
         for section in moduleSections { top[section.name] = section.json }
         top["certificates"] = certificatesJSON
-        top["api_keys"] = apiKeysJSON
         top["shared_signals"] = sharedSignalsJSON
         top["authorization_server"] = authorizationServerJSON
         top["tunnels"] = .object(JSONObject(["open": Self.number(tunnelsOpen)]))

@@ -78,8 +78,6 @@ struct StatusReport: Sendable {
     var certificates: [Certificate] = []
     /// The modules' sections (`GatewayModule`), in catalog order.
     var moduleSections: [StatusSection] = []
-    /// Each key set's keys (StatusReport+APIKeys).
-    var apiKeySets: [(set: String, keys: [APIKeyRow])] = []
     /// Each Shared Signals transmitter's stream, and the revocations standing.
     var transmitters: [TransmitterRow] = []
     var revocationsStanding = 0
@@ -91,7 +89,7 @@ struct StatusReport: Sendable {
     init(
         version: String, now: Double, started: (at: Double, uptime: Double), config: GatewayConfig,
         history: ConfigHistory, issuerKeys: [String: IssuerKeyState], store: Store, workers: WorkerStatus,
-        certificates: [Certificate] = [], apiKeys: [String: [APIKeyEntry]] = [:], signals: SharedSignalsHub? = nil,
+        certificates: [Certificate] = [], modules: ModuleMains? = nil, signals: SharedSignalsHub? = nil,
         authorizationServer: AuthorizationServerHub? = nil
     ) {
         if let server = config.authorizationServer {
@@ -107,7 +105,6 @@ struct StatusReport: Sendable {
             revocationsStanding = signals.revocations().table.count
         }
         self.certificates = certificates
-        apiKeySets = Self.apiKeyRows(apiKeys, lastUse: workers.apiKeyLastUse)
         self.version = version
         generatedAt = now
         startedAt = started.at
@@ -139,7 +136,7 @@ struct StatusReport: Sendable {
                 pool: workers.upstreams[up.name] ?? UpstreamStatus())
         }
         self.store = store
-        moduleSections = workers.modules.sections(config)
+        moduleSections = modules?.sections(config, workers.modules, now: now) ?? workers.modules.sections(config)
         tunnelsOpen = workers.tunnelsOpen
         clientConnections = workers.clientConnections
         inflight = workers.inflight

@@ -13,11 +13,8 @@ struct WorkerStatus: Sendable {
     var inflight = 0
     /// The modules' parts (`GatewayModule`).
     var modules = ModuleStatusSnapshot()
-    /// When each key (by set, then id) last admitted a request: the latest of the workers'.
-    var apiKeyLastUse: [String: [String: Double]] = [:]
 
     mutating func add(_ o: WorkerStatus) {
-        apiKeyLastUse.merge(o.apiKeyLastUse) { $0.merging($1, uniquingKeysWith: max) }
         modules.add(o.modules)
         generations += o.generations
         upstreams.merge(o.upstreams) { $0.adding($1) }
