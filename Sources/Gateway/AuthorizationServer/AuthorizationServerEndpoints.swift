@@ -38,12 +38,17 @@ final class AuthorizationServerWorker {
     /// Codes, refresh-token families and consents, over the store.
     let grants: AuthorizationGrants
 
-    init(hub: AuthorizationServerHub, grants: AuthorizationGrants) {
+    private let loop: EventLoop
+    private let wallClock: any WallClock
+
+    init(hub: AuthorizationServerHub, loop: EventLoop, wallClock: any WallClock, grants: AuthorizationGrants) {
         self.hub = hub
+        self.loop = loop
+        self.wallClock = wallClock
         self.grants = grants
     }
 
-    func apply(_ gateway: GatewayConfig, loop: EventLoop, wallClock: any WallClock) {
+    func apply(_ gateway: GatewayConfig) {
         grants.apply(gateway)
         guard let server = gateway.authorizationServer else {
             config = nil

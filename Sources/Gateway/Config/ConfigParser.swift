@@ -47,7 +47,7 @@ public enum ConfigParser {
         (cfg.issuers, cfg.clients) = issuers(top["issuers"], clientsNode: top["clients"], r)
         // After the issuers and clients a module's section may name; before `login` and the
         // routes, which may name what a module defines (a login endpoint's rate limit).
-        modules.read(top, into: &cfg, r)
+        modules.read(top, at: .afterIssuers, into: &cfg, r)
         if let node = top["session"] { cfg.session = session(node, r) }
         if let node = top["login"] { cfg.login = login(node, rateLimits: cfg.rateLimits, r) }
         if let node = top["decision"] { cfg.decision = decision(node, r) }
@@ -55,10 +55,8 @@ public enum ConfigParser {
         cfg.upstreams = upstreams(top["upstreams"], r)
         upstreamCredentials(top["upstreams"], into: &cfg.upstreams, clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
-        cfg.sharedSignals = sharedSignals(top["shared_signals"], issuers: cfg.issuers, clients: cfg.clients, r)
-        // Before the routes: `issuers: [self]` names it.
-        cfg.authorizationServer = authorizationServer(top["authorization_server"], cfg, r)
-        if let server = cfg.authorizationServer { selfIssuer(server, into: &cfg, top: top, r) }
+        // Before the routes, which may name what such a module defines (`issuers: [self]`).
+        modules.read(top, at: .beforeRoutes, into: &cfg, r)
         cfg.routes = routes(top["routes"], cfg, r)
         // What derives from several sections, the profiles' rewrites, the cross-checks.
         for step in afterSections(modules) { step.run(&cfg, top, r) }

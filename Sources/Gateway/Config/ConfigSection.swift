@@ -81,19 +81,12 @@ struct ConfigSection: Sendable, Equatable {
     /// An entry of `mcp.methods`, `mcp.tools`, `mcp.resources` or `mcp.prompts` (same keys).
     static let mcpRule = ConfigSection("routes[].mcp.tools.NAME") { MCPRules.entryKeyTable.docs }
     static let tokenExchange = ConfigSection("routes[].token_exchange") { TokenExchangeConfig.keyTable.docs }
-    static let transmitter = ConfigSection("shared_signals.NAME") { TransmitterConfig.keyTable.docs }
-    static let transmitterAuth = ConfigSection("shared_signals.NAME.auth") { TransmitterConfig.authKeyTable.docs }
-    static let authorizationServer = ConfigSection("authorization_server") { AuthorizationServerConfig.keyTable.docs }
-    static let asClients = ConfigSection("authorization_server.clients") {
-        AuthorizationServerConfig.clientsKeyTable.docs
-    }
-    static let asIDJAG = ConfigSection("authorization_server.id_jag") { AuthorizationServerConfig.idJAGKeyTable.docs }
 
     private static let core: [ConfigSection] = [
         .top, .listen, .listenTLS, .listenTLSCertificate, .adminListen, .limits, .accessLog, .tracing, .tokenCache,
         .store, .dpop, .session, .login, .decision, .issuer, .introspection, .client, .clientTLS, .upstream,
         .upstreamTLS, .upstreamSign, .upstreamCredentials, .upstreamCredentialHeader, .upstreamCredentialGrant,
         .responseSign, .route, .routeMatch, .routeDPoP, .requirement, .claimRule, .identityAssertion, .mcp, .mcpRule,
-        .tokenExchange, .transmitter, .transmitterAuth, .authorizationServer, .asClients, .asIDJAG
+        .tokenExchange
     ]
 }

@@ -53,10 +53,6 @@ extension ConfigParser {
     private static let checks: [ConfigStep] = [
         .init("multi-tenant issuers", .check) { cfg, top, r in templateIssuerUses(cfg, top: top, r) },
         .init("roles on login routes", .check) { cfg, _, r in rolesOnLoginRoutes(cfg, r) },
-        .init("shared signals' push paths", .check) { cfg, top, r in checkSharedSignals(cfg, top: top, r) },
-        .init("authorization server routes", .check) { cfg, top, r in
-            authorizationServerRoutes(cfg, routesNode: top["routes"], r)
-        },
         .init("upstream credentials", .check) { cfg, top, r in
             upstreamCredentialRoutes(cfg, routesNode: top["routes"], r)
         }

@@ -91,12 +91,6 @@ extension GatewayConfig {
         .init(
             "public_url", type: "origin, or a list of origins", default: "none", by: "ConfigParser.publicURLs"),
         .init("dpop", type: "mapping (below)", default: "each key's default", by: "ConfigParser.dpopSettings"),
-        .init(
-            "shared_signals", type: "mapping: a transmitter's name to its stream (below)", default: "none",
-            by: "ConfigParser.sharedSignals"),
-        .init(
-            "authorization_server", type: "mapping (below)", default: "none",
-            by: "ConfigParser.authorizationServer"),
         .init("login", type: "mapping (below)", default: "each key's default", by: "ConfigParser.login"),
         .init("decision", type: "bool or mapping (below)", default: "off", by: "ConfigParser.decision"),
         .init("pages_dir", type: "path of a directory", default: "none (built-in pages)", by: "ConfigParser.pages"),

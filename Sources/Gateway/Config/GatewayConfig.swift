@@ -14,10 +14,6 @@ public struct GatewayConfig: Sendable {
     public internal(set) var workers: Int = 1
     /// What the modules' keys say (`GatewayModule`), and the catalog they were read with.
     var modules = ModuleConfigs()
-    /// `shared_signals:`: Shared Signals transmitters whose events revoke tokens and sessions.
-    var sharedSignals: [String: TransmitterConfig] = [:]
-    /// `authorization_server:`: the AS MCP clients see (its tokens: `issuers: [self]`); nil: none.
-    var authorizationServer: AuthorizationServerConfig?
     var trustedProxies: [CIDR] = []
     var limits = Limits()
     var accessLog = AccessLogConfig.on(AccessLogOutput())

@@ -29,10 +29,13 @@ protocol GatewayModule {
     static var sections: [ConfigSection] { get }
     /// Its config when the file leaves the key out.
     static var unset: Config { get }
-    /// Reads its key's value (`node`) once the issuers, clients and upstreams are read (the
-    /// names a section may refer to), before the session, login and routes (which may name
-    /// what it defines). Problems go to `r`.
+    /// When its key is read, among the core's sections.
+    static var readAt: ModuleReadPoint { get }
+    /// Reads its key's value (`node`). Problems go to `r`.
     static func read(_ node: Node, _ cfg: GatewayConfig, _ r: ConfigReader) -> Config
+    /// What its section adds to the rest of the config once read, before the routes name it
+    /// (an issuer of its own).
+    static func derive(_ cfg: inout GatewayConfig, _ top: [String: Node], _ r: ConfigReader)
     /// What it checks or rewrites once every section is read (`ConfigStep`): its profile
     /// steps run after the core's, its checks after the core's.
     static var steps: [ConfigStep] { get }
@@ -52,6 +55,8 @@ protocol GatewayModule {
 
 extension GatewayModule {
     static var key: ConfigKeyDoc? { nil }
+    static var readAt: ModuleReadPoint { .afterIssuers }
+    static func derive(_ cfg: inout GatewayConfig, _ top: [String: Node], _ r: ConfigReader) {}
     static var sections: [ConfigSection] { [] }
     static var steps: [ConfigStep] { [] }
     static var stages: [any KeyedStage.Type] { [] }
@@ -79,14 +84,47 @@ extension GatewayModule where Main == NoModuleMain {
     static func makeMain(_ shared: Shared, _ context: MainContext) -> Main { NoModuleMain() }
 }
 
+/// Where a module's key is read among the core's sections.
+enum ModuleReadPoint: Sendable {
+    /// Once the issuers and clients are read (the names a section may refer to), before the
+    /// session, login and routes (which may name what it defines: a login endpoint's rate
+    /// limit).
+    case afterIssuers
+    /// Once every other section is read (the login, the upstreams, the other modules'),
+    /// before the routes.
+    case beforeRoutes
+}
+
 /// What a module's worker service is made with: the worker's loop and clocks, the process's
-/// stores, and the config it starts on.
+/// stores, the config it starts on, and the services of the modules before it in the
+/// catalog.
 struct ModuleContext {
     let loop: EventLoop
     let log: Logger
     let wallClock: any WallClock
     let stores: StoreBackend
     let config: GatewayConfig
+    fileprivate(set) var earlier: [ObjectIdentifier: any ModuleService] = [:]
+
+    init(loop: EventLoop, log: Logger, wallClock: any WallClock, stores: StoreBackend, config: GatewayConfig) {
+        self.loop = loop
+        self.log = log
+        self.wallClock = wallClock
+        self.stores = stores
+        self.config = config
+    }
+
+    /// The service of a module before this one in the catalog.
+    func service<M: GatewayModule>(_ module: M.Type) -> M.Service {
+        guard let service = earlier[ObjectIdentifier(module)] else {
+            preconditionFailure("\(module) must come before the modules that use it in the catalog")
+        }
+        return unsafeDowncast(service, to: M.Service.self)
+    }
+
+    mutating func made(_ module: any GatewayModule.Type, _ service: any ModuleService) {
+        earlier[ObjectIdentifier(module)] = service
+    }
 }
 
 /// What a module's main-loop part is made with: the main loop, the process's stores and
@@ -97,6 +135,8 @@ struct MainContext {
     let wallClock: any WallClock
     let stores: StoreBackend
     let workers: [Worker]
+    /// The issuers' keys and metadata (a token endpoint a module's own client needs).
+    let issuerKeys: IssuerKeyService
     let config: GatewayConfig
 }
 
@@ -130,8 +170,15 @@ protocol ModuleService: AnyObject {
 
     /// A new config, for the requests that start from now on.
     func apply(_ config: GatewayConfig)
+    /// Once the worker's services are all made: what it wires into the core's (a check the
+    /// token validator asks it for).
+    func attach(_ services: WorkerServices)
     var metrics: Metrics { get }
     var status: Status { get }
+}
+
+extension ModuleService {
+    func attach(_ services: WorkerServices) {}
 }
 
 extension ModuleService where Metrics == NoModuleMetrics {

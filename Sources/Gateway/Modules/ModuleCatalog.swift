@@ -10,7 +10,8 @@ struct ModuleCatalog: Sendable {
     /// The gateway's own capabilities that are modules, in the order their stages run at one
     /// position.
     static let gateway = ModuleCatalog(modules: [
-        RateLimits.self, Signatures.self, Authorizers.self, ResponseSigning.self, APIKeys.self
+        RateLimits.self, Signatures.self, Authorizers.self, ResponseSigning.self, APIKeys.self, SharedSignals.self,
+        AuthorizationServer.self
     ])
 
     private init(modules: [any GatewayModule.Type]) { self.modules = modules }
@@ -38,19 +39,21 @@ struct ModuleCatalog: Sendable {
         modules.flatMap { $0.steps }.filter { $0.kind == kind }
     }
 
-    /// Reads each module's key present in `top` into `cfg`.
-    func read(_ top: [String: Node], into cfg: inout GatewayConfig, _ r: ConfigReader) {
-        cfg.modules = ModuleConfigs(catalog: self)
-        for module in modules {
+    /// Reads each module's key present in `top` that is read at `point` into `cfg`, with
+    /// what it derives.
+    func read(_ top: [String: Node], at point: ModuleReadPoint, into cfg: inout GatewayConfig, _ r: ConfigReader) {
+        if point == .afterIssuers { cfg.modules = ModuleConfigs(catalog: self) }
+        for module in modules where module.readAt == point {
             guard let name = module.key?.name, let node = top[name] else { continue }
-            Self.read(module, node, into: &cfg, r)
+            Self.read(module, node, top, into: &cfg, r)
         }
     }
 
     private static func read<M: GatewayModule>(
-        _ module: M.Type, _ node: Node, into cfg: inout GatewayConfig, _ r: ConfigReader
+        _ module: M.Type, _ node: Node, _ top: [String: Node], into cfg: inout GatewayConfig, _ r: ConfigReader
     ) {
         cfg[module: module] = module.read(node, cfg, r)
+        module.derive(&cfg, top, r)
     }
 
     /// The stages at `position` that this route's plan has.

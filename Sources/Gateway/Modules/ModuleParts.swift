@@ -62,9 +62,15 @@ struct ModuleServices {
     private let ordered: [any ModuleService]
 
     init(_ catalog: ModuleCatalog, _ context: ModuleContext) {
-        let made = catalog.modules.map { (ObjectIdentifier($0), Self.make($0, context) as any ModuleService) }
-        ordered = made.map(\.1)
-        services = Dictionary(made) { first, _ in first }
+        var context = context
+        var ordered: [any ModuleService] = []
+        for module in catalog.modules {
+            let service = Self.make(module, context) as any ModuleService
+            context.made(module, service)
+            ordered.append(service)
+        }
+        self.ordered = ordered
+        services = context.earlier
     }
 
     private static func make<M: GatewayModule>(_ module: M.Type, _ context: ModuleContext) -> M.Service {
@@ -79,6 +85,10 @@ struct ModuleServices {
 
     func apply(_ config: GatewayConfig) {
         for service in ordered { service.apply(config) }
+    }
+
+    func attach(_ services: WorkerServices) {
+        for service in ordered { service.attach(services) }
     }
 
     var metrics: ModuleMetricsSnapshot { ModuleMetricsSnapshot(parts: ordered.map { $0.metrics }) }

@@ -11,7 +11,11 @@ final class SessionStage: Stage {
     /// The route's session settings.
     let loginRoute: LoginRouteConfig
 
+    /// Shared Signals' revocations on this worker, asked on every session (held as `services` is).
+    unowned(unsafe) let revocations: RevocationSnapshot
+
     init(services: WorkerServices, route: RouteConfig, loginRoute: LoginRouteConfig) {
+        revocations = services.revocations
         self.services = services
         self.route = route
         self.loginRoute = loginRoute
@@ -79,7 +83,6 @@ final class SessionStage: Stage {
     /// issued at its login), or, for a `token-claims-change` since its tokens were last
     /// refreshed, asked for a refresh (an end when it has no refresh token).
     private func revocation(_ session: Session, _ ctx: RequestContext) -> SessionRevocation {
-        let revocations = services.revocations
         guard revocations.standing else { return .none }
         let now = services.wallClock.seconds
         guard let issuer = services.config.clients[session.client]?.issuer else { return .none }

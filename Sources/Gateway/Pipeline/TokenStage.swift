@@ -17,6 +17,8 @@ final class TokenStage: Stage {
     /// `login_or_token`: a session cookie makes the session decide (a token beside it is not
     /// looked at).
     let session: SessionStage?
+    /// Shared Signals' revocations on this worker, asked on every token (held as `services` is).
+    unowned(unsafe) let revocations: RevocationSnapshot
 
     init(
         services: WorkerServices, route: RouteConfig, tokens: TokenRouteConfig, rules: TokenRoutePlan,
@@ -27,6 +29,7 @@ final class TokenStage: Stage {
         self.tokens = tokens
         self.rules = rules
         self.session = session
+        revocations = services.revocations
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
@@ -150,7 +153,7 @@ extension TokenStage {
         }
         let token = memo.caller.token
         // Revoked since it was remembered: the full path refuses it.
-        if services.revocations.standing, revocation(of: token, scheme: "Bearer") != nil { return nil }
+        if revocations.standing, revocation(of: token, scheme: "Bearer") != nil { return nil }
         // A certificate-bound token was admitted on a proxied request over this connection's
         // certificate; a decision on the same connection judges another client's request, for
         // which that certificate proves nothing (the full path refuses it).

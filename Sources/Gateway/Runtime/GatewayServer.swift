@@ -20,9 +20,6 @@ public final class GatewayServer {
     /// The modules' main-loop parts (`GatewayModule.Main`).
     private var modules: ModuleMains?
     private var upstreamSecrets: UpstreamSecretService?
-    private var sharedSignals: SharedSignalsService?
-    private var signalsHub: SharedSignalsHub?
-    private var authorizationServerHub: AuthorizationServerHub?
     private var storeHealth: StoreHealth?
     private var listenerCertificates: ListenerCertificates?
     private var spoolBudget: SpoolBudget?
@@ -63,9 +60,6 @@ public final class GatewayServer {
         warnInsecureUpstreams(config)
         let prefix = RequestIDGenerator.makeProcessPrefix()
         let stores = StoreBackend(config.store, replayCapacity: config.dpop.replayCacheEntries)
-        // Before any worker serves: a push that comes at once finds its transmitter.
-        stores.sharedSignals.apply(config, pushSecret: SharedSignalsService.pushSecret(config))
-        stores.authorizationServer.apply(config)
         if config.session.keys.isEmpty && !config.browserLoginClients.isEmpty {
             log.warning(
                 "session.keys is not set: sessions are sealed with a random key and end when tokengate restarts (replicas need shared keys)"
@@ -126,24 +120,16 @@ public final class GatewayServer {
         keys.attach(workers)
         keys.apply(config)
         keyService = keys
+        // Before any worker's thread starts: a push that comes at once finds its transmitter.
         modules = ModuleMains(
             MainContext(
-                loop: mainLoop, log: log, wallClock: wallClock, stores: stores, workers: workers, config: config))
+                loop: mainLoop, log: log, wallClock: wallClock, stores: stores, workers: workers, issuerKeys: keys,
+                config: config))
         let secrets = UpstreamSecretService(log: log)
         secrets.attach(workers)
         secrets.apply(config)
         secrets.watch(loop: mainLoop)
         upstreamSecrets = secrets
-        let ssf = SharedSignalsService(
-            loop: mainLoop, log: log, hub: stores.sharedSignals, wallClock: wallClock, grantTokens: stores.grantTokens,
-            store: stores.redis(for: mainLoop))
-        ssf.tokenEndpoint = { [weak keys] issuer in
-            keys?.metadataByIssuer[issuer].map { ($0.tokenEndpoint, $0.usingMTLSAliases().tokenEndpoint) }
-        }
-        ssf.apply(config)
-        sharedSignals = ssf
-        signalsHub = stores.sharedSignals
-        authorizationServerHub = stores.authorizationServer
         if let addr = config.adminListen {
             let endpoints = AdminEndpoints(
                 loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
@@ -151,8 +137,7 @@ public final class GatewayServer {
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
                     + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
                     + (self?.listenerCertificates?.metricsText ?? "") + (self?.modules?.metricsText ?? "")
-                    + (self?.upstreamSecrets?.metricsText ?? "") + stores.sharedSignals.metricsText
-                    + stores.authorizationServer.metricsText
+                    + (self?.upstreamSecrets?.metricsText ?? "")
                     + SpoolMetrics.text([self?.spoolBudget, self?.requestSpoolBudget].compactMap { $0 })
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
@@ -216,14 +201,6 @@ public final class GatewayServer {
             )
         }
         if !missing.isEmpty { return (false, "issuer keys not loaded: \(missing.joined(separator: ", "))") }
-        // A replica that serves before it knows the standing revocations would let a revoked
-        // caller through.
-        if sharedSignals?.revocationsLoaded == false {
-            return (false, "shared signals: the store's revocations not read yet")
-        }
-        if let why = sharedSignals?.revocationsUnread {
-            return (true, "ready (shared signals: the store's revocations could not be read: \(why))")
-        }
         for case .notReady(let why) in modules?.readiness ?? [] { return (false, why) }
         for case .readyWithNote(let note) in modules?.readiness ?? [] { return (true, "ready (\(note))") }
         let stale = keyService?.stale ?? []
@@ -275,8 +252,6 @@ public final class GatewayServer {
             keyService?.apply(new)
             modules?.apply(new)
             upstreamSecrets?.apply(new)
-            sharedSignals?.apply(new)
-            authorizationServerHub?.apply(new)
             let router = Router(routes: new.routes)
             for w in workers {
                 w.loop.execute { w.apply(new, router: router) }
@@ -304,7 +279,7 @@ public final class GatewayServer {
                     StatusReport.Certificate(
                         listen: "\(l.address)", file: $0.files.certFile, notAfter: $0.notAfter, sha256: $0.fingerprint)
                 }
-            }, modules: modules, signals: signalsHub, authorizationServer: authorizationServerHub)
+            }, modules: modules)
     }
 
     /// `insecure_skip_verify: true` is said out loud each time it takes effect.

@@ -57,14 +57,6 @@ final class WorkerServices {
     let tunnels: Tunnels
     /// The upstreams' own credentials (`upstreams.NAME.credentials`): secrets and tokens.
     let upstreamCredentials: UpstreamCredentials
-    /// Shared Signals: the transmitters (for their push endpoints) and this worker's copy of
-    /// the revocations their events left.
-    let signals: SharedSignalsHub
-    let revocations: RevocationSnapshot
-    /// With a Redis store, where an applied SET is written before it is answered.
-    let revocationLog: RevocationLog.Writer?
-    /// The authorization server's endpoints' state on this worker (its client documents).
-    let authorizationServer: AuthorizationServerWorker
     /// The modules' services on this worker (`GatewayModule`), for the catalog the config was
     /// read with (fixed at start).
     let modules: ModuleServices
@@ -107,15 +99,6 @@ final class WorkerServices {
             config.modules.catalog,
             ModuleContext(loop: loop, log: log, wallClock: wallClock, stores: stores, config: config))
         upstreamCredentials = UpstreamCredentials(loop: loop, shared: stores.grantTokens)
-        signals = stores.sharedSignals
-        revocations = RevocationSnapshot(hub: stores.sharedSignals)
-        tokens.introspector.revocations = revocations
-        revocationLog = stores.revocationLog(for: loop, wallClock: wallClock)
-        authorizationServer = AuthorizationServerWorker(
-            hub: stores.authorizationServer,
-            grants: AuthorizationGrants(
-                store: stores.authorizationGrants(for: loop), hub: stores.sharedSignals, revocationLog: revocationLog,
-                wallClock: wallClock, config: config))
         let accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }
@@ -124,6 +107,7 @@ final class WorkerServices {
         tunnels = Tunnels(loop: loop, log: log, login: login, accessLog: accessLog)
         loop.callObserver = tracer
         tunnels.services = self
+        modules.attach(self)
     }
 
     /// Swaps in a new config and its request policy (route plans) for requests that start
@@ -132,7 +116,6 @@ final class WorkerServices {
     func apply(_ new: GatewayConfig, policy: RouteResolver.Policy) {
         config = new
         requestPolicy = policy
-        authorizationServer.apply(new, loop: loop, wallClock: wallClock)
         decisionEnabled = new.decision.enabled
         hasTrustedProxies = !new.trustedProxies.isEmpty
         configGeneration += 1

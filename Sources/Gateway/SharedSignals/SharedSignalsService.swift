@@ -10,7 +10,7 @@ import Reactor
 final class SharedSignalsService {
     private let loop: EventLoop
     private let log: Logger
-    private let hub: SharedSignalsHub
+    let hub: SharedSignalsHub
     private let wallClock: any WallClock
     private let grantTokens: ProcessGrantTokens
     private let fetchers: BackChannelFetchers

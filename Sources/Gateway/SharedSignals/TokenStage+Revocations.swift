@@ -89,7 +89,6 @@ extension TokenStage {
     /// The refusal of a token an event revoked (401 `invalid_token`, RFC 6750 §3.1), counted
     /// per route; nil for every other token.
     func revocation(of token: VerifiedAccessToken, scheme: String, ctx: RequestContext? = nil) -> AuthDenial? {
-        let revocations = services.revocations
         // By the issuer entry that admitted it: an introspected token may have no `iss`, and a
         // multi-tenant issuer's tokens carry each their tenant's.
         guard revocations.standing,

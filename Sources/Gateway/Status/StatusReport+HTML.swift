@@ -22,7 +22,6 @@ extension StatusReport {
             " · <span id=\"started\">started \(e(Self.rfc3339(startedAt))), up \(e(Self.duration(uptime)))</span></p>"
         out +=
             configSection + routesSection + issuersSection + upstreamsSection + moduleSections.map(\.html).joined()
-            + sharedSignalsSection + authorizationServerSection
         out += storeSection
         out += certificatesSection
         out += "<h2>Connections</h2><table id=\"connections\">" + row("WebSocket tunnels open", "\(tunnelsOpen)")

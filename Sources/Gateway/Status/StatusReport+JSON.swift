@@ -18,8 +18,6 @@ extension StatusReport {
         top["store"] = .object(storeJSON)
         for section in moduleSections { top[section.name] = section.json }
         top["certificates"] = certificatesJSON
-        top["shared_signals"] = sharedSignalsJSON
-        top["authorization_server"] = authorizationServerJSON
         top["tunnels"] = .object(JSONObject(["open": Self.number(tunnelsOpen)]))
         top["connections"] = .object(
             JSONObject(["clients": Self.number(clientConnections), "requests_in_flight": Self.number(inflight)]))

@@ -78,32 +78,13 @@ struct StatusReport: Sendable {
     var certificates: [Certificate] = []
     /// The modules' sections (`GatewayModule`), in catalog order.
     var moduleSections: [StatusSection] = []
-    /// Each Shared Signals transmitter's stream, and the revocations standing.
-    var transmitters: [TransmitterRow] = []
-    var revocationsStanding = 0
-    /// The authorization server's issuer (nil: none) and the clients it gave tokens to.
-    var asIssuer: String?
-    var asClients: [ASClientRow] = []
 
     /// `started`: when the process started (wall clock) and how long it has run.
     init(
         version: String, now: Double, started: (at: Double, uptime: Double), config: GatewayConfig,
         history: ConfigHistory, issuerKeys: [String: IssuerKeyState], store: Store, workers: WorkerStatus,
-        certificates: [Certificate] = [], modules: ModuleMains? = nil, signals: SharedSignalsHub? = nil,
-        authorizationServer: AuthorizationServerHub? = nil
+        certificates: [Certificate] = [], modules: ModuleMains? = nil
     ) {
-        if let server = config.authorizationServer {
-            asIssuer = server.issuer
-            asClients = (authorizationServer?.clientsSeen ?? []).map {
-                ASClientRow(
-                    clientID: $0.clientID, tokens: $0.tokens, lastAt: $0.lastAt, consentsGiven: $0.consents.given,
-                    consentsRevoked: $0.consents.revoked)
-            }
-        }
-        if let signals {
-            transmitters = Self.transmitterRows(signals.all)
-            revocationsStanding = signals.revocations().table.count
-        }
         self.certificates = certificates
         self.version = version
         generatedAt = now

@@ -25,12 +25,6 @@ final class StoreBackend {
     /// Tokens the gateway gets for itself (client credentials: PDPs', upstreams'), asked for
     /// once per process and shared by its workers.
     let grantTokens = ProcessGrantTokens()
-    /// Shared Signals: the transmitters' streams and the revocations their events left.
-    let sharedSignals = SharedSignalsHub()
-    /// The authorization server's counts, for its metrics.
-    let authorizationServer = AuthorizationServerHub()
-    /// The authorization server's codes, refresh tokens and consents with the memory store.
-    let memoryGrants = MemoryAuthorizationGrants()
 
     init(_ store: StoreConfig, replayCapacity: Int, loginShared: LoginShared = LoginShared()) {
         self.loginShared = loginShared
@@ -55,23 +49,6 @@ final class StoreBackend {
     func redis(for loop: EventLoop) -> (client: Redis, prefix: String)? {
         if case .redis(let clients, let prefix) = kind { return (clients.client(for: loop), prefix) }
         return nil
-    }
-
-    /// Where the worker on `loop` writes the revocations it applies: the Redis store's log,
-    /// or nowhere (the memory store: the process's table is all there is).
-    func revocationLog(for loop: EventLoop, wallClock: any WallClock) -> RevocationLog.Writer? {
-        redis(for: loop).map {
-            RevocationLog.Writer(client: $0.client, prefix: $0.prefix, hub: sharedSignals, wallClock: wallClock)
-        }
-    }
-
-    /// The authorization server's grants of the worker on `loop`.
-    func authorizationGrants(for loop: EventLoop) -> AuthorizationGrantStore {
-        switch kind {
-        case .memory: memoryGrants
-        case .redis(let clients, let prefix):
-            RedisAuthorizationGrants(client: clients.client(for: loop), prefix: prefix)
-        }
     }
 
     /// The DPoP replay store of the worker on `loop` (RFC 9449 §11.1).

@@ -4,7 +4,7 @@ import JOSE
 /// since the start (by their metadata document URL or registered id), how many and when last,
 /// and how many consents their users gave and revoked (on their own page,
 /// `/oauth2/as/consents`) since the start.
-extension StatusReport {
+struct AuthorizationServerSection {
     struct ASClientRow: Sendable {
         var clientID: String
         var tokens: Int
@@ -13,7 +13,25 @@ extension StatusReport {
         var consentsRevoked = 0
     }
 
-    var authorizationServerSection: String {
+    /// nil: the config has no authorization server.
+    let asIssuer: String?
+    let asClients: [ASClientRow]
+
+    init(_ config: GatewayConfig, hub: AuthorizationServerHub?) {
+        asIssuer = config.authorizationServer?.issuer
+        asClients =
+            asIssuer == nil
+            ? []
+            : (hub?.clientsSeen ?? []).map {
+                ASClientRow(
+                    clientID: $0.clientID, tokens: $0.tokens, lastAt: $0.lastAt, consentsGiven: $0.consents.given,
+                    consentsRevoked: $0.consents.revoked)
+            }
+    }
+
+    var section: StatusSection { StatusSection(name: "authorization_server", json: json, html: html) }
+
+    var html: String {
         guard let issuer = asIssuer else { return "" }
         let e = LoginPages.escape
         var out = "<h2>Authorization server</h2><p>Issuer: \(e(issuer))</p>"
@@ -23,12 +41,12 @@ extension StatusReport {
         for c in asClients {
             out += "<tr><td>\(e(c.clientID))</td><td>\(c.tokens)</td><td>\(c.consentsGiven)</td>"
             out += "<td>\(c.consentsRevoked)</td>"
-            out += "<td>\(e(Self.timestamp(c.lastAt).string ?? ""))</td></tr>"
+            out += "<td>\(e(StatusReport.timestamp(c.lastAt).string ?? ""))</td></tr>"
         }
         return out + "</table>"
     }
 
-    var authorizationServerJSON: JSONValue {
+    var json: JSONValue {
         guard let issuer = asIssuer else { return .null }
         return .object(
             JSONObject([
@@ -37,12 +55,18 @@ extension StatusReport {
                     asClients.map { c in
                         .object(
                             JSONObject([
-                                "client_id": .string(c.clientID), "tokens": Self.number(c.tokens),
-                                "consents_given": Self.number(c.consentsGiven),
-                                "consents_revoked": Self.number(c.consentsRevoked),
-                                "last_token_at": Self.timestamp(c.lastAt)
+                                "client_id": .string(c.clientID), "tokens": StatusReport.number(c.tokens),
+                                "consents_given": StatusReport.number(c.consentsGiven),
+                                "consents_revoked": StatusReport.number(c.consentsRevoked),
+                                "last_token_at": StatusReport.timestamp(c.lastAt)
                             ]))
                     })
             ]))
     }
+}
+
+/// The workers hold no part of the section: the hub is the process's.
+struct AuthorizationServerWorkerStatus: ModuleStatus {
+    mutating func add(_ other: AuthorizationServerWorkerStatus) {}
+    func section(_ config: GatewayConfig) -> StatusSection? { AuthorizationServerSection(config, hub: nil).section }
 }
