@@ -53,7 +53,6 @@ public enum ConfigParser {
         if let node = top["decision"] { cfg.decision = decision(node, r) }
         if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
-        upstreamCredentials(top["upstreams"], into: &cfg.upstreams, clients: cfg.clients, issuers: cfg.issuers, r)
         cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
         // Before the routes, which may name what such a module defines (`issuers: [self]`).
         modules.read(top, at: .beforeRoutes, into: &cfg, r)

@@ -57,15 +57,6 @@ struct ConfigSection: Sendable, Equatable {
     static let upstream = ConfigSection("upstreams.NAME") { UpstreamConfig.keyTable.docs }
     static let upstreamTLS = ConfigSection("upstreams.NAME.tls") { UpstreamTLSConfig.keyTable.docs }
     static let upstreamSign = ConfigSection("upstreams.NAME.sign") { MessageSigningConfig.keyTable.docs }
-    static let upstreamCredentials = ConfigSection("upstreams.NAME.credentials") {
-        UpstreamCredentialsConfig.keyTable.docs
-    }
-    static let upstreamCredentialHeader = ConfigSection("upstreams.NAME.credentials.header") {
-        UpstreamCredentialsConfig.headerKeyTable.docs
-    }
-    static let upstreamCredentialGrant = ConfigSection("upstreams.NAME.credentials.client_credentials") {
-        UpstreamCredentialsConfig.grantKeyTable.docs
-    }
     static let responseSign = ConfigSection("routes[].sign_response") { MessageSigningConfig.responseKeyTable.docs }
     static let route = ConfigSection("routes[]") { RouteConfig.keyTable.docs + ModuleCatalog.gateway.routeKeys.docs }
     static let routeMatch = ConfigSection("routes[].match") { RouteMatch.keyTable.docs }
@@ -80,12 +71,11 @@ struct ConfigSection: Sendable, Equatable {
     static let mcp = ConfigSection("routes[].mcp") { MCPRules.keyTable.docs }
     /// An entry of `mcp.methods`, `mcp.tools`, `mcp.resources` or `mcp.prompts` (same keys).
     static let mcpRule = ConfigSection("routes[].mcp.tools.NAME") { MCPRules.entryKeyTable.docs }
-    static let tokenExchange = ConfigSection("routes[].token_exchange") { TokenExchangeConfig.keyTable.docs }
 
     private static let core: [ConfigSection] = [
         .top, .listen, .listenTLS, .listenTLSCertificate, .adminListen, .limits, .accessLog, .tracing, .tokenCache,
         .store, .dpop, .session, .login, .decision, .issuer, .introspection, .client, .clientTLS, .upstream,
-        .upstreamTLS, .upstreamSign, .upstreamCredentials, .upstreamCredentialHeader, .upstreamCredentialGrant,
+        .upstreamTLS, .upstreamSign,
         .responseSign, .route, .routeMatch, .routeDPoP, .requirement, .claimRule, .identityAssertion, .mcp, .mcpRule,
         .tokenExchange
     ]

@@ -52,10 +52,7 @@ extension ConfigParser {
 
     private static let checks: [ConfigStep] = [
         .init("multi-tenant issuers", .check) { cfg, top, r in templateIssuerUses(cfg, top: top, r) },
-        .init("roles on login routes", .check) { cfg, _, r in rolesOnLoginRoutes(cfg, r) },
-        .init("upstream credentials", .check) { cfg, top, r in
-            upstreamCredentialRoutes(cfg, routesNode: top["routes"], r)
-        }
+        .init("roles on login routes", .check) { cfg, _, r in rolesOnLoginRoutes(cfg, r) }
     ]
 
     /// What reads the whole, once every rewrite and check is done.

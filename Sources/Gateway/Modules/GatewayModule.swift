@@ -1,5 +1,6 @@
 import JOSE
 import Logging
+import OAuth
 import Reactor
 import Yams
 
@@ -33,14 +34,14 @@ protocol GatewayModule {
     static var readAt: ModuleReadPoint { get }
     /// Reads its key's value (`node`). Problems go to `r`.
     static func read(_ node: Node, _ cfg: GatewayConfig, _ r: ConfigReader) -> Config
-    /// What its section adds to the rest of the config once read, before the routes name it
-    /// (an issuer of its own).
+    /// What it adds to the rest of the config at its read point, whether or not its key is
+    /// there (an issuer of its own; what it reads under a core section's entries).
     static func derive(_ cfg: inout GatewayConfig, _ top: [String: Node], _ r: ConfigReader)
     /// What it checks or rewrites once every section is read (`ConfigStep`): its profile
     /// steps run after the core's, its checks after the core's.
     static var steps: [ConfigStep] { get }
     /// The keyed stages it brings, in the order they run at one position.
-    static var stages: [any KeyedStage.Type] { get }
+    static var stages: [any ModuleStage.Type] { get }
     /// Its process part (on the main thread, before the first worker is made).
     static func makeShared(_ stores: StoreBackend) -> Shared
     /// Its part of the worker on `context.loop` (on the thread that makes the worker).
@@ -59,7 +60,7 @@ extension GatewayModule {
     static func derive(_ cfg: inout GatewayConfig, _ top: [String: Node], _ r: ConfigReader) {}
     static var sections: [ConfigSection] { [] }
     static var steps: [ConfigStep] { [] }
-    static var stages: [any KeyedStage.Type] { [] }
+    static var stages: [any ModuleStage.Type] { [] }
     static func statusSection(_ config: GatewayConfig, now: Double, workers: Service.Status, main: Main)
         -> StatusSection?
     {
@@ -173,12 +174,15 @@ protocol ModuleService: AnyObject {
     /// Once the worker's services are all made: what it wires into the core's (a check the
     /// token validator asks it for).
     func attach(_ services: WorkerServices)
+    /// An issuer's metadata arrived (its token endpoints, for a client of its own).
+    func discovered(issuer: String, metadata: ProviderMetadata)
     var metrics: Metrics { get }
     var status: Status { get }
 }
 
 extension ModuleService {
     func attach(_ services: WorkerServices) {}
+    func discovered(issuer: String, metadata: ProviderMetadata) {}
 }
 
 extension ModuleService where Metrics == NoModuleMetrics {

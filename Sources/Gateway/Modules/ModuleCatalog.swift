@@ -8,9 +8,11 @@ struct ModuleCatalog: Sendable {
     let modules: [any GatewayModule.Type]
 
     /// The gateway's own capabilities that are modules, in the order their stages run at one
-    /// position.
+    /// position (a token exchanged, and the upstream's own credential added, before the last
+    /// limits and policy asked of a call).
     static let gateway = ModuleCatalog(modules: [
-        RateLimits.self, Signatures.self, Authorizers.self, ResponseSigning.self, APIKeys.self, SharedSignals.self,
+        TokenExchangeModule.self, UpstreamCredentialsModule.self, RateLimits.self, Signatures.self, Authorizers.self,
+        ResponseSigning.self, APIKeys.self, SharedSignals.self,
         AuthorizationServer.self
     ])
 
@@ -22,11 +24,13 @@ struct ModuleCatalog: Sendable {
     func adding(_ more: any GatewayModule.Type...) -> ModuleCatalog { ModuleCatalog(modules: modules + more) }
 
     /// Their keyed stages, in catalog order.
-    var stages: [any KeyedStage.Type] { modules.flatMap { $0.stages } }
+    var stages: [any ModuleStage.Type] { modules.flatMap { $0.stages } }
 
     /// Their stages' route keys, for the parser: a route accepts them beside
     /// `RouteConfig.keyTable`'s.
-    var routeKeys: ConfigKeyTable<RouteConfig, RouteKeyContext> { ConfigKeyTable(stages.map { $0.routeKey }) }
+    var routeKeys: ConfigKeyTable<RouteConfig, RouteKeyContext> {
+        ConfigKeyTable(stages.compactMap { ($0 as? any KeyedStage.Type)?.routeKey })
+    }
 
     /// Their top-level keys' reference rows.
     var topKeyDocs: [ConfigKeyDoc] { modules.compactMap { $0.key } }
@@ -39,20 +43,17 @@ struct ModuleCatalog: Sendable {
         modules.flatMap { $0.steps }.filter { $0.kind == kind }
     }
 
-    /// Reads each module's key present in `top` that is read at `point` into `cfg`, with
-    /// what it derives.
+    /// Reads each module's key present in `top` that is read at `point` into `cfg`; then what
+    /// each module read there derives, key or none.
     func read(_ top: [String: Node], at point: ModuleReadPoint, into cfg: inout GatewayConfig, _ r: ConfigReader) {
         if point == .afterIssuers { cfg.modules = ModuleConfigs(catalog: self) }
-        for module in modules where module.readAt == point {
-            guard let name = module.key?.name, let node = top[name] else { continue }
-            Self.read(module, node, top, into: &cfg, r)
-        }
+        for module in modules where module.readAt == point { Self.read(module, top, into: &cfg, r) }
     }
 
     private static func read<M: GatewayModule>(
-        _ module: M.Type, _ node: Node, _ top: [String: Node], into cfg: inout GatewayConfig, _ r: ConfigReader
+        _ module: M.Type, _ top: [String: Node], into cfg: inout GatewayConfig, _ r: ConfigReader
     ) {
-        cfg[module: module] = module.read(node, cfg, r)
+        if let name = module.key?.name, let node = top[name] { cfg[module: module] = module.read(node, cfg, r) }
         module.derive(&cfg, top, r)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import OAuth
 
 // Each module's parts, one holder per lifetime: its config (`ModuleConfigs`, in the config),
 // its process part (`ProcessModuleParts`, in the stores), its worker service
@@ -89,6 +90,10 @@ struct ModuleServices {
 
     func attach(_ services: WorkerServices) {
         for service in ordered { service.attach(services) }
+    }
+
+    func discovered(issuer: String, metadata: ProviderMetadata) {
+        for service in ordered { service.discovered(issuer: issuer, metadata: metadata) }
     }
 
     var metrics: ModuleMetricsSnapshot { ModuleMetricsSnapshot(parts: ordered.map { $0.metrics }) }

@@ -1,4 +1,4 @@
-/// Where a stage with its own route key runs in a proxied request's chain.
+/// Where a module's stage runs in a proxied request's chain.
 enum StagePosition: Sendable {
     /// After the upgrade check, before the route's authentication: what must not wait for a
     /// signature check (a limit per client address).
@@ -14,12 +14,9 @@ enum StagePosition: Sendable {
     case afterBody
 }
 
-/// A stage that a route turns on with a key of its own, declared in the stage's file: its row
-/// of the route key table (name, reference text, reader into `RouteOptions.settings` under its own `RouteSettingKey`),
-/// its place in the chain, and how a route's plan makes it. Adding one touches its file, its
-/// module's `stages` (`GatewayModule`) and its row in docs/configuration.md.
-protocol KeyedStage: Stage {
-    static var routeKey: ConfigKey<RouteConfig, RouteKeyContext> { get }
+/// A stage a module brings (`GatewayModule.stages`): its place in the chain, and how a route's
+/// plan makes it (nil: not on this route).
+protocol ModuleStage: Stage {
     static var position: StagePosition { get }
     /// Every place it may run (a stage whose parts count at different times); `[position]`
     /// unless it says otherwise.
@@ -32,7 +29,15 @@ protocol KeyedStage: Stage {
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> Self?
 }
 
-extension KeyedStage {
+/// A module's stage that a route turns on with a key of its own, declared in the stage's file:
+/// its row of the route key table (name, reference text, reader into `RouteOptions.settings`
+/// under its own `RouteSettingKey`). Adding one touches its file, its module's `stages`
+/// (`GatewayModule`) and its row in docs/configuration.md.
+protocol KeyedStage: ModuleStage {
+    static var routeKey: ConfigKey<RouteConfig, RouteKeyContext> { get }
+}
+
+extension ModuleStage {
     static var judgesDecisions: Bool { true }
     static var positions: [StagePosition] { [position] }
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> Self? {

@@ -20,12 +20,6 @@ extension RoutePlan {
             chain.append(decision ? MCPDecisionStage(judge: stage) : stage)
         }
         if decision { return chain + keyed.stages(at: .beforeUpstream, self, services, decision: true) }
-        if let exchange {
-            chain.append(TokenExchangeStage(services: services, exchange: exchange, upstreamTimeout: upstream?.timeout))
-        }
-        if let upstream, let credentials = upstream.credentials {
-            chain.append(UpstreamCredentialStage(services: services, upstream: upstream, credentials: credentials))
-        }
         chain += keyed.stages(at: .beforeUpstream, self, services, decision: decision)
         // Toward the upstream: the request made, its body read, room on the pool, the call.
         if let pool {

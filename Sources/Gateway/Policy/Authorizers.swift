@@ -1,4 +1,5 @@
 import JOSE
+import OAuth
 import Yams
 
 /// Policy decisions as a module: the `authorizers:` PDPs, the process's decision cache, each
@@ -10,7 +11,7 @@ enum Authorizers: GatewayModule {
         defaultCheck: nil)
     static let sections = [ConfigSection.authorizer, .authorizerAuth, .authorizerCache, .authorizerSubject]
     static let unset: [String: AuthorizerConfig] = [:]
-    static let stages: [any KeyedStage.Type] = [AuthorizeStage.self]
+    static let stages: [any ModuleStage.Type] = [AuthorizeStage.self]
 
     static func read(_ node: Node, _ cfg: GatewayConfig, _ r: ConfigReader) -> [String: AuthorizerConfig] {
         ConfigParser.authorizers(node, clients: cfg.clients, issuers: cfg.issuers, r)
@@ -25,7 +26,12 @@ enum Authorizers: GatewayModule {
     }
 }
 
-extension PolicyDecisionPoints: ModuleService {}
+extension PolicyDecisionPoints: ModuleService {
+    func discovered(issuer: String, metadata: ProviderMetadata) {
+        discovered(
+            issuer: issuer, tokenEndpoint: metadata.tokenEndpoint, mtls: metadata.usingMTLSAliases().tokenEndpoint)
+    }
+}
 extension AuthorizationMetrics: ModuleMetrics {}
 
 /// Each authorizer's PDP as the workers see it, for the status page.

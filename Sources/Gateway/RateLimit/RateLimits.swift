@@ -10,7 +10,7 @@ enum RateLimits: GatewayModule {
         defaultCheck: nil)
     static let sections = [ConfigSection.rateLimit, .rateLimitOverride]
     static let unset: [String: RateLimitPolicy] = [:]
-    static let stages: [any KeyedStage.Type] = [RateLimitStage.self]
+    static let stages: [any ModuleStage.Type] = [RateLimitStage.self]
     static let steps = [
         ConfigStep("rate limits", .check) { cfg, top, r in
             ConfigParser.checkRateLimits(cfg, routesNode: top["routes"], policiesNode: top["rate_limits"], r)

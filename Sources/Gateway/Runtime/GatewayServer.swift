@@ -19,7 +19,6 @@ public final class GatewayServer {
     private var keyService: IssuerKeyService?
     /// The modules' main-loop parts (`GatewayModule.Main`).
     private var modules: ModuleMains?
-    private var upstreamSecrets: UpstreamSecretService?
     private var storeHealth: StoreHealth?
     private var listenerCertificates: ListenerCertificates?
     private var spoolBudget: SpoolBudget?
@@ -125,11 +124,6 @@ public final class GatewayServer {
             MainContext(
                 loop: mainLoop, log: log, wallClock: wallClock, stores: stores, workers: workers, issuerKeys: keys,
                 config: config))
-        let secrets = UpstreamSecretService(log: log)
-        secrets.attach(workers)
-        secrets.apply(config)
-        secrets.watch(loop: mainLoop)
-        upstreamSecrets = secrets
         if let addr = config.adminListen {
             let endpoints = AdminEndpoints(
                 loop: mainLoop, workers: workers, readiness: { [unowned self] in self.readiness() })
@@ -137,7 +131,6 @@ public final class GatewayServer {
                 (keys?.metricsText(now: wallClock.now) ?? "") + (self?.storeHealth?.metricsText ?? "")
                     + LogSinkMetrics.text(self?.logSinks ?? []) + (self?.spanExporter?.metricsText ?? "")
                     + (self?.listenerCertificates?.metricsText ?? "") + (self?.modules?.metricsText ?? "")
-                    + (self?.upstreamSecrets?.metricsText ?? "")
                     + SpoolMetrics.text([self?.spoolBudget, self?.requestSpoolBudget].compactMap { $0 })
             }
             endpoints.statusReport = { [unowned self] workers in self.statusReport(workers) }
@@ -251,7 +244,6 @@ public final class GatewayServer {
             warnInsecureUpstreams(new)
             keyService?.apply(new)
             modules?.apply(new)
-            upstreamSecrets?.apply(new)
             let router = Router(routes: new.routes)
             for w in workers {
                 w.loop.execute { w.apply(new, router: router) }

@@ -178,14 +178,9 @@ final class IssuerKeyService {
         for w in workers {
             w.loop.execute {
                 w.tokens.introspector.discoveredEndpoints[name] = metadata.introspectionEndpoint
-                w.services.exchanger.discoveredEndpoints[name] = metadata.tokenEndpoint
                 let aliased = metadata.usingMTLSAliases()
                 w.tokens.introspector.discoveredMTLSEndpoints[name] = aliased.introspectionEndpoint
-                w.services.exchanger.discoveredMTLSEndpoints[name] = aliased.tokenEndpoint
-                w.services.policies.discovered(
-                    issuer: name, tokenEndpoint: metadata.tokenEndpoint, mtls: aliased.tokenEndpoint)
-                w.services.upstreamCredentials.discovered(
-                    issuer: name, tokenEndpoint: metadata.tokenEndpoint, mtls: aliased.tokenEndpoint)
+                w.services.modules.discovered(issuer: name, metadata: metadata)
                 w.login.providerMetadata[name] = metadata
             }
         }

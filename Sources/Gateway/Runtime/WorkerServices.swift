@@ -45,8 +45,6 @@ final class WorkerServices {
     let replay: ReplayStore
     /// The `bearer` / `dpop` / `token` checks.
     let authenticator: TokenAuthenticator
-    /// Routes with `token_exchange`: the caller's token traded for the upstream's (RFC 8693).
-    let exchanger: TokenExchanger
     /// Browser logins and sessions.
     let login: LoginService
     /// Signed identity assertions (route option `identity_assertion`), cached per caller.
@@ -55,8 +53,6 @@ final class WorkerServices {
     let upstreamNonces = UpstreamNonces()
     /// Open tunnels (WebSocket after a 101) and their watches.
     let tunnels: Tunnels
-    /// The upstreams' own credentials (`upstreams.NAME.credentials`): secrets and tokens.
-    let upstreamCredentials: UpstreamCredentials
     /// The modules' services on this worker (`GatewayModule`), for the catalog the config was
     /// read with (fixed at start).
     let modules: ModuleServices
@@ -86,9 +82,6 @@ final class WorkerServices {
             loop: loop, wallClock: wallClock, sharedIntrospection: stores.sharedAnswers(.introspection, for: loop))
         replay = stores.replay(for: loop)
         authenticator = TokenAuthenticator(validator: tokens, replay: replay)
-        exchanger = TokenExchanger(
-            loop: loop, wallClock: wallClock, shared: stores.sharedAnswers(.exchange, for: loop),
-            process: stores.exchangedTokens)
         login = LoginService(
             loop: loop, shared: stores.loginShared, log: log, tokens: tokens, wallClock: wallClock,
             makeStores: { stores.loginStores(for: loop, config: $0, settings: $1, wallClock: wallClock) })
@@ -98,7 +91,6 @@ final class WorkerServices {
         modules = ModuleServices(
             config.modules.catalog,
             ModuleContext(loop: loop, log: log, wallClock: wallClock, stores: stores, config: config))
-        upstreamCredentials = UpstreamCredentials(loop: loop, shared: stores.grantTokens)
         let accessLog = config.accessLog.output.map {
             AccessLogWriter(sink: accessLogSink ?? .standardOutput, output: $0, loop: loop)
         }
@@ -119,11 +111,9 @@ final class WorkerServices {
         decisionEnabled = new.decision.enabled
         hasTrustedProxies = !new.trustedProxies.isEmpty
         configGeneration += 1
-        exchanger.apply(new)
         login.apply(new)
         assertions.apply(new)
         modules.apply(new)
-        upstreamCredentials.apply(new)
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
     }
 

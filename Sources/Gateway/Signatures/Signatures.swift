@@ -9,7 +9,7 @@ enum Signatures: GatewayModule {
         defaultCheck: nil)
     static let sections = [ConfigSection.signature, .signatureKeys, .signatureHeaders]
     static let unset: [String: SignaturePolicy] = [:]
-    static let stages: [any KeyedStage.Type] = [SignatureStage.self]
+    static let stages: [any ModuleStage.Type] = [SignatureStage.self]
     static let steps = [
         ConfigStep("signature routes", .profile) { cfg, top, r in
             ConfigParser.signatureRoutes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)
@@ -52,7 +52,7 @@ struct SignatureMetrics: ModuleMetrics {
 
 /// Signed answers (`sign_response`) as a module: a route option and its stage, nothing else.
 enum ResponseSigning: GatewayModule {
-    static let stages: [any KeyedStage.Type] = [ResponseSigningStage.self]
+    static let stages: [any ModuleStage.Type] = [ResponseSigningStage.self]
 }
 
 extension ConfigSection {

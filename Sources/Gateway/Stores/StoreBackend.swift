@@ -20,8 +20,6 @@ final class StoreBackend {
     let loginShared: LoginShared
     /// What the modules keep for the process (`GatewayModule.Shared`).
     let moduleParts = ProcessModuleParts()
-    /// Routes' exchanged tokens (`token_exchange`), kept for the process and shared by its workers.
-    let exchangedTokens = ExchangedTokens()
     /// Tokens the gateway gets for itself (client credentials: PDPs', upstreams'), asked for
     /// once per process and shared by its workers.
     let grantTokens = ProcessGrantTokens()

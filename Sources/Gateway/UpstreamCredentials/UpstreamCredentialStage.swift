@@ -5,18 +5,35 @@ import Reactor
 /// request covers it when `components` lists it). The client's copy of the field never goes
 /// (RoutePlan.ownedFields). A token that cannot be had is a 503: the request never goes
 /// without its credential.
-final class UpstreamCredentialStage: Stage {
+final class UpstreamCredentialStage: ModuleStage {
+    static let position = StagePosition.beforeUpstream
+    /// Nothing goes upstream from a decision.
+    static var judgesDecisions: Bool { false }
+
+    static func make(_ plan: RoutePlan, _ services: WorkerServices) -> UpstreamCredentialStage? {
+        guard let upstream = plan.upstream, let credentials = upstream.credentials else { return nil }
+        return UpstreamCredentialStage(
+            services: services, credentialsOfUpstreams: services.upstreamCredentials, upstream: upstream,
+            credentials: credentials)
+    }
+
     /// Unowned: the services hold the plans that hold their stages; a request in its chain
     /// holds the services.
     unowned(unsafe) let services: WorkerServices
+    /// This worker's secrets and token sources (the module's service; held as `services` is).
+    unowned(unsafe) let credentialsOfUpstreams: UpstreamCredentials
     let upstream: String
     let credentials: UpstreamCredentialsConfig
     /// The most a request waits for a token: the call bound, or the upstream's `timeout` when
     /// that is shorter.
     let wait: Double
 
-    init(services: WorkerServices, upstream: UpstreamConfig, credentials: UpstreamCredentialsConfig) {
+    init(
+        services: WorkerServices, credentialsOfUpstreams: UpstreamCredentials, upstream: UpstreamConfig,
+        credentials: UpstreamCredentialsConfig
+    ) {
         self.services = services
+        self.credentialsOfUpstreams = credentialsOfUpstreams
         self.upstream = upstream.name
         self.credentials = credentials
         wait = min(CallBounds.tokenExchange.total, upstream.timeout)
@@ -26,12 +43,12 @@ final class UpstreamCredentialStage: Stage {
         let admission = request.admitted
         switch credentials {
         case .header(let header):
-            let value = services.upstreamCredentials.secret(for: upstream, loaded: header.value)
+            let value = credentialsOfUpstreams.secret(for: upstream, loaded: header.value)
             admission.identity.append((header.name, value))
             return .proceed
         case .clientCredentials:
             let ctx = request.context
-            guard let source = services.upstreamCredentials.source(for: upstream) else {
+            guard let source = credentialsOfUpstreams.source(for: upstream) else {
                 return .answer(unavailable(ctx, detail: "no token source for upstream \(upstream)"))
             }
             if let token = source.current {

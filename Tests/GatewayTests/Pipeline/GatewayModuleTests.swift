@@ -22,7 +22,7 @@ enum Greetings: GatewayModule {
     }
     static var sections: [ConfigSection] { [greetingSection] }
     static var unset: Config { Config() }
-    static var stages: [any KeyedStage.Type] { [GreetStage.self] }
+    static var stages: [any ModuleStage.Type] { [GreetStage.self] }
     static var steps: [ConfigStep] {
         [
             ConfigStep("greeting routes", .check) { cfg, top, r in

@@ -45,7 +45,7 @@ final class StampStage: KeyedStage {
 
 /// The stage's module: a route option and its stage, nothing else.
 enum StampModule: GatewayModule {
-    static var stages: [any KeyedStage.Type] { [StampStage.self] }
+    static var stages: [any ModuleStage.Type] { [StampStage.self] }
 }
 
 @Suite("Keyed stages: a route option and its stage added from outside the gateway")

@@ -33,7 +33,7 @@ final class AtOnceStage: KeyedStage {
 @Suite("The stage runner: a chain resumed from within a stage goes on once, unnested")
 struct StageRunnerTests {
     enum AtOnceModule: GatewayModule {
-        static var stages: [any KeyedStage.Type] { [AtOnceStage.self, StampStage.self] }
+        static var stages: [any ModuleStage.Type] { [AtOnceStage.self, StampStage.self] }
     }
     static let catalog = ModuleCatalog.gateway.adding(AtOnceModule.self)
     static let yaml = PipelineConfigs.yaml.replacingOccurrences(

@@ -6,18 +6,33 @@ import Reactor
 /// `Authorization: Bearer`, or, DPoP-bound (`dpop: true`), as `Authorization: DPoP` with a
 /// fresh proof of the gateway's key. The caller's own token and DPoP proof never go
 /// (RouteResolver drops them; check-config refuses forward_token and forward_proof).
-final class TokenExchangeStage: Stage {
+final class TokenExchangeStage: ModuleStage {
+    static let position = StagePosition.beforeUpstream
+    /// Nothing goes upstream from a decision: no token is needed for it.
+    static var judgesDecisions: Bool { false }
+
+    static func make(_ plan: RoutePlan, _ services: WorkerServices) -> TokenExchangeStage? {
+        plan.exchange.map {
+            TokenExchangeStage(
+                services: services, exchanger: services.exchanger, exchange: $0, upstreamTimeout: plan.upstream?.timeout
+            )
+        }
+    }
+
     /// Unowned: the services hold the plans that hold their stages; a request in its chain
     /// holds the services.
     unowned(unsafe) let services: WorkerServices
+    /// This worker's exchanger (the module's service; held as `services` is).
+    unowned(unsafe) let exchanger: TokenExchanger
     let exchange: TokenExchangeConfig
     /// The most a request waits for its exchange: the exchange's own bound, or the route's
     /// upstream `timeout` when that is shorter (a caller's request never waits longer on the
     /// AS than it would on the upstream).
     let wait: Double
 
-    init(services: WorkerServices, exchange: TokenExchangeConfig, upstreamTimeout: Double?) {
+    init(services: WorkerServices, exchanger: TokenExchanger, exchange: TokenExchangeConfig, upstreamTimeout: Double?) {
         self.services = services
+        self.exchanger = exchanger
         self.exchange = exchange
         wait = min(CallBounds.tokenExchange.total, upstreamTimeout ?? .infinity)
     }
@@ -43,7 +58,7 @@ final class TokenExchangeStage: Stage {
                     requestID: ctx.requestID, detail: "token_exchange: no presented token in the admission"))
         }
         let config = exchange
-        services.exchanger.exchange(subject, config, wait: wait) { [self] outcome in
+        exchanger.exchange(subject, config, wait: wait) { [self] outcome in
             switch outcome {
             case .issued(let issued):
                 admission.bearerMemo?.kept[TokenExchanger.Issued.Key.self] = issued
@@ -75,7 +90,7 @@ final class TokenExchangeStage: Stage {
         admission.identity.append(("Authorization", issued.authorization))
         if issued.token.isDPoPBound {
             admission.upstreamProof = UpstreamProof(
-                token: issued.token.token, signer: services.exchanger.proofSigner, now: services.wallClock.seconds,
+                token: issued.token.token, signer: exchanger.proofSigner, now: services.wallClock.seconds,
                 nonces: services.upstreamNonces)
         }
     }

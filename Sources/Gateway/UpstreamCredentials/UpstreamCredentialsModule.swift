@@ -1,0 +1,63 @@
+import OAuth
+import Yams
+
+/// The upstreams' own credentials as a module (`upstreams.NAME.credentials`): what it reads
+/// under each upstream, its check of the routes, each worker's secrets and token sources over
+/// the process's held tokens, the main loop's `UpstreamSecretService` (the secrets' files,
+/// watched), and `UpstreamCredentialStage` before the upstream request is made.
+enum UpstreamCredentialsModule: GatewayModule {
+    /// After the upstreams, and the clients and issuers a grant names.
+    static let readAt = ModuleReadPoint.beforeRoutes
+    static let sections = [
+        ConfigSection.upstreamCredentials, .upstreamCredentialHeader, .upstreamCredentialGrant
+    ]
+    static let stages: [any ModuleStage.Type] = [UpstreamCredentialStage.self]
+    static let steps = [
+        ConfigStep("upstream credentials", .check) { cfg, top, r in
+            ConfigParser.upstreamCredentialRoutes(cfg, routesNode: top["routes"], r)
+        }
+    ]
+
+    /// What each upstream's `credentials:` says, kept on its `UpstreamConfig`.
+    static func derive(_ cfg: inout GatewayConfig, _ top: [String: Node], _ r: ConfigReader) {
+        ConfigParser.upstreamCredentials(
+            top["upstreams"], into: &cfg.upstreams, clients: cfg.clients, issuers: cfg.issuers, r)
+    }
+
+    static func makeService(_ shared: NoModuleShared, _ context: ModuleContext) -> UpstreamCredentials {
+        UpstreamCredentials(loop: context.loop, shared: context.stores.grantTokens)
+    }
+
+    static func makeMain(_ shared: NoModuleShared, _ context: MainContext) -> UpstreamSecretService {
+        let service = UpstreamSecretService(log: context.log)
+        service.attach(context.workers)
+        service.watch(loop: context.loop)
+        return service
+    }
+}
+
+extension UpstreamCredentials: ModuleService {
+    func discovered(issuer: String, metadata: ProviderMetadata) {
+        discovered(
+            issuer: issuer, tokenEndpoint: metadata.tokenEndpoint, mtls: metadata.usingMTLSAliases().tokenEndpoint)
+    }
+}
+
+extension UpstreamSecretService: ModuleMain {}
+
+extension ConfigSection {
+    static let upstreamCredentials = ConfigSection("upstreams.NAME.credentials") {
+        UpstreamCredentialsConfig.keyTable.docs
+    }
+    static let upstreamCredentialHeader = ConfigSection("upstreams.NAME.credentials.header") {
+        UpstreamCredentialsConfig.headerKeyTable.docs
+    }
+    static let upstreamCredentialGrant = ConfigSection("upstreams.NAME.credentials.client_credentials") {
+        UpstreamCredentialsConfig.grantKeyTable.docs
+    }
+}
+
+extension WorkerServices {
+    /// The upstreams' own credentials: secrets and tokens.
+    var upstreamCredentials: UpstreamCredentials { modules[UpstreamCredentialsModule.self] }
+}
