@@ -28,6 +28,37 @@ enum AuthorizationServer: GatewayModule {
         if let server = cfg.authorizationServer { ConfigParser.selfIssuer(server, into: &cfg, top: top, r) }
     }
 
+    /// Its endpoints: the browser's (authorize, consent, the consents page) count against
+    /// `login.rate_limit`; registration (RFC 7591), which anyone may call, has a limit per
+    /// address of its own; the rest (metadata, keys, token) are called by clients and
+    /// resource servers.
+    static func endpoints(_ config: GatewayConfig) -> [String: ModuleEndpoint] {
+        guard let server = config.authorizationServer else { return [:] }
+        return AuthorizationServerEndpoint.paths(of: server).mapValues { endpoint in
+            let route: ModuleRoute =
+                switch endpoint {
+                case .authorize, .consent, .consents: .browser
+                case .register: .own(registrationRoute)
+                case .metadata, .jwks, .token: .own(name)
+                }
+            return ModuleEndpoint(name: name, route: route) { request, services in
+                AuthorizationServerEndpoints(services: services).handle(request, endpoint)
+            }
+        }
+    }
+
+    static func routes(_ config: GatewayConfig) -> [String: RouteConfig] {
+        guard let server = config.authorizationServer else { return [:] }
+        var register = OwnRoutes.route(name)
+        let limits = server.clients.registrationLimits
+        register.options.settings[RateLimitStage.Settings.self] = limits.isEmpty ? [RegistrationEndpoint.limit] : limits
+        return [name: OwnRoutes.route(name), registrationRoute: register]
+    }
+
+    /// Its endpoints' name in logs and metrics, and the id of their route.
+    static let name = "authorization-server"
+    static let registrationRoute = "authorization-server-registration"
+
     /// The process's counts, and the grants with the memory store.
     final class Shared {
         let hub = AuthorizationServerHub()

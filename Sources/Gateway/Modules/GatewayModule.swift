@@ -40,8 +40,13 @@ protocol GatewayModule {
     /// What it checks or rewrites once every section is read (`ConfigStep`): its profile
     /// steps run after the core's, its checks after the core's.
     static var steps: [ConfigStep] { get }
-    /// The keyed stages it brings, in the order they run at one position.
+    /// The stages it brings, in the order they run at one position.
     static var stages: [any ModuleStage.Type] { get }
+    /// Its own endpoints under this config, by path (`ModuleEndpoint`).
+    static func endpoints(_ config: GatewayConfig) -> [String: ModuleEndpoint]
+    /// The built-in routes its endpoints are on, by id (`ModuleRoute.own`): a public route
+    /// with no upstream, whose settings say what its chain has (a rate limit of its own).
+    static func routes(_ config: GatewayConfig) -> [String: RouteConfig]
     /// Its process part (on the main thread, before the first worker is made).
     static func makeShared(_ stores: StoreBackend) -> Shared
     /// Its part of the worker on `context.loop` (on the thread that makes the worker).
@@ -61,6 +66,8 @@ extension GatewayModule {
     static var sections: [ConfigSection] { [] }
     static var steps: [ConfigStep] { [] }
     static var stages: [any ModuleStage.Type] { [] }
+    static func endpoints(_ config: GatewayConfig) -> [String: ModuleEndpoint] { [:] }
+    static func routes(_ config: GatewayConfig) -> [String: RouteConfig] { [:] }
     static func statusSection(_ config: GatewayConfig, now: Double, workers: Service.Status, main: Main)
         -> StatusSection?
     {

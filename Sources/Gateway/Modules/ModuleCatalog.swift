@@ -57,6 +57,17 @@ struct ModuleCatalog: Sendable {
         module.derive(&cfg, top, r)
     }
 
+    /// Their endpoints under `config`, by path (the first module's, should two name one path:
+    /// the config's checks keep them apart).
+    func endpoints(_ config: GatewayConfig) -> [String: ModuleEndpoint] {
+        modules.reduce(into: [:]) { all, module in all.merge(module.endpoints(config)) { first, _ in first } }
+    }
+
+    /// Their endpoints' built-in routes, by id.
+    func routes(_ config: GatewayConfig) -> [String: RouteConfig] {
+        modules.reduce(into: [:]) { all, module in all.merge(module.routes(config)) { first, _ in first } }
+    }
+
     /// The stages at `position` that this route's plan has.
     func stages(at position: StagePosition, _ plan: RoutePlan, _ services: WorkerServices, decision: Bool)
         -> [any Stage]

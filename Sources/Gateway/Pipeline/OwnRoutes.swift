@@ -1,24 +1,20 @@
 import Reactor
 
 /// One of the gateway's own endpoints, as routing found it: a login endpoint (start,
-/// callback, logout, back-channel logout, hosted request objects, the JWKS) or a route's
-/// Protected Resource Metadata (RFC 9728). Each is answered by the content stage at the end of
-/// its built-in route's chain (`OwnRoutes`).
+/// callback, logout, back-channel logout, hosted request objects, the JWKS), a route's
+/// Protected Resource Metadata (RFC 9728), or a module's (`ModuleEndpoint`). Each is answered
+/// by the content stage at the end of its built-in route's chain (`OwnRoutes`).
 enum OwnEndpoint {
     case login(LoginEndpoint)
     case protectedResourceMetadata(ProtectedResourceDocument)
-    /// A Shared Signals transmitter's push endpoint (RFC 8935), by the transmitter's name.
-    case sharedSignals(String)
-    /// The authorization server's metadata, keys or token endpoint.
-    case authorizationServer(AuthorizationServerEndpoint)
+    case module(ModuleEndpoint)
 
     /// The route the access log, the metrics and the span name.
     var logRoute: String {
         switch self {
         case .login: "login"
         case .protectedResourceMetadata: ProtectedResourceDocument.logRoute
-        case .sharedSignals: "shared-signals"
-        case .authorizationServer: "authorization-server"
+        case .module(let endpoint): endpoint.name
         }
     }
 }
@@ -41,13 +37,8 @@ struct OwnRoutes {
     let loginService: RoutePlan
     /// Every route's `/.well-known/oauth-protected-resource…` document.
     let metadata: RoutePlan
-    /// The transmitters' push endpoints: called by a few transmitters, never counted by
-    /// `login.rate_limit`.
-    let signals: RoutePlan
-    /// The authorization server's endpoints: called by clients and resource servers.
-    let authorizationServer: RoutePlan
-    /// Its registration endpoint (RFC 7591): anyone may call it, so each address is limited.
-    let registration: RoutePlan
+    /// The modules' own routes, by id (`GatewayModule.routes`).
+    let modules: [String: RoutePlan]
 
     /// `services`: the worker's, to make the chains with; nil makes plans with no stages
     /// before the content (a policy made before the worker's first config).
@@ -61,33 +52,31 @@ struct OwnRoutes {
         metadata = RoutePlan(
             route: Self.route(ProtectedResourceDocument.logRoute), pool: nil, metricID: -1, upstream: nil,
             services: services)
-        signals = RoutePlan(
-            route: Self.route("shared-signals"), pool: nil, metricID: -1, upstream: nil, services: services)
-        authorizationServer = RoutePlan(
-            route: Self.route("authorization-server"), pool: nil, metricID: -1, upstream: nil, services: services)
-        var register = Self.route("authorization-server")
-        let limits = config.authorizationServer?.clients.registrationLimits ?? []
-        register.options.settings[RateLimitStage.Settings.self] = limits.isEmpty ? [RegistrationEndpoint.limit] : limits
-        registration = RoutePlan(route: register, pool: nil, metricID: -1, upstream: nil, services: services)
+        modules = config.modules.catalog.routes(config).mapValues { route in
+            var route = route
+            route.options.upgrade.protocols = []
+            return RoutePlan(route: route, pool: nil, metricID: -1, upstream: nil, services: services)
+        }
     }
 
     func plan(for endpoint: OwnEndpoint) -> RoutePlan {
         switch endpoint {
         // A browser's endpoints, the AS's among them, count against `login.rate_limit`.
-        case .login(.start), .login(.callback), .login(.logout), .authorizationServer(.authorize),
-            .authorizationServer(.consent), .authorizationServer(.consents):
-            login
+        case .login(.start), .login(.callback), .login(.logout): login
         case .login(.backchannelLogout), .login(.requestObject), .login(.jwks): loginService
         case .protectedResourceMetadata: metadata
-        case .sharedSignals: signals
-        case .authorizationServer(.register): registration
-        case .authorizationServer: authorizationServer
+        case .module(let endpoint):
+            switch endpoint.route {
+            case .browser: login
+            // The module's own routes are made from the same config as its endpoints.
+            case .own(let id): modules[id] ?? loginService
+            }
         }
     }
 
     /// A built-in route: public (each endpoint checks what it needs itself: a state cookie, a
     /// logout token's signature), no upstream, and no upgrade (none of them switches protocol).
-    private static func route(_ name: String) -> RouteConfig {
+    static func route(_ name: String) -> RouteConfig {
         var route = RouteConfig(index: -1, name: name, match: RouteMatch(path: .prefix("/")), upstream: "")
         route.options.upgrade.protocols = []
         return route
@@ -119,11 +108,8 @@ final class OwnEndpointStage: Stage {
             var response = document.response(to: request.head.method, requestID: ctx.requestID)
             response.headers += ctx.response.added
             return .answer(response)
-        case .sharedSignals(let transmitter):
-            return SharedSignalsPush(services: services, hub: services.signals).handle(
-                request, transmitter: transmitter)
-        case .authorizationServer(let endpoint):
-            return AuthorizationServerEndpoints(services: services).handle(request, endpoint)
+        case .module(let endpoint):
+            return endpoint.answer(request, services)
         }
     }
 }

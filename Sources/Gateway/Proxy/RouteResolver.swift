@@ -34,10 +34,8 @@ enum RouteResolver {
         let ownRoutes: OwnRoutes
         /// RFC 9728 documents by the path each is served at; empty without a `resource`.
         let protectedResources: [String: ProtectedResourceDocument]
-        /// Shared Signals transmitters by their push path; empty without `shared_signals`.
-        let signalPaths: [String: String]
-        /// The authorization server's endpoints by path.
-        let asPaths: [String: AuthorizationServerEndpoint]
+        /// The modules' own endpoints, by path.
+        let modulePaths: [String: ModuleEndpoint]
         let reservedPrefix: [UInt8]?
         let identityNames: [[UInt8]]
         let trustedOnlyExtra: [[UInt8]]
@@ -54,10 +52,7 @@ enum RouteResolver {
             self.ownRoutes = ownRoutes ?? OwnRoutes(config, services: nil)
             loginEndpoints = LoginEndpoint.Paths(config)
             protectedResources = config.protectedResources
-            asPaths = config.authorizationServer.map(AuthorizationServerEndpoint.paths(of:)) ?? [:]
-            signalPaths = Dictionary(
-                config.sharedSignals.filter { $0.value.delivery == .push }.map { ($0.value.endpointPath, $0.key) },
-                uniquingKeysWith: { a, _ in a })
+            modulePaths = config.modules.catalog.endpoints(config)
             reservedPrefix = config.reservedHeaderPrefixBytes
             identityNames = config.strippedIdentityHeaders
             trustedOnlyExtra = config.trustedProxyHeaders
@@ -116,10 +111,8 @@ enum RouteResolver {
             let document = policy.protectedResources[normalized.path]
         {
             own = .protectedResourceMetadata(document)
-        } else if !policy.signalPaths.isEmpty, let transmitter = policy.signalPaths[normalized.path] {
-            own = .sharedSignals(transmitter)
-        } else if !policy.asPaths.isEmpty, let endpoint = policy.asPaths[normalized.path] {
-            own = .authorizationServer(endpoint)
+        } else if !policy.modulePaths.isEmpty, let endpoint = policy.modulePaths[normalized.path] {
+            own = .module(endpoint)
         }
         if let own {
             let forwarding = Forwarding(

@@ -22,6 +22,23 @@ enum SharedSignals: GatewayModule {
         ConfigParser.sharedSignals(node, issuers: cfg.issuers, clients: cfg.clients, r)
     }
 
+    /// Each push transmitter's endpoint (RFC 8935), on a route of its own: called by a few
+    /// transmitters, never counted by `login.rate_limit`.
+    static func endpoints(_ config: GatewayConfig) -> [String: ModuleEndpoint] {
+        var out: [String: ModuleEndpoint] = [:]
+        for (name, t) in config.sharedSignals where t.delivery == .push && out[t.endpointPath] == nil {
+            out[t.endpointPath] = ModuleEndpoint(name: "shared-signals", route: .own("shared-signals")) {
+                request, services in
+                SharedSignalsPush(services: services, hub: services.signals).handle(request, transmitter: name)
+            }
+        }
+        return out
+    }
+
+    static func routes(_ config: GatewayConfig) -> [String: RouteConfig] {
+        config.sharedSignals.isEmpty ? [:] : ["shared-signals": OwnRoutes.route("shared-signals")]
+    }
+
     static func makeShared(_ stores: StoreBackend) -> SharedSignalsHub { SharedSignalsHub() }
 
     static func makeService(_ hub: SharedSignalsHub, _ context: ModuleContext) -> SharedSignalsWorker {

@@ -5,12 +5,14 @@ import Testing
 import Yams
 
 @testable import Gateway
+@testable import Reactor
 
 /// A whole capability written here, outside the gateway's files: what adding one takes. Its
 /// module brings a top-level key (`greeting: { text, header }`) with a section of fixed keys,
 /// a check across sections, a part the process keeps (one count for every worker), a service
-/// on each worker with its metrics and status, and a keyed stage (`greet: true`) that sends
-/// the greeting upstream with the caller's identity.
+/// on each worker with its metrics and status, a keyed stage (`greet: true`) that sends the
+/// greeting upstream with the caller's identity, and an endpoint of its own
+/// (`/.well-known/greeting`) on a built-in route of its own.
 enum Greetings: GatewayModule {
     struct Config: Sendable {
         var text = ""
@@ -57,6 +59,19 @@ enum Greetings: GatewayModule {
     final class Shared: @unchecked Sendable {
         var total = 0
     }
+
+    static func endpoints(_ config: GatewayConfig) -> [String: ModuleEndpoint] {
+        guard !config.greeting.text.isEmpty else { return [:] }
+        let text = config.greeting.text
+        return [
+            "/.well-known/greeting": ModuleEndpoint(name: "greeting", route: .own("greeting")) { request, services in
+                services.modules[Greetings.self].greeted()
+                return .answer(GatewayResponse(status: 200, body: text, contentType: "text/plain"))
+            }
+        ]
+    }
+
+    static func routes(_ config: GatewayConfig) -> [String: RouteConfig] { ["greeting": OwnRoutes.route("greeting")] }
 
     static func makeShared(_ stores: StoreBackend) -> Shared { Shared() }
     static func makeService(_ shared: Shared, _ context: ModuleContext) -> Greeter { Greeter(shared: shared) }
@@ -187,6 +202,17 @@ struct GatewayModuleTests {
         #expect(greeter.metrics.greeted == 1 && greeter.applied == 1)
         let other = try StageHarness(w, "GET", "/api/x")
         #expect(!other.chain.contains("GreetStage"), "only the route that sets the key")
+    }
+
+    @Test func itsEndpointIsAnsweredOnItsOwnRouteBeforeRouting() throws {
+        let w = try worker()
+        let (exchange, transport) = InMemoryTransport.exchange(
+            "GET", "/.well-known/greeting", fields: [("Host", "app.example")])
+        w.handle(exchange)
+        #expect(transport.status == 200 && String(decoding: transport.body, as: UTF8.self) == "hello")
+        #expect(w.services.modules[Greetings.self].metrics.greeted == 1)
+        let plan = w.services.requestPolicy.ownRoutes.modules["greeting"]
+        #expect(plan?.name == "greeting")
     }
 
     @Test func itsProcessPartIsSharedAndItsMetricsAndStatusAreAddedUp() throws {
