@@ -53,7 +53,6 @@ public enum ConfigParser {
         if let node = top["decision"] { cfg.decision = decision(node, r) }
         if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
         cfg.upstreams = upstreams(top["upstreams"], r)
-        cfg.assertionKeys = assertionKeys(top["identity_assertion_keys"], r)
         // Before the routes, which may name what such a module defines (`issuers: [self]`).
         modules.read(top, at: .beforeRoutes, into: &cfg, r)
         cfg.routes = routes(top["routes"], cfg, r)

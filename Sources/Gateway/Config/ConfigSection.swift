@@ -65,9 +65,6 @@ struct ConfigSection: Sendable, Equatable {
     static let claimRule = ConfigSection("routes[].require.claims.CLAIM") {
         AuthorizationRequirement.claimRuleKeyTable.docs
     }
-    static let identityAssertion = ConfigSection("routes[].identity_assertion") {
-        IdentityAssertionConfig.keyTable.docs
-    }
     static let mcp = ConfigSection("routes[].mcp") { MCPRules.keyTable.docs }
     /// An entry of `mcp.methods`, `mcp.tools`, `mcp.resources` or `mcp.prompts` (same keys).
     static let mcpRule = ConfigSection("routes[].mcp.tools.NAME") { MCPRules.entryKeyTable.docs }
@@ -76,7 +73,7 @@ struct ConfigSection: Sendable, Equatable {
         .top, .listen, .listenTLS, .listenTLSCertificate, .adminListen, .limits, .accessLog, .tracing, .tokenCache,
         .store, .dpop, .session, .login, .decision, .issuer, .introspection, .client, .clientTLS, .upstream,
         .upstreamTLS, .upstreamSign,
-        .responseSign, .route, .routeMatch, .routeDPoP, .requirement, .claimRule, .identityAssertion, .mcp, .mcpRule,
+        .responseSign, .route, .routeMatch, .routeDPoP, .requirement, .claimRule, .mcp, .mcpRule,
         .tokenExchange
     ]
 }

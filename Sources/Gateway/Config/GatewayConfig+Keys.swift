@@ -95,9 +95,6 @@ extension GatewayConfig {
         .init("decision", type: "bool or mapping (below)", default: "off", by: "ConfigParser.decision"),
         .init("pages_dir", type: "path of a directory", default: "none (built-in pages)", by: "ConfigParser.pages"),
         .init(
-            "identity_assertion_keys", type: "list of paths to private keys (JWK or PEM)", default: "`[]`",
-            by: "ConfigParser.assertionKeys"),
-        .init(
             "forward_early_hints", type: "`auto`, `always` or `never`", default: "`auto`",
             checkedBy: ConfigDefault.text(GatewayConfig().earlyHints.rawValue)
         ) { cfg, n, p, r in

@@ -60,9 +60,6 @@ public struct GatewayConfig: Sendable {
     var issuerNames: [String] { issuers.keys.sorted() }
     var clients: [String: ClientConfig] = [:]
     var clientNames: [String] { clients.keys.sorted() }
-    /// `identity_assertion_keys`: the gateway's own signing keys for identity assertions
-    /// (the first signs, all are published at the JWKS path).
-    var assertionKeys: [AssertionKey] = []
 
     /// What follows from the keys above, for the request path: set by `finish()`.
     private(set) var runtime = RuntimeConfig()

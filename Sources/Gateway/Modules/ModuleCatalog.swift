@@ -11,7 +11,8 @@ struct ModuleCatalog: Sendable {
     /// position (a token exchanged, and the upstream's own credential added, before the last
     /// limits and policy asked of a call).
     static let gateway = ModuleCatalog(modules: [
-        TokenExchangeModule.self, UpstreamCredentialsModule.self, RateLimits.self, Signatures.self, Authorizers.self,
+        TokenExchangeModule.self, UpstreamCredentialsModule.self, IdentityAssertionsModule.self, RateLimits.self,
+        Signatures.self, Authorizers.self,
         ResponseSigning.self, APIKeys.self, SharedSignals.self,
         AuthorizationServer.self
     ])

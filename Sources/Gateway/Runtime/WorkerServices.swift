@@ -47,8 +47,6 @@ final class WorkerServices {
     let authenticator: TokenAuthenticator
     /// Browser logins and sessions.
     let login: LoginService
-    /// Signed identity assertions (route option `identity_assertion`), cached per caller.
-    let assertions = IdentityAssertions()
     /// The newest DPoP nonce of each upstream the gateway sends DPoP-bound tokens to.
     let upstreamNonces = UpstreamNonces()
     /// Open tunnels (WebSocket after a 101) and their watches.
@@ -112,7 +110,6 @@ final class WorkerServices {
         hasTrustedProxies = !new.trustedProxies.isEmpty
         configGeneration += 1
         login.apply(new)
-        assertions.apply(new)
         modules.apply(new)
         returnPolicy = ReturnTo(allowedHosts: new.login.allowedRedirectHosts, allowHTTP: !new.session.secureCookie)
     }
