@@ -57,7 +57,6 @@ struct ConfigSection: Sendable, Equatable {
     static let upstream = ConfigSection("upstreams.NAME") { UpstreamConfig.keyTable.docs }
     static let upstreamTLS = ConfigSection("upstreams.NAME.tls") { UpstreamTLSConfig.keyTable.docs }
     static let upstreamSign = ConfigSection("upstreams.NAME.sign") { MessageSigningConfig.keyTable.docs }
-    static let responseSign = ConfigSection("routes[].sign_response") { MessageSigningConfig.responseKeyTable.docs }
     static let route = ConfigSection("routes[]") { RouteConfig.keyTable.docs + ModuleCatalog.gateway.routeKeys.docs }
     static let routeMatch = ConfigSection("routes[].match") { RouteMatch.keyTable.docs }
     static let routeDPoP = ConfigSection("routes[].dpop") { DPoPRouteConfig.keyTable.docs }
@@ -65,15 +64,10 @@ struct ConfigSection: Sendable, Equatable {
     static let claimRule = ConfigSection("routes[].require.claims.CLAIM") {
         AuthorizationRequirement.claimRuleKeyTable.docs
     }
-    static let mcp = ConfigSection("routes[].mcp") { MCPRules.keyTable.docs }
-    /// An entry of `mcp.methods`, `mcp.tools`, `mcp.resources` or `mcp.prompts` (same keys).
-    static let mcpRule = ConfigSection("routes[].mcp.tools.NAME") { MCPRules.entryKeyTable.docs }
 
     private static let core: [ConfigSection] = [
         .top, .listen, .listenTLS, .listenTLSCertificate, .adminListen, .limits, .accessLog, .tracing, .tokenCache,
         .store, .dpop, .session, .login, .decision, .issuer, .introspection, .client, .clientTLS, .upstream,
-        .upstreamTLS, .upstreamSign,
-        .responseSign, .route, .routeMatch, .routeDPoP, .requirement, .claimRule, .mcp, .mcpRule,
-        .tokenExchange
+        .upstreamTLS, .upstreamSign, .route, .routeMatch, .routeDPoP, .requirement, .claimRule
     ]
 }

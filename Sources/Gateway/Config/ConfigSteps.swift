@@ -37,11 +37,6 @@ extension ConfigParser {
     }
 
     private static let derivedAndProfiles: [ConfigStep] = [
-        .init("decision body limit", .derive) { cfg, _, _ in
-            // A decision may read an MCP call's body: as much as the largest MCP route takes.
-            cfg.decision.maxBodyBytes =
-                cfg.routes.compactMap { $0.options.auth.tokenRoute?.mcp?.maxRequestBytes }.max() ?? 0
-        },
         .init("protected resource metadata", .derive) { cfg, top, r in
             cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
         },

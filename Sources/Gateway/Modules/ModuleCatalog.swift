@@ -8,12 +8,13 @@ struct ModuleCatalog: Sendable {
     let modules: [any GatewayModule.Type]
 
     /// The gateway's own capabilities that are modules, in the order their stages run at one
-    /// position (a token exchanged, and the upstream's own credential added, before the last
-    /// limits and policy asked of a call).
+    /// position: after admission, the limits, a signature and the policy before the MCP call is
+    /// judged; before the upstream, a token exchanged and the upstream's own credential added
+    /// before the last limits and policy asked of a call. A module that uses another's service
+    /// comes after it.
     static let gateway = ModuleCatalog(modules: [
         TokenExchangeModule.self, UpstreamCredentialsModule.self, IdentityAssertionsModule.self, RateLimits.self,
-        Signatures.self, Authorizers.self,
-        ResponseSigning.self, APIKeys.self, SharedSignals.self,
+        Signatures.self, Authorizers.self, MCPModule.self, ResponseSigning.self, APIKeys.self, SharedSignals.self,
         AuthorizationServer.self
     ])
 
@@ -74,7 +75,7 @@ struct ModuleCatalog: Sendable {
         -> [any Stage]
     {
         stages.filter { $0.positions.contains(position) && (!decision || $0.judgesDecisions) }.compactMap {
-            $0.make(plan, services, at: position)
+            $0.make(plan, services, at: position, decision: decision)
         }
     }
 }

@@ -59,10 +59,13 @@ final class ProcessModuleParts: @unchecked Sendable {
 
 /// One worker's module services, made with the worker in catalog order.
 struct ModuleServices {
+    /// The catalog they were made for, fixed at start: the route plans' stages come from it.
+    let catalog: ModuleCatalog
     private let services: [ObjectIdentifier: any ModuleService]
     private let ordered: [any ModuleService]
 
     init(_ catalog: ModuleCatalog, _ context: ModuleContext) {
+        self.catalog = catalog
         var context = context
         var ordered: [any ModuleService] = []
         for module in catalog.modules {

@@ -82,10 +82,6 @@ final class WorkerMetrics {
         callbackOwnSeconds += max(0, ownSeconds)
     }
 
-    /// MCP messages judged, by route, method and outcome.
-    var mcpCalls = MCPCallMetrics()
-
-    /// API keys presented, by set and outcome.
     func snapshot(upstreamConnections: [String: Int], clientConnections: Int, tokenCache: (hits: Int, misses: Int))
         -> MetricsSnapshot
     {
@@ -99,8 +95,7 @@ final class WorkerMetrics {
             upstreamErrors: upstreamErrors, inflight: inflight, upstreamConnections: upstreamConnections,
             clientConnections: clientConnections, authFailures: authFailures,
             tokenCacheHits: tokenCache.hits, tokenCacheMisses: tokenCache.misses,
-            callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds,
-            mcpCalls: mcpCalls)
+            callbacks: callbacks, callbackOwnSeconds: callbackOwnSeconds)
     }
 }
 
@@ -127,12 +122,10 @@ struct MetricsSnapshot: Sendable {
     var upstreamTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
     /// Tunnels (WebSocket after a 101): open now, bytes each way, closes by reason.
     var tunnels = TunnelMetrics()
-    var mcpCalls = MCPCallMetrics()
     /// The modules' counters (`GatewayModule`), in catalog order.
     var modules = ModuleMetricsSnapshot()
 
     mutating func add(_ o: MetricsSnapshot) {
-        mcpCalls.add(o.mcpCalls)
         modules.add(o.modules)
         dpopUnchecked += o.dpopUnchecked
         acceptPauses += o.acceptPauses
@@ -209,7 +202,6 @@ struct MetricsSnapshot: Sendable {
         out.sample("tokengate_login_callback_own_seconds_count", [], callbacks)
         tunnels.write(to: &out)
         modules.write(to: &out)
-        mcpCalls.write(to: &out)
         out.single("tokengate_ready", .gauge, help: "Whether the gateway reports ready.", ready ? 1 : 0)
         return out.text
     }

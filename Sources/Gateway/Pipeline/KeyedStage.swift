@@ -27,6 +27,10 @@ protocol ModuleStage: Stage {
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> Self?
     /// This route's stage at `position`; `make(_:_:)` unless the stage runs at several.
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> Self?
+    /// This route's stage at `position` in a decision's chain (`decision`) or a proxied one;
+    /// the same stage unless it judges a decision differently.
+    static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition, decision: Bool)
+        -> (any Stage)?
 }
 
 /// A module's stage that a route turns on with a key of its own, declared in the stage's file:
@@ -42,5 +46,10 @@ extension ModuleStage {
     static var positions: [StagePosition] { [position] }
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> Self? {
         make(plan, services)
+    }
+    static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition, decision: Bool)
+        -> (any Stage)?
+    {
+        make(plan, services, at: position)
     }
 }

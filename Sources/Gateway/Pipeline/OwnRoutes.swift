@@ -52,10 +52,18 @@ struct OwnRoutes {
         metadata = RoutePlan(
             route: Self.route(ProtectedResourceDocument.logRoute), pool: nil, metricID: -1, upstream: nil,
             services: services)
-        modules = config.modules.catalog.routes(config).mapValues { route in
+        let catalog = services?.modules.catalog ?? config.modules.catalog
+        modules = catalog.routes(config).mapValues { route in
             var route = route
             route.options.upgrade.protocols = []
             return RoutePlan(route: route, pool: nil, metricID: -1, upstream: nil, services: services)
+        }
+        // A module's endpoint names a route of its own that it also declares: checked once per
+        // config, so that no request finds an endpoint without its route's stages.
+        for endpoint in catalog.endpoints(config).values {
+            if case .own(let id) = endpoint.route {
+                precondition(modules[id] != nil, "a module's endpoint names a route it does not declare: \(id)")
+            }
         }
     }
 
@@ -68,7 +76,7 @@ struct OwnRoutes {
         case .module(let endpoint):
             switch endpoint.route {
             case .browser: login
-            // The module's own routes are made from the same config as its endpoints.
+            // Checked when the plans were made (init): every endpoint's route is there.
             case .own(let id): modules[id] ?? loginService
             }
         }

@@ -5,7 +5,7 @@ extension RoutePlan {
     /// `decision`: the chain of a decision about a request on this route (nothing goes
     /// upstream; the verdict stage follows); else the chain of a proxied request.
     func stages(_ services: WorkerServices, decision: Bool) -> [any Stage] {
-        let keyed = services.config.modules.catalog
+        let keyed = services.modules.catalog
         var chain: [any Stage] = []
         // A WebSocket upgrade is refused or counted before anything is done for it.
         if !decision { chain.append(UpgradeStage(services: services, route: route)) }
@@ -15,10 +15,6 @@ extension RoutePlan {
         chain.append(authentication(services))
         // After admission: what the route checks or changes on an admitted request.
         chain += keyed.stages(at: .afterAuthentication, self, services, decision: decision)
-        if let mcp {
-            let stage = MCPStage(services: services, rules: mcp, plan: self)
-            chain.append(decision ? MCPDecisionStage(judge: stage) : stage)
-        }
         if decision { return chain + keyed.stages(at: .beforeUpstream, self, services, decision: true) }
         chain += keyed.stages(at: .beforeUpstream, self, services, decision: decision)
         // Toward the upstream: the request made, its body read, room on the pool, the call.

@@ -122,8 +122,10 @@ final class Worker: ResponderObserver {
         }
         pools = next
         services.upstreamOutcomes.setPools(next)
-        // The token rules are the new config's: the authenticator takes it before the plans
-        // are made from it.
+        // The plans' stages read the config they are made for (a rate limit's issuers, an MCP
+        // route's origins): the services take it first. The token rules are the new config's
+        // too: the authenticator takes it before the plans are made from it.
+        services.prepare(new)
         services.authenticator.apply(new)
         // The parser numbers routes in file order (`RouteConfig.index`), checked below.
         let plans = new.routes.map {

@@ -100,6 +100,10 @@ final class WorkerServices {
         modules.attach(self)
     }
 
+    /// The config the route plans about to be made are for: their stages read it when made.
+    /// Loop-thread only, between requests: `apply` follows at once with the plans.
+    func prepare(_ new: GatewayConfig) { config = new }
+
     /// Swaps in a new config and its request policy (route plans) for requests that start
     /// from now on. The authenticator has the config already: the plans' token rules are
     /// made by it.

@@ -50,12 +50,14 @@ struct SignatureMetrics: ModuleMetrics {
     }
 }
 
-/// Signed answers (`sign_response`) as a module: a route option and its stage, nothing else.
+/// Signed answers (`sign_response`) as a module: a route option, its section and its stage.
 enum ResponseSigning: GatewayModule {
+    static let sections = [ConfigSection.responseSign]
     static let stages: [any ModuleStage.Type] = [ResponseSigningStage.self]
 }
 
 extension ConfigSection {
+    static let responseSign = ConfigSection("routes[].sign_response") { MessageSigningConfig.responseKeyTable.docs }
     static let signature = ConfigSection("signatures.NAME") { SignaturePolicy.keyTable.docs }
     static let signatureKeys = ConfigSection("signatures.NAME.keys") { SignaturePolicy.keysKeyTable.docs }
     static let signatureHeaders = ConfigSection("signatures.NAME.headers") { SignaturePolicy.headersKeyTable.docs }

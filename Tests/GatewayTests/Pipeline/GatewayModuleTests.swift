@@ -204,6 +204,14 @@ struct GatewayModuleTests {
         #expect(!other.chain.contains("GreetStage"), "only the route that sets the key")
     }
 
+    @Test func aReloadMakesItsStageFromTheNewConfig() throws {
+        let w = try worker()
+        let new = try parse(Self.yaml.replacingOccurrences(of: "text: hello", with: "text: bonjour")).get()
+        w.apply(new)
+        let h = try StageHarness(w, "GET", "/public/x")
+        #expect(h.stage(GreetStage.self)?.greeting.text == "bonjour", "made from the config it replaces")
+    }
+
     @Test func itsEndpointIsAnsweredOnItsOwnRouteBeforeRouting() throws {
         let w = try worker()
         let (exchange, transport) = InMemoryTransport.exchange(

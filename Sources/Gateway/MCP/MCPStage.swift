@@ -9,18 +9,36 @@ import Reactor
 /// (MCPTransportMethods), so no call reaches the server unjudged in another method's body.
 /// A CORS preflight let through ahead of authentication (`cors_preflight: allow`) passes.
 /// `Mcp-Session-Id` goes through as any field does.
-final class MCPStage: Stage {
+final class MCPStage: ModuleStage {
+    /// After the route's limits and its policy decision (for a route that is not MCP's).
+    static let position = StagePosition.afterAuthentication
+
+    static func make(_ plan: RoutePlan, _ services: WorkerServices) -> MCPStage? {
+        plan.mcp.map { MCPStage(services: services, calls: services.modules[MCPModule.self], rules: $0, plan: plan) }
+    }
+
+    /// A decision's chain judges the call the same way, with nothing to forward after it.
+    static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition, decision: Bool)
+        -> (any Stage)?
+    {
+        let stage = make(plan, services)
+        return decision ? stage.map(MCPDecisionStage.init(judge:)) : stage
+    }
+
     /// Unowned: the services hold the plans that hold their stages; a request in its chain
     /// holds the services.
     unowned(unsafe) let services: WorkerServices
+    /// This worker's count of calls (the module's service; held as `services` is).
+    unowned(unsafe) let calls: MCPCalls
     let rules: MCPRules
     let route: RouteConfig
     let refusals: AuthRefusals?
 
     let origin: MCPOrigin
 
-    init(services: WorkerServices, rules: MCPRules, plan: RoutePlan) {
+    init(services: WorkerServices, calls: MCPCalls, rules: MCPRules, plan: RoutePlan) {
         self.services = services
+        self.calls = calls
         self.rules = rules
         route = plan.route
         refusals = plan.tokens?.refusals
@@ -161,7 +179,7 @@ final class MCPStage: Stage {
     /// is no call; a body that is no message is counted under the method `-`.
     func counted(_ ctx: RequestContext, method: String?, _ outcome: MCPCallMetrics.Outcome) {
         guard method != nil || outcome == .invalid else { return }
-        services.metrics.mcpCalls.record(route: ctx.route, method: method, outcome)
+        calls.record(route: ctx.route, method: method, outcome)
     }
 
     /// Whether the answer to `method` is this caller's on the request path: a `tools/list`
