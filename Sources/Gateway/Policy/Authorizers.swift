@@ -96,3 +96,24 @@ extension WorkerServices {
     /// This worker's PDP clients, over the process's decisions.
     var policies: PolicyDecisionPoints { modules[Authorizers.self] }
 }
+
+/// One authorizer's PDP (per worker, or added up): the evaluation endpoint in use, whether
+/// its metadata named it, and the decisions made since start.
+struct AuthorizerStatus: Sendable {
+    var endpoint = ""
+    /// nil: no worker has read the metadata yet; true: some worker uses endpoints it named.
+    var metadata: Bool?
+    var counts = AuthorizationMetrics.Counts()
+
+    func adding(_ o: AuthorizerStatus) -> AuthorizerStatus {
+        var c = counts
+        c.add(o.counts)
+        let read: Bool? =
+            switch (metadata, o.metadata) {
+            case (true, _), (_, true): true
+            case (false, _), (_, false): false
+            default: nil
+            }
+        return AuthorizerStatus(endpoint: endpoint.isEmpty ? o.endpoint : endpoint, metadata: read, counts: c)
+    }
+}
