@@ -36,12 +36,12 @@ extension TokenStage {
         var outcome = APIKeyTable.Outcome.unknown
         var set = sets[0]
         for name in sets {
-            guard let table = services.apiKeys[name] else { continue }
+            guard let table = apiKeys[name] else { continue }
             set = name
             outcome = table.check(key, now: now)
             if outcome != .unknown { break }
         }
-        services.apiKeys.record(set: set, outcome: outcome.label)
+        apiKeys.record(set: set, outcome: outcome.label)
         guard case .valid(let entry) = outcome else { return refuse(request, keyDenial(outcome)) }
         let token = Self.token(of: entry, set: set, now: now)
         // `require` as a token meets it; `acr` and `max_age` never pass (a key has no login).
@@ -52,7 +52,7 @@ extension TokenStage {
             return refuse(request, denial)
         }
         ctx.authenticated(CallerIdentity(subject: entry.sub, clientID: entry.clientID, issuer: set, apiKey: entry.id))
-        services.apiKeys.used(set, id: entry.id, at: now)
+        apiKeys.used(set, id: entry.id, at: now)
         // A tunnel opened with a key ends when the key expires: on a keys-only route always, on
         // one that takes tokens too as its tokens' tunnels do (`close_at_token_expiry`).
         if ctx.kind.isUpgrade, tokens.keysOnly || tokens.closeAtTokenExpiry, let expires = entry.expires {

@@ -19,6 +19,8 @@ final class TokenStage: Stage {
     let session: SessionStage?
     /// Shared Signals' revocations on this worker, asked on every token (held as `services` is).
     unowned(unsafe) let revocations: RevocationSnapshot
+    /// The key sets' tables on this worker, asked on every key (held as `services` is).
+    unowned(unsafe) let apiKeys: APIKeyTables
 
     init(
         services: WorkerServices, route: RouteConfig, tokens: TokenRouteConfig, rules: TokenRoutePlan,
@@ -30,6 +32,7 @@ final class TokenStage: Stage {
         self.rules = rules
         self.session = session
         revocations = services.revocations
+        apiKeys = services.apiKeys
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
