@@ -161,6 +161,19 @@ struct APIKeyTests {
         }
     }
 
+    /// Every time that reads is written back as one that reads to the same second (LoginFuzz
+    /// found `0360-01-01` written as `360-01-01`): years before 1000 keep four digits, and an
+    /// offset that carries a time out of 0000–9999 is refused.
+    @Test func rfc3339YearsKeepFourDigitsAndStayInRange() {
+        for text in ["0360-01-01T00:00:00Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "0999-12-31T23:59:59Z"] {
+            let t = RFC3339.seconds(text)
+            #expect(t != nil && RFC3339.text(t!) == text, "\(text)")
+        }
+        #expect(RFC3339.seconds("0000-01-01T00:00:00Z") == RFC3339.firstSecond)
+        #expect(RFC3339.seconds("9999-12-31T23:59:59-00:01") == nil)
+        #expect(RFC3339.seconds("0000-01-01T00:00:00+00:01") == nil)
+    }
+
     @Test func createRevokeAndRotate() throws {
         let identity = APIKeyEditing.Identity(
             sub: "partner", clientID: "sync", scopes: ["a"], claims: [("org", .string("x"))])

@@ -50,15 +50,26 @@ enum RFC3339 {
         let t = timegm(&parts)
         // timegm normalizes 31 February to 3 March: a day the month does not have is refused.
         guard parts.tm_mday == Int32(day), parts.tm_mon == Int32(month - 1) else { return nil }
-        return Int64(t) - Int64(offset)
+        // An offset may carry a time past the years a date-fullyear can write (§5.6, 4DIGIT):
+        // such a time could not be written back, so it is not read either.
+        let utc = Int64(t) - Int64(offset)
+        guard utc >= firstSecond, utc <= lastSecond else { return nil }
+        return utc
     }
+
+    /// 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z.
+    static let firstSecond: Int64 = -62_167_219_200
+    static let lastSecond: Int64 = 253_402_300_799
 
     static func text(_ seconds: Int64) -> String {
         var t = time_t(seconds)
         var parts = tm()
         gmtime_r(&t, &parts)
         func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+        // date-fullyear is four digits (RFC 3339 §5.6): year 360 is `0360`.
+        let year = String(parts.tm_year + 1900)
+        return String(repeating: "0", count: max(0, 4 - year.count)) + year
+            + "-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
 }
