@@ -36,7 +36,7 @@ extension AuthorizeEndpoint {
                     return request.answer(page("the consent form was shown to another session", status: 403))
                 }
                 // Once: a ticket posted again (a double click, a replay) gives no second code.
-                services.replay.claim(
+                services.authentication.replay.claim(
                     ReplayID(assertionOf: session.id, jti: ticket.id, kind: 6), kind: .consentTicket,
                     until: ticket.expiresAt + 60, now: services.wallClock.seconds
                 ) { verdict in

@@ -75,7 +75,7 @@ struct AuthorizeEndpoint {
     ) {
         guard let login = config.login, let route = LoginRouteConfig(clients: [login]) else { return }
         let issuer = services.config.clients[login]?.issuer ?? ""
-        services.login.authenticate(route: route, cookies: Cookies(request.head.fields)) { decision in
+        services.authentication.login.authenticate(route: route, cookies: Cookies(request.head.fields)) { decision in
             var decision = decision
             // A session the IdP revoked (Shared Signals) makes no grant: it counts as none, as
             // on the login routes (SessionStage).
@@ -99,12 +99,12 @@ struct AuthorizeEndpoint {
                 let here = request.path + (request.query.map { "?" + $0 } ?? "")
                 // `rd` is bounded (ReturnTo): a request too long to come back to is refused here,
                 // not cut short.
-                guard services.returnPolicy.check(here) == here else {
+                guard services.current.returnPolicy.check(here) == here else {
                     return request.answer(page("the authorization request is too long"))
                 }
                 request.answer(
                     .redirect(
-                        services.login.startRetry(returnTo: here, client: login), cookies: clear,
+                        services.authentication.login.startRetry(returnTo: here, client: login), cookies: clear,
                         detail: "authorization server: sign-in first"))
             }
         }

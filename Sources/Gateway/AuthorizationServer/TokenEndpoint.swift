@@ -170,7 +170,9 @@ struct TokenEndpoint {
         var trusted: [String: (keys: JWKSet, algorithms: Set<JWSAlgorithm>)] = [:]
         var names: [String: String] = [:]
         for name in config.identityAssertionIssuers {
-            guard let issuer = services.config.issuers[name], let keys = services.tokens.issuerKeys[issuer: name] else {
+            guard let issuer = services.config.issuers[name],
+                let keys = services.authentication.tokens.issuerKeys[issuer: name]
+            else {
                 continue
             }
             for iss in [issuer.issuer] + issuer.issuerAliases {
@@ -235,7 +237,7 @@ struct TokenEndpoint {
         _ id: ReplayID, _ kind: ReplayKind, until: Int64, replayed: TokenEndpointError,
         done: @escaping (TokenEndpointError?) -> Void
     ) {
-        services.replay.claim(id, kind: kind, until: until, now: services.wallClock.seconds) { verdict in
+        services.authentication.replay.claim(id, kind: kind, until: until, now: services.wallClock.seconds) { verdict in
             switch verdict {
             case .fresh: done(nil)
             case .replayed: done(replayed)

@@ -10,7 +10,7 @@ struct LoginEndpoints {
         _ ex: ServerExchange, _ endpoint: LoginEndpoint, query: String?, origin: RequestOrigin.Origin?,
         ctx: RequestContext
     ) {
-        let login = services.login
+        let login = services.authentication.login
         let services = services
         let cookies = Cookies(ex.head.fields)
         // What the built-in route's chain added to the answer (the RateLimit fields).
@@ -39,12 +39,13 @@ struct LoginEndpoints {
             case .choose(let names):
                 reply(
                     services.chooseClientPage(
-                        names, returnTo: rd.flatMap(services.returnPolicy.check) ?? "/", requestID: ctx.requestID))
+                        names, returnTo: rd.flatMap(services.current.returnPolicy.check) ?? "/",
+                        requestID: ctx.requestID))
                 return
             }
             // An absolute `rd` on this request's own origin (a decision's login URL names the
             // original URL) is a same-origin path; other hosts need allowed_redirect_hosts.
-            let returnTo = DecisionLogin.returnTarget(rd, origin: origin, policy: services.returnPolicy)
+            let returnTo = DecisionLogin.returnTarget(rd, origin: origin, policy: services.current.returnPolicy)
             let stepUp: AuthorizationRequirement?
             switch StepUpLogin.parse(params) {
             case .none: stepUp = nil

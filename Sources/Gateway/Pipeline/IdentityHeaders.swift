@@ -51,7 +51,8 @@ extension WorkerServices {
                 // The login asked for DPoP and the AS bound the token (a Bearer answer ends the
                 // login): it is good only with a proof from the key it is bound to.
                 out.append((name, "DPoP \(token)"))
-                proof = UpstreamProof(token: token, signer: exchanger.proofSigner, now: now, nonces: upstreamNonces)
+                proof = UpstreamProof(
+                    token: token, signer: exchanger.proofSigner, now: now, nonces: proxying.upstreamNonces)
             } else {
                 out.append((name, "Bearer \(token)"))
             }

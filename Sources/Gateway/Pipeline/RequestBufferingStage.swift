@@ -27,7 +27,7 @@ final class RequestBufferingStage: Stage {
         // What goes upstream: a form or an MCP call already read, else the client's stream.
         let body = request.admission?.body ?? ex.body
         let limits = services.config.limits
-        let budget = services.requestSpoolBudget
+        let budget = services.proxying.requestSpoolBudget
         let readWhole = budget.map { readsBodyFirst(body, ex, ctx, budget: $0) } ?? false
         // A gRPC call's body is bounded per message (`RequestBodyLimit`); only a body with
         // one (the client's own, not a form or an MCP call already read) is asked.

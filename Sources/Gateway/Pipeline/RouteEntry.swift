@@ -10,7 +10,7 @@ struct RouteEntry {
     func run(_ ex: ServerExchange, _ ctx: RequestContext, trusted: Bool, host: (first: String?, count: Int)) {
         let head = ex.head
         switch RouteResolver.prepare(
-            head, peerTrusted: trusted, policy: services.requestPolicy, host: host, hosts: services.hosts)
+            head, peerTrusted: trusted, policy: services.requestPolicy, host: host, hosts: services.current.hosts)
         {
         case .reject(let status, let error, let description):
             ctx.place(path: String(head.target.prefix(256)))

@@ -14,8 +14,9 @@ extension SessionStage {
     func meetsStepUp(_ request: RoutedRequest, _ session: Session, setCookies: [String]) -> Bool {
         guard let requirement = loginRoute.sessionRequirement, requirement.hasStepUp,
             let failure = requirement.stepUpFailure(
-                session.claims, now: services.login.now, leeway: services.login.leeway(ofClient: session.client),
-                maxAgeGrace: services.login.leeway(ofClient: session.client))
+                session.claims, now: services.authentication.login.now,
+                leeway: services.authentication.login.leeway(ofClient: session.client),
+                maxAgeGrace: services.authentication.login.leeway(ofClient: session.client))
         else { return true }
         var asked = AuthorizationRequirement()
         asked.acr = requirement.acr
@@ -37,7 +38,7 @@ extension SessionStage {
             var returnTo = request.path + (request.query.map { "?" + $0 } ?? "")
             if returnTo.utf8.count > 1024 { returnTo = "/" }
             // The session's own client: the same account at the same AS, authenticated again.
-            services.login.beginLogin(
+            services.authentication.login.beginLogin(
                 client: session.client, returnTo: returnTo, loginHint: nil, origin: services.origin(request.origin),
                 cookies: Cookies(request.head.fields), stepUp: asked
             ) { response in

@@ -24,7 +24,7 @@ final class SessionStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
         if request.admission != nil { return .proceed }
         let cookies = Cookies(request.head.fields)
-        services.login.authenticate(route: loginRoute, cookies: cookies) { [self] decision in
+        services.authentication.login.authenticate(route: loginRoute, cookies: cookies) { [self] decision in
             decide(request, cookies: cookies, decision, refreshed: false)
         }
         return .suspend
@@ -42,13 +42,13 @@ final class SessionStage: Stage {
                 admit(request, session, setCookies: setCookies)
             case .ended:
                 // As a logout: the cookie is cleared and the browser signs in again.
-                let settings = services.login.settings
+                let settings = services.authentication.login.settings
                 noSession(
                     request, cookies: cookies,
                     clear: cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
                 )
             case .refresh where !refreshed:
-                services.login.refresh(
+                services.authentication.login.refresh(
                     session, cookies: cookies, forwardsToken: loginRoute.forwardSessionToken, forClaimsChange: true
                 ) { [self] after in
                     decide(request, cookies: cookies, after, refreshed: true)
@@ -115,7 +115,7 @@ final class SessionStage: Stage {
             if Pages.wantsHTML(request.exchange.head) {
                 r = config.pages.forbiddenPage(
                     r, requestID: ctx.requestID, logoutAction: config.login.logoutPath,
-                    csrfToken: services.login.settings.csrfToken(session))
+                    csrfToken: services.authentication.login.settings.csrfToken(session))
             }
             request.answer(r)
             return
@@ -129,11 +129,11 @@ final class SessionStage: Stage {
         }
         ctx.response.ownCookies = config.ownCookieNames
         if ctx.kind.isUpgrade {
-            var endsAt = services.login.absoluteEnd(of: session)
+            var endsAt = services.authentication.login.absoluteEnd(of: session)
             // `max_age` (RFC 9470): a tunnel stands no longer than the authentication does.
             // Read with the issuer's leeway, as `meetsStepUp` reads it.
             if let fresh = loginRoute.sessionRequirement?.stepUpValidUntil(session.claims) {
-                endsAt = min(endsAt, fresh + services.login.leeway(ofClient: session.client) + 1)
+                endsAt = min(endsAt, fresh + services.authentication.login.leeway(ofClient: session.client) + 1)
             }
             ctx.tunnel.session = (loginRoute, endsAt)
             if let issuer = vouchedBy { ctx.tunnel.caller = RevocationSubject(session: session, issuer: issuer) }
@@ -172,7 +172,7 @@ final class SessionStage: Stage {
                 request.answer(r)
                 return
             }
-            services.login.beginLogin(
+            services.authentication.login.beginLogin(
                 client: loginRoute.client, returnTo: returnTo, loginHint: nil,
                 origin: services.origin(request.origin), cookies: cookies
             ) { response in

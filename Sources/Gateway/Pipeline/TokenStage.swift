@@ -37,7 +37,8 @@ final class TokenStage: Stage {
 
     func run(_ request: RoutedRequest) -> StageOutcome {
         if request.admission != nil { return .proceed }
-        if let session, Cookies(request.head.fields).values[services.login.settings.sessionCookie] != nil {
+        if let session, Cookies(request.head.fields).values[services.authentication.login.settings.sessionCookie] != nil
+        {
             return session.run(request)
         }
         if !tokens.apiKeys.isEmpty {
@@ -86,7 +87,7 @@ final class TokenStage: Stage {
         _ request: RoutedRequest, target: TokenAuthenticator.Target, form: (tokens: [String], kept: [UInt8])?
     ) {
         let ctx = request.context
-        services.authenticator.authenticate(
+        services.authentication.authenticator.authenticate(
             request.head, tokens: tokens, plan: rules, target: target, query: request.query,
             formTokens: form?.tokens ?? []
         ) { [self] decision in
@@ -141,7 +142,7 @@ extension TokenStage {
     /// if the request carries the same one the same way (see `BearerMemo` for when that
     /// stands for the full check).
     fileprivate func admitRemembered(_ request: RoutedRequest) -> Admission? {
-        let validator = services.tokens
+        let validator = services.authentication.tokens
         guard let connection = request.exchange.connection.context,
             let memo = unsafeDowncast(connection, to: ConnectionMemo.self).state[BearerMemo.Key.self],
             memo.routeIndex == route.index, memo.generation == validator.generation,
@@ -182,7 +183,7 @@ extension TokenStage {
     fileprivate func remember(_ request: RoutedRequest, caller: AuthenticatedCaller, identity: [(String, String)])
         -> BearerMemo?
     {
-        let validator = services.tokens
+        let validator = services.authentication.tokens
         guard caller.jkt == nil, caller.responseHeaders.isEmpty, let token = caller.fromAuthorization,
             var until = validator.trustedUntil(token)
         else { return nil }

@@ -10,11 +10,11 @@ struct TrustEntry {
     /// Whether the connection's peer is a trusted proxy, decided once per connection and
     /// config generation.
     func peerTrusted(_ connection: ClientConnection) -> Bool {
-        guard services.hasTrustedProxies else { return false }
+        guard services.current.hasTrustedProxies else { return false }
         let memo = ConnectionMemo.of(connection)
-        if memo.trustGeneration != services.configGeneration {
+        if memo.trustGeneration != services.current.generation {
             memo.peerTrusted = services.config.trustedProxies.contains { $0.contains(connection.peer) }
-            memo.trustGeneration = services.configGeneration
+            memo.trustGeneration = services.current.generation
         }
         return memo.peerTrusted
     }

@@ -18,11 +18,11 @@ final class UpgradeStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
         let ex = request.exchange
         guard UpgradeExchange.asksWebSocket(ex.head) else { return .proceed }
-        if let refusal = services.tunnels.refusal(ex, route: route, ctx: request.context) {
+        if let refusal = services.proxying.tunnels.refusal(ex, route: route, ctx: request.context) {
             return .answer(refusal, close: true)
         }
         request.context.kind = .upgrade
-        services.tunnels.pending(ex)
+        services.proxying.tunnels.pending(ex)
         return .proceed
     }
 }

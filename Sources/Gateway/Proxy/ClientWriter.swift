@@ -120,7 +120,7 @@ extension ClientWriter {
     /// proxied answer, and most never fall behind; what the answer is (`isStream`) is read
     /// only when a spool would start.
     func mayBuffer(_ head: HTTPResponseHead) -> Bool {
-        guard buffersResponse, services.spoolBudget != nil else { return false }
+        guard buffersResponse, services.proxying.spoolBudget != nil else { return false }
         guard services.config.limits.responseSpoolMax > 0, services.config.limits.spoolTotal > 0 else { return false }
         spoolFields = head.fields
         return true
@@ -150,7 +150,7 @@ extension ClientWriter {
             // Behind: what waits for the client already fills the buffer (a fast client's
             // output is written out between reads, whatever a read's size).
             guard responder.pendingOutput >= min(responseBuffer, responder.highWater),
-                let budget = services.spoolBudget
+                let budget = services.proxying.spoolBudget
             else { return false }
             let limits = services.config.limits
             if let fields = spoolFields {
@@ -165,7 +165,7 @@ extension ClientWriter {
                     directory: limits.spoolDirectory, budget: budget, maxBytes: limits.responseSpoolMax)
             else {
                 spoolAllowed = false
-                services.spoolBudget?.countFailure()
+                services.proxying.spoolBudget?.countFailure()
                 return false
             }
             spool = ResponseSpool(made, writer: self)

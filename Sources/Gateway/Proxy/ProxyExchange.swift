@@ -90,7 +90,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseCon
         // The upstream's time to answer, should the client leave before the body ends.
         upstreamSeconds = services.clock() - upstreamStart
         if head.status >= 500, let pool {
-            services.upstreamOutcomes.answered(head.status, pool: pool, now: services.clock())
+            services.proxying.upstreamOutcomes.answered(head.status, pool: pool, now: services.clock())
         }
         first.head(head, bodyLength: head.bodyLength)
     }
@@ -112,7 +112,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseCon
                 return finish(status: 499, detail: "client gone before the 101")
             }
             finish(status: 101)
-            services.tunnels.open(client: client, upstream: upstream, ctx: context, head: exchange.head)
+            services.proxying.tunnels.open(client: client, upstream: upstream, ctx: context, head: exchange.head)
         }
     }
 
@@ -146,7 +146,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseCon
             return
         }
         services.metrics.upstreamError(failure.kind)
-        if let pool { services.upstreamOutcomes.failed(pool: pool, now: services.clock()) }
+        if let pool { services.proxying.upstreamOutcomes.failed(pool: pool, now: services.clock()) }
         if case .tlsHandshakeFailed(let reason) = failure {
             // Said in the log even with the access log off: an operator's certificate problem
             // (the verify error), which the client's 502 never names.

@@ -34,7 +34,7 @@ final class ResponseSpool {
         case .full:
             if !owner.paused { owner.pauseForClient() }
         case .failed:
-            writer.services.spoolBudget?.countFailure()
+            writer.services.proxying.spoolBudget?.countFailure()
             writer.services.log.warning(
                 "response spool write failed; the response is cut",
                 metadata: ["request_id": "\(writer.context.requestID)"])
@@ -68,7 +68,7 @@ final class ResponseSpool {
             guard !owner.isDone, writer.spool === self else { return }
             if file.pending > 0 {
                 guard let chunk = file.next(max: writer.services.config.limits.responseBuffer) else {
-                    writer.services.spoolBudget?.countFailure()
+                    writer.services.proxying.spoolBudget?.countFailure()
                     owner.abort(detail: "spool read failed")
                     return
                 }

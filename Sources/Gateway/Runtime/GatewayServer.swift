@@ -98,9 +98,8 @@ public final class GatewayServer {
         for id in 0..<config.workers {
             let worker = Worker(
                 id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,
-                router: router, accessLogSink: accessLogFile, spanExporter: spanExporter)
-            worker.spoolBudget = spoolBudget
-            worker.requestSpoolBudget = requestSpoolBudget
+                router: router, accessLogSink: accessLogFile, spanExporter: spanExporter,
+                spool: SpoolBudgets(responses: spoolBudget, requests: requestSpoolBudget))
             var sockets: [(fd: Int32, tls: TLSContext?, http2: Bool)] = []
             for l in config.listeners {
                 sockets.append(

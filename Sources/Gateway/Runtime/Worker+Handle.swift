@@ -15,7 +15,7 @@ extension Worker {
         defer { services.tracer?.current = nil }
         // Decision mode (nginx auth_request, forwardAuth, ext_authz HTTP and gRPC): the same
         // chains, with a verdict for their last stage (Decision/).
-        if services.decisionEnabled {
+        if services.current.decisionEnabled {
             let target = ex.head.target
             if config.decision.extAuthzGRPC, target == ExtAuthzService.checkPath {
                 ExtAuthzService(services: services, verdict: extAuthzVerdict).serve(ex, ctx: ctx, trusted: trusted)

@@ -8,14 +8,14 @@ extension Worker {
             upstreamConnections: pools.mapValues { $0.openConnections },
             clientConnections: servers.reduce(0) { $0 + $1.openConnections },
             tokenCache: (tokens.cacheHits, tokens.cacheMisses))
-        s.dpopUnchecked = services.authenticator.uncheckedProofs
+        s.dpopUnchecked = services.authentication.authenticator.uncheckedProofs
         s.acceptPauses = servers.reduce(0) { $0 + $1.acceptPauses }
         s.connectionsReclaimed = servers.reduce(0) { $0 + $1.reclaimedConnections }
         s.upstreamTLSHandshakes = retiredTLSHandshakes
         for (name, pool) in pools where pool.endpoint.tls != nil {
             s.upstreamTLSHandshakes[name, default: .init()].add(pool)
         }
-        s.tunnels = services.tunnels.metrics
+        s.tunnels = services.proxying.tunnels.metrics
         s.modules = services.modules.metrics
         return s
     }
@@ -23,16 +23,16 @@ extension Worker {
     func statusSnapshot() -> WorkerStatus {
         let now = services.clock()
         var s = WorkerStatus()
-        s.generations = [services.configGeneration]
+        s.generations = [services.current.generation]
         for (name, pool) in pools {
-            let e = services.upstreamOutcomes.errors[name]
+            let e = services.proxying.upstreamOutcomes.errors[name]
             s.upstreams[name] = UpstreamStatus(
                 idle: pool.idleCount, active: pool.inUse,
                 recent5xx: e?.answers5xx.count(at: now) ?? 0, total5xx: e?.answers5xx.total ?? 0,
                 recentFailures: e?.failures.count(at: now) ?? 0, totalFailures: e?.failures.total ?? 0)
         }
         s.routes = metrics.routeAnswers(now: now)
-        s.tunnelsOpen = services.tunnels.entries.count
+        s.tunnelsOpen = services.proxying.tunnels.entries.count
         s.clientConnections = servers.reduce(0) { $0 + $1.openConnections }
         s.inflight = metrics.inflight
         s.modules = services.modules.status

@@ -27,32 +27,22 @@ final class Worker: ResponderObserver {
     var config: GatewayConfig { services.config }
     var metrics: WorkerMetrics { services.metrics }
     var log: Logger { services.log }
-    var tokens: AccessTokenValidator { services.tokens }
-    var login: LoginService { services.login }
-    /// The process's disk for spooled answers (set before the worker serves); nil: none.
-    var spoolBudget: SpoolBudget? {
-        get { services.spoolBudget }
-        set { services.spoolBudget = newValue }
-    }
-    /// Request buffering's disk budget (`limits.request_spool_total`), shared by workers.
-    var requestSpoolBudget: SpoolBudget? {
-        get { services.requestSpoolBudget }
-        set { services.requestSpoolBudget = newValue }
-    }
+    var tokens: AccessTokenValidator { services.authentication.tokens }
+    var login: LoginService { services.authentication.login }
 
     /// `stores` makes this worker's replay, session and introspection stores (the process's
-    /// memory, or the worker's own Redis client).
+    /// memory, or the worker's own Redis client); `spool`: the process's disk budgets.
     init(
         id: Int, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
         wallClock: any WallClock = SystemClock(), router: Router? = nil, accessLogSink: LogSink? = nil,
-        spanExporter: SpanExporter? = nil
+        spanExporter: SpanExporter? = nil, spool: SpoolBudgets = SpoolBudgets()
     ) {
         self.id = id
         let loop = EventLoop()
         self.loop = loop
         services = WorkerServices(
             id: id, loop: loop, config: config, log: log, processPrefix: processPrefix, stores: stores,
-            wallClock: wallClock, accessLogSink: accessLogSink, spanExporter: spanExporter)
+            wallClock: wallClock, accessLogSink: accessLogSink, spanExporter: spanExporter, spool: spool)
         verdict = VerdictStage(services: services)
         extAuthzVerdict = ExtAuthzVerdictStage(services: services)
         apply(config, router: router)
@@ -121,17 +111,18 @@ final class Worker: ResponderObserver {
             if old.endpoint.tls != nil { retiredTLSHandshakes[name, default: .init()].add(old) }
         }
         pools = next
-        services.upstreamOutcomes.setPools(next)
+        services.proxying.upstreamOutcomes.setPools(next)
         // The plans' stages read the config they are made for (a rate limit's issuers, an MCP
         // route's origins): the services take it first. The token rules are the new config's
         // too: the authenticator takes it before the plans are made from it.
         services.prepare(new)
-        services.authenticator.apply(new)
+        services.authentication.authenticator.apply(new)
         // The parser numbers routes in file order (`RouteConfig.index`), checked below.
         let plans = new.routes.map {
             RoutePlan(
                 route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
-                upstream: new.upstreams[$0.upstream], tokens: services.authenticator.plan(for: $0), services: services)
+                upstream: new.upstreams[$0.upstream], tokens: services.authentication.authenticator.plan(for: $0),
+                services: services)
         }
         precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")
         services.apply(
@@ -158,13 +149,13 @@ final class Worker: ResponderObserver {
         services.drain { [unowned self] in self.drainProgress() }
         for s in servers { s.stopAccepting() }
         onDrained = done
-        services.tunnels.endAll()
+        services.proxying.tunnels.endAll()
         drainProgress()
     }
 
     /// Finishes a drain once no request is in flight and no tunnel is open.
     private func drainProgress() {
-        guard metrics.inflight == 0, services.tunnels.entries.isEmpty, let done = onDrained else { return }
+        guard metrics.inflight == 0, services.proxying.tunnels.entries.isEmpty, let done = onDrained else { return }
         onDrained = nil
         // Every request's line is made by now; none may stay in the buffer at exit.
         services.accessLog?.flush()

@@ -84,7 +84,7 @@ final class SharedSignalsWorker: ModuleService {
     func apply(_ config: GatewayConfig) {}
 
     /// Introspected tokens are checked against the revocations too.
-    func attach(_ services: WorkerServices) { services.tokens.introspector.revocations = revocations }
+    func attach(_ services: WorkerServices) { services.authentication.tokens.introspector.revocations = revocations }
 }
 
 extension SharedSignalsService: ModuleMain {

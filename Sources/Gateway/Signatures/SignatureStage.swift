@@ -146,7 +146,7 @@ final class SignatureStage: KeyedStage {
         let until = (params.created ?? now) + (requirements.maxAge ?? 3600) + requirements.leeway + 1
         var waiting = true
         var immediate: StageOutcome?
-        services.replay.claim(
+        services.authentication.replay.claim(
             ReplayID(signatureNonce: nonce, keyid: keyid), kind: .signatureNonce, until: until, now: now
         ) {
             [self] verdict in

@@ -91,7 +91,7 @@ final class TokenExchangeStage: ModuleStage {
         if issued.token.isDPoPBound {
             admission.upstreamProof = UpstreamProof(
                 token: issued.token.token, signer: exchanger.proofSigner, now: services.wallClock.seconds,
-                nonces: services.upstreamNonces)
+                nonces: services.proxying.upstreamNonces)
         }
     }
 }

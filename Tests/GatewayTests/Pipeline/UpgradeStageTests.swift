@@ -27,7 +27,7 @@ struct UpgradeStageTests {
         let h = try StageHarness(try testWorker(PipelineConfigs.yaml), "GET", "/public/ws", fields: Self.upgrade)
         #expect(h.run(try #require(h.stage(UpgradeStage.self))).proceeds)
         #expect(h.request.context.kind.isUpgrade)
-        #expect(h.worker.services.tunnels.pending == 1, "counted against the tunnel cap until answered")
+        #expect(h.worker.services.proxying.tunnels.pending == 1, "counted against the tunnel cap until answered")
     }
 
     @Test func aPlainRequestPassesAsAProxiedOne() throws {
