@@ -14,7 +14,12 @@ final class MCPStage: ModuleStage {
     static let position = StagePosition.afterAuthentication
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> MCPStage? {
-        plan.mcp.map { MCPStage(services: services, calls: services.modules[MCPModule.self], rules: $0, plan: plan) }
+        plan.mcp.map {
+            MCPStage(
+                calls: services.modules[MCPModule.self], metrics: services.metrics,
+                points: plan.route.options.settings.has(AuthorizeStage.Settings.self) ? services.policies : nil,
+                publicURLs: services.config.publicURLs, rules: $0, plan: plan)
+        }
     }
 
     /// A decision's chain judges the call the same way, with nothing to forward after it.
@@ -25,25 +30,31 @@ final class MCPStage: ModuleStage {
         return decision ? stage.map(MCPDecisionStage.init(judge:)) : stage
     }
 
-    /// Unowned: the services hold the plans that hold their stages; a request in its chain
-    /// holds the services.
-    unowned(unsafe) let services: WorkerServices
-    /// This worker's count of calls (the module's service; held as `services` is).
+    /// This worker's count of calls (the module's service), its metrics, and on a route with
+    /// `authorize` its PDP clients. Unowned: the services hold them and the plans that hold
+    /// their stages.
     unowned(unsafe) let calls: MCPCalls
+    unowned(unsafe) let metrics: WorkerMetrics
+    unowned(unsafe) let points: PolicyDecisionPoints?
     let rules: MCPRules
     let route: RouteConfig
     let refusals: AuthRefusals?
 
     let origin: MCPOrigin
 
-    init(services: WorkerServices, calls: MCPCalls, rules: MCPRules, plan: RoutePlan) {
-        self.services = services
+    init(
+        calls: MCPCalls, metrics: WorkerMetrics, points: PolicyDecisionPoints?, publicURLs: [PublicURL],
+        rules: MCPRules,
+        plan: RoutePlan
+    ) {
         self.calls = calls
+        self.metrics = metrics
+        self.points = points
         self.rules = rules
         route = plan.route
         refusals = plan.tokens?.refusals
         origin = MCPOrigin(
-            route: plan.route, publicURLs: services.config.publicURLs, allowedOrigins: rules.allowedOrigins)
+            route: plan.route, publicURLs: publicURLs, allowedOrigins: rules.allowedOrigins)
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
@@ -81,7 +92,7 @@ final class MCPStage: ModuleStage {
                     415, error: "invalid_request", description: refusal, requestID: ctx.requestID,
                     detail: "mcp: \(refusal)"), close: true)
         }
-        services.readOwnBody(ex, ctx, limit: rules.maxRequestBytes) { [self] bytes in
+        request.services.readOwnBody(ex, ctx, limit: rules.maxRequestBytes) { [self] bytes in
             let message: MCPMessage
             switch judge(body: bytes, fields: ex.head.fields, admission: admission, ctx: ctx) {
             case .success(let m): message = m
@@ -106,7 +117,8 @@ final class MCPStage: ModuleStage {
                 // MCP 2026-07-28: one long POST, answered by an SSE stream that ends at the
                 // route's listen_timeout or the token's expiry, whichever comes first.
                 var end = StreamEnd(
-                    timeout: rules.listenTimeout, expiresAt: admission.token?.expiresAt, now: services.wallClock.now)
+                    timeout: rules.listenTimeout, expiresAt: admission.token?.expiresAt,
+                    now: request.services.wallClock.now)
                 end.closingEvent = message.id.flatMap(MCPListen.closingEvent(id:))
                 ctx.response.install(StreamEndStage(end))
             }
@@ -212,11 +224,11 @@ final class MCPStage: ModuleStage {
         let token = admission.token
         var filter = ToolListFilter(
             id: id, maxBytes: rules.maxResponseBytes, mayCall: { rules.mayCallTool($0, token: token) })
-        if let authorizer = route.options.settings[AuthorizeStage.Settings.self] {
-            let base = AuthorizeStage.evaluation(authorizer, request, admission, services, action: "tools/call")
+        if let authorizer = route.options.settings[AuthorizeStage.Settings.self], let points {
+            let base = AuthorizeStage.evaluation(authorizer, request, admission, request.services, action: "tools/call")
             filter.decisions =
                 base.map {
-                    services.policies.toolListDecisions(
+                    points.toolListDecisions(
                         authorizer, $0, route: request.context.route, requestID: request.context.requestID)
                 } ?? ToolListDecisions { _, done in done([]) }
         }
@@ -272,7 +284,7 @@ final class MCPStage: ModuleStage {
             }
             let authFailure = AuthFailure(denial)
             ctx.rejection = .refused(authFailure)
-            services.metrics.authFailure(authFailure)
+            metrics.authFailure(authFailure)
             return ErrorResponse.auth(denial, requestID: ctx.requestID)
         }
     }

@@ -6,19 +6,16 @@ import Reactor
 /// authentication. In a route's plan ahead of its authentication stage, which lets an
 /// admitted request pass.
 final class CORSPreflightStage: Stage {
-    /// Unowned: the services hold the plans that hold their stages.
-    private unowned(unsafe) let services: WorkerServices
     private let sessionRoute: Bool
 
-    init(services: WorkerServices, route: RouteConfig) {
-        self.services = services
+    init(route: RouteConfig) {
         sessionRoute = route.options.auth.loginRoute != nil
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
         guard CORSPreflight.matches(request.head, hasContent: request.hasContent) else { return .proceed }
         // As on the session path: the upstream's answer cannot set the gateway's cookies.
-        if sessionRoute { request.context.response.ownCookies = services.config.ownCookieNames }
+        if sessionRoute { request.context.response.ownCookies = request.services.config.ownCookieNames }
         request.admission = Admission(identity: [], session: false, body: nil, claims: JSONObject(), preflight: true)
         return .proceed
     }

@@ -4,14 +4,6 @@ import Reactor
 /// Envoy gets an OK `CheckResponse` with the header changes it applies: the identity headers
 /// set, and what only a trusted proxy may send removed (the client is none).
 final class ExtAuthzVerdictStage: Stage {
-    /// Unowned: the services hold the plans that hold their stages; a request in its chain
-    /// holds the services.
-    unowned(unsafe) let services: WorkerServices
-
-    init(services: WorkerServices) {
-        self.services = services
-    }
-
     func run(_ request: RoutedRequest) -> StageOutcome {
         guard case .extAuthz(let check) = request.context.kind else {
             preconditionFailure("a CheckResponse ends an ext_authz chain")
@@ -23,7 +15,7 @@ final class ExtAuthzVerdictStage: Stage {
         let identity = admission.verdictIdentity(method: a.method, scheme: a.scheme, host: a.host, target: a.path)
         let verdict = CheckVerdict.allowed(
             identity: identity, fields: a.fields, rule: rule, responseFields: request.context.response.added)
-        ExtAuthzAnswer(services: services).sendCheckResponse(
+        ExtAuthzAnswer(services: request.services).sendCheckResponse(
             request.exchange, request.context, verdict, logStatus: 200, detail: "decision: allowed", reason: nil)
         return .suspend
     }

@@ -1,16 +1,38 @@
 import Foundation
 import JOSE
+import Logging
 import OAuth
 import Reactor
 
 /// What a route tells its upstream about an authenticated caller: the identity headers it
 /// maps from the claims, the session's tokens (`pass_access_token`, `pass_id_token`) and the
-/// signed identity assertion (`identity_assertion`). Made by the authentication stages.
-extension WorkerServices {
+/// signed identity assertion (`identity_assertion`). One per worker (`Proxying.identity`), used
+/// by the authentication stages.
+final class UpstreamIdentity {
+    let log: Logger
+    let wallClock: any WallClock
+    /// Signed identity assertions, cached per caller (the `IdentityAssertions` module's).
+    let assertions: IdentityAssertions
+    /// The key a DPoP-bound session token's proofs are signed with (the token exchange's).
+    let exchanger: TokenExchanger
+    /// The newest DPoP nonce of each upstream.
+    let nonces: UpstreamNonces
+
+    init(
+        log: Logger, wallClock: any WallClock, assertions: IdentityAssertions, exchanger: TokenExchanger,
+        nonces: UpstreamNonces
+    ) {
+        self.log = log
+        self.wallClock = wallClock
+        self.assertions = assertions
+        self.exchanger = exchanger
+        self.nonces = nonces
+    }
+
     /// The route's identity headers for these claims. A claim whose value cannot be a header
     /// value (a control byte: RFC 9110 §5.5) gives no header, and the log says which one —
     /// never the value, which is the caller's.
-    func identityHeaders(_ route: RouteConfig, _ claims: JSONObject, _ ctx: RequestContext) -> [(String, String)] {
+    func headers(_ route: RouteConfig, _ claims: JSONObject, _ ctx: RequestContext) -> [(String, String)] {
         route.options.forwarding.identityHeaders.values(for: claims) { header in
             self.log.warning(
                 "identity header omitted",
@@ -25,8 +47,9 @@ extension WorkerServices {
     /// `identity`. Kept out of `identityHeaders`: those depend on the caller alone, and a
     /// connection's memo reuses them for its next request on the route (`BearerMemo`); these
     /// depend on the request's path.
-    func appendPathParameterHeaders(_ route: RouteConfig, _ ctx: RequestContext, to identity: inout [(String, String)])
-    {
+    static func appendPathParameterHeaders(
+        _ route: RouteConfig, _ ctx: RequestContext, to identity: inout [(String, String)]
+    ) {
         guard !route.options.forwarding.identityHeaders.parameters.isEmpty else { return }
         let parameters = ctx.pathParameters
         identity += route.options.forwarding.identityHeaders.values(forParameters: { parameters[$0] })
@@ -36,9 +59,9 @@ extension WorkerServices {
     /// DPoP-bound session token needs upstream (a client with `dpop: true`: `Authorization:
     /// DPoP`, RFC 9449 §7.1); nil when the route passes the access token and the session's
     /// has expired (never sent: the caller answers 503).
-    func sessionUpstreamHeaders(_ route: RouteConfig, _ session: Session, _ headers: [(String, String)])
-        -> (headers: [(String, String)], proof: UpstreamProof?)?
-    {
+    func sessionHeaders(
+        _ route: RouteConfig, _ session: Session, _ headers: [(String, String)], config: GatewayConfig
+    ) -> (headers: [(String, String)], proof: UpstreamProof?)? {
         var out = headers
         var proof: UpstreamProof?
         let now = wallClock.seconds
@@ -52,7 +75,7 @@ extension WorkerServices {
                 // login): it is good only with a proof from the key it is bound to.
                 out.append((name, "DPoP \(token)"))
                 proof = UpstreamProof(
-                    token: token, signer: exchanger.proofSigner, now: now, nonces: proxying.upstreamNonces)
+                    token: token, signer: exchanger.proofSigner, now: now, nonces: nonces)
             } else {
                 out.append((name, "Bearer \(token)"))
             }
@@ -71,7 +94,8 @@ extension WorkerServices {
 
     /// The assertion of a token route, cached per token (its issuer, jti or subject, and expiry);
     /// it expires no later than the token.
-    func tokenAssertion(_ route: RouteConfig, _ token: VerifiedAccessToken) -> (String, String)? {
+    func tokenAssertion(_ route: RouteConfig, _ token: VerifiedAccessToken, config: GatewayConfig) -> (String, String)?
+    {
         guard route.options.forwarding.identityAssertion != nil else { return nil }
         let caller = "t \(token.issuer) \(token.claims["jti"]?.string ?? "") \(token.subject ?? "") \(token.expiresAt)"
         return assertions.header(

@@ -6,16 +6,12 @@ import Reactor
 /// ends the request. The request is handed on, never copied, from its making to its call:
 /// a copy is a retain and a release of each of its buffers.
 final class ProxyStage: Stage {
-    /// Unowned: the services hold the plans that hold their stages; a request in its chain
-    /// holds the services.
-    unowned(unsafe) let services: WorkerServices
     let pool: UpstreamPool
     /// The route's `buffering`: the upstream's answer may go to a temp file while the client
     /// is behind.
     let buffersResponse: Bool
 
-    init(services: WorkerServices, plan: RoutePlan, pool: UpstreamPool) {
-        self.services = services
+    init(plan: RoutePlan, pool: UpstreamPool) {
         self.pool = pool
         buffersResponse = plan.route.options.buffering.response
     }
@@ -23,6 +19,7 @@ final class ProxyStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
         let ctx = request.context
         let ex = request.exchange
+        let services = request.services
         var upstream = request.forwarding.request(
             request.admitted, ex: ex, ctx: ctx, spooled: request.spooledBody, now: services.wallClock.seconds)
         let wait = services.config.limits.continueTimeout

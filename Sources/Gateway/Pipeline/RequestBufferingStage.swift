@@ -8,15 +8,14 @@ import Reactor
 /// routes with `request_buffering: false`. A body announced too large, or a client gone while
 /// the gateway decided, ends the request here.
 final class RequestBufferingStage: Stage {
-    /// Unowned: the services hold the plans that hold their stages; a request in its chain
-    /// holds the services.
-    unowned(unsafe) let services: WorkerServices
+    /// Request buffering's disk budget, shared by workers (nil: none).
+    let budget: SpoolBudget?
     /// The route's `request_buffering`.
     let buffers: Bool
     let pool: UpstreamPool
 
-    init(services: WorkerServices, plan: RoutePlan, pool: UpstreamPool) {
-        self.services = services
+    init(budget: SpoolBudget?, plan: RoutePlan, pool: UpstreamPool) {
+        self.budget = budget
         buffers = plan.route.options.buffering.request
         self.pool = pool
     }
@@ -26,9 +25,9 @@ final class RequestBufferingStage: Stage {
         let ctx = request.context
         // What goes upstream: a form or an MCP call already read, else the client's stream.
         let body = request.admission?.body ?? ex.body
+        let services = request.services
         let limits = services.config.limits
-        let budget = services.proxying.requestSpoolBudget
-        let readWhole = budget.map { readsBodyFirst(body, ex, ctx, budget: $0) } ?? false
+        let readWhole = budget.map { readsBodyFirst(body, ex, ctx, limits: limits, budget: $0) } ?? false
         // A gRPC call's body is bounded per message (`RequestBodyLimit`); only a body with
         // one (the client's own, not a form or an MCP call already read) is asked.
         let limit =
@@ -54,7 +53,7 @@ final class RequestBufferingStage: Stage {
             // RFC 9110 §10.1.1: a client that waits for 100 Continue is answered with the final
             // status instead when the body will not be taken; and one that did not wait is
             // refused before its body is read into a spool that cannot hold it.
-            return .answer(noRoom(ctx), close: true)
+            return .answer(Self.noRoom(ctx, services), close: true)
         }
         let whole = SpooledRequestBody(
             reading: body, memory: limits.requestBuffer, directory: limits.spoolDirectory, budget: budget,
@@ -70,7 +69,7 @@ final class RequestBufferingStage: Stage {
             case .failed(let why):
                 request.answer(ErrorResponse.clientBodyFailed(why, requestID: ctx.requestID), close: true)
             case .noRoom:
-                request.answer(self.noRoom(ctx), close: true)
+                request.answer(Self.noRoom(ctx, services), close: true)
             }
         }
         return .suspend
@@ -78,7 +77,7 @@ final class RequestBufferingStage: Stage {
 
     /// 503 for a body the spool cannot hold now (no file, a write error, `request_spool_total`
     /// or the client's `request_spool_per_client` share reached).
-    func noRoom(_ ctx: RequestContext) -> GatewayResponse {
+    static func noRoom(_ ctx: RequestContext, _ services: WorkerServices) -> GatewayResponse {
         services.log.warning(
             "request body could not be spooled (no file, a write error, request_spool_total or the client's share reached)",
             metadata: ["request_id": "\(ctx.requestID)"])
@@ -92,10 +91,9 @@ final class RequestBufferingStage: Stage {
     /// to read from the client, and it is no stream. A gRPC call streams only HTTP/2 to
     /// HTTP/2: the content type alone, which any client may send, keeps no other body from
     /// being buffered.
-    func readsBodyFirst(_ body: RequestBody, _ ex: ServerExchange, _ ctx: RequestContext, budget: SpoolBudget)
-        -> Bool
-    {
-        let limits = services.config.limits
+    func readsBodyFirst(
+        _ body: RequestBody, _ ex: ServerExchange, _ ctx: RequestContext, limits: Limits, budget: SpoolBudget
+    ) -> Bool {
         guard buffers, !ctx.kind.isUpgrade, limits.requestSpoolTotal > 0,
             !(body is BufferedRequestBody), !(body is SpooledRequestBody)
         else { return false }

@@ -8,10 +8,10 @@ extension RoutePlan {
         let keyed = services.modules.catalog
         var chain: [any Stage] = []
         // A WebSocket upgrade is refused or counted before anything is done for it.
-        if !decision { chain.append(UpgradeStage(services: services, route: route)) }
+        if !decision { chain.append(UpgradeStage(tunnels: services.proxying.tunnels, route: route)) }
         chain += keyed.stages(at: .beforeAuthentication, self, services, decision: decision)
         // Authentication: one stage admits the request (or answers it).
-        if route.options.cors.preflight { chain.append(CORSPreflightStage(services: services, route: route)) }
+        if route.options.cors.preflight { chain.append(CORSPreflightStage(route: route)) }
         chain.append(authentication(services))
         // After admission: what the route checks or changes on an admitted request.
         chain += keyed.stages(at: .afterAuthentication, self, services, decision: decision)
@@ -20,10 +20,10 @@ extension RoutePlan {
         // Toward the upstream: the request made, its body read, room on the pool, the call.
         if let pool {
             chain.append(GRPCDeadlineStage(plan: self))
-            chain.append(RequestBufferingStage(services: services, plan: self, pool: pool))
+            chain.append(RequestBufferingStage(budget: services.proxying.requestSpoolBudget, plan: self, pool: pool))
             chain += keyed.stages(at: .afterBody, self, services, decision: false)
-            chain.append(UpstreamQueueStage(services: services, pool: pool))
-            chain.append(ProxyStage(services: services, plan: self, pool: pool))
+            chain.append(UpstreamQueueStage(pool: pool))
+            chain.append(ProxyStage(plan: self, pool: pool))
         }
         return chain
     }
@@ -33,13 +33,13 @@ extension RoutePlan {
         case .none:
             return PublicRouteStage()
         case .login(let loginRoute):
-            return SessionStage(services: services, route: route, loginRoute: loginRoute)
+            return SessionStage.make(services, route: route, loginRoute: loginRoute)
         case .tokens(let tokenRoute):
-            return TokenStage(services: services, route: route, tokens: tokenRoute, rules: tokenRules)
+            return TokenStage.make(services, route: route, tokens: tokenRoute, rules: tokenRules)
         case .loginOrToken(let loginRoute, let tokenRoute):
-            return TokenStage(
-                services: services, route: route, tokens: tokenRoute, rules: tokenRules,
-                session: SessionStage(services: services, route: route, loginRoute: loginRoute))
+            return TokenStage.make(
+                services, route: route, tokens: tokenRoute, rules: tokenRules,
+                session: SessionStage.make(services, route: route, loginRoute: loginRoute))
         }
     }
 

@@ -14,9 +14,9 @@ extension SessionStage {
     func meetsStepUp(_ request: RoutedRequest, _ session: Session, setCookies: [String]) -> Bool {
         guard let requirement = loginRoute.sessionRequirement, requirement.hasStepUp,
             let failure = requirement.stepUpFailure(
-                session.claims, now: services.authentication.login.now,
-                leeway: services.authentication.login.leeway(ofClient: session.client),
-                maxAgeGrace: services.authentication.login.leeway(ofClient: session.client))
+                session.claims, now: login.now,
+                leeway: login.leeway(ofClient: session.client),
+                maxAgeGrace: login.leeway(ofClient: session.client))
         else { return true }
         var asked = AuthorizationRequirement()
         asked.acr = requirement.acr
@@ -38,8 +38,9 @@ extension SessionStage {
             var returnTo = request.path + (request.query.map { "?" + $0 } ?? "")
             if returnTo.utf8.count > 1024 { returnTo = "/" }
             // The session's own client: the same account at the same AS, authenticated again.
-            services.authentication.login.beginLogin(
-                client: session.client, returnTo: returnTo, loginHint: nil, origin: services.origin(request.origin),
+            login.beginLogin(
+                client: session.client, returnTo: returnTo, loginHint: nil,
+                origin: request.services.origin(request.origin),
                 cookies: Cookies(request.head.fields), stepUp: asked
             ) { response in
                 var r = response
@@ -49,9 +50,9 @@ extension SessionStage {
             }
         } else {
             ctx.rejection = .refused(.insufficientUserAuthentication)
-            services.metrics.authFailure(.insufficientUserAuthentication)
+            metrics.authFailure(.insufficientUserAuthentication)
             request.answer(
-                services.browserPage(
+                request.services.browserPage(
                     request.exchange, ctx, title: "Sign-in required",
                     ErrorResponse.make(
                         401, error: "login_required",

@@ -4,19 +4,36 @@ import Reactor
 /// A request with none is a page navigation sent to the login round trip (a decision answers
 /// it as its ingress expects: `DecisionLoginAnswer`), or anything else, answered 401.
 final class SessionStage: Stage {
-    /// Unowned: the services hold the plans that hold their stages; a request in its chain
-    /// holds the services.
-    unowned(unsafe) let services: WorkerServices
+    /// This worker's logins and sessions, what goes upstream of a caller, its metrics, and
+    /// the Shared Signals transmitters (their counts of revoked requests). Unowned: the
+    /// services hold them and the plans that hold their stages.
+    unowned(unsafe) let login: LoginService
+    unowned(unsafe) let identity: UpstreamIdentity
+    unowned(unsafe) let metrics: WorkerMetrics
+    unowned(unsafe) let signals: SharedSignalsHub
     let route: RouteConfig
     /// The route's session settings.
     let loginRoute: LoginRouteConfig
 
-    /// Shared Signals' revocations on this worker, asked on every session (held as `services` is).
+    /// Shared Signals' revocations on this worker, asked on every session (held as the above).
     unowned(unsafe) let revocations: RevocationSnapshot
 
-    init(services: WorkerServices, route: RouteConfig, loginRoute: LoginRouteConfig) {
-        revocations = services.revocations
-        self.services = services
+    /// A route's stage, with what it uses of the worker's services.
+    static func make(_ services: WorkerServices, route: RouteConfig, loginRoute: LoginRouteConfig) -> SessionStage {
+        SessionStage(
+            login: services.authentication.login, identity: services.proxying.identity, metrics: services.metrics,
+            signals: services.signals, revocations: services.revocations, route: route, loginRoute: loginRoute)
+    }
+
+    init(
+        login: LoginService, identity: UpstreamIdentity, metrics: WorkerMetrics, signals: SharedSignalsHub,
+        revocations: RevocationSnapshot, route: RouteConfig, loginRoute: LoginRouteConfig
+    ) {
+        self.login = login
+        self.identity = identity
+        self.metrics = metrics
+        self.signals = signals
+        self.revocations = revocations
         self.route = route
         self.loginRoute = loginRoute
     }
@@ -24,7 +41,7 @@ final class SessionStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
         if request.admission != nil { return .proceed }
         let cookies = Cookies(request.head.fields)
-        services.authentication.login.authenticate(route: loginRoute, cookies: cookies) { [self] decision in
+        login.authenticate(route: loginRoute, cookies: cookies) { [self] decision in
             decide(request, cookies: cookies, decision, refreshed: false)
         }
         return .suspend
@@ -37,18 +54,18 @@ final class SessionStage: Stage {
     ) {
         switch decision {
         case .allow(let session, let setCookies):
-            switch revocation(session, request.context) {
+            switch revocation(session, request) {
             case .none:
                 admit(request, session, setCookies: setCookies)
             case .ended:
                 // As a logout: the cookie is cleared and the browser signs in again.
-                let settings = services.authentication.login.settings
+                let settings = login.settings
                 noSession(
                     request, cookies: cookies,
                     clear: cookies.clear(settings.sessionCookie, secure: settings.secure, domain: settings.cookieDomain)
                 )
             case .refresh where !refreshed:
-                services.authentication.login.refresh(
+                login.refresh(
                     session, cookies: cookies, forwardsToken: loginRoute.forwardSessionToken, forClaimsChange: true
                 ) { [self] after in
                     decide(request, cookies: cookies, after, refreshed: true)
@@ -67,7 +84,7 @@ final class SessionStage: Stage {
     private func unavailable(_ request: RoutedRequest, _ reason: UnavailableReason, _ why: String) {
         request.context.rejection = .unavailable(reason)
         request.answer(
-            services.browserPage(
+            request.services.browserPage(
                 request.exchange, request.context, title: "Temporarily unavailable",
                 ErrorResponse.make(
                     503, error: "temporarily_unavailable",
@@ -82,21 +99,22 @@ final class SessionStage: Stage {
     /// What a Shared Signals event did to the session: ended it (by its ID token's claims,
     /// issued at its login), or, for a `token-claims-change` since its tokens were last
     /// refreshed, asked for a refresh (an end when it has no refresh token).
-    private func revocation(_ session: Session, _ ctx: RequestContext) -> SessionRevocation {
+    private func revocation(_ session: Session, _ request: RoutedRequest) -> SessionRevocation {
         guard revocations.standing else { return .none }
-        let now = services.wallClock.seconds
-        guard let issuer = services.config.clients[session.client]?.issuer else { return .none }
+        let now = login.wallClock.seconds
+        guard let issuer = request.services.config.clients[session.client]?.issuer else { return .none }
         let caller = RevocationSubject(session: session, issuer: issuer)
         guard let revoked = revocations.check(caller, now: now) else { return .none }
         if revoked == .claimsChanged, session.refreshToken != nil { return .refresh }
-        services.signals.countRevoked(route: route.name)
-        revocations.note(revoked, session.claims, issuer: issuer, issuedAt: session.createdAt, now: now, on: ctx)
+        signals.countRevoked(route: route.name)
+        revocations.note(
+            revoked, session.claims, issuer: issuer, issuedAt: session.createdAt, now: now, on: request.context)
         return .ended
     }
 
     private func admit(_ request: RoutedRequest, _ session: Session, setCookies: [String]) {
         let ctx = request.context
-        let config = services.config
+        let config = request.services.config
         // require.issuers / require.clients, rate limits, the PDP's subject: who vouched.
         let vouchedBy = config.clients[session.client]?.issuer
         ctx.authenticated(CallerIdentity(subject: session.subject, clientID: session.client, issuer: vouchedBy))
@@ -106,7 +124,7 @@ final class SessionStage: Stage {
                 implication: vouchedBy.flatMap { config.issuers[$0]?.scopeImplication })
         {
             ctx.rejection = .refused(.insufficientScope)
-            services.metrics.authFailure(.insufficientScope)
+            metrics.authFailure(.insufficientScope)
             var r = ErrorResponse.make(
                 403, error: "insufficient_scope", description: "this account may not use this resource",
                 requestID: ctx.requestID, headers: setCookies.map { ("Set-Cookie", $0) },
@@ -115,7 +133,7 @@ final class SessionStage: Stage {
             if Pages.wantsHTML(request.exchange.head) {
                 r = config.pages.forbiddenPage(
                     r, requestID: ctx.requestID, logoutAction: config.login.logoutPath,
-                    csrfToken: services.authentication.login.settings.csrfToken(session))
+                    csrfToken: login.settings.csrfToken(session))
             }
             request.answer(r)
             return
@@ -129,18 +147,18 @@ final class SessionStage: Stage {
         }
         ctx.response.ownCookies = config.ownCookieNames
         if ctx.kind.isUpgrade {
-            var endsAt = services.authentication.login.absoluteEnd(of: session)
+            var endsAt = login.absoluteEnd(of: session)
             // `max_age` (RFC 9470): a tunnel stands no longer than the authentication does.
             // Read with the issuer's leeway, as `meetsStepUp` reads it.
             if let fresh = loginRoute.sessionRequirement?.stepUpValidUntil(session.claims) {
-                endsAt = min(endsAt, fresh + services.authentication.login.leeway(ofClient: session.client) + 1)
+                endsAt = min(endsAt, fresh + login.leeway(ofClient: session.client) + 1)
             }
             ctx.tunnel.session = (loginRoute, endsAt)
             if let issuer = vouchedBy { ctx.tunnel.caller = RevocationSubject(session: session, issuer: issuer) }
         }
-        var identity = services.identityHeaders(route, session.claims, ctx)
-        services.appendPathParameterHeaders(route, ctx, to: &identity)
-        guard let upstream = services.sessionUpstreamHeaders(route, session, identity) else {
+        var identity = self.identity.headers(route, session.claims, ctx)
+        UpstreamIdentity.appendPathParameterHeaders(route, ctx, to: &identity)
+        guard let upstream = self.identity.sessionHeaders(route, session, identity, config: config) else {
             ctx.rejection = .unavailable(.tokenNotRefreshed)
             request.answer(
                 ErrorResponse.make(
@@ -167,14 +185,15 @@ final class SessionStage: Stage {
             if returnTo.utf8.count > 1024 { returnTo = "/" }
             if loginRoute.clients.count > 1 {
                 // Several ways to sign in: the browser picks one (each link starts its login).
-                var r = services.chooseClientPage(loginRoute.clients, returnTo: returnTo, requestID: ctx.requestID)
+                var r = request.services.chooseClientPage(
+                    loginRoute.clients, returnTo: returnTo, requestID: ctx.requestID)
                 r.headers += clear.map { ("Set-Cookie", $0) }
                 request.answer(r)
                 return
             }
-            services.authentication.login.beginLogin(
+            login.beginLogin(
                 client: loginRoute.client, returnTo: returnTo, loginHint: nil,
-                origin: services.origin(request.origin), cookies: cookies
+                origin: request.services.origin(request.origin), cookies: cookies
             ) { response in
                 var r = response
                 r.headers += clear.map { ("Set-Cookie", $0) }
@@ -182,9 +201,9 @@ final class SessionStage: Stage {
             }
         } else {
             ctx.rejection = .refused(.loginRequired)
-            services.metrics.authFailure(.loginRequired)
+            metrics.authFailure(.loginRequired)
             request.answer(
-                services.browserPage(
+                request.services.browserPage(
                     request.exchange, ctx, title: "Sign-in required",
                     ErrorResponse.make(
                         401, error: "login_required",

@@ -22,7 +22,7 @@ extension TokenStage {
     /// Decides on the key the request carries: admits (`.proceed`) or answers.
     func admitKey(_ request: RoutedRequest, key: [UInt8], sets: [String]) -> StageOutcome {
         let ctx = request.context
-        let now = services.wallClock.now
+        let now = validator.wallClock.now
         // FAPI 2.0 Security Profile §5.3.4: sender-constrained tokens only; a key is a bearer
         // credential. Refused before the lookup, so the answer says nothing of the key (the
         // config refuses `api_keys` beside such issuers; this stands if one slips through).
@@ -58,9 +58,9 @@ extension TokenStage {
         if ctx.kind.isUpgrade, tokens.keysOnly || tokens.closeAtTokenExpiry, let expires = entry.expires {
             ctx.tunnel.tokenExpiry = expires
         }
-        var identity = services.identityHeaders(route, token.claims, ctx)
-        services.appendPathParameterHeaders(route, ctx, to: &identity)
-        if let a = services.tokenAssertion(route, token) { identity.append(a) }
+        var identity = self.identity.headers(route, token.claims, ctx)
+        UpstreamIdentity.appendPathParameterHeaders(route, ctx, to: &identity)
+        if let a = assertion(token, request) { identity.append(a) }
         let admission = Admission(identity: identity, session: false, body: nil, claims: token.claims, token: token)
         admission.byKey = true
         request.admission = admission
@@ -117,7 +117,7 @@ extension TokenStage {
         let ctx = request.context
         let failure = AuthFailure(denial)
         ctx.rejection = .refused(failure)
-        services.metrics.authFailure(failure)
+        metrics.authFailure(failure)
         return .answer(ErrorResponse.auth(denial, requestID: ctx.requestID), close: request.hasContent)
     }
 }

@@ -1,4 +1,5 @@
 import JOSE
+import OAuth
 import Reactor
 
 /// A `bearer`, `dpop` or `token` route's authentication (and `login_or_token`'s when no
@@ -7,9 +8,14 @@ import Reactor
 /// with (RFC 6750 §3, RFC 9449 §7.1). The Bearer token this connection was admitted with on
 /// this route before admits at once (`BearerMemo`).
 final class TokenStage: Stage {
-    /// Unowned: the services hold the plans that hold their stages; a request in its chain
-    /// holds the services.
-    unowned(unsafe) let services: WorkerServices
+    /// This worker's token checks and verified-token cache, its login (a `login_or_token`
+    /// route's cookie), what goes upstream of a caller, and its metrics. Unowned: the
+    /// services hold them and the plans that hold their stages.
+    unowned(unsafe) let authenticator: TokenAuthenticator
+    unowned(unsafe) let validator: AccessTokenValidator
+    unowned(unsafe) let login: LoginService
+    unowned(unsafe) let identity: UpstreamIdentity
+    unowned(unsafe) let metrics: WorkerMetrics
     let route: RouteConfig
     let tokens: TokenRouteConfig
     /// Made with the plan from `route.options.auth.tokenRoute`, which `tokens` is.
@@ -17,28 +23,48 @@ final class TokenStage: Stage {
     /// `login_or_token`: a session cookie makes the session decide (a token beside it is not
     /// looked at).
     let session: SessionStage?
-    /// Shared Signals' revocations on this worker, asked on every token (held as `services` is).
+    /// Shared Signals' revocations on this worker, asked on every token, and its transmitters
+    /// (their counts of revoked requests), held as the above.
     unowned(unsafe) let revocations: RevocationSnapshot
-    /// The key sets' tables on this worker, asked on every key (held as `services` is).
+    unowned(unsafe) let signals: SharedSignalsHub
+    /// The key sets' tables on this worker, asked on every key (held as the above).
     unowned(unsafe) let apiKeys: APIKeyTables
 
-    init(
-        services: WorkerServices, route: RouteConfig, tokens: TokenRouteConfig, rules: TokenRoutePlan,
+    /// A route's stage, with what it uses of the worker's services.
+    static func make(
+        _ services: WorkerServices, route: RouteConfig, tokens: TokenRouteConfig, rules: TokenRoutePlan,
         session: SessionStage? = nil
+    ) -> TokenStage {
+        TokenStage(
+            authentication: services.authentication, identity: services.proxying.identity, metrics: services.metrics,
+            revocations: services.revocations, signals: services.signals, apiKeys: services.apiKeys, route: route,
+            tokens: tokens, rules: rules,
+            session: session)
+    }
+
+    init(
+        authentication: Authentication, identity: UpstreamIdentity, metrics: WorkerMetrics,
+        revocations: RevocationSnapshot, signals: SharedSignalsHub, apiKeys: APIKeyTables, route: RouteConfig,
+        tokens: TokenRouteConfig,
+        rules: TokenRoutePlan, session: SessionStage?
     ) {
-        self.services = services
+        authenticator = authentication.authenticator
+        validator = authentication.tokens
+        login = authentication.login
+        self.identity = identity
+        self.metrics = metrics
         self.route = route
         self.tokens = tokens
         self.rules = rules
         self.session = session
-        revocations = services.revocations
-        apiKeys = services.apiKeys
+        self.revocations = revocations
+        self.signals = signals
+        self.apiKeys = apiKeys
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
         if request.admission != nil { return .proceed }
-        if let session, Cookies(request.head.fields).values[services.authentication.login.settings.sessionCookie] != nil
-        {
+        if let session, Cookies(request.head.fields).values[login.settings.sessionCookie] != nil {
             return session.run(request)
         }
         if !tokens.apiKeys.isEmpty {
@@ -76,7 +102,7 @@ final class TokenStage: Stage {
             return .suspend
         }
         let keep = tokens.forwardToken
-        services.readOwnBody(ex, request.context) { [self] bytes in
+        request.services.readOwnBody(ex, request.context) { [self] bytes in
             authenticate(request, target: target, form: TokenAuthenticator.formTokens(bytes, keepToken: keep))
         }
         return .suspend
@@ -87,7 +113,7 @@ final class TokenStage: Stage {
         _ request: RoutedRequest, target: TokenAuthenticator.Target, form: (tokens: [String], kept: [UInt8])?
     ) {
         let ctx = request.context
-        services.authentication.authenticator.authenticate(
+        authenticator.authenticate(
             request.head, tokens: tokens, plan: rules, target: target, query: request.query,
             formTokens: form?.tokens ?? []
         ) { [self] decision in
@@ -97,7 +123,7 @@ final class TokenStage: Stage {
                 if let denial = revocation(of: token, scheme: caller.jkt == nil ? "Bearer" : "DPoP", ctx: ctx) {
                     let failure = AuthFailure(denial)
                     ctx.rejection = .refused(failure)
-                    services.metrics.authFailure(failure)
+                    metrics.authFailure(failure)
                     request.answer(ErrorResponse.auth(denial, requestID: ctx.requestID))
                     return
                 }
@@ -110,11 +136,11 @@ final class TokenStage: Stage {
                 }
                 ctx.response.added = caller.responseHeaders
                 if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
-                var identity = services.identityHeaders(route, token.claims, ctx)
+                var identity = self.identity.headers(route, token.claims, ctx)
                 if let jkt = caller.jkt, let name = tokens.dpop?.jktHeader { identity.append((name, jkt)) }
                 let memo = remember(request, caller: caller, identity: identity)
-                services.appendPathParameterHeaders(route, ctx, to: &identity)
-                if let a = services.tokenAssertion(route, token) { identity.append(a) }
+                UpstreamIdentity.appendPathParameterHeaders(route, ctx, to: &identity)
+                if let a = assertion(token, request) { identity.append(a) }
                 request.admission = Admission(
                     identity: identity, session: false, body: form.map { BufferedRequestBody($0.kept) },
                     claims: token.claims, token: token, tokenScheme: caller.jkt == nil ? "Bearer" : "DPoP",
@@ -130,10 +156,19 @@ final class TokenStage: Stage {
             case .deny(let denial):
                 let failure = AuthFailure(denial)
                 ctx.rejection = .refused(failure)
-                services.metrics.authFailure(failure)
+                metrics.authFailure(failure)
                 request.answer(ErrorResponse.auth(denial, requestID: ctx.requestID))
             }
         }
+    }
+}
+
+extension TokenStage {
+    /// The route's signed identity assertion for this token (`identity_assertion`); nil on a
+    /// route without one, which reads nothing more.
+    func assertion(_ token: VerifiedAccessToken, _ request: RoutedRequest) -> (String, String)? {
+        guard route.options.forwarding.identityAssertion != nil else { return nil }
+        return identity.tokenAssertion(route, token, config: request.services.config)
     }
 }
 
@@ -142,7 +177,6 @@ extension TokenStage {
     /// if the request carries the same one the same way (see `BearerMemo` for when that
     /// stands for the full check).
     fileprivate func admitRemembered(_ request: RoutedRequest) -> Admission? {
-        let validator = services.authentication.tokens
         guard let connection = request.exchange.connection.context,
             let memo = unsafeDowncast(connection, to: ConnectionMemo.self).state[BearerMemo.Key.self],
             memo.routeIndex == route.index, memo.generation == validator.generation,
@@ -170,8 +204,8 @@ extension TokenStage {
         }
         if tokens.dpop != nil { ctx.response.dropped = ["DPoP-Nonce"] }
         var identity = memo.identity
-        services.appendPathParameterHeaders(route, ctx, to: &identity)
-        if let a = services.tokenAssertion(route, token) { identity.append(a) }
+        UpstreamIdentity.appendPathParameterHeaders(route, ctx, to: &identity)
+        if let a = assertion(token, request) { identity.append(a) }
         return Admission(
             identity: identity, session: false, body: nil, claims: token.claims, token: token,
             presentedToken: memo.caller.fromAuthorization, bearerMemo: memo)
@@ -183,7 +217,6 @@ extension TokenStage {
     fileprivate func remember(_ request: RoutedRequest, caller: AuthenticatedCaller, identity: [(String, String)])
         -> BearerMemo?
     {
-        let validator = services.authentication.tokens
         guard caller.jkt == nil, caller.responseHeaders.isEmpty, let token = caller.fromAuthorization,
             var until = validator.trustedUntil(token)
         else { return nil }

@@ -5,24 +5,24 @@ import Reactor
 /// shape is wrong or the tunnel cap is reached; else the request becomes an upgrade, counted
 /// as pending until it is answered.
 final class UpgradeStage: Stage {
-    /// Unowned: the services hold the plans that hold their stages; a request in its chain
-    /// holds the services.
-    unowned(unsafe) let services: WorkerServices
+    /// This worker's open tunnels (its proxying part; held by the services, which hold the
+    /// plans that hold their stages).
+    unowned(unsafe) let tunnels: Tunnels
     let route: RouteConfig
 
-    init(services: WorkerServices, route: RouteConfig) {
-        self.services = services
+    init(tunnels: Tunnels, route: RouteConfig) {
+        self.tunnels = tunnels
         self.route = route
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
         let ex = request.exchange
         guard UpgradeExchange.asksWebSocket(ex.head) else { return .proceed }
-        if let refusal = services.proxying.tunnels.refusal(ex, route: route, ctx: request.context) {
+        if let refusal = tunnels.refusal(ex, route: route, ctx: request.context) {
             return .answer(refusal, close: true)
         }
         request.context.kind = .upgrade
-        services.proxying.tunnels.pending(ex)
+        tunnels.pending(ex)
         return .proceed
     }
 }

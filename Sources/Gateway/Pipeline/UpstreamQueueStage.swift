@@ -7,13 +7,9 @@ import Reactor
 /// either not read yet, or (request buffering) already read whole into memory and a temp
 /// file within `request_buffer` and `request_spool_total`.
 final class UpstreamQueueStage: Stage {
-    /// Unowned: the services hold the plans that hold their stages; a request in its chain
-    /// holds the services.
-    unowned(unsafe) let services: WorkerServices
     let pool: UpstreamPool
 
-    init(services: WorkerServices, pool: UpstreamPool) {
-        self.services = services
+    init(pool: UpstreamPool) {
         self.pool = pool
     }
 
@@ -23,7 +19,7 @@ final class UpstreamQueueStage: Stage {
         guard pool.wait(turn) else {
             return .answer(
                 Self.busy(
-                    services, request.context, kind: "pending_full",
+                    request.services, request.context, kind: "pending_full",
                     detail: "upstream at max_connections, its queue full"))
         }
         // The client leaving gives up its place (the queue holds the turn until then).

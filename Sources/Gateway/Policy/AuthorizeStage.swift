@@ -28,7 +28,7 @@ final class AuthorizeStage: KeyedStage {
         guard let a = plan.route.options.settings[Settings.self] else { return nil }
         let here: StagePosition = plan.mcp != nil ? .beforeUpstream : .afterAuthentication
         return position == here
-            ? AuthorizeStage(authorizer: a, services: services, points: services.policies) : nil
+            ? AuthorizeStage(authorizer: a, points: services.policies) : nil
     }
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> AuthorizeStage? {
@@ -36,14 +36,12 @@ final class AuthorizeStage: KeyedStage {
     }
 
     let authorizer: AuthorizerConfig
-    /// Unowned: the services hold the plans that hold their stages.
-    unowned(unsafe) let services: WorkerServices
-    /// This worker's PDP clients (the module's service; held as `services` is).
+    /// This worker's PDP clients (the module's service; the services hold it and the plans
+    /// that hold their stages).
     unowned(unsafe) let points: PolicyDecisionPoints
 
-    init(authorizer: AuthorizerConfig, services: WorkerServices, points: PolicyDecisionPoints) {
+    init(authorizer: AuthorizerConfig, points: PolicyDecisionPoints) {
         self.authorizer = authorizer
-        self.services = services
         self.points = points
     }
 
@@ -52,7 +50,7 @@ final class AuthorizeStage: KeyedStage {
         // A preflight carries no credential: there is no caller to ask about.
         if admission.preflight { return .proceed }
         let ctx = request.context
-        let (host, ip) = Self.hostAndAddress(request, services)
+        let (host, ip) = Self.hostAndAddress(request, request.services)
         // A connection's token asking again what it asked last (`KeptDecision`).
         let memo = ctx.mcpCall?.tool == nil ? admission.bearerMemo : nil
         let query = authorizer.query ? request.query ?? "" : nil
@@ -63,7 +61,8 @@ final class AuthorizeStage: KeyedStage {
         {
             return judge(.success(kept.decision), cached: true, started: nil, request)
         }
-        guard let evaluation = Self.evaluation(authorizer, request, admission, services, asked: (host, ip)) else {
+        guard let evaluation = Self.evaluation(authorizer, request, admission, request.services, asked: (host, ip))
+        else {
             note(ctx, .deny, micros: 0, cached: false)
             return .answer(
                 ErrorResponse.make(
@@ -93,7 +92,7 @@ final class AuthorizeStage: KeyedStage {
             }
         }
         waiting = false
-        if immediate == nil { started = services.clock() }
+        if immediate == nil { started = request.services.clock() }
         return immediate ?? .suspend
     }
 
@@ -139,7 +138,7 @@ final class AuthorizeStage: KeyedStage {
         _ result: Result<AuthZENDecision, AuthZENError>, cached: Bool, started: Double?, _ request: RoutedRequest
     ) -> StageOutcome {
         let ctx = request.context
-        let micros = started.map { Int((services.clock() - $0) * 1e6) } ?? 0
+        let micros = started.map { Int((request.services.clock() - $0) * 1e6) } ?? 0
         switch result {
         case .success(let d) where d.allowed:
             note(ctx, .allow, micros: micros, cached: cached)
@@ -147,7 +146,7 @@ final class AuthorizeStage: KeyedStage {
         case .success(let d):
             note(ctx, .deny, micros: micros, cached: cached)
             if let admin = d.reasonAdmin {
-                services.log.info(
+                request.services.log.info(
                     "policy decision: deny",
                     metadata: [
                         "request_id": "\(ctx.requestID)", "authorizer": "\(authorizer.name)", "reason_admin": "\(admin)"

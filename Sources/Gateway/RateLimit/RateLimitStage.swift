@@ -27,7 +27,7 @@ final class RateLimitStage: KeyedStage {
         // A key set vouches for its keys' callers as an issuer for its tokens' (`SET/VALUE`).
         let issuers = Set(config.issuers.keys).union(config.apiKeySets.keys)
         let here = all.filter { $0.key.position == position }.map { $0.onRoute(vouchers: vouchers, issuers: issuers) }
-        return here.isEmpty ? nil : RateLimitStage(policies: here, services: services, limiter: services.rateLimits)
+        return here.isEmpty ? nil : RateLimitStage(policies: here, limiter: services.rateLimits)
     }
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> RateLimitStage? {
@@ -35,14 +35,12 @@ final class RateLimitStage: KeyedStage {
     }
 
     let policies: [RateLimitPolicy]
-    /// Unowned: the services hold the plans that hold their stages.
-    unowned(unsafe) let services: WorkerServices
-    /// This worker's limiter (the module's service; held as `services` is).
+    /// This worker's limiter (the module's service; the services hold it and the plans that
+    /// hold their stages).
     unowned(unsafe) let limiter: RateLimiter
 
-    init(policies: [RateLimitPolicy], services: WorkerServices, limiter: RateLimiter) {
+    init(policies: [RateLimitPolicy], limiter: RateLimiter) {
         self.policies = policies
-        self.services = services
         self.limiter = limiter
     }
 
@@ -90,7 +88,7 @@ final class RateLimitStage: KeyedStage {
             // A decision's origin is what the ingress (a trusted proxy) reported.
             return ClientAddress.of(
                 request.origin, peerTrusted: request.isDecision || request.context.behindTrustedProxy,
-                trustedProxies: services.config.trustedProxies)
+                trustedProxies: request.services.config.trustedProxies)
         case .claim(let path):
             var value: JSONValue? = admission.map { JSONValue.object($0.claims) }
             for name in path { value = value?.object?[name] }
@@ -185,7 +183,7 @@ extension RateLimitStage {
         let ctx = request.context
         switch result {
         case .failure(let error):
-            limiter.storeFailed(error, policy: policy.name, now: services.clock())
+            limiter.storeFailed(error, policy: policy.name, now: request.services.clock())
             guard policy.onStoreFailure == .failClosed else { return nil }
             var r = ErrorResponse.make(
                 503, error: "temporarily_unavailable", description: "the rate limit cannot be checked now",

@@ -43,8 +43,8 @@ final class Worker: ResponderObserver {
         services = WorkerServices(
             id: id, loop: loop, config: config, log: log, processPrefix: processPrefix, stores: stores,
             wallClock: wallClock, accessLogSink: accessLogSink, spanExporter: spanExporter, spool: spool)
-        verdict = VerdictStage(services: services)
-        extAuthzVerdict = ExtAuthzVerdictStage(services: services)
+        verdict = VerdictStage()
+        extAuthzVerdict = ExtAuthzVerdictStage()
         apply(config, router: router)
     }
 

@@ -80,7 +80,12 @@ final class WorkerServices {
         self.accessLog = accessLog
         tracer = spanExporter.map { Tracer(config: $0.config, exporter: $0, loop: loop) }
         let tunnels = Tunnels(loop: loop, log: log, login: login, accessLog: accessLog)
-        proxying = Proxying(spool: spool, tunnels: tunnels)
+        let nonces = UpstreamNonces()
+        proxying = Proxying(
+            spool: spool, nonces: nonces, tunnels: tunnels,
+            identity: UpstreamIdentity(
+                log: log, wallClock: wallClock, assertions: modules[IdentityAssertionsModule.self],
+                exchanger: modules[TokenExchangeModule.self], nonces: nonces))
         loop.callObserver = tracer
         tunnels.services = self
         modules.attach(self)
@@ -210,16 +215,20 @@ struct Proxying {
     /// Request buffering's disk budget, shared by workers.
     let requestSpoolBudget: SpoolBudget?
     /// The newest DPoP nonce of each upstream the gateway sends DPoP-bound tokens to.
-    let upstreamNonces = UpstreamNonces()
+    let upstreamNonces: UpstreamNonces
     /// Upstream 5xx answers and failures, for the status page.
     let upstreamOutcomes = UpstreamOutcomes()
     /// Open tunnels (WebSocket after a 101) and their watches.
     let tunnels: Tunnels
+    /// What a route tells its upstream about an authenticated caller.
+    let identity: UpstreamIdentity
 
-    init(spool: SpoolBudgets, tunnels: Tunnels) {
+    init(spool: SpoolBudgets, nonces: UpstreamNonces, tunnels: Tunnels, identity: UpstreamIdentity) {
         spoolBudget = spool.responses
         requestSpoolBudget = spool.requests
+        upstreamNonces = nonces
         self.tunnels = tunnels
+        self.identity = identity
     }
 }
 

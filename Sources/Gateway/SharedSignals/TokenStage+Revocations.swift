@@ -93,12 +93,12 @@ extension TokenStage {
         // multi-tenant issuer's tokens carry each their tenant's.
         guard revocations.standing,
             let revoked = revocations.check(
-                token.claims, issuer: token.issuer, issuedAt: token.issuedAt, now: services.wallClock.seconds)
+                token.claims, issuer: token.issuer, issuedAt: token.issuedAt, now: validator.wallClock.seconds)
         else { return nil }
-        services.signals.countRevoked(route: route.name)
+        signals.countRevoked(route: route.name)
         if let ctx {
             revocations.note(
-                revoked, token.claims, issuer: token.issuer, issuedAt: token.issuedAt, now: services.wallClock.seconds,
+                revoked, token.claims, issuer: token.issuer, issuedAt: token.issuedAt, now: validator.wallClock.seconds,
                 on: ctx)
         }
         let description =

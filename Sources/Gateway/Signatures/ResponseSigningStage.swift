@@ -24,20 +24,18 @@ final class ResponseSigningStage: KeyedStage {
         guard let signing = plan.route.options.settings[Settings.self] else {
             return nil
         }
-        return ResponseSigningStage(signing: signing, services: services)
+        return ResponseSigningStage(signing: signing)
     }
 
     let signing: MessageSigningConfig
-    unowned(unsafe) let services: WorkerServices
 
-    init(signing: MessageSigningConfig, services: WorkerServices) {
+    init(signing: MessageSigningConfig) {
         self.signing = signing
-        self.services = services
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
         guard request.head.method != .HEAD else { return .proceed }
-        let message = SignatureStage.clientMessage(request, services)
+        let message = SignatureStage.clientMessage(request, request.services)
         request.context.response.install(
             ResponseSigner(
                 signing: signing, request: message,

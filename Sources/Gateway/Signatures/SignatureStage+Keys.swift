@@ -25,7 +25,7 @@ extension SignatureStage {
             }
             done(Self.attempt(chosen, keyid: keyid, message, set, symmetric: true, rsa: rsa, allowed: allowed))
         case .issuer(let issuer):
-            let keys = services.authentication.tokens.issuerKeys
+            let keys = tokens.issuerKeys
             keys.verify(
                 { () -> Result<SignatureAlgorithm, MessageSignatureError> in
                     guard let set = keys[issuer: issuer] else {

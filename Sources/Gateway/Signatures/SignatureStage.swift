@@ -26,7 +26,8 @@ final class SignatureStage: KeyedStage {
     static func make(_ plan: RoutePlan, _ services: WorkerServices, at position: StagePosition) -> SignatureStage? {
         guard let policy = plan.route.options.settings[Settings.self] else { return nil }
         return SignatureStage(
-            policy: policy, services: services, refusals: services.modules[Signatures.self],
+            policy: policy, replay: services.authentication.replay, tokens: services.authentication.tokens,
+            refusals: services.modules[Signatures.self],
             checksBody: position == .afterBody)
     }
 
@@ -35,17 +36,23 @@ final class SignatureStage: KeyedStage {
     }
 
     let policy: SignaturePolicy
-    /// Unowned: the services hold the plans that hold their stages.
-    unowned(unsafe) let services: WorkerServices
-    /// This worker's count of refusals (the module's service; held as `services` is).
+    /// The replay memory a nonce is claimed in, and the issuers' keys (the services hold
+    /// them and the plans that hold their stages).
+    unowned(unsafe) let replay: ReplayStore
+    unowned(unsafe) let tokens: AccessTokenValidator
+    /// This worker's count of refusals (the module's service, held as the replay store is).
     unowned(unsafe) let refusals: SignatureRefusals
     /// The part after the body is read: the digest.
     let checksBody: Bool
     private let contentDigest = try! ComponentIdentifier("content-digest")
 
-    init(policy: SignaturePolicy, services: WorkerServices, refusals: SignatureRefusals, checksBody: Bool) {
+    init(
+        policy: SignaturePolicy, replay: ReplayStore, tokens: AccessTokenValidator, refusals: SignatureRefusals,
+        checksBody: Bool
+    ) {
         self.policy = policy
-        self.services = services
+        self.replay = replay
+        self.tokens = tokens
         self.refusals = refusals
         self.checksBody = checksBody
     }
@@ -70,9 +77,9 @@ final class SignatureStage: KeyedStage {
             for s in fields.signatures {
                 for c in s.parameters.components where !c.isDerived && !names.contains(c.name) { names.append(c.name) }
             }
-            message = Self.clientMessage(request, services, fields: names)
+            message = Self.clientMessage(request, request.services, fields: names)
             chosen = try SignatureVerifier.select(
-                fields, for: policy.requirements, in: message, now: services.wallClock.seconds)
+                fields, for: policy.requirements, in: message, now: request.services.wallClock.seconds)
         } catch let e as MessageSignatureError {
             return .answer(refusal(e, request))
         } catch {
@@ -142,11 +149,11 @@ final class SignatureStage: KeyedStage {
         -> StageOutcome
     {
         let requirements = policy.requirements
-        let now = services.wallClock.seconds
+        let now = request.services.wallClock.seconds
         let until = (params.created ?? now) + (requirements.maxAge ?? 3600) + requirements.leeway + 1
         var waiting = true
         var immediate: StageOutcome?
-        services.authentication.replay.claim(
+        replay.claim(
             ReplayID(signatureNonce: nonce, keyid: keyid), kind: .signatureNonce, until: until, now: now
         ) {
             [self] verdict in

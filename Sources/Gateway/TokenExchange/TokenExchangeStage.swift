@@ -14,15 +14,16 @@ final class TokenExchangeStage: ModuleStage {
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> TokenExchangeStage? {
         plan.exchange.map {
             TokenExchangeStage(
-                services: services, exchanger: services.exchanger, exchange: $0, upstreamTimeout: plan.upstream?.timeout
+                nonces: services.proxying.upstreamNonces, exchanger: services.exchanger, exchange: $0,
+                upstreamTimeout: plan.upstream?.timeout
             )
         }
     }
 
-    /// Unowned: the services hold the plans that hold their stages; a request in its chain
-    /// holds the services.
-    unowned(unsafe) let services: WorkerServices
-    /// This worker's exchanger (the module's service; held as `services` is).
+    /// The upstreams' DPoP nonces (the services hold them and the plans that hold their
+    /// stages).
+    unowned(unsafe) let nonces: UpstreamNonces
+    /// This worker's exchanger (the module's service, held as the nonces are).
     unowned(unsafe) let exchanger: TokenExchanger
     let exchange: TokenExchangeConfig
     /// The most a request waits for its exchange: the exchange's own bound, or the route's
@@ -30,8 +31,8 @@ final class TokenExchangeStage: ModuleStage {
     /// AS than it would on the upstream).
     let wait: Double
 
-    init(services: WorkerServices, exchanger: TokenExchanger, exchange: TokenExchangeConfig, upstreamTimeout: Double?) {
-        self.services = services
+    init(nonces: UpstreamNonces, exchanger: TokenExchanger, exchange: TokenExchangeConfig, upstreamTimeout: Double?) {
+        self.nonces = nonces
         self.exchanger = exchanger
         self.exchange = exchange
         wait = min(CallBounds.tokenExchange.total, upstreamTimeout ?? .infinity)
@@ -44,9 +45,9 @@ final class TokenExchangeStage: ModuleStage {
         // goes on with the exchanged one while it is still good.
         if admission.preflight { return .proceed }
         if let issued = admission.bearerMemo?.kept[TokenExchanger.Issued.Key.self],
-            issued.until > services.wallClock.seconds
+            issued.until > request.services.wallClock.seconds
         {
-            withExchanged(issued, admission)
+            withExchanged(issued, admission, request)
             return .proceed
         }
         let ctx = request.context
@@ -62,7 +63,7 @@ final class TokenExchangeStage: ModuleStage {
             switch outcome {
             case .issued(let issued):
                 admission.bearerMemo?.kept[TokenExchanger.Issued.Key.self] = issued
-                withExchanged(issued, admission)
+                withExchanged(issued, admission, request)
                 request.resume()
             case .refused(let error):
                 // RFC 8693 §2.2.2: the AS will not issue a token for the upstream to this
@@ -86,12 +87,12 @@ final class TokenExchangeStage: ModuleStage {
 
     /// Adds the exchanged token to the admission: "Bearer …", or "DPoP …" (RFC 9449 §7.1) with
     /// a proof per request, signed for the upstream's URL once the request's target is known.
-    private func withExchanged(_ issued: TokenExchanger.Issued, _ admission: Admission) {
+    private func withExchanged(_ issued: TokenExchanger.Issued, _ admission: Admission, _ request: RoutedRequest) {
         admission.identity.append(("Authorization", issued.authorization))
         if issued.token.isDPoPBound {
             admission.upstreamProof = UpstreamProof(
-                token: issued.token.token, signer: exchanger.proofSigner, now: services.wallClock.seconds,
-                nonces: services.proxying.upstreamNonces)
+                token: issued.token.token, signer: exchanger.proofSigner, now: request.services.wallClock.seconds,
+                nonces: nonces)
         }
     }
 }

@@ -13,14 +13,12 @@ final class UpstreamCredentialStage: ModuleStage {
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> UpstreamCredentialStage? {
         guard let upstream = plan.upstream, let credentials = upstream.credentials else { return nil }
         return UpstreamCredentialStage(
-            services: services, credentialsOfUpstreams: services.upstreamCredentials, upstream: upstream,
+            credentialsOfUpstreams: services.upstreamCredentials, upstream: upstream,
             credentials: credentials)
     }
 
-    /// Unowned: the services hold the plans that hold their stages; a request in its chain
-    /// holds the services.
-    unowned(unsafe) let services: WorkerServices
-    /// This worker's secrets and token sources (the module's service; held as `services` is).
+    /// This worker's secrets and token sources (the module's service; the services hold it
+    /// and the plans that hold their stages).
     unowned(unsafe) let credentialsOfUpstreams: UpstreamCredentials
     let upstream: String
     let credentials: UpstreamCredentialsConfig
@@ -29,10 +27,9 @@ final class UpstreamCredentialStage: ModuleStage {
     let wait: Double
 
     init(
-        services: WorkerServices, credentialsOfUpstreams: UpstreamCredentials, upstream: UpstreamConfig,
+        credentialsOfUpstreams: UpstreamCredentials, upstream: UpstreamConfig,
         credentials: UpstreamCredentialsConfig
     ) {
-        self.services = services
         self.credentialsOfUpstreams = credentialsOfUpstreams
         self.upstream = upstream.name
         self.credentials = credentials
