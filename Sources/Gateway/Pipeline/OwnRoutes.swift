@@ -92,19 +92,18 @@ struct OwnRoutes {
 }
 
 /// The content stage of a built-in route: answers the request as the gateway's own endpoint.
-/// Made per request, for the endpoint routing found.
+/// Made per request, for the endpoint routing found; the worker's services come with the
+/// request.
 final class OwnEndpointStage: Stage {
     let endpoint: OwnEndpoint
-    /// Unowned: the services outlive every request.
-    unowned(unsafe) let services: WorkerServices
 
-    init(_ endpoint: OwnEndpoint, services: WorkerServices) {
+    init(_ endpoint: OwnEndpoint) {
         self.endpoint = endpoint
-        self.services = services
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
         let ctx = request.context
+        let services = request.services
         switch endpoint {
         case .login(let login):
             // Answered through the one door, now or when the AS or the body has answered, with

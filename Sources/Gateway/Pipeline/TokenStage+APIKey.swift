@@ -62,7 +62,7 @@ extension TokenStage {
         UpstreamIdentity.appendPathParameterHeaders(route, ctx, to: &identity)
         if let a = assertion(token, request) { identity.append(a) }
         let admission = Admission(identity: identity, session: false, body: nil, claims: token.claims, token: token)
-        admission.byKey = true
+        admission.by = .apiKey
         request.admission = admission
         return .proceed
     }
