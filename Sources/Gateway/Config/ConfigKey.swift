@@ -11,6 +11,14 @@ struct ConfigKey<Model, Context>: Sendable {
     enum Reader: Sendable {
         /// Read by the table, in table order: the value at the key path into the model.
         case value(@Sendable (_ model: inout Model, _ node: Node, _ path: String, _ context: Context) -> Void)
+        /// Read by the table in table order whether the key is there or not (nil): a key
+        /// whose absence means something to work out (the default listener, tracing from the
+        /// environment, "routes is required").
+        case always(@Sendable (_ model: inout Model, _ node: Node?, _ path: String, _ context: Context) -> Void)
+        /// Read with the other keys of its group, by the group's reader, once per mapping at
+        /// the group's first key: keys whose meaning depends on each other (`keys` or
+        /// `keys_file`; `issuers` and the `clients` that name them).
+        case group(ConfigKeyGroup<Model, Context>)
         /// Read together with other keys by the named reader (a mapping of its own, or a value
         /// whose meaning depends on other keys, such as `auth` and its settings).
         case by(String)
@@ -25,6 +33,22 @@ struct ConfigKey<Model, Context>: Sendable {
     /// true when the text's first backticked value reads as the model's default value.
     let defaultCheck: (@Sendable (String) -> Bool)?
     let reader: Reader
+    /// In the top-level table: the modules' read point after which the key is read (the
+    /// sections a key may name are read first); nil: before any module's.
+    let readAt: ModuleReadPoint?
+
+    init(
+        _ name: String, type: String, default defaultText: String,
+        checkedBy defaultCheck: (@Sendable (String) -> Bool)? = nil, readAt: ModuleReadPoint? = nil,
+        reader: Reader
+    ) {
+        self.name = name
+        self.type = type
+        self.defaultText = defaultText
+        self.defaultCheck = defaultCheck
+        self.reader = reader
+        self.readAt = readAt
+    }
 
     init(_ name: String, type: String, default defaultText: String, by reader: String) {
         self.name = name
@@ -32,6 +56,7 @@ struct ConfigKey<Model, Context>: Sendable {
         self.defaultText = defaultText
         self.defaultCheck = nil
         self.reader = .by(reader)
+        readAt = nil
     }
 
     init(
@@ -43,6 +68,7 @@ struct ConfigKey<Model, Context>: Sendable {
         self.defaultText = defaultText
         self.defaultCheck = defaultCheck
         self.reader = .by(reader)
+        readAt = nil
     }
 
     init(
@@ -54,6 +80,7 @@ struct ConfigKey<Model, Context>: Sendable {
         self.defaultText = defaultText
         self.defaultCheck = nil
         self.reader = .value(read)
+        readAt = nil
     }
 
     init(
@@ -66,6 +93,21 @@ struct ConfigKey<Model, Context>: Sendable {
         self.defaultText = defaultText
         self.defaultCheck = defaultCheck
         self.reader = .value(read)
+        readAt = nil
+    }
+}
+
+/// Keys of one mapping read together by one reader (`ConfigKey.Reader.group`): the rows say
+/// which keys they are; the reader gets the whole mapping and the mapping's path.
+final class ConfigKeyGroup<Model, Context>: Sendable {
+    let read: @Sendable (_ model: inout Model, _ map: [String: Node], _ path: String, _ context: Context) -> Void
+
+    init(
+        _ read:
+            @escaping @Sendable (_ model: inout Model, _ map: [String: Node], _ path: String, _ context: Context)
+            -> Void
+    ) {
+        self.read = read
     }
 }
 
@@ -95,12 +137,30 @@ struct ConfigKeyTable<Model, Context>: Sendable {
         }
     }
 
-    /// Reads every `.value` key present in `map` into `model`, in table order; `path` is the
-    /// mapping's own key path. Keys read by another reader are left to it.
-    func read(_ map: [String: Node], into model: inout Model, path: String, _ context: Context) {
-        for key in keys {
-            guard case .value(let read) = key.reader, let node = map[key.name] else { continue }
-            read(&model, node, path.isEmpty ? key.name : "\(path).\(key.name)", context)
+    /// Reads the keys of `map` into `model`, in table order: each `.value` key present, each
+    /// `.always` key, and each group once; `path` is the mapping's own key path. `at`: only
+    /// the keys read at that point (the top-level table's `readAt`). Keys read by another
+    /// reader are left to it.
+    func read(
+        _ map: [String: Node], into model: inout Model, path: String, _ context: Context,
+        at point: ModuleReadPoint? = nil
+    ) {
+        var groupsRead: [ObjectIdentifier] = []
+        for key in keys where key.readAt == point {
+            let keyPath = path.isEmpty ? key.name : "\(path).\(key.name)"
+            switch key.reader {
+            case .value(let read):
+                if let node = map[key.name] { read(&model, node, keyPath, context) }
+            case .always(let read):
+                read(&model, map[key.name], keyPath, context)
+            case .group(let group):
+                let id = ObjectIdentifier(group)
+                guard !groupsRead.contains(id) else { continue }
+                groupsRead.append(id)
+                group.read(&model, map, path, context)
+            case .by:
+                continue
+            }
         }
     }
 }

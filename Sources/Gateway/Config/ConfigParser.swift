@@ -33,29 +33,15 @@ public enum ConfigParser {
             return .failure(ConfigError(problems: r.problems))
         }
 
-        cfg.listeners = listeners(top["listen"], r)
-        if let node = top["admin_listen"] { adminListener(node, &cfg, r) }
         // Left out, or auto: one per core.
         cfg.workers = max(1, cores)
         GatewayConfig.keyTable.read(top, into: &cfg, path: "", r)
-        if let node = top["store"] { cfg.store = store(node, r) }
-        if let node = top["public_url"] { cfg.publicURLs = publicURLs(node, r) }
-        if let node = top["dpop"] { cfg.dpop = dpopSettings(node, r) }
-        if let node = top["limits"] { cfg.limits = limits(node, r) }
-        if let node = top["access_log"], let a = accessLog(node, r) { cfg.accessLog = a }
-        cfg.tracing = tracing(top["tracing"], r)
-        (cfg.issuers, cfg.clients) = issuers(top["issuers"], clientsNode: top["clients"], r)
-        // After the issuers and clients a module's section may name; before `login` and the
-        // routes, which may name what a module defines (a login endpoint's rate limit).
-        modules.read(top, at: .afterIssuers, into: &cfg, r)
-        if let node = top["session"] { cfg.session = session(node, r) }
-        if let node = top["login"] { cfg.login = login(node, rateLimits: cfg.rateLimits, r) }
-        if let node = top["decision"] { cfg.decision = decision(node, r) }
-        if let node = top["pages_dir"] { cfg.pages = pages(node, r) }
-        cfg.upstreams = upstreams(top["upstreams"], r)
-        // Before the routes, which may name what such a module defines (`issuers: [self]`).
-        modules.read(top, at: .beforeRoutes, into: &cfg, r)
-        cfg.routes = routes(top["routes"], cfg, r)
+        // A module's section may name the issuers and clients; `login` and the routes may name
+        // what a module defines (a login endpoint's rate limit, `issuers: [self]`).
+        for point in [ModuleReadPoint.afterIssuers, .beforeRoutes] {
+            modules.read(top, at: point, into: &cfg, r)
+            GatewayConfig.keyTable.read(top, into: &cfg, path: "", r, at: point)
+        }
         // What derives from several sections, the profiles' rewrites, the cross-checks.
         for step in afterSections(modules) { step.run(&cfg, top, r) }
         guard r.problems.isEmpty else { return .failure(ConfigError(problems: r.problems)) }

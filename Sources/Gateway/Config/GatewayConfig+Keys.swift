@@ -3,16 +3,17 @@ import Yams
 
 extension GatewayConfig {
     /// The top-level keys, each said once: its reference row (type and default, checked by
-    /// ConfigReferenceTests) and its reader. The plain values are read here, in this order;
-    /// the sections by their own readers, which ConfigParser.parse calls in the order their
-    /// references need (routes after the issuers, clients and upstreams they name).
+    /// ConfigReferenceTests) and its reader, a plain value's here and a section's by its
+    /// `ConfigParser` reader. Read in this order, but a key with a `readAt` only after the
+    /// modules read at that point (ConfigParser.parse): the login after the rate limits it
+    /// names, the routes after everything.
     static let keyTable = ConfigKeyTable<GatewayConfig, ConfigReader>([
         .init(
             "listen", type: "host:port, a list of them, or mappings (`listen[]`)", default: "`0.0.0.0:8080`",
-            by: "ConfigParser.listeners"),
+            reader: .always { cfg, n, _, r in cfg.listeners = ConfigParser.listeners(n, r) }),
         .init(
             "admin_listen", type: "host:port, `off`, or `{ address, tls }` (`tls` as `listen[].tls`)",
-            default: "`127.0.0.1:9901`", by: "ConfigParser.adminListener"),
+            default: "`127.0.0.1:9901`", reader: .value { cfg, n, _, r in ConfigParser.adminListener(n, &cfg, r) }),
         .init("workers", type: "`auto` or number", default: "`auto` (one per core)") { cfg, n, p, r in
             // Left out: one per core (ConfigParser.parse sets that before the table is read).
             guard let s = r.string(n, path: p), s != "auto" else { return }
@@ -36,23 +37,32 @@ extension GatewayConfig {
             }
         },
         .init(
-            "store", type: "`memory`, a Redis URL, or mapping (below)", default: "`memory`", by: "ConfigParser.store"),
-        .init("session", type: "mapping (below)", default: "each key's default", by: "ConfigParser.session"),
+            "store", type: "`memory`, a Redis URL, or mapping (below)", default: "`memory`",
+            reader: .value { cfg, n, _, r in cfg.store = ConfigParser.store(n, r) }),
         .init(
-            "issuers", type: "mapping of `NAME` to issuer (below)", default: "none", by: "ConfigParser.issuers"),
+            "session", type: "mapping (below)", default: "each key's default",
+            reader: .value { cfg, n, _, r in cfg.session = ConfigParser.session(n, r) }),
         .init(
-            "clients", type: "mapping of `NAME` to client (below)", default: "none", by: "ConfigParser.issuers"),
+            "issuers", type: "mapping of `NAME` to issuer (below)", default: "none", reader: .group(issuersAndClients)),
         .init(
-            "upstreams", type: "mapping of `NAME` to upstream (below)", default: "none", by: "ConfigParser.upstreams"
-        ),
-        .init("routes", type: "list of routes (below)", default: "none: required", by: "ConfigParser.routes"),
-        .init("limits", type: "mapping (below)", default: "each key's default", by: "ConfigParser.limits"),
+            "clients", type: "mapping of `NAME` to client (below)", default: "none", reader: .group(issuersAndClients)),
+        .init(
+            "upstreams", type: "mapping of `NAME` to upstream (below)", default: "none",
+            reader: .always { cfg, n, _, r in cfg.upstreams = ConfigParser.upstreams(n, r) }),
+        // After every other section and the modules': a route names the issuers, clients,
+        // upstreams and policies they define.
+        .init(
+            "routes", type: "list of routes (below)", default: "none: required", readAt: .beforeRoutes,
+            reader: .always { cfg, n, _, r in cfg.routes = ConfigParser.routes(n, cfg, r) }),
+        .init(
+            "limits", type: "mapping (below)", default: "each key's default",
+            reader: .value { cfg, n, _, r in cfg.limits = ConfigParser.limits(n, r) }),
         .init(
             "access_log", type: "bool or mapping (below)", default: "`true` (standard output, unbuffered)",
-            by: "ConfigParser.accessLog"),
+            reader: .value { cfg, n, _, r in if let a = ConfigParser.accessLog(n, r) { cfg.accessLog = a } }),
         .init(
             "tracing", type: "mapping (below)", default: "none: off, unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set",
-            by: "ConfigParser.tracing"),
+            reader: .always { cfg, n, _, r in cfg.tracing = ConfigParser.tracing(n, r) }),
         .init(
             "log_level", type: "`trace`, `debug`, `info`, `notice`, `warning`, `error` or `critical`",
             default: "`info`", checkedBy: ConfigDefault.text(GatewayConfig().logLevel)
@@ -89,11 +99,21 @@ extension GatewayConfig {
             tokenCacheKeyTable.read(m, into: &cfg, path: p, r)
         },
         .init(
-            "public_url", type: "origin, or a list of origins", default: "none", by: "ConfigParser.publicURLs"),
-        .init("dpop", type: "mapping (below)", default: "each key's default", by: "ConfigParser.dpopSettings"),
-        .init("login", type: "mapping (below)", default: "each key's default", by: "ConfigParser.login"),
-        .init("decision", type: "bool or mapping (below)", default: "off", by: "ConfigParser.decision"),
-        .init("pages_dir", type: "path of a directory", default: "none (built-in pages)", by: "ConfigParser.pages"),
+            "public_url", type: "origin, or a list of origins", default: "none",
+            reader: .value { cfg, n, _, r in cfg.publicURLs = ConfigParser.publicURLs(n, r) }),
+        .init(
+            "dpop", type: "mapping (below)", default: "each key's default",
+            reader: .value { cfg, n, _, r in cfg.dpop = ConfigParser.dpopSettings(n, r) }),
+        // After the modules read with the issuers: its `rate_limit` names their policies.
+        .init(
+            "login", type: "mapping (below)", default: "each key's default", readAt: .afterIssuers,
+            reader: .value { cfg, n, _, r in cfg.login = ConfigParser.login(n, rateLimits: cfg.rateLimits, r) }),
+        .init(
+            "decision", type: "bool or mapping (below)", default: "off",
+            reader: .value { cfg, n, _, r in cfg.decision = ConfigParser.decision(n, r) }),
+        .init(
+            "pages_dir", type: "path of a directory", default: "none (built-in pages)",
+            reader: .value { cfg, n, _, r in cfg.pages = ConfigParser.pages(n, r) }),
         .init(
             "forward_early_hints", type: "`auto`, `always` or `never`", default: "`auto`",
             checkedBy: ConfigDefault.text(GatewayConfig().earlyHints.rawValue)
@@ -107,6 +127,12 @@ extension GatewayConfig {
             }
         }
     ])
+
+    /// `issuers:` and `clients:`, read together: a client names its issuer, and an issuer's
+    /// `client_id` may be a client's.
+    static let issuersAndClients = ConfigKeyGroup<GatewayConfig, ConfigReader> { cfg, top, _, r in
+        (cfg.issuers, cfg.clients) = ConfigParser.issuers(top["issuers"], clientsNode: top["clients"], r)
+    }
 
     /// `token_cache:`, the per-worker cache of verified tokens.
     static let tokenCacheKeyTable = ConfigKeyTable<GatewayConfig, ConfigReader>([

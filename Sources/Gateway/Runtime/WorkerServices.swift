@@ -4,11 +4,12 @@ import Logging
 import OAuth
 import Reactor
 
-/// What a worker's stages work with: its config, clocks, metrics, log and budgets, and the
-/// services every request shares (token checks, logins, exchanges, tunnels). One per worker,
-/// made with it; the worker swaps the config in on `apply`. Stages and proxied exchanges are
-/// handed this, never the worker: the worker owns the loop and its servers, the stages own
-/// the request path. Loop-thread only.
+/// A worker's core: its loop, clocks, metrics, log, the config in force and the one door for
+/// answers, with the services every request shares in three groups (authentication,
+/// proxying, the modules'). One per worker, made with it; the worker swaps the config in on
+/// `apply`. A stage is made from it with the services it uses and reads the core through its
+/// request (`RoutedRequest.services`); proxied exchanges hold it. Never the worker: the
+/// worker owns the loop and its servers, the stages own the request path. Loop-thread only.
 final class WorkerServices {
     let loop: EventLoop
     let log: Logger
