@@ -111,6 +111,23 @@ final class ConfigKeyGroup<Model, Context>: Sendable {
     }
 }
 
+extension ConfigKeyGroup where Context == ConfigReader {
+    /// `KEY` or `KEY_file` (one or the other: ConfigReader.secret): `use` gets the text, the
+    /// node it came from and the mapping's path; nothing when neither is there.
+    static func secret(
+        _ key: String,
+        use:
+            @escaping @Sendable (_ model: inout Model, _ text: String, _ node: Node?, _ path: String, ConfigReader)
+            -> Void
+    ) -> ConfigKeyGroup {
+        ConfigKeyGroup { model, m, path, r in
+            let node = m[key] ?? m[key + "_file"]
+            guard node != nil, let text = r.secret(m, key: key, path: path) else { return }
+            use(&model, text, node, path, r)
+        }
+    }
+}
+
 /// What the reference test needs of a key, whatever its section's model.
 struct ConfigKeyDoc: Sendable {
     let name: String

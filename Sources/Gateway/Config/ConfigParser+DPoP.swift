@@ -63,35 +63,7 @@ extension ConfigParser {
     static func dpopSettings(_ node: Node, _ r: ConfigReader) -> DPoPSettings {
         var d = DPoPSettings()
         guard let m = r.mapping(node, path: "dpop", section: .dpop) else { return d }
-        var keys: [(String, Node)] = []
-        if m["nonce_keys"] != nil && m["nonce_keys_file"] != nil {
-            r.problem("dpop.nonce_keys", m["nonce_keys"], "give either nonce_keys or nonce_keys_file, not both")
-        } else if let n = m["nonce_keys"], let seq = r.sequence(n, path: "dpop.nonce_keys") {
-            keys = seq.enumerated().compactMap { j, k in r.string(k, path: "dpop.nonce_keys[\(j)]").map { ($0, k) } }
-        } else if let n = m["nonce_keys_file"], let text = r.secret(m, key: "nonce_keys", path: "dpop") {
-            keys = text.split(separator: "\n").map { (String($0), n) }
-        }
-        for (j, (key, n)) in keys.enumerated() {
-            // RFC 2104 §3 / RFC 7518 §3.2: an HMAC-SHA-256 key at least as long as its output.
-            if key.utf8.count < 32 {
-                r.problem("dpop.nonce_keys[\(j)]", n, "must be at least 32 bytes (e.g. openssl rand -base64 32)")
-            } else {
-                d.nonceKeys.append(Array(key.utf8))
-            }
-        }
         DPoPSettings.keyTable.read(m, into: &d, path: "dpop", r)
-        let keyFile = m["key_file"].flatMap { r.string($0, path: "dpop.key_file") }
-        if let n = m["key_file"], let file = keyFile {
-            let (key, alg) = clientKey(file: file, node: n, algNode: m["alg"], path: "dpop", r)
-            if let key, let alg {
-                if let signer = try? DPoPProofSigner(key: key, alg: alg) {
-                    d.proofSigner = signer
-                } else {
-                    r.problem("dpop.key_file", n, "cannot sign DPoP proofs with \(alg.rawValue) (RFC 9449 §4.2)")
-                }
-            }
-        }
-        ConfigValidation.dpop(m, keyFileRead: keyFile != nil, r)
         return d
     }
 

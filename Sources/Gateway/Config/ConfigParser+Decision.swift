@@ -12,16 +12,6 @@ extension ConfigParser {
         }
         guard let m = r.mapping(node, path: "decision", section: .decision) else { return d }
         DecisionConfig.keyTable.read(m, into: &d, path: "decision", r)
-        if m["secret"] != nil || m["secret_file"] != nil, let secret = r.secret(m, key: "secret", path: "decision") {
-            // A header value the ingress can send as it is, long enough not to be guessed.
-            if secret.utf8.count < 16 || !secret.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
-                r.problem(
-                    "decision.secret", m["secret"] ?? m["secret_file"],
-                    "must be at least 16 visible ASCII characters (no spaces), e.g. `openssl rand -hex 32`")
-            } else {
-                d.secret = Array(secret.utf8)
-            }
-        }
         ConfigValidation.decision(d, m, node: node, r)
         return d
     }

@@ -67,8 +67,6 @@ extension ConfigParser {
     static func limits(_ node: Node, _ r: ConfigReader) -> Limits {
         var l = Limits()
         guard let m = r.mapping(node, path: "limits", section: .limits) else { return l }
-        bodyPace(m, &l, r)
-        responseSpool(m, &l, r)
         Limits.keyTable.read(m, into: &l, path: "limits", r)
         return l
     }

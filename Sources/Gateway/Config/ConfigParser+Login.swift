@@ -9,24 +9,6 @@ extension ConfigParser {
     static func session(_ node: Node, _ r: ConfigReader) -> SessionConfig {
         var s = SessionConfig()
         guard let m = r.mapping(node, path: "session", section: .session) else { return s }
-        var texts: [(String, Node?)] = []
-        if m["keys"] != nil && m["keys_file"] != nil {
-            r.problem("session.keys", m["keys"], "give either keys or keys_file, not both")
-        } else if let n = m["keys"], let seq = r.sequence(n, path: "session.keys") {
-            texts = seq.enumerated().compactMap { j, k in r.string(k, path: "session.keys[\(j)]").map { ($0, k) } }
-        } else if m["keys_file"] != nil, let text = r.secret(m, key: "keys", path: "session") {
-            texts = text.split(separator: "\n").map { (String($0), m["keys_file"]) }
-        }
-        for (j, (text, n)) in texts.enumerated() {
-            // 32 bytes of key, base64 or base64url (`openssl rand -base64 32`).
-            let b64url = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .trimmingCharacters(in: CharacterSet(charactersIn: "="))
-            guard let key = Base64URL.decode(b64url), key.count == 32 else {
-                r.problem("session.keys[\(j)]", n, "must be 32 random bytes, base64-encoded (openssl rand -base64 32)")
-                continue
-            }
-            s.keys.append(key)
-        }
         SessionConfig.keyTable.read(m, into: &s, path: "session", r)
         ConfigValidation.session(s, m, r)
         return s

@@ -5,33 +5,35 @@ import Yams
 /// wait queue are in `UpstreamConfig.keyTable`). docs/proxy.md ("Limits") says what each
 /// bounds and why its default is what it is.
 extension ConfigParser {
-    /// `limits.body_deadline: 10m | off`, `limits.body_min_rate: 1KB/s | off`,
+    /// `limits.body_deadline: 10m | off`.
+    static func bodyDeadline(_ l: inout Limits, _ n: Node, _ p: String, _ r: ConfigReader) {
+        guard let s = r.string(n, path: p) else { return }
+        if s == "off" {
+            l.bodyDeadline = nil
+        } else if let v = ConfigValues.duration(s), v >= 1 {
+            l.bodyDeadline = v
+        } else {
+            r.problem(p, n, "must be a duration of at least 1s (e.g. 10m), or off")
+        }
+    }
+
+    /// `limits.body_min_rate: 1KB/s | off`.
+    static func bodyMinRate(_ l: inout Limits, _ n: Node, _ p: String, _ r: ConfigReader) {
+        guard let s = r.string(n, path: p) else { return }
+        if let v = minRate(s) {
+            l.bodyMinRate = v
+        } else {
+            r.problem(p, n, "must be a size per second up to 1GB/s (e.g. 1KB/s), or off")
+        }
+    }
+
     /// `limits.body_min_rate_grace: 5s`.
-    static func bodyPace(_ m: [String: Node], _ l: inout Limits, _ r: ConfigReader) {
-        if let n = m["body_deadline"], let s = r.string(n, path: "limits.body_deadline") {
-            if s == "off" {
-                l.bodyDeadline = nil
-            } else if let v = ConfigValues.duration(s), v >= 1 {
-                l.bodyDeadline = v
-            } else {
-                r.problem("limits.body_deadline", n, "must be a duration of at least 1s (e.g. 10m), or off")
-            }
-        }
-        if let n = m["body_min_rate"], let s = r.string(n, path: "limits.body_min_rate") {
-            if let v = minRate(s) {
-                l.bodyMinRate = v
-            } else {
-                r.problem(
-                    "limits.body_min_rate", n,
-                    "must be a size per second up to 1GB/s (e.g. 1KB/s), or off")
-            }
-        }
-        if let n = m["body_min_rate_grace"], let v = r.duration(n, path: "limits.body_min_rate_grace") {
-            if v < 0.1 || v > 3600 {
-                r.problem("limits.body_min_rate_grace", n, "must be from 100ms to 1h (e.g. 5s)")
-            } else {
-                l.bodyMinRateGrace = v
-            }
+    static func bodyMinRateGrace(_ l: inout Limits, _ n: Node, _ p: String, _ r: ConfigReader) {
+        guard let v = r.duration(n, path: p) else { return }
+        if v < 0.1 || v > 3600 {
+            r.problem(p, n, "must be from 100ms to 1h (e.g. 5s)")
+        } else {
+            l.bodyMinRateGrace = v
         }
     }
 

@@ -5,48 +5,54 @@ import Yams
 /// `request_spool_total`, `request_spool_per_client` and `spool_dir`: proxy buffering for slow
 /// clients (ResponseSpool, RequestBufferingStage).
 extension ConfigParser {
-    static func responseSpool(_ m: [String: Node], _ l: inout Limits, _ r: ConfigReader) {
-        if let n = m["response_buffer"], let v = r.size(n, path: "limits.response_buffer") {
+    /// `response_buffer`, `request_buffer`: 4KB to 16MB.
+    static func buffer(_ keyPath: WritableKeyPath<Limits, Int> & Sendable)
+        -> @Sendable (_ l: inout Limits, _ n: Node, _ p: String, _ r: ConfigReader) -> Void
+    {
+        { l, n, p, r in
+            guard let v = r.size(n, path: p) else { return }
             if v < 4 << 10 || v > 16 << 20 {
-                r.problem("limits.response_buffer", n, "must be from 4KB to 16MB")
+                r.problem(p, n, "must be from 4KB to 16MB")
             } else {
-                l.responseBuffer = v
-            }
-        }
-        if let n = m["request_buffer"], let v = r.size(n, path: "limits.request_buffer") {
-            if v < 4 << 10 || v > 16 << 20 {
-                r.problem("limits.request_buffer", n, "must be from 4KB to 16MB")
-            } else {
-                l.requestBuffer = v
-            }
-        }
-        for (key, keyPath) in [
-            ("response_spool_max", \Limits.responseSpoolMax), ("spool_total", \.spoolTotal),
-            ("request_spool_total", \.requestSpoolTotal)
-        ] {
-            guard let n = m[key], let s = r.string(n, path: "limits.\(key)") else { continue }
-            if s == "0" || s == "off" {
-                l[keyPath: keyPath] = 0
-            } else if let v = r.size(n, path: "limits.\(key)") {
                 l[keyPath: keyPath] = v
             }
         }
-        if let n = m["request_spool_per_client"], let s = r.string(n, path: "limits.request_spool_per_client") {
-            if let v = share(s) {
-                l.requestSpoolPerClient = v
-            } else {
-                r.problem("limits.request_spool_per_client", n, "must be a percentage from 1% to 100% (e.g. 10%)")
+    }
+
+    /// `response_spool_max`, `spool_total`, `request_spool_total`: a size, or `0`/`off`.
+    static func spoolSize(_ keyPath: WritableKeyPath<Limits, Int> & Sendable)
+        -> @Sendable (_ l: inout Limits, _ n: Node, _ p: String, _ r: ConfigReader) -> Void
+    {
+        { l, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if s == "0" || s == "off" {
+                l[keyPath: keyPath] = 0
+            } else if let v = r.size(n, path: p) {
+                l[keyPath: keyPath] = v
             }
         }
-        if let n = m["spool_dir"], let dir = r.string(n, path: "limits.spool_dir") {
-            var isDirectory: ObjCBool = false
-            if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory) || !isDirectory.boolValue {
-                r.problem("limits.spool_dir", n, "\(dir) is not a directory")
-            } else if access(dir, W_OK) != 0 {
-                r.problem("limits.spool_dir", n, "\(dir) is not writable by this user")
-            } else {
-                l.spoolDirectory = dir
-            }
+    }
+
+    /// `request_spool_per_client: 10%`.
+    static func requestSpoolPerClient(_ l: inout Limits, _ n: Node, _ p: String, _ r: ConfigReader) {
+        guard let s = r.string(n, path: p) else { return }
+        if let v = share(s) {
+            l.requestSpoolPerClient = v
+        } else {
+            r.problem(p, n, "must be a percentage from 1% to 100% (e.g. 10%)")
+        }
+    }
+
+    /// `spool_dir`: a directory this user may write.
+    static func spoolDirectory(_ l: inout Limits, _ n: Node, _ p: String, _ r: ConfigReader) {
+        guard let dir = r.string(n, path: p) else { return }
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            r.problem(p, n, "\(dir) is not a directory")
+        } else if access(dir, W_OK) != 0 {
+            r.problem(p, n, "\(dir) is not writable by this user")
+        } else {
+            l.spoolDirectory = dir
         }
     }
 

@@ -32,7 +32,6 @@ extension ConfigParser {
                 (up.tls, up.tlsContext) = upstreamTLS(u["tls"], path: "\(p).tls", host: url.host, http2: up.http2, r)
             }
             UpstreamConfig.keyTable.read(u, into: &up, path: p, r)
-            if let n = u["sign"] { up.sign = messageSigning(n, path: "\(p).sign", r) }
             ConfigValidation.upstream(.init(map: u, path: p, upstream: up, https: https, protocol: proto), r)
             out[name] = up
         }

@@ -67,14 +67,6 @@ extension ConfigValidation {
         }
     }
 
-    /// `dpop.alg` says the algorithm of `dpop.key_file` (`keyFileRead`: it was given and read
-    /// as a single value).
-    static func dpop(_ m: [String: Node], keyFileRead: Bool, _ r: ConfigReader) {
-        if !keyFileRead, let n = m["alg"] {
-            r.problem("dpop.alg", n, "needs key_file (the algorithm of the gateway's DPoP key)")
-        }
-    }
-
     /// The decision endpoints against each other: apart, and not all off.
     static func decision(_ d: DecisionConfig, _ m: [String: Node], node: Node, _ r: ConfigReader) {
         if let prefix = d.extAuthzPrefix {

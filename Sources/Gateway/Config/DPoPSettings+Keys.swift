@@ -1,18 +1,18 @@
 import JOSE
+import OAuth
 import Reactor
 import Yams
 
 extension DPoPSettings {
     /// The keys of `dpop:`, each said once: its reference row (type and default, checked
-    /// against `DPoPSettings()` by ConfigReferenceTests) and its reader. The nonce keys (one
-    /// of `nonce_keys`, `nonce_keys_file`) and the gateway's own key with its `alg` are read
-    /// together by ConfigParser.dpopSettings; the others here, in this order. `alg` without
-    /// `key_file` is ConfigValidation's.
+    /// against `DPoPSettings()` by ConfigReferenceTests) and its reader, in this order. The
+    /// nonce keys (one of `nonce_keys`, `nonce_keys_file`) are read together, and so are the
+    /// gateway's own key and its `alg`.
     static let keyTable = ConfigKeyTable<DPoPSettings, ConfigReader>([
         .init(
             "nonce_keys", type: "list of strings, each at least 32 bytes", default: "a random key per process",
-            by: "ConfigParser.dpopSettings"),
-        .init("nonce_keys_file", type: "path (one key per line)", default: "none", by: "ConfigParser.dpopSettings"),
+            reader: .group(nonceKeys)),
+        .init("nonce_keys_file", type: "path (one key per line)", default: "none", reader: .group(nonceKeys)),
         .init(
             "nonce_lifetime", type: "duration", default: "`5m`",
             checkedBy: ConfigDefault.duration(DPoPSettings().nonceLifetime)
@@ -46,12 +46,48 @@ extension DPoPSettings {
         },
         .init(
             "key_file", type: "path (private JWK or PEM: EC, RSA or Ed25519)",
-            default: "a random ES256 key per process",
-            by: "ConfigParser.dpopSettings"),
+            default: "a random ES256 key per process", reader: .group(proofKey)),
         .init(
             "alg", type: "`ES256`, `PS256`, `EdDSA` … (fits the key)",
-            default: "`ES256` for EC, `RS256` for RSA, `EdDSA` for Ed25519", by: "ConfigParser.dpopSettings")
+            default: "`ES256` for EC, `RS256` for RSA, `EdDSA` for Ed25519", reader: .group(proofKey))
     ])
+
+    /// `nonce_keys` or `nonce_keys_file`: the HMAC keys of stateless nonces, the first signs.
+    static let nonceKeys = ConfigKeyGroup<DPoPSettings, ConfigReader> { d, m, p, r in
+        var keys: [(String, Node)] = []
+        if m["nonce_keys"] != nil && m["nonce_keys_file"] != nil {
+            r.problem("\(p).nonce_keys", m["nonce_keys"], "give either nonce_keys or nonce_keys_file, not both")
+        } else if let n = m["nonce_keys"], let seq = r.sequence(n, path: "\(p).nonce_keys") {
+            keys = seq.enumerated().compactMap { j, k in r.string(k, path: "\(p).nonce_keys[\(j)]").map { ($0, k) } }
+        } else if let n = m["nonce_keys_file"], let text = r.secret(m, key: "nonce_keys", path: p) {
+            keys = text.split(separator: "\n").map { (String($0), n) }
+        }
+        for (j, (key, n)) in keys.enumerated() {
+            // RFC 2104 §3 / RFC 7518 §3.2: an HMAC-SHA-256 key at least as long as its output.
+            if key.utf8.count < 32 {
+                r.problem("\(p).nonce_keys[\(j)]", n, "must be at least 32 bytes (e.g. openssl rand -base64 32)")
+            } else {
+                d.nonceKeys.append(Array(key.utf8))
+            }
+        }
+    }
+
+    /// `key_file` with its `alg`: the gateway's own DPoP key, for the proofs it sends upstream.
+    static let proofKey = ConfigKeyGroup<DPoPSettings, ConfigReader> { d, m, p, r in
+        guard let n = m["key_file"], let file = r.string(n, path: "\(p).key_file") else {
+            if m["key_file"] == nil, let alg = m["alg"] {
+                r.problem("\(p).alg", alg, "needs key_file (the algorithm of the gateway's DPoP key)")
+            }
+            return
+        }
+        let (key, alg) = ConfigParser.clientKey(file: file, node: n, algNode: m["alg"], path: p, r)
+        guard let key, let alg else { return }
+        if let signer = try? DPoPProofSigner(key: key, alg: alg) {
+            d.proofSigner = signer
+        } else {
+            r.problem("\(p).key_file", n, "cannot sign DPoP proofs with \(alg.rawValue) (RFC 9449 §4.2)")
+        }
+    }
 }
 
 extension DPoPRouteConfig {

@@ -2,10 +2,22 @@ import Reactor
 import Yams
 
 extension DecisionConfig {
+    /// `secret` or `secret_file`: what the ingress sends in `X-Tokengate-Decision-Secret`.
+    static let sharedSecret = ConfigKeyGroup<DecisionConfig, ConfigReader>.secret("secret") { d, secret, node, p, r in
+        // A header value the ingress can send as it is, long enough not to be guessed.
+        if secret.utf8.count < 16 || !secret.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+            r.problem(
+                "\(p).secret", node,
+                "must be at least 16 visible ASCII characters (no spaces), e.g. `openssl rand -hex 32`")
+        } else {
+            d.secret = Array(secret.utf8)
+        }
+    }
+
     /// The keys of `decision:` as a mapping, each said once: its reference row (type and
     /// default, checked against `DecisionConfig()` by ConfigReferenceTests) and its reader.
-    /// `secret` and `secret_file` (one or the other) are read by ConfigParser.decision; the
-    /// others here, in this order. The endpoints against each other are ConfigValidation's.
+    /// `secret` and `secret_file` (one or the other) are read together, the others each alone,
+    /// in this order. The endpoints against each other are ConfigValidation's.
     static let keyTable = ConfigKeyTable<DecisionConfig, ConfigReader>([
         .init("enabled", type: "bool", default: "`true` once `decision` is present") { d, n, p, r in
             if let b = r.bool(n, path: p) { d.enabled = b }
@@ -51,9 +63,9 @@ extension DecisionConfig {
             }
         },
         .init(
-            "secret", type: "string, at least 16 visible ASCII characters", default: "none", by: "ConfigParser.decision"
-        ),
-        .init("secret_file", type: "path", default: "none", by: "ConfigParser.decision"),
+            "secret", type: "string, at least 16 visible ASCII characters", default: "none",
+            reader: .group(sharedSecret)),
+        .init("secret_file", type: "path", default: "none", reader: .group(sharedSecret)),
         .init(
             "ext_authz_grpc", type: "bool", default: "`false`",
             checkedBy: ConfigDefault.bool(DecisionConfig().extAuthzGRPC)

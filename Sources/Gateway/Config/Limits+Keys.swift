@@ -2,9 +2,8 @@ import Yams
 
 extension Limits {
     /// The keys of `limits:`, each said once: its reference row (type and default, checked
-    /// against `Limits()` by ConfigReferenceTests) and its reader. The body pace and the
-    /// buffering keys are read together by the readers named (ConfigParser+Pacing,
-    /// ConfigParser+Spool); the others here, in this order.
+    /// against `Limits()` by ConfigReferenceTests) and its reader, here or, for the body pace
+    /// and the buffering keys, in ConfigParser+Pacing and ConfigParser+Spool.
     static let keyTable = ConfigKeyTable<Limits, ConfigReader>([
         .init("max_body_size", type: "size", default: "`4MB`", checkedBy: ConfigDefault.size(Limits().maxBodySize)) {
             l, n, p, r in
@@ -82,38 +81,39 @@ extension Limits {
         .init(
             "body_deadline", type: "duration, or `off`", default: "`5m`",
             checkedBy: ConfigDefault.duration(Limits().bodyDeadline ?? 0),
-            by: "ConfigParser.bodyPace"),
+            read: ConfigParser.bodyDeadline),
         .init(
             "body_min_rate", type: "size per second, or `off`", default: "`1KB/s`",
             checkedBy: { cell in ConfigDefault.firstValue(cell).flatMap(ConfigParser.minRate) == Limits().bodyMinRate },
-            by: "ConfigParser.bodyPace"),
+            read: ConfigParser.bodyMinRate),
         .init(
             "body_min_rate_grace", type: "duration", default: "`5s`",
-            checkedBy: ConfigDefault.duration(Limits().bodyMinRateGrace), by: "ConfigParser.bodyPace"),
+            checkedBy: ConfigDefault.duration(Limits().bodyMinRateGrace), read: ConfigParser.bodyMinRateGrace),
         .init(
             "response_buffer", type: "size (4KB to 16MB)", default: "`64KB`",
-            checkedBy: ConfigDefault.size(Limits().responseBuffer), by: "ConfigParser.responseSpool"),
+            checkedBy: ConfigDefault.size(Limits().responseBuffer), read: ConfigParser.buffer(\.responseBuffer)),
         .init(
             "request_buffer", type: "size (4KB to 16MB)", default: "`64KB`",
-            checkedBy: ConfigDefault.size(Limits().requestBuffer), by: "ConfigParser.responseSpool"),
+            checkedBy: ConfigDefault.size(Limits().requestBuffer), read: ConfigParser.buffer(\.requestBuffer)),
         .init(
             "response_spool_max", type: "size, or `0` (never spool)", default: "`1GB`",
-            checkedBy: ConfigDefault.size(Limits().responseSpoolMax), by: "ConfigParser.responseSpool"),
+            checkedBy: ConfigDefault.size(Limits().responseSpoolMax), read: ConfigParser.spoolSize(\.responseSpoolMax)),
         .init(
             "spool_total", type: "size, or `0` (never spool an answer)", default: "`8GB`",
-            checkedBy: ConfigDefault.size(Limits().spoolTotal), by: "ConfigParser.responseSpool"),
+            checkedBy: ConfigDefault.size(Limits().spoolTotal), read: ConfigParser.spoolSize(\.spoolTotal)),
         .init(
             "request_spool_total", type: "size, or `0` (request bodies stream)", default: "`1GB`",
-            checkedBy: ConfigDefault.size(Limits().requestSpoolTotal), by: "ConfigParser.responseSpool"),
+            checkedBy: ConfigDefault.size(Limits().requestSpoolTotal), read: ConfigParser.spoolSize(\.requestSpoolTotal)
+        ),
         .init(
             "request_spool_per_client", type: "percentage of `request_spool_total` (1% to 100%)", default: "`10%`",
             checkedBy: { cell in
                 ConfigDefault.firstValue(cell).flatMap(ConfigParser.share) == Limits().requestSpoolPerClient
             },
-            by: "ConfigParser.responseSpool"),
+            read: ConfigParser.requestSpoolPerClient),
         .init(
             "spool_dir", type: "path of a writable directory", default: "`/tmp`",
-            checkedBy: ConfigDefault.text(Limits().spoolDirectory), by: "ConfigParser.responseSpool")
+            checkedBy: ConfigDefault.text(Limits().spoolDirectory), read: ConfigParser.spoolDirectory)
     ])
 
     /// A whole number in `range`, else the problem that says the range.

@@ -1,18 +1,41 @@
 import Foundation
+import JOSE
 import OAuth
 import Reactor
 import Yams
 
 extension SessionConfig {
+    /// `keys` or `keys_file`: 32-byte keys, the first seals new cookies.
+    static let sealingKeys = ConfigKeyGroup<SessionConfig, ConfigReader> { s, m, p, r in
+        var texts: [(String, Node?)] = []
+        if m["keys"] != nil && m["keys_file"] != nil {
+            r.problem("\(p).keys", m["keys"], "give either keys or keys_file, not both")
+        } else if let n = m["keys"], let seq = r.sequence(n, path: "\(p).keys") {
+            texts = seq.enumerated().compactMap { j, k in r.string(k, path: "\(p).keys[\(j)]").map { ($0, k) } }
+        } else if m["keys_file"] != nil, let text = r.secret(m, key: "keys", path: p) {
+            texts = text.split(separator: "\n").map { (String($0), m["keys_file"]) }
+        }
+        for (j, (text, n)) in texts.enumerated() {
+            // 32 bytes of key, base64 or base64url (`openssl rand -base64 32`).
+            let b64url = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .trimmingCharacters(in: CharacterSet(charactersIn: "="))
+            guard let key = Base64URL.decode(b64url), key.count == 32 else {
+                r.problem("\(p).keys[\(j)]", n, "must be 32 random bytes, base64-encoded (openssl rand -base64 32)")
+                continue
+            }
+            s.keys.append(key)
+        }
+    }
+
     /// The keys of `session:`, each said once: its reference row (type and default, checked
-    /// against `SessionConfig()` by ConfigReferenceTests) and its reader. `keys` and
-    /// `keys_file` (one or the other) are read together by ConfigParser.session; the others
-    /// here, in this order. same_site against secure_cookie is ConfigValidation's.
+    /// against `SessionConfig()` by ConfigReferenceTests) and its reader: `keys` and
+    /// `keys_file` (one or the other) together, the others each alone, in this order.
+    /// same_site against secure_cookie is ConfigValidation's.
     static let keyTable = ConfigKeyTable<SessionConfig, ConfigReader>([
         .init(
             "keys", type: "list of 32-byte keys, base64", default: "a random key per process (sessions end on restart)",
-            by: "ConfigParser.session"),
-        .init("keys_file", type: "path (one key per line)", default: "none", by: "ConfigParser.session"),
+            reader: .group(sealingKeys)),
+        .init("keys_file", type: "path (one key per line)", default: "none", reader: .group(sealingKeys)),
         .init(
             "cookie_name", type: "cookie name", default: "`tokengate_session` (sent as `__Host-tokengate_session`)",
             checkedBy: ConfigDefault.text(SessionConfig().cookieName)

@@ -54,7 +54,7 @@ extension UpstreamConfig {
         },
         .init(
             "sign", type: "mapping (below): sign requests (RFC 9421)", default: "none: not signed",
-            by: "ConfigParser.upstreams"),
+            reader: .value { up, n, p, r in up.sign = ConfigParser.messageSigning(n, path: p, r) }),
         .init(
             "credentials", type: "mapping (below): the upstream's own credential, added to every request",
             default: "none: nothing added", by: "ConfigParser.upstreamCredentials"),
