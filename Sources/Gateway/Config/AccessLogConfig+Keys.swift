@@ -52,34 +52,70 @@ extension StoreConfig {
 }
 
 extension TracingConfig {
-    /// The keys of `tracing:`, read by ConfigParser.tracing: each key falls back to its
-    /// OpenTelemetry environment variable, so none is read on its own.
+    /// The keys of `tracing:`, each said once with its reader. Each falls back to its
+    /// OpenTelemetry environment variable, read first (ConfigParser.tracing): a key in the
+    /// file wins.
     static let keyTable = ConfigKeyTable<TracingConfig, ConfigReader>([
         .init(
             "otlp_endpoint", type: "http(s) URL",
             default:
-                "`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`; required",
-            by: "ConfigParser.tracing"),
-        .init(
-            "service_name", type: "string", default: "`OTEL_SERVICE_NAME`, else `tokengate`", by: "ConfigParser.tracing"
-        ),
+                "`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`; required"
+        ) { t, n, p, r in
+            // Checked as a URL once every source is read (ConfigParser.tracing).
+            if let s = r.string(n, path: p) { t.endpoint = s }
+        },
+        .init("service_name", type: "string", default: "`OTEL_SERVICE_NAME`, else `tokengate`") { t, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if s.isEmpty { r.problem(p, n, "must not be empty") } else { t.serviceName = s }
+        },
         .init(
             "sample_ratio", type: "number from 0 to 1",
             default: "`1` (or from `OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`)",
-            checkedBy: { cell in ConfigDefault.firstValue(cell).flatMap(Double.init) == defaults.sampleRatio },
-            by: "ConfigParser.tracing"),
-        .init(
-            "headers", type: "mapping of header name to value", default: "`OTEL_EXPORTER_OTLP_HEADERS`",
-            by: "ConfigParser.tracing"),
+            checkedBy: { cell in ConfigDefault.firstValue(cell).flatMap(Double.init) == defaults.sampleRatio }
+        ) { t, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if let v = Double(s), v >= 0, v <= 1 {
+                t.sampleRatio = v
+            } else {
+                r.problem(p, n, "must be a number from 0 (none) to 1 (every trace)")
+            }
+        },
+        .init("headers", type: "mapping of header name to value", default: "`OTEL_EXPORTER_OTLP_HEADERS`") {
+            t, n, p, r in
+            // The file's headers replace the variable's.
+            t.headers = []
+            guard let m = r.mapping(n, path: p, section: nil) else { return }
+            for (name, valueNode) in m.sorted(by: { $0.key < $1.key }) {
+                guard let value = r.string(valueNode, path: "\(p).\(name)") else { continue }
+                if let line = ConfigParser.headerLine(name, value) {
+                    t.headers.append(line)
+                } else {
+                    r.problem("\(p).\(name)", valueNode, "is not a header name and value")
+                }
+            }
+        },
         .init(
             "incoming", type: "`join` or `restart`", default: "`restart`",
-            checkedBy: ConfigDefault.text(defaults.incoming.rawValue), by: "ConfigParser.tracing"),
+            checkedBy: ConfigDefault.text(defaults.incoming.rawValue)
+        ) { t, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if let v = TracingConfig.Incoming(rawValue: s) {
+                t.incoming = v
+            } else {
+                r.problem(p, n, "must be join or restart")
+            }
+        },
         .init(
             "timeout", type: "duration", default: "`10s` (`OTEL_EXPORTER_OTLP_TIMEOUT`, in ms)",
-            checkedBy: ConfigDefault.duration(defaults.timeout), by: "ConfigParser.tracing"),
-        .init(
-            "ca_file", type: "path", default: "the system's CA bundle (`OTEL_EXPORTER_OTLP_CERTIFICATE`)",
-            by: "ConfigParser.tracing")
+            checkedBy: ConfigDefault.duration(defaults.timeout)
+        ) { t, n, p, r in
+            // Its range is checked once every source is read (ConfigParser.tracing).
+            if let v = r.duration(n, path: p) { t.timeout = v }
+        },
+        .init("ca_file", type: "path", default: "the system's CA bundle (`OTEL_EXPORTER_OTLP_CERTIFICATE`)") {
+            t, n, p, r in
+            if let s = r.string(n, path: p) { t.caFile = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)" }
+        }
     ])
 
     private static var defaults: TracingConfig { TracingConfig(endpoint: "") }

@@ -9,11 +9,6 @@ import Yams
 extension ConfigParser {
     static func tracing(_ node: Node?, _ r: ConfigReader) -> TracingConfig? {
         let env = r.environment
-        func variable(_ name: String) -> String? {
-            // The traces-specific variable first, then the one for every signal.
-            let traces = name.replacingOccurrences(of: "OTEL_EXPORTER_OTLP_", with: "OTEL_EXPORTER_OTLP_TRACES_")
-            return [traces, name].lazy.compactMap { env[$0].flatMap { $0.isEmpty ? nil : $0 } }.first
-        }
         if env["OTEL_SDK_DISABLED"]?.lowercased() == "true" { return nil }
         // A comma-separated list (`otlp,console`): tokengate is on when it names otlp; any
         // other exporter is one tokengate does not have, and not an error.
@@ -27,20 +22,12 @@ extension ConfigParser {
             guard let m = r.mapping(node, path: "tracing", section: .tracing) else { return nil }
             map = m
         }
-        // The endpoint: the key, else the traces variable as it is, else the general one with
-        // the signal's path added.
-        var endpoint: String?
-        var endpointNode: Node? = node
-        if let n = map["otlp_endpoint"] {
-            endpoint = r.string(n, path: "tracing.otlp_endpoint")
-            endpointNode = n
-        } else if let full = env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"], !full.isEmpty {
-            endpoint = full
-        } else if let base = env["OTEL_EXPORTER_OTLP_ENDPOINT"], !base.isEmpty {
-            endpoint = base.hasSuffix("/") ? base + "v1/traces" : base + "/v1/traces"
-        }
-        guard node != nil || endpoint != nil else { return nil }
-        guard let endpoint else {
+        // The variables first, then the file's keys over them (TracingConfig.keyTable).
+        var cfg = environmentDefaults(env, r, node)
+        TracingConfig.keyTable.read(map, into: &cfg, path: "tracing", r)
+        guard node != nil || !cfg.endpoint.isEmpty else { return nil }
+        let endpointNode = map["otlp_endpoint"] ?? node
+        guard !cfg.endpoint.isEmpty else {
             if map["otlp_endpoint"] == nil {
                 r.problem(
                     "tracing.otlp_endpoint", node,
@@ -49,46 +36,50 @@ extension ConfigParser {
             }
             return nil
         }
-        guard let url = ConfigValues.url(endpoint), !url.host.isEmpty else {
+        guard let url = ConfigValues.url(cfg.endpoint), !url.host.isEmpty else {
             // Not echoed when it holds a userinfo (a password, which is why it is refused).
-            let shown = endpoint.contains("@") ? "the endpoint" : "\"\(endpoint)\""
+            let shown = cfg.endpoint.contains("@") ? "the endpoint" : "\"\(cfg.endpoint)\""
             r.problem(
                 "tracing.otlp_endpoint", endpointNode, "\(shown) is not an http(s) URL without query or userinfo")
             return nil
         }
+        if url.scheme == "https", cfg.caFile == nil {
+            cfg.caFile = variable("OTEL_EXPORTER_OTLP_CERTIFICATE", env)
+        }
+        if cfg.timeout < 0.1 || cfg.timeout > 60 {
+            r.problem("tracing.timeout", map["timeout"] ?? node, "must be from 100ms to 60s")
+        }
+        return cfg
+    }
+
+    /// The variable for traces (`OTEL_EXPORTER_OTLP_TRACES_…`), else the one for every signal.
+    private static func variable(_ name: String, _ env: [String: String]) -> String? {
+        let traces = name.replacingOccurrences(of: "OTEL_EXPORTER_OTLP_", with: "OTEL_EXPORTER_OTLP_TRACES_")
+        return [traces, name].lazy.compactMap { env[$0].flatMap { $0.isEmpty ? nil : $0 } }.first
+    }
+
+    /// What the OpenTelemetry variables say, before the file's keys: the endpoint (the traces
+    /// variable as it is, else the general one with the signal's path added; empty: none),
+    /// the service name and resource, the sampler, the headers and the timeout.
+    private static func environmentDefaults(_ env: [String: String], _ r: ConfigReader, _ node: Node?)
+        -> TracingConfig
+    {
+        var endpoint = ""
+        if let full = env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"], !full.isEmpty {
+            endpoint = full
+        } else if let base = env["OTEL_EXPORTER_OTLP_ENDPOINT"], !base.isEmpty {
+            endpoint = base.hasSuffix("/") ? base + "v1/traces" : base + "/v1/traces"
+        }
         var cfg = TracingConfig(endpoint: endpoint)
-        if url.scheme == "https" { cfg.caFile = variable("OTEL_EXPORTER_OTLP_CERTIFICATE") }
-        if let p = variable("OTEL_EXPORTER_OTLP_PROTOCOL"), p != "http/protobuf" {
+        if let p = variable("OTEL_EXPORTER_OTLP_PROTOCOL", env), p != "http/protobuf" {
             r.problem("tracing", node, "OTEL_EXPORTER_OTLP_PROTOCOL=\(p): tokengate exports over http/protobuf only")
         }
         for (key, value) in keyValueList(env["OTEL_RESOURCE_ATTRIBUTES"] ?? "") {
             if key == "service.name" { cfg.serviceName = value } else { cfg.resourceAttributes.append((key, value)) }
         }
         if let name = env["OTEL_SERVICE_NAME"], !name.isEmpty { cfg.serviceName = name }
-        if let n = map["service_name"], let s = r.string(n, path: "tracing.service_name") {
-            if s.isEmpty { r.problem("tracing.service_name", n, "must not be empty") } else { cfg.serviceName = s }
-        }
         cfg.sampleRatio = samplerRatio(env, r, node) ?? cfg.sampleRatio
-        if let n = map["sample_ratio"], let s = r.string(n, path: "tracing.sample_ratio") {
-            if let v = Double(s), v >= 0, v <= 1 {
-                cfg.sampleRatio = v
-            } else {
-                r.problem("tracing.sample_ratio", n, "must be a number from 0 (none) to 1 (every trace)")
-            }
-        }
-        if let n = map["headers"] {
-            if let m = r.mapping(n, path: "tracing.headers", section: nil) {
-                for (name, valueNode) in m.sorted(by: { $0.key < $1.key }) {
-                    if let value = r.string(valueNode, path: "tracing.headers.\(name)") {
-                        if let line = headerLine(name, value) {
-                            cfg.headers.append(line)
-                        } else {
-                            r.problem("tracing.headers.\(name)", valueNode, "is not a header name and value")
-                        }
-                    }
-                }
-            }
-        } else if let list = variable("OTEL_EXPORTER_OTLP_HEADERS") {
+        if let list = variable("OTEL_EXPORTER_OTLP_HEADERS", env) {
             for (name, value) in keyValueList(list) {
                 if let line = headerLine(name, value) {
                     cfg.headers.append(line)
@@ -97,27 +88,12 @@ extension ConfigParser {
                 }
             }
         }
-        if let n = map["incoming"], let s = r.string(n, path: "tracing.incoming") {
-            if let v = TracingConfig.Incoming(rawValue: s) {
-                cfg.incoming = v
-            } else {
-                r.problem("tracing.incoming", n, "must be join or restart")
-            }
-        }
-        if let n = map["timeout"], let v = r.duration(n, path: "tracing.timeout") {
-            cfg.timeout = v
-        } else if let ms = variable("OTEL_EXPORTER_OTLP_TIMEOUT") {
+        if let ms = variable("OTEL_EXPORTER_OTLP_TIMEOUT", env) {
             if let v = Double(ms), v > 0 {
                 cfg.timeout = v / 1000
             } else {
                 r.problem("tracing", node, "OTEL_EXPORTER_OTLP_TIMEOUT=\(ms) is not a number of milliseconds")
             }
-        }
-        if cfg.timeout < 0.1 || cfg.timeout > 60 {
-            r.problem("tracing.timeout", map["timeout"] ?? node, "must be from 100ms to 60s")
-        }
-        if let n = map["ca_file"], let s = r.string(n, path: "tracing.ca_file") {
-            cfg.caFile = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
         }
         return cfg
     }
@@ -157,7 +133,7 @@ extension ConfigParser {
 
     /// `Name: value` for libcurl, or nil when the name is not a token or the value holds a
     /// control byte (which would split the export's head).
-    private static func headerLine(_ name: String, _ value: String) -> String? {
+    static func headerLine(_ name: String, _ value: String) -> String? {
         guard !name.isEmpty, name.utf8.allSatisfy({ HeaderRules.isTokenChar($0) }),
             value.utf8.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) })
         else { return nil }
