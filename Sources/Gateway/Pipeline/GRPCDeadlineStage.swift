@@ -13,7 +13,7 @@ final class GRPCDeadlineStage: Stage {
 
     init(plan: RoutePlan) {
         // A plan with a pool has its upstream; without one, nothing goes upstream to cap.
-        cap = plan.upstream?.timeout ?? .infinity
+        cap = plan.upstream?.config.timeout ?? .infinity
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {

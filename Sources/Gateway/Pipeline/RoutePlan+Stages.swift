@@ -8,7 +8,7 @@ extension RoutePlan {
         let keyed = services.modules.catalog
         var chain: [any Stage] = []
         // A WebSocket upgrade is refused or counted before anything is done for it.
-        if !decision { chain.append(UpgradeStage(tunnels: services.proxying.tunnels, route: route)) }
+        if !decision { chain.append(UpgradeStage(tunnels: services.proxying.tunnels)) }
         chain += keyed.stages(at: .beforeAuthentication, self, services, decision: decision)
         // Authentication: one stage admits the request (or answers it).
         if route.options.cors.preflight { chain.append(CORSPreflightStage(route: route)) }

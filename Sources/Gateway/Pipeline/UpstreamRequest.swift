@@ -19,7 +19,7 @@ extension RouteResolver.Forwarding {
             }
         }
         if let upstreamProof = admission.upstreamProof {
-            let scheme = plan.upstream?.tls == nil ? "http" : "https"
+            let scheme = plan.upstream?.config.tls == nil ? "http" : "https"
             // htu names the URL the upstream sees: its Host header (host_header may make that the
             // client's or a fixed name); nonces are kept per upstream authority.
             if let proof = upstreamProof.proof(
@@ -52,10 +52,10 @@ extension RouteResolver.Forwarding {
             body: spooled ?? admission.body ?? ex.body,
             trace: ctx.trace, dropTraceContext: ctx.tracing.dropClientContext,
             grpcTimeout: ctx.state[GRPCDeadline.Key.self]?.value)
-        if let signing = plan.upstream?.sign {
+        if let signing = plan.upstream?.config.sign {
             // Last: over the fields as they go (identity headers, Host, forwarded headers).
             UpstreamSigning.sign(
-                &out, signing, method: ex.head.methodName, scheme: plan.upstream?.tls == nil ? "http" : "https",
+                &out, signing, method: ex.head.methodName, scheme: plan.upstream?.config.tls == nil ? "http" : "https",
                 authority: upstreamHost, identity: identity, now: now)
         }
         return out

@@ -231,7 +231,8 @@ enum RouteResolver {
                 out.append(name: RouteResolver.traceparent.span, value: trace.upstreamTraceparent.span)
                 if let state = trace.traceState { out.append("tracestate", state) }
                 let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(target[..<$0]) } ?? target
-                trace.upstreamURL = (plan.upstream?.tls == nil ? "http://" : "https://") + plan.upstreamAuthority + path
+                trace.upstreamURL =
+                    (plan.upstream?.config.tls == nil ? "http://" : "https://") + plan.upstreamAuthority + path
                 trace.upstreamAuthority = plan.upstreamAuthority
             }
             return UpstreamCall.Request(

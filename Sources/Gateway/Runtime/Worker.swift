@@ -117,11 +117,13 @@ final class Worker: ResponderObserver {
         // too: the authenticator takes it before the plans are made from it.
         services.prepare(new)
         services.authentication.authenticator.apply(new)
-        // The parser numbers routes in file order (`RouteConfig.index`), checked below.
+        // The parser numbers routes in file order (`RouteConfig.index`), checked below. The
+        // plans that name one upstream share its config.
+        let upstreams = new.upstreams.mapValues(SharedUpstream.init)
         let plans = new.routes.map {
             RoutePlan(
                 route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
-                upstream: new.upstreams[$0.upstream], tokens: services.authentication.authenticator.plan(for: $0),
+                upstream: upstreams[$0.upstream], tokens: services.authentication.authenticator.plan(for: $0),
                 services: services)
         }
         precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")

@@ -15,7 +15,7 @@ final class TokenExchangeStage: ModuleStage {
         plan.exchange.map {
             TokenExchangeStage(
                 nonces: services.proxying.upstreamNonces, exchanger: services.exchanger, exchange: $0,
-                upstreamTimeout: plan.upstream?.timeout
+                upstreamTimeout: plan.upstream?.config.timeout
             )
         }
     }

@@ -11,7 +11,7 @@ final class UpstreamCredentialStage: ModuleStage {
     static var judgesDecisions: Bool { false }
 
     static func make(_ plan: RoutePlan, _ services: WorkerServices) -> UpstreamCredentialStage? {
-        guard let upstream = plan.upstream, let credentials = upstream.credentials else { return nil }
+        guard let upstream = plan.upstream?.config, let credentials = upstream.credentials else { return nil }
         return UpstreamCredentialStage(
             credentialsOfUpstreams: services.upstreamCredentials, upstream: upstream,
             credentials: credentials)
