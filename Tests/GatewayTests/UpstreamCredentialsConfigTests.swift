@@ -53,7 +53,8 @@ struct UpstreamCredentialsConfigTests {
         }
         #expect(header.name == "X-Billing-Key" && header.value == "s3cret-value" && header.file == "\(dir)/secret")
         let plan = RoutePlan(
-            route: cfg.routes[0], pool: nil, metricID: 0, upstream: cfg.upstreams["a"].map(SharedUpstream.init))
+            route: SharedRoute(cfg.routes[0]), pool: nil, metricID: 0,
+            upstream: cfg.upstreams["a"].map(SharedUpstream.init))
         #expect(plan.ownedFields == [Array("x-billing-key".utf8)] && plan.forwardsCredential)
     }
 
@@ -68,7 +69,8 @@ struct UpstreamCredentialsConfigTests {
         #expect(grant.clientName == "caller" && grant.issuer == "as1" && grant.scope == "billing:write")
         #expect(grant.endpoint == nil && grant.issuerURL == "https://as.example")
         let plan = RoutePlan(
-            route: cfg.routes[0], pool: nil, metricID: 0, upstream: cfg.upstreams["a"].map(SharedUpstream.init))
+            route: SharedRoute(cfg.routes[0]), pool: nil, metricID: 0,
+            upstream: cfg.upstreams["a"].map(SharedUpstream.init))
         // The client's Authorization is dropped (the token goes in its place), not an owned field.
         #expect(!plan.forwardsCredential && plan.ownedFields.isEmpty)
     }

@@ -47,16 +47,17 @@ struct OwnRoutes {
         if !config.login.rateLimits.isEmpty {
             login.options.settings[RateLimitStage.Settings.self] = config.login.rateLimits
         }
-        self.login = RoutePlan(route: login, pool: nil, metricID: -1, upstream: nil, services: services)
-        loginService = RoutePlan(route: Self.route("login"), pool: nil, metricID: -1, upstream: nil, services: services)
+        self.login = RoutePlan(route: SharedRoute(login), pool: nil, metricID: -1, upstream: nil, services: services)
+        loginService = RoutePlan(
+            route: SharedRoute(Self.route("login")), pool: nil, metricID: -1, upstream: nil, services: services)
         metadata = RoutePlan(
-            route: Self.route(ProtectedResourceDocument.logRoute), pool: nil, metricID: -1, upstream: nil,
+            route: SharedRoute(Self.route(ProtectedResourceDocument.logRoute)), pool: nil, metricID: -1, upstream: nil,
             services: services)
         let catalog = services?.modules.catalog ?? config.modules.catalog
         modules = catalog.routes(config).mapValues { route in
             var route = route
             route.options.upgrade.protocols = []
-            return RoutePlan(route: route, pool: nil, metricID: -1, upstream: nil, services: services)
+            return RoutePlan(route: SharedRoute(route), pool: nil, metricID: -1, upstream: nil, services: services)
         }
         // A module's endpoint names a route of its own that it also declares: checked once per
         // config, so that no request finds an endpoint without its route's stages.

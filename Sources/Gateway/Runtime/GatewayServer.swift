@@ -73,8 +73,9 @@ public final class GatewayServer {
                 "dpop.key_file is not set: this process's DPoP key is random; replicas sharing sessions need one key_file"
             )
         }
-        // Compiled once; every worker reads the same one.
+        // Compiled once; every worker reads the same one, and shares each route's config.
         let router = Router(routes: config.routes)
+        let routes = config.routes.map(SharedRoute.init)
         // limits.max_connections is per process: one count for every worker's listeners.
         let budget = ConnectionBudget(limit: config.limits.maxConnections)
         let reclaimWarning = ReclaimWarning()
@@ -98,7 +99,7 @@ public final class GatewayServer {
         for id in 0..<config.workers {
             let worker = Worker(
                 id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,
-                router: router, accessLogSink: accessLogFile, spanExporter: spanExporter,
+                router: router, routes: routes, accessLogSink: accessLogFile, spanExporter: spanExporter,
                 spool: SpoolBudgets(responses: spoolBudget, requests: requestSpoolBudget))
             var sockets: [(fd: Int32, tls: TLSContext?, http2: Bool)] = []
             for l in config.listeners {
@@ -244,8 +245,9 @@ public final class GatewayServer {
             keyService?.apply(new)
             modules?.apply(new)
             let router = Router(routes: new.routes)
+            let routes = new.routes.map(SharedRoute.init)
             for w in workers {
-                w.loop.execute { w.apply(new, router: router) }
+                w.loop.execute { w.apply(new, router: router, routes: routes) }
             }
             log.info("config reloaded", metadata: ["routes": .stringConvertible(new.routes.count)])
         }

@@ -34,7 +34,8 @@ final class Worker: ResponderObserver {
     /// memory, or the worker's own Redis client); `spool`: the process's disk budgets.
     init(
         id: Int, config: GatewayConfig, log: Logger, processPrefix: String, stores: StoreBackend,
-        wallClock: any WallClock = SystemClock(), router: Router? = nil, accessLogSink: LogSink? = nil,
+        wallClock: any WallClock = SystemClock(), router: Router? = nil, routes: [SharedRoute]? = nil,
+        accessLogSink: LogSink? = nil,
         spanExporter: SpanExporter? = nil, spool: SpoolBudgets = SpoolBudgets()
     ) {
         self.id = id
@@ -45,7 +46,7 @@ final class Worker: ResponderObserver {
             wallClock: wallClock, accessLogSink: accessLogSink, spanExporter: spanExporter, spool: spool)
         verdict = VerdictStage()
         extAuthzVerdict = ExtAuthzVerdictStage()
-        apply(config, router: router)
+        apply(config, router: router, routes: routes)
     }
 
     /// Adds a server on each listening socket (fds opened by the caller, one set per worker).
@@ -93,8 +94,9 @@ final class Worker: ResponderObserver {
     }
 
     /// Swaps in a new config for requests that start from now on (loop-thread). `router`:
-    /// the config's routes compiled once for every worker (compiled here when nil).
-    func apply(_ new: GatewayConfig, router: Router? = nil) {
+    /// the config's routes compiled once for every worker, and `routes` their configs as every
+    /// worker's plans share them (each made here when nil).
+    func apply(_ new: GatewayConfig, router: Router? = nil, routes: [SharedRoute]? = nil) {
         let options = serverOptions(new.limits)
         for s in servers { s.apply(options) }
         var next: [String: UpstreamPool] = [:]
@@ -120,11 +122,13 @@ final class Worker: ResponderObserver {
         // The parser numbers routes in file order (`RouteConfig.index`), checked below. The
         // plans that name one upstream share its config.
         let upstreams = new.upstreams.mapValues(SharedUpstream.init)
-        let plans = new.routes.map {
-            RoutePlan(
-                route: $0, pool: next[$0.upstream], metricID: metrics.routeID($0.name),
-                upstream: upstreams[$0.upstream], tokens: services.authentication.authenticator.plan(for: $0),
-                services: services)
+        let sharing = StageSharing()
+        let plans = (routes ?? new.routes.map(SharedRoute.init)).map { shared in
+            let route = shared.config
+            return RoutePlan(
+                route: shared, pool: next[route.upstream], metricID: metrics.routeID(route.name),
+                upstream: upstreams[route.upstream], tokens: services.authentication.authenticator.plan(for: route),
+                services: services, sharing: sharing)
         }
         precondition(plans.indices.allSatisfy { plans[$0].route.index == $0 }, "route indices are 0..<count")
         services.apply(
