@@ -76,6 +76,32 @@ struct TracingTests {
                 .sampleRatio == 0)
     }
 
+    @Test func variablesForAnotherProgramDoNotRefuseAConfigWithTracingOff() throws {
+        // No `tracing:` and no endpoint variable: tracing is off, so no other variable is read.
+        let others = [
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_SAMPLER": "parentbased_jaeger_remote",
+            "OTEL_EXPORTER_OTLP_HEADERS": "a b=c", "OTEL_EXPORTER_OTLP_TIMEOUT": "soon"
+        ]
+        #expect(try config("", env: others) == nil)
+    }
+
+    @Test func aVariableTheFileReplacesIsNotRead() throws {
+        let env = ["OTEL_EXPORTER_OTLP_HEADERS": "a b=c", "OTEL_EXPORTER_OTLP_TIMEOUT": "soon"]
+        let t = try #require(
+            try config("tracing: { otlp_endpoint: http://x/v1/traces, headers: { k: v }, timeout: 3s }", env: env))
+        #expect(t.headers == ["k: v"] && t.timeout == 3)
+    }
+
+    @Test func anEmptyEndpointIsRefusedNotTakenForNone() throws {
+        let env = ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"]
+        for e in [[:], env] {
+            #expect(
+                problems("tracing: { otlp_endpoint: \"\" }", env: e).contains {
+                    $0.contains("tracing.otlp_endpoint") && $0.contains("is not an http(s) URL")
+                })
+        }
+    }
+
     @Test func whatCheckConfigRefuses() throws {
         #expect(problems("tracing: {}").contains { $0.contains("tracing.otlp_endpoint") && $0.contains("is required") })
         #expect(

@@ -61,8 +61,14 @@ extension TracingConfig {
             default:
                 "`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`; required"
         ) { t, n, p, r in
-            // Checked as a URL once every source is read (ConfigParser.tracing).
-            if let s = r.string(n, path: p) { t.endpoint = s }
+            // Checked as a URL once every source is read (ConfigParser.tracing); an empty one
+            // (`${VAR:-}` unset) is none, and says so rather than turning tracing off.
+            guard let s = r.string(n, path: p) else {
+                t.endpoint = ""
+                return
+            }
+            if s.isEmpty { r.problem(p, n, "\"\" is not an http(s) URL without query or userinfo") }
+            t.endpoint = s
         },
         .init("service_name", type: "string", default: "`OTEL_SERVICE_NAME`, else `tokengate`") { t, n, p, r in
             guard let s = r.string(n, path: p) else { return }

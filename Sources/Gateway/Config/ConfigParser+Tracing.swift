@@ -22,12 +22,17 @@ extension ConfigParser {
             guard let m = r.mapping(node, path: "tracing", section: .tracing) else { return nil }
             map = m
         }
-        // The variables first, then the file's keys over them (TracingConfig.keyTable).
-        var cfg = environmentDefaults(env, r, node)
+        // Off unless the file or the environment names a collector: then no variable is read,
+        // so one meant for another program cannot refuse the config.
+        let endpoint = environmentEndpoint(env)
+        guard node != nil || endpoint != nil else { return nil }
+        // The variables first, then the file's keys over them (TracingConfig.keyTable). A
+        // variable the file's key replaces is not read.
+        var cfg = environmentDefaults(env, endpoint: endpoint ?? "", replaced: Set(map.keys), r, node)
         TracingConfig.keyTable.read(map, into: &cfg, path: "tracing", r)
-        guard node != nil || !cfg.endpoint.isEmpty else { return nil }
         let endpointNode = map["otlp_endpoint"] ?? node
         guard !cfg.endpoint.isEmpty else {
+            // A key that is no URL was reported by its row.
             if map["otlp_endpoint"] == nil {
                 r.problem(
                     "tracing.otlp_endpoint", node,
@@ -58,18 +63,20 @@ extension ConfigParser {
         return [traces, name].lazy.compactMap { env[$0].flatMap { $0.isEmpty ? nil : $0 } }.first
     }
 
-    /// What the OpenTelemetry variables say, before the file's keys: the endpoint (the traces
-    /// variable as it is, else the general one with the signal's path added; empty: none),
-    /// the service name and resource, the sampler, the headers and the timeout.
-    private static func environmentDefaults(_ env: [String: String], _ r: ConfigReader, _ node: Node?)
-        -> TracingConfig
-    {
-        var endpoint = ""
-        if let full = env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"], !full.isEmpty {
-            endpoint = full
-        } else if let base = env["OTEL_EXPORTER_OTLP_ENDPOINT"], !base.isEmpty {
-            endpoint = base.hasSuffix("/") ? base + "v1/traces" : base + "/v1/traces"
-        }
+    /// The collector the variables name: the traces variable as it is, else the general one
+    /// with the signal's path added.
+    private static func environmentEndpoint(_ env: [String: String]) -> String? {
+        if let full = env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"], !full.isEmpty { return full }
+        guard let base = env["OTEL_EXPORTER_OTLP_ENDPOINT"], !base.isEmpty else { return nil }
+        return base.hasSuffix("/") ? base + "v1/traces" : base + "/v1/traces"
+    }
+
+    /// What the OpenTelemetry variables say, before the file's keys: the service name and
+    /// resource, the sampler, and the headers and timeout unless the file gives them
+    /// (`replaced`: the file's keys).
+    private static func environmentDefaults(
+        _ env: [String: String], endpoint: String, replaced: Set<String>, _ r: ConfigReader, _ node: Node?
+    ) -> TracingConfig {
         var cfg = TracingConfig(endpoint: endpoint)
         if let p = variable("OTEL_EXPORTER_OTLP_PROTOCOL", env), p != "http/protobuf" {
             r.problem("tracing", node, "OTEL_EXPORTER_OTLP_PROTOCOL=\(p): tokengate exports over http/protobuf only")
@@ -79,7 +86,7 @@ extension ConfigParser {
         }
         if let name = env["OTEL_SERVICE_NAME"], !name.isEmpty { cfg.serviceName = name }
         cfg.sampleRatio = samplerRatio(env, r, node) ?? cfg.sampleRatio
-        if let list = variable("OTEL_EXPORTER_OTLP_HEADERS", env) {
+        if !replaced.contains("headers"), let list = variable("OTEL_EXPORTER_OTLP_HEADERS", env) {
             for (name, value) in keyValueList(list) {
                 if let line = headerLine(name, value) {
                     cfg.headers.append(line)
@@ -88,7 +95,7 @@ extension ConfigParser {
                 }
             }
         }
-        if let ms = variable("OTEL_EXPORTER_OTLP_TIMEOUT", env) {
+        if !replaced.contains("timeout"), let ms = variable("OTEL_EXPORTER_OTLP_TIMEOUT", env) {
             if let v = Double(ms), v > 0 {
                 cfg.timeout = v / 1000
             } else {
