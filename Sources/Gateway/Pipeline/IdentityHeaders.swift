@@ -96,7 +96,7 @@ final class UpstreamIdentity {
     /// it expires no later than the token.
     func tokenAssertion(_ route: RouteConfig, _ token: VerifiedAccessToken, config: GatewayConfig) -> (String, String)?
     {
-        guard route.options.forwarding.identityAssertion != nil else { return nil }
+        // Asked only for a route with `identity_assertion` (TokenStage.assertion checks).
         let caller = "t \(token.issuer) \(token.claims["jti"]?.string ?? "") \(token.subject ?? "") \(token.expiresAt)"
         return assertions.header(
             route, caller: caller, claims: token.claims, now: wallClock.seconds,
