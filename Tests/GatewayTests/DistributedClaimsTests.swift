@@ -87,8 +87,8 @@ struct DistributedClaimsTests {
              "_claim_sources":{"src1":{"endpoint":"https://claims.example/authn"}}}
             """)
         let kept: Set<String> = ["sub", "acr", "amr", "auth_time", "groups"]
-        #expect(LoginService.sourced(kept) == ["groups"])
-        let (sources, failures) = DistributedClaims.sources(claims, wanted: LoginService.sourced(kept))
+        #expect(ClaimsSources.sourced(kept) == ["groups"])
+        let (sources, failures) = DistributedClaims.sources(claims, wanted: ClaimsSources.sourced(kept))
         #expect(failures.isEmpty)
         #expect(
             sources == [
@@ -106,7 +106,7 @@ struct DistributedClaimsTests {
             {"sub":"u1","_claim_names":{"acr":"src1","auth_time":"src1"},
              "_claim_sources":{"src1":{"endpoint":"https://claims.example/authn"}}}
             """)
-        #expect(DistributedClaims.sources(onlyAuthn, wanted: LoginService.sourced(kept)).sources.isEmpty)
+        #expect(DistributedClaims.sources(onlyAuthn, wanted: ClaimsSources.sourced(kept)).sources.isEmpty)
     }
 
     /// §5.6.2: a source speaks for its own claims, not for the OP's identity of the user. An
@@ -120,8 +120,8 @@ struct DistributedClaimsTests {
         let claims = try Self.object(
             #"{"sub":"u1","_claim_names":{\#(names)},"_claim_sources":{"src1":{"endpoint":"https://c.example/x"}}}"#)
         let kept = Set(opOnly + ["groups"])
-        #expect(LoginService.sourced(kept) == ["groups"])
-        let (sources, failures) = DistributedClaims.sources(claims, wanted: LoginService.sourced(kept))
+        #expect(ClaimsSources.sourced(kept) == ["groups"])
+        let (sources, failures) = DistributedClaims.sources(claims, wanted: ClaimsSources.sourced(kept))
         #expect(failures.isEmpty)
         #expect(sources.map(\.claims) == [["groups"]])
         let answer = Array(
@@ -223,12 +223,12 @@ struct DistributedClaimsTests {
         let source = DistributedClaims.Source(name: "src1", claims: ["groups"], kind: .jwt("x"))
         let groups = JSONValue.array((0..<600).map { .string("group-\($0)-0123456789abcdef") })
         let big = JSONObject(["groups": groups])
-        let state = LoginService.take(.success(big), source, into: .init(claims: JSONObject()))
+        let state = ClaimsSources.take(.success(big), source, into: .init(claims: JSONObject()))
         #expect(state.claims["groups"] == nil && state.resolved.isEmpty)
         #expect(state.failures.first?.reason.contains("at most 16384 in all") == true)
 
         let small = JSONObject(["groups": .array([.string("staff")])])
-        let ok = LoginService.take(.success(small), source, into: .init(claims: JSONObject()))
+        let ok = ClaimsSources.take(.success(small), source, into: .init(claims: JSONObject()))
         #expect(ok.claims["groups"] == .array([.string("staff")]) && ok.resolved == ["groups"] && ok.failures.isEmpty)
     }
 

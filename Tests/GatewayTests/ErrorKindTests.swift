@@ -177,7 +177,7 @@ struct ErrorKindTests {
 
     @Test func loginFailuresHaveDistinctStableCodes() {
         #expect(
-            LoginService.LoginFailure.allCases.map(\.code) == [
+            LoginFailure.allCases.map(\.code) == [
                 "metadata_not_loaded", "login_state_unavailable", "no_authorization_endpoint", "pkce_failed",
                 "request_object_failed", "no_par_endpoint", "par_failed", "no_request_object_key",
                 "request_uri_unavailable", "tokens_not_bound", "no_state", "no_pending_login", "issuer_mismatch",
@@ -187,12 +187,12 @@ struct ErrorKindTests {
             ])
         // A login step's reason never reads as a session failure's.
         let sessionCodes = Set(Self.sessionFailures.map(\.code))
-        #expect(sessionCodes.isDisjoint(with: LoginService.LoginFailure.allCases.map(\.code)))
+        #expect(sessionCodes.isDisjoint(with: LoginFailure.allCases.map(\.code)))
     }
 
     @Test func logoutTokenRefusalsHaveDistinctStableCodes() {
         #expect(
-            LoginService.LogoutTokenRefusal.allCases.map(\.code) == [
+            BackChannelLogout.LogoutTokenRefusal.allCases.map(\.code) == [
                 "no_logout_token", "malformed_logout_token", "unknown_client", "invalid_logout_token",
                 "logout_token_replayed"
             ])

@@ -95,14 +95,14 @@ struct UserinfoMergeTests {
 
     @Test func anotherSubIsRefused() {
         guard
-            case .subjectMismatch = LoginService.merge(
+            case .subjectMismatch = ClaimsSources.merge(
                 info(#"{"sub":"u2","groups":["a"]}"#), into: id, subject: "u1", kept: ["groups"])
         else {
             Issue.record("merged")
             return
         }
         guard
-            case .subjectMismatch = LoginService.merge(
+            case .subjectMismatch = ClaimsSources.merge(
                 info(#"{"groups":["a"]}"#), into: id, subject: "u1", kept: ["groups"])
         else {
             Issue.record("merged without sub")
@@ -112,7 +112,7 @@ struct UserinfoMergeTests {
 
     @Test func claimsMergeButTokenClaimsDoNot() {
         guard
-            case .claims(let c) = LoginService.merge(
+            case .claims(let c) = ClaimsSources.merge(
                 info(#"{"sub":"u1","groups":["a"],"iss":"https://evil","aud":"x"}"#),
                 into: id, subject: "u1", kept: ["groups"])
         else {
@@ -125,7 +125,7 @@ struct UserinfoMergeTests {
 
     @Test func aChangedEmailWithoutVerificationLosesItsVerifiedFlag() {
         guard
-            case .claims(let c) = LoginService.merge(
+            case .claims(let c) = ClaimsSources.merge(
                 info(#"{"sub":"u1","email":"b@x"}"#), into: id, subject: "u1", kept: ["email"])
         else {
             Issue.record("refused")
@@ -137,7 +137,7 @@ struct UserinfoMergeTests {
     @Test func sizeAndCountAreBounded() {
         let big = "[" + (0..<300).map { "\"group-\($0)-xxxxxxxx\"" }.joined(separator: ",") + "]"
         guard
-            case .failed = LoginService.merge(
+            case .failed = ClaimsSources.merge(
                 info(#"{"sub":"u1","groups":\#(big)}"#), into: id, subject: "u1", kept: ["groups"])
         else {
             Issue.record("kept")
@@ -145,14 +145,14 @@ struct UserinfoMergeTests {
         }
         // Not kept (no route uses it): not counted against the session's bound.
         guard
-            case .claims = LoginService.merge(
+            case .claims = ClaimsSources.merge(
                 info(#"{"sub":"u1","groups":\#(big)}"#), into: id, subject: "u1", kept: [])
         else {
             Issue.record("refused")
             return
         }
         let many = "{\"sub\":\"u1\"," + (0..<120).map { "\"c\($0)\":1" }.joined(separator: ",") + "}"
-        guard case .failed = LoginService.merge(info(many), into: id, subject: "u1", kept: []) else {
+        guard case .failed = ClaimsSources.merge(info(many), into: id, subject: "u1", kept: []) else {
             Issue.record("kept")
             return
         }

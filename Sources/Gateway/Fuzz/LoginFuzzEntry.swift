@@ -28,7 +28,7 @@ public enum LoginFuzzEntry {
     /// The origin the fuzzed requests come to.
     static let origin = RequestOrigin.Origin(scheme: "https", authority: "gw.example.com")
 
-    /// The login start (`LoginEndpoints.handle`): its query's first `rd`, through
+    /// The login start (`LoginStartStage`): its query's first `rd`, through
     /// `DecisionLogin.returnTarget`, is a target `OAuthFuzzEntry.checkReturnTarget` accepts —
     /// with no allowed host a same-origin path.
     public static func loginStart(query: String, allowList: Bool) {

@@ -7,7 +7,7 @@ import OAuth
 /// it — a signed JWT given inline (`JWT`, aggregated), or an `endpoint` to call with an access
 /// token (distributed; Entra ID does this above 200 groups). The pure half: which sources a
 /// session needs, whether the issuer allows one, and what its answer says. The calls are
-/// LoginService's (`LoginService+DistributedClaims.swift`).
+/// `ClaimsSources`' (ClaimsSources+Distributed.swift).
 enum DistributedClaims {
     /// At most this many sources are asked per login.
     static let maxSources = 4

@@ -292,8 +292,8 @@ extension LoginService {
                     fresh.idToken = idToken
                     // The new token's claims replace the old ones: a group removed at the AS is
                     // gone, and its distributed claims are had again (once per refresh).
-                    self.resolveDistributedClaims(
-                        claims, accessToken: t.accessToken, client: client, issuer: issuer
+                    self.claimsSources.resolveDistributedClaims(
+                        claims, accessToken: t.accessToken, for: self.claimsClient(client, issuer)
                     ) { [fresh] resolved in
                         var refreshed = fresh
                         refreshed.claims = self.sessionClaims(resolved, t, client)
@@ -301,16 +301,84 @@ extension LoginService {
                         // token's auth_time is the original one's. The session keeps what its
                         // login said: a refresh can neither drop a step-up nor claim one.
                         for name in Self.authenticationClaims { refreshed.claims[name] = session.claims[name] }
-                        self.refreshUserinfo(
-                            refreshed, previous: session, accessToken: t.accessToken, client: client, issuer: issuer,
-                            done: done)
+                        self.claimsSources.refreshUserinfo(
+                            refreshed, previous: session, accessToken: t.accessToken,
+                            for: self.claimsClient(client, issuer), done: done)
                     }
                     return
                 } else if let scope = t.scope, self.keptClaims.contains("scope") {
                     fresh.claims["scope"] = .string(scope)
                 }
-                self.refreshUserinfo(
-                    fresh, previous: session, accessToken: t.accessToken, client: client, issuer: issuer, done: done)
+                self.claimsSources.refreshUserinfo(
+                    fresh, previous: session, accessToken: t.accessToken, for: self.claimsClient(client, issuer),
+                    done: done)
+            }
+        }
+    }
+}
+
+/// What a new or refreshed session keeps, and storing it.
+extension LoginService {
+    /// The claims a session keeps: those its routes' headers and requirements use, the scope
+    /// the token response granted, and `email` only when the AS says it is verified (an
+    /// upstream reading X-Forwarded-Email trusts it as oauth2-proxy's users always have); and
+    /// the record of distributed claims (OIDC Core §5.6.2), when there are any.
+    func sessionClaims(_ idClaims: JSONObject, _ t: TokenResponse, _ client: ClientConfig) -> JSONObject {
+        var kept = JSONObject()
+        for name in idClaims.names where keptClaims.contains(name) || name == DistributedClaims.record {
+            kept[name] = idClaims[name]
+        }
+        if kept["email"] != nil && idClaims["email_verified"] != .bool(true) && !client.login.allowUnverifiedEmail {
+            kept["email"] = nil
+        }
+        if keptClaims.contains("scope"), let scope = t.scope { kept["scope"] = .string(scope) }
+        return kept
+    }
+
+    /// When an access token expires: `expires_in` taken within [0 s, 1 day] (an AS answer is
+    /// input, and a huge value must neither overflow nor keep a token forever).
+    static func expiry(_ expiresIn: Int64?, now: Int64) -> Int64 {
+        now + min(max(expiresIn ?? 300, 0), 86_400)
+    }
+
+    /// The session the browser's cookie named before this login (a step-up's weaker one, or
+    /// another client's), ended once the new one is saved: in Redis it would otherwise stay
+    /// usable, by whoever holds that cookie's value, until it expired; a sealed cookie's id
+    /// joins the ended ones. Best effort: the new session stands either way.
+    func endReplaced(_ cookies: Cookies, by new: Session) {
+        guard let value = cookies.value(settings.sessionCookie) else { return }
+        store.load(value) { [weak self] lookup in
+            guard let self, case .found(let old) = lookup, old.id != new.id else { return }
+            self.store.end(old, expiresAt: old.createdAt + Int64(self.config.session.absoluteTimeout)) {
+                [log] result in
+                if case .failure(let e) = result {
+                    log.warning("the replaced session was not ended", metadata: ["error": "\(e)"])
+                }
+            }
+        }
+    }
+
+    /// Stores `session` and returns its Set-Cookie lines.
+    func save(
+        _ session: Session, cookies: Cookies, creating: Bool, lease: RefreshLease? = nil,
+        done: @escaping (Result<[String], SessionFailure>) -> Void
+    ) {
+        let expiresAt = session.createdAt + Int64(config.session.absoluteTimeout)
+        store.save(session, expiresAt: expiresAt, creating: creating, lease: lease) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let e): done(.failure(SessionFailure(e)))
+            case .success(let value):
+                guard let lines = self.sessionCookies(value, cookies) else {
+                    done(.failure(.doesNotFitInCookies))
+                    return
+                }
+                if lines.count > 1 && value.utf8.count > Cookies.chunkSize {
+                    self.log.warning(
+                        "a session needed \(lines.count) cookies; a Redis store (store: redis://…) keeps only an id in the cookie",
+                        metadata: ["bytes": .stringConvertible(value.utf8.count)])
+                }
+                done(.success(lines))
             }
         }
     }

@@ -5,8 +5,11 @@ import OAuth
 import Reactor
 
 /// The browser login of one worker (the gateway as OpenID Connect relying party for web apps
-/// behind `auth: login` routes): starts logins, takes the callback, keeps sessions (refresh
-/// included) and ends them. Loop-thread only. The parts live in LoginService+*.swift.
+/// behind `auth: login` routes): the sessions `SessionStage` reads, refreshes and rechecks
+/// (LoginService+Session.swift, +Tunnels), the stores they and the pending logins live in,
+/// and what the login endpoints share. Loop-thread only. The endpoints themselves are the
+/// content stages of their built-in routes: `LoginStart`, `LoginCallback`, `LogoutStage`,
+/// `BackChannelLogoutStage`, `JWKSStage` and `HostedRequestObjectStage`.
 final class LoginService {
     let loop: EventLoop
     let shared: LoginShared
@@ -93,6 +96,19 @@ final class LoginService {
         return (client, issuer, client.tls == nil ? meta : meta.usingMTLSAliases())
     }
 
+    /// Where a session's claims come from besides its ID token, keeping what the config in
+    /// force keeps.
+    var claimsSources: ClaimsSources {
+        .init(server: server, keys: tokens.issuerKeys, log: log, wallClock: wallClock, kept: keptClaims)
+    }
+
+    /// How `claimsSources` asks `client`'s AS.
+    func claimsClient(_ client: ClientConfig, _ issuer: IssuerConfig) -> ClaimsSources.Client {
+        .init(
+            client: client, issuer: issuer, target: serverTarget(client, issuer),
+            userinfoEndpoint: target(client.name)?.metadata.userinfoEndpoint)
+    }
+
     func serverTarget(_ client: ClientConfig, _ issuer: IssuerConfig) -> AuthorizationServerClient.Target {
         var dpop: DPoPProofSigner?
         if client.login.dpop {
@@ -152,12 +168,14 @@ final class LoginService {
     /// What a 503 of the login endpoints says in `Retry-After` (RFC 9110 §10.2.3).
     static let retryAfterSeconds = 5
 
-    /// The callback again, as the AS sent the browser to it (same code and state).
-    func callbackRetry(_ query: Substring) -> String { config.login.callbackPath + "?" + query }
-
     /// A new login of `client` that comes back to `returnTo` (asking what `stepUp` asks).
     func startRetry(returnTo: String, client: String, stepUp: AuthorizationRequirement? = nil) -> String {
         config.login.startPath + "?"
             + FormEncoding.body([("rd", returnTo), ("client", client)] + StepUpLogin.parameters(stepUp))
+    }
+
+    /// `endpoint` with `params` added to its query.
+    static func url(_ endpoint: String, _ params: [(String, String)]) -> String {
+        endpoint + (endpoint.contains("?") ? "&" : "?") + FormEncoding.body(params)
     }
 }

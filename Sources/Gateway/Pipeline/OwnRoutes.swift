@@ -3,7 +3,7 @@ import Reactor
 /// One of the gateway's own endpoints, as routing found it: a login endpoint (start,
 /// callback, logout, back-channel logout, hosted request objects, the JWKS), a route's
 /// Protected Resource Metadata (RFC 9728), or a module's (`ModuleEndpoint`). Each is answered
-/// by the content stage at the end of its built-in route's chain (`OwnRoutes`).
+/// by the content stage at the end of its built-in route's chain (`OwnRoutes`, `content`).
 enum OwnEndpoint {
     case login(LoginEndpoint)
     case protectedResourceMetadata(ProtectedResourceDocument)
@@ -20,7 +20,7 @@ enum OwnEndpoint {
 }
 
 /// The gateway's own endpoints as routes: each family is a built-in route with a plan and a
-/// chain, as a configured route has, that ends in a content stage (`OwnEndpointStage`)
+/// chain, as a configured route has, that ends in a content stage (`OwnEndpoint.content`)
 /// instead of the upstream call: nginx's content handlers after the same access phases, and
 /// Envoy's `direct_response`. So a stage a route can have applies to them too: the browser's
 /// login endpoints take `login.rate_limit` (a limit per client address on `/oauth2/start`,
@@ -92,32 +92,46 @@ struct OwnRoutes {
     }
 }
 
-/// The content stage of a built-in route: answers the request as the gateway's own endpoint.
-/// Made per request, for the endpoint routing found; the worker's services come with the
-/// request.
-final class OwnEndpointStage: Stage {
-    let endpoint: OwnEndpoint
+extension OwnEndpoint {
+    /// The content stage that answers this endpoint, at the end of its built-in route's chain.
+    /// Made per request, for the endpoint routing found; the worker's services come with the
+    /// request.
+    var content: any Stage {
+        switch self {
+        case .login(.start): LoginStartStage()
+        case .login(.callback): LoginCallbackStage()
+        case .login(.logout): LogoutStage()
+        case .login(.backchannelLogout): BackChannelLogoutStage()
+        case .login(.jwks): JWKSStage()
+        case .login(.requestObject(let id)): HostedRequestObjectStage(id: id)
+        case .protectedResourceMetadata(let document): ProtectedResourceMetadataStage(document)
+        case .module(let endpoint): ModuleEndpointStage(endpoint)
+        }
+    }
+}
 
-    init(_ endpoint: OwnEndpoint) {
+/// The content of every route's Protected Resource Metadata document (RFC 9728 §3).
+final class ProtectedResourceMetadataStage: Stage {
+    let document: ProtectedResourceDocument
+
+    init(_ document: ProtectedResourceDocument) {
+        self.document = document
+    }
+
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        request.ownAnswer(document.response(to: request.head.method, requestID: request.context.requestID))
+    }
+}
+
+/// The content of a module's own endpoint (`GatewayModule.endpoints`).
+final class ModuleEndpointStage: Stage {
+    let endpoint: ModuleEndpoint
+
+    init(_ endpoint: ModuleEndpoint) {
         self.endpoint = endpoint
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
-        let ctx = request.context
-        let services = request.services
-        switch endpoint {
-        case .login(let login):
-            // Answered through the one door, now or when the AS or the body has answered, with
-            // what the chain added (the tightest limit's RateLimit fields).
-            LoginEndpoints(services: services).handle(
-                request.exchange, login, query: request.query, origin: services.origin(ctx.forwarded), ctx: ctx)
-            return .suspend
-        case .protectedResourceMetadata(let document):
-            var response = document.response(to: request.head.method, requestID: ctx.requestID)
-            response.headers += ctx.response.added
-            return .answer(response)
-        case .module(let endpoint):
-            return endpoint.answer(request, services)
-        }
+        endpoint.answer(request, request.services)
     }
 }

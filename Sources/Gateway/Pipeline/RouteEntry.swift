@@ -22,7 +22,7 @@ struct RouteEntry {
             ctx.place(path: path, route: endpoint.logRoute)
             RoutedRequest(
                 exchange: ex, context: ctx, path: path, query: query, forwarding: forwarding, services: services,
-                content: OwnEndpointStage(endpoint)
+                content: endpoint.content
             ).resume()
         case .forward(let plan, let path, let query, let forwarding):
             ctx.place(path: path, route: plan.name, routeID: plan.metricID, parameters: plan.parameters(in: path))

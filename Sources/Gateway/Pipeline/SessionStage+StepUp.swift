@@ -38,7 +38,7 @@ extension SessionStage {
             var returnTo = request.path + (request.query.map { "?" + $0 } ?? "")
             if returnTo.utf8.count > 1024 { returnTo = "/" }
             // The session's own client: the same account at the same AS, authenticated again.
-            login.beginLogin(
+            LoginStart(login: login).begin(
                 client: session.client, returnTo: returnTo, loginHint: nil,
                 origin: request.services.origin(request.origin),
                 cookies: Cookies(request.head.fields), stepUp: asked

@@ -191,7 +191,7 @@ final class SessionStage: Stage {
                 request.answer(r)
                 return
             }
-            login.beginLogin(
+            LoginStart(login: login).begin(
                 client: loginRoute.client, returnTo: returnTo, loginHint: nil,
                 origin: request.services.origin(request.origin), cookies: cookies
             ) { response in

@@ -1,31 +1,75 @@
 import JOSE
 import OAuth
 
+/// The content of `/oauth2/start`'s built-in route: which client (`?client=`, the only one,
+/// or the choice page), where to come back to (`rd`), and a step-up's asked authentication,
+/// read from the query; then the login begins.
+final class LoginStartStage: Stage {
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        let services = request.services
+        let ctx = request.context
+        let login = services.authentication.login
+        let params = request.query.flatMap { FormEncoding.decode(Substring($0)) } ?? []
+        let rd = params.first { $0.0 == "rd" }?.1
+        let client: String
+        switch login.chooseClient(named: params.first { $0.0 == "client" }?.1) {
+        case .client(let name): client = name
+        case .refused(let response): return request.ownAnswer(response)
+        case .choose(let names):
+            return request.ownAnswer(
+                services.chooseClientPage(
+                    names, returnTo: rd.flatMap(services.current.returnPolicy.check) ?? "/",
+                    requestID: ctx.requestID))
+        }
+        let origin = services.origin(ctx.forwarded)
+        // An absolute `rd` on this request's own origin (a decision's login URL names the
+        // original URL) is a same-origin path; other hosts need allowed_redirect_hosts.
+        let returnTo = DecisionLogin.returnTarget(rd, origin: origin, policy: services.current.returnPolicy)
+        let stepUp: AuthorizationRequirement?
+        switch StepUpLogin.parse(params) {
+        case .none: stepUp = nil
+        case .stepUp(let asked): stepUp = asked
+        case .invalid(let why):
+            var r = GatewayResponse.page(
+                400, title: "Sign-in", message: "The sign-in link is not valid.", detail: "start: \(why)")
+            r.problem = .init(error: "invalid_request", description: why)
+            return request.ownAnswer(r)
+        }
+        LoginStart(login: login).begin(
+            client: client, returnTo: returnTo, loginHint: params.first { $0.0 == "login_hint" }?.1, origin: origin,
+            cookies: Cookies(request.head.fields), stepUp: stepUp, done: { request.answerOwn($0) })
+        return .suspend
+    }
+}
+
 /// Beginning a login: PKCE S256 (RFC 7636), fresh `state` and `nonce`, the pending login in
 /// the browser's login-state cookie, then the browser sent to the authorization endpoint —
 /// with a request object pushed by PAR (RFC 9126), passed by value or hosted here (RFC 9101),
 /// or as plain parameters. A step-up login (RFC 9470 §4) also asks `acr_values` and
 /// `max_age`, wherever the other parameters go, and its pending login remembers them for the
 /// callback's check.
-extension LoginService {
+struct LoginStart {
+    let login: LoginService
+
     /// `stepUp`: the route's `acr` and `max_age` the session did not meet (nil: a first login).
-    func beginLogin(
+    func begin(
         client name: String, returnTo: String, loginHint: String?, origin: RequestOrigin.Origin?, cookies: Cookies,
         stepUp: AuthorizationRequirement? = nil, done: @escaping (GatewayResponse) -> Void
     ) {
         // Nothing was sent to the AS yet: trying again is this same start.
-        let retry = startRetry(returnTo: returnTo, client: name, stepUp: stepUp)
+        let retry = login.startRetry(returnTo: returnTo, client: name, stepUp: stepUp)
         func unavailable(_ detail: String, reason: String) -> GatewayResponse {
-            Self.unavailable(detail, reason: reason, retry: retry)
+            LoginService.unavailable(detail, reason: reason, retry: retry)
         }
-        guard let (client, issuer, meta) = target(name) else {
+        guard let (client, issuer, meta) = login.target(name) else {
             done(
                 unavailable(
                     "login client \(name): authorization server metadata not loaded",
                     reason: LoginFailure.metadataNotLoaded.code))
             return
         }
-        guard let authorize = meta.authorizationEndpoint, let redirect = redirectURI(client, origin: origin) else {
+        guard let authorize = meta.authorizationEndpoint, let redirect = login.redirectURI(client, origin: origin)
+        else {
             done(
                 unavailable(
                     "login client \(name): no authorization endpoint or redirect URI",
@@ -42,7 +86,7 @@ extension LoginService {
                     reason: LoginFailure.tokensNotBound.code))
             return
         }
-        let now = self.now
+        let now = login.now
         let verifier = PKCE.makeVerifier()
         guard let challenge = PKCE.challenge(for: verifier) else {
             done(unavailable("PKCE", reason: LoginFailure.pkceFailed.code))
@@ -89,18 +133,19 @@ extension LoginService {
                 }
                 let pushed: [(String, String)] =
                     requestObject.map { [("client_id", clientID), ("request", $0)] } ?? params.pairs
-                server.pushAuthorizationRequest(endpoint, parameters: pushed, to: serverTarget(client, issuer)) {
-                    [weak self] result in
-                    guard let self else { return }
+                login.server.pushAuthorizationRequest(
+                    endpoint, parameters: pushed, to: login.serverTarget(client, issuer)
+                ) {
+                    result in
                     switch result {
                     case .success(let par):
                         done(
                             .redirect(
-                                Self.url(authorize, [("client_id", clientID), ("request_uri", par.requestURI)]),
+                                LoginService.url(authorize, [("client_id", clientID), ("request_uri", par.requestURI)]),
                                 cookies: setCookies,
                                 detail: "login started (par)"))
                     case .failure(let e):
-                        self.log.warning(
+                        login.log.warning(
                             "pushed authorization request failed",
                             metadata: ["client": .string(name), "error": .string("\(e)")])
                         done(unavailable("PAR: \(e)", reason: LoginFailure.parFailed.code))
@@ -115,51 +160,49 @@ extension LoginService {
                 }
                 done(
                     .redirect(
-                        Self.url(authorize, base + [("request", jwt)]), cookies: setCookies,
+                        LoginService.url(authorize, base + [("request", jwt)]), cookies: setCookies,
                         detail: "login started (request)"))
             case .request_uri:
                 guard let jwt = requestObject,
                     let origin = origin
-                        ?? config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) })
+                        ?? login.config.publicURLs.first.map({ .init(scheme: $0.scheme, authority: $0.authority) })
                 else {
                     done(
                         unavailable(
                             "request_uri: no key or no public origin", reason: LoginFailure.requestURIUnavailable.code))
                     return
                 }
-                requestObjects.host(jwt) { [weak self] id in
-                    guard let self, let id else {
+                login.requestObjects.host(jwt) { id in
+                    guard let id else {
                         done(
                             unavailable(
                                 "request_uri: could not host the request object",
                                 reason: LoginFailure.requestURIUnavailable.code))
                         return
                     }
-                    let uri = "\(origin.scheme)://\(origin.authority)\(self.config.login.requestObjectPath)\(id)"
+                    let uri = "\(origin.scheme)://\(origin.authority)\(login.config.login.requestObjectPath)\(id)"
                     done(
                         .redirect(
-                            Self.url(authorize, base + [("request_uri", uri)]), cookies: setCookies,
+                            LoginService.url(authorize, base + [("request_uri", uri)]), cookies: setCookies,
                             detail: "login started (request_uri)"))
                 }
             case .plain:
-                done(.redirect(Self.url(authorize, params.pairs), cookies: setCookies, detail: "login started (plain)"))
+                done(
+                    .redirect(
+                        LoginService.url(authorize, params.pairs), cookies: setCookies, detail: "login started (plain)")
+                )
             }
         }
-        let login = PendingLogins.Login(
+        let pending = PendingLogins.Login(
             state: params.state, nonce: params.nonce, codeVerifier: verifier, returnTo: returnTo, client: name,
             createdAt: now, acrValues: params.acrValues, maxAge: params.maxAge)
         // The pending login is kept before the browser leaves: a callback must find it.
-        pendingLogins.add(login, cookies: cookies, now: now) { result in
+        login.pendingLogins.add(pending, cookies: cookies, now: now) { result in
             switch result {
             case .failure(let e):
                 done(unavailable("login state: \(e)", reason: LoginFailure.loginStateUnavailable.code))
             case .success(let setCookies): sendToAuthorizationEndpoint(setCookies)
             }
         }
-    }
-
-    /// `endpoint` with `params` added to its query.
-    static func url(_ endpoint: String, _ params: [(String, String)]) -> String {
-        endpoint + (endpoint.contains("?") ? "&" : "?") + FormEncoding.body(params)
     }
 }

@@ -9,7 +9,7 @@ import Reactor
 /// counts when the issuer's keys verify it (`iss` the issuer's). Whatever cannot be had stays
 /// absent, is logged, and is recorded in the session (`DistributedClaims.record`), so a
 /// route's `require` on it refuses with the reason rather than silently.
-extension LoginService {
+extension ClaimsSources {
     /// What a resolution has so far.
     struct DistributedResolution {
         var claims: JSONObject
@@ -21,32 +21,30 @@ extension LoginService {
     /// `claims` with the claims their sources gave merged in, and the record; `claims` as they
     /// are when they name no source for a claim the session keeps.
     func resolveDistributedClaims(
-        _ claims: JSONObject, accessToken: String?, client: ClientConfig, issuer: IssuerConfig,
-        done: @escaping (JSONObject) -> Void
+        _ claims: JSONObject, accessToken: String?, for asking: Client, done: @escaping (JSONObject) -> Void
     ) {
         // The record is the gateway's own: none the AS sent is taken.
         var claims = claims
         claims[DistributedClaims.record] = nil
-        let (sources, failures) = DistributedClaims.sources(claims, wanted: Self.sourced(keptClaims))
+        let (sources, failures) = DistributedClaims.sources(claims, wanted: Self.sourced(kept))
         guard !sources.isEmpty || !failures.isEmpty else {
             done(claims)
             return
         }
         var state = DistributedResolution(claims: claims)
         state.failures = failures
-        follow(sources[...], state, accessToken: accessToken, client: client, issuer: issuer) { [weak self] state in
-            guard let self else { return }
+        follow(sources[...], state, accessToken: accessToken, for: asking) { state in
             var out = state.claims
             for f in state.failures {
                 self.log.warning(
                     "distributed claims could not be had; a route that requires them refuses",
                     metadata: [
-                        "client": .string(client.name), "claims": .string(f.claims.joined(separator: ",")),
+                        "client": .string(asking.client.name), "claims": .string(f.claims.joined(separator: ",")),
                         "reason": .string(f.reason)
                     ])
             }
             out[DistributedClaims.record] = DistributedClaims.record(
-                resolved: state.resolved, failures: state.failures, at: self.now)
+                resolved: state.resolved, failures: state.failures, at: self.wallClock.seconds)
             done(out)
         }
     }
@@ -57,18 +55,19 @@ extension LoginService {
     /// Asks the sources one after the other (there are at most `DistributedClaims.maxSources`).
     private func follow(
         _ sources: ArraySlice<DistributedClaims.Source>, _ state: DistributedResolution, accessToken: String?,
-        client: ClientConfig, issuer: IssuerConfig, done: @escaping (DistributedResolution) -> Void
+        for asking: Client, done: @escaping (DistributedResolution) -> Void
     ) {
+        let issuer = asking.issuer
         guard let source = sources.first else {
             done(state)
             return
         }
         let rest = sources.dropFirst()
-        let next = { [weak self] (state: DistributedResolution) in
-            self?.follow(rest, state, accessToken: accessToken, client: client, issuer: issuer, done: done)
+        let next = { (state: DistributedResolution) in
+            self.follow(rest, state, accessToken: accessToken, for: asking, done: done)
         }
-        let verify = { [weak self] (jwt: String) throws -> JSONObject in
-            guard let self, let keys = self.tokens.issuerKeys[issuer: issuer.name] else {
+        let verify = { (jwt: String) throws -> JSONObject in
+            guard let keys = self.keys[issuer: issuer.name] else {
                 throw DistributedClaimsError("the keys of \(issuer.name) are not loaded")
             }
             var policy = JWTClaimsPolicy(issuer: issuer.issuer, leeway: Int64(issuer.leeway))
@@ -76,7 +75,7 @@ extension LoginService {
             policy.requireExpiry = false
             let verifier = JWTVerifier(
                 keys: keys, algorithms: issuer.algorithms, policy: policy, maxSize: DistributedClaims.maxAnswerBytes)
-            return try verifier.verify(jwt, now: self.now).claims
+            return try verifier.verify(jwt, now: self.wallClock.seconds).claims
         }
         switch source.kind {
         case .jwt(let jwt):
@@ -106,7 +105,7 @@ extension LoginService {
                 url: endpoint,
                 headers: ["Accept: application/jwt, application/json", "Authorization: Bearer " + bearer],
                 bound: CallBounds.userinfo, maxResponseBytes: DistributedClaims.maxAnswerBytes)
-            server.fetcher(serverTarget(client, issuer)).fetch(request) { result in
+            server.fetcher(asking.target).fetch(request) { result in
                 var state = state
                 switch result {
                 case .failure(let e):

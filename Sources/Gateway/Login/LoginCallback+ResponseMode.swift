@@ -4,7 +4,7 @@ import OAuth
 /// Reading the authorization response at the callback in the client's response mode: plain
 /// query parameters, or a JARM response JWT (FAPI 2.0 Message Signing §5.4) verified before
 /// any parameter in it is believed.
-extension LoginService {
+extension LoginCallback {
     /// Why an authorization response was not taken.
     enum ResponseRefusal: Error {
         /// The parameters themselves (RFC 6749 §4.1.2, RFC 9207).
@@ -42,8 +42,8 @@ extension LoginService {
             return
         }
         let response = pairs[0].1
-        let keys = tokens.issuerKeys
-        let now = self.now
+        let keys = login.tokens.issuerKeys
+        let now = login.now
         // A key the AS has just rotated in: one refetch, as for ID tokens (IssuerKeyResolver).
         keys.verify(
             { () -> Result<[(String, String)], Error> in

@@ -2,11 +2,26 @@ import Foundation
 import JOSE
 import OAuth
 
+/// The content of the back-channel logout endpoint's built-in route: POST only, its form read
+/// whole.
+final class BackChannelLogoutStage: Stage {
+    func run(_ request: RoutedRequest) -> StageOutcome {
+        guard request.head.method == .POST else {
+            return request.ownAnswer(GatewayResponse(status: 405, body: "", contentType: "text/plain"))
+        }
+        let logout = BackChannelLogout(login: request.services.authentication.login)
+        request.readOwnBody { body in logout.run(body: body) { request.answerOwn($0) } }
+        return .suspend
+    }
+}
+
 /// OpenID Connect Back-Channel Logout 1.0: the AS posts a logout token (§2.5) when a user's
 /// session there ends; every session of that AS session (`sid`) or user (`sub`) ends here too
 /// — on every replica, since the store is shared (Redis: the sessions are deleted; embedded:
 /// the logout is remembered and checked on each request).
-extension LoginService {
+struct BackChannelLogout {
+    let login: LoginService
+
     /// Why a back-channel logout request was refused (§2.8: 400 `invalid_request`): the
     /// access log's `reason`. Stable codes.
     enum LogoutTokenRefusal: String, CaseIterable, Sendable {
@@ -24,7 +39,8 @@ extension LoginService {
         var code: String { rawValue }
     }
 
-    func backchannelLogout(body: [UInt8], done: @escaping (GatewayResponse) -> Void) {
+    func run(body: [UInt8], done: @escaping (GatewayResponse) -> Void) {
+        let config = login.config
         // §2.8: 400 with an error for an invalid request; 200 (no body) when logged out.
         func refuse(_ kind: LogoutTokenRefusal, _ description: String, _ detail: String) {
             var r = GatewayResponse(
@@ -53,7 +69,7 @@ extension LoginService {
                 c.issuer.flatMap { config.issuers[$0] }?.issuer == iss && audiences.contains(c.authentication.clientID)
                     && config.browserLoginClients.contains(c.name)
             }), let issuer = client.issuer.flatMap({ config.issuers[$0] }),
-            tokens.issuerKeys[issuer: issuer.name] != nil
+            login.tokens.issuerKeys[issuer: issuer.name] != nil
         else {
             refuse(
                 .unknownClient, "the logout token is not for a client of this gateway", "no login client for iss \(iss)"
@@ -69,19 +85,19 @@ extension LoginService {
         done: @escaping (GatewayResponse) -> Void
     ) {
         let verifier = issuer.logoutTokenVerifier(clientID: client.authentication.clientID)
-        let keys = tokens.issuerKeys
+        let keys = login.tokens.issuerKeys
         // A key the AS has just rotated in: one refetch, then once more (IssuerKeyResolver).
         keys.verify(
             { () -> Result<LogoutTokenVerifier.LogoutToken, Error> in
                 Result {
-                    try verifier.verify(token, keys: keys[issuer: issuer.name] ?? JWKSet(keys: []), now: self.now)
+                    try verifier.verify(token, keys: keys[issuer: issuer.name] ?? JWKSet(keys: []), now: login.now)
                 }
             },
             unknownKey: IssuerKeyResolver.missingKey(of: issuer.name),
-            done: { [weak self] outcome in
+            done: { outcome in
                 switch outcome {
                 case .success(let logout):
-                    self?.endSessions(of: logout, client: client, issuer: issuer, refuse: refuse, done: done)
+                    endSessions(of: logout, client: client, issuer: issuer, refuse: refuse, done: done)
                 case .failure(let error): refuse(.invalid, "the logout token is invalid", "\(error)")
                 }
             })
@@ -92,22 +108,23 @@ extension LoginService {
         of logout: LogoutTokenVerifier.LogoutToken, client: ClientConfig, issuer: IssuerConfig,
         refuse: @escaping (LogoutTokenRefusal, String, String) -> Void, done: @escaping (GatewayResponse) -> Void
     ) {
-        let now = self.now
+        let now = login.now
         // Sessions begun before the logout token was issued end; later ones (a new login) stay —
         // so a replayed token can end nothing the first delivery did not.
-        let expiresAt = now + Int64(config.session.absoluteTimeout)
+        let expiresAt = now + Int64(login.config.session.absoluteTimeout)
         let jtiKey = ReplayID(logoutTokenOf: issuer.issuer, jti: logout.jti)
-        if shared.logoutTokens.contains(jtiKey, now: now) {  // §2.6 step 10
+        if login.shared.logoutTokens.contains(jtiKey, now: now) {  // §2.6 step 10
             refuse(.replayed, "the logout token was used before", "jti replayed")
             return
         }
-        store.endAll(client: client.name, sid: logout.sid, sub: logout.sub, at: logout.iat, expiresAt: expiresAt) {
-            [weak self] result in
+        login.store.endAll(client: client.name, sid: logout.sid, sub: logout.sub, at: logout.iat, expiresAt: expiresAt)
+        {
+            result in
             switch result {
             case .success(let n):
                 // Its jti is spent only once the logout took effect (§2.6 step 10): an AS that
                 // retries after a 503 is not refused as a replay.
-                _ = self?.shared.logoutTokens.claim(jtiKey, until: now + 600, now: now)
+                _ = login.shared.logoutTokens.claim(jtiKey, until: now + 600, now: now)
                 done(
                     GatewayResponse(
                         status: 200, body: "", contentType: "text/plain",
@@ -115,7 +132,7 @@ extension LoginService {
                             "back-channel logout: sid \(logout.sid != nil), sub \(logout.sub != nil), \(n) sessions ended"
                     ))
             case .failure(let e):
-                self?.log.warning(
+                login.log.warning(
                     "back-channel logout: the session store failed", metadata: ["error": .string(e.description)])
                 var r = GatewayResponse(
                     status: 503, body: "", contentType: "text/plain", detail: "back-channel logout: \(e)")

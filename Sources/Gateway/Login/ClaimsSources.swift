@@ -1,14 +1,29 @@
 import Foundation
 import JOSE
+import Logging
 import OAuth
 
-/// `userinfo: true` on a client: at login and after each refresh the userinfo endpoint (OIDC
-/// Core §5.3) is asked with the new access token. Its `sub` must be the ID token's (§5.3.2:
-/// otherwise the answer "MUST NOT be used" — a token substitution); its other claims are
-/// merged over the ID token's, so `require.claims` and `headers` can use claims (groups …)
-/// that only userinfo carries. Bounded: the answer (64 KB), the number of its claims, and the
-/// bytes the session keeps from it (the session may ride in cookies).
-extension LoginService {
+/// Where a session's claims come from besides its ID token: the userinfo endpoint (below)
+/// and aggregated and distributed claims (ClaimsSources+Distributed.swift). Asked at login and
+/// after each refresh, never on a request. Made per use by `LoginService.claimsSources`, with
+/// the claims the config in force keeps.
+struct ClaimsSources {
+    let server: AuthorizationServerClient
+    let keys: IssuerKeyResolver
+    let log: Logger
+    let wallClock: any WallClock
+    /// The claims a session keeps (`LoginService.keptClaims`).
+    let kept: Set<String>
+
+    /// The client whose claims are asked for, and how its AS is reached.
+    struct Client {
+        let client: ClientConfig
+        let issuer: IssuerConfig
+        let target: AuthorizationServerClient.Target
+        /// The AS's userinfo endpoint, from its metadata (nil: not loaded, or none).
+        let userinfoEndpoint: String?
+    }
+
     /// At most this many claims in a userinfo answer.
     static let maxUserinfoClaims = 100
     /// At most this many bytes (JSON) of the claims a session keeps from userinfo.
@@ -28,17 +43,25 @@ extension LoginService {
         case failed(AuthorizationServerClient.UserinfoFailure)
     }
 
+    /// `userinfo: true` on a client: at login and after each refresh the userinfo endpoint (OIDC
+    /// Core §5.3) is asked with the new access token. Its `sub` must be the ID token's (§5.3.2:
+    /// otherwise the answer "MUST NOT be used" — a token substitution); its other claims are
+    /// merged over the ID token's, so `require.claims` and `headers` can use claims (groups …)
+    /// that only userinfo carries. Bounded: the answer (64 KB), the number of its claims, and the
+    /// bytes the session keeps from it (the session may ride in cookies).
+    ///
     /// `idClaims` (the verified ID token's, or the session's own) with userinfo merged when the
     /// client asks for it.
     func mergeUserinfo(
-        _ idClaims: JSONObject, subject: String, accessToken: String?, client: ClientConfig, issuer: IssuerConfig,
+        _ idClaims: JSONObject, subject: String, accessToken: String?, for asking: Client,
         done: @escaping (UserinfoOutcome) -> Void
     ) {
+        let client = asking.client
         guard client.login.userinfo else {
             done(.claims(idClaims))
             return
         }
-        guard let endpoint = target(client.name)?.metadata.userinfoEndpoint else {
+        guard let endpoint = asking.userinfoEndpoint else {
             done(
                 .failed(
                     .unreachable(
@@ -49,10 +72,10 @@ extension LoginService {
             done(.failed(.refused("no access token to ask the userinfo endpoint with")))
             return
         }
-        server.userinfo(endpoint, accessToken: accessToken, to: serverTarget(client, issuer)) { [keptClaims] result in
+        server.userinfo(endpoint, accessToken: accessToken, to: asking.target) { [kept] result in
             switch result {
             case .failure(let f): done(.failed(f))
-            case .success(let info): done(Self.merge(info, into: idClaims, subject: subject, kept: keptClaims))
+            case .success(let info): done(Self.merge(info, into: idClaims, subject: subject, kept: kept))
             }
         }
     }
@@ -83,7 +106,7 @@ extension LoginService {
     }
 }
 
-extension LoginService {
+extension ClaimsSources {
     /// After a refresh: userinfo asked again with the new access token. Only an AS that cannot
     /// be asked (network error, 5xx) lets the session keep the claims it had (a new ID token's
     /// win; the old session's fill in what only userinfo gave) — and only until the next
@@ -92,22 +115,21 @@ extension LoginService {
     /// too many claims, not JSON, a 4xx) ends the session: a user whose userinfo grew past the
     /// bounds must not keep the groups they had before. The log says why.
     func refreshUserinfo(
-        _ fresh: Session, previous: Session, accessToken: String?, client: ClientConfig, issuer: IssuerConfig,
+        _ fresh: Session, previous: Session, accessToken: String?, for asking: Client,
         done: @escaping (RefreshCoordinator.Outcome) -> Void
     ) {
+        let client = asking.client
         guard client.login.userinfo else {
             done(.refreshed(fresh))
             return
         }
-        mergeUserinfo(fresh.claims, subject: fresh.subject, accessToken: accessToken, client: client, issuer: issuer) {
-            [weak self] outcome in
-            guard let self else { return }
+        mergeUserinfo(fresh.claims, subject: fresh.subject, accessToken: accessToken, for: asking) { outcome in
             var session = fresh
             switch outcome {
             case .claims(let merged):
                 session.userinfoStaleSince = nil
                 var kept = JSONObject()
-                for name in merged.names where self.keptClaims.contains(name) || name == DistributedClaims.record {
+                for name in merged.names where self.kept.contains(name) || name == DistributedClaims.record {
                     kept[name] = merged[name]
                 }
                 // An address userinfo changed, or calls unverified, is dropped (as at login).
@@ -146,7 +168,7 @@ extension LoginService {
                 for name in previous.claims.names where session.claims[name] == nil {
                     session.claims[name] = previous.claims[name]
                 }
-                session.userinfoStaleSince = self.now
+                session.userinfoStaleSince = self.wallClock.seconds
                 done(.refreshed(session))
             }
         }
