@@ -7,7 +7,7 @@ import OAuth
 final class BackChannelLogoutStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
         guard request.head.method == .POST else {
-            return request.ownAnswer(GatewayResponse(status: 405, body: "", contentType: "text/plain"))
+            return request.answering(GatewayResponse(status: 405, body: "", contentType: "text/plain"))
         }
         let logout = BackChannelLogout(login: request.services.authentication.login)
         request.readOwnBody { body in logout.run(body: body) { request.answerOwn($0) } }

@@ -170,9 +170,9 @@ extension LoginCallback {
             done(.failure(.invalidSubject))
             return
         }
-        let sources = login.claimsSources
-        let asking = login.claimsClient(client, issuer)
-        sources.mergeUserinfo(claims, subject: subject, accessToken: t.accessToken, for: asking) { outcome in
+        login.claimsSources.mergeUserinfo(
+            claims, subject: subject, accessToken: t.accessToken, for: login.claimsClient(client, issuer)
+        ) { outcome in
             let merged: JSONObject
             switch outcome {
             case .claims(let c): merged = c
@@ -186,7 +186,10 @@ extension LoginCallback {
                 done(.failure(.userinfoRefused(why)))
                 return
             }
-            sources.resolveDistributedClaims(merged, accessToken: t.accessToken, for: asking) { merged in
+            // Made again: the config in force may have changed while userinfo answered.
+            login.claimsSources.resolveDistributedClaims(
+                merged, accessToken: t.accessToken, for: login.claimsClient(client, issuer)
+            ) { merged in
                 let session = Session(
                     id: Session.newID(), client: pending.client, subject: subject,
                     claims: login.sessionClaims(merged, t, client),

@@ -6,7 +6,7 @@ import OAuth
 final class LoginCallbackStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
         guard request.head.method == .GET || request.head.method == nil else {
-            return request.ownAnswer(.page(405, title: "Sign-in", message: "Method not allowed."))
+            return request.answering(.page(405, title: "Sign-in", message: "Method not allowed."))
         }
         let services = request.services
         let ctx = request.context

@@ -7,9 +7,11 @@ import Reactor
 /// The browser login of one worker (the gateway as OpenID Connect relying party for web apps
 /// behind `auth: login` routes): the sessions `SessionStage` reads, refreshes and rechecks
 /// (LoginService+Session.swift, +Tunnels), the stores they and the pending logins live in,
-/// and what the login endpoints share. Loop-thread only. The endpoints themselves are the
-/// content stages of their built-in routes: `LoginStart`, `LoginCallback`, `LogoutStage`,
-/// `BackChannelLogoutStage`, `JWKSStage` and `HostedRequestObjectStage`.
+/// and what the login endpoints share. Loop-thread only. The endpoints themselves are
+/// answered by the content stages of their built-in routes (`LoginStartStage`,
+/// `LoginCallbackStage`, `LogoutStage`, `BackChannelLogoutStage`, `JWKSStage`,
+/// `HostedRequestObjectStage`) with the flows `LoginStart`, `LoginCallback`,
+/// `RPInitiatedLogout` and `BackChannelLogout`.
 final class LoginService {
     let loop: EventLoop
     let shared: LoginShared

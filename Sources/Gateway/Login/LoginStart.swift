@@ -14,9 +14,9 @@ final class LoginStartStage: Stage {
         let client: String
         switch login.chooseClient(named: params.first { $0.0 == "client" }?.1) {
         case .client(let name): client = name
-        case .refused(let response): return request.ownAnswer(response)
+        case .refused(let response): return request.answering(response)
         case .choose(let names):
-            return request.ownAnswer(
+            return request.answering(
                 services.chooseClientPage(
                     names, returnTo: rd.flatMap(services.current.returnPolicy.check) ?? "/",
                     requestID: ctx.requestID))
@@ -33,7 +33,7 @@ final class LoginStartStage: Stage {
             var r = GatewayResponse.page(
                 400, title: "Sign-in", message: "The sign-in link is not valid.", detail: "start: \(why)")
             r.problem = .init(error: "invalid_request", description: why)
-            return request.ownAnswer(r)
+            return request.answering(r)
         }
         LoginStart(login: login).begin(
             client: client, returnTo: returnTo, loginHint: params.first { $0.0 == "login_hint" }?.1, origin: origin,

@@ -8,7 +8,7 @@ final class LogoutStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
         let method = request.head.method ?? .GET
         guard method == .GET || method == .POST else {
-            return request.ownAnswer(.page(405, title: "Log out", message: "Method not allowed."))
+            return request.answering(.page(405, title: "Log out", message: "Method not allowed."))
         }
         let logout = RPInitiatedLogout(login: request.services.authentication.login)
         let query = Substring(request.query ?? "")
@@ -58,16 +58,16 @@ struct RPInitiatedLogout {
                 return
             }
             let given = (method == "POST" ? form : FormEncoding.decode(query) ?? []).first { $0.0 == "token" }?.1
-            guard let token = given, settings.csrfTokenIsValid(token, for: session) else {
+            guard let token = given, login.settings.csrfTokenIsValid(token, for: session) else {
                 // No valid token: ask, with a same-origin form that carries one.
                 done(
                     GatewayResponse(
                         status: method == "POST" ? 403 : 200,
                         body: LoginPages.logoutConfirmation(
-                            action: login.config.login.logoutPath, token: settings.csrfToken(session)),
+                            action: login.config.login.logoutPath, token: login.settings.csrfToken(session)),
                         detail: method == "POST" ? "logout refused: no valid CSRF token" : "logout confirmation",
                         page: .logoutConfirmation(
-                            action: login.config.login.logoutPath, token: settings.csrfToken(session))))
+                            action: login.config.login.logoutPath, token: login.settings.csrfToken(session))))
                 return
             }
             let expiresAt = session.createdAt + Int64(login.config.session.absoluteTimeout)

@@ -13,13 +13,14 @@ extension RoutedRequest {
     }
 
     /// `response` with the chain's added fields, for a stage that answers synchronously.
-    func ownAnswer(_ response: GatewayResponse) -> StageOutcome {
+    func answering(_ response: GatewayResponse) -> StageOutcome {
         var r = response
         r.headers += context.response.added
         return .answer(r)
     }
 
-    /// The request's body, whole (`WorkerServices.readOwnBody`: 413 past its limit).
+    /// The request's body, whole; `WorkerServices.readOwnBody` answers instead when it cannot
+    /// be had (413 past its limit, 408 or 400 when it does not arrive).
     func readOwnBody(then use: @escaping ([UInt8]) -> Void) {
         services.readOwnBody(exchange, context, then: use)
     }

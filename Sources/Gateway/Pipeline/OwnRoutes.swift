@@ -8,6 +8,19 @@ enum OwnEndpoint {
     case login(LoginEndpoint)
     case protectedResourceMetadata(ProtectedResourceDocument)
     case module(ModuleEndpoint)
+    /// A decision call in one of its HTTP forms (Decision/).
+    case decision(DecisionEndpoint.DecisionKind)
+    /// An ext_authz `Check` call over gRPC.
+    case extAuthzCheck
+
+    /// A decision call: its route runs the decision chain (no upgrade: the described request
+    /// may ask for one), and it names its route in the log itself, once it knows which.
+    var isDecisionCall: Bool {
+        switch self {
+        case .decision, .extAuthzCheck: true
+        default: false
+        }
+    }
 
     /// The route the access log, the metrics and the span name.
     var logRoute: String {
@@ -15,6 +28,8 @@ enum OwnEndpoint {
         case .login: "login"
         case .protectedResourceMetadata: ProtectedResourceDocument.logRoute
         case .module(let endpoint): endpoint.name
+        case .decision: "decision"
+        case .extAuthzCheck: "ext_authz"
         }
     }
 }
@@ -39,6 +54,11 @@ struct OwnRoutes {
     let metadata: RoutePlan
     /// The modules' own routes, by id (`GatewayModule.routes`).
     let modules: [String: RoutePlan]
+    /// The decision endpoints' (decision mode), and the last stages of the chains their
+    /// content runs for the described request: the verdict, and an ext_authz Check's answer.
+    let decision: RoutePlan
+    let verdict = VerdictStage()
+    let extAuthzVerdict = ExtAuthzVerdictStage()
 
     /// `services`: the worker's, to make the chains with; nil makes plans with no stages
     /// before the content (a policy made before the worker's first config).
@@ -53,6 +73,8 @@ struct OwnRoutes {
         metadata = RoutePlan(
             route: SharedRoute(Self.route(ProtectedResourceDocument.logRoute)), pool: nil, metricID: -1, upstream: nil,
             services: services)
+        decision = RoutePlan(
+            route: SharedRoute(Self.route("decision")), pool: nil, metricID: -1, upstream: nil, services: services)
         let catalog = services?.modules.catalog ?? config.modules.catalog
         modules = catalog.routes(config).mapValues { route in
             var route = route
@@ -74,6 +96,7 @@ struct OwnRoutes {
         case .login(.start), .login(.callback), .login(.logout): login
         case .login(.backchannelLogout), .login(.requestObject), .login(.jwks): loginService
         case .protectedResourceMetadata: metadata
+        case .decision, .extAuthzCheck: decision
         case .module(let endpoint):
             switch endpoint.route {
             case .browser: login
@@ -106,6 +129,8 @@ extension OwnEndpoint {
         case .login(.requestObject(let id)): HostedRequestObjectStage(id: id)
         case .protectedResourceMetadata(let document): ProtectedResourceMetadataStage(document)
         case .module(let endpoint): ModuleEndpointStage(endpoint)
+        case .decision(let kind): DecisionCallStage(kind)
+        case .extAuthzCheck: ExtAuthzCheckStage()
         }
     }
 }
@@ -119,7 +144,7 @@ final class ProtectedResourceMetadataStage: Stage {
     }
 
     func run(_ request: RoutedRequest) -> StageOutcome {
-        request.ownAnswer(document.response(to: request.head.method, requestID: request.context.requestID))
+        request.answering(document.response(to: request.head.method, requestID: request.context.requestID))
     }
 }
 

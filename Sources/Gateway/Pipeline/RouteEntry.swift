@@ -3,12 +3,28 @@ import Reactor
 /// The second step of every proxied request's entry, after `TrustEntry` (not a stage: it
 /// finds the chain the stages are): the Host and the path normalized, then routed
 /// (`RouteResolver.prepare`). A routed request starts its route's chain; one for the gateway's
-/// own endpoints (login, Protected Resource Metadata) its built-in route's (`OwnRoutes`).
+/// own endpoints (decision calls, login, Protected Resource Metadata, the modules') its
+/// built-in route's (`OwnRoutes`).
 struct RouteEntry {
     let services: WorkerServices
 
     func run(_ ex: ServerExchange, _ ctx: RequestContext, trusted: Bool, host: (first: String?, count: Int)) {
         let head = ex.head
+        // Decision mode (nginx auth_request, forwardAuth, ext_authz HTTP and gRPC): a call to a
+        // decision endpoint is found by its exact target before anything of the request itself
+        // is checked (its Host and path are the ingress's; the described request is judged).
+        if services.current.decisionEnabled, let call = DecisionCalls.match(head.target, services.config.decision) {
+            let policy = services.requestPolicy
+            let forwarding = RouteResolver.Forwarding(
+                method: head.method ?? .GET, target: "", plan: policy.ownRoutes.plan(for: call), policy: policy,
+                peerTrusted: trusted, upstreamHost: "")
+            let path = head.target.firstIndex(of: "?").map { String(head.target[..<$0]) } ?? head.target
+            RoutedRequest(
+                exchange: ex, context: ctx, path: path, query: nil, forwarding: forwarding, services: services,
+                content: call.content, decisionCall: true
+            ).resume()
+            return
+        }
         switch RouteResolver.prepare(
             head, peerTrusted: trusted, policy: services.requestPolicy, host: host, hosts: services.current.hosts)
         {

@@ -64,14 +64,16 @@ final class RoutedRequest {
     /// endpoint's own answer (`OwnRoutes`).
     init(
         exchange: ServerExchange, context: RequestContext, path: String, query: String?,
-        forwarding: consuming RouteResolver.Forwarding, services: WorkerServices, content: (any Stage)? = nil
+        forwarding: consuming RouteResolver.Forwarding, services: WorkerServices, content: (any Stage)? = nil,
+        decisionCall: Bool = false
     ) {
         self.exchange = exchange
         self.context = context
         self.path = path
         self.query = query
         self.forwarding = forwarding
-        stages = self.forwarding.plan.proxyChain
+        // A decision call's built-in route runs its decision chain (`OwnEndpoint.isDecisionCall`).
+        stages = decisionCall ? self.forwarding.plan.decisionChain : self.forwarding.plan.proxyChain
         self.services = services
         judged = nil
         last = content

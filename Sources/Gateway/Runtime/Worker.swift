@@ -18,9 +18,6 @@ final class Worker: ResponderObserver {
     /// metric stays a counter across reloads.
     private(set) var retiredTLSHandshakes: [String: UpstreamTLSHandshakes] = [:]
     private(set) var servers: [ExchangeServer] = []
-    /// The last stages of decisions: the verdict, and an ext_authz Check's answer.
-    let verdict: VerdictStage
-    let extAuthzVerdict: ExtAuthzVerdictStage
     private var onDrained: (() -> Void)?
     private var thread: Thread?
 
@@ -44,8 +41,6 @@ final class Worker: ResponderObserver {
         services = WorkerServices(
             id: id, loop: loop, config: config, log: log, processPrefix: processPrefix, stores: stores,
             wallClock: wallClock, accessLogSink: accessLogSink, spanExporter: spanExporter, spool: spool)
-        verdict = VerdictStage()
-        extAuthzVerdict = ExtAuthzVerdictStage()
         apply(config, router: router, routes: routes)
     }
 

@@ -7,11 +7,11 @@ import OAuth
 /// requests and responses.
 final class JWKSStage: Stage {
     func run(_ request: RoutedRequest) -> StageOutcome {
-        request.ownAnswer(Self.keys(request.services.config))
+        request.answering(Self.response(request.services.config))
     }
 
-    /// The JWK Set of `config`'s public keys.
-    static func keys(_ config: GatewayConfig) -> GatewayResponse {
+    /// The JWK Set of `config`'s public keys, as the answer.
+    static func response(_ config: GatewayConfig) -> GatewayResponse {
         // The clients' keys, then the identity assertion keys (all of them: a key listed
         // second is published before it signs, so upstreams have it when it starts to).
         let clients = config.clients.values.sorted { $0.name < $1.name }
@@ -28,32 +28,5 @@ final class JWKSStage: Stage {
         return GatewayResponse(
             status: 200, body: JSONSerializer.serialize(.object(JSONObject(["keys": .array(all)]))),
             contentType: "application/jwk-set+json")
-    }
-}
-
-/// The content of a hosted request object's built-in route (`request_mode: request_uri`, RFC
-/// 9101 §5.2): served once, then gone.
-final class HostedRequestObjectStage: Stage {
-    let id: Substring
-
-    init(id: Substring) {
-        self.id = id
-    }
-
-    func run(_ request: RoutedRequest) -> StageOutcome {
-        request.services.authentication.login.requestObjects.take(String(id)) { jwt in
-            guard let jwt else {
-                request.answerOwn(
-                    GatewayResponse(
-                        status: 404, body: "", contentType: "text/plain",
-                        detail: "request object not found or already used"))
-                return
-            }
-            request.answerOwn(
-                GatewayResponse(
-                    status: 200, body: jwt, contentType: "application/oauth-authz-req+jwt",
-                    detail: "request object served"))
-        }
-        return .suspend
     }
 }
