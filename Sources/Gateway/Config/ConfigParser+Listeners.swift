@@ -16,25 +16,22 @@ extension ConfigParser {
         }
         var out: [ListenerConfig] = []
         for (item, p) in items {
-            var addressNode = item
-            var tls: ListenerTLS?
-            var http2: Bool?
+            var keys = ListenerKeys(address: item)
             if case .mapping = item {
                 guard let m = r.mapping(item, path: p, section: .listen) else { continue }
-                if let h = m["http2"] { http2 = r.bool(h, path: "\(p).http2") }
-                guard let a = m["address"] else {
-                    r.problem(p, item, "needs address: host:port")
-                    continue
-                }
-                addressNode = a
-                if let t = m["tls"] { tls = listenerTLS(t, "\(p).tls", r) }
+                keys.address = nil
+                ListenerConfig.keyTable.read(m, into: &keys, path: p, r)
+            }
+            guard let addressNode = keys.address else {
+                r.problem(p, item, "needs address: host:port")
+                continue
             }
             guard let s = r.string(addressNode, path: p) else { continue }
             guard let a = ConfigValues.socketAddress(s) else {
                 r.problem(p, addressNode, "\"\(s)\" is not host:port (e.g. 0.0.0.0:8080)")
                 continue
             }
-            out.append(ListenerConfig(address: a, tls: tls, http2: http2))
+            out.append(ListenerConfig(address: a, tls: keys.tls?.value, http2: keys.http2))
         }
         return out
     }
@@ -42,17 +39,18 @@ extension ConfigParser {
     /// `admin_listen`: `host:port`, `off`, or `{ address, tls }`: the admin endpoints over
     /// TLS, with the same profiles, certificates and rotation as a public listener's.
     static func adminListener(_ node: Node, _ cfg: inout GatewayConfig, _ r: ConfigReader) {
-        var addressNode = node
+        var keys = ListenerKeys(address: node)
         if case .mapping = node {
             guard let m = r.mapping(node, path: "admin_listen", section: .adminListen) else { return }
-            guard let a = m["address"] else {
+            keys.address = nil
+            ListenerConfig.adminKeyTable.read(m, into: &keys, path: "admin_listen", r)
+            guard keys.address != nil else {
                 r.problem("admin_listen", node, "needs address: host:port")
                 return
             }
-            addressNode = a
-            if let t = m["tls"] { cfg.adminTLS = listenerTLS(t, "admin_listen.tls", r) }
+            if let tls = keys.tls { cfg.adminTLS = tls.value }
         }
-        guard let s = r.string(addressNode, path: "admin_listen") else { return }
+        guard let addressNode = keys.address, let s = r.string(addressNode, path: "admin_listen") else { return }
         if s == "off" {
             cfg.adminListen = nil
             cfg.adminTLS = nil

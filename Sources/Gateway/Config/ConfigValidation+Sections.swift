@@ -124,20 +124,23 @@ extension ConfigValidation {
     /// profile, the client certificate settings only with their CAs (`clients` nil: no
     /// client_ca_file was read).
     static func listenerTLS(
-        _ m: [String: Node], node: Node, path p: String, profile: TLSProfile?, clients: ClientCertificates?,
+        _ keys: ListenerTLSKeys, node: Node, path p: String, profile: TLSProfile?, clients: ClientCertificates?,
         _ r: ConfigReader
     ) {
-        if m["certificates"] != nil && (m["cert_file"] != nil || m["key_file"] != nil) {
+        if keys.certificates != nil && (keys.certFile != nil || keys.keyFile != nil) {
             r.problem(p, node, "takes cert_file and key_file, or certificates, not both")
         }
         if profile == .intermediate || profile == .modern {
-            for key in ["ciphers", "ciphersuites", "curves"] where m[key] != nil {
-                r.problem("\(p).\(key)", m[key], "is taken only with profile: custom")
+            let lists = [("ciphers", keys.ciphers), ("ciphersuites", keys.ciphersuites), ("curves", keys.curves)]
+            for (key, given) in lists {
+                guard let given else { continue }
+                r.problem("\(p).\(key)", given.node, "is taken only with profile: custom")
             }
         }
         if clients == nil {
-            for key in ["client_certificate", "client_crl_file"] where m[key] != nil {
-                r.problem("\(p).\(key)", m[key], "needs client_ca_file (the CAs client certificates must chain to)")
+            for (key, given) in [("client_certificate", keys.clientCertificate), ("client_crl_file", keys.clientCRL)] {
+                guard let given else { continue }
+                r.problem("\(p).\(key)", given.node, "needs client_ca_file (the CAs client certificates must chain to)")
             }
         }
     }
