@@ -13,26 +13,22 @@ extension ConfigParser {
         for (name, value) in m {
             let p = "upstreams.\(name)"
             guard let u = r.mapping(value, path: p, section: .upstream) else { continue }
-            guard let urlNode = u["url"] else {
+            var keys = UpstreamKeys(config: UpstreamConfig(name: name, host: "", port: 0, basePath: ""))
+            UpstreamConfig.keyTable.read(u, into: &keys, path: p, r)
+            guard let given = keys.url else {
                 r.problem(p, value, "needs url: http://host:port")
                 continue
             }
-            guard let s = r.string(urlNode, path: "\(p).url") else { continue }
-            guard let url = ConfigValues.url(s) else {
-                r.problem(
-                    "\(p).url", urlNode,
-                    "\"\(s)\" is not an http URL like http://127.0.0.1:3000 (no query, fragment or user)")
-                continue
-            }
-            var up = UpstreamConfig(name: name, host: url.host, port: url.port, basePath: url.path)
+            guard let url = given.value else { continue }
+            var up = keys.config
+            (up.host, up.port, up.basePath) = (url.host, url.port, url.path)
             let https = url.scheme == "https"
-            let proto = upstreamProtocol(u["protocol"], path: "\(p).protocol", r)
+            let proto = keys.protocol?.value
             up.http2 = proto == .h2 || proto == .h2c
             if https {
-                (up.tls, up.tlsContext) = upstreamTLS(u["tls"], path: "\(p).tls", host: url.host, http2: up.http2, r)
+                (up.tls, up.tlsContext) = upstreamTLS(keys.tls, path: "\(p).tls", host: url.host, http2: up.http2, r)
             }
-            UpstreamConfig.keyTable.read(u, into: &up, path: p, r)
-            ConfigValidation.upstream(.init(map: u, path: p, upstream: up, https: https, protocol: proto), r)
+            ConfigValidation.upstream(.init(keys: keys, path: p, upstream: up, https: https), r)
             out[name] = up
         }
         return out

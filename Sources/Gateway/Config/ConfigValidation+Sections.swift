@@ -6,28 +6,28 @@ import Yams
 extension ConfigValidation {
     /// What an upstream's checks look at.
     struct UpstreamInput {
-        var map: [String: Node]
+        var keys: UpstreamKeys
         /// `upstreams.NAME`.
         var path: String
         var upstream: UpstreamConfig
         var https: Bool
-        var `protocol`: ConfigParser.UpstreamProtocol?
     }
 
     /// `protocol` and `tls` against the URL's scheme.
     static func upstream(_ x: UpstreamInput, _ r: ConfigReader) {
         let p = x.path
-        switch x.protocol {
+        switch x.keys.protocol?.value {
         case .h2c where x.https:
             r.problem(
-                "\(p).protocol", x.map["protocol"], "h2c is HTTP/2 without TLS; with an https:// url say protocol: h2")
+                "\(p).protocol", x.keys.protocol?.node,
+                "h2c is HTTP/2 without TLS; with an https:// url say protocol: h2")
         case .h2 where !x.https:
             r.problem(
-                "\(p).protocol", x.map["protocol"],
+                "\(p).protocol", x.keys.protocol?.node,
                 "h2 is HTTP/2 over TLS and needs an https:// url; say h2c for plain HTTP/2")
         default: break
         }
-        if !x.https, let t = x.map["tls"] {
+        if !x.https, let t = x.keys.tls {
             let up = x.upstream
             r.problem(
                 "\(p).tls", t,

@@ -2,29 +2,48 @@ import Foundation
 import Reactor
 import Yams
 
+/// An upstream as its keys say it (`UpstreamConfig.keyTable`): the config its plain keys
+/// fill in, and the keys that go together (the URL, which makes the upstream; the protocol;
+/// `tls`, read only for an https URL), which ConfigParser.upstreams combines.
+struct UpstreamKeys {
+    var config: UpstreamConfig
+    /// `url:`, parsed (nil inside: refused, a problem says why).
+    var url: GivenKey<ConfigValues.ParsedURL>?
+    var `protocol`: GivenKey<ConfigParser.UpstreamProtocol>?
+    var tls: Node?
+}
+
 extension UpstreamConfig {
     /// The keys of `upstreams.NAME`, each said once: its reference row (type and default,
-    /// checked against the model's defaults by ConfigReferenceTests) and its reader. `url`,
-    /// `protocol` and `tls` are read by ConfigParser.upstreams, which needs the URL first;
-    /// the others here, in this order. Whether `protocol` and `tls` fit the URL's scheme is
-    /// ConfigValidation's to say.
-    static let keyTable = ConfigKeyTable<UpstreamConfig, ConfigReader>([
+    /// checked against the model's defaults by ConfigReferenceTests) and its reader, in this
+    /// order. Whether `protocol` and `tls` fit the URL's scheme is ConfigValidation's to say.
+    static let keyTable = ConfigKeyTable<UpstreamKeys, ConfigReader>([
         .init(
-            "url", type: "http or https URL (a path is prefixed to every forwarded path)", default: "none: required",
-            by: "ConfigParser.upstreams"),
+            "url", type: "http or https URL (a path is prefixed to every forwarded path)", default: "none: required"
+        ) { k, n, p, r in
+            let text = r.string(n, path: p)
+            let url = text.flatMap(ConfigValues.url)
+            if let text, url == nil {
+                r.problem(
+                    p, n, "\"\(text)\" is not an http URL like http://127.0.0.1:3000 (no query, fragment or user)")
+            }
+            k.url = GivenKey(value: url, node: n)
+        },
         .init(
             "protocol", type: "`http1`, `h2c` or `h2`", default: "`http1`",
-            checkedBy: { cell in ConfigDefault.firstValue(cell) == "http1" && !defaults.http2 },
-            by: "ConfigParser.upstreams"),
+            checkedBy: { cell in ConfigDefault.firstValue(cell) == "http1" && !defaults.http2 }
+        ) { k, n, p, r in
+            k.protocol = GivenKey(value: ConfigParser.upstreamProtocol(n, path: p, r), node: n)
+        },
         .init(
             "connect_timeout", type: "duration", default: "`2s`",
             checkedBy: ConfigDefault.duration(defaults.connectTimeout)
         ) { up, n, p, r in
-            if let v = r.duration(n, path: p) { up.connectTimeout = max(v, 0.001) }
+            if let v = r.duration(n, path: p) { up.config.connectTimeout = max(v, 0.001) }
         },
         .init("timeout", type: "duration", default: "`30s`", checkedBy: ConfigDefault.duration(defaults.timeout)) {
             up, n, p, r in
-            if let v = r.duration(n, path: p) { up.timeout = max(v, 0.001) }
+            if let v = r.duration(n, path: p) { up.config.timeout = max(v, 0.001) }
         },
         .init(
             "host_header", type: "`upstream`, `preserve` or a host name",
@@ -33,11 +52,11 @@ extension UpstreamConfig {
         ) { up, n, p, r in
             guard let s = r.string(n, path: p) else { return }
             switch s {
-            case "upstream": up.hostHeader = .upstream
-            case "preserve": up.hostHeader = .preserve
+            case "upstream": up.config.hostHeader = .upstream
+            case "preserve": up.config.hostHeader = .preserve
             default:
                 if HostNormalizer.normalize(s) != nil {
-                    up.hostHeader = .fixed(s)
+                    up.config.hostHeader = .fixed(s)
                 } else {
                     r.problem(p, n, "must be upstream, preserve, or a host name")
                 }
@@ -50,17 +69,22 @@ extension UpstreamConfig {
             default: "`64`", checkedBy: ConfigDefault.number(defaults.maxIdleConnections)
         ) { up, n, p, r in
             guard let s = r.string(n, path: p) else { return }
-            if let v = Int(s), v >= 0 { up.maxIdleConnections = v } else { r.problem(p, n, "must be a number ≥ 0") }
+            if let v = Int(s), v >= 0 {
+                up.config.maxIdleConnections = v
+            } else {
+                r.problem(p, n, "must be a number ≥ 0")
+            }
         },
         .init(
             "sign", type: "mapping (below): sign requests (RFC 9421)", default: "none: not signed",
-            reader: .value { up, n, p, r in up.sign = ConfigParser.messageSigning(n, path: p, r) }),
+            reader: .value { up, n, p, r in up.config.sign = ConfigParser.messageSigning(n, path: p, r) }),
         .init(
             "credentials", type: "mapping (below): the upstream's own credential, added to every request",
             default: "none: nothing added", by: "ConfigParser.upstreamCredentials"),
         .init(
             "tls", type: "mapping (below), `https://` URLs only",
-            default: "verify against the system's CAs and the URL's host", by: "ConfigParser.upstreams"),
+            default: "verify against the system's CAs and the URL's host"
+        ) { k, n, _, _ in k.tls = n },
         // The connection cap and its wait queue: docs/proxy.md ("Limits") says why the
         // defaults are what they are.
         .init(
@@ -69,7 +93,7 @@ extension UpstreamConfig {
         ) { up, n, p, r in
             guard let s = r.string(n, path: p) else { return }
             if let v = Int(s), v >= 1, v <= 1_000_000 {
-                up.maxConnections = v
+                up.config.maxConnections = v
             } else {
                 r.problem(p, n, "must be a number from 1 to 1000000")
             }
@@ -78,7 +102,7 @@ extension UpstreamConfig {
             up, n, p, r in
             guard let s = r.string(n, path: p) else { return }
             if let v = Int(s), v >= 0, v <= 1_000_000 {
-                up.maxPending = v
+                up.config.maxPending = v
             } else {
                 r.problem(p, n, "must be a number from 0 (no queue: 503 at the cap) to 1000000")
             }
@@ -91,7 +115,7 @@ extension UpstreamConfig {
             if v < 0.001 || v > 300 {
                 r.problem(p, n, "must be from 1ms to 300s (e.g. 5s)")
             } else {
-                up.pendingTimeout = v
+                up.config.pendingTimeout = v
             }
         }
     ])
