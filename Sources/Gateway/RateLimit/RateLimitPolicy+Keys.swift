@@ -1,10 +1,62 @@
 import Yams
 
+/// `rate` and `burst`, of a policy or an override, as read by their rows: the rate is
+/// required, and burst's default comes from it (`RateLimitRuleKeys.rule`).
+struct RateLimitRuleKeys {
+    /// `rate:` (nil inside: refused, a problem says why).
+    var rate: GivenKey<RateLimitRate>?
+    /// `burst:` (nil inside: refused).
+    var burst: GivenKey<Int>?
+
+    /// The rule, or nil with a problem when the rate is missing or a value was refused.
+    func rule(path p: String, _ r: ConfigReader) -> RateLimitRule? {
+        guard let rate else {
+            r.problem("\(p).rate", nil, "is required: N/s, N/m, N/h or N/d")
+            return nil
+        }
+        guard let value = rate.value else { return nil }
+        guard let burst else { return RateLimitRule(rate: value, burst: RateLimitRule.defaultBurst(value)) }
+        return burst.value.map { RateLimitRule(rate: value, burst: $0) }
+    }
+
+    /// `rate:` (`N/s`, `N/m`, `N/h` or `N/d`), of a policy or an override.
+    static func readRate(_ k: inout RateLimitRuleKeys, _ n: Node, _ p: String, _ r: ConfigReader) {
+        guard let s = r.string(n, path: p) else {
+            k.rate = GivenKey(value: nil, node: n)
+            return
+        }
+        let rate = RateLimitRate(s)
+        if rate == nil { r.problem(p, n, "\"\(s)\" is not N/s, N/m, N/h or N/d (N from 1)") }
+        k.rate = GivenKey(value: rate, node: n)
+    }
+
+    /// `burst:`, from 1 to 1,000,000.
+    static func readBurst(_ k: inout RateLimitRuleKeys, _ n: Node, _ p: String, _ r: ConfigReader) {
+        guard let t = r.string(n, path: p) else { return }
+        guard let v = Int(t), v >= 1, v <= 1_000_000 else {
+            r.problem(p, n, "must be a number from 1 to 1000000")
+            k.burst = GivenKey(value: nil, node: n)
+            return
+        }
+        k.burst = GivenKey(value: v, node: n)
+    }
+}
+
+/// A `rate_limits.NAME` entry as its keys say it: its plain keys, its rule's keys, and its
+/// overrides' (ConfigParser.rateLimits makes the policy and the rules).
+struct RateLimitPolicyKeys {
+    var key = RateLimitKey.subject
+    var onStoreFailure = RateLimitStoreFailure.failOpen
+    var headers = true
+    var rule = RateLimitRuleKeys()
+    /// `overrides:`, by key value, in the file's order.
+    var overrides: [(value: String, path: String, rule: RateLimitRuleKeys)] = []
+}
+
 extension RateLimitPolicy {
     /// The keys of a `rate_limits.NAME` entry, each said once: its reference row (checked by
-    /// ConfigReferenceTests) and its reader. `rate` and `burst` are read together by
-    /// ConfigParser.rateLimits (burst's default comes from the rate), `overrides` there too.
-    static let keyTable = ConfigKeyTable<RateLimitPolicy, ConfigReader>([
+    /// ConfigReferenceTests) and its reader.
+    static let keyTable = ConfigKeyTable<RateLimitPolicyKeys, ConfigReader>([
         .init(
             "key", type: "`sub`, `client_id`, `jkt`, `cert`, `ip`, `claim:PATH`, `header:NAME` or `tool`",
             default: "`sub`", checkedBy: ConfigDefault.text(RateLimitKey.subject.text)
@@ -16,13 +68,22 @@ extension RateLimitPolicy {
                 r.problem(p, n, "\"\(s)\" is not sub, client_id, jkt, cert, ip, claim:PATH, header:NAME or tool")
             }
         },
-        .init("rate", type: "`N/s`, `N/m`, `N/h` or `N/d`", default: "none: required", by: "ConfigParser.rateLimits"),
-        .init(
-            "burst", type: "number (at least 1)", default: "the per-second rate, at least 1",
-            by: "ConfigParser.rateLimits"),
-        .init(
-            "overrides", type: "mapping: a key value to `{ rate, burst }`", default: "none",
-            by: "ConfigParser.rateLimits"),
+        .init("rate", type: "`N/s`, `N/m`, `N/h` or `N/d`", default: "none: required") { x, n, p, r in
+            RateLimitRuleKeys.readRate(&x.rule, n, p, r)
+        },
+        .init("burst", type: "number (at least 1)", default: "the per-second rate, at least 1") { x, n, p, r in
+            RateLimitRuleKeys.readBurst(&x.rule, n, p, r)
+        },
+        .init("overrides", type: "mapping: a key value to `{ rate, burst }`", default: "none") { x, n, p, r in
+            guard let overrides = r.mapping(n, path: p, section: nil) else { return }
+            for (value, item) in overrides {
+                let q = "\(p).\(value)"
+                guard let f = r.mapping(item, path: q, section: .rateLimitOverride) else { continue }
+                var rule = RateLimitRuleKeys()
+                overrideKeyTable.read(f, into: &rule, path: q, r)
+                x.overrides.append((value, q, rule))
+            }
+        },
         .init(
             "on_store_failure", type: "`fail_open` or `fail_closed`", default: "`fail_open`",
             checkedBy: ConfigDefault.text(RateLimitStoreFailure.failOpen.rawValue)
@@ -38,16 +99,14 @@ extension RateLimitPolicy {
             if let v = r.bool(n, path: p) { x.headers = v }
         }
     ])
-}
 
-extension RateLimitPolicy {
-    /// The keys of an override (`rate_limits.NAME.overrides.VALUE`): both read with the
-    /// policy's own by ConfigParser.rateLimits.
-    static let overrideKeyTable = ConfigKeyTable<RateLimitPolicy, ConfigReader>([
-        .init("rate", type: "`N/s`, `N/m`, `N/h` or `N/d`", default: "none: required", by: "ConfigParser.rateLimits"),
+    /// The keys of an override (`rate_limits.NAME.overrides.VALUE`).
+    static let overrideKeyTable = ConfigKeyTable<RateLimitRuleKeys, ConfigReader>([
+        .init(
+            "rate", type: "`N/s`, `N/m`, `N/h` or `N/d`", default: "none: required", read: RateLimitRuleKeys.readRate),
         .init(
             "burst", type: "number (at least 1)", default: "the per-second rate, at least 1",
-            by: "ConfigParser.rateLimits")
+            read: RateLimitRuleKeys.readBurst)
     ])
 }
 
@@ -66,49 +125,19 @@ extension ConfigParser {
                 continue
             }
             guard let fields = r.mapping(entry, path: p, section: .rateLimit) else { continue }
-            // The rate first: the policy's fields are serialized from it when it is made. Its
-            // other keys are read, and their problems reported, even when the rate is wrong.
-            let limit = rule(fields, path: p, r)
-            var policy = RateLimitPolicy(name: name, limit: limit ?? unreadLimit)
-            RateLimitPolicy.keyTable.read(fields, into: &policy, path: p, r)
-            guard limit != nil else { continue }
-            if let o = fields["overrides"], let overrides = r.mapping(o, path: "\(p).overrides", section: nil) {
-                for (value, item) in overrides {
-                    let q = "\(p).overrides.\(value)"
-                    guard let f = r.mapping(item, path: q, section: .rateLimitOverride) else { continue }
-                    RateLimitPolicy.overrideKeyTable.read(f, into: &policy, path: q, r)
-                    if let o = rule(f, path: q, r) { policy.overrides[value] = o }
-                }
+            // Every key is read, and its problems reported, even when the rate is wrong; the
+            // policy's fields are serialized from its rule when it is made.
+            var keys = RateLimitPolicyKeys()
+            RateLimitPolicy.keyTable.read(fields, into: &keys, path: p, r)
+            guard let limit = keys.rule.rule(path: p, r) else { continue }
+            var policy = RateLimitPolicy(name: name, limit: limit)
+            (policy.key, policy.onStoreFailure, policy.headers) = (keys.key, keys.onStoreFailure, keys.headers)
+            for o in keys.overrides {
+                if let rule = o.rule.rule(path: o.path, r) { policy.overrides[o.value] = rule }
             }
             policies[name] = policy
         }
         return policies
-    }
-
-    /// The limit of a policy whose rate is wrong, read only for its other keys' problems and
-    /// then dropped.
-    private static let unreadLimit = RateLimitRule(rate: RateLimitRate(count: 1, seconds: 1), burst: 1)
-
-    /// `rate` (required) and `burst` of a policy or an override.
-    private static func rule(_ m: [String: Node], path p: String, _ r: ConfigReader) -> RateLimitRule? {
-        guard let n = m["rate"] else {
-            r.problem("\(p).rate", nil, "is required: N/s, N/m, N/h or N/d")
-            return nil
-        }
-        guard let s = r.string(n, path: "\(p).rate") else { return nil }
-        guard let rate = RateLimitRate(s) else {
-            r.problem("\(p).rate", n, "\"\(s)\" is not N/s, N/m, N/h or N/d (N from 1)")
-            return nil
-        }
-        var burst = RateLimitRule.defaultBurst(rate)
-        if let b = m["burst"], let t = r.string(b, path: "\(p).burst") {
-            guard let v = Int(t), v >= 1, v <= 1_000_000 else {
-                r.problem("\(p).burst", b, "must be a number from 1 to 1000000")
-                return nil
-            }
-            burst = v
-        }
-        return RateLimitRule(rate: rate, burst: burst)
     }
 
     /// A route's `rate_limit`: one policy name or a list, each defined under `rate_limits`.
