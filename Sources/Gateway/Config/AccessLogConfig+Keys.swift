@@ -39,15 +39,35 @@ extension AccessLogOutput {
     ])
 }
 
+/// `store:` as a mapping, as its keys say it (`StoreConfig.keyTable`): ConfigParser.store
+/// makes the store (the URL says whether the prefix is used).
+struct StoreKeys {
+    /// `url:` (nil inside: not a string, a problem says so).
+    var url: GivenKey<String>?
+    var prefix = ConfigParser.storePrefix
+}
+
 extension StoreConfig {
-    /// The keys of `store:` as a mapping, read together by ConfigParser.store (the URL says
-    /// whether the prefix is used).
-    static let keyTable = ConfigKeyTable<StoreConfig, ConfigReader>([
+    /// The keys of `store:` as a mapping.
+    static let keyTable = ConfigKeyTable<StoreKeys, ConfigReader>([
+        .init("url", type: "`memory` or a Redis URL", default: "none: required in the mapping") { k, n, p, r in
+            k.url = GivenKey(value: r.string(n, path: p), node: n)
+        },
         .init(
-            "url", type: "`memory` or a Redis URL", default: "none: required in the mapping", by: "ConfigParser.store"),
-        .init(
-            "prefix", type: "string", default: "`tokengate:`", checkedBy: ConfigDefault.text(ConfigParser.storePrefix),
-            by: "ConfigParser.store")
+            "prefix", type: "string", default: "`tokengate:`", checkedBy: ConfigDefault.text(ConfigParser.storePrefix)
+        ) { k, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            // No braces: the keys' own hash tags keep one session's keys in one cluster slot.
+            if s.utf8.count > 64
+                || s.utf8.contains(where: {
+                    $0 <= 0x20 || $0 >= 0x7f || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}")
+                })
+            {
+                r.problem(p, n, "must be up to 64 printable characters without spaces or braces")
+            } else {
+                k.prefix = s
+            }
+        }
     ])
 }
 

@@ -10,24 +10,13 @@ extension ConfigParser {
 
     static func store(_ node: Node, _ r: ConfigReader) -> StoreConfig {
         var url: String?
-        var prefix = storePrefix
+        var keys = StoreKeys()
         if case .scalar = node {
             url = r.string(node, path: "store")
         } else if let m = r.mapping(node, path: "store", section: .store) {
-            url = m["url"].flatMap { r.string($0, path: "store.url") }
-            if url == nil && m["url"] == nil { r.problem("store", node, "needs url: memory or redis://host:6379/0") }
-            if let n = m["prefix"], let s = r.string(n, path: "store.prefix") {
-                // No braces: the keys' own hash tags keep one session's keys in one cluster slot.
-                if s.utf8.count > 64
-                    || s.utf8.contains(where: {
-                        $0 <= 0x20 || $0 >= 0x7f || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}")
-                    })
-                {
-                    r.problem("store.prefix", n, "must be up to 64 printable characters without spaces or braces")
-                } else {
-                    prefix = s
-                }
-            }
+            StoreConfig.keyTable.read(m, into: &keys, path: "store", r)
+            if keys.url == nil { r.problem("store", node, "needs url: memory or redis://host:6379/0") }
+            url = keys.url?.value
         }
         guard let url else { return .memory }
         if url == "memory" { return .memory }
@@ -39,7 +28,7 @@ extension ConfigParser {
             )
             return .memory
         }
-        return .redis(url: url, prefix: prefix)
+        return .redis(url: url, prefix: keys.prefix)
     }
 
     static func publicURLs(_ node: Node, _ r: ConfigReader) -> [PublicURL] {
