@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from support.gateway import BIN, raw_request, sent_headers as sent
-from support.waiting import wait_for
+from support.waiting import sleep_into_second, wait_for
 from test_bearer import idp, token  # noqa: F401 — idp is a fixture
 
 
@@ -111,14 +111,15 @@ def test_a_key_passes_with_its_identity_and_never_goes_upstream(setup):
 
 def test_keys_that_are_not_valid_are_refused_with_their_reason(setup, upstream):
     gw, path, key = setup
+    made = time.time()
     expired = keys(path, "create", "--sub", "old", "--scopes", "orders:read", "--expires",
-                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2)))
+                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(made + 2)))
     staged = keys(path, "create", "--sub", "new", "--scopes", "orders:read", "--not-before", "30d")
     typo = key[:-1] + ("a" if key[-1] != "a" else "b")
     unknown = keys(path.parent / "other.yaml", "create", "--sub", "x")
     wait_for(lambda: get(gw, "/api/orders/1", {"X-API-Key": staged}).status_code == 401 and
              "not valid yet" in get(gw, "/api/orders/1", {"X-API-Key": staged}).text, what="the new keys loaded")
-    time.sleep(2.1)  # the expiry's second passes: no leeway
+    sleep_into_second(made, 2)  # the expiry's second has come: no leeway
     cases = [(expired, "has expired"), (staged, "not valid yet"), (typo, "malformed"), (unknown, "not known"),
              ("not-a-key", "malformed")]
     for bad, why in cases:

@@ -64,9 +64,10 @@ class WorkloadIdentity:
     @staticmethod
     def settle():
         """Waits past the second in which the gateway may still hold the file's last content.
-        Not an event: the gateway reads the file again at most once a second and says nothing
-        when it does, and a request sent to find out would carry an assertion of its own."""
-        time.sleep(1.1)
+        Not an event: the gateway looks at the file again at most once a (whole) second and
+        says nothing when it does, and a request sent to find out would carry an assertion of
+        its own. From the next second on, its next use looks."""
+        sleep_into_second(time.time(), 1)
 
 
 def config(a, path, upstream_port):

@@ -10,7 +10,7 @@ import requests
 
 from support.gateway import Gateway
 from support.ssf_transmitter import CAEP, Transmitter
-from support.waiting import wait_for
+from support.waiting import sleep_into_second, wait_for
 from test_bearer import idp, token  # noqa: F401 — idp is a fixture
 from test_shared_signals import SESSION_KEY, config, iss_sub
 
@@ -63,16 +63,17 @@ routes:
         assert get(old).status_code == 200 and get(old).status_code == 200
         asked = a.hits.get("/introspection", 0)
         assert get(old).status_code == 200 and a.hits.get("/introspection", 0) == asked  # the kept answer
-        time.sleep(1.1)  # the change comes in a later second than the token
+        sleep_into_second(time.time(), 1)  # the change comes in a later second than the kept answer
         r = transmitter.push(CAEP + "token-claims-change", {"format": "opaque", "id": "opq"})
         assert r.status_code == 202, r.text
+        pushed = time.time()
         # The kept answer predates the change: the AS is asked again, once, and the token,
         # issued before the change, is refused.
         r = get(old)
         assert r.status_code == 401 and "claims changed" in r.json()["error_description"]
         assert a.hits.get("/introspection", 0) == asked + 1
         assert get(old).status_code == 401 and a.hits.get("/introspection", 0) == asked + 1
-        time.sleep(1.1)
+        sleep_into_second(pushed, 1)  # the new token is issued in a later second than the change
         new = a.client_credentials_token("opq", scope="orders:read", secret=OPQ_SECRET)["access_token"]
         assert get(new).status_code == 200
     finally:

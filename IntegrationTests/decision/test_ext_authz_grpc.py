@@ -230,16 +230,23 @@ def test_a_dpop_nonce_reaches_the_client_both_ways(env):
     key = DPoPKey("ES256")
     tok = env.d.client_credentials_token("app1", scope="orders:read", dpop_key=key)["access_token"]
     url = ORIGIN + "/nonce/orders/1"
-    resp = env.check("/nonce/orders/1", {"authorization": f"DPoP {tok}", "dpop": key.proof("GET", url, access_token=tok)})
-    h = denied_headers(resp)
-    assert resp.status.code == 16 and 'error="use_dpop_nonce"' in h["www-authenticate"], resp
-    nonce = h["dpop-nonce"]
-    proof = key.proof("GET", url, access_token=tok, nonce=nonce)
-    resp = env.check("/nonce/orders/1", {"authorization": f"DPoP {tok}", "dpop": proof})
+    # Both answers below must come in the slot the nonce was made in: a try that straddles a
+    # slot's edge is made again.
+    for _ in range(3):
+        slot = time.time() // 5
+        resp = env.check(
+            "/nonce/orders/1", {"authorization": f"DPoP {tok}", "dpop": key.proof("GET", url, access_token=tok)})
+        h = denied_headers(resp)
+        assert resp.status.code == 16 and 'error="use_dpop_nonce"' in h["www-authenticate"], resp
+        nonce = h["dpop-nonce"]
+        proof = key.proof("GET", url, access_token=tok, nonce=nonce)
+        resp = env.check("/nonce/orders/1", {"authorization": f"DPoP {tok}", "dpop": proof})
+        if time.time() // 5 == slot:
+            break
     assert resp.status.code == 0 and not resp.ok_response.response_headers_to_add, resp
     # nonce_lifetime 10s: slots of 5 s; in the next slot the nonce is still accepted but stale,
     # and the allowed answer hands the client a fresh one.
-    sleep_into_second(time.time() // 5 * 5, 5)
+    sleep_into_second(slot * 5, 5)
     proof = key.proof("GET", url, access_token=tok, nonce=nonce)
     resp = env.check("/nonce/orders/1", {"authorization": f"DPoP {tok}", "dpop": proof})
     assert resp.status.code == 0, resp

@@ -46,7 +46,8 @@ class SinkUpstream(RawServer):
                 got += len(chunk)
                 self.received += len(chunk)
                 if self.delay:
-                    time.sleep(self.delay)  # a slow upstream is the input: no event to wait for
+                    # A slow upstream is the input: no event to wait for.
+                    time.sleep(self.delay)
             body = json.dumps({"received": got}).encode()
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
 
@@ -164,9 +165,9 @@ def test_a_slow_upstream_holds_the_client_back():
         stop, counter = threading.Event(), [0]
         th = threading.Thread(target=post_raw, args=(g.port, 256 << 20), kwargs={"stop": stop, "counter": counter}, daemon=True)
         th.start()
-        # Not a wait for an event: four seconds of the upload against the slow upstream is the
-        # measurement, and what the client got to send in that time is what is checked.
-        time.sleep(4)
+        # Measured once the slow upstream has read 8 MB (two seconds or more at its pace):
+        # a gateway that did not hold the client back would have taken the whole 256 MB by then.
+        wait_for(lambda: up.received >= 8 << 20, 60, interval=0.05, what="8 MB at the slow upstream")
         sent, received = counter[0], up.received
         peak = status_kb(g, "VmHWM")
         stop.set()

@@ -79,7 +79,8 @@ class RecordingUpstream(RawServer):
                 with self.lock:
                     self.body_bytes += len(body)
                 if self.delay:
-                    time.sleep(self.delay)  # a slow upstream is the input: no event to wait for
+                    # A slow upstream is the input: no event to wait for.
+                    time.sleep(self.delay)
                 out = json.dumps({"received": len(body)}).encode()
                 # Counted before the answer goes: a client holding it may look at once.
                 with self.lock:

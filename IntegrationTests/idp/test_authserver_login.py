@@ -321,8 +321,9 @@ def test_par_request_uri_single_use_expiry_and_owner(authserver_factory):
     r = a.login_page(session, a.authorization_url(client_id="web2", request_uri=uri))
     assert r.status_code == 400 and "another client" in r.json()["error_description"]
     assert a.login_page(session, a.authorization_url(client_id="web", request_uri=uri)).status_code == 400
-    # Expired after par_lifetime. Real time must pass, and a look before then would spend it.
+    # Expired after par_lifetime.
     uri = a.par(params, "web")
+    # Real time must pass (par_lifetime, 1 s), and a look before then would spend it.
     time.sleep(1.2)
     r = a.login_page(session, a.authorization_url(client_id="web", request_uri=uri))
     assert r.status_code == 400 and "expired" in r.json()["error_description"]

@@ -9,7 +9,7 @@ import requests
 
 from support.gateway import sent_headers as sent
 from support.ssf_transmitter import CAEP, Transmitter
-from support.waiting import wait_for
+from support.waiting import sleep_into_second, wait_for
 from test_login import env, login_as, login_env  # noqa: F401 — fixtures
 
 
@@ -47,9 +47,10 @@ def test_a_revoked_user_s_session_ends_and_another_s_goes_on(login_env, login_as
     env.browser = requests.Session()
     env.login(user="bob")
     bob = env.browser
-    time.sleep(1.1)  # the event comes in a later second than both logins
+    sleep_into_second(time.time(), 1)  # the event comes in a later second than both logins
     r = transmitter.push(CAEP + "session-revoked", {"format": "iss_sub", "iss": login_as.issuer, "sub": sub})
     assert r.status_code == 202, r.text
+    pushed = time.time()
     env.browser = alice
     gone = env.get("/orders/7")
     assert gone.status_code == 302 and "tokengate_session=;" in gone.headers.get("Set-Cookie", "").replace(" ", "")
@@ -57,7 +58,7 @@ def test_a_revoked_user_s_session_ends_and_another_s_goes_on(login_env, login_as
     assert env.get("/orders/7").status_code == 200
     # Signing in again (a session begun after the event: a later second, since one begun in
     # the event's own second cannot be told to follow it) works.
-    time.sleep(1.1)
+    sleep_into_second(pushed, 1)
     env.browser = requests.Session()
     assert sent(env.login(user="alice"))["x-forwarded-user"] == sub
 
@@ -69,7 +70,7 @@ def test_a_claims_change_refreshes_the_session_and_it_goes_on(login_env, login_a
     assert page.status_code == 200, (page.status_code, page.text[:300])
     sub = sent(page)["x-forwarded-user"]
     refreshes = login_as.refresh_ok_count
-    time.sleep(1.1)  # the event comes in a later second than the login
+    sleep_into_second(time.time(), 1)  # the event comes in a later second than the login
     r = transmitter.push(CAEP + "token-claims-change", {"format": "iss_sub", "iss": login_as.issuer, "sub": sub})
     assert r.status_code == 202, r.text
     # The next request refreshes the session's tokens at the AS and goes on; the one after

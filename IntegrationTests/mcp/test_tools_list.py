@@ -8,7 +8,6 @@ answer is logged with the status it got, not 499. The SDK session's own tools/li
 test_sdk.py."""
 import json
 import socket
-import time
 
 import pytest
 import requests
@@ -148,26 +147,23 @@ def test_events_before_the_result_arrive_unchanged_and_at_once(sse_upstream, idp
     gw = gateway_factory(config(sse_upstream, idp))
     body = json.dumps({"jsonrpc": "2.0", "id": "list-1", "method": "tools/list",
                        "params": {"_meta": {"progressToken": "list"}}})
-    start = time.monotonic()
     r = requests.post(gw.url("/progress/mcp"), data=body, stream=True, timeout=10,
                       headers={"Authorization": f"Bearer {tok(idp, gw)}", "Content-Type": "application/json",
-                               "Accept": "application/json, text/event-stream"})
+                               "Accept": "application/json, text/event-stream", "X-Ack-Run": "list-1"})
     assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/event-stream")
-    first = r.raw.read(len(PROGRESS_EVENT))
-    got_progress = time.monotonic()
-    rest = r.raw.read()
-    ended = time.monotonic()
-    # The progress event, byte for byte, before the server even sent the result (0.4 s later).
-    assert first == PROGRESS_EVENT
-    assert ended - got_progress >= 0.3, (got_progress - start, ended - start)
-    # Then the comment as sent, then the result rewritten: its id field kept, deploy gone.
-    assert rest.startswith(COMMENT), rest
-    result = rest[len(COMMENT):]
+    # The progress event and the comment, byte for byte, before the server has even sent the
+    # result: it sends it only once told that they are here.
+    first = r.raw.read(len(PROGRESS_EVENT) + len(COMMENT))
+    assert first == PROGRESS_EVENT + COMMENT, first
+    for _ in range(2):  # the result, then the stream's end
+        assert requests.post(sse_upstream.ack_url("list-1"), timeout=5).status_code == 200
+    # Then the result rewritten: its id field kept, deploy gone.
+    result = r.raw.read()
     assert result.startswith(b"event: message\nid: p2\ndata: "), result
     answer = json.loads(result.split(b"data: ", 1)[1].split(b"\n")[0])
     assert answer["id"] == "list-1"
     assert sorted(t["name"] for t in answer["result"]["tools"]) == ["count", "echo", "whoami"]
-    assert b"deploy" not in rest
+    assert b"deploy" not in result
 
 
 def test_a_gzip_answer_is_refused_not_passed_unfiltered(sse_upstream, idp, gateway_factory):
@@ -185,20 +181,22 @@ def test_a_client_closing_after_its_answer_is_logged_with_its_status(sse_upstrea
     gw = gateway_factory(config(sse_upstream, idp))
     body = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}).encode()
     request = (f"POST /progress/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {tok(idp, gw)}\r\n"
-               f"Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+               f"Content-Type: application/json\r\nAccept: text/event-stream\r\nX-Ack-Run: close-5\r\n"
                f"Content-Length: {len(body)}\r\n\r\n").encode() + body
     with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as s:
         s.sendall(request)
+        assert requests.post(sse_upstream.ack_url("close-5"), timeout=5).status_code == 200  # the result may go
         got = b""
         while b"id: p2" not in got or not got.endswith(b"\n\r\n"):
             chunk = s.recv(65536)
             assert chunk, got
             got += chunk
-        # The answer is in; the server holds the stream open a second more: the client leaves.
+        # The answer is in; the server holds the stream open until told: the client leaves.
     request_id = got.split(b"X-Request-Id: ", 1)[1].split(b"\r\n", 1)[0].decode()
-    # Logged when the gateway finds the client gone, at the server's next bytes.
+    # Logged when the gateway finds the client gone, while the server still holds the stream.
     line = wait_for(lambda: next((a for a in access_lines(gw) if a["request_id"] == request_id), None),
                     what="the request's access line")
+    assert requests.post(sse_upstream.ack_url("close-5"), timeout=5).status_code == 200  # the stream may end
     assert line["status"] == 200, line
     assert line["upstream_ms"] > 0, line
     assert "client closed" in line.get("detail", ""), line

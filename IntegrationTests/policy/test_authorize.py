@@ -197,11 +197,18 @@ def test_a_connections_kept_decision_answers_only_its_own_question(
 def test_concurrent_identical_requests_share_one_call(gateway_factory, upstream, idp, pdp):  # noqa: F811
     release = pdp.decide
 
-    def slow(body):
-        time.sleep(0.15)  # a slow PDP is the input: the others arrive while this one is out
+    def in_flight():
+        text = requests.get(f"http://127.0.0.1:{gw.admin}/metrics", timeout=5).text
+        return next(int(line.split()[1]) for line in text.splitlines()
+                    if line.startswith("tokengate_inflight_requests "))
+
+    def held(body):
+        # The PDP answers only once all twenty requests are in the gateway: every other one
+        # arrives while this call is out.
+        wait_for(lambda: in_flight() >= 20, 4, what="twenty requests in flight")
         return release(body)
-    pdp.decide = slow
-    gw = gateway_factory(config(upstream, idp, pdp.url, timeout="2s"))
+    pdp.decide = held
+    gw = gateway_factory(config(upstream, idp, pdp.url, timeout="5s"))
     alice = bearer(idp)
 
     def one(_):
@@ -301,12 +308,15 @@ def test_metadata_naming_another_origin_gets_no_call_and_no_credential(
     rec = Upstream(rec_port) if elsewhere == "other port" else Upstream(p.port, host="127.0.0.2")
     rec.start()
     try:
-        text, _ = with_bearer_file(config(upstream, idp, p.url), tmp_path, "pdp-secret-1")
+        text, _ = with_bearer_file(config(upstream, idp, p.url, workers=1), tmp_path, "pdp-secret-1")
         gw = gateway_factory(text)
         assert read.wait(5), "the gateway never read the PDP's metadata"
-        # Not an event: metadata naming another origin leaves the defaults in place, so its
-        # application shows nowhere; the pause lets each worker's loop apply the answer first.
-        time.sleep(0.3)
+        # The answer is taken once the status says the metadata was read and is not used. One
+        # worker: the status is that worker's own (of two, it would show the first to take it).
+        def status():
+            return requests.get(f"http://127.0.0.1:{gw.admin}/status.json", timeout=5).json()["authorizers"][0]
+        wait_for(lambda: status()["metadata"] is False, 5, what=lambda: f"the metadata refused: {status()}")
+        assert status()["endpoint"] == p.url + "access/v1/evaluation"
         p.decide = lambda body: {"decision": body["subject"]["id"] == "alice"}
         for i in range(4):
             assert requests.get(gw.url(f"/orders/{i}"), headers=bearer(idp), timeout=5).status_code == 200

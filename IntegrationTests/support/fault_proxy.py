@@ -23,7 +23,6 @@ Each connection serves one request ("Connection: close"), on a thread of its own
 """
 import socket
 import threading
-import time
 
 from .authserver.server import free_port
 
@@ -139,7 +138,10 @@ class FaultProxy:
             return conn.sendall(_response(503, "text/plain", page))
         answer = _forward(self.backend_port, head, body)
         if fault == "slow":
-            time.sleep(self.slow_for)
+            # The hold is the fault (a slow but healthy server): nothing to wait for but the
+            # proxy's own stop, which ends it early, as it ends a hang or a drip.
+            if self._stopped.wait(self.slow_for):
+                return
             conn.sendall(answer)
         elif fault == "drip":
             for i in range(len(answer)):

@@ -97,6 +97,8 @@ class Gateway:
             if now == size:
                 break
             size = now
+            # The log sink's writer thread says nothing when it has written: a file that has
+            # stopped growing is the only sign.
             time.sleep(settle)
         with open(self.log_path, "rb") as f:
             return f.read().decode(errors="replace")

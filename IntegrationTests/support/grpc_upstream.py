@@ -45,6 +45,8 @@ class Handlers:
             with self.lock:
                 self.running += 1
                 self.most_running = max(self.most_running, self.running)
+            # A slow handler is what the caller asked for (a deadline, a cancel, concurrency
+            # to see): the delay is the input, not a wait for something.
             time.sleep(float(word[6:]))
             with self.lock:
                 self.running -= 1

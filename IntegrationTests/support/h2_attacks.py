@@ -16,6 +16,7 @@ import time
 from hyperframe.frame import ContinuationFrame, HeadersFrame, PingFrame, RstStreamFrame, SettingsFrame
 
 from .h2_client import H2Connection
+from .waiting import wait_for
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 RST_STREAM, GOAWAY, HEADERS = 0x3, 0x7, 0x1
@@ -100,6 +101,9 @@ class Attacker:
         self.frames = []  # (type, flags, stream, first 8 payload bytes) of what came back
         self.buf = b""
         self.closing = False
+        # Set once the proxy has ended the connection (a close, or a failed send), not at a
+        # GOAWAY alone: what `linger` waits for.
+        self.ended = threading.Event()
         self.reader = None
         if reads:
             self.reader = threading.Thread(target=self._read, daemon=True)
@@ -108,6 +112,8 @@ class Attacker:
     def cut(self, how):
         if self.cut_at is None:
             self.cut_at, self.how = time.time() - self.started, how
+            if how != "goaway":
+                self.ended.set()
 
     def send(self, data):
         """False once the proxy has closed the connection."""
@@ -152,6 +158,7 @@ class Attacker:
                 self.cut("goaway" if self.goaway is not None else "close")
                 if self.how == "goaway":
                     self.how = "goaway+close"
+                    self.ended.set()
                 return
             self.buf += data
             self._parse()
@@ -162,9 +169,7 @@ class Attacker:
         if self.reader is None:
             self.reader = threading.Thread(target=self._read, daemon=True)
             self.reader.start()
-        deadline = time.time() + seconds
-        while time.time() < deadline and (self.cut_at is None or self.how == "goaway"):
-            time.sleep(0.05)
+        self.ended.wait(seconds)
 
     def close(self):
         self.closing = True
@@ -252,6 +257,8 @@ def hpack_bomb(port):
         first = False
         sid += 2
         streams += 1
+        # The attack's pace is part of its input (a new bomb each millisecond, for SEND_FOR_S):
+        # nothing to wait for.
         time.sleep(0.001)
     a.linger(3)
     return a, {"streams_sent": streams}
@@ -363,6 +370,25 @@ def probe(port, timeout=5.0):
         return None
 
 
+def open_connections(port):
+    """How many connections to `port` the listening process has not closed yet, whichever
+    process it is: from /proc/net/tcp and tcp6, the sockets on that local port that are
+    ESTABLISHED, SYN_RECV or CLOSE_WAIT (the peer has closed, the proxy not yet)."""
+    held = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local, state = fields[1], fields[3]
+            if int(local.rsplit(":", 1)[1], 16) == port and state in ("01", "03", "08"):
+                held += 1
+    return held
+
+
 def attack_requests(upstream):
     """How many requests other than the probes the echo upstream (scripts/echo_upstream.py)
     has seen."""
@@ -376,16 +402,19 @@ def run(name, port, pid, upstream_requests, settle=1.0):
     (not the probes': see attack_requests)."""
     for _ in range(3):
         probe(port)
-    time.sleep(0.2)
+    # The base is read once the proxy has let go of the warm-up probes' connections.
+    wait_for(lambda: not open_connections(port), 5, interval=0.02, what=f"the proxy on {port} to close the probes")
     base = rss_kb(pid)
     peak = [base]
     latencies, failed = [], [0]
     stop = threading.Event()
 
+    # The sampler and the prober run every 50 ms until `stop`: their pace is the measurement's
+    # grain, and waiting on `stop` ends them as soon as the run is over.
     def sample():
         while not stop.is_set():
             peak[0] = max(peak[0], rss_kb(pid))
-            time.sleep(0.05)
+            stop.wait(0.05)
 
     def probes():
         while not stop.is_set():
@@ -396,7 +425,7 @@ def run(name, port, pid, upstream_requests, settle=1.0):
                 latencies.append(time.time() - started)
             else:
                 latencies.append(t)
-            time.sleep(max(0.0, 0.05 - (time.time() - started)))
+            stop.wait(max(0.0, 0.05 - (time.time() - started)))
 
     seen, cpu = upstream_requests(), cpu_s(pid)
     threads = [threading.Thread(target=sample, daemon=True), threading.Thread(target=probes, daemon=True)]
@@ -404,6 +433,9 @@ def run(name, port, pid, upstream_requests, settle=1.0):
         t.start()
     attacker, extra = ATTACKS[name](port)
     attacker.close()
+    # The window after the attack is part of the measurement: the probes and the sampler
+    # go on for `settle` seconds, so a late RSS peak or a slow answer counts too. No event
+    # says that a proxy has recovered; this is how long it is given to show it.
     time.sleep(settle)
     stop.set()
     for t in threads:

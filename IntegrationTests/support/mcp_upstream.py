@@ -9,6 +9,7 @@ Tools:
                       POST /ack/<run> (straight to this server, bounded), so a test knows each
                       notification reached the client before the next one, and the result,
                       were even sent: the gateway streams the SSE response, it does not buffer it.
+                      Without, the notifications go one after another.
   whoami()            returns the HTTP header fields of the request that called it, as a JSON
                       list of [name, value] pairs (names as received, lower case).
 GET /calls lists the tools called so far, in order; GET /healthz answers 200 once the server is up.
@@ -20,8 +21,10 @@ marked `"cacheScope": "public"` with a `ttlMs` of 60000 (SEP-2549):
   POST /gzip/mcp      answers with gzip (Content-Encoding: gzip) whatever the request asked;
                       GET /encodings lists the Accept-Encoding each such request came with.
   POST /progress/mcp  answers as an SSE stream: PROGRESS_EVENT (a progress notification), a
-                      comment, then the result, each a moment apart; the stream ends a second
-                      after the result.
+                      comment, then the result, and ends. With an `X-Ack-Run: <run>` field, it
+                      waits for a POST /ack/<run> after the comment (so a test knows the events
+                      reached the client before the result was even sent) and again after the
+                      result (a server that holds the stream open until told).
   POST /twice/mcp     answers as an SSE stream holding the result twice, a comment between.
 
 `python3 mcp_upstream.py FD json` serves /mcp with JSON answers (the SDK's `json_response`,
@@ -85,8 +88,6 @@ def build_server():
                     await asyncio.wait_for(acks[run].get(), ACK_TIMEOUT)
                 except asyncio.TimeoutError:
                     raise ValueError(f"progress {i} of run {run} was not acknowledged in {ACK_TIMEOUT}s")
-            else:
-                await asyncio.sleep(0.02)
         return f"counted {n}"
 
     @server.tool()
@@ -121,16 +122,20 @@ def build_server():
     @server.custom_route("/progress/mcp", methods=["POST"])
     async def progress_then_result(request):
         result = await tools_result(request)
+        run = request.headers.get("x-ack-run")
+
+        async def acked():
+            if run:
+                await asyncio.wait_for(acks[run].get(), ACK_TIMEOUT)
 
         async def events():
             yield PROGRESS_EVENT
-            await asyncio.sleep(0.2)
             yield COMMENT
-            await asyncio.sleep(0.2)
+            await acked()
             yield b"event: message\r\nid: p2\r\ndata: " + result + b"\r\n\r\n"
-            # Held open a moment after the result, as a server may: a client that has its
-            # answer closes first.
-            await asyncio.sleep(1.0)
+            # Held open after the result, as a server may: a client that has its answer
+            # closes first.
+            await acked()
 
         return StreamingResponse(events(), media_type="text/event-stream")
 

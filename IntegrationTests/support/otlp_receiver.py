@@ -1,20 +1,18 @@
 """A real OTLP/HTTP trace receiver for the tracing tests: it decodes each POST to /v1/traces
 as an ExportTraceServiceRequest with the OpenTelemetry project's own generated messages (PyPI
 `opentelemetry-proto`) and keeps the spans. `mode` makes it a faulty collector: `ok`, `hang`
-(accepts, reads, never answers), `error` (503), `slow` (answers after `delay` seconds)."""
+(accepts, reads, never answers), `error` (503)."""
 import http.server
 import socketserver
 import threading
-import time
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (ExportTraceServiceRequest,
                                                                       ExportTraceServiceResponse)
 
 
 class Receiver:
-    def __init__(self, mode="ok", delay=0.0):
+    def __init__(self, mode="ok"):
         self.mode = mode
-        self.delay = delay
         self.requests = []  # (headers, ExportTraceServiceRequest)
         self.posts = 0
         self.lock = threading.Lock()
@@ -34,8 +32,6 @@ class Receiver:
                 if receiver.mode == "hang":
                     receiver.release.wait(30)
                     return
-                if receiver.mode == "slow":
-                    time.sleep(receiver.delay)
                 if receiver.mode == "error" or self.path != "/v1/traces":
                     self.send_response(503 if receiver.mode == "error" else 404)
                     self.send_header("Content-Length", "0")

@@ -11,6 +11,7 @@ def paced(items, pause):
     on each item (a write, a read) is followed by a gap of that length."""
     for item in items:
         yield item
+        # The gap is the input under test: nothing happens that it waits for.
         time.sleep(pause)
 
 

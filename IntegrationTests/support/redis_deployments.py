@@ -7,7 +7,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 
 from .authserver.server import free_port
 from .waiting import wait_for
@@ -148,14 +147,17 @@ class Cluster(Processes):
                      timeout=15, interval=0.1, what="cluster_state:ok")
 
     def nodes_answer(self):
-        deadline = time.time() + 15
-        while time.time() < deadline:
+        """Whether the three nodes answer PING; False once one has exited, or after 15 s."""
+        def settled():
             if any(self.procs[f"node-{p}"].poll() is not None for p in self.ports):
-                return False
+                return "exited"
             if all(cli(p, "PING") == "PONG" for p in self.ports):
-                return True
-            time.sleep(0.1)
-        return False
+                return "up"
+            return None
+        try:
+            return wait_for(settled, 15, interval=0.1, what="the cluster nodes to answer") == "up"
+        except AssertionError:
+            return False
 
     @property
     def url(self):

@@ -16,6 +16,7 @@ def wait_for(predicate, timeout=5.0, interval=0.02, what="condition"):
             return value
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what() if callable(what) else what}")
+        # The poll's interval: what is waited for sends no signal, so it is asked again.
         time.sleep(interval)
 
 
@@ -23,9 +24,10 @@ def sleep_into_second(start, n):
     """Sleeps until the wall clock reads at least floor(start) + n whole seconds. The gateway
     (and the test AS) keep session and token times in whole Unix seconds, so a deadline n
     seconds after something that happened by `start` has passed then — without the extra
-    half second on average that a flat sleep(n + 0.5) spends. Only for tests that must let
+    half second on average that a flat wait of n + 0.5 s spends. Only for tests that must let
     real time pass end to end; the timeouts' exact boundaries are tested with a manual clock
     in Tests/GatewayTests (SessionTimeTests, TokenTimeTests, IntrospectionTimeTests)."""
+    # Real time is what the deadline is made of: no event comes when a second passes.
     time.sleep(max(0.0, int(start) + n + 0.05 - time.time()))
 
 

@@ -1,9 +1,8 @@
 """A real WebSocket server (PyPI `websockets`, sync API) on 127.0.0.1 for the tunnel tests:
 echoes every message, records the handshake heads it saw and the connections it accepted,
-and can be told to send a big message, to read slowly, or to vanish."""
+and can be told to send a big message or to vanish."""
 import socket
 import threading
-import time
 
 from websockets.datastructures import Headers
 from websockets.http11 import Response
@@ -18,7 +17,6 @@ class WSUpstream:
         self.connections = 0
         self.requests = []
         self.closes = []  # (code, reason) the server saw from the gateway/client
-        self.slow = False
         self.sent = 0  # bytes of the "send:N" answers whose send has returned
         self.lock = threading.Lock()
         self.server = serve(self._handler, "127.0.0.1", 0, max_size=max_size, compression=None,
@@ -52,8 +50,6 @@ class WSUpstream:
                     with self.lock:
                         self.sent += int(message[5:])
                     continue
-                if self.slow:
-                    time.sleep(0.2)
                 ws.send(message)
         except Exception:
             pass

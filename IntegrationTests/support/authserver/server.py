@@ -185,6 +185,7 @@ from idpyoidc.time_util import utc_time_sans_frac
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from .mtls import METHODS as MTLS_METHODS, MutualTLSFront
+from ..waiting import wait_for
 from werkzeug.wrappers import Request, Response
 
 log = logging.getLogger("authserver")
@@ -2073,7 +2074,6 @@ class AuthServer:
 
     def start(self, timeout=5):
         assert self._httpd is None, "already running"
-        deadline = time.time() + timeout
         handler = _QuietHandler
         if self.threaded:
             # One thread per connection (requests still run one at a time under self.lock), so
@@ -2093,15 +2093,17 @@ class AuthServer:
                         super().finish()
                     finally:
                         conns.discard(self.connection)
-        while True:
+        refused = [None]
+
+        def bound():
+            # A restart's port may still be held a moment by the last server's sockets.
             try:
-                self._httpd = make_server("127.0.0.1", self.port, self.wsgi, threaded=self.threaded,
-                                          request_handler=handler)
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
+                return make_server("127.0.0.1", self.port, self.wsgi, threaded=self.threaded,
+                                   request_handler=handler)
+            except OSError as e:
+                refused[0] = e
+                return None
+        self._httpd = wait_for(bound, timeout, interval=0.05, what=lambda: f"port {self.port} to bind ({refused[0]})")
         self._httpd.timeout = 0.5
         # select() may report a connection its client resets before accept(): a blocking
         # accept() would then wait for the next client, and stop()'s shutdown() with it.
