@@ -12,9 +12,14 @@ extension ConfigParser {
     static let fapi2Algorithms: Set<JWSAlgorithm> = [.PS256, .ES256, .EdDSA]
 
     static func securityProfile(_ m: [String: Node], path p: String, _ r: ConfigReader) -> SecurityProfile? {
-        guard let n = m["profile"], let s = r.string(n, path: "\(p).profile") else { return nil }
+        m["profile"].flatMap { securityProfile($0, path: "\(p).profile", r) }
+    }
+
+    /// A `profile:` key's value (`p`: the key's own path).
+    static func securityProfile(_ n: Node, path p: String, _ r: ConfigReader) -> SecurityProfile? {
+        guard let s = r.string(n, path: p) else { return nil }
         guard let profile = SecurityProfile(rawValue: s) else {
-            r.problem("\(p).profile", n, "must be fapi2 (or leave it out)")
+            r.problem(p, n, "must be fapi2 (or leave it out)")
             return nil
         }
         return profile
