@@ -5,7 +5,18 @@ extension AuthorizerConfig {
     /// The keys of an `authorizers.NAME` entry, each said once: its reference row (checked by
     /// ConfigReferenceTests) and its reader.
     static let keyTable = ConfigKeyTable<AuthorizerConfig, ConfigReader>([
-        .init("url", type: "`http(s)` URL: the PDP's base", default: "none: required", by: "ConfigParser.authorizers"),
+        .init(
+            "url", type: "`http(s)` URL: the PDP's base", default: "none: required",
+            reader: .always { x, n, p, r in
+                guard let n else {
+                    return r.problem(p, nil, "is required: the PDP's base URL, e.g. https://pdp.internal/")
+                }
+                guard let s = r.string(n, path: p) else { return }
+                guard let url = URL(string: s), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+                    url.host?.isEmpty == false, url.query == nil, url.fragment == nil
+                else { return r.problem(p, n, "must be an http or https URL with a host, and no query or fragment") }
+                x.url = s.hasSuffix("/") ? s : s + "/"
+            }),
         .init(
             "auth", type: "`none`, `{ bearer_file: PATH }` or `{ client: NAME, scope, token_endpoint }`",
             default: "`none`", by: "ConfigParser.authorizers"),
@@ -15,7 +26,10 @@ extension AuthorizerConfig {
             guard let v = r.duration(n, path: p) else { return }
             if v > 0 && v <= 10 { x.timeout = v } else { r.problem(p, n, "must be above 0 and at most 10s") }
         },
-        .init("cache", type: "mapping (below)", default: "each key's default", by: "ConfigParser.authorizers"),
+        .init("cache", type: "mapping (below)", default: "each key's default") { x, n, p, r in
+            guard let f = r.mapping(n, path: p, section: .authorizerCache) else { return }
+            cacheKeyTable.read(f, into: &x.cache, path: p, r)
+        },
         .init(
             "on_error", type: "`deny` or `unavailable`", default: "`deny`",
             checkedBy: ConfigDefault.text(AuthorizerOnError.deny.rawValue)
@@ -27,7 +41,10 @@ extension AuthorizerConfig {
                 r.problem(p, n, "must be deny or unavailable")
             }
         },
-        .init("subject", type: "mapping (below)", default: "each key's default", by: "ConfigParser.authorizers"),
+        .init("subject", type: "mapping (below)", default: "each key's default") { x, n, p, r in
+            guard let f = r.mapping(n, path: p, section: .authorizerSubject) else { return }
+            subjectKeyTable.read(f, into: &x.subject, path: p, r)
+        },
         .init("query", type: "bool", default: "`false`", checkedBy: ConfigDefault.bool(false)) { x, n, p, r in
             if let v = r.bool(n, path: p) { x.query = v }
         },
@@ -112,18 +129,8 @@ extension ConfigParser {
             guard let fields = r.mapping(entry, path: p, section: .authorizer) else { continue }
             var a = AuthorizerConfig(name: name)
             AuthorizerConfig.keyTable.read(fields, into: &a, path: p, r)
-            guard let u = fields["url"] else {
-                r.problem("\(p).url", nil, "is required: the PDP's base URL, e.g. https://pdp.internal/")
-                continue
-            }
-            guard let s = r.string(u, path: "\(p).url") else { continue }
-            guard let url = URL(string: s), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
-                url.host?.isEmpty == false, url.query == nil, url.fragment == nil
-            else {
-                r.problem("\(p).url", u, "must be an http or https URL with a host, and no query or fragment")
-                continue
-            }
-            a.url = s.hasSuffix("/") ? s : s + "/"
+            // The URL's row said why there is none.
+            guard !a.url.isEmpty else { continue }
             if let n = fields["auth"] {
                 if case .scalar = n {
                     if let s = r.string(n, path: "\(p).auth"), s != "none" {
@@ -134,12 +141,6 @@ extension ConfigParser {
                     AuthorizerConfig.authKeyTable.read(f, into: &a, path: "\(p).auth", r)
                     authorizerClient(f, into: &a, clients: clients, issuers: issuers, path: "\(p).auth", r)
                 }
-            }
-            if let n = fields["cache"], let f = r.mapping(n, path: "\(p).cache", section: .authorizerCache) {
-                AuthorizerConfig.cacheKeyTable.read(f, into: &a.cache, path: "\(p).cache", r)
-            }
-            if let n = fields["subject"], let f = r.mapping(n, path: "\(p).subject", section: .authorizerSubject) {
-                AuthorizerConfig.subjectKeyTable.read(f, into: &a.subject, path: "\(p).subject", r)
             }
             all[name] = a
         }
