@@ -142,11 +142,21 @@ extension ClientConfig {
     ])
 }
 
+/// A client's `tls:` as its keys say it (`ClientTLS.keyTable`); ConfigParser.clientTLS loads
+/// the pair as one (and makes the published JWK of a self-signed certificate).
+struct ClientTLSKeys {
+    var certFile: GivenKey<String>?
+    var keyFile: GivenKey<String>?
+}
+
 extension ClientTLS {
-    /// The keys of `clients.NAME.tls`, read together by ConfigParser.clientTLS (the pair is
-    /// loaded as one, and makes the published JWK of a self-signed certificate).
-    static let keyTable = ConfigKeyTable<ClientTLS, ConfigReader>([
-        .init("cert_file", type: "path (PEM certificate chain)", default: "none", by: "ConfigParser.clientTLS"),
-        .init("key_file", type: "path (PEM private key)", default: "none", by: "ConfigParser.clientTLS")
+    /// The keys of `clients.NAME.tls`.
+    static let keyTable = ConfigKeyTable<ClientTLSKeys, ConfigReader>([
+        .init("cert_file", type: "path (PEM certificate chain)", default: "none") { k, n, p, r in
+            k.certFile = GivenKey(value: r.string(n, path: p), node: n)
+        },
+        .init("key_file", type: "path (PEM private key)", default: "none") { k, n, p, r in
+            k.keyFile = GivenKey(value: r.string(n, path: p), node: n)
+        }
     ])
 }

@@ -10,21 +10,23 @@ extension ConfigParser {
     /// also made into the JWK with `x5c` the gateway publishes (RFC 8705 §2.2).
     static func clientTLS(_ node: Node, path p: String, selfSigned: Bool, _ r: ConfigReader) -> ClientTLS? {
         guard let m = r.mapping(node, path: p, section: .clientTLS) else { return nil }
-        func file(_ key: String) -> (path: String, text: String)? {
-            guard let n = m[key], let s = r.string(n, path: "\(p).\(key)") else {
+        var keys = ClientTLSKeys()
+        ClientTLS.keyTable.read(m, into: &keys, path: p, r)
+        func file(_ given: GivenKey<String>?, _ key: String) -> (path: String, text: String)? {
+            guard let given, let s = given.value else {
                 r.problem(p, node, "needs both cert_file and key_file (PEM)")
                 return nil
             }
             let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
             guard let text = try? String(contentsOfFile: full, encoding: .utf8) else {
-                r.problem("\(p).\(key)", n, "cannot read \(full)")
+                r.problem("\(p).\(key)", given.node, "cannot read \(full)")
                 return nil
             }
             return (full, text)
         }
-        guard let cert = file("cert_file"), let key = file("key_file") else { return nil }
+        guard let cert = file(keys.certFile, "cert_file"), let key = file(keys.keyFile, "key_file") else { return nil }
         guard let der = firstCertificate(cert.text) else {
-            r.problem("\(p).cert_file", m["cert_file"], "holds no PEM certificate")
+            r.problem("\(p).cert_file", keys.certFile?.node, "holds no PEM certificate")
             return nil
         }
         // The pair as OpenSSL loads it for a handshake: a private key, the certificate's (and so
@@ -34,7 +36,7 @@ extension ConfigParser {
                 serverName: "localhost", caFile: nil, certFile: cert.path, keyFile: key.path,
                 insecureSkipTLSVerify: true)
         } catch {
-            r.problem("\(p).key_file", m["key_file"], "\(error)")
+            r.problem("\(p).key_file", keys.keyFile?.node, "\(error)")
             return nil
         }
         var tls = ClientTLS(
@@ -43,7 +45,7 @@ extension ConfigParser {
             // The certificate's key as a JWK, the certificate itself in x5c (RFC 7517 §4.7:
             // standard base64 of the DER, not base64url).
             guard let privateKey = try? JWK(pem: key.text) else {
-                r.problem("\(p).key_file", m["key_file"], "must hold a private RSA, EC or Ed25519 key (PEM)")
+                r.problem("\(p).key_file", keys.keyFile?.node, "must hold a private RSA, EC or Ed25519 key (PEM)")
                 return nil
             }
             var jwk = privateKey.publicJWK()
