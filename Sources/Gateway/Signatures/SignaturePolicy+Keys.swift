@@ -3,36 +3,92 @@ import JOSE
 import MessageSignatures
 import Yams
 
+/// A `signatures.NAME` entry as its keys say it (`SignaturePolicy.keyTable`): the policy its
+/// plain keys fill in, and what the signature must cover and say, which
+/// `SignaturePolicyKeys.requirements` makes one `SignatureRequirements` of.
+struct SignaturePolicyKeys {
+    var policy: SignaturePolicy
+    /// `components:` (nil inside: not a list).
+    var components: GivenKey<[ComponentIdentifier]>?
+    var coverIfPresent: [ComponentIdentifier]?
+    var tag: String?
+    var maxAge: Int64 = 60
+    var leeway: Int64 = 5
+    var nonceRequired = false
+
+    /// The requirements; a `components` list left empty is refused (RFC 9421 §7.2.1: a
+    /// signature that covers nothing can be moved to any message).
+    func requirements(path p: String, _ r: ConfigReader) -> SignatureRequirements {
+        let required = components?.value ?? SignaturePolicy.defaultComponents
+        if required.isEmpty {
+            r.problem("\(p).components", components?.node, "must not be empty: a signature must cover the request")
+        }
+        return SignaturePolicy.requirements(
+            components: required, coverIfPresent: coverIfPresent ?? [], tag: tag, maxAge: maxAge, leeway: leeway,
+            nonceRequired: nonceRequired)
+    }
+}
+
 extension SignaturePolicy {
     /// The keys of a `signatures.NAME` entry, each said once: its reference row (checked by
     /// ConfigReferenceTests) and its reader.
-    static let keyTable = ConfigKeyTable<SignaturePolicy, ConfigReader>([
+    static let keyTable = ConfigKeyTable<SignaturePolicyKeys, ConfigReader>([
         .init(
             "keys", type: "`{ issuer: NAME }`, `{ jwks_file: PATH }` or `{ client_jwks: PATH }`",
             default: "none: required",
             by: "ConfigParser.signatures"),
         .init(
-            "components", type: "list of component identifiers", default: "`[\"@method\", \"@target-uri\"]`",
-            by: "ConfigParser.signatures"),
-        .init("also_cover_if_present", type: "list of field names", default: "none", by: "ConfigParser.signatures"),
-        .init("tag", type: "string", default: "none: any tag", by: "ConfigParser.signatures"),
-        .init("max_age", type: "duration", default: "`60s`", by: "ConfigParser.signatures"),
-        .init("leeway", type: "duration (at most `60s`)", default: "`5s`", by: "ConfigParser.signatures"),
-        .init("nonce", type: "`optional` or `required`", default: "`optional`", by: "ConfigParser.signatures"),
+            "components", type: "list of component identifiers", default: "`[\"@method\", \"@target-uri\"]`"
+        ) { x, n, p, r in
+            x.components = GivenKey(value: ConfigParser.signatureComponents(n, path: p, r), node: n)
+        },
+        .init("also_cover_if_present", type: "list of field names", default: "none") { x, n, p, r in
+            guard let listed = ConfigParser.signatureComponents(n, path: p, r) else { return }
+            for c in listed where c.isDerived { r.problem(p, n, "lists fields, not \(c.name)") }
+            x.coverIfPresent = listed
+        },
+        .init("tag", type: "string", default: "none: any tag") { x, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            if s.isEmpty || !s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) {
+                r.problem(p, n, "must be printable ASCII, not empty")
+            } else {
+                x.tag = s
+            }
+        },
+        .init("max_age", type: "duration", default: "`60s`") { x, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v >= 1 { x.maxAge = Int64(v) } else { r.problem(p, n, "must be at least 1s") }
+        },
+        .init("leeway", type: "duration (at most `60s`)", default: "`5s`") { x, n, p, r in
+            guard let v = r.duration(n, path: p) else { return }
+            if v >= 0 && v <= 60 { x.leeway = Int64(v) } else { r.problem(p, n, "must be 0 to 60s") }
+        },
+        .init("nonce", type: "`optional` or `required`", default: "`optional`") { x, n, p, r in
+            guard let s = r.string(n, path: p) else { return }
+            switch s {
+            case "optional": x.nonceRequired = false
+            case "required": x.nonceRequired = true
+            default: r.problem(p, n, "must be optional or required")
+            }
+        },
         .init(
             "rsa_algorithm", type: "`rsa-pss-sha512` or `rsa-v1_5-sha256`", default: "`rsa-pss-sha512`",
             checkedBy: ConfigDefault.text("rsa-pss-sha512")
         ) { x, n, p, r in
             guard let s = r.string(n, path: p) else { return }
             if let a = SignatureAlgorithm(name: s), a.jws.keyType == "RSA" {
-                x.rsaAlgorithm = a
+                x.policy.rsaAlgorithm = a
             } else {
                 r.problem(p, n, "must be rsa-pss-sha512 or rsa-v1_5-sha256")
             }
         },
-        .init(
-            "headers", type: "`{ keyid: HEADER, tag: HEADER }`", default: "none", by: "ConfigParser.signatures"),
-        .init("profile", type: "`fapi2`", default: "none", by: "ConfigParser.signatures")
+        .init("headers", type: "`{ keyid: HEADER, tag: HEADER }`", default: "none") { x, n, p, r in
+            guard let f = r.mapping(n, path: p, section: .signatureHeaders) else { return }
+            headersKeyTable.read(f, into: &x.policy, path: p, r)
+        },
+        .init("profile", type: "`fapi2`", default: "none") { x, n, p, r in
+            x.policy.profile = ConfigParser.securityProfile(n, path: p, r)
+        }
     ])
 
     /// `signatures.NAME.keys`.
@@ -91,17 +147,12 @@ extension ConfigParser {
                 continue
             }
             guard let fields = r.mapping(entry, path: p, section: .signature) else { continue }
-            var policy = SignaturePolicy(name: name)
-            SignaturePolicy.keyTable.read(fields, into: &policy, path: p, r)
+            var keys = SignaturePolicyKeys(policy: SignaturePolicy(name: name))
+            SignaturePolicy.keyTable.read(fields, into: &keys, path: p, r)
+            var policy = keys.policy
             signatureKeys(fields["keys"], into: &policy, issuers: issuers, path: "\(p).keys", r)
-            if let h = fields["headers"], let f = r.mapping(h, path: "\(p).headers", section: .signatureHeaders) {
-                SignaturePolicy.headersKeyTable.read(f, into: &policy, path: "\(p).headers", r)
-            }
-            policy.requirements = signatureRequirements(fields, path: p, r)
-            if let profile = securityProfile(fields, path: p, r) {
-                policy.profile = profile
-                fapi2Signatures(&policy, fields, path: p, r)
-            }
+            policy.requirements = keys.requirements(path: p, r)
+            if policy.profile != nil { fapi2Signatures(&policy, fields, path: p, r) }
             all[name] = policy
         }
         return all
@@ -133,63 +184,24 @@ extension ConfigParser {
         }
     }
 
-    private static func signatureRequirements(_ fields: [String: Node], path p: String, _ r: ConfigReader)
-        -> SignatureRequirements
-    {
-        func components(_ key: String) -> [ComponentIdentifier]? {
-            guard let n = fields[key], let list = r.sequence(n, path: "\(p).\(key)") else { return nil }
-            var out: [ComponentIdentifier] = []
-            for (i, item) in list.enumerated() {
-                guard let s = r.string(item, path: "\(p).\(key)[\(i)]") else { continue }
-                do {
-                    let c = try ComponentIdentifier(config: s)
-                    if out.contains(c) {
-                        r.problem("\(p).\(key)[\(i)]", item, "\(s) is listed twice")
-                    } else {
-                        out.append(c)
-                    }
-                } catch let e as MessageSignatureError {
-                    r.problem("\(p).\(key)[\(i)]", item, e.detail)
-                } catch {}
-            }
-            return out
+    /// A list of component identifiers, each once; nil when the value is not a list.
+    static func signatureComponents(_ n: Node, path p: String, _ r: ConfigReader) -> [ComponentIdentifier]? {
+        guard let list = r.sequence(n, path: p) else { return nil }
+        var out: [ComponentIdentifier] = []
+        for (i, item) in list.enumerated() {
+            guard let s = r.string(item, path: "\(p)[\(i)]") else { continue }
+            do {
+                let c = try ComponentIdentifier(config: s)
+                if out.contains(c) {
+                    r.problem("\(p)[\(i)]", item, "\(s) is listed twice")
+                } else {
+                    out.append(c)
+                }
+            } catch let e as MessageSignatureError {
+                r.problem("\(p)[\(i)]", item, e.detail)
+            } catch {}
         }
-        let required = components("components") ?? SignaturePolicy.defaultComponents
-        if required.isEmpty {
-            // RFC 9421 §7.2.1: a signature that covers nothing can be moved to any message.
-            r.problem("\(p).components", fields["components"], "must not be empty: a signature must cover the request")
-        }
-        let ifPresent = components("also_cover_if_present") ?? []
-        for c in ifPresent where c.isDerived {
-            r.problem("\(p).also_cover_if_present", fields["also_cover_if_present"], "lists fields, not \(c.name)")
-        }
-        var tag: String?
-        if let n = fields["tag"], let s = r.string(n, path: "\(p).tag") {
-            if s.isEmpty || !s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) {
-                r.problem("\(p).tag", n, "must be printable ASCII, not empty")
-            } else {
-                tag = s
-            }
-        }
-        var maxAge: Int64 = 60
-        if let n = fields["max_age"], let v = r.duration(n, path: "\(p).max_age") {
-            if v >= 1 { maxAge = Int64(v) } else { r.problem("\(p).max_age", n, "must be at least 1s") }
-        }
-        var leeway: Int64 = 5
-        if let n = fields["leeway"], let v = r.duration(n, path: "\(p).leeway") {
-            if v >= 0 && v <= 60 { leeway = Int64(v) } else { r.problem("\(p).leeway", n, "must be 0 to 60s") }
-        }
-        var nonce = false
-        if let n = fields["nonce"], let s = r.string(n, path: "\(p).nonce") {
-            switch s {
-            case "optional": nonce = false
-            case "required": nonce = true
-            default: r.problem("\(p).nonce", n, "must be optional or required")
-            }
-        }
-        return SignaturePolicy.requirements(
-            components: required, coverIfPresent: ifPresent, tag: tag, maxAge: maxAge, leeway: leeway,
-            nonceRequired: nonce)
+        return out
     }
 
     static func signatureHeader(_ n: Node, _ p: String, _ r: ConfigReader) -> String? {
