@@ -97,6 +97,14 @@ struct ConfigKey<Model, Context>: Sendable {
     }
 }
 
+/// A key as given, in a section's draft (a table whose keys go together: `UpstreamKeys`,
+/// `ListenerTLSKeys`, …): its node, for the problems the combining step reports, and its
+/// value when it read (nil: the row reported why not).
+struct GivenKey<Value> {
+    let value: Value?
+    let node: Node
+}
+
 /// Keys of one mapping read together by one reader (`ConfigKey.Reader.group`): the rows say
 /// which keys they are; the reader gets the whole mapping and the mapping's path.
 final class ConfigKeyGroup<Model, Context>: Sendable {

@@ -33,12 +33,6 @@ extension ListenerConfig {
     ])
 }
 
-/// A key as given: its node, and its value when it read (nil: the reader reported why not).
-struct GivenKey<Value> {
-    let value: Value?
-    let node: Node
-}
-
 /// A listener's `tls:` as its keys say it, each read by its row (`ListenerTLS.keyTable`).
 /// `ListenerTLS.init(_:path:node:_:)` combines the keys that go together: the certificates,
 /// the profile and its lists, and the client certificate settings.

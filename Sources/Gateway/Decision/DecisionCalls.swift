@@ -5,9 +5,9 @@ import Reactor
 /// is routed (`RouteEntry`), and answered on the decision built-in route
 /// (`OwnRoutes.decision`) by a content stage that judges the request the call describes.
 enum DecisionCalls {
-    /// The decision endpoint `target` (as received) names, if `decision` is on and has one.
+    /// The decision endpoint `target` (as received) names, if `decision` has one. Asked only
+    /// with decision mode on (`RouteEntry`).
     static func match(_ target: String, _ decision: DecisionConfig) -> OwnEndpoint? {
-        guard decision.enabled else { return nil }
         if decision.extAuthzGRPC, target == ExtAuthzService.checkPath { return .extAuthzCheck }
         return DecisionEndpoint.kind(target, decision).map { .decision($0) }
     }
