@@ -76,34 +76,32 @@ extension ConfigParser {
         return out
     }
 
-    /// Reads the access-token settings of a `bearer`, `dpop` or `token` route; reports
-    /// problems at their paths.
-    static func tokenRoute(
-        _ m: [String: Node], path p: String, item: Node, mode: AuthMode, cfg gateway: GatewayConfig,
-        _ r: ConfigReader
-    ) -> TokenRouteConfig? {
+    /// Reads the access-token settings of a `bearer`, `dpop` or `token` route from the keys its
+    /// draft kept; reports problems at their paths.
+    static func tokenRoute(_ d: RouteDraft, mode: AuthMode, cfg gateway: GatewayConfig, _ r: ConfigReader)
+        -> TokenRouteConfig?
+    {
+        let k = d.keys
         let issuers = gateway.issuers
-        let keySets = apiKeySets(m, path: p, item: item, mode: mode, sets: gateway.apiKeySets, r)
+        let keySets = apiKeySets(k.apiKeys, route: d, mode: mode, sets: gateway.apiKeySets, r)
         if mode == .api_key {
             guard let keySets else { return nil }
-            if let n = m["issuers"] {
-                r.problem("\(p).issuers", n, "auth: api_key takes keys only; say auth: bearer for tokens beside keys")
+            if let n = k.issuers {
+                r.problem(n.path, n.node, "auth: api_key takes keys only; say auth: bearer for tokens beside keys")
             }
             var cfg = TokenRouteConfig(issuers: [])
             cfg.apiKeySets = keySets
             cfg.apiKeys = APIKeyLocations(sets: keySets, gateway.apiKeySets)
             cfg.keysOnly = true
-            if let n = m["require"] { cfg.requirement = requirement(n, path: "\(p).require", r) }
-            for key in ["token_in_query", "token_in_body", "dpop", "forward_token", "close_at_token_expiry"] {
-                if let n = m[key] {
-                    r.problem("\(p).\(key)", n, "has no effect with auth: api_key (it is about tokens)")
-                }
+            if let n = k.require { cfg.requirement = requirement(n.node, path: n.path, r) }
+            for n in [k.tokenInQuery, k.tokenInBody, k.dpop, k.forwardToken, k.closeAtTokenExpiry].compactMap({ $0 }) {
+                r.problem(n.path, n.node, "has no effect with auth: api_key (it is about tokens)")
             }
             return cfg
         }
-        guard let n = m["issuers"], let seq = r.sequence(n, path: "\(p).issuers"), !seq.isEmpty else {
+        guard let given = k.issuers, let seq = r.sequence(given.node, path: given.path), !seq.isEmpty else {
             r.problem(
-                "\(p).issuers", item,
+                "\(d.path).issuers", d.item,
                 "auth: \(mode.rawValue) needs issuers: [NAME, …] (defined: \(issuers.keys.sorted().joined(separator: ", ")))"
             )
             return nil
@@ -112,10 +110,10 @@ extension ConfigParser {
         cfg.apiKeySets = keySets ?? []
         cfg.apiKeys = APIKeyLocations(sets: cfg.apiKeySets, gateway.apiKeySets)
         for (j, iss) in seq.enumerated() {
-            guard let s = r.string(iss, path: "\(p).issuers[\(j)]") else { continue }
+            guard let s = r.string(iss, path: "\(given.path)[\(j)]") else { continue }
             if issuers[s] == nil {
                 r.problem(
-                    "\(p).issuers[\(j)]", iss,
+                    "\(given.path)[\(j)]", iss,
                     "\"\(s)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
             } else {
                 cfg.issuers.append(s)
@@ -123,36 +121,35 @@ extension ConfigParser {
         }
         let issValues = cfg.issuers.compactMap { issuers[$0]?.issuer }
         if Set(issValues).count != issValues.count {
-            r.problem("\(p).issuers", n, "two of these issuers have the same issuer URL")
+            r.problem(given.path, given.node, "two of these issuers have the same issuer URL")
         }
-        if let n = m["require"] { cfg.requirement = requirement(n, path: "\(p).require", r) }
-        if let n = m["forward_token"], let b = r.bool(n, path: "\(p).forward_token") { cfg.forwardToken = b }
-        if let n = m["close_at_token_expiry"], let b = r.bool(n, path: "\(p).close_at_token_expiry") {
-            cfg.closeAtTokenExpiry = b
-        }
-        for key in ["token_in_query", "token_in_body"] where mode == .dpop && m[key] != nil {
+        if let n = k.require { cfg.requirement = requirement(n.node, path: n.path, r) }
+        if let n = k.forwardToken, let b = r.bool(n.node, path: n.path) { cfg.forwardToken = b }
+        if let n = k.closeAtTokenExpiry, let b = r.bool(n.node, path: n.path) { cfg.closeAtTokenExpiry = b }
+        if mode == .dpop {
             // RFC 9449 §7.1 sends DPoP tokens in the Authorization header only.
-            r.problem(
-                "\(p).\(key)", m[key],
-                "has no effect with auth: dpop (DPoP tokens come only in the Authorization header)")
+            for n in [k.tokenInQuery, k.tokenInBody].compactMap({ $0 }) {
+                r.problem(
+                    n.path, n.node, "has no effect with auth: dpop (DPoP tokens come only in the Authorization header)")
+            }
         }
-        if let n = m["token_in_query"], let b = r.bool(n, path: "\(p).token_in_query") { cfg.tokenInQuery = b }
-        if let n = m["token_in_body"], let b = r.bool(n, path: "\(p).token_in_body") { cfg.tokenInBody = b }
+        if let n = k.tokenInQuery, let b = r.bool(n.node, path: n.path) { cfg.tokenInQuery = b }
+        if let n = k.tokenInBody, let b = r.bool(n.node, path: n.path) { cfg.tokenInBody = b }
         if keySets != nil {
             // One credential per request (RFC 6750 §2): a key beside a token in the URL or a
             // form body could not be told apart without reading the body first.
-            for (key, on) in [("token_in_query", cfg.tokenInQuery), ("token_in_body", cfg.tokenInBody)] where on {
+            for (given, on) in [(k.tokenInQuery, cfg.tokenInQuery), (k.tokenInBody, cfg.tokenInBody)] where on {
                 r.problem(
-                    "\(p).\(key)", m[key],
+                    given?.path ?? d.path, given?.node,
                     "cannot be used with api_keys (keys come in a field, tokens in Authorization)")
             }
         }
         if mode == .bearer {
-            if let n = m["dpop"] {
-                r.problem("\(p).dpop", n, "has no effect with auth: bearer; use auth: dpop or auth: token")
+            if let n = k.dpop {
+                r.problem(n.path, n.node, "has no effect with auth: bearer; use auth: dpop or auth: token")
             }
         } else {
-            let proofs = m["dpop"].map { dpopRoute($0, path: "\(p).dpop", r) } ?? DPoPRouteConfig()
+            let proofs = k.dpop.map { dpopRoute($0.node, path: $0.path, r) } ?? DPoPRouteConfig()
             cfg.schemes = mode == .dpop ? .dpop(proofs) : .bearerOrDPoP(proofs)
         }
         return cfg
@@ -162,29 +159,29 @@ extension ConfigParser {
     /// Keys stand beside tokens on `bearer` and `token` routes and alone on `api_key` ones;
     /// never where proof of possession is the point (`dpop`) or on a login route.
     static func apiKeySets(
-        _ m: [String: Node], path p: String, item: Node, mode: AuthMode, sets: [String: APIKeySetConfig],
-        _ r: ConfigReader
+        _ given: GivenNode?, route d: RouteDraft, mode: AuthMode, sets: [String: APIKeySetConfig], _ r: ConfigReader
     ) -> [String]? {
         let defined = sets.keys.sorted().joined(separator: ", ")
-        guard let n = m["api_keys"] else {
+        guard let given else {
             if mode == .api_key {
-                r.problem("\(p).api_keys", item, "auth: api_key needs api_keys: NAME (defined: \(defined))")
+                r.problem("\(d.path).api_keys", d.item, "auth: api_key needs api_keys: NAME (defined: \(defined))")
             }
             return nil
         }
+        let n = given.node
         guard mode == .bearer || mode == .token || mode == .api_key else {
             r.problem(
-                "\(p).api_keys", n,
+                given.path, n,
                 "keys are refused where proof of possession is required (auth: dpop) and on login routes")
             return nil
         }
         let nodes: [Node]
-        if n.scalar != nil { nodes = [n] } else { nodes = r.sequence(n, path: "\(p).api_keys") ?? [] }
+        if n.scalar != nil { nodes = [n] } else { nodes = r.sequence(n, path: given.path) ?? [] }
         var names: [String] = []
         for (j, item) in nodes.enumerated() {
-            guard let s = r.string(item, path: "\(p).api_keys[\(j)]") else { continue }
+            guard let s = r.string(item, path: "\(given.path)[\(j)]") else { continue }
             guard sets[s] != nil else {
-                r.problem("\(p).api_keys", item, "\"\(s)\" is not defined; defined: \(defined)")
+                r.problem(given.path, item, "\"\(s)\" is not defined; defined: \(defined)")
                 continue
             }
             if !names.contains(s) { names.append(s) }
@@ -231,16 +228,9 @@ extension ConfigParser {
                 } else if let rule = r.mapping(value, path: cp, section: .claimRule),
                     rule.count == 1
                 {
-                    if let v = rule["equals"], let s = r.string(v, path: "\(cp).equals") {
-                        req.claims.append((path, .equals(s)))
-                    }
-                    if let v = rule["contains"], let s = r.string(v, path: "\(cp).contains") {
-                        req.claims.append((path, .contains(s)))
-                    }
-                    if let v = rule["one_of"], let seq = r.sequence(v, path: "\(cp).one_of") {
-                        req.claims.append(
-                            (path, .oneOf(seq.enumerated().compactMap { r.string($1, path: "\(cp).one_of[\($0)]") })))
-                    }
+                    var rules: [AuthorizationRequirement.Rule] = []
+                    AuthorizationRequirement.claimRuleKeyTable.read(rule, into: &rules, path: cp, r)
+                    req.claims += rules.map { (path, $0) }
                 } else {
                     r.problem(cp, value, "give a value, or one of { equals: v }, { one_of: [..] }, { contains: v }")
                 }

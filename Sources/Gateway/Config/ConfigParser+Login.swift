@@ -40,13 +40,14 @@ extension ConfigParser {
     }
 
     /// A `login` / `login_or_token` route's client: defined, with an issuer whose metadata
-    /// (discovery) gives the endpoints, and a redirect URI the gateway can name.
-    static func loginClient(_ m: [String: Node], path p: String, item: Node, cfg: GatewayConfig, _ r: ConfigReader)
+    /// (discovery) gives the endpoints, and a redirect URI the gateway can name. `n`: the name
+    /// as given, at `path`; nil when the route gives none (`item`: the route).
+    static func loginClient(_ n: Node?, path p: String, item: Node, cfg: GatewayConfig, _ r: ConfigReader)
         -> String?
     {
-        guard let n = m["client"], let name = r.string(n, path: "\(p).client") else {
+        guard let n, let name = r.string(n, path: p) else {
             r.problem(
-                "\(p).client", item,
+                p, item,
                 "auth: login needs client: NAME (defined: \(cfg.clientNames.joined(separator: ", ")))")
             return nil
         }

@@ -5,25 +5,27 @@ import Yams
 /// client it logged in with.
 extension ConfigParser {
     /// The route's login clients (the first is `client`); problems reported on `r`.
-    static func loginClients(_ m: [String: Node], path p: String, item: Node, cfg: GatewayConfig, _ r: ConfigReader)
-        -> [String]
-    {
-        guard let n = m["clients"] else {
-            return loginClient(m, path: p, item: item, cfg: cfg, r).map { [$0] } ?? []
+    static func loginClients(_ d: RouteDraft, cfg: GatewayConfig, _ r: ConfigReader) -> [String] {
+        guard let given = d.keys.clients else {
+            let client = d.keys.client
+            return loginClient(client?.node, path: client?.path ?? "\(d.path).client", item: d.item, cfg: cfg, r)
+                .map { [$0] } ?? []
         }
-        if m["client"] != nil {
-            r.problem("\(p).clients", n, "give client: NAME or clients: [A, B], not both")
+        let n = given.node
+        let p = given.path
+        if d.keys.client != nil {
+            r.problem(p, n, "give client: NAME or clients: [A, B], not both")
             return []
         }
-        guard let seq = r.sequence(n, path: "\(p).clients") else { return [] }
+        guard let seq = r.sequence(n, path: p) else { return [] }
         if seq.isEmpty {
             r.problem(
-                "\(p).clients", n,
+                p, n,
                 "is empty; list the login clients (defined: \(cfg.clientNames.joined(separator: ", ")))")
         }
         var names: [String] = []
         for (j, item) in seq.enumerated() {
-            let q = "\(p).clients[\(j)]"
+            let q = "\(p)[\(j)]"
             guard let name = r.string(item, path: q) else { continue }
             guard !names.contains(name) else {
                 r.problem(q, item, "\"\(name)\" is listed twice")
@@ -34,7 +36,7 @@ extension ConfigParser {
                 continue
             }
             // The checks of a single `client:` (issuer with discovery, a redirect URI).
-            if let ok = loginClient(["client": item], path: q, item: item, cfg: cfg, r) { names.append(ok) }
+            if let ok = loginClient(item, path: q, item: item, cfg: cfg, r) { names.append(ok) }
         }
         return names
     }

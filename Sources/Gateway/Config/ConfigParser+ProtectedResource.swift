@@ -4,58 +4,56 @@ import Yams
 /// A token route's `resource` (RFC 8707) and the Protected Resource Metadata (RFC 9728)
 /// documents the gateway serves for such routes.
 extension ConfigParser {
-    static let protectedResourceKeys = ["resource", "resource_name", "resource_documentation"]
-
     /// The route's `resource`, `resource_name` and `resource_documentation`; nil without
     /// `resource` or when it is refused (the problem is reported at its key).
-    static func protectedResource(_ m: [String: Node], path p: String, auth: AuthMode, _ r: ConfigReader)
-        -> ProtectedResourceConfig?
-    {
-        guard protectedResourceKeys.contains(where: { m[$0] != nil }) else { return nil }
+    static func protectedResource(_ k: RouteKeys, auth: AuthMode, _ r: ConfigReader) -> ProtectedResourceConfig? {
+        let given = k.protectedResource.compactMap { $0 }
+        guard !given.isEmpty else { return nil }
         switch auth {
         case .bearer, .dpop, .token: break
         case .none, .login, .login_or_token, .api_key:
-            for key in protectedResourceKeys where m[key] != nil {
+            for n in given {
                 r.problem(
-                    "\(p).\(key)", m[key],
+                    n.path, n.node,
                     "has no effect with auth: \(auth.rawValue) (a resource binds access tokens: auth: bearer, dpop or token)"
                 )
             }
             return nil
         }
-        guard let node = m["resource"] else {
-            for key in ["resource_name", "resource_documentation"] where m[key] != nil {
-                r.problem("\(p).\(key)", m[key], "needs resource: the URL clients ask tokens for (RFC 8707)")
+        guard let resource = k.resource else {
+            for n in given {
+                r.problem(n.path, n.node, "needs resource: the URL clients ask tokens for (RFC 8707)")
             }
             return nil
         }
-        guard let text = r.string(node, path: "\(p).resource") else { return nil }
+        let node = resource.node
+        guard let text = r.string(node, path: resource.path) else { return nil }
         let identifier: ResourceIdentifier
         switch ResourceIdentifier.parse(text) {
         case .success(let id): identifier = id
         case .failure(let problem):
-            r.problem("\(p).resource", node, "\"\(text)\" \(problem)")
+            r.problem(resource.path, node, "\"\(text)\" \(problem)")
             return nil
         }
         // The metadata is found by the request's normalized path: a path the normalizer would
         // rewrite could never be asked for.
         let metadataPath = identifier.metadataPath
         guard case .success(let n) = PathNormalizer.normalize(target: metadataPath), n.path == metadataPath else {
-            r.problem("\(p).resource", node, "\"\(text)\" has a path the gateway would not serve as written")
+            r.problem(resource.path, node, "\"\(text)\" has a path the gateway would not serve as written")
             return nil
         }
         var cfg = ProtectedResourceConfig(identifier: identifier)
-        if let n = m["resource_name"], let s = r.string(n, path: "\(p).resource_name") {
-            if s.isEmpty { r.problem("\(p).resource_name", n, "is empty") } else { cfg.name = s }
+        if let given = k.resourceName, let s = r.string(given.node, path: given.path) {
+            if s.isEmpty { r.problem(given.path, given.node, "is empty") } else { cfg.name = s }
         }
-        if let n = m["resource_documentation"], let s = r.string(n, path: "\(p).resource_documentation") {
+        if let given = k.resourceDocumentation, let s = r.string(given.node, path: given.path) {
             // A link end users may follow: https, or http on a loopback host as for the resource.
             // A page for developers: unlike the resource, it may have a query, a fragment or
             // any path.
             switch ResourceIdentifier.parse(s) {
             case .success, .failure(.query), .failure(.path): cfg.documentation = s
             case .failure(.fragment) where s.hasPrefix("https://"): cfg.documentation = s
-            case .failure(let problem): r.problem("\(p).resource_documentation", n, "\"\(s)\" \(problem)")
+            case .failure(let problem): r.problem(given.path, given.node, "\"\(s)\" \(problem)")
             }
         }
         return cfg

@@ -16,100 +16,97 @@ extension ConfigParser {
         if list.isEmpty { r.problem("routes", node, "is empty; add at least one route") }
         var out: [RouteConfig] = []
         out.reserveCapacity(list.count)
-        let defined = cfg.upstreams.keys.sorted()
+        let reading = RouteReading(cfg: cfg, r: r)
         for (i, item) in list.enumerated() {
             let p = "routes[\(i)]"
             guard let m = r.mapping(item, path: p, section: .route) else { continue }
-            let match = routeMatch(m["match"], path: "\(p).match", item: item, r)
-            var upstream = ""
-            if let n = m["upstream"], let s = r.string(n, path: "\(p).upstream") {
-                if cfg.upstreams[s] == nil {
-                    r.problem(
-                        "\(p).upstream", n,
-                        "\"\(s)\" is not defined; defined: \(defined.isEmpty ? "(none)" : defined.joined(separator: ", "))"
-                    )
-                }
-                upstream = s
-            } else if m["upstream"] == nil {
-                r.problem(p, item, "needs upstream: NAME (defined: \(defined.joined(separator: ", ")))")
-            }
-            var auth = AuthMode.none
-            var tokens: TokenRouteConfig?
-            var clients: [String] = []
-            var sessionRequirement: AuthorizationRequirement?
-            if let n = m["auth"], let s = r.string(n, path: "\(p).auth") {
-                if let a = AuthMode(rawValue: s) {
-                    auth = a
-                    switch a {
-                    case .bearer, .dpop, .token, .api_key:
-                        tokens = tokenRoute(m, path: p, item: item, mode: a, cfg: cfg, r)
-                    case .none: break
-                    case .login:
-                        clients = loginClients(m, path: p, item: item, cfg: cfg, r)
-                        // acr and max_age: a session short of them logs in again (step-up).
-                        if let n = m["require"] { sessionRequirement = requirement(n, path: "\(p).require", r) }
-                    case .login_or_token:
-                        clients = loginClients(m, path: p, item: item, cfg: cfg, r)
-                        // Without a session cookie, the token rules of auth: token apply.
-                        tokens = tokenRoute(m, path: p, item: item, mode: .token, cfg: cfg, r)
-                        // A session and a token answer to the same requirement.
-                        sessionRequirement = tokens?.requirement
-                    }
-                } else {
-                    r.problem(
-                        "\(p).auth", n, "must be one of \(AuthMode.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-            } else if m["auth"] == nil {
-                r.problem("\(p).auth", item, "is missing; say auth: none explicitly for a public route")
-            }
-            // Read on every route, so that one without tokens hears that it has no effect there.
-            let resource = protectedResource(m, path: p, auth: auth, r)
-            tokens?.resource = resource
-            let mcp = mcpRules(m, path: p, auth: auth, r)
-            tokens?.mcp = mcp
-            let exchange = tokenExchange(m, path: p, index: i, auth: auth, cfg: cfg, r)
-            tokens?.tokenExchange = exchange
-            if let n = m["client"], let s = r.string(n, path: "\(p).client"), !cfg.clientNames.contains(s) {
-                r.problem(
-                    "\(p).client", n, "\"\(s)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
-            }
-            // The keys of RouteConfig.keyTable; a route whose match did not parse is read for
-            // its problems only.
-            let http2 = cfg.upstreams[upstream]?.http2 == true
-            var route = RouteConfig(
-                index: i, name: p, match: match ?? RouteMatch(host: nil, path: .prefix("/"), methods: nil),
-                upstream: upstream)
-            route.options.upgrade.protocols = http2 ? [] : ["websocket"]
-            let context = RouteKeyContext(auth: auth, matched: match != nil, cfg: cfg, r: r)
-            RouteConfig.keyTable.read(m, into: &route, path: p, context)
-            r.stageKeys.read(m, into: &route, path: p, context)
-            // On auth: login, forward_token: true sends the session's token (on the others, the
-            // caller's own: read with the token settings).
-            let forwardsSessionToken =
-                auth == .login && match != nil
-                && m["forward_token"].flatMap { r.bool($0, path: "\(p).forward_token") } == true
-            ConfigValidation.route(
-                .init(
-                    map: m, path: p, auth: auth, route: route, tokens: tokens,
-                    forwardsSessionToken: forwardsSessionToken, http2Upstream: http2, matched: match != nil), r)
-            if match != nil {
-                if forwardsSessionToken, route.options.forwarding.passAccessToken == nil {
-                    route.options.forwarding.passAccessToken = "Authorization"
-                }
-                if let req = sessionRequirement ?? tokens?.requirement {
-                    checkVouchers(
-                        req, tokenIssuers: tokens?.issuers ?? [], clients: clients, cfg: cfg, node: m["require"],
-                        path: "\(p).require", r)
-                }
-                let login = LoginRouteConfig(
-                    clients: clients, forwardSessionToken: route.options.forwarding.passAccessToken != nil,
-                    sessionRequirement: sessionRequirement)
-                route.options.auth = routeAuth(auth, login: login, tokens: tokens)
-                out.append(route)
-            }
+            var draft = RouteDraft(index: i, path: p, item: item)
+            RouteConfig.keyTable.read(m, into: &draft, path: p, reading)
+            if let route = route(draft, m, cfg, r) { out.append(route) }
         }
         templateClashes(out, list, r)
         return out
+    }
+
+    /// The route from its draft: the settings that depend on `auth:` read from the keys kept as
+    /// given, the stages' own keys, the checks between keys. nil when its match did not
+    /// parse (it was read for its problems only).
+    private static func route(_ d: RouteDraft, _ m: [String: Node], _ cfg: GatewayConfig, _ r: ConfigReader)
+        -> RouteConfig?
+    {
+        let k = d.keys
+        var tokens: TokenRouteConfig?
+        var clients: [String] = []
+        var sessionRequirement: AuthorizationRequirement?
+        switch d.auth {
+        case .bearer, .dpop, .token, .api_key:
+            tokens = tokenRoute(d, mode: d.auth, cfg: cfg, r)
+        case .none: break
+        case .login:
+            clients = loginClients(d, cfg: cfg, r)
+            // acr and max_age: a session short of them logs in again (step-up).
+            if let n = k.require { sessionRequirement = requirement(n.node, path: n.path, r) }
+        case .login_or_token:
+            clients = loginClients(d, cfg: cfg, r)
+            // Without a session cookie, the token rules of auth: token apply.
+            tokens = tokenRoute(d, mode: .token, cfg: cfg, r)
+            // A session and a token answer to the same requirement.
+            sessionRequirement = tokens?.requirement
+        }
+        // Read on every route, so that one without tokens hears that it has no effect there.
+        let resource = protectedResource(k, auth: d.auth, r)
+        let mcp = mcpRules(k, auth: d.auth, r)
+        let exchange = tokenExchange(k, index: d.route.index, auth: d.auth, cfg: cfg, r)
+        tokens?.resource = resource
+        tokens?.mcp = mcp
+        tokens?.tokenExchange = exchange
+        if let n = k.client, let s = r.string(n.node, path: n.path), !cfg.clientNames.contains(s) {
+            r.problem(n.path, n.node, "\"\(s)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
+        }
+        var route = d.route
+        r.stageKeys.read(
+            m, into: &route, path: d.path, RouteKeyContext(auth: d.auth, matched: d.matched, cfg: cfg, r: r))
+        // On auth: login, forward_token: true sends the session's token (on the others, the
+        // caller's own: read with the token settings).
+        let forwardsSessionToken =
+            d.auth == .login && d.matched && k.forwardToken.flatMap { r.bool($0.node, path: $0.path) } == true
+        ConfigValidation.route(
+            .init(
+                keys: k, path: d.path, auth: d.auth, route: route, tokens: tokens,
+                forwardsSessionToken: forwardsSessionToken,
+                http2Upstream: cfg.upstreams[route.upstream]?.http2 == true, matched: d.matched), r)
+        guard d.matched else { return nil }
+        if forwardsSessionToken, route.options.forwarding.passAccessToken == nil {
+            route.options.forwarding.passAccessToken = "Authorization"
+        }
+        if let req = sessionRequirement ?? tokens?.requirement {
+            checkVouchers(
+                req, tokenIssuers: tokens?.issuers ?? [], clients: clients, cfg: cfg, node: k.require?.node,
+                path: "\(d.path).require", r)
+        }
+        let login = LoginRouteConfig(
+            clients: clients, forwardSessionToken: route.options.forwarding.passAccessToken != nil,
+            sessionRequirement: sessionRequirement)
+        route.options.auth = routeAuth(d.auth, login: login, tokens: tokens)
+        return route
+    }
+
+    /// A route's `upstream:` names one of `upstreams:`; on an HTTP/2 upstream the route takes no
+    /// upgrade unless it says so.
+    static func routeUpstream(_ d: inout RouteDraft, _ n: Node?, path p: String, _ c: RouteReading) {
+        let defined = c.cfg.upstreams.keys.sorted()
+        guard let n else {
+            c.r.problem(d.path, d.item, "needs upstream: NAME (defined: \(defined.joined(separator: ", ")))")
+            return
+        }
+        guard let s = c.r.string(n, path: p) else { return }
+        if c.cfg.upstreams[s] == nil {
+            c.r.problem(
+                p, n,
+                "\"\(s)\" is not defined; defined: \(defined.isEmpty ? "(none)" : defined.joined(separator: ", "))")
+        }
+        d.route.upstream = s
+        if c.cfg.upstreams[s]?.http2 == true { d.route.options.upgrade.protocols = [] }
     }
 
     /// Two routes with templates of one shape (the same but for the variables' names) on the
@@ -166,26 +163,28 @@ extension ConfigParser {
             return nil
         }
         guard let m = r.mapping(node, path: p, section: .routeMatch) else { return nil }
-        var match = RouteMatch(host: nil, path: .prefix("/"), methods: nil)
-        RouteMatch.keyTable.read(m, into: &match, path: p, r)
+        var draft = RouteMatchDraft()
+        RouteMatch.keyTable.read(m, into: &draft, path: p, r)
+        var match = draft.match
         var pattern: PathPattern?
-        ConfigValidation.routeMatch(m, node: node, path: p, r)
-        let given = ["path", "path_prefix", "path_template"].filter { m[$0] != nil }
-        if given.count == 1, let key = given.first, let n = m[key], let s = r.string(n, path: "\(p).\(key)") {
-            if key == "path_template" {
+        ConfigValidation.routeMatch(draft.paths.map(\.key), node: node, path: p, r)
+        if draft.paths.count == 1, let (kind, given) = draft.paths.first, let s = r.string(given.node, path: given.path)
+        {
+            let n = given.node
+            if kind == .template {
                 do throws(PathTemplate.Refusal) {
                     pattern = .template(try PathTemplate(parsing: s))
                 } catch {
-                    r.problem("\(p).path_template", n, "\"\(s)\" \(error.message)")
+                    r.problem(given.path, n, "\"\(s)\" \(error.message)")
                 }
             } else if case .success(let norm) = PathNormalizer.normalize(target: s), norm.path == s,
                 norm.query == nil
             {
                 // A rule must already be in normal form, or no request could ever match it.
-                pattern = key == "path" ? .exact(s) : .prefix(s)
+                pattern = kind == .exact ? .exact(s) : .prefix(s)
             } else {
                 r.problem(
-                    "\(p).\(key)", n,
+                    given.path, n,
                     "\"\(s)\" must start with / and be a normalized path (no //, dot-segments, query or encoded unreserved characters)"
                 )
             }

@@ -146,13 +146,13 @@ extension ConfigValidation {
     }
 
     /// A route's `match:` takes one path: exact, a prefix or a template.
-    static func routeMatch(_ m: [String: Node], node: Node, path p: String, _ r: ConfigReader) {
-        let given = ["path", "path_prefix", "path_template"].filter { m[$0] != nil }
-        if given.count > 1 {
+    static func routeMatch(_ paths: [GivenNode], node: Node, path p: String, _ r: ConfigReader) {
+        if paths.count > 1 {
             r.problem(
                 p, node,
-                "give one of path, path_prefix or path_template, not several (here: \(given.joined(separator: ", ")))")
-        } else if given.isEmpty {
+                "give one of path, path_prefix or path_template, not several (here: \(paths.map(\.name).joined(separator: ", ")))"
+            )
+        } else if paths.isEmpty {
             r.problem(p, node, "needs path: /exact, path_prefix: /prefix/ or path_template: /items/{id}")
         }
     }
@@ -184,17 +184,17 @@ extension ConfigValidation {
 
     /// `mcp:` judges calls by the access token, and reads the body as JSON-RPC. False when it
     /// cannot apply to the route.
-    static func mcp(_ m: [String: Node], route: String, auth: AuthMode, _ r: ConfigReader) -> Bool {
-        guard let node = m["mcp"] else { return false }
+    static func mcp(_ k: RouteKeys, auth: AuthMode, _ r: ConfigReader) -> Bool {
+        guard let given = k.mcp else { return false }
         guard auth == .bearer || auth == .dpop || auth == .token || auth == .api_key else {
             r.problem(
-                "\(route).mcp", node,
+                given.path, given.node,
                 "needs auth: bearer, dpop, token or api_key (calls are judged by the caller's scopes)")
             return false
         }
-        if let n = m["token_in_body"], r.bool(n, path: "\(route).token_in_body") == true {
+        if let n = k.tokenInBody, r.bool(n.node, path: n.path) == true {
             r.problem(
-                "\(route).token_in_body", n,
+                n.path, n.node,
                 "cannot be used with mcp: an MCP request body is one JSON-RPC message, not a form (RFC 6750 §2.2)")
         }
         return true
@@ -202,22 +202,21 @@ extension ConfigValidation {
 
     /// `token_exchange:` exchanges the caller's access token, which then never goes upstream.
     /// False when it cannot apply to the route.
-    static func tokenExchange(_ m: [String: Node], route: String, auth: AuthMode, _ r: ConfigReader) -> Bool {
-        guard let node = m["token_exchange"] else { return false }
+    static func tokenExchange(_ k: RouteKeys, auth: AuthMode, _ r: ConfigReader) -> Bool {
+        guard let given = k.tokenExchange else { return false }
         guard auth == .bearer || auth == .dpop || auth == .token else {
             r.problem(
-                "\(route).token_exchange", node,
+                given.path, given.node,
                 "needs auth: bearer, dpop or token (the caller's access token is what is exchanged)")
             return false
         }
-        if let n = m["forward_token"], r.bool(n, path: "\(route).forward_token") == true {
+        if let n = k.forwardToken, r.bool(n.node, path: n.path) == true {
             r.problem(
-                "\(route).forward_token", n,
+                n.path, n.node,
                 "cannot be used with token_exchange: the upstream gets the exchanged token, never the caller's")
         }
-        if let n = m["api_keys"] {
-            r.problem(
-                "\(route).api_keys", n, "cannot be used with token_exchange: a key's caller has no token to exchange")
+        if let n = k.apiKeys {
+            r.problem(n.path, n.node, "cannot be used with token_exchange: a key's caller has no token to exchange")
         }
         return true
     }

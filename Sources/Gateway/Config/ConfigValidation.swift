@@ -25,9 +25,9 @@ enum ConfigValidation {
         }
     }
 
-    /// What a route's checks look at: its mapping as written, and what was read from it.
+    /// What a route's checks look at: its keys as given, and what was read from them.
     struct RouteInput {
-        var map: [String: Node]
+        var keys: RouteKeys
         /// The route's key path (`routes[N]`).
         var path: String
         var auth: AuthMode
@@ -43,46 +43,46 @@ enum ConfigValidation {
 
     /// Every cross-key problem of one route, in a fixed order.
     static func route(_ x: RouteInput, _ r: ConfigReader) {
-        let m = x.map
-        let p = x.path
-        func present(_ keys: [String], _ message: String) {
-            for key in keys where m[key] != nil { r.problem("\(p).\(key)", m[key], message) }
+        let k = x.keys
+        func present(_ keys: [GivenNode?], _ message: String) {
+            for given in keys.compactMap({ $0 }) { r.problem(given.path, given.node, message) }
         }
         switch x.auth {
         case .none:
             present(
-                ["issuers", "require", "forward_token", "token_in_query", "token_in_body", "dpop", "api_keys"],
+                [k.issuers, k.require, k.forwardToken, k.tokenInQuery, k.tokenInBody, k.dpop, k.apiKeys],
                 "has no effect with auth: none; remove it or set auth")
         case .login:
             present(
-                ["issuers", "dpop", "token_in_query", "token_in_body"],
+                [k.issuers, k.dpop, k.tokenInQuery, k.tokenInBody],
                 "has no effect with auth: login (use auth: login_or_token to accept tokens too)")
-            present(["api_keys"], "keys are refused on login routes (a browser signs in)")
+            present([k.apiKeys], "keys are refused on login routes (a browser signs in)")
         case .login_or_token:
             // A credential in the URL or body would reach the upstream on the session path.
-            present(["token_in_query", "token_in_body"], "is not accepted with auth: login_or_token")
-            present(["api_keys"], "keys are refused on login routes (a browser signs in)")
+            present([k.tokenInQuery, k.tokenInBody], "is not accepted with auth: login_or_token")
+            present([k.apiKeys], "keys are refused on login routes (a browser signs in)")
         case .bearer, .dpop, .token, .api_key: break
         }
         if x.tokens?.tokenExchange != nil, x.tokens?.dpop?.forwardProof == true {
             r.problem(
-                "\(p).dpop.forward_proof", m["dpop"],
+                "\(x.path).dpop.forward_proof", k.dpop?.node,
                 "cannot be used with token_exchange: the caller's proof is for the caller's token, which the upstream never gets"
             )
         }
         if x.tokens == nil {
             present(
-                ["close_at_token_expiry"],
+                [k.closeAtTokenExpiry],
                 "needs auth: bearer, dpop, token or login_or_token (it ends tunnels opened with an access token)")
         }
         if x.auth != .login && x.auth != .login_or_token {
             present(
-                ["client", "clients"], "has no effect with auth: \(x.auth.rawValue) (it names the client of a login)")
+                [k.client, k.clients],
+                "has no effect with auth: \(x.auth.rawValue) (it names the client of a login)")
         }
         // HTTP/2 has no Upgrade (RFC 9113 §8.6): an HTTP/2 upstream takes no WebSocket.
-        if x.http2Upstream, !x.route.options.upgrade.protocols.isEmpty, let n = m["upgrades"] {
+        if x.http2Upstream, !x.route.options.upgrade.protocols.isEmpty, let n = k.upgrades {
             r.problem(
-                "\(p).upgrades", n,
+                n.path, n.node,
                 "upstream \(x.route.upstream) speaks HTTP/2, which has no Upgrade; remove upgrades or give this route an http1 upstream"
             )
         }
@@ -91,21 +91,23 @@ enum ConfigValidation {
 
     /// The options against the route's auth and against each other.
     private static func routeOptions(_ x: RouteInput, _ r: ConfigReader) {
-        let m = x.map
+        let k = x.keys
         let p = x.path
         let o = x.route.options
         if x.auth == .none, o.cors.preflight {
             r.problem(
-                "\(p).cors_preflight", m["cors_preflight"],
+                k.corsPreflight?.path ?? p, k.corsPreflight?.node,
                 "has no effect with auth: none (every request passes already); remove it")
         }
         if x.auth != .login && x.auth != .login_or_token {
-            for key in ["pass_access_token", "pass_id_token"] where m[key] != nil {
+            if let n = k.passAccessToken {
                 r.problem(
-                    "\(p).\(key)", m[key],
-                    "passes a browser session's token: it needs auth: login or login_or_token"
-                        + (key == "pass_access_token"
-                            ? " (a token route forwards the caller's own token with forward_token: true)" : ""))
+                    n.path, n.node,
+                    "passes a browser session's token: it needs auth: login or login_or_token (a token route forwards the caller's own token with forward_token: true)"
+                )
+            }
+            if let n = k.passIDToken {
+                r.problem(n.path, n.node, "passes a browser session's token: it needs auth: login or login_or_token")
             }
         }
         // On auth: login, forward_token: true sends the session's token (as Authorization,
@@ -113,21 +115,22 @@ enum ConfigValidation {
         // options can be set.
         if x.forwardsSessionToken, o.forwarding.passAccessToken != nil {
             r.problem(
-                "\(p).forward_token", m["forward_token"],
+                k.forwardToken?.path ?? p, k.forwardToken?.node,
                 "give forward_token or pass_access_token, not both (forward_token: true is pass_access_token: Authorization)"
             )
         }
         let own = o.forwarding.ownHeaders
         if Set(own).count != own.count {
             r.problem(
-                p, m["identity_assertion"] ?? m["pass_id_token"] ?? m["certificate_headers"],
+                p, (k.identityAssertion ?? k.passIDToken ?? k.certificateHeaders)?.node,
                 "pass_access_token, pass_id_token, identity_assertion.header and certificate_headers must be different headers"
             )
         }
         for h in own
         where x.route.options.forwarding.identityHeaders.headerNames.contains(where: { $0.lowercased() == h }) {
             r.problem(
-                p, m["headers"], "the header \(h) is both an identity header and a token/assertion header; rename one")
+                p, k.headers?.node,
+                "the header \(h) is both an identity header and a token/assertion header; rename one")
         }
     }
 }

@@ -95,7 +95,8 @@ struct RouteOptions: Sendable {
     }
 }
 
-/// What the readers of a route's keys are handed besides the key's own value.
+/// What the readers of a stage's route key (`KeyedStage.routeKey`) are handed besides the
+/// key's own value, once the route's own keys are read.
 struct RouteKeyContext {
     /// `auth:` as written (`none` when it was missing or wrong: a problem was reported).
     var auth: AuthMode
@@ -110,107 +111,141 @@ struct RouteKeyContext {
 
 extension RouteConfig {
     /// The keys of a `routes[]` entry, each said once: its reference row (type and default,
-    /// checked by ConfigReferenceTests) and its reader. The plain options are read here, in
-    /// this order, once the route's match, upstream and auth are known; the others by the
-    /// reader named. Whether a key fits the route's other keys is ConfigValidation's to say.
-    static let keyTable = ConfigKeyTable<RouteConfig, RouteKeyContext>([
-        .init("name", type: "string", default: "`routes[N]`") { route, n, p, c in
-            if let s = c.r.string(n, path: p) { route.name = s }
+    /// checked by ConfigReferenceTests) and its row, read in this order into a `RouteDraft`.
+    /// `match`, `upstream` and `auth` come first, so the options after them read the match
+    /// and the mode; the keys whose meaning depends on the mode are kept as given, for
+    /// ConfigParser.routes to combine. Whether a key fits the route's other keys is
+    /// ConfigValidation's to say.
+    static let keyTable = ConfigKeyTable<RouteDraft, RouteReading>([
+        .init("name", type: "string", default: "`routes[N]`") { d, n, p, c in
+            if let s = c.r.string(n, path: p) { d.route.name = s }
         },
-        .init("match", type: "mapping (below)", default: "none: required", by: "ConfigParser.routeMatch"),
-        .init("upstream", type: "an `upstreams:` name", default: "none: required", by: "ConfigParser.routes"),
+        .init(
+            "match", type: "mapping (below)", default: "none: required",
+            reader: .always { d, n, p, c in
+                guard let match = ConfigParser.routeMatch(n, path: p, item: d.item, c.r) else { return }
+                d.route.match = match
+                d.matched = true
+            }),
+        .init(
+            "upstream", type: "an `upstreams:` name", default: "none: required",
+            reader: .always { d, n, p, c in ConfigParser.routeUpstream(&d, n, path: p, c) }),
         .init(
             "auth", type: "`none`, `bearer`, `dpop`, `token`, `login`, `login_or_token` or `api_key`",
-            default: "none: required", by: "ConfigParser.routes"),
-        .init(
+            default: "none: required",
+            reader: .always { d, n, p, c in
+                guard let n else {
+                    c.r.problem(p, d.item, "is missing; say auth: none explicitly for a public route")
+                    return
+                }
+                guard let s = c.r.string(n, path: p) else { return }
+                if let a = AuthMode(rawValue: s) {
+                    d.auth = a
+                } else {
+                    c.r.problem(p, n, "must be one of \(AuthMode.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+            }),
+        given(
             "api_keys", type: "an `api_keys:` name, or a list of them", default: "none (required for `api_key`)",
-            by: "ConfigParser.tokenRoute"),
-        .init(
-            "issuers", type: "list of `issuers:` names", default: "none (required for token routes)",
-            by: "ConfigParser.tokenRoute"),
-        .init(
-            "client", type: "a `clients:` name", default: "none (a login route needs it or `clients`)",
-            by: "ConfigParser.loginClients"),
-        .init("clients", type: "list of `clients:` names", default: "none", by: "ConfigParser.loginClients"),
-        .init("require", type: "mapping (below)", default: "no rule", by: "ConfigParser.requirement"),
+            \.apiKeys),
+        given("issuers", type: "list of `issuers:` names", default: "none (required for token routes)", \.issuers),
+        given("client", type: "a `clients:` name", default: "none (a login route needs it or `clients`)", \.client),
+        given("clients", type: "list of `clients:` names", default: "none", \.clients),
+        given("require", type: "mapping (below)", default: "no rule", \.require),
         .init(
             "headers", type: "mapping of header name to claim path or `{variable}`",
             default:
                 "`X-Forwarded-User: sub`, `X-Forwarded-Email: email`, `X-Forwarded-Groups: groups`, `X-Forwarded-Preferred-Username: preferred_username`"
-        ) { route, n, p, c in
-            if let h = ConfigParser.identityHeaders(n, path: p, match: c.matched ? route.match.path : nil, c.r) {
-                route.options.forwarding.identityHeaders = h
+        ) { d, n, p, c in
+            d.keys.headers = GivenNode(node: n, path: p)
+            if let h = ConfigParser.identityHeaders(n, path: p, match: d.matched ? d.route.match.path : nil, c.r) {
+                d.route.options.forwarding.identityHeaders = h
             }
         },
-        .init("forward_token", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
-        .init("token_in_query", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
-        .init("token_in_body", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
-        .init("dpop", type: "mapping (below)", default: "each key's default", by: "ConfigParser.dpopRoute"),
-        .init("upgrades", type: "list: `websocket`, or `[]`", default: "`[websocket]`") { route, n, p, c in
-            route.options.upgrade.protocols = ConfigParser.routeUpgrades(n, path: p, c.r)
+        given("forward_token", type: "bool", default: "`false`", \.forwardToken),
+        given("token_in_query", type: "bool", default: "`false`", \.tokenInQuery),
+        given("token_in_body", type: "bool", default: "`false`", \.tokenInBody),
+        given("dpop", type: "mapping (below)", default: "each key's default", \.dpop),
+        .init("upgrades", type: "list: `websocket`, or `[]`", default: "`[websocket]`") { d, n, p, c in
+            d.keys.upgrades = GivenNode(node: n, path: p)
+            d.route.options.upgrade.protocols = ConfigParser.routeUpgrades(n, path: p, c.r)
         },
-        .init("close_at_token_expiry", type: "bool", default: "`false`", by: "ConfigParser.tokenRoute"),
+        given("close_at_token_expiry", type: "bool", default: "`false`", \.closeAtTokenExpiry),
         .init(
             "strip_prefix", type: "bool", default: "`false`",
             checkedBy: ConfigDefault.bool(RouteOptions().forwarding.strippedPrefix != nil)
-        ) { route, n, p, c in
-            guard c.matched else { return }
-            ConfigParser.stripPrefix(n, path: p, &route, c.r)
+        ) { d, n, p, c in
+            guard d.matched else { return }
+            ConfigParser.stripPrefix(n, path: p, &d.route, c.r)
         },
-        .init("cors_preflight", type: "`allow`", default: "off") { route, n, p, c in
-            guard c.matched, let s = c.r.string(n, path: p) else { return }
+        .init("cors_preflight", type: "`allow`", default: "off") { d, n, p, c in
+            d.keys.corsPreflight = GivenNode(node: n, path: p)
+            guard d.matched, let s = c.r.string(n, path: p) else { return }
             if s == "allow" {
-                route.options.cors.preflight = true
+                d.route.options.cors.preflight = true
             } else {
                 c.r.problem(p, n, "must be allow (CORS preflights pass unauthenticated), or leave it out")
             }
         },
-        .init("pass_access_token", type: "header name, or `Authorization`", default: "none") { route, n, p, c in
+        .init("pass_access_token", type: "header name, or `Authorization`", default: "none") { d, n, p, c in
+            d.keys.passAccessToken = GivenNode(node: n, path: p)
             // Without a session ConfigValidation reports the key, and only that.
-            guard c.matched, c.hasSession, let h = c.r.string(n, path: p) else { return }
+            guard d.matched, d.hasSession, let h = c.r.string(n, path: p) else { return }
             if ConfigParser.headerName(h, path: p, n, allowAuthorization: true, c.r) {
-                route.options.forwarding.passAccessToken = h
+                d.route.options.forwarding.passAccessToken = h
             }
         },
-        .init("pass_id_token", type: "header name", default: "none") { route, n, p, c in
-            guard c.matched, c.hasSession, let h = c.r.string(n, path: p) else { return }
+        .init("pass_id_token", type: "header name", default: "none") { d, n, p, c in
+            d.keys.passIDToken = GivenNode(node: n, path: p)
+            guard d.matched, d.hasSession, let h = c.r.string(n, path: p) else { return }
             if ConfigParser.headerName(h, path: p, n, allowAuthorization: false, c.r) {
-                route.options.forwarding.passIDToken = h
+                d.route.options.forwarding.passIDToken = h
             }
         },
-        .init("identity_assertion", type: "mapping (below)", default: "none") { route, n, p, c in
-            guard c.matched else { return }
-            route.options.forwarding.identityAssertion = ConfigParser.identityAssertion(
-                n, path: p, route: route, auth: c.auth, cfg: c.cfg, c.r)
+        .init("identity_assertion", type: "mapping (below)", default: "none") { d, n, p, c in
+            d.keys.identityAssertion = GivenNode(node: n, path: p)
+            guard d.matched else { return }
+            d.route.options.forwarding.identityAssertion = ConfigParser.identityAssertion(
+                n, path: p, route: d.route, auth: d.auth, cfg: c.cfg, c.r)
         },
-        .init(
+        given(
             "resource", type: "absolute https URL (RFC 8707; http only for a loopback host)", default: "none",
-            by: "ConfigParser.protectedResource"),
-        .init("resource_name", type: "string", default: "none", by: "ConfigParser.protectedResource"),
-        .init("resource_documentation", type: "URL", default: "none", by: "ConfigParser.protectedResource"),
-        .init("mcp", type: "mapping (below)", default: "none: the body is not read", by: "ConfigParser.mcpRules"),
-        .init(
-            "token_exchange", type: "mapping (below)", default: "none: no exchange", by: "ConfigParser.tokenExchange"),
+            \.resource),
+        given("resource_name", type: "string", default: "none", \.resourceName),
+        given("resource_documentation", type: "URL", default: "none", \.resourceDocumentation),
+        given("mcp", type: "mapping (below)", default: "none: the body is not read", \.mcp),
+        given("token_exchange", type: "mapping (below)", default: "none: no exchange", \.tokenExchange),
         .init(
             "buffering", type: "bool", default: "`true`",
             checkedBy: ConfigDefault.bool(RouteOptions().buffering.response)
-        ) { route, n, p, c in
-            if c.matched, let b = c.r.bool(n, path: p) { route.options.buffering.response = b }
+        ) { d, n, p, c in
+            if d.matched, let b = c.r.bool(n, path: p) { d.route.options.buffering.response = b }
         },
         .init(
             "request_buffering", type: "bool", default: "`true`",
             checkedBy: ConfigDefault.bool(RouteOptions().buffering.request)
-        ) { route, n, p, c in
-            if c.matched, let b = c.r.bool(n, path: p) { route.options.buffering.request = b }
+        ) { d, n, p, c in
+            if d.matched, let b = c.r.bool(n, path: p) { d.route.options.buffering.request = b }
         },
         .init(
             "certificate_headers", type: "mapping of header name to `subject`, `uri` or `sha256`", default: "none"
-        ) { route, n, p, c in
-            if c.matched {
-                route.options.forwarding.certificateHeaders = ConfigParser.certificateHeaders(n, path: p, c.r)
+        ) { d, n, p, c in
+            d.keys.certificateHeaders = GivenNode(node: n, path: p)
+            if d.matched {
+                d.route.options.forwarding.certificateHeaders = ConfigParser.certificateHeaders(n, path: p, c.r)
             }
         }
     ])
+
+    /// A key kept as given: what it means waits for `auth:` (ConfigParser.routes).
+    private static func given(
+        _ name: String, type: String, default defaultText: String,
+        _ field: WritableKeyPath<RouteKeys, GivenNode?> & Sendable
+    ) -> ConfigKey<RouteDraft, RouteReading> {
+        .init(name, type: type, default: defaultText) { d, n, p, _ in
+            d.keys[keyPath: field] = GivenNode(node: n, path: p)
+        }
+    }
 }
 
 /// A field of a client certificate an upstream can be told.

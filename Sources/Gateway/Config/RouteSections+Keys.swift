@@ -2,22 +2,35 @@ import OAuth
 import Reactor
 import Yams
 
+/// A route's `match:` as its table reads it: the host and methods into the match, and the
+/// path rules as given, for ConfigParser.routeMatch to hold to exactly one.
+struct RouteMatchDraft {
+    var match = RouteMatch(host: nil, path: .prefix("/"), methods: nil)
+    var paths: [(kind: PathKind, key: GivenNode)] = []
+
+    enum PathKind { case exact, prefix, template }
+}
+
 extension RouteMatch {
-    /// The keys of a route's `match:`, each said once with its reference row. The path (one
-    /// of `path`, `path_prefix`, `path_template`) is read by ConfigParser.routeMatch; the others here, in this
-    /// order.
-    static let keyTable = ConfigKeyTable<RouteMatch, ConfigReader>([
-        .init("host", type: "host name or `*.suffix`", default: "any host") { match, n, p, r in
+    /// The keys of a route's `match:`, each said once with its reference row and read here in
+    /// this order. Exactly one of `path`, `path_prefix`, `path_template` is right:
+    /// ConfigValidation.routeMatch says so, ConfigParser.routeMatch reads the one given.
+    static let keyTable = ConfigKeyTable<RouteMatchDraft, ConfigReader>([
+        .init("host", type: "host name or `*.suffix`", default: "any host") { d, n, p, r in
             guard let s = r.string(n, path: p) else { return }
-            match.host = HostPattern(s)
-            if match.host == nil { r.problem(p, n, "\"\(s)\" is not a host name or *.wildcard") }
+            d.match.host = HostPattern(s)
+            if d.match.host == nil { r.problem(p, n, "\"\(s)\" is not a host name or *.wildcard") }
         },
-        .init("path", type: "normalized path (exact)", default: "none", by: "ConfigParser.routeMatch"),
-        .init("path_prefix", type: "normalized path (whole segments)", default: "none", by: "ConfigParser.routeMatch"),
-        .init(
-            "path_template", type: "path template: `{name}` segments, `{name*}` last", default: "none",
-            by: "ConfigParser.routeMatch"),
-        .init("methods", type: "list of HTTP methods", default: "any method") { match, n, p, r in
+        .init("path", type: "normalized path (exact)", default: "none") { d, n, p, _ in
+            d.paths.append((.exact, GivenNode(node: n, path: p)))
+        },
+        .init("path_prefix", type: "normalized path (whole segments)", default: "none") { d, n, p, _ in
+            d.paths.append((.prefix, GivenNode(node: n, path: p)))
+        },
+        .init("path_template", type: "path template: `{name}` segments, `{name*}` last", default: "none") {
+            d, n, p, _ in d.paths.append((.template, GivenNode(node: n, path: p)))
+        },
+        .init("methods", type: "list of HTTP methods", default: "any method") { d, n, p, r in
             guard let seq = r.sequence(n, path: p) else { return }
             var set = Set<HTTPMethod>()
             for (j, item) in seq.enumerated() {
@@ -30,7 +43,7 @@ extension RouteMatch {
                         "\"\(s)\" is not one of \(HTTPMethod.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
             }
-            match.methods = set
+            d.match.methods = set
         }
     ])
 }
@@ -109,12 +122,19 @@ extension AuthorizationRequirement {
         }
     ])
 
-    /// The rule of one claim (`require.claims.CLAIM`): exactly one of these, read by
-    /// ConfigParser.claimRules.
-    static let claimRuleKeyTable = ConfigKeyTable<AuthorizationRequirement, ConfigReader>([
-        .init("equals", type: "string", default: "none", by: "ConfigParser.claimRules"),
-        .init("one_of", type: "list", default: "none", by: "ConfigParser.claimRules"),
-        .init("contains", type: "string", default: "none", by: "ConfigParser.claimRules")
+    /// The rule of one claim (`require.claims.CLAIM`): exactly one of these (ConfigParser.claimRules
+    /// reads a mapping of one key only), each read here.
+    static let claimRuleKeyTable = ConfigKeyTable<[Rule], ConfigReader>([
+        .init("equals", type: "string", default: "none") { rules, n, p, r in
+            if let s = r.string(n, path: p) { rules.append(.equals(s)) }
+        },
+        .init("one_of", type: "list", default: "none") { rules, n, p, r in
+            guard let seq = r.sequence(n, path: p) else { return }
+            rules.append(.oneOf(seq.enumerated().compactMap { r.string($1, path: "\(p)[\($0)]") }))
+        },
+        .init("contains", type: "string", default: "none") { rules, n, p, r in
+            if let s = r.string(n, path: p) { rules.append(.contains(s)) }
+        }
     ])
 
     /// A list of names, the problem when it names none.
@@ -252,9 +272,15 @@ extension MCPRules {
         }
     ])
 
-    /// The keys of an entry of `methods`, `tools`, `resources` or `prompts`, read by
-    /// ConfigParser.mcpTable.
-    static let entryKeyTable = ConfigKeyTable<MCPRules, ConfigReader>([
-        .init("require", type: "a `routes[].require` mapping", default: "none: required", by: "ConfigParser.mcpTable")
+    /// The keys of an entry of `methods`, `tools`, `resources` or `prompts`, read here for
+    /// ConfigParser.mcpTable (nil: the entry gave no requirement, which it reports).
+    static let entryKeyTable = ConfigKeyTable<AuthorizationRequirement?, ConfigReader>([
+        .init("require", type: "a `routes[].require` mapping", default: "none: required") { entry, n, p, r in
+            let requirement = ConfigParser.requirement(n, path: p, r)
+            if requirement.hasStepUp {
+                r.problem(p, n, "acr and max_age apply to the whole route: put them in the route's require")
+            }
+            entry = requirement
+        }
     ])
 }

@@ -10,11 +10,10 @@ extension ConfigParser {
     static let mcpMaxResponseBytesCeiling = 64 << 20
 
     /// nil without `mcp`, or when it cannot apply (the problem is reported at its key).
-    static func mcpRules(_ m: [String: Node], path route: String, auth: AuthMode, _ r: ConfigReader) -> MCPRules? {
-        guard let node = m["mcp"] else { return nil }
-        let p = "\(route).mcp"
-        guard ConfigValidation.mcp(m, route: route, auth: auth, r) else { return nil }
-        guard let section = r.mapping(node, path: p, section: .mcp) else { return nil }
+    static func mcpRules(_ k: RouteKeys, auth: AuthMode, _ r: ConfigReader) -> MCPRules? {
+        guard let given = k.mcp, ConfigValidation.mcp(k, auth: auth, r) else { return nil }
+        let p = given.path
+        guard let section = r.mapping(given.node, path: p, section: .mcp) else { return nil }
         var rules = MCPRules()
         MCPRules.keyTable.read(section, into: &rules, path: p, r)
         return rules
@@ -50,14 +49,11 @@ extension ConfigParser {
                 spelled[name] = written
             }
             guard let entry = r.mapping(value, path: ep, section: .mcpRule) else { continue }
-            guard let n = entry["require"] else {
+            var requirement: AuthorizationRequirement?
+            MCPRules.entryKeyTable.read(entry, into: &requirement, path: ep, r)
+            guard let requirement else {
                 r.problem(ep, value, "needs require: the scopes or claims a call needs")
                 continue
-            }
-            let requirement = requirement(n, path: "\(ep).require", r)
-            if requirement.hasStepUp {
-                r.problem(
-                    "\(ep).require", n, "acr and max_age apply to the whole route: put them in the route's require")
             }
             out[name] = requirement
         }

@@ -6,11 +6,11 @@ import Yams
 extension ConfigParser {
     /// nil without `token_exchange`, or when it cannot apply (the problem is reported at its key).
     static func tokenExchange(
-        _ m: [String: Node], path route: String, index: Int, auth: AuthMode, cfg: GatewayConfig, _ r: ConfigReader
+        _ k: RouteKeys, index: Int, auth: AuthMode, cfg: GatewayConfig, _ r: ConfigReader
     ) -> TokenExchangeConfig? {
-        guard let node = m["token_exchange"] else { return nil }
-        let p = "\(route).token_exchange"
-        guard ConfigValidation.tokenExchange(m, route: route, auth: auth, r) else { return nil }
+        guard let given = k.tokenExchange, ConfigValidation.tokenExchange(k, auth: auth, r) else { return nil }
+        let node = given.node
+        let p = given.path
         guard let section = r.mapping(node, path: p, section: .tokenExchange) else { return nil }
         guard let issuerNode = section["issuer"], let issuerName = r.string(issuerNode, path: "\(p).issuer") else {
             r.problem(p, node, "needs issuer: NAME (the issuers: entry whose token endpoint exchanges)")
