@@ -73,95 +73,167 @@ struct AuthorizationServerConfig: Sendable {
 }
 
 extension AuthorizationServerConfig {
-    static let keyTable = ConfigKeyTable<AuthorizationServerConfig, ConfigReader>([
+    /// The keys of `authorization_server`, each said once with its reference row and read in
+    /// this order into a draft; `ConfigParser.authorizationServer` then holds consent to the
+    /// client hosts. Rows that name other sections (`login`, `id_jag`, the registration
+    /// limits) read them from the config read so far.
+    static let keyTable = ConfigKeyTable<AuthorizationServerDraft, ConfigContext>([
         .init(
-            "issuer", type: "https URL (http only for a loopback host)", default: "the first `public_url`"
-        ) { c, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
-            guard TransmitterConfig.securedURL(s) != nil else {
-                r.problem(p, n, "\"\(s)\" is not an https URL (http only for a loopback host)")
-                return
-            }
-            c.issuer = s.hasSuffix("/") ? String(s.dropLast()) : s
-        },
+            "issuer", type: "https URL (http only for a loopback host)", default: "the first `public_url`",
+            reader: .always { d, n, p, c in
+                guard let n else {
+                    if let first = c.cfg.publicURLs.first {
+                        d.server.issuer = "\(first.scheme)://\(first.authority)"
+                    } else {
+                        c.r.problem(p, d.node, "is required when there is no public_url")
+                    }
+                    return
+                }
+                guard let s = c.r.string(n, path: p) else { return }
+                guard TransmitterConfig.securedURL(s) != nil else {
+                    c.r.problem(p, n, "\"\(s)\" is not an https URL (http only for a loopback host)")
+                    return
+                }
+                d.server.issuer = s.hasSuffix("/") ? String(s.dropLast()) : s
+            }),
         .init(
             "signing_keys", type: "list of private key files (JWK or PEM); the first signs", default: "none: required",
-            by: "ConfigParser.authorizationServer"),
+            reader: .always { d, n, p, c in
+                guard let n else {
+                    c.r.problem(p, d.node, "is required: the keys the access tokens are signed with")
+                    return
+                }
+                d.server.signingKeys = ConfigParser.signingKeys(n, path: p, c.r)
+            }),
         .init(
             "access_token_ttl", type: "duration, 1m to 1h", default: "`10m`",
             checkedBy: ConfigDefault.duration(AuthorizationServerConfig().accessTokenTTL)
-        ) { c, n, p, r in
-            guard let v = r.duration(n, path: p) else { return }
-            if v < 60 || v > 3600 { r.problem(p, n, "must be from 1m to 1h") } else { c.accessTokenTTL = v }
+        ) { d, n, p, c in
+            guard let v = c.r.duration(n, path: p) else { return }
+            if v < 60 || v > 3600 { c.r.problem(p, n, "must be from 1m to 1h") } else { d.server.accessTokenTTL = v }
         },
-        .init(
-            "login", type: "a `clients:` name", default: "none: only the ID-JAG grant",
-            by: "ConfigParser.authorizationServer"),
+        .init("login", type: "a `clients:` name", default: "none: only the ID-JAG grant") { d, n, p, c in
+            guard let name = c.r.string(n, path: p) else { return }
+            // Users sign in through the existing login: a client with an issuer to send them to.
+            if let client = c.cfg.clients[name], client.issuer != nil {
+                d.server.login = name
+            } else {
+                c.r.problem(
+                    p, n,
+                    "\"\(name)\" is not a login client (a clients: entry with an issuer); defined: \(c.cfg.clients.keys.sorted().joined(separator: ", "))"
+                )
+            }
+        },
         .init(
             "refresh_token_ttl", type: "duration, 5m to 90d", default: "`24h`",
             checkedBy: ConfigDefault.duration(AuthorizationServerConfig().refreshTokenTTL)
-        ) { c, n, p, r in
-            guard let v = r.duration(n, path: p) else { return }
-            if v < 300 || v > 90 * 86_400 { r.problem(p, n, "must be from 5m to 90d") } else { c.refreshTokenTTL = v }
+        ) { d, n, p, c in
+            guard let v = c.r.duration(n, path: p) else { return }
+            if v < 300 || v > 90 * 86_400 {
+                c.r.problem(p, n, "must be from 5m to 90d")
+            } else {
+                d.server.refreshTokenTTL = v
+            }
         },
-        .init("consent", type: "bool", default: "`true`", checkedBy: ConfigDefault.bool(true)) { c, n, p, r in
-            if let b = r.bool(n, path: p) { c.consent = b }
+        .init("consent", type: "bool", default: "`true`", checkedBy: ConfigDefault.bool(true)) { d, n, p, c in
+            d.consent = n
+            if let b = c.r.bool(n, path: p) { d.server.consent = b }
         },
         .init(
             "consent_ttl", type: "duration, 1h to 365d", default: "`30d`",
             checkedBy: ConfigDefault.duration(AuthorizationServerConfig().consentTTL)
-        ) { c, n, p, r in
-            guard let v = r.duration(n, path: p) else { return }
-            if v < 3600 || v > 365 * 86_400 { r.problem(p, n, "must be from 1h to 365d") } else { c.consentTTL = v }
+        ) { d, n, p, c in
+            guard let v = c.r.duration(n, path: p) else { return }
+            if v < 3600 || v > 365 * 86_400 {
+                c.r.problem(p, n, "must be from 1h to 365d")
+            } else {
+                d.server.consentTTL = v
+            }
         },
         .init(
             "scopes", type: "mapping: a scope to `{}` or a `require`-style rule on the user's claims",
-            default: "none: required", by: "ConfigParser.authorizationServer"),
-        .init(
-            "clients", type: "mapping (below)", default: "metadata documents from any public host",
-            by: "ConfigParser.authorizationServer"),
-        .init(
-            "id_jag", type: "`{ issuers: [NAME, …] }`", default: "none: no ID-JAG is taken",
-            by: "ConfigParser.authorizationServer")
+            default: "none: required",
+            reader: .always { d, n, p, c in
+                guard let n else {
+                    c.r.problem(p, d.node, "is required: the scopes a user may be granted")
+                    return
+                }
+                d.server.scopes = ConfigParser.grantableScopes(n, path: p, c.r)
+            }),
+        .init("clients", type: "mapping (below)", default: "metadata documents from any public host") { d, n, p, c in
+            guard let m = c.r.mapping(n, path: p, section: .asClients) else { return }
+            AuthorizationServerConfig.clientsKeyTable.read(m, into: &d.server.clients, path: p, c)
+        },
+        .init("id_jag", type: "`{ issuers: [NAME, …] }`", default: "none: no ID-JAG is taken") { d, n, p, c in
+            guard let m = c.r.mapping(n, path: p, section: .asIDJAG) else { return }
+            var issuers: [String]?
+            AuthorizationServerConfig.idJAGKeyTable.read(m, into: &issuers, path: p, c)
+            if let issuers {
+                d.server.identityAssertionIssuers = issuers
+            } else {
+                c.r.problem("\(p).issuers", n, "is required")
+            }
+        }
     ])
 
-    static let clientsKeyTable = ConfigKeyTable<Clients, ConfigReader>([
+    static let clientsKeyTable = ConfigKeyTable<Clients, ConfigContext>([
         .init(
             "allowed_client_hosts", type: "list of host names or `*.domain` patterns", default: "any public host"
-        ) { c, n, p, r in
-            guard let items = r.sequence(n, path: p) else { return }
+        ) { cl, n, p, x in
+            guard let items = x.r.sequence(n, path: p) else { return }
             for (i, item) in items.enumerated() {
-                guard let s = r.string(item, path: "\(p)[\(i)]") else { continue }
+                guard let s = x.r.string(item, path: "\(p)[\(i)]") else { continue }
                 if Self.isHostPattern(s) {
-                    c.allowedHosts.append(s.lowercased())
+                    cl.allowedHosts.append(s.lowercased())
                 } else {
-                    r.problem("\(p)[\(i)]", item, "\"\(s)\" is not a host name or a *.domain pattern")
+                    x.r.problem("\(p)[\(i)]", item, "\"\(s)\" is not a host name or a *.domain pattern")
                 }
             }
         },
         .init(
             "registration", type: "bool", default: "`false`", checkedBy: ConfigDefault.bool(false)
-        ) { c, n, p, r in
-            if let b = r.bool(n, path: p) { c.registration = b }
+        ) { cl, n, p, x in
+            if let b = x.r.bool(n, path: p) { cl.registration = b }
         },
         .init(
             "registration_rate_limit", type: "a `rate_limits:` name or list of names with `key: ip`",
-            default: "20 an hour per address, 5 at once", by: "ConfigParser.authorizationServer"),
-        .init("ca_file", type: "path of a PEM CA bundle", default: "the system's") { c, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
-            let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
+            default: "20 an hour per address, 5 at once"
+        ) { cl, n, p, x in
+            // By address only: whoever registers has no identity yet, and a header is theirs to vary.
+            cl.registrationLimits = ConfigParser.rateLimitPolicies(n, path: p, defined: x.cfg.rateLimits, x.r).filter {
+                guard $0.key == .ip else {
+                    x.r.problem(p, n, "\"\($0.name)\" counts by \($0.key.text): registrations are counted by ip")
+                    return false
+                }
+                return true
+            }
+        },
+        .init("ca_file", type: "path of a PEM CA bundle", default: "the system's") { cl, n, p, x in
+            guard let s = x.r.string(n, path: p) else { return }
+            let full = s.hasPrefix("/") ? s : "\(x.r.baseDirectory)/\(s)"
             if FileManager.default.isReadableFile(atPath: full) {
-                c.caFile = full
+                cl.caFile = full
             } else {
-                r.problem(p, n, "cannot read \(full)")
+                x.r.problem(p, n, "cannot read \(full)")
             }
         }
     ])
 
-    static let idJAGKeyTable = ConfigKeyTable<[String], ConfigReader>([
-        .init(
-            "issuers", type: "list of `issuers:` names", default: "none: required",
-            by: "ConfigParser.authorizationServer")
+    /// `id_jag:` read into the names of the issuers whose ID-JAGs are taken (nil: `issuers`
+    /// not given).
+    static let idJAGKeyTable = ConfigKeyTable<[String]?, ConfigContext>([
+        .init("issuers", type: "list of `issuers:` names", default: "none: required") { issuers, list, p, c in
+            issuers = []
+            for (i, name) in ConfigParser.exchangeNames(list, path: p, c.r).enumerated() {
+                if c.cfg.issuers[name] == nil {
+                    c.r.problem(
+                        "\(p)[\(i)]", list,
+                        "\"\(name)\" is not defined; defined: \(c.cfg.issuers.keys.sorted().joined(separator: ", "))")
+                } else {
+                    issuers?.append(name)
+                }
+            }
+        }
     ])
 
     /// `host`, `*.domain`, or an IP literal: letters, digits, `-`, `.`, `:` (IPv6), a leading `*.`.
@@ -175,6 +247,14 @@ extension AuthorizationServerConfig {
                 || $0 == ":"
         }
     }
+}
+
+/// `authorization_server` as its table reads it: the server, and what its checks point at.
+struct AuthorizationServerDraft {
+    var server = AuthorizationServerConfig()
+    /// The section itself: where a missing key's problem points.
+    let node: Node
+    var consent: Node?
 }
 
 extension GatewayConfig {

@@ -3,104 +3,66 @@ import JOSE
 import OAuth
 import Yams
 
-/// The `authorization_server` section (AuthorizationServerConfig.swift): what needs more than
-/// its key table — the signing keys read from their files, the scopes' rules, the client
-/// policy, the ID-JAG issuers checked against `issuers:`.
+/// The `authorization_server` section (AuthorizationServerConfig.swift): its table, then the
+/// check between consent and the client hosts; the signing keys and the scopes' rules its rows
+/// read.
 extension ConfigParser {
     static func authorizationServer(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader)
         -> AuthorizationServerConfig?
     {
         let p = "authorization_server"
         guard let node, let m = r.mapping(node, path: p, section: .authorizationServer) else { return nil }
-        var c = AuthorizationServerConfig()
-        AuthorizationServerConfig.keyTable.read(m, into: &c, path: p, r)
-        if m["issuer"] == nil {
-            if let first = cfg.publicURLs.first {
-                c.issuer = "\(first.scheme)://\(first.authority)"
-            } else {
-                r.problem("\(p).issuer", node, "is required when there is no public_url")
-            }
-        }
-        if let n = m["signing_keys"], let items = r.sequence(n, path: "\(p).signing_keys") {
-            for (i, item) in items.enumerated() {
-                guard let file = r.string(item, path: "\(p).signing_keys[\(i)]") else { continue }
-                let (key, alg) = clientKey(file: file, node: item, algNode: nil, path: "\(p).signing_keys[\(i)]", r)
-                guard let key, let alg else { continue }
-                // The JWKS names every key; one without a kid is named by its thumbprint (RFC 7638).
-                c.signingKeys.append((key, alg, key.kid ?? key.thumbprint()))
-            }
-            if items.isEmpty { r.problem("\(p).signing_keys", n, "names no key") }
-        } else if m["signing_keys"] == nil {
-            r.problem("\(p).signing_keys", node, "is required: the keys the access tokens are signed with")
-        }
-        if let n = m["scopes"], let scopes = r.mapping(n, path: "\(p).scopes", section: nil) {
-            for (name, value) in scopes.sorted(by: { $0.key < $1.key }) {
-                let sp = "\(p).scopes.\(name)"
-                guard ScopeText.isToken(name), name != "offline_access" else {
-                    r.problem(sp, value, "is not a scope this AS can grant (RFC 6749 §3.3; never offline_access)")
-                    continue
-                }
-                if case .scalar(let s) = value, s.string.isEmpty || s.string == "~" || s.string == "null" {
-                    c.scopes.append((name, AuthorizationRequirement()))
-                } else if case .mapping(let rule) = value, rule.isEmpty {
-                    c.scopes.append((name, AuthorizationRequirement()))
-                } else {
-                    c.scopes.append((name, requirement(value, path: sp, r)))
-                }
-            }
-            if scopes.isEmpty { r.problem("\(p).scopes", n, "names no scope") }
-        } else if m["scopes"] == nil {
-            r.problem("\(p).scopes", node, "is required: the scopes a user may be granted")
-        }
-        if let n = m["login"], let name = r.string(n, path: "\(p).login") {
-            // Users sign in through the existing login: a client with an issuer to send them to.
-            if let client = cfg.clients[name], client.issuer != nil {
-                c.login = name
-            } else {
-                r.problem(
-                    "\(p).login", n,
-                    "\"\(name)\" is not a login client (a clients: entry with an issuer); defined: \(cfg.clients.keys.sorted().joined(separator: ", "))"
-                )
-            }
-        }
-        if let n = m["clients"], let cm = r.mapping(n, path: "\(p).clients", section: .asClients) {
-            AuthorizationServerConfig.clientsKeyTable.read(cm, into: &c.clients, path: "\(p).clients", r)
-            if let n = cm["registration_rate_limit"] {
-                let path = "\(p).clients.registration_rate_limit"
-                // By address only: whoever registers has no identity yet, and a header is theirs to vary.
-                c.clients.registrationLimits = rateLimitPolicies(n, path: path, defined: cfg.rateLimits, r).filter {
-                    guard $0.key == .ip else {
-                        r.problem(path, n, "\"\($0.name)\" counts by \($0.key.text): registrations are counted by ip")
-                        return false
-                    }
-                    return true
-                }
-            }
-        }
+        var d = AuthorizationServerDraft(node: node)
+        AuthorizationServerConfig.keyTable.read(m, into: &d, path: p, ConfigContext(cfg: cfg, r: r))
         // Without consent, a client the user never saw gets a code: only from hosts the
         // operator named (the MCP spec's confused deputy; RFC 9700 §4.1).
-        if !c.consent, c.clients.allowedHosts.isEmpty {
+        if !d.server.consent, d.server.clients.allowedHosts.isEmpty {
             r.problem(
-                "\(p).consent", m["consent"],
+                "\(p).consent", d.consent,
                 "consent: false needs clients.allowed_client_hosts: without it any public host's client would get codes with no page"
             )
         }
-        if let n = m["id_jag"], let jm = r.mapping(n, path: "\(p).id_jag", section: .asIDJAG) {
-            guard let list = jm["issuers"] else {
-                r.problem("\(p).id_jag.issuers", n, "is required")
-                return c
+        return d.server
+    }
+
+    /// `signing_keys`: the key files, each with the algorithm it signs with and its `kid`.
+    static func signingKeys(_ n: Node, path p: String, _ r: ConfigReader) -> [(
+        key: JWK, alg: JWSAlgorithm, kid: String
+    )] {
+        guard let items = r.sequence(n, path: p) else { return [] }
+        if items.isEmpty { r.problem(p, n, "names no key") }
+        return items.enumerated().compactMap { i, item in
+            guard let file = r.string(item, path: "\(p)[\(i)]") else { return nil }
+            let (key, alg) = clientKey(file: file, node: item, algNode: nil, path: "\(p)[\(i)]", r)
+            guard let key, let alg else { return nil }
+            // The JWKS names every key; one without a kid is named by its thumbprint (RFC 7638).
+            return (key, alg, key.kid ?? key.thumbprint())
+        }
+    }
+
+    /// `scopes`: each scope this AS grants, with the rule a user's claims must meet for it
+    /// (`{}` or nothing: every user).
+    static func grantableScopes(_ n: Node, path p: String, _ r: ConfigReader) -> [(
+        name: String, rule: AuthorizationRequirement
+    )] {
+        guard let scopes = r.mapping(n, path: p, section: nil) else { return [] }
+        if scopes.isEmpty { r.problem(p, n, "names no scope") }
+        var out: [(name: String, rule: AuthorizationRequirement)] = []
+        for (name, value) in scopes.sorted(by: { $0.key < $1.key }) {
+            let sp = "\(p).\(name)"
+            guard ScopeText.isToken(name), name != "offline_access" else {
+                r.problem(sp, value, "is not a scope this AS can grant (RFC 6749 §3.3; never offline_access)")
+                continue
             }
-            for (i, name) in exchangeNames(list, path: "\(p).id_jag.issuers", r).enumerated() {
-                if cfg.issuers[name] == nil {
-                    r.problem(
-                        "\(p).id_jag.issuers[\(i)]", list,
-                        "\"\(name)\" is not defined; defined: \(cfg.issuers.keys.sorted().joined(separator: ", "))")
-                } else {
-                    c.identityAssertionIssuers.append(name)
-                }
+            if case .scalar(let s) = value, s.string.isEmpty || s.string == "~" || s.string == "null" {
+                out.append((name, AuthorizationRequirement()))
+            } else if case .mapping(let rule) = value, rule.isEmpty {
+                out.append((name, AuthorizationRequirement()))
+            } else {
+                out.append((name, requirement(value, path: sp, r)))
             }
         }
-        return c
+        return out
     }
 }
 

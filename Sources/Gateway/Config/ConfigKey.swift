@@ -19,9 +19,9 @@ struct ConfigKey<Model, Context>: Sendable {
         /// the group's first key: keys whose meaning depends on each other (`keys` or
         /// `keys_file`; `issuers` and the `clients` that name them).
         case group(ConfigKeyGroup<Model, Context>)
-        /// Read together with other keys by the named reader (a mapping of its own, or a value
-        /// whose meaning depends on other keys, such as `auth` and its settings).
-        case by(String)
+        /// Read by a module, at its read point: a key of a core section that only a module
+        /// understands (an upstream's `credentials`, read once the clients it names are).
+        case module(any GatewayModule.Type)
     }
 
     let name: String
@@ -50,27 +50,6 @@ struct ConfigKey<Model, Context>: Sendable {
         self.readAt = readAt
     }
 
-    init(_ name: String, type: String, default defaultText: String, by reader: String) {
-        self.name = name
-        self.type = type
-        self.defaultText = defaultText
-        self.defaultCheck = nil
-        self.reader = .by(reader)
-        readAt = nil
-    }
-
-    init(
-        _ name: String, type: String, default defaultText: String,
-        checkedBy defaultCheck: @escaping @Sendable (String) -> Bool, by reader: String
-    ) {
-        self.name = name
-        self.type = type
-        self.defaultText = defaultText
-        self.defaultCheck = defaultCheck
-        self.reader = .by(reader)
-        readAt = nil
-    }
-
     init(
         _ name: String, type: String, default defaultText: String,
         read: @escaping @Sendable (_ model: inout Model, _ node: Node, _ path: String, _ context: Context) -> Void
@@ -97,12 +76,32 @@ struct ConfigKey<Model, Context>: Sendable {
     }
 }
 
+extension ConfigKey {
+    /// This key as a row of a table whose model holds this one's model at `field` (a
+    /// transmitter's `auth` reads a grant's keys with the grant's own rows), with that
+    /// section's own reference cells. Only a key read as a value can be.
+    func lifted<Outer>(
+        into field: WritableKeyPath<Outer, Model> & Sendable, type: String, default defaultText: String
+    ) -> ConfigKey<Outer, Context> {
+        guard case .value(let read) = reader else { preconditionFailure("\(name) is not read as a value") }
+        return .init(name, type: type, default: defaultText) { outer, n, p, c in read(&outer[keyPath: field], n, p, c) }
+    }
+}
+
 /// A key as given, in a section's draft (a table whose keys go together: `UpstreamKeys`,
 /// `ListenerTLSKeys`, …): its node, for the problems the combining step reports, and its
 /// value when it read (nil: the row reported why not).
 struct GivenKey<Value> {
     let value: Value?
     let node: Node
+}
+
+/// What the rows of a section whose keys name other sections (a route's upstream and issuers,
+/// the authorization server's login client) are handed besides the key's own value.
+struct ConfigContext {
+    /// The sections read before this one.
+    let cfg: GatewayConfig
+    let r: ConfigReader
 }
 
 /// Keys of one mapping read together by one reader (`ConfigKey.Reader.group`): the rows say
@@ -132,6 +131,35 @@ extension ConfigKeyGroup where Context == ConfigReader {
             let node = m[key] ?? m[key + "_file"]
             guard node != nil, let text = r.secret(m, key: key, path: path) else { return }
             use(&model, text, node, path, r)
+        }
+    }
+}
+
+extension ConfigKeyGroup where Context == ConfigReader {
+    /// `KEY` (a list of strings) or `KEY_file` (one per line), one or the other: `use` gets
+    /// each text with the node it came from (the list's item, or the file's key) and the key's
+    /// path; nothing when neither is there.
+    static func lines(
+        _ key: String,
+        use:
+            @escaping @Sendable (
+                _ model: inout Model, _ texts: [(text: String, node: Node?)], _ path: String, ConfigReader
+            ) -> Void
+    ) -> ConfigKeyGroup {
+        ConfigKeyGroup { model, m, path, r in
+            let keyPath = "\(path).\(key)"
+            let inline = m[key]
+            let file = m[key + "_file"]
+            var texts: [(text: String, node: Node?)] = []
+            if inline != nil && file != nil {
+                r.problem(keyPath, inline, "give either \(key) or \(key)_file, not both")
+            } else if let inline, let seq = r.sequence(inline, path: keyPath) {
+                texts = seq.enumerated().compactMap { j, k in r.string(k, path: "\(keyPath)[\(j)]").map { ($0, k) } }
+            } else if file != nil, let text = r.secret(inline: nil, file: file, key: key, path: path) {
+                texts = text.split(separator: "\n").map { (String($0), file) }
+            }
+            guard !texts.isEmpty else { return }
+            use(&model, texts, keyPath, r)
         }
     }
 }
@@ -183,7 +211,7 @@ struct ConfigKeyTable<Model, Context>: Sendable {
                 guard !groupsRead.contains(id) else { continue }
                 groupsRead.append(id)
                 group.read(&model, map, path, context)
-            case .by:
+            case .module:
                 continue
             }
         }

@@ -8,72 +8,54 @@ extension ConfigParser {
     static func issuers(_ node: Node?, clientsNode: Node?, _ r: ConfigReader) -> (
         issuers: [String: IssuerConfig], clients: [String: ClientConfig]
     ) {
-        var issuers = issuers(node, r)
+        var (issuers, introspections) = issuers(node, r)
         let clients = clients(clientsNode, issuers: issuers, r)
-        guard let node, let m = r.mapping(node, path: "issuers", section: nil) else { return (issuers, clients) }
-        for (name, value) in m {
-            guard let i = value.mapping, let intro = i["introspection"], issuers[name] != nil else { continue }
+        for (name, given) in introspections where issuers[name] != nil {
             let discovery = issuers[name]?.keys == .discovery
-            var parsed = introspection(
-                intro, path: "issuers.\(name).introspection", clients: clients, discovery: discovery, r)
+            var parsed = introspection(given.node, path: given.path, clients: clients, discovery: discovery, r)
             if issuers[name]?.profile == .fapi2, parsed != nil {
-                fapi2Introspection(&parsed!, intro, path: "issuers.\(name).introspection", r)
+                fapi2Introspection(&parsed!, given.node, path: given.path, r)
             }
             issuers[name]?.introspection = parsed
         }
         return (issuers, clients)
     }
 
-    private static func issuers(_ node: Node?, _ r: ConfigReader) -> [String: IssuerConfig] {
-        guard let node, let m = r.mapping(node, path: "issuers", section: nil) else { return [:] }
+    /// The issuers, and the `introspection` of each that has one (read once the clients are).
+    private static func issuers(_ node: Node?, _ r: ConfigReader) -> (
+        [String: IssuerConfig], [(String, GivenNode)]
+    ) {
+        guard let node, let m = r.mapping(node, path: "issuers", section: nil) else { return ([:], []) }
         var out: [String: IssuerConfig] = [:]
+        var introspections: [(String, GivenNode)] = []
         for (name, value) in m {
             let p = "issuers.\(name)"
             guard let i = r.mapping(value, path: p, section: .issuer) else { continue }
-            guard let issNode = i["issuer"], let iss = r.string(issNode, path: "\(p).issuer") else {
+            var d = IssuerDraft(name: name)
+            IssuerConfig.keyTable.read(i, into: &d, path: p, r)
+            guard let issuer = d.issuer else {
                 r.problem(p, value, "needs issuer: the exact iss value of its tokens (https://…)")
                 continue
             }
-            // A template is checked as the URL it becomes with a tenant filled in.
-            let filled = iss.replacingOccurrences(of: IssuerTemplate.placeholder, with: "tenant")
-            if ConfigValues.url(filled.hasSuffix("/") ? String(filled.dropLast()) : filled) == nil {
-                r.problem("\(p).issuer", issNode, "\"\(iss)\" is not an http(s) URL")
-            }
-            var keys: IssuerConfig.KeySource?
-            let discovery = i["discovery"].flatMap { r.bool($0, path: "\(p).discovery") } ?? false
-            let uri = i["jwks_uri"].flatMap { r.string($0, path: "\(p).jwks_uri") }
-            let file = i["jwks_file"].flatMap { r.string($0, path: "\(p).jwks_file") }
-            switch (discovery, uri, file) {
-            case (true, nil, nil): keys = .discovery
-            case (false, let u?, nil):
-                if ConfigValues.url(u) == nil && !(u.contains("?")) {
-                    r.problem("\(p).jwks_uri", i["jwks_uri"], "\"\(u)\" is not an http(s) URL")
-                }
-                keys = .jwksURI(u)
-            case (false, nil, let f?):
-                let full = f.hasPrefix("/") ? f : "\(r.baseDirectory)/\(f)"
-                keys = .jwksFile(full)
-            default: keys = nil
-            }
             ConfigValidation.issuerKeySource(
-                discovery: discovery, jwksURI: uri != nil, jwksFile: file != nil, path: p, node: value, r)
-            guard let keys else { continue }
-            var cfg = IssuerConfig(name: name, issuer: iss, keys: keys)
-            issuerProvider(&cfg, i, path: p, r)
-            IssuerConfig.keyTable.read(i, into: &cfg, path: p, r)
+                discovery: d.discovery, jwksURI: d.jwksURI != nil, jwksFile: d.jwksFile != nil, path: p, node: value,
+                r)
+            guard let keys = d.keySource else { continue }
+            var cfg = d.cfg
+            cfg.keys = keys
             cfg.explicitKeys = Set(i.keys)
-            issuerTemplate(&cfg, i, path: p, node: value, r)
+            issuerTemplate(&cfg, d, issuer: issuer, path: p, node: value, r)
             if cfg.audiences.isEmpty {
                 r.problem(
                     "\(p).audiences", value,
                     "is required: the audience(s) this gateway's APIs go by (RFC 9068 §4: tokens for another audience must be refused)"
                 )
             }
-            cfg.profile = securityProfile(i, path: p, r)
-            if cfg.profile == .fapi2 { fapi2Issuer(&cfg, i, path: p, r) }
+            if cfg.profile == .fapi2 { fapi2Issuer(&cfg, algorithms: d.algorithms, path: p, r) }
             out[name] = cfg
+            if let given = d.introspection { introspections.append((name, given)) }
         }
-        return out
+        return (out, introspections)
     }
 
     /// Reads the access-token settings of a `bearer`, `dpop` or `token` route from the keys its

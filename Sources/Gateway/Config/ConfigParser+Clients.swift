@@ -58,76 +58,87 @@ extension ConfigParser {
         for (name, value) in m {
             let p = "clients.\(name)"
             guard let c = r.mapping(value, path: p, section: .client) else { continue }
-            let issuer = c["issuer"].flatMap { r.string($0, path: "\(p).issuer") }
-            if let issuer, issuers[issuer] == nil {
-                r.problem(
-                    "\(p).issuer", c["issuer"],
-                    "\"\(issuer)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
-            }
-            guard let idNode = c["client_id"], let id = r.string(idNode, path: "\(p).client_id"), !id.isEmpty else {
-                r.problem(p, value, "needs client_id")
-                continue
-            }
-            let method = c["auth"].flatMap { r.string($0, path: "\(p).auth") } ?? "client_secret_basic"
-            var auth: ClientAuthentication?
-            // key_file: the client's private key, for private_key_jwt and for request objects.
-            var key: JWK?
-            var keyAlgorithm: JWSAlgorithm?
-            if let fileNode = c["key_file"], let file = r.string(fileNode, path: "\(p).key_file") {
-                (key, keyAlgorithm) = clientKey(file: file, node: fileNode, algNode: c["alg"], path: p, r)
-            }
-            guard ConfigValidation.clientAuthentication(method, c, path: p, node: value, r) else { continue }
-            switch method {
-            case "client_secret_basic", "client_secret_post", "client_secret_jwt":
-                guard let secret = r.secret(c, key: "secret", path: p) else { continue }
-                if method == "client_secret_jwt" && secret.utf8.count < 32 {
-                    r.problem(
-                        "\(p).secret", c["secret"] ?? c["secret_file"],
-                        "client_secret_jwt (HS256) needs a secret of at least 32 bytes")
-                    continue
-                }
-                auth =
-                    method == "client_secret_basic"
-                    ? .clientSecretBasic(clientID: id, secret: secret)
-                    : method == "client_secret_post"
-                        ? .clientSecretPost(clientID: id, secret: secret)
-                        : .clientSecretJWT(clientID: id, secret: secret)
-            case "private_key_jwt":
-                guard let key, let alg = keyAlgorithm else { continue }
-                auth = .privateKeyJWT(clientID: id, key: key, alg: alg)
-            case "client_assertion_file":
-                guard let file = c["assertion_file"].flatMap({ r.string($0, path: "\(p).assertion_file") })
-                else { continue }
-                auth = assertionFile(file, clientID: id, node: c["assertion_file"], path: p, r)
-            case "tls_client_auth", "self_signed_tls_client_auth":
-                auth =
-                    method == "tls_client_auth"
-                    ? .tlsClientAuth(clientID: id) : .selfSignedTLSClientAuth(clientID: id)
-            default:
-                r.problem(
-                    "\(p).auth", c["auth"],
-                    "must be client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt, client_assertion_file, tls_client_auth or self_signed_tls_client_auth"
-                )
-                continue
-            }
-            guard let auth else { continue }
-            var client = ClientConfig(name: name, issuer: issuer, authentication: auth)
-            if let n = c["tls"] {
-                guard
-                    let tls = clientTLS(
-                        n, path: "\(p).tls", selfSigned: method == "self_signed_tls_client_auth", r)
-                else { continue }
-                client.tls = tls
-            }
-            client.key = key
-            client.requestObjectAlgorithm = keyAlgorithm
-            ClientConfig.keyTable.read(c, into: &client, path: p, r)
-            ConfigValidation.client(client, c, path: p, hasKey: key != nil, r)
-            client.profile = securityProfile(c, path: p, r)
-            if client.profile == .fapi2 { fapi2Client(client, c, path: p, issuer: issuer.flatMap { issuers[$0] }, r) }
-            out[name] = client
+            var d = ClientDraft(name: name)
+            ClientConfig.keyTable.read(c, into: &d, path: p, r)
+            if let client = client(d, path: p, node: value, issuers: issuers, r) { out[name] = client }
         }
         return out
+    }
+
+    /// The client from its draft: the registration (issuer, client_id, the authentication
+    /// method and what it needs) put into the client its table read; nil when the
+    /// registration is refused (the problems are reported).
+    private static func client(
+        _ d: ClientDraft, path p: String, node: Node, issuers: [String: IssuerConfig], _ r: ConfigReader
+    ) -> ClientConfig? {
+        let issuer = d.issuer?.value
+        if let issuer, issuers[issuer] == nil {
+            r.problem(
+                "\(p).issuer", d.issuer?.node,
+                "\"\(issuer)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
+        }
+        guard let id = d.clientID?.value, !id.isEmpty else {
+            r.problem(p, node, "needs client_id")
+            return nil
+        }
+        let method = d.auth?.value ?? "client_secret_basic"
+        var auth: ClientAuthentication?
+        // key_file: the client's private key, for private_key_jwt and for request objects.
+        var key: JWK?
+        var keyAlgorithm: JWSAlgorithm?
+        if let given = d.keyFile, let file = given.value {
+            (key, keyAlgorithm) = clientKey(file: file, node: given.node, algNode: d.alg, path: p, r)
+        }
+        guard ConfigValidation.clientAuthentication(method, d, path: p, node: node, r) else { return nil }
+        switch method {
+        case "client_secret_basic", "client_secret_post", "client_secret_jwt":
+            guard let secret = r.secret(inline: d.secret?.node, file: d.secretFile?.node, key: "secret", path: p)
+            else { return nil }
+            if method == "client_secret_jwt" && secret.utf8.count < 32 {
+                r.problem(
+                    "\(p).secret", (d.secret ?? d.secretFile)?.node,
+                    "client_secret_jwt (HS256) needs a secret of at least 32 bytes")
+                return nil
+            }
+            auth =
+                method == "client_secret_basic"
+                ? .clientSecretBasic(clientID: id, secret: secret)
+                : method == "client_secret_post"
+                    ? .clientSecretPost(clientID: id, secret: secret)
+                    : .clientSecretJWT(clientID: id, secret: secret)
+        case "private_key_jwt":
+            guard let key, let alg = keyAlgorithm else { return nil }
+            auth = .privateKeyJWT(clientID: id, key: key, alg: alg)
+        case "client_assertion_file":
+            guard let file = d.assertionFile?.value else { return nil }
+            auth = assertionFile(file, clientID: id, node: d.assertionFile?.node, path: p, r)
+        case "tls_client_auth", "self_signed_tls_client_auth":
+            auth =
+                method == "tls_client_auth"
+                ? .tlsClientAuth(clientID: id) : .selfSignedTLSClientAuth(clientID: id)
+        default:
+            r.problem(
+                "\(p).auth", d.auth?.node,
+                "must be client_secret_basic, client_secret_post, client_secret_jwt, private_key_jwt, client_assertion_file, tls_client_auth or self_signed_tls_client_auth"
+            )
+            return nil
+        }
+        guard let auth else { return nil }
+        var client = d.client
+        client.issuer = issuer
+        client.authentication = auth
+        if let given = d.tls {
+            guard
+                let tls = clientTLS(
+                    given.node, path: given.path, selfSigned: method == "self_signed_tls_client_auth", r)
+            else { return nil }
+            client.tls = tls
+        }
+        client.key = key
+        client.requestObjectAlgorithm = keyAlgorithm
+        ConfigValidation.client(client, requestMode: d.requestMode, path: p, hasKey: key != nil, r)
+        if client.profile == .fapi2 { fapi2Client(client, d, path: p, issuer: issuer.flatMap { issuers[$0] }, r) }
+        return client
     }
 
     /// An issuer's `introspection: { client: NAME, endpoint: URL, cache_ttl: 60s, negative_ttl: 10s }`.
@@ -136,24 +147,23 @@ extension ConfigParser {
         _ r: ConfigReader
     ) -> IntrospectionConfig? {
         guard let m = r.mapping(node, path: p, section: .introspection) else { return nil }
-        guard let cn = m["client"], let name = r.string(cn, path: "\(p).client") else {
+        var d = IntrospectionDraft()
+        IntrospectionConfig.keyTable.read(m, into: &d, path: p, r)
+        guard let given = d.client, let name = given.value else {
             r.problem(p, node, "needs client: NAME (the gateway's client registration used to authenticate)")
             return nil
         }
         guard let client = clients[name] else {
             r.problem(
-                "\(p).client", cn,
+                "\(p).client", given.node,
                 "\"\(name)\" is not defined; defined: \(clients.keys.sorted().joined(separator: ", "))")
             return nil
         }
-        let endpoint = m["endpoint"].flatMap { r.string($0, path: "\(p).endpoint") }
-        guard ConfigValidation.introspectionEndpoint(endpoint != nil, discovery: discovery, path: p, node: node, r)
+        guard
+            ConfigValidation.introspectionEndpoint(
+                d.cfg.endpoint != nil, discovery: discovery, path: p, node: node, r)
         else { return nil }
-        if let endpoint, ConfigValues.url(endpoint) == nil {
-            r.problem("\(p).endpoint", m["endpoint"], "\"\(endpoint)\" is not an http(s) URL")
-        }
-        var cfg = IntrospectionConfig(client: client, endpoint: endpoint)
-        IntrospectionConfig.keyTable.read(m, into: &cfg, path: p, r)
-        return cfg
+        d.cfg.client = client
+        return d.cfg
     }
 }

@@ -14,29 +14,29 @@ extension ConfigParser {
         return s
     }
 
-    /// `login:`, read by `LoginConfig.keyTable`; its `rate_limit` here, by the policies
-    /// defined under `rate_limits`.
-    static func login(_ node: Node, rateLimits: [String: RateLimitPolicy], _ r: ConfigReader) -> LoginConfig {
+    /// `login:`, read by `LoginConfig.keyTable` (its `rate_limit` names policies defined under
+    /// `rate_limits`, read before it).
+    static func login(_ node: Node, _ cfg: GatewayConfig, _ r: ConfigReader) -> LoginConfig {
         var l = LoginConfig()
         guard let m = r.mapping(node, path: "login", section: .login) else { return l }
-        LoginConfig.keyTable.read(m, into: &l, path: "login", r)
-        if let n = m["rate_limit"] {
-            // Only by the client's address. The login endpoints are public: a policy counted
-            // per caller would have no caller to count, and a header is the client's to
-            // vary (a new value each time escapes the limit; left out, everyone shares one
-            // budget that one client can use up).
-            l.rateLimits = rateLimitPolicies(n, path: "login.rate_limit", defined: rateLimits, r).filter { policy in
-                guard policy.key == .ip else {
-                    r.problem(
-                        "login.rate_limit", n,
-                        "\"\(policy.name)\" counts by \(policy.key.text): the login endpoints have no caller yet, "
-                            + "and a header is the client's to vary; count them by ip")
-                    return false
-                }
-                return true
-            }
-        }
+        LoginConfig.keyTable.read(m, into: &l, path: "login", ConfigContext(cfg: cfg, r: r))
         return l
+    }
+
+    /// Rate-limit policies for endpoints with no caller yet (`login.rate_limit`,
+    /// `decision.rate_limit`): only those counted by the client's address. A header is the
+    /// client's to vary: a new value each time escapes the limit.
+    static func addressLimits(_ n: Node, path p: String, _ c: ConfigContext, refusal: String) -> [RateLimitPolicy] {
+        rateLimitPolicies(n, path: p, defined: c.cfg.rateLimits, c.r).filter { policy in
+            guard policy.key == .ip else {
+                c.r.problem(
+                    p, n,
+                    "\"\(policy.name)\" counts by \(policy.key.text): \(refusal), and a header is the client's to vary; count them by ip"
+                )
+                return false
+            }
+            return true
+        }
     }
 
     /// A `login` / `login_or_token` route's client: defined, with an issuer whose metadata

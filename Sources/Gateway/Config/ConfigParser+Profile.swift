@@ -11,10 +11,6 @@ extension ConfigParser {
     /// FAPI2SP §5.4.1: PS256, ES256 and EdDSA (Ed25519) only.
     static let fapi2Algorithms: Set<JWSAlgorithm> = [.PS256, .ES256, .EdDSA]
 
-    static func securityProfile(_ m: [String: Node], path p: String, _ r: ConfigReader) -> SecurityProfile? {
-        m["profile"].flatMap { securityProfile($0, path: "\(p).profile", r) }
-    }
-
     /// A `profile:` key's value (`p`: the key's own path).
     static func securityProfile(_ n: Node, path p: String, _ r: ConfigReader) -> SecurityProfile? {
         guard let s = r.string(n, path: p) else { return nil }
@@ -27,13 +23,13 @@ extension ConfigParser {
 
     /// An issuer held to FAPI 2.0: its algorithms narrowed to the profile's by default, and
     /// refused when listed outside it.
-    static func fapi2Issuer(_ cfg: inout IssuerConfig, _ m: [String: Node], path p: String, _ r: ConfigReader) {
-        if m["algorithms"] == nil {
+    static func fapi2Issuer(_ cfg: inout IssuerConfig, algorithms: Node?, path p: String, _ r: ConfigReader) {
+        if algorithms == nil {
             cfg.algorithms = fapi2Algorithms
         } else if !cfg.algorithms.isSubset(of: fapi2Algorithms) {
             let off = cfg.algorithms.subtracting(fapi2Algorithms).map(\.rawValue).sorted().joined(separator: ", ")
             r.problem(
-                "\(p).algorithms", m["algorithms"],
+                "\(p).algorithms", algorithms,
                 "\(off) is not allowed with profile: fapi2 (FAPI 2.0 Security Profile §5.4.1: PS256, ES256 or EdDSA)")
         }
     }
@@ -56,11 +52,11 @@ extension ConfigParser {
     /// issuer as the assertion's audience) or mutual TLS, tokens bound by DPoP or the client's
     /// certificate, an issuer whose ID token algorithms are the profile's.
     static func fapi2Client(
-        _ client: ClientConfig, _ m: [String: Node], path p: String, issuer: IssuerConfig?, _ r: ConfigReader
+        _ client: ClientConfig, _ d: ClientDraft, path p: String, issuer: IssuerConfig?, _ r: ConfigReader
     ) {
         if client.login.requestMode != .par {
             r.problem(
-                "\(p).request_mode", m["request_mode"],
+                "\(p).request_mode", d.requestMode,
                 "must be par with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.2 item 2: authorization requests are pushed, RFC 9126)"
             )
         }
@@ -68,14 +64,14 @@ extension ConfigParser {
         case .privateKeyJWT:
             if client.assertionAudience != .issuer {
                 r.problem(
-                    "\(p).assertion_audience", m["assertion_audience"],
+                    "\(p).assertion_audience", d.assertionAudience,
                     "must be issuer with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.1 item 5: the client assertion's aud is the issuer identifier, as a string)"
                 )
             }
         case .tlsClientAuth, .selfSignedTLSClientAuth: break
         default:
             r.problem(
-                "\(p).auth", m["auth"],
+                "\(p).auth", d.auth?.node,
                 "must be private_key_jwt, tls_client_auth or self_signed_tls_client_auth with profile: fapi2 (FAPI 2.0 Security Profile §5.3.3.1 item 2: private_key_jwt or mutual TLS; a shared secret is not allowed)"
             )
             return
@@ -83,21 +79,21 @@ extension ConfigParser {
         // The key signs request objects, and with private_key_jwt the assertions.
         if client.key != nil, let alg = client.requestObjectAlgorithm, !fapi2Algorithms.contains(alg) {
             r.problem(
-                "\(p).alg", m["alg"] ?? m["key_file"],
+                "\(p).alg", d.alg ?? d.keyFile?.node,
                 "\(alg.rawValue) is not allowed with profile: fapi2 (FAPI 2.0 Security Profile §5.4.1: PS256, ES256 or EdDSA)"
             )
         }
         // Sender-constrained: DPoP, or the certificate the client presents (RFC 8705 §3).
         if !client.login.dpop && client.tls == nil {
             r.problem(
-                "\(p).dpop", m["dpop"] ?? m["client_id"],
+                "\(p).dpop", d.dpop ?? d.clientID?.node,
                 "must be true with profile: fapi2, or give the client tls: { cert_file, key_file } (FAPI 2.0 Security Profile §5.3.3.1 item 1: access tokens are sender-constrained, by DPoP or mutual TLS)"
             )
         }
         if let issuer, !issuer.algorithms.isSubset(of: fapi2Algorithms) {
             let off = issuer.algorithms.subtracting(fapi2Algorithms).map(\.rawValue).sorted().joined(separator: ", ")
             r.problem(
-                "\(p).issuer", m["issuer"],
+                "\(p).issuer", d.issuer?.node,
                 "issuers.\(issuer.name) allows \(off): with profile: fapi2 ID tokens are PS256, ES256 or EdDSA only (FAPI 2.0 Security Profile §5.4.1); give the issuer profile: fapi2 or algorithms: [PS256, ES256, EdDSA]"
             )
         }

@@ -16,7 +16,7 @@ extension ConfigParser {
         if list.isEmpty { r.problem("routes", node, "is empty; add at least one route") }
         var out: [RouteConfig] = []
         out.reserveCapacity(list.count)
-        let reading = RouteReading(cfg: cfg, r: r)
+        let reading = ConfigContext(cfg: cfg, r: r)
         for (i, item) in list.enumerated() {
             let p = "routes[\(i)]"
             guard let m = r.mapping(item, path: p, section: .route) else { continue }
@@ -93,7 +93,7 @@ extension ConfigParser {
 
     /// A route's `upstream:` names one of `upstreams:`; on an HTTP/2 upstream the route takes no
     /// upgrade unless it says so.
-    static func routeUpstream(_ d: inout RouteDraft, _ n: Node?, path p: String, _ c: RouteReading) {
+    static func routeUpstream(_ d: inout RouteDraft, _ n: Node?, path p: String, _ c: ConfigContext) {
         let defined = c.cfg.upstreams.keys.sorted()
         guard let n else {
             c.r.problem(d.path, d.item, "needs upstream: NAME (defined: \(defined.joined(separator: ", ")))")

@@ -16,7 +16,7 @@ extension ConfigParser {
             guard let m = r.mapping(node, path: p, section: .upstreamTLS) else { return (tls, nil) }
             let context = UpstreamTLSKeyContext(r)
             UpstreamTLSConfig.keyTable.read(m, into: &tls, path: p, context)
-            let fits = ConfigValidation.upstreamTLS(m, node: node, path: p, tls, r)
+            let fits = ConfigValidation.upstreamTLS(context, node: node, path: p, tls, r)
             guard fits, !context.refused else { return (tls, nil) }
         }
         do {

@@ -136,8 +136,11 @@ final class ConfigReader {
     /// A secret given inline (`key: value`) or as `key_file: path` (file contents, one
     /// trailing newline removed). Exactly one of the two.
     func secret(_ map: [String: Node], key: String, path: String) -> String? {
-        let inline = map[key]
-        let file = map[key + "_file"]
+        secret(inline: map[key], file: map[key + "_file"], key: key, path: path)
+    }
+
+    /// The same, from the two keys' nodes as a section's draft kept them.
+    func secret(inline: Node?, file: Node?, key: String, path: String) -> String? {
         if inline != nil && file != nil {
             problem("\(path).\(key)", inline, "give either \(key) or \(key)_file, not both")
             return nil

@@ -39,18 +39,18 @@ extension ConfigValidation {
     /// `upstreams.NAME.tls`: a client certificate needs its key, and a CA is no use without
     /// verification. False when the settings cannot make a TLS context.
     static func upstreamTLS(
-        _ m: [String: Node], node: Node, path p: String, _ tls: UpstreamTLSConfig, _ r: ConfigReader
+        _ given: UpstreamTLSKeyContext, node: Node, path p: String, _ tls: UpstreamTLSConfig, _ r: ConfigReader
     ) -> Bool {
         var fits = true
-        if (m["cert_file"] == nil) != (m["key_file"] == nil) {
-            let missing = m["cert_file"] == nil ? "cert_file" : "key_file"
+        if (given.certFile == nil) != (given.keyFile == nil) {
+            let missing = given.certFile == nil ? "cert_file" : "key_file"
             r.problem(
                 p, node, "a client certificate needs both cert_file and key_file; add \(missing) or remove the other")
             fits = false
         }
-        if tls.insecureSkipVerify && m["ca_file"] != nil {
+        if tls.insecureSkipVerify && given.caFile != nil {
             r.problem(
-                "\(p).insecure_skip_verify", m["insecure_skip_verify"],
+                "\(p).insecure_skip_verify", given.insecureSkipVerify,
                 "turns certificate verification off, so ca_file would never be used; remove insecure_skip_verify (ca_file is the safe way to trust a private CA)"
             )
             fits = false
@@ -111,10 +111,10 @@ extension ConfigValidation {
     }
 
     /// A client's request_mode that signs a request object needs its key_file (RFC 9101).
-    static func client(_ c: ClientConfig, _ m: [String: Node], path p: String, hasKey: Bool, _ r: ConfigReader) {
-        if c.login.requestMode != .plain && !hasKey && m["request_mode"] != nil {
+    static func client(_ c: ClientConfig, requestMode: Node?, path p: String, hasKey: Bool, _ r: ConfigReader) {
+        if c.login.requestMode != .plain && !hasKey, let requestMode {
             r.problem(
-                "\(p).request_mode", m["request_mode"],
+                "\(p).request_mode", requestMode,
                 "request_mode \(c.login.requestMode.rawValue) signs a request object: add key_file (tokengate keys generate)"
             )
         }
@@ -239,26 +239,26 @@ extension ConfigValidation {
     /// A client's `auth` method and the key it needs: a secret, a private key, an assertion
     /// file, or a client certificate. False when that key is missing.
     static func clientAuthentication(
-        _ method: String, _ m: [String: Node], path p: String, node: Node, _ r: ConfigReader
+        _ method: String, _ d: ClientDraft, path p: String, node: Node, _ r: ConfigReader
     ) -> Bool {
         switch method {
         case "client_secret_basic", "client_secret_post", "client_secret_jwt":
-            if m["secret"] == nil && m["secret_file"] == nil {
+            if d.secret == nil && d.secretFile == nil {
                 r.problem(p, node, "\(method) needs secret (or secret_file)")
                 return false
             }
         case "private_key_jwt":
-            if m["key_file"] == nil {
+            if d.keyFile == nil {
                 r.problem(p, node, "private_key_jwt needs key_file (a private JWK or PEM)")
                 return false
             }
         case "client_assertion_file":
-            if m["assertion_file"] == nil {
+            if d.assertionFile == nil {
                 r.problem(p, node, "client_assertion_file needs assertion_file (the path of the JWT to send)")
                 return false
             }
         case "tls_client_auth", "self_signed_tls_client_auth":
-            if m["tls"] == nil {
+            if d.tls == nil {
                 r.problem(p, node, "\(method) needs tls: { cert_file, key_file } (the client certificate, PEM)")
                 return false
             }

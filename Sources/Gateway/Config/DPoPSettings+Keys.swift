@@ -53,19 +53,11 @@ extension DPoPSettings {
     ])
 
     /// `nonce_keys` or `nonce_keys_file`: the HMAC keys of stateless nonces, the first signs.
-    static let nonceKeys = ConfigKeyGroup<DPoPSettings, ConfigReader> { d, m, p, r in
-        var keys: [(String, Node)] = []
-        if m["nonce_keys"] != nil && m["nonce_keys_file"] != nil {
-            r.problem("\(p).nonce_keys", m["nonce_keys"], "give either nonce_keys or nonce_keys_file, not both")
-        } else if let n = m["nonce_keys"], let seq = r.sequence(n, path: "\(p).nonce_keys") {
-            keys = seq.enumerated().compactMap { j, k in r.string(k, path: "\(p).nonce_keys[\(j)]").map { ($0, k) } }
-        } else if let n = m["nonce_keys_file"], let text = r.secret(m, key: "nonce_keys", path: p) {
-            keys = text.split(separator: "\n").map { (String($0), n) }
-        }
+    static let nonceKeys = ConfigKeyGroup<DPoPSettings, ConfigReader>.lines("nonce_keys") { d, keys, p, r in
         for (j, (key, n)) in keys.enumerated() {
             // RFC 2104 §3 / RFC 7518 §3.2: an HMAC-SHA-256 key at least as long as its output.
             if key.utf8.count < 32 {
-                r.problem("\(p).nonce_keys[\(j)]", n, "must be at least 32 bytes (e.g. openssl rand -base64 32)")
+                r.problem("\(p)[\(j)]", n, "must be at least 32 bytes (e.g. openssl rand -base64 32)")
             } else {
                 d.nonceKeys.append(Array(key.utf8))
             }

@@ -107,7 +107,7 @@ extension GatewayConfig {
         // After the modules read with the issuers: its `rate_limit` names their policies.
         .init(
             "login", type: "mapping (below)", default: "each key's default", readAt: .afterIssuers,
-            reader: .value { cfg, n, _, r in cfg.login = ConfigParser.login(n, rateLimits: cfg.rateLimits, r) }),
+            reader: .value { cfg, n, _, r in cfg.login = ConfigParser.login(n, cfg, r) }),
         .init(
             "decision", type: "bool or mapping (below)", default: "off",
             reader: .value { cfg, n, _, r in cfg.decision = ConfigParser.decision(n, r) }),

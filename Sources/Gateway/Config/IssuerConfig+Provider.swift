@@ -91,18 +91,6 @@ extension ConfigParser {
         }
     }
 
-    /// `provider:` — read before the issuer's other keys, whose values then override it.
-    static func issuerProvider(_ cfg: inout IssuerConfig, _ i: [String: Node], path p: String, _ r: ConfigReader) {
-        guard let n = i["provider"], let s = r.string(n, path: "\(p).provider") else { return }
-        guard let provider = IdentityProvider(rawValue: s) else {
-            r.problem(
-                "\(p).provider", n,
-                "\"\(s)\" is not one of \(IdentityProvider.allCases.map(\.rawValue).joined(separator: ", "))")
-            return
-        }
-        cfg.provider = provider
-        provider.applyDefaults(to: &cfg)
-    }
 }
 
 extension GatewayConfig {

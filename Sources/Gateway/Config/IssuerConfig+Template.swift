@@ -68,13 +68,13 @@ extension ConfigParser {
     /// `tenants` (a list of ids, or `any`) against the `{tenant}` in `issuer`: both or
     /// neither. An issuer that is no URL once its tenant is filled in is refused.
     static func issuerTemplate(
-        _ cfg: inout IssuerConfig, _ i: [String: Node], path p: String, node: Node, _ r: ConfigReader
+        _ cfg: inout IssuerConfig, _ d: IssuerDraft, issuer: GivenNode, path p: String, node: Node, _ r: ConfigReader
     ) {
         let placeholders = cfg.issuer.components(separatedBy: IssuerTemplate.placeholder).count - 1
-        guard let n = i["tenants"] else {
+        guard let tenants = d.tenants else {
             for (j, alias) in cfg.issuerAliases.enumerated() where alias.contains(IssuerTemplate.placeholder) {
                 r.problem(
-                    "\(p).issuer_aliases[\(j)]", i["issuer_aliases"],
+                    "\(p).issuer_aliases[\(j)]", d.issuerAliases,
                     "holds {tenant}: only a {tenant} issuer with tenants has template aliases")
             }
             if placeholders > 0 {
@@ -86,35 +86,36 @@ extension ConfigParser {
         }
         guard placeholders == 1 else {
             r.problem(
-                "\(p).issuer", i["issuer"],
+                issuer.path, issuer.node,
                 placeholders == 0
                     ? "has no {tenant}: tenants apply to a template such as https://login.microsoftonline.com/{tenant}/v2.0"
                     : "may hold {tenant} once")
             return
         }
+        let n = tenants.node
         if n.scalar?.string == "any" {
             cfg.tenants = .any
-        } else if let seq = r.sequence(n, path: "\(p).tenants") {
+        } else if let seq = r.sequence(n, path: tenants.path) {
             var ids = Set<String>()
             for (j, t) in seq.enumerated() {
-                guard let s = r.string(t, path: "\(p).tenants[\(j)]") else { continue }
+                guard let s = r.string(t, path: "\(tenants.path)[\(j)]") else { continue }
                 if !IssuerTemplate.isTenantID(s) {
-                    r.problem("\(p).tenants[\(j)]", t, "\"\(s)\" is not a tenant id (one path segment)")
+                    r.problem("\(tenants.path)[\(j)]", t, "\"\(s)\" is not a tenant id (one path segment)")
                 } else {
                     ids.insert(s)
                 }
             }
-            if seq.isEmpty { r.problem("\(p).tenants", n, "is empty: list tenant ids, or any") }
+            if seq.isEmpty { r.problem(tenants.path, n, "is empty: list tenant ids, or any") }
             cfg.tenants = .only(ids)
         }
         for (j, alias) in cfg.issuerAliases.enumerated()
         where alias.components(separatedBy: IssuerTemplate.placeholder).count != 2 {
             r.problem(
-                "\(p).issuer_aliases[\(j)]", i["issuer_aliases"],
+                "\(p).issuer_aliases[\(j)]", d.issuerAliases,
                 "must hold {tenant} once, as the issuer does (e.g. https://sts.windows.net/{tenant}/)")
         }
         if !IssuerTemplate.isTenantID(cfg.discoveryTenant) {
-            r.problem("\(p).discovery_tenant", i["discovery_tenant"], "must be one path segment")
+            r.problem("\(p).discovery_tenant", d.discoveryTenant, "must be one path segment")
         }
     }
 }

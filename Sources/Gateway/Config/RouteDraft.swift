@@ -70,10 +70,3 @@ struct RouteKeys {
     /// The protected resource's keys (RFC 9728), in table order.
     var protectedResource: [GivenNode?] { [resource, resourceName, resourceDocumentation] }
 }
-
-/// What the rows of a route's keys are handed besides the key's own value.
-struct RouteReading {
-    /// The sections read before the routes (upstreams, issuers, clients, keys).
-    let cfg: GatewayConfig
-    let r: ConfigReader
-}

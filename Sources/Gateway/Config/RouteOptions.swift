@@ -116,7 +116,7 @@ extension RouteConfig {
     /// and the mode; the keys whose meaning depends on the mode are kept as given, for
     /// ConfigParser.routes to combine. Whether a key fits the route's other keys is
     /// ConfigValidation's to say.
-    static let keyTable = ConfigKeyTable<RouteDraft, RouteReading>([
+    static let keyTable = ConfigKeyTable<RouteDraft, ConfigContext>([
         .init("name", type: "string", default: "`routes[N]`") { d, n, p, c in
             if let s = c.r.string(n, path: p) { d.route.name = s }
         },
@@ -241,7 +241,7 @@ extension RouteConfig {
     private static func given(
         _ name: String, type: String, default defaultText: String,
         _ field: WritableKeyPath<RouteKeys, GivenNode?> & Sendable
-    ) -> ConfigKey<RouteDraft, RouteReading> {
+    ) -> ConfigKey<RouteDraft, ConfigContext> {
         .init(name, type: type, default: defaultText) { d, n, p, _ in
             d.keys[keyPath: field] = GivenNode(node: n, path: p)
         }

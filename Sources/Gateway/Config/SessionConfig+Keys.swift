@@ -6,21 +6,13 @@ import Yams
 
 extension SessionConfig {
     /// `keys` or `keys_file`: 32-byte keys, the first seals new cookies.
-    static let sealingKeys = ConfigKeyGroup<SessionConfig, ConfigReader> { s, m, p, r in
-        var texts: [(String, Node?)] = []
-        if m["keys"] != nil && m["keys_file"] != nil {
-            r.problem("\(p).keys", m["keys"], "give either keys or keys_file, not both")
-        } else if let n = m["keys"], let seq = r.sequence(n, path: "\(p).keys") {
-            texts = seq.enumerated().compactMap { j, k in r.string(k, path: "\(p).keys[\(j)]").map { ($0, k) } }
-        } else if m["keys_file"] != nil, let text = r.secret(m, key: "keys", path: p) {
-            texts = text.split(separator: "\n").map { (String($0), m["keys_file"]) }
-        }
+    static let sealingKeys = ConfigKeyGroup<SessionConfig, ConfigReader>.lines("keys") { s, texts, p, r in
         for (j, (text, n)) in texts.enumerated() {
             // 32 bytes of key, base64 or base64url (`openssl rand -base64 32`).
             let b64url = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .trimmingCharacters(in: CharacterSet(charactersIn: "="))
             guard let key = Base64URL.decode(b64url), key.count == 32 else {
-                r.problem("\(p).keys[\(j)]", n, "must be 32 random bytes, base64-encoded (openssl rand -base64 32)")
+                r.problem("\(p)[\(j)]", n, "must be 32 random bytes, base64-encoded (openssl rand -base64 32)")
                 continue
             }
             s.keys.append(key)
@@ -137,47 +129,47 @@ extension SessionConfig {
 
 extension LoginConfig {
     /// The keys of `login:`, each read here in this order.
-    static let keyTable = ConfigKeyTable<LoginConfig, ConfigReader>([
+    static let keyTable = ConfigKeyTable<LoginConfig, ConfigContext>([
         .init(
             "start_path", type: "normalized path", default: "`/oauth2/start`",
             checkedBy: ConfigDefault.text(LoginConfig().startPath)
-        ) { l, n, p, r in
-            if let v = path(n, p, r) { l.startPath = v }
+        ) { l, n, p, c in
+            if let v = path(n, p, c.r) { l.startPath = v }
         },
         .init(
             "callback_path", type: "normalized path", default: "`/oauth2/callback`",
             checkedBy: ConfigDefault.text(LoginConfig().callbackPath)
-        ) { l, n, p, r in
-            if let v = path(n, p, r) { l.callbackPath = v }
+        ) { l, n, p, c in
+            if let v = path(n, p, c.r) { l.callbackPath = v }
         },
         .init(
             "logout_path", type: "normalized path", default: "`/oauth2/logout`",
             checkedBy: ConfigDefault.text(LoginConfig().logoutPath)
-        ) { l, n, p, r in
-            if let v = path(n, p, r) { l.logoutPath = v }
+        ) { l, n, p, c in
+            if let v = path(n, p, c.r) { l.logoutPath = v }
         },
         .init(
             "request_object_path", type: "normalized path (a `/` is added at the end)", default: "`/oauth2/request/`",
             checkedBy: ConfigDefault.text(LoginConfig().requestObjectPath)
-        ) { l, n, p, r in
-            if let v = path(n, p, r) { l.requestObjectPath = v.hasSuffix("/") ? v : v + "/" }
+        ) { l, n, p, c in
+            if let v = path(n, p, c.r) { l.requestObjectPath = v.hasSuffix("/") ? v : v + "/" }
         },
         .init(
             "jwks_path", type: "normalized path", default: "`/.well-known/jwks.json`",
             checkedBy: ConfigDefault.text(LoginConfig().jwksPath)
-        ) { l, n, p, r in
-            if let v = path(n, p, r) { l.jwksPath = v }
+        ) { l, n, p, c in
+            if let v = path(n, p, c.r) { l.jwksPath = v }
         },
         .init(
             "allowed_redirect_hosts", type: "list of host names or `*.suffix`",
             default: "`[]` (paths on this origin only)",
             checkedBy: { cell in ConfigDefault.firstValue(cell) == "[]" && LoginConfig().allowedRedirectHosts.isEmpty }
-        ) { l, n, p, r in
-            guard let seq = r.sequence(n, path: p) else { return }
+        ) { l, n, p, c in
+            guard let seq = c.r.sequence(n, path: p) else { return }
             l.allowedRedirectHosts = seq.enumerated().compactMap { j, h in
-                guard let s = r.string(h, path: "\(p)[\(j)]") else { return nil }
+                guard let s = c.r.string(h, path: "\(p)[\(j)]") else { return nil }
                 guard HostPattern(s) != nil else {
-                    r.problem("\(p)[\(j)]", h, "must be a host name or *.suffix")
+                    c.r.problem("\(p)[\(j)]", h, "must be a host name or *.suffix")
                     return nil
                 }
                 return s
@@ -186,23 +178,29 @@ extension LoginConfig {
         .init(
             "after_logout", type: "path or https URL", default: "`/`",
             checkedBy: ConfigDefault.text(LoginConfig().afterLogout)
-        ) { l, n, p, r in
-            guard let v = r.string(n, path: p) else { return }
+        ) { l, n, p, c in
+            guard let v = c.r.string(n, path: p) else { return }
             if v.hasPrefix("/") && !v.hasPrefix("//") || v.hasPrefix("https://") {
                 l.afterLogout = v
             } else {
-                r.problem(p, n, "must be a path or an https URL")
+                c.r.problem(p, n, "must be a path or an https URL")
             }
         },
         .init(
             "backchannel_logout_path", type: "normalized path", default: "`/oauth2/backchannel-logout`",
             checkedBy: ConfigDefault.text(LoginConfig().backchannelLogoutPath)
-        ) { l, n, p, r in
-            if let v = path(n, p, r) { l.backchannelLogoutPath = v }
+        ) { l, n, p, c in
+            if let v = path(n, p, c.r) { l.backchannelLogoutPath = v }
         },
         .init(
-            "rate_limit", type: "name of a `rate_limits` entry with `key: ip`, or a list",
-            default: "none", by: "ConfigParser.login")
+            "rate_limit", type: "name of a `rate_limits` entry with `key: ip`, or a list", default: "none"
+        ) { l, n, p, c in
+            // Only by the client's address. The login endpoints are public: a policy counted
+            // per caller would have no caller to count, and a header is the client's to
+            // vary (a new value each time escapes the limit; left out, everyone shares one
+            // budget that one client can use up).
+            l.rateLimits = ConfigParser.addressLimits(n, path: p, c, refusal: "the login endpoints have no caller yet")
+        }
     ])
 
     /// A normalized path starting with `/`, else the problem.

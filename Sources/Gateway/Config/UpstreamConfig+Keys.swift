@@ -78,9 +78,7 @@ extension UpstreamConfig {
         .init(
             "sign", type: "mapping (below): sign requests (RFC 9421)", default: "none: not signed",
             reader: .value { up, n, p, r in up.config.sign = ConfigParser.messageSigning(n, path: p, r) }),
-        .init(
-            "credentials", type: "mapping (below): the upstream's own credential, added to every request",
-            default: "none: nothing added", by: "ConfigParser.upstreamCredentials"),
+        UpstreamCredentialsModule.upstreamKey,
         .init(
             "tls", type: "mapping (below), `https://` URLs only",
             default: "verify against the system's CAs and the URL's host"
@@ -129,6 +127,11 @@ extension UpstreamConfig {
 final class UpstreamTLSKeyContext {
     let r: ConfigReader
     var refused = false
+    // The keys given, for the checks between them (ConfigValidation.upstreamTLS).
+    var caFile: Node?
+    var certFile: Node?
+    var keyFile: Node?
+    var insecureSkipVerify: Node?
 
     init(_ r: ConfigReader) { self.r = r }
 }
@@ -139,6 +142,7 @@ extension UpstreamTLSConfig {
     /// ConfigValidation's.
     static let keyTable = ConfigKeyTable<UpstreamTLSConfig, UpstreamTLSKeyContext>([
         .init("ca_file", type: "path of PEM CAs", default: "the system's CAs") { tls, n, p, c in
+            c.caFile = n
             tls.caFile = readableFile(n, path: p, c)
         },
         .init("server_name", type: "host name or IP address", default: "the URL's host") { tls, n, p, c in
@@ -153,15 +157,18 @@ extension UpstreamTLSConfig {
             }
         },
         .init("cert_file", type: "path of a PEM client certificate", default: "none") { tls, n, p, c in
+            c.certFile = n
             tls.certFile = readableFile(n, path: p, c)
         },
         .init("key_file", type: "path of its PEM key", default: "none") { tls, n, p, c in
+            c.keyFile = n
             tls.keyFile = readableFile(n, path: p, c)
         },
         .init(
             "insecure_skip_verify", type: "bool", default: "`false`",
             checkedBy: ConfigDefault.bool(UpstreamTLSConfig(serverName: "").insecureSkipVerify)
         ) { tls, n, p, c in
+            c.insecureSkipVerify = n
             if let v = c.r.bool(n, path: p) { tls.insecureSkipVerify = v }
         }
     ])

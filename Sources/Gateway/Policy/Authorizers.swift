@@ -14,7 +14,7 @@ enum Authorizers: GatewayModule {
     static let stages: [any ModuleStage.Type] = [AuthorizeStage.self]
 
     static func read(_ node: Node, _ cfg: GatewayConfig, _ r: ConfigReader) -> [String: AuthorizerConfig] {
-        ConfigParser.authorizers(node, clients: cfg.clients, issuers: cfg.issuers, r)
+        ConfigParser.authorizers(node, cfg, r)
     }
 
     /// Routes' decisions, kept for the process and shared by its workers.

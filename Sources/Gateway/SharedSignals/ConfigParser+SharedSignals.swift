@@ -6,10 +6,9 @@ import Yams
 /// whole config: a push path no other endpoint or route answers, a revocation that outlives
 /// the sessions it may end.
 extension ConfigParser {
-    static func sharedSignals(
-        _ node: Node?, issuers: [String: IssuerConfig], clients: [String: ClientConfig], _ r: ConfigReader
-    ) -> [String: TransmitterConfig] {
+    static func sharedSignals(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [String: TransmitterConfig] {
         guard let node, let m = r.mapping(node, path: "shared_signals", section: nil) else { return [:] }
+        let context = ConfigContext(cfg: cfg, r: r)
         var all: [String: TransmitterConfig] = [:]
         for (name, entry) in m {
             let p = "shared_signals.\(name)"
@@ -18,83 +17,74 @@ extension ConfigParser {
                 continue
             }
             guard let f = r.mapping(entry, path: p, section: .transmitter) else { continue }
-            var t = TransmitterConfig(name: name)
-            TransmitterConfig.keyTable.read(f, into: &t, path: p, r)
-            if t.profile == .googleRISC, f["issuer"] == nil { t.issuer = TransmitterConfig.Profile.googleIssuer }
-            for key in ["issuer", "issuers"] where f[key] == nil && !(key == "issuer" && t.profile == .googleRISC) {
-                r.problem("\(p).\(key)", entry, "is required")
-            }
-            if t.profile == .googleRISC, t.delivery == .poll {
-                r.problem("\(p).delivery", f["delivery"], "Google's RISC delivers by push only")
-            }
-            switch t.delivery {
-            case .push:
-                if f["endpoint_url"] == nil { r.problem("\(p).endpoint_url", entry, "is required for push delivery") }
-                if f["poll_interval"] != nil {
-                    r.problem("\(p).poll_interval", f["poll_interval"], "goes with delivery: poll")
-                }
-            case .poll:
-                // The transmitter names the poll endpoint; the SETs' `aud` has no URL to default to.
-                if let n = f["endpoint_url"] { r.problem("\(p).endpoint_url", n, "goes with delivery: push") }
-                if f["audience"] == nil { r.problem("\(p).audience", entry, "is required for poll delivery") }
-            }
-            if let n = f["issuers"] {
-                for (i, issuer) in exchangeNames(n, path: "\(p).issuers", r).enumerated() {
-                    guard let config = issuers[issuer] else {
-                        r.problem(
-                            "\(p).issuers[\(i)]", n,
-                            "\"\(issuer)\" is not defined; defined: \(issuers.keys.sorted().joined(separator: ", "))")
-                        continue
-                    }
-                    t.issuers.append(issuer)
-                    for url in [config.issuer] + config.issuerAliases {
-                        t.issuerURLs.insert(url)
-                        t.issuerNames[url, default: []].append(issuer)
-                    }
-                }
-            }
-            if let n = f["auth"] {
-                t.auth = transmitterAuth(n, path: "\(p).auth", issuers: issuers, clients: clients, r)
-            }
-            googleProfile(&t, f, path: p, issuers: issuers, r)
-            all[name] = t
+            var d = TransmitterDraft(t: TransmitterConfig(name: name), node: entry)
+            TransmitterConfig.keyTable.read(f, into: &d, path: p, context)
+            transmitter(&d, path: p, issuers: cfg.issuers, r)
+            all[name] = d.t
         }
         return all
     }
 
-    private static func transmitterAuth(
-        _ node: Node, path p: String, issuers: [String: IssuerConfig], clients: [String: ClientConfig],
-        _ r: ConfigReader
-    ) -> TransmitterConfig.TransmitterAuth {
+    /// The checks between a transmitter's keys: what its delivery needs and refuses, what its
+    /// profile defaults.
+    private static func transmitter(
+        _ d: inout TransmitterDraft, path p: String, issuers: [String: IssuerConfig], _ r: ConfigReader
+    ) {
+        if d.t.profile == .googleRISC, d.issuer == nil { d.t.issuer = TransmitterConfig.Profile.googleIssuer }
+        if d.issuer == nil && d.t.profile != .googleRISC { r.problem("\(p).issuer", d.node, "is required") }
+        if d.issuers == nil { r.problem("\(p).issuers", d.node, "is required") }
+        if d.t.profile == .googleRISC, d.t.delivery == .poll {
+            r.problem("\(p).delivery", d.delivery, "Google's RISC delivers by push only")
+        }
+        switch d.t.delivery {
+        case .push:
+            if d.endpointURL == nil { r.problem("\(p).endpoint_url", d.node, "is required for push delivery") }
+            if let n = d.pollInterval { r.problem("\(p).poll_interval", n, "goes with delivery: poll") }
+        case .poll:
+            // The transmitter names the poll endpoint; the SETs' `aud` has no URL to default to.
+            if let n = d.endpointURL { r.problem("\(p).endpoint_url", n, "goes with delivery: push") }
+            if d.audience == nil { r.problem("\(p).audience", d.node, "is required for poll delivery") }
+        }
+        googleProfile(&d, path: p, issuers: issuers, r)
+    }
+
+    /// `auth:` — one of a bearer file, a client credentials grant, a Google service account.
+    static func transmitterAuth(_ node: Node, path p: String, _ c: ConfigContext) -> TransmitterConfig.TransmitterAuth {
+        let r = c.r
         guard let f = r.mapping(node, path: p, section: .transmitterAuth) else { return .none }
-        if let n = f["service_account_file"] {
-            if f["bearer_file"] != nil || f["client"] != nil {
+        var d = TransmitterAuthDraft()
+        TransmitterConfig.authKeyTable.read(f, into: &d, path: p, r)
+        if let account = d.serviceAccountFile {
+            if d.bearerFile != nil || d.grant.client != nil {
                 r.problem(p, node, "give one of bearer_file, client and service_account_file")
             }
-            guard let s = r.string(n, path: "\(p).service_account_file") else { return .none }
+            guard let s = account.value else { return .none }
             let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
             switch GoogleServiceAccount.read(full) {
             case .success(let account): return .serviceAccount(account)
-            case .failure(let e): r.problem("\(p).service_account_file", n, e.description)
+            case .failure(let e): r.problem("\(p).service_account_file", account.node, e.description)
             }
             return .none
         }
-        switch (f["bearer_file"], f["client"]) {
+        switch (d.bearerFile, d.grant.client) {
         case (.some, .some):
             r.problem(p, node, "give bearer_file or client, not both")
         case (let b?, nil):
-            for key in ["scope", "token_endpoint"] where f[key] != nil {
-                r.problem("\(p).\(key)", f[key], "goes with client: NAME")
+            for (key, n) in [("scope", d.grant.scopeNode), ("token_endpoint", d.grant.tokenEndpoint?.node)] {
+                guard let n else { continue }
+                r.problem("\(p).\(key)", n, "goes with client: NAME")
             }
-            guard let s = r.string(b, path: "\(p).bearer_file") else { return .none }
+            guard let s = b.value else { return .none }
             let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
             guard case .success = UpstreamSecretFile.read(full) else {
-                r.problem("\(p).bearer_file", b, "cannot read \(full), or it holds no token")
+                r.problem("\(p).bearer_file", b.node, "cannot read \(full), or it holds no token")
                 return .none
             }
             return .bearerFile(full)
         case (nil, .some):
-            if let grant = credentialsGrant(f, node: node, clients: clients, issuers: issuers, path: p, r) {
+            if let grant = credentialsGrant(
+                d.grant, node: node, clients: c.cfg.clients, issuers: c.cfg.issuers, path: p, r)
+            {
                 return .client(grant)
             }
         case (nil, nil):
@@ -107,26 +97,25 @@ extension ConfigParser {
     /// OAuth client IDs, which are its `issuers`' audiences, and sign `iss` with a trailing
     /// slash its ID tokens lack: both spellings name the same issuer here.
     private static func googleProfile(
-        _ t: inout TransmitterConfig, _ f: [String: Node], path p: String, issuers: [String: IssuerConfig],
-        _ r: ConfigReader
+        _ d: inout TransmitterDraft, path p: String, issuers: [String: IssuerConfig], _ r: ConfigReader
     ) {
-        guard t.profile == .googleRISC else {
-            t.audiences = t.audience.isEmpty ? [] : [t.audience]
+        guard d.t.profile == .googleRISC else {
+            d.t.audiences = d.t.audience.isEmpty ? [] : [d.t.audience]
             return
         }
-        if f["audience"] != nil {
-            t.audiences = [t.audience]
+        if d.audience != nil {
+            d.t.audiences = [d.t.audience]
         } else {
-            t.audiences = Set(t.issuers.flatMap { issuers[$0]?.audiences ?? [] })
-            if t.audiences.isEmpty, !t.issuers.isEmpty {
+            d.t.audiences = Set(d.t.issuers.flatMap { issuers[$0]?.audiences ?? [] })
+            if d.t.audiences.isEmpty, !d.t.issuers.isEmpty {
                 r.problem(
-                    "\(p).audience", f["issuers"],
+                    "\(p).audience", d.issuers,
                     "Google's SETs name the app's OAuth client IDs: give audience, or audiences on the issuers")
             }
         }
-        for url in Array(t.issuerURLs) where !url.hasSuffix("/") {
-            t.issuerURLs.insert(url + "/")
-            t.issuerNames[url + "/"] = t.issuerNames[url]
+        for url in Array(d.t.issuerURLs) where !url.hasSuffix("/") {
+            d.t.issuerURLs.insert(url + "/")
+            d.t.issuerNames[url + "/"] = d.t.issuerNames[url]
         }
     }
 

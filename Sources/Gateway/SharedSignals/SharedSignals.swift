@@ -19,7 +19,7 @@ enum SharedSignals: GatewayModule {
     ]
 
     static func read(_ node: Node, _ cfg: GatewayConfig, _ r: ConfigReader) -> [String: TransmitterConfig] {
-        ConfigParser.sharedSignals(node, issuers: cfg.issuers, clients: cfg.clients, r)
+        ConfigParser.sharedSignals(node, cfg, r)
     }
 
     /// Each push transmitter's endpoint (RFC 8935), on a route of its own: called by a few

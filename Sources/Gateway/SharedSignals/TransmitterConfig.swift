@@ -79,99 +79,132 @@ struct TransmitterConfig: Sendable {
 }
 
 extension TransmitterConfig {
-    static let keyTable = ConfigKeyTable<TransmitterConfig, ConfigReader>([
+    /// The keys of `shared_signals.NAME`, each said once with its reference row and read in
+    /// this order into a `TransmitterDraft`; ConfigParser.sharedSignals then judges them
+    /// together (the delivery's own keys, what a profile defaults).
+    static let keyTable = ConfigKeyTable<TransmitterDraft, ConfigContext>([
         .init(
             "issuer", type: "https URL (http only for a loopback host)",
             default: "none: required (`google-risc`: `https://accounts.google.com`)"
-        ) { t, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
+        ) { d, n, p, c in
+            d.issuer = n
+            guard let s = c.r.string(n, path: p) else { return }
             if securedURL(s) == nil {
-                r.problem(p, n, "\"\(s)\" is not an https URL (http only for a loopback host)")
+                c.r.problem(p, n, "\"\(s)\" is not an https URL (http only for a loopback host)")
             } else {
-                t.issuer = s.hasSuffix("/") ? String(s.dropLast()) : s
+                d.t.issuer = s.hasSuffix("/") ? String(s.dropLast()) : s
             }
         },
-        .init("issuers", type: "list of `issuers:` names", default: "none: required", by: "ConfigParser.sharedSignals"),
+        .init("issuers", type: "list of `issuers:` names", default: "none: required") { d, n, p, c in
+            d.issuers = n
+            for (i, issuer) in ConfigParser.exchangeNames(n, path: p, c.r).enumerated() {
+                guard let config = c.cfg.issuers[issuer] else {
+                    c.r.problem(
+                        "\(p)[\(i)]", n,
+                        "\"\(issuer)\" is not defined; defined: \(c.cfg.issuers.keys.sorted().joined(separator: ", "))")
+                    continue
+                }
+                d.t.issuers.append(issuer)
+                for url in [config.issuer] + config.issuerAliases {
+                    d.t.issuerURLs.insert(url)
+                    d.t.issuerNames[url, default: []].append(issuer)
+                }
+            }
+        },
         .init(
             "delivery", type: "`push` (RFC 8935) or `poll` (RFC 8936)", default: "`push`",
             checkedBy: { ConfigDefault.firstValue($0) == "push" }
-        ) { t, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
-            if let d = Delivery(rawValue: s) { t.delivery = d } else { r.problem(p, n, "must be push or poll") }
+        ) { d, n, p, c in
+            d.delivery = n
+            guard let s = c.r.string(n, path: p) else { return }
+            if let delivery = Delivery(rawValue: s) {
+                d.t.delivery = delivery
+            } else {
+                c.r.problem(p, n, "must be push or poll")
+            }
         },
         .init(
             "poll_interval", type: "duration, at least 100ms", default: "`1s`",
             checkedBy: ConfigDefault.duration(TransmitterConfig(name: "").pollInterval)
-        ) { t, n, p, r in
-            guard let v = r.duration(n, path: p) else { return }
-            if v < 0.1 { r.problem(p, n, "must be at least 100ms") } else { t.pollInterval = v }
+        ) { d, n, p, c in
+            d.pollInterval = n
+            guard let v = c.r.duration(n, path: p) else { return }
+            if v < 0.1 { c.r.problem(p, n, "must be at least 100ms") } else { d.t.pollInterval = v }
         },
         .init(
             "endpoint_url", type: "https URL the transmitter pushes to (http only for a loopback host)",
             default: "none: required for push"
-        ) { t, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
+        ) { d, n, p, c in
+            d.endpointURL = n
+            guard let s = c.r.string(n, path: p) else { return }
             guard let url = securedURL(s), url.path.hasPrefix("/"), url.path.count > 1 else {
-                r.problem(p, n, "\"\(s)\" is not an https URL with a path (http only for a loopback host)")
+                c.r.problem(p, n, "\"\(s)\" is not an https URL with a path (http only for a loopback host)")
                 return
             }
-            t.endpointURL = s
-            t.endpointPath = url.path
-            if t.audience.isEmpty { t.audience = origin(of: s) }
+            d.t.endpointURL = s
+            d.t.endpointPath = url.path
+            if d.t.audience.isEmpty { d.t.audience = origin(of: s) }
         },
-        .init("audience", type: "string", default: "`endpoint_url`'s origin; required for poll") { t, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
-            if s.isEmpty { r.problem(p, n, "is empty") } else { t.audience = s }
+        .init("audience", type: "string", default: "`endpoint_url`'s origin; required for poll") { d, n, p, c in
+            d.audience = n
+            guard let s = c.r.string(n, path: p) else { return }
+            if s.isEmpty { c.r.problem(p, n, "is empty") } else { d.t.audience = s }
         },
-        .init(
-            "auth", type: "`{ bearer_file: PATH }` or `{ client: NAME, scope: … }`", default: "none",
-            by: "ConfigParser.sharedSignals"),
-        .init("events", type: "list of event names", default: "all seven (below)") { t, n, p, r in
-            guard let items = r.sequence(n, path: p) else { return }
+        .init("auth", type: "`{ bearer_file: PATH }` or `{ client: NAME, scope: … }`", default: "none") {
+            d, n, p, c in d.t.auth = ConfigParser.transmitterAuth(n, path: p, c)
+        },
+        .init("events", type: "list of event names", default: "all seven (below)") { d, n, p, c in
+            guard let items = c.r.sequence(n, path: p) else { return }
             var events: Set<String> = []
             for (i, item) in items.enumerated() {
-                guard let s = r.string(item, path: "\(p)[\(i)]") else { continue }
+                guard let s = c.r.string(item, path: "\(p)[\(i)]") else { continue }
                 if SecurityEventType.configNames.contains(s) {
                     events.insert(s)
                 } else {
-                    r.problem(
+                    c.r.problem(
                         "\(p)[\(i)]", item,
                         "\"\(s)\" is not an event; one of \(SecurityEventType.configNames.joined(separator: ", "))")
                 }
             }
-            if events.isEmpty { r.problem(p, n, "names no event") } else { t.events = events }
+            if events.isEmpty { c.r.problem(p, n, "names no event") } else { d.t.events = events }
         },
         .init(
             "revocation_ttl", type: "duration", default: "`24h`",
             checkedBy: ConfigDefault.duration(TransmitterConfig(name: "").revocationTTL)
-        ) { t, n, p, r in
-            guard let v = r.duration(n, path: p) else { return }
-            if v < 60 { r.problem(p, n, "must be at least 1m") } else { t.revocationTTL = v }
+        ) { d, n, p, c in
+            guard let v = c.r.duration(n, path: p) else { return }
+            if v < 60 { c.r.problem(p, n, "must be at least 1m") } else { d.t.revocationTTL = v }
         },
         .init(
             "profile", type: "`ssf` or `google-risc`", default: "`ssf`",
             checkedBy: { ConfigDefault.firstValue($0) == "ssf" }
-        ) { t, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
+        ) { d, n, p, c in
+            guard let s = c.r.string(n, path: p) else { return }
             if let profile = Profile(rawValue: s) {
-                t.profile = profile
+                d.t.profile = profile
             } else {
-                r.problem(p, n, "must be ssf or google-risc")
+                c.r.problem(p, n, "must be ssf or google-risc")
             }
         }
     ])
 
-    /// The keys of `shared_signals.NAME.auth`, read by ConfigParser.sharedSignals.
-    static let authKeyTable = ConfigKeyTable<TransmitterAuth, ConfigReader>([
-        .init("bearer_file", type: "path of a file holding a token", default: "none", by: "ConfigParser.sharedSignals"),
-        .init("client", type: "a `clients:` name with an `issuer`", default: "none", by: "ConfigParser.sharedSignals"),
-        .init("scope", type: "space-separated scopes", default: "none", by: "ConfigParser.sharedSignals"),
+    /// The keys of `shared_signals.NAME.auth`, read in this order into a `TransmitterAuthDraft`
+    /// (a grant's keys by the rows of `UpstreamCredentialsConfig.grantKeyTable`), for
+    /// ConfigParser.transmitterAuth to hold to one form.
+    static let authKeyTable = ConfigKeyTable<TransmitterAuthDraft, ConfigReader>([
+        .init("bearer_file", type: "path of a file holding a token", default: "none") { d, n, p, r in
+            d.bearerFile = GivenKey(value: r.string(n, path: p), node: n)
+        },
+        UpstreamCredentialsConfig.grantClient.lifted(
+            into: \.grant, type: "a `clients:` name with an `issuer`", default: "none"),
+        UpstreamCredentialsConfig.grantScope.lifted(into: \.grant, type: "space-separated scopes", default: "none"),
         .init(
-            "service_account_file", type: "path of a Google service account's JSON key file", default: "none",
-            by: "ConfigParser.sharedSignals"),
-        .init(
-            "token_endpoint", type: "http(s) URL", default: "the client's issuer's metadata",
-            by: "ConfigParser.sharedSignals")
+            "service_account_file", type: "path of a Google service account's JSON key file", default: "none"
+        ) { d, n, p, r in
+            d.serviceAccountFile = GivenKey(value: r.string(n, path: p), node: n)
+        },
+        UpstreamCredentialsConfig.grantTokenEndpoint.lifted(
+            into: \.grant, type: "http(s) URL", default: "the client's issuer's metadata")
     ])
 
     /// `s` as an https URL, or http on a loopback host (tests, a sidecar's own transmitter).
@@ -210,4 +243,25 @@ extension SecurityEventType {
         default: nil
         }
     }
+}
+
+/// `shared_signals.NAME` as its table reads it: the transmitter, and the keys its checks
+/// point at.
+struct TransmitterDraft {
+    var t: TransmitterConfig
+    /// The entry itself: where a missing key's problem points.
+    let node: Node
+    var issuer: Node?
+    var issuers: Node?
+    var delivery: Node?
+    var pollInterval: Node?
+    var endpointURL: Node?
+    var audience: Node?
+}
+
+/// `shared_signals.NAME.auth` as its table reads it: each form's keys as given.
+struct TransmitterAuthDraft {
+    var bearerFile: GivenKey<String>?
+    var serviceAccountFile: GivenKey<String>?
+    var grant = ClientCredentialsDraft()
 }

@@ -36,17 +36,17 @@ enum FAPI2Signatures {
 extension ConfigParser {
     /// A policy with `profile: fapi2`: the rules above, each refusal naming what is missing.
     static func fapi2Signatures(
-        _ policy: inout SignaturePolicy, _ fields: [String: Node], path p: String, _ r: ConfigReader
+        _ policy: inout SignaturePolicy, _ keys: SignaturePolicyKeys, path p: String, _ r: ConfigReader
     ) {
         let old = policy.requirements
         var components = old.components
-        if fields["components"] == nil {
+        if keys.components == nil {
             components = FAPI2Signatures.requestComponents
         } else {
             let missing = FAPI2Signatures.requestComponents.filter { !components.contains($0) }
             if !missing.isEmpty {
                 r.problem(
-                    "\(p).components", fields["components"],
+                    "\(p).components", keys.components?.node,
                     "must cover \(missing.map(\.serialized).joined(separator: ", ")) with profile: fapi2 "
                         + "(FAPI 2.0 Message Signing: the method, the target and the access token)")
             }
@@ -55,24 +55,24 @@ extension ConfigParser {
         if !ifPresent.contains(FAPI2Signatures.coveredWhenSent) { ifPresent.append(FAPI2Signatures.coveredWhenSent) }
         var tag = old.tag ?? FAPI2Signatures.requestTag
         if tag != FAPI2Signatures.requestTag {
-            r.problem("\(p).tag", fields["tag"], "must be \(FAPI2Signatures.requestTag) with profile: fapi2")
+            r.problem("\(p).tag", keys.tagNode, "must be \(FAPI2Signatures.requestTag) with profile: fapi2")
             tag = FAPI2Signatures.requestTag
         }
         if !FAPI2Signatures.algorithms.contains(policy.rsaAlgorithm.jws) {
             r.problem(
-                "\(p).rsa_algorithm", fields["rsa_algorithm"],
+                "\(p).rsa_algorithm", keys.rsaAlgorithmNode,
                 "must be rsa-pss-sha512 with profile: fapi2 (FAPI 2.0 Security Profile §5.4.1: no PKCS#1 v1.5)")
         }
         if case .jwksFile(_, let set) = policy.keys, set.keys.contains(where: { $0.kty == "oct" }) {
             r.problem(
-                "\(p).keys.jwks_file", fields["keys"],
+                "\(p).keys.jwks_file", keys.keysNode,
                 "holds shared secrets: with profile: fapi2 requests are signed with the client's private key")
         }
         if case .clientJWKS(_, let sets) = policy.keys,
             sets.values.contains(where: { $0.keys.contains(where: { $0.kty == "oct" }) })
         {
             r.problem(
-                "\(p).keys.client_jwks", fields["keys"],
+                "\(p).keys.client_jwks", keys.keysNode,
                 "holds shared secrets: with profile: fapi2 requests are signed with the client's private key")
         }
         policy.digestRequiredWithContent = true

@@ -15,6 +15,10 @@ struct SignaturePolicyKeys {
     var maxAge: Int64 = 60
     var leeway: Int64 = 5
     var nonceRequired = false
+    // Kept for the checks of profile fapi2 that point at them.
+    var keysNode: Node?
+    var tagNode: Node?
+    var rsaAlgorithmNode: Node?
 
     /// The requirements; a `components` list left empty is refused (RFC 9421 §7.2.1: a
     /// signature that covers nothing can be moved to any message).
@@ -32,92 +36,108 @@ struct SignaturePolicyKeys {
 extension SignaturePolicy {
     /// The keys of a `signatures.NAME` entry, each said once: its reference row (checked by
     /// ConfigReferenceTests) and its reader.
-    static let keyTable = ConfigKeyTable<SignaturePolicyKeys, ConfigReader>([
+    static let keyTable = ConfigKeyTable<SignaturePolicyKeys, ConfigContext>([
         .init(
             "keys", type: "`{ issuer: NAME }`, `{ jwks_file: PATH }` or `{ client_jwks: PATH }`",
             default: "none: required",
-            by: "ConfigParser.signatures"),
+            reader: .always { x, n, p, c in
+                x.keysNode = n
+                ConfigParser.signatureKeys(n, into: &x.policy, path: p, c)
+            }),
         .init(
             "components", type: "list of component identifiers", default: "`[\"@method\", \"@target-uri\"]`"
-        ) { x, n, p, r in
-            x.components = GivenKey(value: ConfigParser.signatureComponents(n, path: p, r), node: n)
+        ) { x, n, p, c in
+            x.components = GivenKey(value: ConfigParser.signatureComponents(n, path: p, c.r), node: n)
         },
-        .init("also_cover_if_present", type: "list of field names", default: "none") { x, n, p, r in
-            guard let listed = ConfigParser.signatureComponents(n, path: p, r) else { return }
-            for c in listed where c.isDerived { r.problem(p, n, "lists fields, not \(c.name)") }
+        .init("also_cover_if_present", type: "list of field names", default: "none") { x, n, p, c in
+            guard let listed = ConfigParser.signatureComponents(n, path: p, c.r) else { return }
+            for component in listed where component.isDerived {
+                c.r.problem(p, n, "lists fields, not \(component.name)")
+            }
             x.coverIfPresent = listed
         },
-        .init("tag", type: "string", default: "none: any tag") { x, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
+        .init("tag", type: "string", default: "none: any tag") { x, n, p, c in
+            x.tagNode = n
+            guard let s = c.r.string(n, path: p) else { return }
             if s.isEmpty || !s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) {
-                r.problem(p, n, "must be printable ASCII, not empty")
+                c.r.problem(p, n, "must be printable ASCII, not empty")
             } else {
                 x.tag = s
             }
         },
-        .init("max_age", type: "duration", default: "`60s`") { x, n, p, r in
-            guard let v = r.duration(n, path: p) else { return }
-            if v >= 1 { x.maxAge = Int64(v) } else { r.problem(p, n, "must be at least 1s") }
+        .init("max_age", type: "duration", default: "`60s`") { x, n, p, c in
+            guard let v = c.r.duration(n, path: p) else { return }
+            if v >= 1 { x.maxAge = Int64(v) } else { c.r.problem(p, n, "must be at least 1s") }
         },
-        .init("leeway", type: "duration (at most `60s`)", default: "`5s`") { x, n, p, r in
-            guard let v = r.duration(n, path: p) else { return }
-            if v >= 0 && v <= 60 { x.leeway = Int64(v) } else { r.problem(p, n, "must be 0 to 60s") }
+        .init("leeway", type: "duration (at most `60s`)", default: "`5s`") { x, n, p, c in
+            guard let v = c.r.duration(n, path: p) else { return }
+            if v >= 0 && v <= 60 { x.leeway = Int64(v) } else { c.r.problem(p, n, "must be 0 to 60s") }
         },
-        .init("nonce", type: "`optional` or `required`", default: "`optional`") { x, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
+        .init("nonce", type: "`optional` or `required`", default: "`optional`") { x, n, p, c in
+            guard let s = c.r.string(n, path: p) else { return }
             switch s {
             case "optional": x.nonceRequired = false
             case "required": x.nonceRequired = true
-            default: r.problem(p, n, "must be optional or required")
+            default: c.r.problem(p, n, "must be optional or required")
             }
         },
         .init(
             "rsa_algorithm", type: "`rsa-pss-sha512` or `rsa-v1_5-sha256`", default: "`rsa-pss-sha512`",
             checkedBy: ConfigDefault.text("rsa-pss-sha512")
-        ) { x, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
+        ) { x, n, p, c in
+            x.rsaAlgorithmNode = n
+            guard let s = c.r.string(n, path: p) else { return }
             if let a = SignatureAlgorithm(name: s), a.jws.keyType == "RSA" {
                 x.policy.rsaAlgorithm = a
             } else {
-                r.problem(p, n, "must be rsa-pss-sha512 or rsa-v1_5-sha256")
+                c.r.problem(p, n, "must be rsa-pss-sha512 or rsa-v1_5-sha256")
             }
         },
-        .init("headers", type: "`{ keyid: HEADER, tag: HEADER }`", default: "none") { x, n, p, r in
-            guard let f = r.mapping(n, path: p, section: .signatureHeaders) else { return }
-            headersKeyTable.read(f, into: &x.policy, path: p, r)
+        .init("headers", type: "`{ keyid: HEADER, tag: HEADER }`", default: "none") { x, n, p, c in
+            guard let f = c.r.mapping(n, path: p, section: .signatureHeaders) else { return }
+            headersKeyTable.read(f, into: &x.policy, path: p, c.r)
         },
-        .init("profile", type: "`fapi2`", default: "none") { x, n, p, r in
-            x.policy.profile = ConfigParser.securityProfile(n, path: p, r)
+        .init("profile", type: "`fapi2`", default: "none") { x, n, p, c in
+            x.policy.profile = ConfigParser.securityProfile(n, path: p, c.r)
         }
     ])
 
     /// `signatures.NAME.keys`.
-    static let keysKeyTable = ConfigKeyTable<SignaturePolicy, ConfigReader>([
-        .init("issuer", type: "name of an `issuers` entry", default: "none", by: "ConfigParser.signatures"),
-        .init("jwks_file", type: "path of a JWK Set file", default: "none") { x, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
-            let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
+    static let keysKeyTable = ConfigKeyTable<SignaturePolicy, ConfigContext>([
+        .init("issuer", type: "name of an `issuers` entry", default: "none") { x, n, p, c in
+            guard let issuer = c.r.string(n, path: p) else { return }
+            if c.cfg.issuers[issuer] == nil {
+                let defined = c.cfg.issuers.keys.sorted().joined(separator: ", ")
+                c.r.problem(
+                    p, n, "\"\(issuer)\" is not defined under issuers; defined: \(defined.isEmpty ? "none" : defined)")
+            } else {
+                x.keys = .issuer(issuer)
+            }
+        },
+        .init("jwks_file", type: "path of a JWK Set file", default: "none") { x, n, p, c in
+            guard let s = c.r.string(n, path: p) else { return }
+            let full = s.hasPrefix("/") ? s : "\(c.r.baseDirectory)/\(s)"
             guard let data = FileManager.default.contents(atPath: full) else {
-                r.problem(p, n, "cannot read \(full)")
+                c.r.problem(p, n, "cannot read \(full)")
                 return
             }
             do {
                 x.keys = .jwksFile(full, try JWKSet(bytes: Array(data)))
             } catch {
-                r.problem(p, n, "is not a JWK Set: \(error)")
+                c.r.problem(p, n, "is not a JWK Set: \(error)")
             }
         },
-        .init("client_jwks", type: "path of a JSON object: client id → JWK Set", default: "none") { x, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
-            let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
+        .init("client_jwks", type: "path of a JSON object: client id → JWK Set", default: "none") { x, n, p, c in
+            guard let s = c.r.string(n, path: p) else { return }
+            let full = s.hasPrefix("/") ? s : "\(c.r.baseDirectory)/\(s)"
             guard let data = FileManager.default.contents(atPath: full) else {
-                r.problem(p, n, "cannot read \(full)")
+                c.r.problem(p, n, "cannot read \(full)")
                 return
             }
             do {
                 x.keys = .clientJWKS(full, try ConfigParser.clientKeyRegistry(Array(data)))
             } catch {
-                r.problem(p, n, "is not a JSON object of JWK Sets by client id: \(error)")
+                c.r.problem(p, n, "is not a JSON object of JWK Sets by client id: \(error)")
             }
         }
     ])
@@ -135,10 +155,9 @@ extension SignaturePolicy {
 
 extension ConfigParser {
     /// `signatures:`: named signature verifiers, by name.
-    static func signatures(_ node: Node?, issuers: [String: IssuerConfig], _ r: ConfigReader) -> [String:
-        SignaturePolicy]
-    {
+    static func signatures(_ node: Node?, _ cfg: GatewayConfig, _ r: ConfigReader) -> [String: SignaturePolicy] {
         guard let node, let m = r.mapping(node, path: "signatures", section: nil) else { return [:] }
+        let context = ConfigContext(cfg: cfg, r: r)
         var all: [String: SignaturePolicy] = [:]
         for (name, entry) in m {
             let p = "signatures.\(name)"
@@ -148,40 +167,27 @@ extension ConfigParser {
             }
             guard let fields = r.mapping(entry, path: p, section: .signature) else { continue }
             var keys = SignaturePolicyKeys(policy: SignaturePolicy(name: name))
-            SignaturePolicy.keyTable.read(fields, into: &keys, path: p, r)
+            SignaturePolicy.keyTable.read(fields, into: &keys, path: p, context)
             var policy = keys.policy
-            signatureKeys(fields["keys"], into: &policy, issuers: issuers, path: "\(p).keys", r)
             policy.requirements = keys.requirements(path: p, r)
-            if policy.profile != nil { fapi2Signatures(&policy, fields, path: p, r) }
+            if policy.profile != nil { fapi2Signatures(&policy, keys, path: p, r) }
             all[name] = policy
         }
         return all
     }
 
-    private static func signatureKeys(
-        _ node: Node?, into policy: inout SignaturePolicy, issuers: [String: IssuerConfig], path p: String,
-        _ r: ConfigReader
-    ) {
+    /// `keys:`: exactly one source (`SignaturePolicy.keysKeyTable`).
+    static func signatureKeys(_ node: Node?, into policy: inout SignaturePolicy, path p: String, _ c: ConfigContext) {
         guard let node else {
-            r.problem(p, nil, "is required: { issuer: NAME }, { jwks_file: PATH } or { client_jwks: PATH }")
+            c.r.problem(p, nil, "is required: { issuer: NAME }, { jwks_file: PATH } or { client_jwks: PATH }")
             return
         }
-        guard let f = r.mapping(node, path: p, section: .signatureKeys) else { return }
+        guard let f = c.r.mapping(node, path: p, section: .signatureKeys) else { return }
         guard f.count == 1 else {
-            r.problem(p, node, "must name one source: issuer, jwks_file or client_jwks")
+            c.r.problem(p, node, "must name one source: issuer, jwks_file or client_jwks")
             return
         }
-        SignaturePolicy.keysKeyTable.read(f, into: &policy, path: p, r)
-        if let n = f["issuer"], let issuer = r.string(n, path: "\(p).issuer") {
-            if issuers[issuer] == nil {
-                let defined = issuers.keys.sorted().joined(separator: ", ")
-                r.problem(
-                    "\(p).issuer", n,
-                    "\"\(issuer)\" is not defined under issuers; defined: \(defined.isEmpty ? "none" : defined)")
-            } else {
-                policy.keys = .issuer(issuer)
-            }
-        }
+        SignaturePolicy.keysKeyTable.read(f, into: &policy, path: p, c)
     }
 
     /// A list of component identifiers, each once; nil when the value is not a list.

@@ -17,7 +17,7 @@ enum Signatures: GatewayModule {
     ]
 
     static func read(_ node: Node, _ cfg: GatewayConfig, _ r: ConfigReader) -> [String: SignaturePolicy] {
-        ConfigParser.signatures(node, issuers: cfg.issuers, r)
+        ConfigParser.signatures(node, cfg, r)
     }
 
     static func makeService(_ shared: NoModuleShared, _ context: ModuleContext) -> SignatureRefusals {

@@ -12,44 +12,38 @@ extension ConfigParser {
         let node = given.node
         let p = given.path
         guard let section = r.mapping(node, path: p, section: .tokenExchange) else { return nil }
-        guard let issuerNode = section["issuer"], let issuerName = r.string(issuerNode, path: "\(p).issuer") else {
+        var d = TokenExchangeDraft()
+        TokenExchangeConfig.keyTable.read(section, into: &d, path: p, r)
+        guard let issuerGiven = d.issuer, let issuerName = issuerGiven.value else {
             r.problem(p, node, "needs issuer: NAME (the issuers: entry whose token endpoint exchanges)")
             return nil
         }
         guard let issuer = cfg.issuers[issuerName] else {
             r.problem(
-                "\(p).issuer", issuerNode,
+                "\(p).issuer", issuerGiven.node,
                 "\"\(issuerName)\" is not defined; defined: \(cfg.issuers.keys.sorted().joined(separator: ", "))")
             return nil
         }
-        guard let clientNode = section["client"], let clientName = r.string(clientNode, path: "\(p).client") else {
+        guard let clientGiven = d.client, let clientName = clientGiven.value else {
             r.problem(p, node, "needs client: NAME (the gateway's registration at that authorization server)")
             return nil
         }
         guard let client = cfg.clients[clientName] else {
             r.problem(
-                "\(p).client", clientNode,
+                "\(p).client", clientGiven.node,
                 "\"\(clientName)\" is not defined; defined: \(cfg.clientNames.joined(separator: ", "))")
             return nil
         }
-        let endpoint = section["endpoint"].flatMap { r.string($0, path: "\(p).endpoint") }
-        if let endpoint, ConfigValues.url(endpoint) == nil {
-            r.problem("\(p).endpoint", section["endpoint"], "\"\(endpoint)\" is not an http(s) URL")
-        }
-        var out = TokenExchangeConfig(
-            route: index, issuer: issuerName, issuerURL: issuer.issuer, client: client, endpoint: endpoint,
-            caFile: issuer.caFile, target: TokenExchange.Target())
-        TokenExchangeConfig.keyTable.read(section, into: &out, path: p, r)
-        if let modeNode = section["mode"], let mode = r.string(modeNode, path: "\(p).mode") {
-            switch mode {
-            case "exchange":
-                if section["upstream_issuer"] != nil || section["upstream_client"] != nil {
-                    r.problem(p, node, "upstream_issuer and upstream_client are for mode: id_jag")
-                }
-            case "id_jag": out.upstream = idJAGUpstream(section, &out, node: node, path: p, cfg: cfg, r)
-            default: r.problem("\(p).mode", modeNode, "must be exchange or id_jag")
-            }
-        } else if section["upstream_issuer"] != nil || section["upstream_client"] != nil {
+        var out = d.cfg
+        out.route = index
+        out.issuer = issuerName
+        out.issuerURL = issuer.issuer
+        out.client = client
+        out.caFile = issuer.caFile
+        // A mode that is not one was reported by its row; the exchange is then not judged further.
+        if d.mode?.value == .idJAG {
+            out.upstream = idJAGUpstream(d, &out, node: node, path: p, cfg: cfg, r)
+        } else if d.mode == nil || d.mode?.value == .exchange, d.upstreamIssuer != nil || d.upstreamClient != nil {
             r.problem(p, node, "upstream_issuer and upstream_client are for mode: id_jag")
         }
         ConfigValidation.tokenExchangeTarget(out, issuer: issuer, node: node, path: p, r)
@@ -60,16 +54,14 @@ extension ConfigParser {
     /// caller's IdP asks for an ID-JAG whose `aud` is that AS (draft-ietf-oauth-identity-
     /// assertion-authz-grant §4.3), for the route's `resource`.
     private static func idJAGUpstream(
-        _ section: [String: Node], _ out: inout TokenExchangeConfig, node: Node, path p: String, cfg: GatewayConfig,
+        _ d: TokenExchangeDraft, _ out: inout TokenExchangeConfig, node: Node, path p: String, cfg: GatewayConfig,
         _ r: ConfigReader
     ) -> TokenExchangeConfig.UpstreamAuthorizationServer? {
-        for key in ["requested_token_type", "audience"] where section[key] != nil {
-            r.problem("\(p).\(key)", section[key], "is set by mode: id_jag (the ID-JAG is for upstream_issuer)")
+        for given in d.targetKeys {
+            r.problem(given.path, given.node, "is set by mode: id_jag (the ID-JAG is for upstream_issuer)")
         }
-        if out.dpop { r.problem("\(p).dpop", section["dpop"], "is not available with mode: id_jag") }
-        guard let issuerNode = section["upstream_issuer"],
-            let name = r.string(issuerNode, path: "\(p).upstream_issuer")
-        else {
+        if out.dpop { r.problem("\(p).dpop", d.dpop, "is not available with mode: id_jag") }
+        guard let issuerNode = d.upstreamIssuer?.node, let name = d.upstreamIssuer?.value else {
             r.problem(p, node, "mode: id_jag needs upstream_issuer: NAME (the issuers: entry of the upstream's AS)")
             return nil
         }
@@ -89,9 +81,7 @@ extension ConfigParser {
                 "\(p).upstream_issuer", issuerNode,
                 "\"\(name)\" is a {tenant} template: an ID-JAG names one authorization server")
         }
-        guard let clientNode = section["upstream_client"],
-            let clientName = r.string(clientNode, path: "\(p).upstream_client")
-        else {
+        guard let clientNode = d.upstreamClient?.node, let clientName = d.upstreamClient?.value else {
             r.problem(p, node, "mode: id_jag needs upstream_client: NAME (the gateway's registration at that AS)")
             return nil
         }
@@ -106,9 +96,11 @@ extension ConfigParser {
         }
         // Each client is the gateway's registration at its own AS: a secret for the IdP must
         // never be sent to the upstream's AS, nor the other way.
-        for (key, c, at) in [("upstream_client", client, name), ("client", out.client, out.issuer)]
+        for (key, given, c, at) in [
+            ("upstream_client", d.upstreamClient, client, name), ("client", d.client, out.client, out.issuer)
+        ]
         where c.issuer != nil && c.issuer != at {
-            r.problem("\(p).\(key)", section[key], "\"\(c.name)\" is registered at \(c.issuer ?? ""), not at \(at)")
+            r.problem("\(p).\(key)", given?.node, "\"\(c.name)\" is registered at \(c.issuer ?? ""), not at \(at)")
         }
         out.target.requestedTokenType = TokenExchange.idJAGTokenType
         out.target.audiences = [issuer.issuer]

@@ -82,86 +82,130 @@ struct UpstreamSecretProblem: Error, CustomStringConvertible {
 }
 
 extension UpstreamCredentialsConfig {
-    /// The keys of `upstreams.NAME.credentials`: one of the two forms.
-    static let keyTable = ConfigKeyTable<UpstreamCredentialsConfig?, ConfigReader>([
-        .init(
-            "header", type: "mapping (below): a static secret", default: "none",
-            by: "ConfigParser.upstreamCredentials"),
-        .init(
-            "client_credentials", type: "mapping (below): a token the gateway gets for itself", default: "none",
-            by: "ConfigParser.upstreamCredentials")
-    ])
-
-    static let headerKeyTable = ConfigKeyTable<UpstreamSecretHeader, ConfigReader>([
-        .init("name", type: "field name", default: "none: required") { h, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
-            let lower = s.lowercased()
-            if s.isEmpty || !s.utf8.allSatisfy(HeaderRules.isTokenChar) {
-                r.problem(p, n, "must be a field name (RFC 9110 §5.1)")
-            } else if reservedFields.contains(lower) || lower.hasPrefix("x-forwarded-") {
-                r.problem(
-                    p, n, "\(s) has a meaning of its own; name the upstream's field (X-Billing-Key, Authorization)")
-            } else {
-                h.name = s
-            }
+    /// The keys of `upstreams.NAME.credentials`: one of the two forms, each kept as given for
+    /// ConfigParser.upstreamCredentials (a grant names clients, read after the upstreams).
+    static let keyTable = ConfigKeyTable<UpstreamCredentialsDraft, ConfigReader>([
+        .init("header", type: "mapping (below): a static secret", default: "none") { d, n, p, _ in
+            d.header = GivenNode(node: n, path: p)
         },
-        .init("value_file", type: "path of a file holding the value", default: "none: required") { h, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
-            let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
-            h.file = full
-            switch UpstreamSecretFile.read(full) {
-            case .success(let value): h.value = value
-            case .failure(let problem): r.problem(p, n, problem.description)
-            }
+        .init(
+            "client_credentials", type: "mapping (below): a token the gateway gets for itself", default: "none"
+        ) { d, n, p, _ in
+            d.clientCredentials = GivenNode(node: n, path: p)
         }
     ])
 
-    static let grantKeyTable = ConfigKeyTable<ClientCredentialsGrant, ConfigReader>([
+    /// The keys of `header:`, both required.
+    static let headerKeyTable = ConfigKeyTable<UpstreamSecretHeaderDraft, ConfigReader>([
         .init(
-            "client", type: "a `clients:` name with an `issuer`", default: "none: required",
-            by: "ConfigParser.upstreamCredentials"),
-        .init("scope", type: "space-separated scopes", default: "none: the AS's default") { g, n, p, r in
-            guard let s = r.string(n, path: p) else { return }
-            if s.isEmpty || !s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5C }) {
-                r.problem(p, n, "must be space-separated scope tokens (RFC 6749 §3.3)")
-            } else {
-                g.scope = s
-            }
-        },
+            "name", type: "field name", default: "none: required",
+            reader: .always { d, n, p, r in
+                guard let n else { return r.problem(p, d.node, "is required") }
+                guard let s = r.string(n, path: p) else { return }
+                let lower = s.lowercased()
+                if s.isEmpty || !s.utf8.allSatisfy(HeaderRules.isTokenChar) {
+                    r.problem(p, n, "must be a field name (RFC 9110 §5.1)")
+                } else if reservedFields.contains(lower) || lower.hasPrefix("x-forwarded-") {
+                    r.problem(
+                        p, n, "\(s) has a meaning of its own; name the upstream's field (X-Billing-Key, Authorization)")
+                } else {
+                    d.header.name = s
+                }
+            }),
         .init(
-            "token_endpoint", type: "http(s) URL", default: "the client's issuer's metadata (`token_endpoint`)",
-            by: "ConfigParser.upstreamCredentials")
+            "value_file", type: "path of a file holding the value", default: "none: required",
+            reader: .always { d, n, p, r in
+                guard let n else { return r.problem(p, d.node, "is required") }
+                guard let s = r.string(n, path: p) else { return }
+                let full = s.hasPrefix("/") ? s : "\(r.baseDirectory)/\(s)"
+                d.header.file = full
+                switch UpstreamSecretFile.read(full) {
+                case .success(let value): d.header.value = value
+                case .failure(let problem): r.problem(p, n, problem.description)
+                }
+            })
     ])
+
+    /// The keys of a client credentials grant (`client_credentials:`; a transmitter's `auth`
+    /// reads the same rows), kept as given: the client is found among the clients by
+    /// ConfigParser.credentialsGrant.
+    static let grantKeyTable = ConfigKeyTable<ClientCredentialsDraft, ConfigReader>([
+        grantClient, grantScope, grantTokenEndpoint
+    ])
+    static let grantClient = ConfigKey<ClientCredentialsDraft, ConfigReader>(
+        "client", type: "a `clients:` name with an `issuer`", default: "none: required"
+    ) { d, n, p, r in
+        d.client = GivenKey(value: r.string(n, path: p), node: n)
+    }
+    static let grantScope = ConfigKey<ClientCredentialsDraft, ConfigReader>(
+        "scope", type: "space-separated scopes", default: "none: the AS's default"
+    ) { d, n, p, r in
+        d.scopeNode = n
+        guard let s = r.string(n, path: p) else { return }
+        if s.isEmpty || !s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5C }) {
+            r.problem(p, n, "must be space-separated scope tokens (RFC 6749 §3.3)")
+        } else {
+            d.scope = s
+        }
+    }
+    static let grantTokenEndpoint = ConfigKey<ClientCredentialsDraft, ConfigReader>(
+        "token_endpoint", type: "http(s) URL", default: "the client's issuer's metadata (`token_endpoint`)"
+    ) { d, n, p, r in
+        d.tokenEndpoint = GivenKey(value: r.string(n, path: p), node: n)
+    }
+}
+
+/// `upstreams.NAME.credentials` as its table reads it: the two forms as given.
+struct UpstreamCredentialsDraft {
+    var header: GivenNode?
+    var clientCredentials: GivenNode?
+}
+
+/// `credentials.header` as its table reads it.
+struct UpstreamSecretHeaderDraft {
+    var header = UpstreamSecretHeader()
+    /// The mapping itself: where a missing key's problem points.
+    let node: Node
+}
+
+/// `{ client, scope, token_endpoint }` as its rows read it.
+struct ClientCredentialsDraft {
+    var client: GivenKey<String>?
+    var scope: String?
+    var tokenEndpoint: GivenKey<String>?
+    /// Kept for a transmitter's check that `scope` goes with `client`.
+    var scopeNode: Node?
 }
 
 extension ConfigParser {
-    /// Each upstream's `credentials:`, read once the clients and issuers are known.
+    /// Each upstream's `credentials:` (the node its upstream's row kept), read once the
+    /// clients and issuers are known.
     static func upstreamCredentials(
-        _ node: Node?, into upstreams: inout [String: UpstreamConfig], clients: [String: ClientConfig],
+        _ given: [String: Node], into upstreams: inout [String: UpstreamConfig], clients: [String: ClientConfig],
         issuers: [String: IssuerConfig], _ r: ConfigReader
     ) {
-        guard let node, let m = node.mapping else { return }
-        for (key, value) in m {
-            guard let name = key.string, upstreams[name] != nil, let n = value.mapping?["credentials"] else { continue }
+        for (name, n) in given where upstreams[name] != nil {
             let p = "upstreams.\(name).credentials"
             guard let f = r.mapping(n, path: p, section: .upstreamCredentials) else { continue }
-            switch (f["header"], f["client_credentials"]) {
+            var d = UpstreamCredentialsDraft()
+            UpstreamCredentialsConfig.keyTable.read(f, into: &d, path: p, r)
+            switch (d.header, d.clientCredentials) {
             case (.some, .some):
                 r.problem(p, n, "give header or client_credentials, not both")
             case (nil, nil):
                 r.problem(p, n, "needs header: { name, value_file } or client_credentials: { client, scope }")
             case (let h?, nil):
-                guard let hf = r.mapping(h, path: "\(p).header", section: .upstreamCredentialHeader) else { continue }
-                var header = UpstreamSecretHeader()
-                UpstreamCredentialsConfig.headerKeyTable.read(hf, into: &header, path: "\(p).header", r)
-                for key in ["name", "value_file"] where hf[key] == nil {
-                    r.problem("\(p).header.\(key)", h, "is required")
-                }
-                upstreams[name]?.credentials = .header(header)
+                guard let hf = r.mapping(h.node, path: h.path, section: .upstreamCredentialHeader) else { continue }
+                var header = UpstreamSecretHeaderDraft(node: h.node)
+                UpstreamCredentialsConfig.headerKeyTable.read(hf, into: &header, path: h.path, r)
+                upstreams[name]?.credentials = .header(header.header)
             case (nil, let g?):
-                let gp = "\(p).client_credentials"
-                guard let gf = r.mapping(g, path: gp, section: .upstreamCredentialGrant),
-                    let grant = credentialsGrant(gf, node: g, clients: clients, issuers: issuers, path: gp, r)
+                guard let gf = r.mapping(g.node, path: g.path, section: .upstreamCredentialGrant) else { continue }
+                var grant = ClientCredentialsDraft()
+                UpstreamCredentialsConfig.grantKeyTable.read(gf, into: &grant, path: g.path, r)
+                guard
+                    let grant = credentialsGrant(
+                        grant, node: g.node, clients: clients, issuers: issuers, path: g.path, r)
                 else { continue }
                 upstreams[name]?.credentials = .clientCredentials(grant)
             }
@@ -172,10 +216,10 @@ extension ConfigParser {
     /// `auth`): a `clients:` entry with an issuer, whose token endpoint is given or comes from
     /// that issuer's metadata.
     static func credentialsGrant(
-        _ f: [String: Node], node: Node, clients: [String: ClientConfig], issuers: [String: IssuerConfig],
+        _ d: ClientCredentialsDraft, node: Node, clients: [String: ClientConfig], issuers: [String: IssuerConfig],
         path p: String, _ r: ConfigReader
     ) -> ClientCredentialsGrant? {
-        guard let n = f["client"], let name = r.string(n, path: "\(p).client") else {
+        guard let n = d.client?.node, let name = d.client?.value else {
             r.problem("\(p).client", node, "is required")
             return nil
         }
@@ -191,10 +235,9 @@ extension ConfigParser {
             return nil
         }
         var grant = ClientCredentialsGrant(
-            clientName: name, issuer: issuerName, issuerURL: issuer.issuer, endpoint: nil, scope: nil,
+            clientName: name, issuer: issuerName, issuerURL: issuer.issuer, endpoint: nil, scope: d.scope,
             caFile: issuer.caFile)
-        UpstreamCredentialsConfig.grantKeyTable.read(f, into: &grant, path: p, r)
-        if let e = f["token_endpoint"], let s = r.string(e, path: "\(p).token_endpoint") {
+        if let e = d.tokenEndpoint?.node, let s = d.tokenEndpoint?.value {
             if ConfigValues.url(s) == nil {
                 r.problem("\(p).token_endpoint", e, "\"\(s)\" is not an http(s) URL")
             } else {

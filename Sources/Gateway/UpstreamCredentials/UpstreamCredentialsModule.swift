@@ -18,11 +18,21 @@ enum UpstreamCredentialsModule: GatewayModule {
         }
     ]
 
-    /// What each upstream's `credentials:` says, kept on its `UpstreamConfig`.
+    /// What each upstream's `credentials:` says (a row of the upstream's table this module
+    /// reads), kept on its `UpstreamConfig`.
     static func derive(_ cfg: inout GatewayConfig, _ top: [String: Node], _ r: ConfigReader) {
-        ConfigParser.upstreamCredentials(
-            top["upstreams"], into: &cfg.upstreams, clients: cfg.clients, issuers: cfg.issuers, r)
+        var given: [String: Node] = [:]
+        for (key, value) in top["upstreams"]?.mapping ?? [:] {
+            guard let name = key.string, let n = value.mapping?[upstreamKey.name] else { continue }
+            given[name] = n
+        }
+        ConfigParser.upstreamCredentials(given, into: &cfg.upstreams, clients: cfg.clients, issuers: cfg.issuers, r)
     }
+
+    /// The key this module reads under each upstream: its row in `UpstreamKeys.keyTable`.
+    static let upstreamKey = ConfigKey<UpstreamKeys, ConfigReader>(
+        "credentials", type: "mapping (below): the upstream's own credential, added to every request",
+        default: "none: nothing added", reader: .module(UpstreamCredentialsModule.self))
 
     static func makeService(_ shared: NoModuleShared, _ context: ModuleContext) -> UpstreamCredentials {
         UpstreamCredentials(loop: context.loop, shared: context.stores.grantTokens)
