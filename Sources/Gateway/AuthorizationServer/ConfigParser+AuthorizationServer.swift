@@ -80,7 +80,7 @@ extension ConfigParser {
     ) {
         if cfg.issuers[AuthorizationServerConfig.issuerName] != nil {
             r.problem(
-                "issuers.self", top["issuers"],
+                "issuers.self", ConfigKeyPath.node(at: "issuers.self", in: top),
                 "the name self is the authorization server's (authorization_server:); give this issuer another")
             return
         }

@@ -8,7 +8,8 @@ extension ConfigParser {
     static func issuers(_ node: Node?, clientsNode: Node?, _ r: ConfigReader) -> (
         issuers: [String: IssuerConfig], clients: [String: ClientConfig]
     ) {
-        var (issuers, introspections) = issuers(node, r)
+        let (read, introspections) = issuers(node, r)
+        var issuers = read
         let clients = clients(clientsNode, issuers: issuers, r)
         for (name, given) in introspections where issuers[name] != nil {
             let discovery = issuers[name]?.keys == .discovery

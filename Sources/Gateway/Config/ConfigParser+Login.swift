@@ -23,9 +23,9 @@ extension ConfigParser {
         return l
     }
 
-    /// Rate-limit policies for endpoints with no caller yet (`login.rate_limit`,
-    /// `decision.rate_limit`): only those counted by the client's address. A header is the
-    /// client's to vary: a new value each time escapes the limit.
+    /// Rate-limit policies for endpoints with no caller yet (`login.rate_limit`): only those
+    /// counted by the client's address. A header is the client's to vary: a new value each
+    /// time escapes the limit.
     static func addressLimits(_ n: Node, path p: String, _ c: ConfigContext, refusal: String) -> [RateLimitPolicy] {
         rateLimitPolicies(n, path: p, defined: c.cfg.rateLimits, c.r).filter { policy in
             guard policy.key == .ip else {

@@ -62,7 +62,7 @@ extension ConfigParser {
     /// The metadata documents of every route with a `resource`, by the path each is served at
     /// (RFC 9728 §3.1). Two routes may share a resource (one per method, say) only if their
     /// documents are the same: one path serves one document.
-    static func protectedResources(_ cfg: GatewayConfig, routesNode: Node?, _ r: ConfigReader)
+    static func protectedResources(_ cfg: GatewayConfig, top: [String: Node], _ r: ConfigReader)
         -> [String: ProtectedResourceDocument]
     {
         var out: [String: ProtectedResourceDocument] = [:]
@@ -72,9 +72,9 @@ extension ConfigParser {
                 metadata: metadata(resource, tokens: tokens, issuers: cfg.issuers), route: route.name)
             if let earlier = out[doc.path] {
                 if earlier.metadata != doc.metadata {
-                    let node = routesNode?.sequence.flatMap { route.index < $0.count ? $0[route.index] : nil }
+                    let path = "routes[\(route.index)].resource"
                     r.problem(
-                        "routes[\(route.index)].resource", node?.mapping?["resource"],
+                        path, ConfigKeyPath.node(at: path, in: top),
                         "\(route.name) and \(earlier.route) both serve metadata at \(doc.path) with different contents (RFC 9728 §3.1 derives one path per resource path); give them one resource with the same issuers, scopes and schemes, or different paths"
                     )
                 }

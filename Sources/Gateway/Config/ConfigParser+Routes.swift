@@ -131,7 +131,8 @@ extension ConfigParser {
                 let otherName =
                     other.name == "routes[\(other.index)]" ? other.name : "routes[\(other.index)] (\(other.name))"
                 r.problem(
-                    "routes[\(route.index)].match.path_template", items[route.index]["match"]?["path_template"],
+                    "routes[\(route.index)].match.path_template",
+                    ConfigKeyPath.node(at: "match.path_template", under: items[route.index]),
                     "\"\(t.text)\" matches the same paths as \(otherName)'s \"\(other.match.path.template?.text ?? "")\" on the same host\(a == nil ? "" : " for the same methods"); the router would always choose the first (ambiguous)"
                 )
                 break

@@ -38,7 +38,7 @@ extension ConfigParser {
 
     private static let derivedAndProfiles: [ConfigStep] = [
         .init("protected resource metadata", .derive) { cfg, top, r in
-            cfg.protectedResources = protectedResources(cfg, routesNode: top["routes"], r)
+            cfg.protectedResources = protectedResources(cfg, top: top, r)
         },
         .init("FAPI 2.0 token routes", .profile) { cfg, top, r in
             fapi2Routes(&cfg.routes, issuers: cfg.issuers, routesNode: top["routes"], r)

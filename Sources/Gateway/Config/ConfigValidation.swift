@@ -21,7 +21,9 @@ enum ConfigValidation {
         }
         ConfigParser.checkCookieDomain(cfg, node: top["session"], r)
         if let admin = cfg.adminListen, cfg.listeners.contains(where: { $0.address == admin }) {
-            r.problem("admin_listen", top["admin_listen"], "must differ from every public listen address")
+            r.problem(
+                "admin_listen", ConfigKeyPath.node(at: "admin_listen", in: top),
+                "must differ from every public listen address")
         }
     }
 

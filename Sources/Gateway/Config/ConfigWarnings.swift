@@ -9,11 +9,15 @@ extension ConfigParser {
         func warn(_ path: String, _ node: Node?, _ message: String) {
             out.append(ConfigProblem(path: path, line: node?.mark.map { $0.line }, message: message))
         }
+        /// At the key the path names, with its line.
+        func warn(_ path: String, _ message: String) {
+            warn(path, ConfigKeyPath.node(at: path, in: top), message)
+        }
         if let domain = cfg.session.cookieDomain {
             // RFC 6265 §8.6 / §8.5: a Domain cookie is sent to, and can be set by, every host
             // under the domain; only the __Host- prefix (host-only) rules that out.
             warn(
-                "session.cookie_domain", top["session"]?["cookie_domain"],
+                "session.cookie_domain",
                 "every host under \(domain) receives the sealed session cookie (also hosts not behind tokengate), and any of them "
                     + "that serves HTTPS can set or shadow it (login CSRF, session fixation, or a forced logout through a second copy); "
                     + "leave cookie_domain out (host-only __Host- cookie) unless one login across subdomains is needed and you trust every host under \(domain)"
@@ -23,7 +27,7 @@ extension ConfigParser {
         where t.revocationTTL < cfg.session.absoluteTimeout {
             // A revocation that ends before the sessions it ended would let them back in.
             warn(
-                "shared_signals.\(name).revocation_ttl", top["shared_signals"]?[name]?["revocation_ttl"],
+                "shared_signals.\(name).revocation_ttl",
                 "is shorter than session.absolute_timeout: a session this transmitter revoked passes again once its "
                     + "revocation ends; make it at least as long as the longest token or session lifetime")
         }
@@ -35,7 +39,7 @@ extension ConfigParser {
                 !covered.contains(where: { ["@query", "@target-uri", "@request-target"].contains($0) })
             {
                 warn(
-                    "signatures.\(name).components", top["signatures"]?[name]?["components"],
+                    "signatures.\(name).components",
                     "@query-param signs only the parameters it names: a client may add others (&x=1) unsigned, and an "
                         + "upstream that reads them acts on what nobody signed; cover @query or @target-uri to sign the "
                         + "whole query")

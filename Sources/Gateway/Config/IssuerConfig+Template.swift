@@ -158,14 +158,15 @@ extension ConfigParser {
         let templates = Set(cfg.issuers.values.filter { $0.template != nil }.map(\.name))
         guard !templates.isEmpty else { return }
         for name in templates.sorted() where cfg.issuers[name]?.introspection != nil {
+            let path = "issuers.\(name).introspection"
             r.problem(
-                "issuers.\(name).introspection", top["issuers"]?[name]?["introspection"],
+                path, ConfigKeyPath.node(at: path, in: top),
                 "is not available with a {tenant} issuer: introspection answers name no tenant to check")
         }
         let loginClients = cfg.browserLoginClients
         for (name, client) in cfg.clients.sorted(by: { $0.key < $1.key }) {
             guard let issuer = client.issuer, templates.contains(issuer) else { continue }
-            let node = top["clients"]?[name]
+            let node = ConfigKeyPath.node(at: "clients.\(name)", in: top)
             if client.authentication.signsAssertions, client.assertionAudience == .issuer {
                 r.problem(
                     "clients.\(name).assertion_audience", node,

@@ -173,18 +173,17 @@ extension ConfigParser {
 
     /// What rate limits need of the rest of the config: `tool` only on MCP routes, and with
     /// Redis a digest key every replica shares (`session.keys`).
-    static func checkRateLimits(_ cfg: GatewayConfig, routesNode: Node?, policiesNode: Node?, _ r: ConfigReader) {
-        checkHeaderKeys(cfg, policiesNode: policiesNode, r)
-        let items = routesNode.flatMap { $0.sequence.map(Array.init) } ?? []
+    static func checkRateLimits(_ cfg: GatewayConfig, top: [String: Node], _ r: ConfigReader) {
+        checkHeaderKeys(cfg, top: top, r)
         var limited = !cfg.login.rateLimits.isEmpty
         for route in cfg.routes {
             guard let policies = route.options.settings[RateLimitStage.Settings.self]
             else { continue }
             limited = true
-            let node = route.index < items.count ? items[route.index].mapping?["rate_limit"] : nil
+            let path = "routes[\(route.index)].\(RateLimitStage.routeKey.name)"
             for policy in policies where policy.key == .tool && route.options.auth.tokenRoute?.mcp == nil {
                 r.problem(
-                    "routes[\(route.index)].rate_limit", node,
+                    path, ConfigKeyPath.node(at: path, in: top),
                     "\"\(policy.name)\" counts by tool, and this route is not an MCP route")
             }
         }
@@ -201,7 +200,7 @@ extension ConfigParser {
     /// Forwarded, X-Request-Id), strips (identity headers, the reserved prefix) or takes only
     /// from a trusted proxy (X-Real-IP and the other override headers): every client would
     /// escape the limit by changing it. `key: ip` reads the address as `trusted_proxies` allow.
-    static func checkHeaderKeys(_ cfg: GatewayConfig, policiesNode: Node?, _ r: ConfigReader) {
+    static func checkHeaderKeys(_ cfg: GatewayConfig, top: [String: Node], _ r: ConfigReader) {
         let stripped = RuntimeConfig(cfg).strippedIdentityHeaders
         for (name, policy) in cfg.rateLimits.sorted(by: { $0.key < $1.key }) {
             guard case .header(let header) = policy.key,
@@ -209,8 +208,9 @@ extension ConfigParser {
                     header, listed: stripped, reservedPrefix: cfg.reservedHeaderPrefix,
                     trustedOnlyExtra: cfg.trustedProxyHeaders)
             else { continue }
+            let path = "rate_limits.\(name).key"
             r.problem(
-                "rate_limits.\(name).key", policiesNode?.mapping?[name]?.mapping?["key"],
+                path, ConfigKeyPath.node(at: path, in: top),
                 "\(header) is a header tokengate rewrites, strips or takes only from a trusted proxy: a client sets "
                     + "it to anything and escapes the limit; count by key: ip (which reads X-Forwarded-For from "
                     + "trusted_proxies only)")

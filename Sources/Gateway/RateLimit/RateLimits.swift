@@ -13,7 +13,7 @@ enum RateLimits: GatewayModule {
     static let stages: [any ModuleStage.Type] = [RateLimitStage.self]
     static let steps = [
         ConfigStep("rate limits", .check) { cfg, top, r in
-            ConfigParser.checkRateLimits(cfg, routesNode: top["routes"], policiesNode: top["rate_limits"], r)
+            ConfigParser.checkRateLimits(cfg, top: top, r)
         }
     ]
 

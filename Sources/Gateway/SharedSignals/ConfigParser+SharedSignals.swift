@@ -132,10 +132,10 @@ extension ConfigParser {
             if case .exact(let path) = route.match.path { taken[path] = taken[path] ?? "routes[\(route.index)]" }
         }
         for (name, t) in cfg.sharedSignals.sorted(by: { $0.key < $1.key }) where !t.endpointPath.isEmpty {
-            let node = top["shared_signals"]?[name]?["endpoint_url"]
             if let owner = taken[t.endpointPath] {
+                let path = "shared_signals.\(name).endpoint_url"
                 r.problem(
-                    "shared_signals.\(name).endpoint_url", node,
+                    path, ConfigKeyPath.node(at: path, in: top),
                     "its path \(t.endpointPath) is \(owner)'s too; give the transmitter a path of its own")
             }
             taken[t.endpointPath] = "shared_signals.\(name)"
@@ -144,7 +144,7 @@ extension ConfigParser {
         // each other's push credential: a per-process key would make neither work.
         if case .redis = cfg.store, !cfg.sharedSignals.isEmpty, cfg.session.keys.isEmpty {
             r.problem(
-                "shared_signals", top["shared_signals"],
+                "shared_signals", ConfigKeyPath.node(at: "shared_signals", in: top),
                 "with a redis store, session.keys must be set: every replica seals and opens the revocations with them")
         }
     }

@@ -181,7 +181,8 @@ extension ConfigParser {
     /// Each upstream's `credentials:` (the node its upstream's row kept), read once the
     /// clients and issuers are known.
     static func upstreamCredentials(
-        _ given: [String: Node], into upstreams: inout [String: UpstreamConfig], clients: [String: ClientConfig],
+        _ given: [(name: String, node: Node)], into upstreams: inout [String: UpstreamConfig],
+        clients: [String: ClientConfig],
         issuers: [String: IssuerConfig], _ r: ConfigReader
     ) {
         for (name, n) in given where upstreams[name] != nil {

@@ -21,10 +21,11 @@ enum UpstreamCredentialsModule: GatewayModule {
     /// What each upstream's `credentials:` says (a row of the upstream's table this module
     /// reads), kept on its `UpstreamConfig`.
     static func derive(_ cfg: inout GatewayConfig, _ top: [String: Node], _ r: ConfigReader) {
-        var given: [String: Node] = [:]
+        // In the file's order, so that the problems come in it too.
+        var given: [(name: String, node: Node)] = []
         for (key, value) in top["upstreams"]?.mapping ?? [:] {
             guard let name = key.string, let n = value.mapping?[upstreamKey.name] else { continue }
-            given[name] = n
+            given.append((name, n))
         }
         ConfigParser.upstreamCredentials(given, into: &cfg.upstreams, clients: cfg.clients, issuers: cfg.issuers, r)
     }
