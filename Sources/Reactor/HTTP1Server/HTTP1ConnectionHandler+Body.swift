@@ -8,70 +8,63 @@ extension HTTP1ConnectionHandler {
     func collect(_ ex: HTTP1ServerExchange, limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void)
     {
         thread.check()
-        guard case .unclaimed = ex.consumer else {
+        guard case .unclaimed = ex.body.consumer else {
             assertionFailure("a request body is read once")
             return done(.failure(.malformed))
         }
         let limit = min(limit, context.options.maxBodySize)
-        if ex.bodyComplete {
-            ex.consumer = .finished
+        if ex.body.complete {
+            ex.body.consumer = .finished
             return done(.success([]))
         }
         if case .contentLength(let n) = ex.request.framing, n > UInt64(limit) {
             // Refused on its announced length, before a byte is read (and with no 100).
-            ex.consumer = .finished
+            ex.body.consumer = .finished
             ex.closeAfter = true
             return done(.failure(.tooLarge))
         }
-        ex.consumer = .collecting(limit: limit, into: OwnedBuffer(), done: done)
+        ex.body.consumer = .collecting(limit: limit, into: OwnedBuffer(), done: done)
         startReadingBody(ex)
     }
 
     func stream(_ ex: HTTP1ServerExchange, to sink: RequestBodySink, limit: StreamedBodyLimit) {
         thread.check()
-        guard case .unclaimed = ex.consumer else {
+        guard case .unclaimed = ex.body.consumer else {
             assertionFailure("a request body is read once")
             return sink.requestBodyFailed(.malformed)
         }
-        if ex.bodyComplete {
-            ex.consumer = .finished
+        if ex.body.complete {
+            ex.body.consumer = .finished
             return sink.requestBodyEnd(trailers: HTTP1Fields())
         }
-        ex.streamTotal = limit.total ?? context.options.maxBodySize
-        ex.grpcMessages = limit.messages.map(GRPCMessageCounter.init)
-        if case .contentLength(let n) = ex.request.framing, n > UInt64(ex.streamTotal) {
-            ex.consumer = .finished
+        ex.body.streamTotal = limit.total ?? context.options.maxBodySize
+        ex.body.grpcMessages = limit.messages.map(GRPCMessageCounter.init)
+        if case .contentLength(let n) = ex.request.framing, n > UInt64(ex.body.streamTotal) {
+            ex.body.consumer = .finished
             ex.closeAfter = true
             return sink.requestBodyFailed(.tooLarge)
         }
-        ex.consumer = .streaming(sink)
+        ex.body.consumer = .streaming(sink)
         startReadingBody(ex)
     }
 
     func pause(_ ex: HTTP1ServerExchange) {
         thread.check()
-        guard !ex.paused else { return }
-        ex.paused = true
-        if ex.paceNextAt != nil { ex.pausedSince = LazyDeadline.now() }
+        guard ex.body.pause(now: LazyDeadline.now()) else { return }
         if deadline == .body { setDeadline(.none) }
         drive()
     }
 
     func resume(_ ex: HTTP1ServerExchange) {
         thread.check()
-        guard ex.paused else { return }
-        ex.paused = false
-        if let since = ex.pausedSince {
-            ex.pausedTotal += LazyDeadline.now() - since
-            ex.pausedSince = nil
-        }
-        if !ex.bodyComplete, case .streaming = ex.consumer { setDeadline(.body) }
+        guard ex.body.resume(now: LazyDeadline.now()) else { return }
+        if !ex.body.complete, case .streaming = ex.body.consumer { setDeadline(.body) }
         drive()
     }
 
     func discard(_ ex: HTTP1ServerExchange) {
         thread.check()
-        guard case .unclaimed = ex.consumer else { return }
+        guard case .unclaimed = ex.body.consumer else { return }
         startDiscarding(ex)
         drive()
     }
@@ -81,19 +74,15 @@ extension HTTP1ConnectionHandler {
     func sendContinue(_ ex: HTTP1ServerExchange) {
         thread.check()
         guard ex.expectsContinue else { return }
-        ex.continueSent = true
+        ex.body.continueSent = true
         evbuffer_add(connection.output, "HTTP/1.1 100 Continue\r\n\r\n", 25)
         connection.flush()
     }
 
     private func startReadingBody(_ ex: HTTP1ServerExchange) {
         sendContinue(ex)
-        let pace = context.options.bodyPace
-        if pace.isActive, case .onPace(let first?) = pace.judge(elapsed: 0, active: 0, bytes: 0) {
-            // One check per body, folded into the connection's one deadline (`setDeadline`).
-            ex.paceStart = LazyDeadline.now()
-            ex.paceNextAt = ex.paceStart + first
-        }
+        // One pace check per body, folded into the connection's one deadline (`setDeadline`).
+        if context.options.bodyPace.isActive { ex.body.startPace(context.options.bodyPace, now: LazyDeadline.now()) }
         setDeadline(.body)
         drive()
     }
@@ -102,27 +91,29 @@ extension HTTP1ConnectionHandler {
     /// the client still waits for a 100 that never came) the connection closes after the
     /// answer instead.
     func startDiscarding(_ ex: HTTP1ServerExchange) {
-        ex.paused = false
-        if ex.bodyComplete {
-            ex.consumer = .finished
+        ex.body.paused = false
+        if ex.body.complete {
+            ex.body.consumer = .finished
             return
         }
         let remaining: UInt64? =
-            if case .contentLength(let n) = ex.request.framing { n - UInt64(ex.bodyBytes) } else { nil }
-        if ex.request.expectsContinue && !ex.continueSent || remaining.map({ $0 > UInt64(Self.discardLimit) }) == true {
-            ex.consumer = .finished
+            if case .contentLength(let n) = ex.request.framing { n - UInt64(ex.body.bytes) } else { nil }
+        if ex.request.expectsContinue && !ex.body.continueSent
+            || remaining.map({ $0 > UInt64(Self.discardLimit) }) == true
+        {
+            ex.body.consumer = .finished
             ex.closeAfter = true
             return
         }
-        ex.consumer = .discarding(remaining: Self.discardLimit)
+        ex.body.consumer = .discarding(remaining: Self.discardLimit)
         setDeadline(.body)
     }
 
     /// Whether body bytes are to be read for the exchange now.
     func wantsBody(_ ex: HTTP1ServerExchange) -> Bool {
-        switch ex.consumer {
+        switch ex.body.consumer {
         case .collecting, .discarding: true
-        case .streaming: !ex.paused
+        case .streaming: !ex.body.paused
         case .unclaimed, .finished: false
         }
     }
@@ -150,12 +141,9 @@ extension HTTP1ConnectionHandler {
             evbuffer_drain(input, step.consumed - range.upperBound)
         case .end(let trailers):
             evbuffer_drain(input, step.consumed)
-            ex.bodyComplete = true
-            ex.paceNextAt = nil
+            ex.body.complete = true
             if deadline == .body { setDeadline(.none) }
-            let consumer = ex.consumer
-            ex.consumer = .finished
-            switch consumer {
+            switch ex.body.finish() {
             case .collecting(_, let buffer, let done): done(.success(BodyChunk(buffer: buffer.buffer).take()))
             case .streaming(let sink): sink.requestBodyEnd(trailers: trailers)
             default: break
@@ -168,11 +156,11 @@ extension HTTP1ConnectionHandler {
 
     /// The first `count` bytes of the input are body bytes.
     private func deliver(_ ex: HTTP1ServerExchange, _ count: Int) {
-        ex.bodyBytes += count
+        ex.body.bytes += count
         if deadline == .body { setDeadline(.body) }
-        switch ex.consumer {
+        switch ex.body.consumer {
         case .collecting(let limit, let buffer, _):
-            if ex.bodyBytes > limit {
+            if ex.body.bytes > limit {
                 evbuffer_drain(input, count)
                 ex.closeAfter = true
                 failBody(ex, .tooLarge)
@@ -180,9 +168,7 @@ extension HTTP1ConnectionHandler {
                 BodyChunk(buffer: input, count: count).move(to: buffer.buffer)
             }
         case .streaming(let sink):
-            if ex.bodyBytes > ex.streamTotal
-                || ex.grpcMessages?.feed(BodyChunk(buffer: input, count: count)) == .tooLarge
-            {
+            guard ex.body.admitsStreamed(BodyChunk(buffer: input, count: count)) else {
                 evbuffer_drain(input, count)
                 ex.closeAfter = true
                 failBody(ex, .tooLarge)
@@ -196,11 +182,12 @@ extension HTTP1ConnectionHandler {
             if taken < count, !connection.isClosed { evbuffer_drain(input, count - taken) }
         case .discarding(let remaining):
             evbuffer_drain(input, count)
+            let remaining = remaining ?? .max
             if count > remaining {
-                ex.consumer = .finished
+                ex.body.consumer = .finished
                 ex.closeAfter = true
             } else {
-                ex.consumer = .discarding(remaining: remaining - count)
+                ex.body.consumer = .discarding(remaining: remaining - count)
             }
         case .unclaimed, .finished:
             evbuffer_drain(input, count)
@@ -209,9 +196,7 @@ extension HTTP1ConnectionHandler {
 
     /// Ends the body's reader with `failure` (once; nothing if it ended already).
     func failBody(_ ex: HTTP1ServerExchange, _ failure: RequestBodyFailure) {
-        let consumer = ex.consumer
-        ex.consumer = .finished
-        ex.paceNextAt = nil
+        let consumer = ex.body.finish()
         if deadline == .body { setDeadline(.none) }
         switch consumer {
         case .collecting(_, _, let done): done(.failure(failure))
@@ -223,15 +208,12 @@ extension HTTP1ConnectionHandler {
     /// The body deadline fired: the pace is judged if its check is due, else no body byte
     /// came for `bodyTimeout`.
     func bodyDeadlinePassed() {
-        guard let ex = current, let at = ex.paceNextAt, LazyDeadline.now() >= at - 0.005 else {
+        guard let ex = current, let at = ex.body.paceNextAt, LazyDeadline.now() >= at - 0.005 else {
             return bodyTimedOut(.timeout)
         }
-        let pace = context.options.bodyPace
         let now = LazyDeadline.now()
-        let elapsed = now - ex.paceStart
-        switch pace.judge(elapsed: elapsed, active: elapsed - ex.pausedTotal, bytes: ex.bodyBytes) {
-        case .onPace(let next):
-            ex.paceNextAt = next.map { now + $0 }
+        switch ex.body.judgePace(context.options.bodyPace, now: now) {
+        case .onPace:
             armBodyDeadline(now: now)
         case .pastDeadline:
             bodyTimedOut(.pastDeadline)

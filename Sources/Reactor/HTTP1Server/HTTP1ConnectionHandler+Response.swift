@@ -28,8 +28,8 @@ extension HTTP1ConnectionHandler {
         // RFC 9110 §15.2: "A server MUST NOT send a 1xx response to an HTTP/1.0 client."
         guard case .waiting = ex.response, ex.request.version == .http11 else { return }
         if head.status == 100 {
-            guard !ex.continueSent else { return }
-            ex.continueSent = true
+            guard !ex.body.continueSent else { return }
+            ex.body.continueSent = true
         }
         let bytes = HTTP1ResponseEncoder.interim(head)
         bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
@@ -134,8 +134,8 @@ extension HTTP1ConnectionHandler {
         ex.response = .handedOff
         ex.flushMark = connection.bytesWritten + UInt64(pendingOutput)
         unflushed.append(ex)
-        if !ex.bodyComplete, !ex.closeAfter {
-            switch ex.consumer {
+        if !ex.body.complete, !ex.closeAfter {
+            switch ex.body.consumer {
             case .discarding: break
             case .finished: ex.closeAfter = true
             case .unclaimed, .collecting, .streaming: startDiscarding(ex)
@@ -148,13 +148,13 @@ extension HTTP1ConnectionHandler {
     /// Whether the connection stays open after this answer (RFC 9112 §9.3, §9.6).
     private func decidePersistence(_ ex: HTTP1ServerExchange, close: Bool) {
         if close || !ex.request.keepAlive { ex.closeAfter = true }
-        guard !ex.closeAfter, !ex.bodyComplete else { return }
-        switch ex.consumer {
+        guard !ex.closeAfter, !ex.body.complete else { return }
+        switch ex.body.consumer {
         case .finished:
             // The body failed part-way: what follows it cannot be trusted.
             ex.closeAfter = true
         case .unclaimed:
-            if ex.request.expectsContinue && !ex.continueSent { ex.closeAfter = true }
+            if ex.request.expectsContinue && !ex.body.continueSent { ex.closeAfter = true }
             if case .contentLength(let n) = ex.request.framing, n > UInt64(Self.discardLimit) { ex.closeAfter = true }
         case .collecting, .streaming, .discarding:
             break

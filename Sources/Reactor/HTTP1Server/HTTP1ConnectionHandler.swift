@@ -110,7 +110,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     private func updateReading() {
         guard !isClosing, !connection.isClosed else { return }
         var want = true
-        if let ex = current, !ex.bodyComplete, ex.paused { want = false }
+        if let ex = current, !ex.body.complete, ex.body.paused { want = false }
         connection.setReading(want)
     }
 
@@ -150,7 +150,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         if ex.framing == .none {
             // An absent or empty body ends at once (see the parser's contract).
             if case .end? = try? parser.parse(UnsafeRawBufferPointer(start: nil, count: 0)).event {
-                ex.bodyComplete = true
+                ex.body.complete = true
             }
         }
         let exchange = ServerExchange(
@@ -175,7 +175,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
 
     private func exchangeStep(_ ex: HTTP1ServerExchange) -> Bool {
         var progress = false
-        if !ex.bodyComplete, wantsBody(ex) {
+        if !ex.body.complete, wantsBody(ex) {
             progress = bodyStep(ex)
         }
         guard current === ex, !isClosing, !connection.isClosed, case .handedOff = ex.response else { return progress }
@@ -183,7 +183,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
             closeAfterOutput()
             return false
         }
-        if ex.bodyComplete {
+        if ex.body.complete {
             finishExchange()
             return true
         }
@@ -208,7 +208,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         setDeadline(.none)
         // The client may still be sending: unread input, a body not read to its end, a
         // head cut short.
-        let mayStillSend = evbuffer_get_length(input) > 0 || !parser.isIdle || current.map { !$0.bodyComplete } == true
+        let mayStillSend = evbuffer_get_length(input) > 0 || !parser.isIdle || current.map { !$0.body.complete } == true
         connection.finish(linger: mayStillSend)
     }
 
@@ -221,7 +221,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     /// request whose body (none) is complete qualifies: any body byte would be ambiguous.
     func switchProtocols(_ ex: HTTP1ServerExchange, _ head: HTTPResponseHead) -> TunnelEndpoint? {
         thread.check()
-        guard current === ex, case .waiting = ex.response, ex.bodyComplete, ex.request.version == .http11,
+        guard current === ex, case .waiting = ex.response, ex.body.complete, ex.request.version == .http11,
             !isClosing, !connection.isClosed
         else { return nil }
         let bytes = HTTP1ResponseEncoder.switchingProtocols(head, date: context.dates.fieldLine)
@@ -266,7 +266,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     /// The body's deadline: the silence bound, or the pace's next check if it comes first.
     func armBodyDeadline(now: Double) {
         var at = bodySilenceAt
-        if let pace = current?.paceNextAt, pace < at { at = pace }
+        if let pace = current?.body.paceNextAt, pace < at { at = pace }
         connection.setDeadline(max(0, at - now))
     }
 
@@ -289,7 +289,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
             // Stays the body's deadline unless the body ends or fails in there.
             deadline = .body
             bodyDeadlinePassed()
-            if deadline == .body, current?.bodyComplete != false { deadline = .none }
+            if deadline == .body, current?.body.complete != false { deadline = .none }
         }
     }
 

@@ -22,17 +22,6 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
         case handedOff
     }
 
-    /// Who reads the request body.
-    enum BodyConsumer {
-        case unclaimed
-        case collecting(limit: Int, into: OwnedBuffer, done: (Result<[UInt8], RequestBodyFailure>) -> Void)
-        case streaming(RequestBodySink)
-        /// Read and dropped, up to `remaining` more bytes.
-        case discarding(remaining: Int)
-        /// Ended or failed: nothing more is delivered.
-        case finished
-    }
-
     /// nil once detached.
     var handler: HTTP1ConnectionHandler?
     /// What the engine reads of the request's head: how its body is framed and what its
@@ -59,23 +48,8 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     /// Unchecked exclusivity: loop-thread state, never mutated across a callback.
     @exclusivity(unchecked) var drainedActions: [() -> Void] = []
 
-    @exclusivity(unchecked) var consumer = BodyConsumer.unclaimed
-    /// The parser has returned the body's end.
-    @exclusivity(unchecked) var bodyComplete = false
-    var bodyBytes = 0
-    /// While streaming: the most bytes of the whole body, and a gRPC call's messages as read
-    /// so far (`StreamedBodyLimit`).
-    var streamTotal = 0
-    var grpcMessages: GRPCMessageCounter?
-    var paused = false
-    var continueSent = false
-    /// Body pacing (`HTTPServerOptions.bodyPace`), monotonic seconds: when reading began,
-    /// since when and for how long in all the gateway held the body back, and when the pace
-    /// is next judged (nil: not paced).
-    var paceStart = 0.0
-    var pausedSince: Double?
-    var pausedTotal = 0.0
-    var paceNextAt: Double?
+    /// The request body's reader: who takes it, what came, its limits, its pace.
+    @exclusivity(unchecked) var body = RequestBodyReader()
 
     init(handler: HTTP1ConnectionHandler, request: borrowing HTTP1RequestHead) {
         self.handler = handler
@@ -130,7 +104,9 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     }
 
     var expectsContinue: Bool {
-        guard request.expectsContinue, !continueSent, !bodyComplete, case .waiting = response else { return false }
+        guard request.expectsContinue, !body.continueSent, !body.complete, case .waiting = response else {
+            return false
+        }
         return true
     }
 

@@ -10,55 +10,51 @@ internal import CNghttp2
 extension HTTP2ConnectionHandler {
     func collect(_ s: HTTP2Stream, limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
         thread.check()
-        guard case .unclaimed = s.consumer else {
+        guard case .unclaimed = s.body.consumer else {
             assertionFailure("a request body is read once")
             return done(.failure(.malformed))
         }
         let limit = min(limit, context.options.maxBodySize)
         if let n = s.contentLength, n > UInt64(limit) {
             // Refused on its announced length, before a byte is read (and with no 100).
-            s.consumer = .finished
+            s.body.consumer = .finished
             done(.failure(.tooLarge))
             return deliverBody(s)
         }
-        s.consumer = .collecting(limit: limit, into: OwnedBuffer(), done: done)
+        s.body.consumer = .collecting(limit: limit, into: OwnedBuffer(), done: done)
         startReading(s)
     }
 
     func stream(_ s: HTTP2Stream, to sink: RequestBodySink, limit: StreamedBodyLimit) {
         thread.check()
-        guard case .unclaimed = s.consumer else {
+        guard case .unclaimed = s.body.consumer else {
             assertionFailure("a request body is read once")
             return sink.requestBodyFailed(.malformed)
         }
-        s.streamTotal = limit.total ?? context.options.maxBodySize
-        s.grpcMessages = limit.messages.map(GRPCMessageCounter.init)
-        if let n = s.contentLength, n > UInt64(s.streamTotal) {
-            s.consumer = .finished
+        s.body.streamTotal = limit.total ?? context.options.maxBodySize
+        s.body.grpcMessages = limit.messages.map(GRPCMessageCounter.init)
+        if let n = s.contentLength, n > UInt64(s.body.streamTotal) {
+            s.body.consumer = .finished
             sink.requestBodyFailed(.tooLarge)
             return deliverBody(s)
         }
-        s.consumer = .streaming(sink)
+        s.body.consumer = .streaming(sink)
         startReading(s)
     }
 
     func resume(_ s: HTTP2Stream) {
         thread.check()
-        guard s.paused else { return }
-        s.paused = false
-        s.lastBodyAt = LazyDeadline.now()
-        if let since = s.pausedSince {
-            s.pausedTotal += s.lastBodyAt - since
-            s.pausedSince = nil
-        }
+        let now = LazyDeadline.now()
+        guard s.body.resume(now: now) else { return }
+        s.lastBodyAt = now
         deliverBody(s)
         drive()
     }
 
     func discard(_ s: HTTP2Stream) {
         thread.check()
-        guard case .unclaimed = s.consumer else { return }
-        s.consumer = .discarding
+        guard case .unclaimed = s.body.consumer else { return }
+        s.body.consumer = .discarding(remaining: nil)
         deliverBody(s)
         drive()
     }
@@ -72,21 +68,17 @@ extension HTTP2ConnectionHandler {
     private func startReading(_ s: HTTP2Stream) {
         sendContinue(s)
         s.lastBodyAt = LazyDeadline.now()
-        let pace = context.options.bodyPace
-        if pace.isActive, case .onPace(let first?) = pace.judge(elapsed: 0, active: 0, bytes: 0) {
-            s.paceStart = s.lastBodyAt
-            s.paceNextAt = s.paceStart + first
-        }
+        if context.options.bodyPace.isActive { s.body.startPace(context.options.bodyPace, now: s.lastBodyAt) }
         deliverBody(s)
         drive()
     }
 
     /// Whether the stream's body is being read now (its silence is timed).
     func readsBody(_ s: HTTP2Stream) -> Bool {
-        guard s.started, !s.bodyComplete else { return false }
-        switch s.consumer {
+        guard s.started, !s.body.complete else { return false }
+        switch s.body.consumer {
         case .collecting: return true
-        case .streaming: return !s.paused
+        case .streaming: return !s.body.paused
         case .unclaimed, .discarding, .finished: return false
         }
     }
@@ -95,35 +87,33 @@ extension HTTP2ConnectionHandler {
     /// the client's END_STREAM came and everything before it was handed on.
     func deliverBody(_ s: HTTP2Stream) {
         let n = s.received.count
-        switch s.consumer {
+        switch s.body.consumer {
         case .unclaimed:
             return
         case .collecting(let limit, let buffer, let done):
             if n > 0 {
-                s.bodyBytes += n
-                guard s.bodyBytes <= limit else { return tooLarge(s) }
+                s.body.bytes += n
+                guard s.body.bytes <= limit else { return tooLarge(s) }
                 BodyChunk(buffer: s.received.buffer, count: n).move(to: buffer.buffer)
                 consume(s, n)
             }
-            if s.bodyComplete {
-                s.consumer = .finished
+            if s.body.complete {
+                s.body.consumer = .finished
                 done(.success(BodyChunk(buffer: buffer.buffer).take()))
             }
         case .streaming(let sink):
-            guard !s.paused else { return }
+            guard !s.body.paused else { return }
             if n > 0 {
-                s.bodyBytes += n
-                guard s.bodyBytes <= s.streamTotal,
-                    s.grpcMessages?.feed(BodyChunk(buffer: s.received.buffer, count: n)) != .tooLarge
-                else { return tooLarge(s) }
+                s.body.bytes += n
+                guard s.body.admitsStreamed(BodyChunk(buffer: s.received.buffer, count: n)) else { return tooLarge(s) }
                 sink.requestBody(BodyChunk(buffer: s.received.buffer, count: n))
                 // The sink must take exactly the chunk; what it left is dropped.
                 let left = s.received.count
                 if left > 0 { evbuffer_drain(s.received.buffer, left) }
                 consume(s, n)
             }
-            if s.bodyComplete, case .streaming = s.consumer {
-                s.consumer = .finished
+            if s.body.complete, case .streaming = s.body.consumer {
+                s.body.consumer = .finished
                 let trailers = s.requestTrailers
                 s.requestTrailers = HTTP1Fields()
                 sink.requestBodyEnd(trailers: trailers)
@@ -140,10 +130,8 @@ extension HTTP2ConnectionHandler {
     /// check; past the total deadline or under the minimum rate, the reader fails (the
     /// gateway answers 408 and the stream is reset after it).
     func judgePace(_ s: HTTP2Stream) {
-        let now = LazyDeadline.now()
-        let elapsed = now - s.paceStart
-        switch context.options.bodyPace.judge(elapsed: elapsed, active: elapsed - s.pausedTotal, bytes: s.bodyBytes) {
-        case .onPace(let next): s.paceNextAt = next.map { now + $0 }
+        switch s.body.judgePace(context.options.bodyPace, now: LazyDeadline.now()) {
+        case .onPace: break
         case .pastDeadline: failBody(s, .pastDeadline)
         case .tooSlow: failBody(s, .tooSlow)
         }
@@ -163,9 +151,7 @@ extension HTTP2ConnectionHandler {
     /// Ends the body's reader with `failure` (once; nothing if it ended already). Bytes
     /// that still come are dropped.
     func failBody(_ s: HTTP2Stream, _ failure: RequestBodyFailure) {
-        let consumer = s.consumer
-        s.consumer = .finished
-        switch consumer {
+        switch s.body.finish() {
         case .collecting(_, _, let done): done(.failure(failure))
         case .streaming(let sink): sink.requestBodyFailed(failure)
         case .unclaimed, .discarding, .finished: break

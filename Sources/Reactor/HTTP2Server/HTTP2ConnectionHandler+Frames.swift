@@ -75,16 +75,16 @@ extension HTTP2ConnectionHandler {
         case UInt8(NGHTTP2_HEADERS.rawValue):
             if !stream.headersComplete {
                 stream.headersComplete = true
-                stream.bodyComplete = endStream
+                stream.body.complete = endStream
                 stream.lastBodyAt = LazyDeadline.now()
                 events.append(.head(stream))
             } else if endStream {
-                stream.bodyComplete = true
+                stream.body.complete = true
                 events.append(.body(stream))
             }
         case UInt8(NGHTTP2_DATA.rawValue):
             if endStream {
-                stream.bodyComplete = true
+                stream.body.complete = true
                 events.append(.body(stream))
             }
         default:
@@ -122,7 +122,7 @@ extension HTTP2ConnectionHandler {
         // they are in the output (`send`).
         stream.response = .handedOff
         justSent.append(stream)
-        if !stream.bodyComplete { events.append(.answered(stream)) }
+        if !stream.body.complete { events.append(.answered(stream)) }
         return 0
     }
 

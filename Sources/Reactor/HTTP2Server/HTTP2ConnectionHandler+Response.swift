@@ -94,8 +94,8 @@ extension HTTP2ConnectionHandler {
         thread.check()
         guard s.response == .waiting, let session else { return }
         if head.status == 100 {
-            guard !s.continueSent else { return }
-            s.continueSent = true
+            guard !s.body.continueSent else { return }
+            s.body.continueSent = true
         }
         var fields = HTTP2ResponseFields(head, contentLength: nil, date: [])
         _ = fields.withList { list, count in
@@ -135,9 +135,9 @@ extension HTTP2ConnectionHandler {
     /// The answer is complete on the gateway's side: a body it never asked for is dropped
     /// (and the stream reset once the answer is out), and the answer is framed.
     private func answered(_ s: HTTP2Stream) {
-        if case .unclaimed = s.consumer, !s.bodyComplete {
-            s.consumer = .discarding
-            s.paused = false
+        if case .unclaimed = s.body.consumer, !s.body.complete {
+            s.body.consumer = .discarding(remaining: nil)
+            s.body.paused = false
             deliverBody(s)
         }
         drive()

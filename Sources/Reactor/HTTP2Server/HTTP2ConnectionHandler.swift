@@ -263,7 +263,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
 
     private func closed(_ stream: HTTP2Stream) {
         lastActiveAt = LazyDeadline.now()
-        if !stream.bodyComplete { failBody(stream, .clientGone) }
+        if !stream.body.complete { failBody(stream, .clientGone) }
         // nghttp2 forgets a closed stream's unconsumed bytes: credited here, or the
         // connection's window would shrink for good with every such stream.
         let held = stream.received.count
@@ -314,7 +314,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
             if !stream.headersComplete {
                 at = min(at, stream.headersStartedAt + options.headerTimeout)
             } else if readsBody(stream) {
-                at = min(at, stream.lastBodyAt + options.bodyTimeout, stream.paceNextAt ?? .infinity)
+                at = min(at, stream.lastBodyAt + options.bodyTimeout, stream.body.paceNextAt ?? .infinity)
             }
             if stream.output.count > 0 { at = min(at, stream.lastSentAt + options.idleTimeout) }
         }
@@ -338,7 +338,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         for stream in Array(streams.values) {
             if readsBody(stream) && stream.lastBodyAt + options.bodyTimeout <= now {
                 failBody(stream, .timeout)
-            } else if readsBody(stream), let check = stream.paceNextAt, check <= now {
+            } else if readsBody(stream), let check = stream.body.paceNextAt, check <= now {
                 judgePace(stream)
             }
             // Output the client's flow-control window has not let out for the idle
@@ -391,7 +391,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         let open = Array(streams.values)
         streams = [:]
         events = []
-        for stream in open where !stream.bodyComplete { failBody(stream, .clientGone) }
+        for stream in open where !stream.body.complete { failBody(stream, .clientGone) }
         let pending = unflushed
         unflushed = []
         for stream in pending + open { stream.gone() }

@@ -18,16 +18,6 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
         case handedOff
     }
 
-    /// Who reads the request body (as `HTTP1ServerExchange.BodyConsumer`).
-    enum BodyConsumer {
-        case unclaimed
-        case collecting(limit: Int, into: OwnedBuffer, done: (Result<[UInt8], RequestBodyFailure>) -> Void)
-        case streaming(RequestBodySink)
-        /// Read and dropped (flow control still credited).
-        case discarding
-        case finished
-    }
-
     let id: Int32
     /// nil once detached.
     var handler: HTTP2ConnectionHandler?
@@ -50,32 +40,18 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     /// nghttp2 found a stream error on it (a frame the client sent) and will reset it: the
     /// gateway does not start on it (MadeYouReset: no work for a stream about to end).
     var errored = false
-    /// The client's END_STREAM came: every body byte is in `received` or handed on.
-    var bodyComplete = false
     /// Body bytes received and not yet handed on: not yet credited to the client's flow
     /// control window, so the window bounds them.
     let received = OwnedBuffer()
-    var consumer = BodyConsumer.unclaimed
-    var bodyBytes = 0
-    /// While streaming: the most bytes of the whole body, and a gRPC call's messages as read
-    /// so far (`StreamedBodyLimit`).
-    var streamTotal = 0
-    var grpcMessages: GRPCMessageCounter?
-    var paused = false
-    var continueSent = false
+    /// The request body's reader: who takes it, what came, its limits, its pace. Its end
+    /// (`complete`) is the client's END_STREAM: every body byte is in `received` or handed on.
+    var body = RequestBodyReader()
     /// Monotonic seconds: when the header block began, and when a body byte last came.
     var headersStartedAt = 0.0
     var lastBodyAt = 0.0
     /// The request's trailer section, and its bytes, bounded like HTTP/1.1's.
     var requestTrailers = HTTP1Fields()
     var trailerBytes = 0
-    /// Body pacing (`HTTPServerOptions.bodyPace`), monotonic seconds, as on HTTP/1.1: when
-    /// reading began, since when and for how long the gateway held the body back, and when
-    /// the pace is next judged (nil: not paced).
-    var paceStart = 0.0
-    var pausedSince: Double?
-    var pausedTotal = 0.0
-    var paceNextAt: Double?
 
     // Response side.
     var response = ResponseState.waiting
@@ -145,12 +121,14 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     // MARK: RequestBody
 
     var framing: RequestBodyFraming {
-        if bodyComplete && bodyBytes == 0 && received.count == 0 { return .none }
+        if body.complete && body.bytes == 0 && received.count == 0 { return .none }
         if let contentLength { return contentLength == 0 ? .none : .length(contentLength) }
         return .streamed
     }
 
-    var expectsContinue: Bool { expectsContinueField && !continueSent && !bodyComplete && response == .waiting }
+    var expectsContinue: Bool {
+        expectsContinueField && !body.continueSent && !body.complete && response == .waiting
+    }
 
     func sendContinue() { handler?.sendContinue(self) }
 
@@ -166,11 +144,7 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
         handler.stream(self, to: sink, limit: limit)
     }
 
-    func pause() {
-        guard !paused else { return }
-        paused = true
-        if paceNextAt != nil { pausedSince = LazyDeadline.now() }
-    }
+    func pause() { _ = body.pause(now: LazyDeadline.now()) }
     func resume() { handler?.resume(self) }
     func discard() { handler?.discard(self) }
 
