@@ -79,8 +79,9 @@ struct RequestBodyReader {
         return verdict
     }
 
-    /// A streamed body's next `count` bytes, at the front of `chunk`, counted: false when
-    /// they take the body past its limit or a gRPC message past its own.
+    /// Whether a streamed body's next bytes, `chunk` (already added to `bytes` by the
+    /// handler), keep it within its total and its gRPC messages within their limit; the gRPC
+    /// counter reads them.
     mutating func admitsStreamed(_ chunk: BodyChunk) -> Bool {
         bytes <= streamTotal && grpcMessages?.feed(chunk) != .tooLarge
     }
