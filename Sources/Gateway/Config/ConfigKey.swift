@@ -133,9 +133,7 @@ extension ConfigKeyGroup where Context == ConfigReader {
             use(&model, text, node, path, r)
         }
     }
-}
 
-extension ConfigKeyGroup where Context == ConfigReader {
     /// `KEY` (a list of strings) or `KEY_file` (one per line), one or the other: `use` gets
     /// each text with the node it came from (the list's item, or the file's key) and the key's
     /// path; nothing when neither is there.

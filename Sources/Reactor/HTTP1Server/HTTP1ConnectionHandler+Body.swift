@@ -82,7 +82,7 @@ extension HTTP1ConnectionHandler {
     private func startReadingBody(_ ex: HTTP1ServerExchange) {
         sendContinue(ex)
         // One pace check per body, folded into the connection's one deadline (`setDeadline`).
-        if context.options.bodyPace.isActive { ex.body.startPace(context.options.bodyPace, now: LazyDeadline.now()) }
+        ex.body.startPace(context.options.bodyPace, now: LazyDeadline.now())
         setDeadline(.body)
         drive()
     }

@@ -68,7 +68,7 @@ extension HTTP2ConnectionHandler {
     private func startReading(_ s: HTTP2Stream) {
         sendContinue(s)
         s.lastBodyAt = LazyDeadline.now()
-        if context.options.bodyPace.isActive { s.body.startPace(context.options.bodyPace, now: s.lastBodyAt) }
+        s.body.startPace(context.options.bodyPace, now: s.lastBodyAt)
         deliverBody(s)
         drive()
     }
