@@ -375,3 +375,16 @@ def test_slow_client_pauses_the_tls_upstream_and_gets_every_byte(pki, tls_upstre
     # The connection stayed sound: it serves the next request.
     assert requests.get(g.url("/after")).status_code == 200
     assert len(u.handshakes) == 1
+
+
+def test_large_posts_in_a_row_all_arrive_on_the_reused_connection(pki, tls_upstreams, gateways):
+    """8 MB POSTs one after another on a kept-alive TLS upstream connection: each body goes out
+    whole, including when resuming the client's body inside a write queues its rest beyond what
+    the socket takes (the request is sent only once nothing is left queued)."""
+    u = tls_upstreams(pki["good"])
+    g = gateways(block(f"https://localhost:{u.port}", ca_file=pki["ca"]), workers=1)
+    with requests.Session() as s:
+        for _ in range(40):
+            body = os.urandom(8 << 20)
+            r = s.post(g.url("/sha256"), data=body)
+            assert r.status_code == 200 and r.text == hashlib.sha256(body).hexdigest()

@@ -4,8 +4,7 @@ extension UpstreamCall {
     /// Ends the exchange once: the connection back to the pool (`reusable`) or closed, the
     /// body abandoned, then the delegate told (`nil`: complete).
     func finish(_ failure: UpstreamFailure?, reusable: Bool = false) {
-        guard phase != .finished else { return }
-        phase = .finished
+        guard case .report(let afterHead) = machine.finish() else { return }
         connectTimer?.cancel()
         connectTimer = nil
         deadlineTimer?.cancel()
@@ -21,7 +20,6 @@ extension UpstreamCall {
         bodySink?.call = nil
         bodySink = nil
         let delegate = self.delegate.take()
-        let afterHead = gotHead
         if starting {
             // Never from inside start(): the caller has not finished setting up. A cancel()
             // before the next loop turn still silences it.

@@ -15,50 +15,49 @@ extension UpstreamCall {
         }
         let connection = pool.acquireH2()
         h2 = UpstreamH2Stream(connection: connection)
-        phase = .opening
+        machine.connecting()
         startBody()
-        guard phase != .finished else { return }
+        guard !machine.isFinished else { return }
         connection.add(self)
     }
 
     /// nghttp2 took the request: the stream is open, its response deadline runs.
     func h2Submitted() {
-        guard let stream = h2 else { return }
-        phase = .exchanging
+        guard let stream = h2, machine.connected() else { return }
         stream.lastActivity = LazyDeadline.now()
         let timeout = request.idleTimeout ?? pool.endpoint.responseTimeout
         // Checked a few times per timeout, against the last byte's time: one timer per call
         // rather than one update per frame.
         stream.timer = LoopTimer(loop: pool.loop, seconds: max(timeout / 4, 0.05), repeating: true) {
             [weak self] in
-            guard let self, let stream = self.h2, !self.paused else { return }
+            guard let self, let stream = self.h2, !self.machine.isPaused else { return }
             if LazyDeadline.now() - stream.lastActivity >= timeout { self.finish(.responseTimeout) }
         }
     }
 
     /// Tells the delegate what the stream recorded, in order, as far as a pause allows.
     func h2Deliver() {
-        guard let stream = h2, phase == .exchanging else { return }
-        if stream.requestEnded { requestSent = true }
+        guard let stream = h2, machine.isExchanging else { return }
+        if stream.requestEnded { machine.requestEnded() }
         if stream.malformed {
             finish(.invalidResponse)
             return
         }
-        while !stream.interims.isEmpty, !gotHead {
+        while !stream.interims.isEmpty, !machine.gotHead {
             let head = stream.interims.removeFirst()
             delegate?.upstreamInterim(head)
-            guard phase == .exchanging else { return }
+            guard machine.isExchanging else { return }
         }
         if let head = stream.head {
             stream.head = nil
             // A head before the whole request went is no early refusal on HTTP/2: a
             // bidirectional stream (gRPC's) answers as it reads. Only a response that ends
             // first stops the body (`finish` abandons it; RFC 9113 §8.1).
-            gotHead = true
+            machine.streamHeadReceived()
             delegate?.upstreamHead(head)
-            guard phase == .exchanging else { return }
+            guard machine.isExchanging else { return }
         }
-        guard gotHead, !paused else {
+        guard machine.gotHead, !machine.isPaused else {
             if let code = stream.closeCode, !(code == 0 && stream.ended) { h2StreamFailed(code) }
             return
         }
@@ -68,13 +67,13 @@ extension UpstreamCall {
             let taken = held - stream.received.count
             if taken < held { evbuffer_drain(stream.received.buffer, held - taken) }
             stream.connection.consumed(stream, held)
-            guard phase == .exchanging else { return }
+            guard machine.isExchanging else { return }
         }
-        if stream.ended && !paused && stream.received.count == 0 {
+        if stream.ended && !machine.isPaused && stream.received.count == 0 {
             if let trailers = stream.trailers {
                 stream.trailers = nil
                 delegate?.upstreamTrailers(trailers)
-                guard phase == .exchanging else { return }
+                guard machine.isExchanging else { return }
             }
             finish(nil)
         } else if let code = stream.closeCode, !(code == 0 && stream.ended) {
@@ -88,7 +87,7 @@ extension UpstreamCall {
         // may go again when its body is whole and small enough to have been kept. Up to
         // three times: a server may refuse a stream its count still holds a moment after
         // the client saw it close (gRPC's C core does, at its stream limit).
-        if code == 7, !gotHead, refusals < 3, body == nil || bodyComplete, let stream = h2 {
+        if code == 7, !machine.gotHead, refusals < 3, body == nil || bodyComplete, let stream = h2 {
             let replay = body == nil ? nil : stream.takeReplay()
             if body == nil || replay != nil {
                 refusals += 1
@@ -102,9 +101,11 @@ extension UpstreamCall {
 
     /// The connection under the stream failed.
     func h2ConnectionLost(_ failure: UpstreamFailure) {
-        guard phase != .finished else { return }
-        if let stream = h2, stream.id > 0, !gotHead, body == nil, !retried, stream.received.count == 0,
-            failure == .connectionFailed, request.method.isIdempotent
+        guard !machine.isFinished else { return }
+        if let stream = h2,
+            machine.connectionLost(
+                mayGoAgain: stream.id > 0 && body == nil && stream.received.count == 0 && failure == .connectionFailed
+                    && request.method.isIdempotent) == .retry
         {
             // A connection the upstream closed as the request went: as a stale keep-alive
             // connection over HTTP/1.1, retried once.
@@ -117,16 +118,15 @@ extension UpstreamCall {
     /// `body`: the request body whole, for a call that had one; `delay`: seconds to wait
     /// first (the call has no stream meanwhile; `finish` cancels the wait).
     private func h2Retry(body: OwnedBuffer? = nil, after delay: Double = 0) {
-        retried = true
+        machine.streamGoesAgain()
         if let stream = h2 {
             stream.timer?.cancel()
             stream.connection.remove(self, stream)
             h2 = nil
         }
         guard delay <= 0 else {
-            phase = .opening
             connectTimer = LoopTimer(loop: pool.loop, seconds: delay) { [weak self] in
-                guard let self, self.phase == .opening, self.h2 == nil else { return }
+                guard let self, self.machine.isConnecting, self.h2 == nil else { return }
                 self.connectTimer = nil
                 self.h2Retry(body: body)
             }
@@ -136,7 +136,6 @@ extension UpstreamCall {
         let stream = UpstreamH2Stream(connection: connection)
         if let body { evbuffer_add_buffer(stream.output.buffer, body.buffer) }
         h2 = stream
-        phase = .opening
         connection.add(self)
     }
 

@@ -5,15 +5,15 @@ internal import CEvent
 /// (retried once on a fresh one when the request is bodiless and idempotent).
 extension UpstreamCall {
     func transportReadable(_ transport: UpstreamTransport, timedOut: Bool) {
-        guard phase == .exchanging else { return }
+        guard machine.isExchanging else { return }
         if timedOut {
             finish(.responseTimeout)
             return
         }
         let outcome = transport.fill()
-        if case .bytes = outcome { receivedBytes = true }
+        if case .bytes = outcome { machine.bytesReceived() }
         consumeInput(transport)
-        guard phase == .exchanging, !paused else { return }
+        guard machine.readsResponse else { return }
         switch outcome {
         case .eof: endOfStream()
         case .failed: connectionLost()
@@ -29,7 +29,7 @@ extension UpstreamCall {
         // turn: binding it anew each turn was an atomic retain and release per event (a
         // head, a body, its end). The call lets go of it (`finish`) when it is done with it.
         guard let conn = connection else { return }
-        while phase == .exchanging && !paused && connection === conn {
+        while machine.readsResponse && connection === conn {
             var vector = iovec()
             let length = evbuffer_get_length(input)
             if length > 0 { evbuffer_peek(input, -1, nil, &vector, 1) }
@@ -80,33 +80,31 @@ extension UpstreamCall {
         if head.status == 101 {
             // To a request without Upgrade a 101 is a protocol error, and the bytes after it
             // are not HTTP.
-            if request.upgrade && requestSent { switchedProtocols(head) } else { finish(.invalidResponse) }
+            if let conn = connection, machine.switchingProtocols(upgradeRequested: request.upgrade) {
+                switchedProtocols(head, conn)
+            } else {
+                finish(.invalidResponse)
+            }
             return
         }
-        gotHead = true
-        keepAlive = head.keepAlive
         pool.answersHTTP10 = head.version == .http10
-        if !requestSent {
+        let action = machine.headReceived(keepAlive: head.keepAlive)
+        if action.stopSending {
             // RFC 9112 §9.3: the upstream answered before reading the whole request. Stop
             // sending; the connection is closed after the response.
-            earlyResponse = true
             abandonBody()
             if let transport {
                 transport.disarmWrite()
                 evbuffer_drain(transport.output, transport.pendingOutput)
             }
         }
-        if !paused { armRead() }
+        if action.armRead { armRead() }
         delegate?.upstreamHead(responseHead(head))
     }
 
-    /// The 101: the connection leaves the pool for the tunnel, and the call ends.
-    func switchedProtocols(_ head: HTTP1ResponseHead) {
-        guard let conn = connection else {
-            finish(.invalidResponse)
-            return
-        }
-        phase = .finished
+    /// The 101 (the machine has ended the call): the connection leaves the pool for the
+    /// tunnel.
+    func switchedProtocols(_ head: HTTP1ResponseHead, _ conn: UpstreamConnection) {
         connection = nil
         conn.served += 1
         pool.detach(conn)
@@ -118,10 +116,8 @@ extension UpstreamCall {
     }
 
     func complete(_ transport: UpstreamTransport) {
-        // Reused only when the response said so, the whole request went out, and nothing is
-        // left unread: bytes after a complete response belong to no request.
-        let reusable = keepAlive && requestSent && !earlyResponse && evbuffer_get_length(transport.input) == 0
-        finish(nil, reusable: reusable)
+        let reuse = machine.responseEnded(inputEmpty: evbuffer_get_length(transport.input) == 0)
+        finish(nil, reusable: reuse == .pool)
     }
 
     /// The upstream closed the connection: the end of a close-delimited body, or a failure.
@@ -138,11 +134,11 @@ extension UpstreamCall {
     }
 
     func connectionLost() {
-        if let conn = connection, conn.served > 0, !receivedBytes, !gotHead, !retried,
-            body == nil, request.method.isIdempotent
+        if let conn = connection,
+            machine.connectionLost(mayGoAgain: conn.served > 0 && body == nil && request.method.isIdempotent)
+                == .retry
         {
             // A stale keep-alive connection: the upstream closed it while it was idle.
-            retried = true
             connection = nil
             pool.release(conn, reusable: false)
             attempt(fresh: true)

@@ -10,13 +10,15 @@ extension UpstreamCall {
 
     /// Writes what is queued; arms the response deadline once the whole request is out.
     func sendQueued() {
-        guard phase == .exchanging, !earlyResponse, let transport else { return }
+        // Sending or sent: a write event armed before the request went whole may still come.
+        guard machine.isExchanging, machine.request != .cut, let transport else { return }
         switch transport.flush(timeout: pool.endpoint.responseTimeout) {
         case .done:
+            // Resuming the body may deliver its rest at once, and queue it (a nested
+            // `sendQueued` writes what the socket takes): sent only once nothing is left.
             resumeBodyIfDrained(transport)
-            if bodyComplete && !requestSent {
-                requestSent = true
-                if !paused { armRead() }
+            if machine.written(bodyComplete: bodyComplete, outputPending: transport.pendingOutput > 0) == .armRead {
+                armRead()
             }
         case .pending:
             resumeBodyIfDrained(transport)
@@ -27,7 +29,9 @@ extension UpstreamCall {
             abandonBody()
             transport.disarmWrite()
             evbuffer_drain(transport.output, transport.pendingOutput)
-            if !paused && !transport.armRead(timeout: pool.endpoint.responseTimeout) { finish(.connectionFailed) }
+            if machine.writeFailed() == .armRead && !transport.armRead(timeout: pool.endpoint.responseTimeout) {
+                finish(.connectionFailed)
+            }
         }
     }
 

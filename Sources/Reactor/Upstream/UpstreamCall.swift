@@ -21,8 +21,6 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// …and resumed once the queue is down to this.
     static let bodyLowWater = 64 << 10
 
-    enum Phase { case new, opening, exchanging, finished }
-
     /// The request body's progress.
     enum BodyState {
         /// No body, or the body has ended (its last byte is queued).
@@ -39,7 +37,9 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// Strong, and cleared when the call ends (`finish`, `cancel`): a weak reference would
     /// give the delegate a side table, and every count of it the runtime's slow path.
     var delegate: UpstreamCallDelegate?
-    var phase = Phase.new
+    /// Where the call is: connecting, exchanging (the request's and the response's
+    /// progress), finished; and whether the delegate paused reading.
+    var machine = UpstreamCallStateMachine()
     var connection: UpstreamConnection?
     /// An HTTP/2 upstream: the call's stream (`UpstreamCall+H2.swift`), instead of a
     /// connection of its own.
@@ -56,22 +56,14 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// An HTTP/2 upstream: the client's trailer fields that go on, sent after the body's
     /// last DATA frame (an HTTP/1.1 upstream gets them in the last chunk at once).
     var requestTrailers: HTTP1Fields?
-    /// Inside `start()`: delegate calls are deferred to the next loop turn, and body bytes
-    /// that arrive synchronously wait for the one write of head and body.
+    /// Inside `start()`: delegate calls are deferred to the next loop turn. A call-stack
+    /// fact, not a state of the call.
     var starting = false
+    /// Inside the body's `stream` call: body bytes that arrive synchronously wait for the
+    /// one write of head and body.
     var queueingBody = false
-    var gotHead = false
-    var keepAlive = false
-    /// The final head came while the request was still being sent.
-    var earlyResponse = false
-    /// Head and body fully written to the socket.
-    var requestSent = false
-    /// This attempt received at least one byte.
-    var receivedBytes = false
-    var retried = false
     /// Streams the HTTP/2 upstream refused unprocessed (REFUSED_STREAM) for this call.
     var refusals = 0
-    var paused = false
     /// The outcome of an exchange that ended inside `start()`, told on the next loop turn.
     var deferredReport: (() -> Void)?
     /// Keeps self alive while the exchange runs; set in `start`, cleared when it ends.
@@ -90,7 +82,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// streaming now and queues (up to the high-water mark) while connecting.
     public func start() {
         pool.assertOnLoop()
-        precondition(phase == .new, "UpstreamCall.start called twice")
+        precondition(machine.isNew, "UpstreamCall.start called twice")
         selfRetain = self
         starting = true
         defer { starting = false }
@@ -133,7 +125,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
     public func cancel() {
         pool.assertOnLoop()
         deferredReport = nil
-        guard phase != .finished else { return }
+        guard !machine.isFinished else { return }
         delegate = nil
         finish(.cancelled)
     }
@@ -142,20 +134,18 @@ public final class UpstreamCall: UpstreamTransportHandler {
     /// deadline does not run meanwhile).
     public func pause() {
         pool.assertOnLoop()
-        guard !paused else { return }
-        paused = true
-        if phase == .exchanging { transport?.disarmRead() }
+        guard machine.pause() else { return }
+        if machine.isExchanging { transport?.disarmRead() }
     }
 
     public func resume() {
         pool.assertOnLoop()
-        guard paused else { return }
-        paused = false
+        guard machine.resume() else { return }
         if h2 != nil {
             h2Resume()
             return
         }
-        guard phase == .exchanging, let transport else { return }
+        guard machine.isExchanging, let transport else { return }
         armRead()
         // What is already in the input buffer is consumed on the next loop turn, not here
         // inside the caller's stack (a delegate resuming from its own drain callback).
@@ -168,19 +158,17 @@ public final class UpstreamCall: UpstreamTransportHandler {
         let conn = pool.acquire(fresh: fresh)
         connection = conn
         conn.parser.expectResponse(toHEAD: request.method == .HEAD)
-        receivedBytes = false
-        requestSent = false
+        machine.connecting()
         request.writeHead(to: conn.transport.output, expectContinue: awaitingContinue)
         if !awaitingContinue {
             startBody()
-            guard phase != .finished else { return }
+            guard !machine.isFinished else { return }
         }
         if conn.isOpen {
-            phase = .exchanging
+            _ = machine.connected()
             conn.transport.handler = self
             beginExchange()
         } else {
-            phase = .opening
             connectTimer = LoopTimer(loop: pool.loop, seconds: pool.endpoint.connectTimeout) { [weak self] in
                 self?.finish(.connectTimeout)
             }
@@ -189,14 +177,14 @@ public final class UpstreamCall: UpstreamTransportHandler {
     }
 
     func opened(_ ok: Bool) {
-        guard phase == .opening, let conn = connection else { return }
+        guard machine.isConnecting, let conn = connection else { return }
         connectTimer?.cancel()
         connectTimer = nil
         guard ok else {
             finish(conn.openFailure.map { .tlsHandshakeFailed(reason: $0) } ?? .connectionFailed)
             return
         }
-        phase = .exchanging
+        _ = machine.connected()
         conn.transport.handler = self
         beginExchange()
     }
@@ -204,9 +192,9 @@ public final class UpstreamCall: UpstreamTransportHandler {
     func beginExchange() {
         // Read interest from the start: an early response, or the upstream closing a
         // stale connection, must be seen while the request is still going out.
-        if !paused { armRead() }
+        if !machine.isPaused { armRead() }
         sendQueued()
-        if awaitingContinue, phase == .exchanging, let seconds = request.continueTimeout {
+        if awaitingContinue, machine.isExchanging, let seconds = request.continueTimeout {
             continueTimer = LoopTimer(loop: pool.loop, seconds: seconds) { [weak self] in self?.proceedWithBody() }
         }
     }
@@ -223,16 +211,16 @@ public final class UpstreamCall: UpstreamTransportHandler {
 
     /// The upstream said 100 Continue, or was silent for `continueTimeout`: the body goes.
     func proceedWithBody() {
-        guard phase == .exchanging, awaitingContinue, let body, let state = Self.streaming(body.framing) else {
+        guard machine.isExchanging, awaitingContinue, let body, let state = Self.streaming(body.framing) else {
             return
         }
         continueTimer?.cancel()
         continueTimer = nil
         bodyState = state
         delegate?.upstreamContinue()
-        guard phase == .exchanging else { return }
+        guard machine.isExchanging else { return }
         startBody()
-        guard phase == .exchanging else { return }
+        guard machine.isExchanging else { return }
         sendQueued()
     }
 
@@ -240,7 +228,7 @@ public final class UpstreamCall: UpstreamTransportHandler {
     func armRead() {
         guard let transport else { return }
         let idle = request.idleTimeout ?? pool.endpoint.responseTimeout
-        if !transport.armRead(timeout: requestSent || gotHead ? idle : nil) {
+        if !transport.armRead(timeout: machine.owesResponse ? idle : nil) {
             finish(.connectionFailed)
         }
     }
