@@ -9,16 +9,18 @@ import Glibc
 /// came back short (EAGAIN). On plain connections output goes out with one `sendmsg` of
 /// every queued piece (`SocketWrite`: head and body of a response together).
 ///
-/// TLS adds three cases, all flags that stay false on plain connections: a TLS read that
-/// needs the socket writable (handshake, key update) arms write interest and is retried on
-/// writable; a TLS write that needs the peer's bytes arms read interest and is retried on
-/// readable; decrypted bytes left inside OpenSSL (the input was full) are read by
-/// activating the read event by hand, since the socket will not announce them.
+/// TLS adds three cases that plain connections never see: a TLS read that needs the socket
+/// writable (handshake, key update) arms write interest and is retried on writable; a TLS
+/// write that needs the peer's bytes arms read interest and is retried on readable (both
+/// kept as the machine's `TLSWait`); decrypted bytes left inside OpenSSL (the input was
+/// full) are read by activating the read event by hand, since the socket will not announce
+/// them.
 ///
 /// Closing after a response is graceful (flush, TLS close_notify, FIN, then a short
 /// lingering read so that unread request bytes do not turn into an RST that destroys the
-/// response); `close()` is immediate (with a close_notify when the session allows).
-/// Loop-thread only.
+/// response); `close()` is immediate (with a close_notify when the session allows). Which
+/// of those stages the connection is in, and what the peer and TLS wait for, is
+/// `ServerConnectionStateMachine`'s. Loop-thread only.
 final class ServerConnection: IdleListNode {
     /// Bytes read from the socket and not yet consumed by the handler.
     let input: OpaquePointer
@@ -34,8 +36,10 @@ final class ServerConnection: IdleListNode {
     // thread only, never accessed across a call out that could touch it too; the dynamic
     // check cost a runtime call per access (debug and TSan builds still check).
     @exclusivity(unchecked) private(set) var bytesWritten: UInt64 = 0
-    @exclusivity(unchecked) private(set) var isClosed = false
-    private(set) var peerClosed = false
+    /// Open, finishing, lingering or closed; the peer's end; TLS's wait.
+    @exclusivity(unchecked) private var machine = ServerConnectionStateMachine()
+    var isClosed: Bool { machine.isClosed }
+    var peerClosed: Bool { machine.peerClosed }
     /// Its place among the server's idle connections (`ServerContext.idle`).
     var idleLinks = IdleLinks<ServerConnection>()
 
@@ -43,13 +47,31 @@ final class ServerConnection: IdleListNode {
     private let io: ConnectionIO
     /// Plain TCP (no TLS): the socket may be read and written directly (`receive`, `send`).
     private let isPlain: Bool
-    /// Plain sockets are watched by edge (`EdgeTriggered`); TLS ones, and tunnels, by level.
-    private var edgeTriggered: Bool
-    /// The peer's FIN was reported (`EV_CLOSED`, edge-triggered only): it may have come with
-    /// the last bytes, so a read that got bytes is followed by one more, which sees the end.
-    private var peerEnding = false
-    /// A tunnel's direct relay: readiness goes to the handler unread (`receive(into:)`).
-    private var readsDirectly = false
+    /// How readiness is watched, and who reads.
+    private var watch: Watch
+
+    private enum Watch {
+        /// Plain sockets, by edge (`EdgeTriggered`): a read that may have left bytes (or seen
+        /// the peer's FIN with them) is followed by another.
+        case edge
+        /// By level: TLS sockets, and tunnels (`watchByLevel`).
+        case level
+        /// By level, with readiness handed to a tunnel's direct relay unread
+        /// (`receive(into:)`): plain tunnels only.
+        case direct
+    }
+
+    private var edgeTriggered: Bool { watch == .edge }
+
+    /// The write event's two uses, which libevent keeps apart too: added (pending) it waits
+    /// for the socket; activated by hand it runs once this turn. Deleting it ends both.
+    private enum WriteEventUse {
+        case idle
+        /// Activated by hand: the queued output goes out later this turn, in one write.
+        case scheduled
+        /// Added: waits for the socket to take output (or for a TLS read's writable).
+        case armed
+    }
     /// Why a direct read or write failed.
     private var directFailure: String?
     private var readEvent: OpaquePointer?
@@ -62,20 +84,12 @@ final class ServerConnection: IdleListNode {
     private var readArmed = false
     /// Output is waiting for the socket to take it.
     private var outputBlocked = false
-    private var writeArmed = false
-    /// TLS: the last read stopped for want of a writable socket.
-    private var readNeedsWritable = false
-    /// TLS: the last write stopped for want of the peer's bytes.
-    private var writeNeedsReadable = false
+    /// What the write event is doing.
+    private var writing = WriteEventUse.idle
     /// Input may be waiting that no readiness event will announce: decrypted TLS bytes
     /// inside OpenSSL, or bytes left in an edge-triggered socket.
     private var inputBuffered = false
-    private var flushScheduled = false
     private var flushing = false
-    /// After the handler's last byte: shut down the write side once the output is out.
-    private var finishing = false
-    private var lingerWanted = false
-    private var lingering = false
     private var thread = LoopThread()
     /// libevent's reference to this connection while its events exist; released by `close()`
     /// right after the events are freed, so no callback can reach a freed connection.
@@ -93,7 +107,7 @@ final class ServerConnection: IdleListNode {
         self.io = io
         self.info = info
         isPlain = io is PlainConnectionIO
-        edgeTriggered = isPlain && EdgeTriggered.supported(base)
+        watch = isPlain && EdgeTriggered.supported(base) ? .edge : .level
         input = evbuffer_new()
         output = evbuffer_new()
         thread.bind()
@@ -136,7 +150,7 @@ final class ServerConnection: IdleListNode {
     }
 
     private func updateReadInterest() {
-        let armed = (reading || writeNeedsReadable) && !isClosed
+        let armed = (reading || machine.tls.writeNeedsRead) && !isClosed
         guard armed != readArmed, let readEvent else { return }
         readArmed = armed
         if armed { event_add(readEvent, nil) } else { event_del(readEvent) }
@@ -145,14 +159,13 @@ final class ServerConnection: IdleListNode {
     fileprivate func readable(_ what: Int16) {
         thread.check()
         guard !isClosed else { return }
-        if edgeTriggered && EdgeTriggered.peerEnded(what) { peerEnding = true }
-        if writeNeedsReadable {
-            writeNeedsReadable = false
+        if edgeTriggered && EdgeTriggered.peerEnded(what) { machine.peerFINReported() }
+        if machine.tls.readableRetriesWrite() {
             updateReadInterest()
             flush()
             guard !isClosed, reading else { return }
         }
-        if readsDirectly {
+        if watch == .direct {
             handler?.connectionReadable(self)
             return
         }
@@ -163,9 +176,9 @@ final class ServerConnection: IdleListNode {
         }
         let result = io.read(into: input, room: room)
         inputBuffered =
-            result.stop == .buffered || (edgeTriggered && result.bytes > 0 && (result.filled || peerEnding))
+            result.stop == .buffered || (edgeTriggered && result.bytes > 0 && (result.filled || machine.peerEnding))
         if result.bytes > 0 {
-            if lingering {
+            if machine.isLingering {
                 evbuffer_drain(input, evbuffer_get_length(input))
             } else {
                 handler?.connectionReadable(self)
@@ -178,16 +191,16 @@ final class ServerConnection: IdleListNode {
             // `reading` unchanged without calling.
             if inputBuffered, reading, let readEvent { event_active(readEvent, Int32(EV_READ), 0) }
         case .needsWritable:
-            readNeedsWritable = true
+            machine.tls.readWantsWrite()
             updateWriteInterest()
         case .end:
-            peerClosed = true
+            let action = machine.peerEnded()
             setReading(false)
-            if lingering {
-                close()
-                return
+            switch action {
+            case .close: close()
+            case .tellHandler: handler?.connectionPeerClosed(self)
+            case .none: break
             }
-            handler?.connectionPeerClosed(self)
         case .failed:
             close()
         }
@@ -203,7 +216,7 @@ final class ServerConnection: IdleListNode {
             let base = event_get_base(old)
         else { return }
         for event in [readEvent, writeEvent] { if let event { event_free(event) } }
-        edgeTriggered = false
+        watch = .level
         let arg = context.toOpaque()
         readEvent = event_new(base, fd, Int16(EV_READ | EV_PERSIST | EV_CLOSED), readThunk, arg)
         writeEvent = event_new(base, fd, Int16(EV_WRITE | EV_PERSIST), writeThunk, arg)
@@ -218,36 +231,37 @@ final class ServerConnection: IdleListNode {
         event_add(readEvent, nil)
         if !readArmed { event_del(readEvent) }
         event_add(writeEvent, nil)
-        if !writeArmed {
+        if writing != .armed {
             event_del(writeEvent)
-            if flushScheduled { event_active(writeEvent, Int32(EV_WRITE), 0) }
+            if writing == .scheduled { event_active(writeEvent, Int32(EV_WRITE), 0) }
         }
         if reading && inputBuffered { event_active(readEvent, Int32(EV_READ), 0) }
     }
 
     // MARK: direct relay (tunnels over plain TCP)
 
-    /// Turns the direct relay on or off; false if this connection cannot (TLS, closing).
+    /// Turns the direct relay on or off; false if this connection cannot (TLS, closing, or
+    /// still watched by edge: a tunnel is watched by level first, `watchByLevel`).
     func relayDirectly(_ on: Bool) -> Bool {
-        guard !on || (isPlain && !isClosed && !lingering && !finishing) else { return false }
-        readsDirectly = on
+        guard on else {
+            if watch == .direct { watch = .level }
+            return true
+        }
+        guard isPlain, machine.isOpen, watch != .edge else { return false }
+        watch = .direct
         return true
     }
 
     /// One read from the socket straight into `buffer`, past `input`.
     func receive(into buffer: UnsafeMutableRawBufferPointer) -> ConnectionRead {
         thread.check()
-        guard !isClosed, readsDirectly else { return ConnectionRead(bytes: 0, stop: .open) }
+        guard !isClosed, watch == .direct else { return ConnectionRead(bytes: 0, stop: .open) }
+        // By level: what one read leaves is announced again.
         let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
-        if n > 0 {
-            // Edge-triggered: the relay reads once a turn; what may be left is read next turn.
-            if edgeTriggered, n == buffer.count || peerEnding, reading, let readEvent {
-                event_active(readEvent, Int32(EV_READ), 0)
-            }
-            return ConnectionRead(bytes: n, stop: .open)
-        }
+        if n > 0 { return ConnectionRead(bytes: n, stop: .open) }
         if n == 0 {
-            peerClosed = true
+            // The relay's handler hears the end from the returned stop, not from the machine.
+            _ = machine.peerEnded()
             setReading(false)
             return ConnectionRead(bytes: 0, stop: .end)
         }
@@ -288,10 +302,10 @@ final class ServerConnection: IdleListNode {
     func flush() {
         thread.check()
         guard !isClosed, !flushing else { return }
-        if flushScheduled && !writeArmed, let writeEvent {
+        if writing == .scheduled, let writeEvent {
             // Written now, so the turn's scheduled write has nothing left to do: taking it
             // off the active queue costs less than running it.
-            flushScheduled = false
+            writing = .idle
             event_del(writeEvent)
         }
         flushing = true
@@ -302,7 +316,7 @@ final class ServerConnection: IdleListNode {
         case .done, .blocked:
             break
         case .needsReadable:
-            writeNeedsReadable = true
+            machine.tls.writeWantsRead()
             updateReadInterest()
         case .failed:
             close()
@@ -312,29 +326,29 @@ final class ServerConnection: IdleListNode {
         outputBlocked = pending && result.stop == .blocked
         updateWriteInterest()
         if result.bytes > 0 { handler?.connectionWrote(self) }
-        if !pending && finishing && !isClosed { startLingering() }
+        if !isClosed && machine.outputWritten(outputPending: pending) { stopWriting() }
     }
 
     private func updateWriteInterest() {
-        let armed = (outputBlocked || readNeedsWritable) && !isClosed
-        guard armed != writeArmed, let writeEvent else { return }
-        writeArmed = armed
+        let armed = (outputBlocked || machine.tls.readNeedsWrite) && !isClosed
+        guard armed != (writing == .armed), let writeEvent else { return }
+        // Disarming also drops a scheduled run (libevent's delete ends both).
+        writing = armed ? .armed : .idle
         if armed { event_add(writeEvent, nil) } else { event_del(writeEvent) }
     }
 
     /// Writes the output later in this loop turn, so that pieces queued by one callback (a
     /// streamed head and its first chunk) go out in one writev.
     func scheduleFlush() {
-        guard !isClosed, !flushScheduled, !writeArmed, let writeEvent else { return }
-        flushScheduled = true
+        guard !isClosed, writing == .idle, let writeEvent else { return }
+        writing = .scheduled
         event_active(writeEvent, Int32(EV_WRITE), 0)
     }
 
     fileprivate func writable() {
         thread.check()
-        flushScheduled = false
-        if readNeedsWritable {
-            readNeedsWritable = false
+        if writing == .scheduled { writing = .idle }
+        if machine.tls.writableRetriesRead() {
             updateWriteInterest()
             readable(Int16(EV_READ))
             guard !isClosed else { return }
@@ -346,14 +360,18 @@ final class ServerConnection: IdleListNode {
 
     /// Sets the one deadline (replacing any), or clears it with nil.
     func setDeadline(_ seconds: Double?) {
-        guard let timerEvent, !lingering else { return }
+        guard let timerEvent, !machine.isLingering else { return }
         deadline.set(seconds, event: timerEvent)
     }
 
     fileprivate func deadlinePassed() {
         thread.check()
         guard let timerEvent, deadline.fired(event: timerEvent) else { return }
-        if lingering { close() } else { handler?.connectionDeadline(self) }
+        switch machine.deadlinePassed() {
+        case .close: close()
+        case .tellHandler: handler?.connectionDeadline(self)
+        case .none: break
+        }
     }
 
     // MARK: closing
@@ -362,23 +380,23 @@ final class ServerConnection: IdleListNode {
     /// `linger`: the client may still be sending (an unread body, pipelined bytes), so
     /// close in stages; otherwise close as soon as the output is out.
     func finish(linger: Bool) {
-        guard !isClosed, !finishing else { return }
-        finishing = true
-        lingerWanted = linger
+        let action = machine.finish(linger: linger, outputPending: evbuffer_get_length(output) > 0)
+        guard action != .none else { return }
         setReading(false)
-        if evbuffer_get_length(output) == 0 { startLingering() } else { flush() }
+        if action == .stopWriting { stopWriting() } else { flush() }
     }
 
-    /// FIN to the client, then read and drop what it still sends until it closes or the
-    /// linger time passes (RFC 9112 §9.6: close in stages, so that the response is not
-    /// lost to the reset a close with unread input causes).
-    private func startLingering() {
-        lingering = true
+    /// The output is out: the handler is detached; then the connection closes, or (lingering)
+    /// sends its FIN and reads and drops what the client still sends until it closes or the
+    /// linger time passes (RFC 9112 §9.6: close in stages, so that the response is not lost
+    /// to the reset a close with unread input causes).
+    private func stopWriting() {
+        let action = machine.stopWriting()
         let h = handler
         handler = nil
         h?.connectionClosed(self)
         guard !isClosed else { return }
-        guard lingerWanted, !peerClosed else {
+        guard action == .linger else {
             close()
             return
         }
@@ -395,8 +413,7 @@ final class ServerConnection: IdleListNode {
 
     /// Closes now: frees the events, closes the fd (once), tells the handler. Idempotent.
     func close() {
-        guard !isClosed else { return }
-        isClosed = true
+        guard machine.close() else { return }
         for event in [readEvent, writeEvent, timerEvent] { if let event { event_free(event) } }
         readEvent = nil
         writeEvent = nil

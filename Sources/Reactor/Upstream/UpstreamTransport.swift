@@ -69,15 +69,26 @@ final class UpstreamTransport {
     @exclusivity(unchecked) private var readDeadline = LazyDeadline()
     @exclusivity(unchecked) private var readArmed = false
     @exclusivity(unchecked) private var readTimeout: Double?
-    private var connecting = false
-    private(set) var isConnected = false
-    private(set) var isClosed = false
+    private var socketState = SocketState.none
     /// HTTPS upstreams: the TLS session over the socket, once `startTLS` ran.
     private(set) var tls: TLSConnectionIO?
     /// A TLS read needs the socket writable (or a write needs it readable) first: the next
     /// such event is passed on as the other kind.
-    private var readWaitsForWritable = false
-    private var writeWaitsForReadable = false
+    private var tlsWait = TLSWait.none
+
+    /// Where the socket is in its life.
+    private enum SocketState {
+        /// None yet, or dropped after a failed connect (another address may follow).
+        case none
+        /// The connect is in progress: the next writable says how it went.
+        case connecting
+        case connected
+        /// For good: no socket, no event, no handler call.
+        case closed
+    }
+
+    var isConnected: Bool { socketState == .connected }
+    var isClosed: Bool { socketState == .closed }
 
     init(loop: EventLoop) {
         base = loop.base
@@ -114,11 +125,11 @@ final class UpstreamTransport {
         guard readEvent != nil, writeEvent != nil, timerEvent != nil else { return .failed(ENOMEM) }
         let rc = address.withSockaddr { Glibc.connect(s, $0, $1) }
         if rc == 0 {
-            isConnected = true
+            socketState = .connected
             return .connected
         }
         guard errno == EINPROGRESS else { return .failed(errno) }
-        connecting = true
+        socketState = .connecting
         guard event_add(writeEvent, nil) == 0 else { return .failed(ENOMEM) }
         return .inProgress
     }
@@ -239,27 +250,29 @@ final class UpstreamTransport {
 
     /// Frees both events and closes the socket; idempotent, no handler call follows.
     func close() {
-        guard !isClosed else { return }
-        isClosed = true
+        guard socketState != .closed else { return }
+        socketState = .closed
         handler = nil
         owner = nil
         // A close_notify (RFC 8446 §6.1) if the session is sound; never waited for.
         tls?.endOutput()
-        dropSocket()
+        releaseSocket()
     }
 
     /// Frees the socket and its events after a failed connect, keeping the buffers (the
     /// request already queued) for a connect to the next address.
     func dropSocket() {
-        isConnected = false
-        connecting = false
+        if socketState != .closed { socketState = .none }
+        releaseSocket()
+    }
+
+    private func releaseSocket() {
         readArmed = false
         readTimeout = nil
         readDeadline.disarmed()
         // The SSL object goes before its socket.
         tls = nil
-        readWaitsForWritable = false
-        writeWaitsForReadable = false
+        tlsWait = .none
         if let ev = readEvent {
             event_del(ev)
             event_free(ev)
@@ -286,8 +299,7 @@ final class UpstreamTransport {
         // Bytes (or an end) came: the idle time starts again.
         if let readTimeout, let timer = timerEvent { readDeadline.set(readTimeout, event: timer) }
         withExtendedLifetime(self) {
-            if writeWaitsForReadable {
-                writeWaitsForReadable = false
+            if tlsWait.readableRetriesWrite() {
                 receiver?.transportWritable(self, timedOut: false)
             }
             receiver?.transportReadable(self, timedOut: false)
@@ -302,15 +314,13 @@ final class UpstreamTransport {
 
     fileprivate func writeReady(_ what: Int16) {
         withExtendedLifetime(self) {
-            if connecting {
-                connecting = false
+            if socketState == .connecting {
                 var error: Int32 = 0
                 var length = socklen_t(MemoryLayout<Int32>.size)
                 if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
-                isConnected = error == 0
+                socketState = error == 0 ? .connected : .none
                 receiver?.transportConnected(self, error: error)
-            } else if readWaitsForWritable && what & Int16(EV_WRITE) != 0 {
-                readWaitsForWritable = false
+            } else if what & Int16(EV_WRITE) != 0 && tlsWait.writableRetriesRead() {
                 receiver?.transportReadable(self, timedOut: false)
                 if evbuffer_get_length(output) > 0 { receiver?.transportWritable(self, timedOut: false) }
             } else {
@@ -344,7 +354,7 @@ extension UpstreamTransport {
             // turn, but only while someone reads (a paused reader gets one on resume).
             if readArmed { activateRead() }
         case .needsWritable:
-            readWaitsForWritable = true
+            tlsWait.readWantsWrite()
             if !armWrite(timeout: readTimeout) { return .failed(ENOMEM) }
         case .end:
             if read.bytes == 0 { return .eof }
@@ -359,7 +369,7 @@ extension UpstreamTransport {
         case .done: return .done
         case .blocked: return armWrite(timeout: timeout) ? .pending : .failed(ENOMEM)
         case .needsReadable:
-            writeWaitsForReadable = true
+            tlsWait.writeWantsRead()
             if !readArmed && !armRead(timeout: timeout) { return .failed(ENOMEM) }
             return .pending
         case .failed: return .failed(EPIPE)
