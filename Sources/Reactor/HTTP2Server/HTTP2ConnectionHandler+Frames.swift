@@ -73,8 +73,7 @@ extension HTTP2ConnectionHandler {
         guard let stream = streams[frame.hd.stream_id] else { return 0 }
         switch frame.hd.type {
         case UInt8(NGHTTP2_HEADERS.rawValue):
-            if !stream.headersComplete {
-                stream.headersComplete = true
+            if stream.request.headerBlockEnded() {
                 stream.body.complete = endStream
                 stream.lastBodyAt = LazyDeadline.now()
                 events.append(.head(stream))
@@ -129,7 +128,7 @@ extension HTTP2ConnectionHandler {
     /// A frame nghttp2 found invalid for its stream: the stream's reset is queued, so the
     /// gateway does not start on it (its head may have come in the same read).
     func invalidFrame(_ frame: nghttp2_frame) -> Int32 {
-        streams[frame.hd.stream_id]?.errored = true
+        streams[frame.hd.stream_id]?.request.streamError()
         return 0
     }
 
@@ -173,7 +172,6 @@ extension HTTP2ConnectionHandler {
                     if rv == 0 { flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue }
                 }
             } else if n == 0 {
-                stream.deferred = true
                 return Int(NGHTTP2_ERR_DEFERRED.rawValue)
             }
         }

@@ -20,7 +20,6 @@ extension HTTP2ConnectionHandler {
             s.lastSentAt = LazyDeadline.now()
             body.withUnsafeBytes { _ = evbuffer_add(s.output.buffer, $0.baseAddress, $0.count) }
         }
-        s.outputEnded = true
         s.response = .ended
         submit(session, s, &fields, withBody: withBody)
         answered(s)
@@ -61,7 +60,6 @@ extension HTTP2ConnectionHandler {
     func endResponse(_ s: HTTP2Stream) {
         thread.check()
         guard case .streaming(let remaining) = s.response, let session else { return }
-        s.outputEnded = true
         s.response = .ended
         if var fields = s.heldHead {
             s.heldHead = nil
@@ -85,7 +83,6 @@ extension HTTP2ConnectionHandler {
         thread.check()
         guard !s.closed, let session else { return }
         s.response = .ended
-        s.outputEnded = true
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), s.id, NGHTTP2_INTERNAL_ERROR.rawValue)
         drive()
     }
@@ -123,13 +120,13 @@ extension HTTP2ConnectionHandler {
     private func submit(_ session: OpaquePointer, _ s: HTTP2Stream, _ fields: inout HTTP2ResponseFields, withBody: Bool)
     {
         var provider = HTTP2Session.dataProvider
-        let rv = fields.withList { list, count in
+        // A failure means the stream is gone (reset meanwhile): nothing goes out, its data
+        // provider is never asked, and its close reports it.
+        _ = fields.withList { list, count in
             withBody
                 ? nghttp2_submit_response(session, s.id, list, count, &provider)
                 : nghttp2_submit_response(session, s.id, list, count, nil)
         }
-        // The stream is gone (reset meanwhile): nothing goes out; its close reports it.
-        if rv != 0 { s.outputEnded = true }
     }
 
     /// The answer is complete on the gateway's side: a body it never asked for is dropped
@@ -143,10 +140,11 @@ extension HTTP2ConnectionHandler {
         drive()
     }
 
-    /// New output for a stream whose data provider is waiting.
+    /// New output (or its end) for a stream whose data provider may be waiting: nghttp2
+    /// knows whether it said DEFERRED, and resuming one that did not is refused without
+    /// effect (`NGHTTP2_ERR_INVALID_ARGUMENT`), so no flag of ours mirrors its state.
     private func wake(_ s: HTTP2Stream) {
-        guard s.deferred, !s.closed, let session else { return }
-        s.deferred = false
+        guard !s.closed, let session else { return }
         nghttp2_session_resume_data(session, s.id)
     }
 

@@ -235,9 +235,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     // MARK: streams
 
     private func start(_ stream: HTTP2Stream) {
-        guard !stream.closed, !stream.started, stream.handler != nil, let session else { return }
-        stream.started = true
-        guard !stream.errored else { return }
+        guard !stream.closed, stream.handler != nil, let session, stream.request.start() else { return }
         guard exchangesOpen < Self.maxExchanges else {
             // Reading stops at the maximum, but one read can reset streams the gateway is still
             // working on and open as many new ones: those are refused unprocessed, which a
@@ -254,7 +252,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
             stream.contentLength = head.fields.first("content-length").flatMap { UInt64($0) }
             stream.expectsContinueField = head.fields.first("expect")?.lowercased() == "100-continue"
             stream.headers = HTTP2RequestHeaders(limits: limits)
-            stream.exchangeOpen = true
+            stream.request.exchangeOpened()
             exchangesOpen += 1
             let exchange = ServerExchange(head: head, connection: connection.info, body: stream, transport: stream)
             context.handler(exchange)

@@ -7,6 +7,94 @@ internal import CEvent
 /// written out, or the stream or the connection closes first, the stream is detached and
 /// inert (`isConnected` false, every call a no-op). Loop-thread only.
 final class HTTP2Stream: ResponseTransport, RequestBody {
+    /// The request side, as the gateway sees it: the header block arriving, complete, then
+    /// handed to the gateway (its exchange open until answered), or never started.
+    enum RequestState: Equatable {
+        /// The header block is still coming (HEADERS, CONTINUATION).
+        case receivingHeaders
+        /// The header block ended (END_HEADERS): the head waits for `start`.
+        case headersComplete
+        /// nghttp2 found a stream error (a frame the client sent) before the gateway started
+        /// on it, and will reset it: the gateway never starts (MadeYouReset: no work for a
+        /// stream about to end). `afterHeaders`: its header block had ended.
+        case errored(afterHeaders: Bool)
+        /// Started while its block still arrives, to be refused: past twice the header
+        /// bounds its 431 goes first, and the rest of the block is decoded unread.
+        case refusedMidBlock
+        /// The head went to the gateway, and its answer is not yet complete: the connection
+        /// counts the exchange (`exchangeEnded`), also past the stream's own end.
+        case exchanging
+        /// `start` ran and the gateway's part is over: answered, or refused by the engine
+        /// (a malformed head, the exchange cap).
+        case started
+
+        /// The header block ended (until then its fields are the head's, and the header
+        /// timeout holds it).
+        var headersComplete: Bool {
+            switch self {
+            case .receivingHeaders, .refusedMidBlock, .errored(afterHeaders: false): false
+            case .headersComplete, .errored(afterHeaders: true), .exchanging, .started: true
+            }
+        }
+
+        /// `start` ran: body events go to the gateway's reader.
+        var started: Bool {
+            switch self {
+            case .exchanging, .started, .refusedMidBlock: true
+            case .receivingHeaders, .headersComplete, .errored: false
+            }
+        }
+
+        /// END_HEADERS. true: the head is new (a later block is the trailer section).
+        mutating func headerBlockEnded() -> Bool {
+            switch self {
+            case .receivingHeaders:
+                self = .headersComplete
+                return true
+            case .refusedMidBlock:
+                self = .started
+            case .errored(afterHeaders: false):
+                self = .errored(afterHeaders: true)
+            case .headersComplete, .errored(afterHeaders: true), .exchanging, .started:
+                break
+            }
+            return false
+        }
+
+        /// nghttp2 found a stream error: a stream not yet started never will be.
+        mutating func streamError() {
+            switch self {
+            case .receivingHeaders: self = .errored(afterHeaders: false)
+            case .headersComplete: self = .errored(afterHeaders: true)
+            case .errored, .refusedMidBlock, .exchanging, .started: break
+            }
+        }
+
+        /// The head's turn to go to the gateway. true: it goes (or the engine refuses it);
+        /// false: it went already, or the stream errored. A block still arriving starts only
+        /// to be refused (the header bomb).
+        mutating func start() -> Bool {
+            switch self {
+            case .headersComplete: self = .started
+            case .receivingHeaders: self = .refusedMidBlock
+            case .errored, .refusedMidBlock, .exchanging, .started: return false
+            }
+            return true
+        }
+
+        /// The gateway took the head: its exchange is open.
+        mutating func exchangeOpened() {
+            if self == .started || self == .refusedMidBlock { self = .exchanging }
+        }
+
+        /// The gateway's answer is complete (or given up). true: it was open, once.
+        mutating func exchangeEnded() -> Bool {
+            guard self == .exchanging else { return false }
+            self = .started
+            return true
+        }
+    }
+
     enum ResponseState: Equatable {
         case waiting
         /// Head submitted; body bytes go through `output`. `remaining`: what the announced
@@ -24,8 +112,6 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     /// The connection, for as long as the gateway's exchange on this stream is open: it
     /// counts them (`exchangeEnded`), also past the stream's own end.
     private weak var owner: HTTP2ConnectionHandler?
-    /// The head went to the gateway and its answer is not yet complete.
-    var exchangeOpen = false
     var headers: HTTP2RequestHeaders
     var responder: Responder?
     var isHEAD = false
@@ -33,13 +119,7 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     var expectsContinueField = false
 
     // Request side.
-    /// The header block ended (END_HEADERS): the head may go to the gateway.
-    var headersComplete = false
-    /// The head went to the gateway.
-    var started = false
-    /// nghttp2 found a stream error on it (a frame the client sent) and will reset it: the
-    /// gateway does not start on it (MadeYouReset: no work for a stream about to end).
-    var errored = false
+    var request = RequestState.receivingHeaders
     /// Body bytes received and not yet handed on: not yet credited to the client's flow
     /// control window, so the window bounds them.
     let received = OwnedBuffer()
@@ -57,13 +137,10 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     var response = ResponseState.waiting
     /// Response body bytes not yet framed (the data provider takes from here).
     let output = OwnedBuffer()
-    var outputEnded = false
     /// A trailer section to send after the body's last DATA frame (gRPC's status).
     var trailers: HTTP1Fields?
     /// A bodiless streamed answer's head, sent with its end (`endResponse`).
     var heldHead: HTTP2ResponseFields?
-    /// The data provider said DEFERRED: nghttp2 waits for `resume_data`.
-    var deferred = false
     /// Monotonic seconds: when body bytes last left `output` for a frame, or came into an
     /// empty one (a client that grants no window is timed out on it).
     var lastSentAt = 0.0
@@ -72,6 +149,11 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     var drainedActions: [() -> Void] = []
     /// nghttp2 closed the stream (either side's END_STREAM, or a reset).
     var closed = false
+
+    var headersComplete: Bool { request.headersComplete }
+    var started: Bool { request.started }
+    /// The answer's end is queued in `output`: once it is framed, the data provider says EOF.
+    var outputEnded: Bool { response == .ended || response == .handedOff }
 
     init(id: Int32, handler: HTTP2ConnectionHandler, limits: HTTP1Limits) {
         self.id = id
@@ -170,8 +252,7 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     }
 
     private func endExchange() {
-        guard exchangeOpen else { return }
-        exchangeOpen = false
+        guard request.exchangeEnded() else { return }
         owner?.exchangeEnded()
     }
 }
