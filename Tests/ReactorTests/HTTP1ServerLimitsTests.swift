@@ -90,13 +90,10 @@ struct HTTP1ServerLimitsTests {
 
     @Test func clientDisconnectMidResponseReachesTheResponder() throws {
         let log = ExchangeLog()
+        log.onClientGone = { $0.abort() }
         let harness = try HTTP1ServerHarness { exchange in
             log.record(exchange)
             let responder = exchange.responder
-            responder.onClientGone = {
-                log.clientGone += 1
-                responder.abort()
-            }
             responder.startStreaming(status: 200)
             responder.write(text: "partial")
             // Never finished: the client leaves first.

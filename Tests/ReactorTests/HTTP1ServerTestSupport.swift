@@ -80,8 +80,9 @@ final class ResultBox<T>: @unchecked Sendable {
     var value: T?
 }
 
-/// What the handler saw and how each responder completed, kept on the loop thread.
-final class ExchangeLog: @unchecked Sendable {
+/// What the handler saw and how each responder completed, kept on the loop thread. It is
+/// each recorded responder's observer.
+final class ExchangeLog: ResponderObserver, @unchecked Sendable {
     var heads: [HTTPRequestHead] = []
     var connections: [ClientConnection] = []
     /// One entry per completed responder: flushed or not.
@@ -89,12 +90,21 @@ final class ExchangeLog: @unchecked Sendable {
     var clientGone = 0
     var bodyResults: [Result<[UInt8], RequestBodyFailure>] = []
 
+    /// Then run when a recorded responder's client is gone (after it is counted).
+    var onClientGone: ((Responder) -> Void)?
+
     /// Records the exchange and counts its responder's completion and client-gone reports.
     func record(_ exchange: ServerExchange) {
         heads.append(exchange.head)
         connections.append(exchange.connection)
-        exchange.responder.onComplete = { [unowned self] flushed in completions.append(flushed) }
-        exchange.responder.onClientGone = { [unowned self] in clientGone += 1 }
+        exchange.responder.observer = self
+    }
+
+    func completed(_ responder: Responder, flushed: Bool) { completions.append(flushed) }
+
+    func clientGone(_ responder: Responder) {
+        clientGone += 1
+        onClientGone?(responder)
     }
 }
 

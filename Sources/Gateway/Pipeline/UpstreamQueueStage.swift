@@ -23,7 +23,7 @@ final class UpstreamQueueStage: Stage {
                     detail: "upstream at max_connections, its queue full"))
         }
         // The client leaving gives up its place (the queue holds the turn until then).
-        request.exchange.responder.clientGoneObserver = turn
+        turn.nextObserver = request.exchange.responder.takeObserver(turn)
         return .suspend
     }
 
@@ -42,9 +42,11 @@ final class UpstreamQueueStage: Stage {
 
 /// One request's place in an upstream pool's queue: its chain goes on when its turn comes,
 /// 503 when the wait runs out, gone (499 in the log) when its client leaves first. Ends once.
-final class UpstreamTurn: UpstreamWaiter, ClientGoneObserver {
+final class UpstreamTurn: UpstreamWaiter, ResponderObserver {
     private var request: RoutedRequest?
     private let pool: UpstreamPool
+    /// The responder's observer before the turn took its place, given back when the turn ends.
+    var nextObserver: (any ResponderObserver)?
 
     init(_ request: RoutedRequest, pool: UpstreamPool) {
         self.request = request
@@ -55,7 +57,7 @@ final class UpstreamTurn: UpstreamWaiter, ClientGoneObserver {
     private func take() -> RoutedRequest? {
         let r = request
         request = nil
-        if let r { r.exchange.responder.clientGoneObserver = nil }
+        if let r, r.exchange.responder.observer === self { r.exchange.responder.observer = nextObserver.take() }
         return r
     }
 
@@ -74,6 +76,12 @@ final class UpstreamTurn: UpstreamWaiter, ClientGoneObserver {
             UpstreamQueueStage.busy(
                 request.services, request.context, kind: "pending_timeout",
                 detail: "no upstream connection within pending_timeout"))
+    }
+
+    /// Not reached while the turn waits (the client leaving comes first, and gives the place
+    /// back); passed on all the same.
+    func completed(_ responder: Responder, flushed: Bool) {
+        nextObserver.take()?.completed(responder, flushed: flushed)
     }
 
     func clientGone(_ responder: Responder) {

@@ -6,7 +6,7 @@ import Reactor
 /// last), keeps the upstream paused while the client or a stage is behind, and ends in
 /// exactly one access-log line. Loop-thread only. Alive from `start` until it finishes
 /// (the upstream call holds it as its delegate's owner through `selfRetain`).
-final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseControl {
+final class ProxyExchange: UpstreamCallDelegate, ResponderObserver, ResponseControl {
     let services: WorkerServices
     let exchange: ServerExchange
     /// The exchange is its own responder: read as the `let` it is, no reference count.
@@ -35,6 +35,8 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseCon
     private let stages: [ResponseStage]
     /// Where the answer's parts go first: the first stage, or the writer.
     private unowned(unsafe) var first: ResponseStage
+    /// The responder's observer before this exchange took its place: told its completion.
+    @exclusivity(unchecked) private var nextObserver: (any ResponderObserver)?
 
     init(services: WorkerServices, exchange: ServerExchange, context: RequestContext, buffersResponse: Bool) {
         self.services = services
@@ -58,7 +60,7 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseCon
         upstreamStart = services.clock()
         if let trace = context.trace { trace.upstreamStartNanos = Tracer.nowNanos() }
         // The client leaving ends the exchange: the upstream call is abandoned.
-        responder.clientGoneObserver = self
+        nextObserver = responder.takeObserver(self)
         sendAgain(consume request, on: pool)
     }
 
@@ -165,6 +167,10 @@ final class ProxyExchange: UpstreamCallDelegate, ClientGoneObserver, ResponseCon
         }
         context.trace?.upstreamFailure = failure.isTimeout ? "timeout" : "unreachable"
         answer(ErrorResponse.upstreamFailed(failure, requestID: context.requestID))
+    }
+
+    func completed(_ responder: Responder, flushed: Bool) {
+        nextObserver.take()?.completed(responder, flushed: flushed)
     }
 
     /// The client connection closed before the answer was written.

@@ -103,11 +103,25 @@ final class Tunnels {
     /// tunnel is registered right after, in the same call) or by anything else.
     func pending(_ ex: ServerExchange) {
         pending += 1
-        let previous = ex.responder.onComplete
-        ex.responder.onComplete = { [unowned self] flushed in
-            self.pending -= 1
-            previous?(flushed)
+        let upgrade = PendingUpgrade(tunnels: self)
+        upgrade.nextObserver = ex.responder.takeObserver(upgrade)
+    }
+
+    /// An upgrade request counted as pending until its answer completes.
+    private final class PendingUpgrade: ResponderObserver {
+        /// Unowned: the worker's tunnels outlive its requests.
+        unowned let tunnels: Tunnels
+        var nextObserver: (any ResponderObserver)?
+
+        init(tunnels: Tunnels) { self.tunnels = tunnels }
+
+        func completed(_ responder: Responder, flushed: Bool) {
+            tunnels.pending -= 1
+            nextObserver.take()?.completed(responder, flushed: flushed)
         }
+
+        /// Not this one's to act on: passed to whoever it stands in front of.
+        func clientGone(_ responder: Responder) { nextObserver?.clientGone(responder) }
     }
 
     /// Joins the client and the upstream after the 101 and starts the tunnel's watches.

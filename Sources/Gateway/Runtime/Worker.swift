@@ -164,7 +164,7 @@ final class Worker: ResponderObserver {
     }
 
     /// The request's answer is written out or its client is gone: it is no longer in flight.
-    func responderCompleted(_ responder: Responder, flushed: Bool) {
+    func completed(_ responder: Responder, flushed: Bool) {
         metrics.inflight -= 1
         services.requestOrTunnelEnded()
     }

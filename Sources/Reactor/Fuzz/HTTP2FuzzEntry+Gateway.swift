@@ -62,7 +62,7 @@ extension HTTP2FuzzEntry {
             exchanges.append(exchange)
             let all = Answer.allCases
             let answer = all[(Int(answers) + (sameAnswer ? 0 : Int(stream >> 1))) % all.count]
-            if answer != .never { exchange.onClientGone = { [weak exchange] in exchange?.abort() } }
+            if answer != .never { exchange.observer = AbortWhenClientGone() }
             switch answer {
             case .afterBody:
                 exchange.body.collect(limit: 1024) { [weak exchange] result in
@@ -107,6 +107,12 @@ extension HTTP2FuzzEntry {
             for exchange in exchanges where exchange.state != .answered { exchange.abort() }
             if let handler { fuzzInvariant(handler.exchangesOpen == 0, "gateway: exchanges still counted open") }
         }
+    }
+
+    /// Ends an answer whose client is gone, as the gateway's producers do.
+    final class AbortWhenClientGone: ResponderObserver {
+        func completed(_ responder: Responder, flushed: Bool) {}
+        func clientGone(_ responder: Responder) { responder.abort() }
     }
 
     /// Echoes a request body into the streamed answer, and checks its trailer section.

@@ -1,9 +1,10 @@
 /// The one way to answer one request, exactly once: a whole response (`respond`), or a
 /// streamed one (`startStreaming`, `write`…, `finish` or `abort`). It also owns the
-/// accounting that used to be reconciled by hand: `onComplete` runs exactly once, when the
-/// last byte of the answer is written (`flushed: true`) or when the connection goes away
-/// first (`flushed: false`). Answering a client that is gone is allowed and sends nothing,
-/// so every path can end through the same door. Loop-thread only.
+/// accounting that used to be reconciled by hand: its one `observer` hears `completed`
+/// exactly once, when the last byte of the answer is written (`flushed: true`) or when the
+/// connection goes away first (`flushed: false`), and `clientGone` once if the client left
+/// before the answer was complete. Answering a client that is gone is allowed and sends
+/// nothing, so every path can end through the same door. Loop-thread only.
 ///
 /// Not final only so that `ServerExchange` can be one (one object per request instead of
 /// two); every member is final.
@@ -23,20 +24,16 @@ public class Responder {
     @exclusivity(unchecked) public final var forwarded: HTTP1ForwardedFields?
     /// One field written after `fields` without a section of its own (`HTTPResponseHead.lastField`).
     @exclusivity(unchecked) public final var lastField: (name: StaticString, value: String)?
-    /// Told once, after `onComplete`: the answer was fully written, or the connection went
-    /// away. The layer above's per-request accounting (requests in flight, a drain), set
-    /// without allocating a closure per request.
+    /// The one party told how the exchange ends (`ResponderObserver`), held until it
+    /// completes. The layer above chains what it needs behind it: its per-request accounting
+    /// (requests in flight, a drain), then whoever is producing the answer and must stop
+    /// when the client leaves (an upstream call, a place in a queue), who passes
+    /// `completed` on to the one it took the place of (`ResponderObserver` says how).
     @exclusivity(unchecked) public final var observer: (any ResponderObserver)?
-    /// Called once: the answer was fully written, or the connection went away.
-    @exclusivity(unchecked) public final var onComplete: ((_ flushed: Bool) -> Void)?
-    /// Called if the client goes away before the answer was fully written (an exchange
-    /// streaming from an upstream cancels it).
-    public final var onClientGone: (() -> Void)?
-    /// Told the same, after `onClientGone`, without a closure per request; held until the
-    /// answer completes.
-    @exclusivity(unchecked) public final var clientGoneObserver: (any ClientGoneObserver)?
     private final let transport: ResponseTransport
-    @exclusivity(unchecked) private final var completed = false
+    /// How far the exchange's end was told: not yet, the client gone, completed.
+    private enum Ending { case open, clientGone, completed }
+    @exclusivity(unchecked) private final var ending = Ending.open
     /// The status of the answer, for logs (0 until answered).
     @exclusivity(unchecked) public final private(set) var status = 0
 
@@ -193,39 +190,46 @@ public class Responder {
 
     /// The connection went away (before the answer was fully written).
     public final func transportClosed() {
-        guard !completed else { return }
+        guard ending == .open else { return }
         if state != .answered {
-            if let gone = onClientGone {
-                onClientGone = nil
-                gone()
-            }
-            if let observer = clientGoneObserver {
-                clientGoneObserver = nil
-                observer.clientGone(self)
-            }
+            ending = .clientGone
+            observer?.clientGone(self)
         }
         if state == .answered { complete(flushed: false) }
     }
 
     private final func complete(flushed: Bool) {
-        guard !completed else { return }
-        completed = true
-        onClientGone = nil
-        clientGoneObserver = nil
+        guard ending != .completed else { return }
+        ending = .completed
         // Moved out (`take()`), not copied then cleared: a copy was an atomic retain and
         // release more per request.
-        onComplete.take()?(flushed)
-        observer.take()?.responderCompleted(self, flushed: flushed)
+        observer.take()?.completed(self, flushed: flushed)
     }
 }
 
-/// Hears that the client went away before its answer was complete (see
-/// `Responder.clientGoneObserver`).
-public protocol ClientGoneObserver: AnyObject {
+/// Hears how a responder's exchange ends (see `Responder.observer`). An observer that takes
+/// the place of another (`takeObserver(_:)`) passes `completed` on to it, so that each party
+/// the layer above put in the chain hears it; one that only counts (not the answer's
+/// producer) passes `clientGone` on too, so the producer hears it wherever it stands.
+public protocol ResponderObserver: AnyObject {
+    /// Once: the answer was fully written (`flushed`), or the connection went away.
+    func completed(_ responder: Responder, flushed: Bool)
+    /// At most once, before `completed`: the client went away before the answer was
+    /// complete (an exchange streaming from an upstream cancels it).
     func clientGone(_ responder: Responder)
 }
 
-/// Hears that a responder's answer is complete (see `Responder.observer`).
-public protocol ResponderObserver: AnyObject {
-    func responderCompleted(_ responder: Responder, flushed: Bool)
+extension ResponderObserver {
+    public func clientGone(_ responder: Responder) {}
+}
+
+extension Responder {
+    /// Puts `observer` in front of the one set so far, and returns that one: `observer`
+    /// passes `completed` on to it (and gives the place back, `observer = previous`, if it
+    /// leaves the chain before the end).
+    public final func takeObserver(_ observer: any ResponderObserver) -> (any ResponderObserver)? {
+        let previous = self.observer
+        self.observer = observer
+        return previous
+    }
 }
