@@ -2,7 +2,7 @@
 # Instructions per proxied request, counted by callgrind: repeatable whatever else the
 # machine does, so two binaries compare to within about ±100 instructions in one sitting.
 #
-# usage: bench/callgrind.sh BIN [none|bearer|ratelimit|authorize|signature|signature-response|mcp-bearer|mcp-tools|mcp-bearer-2026|mcp-2026|api-key|api-key-10k|as-self] [REQUESTS]
+# usage: bench/callgrind.sh BIN [none|post-1k|post-16k|bearer|ratelimit|authorize|signature|signature-response|mcp-bearer|mcp-tools|mcp-bearer-2026|mcp-2026|api-key|api-key-10k|as-self] [REQUESTS]
 #   BIN: a tokengate release binary (copied and stripped of its DWARF 5, which valgrind
 #   3.19 cannot read). One worker, on bench/tokengate/KIND.yaml: none, or bearer (an ES256
 #   token, the verified-token cache on), or bearer's route with a rate limit in the memory
@@ -11,6 +11,7 @@
 #   route verifying one Ed25519 request signature (signature-ed25519's), or none's route
 #   signing every answer with Ed25519 (signature-response's), or the mcp-*
 #   scenarios' tools/call POST (bench/lua/mcp.lua, mcp2026.lua) on bench/tokengate/mcp.yaml, or
+#   none's route with the post-1k and post-16k scenarios' JSON POSTs (bench/lua/post.lua), or
 #   the api-key scenarios' route (bench/tokengate/api-key.yaml), its set one key or 10,000
 #   (bench/api_keys/make.py), or as-self's route taking the authorization server's tokens
 #   (bench/tokengate/as-self.yaml), in front of the bench upstream (bench/nginx/
@@ -33,6 +34,9 @@ case $KIND in
   mcp-bearer-2026) CONFIG=mcp MCP_OFF="#" LUA=mcp2026.lua ;;
   mcp-2026) CONFIG=mcp LUA=mcp2026.lua ;;
   api-key-10k) CONFIG=api-key ;;
+  # none's route with the post-1k and post-16k scenarios' JSON POSTs (bench/lua/post.lua).
+  post-1k) CONFIG=none LUA=post.lua; export POST_BYTES=1024 ;;
+  post-16k) CONFIG=none LUA=post.lua; export POST_BYTES=16384 ;;
 esac
 REQUESTS=${3:-500}
 PORT_BASE=${PORT_BASE:-19300}
@@ -83,7 +87,7 @@ elif [[ $KIND == as-self ]]; then
   token=$("$WORK/tokengate" jwt sign --key "$WORK/as.jwk" --typ at+jwt --exp-in 86400 \
     --claims '{"iss":"https://bench.local","aud":"https://bench.local/mcp","sub":"bench-user","client_id":"https://client.example/c.json","idp_iss":"https://idp.example","scope":"bench"}')
   headers=(-H "Authorization: Bearer $token")
-elif [[ $KIND != none ]]; then
+elif [[ $CONFIG != none ]]; then
   "$WORK/tokengate" keys generate --alg ES256 --kid bench --out "$WORK/key.jwk" >"$WORK/jwks.json"
   token=$("$WORK/tokengate" jwt sign --key "$WORK/key.jwk" --typ at+jwt --exp-in 86400 \
     --claims '{"iss":"https://bench.local","aud":"bench-api","sub":"bench-user","client_id":"bench","scope":"bench","email":"b@example.com"}')
@@ -100,7 +104,7 @@ pids+=("$tg")
 for _ in $(seq 200); do curl -fsS "http://127.0.0.1:$ADMIN/readyz" >/dev/null 2>&1 && break; sleep 0.2; done
 if [[ -n $LUA ]]; then
   # The scenario's request (method, headers, body) from its lua file, counted.
-  export BENCH_TOKEN=$token
+  export BENCH_TOKEN=${token:-}
   { cat "bench/lua/$LUA"; cat <<LUA
 local n = 0
 request = function()

@@ -454,6 +454,17 @@ scenario() {
 # (later: login routes, with wrk Lua scripts under bench/lua/ adding headers)
 scenario none bench/tokengate/none.yaml
 
+# Small and large POSTs on the same route: a 1 KB JSON body (head and body in one write to
+# the upstream) and a 16 KB one (nginx's default client_body_buffer_size on 64-bit, so its
+# baseline keeps it in memory too). bench/lua/post.lua reads POST_BYTES.
+post_scenario() {
+  if (( ${#SELECTED[@]} )) && [[ " ${SELECTED[*]} " != *" $1 "* ]]; then return 0; fi
+  export POST_BYTES=$2
+  SCENARIO_AUTH=$1 scenario "$1" bench/tokengate/none.yaml -s "$ROOT/bench/lua/post.lua"
+}
+post_scenario post-1k 1024
+post_scenario post-16k 16384
+
 # Access logs on, for both proxies, to a file: nginx's combined format (its own baseline,
 # bench/nginx/proxy-log.conf.in, with LOG_OPTIONS), tokengate's JSON lines; buffered as
 # nginx's `buffer=64k flush=1s` and tokengate's `buffer: 64KB, flush: 1s`, then not at all.
