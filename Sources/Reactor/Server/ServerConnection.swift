@@ -47,8 +47,8 @@ final class ServerConnection: IdleListNode {
     private let io: ConnectionIO
     /// Plain TCP (no TLS): the socket may be read and written directly (`receive`, `send`).
     private let isPlain: Bool
-    /// How readiness is watched, and who reads.
-    private var watch: Watch
+    /// How readiness is watched, and who reads. Unchecked exclusivity, as `machine`.
+    @exclusivity(unchecked) private var watch: Watch
 
     private enum Watch {
         /// Plain sockets, by edge (`EdgeTriggered`): a read that may have left bytes (or seen
@@ -84,8 +84,8 @@ final class ServerConnection: IdleListNode {
     private var readArmed = false
     /// Output is waiting for the socket to take it.
     private var outputBlocked = false
-    /// What the write event is doing.
-    private var writing = WriteEventUse.idle
+    /// What the write event is doing. Unchecked exclusivity, as `machine`.
+    @exclusivity(unchecked) private var writing = WriteEventUse.idle
     /// Input may be waiting that no readiness event will announce: decrypted TLS bytes
     /// inside OpenSSL, or bytes left in an edge-triggered socket.
     private var inputBuffered = false

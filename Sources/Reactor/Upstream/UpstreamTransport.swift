@@ -69,12 +69,13 @@ final class UpstreamTransport {
     @exclusivity(unchecked) private var readDeadline = LazyDeadline()
     @exclusivity(unchecked) private var readArmed = false
     @exclusivity(unchecked) private var readTimeout: Double?
-    private var socketState = SocketState.none
+    // Unchecked exclusivity, as `readArmed`: loop-thread only, read on every event.
+    @exclusivity(unchecked) private var socketState = SocketState.none
     /// HTTPS upstreams: the TLS session over the socket, once `startTLS` ran.
     private(set) var tls: TLSConnectionIO?
     /// A TLS read needs the socket writable (or a write needs it readable) first: the next
     /// such event is passed on as the other kind.
-    private var tlsWait = TLSWait.none
+    @exclusivity(unchecked) private var tlsWait = TLSWait.none
 
     /// Where the socket is in its life.
     private enum SocketState {
