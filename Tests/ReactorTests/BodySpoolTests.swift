@@ -16,15 +16,15 @@ struct BodySpoolTests {
     @Test func bytesComeBackInOrderAcrossReads() throws {
         let budget = SpoolBudget(limit: 1 << 20)
         let spool = try #require(BodySpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20))
-        #expect(spool.append(OwnedBuffer(bytes(5000, from: 0)).chunk) == .stored)
+        #expect(spool.append(ByteQueue(bytes(5000, from: 0)).chunk) == .stored)
         #expect(spool.pending == 5000)
         #expect(spool.next(max: 1000)?.take() == bytes(1000, from: 0))
-        #expect(spool.append(OwnedBuffer(bytes(3000, from: 5000)).chunk) == .stored)
+        #expect(spool.append(ByteQueue(bytes(3000, from: 5000)).chunk) == .stored)
         #expect(drain(spool, max: 777) == bytes(7000, from: 1000))
         #expect(spool.pending == 0)
         // Read back whole: the file starts over, its disk given back, and the order holds.
         #expect(budget.inUse == 0)
-        #expect(spool.append(OwnedBuffer(bytes(3000, from: 9)).chunk) == .stored)
+        #expect(spool.append(ByteQueue(bytes(3000, from: 9)).chunk) == .stored)
         #expect(budget.inUse == 3000)
         #expect(drain(spool, max: 1024) == bytes(3000, from: 9))
     }
@@ -32,14 +32,14 @@ struct BodySpoolTests {
     @Test func pastTheAnswersCapAChunkWaitsInMemoryAfterTheFile() throws {
         let budget = SpoolBudget(limit: 1 << 20)
         let spool = try #require(BodySpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 4096))
-        #expect(spool.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .stored)
-        #expect(spool.append(OwnedBuffer(bytes(200, from: 4000)).chunk) == .full)
+        #expect(spool.append(ByteQueue(bytes(4000, from: 0)).chunk) == .stored)
+        #expect(spool.append(ByteQueue(bytes(200, from: 4000)).chunk) == .full)
         // Once one chunk waits in memory every later one does too, so the order holds.
-        #expect(spool.append(OwnedBuffer(bytes(10, from: 4200)).chunk) == .full)
+        #expect(spool.append(ByteQueue(bytes(10, from: 4200)).chunk) == .full)
         #expect(drain(spool, max: 1500) == bytes(4210, from: 0))
         #expect(budget.inUse == 0)
         // The cap bounds what waits: once the client took it all, the file is used again.
-        #expect(spool.append(OwnedBuffer(bytes(4000, from: 1)).chunk) == .stored)
+        #expect(spool.append(ByteQueue(bytes(4000, from: 1)).chunk) == .stored)
         #expect(budget.inUse == 4000)
         #expect(drain(spool, max: 4096) == bytes(4000, from: 1))
     }
@@ -48,9 +48,9 @@ struct BodySpoolTests {
         let budget = SpoolBudget(limit: 6000)
         let first = try #require(BodySpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20))
         var second = BodySpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20)
-        #expect(first.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .stored)
-        #expect(second?.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .full)
-        #expect(second?.append(OwnedBuffer(bytes(1, from: 0)).chunk) == .full)
+        #expect(first.append(ByteQueue(bytes(4000, from: 0)).chunk) == .stored)
+        #expect(second?.append(ByteQueue(bytes(4000, from: 0)).chunk) == .full)
+        #expect(second?.append(ByteQueue(bytes(1, from: 0)).chunk) == .full)
         #expect(budget.inUse == 4000)
         second = nil
         #expect(budget.spools == 2)
@@ -66,10 +66,10 @@ struct BodySpoolTests {
         let a1 = try #require(BodySpool(directory: dir, budget: budget, maxBytes: 1 << 20, source: "203.0.113.7"))
         var a2 = BodySpool(directory: dir, budget: budget, maxBytes: 1 << 20, source: "203.0.113.7")
         let b = try #require(BodySpool(directory: dir, budget: budget, maxBytes: 1 << 20, source: "203.0.113.8"))
-        #expect(a1.append(OwnedBuffer(bytes(4000, from: 0)).chunk) == .stored)
+        #expect(a1.append(ByteQueue(bytes(4000, from: 0)).chunk) == .stored)
         #expect(budget.hasRoom(1000, for: "203.0.113.7") && !budget.hasRoom(1001, for: "203.0.113.7"))
-        #expect(a2?.append(OwnedBuffer(bytes(1500, from: 0)).chunk) == .full)
-        #expect(b.append(OwnedBuffer(bytes(5000, from: 0)).chunk) == .stored)
+        #expect(a2?.append(ByteQueue(bytes(1500, from: 0)).chunk) == .full)
+        #expect(b.append(ByteQueue(bytes(5000, from: 0)).chunk) == .stored)
         #expect(budget.inUse == 9000)
         // The total binds too: another source finds only what is left of it.
         #expect(budget.hasRoom(1000, for: "198.51.100.1") && !budget.hasRoom(1001, for: "198.51.100.1"))
@@ -84,7 +84,7 @@ struct BodySpoolTests {
         #expect(budget.perSource == 6000)
         let spool = try #require(
             BodySpool(directory: NSTemporaryDirectory(), budget: budget, maxBytes: 1 << 20, source: "203.0.113.7"))
-        #expect(spool.append(OwnedBuffer(bytes(6000, from: 0)).chunk) == .stored)
+        #expect(spool.append(ByteQueue(bytes(6000, from: 0)).chunk) == .stored)
         #expect(!budget.hasRoom(1, for: "203.0.113.7"))
     }
 

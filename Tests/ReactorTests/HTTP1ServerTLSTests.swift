@@ -105,7 +105,7 @@ struct HTTP1ServerTLSTests {
             responder.finish()
             return
         }
-        let buffer = OwnedBuffer(pattern(size, from: index * size))
+        let buffer = ByteQueue(pattern(size, from: index * size))
         withExtendedLifetime(buffer) {
             responder.write(buffer.chunk) { stream(responder, chunk: index + 1, of: count, size: size) }
         }

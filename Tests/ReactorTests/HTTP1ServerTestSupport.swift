@@ -71,7 +71,7 @@ extension Responder {
     /// Writes `text` as one body chunk (the buffer lives through the call: a `BodyChunk`
     /// does not own its bytes).
     func write(text: String, drained: (() -> Void)? = nil) {
-        let buffer = OwnedBuffer(text)
+        let buffer = ByteQueue(text)
         withExtendedLifetime(buffer) { write(buffer.chunk, drained: drained) }
     }
 }

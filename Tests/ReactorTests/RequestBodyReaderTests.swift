@@ -109,7 +109,7 @@ struct RequestBodyReaderTests {
     @Test func aStreamedBodyIsHeldToItsTotal() {
         var reader = RequestBodyReader()
         reader.streamTotal = 8
-        let buffer = OwnedBuffer([UInt8](repeating: 0x61, count: 8))
+        let buffer = ByteQueue([UInt8](repeating: 0x61, count: 8))
         reader.bytes = 8
         let r11 = reader.admitsStreamed(buffer.chunk)
         #expect(r11)
@@ -124,11 +124,11 @@ struct RequestBodyReaderTests {
         var reader = RequestBodyReader()
         reader.streamTotal = 1 << 20
         reader.grpcMessages = GRPCMessageCounter(GRPCMessageLimit(maxMessage: 16))
-        let small = OwnedBuffer([0, 0, 0, 0, 4, 1, 2, 3, 4])
+        let small = ByteQueue([0, 0, 0, 0, 4, 1, 2, 3, 4])
         reader.bytes = small.count
         let r13 = reader.admitsStreamed(small.chunk)
         #expect(r13)
-        let large = OwnedBuffer([0, 0, 0, 0, 100])
+        let large = ByteQueue([0, 0, 0, 0, 100])
         reader.bytes += large.count
         let r14 = reader.admitsStreamed(large.chunk)
         #expect(!r14)

@@ -18,7 +18,7 @@ struct SpooledRequestBodyTests {
         func sendContinue() {}
         func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {}
         func stream(to sink: RequestBodySink) {
-            for c in chunks { sink.requestBody(OwnedBuffer(c).chunk) }
+            for c in chunks { sink.requestBody(ByteQueue(c).chunk) }
             switch ending {
             case .success(let trailers): sink.requestBodyEnd(trailers: trailers)
             case .failure(let why): sink.requestBodyFailed(why)

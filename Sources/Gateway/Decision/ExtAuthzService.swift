@@ -194,7 +194,7 @@ struct ExtAuthzAnswer {
         let r = ex.responder
         r.fields.append("content-type", "application/grpc")
         r.startStreaming(status: 200, close: services.draining)
-        r.write(OwnedBuffer(GRPCMessage.framed(message)).chunk)
+        r.write(ByteQueue(GRPCMessage.framed(message)).chunk)
         var trailers = HTTP1Fields()
         trailers.append("grpc-status", "0")
         r.trailers(trailers)

@@ -82,7 +82,7 @@ final class ToolListStage: ResponseStage {
             cut(error)
             return
         }
-        if !output.isEmpty { next.body(OwnedBuffer(output).chunk) }
+        if !output.isEmpty { next.body(ByteQueue(output).chunk) }
         if !waiting, !exchange.isDone, let names = relay?.awaiting, let decisions = relay?.filter.decisions {
             // The response event waits for the PDP: the upstream too, until it has answered.
             waiting = true
@@ -119,7 +119,7 @@ final class ToolListStage: ResponseStage {
             cut(error)
             return
         }
-        if !output.isEmpty { next.body(OwnedBuffer(output).chunk) }
+        if !output.isEmpty { next.body(ByteQueue(output).chunk) }
         guard !exchange.isDone else { return }
         if endAfterDecisions {
             endAfterDecisions = false
@@ -150,7 +150,7 @@ final class ToolListStage: ResponseStage {
         relay = nil
         heldHead = nil
         next.head(head, bodyLength: UInt64(body.count))
-        if !body.isEmpty { next.body(OwnedBuffer(body).chunk) }
+        if !body.isEmpty { next.body(ByteQueue(body).chunk) }
         guard !exchange.isDone else { return }
         if let trailers = heldTrailers { next.trailers(trailers) }
         next.end()

@@ -72,7 +72,7 @@ final class StreamEndStage: ResponseStage {
         let bytes = chunk.take()
         for b in bytes.suffix(4) { tail = tail << 8 | UInt32(b) }
         if !bytes.isEmpty { sentAny = true }
-        next.body(OwnedBuffer(bytes).chunk)
+        next.body(ByteQueue(bytes).chunk)
     }
 
     override func finished() {
@@ -115,7 +115,7 @@ final class StreamEndStage: ResponseStage {
         }
         exchange.leaveUpstream()
         if closingEventAllowed, let event = end.closingEvent, betweenEvents {
-            next.body(OwnedBuffer(event).chunk)
+            next.body(ByteQueue(event).chunk)
         }
         // Sending may have ended the exchange (the client gone, a spool that failed).
         guard !exchange.isDone, exchange.headSent else { return }

@@ -10,7 +10,7 @@ final class ResponseSigner: ResponseStage {
     let signing: MessageSigningConfig
     let request: SignedMessage
     let requestLabel: String?
-    let held = OwnedBuffer()
+    let held = ByteQueue()
     /// The most of an answer held to be signed (16 MiB): signed answers are API documents.
     static let maxBytes = 16 << 20
 

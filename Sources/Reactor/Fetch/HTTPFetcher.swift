@@ -1,5 +1,4 @@
 internal import CCurl
-internal import CEvent
 internal import CShim
 
 /// Asynchronous HTTP(S) client for one loop: libcurl's multi interface driven by the loop's
@@ -9,9 +8,9 @@ public final class HTTPFetcher {
     private let loop: EventLoop
     private let multi: UnsafeMutableRawPointer
     private let settings: FetchSettings
-    private var timer: OpaquePointer?
+    private var timer: LoopEvent?
     private var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
-    private var socketEvents: [Int32: OpaquePointer] = [:]
+    private var socketEvents: [Int32: LoopEvent] = [:]
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
@@ -25,7 +24,9 @@ public final class HTTPFetcher {
         let me = Unmanaged.passUnretained(self).toOpaque()
         tg_curl_multi_set_socket_function(multi, socketThunk, me)
         tg_curl_multi_set_timer_function(multi, timerThunk, me)
-        timer = event_new(loop.base, -1, 0, timeoutThunk, me)
+        timer = LoopEvent(base: loop.base, .timer, persist: false) { [unowned self] _ in
+            action(fd: CURL_SOCKET_TIMEOUT, events: [])
+        }
     }
 
     deinit {
@@ -34,9 +35,9 @@ public final class HTTPFetcher {
         }
         // Freed and forgotten before the cleanup: closing the cached connections may call the
         // socket or timer function again, which must find nothing to free a second time.
-        for (_, ev) in socketEvents { event_free(ev) }
+        for (_, ev) in socketEvents { ev.cancel() }
         socketEvents.removeAll()
-        if let timer { event_free(timer) }
+        timer?.cancel()
         timer = nil
         curl_multi_cleanup(multi)
     }
@@ -76,35 +77,36 @@ public final class HTTPFetcher {
     // MARK: curl → libevent
 
     fileprivate func socketChanged(_ fd: Int32, what: Int32) {
-        if let ev = socketEvents.removeValue(forKey: fd) {
-            event_del(ev)
-            event_free(ev)
-        }
+        socketEvents.removeValue(forKey: fd)?.cancel()
         guard what != CURL_POLL_REMOVE else { return }
-        var flags = Int16(EV_PERSIST)
-        if what & CURL_POLL_IN != 0 { flags |= Int16(EV_READ) }
-        if what & CURL_POLL_OUT != 0 { flags |= Int16(EV_WRITE) }
+        var kinds: SocketEvents = []
+        if what & CURL_POLL_IN != 0 { kinds.insert(.readable) }
+        if what & CURL_POLL_OUT != 0 { kinds.insert(.writable) }
         // Out of memory: the socket goes unwatched, and the transfer ends at its own timeout.
-        guard let ev = event_new(loop.base, fd, flags, socketEventThunk, Unmanaged.passUnretained(self).toOpaque())
+        guard
+            let ev = LoopEvent(
+                base: loop.base, .socket(fd, kinds), persist: true,
+                { [unowned self] events in
+                    action(fd: fd, events: events)
+                })
         else { return }
-        event_add(ev, nil)
+        ev.add()
         socketEvents[fd] = ev
     }
 
     fileprivate func timerChanged(_ ms: Int) {
         guard let timer else { return }
         if ms < 0 {
-            event_del(timer)
+            timer.delete()
             return
         }
-        var tv = timeval(seconds: Double(ms) / 1000)
-        event_add(timer, &tv)
+        timer.add(timeout: Double(ms) / 1000)
     }
 
-    fileprivate func action(fd: Int32, events: Int16) {
+    private func action(fd: Int32, events: SocketEvents) {
         var mask: Int32 = 0
-        if events & Int16(EV_READ) != 0 { mask |= CURL_CSELECT_IN }
-        if events & Int16(EV_WRITE) != 0 { mask |= CURL_CSELECT_OUT }
+        if events.contains(.readable) { mask |= CURL_CSELECT_IN }
+        if events.contains(.writable) { mask |= CURL_CSELECT_OUT }
         var running: Int32 = 0
         curl_multi_socket_action(multi, fd, mask, &running)
         collectFinished()
@@ -133,12 +135,4 @@ private func socketThunk(
 private func timerThunk(_ multi: UnsafeMutableRawPointer?, _ ms: Int, _ userp: UnsafeMutableRawPointer?) -> Int32 {
     Unmanaged<HTTPFetcher>.fromOpaque(userp!).takeUnretainedValue().timerChanged(ms)
     return 0
-}
-
-private func socketEventThunk(_ fd: Int32, _ events: Int16, _ arg: UnsafeMutableRawPointer?) {
-    Unmanaged<HTTPFetcher>.fromOpaque(arg!).takeUnretainedValue().action(fd: fd, events: events)
-}
-
-private func timeoutThunk(_ fd: Int32, _ events: Int16, _ arg: UnsafeMutableRawPointer?) {
-    Unmanaged<HTTPFetcher>.fromOpaque(arg!).takeUnretainedValue().action(fd: CURL_SOCKET_TIMEOUT, events: 0)
 }

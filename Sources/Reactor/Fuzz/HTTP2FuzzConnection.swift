@@ -30,7 +30,7 @@ final class HTTP2FuzzConnection {
     /// Bytes from the client, as one read.
     func feed(_ bytes: ArraySlice<UInt8>) {
         guard !connection.isClosed, !bytes.isEmpty else { return }
-        bytes.withUnsafeBytes { _ = evbuffer_add(connection.input, $0.baseAddress, $0.count) }
+        connection.input.append(bytes)
         connection.handler?.connectionReadable(connection)
         runTurn()
     }
@@ -49,14 +49,11 @@ final class MemoryConnectionIO: ConnectionIO {
     private(set) var written: [UInt8] = []
     var failure: String? { nil }
 
-    func read(into input: OpaquePointer, room: Int) -> ConnectionRead { ConnectionRead(bytes: 0, stop: .open) }
+    func read(into input: ByteQueue, room: Int) -> ConnectionRead { ConnectionRead(bytes: 0, stop: .open) }
 
-    func write(from output: OpaquePointer) -> ConnectionWrite {
-        let n = evbuffer_get_length(output)
-        if n > 0, let front = evbuffer_pullup(output, -1) {
-            written += UnsafeBufferPointer(start: front, count: n)
-            evbuffer_drain(output, n)
-        }
+    func write(from output: ByteQueue) -> ConnectionWrite {
+        let n = output.count
+        written += output.take(n)
         return ConnectionWrite(bytes: n, stop: .done)
     }
 

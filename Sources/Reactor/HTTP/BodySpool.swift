@@ -1,4 +1,3 @@
-internal import CEvent
 internal import CShim
 import Glibc
 
@@ -30,7 +29,7 @@ public final class BodySpool {
     private var written = 0
     private var readBack = 0
     /// A chunk that came past a cap, after the file's bytes.
-    private let overflow = OwnedBuffer()
+    private let overflow = ByteQueue()
 
     /// A spool in `directory`, or nil if no file can be made there. `source`: the client
     /// whose share of `budget` its bytes count in (nil: the budget's total alone).
@@ -56,17 +55,17 @@ public final class BodySpool {
     public func append(_ chunk: BodyChunk) -> Stored {
         restartIfReadBack()
         if overflow.count > 0 || written + chunk.count > maxBytes || !budget.reserve(chunk.count, for: source) {
-            chunk.move(to: overflow.buffer)
+            chunk.move(to: overflow)
             return .full
         }
         var left = chunk.count
         while left > 0 {
-            let n = evbuffer_write_atmost(chunk.buffer, fd, left)
+            let n = chunk.queue.write(to: fd, atMost: left)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
                 // What was not written is dropped: the caller moves no byte of a failed chunk.
                 budget.release(left, for: source)
-                evbuffer_drain(chunk.buffer, left)
+                chunk.queue.drain(left)
                 return .failed
             }
             written += Int(n)
@@ -107,24 +106,24 @@ public final class BodySpool {
     /// Up to `max` bytes, in order, as a chunk; nil when nothing waits or the file cannot be
     /// read.
     public func next(max: Int) -> BodyChunk? {
-        let out = OwnedBuffer()
+        let out = ByteQueue()
         let fromFile = min(max, written - readBack)
         if fromFile > 0 {
-            var space = iovec()
-            guard evbuffer_reserve_space(out.buffer, fromFile, &space, 1) == 1 else { return nil }
-            var n = 0
-            while n < fromFile {
-                let r = pread(fd, space.iov_base.advanced(by: n), fromFile - n, off_t(readBack + n))
-                if r < 0 && errno == EINTR { continue }
-                guard r > 0 else { return nil }
-                n += r
+            let read = out.appendInPlace(upTo: fromFile) { space in
+                var n = 0
+                while n < space.count {
+                    let r = pread(fd, space.baseAddress! + n, space.count - n, off_t(readBack + n))
+                    if r < 0 && errno == EINTR { continue }
+                    guard r > 0 else { return -1 }
+                    n += r
+                }
+                return n
             }
-            space.iov_len = n
-            guard evbuffer_commit_space(out.buffer, &space, 1) == 0 else { return nil }
+            guard let n = read, n == fromFile else { return nil }
             readBack += n
             restartIfReadBack()
         } else if overflow.count > 0 {
-            return BodyChunk(buffer: overflow.buffer, count: min(max, overflow.count), owner: overflow)
+            return BodyChunk(queue: overflow, count: min(max, overflow.count), keepingAlive: true)
         }
         return out.count > 0 ? out.chunk : nil
     }

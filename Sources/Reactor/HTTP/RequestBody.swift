@@ -125,8 +125,8 @@ public final class BufferedRequestBody: RequestBody {
         let b = bytes ?? []
         bytes = nil
         if !b.isEmpty {
-            let buffer = OwnedBuffer(b)
-            sink.requestBody(BodyChunk(buffer: buffer.buffer, count: buffer.count))
+            let buffer = ByteQueue(b)
+            sink.requestBody(BodyChunk(queue: buffer, count: buffer.count, keepingAlive: true))
         }
         sink.requestBodyEnd(trailers: HTTP1Fields())
     }

@@ -9,7 +9,7 @@
 struct RequestBodyReader {
     enum Consumer {
         case unclaimed
-        case collecting(limit: Int, into: OwnedBuffer, done: (Result<[UInt8], RequestBodyFailure>) -> Void)
+        case collecting(limit: Int, into: ByteQueue, done: (Result<[UInt8], RequestBodyFailure>) -> Void)
         case streaming(RequestBodySink)
         /// Read and dropped. HTTP/1.1 reads at most `remaining` more bytes (past it, the
         /// connection closes instead); HTTP/2 drops all of it, crediting the flow-control

@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// A request body read whole before the upstream hears of the request, as nginx's
 /// `proxy_request_buffering` does: a client that trickles its body holds a connection to the
 /// gateway, never one to the upstream (nor the application worker behind it). The first
@@ -24,7 +22,7 @@ public final class SpooledRequestBody: RequestBody {
     private let client: String?
     private let maxBytes: Int
     private let limit: StreamedBodyLimit
-    private let memory = OwnedBuffer()
+    private let memory = ByteQueue()
     private var spool: BodySpool?
     private var length: UInt64 = 0
     private var trailers = HTTP1Fields()
@@ -75,17 +73,17 @@ public final class SpooledRequestBody: RequestBody {
     /// The engine's bytes, kept in order: memory while it has room, then the file.
     fileprivate func received(_ chunk: BodyChunk) {
         guard reading != nil else {
-            evbuffer_drain(chunk.buffer, chunk.count)
+            chunk.drop()
             return
         }
         length += UInt64(chunk.count)
         if spool == nil && memory.count + chunk.count <= memoryLimit {
-            chunk.move(to: memory.buffer)
+            chunk.move(to: memory)
             return
         }
         if spool == nil {
             guard let made = BodySpool(directory: directory, budget: budget, maxBytes: maxBytes, source: client) else {
-                evbuffer_drain(chunk.buffer, chunk.count)
+                chunk.drop()
                 budget.countFailure()
                 end(.noRoom)
                 return
@@ -208,7 +206,7 @@ public final class SpooledRequestBody: RequestBody {
 
         func requestBody(_ chunk: BodyChunk) {
             guard let owner else {
-                evbuffer_drain(chunk.buffer, chunk.count)
+                chunk.drop()
                 return
             }
             owner.received(chunk)

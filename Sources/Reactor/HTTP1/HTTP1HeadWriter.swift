@@ -1,4 +1,3 @@
-internal import CEvent
 import Glibc
 
 /// Writes a message head into memory sized once, up front, from a bound the caller computes
@@ -24,18 +23,16 @@ struct HTTP1HeadWriter {
         }
     }
 
-    /// A head of at most `capacity` bytes, written straight into `buffer`'s free space (one
-    /// reserve, one commit: no intermediate array, no copy).
-    static func append(to buffer: OpaquePointer, capacity: Int, _ write: (inout HTTP1HeadWriter) -> Void) {
-        var space = iovec()  // evbuffer_iovec is a macro for it
-        guard evbuffer_reserve_space(buffer, capacity, &space, 1) == 1, let base = space.iov_base else {
-            // Out of memory: the same path as a failed evbuffer_add (the connection's write fails).
-            return
+    /// A head of at most `capacity` bytes, written straight into `queue`'s free space (no
+    /// intermediate array, no copy). Out of memory writes nothing: the same path as a failed
+    /// append (the connection's write fails).
+    static func append(to queue: ByteQueue, capacity: Int, _ write: (inout HTTP1HeadWriter) -> Void) {
+        queue.appendInPlace(upTo: capacity) { space in
+            guard let base = space.baseAddress, space.count == capacity else { return 0 }
+            var writer = HTTP1HeadWriter(base.assumingMemoryBound(to: UInt8.self), capacity: capacity)
+            write(&writer)
+            return writer.count
         }
-        var writer = HTTP1HeadWriter(base.assumingMemoryBound(to: UInt8.self), capacity: capacity)
-        write(&writer)
-        space.iov_len = writer.count
-        evbuffer_commit_space(buffer, &space, 1)
     }
 
     @inline(__always)

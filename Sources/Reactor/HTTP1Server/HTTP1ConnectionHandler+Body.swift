@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// Request bodies: read only once the gateway asks (`collect`, `stream`, `discard`), or
 /// discarded (bounded) after an answer that did not read them. `Expect: 100-continue` is
 /// answered when the gateway says so (`sendContinue`) or when the body is first asked for,
@@ -23,7 +21,7 @@ extension HTTP1ConnectionHandler {
             ex.closeAfter = true
             return done(.failure(.tooLarge))
         }
-        ex.body.consumer = .collecting(limit: limit, into: OwnedBuffer(), done: done)
+        ex.body.consumer = .collecting(limit: limit, into: ByteQueue(), done: done)
         startReadingBody(ex)
     }
 
@@ -75,7 +73,7 @@ extension HTTP1ConnectionHandler {
         thread.check()
         guard ex.expectsContinue else { return }
         ex.body.continueSent = true
-        evbuffer_add(connection.output, "HTTP/1.1 100 Continue\r\n\r\n", 25)
+        connection.output.append("HTTP/1.1 100 Continue\r\n\r\n")
         connection.flush()
     }
 
@@ -133,18 +131,18 @@ extension HTTP1ConnectionHandler {
         }
         switch step.event {
         case nil:
-            evbuffer_drain(input, step.consumed)
+            input.drain(step.consumed)
         case .body(let range):
-            evbuffer_drain(input, range.lowerBound)
+            input.drain(range.lowerBound)
             deliver(ex, range.count)
             guard !connection.isClosed else { return false }
-            evbuffer_drain(input, step.consumed - range.upperBound)
+            input.drain(step.consumed - range.upperBound)
         case .end(let trailers):
-            evbuffer_drain(input, step.consumed)
+            input.drain(step.consumed)
             ex.body.complete = true
             if deadline == .body { setDeadline(.none) }
             switch ex.body.finish() {
-            case .collecting(_, let buffer, let done): done(.success(BodyChunk(buffer: buffer.buffer).take()))
+            case .collecting(_, let buffer, let done): done(.success(BodyChunk(queue: buffer).take()))
             case .streaming(let sink): sink.requestBodyEnd(trailers: trailers)
             default: break
             }
@@ -161,27 +159,27 @@ extension HTTP1ConnectionHandler {
         switch ex.body.consumer {
         case .collecting(let limit, let buffer, _):
             if ex.body.bytes > limit {
-                evbuffer_drain(input, count)
+                input.drain(count)
                 ex.closeAfter = true
                 failBody(ex, .tooLarge)
             } else {
-                BodyChunk(buffer: input, count: count).move(to: buffer.buffer)
+                BodyChunk(queue: input, count: count).move(to: buffer)
             }
         case .streaming(let sink):
-            guard ex.body.admitsStreamed(BodyChunk(buffer: input, count: count)) else {
-                evbuffer_drain(input, count)
+            guard ex.body.admitsStreamed(BodyChunk(queue: input, count: count)) else {
+                input.drain(count)
                 ex.closeAfter = true
                 failBody(ex, .tooLarge)
                 return
             }
-            let before = evbuffer_get_length(input)
-            sink.requestBody(BodyChunk(buffer: input, count: count))
+            let before = input.count
+            sink.requestBody(BodyChunk(queue: input, count: count))
             // The sink must take exactly the chunk; what it left is dropped so that the
             // parser's next ranges still line up with the input.
-            let taken = before - evbuffer_get_length(input)
-            if taken < count, !connection.isClosed { evbuffer_drain(input, count - taken) }
+            let taken = before - input.count
+            if taken < count, !connection.isClosed { input.drain(count - taken) }
         case .discarding(let remaining):
-            evbuffer_drain(input, count)
+            input.drain(count)
             let remaining = remaining ?? .max
             if count > remaining {
                 ex.body.consumer = .finished
@@ -190,7 +188,7 @@ extension HTTP1ConnectionHandler {
                 ex.body.consumer = .discarding(remaining: remaining - count)
             }
         case .unclaimed, .finished:
-            evbuffer_drain(input, count)
+            input.drain(count)
         }
     }
 

@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// Responses: framed for the client (Content-Length when known, chunked to HTTP/1.1, else
 /// close-delimited to HTTP/1.0; no body bytes for HEAD, 204 and 304, RFC 9112 §6.3) and
 /// queued in the connection's output. A whole response goes out in one writev; a streamed
@@ -19,7 +17,7 @@ extension HTTP1ConnectionHandler {
                 UInt64(body.count)
             }
         appendHead(ex, head, contentLength: length, chunked: false)
-        if !noBody { body.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) } }
+        if !noBody { connection.output.append(body) }
         handOff(ex)
     }
 
@@ -32,7 +30,7 @@ extension HTTP1ConnectionHandler {
             ex.body.continueSent = true
         }
         let bytes = HTTP1ResponseEncoder.interim(head)
-        bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
+        connection.output.append(bytes)
         connection.scheduleFlush()
     }
 
@@ -62,24 +60,24 @@ extension HTTP1ConnectionHandler {
     func sendBody(_ ex: HTTP1ServerExchange, _ chunk: BodyChunk) {
         thread.check()
         guard case .streaming(let framing) = ex.response else {
-            evbuffer_drain(chunk.buffer, chunk.count)
+            chunk.drop()
             return
         }
         let output = connection.output
         switch framing {
         case .none:
-            evbuffer_drain(chunk.buffer, chunk.count)
+            chunk.drop()
         case .chunked:
             guard chunk.count > 0 else { return }
-            var line = HTTP1ResponseEncoder.chunkLine(chunk.count)
-            line.withUTF8 { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
+            let line = HTTP1ResponseEncoder.chunkLine(chunk.count)
+            output.append(line)
             chunk.move(to: output)
-            evbuffer_add(output, "\r\n", 2)
+            output.append("\r\n")
         case .length(let remaining):
             // Bytes past the announced length would be read as the next response: dropped.
             let n = Int(min(UInt64(chunk.count), remaining))
-            BodyChunk(buffer: chunk.buffer, count: n).move(to: output)
-            if chunk.count > n { evbuffer_drain(chunk.buffer, chunk.count - n) }
+            BodyChunk(queue: chunk.queue, count: n).move(to: output)
+            if chunk.count > n { chunk.queue.drain(chunk.count - n) }
             ex.response = .streaming(.length(remaining: remaining - UInt64(n)))
         case .untilClose:
             chunk.move(to: output)
@@ -92,7 +90,7 @@ extension HTTP1ConnectionHandler {
         guard case .streaming(let framing) = ex.response else { return }
         switch framing {
         case .chunked:
-            evbuffer_add(connection.output, "0\r\n\r\n", 5)
+            connection.output.append("0\r\n\r\n")
         case .length(let remaining) where remaining > 0:
             // Shorter than announced: only a close tells the client the body is truncated.
             ex.closeAfter = true
@@ -116,7 +114,7 @@ extension HTTP1ConnectionHandler {
         HTTP1ResponseEncoder.appendHead(
             head, contentLength: UInt64(body.count),
             chunked: false, persistence: .close, date: context.dates.fieldLine, to: connection.output)
-        body.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
+        connection.output.append(body)
         closeAfterOutput()
     }
 

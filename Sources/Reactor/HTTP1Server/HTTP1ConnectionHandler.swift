@@ -1,4 +1,3 @@
-internal import CEvent
 import Glibc
 
 /// HTTP/1.1 on one client connection: feeds the connection's input to a strict
@@ -64,8 +63,8 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         context.idle.append(connection)
     }
 
-    var input: OpaquePointer { connection.input }
-    var pendingOutput: Int { evbuffer_get_length(connection.output) }
+    var input: ByteQueue { connection.input }
+    var pendingOutput: Int { connection.output.count }
 
     // MARK: the state machine
 
@@ -101,7 +100,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     private func updateIdle() {
         let idle =
             current == nil && !isClosing && !connection.isClosed && unflushed.isEmpty
-            && parser.isIdle && evbuffer_get_length(input) == 0 && pendingOutput == 0
+            && parser.isIdle && input.count == 0 && pendingOutput == 0
         // Called after every step, and most find the state unchanged: then no call at all.
         guard idle != connection.idleLinks.isLinked else { return }
         context.idle.set(connection, idle: idle)
@@ -115,14 +114,10 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
     }
 
     /// The first contiguous run of the input.
-    func firstSegment() -> UnsafeRawBufferPointer {
-        var vector = iovec()
-        guard evbuffer_peek(input, -1, nil, &vector, 1) > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-        return UnsafeRawBufferPointer(start: vector.iov_base, count: vector.iov_len)
-    }
+    func firstSegment() -> UnsafeRawBufferPointer { input.front }
 
     private func headStep() -> Bool {
-        guard evbuffer_get_length(input) > 0, pendingOutput <= Self.outputHighWater else { return false }
+        guard input.count > 0, pendingOutput <= Self.outputHighWater else { return false }
         let started = headStarted
         headStarted = true
         var consumed = 0
@@ -133,7 +128,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
             refuse(status: error.status, description: Self.description(of: error.code))
             return false
         }
-        evbuffer_drain(input, consumed)
+        input.drain(consumed)
         if case .head(let head) = consume event {
             startExchange(head)
         } else if !started && !firstRequest {
@@ -197,7 +192,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         headStarted = false
         // An idle keep-alive connection, from the end of the answer; a pipelined head that
         // is already here gets the header deadline when it is parsed.
-        setDeadline(evbuffer_get_length(input) > 0 ? .none : .idle)
+        setDeadline(input.count > 0 ? .none : .idle)
     }
 
     /// No more requests on this connection: close once the output is written.
@@ -208,7 +203,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         setDeadline(.none)
         // The client may still be sending: unread input, a body not read to its end, a
         // head cut short.
-        let mayStillSend = evbuffer_get_length(input) > 0 || !parser.isIdle || current.map { !$0.body.complete } == true
+        let mayStillSend = input.count > 0 || !parser.isIdle || current.map { !$0.body.complete } == true
         connection.finish(linger: mayStillSend)
     }
 
@@ -225,7 +220,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
             !isClosing, !connection.isClosed
         else { return nil }
         let bytes = HTTP1ResponseEncoder.switchingProtocols(head, date: context.dates.fieldLine)
-        bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
+        connection.output.append(bytes)
         ex.response = .handedOff
         isClosing = true
         // A tunnel is never reclaimed (it was not idle either: the upgrade was in flight).
@@ -332,7 +327,7 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         } else if deadline == .none || deadline == .send {
             setDeadline(.send)
         }
-        if current == nil, evbuffer_get_length(input) > 0 { drive() }
+        if current == nil, input.count > 0 { drive() }
         updateIdle()
     }
 

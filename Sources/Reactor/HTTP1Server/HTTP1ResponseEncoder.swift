@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// Serializes response heads for HTTP/1.1 clients (RFC 9112 §4): always `HTTP/1.1` on the
 /// status line whatever the request's version (RFC 9110 §6.2: a server sends its own
 /// version), the engine's own framing and connection fields in place of any the head
@@ -19,7 +17,7 @@ enum HTTP1ResponseEncoder {
     /// `chunked`, else no framing field.
     static func appendHead(
         _ head: HTTPResponseHead, contentLength: UInt64?, chunked: Bool,
-        persistence: Persistence, date: [UInt8], to buffer: OpaquePointer
+        persistence: Persistence, date: [UInt8], to buffer: ByteQueue
     ) {
         // Status line ≤ 32 + reason; each field ≤ its bytes + ": " + CRLF; the framing and
         // connection lines ≤ 64; the empty line.

@@ -1,4 +1,3 @@
-internal import CEvent
 internal import CNghttp2
 
 /// Request bodies on HTTP/2: DATA frames collect in the stream's `received` buffer and are
@@ -21,7 +20,7 @@ extension HTTP2ConnectionHandler {
             done(.failure(.tooLarge))
             return deliverBody(s)
         }
-        s.body.consumer = .collecting(limit: limit, into: OwnedBuffer(), done: done)
+        s.body.consumer = .collecting(limit: limit, into: ByteQueue(), done: done)
         startReading(s)
     }
 
@@ -94,22 +93,22 @@ extension HTTP2ConnectionHandler {
             if n > 0 {
                 s.body.bytes += n
                 guard s.body.bytes <= limit else { return tooLarge(s) }
-                BodyChunk(buffer: s.received.buffer, count: n).move(to: buffer.buffer)
+                BodyChunk(queue: s.received, count: n).move(to: buffer)
                 consume(s, n)
             }
             if s.body.complete {
                 s.body.consumer = .finished
-                done(.success(BodyChunk(buffer: buffer.buffer).take()))
+                done(.success(BodyChunk(queue: buffer).take()))
             }
         case .streaming(let sink):
             guard !s.body.paused else { return }
             if n > 0 {
                 s.body.bytes += n
-                guard s.body.admitsStreamed(BodyChunk(buffer: s.received.buffer, count: n)) else { return tooLarge(s) }
-                sink.requestBody(BodyChunk(buffer: s.received.buffer, count: n))
+                guard s.body.admitsStreamed(BodyChunk(queue: s.received, count: n)) else { return tooLarge(s) }
+                sink.requestBody(BodyChunk(queue: s.received, count: n))
                 // The sink must take exactly the chunk; what it left is dropped.
                 let left = s.received.count
-                if left > 0 { evbuffer_drain(s.received.buffer, left) }
+                if left > 0 { s.received.drain(left) }
                 consume(s, n)
             }
             if s.body.complete, case .streaming = s.body.consumer {
@@ -120,7 +119,7 @@ extension HTTP2ConnectionHandler {
             }
         case .discarding, .finished:
             if n > 0 {
-                evbuffer_drain(s.received.buffer, n)
+                s.received.drain(n)
                 consume(s, n)
             }
         }
@@ -142,7 +141,7 @@ extension HTTP2ConnectionHandler {
     private func tooLarge(_ s: HTTP2Stream) {
         let n = s.received.count
         if n > 0 {
-            evbuffer_drain(s.received.buffer, n)
+            s.received.drain(n)
             consume(s, n)
         }
         failBody(s, .tooLarge)

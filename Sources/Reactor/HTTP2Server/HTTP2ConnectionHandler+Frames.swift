@@ -1,4 +1,3 @@
-internal import CEvent
 internal import CNghttp2
 
 /// nghttp2's callbacks (wired in `HTTP2Session`): each records what happened in the stream
@@ -98,7 +97,7 @@ extension HTTP2ConnectionHandler {
             if let session { nghttp2_session_consume_connection(session, bytes.count) }
             return 0
         }
-        evbuffer_add(stream.received.buffer, bytes.baseAddress, bytes.count)
+        stream.received.append(bytes)
         stream.lastBodyAt = LazyDeadline.now()
         if stream.started { events.append(.body(stream)) }
         return 0
@@ -158,7 +157,7 @@ extension HTTP2ConnectionHandler {
         }
         let n = min(length, stream.output.count)
         if n > 0 {
-            evbuffer_remove(stream.output.buffer, buffer, n)
+            _ = stream.output.remove(into: UnsafeMutableRawBufferPointer(start: buffer, count: n))
             stream.lastSentAt = LazyDeadline.now()
         }
         if stream.output.count == 0 {

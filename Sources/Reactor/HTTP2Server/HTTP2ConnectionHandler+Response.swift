@@ -1,4 +1,3 @@
-internal import CEvent
 internal import CNghttp2
 
 /// Responses on HTTP/2: the head as a HEADERS frame (`HTTP2ResponseFields`), the body
@@ -18,7 +17,7 @@ extension HTTP2ConnectionHandler {
         let withBody = !noBody && !body.isEmpty
         if withBody {
             s.lastSentAt = LazyDeadline.now()
-            body.withUnsafeBytes { _ = evbuffer_add(s.output.buffer, $0.baseAddress, $0.count) }
+            s.output.append(body)
         }
         s.response = .ended
         submit(session, s, &fields, withBody: withBody)
@@ -50,8 +49,8 @@ extension HTTP2ConnectionHandler {
         // Bytes past the announced length would be a malformed message (RFC 9113 §8.1.1).
         let n = remaining.map { Int(min(UInt64(chunk.count), $0)) } ?? chunk.count
         if s.output.count == 0 { s.lastSentAt = LazyDeadline.now() }
-        BodyChunk(buffer: chunk.buffer, count: n).move(to: s.output.buffer)
-        if chunk.count > n { evbuffer_drain(chunk.buffer, chunk.count - n) }
+        BodyChunk(queue: chunk.queue, count: n).move(to: s.output)
+        if chunk.count > n { chunk.queue.drain(chunk.count - n) }
         if let remaining { s.response = .streaming(remaining: remaining - UInt64(n)) }
         wake(s)
         drive()

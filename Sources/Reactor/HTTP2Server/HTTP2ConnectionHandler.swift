@@ -1,4 +1,3 @@
-internal import CEvent
 internal import CNghttp2
 import Glibc
 
@@ -88,7 +87,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     }
 
     var isOpen: Bool { !isClosed && !connection.isClosed }
-    var pendingOutput: Int { evbuffer_get_length(connection.output) }
+    var pendingOutput: Int { connection.output.count }
     var limits: HTTP1Limits { context.limits }
 
     // MARK: the drive loop
@@ -141,12 +140,11 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
 
     private func receive(_ session: OpaquePointer) {
         let input = connection.input
-        while !failed, !isClosed, !headerBlockPaused, evbuffer_get_length(input) > 0,
+        while !failed, !isClosed, !headerBlockPaused, input.count > 0,
             pendingOutput <= Self.outputHighWater, exchangesOpen < Self.maxExchanges
         {
-            var vector = iovec()
-            guard evbuffer_peek(input, -1, nil, &vector, 1) > 0 else { break }
-            let chunk = UnsafeRawBufferPointer(start: vector.iov_base, count: vector.iov_len)
+            let chunk = input.front
+            guard chunk.count > 0 else { break }
             if refusal == nil, screened < chunk.count {
                 refusal = screen.read(UnsafeRawBufferPointer(rebasing: chunk[screened...]))
                 refusal?.offset += screened
@@ -157,7 +155,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
             // A connection error (bad preface, flood, protocol violation): a GOAWAY says so
             // (RFC 9113 §5.4.1) unless nghttp2 has queued its own.
             guard n >= 0 else { return fail(session, code: NGHTTP2_PROTOCOL_ERROR.rawValue) }
-            evbuffer_drain(input, n)
+            input.drain(n)
             screened -= n
             refusal?.offset -= n
             deliverEvents()
@@ -169,7 +167,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
     private func fail(_ session: OpaquePointer, code: UInt32) {
         nghttp2_session_terminate_session(session, code)
         failed = true
-        evbuffer_drain(connection.input, evbuffer_get_length(connection.input))
+        connection.input.drain()
     }
 
     private func send(_ session: OpaquePointer) {
@@ -181,7 +179,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
                 return
             }
             if pendingOutput == 0 { lastWriteAt = LazyDeadline.now() }
-            evbuffer_add(connection.output, data, n)
+            connection.output.append(UnsafeRawBufferPointer(start: data, count: n))
             // Those frames' bytes are in the output now: their answers end here.
             for stream in justSent {
                 stream.flushMark = connection.bytesWritten + UInt64(pendingOutput)
@@ -266,7 +264,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         // connection's window would shrink for good with every such stream.
         let held = stream.received.count
         if held > 0, let session {
-            evbuffer_drain(stream.received.buffer, held)
+            stream.received.drain(held)
             nghttp2_session_consume_connection(session, held)
         }
         // An answer handed off is reported when the socket takes it; any other stream

@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// One request on an HTTP/2 connection (one stream, RFC 9113 §5) as the seam sees it: the
 /// `ResponseTransport` its responder answers through and the `RequestBody` the gateway
 /// reads, both forwarding to the connection's `HTTP2ConnectionHandler`, which keeps the
@@ -122,7 +120,7 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     var request = RequestState.receivingHeaders
     /// Body bytes received and not yet handed on: not yet credited to the client's flow
     /// control window, so the window bounds them.
-    let received = OwnedBuffer()
+    let received = ByteQueue()
     /// The request body's reader: who takes it, what came, its limits, its pace. Its end
     /// (`complete`) is the client's END_STREAM: every body byte is in `received` or handed on.
     var body = RequestBodyReader()
@@ -136,7 +134,7 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     // Response side.
     var response = ResponseState.waiting
     /// Response body bytes not yet framed (the data provider takes from here).
-    let output = OwnedBuffer()
+    let output = ByteQueue()
     /// A trailer section to send after the body's last DATA frame (gRPC's status).
     var trailers: HTTP1Fields?
     /// A bodiless streamed answer's head, sent with its end (`endResponse`).
@@ -255,9 +253,4 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
         guard request.exchangeEnded() else { return }
         owner?.exchangeEnded()
     }
-}
-
-extension BodyChunk {
-    /// Drops the chunk's bytes (a receiver must take exactly the chunk).
-    func drop() { evbuffer_drain(buffer, count) }
 }

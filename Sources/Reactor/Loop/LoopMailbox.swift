@@ -1,4 +1,3 @@
-internal import CEvent
 import Foundation
 
 /// Work that other threads hand to one loop. The loop's `event_base` runs without
@@ -19,7 +18,7 @@ final class LoopMailbox: @unchecked Sendable {
     private var wakeSent = false
     private let readEnd: Int32
     private let writeEnd: Int32
-    private var event: OpaquePointer?
+    private var event: LoopEvent?
     /// What the loop does with a letter (set once, before the loop runs).
     private let deliver: (_ after: Double, _ work: @escaping () -> Void) -> Void
 
@@ -33,18 +32,14 @@ final class LoopMailbox: @unchecked Sendable {
         readEnd = ends[0]
         writeEnd = ends[1]
         self.deliver = deliver
-        // Unretained: the mailbox frees the event before it goes away.
-        event = event_new(
-            base, readEnd, Int16(EV_READ | EV_PERSIST), mailboxThunk, Unmanaged.passUnretained(self).toOpaque())
-        event_add(event, nil)
+        event = LoopEvent(base: base, .socket(readEnd, .readable), persist: true) { [unowned self] _ in collect() }
+        event?.add()
     }
 
     /// Frees the event; the loop calls it before it frees its base. Idempotent.
     func close() {
-        guard let event else { return }
-        event_del(event)
-        event_free(event)
-        self.event = nil
+        event?.cancel()
+        event = nil
     }
 
     deinit {
@@ -68,7 +63,7 @@ final class LoopMailbox: @unchecked Sendable {
     }
 
     /// Loop thread: the pipe is readable.
-    fileprivate func collect() {
+    private func collect() {
         var sink = [UInt8](repeating: 0, count: 64)
         while sink.withUnsafeMutableBytes({ read(readEnd, $0.baseAddress, $0.count) }) > 0 {}
         lock.lock()
@@ -78,8 +73,4 @@ final class LoopMailbox: @unchecked Sendable {
         lock.unlock()
         for letter in taken { deliver(letter.after, letter.work) }
     }
-}
-
-private func mailboxThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
-    Unmanaged<LoopMailbox>.fromOpaque(arg!).takeUnretainedValue().collect()
 }

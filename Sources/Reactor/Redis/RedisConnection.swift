@@ -26,6 +26,8 @@ final class RedisConnection {
     /// The `rediss://` context, shared by the client's connections; nil for plain TCP.
     private let tls: TLSClientContext?
     private var bev: OpaquePointer?
+    /// A view of `bev`'s input, which the bufferevent owns; dropped with it.
+    private var input: ByteQueue?
     private var reader: RedisReader?
     /// libevent's reference to this connection while the bufferevent exists (see `connect`).
     private var callbackContext: Unmanaged<RedisConnection>?
@@ -49,6 +51,7 @@ final class RedisConnection {
         reader = try RedisReader()
         let bev = try makeBufferEvent()
         self.bev = bev
+        input = ByteQueue(borrowing: bufferevent_get_input(bev))
         // Retained for libevent's callbacks; released by `close()` right after
         // bufferevent_free has cleared them, so no callback can reach a freed connection.
         let context = Unmanaged.passRetained(self)
@@ -110,6 +113,7 @@ final class RedisConnection {
 
     /// Frees the bufferevent (closing the socket) and the reader; idempotent, no delegate call.
     func close() {
+        input = nil
         if let bev {
             bufferevent_free(bev)
             self.bev = nil
@@ -134,24 +138,15 @@ final class RedisConnection {
     }
 
     fileprivate func readable() {
-        guard let bev, let reader else { return }
-        let input = bufferevent_get_input(bev)
+        guard bev != nil, let input, let reader else { return }
         do throws(RedisError) {
-            // Every contiguous chunk of the input goes to the reader, then the input is drained
-            // (evbuffer_iovec is a macro for struct iovec).
-            let chunks = evbuffer_peek(input, -1, nil, nil, 0)
-            if chunks > 0 {
-                var vectors = [iovec](repeating: iovec(), count: Int(chunks))
-                let filled = evbuffer_peek(input, -1, nil, &vectors, chunks)
-                var total = 0
-                for v in vectors.prefix(Int(filled)) {
-                    try reader.feed(UnsafeRawBufferPointer(start: v.iov_base, count: v.iov_len))
-                    total += v.iov_len
-                }
-                guard evbuffer_drain(input, total) == 0 else {
-                    throw RedisError(.unavailable, "\(endpoint.address): evbuffer_drain failed")
-                }
+            // Every contiguous piece of the input goes to the reader, then the input is drained.
+            let total = input.count
+            try input.forEachPiece(in: 0..<total) { piece throws(RedisError) in
+                try reader.feed(piece)
+                return true
             }
+            input.drain(total)
             while let reply = try reader.next() {
                 delegate?.redisConnection(self, didReceive: reply)
                 // The delegate may have closed this connection (or its owner may be gone).

@@ -1,16 +1,15 @@
-internal import CEvent
 import Glibc
 
-/// How a server connection moves bytes between its socket and its evbuffers: plain reads
+/// How a server connection moves bytes between its socket and its byte queues: plain reads
 /// and writevs, or TLS records (`TLSConnectionIO`). Chosen once per connection at accept,
 /// so a plain connection pays one indirect call per read or write for the choice and
 /// nothing else. Loop-thread only, like the connection that owns it.
 protocol ConnectionIO: AnyObject {
     /// Appends at most `room` (> 0) bytes from the peer to `input`.
-    func read(into input: OpaquePointer, room: Int) -> ConnectionRead
+    func read(into input: ByteQueue, room: Int) -> ConnectionRead
     /// Writes from the front of `output` (draining what went out) until it is empty or the
     /// socket pushes back.
-    func write(from output: OpaquePointer) -> ConnectionWrite
+    func write(from output: ByteQueue) -> ConnectionWrite
     /// Says that no more output follows (TLS: a close_notify), before the write side of the
     /// socket is shut down or the socket closed. Best effort, never blocks; idempotent.
     func endOutput()
@@ -56,17 +55,17 @@ struct ConnectionWrite {
     var stop: Stop
 }
 
-/// Plain TCP: one `recv` of at most `room` (`SocketRead`) and `sendmsg` of the queued
-/// pieces (`SocketWrite`).
+/// Plain TCP: one `recv` of at most `room` (`ByteQueue.receive`) and `sendmsg` of the
+/// queued pieces (`ByteQueue.send`).
 final class PlainConnectionIO: ConnectionIO {
     private let fd: Int32
     private(set) var failure: String?
 
     init(fd: Int32) { self.fd = fd }
 
-    func read(into input: OpaquePointer, room: Int) -> ConnectionRead {
+    func read(into input: ByteQueue, room: Int) -> ConnectionRead {
         var filled = false
-        let n = SocketRead.receive(fd, into: input, max: room, filled: &filled)
+        let n = input.receive(from: fd, max: room, filled: &filled)
         if n > 0 { return ConnectionRead(bytes: Int(n), stop: .open, filled: filled) }
         if n == 0 { return ConnectionRead(bytes: 0, stop: .end) }
         if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return ConnectionRead(bytes: 0, stop: .open) }
@@ -74,10 +73,10 @@ final class PlainConnectionIO: ConnectionIO {
         return ConnectionRead(bytes: 0, stop: .failed)
     }
 
-    func write(from output: OpaquePointer) -> ConnectionWrite {
+    func write(from output: ByteQueue) -> ConnectionWrite {
         var total = 0
-        while evbuffer_get_length(output) > 0 {
-            let (n, full) = SocketWrite.send(fd, from: output)
+        while output.count > 0 {
+            let (n, full) = output.send(to: fd)
             if n > 0 {
                 total += n
                 if full { return ConnectionWrite(bytes: total, stop: .blocked) }

@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// The first handler of a connection on a server that speaks HTTP/2 as well as HTTP/1.1:
 /// it decides which of the two the connection speaks, then hands the connection (and the
 /// bytes read so far, left in its input) to that protocol's handler. Over TLS the decision
@@ -44,15 +42,15 @@ final class ProtocolSelector: ServerConnectionHandler {
     func connectionReadable(_ connection: ServerConnection) {
         thread.check()
         let input = connection.input
-        let length = evbuffer_get_length(input)
+        let length = input.count
         guard length > 0 else { return }
         let choice: Choice
         if connection.info.isTLS {
             choice = connection.negotiatedH2 ? .http2 : .http1
         } else {
             let count = min(length, Self.prefaceLine.count)
-            guard let front = evbuffer_pullup(input, count) else { return }
-            choice = Self.choose(UnsafeRawBufferPointer(start: front, count: count))
+            guard let front = input.pullUp(count) else { return }
+            choice = Self.choose(front)
         }
         switch choice {
         case .undecided:

@@ -1,13 +1,13 @@
-internal import CEvent
 import Glibc
 
-/// One accepted client socket on one loop: the transport under a protocol handler. It owns
-/// the fd, its three libevent events (read, write, deadline), its input and output
-/// evbuffers and its `ConnectionIO` (plain, or TLS with the SSL object), and frees them in
-/// one place (`close`; the IO with the connection). Read interest is armed only while the
+/// One accepted client socket on one loop: the transport under a protocol handler, a
+/// policy over its `SocketChannel` (the fd, its events and deadline, its close). It owns
+/// the channel, its input and output byte queues and its `ConnectionIO` (plain, or TLS
+/// with the SSL object), and closes them in one place (`close`). It holds itself while
+/// open (`keptOpen`): nothing else need keep an open connection. Read interest is armed only while the
 /// handler wants bytes and the input is under its bound; write interest only while a write
 /// came back short (EAGAIN). On plain connections output goes out with one `sendmsg` of
-/// every queued piece (`SocketWrite`: head and body of a response together).
+/// every queued piece (`ByteQueue.send`: head and body of a response together).
 ///
 /// TLS adds three cases that plain connections never see: a TLS read that needs the socket
 /// writable (handshake, key update) arms write interest and is retried on writable; a TLS
@@ -23,9 +23,9 @@ import Glibc
 /// `ServerConnectionStateMachine`'s. Loop-thread only.
 final class ServerConnection: IdleListNode {
     /// Bytes read from the socket and not yet consumed by the handler.
-    let input: OpaquePointer
+    let input = ByteQueue()
     /// Bytes queued for the socket.
-    let output: OpaquePointer
+    let output = ByteQueue()
     let info: ClientConnection
     /// The protocol on this connection; detached (nil) once closed or lingering.
     var handler: ServerConnectionHandler?
@@ -43,7 +43,8 @@ final class ServerConnection: IdleListNode {
     /// Its place among the server's idle connections (`ServerContext.idle`).
     var idleLinks = IdleLinks<ServerConnection>()
 
-    private let fd: Int32
+    private let channel: SocketChannel
+    private var fd: Int32 { channel.fd }
     private let io: ConnectionIO
     /// Plain TCP (no TLS): the socket may be read and written directly (`receive`, `send`).
     private let isPlain: Bool
@@ -63,37 +64,19 @@ final class ServerConnection: IdleListNode {
 
     private var edgeTriggered: Bool { watch == .edge }
 
-    /// The write event's two uses, which libevent keeps apart too: added (pending) it waits
-    /// for the socket; activated by hand it runs once this turn. Deleting it ends both.
-    private enum WriteEventUse {
-        case idle
-        /// Activated by hand: the queued output goes out later this turn, in one write.
-        case scheduled
-        /// Added: waits for the socket to take output (or for a TLS read's writable).
-        case armed
-    }
     /// Why a direct read or write failed.
     private var directFailure: String?
-    private var readEvent: OpaquePointer?
-    private var writeEvent: OpaquePointer?
-    private var timerEvent: OpaquePointer?
-    /// The one deadline, over `timerEvent` (moving it per request costs no timer update).
-    @exclusivity(unchecked) private var deadline = LazyDeadline()
     /// The handler wants bytes (and the input has room).
     private var reading = false
-    private var readArmed = false
     /// Output is waiting for the socket to take it.
     private var outputBlocked = false
-    /// What the write event is doing. Unchecked exclusivity, as `machine`.
-    @exclusivity(unchecked) private var writing = WriteEventUse.idle
     /// Input may be waiting that no readiness event will announce: decrypted TLS bytes
     /// inside OpenSSL, or bytes left in an edge-triggered socket.
     private var inputBuffered = false
     private var flushing = false
     private var thread = LoopThread()
-    /// libevent's reference to this connection while its events exist; released by `close()`
-    /// right after the events are freed, so no callback can reach a freed connection.
-    private var callbackContext: Unmanaged<ServerConnection>?
+    /// The connection's reference to itself while open, released at the end of `close()`.
+    private var keptOpen: Unmanaged<ServerConnection>?
 
     /// Most bytes held in `input` (one read never takes more than the room left).
     static let inputLimit = 64 << 10
@@ -103,29 +86,19 @@ final class ServerConnection: IdleListNode {
     /// Takes ownership of `fd` (non-blocking, connected) and of `io` (which works on that
     /// fd). Runs on the loop thread.
     init(base: OpaquePointer, fd: Int32, io: ConnectionIO, info: ClientConnection) {
-        self.fd = fd
+        channel = SocketChannel(base: base)
         self.io = io
         self.info = info
         isPlain = io is PlainConnectionIO
-        watch = isPlain && EdgeTriggered.supported(base) ? .edge : .level
-        input = evbuffer_new()
-        output = evbuffer_new()
+        watch = isPlain && SocketChannel.edgeSupported(base: base) ? .edge : .level
         thread.bind()
-        let context = Unmanaged.passRetained(self)
-        callbackContext = context
-        let arg = context.toOpaque()
-        let readFlags = Int16(EV_READ | EV_PERSIST) | (edgeTriggered ? EdgeTriggered.readFlags : 0)
-        let writeFlags = Int16(EV_WRITE | EV_PERSIST) | (edgeTriggered ? EdgeTriggered.writeFlags : 0)
-        readEvent = event_new(base, fd, readFlags, readThunk, arg)
-        writeEvent = event_new(base, fd, writeFlags, writeThunk, arg)
-        timerEvent = event_new(base, -1, 0, timerThunk, arg)
-        if readEvent == nil || writeEvent == nil || timerEvent == nil { close() }
+        keptOpen = Unmanaged.passRetained(self)
+        channel.handler = self
+        if !channel.attach(fd, watch: edgeTriggered ? .edge : .level, writePersists: true) { close() }
     }
 
     deinit {
         assert(isClosed, "a connection was dropped open")
-        evbuffer_free(input)
-        evbuffer_free(output)
     }
 
     // MARK: reading
@@ -138,7 +111,7 @@ final class ServerConnection: IdleListNode {
 
     /// Arms or disarms read interest (no system call when unchanged).
     func setReading(_ want: Bool) {
-        let want = want && !isClosed && !peerClosed && evbuffer_get_length(input) < Self.inputLimit
+        let want = want && !isClosed && !peerClosed && input.count < Self.inputLimit
         if want != reading {
             reading = want
             updateReadInterest()
@@ -146,20 +119,17 @@ final class ServerConnection: IdleListNode {
         // Armed first, activated second: libevent's event_add does not register the fd of an
         // event that is already active, so the other order left a TLS connection whose input
         // had filled (and whose records waited inside OpenSSL) never read from again.
-        if want && inputBuffered, let readEvent { event_active(readEvent, Int32(EV_READ), 0) }
+        if want && inputBuffered { channel.activateRead() }
     }
 
     private func updateReadInterest() {
-        let armed = (reading || machine.tls.writeNeedsRead) && !isClosed
-        guard armed != readArmed, let readEvent else { return }
-        readArmed = armed
-        if armed { event_add(readEvent, nil) } else { event_del(readEvent) }
+        channel.setReadInterest((reading || machine.tls.writeNeedsRead) && !isClosed)
     }
 
-    fileprivate func readable(_ what: Int16) {
+    func channelReadable(_ events: SocketEvents) {
         thread.check()
         guard !isClosed else { return }
-        if edgeTriggered && EdgeTriggered.peerEnded(what) { machine.peerFINReported() }
+        if edgeTriggered && events.contains(.peerEnded) { machine.peerFINReported() }
         if machine.tls.readableRetriesWrite() {
             updateReadInterest()
             flush()
@@ -169,7 +139,7 @@ final class ServerConnection: IdleListNode {
             handler?.connectionReadable(self)
             return
         }
-        let room = Self.inputLimit - evbuffer_get_length(input)
+        let room = Self.inputLimit - input.count
         guard room > 0 else {
             setReading(false)
             return
@@ -179,7 +149,7 @@ final class ServerConnection: IdleListNode {
             result.stop == .buffered || (edgeTriggered && result.bytes > 0 && (result.filled || machine.peerEnding))
         if result.bytes > 0 {
             if machine.isLingering {
-                evbuffer_drain(input, evbuffer_get_length(input))
+                input.drain(input.count)
             } else {
                 handler?.connectionReadable(self)
             }
@@ -189,7 +159,7 @@ final class ServerConnection: IdleListNode {
         case .open, .buffered:
             // The handler's setReading(true) usually did this already; it may have left
             // `reading` unchanged without calling.
-            if inputBuffered, reading, let readEvent { event_active(readEvent, Int32(EV_READ), 0) }
+            if inputBuffered, reading { channel.activateRead() }
         case .needsWritable:
             machine.tls.readWantsWrite()
             updateWriteInterest()
@@ -209,33 +179,16 @@ final class ServerConnection: IdleListNode {
     /// Watches the socket by level from now on. A tunnel has no deadline, so a reset that
     /// came in one edge with the client's last bytes, which libevent reports without
     /// `EV_CLOSED` (`EdgeTriggered`), would hold it open until its idle timeout. libevent
-    /// takes no mix of both kinds on one fd: both events are made again.
+    /// takes no mix of both kinds on one fd (`SocketChannel.watchByLevel`).
     func watchByLevel() {
         thread.check()
-        guard edgeTriggered, !isClosed, let context = callbackContext, let old = readEvent,
-            let base = event_get_base(old)
-        else { return }
-        for event in [readEvent, writeEvent] { if let event { event_free(event) } }
+        guard edgeTriggered, !isClosed else { return }
         watch = .level
-        let arg = context.toOpaque()
-        readEvent = event_new(base, fd, Int16(EV_READ | EV_PERSIST | EV_CLOSED), readThunk, arg)
-        writeEvent = event_new(base, fd, Int16(EV_WRITE | EV_PERSIST), writeThunk, arg)
-        guard let readEvent, let writeEvent else {
+        guard channel.watchByLevel() else {
             close()
             return
         }
-        // The loop's changelist makes one epoll_ctl of a turn's changes on an fd, edge-
-        // triggered if any change came from an edge event (the deletes above). Each kind is
-        // changed once more by a level event, an add then a delete when not wanted, so that
-        // none of those is left.
-        event_add(readEvent, nil)
-        if !readArmed { event_del(readEvent) }
-        event_add(writeEvent, nil)
-        if writing != .armed {
-            event_del(writeEvent)
-            if writing == .scheduled { event_active(writeEvent, Int32(EV_WRITE), 0) }
-        }
-        if reading && inputBuffered { event_active(readEvent, Int32(EV_READ), 0) }
+        if reading && inputBuffered { channel.activateRead() }
     }
 
     // MARK: direct relay (tunnels over plain TCP)
@@ -270,18 +223,18 @@ final class ServerConnection: IdleListNode {
         return ConnectionRead(bytes: 0, stop: .failed)
     }
 
-    /// Writes `bytes` now when nothing is queued before them (one send, no evbuffer); what
+    /// Writes `bytes` now when nothing is queued before them (one send, not through the queue); what
     /// the socket does not take, or everything when output waits, is queued and goes out
     /// with the output.
     func send(_ bytes: UnsafeRawBufferPointer) {
         thread.check()
         guard !isClosed else { return }
-        guard isPlain, !flushing, evbuffer_get_length(output) == 0 else {
-            _ = evbuffer_add(output, bytes.baseAddress, bytes.count)
+        guard isPlain, !flushing, output.count == 0 else {
+            output.append(bytes)
             flush()
             return
         }
-        let n = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+        let n = channel.send(bytes)
         if n > 0 { bytesWritten += UInt64(n) }
         if n == bytes.count { return }
         if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
@@ -291,7 +244,7 @@ final class ServerConnection: IdleListNode {
         }
         // The socket is full: queue the rest and wait for writable.
         let sent = max(n, 0)
-        _ = evbuffer_add(output, bytes.baseAddress! + sent, bytes.count - sent)
+        output.append(UnsafeRawBufferPointer(rebasing: bytes[sent...]))
         outputBlocked = true
         updateWriteInterest()
     }
@@ -302,12 +255,9 @@ final class ServerConnection: IdleListNode {
     func flush() {
         thread.check()
         guard !isClosed, !flushing else { return }
-        if writing == .scheduled, let writeEvent {
-            // Written now, so the turn's scheduled write has nothing left to do: taking it
-            // off the active queue costs less than running it.
-            writing = .idle
-            event_del(writeEvent)
-        }
+        // Written now, so the turn's scheduled write has nothing left to do: taking it off
+        // the active queue costs less than running it.
+        if channel.writeScheduled { channel.disarmWrite() }
         flushing = true
         let result = io.write(from: output)
         flushing = false
@@ -322,7 +272,7 @@ final class ServerConnection: IdleListNode {
             close()
             return
         }
-        let pending = evbuffer_get_length(output) > 0
+        let pending = output.count > 0
         outputBlocked = pending && result.stop == .blocked
         updateWriteInterest()
         if result.bytes > 0 { handler?.connectionWrote(self) }
@@ -331,26 +281,22 @@ final class ServerConnection: IdleListNode {
 
     private func updateWriteInterest() {
         let armed = (outputBlocked || machine.tls.readNeedsWrite) && !isClosed
-        guard armed != (writing == .armed), let writeEvent else { return }
-        // Disarming also drops a scheduled run (libevent's delete ends both).
-        writing = armed ? .armed : .idle
-        if armed { event_add(writeEvent, nil) } else { event_del(writeEvent) }
+        guard armed != channel.writeArmed else { return }
+        if armed { _ = channel.armWrite() } else { channel.disarmWrite() }
     }
 
     /// Writes the output later in this loop turn, so that pieces queued by one callback (a
     /// streamed head and its first chunk) go out in one writev.
     func scheduleFlush() {
-        guard !isClosed, writing == .idle, let writeEvent else { return }
-        writing = .scheduled
-        event_active(writeEvent, Int32(EV_WRITE), 0)
+        guard !isClosed else { return }
+        channel.scheduleWrite()
     }
 
-    fileprivate func writable() {
+    func channelWritable(_ events: SocketEvents) {
         thread.check()
-        if writing == .scheduled { writing = .idle }
         if machine.tls.writableRetriesRead() {
             updateWriteInterest()
-            readable(Int16(EV_READ))
+            channelReadable(.readable)
             guard !isClosed else { return }
         }
         flush()
@@ -360,13 +306,12 @@ final class ServerConnection: IdleListNode {
 
     /// Sets the one deadline (replacing any), or clears it with nil.
     func setDeadline(_ seconds: Double?) {
-        guard let timerEvent, !machine.isLingering else { return }
-        deadline.set(seconds, event: timerEvent)
+        guard !machine.isLingering else { return }
+        channel.setDeadline(seconds)
     }
 
-    fileprivate func deadlinePassed() {
+    func channelDeadlinePassed() {
         thread.check()
-        guard let timerEvent, deadline.fired(event: timerEvent) else { return }
         switch machine.deadlinePassed() {
         case .close: close()
         case .tellHandler: handler?.connectionDeadline(self)
@@ -380,7 +325,7 @@ final class ServerConnection: IdleListNode {
     /// `linger`: the client may still be sending (an unread body, pipelined bytes), so
     /// close in stages; otherwise close as soon as the output is out.
     func finish(linger: Bool) {
-        let action = machine.finish(linger: linger, outputPending: evbuffer_get_length(output) > 0)
+        let action = machine.finish(linger: linger, outputPending: output.count > 0)
         guard action != .none else { return }
         setReading(false)
         if action == .stopWriting { stopWriting() } else { flush() }
@@ -405,40 +350,29 @@ final class ServerConnection: IdleListNode {
             close()
             return
         }
-        evbuffer_drain(input, evbuffer_get_length(input))
-        if let timerEvent { deadline.set(Self.lingerSeconds, event: timerEvent) }
+        input.drain(input.count)
+        channel.setDeadline(Self.lingerSeconds)
         reading = false
         setReading(true)
     }
 
-    /// Closes now: frees the events, closes the fd (once), tells the handler. Idempotent.
+    /// Closes now: the close_notify if TLS allows, then the channel (its events, the fd,
+    /// once); tells the handler. Idempotent.
     func close() {
         guard machine.close() else { return }
-        for event in [readEvent, writeEvent, timerEvent] { if let event { event_free(event) } }
-        readEvent = nil
-        writeEvent = nil
-        timerEvent = nil
         io.endOutput()
-        Glibc.close(fd)
+        channel.close()
         let h = handler
         handler = nil
         h?.connectionClosed(self)
         let done = onClose
         onClose = nil
         done?(self)
-        if let context = callbackContext {
-            callbackContext = nil
-            context.release()
+        if let kept = keptOpen {
+            keptOpen = nil
+            kept.release()
         }
     }
 }
 
-private func connection(_ arg: UnsafeMutableRawPointer?) -> ServerConnection {
-    Unmanaged<ServerConnection>.fromOpaque(arg!).takeUnretainedValue()
-}
-
-private func readThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).readable(what) }
-private func writeThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) { connection(arg).writable() }
-private func timerThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
-    connection(arg).deadlinePassed()
-}
+extension ServerConnection: SocketChannelHandler {}

@@ -1,4 +1,3 @@
-internal import CEvent
 internal import CShim
 import Glibc
 
@@ -52,25 +51,20 @@ final class TLSConnectionIO: ConnectionIO {
     /// Reads record after record straight into `input`'s free space until OpenSSL wants
     /// the socket, has handed over all it read ahead, or `room` is used up; in the last
     /// case decrypted bytes may be left inside OpenSSL, which `buffered` reports.
-    func read(into input: OpaquePointer, room: Int) -> ConnectionRead {
+    func read(into input: ByteQueue, room: Int) -> ConnectionRead {
         var total = 0
         var status: Int32 = 0
         while total < room {
             let want = min(room - total, Self.recordSize)
-            var space = iovec()  // evbuffer_iovec is a macro for it
-            guard evbuffer_reserve_space(input, want, &space, 1) == 1 else {
-                failure = "evbuffer_reserve_space failed"
+            let read = input.appendInPlace(upTo: want) { space in
+                Int(tg_tls_conn_read(conn, space.baseAddress, Int32(space.count), &status))
+            }
+            guard let n = read else {
+                failure = "out of memory for TLS input"
                 return ConnectionRead(bytes: total, stop: .failed)
             }
-            let n = tg_tls_conn_read(conn, space.iov_base, Int32(min(space.iov_len, want)), &status)
             guard n > 0 else { break }
-            // Reserved space that is not committed is simply not part of the buffer.
-            space.iov_len = Int(n)
-            guard evbuffer_commit_space(input, &space, 1) == 0 else {
-                failure = "evbuffer_commit_space failed"
-                return ConnectionRead(bytes: total, stop: .failed)
-            }
-            total += Int(n)
+            total += n
             // With read-ahead (server and upstream contexts set it) OpenSSL read what the socket held; asking
             // again would cost a read() that meets an empty socket. Level-triggered read
             // interest brings the reader back if more arrived meanwhile.
@@ -91,20 +85,20 @@ final class TLSConnectionIO: ConnectionIO {
 
     /// Offers the front of `output` one record at a time (small pieces, such as a response
     /// head and its body, pulled up into one record rather than one record each).
-    func write(from output: OpaquePointer) -> ConnectionWrite {
+    func write(from output: ByteQueue) -> ConnectionWrite {
         var total = 0
         while true {
-            let length = evbuffer_get_length(output)
+            let length = output.count
             guard length > 0 else { return ConnectionWrite(bytes: total, stop: .done) }
             let offer = min(length, Self.recordSize)
-            guard let bytes = evbuffer_pullup(output, offer) else {
-                failure = "evbuffer_pullup failed"
+            guard let bytes = output.pullUp(offer) else {
+                failure = "out of memory for TLS output"
                 return ConnectionWrite(bytes: total, stop: .failed)
             }
             var status: Int32 = 0
-            let n = tg_tls_conn_write(conn, bytes, Int32(offer), &status)
+            let n = tg_tls_conn_write(conn, bytes.baseAddress, Int32(offer), &status)
             if n > 0 {
-                evbuffer_drain(output, Int(n))
+                output.drain(Int(n))
                 total += Int(n)
                 continue
             }

@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// The client's side of a tunnel: its HTTP/1.1 connection (plain or TLS, through the
 /// connection's `ConnectionIO`) after the 101 went into its output. It takes the HTTP
 /// handler's place as the connection's `ServerConnectionHandler`, so the socket, its
@@ -20,19 +18,19 @@ final class ClientTunnelEndpoint: TunnelEndpoint, ServerConnectionHandler {
         connection.watchByLevel()
     }
 
-    var input: OpaquePointer { connection.input }
-    var pendingOutput: Int { evbuffer_get_length(connection.output) }
+    var input: ByteQueue { connection.input }
+    var pendingOutput: Int { connection.output.count }
     var failure: String? { connection.failure }
 
     func setReading(_ want: Bool) { connection.setReading(want) }
 
-    func send(from source: OpaquePointer, count: Int) {
-        evbuffer_remove_buffer(source, connection.output, count)
+    func send(from source: ByteQueue, count: Int) {
+        source.move(count, to: connection.output)
         connection.flush()
     }
 
     func send(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { _ = evbuffer_add(connection.output, $0.baseAddress, $0.count) }
+        connection.output.append(bytes)
         connection.flush()
     }
 

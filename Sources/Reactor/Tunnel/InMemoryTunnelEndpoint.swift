@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// A tunnel side with no socket behind it, for tests of the tunnel and of the layers above:
 /// the test plays the peer (`deliver`, `peerEnds`, `takeReceived`) and the socket's
 /// capacity (`accepting`: how many more bytes the "socket" takes before it pushes back).
@@ -7,8 +5,8 @@ internal import CEvent
 public final class InMemoryTunnelEndpoint: TunnelEndpoint {
     /// Unowned: the tunnel clears it before it goes (`Tunnel.close`, `deinit`); no count per event.
     public unowned(unsafe) var events: TunnelEndpointEvents?
-    public let input: OpaquePointer
-    private let output: OpaquePointer
+    public let input = ByteQueue()
+    private let output = ByteQueue()
     /// What the "socket" took, in order.
     public private(set) var received: [UInt8] = []
     /// Bytes the "socket" still takes; nil: no limit.
@@ -17,22 +15,14 @@ public final class InMemoryTunnelEndpoint: TunnelEndpoint {
     public private(set) var isClosed = false
     public var failure: String? { nil }
 
-    public init() {
-        input = evbuffer_new()
-        output = evbuffer_new()
-    }
+    public init() {}
 
-    deinit {
-        evbuffer_free(input)
-        evbuffer_free(output)
-    }
-
-    public var pendingOutput: Int { evbuffer_get_length(output) }
+    public var pendingOutput: Int { output.count }
 
     /// The peer sends `bytes`: they are appended to the input and, if reading, announced.
     /// Bytes given before the tunnel starts are the ones read ahead of it.
     public func deliver(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { _ = evbuffer_add(input, $0.baseAddress, $0.count) }
+        input.append(bytes)
         if reading && !isClosed { events?.endpointReadable(self) }
     }
 
@@ -53,13 +43,13 @@ public final class InMemoryTunnelEndpoint: TunnelEndpoint {
 
     public func setReading(_ want: Bool) { reading = want && !isClosed }
 
-    public func send(from source: OpaquePointer, count: Int) {
-        evbuffer_remove_buffer(source, output, count)
+    public func send(from source: ByteQueue, count: Int) {
+        source.move(count, to: output)
         write()
     }
 
     public func send(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
+        output.append(bytes)
         write()
     }
 
@@ -68,7 +58,7 @@ public final class InMemoryTunnelEndpoint: TunnelEndpoint {
     public func receive(into buffer: UnsafeMutableRawBufferPointer) -> TunnelReceive { .wouldBlock }
 
     public func send(bytes: UnsafeRawBufferPointer) {
-        _ = evbuffer_add(output, bytes.baseAddress, bytes.count)
+        output.append(bytes)
         write()
     }
 
@@ -81,9 +71,7 @@ public final class InMemoryTunnelEndpoint: TunnelEndpoint {
         guard !isClosed else { return }
         let n = min(pendingOutput, accepting ?? Int.max)
         guard n > 0 else { return }
-        var bytes = [UInt8](repeating: 0, count: n)
-        evbuffer_remove(output, &bytes, n)
-        received += bytes
+        received += output.take(n)
         if let a = accepting { accepting = a - n }
         events?.endpointWrote(self)
     }

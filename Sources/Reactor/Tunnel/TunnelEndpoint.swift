@@ -6,17 +6,17 @@
 public protocol TunnelEndpoint: AnyObject {
     /// Receives the events; not retained (the tunnel owns its sides and clears this first).
     var events: TunnelEndpointEvents? { get set }
-    /// Bytes from the peer not yet taken (an evbuffer): may hold bytes from before the
+    /// Bytes from the peer not yet taken: may hold bytes from before the
     /// tunnel began (what the client pipelined after its upgrade request, what the upstream
     /// sent after its 101 head).
-    var input: OpaquePointer { get }
+    var input: ByteQueue { get }
     /// Bytes queued for the peer and not yet written.
     var pendingOutput: Int { get }
     /// Read interest (backpressure: off while the other side's output is full).
     func setReading(_ want: Bool)
-    /// Moves `count` bytes from the front of the evbuffer `source` to this side's output,
+    /// Moves `count` bytes from the front of `source` to this side's output,
     /// and writes.
-    func send(from source: OpaquePointer, count: Int)
+    func send(from source: ByteQueue, count: Int)
     /// Queues bytes of the tunnel's own (a Close frame), and writes.
     func send(_ bytes: [UInt8])
     /// Direct relay, the tunnel's fast path: while on, readiness is reported

@@ -1,11 +1,10 @@
-internal import CEvent
 import Glibc
 
 /// One direction of a tunnel: bytes from `source` to `sink` as they come, with the frame
 /// boundaries followed when the tunnel carries WebSocket frames. Over plain sockets
 /// (`direct`) each read lands in the loop's scratch memory and is sent at once (`relay`),
 /// queued in `sink`'s output only what the socket does not take; otherwise, and for bytes
-/// read before the tunnel began, evbuffer to evbuffer, no copy (`move`). A Close frame of
+/// read before the tunnel began, queue to queue, no copy (`move`). A Close frame of
 /// the gateway's own waits in `closeFrame` until the stream is at a boundary (bytes read
 /// meanwhile go through the input), then goes out and the direction stops.
 /// Loop-thread only; owned by its `Tunnel`.
@@ -42,9 +41,9 @@ final class TunnelPipe {
     func move() -> Int {
         if closeFrame != nil { injectIfAtBoundary() }
         let input = source.input
-        let length = evbuffer_get_length(input)
+        let length = input.count
         if stopped {
-            if length > 0 { evbuffer_drain(input, length) }
+            if length > 0 { input.drain(length) }
             return 0
         }
         var count = length
@@ -64,8 +63,8 @@ final class TunnelPipe {
     /// so the order and the boundaries are kept the same as through the input.
     func relay(_ bytes: UnsafeRawBufferPointer) -> Int {
         if stopped { return 0 }
-        if closeFrame != nil || evbuffer_get_length(source.input) > 0 {
-            _ = evbuffer_add(source.input, bytes.baseAddress, bytes.count)
+        if closeFrame != nil || source.input.count > 0 {
+            source.input.append(bytes)
             return move()
         }
         var count = bytes.count
@@ -89,8 +88,8 @@ final class TunnelPipe {
         stopped = true
         closeFrame = nil
         source.setReading(false)
-        let left = evbuffer_get_length(source.input)
-        if left > 0 { evbuffer_drain(source.input, left) }
+        let left = source.input.count
+        if left > 0 { source.input.drain(left) }
     }
 
     /// Backpressure: stop reading `source` while `sink` has more than the high-water mark
@@ -108,27 +107,15 @@ final class TunnelPipe {
     }
 
     /// Follows the frames in the first `length` bytes of `input`, across its segments.
-    private func scan(_ input: OpaquePointer, _ length: Int, stopAtFrameEnd: Bool) -> Int {
+    private func scan(_ input: ByteQueue, _ length: Int, stopAtFrameEnd: Bool) -> Int {
         guard var tracker = frames else { return length }
         defer { frames = tracker }
         var done = 0
-        let capacity = 16
-        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: capacity) { vectors in
-            var position = evbuffer_ptr()
-            while done < length {
-                guard evbuffer_ptr_set(input, &position, done, EVBUFFER_PTR_SET) == 0 else { return done }
-                let n = Int(evbuffer_peek(input, length - done, &position, vectors.baseAddress, Int32(capacity)))
-                guard n > 0 else { return done }
-                for i in 0..<min(n, capacity) {
-                    let vector = vectors[i]
-                    let span = min(vector.iov_len, length - done)
-                    let taken = tracker.scan(
-                        UnsafeRawBufferPointer(start: vector.iov_base, count: span), stopAtFrameEnd: stopAtFrameEnd)
-                    done += taken
-                    if taken < span || done == length || (stopAtFrameEnd && tracker.atBoundary) { return done }
-                }
-            }
-            return done
+        input.forEachPiece(in: 0..<length) { piece in
+            let taken = tracker.scan(piece, stopAtFrameEnd: stopAtFrameEnd)
+            done += taken
+            return taken == piece.count && !(stopAtFrameEnd && tracker.atBoundary)
         }
+        return done
     }
 }

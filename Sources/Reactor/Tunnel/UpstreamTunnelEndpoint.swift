@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// The upstream's side of a tunnel: the connection an `UpstreamCall` got its 101 on, taken
 /// out of its pool (it will never carry a request again). What the upstream sent after
 /// the 101 head is already in the transport's input. It reads with `UpstreamTransport.fill`
@@ -31,7 +29,7 @@ final class UpstreamTunnelEndpoint: TunnelEndpoint, UpstreamTransportHandler {
 
     deinit { connection.close() }
 
-    var input: OpaquePointer { transport.input }
+    var input: ByteQueue { transport.input }
     var pendingOutput: Int { transport.pendingOutput }
 
     func setReading(_ want: Bool) {
@@ -44,13 +42,13 @@ final class UpstreamTunnelEndpoint: TunnelEndpoint, UpstreamTransportHandler {
         }
     }
 
-    func send(from source: OpaquePointer, count: Int) {
-        evbuffer_remove_buffer(source, transport.output, count)
+    func send(from source: ByteQueue, count: Int) {
+        source.move(count, to: transport.output)
         write()
     }
 
     func send(_ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { _ = evbuffer_add(transport.output, $0.baseAddress, $0.count) }
+        transport.output.append(bytes)
         write()
     }
 

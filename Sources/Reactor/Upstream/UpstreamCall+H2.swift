@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// A call to an HTTP/2 upstream (`UpstreamEndpoint.http2`): a stream on one of the pool's
 /// multiplexed connections instead of a connection of its own. The delegate sees the same
 /// events in the same order as over HTTP/1.1, plus the trailer section
@@ -63,9 +61,9 @@ extension UpstreamCall {
         }
         let held = stream.received.count
         if held > 0 {
-            delegate?.upstreamBody(BodyChunk(buffer: stream.received.buffer, count: held))
+            delegate?.upstreamBody(BodyChunk(queue: stream.received, count: held))
             let taken = held - stream.received.count
-            if taken < held { evbuffer_drain(stream.received.buffer, held - taken) }
+            if taken < held { stream.received.drain(held - taken) }
             stream.connection.consumed(stream, held)
             guard machine.isExchanging else { return }
         }
@@ -117,7 +115,7 @@ extension UpstreamCall {
 
     /// `body`: the request body whole, for a call that had one; `delay`: seconds to wait
     /// first (the call has no stream meanwhile; `finish` cancels the wait).
-    private func h2Retry(body: OwnedBuffer? = nil, after delay: Double = 0) {
+    private func h2Retry(body: ByteQueue? = nil, after delay: Double = 0) {
         machine.streamGoesAgain()
         if let stream = h2 {
             stream.timer?.cancel()
@@ -134,7 +132,7 @@ extension UpstreamCall {
         }
         let connection = pool.acquireH2()
         let stream = UpstreamH2Stream(connection: connection)
-        if let body { evbuffer_add_buffer(stream.output.buffer, body.buffer) }
+        if let body { stream.output.append(allOf: body) }
         h2 = stream
         connection.add(self)
     }

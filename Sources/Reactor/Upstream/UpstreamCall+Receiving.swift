@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// Reading the response: the strict parser's head and body events handed to the delegate,
 /// a 101 hand-over, the end of the stream, and a reused connection lost before any byte
 /// (retried once on a fresh one when the request is bodiless and idempotent).
@@ -30,11 +28,7 @@ extension UpstreamCall {
         // head, a body, its end). The call lets go of it (`finish`) when it is done with it.
         guard let conn = connection else { return }
         while machine.readsResponse && connection === conn {
-            var vector = iovec()
-            let length = evbuffer_get_length(input)
-            if length > 0 { evbuffer_peek(input, -1, nil, &vector, 1) }
-            let bytes = UnsafeRawBufferPointer(
-                start: length > 0 ? vector.iov_base : nil, count: length > 0 ? vector.iov_len : 0)
+            let bytes = input.front
             var consumed = 0
             let next: HTTP1ResponseParser.Event?
             do throws(HTTP1ParseError) {
@@ -45,12 +39,12 @@ extension UpstreamCall {
             }
             guard let event = consume next else {
                 if consumed == 0 { return }
-                evbuffer_drain(input, consumed)
+                input.drain(consumed)
                 continue
             }
             switch consume event {
             case .informational(let head):
-                evbuffer_drain(input, consumed)
+                input.drain(consumed)
                 if head.status != 100 {
                     delegate?.upstreamInterim(responseHead(head))
                 } else if awaitingContinue {
@@ -58,19 +52,19 @@ extension UpstreamCall {
                     proceedWithBody()
                 }
             case .head(let head):
-                evbuffer_drain(input, consumed)
+                input.drain(consumed)
                 received(head)
             case .body(let range):
                 // Framing before the data (a chunk line) is dropped; then the data is handed
                 // over in place, and the delegate moves exactly `range.count` bytes.
-                evbuffer_drain(input, range.lowerBound)
-                let before = evbuffer_get_length(input)
-                delegate?.upstreamBody(BodyChunk(buffer: input, count: range.count))
-                let unmoved = evbuffer_get_length(input) + range.count - before
-                if unmoved > 0 { evbuffer_drain(input, unmoved) }
-                evbuffer_drain(input, consumed - range.upperBound)
+                input.drain(range.lowerBound)
+                let before = input.count
+                delegate?.upstreamBody(BodyChunk(queue: input, count: range.count))
+                let unmoved = input.count + range.count - before
+                if unmoved > 0 { input.drain(unmoved) }
+                input.drain(consumed - range.upperBound)
             case .end:
-                evbuffer_drain(input, consumed)
+                input.drain(consumed)
                 complete(transport)
             }
         }
@@ -95,7 +89,7 @@ extension UpstreamCall {
             abandonBody()
             if let transport {
                 transport.disarmWrite()
-                evbuffer_drain(transport.output, transport.pendingOutput)
+                transport.output.drain(transport.pendingOutput)
             }
         }
         if action.armRead { armRead() }
@@ -116,7 +110,7 @@ extension UpstreamCall {
     }
 
     func complete(_ transport: UpstreamTransport) {
-        let reuse = machine.responseEnded(inputEmpty: evbuffer_get_length(transport.input) == 0)
+        let reuse = machine.responseEnded(inputEmpty: transport.input.count == 0)
         finish(nil, reusable: reuse == .pool)
     }
 

@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// Writing the request: the head, then the client's body streamed with backpressure
 /// (paused past `bodyHighWater`, resumed at `bodyLowWater`), chunked or by length.
 extension UpstreamCall {
@@ -28,7 +26,7 @@ extension UpstreamCall {
             // whether a retry applies).
             abandonBody()
             transport.disarmWrite()
-            evbuffer_drain(transport.output, transport.pendingOutput)
+            transport.output.drain(transport.pendingOutput)
             if machine.writeFailed() == .armRead && !transport.armRead(timeout: pool.endpoint.responseTimeout) {
                 finish(.connectionFailed)
             }
@@ -59,7 +57,7 @@ extension UpstreamCall {
     func bodyChunk(_ chunk: BodyChunk) {
         guard case .streaming(let chunked, let remaining, let bodyPaused) = bodyState, h2 != nil || transport != nil
         else {
-            evbuffer_drain(chunk.buffer, chunk.count)
+            chunk.drop()
             return
         }
         guard chunk.count > 0 else { return }
@@ -67,7 +65,7 @@ extension UpstreamCall {
         if let r = remaining {
             // More than the Content-Length we announced would be read as the next request.
             guard UInt64(chunk.count) <= r else {
-                evbuffer_drain(chunk.buffer, chunk.count)
+                chunk.drop()
                 finish(.clientBodyFailed(.malformed))
                 return
             }
@@ -75,7 +73,7 @@ extension UpstreamCall {
         }
         let queued: Int
         if let stream = h2 {
-            chunk.move(to: stream.output.buffer)
+            chunk.move(to: stream.output)
             stream.lastActivity = LazyDeadline.now()
             queued = stream.output.count
         } else if let transport {
@@ -84,7 +82,7 @@ extension UpstreamCall {
             if chunked { UpstreamBodyFraming.write("\r\n", to: transport.output) }
             queued = transport.pendingOutput
         } else {
-            evbuffer_drain(chunk.buffer, chunk.count)
+            chunk.drop()
             return
         }
         var nowPaused = bodyPaused
@@ -168,7 +166,7 @@ final class UpstreamBodySink: RequestBodySink {
     init(call: UpstreamCall) { self.call = call }
 
     func requestBody(_ chunk: BodyChunk) {
-        if let call { call.bodyChunk(chunk) } else { evbuffer_drain(chunk.buffer, chunk.count) }
+        if let call { call.bodyChunk(chunk) } else { chunk.drop() }
     }
 
     func requestBodyEnd(trailers: HTTP1Fields) { call?.bodyEnded(trailers: trailers) }

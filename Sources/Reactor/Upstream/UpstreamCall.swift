@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// One request to an upstream over a pooled keep-alive connection: sends the head and
 /// streams the body with backpressure, parses the response strictly (`HTTP1ResponseParser`)
 /// and streams it to its delegate as it arrives, with a connect deadline (resolving

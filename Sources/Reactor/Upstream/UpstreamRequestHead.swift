@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// How a request body goes on the wire to the upstream (RFC 9112 §6).
 enum UpstreamBodyFraming: Equatable {
     /// No body; `Content-Length: 0` for methods that are expected to carry one.
@@ -23,7 +21,7 @@ extension UpstreamCall.Request {
     /// `target` and the fields are the caller's, from a strictly parsed request or from
     /// config (`HTTP1Fields.isValid`). `expectContinue`: the call waits for the upstream's
     /// 100 before the body, and says so (RFC 9110 §10.1.1); the fields' own Expect never goes.
-    func writeHead(to buffer: OpaquePointer, expectContinue: Bool = false) {
+    func writeHead(to buffer: ByteQueue, expectContinue: Bool = false) {
         // Request line ≤ method + target + 12; each field ≤ its bytes + ": " + CRLF; the
         // Expect and framing lines ≤ 24 + 48; the empty line. Written straight into the
         // output buffer.
@@ -74,20 +72,20 @@ extension UpstreamCall.Request {
 
 extension UpstreamBodyFraming {
     /// Appends `chunk-size CRLF` of one chunk (RFC 9112 §7.1).
-    static func writeChunkLine(_ size: Int, to buffer: OpaquePointer) {
+    static func writeChunkLine(_ size: Int, to buffer: ByteQueue) {
         var line = String(size, radix: 16)
         line += "\r\n"
-        line.withUTF8 { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
+        buffer.append(line)
     }
 
     /// Appends fixed framing bytes (a chunk's CRLF, the last chunk).
-    static func write(_ text: StaticString, to buffer: OpaquePointer) {
-        _ = evbuffer_add(buffer, text.utf8Start, text.utf8CodeUnitCount)
+    static func write(_ text: StaticString, to buffer: ByteQueue) {
+        buffer.append(text)
     }
 
     /// Appends a trailer section's field lines (RFC 9112 §7.1.2), from a strictly parsed
     /// section (no CR, LF or NUL in them).
-    static func write(fields: HTTP1Fields, to buffer: OpaquePointer) {
+    static func write(fields: HTTP1Fields, to buffer: ByteQueue) {
         HTTP1HeadWriter.append(to: buffer, capacity: fields.byteCount + 4 * fields.count) { out in
             fields.forEachFieldBuffer { name, value in out.writeField(name, value) }
         }

@@ -1,4 +1,3 @@
-internal import CEvent
 import Glibc
 
 /// What an `UpstreamTransport` reports, on the loop thread.
@@ -20,8 +19,8 @@ protocol UpstreamTransportHandler: AnyObject {
 /// for bytes; write interest only while a connect or handshake is in progress or after a
 /// short write.
 ///
-/// Owns the socket and both events; `close()` frees them, once (also from `deinit`), and
-/// `deinit` frees the two buffers. Loop-thread only.
+/// A policy over its `SocketChannel`, which owns the socket, its events and the read
+/// deadline; `close()` closes it, once (also from `deinit`). Loop-thread only.
 final class UpstreamTransport {
     enum ConnectStart {
         case connected, inProgress
@@ -55,21 +54,17 @@ final class UpstreamTransport {
     /// slow path. `close()` clears it.
     @exclusivity(unchecked) unowned(unsafe) var owner: UpstreamTransportHandler?
     /// Bytes read and not yet consumed.
-    let input: OpaquePointer
+    let input = ByteQueue()
     /// Bytes queued for the socket.
-    let output: OpaquePointer
-    private let base: OpaquePointer
-    private(set) var fd: Int32 = -1
-    private var readEvent: OpaquePointer?
-    private var writeEvent: OpaquePointer?
-    /// The read timeout's timer: a deadline of its own beside the read event, pushed on by
+    let output = ByteQueue()
+    /// The socket, its events, and the read timeout as the channel's deadline, pushed on by
     /// every read (a timeout on the read event itself would cost a timer-heap update per
     /// read, and per request when it changes).
-    private var timerEvent: OpaquePointer?
-    @exclusivity(unchecked) private var readDeadline = LazyDeadline()
-    @exclusivity(unchecked) private var readArmed = false
+    private let channel: SocketChannel
+    var fd: Int32 { channel.fd }
+    private var readArmed: Bool { channel.readArmed }
     @exclusivity(unchecked) private var readTimeout: Double?
-    // Unchecked exclusivity, as `readArmed`: loop-thread only, read on every event.
+    // Unchecked exclusivity, as `readTimeout`: loop-thread only, read on every event.
     @exclusivity(unchecked) private var socketState = SocketState.none
     /// HTTPS upstreams: the TLS session over the socket, once `startTLS` ran.
     private(set) var tls: TLSConnectionIO?
@@ -92,46 +87,27 @@ final class UpstreamTransport {
     var isClosed: Bool { socketState == .closed }
 
     init(loop: EventLoop) {
-        base = loop.base
-        guard let input = evbuffer_new(), let output = evbuffer_new() else { fatalError("evbuffer_new failed") }
-        self.input = input
-        self.output = output
+        channel = SocketChannel(base: loop.base)
+        channel.handler = self
     }
 
-    deinit {
-        close()
-        evbuffer_free(input)
-        evbuffer_free(output)
-    }
+    deinit { close() }
 
     /// Opens a non-blocking socket to `address` and starts the connect. `.inProgress`: the
     /// outcome comes through `transportConnected`. After a failure the caller may
     /// `dropSocket()` and connect to another address; the buffers are kept.
     func connect(to address: UpstreamAddress) -> ConnectStart {
         precondition(fd < 0 && !isClosed, "connect on a transport with a socket, or closed")
-        let s = socket(address.family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
-        guard s >= 0 else { return .failed(errno) }
-        fd = s
-        // Request heads must not wait for Nagle's algorithm.
-        var one: Int32 = 1
-        guard setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
-            return .failed(errno)
-        }
-        // Unretained: this transport owns both events and frees them in `close()` before it
-        // goes away, so no callback can reach a freed transport.
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        readEvent = event_new(base, s, Int16(EV_READ | EV_PERSIST), readThunk, context)
-        writeEvent = event_new(base, s, Int16(EV_WRITE), writeThunk, context)
-        timerEvent = event_new(base, -1, 0, timerThunk, context)
-        guard readEvent != nil, writeEvent != nil, timerEvent != nil else { return .failed(ENOMEM) }
-        let rc = address.withSockaddr { Glibc.connect(s, $0, $1) }
+        let error = channel.openStream(family: address.family)
+        guard error == 0 else { return .failed(error) }
+        let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
         if rc == 0 {
             socketState = .connected
             return .connected
         }
         guard errno == EINPROGRESS else { return .failed(errno) }
         socketState = .connecting
-        guard event_add(writeEvent, nil) == 0 else { return .failed(ENOMEM) }
+        guard channel.armWrite() else { return .failed(ENOMEM) }
         return .inProgress
     }
 
@@ -140,50 +116,32 @@ final class UpstreamTransport {
     /// fails the exchange: nothing would ever wake it).
     @discardableResult
     func armRead(timeout: Double?) -> Bool {
-        guard let ev = readEvent, let timer = timerEvent else { return false }
+        guard channel.isOpen else { return false }
         if readArmed && readTimeout == timeout { return true }
         // A change of deadline alone (a request on an idle pooled connection, or the
         // connection going back idle) leaves the fd's epoll interest as it is: a del + add
         // pair would reach the kernel as an epoll_ctl MOD each time.
-        if !readArmed {
-            guard event_add(ev, nil) == 0 else { return false }
-            readArmed = true
-        }
+        guard channel.setReadInterest(true) else { return false }
         readTimeout = timeout
-        readDeadline.set(timeout, event: timer)
+        channel.setDeadline(timeout)
         return true
     }
 
     func disarmRead() {
-        guard readArmed, let ev = readEvent else { return }
-        event_del(ev)
-        readArmed = false
+        guard readArmed else { return }
+        channel.setReadInterest(false)
         readTimeout = nil
-        readDeadline.disarmed()
+        channel.dropDeadline()
     }
 
     /// A read turn on the next loop iteration even with nothing new on the socket (to
     /// consume what is already in `input` after a pause), outside the caller's stack.
-    func activateRead() {
-        guard let ev = readEvent else { return }
-        event_active(ev, Int32(EV_READ), 0)
-    }
+    func activateRead() { channel.activateRead() }
 
     /// Write interest, after a short write (or for a handshake); false if libevent refused.
-    func armWrite(timeout: Double?) -> Bool {
-        guard let ev = writeEvent else { return false }
-        return Self.add(ev, timeout: timeout)
-    }
+    func armWrite(timeout: Double?) -> Bool { channel.armWrite(timeout: timeout) }
 
-    private static func add(_ ev: OpaquePointer, timeout: Double?) -> Bool {
-        guard let timeout else { return event_add(ev, nil) == 0 }
-        var tv = timeval(seconds: timeout)
-        return event_add(ev, &tv) == 0
-    }
-
-    func disarmWrite() {
-        if let ev = writeEvent { event_del(ev) }
-    }
+    func disarmWrite() { channel.disarmWrite() }
 
     /// One read from the socket into `input` (one readv into reserved buffer space; over
     /// TLS, records until OpenSSL wants the socket or `readSize` is decrypted).
@@ -192,7 +150,7 @@ final class UpstreamTransport {
         if let tls { return fillTLS(tls) }
         // Level-triggered (`EdgeTriggered` says why): the next wait reports what is left.
         var filled = false
-        let got = SocketRead.receive(fd, into: input, max: Int(Self.readSize), filled: &filled)
+        let got = input.receive(from: fd, max: Int(Self.readSize), filled: &filled)
         if got > 0 { return .bytes(got) }
         if got == 0 { return .eof }
         let error = errno
@@ -206,8 +164,8 @@ final class UpstreamTransport {
     func flush(timeout: Double?) -> Flush {
         guard fd >= 0, isConnected else { return .pending }
         if let tls { return flushTLS(tls, timeout: timeout) }
-        while evbuffer_get_length(output) > 0 {
-            let (result, full) = SocketWrite.send(fd, from: output)
+        while output.count > 0 {
+            let (result, full) = output.send(to: fd)
             if result == -Int(EINTR) { continue }
             if result < 0 && result != -Int(EAGAIN) && result != -Int(EWOULDBLOCK) { return .failed(Int32(-result)) }
             if result <= 0 || full { return armWrite(timeout: timeout) ? .pending : .failed(ENOMEM) }
@@ -215,7 +173,7 @@ final class UpstreamTransport {
         return .done
     }
 
-    var pendingOutput: Int { evbuffer_get_length(output) }
+    var pendingOutput: Int { output.count }
 
     /// One plain read straight into `buffer`, past `input` (a tunnel's direct relay; not
     /// for TLS).
@@ -228,13 +186,13 @@ final class UpstreamTransport {
         return error == EAGAIN || error == EWOULDBLOCK || error == EINTR ? .wouldBlock : .failed(error)
     }
 
-    /// Writes `bytes` now when nothing is queued before them (one send, no evbuffer); what
+    /// Writes `bytes` now when nothing is queued before them (one send, not through the queue); what
     /// the socket does not take, or everything when output waits, is queued and goes out
     /// as `flush` would send it.
     func send(_ bytes: UnsafeRawBufferPointer, timeout: Double?) -> Flush {
         var sent = 0
-        if fd >= 0, isConnected, tls == nil, evbuffer_get_length(output) == 0 {
-            let n = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+        if fd >= 0, isConnected, tls == nil, output.count == 0 {
+            let n = channel.send(bytes)
             if n == bytes.count { return .done }
             if n > 0 {
                 sent = n
@@ -242,10 +200,10 @@ final class UpstreamTransport {
                 return .failed(errno)
             }
             // The socket is full: queue the rest and wait for writable.
-            _ = evbuffer_add(output, bytes.baseAddress! + sent, bytes.count - sent)
+            output.append(UnsafeRawBufferPointer(rebasing: bytes[sent...]))
             return armWrite(timeout: timeout) ? .pending : .failed(ENOMEM)
         }
-        _ = evbuffer_add(output, bytes.baseAddress, bytes.count)
+        output.append(bytes)
         return flush(timeout: timeout)
     }
 
@@ -268,65 +226,47 @@ final class UpstreamTransport {
     }
 
     private func releaseSocket() {
-        readArmed = false
         readTimeout = nil
-        readDeadline.disarmed()
         // The SSL object goes before its socket.
         tls = nil
         tlsWait = .none
-        if let ev = readEvent {
-            event_del(ev)
-            event_free(ev)
-        }
-        if let ev = writeEvent {
-            event_del(ev)
-            event_free(ev)
-        }
-        if let ev = timerEvent {
-            event_del(ev)
-            event_free(ev)
-        }
-        readEvent = nil
-        writeEvent = nil
-        timerEvent = nil
-        if fd >= 0 { _ = Glibc.close(fd) }
-        fd = -1
+        channel.close()
     }
 
     /// Who gets the events: the owner, else the handler. A strong reference for the call.
     private var receiver: UpstreamTransportHandler? { owner ?? handler }
 
-    fileprivate func readReady(_ what: Int16) {
+}
+
+// The channel holds this transport for each event's call (its retain rule), so a receiver
+// that lets go of the transport meanwhile does not free it mid-call.
+extension UpstreamTransport: SocketChannelHandler {
+    func channelReadable(_ events: SocketEvents) {
         // Bytes (or an end) came: the idle time starts again.
-        if let readTimeout, let timer = timerEvent { readDeadline.set(readTimeout, event: timer) }
-        withExtendedLifetime(self) {
-            if tlsWait.readableRetriesWrite() {
-                receiver?.transportWritable(self, timedOut: false)
-            }
-            receiver?.transportReadable(self, timedOut: false)
+        if let readTimeout { channel.setDeadline(readTimeout) }
+        if tlsWait.readableRetriesWrite() {
+            receiver?.transportWritable(self, timedOut: false)
         }
+        receiver?.transportReadable(self, timedOut: false)
     }
 
-    /// The read deadline's timer: the read timeout passed if the deadline says so.
-    fileprivate func timerFired() {
-        guard let timer = timerEvent, readDeadline.fired(event: timer) else { return }
-        withExtendedLifetime(self) { receiver?.transportReadable(self, timedOut: true) }
+    /// The read timeout passed.
+    func channelDeadlinePassed() {
+        receiver?.transportReadable(self, timedOut: true)
     }
 
-    fileprivate func writeReady(_ what: Int16) {
-        withExtendedLifetime(self) {
-            if socketState == .connecting {
-                var error: Int32 = 0
-                var length = socklen_t(MemoryLayout<Int32>.size)
-                if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
-                socketState = error == 0 ? .connected : .none
-                receiver?.transportConnected(self, error: error)
-            } else if what & Int16(EV_WRITE) != 0 && tlsWait.writableRetriesRead() {
-                receiver?.transportReadable(self, timedOut: false)
-                if evbuffer_get_length(output) > 0 { receiver?.transportWritable(self, timedOut: false) }
-            } else {
-                receiver?.transportWritable(self, timedOut: what & Int16(EV_WRITE) == 0)
-            }
+    func channelWritable(_ events: SocketEvents) {
+        if socketState == .connecting {
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            if getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 { error = errno }
+            socketState = error == 0 ? .connected : .none
+            receiver?.transportConnected(self, error: error)
+        } else if events.contains(.writable) && tlsWait.writableRetriesRead() {
+            receiver?.transportReadable(self, timedOut: false)
+            if output.count > 0 { receiver?.transportWritable(self, timedOut: false) }
+        } else {
+            receiver?.transportWritable(self, timedOut: !events.contains(.writable))
         }
     }
 }
@@ -376,20 +316,4 @@ extension UpstreamTransport {
         case .failed: return .failed(EPIPE)
         }
     }
-}
-
-private func transport(_ arg: UnsafeMutableRawPointer?) -> UpstreamTransport {
-    Unmanaged<UpstreamTransport>.fromOpaque(arg!).takeUnretainedValue()
-}
-
-private func readThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
-    transport(arg).readReady(what)
-}
-
-private func writeThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
-    transport(arg).writeReady(what)
-}
-
-private func timerThunk(_ fd: Int32, _ what: Int16, _ arg: UnsafeMutableRawPointer?) {
-    transport(arg).timerFired()
 }

@@ -69,7 +69,7 @@ struct ResponseChainTests {
         HTTPResponseHead(status: status, fields: HTTP1Fields(fields))
     }
 
-    static func chunk(_ s: String) -> BodyChunk { OwnedBuffer(Array(s.utf8)).chunk }
+    static func chunk(_ s: String) -> BodyChunk { ByteQueue(Array(s.utf8)).chunk }
 
     static func pool(_ h: StageHarness) -> UpstreamPool {
         UpstreamPool(
@@ -166,7 +166,7 @@ struct ResponseChainTests {
 
         let held = Chain([try Self.signer()], h)
         held.first.head(Self.head(200, [("Content-Type", "application/json")]), bodyLength: nil)
-        held.first.body(OwnedBuffer([UInt8](repeating: 0x20, count: ResponseSigner.maxBytes + 1)).chunk)
+        held.first.body(ByteQueue([UInt8](repeating: 0x20, count: ResponseSigner.maxBytes + 1)).chunk)
         #expect(held.control.asked == ["502 unsignable_answer"] && held.writer.events.isEmpty)
     }
 

@@ -189,7 +189,7 @@ final class ScriptedRequestBody: RequestBody {
     private func step() -> Bool {
         guard let sink, !paused else { return false }
         if let chunk = chunks.popFirst() {
-            let buffer = OwnedBuffer(chunk)
+            let buffer = ByteQueue(chunk)
             sink.requestBody(buffer.chunk)
             delivered += chunk.count
             precondition(buffer.count == 0, "the sink must move the whole chunk")

@@ -1,4 +1,3 @@
-internal import CEvent
 internal import CNghttp2
 
 /// nghttp2's callbacks (wired in `UpstreamH2Session`): each records on the stream's call
@@ -90,7 +89,7 @@ extension UpstreamH2Connection {
             if let session { nghttp2_session_consume_connection(session, bytes.count) }
             return 0
         }
-        evbuffer_add(stream.received.buffer, bytes.baseAddress, bytes.count)
+        stream.received.append(bytes)
         stream.lastActivity = LazyDeadline.now()
         touch(call, stream)
         return 0
@@ -116,7 +115,7 @@ extension UpstreamH2Connection {
         }
         let n = min(length, stream.output.count)
         if n > 0 {
-            evbuffer_remove(stream.output.buffer, buffer, n)
+            _ = stream.output.remove(into: UnsafeMutableRawBufferPointer(start: buffer, count: n))
             stream.keepForReplay(UnsafeRawBufferPointer(start: buffer, count: n))
         }
         if stream.output.count == 0 {

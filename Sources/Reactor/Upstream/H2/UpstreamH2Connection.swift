@@ -1,4 +1,3 @@
-internal import CEvent
 internal import CNghttp2
 
 /// One HTTP/2 connection to an upstream (RFC 9113), carrying many calls at once as streams.
@@ -203,18 +202,17 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
         let input = transport.input
         inSession = true
         defer { inSession = false }
-        while evbuffer_get_length(input) > 0 {
-            var vector = iovec()
-            evbuffer_peek(input, -1, nil, &vector, 1)
+        while input.count > 0 {
+            let chunk = input.front
             let n = nghttp2_session_mem_recv(
-                session, vector.iov_base.assumingMemoryBound(to: UInt8.self), vector.iov_len)
+                session, chunk.baseAddress!.assumingMemoryBound(to: UInt8.self), chunk.count)
             if n < 0 {
                 // A protocol error from the upstream: GOAWAY is queued, every stream fails.
                 inSession = false
                 fail(.invalidResponse)
                 return
             }
-            evbuffer_drain(input, n)
+            input.drain(n)
         }
     }
 
@@ -260,7 +258,7 @@ final class UpstreamH2Connection: UpstreamTransportHandler {
                     return
                 }
                 if n == 0 { break }
-                evbuffer_add(transport.output, data, n)
+                transport.output.append(UnsafeRawBufferPointer(start: data, count: n))
             }
             inSession = false
             // A body paused at the high-water mark goes on once the provider took enough.

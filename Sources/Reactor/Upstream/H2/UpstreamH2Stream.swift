@@ -1,5 +1,3 @@
-internal import CEvent
-
 /// One request's stream on an HTTP/2 upstream connection (RFC 9113 §5): what nghttp2's
 /// callbacks recorded of the response and has not reached the call's delegate yet, and the
 /// request body bytes waiting for the data provider. Held by its `UpstreamCall`; the
@@ -22,7 +20,7 @@ final class UpstreamH2Stream {
     var headSeen = false
     /// Body bytes received and not yet taken by the delegate: not yet credited to the
     /// upstream's window, so the window bounds them.
-    let received = OwnedBuffer()
+    let received = ByteQueue()
     var trailers: HTTP1Fields?
     /// The upstream's END_STREAM came.
     var ended = false
@@ -35,7 +33,7 @@ final class UpstreamH2Stream {
 
     // The request body.
     /// Bytes queued for DATA frames.
-    let output = OwnedBuffer()
+    let output = ByteQueue()
     /// The data provider said DEFERRED: nghttp2 waits for `resume_data`.
     var deferred = false
     /// The provider handed nghttp2 the body's end (or there was no body).
@@ -44,7 +42,7 @@ final class UpstreamH2Stream {
     /// go again when the upstream refuses the stream unprocessed (REFUSED_STREAM, RFC 9113
     /// §8.7: a server at its stream limit does). Made on the first DATA; dropped, and
     /// `replayable` false, once the body is past `replayLimit`.
-    private var sent: OwnedBuffer?
+    private var sent: ByteQueue?
     private var replayable = true
     static let replayLimit = 64 << 10
 
@@ -60,22 +58,22 @@ final class UpstreamH2Stream {
     /// Keeps what went into DATA frames while the body is small enough to send again.
     func keepForReplay(_ bytes: UnsafeRawBufferPointer) {
         guard replayable else { return }
-        let kept = sent ?? OwnedBuffer()
+        let kept = sent ?? ByteQueue()
         if kept.count + bytes.count > Self.replayLimit {
             sent = nil
             replayable = false
         } else {
-            evbuffer_add(kept.buffer, bytes.baseAddress, bytes.count)
+            kept.append(bytes)
             sent = kept
         }
     }
 
     /// The whole body again, for a new stream: what was sent, then what was not yet. nil
     /// when it was not kept.
-    func takeReplay() -> OwnedBuffer? {
+    func takeReplay() -> ByteQueue? {
         guard replayable else { return nil }
-        let whole = sent ?? OwnedBuffer()
-        evbuffer_add_buffer(whole.buffer, output.buffer)
+        let whole = sent ?? ByteQueue()
+        whole.append(allOf: output)
         sent = nil
         replayable = false
         return whole
