@@ -100,7 +100,7 @@ struct GRPCRefusalTests {
         head.fields.append("WWW-Authenticate", "Bearer realm=\"api\"")
         head.fields.append("DPoP-Nonce", "n-1")
         head.trailersOnly = true
-        let length = HTTP2ConnectionHandler.announcedLength(head, body: [], noBody: false)
+        let length = HTTP2Stream.announcedLength(head, body: [], noBody: false)
         #expect(length == nil)
         let fields = HTTP2ResponseFields(head, contentLength: length, date: [])
         #expect(
@@ -111,7 +111,7 @@ struct GRPCRefusalTests {
             ])
         // The same empty body in a plain answer keeps its content-length: 0.
         head.trailersOnly = false
-        #expect(HTTP2ConnectionHandler.announcedLength(head, body: [], noBody: false) == 0)
+        #expect(HTTP2Stream.announcedLength(head, body: [], noBody: false) == 0)
     }
 
     /// The engine's own refusals (431, 400, 417) see the content-type read before the block

@@ -228,6 +228,49 @@ struct HTTP1ServerTests {
         #expect(harness.onLoop { maxPending } <= 2 * (64 << 10))
     }
 
+    /// An exchange its connection has moved past is inert: its body is gone and an answer
+    /// through it reaches nobody, so a late call (a responder that outlived its request)
+    /// cannot take the next request's body or write into the next answer.
+    @Test func anExchangeTheConnectionMovedPastIsInert() throws {
+        var exchanges: [ServerExchange] = []
+        var lateBody: Result<[UInt8], RequestBodyFailure>?
+        var secondBody: Result<[UInt8], RequestBodyFailure>?
+        let harness = try HTTP1ServerHarness { exchange in
+            exchanges.append(exchange)
+            guard exchanges.count == 2 else {
+                return exchange.responder.respond(status: 200, body: Array(exchange.head.target.utf8))
+            }
+            // The second request: the first exchange, answered and written, is called again.
+            guard let first = exchanges[0].body as? HTTP1ServerExchange else {
+                Issue.record("the HTTP/1.1 engine's request body is its exchange")
+                return exchange.responder.respond(status: 500)
+            }
+            #expect(!first.isConnected)
+            first.collect(limit: 1 << 10) { lateBody = $0 }
+            first.sendResponse(HTTPResponseHead(status: 500), body: Array("stray".utf8), close: true)
+            first.startResponse(HTTPResponseHead(status: 500), close: true)
+            first.sendBody(ByteQueue("stray").chunk)
+            first.endResponse()
+            exchange.body.collect(limit: 1 << 10) { result in
+                secondBody = result
+                exchange.responder.respond(status: 200, body: (try? result.get()) ?? [])
+            }
+        }
+        defer { harness.stop() }
+        let client = try TestClient(port: harness.port)
+        client.send("GET /1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.readResponse()?.text == "/1")
+        client.send("POST /2 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        let second = try #require(client.readResponse())
+        #expect(second.status == 200 && second.text == "hello")
+        // Nothing stray between the answers: the next one follows at once, on the same
+        // connection.
+        client.send("GET /3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.readResponse()?.text == "/3")
+        #expect(harness.onLoop { lateBody.map { if case .failure(.clientGone) = $0 { true } else { false } } } == true)
+        #expect(harness.onLoop { secondBody.map { (try? $0.get()) == Array("hello".utf8) } } == true)
+    }
+
     @Test func dateIsIMFFixdate() {
         #expect(HTTPDateCache.imfFixdate(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
         var now = 784_111_777

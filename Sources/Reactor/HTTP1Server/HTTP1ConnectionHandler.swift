@@ -3,9 +3,10 @@ import Glibc
 /// HTTP/1.1 on one client connection: feeds the connection's input to a strict
 /// `HTTP1RequestParser` in place, one exchange at a time (a pipelined request waits in the
 /// input until the answer before it is in the output), and owns the connection's deadlines.
-/// Request bodies (`+Body`) are read only when the gateway asks; responses (`+Response`)
-/// are framed here. Re-entrancy: the gateway may answer, read or pause from inside any
-/// callback; `drive()` then only notes that there is more to do. Loop-thread only.
+/// Request bodies (`+Body`) are read only when the gateway asks; responses are framed by
+/// the exchange (`HTTP1ServerExchange+Response`). Re-entrancy: the gateway may answer, read
+/// or pause from inside any callback; `drive()` then only notes that there is more to do.
+/// Loop-thread only.
 final class HTTP1ConnectionHandler: ServerConnectionHandler {
     /// What the one connection deadline currently means.
     enum Deadline {
@@ -205,6 +206,26 @@ final class HTTP1ConnectionHandler: ServerConnectionHandler {
         // head cut short.
         let mayStillSend = input.count > 0 || !parser.isIdle || current.map { !$0.body.complete } == true
         connection.finish(linger: mayStillSend)
+    }
+
+    /// Answers a request the parser refused (or a head that came too late) and closes. The
+    /// gateway never sees such a request.
+    func refuse(status: Int, description: String) {
+        let (head, body) = Self.refusal(status: status, description: description)
+        HTTP1ResponseEncoder.appendHead(
+            head, contentLength: UInt64(body.count),
+            chunked: false, persistence: .close, date: context.dates.fieldLine, to: connection.output)
+        connection.output.append(body)
+        closeAfterOutput()
+    }
+
+    /// The answer to a request the engine refuses itself, whatever the protocol: a JSON
+    /// body with a fixed phrase (what is wrong, never the bytes that were).
+    static func refusal(status: Int, description: String) -> (HTTPResponseHead, [UInt8]) {
+        var fields = HTTP1Fields()
+        fields.append("Content-Type", "application/json")
+        let body = Array("{\"error\":\"invalid_request\",\"error_description\":\"\(description)\"}".utf8)
+        return (HTTPResponseHead(status: status, fields: fields), body)
     }
 
     // MARK: switching protocols

@@ -1,9 +1,9 @@
 /// One request on an HTTP/1.1 connection as the seam sees it: the `ResponseTransport` its
-/// responder answers through and the `RequestBody` the gateway reads, both forwarding to the
-/// connection's `HTTP1ConnectionHandler`, which keeps the state here. Holds the handler (and
-/// so the connection) only while the exchange is on it: once its answer is written out or
-/// the connection closes, the exchange is detached and inert (`isConnected` false, every
-/// call a no-op). Loop-thread only.
+/// responder answers through (`+Response`) and the `RequestBody` the gateway reads
+/// (`+Body`), writing to and reading from its connection's `HTTP1ConnectionHandler`. Holds
+/// the handler (and so the connection) only while the exchange is on it: once its answer is
+/// written out or the connection closes, the exchange is detached and inert (`isConnected`
+/// false, every call a no-op). Loop-thread only.
 final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     /// How the response body is framed on the wire.
     enum ResponseFraming {
@@ -60,7 +60,7 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     }
 
     /// This exchange's handler, while it is the connection's current one.
-    private var active: HTTP1ConnectionHandler? {
+    var active: HTTP1ConnectionHandler? {
         guard let handler, handler.current === self else { return nil }
         return handler
     }
@@ -71,15 +71,6 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
     var pendingOutput: Int { handler?.pendingOutput ?? 0 }
     func attach(_ responder: Responder) { self.responder = responder }
 
-    func sendResponse(_ head: HTTPResponseHead, body: [UInt8], close: Bool) {
-        active?.sendResponse(self, head, body: body, close: close)
-    }
-
-    func sendInterim(_ head: HTTPResponseHead) { active?.sendInterim(self, head) }
-    func startResponse(_ head: HTTPResponseHead, close: Bool) { active?.startResponse(self, head, close: close) }
-    func sendBody(_ chunk: BodyChunk) { active?.sendBody(self, chunk) }
-    func endResponse() { active?.endResponse(self) }
-    func abortResponse() { handler?.abort(self) }
     /// The client is gone and `transportClosed` was reported at close: nothing to release.
     func discardResponse() {}
 
@@ -109,30 +100,6 @@ final class HTTP1ServerExchange: ResponseTransport, RequestBody {
         }
         return true
     }
-
-    func sendContinue() { active?.sendContinue(self) }
-
-    func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
-        guard let handler = active else {
-            done(.failure(.clientGone))
-            return
-        }
-        handler.collect(self, limit: limit, done)
-    }
-
-    func stream(to sink: RequestBodySink) { stream(to: sink, limit: .server) }
-
-    func stream(to sink: RequestBodySink, limit: StreamedBodyLimit) {
-        guard let handler = active else {
-            sink.requestBodyFailed(.clientGone)
-            return
-        }
-        handler.stream(self, to: sink, limit: limit)
-    }
-
-    func pause() { active?.pause(self) }
-    func resume() { active?.resume(self) }
-    func discard() { active?.discard(self) }
 
     // MARK: from the handler
 

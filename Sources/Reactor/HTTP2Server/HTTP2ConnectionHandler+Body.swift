@@ -1,77 +1,11 @@
 internal import CNghttp2
 
-/// Request bodies on HTTP/2: DATA frames collect in the stream's `received` buffer and are
-/// handed on only as the gateway asks (`collect`, `stream`, `resume`); bytes are credited
-/// to the client's stream and connection windows (`nghttp2_session_consume`) only once
-/// handed on or dropped, so an unread or paused body stops the client at its window
-/// instead of filling memory. `Expect: 100-continue` is answered as on HTTP/1.1: when the
-/// gateway says so or as the body is first asked for (RFC 9110 §10.1.1).
+/// Request bodies on HTTP/2, the connection's side: DATA frames collect in the stream's
+/// `received` buffer and are handed on only as the gateway asks (`HTTP2Stream+Body`); bytes
+/// are credited to the client's stream and connection windows (`nghttp2_session_consume`)
+/// only once handed on or dropped, so an unread or paused body stops the client at its
+/// window instead of filling memory.
 extension HTTP2ConnectionHandler {
-    func collect(_ s: HTTP2Stream, limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
-        thread.check()
-        guard case .unclaimed = s.body.consumer else {
-            assertionFailure("a request body is read once")
-            return done(.failure(.malformed))
-        }
-        let limit = min(limit, context.options.maxBodySize)
-        if let n = s.contentLength, n > UInt64(limit) {
-            // Refused on its announced length, before a byte is read (and with no 100).
-            s.body.consumer = .finished
-            done(.failure(.tooLarge))
-            return deliverBody(s)
-        }
-        s.body.consumer = .collecting(limit: limit, into: ByteQueue(), done: done)
-        startReading(s)
-    }
-
-    func stream(_ s: HTTP2Stream, to sink: RequestBodySink, limit: StreamedBodyLimit) {
-        thread.check()
-        guard case .unclaimed = s.body.consumer else {
-            assertionFailure("a request body is read once")
-            return sink.requestBodyFailed(.malformed)
-        }
-        s.body.streamTotal = limit.total ?? context.options.maxBodySize
-        s.body.grpcMessages = limit.messages.map(GRPCMessageCounter.init)
-        if let n = s.contentLength, n > UInt64(s.body.streamTotal) {
-            s.body.consumer = .finished
-            sink.requestBodyFailed(.tooLarge)
-            return deliverBody(s)
-        }
-        s.body.consumer = .streaming(sink)
-        startReading(s)
-    }
-
-    func resume(_ s: HTTP2Stream) {
-        thread.check()
-        let now = LazyDeadline.now()
-        guard s.body.resume(now: now) else { return }
-        s.lastBodyAt = now
-        deliverBody(s)
-        drive()
-    }
-
-    func discard(_ s: HTTP2Stream) {
-        thread.check()
-        guard case .unclaimed = s.body.consumer else { return }
-        s.body.consumer = .discarding(remaining: nil)
-        deliverBody(s)
-        drive()
-    }
-
-    func sendContinue(_ s: HTTP2Stream) {
-        thread.check()
-        guard s.expectsContinue else { return }
-        sendInterim(s, HTTPResponseHead(status: 100))
-    }
-
-    private func startReading(_ s: HTTP2Stream) {
-        sendContinue(s)
-        s.lastBodyAt = LazyDeadline.now()
-        s.body.startPace(context.options.bodyPace, now: s.lastBodyAt)
-        deliverBody(s)
-        drive()
-    }
-
     /// Whether the stream's body is being read now (its silence is timed).
     func readsBody(_ s: HTTP2Stream) -> Bool {
         guard s.started, !s.body.complete else { return false }

@@ -244,7 +244,7 @@ final class HTTP2ConnectionHandler: ServerConnectionHandler {
         }
         switch stream.headers.head() {
         case .failure(let refusal):
-            refuse(stream, status: refusal.status, description: refusal.description, grpc: stream.headers.grpcCall)
+            stream.refuse(status: refusal.status, description: refusal.description, grpc: stream.headers.grpcCall)
         case .success(let head):
             stream.isHEAD = head.methodName == "HEAD"
             stream.contentLength = head.fields.first("content-length").flatMap { UInt64($0) }

@@ -1,9 +1,9 @@
 /// One request on an HTTP/2 connection (one stream, RFC 9113 §5) as the seam sees it: the
-/// `ResponseTransport` its responder answers through and the `RequestBody` the gateway
-/// reads, both forwarding to the connection's `HTTP2ConnectionHandler`, which keeps the
-/// state here. Holds the handler only while the stream is on it: once its answer is
-/// written out, or the stream or the connection closes first, the stream is detached and
-/// inert (`isConnected` false, every call a no-op). Loop-thread only.
+/// `ResponseTransport` its responder answers through (`+Response`) and the `RequestBody`
+/// the gateway reads (`+Body`), framed and credited by the connection's
+/// `HTTP2ConnectionHandler`. Holds the handler only while the stream is on it: once its
+/// answer is written out, or the stream or the connection closes first, the stream is
+/// detached and inert (`isConnected` false, every call a no-op). Loop-thread only.
 final class HTTP2Stream: ResponseTransport, RequestBody {
     /// The request side, as the gateway sees it: the header block arriving, complete, then
     /// handed to the gateway (its exchange open until answered), or never started.
@@ -170,19 +170,6 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     var highWater: Int { 64 << 10 }
     func attach(_ responder: Responder) { self.responder = responder }
 
-    func sendResponse(_ head: HTTPResponseHead, body: [UInt8], close: Bool) {
-        handler?.sendResponse(self, head, body: body)
-    }
-
-    func sendInterim(_ head: HTTPResponseHead) { handler?.sendInterim(self, head) }
-    func startResponse(_ head: HTTPResponseHead, close: Bool) { handler?.startResponse(self, head) }
-    func sendBody(_ chunk: BodyChunk) {
-        guard let handler else { return chunk.drop() }
-        handler.sendBody(self, chunk)
-    }
-    func endResponse() { handler?.endResponse(self) }
-    func sendTrailers(_ fields: HTTP1Fields) { trailers = fields }
-    func abortResponse() { handler?.abort(self) }
     /// The client is gone and `transportClosed` was reported; the gateway has now answered.
     func discardResponse() { endExchange() }
     /// No HTTP/1.1 upgrade on HTTP/2 (RFC 9113 §8.6), and extended CONNECT (RFC 8441) is
@@ -209,24 +196,6 @@ final class HTTP2Stream: ResponseTransport, RequestBody {
     var expectsContinue: Bool {
         expectsContinueField && !body.continueSent && !body.complete && response == .waiting
     }
-
-    func sendContinue() { handler?.sendContinue(self) }
-
-    func collect(limit: Int, _ done: @escaping (Result<[UInt8], RequestBodyFailure>) -> Void) {
-        guard let handler else { return done(.failure(.clientGone)) }
-        handler.collect(self, limit: limit, done)
-    }
-
-    func stream(to sink: RequestBodySink) { stream(to: sink, limit: .server) }
-
-    func stream(to sink: RequestBodySink, limit: StreamedBodyLimit) {
-        guard let handler else { return sink.requestBodyFailed(.clientGone) }
-        handler.stream(self, to: sink, limit: limit)
-    }
-
-    func pause() { _ = body.pause(now: LazyDeadline.now()) }
-    func resume() { handler?.resume(self) }
-    func discard() { handler?.discard(self) }
 
     // MARK: from the handler
 
