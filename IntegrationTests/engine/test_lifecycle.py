@@ -7,7 +7,7 @@ import threading
 
 import requests
 
-from support.gateway import BIN, basic_config
+from support.gateway import BIN, basic_config, free_port
 from support.waiting import wait_for
 
 
@@ -95,6 +95,26 @@ def test_check_config_and_version(upstream):
     r = subprocess.run([BIN, "serve", "--config", bad], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2
     assert "ordres" in r.stderr
+
+
+def test_a_second_gateway_on_a_held_port_fails_instead_of_sharing_it(upstream, gateway_factory):
+    """The workers listen with SO_REUSEPORT; a second process of the same user could join that
+    group and silently take a share of the first one's connections (two configurations on one
+    address). It must fail to start, naming the address, and the first goes on serving."""
+    first = gateway_factory(basic_config(upstream.port))
+    d = tempfile.mkdtemp()
+    for what, port, admin in (("listener", first.port, free_port()), ("admin listener", free_port(), first.admin)):
+        path = os.path.join(d, "second.yaml")
+        with open(path, "w") as f:
+            f.write(basic_config(upstream.port).replace("{PORT}", str(port)).replace("{ADMIN}", str(admin)))
+        r = subprocess.run([BIN, "serve", "--config", path], capture_output=True, text=True, timeout=10)
+        assert r.returncode != 0, what
+        held = first.port if what == "listener" else first.admin
+        assert f"127.0.0.1:{held}: address in use" in r.stdout + r.stderr, (what, r.stdout, r.stderr)
+    # Every request still reaches the first gateway's upstream, on a new connection each time
+    # (the kernel would spread those across a shared group).
+    for _ in range(20):
+        assert requests.get(first.url("/echo"), headers={"Connection": "close"}).json()["path"] == "/echo"
 
 
 def test_reload_applies_new_limits(upstream, gateway_factory):

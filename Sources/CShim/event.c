@@ -37,6 +37,31 @@ int tg_reuseport_listener(const char *host, unsigned short port, int backlog) {
     return fd;
 }
 
+int tg_listen_address_free(const char *host, unsigned short port) {
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+    char portstr[8];
+    snprintf(portstr, sizeof portstr, "%u", (unsigned)port);
+    int rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc != 0 || res == NULL) { errno = EINVAL; return -1; }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) { freeaddrinfo(res); return -1; }
+    int one = 1;
+    int result = 0;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+        bind(fd, res->ai_addr, res->ai_addrlen) < 0) {
+        result = -1;
+    }
+    int saved = errno;
+    close(fd);
+    freeaddrinfo(res);
+    errno = saved;
+    return result;
+}
+
 int tg_socket_connected(int fd) {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;

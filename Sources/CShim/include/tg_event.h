@@ -9,6 +9,10 @@
 /// listening; one per worker so the kernel spreads connections across workers.
 /// Returns the fd or -1 with errno set.
 int tg_reuseport_listener(const char *host, unsigned short port, int backlog);
+/// Binds a socket to host:port without SO_REUSEPORT (with SO_REUSEADDR, so a connection in
+/// TIME_WAIT does not count) and closes it: 0 when the address is free, -1 with errno set
+/// (EADDRINUSE: a socket listens there, whatever its options).
+int tg_listen_address_free(const char *host, unsigned short port);
 /// Whether the socket `fd` has completed its TCP connect (getpeername succeeds).
 int tg_socket_connected(int fd);
 #endif

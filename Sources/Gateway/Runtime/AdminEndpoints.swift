@@ -29,6 +29,7 @@ final class AdminEndpoints {
         let server = HTTPServer(loop: loop, options: options, tls: tls) { [unowned self] exchange in
             self.handle(exchange)
         }
+        try Listener.claim(host: addr.host, port: addr.port)
         try server.serve(listeningSocket: try Listener.open(host: addr.host, port: addr.port))
         self.server = server
     }

@@ -96,6 +96,7 @@ public final class GatewayServer {
             limit: config.limits.requestSpoolTotal,
             perSource: Int(Double(config.limits.requestSpoolTotal) * config.limits.requestSpoolPerClient))
         self.requestSpoolBudget = requestSpoolBudget
+        for l in config.listeners { try Listener.claim(host: l.address.host, port: l.address.port) }
         for id in 0..<config.workers {
             let worker = Worker(
                 id: id, config: config, log: log, processPrefix: prefix, stores: stores, wallClock: wallClock,

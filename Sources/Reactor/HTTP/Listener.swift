@@ -13,6 +13,18 @@ public enum Listener {
         return fd
     }
 
+    /// Fails when a socket already listens on `host:port`. The workers' sockets share their
+    /// address (SO_REUSEPORT), and so would those of any other process of the same user that
+    /// asked for it: a second gateway started on a port an older one still holds would take
+    /// a share of its connections, two configurations serving one address. One bind
+    /// without SO_REUSEPORT, before the first worker's socket, makes that an error instead,
+    /// as nginx's "Address already in use". (Port 0 asks for a free port: nothing to check.)
+    public static func claim(host: String, port: UInt16) throws {
+        guard port != 0, tg_listen_address_free(host, port) != 0 else { return }
+        let reason = errno == EADDRINUSE ? "address in use" : String(cString: strerror(errno))
+        throw ReactorError("cannot listen on \(host):\(port): \(reason)")
+    }
+
     /// The local port a socket is bound to (after binding port 0 for a free one).
     public static func port(of fd: Int32) -> UInt16 {
         var addr = sockaddr_in()
