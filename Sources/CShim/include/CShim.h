@@ -14,4 +14,5 @@
 #include "tg_tls.h"
 #include "tg_tls_server.h"
 #include "tg_socket.h"
+#include "tg_memory.h"
 #endif

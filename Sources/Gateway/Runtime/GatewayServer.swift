@@ -247,8 +247,17 @@ public final class GatewayServer {
             modules?.apply(new)
             let router = Router(routes: new.routes)
             let routes = new.routes.map(SharedRoute.init)
+            // Once every worker has let go of its old plans, the memory the old config and
+            // the new parse held goes back to the system.
+            var applying = workers.count
             for w in workers {
-                w.loop.execute { w.apply(new, router: router, routes: routes) }
+                w.loop.execute { [mainLoop] in
+                    w.apply(new, router: router, routes: routes)
+                    mainLoop.execute {
+                        applying -= 1
+                        if applying == 0 { FreedMemory.release() }
+                    }
+                }
             }
             log.info("config reloaded", metadata: ["routes": .stringConvertible(new.routes.count)])
         }
