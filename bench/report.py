@@ -400,11 +400,72 @@ def main(workdir, out_path):
             s["targets_met"] = checks
             missed |= not all(checks.values())
         result["scenarios"][scenario] = s
+    if meta.get("paced"):
+        missed |= paced_report(workdir, meta, result)
     with open(out_path, "w") as f:
         json.dump(result, f, indent=2)
         f.write("\n")
     print()
     print(f"results: {out_path}" + ("  (some targets missed)" if missed else ""))
+
+
+# The signature check each crypto-bound scenario makes per request (`openssl speed`'s name in
+# verify.tsv): one RS256 or ES256 token check with the cache off, one ES256 DPoP proof (the
+# token itself is cached), one Ed25519 message signature.
+PACED_CHECKS = {
+    "bearer-rs256-nocache": "rs256", "bearer-es256-nocache": "es256",
+    "dpop-es256": "es256", "dpop-es256-redis": "es256", "signature-ed25519": "ed25519",
+}
+# A crypto-bound route may cost `none`'s CPU per request plus this many times its check's own.
+TARGET_PACED_FACTOR = 1.1
+
+
+def paced_report(workdir, meta, result):
+    """PACED=N: every scenario ran at the same offered rate, so CPU per request compares
+    without charging a slower route for running at a lower rate. True when a target is missed."""
+    verify = {}
+    try:
+        for line in open(f"{workdir}/verify.tsv"):
+            name, us = line.split("\t")
+            verify[name] = float(us)
+    except FileNotFoundError:
+        pass
+    scenarios = result["scenarios"]
+    none = scenarios.get("none", {})
+    base = none.get("tokengate_cpu_us_per_request")
+    print()
+    print(f"fixed offered rate: {meta['paced']} req/s over {meta['connections']} connections "
+          f"(lua/paced.lua); CPU per request of all tokengate's threads, medians")
+    print("  signature checks' own cost (openssl speed, one core, same sitting): "
+          + ", ".join(f"{k} {v:.1f} us" for k, v in sorted(verify.items())))
+    if base is None:
+        print("  (no `none` scenario in this run: nothing to compare with)")
+        return False
+    rate = none["targets"]["tokengate"]["rps"]
+    print(f"  {'scenario':<24}{'req/s':>9}{'CPU us':>9}{'- none':>9}{'check':>9}{'budget':>9}  target")
+    print(f"  {'none':<24}{rate:>9.0f}{base:>9.1f}")
+    missed = False
+    paced = {"rate": meta["paced"], "none_cpu_us": base, "none_rps": rate, "checks_us": verify, "routes": {}}
+    for name, s in scenarios.items():
+        own = s.get("tokengate_cpu_us_per_request")
+        if name == "none" or own is None:
+            continue
+        rps = s["targets"]["tokengate"]["rps"]
+        check = verify.get(PACED_CHECKS.get(name, ""))
+        row = {"rps": rps, "cpu_us": own, "over_none_us": own - base}
+        line = f"  {name:<24}{rps:>9.0f}{own:>9.1f}{own - base:>9.1f}"
+        if check is not None:
+            budget = base + TARGET_PACED_FACTOR * check
+            met = own <= budget
+            missed |= not met
+            row.update({"check_us": check, "budget_us": budget, "met": met})
+            line += f"{check:>9.1f}{budget:>9.1f}  <= none + {TARGET_PACED_FACTOR} x check: {verdict(met)}"
+        else:
+            line += f"{'':>18}  (no signature check per request)"
+        print(line)
+        paced["routes"][name] = row
+    result["paced"] = paced
+    return missed
 
 
 if __name__ == "__main__":

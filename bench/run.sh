@@ -15,6 +15,10 @@
 #        allocator setting)  PERF_OUT=FILE (perf record -g tokengate's first round into FILE)
 #        FLOOR_BIN=path (the floor-* scenarios' binary, built with
 #        bench/experiments/verify-floor.patch; default TOKENGATE_BIN)
+#        PACED=N (req/s): a fixed offered rate instead of wrk's fastest, N requests a second
+#        over all connections (lua/paced.lua); the report then compares each scenario's CPU
+#        per request with `none`'s at that rate (run `none` too) and with the cost of its
+#        signature check (`openssl speed`, same sitting). For the crypto-bound routes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -241,6 +245,18 @@ BASELINE_PID=$NGINX_PID
 run_wrk() {
   local secs=$1 url=$2 out=$3
   shift 3
+  if [[ -n ${PACED:-} ]]; then
+    # A fixed offered rate: the scenario's script (if any) wrapped by lua/paced.lua.
+    local args=() inner=""
+    while (( $# )); do
+      if [[ $1 == -s ]]; then inner=$2; shift 2; else args+=("$1"); shift; fi
+    done
+    [[ -z $inner || $inner == /* ]] || inner=$ROOT/$inner
+    set -- "${args[@]}" -s "$ROOT/bench/lua/paced.lua"
+    export PACED_INNER=$inner
+    PACED_INTERVAL_MS=$(awk -v c="$CONNECTIONS" -v r="$PACED" 'BEGIN { printf "%.4f", c * 1000 / r }')
+    export PACED_INTERVAL_MS
+  fi
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"${secs}s" --latency "$@" "$url" >"$out" 2>&1 \
     || { cat "$out" >&2; die "wrk failed against $url"; }
   if [[ -z ${ALLOW_NON_2XX:-} || $url != *":$PORT_TOKENGATE/"* ]] && grep -q "Non-2xx or 3xx responses" "$out"; then
@@ -1051,11 +1067,21 @@ routes_scenario routes-10000 10000
 (( ${#RAN[@]} )) || die "no scenario named ${SELECTED[*]}"
 
 # --- report ----------------------------------------------------------------------------
+if [[ -n ${PACED:-} ]]; then
+  # What each crypto-bound route's one signature check costs by itself (OpenSSL 3's -mr
+  # lines: +F2 RSA, +F4 ECDSA, +F6 EdDSA, with signs and verifies a second).
+  log "signature checks' own cost (openssl speed, one core, 3 s each)"
+  openssl speed -seconds 3 -mr rsa2048 ecdsap256 ed25519 2>/dev/null | awk -F: '
+    $1 == "+F2" && $3 == 2048 { printf "rs256\t%.3f\n", 1e6 / $5 }
+    $1 == "+F4" && $3 == 256 { printf "es256\t%.3f\n", 1e6 / $5 }
+    $1 == "+F6" && $4 == "Ed25519" { printf "ed25519\t%.3f\n", 1e6 / $6 }' >"$WORK/verify.tsv"
+  [[ -s $WORK/verify.tsv ]] || die "openssl speed gave no figures"
+fi
 ROUNDS=$ROUNDS DURATION=$DURATION CONNECTIONS=$CONNECTIONS THREADS=$THREADS WORKERS=$WORKERS \
 NGINX_VERSION="$("$NGINX" -v 2>&1 | sed 's/^nginx version: //')" \
 WRK_VERSION="$(wrk --version 2>&1 | head -1 | awk '{print $2}')" \
 TOKENGATE_VERSION="$("$TOKENGATE_BIN" version 2>&1 | head -1)" \
-TOKENGATE_ENV="${TOKENGATE_ENV:-}" \
+TOKENGATE_ENV="${TOKENGATE_ENV:-}" PACED="${PACED:-}" \
 APACHE_VERSION="$( [[ -z $PEER_PID ]] || "$APACHE" -v 2>&1 | sed -n 's/^Server version: //p')" \
 MOD_AUTH_OPENIDC_VERSION="$( [[ -z $PEER_PID ]] || dpkg-query -W -f='${Version}' libapache2-mod-auth-openidc 2>/dev/null)" \
 GIT_REV="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo -dirty)" \
@@ -1076,6 +1102,7 @@ meta = {
     "kernel": platform.release(), "nginx": os.environ["NGINX_VERSION"],
     "wrk": os.environ["WRK_VERSION"], "tokengate": os.environ["TOKENGATE_VERSION"],
     "git": os.environ["GIT_REV"], "tokengate_env": os.environ["TOKENGATE_ENV"],
+    "paced": int(os.environ["PACED"]) if os.environ["PACED"] else None,
     "wrk_args": wrk_args, "scenario_kinds": kinds,
     "apache": os.environ["APACHE_VERSION"] or None,
     "mod_auth_openidc": os.environ["MOD_AUTH_OPENIDC_VERSION"] or None,
