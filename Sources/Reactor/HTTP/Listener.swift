@@ -19,6 +19,8 @@ public enum Listener {
     /// a share of its connections, two configurations serving one address. One bind
     /// without SO_REUSEPORT, before the first worker's socket, makes that an error instead,
     /// as nginx's "Address already in use". (Port 0 asks for a free port: nothing to check.)
+    /// The probe is closed before the workers' sockets open, so two starts in the same moment
+    /// could both pass it; a start beside a running gateway cannot.
     public static func claim(host: String, port: UInt16) throws {
         guard port != 0, tg_listen_address_free(host, port) != 0 else { return }
         let reason = errno == EADDRINUSE ? "address in use" : String(cString: strerror(errno))
