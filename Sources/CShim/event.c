@@ -10,7 +10,9 @@
 #include <errno.h>
 #include <stdio.h>
 
-int tg_reuseport_listener(const char *host, unsigned short port, int backlog) {
+/* host:port as a numeric passive address (no name lookup); NULL with errno EINVAL when it
+ * is not one. The caller frees it with freeaddrinfo. */
+static struct addrinfo *passive_address(const char *host, unsigned short port) {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -19,7 +21,13 @@ int tg_reuseport_listener(const char *host, unsigned short port, int backlog) {
     char portstr[8];
     snprintf(portstr, sizeof portstr, "%u", (unsigned)port);
     int rc = getaddrinfo(host, portstr, &hints, &res);
-    if (rc != 0 || res == NULL) { errno = EINVAL; return -1; }
+    if (rc != 0 || res == NULL) { errno = EINVAL; return NULL; }
+    return res;
+}
+
+int tg_reuseport_listener(const char *host, unsigned short port, int backlog) {
+    struct addrinfo *res = passive_address(host, port);
+    if (res == NULL) return -1;
     int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) { freeaddrinfo(res); return -1; }
     int one = 1;
@@ -38,15 +46,8 @@ int tg_reuseport_listener(const char *host, unsigned short port, int backlog) {
 }
 
 int tg_listen_address_free(const char *host, unsigned short port) {
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
-    char portstr[8];
-    snprintf(portstr, sizeof portstr, "%u", (unsigned)port);
-    int rc = getaddrinfo(host, portstr, &hints, &res);
-    if (rc != 0 || res == NULL) { errno = EINVAL; return -1; }
+    struct addrinfo *res = passive_address(host, port);
+    if (res == NULL) return -1;
     int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) { freeaddrinfo(res); return -1; }
     int one = 1;

@@ -29,24 +29,15 @@ import Testing
     @Test func aPortWithAClosedConnectionIsFree() throws {
         let fd = try Listener.open(host: "127.0.0.1", port: 0)
         let port = Listener.port(of: fd)
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = port.bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        #expect(connected == 0)
+        var client: TestClient? = try TestClient(port: port)
         var pollfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         #expect(poll(&pollfd, 1, 2000) == 1)
         let accepted = accept(fd, nil, nil)
         #expect(accepted >= 0)
         // The server side closes first: its end goes to TIME_WAIT on the listening port.
         close(accepted)
-        close(client)
+        #expect(client?.closedByPeer() == true)
+        client = nil
         close(fd)
         try Listener.claim(host: "127.0.0.1", port: port)
     }
