@@ -38,9 +38,9 @@ enum RateLimitFields {
                     out[at] = b
                     at += 1
                 }
-                func parameter(_ key: Character, _ value: Int) {
+                func parameter(_ key: UInt8, _ value: Int) {
                     out[at] = UInt8(ascii: ";")
-                    out[at + 1] = key.asciiValue ?? UInt8(ascii: "_")
+                    out[at + 1] = key
                     out[at + 2] = UInt8(ascii: "=")
                     at += 3
                     if value < 0 {
@@ -56,8 +56,8 @@ enum RateLimitFields {
                     } while v > 0
                     out[first..<at].reverse()
                 }
-                parameter("r", remaining)
-                parameter("t", reset)
+                parameter(UInt8(ascii: "r"), remaining)
+                parameter(UInt8(ascii: "t"), reset)
                 return at
             }
         }

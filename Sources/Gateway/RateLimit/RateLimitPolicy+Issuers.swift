@@ -10,6 +10,17 @@ extension RateLimitKey {
         case .jkt, .certificate, .ip, .header: false
         }
     }
+
+    /// Whether the token a request was admitted with fixes its value, so that every request
+    /// its connection's `BearerMemo` admits has the same one: the caller and the claims are
+    /// the token's. Not the address, a header, the certificate or the MCP tool, which each
+    /// request brings anew.
+    var fixedByToken: Bool {
+        switch self {
+        case .subject, .clientID, .jkt, .claim: true
+        case .certificate, .ip, .header, .tool: false
+        }
+    }
 }
 
 extension RateLimitPolicy {

@@ -51,15 +51,20 @@ final class RateLimitStage: KeyedStage {
         guard limiter.answersAtOnce else { return RateLimitCheck(stage: self, request: request).next() }
         // The memory store answers within the call: nothing to keep while waiting.
         var tightest: Tightest?
-        let memo = request.admission?.bearerMemo
         for policy in policies {
-            let value = self.value(policy.key, request)
-            if let refusal = judge(limiter.takeNow(policy, value: value, memo: memo), policy, value, request, &tightest)
-            {
-                return refusal
-            }
+            let partition = self.partition(policy, request)
+            if let refusal = judge(limiter.takeNow(partition), policy, partition, request, &tightest) { return refusal }
         }
         return allowed(request, tightest)
+    }
+
+    /// Where `request` counts under `policy`. A request admitted with its connection's token
+    /// memo whose key the token fixes counts where the memo's first request did: its value
+    /// is not built again.
+    func partition(_ policy: RateLimitPolicy, _ request: RoutedRequest) -> RateLimitPartition {
+        let memo = request.admission?.bearerMemo
+        if let memo, policy.key.fixedByToken, let known = limiter.knownPartition(policy, memo: memo) { return known }
+        return limiter.partition(policy, value: value(policy.key, request), memo: memo)
     }
 
     /// Every policy allowed: the tightest one's fields go on the answer.
@@ -119,6 +124,8 @@ private final class RateLimitCheck {
     let stage: RateLimitStage
     let request: RoutedRequest
     var index = 0
+    /// Where the request counts under the policy at `index`.
+    var partition: RateLimitPartition?
     var tightest: RateLimitStage.Tightest?
     var waiting = false
     var suspended = false
@@ -133,11 +140,11 @@ private final class RateLimitCheck {
     func next() -> StageOutcome {
         while index < stage.policies.count {
             let policy = stage.policies[index]
-            let value = stage.value(policy.key, request)
+            let partition = stage.partition(policy, request)
+            self.partition = partition
             waiting = true
             immediate = nil
-            stage.limiter.take(policy, value: value, memo: request.admission?.bearerMemo) {
-                [self] result in
+            stage.limiter.take(partition) { [self] result in
                 if waiting {
                     immediate = result
                 } else {
@@ -149,15 +156,15 @@ private final class RateLimitCheck {
                 suspended = true
                 return .suspend
             }
-            if let refusal = stage.judge(result, policy, value, request, &tightest) { return refusal }
+            if let refusal = stage.judge(result, policy, partition, request, &tightest) { return refusal }
             index += 1
         }
         return stage.allowed(request, tightest)
     }
 
     private func resumed(_ result: Result<GCRA.Decision, RateLimitStoreError>) {
-        let policy = stage.policies[index]
-        if let refusal = stage.judge(result, policy, stage.value(policy.key, request), request, &tightest) {
+        guard let partition else { return }
+        if let refusal = stage.judge(result, stage.policies[index], partition, request, &tightest) {
             finish(refusal)
             return
         }
@@ -177,8 +184,8 @@ private final class RateLimitCheck {
 extension RateLimitStage {
     /// nil: the policy allowed (or its store failed open); else the answer.
     func judge(
-        _ result: Result<GCRA.Decision, RateLimitStoreError>, _ policy: RateLimitPolicy, _ value: String,
-        _ request: RoutedRequest, _ tightest: inout Tightest?
+        _ result: Result<GCRA.Decision, RateLimitStoreError>, _ policy: RateLimitPolicy,
+        _ partition: RateLimitPartition, _ request: RoutedRequest, _ tightest: inout Tightest?
     ) -> StageOutcome? {
         let ctx = request.context
         switch result {
@@ -192,7 +199,7 @@ extension RateLimitStage {
             r.reason = "rate_limit_store_failed"
             return .answer(r)
         case .success(let decision):
-            let rule = policy.rule(for: value)
+            let rule = partition.rule
             if decision.allowed {
                 if policy.headers, tightest.map({ decision.remaining < $0.decision.remaining }) ?? true {
                     tightest = (policy, rule, decision)

@@ -15,11 +15,18 @@ final class KnownStoreKeys {
     var keys: [KnownStoreKey] = []
 }
 
-/// A caller's store key under one policy.
+/// A caller's partition under one policy, kept for its token's next requests.
 struct KnownStoreKey {
     let policy: String
-    let value: String
-    let key: String
+    let partition: RateLimitPartition
     /// `RateLimiter.keyGeneration` when it was made.
     let generation: Int
+}
+
+/// Where one request counts under one policy: its key's value, the rule that value is
+/// under (`overrides`), and the store's name for it (`RateLimiter.storeKey`).
+struct RateLimitPartition {
+    let value: String
+    let rule: RateLimitRule
+    let storeKey: String
 }

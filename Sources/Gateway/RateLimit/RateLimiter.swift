@@ -73,46 +73,57 @@ final class RateLimiter {
         return key
     }
 
-    /// `storeKey`, first looked up among the keys a connection's token already used
-    /// (`KnownStoreKeys`, on its `BearerMemo`): a memo-admitted request's caller is the
-    /// memo's, so its key is found with a compare or two and no hashing.
-    func storeKey(policy: String, value: String, memo: BearerMemo?) -> String {
-        guard let memo else { return storeKey(policy: policy, value: value) }
-        let known = memo.kept.value(KnownStoreKeys.Key.self, orMake: KnownStoreKeys.init)
-        for k in known.keys where k.generation == keyGeneration && k.value == value && k.policy == policy {
-            return k.key
+    /// Where a request with `value` counts under `policy`; first looked up among the
+    /// partitions a connection's token already used (`KnownStoreKeys`, on its `BearerMemo`):
+    /// a memo-admitted request's caller is the memo's, so its store key is found with a
+    /// compare or two and no hashing.
+    func partition(_ policy: RateLimitPolicy, value: String, memo: BearerMemo?) -> RateLimitPartition {
+        guard let memo else {
+            return RateLimitPartition(
+                value: value, rule: policy.rule(for: value), storeKey: storeKey(policy: policy.name, value: value))
         }
-        let key = storeKey(policy: policy, value: value)
+        let known = memo.kept.value(KnownStoreKeys.Key.self, orMake: KnownStoreKeys.init)
+        for k in known.keys where k.generation == keyGeneration && k.partition.value == value && k.policy == policy.name
+        {
+            return k.partition
+        }
+        let partition = RateLimitPartition(
+            value: value, rule: policy.rule(for: value), storeKey: storeKey(policy: policy.name, value: value))
         known.keys.removeAll { $0.generation != keyGeneration }
         if known.keys.count < KnownStoreKeys.perMemo {
-            known.keys.append(KnownStoreKey(policy: policy, value: value, key: key, generation: keyGeneration))
+            known.keys.append(KnownStoreKey(policy: policy.name, partition: partition, generation: keyGeneration))
         }
-        return key
+        return partition
+    }
+
+    /// The partition `memo`'s token counted in under `policy` before, under the current
+    /// digest key, without the request's value: only for a key the token alone fixes
+    /// (`RateLimitKey.fixedByToken`), whose value every request admitted with the memo
+    /// shares, so building it again (issuer, NUL, claim) would find the same one.
+    func knownPartition(_ policy: RateLimitPolicy, memo: BearerMemo) -> RateLimitPartition? {
+        guard let known = memo.kept[KnownStoreKeys.Key.self] else { return nil }
+        for k in known.keys where k.generation == keyGeneration && k.policy == policy.name { return k.partition }
+        return nil
     }
 
     /// Whether `takeNow` can answer (the memory store), so no request waits on the store.
     var answersAtOnce: Bool { store.answersAtOnce }
 
-    /// One request taken from `value`'s budget under `policy`.
-    func take(
-        _ policy: RateLimitPolicy, value: String, memo: BearerMemo? = nil,
-        done: @escaping (Result<GCRA.Decision, RateLimitStoreError>) -> Void
-    ) {
-        let key = storeKey(policy: policy.name, value: value, memo: memo)
+    /// One request taken from `partition`'s budget.
+    func take(_ partition: RateLimitPartition, done: @escaping (Result<GCRA.Decision, RateLimitStoreError>) -> Void) {
+        let key = partition.storeKey
         if let refusal = memoRefusal(key) { return done(.success(refusal)) }
-        store.take(key, policy.rule(for: value).cell) { [self] result in
+        store.take(key, partition.rule.cell) { [self] result in
             remember(key, result)
             done(result)
         }
     }
 
     /// `take`, answered now; only when `answersAtOnce`.
-    func takeNow(_ policy: RateLimitPolicy, value: String, memo: BearerMemo? = nil) -> Result<
-        GCRA.Decision, RateLimitStoreError
-    > {
-        let key = storeKey(policy: policy.name, value: value, memo: memo)
+    func takeNow(_ partition: RateLimitPartition) -> Result<GCRA.Decision, RateLimitStoreError> {
+        let key = partition.storeKey
         if let refusal = memoRefusal(key) { return .success(refusal) }
-        let result = store.takeNow(key, policy.rule(for: value).cell)
+        let result = store.takeNow(key, partition.rule.cell)
         remember(key, result)
         return result
     }

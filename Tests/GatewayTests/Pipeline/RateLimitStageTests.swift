@@ -106,28 +106,73 @@ struct RateLimitStageTests {
         #expect(key != worker.services.rateLimits.storeKey(policy: "quiet", value: "alice@example.com"))
     }
 
-    @Test func aConnectionsTokenKeepsItsStoreKeysOnlyForItsOwnValueAndKeyGeneration() throws {
-        let worker = try testWorker(Self.yaml)
-        let limiter = worker.services.rateLimits
-        let memo = BearerMemo(
+    static func memo(subject: String) -> BearerMemo {
+        BearerMemo(
             authorization: [], routeIndex: 0, generation: 0, validUntil: .max,
             caller: AuthenticatedCaller(
                 token: VerifiedAccessToken(issuer: "one", claims: JSONObject(), expiresAt: 0, confirmation: nil)),
-            identity: [], subject: "alice", clientID: nil)
+            identity: [], subject: subject, clientID: nil)
+    }
+
+    static func policy(_ worker: Worker, _ name: String) throws -> RateLimitPolicy {
+        try #require(worker.services.config.rateLimits[name])
+    }
+
+    @Test func aConnectionsTokenKeepsItsPartitionsOnlyForItsOwnValueAndKeyGeneration() throws {
+        let worker = try testWorker(Self.yaml)
+        let limiter = worker.services.rateLimits
+        let perUser = try Self.policy(worker, "per-user")
+        let quiet = try Self.policy(worker, "quiet")
+        let memo = Self.memo(subject: "alice")
         let alice = limiter.storeKey(policy: "per-user", value: "alice")
-        #expect(limiter.storeKey(policy: "per-user", value: "alice", memo: memo) == alice)
+        #expect(limiter.partition(perUser, value: "alice", memo: memo).storeKey == alice)
         #expect(memo.kept[KnownStoreKeys.Key.self]?.keys.count == 1)
-        #expect(limiter.storeKey(policy: "per-user", value: "alice", memo: memo) == alice, "found on the memo")
+        #expect(limiter.partition(perUser, value: "alice", memo: memo).storeKey == alice, "found on the memo")
         // Another value or policy is never answered with the kept key.
         #expect(
-            limiter.storeKey(policy: "per-user", value: "bob", memo: memo)
+            limiter.partition(perUser, value: "bob", memo: memo).storeKey
                 == limiter.storeKey(policy: "per-user", value: "bob"))
-        #expect(limiter.storeKey(policy: "quiet", value: "alice", memo: memo) != alice)
+        #expect(limiter.partition(quiet, value: "alice", memo: memo).storeKey != alice)
+        // The override's rule is kept with its value.
+        #expect(limiter.partition(perUser, value: "batch", memo: memo).rule.burst == 3)
+        #expect(limiter.partition(perUser, value: "batch", memo: memo).rule.burst == 3, "found on the memo")
         // A new config's digest key: the kept keys no longer stand.
         limiter.apply(worker.services.config)
-        let fresh = limiter.storeKey(policy: "per-user", value: "alice", memo: memo)
+        #expect(limiter.knownPartition(perUser, memo: memo)?.storeKey == nil, "kept under the old digest key")
+        let fresh = limiter.partition(perUser, value: "alice", memo: memo).storeKey
         #expect(fresh == limiter.storeKey(policy: "per-user", value: "alice"))
         #expect(memo.kept[KnownStoreKeys.Key.self]?.keys.allSatisfy { $0.generation == limiter.keyGeneration } == true)
+    }
+
+    /// A memo-admitted request whose key the token fixes counts where the memo's first
+    /// request did, without its value built again; any other key is built every time.
+    @Test func onlyAKeyTheTokenFixesIsTakenFromTheMemoWithoutItsValue() throws {
+        let worker = try testWorker(Self.yaml)
+        let perUser = try Self.policy(worker, "per-user")
+        let memo = Self.memo(subject: "dave")
+        func partition(_ policy: RateLimitPolicy, sub: String) throws -> RateLimitPartition {
+            let h = try StageHarness(worker, "GET", "/api/x")
+            h.request.admission = Admission(
+                identity: [], session: false, body: nil, claims: JSONObject(["sub": .string(sub)]), bearerMemo: memo)
+            h.request.context.authenticated(CallerIdentity(subject: sub, clientID: nil, issuer: "one"))
+            return try #require(h.stage(RateLimitStage.self)).partition(policy, h.request)
+        }
+        let first = try partition(perUser, sub: "dave")
+        #expect(first.value == RateLimitPolicy.key("one", "dave"[...]))
+        #expect(worker.services.rateLimits.knownPartition(perUser, memo: memo)?.storeKey == first.storeKey)
+        #expect(try partition(perUser, sub: "dave").storeKey == first.storeKey)
+        for key in [RateLimitKey.subject, .clientID, .jkt, .claim(["org"])] { #expect(key.fixedByToken, "\(key)") }
+        for key in [RateLimitKey.ip, .header("X-Tenant"), .certificate, .tool] { #expect(!key.fixedByToken, "\(key)") }
+        // A policy whose key each request brings anew is read from the request, memo or not.
+        var byHeader = perUser
+        byHeader.key = .header("X-Tenant")
+        let h = try StageHarness(worker, "GET", "/api/x", fields: [("Host", "app.example"), ("X-Tenant", "acme")])
+        h.request.admission = Admission(identity: [], session: false, body: nil, claims: JSONObject(), bearerMemo: memo)
+        let stage = try #require(h.stage(RateLimitStage.self))
+        #expect(stage.partition(byHeader, h.request).value == "acme")
+        let other = try StageHarness(worker, "GET", "/api/x", fields: [("Host", "app.example"), ("X-Tenant", "globex")])
+        other.request.admission = h.request.admission
+        #expect(stage.partition(byHeader, other.request).value == "globex", "not the memo's earlier value")
     }
 
     @Test func aToolLimitCountsAfterTheMCPStagePerToolAndCaller() throws {
