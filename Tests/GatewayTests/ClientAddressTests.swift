@@ -51,6 +51,16 @@ struct ClientAddressTests {
         }
     }
 
+    /// A bare address is returned as written, without the walk; quotes, brackets or a port
+    /// still take it.
+    @Test func aBareAddressIsItsOwnNodeAndAnyOtherIsRead() {
+        #expect(ClientAddress.node("198.51.100.9") == "198.51.100.9")
+        #expect(ClientAddress.node("\"198.51.100.9\"") == "198.51.100.9")
+        #expect(ClientAddress.node("198.51.100.9:80") == "198.51.100.9")
+        #expect(ClientAddress.node("[2001:db8::1]:80") == "2001:db8::1")
+        #expect(ClientAddress.node("\"[2001:db8::1]\"") == "2001:db8::1")
+    }
+
     @Test func anIPv6ClientCountsByItsSlash64() {
         #expect(ClientAddress.grouped("2001:db8:1:2::1") == ClientAddress.grouped("2001:db8:1:2:ffff::9"))
         #expect(ClientAddress.grouped("2001:db8:1:3::1") == "2001:db8:1:3::/64")

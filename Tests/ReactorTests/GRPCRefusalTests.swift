@@ -42,6 +42,24 @@ struct GRPCRefusalTests {
         #expect(GRPCCall(HTTP1Fields([("Content-Type", "application/grpc")])) == .grpc)
         #expect(GRPCCall(HTTP1Fields([("Accept", "application/grpc")])) == nil)
         #expect(GRPCCall(HTTP1Fields([])) == nil)
+        #expect(
+            GRPCCall(HTTP1Fields([("content-type", "application/json"), ("Content-Type", "application/grpc")])) == nil)
+        #expect(
+            GRPCCall(HTTP1Fields([("Content-Type", "application/grpc-web"), ("content-type", "text/plain")]))
+                == .grpcWeb(text: false, format: nil))
+    }
+
+    /// A head's type is first turned away on its bytes (`startsAsCall`): that shortcut
+    /// decides as the full reading of the type does, for every call and near miss above.
+    @Test(arguments: [
+        "application/grpc", "application/grpc+proto", "APPLICATION/GRPC", "Application/gRPC+Proto",
+        "application/grpc; charset=utf-8", " application/grpc ", "\tapplication/grpc", "application/grpc-web",
+        "Application/GRPC-Web-Text+PROTO", "application/grpcx", "application/grpc-webfoo", "application/grpc+",
+        "application/json", "text/grpc", "application/ grpc", "xapplication/grpc", "application/grp", "",
+        ";application/grpc", "application/grpc\u{0}", "application/grpc-webtext"
+    ])
+    func aHeadsTypeDecidesAsTheTypeAlone(contentType: String) {
+        #expect(GRPCCall(HTTP1Fields([("Content-Type", contentType)])) == GRPCCall(contentType: contentType))
     }
 
     @Test func responseContentTypes() {

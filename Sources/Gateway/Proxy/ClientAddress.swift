@@ -24,6 +24,12 @@ enum ClientAddress {
     /// Gateway writes its entries so). A bare IPv6 address, `unknown` or an obfuscated
     /// identifier stays as it is.
     static func node(_ entry: String) -> String {
+        // The common entry, a bare IPv4 address (the peer's own, as the gateway writes it):
+        // no quote, bracket or colon, so nothing below would change it. Read as bytes; the
+        // steps below walk `Character`s, a grapheme break per step.
+        if !holds(entry, { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: ":") }) {
+            return entry
+        }
         var text = Substring(entry)
         if text.count >= 2, text.first == "\"", text.last == "\"" { text = text.dropFirst().dropLast() }
         if text.first == "[" {
@@ -41,6 +47,12 @@ enum ClientAddress {
         return String(text)
     }
 
+    /// Whether a byte of `text` is one `matches` takes, read in place: the UTF-8 view's own
+    /// iterator costs tens of instructions a byte, and every buffered body asks this.
+    private static func holds(_ text: String, _ matches: (UInt8) -> Bool) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { $0.contains(where: matches) } ?? text.utf8.contains(where: matches)
+    }
+
     /// RFC 7239 §6: `node-port = port / obfport`; a port here, 1 to 5 digits.
     private static func isPort(_ text: Substring) -> Bool {
         (1...5).contains(text.utf8.count) && text.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
@@ -48,7 +60,7 @@ enum ClientAddress {
 
     /// An IPv6 address as its /64 (`2001:db8:1:2::/64`); any other text as it is.
     static func grouped(_ address: String) -> String {
-        guard address.utf8.contains(UInt8(ascii: ":")), let bytes = CIDR.parseAddress(address), bytes.count == 16,
+        guard holds(address, { $0 == UInt8(ascii: ":") }), let bytes = CIDR.parseAddress(address), bytes.count == 16,
             !bytes[0..<10].allSatisfy({ $0 == 0 }) || bytes[10] != 0xff || bytes[11] != 0xff
         else { return address }
         var groups: [String] = []

@@ -37,10 +37,33 @@ public enum GRPCCall: Equatable, Sendable {
         }
     }
 
-    /// The request's call, if it is one (its first `content-type`).
+    /// The request's call, if it is one (its first `content-type`). Every request with a
+    /// body is asked (`RequestBodyLimit`), and most are no call: their type is turned away on
+    /// its bytes in place, and only one that starts as a call's does is read as a string.
     public init?(_ fields: HTTP1Fields) {
-        guard let contentType = fields.first("content-type") else { return nil }
+        guard let contentType = Self.typeThatMayBeCall(fields) else { return nil }
         self.init(contentType: contentType)
+    }
+
+    /// The first `content-type`, when it starts as a call's; nil for none or any other.
+    static func typeThatMayBeCall(_ fields: HTTP1Fields) -> String? {
+        for i in 0..<fields.count where fields.nameEquals(i, "content-type") {
+            return fields.withValue(i) { startsAsCall($0) ? String(decoding: $0, as: UTF8.self) : nil }
+        }
+        return nil
+    }
+
+    /// Whether `value`, past leading blanks, starts with `application/grpc` in any case, as
+    /// each of the three media types `init(contentType:)` takes does.
+    static func startsAsCall(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+        var at = 0
+        while at < value.count, value[at] == 0x20 || value[at] == 0x09 { at += 1 }
+        let prefix: StaticString = "application/grpc"
+        guard value.count - at >= prefix.utf8CodeUnitCount else { return false }
+        for i in 0..<prefix.utf8CodeUnitCount where HTTP1Fields.lower(value[at + i]) != prefix.utf8Start[i] {
+            return false
+        }
+        return true
     }
 
     /// The `content-type` of an answer to this call: gRPC answers `application/grpc` (as
