@@ -47,15 +47,19 @@ public enum GRPCCall: Equatable, Sendable {
 
     /// The first `content-type`, when it starts as a call's; nil for none or any other.
     static func typeThatMayBeCall(_ fields: HTTP1Fields) -> String? {
-        for i in 0..<fields.count where fields.nameEquals(i, "content-type") {
-            return fields.withValue(i) { startsAsCall($0) ? String(decoding: $0, as: UTF8.self) : nil }
+        var first: String?
+        var seen = false
+        fields.forEachValue(named: "content-type") { value in
+            guard !seen else { return }
+            seen = true
+            if startsAsCall(value) { first = String(decodingUTF8: value) }
         }
-        return nil
+        return first
     }
 
     /// Whether `value`, past leading blanks, starts with `application/grpc` in any case, as
     /// each of the three media types `init(contentType:)` takes does.
-    static func startsAsCall(_ value: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func startsAsCall(_ value: Span<UInt8>) -> Bool {
         var at = 0
         while at < value.count, value[at] == 0x20 || value[at] == 0x09 { at += 1 }
         let prefix: StaticString = "application/grpc"
