@@ -124,8 +124,6 @@ private final class RateLimitCheck {
     let stage: RateLimitStage
     let request: RoutedRequest
     var index = 0
-    /// Where the request counts under the policy at `index`.
-    var partition: RateLimitPartition?
     var tightest: RateLimitStage.Tightest?
     var waiting = false
     var suspended = false
@@ -141,14 +139,13 @@ private final class RateLimitCheck {
         while index < stage.policies.count {
             let policy = stage.policies[index]
             let partition = stage.partition(policy, request)
-            self.partition = partition
             waiting = true
             immediate = nil
             stage.limiter.take(partition) { [self] result in
                 if waiting {
                     immediate = result
                 } else {
-                    resumed(result)
+                    resumed(result, partition)
                 }
             }
             waiting = false
@@ -162,8 +159,7 @@ private final class RateLimitCheck {
         return stage.allowed(request, tightest)
     }
 
-    private func resumed(_ result: Result<GCRA.Decision, RateLimitStoreError>) {
-        guard let partition else { return }
+    private func resumed(_ result: Result<GCRA.Decision, RateLimitStoreError>, _ partition: RateLimitPartition) {
         if let refusal = stage.judge(result, stage.policies[index], partition, request, &tightest) {
             finish(refusal)
             return
